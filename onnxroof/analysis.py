@@ -1,0 +1,206 @@
+"""The pipeline in one place: load -> shapes -> cost graph -> totals.
+
+``analyze`` is the Python API; the CLI prints exactly what it returns.
+
+>>> from onnxroof.examples import build_example
+>>> result = analyze(build_example("shallownet"))
+>>> result.totals.mac_flops, result.totals.params
+(2424832, 328586)
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import networkx as nx
+import onnx
+
+from .dtypes import dtype_name
+from .graph import STATUS_UNKNOWN_SHAPE, STATUS_UNSUPPORTED, NodeRecord, TensorRecord, build_cost_graph
+from .load import load_model
+from .shapes import TensorInfo, UnresolvedDim, bind_inputs, infer_shapes, parse_dim, parse_input_shape
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    name: str
+    path: str | None
+    file_bytes: int | None
+    producer: str
+    ir_version: int
+    opset: int  # the default-domain opset
+    opsets: dict[str, int]
+    node_count: int
+    doc_string: str
+
+
+@dataclass
+class Totals:
+    """Sums over the node records (parameters counted once even when shared)."""
+
+    macs: int
+    mac_flops: int
+    flops: int
+    params: int
+    param_bytes: int
+    nodes: int
+    counted_nodes: int
+    unsupported: dict[str, int]  # op -> number of nodes with no cost rule
+    unknown_shape: dict[str, int]  # op -> number of nodes whose shapes stayed unknown
+
+
+@dataclass
+class Analysis:
+    model: ModelFacts
+    inputs: list[TensorInfo]  # the input shapes actually used
+    outputs: list[TensorInfo]
+    graph: nx.DiGraph  # the cost DAG: node attribute "record", edge attributes "tensors", "bytes"
+    nodes: list[NodeRecord]  # in execution (model) order
+    totals: Totals
+    unresolved_dims: list[UnresolvedDim]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def tensors(self) -> dict[str, TensorRecord]:
+        return self.graph.graph["tensors"]
+
+    @property
+    def complete(self) -> bool:
+        """True when every node was costed and every input dim is bound."""
+        return not (self.unresolved_dims or self.totals.unsupported or self.totals.unknown_shape)
+
+    def to_dict(self) -> dict:
+        """The JSON document (schema onnxroof/1) that ``summary --format json`` prints."""
+        from .report.json import to_document
+
+        return to_document(self)
+
+
+def analyze(
+    model: str | os.PathLike | onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
+    dims: Mapping[str, int] | Iterable[str] | None = None,
+) -> Analysis:
+    """Analyse an ONNX model given as a path or a ModelProto.
+
+    ``input_shapes`` maps input names to shapes (or is a list of ``NAME:1,3,224,224`` strings);
+    ``dims`` maps symbolic dim names to values (or is a list of ``SYMBOL=VALUE`` strings).
+    """
+    if isinstance(model, onnx.ModelProto):
+        path, file_bytes = None, None
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)  # binding writes into the model; leave the caller's untouched
+    else:
+        path = str(model)
+        proto = load_model(path)
+        file_bytes = Path(path).stat().st_size
+    bind_inputs(proto, _shape_flags(input_shapes), _dim_flags(dims))
+    nodes = list(proto.graph.node)
+    shapes = infer_shapes(proto, nodes)
+    graph = build_cost_graph(proto, shapes)
+    records = [graph.nodes[name]["record"] for name in graph.graph.get("order", graph.nodes)]
+    records.sort(key=lambda r: r.index)
+    totals = _totals(records, graph)
+    analysis = Analysis(
+        model=_facts(proto, path, file_bytes),
+        inputs=shapes.inputs,
+        outputs=[shapes.tensors.get(o.name) or TensorInfo(o.name) for o in proto.graph.output],
+        graph=graph,
+        nodes=records,
+        totals=totals,
+        unresolved_dims=shapes.unresolved,
+    )
+    analysis.warnings = shapes.notes + _warnings(analysis)
+    return analysis
+
+
+def _shape_flags(input_shapes) -> list[tuple[str | None, tuple[int, ...]]]:
+    if not input_shapes:
+        return []
+    if isinstance(input_shapes, Mapping):
+        return [(name, tuple(int(d) for d in shape)) for name, shape in input_shapes.items()]
+    return [parse_input_shape(text) for text in input_shapes]
+
+
+def _dim_flags(dims) -> dict[str, int]:
+    if not dims:
+        return {}
+    if isinstance(dims, Mapping):
+        return {str(k): int(v) for k, v in dims.items()}
+    return dict(parse_dim(text) for text in dims)
+
+
+def _facts(model: onnx.ModelProto, path: str | None, file_bytes: int | None) -> ModelFacts:
+    opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
+    producer = " ".join(p for p in (model.producer_name, model.producer_version) if p)
+    name = model.graph.name or (Path(path).stem if path else "model")
+    return ModelFacts(
+        name=name,
+        path=path,
+        file_bytes=file_bytes,
+        producer=producer,
+        ir_version=model.ir_version,
+        opset=opsets.get("ai.onnx", 0),
+        opsets=opsets,
+        node_count=len(model.graph.node),
+        doc_string=model.doc_string,
+    )
+
+
+def _totals(records: list[NodeRecord], graph: nx.DiGraph) -> Totals:
+    tensors: dict[str, TensorRecord] = graph.graph["tensors"]
+    parameters = graph.graph["parameters"]
+    unsupported = Counter(r.op_type for r in records if r.status == STATUS_UNSUPPORTED)
+    unknown = Counter(r.op_type for r in records if r.status == STATUS_UNKNOWN_SHAPE)
+    macs = sum(r.macs for r in records)
+    return Totals(
+        macs=macs,
+        mac_flops=2 * macs,
+        flops=sum(r.flops for r in records),
+        params=sum(_elements(tensors[name].shape) for name in parameters),
+        param_bytes=sum(tensors[name].bytes or 0 for name in parameters),
+        nodes=len(records),
+        counted_nodes=sum(1 for r in records if r.counted),
+        unsupported=dict(sorted(unsupported.items())),
+        unknown_shape=dict(sorted(unknown.items())),
+    )
+
+
+def _elements(shape: tuple | None) -> int:
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return 0
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count
+
+
+def _warnings(analysis: Analysis) -> list[str]:
+    warnings = []
+    if analysis.unresolved_dims:
+        fixes = " ".join(dict.fromkeys(_fix(d, analysis) for d in analysis.unresolved_dims))
+        names = ", ".join(f"{d.input_name}[{d.axis}]" + (f" ({d.symbol})" if d.symbol else "") for d in analysis.unresolved_dims)
+        warnings.append(f"input dims not bound: {names}; nodes depending on them are not counted. Fix: {fixes}")
+    if analysis.totals.unsupported:
+        ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unsupported.items())
+        warnings.append(f"unsupported ops (not counted): {ops}")
+    if analysis.totals.unknown_shape:
+        ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unknown_shape.items())
+        warnings.append(f"nodes with unknown shapes (not counted): {ops}")
+    return warnings
+
+
+def _fix(dim: UnresolvedDim, analysis: Analysis) -> str:
+    if dim.symbol:
+        return f"--dim {dim.symbol}=1"
+    info = next(i for i in analysis.inputs if i.name == dim.input_name)
+    shape = ",".join(str(d) if isinstance(d, int) else "1" for d in (info.shape or ()))
+    return f"--input-shape {dim.input_name}:{shape or 'D1,D2,...'}"
+
+
+def input_dtype(info: TensorInfo) -> str:
+    return dtype_name(info.dtype)

@@ -1,0 +1,122 @@
+"""Stage 4: the cost rules, a plain mapping from (domain, op_type) to a small function.
+
+Each rule's handler takes a :class:`NodeView` (the node with its input and output shapes) and
+returns an :class:`OpCost`; its docstring is its formula. One module per op family holds the
+handlers; families that share a shape share a parameterized factory instead of near-copies.
+Users override or add rules with :func:`register` (the same hook plugins use).
+
+Conventions (cost-model.md section 1): MAC-type ops report ``macs`` and their FLOPs are
+``2 x macs`` (the bias add is folded into the accumulate); every other op reports its own element
+operations in ``flops``. A node whose op has no rule is "unsupported", never a silent zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any, Callable, Iterable
+
+import onnx
+from onnx import helper
+
+from ..shapes import TensorInfo
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """What one node computes. ``flops`` excludes the 2 x ``macs`` of the MAC part."""
+
+    macs: int = 0
+    flops: int = 0
+    formula: str = ""
+    view: bool = False  # aliases its input (Reshape, Identity, ...): moves no bytes
+
+
+class UnknownShape(Exception):
+    """A shape the rule needs is not known; the node is reported as not counted."""
+
+    def __init__(self, tensor: str):
+        super().__init__(f"shape of {tensor!r} unknown")
+        self.tensor = tensor
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """A node as a cost rule sees it: attributes and the shapes of its tensors."""
+
+    node: onnx.NodeProto
+    inputs: tuple[TensorInfo | None, ...]  # None where an optional input is omitted
+    outputs: tuple[TensorInfo | None, ...]
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for attribute in self.node.attribute:
+            if attribute.name == name:
+                value = helper.get_attribute_value(attribute)
+                return value.decode() if isinstance(value, bytes) else value
+        return default
+
+    def has_input(self, index: int) -> bool:
+        return index < len(self.inputs) and self.inputs[index] is not None
+
+    def input_shape(self, index: int) -> tuple[int, ...]:
+        return _known_shape(self.inputs[index] if index < len(self.inputs) else None, self.node.input, index)
+
+    def output_shape(self, index: int = 0) -> tuple[int, ...]:
+        return _known_shape(self.outputs[index] if index < len(self.outputs) else None, self.node.output, index)
+
+    def output_elements(self, index: int = 0) -> int:
+        return prod(self.output_shape(index))
+
+    def input_elements(self, index: int) -> int:
+        return prod(self.input_shape(index))
+
+
+def _known_shape(info: TensorInfo | None, names: Iterable[str], index: int) -> tuple[int, ...]:
+    if info is None or not info.is_known:
+        names = list(names)
+        raise UnknownShape(names[index] if index < len(names) else f"#{index}")
+    return info.shape  # type: ignore[return-value]
+
+
+Handler = Callable[[NodeView], OpCost]
+
+
+@dataclass(frozen=True)
+class OpRule:
+    """How one op is costed. ``arg_inputs`` are input slots holding shapes or settings
+    (Reshape's shape, Slice's starts, ...): constants there are arguments, not parameters."""
+
+    handler: Handler
+    family: str
+    arg_inputs: frozenset[int] = frozenset()
+
+    @property
+    def formula(self) -> str:
+        return " ".join((self.handler.__doc__ or "").split())
+
+
+COST_RULES: dict[tuple[str, str], OpRule] = {}
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def register(
+    op_types: str | Iterable[str],
+    handler: Handler,
+    *,
+    family: str,
+    domain: str = "",
+    arg_inputs: Iterable[int] = (),
+) -> None:
+    """Add or replace the rule for ``op_types`` in ``domain`` (the user/plugin override hook)."""
+    for op_type in [op_types] if isinstance(op_types, str) else op_types:
+        key = ("" if domain in _DEFAULT_DOMAINS else domain, op_type)
+        COST_RULES[key] = OpRule(handler, family, frozenset(arg_inputs))
+
+
+def rule_for(domain: str, op_type: str) -> OpRule | None:
+    return COST_RULES.get(("" if domain in _DEFAULT_DOMAINS else domain, op_type))
+
+
+# The families register themselves on import; order does not matter.
+from . import conv, elementwise, matmul, normalization, pooling, tensor  # noqa: E402,F401

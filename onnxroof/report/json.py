@@ -1,0 +1,99 @@
+"""The JSON document (schema ``onnxroof/1``): raw numbers, units in the key names.
+
+Counts are exact integers and bytes are bytes; README documents every key. Later stages add
+"memory" and "targets" to the same document.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import __version__
+from ..dtypes import dtype_name
+
+if TYPE_CHECKING:
+    from ..analysis import Analysis
+    from ..graph import NodeRecord
+    from ..shapes import TensorInfo
+
+SCHEMA = "onnxroof/1"
+
+CONVENTIONS = {
+    "flops_per_mac": 2,
+    "mac_flops": "2 x MACs: the multiply-accumulate work most papers quote",
+    "flops": "2 x MACs + every other element operation, counted per op as docs/ops.md lists",
+    "bias": "a bias add is folded into the accumulate and not counted again",
+    "bytes": "each tensor in its own ONNX element type (sub-byte types packed, rounded up per tensor)",
+    "params": "elements of initializers and of tensors computed only from constants, each counted once; "
+    "shape and setting inputs (Reshape's shape, Slice's starts, ...) are not parameters",
+    "param_bytes": "stored bytes: an int8 weight behind DequantizeLinear counts its int8 bytes",
+    "intensity": "FLOPs / (weight_bytes + input_bytes + output_bytes): everything streamed from DRAM",
+    "count_prefixes": "SI: k = 1e3, M = 1e6, G = 1e9, T = 1e12",
+    "byte_prefixes": "IEC: KiB = 2^10, MiB = 2^20, GiB = 2^30 bytes",
+}
+
+
+def tensor_entry(info: "TensorInfo") -> dict:
+    return {"name": info.name, "shape": None if info.shape is None else list(info.shape), "dtype": dtype_name(info.dtype)}
+
+
+def node_entry(record: "NodeRecord") -> dict:
+    return {
+        "name": record.name,
+        "op_type": record.op_type,
+        "domain": record.domain,
+        "family": record.family,
+        "counted": record.counted,
+        "status": record.status,
+        "reason": record.reason,
+        "dtype": record.dtype,
+        "input_shapes": record.input_shapes,
+        "output_shapes": record.output_shapes,
+        "macs": record.macs,
+        "mac_flops": record.mac_flops,
+        "flops": record.flops,
+        "params": record.params,
+        "weight_bytes": record.weight_bytes,
+        "input_bytes": record.input_bytes,
+        "output_bytes": record.output_bytes,
+        "intensity": record.intensity,
+        "formula": record.formula,
+    }
+
+
+def to_document(analysis: "Analysis") -> dict:
+    model, totals = analysis.model, analysis.totals
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "conventions": CONVENTIONS,
+        "model": {
+            "name": model.name,
+            "path": model.path,
+            "file_bytes": model.file_bytes,
+            "producer": model.producer,
+            "ir_version": model.ir_version,
+            "opset": model.opset,
+            "opsets": model.opsets,
+            "nodes": model.node_count,
+            "inputs": [tensor_entry(i) for i in analysis.inputs],
+            "outputs": [tensor_entry(o) for o in analysis.outputs],
+        },
+        "complete": analysis.complete,
+        "warnings": analysis.warnings,
+        "unresolved_dims": [
+            {"input": d.input_name, "axis": d.axis, "symbol": d.symbol, "fix": d.fix} for d in analysis.unresolved_dims
+        ],
+        "totals": {
+            "macs": totals.macs,
+            "mac_flops": totals.mac_flops,
+            "flops": totals.flops,
+            "params": totals.params,
+            "param_bytes": totals.param_bytes,
+            "nodes": totals.nodes,
+            "counted_nodes": totals.counted_nodes,
+            "unsupported": totals.unsupported,
+            "unknown_shape": totals.unknown_shape,
+        },
+        "nodes": [node_entry(r) for r in analysis.nodes],
+    }

@@ -1,0 +1,39 @@
+"""Number formatting: SI prefixes for counts, IEC prefixes for bytes.
+
+>>> si(2_424_832)
+'2.42 M'
+>>> iec(1_314_344)
+'1.25 MiB'
+"""
+
+from __future__ import annotations
+
+_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+_IEC = ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+
+
+def si(value: float | int | None, unit: str = "") -> str:
+    """Format a count with an SI prefix and three significant digits."""
+    if value is None:
+        return "?"
+    for scale, prefix in _SI:
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    if isinstance(value, int) or float(value).is_integer():
+        return f"{int(value)}{' ' + unit if unit else ''}"
+    return f"{value:.3g}{' ' + unit if unit else ''}"
+
+
+def iec(value: int | float | None) -> str:
+    """Format a byte count with an IEC (binary) prefix."""
+    if value is None:
+        return "?"
+    for scale, prefix in _IEC:
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}"
+    return f"{int(value)} B"
+
+
+def intensity(value: float | None) -> str:
+    """Format an arithmetic intensity in FLOP/byte."""
+    return "-" if value is None else f"{value:.3g}"

@@ -170,8 +170,12 @@ def _totals(records: list[NodeRecord], graph: nx.DiGraph) -> Totals:
     )
 
 
+def _is_known(shape: tuple | None) -> bool:
+    return shape is not None and all(isinstance(d, int) for d in shape)
+
+
 def _elements(shape: tuple | None) -> int:
-    if shape is None or not all(isinstance(d, int) for d in shape):
+    if not _is_known(shape):
         return 0
     count = 1
     for dim in shape:
@@ -188,6 +192,12 @@ def _warnings(analysis: Analysis) -> list[str]:
     if analysis.totals.unsupported:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unsupported.items())
         warnings.append(f"unsupported ops (not counted): {ops}")
+    unsized = [name for name in analysis.graph.graph["parameters"] if not _is_known(analysis.tensors[name].shape)]
+    if unsized:
+        warnings.append(
+            f"{len(unsized)} parameter tensor(s) of unknown shape are left out of the parameter totals: "
+            + ", ".join(unsized[:5]) + (" ..." if len(unsized) > 5 else "")
+        )
     if analysis.totals.unknown_shape:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unknown_shape.items())
         warnings.append(f"nodes with unknown shapes (not counted): {ops}")

@@ -5,20 +5,28 @@ Shape -> Gather -> Concat -> Reshape, Range, Expand, Where over int64 tensors. O
 dim is bound, those small integer computations have concrete values, so a partial evaluator runs
 them (with onnx's own reference kernels, one node at a time) and re-infers the nodes still left
 unknown with the computed values as constants. One pass in topological order; weights are never
-converted to arrays (only small, inline initializers are read).
+converted to arrays (only small initializers and Constant nodes are read).
+
+Shapes stored in the model (``value_info``, declared output shapes) are the exporter's view, which
+is stale once an input is re-bound, and ONNX silently prefers a stored shape to the one it infers.
+So they are hidden from ONNX, except for outputs of ops it has no schema for (``com.microsoft``
+contrib ops and the like), and only fill in what inference leaves unknown.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
 import onnx
 import onnx.reference.ops
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from .errors import UsageError
 
@@ -26,14 +34,30 @@ Dim = int | str | None  # int: known; str: a symbolic dim's name; None: unknown 
 
 # Shape arithmetic the partial evaluator runs when all inputs have values.
 EVALUABLE_OPS = frozenset(
-    """Abs Add And Cast CastLike Ceil Concat Constant ConstantOfShape CumSum Div Equal Expand Flatten
-    Floor Gather GatherElements Greater GreaterOrEqual Identity Less LessOrEqual Max Min Mod Mul Neg
-    NonZero Not Or Pow Range ReduceMax ReduceMin ReduceProd ReduceSum Reshape Shape Sign Size Slice
-    Split Sqrt Squeeze Sub Tile Transpose Unsqueeze Where Xor""".split()
+    """Abs Add And Cast CastLike Ceil Clip Concat ConstantOfShape CumSum Div Equal Expand Flatten
+    Floor Gather GatherElements GatherND Greater GreaterOrEqual Identity Less LessOrEqual Max Min
+    Mod Mul Neg NonZero Not Or Pow Range Reciprocal ReduceMax ReduceMin ReduceProd ReduceSum
+    Reshape Round ScatterElements ScatterND Shape Sign Size Slice Split Sqrt Squeeze Sub Tile
+    Transpose Trilu Unsqueeze Where Xor""".split()
+)
+# Elementwise ops whose output is the broadcast of their inputs (sized before running them).
+_BROADCASTING = frozenset(
+    """Add And Div Equal Greater GreaterOrEqual Less LessOrEqual Max Min Mod Mul Or Pow Sub Where
+    Xor""".split()
 )
 # Values larger than this are not kept: shape arithmetic is tiny, weights are not evaluated.
 MAX_VALUE_ELEMENTS = 4096
 MAX_INITIALIZER_VALUE_ELEMENTS = 64
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+# Constant attributes other than "value" / "sparse_value": (element type, is a list).
+_CONSTANT_ATTRIBUTES = {
+    "value_int": (TensorProto.INT64, False),
+    "value_float": (TensorProto.FLOAT, False),
+    "value_string": (TensorProto.STRING, False),
+    "value_ints": (TensorProto.INT64, True),
+    "value_floats": (TensorProto.FLOAT, True),
+    "value_strings": (TensorProto.STRING, True),
+}
 
 
 @dataclass
@@ -52,10 +76,7 @@ class TensorInfo:
     def numel(self) -> int | None:
         if not self.is_known:
             return None
-        count = 1
-        for dim in self.shape:  # type: ignore[union-attr]
-            count *= dim  # type: ignore[operator]
-        return count
+        return math.prod(self.shape)  # type: ignore[arg-type]
 
     def shape_text(self) -> str:
         if self.shape is None:
@@ -68,14 +89,18 @@ class UnresolvedDim:
     """An input dim still unknown after binding, with the flag that fixes it."""
 
     input_name: str
-    axis: int
+    axis: int  # -1: the input's rank itself is unknown
     symbol: str | None
+    shape: tuple[Dim, ...] | None = None  # the input's shape as bound, for the fix
 
     @property
     def fix(self) -> str:
         if self.symbol:
             return f"--dim {self.symbol}=VALUE"
-        return f"--input-shape {self.input_name}:..."
+        if self.shape is None:
+            return f"--input-shape {self.input_name}:D1,D2,..."
+        dims = ",".join(str(d) if isinstance(d, int) else f"D{axis}" for axis, d in enumerate(self.shape))
+        return f"--input-shape {self.input_name}:{dims}"
 
 
 @dataclass
@@ -94,24 +119,29 @@ class ShapeResult:
 _DIM_SEPARATORS = re.compile(r"[,x×]")
 
 
+def _positive_int(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
+
+
 def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
     """Parse ``NAME:1,3,224,224`` (or ``1x3x224x224``; the name may hold colons).
 
     >>> parse_input_shape("images:1x3x224x224")
     ('images', (1, 3, 224, 224))
+    >>> parse_input_shape("input:0:1,3,8,8")
+    ('input:0', (1, 3, 8, 8))
     >>> parse_input_shape("1,3,32,32")
     (None, (1, 3, 32, 32))
     """
-    name, sep, dims_text = text.rpartition(":")
-    if not sep:
-        name, dims_text = "", text
-    parts = [p.strip() for p in _DIM_SEPARATORS.split(dims_text.strip())] if dims_text.strip() else []
-    if not parts or not all(p.isdigit() for p in parts) or any(int(p) <= 0 for p in parts):
+    name, _, dims_text = text.rpartition(":")
+    dims = [_positive_int(part) for part in _DIM_SEPARATORS.split(dims_text)] if dims_text.strip() else []
+    if not dims or None in dims:
         raise UsageError(
             f"--input-shape {text!r}: expected NAME:D1,D2,... with positive integer dims, "
             "e.g. --input-shape input:1,3,224,224"
         )
-    return (name or None), tuple(int(p) for p in parts)
+    return (name or None), tuple(dims)  # type: ignore[arg-type]
 
 
 def parse_dim(text: str) -> tuple[str, int]:
@@ -120,10 +150,11 @@ def parse_dim(text: str) -> tuple[str, int]:
     >>> parse_dim("batch=8")
     ('batch', 8)
     """
-    symbol, sep, value = text.partition("=")
-    if not sep or not symbol.strip() or not value.strip().isdigit() or int(value) <= 0:
+    symbol, sep, value_text = text.partition("=")
+    value = _positive_int(value_text)
+    if not sep or not symbol.strip() or value is None:
         raise UsageError(f"--dim {text!r}: expected SYMBOL=VALUE with a positive integer, e.g. --dim batch=1")
-    return symbol.strip(), int(value)
+    return symbol.strip(), value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,39 +179,74 @@ def bind_inputs(
     input_shapes: Sequence[tuple[str | None, tuple[int, ...]]] = (),
     dims: dict[str, int] | None = None,
 ) -> None:
-    """Write user-given input shapes and named-dim values into ``model`` (in place)."""
+    """Write user-given input shapes and named-dim values into ``model`` (in place).
+
+    A symbol bound by ``--input-shape`` (``x:4,16`` where x is ``[batch, seq]``) is bound
+    everywhere, as ``--dim`` does: in ONNX one dim name stands for one value. Everything is
+    checked before anything is written, so a UsageError leaves the model as it was.
+    """
     graph = model.graph
     inputs = {i.name: i for i in real_inputs(graph)}
+    given: dict[str, tuple[int, ...]] = {}
     for name, shape in input_shapes:
-        if name is None:
-            if len(inputs) != 1:
-                raise UsageError(
-                    "--input-shape without a name needs a model with one input; this one has "
-                    f"{', '.join(inputs) or 'none'}: use NAME:D1,D2,..."
-                )
-            name = next(iter(inputs))
-        if name not in inputs:
-            raise UsageError(f"--input-shape: the model has no input {name!r}; {_suggest(name, inputs)}")
-        tensor_type = inputs[name].type.tensor_type
+        name = _input_name(name, inputs)
         old = _dims_of(inputs[name])
         if old is not None and len(old) != len(shape):
             raise UsageError(
                 f"--input-shape {name}: the model's input has rank {len(old)} "
                 f"({_dims_text(old)}) but {len(shape)} dims were given"
             )
-        tensor_type.shape.Clear()
+        given[name] = shape
+    symbols = {d.dim_param for i in inputs.values() for d in (_dims_of(i) or []) if d.dim_param}
+    for symbol in dims or {}:
+        if symbol not in symbols:
+            known = ", ".join(sorted(symbols)) or "none"
+            raise UsageError(
+                f"--dim {symbol}: the model's inputs have no dim named {symbol!r} (named dims: {known})"
+            )
+    values = _symbol_values(inputs, given, dict(dims or {}))
+    for name, shape in given.items():
+        tensor_shape = inputs[name].type.tensor_type.shape
+        tensor_shape.Clear()
         for value in shape:
-            tensor_type.shape.dim.add().dim_value = value
-    if dims:
-        symbols = {d.dim_param for i in inputs.values() for d in (_dims_of(i) or []) if d.dim_param}
-        for symbol in dims:
-            if symbol not in symbols:
-                known = ", ".join(sorted(symbols)) or "none"
-                raise UsageError(f"--dim {symbol}: the model's inputs have no dim named {symbol!r} (named dims: {known})")
+            tensor_shape.dim.add().dim_value = value
+    if values:
         for value_info in (*graph.input, *graph.output, *graph.value_info):
             for dim in _dims_of(value_info) or []:
-                if dim.dim_param in dims:
-                    dim.dim_value = dims[dim.dim_param]
+                if dim.dim_param in values:
+                    dim.dim_value = values[dim.dim_param]
+
+
+def _input_name(name: str | None, inputs: dict[str, onnx.ValueInfoProto]) -> str:
+    if name is None:
+        if len(inputs) != 1:
+            raise UsageError(
+                "--input-shape without a name needs a model with one input; this one has "
+                f"{', '.join(inputs) or 'none'}: use NAME:D1,D2,..."
+            )
+        return next(iter(inputs))
+    if name not in inputs:
+        raise UsageError(f"--input-shape: the model has no input {name!r}; {_suggest(name, inputs)}")
+    return name
+
+
+def _symbol_values(
+    inputs: dict[str, onnx.ValueInfoProto], given: dict[str, tuple[int, ...]], explicit: dict[str, int]
+) -> dict[str, int]:
+    """``--dim`` values plus those implied by ``--input-shape`` (a symbol given two values is not)."""
+    implied: dict[str, set[int]] = {}
+    for name, shape in given.items():
+        for axis, (dim, value) in enumerate(zip(_dims_of(inputs[name]) or [], shape)):
+            symbol = dim.dim_param
+            if symbol in explicit and explicit[symbol] != value:
+                raise UsageError(
+                    f"--dim {symbol}={explicit[symbol]} contradicts --input-shape "
+                    f"{name}:{','.join(map(str, shape))}, whose axis {axis} is {symbol}"
+                )
+            if symbol:
+                implied.setdefault(symbol, set()).add(value)
+    unambiguous = {symbol: next(iter(found)) for symbol, found in implied.items() if len(found) == 1}
+    return unambiguous | explicit
 
 
 def _suggest(name: str, choices: Iterable[str]) -> str:
@@ -212,37 +278,55 @@ def _info_from_value_info(value_info: onnx.ValueInfoProto) -> TensorInfo:
     return TensorInfo(value_info.name, tensor_type.elem_type, shape)
 
 
+def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
+    """``new`` (keeping ``old``'s dtype if it has none) when it knows more than ``old``, else None."""
+    if new.shape is None or (old.shape is not None and (old.is_known or not new.is_known)):
+        return None
+    return TensorInfo(old.name, new.dtype or old.dtype, new.shape)
+
+
 def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> ShapeResult:
     """Infer every tensor's type and shape in ``model`` (inputs already bound).
 
     ``order`` is the nodes in a topological order (the graph stage computes it).
     """
+    graph = model.graph
+    stored = {v.name: _info_from_value_info(v) for v in (*graph.value_info, *graph.output)}
+    opaque = {o for node in order if not _has_schema(node) for o in node.output if o}
     notes: list[str] = []
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-    except Exception as exc:  # e.g. fused contrib ops the onnx package has no schema for
-        notes.append(f"ONNX shape inference failed ({_one_line(exc)}); used the model's stored shapes")
-        inferred = model
-    graph = inferred.graph
     tensors: dict[str, TensorInfo] = {}
-    for value_info in (*graph.value_info, *graph.output, *graph.input):
+    try:
+        with _stored_shapes_hidden(graph, keep=opaque):
+            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        found: Iterable[onnx.ValueInfoProto] = (*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input)
+    except Exception as exc:  # e.g. a contrib op whose domain the model does not import
+        notes.append(
+            f"ONNX shape inference failed ({_one_line(exc)}); inferred each node on its own instead, "
+            "using the model's stored shapes where that failed"
+        )
+        found = graph.input
+    for value_info in found:
         info = _info_from_value_info(value_info)
-        if info.shape is not None or value_info.name not in tensors:
+        if info.shape is not None or info.name not in tensors:
             tensors[info.name] = info
     values: dict[str, np.ndarray] = {}
-    for tensor in model.graph.initializer:
+    for tensor in graph.initializer:
         tensors[tensor.name] = TensorInfo(tensor.name, tensor.data_type, tuple(tensor.dims))
-        size = int(np.prod(tensor.dims)) if tensor.dims else 1
-        if size <= MAX_INITIALIZER_VALUE_ELEMENTS and tensor.data_location != onnx.TensorProto.EXTERNAL:
+        if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not _is_external(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
 
-    evaluator = _PartialEvaluator(model, tensors, values)
+    evaluator = _PartialEvaluator(model, tensors, values, stored)
     for node in order:
         evaluator.visit(node)
+    notes += _stale_note(stored, tensors)
 
-    inputs = [tensors.get(i.name) or _info_from_value_info(i) for i in real_inputs(model.graph)]
+    inputs = [
+        tensors.get(i.name) or _info_from_value_info(i)
+        for i in real_inputs(graph)
+        if i.type.HasField("tensor_type")
+    ]
     unresolved = [
-        UnresolvedDim(info.name, axis, dim if isinstance(dim, str) else None)
+        UnresolvedDim(info.name, axis, dim if isinstance(dim, str) else None, info.shape)
         for info in inputs
         for axis, dim in enumerate(info.shape or ())
         if not isinstance(dim, int)
@@ -251,76 +335,148 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
     return ShapeResult(tensors, values, inputs, unresolved, notes)
 
 
+def _has_schema(node: onnx.NodeProto) -> bool:
+    domain = "" if node.domain in _DEFAULT_DOMAINS else node.domain
+    return onnx.defs.has(node.op_type, domain)
+
+
+def _is_external(tensor: onnx.TensorProto) -> bool:
+    return tensor.data_location == TensorProto.EXTERNAL
+
+
+@contextmanager
+def _stored_shapes_hidden(graph: onnx.GraphProto, keep: set[str]) -> Iterator[None]:
+    """Hide the stored shapes of tensors ONNX can infer (it would silently prefer stale ones)."""
+    stash = onnx.GraphProto()
+    stash.value_info.extend(graph.value_info)
+    stash.output.extend(graph.output)
+    del graph.value_info[:]
+    graph.value_info.extend(v for v in stash.value_info if v.name in keep)
+    for output in graph.output:
+        if output.name not in keep and output.type.HasField("tensor_type"):
+            output.type.tensor_type.ClearField("shape")
+    try:
+        yield
+    finally:
+        del graph.value_info[:]
+        graph.value_info.extend(stash.value_info)
+        del graph.output[:]
+        graph.output.extend(stash.output)
+
+
+def _stale_note(stored: dict[str, TensorInfo], tensors: dict[str, TensorInfo]) -> list[str]:
+    differing = [
+        (info, tensors[name])
+        for name, info in stored.items()
+        if info.is_known and name in tensors and tensors[name].is_known and tensors[name].shape != info.shape
+    ]
+    if not differing:
+        return []
+    old, new = differing[0]
+    return [
+        f"{len(differing)} shape(s) stored in the model differ from the inferred ones (e.g. {old.name}: "
+        f"stored {old.shape_text()}, inferred {new.shape_text()}); the inferred ones are used"
+    ]
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:300] + ("..." if len(text) > 300 else "")
 
 
 class _PartialEvaluator:
-    """Runs small integer shape computations and re-infers nodes ONNX left unknown."""
+    """Runs small shape computations and re-infers, one node at a time, what ONNX left unknown."""
 
-    def __init__(self, model: onnx.ModelProto, tensors: dict[str, TensorInfo], values: dict[str, np.ndarray]):
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        tensors: dict[str, TensorInfo],
+        values: dict[str, np.ndarray],
+        stored: dict[str, TensorInfo],
+    ):
         self.tensors = tensors
         self.values = values
-        self.opsets = {o.domain or "": o.version for o in model.opset_import}
+        self.stored = stored
+        self.opsets = {("" if o.domain in _DEFAULT_DOMAINS else o.domain): o.version for o in model.opset_import}
         self.opset_imports = list(model.opset_import)
         self.ir_version = model.ir_version
 
     def visit(self, node: onnx.NodeProto) -> None:
-        if node.domain not in ("", "ai.onnx") or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
-            return
-        if node.op_type in EVALUABLE_OPS and self._evaluate(node):
-            return
-        if any(not self._info(o).is_known for o in node.output if o):
-            self._reinfer(node)
+        if node.domain in _DEFAULT_DOMAINS and not _has_subgraph(node):
+            if node.op_type == "Constant":
+                self._constant(node)
+            elif not (node.op_type in EVALUABLE_OPS and self._evaluate(node)):
+                if any(not self._info(o).is_known for o in node.output if o):
+                    self._reinfer(node)
+        for output in node.output:  # last resort: the shape the exporter stored
+            if output in self.stored:
+                self._update(self.stored[output])
 
     def _info(self, name: str) -> TensorInfo:
         return self.tensors.setdefault(name, TensorInfo(name))
 
+    def _update(self, new: TensorInfo) -> None:
+        merged = _merged(self._info(new.name), new)
+        if merged is not None:
+            self.tensors[new.name] = merged
+
+    def _constant(self, node: onnx.NodeProto) -> None:
+        """A Constant's shape comes from its attribute; its value is read only when small."""
+        declared = _constant_info(node)
+        if declared is None:
+            self._reinfer(node)
+            return
+        dtype, shape, readable = declared
+        self.tensors[node.output[0]] = TensorInfo(node.output[0], dtype, shape)
+        if readable and math.prod(shape) <= MAX_VALUE_ELEMENTS:
+            self._evaluate(node)
+
     def _evaluate(self, node: onnx.NodeProto) -> bool:
-        present = [name for name in node.input if name]
-        if node.op_type == "Shape":
+        """Run ``node`` if all its inputs have values; True when every output got a value."""
+        if node.op_type in ("Shape", "Size"):
             return self._shape_value(node)
-        if node.op_type == "Size":
-            info = self._info(node.input[0])
-            if info.is_known:
-                self._store(node.output[0], np.array(info.numel, dtype=np.int64))
-                return True
+        if not all(name in self.values for name in node.input if name):
             return False
-        if not all(name in self.values for name in present):
-            return False
-        if node.op_type == "Constant" and _constant_elements(node) > MAX_VALUE_ELEMENTS:
-            return False  # a weight held in a Constant node: its shape comes from inference
         args = [self.values[name] if name else None for name in node.input]
         if _predicted_elements(node.op_type, args) > MAX_VALUE_ELEMENTS:
             return False
         try:
-            op_class = onnx.reference.ops.load_op("", node.op_type, self.opsets.get("", None))
-            kernel = op_class(node, _RUN_PARAMS | {"opsets": self.opsets})
-            results = kernel.run(*args)
-        except Exception:  # an odd node: fall back to shape inference for it
+            op_class = onnx.reference.ops.load_op("", node.op_type, self.opsets.get(""))
+            results = op_class(node, _RUN_PARAMS | {"opsets": self.opsets}).run(*args)
+        except Exception:  # an odd node: shape inference handles it instead
             return False
-        if not isinstance(results, tuple):
+        if not isinstance(results, (tuple, list)):
             results = (results,)
-        for name, result in zip(node.output, results):
-            if name and isinstance(result, np.ndarray):
-                self._store(name, result)
+        outputs = [(name, result) for name, result in zip(node.output, results) if name]
+        if not all(isinstance(result, (np.ndarray, np.generic)) for _, result in outputs):
+            return False
+        for name, result in outputs:
+            self._store(name, np.asarray(result))
         return True
 
     def _shape_value(self, node: onnx.NodeProto) -> bool:
         info = self._info(node.input[0])
-        if info.shape is None or not info.is_known:
+        if not info.is_known:
             return False
+        shape: tuple[int, ...] = info.shape  # type: ignore[assignment]
+        if node.op_type == "Size":
+            self._store(node.output[0], np.array(math.prod(shape), dtype=np.int64))
+            return True
         attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        rank = len(info.shape)
-        start, end = attributes.get("start", 0), attributes.get("end", rank)
-        start, end = (max(0, min(rank, i + rank if i < 0 else i)) for i in (start, end))
-        self._store(node.output[0], np.array(info.shape[start:end], dtype=np.int64))
+        rank = len(shape)
+        start, end = (
+            max(0, min(rank, i + rank if i < 0 else i)) for i in (attributes.get("start", 0), attributes.get("end", rank))
+        )
+        self._store(node.output[0], np.array(shape[start:end], dtype=np.int64))
         return True
 
     def _store(self, name: str, value: np.ndarray) -> None:
-        dtype = helper.np_dtype_to_tensor_dtype(value.dtype) if value.dtype != object else 0
-        self.tensors[name] = TensorInfo(name, dtype or self._info(name).dtype, tuple(int(d) for d in value.shape))
+        old = self._info(name)
+        try:
+            dtype = helper.np_dtype_to_tensor_dtype(value.dtype)
+        except Exception:  # strings, exotic float types: keep what inference said
+            dtype = 0
+        self.tensors[name] = TensorInfo(name, old.dtype or dtype, tuple(int(d) for d in value.shape))
         if value.size <= MAX_VALUE_ELEMENTS:
             self.values[name] = value
 
@@ -346,38 +502,46 @@ class _PartialEvaluator:
         except Exception:
             return
         for value_info in inferred.graph.output:
-            info = _info_from_value_info(value_info)
-            old = self._info(info.name)
-            if info.shape is not None and (old.shape is None or (info.is_known and not old.is_known)):
-                self.tensors[info.name] = TensorInfo(info.name, info.dtype or old.dtype, info.shape)
+            self._update(_info_from_value_info(value_info))
 
 
 _RUN_PARAMS = {"log": lambda *args: None, "verbose": 0, "new_ops": None, "existing_functions": {}, "evaluator_cls": None}
 
 
-def _constant_elements(node: onnx.NodeProto) -> int:
+def _has_subgraph(node: onnx.NodeProto) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
+
+
+def _constant_info(node: onnx.NodeProto) -> tuple[int, tuple[int, ...], bool] | None:
+    """A Constant's (element type, shape, value readable in memory), without reading its data."""
     for attribute in node.attribute:
-        if attribute.type == onnx.AttributeProto.TENSOR:
-            return int(np.prod(attribute.t.dims)) if attribute.t.dims else 1
-        if attribute.type in (onnx.AttributeProto.INTS, onnx.AttributeProto.FLOATS, onnx.AttributeProto.STRINGS):
-            return len(attribute.ints) + len(attribute.floats) + len(attribute.strings)
-    return 1
+        if attribute.name == "value":
+            return attribute.t.data_type, tuple(attribute.t.dims), not _is_external(attribute.t)
+        if attribute.name == "sparse_value":
+            return attribute.sparse_tensor.values.data_type, tuple(attribute.sparse_tensor.dims), True
+        if attribute.name in _CONSTANT_ATTRIBUTES:
+            dtype, is_list = _CONSTANT_ATTRIBUTES[attribute.name]
+            if not is_list:
+                return dtype, (), True
+            count = len(attribute.ints) + len(attribute.floats) + len(attribute.strings)
+            return dtype, (count,), True
+    return None
 
 
 def _predicted_elements(op_type: str, args: list[np.ndarray | None]) -> int:
     """Output size of ops whose output can dwarf their inputs, before running them."""
     try:
-        if op_type == "Constant":
-            return 0  # sized by the caller from the attribute, see _evaluate
         if op_type == "ConstantOfShape":
-            return int(np.prod(args[0])) if args[0] is not None else 1
+            return math.prod(int(d) for d in args[0].reshape(-1)) if args[0] is not None else 1
         if op_type == "Expand":
-            return int(np.prod(np.broadcast_shapes(args[0].shape, tuple(int(d) for d in args[1]))))
+            return math.prod(np.broadcast_shapes(args[0].shape, tuple(int(d) for d in args[1].reshape(-1))))
         if op_type == "Tile":
-            return int(args[0].size * np.prod(args[1]))
+            return args[0].size * math.prod(int(r) for r in args[1].reshape(-1))
         if op_type == "Range":
             start, limit, delta = (float(a) for a in args)
-            return max(0, int(np.ceil((limit - start) / delta))) if delta else MAX_VALUE_ELEMENTS + 1
-    except Exception:
+            return max(0, math.ceil((limit - start) / delta)) if delta else MAX_VALUE_ELEMENTS + 1
+        if op_type in _BROADCASTING:
+            return math.prod(np.broadcast_shapes(*(a.shape for a in args if a is not None)))
+    except Exception:  # malformed arguments: let the node be re-inferred instead
         return MAX_VALUE_ELEMENTS + 1
     return 0

@@ -4,6 +4,8 @@
 '2.42 M'
 >>> iec(1_314_344)
 '1.25 MiB'
+>>> si(999_999), iec(1_048_575), intensity(1234.5)
+('1 M', '1 MiB', '1,234')
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ def si(value: float | int | None, unit: str = "") -> str:
     if value is None:
         return "?"
     for scale, prefix in _SI:
-        if abs(value) >= scale:
+        # compare the rounded value, so that 999,999 reads "1 M", not "1e+03 k"
+        if abs(float(f"{value:.3g}")) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
     if isinstance(value, int) or float(value).is_integer():
         return f"{int(value)}{' ' + unit if unit else ''}"
@@ -29,11 +32,13 @@ def iec(value: int | float | None) -> str:
     if value is None:
         return "?"
     for scale, prefix in _IEC:
-        if abs(value) >= scale:
+        if abs(value) >= scale * 0.9995:  # 1,048,575 B reads "1 MiB", not "1.02e+03 KiB"
             return f"{value / scale:.3g} {prefix}"
     return f"{int(value)} B"
 
 
 def intensity(value: float | None) -> str:
     """Format an arithmetic intensity in FLOP/byte."""
-    return "-" if value is None else f"{value:.3g}"
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 999.5 else f"{value:.3g}"

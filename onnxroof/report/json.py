@@ -39,6 +39,7 @@ def tensor_entry(info: "TensorInfo") -> dict:
 
 def node_entry(record: "NodeRecord") -> dict:
     return {
+        "index": record.index,
         "name": record.name,
         "op_type": record.op_type,
         "domain": record.domain,
@@ -47,6 +48,9 @@ def node_entry(record: "NodeRecord") -> dict:
         "status": record.status,
         "reason": record.reason,
         "dtype": record.dtype,
+        "inputs": record.inputs,
+        "outputs": record.outputs,
+        "view": record.view,
         "input_shapes": record.input_shapes,
         "output_shapes": record.output_shapes,
         "macs": record.macs,
@@ -72,6 +76,7 @@ def to_document(analysis: "Analysis") -> dict:
             "path": model.path,
             "file_bytes": model.file_bytes,
             "producer": model.producer,
+            "doc_string": model.doc_string,
             "ir_version": model.ir_version,
             "opset": model.opset,
             "opsets": model.opsets,

@@ -1,0 +1,90 @@
+"""Plain-text and CSV renderers for ``onnxroof summary``."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import TYPE_CHECKING
+
+from .. import __version__
+from ..dtypes import dtype_name
+from ..units import iec, intensity, si
+
+if TYPE_CHECKING:
+    from ..analysis import Analysis
+    from ..graph import NodeRecord
+
+CONVENTIONS_LINE = "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds all other element ops; counts SI (k M G), bytes IEC (KiB MiB GiB)"
+
+CSV_COLUMNS = (
+    "index", "name", "op_type", "domain", "status", "dtype", "output_shape", "macs", "mac_flops", "flops",
+    "params", "weight_bytes", "input_bytes", "output_bytes", "intensity",
+)
+
+
+def shape_text(shape: list | None) -> str:
+    if shape is None:
+        return "?"
+    return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
+
+
+def inputs_line(analysis: "Analysis") -> str:
+    return ", ".join(f"{i.name} {shape_text(None if i.shape is None else list(i.shape))} {dtype_name(i.dtype)}" for i in analysis.inputs)
+
+
+def render_table(analysis: "Analysis") -> str:
+    model, totals = analysis.model, analysis.totals
+    lines = [
+        f"onnxroof {__version__} · {model.name} · opset {model.opset} · {model.node_count} nodes"
+        + (f" · {model.producer}" if model.producer else ""),
+        f"inputs: {inputs_line(analysis)}",
+        f"conventions: {CONVENTIONS_LINE}",
+        "",
+        "Totals",
+        f"  params     {si(totals.params):>10}  ({totals.params:,}; {iec(totals.param_bytes)} = {totals.param_bytes:,} B)",
+        f"  MACs       {si(totals.macs):>10}  ({totals.macs:,})",
+        f"  MAC-FLOPs  {si(totals.mac_flops):>10}  ({totals.mac_flops:,})",
+        f"  FLOPs      {si(totals.flops):>10}  ({totals.flops:,})",
+        f"  nodes      {totals.nodes:>10}  ({totals.counted_nodes:,} counted)",
+    ]
+    if analysis.warnings:
+        lines += ["", "Warnings"] + [f"  ! {w}" for w in analysis.warnings]
+    lines += ["", _node_table(analysis.nodes)]
+    return "\n".join(lines) + "\n"
+
+
+def _node_table(records: list["NodeRecord"]) -> str:
+    header = ("#", "name", "op", "dtype", "output", "MACs", "FLOPs", "params", "weights", "in", "out", "FLOP/B", "")
+    rows = [header]
+    for r in records:
+        rows.append((
+            str(r.index), _clip(r.name, 40), r.op_type, r.dtype, shape_text(r.output_shapes[0] if r.output_shapes else None),
+            si(r.macs), si(r.flops), si(r.params), iec(r.weight_bytes), iec(r.input_bytes), iec(r.output_bytes),
+            intensity(r.intensity), "" if r.counted else f"NOT COUNTED: {r.reason}",
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    right = {0, 5, 6, 7, 8, 9, 10, 11}
+    out = []
+    for row in rows:
+        cells = [row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i]) for i in range(len(widths))]
+        out.append("  ".join(cells + [row[-1]]).rstrip())
+    return "\n".join(out)
+
+
+def _clip(text: str, width: int) -> str:
+    text = "".join(c if c.isprintable() else "?" for c in text)  # model names are untrusted
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_csv(analysis: "Analysis") -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in analysis.nodes:
+        writer.writerow((
+            r.index, r.name, r.op_type, r.domain, r.status, r.dtype,
+            shape_text(r.output_shapes[0] if r.output_shapes else None),
+            r.macs, r.mac_flops, r.flops, r.params, r.weight_bytes, r.input_bytes, r.output_bytes,
+            "" if r.intensity is None else f"{r.intensity:.6g}",
+        ))
+    return buffer.getvalue()

@@ -1,0 +1,39 @@
+"""Loading never reads weight data: models with absent external data files still analyse."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+from onnx.external_data_helper import convert_model_to_external_data
+
+import onnxroof
+
+from conftest import make_model
+
+
+def test_external_data_absent_still_counts_params(tmp_path):
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [("x", TensorProto.FLOAT, [2, 300])],
+        [("y", TensorProto.FLOAT, [2, 200])],
+        [("w", np.ones((300, 200), np.float32))],
+    )
+    convert_model_to_external_data(model, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    (tmp_path / "weights.bin").unlink()
+    result = onnxroof.analyze(path)
+    assert result.totals.params == 300 * 200
+    assert result.totals.param_bytes == 300 * 200 * 4
+    assert result.totals.macs == 2 * 300 * 200
+    assert result.model.file_bytes == path.stat().st_size < 1000  # the weights were never in the file
+
+
+def test_analyze_leaves_the_callers_model_untouched():
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, ["n", 4])], [("y", TensorProto.FLOAT, ["n", 4])]
+    )
+    result = onnxroof.analyze(model, dims={"n": 3})
+    assert result.nodes[0].flops == 12
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "n"

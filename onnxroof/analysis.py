@@ -186,9 +186,9 @@ def _elements(shape: tuple | None) -> int:
 def _warnings(analysis: Analysis) -> list[str]:
     warnings = []
     if analysis.unresolved_dims:
-        fixes = " ".join(dict.fromkeys(_fix(d, analysis) for d in analysis.unresolved_dims))
+        fixes = " ".join(dict.fromkeys(d.fix for d in analysis.unresolved_dims))
         names = ", ".join(f"{d.input_name}[{d.axis}]" + (f" ({d.symbol})" if d.symbol else "") for d in analysis.unresolved_dims)
-        warnings.append(f"input dims not bound: {names}; nodes depending on them are not counted. Fix: {fixes}")
+        warnings.append(f"input dims not bound: {names}; nodes depending on them are not counted. Fix (with your values): {fixes}")
     if analysis.totals.unsupported:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unsupported.items())
         warnings.append(f"unsupported ops (not counted): {ops}")
@@ -202,14 +202,6 @@ def _warnings(analysis: Analysis) -> list[str]:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unknown_shape.items())
         warnings.append(f"nodes with unknown shapes (not counted): {ops}")
     return warnings
-
-
-def _fix(dim: UnresolvedDim, analysis: Analysis) -> str:
-    if dim.symbol:
-        return f"--dim {dim.symbol}=1"
-    info = next(i for i in analysis.inputs if i.name == dim.input_name)
-    shape = ",".join(str(d) if isinstance(d, int) else "1" for d in (info.shape or ()))
-    return f"--input-shape {dim.input_name}:{shape or 'D1,D2,...'}"
 
 
 def input_dtype(info: TensorInfo) -> str:

@@ -95,11 +95,13 @@ class UnresolvedDim:
 
     @property
     def fix(self) -> str:
+        """A flag that runs as pasted; 1 stands where the user's own value belongs (the
+        warning says so), since a placeholder like VALUE would not parse."""
         if self.symbol:
-            return f"--dim {self.symbol}=VALUE"
+            return f"--dim {self.symbol}=1"
         if self.shape is None:
             return f"--input-shape {self.input_name}:D1,D2,..."
-        dims = ",".join(str(d) if isinstance(d, int) else f"D{axis}" for axis, d in enumerate(self.shape))
+        dims = ",".join(str(d) if isinstance(d, int) else "1" for d in self.shape)
         return f"--input-shape {self.input_name}:{dims}"
 
 
@@ -298,7 +300,9 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
     try:
         with _stored_shapes_hidden(graph, keep=opaque):
             inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-        found: Iterable[onnx.ValueInfoProto] = (*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input)
+        found: Iterable[onnx.ValueInfoProto] = (
+            *inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input
+        )
     except Exception as exc:  # e.g. a contrib op whose domain the model does not import
         notes.append(
             f"ONNX shape inference failed ({_one_line(exc)}); inferred each node on its own instead, "
@@ -465,7 +469,8 @@ class _PartialEvaluator:
         attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         rank = len(shape)
         start, end = (
-            max(0, min(rank, i + rank if i < 0 else i)) for i in (attributes.get("start", 0), attributes.get("end", rank))
+            max(0, min(rank, i + rank if i < 0 else i))
+            for i in (attributes.get("start", 0), attributes.get("end", rank))
         )
         self._store(node.output[0], np.array(shape[start:end], dtype=np.int64))
         return True
@@ -505,7 +510,10 @@ class _PartialEvaluator:
             self._update(_info_from_value_info(value_info))
 
 
-_RUN_PARAMS = {"log": lambda *args: None, "verbose": 0, "new_ops": None, "existing_functions": {}, "evaluator_cls": None}
+# What onnx.reference's kernels expect from their evaluator (no logging, no custom ops).
+_RUN_PARAMS = {
+    "log": lambda *args: None, "verbose": 0, "new_ops": None, "existing_functions": {}, "evaluator_cls": None
+}
 
 
 def _has_subgraph(node: onnx.NodeProto) -> bool:

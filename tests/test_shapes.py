@@ -35,6 +35,10 @@ def int64s(name, values):
     return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
 
 
+def floats(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.float32), name)
+
+
 def tensor_input(name, dims, dtype=T.FLOAT):
     return helper.make_tensor_value_info(name, dtype, dims)
 
@@ -53,7 +57,8 @@ def onnx_only_shape(model, name):
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
     for value_info in (*inferred.graph.value_info, *inferred.graph.output):
         if value_info.name == name and value_info.type.tensor_type.HasField("shape"):
-            return tuple(d.dim_value if d.HasField("dim_value") else None for d in value_info.type.tensor_type.shape.dim)
+            dims = value_info.type.tensor_type.shape.dim
+            return tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
     return None
 
 
@@ -107,7 +112,8 @@ def conv_relu_model(input_dims=("N", 3, 8, 8)):
         helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c"], ["y"], name="relu"),
     ]
-    return make_model(nodes, [tensor_input("x", list(input_dims))], [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4, 8, 8])], [weight])
+    output = helper.make_tensor_value_info("y", T.FLOAT, ["N", 4, 8, 8])
+    return make_model(nodes, [tensor_input("x", list(input_dims))], [output], [weight])
 
 
 def test_bind_unknown_input_name_suggests_the_real_one():
@@ -128,7 +134,9 @@ def test_bind_unknown_symbol_names_the_known_ones():
 
 def test_bind_unnamed_shape_needs_a_single_input():
     model = make_model(
-        [helper.make_node("Add", ["a", "b"], ["y"])], [tensor_input("a", [2]), tensor_input("b", [2])], [any_output("y")]
+        [helper.make_node("Add", ["a", "b"], ["y"])],
+        [tensor_input("a", [2]), tensor_input("b", [2])],
+        [any_output("y")],
     )
     with pytest.raises(UsageError, match="one input"):
         bind_inputs(model, [(None, (2,))])
@@ -208,7 +216,7 @@ def test_unnamed_unknown_dim_gets_an_input_shape_fix():
     model = conv_relu_model(input_dims=(None, 3, 8, 8))  # dim 0 has neither a value nor a name
     (dim,) = shapes_of(model).unresolved
     assert (dim.input_name, dim.axis, dim.symbol) == ("x", 0, None)
-    assert dim.fix == "--input-shape x:D0,3,8,8"
+    assert dim.fix == "--input-shape x:1,3,8,8"  # runs as pasted; the warning asks for real values
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,7 +304,7 @@ def test_causal_mask_from_constant_of_shape_and_where():
         helper.make_node("Slice", ["s", "start1", "end2"], ["seq"]),
         helper.make_node("Slice", ["s", "start0", "end1"], ["batch"]),
         helper.make_node("Concat", ["seq", "seq"], ["square"], axis=0),
-        helper.make_node("ConstantOfShape", ["square"], ["ones"], value=numpy_helper.from_array(np.array([1.0], np.float32))),
+        helper.make_node("ConstantOfShape", ["square"], ["ones"], value=floats("one", [1.0])),
         helper.make_node("Trilu", ["ones"], ["lower"], upper=0),
         helper.make_node("Equal", ["lower", "fzero"], ["masked"]),
         helper.make_node("Where", ["masked", "ninf", "fzero"], ["mask"]),
@@ -330,7 +338,7 @@ def scaled_sizes_nodes(op):
     ]
 
 
-SCALE_INITIALIZERS = [int64s("start2", [2]), int64s("end4", [4]), numpy_helper.from_array(np.array([2.0], np.float32), "two")]
+SCALE_INITIALIZERS = [int64s("start2", [2]), int64s("end4", [4]), floats("two", [2.0])]
 
 
 def test_float_size_arithmetic_into_resize():
@@ -436,7 +444,7 @@ def test_stale_stored_shapes_do_not_override_a_rebound_input():
 # Large constants are sized, never read
 
 
-def large_constant_model(import_contrib_domain=True):
+def large_constant_model():
     # Constant [100, 1000] (100,000 floats); MatMul(x [2,100], it) -> [2,1000].
     big = numpy_helper.from_array(np.zeros((100, 1000), np.float32), "big_value")
     small = numpy_helper.from_array(np.array([2, 500], np.int64), "small_value")

@@ -35,9 +35,9 @@ class OpCost:
 class UnknownShape(Exception):
     """A shape the rule needs is not known; the node is reported as not counted."""
 
-    def __init__(self, tensor: str):
-        super().__init__(f"shape of {tensor!r} unknown")
-        self.tensor = tensor
+    def __init__(self, tensor_name: str):
+        super().__init__(f"shape of {tensor_name!r} unknown")
+        self.tensor_name = tensor_name
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,19 @@ class OpRule:
     @property
     def formula(self) -> str:
         return " ".join((self.handler.__doc__ or "").split())
+
+
+def per_element_flop_counter(flops_per_element: int, rule: str, *, on: str = "output") -> Handler:
+    """A rule counting ``flops_per_element`` operations per element of output 0 (``on="output"``)
+    or of input 0 (``on="input"``); the shared shape of the elementwise and norm factories."""
+
+    def handler(node: NodeView) -> OpCost:
+        elements = node.output_elements(0) if on == "output" else node.input_elements(0)
+        flops = flops_per_element * elements
+        return OpCost(flops=flops, formula=f"{flops_per_element}·{elements:,} {on} elements = {flops:,} FLOPs ({rule})")
+
+    handler.__doc__ = f"FLOPs = {flops_per_element} x {on} elements ({rule})"
+    return handler
 
 
 COST_RULES: dict[tuple[str, str], OpRule] = {}

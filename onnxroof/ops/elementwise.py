@@ -7,7 +7,7 @@ below is the whole rule; docs/ops.md is generated from it.
 
 from __future__ import annotations
 
-from . import NodeView, OpCost, register
+from . import Handler, NodeView, OpCost, per_element_flop_counter, register
 
 # op -> (operations per output element, the formula they come from)
 ELEMENTWISE_FLOPS: dict[str, tuple[int, str]] = {
@@ -52,19 +52,12 @@ VARIADIC_EXTRA: dict[str, tuple[int, str]] = {
 }
 
 
-def elementwise_flop_counter(flops_per_element: int, rule: str = "") -> "callable":
-    """A handler counting ``flops_per_element`` operations per output element."""
-
-    def handler(node: NodeView) -> OpCost:
-        elements = node.output_elements(0)
-        flops = flops_per_element * elements
-        return OpCost(flops=flops, formula=f"{flops_per_element}·{elements:,} outputs = {flops:,} FLOPs ({rule})")
-
-    handler.__doc__ = f"FLOPs = {flops_per_element} x output elements ({rule})"
-    return handler
+def elementwise_flop_counter(flops_per_element: int, rule: str = "") -> Handler:
+    """A rule counting ``flops_per_element`` operations per output element."""
+    return per_element_flop_counter(flops_per_element, rule, on="output")
 
 
-def variadic_flop_counter(extra_per_element: int, rule: str = "") -> "callable":
+def variadic_flop_counter(extra_per_element: int, rule: str = "") -> Handler:
     """A handler for n-input ops: (n - 1 + extra) operations per output element."""
 
     def handler(node: NodeView) -> OpCost:

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from . import NodeView, OpCost, register
+from . import Handler, NodeView, OpCost, per_element_flop_counter, register
 
 
-def norm_flop_counter(flops_per_element: int, rule: str) -> "callable":
-    """A handler counting ``flops_per_element`` operations per element of the input."""
-
-    def handler(node: NodeView) -> OpCost:
-        elements = node.input_elements(0)
-        flops = flops_per_element * elements
-        return OpCost(flops=flops, formula=f"{flops_per_element}·{elements:,} elements = {flops:,} FLOPs ({rule})")
-
-    handler.__doc__ = f"FLOPs = {flops_per_element} x input elements ({rule})"
-    return handler
+def norm_flop_counter(flops_per_element: int, rule: str) -> Handler:
+    """A rule counting ``flops_per_element`` operations per element of the normalized input."""
+    return per_element_flop_counter(flops_per_element, rule, on="input")
 
 
 def lrn(node: NodeView) -> OpCost:

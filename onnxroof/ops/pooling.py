@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from math import prod
 
-from . import NodeView, OpCost, register
+from . import Handler, NodeView, OpCost, register
 
 
 def max_pool(node: NodeView) -> OpCost:
@@ -21,7 +21,7 @@ def average_pool(node: NodeView) -> OpCost:
     return OpCost(flops=window * outputs, formula=f"{window}·{outputs:,} outputs")
 
 
-def global_pool_counter(extra: int) -> "callable":
+def global_pool_counter(extra: int) -> Handler:
     """A handler for global pooling: (H x W x ... - 1 + extra) operations per output element."""
 
     def handler(node: NodeView) -> OpCost:

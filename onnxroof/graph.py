@@ -146,7 +146,9 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult) -> nx.DiGraph:
     for index, (node, name, is_folded) in enumerate(zip(nodes, names, folded)):
         rule = rule_for(node.domain, node.op_type)
         arg_slots = rule.arg_inputs if rule else frozenset()
-        view = NodeView(node, tuple(info(n) if n else None for n in node.input), tuple(info(n) for n in node.output))
+        view = NodeView(
+            node, tuple(info(n) if n else None for n in node.input), tuple(info(n) for n in node.output), shapes.values
+        )
         if is_folded:
             status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", OpCost()
             _track_storage(node, arg_slots, stored, size)

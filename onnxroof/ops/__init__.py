@@ -12,10 +12,11 @@ operations in ``flops``. A node whose op has no rule is "unsupported", never a s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
+import numpy as np
 import onnx
 from onnx import helper
 
@@ -47,6 +48,7 @@ class NodeView:
     node: onnx.NodeProto
     inputs: tuple[TensorInfo | None, ...]  # None where an optional input is omitted
     outputs: tuple[TensorInfo | None, ...]
+    values: Mapping[str, np.ndarray] = field(default_factory=dict)  # small tensors with known values
 
     def attr(self, name: str, default: Any = None) -> Any:
         for attribute in self.node.attribute:
@@ -54,6 +56,12 @@ class NodeView:
                 value = helper.get_attribute_value(attribute)
                 return value.decode() if isinstance(value, bytes) else value
         return default
+
+    def input_value(self, index: int) -> np.ndarray | None:
+        """The value of a small constant or shape-computed input (a scalar k, a trip count), if known."""
+        if index >= len(self.node.input) or not self.node.input[index]:
+            return None
+        return self.values.get(self.node.input[index])
 
     def has_input(self, index: int) -> bool:
         return index < len(self.inputs) and self.inputs[index] is not None
@@ -108,6 +116,17 @@ def per_element_flop_counter(flops_per_element: int, rule: str, *, on: str = "ou
     return handler
 
 
+def zero_cost(reason: str) -> Handler:
+    """A rule for an op with no arithmetic to count (random draws, string handling, ...);
+    ``reason`` says why, and is the rule's documented classification."""
+
+    def handler(node: NodeView) -> OpCost:
+        return OpCost(formula=f"0 FLOPs: {reason}")
+
+    handler.__doc__ = f"FLOPs = 0: {reason}"
+    return handler
+
+
 COST_RULES: dict[tuple[str, str], OpRule] = {}
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -132,4 +151,16 @@ def rule_for(domain: str, op_type: str) -> OpRule | None:
 
 
 # The families register themselves on import; order does not matter.
-from . import conv, elementwise, matmul, normalization, pooling, tensor  # noqa: E402,F401
+from . import (  # noqa: E402,F401
+    attention,
+    control_flow,
+    conv,
+    elementwise,
+    matmul,
+    normalization,
+    pooling,
+    quantized,
+    recurrent,
+    reduction,
+    tensor,
+)

@@ -1,0 +1,3 @@
+"""control flow ops (rules arrive with the op-coverage work)."""
+
+from __future__ import annotations

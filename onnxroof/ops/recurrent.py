@@ -1,0 +1,3 @@
+"""recurrent ops (rules arrive with the op-coverage work)."""
+
+from __future__ import annotations

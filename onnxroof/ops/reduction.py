@@ -1,0 +1,3 @@
+"""reduction ops (rules arrive with the op-coverage work)."""
+
+from __future__ import annotations

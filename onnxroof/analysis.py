@@ -18,9 +18,10 @@ from typing import Iterable, Mapping, Sequence
 
 import networkx as nx
 import onnx
+import onnx.inliner
 
 from .dtypes import dtype_name
-from .graph import STATUS_UNKNOWN_SHAPE, STATUS_UNSUPPORTED, NodeRecord, TensorRecord, build_cost_graph
+from .graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord, TensorRecord, build_cost_graph
 from .load import load_model
 from .shapes import TensorInfo, UnresolvedDim, bind_inputs, infer_shapes, parse_dim, parse_input_shape
 
@@ -49,8 +50,9 @@ class Totals:
     param_bytes: int
     nodes: int
     counted_nodes: int
-    unsupported: dict[str, int]  # op -> number of nodes with no cost rule
-    unknown_shape: dict[str, int]  # op -> number of nodes whose shapes stayed unknown
+    unsupported: dict[str, int]  # op -> nodes with no cost rule (inside subgraphs too)
+    not_counted: dict[str, int]  # op -> nodes not counted for another reason (unknown shape or value)
+    uncounted_bytes: int  # bytes the uncounted nodes move: what the FLOP totals leave out
 
 
 @dataclass
@@ -71,7 +73,7 @@ class Analysis:
     @property
     def complete(self) -> bool:
         """True when every node was costed and every input dim is bound."""
-        return not (self.unresolved_dims or self.totals.unsupported or self.totals.unknown_shape)
+        return not (self.unresolved_dims or self.totals.unsupported or self.totals.not_counted)
 
     def to_dict(self) -> dict:
         """The JSON document (schema onnxroof/1) that ``summary --format json`` prints."""
@@ -84,11 +86,13 @@ def analyze(
     model: str | os.PathLike | onnx.ModelProto,
     input_shapes: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
     dims: Mapping[str, int] | Iterable[str] | None = None,
+    loop_trips: int | None = None,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
     ``input_shapes`` maps input names to shapes (or is a list of ``NAME:1,3,224,224`` strings);
-    ``dims`` maps symbolic dim names to values (or is a list of ``SYMBOL=VALUE`` strings).
+    ``dims`` maps symbolic dim names to values (or is a list of ``SYMBOL=VALUE`` strings);
+    ``loop_trips`` is the trip count of Loops whose count the model does not fix.
     """
     if isinstance(model, onnx.ModelProto):
         path, file_bytes = None, None
@@ -98,10 +102,13 @@ def analyze(
         path = str(model)
         proto = load_model(path)
         file_bytes = Path(path).stat().st_size
+    if proto.functions:
+        # model-local functions are costed through their bodies
+        proto = onnx.inliner.inline_local_functions(proto)
     bind_inputs(proto, _shape_flags(input_shapes), _dim_flags(dims))
     nodes = list(proto.graph.node)
     shapes = infer_shapes(proto, nodes)
-    graph = build_cost_graph(proto, shapes)
+    graph = build_cost_graph(proto, shapes, CostOptions(loop_trips=loop_trips))
     records = [graph.nodes[name]["record"] for name in graph.graph.get("order", graph.nodes)]
     records.sort(key=lambda r: r.index)
     totals = _totals(records, graph)
@@ -152,35 +159,26 @@ def _facts(model: onnx.ModelProto, path: str | None, file_bytes: int | None) -> 
 
 
 def _totals(records: list[NodeRecord], graph: nx.DiGraph) -> Totals:
-    tensors: dict[str, TensorRecord] = graph.graph["tensors"]
-    parameters = graph.graph["parameters"]
-    unsupported = Counter(r.op_type for r in records if r.status == STATUS_UNSUPPORTED)
-    unknown = Counter(r.op_type for r in records if r.status == STATUS_UNKNOWN_SHAPE)
+    parameters: dict[str, tuple[int, int]] = graph.graph["parameters"]
+    unsupported: Counter = Counter(r.op_type for r in records if r.status == STATUS_UNSUPPORTED)
+    not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != STATUS_UNSUPPORTED)
+    for record in records:
+        for subgraph in record.subgraphs.values():
+            unsupported.update(subgraph.unsupported)
+            not_counted.update(subgraph.not_counted)
     macs = sum(r.macs for r in records)
     return Totals(
         macs=macs,
         mac_flops=2 * macs,
         flops=sum(r.flops for r in records),
-        params=sum(_elements(tensors[name].shape) for name in parameters),
-        param_bytes=sum(tensors[name].bytes or 0 for name in parameters),
+        params=sum(elements for elements, _ in parameters.values()),
+        param_bytes=sum(stored for _, stored in parameters.values()),
         nodes=len(records),
         counted_nodes=sum(1 for r in records if r.counted),
         unsupported=dict(sorted(unsupported.items())),
-        unknown_shape=dict(sorted(unknown.items())),
+        not_counted=dict(sorted(not_counted.items())),
+        uncounted_bytes=sum(r.memory_bytes for r in records if not r.counted),
     )
-
-
-def _is_known(shape: tuple | None) -> bool:
-    return shape is not None and all(isinstance(d, int) for d in shape)
-
-
-def _elements(shape: tuple | None) -> int:
-    if not _is_known(shape):
-        return 0
-    count = 1
-    for dim in shape:
-        count *= dim
-    return count
 
 
 def _warnings(analysis: Analysis) -> list[str]:
@@ -192,15 +190,16 @@ def _warnings(analysis: Analysis) -> list[str]:
     if analysis.totals.unsupported:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unsupported.items())
         warnings.append(f"unsupported ops (not counted): {ops}")
-    unsized = [name for name in analysis.graph.graph["parameters"] if not _is_known(analysis.tensors[name].shape)]
+    unsized = [name for name, (elements, _) in analysis.graph.graph["parameters"].items() if not elements]
     if unsized:
         warnings.append(
             f"{len(unsized)} parameter tensor(s) of unknown shape are left out of the parameter totals: "
             + ", ".join(unsized[:5]) + (" ..." if len(unsized) > 5 else "")
         )
-    if analysis.totals.unknown_shape:
-        ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unknown_shape.items())
-        warnings.append(f"nodes with unknown shapes (not counted): {ops}")
+    if analysis.totals.not_counted:
+        ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
+        reasons = sorted({r.reason for r in analysis.nodes if r.status == "unknown_value"})
+        warnings.append(f"nodes not counted (unknown shapes or values): {ops}" + (f"; {reasons[0]}" if reasons else ""))
     return warnings
 
 

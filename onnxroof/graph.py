@@ -14,13 +14,14 @@ initializers and constants are parameters, not activations, and their producers 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import networkx as nx
 import onnx
 
 from .dtypes import dtype_name, tensor_bytes
-from .ops import NodeView, OpCost, UnknownShape, rule_for
+from .ops import NodeView, OpCost, UnknownShape, UnknownValue, rule_for
 from .shapes import ShapeResult, TensorInfo
 
 # Ops that only re-lay or re-type a constant: the stored bytes of their result are the bytes of
@@ -35,6 +36,8 @@ STATUS_OK = "ok"  # costed by its rule
 STATUS_CONSTANT = "constant"  # computed from constants only: folded, costs nothing
 STATUS_UNSUPPORTED = "unsupported"  # no rule for this op: not counted
 STATUS_UNKNOWN_SHAPE = "unknown_shape"  # a shape its rule needs is unknown: not counted
+STATUS_UNKNOWN_VALUE = "unknown_value"  # a value its rule needs (a Loop's trip count) is unknown: not counted
+_DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 @dataclass
@@ -64,6 +67,7 @@ class NodeRecord:
     formula: str = ""
     view: bool = False
     param_inputs: list[str] = field(default_factory=list)
+    subgraphs: dict[str, "SubgraphCost"] = field(default_factory=dict)  # If branches, Loop/Scan bodies
 
     @property
     def counted(self) -> bool:
@@ -107,68 +111,106 @@ def node_names(nodes: list[onnx.NodeProto]) -> list[str]:
     return names
 
 
-def constant_tensors(model: onnx.ModelProto, nodes: list[onnx.NodeProto]) -> tuple[set[str], list[bool]]:
-    """Tensors computed only from initializers and constants, and which nodes produce only such."""
-    constant = {t.name for t in model.graph.initializer}
-    folded = []
-    for node in nodes:
-        present = [name for name in node.input if name]
-        is_constant = node.op_type not in _NONDETERMINISTIC and (
-            (node.op_type == "Constant" and node.domain in ("", "ai.onnx"))
-            or (bool(present) and all(name in constant for name in present))
-        )
-        folded.append(is_constant)
-        if is_constant:
-            constant.update(o for o in node.output if o)
-    return constant, folded
+@dataclass
+class SubgraphCost:
+    """The cost of one subgraph (an If branch, a Loop or Scan body), nested subgraphs included."""
+
+    name: str
+    records: list[NodeRecord]
+    macs: int
+    flops: int
+    params: int  # parameters stored inside the subgraph (its initializers and constants)
+    weight_bytes: int
+    unsupported: Counter  # op -> nodes with no rule, nested ones included
+    not_counted: Counter  # op -> nodes not counted for any other reason, nested ones included
 
 
-def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult) -> nx.DiGraph:
-    """Cost every node of ``model``'s main graph and link them by the tensors they exchange."""
-    nodes = list(model.graph.node)
-    names = node_names(nodes)
-    tensors = shapes.tensors
-    constant, folded = constant_tensors(model, nodes)
-    initializers = {t.name: t for t in model.graph.initializer}
-    graph_inputs = {i.name for i in model.graph.input} - set(initializers)
+@dataclass(frozen=True)
+class CostOptions:
+    """Settings the user gives for values a model does not fix."""
 
-    def info(name: str) -> TensorInfo:
-        return tensors.get(name) or TensorInfo(name)
+    loop_trips: int | None = None  # trip count for Loops whose count is not a constant
 
-    def size(name: str) -> int | None:
-        tensor = info(name)
+
+def _is_folded(node: onnx.NodeProto, constant: set[str]) -> bool:
+    """A node computed only from constants: folded at load time, its outputs are parameters."""
+    if node.op_type in _NONDETERMINISTIC or _subgraphs_of(node):
+        return False
+    if node.op_type == "Constant" and node.domain in _DEFAULT_DOMAINS:
+        return True
+    present = [name for name in node.input if name]
+    return bool(present) and all(name in constant for name in present)
+
+
+def _subgraphs_of(node: onnx.NodeProto) -> list[onnx.AttributeProto]:
+    return [a for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+
+
+class _Coster:
+    """Costs the nodes of a graph and, recursively, of its subgraphs (one pass per graph)."""
+
+    def __init__(self, graph: onnx.GraphProto, shapes: ShapeResult, options: CostOptions):
+        self.tensors = shapes.tensors
+        self.values = shapes.values
+        self.options = options
+        self.constant: set[str] = set()
+        self.stored: dict[str, int] = {}  # constant tensor -> stored bytes
+        self.parameters: dict[str, tuple[int, int]] = {}  # parameter tensor -> (elements, stored bytes)
+        # DequantizeLinear output -> its quantized input, for the QDQ compute dtype
+        self.dequantized_from = {
+            node.output[0]: node.input[0]
+            for node in _all_nodes(graph)
+            if node.op_type == "DequantizeLinear" and node.output and node.input
+        }
+        self._add_initializers(list(graph.initializer))
+
+    def info(self, name: str) -> TensorInfo:
+        return self.tensors.get(name) or TensorInfo(name)
+
+    def size(self, name: str) -> int | None:
+        tensor = self.info(name)
         return None if tensor.numel is None else tensor_bytes(tensor.numel, tensor.dtype)
 
-    stored: dict[str, int] = {name: size(name) or 0 for name in initializers}
-    records: list[NodeRecord] = []
-    producer: dict[str, str] = {}
-    parameters: set[str] = set()
-    for index, (node, name, is_folded) in enumerate(zip(nodes, names, folded)):
+    def _add_initializers(self, initializers: list[onnx.TensorProto]) -> None:
+        for tensor in initializers:
+            self.constant.add(tensor.name)
+            self.stored[tensor.name] = self.size(tensor.name) or 0
+
+    def cost_nodes(self, nodes: list[onnx.NodeProto], names: list[str]) -> list[NodeRecord]:
+        return [self.cost_node(node, name, index) for index, (node, name) in enumerate(zip(nodes, names))]
+
+    def cost_node(self, node: onnx.NodeProto, name: str, index: int) -> NodeRecord:
+        info, size = self.info, self.size
+        is_folded = _is_folded(node, self.constant)
         rule = rule_for(node.domain, node.op_type)
         arg_slots = rule.arg_inputs if rule else frozenset()
+        subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in _subgraphs_of(node)}
         view = NodeView(
-            node, tuple(info(n) if n else None for n in node.input), tuple(info(n) for n in node.output), shapes.values
+            node, tuple(info(n) if n else None for n in node.input), tuple(info(n) for n in node.output),
+            self.values, subgraphs, self.options.loop_trips,
         )
         if is_folded:
             status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", OpCost()
-            _track_storage(node, arg_slots, stored, size)
+            self._track_storage(node, arg_slots)
         elif rule is None:
             domain = node.domain or "ai.onnx"
             status, reason, cost = STATUS_UNSUPPORTED, f"no cost rule for {domain}::{node.op_type}", OpCost()
         else:
             status, reason, cost = _apply_rule(rule.handler, view)
-        param_inputs = []
-        activation_inputs = []
+        param_inputs: list[str] = []
+        activation_inputs: list[str] = []
         for slot, tensor_name in enumerate(node.input):
             if not tensor_name or tensor_name in param_inputs or tensor_name in activation_inputs:
                 continue
-            if tensor_name not in constant:
+            if tensor_name not in self.constant:
                 activation_inputs.append(tensor_name)
             elif not is_folded and slot not in arg_slots:
                 param_inputs.append(tensor_name)
-        parameters.update(param_inputs)
+        for tensor_name in param_inputs:
+            self.parameters[tensor_name] = (info(tensor_name).numel or 0, self.stored.get(tensor_name, size(tensor_name) or 0))
+        nested_params = sum(sub.params for sub in subgraphs.values())
         moves_bytes = not (is_folded or cost.view)
-        record = NodeRecord(
+        return NodeRecord(
             name=name,
             op_type=node.op_type,
             domain=node.domain,
@@ -182,21 +224,83 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult) -> nx.DiGraph:
             input_dtypes=[dtype_name(info(n).dtype) if n else "" for n in node.input],
             output_shapes=[_shape_list(info(n)) for n in node.output],
             output_dtypes=[dtype_name(info(n).dtype) for n in node.output],
-            dtype=_compute_dtype(node, activation_inputs, info),
+            dtype=self._compute_dtype(node, activation_inputs, param_inputs),
             macs=cost.macs,
             flops=2 * cost.macs + cost.flops,
-            params=sum(info(n).numel or 0 for n in param_inputs),
-            weight_bytes=sum(stored.get(n, size(n) or 0) for n in param_inputs),
+            params=sum(info(n).numel or 0 for n in param_inputs) + nested_params,
+            weight_bytes=sum(self.stored.get(n, size(n) or 0) for n in param_inputs)
+            + sum(sub.weight_bytes for sub in subgraphs.values()),
             input_bytes=sum(size(n) or 0 for n in activation_inputs) if moves_bytes else 0,
             output_bytes=sum(size(n) or 0 for n in node.output if n) if moves_bytes else 0,
             formula=cost.formula,
             view=cost.view,
             param_inputs=param_inputs,
+            subgraphs=subgraphs,
         )
-        records.append(record)
-        for output in node.output:
-            if output:
-                producer[output] = name
+
+    def subgraph(self, graph: onnx.GraphProto, name: str) -> SubgraphCost:
+        """Cost a subgraph; it sees the outer scope's constants and adds its own."""
+        before = set(self.parameters)
+        self._add_initializers(list(graph.initializer))
+        nodes = list(graph.node)
+        records = self.cost_nodes(nodes, [f"{name}/{n}" for n in node_names(nodes)])
+        own = [self.parameters[p] for p in set(self.parameters) - before]
+        unsupported: Counter = Counter(r.op_type for r in records if r.status == STATUS_UNSUPPORTED)
+        not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != STATUS_UNSUPPORTED)
+        for record in records:
+            for sub in record.subgraphs.values():
+                unsupported.update(sub.unsupported)
+                not_counted.update(sub.not_counted)
+        return SubgraphCost(
+            name=name,
+            records=records,
+            macs=sum(r.macs for r in records if r.counted),
+            flops=sum(r.flops for r in records if r.counted),
+            params=sum(elements for elements, _ in own),
+            weight_bytes=sum(stored for _, stored in own),
+            unsupported=unsupported,
+            not_counted=not_counted,
+        )
+
+    def _track_storage(self, node: onnx.NodeProto, arg_slots: frozenset[int]) -> None:
+        """Stored bytes of a folded node's outputs: its data inputs' for re-layouts, else its own size."""
+        outputs = [o for o in node.output if o]
+        self.constant.update(outputs)
+        if node.op_type in _STORAGE_PRESERVING and node.domain in (*_DEFAULT_DOMAINS, "com.microsoft"):
+            data = dict.fromkeys(n for slot, n in enumerate(node.input) if n and slot not in arg_slots)
+            total = sum(self.stored.get(n, self.size(n) or 0) for n in data)
+        else:
+            total = None
+        for output in outputs:
+            self.stored[output] = total if total is not None else self.size(output) or 0
+
+    def _compute_dtype(self, node: onnx.NodeProto, activation_inputs: list[str], param_inputs: list[str]) -> str:
+        """The element type the node computes in.
+
+        In a QDQ graph a float op whose every data input comes out of DequantizeLinear runs in
+        the quantized type (runtimes fuse DQ -> op -> Q into an integer kernel): report that type.
+        """
+        data_inputs = activation_inputs + param_inputs
+        if data_inputs and node.op_type not in ("DequantizeLinear", "QuantizeLinear"):
+            sources = [self.dequantized_from.get(n) for n in data_inputs]
+            if all(sources):
+                return dtype_name(self.info(sources[0]).dtype)
+        for tensor_name in (*activation_inputs, *node.output, *node.input):
+            if tensor_name and self.info(tensor_name).dtype:
+                return dtype_name(self.info(tensor_name).dtype)
+        return "unknown"
+
+
+def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions | None = None) -> nx.DiGraph:
+    """Cost every node of ``model``'s main graph and link them by the tensors they exchange."""
+    nodes = list(model.graph.node)
+    names = node_names(nodes)
+    coster = _Coster(model.graph, shapes, options or CostOptions())
+    records = coster.cost_nodes(nodes, names)
+    info, size = coster.info, coster.size
+    initializers = {t.name for t in model.graph.initializer}
+    graph_inputs = {i.name for i in model.graph.input} - initializers
+    producer = {output: record.name for record in records for output in record.outputs if output}
 
     graph = nx.DiGraph(name=model.graph.name)
     for record in records:
@@ -207,13 +311,13 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult) -> nx.DiGraph:
         if name not in tensor_records:
             tensor = info(name)
             kind = (
-                "parameter" if name in parameters
-                else "constant" if name in constant
+                "parameter" if name in coster.parameters
+                else "constant" if name in coster.constant
                 else "input" if name in graph_inputs
                 else "activation"
             )
             tensor_records[name] = TensorRecord(
-                name, dtype_name(tensor.dtype), tensor.shape, stored.get(name, size(name)), kind, producer.get(name)
+                name, dtype_name(tensor.dtype), tensor.shape, coster.stored.get(name, size(name)), kind, producer.get(name)
             )
         return tensor_records[name]
 
@@ -235,13 +339,24 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult) -> nx.DiGraph:
     graph.graph["tensors"] = tensor_records
     graph.graph["inputs"] = [i.name for i in model.graph.input if i.name in graph_inputs]
     graph.graph["outputs"] = [o.name for o in model.graph.output]
-    graph.graph["parameters"] = sorted(parameters, key=lambda n: (tensor_records[n].producer or "", n))
+    # every parameter of the model, subgraphs included: name -> (elements, stored bytes), counted once
+    graph.graph["parameters"] = dict(sorted(coster.parameters.items()))
     return graph
+
+
+def _all_nodes(graph: onnx.GraphProto):
+    """Every node of ``graph`` and of its subgraphs, depth first."""
+    for node in graph.node:
+        yield node
+        for attribute in _subgraphs_of(node):
+            yield from _all_nodes(attribute.g)
 
 
 def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:
     try:
         return STATUS_OK, "", handler(view)
+    except UnknownValue as exc:
+        return STATUS_UNKNOWN_VALUE, str(exc), OpCost()
     except UnknownShape as exc:
         return STATUS_UNKNOWN_SHAPE, str(exc), OpCost()
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
@@ -249,26 +364,5 @@ def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:
         return STATUS_UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", OpCost()
 
 
-def _track_storage(node: onnx.NodeProto, arg_slots: frozenset[int], stored: dict[str, int], size) -> None:
-    """Stored bytes of a folded node's outputs: its data inputs' for re-layouts, else its own size."""
-    if node.op_type in _STORAGE_PRESERVING and node.domain in ("", "ai.onnx", "com.microsoft"):
-        data = [n for slot, n in enumerate(node.input) if n and slot not in arg_slots]
-        total = sum(stored.get(n, size(n) or 0) for n in dict.fromkeys(data))
-        for output in node.output:
-            if output:
-                stored[output] = total
-    else:
-        for output in node.output:
-            if output:
-                stored[output] = size(output) or 0
-
-
 def _shape_list(tensor: TensorInfo) -> list | None:
     return None if tensor.shape is None else list(tensor.shape)
-
-
-def _compute_dtype(node: onnx.NodeProto, activation_inputs: list[str], info) -> str:
-    for name in (*activation_inputs, *node.output, *node.input):
-        if name and info(name).dtype:
-            return dtype_name(info(name).dtype)
-    return "unknown"

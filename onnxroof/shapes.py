@@ -303,18 +303,26 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
         found: Iterable[onnx.ValueInfoProto] = (
             *inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input
         )
+        subgraphs = list(_nested_graphs(inferred.graph))
     except Exception as exc:  # e.g. a contrib op whose domain the model does not import
         notes.append(
             f"ONNX shape inference failed ({_one_line(exc)}); inferred each node on its own instead, "
             "using the model's stored shapes where that failed"
         )
         found = graph.input
+        subgraphs = list(_nested_graphs(graph))
     for value_info in found:
         info = _info_from_value_info(value_info)
         if info.shape is not None or info.name not in tensors:
             tensors[info.name] = info
+    # If branches and Loop/Scan bodies: what inference found inside them (names are model-wide)
+    for subgraph in subgraphs:
+        for value_info in (*subgraph.input, *subgraph.value_info, *subgraph.output):
+            info = _info_from_value_info(value_info)
+            if info.name not in tensors or (info.shape is not None and tensors[info.name].shape is None):
+                tensors[info.name] = info
     values: dict[str, np.ndarray] = {}
-    for tensor in graph.initializer:
+    for tensor in (*graph.initializer, *(t for g in subgraphs for t in g.initializer)):
         tensors[tensor.name] = TensorInfo(tensor.name, tensor.data_type, tuple(tensor.dims))
         if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not _is_external(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
@@ -337,6 +345,15 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
     ]
     unresolved += [UnresolvedDim(info.name, -1, None) for info in inputs if info.shape is None]
     return ShapeResult(tensors, values, inputs, unresolved, notes)
+
+
+def _nested_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """Every subgraph below ``graph`` (If branches, Loop and Scan bodies), depth first."""
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                yield attribute.g
+                yield from _nested_graphs(attribute.g)
 
 
 def _has_schema(node: onnx.NodeProto) -> bool:

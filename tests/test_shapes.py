@@ -374,7 +374,7 @@ def test_gap_closed_in_analyze_so_nodes_are_counted():
     add = next(r for r in analysis.nodes if r.op_type == "Add")
     assert add.status == "ok"
     assert add.output_shapes == [[2, 7, 16]]
-    assert analysis.totals.unknown_shape == {}
+    assert analysis.totals.not_counted == {}
 
 
 # ---------------------------------------------------------------------------------------------

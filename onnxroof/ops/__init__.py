@@ -49,6 +49,8 @@ class NodeView:
     inputs: tuple[TensorInfo | None, ...]  # None where an optional input is omitted
     outputs: tuple[TensorInfo | None, ...]
     values: Mapping[str, np.ndarray] = field(default_factory=dict)  # small tensors with known values
+    subgraphs: Mapping[str, Any] = field(default_factory=dict)  # attribute -> graph.SubgraphCost
+    loop_trips: int | None = None  # the user's --loop-trips, for Loops without a constant count
 
     def attr(self, name: str, default: Any = None) -> Any:
         for attribute in self.node.attribute:
@@ -84,6 +86,10 @@ def _known_shape(info: TensorInfo | None, names: Iterable[str], index: int) -> t
         names = list(names)
         raise UnknownShape(names[index] if index < len(names) else f"#{index}")
     return info.shape  # type: ignore[return-value]
+
+
+class UnknownValue(Exception):
+    """A value the rule needs (a Loop's trip count) is not known; the message says how to give it."""
 
 
 Handler = Callable[[NodeView], OpCost]

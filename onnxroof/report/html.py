@@ -171,7 +171,7 @@ def _problems_context(document: dict) -> dict:
         for d in document["unresolved_dims"]
     ]
     unsupported = [{"op": op, "count": _count(n)} for op, n in totals["unsupported"].items()]
-    unknown = [{"op": op, "count": _count(n)} for op, n in totals["unknown_shape"].items()]
+    unknown = [{"op": op, "count": _count(n)} for op, n in totals["not_counted"].items()]
     warnings = list(document["warnings"])
     return {
         "any": bool(warnings or unresolved or unsupported or unknown),

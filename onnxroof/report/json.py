@@ -62,6 +62,18 @@ def node_entry(record: "NodeRecord") -> dict:
         "output_bytes": record.output_bytes,
         "intensity": record.intensity,
         "formula": record.formula,
+        **({"subgraphs": {attribute: subgraph_entry(sub) for attribute, sub in record.subgraphs.items()}}
+           if record.subgraphs else {}),
+    }
+
+
+def subgraph_entry(subgraph) -> dict:
+    return {
+        "macs": subgraph.macs,
+        "flops": subgraph.flops,
+        "params": subgraph.params,
+        "weight_bytes": subgraph.weight_bytes,
+        "nodes": [node_entry(r) for r in subgraph.records],
     }
 
 
@@ -98,7 +110,8 @@ def to_document(analysis: "Analysis") -> dict:
             "nodes": totals.nodes,
             "counted_nodes": totals.counted_nodes,
             "unsupported": totals.unsupported,
-            "unknown_shape": totals.unknown_shape,
+            "not_counted": totals.not_counted,
+            "uncounted_bytes": totals.uncounted_bytes,
         },
         "nodes": [node_entry(r) for r in analysis.nodes],
     }

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,8 +22,11 @@ import onnx
 import onnx.inliner
 
 from .dtypes import dtype_name
+from .errors import UsageError
 from .graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord, TensorRecord, build_cost_graph
 from .load import load_model
+from .memory import MemoryReport, analyze_memory
+from .plugins import load_entry_points
 from .shapes import TensorInfo, UnresolvedDim, bind_inputs, infer_shapes, parse_dim, parse_input_shape
 
 
@@ -64,6 +68,7 @@ class Analysis:
     nodes: list[NodeRecord]  # in execution (model) order
     totals: Totals
     unresolved_dims: list[UnresolvedDim]
+    memory: MemoryReport
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -74,6 +79,19 @@ class Analysis:
     def complete(self) -> bool:
         """True when every node was costed and every input dim is bound."""
         return not (self.unresolved_dims or self.totals.unsupported or self.totals.not_counted)
+
+    def find_node(self, name: str) -> NodeRecord:
+        """The record of node ``name`` (subgraph nodes are named ``If_3/then_branch/MatMul_0``)."""
+        stack = list(self.nodes)
+        while stack:
+            record = stack.pop()
+            if record.name == name:
+                return record
+            stack.extend(r for sub in record.subgraphs.values() for r in sub.records)
+        names = [r.name for r in self.nodes]
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "run `onnxroof summary` to list node names"
+        raise UsageError(f"the model has no node named {name!r}; {hint}")
 
     def to_dict(self) -> dict:
         """The JSON document (schema onnxroof/1) that ``summary --format json`` prints."""
@@ -87,13 +105,16 @@ def analyze(
     input_shapes: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
     dims: Mapping[str, int] | Iterable[str] | None = None,
     loop_trips: int | None = None,
+    elementwise_in_place: bool = False,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
     ``input_shapes`` maps input names to shapes (or is a list of ``NAME:1,3,224,224`` strings);
     ``dims`` maps symbolic dim names to values (or is a list of ``SYMBOL=VALUE`` strings);
-    ``loop_trips`` is the trip count of Loops whose count the model does not fix.
+    ``loop_trips`` is the trip count of Loops whose count the model does not fix;
+    ``elementwise_in_place`` lets single-consumer elementwise ops overwrite their input.
     """
+    load_entry_points()
     if isinstance(model, onnx.ModelProto):
         path, file_bytes = None, None
         proto = onnx.ModelProto()
@@ -120,6 +141,7 @@ def analyze(
         nodes=records,
         totals=totals,
         unresolved_dims=shapes.unresolved,
+        memory=analyze_memory(graph, elementwise_in_place=elementwise_in_place),
     )
     analysis.warnings = shapes.notes + _warnings(analysis)
     return analysis

@@ -20,6 +20,7 @@ from . import __version__
 from .analysis import Analysis, analyze
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, UsageError
 from .examples import EXAMPLES, build_example
+from .plugins import load_plugin_file
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,12 +37,26 @@ def _common(parser: argparse.ArgumentParser, default_output: str | None) -> None
                         help="set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 (repeatable)")
     parser.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
                         help="bind a named (symbolic) dim everywhere, e.g. batch=1 (repeatable)")
+    parser.add_argument("--loop-trips", type=_positive_int, metavar="N",
+                        help="trip count for Loops whose count is not a constant in the model")
+    parser.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
+                        help="a Python file that registers cost rules with onnxroof.register (repeatable)")
+    parser.add_argument("--in-place", action="store_true",
+                        help="let single-consumer elementwise ops overwrite their input (memory analysis)")
+    parser.add_argument("--emit-order", metavar="FILE",
+                        help="write the lowest-peak execution order found, one node name per line")
     parser.add_argument("-o", "--output", default=default_output, metavar="FILE",
                         help="write the output to FILE" + (f" (default: {default_output})" if default_output else " (default: stdout)"))
     parser.add_argument("--strict", action="store_true",
                         help="exit 2 if the analysis is incomplete (unbound dims, unsupported ops, unknown shapes)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format (default: table)")
     report = commands.add_parser("report", help="write a self-contained HTML report")
     _common(report, None)
+    explain = commands.add_parser("explain", help="show how one node's numbers were computed")
+    _common(explain, None)
+    explain.add_argument("node", metavar="NODE_NAME", help="the node's name (as `summary` lists it)")
+    ops = commands.add_parser("ops", help="list every cost rule with its formula (Markdown: docs/ops.md)")
+    ops.add_argument("--plugin", action="append", default=[], metavar="FILE.py", help="include a plugin's rules")
+    ops.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
 
@@ -81,6 +102,13 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    for plugin in args.plugin:
+        load_plugin_file(plugin)
+    if args.command == "ops":
+        from .report.ops_doc import render_ops_markdown
+
+        sys.stdout.write(render_ops_markdown())
+        return EXIT_OK
     if args.example == "list":
         for name, (_, description) in EXAMPLES.items():
             print(f"{name:22} {description}")
@@ -91,7 +119,15 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
             print(f"onnxroof: warning: {warning}", file=sys.stderr)
     if args.strict and not analysis.complete:
         raise IncompleteAnalysis("the analysis is incomplete (see the warnings above) and --strict is set; nothing written")
-    if args.command == "summary":
+    if args.emit_order:
+        from .memory import order_text
+
+        write_atomically(args.emit_order, order_text(analysis.memory.best.schedule.order))
+    if args.command == "explain":
+        from .report.table import render_explain
+
+        sys.stdout.write(render_explain(analysis, analysis.find_node(args.node)))
+    elif args.command == "summary":
         text = _render_summary(analysis, args.format)
         if args.output:
             write_atomically(args.output, text)
@@ -116,7 +152,8 @@ def _analyze(args: argparse.Namespace) -> Analysis:
         model = args.model
     else:
         raise UsageError(f"no model given; pass a path to an .onnx file or --example NAME ({', '.join(EXAMPLES)})")
-    return analyze(model, input_shapes=args.input_shape, dims=args.dim)
+    return analyze(model, input_shapes=args.input_shape, dims=args.dim, loop_trips=args.loop_trips,
+                   elementwise_in_place=args.in_place)
 
 
 def _render_summary(analysis: Analysis, fmt: str) -> str:

@@ -206,8 +206,10 @@ class _Coster:
                 activation_inputs.append(tensor_name)
             elif not is_folded and slot not in arg_slots:
                 param_inputs.append(tensor_name)
+        packed = {node.input[slot]: elements for slot, elements in cost.param_elements if slot < len(node.input)}
+        elements = {n: packed.get(n, info(n).numel or 0) for n in param_inputs}
         for tensor_name in param_inputs:
-            self.parameters[tensor_name] = (info(tensor_name).numel or 0, self.stored.get(tensor_name, size(tensor_name) or 0))
+            self.parameters[tensor_name] = (elements[tensor_name], self.stored.get(tensor_name, size(tensor_name) or 0))
         nested_params = sum(sub.params for sub in subgraphs.values())
         moves_bytes = not (is_folded or cost.view)
         return NodeRecord(
@@ -227,7 +229,7 @@ class _Coster:
             dtype=self._compute_dtype(node, activation_inputs, param_inputs),
             macs=cost.macs,
             flops=2 * cost.macs + cost.flops,
-            params=sum(info(n).numel or 0 for n in param_inputs) + nested_params,
+            params=sum(elements.values()) + nested_params,
             weight_bytes=sum(self.stored.get(n, size(n) or 0) for n in param_inputs)
             + sum(sub.weight_bytes for sub in subgraphs.values()),
             input_bytes=sum(size(n) or 0 for n in activation_inputs) if moves_bytes else 0,

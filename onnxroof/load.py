@@ -49,7 +49,7 @@ def check_model(model: onnx.ModelProto, label: str) -> None:
     if not model.opset_import:
         raise ModelError(f"{label}: the model declares no opset_import; re-export it with an opset")
     try:
-        onnx.checker.check_model(_without_external_data(model))
+        onnx.checker.check_model(_checkable(model))
     except onnx.checker.ValidationError as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(
@@ -57,6 +57,26 @@ def check_model(model: onnx.ModelProto, label: str) -> None:
         ) from exc
     except Exception as exc:  # the checker's C++ core raises a few other types on broken protos
         raise ModelError(f"{label}: fails the ONNX checker ({type(exc).__name__}: {exc})") from exc
+
+
+def _checkable(model: onnx.ModelProto) -> onnx.ModelProto:
+    """What the checker can judge: external weights declared as inputs, and default-domain ops
+    that this onnx has no schema for (onnxruntime's optimizer writes SimplifiedLayerNormalization
+    there) moved to a private domain, which the checker skips; they are costed like any other op."""
+    unknown = [n for n in model.graph.node if n.domain in ("", "ai.onnx") and not onnx.defs.has(n.op_type)]
+    checkable = _without_external_data(model)
+    if unknown:
+        if checkable is model:
+            checkable = onnx.ModelProto()
+            checkable.CopyFrom(model)
+        for node in checkable.graph.node:
+            if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type):
+                node.domain = _UNREGISTERED_DOMAIN
+        checkable.opset_import.append(onnx.helper.make_opsetid(_UNREGISTERED_DOMAIN, 1))
+    return checkable
+
+
+_UNREGISTERED_DOMAIN = "onnxroof.unregistered"
 
 
 def has_external_data(tensor: onnx.TensorProto) -> bool:

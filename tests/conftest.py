@@ -29,3 +29,16 @@ def zeros(*shape, dtype=np.float32):
 @pytest.fixture
 def float_type():
     return TensorProto.FLOAT
+
+
+def analyse_node(node, inputs, outputs, initializers=(), opset: int = 17, contrib: bool = False, expect_ok: bool = True):
+    """Analyse a one-node model; ``contrib`` imports the com.microsoft domain."""
+    import onnxroof
+
+    model = make_model([node], inputs, outputs, initializers, opset=opset)
+    if contrib:
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    (record,) = onnxroof.analyze(model).nodes
+    if expect_ok:
+        assert record.status == "ok", record.reason
+    return record

@@ -37,3 +37,19 @@ def test_analyze_leaves_the_callers_model_untouched():
     result = onnxroof.analyze(model, dims={"n": 3})
     assert result.nodes[0].flops == 12
     assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "n"
+
+
+def test_onnxruntime_optimized_default_domain_op_passes_the_checker(tmp_path):
+    # onnxruntime's optimizer writes SimplifiedLayerNormalization into the default domain, where
+    # onnx has no schema for it; such files must still load and be costed.
+    model = make_model(
+        [helper.make_node("SimplifiedLayerNormalization", ["x", "scale"], ["y"], axis=-1, epsilon=1e-6)],
+        [("x", TensorProto.FLOAT, [2, 8])],
+        [("y", TensorProto.FLOAT, [2, 8])],
+        [("scale", np.ones(8, np.float32))],
+    )
+    path = tmp_path / "optimized.onnx"
+    onnx.save(model, path)
+    result = onnxroof.analyze(path)
+    (record,) = result.nodes
+    assert record.status == "ok" and record.params == 8

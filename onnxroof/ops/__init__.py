@@ -31,6 +31,9 @@ class OpCost:
     flops: int = 0
     formula: str = ""
     view: bool = False  # aliases its input (Reshape, Identity, ...): moves no bytes
+    # (input slot, weights it holds) for packed weights, e.g. MatMulNBits' uint8 B holding K x N
+    # 4-bit weights: parameters count weights, not storage elements
+    param_elements: tuple[tuple[int, int], ...] = ()
 
 
 class UnknownShape(Exception):

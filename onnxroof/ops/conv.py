@@ -6,6 +6,7 @@ from __future__ import annotations
 from math import prod
 
 from . import NodeView, OpCost, register
+from .tensor import TAPS_PER_AXIS, blend_flops
 
 
 def conv(node: NodeView) -> OpCost:
@@ -32,5 +33,44 @@ def conv_transpose(node: NodeView) -> OpCost:
     return OpCost(macs=macs, formula=f"{batch}·{c_in}·{spatial}·{c_out_per_group}·{kernel} = {macs:,} MACs")
 
 
+def deform_conv(node: NodeView) -> OpCost:
+    """MACs = as Conv: N x Co x prod(output spatial) x Ci/group x prod(kernel). FLOPs = the offset
+    adds (one per offset element: sampling position = grid position + offset) + the sampling:
+    N x Ci x prod(output spatial) x prod(kernel) values, each a 2^d-tap linear interpolation
+    (2·2^d - 1 FLOPs: 7 in 2-D) and one multiply by the mask when a mask is given."""
+    cost = conv(node)
+    weight = node.input_shape(1)
+    output = node.output_shape(0)
+    data = node.input_shape(0)
+    spatial_rank = len(weight) - 2
+    samples = output[0] * data[1] * prod(output[2:]) * prod(weight[2:])
+    per_sample = blend_flops(TAPS_PER_AXIS["linear"] ** spatial_rank) + (1 if node.has_input(4) else 0)
+    offsets = node.input_elements(2)
+    flops = offsets + per_sample * samples
+    return OpCost(macs=cost.macs, flops=flops,
+                  formula=f"{cost.formula}; {offsets:,} offset adds + {per_sample}·{samples:,} samples = {flops:,} FLOPs")
+
+
+# per output element of the fused activation: SiLU/Swish x·sigmoid(x) = sigmoid (3) + multiply
+CAUSAL_CONV_ACTIVATION_FLOPS = {"none": 0, "silu": 4, "swish": 4}
+
+
+def causal_conv_with_state(node: NodeView) -> OpCost:
+    """MACs = B x C x L x k (depthwise causal conv: weight [C, 1, k], output = input's shape
+    [B, C, L]); the bias add is folded in; FLOPs = 4 x output elements for the fused
+    activation 'silu'/'swish' (sigmoid 3 + multiply), 0 for 'none'. Copying the carry state
+    (present_state) is data movement."""
+    kernel = prod(node.input_shape(1)[2:])
+    outputs = node.input_elements(0)  # output 0 has the input's shape
+    macs = outputs * kernel
+    activation = node.attr("activation", "none")
+    per_output = CAUSAL_CONV_ACTIVATION_FLOPS.get(activation, 0)
+    flops = per_output * outputs
+    return OpCost(macs=macs, flops=flops,
+                  formula=f"{outputs:,} outputs·{kernel} = {macs:,} MACs + {per_output}·{outputs:,} ({activation}) FLOPs")
+
+
 register("Conv", conv, family="conv")
 register("ConvTranspose", conv_transpose, family="conv", arg_inputs=())
+register("DeformConv", deform_conv, family="conv")
+register("CausalConvWithState", causal_conv_with_state, family="conv")

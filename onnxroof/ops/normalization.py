@@ -1,13 +1,74 @@
-"""Normalization: a fixed number of operations per element, after the statistics are known."""
+"""Normalization and softmax: a fixed number of operations per element of the normalized input.
+
+Counting rule (as in ``elementwise.py``): each add, subtract, multiply, divide, compare, exp and
+log counts 1. The per-element work is counted; the per-row work (dividing a sum by the count,
+adding epsilon, one square root and one reciprocal per row, the log of a log-softmax's sum) is
+O(rows), not O(elements), and is left out. An optional affine input (a bias, a shift) adds its
+1 FLOP per element only when the node has it.
+
+=================================  ================  =================================================
+op (domain)                        FLOPs / element   operations per element
+=================================  ================  =================================================
+BatchNormalization                 2                 x·a + b (mean, var, scale, B folded per channel)
+LayerNormalization                 6 (+1 with B)     sum (mean), subtract mean, square, sum (variance),
+                                                     multiply by 1/σ, multiply by scale (+ add B)
+GroupNormalization                 7                 as LayerNormalization, scale and bias required
+InstanceNormalization              7                 as LayerNormalization, scale and B required
+MeanVarianceNormalization          5                 sum (mean), square, sum (E[x²]), subtract, divide
+RMSNormalization                   4                 square, sum, multiply by 1/rms, multiply by scale
+SimplifiedLayerNormalization       4                 as RMSNormalization (onnxruntime's name; it is
+  (default and com.microsoft)                        emitted in the default domain)
+SkipLayerNormalization (ms)        7 (+1 beta,       input + skip (+ bias), then LayerNormalization
+                                   +1 bias)
+SkipSimplifiedLayerNormalization   5 (+1 bias)       input + skip (+ bias), then RMSNormalization
+  (ms)
+EmbedLayerNormalization (ms)       8 (+1 segment)    word + position (+ segment) embedding rows (the
+                                                     gathers are free), then LayerNormalization with
+                                                     gamma and beta; + 1 per mask element for the
+                                                     mask index when a mask is given
+LpNormalization                    3                 |x| or x², sum, divide
+LRN                                2·size + 3        window sum of squares (size multiplies and
+                                                     adds), scale, add bias, power, divide
+Softmax                            5                 max, subtract, exp, sum, divide
+LogSoftmax                         5                 max, subtract, exp, sum, subtract log-sum
+=================================  ================  =================================================
+
+``(ms)``: the ``com.microsoft`` contrib domain. Attention's softmax uses ``SOFTMAX_FLOPS``; other
+families reuse the constants below rather than restating the numbers. Hardmax (a row arg max) is
+a selection and lives in ``reduction.py``.
+"""
 
 from __future__ import annotations
 
-from . import Handler, NodeView, OpCost, per_element_flop_counter, register
+from typing import Mapping
+
+from . import Handler, NodeView, OpCost, register
+
+SOFTMAX_FLOPS = 5  # max, subtract, exp, sum, divide (shared with the attention rules)
+LOG_SOFTMAX_FLOPS = 5  # max, subtract, exp, sum, subtract the log-sum (one log per row, not counted)
+LAYER_NORM_FLOPS = 6  # sum, subtract mean, square, sum, multiply by 1/σ, multiply by scale
+RMS_NORM_FLOPS = 4  # square, sum, multiply by 1/rms, multiply by scale
+
+MS = "com.microsoft"
 
 
-def norm_flop_counter(flops_per_element: int, rule: str) -> Handler:
-    """A rule counting ``flops_per_element`` operations per element of the normalized input."""
-    return per_element_flop_counter(flops_per_element, rule, on="input")
+def norm_flop_counter(flops_per_element: int, rule: str, optional: Mapping[int, str] | None = None) -> Handler:
+    """A rule counting ``flops_per_element`` operations per element of input 0, plus 1 per element
+    for each optional input (slot -> its name, added per element) that the node has."""
+    optional = dict(optional or {})
+
+    def handler(node: NodeView) -> OpCost:
+        elements = node.input_elements(0)
+        present = [name for slot, name in optional.items() if node.has_input(slot)]
+        per_element = flops_per_element + len(present)
+        flops = per_element * elements
+        terms = " + ".join([str(flops_per_element), *(f"1 {name}" for name in present)])
+        per = f"({terms})" if present else terms
+        return OpCost(flops=flops, formula=f"{per}·{elements:,} elements = {flops:,} FLOPs ({rule})")
+
+    count = " ".join([str(flops_per_element), *(f"+ 1 if {name} is given" for name in optional.values())])
+    handler.__doc__ = f"FLOPs = {f'({count})' if optional else count} x input elements ({rule})"
+    return handler
 
 
 def lrn(node: NodeView) -> OpCost:
@@ -16,18 +77,56 @@ def lrn(node: NodeView) -> OpCost:
     size = int(node.attr("size", 1))
     elements = node.input_elements(0)
     per_element = 2 * size + 3
-    return OpCost(flops=per_element * elements, formula=f"(2·{size} + 3)·{elements:,} elements")
+    flops = per_element * elements
+    return OpCost(flops=flops, formula=f"(2·{size} + 3)·{elements:,} elements = {flops:,} FLOPs")
 
 
-# inference BatchNormalization folds into one per-channel scale and shift
-register("BatchNormalization", norm_flop_counter(2, "folded per-channel scale and shift"), family="normalization")
-register("InstanceNormalization", norm_flop_counter(7, "mean, subtract, square, variance, rsqrt-multiply, scale, shift"),
-         family="normalization")
-register("LayerNormalization", norm_flop_counter(7, "mean, subtract, square, variance, rsqrt-multiply, scale, shift"),
-         family="normalization")
-register("GroupNormalization", norm_flop_counter(7, "mean, subtract, square, variance, rsqrt-multiply, scale, shift"),
-         family="normalization")
-register("RMSNormalization", norm_flop_counter(4, "square, mean, rsqrt-multiply, scale"), family="normalization")
+def embed_layer_normalization(node: NodeView) -> OpCost:
+    """FLOPs = (1 + 1 if segment embedding + 7) x output elements + mask elements (if a mask is given):
+    word + position (+ segment) embedding rows added, then LayerNormalization with gamma and beta.
+    The row gathers cost nothing; the embedding tables are parameters (inputs 2-4).
+    Inputs: input_ids, segment_ids, word_embedding, position_embedding, segment_embedding, gamma,
+    beta, mask, position_ids (onnxruntime contrib schema)."""
+    elements = node.output_elements(0)
+    adds = 1 + (1 if node.has_input(4) else 0)
+    per_element = adds + LAYER_NORM_FLOPS + 1
+    mask = node.input_elements(7) if node.has_input(7) else 0
+    flops = per_element * elements + mask
+    formula = f"({adds} adds + {LAYER_NORM_FLOPS + 1} layernorm)·{elements:,} elements"
+    if mask:
+        formula += f" + {mask:,} mask elements"
+    return OpCost(flops=flops, formula=f"{formula} = {flops:,} FLOPs")
+
+
+_LN = "sum, subtract mean, square, sum, multiply by 1/σ, multiply by scale"
+_RMS = "square, sum, multiply by 1/rms, multiply by scale"
+
+# op -> (FLOPs per element, the operations, {optional input slot: what it adds}); the table above
+NORM_FLOPS: dict[str, tuple[int, str, dict[int, str]]] = {
+    # inference BatchNormalization folds into one per-channel scale and shift
+    "BatchNormalization": (2, "folded per-channel scale and shift", {}),
+    "LayerNormalization": (LAYER_NORM_FLOPS, _LN, {2: "B"}),
+    "GroupNormalization": (LAYER_NORM_FLOPS + 1, _LN + ", add bias", {}),
+    "InstanceNormalization": (LAYER_NORM_FLOPS + 1, _LN + ", add B", {}),
+    "MeanVarianceNormalization": (5, "sum, square, sum of squares, subtract mean, divide by σ", {}),
+    "RMSNormalization": (RMS_NORM_FLOPS, _RMS, {}),
+    "SimplifiedLayerNormalization": (RMS_NORM_FLOPS, _RMS, {}),
+    "LpNormalization": (3, "|x| or x², sum, divide", {}),
+    "Softmax": (SOFTMAX_FLOPS, "max, subtract, exp, sum, divide", {}),
+    "LogSoftmax": (LOG_SOFTMAX_FLOPS, "max, subtract, exp, sum, subtract the log-sum (one log per row)", {}),
+}
+# com.microsoft fusions: the residual add, then the norm
+CONTRIB_NORM_FLOPS: dict[str, tuple[int, str, dict[int, str]]] = {
+    "SkipLayerNormalization": (1 + LAYER_NORM_FLOPS, "input + skip, then " + _LN, {3: "beta", 4: "bias"}),
+    "SkipSimplifiedLayerNormalization": (1 + RMS_NORM_FLOPS, "input + skip, then " + _RMS, {3: "bias"}),
+    "SimplifiedLayerNormalization": (RMS_NORM_FLOPS, _RMS, {}),
+}
+
+for _op, (_flops, _rule, _optional) in NORM_FLOPS.items():
+    register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization")
+for _op, (_flops, _rule, _optional) in CONTRIB_NORM_FLOPS.items():
+    register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization", domain=MS)
 register("LRN", lrn, family="normalization")
-register("Softmax", norm_flop_counter(5, "max, subtract, exp, sum, divide"), family="normalization")
-register("LogSoftmax", norm_flop_counter(6, "max, subtract, exp, sum, log, subtract"), family="normalization")
+# input_ids, segment_ids, mask and position_ids are indices: constants there are not parameters
+register("EmbedLayerNormalization", embed_layer_normalization, family="normalization", domain=MS,
+         arg_inputs=(0, 1, 7, 8))

@@ -1,3 +1,207 @@
-"""quantized ops (rules arrive with the op-coverage work)."""
+"""Quantized ops: integer products in MACs, (de)quantization in FLOPs per element.
+
+Counting rule:
+
+======================================  ==========================================================
+op                                      count
+======================================  ==========================================================
+QuantizeLinear                          4 per element: x / scale, round, + zero point, saturate
+DequantizeLinear                        2 per element: (x - zero point) · scale
+DynamicQuantizeLinear                   6 per element: min and max over x (2), then quantize (4)
+ConvInteger, QLinearConv                MACs as Conv: N x Co x prod(out spatial) x Ci/g x
+                                        prod(kernel) (weight at input 1 / input 3); QLinearConv
+                                        adds 4 per output (requantize: scale, round, + zero
+                                        point, saturate)
+MatMulInteger, QLinearMatMul,           MACs as MatMul: prod(output) x K; QLinearMatMul adds 4
+MatMulInteger16 (ms)                    per output (requantize)
+QGemm (ms)                              MACs as Gemm; + 4 per output with y_scale (requantize),
+                                        else + 1 (int32 to float: one multiply)
+MatMulIntegerToFloat (ms)               MACs as MatMul + 1 per output (int32 to float)
+DynamicQuantizeMatMul (ms)              MACs as MatMul + 6 per A element (quantize A
+                                        dynamically) + 1 per output (int32 to float)
+MatMulNBits, MatMulBnb4 (ms)            MACs = M x K x N (M = prod(A's leading dims)) + 2 x K x N
+                                        FLOPs: each weight dequantized once per call (subtract
+                                        zero point, multiply by scale)
+QLinearAdd, QLinearMul, QLinearSigmoid, their definition, dequantize -> float op -> quantize:
+QLinearLeakyRelu, QLinearSoftmax,       2 per input element + the float op's own rule + 4 per
+QLinearAveragePool,                     output element (runtimes using 256-entry lookup tables
+QLinearGlobalAveragePool (ms)           for the unary ones do less); the global pool's window
+                                        work is 1 per input element (any layout)
+QLinearConcat (ms)                      0: a copy (bytes counted)
+======================================  ==========================================================
+
+Integer products fold their zero points (row/column sums) and bias into the accumulate, as the
+float ops fold their bias. ``(ms)``: the ``com.microsoft`` contrib domain. The node's compute
+dtype is its first activation input's (uint8 for QLinearConv on uint8 data). Weights, scales and
+zero points are parameters counted at their stored size: MatMulNBits' packed 4-bit weights count
+half a byte per weight.
+"""
 
 from __future__ import annotations
+
+from math import prod
+from typing import Sequence
+
+import onnx
+
+from . import Handler, NodeView, OpCost, per_element_flop_counter, register, rule_for, zero_cost
+from .conv import conv
+from .matmul import gemm, matmul
+
+MS = "com.microsoft"
+QUANTIZE_FLOPS = 4  # x / scale, round, + zero point, saturate
+DEQUANTIZE_FLOPS = 2  # (x - zero point) · scale
+REQUANTIZE_FLOPS = 4  # int32 accumulator · combined scale, round, + zero point, saturate
+TO_FLOAT_FLOPS = 1  # int32 accumulator · (scale_a · scale_b)
+DYNAMIC_QUANTIZE_FLOPS = 2 + QUANTIZE_FLOPS  # running min and max, then quantize
+
+
+def with_inputs(node: NodeView, slots: Sequence[int]) -> NodeView:
+    """``node`` seen with only the inputs at ``slots``, in that order, so a float rule written for
+    (data, weight) reads a quantized op's (x, w) wherever they sit. Attributes and outputs stay."""
+    proto = onnx.NodeProto()
+    proto.CopyFrom(node.node)
+    del proto.input[:]
+    proto.input.extend(node.node.input[s] if s < len(node.node.input) else "" for s in slots)
+    inputs = tuple(node.inputs[s] if s < len(node.inputs) else None for s in slots)
+    return NodeView(proto, inputs, node.outputs, node.values)
+
+
+def product_counter(float_rule: Handler, slots: Sequence[int], per_output: int, rule: str,
+                    per_a_element: int = 0) -> Handler:
+    """A rule costing a quantized product as ``float_rule`` (conv, matmul, gemm) on the inputs at
+    ``slots``, plus ``per_output`` FLOPs per output element and ``per_a_element`` per element of
+    input ``slots[0]``."""
+
+    def handler(node: NodeView) -> OpCost:
+        product = float_rule(with_inputs(node, slots))
+        outputs = node.output_elements(0) if per_output else 0
+        a_elements = node.input_elements(slots[0]) if per_a_element else 0
+        flops = product.flops + per_output * outputs + per_a_element * a_elements
+        formula = product.formula
+        if per_a_element:
+            formula += f"; {per_a_element}·{a_elements:,} A elements"
+        if per_output:
+            formula += f"; {per_output}·{outputs:,} outputs"
+        return OpCost(macs=product.macs, flops=flops, formula=f"{formula} ({rule})")
+
+    extras = "".join(
+        f" + {n} x {what}" for n, what in ((per_a_element, "A elements"), (per_output, "output elements")) if n
+    )
+    inputs = ", ".join(f"input {s}" for s in slots)
+    handler.__doc__ = (
+        f"MACs as {float_rule.__name__} on ({inputs}); FLOPs = 2 x MACs{extras} ({rule}). "
+        f"{float_rule.__name__}: {' '.join((float_rule.__doc__ or '').split())}"
+    )
+    return handler
+
+
+def dequantize_op_quantize(float_op: str, data_slots: Sequence[int], op_text: str) -> Handler:
+    """A rule for a QLinear op defined as dequantize -> ``float_op`` -> quantize: 2 FLOPs per
+    element of the inputs at ``data_slots``, the float op's own rule, 4 per output element."""
+
+    def handler(node: NodeView) -> OpCost:
+        float_rule = rule_for("", float_op)
+        if float_rule is None:
+            raise KeyError(f"no rule for the float op {float_op}")
+        inner = float_rule.handler(with_inputs(node, data_slots))
+        inputs = sum(node.input_elements(s) for s in data_slots)
+        outputs = node.output_elements(0)
+        flops = DEQUANTIZE_FLOPS * inputs + inner.flops + QUANTIZE_FLOPS * outputs
+        return OpCost(
+            macs=inner.macs,
+            flops=flops,
+            formula=f"dequantize {DEQUANTIZE_FLOPS}·{inputs:,} inputs + {float_op} [{inner.formula}] + "
+                    f"quantize {QUANTIZE_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs",
+        )
+
+    handler.__doc__ = (
+        f"FLOPs = {DEQUANTIZE_FLOPS} x input elements + {float_op}'s FLOPs + {QUANTIZE_FLOPS} x output "
+        f"elements ({op_text}: dequantize, {float_op}, quantize)"
+    )
+    return handler
+
+
+def matmul_nbits(node: NodeView) -> OpCost:
+    """MACs = M x K x N (M = prod(A's leading dims), K and N the attributes); FLOPs add 2 x K x N,
+    each weight dequantized once per call ((q - zero point) · scale). B is packed uint8
+    [N, ceil(K / block_size), block_size·bits/8]: its stored bytes, the scales and the zero
+    points are the parameters. Inputs: A, B, scales, zero_points, g_idx, bias (MatMulBnb4: A, a
+    1-D packed B, absmax; same K, N attributes and count)."""
+    a = node.input_shape(0)
+    k, n = int(node.attr("K")), int(node.attr("N"))
+    rows = prod(a[:-1])
+    macs = rows * k * n
+    dequantize = DEQUANTIZE_FLOPS * k * n
+    bits, block = node.attr("bits", 4), node.attr("block_size", 0)
+    return OpCost(
+        macs=macs,
+        flops=dequantize,
+        formula=f"M·K·N = {rows}·{k}·{n} = {macs:,} MACs; dequantize {DEQUANTIZE_FLOPS}·{k}·{n} = "
+                f"{dequantize:,} FLOPs ({bits}-bit weights, block {block})",
+        param_elements=((1, k * n),),  # B packs K x N weights into uint8 storage
+    )
+
+
+register("DynamicQuantizeLinear", per_element_flop_counter(
+    DYNAMIC_QUANTIZE_FLOPS, "min and max over x, then x / scale, round, + zero point, saturate", on="input"),
+    family="quantized")
+for _domain in ("", MS):
+    register("QuantizeLinear", per_element_flop_counter(QUANTIZE_FLOPS, "x / scale, round, + zero point, saturate",
+                                                        on="input"), family="quantized", domain=_domain)
+    register("DequantizeLinear", per_element_flop_counter(DEQUANTIZE_FLOPS, "(x - zero point) · scale", on="input"),
+             family="quantized", domain=_domain)
+    # x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
+    register("QLinearConv", product_counter(conv, (0, 3), REQUANTIZE_FLOPS, "int8 conv, requantized output"),
+             family="quantized", domain=_domain)
+
+register("ConvInteger", product_counter(conv, (0, 1), 0, "int8 conv, int32 output"), family="quantized")
+register("MatMulInteger", product_counter(matmul, (0, 1), 0, "int8 matmul, int32 output"), family="quantized")
+# a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
+register("QLinearMatMul", product_counter(matmul, (0, 3), REQUANTIZE_FLOPS, "int8 matmul, requantized output"),
+         family="quantized")
+
+# com.microsoft
+register("MatMulInteger16", product_counter(matmul, (0, 1), 0, "int16 matmul, int32 output"),
+         family="quantized", domain=MS)
+register("MatMulIntegerToFloat", product_counter(matmul, (0, 1), TO_FLOAT_FLOPS, "int8 matmul, float output"),
+         family="quantized", domain=MS)
+register("DynamicQuantizeMatMul", product_counter(
+    matmul, (0, 1), TO_FLOAT_FLOPS, "A quantized on the fly, int8 matmul, float output",
+    per_a_element=DYNAMIC_QUANTIZE_FLOPS), family="quantized", domain=MS)
+
+
+_QGEMM_REQUANTIZED = product_counter(gemm, (0, 3), REQUANTIZE_FLOPS, "int8 gemm, requantized output")
+_QGEMM_TO_FLOAT = product_counter(gemm, (0, 3), TO_FLOAT_FLOPS, "int8 gemm, float output")
+
+
+def qgemm(node: NodeView) -> OpCost:
+    """MACs as Gemm on (A: input 0, B: input 3); FLOPs = 2 x MACs + 4 x output elements with
+    y_scale (requantized int8 output) or 1 x output elements (float output). Inputs: A, a_scale,
+    a_zero_point, B, b_scale, b_zero_point, C, y_scale, y_zero_point."""
+    return (_QGEMM_REQUANTIZED if node.has_input(7) else _QGEMM_TO_FLOAT)(node)
+
+
+def qlinear_global_average_pool(node: NodeView) -> OpCost:
+    """FLOPs = 2 x input elements (dequantize) + input elements (window - 1 adds and a divide per
+    output: window x outputs = inputs) + 4 x output elements (quantize); NCHW or channels_last."""
+    inputs, outputs = node.input_elements(0), node.output_elements(0)
+    flops = (DEQUANTIZE_FLOPS + 1) * inputs + QUANTIZE_FLOPS * outputs
+    return OpCost(flops=flops, formula=f"({DEQUANTIZE_FLOPS} + 1)·{inputs:,} inputs + "
+                                       f"{QUANTIZE_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs")
+
+
+register("QGemm", qgemm, family="quantized", domain=MS)
+register(["MatMulNBits", "MatMulBnb4"], matmul_nbits, family="quantized", domain=MS)
+register("QLinearAdd", dequantize_op_quantize("Add", (0, 3), "QLinearAdd"), family="quantized", domain=MS)
+register("QLinearMul", dequantize_op_quantize("Mul", (0, 3), "QLinearMul"), family="quantized", domain=MS)
+register("QLinearSigmoid", dequantize_op_quantize("Sigmoid", (0,), "QLinearSigmoid"), family="quantized", domain=MS)
+register("QLinearLeakyRelu", dequantize_op_quantize("LeakyRelu", (0,), "QLinearLeakyRelu"),
+         family="quantized", domain=MS)
+register("QLinearSoftmax", dequantize_op_quantize("Softmax", (0,), "QLinearSoftmax"), family="quantized", domain=MS)
+register("QLinearAveragePool", dequantize_op_quantize("AveragePool", (0,), "QLinearAveragePool"),
+         family="quantized", domain=MS)
+register("QLinearGlobalAveragePool", qlinear_global_average_pool, family="quantized", domain=MS)
+# Y_scale, Y_zero_point, then (tensor, scale, zero point) per input
+register("QLinearConcat", zero_cost("copies its inputs into the output (a runtime requantizing an input whose scale "
+                                    "differs uses a 256-entry lookup table)"), family="quantized", domain=MS)

@@ -113,5 +113,32 @@ def to_document(analysis: "Analysis") -> dict:
             "not_counted": totals.not_counted,
             "uncounted_bytes": totals.uncounted_bytes,
         },
+        "memory": memory_entry(analysis),
         "nodes": [node_entry(r) for r in analysis.nodes],
+    }
+
+
+def memory_entry(analysis: "Analysis") -> dict:
+    memory = analysis.memory
+    model, best = memory.model_order, memory.best.schedule
+    return {
+        "peak_bytes": model.peak_bytes,
+        "peak_step": model.peak_step,
+        "peak_node": model.peak_node,
+        "peak_tensors": [{"name": name, "bytes": size} for name, size in model.peak_tensors],
+        "largest_layer_bytes": memory.largest_layer_bytes,
+        "largest_layer_node": memory.largest_layer_node,
+        "concat_copy_peak_bytes": memory.concat_copy_peak_bytes,
+        "elementwise_in_place": memory.elementwise_in_place,
+        "order": "model",
+        "best_order_peak_bytes": best.peak_bytes,
+        "best_order_peak_step": best.peak_step,
+        "best_order_peak_node": best.peak_node,
+        "best_order_method": memory.best.method,
+        "best_order_note": memory.best.note,
+        "best_order": list(best.order),
+        "timeline": [{"step": step, "node": node, "live_bytes": live}
+                     for step, (node, live) in enumerate(zip(model.order, model.live_bytes))],
+        "best_order_timeline": [{"step": step, "node": node, "live_bytes": live}
+                                for step, (node, live) in enumerate(zip(best.order, best.live_bytes))],
     }

@@ -47,6 +47,18 @@ def render_table(analysis: "Analysis") -> str:
         f"  FLOPs      {si(totals.flops):>10}  ({totals.flops:,})",
         f"  nodes      {totals.nodes:>10}  ({totals.counted_nodes:,} counted)",
     ]
+    memory = analysis.memory
+    best = memory.best.schedule
+    lines += [
+        "",
+        "Peak activation memory (live tensors, parameters excluded)",
+        f"  model order  {iec(memory.model_order.peak_bytes):>10}  at step {memory.model_order.peak_step} "
+        f"({_clip(memory.model_order.peak_node or '-', 40)}): "
+        + ", ".join(f"{_clip(n, 30)} {iec(b)}" for n, b in memory.model_order.peak_tensors[:4]),
+        f"  best order   {iec(best.peak_bytes):>10}  ({memory.best.method}{'; ' + memory.best.note if memory.best.note else ''})",
+        f"  lower bound  {iec(memory.largest_layer_bytes):>10}  (largest single layer: {_clip(memory.largest_layer_node or '-', 40)})",
+        f"  concat copy  {iec(memory.concat_copy_peak_bytes):>10}  (model order, if Concat copied its inputs)",
+    ]
     if analysis.warnings:
         lines += ["", "Warnings"] + [f"  ! {w}" for w in analysis.warnings]
     lines += ["", _node_table(analysis.nodes)]
@@ -88,3 +100,43 @@ def render_csv(analysis: "Analysis") -> str:
             "" if r.intensity is None else f"{r.intensity:.6g}",
         ))
     return buffer.getvalue()
+
+
+def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
+    """How one node's numbers were computed: shapes in, the rule, the rule with its numbers."""
+    from ..ops import rule_for
+
+    rule = rule_for(record.domain, record.op_type)
+    tensors = analysis.tensors
+    width = min(60, max(len(n) for n in (*record.inputs, *record.outputs, "tensor")))
+    lines = [
+        f"node    {_clip(record.name, 200)}  ({record.op_type}, {record.domain or 'ai.onnx'}; family {record.family})",
+        f"status  {record.status}" + (f": {record.reason}" if record.reason else ""),
+        f"dtype   {record.dtype}",
+        "inputs",
+    ]
+    for name, shape, dtype in zip(record.inputs, record.input_shapes, record.input_dtypes):
+        if name:
+            kind = tensors[name].kind if name in tensors else ""
+            lines.append(f"  {_clip(name, width):{width}}  {shape_text(shape):>18}  {dtype:8}  {kind}")
+    lines.append("outputs")
+    for name, shape, dtype in zip(record.outputs, record.output_shapes, record.output_dtypes):
+        lines.append(f"  {_clip(name, width):{width}}  {shape_text(shape):>18}  {dtype}")
+    lines += [
+        f"rule    {rule.formula if rule else 'none: the op is unsupported, nothing is counted'}",
+        f"applied {record.formula or '-'}",
+        f"MACs {record.macs:,} · MAC-FLOPs {record.mac_flops:,} · FLOPs {record.flops:,}"
+        f" (other element ops {record.flops - record.mac_flops:,})",
+        f"params {record.params:,} · weight bytes {record.weight_bytes:,} · input bytes {record.input_bytes:,}"
+        f" · output bytes {record.output_bytes:,}",
+    ]
+    if record.intensity is not None:
+        lines.append(
+            f"intensity {record.intensity:.4g} FLOP/B = {record.flops:,} / ({record.weight_bytes:,} + "
+            f"{record.input_bytes:,} + {record.output_bytes:,})"
+        )
+    elif record.view:
+        lines.append("intensity -  (a view: moves no bytes)")
+    for attribute, subgraph in record.subgraphs.items():
+        lines.append(f"subgraph {attribute}: {len(subgraph.records)} nodes, {subgraph.flops:,} FLOPs, {subgraph.params:,} params")
+    return "\n".join(lines) + "\n"

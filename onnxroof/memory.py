@@ -1,0 +1,495 @@
+"""Stage 5: live activations, peak on-chip memory, and the execution order that lowers it.
+
+Semantics (cost-model.md section 4): an activation is live from the step its producer runs
+until its last consumer has run; graph inputs are live from step 0 and graph outputs to the
+end; parameters are not activations. Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity,
+Dropout) alias their input; by default Concat's producers write straight into slices of the
+concat buffer. All of this is expressed as *buffers*: one per tensor that owns memory, each
+with the nodes that allocate it and the nodes that read it. Every function here is pure over
+a :class:`MemoryProblem`.
+
+>>> from onnxroof import analyze
+>>> from onnxroof.examples import build_example
+>>> problem = build_problem(analyze(build_example("shallownet")).graph)
+>>> schedule_peak(problem, problem.model_order).peak_bytes  # the 128 KiB conv output, read by Relu
+262144
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import networkx as nx
+
+# Ops whose output 0 shares its input 0's buffer (cost-model.md section 4).
+ALIASING_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
+# Budget of the exact search: memoized states before it gives way to the heuristic, and the
+# largest graph it is tried on (its recursion is one frame per node).
+EXACT_STATE_LIMIT = 50_000
+EXACT_NODE_LIMIT = 2_000
+EXACT_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """Memory owned by one tensor (and by the views and concat slices that share it)."""
+
+    name: str  # the owning tensor
+    bytes: int
+    allocators: frozenset[str]  # nodes whose run allocates it (the first one to run does)
+    readers: frozenset[str]  # nodes that must run before it can be freed
+    tensors: tuple[str, ...]  # every tensor living in it (views, concat slices)
+    from_start: bool = False  # a graph input: live from step 0
+    to_end: bool = False  # a graph output: live to the end
+
+
+@dataclass(frozen=True)
+class MemoryProblem:
+    """The buffers of one graph and the model's own node order."""
+
+    model_order: tuple[str, ...]
+    predecessors: dict[str, frozenset[str]]  # node -> nodes that must run before it
+    buffers: tuple[Buffer, ...]
+    concat_in_place: bool
+    elementwise_in_place: bool
+
+    @property
+    def allocated_by(self) -> dict[str, list[int]]:
+        table: dict[str, list[int]] = {n: [] for n in self.model_order}
+        for index, buffer in enumerate(self.buffers):
+            for node in buffer.allocators:
+                table[node].append(index)
+        return table
+
+
+@dataclass
+class Schedule:
+    """Live bytes at every step of one execution order."""
+
+    order: tuple[str, ...]
+    live_bytes: list[int]  # during each step: inputs still live plus the outputs being written
+    peak_bytes: int
+    peak_step: int
+    peak_node: str | None
+    peak_tensors: list[tuple[str, int]]  # (buffer name, bytes) live at the peak, largest first
+
+
+@dataclass
+class SearchResult:
+    schedule: Schedule
+    method: str  # "exact" | "heuristic" | "model order"
+    states: int  # states the exact search visited (0 for the heuristic)
+    note: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Buffers
+
+
+def build_problem(graph: nx.DiGraph, *, concat_in_place: bool = True, elementwise_in_place: bool = False) -> MemoryProblem:
+    """The buffers of a cost DAG (graph stage), one pass over its nodes and tensors."""
+    records = [graph.nodes[n]["record"] for n in graph]
+    records.sort(key=lambda r: r.index)
+    tensors = graph.graph["tensors"]
+    outputs = set(graph.graph["outputs"])
+    inputs = set(graph.graph["inputs"])
+
+    def is_activation(name: str) -> bool:
+        tensor = tensors.get(name)
+        return tensor is not None and tensor.kind in ("input", "activation") and tensor.bytes is not None
+
+    root: dict[str, str] = {}  # tensor -> the tensor owning its memory
+    for record in records:
+        data = [n for n in record.inputs if n and is_activation(n)]
+        if record.op_type in ALIASING_OPS and data and record.outputs and is_activation(record.outputs[0]):
+            root[record.outputs[0]] = root.get(data[0], data[0])
+        elif elementwise_in_place and _in_place_candidate(record, data, tensors, outputs, inputs):
+            root[record.outputs[0]] = root.get(data[0], data[0])
+    concat_owner: dict[str, str] = {}  # tensor -> the concat output it is written into
+    if concat_in_place:
+        claimed: set[str] = set()
+        for record in records:
+            if record.op_type != "Concat" or not record.outputs or not is_activation(record.outputs[0]):
+                continue
+            for name in record.inputs:
+                source = root.get(name, name)
+                if name and is_activation(name) and source not in inputs and source not in claimed and source not in outputs:
+                    claimed.add(source)
+                    concat_owner[source] = root.get(record.outputs[0], record.outputs[0])
+    # a concat slice's own views and in-place results live in the concat buffer too
+    def owner(name: str) -> str:
+        name = root.get(name, name)
+        seen = set()
+        while name in concat_owner and name not in seen:
+            seen.add(name)
+            name = root.get(concat_owner[name], concat_owner[name])
+        return name
+
+    members: dict[str, list[str]] = {}
+    allocators: dict[str, set[str]] = {}
+    readers: dict[str, set[str]] = {}
+    for record in records:
+        for name in record.outputs:
+            if name and is_activation(name):
+                buffer = owner(name)
+                members.setdefault(buffer, []).append(name)
+                allocators.setdefault(buffer, set()).add(record.name)
+                readers.setdefault(buffer, set())
+        for name in record.inputs:
+            if name and is_activation(name):
+                buffer = owner(name)
+                readers.setdefault(buffer, set()).add(record.name)
+                members.setdefault(buffer, [])
+                allocators.setdefault(buffer, set())
+    buffers = []
+    for name, tensor_names in members.items():
+        own = tensors[name]
+        buffers.append(Buffer(
+            name=name,
+            bytes=own.bytes or 0,
+            allocators=frozenset(allocators[name]),
+            readers=frozenset(readers[name]),
+            tensors=tuple(dict.fromkeys([name, *tensor_names])),
+            from_start=name in inputs,
+            to_end=any(t in outputs for t in (name, *tensor_names)),
+        ))
+    predecessors = {r.name: frozenset(graph.predecessors(r.name)) for r in records}
+    return MemoryProblem(tuple(r.name for r in records), predecessors, tuple(buffers), concat_in_place, elementwise_in_place)
+
+
+def _in_place_candidate(record, data: list[str], tensors, outputs: set[str], inputs: set[str]) -> bool:
+    """A single-input-consumer elementwise op may overwrite its input: same size, read only here."""
+    if record.family != "elementwise" or not data or len(record.outputs) != 1:
+        return False
+    source, result = tensors[data[0]], tensors.get(record.outputs[0])
+    return (
+        result is not None and result.bytes == source.bytes and len(source.consumers) == 1
+        and data[0] not in outputs and data[0] not in inputs
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Liveness of one order
+
+
+def schedule_peak(problem: MemoryProblem, order: Sequence[str]) -> Schedule:
+    """Live bytes at each step of ``order`` (a topological order of the problem's nodes)."""
+    position = {node: step for step, node in enumerate(order)}
+    last = len(order) - 1
+    starts: list[list[int]] = [[] for _ in order]
+    ends: list[list[int]] = [[] for _ in order]
+    base = 0
+    for index, buffer in enumerate(problem.buffers):
+        start = 0 if buffer.from_start or not buffer.allocators else min(position[n] for n in buffer.allocators)
+        end = last if buffer.to_end or not buffer.readers else max(position[n] for n in buffer.readers)
+        end = max(end, max((position[n] for n in buffer.allocators), default=start))
+        if start == 0 and (buffer.from_start or not buffer.allocators):
+            base += buffer.bytes
+            ends[end].append(index)
+            continue
+        starts[start].append(index)
+        ends[end].append(index)
+    live_bytes, live = [], base
+    peak, peak_step = -1, 0
+    for step in range(len(order)):
+        live += sum(problem.buffers[i].bytes for i in starts[step])
+        live_bytes.append(live)
+        if live > peak:
+            peak, peak_step = live, step
+        live -= sum(problem.buffers[i].bytes for i in ends[step])
+    if not order:
+        return Schedule((), [], base, 0, None, [])
+    peak_tensors = _live_at(problem, position, peak_step, last)
+    return Schedule(tuple(order), live_bytes, peak, peak_step, order[peak_step], peak_tensors)
+
+
+def _live_at(problem: MemoryProblem, position: dict[str, int], step: int, last: int) -> list[tuple[str, int]]:
+    live = []
+    for buffer in problem.buffers:
+        start = 0 if buffer.from_start or not buffer.allocators else min(position[n] for n in buffer.allocators)
+        end = last if buffer.to_end or not buffer.readers else max(position[n] for n in buffer.readers)
+        end = max(end, max((position[n] for n in buffer.allocators), default=start))
+        if start <= step <= end and buffer.bytes:
+            live.append((buffer.name, buffer.bytes))
+    return sorted(live, key=lambda item: (-item[1], item[0]))
+
+
+def largest_layer_bytes(problem: MemoryProblem) -> tuple[int, str | None]:
+    """The lower bound: the most bytes any one node needs at once (its inputs and outputs)."""
+    touched: dict[str, int] = {n: 0 for n in problem.model_order}
+    for buffer in problem.buffers:
+        for node in buffer.allocators | buffer.readers:
+            touched[node] += buffer.bytes
+    if not touched:
+        return 0, None
+    node = max(problem.model_order, key=lambda n: touched[n])
+    return touched[node], node
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedule search
+
+
+class _Search:
+    """Incremental state for both searches: which nodes ran, which buffers are live."""
+
+    def __init__(self, problem: MemoryProblem):
+        self.problem = problem
+        self.nodes = problem.model_order
+        self.bit = {node: 1 << i for i, node in enumerate(self.nodes)}
+        self.need = {node: sum(self.bit[p] for p in problem.predecessors[node]) for node in self.nodes}
+        self.alloc = problem.allocated_by
+        self.reads: dict[str, list[int]] = {node: [] for node in self.nodes}
+        for index, buffer in enumerate(problem.buffers):
+            for node in buffer.readers | buffer.allocators:
+                self.reads[node].append(index)
+        self.allocator_mask = [sum(self.bit[n] for n in b.allocators) for b in problem.buffers]
+        self.release_mask = [sum(self.bit[n] for n in b.readers | b.allocators) for b in problem.buffers]
+        self.base = sum(b.bytes for b in problem.buffers if b.from_start or not b.allocators)
+        self.full = (1 << len(self.nodes)) - 1
+        self.successors: dict[str, list[str]] = {node: [] for node in self.nodes}
+        for node, preds in problem.predecessors.items():
+            for pred in preds:
+                self.successors[pred].append(node)
+
+    def initially_ready(self) -> tuple[str, ...]:
+        return tuple(n for n in self.nodes if not self.need[n])
+
+    def ready_after(self, ready: tuple[str, ...], done: int, node: str) -> tuple[str, ...]:
+        """The ready set once ``node`` (ready in ``done``) has run."""
+        after = done | self.bit[node]
+        unlocked = tuple(s for s in self.successors[node] if self.need[s] & after == self.need[s])
+        return tuple(n for n in ready if n != node) + unlocked
+
+    def step(self, done: int, live: int, node: str) -> tuple[int, int]:
+        """(live bytes while ``node`` runs, live bytes after it) from the state ``done``."""
+        bit = self.bit[node]
+        new = sum(
+            self.problem.buffers[i].bytes
+            for i in self.alloc[node]
+            if not self.allocator_mask[i] & done and not (self.problem.buffers[i].from_start)
+        )
+        during = live + new
+        after_done = done | bit
+        freed = sum(
+            self.problem.buffers[i].bytes
+            for i in self.reads[node]
+            if not self.problem.buffers[i].to_end
+            and self.release_mask[i] & after_done == self.release_mask[i]
+            and self.problem.buffers[i].readers
+        )
+        return during, during - freed
+
+
+def greedy_order(problem: MemoryProblem) -> list[str]:
+    """Heuristic: run the ready node that keeps memory lowest now (then the one that frees most),
+    ties broken by model order. O(nodes x ready set)."""
+    search = _Search(problem)
+    rank = {node: i for i, node in enumerate(search.nodes)}
+    done, live, order = 0, search.base, []
+    ready = search.initially_ready()
+    while ready:
+        steps = {n: search.step(done, live, n) for n in ready}
+        best = min(ready, key=lambda n: (*steps[n], rank[n]))
+        ready = search.ready_after(ready, done, best)
+        live = steps[best][1]
+        done |= search.bit[best]
+        order.append(best)
+    return order
+
+
+def best_order(problem: MemoryProblem, state_limit: int = EXACT_STATE_LIMIT) -> SearchResult:
+    """The order with the lowest peak: exact (memoized search over sets of scheduled nodes,
+    pruned by the best peak known) when it finishes within ``state_limit`` states, otherwise the
+    better of the greedy heuristic and the model's order. Either way the result is never worse
+    than the model order and never below :func:`largest_layer_bytes`."""
+    model = schedule_peak(problem, problem.model_order)
+    greedy = schedule_peak(problem, greedy_order(problem))
+    incumbent = min((model, greedy), key=lambda s: s.peak_bytes)
+    method = "model order" if incumbent is model else "heuristic"
+    lower_bound, _ = largest_layer_bytes(problem)
+    if incumbent.peak_bytes <= lower_bound:
+        return SearchResult(incumbent, method, 0, "meets the largest-layer lower bound: optimal")
+    bounds = f"between the lower bound {lower_bound:,} B and the model-order peak {model.peak_bytes:,} B"
+    if len(problem.model_order) > EXACT_NODE_LIMIT:
+        note = f"{len(problem.model_order):,} nodes: over the exact search's {EXACT_NODE_LIMIT:,}; heuristic result, {bounds}"
+        return SearchResult(incumbent, method, 0, note)
+    exact = _exact(problem, incumbent.peak_bytes, state_limit)
+    if exact is None:
+        note = f"exact search ran out of its budget ({state_limit:,} states or {EXACT_SECONDS:g} s); heuristic result, {bounds}"
+        return SearchResult(incumbent, method, state_limit, note)
+    order, states = exact
+    if order is None:  # nothing beats the incumbent
+        return SearchResult(incumbent, "exact", states, "exact search: no order beats this one")
+    return SearchResult(schedule_peak(problem, order), "exact", states, "exact search")
+
+
+def _exact(problem: MemoryProblem, bound: int, state_limit: int,
+           seconds: float = EXACT_SECONDS) -> tuple[list[str] | None, int] | None:
+    """min over orders of the peak, as f(done) = min over ready v of max(during(v), f(done + v)).
+
+    Memoized on the set of scheduled nodes (live bytes are a function of it); branches whose
+    step already reaches ``bound`` are cut, and a ready node that allocates nothing is run at
+    once (running it first never raises a later step). Returns (order, or None if none beats
+    ``bound``; states visited), or None when the state or time budget runs out.
+    """
+    search = _Search(problem)
+    memo: dict[int, tuple[int, str | None]] = {}
+    deadline = time.monotonic() + seconds
+
+    def solve(done: int, live: int, ready: tuple[str, ...], limit: int) -> int:
+        # the best peak of the rest from ``done``, or >= limit when it cannot beat limit
+        if done == search.full:
+            return 0
+        cached = memo.get(done)
+        if cached is not None and (cached[1] is not None or cached[0] >= limit):
+            return cached[0]
+        if len(memo) >= state_limit or (len(memo) & 1023 == 0 and time.monotonic() > deadline):
+            raise _Budget
+        steps = {node: search.step(done, live, node) for node in ready}
+        free = [node for node in ready if steps[node][0] == live]
+        candidates = free[:1] or sorted(ready, key=lambda n: steps[n])
+        best, best_node = limit, None
+        for node in candidates:
+            during, after = steps[node]
+            if during >= best:
+                continue
+            rest = solve(done | search.bit[node], after, search.ready_after(ready, done, node), best)
+            peak = max(during, rest)
+            if peak < best:
+                best, best_node = peak, node
+        memo[done] = (best, best_node)
+        return best
+
+    depth = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(depth, 4 * len(search.nodes) + 1000))  # one frame per scheduled node
+    try:
+        peak = solve(0, search.base, search.initially_ready(), bound)
+    except (_Budget, RecursionError):
+        return None
+    finally:
+        sys.setrecursionlimit(depth)
+    if peak >= bound:
+        return None, len(memo)
+    order, done = [], 0
+    while done != search.full:
+        node = memo[done][1]
+        order.append(node)
+        done |= search.bit[node]
+    return order, len(memo)
+
+
+class _Budget(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Spilling to DRAM when the live set exceeds an on-chip capacity
+
+
+@dataclass
+class SpillPlan:
+    capacity_bytes: int
+    extra_dram_bytes: int  # writes of evicted buffers plus their reloads
+    per_node: dict[str, int] = field(default_factory=dict)  # node -> extra DRAM bytes it causes
+    spilled: list[str] = field(default_factory=list)  # buffers evicted at least once
+    streamed: list[str] = field(default_factory=list)  # nodes whose own working set exceeds capacity
+
+
+def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int) -> SpillPlan:
+    """Which buffers leave on-chip memory, and the DRAM bytes that costs, under Belady's policy:
+    when the live set does not fit, evict the resident buffer whose next use is farthest away
+    (written once to DRAM, read back at its next use). A node whose own inputs and outputs do
+    not fit streams them from DRAM (their bytes count as extra traffic)."""
+    position = {node: step for step, node in enumerate(order)}
+    uses: dict[int, list[int]] = {}
+    needed: list[list[int]] = [[] for _ in order]
+    for index, buffer in enumerate(problem.buffers):
+        steps = sorted({position[n] for n in buffer.readers | buffer.allocators})
+        uses[index] = steps
+        for step in steps:
+            needed[step].append(index)
+    plan = SpillPlan(capacity_bytes, 0)
+    resident: dict[int, int] = {}  # buffer -> bytes, on chip
+    evicted: set[int] = set()
+    last = {index: (len(order) if problem.buffers[index].to_end else (steps[-1] if steps else 0)) for index, steps in uses.items()}
+
+    def next_use(index: int, step: int) -> int:
+        steps = uses[index]
+        later = [s for s in steps if s > step]
+        return later[0] if later else (len(order) + 1 if problem.buffers[index].to_end else 10**18)
+
+    for index, buffer in enumerate(problem.buffers):
+        if buffer.from_start:
+            resident[index] = buffer.bytes
+    for step, node in enumerate(order):
+        working = needed[step]
+        working_bytes = sum(problem.buffers[i].bytes for i in working)
+        extra = 0
+        if working_bytes > capacity_bytes:
+            plan.streamed.append(node)
+            extra += working_bytes
+            for index in working:
+                resident.pop(index, None)
+        else:
+            for index in working:
+                if index in evicted and index not in resident:
+                    extra += problem.buffers[index].bytes  # reload
+                    evicted.discard(index)
+                resident[index] = problem.buffers[index].bytes
+            while sum(resident.values()) > capacity_bytes:
+                victims = [i for i in resident if i not in working]
+                if not victims:
+                    break
+                victim = max(victims, key=lambda i: next_use(i, step))
+                if next_use(victim, step) < 10**18:
+                    extra += problem.buffers[victim].bytes  # write back, read again later
+                    evicted.add(victim)
+                    if problem.buffers[victim].name not in plan.spilled:
+                        plan.spilled.append(problem.buffers[victim].name)
+                del resident[victim]
+        for index in list(resident):
+            if last[index] <= step and not problem.buffers[index].to_end:
+                del resident[index]
+        if extra:
+            plan.per_node[node] = extra
+            plan.extra_dram_bytes += extra
+    return plan
+
+
+def order_text(order: Iterable[str]) -> str:
+    """The order as written by --emit-order: one node name per line."""
+    return "".join(f"{name}\n" for name in order)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole analysis
+
+
+@dataclass
+class MemoryReport:
+    model_order: Schedule
+    best: SearchResult
+    concat_copy_peak_bytes: int  # the model-order peak if Concat copies its inputs
+    largest_layer_bytes: int  # lower bound: the most one node touches
+    largest_layer_node: str | None
+    elementwise_in_place: bool
+
+
+def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False,
+                   state_limit: int = EXACT_STATE_LIMIT) -> MemoryReport:
+    """Peak live activations under the model's order and the best order found."""
+    problem = build_problem(graph, elementwise_in_place=elementwise_in_place)
+    copying = build_problem(graph, concat_in_place=False, elementwise_in_place=elementwise_in_place)
+    lower_bound, node = largest_layer_bytes(problem)
+    return MemoryReport(
+        model_order=schedule_peak(problem, problem.model_order),
+        best=best_order(problem, state_limit),
+        concat_copy_peak_bytes=schedule_peak(copying, copying.model_order).peak_bytes,
+        largest_layer_bytes=lower_bound,
+        largest_layer_node=node,
+        elementwise_in_place=elementwise_in_place,
+    )

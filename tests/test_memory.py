@@ -1,0 +1,201 @@
+"""Live activations and schedules (cost-model.md section 4), with every peak worked out by hand."""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import onnxroof
+from onnxroof.examples import build_example
+from onnxroof.memory import (
+    best_order, build_problem, greedy_order, largest_layer_bytes, order_text, schedule_peak, spill_plan,
+)
+
+from conftest import make_model, zeros
+
+F32 = TensorProto.FLOAT
+
+
+def problem_of(model, **options):
+    return build_problem(onnxroof.analyze(model).graph, **options)
+
+
+def chain_model():
+    # x 1,000 floats -> Relu a (4,000 B) -> MatMul b (2,000 floats) -> Relu c -> MatMul d (500 floats)
+    return make_model(
+        [
+            helper.make_node("Relu", ["x"], ["a"], name="relu_a"),
+            helper.make_node("MatMul", ["a", "w1"], ["b"], name="matmul_b"),
+            helper.make_node("Relu", ["b"], ["c"], name="relu_c"),
+            helper.make_node("MatMul", ["c", "w2"], ["d"], name="matmul_d"),
+        ],
+        [("x", F32, [1, 1000])], [("d", F32, [1, 500])], [("w1", zeros(1000, 2000)), ("w2", zeros(2000, 500))],
+    )
+
+
+def test_chain_peak_is_the_largest_adjacent_pair():
+    problem = problem_of(chain_model())
+    schedule = schedule_peak(problem, problem.model_order)
+    # steps: x+a = 8,000; a+b = 12,000; b+c = 16,000; c+d = 10,000 (weights are not activations)
+    assert schedule.live_bytes == [8_000, 12_000, 16_000, 10_000]
+    assert (schedule.peak_bytes, schedule.peak_step, schedule.peak_node) == (16_000, 2, "relu_c")
+    assert schedule.peak_tensors == [("b", 8_000), ("c", 8_000)]
+    assert largest_layer_bytes(problem) == (16_000, "relu_c")
+
+
+def test_diamond_keeps_the_fan_out_alive_until_both_branches_ran():
+    size = 64 * 4
+    model = make_model(
+        [
+            helper.make_node("Relu", ["x"], ["a"], name="A"),
+            helper.make_node("Relu", ["a"], ["b"], name="B"),
+            helper.make_node("Neg", ["a"], ["c"], name="C"),
+            helper.make_node("Add", ["b", "c"], ["y"], name="D"),
+        ],
+        [("x", F32, [64])], [("y", F32, [64])],
+    )
+    schedule = schedule_peak(problem := problem_of(model), problem.model_order)
+    # A: x+a; B: a+b; C: a+b+c (a still needed by C); D: b+c+y
+    assert schedule.live_bytes == [2 * size, 2 * size, 3 * size, 3 * size]
+
+
+def inception_model():
+    # two branches expand x (10 floats) to 1,000 floats each; their concat (2,000 floats) is the output
+    return make_model(
+        [
+            helper.make_node("MatMul", ["x", "w1"], ["p"], name="branch_1"),
+            helper.make_node("MatMul", ["x", "w2"], ["q"], name="branch_2"),
+            helper.make_node("Concat", ["p", "q"], ["cat"], name="concat", axis=1),
+        ],
+        [("x", F32, [1, 10])], [("cat", F32, [1, 2000])], [("w1", zeros(10, 1000)), ("w2", zeros(10, 1000))],
+    )
+
+
+def test_concat_in_place_versus_copy():
+    in_place = problem_of(inception_model())
+    # in place the branches write into the 8,000 B concat buffer: x + cat at both branches, cat alone at concat
+    assert schedule_peak(in_place, in_place.model_order).live_bytes == [8_040, 8_040, 8_000]
+    copying = problem_of(inception_model(), concat_in_place=False)
+    # copying: x+p; x+p+q; p+q+cat: the concat step holds its inputs and its output at once
+    assert schedule_peak(copying, copying.model_order).live_bytes == [4_040, 8_040, 16_000]
+    analysis = onnxroof.analyze(inception_model())
+    assert analysis.memory.model_order.peak_bytes == 8_040
+    assert analysis.memory.concat_copy_peak_bytes == 16_000
+
+
+def test_views_add_nothing():
+    model = make_model(
+        [
+            helper.make_node("Relu", ["x"], ["a"], name="relu_a"),
+            helper.make_node("Reshape", ["a", "shape"], ["r"], name="reshape"),
+            helper.make_node("Relu", ["r"], ["b"], name="relu_b"),
+        ],
+        [("x", F32, [4, 25])], [("b", F32, [100])], [("shape", np.array([100], np.int64))],
+    )
+    schedule = schedule_peak(problem := problem_of(model), problem.model_order)
+    # 400 B each: x+a; the reshape allocates nothing (a alone); a(=r)+b
+    assert schedule.live_bytes == [800, 400, 800]
+
+
+def interleaved_branches_model():
+    # x (10 floats) -> A1 expands to L = 1,000 floats -> A2 shrinks to 1 float; the same for B; y = A2 + B2.
+    # The model interleaves the branches (A1, B1, A2, B2): both large tensors are live together.
+    nodes = [
+        helper.make_node("MatMul", ["x", "wa1"], ["la"], name="A1"),
+        helper.make_node("MatMul", ["x", "wb1"], ["lb"], name="B1"),
+        helper.make_node("MatMul", ["la", "wa2"], ["sa"], name="A2"),
+        helper.make_node("MatMul", ["lb", "wb2"], ["sb"], name="B2"),
+        helper.make_node("Add", ["sa", "sb"], ["y"], name="join"),
+    ]
+    weights = [("wa1", zeros(10, 1000)), ("wb1", zeros(10, 1000)), ("wa2", zeros(1000, 1)), ("wb2", zeros(1000, 1))]
+    return make_model(nodes, [("x", F32, [1, 10])], [("y", F32, [1, 1])], weights)
+
+
+def test_best_order_beats_the_model_order_by_a_known_amount():
+    problem = problem_of(interleaved_branches_model())
+    x, large, small = 40, 4_000, 4
+    model = schedule_peak(problem, problem.model_order)
+    assert model.peak_bytes == x + 2 * large  # at B1: x, la and lb
+    result = best_order(problem)
+    # finishing branch A first: at B1 only x, sa and lb are live
+    assert result.schedule.peak_bytes == x + large + small
+    assert model.peak_bytes - result.schedule.peak_bytes == large - small
+    assert result.method == "exact"
+    assert list(result.schedule.order[:2]) == ["A1", "A2"]
+    analysis = onnxroof.analyze(interleaved_branches_model())
+    assert analysis.memory.best.schedule.peak_bytes == 4_044
+    document = analysis.to_dict()["memory"]
+    assert document["peak_bytes"] == 8_040 and document["best_order_peak_bytes"] == 4_044
+    assert document["peak_node"] == "B1" and document["timeline"][1] == {"step": 1, "node": "B1", "live_bytes": 8_040}
+
+
+def random_dag_model(seed: int, nodes: int = 7):
+    rng = random.Random(seed)
+    tensors = ["x"]
+    graph_nodes = []
+    for i in range(nodes):
+        if len(tensors) > 1 and rng.random() < 0.3:
+            a, b = rng.sample(tensors, 2)
+            graph_nodes.append(helper.make_node("Concat", [a, b], [f"t{i}"], name=f"n{i}", axis=0))
+        else:
+            source = rng.choice(tensors)
+            graph_nodes.append(helper.make_node("Tile", [source, f"r{i}"], [f"t{i}"], name=f"n{i}"))
+        tensors.append(f"t{i}")
+    used = {name for node in graph_nodes for name in node.input}
+    outputs = [t for t in tensors[1:] if t not in used]
+    repeats = [(f"r{i}", np.array([rng.choice([1, 2, 4])], np.int64)) for i in range(nodes)]
+    return make_model(graph_nodes, [("x", F32, [8])], [(o, F32, None) for o in outputs], repeats)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_exact_search_matches_brute_force_on_small_graphs(seed):
+    analysis = onnxroof.analyze(random_dag_model(seed))
+    problem = build_problem(analysis.graph)
+    dag = nx.DiGraph()
+    dag.add_nodes_from(problem.model_order)
+    dag.add_edges_from((p, n) for n, preds in problem.predecessors.items() for p in preds)
+    brute = min(schedule_peak(problem, order).peak_bytes for order in nx.all_topological_sorts(dag))
+    result = best_order(problem)
+    assert result.schedule.peak_bytes == brute
+    assert largest_layer_bytes(problem)[0] <= brute <= schedule_peak(problem, problem.model_order).peak_bytes
+    assert schedule_peak(problem, greedy_order(problem)).peak_bytes >= brute
+
+
+def test_minigooglenet_peak_is_explained():
+    memory = onnxroof.analyze(build_example("minigooglenet")).memory
+    # conv2d_0's output and batch_normalization_0's output, 96 x 32 x 32 floats each, live together
+    assert memory.model_order.peak_bytes == 2 * 96 * 32 * 32 * 4
+    assert memory.model_order.peak_node == "batch_normalization_0"
+    assert memory.best.schedule.peak_bytes <= memory.model_order.peak_bytes
+    assert memory.largest_layer_bytes <= memory.best.schedule.peak_bytes
+
+
+def test_spill_plan_evicts_the_farthest_next_use():
+    problem = problem_of(interleaved_branches_model())
+    # capacity 6,000 B under the model order (A1, B1, A2, B2, join):
+    # B1 needs x + lb while la is resident: 8,040 B > 6,000, so la (not needed by B1) is written out;
+    # A2 reads la back and writes sa while lb is resident: 8,004 B > 6,000, so lb is written out,
+    # and B2 reads it back. Extra DRAM traffic: 4 x 4,000 B.
+    plan = spill_plan(problem, problem.model_order, 6_000)
+    assert plan.spilled == ["la", "lb"] and plan.extra_dram_bytes == 16_000
+    assert plan.per_node == {"B1": 4_000, "A2": 8_000, "B2": 4_000}
+    assert spill_plan(problem, problem.model_order, 10_000).extra_dram_bytes == 0
+    best = best_order(problem).schedule.order
+    assert spill_plan(problem, best, 6_000).extra_dram_bytes == 0  # the better order fits
+
+
+def test_emit_order_writes_the_best_order(tmp_path, capsys):
+    from onnxroof.cli import main
+    import onnx
+
+    path = tmp_path / "m.onnx"
+    onnx.save(interleaved_branches_model(), path)
+    target = tmp_path / "order.txt"
+    assert main(["summary", str(path), "--emit-order", str(target), "-q"]) == 0
+    assert target.read_text().splitlines()[:2] == ["A1", "A2"]
+    assert order_text(["a", "b"]) == "a\nb\n"
+    assert "best order" in capsys.readouterr().out

@@ -1,0 +1,94 @@
+"""The user hook (plugin files, entry points), `explain`, and the generated rule catalogue."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+from onnxroof.cli import main
+from onnxroof.ops import COST_RULES
+from onnxroof.report.ops_doc import render_ops_markdown
+
+from conftest import make_model
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = '''
+from onnxroof import register
+from onnxroof.ops import OpCost
+
+def fused_thing(node):
+    """FLOPs = 11 x output elements."""
+    return OpCost(flops=11 * node.output_elements(0), formula="11 per element")
+
+register("FusedThing", fused_thing, family="custom", domain="acme")
+'''
+
+
+def custom_model_file(tmp_path):
+    model = make_model(
+        [helper.make_node("FusedThing", ["x"], ["y"], domain="acme", name="thing")],
+        [("x", TensorProto.FLOAT, [2, 5])], [("y", TensorProto.FLOAT, [2, 5])],
+    )
+    model.opset_import.append(helper.make_opsetid("acme", 1))
+    path = tmp_path / "custom.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def test_plugin_file_costs_a_custom_op(tmp_path, capsys):
+    path = custom_model_file(tmp_path)
+    assert main(["summary", str(path), "--format", "json", "-q"]) == 0
+    assert json.loads(capsys.readouterr().out)["totals"]["unsupported"] == {"FusedThing": 1}
+    plugin = tmp_path / "acme_ops.py"
+    plugin.write_text(PLUGIN)
+    try:
+        assert main(["summary", str(path), "--format", "json", "--plugin", str(plugin)]) == 0
+        document = json.loads(capsys.readouterr().out)
+        assert document["totals"]["unsupported"] == {} and document["totals"]["flops"] == 11 * 10
+    finally:
+        COST_RULES.pop(("acme", "FusedThing"), None)
+
+
+def test_broken_plugin_is_a_one_line_error(tmp_path, capsys):
+    plugin = tmp_path / "broken.py"
+    plugin.write_text("raise RuntimeError('boom')\n")
+    assert main(["summary", "--example", "shallownet", "--plugin", str(plugin)]) == 2
+    err = capsys.readouterr().err
+    assert "boom" in err and err.count("\n") == 1
+    assert main(["summary", "--example", "shallownet", "--plugin", str(tmp_path / "nope.py")]) == 2
+
+
+def test_explain_substitutes_the_nodes_numbers(capsys):
+    assert main(["explain", "--example", "shallownet", "conv2d_0"]) == 0
+    out = capsys.readouterr().out
+    assert "MACs = N x Co" in out  # the rule
+    assert "884,736" in out  # 32 x 32 x 32 x 27 MACs
+    assert "1,769,472 / (3,584 + 12,288 + 131,072)" in out  # intensity with its bytes
+    assert main(["explain", "--example", "shallownet", "conv2d"]) == 2
+    assert "did you mean 'conv2d_0'" in capsys.readouterr().err
+
+
+def test_docs_ops_md_is_generated_from_the_registry():
+    """docs/ops.md must match the registry; regenerate with `onnxroof ops > docs/ops.md`."""
+    assert (ROOT / "docs" / "ops.md").read_text() == render_ops_markdown()
+
+
+def test_entry_point_plugins_are_loaded_once(monkeypatch):
+    import onnxroof.plugins as plugins
+
+    calls = []
+
+    class FakeEntryPoint:
+        name, value = "acme", "acme_rules:setup"
+
+        def load(self):
+            return lambda register: calls.append(register)
+
+    monkeypatch.setattr(plugins.importlib.metadata, "entry_points", lambda group: [FakeEntryPoint()])
+    monkeypatch.setattr(plugins, "_loaded_entry_points", False)
+    assert plugins.load_entry_points() == ["acme"]
+    assert plugins.load_entry_points() == []  # once per process
+    assert calls == [plugins.register]

@@ -27,7 +27,11 @@ from .graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord, TensorRecord, bu
 from .load import load_model
 from .memory import MemoryReport, analyze_memory
 from .plugins import load_entry_points
-from .shapes import TensorInfo, UnresolvedDim, bind_inputs, infer_shapes, parse_dim, parse_input_shape
+from .roofline import TargetReport, place_model
+from .shapes import (
+    TensorInfo, UnresolvedDim, batch_flags, bind_inputs, infer_shapes, parse_dim, parse_input_shape,
+)
+from .targets import Target, load_target
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,9 @@ class Analysis:
     totals: Totals
     unresolved_dims: list[UnresolvedDim]
     memory: MemoryReport
+    dtype: str = "model"  # "model" (as stored) or the type --dtype re-costed it in
+    batch: int | None = None  # --batch, when given
+    targets: list[TargetReport] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -106,14 +113,23 @@ def analyze(
     dims: Mapping[str, int] | Iterable[str] | None = None,
     loop_trips: int | None = None,
     elementwise_in_place: bool = False,
+    targets: Iterable[str | Target] = (),
+    dtype: str = "model",
+    batch: int | None = None,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
     ``input_shapes`` maps input names to shapes (or is a list of ``NAME:1,3,224,224`` strings);
     ``dims`` maps symbolic dim names to values (or is a list of ``SYMBOL=VALUE`` strings);
     ``loop_trips`` is the trip count of Loops whose count the model does not fix;
-    ``elementwise_in_place`` lets single-consumer elementwise ops overwrite their input.
+    ``elementwise_in_place`` lets single-consumer elementwise ops overwrite their input;
+    ``targets`` (names of bundled targets, target file paths or Target objects) are placed on
+    their rooflines; ``dtype`` (fp32 fp16 bf16 int8 int4) re-costs the model as if stored and run
+    in that type; ``batch`` sets axis 0 of every input.
     """
+    if dtype != "model" and dtype not in RECAST_DTYPES:
+        raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
+    chosen = [t if isinstance(t, Target) else load_target(t) for t in targets]
     load_entry_points()
     if isinstance(model, onnx.ModelProto):
         path, file_bytes = None, None
@@ -126,9 +142,14 @@ def analyze(
     if proto.functions:
         # model-local functions are costed through their bodies
         proto = onnx.inliner.inline_local_functions(proto)
-    bind_inputs(proto, _shape_flags(input_shapes), _dim_flags(dims))
+    shape_flags, dim_flags = _shape_flags(input_shapes), _dim_flags(dims)
+    if batch is not None:
+        shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
+    bind_inputs(proto, shape_flags, dim_flags)
     nodes = list(proto.graph.node)
     shapes = infer_shapes(proto, nodes)
+    if dtype != "model":
+        shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
     graph = build_cost_graph(proto, shapes, CostOptions(loop_trips=loop_trips))
     records = [graph.nodes[name]["record"] for name in graph.graph.get("order", graph.nodes)]
     records.sort(key=lambda r: r.index)
@@ -142,9 +163,26 @@ def analyze(
         totals=totals,
         unresolved_dims=shapes.unresolved,
         memory=analyze_memory(graph, elementwise_in_place=elementwise_in_place),
+        dtype=dtype,
+        batch=batch,
     )
+    analysis.targets = [place_model(analysis, target, dtype, batch or 1) for target in chosen]
     analysis.warnings = shapes.notes + _warnings(analysis)
     return analysis
+
+
+# --dtype choices -> the ONNX element type every floating-point tensor is re-costed in
+RECAST_DTYPES = {"fp32": 1, "fp16": 10, "bf16": 16, "int8": 3, "int4": 22}
+_FLOAT_TYPES = frozenset({1, 10, 11, 16})
+
+
+def recast_tensors(tensors: dict[str, TensorInfo], elem_type: int) -> dict[str, TensorInfo]:
+    """Every floating-point tensor as if stored in ``elem_type``; integer tensors (indices,
+    shapes, already-quantized weights) keep their type."""
+    return {
+        name: TensorInfo(info.name, elem_type, info.shape) if info.dtype in _FLOAT_TYPES else info
+        for name, info in tensors.items()
+    }
 
 
 def _shape_flags(input_shapes) -> list[tuple[str | None, tuple[int, ...]]]:

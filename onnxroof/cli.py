@@ -41,6 +41,11 @@ def _common(parser: argparse.ArgumentParser, default_output: str | None) -> None
                         help="trip count for Loops whose count is not a constant in the model")
     parser.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
                         help="a Python file that registers cost rules with onnxroof.register (repeatable)")
+    parser.add_argument("--target", action="append", default=[], metavar="NAME|FILE.toml",
+                        help="place the model on a hardware target's roofline (repeatable; `onnxroof targets` lists them)")
+    parser.add_argument("--dtype", choices=("fp32", "fp16", "bf16", "int8", "int4"),
+                        help="re-cost the model as if stored and run in this type")
+    parser.add_argument("--batch", type=_positive_int, metavar="N", help="set axis 0 of every input to N")
     parser.add_argument("--in-place", action="store_true",
                         help="let single-consumer elementwise ops overwrite their input (memory analysis)")
     parser.add_argument("--emit-order", metavar="FILE",
@@ -71,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain = commands.add_parser("explain", help="show how one node's numbers were computed")
     _common(explain, None)
     explain.add_argument("node", metavar="NODE_NAME", help="the node's name (as `summary` lists it)")
+    targets = commands.add_parser("targets", help="list the bundled hardware targets with their roofs and ridge points")
+    targets.add_argument("--debug", action="store_true", help="show tracebacks")
+    targets.add_argument("--plugin", action="append", default=[], help=argparse.SUPPRESS)
     ops = commands.add_parser("ops", help="list every cost rule with its formula (Markdown: docs/ops.md)")
     ops.add_argument("--plugin", action="append", default=[], metavar="FILE.py", help="include a plugin's rules")
     ops.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -104,6 +112,12 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         return EXIT_USAGE
     for plugin in args.plugin:
         load_plugin_file(plugin)
+    if args.command == "targets":
+        from .report.table import render_targets_list
+        from .targets import bundled_targets, parse_target
+
+        sys.stdout.write(render_targets_list(parse_target(path) for path in bundled_targets().values()))
+        return EXIT_OK
     if args.command == "ops":
         from .report.ops_doc import render_ops_markdown
 
@@ -153,7 +167,8 @@ def _analyze(args: argparse.Namespace) -> Analysis:
     else:
         raise UsageError(f"no model given; pass a path to an .onnx file or --example NAME ({', '.join(EXAMPLES)})")
     return analyze(model, input_shapes=args.input_shape, dims=args.dim, loop_trips=args.loop_trips,
-                   elementwise_in_place=args.in_place)
+                   elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model",
+                   batch=args.batch)
 
 
 def _render_summary(analysis: Analysis, fmt: str) -> str:

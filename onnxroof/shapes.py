@@ -176,6 +176,28 @@ def _dims_of(value_info: onnx.ValueInfoProto) -> list[onnx.TensorShapeProto.Dime
     return list(tensor_type.shape.dim)
 
 
+def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple[str | None, tuple[int, ...]]],
+                dims: dict[str, int]) -> tuple[list[tuple[str | None, tuple[int, ...]]], dict[str, int]]:
+    """``--batch N`` as the flags it stands for: axis 0 of every input not shaped explicitly is N
+    (a named batch dim is bound by name, a fixed one is overridden)."""
+    shapes, named = list(input_shapes), dict(dims)
+    explicit = {name for name, _ in input_shapes}
+    for value_info in real_inputs(model.graph):
+        old = _dims_of(value_info)
+        if value_info.name in explicit or not old:
+            continue
+        if old[0].dim_param:
+            named.setdefault(old[0].dim_param, batch)
+        elif all(d.HasField("dim_value") for d in old):
+            shapes.append((value_info.name, (batch, *(d.dim_value for d in old[1:]))))
+        else:
+            raise UsageError(
+                f"--batch: input {value_info.name!r} has a fixed batch dim and other unknown dims; "
+                f"give its whole shape with --input-shape {value_info.name}:..."
+            )
+    return shapes, named
+
+
 def bind_inputs(
     model: onnx.ModelProto,
     input_shapes: Sequence[tuple[str | None, tuple[int, ...]]] = (),

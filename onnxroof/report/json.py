@@ -113,7 +113,10 @@ def to_document(analysis: "Analysis") -> dict:
             "not_counted": totals.not_counted,
             "uncounted_bytes": totals.uncounted_bytes,
         },
+        "dtype": analysis.dtype,
+        "batch": analysis.batch,
         "memory": memory_entry(analysis),
+        "targets": [target_entry(report) for report in analysis.targets],
         "nodes": [node_entry(r) for r in analysis.nodes],
     }
 
@@ -141,4 +144,59 @@ def memory_entry(analysis: "Analysis") -> dict:
                      for step, (node, live) in enumerate(zip(model.order, model.live_bytes))],
         "best_order_timeline": [{"step": step, "node": node, "live_bytes": live}
                                 for step, (node, live) in enumerate(zip(best.order, best.live_bytes))],
+    }
+
+
+def placement_entry(point) -> dict:
+    return {
+        "roof": point.roof,
+        "flops": point.flops,
+        "dram_bytes": point.dram_bytes,
+        "onchip_bytes": point.onchip_bytes,
+        "intensity": point.intensity,
+        "peak_flops_per_s": point.peak_flops_per_s,
+        "attainable_flops_per_s": point.attainable_flops_per_s,
+        "compute_s": point.compute_s,
+        "memory_s": point.memory_s,
+        "onchip_s": point.onchip_s,
+        "time_s": point.time_s,
+        "latency_s": point.time_s,
+        "bound": point.bound,
+        "percent_of_peak": point.percent_of_peak,
+    }
+
+
+def target_entry(report) -> dict:
+    target = report.target
+    return {
+        "name": target.name,
+        "description": target.description,
+        "path": target.path,
+        "dtype": report.dtype,
+        "batch": report.batch,
+        "roofs": {
+            roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof), "tag": figure.tag,
+                   "source": figure.source}
+            for roof, figure in target.peak_ops_per_s.items()
+        },
+        "dram_bytes_per_s": target.dram_bytes_per_s.value,
+        "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
+        "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
+        "latency_s": report.latency_s,
+        "throughput_per_s": report.throughput_per_s,
+        "utilization": report.utilization,
+        "energy_j": report.energy_j,
+        "energy_split": report.energy_split_j,
+        "edp_js": report.edp_js,
+        "time_share": report.time_share,
+        "activations_on_chip": report.activations_on_chip,
+        "spilled_tensors": report.spilled,
+        "spill_bytes": report.spill_bytes,
+        "notes": report.notes,
+        "model_point": placement_entry(report.model_point),
+        "nodes": [
+            {"name": n.name, "op_type": n.op_type, "dtype": n.dtype, "spill_bytes": n.spill_bytes,
+             "energy_j": n.energy_j, **placement_entry(n.placement)}
+            for n in report.nodes
+        ],
     }

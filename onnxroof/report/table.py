@@ -59,6 +59,8 @@ def render_table(analysis: "Analysis") -> str:
         f"  lower bound  {iec(memory.largest_layer_bytes):>10}  (largest single layer: {_clip(memory.largest_layer_node or '-', 40)})",
         f"  concat copy  {iec(memory.concat_copy_peak_bytes):>10}  (model order, if Concat copied its inputs)",
     ]
+    for report in analysis.targets:
+        lines += [""] + target_lines(report)
     if analysis.warnings:
         lines += ["", "Warnings"] + [f"  ! {w}" for w in analysis.warnings]
     lines += ["", _node_table(analysis.nodes)]
@@ -139,4 +141,57 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
         lines.append("intensity -  (a view: moves no bytes)")
     for attribute, subgraph in record.subgraphs.items():
         lines.append(f"subgraph {attribute}: {len(subgraph.records)} nodes, {subgraph.flops:,} FLOPs, {subgraph.params:,} params")
+    return "\n".join(lines) + "\n"
+
+
+def _seconds(value: float) -> str:
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def _joules(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    for scale, unit in ((1, "J"), (1e-3, "mJ"), (1e-6, "µJ")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} nJ"
+
+
+def target_lines(report) -> list[str]:
+    """One target: latency, frame rate, bound shares, energy, the model point, top-5 nodes."""
+    point = report.model_point
+    shares = ", ".join(f"{bound} {share:.0%}" for bound, share in report.time_share.items() if share >= 0.005)
+    split = report.energy_split_j
+    lines = [
+        f"Target {report.target.name} ({report.dtype}, batch {report.batch}): {report.target.description}",
+        f"  latency {_seconds(report.latency_s)} · {report.throughput_per_s:,.1f} inferences/s · "
+        f"utilization {report.utilization:.1%} · time {shares or '-'}",
+        f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
+        f"(ridge {report.target.ridge(point.roof):.3g}): {point.bound}-bound, {_seconds(point.time_s)}",
+        f"  energy {_joules(report.energy_j)} (compute {_joules(split['compute'])}, on-chip {_joules(split['onchip'])}, "
+        f"DRAM {_joules(split['dram'])})" + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"),
+    ]
+    if report.spilled:
+        lines.append(f"  spills {len(report.spilled)} tensor(s) to DRAM: {iec(report.spill_bytes)} extra traffic")
+    lines += [f"  note: {note}" for note in report.notes]
+    lines.append("  top nodes by time:")
+    for node in report.top_nodes(5):
+        p = node.placement
+        share = p.time_s / report.latency_s if report.latency_s else 0
+        lines.append(f"    {_clip(node.name, 40):40} {node.op_type:18} {_seconds(p.time_s):>9} {share:6.1%}  "
+                     f"{p.bound:8} {intensity(p.intensity):>8} FLOP/B")
+    return lines
+
+
+def render_targets_list(targets) -> str:
+    """`onnxroof targets`: every target with its roofs and ridge points."""
+    lines = []
+    for target in targets:
+        onchip = f", on chip {iec(target.onchip_bytes.value)}" if target.onchip_bytes else ""
+        lines.append(f"{target.name:18} DRAM {target.dram_bytes_per_s.value / 1e9:,.4g} GB/s{onchip} · {target.description}")
+        for roof, figure in target.peak_ops_per_s.items():
+            lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
     return "\n".join(lines) + "\n"

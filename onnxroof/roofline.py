@@ -1,0 +1,214 @@
+"""Stage 6: where every node and the whole model sit on a target's roofline, how long they
+take and what they cost in energy (cost-model.md section 5).
+
+The decision itself is :func:`roofline`, one short pure function. The rest decides what each
+node reads from DRAM on a target: parameters always (read once per run); activations only when
+the live set does not fit on chip (the memory stage's spill plan says which, under Belady's
+policy) or when the target has no on-chip memory to keep them; the model's inputs are read from
+DRAM and its outputs written there.
+
+>>> point = roofline(flops=2_424_832, dram_bytes=1_314_344, peak_flops_per_s=44.8e9, dram_bytes_per_s=12.8e9)
+>>> point.bound, round(point.intensity, 2), round(point.time_s * 1e3, 3)
+('memory', 1.84, 0.103)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .memory import build_problem, spill_plan
+from .targets import Target
+
+if TYPE_CHECKING:
+    from .analysis import Analysis
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One point on a roofline."""
+
+    flops: int
+    dram_bytes: int
+    onchip_bytes: int
+    roof: str  # the compute roof used: fp32, fp16, bf16, int8 or int4
+    peak_flops_per_s: float
+    intensity: float | None  # FLOPs per DRAM byte (None when nothing comes from DRAM)
+    attainable_flops_per_s: float  # min(peak, intensity x DRAM bandwidth)
+    compute_s: float
+    memory_s: float  # DRAM
+    onchip_s: float  # on-chip bandwidth roof (0 when the target gives none)
+    time_s: float  # max of the three
+    bound: str  # "compute" | "memory" (DRAM) | "onchip" | "none" (no work)
+
+    @property
+    def percent_of_peak(self) -> float:
+        achieved = self.flops / self.time_s if self.time_s else 0.0
+        return 100.0 * achieved / self.peak_flops_per_s
+
+
+def roofline(
+    flops: int,
+    dram_bytes: int,
+    peak_flops_per_s: float,
+    dram_bytes_per_s: float,
+    onchip_bytes: int = 0,
+    onchip_bytes_per_s: float | None = None,
+    roof: str = "fp32",
+) -> Placement:
+    """Attainable = min(peak, I x bandwidth); time = max(FLOPs / peak, DRAM bytes / bandwidth,
+    on-chip bytes / on-chip bandwidth); compute-bound when I >= peak / bandwidth (the ridge)."""
+    compute_s = flops / peak_flops_per_s
+    memory_s = dram_bytes / dram_bytes_per_s
+    onchip_s = onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0
+    time_s = max(compute_s, memory_s, onchip_s)
+    intensity = flops / dram_bytes if dram_bytes else None
+    attainable = peak_flops_per_s if intensity is None else min(peak_flops_per_s, intensity * dram_bytes_per_s)
+    if time_s == 0:
+        bound = "none"
+    elif compute_s >= memory_s and compute_s >= onchip_s:
+        bound = "compute"
+    else:
+        bound = "memory" if memory_s >= onchip_s else "onchip"
+    return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
+                     compute_s, memory_s, onchip_s, time_s, bound)
+
+
+@dataclass
+class NodePlacement:
+    name: str
+    op_type: str
+    dtype: str
+    placement: Placement
+    spill_bytes: int  # activation traffic caused by spilling (part of dram_bytes)
+    energy_j: dict[str, float | None]  # compute / onchip / dram
+
+
+@dataclass
+class TargetReport:
+    target: Target
+    dtype: str  # "model" (as stored) or the --dtype the model was re-costed in
+    batch: int
+    latency_s: float  # one run at this batch: nodes one after another
+    throughput_per_s: float  # inferences per second: batch / latency
+    utilization: float  # FLOPs / (latency x peak of the model's main roof)
+    model_point: Placement  # total FLOPs over total DRAM bytes
+    energy_j: float | None
+    energy_split_j: dict[str, float | None]
+    edp_js: float | None  # energy x latency
+    time_share: dict[str, float]  # bound -> share of latency
+    nodes: list[NodePlacement]
+    spilled: list[str] = field(default_factory=list)
+    spill_bytes: int = 0
+    activations_on_chip: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    def top_nodes(self, count: int = 5) -> list[NodePlacement]:
+        return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
+
+
+def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batch: int = 1) -> TargetReport:
+    """Place every counted node of ``analysis`` and the whole model on ``target``."""
+    graph = analysis.graph
+    tensors = analysis.tensors
+    inputs, outputs = set(graph.graph["inputs"]), set(graph.graph["outputs"])
+    onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
+    notes: list[str] = []
+    spill_by_node: dict[str, int] = {}
+    spilled: list[str] = []
+    keeps_activations = onchip_capacity > 0
+    if keeps_activations:
+        problem = build_problem(graph)
+        plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
+        spill_by_node, spilled = plan.per_node, plan.spilled
+        if plan.streamed:
+            notes.append(f"{len(plan.streamed)} node(s) need more than the {int(onchip_capacity):,} B on chip at once "
+                         "and stream their activations from DRAM")
+    else:
+        notes.append("no on-chip memory figure: every activation is read from and written to DRAM")
+    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    placements: list[NodePlacement] = []
+    for record in analysis.nodes:
+        if not record.counted:
+            continue
+        if keeps_activations:
+            io_bytes = sum(tensors[n].bytes or 0 for n in dict.fromkeys(record.inputs) if n in inputs and not record.view)
+            io_bytes += sum(tensors[n].bytes or 0 for n in record.outputs if n in outputs)
+            spill = spill_by_node.get(record.name, 0)
+            dram = record.weight_bytes + io_bytes + spill
+            onchip = record.memory_bytes
+        else:
+            spill = 0
+            dram, onchip = record.memory_bytes, 0
+        roof, peak = target.roof(record.dtype)
+        point = roofline(record.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
+        placements.append(NodePlacement(record.name, record.op_type, record.dtype, point, spill,
+                                        _energy(target, roof, record.flops, dram, onchip)))
+    return _summarize(analysis, target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
+                      keeps_activations, notes)
+
+
+def _energy(target: Target, roof: str, flops: int, dram_bytes: int, onchip_bytes: int) -> dict[str, float | None]:
+    """Joules per part; None where the target has no figure for work this node does."""
+    per_op = target.energy_per_op_pj(roof)
+    onchip_pj = target.onchip_pj_per_byte.value if target.onchip_pj_per_byte else None
+    dram_pj = target.dram_pj_per_byte.value if target.dram_pj_per_byte else None
+    return {
+        "compute": _joules(flops, per_op),
+        "onchip": _joules(onchip_bytes, onchip_pj),
+        "dram": _joules(dram_bytes, dram_pj),
+    }
+
+
+def _joules(amount: int, picojoules_each: float | None) -> float | None:
+    if not amount:
+        return 0.0
+    return None if picojoules_each is None else amount * picojoules_each * 1e-12
+
+
+def _summarize(analysis, target: Target, dtype: str, batch: int, nodes: list[NodePlacement], spilled: list[str],
+               spill_bytes: int, on_chip: bool, notes: list[str]) -> TargetReport:
+    latency = sum(n.placement.time_s for n in nodes)
+    flops = sum(n.placement.flops for n in nodes)
+    dram = sum(n.placement.dram_bytes for n in nodes)
+    onchip = sum(n.placement.onchip_bytes for n in nodes)
+    flops_by_roof: Counter = Counter()
+    for n in nodes:
+        flops_by_roof[n.placement.roof] += n.placement.flops
+    roof = flops_by_roof.most_common(1)[0][0] if flops_by_roof else target.roof("fp32")[0]
+    # mixed types run on several roofs: the model's peak is the harmonic blend, so that its
+    # compute time is the sum of each roof's share (never above the nodes' own sum)
+    compute_s = sum(f / target.peak_ops_per_s[r].value for r, f in flops_by_roof.items())
+    peak = flops / compute_s if compute_s else target.peak_ops_per_s[roof].value
+    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    model_point = roofline(flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
+    split: dict[str, float | None] = {}
+    for part in ("compute", "onchip", "dram"):
+        values = [n.energy_j[part] for n in nodes]
+        split[part] = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+    missing = [part for part, value in split.items() if value is None]
+    if missing:
+        notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
+    energy = None if missing else sum(v for v in split.values() if v is not None)
+    share: Counter = Counter()
+    for n in nodes:
+        share[n.placement.bound] += n.placement.time_s
+    return TargetReport(
+        target=target,
+        dtype=dtype,
+        batch=batch,
+        latency_s=latency,
+        throughput_per_s=batch / latency if latency else 0.0,
+        utilization=flops / (latency * peak) if latency else 0.0,
+        model_point=model_point,
+        energy_j=energy,
+        energy_split_j=split,
+        edp_js=None if energy is None else energy * latency,
+        time_share={bound: (time / latency if latency else 0.0) for bound, time in sorted(share.items())},
+        nodes=nodes,
+        spilled=spilled,
+        spill_bytes=spill_bytes,
+        activations_on_chip=on_chip,
+        notes=notes,
+    )

@@ -1,0 +1,132 @@
+"""Roofline placement, latency and energy: the reference exercise of cost-model.md section 5."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from onnx import TensorProto, helper
+
+import onnxroof
+from onnxroof.cli import main
+from onnxroof.examples import build_example
+from onnxroof.roofline import roofline
+
+from conftest import make_model, zeros
+
+PEAK, BANDWIDTH = 44.8e9, 12.8e9  # myriad-x: 16 x 4 lanes x 0.7 GHz; 2 x 1.6 GHz x 4 B
+
+
+def test_the_roofline_decision():
+    # below the ridge (3.5 FLOP/B) a node is memory-bound: attainable = I x bandwidth
+    point = roofline(flops=1_000, dram_bytes=1_000, peak_flops_per_s=PEAK, dram_bytes_per_s=BANDWIDTH)
+    assert point.bound == "memory" and point.attainable_flops_per_s == pytest.approx(12.8e9)
+    assert point.time_s == pytest.approx(1_000 / 12.8e9)
+    # above it, compute-bound at the peak
+    point = roofline(flops=10_000, dram_bytes=1_000, peak_flops_per_s=PEAK, dram_bytes_per_s=BANDWIDTH)
+    assert point.bound == "compute" and point.attainable_flops_per_s == PEAK
+    assert point.time_s == pytest.approx(10_000 / 44.8e9) and point.percent_of_peak == pytest.approx(100)
+    # a second roof for on-chip bandwidth
+    point = roofline(1_000, 0, PEAK, BANDWIDTH, onchip_bytes=10**6, onchip_bytes_per_s=450e9)
+    assert point.bound == "onchip" and point.time_s == pytest.approx(1e6 / 450e9)
+
+
+def test_shallownet_on_myriad_x_is_memory_bound():
+    report = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"]).targets[0]
+    point = report.model_point
+    # DRAM traffic: the weights (1,314,344 B) plus the input (12,288 B) and the output (40 B);
+    # the activations fit in the 2.5 MB on chip
+    assert point.dram_bytes == 1_314_344 + 12_288 + 40
+    assert point.flops == 2_457_650  # MAC-FLOPs 2,424,832 + ReLU 32,768 + Softmax 50
+    # "about 1.84 FLOP/byte (weights dominate the traffic)": 2,457,650 / 1,326,672 = 1.85
+    assert point.intensity == pytest.approx(1.84, rel=0.01)
+    assert point.bound == "memory"
+    assert point.attainable_flops_per_s == pytest.approx(1.8525 * 12.8e9, rel=1e-3)  # about 23.6 GFLOP/s
+    assert point.time_s == pytest.approx(1_326_672 / 12.8e9) == pytest.approx(0.1e-3, rel=0.05)  # about 0.1 ms
+
+
+def test_minigooglenet_on_myriad_x_is_compute_bound():
+    analysis = onnxroof.analyze(build_example("minigooglenet"), targets=["myriad-x"])
+    report = analysis.targets[0]
+    point = report.model_point
+    weight_bytes = 6_625_000  # 1,656,250 fp32 parameters: 6.32 MiB ("about 6.3 MB")
+    assert analysis.totals.param_bytes == weight_bytes
+    # 469,195,840 MAC-FLOPs / 6,625,000 B = 70.8 per weight byte; the reference's "about 74"
+    # divides by 6.32 as if it were 10^6 B. Either way far above the 3.5 ridge.
+    assert 469_195_840 / weight_bytes == pytest.approx(70.8, abs=0.05)
+    assert point.bound == "compute" and point.intensity > 3.5
+    # latency and frame rate follow from 44.8 GFLOP/s: 470,738,178 FLOPs -> 10.5 ms, 95 frames/s
+    assert point.time_s == pytest.approx(470_738_178 / 44.8e9)
+    assert report.latency_s == pytest.approx(point.time_s, rel=0.01)
+    assert report.throughput_per_s == pytest.approx(44.8e9 / 470_738_178, rel=0.01)
+
+
+def test_energy_and_the_int8_what_if():
+    fp32 = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"]).targets[0]
+    int8 = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"], dtype="int8").targets[0]
+    # weights read once: 1,314,344 B / 4 B x 640 pJ = 0.21 mJ (45 nm table); the node records say
+    # which bytes are weights
+    dense = next(n for n in fp32.nodes if n.op_type == "Gemm")
+    conv = next(n for n in fp32.nodes if n.op_type == "Conv")
+    weight_energy = (1_310_760 + 3_584) / 4 * 640e-12
+    assert weight_energy == pytest.approx(0.21e-3, rel=0.01)
+    assert fp32.energy_split_j["dram"] == pytest.approx((1_314_344 + 12_288 + 40) * 160e-12)
+    assert dense.placement.dram_bytes == 1_310_760 and conv.placement.dram_bytes == 3_584 + 12_288
+    # int8: a quarter of the bytes, and per operation (0.2 + 0.03) / 2 pJ instead of (3.7 + 0.9) / 2
+    assert int8.energy_split_j["dram"] == pytest.approx(fp32.energy_split_j["dram"] / 4)
+    assert fp32.energy_split_j["compute"] / int8.energy_split_j["compute"] == pytest.approx(4.6 / 0.23)
+    assert fp32.energy_split_j["compute"] == pytest.approx(2_457_650 * 2.3e-12)
+    assert fp32.edp_js == pytest.approx(fp32.energy_j * fp32.latency_s)
+
+
+def test_batch_amortises_the_weights():
+    one = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"]).targets[0]
+    eight = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"], batch=8).targets[0]
+    # weights are read once per run: the batch-8 model point moves 1,314,344 + 8 x (12,288 + 40) B
+    assert eight.model_point.dram_bytes == 1_314_344 + 8 * (12_288 + 40)
+    assert eight.throughput_per_s > one.throughput_per_s
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_node_times_bound_the_model_point(seed):
+    """Property over random MatMul/elementwise chains, batches and dtypes: the sum of node times is
+    never below the whole-model point's time, and each node's time is at least its compute time and
+    its memory time."""
+    rng = random.Random(seed)
+    input_width = width = rng.choice([8, 64, 512])
+    nodes, initializers, x = [], [], "x"
+    for i in range(rng.randint(2, 12)):
+        kind = rng.choice(["MatMul", "Relu", "Add", "Softmax"])
+        if kind == "MatMul":
+            out_width = rng.choice([8, 64, 512, 2048])
+            initializers.append((f"w{i}", zeros(width, out_width)))
+            nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"t{i}"]))
+            width = out_width
+        else:
+            nodes.append(helper.make_node(kind, [x, x] if kind == "Add" else [x], [f"t{i}"]))
+        x = f"t{i}"
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [rng.choice([1, 4, 64]), input_width])],
+                       [(x, TensorProto.FLOAT, None)], initializers)
+    dtype = rng.choice(["model", "fp16", "int8"])
+    report = onnxroof.analyze(model, targets=["myriad-x"], dtype=dtype).targets[0]
+    assert report.latency_s >= report.model_point.time_s * (1 - 1e-12)
+    for node in report.nodes:
+        point = node.placement
+        assert point.time_s >= point.compute_s and point.time_s >= point.memory_s
+
+
+def test_summary_json_targets_contract(capsys):
+    assert main(["summary", "--example", "shallownet", "--format", "json", "--target", "myriad-x"]) == 0
+    (target,) = json.loads(capsys.readouterr().out)["targets"]
+    assert {"name", "dtype", "batch", "latency_s", "throughput_per_s", "energy_j", "energy_split", "model_point",
+            "nodes"} <= set(target)
+    assert {"intensity", "attainable_flops_per_s", "latency_s", "bound"} <= set(target["model_point"])
+    assert {"name", "dram_bytes", "intensity", "attainable_flops_per_s", "time_s", "bound"} <= set(target["nodes"][0])
+    assert target["latency_s"] == pytest.approx(sum(n["time_s"] for n in target["nodes"]))
+
+
+def test_unknown_target_suggests_close_names(capsys):
+    assert main(["summary", "--example", "shallownet", "--target", "myriad"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean myriad-x" in err and err.count("\n") == 1

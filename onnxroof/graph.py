@@ -123,6 +123,11 @@ class SubgraphCost:
     weight_bytes: int
     unsupported: Counter  # op -> nodes with no rule, nested ones included
     not_counted: Counter  # op -> nodes not counted for any other reason, nested ones included
+    # for the memory stage: bytes of the activations the subgraph holds (its formal inputs and
+    # what its nodes produce), and its formal inputs and outputs
+    activation_bytes: dict[str, int] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -253,9 +258,17 @@ class _Coster:
             for sub in record.subgraphs.values():
                 unsupported.update(sub.unsupported)
                 not_counted.update(sub.not_counted)
+        formal_inputs = [i.name for i in graph.input]
+        produced = [n for r in records if r.status != STATUS_CONSTANT for n in r.outputs if n]
+        activation_bytes = {
+            n: self.size(n) for n in (*formal_inputs, *produced) if n not in self.constant and self.size(n) is not None
+        }
         return SubgraphCost(
             name=name,
             records=records,
+            activation_bytes=activation_bytes,  # type: ignore[arg-type]
+            inputs=formal_inputs,
+            outputs=[o.name for o in graph.output],
             macs=sum(r.macs for r in records if r.counted),
             flops=sum(r.flops for r in records if r.counted),
             params=sum(elements for elements, _ in own),

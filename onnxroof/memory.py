@@ -91,36 +91,51 @@ class SearchResult:
 
 def build_problem(graph: nx.DiGraph, *, concat_in_place: bool = True, elementwise_in_place: bool = False) -> MemoryProblem:
     """The buffers of a cost DAG (graph stage), one pass over its nodes and tensors."""
-    records = [graph.nodes[n]["record"] for n in graph]
-    records.sort(key=lambda r: r.index)
+    records = sorted((graph.nodes[n]["record"] for n in graph), key=lambda r: r.index)
     tensors = graph.graph["tensors"]
-    outputs = set(graph.graph["outputs"])
-    inputs = set(graph.graph["inputs"])
+    sizes = {
+        name: tensor.bytes for name, tensor in tensors.items()
+        if tensor.kind in ("input", "activation") and tensor.bytes is not None
+    }
+    consumers = {name: len(tensor.consumers) for name, tensor in tensors.items()}
+    return problem_from_records(records, sizes, graph.graph["inputs"], graph.graph["outputs"], consumers,
+                                concat_in_place=concat_in_place, elementwise_in_place=elementwise_in_place)
 
-    def is_activation(name: str) -> bool:
-        tensor = tensors.get(name)
-        return tensor is not None and tensor.kind in ("input", "activation") and tensor.bytes is not None
+
+def problem_from_records(
+    records: list, sizes: dict[str, int], inputs: Iterable[str], outputs: Iterable[str],
+    consumers: dict[str, int] | None = None, *, concat_in_place: bool = True, elementwise_in_place: bool = False,
+) -> MemoryProblem:
+    """The buffers of a node list in execution order. ``sizes`` holds the bytes of every
+    activation (tensors missing from it are parameters, constants or of unknown size)."""
+    inputs, outputs = set(inputs), set(outputs)
+    if consumers is None:
+        consumers = {}
+        for record in records:
+            for name in dict.fromkeys(n for n in record.inputs if n):
+                consumers[name] = consumers.get(name, 0) + 1
 
     root: dict[str, str] = {}  # tensor -> the tensor owning its memory
     for record in records:
-        data = [n for n in record.inputs if n and is_activation(n)]
-        if record.op_type in ALIASING_OPS and data and record.outputs and is_activation(record.outputs[0]):
+        data = [n for n in record.inputs if n in sizes]
+        if record.op_type in ALIASING_OPS and data and record.outputs and record.outputs[0] in sizes:
             root[record.outputs[0]] = root.get(data[0], data[0])
-        elif elementwise_in_place and _in_place_candidate(record, data, tensors, outputs, inputs):
+        elif elementwise_in_place and _in_place_candidate(record, data, sizes, consumers, outputs, inputs):
             root[record.outputs[0]] = root.get(data[0], data[0])
     concat_owner: dict[str, str] = {}  # tensor -> the concat output it is written into
     if concat_in_place:
         claimed: set[str] = set()
         for record in records:
-            if record.op_type != "Concat" or not record.outputs or not is_activation(record.outputs[0]):
+            if record.op_type != "Concat" or not record.outputs or record.outputs[0] not in sizes:
                 continue
             for name in record.inputs:
                 source = root.get(name, name)
-                if name and is_activation(name) and source not in inputs and source not in claimed and source not in outputs:
+                if name in sizes and source not in inputs and source not in claimed and source not in outputs:
                     claimed.add(source)
                     concat_owner[source] = root.get(record.outputs[0], record.outputs[0])
-    # a concat slice's own views and in-place results live in the concat buffer too
+
     def owner(name: str) -> str:
+        # a concat slice's own views and in-place results live in the concat buffer too
         name = root.get(name, name)
         seen = set()
         while name in concat_owner and name not in seen:
@@ -131,42 +146,62 @@ def build_problem(graph: nx.DiGraph, *, concat_in_place: bool = True, elementwis
     members: dict[str, list[str]] = {}
     allocators: dict[str, set[str]] = {}
     readers: dict[str, set[str]] = {}
+    for name in inputs & sizes.keys():
+        members.setdefault(name, [])
+        allocators.setdefault(name, set())
+        readers.setdefault(name, set())
     for record in records:
         for name in record.outputs:
-            if name and is_activation(name):
+            if name in sizes:
                 buffer = owner(name)
                 members.setdefault(buffer, []).append(name)
                 allocators.setdefault(buffer, set()).add(record.name)
                 readers.setdefault(buffer, set())
         for name in record.inputs:
-            if name and is_activation(name):
+            if name in sizes:
                 buffer = owner(name)
                 readers.setdefault(buffer, set()).add(record.name)
                 members.setdefault(buffer, [])
                 allocators.setdefault(buffer, set())
-    buffers = []
-    for name, tensor_names in members.items():
-        own = tensors[name]
-        buffers.append(Buffer(
+    buffers = [
+        Buffer(
             name=name,
-            bytes=own.bytes or 0,
+            bytes=sizes[name],
             allocators=frozenset(allocators[name]),
             readers=frozenset(readers[name]),
             tensors=tuple(dict.fromkeys([name, *tensor_names])),
             from_start=name in inputs,
             to_end=any(t in outputs for t in (name, *tensor_names)),
-        ))
-    predecessors = {r.name: frozenset(graph.predecessors(r.name)) for r in records}
+        )
+        for name, tensor_names in members.items()
+    ]
+    # If/Loop/Scan: while the node runs, its subgraph's own peak is live too (a scratch buffer)
+    for record in records:
+        scratch = max((subgraph_peak(sub) for sub in record.subgraphs.values()), default=0)
+        if scratch:
+            nodes = frozenset({record.name})
+            buffers.append(Buffer(f"{record.name} (subgraph working set)", scratch, nodes, nodes, ()))
+    producer = {name: record.name for record in records for name in record.outputs if name}
+    predecessors = {
+        record.name: frozenset(producer[n] for n in record.inputs if n in producer and producer[n] != record.name)
+        for record in records
+    }
     return MemoryProblem(tuple(r.name for r in records), predecessors, tuple(buffers), concat_in_place, elementwise_in_place)
 
 
-def _in_place_candidate(record, data: list[str], tensors, outputs: set[str], inputs: set[str]) -> bool:
-    """A single-input-consumer elementwise op may overwrite its input: same size, read only here."""
+def subgraph_peak(subgraph) -> int:
+    """Peak live bytes inside one subgraph (an If branch, a Loop or Scan body) in its own order."""
+    problem = problem_from_records(subgraph.records, subgraph.activation_bytes, subgraph.inputs, subgraph.outputs)
+    return schedule_peak(problem, problem.model_order).peak_bytes
+
+
+def _in_place_candidate(record, data: list[str], sizes: dict[str, int], consumers: dict[str, int],
+                        outputs: set[str], inputs: set[str]) -> bool:
+    """A single-consumer elementwise op may overwrite its input: same size, read only here."""
     if record.family != "elementwise" or not data or len(record.outputs) != 1:
         return False
-    source, result = tensors[data[0]], tensors.get(record.outputs[0])
     return (
-        result is not None and result.bytes == source.bytes and len(source.consumers) == 1
+        sizes.get(record.outputs[0]) == sizes[data[0]] and consumers.get(data[0], 0) == 1
         and data[0] not in outputs and data[0] not in inputs
     )
 

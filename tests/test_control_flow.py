@@ -144,3 +144,11 @@ def test_qdq_conv_is_costed_in_int8_and_its_weight_in_int8_bytes():
     assert conv.macs == 16 * 6 * 6 * 4 * 9
     assert conv.params == 16 * 4 * 9 and conv.weight_bytes == 16 * 4 * 9 + 4 + 1  # int8 weight + scale + zero point
     assert analysis.to_dict()["nodes"][-1]["dtype"] == "int8"
+
+
+def test_loop_body_working_set_counts_in_the_peak():
+    memory = onnxroof.analyze(loop_model(constant_trips=True)).memory
+    # body in its order: MatMul holds i (8 B) + cond (1 B) + h (32 B) + m (32 B) = 73 B, the body's peak;
+    # outside, the Loop step holds cond (1 B), h0 (32 B) and h_final (32 B) plus that working set
+    assert memory.model_order.peak_bytes == 1 + 32 + 32 + 73
+    assert ("Loop_0 (subgraph working set)", 73) in memory.model_order.peak_tensors

@@ -1,6 +1,6 @@
 """The ``onnxroof`` command. Thin: parse flags, call ``analyze``, hand the result to a renderer.
 
-Exit codes: 0 ok, 1 a budget broken (reserved), 2 bad usage or unreadable model (and, with
+Exit codes: 0 ok, 1 a budget (--fail-if) broken, 2 bad usage or unreadable model (and, with
 --strict, an incomplete analysis), 3 internal error. Errors are one line on stderr; --debug
 shows the traceback. Output files are written whole or not at all.
 """
@@ -18,7 +18,8 @@ from typing import Sequence
 
 from . import __version__
 from .analysis import Analysis, analyze
-from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, UsageError
+from .budgets import check_budgets, parse_budget
+from .errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, UsageError
 from .examples import EXAMPLES, build_example
 from .plugins import load_plugin_file
 
@@ -30,9 +31,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see onnxroof {self.prog.split()[-1]} --help)" if " " in self.prog else message)
 
 
-def _common(parser: argparse.ArgumentParser, default_output: str | None) -> None:
-    parser.add_argument("model", nargs="?", help="path to the .onnx file")
-    parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
+def _analysis_options(parser: argparse.ArgumentParser) -> None:
+    """How a model is costed: the same flags for one model or several."""
     parser.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
                         help="set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 (repeatable)")
     parser.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
@@ -48,14 +48,27 @@ def _common(parser: argparse.ArgumentParser, default_output: str | None) -> None
     parser.add_argument("--batch", type=_positive_int, metavar="N", help="set axis 0 of every input to N")
     parser.add_argument("--in-place", action="store_true",
                         help="let single-consumer elementwise ops overwrite their input (memory analysis)")
-    parser.add_argument("--emit-order", metavar="FILE",
-                        help="write the lowest-peak execution order found, one node name per line")
-    parser.add_argument("-o", "--output", default=default_output, metavar="FILE",
-                        help="write the output to FILE" + (f" (default: {default_output})" if default_output else " (default: stdout)"))
     parser.add_argument("--strict", action="store_true",
                         help="exit 2 if the analysis is incomplete (unbound dims, unsupported ops, unknown shapes)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
+    parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
+    parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
+    _analysis_options(parser)
+    parser.add_argument("--emit-order", metavar="FILE",
+                        help="write the lowest-peak execution order found, one node name per line")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
+    if budgets:
+        _budget_option(parser, relative=False)
+
+
+def _budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
+    example = "'flops>+5%%', 'latency[myriad-x]>+2%%', " if relative else ""
+    parser.add_argument("--fail-if", action="append", default=[], metavar="BUDGET",
+                        help=f"exit 1 if a budget is broken, e.g. {example}'params>5M', 'peak_memory>2MiB' (repeatable)")
 
 
 def _positive_int(text: str) -> int:
@@ -69,13 +82,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     summary = commands.add_parser("summary", help="print totals and a per-node table")
-    _common(summary, None)
-    summary.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format (default: table)")
+    _single_model(summary)
+    summary.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
+                         help="output format (default: table)")
     report = commands.add_parser("report", help="write a self-contained HTML report")
-    _common(report, None)
+    _single_model(report)
     explain = commands.add_parser("explain", help="show how one node's numbers were computed")
-    _common(explain, None)
+    _single_model(explain, budgets=False)
     explain.add_argument("node", metavar="NODE_NAME", help="the node's name (as `summary` lists it)")
+    diff = commands.add_parser("diff", help="compare a base and a head model (for pull requests)")
+    diff.add_argument("base", help="the base model: a path or example:NAME")
+    diff.add_argument("head", help="the head model: a path or example:NAME")
+    _analysis_options(diff)
+    diff.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table")
+    diff.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
+    _budget_option(diff, relative=True)
+    compare = commands.add_parser("compare", help="put several candidate models side by side")
+    compare.add_argument("models", nargs="+", help="paths (or example:NAME)")
+    _analysis_options(compare)
+    compare.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table")
+    compare.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
+    compare.add_argument("--jobs", type=_positive_int, metavar="N", help="parallel analyses (default: one per core)")
     targets = commands.add_parser("targets", help="list the bundled hardware targets with their roofs and ridge points")
     targets.add_argument("--debug", action="store_true", help="show tracebacks")
     targets.add_argument("--plugin", action="append", default=[], help=argparse.SUPPRESS)
@@ -123,16 +150,20 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
         sys.stdout.write(render_ops_markdown())
         return EXIT_OK
+    if args.command == "diff":
+        return _diff(args)
+    if args.command == "compare":
+        return _compare(args)
     if args.example == "list":
         for name, (_, description) in EXAMPLES.items():
-            print(f"{name:22} {description}")
+            print(f"{name:24} {description}")
         return EXIT_OK
-    analysis = _analyze(args)
-    if not args.quiet:
-        for warning in analysis.warnings:
-            print(f"onnxroof: warning: {warning}", file=sys.stderr)
-    if args.strict and not analysis.complete:
-        raise IncompleteAnalysis("the analysis is incomplete (see the warnings above) and --strict is set; nothing written")
+    budgets = [parse_budget(text) for text in getattr(args, "fail_if", [])]
+    if args.example and args.model:
+        raise UsageError("give a model path or --example NAME, not both")
+    if not (args.example or args.model):
+        raise UsageError(f"no model given; pass a path to an .onnx file or --example NAME ({', '.join(EXAMPLES)})")
+    analysis = _analyze(f"example:{args.example}" if args.example else args.model, args)
     if args.emit_order:
         from .memory import order_text
 
@@ -141,12 +172,9 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         from .report.table import render_explain
 
         sys.stdout.write(render_explain(analysis, analysis.find_node(args.node)))
-    elif args.command == "summary":
-        text = _render_summary(analysis, args.format)
-        if args.output:
-            write_atomically(args.output, text)
-        else:
-            sys.stdout.write(text)
+        return EXIT_OK
+    if args.command == "summary":
+        _emit(args.output, _render_summary(analysis, args.format))
     else:
         from .report.html import render_html
 
@@ -154,26 +182,106 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         write_atomically(output, render_html(analysis))
         if not args.quiet:
             print(f"onnxroof: wrote {output}", file=sys.stderr)
+    return _gate(check_budgets(budgets, analysis), args.quiet)
+
+
+def _model(source: str):
+    """A path, or ``example:NAME`` for a built-in example."""
+    if source.startswith("example:") and not Path(source).exists():
+        return build_example(source.split(":", 1)[1])
+    return source
+
+
+def _analysis_kwargs(args: argparse.Namespace) -> dict:
+    return dict(input_shapes=args.input_shape, dims=args.dim, loop_trips=args.loop_trips,
+                elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch)
+
+
+def _analyze(source: str, args: argparse.Namespace) -> Analysis:
+    analysis = analyze(_model(source), **_analysis_kwargs(args))
+    if not args.quiet:
+        for warning in analysis.warnings:
+            print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)
+    if args.strict and not analysis.complete:
+        raise IncompleteAnalysis(
+            f"{analysis.model.name}: the analysis is incomplete (see the warnings above) and --strict is set; nothing written"
+        )
+    return analysis
+
+
+def _emit(output: str | None, text: str) -> None:
+    if output:
+        write_atomically(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+def _gate(results: list, quiet: bool) -> int:
+    """Exit 1 when a budget is broken, listing the broken ones on stderr."""
+    broken = [r for r in results if r.broken]
+    for result in broken:
+        print(f"onnxroof: budget broken: {result.describe()}", file=sys.stderr)
+    return EXIT_BUDGET if broken else EXIT_OK
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .diff import diff_analyses
+    from .report.diff import diff_document, render_diff_markdown, render_diff_table
+
+    budgets = [parse_budget(text) for text in args.fail_if]
+    base, head = _analyze(args.base, args), _analyze(args.head, args)
+    diff = diff_analyses(base, head)
+    results = check_budgets(budgets, head, base)
+    if args.format == "json":
+        text = json.dumps(diff_document(diff, results), indent=2) + "\n"
+    elif args.format == "markdown":
+        text = render_diff_markdown(diff, results)
+    elif args.format == "html":
+        from .report.html import render_diff_html
+
+        text = render_diff_html(diff, results)
+    else:
+        text = render_diff_table(diff, results)
+    _emit(args.output, text)
+    return _gate(results, args.quiet)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .report.diff import compare_document, render_compare_markdown, render_compare_table
+
+    analyses = analyze_many(args.models, args)
+    if args.format == "json":
+        text = json.dumps(compare_document(analyses), indent=2) + "\n"
+    elif args.format == "markdown":
+        text = render_compare_markdown(analyses)
+    elif args.format == "html":
+        from .report.html import render_compare_html
+
+        text = render_compare_html(analyses)
+    else:
+        text = render_compare_table(analyses)
+    _emit(args.output, text)
     return EXIT_OK
 
 
-def _analyze(args: argparse.Namespace) -> Analysis:
-    if args.example and args.model:
-        raise UsageError("give a model path or --example NAME, not both")
-    if args.example:
-        model = build_example(args.example)
-    elif args.model:
-        model = args.model
-    else:
-        raise UsageError(f"no model given; pass a path to an .onnx file or --example NAME ({', '.join(EXAMPLES)})")
-    return analyze(model, input_shapes=args.input_shape, dims=args.dim, loop_trips=args.loop_trips,
-                   elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model",
-                   batch=args.batch)
+def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]:
+    """Analyse several models in parallel processes (one per core), keeping their order."""
+    jobs = min(len(sources), args.jobs or os.cpu_count() or 1)
+    if jobs <= 1:
+        return [_analyze(source, args) for source in sources]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(_analyze, sources, [args] * len(sources)))
 
 
 def _render_summary(analysis: Analysis, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(analysis.to_dict(), indent=2) + "\n"
+    if fmt == "markdown":
+        from .report.markdown import render_markdown
+
+        return render_markdown(analysis)
     from .report.table import render_csv, render_table
 
     return render_csv(analysis) if fmt == "csv" else render_table(analysis)

@@ -44,8 +44,8 @@ class _Builder:
         return name
 
     def conv(self, x: str, c_in: int, c_out: int, kernel: int, stride: int = 1, pad: int = 0,
-             group: int = 1, bias: bool = True) -> str:
-        name = self._name("conv2d")
+             group: int = 1, bias: bool = True, kind: str = "conv2d") -> str:
+        name = self._name(kind)
         inputs = [x, self.weight(f"{name}.weight", (c_out, c_in // group, kernel, kernel))]
         if bias:
             inputs.append(self.weight(f"{name}.bias", (c_out,)))
@@ -109,14 +109,22 @@ def shallownet(batch: int = 1, separable: bool = False) -> onnx.ModelProto:
     return b.model(name, x, [batch, 3, 32, 32], y, 10, doc=shallownet.__doc__ or "")
 
 
-def minigooglenet(batch: int = 1, classes: int = 10) -> onnx.ModelProto:
+def minigooglenet(batch: int = 1, classes: int = 10, separable: bool = False) -> onnx.ModelProto:
     """MiniGoogLeNet (Keras, CIFAR-10 size): conv => BN => ReLU modules, Inception modules
     (1x1 and 3x3 branches concatenated) and downsample modules (3x3 stride-2 conv beside a 3x3
-    stride-2 max-pool, concatenated), 7x7 average pool, dropout, dense, softmax."""
-    b = _Builder(seed=2)
+    stride-2 max-pool, concatenated), 7x7 average pool, dropout, dense, softmax.
+
+    ``separable`` makes every 3x3 conv depthwise-separable: a depthwise 3x3 (no bias) then a
+    pointwise 1x1 (with bias), as Keras' SeparableConv2D."""
+    b = _Builder(seed=3 if separable else 2)
 
     def conv_module(x: str, c_in: int, c_out: int, kernel: int, stride: int = 1, same: bool = True) -> str:
-        y = b.conv(x, c_in, c_out, kernel, stride=stride, pad=(kernel // 2) if same else 0)
+        pad = (kernel // 2) if same else 0
+        if separable and kernel > 1:  # Keras' SeparableConv2D: one layer, two convs
+            y = b.conv(x, c_in, c_in, kernel, stride=stride, pad=pad, group=c_in, bias=False, kind="separable_conv2d")
+            y = b.conv(y, c_in, c_out, 1, kind="separable_conv2d")
+        else:
+            y = b.conv(x, c_in, c_out, kernel, stride=stride, pad=pad)
         y = b.batch_norm(y, c_out)
         return b.node("Relu", [y], "activation")
 
@@ -145,13 +153,15 @@ def minigooglenet(batch: int = 1, classes: int = 10) -> onnx.ModelProto:
     y = b.node("Flatten", [y], "flatten", axis=1)
     y = b.dense(y, c, classes)
     y = b.node("Softmax", [y], "softmax", axis=-1)
-    return b.model("minigooglenet", x, [batch, 3, 32, 32], y, classes, doc=minigooglenet.__doc__ or "")
+    name = "minigooglenet_separable" if separable else "minigooglenet"
+    return b.model(name, x, [batch, 3, 32, 32], y, classes, doc=minigooglenet.__doc__ or "")
 
 
 EXAMPLES: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
     "shallownet": (shallownet, "Conv 3x3 + ReLU + Dense, 32x32x3 input (328,586 params)"),
     "shallownet-separable": (lambda: shallownet(separable=True), "ShallowNet with a depthwise-separable conv"),
     "minigooglenet": (minigooglenet, "MiniGoogLeNet, Inception + downsample modules with concat (1.66 M params)"),
+    "minigooglenet-separable": (lambda: minigooglenet(separable=True), "MiniGoogLeNet with depthwise-separable 3x3 convs"),
 }
 
 

@@ -129,6 +129,7 @@ def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batc
         notes.append("no on-chip memory figure: every activation is read from and written to DRAM")
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     placements: list[NodePlacement] = []
+    fallbacks: Counter = Counter()
     for record in analysis.nodes:
         if not record.counted:
             continue
@@ -142,9 +143,13 @@ def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batc
             spill = 0
             dram, onchip = record.memory_bytes, 0
         roof, peak = target.roof(record.dtype)
+        if record.flops and roof != target.wanted_roof(record.dtype):
+            fallbacks[(target.wanted_roof(record.dtype), roof)] += 1
         point = roofline(record.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
         placements.append(NodePlacement(record.name, record.op_type, record.dtype, point, spill,
                                         _energy(target, roof, record.flops, dram, onchip)))
+    for (wanted, used), count in sorted(fallbacks.items()):
+        notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     return _summarize(analysis, target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
                       keeps_activations, notes)
 

@@ -15,12 +15,17 @@ from (for an estimate, the arithmetic). Required: ``name``, ``description``,
 from __future__ import annotations
 
 import difflib
-import tomllib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
 from .resources import resource_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 SCHEMA = "onnxroof-target/1"
 DTYPES = ("fp32", "fp16", "bf16", "int8", "int4")
@@ -68,12 +73,16 @@ class Target:
 
     def roof(self, dtype: str) -> tuple[str, float]:
         """(roof name, peak ops/s) for a node computing in ``dtype`` (an ONNX type name or roof)."""
-        wanted = _ROOF_OF_DTYPE.get(dtype, dtype if dtype in ROOF_PREFERENCE else "fp32")
+        wanted = self.wanted_roof(dtype)
         for candidate in ROOF_PREFERENCE[wanted]:
             if candidate in self.peak_ops_per_s:
                 return candidate, self.peak_ops_per_s[candidate].value
         name, figure = next(iter(self.peak_ops_per_s.items()))
         return name, figure.value
+
+    def wanted_roof(self, dtype: str) -> str:
+        """The roof a node in ``dtype`` would ideally run on (before any fallback)."""
+        return _ROOF_OF_DTYPE.get(dtype, dtype if dtype in ROOF_PREFERENCE else "fp32")
 
     def ridge(self, roof: str) -> float:
         """FLOP per DRAM byte where a node turns from memory-bound to compute-bound."""

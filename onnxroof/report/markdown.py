@@ -1,0 +1,87 @@
+"""GitHub-flavoured Markdown building blocks; every model-supplied string goes through
+:func:`escape`, so names render as text, never as HTML, links or table syntax.
+
+>>> escape("a|b <script>")
+'a\\\\|b &lt;script&gt;'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from .. import __version__
+from ..units import iec, intensity, si
+
+if TYPE_CHECKING:
+    from ..analysis import Analysis
+
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+
+
+def escape(text: object) -> str:
+    """Text safe in a Markdown table cell: HTML-escaped, Markdown punctuation backslashed."""
+    value = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = _SPECIAL.sub(r"\\\1", value)
+    return " ".join(value.split())  # no newlines: they would end the table row
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "") -> str:
+    """A pipe table; ``align`` has one letter per column: l (default) or r."""
+    align = align.ljust(len(header), "l")
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def details(summary: str, body: str) -> str:
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
+def _seconds(value: float) -> str:
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
+    """The summary as a PR comment: totals, per-target table, hotspots; details collapsed."""
+    model, totals, memory = analysis.model, analysis.totals, analysis.memory
+    inputs = ", ".join(f"`{escape(i.name)}` {escape(i.shape_text())}" for i in analysis.inputs)
+    lines = [
+        f"### onnxroof: `{escape(model.name)}`",
+        "",
+        f"opset {model.opset} · {model.node_count} nodes · inputs {inputs} · dtype {analysis.dtype}"
+        + (f" · batch {analysis.batch}" if analysis.batch else ""),
+        "",
+        table(("params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations", "best-order peak"), [(
+            si(totals.params), iec(totals.param_bytes), si(totals.mac_flops), si(totals.flops),
+            iec(memory.model_order.peak_bytes), iec(memory.best.schedule.peak_bytes),
+        )], "rrrrrr"),
+    ]
+    if analysis.targets:
+        rows = []
+        for report in analysis.targets:
+            energy = "n/a" if report.energy_j is None else f"{report.energy_j * 1e3:.3g} mJ"
+            rows.append((escape(report.target.name), _seconds(report.latency_s), f"{report.throughput_per_s:,.1f}",
+                         report.model_point.bound, f"{report.utilization:.1%}", energy))
+        lines += ["", table(("target", "latency", "inferences/s", "model point", "utilization", "energy"), rows, "lrrlrr")]
+    warnings = analysis.warnings
+    if warnings:
+        lines += ["", "⚠️ " + "<br>⚠️ ".join(escape(w) for w in warnings)]
+    by_flops = sorted(analysis.nodes, key=lambda r: -r.flops)[:hotspots]
+    lines += ["", details(f"Top {len(by_flops)} nodes by FLOPs", table(
+        ("node", "op", "FLOPs", "params", "bytes moved", "FLOP/B"),
+        [(escape(r.name), escape(r.op_type), si(r.flops), si(r.params), iec(r.memory_bytes), intensity(r.intensity))
+         for r in by_flops], "llrrrr"))]
+    for report in analysis.targets:
+        top = report.top_nodes(hotspots)
+        lines += ["", details(f"Top {len(top)} nodes by time on {escape(report.target.name)}", table(
+            ("node", "op", "time", "share", "bound", "FLOP/B"),
+            [(escape(n.name), escape(n.op_type), _seconds(n.placement.time_s),
+              f"{n.placement.time_s / report.latency_s:.1%}" if report.latency_s else "-", n.placement.bound,
+              intensity(n.placement.intensity)) for n in top], "llrrlr"))]
+    lines += ["", f"<sub>onnxroof {__version__} · MAC-FLOPs = 2 x MACs · counts SI, bytes IEC</sub>"]
+    return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ shows the traceback. Output files are written whole or not at all.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -71,6 +72,10 @@ def _budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
                         help=f"exit 1 if a budget is broken, e.g. {example}'params>5M', 'peak_memory>2MiB' (repeatable)")
 
 
+# Commands that live in their own module: each has HELP, add_arguments(parser) and run(args) -> exit code.
+_COMMAND_MODULES = {"calibrate": "onnxroof.calibrate", "profile": "onnxroof.profile"}
+
+
 def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
@@ -103,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table")
     compare.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
     compare.add_argument("--jobs", type=_positive_int, metavar="N", help="parallel analyses (default: one per core)")
+    for name, module in _COMMAND_MODULES.items():
+        command = importlib.import_module(module)
+        extra = commands.add_parser(name, help=command.HELP)
+        command.add_arguments(extra)
+        extra.add_argument("--debug", action="store_true", help="show tracebacks")
+        extra.set_defaults(plugin=[])
     targets = commands.add_parser("targets", help="list the bundled hardware targets with their roofs and ridge points")
     targets.add_argument("--debug", action="store_true", help="show tracebacks")
     targets.add_argument("--plugin", action="append", default=[], help=argparse.SUPPRESS)
@@ -150,6 +161,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
         sys.stdout.write(render_ops_markdown())
         return EXIT_OK
+    if args.command in _COMMAND_MODULES:
+        return importlib.import_module(_COMMAND_MODULES[args.command]).run(args)
     if args.command == "diff":
         return _diff(args)
     if args.command == "compare":

@@ -24,6 +24,7 @@ import onnx.inliner
 from .dtypes import dtype_name
 from .errors import UsageError
 from .graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord, TensorRecord, build_cost_graph
+from .llm import LLMReport, detect_decoder, llm_report, phase_dims
 from .load import load_model
 from .memory import MemoryReport, analyze_memory
 from .plugins import load_entry_points
@@ -76,6 +77,7 @@ class Analysis:
     dtype: str = "model"  # "model" (as stored) or the type --dtype re-costed it in
     batch: int | None = None  # --batch, when given
     targets: list[TargetReport] = field(default_factory=list)
+    llm: LLMReport | None = None  # KV cache and tokens/s, for a KV-cached decoder
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -116,6 +118,9 @@ def analyze(
     targets: Iterable[str | Target] = (),
     dtype: str = "model",
     batch: int | None = None,
+    phase: str | None = None,
+    seq: int | None = None,
+    context: int | None = None,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
@@ -125,7 +130,8 @@ def analyze(
     ``elementwise_in_place`` lets single-consumer elementwise ops overwrite their input;
     ``targets`` (names of bundled targets, target file paths or Target objects) are placed on
     their rooflines; ``dtype`` (fp32 fp16 bf16 int8 int4) re-costs the model as if stored and run
-    in that type; ``batch`` sets axis 0 of every input.
+    in that type; ``batch`` sets axis 0 of every input; ``phase`` ("prefill" with ``seq``, or
+    "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win).
     """
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
@@ -143,6 +149,12 @@ def analyze(
         # model-local functions are costed through their bodies
         proto = onnx.inliner.inline_local_functions(proto)
     shape_flags, dim_flags = _shape_flags(input_shapes), _dim_flags(dims)
+    layout = detect_decoder(proto)
+    if phase is not None:
+        if layout is None:
+            raise UsageError(f"--phase {phase}: the model has no past key/value inputs (not a KV-cached decoder); "
+                             "bind its dims with --dim instead")
+        dim_flags = phase_dims(layout, phase, seq, context) | dim_flags
     if batch is not None:
         shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
     bind_inputs(proto, shape_flags, dim_flags)
@@ -167,6 +179,9 @@ def analyze(
         batch=batch,
     )
     analysis.targets = [place_model(analysis, target, dtype, batch or 1) for target in chosen]
+    if layout is not None:
+        new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
+        analysis.llm = llm_report(analysis, layout, phase, new_tokens, context if phase == "decode" else 0 if phase else None)
     analysis.warnings = shapes.notes + _warnings(analysis)
     return analysis
 

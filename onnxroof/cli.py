@@ -49,6 +49,10 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=_positive_int, metavar="N", help="set axis 0 of every input to N")
     parser.add_argument("--in-place", action="store_true",
                         help="let single-consumer elementwise ops overwrite their input (memory analysis)")
+    parser.add_argument("--phase", choices=("prefill", "decode"),
+                        help="a KV-cached decoder's phase: prefill (with --seq) or decode (with --context)")
+    parser.add_argument("--seq", type=_positive_int, metavar="N", help="prefill: the prompt length")
+    parser.add_argument("--context", type=_non_negative_int, metavar="N", help="decode: tokens already in the KV cache")
     parser.add_argument("--strict", action="store_true",
                         help="exit 2 if the analysis is incomplete (unbound dims, unsupported ops, unknown shapes)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
@@ -74,6 +78,12 @@ def _budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
 
 # Commands that live in their own module: each has HELP, add_arguments(parser) and run(args) -> exit code.
 _COMMAND_MODULES = {"calibrate": "onnxroof.calibrate", "profile": "onnxroof.profile"}
+
+
+def _non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
 
 
 def _positive_int(text: str) -> int:
@@ -207,7 +217,8 @@ def _model(source: str):
 
 def _analysis_kwargs(args: argparse.Namespace) -> dict:
     return dict(input_shapes=args.input_shape, dims=args.dim, loop_trips=args.loop_trips,
-                elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch)
+                elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
+                phase=args.phase, seq=args.seq, context=args.context)
 
 
 def _analyze(source: str, args: argparse.Namespace) -> Analysis:

@@ -67,6 +67,9 @@ class NodeRecord:
     formula: str = ""
     view: bool = False
     param_inputs: list[str] = field(default_factory=list)
+    # all outputs known at analysis time (shape arithmetic once the dims are bound): runtimes
+    # fold or run these on the host, so no target charges a kernel launch for them
+    shape_only: bool = False
     subgraphs: dict[str, "SubgraphCost"] = field(default_factory=dict)  # If branches, Loop/Scan bodies
 
     @property
@@ -157,6 +160,7 @@ class _Coster:
     def __init__(self, graph: onnx.GraphProto, shapes: ShapeResult, options: CostOptions):
         self.tensors = shapes.tensors
         self.values = shapes.values
+        self._sizes: dict[str, int | None] = {}
         self.options = options
         self.constant: set[str] = set()
         self.stored: dict[str, int] = {}  # constant tensor -> stored bytes
@@ -173,8 +177,12 @@ class _Coster:
         return self.tensors.get(name) or TensorInfo(name)
 
     def size(self, name: str) -> int | None:
+        if name in self._sizes:
+            return self._sizes[name]
         tensor = self.info(name)
-        return None if tensor.numel is None else tensor_bytes(tensor.numel, tensor.dtype)
+        size = None if tensor.numel is None else tensor_bytes(tensor.numel, tensor.dtype)
+        self._sizes[name] = size
+        return size
 
     def _add_initializers(self, initializers: list[onnx.TensorProto]) -> None:
         for tensor in initializers:
@@ -216,13 +224,16 @@ class _Coster:
         for tensor_name in param_inputs:
             self.parameters[tensor_name] = (elements[tensor_name], self.stored.get(tensor_name, size(tensor_name) or 0))
         nested_params = sum(sub.params for sub in subgraphs.values())
+        family = rule.family if rule else "unsupported"
+        if family == "matmul" and not param_inputs and len(activation_inputs) >= 2:
+            family = "attention"  # activation x activation: Q·K^T and A·V, not a projection
         moves_bytes = not (is_folded or cost.view)
         return NodeRecord(
             name=name,
             op_type=node.op_type,
             domain=node.domain,
             index=index,
-            family=rule.family if rule else "unsupported",
+            family=family,
             status=status,
             reason=reason,
             inputs=list(node.input),
@@ -235,15 +246,24 @@ class _Coster:
             macs=cost.macs,
             flops=2 * cost.macs + cost.flops,
             params=sum(elements.values()) + nested_params,
-            weight_bytes=sum(self.stored.get(n, size(n) or 0) for n in param_inputs)
-            + sum(sub.weight_bytes for sub in subgraphs.values()),
+            weight_bytes=self._weight_bytes(param_inputs, cost) + sum(sub.weight_bytes for sub in subgraphs.values()),
             input_bytes=sum(size(n) or 0 for n in activation_inputs) if moves_bytes else 0,
             output_bytes=sum(size(n) or 0 for n in node.output if n) if moves_bytes else 0,
             formula=cost.formula,
             view=cost.view,
             param_inputs=param_inputs,
+            shape_only=bool(node.output) and all(not o or o in self.values for o in node.output),
             subgraphs=subgraphs,
         )
+
+    def _weight_bytes(self, param_inputs: list[str], cost: OpCost) -> int:
+        """Stored bytes of the parameters read; a partial read (a Gather) scales the first one."""
+        stored = [self.stored.get(n, self.size(n) or 0) for n in param_inputs]
+        if cost.weight_elements_read is not None and param_inputs:
+            elements = self.info(param_inputs[0]).numel
+            if elements:
+                stored[0] = min(stored[0], -(-stored[0] * cost.weight_elements_read // elements))
+        return sum(stored)
 
     def subgraph(self, graph: onnx.GraphProto, name: str) -> SubgraphCost:
         """Cost a subgraph; it sees the outer scope's constants and adds its own."""

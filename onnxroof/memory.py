@@ -210,46 +210,38 @@ def _in_place_candidate(record, data: list[str], sizes: dict[str, int], consumer
 # Liveness of one order
 
 
-def schedule_peak(problem: MemoryProblem, order: Sequence[str]) -> Schedule:
-    """Live bytes at each step of ``order`` (a topological order of the problem's nodes)."""
+def lifetimes(problem: MemoryProblem, order: Sequence[str]) -> list[tuple[int, int]]:
+    """(first step, last step) each buffer is live under ``order``."""
     position = {node: step for step, node in enumerate(order)}
     last = len(order) - 1
-    starts: list[list[int]] = [[] for _ in order]
-    ends: list[list[int]] = [[] for _ in order]
-    base = 0
-    for index, buffer in enumerate(problem.buffers):
-        start = 0 if buffer.from_start or not buffer.allocators else min(position[n] for n in buffer.allocators)
-        end = last if buffer.to_end or not buffer.readers else max(position[n] for n in buffer.readers)
-        end = max(end, max((position[n] for n in buffer.allocators), default=start))
-        if start == 0 and (buffer.from_start or not buffer.allocators):
-            base += buffer.bytes
-            ends[end].append(index)
-            continue
-        starts[start].append(index)
-        ends[end].append(index)
-    live_bytes, live = [], base
-    peak, peak_step = -1, 0
-    for step in range(len(order)):
-        live += sum(problem.buffers[i].bytes for i in starts[step])
-        live_bytes.append(live)
-        if live > peak:
-            peak, peak_step = live, step
-        live -= sum(problem.buffers[i].bytes for i in ends[step])
-    if not order:
-        return Schedule((), [], base, 0, None, [])
-    peak_tensors = _live_at(problem, position, peak_step, last)
-    return Schedule(tuple(order), live_bytes, peak, peak_step, order[peak_step], peak_tensors)
-
-
-def _live_at(problem: MemoryProblem, position: dict[str, int], step: int, last: int) -> list[tuple[str, int]]:
-    live = []
+    spans = []
     for buffer in problem.buffers:
-        start = 0 if buffer.from_start or not buffer.allocators else min(position[n] for n in buffer.allocators)
+        made = [position[n] for n in buffer.allocators]
+        start = 0 if buffer.from_start or not made else min(made)
         end = last if buffer.to_end or not buffer.readers else max(position[n] for n in buffer.readers)
-        end = max(end, max((position[n] for n in buffer.allocators), default=start))
-        if start <= step <= end and buffer.bytes:
-            live.append((buffer.name, buffer.bytes))
-    return sorted(live, key=lambda item: (-item[1], item[0]))
+        spans.append((start, max(end, max(made, default=start))))
+    return spans
+
+
+def schedule_peak(problem: MemoryProblem, order: Sequence[str]) -> Schedule:
+    """Live bytes at each step of ``order`` (a topological order of the problem's nodes)."""
+    if not order:
+        return Schedule((), [], sum(b.bytes for b in problem.buffers), 0, None, [])
+    spans = lifetimes(problem, order)
+    change = [0] * (len(order) + 1)
+    for buffer, (start, end) in zip(problem.buffers, spans):
+        change[start] += buffer.bytes
+        change[end + 1] -= buffer.bytes
+    live_bytes, live = [], 0
+    for step in range(len(order)):
+        live += change[step]
+        live_bytes.append(live)
+    peak_step = max(range(len(order)), key=live_bytes.__getitem__)
+    peak_tensors = sorted(
+        ((b.name, b.bytes) for b, (start, end) in zip(problem.buffers, spans) if start <= peak_step <= end and b.bytes),
+        key=lambda item: (-item[1], item[0]),
+    )
+    return Schedule(tuple(order), live_bytes, live_bytes[peak_step], peak_step, order[peak_step], peak_tensors)
 
 
 def largest_layer_bytes(problem: MemoryProblem) -> tuple[int, str | None]:
@@ -321,18 +313,51 @@ class _Search:
 
 def greedy_order(problem: MemoryProblem) -> list[str]:
     """Heuristic: run the ready node that keeps memory lowest now (then the one that frees most),
-    ties broken by model order. O(nodes x ready set)."""
-    search = _Search(problem)
-    rank = {node: i for i, node in enumerate(search.nodes)}
-    done, live, order = 0, search.base, []
-    ready = search.initially_ready()
+    ties broken by model order. Counters instead of node sets, so it stays linear in the graph
+    size times the ready-set width."""
+    nodes = problem.model_order
+    rank = {node: i for i, node in enumerate(nodes)}
+    buffers = problem.buffers
+    allocates: dict[str, list[int]] = {n: [] for n in nodes}
+    touches: dict[str, list[int]] = {n: [] for n in nodes}
+    remaining = []  # nodes that still have to run before a buffer can be freed
+    for index, buffer in enumerate(buffers):
+        for node in buffer.allocators:
+            allocates[node].append(index)
+        users = buffer.readers | buffer.allocators
+        for node in users:
+            touches[node].append(index)
+        remaining.append(len(users))
+    allocated = [b.from_start or not b.allocators for b in buffers]
+    live = sum(b.bytes for b in buffers if b.from_start or not b.allocators)
+    waiting = {node: len(problem.predecessors[node]) for node in nodes}
+    successors: dict[str, list[str]] = {node: [] for node in nodes}
+    for node, preds in problem.predecessors.items():
+        for pred in preds:
+            successors[pred].append(node)
+
+    def step(node: str) -> tuple[int, int]:
+        new = sum(buffers[i].bytes for i in allocates[node] if not allocated[i])
+        freed = sum(buffers[i].bytes for i in touches[node]
+                    if remaining[i] == 1 and not buffers[i].to_end and buffers[i].readers)
+        return live + new, live + new - freed
+
+    ready = [node for node in nodes if waiting[node] == 0]
+    order = []
     while ready:
-        steps = {n: search.step(done, live, n) for n in ready}
-        best = min(ready, key=lambda n: (*steps[n], rank[n]))
-        ready = search.ready_after(ready, done, best)
-        live = steps[best][1]
-        done |= search.bit[best]
+        costs = {n: step(n) for n in ready}
+        best = min(ready, key=lambda n: (*costs[n], rank[n]))
+        ready.remove(best)
+        live = costs[best][1]
+        for i in allocates[best]:
+            allocated[i] = True
+        for i in touches[best]:
+            remaining[i] -= 1
         order.append(best)
+        for successor in successors[best]:
+            waiting[successor] -= 1
+            if waiting[successor] == 0:
+                ready.append(successor)
     return order
 
 

@@ -39,8 +39,9 @@ class Placement:
     compute_s: float
     memory_s: float  # DRAM
     onchip_s: float  # on-chip bandwidth roof (0 when the target gives none)
-    time_s: float  # max of the three
-    bound: str  # "compute" | "memory" (DRAM) | "onchip" | "none" (no work)
+    time_s: float  # max of the three, plus the per-node overhead
+    bound: str  # "compute" | "memory" (DRAM) | "onchip" | "overhead" | "none" (no work)
+    overhead_s: float = 0.0  # fixed cost of launching a node (a GPU kernel launch), when the target gives one
 
     @property
     def percent_of_peak(self) -> float:
@@ -56,23 +57,28 @@ def roofline(
     onchip_bytes: int = 0,
     onchip_bytes_per_s: float | None = None,
     roof: str = "fp32",
+    overhead_s: float = 0.0,
 ) -> Placement:
     """Attainable = min(peak, I x bandwidth); time = max(FLOPs / peak, DRAM bytes / bandwidth,
-    on-chip bytes / on-chip bandwidth); compute-bound when I >= peak / bandwidth (the ridge)."""
+    on-chip bytes / on-chip bandwidth) + a fixed per-node overhead; compute-bound when
+    I >= peak / bandwidth (the ridge)."""
     compute_s = flops / peak_flops_per_s
     memory_s = dram_bytes / dram_bytes_per_s
     onchip_s = onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0
-    time_s = max(compute_s, memory_s, onchip_s)
+    roof_s = max(compute_s, memory_s, onchip_s)
+    time_s = roof_s + overhead_s
     intensity = flops / dram_bytes if dram_bytes else None
     attainable = peak_flops_per_s if intensity is None else min(peak_flops_per_s, intensity * dram_bytes_per_s)
     if time_s == 0:
         bound = "none"
+    elif overhead_s > roof_s:
+        bound = "overhead"
     elif compute_s >= memory_s and compute_s >= onchip_s:
         bound = "compute"
     else:
         bound = "memory" if memory_s >= onchip_s else "onchip"
     return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
-                     compute_s, memory_s, onchip_s, time_s, bound)
+                     compute_s, memory_s, onchip_s, time_s, bound, overhead_s)
 
 
 @dataclass
@@ -145,7 +151,10 @@ def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batc
         roof, peak = target.roof(record.dtype)
         if record.flops and roof != target.wanted_roof(record.dtype):
             fallbacks[(target.wanted_roof(record.dtype), roof)] += 1
-        point = roofline(record.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
+        # views, folded constants and shape arithmetic launch nothing on the device
+        works = bool(record.flops or dram or onchip) and not record.shape_only
+        overhead = target.node_overhead_s.value if target.node_overhead_s and works else 0.0
+        point = roofline(record.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, overhead)
         placements.append(NodePlacement(record.name, record.op_type, record.dtype, point, spill,
                                         _energy(target, roof, record.flops, dram, onchip)))
     for (wanted, used), count in sorted(fallbacks.items()):

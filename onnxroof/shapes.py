@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -68,11 +69,11 @@ class TensorInfo:
     dtype: int = 0  # onnx.TensorProto.DataType; 0 = unknown
     shape: tuple[Dim, ...] | None = None  # None: rank unknown
 
-    @property
+    @cached_property  # the entry is immutable, so computing once is safe (hot on big graphs)
     def is_known(self) -> bool:
         return self.shape is not None and all(isinstance(d, int) for d in self.shape)
 
-    @property
+    @cached_property
     def numel(self) -> int | None:
         if not self.is_known:
             return None

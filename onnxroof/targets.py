@@ -8,7 +8,8 @@ from (for an estimate, the arithmetic). Required: ``name``, ``description``,
 ``onchip.bandwidth_bytes_per_s`` (on-chip memory), ``dram.energy_pj_per_byte``,
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
 ``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
-``power_w``. A target with no off-chip memory (weights held on chip) sets
+``power_w``, ``node_overhead_s`` (a fixed cost per node that does work, such as a GPU kernel
+launch; added to every node's roofline time). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 """
 
@@ -70,6 +71,7 @@ class Target:
     process_nm: Figure | None = None
     clock_hz: Figure | None = None
     power_w: Figure | None = None
+    node_overhead_s: Figure | None = None
 
     def roof(self, dtype: str) -> tuple[str, float]:
         """(roof name, peak ops/s) for a node computing in ``dtype`` (an ONNX type name or roof)."""
@@ -161,6 +163,7 @@ def parse_target(path: Path) -> Target:
         process_nm=_figure(data, "process_nm", "process_nm", where, required=False),
         clock_hz=_figure(data, "clock_hz", "clock_hz", where, required=False),
         power_w=_figure(data, "power_w", "power_w", where, required=False),
+        node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
     )
 
 

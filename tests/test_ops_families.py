@@ -248,7 +248,9 @@ def test_gather_bytes_embedding_table_is_a_parameter():
     model = make_model([node], [("ids", I64, [2, 5])], [("y", F32, None)], [("table", table)])
     (record,) = onnxroof.analyze(model).nodes
     assert record.flops == 0
-    assert record.params == 1600 and record.weight_bytes == 1600 * 4
+    # the whole table is a parameter, but the lookup reads only the 10 gathered rows of 16 floats
+    assert record.params == 1600 and record.weight_bytes == 10 * 16 * 4
+    assert onnxroof.analyze(model).totals.param_bytes == 1600 * 4
     # reads 10 int64 ids, writes 2 x 5 x 16 floats
     assert record.input_bytes == 10 * 8 and record.output_bytes == 160 * 4
 

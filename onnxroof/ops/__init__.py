@@ -34,6 +34,9 @@ class OpCost:
     # (input slot, weights it holds) for packed weights, e.g. MatMulNBits' uint8 B holding K x N
     # 4-bit weights: parameters count weights, not storage elements
     param_elements: tuple[tuple[int, int], ...] = ()
+    # elements of its parameters the op actually reads, when it reads only part of them
+    # (Gather on an embedding table reads the gathered rows); None: all of them
+    weight_elements_read: int | None = None
 
 
 class UnknownShape(Exception):

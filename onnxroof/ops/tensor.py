@@ -130,7 +130,7 @@ def col2im(node: NodeView) -> OpCost:
 
 # op -> input slots that hold shapes or settings rather than data
 DATA_MOVEMENT: dict[str, tuple[int, ...]] = {
-    "Concat": (), "Transpose": (), "Gather": (1,), "GatherElements": (1,), "GatherND": (1,),
+    "Concat": (), "Transpose": (), "GatherElements": (1,), "GatherND": (1,),
     "Slice": (1, 2, 3, 4), "Split": (1,), "Pad": (1, 2, 3), "Expand": (1,), "Tile": (1,),
     "Cast": (), "CastLike": (1,), "DepthToSpace": (), "SpaceToDepth": (), "ReverseSequence": (1,),
     "Compress": (1,), "Trilu": (1,), "OneHot": (1, 2), "CenterCropPad": (1,),
@@ -152,6 +152,14 @@ RANDOM_REASON = "random draws: RNG work is not counted as arithmetic; the output
 STRING_REASON = "string handling: character work, not numeric arithmetic"
 IMAGE_DECODE_REASON = "entropy decoding of an encoded image (JPEG, PNG, ...): not tensor arithmetic; output bytes counted"
 
+def gather(node: NodeView) -> OpCost:
+    """FLOPs = 0: data movement that reads only the gathered rows: an embedding lookup reads one row of
+    the table per index, so its weight traffic is the output's bytes, not the whole table."""
+    rows = node.output_elements(0)
+    return OpCost(formula=f"0 FLOPs; reads {rows:,} gathered elements", weight_elements_read=rows)
+
+
+register("Gather", gather, family="tensor", arg_inputs=(1,))
 for _op, _args in DATA_MOVEMENT.items():
     register(_op, data_movement, family="tensor", arg_inputs=_args)
 for _op, _args in VIEWS.items():

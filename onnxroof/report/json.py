@@ -117,6 +117,16 @@ def to_document(analysis: "Analysis") -> dict:
         "batch": analysis.batch,
         "memory": memory_entry(analysis),
         "targets": [target_entry(report) for report in analysis.targets],
+        "llm": None if analysis.llm is None else {
+            "phase": analysis.llm.phase,
+            "new_tokens": analysis.llm.new_tokens,
+            "context": analysis.llm.context,
+            "layers": analysis.llm.layers,
+            "kv_cache_read_bytes": analysis.llm.kv_read_bytes,
+            "kv_cache_write_bytes": analysis.llm.kv_write_bytes,
+            "kv_cache_bytes_per_token": analysis.llm.kv_bytes_per_token,
+            "tokens_per_s": analysis.llm.tokens_per_s,
+        },
         "nodes": [node_entry(r) for r in analysis.nodes],
     }
 
@@ -162,6 +172,7 @@ def placement_entry(point) -> dict:
         "time_s": point.time_s,
         "latency_s": point.time_s,
         "bound": point.bound,
+        "overhead_s": point.overhead_s,
         "percent_of_peak": point.percent_of_peak,
     }
 
@@ -182,6 +193,7 @@ def target_entry(report) -> dict:
         "dram_bytes_per_s": target.dram_bytes_per_s.value,
         "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
         "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
+        "node_overhead_s": target.node_overhead_s.value if target.node_overhead_s else None,
         "latency_s": report.latency_s,
         "throughput_per_s": report.throughput_per_s,
         "utilization": report.utilization,

@@ -59,6 +59,14 @@ def render_table(analysis: "Analysis") -> str:
         f"  lower bound  {iec(memory.largest_layer_bytes):>10}  (largest single layer: {_clip(memory.largest_layer_node or '-', 40)})",
         f"  concat copy  {iec(memory.concat_copy_peak_bytes):>10}  (model order, if Concat copied its inputs)",
     ]
+    if analysis.llm is not None:
+        llm = analysis.llm
+        phase = {"prefill": f"prefill of {llm.new_tokens} tokens", "decode": f"decode of 1 token after {llm.context}"}
+        lines += ["", f"KV-cached decoder ({phase.get(llm.phase or '', 'phase not set: --phase prefill|decode')}): "
+                  f"{llm.layers} layers; cache read {iec(llm.kv_read_bytes)}, written {iec(llm.kv_write_bytes)} per step"
+                  + (f"; {iec(llm.kv_bytes_per_token)} per cached token" if llm.kv_bytes_per_token else "")]
+        for target, rate in llm.tokens_per_s.items():
+            lines.append(f"  {target}: {rate:,.1f} tokens/s")
     for report in analysis.targets:
         lines += [""] + target_lines(report)
     if analysis.warnings:

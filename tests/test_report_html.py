@@ -31,12 +31,27 @@ class _Page(HTMLParser):
         self._cell = -1
         self._json_open = False
         self.json_text = ""
+        # the memory section's timeline SVG
+        self.svg_paths: list[dict[str, str | None]] = []
+        self.svg_titles: list[str] = []  # the text of every <title> element inside an <svg>
+        self._svg = 0
+        self._title_open = False
+        self.section_ids: list[str] = []
 
     def handle_starttag(self, tag, attrs):
         attributes = dict(attrs)
         self.tags.append((tag, attributes))
         if attributes.get("title"):
             self.titles.append(attributes["title"])
+        if tag == "section" and attributes.get("id"):
+            self.section_ids.append(attributes["id"])
+        if tag == "svg":
+            self._svg += 1
+        elif tag == "path" and self._svg:
+            self.svg_paths.append(attributes)
+        elif tag == "title" and self._svg:
+            self._title_open = True
+            self.svg_titles.append("")
         if tag == "table":
             self._table = attributes.get("id")
         elif tag == "tbody":
@@ -52,6 +67,10 @@ class _Page(HTMLParser):
             self._json_open = True
 
     def handle_endtag(self, tag):
+        if tag == "svg":
+            self._svg -= 1
+        elif tag == "title":
+            self._title_open = False
         if tag == "table":
             self._table = None
         elif tag == "tbody":
@@ -60,6 +79,8 @@ class _Page(HTMLParser):
             self._json_open = False
 
     def handle_data(self, data):
+        if self._title_open:
+            self.svg_titles[-1] += data
         if self._json_open:
             self.json_text += data
         elif self._table == "node-table" and self._in_tbody and self._cell == 1 and self.node_names:
@@ -186,3 +207,79 @@ def test_incomplete_model_shows_warning_box():
 
 def test_complete_model_has_no_warning_box(minigooglenet_html):
     assert 'class="alert"' not in minigooglenet_html
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory section
+
+
+def _memory_section(html: str) -> str:
+    start = html.index('<section class="panel memory" id="memory"')
+    return html[start:html.index("</section>", start)]
+
+
+def test_memory_section_on_minigooglenet(minigooglenet_html):
+    page = _parse(minigooglenet_html)
+    # after the totals, before the per-op and per-node tables
+    assert page.section_ids.index("memory") < page.section_ids.index("ops")
+    assert minigooglenet_html.index('aria-label="Totals"') < minigooglenet_html.index('id="memory"')
+    section = _memory_section(minigooglenet_html)
+    # the peak: 2 x 96 x 32 x 32 float32 = 786,432 bytes, exact in a title (card and chart marker)
+    assert 2 * 96 * 32 * 32 * 4 == 786_432
+    assert any("786,432" in title for title in page.titles)
+    assert any(title.startswith("Peak, model order: 786,432 bytes") for title in page.svg_titles)
+    assert "768 KiB" in section
+    assert "batch_normalization_0" in section  # the peak node, and the layer of the lower bound
+    # the tensors making up the peak, with their exact bytes
+    assert section.count('title="393,216 bytes"') == 2 and "conv2d_0" in section
+    # how the best order was found, and the plain-language explanation
+    assert "already optimal" in section
+    assert ("At step 1, batch_normalization_0 (BatchNormalization) runs while conv2d_0&#39;s output is still live"
+            in section)
+    assert "Concat" in section
+    # one path per order in the timeline, nothing else drawn as a path
+    series = [p.get("data-series") for p in page.svg_paths]
+    assert sorted(series) == ["best", "model"]
+    assert all(p.get("d", "").startswith("M") for p in page.svg_paths)
+    # the y axis is in IEC units, x is the step
+    assert ">800 KiB</text>" in section and ">70</text>" in section
+    # a hover title per step, with its node and exact bytes
+    assert any(t.startswith("step 1\nmodel order: batch_normalization_0 (BatchNormalization): 768 KiB (786,432 bytes)")
+               for t in page.svg_titles)
+    assert sum(1 for t in page.svg_titles if t.startswith("step ")) == 74
+
+
+def test_memory_section_reports_a_better_order_and_capacity_lines():
+    # two branches: A1/B1 expand x to 4,000 B each, A2/B2 shrink it; the model interleaves them
+    nodes = [
+        helper.make_node("MatMul", ["x", "wa1"], ["la"], name="A1"),
+        helper.make_node("MatMul", ["x", "wb1"], ["lb"], name="B1"),
+        helper.make_node("MatMul", ["la", "wa2"], ["sa"], name="A2"),
+        helper.make_node("MatMul", ["lb", "wb2"], ["sb"], name="B2"),
+        helper.make_node("Add", ["sa", "sb"], ["y"], name="join"),
+    ]
+    weights = [
+        helper.make_tensor(name, TensorProto.FLOAT, shape, [0.0] * (shape[0] * shape[1]))
+        for name, shape in (("wa1", (10, 1000)), ("wb1", (10, 1000)), ("wa2", (1000, 1)), ("wb2", (1000, 1)))
+    ]
+    graph = helper.make_graph(
+        nodes, "interleaved", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])], weights,
+    )
+    analysis = onnxroof.analyze(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    html = render_html(analysis, capacities=[("test SRAM", 6_000), ("huge SRAM", 10**9)])
+    page = _parse(html)
+    section = _memory_section(html)
+    assert "8,040 bytes" in section and "4,044 bytes" in section  # model-order and best-order peaks
+    assert "Reordering helps" in section and "exact search" in section
+    assert any(t.startswith("Peak, best order: 4,044 bytes") for t in page.svg_titles)
+    assert sorted(p.get("data-series") for p in page.svg_paths) == ["best", "model"]
+    assert any(t == "test SRAM: 6,000 bytes on chip" for t in page.svg_titles)
+    assert "Above this chart's scale: huge SRAM" in section  # a capacity that would flatten the chart
+
+
+def test_memory_section_escapes_hostile_names():
+    html = render_html(onnxroof.analyze(_hostile_model()))
+    section = _memory_section(html)
+    assert IMG_PAYLOAD not in section and SCRIPT_PAYLOAD not in section
+    assert "&lt;img src=x onerror=alert(1)&gt;" in section  # the peak node's name, as text

@@ -1,0 +1,264 @@
+"""Chart geometry (onnxroof/report/charts.py): known values land on known pixels, ticks are round
+and cover the domain, downsampling never loses a peak, empty and one-step series still draw."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from onnxroof.report.charts import (
+    Bucket, LinearScale, LogScale, area_points, downsample, line_path, step_path, timeline_chart,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Linear scale
+
+
+def test_linear_known_value_lands_on_known_pixel():
+    assert LinearScale((0, 100), (0, 500))(20) == 100
+    # a y axis runs backwards: 0 at the bottom (300 px), 800 at the top (0 px)
+    y = LinearScale((0, 800), (300, 0))
+    assert y(0) == 300 and y(800) == 0 and y(200) == 225
+    assert y.invert(225) == 200
+    assert LinearScale((-50, 50), (100, 200))(0) == 150
+
+
+def test_linear_zero_width_domain_maps_to_the_middle():
+    scale = LinearScale((7, 7), (0, 100))
+    assert scale(7) == 50
+    assert [t.value for t in scale.ticks()] == [7]
+
+
+def test_linear_rejects_non_finite():
+    with pytest.raises(ValueError):
+        LinearScale((0, math.inf), (0, 1))
+
+
+def test_byte_ticks_use_one_iec_unit():
+    scale = LinearScale((0, 786_432), (300, 0)).nice(kind="bytes")  # MiniGoogLeNet's peak
+    assert scale.domain == (0, 800 * 1024)
+    ticks = scale.ticks(kind="bytes")
+    assert [t.label for t in ticks] == ["0", "200 KiB", "400 KiB", "600 KiB", "800 KiB"]
+    assert [t.value for t in ticks] == [k * 200 * 1024 for k in range(5)]
+    assert [t.position for t in ticks] == [300, 225, 150, 75, 0]
+    # widening past 1,024 KiB moves the labels to MiB
+    mib = LinearScale((0, 1.2 * 2**20), (0, 1)).nice(kind="bytes")
+    assert [t.label for t in mib.ticks(kind="bytes")] == ["0", "0.5 MiB", "1 MiB", "1.5 MiB"]
+    # never a fraction of a byte
+    assert [t.label for t in LinearScale((0, 3), (0, 1)).ticks(kind="bytes")] == ["0", "1 B", "2 B", "3 B"]
+
+
+def test_count_and_number_ticks():
+    assert [t.label for t in LinearScale((0, 73), (0, 1)).ticks(10)] == [str(v) for v in range(0, 80, 10)]
+    assert [t.label for t in LinearScale((0, 2500), (0, 1)).ticks(5)] == ["0", "500", "1,000", "1,500", "2,000", "2,500"]
+    assert [t.label for t in LinearScale((0, 2.5e6), (0, 1)).ticks(5, "count")] == ["0", "0.5 M", "1 M", "1.5 M", "2 M", "2.5 M"]
+    with pytest.raises(ValueError):
+        LinearScale((0, 1), (0, 1)).ticks(kind="furlongs")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lo=st.floats(-1e9, 1e9, allow_nan=False),
+    relative=st.floats(1e-6, 1e6),
+    count=st.integers(2, 12),
+    kind=st.sampled_from(["number", "count", "bytes"]),
+)
+def test_ticks_are_round_and_cover_the_niced_domain(lo, relative, count, kind):
+    span = max(abs(lo), 1e-3) * relative  # a chart's data spans at least a millionth of its size
+    hi = lo + span
+    scale = LinearScale((lo, hi), (0, 1000)).nice(count, kind)
+    ticks = scale.ticks(count, kind)
+    assert len(ticks) >= 2
+    # cover: the niced domain starts and ends on a tick, and contains the data
+    assert ticks[0].value == pytest.approx(scale.domain[0], rel=1e-9, abs=1e-9 * span)
+    assert ticks[-1].value == pytest.approx(scale.domain[1], rel=1e-9, abs=1e-9 * span)
+    assert scale.domain[0] <= lo + 1e-9 * span and scale.domain[1] >= hi - 1e-9 * span
+    # round: one step, 1, 2 or 5 x 10^k in the label unit
+    steps = [b.value - a.value for a, b in zip(ticks, ticks[1:])]
+    magnitude = max(abs(ticks[0].value), abs(ticks[-1].value))
+    assert all(s == pytest.approx(steps[0], abs=1e-9 * magnitude + 1e-12) for s in steps)
+    unit = _label_unit(ticks, kind)
+    mantissa = steps[0] / unit / 10 ** math.floor(math.log10(steps[0] / unit) + 1e-12)
+    assert min(abs(mantissa - m) for m in (1, 2, 5, 10)) < 1e-6, (steps[0], unit, [t.label for t in ticks])
+    assert len(ticks) <= 2 * count + 2
+    # ticks land on their own pixels
+    for tick in ticks:
+        assert tick.position == pytest.approx(scale(tick.value))
+
+
+def _label_unit(ticks, kind) -> float:
+    if kind == "number":
+        return 1.0
+    units = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
+             "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+    for tick in ticks:
+        parts = tick.label.split(" ")
+        if len(parts) == 2:
+            return float(units[parts[1]])
+    return 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Log scale
+
+
+def test_log_known_value_lands_on_known_pixel():
+    x = LogScale((1, 10_000), (0, 400))
+    assert x(1) == 0 and x(10_000) == 400
+    assert x(100) == 200  # two of four decades: halfway
+    assert x(10) == pytest.approx(100)
+    assert x.invert(200) == pytest.approx(100)
+    # a y axis, backwards, starting below 1: 0.1 at 300 px, 1,000 at 0 px
+    y = LogScale((0.1, 1000), (300, 0))
+    assert y(10) == pytest.approx(150)
+    assert y(1) == pytest.approx(225)
+    assert y.invert(75) == pytest.approx(100)
+    # the roofline ridge point of a 44.8 GFLOP/s, 4 GB/s target sits at 11.2 FLOP/B
+    ridge = LogScale((0.01, 1000), (0, 500))(11.2)
+    assert ridge == pytest.approx(500 * (math.log10(11.2) + 2) / 5)
+
+
+def test_log_rejects_non_positive():
+    with pytest.raises(ValueError):
+        LogScale((0, 10), (0, 1))
+    with pytest.raises(ValueError):
+        LogScale((1, 10), (0, 1))(0)
+    with pytest.raises(ValueError):
+        LogScale((1, 10), (0, 1))(-3)
+
+
+def test_log_decade_ticks_with_si_labels():
+    ticks = LogScale((0.1, 1000), (0, 800)).ticks()
+    assert [t.label for t in ticks] == ["0.1", "1", "10", "100", "1 k"]
+    assert [t.position for t in ticks] == pytest.approx([0, 200, 400, 600, 800])
+    wide = LogScale((1, 1e12), (0, 1)).ticks(6)
+    assert [t.label for t in wide] == ["1", "1 k", "1 M", "1 G", "1 T"]  # every third decade
+    narrow = LogScale((3, 17), (0, 1)).ticks()
+    assert [t.value for t in narrow] == [5, 10]  # under two decades: 1-2-5
+
+
+def test_log_byte_ticks_are_powers_of_two_with_iec_labels():
+    ticks = LogScale((1, 2**30), (0, 300)).ticks(kind="bytes")
+    assert [t.label for t in ticks] == ["1 B", "1 KiB", "1 MiB", "1 GiB"]
+    assert [t.position for t in ticks] == pytest.approx([0, 100, 200, 300])
+    assert all(math.log2(t.value).is_integer() for t in LogScale((100, 50_000), (0, 1)).ticks(kind="bytes"))
+
+
+def test_log_nice_and_minor_ticks():
+    scale = LogScale((3, 170), (0, 1)).nice()
+    assert scale.domain == (1, 1000)
+    minors = LogScale((1, 100), (0, 1)).minor_ticks()
+    assert minors[:3] == [2, 3, 4] and 10 not in minors and 100 not in minors and len(minors) == 16
+    assert LogScale((100, 50_000), (0, 1)).nice(kind="bytes").domain == (64, 65536)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lo=st.floats(1e-6, 1e12), factor=st.floats(1.01, 1e9))
+def test_log_ticks_inside_domain_and_monotonic(lo, factor):
+    hi = lo * factor
+    scale = LogScale((lo, hi), (0, 1000))
+    for kind in ("count", "bytes"):
+        ticks = scale.ticks(kind=kind)
+        assert ticks, (lo, hi, kind)
+        values = [t.value for t in ticks]
+        assert values == sorted(values) and len(set(values)) == len(values)
+        assert all(lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9) for v in values)
+        assert all(-1e-6 <= t.position <= 1000 + 1e-6 for t in ticks)
+
+
+# ---------------------------------------------------------------------------------------------
+# Series
+
+
+def test_downsampling_keeps_the_maximum():
+    values = [1] * 10_000
+    values[7_777] = 99
+    buckets = downsample(values, 500)
+    assert len(buckets) == 500
+    spike = [b for b in buckets if b.value == 99]
+    assert len(spike) == 1 and spike[0].peak_step == 7_777 and spike[0].first <= 7_777 <= spike[0].last
+    # the buckets tile the steps in order
+    assert buckets[0].first == 0 and buckets[-1].last == 9_999
+    assert all(a.last + 1 == b.first for a, b in zip(buckets, buckets[1:]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.integers(0, 10**9), min_size=1, max_size=400), columns=st.integers(1, 120))
+def test_every_bucket_holds_its_steps_maximum(values, columns):
+    buckets = downsample(values, columns)
+    assert len(buckets) == min(len(values), columns)
+    assert max(b.value for b in buckets) == max(values)
+    for bucket in buckets:
+        assert bucket.value == max(values[bucket.first:bucket.last + 1]) == values[bucket.peak_step]
+
+
+def test_no_downsampling_when_the_steps_fit():
+    assert downsample([3, 1, 2], 100) == (Bucket(0, 0, 0, 3), Bucket(1, 1, 1, 1), Bucket(2, 2, 2, 2))
+
+
+def test_step_path_of_a_known_series():
+    x = LinearScale((-0.5, 2.5), (0, 300))  # step i spans [100 i, 100 i + 100]
+    y = LinearScale((0, 10), (100, 0))
+    buckets = downsample([5, 5, 10], 10)
+    assert step_path(buckets, x, y) == "M0,50H200V0H300"
+    assert area_points(buckets, x, y) == "0,50 100,50 100,50 200,50 200,0 300,0 300,100 0,100"
+
+
+def test_line_path_on_log_scales():
+    x, y = LogScale((1, 100), (0, 200)), LogScale((1, 100), (200, 0))
+    assert line_path([(1, 1), (10, 10), (100, 10)], x, y) == "M0,200L100,100L200,100"
+
+
+def test_empty_series():
+    assert downsample([], 10) == ()
+    assert step_path((), LinearScale((0, 1), (0, 1)), LinearScale((0, 1), (0, 1))) == ""
+    chart = timeline_chart([("model", []), ("best", [])])
+    assert chart.steps == 0 and chart.columns == () and chart.x_ticks == ()
+    assert [s.path for s in chart.series] == ["", ""]
+    assert all(s.peak is None for s in chart.series)
+    assert chart.y.domain == (0, 1) and chart.y_ticks  # an empty chart still has an axis
+
+
+def test_single_point_series():
+    chart = timeline_chart([("model", [4096])], width=400, height=200, margin=(10, 10, 30, 50))
+    (series,) = chart.series
+    assert series.peak.step == 0 and series.peak.value == 4096
+    assert series.peak.x == pytest.approx((50 + 390) / 2)  # one step fills the plot, centred
+    assert re.fullmatch(r"M50,[\d.]+H390", series.path)
+    assert [t.label for t in chart.x_ticks] == ["0"]
+    assert len(chart.columns) == 1 and chart.columns[0].width == pytest.approx(340)
+
+
+def test_timeline_chart_downsamples_without_losing_the_peak():
+    values = [(i * 7919) % 1000 for i in range(20_000)]
+    values[12_345] = 50_000
+    chart = timeline_chart([("model", values)], width=1000, height=300)
+    (series,) = chart.series
+    assert len(series.buckets) == int(chart.plot.width)
+    assert series.peak.step == 12_345 and series.peak.value == 50_000
+    levels = [float(v) for v in re.findall(r"(?:V|,)(-?[\d.]+)", series.path)]
+    assert min(levels) == pytest.approx(chart.y(50_000), abs=0.05)  # the spike is drawn, at full height
+    assert len(chart.columns) <= chart.plot.width / 4 + 1
+    assert chart.columns[0].first == 0 and chart.columns[-1].last == 19_999
+
+
+def test_reference_lines_within_and_above_the_scale():
+    data = [100, 800, 300]
+    chart = timeline_chart([("model", data)], [("SRAM", 1000), ("DRAM cache", 1_000_000)], height=300)
+    sram, dram = chart.references
+    assert sram.y == pytest.approx(chart.y(1000)) and chart.y.domain[1] >= 1000  # drawn, the scale makes room
+    assert dram.y is None  # 1,250 x the data: left off the plot
+    assert chart.y.domain[1] < 1_000_000
+
+
+def test_two_series_share_one_x_axis():
+    chart = timeline_chart([("model", [1, 5, 2, 2]), ("best", [1, 2, 3, 2])])
+    model, best = chart.series
+    assert (model.peak.step, model.peak.value) == (1, 5)
+    assert (best.peak.step, best.peak.value) == (2, 3)
+    assert chart.x(0) == pytest.approx(chart.plot.left + chart.plot.width / 8)
+    assert [t.value for t in chart.x_ticks] == [0, 1, 2, 3]

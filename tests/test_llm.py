@@ -1,0 +1,120 @@
+"""KV-cached decoders: phases, KV-cache bytes and attention growth, on a hand-built block."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import onnxroof
+from onnxroof.errors import UsageError
+from onnxroof.llm import detect_decoder
+
+from conftest import make_model, zeros
+
+F32 = TensorProto.FLOAT
+D, HEADS, HEAD = 64, 4, 16  # hidden size, heads, head size
+
+
+def decoder_block(heads: int = HEADS, head: int = HEAD):
+    """One attention layer over a KV cache: q/k/v projections, heads split, the cache concatenated
+    with the new keys and values (present = past + new), scores, softmax, context, output projection."""
+    hidden = heads * head
+    nodes, initializers = [], [(f"w{n}", zeros(hidden, hidden)) for n in "qkvo"]
+    initializers += [("split", np.array([0, 0, heads, head], np.int64)), ("merge", np.array([0, 0, hidden], np.int64))]
+    for n in "qkv":
+        nodes += [
+            helper.make_node("MatMul", ["inputs_embeds", f"w{n}"], [f"{n}_flat"]),
+            helper.make_node("Reshape", [f"{n}_flat", "split"], [f"{n}_heads"]),
+            helper.make_node("Transpose", [f"{n}_heads"], [f"{n}_new"], perm=[0, 2, 1, 3]),
+        ]
+    nodes += [
+        helper.make_node("Concat", ["past_key_values.0.key", "k_new"], ["present.0.key"], axis=2),
+        helper.make_node("Concat", ["past_key_values.0.value", "v_new"], ["present.0.value"], axis=2),
+        helper.make_node("Transpose", ["present.0.key"], ["k_t"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q_new", "k_t"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "present.0.value"], ["context"]),
+        helper.make_node("Transpose", ["context"], ["context_t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["context_t", "merge"], ["context_flat"]),
+        helper.make_node("MatMul", ["context_flat", "wo"], ["logits"]),
+    ]
+    cache = ["batch", heads, "past_sequence_length", head]
+    present = ["batch", heads, "total_sequence_length", head]
+    return make_model(
+        nodes,
+        [("inputs_embeds", F32, ["batch", "sequence_length", hidden]),
+         ("past_key_values.0.key", F32, cache), ("past_key_values.0.value", F32, cache)],
+        [("logits", F32, ["batch", "sequence_length", hidden]),
+         ("present.0.key", F32, present), ("present.0.value", F32, present)],
+        initializers,
+    )
+
+
+def test_layout_is_detected():
+    layout = detect_decoder(decoder_block())
+    assert layout.past_inputs == ("past_key_values.0.key", "past_key_values.0.value")
+    assert layout.present_outputs == ("present.0.key", "present.0.value")
+    assert (layout.sequence, layout.past, layout.batch) == ("sequence_length", "past_sequence_length", "batch")
+
+
+@pytest.mark.parametrize("context", [1, 127, 2048])
+def test_decode_macs_and_kv_bytes_per_token(context):
+    analysis = onnxroof.analyze(decoder_block(), phase="decode", context=context, targets=["h100-sxm"])
+    assert analysis.complete
+    # one new token: q, k, v, o projections 4 x 64 x 64, then Q.K^T and A.V over context + 1 keys
+    # per head: 2 x (context + 1) x 16
+    assert analysis.totals.macs == 4 * D * D + HEADS * 2 * (context + 1) * HEAD
+    llm = analysis.llm
+    # a cached token holds a key and a value: 2 x layers x kv heads x head size x 4 B = 512 B
+    assert llm.kv_bytes_per_token == 2 * 1 * HEADS * HEAD * 4
+    assert llm.kv_read_bytes == 2 * 1 * HEADS * HEAD * context * 4
+    assert llm.kv_write_bytes == 2 * 1 * HEADS * HEAD * (context + 1) * 4
+    assert llm.tokens_per_s["h100-sxm"] == pytest.approx(1 / analysis.targets[0].latency_s)
+
+
+def test_prefill_grows_linearly_and_attention_quadratically():
+    def macs(n):
+        analysis = onnxroof.analyze(decoder_block(), phase="prefill", seq=n)
+        attention = sum(r.macs for r in analysis.nodes if r.family == "attention")
+        return analysis.totals.macs, attention
+
+    for n in (16, 64, 256):
+        total, attention = macs(n)
+        assert attention == HEADS * 2 * n * n * HEAD  # scores and context over n x n pairs
+        assert total == 4 * n * D * D + attention
+    assert macs(256)[1] == 16 * macs(64)[1]  # N^2: four times the tokens, sixteen times the attention
+
+
+def test_explicit_dims_win_over_the_phase():
+    analysis = onnxroof.analyze(decoder_block(), phase="decode", context=100, dims={"past_sequence_length": 10})
+    assert analysis.llm.kv_read_bytes == 2 * HEADS * HEAD * 10 * 4
+
+
+def test_phase_errors():
+    with pytest.raises(UsageError, match="--seq"):
+        onnxroof.analyze(decoder_block(), phase="prefill")
+    with pytest.raises(UsageError, match="not a KV-cached decoder"):
+        onnxroof.analyze(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1])], [("y", F32, [1])]),
+                         phase="decode", context=4)
+
+
+def test_decode_is_memory_bound_and_long_prefill_compute_bound_on_h100():
+    # a GPT-style layer, 16 heads of 64 (hidden 1,024), in fp32 as exported: ridge 67 / 3.35 = 20 FLOP/B
+    decode = onnxroof.analyze(decoder_block(16, 64), phase="decode", context=2048, targets=["h100-sxm"])
+    prefill = onnxroof.analyze(decoder_block(16, 64), phase="prefill", seq=2048, targets=["h100-sxm"])
+    # decode: MACs 4 x 1,024^2 (projections) + 16 x 2 x 2,049 x 64 (attention) = 8,390,656, and
+    # softmax 5 x 16 x 2,049: 16,945,232 FLOPs. DRAM: the weights 16,777,216 B, the new token
+    # (4,096 B) read by each of the q, k and v projections and the output written, the cache read
+    # (2 x 16 x 2,048 x 64 x 4 B) and written whole as present (2 x 16 x 2,049 x 64 x 4 B):
+    # 50,356,224 B. Each weight is used once: 0.34 FLOP/B.
+    point = decode.targets[0].model_point
+    flops = 2 * (4 * 1024**2 + 16 * 2 * 2049 * 64) + 5 * 16 * 2049
+    dram = 4 * 1024**2 * 4 + 4 * 4096 + 2 * 16 * 2048 * 64 * 4 + 2 * 16 * 2049 * 64 * 4
+    assert (point.flops, point.dram_bytes) == (flops, dram)
+    assert point.bound == "memory" and point.intensity == pytest.approx(0.3365, abs=1e-4)
+    # prefill: 2,048 tokens reuse every weight 2,048 times. The 16 x 2,048^2 score matrix (256 MiB)
+    # does not fit the 50 MiB L2 and spills, yet the point stays above the ridge
+    point = prefill.targets[0].model_point
+    assert prefill.targets[0].spill_bytes > 0
+    assert point.bound == "compute" and point.intensity > 20

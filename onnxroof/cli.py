@@ -63,6 +63,9 @@ def _single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None
     parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
     parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
     _analysis_options(parser)
+    parser.add_argument("--sweep", action="append", default=[], metavar="SYMBOL=V1,V2,...",
+                        help="analyse at every value (a dim name, or batch, dtype, seq, context); repeatable: "
+                             "the product of the values")
     parser.add_argument("--emit-order", metavar="FILE",
                         help="write the lowest-peak execution order found, one node name per line")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
@@ -186,7 +189,10 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         raise UsageError("give a model path or --example NAME, not both")
     if not (args.example or args.model):
         raise UsageError(f"no model given; pass a path to an .onnx file or --example NAME ({', '.join(EXAMPLES)})")
-    analysis = _analyze(f"example:{args.example}" if args.example else args.model, args)
+    source = f"example:{args.example}" if args.example else args.model
+    if getattr(args, "sweep", None):
+        return _sweep(source, args, budgets)
+    analysis = _analyze(source, args)
     if args.emit_order:
         from .memory import order_text
 
@@ -231,6 +237,39 @@ def _analyze(source: str, args: argparse.Namespace) -> Analysis:
             f"{analysis.model.name}: the analysis is incomplete (see the warnings above) and --strict is set; nothing written"
         )
     return analysis
+
+
+def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
+    from .shapes import parse_dim
+    from .sweep import parse_sweep, run_sweep
+
+    if args.command == "explain":
+        raise UsageError("--sweep is for summary and report")
+    kwargs = _analysis_kwargs(args)
+    kwargs["dims"] = dict(parse_dim(text) for text in args.dim)
+    points = run_sweep(_model(source), [parse_sweep(text) for text in args.sweep], **kwargs)
+    if not args.quiet:
+        for point in points:
+            for warning in point.analysis.warnings:
+                print(f"onnxroof: warning: {point.values}: {warning}", file=sys.stderr)
+    if args.strict and not all(p.analysis.complete for p in points):
+        raise IncompleteAnalysis("a sweep point is incomplete (see the warnings above) and --strict is set")
+    if args.command == "report":
+        from .report.html import render_sweep_html
+
+        output = args.output or f"{_safe_stem(points[0].analysis.model.name)}.sweep.html"
+        write_atomically(output, render_sweep_html(points))
+        if not args.quiet:
+            print(f"onnxroof: wrote {output}", file=sys.stderr)
+    elif args.format == "json":
+        from .report.json import sweep_document
+
+        _emit(args.output, json.dumps(sweep_document(points), indent=2) + "\n")
+    else:
+        from .report.table import render_sweep_table
+
+        _emit(args.output, render_sweep_table(points))
+    return _gate([r for p in points for r in check_budgets(budgets, p.analysis)], args.quiet)
 
 
 def _emit(output: str | None, text: str) -> None:

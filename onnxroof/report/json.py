@@ -212,3 +212,13 @@ def target_entry(report) -> dict:
             for n in report.nodes
         ],
     }
+
+
+def sweep_document(points) -> dict:
+    """One full document per sweep point, with the point's values."""
+    return {
+        "schema": "onnxroof-sweep/1",
+        "version": __version__,
+        "symbols": list(points[0].values) if points else [],
+        "points": [{"values": point.values, **to_document(point.analysis)} for point in points],
+    }

@@ -203,3 +203,27 @@ def render_targets_list(targets) -> str:
         for roof, figure in target.peak_ops_per_s.items():
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
     return "\n".join(lines) + "\n"
+
+
+def render_sweep_table(points) -> str:
+    """One row per sweep point: how compute, bytes, memory and each target's time and bound move."""
+    symbols = list(points[0].values) if points else []
+    targets = [r.target.name for r in points[0].analysis.targets] if points else []
+    header = [*symbols, "MAC-FLOPs", "FLOPs", "param bytes", "peak act.", "best peak"]
+    for target in targets:
+        header += [f"{target} latency", "bound", "FLOP/B"]
+    if points and points[0].analysis.llm is not None:
+        header += ["KV read", *(f"{t} tok/s" for t in targets)]
+    rows = [header]
+    for point in points:
+        a = point.analysis
+        row = [str(point.values[s]) for s in symbols]
+        row += [si(a.totals.mac_flops), si(a.totals.flops), iec(a.totals.param_bytes),
+                iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
+        for report in a.targets:
+            row += [_seconds(report.latency_s), report.model_point.bound, intensity(report.model_point.intensity)]
+        if a.llm is not None:
+            row += [iec(a.llm.kv_read_bytes), *(f"{a.llm.tokens_per_s.get(t, 0):,.1f}" for t in targets)]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows) + "\n"

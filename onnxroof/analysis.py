@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import difflib
+import gc
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -133,6 +134,18 @@ def analyze(
     in that type; ``batch`` sets axis 0 of every input; ``phase`` ("prefill" with ``seq``, or
     "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win).
     """
+    collecting = gc.isenabled()
+    gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
+    try:
+        return _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
+                        context)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
+             context) -> Analysis:
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
     chosen = [t if isinstance(t, Target) else load_target(t) for t in targets]

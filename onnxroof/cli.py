@@ -340,7 +340,7 @@ def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]
 
 def _render_summary(analysis: Analysis, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(analysis.to_dict(), indent=2) + "\n"
+        return dumps(analysis.to_dict(), large=len(analysis.nodes) > PRETTY_JSON_NODES)
     if fmt == "markdown":
         from .report.markdown import render_markdown
 
@@ -348,6 +348,16 @@ def _render_summary(analysis: Analysis, fmt: str) -> str:
     from .report.table import render_csv, render_table
 
     return render_csv(analysis) if fmt == "csv" else render_table(analysis)
+
+
+# Above this many nodes JSON is written compact: indenting makes Python's encoder ten times slower.
+PRETTY_JSON_NODES = 2_000
+
+
+def dumps(document: dict, large: bool = False) -> str:
+    if large:
+        return json.dumps(document, separators=(",", ":")) + "\n"
+    return json.dumps(document, indent=2) + "\n"
 
 
 def _safe_stem(name: str) -> str:

@@ -29,6 +29,9 @@ from .shapes import ShapeResult, TensorInfo
 _STORAGE_PRESERVING = frozenset(
     "Cast CastLike DequantizeLinear Transpose Reshape Identity Squeeze Unsqueeze Flatten".split()
 )
+# Ops that only re-lay a constant out (same elements, same type): a weight used both as stored
+# and through one of these (a tied embedding and its transpose) is one parameter, not two.
+_RELAYOUT = frozenset("Transpose Reshape Identity Squeeze Unsqueeze Flatten".split())
 # Ops whose output is not a function of their inputs: never folded as constants.
 _NONDETERMINISTIC = frozenset("RandomNormal RandomUniform RandomNormalLike RandomUniformLike Multinomial Bernoulli".split())
 
@@ -161,10 +164,13 @@ class _Coster:
         self.tensors = shapes.tensors
         self.values = shapes.values
         self._sizes: dict[str, int | None] = {}
+        self.storage_root: dict[str, str] = {}  # constant -> the stored tensor it re-lays out
+        self.parameter_tensors: set[str] = set()  # every tensor some node reads as a parameter
         self.options = options
         self.constant: set[str] = set()
         self.stored: dict[str, int] = {}  # constant tensor -> stored bytes
-        self.parameters: dict[str, tuple[int, int]] = {}  # parameter tensor -> (elements, stored bytes)
+        # stored parameter tensor -> (elements, stored bytes); re-layouts of one tensor share its entry
+        self.parameters: dict[str, tuple[int, int]] = {}
         # DequantizeLinear output -> its quantized input, for the QDQ compute dtype
         self.dequantized_from = {
             node.output[0]: node.input[0]
@@ -198,10 +204,10 @@ class _Coster:
         rule = rule_for(node.domain, node.op_type)
         arg_slots = rule.arg_inputs if rule else frozenset()
         subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in _subgraphs_of(node)}
-        view = NodeView(
-            node, tuple(info(n) if n else None for n in node.input), tuple(info(n) for n in node.output),
-            self.values, subgraphs, self.options.loop_trips,
-        )
+        inputs, outputs = list(node.input), list(node.output)
+        input_infos = tuple(info(n) if n else None for n in inputs)
+        output_infos = tuple(info(n) for n in outputs)
+        view = NodeView(node, input_infos, output_infos, self.values, subgraphs, self.options.loop_trips)
         if is_folded:
             status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", OpCost()
             self._track_storage(node, arg_slots)
@@ -212,17 +218,22 @@ class _Coster:
             status, reason, cost = _apply_rule(rule.handler, view)
         param_inputs: list[str] = []
         activation_inputs: list[str] = []
-        for slot, tensor_name in enumerate(node.input):
+        # a node computing shape arithmetic (every output known once the dims are bound) reads
+        # settings such as Concat's [-1], not weights
+        shape_only = bool(outputs) and all(not o or o in self.values for o in outputs)
+        for slot, tensor_name in enumerate(inputs):
             if not tensor_name or tensor_name in param_inputs or tensor_name in activation_inputs:
                 continue
             if tensor_name not in self.constant:
                 activation_inputs.append(tensor_name)
-            elif not is_folded and slot not in arg_slots:
+            elif not is_folded and not shape_only and slot not in arg_slots:
                 param_inputs.append(tensor_name)
-        packed = {node.input[slot]: elements for slot, elements in cost.param_elements if slot < len(node.input)}
+        packed = {inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
         elements = {n: packed.get(n, info(n).numel or 0) for n in param_inputs}
         for tensor_name in param_inputs:
-            self.parameters[tensor_name] = (elements[tensor_name], self.stored.get(tensor_name, size(tensor_name) or 0))
+            stored = self.stored.get(tensor_name, size(tensor_name) or 0)
+            self.parameters[self.storage_root.get(tensor_name, tensor_name)] = (elements[tensor_name], stored)
+            self.parameter_tensors.add(tensor_name)
         nested_params = sum(sub.params for sub in subgraphs.values())
         family = rule.family if rule else "unsupported"
         if family == "matmul" and not param_inputs and len(activation_inputs) >= 2:
@@ -236,12 +247,12 @@ class _Coster:
             family=family,
             status=status,
             reason=reason,
-            inputs=list(node.input),
-            outputs=list(node.output),
-            input_shapes=[_shape_list(info(n)) if n else None for n in node.input],
-            input_dtypes=[dtype_name(info(n).dtype) if n else "" for n in node.input],
-            output_shapes=[_shape_list(info(n)) for n in node.output],
-            output_dtypes=[dtype_name(info(n).dtype) for n in node.output],
+            inputs=inputs,
+            outputs=outputs,
+            input_shapes=[_shape_list(i) if i else None for i in input_infos],
+            input_dtypes=[dtype_name(i.dtype) if i else "" for i in input_infos],
+            output_shapes=[_shape_list(o) for o in output_infos],
+            output_dtypes=[dtype_name(o.dtype) for o in output_infos],
             dtype=self._compute_dtype(node, activation_inputs, param_inputs),
             macs=cost.macs,
             flops=2 * cost.macs + cost.flops,
@@ -252,7 +263,7 @@ class _Coster:
             formula=cost.formula,
             view=cost.view,
             param_inputs=param_inputs,
-            shape_only=bool(node.output) and all(not o or o in self.values for o in node.output),
+            shape_only=shape_only,
             subgraphs=subgraphs,
         )
 
@@ -301,6 +312,9 @@ class _Coster:
         """Stored bytes of a folded node's outputs: its data inputs' for re-layouts, else its own size."""
         outputs = [o for o in node.output if o]
         self.constant.update(outputs)
+        if node.op_type in _RELAYOUT and node.input and node.input[0] in self.constant:
+            for output in outputs:
+                self.storage_root[output] = self.storage_root.get(node.input[0], node.input[0])
         if node.op_type in _STORAGE_PRESERVING and node.domain in (*_DEFAULT_DOMAINS, "com.microsoft"):
             data = dict.fromkeys(n for slot, n in enumerate(node.input) if n and slot not in arg_slots)
             total = sum(self.stored.get(n, self.size(n) or 0) for n in data)
@@ -346,7 +360,7 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
         if name not in tensor_records:
             tensor = info(name)
             kind = (
-                "parameter" if name in coster.parameters
+                "parameter" if name in coster.parameter_tensors
                 else "constant" if name in coster.constant
                 else "input" if name in graph_inputs
                 else "activation"

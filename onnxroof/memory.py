@@ -137,6 +137,8 @@ def problem_from_records(
     def owner(name: str) -> str:
         # a concat slice's own views and in-place results live in the concat buffer too
         name = root.get(name, name)
+        if name not in concat_owner:
+            return name
         seen = set()
         while name in concat_owner and name not in seen:
             seen.add(name)

@@ -186,3 +186,34 @@ def test_unsupported_op_is_listed_never_silently_zero():
     document = result.to_dict()
     assert document["totals"]["unsupported"] == {"MyOp": 1}
     assert document["nodes"][1]["counted"] is False
+
+
+def test_tied_weight_used_directly_and_transposed_is_one_parameter():
+    # an embedding table read by Gather and, transposed, by the LM-head MatMul (tied weights,
+    # as torch's dynamo exporter writes them): stored once, counted once
+    model = make_model(
+        [
+            helper.make_node("Gather", ["wte", "ids"], ["h"]),
+            helper.make_node("Transpose", ["wte"], ["wte_t"], perm=[1, 0]),
+            helper.make_node("MatMul", ["h", "wte_t"], ["logits"]),
+        ],
+        [("ids", TensorProto.INT64, [1, 4])], [("logits", F32, [1, 4, 1000])], [("wte", zeros(1000, 64))],
+    )
+    result = onnxroof.analyze(model)
+    assert result.totals.params == 1000 * 64 and result.totals.param_bytes == 1000 * 64 * 4
+
+
+def test_constants_in_shape_arithmetic_are_not_parameters():
+    # Shape -> Gather -> Unsqueeze -> Concat(with a constant [-1]) -> Reshape: the [-1] is a setting
+    model = make_model(
+        [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+            helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+            helper.make_node("Concat", ["n1", "minus_one"], ["shape"], axis=0),
+            helper.make_node("Reshape", ["x", "shape"], ["y"]),
+        ],
+        [("x", F32, [2, 3, 4])], [("y", F32, [2, 12])],
+        [("zero", np.array(0, np.int64)), ("axes", np.array([0], np.int64)), ("minus_one", np.array([-1], np.int64))],
+    )
+    assert onnxroof.analyze(model).totals.params == 0

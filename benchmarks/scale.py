@@ -1,0 +1,89 @@
+"""onnxroof end to end against bare onnx.load + shape inference, on generated graphs of growing size.
+
+    python benchmarks/scale.py [--sizes 1000,10000,30000,100000] [--runs 3] [--write docs/performance.md]
+
+Each figure is the median of ``--runs`` fresh processes (process start included), as a user
+running the command sees it. Peak RSS comes from the child's rusage. Nothing here is a test:
+tests never time anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import onnx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from chain import chain_model  # noqa: E402
+
+BARE = ("import sys, onnx; m = onnx.load(sys.argv[1]); "
+        "onnx.shape_inference.infer_shapes(m, data_prop=True)")
+
+
+def timed(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB) of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return seconds, max(peak, before) / 1024
+
+
+def measure(path: Path, runs: int) -> dict:
+    bare = [timed([sys.executable, "-c", BARE, str(path)]) for _ in range(runs)]
+    ours = [timed([sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--format", "json", "-q",
+                   "-o", os.devnull]) for _ in range(runs)]
+    report = [timed([sys.executable, "-m", "onnxroof.cli", "report", str(path), "-q", "-o",
+                     str(path.with_suffix(".html"))]) for _ in range(max(1, runs // 2))]
+    return {
+        "bare_s": statistics.median(s for s, _ in bare),
+        "summary_s": statistics.median(s for s, _ in ours),
+        "report_s": statistics.median(s for s, _ in report),
+        "summary_rss": max(r for _, r in ours),
+        "report_bytes": path.with_suffix(".html").stat().st_size,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000,10000,30000,100000")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--write", help="Markdown file to write the table into")
+    args = parser.parse_args()
+    lines = [
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"onnx {onnx.__version__}; median of {args.runs} runs, process start included",
+        "",
+        "| graph | nodes | file | bare load + infer s | summary s | ratio | report s | report size | summary peak RSS |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    with tempfile.TemporaryDirectory() as directory:
+        for size in (int(s) for s in args.sizes.split(",")):
+            model = chain_model(size)
+            path = Path(directory) / f"chain_{size}.onnx"
+            onnx.save(model, path)
+            result = measure(path, args.runs)
+            lines.append(
+                f"| MatMul/Add/Relu chain | {len(model.graph.node):,} | {path.stat().st_size / 2**20:.1f} MiB | "
+                f"{result['bare_s']:.2f} | {result['summary_s']:.2f} | {result['summary_s'] / result['bare_s']:.1f}x | "
+                f"{result['report_s']:.2f} | {result['report_bytes'] / 2**20:.1f} MiB | {result['summary_rss']:.0f} MiB |"
+            )
+            print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    if args.write:
+        Path(args.write).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -322,7 +322,9 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
     tensors: dict[str, TensorInfo] = {}
     try:
         with _stored_shapes_hidden(graph, keep=opaque):
-            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(
+                without_weight_data(model), check_type=False, strict_mode=False, data_prop=True
+            )
         found: Iterable[onnx.ValueInfoProto] = (
             *inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input
         )
@@ -368,6 +370,48 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
     ]
     unresolved += [UnresolvedDim(info.name, -1, None) for info in inputs if info.shape is None]
     return ShapeResult(tensors, values, inputs, unresolved, notes)
+
+
+# Inline weight data above this many bytes is left out of the copy handed to ONNX's inference,
+# which would otherwise serialize every weight (hundreds of MB for an LLM export) to read dims.
+WEIGHT_DATA_LIMIT = 16 * 2**20
+
+
+def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` itself when its inline weights are small, else a copy whose large initializers and
+    Constant tensors keep their names, types and dims but no data (shapes need no more)."""
+    heavy = sum(t.ByteSize() for t in model.graph.initializer)
+    if heavy <= WEIGHT_DATA_LIMIT:
+        return model
+    light = onnx.ModelProto()
+    for field, value in model.ListFields():
+        if field.name == "graph":
+            continue
+        repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
+        if repeated:
+            getattr(light, field.name).extend(value)
+        elif field.message_type:
+            getattr(light, field.name).CopyFrom(value)
+        else:
+            setattr(light, field.name, value)
+    graph = model.graph
+    light.graph.name = graph.name
+    for part in ("input", "output", "value_info", "sparse_initializer"):
+        getattr(light.graph, part).extend(getattr(graph, part))
+    for tensor in graph.initializer:
+        light.graph.initializer.append(_dims_only(tensor) if math.prod(tensor.dims) > MAX_VALUE_ELEMENTS else tensor)
+    for node in graph.node:
+        copy = light.graph.node.add()
+        copy.CopyFrom(node)
+        if node.op_type == "Constant":
+            for attribute in copy.attribute:
+                if attribute.type == onnx.AttributeProto.TENSOR and math.prod(attribute.t.dims) > MAX_VALUE_ELEMENTS:
+                    attribute.t.CopyFrom(_dims_only(attribute.t))
+    return light
+
+
+def _dims_only(tensor: onnx.TensorProto) -> onnx.TensorProto:
+    return onnx.TensorProto(name=tensor.name, data_type=tensor.data_type, dims=tensor.dims)
 
 
 def _nested_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:

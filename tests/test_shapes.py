@@ -476,3 +476,20 @@ def test_large_constant_sized_from_its_attribute_when_onnx_inference_fails():
     assert "big" not in result.values
     assert result.tensors["big"].shape == (100, 1000)
     assert result.tensors["y"].shape == (2, 1000)
+
+
+def test_inference_copy_leaves_large_weight_data_out():
+    from onnxroof.shapes import WEIGHT_DATA_LIMIT, without_weight_data
+
+    rows = WEIGHT_DATA_LIMIT // (4 * 1000) + 1  # just over the limit of inline float data
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["n", rows])],
+        [helper.make_tensor_value_info("y", T.FLOAT, None)],
+        [numpy_helper.from_array(np.zeros((rows, 1000), np.float32), "w")],
+    ))
+    light = without_weight_data(model)
+    assert light.ByteSize() < 10_000 and list(light.graph.initializer[0].dims) == [rows, 1000]
+    assert light.opset_import == model.opset_import
+    analysis = analyze(model, dims={"n": 3})
+    assert analysis.totals.macs == 3 * rows * 1000 and analysis.totals.param_bytes == rows * 1000 * 4

@@ -16,7 +16,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import networkx as nx
 import onnx
@@ -122,6 +122,7 @@ def analyze(
     phase: str | None = None,
     seq: int | None = None,
     context: int | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
@@ -132,20 +133,21 @@ def analyze(
     ``targets`` (names of bundled targets, target file paths or Target objects) are placed on
     their rooflines; ``dtype`` (fp32 fp16 bf16 int8 int4) re-costs the model as if stored and run
     in that type; ``batch`` sets axis 0 of every input; ``phase`` ("prefill" with ``seq``, or
-    "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win).
+    "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win);
+    ``progress`` is called with the name of each stage as it starts.
     """
     collecting = gc.isenabled()
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
         return _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-                        context)
+                        context, progress or (lambda stage: None))
     finally:
         if collecting:
             gc.enable()
 
 
 def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-             context) -> Analysis:
+             context, progress: Callable[[str], None]) -> Analysis:
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
     chosen = [t if isinstance(t, Target) else load_target(t) for t in targets]
@@ -156,6 +158,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         proto.CopyFrom(model)  # binding writes into the model; leave the caller's untouched
     else:
         path = str(model)
+        progress("loading")
         proto = load_model(path)
         file_bytes = Path(path).stat().st_size
     if proto.functions:
@@ -172,9 +175,11 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
     bind_inputs(proto, shape_flags, dim_flags)
     nodes = list(proto.graph.node)
+    progress(f"inferring shapes of {len(nodes):,} nodes")
     shapes = infer_shapes(proto, nodes)
     if dtype != "model":
         shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
+    progress("costing nodes")
     graph = build_cost_graph(proto, shapes, CostOptions(loop_trips=loop_trips))
     records = [graph.nodes[name]["record"] for name in graph.graph.get("order", graph.nodes)]
     records.sort(key=lambda r: r.index)
@@ -187,10 +192,13 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         nodes=records,
         totals=totals,
         unresolved_dims=shapes.unresolved,
-        memory=analyze_memory(graph, elementwise_in_place=elementwise_in_place),
+        memory=_with_progress(progress, "tracking live activations",
+                              lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place)),
         dtype=dtype,
         batch=batch,
     )
+    if chosen:
+        progress(f"placing on {len(chosen)} target(s)")
     analysis.targets = [place_model(analysis, target, dtype, batch or 1) for target in chosen]
     if layout is not None:
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
@@ -202,6 +210,11 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
 # --dtype choices -> the ONNX element type every floating-point tensor is re-costed in
 RECAST_DTYPES = {"fp32": 1, "fp16": 10, "bf16": 16, "int8": 3, "int4": 22}
 _FLOAT_TYPES = frozenset({1, 10, 11, 16})
+
+
+def _with_progress(progress: Callable[[str], None], stage: str, work: Callable):
+    progress(stage)
+    return work()
 
 
 def recast_tensors(tensors: dict[str, TensorInfo], elem_type: int) -> dict[str, TensorInfo]:

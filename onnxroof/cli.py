@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 from typing import Sequence
@@ -227,8 +228,26 @@ def _analysis_kwargs(args: argparse.Namespace) -> dict:
                 phase=args.phase, seq=args.seq, context=args.context)
 
 
+class StageLines:
+    """Progress on stderr for slow runs: stage lines appear once a run has taken over
+    ``quiet_for`` seconds, so quick runs print nothing; -q silences them."""
+
+    def __init__(self, label: str, quiet_for: float = 1.5):
+        self.label, self.quiet_for = label, quiet_for
+        self.start = time.monotonic()
+        self.pending: list[str] = []
+
+    def __call__(self, stage: str) -> None:
+        elapsed = time.monotonic() - self.start
+        self.pending.append(f"onnxroof: {self.label}: {stage} ({elapsed:.1f} s)")
+        if elapsed >= self.quiet_for:
+            print(self.pending.pop(), file=sys.stderr, flush=True)
+            self.pending.clear()
+
+
 def _analyze(source: str, args: argparse.Namespace) -> Analysis:
-    analysis = analyze(_model(source), **_analysis_kwargs(args))
+    progress = None if args.quiet else StageLines(Path(source).name)
+    analysis = analyze(_model(source), progress=progress, **_analysis_kwargs(args))
     if not args.quiet:
         for warning in analysis.warnings:
             print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)

@@ -545,12 +545,17 @@ def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False,
                    state_limit: int = EXACT_STATE_LIMIT) -> MemoryReport:
     """Peak live activations under the model's order and the best order found."""
     problem = build_problem(graph, elementwise_in_place=elementwise_in_place)
-    copying = build_problem(graph, concat_in_place=False, elementwise_in_place=elementwise_in_place)
+    model_order = schedule_peak(problem, problem.model_order)
+    if any(graph.nodes[n]["record"].op_type == "Concat" for n in graph):
+        copying = build_problem(graph, concat_in_place=False, elementwise_in_place=elementwise_in_place)
+        copy_peak = schedule_peak(copying, copying.model_order).peak_bytes
+    else:
+        copy_peak = model_order.peak_bytes  # no Concat: nothing to copy
     lower_bound, node = largest_layer_bytes(problem)
     return MemoryReport(
-        model_order=schedule_peak(problem, problem.model_order),
+        model_order=model_order,
         best=best_order(problem, state_limit),
-        concat_copy_peak_bytes=schedule_peak(copying, copying.model_order).peak_bytes,
+        concat_copy_peak_bytes=copy_peak,
         largest_layer_bytes=lower_bound,
         largest_layer_node=node,
         elementwise_in_place=elementwise_in_place,

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from onnxroof.report.charts import (
-    Bucket, LinearScale, LogScale, area_points, downsample, line_path, step_path, timeline_chart,
+    Box, Bucket, LinearScale, LogScale, RooflinePoint, area_points, downsample, label_rect, line_path, place_labels,
+    roofline_chart, spread, step_path, timeline_chart, xy_chart,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -262,3 +263,157 @@ def test_two_series_share_one_x_axis():
     assert (best.peak.step, best.peak.value) == (2, 3)
     assert chart.x(0) == pytest.approx(chart.plot.left + chart.plot.width / 8)
     assert [t.value for t in chart.x_ticks] == [0, 1, 2, 3]
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Roofline
+
+
+def _fixed_roofline(points=(), marks=(), roofs=(("fp32", 1e11),), bandwidths=(("DRAM", 1e10),)):
+    # plot box 100..1000 x 10..510 px; x 0.1..1,000 FLOP/B (4 decades), y 1e8..1e12 FLOP/s (4 decades)
+    return roofline_chart(list(roofs), list(bandwidths), list(points), list(marks), width=1100, height=520,
+                          margin=(10, 100, 10, 100), strip_width=50, x_domain=(0.1, 1000), y_domain=(1e8, 1e12))
+
+
+def test_roofline_known_point_lands_on_known_pixel():
+    chart = _fixed_roofline([RooflinePoint(10, 1e10, 0.25)], roofs=[("fp32", 1e11)])
+    assert (chart.plot.left, chart.plot.right, chart.plot.top, chart.plot.bottom) == (100, 1000, 10, 510)
+    (point,) = chart.points
+    # 10 FLOP/B is 2 of 4 decades along x; 1e10 FLOP/s is 2 of 4 decades up from the bottom
+    assert point.x == pytest.approx(550) and point.y == pytest.approx(260)
+    assert not point.clamped and not point.unbounded
+    # area proportional to the weight: a quarter of the time is half the full radius
+    assert point.r == pytest.approx(chart.max_radius / 2)
+    assert chart.place(1000, 1e12) == chart.place(1000, 1e12, 0.0) and chart.place(1000, 1e12).x == pytest.approx(1000)
+    assert chart.place(0.1, 1e8).y == pytest.approx(510)
+
+
+def test_roofline_ridge_and_roofs():
+    chart = _fixed_roofline(roofs=[("fp32", 1e11), ("fp16", 4e11)])
+    fp16, fp32 = chart.roofs  # highest first
+    assert (fp16.label, fp32.label) == ("fp16", "fp32")
+    # the ridge: peak / DRAM bandwidth = 10 FLOP/B for fp32, 40 for fp16
+    assert fp32.ridge == 10 and fp16.ridge == 40
+    assert fp32.ridge_x == pytest.approx(550) and fp32.ridge_y == pytest.approx(chart.y(1e11)) == fp32.y
+    assert fp32.x1 == pytest.approx(550) and fp32.x2 == 1000
+    # the DRAM slope runs from where it enters the plot up to the highest roof's ridge
+    (slope,) = chart.slopes
+    points = [tuple(map(float, p.split(","))) for p in re.findall(r"[\d.]+,[\d.]+", slope.path)]
+    assert points[0] == pytest.approx((chart.x(0.1), chart.y(1e9)), abs=0.06)
+    assert points[-1] == pytest.approx((chart.x(40), chart.y(4e11)), abs=0.06)
+    assert slope.angle < 0  # rising to the right (SVG y grows downwards)
+
+
+def test_roofline_labels_of_close_roofs_do_not_collide():
+    # 990 TFLOP/s and 1.98 POP/s: a factor 2 apart, closer than a label's height on a 9-decade axis
+    chart = roofline_chart([("fp16", 990e12), ("int8", 1979e12), ("fp32", 67e12)], [("DRAM", 3.35e12)],
+                           [RooflinePoint(0.5, 1e7, 0.1)])
+    int8, fp16, fp32 = chart.roofs
+    boxes = [(r.label_y - 10, r.label_y) for r in chart.roofs]
+    for (top_a, bottom_a), (top_b, bottom_b) in zip(boxes, boxes[1:]):
+        assert bottom_a <= top_b or bottom_b <= top_a  # no two labels overlap
+    for roof in chart.roofs:  # and no label crosses its own roof line
+        assert roof.label_y <= roof.y - 1 or roof.label_y - 10 >= roof.y + 1
+    assert chart.x.domain[1] >= int8.ridge  # every ridge is on the plot
+
+
+def test_roofline_points_without_dram_bytes_go_in_the_strip():
+    chart = _fixed_roofline([RooflinePoint(None, 1e10, 0.0), RooflinePoint(None, 1e10, 1.0), RooflinePoint(5, 1e9)])
+    assert chart.strip is not None and chart.strip.left > chart.plot.right
+    small, big, finite = chart.points
+    for point in (small, big):
+        assert point.unbounded and point.y == pytest.approx(260)
+    assert chart.strip.left <= small.x - small.r and small.x + small.r <= chart.strip.right  # inside the strip
+    assert big.x == pytest.approx(chart.strip.left + chart.strip.width / 2)  # too wide for it: centred
+    assert not finite.unbounded
+    assert _fixed_roofline([RooflinePoint(5, 1e9)]).strip is None  # no such point: no strip
+
+
+def test_roofline_clamps_points_outside_the_axes():
+    chart = _fixed_roofline([RooflinePoint(1e6, 1e14), RooflinePoint(1e-5, 10)])
+    high, low = chart.points
+    assert high.clamped and (high.x, high.y) == (pytest.approx(1000), pytest.approx(10))
+    assert low.clamped and (low.x, low.y) == (pytest.approx(100), pytest.approx(510))
+
+
+def test_roofline_axes_cover_points_ridges_and_marks():
+    chart = roofline_chart([("int8", 4e12)], [("DRAM", 5e8), ("on-chip", 1e11)],
+                           [RooflinePoint(0.02, 3e6, 0.5), RooflinePoint(700, 2e12, 0.5)], [(1e5, 1e9)])
+    (x_lo, x_hi), (y_lo, y_hi) = chart.x.domain, sorted(chart.y.domain)
+    assert x_lo < 0.02 and x_hi > 1e5 and x_hi > 4e12 / 5e8  # the points, the mark and the ridge (8,000)
+    assert y_lo < 3e6 and y_hi > 4e12
+    assert 4e12 / 1e11 > x_lo  # the on-chip slope meets the roof on the plot
+    assert all(s.path for s in chart.slopes)
+    # no dot hangs off the plot
+    for point in chart.points:
+        assert chart.plot.left <= point.x - point.r and point.x + point.r <= chart.plot.right
+        assert chart.plot.top <= point.y - point.r and point.y + point.r <= chart.plot.bottom
+
+
+def test_roofline_dot_radius():
+    chart = _fixed_roofline()
+    assert chart.radius(1.0) == chart.max_radius
+    assert chart.radius(0.25) == pytest.approx(chart.max_radius / 2)
+    assert chart.radius(0.0) == chart.min_radius == chart.radius(-1)  # tiny nodes stay hoverable
+    assert chart.radius(4.0) == chart.max_radius
+
+
+def test_roofline_rejects_missing_roofs():
+    with pytest.raises(ValueError):
+        roofline_chart([], [("DRAM", 1e9)])
+    with pytest.raises(ValueError):
+        roofline_chart([("fp32", 1e9)], [("DRAM", 0)])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    peak=st.floats(1e6, 1e16), bandwidth=st.floats(1e6, 1e13),
+    points=st.lists(st.tuples(st.one_of(st.none(), st.floats(1e-4, 1e5)), st.floats(1e-3, 1.0)), max_size=30),
+)
+def test_roofline_dots_on_or_below_the_roof(peak, bandwidth, points):
+    """A node's achieved rate never tops the roof, so its dot's centre is never above it."""
+    placed = [RooflinePoint(i, min(peak, (i or math.inf) * bandwidth) * f, f) for i, f in points]
+    chart = roofline_chart([("fp32", peak)], [("DRAM", bandwidth)], placed)
+    for spec, point in zip(placed, chart.points):
+        if point.clamped:
+            continue
+        roof_y = chart.y(min(peak, spec.intensity * bandwidth)) if spec.intensity is not None else chart.y(peak)
+        assert point.y >= roof_y - 1e-6
+
+
+# ---------------------------------------------------------------------------------------------
+# Lines, labels
+
+
+def test_xy_chart_axes():
+    log = xy_chart([1, 8, 64, 512], [("a", [1e-3, 2e-3, 9e-3, 7e-2])])
+    assert log.x_mode == "log" and log.y_mode == "log"
+    assert [t.label for t in log.x_ticks] == ["1", "8", "64", "512"]  # the swept values label the axis
+    xs = [p[0] for p in log.series[0].points]
+    assert xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])  # equal ratios, equal steps
+    linear = xy_chart([1, 2, 3], [("a", [5, 6, 7])])
+    assert linear.x_mode == "linear" and linear.y_mode == "linear" and linear.y.domain[0] == 0
+    category = xy_chart(["fp32", "fp16", "int8"], [("a", [3, None, 1])])
+    assert category.x_mode == "category" and [t.label for t in category.x_ticks] == ["fp32", "fp16", "int8"]
+    (series,) = category.series
+    assert series.points[1] is None and series.path.count("M") == 2  # a missing value breaks the line
+
+
+def test_spread_keeps_order_and_gap():
+    assert spread([10, 12, 50], 14, 0, 100) == [10, 24, 50]
+    assert spread([95, 96], 14, 0, 100) == [86, 100]
+    assert spread([], 14, 0, 100) == []
+
+
+def test_place_labels_avoid_each_other():
+    box = Box(0, 0, 400, 300)
+    points = [(200, 150, "batch=1"), (204, 152, "batch=4"), (208, 150, "batch=16"), (60, 290, ""), (390, 10, "edge")]
+    labels = place_labels(points, box)
+    assert labels[3] is None  # no text, no label
+    rects = [label_rect(l.x, l.y, l.anchor, text) for l, (_, _, text) in zip(labels, points) if l is not None]
+    assert len(rects) == 4
+    for k, a in enumerate(rects):
+        assert box.left <= a[0] and a[2] <= box.right and box.top <= a[1] and a[3] <= box.bottom
+        for b in rects[k + 1:]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])

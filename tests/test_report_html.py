@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import importlib.util
 import json
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
 from onnxroof.examples import EXAMPLES, build_example
@@ -169,10 +175,10 @@ def test_hostile_names_are_escaped():
     assert "<img" not in html.lower()
     page = _parse(html)
     assert not any(tag == "img" for tag, _ in page.tags)
-    # exactly the page's own two scripts: the JSON data block and the inline code
+    # exactly the page's own scripts: the node table and document JSON blocks, and the inline code
     scripts = [attributes for tag, attributes in page.tags if tag == "script"]
-    assert len(scripts) == 2
-    assert [a.get("type") for a in scripts] == ["application/json", None]
+    assert [(a.get("type"), a.get("id")) for a in scripts] == [
+        ("application/json", "onnxroof-nodes"), ("application/json", "onnxroof-data"), (None, None)]
     # the names survive, escaped, as text and in the embedded document
     assert page.node_names[0].strip() == IMG_PAYLOAD + SCRIPT_PAYLOAD
     document = json.loads(page.json_text)
@@ -283,3 +289,426 @@ def test_memory_section_escapes_hostile_names():
     section = _memory_section(html)
     assert IMG_PAYLOAD not in section and SCRIPT_PAYLOAD not in section
     assert "&lt;img src=x onerror=alert(1)&gt;" in section  # the peak node's name, as text
+
+
+# ---------------------------------------------------------------------------------------------
+# Models for the report's scale cases (built with onnx.helper; also used by test_browser.py)
+
+
+def _weights(name: str, shape, initializers: list) -> str:
+    initializers.append(numpy_helper.from_array(np.zeros(shape, np.float32), name))
+    return name
+
+
+def resnet_like(width: int = 16, image: int = 64) -> onnx.ModelProto:
+    """ResNet-50's layout (stem, 3-4-6-3 bottlenecks with a projection per stage, pool, Gemm) at a
+    quarter of its width: 122 nodes, like the real one after BatchNorm folding."""
+    nodes, inits = [], []
+
+    def conv(x, c_in, c_out, k, stride=1, relu=True):
+        name = f"conv{len(nodes)}"
+        w = _weights(f"{name}.w", (c_out, c_in, k, k), inits)
+        b = _weights(f"{name}.b", (c_out,), inits)
+        nodes.append(helper.make_node("Conv", [x, w, b], [name], name=name, kernel_shape=[k, k],
+                                      strides=[stride, stride], pads=[k // 2] * 4))
+        if relu:
+            nodes.append(helper.make_node("Relu", [name], [name + ".relu"], name=name + ".relu"))
+            return name + ".relu"
+        return name
+
+    x = conv("x", 3, width, 7, stride=2)
+    nodes.append(helper.make_node("MaxPool", [x], ["pool"], name="pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4))
+    x, c_in = "pool", width
+    for stage, (blocks, mid) in enumerate(((3, width), (4, 2 * width), (6, 4 * width), (3, 8 * width))):
+        for block in range(blocks):
+            stride = 2 if block == 0 and stage > 0 else 1
+            shortcut = conv(x, c_in, 4 * mid, 1, stride, relu=False) if block == 0 else x
+            y = conv(x, c_in, mid, 1)
+            y = conv(y, mid, mid, 3, stride)
+            y = conv(y, mid, 4 * mid, 1, relu=False)
+            name = f"add{len(nodes)}"
+            nodes.append(helper.make_node("Add", [y, shortcut], [name], name=name))
+            nodes.append(helper.make_node("Relu", [name], [name + ".relu"], name=name + ".relu"))
+            x, c_in = name + ".relu", 4 * mid
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"], name="gap"))
+    nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"))
+    nodes.append(helper.make_node("Gemm", ["flat", _weights("fc.w", (1000, c_in), inits), _weights("fc.b", (1000,), inits)],
+                                  ["logits"], name="fc", transB=1))
+    graph = helper.make_graph(nodes, "resnet_like", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, image, image])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onnxroof tests")
+
+
+def transformer_like(layers: int = 18, seq: int = 128, dim: int = 256, heads: int = 4, ffn: int = 1024) -> onnx.ModelProto:
+    """A pre-norm encoder: 31 nodes a layer (LayerNorm, Q/K/V MatMuls, head reshapes and transposes,
+    scaled softmax attention, output projection, sigmoid-GELU FFN, residual Adds); 18 layers: 558 nodes."""
+    nodes, inits = [], []
+    head = dim // heads
+    inits.append(numpy_helper.from_array(np.array([1, seq, heads, head], np.int64), "heads_shape"))
+    inits.append(numpy_helper.from_array(np.array([1, seq, dim], np.int64), "model_shape"))
+    inits.append(numpy_helper.from_array(np.array(1 / head ** 0.5, np.float32), "scale"))
+    inits.append(numpy_helper.from_array(np.array(1.702, np.float32), "gelu_k"))
+
+    def node(op, inputs, name, **attrs):
+        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
+        return name
+
+    def linear(x, c_in, c_out, name):
+        y = node("MatMul", [x, _weights(f"{name}.w", (c_in, c_out), inits)], f"{name}.matmul")
+        return node("Add", [y, _weights(f"{name}.b", (c_out,), inits)], f"{name}.bias")
+
+    def norm(x, name):
+        return node("LayerNormalization", [x, _weights(f"{name}.g", (dim,), inits), _weights(f"{name}.b", (dim,), inits)],
+                    name, axis=-1)
+
+    x = "tokens"
+    for layer in range(layers):
+        p = f"layer{layer}"
+        h = norm(x, f"{p}.ln1")
+        q, k, v = (linear(h, dim, dim, f"{p}.{n}") for n in "qkv")
+        q, k, v = (node("Reshape", [t, "heads_shape"], f"{t}.heads") for t in (q, k, v))
+        q = node("Transpose", [q], f"{p}.q.t", perm=[0, 2, 1, 3])
+        k = node("Transpose", [k], f"{p}.k.t", perm=[0, 2, 3, 1])
+        v = node("Transpose", [v], f"{p}.v.t", perm=[0, 2, 1, 3])
+        scores = node("Mul", [node("MatMul", [q, k], f"{p}.scores"), "scale"], f"{p}.scaled")
+        context = node("MatMul", [node("Softmax", [scores], f"{p}.softmax", axis=-1), v], f"{p}.context")
+        context = node("Reshape", [node("Transpose", [context], f"{p}.context.t", perm=[0, 2, 1, 3]), "model_shape"],
+                       f"{p}.context.merge")
+        x = node("Add", [x, linear(context, dim, dim, f"{p}.out")], f"{p}.residual1")
+        h = linear(norm(x, f"{p}.ln2"), dim, ffn, f"{p}.ffn1")
+        h = node("Mul", [h, node("Sigmoid", [node("Mul", [h, "gelu_k"], f"{p}.gelu.scale")], f"{p}.gelu.sigmoid")],
+                 f"{p}.gelu")
+        x = node("Add", [x, linear(h, ffn, dim, f"{p}.ffn2")], f"{p}.residual2")
+    graph = helper.make_graph(nodes, "transformer_like", [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [1, seq, dim])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, seq, dim])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onnxroof tests")
+
+
+def chain(nodes: int, width: int = 16) -> onnx.ModelProto:
+    """benchmarks/chain.py's MatMul/Add/Relu chain."""
+    spec = importlib.util.spec_from_file_location("chain", Path(__file__).parent.parent / "benchmarks" / "chain.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.chain_model(nodes, width)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rooflines, hotspots, the paged node table, size
+
+
+class _Charts(HTMLParser):
+    """The roofline charts of a page: per <svg data-chart="roofline">, its dots (attributes and
+    <title> text) and marks; plus every JSON script block by id."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.charts: list[dict] = []
+        self.scripts: dict[str, str] = {}
+        self._stack: list[dict] = []
+        self._script: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if tag == "svg" and attributes.get("data-chart") == "roofline":
+            self.charts.append({"id": attributes["id"], "dots": [], "marks": [], "texts": []})
+        elif self.charts and tag == "circle" and "dot" in (attributes.get("class") or "").split():
+            self.charts[-1]["dots"].append({**attributes, "title": ""})
+            self._stack.append(self.charts[-1]["dots"][-1])
+        elif self.charts and tag == "g" and "mark" in (attributes.get("class") or "").split():
+            self.charts[-1]["marks"].append({**attributes, "title": ""})
+            self._stack.append(self.charts[-1]["marks"][-1])
+        elif tag == "title" and self._stack:
+            self._stack[-1]["_title_open"] = True
+        elif tag == "script" and attributes.get("id"):
+            self._script = attributes["id"]
+            self.scripts[self._script] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "title" and self._stack:
+            self._stack[-1].pop("_title_open", None)
+        elif tag in ("circle", "g") and self._stack and tag == ("circle" if "cx" in self._stack[-1] and "d" not in self._stack[-1] and self._stack[-1].get("class", "").startswith("dot") else "g"):
+            self._stack.pop()
+        elif tag == "script":
+            self._script = None
+
+    def handle_data(self, data):
+        if self._stack and self._stack[-1].get("_title_open"):
+            self._stack[-1]["title"] += data
+        if self._script:
+            self.scripts[self._script] += data
+
+
+def _charts(html: str) -> _Charts:
+    page = _Charts()
+    page.feed(html)
+    page.close()
+    return page
+
+
+@pytest.fixture(scope="module")
+def targeted():
+    analysis = onnxroof.analyze(build_example("minigooglenet"), targets=["myriad-x", "h100-sxm"])
+    return analysis, render_html(analysis)
+
+
+def test_header_names_type_batch_and_targets(targeted):
+    analysis, html = targeted
+    header = html[html.index('<header class="masthead">'):html.index("</header>")]
+    assert "float32 (as stored)" in header and "from the input shapes" in header
+    assert "myriad-x, h100-sxm" in header
+    assert "Conventions:" in header and "1 MAC = 2 FLOPs" in header
+
+
+def test_target_cards(targeted):
+    analysis, html = targeted
+    cards = html[html.index('aria-label="Per target"'):]
+    cards = cards[:cards.index("</section>")]
+    for report in analysis.targets:
+        assert f"{report.latency_s:.6g} s for one run" in cards
+        assert f"{report.throughput_per_s:,.1f}/s" in cards
+    assert "compute" in cards and "overhead" in cards  # the dominant bound on each
+    assert "2.42 mJ" in cards  # myriad-x's energy per run
+
+
+def test_one_roofline_per_target_with_one_dot_per_costed_node(targeted):
+    analysis, html = targeted
+    page = _charts(html)
+    assert [c["id"] for c in page.charts] == ["roofline-0", "roofline-1"]
+    names = [r.name for r in analysis.nodes]
+    for chart, report in zip(page.charts, analysis.targets):
+        costed = [n for n in report.nodes if n.placement.flops > 0]
+        assert len(chart["dots"]) == len(costed) == 62  # Conv, BatchNorm, Relu, pools, Gemm, Softmax
+        assert all(d["data-count"] == "1" for d in chart["dots"])
+        by_name = {n.name: n for n in costed}
+        for dot in chart["dots"]:
+            node = by_name[names[int(dot["data-node"])]]  # data-node: the row it scrolls to
+            title = dot["title"]
+            assert title.startswith(node.name + "\n" + node.op_type)
+            assert f"FLOPs: {onnxroof.units.si(node.placement.flops)} ({node.placement.flops:,})" in title
+            assert f"({node.placement.dram_bytes:,})" in title and f"({node.placement.time_s:.6g} s)" in title
+            assert "bound: " in title and "intensity: " in title
+        # the whole-model point
+        (mark,) = chart["marks"]
+        assert mark["title"].startswith(f"Whole model on {report.target.name}")
+        assert f"({report.model_point.flops:,})" in mark["title"]
+
+
+def test_roofline_dot_area_is_the_share_of_time(targeted):
+    analysis, html = targeted
+    chart = _charts(html).charts[0]
+    report = analysis.targets[0]
+    names = [r.name for r in analysis.nodes]
+    times = {n.name: n.placement.time_s for n in report.nodes}
+    areas = {names[int(d["data-node"])]: float(d["r"]) ** 2 for d in chart["dots"]}
+    big = max(areas, key=areas.get)
+    assert big == max(times, key=times.get) == "conv2d_13"
+    # two big nodes: radius squared in proportion to time (small ones sit at the minimum radius)
+    ratio = areas["conv2d_2"] / areas["conv2d_13"]
+    assert ratio == pytest.approx(times["conv2d_2"] / times["conv2d_13"], rel=0.02)
+
+
+def test_roofline_dots_sit_under_the_roof(targeted):
+    """y is the achieved rate (FLOPs / time): no dot's centre is above the roofs' envelope (the
+    top compute roof and the DRAM slope), read back from the SVG's own paths."""
+    _, html = targeted
+    for number in (0, 1):
+        svg = html[html.index(f'id="roofline-{number}"'):]
+        svg = svg[:svg.index("</svg>")]
+        top = min(float(y) for y in re.findall(r'<path class="roof" d="M[\d.]+,([\d.]+)H', svg))
+        x1, y1, x2, y2 = map(float, re.search(r'class="slope slope-dram" d="M([\d.]+),([\d.]+)L([\d.]+),([\d.]+)"', svg).groups())
+        dots = [(float(x), float(y)) for x, y in re.findall(r'<circle class="dot[^"]*" cx="([\d.]+)" cy="([\d.]+)"', svg)]
+        assert len(dots) == 62
+        for x, y in dots:
+            assert y >= top - 0.15
+            if x1 <= x <= x2:  # under the DRAM slope, a straight line on log-log axes
+                assert y >= y1 + (y2 - y1) * (x - x1) / (x2 - x1) - 0.15
+
+
+def test_roofline_bins_dots_past_the_limit(monkeypatch, targeted):
+    import onnxroof.report.html as module
+
+    analysis, _ = targeted
+    monkeypatch.setattr(module, "AGGREGATE_ABOVE", 10)
+    page = _charts(module.render_html(analysis))
+    for chart, report in zip(page.charts, analysis.targets):
+        costed = sum(1 for n in report.nodes if n.placement.flops > 0)
+        counts = [int(d["data-count"]) for d in chart["dots"]]
+        assert sum(counts) == costed and len(counts) < costed
+        binned = [d for d in chart["dots"] if int(d["data-count"]) > 1]
+        assert binned and all(re.match(r"\d+ × \w+ \(\w+ roof\)", d["title"]) for d in binned)
+        assert all("click to show it" in d["title"] for d in chart["dots"])
+
+
+def test_hotspots_are_the_slowest_nodes_on_the_first_target(targeted):
+    analysis, html = targeted
+    section = html[html.index('id="hotspots"'):]
+    section = section[:section.index("</section>")]
+    slowest = sorted(analysis.targets[0].nodes, key=lambda n: -n.placement.time_s)[:10]
+    positions = [section.index(f'title="{n.name}">{n.name}</a>') for n in slowest]
+    assert positions == sorted(positions) and len(positions) == 10
+    assert "by time on myriad-x" in section
+
+
+def test_hotspots_by_flops_without_targets(minigooglenet_html):
+    section = minigooglenet_html[minigooglenet_html.index('id="hotspots"'):]
+    section = section[:section.index("</section>")]
+    assert "by FLOPs" in section and "conv2d_" in section
+    assert _charts(minigooglenet_html).charts == []  # no target, no roofline
+
+
+def test_op_types_share_of_time_per_target(targeted):
+    analysis, html = targeted
+    section = html[html.index('id="ops"'):]
+    section = section[:section.index("</section>")]
+    assert "Share of time <span class=\"muted\">myriad-x</span>" in section
+    assert "Share of time <span class=\"muted\">h100-sxm</span>" in section
+    conv = sum(n.placement.time_s for n in analysis.targets[0].nodes if n.op_type == "Conv")
+    assert f"({conv:.6g} s) of" in section
+
+
+def test_node_table_has_time_and_bound_per_target(targeted):
+    analysis, html = targeted
+    page = _parse(html)
+    assert len(page.node_rows) == 74
+    first = analysis.targets[0].nodes[0]
+    assert f"{float(f'{first.placement.time_s:.6g}'):.6g} s on myriad-x" in html
+    assert '<option value="0:compute">myriad-x: compute' in html  # the bound filter
+    assert '<option value="1:overhead">h100-sxm: overhead' in html
+
+
+def test_capacity_lines_default_to_the_targets(targeted):
+    analysis, html = targeted
+    section = _memory_section(html)
+    myriad = int(analysis.targets[0].target.onchip_bytes.value)
+    assert f"<title>myriad-x on-chip: {myriad:,} bytes on chip</title>" in section  # a line on the chart
+    assert "Above this chart's scale: h100-sxm on-chip (50 MiB)" in section  # too far above the data: listed
+
+
+def test_embedded_node_table_round_trips(targeted):
+    analysis, html = targeted
+    page = _charts(html)
+    table = json.loads(page.scripts["onnxroof-nodes"])
+    assert len(table["rows"]) == 74 and table["page_size"] == 200
+    row = table["rows"][0]
+    columns = table["columns"]
+    node = analysis.nodes[0]
+    assert row[columns.index("name")] == node.name and row[columns.index("flops")] == node.flops
+    assert table["ops"][row[columns.index("op")]][0] == node.op_type
+    assert [t["name"] for t in table["targets"]] == ["myriad-x", "h100-sxm"]
+    assert table["targets"][0]["time"][0] == pytest.approx(analysis.targets[0].nodes[0].placement.time_s, rel=1e-5)
+
+
+def test_script_hash_matches_the_csp(targeted):
+    for html in (targeted[1],):
+        script = re.search(r"<script>(.*?)</script>", html, re.S).group(1)
+        digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+        assert f"script-src 'sha256-{digest}'" in html
+
+
+def test_big_graph_pages_its_table_and_bounds_its_size():
+    analysis = onnxroof.analyze(chain(2_400), targets=["myriad-x"])
+    html = render_html(analysis)
+    page, charts = _parse(html), _charts(html)
+    assert len(page.node_rows) == 200  # the first page, server-rendered
+    table = json.loads(charts.scripts["onnxroof-nodes"])
+    assert len(table["rows"]) == 2_400
+    assert 'id="node-pager"' in html and "page 1 of 12" in html
+    assert "onnxroof-data" not in charts.scripts  # past 2,000 nodes: the document is left out
+    assert "summary --format json</code> writes it" in html
+    (chart,) = charts.charts
+    counts = [int(d["data-count"]) for d in chart["dots"]]
+    assert sum(counts) == 2_400 and len(counts) < 20  # binned
+    # bounded: a fixed part (styles, script, charts, the first page of rows) and under 100 bytes a
+    # node, so 100,000 nodes stay well under 20 MB
+    assert len(html.encode()) < 600_000 + 100 * 2_400
+
+
+def test_resnet_sized_report_is_light():
+    analysis = onnxroof.analyze(resnet_like(), targets=["myriad-x", "h100-sxm"])
+    assert len(analysis.nodes) == 122
+    html = render_html(analysis)
+    assert len(html.encode()) < 1_000_000
+    assert len(_charts(html).charts[0]["dots"]) == sum(1 for n in analysis.targets[0].nodes if n.placement.flops > 0)
+
+
+def test_hostile_names_in_charts_are_escaped():
+    analysis = onnxroof.analyze(_hostile_model(), targets=["myriad-x"])
+    html = render_html(analysis)
+    assert IMG_PAYLOAD not in html and SCRIPT_PAYLOAD not in html and "<img" not in html.lower()
+    (chart,) = _charts(html).charts
+    assert chart["dots"][0]["title"].startswith(IMG_PAYLOAD + SCRIPT_PAYLOAD)  # as text, escaped in the page
+
+
+# ---------------------------------------------------------------------------------------------
+# diff, compare, sweep
+
+
+def _self_contained(html: str) -> None:
+    assert "http://" not in html and "https://" not in html and "url(" not in html
+    script = re.search(r"<script>(.*?)</script>", html, re.S).group(1)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in html
+
+
+@pytest.fixture(scope="module")
+def pair():
+    from onnxroof.diff import diff_analyses
+
+    base = onnxroof.analyze(build_example("minigooglenet"), targets=["myriad-x", "h100-sxm"])
+    head = onnxroof.analyze(build_example("minigooglenet"), targets=["myriad-x", "h100-sxm"], batch=4)
+    return base, head, diff_analyses(base, head)
+
+
+def test_diff_html(pair):
+    from onnxroof.budgets import check_budgets, parse_budget
+    from onnxroof.report.html import render_diff_html
+
+    base, head, diff = pair
+    results = check_budgets([parse_budget("flops>+5%"), parse_budget("params>5M")], head, base)
+    html = render_diff_html(diff, results)
+    _self_contained(html)
+    assert "1 budget broken" in html and "budget-broken" in html and "budget-ok" in html
+    assert "The inputs changed" in html and "batch 1 -&gt; dtype model, batch 4" in html
+    charts = _charts(html).charts
+    assert len(charts) == 2
+    for chart, report in zip(charts, head.targets):
+        bases = [d for d in chart["dots"] if "dot-base" in d["class"]]
+        heads = [d for d in chart["dots"] if "dot-head" in d["class"]]
+        assert len(heads) == sum(1 for n in report.nodes if n.placement.flops > 0) == len(bases)
+        assert [m["class"] for m in chart["marks"]] == ["mark model model-base", "mark model model-head"]
+    assert html.count('class="arrow arrow-node"') == 2 * 10  # the ten largest time changes per target
+    assert html.count('class="arrow arrow-model"') == 2
+    assert 'data-series="base"' in html and 'data-series="head"' in html  # memory timelines overlaid
+    assert "What changed" in html and "+300.0%" in html  # FLOPs x4
+
+
+def test_compare_html(pair):
+    from onnxroof.report.html import render_compare_html
+
+    base, head, _ = pair
+    small = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x", "h100-sxm"])
+    html = render_compare_html([base, head, small])
+    _self_contained(html)
+    charts = _charts(html).charts
+    assert len(charts) == 2
+    for chart in charts:
+        assert len(chart["marks"]) == 3 and chart["dots"] == []
+        assert [m["title"].split(" on ")[0] for m in chart["marks"]] == ["minigooglenet", "minigooglenet", "shallownet"]
+    assert 'class="num best"' in html  # the best value per column is marked
+
+
+def test_sweep_html():
+    from onnxroof.report.html import render_sweep_html
+    from onnxroof.sweep import run_sweep
+
+    points = run_sweep(build_example("minigooglenet"), [("batch", [1, 4, 16])], targets=["myriad-x", "h100-sxm"])
+    html = render_sweep_html(points)
+    _self_contained(html)
+    charts = _charts(html).charts
+    assert len(charts) == 2
+    for chart in charts:
+        assert [m["title"].split(" on ")[0] for m in chart["marks"]] == ["batch=1", "batch=4", "batch=16"]
+    assert html.count('class="sweep-path"') == 2  # the model point's path, per target
+    assert 'id="xy-latency"' in html and "latency per run vs batch" in html
+    for point in points:
+        assert f"{point.analysis.targets[0].latency_s:.6g}" in html  # exact values in the tooltips

@@ -12,6 +12,12 @@ run backwards, as a y axis does (``(bottom, top)``).
 - :func:`step_path`, :func:`line_path`, :func:`area_points`: SVG path data.
 - :func:`timeline_chart`: a whole step-by-step timeline (several series, horizontal reference
   lines such as on-chip capacities, hover columns) laid out in one box.
+- :func:`roofline_chart`: a log-log roofline (compute roofs, bandwidth slopes, ridge points, one
+  dot per point with its area proportional to a weight, an "∞" strip for points that move no DRAM
+  bytes); :meth:`RooflineChart.place` puts any further mark (a model point, a sweep path, an
+  arrow's end) on the same axes.
+- :func:`xy_chart`: lines through (x, y) points on linear, log or categorical axes (a sweep).
+- :func:`place_labels`: a spot beside each point for its label, clear of the others.
 
 >>> y = LinearScale((0, 786_432), (300, 0)).nice(kind="bytes")
 >>> y.domain, [t.label for t in y.ticks(kind="bytes")]
@@ -33,7 +39,8 @@ from ..units import iec, si
 __all__ = [
     "KINDS", "Tick", "LinearScale", "LogScale", "Bucket", "downsample", "step_path", "line_path",
     "area_points", "svg_number", "Box", "Marker", "SeriesGeometry", "ReferenceLine", "Column", "TimelineChart",
-    "timeline_chart",
+    "timeline_chart", "RooflinePoint", "PlacedPoint", "ComputeRoof", "Slope", "RooflineChart", "roofline_chart",
+    "XYSeries", "XYChart", "xy_chart", "spread", "Label", "label_rect", "place_labels",
 ]
 
 KINDS = ("number", "count", "bytes")
@@ -537,3 +544,421 @@ def timeline_chart(
         x_ticks=ticks, y_ticks=tuple(y.ticks(y_ticks, y_kind)),
         series=tuple(geometries), references=lines, columns=columns,
     )
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Roofline
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """A point to place: FLOP per DRAM byte (None: the point moves no DRAM bytes), FLOP/s, and a
+    weight in [0, 1] (a share of time) that sets the dot's area."""
+
+    intensity: float | None
+    performance: float
+    weight: float = 0.0
+
+
+@dataclass(frozen=True)
+class PlacedPoint:
+    x: float
+    y: float
+    r: float  # radius: area proportional to the weight
+    clamped: bool  # outside the axes' domain: drawn on the nearest edge
+    unbounded: bool  # no DRAM bytes: drawn in the "∞" strip right of the plot
+
+
+@dataclass(frozen=True)
+class ComputeRoof:
+    """A horizontal compute roof from its ridge to the plot's right edge."""
+
+    label: str
+    value: float  # FLOP/s
+    ridge: float  # FLOP/B where the DRAM slope meets it
+    y: float
+    x1: float  # the ridge's pixel (clipped to the plot)
+    x2: float
+    ridge_x: float
+    ridge_y: float
+    ridge_visible: bool
+    label_x: float  # where its label goes, and its anchor ("start" | "end")
+    label_y: float
+    anchor: str
+
+
+@dataclass(frozen=True)
+class Slope:
+    """A bandwidth roof: FLOP/s = intensity x bytes/s, a 45-degree line in decades."""
+
+    label: str
+    value: float  # bytes/s
+    path: str  # "" when it misses the plot
+    label_x: float
+    label_y: float
+    angle: float  # degrees, for rotating its label along the line
+
+
+@dataclass(frozen=True)
+class RooflineChart:
+    width: float
+    height: float
+    plot: Box
+    x: LogScale  # FLOP/B -> pixel
+    y: LogScale  # FLOP/s -> pixel
+    x_ticks: tuple[Tick, ...]
+    y_ticks: tuple[Tick, ...]
+    x_minor: tuple[float, ...]  # pixels of the minor gridlines
+    y_minor: tuple[float, ...]
+    roofs: tuple[ComputeRoof, ...]  # highest first
+    slopes: tuple[Slope, ...]
+    points: tuple[PlacedPoint, ...]  # in the order given
+    strip: Box | None  # the "∞" column for points with no DRAM bytes, when any
+    max_radius: float
+    min_radius: float
+
+    def radius(self, weight: float) -> float:
+        """Dot radius for a weight: area proportional to it, never below ``min_radius`` (hoverable)."""
+        weight = min(max(float(weight), 0.0), 1.0)
+        return max(self.min_radius, self.max_radius * math.sqrt(weight))
+
+    def place(self, intensity: float | None, performance: float, weight: float = 0.0, index: int = 0) -> PlacedPoint:
+        """Pixel position of a point; outside the domain it is clamped to the edge (and says so).
+
+        A point with no intensity goes in the strip; ``index`` spreads such points across it."""
+        r = self.radius(weight)
+        clamped = False
+        lo_y, hi_y = sorted(self.y.domain)
+        perf = float(performance) if performance and performance > 0 else lo_y
+        if perf < lo_y or perf > hi_y:
+            clamped = True
+            perf = min(max(perf, lo_y), hi_y)
+        y = self.y(perf)
+        if intensity is None:
+            if self.strip is None:
+                raise ValueError("this chart has no strip for points without DRAM bytes")
+            # a golden-ratio sequence spreads stacked points across the strip, each kept inside it
+            room = max(0.0, self.strip.width / 2 - r - 2)
+            offset = ((index * 0.6180339887) % 1.0 - 0.5) * 2 * room
+            return PlacedPoint(self.strip.left + self.strip.width / 2 + offset, y, r, clamped, True)
+        lo_x, hi_x = sorted(self.x.domain)
+        value = float(intensity) if intensity > 0 else lo_x
+        if value < lo_x or value > hi_x:
+            clamped = True
+            value = min(max(value, lo_x), hi_x)
+        return PlacedPoint(self.x(value), y, r, clamped, False)
+
+
+def spread(positions: Sequence[float], gap: float, low: float, high: float) -> list[float]:
+    """Move label positions apart to at least ``gap`` pixels, keeping them in ``[low, high]`` and
+    in their order; each moves as little as the others allow."""
+    if not positions:
+        return []
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    placed = [min(max(positions[i], low), high) for i in order]
+    for k in range(1, len(placed)):  # push down (larger) from the top
+        placed[k] = max(placed[k], placed[k - 1] + gap)
+    overflow = placed[-1] - high
+    if overflow > 0:  # then back up from the bottom edge
+        placed[-1] = high
+        for k in range(len(placed) - 2, -1, -1):
+            placed[k] = min(placed[k], placed[k + 1] - gap)
+    result = [0.0] * len(positions)
+    for k, i in enumerate(order):
+        result[i] = placed[k]
+    return result
+
+
+def _widen(lo: float, hi: float, pixels: float, length: float) -> tuple[float, float]:
+    """A log domain widened by ``pixels`` at each end of an axis ``length`` pixels long."""
+    decades = math.log10(hi / lo)
+    if length <= 2 * pixels:
+        return lo, hi
+    extra = decades * pixels / (length - 2 * pixels)
+    return lo / 10 ** extra, hi * 10 ** extra
+
+
+_CHAR_WIDTH = 6.4  # a label's width per character at the charts' 11.5 px font (estimate for layout)
+_LABEL_HEIGHT = 10.0  # a label's cap height at that font, in pixels
+
+
+def roofline_chart(
+    roofs: Sequence[tuple[str, float]],
+    bandwidths: Sequence[tuple[str, float]],
+    points: Sequence[RooflinePoint] = (),
+    marks: Sequence[tuple[float | None, float]] = (),
+    *,
+    width: float = 1240,
+    height: float = 460,
+    margin: tuple[float, float, float, float] = (20, 24, 46, 78),  # top, right, bottom, left
+    strip_width: float = 54,
+    max_radius: float = 40.0,
+    min_radius: float = 3.0,
+    max_decades: tuple[float, float] = (9, 9),  # x, y: a wider data span is clamped to the edge
+    pad: float = 2.0,
+    x_domain: tuple[float, float] | None = None,  # fixed axes (tests, side-by-side charts)
+    y_domain: tuple[float, float] | None = None,
+) -> RooflineChart:
+    """Lay out a log-log roofline in a ``width`` x ``height`` box.
+
+    ``roofs`` are compute roofs ``(label, FLOP/s)``; ``bandwidths`` are ``(label, bytes/s)``
+    slopes, the first being DRAM (its meeting with each roof is that roof's ridge point).
+    ``points`` become dots (area proportional to their weight); ``marks`` only widen the axes so
+    that later :meth:`RooflineChart.place` calls (model points, sweep paths) land inside them.
+    The axes cover every ridge, roof and point with a margin of a factor ``pad``; a point with
+    no intensity is drawn in a strip right of the plot, labelled "∞".
+    """
+    if not roofs or not bandwidths:
+        raise ValueError("a roofline needs at least one compute roof and one bandwidth")
+    if any(not (v > 0 and math.isfinite(v)) for _, v in (*roofs, *bandwidths)):
+        raise ValueError("roofs and bandwidths must be positive and finite")
+    dram = bandwidths[0][1]
+    everything = [(p.intensity, p.performance) for p in points] + [tuple(m) for m in marks]
+    needs_strip = any(i is None for i, _ in everything)
+    top, right, bottom, left = margin
+    plot_right = width - right - (strip_width + 12 if needs_strip else 0)
+    plot = Box(left, top, plot_right, height - bottom)
+    strip = Box(plot_right + 12, top, plot_right + 12 + strip_width, height - bottom) if needs_strip else None
+
+    peaks = [v for _, v in roofs]
+    ridges = [v / dram for v in peaks]
+    intensities = [i for i, _ in everything if i is not None and i > 0 and math.isfinite(i)]
+    # every ridge, and where each further slope meets the top roof, so that every line shows
+    xs = intensities + ridges + [max(peaks) / b for _, b in bandwidths[1:]]
+    # a margin of a factor of pad (about a third of a decade) around the data, ridges and roofs;
+    # the axes end there rather than at whole decades, which could leave most of the plot empty
+    # past the last ridge, room for the roofs' labels (about a decade of the top roof shows)
+    # (and past the last point: the roofs' labels are right-aligned there)
+    x_hi = max(max(xs) * pad, max(intensities, default=0) * pad * 2, max(ridges) * 8)
+    x_lo = max(min(xs) / pad, x_hi / 10 ** max_decades[0])
+    performances = [p for _, p in everything if p and p > 0 and math.isfinite(p)]
+    y_hi = max(peaks + performances) * pad * 1.2
+    y_lo = max(min(performances + [min(peaks)]) / pad, y_hi / 10 ** max_decades[1])
+    # room for the largest dot's radius on every side, so no dot hangs off the plot
+    largest = max((max(min_radius, max_radius * math.sqrt(min(max(p.weight, 0.0), 1.0))) for p in points), default=0.0)
+    if largest:
+        x_lo, x_hi = _widen(x_lo, x_hi, largest + 2, plot.width)
+        y_lo, y_hi = _widen(y_lo, y_hi, largest + 2, plot.height)
+    if x_domain is not None:
+        x_lo, x_hi = x_domain
+    if y_domain is not None:
+        y_lo, y_hi = y_domain
+    x = LogScale((x_lo, x_hi), (plot.left, plot.right))
+    y = LogScale((y_lo, y_hi), (plot.bottom, plot.top))
+    x_ticks = tuple(x.ticks(12, "count"))
+    y_ticks = tuple(y.ticks(12, "count"))
+    x_minor = tuple(x(v) for v in x.minor_ticks()) if x_hi / x_lo <= 1e7 else ()
+    y_minor = tuple(y(v) for v in y.minor_ticks()) if y_hi / y_lo <= 1e7 else ()
+
+    # compute roofs, highest first; each from its ridge to the right edge
+    ordered = sorted(zip(roofs, ridges), key=lambda item: -item[0][1])
+    top_peak = ordered[0][0][1]
+    raw = []
+    for (label, peak), ridge in ordered:
+        ry = y(peak)
+        rx = x(min(max(ridge, x_lo), x_hi))
+        raw.append((label, peak, ridge, ry, rx))
+    # labels right-aligned at the right edge, just above their roof; one that would touch the
+    # roof (or label) above it goes just below its own line instead
+    label_ys = []
+    occupied = plot.top - 2.0  # the lowest pixel taken by the roofs and labels above
+    for _, _, _, ry, _ in raw:
+        if ry - 6 - _LABEL_HEIGHT >= occupied + 1:
+            label_ys.append(ry - 6)
+            occupied = ry + 1
+        else:
+            label_ys.append(ry + 5 + _LABEL_HEIGHT)
+            occupied = ry + 7 + _LABEL_HEIGHT
+    compute = []
+    for (label, peak, ridge, ry, rx), ly in zip(raw, label_ys):
+        compute.append(ComputeRoof(
+            label=label, value=peak, ridge=ridge, y=ry, x1=rx, x2=plot.right,
+            ridge_x=rx, ridge_y=ry, ridge_visible=x_lo <= ridge <= x_hi,
+            label_x=plot.right - 4, label_y=ly, anchor="end",
+        ))
+
+    slopes = []
+    for index, (label, bandwidth) in enumerate(bandwidths):
+        start = max(x_lo, y_lo / bandwidth)  # where the slope enters the plot
+        end = min(x_hi, top_peak / bandwidth, y_hi / bandwidth)  # up to the highest roof
+        if start >= end:
+            slopes.append(Slope(label, bandwidth, "", 0.0, 0.0, 0.0))
+            continue
+        x1, y1, x2, y2 = x(start), y(start * bandwidth), x(end), y(end * bandwidth)
+        angle = math.degrees(math.atan2(y2 - y1, x2 - x1))
+        # the label sits along the line, a fifth of the way up (further for the second slope)
+        t = 0.18 + 0.2 * index
+        lx, ly = x1 + (x2 - x1) * t, y1 + (y2 - y1) * t
+        normal = math.radians(angle - 90)
+        slopes.append(Slope(label, bandwidth, f"M{svg_number(x1)},{svg_number(y1)}L{svg_number(x2)},{svg_number(y2)}",
+                            lx + 7 * math.cos(normal), ly + 7 * math.sin(normal), angle))
+
+    chart = RooflineChart(
+        width=width, height=height, plot=plot, x=x, y=y, x_ticks=x_ticks, y_ticks=y_ticks,
+        x_minor=x_minor, y_minor=y_minor, roofs=tuple(compute), slopes=tuple(slopes), points=(), strip=strip,
+        max_radius=max_radius, min_radius=min_radius,
+    )
+    placed = []
+    unbounded = 0
+    for point in points:
+        placed.append(chart.place(point.intensity, point.performance, point.weight, unbounded))
+        if point.intensity is None:
+            unbounded += 1
+    return RooflineChart(**{**chart.__dict__, "points": tuple(placed)})
+
+
+# ---------------------------------------------------------------------------------------------
+# Lines through (x, y) points
+
+
+@dataclass(frozen=True)
+class XYSeries:
+    key: str
+    path: str
+    points: tuple[tuple[float, float] | None, ...]  # pixels, None where the value is missing
+
+
+@dataclass(frozen=True)
+class XYChart:
+    width: float
+    height: float
+    plot: Box
+    x_mode: str  # "linear" | "log" | "category"
+    y_mode: str  # "linear" | "log"
+    x: "LinearScale | LogScale"
+    y: "LinearScale | LogScale"
+    x_ticks: tuple[Tick, ...]
+    y_ticks: tuple[Tick, ...]
+    series: tuple[XYSeries, ...]
+
+
+def xy_chart(
+    xs: Sequence[float | str],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    *,
+    width: float = 620,
+    height: float = 300,
+    margin: tuple[float, float, float, float] = (16, 20, 44, 70),
+    y_kind: str = "number",
+    log_ratio: float = 30.0,
+) -> XYChart:
+    """Lay out series sharing the x values ``xs``.
+
+    x is categorical (evenly spaced, labelled by the values) unless every value is a positive
+    number, then logarithmic when they span ``log_ratio`` or more, else linear. y starts at 0 and
+    is linear unless the values span ``log_ratio`` or more, then logarithmic. Missing values
+    (None) break the line.
+    """
+    _check_kind(y_kind)
+    top, right, bottom, left = margin
+    plot = Box(left, top, width - right, height - bottom)
+    numeric = bool(xs) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in xs)
+    if numeric and len(set(xs)) == len(xs) and list(xs) == sorted(xs) and max(xs) / min(xs) >= log_ratio:
+        x_mode = "log"
+        x_scale: LinearScale | LogScale = LogScale((min(xs), max(xs)), (plot.left + 14, plot.right - 14))
+        ticks_x = x_scale.ticks(8, "count")
+        values = {v: x_scale(v) for v in xs}
+        # the swept values themselves are the clearest ticks when there are few
+        if len(xs) <= 10:
+            ticks_x = [Tick(float(v), x_scale(v), _fixed(float(v), 6)) for v in xs]
+    elif numeric and len(set(xs)) == len(xs) and list(xs) == sorted(xs) and len(xs) > 1:
+        x_mode = "linear"
+        x_scale = LinearScale((min(xs), max(xs)), (plot.left + 14, plot.right - 14))
+        ticks_x = [Tick(float(v), x_scale(v), _fixed(float(v), 6)) for v in xs] if len(xs) <= 10 else x_scale.ticks(8)
+        values = {v: x_scale(v) for v in xs}
+    else:
+        x_mode = "category"
+        x_scale = LinearScale((-0.5, max(len(xs), 1) - 0.5), (plot.left, plot.right))
+        ticks_x = [Tick(float(i), x_scale(i), str(v)) for i, v in enumerate(xs)]
+        values = None
+    present = [v for _, ys in series for v in ys if v is not None and math.isfinite(v)]
+    positive = [v for v in present if v > 0]
+    if positive and len(positive) == len(present) and max(positive) / min(positive) >= log_ratio:
+        y_mode = "log"
+        y_scale: LinearScale | LogScale = LogScale((min(positive), max(positive)), (plot.bottom, plot.top)).nice()
+        ticks_y = y_scale.ticks(6, y_kind)
+    else:
+        y_mode = "linear"
+        y_scale = LinearScale((0, max(present) if present and max(present) > 0 else 1), (plot.bottom, plot.top)).nice(5, y_kind)
+        ticks_y = y_scale.ticks(5, y_kind)
+    laid = []
+    for key, ys in series:
+        pixels: list[tuple[float, float] | None] = []
+        for index, value in enumerate(ys):
+            if value is None or not math.isfinite(value) or (y_mode == "log" and value <= 0):
+                pixels.append(None)
+                continue
+            px = values[xs[index]] if values is not None else x_scale(index)
+            pixels.append((px, y_scale(value)))
+        parts, pen = [], False
+        for pixel in pixels:
+            if pixel is None:
+                pen = False
+                continue
+            parts.append(f"{'L' if pen else 'M'}{svg_number(pixel[0])},{svg_number(pixel[1])}")
+            pen = True
+        laid.append(XYSeries(key, "".join(parts), tuple(pixels)))
+    return XYChart(width, height, plot, x_mode, y_mode, x_scale, y_scale, tuple(ticks_x), tuple(ticks_y), tuple(laid))
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels beside points
+
+
+@dataclass(frozen=True)
+class Label:
+    x: float
+    y: float  # the text's baseline
+    anchor: str  # "start" | "end" (SVG text-anchor)
+
+
+Rect = tuple[float, float, float, float]  # left, top, right, bottom
+
+
+def label_rect(x: float, y: float, anchor: str, text: str, char_width: float = _CHAR_WIDTH,
+               height: float = _LABEL_HEIGHT + 2) -> Rect:
+    """The box a label occupies (estimated from its length)."""
+    width = len(text) * char_width
+    left = x - width if anchor == "end" else x - width / 2 if anchor == "middle" else x
+    return (left, y - height, left + width, y + 2)
+
+
+def _overlaps(a: Rect, b: Rect) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_labels(points: Sequence[tuple[float, float, str]], box: Box, obstacles: Sequence[Rect] = (),
+                 gap: float = 8.0, char_width: float = _CHAR_WIDTH) -> list[Label | None]:
+    """A spot for each point's label where it overlaps no other label, point or obstacle.
+
+    Tried in turn: above right, above left, below right, below left, then the same further out.
+    A label that fits nowhere is None (its point keeps its tooltip). Points are (x, y, text);
+    an empty text gets no label."""
+    taken: list[Rect] = list(obstacles) + [(x - 6, y - 6, x + 6, y + 6) for x, y, _ in points]
+    placed: list[Label | None] = []
+    for x, y, text in points:
+        if not text:
+            placed.append(None)
+            continue
+        own = (x - 6, y - 6, x + 6, y + 6)
+        found = None
+        for rise in (1, 2.6, 4.2):
+            for dx, dy, anchor in ((gap, -gap * rise, "start"), (-gap, -gap * rise, "end"),
+                                   (gap, gap * rise + _LABEL_HEIGHT, "start"), (-gap, gap * rise + _LABEL_HEIGHT, "end")):
+                label = Label(x + dx, y + dy, anchor)
+                rect = label_rect(label.x, label.y, anchor, text, char_width)
+                if rect[0] < box.left or rect[2] > box.right or rect[1] < box.top or rect[3] > box.bottom:
+                    continue
+                if any(_overlaps(rect, other) for other in taken if other != own):
+                    continue
+                found = (label, rect)
+                break
+            if found:
+                break
+        if found is None:
+            placed.append(None)
+            continue
+        placed.append(found[0])
+        taken.append(found[1])
+    return placed

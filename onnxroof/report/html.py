@@ -1,14 +1,26 @@
-"""The HTML report: one self-contained page rendered from ``reports/templates/report.html.j2``.
+"""The HTML reports: self-contained pages rendered from ``reports/templates/``.
 
-The context is the JSON document (``Analysis.to_dict()``) plus every number already formatted
-(SI prefixes for counts, IEC for bytes, the exact value for tooltips and sorting): the templates
-only place strings, they compute nothing. Everything that comes from the model (names, doc
-strings, producer) is untrusted and autoescaped; the document embedded for scripts is JSON with
-``<``, ``>`` and ``&`` escaped, so no string in it can close its ``<script>`` element. The page
-loads nothing from the network; a Content-Security-Policy pins its one script by hash.
+- :func:`render_html`: one model (header, totals, a roofline per target, hotspots, memory, op
+  types, the node table).
+- :func:`render_diff_html`: a base and a head model (deltas, both models on each roofline with
+  arrows for the largest changes, overlaid memory timelines).
+- :func:`render_compare_html`: several models side by side (totals, whole-model points).
+- :func:`render_sweep_html`: one model at every sweep point (the model point's path, latency
+  and tokens/s against the swept value).
 
-The memory section explains the memory stage's numbers in words (built here, from the numbers)
-and draws the live-activation timeline as inline SVG whose geometry comes from ``charts.py``.
+The context is built here, every number already formatted (SI prefixes for counts, IEC for
+bytes, the exact value in tooltips): the templates only place strings and compute nothing; chart
+geometry comes from ``charts.py``. Everything that comes from a model (names, doc strings,
+producer) is untrusted and autoescaped; script data is JSON with ``<``, ``>`` and ``&``
+escaped, so no string in it can close its ``<script>`` element. The pages load nothing from
+the network; a Content-Security-Policy pins their one script by hash.
+
+Size stays bounded for big graphs: the node table's rows live once, as compact JSON
+(``#onnxroof-nodes``), and the script renders them in pages of :data:`PAGE_SIZE` (the first
+page is also rendered here, so the page reads without JavaScript); past
+:data:`AGGREGATE_ABOVE` nodes a roofline draws one dot per op type and cell of the log-log
+plane; the memory timeline keeps one column per pixel; the full JSON document is embedded
+(``#onnxroof-data``) only up to :data:`FULL_DOCUMENT_MAX_NODES` nodes.
 """
 
 from __future__ import annotations
@@ -17,58 +29,118 @@ import base64
 import hashlib
 import json
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import jinja2
 from markupsafe import Markup
 
+from .. import __version__
 from ..memory import build_problem
 from ..resources import resource_dir
 from ..units import iec, intensity, si
-from .charts import TimelineChart, svg_number, timeline_chart
+from .charts import (
+    RooflineChart, RooflinePoint, TimelineChart, roofline_chart, svg_number, timeline_chart, xy_chart,
+)
+from .diff import format_value, percent_text, signed_change
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
+    from ..budgets import BudgetResult
+    from ..diff import ModelDiff
+    from ..sweep import SweepPoint
 
 TEMPLATE = "report.html.j2"
+DIFF_TEMPLATE = "diff.html.j2"
+COMPARE_TEMPLATE = "compare.html.j2"
+SWEEP_TEMPLATE = "sweep.html.j2"
 SCRIPT_TEMPLATE = "partials/_script.js.j2"
+
+PAGE_SIZE = 200  # node-table rows per page
+AGGREGATE_ABOVE = 2_000  # costed nodes past which a roofline bins its dots
+FULL_DOCUMENT_MAX_NODES = 2_000  # larger graphs embed the node table only (the document is `summary --format json`)
+FORMULAS_MAX_NODES = 2_000  # larger graphs leave the per-node formulas out of the page (`onnxroof explain`)
+HOTSPOTS = 10
+ROOFLINE_SIZE = (1240, 470)
+DIFF_ARROWS = 10  # arrows drawn per target: the largest time changes
 
 STATUS_LABELS = {
     "ok": "counted",
     "constant": "folded",
     "unsupported": "unsupported",
     "unknown_shape": "unknown shape",
+    "unknown_value": "unknown value",
 }
+BOUND_LABELS = {
+    "compute": "compute",
+    "memory": "DRAM",
+    "onchip": "on-chip",
+    "overhead": "overhead",
+    "none": "no work",
+}
+BOUND_TITLES = {
+    "compute": "compute-bound: FLOPs ÷ the roof's peak is the longest time",
+    "memory": "DRAM-bound: DRAM bytes ÷ DRAM bandwidth is the longest time",
+    "onchip": "on-chip-bound: on-chip bytes ÷ on-chip bandwidth is the longest time",
+    "overhead": "overhead-bound: the target's fixed per-node cost (a kernel launch) is longer than the work",
+    "none": "no work on this target",
+}
+# colours for op types (the nine with the most FLOPs; the rest share the last, grey)
+PALETTE = ("#3f6fd8", "#e8772e", "#2f9e6e", "#d64545", "#8a5cc9", "#c9a227", "#17a2b8", "#d46aa8", "#7a5a3a")
+OTHER_COLOUR = "#9aa1ae"
+# a few distinct colours for models in compare / sweep / diff pages
+SERIES_COLOURS = ("#3f6fd8", "#e8772e", "#2f9e6e", "#d64545", "#8a5cc9", "#c9a227", "#17a2b8", "#d46aa8")
 
-# The per-node numeric columns: (JSON key, header, tooltip unit, formatter).
+# The node table's columns after #, name, op, type and shape: (key, header, sort type).
 NODE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("macs", "MACs", "MACs", "count"),
     ("flops", "FLOPs", "FLOPs", "count"),
     ("params", "Params", "parameters", "count"),
-    ("weight_bytes", "Weight bytes", "bytes", "bytes"),
-    ("input_bytes", "Input bytes", "bytes", "bytes"),
-    ("output_bytes", "Output bytes", "bytes", "bytes"),
+    ("bytes", "Bytes", "bytes", "bytes"),
     ("intensity", "Intensity (FLOP/B)", "FLOP/B", "ratio"),
 )
 
 
-def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] = ()) -> str:
+# ---------------------------------------------------------------------------------------------
+# Public renderers
+
+
+def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None) -> str:
     """Render ``analysis`` as one self-contained HTML page (no network, opens from file://).
 
     ``capacities`` are ``(label, bytes)`` on-chip memory sizes drawn as lines on the memory
-    timeline (one per hardware target)."""
-    env = _environment()
+    timeline; by default, each hardware target's on-chip memory."""
     document = analysis.to_dict()
-    script = env.get_template(SCRIPT_TEMPLATE).render()
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    if capacities is None:
+        capacities = _target_capacities(analysis)
+    palette = _palette(document["nodes"])
     context = _context(analysis, document)
     context["memory"] = _memory_context(analysis, document, capacities)
-    context["script"] = Markup(script)  # static template text: nothing from the model in it
-    context["script_hash"] = f"sha256-{digest}"
-    context["document_json"] = Markup(script_json(document))
-    return env.get_template(TEMPLATE).render(context)
+    context["targets"] = [_target_context(t) for t in document["targets"]]
+    context["rooflines"] = [_roofline_context(document, t, k, palette) for k, t in enumerate(document["targets"])]
+    context["hotspots"] = _hotspots_context(document)
+    context["table"] = _table_context(document)
+    small = len(document["nodes"]) <= FULL_DOCUMENT_MAX_NODES
+    context["document_json"] = Markup(script_json(document)) if small else None
+    context["nodes_json"] = Markup(script_json(_node_data(document)))
+    context["full_document_max"] = _count(FULL_DOCUMENT_MAX_NODES)
+    return _render(TEMPLATE, context)
+
+
+def render_diff_html(diff: "ModelDiff", budget_results: Sequence["BudgetResult"] = ()) -> str:
+    """A base and a head model on one page: deltas, both on every roofline, memory overlaid."""
+    return _render(DIFF_TEMPLATE, _diff_context(diff, list(budget_results)))
+
+
+def render_compare_html(analyses: Sequence["Analysis"]) -> str:
+    """Several models side by side: totals per model and target, whole-model points per target."""
+    return _render(COMPARE_TEMPLATE, _compare_context(list(analyses)))
+
+
+def render_sweep_html(points: Sequence["SweepPoint"]) -> str:
+    """One model at every sweep point: the model point's path and latency against the value."""
+    return _render(SWEEP_TEMPLATE, _sweep_context(list(points)))
 
 
 def script_json(value: Any) -> str:
@@ -78,6 +150,16 @@ def script_json(value: Any) -> str:
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)
     return text
+
+
+def _render(template: str, context: dict) -> str:
+    env = _environment()
+    script = env.get_template(SCRIPT_TEMPLATE).render()
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    context.setdefault("version", __version__)
+    context["script"] = Markup(script)  # static template text: nothing from a model in it
+    context["script_hash"] = f"sha256-{digest}"
+    return env.get_template(template).render(context)
 
 
 @lru_cache(maxsize=None)
@@ -94,6 +176,11 @@ def _environment() -> jinja2.Environment:
     )
 
 
+def _target_capacities(analysis: "Analysis") -> list[tuple[str, int]]:
+    return [(f"{r.target.name} on-chip", int(r.target.onchip_bytes.value))
+            for r in analysis.targets if r.target.onchip_bytes]
+
+
 # ---------------------------------------------------------------------------------------------
 # Context: every string the templates show, built from the JSON document
 
@@ -106,24 +193,28 @@ def _context(analysis: "Analysis", document: dict) -> dict:
         "version": document["version"],
         "schema": document["schema"],
         "complete": document["complete"],
-        "model": _model_context(model, analysis.model.doc_string),
-        "totals": _totals_context(totals),
+        "model": _model_context(model, analysis.model.doc_string, document),
+        "totals": _totals_context(totals, document["memory"]),
         "problems": _problems_context(document),
-        "ops": _ops_context(nodes, totals["flops"]),
-        "columns": [{"key": key, "label": label} for key, label, _, _ in NODE_COLUMNS],
-        "rows": [_row_context(position, node) for position, node in enumerate(nodes)],
+        "ops": _ops_context(nodes, totals["flops"], document["targets"]),
+        "op_targets": [t["name"] for t in document["targets"]],
         "node_count": _count(len(nodes)),
         "uncounted_count": uncounted,
-        "op_options": [
-            {"value": op, "label": f"{op} ({count})"}
-            for op, count in sorted(Counter(n["op_type"] for n in nodes).items(), key=lambda kv: kv[0].lower())
-        ],
     }
 
 
-def _model_context(model: dict, doc_string: str) -> dict:
+def _model_context(model: dict, doc_string: str, document: dict) -> dict:
     file_bytes = model["file_bytes"]
     other_opsets = [f"{domain} {version}" for domain, version in model["opsets"].items() if domain != "ai.onnx"]
+    dtypes = Counter(n["dtype"] for n in document["nodes"] if n["counted"] and n["flops"])
+    main_dtype = dtypes.most_common(1)[0][0] if dtypes else "—"
+    if document["dtype"] == "model":
+        dtype, dtype_title = f"{main_dtype} (as stored)", "the model's own element types; " + (
+            ", ".join(f"{d}: {c:,} costed nodes" for d, c in dtypes.most_common()) or "no costed node")
+    else:
+        dtype, dtype_title = f"{document['dtype']} (re-costed)", f"--dtype {document['dtype']}: stored and run as if in this type"
+    batch = document["batch"]
+    targets = [t["name"] for t in document["targets"]]
     return {
         "name": model["name"],
         "path": model["path"],
@@ -137,6 +228,13 @@ def _model_context(model: dict, doc_string: str) -> dict:
         "doc_string": doc_string.strip(),
         "inputs": [_tensor_context(t) for t in model["inputs"]],
         "outputs": [_tensor_context(t) for t in model["outputs"]],
+        "dtype": dtype,
+        "dtype_title": dtype_title,
+        "batch": str(batch) if batch else "from the input shapes",
+        "batch_title": f"--batch {batch}: axis 0 of every input" if batch else "no --batch: axis 0 as the input shapes give it",
+        "targets": ", ".join(targets) if targets else "none",
+        "targets_title": "; ".join(f"{t['name']}: {t['description']}" for t in document["targets"])
+                         or "no --target given: no roofline, latency or energy",
     }
 
 
@@ -144,9 +242,9 @@ def _tensor_context(tensor: dict) -> dict:
     return {"name": tensor["name"], "shape": shape_text(tensor["shape"]), "dtype": tensor["dtype"]}
 
 
-def _totals_context(totals: dict) -> dict:
+def _totals_context(totals: dict, memory: dict | None) -> dict:
     uncounted = totals["nodes"] - totals["counted_nodes"]
-    return {
+    context = {
         "params": si(totals["params"]),
         "params_title": f"{totals['params']:,} parameters",
         "param_bytes": iec(totals["param_bytes"]),
@@ -165,6 +263,48 @@ def _totals_context(totals: dict) -> dict:
         "all_counted": uncounted == 0,
         # with nodes left out, every sum is a lower bound: the cards say so
         "bound": "" if uncounted == 0 else "≥ ",
+        "peak": None,
+    }
+    if memory is not None:
+        peak, best = memory["peak_bytes"], memory["best_order_peak_bytes"]
+        context["peak"] = {
+            "value": iec(peak),
+            "title": f"{peak:,} bytes live at step {memory['peak_step']} ({memory['peak_node']}), model order",
+            "best": iec(best),
+            "best_title": f"{best:,} bytes in the best order found ({memory['best_order_method']})",
+            "saving": f" (−{_percent((peak - best) / peak)})" if best < peak and peak else "",
+        }
+    return context
+
+
+def _target_context(target: dict) -> dict:
+    """One target's card: latency, throughput, bound, energy."""
+    share = target["time_share"]
+    main = max(share.items(), key=lambda kv: kv[1])[0] if share else "none"
+    point = target["model_point"]
+    energy = target["energy_j"]
+    split = target["energy_split"]
+    batch = target["batch"] or 1
+    return {
+        "name": target["name"],
+        "description": target["description"],
+        "latency": format_value(target["latency_s"], "seconds"),
+        "latency_title": f"{target['latency_s']:.6g} s for one run at batch {batch}: every counted node, one after another",
+        "throughput": f"{target['throughput_per_s']:,.1f}/s",
+        "throughput_title": f"{target['throughput_per_s']:.6g} inferences per second (batch {batch} ÷ latency)",
+        "bound": BOUND_LABELS.get(main, main),
+        "bound_key": main,
+        "bound_share": _percent(share.get(main, 0.0)),
+        "bound_title": "share of the latency per bound: " + ", ".join(
+            f"{BOUND_LABELS.get(b, b)} {_percent(s)}" for b, s in sorted(share.items(), key=lambda kv: -kv[1]))
+            + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point['bound'], point['bound'])}-bound",
+        "energy": format_value(energy, "joules") if energy is not None else "n/a",
+        "energy_title": ("energy per run: " + ", ".join(
+            f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}" for part, value in split.items())
+            + (f" ({energy:.6g} J)" if energy is not None else "")) if energy is not None
+            else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
+        "utilization": _percent(target["utilization"]) if target["utilization"] < 0.9995 else "100%",
+        "utilization_title": f"{target['utilization']:.4%} of the model's main roof ({point['roof']}) over the latency",
     }
 
 
@@ -182,19 +322,23 @@ def _problems_context(document: dict) -> dict:
     unsupported = [{"op": op, "count": _count(n)} for op, n in totals["unsupported"].items()]
     unknown = [{"op": op, "count": _count(n)} for op, n in totals["not_counted"].items()]
     warnings = list(document["warnings"])
+    notes = [f"{t['name']}: {note}" for t in document["targets"] for note in t["notes"]]
     return {
         "any": bool(warnings or unresolved or unsupported or unknown),
         "warnings": warnings,
         "unresolved": unresolved,
         "unsupported": unsupported,
         "unknown_shape": unknown,
+        "uncounted_bytes": iec(totals["uncounted_bytes"]) if totals["uncounted_bytes"] else "",
+        "uncounted_bytes_title": f"{totals['uncounted_bytes']:,} bytes move through nodes that are not counted",
+        "target_notes": notes,
     }
 
 
 _NOT_COUNTED = {"text": "—", "title": "no node of this op type was counted", "value": "", "cls": "na"}
 
 
-def _ops_context(nodes: list[dict], total_flops: int) -> list[dict]:
+def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> list[dict]:
     groups: dict[str, dict] = {}
     for node in nodes:
         group = groups.setdefault(node["op_type"], {"nodes": 0, "uncounted": 0, "macs": 0, "flops": 0, "params": 0})
@@ -202,6 +346,12 @@ def _ops_context(nodes: list[dict], total_flops: int) -> list[dict]:
         group["uncounted"] += 0 if node["counted"] else 1
         for key in ("macs", "flops", "params"):
             group[key] += node[key]
+    times: list[dict[str, float]] = []
+    for target in targets:
+        per_op: dict[str, float] = defaultdict(float)
+        for placement in target["nodes"]:
+            per_op[placement["op_type"]] += placement["time_s"]
+        times.append(per_op)
     ordered = sorted(groups.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["nodes"], kv[0].lower()))
     rows = []
     for op, group in ordered:
@@ -211,6 +361,16 @@ def _ops_context(nodes: list[dict], total_flops: int) -> list[dict]:
             key: _NOT_COUNTED if none_counted else _metric(group[key], "count", unit)
             for key, unit in (("macs", "MACs"), ("flops", "FLOPs"), ("params", "parameters"))
         }
+        time_shares = []
+        for target, per_op in zip(targets, times):
+            latency = target["latency_s"]
+            spent = per_op.get(op, 0.0)
+            part = spent / latency if latency else 0.0
+            time_shares.append({
+                "share": "—" if none_counted else _percent(part),
+                "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} on {target['name']}",
+                "bar": f"{min(part, 1.0) * 100:.2f}%",
+            })
         rows.append({
             "op": op,
             "nodes": _count(group["nodes"]),
@@ -219,23 +379,140 @@ def _ops_context(nodes: list[dict], total_flops: int) -> list[dict]:
             "share": "—" if none_counted or not total_flops else _percent(share),
             "share_title": f"{group['flops']:,} of {total_flops:,} FLOPs",
             "bar": f"{min(share, 1.0) * 100:.2f}%",
+            "times": time_shares,
         })
     return rows
 
 
-def _row_context(position: int, node: dict) -> dict:
-    """One row of the node table; ``position`` is the node's place in execution order."""
+# ---------------------------------------------------------------------------------------------
+# The node table: compact JSON (rendered in pages by the script) and its first page, here
+
+
+def _node_data(document: dict) -> dict:
+    """The node table as compact JSON: one array per node, repeated strings as indices."""
+    nodes = document["nodes"]
+    ops, dtypes, shapes, statuses = _Interner(), _Interner(), _Interner(), _Interner()
+    with_formulas = len(nodes) <= FORMULAS_MAX_NODES
+    rows = []
+    for node in nodes:
+        shape = "; ".join(shape_text(s) for s in node["output_shapes"]) or "-"
+        op = ops((node["op_type"], f"{node['domain'] or 'ai.onnx'}::{node['op_type']} ({node['family']})"))
+        rows.append([
+            node["name"], op, dtypes(node["dtype"]), shapes(shape), statuses(node["status"]),
+            node["macs"], node["flops"], node["params"], node["weight_bytes"], node["input_bytes"], node["output_bytes"],
+            (node["formula"] or "") if with_formulas else "", node["reason"] or "",
+        ])
+    index = {node["name"]: position for position, node in enumerate(nodes)}
+    bounds = list(BOUND_LABELS)
+    targets = []
+    for target in document["targets"]:
+        time: list[float | None] = [None] * len(nodes)
+        dram: list[int | None] = [None] * len(nodes)
+        bound: list[int | None] = [None] * len(nodes)
+        for placement in target["nodes"]:
+            position = index.get(placement["name"])
+            if position is None:
+                continue
+            time[position] = _round(placement["time_s"])
+            dram[position] = placement["dram_bytes"]
+            bound[position] = bounds.index(placement["bound"]) if placement["bound"] in bounds else None
+        targets.append({"name": target["name"], "latency_s": target["latency_s"], "time": time, "dram": dram,
+                        "bound": bound})
+    return {
+        "columns": ["name", "op", "dtype", "shape", "status", "macs", "flops", "params", "weight_bytes",
+                    "input_bytes", "output_bytes", "formula", "reason"],
+        "ops": [list(op) for op in ops.values], "dtypes": dtypes.values, "shapes": shapes.values,
+        "statuses": [[s, STATUS_LABELS.get(s, s)] for s in statuses.values],
+        "bounds": [[b, BOUND_LABELS[b], BOUND_TITLES[b]] for b in bounds],
+        "targets": targets,
+        "formulas": with_formulas,
+        "page_size": PAGE_SIZE,
+        "rows": rows,
+    }
+
+
+class _Interner:
+    """Strings -> small integers, in order of first use."""
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self._index: dict = {}
+
+    def __call__(self, value) -> int:
+        if value not in self._index:
+            self._index[value] = len(self.values)
+            self.values.append(value)
+        return self._index[value]
+
+
+def _round(value: float | None) -> float | None:
+    """Six significant digits: plenty for a page, half the characters of a full float."""
+    return None if value is None else float(f"{value:.6g}")
+
+
+def _table_context(document: dict) -> dict:
+    nodes = document["nodes"]
+    targets = document["targets"]
+    placements = [{p["name"]: p for p in t["nodes"]} for t in targets]
+    first = nodes[:PAGE_SIZE]
+    bound_options = []
+    for k, target in enumerate(targets):
+        present = Counter(p["bound"] for p in target["nodes"])
+        for bound in BOUND_LABELS:
+            if present.get(bound):
+                bound_options.append({"value": f"{k}:{bound}",
+                                      "label": f"{target['name']}: {BOUND_LABELS[bound]} ({present[bound]:,})"})
+    pages = max(1, math.ceil(len(nodes) / PAGE_SIZE))
+    return {
+        "columns": [{"key": key, "label": label} for key, label, _, _ in NODE_COLUMNS],
+        "targets": [t["name"] for t in targets],
+        "rows": [_row_context(position, node, [p.get(node["name"]) for p in placements], targets)
+                 for position, node in enumerate(first)],
+        "op_options": [
+            {"value": op, "label": f"{op} ({count:,})"}
+            for op, count in sorted(Counter(n["op_type"] for n in nodes).items(), key=lambda kv: kv[0].lower())
+        ],
+        "bound_options": bound_options,
+        "paged": len(nodes) > PAGE_SIZE,
+        "page_size": _count(PAGE_SIZE),
+        "pages": _count(pages),
+        "shown": f"1–{len(first):,}" if first else "0",
+        "total": _count(len(nodes)),
+    }
+
+
+def _row_context(position: int, node: dict, placements: list[dict | None], targets: list[dict]) -> dict:
+    """One row of the node table; ``position`` is the node's place in execution order. The
+    script renders the same markup from the compact JSON (keep the two in step)."""
     counted = node["counted"]
     status = node["status"]
     metrics = []
+    total_bytes = node["weight_bytes"] + node["input_bytes"] + node["output_bytes"]
     for key, _, unit, kind in NODE_COLUMNS:
         if not counted:
             metrics.append({"text": "—", "title": f"not counted: {node['reason']}", "value": "", "cls": "na"})
             continue
-        metric = _metric(node[key], kind, unit)
+        if key == "bytes":
+            metric = _metric(total_bytes, kind, unit)
+            metric["title"] = (f"{node['weight_bytes']:,} weight + {node['input_bytes']:,} input + "
+                               f"{node['output_bytes']:,} output = {total_bytes:,} bytes")
+        else:
+            metric = _metric(node[key], kind, unit)
         if key == "flops" and node["formula"]:
             metric["title"] = f"{metric['title']}\n{node['formula']}"
         metrics.append(metric)
+    for placement, target in zip(placements, targets):
+        if placement is None:
+            metrics.append({"text": "—", "title": f"not placed on {target['name']}: not counted", "value": "", "cls": "na"})
+            metrics.append({"text": "—", "title": "", "value": "", "cls": "na", "badge": True})
+            continue
+        time_s = placement["time_s"]
+        metrics.append({"text": format_value(_round(time_s), "seconds"),
+                        "title": f"{_round(time_s):.6g} s on {target['name']} · {placement['dram_bytes']:,} DRAM bytes",
+                        "value": repr(_round(time_s)), "cls": "zero" if time_s == 0 else ""})
+        bound = placement["bound"]
+        metrics.append({"text": BOUND_LABELS.get(bound, bound), "title": BOUND_TITLES.get(bound, bound),
+                        "value": bound, "cls": f"bound bound-{bound}", "badge": True})
     shape = "; ".join(shape_text(s) for s in node["output_shapes"]) or "-"
     domain = node["domain"]
     return {
@@ -251,8 +528,355 @@ def _row_context(position: int, node: dict) -> dict:
         "status_title": node["reason"] or ("costed by its rule" if status == "ok" else status),
         "counted": counted,
         "metrics": metrics,
-        "search": " ".join((node["name"], node["op_type"], node["dtype"], STATUS_LABELS.get(status, status))).lower(),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Hotspots
+
+
+def _hotspots_context(document: dict) -> dict:
+    """The ten nodes that take longest on the first target (or have the most FLOPs)."""
+    nodes = document["nodes"]
+    index = {n["name"]: i for i, n in enumerate(nodes)}
+    targets = document["targets"]
+    rows = []
+    if targets:
+        target = targets[0]
+        latency = target["latency_s"]
+        top = sorted(target["nodes"], key=lambda p: (-p["time_s"], index.get(p["name"], 0)))[:HOTSPOTS]
+        for rank, p in enumerate(top, 1):
+            node = nodes[index[p["name"]]]
+            share = p["time_s"] / latency if latency else 0.0
+            rows.append({
+                "rank": str(rank), "index": str(index[p["name"]]), "name": p["name"], "op": p["op_type"],
+                "time": format_value(p["time_s"], "seconds"), "time_title": f"{p['time_s']:.6g} s",
+                "share": _percent(share), "bar": f"{min(share, 1.0) * 100:.2f}%",
+                "bound": BOUND_LABELS.get(p["bound"], p["bound"]), "bound_key": p["bound"],
+                "bound_title": BOUND_TITLES.get(p["bound"], ""),
+                "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
+                "dram": iec(p["dram_bytes"]), "dram_title": f"{p['dram_bytes']:,} DRAM bytes on {target['name']}",
+                "intensity": intensity(p["intensity"]) if p["intensity"] is not None else "∞",
+                "intensity_title": (f"{p['intensity']:.6g} FLOP per DRAM byte" if p["intensity"] is not None
+                                    else "no DRAM bytes: everything stays on chip"),
+            })
+        return {"by": "time", "target": target["name"], "rows": rows,
+                "title": f"by time on {target['name']}",
+                "sum": _percent(sum(p["time_s"] for p in top) / latency) if latency else "0%"}
+    total = document["totals"]["flops"]
+    top = sorted((n for n in nodes if n["counted"]), key=lambda n: (-n["flops"], n["index"]))[:HOTSPOTS]
+    for rank, node in enumerate(top, 1):
+        share = node["flops"] / total if total else 0.0
+        moved = node["weight_bytes"] + node["input_bytes"] + node["output_bytes"]
+        rows.append({
+            "rank": str(rank), "index": str(index[node["name"]]), "name": node["name"], "op": node["op_type"],
+            "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
+            "share": _percent(share), "bar": f"{min(share, 1.0) * 100:.2f}%",
+            "bytes": iec(moved), "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",
+            "intensity": intensity(node["intensity"]), "intensity_title": f"{node['intensity'] or 0:.6g} FLOP/B",
+        })
+    return {"by": "flops", "target": "", "rows": rows, "title": "by FLOPs (no --target: no times)",
+            "sum": _percent(sum(n["flops"] for n in top) / total) if total else "0%"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rooflines
+
+
+def _palette(nodes: list[dict]) -> dict[str, str]:
+    """A colour per op type: the nine with the most FLOPs get their own, the rest share grey."""
+    flops: Counter = Counter()
+    for node in nodes:
+        if node["counted"] and node["flops"]:
+            flops[node["op_type"]] += node["flops"]
+    ordered = sorted(flops.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {op: PALETTE[i] for i, (op, _) in enumerate(ordered[:len(PALETTE)])}
+
+
+def _roof_groups(target: dict) -> list[tuple[str, float, list[str]]]:
+    """The target's compute roofs, equal peaks merged (fp16 and bf16): (label, FLOP/s, roofs)."""
+    groups: dict[float, list[str]] = {}
+    for roof, figure in target["roofs"].items():
+        groups.setdefault(figure["peak_flops_per_s"], []).append(roof)
+    return [(" · ".join(names), peak, names) for peak, names in groups.items()]
+
+
+def _bandwidths(target: dict) -> list[tuple[str, float]]:
+    bandwidths = [("DRAM", target["dram_bytes_per_s"])]
+    if target.get("onchip_bytes_per_s"):
+        bandwidths.append(("on-chip", target["onchip_bytes_per_s"]))
+    return bandwidths
+
+
+def _ops_unit(roofs: Iterable[str]) -> str:
+    return "OP/s" if all(r.startswith("int") for r in roofs) else "FLOP/s"
+
+
+def _base_roofline(target: dict, chart: RooflineChart, chart_id: str) -> dict:
+    """The axes, roofs and slopes of a roofline chart, as strings for the template."""
+    plot = chart.plot
+    roofs = []
+    groups = {peak: (label, names) for label, peak, names in _roof_groups(target)}
+    ridge_labels = []
+    for roof in chart.roofs:
+        label, names = groups.get(roof.value, (roof.label, [roof.label]))
+        unit = _ops_unit(names)
+        figure = target["roofs"][names[0]]
+        ridge_labels.append(roof)
+        roofs.append({
+            "d": f"M{svg_number(roof.x1)},{svg_number(roof.y)}H{svg_number(roof.x2)}",
+            "label": f"{label} · {si(roof.value, unit)}",
+            "label_x": svg_number(roof.label_x), "label_y": svg_number(roof.label_y), "anchor": roof.anchor,
+            "title": (f"{label} compute roof: {roof.value:,.6g} {unit} ({figure['tag']}: {figure['source']}); "
+                      f"ridge at {roof.ridge:.4g} FLOP per DRAM byte"),
+            "ridge": None,
+        })
+    # ridge labels: left of the ridge point, in the empty region above the DRAM slope
+    visible = [(k, r) for k, r in enumerate(chart.roofs) if r.ridge_visible]
+    from .charts import spread
+    ys = spread([r.ridge_y - 9 for _, r in visible], 14, plot.top + 10, plot.bottom - 4)
+    for (k, roof), label_y in zip(visible, ys):
+        text = f"ridge {intensity(roof.ridge)} FLOP/B"
+        room = roof.ridge_x - 10 - len(text) * 6.4
+        left = room > plot.left
+        roofs[k]["ridge"] = {
+            "cx": svg_number(roof.ridge_x), "cy": svg_number(roof.ridge_y), "label": text,
+            "label_x": svg_number(roof.ridge_x - 9 if left else roof.ridge_x + 9),
+            "label_y": svg_number(label_y), "anchor": "end" if left else "start",
+            "title": f"ridge point of the {roofs[k]['label'].split(' · ')[0]} roof: {roof.ridge:.6g} FLOP/B; "
+                     "left of it a node is DRAM-bound, right of it compute-bound",
+        }
+    slopes = []
+    for index, slope in enumerate(chart.slopes):
+        if not slope.path:
+            continue
+        slopes.append({
+            "d": slope.path, "cls": "slope-dram" if index == 0 else "slope-onchip",
+            "label": f"{slope.label} {si(slope.value, 'B/s')}",
+            "label_x": svg_number(slope.label_x), "label_y": svg_number(slope.label_y),
+            "transform": f"rotate({slope.angle:.2f} {svg_number(slope.label_x)} {svg_number(slope.label_y)})",
+            "title": (f"{slope.label} bandwidth roof: {slope.value:,.6g} bytes/s"
+                      + ("" if index == 0 else "; it bounds FLOP per on-chip byte (this axis is per DRAM byte)")),
+        })
+    strip = None
+    if chart.strip is not None:
+        s = chart.strip
+        strip = {"x": svg_number(s.left), "y": svg_number(s.top), "width": svg_number(s.width),
+                 "height": svg_number(s.height), "label_x": svg_number(s.left + s.width / 2),
+                 "label_y": svg_number(s.bottom + 17),
+                 "title": "∞: no DRAM bytes (everything on chip), so no finite intensity; the height still shows FLOP/s"}
+    return {
+        "id": chart_id,
+        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
+        "width": svg_number(chart.width), "height": svg_number(chart.height),
+        "left": svg_number(plot.left), "right": svg_number(plot.right),
+        "top": svg_number(plot.top), "bottom": svg_number(plot.bottom),
+        "plot_w": svg_number(plot.width), "plot_h": svg_number(plot.height),
+        "tick_end": svg_number(plot.bottom + 5),
+        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
+        "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
+        "x_minor": [svg_number(v) for v in chart.x_minor],
+        "y_minor": [svg_number(v) for v in chart.y_minor],
+        "x_title": "intensity: FLOP per DRAM byte (log)",
+        "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
+        "y_title": f"{_ops_unit(target['roofs'])} achieved (log)",
+        "y_title_x": "16", "y_title_y": svg_number((plot.top + plot.bottom) / 2),
+        "y_title_transform": f"rotate(-90 16 {svg_number((plot.top + plot.bottom) / 2)})",
+        "roofs": roofs,
+        "slopes": slopes,
+        "strip": strip,
+        "dots": [],
+        "paths": [],
+        "arrows": [],
+        "marks": [],
+    }
+
+
+def _points(dots: list[dict]) -> list[RooflinePoint]:
+    """Dots for the chart: the area in proportion to the share of the latency, on one scale for
+    every chart (a node taking all the time would get the largest radius)."""
+    return [RooflinePoint(d["intensity"], d["performance"], d["weight"]) for d in dots]
+
+
+def _achieved(flops: float, time_s: float) -> float:
+    return flops / time_s if time_s else 0.0
+
+
+def _dot_title(node: dict, placement: dict, target: dict, latency: float) -> str:
+    time_s = placement["time_s"]
+    share = time_s / latency if latency else 0.0
+    roof = placement["roof"]
+    unit = _ops_unit([roof])
+    achieved = _achieved(placement["flops"], time_s)
+    lines = [
+        f"{node['name']}",
+        f"{node['op_type']} · {node['dtype']} · {roof} roof",
+        f"FLOPs: {si(placement['flops'])} ({placement['flops']:,})",
+        f"DRAM bytes: {iec(placement['dram_bytes'])} ({placement['dram_bytes']:,})"
+        + (f" · on-chip {iec(placement['onchip_bytes'])}" if placement["onchip_bytes"] else ""),
+        "intensity: " + (f"{intensity(placement['intensity'])} FLOP/B ({placement['intensity']:.6g})"
+                         if placement["intensity"] is not None else "∞ (no DRAM bytes)"),
+        f"time: {format_value(time_s, 'seconds')} ({time_s:.6g} s), {_percent(share)} of the latency",
+        f"achieved: {si(achieved, unit)} ({placement['percent_of_peak']:.1f}% of peak) · attainable "
+        f"{si(placement['attainable_flops_per_s'], unit)}",
+        f"bound: {BOUND_LABELS.get(placement['bound'], placement['bound'])}",
+    ]
+    return "\n".join(lines)
+
+
+def _roofline_context(document: dict, target: dict, number: int, palette: dict[str, str]) -> dict:
+    """One target's roofline: roofs, one dot per costed node (binned past AGGREGATE_ABOVE), the
+    whole-model point; hover titles with the exact numbers."""
+    nodes = document["nodes"]
+    index = {n["name"]: i for i, n in enumerate(nodes)}
+    latency = target["latency_s"]
+    costed = [p for p in target["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
+    point = target["model_point"]
+    model_achieved = _achieved(point["flops"], latency)
+    aggregated = len(costed) > AGGREGATE_ABOVE
+    if aggregated:
+        dots = _binned_dots(costed, index, latency)
+    else:
+        dots = [{"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
+                 "weight": p["time_s"] / latency if latency else 0.0, "op": p["op_type"],
+                 "node": index.get(p["name"], -1), "count": 1, "placement": p} for p in costed]
+    # big dots first, so the small ones stay on top and can be hovered
+    dots.sort(key=lambda d: -d["weight"])
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in _roof_groups(target)],
+        _bandwidths(target),
+        _points(dots),
+        [(point["intensity"], model_achieved)] if point["flops"] else [],
+        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
+    )
+    context = _base_roofline(target, chart, f"roofline-{number}")
+    for dot, placed in zip(dots, chart.points):
+        if aggregated:
+            title = dot["title"]
+        else:
+            title = _dot_title(nodes[dot["node"]], dot["placement"], target, latency)
+        context["dots"].append({
+            "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
+            "colour": palette.get(dot["op"], OTHER_COLOUR), "node": str(dot["node"]), "count": str(dot["count"]),
+            "op": dot["op"], "cls": "dot" + (" dot-bin" if dot["count"] > 1 else "") + (" dot-clamped" if placed.clamped else ""),
+            "title": title + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
+        })
+    if point["flops"]:
+        mark = chart.place(point["intensity"], model_achieved, 0.0)
+        unit = _ops_unit([point["roof"]])
+        context["marks"].append(_mark(
+            mark, chart, "model", "whole model",
+            "\n".join([
+                f"Whole model on {target['name']}",
+                f"FLOPs: {si(point['flops'])} ({point['flops']:,})",
+                f"DRAM bytes: {iec(point['dram_bytes'])} ({point['dram_bytes']:,})",
+                "intensity: " + (f"{intensity(point['intensity'])} FLOP/B ({point['intensity']:.6g})"
+                                 if point["intensity"] is not None else "∞ (no DRAM bytes)"),
+                f"latency: {format_value(latency, 'seconds')} ({latency:.6g} s, the nodes one after another)",
+                f"achieved: {si(model_achieved, unit)} (FLOPs ÷ latency) · attainable "
+                f"{si(point['attainable_flops_per_s'], unit)} on the {point['roof']} roof",
+                f"bound: {BOUND_LABELS.get(point['bound'], point['bound'])} (total FLOPs vs total DRAM bytes)",
+            ])))
+    _place_mark_labels(context, chart)
+    used = Counter()
+    for dot in dots:
+        used[dot["op"]] += dot["count"]
+    legend = [{"op": op, "colour": colour, "count": _count(used[op])} for op, colour in palette.items() if used.get(op)]
+    others = sum(c for op, c in used.items() if op not in palette)
+    return {
+        **context,
+        "name": target["name"],
+        "description": target["description"],
+        "legend": legend,
+        "others": _count(others) if others else "",
+        "aggregated": aggregated,
+        "largest": _percent(dots[0]["weight"]) if dots else "",
+        "dot_count": _count(len(dots)),
+        "costed": _count(len(costed)),
+        "summary": (f"Roofline of {document['model']['name']} on {target['name']}: {len(costed):,} costed nodes"
+                    + (f" in {len(dots):,} bins" if aggregated else "") + f"; latency {format_value(latency, 'seconds')}"),
+        "notes": target["notes"],
+    }
+
+
+def _mark(placed, chart: RooflineChart, kind: str, label: str, title: str, colour: str = "") -> dict:
+    """A diamond for a whole-model point, labelled beside it (left of it near the right edge)."""
+    right = placed.x > chart.plot.left + chart.plot.width * 0.8 or placed.unbounded
+    above = placed.y - chart.plot.top > 30
+    return {
+        "kind": kind, "cx": svg_number(placed.x), "cy": svg_number(placed.y),
+        "d": _diamond(placed.x, placed.y, 7.5),
+        "label": label, "title": title, "colour": colour,
+        "label_x": svg_number(placed.x - 6 if right else placed.x + 6),
+        "label_y": svg_number(placed.y - 12 if above else placed.y + 22),
+        "anchor": "end" if right else "start",
+    }
+
+
+def _place_mark_labels(context: dict, chart: RooflineChart) -> None:
+    """Move the marks' labels to spots clear of each other, the roofs' labels and the ridges'."""
+    from .charts import label_rect, place_labels
+
+    obstacles = []
+    for roof in context["roofs"]:
+        obstacles.append(label_rect(float(roof["label_x"]), float(roof["label_y"]), roof["anchor"], roof["label"], 7.0))
+        if roof["ridge"]:
+            ridge = roof["ridge"]
+            obstacles.append(label_rect(float(ridge["label_x"]), float(ridge["label_y"]), ridge["anchor"], ridge["label"], 6.2))
+    marks = context["marks"]
+    spots = place_labels([(float(m["cx"]), float(m["cy"]), m["label"]) for m in marks], chart.plot, obstacles,
+                         gap=9.0, char_width=7.3)
+    for mark, spot in zip(marks, spots):
+        if spot is None:
+            mark["label"] = ""
+            continue
+        mark["label_x"], mark["label_y"], mark["anchor"] = svg_number(spot.x), svg_number(spot.y), spot.anchor
+
+
+def _diamond(x: float, y: float, size: float) -> str:
+    return (f"M{svg_number(x)},{svg_number(y - size)}L{svg_number(x + size)},{svg_number(y)}"
+            f"L{svg_number(x)},{svg_number(y + size)}L{svg_number(x - size)},{svg_number(y)}Z")
+
+
+def _binned_dots(costed: list[dict], index: dict[str, int], latency: float) -> list[dict]:
+    """Past AGGREGATE_ABOVE nodes: one dot per op type, roof and cell of the log-log plane (eight
+    cells a decade). Its position is the bin's total FLOPs over its total DRAM bytes and total
+    time, which stays under the roof; its area is the bin's share of the time."""
+    bins: dict[tuple, dict] = {}
+    for p in costed:
+        achieved = _achieved(p["flops"], p["time_s"])
+        cell_x = "inf" if p["intensity"] is None else round(math.log10(p["intensity"]) * 8) if p["intensity"] > 0 else "zero"
+        cell_y = round(math.log10(achieved) * 8) if achieved > 0 else "zero"
+        key = (p["op_type"], p["roof"], cell_x, cell_y)
+        group = bins.setdefault(key, {"flops": 0, "dram": 0, "time": 0.0, "count": 0, "heaviest": None,
+                                      "bounds": Counter(), "unbounded": cell_x == "inf"})
+        group["flops"] += p["flops"]
+        group["dram"] += p["dram_bytes"]
+        group["time"] += p["time_s"]
+        group["count"] += 1
+        group["bounds"][p["bound"]] += 1
+        if group["heaviest"] is None or p["time_s"] > group["heaviest"]["time_s"]:
+            group["heaviest"] = p
+    dots = []
+    for (op, roof, _, _), group in bins.items():
+        heaviest = group["heaviest"]
+        share = group["time"] / latency if latency else 0.0
+        point_intensity = None if group["unbounded"] or not group["dram"] else group["flops"] / group["dram"]
+        unit = _ops_unit([roof])
+        title = "\n".join([
+            f"{group['count']:,} × {op} ({roof} roof)" if group["count"] > 1 else heaviest["name"],
+            f"FLOPs: {si(group['flops'])} ({group['flops']:,})",
+            f"DRAM bytes: {iec(group['dram'])} ({group['dram']:,})",
+            "intensity: " + (f"{intensity(point_intensity)} FLOP/B" if point_intensity is not None else "∞ (no DRAM bytes)"),
+            f"time: {format_value(group['time'], 'seconds')} ({group['time']:.6g} s), {_percent(share)} of the latency",
+            f"achieved: {si(_achieved(group['flops'], group['time']), unit)}",
+            "bound: " + ", ".join(f"{BOUND_LABELS.get(b, b)} {n:,}" for b, n in group["bounds"].most_common()),
+            f"slowest: {heaviest['name']} ({format_value(heaviest['time_s'], 'seconds')}); click to show it",
+        ])
+        dots.append({"intensity": point_intensity, "performance": _achieved(group["flops"], group["time"]),
+                     "weight": share, "op": op, "node": index.get(heaviest["name"], -1), "count": group["count"],
+                     "title": title})
+    return dots
 
 
 # ---------------------------------------------------------------------------------------------
@@ -570,24 +1194,10 @@ def _chart_context(chart: TimelineChart, memory: dict, records: dict, same_order
          "title": f"Best order: live activation bytes per step (peak {memory['best_order_peak_bytes']:,} bytes)"
                   + (", the same order as the model's" if same_order else "")},
     ]
-    references = [
-        {"y": svg_number(line.y), "label": f"{line.label} · {iec(line.value)}",
-         "title": f"{line.label}: {int(line.value):,} bytes on chip"}
-        for line in chart.references if line.y is not None
-    ]
+    references = _references(chart)
     off_scale = [f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None]
     return {
-        "width": svg_number(chart.width),
-        "height": svg_number(chart.height),
-        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
-        "left": svg_number(plot.left), "right": svg_number(plot.right), "top": svg_number(plot.top), "bottom": svg_number(plot.bottom),
-        "plot_height": svg_number(plot.height),
-        "tick_end": svg_number(plot.bottom + 5),
-        "middle_x": svg_number((plot.left + plot.right) / 2),
-        "middle_y": svg_number((plot.top + plot.bottom) / 2),
-        "x_label_y": svg_number(chart.height - 8),
-        "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
-        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
+        **_timeline_frame(chart),
         "area": model.area,
         # identical orders: the best-order line goes under the model line rather than muddying it
         "series": series[::-1] if same_order else series,
@@ -617,6 +1227,576 @@ def _marker(point, plot, key: str, title: str, label: str, near: bool = False) -
         "anchor": "end" if right_half else "start",
         "title": title,
         "label": label,
+    }
+
+
+def _timeline_frame(chart: TimelineChart) -> dict:
+    """The box, axes and ticks of a timeline, as strings for the template."""
+    plot = chart.plot
+    return {
+        "width": svg_number(chart.width),
+        "height": svg_number(chart.height),
+        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
+        "left": svg_number(plot.left), "right": svg_number(plot.right), "top": svg_number(plot.top), "bottom": svg_number(plot.bottom),
+        "plot_height": svg_number(plot.height),
+        "tick_end": svg_number(plot.bottom + 5),
+        "middle_x": svg_number((plot.left + plot.right) / 2),
+        "middle_y": svg_number((plot.top + plot.bottom) / 2),
+        "x_label_y": svg_number(chart.height - 8),
+        "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
+        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
+    }
+
+
+def _references(chart: TimelineChart) -> list[dict]:
+    """On-chip capacity lines within the chart's scale, labelled, right-aligned; close ones spread."""
+    from .charts import spread
+
+    shown = [line for line in chart.references if line.y is not None]
+    label_ys = spread([line.y - 5 for line in shown], 13, chart.plot.top - 12, chart.plot.bottom - 2)
+    return [
+        {"y": svg_number(line.y), "label_y": svg_number(label_y), "label": f"{line.label} · {iec(line.value)}",
+         "title": f"{line.label}: {int(line.value):,} bytes on chip"}
+        for line, label_y in zip(shown, label_ys)
+    ]
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Diff: a base and a head model
+
+
+def _deltas(diff: "ModelDiff") -> list[dict]:
+    rows = []
+    groups = [("model", diff.totals)] + [(target, deltas) for target, deltas in diff.targets.items()]
+    for group, deltas in groups:
+        for d in deltas:
+            change = d.change
+            # more is worse, except for throughput
+            worse = change is not None and (change < 0 if d.unit == "per_second" else change > 0)
+            direction = "same" if change == 0 else "na" if change is None else "worse" if worse else "better"
+            rows.append({
+                "group": group, "label": d.label,
+                "base": format_value(d.base, d.unit), "head": format_value(d.head, d.unit),
+                "base_title": _exact(d.base, d.unit), "head_title": _exact(d.head, d.unit),
+                "change": signed_change(d), "percent": percent_text(d, symbols=False), "direction": direction,
+            })
+    return rows
+
+
+def _exact(value: float | None, unit: str) -> str:
+    if value is None:
+        return "not available"
+    if unit in ("count", "bytes"):
+        return f"{int(value):,} {'bytes' if unit == 'bytes' else ''}".strip()
+    return f"{value:.6g} {dict(seconds='s', joules='J', per_second='per second').get(unit, '')}".strip()
+
+
+def _diff_context(diff: "ModelDiff", budgets: list["BudgetResult"]) -> dict:
+    base, head = diff.base, diff.head
+    base_doc, head_doc = base.to_dict(), head.to_dict()
+    palette = _palette(head_doc["nodes"])
+    changed = diff.changed_nodes
+    kinds = Counter(n.kind for n in diff.nodes)
+    base_targets = {t["name"]: t for t in base_doc["targets"]}
+    rooflines = []
+    for number, target in enumerate(head_doc["targets"]):
+        before = base_targets.get(target["name"])
+        rooflines.append(_diff_roofline(diff, base_doc, head_doc, before, target, number, palette))
+    capacities = _target_capacities(head)
+    base_steps = [e["live_bytes"] for e in base_doc["memory"]["timeline"]]
+    head_steps = [e["live_bytes"] for e in head_doc["memory"]["timeline"]]
+    timeline = _overlay_chart_context(
+        [("base", base_steps, base_doc["memory"]["timeline"]), ("head", head_steps, head_doc["memory"]["timeline"])],
+        capacities, f"Live activation bytes per step, base ({len(base_steps):,} steps) and head ({len(head_steps):,} steps)",
+    )
+    node_rows = []
+    for change in changed[:NODE_CHANGES_SHOWN]:
+        record = change.head or change.base
+        node_rows.append({
+            "kind": change.kind, "name": change.name, "op": record.op_type,
+            "base_name": change.base.name if change.base and change.head and change.base.name != change.head.name else "",
+            "matched_by": change.matched_by,
+            "changes": ", ".join(change.changes),
+            "base_flops": si(change.base.flops) if change.base else "—",
+            "head_flops": si(change.head.flops) if change.head else "—",
+            "base_flops_title": f"{change.base.flops:,} FLOPs" if change.base else "not in the base",
+            "head_flops_title": f"{change.head.flops:,} FLOPs" if change.head else "not in the head",
+            "base_shape": "; ".join(shape_text(s) for s in change.base.output_shapes) if change.base else "",
+            "head_shape": "; ".join(shape_text(s) for s in change.head.output_shapes) if change.head else "",
+        })
+    op_rows = []
+    for row in diff.op_types:
+        if row["base_count"] == row["head_count"] and row["base_flops"] == row["head_flops"]:
+            continue
+        change = row["head_flops"] - row["base_flops"]
+        op_rows.append({
+            "op": row["op_type"], "count": f"{row['base_count']:,} → {row['head_count']:,}",
+            "base_flops": si(row["base_flops"]), "head_flops": si(row["head_flops"]),
+            "base_title": f"{row['base_flops']:,} FLOPs", "head_title": f"{row['head_flops']:,} FLOPs",
+            "change": ("+" if change > 0 else "−" if change < 0 else "") + si(abs(change)) if change else "0",
+            "direction": "same" if change == 0 else "worse" if change > 0 else "better",
+        })
+    top_changes = []
+    for target, rows in diff.top_time_changes.items():
+        top_changes.append({"target": target, "rows": [
+            {"name": name, "base": format_value(b, "seconds"), "head": format_value(h, "seconds"),
+             "base_title": f"{b:.6g} s", "head_title": f"{h:.6g} s",
+             "change": ("+" if h > b else "−") + format_value(abs(h - b), "seconds"),
+             "direction": "worse" if h > b else "better"}
+            for name, b, h in rows]})
+    broken = [b for b in budgets if b.broken]
+    return {
+        "title": f"{base.model.name} → {head.model.name}",
+        "base": _side(base_doc, "base"), "head": _side(head_doc, "head"),
+        "summary": _summary_items(diff),
+        "input_changes": diff.input_changes,
+        "budgets": [{"text": b.describe(), "broken": b.broken} for b in budgets],
+        "budgets_broken": len(broken),
+        "deltas": _deltas(diff),
+        "rooflines": rooflines,
+        "timeline": timeline,
+        "node_counts": {k: _count(kinds.get(k, 0)) for k in ("added", "removed", "changed", "unchanged")},
+        "node_rows": node_rows,
+        "node_more": _count(len(changed) - NODE_CHANGES_SHOWN) if len(changed) > NODE_CHANGES_SHOWN else "",
+        "op_rows": op_rows,
+        "top_changes": top_changes,
+        "targets": ", ".join(t["name"] for t in head_doc["targets"]) or "none",
+    }
+
+
+NODE_CHANGES_SHOWN = 500
+_SUMMARY_KEYS = ("params", "flops", "peak_memory")
+
+
+def _summary_items(diff: "ModelDiff") -> list[dict]:
+    """The diff's headline (as ``summary_line``, without emoji): each item with its direction."""
+    items = []
+    deltas = [(d.label, d) for d in diff.totals if d.key in _SUMMARY_KEYS]
+    deltas += [(f"latency [{t}]", d) for t, ds in diff.targets.items() for d in ds if d.key == "latency_s"]
+    for label, d in deltas:
+        change = d.change
+        direction = "same" if not change else "na" if change is None else "worse" if change > 0 else "better"
+        items.append({"label": label, "text": percent_text(d, symbols=False), "direction": direction})
+    return items
+
+
+
+def _side(document: dict, role: str) -> dict:
+    model = document["model"]
+    return {
+        "role": role, "name": model["name"], "path": model["path"] or "in memory",
+        "nodes": _count(model["nodes"]), "producer": model["producer"] or "unknown",
+        "inputs": ", ".join(f"{t['name']} {shape_text(t['shape'])} {t['dtype']}" for t in model["inputs"]),
+    }
+
+
+def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: dict | None, target: dict,
+                   number: int, palette: dict[str, str]) -> dict:
+    """Both models on one target's roofline: base dots hollow, head dots filled, arrows from base
+    to head for the matched nodes whose time changed most, and both whole-model points."""
+    sides = []
+    for role, document, placed in (("base", base_doc, before), ("head", head_doc, target)):
+        if placed is None:
+            sides.append((role, document, None, []))
+            continue
+        index = {n["name"]: i for i, n in enumerate(document["nodes"])}
+        costed = [p for p in placed["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
+        latency = placed["latency_s"]
+        if len(costed) > AGGREGATE_ABOVE:
+            dots = _binned_dots(costed, index, latency)
+        else:
+            dots = [{"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
+                     "weight": p["time_s"] / latency if latency else 0.0, "op": p["op_type"],
+                     "node": index.get(p["name"], -1), "count": 1, "placement": p,
+                     "title": _dot_title(document["nodes"][index[p["name"]]], p, placed, latency)} for p in costed]
+        sides.append((role, document, placed, dots))
+    # arrows: the matched nodes (in both models, costed in both) whose time changed most
+    base_placements = {p["name"]: p for p in before["nodes"]} if before else {}
+    head_placements = {p["name"]: p for p in target["nodes"]}
+    candidates = []
+    for change in diff.nodes:
+        if change.base is None or change.head is None:
+            continue
+        bp, hp = base_placements.get(change.base.name), head_placements.get(change.head.name)
+        if not bp or not hp or not (bp["flops"] and hp["flops"] and bp["time_s"] and hp["time_s"]):
+            continue
+        if bp["time_s"] != hp["time_s"]:
+            candidates.append((abs(hp["time_s"] - bp["time_s"]), change.head.index, change, bp, hp))
+    candidates.sort(key=lambda item: (-item[0], item[1]))
+    arrows_data = [(change, bp, hp) for _, _, change, bp, hp in candidates[:DIFF_ARROWS]]
+    marks = []
+    for role, document, placed, _ in sides:
+        if placed and placed["model_point"]["flops"] and placed["latency_s"]:
+            marks.append((role, placed["model_point"]["intensity"], _achieved(placed["model_point"]["flops"], placed["latency_s"])))
+    all_dots = [d for _, _, _, dots in sides for d in dots]
+    extra = [(m[1], m[2]) for m in marks]
+    extra += [(bp["intensity"], _achieved(bp["flops"], bp["time_s"])) for _, bp, _ in arrows_data]
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in _roof_groups(target)], _bandwidths(target),
+        _points(all_dots), extra,
+        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
+    )
+    context = _base_roofline(target, chart, f"diff-roofline-{number}")
+    placed_points = iter(chart.points)
+    for role, _, _, dots in sides:
+        ordered = []
+        for dot in dots:
+            ordered.append((dot, next(placed_points)))
+        ordered.sort(key=lambda item: -item[0]["weight"])
+        for dot, point in ordered:
+            context["dots"].append({
+                "cx": svg_number(point.x), "cy": svg_number(point.y), "r": svg_number(point.r),
+                "colour": OTHER_COLOUR if role == "base" else palette.get(dot["op"], OTHER_COLOUR),
+                "node": str(dot["node"]) if role == "head" else "", "count": str(dot["count"]), "op": dot["op"],
+                "cls": f"dot dot-{role}" + (" dot-bin" if dot["count"] > 1 else ""),
+                "title": f"{role}: " + dot["title"],
+            })
+    for change, bp, hp in arrows_data:
+        start = chart.place(bp["intensity"], _achieved(bp["flops"], bp["time_s"]))
+        end = chart.place(hp["intensity"], _achieved(hp["flops"], hp["time_s"]))
+        title = (f"{change.name} ({change.head.op_type}): {format_value(bp['time_s'], 'seconds')} → "
+                 f"{format_value(hp['time_s'], 'seconds')} on {target['name']}")
+        context["arrows"].append(_arrow(start.x, start.y, end.x, end.y, title, "arrow-node"))
+    model_marks = {}
+    for role, point_intensity, achieved in marks:
+        placed = chart.place(point_intensity, achieved)
+        model_marks[role] = placed
+        context["marks"].append(_mark(placed, chart, f"model model-{role}", f"{role} model",
+                                      f"Whole {role} model on {target['name']}: "
+                                      f"{intensity(point_intensity) if point_intensity is not None else '∞'} FLOP/B, "
+                                      f"{si(achieved, 'FLOP/s')} achieved"))
+    if "base" in model_marks and "head" in model_marks:
+        b, h = model_marks["base"], model_marks["head"]
+        context["arrows"].insert(0, _arrow(b.x, b.y, h.x, h.y, "whole model: base → head", "arrow-model"))
+    _place_mark_labels(context, chart)
+    latency = [format_value(before["latency_s"], "seconds") if before else "—", format_value(target["latency_s"], "seconds")]
+    return {
+        **context, "name": target["name"], "description": target["description"],
+        "legend": [{"op": op, "colour": colour, "count": ""} for op, colour in palette.items()],
+        "others": "", "aggregated": any(d["count"] > 1 for d in all_dots),
+        "summary": f"Roofline on {target['name']}: base and head nodes, arrows for the largest time changes",
+        "latency": f"{latency[0]} → {latency[1]}", "notes": target["notes"], "arrow_count": len(arrows_data),
+    }
+
+
+def _arrow(x1: float, y1: float, x2: float, y2: float, title: str, cls: str) -> dict:
+    """A line from (x1, y1) stopping short of (x2, y2), with a filled head as a polygon."""
+    dx, dy = x2 - x1, y2 - y1
+    length = math.hypot(dx, dy)
+    if length < 1e-6:
+        return {"d": "", "head": "", "title": title, "cls": cls}
+    ux, uy = dx / length, dy / length
+    size = 8.0 if length > 16 else max(length / 2, 3.0)
+    tip_x, tip_y = x2 - ux * 3, y2 - uy * 3
+    back_x, back_y = tip_x - ux * size, tip_y - uy * size
+    left = (back_x - uy * size * 0.5, back_y + ux * size * 0.5)
+    right = (back_x + uy * size * 0.5, back_y - ux * size * 0.5)
+    return {
+        "d": f"M{svg_number(x1)},{svg_number(y1)}L{svg_number(back_x)},{svg_number(back_y)}",
+        "head": " ".join(f"{svg_number(px)},{svg_number(py)}" for px, py in ((tip_x, tip_y), left, right)),
+        "title": title, "cls": cls,
+    }
+
+
+def _overlay_chart_context(series: list[tuple[str, list[int], list[dict]]], capacities: Sequence[tuple[str, int]],
+                           summary: str, colours: bool = False) -> dict:
+    """Several live-activation timelines on one step axis (diff: base and head; sweep points)."""
+    chart = timeline_chart([(key, values) for key, values, _ in series], list(capacities),
+                           width=MEMORY_CHART_SIZE[0], height=MEMORY_CHART_SIZE[1])
+    plot = chart.plot
+    columns = []
+    for column in chart.columns:
+        head = f"step {column.first}" if column.first == column.last else f"steps {column.first}–{column.last}"
+        lines = [head]
+        for key, _, steps in series:
+            window = steps[column.first:column.last + 1]
+            if not window:
+                lines.append(f"{key}: no step here")
+                continue
+            top = max(window, key=lambda e: (e["live_bytes"], -e["step"]))
+            lines.append(f"{key}: {iec(top['live_bytes'])} ({top['live_bytes']:,} bytes) at step {top['step']}, {top['node']}")
+        columns.append({"x": svg_number(column.x), "width": svg_number(column.width), "title": "\n".join(lines)})
+    markers = []
+    for geometry, (key, values, steps) in zip(chart.series, series):
+        if geometry.peak is None or len(series) > 2:  # more than two peaks: the hover columns tell
+            continue
+        node = steps[geometry.peak.step]["node"] if geometry.peak.step < len(steps) else ""
+        markers.append(_marker(geometry.peak, plot, key,
+                               f"Peak, {key}: {int(geometry.peak.value):,} bytes at step {geometry.peak.step}, {node}",
+                               f"{key} peak {iec(geometry.peak.value)} · step {geometry.peak.step}",
+                               near=len(markers) > 0 and geometry.peak.y - plot.top > 30))
+    return {
+        **_timeline_frame(chart),
+        "area": "",
+        "series": [{"key": key, "d": geometry.path, "title": f"{key}: live activation bytes per step",
+                    **({"colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} if colours else {})}
+                   for k, (geometry, (key, _, _)) in enumerate(zip(chart.series, series))],
+        "legend": [{"key": key, "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} for k, (key, _, _) in enumerate(series)],
+        "markers": markers,
+        "references": _references(chart),
+        "off_scale": ", ".join(f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None),
+        "columns": columns,
+        "steps": f"{chart.steps:,}",
+        "summary": summary,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Compare: several models
+
+
+def _compare_context(analyses: list["Analysis"]) -> dict:
+    documents = [a.to_dict() for a in analyses]
+    models = []
+    for k, document in enumerate(documents):
+        totals, memory = document["totals"], document["memory"]
+        models.append({
+            "name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)],
+            "path": document["model"]["path"] or "in memory",
+            "cells": [
+                _cell(totals["params"], "count", "parameters"), _cell(totals["param_bytes"], "bytes", "bytes"),
+                _cell(totals["mac_flops"], "count", "FLOPs"), _cell(totals["flops"], "count", "FLOPs"),
+                _cell(memory["peak_bytes"], "bytes", "bytes"), _cell(memory["best_order_peak_bytes"], "bytes", "bytes"),
+                {**_cell(totals["nodes"], "count", "nodes"), "value": None},
+            ],
+            "complete": document["complete"],
+        })
+    _mark_best(models, lower_is_better=True)
+    target_names = [t["name"] for t in documents[0]["targets"]] if documents else []
+    targets = []
+    for number, name in enumerate(target_names):
+        rows, points = [], []
+        for k, document in enumerate(documents):
+            target = next((t for t in document["targets"] if t["name"] == name), None)
+            if target is None:
+                rows.append({"name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)],
+                             "cells": [_na() for _ in range(5)]})
+                continue
+            card = _target_context(target)
+            point = target["model_point"]
+            rows.append({"name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)], "cells": [
+                {"text": card["latency"], "title": card["latency_title"], "value": target["latency_s"], "cls": ""},
+                {"text": card["throughput"], "title": card["throughput_title"], "value": -target["throughput_per_s"], "cls": ""},
+                {"text": f"{card['bound']} {card['bound_share']}", "title": card["bound_title"], "value": None, "cls": ""},
+                {"text": card["energy"], "title": card["energy_title"], "value": target["energy_j"], "cls": ""},
+                {"text": intensity(point["intensity"]) if point["intensity"] is not None else "∞",
+                 "title": f"{point['intensity']:.6g} FLOP per DRAM byte" if point["intensity"] is not None else "no DRAM bytes",
+                 "value": None, "cls": ""},
+            ]})
+            if point["flops"] and target["latency_s"]:
+                points.append((k, document, target))
+        _mark_best(rows, lower_is_better=True)
+        reference = next((t for t in documents[0]["targets"] if t["name"] == name))
+        chart = roofline_chart(
+            [(label, peak) for label, peak, _ in _roof_groups(reference)], _bandwidths(reference), [],
+            [(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"])) for _, _, t in points],
+            width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
+        )
+        context = _base_roofline(reference, chart, f"compare-roofline-{number}")
+        placed = [chart.place(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"]))
+                  for _, _, t in points]
+        for (k, document, target), point in zip(points, placed):
+            mp = target["model_point"]
+            mark = _mark(point, chart, "model model-series", document["model"]["name"],
+                         f"{document['model']['name']} on {name}\nintensity: "
+                         + (f"{intensity(mp['intensity'])} FLOP/B" if mp["intensity"] is not None else "∞")
+                         + f"\nachieved: {si(_achieved(mp['flops'], target['latency_s']), 'FLOP/s')}"
+                         + f"\nlatency: {format_value(target['latency_s'], 'seconds')}",
+                         SERIES_COLOURS[k % len(SERIES_COLOURS)])
+            context["marks"].append(mark)
+        _place_mark_labels(context, chart)
+        targets.append({**context, "name": name, "description": reference["description"], "rows": rows,
+                        "summary": f"Whole-model points of {len(points)} models on {name}"})
+    return {
+        "title": f"{len(documents)} models",
+        "models": models,
+        "headers": ["Params", "Param bytes", "MAC-FLOPs", "FLOPs", "Peak activations", "Best-order peak", "Nodes"],
+        "target_headers": ["Latency", "Throughput", "Bound", "Energy", "Intensity (FLOP/B)"],
+        "targets": targets,
+        "target_names": ", ".join(target_names) or "none",
+    }
+
+
+def _cell(value: float, kind: str, unit: str) -> dict:
+    metric = _metric(value, kind, unit)
+    return {"text": metric["text"], "title": metric["title"], "value": value, "cls": ""}
+
+
+def _na() -> dict:
+    return {"text": "—", "title": "not analysed on this target", "value": None, "cls": "na"}
+
+
+def _mark_best(rows: list[dict], lower_is_better: bool) -> None:
+    """Mark the best value of each column (with more than one row to compare)."""
+    if len(rows) < 2:
+        return
+    for column in range(len(rows[0]["cells"])):
+        values = [r["cells"][column]["value"] for r in rows]
+        present = [v for v in values if v is not None]
+        if len(present) < 2 or len(set(present)) < 2:
+            continue
+        best = min(present) if lower_is_better else max(present)
+        for row in rows:
+            if row["cells"][column]["value"] == best:
+                row["cells"][column]["cls"] = "best"
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweep: one model at every sweep point
+
+
+def _point_label(values: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
+def _sweep_context(points: list["SweepPoint"]) -> dict:
+    if not points:
+        return {"title": "empty sweep", "symbols": "", "model": {"name": "—"}, "rows": [], "targets": [],
+                "latency_chart": None, "tokens_chart": None, "headers": [], "target_names": ""}
+    documents = [p.analysis.to_dict() for p in points]
+    symbols = list(points[0].values)
+    labels = [_point_label(p.values) for p in points]
+    single = len(symbols) == 1
+    # several symbols: the x axis names the points by their values alone ("16 · int8")
+    xs: list = [p.values[symbols[0]] for p in points] if single else [" · ".join(str(v) for v in p.values.values())
+                                                                        for p in points]
+    target_names = [t["name"] for t in documents[0]["targets"]]
+    decoder = any(d["llm"] is not None for d in documents)
+    rows = []
+    for point, document, label in zip(points, documents, labels):
+        totals, memory = document["totals"], document["memory"]
+        cells = [_cell(totals["flops"], "count", "FLOPs"), _cell(totals["params"], "count", "parameters"),
+                 _cell(memory["peak_bytes"], "bytes", "bytes")]
+        for name in target_names:
+            target = next((t for t in document["targets"] if t["name"] == name), None)
+            if target is None:
+                cells += [_na(), _na(), _na()]
+                continue
+            card = _target_context(target)
+            cells += [
+                {"text": card["latency"], "title": card["latency_title"], "value": None, "cls": ""},
+                {"text": card["throughput"], "title": card["throughput_title"], "value": None, "cls": ""},
+                {"text": f"{card['bound']} {card['bound_share']}", "title": card["bound_title"], "value": None, "cls": ""},
+            ]
+            llm = document["llm"]
+            if llm is not None:
+                tokens = llm["tokens_per_s"].get(name)
+                cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
+                              "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
+        rows.append({"point_values": [str(point.values[s]) for s in symbols], "cells": cells,
+                     "complete": document["complete"]})
+    headers = ["FLOPs", "Params", "Peak activations"]
+    for name in target_names:
+        headers += [f"Latency [{name}]", f"Throughput [{name}]", f"Bound [{name}]"]
+        if decoder:
+            headers.append(f"Tokens/s [{name}]")
+    # the model point's path across each target's roofline
+    targets = []
+    for number, name in enumerate(target_names):
+        per_point = [next((t for t in d["targets"] if t["name"] == name), None) for d in documents]
+        reference = next(t for t in per_point if t is not None)
+        marks = [(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"]))
+                 if t is not None and t["model_point"]["flops"] and t["latency_s"] else None for t in per_point]
+        chart = roofline_chart(
+            [(label, peak) for label, peak, _ in _roof_groups(reference)], _bandwidths(reference), [],
+            [m for m in marks if m is not None], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
+        )
+        context = _base_roofline(reference, chart, f"sweep-roofline-{number}")
+        placed = [chart.place(*m) if m is not None else None for m in marks]
+        path = [p for p in placed if p is not None]
+        if len(path) > 1:
+            context["paths"].append({
+                "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
+                "cls": "sweep-path", "title": f"the whole-model point as {', '.join(symbols)} sweeps",
+            })
+        for k, (p, label, t) in enumerate(zip(placed, labels, per_point)):
+            if p is None or t is None:
+                continue
+            mp = t["model_point"]
+            mark = _mark(p, chart, "model model-sweep", label,
+                         f"{label} on {name}\nintensity: "
+                         + (f"{intensity(mp['intensity'])} FLOP/B" if mp["intensity"] is not None else "∞")
+                         + f"\nachieved: {si(_achieved(mp['flops'], t['latency_s']), 'FLOP/s')}"
+                         + f"\nlatency: {format_value(t['latency_s'], 'seconds')}"
+                         + f"\nbound: {_target_context(t)['bound']}",
+                         SERIES_COLOURS[0])
+            mark["d"] = _diamond(p.x, p.y, 5.5)
+            context["marks"].append(mark)
+        _place_mark_labels(context, chart)
+        targets.append({**context, "name": name, "description": reference["description"],
+                        "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"})
+    wide = not decoder
+    latency_chart = _xy_context(
+        "latency", xs, [(name, [_target_latency(d, name) for d in documents]) for name in target_names],
+        f"latency per run vs {', '.join(symbols) if single else 'sweep point'}", "seconds", labels, wide,
+        symbols[0] if single else " · ".join(symbols),
+    ) if target_names else None
+    tokens_chart = None
+    if decoder and target_names:
+        tokens_chart = _xy_context(
+            "tokens", xs, [(name, [(d["llm"] or {}).get("tokens_per_s", {}).get(name) for d in documents])
+                           for name in target_names],
+            f"new tokens per second vs {', '.join(symbols) if single else 'sweep point'}", "per_second", labels, wide,
+            symbols[0] if single else " · ".join(symbols),
+        )
+    timeline = _overlay_chart_context(
+        [(label, [e["live_bytes"] for e in d["memory"]["timeline"]], d["memory"]["timeline"])
+         for label, d in list(zip(labels, documents))[:len(SERIES_COLOURS)]],
+        _target_capacities(points[0].analysis),
+        f"Live activation bytes per step at {min(len(points), len(SERIES_COLOURS))} sweep points", colours=True,
+    )
+    return {
+        "title": f"{documents[0]['model']['name']} · sweep over {', '.join(symbols)}",
+        "model": _side(documents[0], "model"),
+        "symbols": ", ".join(symbols),
+        "symbol_headers": symbols,
+        "point_count": _count(len(points)),
+        "headers": headers,
+        "rows": rows,
+        "targets": targets,
+        "latency_chart": latency_chart,
+        "tokens_chart": tokens_chart,
+        "timeline": timeline,
+        "timeline_more": _count(len(points) - len(SERIES_COLOURS)) if len(points) > len(SERIES_COLOURS) else "",
+        "target_names": ", ".join(target_names) or "none",
+    }
+
+
+def _target_latency(document: dict, name: str) -> float | None:
+    target = next((t for t in document["targets"] if t["name"] == name), None)
+    return target["latency_s"] if target else None
+
+
+def _xy_context(key: str, xs: list, series: list[tuple[str, list[float | None]]], title: str, unit: str,
+                labels: list[str], wide: bool = False, x_title: str = "") -> dict:
+    chart = xy_chart(xs, series, width=1240 if wide else 620, height=320 if wide else 300)
+    plot = chart.plot
+    lines = []
+    for k, ((name, values), laid) in enumerate(zip(series, chart.series)):
+        colour = SERIES_COLOURS[k % len(SERIES_COLOURS)]
+        points = []
+        for value, pixel, label in zip(values, laid.points, labels):
+            if pixel is None:
+                continue
+            points.append({"cx": svg_number(pixel[0]), "cy": svg_number(pixel[1]),
+                           "title": f"{name} · {label}: {format_value(value, unit)} ({value:.6g})"})
+        lines.append({"name": name, "colour": colour, "d": laid.path, "points": points})
+    y_ticks = []
+    for tick in chart.y_ticks:
+        label = (si(tick.value) + "/s") if unit == "per_second" else format_value(tick.value, unit)
+        y_ticks.append({"y": svg_number(tick.position), "label": label if tick.value else "0"})
+    return {
+        "id": f"xy-{key}", "title": title,
+        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
+        "width": svg_number(chart.width), "height": svg_number(chart.height),
+        "left": svg_number(plot.left), "right": svg_number(plot.right), "top": svg_number(plot.top),
+        "bottom": svg_number(plot.bottom), "tick_end": svg_number(plot.bottom + 5),
+        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
+        "y_ticks": y_ticks,
+        "x_title": x_title + (" (log scale)" if chart.x_mode == "log" else ""), "y_log": chart.y_mode == "log",
+        "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
+        "lines": lines,
     }
 
 

@@ -1,0 +1,354 @@
+"""The HTML reports in a real browser (headless Chromium driven by Playwright), opened from file://.
+
+Each page must load with no console error and no request but its own document; the roofline has
+one dot per costed node and its tooltip shows on hover; a click on a dot shows the node's row; the
+node table sorts, filters and pages; the rows the script renders match the server-rendered ones;
+a hostile node name runs no script. Playwright drives the system Chromium (``chromium`` on PATH,
+or ``ONNXROOF_CHROMIUM``): it downloads no browser of its own.
+
+``ONNXROOF_UPDATE_SCREENSHOTS=1`` also writes docs/report-minigooglenet.png and
+docs/report-large.png (shrunk with pngquant when it is installed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import onnxroof
+from onnxroof.cli import main
+from onnxroof.examples import build_example
+from onnxroof.report.html import render_compare_html, render_diff_html, render_html, render_sweep_html
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (pip install playwright)")
+
+from test_report_html import IMG_PAYLOAD, transformer_like  # noqa: E402  (same folder)
+
+CHROMIUM = os.environ.get("ONNXROOF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser") \
+    or shutil.which("google-chrome")
+# root in a container: no sandbox; and nothing that phones home
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+TARGETS = ["myriad-x", "h100-sxm"]
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        yield instance
+        instance.close()
+
+
+class Report:
+    """A page opened from file://, with everything it logged, requested and popped up."""
+
+    def __init__(self, browser, path: Path, javascript: bool = True, width: int = 1400):
+        self.path = path
+        self.context = browser.new_context(viewport={"width": width, "height": 1000}, java_script_enabled=javascript)
+        self.page = self.context.new_page()
+        self.console: list[tuple[str, str]] = []
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.on("console", lambda message: self.console.append((message.type, message.text)))
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on("dialog", self._dialog)
+        # anything but the page itself is refused (and still recorded above)
+        self.context.route("**/*", lambda route: route.continue_() if route.request.url == path.as_uri() else route.abort())
+        self.page.goto(path.as_uri())
+        self.page.wait_for_load_state("load")
+
+    def _dialog(self, dialog) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def assert_clean(self) -> None:
+        assert self.errors == [], self.errors
+        assert [m for m in self.console if m[0] in ("error", "warning")] == []
+        assert self.requests == [self.path.as_uri()]  # the document itself, nothing else
+        assert self.dialogs == []
+
+    def rows(self) -> list[dict]:
+        return self.page.eval_on_selector_all("#node-table tbody tr", """rows => rows.map(r => ({
+            index: Number(r.getAttribute('data-index')), op: r.getAttribute('data-op'),
+            cells: Array.from(r.cells).map(c => [c.textContent.trim(), c.getAttribute('title') || ''])}))""")
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def minigooglenet(tmp_path_factory):
+    path = tmp_path_factory.mktemp("reports") / "minigooglenet.html"
+    assert main(["report", "--example", "minigooglenet", "--target", "myriad-x", "--target", "h100-sxm",
+                 "-o", str(path), "-q"]) == 0
+    return path, onnxroof.analyze(build_example("minigooglenet"), targets=TARGETS)
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    analysis = onnxroof.analyze(transformer_like(), targets=TARGETS)
+    assert len(analysis.nodes) > 500
+    path = tmp_path_factory.mktemp("reports") / "transformer.html"
+    path.write_text(render_html(analysis), encoding="utf-8")
+    return path, analysis
+
+
+def _costed(report) -> list:
+    return [n for n in report.nodes if n.placement.flops > 0]
+
+
+def _flops_of(analysis, row) -> int:
+    return analysis.nodes[row["index"]].flops
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def test_minigooglenet_report_loads_clean_with_a_dot_per_costed_node(browser, minigooglenet):
+    path, analysis = minigooglenet
+    report = Report(browser, path)
+    try:
+        report.assert_clean()
+        for number, target in enumerate(analysis.targets):
+            dots = report.page.locator(f"#roofline-{number} .dot")
+            assert dots.count() == len(_costed(target)) == 62
+        assert report.page.locator("#roofline-0 .mark").count() == 1
+        assert len(report.rows()) == 74
+        assert report.page.locator("#node-count").text_content() == "74 nodes"
+    finally:
+        report.close()
+
+
+def test_hovering_a_dot_shows_its_tooltip(browser, minigooglenet):
+    path, analysis = minigooglenet
+    report = Report(browser, path)
+    try:
+        page = report.page
+        tip = page.locator("#tip")
+        assert tip.is_hidden()
+        dot = page.locator('#roofline-0 .dot[data-node="0"]')  # conv2d_0
+        dot.hover(force=True)
+        tip.wait_for(state="visible")
+        text = tip.inner_text()
+        node = analysis.targets[0].nodes[0]
+        assert text.startswith("conv2d_0\nConv · float32 · fp32 roof")
+        assert f"FLOPs: 5.31 M ({node.placement.flops:,})" in text
+        assert "DRAM bytes:" in text and "intensity:" in text and "time:" in text and "bound: compute" in text
+        assert page.locator("#roofline-0 .dot title").count() == 0  # the browser's own tooltip is off
+        # the tooltip follows hover out
+        page.mouse.move(5, 5)
+        tip.wait_for(state="hidden")
+        # the whole-model point has one too
+        page.locator("#roofline-1 .mark path").hover(force=True)
+        assert tip.inner_text().startswith("Whole model on h100-sxm")
+        report.assert_clean()
+    finally:
+        report.close()
+
+
+def test_clicking_a_dot_shows_its_row(browser, minigooglenet):
+    path, analysis = minigooglenet
+    report = Report(browser, path)
+    try:
+        page = report.page
+        page.select_option("#op-filter", "Relu")  # the row is filtered out: the click clears the filter
+        index = next(i for i, r in enumerate(analysis.nodes) if r.name == "conv2d_13")
+        # dots can sit on top of each other: the click goes to this one
+        page.locator(f'#roofline-0 .dot[data-node="{index}"]').dispatch_event("click")
+        row = page.locator(f'#node-table tr[data-index="{index}"]')
+        row.wait_for(state="visible")
+        assert "selected" in row.get_attribute("class")
+        assert row.is_visible() and page.evaluate(
+            "r => { const b = r.getBoundingClientRect(); return b.top >= 0 && b.bottom <= innerHeight; }", row.element_handle())
+        assert page.locator("#op-filter").input_value() == ""
+        report.assert_clean()
+    finally:
+        report.close()
+
+
+def test_sorting_and_filtering_the_node_table(browser, minigooglenet):
+    path, analysis = minigooglenet
+    report = Report(browser, path)
+    try:
+        page = report.page
+        flops = page.locator('#node-table th[data-key="flops"] button')
+        flops.click()  # numbers sort largest first
+        rows = report.rows()
+        values = [_flops_of(analysis, r) for r in rows]
+        assert values == sorted(values, reverse=True) and values[0] == max(r.flops for r in analysis.nodes)
+        assert page.locator('#node-table th[data-key="flops"]').get_attribute("aria-sort") == "descending"
+        flops.click()
+        values = [_flops_of(analysis, r) for r in report.rows()]
+        assert values == sorted(values)
+        # by time on a target: the rows follow the target's node times
+        page.locator('#node-table th[data-key="time:0"] button').click()
+        times = {n.name: n.placement.time_s for n in analysis.targets[0].nodes}
+        ordered = [times[analysis.nodes[r["index"]].name] for r in report.rows()]
+        assert ordered == sorted(ordered, reverse=True)
+        # by name: text sorts A to Z (numbers inside names in numeric order)
+        page.locator('#node-table th[data-key="name"] button').click()
+        names = [analysis.nodes[r["index"]].name for r in report.rows()]
+        assert names[:3] == ["activation_0", "activation_1", "activation_2"]
+
+        # filter by op type, then by bound on a target, then by text
+        page.select_option("#op-filter", "Conv")
+        rows = report.rows()
+        assert len(rows) == 19 and {r["op"] for r in rows} == {"Conv"}
+        assert page.locator("#node-count").text_content() == "19 of 74 nodes"
+        page.select_option("#op-filter", "")
+        page.select_option("#bound-filter", "0:onchip")
+        bounds = {n.name: n.placement.bound for n in analysis.targets[0].nodes}
+        rows = report.rows()
+        assert rows and all(bounds[analysis.nodes[r["index"]].name] == "onchip" for r in rows)
+        assert len(rows) == sum(1 for b in bounds.values() if b == "onchip")
+        page.select_option("#bound-filter", "")
+        page.fill("#node-filter", "batch_normalization_1")
+        names = [analysis.nodes[r["index"]].name for r in report.rows()]
+        assert names and all("batch_normalization_1" in n for n in names)
+        page.fill("#node-filter", "no such node")
+        assert report.rows() == [] and page.locator("#node-empty").is_visible()
+        # the op-type table's links filter too
+        page.fill("#node-filter", "")
+        page.locator('.op-link[data-op="MaxPool"]').click()
+        assert {r["op"] for r in report.rows()} == {"MaxPool"}
+        report.assert_clean()
+    finally:
+        report.close()
+
+
+def test_script_renders_the_rows_the_server_rendered(browser, minigooglenet, large):
+    """The first page without JavaScript and with it: the same text and the same tooltips."""
+    for path, _ in (minigooglenet, large):
+        static = Report(browser, path, javascript=False)
+        scripted = Report(browser, path)
+        try:
+            assert static.rows() == scripted.rows()
+            assert len(static.rows()) == min(200, len(scripted.page.evaluate(
+                "JSON.parse(document.getElementById('onnxroof-nodes').textContent).rows")))
+        finally:
+            static.close()
+            scripted.close()
+
+
+def test_large_report_pages_its_table(browser, large):
+    path, analysis = large
+    report = Report(browser, path)
+    try:
+        page = report.page
+        report.assert_clean()
+        for number, target in enumerate(analysis.targets):
+            assert page.locator(f"#roofline-{number} .dot").count() == len(_costed(target))
+        assert [r["index"] for r in report.rows()] == list(range(200))
+        assert page.locator("#pager-text").text_content() == "rows 1–200 of 558 · page 1 of 3"
+        page.click("#page-next")
+        assert [r["index"] for r in report.rows()] == list(range(200, 400))
+        page.click("#page-last")
+        assert [r["index"] for r in report.rows()] == list(range(400, 558))
+        assert page.locator("#page-next").is_disabled()
+        # sorting covers every page, not just the one shown
+        page.locator('#node-table th[data-key="time:1"] button').click()
+        slowest = max(analysis.targets[1].nodes, key=lambda n: n.placement.time_s)
+        assert analysis.nodes[report.rows()[0]["index"]].name == slowest.name
+        assert page.locator("#pager-text").text_content().startswith("rows 1–200 of 558")
+        # filters too: 18 softmax nodes across the pages
+        page.select_option("#op-filter", "Softmax")
+        assert len(report.rows()) == 18 and page.locator("#pager-text").text_content() == "rows 1–18 of 18 · page 1 of 1"
+        # a dot whose row is on another page
+        page.select_option("#op-filter", "")
+        last = max(i for i, r in enumerate(analysis.nodes) if r.flops and r.op_type == "MatMul")
+        page.locator(f'#roofline-0 .dot[data-node="{last}"]').dispatch_event("click")
+        page.locator(f'#node-table tr[data-index="{last}"]').wait_for(state="visible")
+        assert "selected" in page.locator(f'#node-table tr[data-index="{last}"]').get_attribute("class")
+        report.assert_clean()
+    finally:
+        report.close()
+
+
+def test_hostile_names_run_no_script(browser, tmp_path):
+    from onnx import TensorProto, helper
+
+    name = "</script><img src=x onerror=alert(1)>"
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name=name)], name + IMG_PAYLOAD, [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17)], producer_name=IMG_PAYLOAD, doc_string=name,
+    )
+    path = tmp_path / "hostile.html"
+    path.write_text(render_html(onnxroof.analyze(model, targets=TARGETS)), encoding="utf-8")
+    report = Report(browser, path)
+    try:
+        page = report.page
+        page.wait_for_timeout(300)  # an injected onerror would have fired by now
+        report.assert_clean()
+        assert page.locator("img").count() == 0
+        assert page.locator("#node-table tbody tr td.name-cell").first.text_content() == name
+        assert page.locator("h1").text_content() == name + IMG_PAYLOAD
+        page.locator("#roofline-0 .dot").first.dispatch_event("mouseover")  # under the whole-model point here
+        assert page.locator("#tip").inner_text().startswith(name)
+        page.locator('#node-table th[data-key="name"] button').click()  # re-rendered by the script
+        assert page.locator("#node-table tbody tr td.name-cell").first.text_content() == name
+        assert page.locator("img").count() == 0 and report.dialogs == []
+    finally:
+        report.close()
+
+
+def test_diff_compare_and_sweep_pages(browser, tmp_path):
+    from onnxroof.diff import diff_analyses
+    from onnxroof.sweep import run_sweep
+
+    base = onnxroof.analyze(build_example("minigooglenet"), targets=TARGETS)
+    head = onnxroof.analyze(build_example("minigooglenet"), targets=TARGETS, batch=4)
+    pages = {
+        "diff": render_diff_html(diff_analyses(base, head)),
+        "compare": render_compare_html([base, head, onnxroof.analyze(build_example("shallownet"), targets=TARGETS)]),
+        "sweep": render_sweep_html(run_sweep(build_example("minigooglenet"), [("batch", [1, 4, 16])], targets=TARGETS)),
+    }
+    for kind, html in pages.items():
+        path = tmp_path / f"{kind}.html"
+        path.write_text(html, encoding="utf-8")
+        report = Report(browser, path)
+        try:
+            report.assert_clean()
+            page = report.page
+            assert page.locator("svg.roofline").count() == 2
+            page.locator("svg.roofline .mark path").first.hover(force=True)
+            assert page.locator("#tip").is_visible()
+            if kind == "diff":
+                assert page.locator("svg.roofline").first.locator(".arrow-node").count() == 10
+        finally:
+            report.close()
+
+
+def test_screenshots(browser, minigooglenet, large, tmp_path):
+    """Screenshots of both reports: MiniGoogLeNet's first screens (header, totals, the first
+    roofline); the large model's H100 roofline and its hotspots."""
+    update = os.environ.get("ONNXROOF_UPDATE_SCREENSHOTS") == "1"
+    shots = ((minigooglenet, "report-minigooglenet.png", None, "roofline-0-panel"),
+             (large, "report-large.png", "roofline-1-panel", "hotspots"))
+    for (path, _), name, first, last in shots:
+        report = Report(browser, path, width=1400)
+        try:
+            page = report.page
+            top = page.evaluate(f"document.getElementById('{first}').getBoundingClientRect().top + scrollY - 16") if first else 0
+            bottom = page.evaluate(f"document.getElementById('{last}').getBoundingClientRect().bottom + scrollY + 16")
+            out = (DOCS if update else tmp_path) / name
+            page.screenshot(path=str(out), clip={"x": 0, "y": top, "width": 1400, "height": bottom - top}, full_page=True)
+            if update and shutil.which("pngquant"):
+                subprocess.run(["pngquant", "--force", "--skip-if-larger", "--quality=85-98", "--strip", "--output",
+                                str(out), str(out)], check=False)
+            assert out.stat().st_size > 10_000
+            if update:
+                assert out.stat().st_size < 400_000
+        finally:
+            report.close()

@@ -60,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
     directory = Path(args.keep or tempfile.mkdtemp())
     path = export(args.layers, directory)
-    print(f"| phase | tokens | MAC-FLOPs | DRAM bytes | FLOP/B | bound (model point) | latency | tokens/s | KV read |")
+    print("| phase | tokens | MAC-FLOPs | DRAM bytes | FLOP/B | bound (model point) | latency | tokens/s | KV read |")
     print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
     for phase, value in (("decode", 2048), ("decode", 128), ("prefill", 128), ("prefill", 2048)):
         options = {"context": value} if phase == "decode" else {"seq": value}

@@ -384,16 +384,18 @@ def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
     if heavy <= WEIGHT_DATA_LIMIT:
         return model
     light = onnx.ModelProto()
-    for field, value in model.ListFields():
-        if field.name == "graph":
+    for descriptor, value in model.ListFields():
+        name = descriptor.name
+        if name == "graph":
             continue
-        repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
+        repeated = (descriptor.is_repeated if hasattr(descriptor, "is_repeated")
+                    else descriptor.label == descriptor.LABEL_REPEATED)
         if repeated:
-            getattr(light, field.name).extend(value)
-        elif field.message_type:
-            getattr(light, field.name).CopyFrom(value)
+            getattr(light, name).extend(value)
+        elif descriptor.message_type:
+            getattr(light, name).CopyFrom(value)
         else:
-            setattr(light, field.name, value)
+            setattr(light, name, value)
     graph = model.graph
     light.graph.name = graph.name
     for part in ("input", "output", "value_info", "sparse_initializer"):

@@ -42,3 +42,40 @@ def analyse_node(node, inputs, outputs, initializers=(), opset: int = 17, contri
     if expect_ok:
         assert record.status == "ok", record.reason
     return record
+
+
+def minigooglenet_by_hand(separable: bool = False) -> tuple[int, int, int]:
+    """(MAC-FLOPs, params, params without BatchNormalization) walking the Keras definition of
+    MiniGoogLeNet: conv => BN => ReLU modules, Inception and downsample modules, dense 10.
+    ``separable``: every 3x3 conv is a depthwise 3x3 without bias (Ci x 9 weights,
+    Ho x Wo x Ci x 9 MACs) then a 1x1 with bias (Ci x Co + Co weights)."""
+    params = params_without_bn = macs = 0
+
+    def conv(h, c_in, c_out, k, stride=1, same=True):
+        nonlocal params, params_without_bn, macs
+        h_out = -(-h // stride) if same else (h - k) // stride + 1
+        if separable and k > 1:
+            weights = c_in * k * k + c_in * c_out + c_out
+            macs += h_out * h_out * c_in * (k * k + c_out)
+        else:
+            weights = c_in * k * k * c_out + c_out
+            macs += h_out * h_out * c_out * k * k * c_in
+        params += weights + 4 * c_out  # BN: gamma, beta, moving mean, moving variance
+        params_without_bn += weights
+        return h_out
+
+    h, c = conv(32, 3, 96, 3), 96
+    for k1, k3 in ((32, 32), (32, 48)):
+        conv(h, c, k1, 1), conv(h, c, k3, 3)
+        c = k1 + k3
+    h, c = conv(h, c, 80, 3, 2, same=False), 80 + c
+    for k1, k3 in ((112, 48), (96, 64), (80, 80), (48, 96)):
+        conv(h, c, k1, 1), conv(h, c, k3, 3)
+        c = k1 + k3
+    h, c = conv(h, c, 96, 3, 2, same=False), 96 + c
+    for k1, k3 in ((176, 160), (176, 160)):
+        conv(h, c, k1, 1), conv(h, c, k3, 3)
+        c = k1 + k3
+    assert (h, c) == (7, 336)
+    dense = c * 10 + 10
+    return 2 * (macs + c * 10), params + dense, params_without_bn + dense

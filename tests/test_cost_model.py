@@ -9,7 +9,7 @@ from onnx import TensorProto, helper
 import onnxroof
 from onnxroof.examples import build_example
 
-from conftest import make_model, zeros
+from conftest import make_model, minigooglenet_by_hand, zeros
 
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 
@@ -44,38 +44,8 @@ def test_separable_shallownet():
     assert result.totals.params == 27 + 96 + 32 + 327_690 == 327_845
 
 
-def _minigooglenet_by_hand() -> tuple[int, int, int]:
-    """Walk the Keras definition: conv => BN => ReLU modules, inception and downsample modules."""
-    params = params_without_bn = macs = 0
-
-    def conv(h, c_in, c_out, k, stride=1, same=True):
-        nonlocal params, params_without_bn, macs
-        h_out = -(-h // stride) if same else (h - k) // stride + 1
-        weights = c_in * k * k * c_out + c_out
-        params += weights + 4 * c_out  # BN: gamma, beta, moving mean, moving variance
-        params_without_bn += weights
-        macs += h_out * h_out * c_out * k * k * c_in
-        return h_out
-
-    h, c = conv(32, 3, 96, 3), 96
-    for k1, k3 in ((32, 32), (32, 48)):
-        conv(h, c, k1, 1), conv(h, c, k3, 3)
-        c = k1 + k3
-    h, c = conv(h, c, 80, 3, 2, same=False), 80 + c
-    for k1, k3 in ((112, 48), (96, 64), (80, 80), (48, 96)):
-        conv(h, c, k1, 1), conv(h, c, k3, 3)
-        c = k1 + k3
-    h, c = conv(h, c, 96, 3, 2, same=False), 96 + c
-    for k1, k3 in ((176, 160), (176, 160)):
-        conv(h, c, k1, 1), conv(h, c, k3, 3)
-        c = k1 + k3
-    assert (h, c) == (7, 336)
-    dense = c * 10 + 10
-    return 2 * (macs + c * 10), params + dense, params_without_bn + dense
-
-
 def test_minigooglenet_totals():
-    mac_flops, params, params_without_bn = _minigooglenet_by_hand()
+    mac_flops, params, params_without_bn = minigooglenet_by_hand(separable=False)
     assert (mac_flops, params, params_without_bn) == (469_195_840, 1_656_250, 1_649_402)
     result = onnxroof.analyze(build_example("minigooglenet"))
     assert result.totals.mac_flops == mac_flops

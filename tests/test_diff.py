@@ -16,37 +16,7 @@ from onnxroof.diff import diff_analyses, match_nodes
 from onnxroof.errors import UsageError
 from onnxroof.examples import build_example
 
-
-def minigooglenet_by_hand(separable: bool) -> tuple[int, int]:
-    """(MAC-FLOPs, params) walking the Keras definition; a separable 3x3 is a depthwise 3x3 without
-    bias (Ci x 9 weights, Ho x Wo x Ci x 9 MACs) then a 1x1 with bias (Ci x Co + Co weights)."""
-    params = macs = 0
-
-    def conv(h, c_in, c_out, k, stride=1, same=True):
-        nonlocal params, macs
-        h_out = -(-h // stride) if same else (h - k) // stride + 1
-        if separable and k > 1:
-            params += c_in * k * k + c_in * c_out + c_out
-            macs += h_out * h_out * c_in * (k * k + c_out)
-        else:
-            params += c_in * k * k * c_out + c_out
-            macs += h_out * h_out * c_out * k * k * c_in
-        params += 4 * c_out  # BatchNormalization
-        return h_out
-
-    h, c = conv(32, 3, 96, 3), 96
-    for k1, k3 in ((32, 32), (32, 48)):
-        conv(h, c, k1, 1), conv(h, c, k3, 3)
-        c = k1 + k3
-    h, c = conv(h, c, 80, 3, 2, same=False), 80 + c
-    for k1, k3 in ((112, 48), (96, 64), (80, 80), (48, 96)):
-        conv(h, c, k1, 1), conv(h, c, k3, 3)
-        c = k1 + k3
-    h, c = conv(h, c, 96, 3, 2, same=False), 96 + c
-    for k1, k3 in ((176, 160), (176, 160)):
-        conv(h, c, k1, 1), conv(h, c, k3, 3)
-        c = k1 + k3
-    return 2 * (macs + c * 10), params + c * 10 + 10
+from conftest import minigooglenet_by_hand
 
 
 def test_diff_with_itself_is_all_zeros(capsys):
@@ -60,8 +30,8 @@ def test_diff_with_itself_is_all_zeros(capsys):
 
 
 def test_separable_variant_reductions_derived_by_hand():
-    base_flops, base_params = minigooglenet_by_hand(separable=False)
-    head_flops, head_params = minigooglenet_by_hand(separable=True)
+    base_flops, base_params, _ = minigooglenet_by_hand(separable=False)
+    head_flops, head_params, _ = minigooglenet_by_hand(separable=True)
     assert (base_flops, base_params) == (469_195_840, 1_656_250)
     base = onnxroof.analyze(build_example("minigooglenet"), targets=["myriad-x"])
     head = onnxroof.analyze(build_example("minigooglenet-separable"), targets=["myriad-x"])

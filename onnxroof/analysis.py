@@ -26,7 +26,7 @@ from .dtypes import dtype_name
 from .errors import UsageError
 from .graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord, TensorRecord, build_cost_graph
 from .llm import LLMReport, detect_decoder, llm_report, phase_dims
-from .load import load_model
+from .load import check_in_memory, load_model
 from .memory import MemoryReport, analyze_memory
 from .plugins import load_entry_points
 from .roofline import TargetReport, place_model
@@ -156,6 +156,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         path, file_bytes = None, None
         proto = onnx.ModelProto()
         proto.CopyFrom(model)  # binding writes into the model; leave the caller's untouched
+        check_in_memory(proto, proto.graph.name or "model")  # what would crash onnx's C++ or onnxroof
     else:
         path = str(model)
         progress("loading")

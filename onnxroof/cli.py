@@ -137,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(text: object) -> str:
+    """Text from a model or a user (names, paths, flag values) as one printable line: control
+    characters (newlines, ANSI escapes) are shown escaped, never interpreted by the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -145,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OnnxroofError as exc:
         if debug:
             traceback.print_exc()
-        print(f"onnxroof: error: {exc}", file=sys.stderr)
+        print(f"onnxroof: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("onnxroof: interrupted", file=sys.stderr)
@@ -153,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug in onnxroof: one line unless --debug
         if debug:
             traceback.print_exc()
-        print(f"onnxroof: internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)", file=sys.stderr)
+        print(f"onnxroof: internal error: {type(exc).__name__}: {one_line(exc)} (rerun with --debug and report it)",
+              file=sys.stderr)
         return EXIT_INTERNAL
 
 
@@ -239,7 +246,7 @@ class StageLines:
 
     def __call__(self, stage: str) -> None:
         elapsed = time.monotonic() - self.start
-        self.pending.append(f"onnxroof: {self.label}: {stage} ({elapsed:.1f} s)")
+        self.pending.append(one_line(f"onnxroof: {self.label}: {stage} ({elapsed:.1f} s)"))
         if elapsed >= self.quiet_for:
             print(self.pending.pop(), file=sys.stderr, flush=True)
             self.pending.clear()
@@ -250,7 +257,7 @@ def _analyze(source: str, args: argparse.Namespace) -> Analysis:
     analysis = analyze(_model(source), progress=progress, **_analysis_kwargs(args))
     if not args.quiet:
         for warning in analysis.warnings:
-            print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)
+            print(one_line(f"onnxroof: warning: {analysis.model.name}: {warning}"), file=sys.stderr)
     if args.strict and not analysis.complete:
         raise IncompleteAnalysis(
             f"{analysis.model.name}: the analysis is incomplete (see the warnings above) and --strict is set; nothing written"
@@ -270,7 +277,7 @@ def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
     if not args.quiet:
         for point in points:
             for warning in point.analysis.warnings:
-                print(f"onnxroof: warning: {point.values}: {warning}", file=sys.stderr)
+                print(one_line(f"onnxroof: warning: {point.values}: {warning}"), file=sys.stderr)
     if args.strict and not all(p.analysis.complete for p in points):
         raise IncompleteAnalysis("a sweep point is incomplete (see the warnings above) and --strict is set")
     if args.command == "report":
@@ -302,7 +309,7 @@ def _gate(results: list, quiet: bool) -> int:
     """Exit 1 when a budget is broken, listing the broken ones on stderr."""
     broken = [r for r in results if r.broken]
     for result in broken:
-        print(f"onnxroof: budget broken: {result.describe()}", file=sys.stderr)
+        print(one_line(f"onnxroof: budget broken: {result.describe()}"), file=sys.stderr)
     return EXIT_BUDGET if broken else EXIT_OK
 
 

@@ -163,6 +163,8 @@ class _Coster:
     def __init__(self, graph: onnx.GraphProto, shapes: ShapeResult, options: CostOptions):
         self.tensors = shapes.tensors
         self.values = shapes.values
+        self.failures = shapes.failures
+        self.uninferred = shapes.uninferred
         self._sizes: dict[str, int | None] = {}
         self.storage_root: dict[str, str] = {}  # constant -> the stored tensor it re-lays out
         self.parameter_tensors: set[str] = set()  # every tensor some node reads as a parameter
@@ -201,6 +203,7 @@ class _Coster:
     def cost_node(self, node: onnx.NodeProto, name: str, index: int) -> NodeRecord:
         info, size = self.info, self.size
         is_folded = _is_folded(node, self.constant)
+        failure = next((self.failures[o] for o in node.output if o in self.failures), None)
         rule = rule_for(node.domain, node.op_type)
         arg_slots = rule.arg_inputs if rule else frozenset()
         subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in _subgraphs_of(node)}
@@ -214,8 +217,13 @@ class _Coster:
         elif rule is None:
             domain = node.domain or "ai.onnx"
             status, reason, cost = STATUS_UNSUPPORTED, f"no cost rule for {domain}::{node.op_type}", OpCost()
+        elif failure is not None and not all(o in self.uninferred for o in node.output if o in self.failures):
+            # downstream of a node whose shape inference failed, or inconsistent itself: not costed
+            status, reason, cost = STATUS_UNKNOWN_SHAPE, failure, OpCost()
         else:
             status, reason, cost = _apply_rule(rule.handler, view)
+            if status == STATUS_UNKNOWN_SHAPE and failure is not None:
+                reason = failure  # onnx could not infer this node: say why
         param_inputs: list[str] = []
         activation_inputs: list[str] = []
         # a node computing shape arithmetic (every output known once the dims are bound) reads

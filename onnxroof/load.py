@@ -1,13 +1,25 @@
 """Stage 1: read an ONNX file into a ModelProto without ever reading weight data.
 
-External data files are never opened (counts come from dims), so a model whose data
-files are absent still loads. Every failure becomes a one-line ModelError.
+External data files are never opened (counts come from dims), so a model whose data files are
+absent, or of the wrong size, still loads and is costed in full. Their ``location`` entries are
+still checked: one pointing outside the model's directory (an absolute path, ``..``, a symlink
+leading out) is refused, as onnx itself refuses it (CVE-2024-27318).
+
+Every failure becomes a one-line ModelError naming the problem and the fix: files that are not
+models (empty, random bytes, truncated, a bare TensorProto or GraphProto, over protobuf's 2 GiB
+limit), graphs that are not DAGs (a cycle, two nodes writing one tensor, a node reading a tensor
+nothing produces), opsets and IR versions newer than the installed onnx, then the ONNX checker.
+Names from the model are untrusted: they appear in messages as quoted, escaped and clipped.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import posixpath
+import re
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Iterator
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -15,93 +27,591 @@ from google.protobuf.message import DecodeError
 from .errors import ModelError
 
 _ONNX_MAGIC_HINT = "is it an .onnx model file?"
+# protobuf cannot parse (or write) one message over 2 GiB; bigger models keep weights outside
+MAX_PROTOBUF_BYTES = 2**31 - 1
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+_UNREGISTERED_DOMAIN = "onnxroof.unregistered"
+_NAME_CLIP = 80
 
 
 def load_model(path: str | os.PathLike) -> onnx.ModelProto:
     """Read and check ``path``; raise ModelError with the file name and the fix on failure."""
     file = Path(path)
-    if not file.exists():
-        raise ModelError(f"{file}: no such file; check the path")
-    if file.is_dir():
-        raise ModelError(f"{file}: is a directory, not an ONNX file; pass the .onnx file inside it")
     try:
-        data = file.read_bytes()
+        is_dir, is_file = file.is_dir(), file.is_file()
+        size = file.stat().st_size if is_file else 0
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long, a symlink loop
+        raise ModelError(f"{file}: cannot be opened ({_reason(exc)}); check the path") from exc
+    if is_dir:
+        raise ModelError(f"{file}: is a directory, not an ONNX file; pass the .onnx file inside it")
+    if not is_file:
+        if file.is_symlink():
+            raise ModelError(f"{file}: a symbolic link to a file that does not exist; check the link")
+        if not os.path.lexists(file):
+            raise ModelError(f"{file}: no such file; check the path")
+        raise ModelError(f"{file}: not a regular file (a device or a pipe); pass the .onnx file itself")
+    if size > MAX_PROTOBUF_BYTES:
+        raise ModelError(
+            f"{file}: the file is {size / 2**30:.1f} GiB, over protobuf's 2 GiB limit for one ONNX file, so no "
+            "ONNX tool can read it; re-export with the weights as external data "
+            "(onnx.save_model(model, path, save_as_external_data=True); torch.onnx.export does it past 2 GiB)"
+        )
+    try:
+        with open(file, "rb") as stream:
+            data = stream.read(size + 1)  # read(n) reserves n bytes up front: the size, not the limit
     except OSError as exc:
-        raise ModelError(f"{file}: cannot be read ({exc.strerror}); check its permissions") from exc
+        raise ModelError(f"{file}: cannot be read ({_reason(exc)}); check its permissions") from exc
     if not data:
         raise ModelError(f"{file}: the file is empty; re-export the model")
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
     except DecodeError as exc:
+        other = _what_else(data)
+        if other:
+            raise ModelError(f"{file}: not an ONNX model: {other}") from exc
         raise ModelError(
-            f"{file}: not a readable ONNX protobuf (truncated or not ONNX: {exc}); {_ONNX_MAGIC_HINT}"
+            f"{file}: not a readable ONNX protobuf ({_reason(exc)}): the file is truncated or corrupt, or not an "
+            "ONNX model; re-download or re-export it"
         ) from exc
+    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
+        other = _what_else(data)
+        if other:
+            raise ModelError(f"{file}: not an ONNX model: {other}")
     del data
-    check_model(model, str(file))
+    invalid = _first_invalid_text(model, "")
+    if invalid:
+        raise ModelError(
+            f"{file}: the model's {invalid} is not valid UTF-8 text, so the file is corrupt (or not ONNX); "
+            "re-export the model"
+        )
+    check_model(model, str(file), directory=file.parent)
     return model
 
 
-def check_model(model: onnx.ModelProto, label: str) -> None:
-    """Run the ONNX checker, turning its verdict into one ModelError line."""
+def check_in_memory(model: onnx.ModelProto, label: str = "model") -> None:
+    """The checks that keep a ModelProto handed to ``analyze`` from crashing the interpreter (or
+    onnxroof): text that is not UTF-8, negative dims (onnx's shape inference aborts on some),
+    inline data of the wrong size. The ONNX checker is not run: models built in code often skip
+    what it insists on."""
+    invalid = _first_invalid_text(model, "")
+    if invalid:
+        raise ModelError(f"{label}: the model's {invalid} is not valid UTF-8 text; fix the code that built it")
+    check_dims(model, label)
+    check_tensor_sizes(model, label)
+
+
+def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None = None) -> None:
+    """Judge ``model`` (read from ``directory``, if from a file), turning every verdict into one
+    ModelError line that names the problem and the fix (the node, for a graph that is not a DAG)."""
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise ModelError(f"{label}: the protobuf holds no ONNX graph; {_ONNX_MAGIC_HINT}")
     if not model.opset_import:
         raise ModelError(f"{label}: the model declares no opset_import; re-export it with an opset")
+    _check_versions(model, label)
+    check_external_locations(model, label, directory)
+    check_dims(model, label)
+    check_tensor_sizes(model, label)
     try:
-        onnx.checker.check_model(_checkable(model))
+        with _checkable(model):
+            onnx.checker.check_model(model)
     except onnx.checker.ValidationError as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # a graph that is not a DAG of single-producer tensors: name the node (the checker's
+        # own message stops short of it); walked only on failure, as it costs a pass over the nodes
+        _check_graph(model.graph, set(), label, "")
+        first_line = _clean(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         raise ModelError(
             f"{label}: fails the ONNX checker: {first_line}; fix the export or run onnx.checker on it"
         ) from exc
     except Exception as exc:  # the checker's C++ core raises a few other types on broken protos
-        raise ModelError(f"{label}: fails the ONNX checker ({type(exc).__name__}: {exc})") from exc
+        raise ModelError(f"{label}: fails the ONNX checker ({type(exc).__name__}: {_reason(exc)})") from exc
 
 
-def _checkable(model: onnx.ModelProto) -> onnx.ModelProto:
-    """What the checker can judge: external weights declared as inputs, and default-domain ops
-    that this onnx has no schema for (onnxruntime's optimizer writes SimplifiedLayerNormalization
-    there) moved to a private domain, which the checker skips; they are costed like any other op."""
-    unknown = [n for n in model.graph.node if n.domain in ("", "ai.onnx") and not onnx.defs.has(n.op_type)]
-    checkable = _without_external_data(model)
-    if unknown:
-        if checkable is model:
-            checkable = onnx.ModelProto()
-            checkable.CopyFrom(model)
-        for node in checkable.graph.node:
-            if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type):
-                node.domain = _UNREGISTERED_DOMAIN
-        checkable.opset_import.append(onnx.helper.make_opsetid(_UNREGISTERED_DOMAIN, 1))
-    return checkable
+# ---------------------------------------------------------------------------------------------
+# Text that is not UTF-8: protobuf hands such string fields back as bytes instead of failing
 
 
-_UNREGISTERED_DOMAIN = "onnxroof.unregistered"
+def _first_invalid_text(message, where: str) -> str | None:
+    """The path of the first string field in ``message`` that is not valid UTF-8, or None.
+    Only string and message fields are visited: weight data is never touched."""
+    if isinstance(message, onnx.NodeProto):
+        return _node_invalid_text(message, where)
+    for name, is_message, repeated in _text_fields(message.DESCRIPTOR):
+        if is_message:
+            if repeated:
+                items = getattr(message, name)
+            elif message.HasField(name):
+                items = (getattr(message, name),)
+            else:
+                continue
+            for index, item in enumerate(items):
+                found = _first_invalid_text(item, f"{where}{name}[{index}]." if repeated else f"{where}{name}.")
+                if found:
+                    return found
+        else:
+            value = getattr(message, name)
+            if any(isinstance(v, bytes) for v in value) if repeated else isinstance(value, bytes):
+                return where + name
+    return None
+
+
+def _node_invalid_text(node: onnx.NodeProto, where: str) -> str | None:
+    """The walk above for the commonest message, unrolled: nodes are most of a big graph."""
+    for name in ("name", "op_type", "domain", "overload", "doc_string"):
+        if isinstance(getattr(node, name, ""), bytes):  # overload: onnx >= 1.16 only
+            return where + name
+    for name in ("input", "output"):
+        if not all(isinstance(v, str) for v in getattr(node, name)):
+            return where + name
+    for index, attribute in enumerate(node.attribute):
+        for name in ("name", "ref_attr_name", "doc_string"):
+            if isinstance(getattr(attribute, name), bytes):
+                return f"{where}attribute[{index}].{name}"
+        if attribute.type not in _PLAIN_ATTRIBUTES:
+            found = _first_invalid_text(attribute, f"{where}attribute[{index}].")
+            if found:
+                return found
+    for index, entry in enumerate(getattr(node, "metadata_props", ())):  # onnx >= 1.17 only
+        if isinstance(entry.key, bytes) or isinstance(entry.value, bytes):
+            return f"{where}metadata_props[{index}]"
+    return None
+
+
+# attributes that hold only numbers or bytes: nothing more in them to check
+_PLAIN_ATTRIBUTES = frozenset({
+    onnx.AttributeProto.FLOAT, onnx.AttributeProto.INT, onnx.AttributeProto.STRING, onnx.AttributeProto.FLOATS,
+    onnx.AttributeProto.INTS, onnx.AttributeProto.STRINGS,
+})
+_TEXT_FIELDS: dict = {}
+
+
+def _text_fields(descriptor) -> tuple[tuple[str, bool, bool], ...]:
+    """(name, is a message, is repeated) of the string and message fields of a message type."""
+    if descriptor not in _TEXT_FIELDS:
+        fields = []
+        for field in descriptor.fields:
+            repeated = getattr(field, "is_repeated", None)
+            if repeated is None:  # protobuf < 5.27
+                repeated = field.label == field.LABEL_REPEATED
+            if field.type == field.TYPE_STRING:
+                fields.append((field.name, False, repeated))
+            elif field.type == field.TYPE_MESSAGE:
+                fields.append((field.name, True, repeated))
+        _TEXT_FIELDS[descriptor] = tuple(fields)
+    return _TEXT_FIELDS[descriptor]
+
+
+# ---------------------------------------------------------------------------------------------
+# What a file that is not a ModelProto holds
+
+
+def _what_else(data: bytes) -> str | None:
+    """'a serialized GraphProto', ... when ``data`` clearly is another ONNX message, else None."""
+    graph = onnx.GraphProto()
+    try:
+        graph.ParseFromString(data)
+    except DecodeError:
+        pass
+    else:
+        if graph.node and all(isinstance(n.op_type, str) and _IDENTIFIER.match(n.op_type) for n in graph.node):
+            return ("the file holds a bare GraphProto, not a ModelProto; wrap it with "
+                    "onnx.helper.make_model(graph, opset_imports=[...]) and save that")
+    tensor = onnx.TensorProto()
+    try:
+        tensor.ParseFromString(data)
+    except DecodeError:
+        return None
+    known_type = tensor.data_type in onnx.TensorProto.DataType.values() and tensor.data_type != 0
+    has_data = bool(tensor.raw_data or tensor.float_data or tensor.int32_data or tensor.int64_data
+                    or tensor.double_data or tensor.string_data or tensor.uint64_data or tensor.external_data)
+    if known_type and has_data and (tensor.dims or tensor.name):
+        return ("the file holds one serialized TensorProto (a weight or a test input), not a model; "
+                "pass the .onnx model file")
+    return None
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+# ---------------------------------------------------------------------------------------------
+# Versions
+
+
+def _check_versions(model: onnx.ModelProto, label: str) -> None:
+    """An IR version or an opset of a standard domain newer than this onnx knows cannot be
+    judged or inferred: say so and how to fix it. Unknown domains are left alone (their ops are
+    reported as unsupported)."""
+    if model.ir_version > onnx.IR_VERSION:
+        raise ModelError(
+            f"{label}: the model uses IR version {model.ir_version}; this onnx ({onnx.__version__}) reads up to "
+            f"{onnx.IR_VERSION}: upgrade onnx (pip install -U onnx)"
+        )
+    known = onnx.defs.C.schema_version_map()
+    for opset in model.opset_import:
+        domain = "" if opset.domain in _DEFAULT_DOMAINS else opset.domain
+        if domain in known and opset.version > known[domain][1]:
+            raise ModelError(
+                f"{label}: the model uses opset {opset.version} of {domain or 'ai.onnx'}; this onnx "
+                f"({onnx.__version__}) knows up to {known[domain][1]}: upgrade onnx (pip install -U onnx)"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Dims: never negative (onnx's C++ shape inference aborts the whole process on some)
+
+
+def check_dims(model: onnx.ModelProto, label: str) -> None:
+    """No declared dim is negative: in graph inputs, outputs, value_info (subgraphs too) or
+    tensor dims. onnx's shape inference asserts on them (a Slice of a [-5] input kills the
+    interpreter), so they must be refused before it runs."""
+    for graph in _all_graphs(model.graph):
+        for kind, values in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
+            for value in values:
+                for axis, dim in enumerate(_declared_dims(value.type)):
+                    if dim.HasField("dim_value") and dim.dim_value < 0:
+                        raise ModelError(
+                            f"{label}: {kind} {_quote(value.name)} declares dim {dim.dim_value} at axis {axis}; a dim "
+                            "is a count (>= 0) or a name: fix the export"
+                        )
+    for tensor in _all_tensors(model):
+        if any(d < 0 for d in tensor.dims):
+            raise ModelError(
+                f"{label}: tensor {_quote(tensor.name)} declares dims {list(tensor.dims)}; a dim cannot be "
+                "negative: the file is corrupt; re-export the model"
+            )
+
+
+def _declared_dims(type_proto: onnx.TypeProto) -> list:
+    """The dims of a tensor type, or of the tensor type inside a sequence or optional."""
+    kind = type_proto.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        holder = getattr(type_proto, kind)
+        return list(holder.shape.dim) if holder.HasField("shape") else []
+    if kind == "sequence_type":
+        return _declared_dims(type_proto.sequence_type.elem_type)
+    if kind == "optional_type":
+        return _declared_dims(type_proto.optional_type.elem_type)
+    return []
+
+
+def _all_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    yield graph
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                yield from _all_graphs(attribute.g)
+            for subgraph in attribute.graphs:
+                yield from _all_graphs(subgraph)
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph structure: a DAG in which every tensor has one producer
+
+
+def _check_graph(graph: onnx.GraphProto, outer: set[str], label: str, where: str) -> None:
+    """Every node reads tensors produced before it; no tensor is written twice; no cycle.
+
+    ``outer`` holds the names visible from the enclosing graphs (subgraphs may read them);
+    ``where`` prefixes node names inside subgraphs ("If_3/then_branch/")."""
+    names = _node_labels(graph.node, where)
+    sources = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    sources |= {s.values.name for s in graph.sparse_initializer}
+    producer: dict[str, int] = {}
+    for index, node in enumerate(graph.node):
+        for output in node.output:
+            if not output:
+                continue
+            if output in producer:
+                raise ModelError(
+                    f"{label}: nodes {_quote(names[producer[output]])} and {_quote(names[index])} both write "
+                    f"{_quote(output)}; every tensor must have exactly one producer: fix the export"
+                )
+            if output in sources:
+                raise ModelError(
+                    f"{label}: node {_quote(names[index])} writes {_quote(output)}, which is also a graph input or "
+                    "initializer; every tensor must have exactly one producer: fix the export"
+                )
+            producer[output] = index
+    available = set(outer) | sources
+    for index, node in enumerate(graph.node):
+        for name in node.input:
+            if not name or name in available:
+                continue
+            if name not in producer:
+                raise ModelError(
+                    f"{label}: node {_quote(names[index])} ({_clean(node.op_type)}) reads {_quote(name)}, which no "
+                    "node, input or initializer produces: fix the export (or declare it as a graph input)"
+                )
+            cycle = _find_cycle(graph, producer)
+            if cycle:
+                path = " -> ".join(_quote(names[i]) for i in cycle)
+                raise ModelError(f"{label}: the graph has a cycle ({path}); an ONNX graph must be acyclic: fix the export")
+            raise ModelError(
+                f"{label}: node {_quote(names[index])} reads {_quote(name)} before node "
+                f"{_quote(names[producer[name]])} produces it: the nodes are not in topological order, as ONNX "
+                "requires; save them sorted (e.g. onnx_graphsurgeon's graph.toposort())"
+            )
+        for attribute in node.attribute:
+            subgraphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)
+            for subgraph in subgraphs:
+                _check_graph(subgraph, available, label, f"{names[index]}/{attribute.name}/")
+        available.update(o for o in node.output if o)
+    for output in graph.output:
+        if output.name not in available:
+            kind = "subgraph" if where else "graph"
+            raise ModelError(
+                f"{label}: {kind} output {_quote(where + output.name)} is produced by no node, input or "
+                "initializer: fix the export"
+            )
+
+
+def _node_labels(nodes, where: str) -> list[str]:
+    """The names onnxroof shows (graph.node_names): the node's own, else ``OpType_index``."""
+    labels, seen = [], set()
+    for index, node in enumerate(nodes):
+        name = node.name or f"{node.op_type}_{index}"
+        if name in seen:
+            name = f"{name}#{index}"
+        seen.add(name)
+        labels.append(where + name)
+    return labels
+
+
+def _find_cycle(graph: onnx.GraphProto, producer: dict[str, int]) -> list[int] | None:
+    """Node indices along one cycle (first node repeated at the end), or None if acyclic."""
+    successors: dict[int, list[int]] = {i: [] for i in range(len(graph.node))}
+    for index, node in enumerate(graph.node):
+        for name in _reads(node):
+            if name in producer:
+                successors[producer[name]].append(index)
+    state: dict[int, int] = {}  # 1: on the stack, 2: done
+    for start in successors:
+        if start in state:
+            continue
+        stack: list[tuple[int, Iterator[int]]] = [(start, iter(successors[start]))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+            elif state.get(child) == 1:
+                return path[path.index(child):] + [child]
+            elif child not in state:
+                state[child] = 1
+                path.append(child)
+                stack.append((child, iter(successors[child])))
+    return None
+
+
+def _reads(node: onnx.NodeProto) -> Iterator[str]:
+    """The names ``node`` reads, including those its subgraphs read from the outer scope."""
+    yield from (n for n in node.input if n)
+    for attribute in node.attribute:
+        subgraphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)
+        for subgraph in subgraphs:
+            for inner in subgraph.node:
+                yield from _reads(inner)
+
+
+# ---------------------------------------------------------------------------------------------
+# External data: never read, but never allowed to point outside the model's directory
 
 
 def has_external_data(tensor: onnx.TensorProto) -> bool:
     return tensor.data_location == onnx.TensorProto.EXTERNAL
 
 
-def _without_external_data(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The checker insists on reading external data; check a copy that declares it as inputs.
-
-    Only models with external data are copied, and their protobuf is small (no weights).
-    """
-    external = [t for t in model.graph.initializer if has_external_data(t)]
-    if not external:
-        return model
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    keep = [t for t in copy.graph.initializer if not has_external_data(t)]
-    declared = {i.name for i in copy.graph.input}
-    for tensor in external:
-        if tensor.name not in declared:
-            copy.graph.input.append(
-                onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims))
+def check_external_locations(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None) -> None:
+    """Refuse a model whose external data would be read from outside ``directory`` (the model's
+    own): an absolute path, a ``..`` component, or (when ``directory`` is known) a path that
+    resolves, through symlinks, outside it. The data itself is never opened."""
+    base = Path(directory).resolve() if directory is not None else None
+    for tensor in _all_tensors(model):
+        if not has_external_data(tensor):
+            continue
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        problem = _location_problem(location, base)
+        if problem:
+            raise ModelError(
+                f"{label}: tensor {_quote(tensor.name)} keeps its external data at {_quote(location)}, {problem}; "
+                "onnxroof refuses such models, as onnx does (CVE-2024-27318): keep the data files next to the "
+                "model and save it with a relative location"
             )
-    del copy.graph.initializer[:]
-    copy.graph.initializer.extend(keep)
-    if copy.ir_version < 4:
-        copy.ir_version = 4
-    return copy
+
+
+def _location_problem(location: str, base: Path | None) -> str | None:
+    if not location:
+        return None  # nothing to follow (onnxroof never reads the data anyway)
+    if "\0" in location:
+        return "a path with a NUL byte"
+    posix, windows = PurePosixPath(location), PureWindowsPath(location)
+    if posix.is_absolute() or windows.is_absolute() or windows.drive or windows.root:
+        return "an absolute path outside the model's directory"
+    normalized = posixpath.normpath(location.replace("\\", "/"))
+    if normalized == ".." or normalized.startswith("../"):
+        return "a path that leaves the model's directory through '..'"
+    if base is not None:
+        try:
+            resolved = (base / location).resolve()
+        except (OSError, RuntimeError, ValueError):  # a symlink loop
+            return "a path that cannot be resolved (a symlink loop)"
+        if resolved != base and base not in resolved.parents:
+            return f"a path that leads outside the model's directory through a symlink (to {_clean(str(resolved))})"
+    return None
+
+
+def _all_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    """Every TensorProto in the model: initializers (sparse ones too), Constant values and other
+    tensor attributes, in the main graph, every subgraph and every model-local function."""
+    yield from _graph_tensors(model.graph)
+    for function in model.functions:
+        for node in function.node:
+            yield from _attribute_tensors(node)
+
+
+def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield from (sparse.values, sparse.indices)
+    for node in graph.node:
+        yield from _attribute_tensors(node)
+
+
+def _attribute_tensors(node: onnx.NodeProto) -> Iterator[onnx.TensorProto]:
+    for attribute in node.attribute:
+        if attribute.HasField("t"):
+            yield attribute.t
+        yield from attribute.tensors
+        for sparse in (*([attribute.sparse_tensor] if attribute.HasField("sparse_tensor") else []),
+                       *attribute.sparse_tensors):
+            yield from (sparse.values, sparse.indices)
+        if attribute.HasField("g"):
+            yield from _graph_tensors(attribute.g)
+        for subgraph in attribute.graphs:
+            yield from _graph_tensors(subgraph)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inline data of the size its dims declare (onnxruntime insists on it; onnx only on "not less")
+
+_T = onnx.TensorProto
+# element type -> (the field holding typed values, values per element); raw_data bytes per element
+_BYTES_PER_ELEMENT = {
+    _T.FLOAT: 4, _T.UINT8: 1, _T.INT8: 1, _T.UINT16: 2, _T.INT16: 2, _T.INT32: 4, _T.INT64: 8, _T.BOOL: 1,
+    _T.FLOAT16: 2, _T.DOUBLE: 8, _T.UINT32: 4, _T.UINT64: 8, _T.COMPLEX64: 8, _T.COMPLEX128: 16, _T.BFLOAT16: 2,
+}
+_BYTES_PER_ELEMENT.update({getattr(_T, n): 1 for n in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+                                                        "FLOAT8E5M2FNUZ", "FLOAT8E8M0") if hasattr(_T, n)})
+_HALF_BYTE = frozenset(getattr(_T, n) for n in ("INT4", "UINT4", "FLOAT4E2M1") if hasattr(_T, n))
+_TYPED_FIELD = {
+    _T.FLOAT: ("float_data", 1), _T.COMPLEX64: ("float_data", 2), _T.DOUBLE: ("double_data", 1),
+    _T.COMPLEX128: ("double_data", 2), _T.INT64: ("int64_data", 1), _T.UINT32: ("uint64_data", 1),
+    _T.UINT64: ("uint64_data", 1),
+    **{t: ("int32_data", 1) for t in (_T.INT32, _T.INT16, _T.INT8, _T.UINT16, _T.UINT8, _T.BOOL, _T.FLOAT16,
+                                      _T.BFLOAT16)},
+}
+
+
+_RAW_CHECK_LIMIT = 2**20
+
+
+def check_tensor_sizes(model: onnx.ModelProto, label: str) -> None:
+    """Every inline tensor holds exactly the data its dims and type declare: a mismatch means a
+    corrupt file (a flipped dim), and would otherwise surface as a crash wherever it is read."""
+    for tensor in _all_tensors(model):
+        if has_external_data(tensor):
+            continue
+        elements = 1
+        for dim in tensor.dims:
+            elements *= dim
+        kind = tensor.data_type
+        if tensor.HasField("raw_data"):
+            if kind in _HALF_BYTE:
+                expected = (elements + 1) // 2
+            elif kind in _BYTES_PER_ELEMENT:
+                expected = elements * _BYTES_PER_ELEMENT[kind]
+            else:
+                continue
+            if expected > _RAW_CHECK_LIMIT:
+                continue  # reading raw_data copies it; big tensors are never read as values anyway
+            held, unit = len(tensor.raw_data), "bytes"
+        elif kind in _TYPED_FIELD:
+            field_name, per_element = _TYPED_FIELD[kind]
+            held, unit = len(getattr(tensor, field_name)), f"values in {field_name}"
+            expected = elements * per_element
+            if held == 0 and elements:
+                continue  # no data at all: the checker's verdict ("one and only one value field")
+        else:
+            continue
+        if held != expected:
+            dims = "x".join(map(str, tensor.dims)) or "scalar"
+            type_name = onnx.helper.tensor_dtype_to_string(kind).split(".")[-1].lower()
+            raise ModelError(
+                f"{label}: tensor {_quote(tensor.name)} holds {held:,} {unit}, but its dims ({dims}, {type_name}) "
+                f"need {expected:,}: the file is corrupt; re-export the model"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# What the checker can judge
+
+
+@contextmanager
+def _checkable(model: onnx.ModelProto) -> Iterator[None]:
+    """Make ``model`` judgeable by the checker in place, and restore it afterwards (no copy of
+    the weights is ever made).
+
+    The checker insists on opening external data wherever it is (initializers, Constant values,
+    subgraphs): those tensors are shown to it as empty. Default-domain ops this onnx has no
+    schema for (onnxruntime's optimizer writes SimplifiedLayerNormalization there) are moved to a
+    private domain, which the checker skips; they are costed like any other op."""
+    saved: list[tuple[onnx.TensorProto, onnx.TensorProto]] = []
+    moved: list[tuple[onnx.NodeProto, str]] = []
+    added_opset = False
+    try:
+        for tensor in _all_tensors(model):
+            if has_external_data(tensor):
+                original = onnx.TensorProto()
+                original.CopyFrom(tensor)
+                saved.append((tensor, original))
+                tensor.Clear()
+                tensor.name, tensor.data_type = original.name, original.data_type
+                tensor.dims.append(0)
+        moved = [(n, n.domain) for n in model.graph.node if n.domain in _DEFAULT_DOMAINS and not onnx.defs.has(n.op_type)]
+        for node, _ in moved:
+            node.domain = _UNREGISTERED_DOMAIN
+        if moved:
+            model.opset_import.append(onnx.helper.make_opsetid(_UNREGISTERED_DOMAIN, 1))
+            added_opset = True
+        yield
+    finally:
+        for tensor, original in saved:
+            tensor.CopyFrom(original)
+        for node, domain in moved:
+            node.domain = domain
+        if added_opset:
+            del model.opset_import[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages
+
+
+def _clean(text: str) -> str:
+    """One printable line: control characters (newlines, ANSI escapes) shown as '?'."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _quote(name: str) -> str:
+    """A model-supplied name for a message: clipped, quoted, control characters escaped."""
+    clipped = name if len(name) <= _NAME_CLIP else name[: _NAME_CLIP - 1] + "…"
+    return repr(clipped)
+
+
+def _reason(exc: BaseException) -> str:
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return _clean(" ".join(str(text).split()))[:300]

@@ -113,6 +113,10 @@ class ShapeResult:
     inputs: list[TensorInfo]  # graph inputs as bound (the shapes actually used)
     unresolved: list[UnresolvedDim]
     notes: list[str] = field(default_factory=list)
+    # tensor -> why its shape is unknown: its producer's shape inference failed, or depends on one that did
+    failures: dict[str, str] = field(default_factory=dict)
+    # outputs of the nodes onnx could not infer: their rules may still cost them from their inputs
+    uninferred: set[str] = field(default_factory=set)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,8 +326,10 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
     tensors: dict[str, TensorInfo] = {}
     try:
         with _stored_shapes_hidden(graph, keep=opaque):
+            # no data propagation: onnx's allocates one entry per element of every 1-D tensor (an
+            # Add of a float[10^12] input exhausts memory); the evaluator below computes shape values
             inferred = onnx.shape_inference.infer_shapes(
-                without_weight_data(model), check_type=False, strict_mode=False, data_prop=True
+                without_weight_data(model), check_type=False, strict_mode=False, data_prop=False
             )
         found: Iterable[onnx.ValueInfoProto] = (
             *inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input
@@ -353,9 +359,14 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
             values[tensor.name] = numpy_helper.to_array(tensor)
 
     evaluator = _PartialEvaluator(model, tensors, values, stored)
-    for node in order:
-        evaluator.visit(node)
+    for node, label in zip(order, _node_labels(order)):
+        evaluator.visit(node, label)
     notes += _stale_note(stored, tensors)
+    notes += [
+        f"shape inference failed on node {label!r} ({op_type}): {complaint}"
+        + (f"; the {count - 1} node(s) depending on it are not counted" if count > 1 else "")
+        for label, op_type, complaint, count in evaluator.roots
+    ]
 
     inputs = [
         tensors.get(i.name) or _info_from_value_info(i)
@@ -369,7 +380,19 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
         if not isinstance(dim, int)
     ]
     unresolved += [UnresolvedDim(info.name, -1, None) for info in inputs if info.shape is None]
-    return ShapeResult(tensors, values, inputs, unresolved, notes)
+    return ShapeResult(tensors, values, inputs, unresolved, notes, evaluator.failures, evaluator.uninferred)
+
+
+def _node_labels(nodes: Sequence[onnx.NodeProto]) -> list[str]:
+    """The names the graph stage gives nodes (graph.node_names): their own, or OpType_index."""
+    labels, seen = [], set()
+    for index, node in enumerate(nodes):
+        label = node.name or f"{node.op_type}_{index}"
+        if label in seen:
+            label = f"{label}#{index}"
+        seen.add(label)
+        labels.append(label)
+    return labels
 
 
 # Inline weight data above this many bytes is left out of the copy handed to ONNX's inference,
@@ -474,6 +497,15 @@ def _one_line(exc: BaseException) -> str:
     return text[:300] + ("..." if len(text) > 300 else "")
 
 
+def _complaint(exc: BaseException) -> str:
+    """onnx's inference error for one node, without its wrapping: '[ShapeInferenceError] Inference
+    error(s): (op_type:MatMul, node name: mm): [ShapeInferenceError] Incompatible ...' -> 'Incompatible ...'."""
+    text = re.sub(r"^.*\(op_type:[^,]*, node name: .*?\): ", "", " ".join(str(exc).split()))
+    text = re.sub(r"\[\w+\]\s*", "", text).strip()
+    text = "".join(c if c.isprintable() else "?" for c in text) or type(exc).__name__
+    return text[:300] + ("..." if len(text) > 300 else "")
+
+
 class _PartialEvaluator:
     """Runs small shape computations and re-infers, one node at a time, what ONNX left unknown."""
 
@@ -490,17 +522,60 @@ class _PartialEvaluator:
         self.opsets = {("" if o.domain in _DEFAULT_DOMAINS else o.domain): o.version for o in model.opset_import}
         self.opset_imports = list(model.opset_import)
         self.ir_version = model.ir_version
+        self.failures: dict[str, str] = {}  # tensor -> why its shape is unknown
+        self.uninferred: set[str] = set()  # outputs of nodes onnx could not infer
+        self.roots: list[list] = []  # [label, op_type, complaint, nodes affected] per failing node
+        self._root_of: dict[str, int] = {}  # tensor -> index in roots
 
-    def visit(self, node: onnx.NodeProto) -> None:
+    def visit(self, node: onnx.NodeProto, label: str | None = None) -> None:
+        label = label or node.name or node.op_type
+        tainted = next((n for n in node.input if n in self._root_of), None)
+        if tainted is not None:  # downstream of a failed node: its inferred shapes are not to be trusted
+            root = self.roots[self._root_of[tainted]]
+            root[3] += 1
+            self._fail(node, self._root_of[tainted],
+                       f"depends on node {root[0]!r}, whose shape inference failed: {root[2]}")
+            return
         if node.domain in _DEFAULT_DOMAINS and not _has_subgraph(node):
             if node.op_type == "Constant":
                 self._constant(node)
             elif not (node.op_type in EVALUABLE_OPS and self._evaluate(node)):
                 if any(not self._info(o).is_known for o in node.output if o):
-                    self._reinfer(node)
+                    complaint = self._reinfer(node)
+                    if complaint:
+                        shapes = ", ".join(self._info(n).shape_text() if n else "-" for n in node.input)
+                        self._root(node, label, f"{complaint} (input shapes {shapes})")
+                        self.uninferred.update(o for o in node.output if o)
+                        return
+            if node.op_type == "Reshape":
+                complaint = self._reshape_mismatch(node)
+                if complaint:
+                    self._root(node, label, complaint)
+                    return
         for output in node.output:  # last resort: the shape the exporter stored
             if output in self.stored:
                 self._update(self.stored[output])
+
+    def _root(self, node: onnx.NodeProto, label: str, complaint: str) -> None:
+        self.roots.append([label, node.op_type, complaint, 1])
+        self._fail(node, len(self.roots) - 1, f"shape inference failed on this node: {complaint}")
+
+    def _fail(self, node: onnx.NodeProto, root: int, reason: str) -> None:
+        """Forget what is known of ``node``'s outputs: they are unknown, for ``reason``."""
+        for output in node.output:
+            if output:
+                self.tensors[output] = TensorInfo(output, self._info(output).dtype)
+                self.values.pop(output, None)
+                self.failures[output] = reason
+                self._root_of[output] = root
+
+    def _reshape_mismatch(self, node: onnx.NodeProto) -> str | None:
+        """onnx infers a Reshape to a constant shape without checking the element count."""
+        source, result = self._info(node.input[0]), self._info(node.output[0])
+        if not (source.is_known and result.is_known) or source.numel == result.numel:
+            return None
+        return (f"cannot reshape {source.shape_text()} ({source.numel:,} elements) to {result.shape_text()} "
+                f"({result.numel:,} elements)")
 
     def _info(self, name: str) -> TensorInfo:
         return self.tensors.setdefault(name, TensorInfo(name))
@@ -571,8 +646,10 @@ class _PartialEvaluator:
         if value.size <= MAX_VALUE_ELEMENTS:
             self.values[name] = value
 
-    def _reinfer(self, node: onnx.NodeProto) -> None:
-        """Infer one node alone, feeding every input value the evaluator knows as a constant."""
+    def _reinfer(self, node: onnx.NodeProto) -> str | None:
+        """Infer one node alone, feeding every input value the evaluator knows as a constant.
+
+        Returns onnx's complaint when this node, with every input known, still has no shape."""
         graph_inputs, initializers = [], []
         for name in dict.fromkeys(n for n in node.input if n):
             if name in self.values:
@@ -588,12 +665,24 @@ class _PartialEvaluator:
             opset_imports=self.opset_imports,
             ir_version=self.ir_version,
         )
+        # data propagation only over small vectors: onnx's allocates one entry per element
+        small = all(len(i.type.tensor_type.shape.dim) != 1 or 0 <= i.type.tensor_type.shape.dim[0].dim_value
+                    <= MAX_VALUE_ELEMENTS for i in graph_inputs)
         try:
-            inferred = onnx.shape_inference.infer_shapes(single, strict_mode=False, data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(single, strict_mode=False, data_prop=small)
         except Exception:
-            return
+            return None
         for value_info in inferred.graph.output:
             self._update(_info_from_value_info(value_info))
+        if all(self._info(o).shape is not None for o in node.output if o) or not _has_schema(node):
+            return None
+        try:  # still no shape, with every input known: ask again, strictly, to hear why
+            onnx.shape_inference.infer_shapes(single, strict_mode=True, data_prop=small)
+        except onnx.shape_inference.InferenceError as exc:
+            return _complaint(exc)
+        except Exception:
+            return None
+        return None
 
 
 # What onnx.reference's kernels expect from their evaluator (no logging, no custom ops).

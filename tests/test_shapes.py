@@ -445,9 +445,9 @@ def test_stale_stored_shapes_do_not_override_a_rebound_input():
 
 
 def large_constant_model():
-    # Constant [100, 1000] (100,000 floats); MatMul(x [2,100], it) -> [2,1000].
+    # Constant [100, 1000] (100,000 floats); MatMul(x [2,100], it) -> [2,1000]; Reshape -> [4,500].
     big = numpy_helper.from_array(np.zeros((100, 1000), np.float32), "big_value")
-    small = numpy_helper.from_array(np.array([2, 500], np.int64), "small_value")
+    small = numpy_helper.from_array(np.array([4, 500], np.int64), "small_value")
     nodes = [
         helper.make_node("Constant", [], ["big"], value=big),
         helper.make_node("Constant", [], ["small"], value=small),
@@ -464,8 +464,8 @@ def test_large_constant_is_not_kept_as_a_value_but_its_shape_is_known():
     assert result.tensors["big"].shape == (100, 1000)
     assert result.tensors["big"].dtype == T.FLOAT
     assert result.tensors["y"].shape == (2, 1000)
-    assert result.values["small"].tolist() == [2, 500]  # small constants are read
-    assert result.tensors["z"].shape == (2, 500)
+    assert result.values["small"].tolist() == [4, 500]  # small constants are read
+    assert result.tensors["z"].shape == (4, 500)
 
 
 def test_large_constant_sized_from_its_attribute_when_onnx_inference_fails():

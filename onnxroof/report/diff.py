@@ -74,7 +74,7 @@ def summary_line(diff: "ModelDiff") -> str:
 
 def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), rows: int = 15) -> str:
     base, head = diff.base.model, diff.head.model
-    lines = [f"### onnxroof diff: `{escape(base.name)}` → `{escape(head.name)}`", "", f"**{summary_line(diff)}**", ""]
+    lines = [f"### onnxroof diff: {escape(base.name)} → {escape(head.name)}", "", f"**{summary_line(diff)}**", ""]
     if diff.input_changes:
         lines += ["⚠️ **Inputs changed:** " + "; ".join(escape(c) for c in diff.input_changes), ""]
     broken = [b for b in budgets if b.broken]

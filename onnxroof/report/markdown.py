@@ -23,6 +23,7 @@ def escape(text: object) -> str:
     """Text safe in a Markdown table cell: HTML-escaped, Markdown punctuation backslashed."""
     value = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     value = _SPECIAL.sub(r"\\\1", value)
+    value = "".join(c if c.isprintable() or c.isspace() else "\ufffd" for c in value)  # no ANSI escapes
     return " ".join(value.split())  # no newlines: they would end the table row
 
 
@@ -49,9 +50,10 @@ def _seconds(value: float) -> str:
 def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
     """The summary as a PR comment: totals, per-target table, hotspots; details collapsed."""
     model, totals, memory = analysis.model, analysis.totals, analysis.memory
-    inputs = ", ".join(f"`{escape(i.name)}` {escape(i.shape_text())}" for i in analysis.inputs)
+    # escaped names stay out of code spans, where backslash escapes and entities show literally
+    inputs = ", ".join(f"{escape(i.name)} {escape(i.shape_text())}" for i in analysis.inputs)
     lines = [
-        f"### onnxroof: `{escape(model.name)}`",
+        f"### onnxroof: {escape(model.name)}",
         "",
         f"opset {model.opset} · {model.node_count} nodes · inputs {inputs} · dtype {analysis.dtype}"
         + (f" · batch {analysis.batch}" if analysis.batch else ""),

@@ -25,18 +25,27 @@ CSV_COLUMNS = (
 def shape_text(shape: list | None) -> str:
     if shape is None:
         return "?"
-    return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
+    return printable("x".join("?" if d is None else str(d) for d in shape)) or "scalar"  # dim names are the model's
+
+
+def printable(text: object) -> str:
+    """Model-supplied text (names, producer, doc strings) for a terminal: one line, and control
+    characters (newlines, ANSI escapes) shown as '?', never interpreted."""
+    return "".join(c if c.isprintable() else "?" for c in str(text))
 
 
 def inputs_line(analysis: "Analysis") -> str:
-    return ", ".join(f"{i.name} {shape_text(None if i.shape is None else list(i.shape))} {dtype_name(i.dtype)}" for i in analysis.inputs)
+    return ", ".join(
+        f"{printable(i.name)} {shape_text(None if i.shape is None else list(i.shape))} {dtype_name(i.dtype)}"
+        for i in analysis.inputs
+    )
 
 
 def render_table(analysis: "Analysis") -> str:
     model, totals = analysis.model, analysis.totals
     lines = [
-        f"onnxroof {__version__} · {model.name} · opset {model.opset} · {model.node_count} nodes"
-        + (f" · {model.producer}" if model.producer else ""),
+        f"onnxroof {__version__} · {printable(model.name)} · opset {model.opset} · {model.node_count} nodes"
+        + (f" · {printable(model.producer)}" if model.producer else ""),
         f"inputs: {inputs_line(analysis)}",
         f"conventions: {CONVENTIONS_LINE}",
         "",
@@ -70,7 +79,7 @@ def render_table(analysis: "Analysis") -> str:
     for report in analysis.targets:
         lines += [""] + target_lines(report)
     if analysis.warnings:
-        lines += ["", "Warnings"] + [f"  ! {w}" for w in analysis.warnings]
+        lines += ["", "Warnings"] + [f"  ! {printable(w)}" for w in analysis.warnings]
     lines += ["", _node_table(analysis.nodes)]
     return "\n".join(lines) + "\n"
 
@@ -80,9 +89,10 @@ def _node_table(records: list["NodeRecord"]) -> str:
     rows = [header]
     for r in records:
         rows.append((
-            str(r.index), _clip(r.name, 40), r.op_type, r.dtype, shape_text(r.output_shapes[0] if r.output_shapes else None),
+            str(r.index), _clip(r.name, 40), printable(r.op_type), r.dtype,
+            shape_text(r.output_shapes[0] if r.output_shapes else None),
             si(r.macs), si(r.flops), si(r.params), iec(r.weight_bytes), iec(r.input_bytes), iec(r.output_bytes),
-            intensity(r.intensity), "" if r.counted else f"NOT COUNTED: {r.reason}",
+            intensity(r.intensity), "" if r.counted else f"NOT COUNTED: {printable(r.reason)}",
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     right = {0, 5, 6, 7, 8, 9, 10, 11}
@@ -94,7 +104,7 @@ def _node_table(records: list["NodeRecord"]) -> str:
 
 
 def _clip(text: str, width: int) -> str:
-    text = "".join(c if c.isprintable() else "?" for c in text)  # model names are untrusted
+    text = printable(text)  # model names are untrusted
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -120,8 +130,9 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
     tensors = analysis.tensors
     width = min(60, max(len(n) for n in (*record.inputs, *record.outputs, "tensor")))
     lines = [
-        f"node    {_clip(record.name, 200)}  ({record.op_type}, {record.domain or 'ai.onnx'}; family {record.family})",
-        f"status  {record.status}" + (f": {record.reason}" if record.reason else ""),
+        f"node    {_clip(record.name, 200)}  ({printable(record.op_type)}, {printable(record.domain or 'ai.onnx')}; "
+        f"family {record.family})",
+        f"status  {record.status}" + (f": {printable(record.reason)}" if record.reason else ""),
         f"dtype   {record.dtype}",
         "inputs",
     ]
@@ -134,7 +145,7 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
         lines.append(f"  {_clip(name, width):{width}}  {shape_text(shape):>18}  {dtype}")
     lines += [
         f"rule    {rule.formula if rule else 'none: the op is unsupported, nothing is counted'}",
-        f"applied {record.formula or '-'}",
+        f"applied {printable(record.formula or '-')}",
         f"MACs {record.macs:,} · MAC-FLOPs {record.mac_flops:,} · FLOPs {record.flops:,}"
         f" (other element ops {record.flops - record.mac_flops:,})",
         f"params {record.params:,} · weight bytes {record.weight_bytes:,} · input bytes {record.input_bytes:,}"
@@ -174,7 +185,8 @@ def target_lines(report) -> list[str]:
     shares = ", ".join(f"{bound} {share:.0%}" for bound, share in report.time_share.items() if share >= 0.005)
     split = report.energy_split_j
     lines = [
-        f"Target {report.target.name} ({report.dtype}, batch {report.batch}): {report.target.description}",
+        f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
+        f"{printable(report.target.description)}",
         f"  latency {_seconds(report.latency_s)} · {report.throughput_per_s:,.1f} inferences/s · "
         f"utilization {report.utilization:.1%} · time {shares or '-'}",
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
@@ -184,12 +196,12 @@ def target_lines(report) -> list[str]:
     ]
     if report.spilled:
         lines.append(f"  spills {len(report.spilled)} tensor(s) to DRAM: {iec(report.spill_bytes)} extra traffic")
-    lines += [f"  note: {note}" for note in report.notes]
+    lines += [f"  note: {printable(note)}" for note in report.notes]
     lines.append("  top nodes by time:")
     for node in report.top_nodes(5):
         p = node.placement
         share = p.time_s / report.latency_s if report.latency_s else 0
-        lines.append(f"    {_clip(node.name, 40):40} {node.op_type:18} {_seconds(p.time_s):>9} {share:6.1%}  "
+        lines.append(f"    {_clip(node.name, 40):40} {printable(node.op_type):18} {_seconds(p.time_s):>9} {share:6.1%}  "
                      f"{p.bound:8} {intensity(p.intensity):>8} FLOP/B")
     return lines
 

@@ -853,6 +853,18 @@ def render_profile_table(result: ProfileResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_profile_html(result: ProfileResult) -> str:
+    """The HTML report of the model on the profile's target, with the measured series."""
+    from dataclasses import replace
+
+    from .report.html import render_html
+
+    analysis = result.analysis
+    if not any(report is result.target for report in analysis.targets):
+        analysis = replace(analysis, targets=[*analysis.targets, result.target])
+    return render_html(analysis, profile=result)
+
+
 # --- the command ---------------------------------------------------------------------------------
 
 
@@ -888,7 +900,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=_positive, metavar="N",
                         help="onnxruntime intra-op threads (default: onnxruntime's, one per physical core)")
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the output to FILE; a FILE ending in .html gets the HTML report with the measured "
+                             "nodes on the target's roofline")
     parser.add_argument("--keep-profile", metavar="FILE.json", help="also save onnxruntime's raw profile")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
 
@@ -946,7 +960,12 @@ def run(args: argparse.Namespace) -> int:
                            optimization=args.optimization, threads=args.threads, keep_profile=args.keep_profile)
     if note:
         result.notes.append(note)
-    text = (json.dumps(result.to_dict(), indent=2) + "\n") if args.format == "json" else render_profile_table(result)
+    if args.output and args.output.lower().endswith(".html"):
+        text = render_profile_html(result)
+    elif args.format == "json":
+        text = json.dumps(result.to_dict(), indent=2) + "\n"
+    else:
+        text = render_profile_table(result)
     if args.output:
         write_atomically(args.output, text)
     else:

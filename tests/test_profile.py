@@ -391,3 +391,70 @@ def test_profile_cli_names_an_op_onnxruntime_cannot_run(tmp_path, capsys):
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1
     assert "op MyOp of domain my.domain (node 'custom_0')" in err
+
+
+# --- the HTML report (`onnxroof profile -o report.html`) -----------------------------------------
+
+
+def _recorded_result(note: str = "") -> prof.ProfileResult:
+    """A ProfileResult built from the recorded profile, as profile_model builds it (no onnxruntime)."""
+    analysis = onnxroof.analyze(build_example("minigooglenet"), targets=["myriad-x"])
+    report = analysis.targets[0]
+    predicted = {n.name: n.placement.time_s for n in report.nodes}
+    mapping = prof.map_profile(DATA / "minigooglenet-ort-all.json", analysis, warmup=1, weights=predicted)
+    return prof.ProfileResult(analysis, report, mapping, prof.compare(analysis, report, mapping), "all", None, 1,
+                              "1.x", None, [note] if note else [])
+
+
+def test_the_html_report_draws_a_measured_dot_per_measured_node():
+    from onnxroof.report.html import render_html
+
+    result = _recorded_result(note="<script>alert(1)</script>")
+    html = render_html(result.analysis, profile=result)
+    document = result.to_dict()
+    measured = [n for n in document["nodes"] if n["measured_s"] and n["flops"] > 0]
+    assert measured and html.count('class="dot dot-measured') == len(measured)
+    assert 'class="mark measured"' in html and "measured node" in html  # the model point and the legend
+    # the section: totals, the error figure and the 15 nodes that took longest
+    assert 'id="profile"' in html and "Predicted vs measured" in html
+    assert f"{result.error:+.0%}" in html and f"{result.ratio:.2f}x" in html
+    slowest = max(result.nodes, key=lambda n: n.measured_s or 0)
+    assert f"{slowest.ratio:.2f}x" in html and f"measured/predicted: {slowest.ratio:.2f}x" in html
+    assert html.count('<a class="node-link" href="#node-table"') == 15 + 10  # this table and the hotspots
+    # nothing unescaped: the note's markup is text, the only scripts are the report's own
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("<script") == render_html(result.analysis).count("<script") == 3
+    assert "http://" not in html and "https://" not in html
+
+
+def test_the_html_report_without_a_profile_has_no_measured_series():
+    from onnxroof.report.html import render_html
+
+    result = _recorded_result()
+    html = render_html(result.analysis)
+    assert 'class="dot dot-measured' not in html and 'class="mark measured"' not in html and 'id="profile"' not in html
+
+
+def test_the_profile_target_must_be_one_of_the_analysis_targets():
+    from onnxroof.report.html import render_html
+
+    result = _recorded_result()
+    with pytest.raises(ValueError, match="myriad-x"):
+        render_html(onnxroof.analyze(build_example("minigooglenet")), profile=result)
+    # render_profile_html adds the profile's target to an analysis made without it
+    bare = onnxroof.analyze(build_example("minigooglenet"))
+    result.analysis = bare
+    html = prof.render_profile_html(result)
+    assert 'class="dot dot-measured' in html and bare.targets == []
+
+
+def test_profile_cli_writes_the_html_report(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    out_file = tmp_path / "report.html"
+    code = main(["profile", "--example", "shallownet", "--target", "myriad-x", "--runs", "2", "--warmup", "1",
+                 "-o", str(out_file), "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out == "" and err == ""
+    html = out_file.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "Predicted vs measured" in html and 'class="dot dot-measured' in html
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # written atomically, no temporary left

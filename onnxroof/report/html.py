@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ..analysis import Analysis
     from ..budgets import BudgetResult
     from ..diff import ModelDiff
+    from ..profile import ProfileResult
     from ..sweep import SweepPoint
 
 TEMPLATE = "report.html.j2"
@@ -64,6 +65,7 @@ FORMULAS_MAX_NODES = 2_000  # larger graphs leave the per-node formulas out of t
 HOTSPOTS = 10
 ROOFLINE_SIZE = (1240, 470)
 DIFF_ARROWS = 10  # arrows drawn per target: the largest time changes
+PROFILE_TOP = 15  # rows of the "Predicted vs measured" table: the nodes that took longest
 
 STATUS_LABELS = {
     "ok": "counted",
@@ -106,19 +108,26 @@ NODE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
 # Public renderers
 
 
-def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None) -> str:
+def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
+                profile: "ProfileResult | None" = None) -> str:
     """Render ``analysis`` as one self-contained HTML page (no network, opens from file://).
 
     ``capacities`` are ``(label, bytes)`` on-chip memory sizes drawn as lines on the memory
-    timeline; by default, each hardware target's on-chip memory."""
+    timeline; by default, each hardware target's on-chip memory. ``profile`` (``onnxroof
+    profile``'s result, whose target must be one of ``analysis.targets``) adds the measured
+    nodes to that target's roofline, hollow beside the predicted ones, and a "Predicted vs
+    measured" section."""
     document = analysis.to_dict()
     if capacities is None:
         capacities = _target_capacities(analysis)
+    profiled = _profiled_target(analysis, profile) if profile is not None else None
     palette = _palette(document["nodes"])
     context = _context(analysis, document)
     context["memory"] = _memory_context(analysis, document, capacities)
     context["targets"] = [_target_context(t) for t in document["targets"]]
-    context["rooflines"] = [_roofline_context(document, t, k, palette) for k, t in enumerate(document["targets"])]
+    context["rooflines"] = [_roofline_context(document, t, k, palette, profile if k == profiled else None)
+                            for k, t in enumerate(document["targets"])]
+    context["profile"] = _profile_context(document, profile, profiled) if profile is not None else None
     context["hotspots"] = _hotspots_context(document)
     context["table"] = _table_context(document)
     small = len(document["nodes"]) <= FULL_DOCUMENT_MAX_NODES
@@ -689,6 +698,7 @@ def _base_roofline(target: dict, chart: RooflineChart, chart_id: str) -> dict:
         "paths": [],
         "arrows": [],
         "marks": [],
+        "measured_dots": [],
     }
 
 
@@ -724,9 +734,11 @@ def _dot_title(node: dict, placement: dict, target: dict, latency: float) -> str
     return "\n".join(lines)
 
 
-def _roofline_context(document: dict, target: dict, number: int, palette: dict[str, str]) -> dict:
+def _roofline_context(document: dict, target: dict, number: int, palette: dict[str, str],
+                      profile: "ProfileResult | None" = None) -> dict:
     """One target's roofline: roofs, one dot per costed node (binned past AGGREGATE_ABOVE), the
-    whole-model point; hover titles with the exact numbers."""
+    whole-model point; hover titles with the exact numbers. With ``profile``, also a hollow dot
+    per node onnxruntime measured and the measured whole-model point."""
     nodes = document["nodes"]
     index = {n["name"]: i for i, n in enumerate(nodes)}
     latency = target["latency_s"]
@@ -742,11 +754,17 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
                  "node": index.get(p["name"], -1), "count": 1, "placement": p} for p in costed]
     # big dots first, so the small ones stay on top and can be hovered
     dots.sort(key=lambda d: -d["weight"])
+    measured = _measured_dots(profile, target, index) if profile is not None else []
+    measured_model = _achieved(point["flops"], profile.measured_s) if profile is not None and point["flops"] else 0.0
+    marks = [(point["intensity"], model_achieved)] if point["flops"] else []
+    marks += [(d["intensity"], d["performance"]) for d in measured]  # the axes cover the measured points too
+    if measured_model:
+        marks.append((point["intensity"], measured_model))
     chart = roofline_chart(
         [(label, peak) for label, peak, _ in _roof_groups(target)],
         _bandwidths(target),
         _points(dots),
-        [(point["intensity"], model_achieved)] if point["flops"] else [],
+        marks,
         width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
     )
     context = _base_roofline(target, chart, f"roofline-{number}")
@@ -777,6 +795,28 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
                 f"{si(point['attainable_flops_per_s'], unit)} on the {point['roof']} roof",
                 f"bound: {BOUND_LABELS.get(point['bound'], point['bound'])} (total FLOPs vs total DRAM bytes)",
             ])))
+    unbounded = sum(1 for d in dots if d["intensity"] is None)
+    for dot in measured:
+        placed = chart.place(dot["intensity"], dot["performance"], dot["weight"], unbounded)
+        unbounded += dot["intensity"] is None
+        context["measured_dots"].append({
+            "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
+            "node": str(dot["node"]), "op": dot["op"],
+            "cls": "dot dot-measured" + (" dot-clamped" if placed.clamped else ""),
+            "title": dot["title"] + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
+        })
+    if measured_model:
+        mark = chart.place(point["intensity"], measured_model, 0.0)
+        unit = _ops_unit([point["roof"]])
+        context["marks"].append(_mark(
+            mark, chart, "measured", "measured",
+            "\n".join([
+                f"Whole model measured by onnxruntime {profile.ort_version} (CPU, optimization {profile.optimization})",
+                f"measured: {format_value(profile.measured_s, 'seconds')} ({profile.measured_s:.6g} s, the sum of the kernels' medians)",
+                f"predicted: {format_value(latency, 'seconds')} ({latency:.6g} s)",
+                f"measured/predicted: {_ratio_text(profile.ratio)} · prediction error {_error_text(profile.error)}",
+                f"achieved: {si(measured_model, unit)} (FLOPs ÷ measured time)",
+            ])))
     _place_mark_labels(context, chart)
     used = Counter()
     for dot in dots:
@@ -796,6 +836,105 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
         "summary": (f"Roofline of {document['model']['name']} on {target['name']}: {len(costed):,} costed nodes"
                     + (f" in {len(dots):,} bins" if aggregated else "") + f"; latency {format_value(latency, 'seconds')}"),
         "notes": target["notes"],
+        "measured": _count(len(measured)) if profile is not None else "",
+    }
+
+
+def _profiled_target(analysis: "Analysis", profile: "ProfileResult") -> int:
+    """The position in ``analysis.targets`` of the target ``profile`` predicted on."""
+    for k, report in enumerate(analysis.targets):
+        if report is profile.target:
+            return k
+    for k, report in enumerate(analysis.targets):
+        if report.target.name == profile.target.target.name:
+            return k
+    raise ValueError(f"render_html: the profile's target {profile.target.target.name!r} is not one of the "
+                     "analysis's targets; analyse with that target")
+
+
+def _ratio_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}x"
+
+
+def _error_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.0%}"
+
+
+def _measured_dots(profile: "ProfileResult", target: dict, index: dict[str, int]) -> list[dict]:
+    """One dot per node onnxruntime measured with FLOPs: x its intensity on the target, y its
+    FLOPs ÷ measured time, its area in proportion to its share of the measured total."""
+    placements = {p["name"]: p for p in target["nodes"]}
+    total = profile.measured_s
+    dots = []
+    for n in profile.nodes:
+        p = placements.get(n.name)
+        if p is None or not p["flops"] or not n.measured_s:
+            continue
+        performance = p["flops"] / n.measured_s
+        unit = _ops_unit([p["roof"]])
+        if n.status == "split":
+            kernel = f"in onnxruntime kernel {n.kernel} ({n.kernel_op}), its time split with the nodes fused into it"
+        elif n.kernel and (n.kernel != n.name or n.kernel_op != n.op_type):
+            kernel = f"as onnxruntime kernel {n.kernel} ({n.kernel_op})"
+        else:
+            kernel = "its own onnxruntime kernel"
+        title = "\n".join([
+            n.name,
+            f"{n.op_type} · measured, {kernel}",
+            f"predicted: {format_value(n.predicted_s, 'seconds') if n.predicted_s is not None else '—'}"
+            + (f" ({n.predicted_s:.6g} s)" if n.predicted_s is not None else ""),
+            f"measured: {format_value(n.measured_s, 'seconds')} ({n.measured_s:.6g} s), "
+            f"{_percent(n.measured_s / total) if total else '0%'} of the measured total",
+            f"measured/predicted: {_ratio_text(n.ratio)}",
+            "intensity: " + (f"{intensity(p['intensity'])} FLOP/B" if p["intensity"] is not None else "∞ (no DRAM bytes)"),
+            f"achieved (measured): {si(performance, unit)} · predicted {si(_achieved(p['flops'], p['time_s']), unit)}",
+        ])
+        dots.append({"intensity": p["intensity"], "performance": performance,
+                     "weight": n.measured_s / total if total else 0.0, "op": n.op_type,
+                     "node": index.get(n.name, -1), "title": title})
+    dots.sort(key=lambda d: -d["weight"])
+    return dots
+
+
+def _profile_context(document: dict, profile: "ProfileResult", profiled: int) -> dict:
+    """The "Predicted vs measured" section: totals, error and the nodes that took longest."""
+    index = {n["name"]: i for i, n in enumerate(document["nodes"])}
+    target = document["targets"][profiled]
+    measured = [n for n in profile.nodes if n.measured_s]
+    top = sorted(measured, key=lambda n: (-n.measured_s, index.get(n.name, 0)))[:PROFILE_TOP]
+    threads = f"{profile.threads} intra-op threads" if profile.threads else "default threads"
+
+    def seconds(value: float | None) -> tuple[str, str]:
+        return (format_value(value, "seconds"), f"{value:.6g} s") if value is not None else ("—", "not predicted")
+
+    rows = []
+    for rank, n in enumerate(top, 1):
+        predicted, predicted_title = seconds(n.predicted_s)
+        measured_text, measured_title = seconds(n.measured_s)
+        rows.append({
+            "rank": str(rank), "index": str(index.get(n.name, -1)), "name": n.name, "op": n.op_type,
+            "predicted": predicted, "predicted_title": predicted_title,
+            "measured": measured_text, "measured_title": measured_title,
+            "ratio": _ratio_text(n.ratio),
+            "kernel": (n.kernel or "") + (" (split)" if n.status == "split" else ""),
+            "kernel_title": f"onnxruntime kernel {n.kernel} ({n.kernel_op})" if n.kernel else "",
+        })
+    predicted, predicted_title = seconds(profile.predicted_s)
+    measured_total, measured_title = seconds(profile.measured_s)
+    return {
+        "target": target["name"],
+        "runtime": (f"onnxruntime {profile.ort_version} CPU, optimization {profile.optimization}, {threads}, "
+                    f"median of {profile.mapping.runs} runs after {profile.warmup} warm-up"),
+        "predicted": predicted, "predicted_title": predicted_title,
+        "measured": measured_total,
+        "measured_title": measured_title + " (the sum of every kernel's median, unattributed kernels included)",
+        "wall": format_value(profile.wall_s, "seconds") if profile.wall_s else "",
+        "ratio": _ratio_text(profile.ratio),
+        "error": _error_text(profile.error),
+        "error_title": "(predicted − measured) ÷ measured: negative means the prediction is too fast",
+        "rows": rows,
+        "measured_count": _count(len(measured)),
+        "notes": list(profile.notes),
     }
 
 

@@ -384,8 +384,8 @@ def best_order(problem: MemoryProblem, state_limit: int = EXACT_STATE_LIMIT) -> 
         note = f"exact search ran out of its budget ({state_limit:,} states or {EXACT_SECONDS:g} s); heuristic result, {bounds}"
         return SearchResult(incumbent, method, state_limit, note)
     order, states = exact
-    if order is None:  # nothing beats the incumbent
-        return SearchResult(incumbent, "exact", states, "exact search: no order beats this one")
+    if order is None:  # nothing beats the incumbent: it came from elsewhere, the search proved it optimal
+        return SearchResult(incumbent, method, states, f"the exact search proved no order beats the {method}")
     return SearchResult(schedule_peak(problem, order), "exact", states, "exact search")
 
 

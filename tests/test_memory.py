@@ -124,7 +124,8 @@ def test_best_order_beats_the_model_order_by_a_known_amount():
     # finishing branch A first: at B1 only x, sa and lb are live
     assert result.schedule.peak_bytes == x + large + small
     assert model.peak_bytes - result.schedule.peak_bytes == large - small
-    assert result.method == "exact"
+    # the greedy heuristic finds this order, and the exact search proves nothing beats it
+    assert result.method == "heuristic" and "proved" in result.note
     assert list(result.schedule.order[:2]) == ["A1", "A2"]
     analysis = onnxroof.analyze(interleaved_branches_model())
     assert analysis.memory.best.schedule.peak_bytes == 4_044

@@ -22,7 +22,7 @@ import onnx
 
 from .dtypes import dtype_name, tensor_bytes
 from .ops import NodeView, OpCost, UnknownShape, UnknownValue, rule_for
-from .shapes import ShapeResult, TensorInfo
+from .shapes import ShapeResult, TensorInfo, node_names
 
 # Ops that only re-lay or re-type a constant: the stored bytes of their result are the bytes of
 # the data they read (an int8 weight behind DequantizeLinear is stored as int8, not float32).
@@ -103,18 +103,6 @@ class TensorRecord:
     kind: str  # "input" | "activation" | "parameter" | "constant"
     producer: str | None = None
     consumers: list[str] = field(default_factory=list)
-
-
-def node_names(nodes: list[onnx.NodeProto]) -> list[str]:
-    """Unique, stable names: the node's own, or ``OpType_index`` when empty or repeated."""
-    names, seen = [], set()
-    for index, node in enumerate(nodes):
-        name = node.name or f"{node.op_type}_{index}"
-        if name in seen:
-            name = f"{name}#{index}"
-        seen.add(name)
-        names.append(name)
-    return names
 
 
 @dataclass

@@ -25,6 +25,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from .errors import ModelError
+from .shapes import node_names
 
 _ONNX_MAGIC_HINT = "is it an .onnx model file?"
 # protobuf cannot parse (or write) one message over 2 GiB; bigger models keep weights outside
@@ -366,15 +367,8 @@ def _check_graph(graph: onnx.GraphProto, outer: set[str], label: str, where: str
 
 
 def _node_labels(nodes, where: str) -> list[str]:
-    """The names onnxroof shows (graph.node_names): the node's own, else ``OpType_index``."""
-    labels, seen = [], set()
-    for index, node in enumerate(nodes):
-        name = node.name or f"{node.op_type}_{index}"
-        if name in seen:
-            name = f"{name}#{index}"
-        seen.add(name)
-        labels.append(where + name)
-    return labels
+    """The names onnxroof shows for nodes (shapes.node_names), prefixed with the subgraph path."""
+    return [where + name for name in node_names(list(nodes))]
 
 
 def _find_cycle(graph: onnx.GraphProto, producer: dict[str, int]) -> list[int] | None:

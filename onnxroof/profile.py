@@ -663,7 +663,7 @@ def _model_for_onnxruntime(source) -> tuple[Any, list[str]]:
     unique names is passed by path, so that external data loads as usual."""
     import onnx
 
-    from .graph import node_names
+    from .shapes import node_names
 
     notes: list[str] = []
     if isinstance(source, onnx.ModelProto):

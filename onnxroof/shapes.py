@@ -359,7 +359,7 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
             values[tensor.name] = numpy_helper.to_array(tensor)
 
     evaluator = _PartialEvaluator(model, tensors, values, stored)
-    for node, label in zip(order, _node_labels(order)):
+    for node, label in zip(order, node_names(order)):
         evaluator.visit(node, label)
     notes += _stale_note(stored, tensors)
     notes += [
@@ -383,16 +383,17 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
     return ShapeResult(tensors, values, inputs, unresolved, notes, evaluator.failures, evaluator.uninferred)
 
 
-def _node_labels(nodes: Sequence[onnx.NodeProto]) -> list[str]:
-    """The names the graph stage gives nodes (graph.node_names): their own, or OpType_index."""
-    labels, seen = [], set()
+def node_names(nodes: Sequence[onnx.NodeProto]) -> list[str]:
+    """Unique, stable names: the node's own, or ``OpType_index`` when empty or repeated.
+    Every stage names nodes with this, so a shape failure and a cost record agree."""
+    names, seen = [], set()
     for index, node in enumerate(nodes):
-        label = node.name or f"{node.op_type}_{index}"
-        if label in seen:
-            label = f"{label}#{index}"
-        seen.add(label)
-        labels.append(label)
-    return labels
+        name = node.name or f"{node.op_type}_{index}"
+        if name in seen:
+            name = f"{name}#{index}"
+        seen.add(name)
+        names.append(name)
+    return names
 
 
 # Inline weight data above this many bytes is left out of the copy handed to ONNX's inference,

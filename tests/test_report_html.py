@@ -19,6 +19,8 @@ import onnxroof
 from onnxroof.examples import EXAMPLES, build_example
 from onnxroof.report.html import render_html, script_json
 
+from test_memory import interleaved_branches_model
+
 SCRIPT_PAYLOAD = "</script><script>alert(1)</script>"
 IMG_PAYLOAD = "<img src=x onerror=alert(1)>"
 
@@ -257,22 +259,7 @@ def test_memory_section_on_minigooglenet(minigooglenet_html):
 
 def test_memory_section_reports_a_better_order_and_capacity_lines():
     # two branches: A1/B1 expand x to 4,000 B each, A2/B2 shrink it; the model interleaves them
-    nodes = [
-        helper.make_node("MatMul", ["x", "wa1"], ["la"], name="A1"),
-        helper.make_node("MatMul", ["x", "wb1"], ["lb"], name="B1"),
-        helper.make_node("MatMul", ["la", "wa2"], ["sa"], name="A2"),
-        helper.make_node("MatMul", ["lb", "wb2"], ["sb"], name="B2"),
-        helper.make_node("Add", ["sa", "sb"], ["y"], name="join"),
-    ]
-    weights = [
-        helper.make_tensor(name, TensorProto.FLOAT, shape, [0.0] * (shape[0] * shape[1]))
-        for name, shape in (("wa1", (10, 1000)), ("wb1", (10, 1000)), ("wa2", (1000, 1)), ("wb2", (1000, 1)))
-    ]
-    graph = helper.make_graph(
-        nodes, "interleaved", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 10])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])], weights,
-    )
-    analysis = onnxroof.analyze(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    analysis = onnxroof.analyze(interleaved_branches_model())
     html = render_html(analysis, capacities=[("test SRAM", 6_000), ("huge SRAM", 10**9)])
     page = _parse(html)
     section = _memory_section(html)

@@ -57,6 +57,16 @@ class Tick:
     label: str
 
 
+def _set_floats(scale) -> None:
+    """A scale's domain and range as finite floats (the scales are frozen dataclasses)."""
+    domain = (float(scale.domain[0]), float(scale.domain[1]))
+    span = (float(scale.range[0]), float(scale.range[1]))
+    if not all(math.isfinite(v) for v in (*domain, *span)):
+        raise ValueError(f"a scale needs a finite domain and range, not {scale.domain} -> {scale.range}")
+    object.__setattr__(scale, "domain", domain)
+    object.__setattr__(scale, "range", span)
+
+
 # ---------------------------------------------------------------------------------------------
 # Linear
 
@@ -69,12 +79,7 @@ class LinearScale:
     range: tuple[float, float]
 
     def __post_init__(self) -> None:
-        domain = (float(self.domain[0]), float(self.domain[1]))
-        span = (float(self.range[0]), float(self.range[1]))
-        if not all(math.isfinite(v) for v in (*domain, *span)):
-            raise ValueError(f"a scale needs a finite domain and range, not {self.domain} -> {self.range}")
-        object.__setattr__(self, "domain", domain)
-        object.__setattr__(self, "range", span)
+        _set_floats(self)
 
     def __call__(self, value: float) -> float:
         (d0, d1), (r0, r1) = self.domain, self.range
@@ -154,14 +159,9 @@ class LogScale:
     range: tuple[float, float]
 
     def __post_init__(self) -> None:
-        domain = (float(self.domain[0]), float(self.domain[1]))
-        span = (float(self.range[0]), float(self.range[1]))
-        if not all(math.isfinite(v) for v in (*domain, *span)):
-            raise ValueError(f"a scale needs a finite domain and range, not {self.domain} -> {self.range}")
-        if domain[0] <= 0 or domain[1] <= 0:
+        _set_floats(self)
+        if self.domain[0] <= 0 or self.domain[1] <= 0:
             raise ValueError(f"a log scale's domain must be positive, not {self.domain}")
-        object.__setattr__(self, "domain", domain)
-        object.__setattr__(self, "range", span)
 
     def __call__(self, value: float) -> float:
         value = float(value)

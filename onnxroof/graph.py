@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import onnx
 
+from .dtypes import DTYPE_NAMES as _DTYPE_NAMES
 from .dtypes import dtype_name, tensor_bytes
 from .ops import NodeView, OpCost, UnknownShape, UnknownValue, rule_for
 from .shapes import ShapeResult, TensorInfo, node_names
@@ -41,6 +42,8 @@ STATUS_UNSUPPORTED = "unsupported"  # no rule for this op: not counted
 STATUS_UNKNOWN_SHAPE = "unknown_shape"  # a shape its rule needs is unknown: not counted
 STATUS_UNKNOWN_VALUE = "unknown_value"  # a value its rule needs (a Loop's trip count) is unknown: not counted
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+_GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
+_NO_COST = OpCost()
 
 
 @dataclass
@@ -131,18 +134,18 @@ class CostOptions:
     loop_trips: int | None = None  # trip count for Loops whose count is not a constant
 
 
-def _is_folded(node: onnx.NodeProto, constant: set[str]) -> bool:
+def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool, constant: set[str]) -> bool:
     """A node computed only from constants: folded at load time, its outputs are parameters."""
-    if node.op_type in _NONDETERMINISTIC or _subgraphs_of(node):
+    if op_type in _NONDETERMINISTIC or has_subgraph:
         return False
-    if node.op_type == "Constant" and node.domain in _DEFAULT_DOMAINS:
+    if op_type == "Constant" and domain in _DEFAULT_DOMAINS:
         return True
-    present = [name for name in node.input if name]
+    present = [name for name in inputs if name]
     return bool(present) and all(name in constant for name in present)
 
 
 def _subgraphs_of(node: onnx.NodeProto) -> list[onnx.AttributeProto]:
-    return [a for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+    return [a for a in node.attribute if a.type == _GRAPH_ATTRIBUTE] if len(node.attribute) else []
 
 
 class _Coster:
@@ -189,26 +192,29 @@ class _Coster:
         return [self.cost_node(node, name, index) for index, (node, name) in enumerate(zip(nodes, names))]
 
     def cost_node(self, node: onnx.NodeProto, name: str, index: int) -> NodeRecord:
-        info, size = self.info, self.size
-        is_folded = _is_folded(node, self.constant)
-        failure = next((self.failures[o] for o in node.output if o in self.failures), None)
-        rule = rule_for(node.domain, node.op_type)
+        # one pass, every protobuf field read once: this runs once per node of graphs of 10^5 nodes
+        op_type, domain = node.op_type, node.domain
+        inputs, outputs = node.input[:], node.output[:]  # a slice is a list, made 2x faster than list()
+        graph_attributes = _subgraphs_of(node)
+        constant, tensors, sizes = self.constant, self.tensors, self._sizes
+        is_folded = _is_folded(op_type, domain, inputs, bool(graph_attributes), constant)
+        failures = self.failures
+        failure = next((failures[o] for o in outputs if o in failures), None) if failures else None
+        rule = rule_for(domain, op_type)
         arg_slots = rule.arg_inputs if rule else frozenset()
-        subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in _subgraphs_of(node)}
-        inputs, outputs = list(node.input), list(node.output)
-        input_infos = tuple(info(n) if n else None for n in inputs)
-        output_infos = tuple(info(n) for n in outputs)
-        view = NodeView(node, input_infos, output_infos, self.values, subgraphs, self.options.loop_trips)
+        subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes}
+        input_infos = tuple((tensors.get(n) or TensorInfo(n)) if n else None for n in inputs)
+        output_infos = tuple(tensors.get(n) or TensorInfo(n) for n in outputs)
         if is_folded:
-            status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", OpCost()
+            status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", _NO_COST
             self._track_storage(node, arg_slots)
         elif rule is None:
-            domain = node.domain or "ai.onnx"
-            status, reason, cost = STATUS_UNSUPPORTED, f"no cost rule for {domain}::{node.op_type}", OpCost()
-        elif failure is not None and not all(o in self.uninferred for o in node.output if o in self.failures):
+            status, reason, cost = STATUS_UNSUPPORTED, f"no cost rule for {domain or 'ai.onnx'}::{op_type}", _NO_COST
+        elif failure is not None and not all(o in self.uninferred for o in outputs if o in failures):
             # downstream of a node whose shape inference failed, or inconsistent itself: not costed
-            status, reason, cost = STATUS_UNKNOWN_SHAPE, failure, OpCost()
+            status, reason, cost = STATUS_UNKNOWN_SHAPE, failure, _NO_COST
         else:
+            view = NodeView(node, input_infos, output_infos, self.values, subgraphs, self.options.loop_trips)
             status, reason, cost = _apply_rule(rule.handler, view)
             if status == STATUS_UNKNOWN_SHAPE and failure is not None:
                 reason = failure  # onnx could not infer this node: say why
@@ -216,46 +222,60 @@ class _Coster:
         activation_inputs: list[str] = []
         # a node computing shape arithmetic (every output known once the dims are bound) reads
         # settings such as Concat's [-1], not weights
-        shape_only = bool(outputs) and all(not o or o in self.values for o in outputs)
+        values = self.values
+        shape_only = bool(outputs) and all(not o or o in values for o in outputs)
         for slot, tensor_name in enumerate(inputs):
             if not tensor_name or tensor_name in param_inputs or tensor_name in activation_inputs:
                 continue
-            if tensor_name not in self.constant:
+            if tensor_name not in constant:
                 activation_inputs.append(tensor_name)
             elif not is_folded and not shape_only and slot not in arg_slots:
                 param_inputs.append(tensor_name)
-        packed = {inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
-        elements = {n: packed.get(n, info(n).numel or 0) for n in param_inputs}
-        for tensor_name in param_inputs:
-            stored = self.stored.get(tensor_name, size(tensor_name) or 0)
-            self.parameters[self.storage_root.get(tensor_name, tensor_name)] = (elements[tensor_name], stored)
-            self.parameter_tensors.add(tensor_name)
-        nested_params = sum(sub.params for sub in subgraphs.values())
+        params = 0
+        if param_inputs:
+            packed = {inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
+            for tensor_name in param_inputs:
+                elements = packed.get(tensor_name, self.info(tensor_name).numel or 0)
+                stored = self.stored.get(tensor_name, self.size(tensor_name) or 0)
+                self.parameters[self.storage_root.get(tensor_name, tensor_name)] = (elements, stored)
+                self.parameter_tensors.add(tensor_name)
+                params += elements
+        weight_bytes = self._weight_bytes(param_inputs, cost) if param_inputs else 0
+        if subgraphs:
+            params += sum(sub.params for sub in subgraphs.values())
+            weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
         family = rule.family if rule else "unsupported"
         if family == "matmul" and not param_inputs and len(activation_inputs) >= 2:
             family = "attention"  # activation x activation: Q·K^T and A·V, not a projection
-        moves_bytes = not (is_folded or cost.view)
+        input_bytes = output_bytes = 0
+        if not (is_folded or cost.view):  # folded constants and views move no bytes
+            size = self.size
+            for tensor_name in activation_inputs:
+                input_bytes += (sizes[tensor_name] if tensor_name in sizes else size(tensor_name)) or 0
+            for tensor_name in outputs:
+                if tensor_name:
+                    output_bytes += (sizes[tensor_name] if tensor_name in sizes else size(tensor_name)) or 0
         return NodeRecord(
             name=name,
-            op_type=node.op_type,
-            domain=node.domain,
+            op_type=op_type,
+            domain=domain,
             index=index,
             family=family,
             status=status,
             reason=reason,
             inputs=inputs,
             outputs=outputs,
-            input_shapes=[_shape_list(i) if i else None for i in input_infos],
-            input_dtypes=[dtype_name(i.dtype) if i else "" for i in input_infos],
-            output_shapes=[_shape_list(o) for o in output_infos],
-            output_dtypes=[dtype_name(o.dtype) for o in output_infos],
-            dtype=self._compute_dtype(node, activation_inputs, param_inputs),
+            input_shapes=[None if i is None or i.shape is None else list(i.shape) for i in input_infos],
+            input_dtypes=[_DTYPE_NAMES.get(i.dtype, "unknown") if i else "" for i in input_infos],
+            output_shapes=[None if o.shape is None else list(o.shape) for o in output_infos],
+            output_dtypes=[_DTYPE_NAMES.get(o.dtype, "unknown") for o in output_infos],
+            dtype=self._compute_dtype(op_type, inputs, outputs, activation_inputs, param_inputs),
             macs=cost.macs,
             flops=2 * cost.macs + cost.flops,
-            params=sum(elements.values()) + nested_params,
-            weight_bytes=self._weight_bytes(param_inputs, cost) + sum(sub.weight_bytes for sub in subgraphs.values()),
-            input_bytes=sum(size(n) or 0 for n in activation_inputs) if moves_bytes else 0,
-            output_bytes=sum(size(n) or 0 for n in node.output if n) if moves_bytes else 0,
+            params=params,
+            weight_bytes=weight_bytes,
+            input_bytes=input_bytes,
+            output_bytes=output_bytes,
             formula=cost.formula,
             view=cost.view,
             param_inputs=param_inputs,
@@ -319,20 +339,23 @@ class _Coster:
         for output in outputs:
             self.stored[output] = total if total is not None else self.size(output) or 0
 
-    def _compute_dtype(self, node: onnx.NodeProto, activation_inputs: list[str], param_inputs: list[str]) -> str:
+    def _compute_dtype(self, op_type: str, inputs: list[str], outputs: list[str], activation_inputs: list[str],
+                       param_inputs: list[str]) -> str:
         """The element type the node computes in.
 
         In a QDQ graph a float op whose every data input comes out of DequantizeLinear runs in
         the quantized type (runtimes fuse DQ -> op -> Q into an integer kernel): report that type.
         """
         data_inputs = activation_inputs + param_inputs
-        if data_inputs and node.op_type not in ("DequantizeLinear", "QuantizeLinear"):
+        if self.dequantized_from and data_inputs and op_type not in ("DequantizeLinear", "QuantizeLinear"):
             sources = [self.dequantized_from.get(n) for n in data_inputs]
             if all(sources):
                 return dtype_name(self.info(sources[0]).dtype)
-        for tensor_name in (*activation_inputs, *node.output, *node.input):
-            if tensor_name and self.info(tensor_name).dtype:
-                return dtype_name(self.info(tensor_name).dtype)
+        tensors = self.tensors
+        for tensor_name in (*activation_inputs, *outputs, *inputs):
+            tensor = tensors.get(tensor_name) if tensor_name else None
+            if tensor is not None and tensor.dtype:
+                return dtype_name(tensor.dtype)
         return "unknown"
 
 
@@ -347,40 +370,46 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
     graph_inputs = {i.name for i in model.graph.input} - initializers
     producer = {output: record.name for record in records for output in record.outputs if output}
 
-    graph = nx.DiGraph(name=model.graph.name)
-    for record in records:
-        graph.add_node(record.name, record=record)
     tensor_records: dict[str, TensorRecord] = {}
+    tensors, stored, parameter_tensors, constant = coster.tensors, coster.stored, coster.parameter_tensors, coster.constant
 
     def tensor_record(name: str) -> TensorRecord:
-        if name not in tensor_records:
-            tensor = info(name)
-            kind = (
-                "parameter" if name in coster.parameter_tensors
-                else "constant" if name in coster.constant
-                else "input" if name in graph_inputs
-                else "activation"
-            )
-            tensor_records[name] = TensorRecord(
-                name, dtype_name(tensor.dtype), tensor.shape, coster.stored.get(name, size(name)), kind, producer.get(name)
-            )
-        return tensor_records[name]
+        tensor = tensors.get(name) or TensorInfo(name)
+        kind = (
+            "parameter" if name in parameter_tensors
+            else "constant" if name in constant
+            else "input" if name in graph_inputs
+            else "activation"
+        )
+        record = TensorRecord(name, _DTYPE_NAMES.get(tensor.dtype, "unknown"), tensor.shape,
+                              stored[name] if name in stored else size(name), kind, producer.get(name))
+        tensor_records[name] = record
+        return record
 
+    # edges gathered first and added in one call: networkx's per-edge bookkeeping dominates otherwise
+    edges: dict[tuple[str, str], dict] = {}
     for record in records:
+        consumer = record.name
         for output in record.outputs:
-            if output:
+            if output and output not in tensor_records:
                 tensor_record(output)
-        for tensor_name in dict.fromkeys(n for n in record.inputs if n):
-            tensor = tensor_record(tensor_name)
-            tensor.consumers.append(record.name)
+        inputs = record.inputs
+        for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
+            if not tensor_name:
+                continue
+            tensor = tensor_records.get(tensor_name) or tensor_record(tensor_name)
+            tensor.consumers.append(consumer)
             if tensor.producer is None:
                 continue
-            if graph.has_edge(tensor.producer, record.name):
-                edge = graph.edges[tensor.producer, record.name]
+            edge = edges.get((tensor.producer, consumer))
+            if edge is None:
+                edges[tensor.producer, consumer] = {"tensors": [tensor_name], "bytes": tensor.bytes or 0}
+            else:
                 edge["tensors"].append(tensor_name)
                 edge["bytes"] += tensor.bytes or 0
-            else:
-                graph.add_edge(tensor.producer, record.name, tensors=[tensor_name], bytes=tensor.bytes or 0)
+    graph = nx.DiGraph(name=model.graph.name)
+    graph.add_nodes_from((record.name, {"record": record}) for record in records)
+    graph.add_edges_from((producer_name, consumer, data) for (producer_name, consumer), data in edges.items())
     graph.graph["tensors"] = tensor_records
     graph.graph["inputs"] = [i.name for i in model.graph.input if i.name in graph_inputs]
     graph.graph["outputs"] = [o.name for o in model.graph.output]

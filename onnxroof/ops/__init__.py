@@ -23,7 +23,8 @@ from onnx import helper
 from ..shapes import TensorInfo
 
 
-@dataclass(frozen=True)
+# slots, not frozen: one of each is made per node, and a frozen dataclass's __init__ costs 3x
+@dataclass(slots=True)
 class OpCost:
     """What one node computes. ``flops`` excludes the 2 x ``macs`` of the MAC part."""
 
@@ -47,7 +48,7 @@ class UnknownShape(Exception):
         self.tensor_name = tensor_name
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NodeView:
     """A node as a cost rule sees it: attributes and the shapes of its tensors."""
 

@@ -365,13 +365,14 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
     names = node_names(nodes)
     coster = _Coster(model.graph, shapes, options or CostOptions())
     records = coster.cost_nodes(nodes, names)
-    info, size = coster.info, coster.size
+    size = coster.size
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = {i.name for i in model.graph.input} - initializers
     producer = {output: record.name for record in records for output in record.outputs if output}
 
     tensor_records: dict[str, TensorRecord] = {}
-    tensors, stored, parameter_tensors, constant = coster.tensors, coster.stored, coster.parameter_tensors, coster.constant
+    tensors, stored, constant = coster.tensors, coster.stored, coster.constant
+    parameter_tensors = coster.parameter_tensors
 
     def tensor_record(name: str) -> TensorRecord:
         tensor = tensors.get(name) or TensorInfo(name)

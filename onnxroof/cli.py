@@ -8,6 +8,7 @@ shows the traceback. Output files are written whole or not at all.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import os
@@ -146,6 +147,11 @@ def one_line(text: object) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    # One command builds one large analysis (hundreds of thousands of objects, no cycles) and renders
+    # it: with the collector on, every collection rescans all of it (analyze() pauses it only while
+    # analysing), so it stays off until the command is done.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _run(build_parser(), argv)
     except OnnxroofError as exc:
@@ -162,6 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"onnxroof: internal error: {type(exc).__name__}: {one_line(exc)} (rerun with --debug and report it)",
               file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
@@ -381,9 +390,11 @@ PRETTY_JSON_NODES = 2_000
 
 
 def dumps(document: dict, large: bool = False) -> str:
+    # a document is plain values from an analysis, and no container in it holds itself: skip the
+    # encoder's cycle check
     if large:
-        return json.dumps(document, separators=(",", ":")) + "\n"
-    return json.dumps(document, indent=2) + "\n"
+        return json.dumps(document, separators=(",", ":"), check_circular=False) + "\n"
+    return json.dumps(document, indent=2, check_circular=False) + "\n"
 
 
 def _safe_stem(name: str) -> str:

@@ -13,18 +13,17 @@ import importlib
 import json
 import os
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from . import __version__
-from .analysis import Analysis, analyze
-from .budgets import check_budgets, parse_budget
 from .errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, UsageError
-from .examples import EXAMPLES, build_example
-from .plugins import load_plugin_file
+
+# The pipeline (onnx, networkx, every cost rule), the renderers and the examples are imported
+# by the commands that use them: `--help` or `targets` should not wait for them.
+if TYPE_CHECKING:
+    from .analysis import Analysis
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,6 +82,8 @@ def _budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
 
 # Commands that live in their own module: each has HELP, add_arguments(parser) and run(args) -> exit code.
 _COMMAND_MODULES = {"calibrate": "onnxroof.calibrate", "profile": "onnxroof.profile"}
+# The commands defined here: running one of them needs none of the modules above.
+_BUILT_IN_COMMANDS = frozenset({"summary", "report", "explain", "diff", "compare", "targets", "ops"})
 
 
 def _non_negative_int(text: str) -> int:
@@ -97,7 +98,9 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line. With ``command``, the one about to run, a command that lives in its
+    own module is added only if it is that one: those modules are slow to import."""
     parser = _Parser(prog="onnxroof", description="ONNX model analyzer: compute, parameters, bytes and roofline placement.")
     parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -123,10 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table")
     compare.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
     compare.add_argument("--jobs", type=_positive_int, metavar="N", help="parallel analyses (default: one per core)")
-    for name, module in _COMMAND_MODULES.items():
-        command = importlib.import_module(module)
-        extra = commands.add_parser(name, help=command.HELP)
-        command.add_arguments(extra)
+    known = command in _BUILT_IN_COMMANDS or command in _COMMAND_MODULES
+    for name, module_name in _COMMAND_MODULES.items():
+        if known and command != name:
+            continue  # another command runs: this one's module is not needed
+        module = importlib.import_module(module_name)
+        extra = commands.add_parser(name, help=module.HELP)
+        module.add_arguments(extra)
         extra.add_argument("--debug", action="store_true", help="show tracebacks")
         extra.set_defaults(plugin=[])
     targets = commands.add_parser("targets", help="list the bundled hardware targets with their roofs and ridge points")
@@ -153,10 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _run(build_parser(), argv)
+        return _run(build_parser(argv[0] if argv else None), argv)
     except OnnxroofError as exc:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         print(f"onnxroof: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -164,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # a bug in onnxroof: one line unless --debug
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         print(f"onnxroof: internal error: {type(exc).__name__}: {one_line(exc)} (rerun with --debug and report it)",
               file=sys.stderr)
         return EXIT_INTERNAL
@@ -173,13 +179,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.enable()
 
 
+def _print_traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
+
+
 def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    for plugin in args.plugin:
-        load_plugin_file(plugin)
+    if args.plugin:
+        from .plugins import load_plugin_file
+
+        for plugin in args.plugin:
+            load_plugin_file(plugin)
     if args.command == "targets":
         from .report.table import render_targets_list
         from .targets import bundled_targets, parse_target
@@ -197,7 +212,11 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         return _diff(args)
     if args.command == "compare":
         return _compare(args)
+    from .budgets import check_budgets, parse_budget
+
     if args.example == "list":
+        from .examples import EXAMPLES
+
         for name, (_, description) in EXAMPLES.items():
             print(f"{name:24} {description}")
         return EXIT_OK
@@ -205,6 +224,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if args.example and args.model:
         raise UsageError("give a model path or --example NAME, not both")
     if not (args.example or args.model):
+        from .examples import EXAMPLES
+
         raise UsageError(f"no model given; pass a path to an .onnx file or --example NAME ({', '.join(EXAMPLES)})")
     source = f"example:{args.example}" if args.example else args.model
     if getattr(args, "sweep", None):
@@ -234,6 +255,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 def _model(source: str):
     """A path, or ``example:NAME`` for a built-in example."""
     if source.startswith("example:") and not Path(source).exists():
+        from .examples import build_example
+
         return build_example(source.split(":", 1)[1])
     return source
 
@@ -262,6 +285,8 @@ class StageLines:
 
 
 def _analyze(source: str, args: argparse.Namespace) -> Analysis:
+    from .analysis import analyze
+
     progress = None if args.quiet else StageLines(Path(source).name)
     analysis = analyze(_model(source), progress=progress, **_analysis_kwargs(args))
     if not args.quiet:
@@ -275,6 +300,7 @@ def _analyze(source: str, args: argparse.Namespace) -> Analysis:
 
 
 def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
+    from .budgets import check_budgets
     from .shapes import parse_dim
     from .sweep import parse_sweep, run_sweep
 
@@ -323,6 +349,7 @@ def _gate(results: list, quiet: bool) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from .budgets import check_budgets, parse_budget
     from .diff import diff_analyses
     from .report.diff import diff_document, render_diff_markdown, render_diff_table
 
@@ -404,6 +431,8 @@ def _safe_stem(name: str) -> str:
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same directory: whole or nothing."""
+    import tempfile
+
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():

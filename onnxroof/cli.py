@@ -151,6 +151,7 @@ def one_line(text: object) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    exits_after = argv is None  # run as the `onnxroof` program, not called from Python
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     # One command builds one large analysis (hundreds of thousands of objects, no cycles) and renders
@@ -177,6 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if collecting:
             gc.enable()
+        if exits_after:
+            # The interpreter's shutdown collections would rescan every object the imports made
+            # (onnx, numpy, networkx: a quarter of a second); none of them is garbage.
+            gc.freeze()
 
 
 def _print_traceback() -> None:

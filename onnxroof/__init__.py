@@ -5,9 +5,27 @@ Pipeline (one way): load -> shapes -> graph (cost DAG) -> ops (registry) -> memo
 -> report. ``analyze`` returns the same data the CLI prints.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
-from .analysis import Analysis, analyze  # noqa: E402
-from .ops import register  # noqa: E402
-
 __all__ = ["Analysis", "analyze", "register", "__version__"]
+
+if TYPE_CHECKING:
+    from .analysis import Analysis, analyze
+    from .ops import register
+
+# The pipeline (onnx, networkx, every cost rule) is imported on first use of these names, not by
+# `import onnxroof`: the CLI's quick commands (--help, targets) never need it.
+_LAZY = {"Analysis": ".analysis", "analyze": ".analysis", "register": ".ops"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value  # later lookups find it directly
+    return value

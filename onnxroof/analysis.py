@@ -10,13 +10,12 @@
 
 from __future__ import annotations
 
-import difflib
 import gc
 import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import networkx as nx
 import onnx
@@ -29,11 +28,13 @@ from .llm import LLMReport, detect_decoder, llm_report, phase_dims
 from .load import check_in_memory, load_model
 from .memory import MemoryReport, analyze_memory
 from .plugins import load_entry_points
-from .roofline import TargetReport, place_model
 from .shapes import (
     TensorInfo, UnresolvedDim, batch_flags, bind_inputs, infer_shapes, parse_dim, parse_input_shape,
 )
-from .targets import Target, load_target
+
+if TYPE_CHECKING:  # placing on targets is imported only when targets are given
+    from .roofline import TargetReport
+    from .targets import Target
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,8 @@ class Analysis:
             if record.name == name:
                 return record
             stack.extend(r for sub in record.subgraphs.values() for r in sub.records)
+        import difflib
+
         names = [r.name for r in self.nodes]
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
         hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "run `onnxroof summary` to list node names"
@@ -150,7 +153,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
              context, progress: Callable[[str], None]) -> Analysis:
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
-    chosen = [t if isinstance(t, Target) else load_target(t) for t in targets]
+    chosen = _load_targets(targets)
     load_entry_points()
     if isinstance(model, onnx.ModelProto):
         path, file_bytes = None, None
@@ -200,7 +203,10 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
     )
     if chosen:
         progress(f"placing on {len(chosen)} target(s)")
-    analysis.targets = [place_model(analysis, target, dtype, batch or 1) for target in chosen]
+    if chosen:
+        from .roofline import place_models
+
+        analysis.targets = place_models(analysis, chosen, dtype, batch or 1)
     if layout is not None:
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
         analysis.llm = llm_report(analysis, layout, phase, new_tokens, context if phase == "decode" else 0 if phase else None)
@@ -211,6 +217,16 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
 # --dtype choices -> the ONNX element type every floating-point tensor is re-costed in
 RECAST_DTYPES = {"fp32": 1, "fp16": 10, "bf16": 16, "int8": 3, "int4": 22}
 _FLOAT_TYPES = frozenset({1, 10, 11, 16})
+
+
+def _load_targets(targets: Iterable[str | Target]) -> list[Target]:
+    """Targets given by name or path, loaded (first, so that a bad one fails before any work)."""
+    targets = list(targets)
+    if not targets:
+        return []
+    from .targets import Target, load_target
+
+    return [t if isinstance(t, Target) else load_target(t) for t in targets]
 
 
 def _with_progress(progress: Callable[[str], None], stage: str, work: Callable):
@@ -262,24 +278,31 @@ def _facts(model: onnx.ModelProto, path: str | None, file_bytes: int | None) -> 
 
 def _totals(records: list[NodeRecord], graph: nx.DiGraph) -> Totals:
     parameters: dict[str, tuple[int, int]] = graph.graph["parameters"]
-    unsupported: Counter = Counter(r.op_type for r in records if r.status == STATUS_UNSUPPORTED)
-    not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != STATUS_UNSUPPORTED)
-    for record in records:
+    unsupported: Counter = Counter()
+    not_counted: Counter = Counter()
+    macs = flops = counted_nodes = uncounted_bytes = 0
+    for record in records:  # one pass: big graphs have hundreds of thousands of records
+        macs += record.macs
+        flops += record.flops
+        if record.counted:
+            counted_nodes += 1
+        else:
+            uncounted_bytes += record.memory_bytes
+            (unsupported if record.status == STATUS_UNSUPPORTED else not_counted)[record.op_type] += 1
         for subgraph in record.subgraphs.values():
             unsupported.update(subgraph.unsupported)
             not_counted.update(subgraph.not_counted)
-    macs = sum(r.macs for r in records)
     return Totals(
         macs=macs,
         mac_flops=2 * macs,
-        flops=sum(r.flops for r in records),
+        flops=flops,
         params=sum(elements for elements, _ in parameters.values()),
         param_bytes=sum(stored for _, stored in parameters.values()),
         nodes=len(records),
-        counted_nodes=sum(1 for r in records if r.counted),
+        counted_nodes=counted_nodes,
         unsupported=dict(sorted(unsupported.items())),
         not_counted=dict(sorted(not_counted.items())),
-        uncounted_bytes=sum(r.memory_bytes for r in records if not r.counted),
+        uncounted_bytes=uncounted_bytes,
     )
 
 

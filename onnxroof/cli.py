@@ -8,22 +8,22 @@ shows the traceback. Output files are written whole or not at all.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import os
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from . import __version__
-from .analysis import Analysis, analyze
-from .budgets import check_budgets, parse_budget
 from .errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, UsageError
-from .examples import EXAMPLES, build_example
-from .plugins import load_plugin_file
+
+# The pipeline (onnx, networkx, every cost rule), the renderers and the examples are imported
+# by the commands that use them: `--help` or `targets` should not wait for them.
+if TYPE_CHECKING:
+    from .analysis import Analysis
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,6 +82,8 @@ def _budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
 
 # Commands that live in their own module: each has HELP, add_arguments(parser) and run(args) -> exit code.
 _COMMAND_MODULES = {"calibrate": "onnxroof.calibrate", "profile": "onnxroof.profile"}
+# The commands defined here: running one of them needs none of the modules above.
+_BUILT_IN_COMMANDS = frozenset({"summary", "report", "explain", "diff", "compare", "targets", "ops"})
 
 
 def _non_negative_int(text: str) -> int:
@@ -96,7 +98,9 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line. With ``command``, the one about to run, a command that lives in its
+    own module is added only if it is that one: those modules are slow to import."""
     parser = _Parser(prog="onnxroof", description="ONNX model analyzer: compute, parameters, bytes and roofline placement.")
     parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -122,10 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table")
     compare.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
     compare.add_argument("--jobs", type=_positive_int, metavar="N", help="parallel analyses (default: one per core)")
-    for name, module in _COMMAND_MODULES.items():
-        command = importlib.import_module(module)
-        extra = commands.add_parser(name, help=command.HELP)
-        command.add_arguments(extra)
+    known = command in _BUILT_IN_COMMANDS or command in _COMMAND_MODULES
+    for name, module_name in _COMMAND_MODULES.items():
+        if known and command != name:
+            continue  # another command runs: this one's module is not needed
+        module = importlib.import_module(module_name)
+        extra = commands.add_parser(name, help=module.HELP)
+        module.add_arguments(extra)
         extra.add_argument("--debug", action="store_true", help="show tracebacks")
         extra.set_defaults(plugin=[])
     targets = commands.add_parser("targets", help="list the bundled hardware targets with their roofs and ridge points")
@@ -144,13 +151,19 @@ def one_line(text: object) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    exits_after = argv is None  # run as the `onnxroof` program, not called from Python
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    # One command builds one large analysis (hundreds of thousands of objects, no cycles) and renders
+    # it: with the collector on, every collection rescans all of it (analyze() pauses it only while
+    # analysing), so it stays off until the command is done.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        return _run(build_parser(), argv)
+        return _run(build_parser(argv[0] if argv else None), argv)
     except OnnxroofError as exc:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         print(f"onnxroof: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -158,10 +171,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # a bug in onnxroof: one line unless --debug
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         print(f"onnxroof: internal error: {type(exc).__name__}: {one_line(exc)} (rerun with --debug and report it)",
               file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        if collecting:
+            gc.enable()
+        if exits_after:
+            # The interpreter's shutdown collections would rescan every object the imports made
+            # (onnx, numpy, networkx: a quarter of a second); none of them is garbage.
+            gc.freeze()
+
+
+def _print_traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
 
 
 def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
@@ -169,8 +195,11 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    for plugin in args.plugin:
-        load_plugin_file(plugin)
+    if args.plugin:
+        from .plugins import load_plugin_file
+
+        for plugin in args.plugin:
+            load_plugin_file(plugin)
     if args.command == "targets":
         from .report.table import render_targets_list
         from .targets import bundled_targets, parse_target
@@ -188,7 +217,11 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         return _diff(args)
     if args.command == "compare":
         return _compare(args)
+    from .budgets import check_budgets, parse_budget
+
     if args.example == "list":
+        from .examples import EXAMPLES
+
         for name, (_, description) in EXAMPLES.items():
             print(f"{name:24} {description}")
         return EXIT_OK
@@ -196,6 +229,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if args.example and args.model:
         raise UsageError("give a model path or --example NAME, not both")
     if not (args.example or args.model):
+        from .examples import EXAMPLES
+
         raise UsageError(f"no model given; pass a path to an .onnx file or --example NAME ({', '.join(EXAMPLES)})")
     source = f"example:{args.example}" if args.example else args.model
     if getattr(args, "sweep", None):
@@ -225,6 +260,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 def _model(source: str):
     """A path, or ``example:NAME`` for a built-in example."""
     if source.startswith("example:") and not Path(source).exists():
+        from .examples import build_example
+
         return build_example(source.split(":", 1)[1])
     return source
 
@@ -253,6 +290,8 @@ class StageLines:
 
 
 def _analyze(source: str, args: argparse.Namespace) -> Analysis:
+    from .analysis import analyze
+
     progress = None if args.quiet else StageLines(Path(source).name)
     analysis = analyze(_model(source), progress=progress, **_analysis_kwargs(args))
     if not args.quiet:
@@ -266,6 +305,7 @@ def _analyze(source: str, args: argparse.Namespace) -> Analysis:
 
 
 def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
+    from .budgets import check_budgets
     from .shapes import parse_dim
     from .sweep import parse_sweep, run_sweep
 
@@ -314,6 +354,7 @@ def _gate(results: list, quiet: bool) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from .budgets import check_budgets, parse_budget
     from .diff import diff_analyses
     from .report.diff import diff_document, render_diff_markdown, render_diff_table
 
@@ -381,9 +422,11 @@ PRETTY_JSON_NODES = 2_000
 
 
 def dumps(document: dict, large: bool = False) -> str:
+    # a document is plain values from an analysis, and no container in it holds itself: skip the
+    # encoder's cycle check
     if large:
-        return json.dumps(document, separators=(",", ":")) + "\n"
-    return json.dumps(document, indent=2) + "\n"
+        return json.dumps(document, separators=(",", ":"), check_circular=False) + "\n"
+    return json.dumps(document, indent=2, check_circular=False) + "\n"
 
 
 def _safe_stem(name: str) -> str:
@@ -393,6 +436,8 @@ def _safe_stem(name: str) -> str:
 
 def write_atomically(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same directory: whole or nothing."""
+    import tempfile
+
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():

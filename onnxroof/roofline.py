@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .memory import build_problem, spill_plan
+from .memory import MemoryProblem, build_problem, spill_plan
 from .targets import Target
 
 if TYPE_CHECKING:
@@ -114,18 +114,32 @@ class TargetReport:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
 
 
-def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batch: int = 1) -> TargetReport:
-    """Place every counted node of ``analysis`` and the whole model on ``target``."""
+def place_models(analysis: "Analysis", targets: list[Target], dtype: str = "model", batch: int = 1) -> list[TargetReport]:
+    """:func:`place_model` on every target; the memory problem their spill plans start from is
+    built once (it is the same graph and the model's order for every target)."""
+    problem = build_problem(analysis.graph) if any(_onchip_capacity(t) > 0 for t in targets) else None
+    return [place_model(analysis, target, dtype, batch, problem) for target in targets]
+
+
+def _onchip_capacity(target: Target) -> float:
+    return target.onchip_bytes.value if target.onchip_bytes else 0
+
+
+def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batch: int = 1,
+                problem: MemoryProblem | None = None) -> TargetReport:
+    """Place every counted node of ``analysis`` and the whole model on ``target``. ``problem`` is
+    ``build_problem(analysis.graph)`` when the caller has it already."""
     graph = analysis.graph
     tensors = analysis.tensors
     inputs, outputs = set(graph.graph["inputs"]), set(graph.graph["outputs"])
-    onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
+    onchip_capacity = _onchip_capacity(target)
     notes: list[str] = []
     spill_by_node: dict[str, int] = {}
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
     if keeps_activations:
-        problem = build_problem(graph)
+        if problem is None:
+            problem = build_problem(graph)
         plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
         spill_by_node, spilled = plan.per_node, plan.spilled
         if plan.streamed:

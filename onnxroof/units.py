@@ -18,9 +18,10 @@ def si(value: float | int | None, unit: str = "") -> str:
     """Format a count with an SI prefix and three significant digits."""
     if value is None:
         return "?"
+    # compare the rounded value, so that 999,999 reads "1 M", not "1e+03 k"
+    rounded = abs(float(f"{value:.3g}"))
     for scale, prefix in _SI:
-        # compare the rounded value, so that 999,999 reads "1 M", not "1e+03 k"
-        if abs(float(f"{value:.3g}")) >= scale:
+        if rounded >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
     if isinstance(value, int) or float(value).is_integer():
         return f"{int(value)}{' ' + unit if unit else ''}"
@@ -31,8 +32,9 @@ def iec(value: int | float | None) -> str:
     """Format a byte count with an IEC (binary) prefix."""
     if value is None:
         return "?"
+    size = abs(value)
     for scale, prefix in _IEC:
-        if abs(value) >= scale * 0.9995:  # 1,048,575 B reads "1 MiB", not "1.02e+03 KiB"
+        if size >= scale * 0.9995:  # 1,048,575 B reads "1 MiB", not "1.02e+03 KiB"
             return f"{value / scale:.3g} {prefix}"
     return f"{int(value)} B"
 

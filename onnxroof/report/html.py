@@ -154,7 +154,11 @@ def render_sweep_html(points: Sequence["SweepPoint"]) -> str:
 
 def script_json(value: Any) -> str:
     """JSON safe inside an HTML ``<script>`` element: no ``<``, ``>``, ``&`` or line separators."""
-    text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:  # nearly always: no NaN or infinity anywhere, and no need to copy the whole value
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
+    except ValueError:
+        text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                          check_circular=False)
     for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)

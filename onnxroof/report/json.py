@@ -38,7 +38,7 @@ def tensor_entry(info: "TensorInfo") -> dict:
 
 
 def node_entry(record: "NodeRecord") -> dict:
-    return {
+    entry = {
         "index": record.index,
         "name": record.name,
         "op_type": record.op_type,
@@ -62,9 +62,10 @@ def node_entry(record: "NodeRecord") -> dict:
         "output_bytes": record.output_bytes,
         "intensity": record.intensity,
         "formula": record.formula,
-        **({"subgraphs": {attribute: subgraph_entry(sub) for attribute, sub in record.subgraphs.items()}}
-           if record.subgraphs else {}),
     }
+    if record.subgraphs:
+        entry["subgraphs"] = {attribute: subgraph_entry(sub) for attribute, sub in record.subgraphs.items()}
+    return entry
 
 
 def subgraph_entry(subgraph) -> dict:

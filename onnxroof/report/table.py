@@ -31,7 +31,8 @@ def shape_text(shape: list | None) -> str:
 def printable(text: object) -> str:
     """Model-supplied text (names, producer, doc strings) for a terminal: one line, and control
     characters (newlines, ANSI escapes) shown as '?', never interpreted."""
-    return "".join(c if c.isprintable() else "?" for c in str(text))
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
 
 
 def inputs_line(analysis: "Analysis") -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate
 from operator import attrgetter
 from typing import Iterable, Sequence
@@ -54,10 +55,21 @@ class MemoryProblem:
     """The buffers of one graph and the model's own node order."""
 
     model_order: tuple[str, ...]
-    predecessors: dict[str, frozenset[str]]  # node -> nodes that must run before it
     buffers: tuple[Buffer, ...]
     concat_in_place: bool
     elementwise_in_place: bool
+    records: Sequence = field(repr=False, compare=False)  # the nodes, in model order
+
+    @cached_property
+    def predecessors(self) -> dict[str, frozenset[str]]:
+        """node -> nodes that must run before it (built on first use: only the searches need it)."""
+        producer = {name: record.name for record in self.records for name in record.outputs if name}
+        predecessors = {}
+        for record in self.records:
+            node = record.name
+            predecessors[node] = frozenset(
+                [made_by for n in record.inputs if (made_by := producer.get(n)) is not None and made_by != node])
+        return predecessors
 
     @property
     def allocated_by(self) -> dict[str, list[int]]:
@@ -165,25 +177,23 @@ def problem_from_records(
             name = root.get(concat_owner[name], concat_owner[name])
         return name
 
-    # buffer -> (tensors living in it, nodes allocating it, nodes reading it), in first-seen order
-    found: dict[str, tuple[list[str], set[str], set[str]]] = {}
+    # buffer -> (tensors living in it, nodes allocating it, nodes reading it), in first-seen order;
+    # lists, as they are cheaper to make than sets (the Buffer's frozensets drop repeats)
+    found: dict[str, tuple[list[str], list[str], list[str]]] = {}
     for name in inputs & sizes.keys():
-        found.setdefault(name, ([], set(), set()))
-    producer: dict[str, str] = {}
+        found.setdefault(name, ([], [], []))
     for record in records:
         node = record.name
         for name in record.outputs:
-            if name:
-                producer[name] = node
             if name in sizes:
                 buffer = root.get(name, name)
                 if buffer in concat_owner:
                     buffer = owner(name)
                 entry = found.get(buffer)
                 if entry is None:
-                    entry = found[buffer] = ([], set(), set())
+                    entry = found[buffer] = ([], [], [])
                 entry[0].append(name)
-                entry[1].add(node)
+                entry[1].append(node)
         for name in record.inputs:
             if name in sizes:
                 buffer = root.get(name, name)
@@ -191,20 +201,16 @@ def problem_from_records(
                     buffer = owner(name)
                 entry = found.get(buffer)
                 if entry is None:
-                    entry = found[buffer] = ([], set(), set())
-                entry[2].add(node)
+                    entry = found[buffer] = ([], [], [])
+                entry[2].append(node)
     buffers = []
     for name, (tensor_names, made_by, read_by) in found.items():
-        tensors_in = (name,) if tensor_names == [name] else tuple(dict.fromkeys([name, *tensor_names]))
-        buffers.append(Buffer(
-            name=name,
-            bytes=sizes[name],
-            allocators=frozenset(made_by),
-            readers=frozenset(read_by),
-            tensors=tensors_in,
-            from_start=name in inputs,
-            to_end=not outputs.isdisjoint(tensors_in),
-        ))
+        if len(tensor_names) == 1 and tensor_names[0] == name:  # the usual case: a tensor alone in its buffer
+            tensors_in, to_end = (name,), name in outputs
+        else:
+            tensors_in = tuple(dict.fromkeys([name, *tensor_names]))
+            to_end = not outputs.isdisjoint(tensors_in)
+        buffers.append(Buffer(name, sizes[name], frozenset(made_by), frozenset(read_by), tensors_in, name in inputs, to_end))
     # If/Loop/Scan: while the node runs, its subgraph's own peak is live too (a scratch buffer)
     for record in records:
         if not record.subgraphs:
@@ -213,12 +219,8 @@ def problem_from_records(
         if scratch:
             nodes = frozenset({record.name})
             buffers.append(Buffer(f"{record.name} (subgraph working set)", scratch, nodes, nodes, ()))
-    predecessors = {}
-    for record in records:
-        node = record.name
-        predecessors[node] = frozenset(
-            [made_by for n in record.inputs if (made_by := producer.get(n)) is not None and made_by != node])
-    return MemoryProblem(tuple(r.name for r in records), predecessors, tuple(buffers), concat_in_place, elementwise_in_place)
+    return MemoryProblem(tuple(map(attrgetter("name"), records)), tuple(buffers), concat_in_place, elementwise_in_place,
+                         tuple(records))
 
 
 def subgraph_peak(subgraph) -> int:
@@ -248,15 +250,23 @@ def lifetimes(problem: MemoryProblem, order: Sequence[str]) -> list[tuple[int, i
     last = len(order) - 1
     spans = []
     for buffer in problem.buffers:
-        made = sorted(map(step_of, buffer.allocators))
-        end = last if buffer.to_end or not buffer.readers else max(map(step_of, buffer.readers))
-        if made:
-            start = 0 if buffer.from_start else made[0]
-            end = max(end, made[-1])
+        # most buffers have one allocator and one reader: unpack those rather than take min/max
+        allocators, readers = buffer.allocators, buffer.readers
+        if len(allocators) == 1:
+            (node,) = allocators
+            first_made = last_made = step_of(node)
+        elif allocators:
+            first_made, last_made = min(map(step_of, allocators)), max(map(step_of, allocators))
         else:
-            start = 0
-            end = max(end, 0)
-        spans.append((start, end))
+            first_made = last_made = 0
+        if buffer.to_end or not readers:
+            end = last
+        elif len(readers) == 1:
+            (node,) = readers
+            end = step_of(node)
+        else:
+            end = max(map(step_of, readers))
+        spans.append((0 if buffer.from_start else first_made, end if end > last_made else last_made))
     return spans
 
 
@@ -412,6 +422,8 @@ def best_order(problem: MemoryProblem, state_limit: int = EXACT_STATE_LIMIT) -> 
 
 def _best_order(problem: MemoryProblem, model: Schedule, lower_bound: int, state_limit: int) -> SearchResult:
     """:func:`best_order` given the model order's schedule and the lower bound."""
+    if model.peak_bytes <= lower_bound:  # no order peaks lower: nothing to search for
+        return SearchResult(model, "model order", 0, "meets the largest-layer lower bound: optimal")
     # the greedy order is a topological order, so when the model order is the only one it is the same
     greedy = model if _only_order(problem) else schedule_peak(problem, greedy_order(problem))
     incumbent = min((model, greedy), key=lambda s: s.peak_bytes)
@@ -607,7 +619,7 @@ def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False,
     records = _records(graph)
     problem = _problem_of_graph(graph, records, concat_in_place=True, elementwise_in_place=elementwise_in_place)
     model_order = schedule_peak(problem, problem.model_order)
-    if any(record.op_type == "Concat" for record in records):
+    if "Concat" in map(attrgetter("op_type"), records):
         copying = _problem_of_graph(graph, records, concat_in_place=False, elementwise_in_place=elementwise_in_place)
         copy_peak = schedule_peak(copying, copying.model_order).peak_bytes
     else:

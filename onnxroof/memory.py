@@ -278,13 +278,14 @@ def schedule_peak(problem: MemoryProblem, order: Sequence[str]) -> Schedule:
     steps = len(order)
     change = [0] * (steps + 1)
     for buffer, (start, end) in zip(problem.buffers, spans):
-        change[start] += buffer.bytes
-        change[end + 1] -= buffer.bytes
+        size = buffer.bytes
+        change[start] += size
+        change[end + 1] -= size
     live_bytes = list(accumulate(change[:steps]))
     peak_bytes = max(live_bytes)
     peak_step = live_bytes.index(peak_bytes)  # the first step at the peak
     peak_tensors = sorted(
-        ((b.name, b.bytes) for b, (start, end) in zip(problem.buffers, spans) if start <= peak_step <= end and b.bytes),
+        [(b.name, b.bytes) for b, (start, end) in zip(problem.buffers, spans) if start <= peak_step <= end and b.bytes],
         key=lambda item: (-item[1], item[0]),
     )
     return Schedule(tuple(order), live_bytes, peak_bytes, peak_step, order[peak_step], peak_tensors)

@@ -20,6 +20,9 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import accumulate
+from operator import attrgetter
 from typing import Iterable, Sequence
 
 import networkx as nx
@@ -33,9 +36,10 @@ EXACT_NODE_LIMIT = 2_000
 EXACT_SECONDS = 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one per tensor, and frozen dataclasses are slow to build
 class Buffer:
-    """Memory owned by one tensor (and by the views and concat slices that share it)."""
+    """Memory owned by one tensor (and by the views and concat slices that share it). Treat as
+    read-only: problems share their buffers."""
 
     name: str  # the owning tensor
     bytes: int
@@ -51,10 +55,21 @@ class MemoryProblem:
     """The buffers of one graph and the model's own node order."""
 
     model_order: tuple[str, ...]
-    predecessors: dict[str, frozenset[str]]  # node -> nodes that must run before it
     buffers: tuple[Buffer, ...]
     concat_in_place: bool
     elementwise_in_place: bool
+    records: Sequence = field(repr=False, compare=False)  # the nodes, in model order
+
+    @cached_property
+    def predecessors(self) -> dict[str, frozenset[str]]:
+        """node -> nodes that must run before it (built on first use: only the searches need it)."""
+        producer = {name: record.name for record in self.records for name in record.outputs if name}
+        predecessors = {}
+        for record in self.records:
+            node = record.name
+            predecessors[node] = frozenset(
+                [made_by for n in record.inputs if (made_by := producer.get(n)) is not None and made_by != node])
+        return predecessors
 
     @property
     def allocated_by(self) -> dict[str, list[int]]:
@@ -91,13 +106,24 @@ class SearchResult:
 
 def build_problem(graph: nx.DiGraph, *, concat_in_place: bool = True, elementwise_in_place: bool = False) -> MemoryProblem:
     """The buffers of a cost DAG (graph stage), one pass over its nodes and tensors."""
-    records = sorted((graph.nodes[n]["record"] for n in graph), key=lambda r: r.index)
+    return _problem_of_graph(graph, _records(graph), concat_in_place=concat_in_place,
+                             elementwise_in_place=elementwise_in_place)
+
+
+def _records(graph: nx.DiGraph) -> list:
+    """The graph's node records in the model's order."""
+    return sorted((record for _, record in graph.nodes(data="record")), key=attrgetter("index"))
+
+
+def _problem_of_graph(graph: nx.DiGraph, records: list, *, concat_in_place: bool,
+                      elementwise_in_place: bool) -> MemoryProblem:
     tensors = graph.graph["tensors"]
     sizes = {
         name: tensor.bytes for name, tensor in tensors.items()
         if tensor.kind in ("input", "activation") and tensor.bytes is not None
     }
-    consumers = {name: len(tensor.consumers) for name, tensor in tensors.items()}
+    # consumer counts only decide elementwise in-place updates
+    consumers = {name: len(tensor.consumers) for name, tensor in tensors.items()} if elementwise_in_place else None
     return problem_from_records(records, sizes, graph.graph["inputs"], graph.graph["outputs"], consumers,
                                 concat_in_place=concat_in_place, elementwise_in_place=elementwise_in_place)
 
@@ -109,24 +135,30 @@ def problem_from_records(
     """The buffers of a node list in execution order. ``sizes`` holds the bytes of every
     activation (tensors missing from it are parameters, constants or of unknown size)."""
     inputs, outputs = set(inputs), set(outputs)
-    if consumers is None:
+    if consumers is None and elementwise_in_place:
         consumers = {}
         for record in records:
             for name in dict.fromkeys(n for n in record.inputs if n):
                 consumers[name] = consumers.get(name, 0) + 1
 
     root: dict[str, str] = {}  # tensor -> the tensor owning its memory
+    concats = []
     for record in records:
+        if record.op_type == "Concat":
+            concats.append(record)
+        aliasing = record.op_type in ALIASING_OPS
+        if not (aliasing or elementwise_in_place):
+            continue  # the common case: the outputs own their memory
         data = [n for n in record.inputs if n in sizes]
-        if record.op_type in ALIASING_OPS and data and record.outputs and record.outputs[0] in sizes:
+        if aliasing and data and record.outputs and record.outputs[0] in sizes:
             root[record.outputs[0]] = root.get(data[0], data[0])
         elif elementwise_in_place and _in_place_candidate(record, data, sizes, consumers, outputs, inputs):
             root[record.outputs[0]] = root.get(data[0], data[0])
     concat_owner: dict[str, str] = {}  # tensor -> the concat output it is written into
     if concat_in_place:
         claimed: set[str] = set()
-        for record in records:
-            if record.op_type != "Concat" or not record.outputs or record.outputs[0] not in sizes:
+        for record in concats:
+            if not record.outputs or record.outputs[0] not in sizes:
                 continue
             for name in record.inputs:
                 source = root.get(name, name)
@@ -145,50 +177,50 @@ def problem_from_records(
             name = root.get(concat_owner[name], concat_owner[name])
         return name
 
-    members: dict[str, list[str]] = {}
-    allocators: dict[str, set[str]] = {}
-    readers: dict[str, set[str]] = {}
+    # buffer -> (tensors living in it, nodes allocating it, nodes reading it), in first-seen order;
+    # lists, as they are cheaper to make than sets (the Buffer's frozensets drop repeats)
+    found: dict[str, tuple[list[str], list[str], list[str]]] = {}
     for name in inputs & sizes.keys():
-        members.setdefault(name, [])
-        allocators.setdefault(name, set())
-        readers.setdefault(name, set())
+        found.setdefault(name, ([], [], []))
     for record in records:
+        node = record.name
         for name in record.outputs:
             if name in sizes:
-                buffer = owner(name)
-                members.setdefault(buffer, []).append(name)
-                allocators.setdefault(buffer, set()).add(record.name)
-                readers.setdefault(buffer, set())
+                buffer = root.get(name, name)
+                if buffer in concat_owner:
+                    buffer = owner(name)
+                entry = found.get(buffer)
+                if entry is None:
+                    entry = found[buffer] = ([], [], [])
+                entry[0].append(name)
+                entry[1].append(node)
         for name in record.inputs:
             if name in sizes:
-                buffer = owner(name)
-                readers.setdefault(buffer, set()).add(record.name)
-                members.setdefault(buffer, [])
-                allocators.setdefault(buffer, set())
-    buffers = [
-        Buffer(
-            name=name,
-            bytes=sizes[name],
-            allocators=frozenset(allocators[name]),
-            readers=frozenset(readers[name]),
-            tensors=tuple(dict.fromkeys([name, *tensor_names])),
-            from_start=name in inputs,
-            to_end=any(t in outputs for t in (name, *tensor_names)),
-        )
-        for name, tensor_names in members.items()
-    ]
+                buffer = root.get(name, name)
+                if buffer in concat_owner:
+                    buffer = owner(name)
+                entry = found.get(buffer)
+                if entry is None:
+                    entry = found[buffer] = ([], [], [])
+                entry[2].append(node)
+    buffers = []
+    for name, (tensor_names, made_by, read_by) in found.items():
+        if len(tensor_names) == 1 and tensor_names[0] == name:  # the usual case: a tensor alone in its buffer
+            tensors_in, to_end = (name,), name in outputs
+        else:
+            tensors_in = tuple(dict.fromkeys([name, *tensor_names]))
+            to_end = not outputs.isdisjoint(tensors_in)
+        buffers.append(Buffer(name, sizes[name], frozenset(made_by), frozenset(read_by), tensors_in, name in inputs, to_end))
     # If/Loop/Scan: while the node runs, its subgraph's own peak is live too (a scratch buffer)
     for record in records:
+        if not record.subgraphs:
+            continue
         scratch = max((subgraph_peak(sub) for sub in record.subgraphs.values()), default=0)
         if scratch:
             nodes = frozenset({record.name})
             buffers.append(Buffer(f"{record.name} (subgraph working set)", scratch, nodes, nodes, ()))
-    producer = {name: record.name for record in records for name in record.outputs if name}
-    predecessors = {
-        record.name: frozenset(producer[n] for n in record.inputs if n in producer and producer[n] != record.name)
-        for record in records
-    }
-    return MemoryProblem(tuple(r.name for r in records), predecessors, tuple(buffers), concat_in_place, elementwise_in_place)
+    return MemoryProblem(tuple(map(attrgetter("name"), records)), tuple(buffers), concat_in_place, elementwise_in_place,
+                         tuple(records))
 
 
 def subgraph_peak(subgraph) -> int:
@@ -214,14 +246,27 @@ def _in_place_candidate(record, data: list[str], sizes: dict[str, int], consumer
 
 def lifetimes(problem: MemoryProblem, order: Sequence[str]) -> list[tuple[int, int]]:
     """(first step, last step) each buffer is live under ``order``."""
-    position = {node: step for step, node in enumerate(order)}
+    step_of = dict(zip(order, range(len(order)))).__getitem__
     last = len(order) - 1
     spans = []
     for buffer in problem.buffers:
-        made = [position[n] for n in buffer.allocators]
-        start = 0 if buffer.from_start or not made else min(made)
-        end = last if buffer.to_end or not buffer.readers else max(position[n] for n in buffer.readers)
-        spans.append((start, max(end, max(made, default=start))))
+        # most buffers have one allocator and one reader: unpack those rather than take min/max
+        allocators, readers = buffer.allocators, buffer.readers
+        if len(allocators) == 1:
+            (node,) = allocators
+            first_made = last_made = step_of(node)
+        elif allocators:
+            first_made, last_made = min(map(step_of, allocators)), max(map(step_of, allocators))
+        else:
+            first_made = last_made = 0
+        if buffer.to_end or not readers:
+            end = last
+        elif len(readers) == 1:
+            (node,) = readers
+            end = step_of(node)
+        else:
+            end = max(map(step_of, readers))
+        spans.append((0 if buffer.from_start else first_made, end if end > last_made else last_made))
     return spans
 
 
@@ -230,31 +275,35 @@ def schedule_peak(problem: MemoryProblem, order: Sequence[str]) -> Schedule:
     if not order:
         return Schedule((), [], sum(b.bytes for b in problem.buffers), 0, None, [])
     spans = lifetimes(problem, order)
-    change = [0] * (len(order) + 1)
+    steps = len(order)
+    change = [0] * (steps + 1)
     for buffer, (start, end) in zip(problem.buffers, spans):
-        change[start] += buffer.bytes
-        change[end + 1] -= buffer.bytes
-    live_bytes, live = [], 0
-    for step in range(len(order)):
-        live += change[step]
-        live_bytes.append(live)
-    peak_step = max(range(len(order)), key=live_bytes.__getitem__)
+        size = buffer.bytes
+        change[start] += size
+        change[end + 1] -= size
+    live_bytes = list(accumulate(change[:steps]))
+    peak_bytes = max(live_bytes)
+    peak_step = live_bytes.index(peak_bytes)  # the first step at the peak
     peak_tensors = sorted(
-        ((b.name, b.bytes) for b, (start, end) in zip(problem.buffers, spans) if start <= peak_step <= end and b.bytes),
+        [(b.name, b.bytes) for b, (start, end) in zip(problem.buffers, spans) if start <= peak_step <= end and b.bytes],
         key=lambda item: (-item[1], item[0]),
     )
-    return Schedule(tuple(order), live_bytes, live_bytes[peak_step], peak_step, order[peak_step], peak_tensors)
+    return Schedule(tuple(order), live_bytes, peak_bytes, peak_step, order[peak_step], peak_tensors)
 
 
 def largest_layer_bytes(problem: MemoryProblem) -> tuple[int, str | None]:
     """The lower bound: the most bytes any one node needs at once (its inputs and outputs)."""
-    touched: dict[str, int] = {n: 0 for n in problem.model_order}
+    touched: dict[str, int] = dict.fromkeys(problem.model_order, 0)
     for buffer in problem.buffers:
-        for node in buffer.allocators | buffer.readers:
-            touched[node] += buffer.bytes
+        size, allocators = buffer.bytes, buffer.allocators
+        for node in allocators:
+            touched[node] += size
+        for node in buffer.readers:
+            if node not in allocators:
+                touched[node] += size
     if not touched:
         return 0, None
-    node = max(problem.model_order, key=lambda n: touched[n])
+    node = max(problem.model_order, key=touched.__getitem__)
     return touched[node], node
 
 
@@ -368,11 +417,18 @@ def best_order(problem: MemoryProblem, state_limit: int = EXACT_STATE_LIMIT) -> 
     pruned by the best peak known) when it finishes within ``state_limit`` states, otherwise the
     better of the greedy heuristic and the model's order. Either way the result is never worse
     than the model order and never below :func:`largest_layer_bytes`."""
-    model = schedule_peak(problem, problem.model_order)
-    greedy = schedule_peak(problem, greedy_order(problem))
+    return _best_order(problem, schedule_peak(problem, problem.model_order), largest_layer_bytes(problem)[0],
+                       state_limit)
+
+
+def _best_order(problem: MemoryProblem, model: Schedule, lower_bound: int, state_limit: int) -> SearchResult:
+    """:func:`best_order` given the model order's schedule and the lower bound."""
+    if model.peak_bytes <= lower_bound:  # no order peaks lower: nothing to search for
+        return SearchResult(model, "model order", 0, "meets the largest-layer lower bound: optimal")
+    # the greedy order is a topological order, so when the model order is the only one it is the same
+    greedy = model if _only_order(problem) else schedule_peak(problem, greedy_order(problem))
     incumbent = min((model, greedy), key=lambda s: s.peak_bytes)
     method = "model order" if incumbent is model else "heuristic"
-    lower_bound, _ = largest_layer_bytes(problem)
     if incumbent.peak_bytes <= lower_bound:
         return SearchResult(incumbent, method, 0, "meets the largest-layer lower bound: optimal")
     bounds = f"between the lower bound {lower_bound:,} B and the model-order peak {model.peak_bytes:,} B"
@@ -387,6 +443,23 @@ def best_order(problem: MemoryProblem, state_limit: int = EXACT_STATE_LIMIT) -> 
     if order is None:  # nothing beats the incumbent: it came from elsewhere, the search proved it optimal
         return SearchResult(incumbent, method, states, f"the exact search proved no order beats the {method}")
     return SearchResult(schedule_peak(problem, order), "exact", states, "exact search")
+
+
+def _only_order(problem: MemoryProblem) -> bool:
+    """Whether the model order is the graph's only topological order: every edge points forward
+    and every node depends on the one just before it (a chain)."""
+    position = dict(zip(problem.model_order, range(len(problem.model_order))))
+    if len(position) != len(problem.model_order):
+        return False  # repeated node names: leave it to the search
+    predecessors = problem.predecessors
+    for step, node in enumerate(problem.model_order):
+        preds = predecessors[node]
+        if step and problem.model_order[step - 1] not in preds:
+            return False
+        for pred in preds:
+            if position[pred] >= step:
+                return False  # an edge pointing backwards: no topological order at all
+    return True
 
 
 def _exact(problem: MemoryProblem, bound: int, state_limit: int,
@@ -544,17 +617,18 @@ class MemoryReport:
 def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False,
                    state_limit: int = EXACT_STATE_LIMIT) -> MemoryReport:
     """Peak live activations under the model's order and the best order found."""
-    problem = build_problem(graph, elementwise_in_place=elementwise_in_place)
+    records = _records(graph)
+    problem = _problem_of_graph(graph, records, concat_in_place=True, elementwise_in_place=elementwise_in_place)
     model_order = schedule_peak(problem, problem.model_order)
-    if any(graph.nodes[n]["record"].op_type == "Concat" for n in graph):
-        copying = build_problem(graph, concat_in_place=False, elementwise_in_place=elementwise_in_place)
+    if "Concat" in map(attrgetter("op_type"), records):
+        copying = _problem_of_graph(graph, records, concat_in_place=False, elementwise_in_place=elementwise_in_place)
         copy_peak = schedule_peak(copying, copying.model_order).peak_bytes
     else:
         copy_peak = model_order.peak_bytes  # no Concat: nothing to copy
     lower_bound, node = largest_layer_bytes(problem)
     return MemoryReport(
         model_order=model_order,
-        best=best_order(problem, state_limit),
+        best=_best_order(problem, model_order, lower_bound, state_limit),
         concat_copy_peak_bytes=copy_peak,
         largest_layer_bytes=lower_bound,
         largest_layer_node=node,

@@ -428,9 +428,11 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
 def node_names(nodes: Sequence[onnx.NodeProto]) -> list[str]:
     """Unique, stable names: the node's own, or ``OpType_index`` when empty or repeated.
     Every stage names nodes with this, so a shape failure and a cost record agree."""
+    given = [node.name or f"{node.op_type}_{index}" for index, node in enumerate(nodes)]
+    if len(set(given)) == len(given):  # the common case: no name repeats, none is renamed
+        return given
     names, seen = [], set()
-    for index, node in enumerate(nodes):
-        name = node.name or f"{node.op_type}_{index}"
+    for index, name in enumerate(given):
         if name in seen:
             name = f"{name}#{index}"
         seen.add(name)

@@ -448,7 +448,7 @@ WEIGHT_DATA_LIMIT = 16 * 2**20
 def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` itself when its inline weights are small, else a copy whose large initializers and
     Constant tensors keep their names, types and dims but no data (shapes need no more)."""
-    heavy = sum(t.ByteSize() for t in model.graph.initializer)
+    heavy = sum(_inline_bytes(t) for t in model.graph.initializer)
     if heavy <= WEIGHT_DATA_LIMIT:
         return model
     light = onnx.ModelProto()
@@ -478,6 +478,18 @@ def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
                 if attribute.type == onnx.AttributeProto.TENSOR and math.prod(attribute.t.dims) > MAX_VALUE_ELEMENTS:
                     attribute.t.CopyFrom(_dims_only(attribute.t))
     return light
+
+
+def _inline_bytes(tensor: onnx.TensorProto) -> int:
+    """About the bytes of data ``tensor`` holds in the model, counted without reading them:
+    protobuf's ByteSize serializes the whole tensor to count (a second per GB of weights)."""
+    if not tensor.HasField("raw_data"):
+        return tensor.ByteSize()  # external, or data in typed fields (small in practice)
+    try:
+        item_size = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    except Exception:  # an unknown element type
+        item_size = 1
+    return math.prod(tensor.dims) * item_size
 
 
 def _dims_only(tensor: onnx.TensorProto) -> onnx.TensorProto:

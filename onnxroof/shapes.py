@@ -630,9 +630,12 @@ class _PartialEvaluator:
             info = tensors.get(output)
             if (info is None or not info.is_known) and (output or output in self.stored):
                 return False
-        if op_type in EVALUABLE_OPS:
+        if op_type in EVALUABLE_OPS:  # settled unless every input has a value to evaluate it with
             values = self.values
-            return not all(name in values for name in node.input if name)
+            for name in node.input:
+                if name and name not in values:
+                    return True
+            return False
         return True
 
     def _root(self, node: onnx.NodeProto, index: int, complaint: str) -> None:

@@ -147,8 +147,9 @@ def _first_invalid_text(message, where: str) -> str | None:
         if is_message:
             if repeated:
                 items = getattr(message, name)
-                if items and isinstance(items[0], onnx.NodeProto):
-                    found = _nodes_invalid_text(items, f"{where}{name}")
+                walk_list = _LIST_WALKS.get(type(items[0])) if items else None
+                if walk_list:
+                    found = walk_list(items, f"{where}{name}")
                     if found:
                         return found
                     continue
@@ -185,6 +186,22 @@ def _nodes_invalid_text(nodes, where: str) -> str | None:
     return None
 
 
+def _value_infos_invalid_text(values, where: str) -> str | None:
+    """The walk above over a list of ValueInfoProtos (a graph's value_info can hold one per tensor)
+    as one tight loop: a type already found clean (tensors share a few) is not walked again."""
+    clean_types: set[bytes] = set()
+    for index, value in enumerate(values):
+        type_key = value.type.SerializeToString()
+        if (type_key in clean_types and bytes not in map(type, (value.name, value.doc_string))
+                and not (_VALUE_INFO_HAS_METADATA and value.metadata_props)):
+            continue
+        found = _first_invalid_text(value, f"{where}[{index}].")
+        if found:
+            return found
+        clean_types.add(type_key)
+    return None
+
+
 def _node_invalid_text(node: onnx.NodeProto, where: str) -> str | None:
     """The walk above for the commonest message, unrolled: nodes are most of a big graph."""
     for name in ("name", "op_type", "domain", "overload", "doc_string"):
@@ -212,6 +229,8 @@ _NODE_TEXTS = operator.attrgetter(*(name for name in ("name", "op_type", "domain
                                     if name in onnx.NodeProto.DESCRIPTOR.fields_by_name))
 _ATTRIBUTE_TEXTS = operator.attrgetter("name", "ref_attr_name", "doc_string")
 _NODE_HAS_METADATA = "metadata_props" in onnx.NodeProto.DESCRIPTOR.fields_by_name  # onnx >= 1.17 only
+_VALUE_INFO_HAS_METADATA = "metadata_props" in onnx.ValueInfoProto.DESCRIPTOR.fields_by_name  # onnx >= 1.16
+_LIST_WALKS = {onnx.NodeProto: _nodes_invalid_text, onnx.ValueInfoProto: _value_infos_invalid_text}
 
 # attributes that hold only numbers or bytes: nothing more in them to check
 _PLAIN_ATTRIBUTES = frozenset({
@@ -301,15 +320,20 @@ def check_dims(model: onnx.ModelProto, label: str, contents: _Contents | None = 
     tensor dims. onnx's shape inference asserts on them (a Slice of a [-5] input kills the
     interpreter), so they must be refused before it runs."""
     contents = contents or _contents(model)
+    checked_types: set[bytes] = set()  # types with no negative dim (tensors share a few)
     for graph in contents.graphs:
         for kind, values in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
             for value in values:
+                type_key = value.type.SerializeToString()
+                if type_key in checked_types:
+                    continue
                 for axis, dim in enumerate(_declared_dims(value.type)):
                     if dim.dim_value < 0:  # an unset dim_value reads 0
                         raise ModelError(
                             f"{label}: {kind} {_quote(value.name)} declares dim {dim.dim_value} at axis {axis}; a dim "
                             "is a count (>= 0) or a name: fix the export"
                         )
+                checked_types.add(type_key)
     for tensor in contents.tensors:
         if any(d < 0 for d in tensor.dims):
             raise ModelError(

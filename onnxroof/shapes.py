@@ -536,9 +536,9 @@ def _stored_shapes_hidden(graph: onnx.GraphProto, keep: set[str]) -> Iterator[No
 
 def _stale_note(stored: dict[str, TensorInfo], tensors: dict[str, TensorInfo]) -> list[str]:
     differing = [
-        (info, tensors[name])
+        (info, new)
         for name, info in stored.items()
-        if info.is_known and name in tensors and tensors[name].is_known and tensors[name].shape != info.shape
+        if (new := tensors.get(name)) is not None and new.shape != info.shape and info.is_known and new.is_known
     ]
     if not differing:
         return []

@@ -14,10 +14,12 @@ Names from the model are untrusted: they appear in messages as quoted, escaped a
 
 from __future__ import annotations
 
+import operator
 import os
 import posixpath
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Iterator
 
@@ -79,14 +81,13 @@ def load_model(path: str | os.PathLike) -> onnx.ModelProto:
         other = _what_else(data)
         if other:
             raise ModelError(f"{file}: not an ONNX model: {other}")
-    del data
     invalid = _first_invalid_text(model, "")
     if invalid:
         raise ModelError(
             f"{file}: the model's {invalid} is not valid UTF-8 text, so the file is corrupt (or not ONNX); "
             "re-export the model"
         )
-    check_model(model, str(file), directory=file.parent)
+    check_model(model, str(file), directory=file.parent, serialized=data)
     return model
 
 
@@ -98,24 +99,29 @@ def check_in_memory(model: onnx.ModelProto, label: str = "model") -> None:
     invalid = _first_invalid_text(model, "")
     if invalid:
         raise ModelError(f"{label}: the model's {invalid} is not valid UTF-8 text; fix the code that built it")
-    check_dims(model, label)
-    check_tensor_sizes(model, label)
+    contents = _contents(model)
+    check_dims(model, label, contents)
+    check_tensor_sizes(model, label, contents)
 
 
-def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None = None) -> None:
+def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None = None,
+                serialized: bytes | None = None) -> None:
     """Judge ``model`` (read from ``directory``, if from a file), turning every verdict into one
-    ModelError line that names the problem and the fix (the node, for a graph that is not a DAG)."""
+    ModelError line that names the problem and the fix (the node, for a graph that is not a DAG).
+    ``serialized``: the bytes ``model`` was parsed from, handed to the checker as they are when it
+    can judge the model unchanged (saving a copy of the whole model)."""
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise ModelError(f"{label}: the protobuf holds no ONNX graph; {_ONNX_MAGIC_HINT}")
     if not model.opset_import:
         raise ModelError(f"{label}: the model declares no opset_import; re-export it with an opset")
     _check_versions(model, label)
-    check_external_locations(model, label, directory)
-    check_dims(model, label)
-    check_tensor_sizes(model, label)
+    contents = _contents(model)
+    check_external_locations(model, label, directory, contents)
+    check_dims(model, label, contents)
+    check_tensor_sizes(model, label, contents)
     try:
-        with _checkable(model):
-            onnx.checker.check_model(model)
+        with _checkable(model, contents) as changed:
+            onnx.checker.check_model(model if changed or serialized is None else serialized)
     except onnx.checker.ValidationError as exc:
         # a graph that is not a DAG of single-producer tensors: name the node (the checker's
         # own message stops short of it); walked only on failure, as it costs a pass over the nodes
@@ -141,6 +147,12 @@ def _first_invalid_text(message, where: str) -> str | None:
         if is_message:
             if repeated:
                 items = getattr(message, name)
+                walk_list = _LIST_WALKS.get(type(items[0])) if items else None
+                if walk_list:
+                    found = walk_list(items, f"{where}{name}")
+                    if found:
+                        return found
+                    continue
             elif message.HasField(name):
                 items = (getattr(message, name),)
             else:
@@ -153,6 +165,40 @@ def _first_invalid_text(message, where: str) -> str | None:
             value = getattr(message, name)
             if any(isinstance(v, bytes) for v in value) if repeated else isinstance(value, bytes):
                 return where + name
+    return None
+
+
+def _nodes_invalid_text(nodes, where: str) -> str | None:
+    """The walk below over a list of nodes (most of a big graph) as one tight loop: a node whose
+    fields are all str, with only plain attributes, is passed over; any other is walked in full."""
+    plain = _PLAIN_ATTRIBUTES
+    node_texts, attribute_texts = _NODE_TEXTS, _ATTRIBUTE_TEXTS
+    for index, node in enumerate(nodes):
+        attributes = node.attribute
+        suspect = bytes in map(type, (*node_texts(node), *node.input, *node.output)) or (
+            _NODE_HAS_METADATA and len(node.metadata_props) > 0)
+        if attributes and not suspect:
+            suspect = any(a.type not in plain or bytes in map(type, attribute_texts(a)) for a in attributes)
+        if suspect:
+            found = _node_invalid_text(node, f"{where}[{index}].")
+            if found:
+                return found
+    return None
+
+
+def _value_infos_invalid_text(values, where: str) -> str | None:
+    """The walk above over a list of ValueInfoProtos (a graph's value_info can hold one per tensor)
+    as one tight loop: a type already found clean (tensors share a few) is not walked again."""
+    clean_types: set[bytes] = set()
+    for index, value in enumerate(values):
+        type_key = value.type.SerializeToString()
+        if (type_key in clean_types and bytes not in map(type, (value.name, value.doc_string))
+                and not (_VALUE_INFO_HAS_METADATA and value.metadata_props)):
+            continue
+        found = _first_invalid_text(value, f"{where}[{index}].")
+        if found:
+            return found
+        clean_types.add(type_key)
     return None
 
 
@@ -177,6 +223,14 @@ def _node_invalid_text(node: onnx.NodeProto, where: str) -> str | None:
             return f"{where}metadata_props[{index}]"
     return None
 
+
+# the string fields _node_invalid_text reads, each as one getter (overload: onnx >= 1.16 only)
+_NODE_TEXTS = operator.attrgetter(*(name for name in ("name", "op_type", "domain", "overload", "doc_string")
+                                    if name in onnx.NodeProto.DESCRIPTOR.fields_by_name))
+_ATTRIBUTE_TEXTS = operator.attrgetter("name", "ref_attr_name", "doc_string")
+_NODE_HAS_METADATA = "metadata_props" in onnx.NodeProto.DESCRIPTOR.fields_by_name  # onnx >= 1.17 only
+_VALUE_INFO_HAS_METADATA = "metadata_props" in onnx.ValueInfoProto.DESCRIPTOR.fields_by_name  # onnx >= 1.16
+_LIST_WALKS = {onnx.NodeProto: _nodes_invalid_text, onnx.ValueInfoProto: _value_infos_invalid_text}
 
 # attributes that hold only numbers or bytes: nothing more in them to check
 _PLAIN_ATTRIBUTES = frozenset({
@@ -261,20 +315,26 @@ def _check_versions(model: onnx.ModelProto, label: str) -> None:
 # Dims: never negative (onnx's C++ shape inference aborts the whole process on some)
 
 
-def check_dims(model: onnx.ModelProto, label: str) -> None:
+def check_dims(model: onnx.ModelProto, label: str, contents: _Contents | None = None) -> None:
     """No declared dim is negative: in graph inputs, outputs, value_info (subgraphs too) or
     tensor dims. onnx's shape inference asserts on them (a Slice of a [-5] input kills the
     interpreter), so they must be refused before it runs."""
-    for graph in _all_graphs(model.graph):
+    contents = contents or _contents(model)
+    checked_types: set[bytes] = set()  # types with no negative dim (tensors share a few)
+    for graph in contents.graphs:
         for kind, values in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
             for value in values:
+                type_key = value.type.SerializeToString()
+                if type_key in checked_types:
+                    continue
                 for axis, dim in enumerate(_declared_dims(value.type)):
-                    if dim.HasField("dim_value") and dim.dim_value < 0:
+                    if dim.dim_value < 0:  # an unset dim_value reads 0
                         raise ModelError(
                             f"{label}: {kind} {_quote(value.name)} declares dim {dim.dim_value} at axis {axis}; a dim "
                             "is a count (>= 0) or a name: fix the export"
                         )
-    for tensor in _all_tensors(model):
+                checked_types.add(type_key)
+    for tensor in contents.tensors:
         if any(d < 0 for d in tensor.dims):
             raise ModelError(
                 f"{label}: tensor {_quote(tensor.name)} declares dims {list(tensor.dims)}; a dim cannot be "
@@ -293,16 +353,6 @@ def _declared_dims(type_proto: onnx.TypeProto) -> list:
     if kind == "optional_type":
         return _declared_dims(type_proto.optional_type.elem_type)
     return []
-
-
-def _all_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    yield graph
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField("g"):
-                yield from _all_graphs(attribute.g)
-            for subgraph in attribute.graphs:
-                yield from _all_graphs(subgraph)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,12 +469,13 @@ def has_external_data(tensor: onnx.TensorProto) -> bool:
     return tensor.data_location == onnx.TensorProto.EXTERNAL
 
 
-def check_external_locations(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None) -> None:
+def check_external_locations(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None,
+                             contents: _Contents | None = None) -> None:
     """Refuse a model whose external data would be read from outside ``directory`` (the model's
     own): an absolute path, a ``..`` component, or (when ``directory`` is known) a path that
     resolves, through symlinks, outside it. The data itself is never opened."""
     base = Path(directory).resolve() if directory is not None else None
-    for tensor in _all_tensors(model):
+    for tensor in (contents or _contents(model)).tensors:
         if not has_external_data(tensor):
             continue
         location = next((e.value for e in tensor.external_data if e.key == "location"), "")
@@ -458,35 +509,52 @@ def _location_problem(location: str, base: Path | None) -> str | None:
     return None
 
 
-def _all_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
-    """Every TensorProto in the model: initializers (sparse ones too), Constant values and other
-    tensor attributes, in the main graph, every subgraph and every model-local function."""
-    yield from _graph_tensors(model.graph)
+@dataclass
+class _Contents:
+    """What the checks look at, gathered in one walk over the nodes (on a big graph, walking the
+    nodes costs more than the checks themselves)."""
+
+    graphs: list[onnx.GraphProto]  # the main graph, then its subgraphs depth first
+    # every TensorProto: initializers (sparse ones too), Constant values and other tensor attributes,
+    # in the main graph, every subgraph and every model-local function
+    tensors: list[onnx.TensorProto]
+    ops: set[tuple[str, str]]  # (domain, op_type) of the main graph's nodes
+
+
+def _contents(model: onnx.ModelProto) -> _Contents:
+    contents = _Contents([], [], set())
+    _gather(model.graph, contents.graphs, contents.tensors, contents.ops)
     for function in model.functions:
         for node in function.node:
-            yield from _attribute_tensors(node)
+            if node.attribute:
+                _gather_attributes(node, [], contents.tensors)  # function subgraphs have no dims checked
+    return contents
 
 
-def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
-    yield from graph.initializer
+def _gather(graph: onnx.GraphProto, graphs: list, tensors: list, ops: set | None = None) -> None:
+    graphs.append(graph)
+    tensors += graph.initializer
     for sparse in graph.sparse_initializer:
-        yield from (sparse.values, sparse.indices)
+        tensors += (sparse.values, sparse.indices)
     for node in graph.node:
-        yield from _attribute_tensors(node)
+        if ops is not None:
+            ops.add((node.domain, node.op_type))
+        if node.attribute:
+            _gather_attributes(node, graphs, tensors)
 
 
-def _attribute_tensors(node: onnx.NodeProto) -> Iterator[onnx.TensorProto]:
+def _gather_attributes(node: onnx.NodeProto, graphs: list, tensors: list) -> None:
     for attribute in node.attribute:
         if attribute.HasField("t"):
-            yield attribute.t
-        yield from attribute.tensors
+            tensors.append(attribute.t)
+        tensors += attribute.tensors
         for sparse in (*([attribute.sparse_tensor] if attribute.HasField("sparse_tensor") else []),
                        *attribute.sparse_tensors):
-            yield from (sparse.values, sparse.indices)
+            tensors += (sparse.values, sparse.indices)
         if attribute.HasField("g"):
-            yield from _graph_tensors(attribute.g)
+            _gather(attribute.g, graphs, tensors)
         for subgraph in attribute.graphs:
-            yield from _graph_tensors(subgraph)
+            _gather(subgraph, graphs, tensors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -513,10 +581,10 @@ _TYPED_FIELD = {
 _RAW_CHECK_LIMIT = 2**20
 
 
-def check_tensor_sizes(model: onnx.ModelProto, label: str) -> None:
+def check_tensor_sizes(model: onnx.ModelProto, label: str, contents: _Contents | None = None) -> None:
     """Every inline tensor holds exactly the data its dims and type declare: a mismatch means a
     corrupt file (a flipped dim), and would otherwise surface as a crash wherever it is read."""
-    for tensor in _all_tensors(model):
+    for tensor in (contents or _contents(model)).tensors:
         if has_external_data(tensor):
             continue
         elements = 1
@@ -555,9 +623,9 @@ def check_tensor_sizes(model: onnx.ModelProto, label: str) -> None:
 
 
 @contextmanager
-def _checkable(model: onnx.ModelProto) -> Iterator[None]:
+def _checkable(model: onnx.ModelProto, contents: _Contents) -> Iterator[bool]:
     """Make ``model`` judgeable by the checker in place, and restore it afterwards (no copy of
-    the weights is ever made).
+    the weights is ever made); yields whether anything had to be changed.
 
     The checker insists on opening external data wherever it is (initializers, Constant values,
     subgraphs): those tensors are shown to it as empty. Default-domain ops this onnx has no
@@ -567,7 +635,7 @@ def _checkable(model: onnx.ModelProto) -> Iterator[None]:
     moved: list[tuple[onnx.NodeProto, str]] = []
     added_opset = False
     try:
-        for tensor in _all_tensors(model):
+        for tensor in contents.tensors:
             if has_external_data(tensor):
                 original = onnx.TensorProto()
                 original.CopyFrom(tensor)
@@ -575,13 +643,15 @@ def _checkable(model: onnx.ModelProto) -> Iterator[None]:
                 tensor.Clear()
                 tensor.name, tensor.data_type = original.name, original.data_type
                 tensor.dims.append(0)
-        moved = [(n, n.domain) for n in model.graph.node if n.domain in _DEFAULT_DOMAINS and not onnx.defs.has(n.op_type)]
+        unknown = {op for domain, op in contents.ops if domain in _DEFAULT_DOMAINS and not onnx.defs.has(op)}
+        if unknown:
+            moved = [(n, n.domain) for n in model.graph.node if n.domain in _DEFAULT_DOMAINS and n.op_type in unknown]
         for node, _ in moved:
             node.domain = _UNREGISTERED_DOMAIN
         if moved:
             model.opset_import.append(onnx.helper.make_opsetid(_UNREGISTERED_DOMAIN, 1))
             added_opset = True
-        yield
+        yield bool(saved or moved)
     finally:
         for tensor, original in saved:
             tensor.CopyFrom(original)

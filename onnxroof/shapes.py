@@ -21,12 +21,10 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import onnx
-import onnx.reference.ops
 from onnx import TensorProto, helper, numpy_helper
 
 from .errors import UsageError
@@ -61,6 +59,21 @@ _CONSTANT_ATTRIBUTES = {
 }
 
 
+class _cached_property:
+    """functools.cached_property without the lock it takes on every first read before Python
+    3.12: one per tensor on a big graph. The value is stored in the instance, like cached_property."""
+
+    def __init__(self, compute: Callable[[Any], Any]):
+        self.compute, self.name = compute, compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value
+
+
 @dataclass
 class TensorInfo:
     """What is known about one tensor: its element type and its shape."""
@@ -69,11 +82,11 @@ class TensorInfo:
     dtype: int = 0  # onnx.TensorProto.DataType; 0 = unknown
     shape: tuple[Dim, ...] | None = None  # None: rank unknown
 
-    @cached_property  # the entry is immutable, so computing once is safe (hot on big graphs)
+    @_cached_property  # the entry is immutable, so computing once is safe (hot on big graphs)
     def is_known(self) -> bool:
         return self.shape is not None and all(isinstance(d, int) for d in self.shape)
 
-    @cached_property
+    @_cached_property
     def numel(self) -> int | None:
         if not self.is_known:
             return None
@@ -307,6 +320,23 @@ def _info_from_value_info(value_info: onnx.ValueInfoProto) -> TensorInfo:
     return TensorInfo(value_info.name, tensor_type.elem_type, shape)
 
 
+class _ValueInfoReader:
+    """``_info_from_value_info`` converting each distinct type once: a big graph's tensors share a
+    few types, and equal serialized types read alike."""
+
+    def __init__(self) -> None:
+        self._types: dict[bytes, tuple[int, tuple[Dim, ...] | None]] = {}
+
+    def __call__(self, value_info: onnx.ValueInfoProto) -> TensorInfo:
+        key = value_info.type.SerializeToString()
+        known = self._types.get(key)
+        if known is None:
+            info = _info_from_value_info(value_info)
+            self._types[key] = (info.dtype, info.shape)
+            return info
+        return TensorInfo(value_info.name, *known)
+
+
 def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
     """``new`` (keeping ``old``'s dtype if it has none) when it knows more than ``old``, else None."""
     if new.shape is None or (old.shape is not None and (old.is_known or not new.is_known)):
@@ -317,11 +347,23 @@ def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
 def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> ShapeResult:
     """Infer every tensor's type and shape in ``model`` (inputs already bound).
 
-    ``order`` is the nodes in a topological order (the graph stage computes it).
+    ``order`` is the graph's nodes in a topological order (the graph stage computes it).
     """
     graph = model.graph
-    stored = {v.name: _info_from_value_info(v) for v in (*graph.value_info, *graph.output)}
-    opaque = {o for node in order if not _has_schema(node) for o in node.output if o}
+    read = _ValueInfoReader()
+    stored = {v.name: read(v) for v in (*graph.value_info, *graph.output)}
+    opaque: set[str] = set()  # outputs of ops without a schema: their stored shapes stay visible
+    schemas: dict[tuple[str, str], bool] = {}  # (domain, op_type) -> has a schema
+    nested = False  # any subgraph (If, Loop, Scan) to look into
+    for node in order:
+        kind = (node.domain, node.op_type)
+        has_schema = schemas.get(kind)
+        if has_schema is None:
+            has_schema = schemas[kind] = _has_schema(node)
+        if not has_schema:
+            opaque.update(o for o in node.output if o)
+        if not nested and node.attribute:
+            nested = _has_subgraph(node)
     notes: list[str] = []
     tensors: dict[str, TensorInfo] = {}
     try:
@@ -334,7 +376,7 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
         found: Iterable[onnx.ValueInfoProto] = (
             *inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input
         )
-        subgraphs = list(_nested_graphs(inferred.graph))
+        subgraphs = list(_nested_graphs(inferred.graph)) if nested else []
     except Exception as exc:  # e.g. a contrib op whose domain the model does not import
         notes.append(
             f"ONNX shape inference failed ({_one_line(exc)}); inferred each node on its own instead, "
@@ -343,13 +385,13 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
         found = graph.input
         subgraphs = list(_nested_graphs(graph))
     for value_info in found:
-        info = _info_from_value_info(value_info)
+        info = read(value_info)
         if info.shape is not None or info.name not in tensors:
             tensors[info.name] = info
     # If branches and Loop/Scan bodies: what inference found inside them (names are model-wide)
     for subgraph in subgraphs:
         for value_info in (*subgraph.input, *subgraph.value_info, *subgraph.output):
-            info = _info_from_value_info(value_info)
+            info = read(value_info)
             if info.name not in tensors or (info.shape is not None and tensors[info.name].shape is None):
                 tensors[info.name] = info
     values: dict[str, np.ndarray] = {}
@@ -358,9 +400,9 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
         if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not _is_external(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
 
-    evaluator = _PartialEvaluator(model, tensors, values, stored)
-    for node, label in zip(order, node_names(order)):
-        evaluator.visit(node, label)
+    evaluator = _PartialEvaluator(model, tensors, values, stored, order)
+    for index, node in enumerate(order):
+        evaluator.visit(node, index)
     notes += _stale_note(stored, tensors)
     notes += [
         f"shape inference failed on node {label!r} ({op_type}): {complaint}"
@@ -369,7 +411,7 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
     ]
 
     inputs = [
-        tensors.get(i.name) or _info_from_value_info(i)
+        tensors.get(i.name) or read(i)
         for i in real_inputs(graph)
         if i.type.HasField("tensor_type")
     ]
@@ -386,9 +428,11 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
 def node_names(nodes: Sequence[onnx.NodeProto]) -> list[str]:
     """Unique, stable names: the node's own, or ``OpType_index`` when empty or repeated.
     Every stage names nodes with this, so a shape failure and a cost record agree."""
+    given = [node.name or f"{node.op_type}_{index}" for index, node in enumerate(nodes)]
+    if len(set(given)) == len(given):  # the common case: no name repeats, none is renamed
+        return given
     names, seen = [], set()
-    for index, node in enumerate(nodes):
-        name = node.name or f"{node.op_type}_{index}"
+    for index, name in enumerate(given):
         if name in seen:
             name = f"{name}#{index}"
         seen.add(name)
@@ -404,7 +448,7 @@ WEIGHT_DATA_LIMIT = 16 * 2**20
 def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` itself when its inline weights are small, else a copy whose large initializers and
     Constant tensors keep their names, types and dims but no data (shapes need no more)."""
-    heavy = sum(t.ByteSize() for t in model.graph.initializer)
+    heavy = sum(_inline_bytes(t) for t in model.graph.initializer)
     if heavy <= WEIGHT_DATA_LIMIT:
         return model
     light = onnx.ModelProto()
@@ -434,6 +478,18 @@ def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
                 if attribute.type == onnx.AttributeProto.TENSOR and math.prod(attribute.t.dims) > MAX_VALUE_ELEMENTS:
                     attribute.t.CopyFrom(_dims_only(attribute.t))
     return light
+
+
+def _inline_bytes(tensor: onnx.TensorProto) -> int:
+    """About the bytes of data ``tensor`` holds in the model, counted without reading them:
+    protobuf's ByteSize serializes the whole tensor to count (a second per GB of weights)."""
+    if not tensor.HasField("raw_data"):
+        return tensor.ByteSize()  # external, or data in typed fields (small in practice)
+    try:
+        item_size = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    except Exception:  # an unknown element type
+        item_size = 1
+    return math.prod(tensor.dims) * item_size
 
 
 def _dims_only(tensor: onnx.TensorProto) -> onnx.TensorProto:
@@ -480,9 +536,9 @@ def _stored_shapes_hidden(graph: onnx.GraphProto, keep: set[str]) -> Iterator[No
 
 def _stale_note(stored: dict[str, TensorInfo], tensors: dict[str, TensorInfo]) -> list[str]:
     differing = [
-        (info, tensors[name])
+        (info, new)
         for name, info in stored.items()
-        if info.is_known and name in tensors and tensors[name].is_known and tensors[name].shape != info.shape
+        if (new := tensors.get(name)) is not None and new.shape != info.shape and info.is_known and new.is_known
     ]
     if not differing:
         return []
@@ -516,6 +572,7 @@ class _PartialEvaluator:
         tensors: dict[str, TensorInfo],
         values: dict[str, np.ndarray],
         stored: dict[str, TensorInfo],
+        order: Sequence[onnx.NodeProto],
     ):
         self.tensors = tensors
         self.values = values
@@ -527,15 +584,20 @@ class _PartialEvaluator:
         self.uninferred: set[str] = set()  # outputs of nodes onnx could not infer
         self.roots: list[list] = []  # [label, op_type, complaint, nodes affected] per failing node
         self._root_of: dict[str, int] = {}  # tensor -> index in roots
+        self._order = order
+        self._labels: list[str] | None = None  # node_names(order), named only once a node fails
 
-    def visit(self, node: onnx.NodeProto, label: str | None = None) -> None:
-        label = label or node.name or node.op_type
-        tainted = next((n for n in node.input if n in self._root_of), None)
-        if tainted is not None:  # downstream of a failed node: its inferred shapes are not to be trusted
-            root = self.roots[self._root_of[tainted]]
-            root[3] += 1
-            self._fail(node, self._root_of[tainted],
-                       f"depends on node {root[0]!r}, whose shape inference failed: {root[2]}")
+    def visit(self, node: onnx.NodeProto, index: int) -> None:
+        """Evaluate or re-infer ``node``, the ``index``-th of the order, where there is anything to do."""
+        if self._root_of:
+            tainted = next((n for n in node.input if n in self._root_of), None)
+            if tainted is not None:  # downstream of a failed node: its inferred shapes are not to be trusted
+                root = self.roots[self._root_of[tainted]]
+                root[3] += 1
+                self._fail(node, self._root_of[tainted],
+                           f"depends on node {root[0]!r}, whose shape inference failed: {root[2]}")
+                return
+        if self._settled(node):
             return
         if node.domain in _DEFAULT_DOMAINS and not _has_subgraph(node):
             if node.op_type == "Constant":
@@ -545,20 +607,41 @@ class _PartialEvaluator:
                     complaint = self._reinfer(node)
                     if complaint:
                         shapes = ", ".join(self._info(n).shape_text() if n else "-" for n in node.input)
-                        self._root(node, label, f"{complaint} (input shapes {shapes})")
+                        self._root(node, index, f"{complaint} (input shapes {shapes})")
                         self.uninferred.update(o for o in node.output if o)
                         return
             if node.op_type == "Reshape":
                 complaint = self._reshape_mismatch(node)
                 if complaint:
-                    self._root(node, label, complaint)
+                    self._root(node, index, complaint)
                     return
         for output in node.output:  # last resort: the shape the exporter stored
             if output in self.stored:
                 self._update(self.stored[output])
 
-    def _root(self, node: onnx.NodeProto, label: str, complaint: str) -> None:
-        self.roots.append([label, node.op_type, complaint, 1])
+    def _settled(self, node: onnx.NodeProto) -> bool:
+        """Nothing left to do for ``node`` (most nodes of a big graph): onnx knows every output's
+        shape, and there is nothing to evaluate or check (the stored shapes cannot add to a known one)."""
+        op_type = node.op_type
+        if op_type in _ALWAYS_VISITED:
+            return False
+        tensors = self.tensors
+        for output in node.output:
+            info = tensors.get(output)
+            if (info is None or not info.is_known) and (output or output in self.stored):
+                return False
+        if op_type in EVALUABLE_OPS:  # settled unless every input has a value to evaluate it with
+            values = self.values
+            for name in node.input:
+                if name and name not in values:
+                    return True
+            return False
+        return True
+
+    def _root(self, node: onnx.NodeProto, index: int, complaint: str) -> None:
+        if self._labels is None:
+            self._labels = node_names(self._order)
+        self.roots.append([self._labels[index], node.op_type, complaint, 1])
         self._fail(node, len(self.roots) - 1, f"shape inference failed on this node: {complaint}")
 
     def _fail(self, node: onnx.NodeProto, root: int, reason: str) -> None:
@@ -606,8 +689,10 @@ class _PartialEvaluator:
         args = [self.values[name] if name else None for name in node.input]
         if _predicted_elements(node.op_type, args) > MAX_VALUE_ELEMENTS:
             return False
+        from onnx.reference.ops import load_op  # imported on first use: a tenth of a second
+
         try:
-            op_class = onnx.reference.ops.load_op("", node.op_type, self.opsets.get(""))
+            op_class = load_op("", node.op_type, self.opsets.get(""))
             results = op_class(node, _RUN_PARAMS | {"opsets": self.opsets}).run(*args)
         except Exception:  # an odd node: shape inference handles it instead
             return False
@@ -686,6 +771,9 @@ class _PartialEvaluator:
         return None
 
 
+# Nodes visited even when onnx knows their outputs: a Constant's value, Shape and Size from the
+# shape onnx inferred, a Reshape's element count.
+_ALWAYS_VISITED = frozenset({"Constant", "Reshape", "Shape", "Size"})
 # What onnx.reference's kernels expect from their evaluator (no logging, no custom ops).
 _RUN_PARAMS = {
     "log": lambda *args: None, "verbose": 0, "new_ops": None, "existing_functions": {}, "evaluator_cls": None

@@ -17,6 +17,8 @@ a :class:`MemoryProblem`.
 
 from __future__ import annotations
 
+import heapq
+
 import sys
 import time
 from dataclasses import dataclass, field
@@ -364,13 +366,20 @@ class _Search:
 
 def greedy_order(problem: MemoryProblem) -> list[str]:
     """Heuristic: run the ready node that keeps memory lowest now (then the one that frees most),
-    ties broken by model order. Counters instead of node sets, so it stays linear in the graph
-    size times the ready-set width."""
+    ties broken by model order.
+
+    The ready nodes wait in a heap keyed (bytes the node allocates, those minus the bytes it
+    frees, model position); the live bytes are common to every candidate, so they drop out of
+    the comparison. Running a node changes the key only of other users of the buffers it
+    touches (a buffer they allocate is now allocated; the one user left now frees it), so only
+    those are re-keyed: near-linear in the graph, however many nodes are ready at once.
+    """
     nodes = problem.model_order
     rank = {node: i for i, node in enumerate(nodes)}
     buffers = problem.buffers
     allocates: dict[str, list[int]] = {n: [] for n in nodes}
     touches: dict[str, list[int]] = {n: [] for n in nodes}
+    users_of: list[frozenset[str]] = []
     remaining = []  # nodes that still have to run before a buffer can be freed
     for index, buffer in enumerate(buffers):
         for node in buffer.allocators:
@@ -378,37 +387,50 @@ def greedy_order(problem: MemoryProblem) -> list[str]:
         users = buffer.readers | buffer.allocators
         for node in users:
             touches[node].append(index)
+        users_of.append(users)
         remaining.append(len(users))
     allocated = [b.from_start or not b.allocators for b in buffers]
-    live = sum(b.bytes for b in buffers if b.from_start or not b.allocators)
+    freeable = [not b.to_end and bool(b.readers) for b in buffers]
     waiting = {node: len(problem.predecessors[node]) for node in nodes}
     successors: dict[str, list[str]] = {node: [] for node in nodes}
     for node, preds in problem.predecessors.items():
         for pred in preds:
             successors[pred].append(node)
 
-    def step(node: str) -> tuple[int, int]:
-        new = sum(buffers[i].bytes for i in allocates[node] if not allocated[i])
-        freed = sum(buffers[i].bytes for i in touches[node]
-                    if remaining[i] == 1 and not buffers[i].to_end and buffers[i].readers)
-        return live + new, live + new - freed
+    keys: dict[str, tuple[int, int, int]] = {}  # ready node -> its current key
+    heap: list[tuple[int, int, int, str]] = []
 
-    ready = [node for node in nodes if waiting[node] == 0]
+    def push(node: str) -> None:
+        new = sum(buffers[i].bytes for i in allocates[node] if not allocated[i])
+        freed = sum(buffers[i].bytes for i in touches[node] if remaining[i] == 1 and freeable[i])
+        keys[node] = key = (new, new - freed, rank[node])
+        heapq.heappush(heap, (*key, node))
+
+    for node in nodes:
+        if waiting[node] == 0:
+            push(node)
     order = []
-    while ready:
-        costs = {n: step(n) for n in ready}
-        best = min(ready, key=lambda n: (*costs[n], rank[n]))
-        ready.remove(best)
-        live = costs[best][1]
+    while heap:
+        new, net, position, best = heapq.heappop(heap)
+        if keys.get(best) != (new, net, position):
+            continue  # stale: the node was re-keyed since this entry was pushed
+        del keys[best]
+        order.append(best)
+        rekey: set[str] = set()
         for i in allocates[best]:
-            allocated[i] = True
+            if not allocated[i]:
+                allocated[i] = True
+                rekey.update(n for n in buffers[i].allocators if n in keys)
         for i in touches[best]:
             remaining[i] -= 1
-        order.append(best)
+            if remaining[i] == 1 and freeable[i]:
+                rekey.update(n for n in users_of[i] if n in keys)
+        for node in rekey:
+            push(node)
         for successor in successors[best]:
             waiting[successor] -= 1
             if waiting[successor] == 0:
-                ready.append(successor)
+                push(successor)
     return order
 
 
@@ -612,6 +634,9 @@ class MemoryReport:
     largest_layer_bytes: int  # lower bound: the most one node touches
     largest_layer_node: str | None
     elementwise_in_place: bool
+    # the buffers and dependencies behind these figures, for later stages (spill plans, the
+    # report's timeline) to reuse rather than rebuild
+    problem: MemoryProblem | None = field(default=None, repr=False, compare=False)
 
 
 def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False,
@@ -633,4 +658,5 @@ def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False,
         largest_layer_bytes=lower_bound,
         largest_layer_node=node,
         elementwise_in_place=elementwise_in_place,
+        problem=problem,
     )

@@ -115,9 +115,11 @@ class TargetReport:
 
 
 def place_models(analysis: "Analysis", targets: list[Target], dtype: str = "model", batch: int = 1) -> list[TargetReport]:
-    """:func:`place_model` on every target; the memory problem their spill plans start from is
-    built once (it is the same graph and the model's order for every target)."""
-    problem = build_problem(analysis.graph) if any(_onchip_capacity(t) > 0 for t in targets) else None
+    """:func:`place_model` on every target; their spill plans start from the memory stage's own
+    buffer problem (the same graph, the model's order and the same in-place setting)."""
+    problem = None
+    if any(_onchip_capacity(t) > 0 for t in targets):
+        problem = analysis.memory.problem or build_problem(analysis.graph)
     return [place_model(analysis, target, dtype, batch, problem) for target in targets]
 
 
@@ -128,7 +130,7 @@ def _onchip_capacity(target: Target) -> float:
 def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batch: int = 1,
                 problem: MemoryProblem | None = None) -> TargetReport:
     """Place every counted node of ``analysis`` and the whole model on ``target``. ``problem`` is
-    ``build_problem(analysis.graph)`` when the caller has it already."""
+    the memory stage's buffer problem when the caller has it."""
     graph = analysis.graph
     tensors = analysis.tensors
     inputs, outputs = set(graph.graph["inputs"]), set(graph.graph["outputs"])
@@ -139,7 +141,7 @@ def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batc
     keeps_activations = onchip_capacity > 0
     if keeps_activations:
         if problem is None:
-            problem = build_problem(graph)
+            problem = analysis.memory.problem or build_problem(graph)
         plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
         spill_by_node, spilled = plan.per_node, plan.spilled
         if plan.streamed:

@@ -14,6 +14,7 @@ Names from the model are untrusted: they appear in messages as quoted, escaped a
 
 from __future__ import annotations
 
+import mmap
 import operator
 import os
 import posixpath
@@ -27,7 +28,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from .errors import ModelError
-from .shapes import node_names
+from .shapes import node_names, without_weight_data
 
 _ONNX_MAGIC_HINT = "is it an .onnx model file?"
 # protobuf cannot parse (or write) one message over 2 GiB; bigger models keep weights outside
@@ -59,13 +60,26 @@ def load_model(path: str | os.PathLike) -> onnx.ModelProto:
             "ONNX tool can read it; re-export with the weights as external data "
             "(onnx.save_model(model, path, save_as_external_data=True); torch.onnx.export does it past 2 GiB)"
         )
-    try:
-        with open(file, "rb") as stream:
-            data = stream.read(size + 1)  # read(n) reserves n bytes up front: the size, not the limit
-    except OSError as exc:
-        raise ModelError(f"{file}: cannot be read ({_reason(exc)}); check its permissions") from exc
-    if not data:
+    if size == 0:
         raise ModelError(f"{file}: the file is empty; re-export the model")
+    try:
+        # parsed straight from the mapped file: no second copy of the whole file in memory
+        with open(file, "rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            with memoryview(mapped) as data:
+                model = _parse(data, file)
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{file}: cannot be read ({_reason(exc)}); check its permissions") from exc
+    invalid = _first_invalid_text(model, "")
+    if invalid:
+        raise ModelError(
+            f"{file}: the model's {invalid} is not valid UTF-8 text, so the file is corrupt (or not ONNX); "
+            "re-export the model"
+        )
+    check_model(model, str(file), directory=file.parent)
+    return model
+
+
+def _parse(data: memoryview, file: Path) -> onnx.ModelProto:
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
@@ -81,13 +95,6 @@ def load_model(path: str | os.PathLike) -> onnx.ModelProto:
         other = _what_else(data)
         if other:
             raise ModelError(f"{file}: not an ONNX model: {other}")
-    invalid = _first_invalid_text(model, "")
-    if invalid:
-        raise ModelError(
-            f"{file}: the model's {invalid} is not valid UTF-8 text, so the file is corrupt (or not ONNX); "
-            "re-export the model"
-        )
-    check_model(model, str(file), directory=file.parent, serialized=data)
     return model
 
 
@@ -104,12 +111,11 @@ def check_in_memory(model: onnx.ModelProto, label: str = "model") -> None:
     check_tensor_sizes(model, label, contents)
 
 
-def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None = None,
-                serialized: bytes | None = None) -> None:
+def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None = None) -> None:
     """Judge ``model`` (read from ``directory``, if from a file), turning every verdict into one
     ModelError line that names the problem and the fix (the node, for a graph that is not a DAG).
-    ``serialized``: the bytes ``model`` was parsed from, handed to the checker as they are when it
-    can judge the model unchanged (saving a copy of the whole model)."""
+    The ONNX checker sees large inline weights as empty tensors (their sizes are checked here
+    first): handing it the weights would copy and re-parse them all in C++."""
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise ModelError(f"{label}: the protobuf holds no ONNX graph; {_ONNX_MAGIC_HINT}")
     if not model.opset_import:
@@ -120,8 +126,8 @@ def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike
     check_dims(model, label, contents)
     check_tensor_sizes(model, label, contents)
     try:
-        with _checkable(model, contents) as changed:
-            onnx.checker.check_model(model if changed or serialized is None else serialized)
+        with _checkable(model, contents):
+            onnx.checker.check_model(without_weight_data(model, _empty_stand_in))
     except onnx.checker.ValidationError as exc:
         # a graph that is not a DAG of single-producer tensors: name the node (the checker's
         # own message stops short of it); walked only on failure, as it costs a pass over the nodes
@@ -659,6 +665,16 @@ def _checkable(model: onnx.ModelProto, contents: _Contents) -> Iterator[bool]:
             node.domain = domain
         if added_opset:
             del model.opset_import[-1]
+
+
+def _empty_stand_in(tensor: onnx.TensorProto) -> onnx.TensorProto:
+    """What the checker sees of a large inline weight: an empty tensor of its name and type, as
+    for external data. A tensor holding no data at all is shown as it is, for the checker's verdict."""
+    if not tensor.HasField("raw_data"):
+        field_name, _ = _TYPED_FIELD.get(tensor.data_type, (None, 0))
+        if field_name is None or not len(getattr(tensor, field_name)):
+            return tensor
+    return onnx.TensorProto(name=tensor.name, data_type=tensor.data_type, dims=[0])
 
 
 # ---------------------------------------------------------------------------------------------

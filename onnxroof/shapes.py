@@ -445,9 +445,13 @@ def node_names(nodes: Sequence[onnx.NodeProto]) -> list[str]:
 WEIGHT_DATA_LIMIT = 16 * 2**20
 
 
-def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
+def without_weight_data(
+    model: onnx.ModelProto, stand_in: Callable[[onnx.TensorProto], onnx.TensorProto] | None = None
+) -> onnx.ModelProto:
     """``model`` itself when its inline weights are small, else a copy whose large initializers and
-    Constant tensors keep their names, types and dims but no data (shapes need no more)."""
+    Constant tensors are replaced by ``stand_in(tensor)``: by default the same name, type and dims
+    without data (shapes need no more)."""
+    stand_in = stand_in or _dims_only
     heavy = sum(_inline_bytes(t) for t in model.graph.initializer)
     if heavy <= WEIGHT_DATA_LIMIT:
         return model
@@ -469,14 +473,14 @@ def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
     for part in ("input", "output", "value_info", "sparse_initializer"):
         getattr(light.graph, part).extend(getattr(graph, part))
     for tensor in graph.initializer:
-        light.graph.initializer.append(_dims_only(tensor) if math.prod(tensor.dims) > MAX_VALUE_ELEMENTS else tensor)
+        light.graph.initializer.append(stand_in(tensor) if math.prod(tensor.dims) > MAX_VALUE_ELEMENTS else tensor)
     for node in graph.node:
         copy = light.graph.node.add()
         copy.CopyFrom(node)
         if node.op_type == "Constant":
             for attribute in copy.attribute:
                 if attribute.type == onnx.AttributeProto.TENSOR and math.prod(attribute.t.dims) > MAX_VALUE_ELEMENTS:
-                    attribute.t.CopyFrom(_dims_only(attribute.t))
+                    attribute.t.CopyFrom(stand_in(attribute.t))
     return light
 
 

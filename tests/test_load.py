@@ -53,3 +53,43 @@ def test_onnxruntime_optimized_default_domain_op_passes_the_checker(tmp_path):
     result = onnxroof.analyze(path)
     (record,) = result.nodes
     assert record.status == "ok" and record.params == 8
+
+
+def _heavy_model(extra_nodes=(), weight=None):
+    """A MatMul with a 4,500 x 1,000 float weight inline: 18 MB, over the limit past which the
+    checker is shown weights as empty tensors."""
+    weight = np.ones((4500, 1000), np.float32) if weight is None else weight
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["y"]), *extra_nodes]
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 4500])], [("y", TensorProto.FLOAT, [1, 1000])],
+                       [("W", weight)])
+    return model
+
+
+def test_heavy_inline_weights_are_counted_and_still_checked(tmp_path):
+    from onnxroof.load import load_model
+    from onnxroof.errors import ModelError
+
+    path = tmp_path / "heavy.onnx"
+    onnx.save(_heavy_model(), path)
+    analysis = onnxroof.analyze(str(path))
+    assert analysis.totals.params == 4500 * 1000 and analysis.totals.macs == 4500 * 1000
+    # the checker still judges the graph: an attribute Relu does not have
+    bad = _heavy_model([helper.make_node("Relu", ["y"], ["z"], bogus=1)])
+    onnx.save(bad, path)
+    try:
+        load_model(path)
+    except ModelError as exc:
+        assert "fails the ONNX checker" in str(exc) and "bogus" in str(exc)
+    else:
+        raise AssertionError("a Relu with an unknown attribute passed")
+    # ... and a large tensor with no data at all beside the heavy one, which a stand-in must not hide
+    empty = _heavy_model([helper.make_node("MatMul", ["y", "V"], ["v"])])
+    empty.graph.initializer.append(onnx.TensorProto(name="V", data_type=TensorProto.FLOAT, dims=[1000, 5000]))
+    empty.graph.output.append(helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 5000]))
+    onnx.save(empty, path)
+    try:
+        load_model(path)
+    except ModelError as exc:
+        assert "one and only one value field" in str(exc)
+    else:
+        raise AssertionError("a weight without data passed")

@@ -1,6 +1,8 @@
-"""onnxroof end to end against bare onnx.load + shape inference, on generated graphs of growing size.
+"""onnxroof end to end against bare onnx.load + shape inference, on generated graphs of growing size
+and on a GPT-2-style 48-layer decoder exported by torch (random weights, saved as external data).
 
-    python benchmarks/scale.py [--sizes 1000,10000,30000,100000] [--runs 3] [--write docs/performance.md]
+    python benchmarks/scale.py [--sizes 1000,10000,30000,100000] [--runs 3] [--gpt2-layers 48]
+                               [--cache DIR] [--write docs/performance.md]
 
 Each figure is the median of ``--runs`` fresh processes (process start included), as a user
 running the command sees it. Peak RSS comes from the child's rusage. Nothing here is a test:
@@ -39,11 +41,11 @@ def timed(command: list[str]) -> tuple[float, float]:
     return seconds, max(peak, before) / 1024
 
 
-def measure(path: Path, runs: int) -> dict:
+def measure(path: Path, runs: int, flags: tuple[str, ...] = ()) -> dict:
     bare = [timed([sys.executable, "-c", BARE, str(path)]) for _ in range(runs)]
-    ours = [timed([sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--format", "json", "-q",
+    ours = [timed([sys.executable, "-m", "onnxroof.cli", "summary", str(path), *flags, "--format", "json", "-q",
                    "-o", os.devnull]) for _ in range(runs)]
-    report = [timed([sys.executable, "-m", "onnxroof.cli", "report", str(path), "-q", "-o",
+    report = [timed([sys.executable, "-m", "onnxroof.cli", "report", str(path), *flags, "-q", "-o",
                      str(path.with_suffix(".html"))]) for _ in range(max(1, runs // 2))]
     return {
         "bare_s": statistics.median(s for s, _ in bare),
@@ -54,10 +56,35 @@ def measure(path: Path, runs: int) -> dict:
     }
 
 
+def row(label: str, nodes: int, path: Path, result: dict) -> str:
+    data = path.with_name(path.name + ".data")  # external weights, when the export keeps them apart
+    file_bytes = path.stat().st_size + (data.stat().st_size if data.exists() else 0)
+    return (
+        f"| {label} | {nodes:,} | {file_bytes / 2**20:.1f} MiB | {result['bare_s']:.2f} | "
+        f"{result['summary_s']:.2f} | {result['summary_s'] / result['bare_s']:.1f}x | {result['report_s']:.2f} | "
+        f"{result['report_bytes'] / 2**20:.1f} MiB | {result['summary_rss']:.0f} MiB |"
+    )
+
+
+def gpt2_export(layers: int, directory: Path) -> Path:
+    """A GPT-2-small-width decoder with ``layers`` layers and a KV cache, weights as external data
+    (as big exports ship). Exported once per cache directory."""
+    path = directory / f"gpt2_{layers}l_external.onnx"
+    if not path.exists():
+        from gpt2_phases import export  # torch and transformers: only needed for this row
+
+        exported = export(layers, directory)
+        onnx.save(onnx.load(exported), path, save_as_external_data=True, location=path.name + ".data")
+        exported.unlink()
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000,30000,100000")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--gpt2-layers", type=int, default=48, help="0 leaves the GPT-2 export out")
+    parser.add_argument("--cache", help="directory keeping the GPT-2 export between runs (it takes minutes)")
     parser.add_argument("--write", help="Markdown file to write the table into")
     args = parser.parse_args()
     lines = [
@@ -68,16 +95,17 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     with tempfile.TemporaryDirectory() as directory:
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in (int(s) for s in args.sizes.split(",") if s):
             model = chain_model(size)
             path = Path(directory) / f"chain_{size}.onnx"
             onnx.save(model, path)
-            result = measure(path, args.runs)
-            lines.append(
-                f"| MatMul/Add/Relu chain | {len(model.graph.node):,} | {path.stat().st_size / 2**20:.1f} MiB | "
-                f"{result['bare_s']:.2f} | {result['summary_s']:.2f} | {result['summary_s'] / result['bare_s']:.1f}x | "
-                f"{result['report_s']:.2f} | {result['report_bytes'] / 2**20:.1f} MiB | {result['summary_rss']:.0f} MiB |"
-            )
+            lines.append(row("MatMul/Add/Relu chain", len(model.graph.node), path, measure(path, args.runs)))
+            print(lines[-1], flush=True)
+        if args.gpt2_layers:
+            path = gpt2_export(args.gpt2_layers, Path(args.cache or directory))
+            nodes = len(onnx.load(path, load_external_data=False).graph.node)
+            result = measure(path, args.runs, ("--phase", "prefill", "--seq", "512"))
+            lines.append(row(f"GPT-2 {args.gpt2_layers}-layer export, prefill 512", nodes, path, result))
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.write:

@@ -203,8 +203,8 @@ class _Coster:
         rule = rule_for(domain, op_type)
         arg_slots = rule.arg_inputs if rule else frozenset()
         subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes}
-        input_infos = tuple((tensors.get(n) or TensorInfo(n)) if n else None for n in inputs)
-        output_infos = tuple(tensors.get(n) or TensorInfo(n) for n in outputs)
+        input_infos = tuple([(tensors.get(n) or TensorInfo(n)) if n else None for n in inputs])
+        output_infos = tuple([tensors.get(n) or TensorInfo(n) for n in outputs])
         if is_folded:
             status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", _NO_COST
             self._track_storage(node, arg_slots)
@@ -223,7 +223,11 @@ class _Coster:
         # a node computing shape arithmetic (every output known once the dims are bound) reads
         # settings such as Concat's [-1], not weights
         values = self.values
-        shape_only = bool(outputs) and all(not o or o in values for o in outputs)
+        shape_only = bool(outputs)
+        for output in outputs:
+            if output and output not in values:
+                shape_only = False
+                break
         for slot, tensor_name in enumerate(inputs):
             if not tensor_name or tensor_name in param_inputs or tensor_name in activation_inputs:
                 continue

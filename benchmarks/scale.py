@@ -71,6 +71,7 @@ def gpt2_export(layers: int, directory: Path) -> Path:
     (as big exports ship). Exported once per cache directory."""
     path = directory / f"gpt2_{layers}l_external.onnx"
     if not path.exists():
+        directory.mkdir(parents=True, exist_ok=True)
         from gpt2_phases import export  # torch and transformers: only needed for this row
 
         exported = export(layers, directory)

@@ -151,8 +151,22 @@ def one_line(text: object) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    exits_after = argv is None  # run as the `onnxroof` program, not called from Python
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run one command; ``argv=None`` means the `onnxroof` program itself (arguments from
+    sys.argv), which ends the process once the output is flushed."""
+    if argv is not None:
+        return _main(list(argv))
+    code = _main(sys.argv[1:])
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed or broken pipe: nothing left to say
+        pass
+    # Everything is written and closed; tearing down the analysis (hundreds of thousands of
+    # objects on a big graph) and every imported module would only add a few tenths of a second.
+    os._exit(code)
+
+
+def _main(argv: list[str]) -> int:
     debug = "--debug" in argv
     # One command builds one large analysis (hundreds of thousands of objects, no cycles) and renders
     # it: with the collector on, every collection rescans all of it (analyze() pauses it only while
@@ -178,10 +192,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if collecting:
             gc.enable()
-        if exits_after:
-            # The interpreter's shutdown collections would rescan every object the imports made
-            # (onnx, numpy, networkx: a quarter of a second); none of them is garbage.
-            gc.freeze()
 
 
 def _print_traceback() -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -32,13 +31,15 @@ BARE = ("import sys, onnx; m = onnx.load(sys.argv[1]); "
 
 
 def timed(command: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB) of one fresh process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """(wall seconds, peak RSS MiB) of one fresh process; the RSS is that child's own (wait4)."""
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return seconds, max(peak, before) / 1024
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise subprocess.CalledProcessError(process.returncode, command)
+    return seconds, usage.ru_maxrss / 1024
 
 
 def measure(path: Path, runs: int, flags: tuple[str, ...] = ()) -> dict:

@@ -155,18 +155,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.argv), which ends the process once the output is flushed."""
     if argv is not None:
         return _main(list(argv))
-    code = _main(sys.argv[1:])
+    kept: list = []
+    code = _main(sys.argv[1:], kept)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except (OSError, ValueError):  # a closed or broken pipe: nothing left to say
         pass
     # Everything is written and closed; tearing down the analysis (hundreds of thousands of
-    # objects on a big graph) and every imported module would only add a few tenths of a second.
+    # objects on a big graph, kept alive in ``kept`` for this) and every imported module would
+    # only add a few tenths of a second.
     os._exit(code)
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], kept: list | None = None) -> int:
+    """One command; ``kept`` receives the analysis, for a caller about to end the process
+    without freeing it."""
     debug = "--debug" in argv
     # One command builds one large analysis (hundreds of thousands of objects, no cycles) and renders
     # it: with the collector on, every collection rescans all of it (analyze() pauses it only while
@@ -174,7 +178,7 @@ def _main(argv: list[str]) -> int:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _run(build_parser(argv[0] if argv else None), argv)
+        return _run(build_parser(argv[0] if argv else None), argv, kept)
     except OnnxroofError as exc:
         if debug:
             _print_traceback()
@@ -200,7 +204,7 @@ def _print_traceback() -> None:
     traceback.print_exc()
 
 
-def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -246,6 +250,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if getattr(args, "sweep", None):
         return _sweep(source, args, budgets)
     analysis = _analyze(source, args)
+    if kept is not None:
+        kept.append(analysis)
     if args.emit_order:
         from .memory import order_text
 

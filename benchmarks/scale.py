@@ -53,6 +53,7 @@ def measure(path: Path, runs: int, flags: tuple[str, ...] = ()) -> dict:
         "summary_s": statistics.median(s for s, _ in ours),
         "report_s": statistics.median(s for s, _ in report),
         "summary_rss": max(r for _, r in ours),
+        "bare_rss": max(r for _, r in bare),
         "report_bytes": path.with_suffix(".html").stat().st_size,
     }
 
@@ -63,7 +64,8 @@ def row(label: str, nodes: int, path: Path, result: dict) -> str:
     return (
         f"| {label} | {nodes:,} | {file_bytes / 2**20:.1f} MiB | {result['bare_s']:.2f} | "
         f"{result['summary_s']:.2f} | {result['summary_s'] / result['bare_s']:.1f}x | {result['report_s']:.2f} | "
-        f"{result['report_bytes'] / 2**20:.1f} MiB | {result['summary_rss']:.0f} MiB |"
+        f"{result['report_bytes'] / 2**20:.1f} MiB | {result['bare_rss']:.0f} MiB | {result['summary_rss']:.0f} MiB | "
+        f"{result['summary_s'] / nodes * 1e6:.0f} |"
     )
 
 
@@ -93,8 +95,9 @@ def main() -> None:
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"onnx {onnx.__version__}; median of {args.runs} runs, process start included",
         "",
-        "| graph | nodes | file | bare load + infer s | summary s | ratio | report s | report size | summary peak RSS |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| graph | nodes | file | bare load + infer s | summary s | ratio | report s | report size | bare peak RSS "
+        "| summary peak RSS | summary µs per node |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     with tempfile.TemporaryDirectory() as directory:
         for size in (int(s) for s in args.sizes.split(",") if s):

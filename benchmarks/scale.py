@@ -23,8 +23,6 @@ from pathlib import Path
 
 import onnx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chain import chain_model  # noqa: E402
 
 BARE = ("import sys, onnx; m = onnx.load(sys.argv[1]); "
         "onnx.shape_inference.infer_shapes(m, data_prop=True)")
@@ -75,12 +73,29 @@ def gpt2_export(layers: int, directory: Path) -> Path:
     path = directory / f"gpt2_{layers}l_external.onnx"
     if not path.exists():
         directory.mkdir(parents=True, exist_ok=True)
-        from gpt2_phases import export  # torch and transformers: only needed for this row
-
-        exported = export(layers, directory)
-        onnx.save(onnx.load(exported), path, save_as_external_data=True, location=path.name + ".data")
-        exported.unlink()
+        in_child(
+            "import onnx; from pathlib import Path; from gpt2_phases import export; "
+            f"exported = export({layers}, Path({str(directory)!r})); "
+            f"onnx.save(onnx.load(exported), {str(path)!r}, save_as_external_data=True, location={path.name + '.data'!r}); "
+            "exported.unlink()"
+        )
     return path
+
+
+def chain_file(size: int, directory: Path) -> Path:
+    path = directory / f"chain_{size}.onnx"
+    in_child(f"import onnx; from chain import chain_model; onnx.save(chain_model({size}), {str(path)!r})")
+    return path
+
+
+def node_count(path: Path) -> int:
+    return len(onnx.load(path, load_external_data=False).graph.node)
+
+
+def in_child(code: str) -> None:
+    """Run ``code`` in a fresh interpreter. Models are built there, not here: a child's peak RSS
+    counts its parent's memory at the fork, so this process must stay small."""
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parent)
 
 
 def main() -> None:
@@ -101,14 +116,12 @@ def main() -> None:
     ]
     with tempfile.TemporaryDirectory() as directory:
         for size in (int(s) for s in args.sizes.split(",") if s):
-            model = chain_model(size)
-            path = Path(directory) / f"chain_{size}.onnx"
-            onnx.save(model, path)
-            lines.append(row("MatMul/Add/Relu chain", len(model.graph.node), path, measure(path, args.runs)))
+            path = chain_file(size, Path(directory))
+            lines.append(row("MatMul/Add/Relu chain", node_count(path), path, measure(path, args.runs)))
             print(lines[-1], flush=True)
         if args.gpt2_layers:
             path = gpt2_export(args.gpt2_layers, Path(args.cache or directory))
-            nodes = len(onnx.load(path, load_external_data=False).graph.node)
+            nodes = node_count(path)
             result = measure(path, args.runs, ("--phase", "prefill", "--seq", "512"))
             lines.append(row(f"GPT-2 {args.gpt2_layers}-layer export, prefill 512", nodes, path, result))
             print(lines[-1], flush=True)

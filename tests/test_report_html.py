@@ -699,3 +699,20 @@ def test_sweep_html():
     assert 'id="xy-latency"' in html and "latency per run vs batch" in html
     for point in points:
         assert f"{point.analysis.targets[0].latency_s:.6g}" in html  # exact values in the tooltips
+
+
+def test_many_inputs_and_peak_tensors_fold_away():
+    """A KV-cached decoder has about a hundred inputs, outputs and tensors live at its peak: the
+    header shows 8 of each and folds the rest, the peak table shows the 12 largest and sums the rest."""
+    from conftest import make_model
+
+    nodes = [helper.make_node("Relu", [f"x{i}"], [f"y{i}"]) for i in range(20)]
+    model = make_model(nodes, [(f"x{i}", TensorProto.FLOAT, [1, 16]) for i in range(20)],
+                       [(f"y{i}", TensorProto.FLOAT, [1, 16]) for i in range(20)])
+    page = render_html(onnxroof.analyze(model))
+    assert "12 more inputs</summary>" in page and "12 more outputs</summary>" in page
+    # at the peak 21 tensors of 64 B are live (20 inputs and the first output, or the last input
+    # and 20 outputs): 12 rows, then the other 9 summed, 576 B = 9/21 of the peak
+    rest = re.search(r'<tr class="peak-rest">(.*?)</tr>', page, re.S).group(1)
+    assert "… and 9 more tensors" in rest and "576 B" in rest and "42.9%" in rest
+    assert page.count('<tr class="peak-rest">') == 1

@@ -1026,6 +1026,7 @@ def _binned_dots(costed: list[dict], index: dict[str, int], latency: float) -> l
 # Memory: live activations (the memory stage's numbers, explained and drawn)
 
 MEMORY_CHART_SIZE = (1240, 300)  # SVG user units; the chart scales to the panel's width
+PEAK_ROWS_SHOWN = 12  # rows of the live-at-the-peak table; the rest are summed in one row
 METHOD_LABELS = {
     "exact": "exact search",
     "heuristic": "greedy heuristic",
@@ -1081,6 +1082,18 @@ def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[t
             "share": _percent(share),
             "bar": f"{min(share, 1.0) * 100:.2f}%",
         })
+
+    # a KV-cached decoder holds a hundred caches at its peak: the biggest show, the rest are summed
+    rest = memory["peak_tensors"][PEAK_ROWS_SHOWN:]
+    rest_bytes = sum(entry["bytes"] for entry in rest)
+    rest_row = {
+        "count": f"{len(rest):,}",
+        "bytes": iec(rest_bytes),
+        "bytes_title": f"{rest_bytes:,} bytes",
+        "share": _percent(rest_bytes / peak if peak else 0.0),
+        "bar": f"{min(rest_bytes / peak if peak else 0.0, 1.0) * 100:.2f}%",
+    } if rest else None
+    rows = rows[:PEAK_ROWS_SHOWN]
 
     reduction = peak - best_peak
     if same_order and best_peak <= lower_bound:
@@ -1154,6 +1167,7 @@ def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[t
             + (": bind the input dims named in the warnings to size them." if unknown else ".")
         ),
         "rows": rows,
+        "rest": rest_row,
         "peak_step": str(peak_step),
         "peak_node": peak_node,
         "chart": _chart_context(chart, memory, records, same_order),

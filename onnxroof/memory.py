@@ -184,27 +184,26 @@ def problem_from_records(
     found: dict[str, tuple[list[str], list[str], list[str]]] = {}
     for name in inputs & sizes.keys():
         found.setdefault(name, ([], [], []))
+
+    def entry_of(name: str) -> tuple[list[str], list[str], list[str]]:
+        buffer = root.get(name, name)
+        if buffer in concat_owner:
+            buffer = owner(name)
+        entry = found.get(buffer)
+        if entry is None:
+            entry = found[buffer] = ([], [], [])
+        return entry
+
     for record in records:
         node = record.name
         for name in record.outputs:
             if name in sizes:
-                buffer = root.get(name, name)
-                if buffer in concat_owner:
-                    buffer = owner(name)
-                entry = found.get(buffer)
-                if entry is None:
-                    entry = found[buffer] = ([], [], [])
+                entry = entry_of(name)
                 entry[0].append(name)
                 entry[1].append(node)
         for name in record.inputs:
             if name in sizes:
-                buffer = root.get(name, name)
-                if buffer in concat_owner:
-                    buffer = owner(name)
-                entry = found.get(buffer)
-                if entry is None:
-                    entry = found[buffer] = ([], [], [])
-                entry[2].append(node)
+                entry_of(name)[2].append(node)
     buffers = []
     for name, (tensor_names, made_by, read_by) in found.items():
         if len(tensor_names) == 1 and tensor_names[0] == name:  # the usual case: a tensor alone in its buffer

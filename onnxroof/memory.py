@@ -17,6 +17,7 @@ a :class:`MemoryProblem`.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 
 import sys
@@ -559,57 +560,67 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
     """Which buffers leave on-chip memory, and the DRAM bytes that costs, under Belady's policy:
     when the live set does not fit, evict the resident buffer whose next use is farthest away
     (written once to DRAM, read back at its next use). A node whose own inputs and outputs do
-    not fit streams them from DRAM (their bytes count as extra traffic)."""
+    not fit streams them from DRAM (their bytes count as extra traffic). The model's inputs start
+    in DRAM, not on chip: reading them is charged to the nodes that read them, not here."""
     position = {node: step for step, node in enumerate(order)}
+    buffers = problem.buffers
     uses: dict[int, list[int]] = {}
     needed: list[list[int]] = [[] for _ in order]
-    for index, buffer in enumerate(problem.buffers):
+    for index, buffer in enumerate(buffers):
         steps = sorted({position[n] for n in buffer.readers | buffer.allocators})
         uses[index] = steps
         for step in steps:
             needed[step].append(index)
     plan = SpillPlan(capacity_bytes, 0)
     resident: dict[int, int] = {}  # buffer -> bytes, on chip
+    resident_bytes = 0
     evicted: set[int] = set()
-    last = {index: (len(order) if problem.buffers[index].to_end else (steps[-1] if steps else 0)) for index, steps in uses.items()}
+    spilled: set[str] = set()
+    # the step after which a buffer is dead (never, for the model's outputs)
+    last = {index: (len(order) if buffers[index].to_end else (steps[-1] if steps else 0)) for index, steps in uses.items()}
+    dying: list[list[int]] = [[] for _ in range(len(order) + 1)]
+    for index, step in last.items():
+        dying[min(step, len(order))].append(index)
 
     def next_use(index: int, step: int) -> int:
         steps = uses[index]
-        later = [s for s in steps if s > step]
-        return later[0] if later else (len(order) + 1 if problem.buffers[index].to_end else 10**18)
+        later = bisect.bisect_right(steps, step)
+        return steps[later] if later < len(steps) else (len(order) + 1 if buffers[index].to_end else 10**18)
 
-    for index, buffer in enumerate(problem.buffers):
-        if buffer.from_start:
-            resident[index] = buffer.bytes
     for step, node in enumerate(order):
         working = needed[step]
-        working_bytes = sum(problem.buffers[i].bytes for i in working)
+        working_bytes = sum(buffers[i].bytes for i in working)
         extra = 0
         if working_bytes > capacity_bytes:
             plan.streamed.append(node)
             extra += working_bytes
             for index in working:
-                resident.pop(index, None)
+                resident_bytes -= resident.pop(index, 0)
         else:
             for index in working:
                 if index in evicted and index not in resident:
-                    extra += problem.buffers[index].bytes  # reload
+                    extra += buffers[index].bytes  # reload
                     evicted.discard(index)
-                resident[index] = problem.buffers[index].bytes
-            while sum(resident.values()) > capacity_bytes:
-                victims = [i for i in resident if i not in working]
-                if not victims:
-                    break
-                victim = max(victims, key=lambda i: next_use(i, step))
-                if next_use(victim, step) < 10**18:
-                    extra += problem.buffers[victim].bytes  # write back, read again later
-                    evicted.add(victim)
-                    if problem.buffers[victim].name not in plan.spilled:
-                        plan.spilled.append(problem.buffers[victim].name)
-                del resident[victim]
-        for index in list(resident):
-            if last[index] <= step and not problem.buffers[index].to_end:
-                del resident[index]
+                if index not in resident:
+                    resident[index] = buffers[index].bytes
+                    resident_bytes += buffers[index].bytes
+            if resident_bytes > capacity_bytes:
+                in_use = set(working)
+                # farthest next use first; ties keep the order buffers became resident
+                victims = sorted((i for i in resident if i not in in_use), key=lambda i: -next_use(i, step))
+                for victim in victims:
+                    if resident_bytes <= capacity_bytes:
+                        break
+                    if next_use(victim, step) < 10**18:
+                        extra += buffers[victim].bytes  # write back, read again later
+                        evicted.add(victim)
+                        if buffers[victim].name not in spilled:
+                            spilled.add(buffers[victim].name)
+                            plan.spilled.append(buffers[victim].name)
+                    resident_bytes -= resident.pop(victim)
+        for index in dying[step]:
+            if index in resident and not buffers[index].to_end:
+                resident_bytes -= resident.pop(index)
         if extra:
             plan.per_node[node] = extra
             plan.extra_dram_bytes += extra

@@ -189,6 +189,20 @@ def test_spill_plan_evicts_the_farthest_next_use():
     assert spill_plan(problem, best, 6_000).extra_dram_bytes == 0  # the better order fits
 
 
+def test_spill_plan_leaves_the_model_inputs_in_dram():
+    # two 2,000 B inputs, each reduced to a 4 B scalar, then added; capacity 3,000 B. Each step
+    # needs at most 2,008 B. The inputs start in DRAM (the roofline charges their reads to the nodes
+    # that read them), so nothing spills; were both on chip at the start (4,000 B), x2 would be
+    # written out to make room and read back: 4,000 B of traffic that does not exist.
+    nodes = [helper.make_node("ReduceMax", ["x1"], ["p"], name="P"), helper.make_node("ReduceMax", ["x2"], ["q"], name="Q"),
+             helper.make_node("Add", ["p", "q"], ["y"], name="Add")]
+    model = make_model(nodes, [("x1", TensorProto.FLOAT, [1, 500]), ("x2", TensorProto.FLOAT, [1, 500])],
+                       [("y", TensorProto.FLOAT, [1, 1])])
+    problem = problem_of(model)
+    plan = spill_plan(problem, problem.model_order, 3_000)
+    assert plan.per_node == {} and plan.extra_dram_bytes == 0 and plan.spilled == []
+
+
 def test_emit_order_writes_the_best_order(tmp_path, capsys):
     from onnxroof.cli import main
     import onnx

@@ -172,3 +172,14 @@ def test_subprocess_exit_codes_and_no_traceback(tmp_path):
 def test_debug_shows_traceback(capsys, tmp_path):
     code, _, err = run(capsys, "summary", str(tmp_path / "missing.onnx"), "--debug")
     assert code == 2 and "Traceback" in err
+
+
+def test_inputs_line_names_the_first_six(tmp_path, capsys):
+    nodes = [helper.make_node("Relu", [f"x{i}"], [f"y{i}"]) for i in range(10)]
+    model = make_model(nodes, [(f"x{i}", TensorProto.FLOAT, [2, 3]) for i in range(10)],
+                       [(f"y{i}", TensorProto.FLOAT, [2, 3]) for i in range(10)])
+    onnx.save(model, tmp_path / "ten.onnx")
+    assert main(["summary", str(tmp_path / "ten.onnx"), "-q"]) == 0
+    line = next(text for text in capsys.readouterr().out.splitlines() if text.startswith("inputs:"))
+    assert line == ("inputs: x0 2x3 float32, x1 2x3 float32, x2 2x3 float32, x3 2x3 float32, x4 2x3 float32, "
+                    "x5 2x3 float32 and 4 more (--format json lists them)")

@@ -35,11 +35,16 @@ def printable(text: object) -> str:
     return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
 
 
+INPUTS_SHOWN = 6  # a KV-cached decoder has a hundred inputs: one line names the first few
+
+
 def inputs_line(analysis: "Analysis") -> str:
-    return ", ".join(
+    shown = ", ".join(
         f"{printable(i.name)} {shape_text(None if i.shape is None else list(i.shape))} {dtype_name(i.dtype)}"
-        for i in analysis.inputs
+        for i in analysis.inputs[:INPUTS_SHOWN]
     )
+    rest = len(analysis.inputs) - INPUTS_SHOWN
+    return shown + (f" and {rest:,} more (--format json lists them)" if rest > 0 else "")
 
 
 def render_table(analysis: "Analysis") -> str:

@@ -561,7 +561,8 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
     when the live set does not fit, evict the resident buffer whose next use is farthest away
     (written once to DRAM, read back at its next use). A node whose own inputs and outputs do
     not fit streams them from DRAM (their bytes count as extra traffic). The model's inputs start
-    in DRAM, not on chip: reading them is charged to the nodes that read them, not here."""
+    in DRAM and its outputs end there: the roofline charges reading the one and writing the
+    other, so evicting an output costs only its reload, if a later node reads it."""
     position = {node: step for step, node in enumerate(order)}
     buffers = problem.buffers
     uses: dict[int, list[int]] = {}
@@ -612,7 +613,10 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
                     if resident_bytes <= capacity_bytes:
                         break
                     if next_use(victim, step) < 10**18:
-                        extra += buffers[victim].bytes  # write back, read again later
+                        # written back to be read again later; a model output is written to DRAM
+                        # anyway (the roofline charges that write), so it costs only its reload
+                        if not buffers[victim].to_end:
+                            extra += buffers[victim].bytes
                         evicted.add(victim)
                         if buffers[victim].name not in spilled:
                             spilled.add(buffers[victim].name)

@@ -202,11 +202,10 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         batch=batch,
     )
     if chosen:
-        progress(f"placing on {len(chosen)} target(s)")
-    if chosen:
-        from .roofline import place_models
+        from .roofline import place_model
 
-        analysis.targets = place_models(analysis, chosen, dtype, batch or 1)
+        progress(f"placing on {len(chosen)} target(s)")
+        analysis.targets = [place_model(analysis, target, dtype, batch or 1) for target in chosen]
     if layout is not None:
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
         analysis.llm = llm_report(analysis, layout, phase, new_tokens, context if phase == "decode" else 0 if phase else None)

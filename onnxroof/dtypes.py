@@ -13,9 +13,6 @@ _DTYPES: dict[int, tuple[str, int]] = {
     27: ("float6e2m3", 6), 28: ("float6e3m2", 6),
 }
 
-# TensorProto.DataType -> name, for lookups in per-node loops
-DTYPE_NAMES: dict[int, str] = {code: name for code, (name, _) in _DTYPES.items()}
-
 
 def dtype_name(elem_type: int) -> str:
     return _DTYPES.get(elem_type, ("unknown", 0))[0]

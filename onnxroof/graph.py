@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import networkx as nx
 import onnx
 
-from .dtypes import DTYPE_NAMES as _DTYPE_NAMES
 from .dtypes import dtype_name, tensor_bytes
 from .ops import NodeView, OpCost, UnknownShape, UnknownValue, rule_for
 from .shapes import ShapeResult, TensorInfo, node_names
@@ -196,7 +195,7 @@ class _Coster:
         op_type, domain = node.op_type, node.domain
         inputs, outputs = node.input[:], node.output[:]  # a slice is a list, made 2x faster than list()
         graph_attributes = _subgraphs_of(node)
-        constant, tensors, sizes = self.constant, self.tensors, self._sizes
+        constant, tensors = self.constant, self.tensors
         is_folded = _is_folded(op_type, domain, inputs, bool(graph_attributes), constant)
         failures = self.failures
         failure = next((failures[o] for o in outputs if o in failures), None) if failures else None
@@ -255,10 +254,10 @@ class _Coster:
         if not (is_folded or cost.view):  # folded constants and views move no bytes
             size = self.size
             for tensor_name in activation_inputs:
-                input_bytes += (sizes[tensor_name] if tensor_name in sizes else size(tensor_name)) or 0
+                input_bytes += size(tensor_name) or 0
             for tensor_name in outputs:
                 if tensor_name:
-                    output_bytes += (sizes[tensor_name] if tensor_name in sizes else size(tensor_name)) or 0
+                    output_bytes += size(tensor_name) or 0
         return NodeRecord(
             name=name,
             op_type=op_type,
@@ -270,9 +269,9 @@ class _Coster:
             inputs=inputs,
             outputs=outputs,
             input_shapes=[None if i is None or i.shape is None else list(i.shape) for i in input_infos],
-            input_dtypes=[_DTYPE_NAMES.get(i.dtype, "unknown") if i else "" for i in input_infos],
+            input_dtypes=[dtype_name(i.dtype) if i else "" for i in input_infos],
             output_shapes=[None if o.shape is None else list(o.shape) for o in output_infos],
-            output_dtypes=[_DTYPE_NAMES.get(o.dtype, "unknown") for o in output_infos],
+            output_dtypes=[dtype_name(o.dtype) for o in output_infos],
             dtype=self._compute_dtype(op_type, inputs, outputs, activation_inputs, param_inputs),
             macs=cost.macs,
             flops=2 * cost.macs + cost.flops,
@@ -386,7 +385,7 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
             else "input" if name in graph_inputs
             else "activation"
         )
-        record = TensorRecord(name, _DTYPE_NAMES.get(tensor.dtype, "unknown"), tensor.shape,
+        record = TensorRecord(name, dtype_name(tensor.dtype), tensor.shape,
                               stored[name] if name in stored else size(name), kind, producer.get(name))
         tensor_records[name] = record
         return record
@@ -441,7 +440,3 @@ def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
         # a node the rule cannot read (a missing attribute, an odd rank): reported, not counted
         return STATUS_UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", OpCost()
-
-
-def _shape_list(tensor: TensorInfo) -> list | None:
-    return None if tensor.shape is None else list(tensor.shape)

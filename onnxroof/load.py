@@ -629,9 +629,9 @@ def check_tensor_sizes(model: onnx.ModelProto, label: str, contents: _Contents |
 
 
 @contextmanager
-def _checkable(model: onnx.ModelProto, contents: _Contents) -> Iterator[bool]:
+def _checkable(model: onnx.ModelProto, contents: _Contents) -> Iterator[None]:
     """Make ``model`` judgeable by the checker in place, and restore it afterwards (no copy of
-    the weights is ever made); yields whether anything had to be changed.
+    the weights is ever made).
 
     The checker insists on opening external data wherever it is (initializers, Constant values,
     subgraphs): those tensors are shown to it as empty. Default-domain ops this onnx has no
@@ -657,7 +657,7 @@ def _checkable(model: onnx.ModelProto, contents: _Contents) -> Iterator[bool]:
         if moved:
             model.opset_import.append(onnx.helper.make_opsetid(_UNREGISTERED_DOMAIN, 1))
             added_opset = True
-        yield bool(saved or moved)
+        yield
     finally:
         for tensor, original in saved:
             tensor.CopyFrom(original)

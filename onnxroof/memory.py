@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-
 import sys
 import time
 from dataclasses import dataclass, field
@@ -650,7 +649,7 @@ class MemoryReport:
     elementwise_in_place: bool
     # the buffers and dependencies behind these figures, for later stages (spill plans, the
     # report's timeline) to reuse rather than rebuild
-    problem: MemoryProblem | None = field(default=None, repr=False, compare=False)
+    problem: MemoryProblem = field(repr=False, compare=False)
 
 
 def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False,

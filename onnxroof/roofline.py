@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .memory import MemoryProblem, build_problem, spill_plan
+from .memory import spill_plan
 from .targets import Target
 
 if TYPE_CHECKING:
@@ -114,23 +114,13 @@ class TargetReport:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
 
 
-def place_models(analysis: "Analysis", targets: list[Target], dtype: str = "model", batch: int = 1) -> list[TargetReport]:
-    """:func:`place_model` on every target; their spill plans start from the memory stage's own
-    buffer problem (the same graph, the model's order and the same in-place setting)."""
-    problem = None
-    if any(_onchip_capacity(t) > 0 for t in targets):
-        problem = analysis.memory.problem or build_problem(analysis.graph)
-    return [place_model(analysis, target, dtype, batch, problem) for target in targets]
-
-
 def _onchip_capacity(target: Target) -> float:
     return target.onchip_bytes.value if target.onchip_bytes else 0
 
 
-def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batch: int = 1,
-                problem: MemoryProblem | None = None) -> TargetReport:
-    """Place every counted node of ``analysis`` and the whole model on ``target``. ``problem`` is
-    the memory stage's buffer problem when the caller has it."""
+def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batch: int = 1) -> TargetReport:
+    """Place every counted node of ``analysis`` and the whole model on ``target``. The spill plan
+    starts from the memory stage's buffer problem (same graph, order and in-place setting)."""
     graph = analysis.graph
     tensors = analysis.tensors
     inputs, outputs = set(graph.graph["inputs"]), set(graph.graph["outputs"])
@@ -140,8 +130,7 @@ def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batc
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
     if keeps_activations:
-        if problem is None:
-            problem = analysis.memory.problem or build_problem(graph)
+        problem = analysis.memory.problem
         plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
         spill_by_node, spilled = plan.per_node, plan.spilled
         if plan.streamed:

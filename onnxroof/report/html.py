@@ -37,7 +37,6 @@ import jinja2
 from markupsafe import Markup
 
 from .. import __version__
-from ..memory import build_problem
 from ..resources import resource_dir
 from ..units import iec, intensity, si
 from .charts import (
@@ -1046,7 +1045,7 @@ def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[t
     peak, peak_step, peak_node = memory["peak_bytes"], memory["peak_step"], memory["peak_node"]
     best_peak = memory["best_order_peak_bytes"]
     same_order = [e["node"] for e in model_steps] == [e["node"] for e in best_steps]
-    problem = analysis.memory.problem or build_problem(analysis.graph, elementwise_in_place=memory["elementwise_in_place"])
+    problem = analysis.memory.problem
     buffers = {b.name: b for b in problem.buffers}
     position = {e["node"]: e["step"] for e in model_steps}
     records = {r.name: r for r in analysis.nodes}

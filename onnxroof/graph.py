@@ -522,7 +522,12 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
                 edge["tensors"].append(tensor_name)
                 edge["bytes"] += tensor.bytes or 0
     graph = nx.DiGraph(name=model.graph.name)
-    graph.add_nodes_from((record.name, {"record": record}) for record in records)
+    # names first, then each record into its node's attribute dict: (name, attributes) pairs make
+    # networkx raise and catch a TypeError per node
+    graph.add_nodes_from(names)
+    node_attributes = graph.nodes
+    for record in records:
+        node_attributes[record.name]["record"] = record
     graph.add_edges_from((producer_name, consumer, data) for (producer_name, consumer), data in edges.items())
     graph.graph["tensors"] = tensor_records
     graph.graph["inputs"] = [i.name for i in model.graph.input if i.name in graph_inputs]

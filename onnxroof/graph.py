@@ -189,10 +189,6 @@ def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool,
     return bool(present) and all(name in constant for name in present)
 
 
-def _subgraphs_of(node: onnx.NodeProto) -> list[onnx.AttributeProto]:
-    return [a for a in node.attribute if a.type == _GRAPH_ATTRIBUTE] if len(node.attribute) else []
-
-
 class _Coster:
     """Costs the nodes of a graph and, recursively, of its subgraphs (one pass per graph)."""
 
@@ -210,12 +206,8 @@ class _Coster:
         self.stored: dict[str, int] = {}  # constant tensor -> stored bytes
         # stored parameter tensor -> (elements, stored bytes); re-layouts of one tensor share its entry
         self.parameters: dict[str, tuple[int, int]] = {}
-        # DequantizeLinear output -> its quantized input, for the QDQ compute dtype
-        self.dequantized_from = {
-            node.output[0]: node.input[0]
-            for node in _all_nodes(graph)
-            if node.op_type == "DequantizeLinear" and node.output and node.input
-        }
+        # DequantizeLinear output -> its quantized input, for the QDQ compute dtype (filled as costed)
+        self.dequantized_from: dict[str, str] = {}
         self._add_initializers(list(graph.initializer))
 
     def info(self, name: str) -> TensorInfo:
@@ -243,16 +235,21 @@ class _Coster:
         inputs, outputs = node.input[:], node.output[:]  # a slice is a list, made 2x faster than list()
         attributes = node.attribute
         graph_attributes = [a for a in attributes if a.type == _GRAPH_ATTRIBUTE] if len(attributes) else None
+        if op_type == "DequantizeLinear" and inputs and outputs:
+            # for the QDQ compute dtype; nodes come in topological order (load checks it), so this
+            # is known before any consumer is costed
+            self.dequantized_from[outputs[0]] = inputs[0]
         failures = self.failures
         failure = next((failures[o] for o in outputs if o in failures), None) if failures else None
         rule = rule_for(domain, op_type)
+        is_folded = _is_folded(op_type, domain, inputs, bool(graph_attributes), self.constant)
         key = None
         if not graph_attributes and failure is None and (rule is None or rule.builtin):
-            key = self._signature(op_type, domain, attributes, inputs, outputs)
+            key = self._signature(op_type, domain, None if is_folded else attributes, inputs, outputs)
         derived = self._derived.get(key) if key is not None else None
         subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes} if graph_attributes else {}
         if derived is None:
-            derived = self._derive(node, op_type, domain, inputs, outputs, rule, failure, subgraphs)
+            derived = self._derive(node, op_type, domain, inputs, outputs, rule, is_folded, failure, subgraphs)
             if key is not None and derived.shareable:
                 self._derived[key] = derived
         cost = derived.cost
@@ -261,8 +258,8 @@ class _Coster:
         if subgraphs:
             params += sum(sub.params for sub in subgraphs.values())
             weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
-        if derived.status == STATUS_CONSTANT:
-            self._track_storage(node, rule.arg_inputs if rule else frozenset())
+        if is_folded:
+            self._track_storage(op_type, domain, inputs, outputs, rule.arg_inputs if rule else frozenset())
         # positional, in field order: matching 25 keywords costs as much as the rest of a cache hit
         return NodeRecord(
             name, op_type, domain, index, derived.family, derived.status, derived.reason, inputs, outputs,
@@ -271,8 +268,9 @@ class _Coster:
             cost.formula, cost.view, param_inputs, derived.shape_only, subgraphs,
         )
 
-    def _signature(self, op_type: str, domain: str, attributes, inputs: list[str], outputs: list[str]) -> tuple | None:
-        """Everything :meth:`_derive` reads of a node with a built-in rule, or None to cost it on its own.
+    def _signature(self, op_type: str, domain: str, attributes, inputs: list[str], outputs: list[str]) -> tuple:
+        """Everything :meth:`_derive` reads of a node with a built-in rule (``attributes`` None for a
+        folded node: its rule is not applied).
 
         A built-in rule sees the node's attributes, which inputs are present, the dtypes and shapes
         of its tensors and which of its inputs have known values; the record's other shared fields
@@ -299,15 +297,14 @@ class _Coster:
             info = tensors.get(tensor_name) or _NO_INFO
             output_key.append((info.dtype, info.shape, tensor_name in values) if tensor_name else None)
         repeats = tuple([inputs.index(n) for n in inputs]) if len(set(inputs)) < len(inputs) else None
-        attribute_key = tuple([a.SerializeToString() for a in attributes]) if len(attributes) else None
+        attribute_key = tuple([a.SerializeToString() for a in attributes]) if attributes else None
         return op_type, domain, attribute_key, tuple(input_key), tuple(output_key), repeats
 
     def _derive(self, node: onnx.NodeProto, op_type: str, domain: str, inputs: list[str], outputs: list[str],
-                rule: OpRule | None, failure: str | None, subgraphs: dict[str, SubgraphCost]) -> _Derived:
+                rule: OpRule | None, is_folded: bool, failure: str | None, subgraphs: dict[str, SubgraphCost]) -> _Derived:
         """Apply the node's rule and work out the record fields that follow from its tensors."""
         constant, tensors, values = self.constant, self.tensors, self.values
         values_read = _ValueReads(values)
-        is_folded = _is_folded(op_type, domain, inputs, bool(subgraphs), constant)
         arg_slots = rule.arg_inputs if rule else frozenset()
         input_infos = tuple([(tensors.get(n) or TensorInfo(n)) if n else None for n in inputs])
         output_infos = tuple([tensors.get(n) or TensorInfo(n) for n in outputs])
@@ -418,20 +415,22 @@ class _Coster:
             not_counted=not_counted,
         )
 
-    def _track_storage(self, node: onnx.NodeProto, arg_slots: frozenset[int]) -> None:
+    def _track_storage(self, op_type: str, domain: str, inputs: list[str], outputs: list[str],
+                       arg_slots: frozenset[int]) -> None:
         """Stored bytes of a folded node's outputs: its data inputs' for re-layouts, else its own size."""
-        outputs = [o for o in node.output if o]
+        outputs = [o for o in outputs if o]
+        stored, size = self.stored, self.size
         self.constant.update(outputs)
-        if node.op_type in _RELAYOUT and node.input and node.input[0] in self.constant:
+        if op_type in _RELAYOUT and inputs and inputs[0] in self.constant:
             for output in outputs:
-                self.storage_root[output] = self.storage_root.get(node.input[0], node.input[0])
-        if node.op_type in _STORAGE_PRESERVING and node.domain in (*_DEFAULT_DOMAINS, "com.microsoft"):
-            data = dict.fromkeys(n for slot, n in enumerate(node.input) if n and slot not in arg_slots)
-            total = sum(self.stored.get(n, self.size(n) or 0) for n in data)
+                self.storage_root[output] = self.storage_root.get(inputs[0], inputs[0])
+        if op_type in _STORAGE_PRESERVING and domain in (*_DEFAULT_DOMAINS, "com.microsoft"):
+            data = dict.fromkeys(n for slot, n in enumerate(inputs) if n and slot not in arg_slots)
+            total = sum(stored[n] if n in stored else size(n) or 0 for n in data)
         else:
             total = None
         for output in outputs:
-            self.stored[output] = total if total is not None else self.size(output) or 0
+            stored[output] = total if total is not None else size(output) or 0
 
     def _compute_dtype(self, op_type: str, inputs: list[str], outputs: list[str], activation_inputs: list[str],
                        param_inputs: list[str]) -> str:
@@ -516,14 +515,6 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
     # every parameter of the model, subgraphs included: name -> (elements, stored bytes), counted once
     graph.graph["parameters"] = dict(sorted(coster.parameters.items()))
     return graph
-
-
-def _all_nodes(graph: onnx.GraphProto):
-    """Every node of ``graph`` and of its subgraphs, depth first."""
-    for node in graph.node:
-        yield node
-        for attribute in _subgraphs_of(node):
-            yield from _all_nodes(attribute.g)
 
 
 def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:

@@ -185,8 +185,13 @@ def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool,
         return False
     if op_type == "Constant" and domain in _DEFAULT_DOMAINS:
         return True
-    present = [name for name in inputs if name]
-    return bool(present) and all(name in constant for name in present)
+    folded = False  # it reads at least one tensor, and only constants
+    for name in inputs:
+        if name:
+            if name not in constant:
+                return False
+            folded = True
+    return folded
 
 
 class _Coster:
@@ -461,37 +466,38 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
     size = coster.size
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = {i.name for i in model.graph.input} - initializers
-    producer = {output: record.name for record in records for output in record.outputs if output}
 
     tensor_records: dict[str, TensorRecord] = {}
     tensors, stored, constant = coster.tensors, coster.stored, coster.constant
     parameter_tensors = coster.parameter_tensors
 
-    def tensor_record(name: str) -> TensorRecord:
-        tensor = tensors.get(name) or TensorInfo(name)
+    def tensor_record(name: str, dtype: str, producer: str | None) -> TensorRecord:
         kind = (
             "parameter" if name in parameter_tensors
             else "constant" if name in constant
             else "input" if name in graph_inputs
             else "activation"
         )
-        record = TensorRecord(name, dtype_name(tensor.dtype), tensor.shape,
-                              stored[name] if name in stored else size(name), kind, producer.get(name))
+        tensor = tensors.get(name)
+        record = TensorRecord(name, dtype, tensor.shape if tensor else None,
+                              stored[name] if name in stored else size(name), kind, producer)
         tensor_records[name] = record
         return record
 
-    # edges gathered first and added in one call: networkx's per-edge bookkeeping dominates otherwise
+    # edges gathered first and added in one call: networkx's per-edge bookkeeping dominates otherwise.
+    # The nodes are in topological order (load checks it): a tensor a node reads that has no record
+    # yet is a graph input or initializer, produced by no node.
     edges: dict[tuple[str, str], dict] = {}
     for record in records:
         consumer = record.name
-        for output in record.outputs:
+        for output, dtype in zip(record.outputs, record.output_dtypes):
             if output and output not in tensor_records:
-                tensor_record(output)
+                tensor_record(output, dtype, consumer)
         inputs = record.inputs
         for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
             if not tensor_name:
                 continue
-            tensor = tensor_records.get(tensor_name) or tensor_record(tensor_name)
+            tensor = tensor_records.get(tensor_name) or tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
             tensor.consumers.append(consumer)
             if tensor.producer is None:
                 continue

@@ -155,7 +155,7 @@ class _Derived:
     input_bytes: int
     output_bytes: int
     shape_only: bool
-    shareable: bool  # the same for every node with this signature
+    shareable: bool  # False when the reason names the node's tensors or the rule read a known value
 
 
 class _ValueReads(Mapping):
@@ -275,7 +275,7 @@ class _Coster:
 
     def _signature(self, op_type: str, domain: str, attributes, inputs: list[str], outputs: list[str]) -> tuple:
         """Everything :meth:`_derive` reads of a node with a built-in rule (``attributes`` None for a
-        folded node: its rule is not applied).
+        folded node: its rule is not applied, and folding follows from the op and its constants).
 
         A built-in rule sees the node's attributes, which inputs are present, the dtypes and shapes
         of its tensors and which of its inputs have known values; the record's other shared fields

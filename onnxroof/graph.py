@@ -15,13 +15,15 @@ initializers and constants are parameters, not activations, and their producers 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
+import numpy as np
 import onnx
 
 from .dtypes import dtype_name, tensor_bytes
-from .ops import NodeView, OpCost, UnknownShape, UnknownValue, rule_for
+from .ops import NodeView, OpCost, OpRule, UnknownShape, UnknownValue, rule_for
 from .shapes import ShapeResult, TensorInfo, node_names
 
 # Ops that only re-lay or re-type a constant: the stored bytes of their result are the bytes of
@@ -43,6 +45,7 @@ STATUS_UNKNOWN_VALUE = "unknown_value"  # a value its rule needs (a Loop's trip 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
 _NO_COST = OpCost()
+_NO_INFO = TensorInfo("")  # a tensor nothing is known about
 
 
 @dataclass
@@ -133,18 +136,62 @@ class CostOptions:
     loop_trips: int | None = None  # trip count for Loops whose count is not a constant
 
 
+@dataclass(frozen=True, slots=True)
+class _Derived:
+    """The fields of a node's record that follow from its signature (:meth:`_Coster._signature`):
+    the same for every node that looks alike, so computed once and shared (lists included; no
+    reader of a record mutates them)."""
+
+    status: str
+    reason: str
+    cost: OpCost
+    family: str
+    dtype: str
+    input_shapes: list[list | None]
+    input_dtypes: list[str]
+    output_shapes: list[list | None]
+    output_dtypes: list[str]
+    param_slots: tuple[int, ...]  # input slots read as parameters (the first slot of a repeated name)
+    input_bytes: int
+    output_bytes: int
+    shape_only: bool
+    shareable: bool  # False when the reason names the node's tensors or the rule read a known value
+
+
+class _ValueReads(Mapping):
+    """The known values as a rule sees them, noting whether it read one: its result then depends
+    on that value, not only on the node's signature."""
+
+    def __init__(self, values: Mapping[str, np.ndarray]):
+        self.values = values
+        self.read = False
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        value = self.values[name]  # a KeyError (no value known) reads nothing
+        self.read = True
+        return value
+
+    def __iter__(self):
+        self.read = True
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
 def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool, constant: set[str]) -> bool:
     """A node computed only from constants: folded at load time, its outputs are parameters."""
     if op_type in _NONDETERMINISTIC or has_subgraph:
         return False
     if op_type == "Constant" and domain in _DEFAULT_DOMAINS:
         return True
-    present = [name for name in inputs if name]
-    return bool(present) and all(name in constant for name in present)
-
-
-def _subgraphs_of(node: onnx.NodeProto) -> list[onnx.AttributeProto]:
-    return [a for a in node.attribute if a.type == _GRAPH_ATTRIBUTE] if len(node.attribute) else []
+    folded = False  # it reads at least one tensor, and only constants
+    for name in inputs:
+        if name:
+            if name not in constant:
+                return False
+            folded = True
+    return folded
 
 
 class _Coster:
@@ -159,16 +206,13 @@ class _Coster:
         self.storage_root: dict[str, str] = {}  # constant -> the stored tensor it re-lays out
         self.parameter_tensors: set[str] = set()  # every tensor some node reads as a parameter
         self.options = options
+        self._derived: dict[tuple, _Derived] = {}  # node signature -> what its record derives from it
         self.constant: set[str] = set()
         self.stored: dict[str, int] = {}  # constant tensor -> stored bytes
         # stored parameter tensor -> (elements, stored bytes); re-layouts of one tensor share its entry
         self.parameters: dict[str, tuple[int, int]] = {}
-        # DequantizeLinear output -> its quantized input, for the QDQ compute dtype
-        self.dequantized_from = {
-            node.output[0]: node.input[0]
-            for node in _all_nodes(graph)
-            if node.op_type == "DequantizeLinear" and node.output and node.input
-        }
+        # DequantizeLinear output -> its quantized input, for the QDQ compute dtype (filled as costed)
+        self.dequantized_from: dict[str, str] = {}
         self._add_initializers(list(graph.initializer))
 
     def info(self, name: str) -> TensorInfo:
@@ -194,59 +238,108 @@ class _Coster:
         # one pass, every protobuf field read once: this runs once per node of graphs of 10^5 nodes
         op_type, domain = node.op_type, node.domain
         inputs, outputs = node.input[:], node.output[:]  # a slice is a list, made 2x faster than list()
-        graph_attributes = _subgraphs_of(node)
-        constant, tensors = self.constant, self.tensors
-        is_folded = _is_folded(op_type, domain, inputs, bool(graph_attributes), constant)
+        attributes = node.attribute
+        graph_attributes = [a for a in attributes if a.type == _GRAPH_ATTRIBUTE] if len(attributes) else None
+        if op_type == "DequantizeLinear" and inputs and outputs:
+            # for the QDQ compute dtype; nodes come in topological order (load checks it), so this
+            # is known before any consumer is costed
+            self.dequantized_from[outputs[0]] = inputs[0]
         failures = self.failures
         failure = next((failures[o] for o in outputs if o in failures), None) if failures else None
         rule = rule_for(domain, op_type)
+        is_folded = _is_folded(op_type, domain, inputs, bool(graph_attributes), self.constant)
+        key = None
+        if not graph_attributes and failure is None and (rule is None or rule.builtin):
+            key = self._signature(op_type, domain, None if is_folded else attributes, inputs, outputs)
+        derived = self._derived.get(key) if key is not None else None
+        subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes} if graph_attributes else {}
+        if derived is None:
+            derived = self._derive(node, op_type, domain, inputs, outputs, rule, is_folded, failure, subgraphs)
+            if key is not None and derived.shareable:
+                self._derived[key] = derived
+        cost = derived.cost
+        param_inputs = [inputs[slot] for slot in derived.param_slots] if derived.param_slots else []
+        params, weight_bytes = self._read_parameters(param_inputs, inputs, cost) if param_inputs else (0, 0)
+        if subgraphs:
+            params += sum(sub.params for sub in subgraphs.values())
+            weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
+        if is_folded:
+            self._track_storage(op_type, domain, inputs, outputs, rule.arg_inputs if rule else frozenset())
+        # positional, in field order: matching 25 keywords costs as much as the rest of a cache hit
+        return NodeRecord(
+            name, op_type, domain, index, derived.family, derived.status, derived.reason, inputs, outputs,
+            derived.input_shapes, derived.input_dtypes, derived.output_shapes, derived.output_dtypes, derived.dtype,
+            cost.macs, 2 * cost.macs + cost.flops, params, weight_bytes, derived.input_bytes, derived.output_bytes,
+            cost.formula, cost.view, param_inputs, derived.shape_only, subgraphs,
+        )
+
+    def _signature(self, op_type: str, domain: str, attributes, inputs: list[str], outputs: list[str]) -> tuple:
+        """Everything :meth:`_derive` reads of a node with a built-in rule (``attributes`` None for a
+        folded node: its rule is not applied, and folding follows from the op and its constants).
+
+        A built-in rule sees the node's attributes, which inputs are present, the dtypes and shapes
+        of its tensors and which of its inputs have known values; the record's other shared fields
+        also depend on which inputs are constants (folding, parameters vs activations), which
+        inputs repeat (read once), which outputs have known values (shape arithmetic) and, in a QDQ
+        graph, the type each input was dequantized from. Not here: the known values themselves (a
+        rule that reads one is not shared), names, subgraphs and failed shape inference (the
+        caller never shares those nodes) and per-analysis settings (the memo is per analysis).
+        """
+        tensors, constant, values, dequantized_from = self.tensors, self.constant, self.values, self.dequantized_from
+        input_key = []
+        for tensor_name in inputs:
+            if not tensor_name:
+                input_key.append(None)
+                continue
+            info = tensors.get(tensor_name) or _NO_INFO
+            known = (info.dtype, info.shape, tensor_name in constant, tensor_name in values)
+            if dequantized_from:
+                source = dequantized_from.get(tensor_name)
+                known += (source and self.info(source).dtype,)
+            input_key.append(known)
+        output_key = []
+        for tensor_name in outputs:
+            info = tensors.get(tensor_name) or _NO_INFO
+            output_key.append((info.dtype, info.shape, tensor_name in values) if tensor_name else None)
+        repeats = tuple([inputs.index(n) for n in inputs]) if len(set(inputs)) < len(inputs) else None
+        attribute_key = tuple([a.SerializeToString() for a in attributes]) if attributes else None
+        return op_type, domain, attribute_key, tuple(input_key), tuple(output_key), repeats
+
+    def _derive(self, node: onnx.NodeProto, op_type: str, domain: str, inputs: list[str], outputs: list[str],
+                rule: OpRule | None, is_folded: bool, failure: str | None, subgraphs: dict[str, SubgraphCost]) -> _Derived:
+        """Apply the node's rule and work out the record fields that follow from its tensors."""
+        constant, tensors, values = self.constant, self.tensors, self.values
+        values_read = _ValueReads(values)
         arg_slots = rule.arg_inputs if rule else frozenset()
-        subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes}
         input_infos = tuple([(tensors.get(n) or TensorInfo(n)) if n else None for n in inputs])
         output_infos = tuple([tensors.get(n) or TensorInfo(n) for n in outputs])
         if is_folded:
             status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", _NO_COST
-            self._track_storage(node, arg_slots)
         elif rule is None:
             status, reason, cost = STATUS_UNSUPPORTED, f"no cost rule for {domain or 'ai.onnx'}::{op_type}", _NO_COST
-        elif failure is not None and not all(o in self.uninferred for o in outputs if o in failures):
+        elif failure is not None and not all(o in self.uninferred for o in outputs if o in self.failures):
             # downstream of a node whose shape inference failed, or inconsistent itself: not costed
             status, reason, cost = STATUS_UNKNOWN_SHAPE, failure, _NO_COST
         else:
-            view = NodeView(node, input_infos, output_infos, self.values, subgraphs, self.options.loop_trips)
+            view = NodeView(node, input_infos, output_infos, values_read, subgraphs, self.options.loop_trips)
             status, reason, cost = _apply_rule(rule.handler, view)
             if status == STATUS_UNKNOWN_SHAPE and failure is not None:
                 reason = failure  # onnx could not infer this node: say why
-        param_inputs: list[str] = []
-        activation_inputs: list[str] = []
         # a node computing shape arithmetic (every output known once the dims are bound) reads
         # settings such as Concat's [-1], not weights
-        values = self.values
-        shape_only = bool(outputs)
-        for output in outputs:
-            if output and output not in values:
-                shape_only = False
-                break
+        shape_only = bool(outputs) and all(o in values for o in outputs if o)
+        param_slots: list[int] = []
+        activation_inputs: list[str] = []
+        seen: set[str] = set()
         for slot, tensor_name in enumerate(inputs):
-            if not tensor_name or tensor_name in param_inputs or tensor_name in activation_inputs:
+            if not tensor_name or tensor_name in seen:
                 continue
+            seen.add(tensor_name)
             if tensor_name not in constant:
                 activation_inputs.append(tensor_name)
             elif not is_folded and not shape_only and slot not in arg_slots:
-                param_inputs.append(tensor_name)
-        params = 0
-        if param_inputs:
-            packed = {inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
-            for tensor_name in param_inputs:
-                elements = packed.get(tensor_name, self.info(tensor_name).numel or 0)
-                stored = self.stored.get(tensor_name, self.size(tensor_name) or 0)
-                self.parameters[self.storage_root.get(tensor_name, tensor_name)] = (elements, stored)
-                self.parameter_tensors.add(tensor_name)
-                params += elements
-        weight_bytes = self._weight_bytes(param_inputs, cost) if param_inputs else 0
-        if subgraphs:
-            params += sum(sub.params for sub in subgraphs.values())
-            weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
+                param_slots.append(slot)
+        param_inputs = [inputs[slot] for slot in param_slots]
         family = rule.family if rule else "unsupported"
         if family == "matmul" and not param_inputs and len(activation_inputs) >= 2:
             family = "attention"  # activation x activation: Q·K^T and A·V, not a projection
@@ -258,42 +351,42 @@ class _Coster:
             for tensor_name in outputs:
                 if tensor_name:
                     output_bytes += size(tensor_name) or 0
-        return NodeRecord(
-            name=name,
-            op_type=op_type,
-            domain=domain,
-            index=index,
-            family=family,
+        return _Derived(
             status=status,
             reason=reason,
-            inputs=inputs,
-            outputs=outputs,
+            cost=cost,
+            family=family,
+            dtype=self._compute_dtype(op_type, inputs, outputs, activation_inputs, param_inputs),
             input_shapes=[None if i is None or i.shape is None else list(i.shape) for i in input_infos],
             input_dtypes=[dtype_name(i.dtype) if i else "" for i in input_infos],
             output_shapes=[None if o.shape is None else list(o.shape) for o in output_infos],
             output_dtypes=[dtype_name(o.dtype) for o in output_infos],
-            dtype=self._compute_dtype(op_type, inputs, outputs, activation_inputs, param_inputs),
-            macs=cost.macs,
-            flops=2 * cost.macs + cost.flops,
-            params=params,
-            weight_bytes=weight_bytes,
+            param_slots=tuple(param_slots),
             input_bytes=input_bytes,
             output_bytes=output_bytes,
-            formula=cost.formula,
-            view=cost.view,
-            param_inputs=param_inputs,
             shape_only=shape_only,
-            subgraphs=subgraphs,
+            # a reason naming the node's tensors, or a result depending on a value: this node's own
+            shareable=status not in (STATUS_UNKNOWN_SHAPE, STATUS_UNKNOWN_VALUE) and not values_read.read,
         )
 
-    def _weight_bytes(self, param_inputs: list[str], cost: OpCost) -> int:
-        """Stored bytes of the parameters read; a partial read (a Gather) scales the first one."""
-        stored = [self.stored.get(n, self.size(n) or 0) for n in param_inputs]
-        if cost.weight_elements_read is not None and param_inputs:
-            elements = self.info(param_inputs[0]).numel
+    def _read_parameters(self, param_inputs: list[str], inputs: list[str], cost: OpCost) -> tuple[int, int]:
+        """Note the stored tensors a node reads as parameters; return their elements and the stored
+        bytes it reads (a partial read, a Gather's, scales the first one)."""
+        packed = {inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
+        stored, size, info = self.stored, self.size, self.info
+        params, stored_bytes = 0, []
+        for tensor_name in param_inputs:
+            elements = packed[tensor_name] if tensor_name in packed else info(tensor_name).numel or 0
+            tensor_bytes = stored[tensor_name] if tensor_name in stored else size(tensor_name) or 0
+            self.parameters[self.storage_root.get(tensor_name, tensor_name)] = (elements, tensor_bytes)
+            self.parameter_tensors.add(tensor_name)
+            params += elements
+            stored_bytes.append(tensor_bytes)
+        if cost.weight_elements_read is not None:
+            elements = info(param_inputs[0]).numel
             if elements:
-                stored[0] = min(stored[0], -(-stored[0] * cost.weight_elements_read // elements))
-        return sum(stored)
+                stored_bytes[0] = min(stored_bytes[0], -(-stored_bytes[0] * cost.weight_elements_read // elements))
+        return params, sum(stored_bytes)
 
     def subgraph(self, graph: onnx.GraphProto, name: str) -> SubgraphCost:
         """Cost a subgraph; it sees the outer scope's constants and adds its own."""
@@ -327,20 +420,22 @@ class _Coster:
             not_counted=not_counted,
         )
 
-    def _track_storage(self, node: onnx.NodeProto, arg_slots: frozenset[int]) -> None:
+    def _track_storage(self, op_type: str, domain: str, inputs: list[str], outputs: list[str],
+                       arg_slots: frozenset[int]) -> None:
         """Stored bytes of a folded node's outputs: its data inputs' for re-layouts, else its own size."""
-        outputs = [o for o in node.output if o]
+        outputs = [o for o in outputs if o]
+        stored, size = self.stored, self.size
         self.constant.update(outputs)
-        if node.op_type in _RELAYOUT and node.input and node.input[0] in self.constant:
+        if op_type in _RELAYOUT and inputs and inputs[0] in self.constant:
             for output in outputs:
-                self.storage_root[output] = self.storage_root.get(node.input[0], node.input[0])
-        if node.op_type in _STORAGE_PRESERVING and node.domain in (*_DEFAULT_DOMAINS, "com.microsoft"):
-            data = dict.fromkeys(n for slot, n in enumerate(node.input) if n and slot not in arg_slots)
-            total = sum(self.stored.get(n, self.size(n) or 0) for n in data)
+                self.storage_root[output] = self.storage_root.get(inputs[0], inputs[0])
+        if op_type in _STORAGE_PRESERVING and domain in (*_DEFAULT_DOMAINS, "com.microsoft"):
+            data = dict.fromkeys(n for slot, n in enumerate(inputs) if n and slot not in arg_slots)
+            total = sum(stored[n] if n in stored else size(n) or 0 for n in data)
         else:
             total = None
         for output in outputs:
-            self.stored[output] = total if total is not None else self.size(output) or 0
+            stored[output] = total if total is not None else size(output) or 0
 
     def _compute_dtype(self, op_type: str, inputs: list[str], outputs: list[str], activation_inputs: list[str],
                        param_inputs: list[str]) -> str:
@@ -371,37 +466,38 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
     size = coster.size
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = {i.name for i in model.graph.input} - initializers
-    producer = {output: record.name for record in records for output in record.outputs if output}
 
     tensor_records: dict[str, TensorRecord] = {}
     tensors, stored, constant = coster.tensors, coster.stored, coster.constant
     parameter_tensors = coster.parameter_tensors
 
-    def tensor_record(name: str) -> TensorRecord:
-        tensor = tensors.get(name) or TensorInfo(name)
+    def tensor_record(name: str, dtype: str, producer: str | None) -> TensorRecord:
         kind = (
             "parameter" if name in parameter_tensors
             else "constant" if name in constant
             else "input" if name in graph_inputs
             else "activation"
         )
-        record = TensorRecord(name, dtype_name(tensor.dtype), tensor.shape,
-                              stored[name] if name in stored else size(name), kind, producer.get(name))
+        tensor = tensors.get(name)
+        record = TensorRecord(name, dtype, tensor.shape if tensor else None,
+                              stored[name] if name in stored else size(name), kind, producer)
         tensor_records[name] = record
         return record
 
-    # edges gathered first and added in one call: networkx's per-edge bookkeeping dominates otherwise
+    # edges gathered first and added in one call: networkx's per-edge bookkeeping dominates otherwise.
+    # The nodes are in topological order (load checks it): a tensor a node reads that has no record
+    # yet is a graph input or initializer, produced by no node.
     edges: dict[tuple[str, str], dict] = {}
     for record in records:
         consumer = record.name
-        for output in record.outputs:
+        for output, dtype in zip(record.outputs, record.output_dtypes):
             if output and output not in tensor_records:
-                tensor_record(output)
+                tensor_record(output, dtype, consumer)
         inputs = record.inputs
         for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
             if not tensor_name:
                 continue
-            tensor = tensor_records.get(tensor_name) or tensor_record(tensor_name)
+            tensor = tensor_records.get(tensor_name) or tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
             tensor.consumers.append(consumer)
             if tensor.producer is None:
                 continue
@@ -412,7 +508,12 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
                 edge["tensors"].append(tensor_name)
                 edge["bytes"] += tensor.bytes or 0
     graph = nx.DiGraph(name=model.graph.name)
-    graph.add_nodes_from((record.name, {"record": record}) for record in records)
+    # names first, then each record into its node's attribute dict: (name, attributes) pairs make
+    # networkx raise and catch a TypeError per node
+    graph.add_nodes_from(names)
+    node_attributes = graph.nodes
+    for record in records:
+        node_attributes[record.name]["record"] = record
     graph.add_edges_from((producer_name, consumer, data) for (producer_name, consumer), data in edges.items())
     graph.graph["tensors"] = tensor_records
     graph.graph["inputs"] = [i.name for i in model.graph.input if i.name in graph_inputs]
@@ -420,14 +521,6 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
     # every parameter of the model, subgraphs included: name -> (elements, stored bytes), counted once
     graph.graph["parameters"] = dict(sorted(coster.parameters.items()))
     return graph
-
-
-def _all_nodes(graph: onnx.GraphProto):
-    """Every node of ``graph`` and of its subgraphs, depth first."""
-    for node in graph.node:
-        yield node
-        for attribute in _subgraphs_of(node):
-            yield from _all_nodes(attribute.g)
 
 
 def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:

@@ -12,7 +12,7 @@ operations in ``flops``. A node whose op has no rule is "unsupported", never a s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any, Callable, Iterable, Mapping
 
@@ -110,6 +110,9 @@ class OpRule:
     handler: Handler
     family: str
     arg_inputs: frozenset[int] = frozenset()
+    # a built-in rule reads only a node's attributes, which inputs it has, its tensors' dtypes and
+    # shapes and the values of its inputs: graph.py shares its result between nodes alike in those
+    builtin: bool = False
 
     @property
     def formula(self) -> str:
@@ -177,3 +180,7 @@ from . import (  # noqa: E402,F401
     reduction,
     tensor,
 )
+
+# Every rule so far is built in. Rules registered from here on (plugins, users) may read anything
+# (a node's name, say), so they are called for every node.
+COST_RULES.update({key: replace(rule, builtin=True) for key, rule in COST_RULES.items()})

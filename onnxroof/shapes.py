@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import onnx
@@ -59,36 +59,25 @@ _CONSTANT_ATTRIBUTES = {
 }
 
 
-_UNCOUNTED = -1  # TensorInfo's element count not worked out yet
-
-
-@dataclass(slots=True)  # one per tensor on a big graph: slots make them cheap to build
+@dataclass(slots=True)  # one per tensor on a big graph: slots make them cheap to build and read
 class TensorInfo:
     """What is known about one tensor: its element type and its shape. Treat as immutable."""
 
     name: str
     dtype: int = 0  # onnx.TensorProto.DataType; 0 = unknown
     shape: tuple[Dim, ...] | None = None  # None: rank unknown
-    # the element count (None when the shape is not fully known), worked out on first read
-    _numel: int | None = field(default=_UNCOUNTED, init=False, repr=False, compare=False)
+    # worked out once here: every later stage reads them, most tensors several times
+    is_known: bool = field(init=False, repr=False, compare=False)  # every dim is a number
+    numel: int | None = field(init=False, repr=False, compare=False)  # None unless known
 
-    @property
-    def is_known(self) -> bool:
-        return self.numel is not None
-
-    @property
-    def numel(self) -> int | None:
-        if self._numel == _UNCOUNTED:
-            shape = self.shape
-            known = shape is not None and all(isinstance(d, int) for d in shape)
-            self._numel = math.prod(shape) if known else None  # type: ignore[arg-type]
-        return self._numel
+    def __post_init__(self) -> None:
+        shape = self.shape  # dims are ints, names (str) or None
+        self.is_known = known = shape is not None and None not in shape and str not in map(type, shape)
+        self.numel = math.prod(shape) if known else None  # type: ignore[arg-type]
 
     def renamed(self, name: str) -> TensorInfo:
-        """The same type and shape for tensor ``name`` (the element count carried over)."""
-        info = TensorInfo(name, self.dtype, self.shape)
-        info._numel = self._numel
-        return info
+        """The same type and shape for tensor ``name``."""
+        return TensorInfo(name, self.dtype, self.shape)
 
     def shape_text(self) -> str:
         if self.shape is None:
@@ -323,15 +312,16 @@ class _ValueInfoReader:
     few types, and equal serialized types read alike."""
 
     def __init__(self) -> None:
-        self._types: dict[bytes, TensorInfo] = {}  # serialized type -> the first tensor read of it
+        self._types: dict[bytes, tuple[int, tuple[Dim, ...] | None]] = {}
 
     def __call__(self, value_info: onnx.ValueInfoProto) -> TensorInfo:
         key = value_info.type.SerializeToString()
         known = self._types.get(key)
         if known is None:
-            known = self._types[key] = _info_from_value_info(value_info)
-            return known
-        return known.renamed(value_info.name)
+            info = _info_from_value_info(value_info)
+            self._types[key] = (info.dtype, info.shape)
+            return info
+        return TensorInfo(value_info.name, *known)
 
 
 def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import onnx
@@ -387,7 +387,7 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
         if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not _is_external(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
 
-    evaluator = _PartialEvaluator(model, tensors, values, stored, order)
+    evaluator = _PartialEvaluator(model, tensors, values, stored, order, nested)
     for index, node in enumerate(order):
         evaluator.visit(node, index)
     notes += _stale_note(stored, tensors)
@@ -564,6 +564,7 @@ class _PartialEvaluator:
         values: dict[str, np.ndarray],
         stored: dict[str, TensorInfo],
         order: Sequence[onnx.NodeProto],
+        nested: bool,
     ):
         self.tensors = tensors
         self.values = values
@@ -576,6 +577,7 @@ class _PartialEvaluator:
         self.roots: list[list] = []  # [label, op_type, complaint, nodes affected] per failing node
         self._root_of: dict[str, int] = {}  # tensor -> index in roots
         self._order = order
+        self._nested = nested  # whether any node may have a subgraph
         self._onnx_inferred = dict(tensors)  # as onnx's whole-graph inference left them
         self._labels: list[str] | None = None  # node_names(order), named only once a node fails
         # node signature (_signature) -> what running it gave, and what onnx inferred of it alone:
@@ -595,7 +597,7 @@ class _PartialEvaluator:
                 return
         if self._settled(node):
             return
-        if node.domain in _DEFAULT_DOMAINS and not _has_subgraph(node):
+        if node.domain in _DEFAULT_DOMAINS and not (self._nested and _has_subgraph(node)):
             if node.op_type == "Constant":
                 self._constant(node)
             elif not (node.op_type in EVALUABLE_OPS and self._evaluate(node)):
@@ -685,13 +687,7 @@ class _PartialEvaluator:
         args = [self.values[name] if name else None for name in node.input]
         if _predicted_elements(node.op_type, args) > MAX_VALUE_ELEMENTS:
             return False
-        signature = self._signature(node)
-        if signature is not None and signature in self._runs:
-            results = self._runs[signature]
-        else:
-            results = self._run(node, args)
-            if signature is not None:
-                self._runs[signature] = results
+        results = self._once(self._runs, node, lambda: self._run(node, args))
         if results is None:
             return False
         outputs = [(name, result) for name, result in zip(node.output, results) if name]
@@ -711,6 +707,15 @@ class _PartialEvaluator:
         except Exception:  # an odd node: shape inference handles it instead
             return None
         return tuple(results) if isinstance(results, (tuple, list)) else (results,)
+
+    def _once(self, done: dict, node: onnx.NodeProto, work: Callable[[], Any]) -> Any:
+        """``work()`` for ``node``, or what it gave for an earlier node of the same signature (kept in ``done``)."""
+        signature = self._signature(node)
+        if signature is None:
+            return work()
+        if signature not in done:
+            done[signature] = work()
+        return done[signature]
 
     def _signature(self, node: onnx.NodeProto) -> tuple | None:
         """All that onnx's inference and reference kernels see of ``node``: its op, attributes and
@@ -749,12 +754,13 @@ class _PartialEvaluator:
         return True
 
     def _store(self, name: str, value: np.ndarray) -> None:
-        old = self._info(name)
-        try:
-            dtype = helper.np_dtype_to_tensor_dtype(value.dtype)
-        except Exception:  # strings, exotic float types: keep what inference said
-            dtype = 0
-        self.tensors[name] = TensorInfo(name, old.dtype or dtype, tuple(int(d) for d in value.shape))
+        dtype = self._info(name).dtype  # what inference said, else the value's own
+        if not dtype:
+            try:
+                dtype = helper.np_dtype_to_tensor_dtype(value.dtype)
+            except Exception:  # strings, exotic float types
+                dtype = 0
+        self.tensors[name] = TensorInfo(name, dtype, tuple(int(d) for d in value.shape))
         if value.size <= MAX_VALUE_ELEMENTS:
             self.values[name] = value
 
@@ -770,13 +776,7 @@ class _PartialEvaluator:
                 info = self._info(name)
                 if info.shape is None or not info.dtype:
                     return None
-        signature = self._signature(node)
-        if signature is not None and signature in self._inferences:
-            inferred = self._inferences[signature]
-        else:
-            inferred = self._infer_alone(node, names)
-            if signature is not None:
-                self._inferences[signature] = inferred
+        inferred = self._once(self._inferences, node, lambda: self._infer_alone(node, names))
         if inferred is None:
             return None
         for output, info in zip((o for o in node.output if o), inferred):

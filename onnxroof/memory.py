@@ -61,6 +61,7 @@ class MemoryProblem:
     concat_in_place: bool
     elementwise_in_place: bool
     records: Sequence = field(repr=False, compare=False)  # the nodes, in model order
+    concat_slices: int = 0  # tensors written straight into a Concat's buffer
 
     @cached_property
     def predecessors(self) -> dict[str, frozenset[str]]:
@@ -215,7 +216,7 @@ def problem_from_records(
             nodes = frozenset({record.name})
             buffers.append(Buffer(f"{record.name} (subgraph working set)", scratch, nodes, nodes, ()))
     return MemoryProblem(tuple(map(attrgetter("name"), records)), tuple(buffers), concat_in_place, elementwise_in_place,
-                         tuple(records))
+                         tuple(records), len(concat_owner))
 
 
 def subgraph_peak(subgraph) -> int:
@@ -653,11 +654,11 @@ def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False, sta
     records = _records(graph) if records is None else records
     problem = _problem_of_graph(graph, records, concat_in_place=True, elementwise_in_place=elementwise_in_place)
     model_order = schedule_peak(problem, problem.model_order)
-    if "Concat" in map(attrgetter("op_type"), records):
+    if problem.concat_slices:
         copying = _problem_of_graph(graph, records, concat_in_place=False, elementwise_in_place=elementwise_in_place)
         copy_peak = schedule_peak(copying, copying.model_order).peak_bytes
     else:
-        copy_peak = model_order.peak_bytes  # no Concat: nothing to copy
+        copy_peak = model_order.peak_bytes  # no Concat input written in place: copying changes nothing
     lower_bound, node = largest_layer_bytes(problem)
     return MemoryReport(
         model_order=model_order,

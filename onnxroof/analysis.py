@@ -197,7 +197,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         totals=totals,
         unresolved_dims=shapes.unresolved,
         memory=_with_progress(progress, "tracking live activations",
-                              lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place)),
+                              lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place, records=records)),
         dtype=dtype,
         batch=batch,
     )

@@ -126,8 +126,7 @@ def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike
     check_dims(model, label, contents)
     check_tensor_sizes(model, label, contents)
     try:
-        with _checkable(model, contents):
-            onnx.checker.check_model(without_weight_data(model, _empty_stand_in))
+        _run_checker(model, contents)
     except onnx.checker.ValidationError as exc:
         # a graph that is not a DAG of single-producer tensors: name the node (the checker's
         # own message stops short of it); walked only on failure, as it costs a pass over the nodes
@@ -175,16 +174,27 @@ def _first_invalid_text(message, where: str) -> str | None:
 
 
 def _nodes_invalid_text(nodes, where: str) -> str | None:
-    """The walk below over a list of nodes (most of a big graph) as one tight loop: a node whose
-    fields are all str, with only plain attributes, is passed over; any other is walked in full."""
-    plain = _PLAIN_ATTRIBUTES
-    node_texts, attribute_texts = _NODE_TEXTS, _ATTRIBUTE_TEXTS
+    """The walk below over a list of nodes (most of a big graph) as one tight loop. A node whose
+    serialization is ASCII holds only ASCII text (one C call: the commonest case); one whose own
+    text fields are str, with only plain attributes and inline tensors, is passed over too; any
+    other is walked in full."""
+    node_texts, attribute_texts, tensor_texts = _NODE_TEXTS, _ATTRIBUTE_TEXTS, _TENSOR_TEXTS
+    plain, tensor_type = _PLAIN_ATTRIBUTES, onnx.AttributeProto.TENSOR
     for index, node in enumerate(nodes):
-        attributes = node.attribute
+        if node.SerializeToString().isascii():
+            continue
         suspect = bytes in map(type, (*node_texts(node), *node.input, *node.output)) or (
             _NODE_HAS_METADATA and len(node.metadata_props) > 0)
-        if attributes and not suspect:
-            suspect = any(a.type not in plain or bytes in map(type, attribute_texts(a)) for a in attributes)
+        for attribute in node.attribute if not suspect else ():
+            kind = attribute.type
+            if kind == tensor_type:  # a Constant's value: its own text fields, nothing nested
+                tensor = attribute.t
+                suspect = (bytes in map(type, (*attribute_texts(attribute), *tensor_texts(tensor)))
+                           or len(tensor.external_data) > 0 or (_TENSOR_HAS_METADATA and len(tensor.metadata_props) > 0))
+            else:
+                suspect = kind not in plain or bytes in map(type, attribute_texts(attribute))
+            if suspect:
+                break
         if suspect:
             found = _node_invalid_text(node, f"{where}[{index}].")
             if found:
@@ -234,7 +244,9 @@ def _node_invalid_text(node: onnx.NodeProto, where: str) -> str | None:
 _NODE_TEXTS = operator.attrgetter(*(name for name in ("name", "op_type", "domain", "overload", "doc_string")
                                     if name in onnx.NodeProto.DESCRIPTOR.fields_by_name))
 _ATTRIBUTE_TEXTS = operator.attrgetter("name", "ref_attr_name", "doc_string")
+_TENSOR_TEXTS = operator.attrgetter("name", "doc_string")
 _NODE_HAS_METADATA = "metadata_props" in onnx.NodeProto.DESCRIPTOR.fields_by_name  # onnx >= 1.17 only
+_TENSOR_HAS_METADATA = "metadata_props" in onnx.TensorProto.DESCRIPTOR.fields_by_name  # onnx >= 1.16
 _VALUE_INFO_HAS_METADATA = "metadata_props" in onnx.ValueInfoProto.DESCRIPTOR.fields_by_name  # onnx >= 1.16
 _LIST_WALKS = {onnx.NodeProto: _nodes_invalid_text, onnx.ValueInfoProto: _value_infos_invalid_text}
 
@@ -524,12 +536,11 @@ class _Contents:
     # every TensorProto: initializers (sparse ones too), Constant values and other tensor attributes,
     # in the main graph, every subgraph and every model-local function
     tensors: list[onnx.TensorProto]
-    ops: set[tuple[str, str]]  # (domain, op_type) of the main graph's nodes
 
 
 def _contents(model: onnx.ModelProto) -> _Contents:
-    contents = _Contents([], [], set())
-    _gather(model.graph, contents.graphs, contents.tensors, contents.ops)
+    contents = _Contents([], [])
+    _gather(model.graph, contents.graphs, contents.tensors)
     for function in model.functions:
         for node in function.node:
             if node.attribute:
@@ -537,14 +548,12 @@ def _contents(model: onnx.ModelProto) -> _Contents:
     return contents
 
 
-def _gather(graph: onnx.GraphProto, graphs: list, tensors: list, ops: set | None = None) -> None:
+def _gather(graph: onnx.GraphProto, graphs: list, tensors: list) -> None:
     graphs.append(graph)
     tensors += graph.initializer
     for sparse in graph.sparse_initializer:
         tensors += (sparse.values, sparse.indices)
     for node in graph.node:
-        if ops is not None:
-            ops.add((node.domain, node.op_type))
         if node.attribute:
             _gather_attributes(node, graphs, tensors)
 
@@ -628,20 +637,31 @@ def check_tensor_sizes(model: onnx.ModelProto, label: str, contents: _Contents |
 # What the checker can judge
 
 
-@contextmanager
-def _checkable(model: onnx.ModelProto, contents: _Contents) -> Iterator[None]:
-    """Make ``model`` judgeable by the checker in place, and restore it afterwards (no copy of
-    the weights is ever made).
+def _run_checker(model: onnx.ModelProto, contents: _Contents) -> None:
+    """The ONNX checker on ``model``, judged in place and left as it was (no copy of the weights
+    is ever made).
 
     The checker insists on opening external data wherever it is (initializers, Constant values,
     subgraphs): those tensors are shown to it as empty. Default-domain ops this onnx has no
     schema for (onnxruntime's optimizer writes SimplifiedLayerNormalization there) are moved to a
-    private domain, which the checker skips; they are costed like any other op."""
+    private domain, which the checker skips; they are costed like any other op. They are rare, so
+    they are looked for only when the checker fails."""
+    with _external_data_hidden(contents.tensors):
+        try:
+            onnx.checker.check_model(without_weight_data(model, _empty_stand_in))
+        except onnx.checker.ValidationError:
+            with _unregistered_ops_moved(model) as moved:
+                if not moved:
+                    raise
+                onnx.checker.check_model(without_weight_data(model, _empty_stand_in))
+
+
+@contextmanager
+def _external_data_hidden(tensors: list[onnx.TensorProto]) -> Iterator[None]:
+    """Every tensor with external data shown as an empty one of its name and type, then restored."""
     saved: list[tuple[onnx.TensorProto, onnx.TensorProto]] = []
-    moved: list[tuple[onnx.NodeProto, str]] = []
-    added_opset = False
     try:
-        for tensor in contents.tensors:
+        for tensor in tensors:
             if has_external_data(tensor):
                 original = onnx.TensorProto()
                 original.CopyFrom(tensor)
@@ -649,21 +669,30 @@ def _checkable(model: onnx.ModelProto, contents: _Contents) -> Iterator[None]:
                 tensor.Clear()
                 tensor.name, tensor.data_type = original.name, original.data_type
                 tensor.dims.append(0)
-        unknown = {op for domain, op in contents.ops if domain in _DEFAULT_DOMAINS and not onnx.defs.has(op)}
-        if unknown:
-            moved = [(n, n.domain) for n in model.graph.node if n.domain in _DEFAULT_DOMAINS and n.op_type in unknown]
-        for node, _ in moved:
-            node.domain = _UNREGISTERED_DOMAIN
-        if moved:
-            model.opset_import.append(onnx.helper.make_opsetid(_UNREGISTERED_DOMAIN, 1))
-            added_opset = True
         yield
     finally:
         for tensor, original in saved:
             tensor.CopyFrom(original)
+
+
+@contextmanager
+def _unregistered_ops_moved(model: onnx.ModelProto) -> Iterator[bool]:
+    """The main graph's default-domain nodes of ops with no schema moved to a private domain, then
+    moved back; yields whether there were any."""
+    nodes = model.graph.node
+    ops = {node.op_type for node in nodes if node.domain in _DEFAULT_DOMAINS}
+    unknown = {op for op in ops if not onnx.defs.has(op)}
+    moved = [(n, n.domain) for n in nodes if n.domain in _DEFAULT_DOMAINS and n.op_type in unknown] if unknown else []
+    try:
+        for node, _ in moved:
+            node.domain = _UNREGISTERED_DOMAIN
+        if moved:
+            model.opset_import.append(onnx.helper.make_opsetid(_UNREGISTERED_DOMAIN, 1))
+        yield bool(moved)
+    finally:
         for node, domain in moved:
             node.domain = domain
-        if added_opset:
+        if moved:
             del model.opset_import[-1]
 
 

@@ -61,6 +61,7 @@ class MemoryProblem:
     concat_in_place: bool
     elementwise_in_place: bool
     records: Sequence = field(repr=False, compare=False)  # the nodes, in model order
+    concat_slices: int = 0  # tensors written straight into a Concat's buffer
 
     @cached_property
     def predecessors(self) -> dict[str, frozenset[str]]:
@@ -144,8 +145,10 @@ def problem_from_records(
                 consumers[name] = consumers.get(name, 0) + 1
 
     root: dict[str, str] = {}  # tensor -> the tensor owning its memory
-    concats = []
+    concats, nested = [], []
     for record in records:
+        if record.subgraphs:
+            nested.append(record)
         if record.op_type == "Concat":
             concats.append(record)
         aliasing = record.op_type in ALIASING_OPS
@@ -179,49 +182,41 @@ def problem_from_records(
             name = root.get(concat_owner[name], concat_owner[name])
         return name
 
-    # buffer -> (tensors living in it, nodes allocating it, nodes reading it), in first-seen order;
-    # lists, as they are cheaper to make than sets (the Buffer's frozensets drop repeats)
-    found: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    # buffer -> (nodes allocating it, nodes reading it), in first-seen order; lists, as they are
+    # cheaper to make than sets (the Buffer's frozensets drop repeats)
+    found: dict[str, tuple[list[str], list[str]]] = {}
     for name in inputs & sizes.keys():
-        found.setdefault(name, ([], [], []))
-
-    def entry_of(name: str) -> tuple[list[str], list[str], list[str]]:
-        buffer = root.get(name, name)
-        if buffer in concat_owner:
-            buffer = owner(name)
-        entry = found.get(buffer)
-        if entry is None:
-            entry = found[buffer] = ([], [], [])
-        return entry
-
+        found.setdefault(name, ([], []))
+    shared = bool(root or concat_owner)  # without views or slices, every tensor owns its buffer
+    guests: dict[str, list[str]] = {}  # buffer -> the other tensors living in it (views, slices)
     for record in records:
         node = record.name
         for name in record.outputs:
             if name in sizes:
-                entry = entry_of(name)
-                entry[0].append(name)
-                entry[1].append(node)
+                buffer = owner(name) if shared else name
+                if buffer != name:
+                    guests.setdefault(buffer, []).append(name)
+                (found.get(buffer) or found.setdefault(buffer, ([], [])))[0].append(node)
         for name in record.inputs:
             if name in sizes:
-                entry_of(name)[2].append(node)
+                buffer = owner(name) if shared else name
+                (found.get(buffer) or found.setdefault(buffer, ([], [])))[1].append(node)
     buffers = []
-    for name, (tensor_names, made_by, read_by) in found.items():
-        if len(tensor_names) == 1 and tensor_names[0] == name:  # the usual case: a tensor alone in its buffer
-            tensors_in, to_end = (name,), name in outputs
-        else:
-            tensors_in = tuple(dict.fromkeys([name, *tensor_names]))
+    for name, (made_by, read_by) in found.items():
+        if name in guests:
+            tensors_in = tuple(dict.fromkeys([name, *guests[name]]))
             to_end = not outputs.isdisjoint(tensors_in)
+        else:  # the usual case: a tensor alone in its buffer
+            tensors_in, to_end = (name,), name in outputs
         buffers.append(Buffer(name, sizes[name], frozenset(made_by), frozenset(read_by), tensors_in, name in inputs, to_end))
     # If/Loop/Scan: while the node runs, its subgraph's own peak is live too (a scratch buffer)
-    for record in records:
-        if not record.subgraphs:
-            continue
+    for record in nested:
         scratch = max((subgraph_peak(sub) for sub in record.subgraphs.values()), default=0)
         if scratch:
             nodes = frozenset({record.name})
             buffers.append(Buffer(f"{record.name} (subgraph working set)", scratch, nodes, nodes, ()))
     return MemoryProblem(tuple(map(attrgetter("name"), records)), tuple(buffers), concat_in_place, elementwise_in_place,
-                         tuple(records))
+                         tuple(records), len(concat_owner))
 
 
 def subgraph_peak(subgraph) -> int:
@@ -652,17 +647,18 @@ class MemoryReport:
     problem: MemoryProblem = field(repr=False, compare=False)
 
 
-def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False,
-                   state_limit: int = EXACT_STATE_LIMIT) -> MemoryReport:
-    """Peak live activations under the model's order and the best order found."""
-    records = _records(graph)
+def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False, state_limit: int = EXACT_STATE_LIMIT,
+                   records: list | None = None) -> MemoryReport:
+    """Peak live activations under the model's order and the best order found. ``records`` are
+    the graph's node records in the model's order, when the caller has them at hand."""
+    records = _records(graph) if records is None else records
     problem = _problem_of_graph(graph, records, concat_in_place=True, elementwise_in_place=elementwise_in_place)
     model_order = schedule_peak(problem, problem.model_order)
-    if "Concat" in map(attrgetter("op_type"), records):
+    if problem.concat_slices:
         copying = _problem_of_graph(graph, records, concat_in_place=False, elementwise_in_place=elementwise_in_place)
         copy_peak = schedule_peak(copying, copying.model_order).peak_bytes
     else:
-        copy_peak = model_order.peak_bytes  # no Concat: nothing to copy
+        copy_peak = model_order.peak_bytes  # no Concat input written in place: copying changes nothing
     lower_bound, node = largest_layer_bytes(problem)
     return MemoryReport(
         model_order=model_order,

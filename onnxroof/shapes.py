@@ -59,38 +59,25 @@ _CONSTANT_ATTRIBUTES = {
 }
 
 
-class _cached_property:
-    """functools.cached_property without the lock it takes on every first read before Python
-    3.12: one per tensor on a big graph. The value is stored in the instance, like cached_property."""
-
-    def __init__(self, compute: Callable[[Any], Any]):
-        self.compute, self.name = compute, compute.__name__
-        self.__doc__ = compute.__doc__
-
-    def __get__(self, instance, owner=None):
-        if instance is None:
-            return self
-        value = instance.__dict__[self.name] = self.compute(instance)
-        return value
-
-
-@dataclass
+@dataclass(slots=True)  # one per tensor on a big graph: slots make them cheap to build and read
 class TensorInfo:
-    """What is known about one tensor: its element type and its shape."""
+    """What is known about one tensor: its element type and its shape. Treat as immutable."""
 
     name: str
     dtype: int = 0  # onnx.TensorProto.DataType; 0 = unknown
     shape: tuple[Dim, ...] | None = None  # None: rank unknown
+    # worked out once here: every later stage reads them, most tensors several times
+    is_known: bool = field(init=False, repr=False, compare=False)  # every dim is a number
+    numel: int | None = field(init=False, repr=False, compare=False)  # None unless known
 
-    @_cached_property  # the entry is immutable, so computing once is safe (hot on big graphs)
-    def is_known(self) -> bool:
-        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+    def __post_init__(self) -> None:
+        shape = self.shape  # dims are ints, names (str) or None
+        self.is_known = known = shape is not None and None not in shape and str not in map(type, shape)
+        self.numel = math.prod(shape) if known else None  # type: ignore[arg-type]
 
-    @_cached_property
-    def numel(self) -> int | None:
-        if not self.is_known:
-            return None
-        return math.prod(self.shape)  # type: ignore[arg-type]
+    def renamed(self, name: str) -> TensorInfo:
+        """The same type and shape for tensor ``name``."""
+        return TensorInfo(name, self.dtype, self.shape)
 
     def shape_text(self) -> str:
         if self.shape is None:
@@ -400,7 +387,7 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
         if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not _is_external(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
 
-    evaluator = _PartialEvaluator(model, tensors, values, stored, order)
+    evaluator = _PartialEvaluator(model, tensors, values, stored, order, nested)
     for index, node in enumerate(order):
         evaluator.visit(node, index)
     notes += _stale_note(stored, tensors)
@@ -577,6 +564,7 @@ class _PartialEvaluator:
         values: dict[str, np.ndarray],
         stored: dict[str, TensorInfo],
         order: Sequence[onnx.NodeProto],
+        nested: bool,
     ):
         self.tensors = tensors
         self.values = values
@@ -589,7 +577,13 @@ class _PartialEvaluator:
         self.roots: list[list] = []  # [label, op_type, complaint, nodes affected] per failing node
         self._root_of: dict[str, int] = {}  # tensor -> index in roots
         self._order = order
+        self._nested = nested  # whether any node may have a subgraph
+        self._onnx_inferred = dict(tensors)  # as onnx's whole-graph inference left them
         self._labels: list[str] | None = None  # node_names(order), named only once a node fails
+        # node signature (_signature) -> what running it gave, and what onnx inferred of it alone:
+        # most models repeat one layer, so most shape computations are repeats
+        self._runs: dict[tuple, tuple | None] = {}
+        self._inferences: dict[tuple, list[TensorInfo] | None] = {}
 
     def visit(self, node: onnx.NodeProto, index: int) -> None:
         """Evaluate or re-infer ``node``, the ``index``-th of the order, where there is anything to do."""
@@ -603,7 +597,7 @@ class _PartialEvaluator:
                 return
         if self._settled(node):
             return
-        if node.domain in _DEFAULT_DOMAINS and not _has_subgraph(node):
+        if node.domain in _DEFAULT_DOMAINS and not (self._nested and _has_subgraph(node)):
             if node.op_type == "Constant":
                 self._constant(node)
             elif not (node.op_type in EVALUABLE_OPS and self._evaluate(node)):
@@ -693,21 +687,54 @@ class _PartialEvaluator:
         args = [self.values[name] if name else None for name in node.input]
         if _predicted_elements(node.op_type, args) > MAX_VALUE_ELEMENTS:
             return False
-        from onnx.reference.ops import load_op  # imported on first use: a tenth of a second
-
-        try:
-            op_class = load_op("", node.op_type, self.opsets.get(""))
-            results = op_class(node, _RUN_PARAMS | {"opsets": self.opsets}).run(*args)
-        except Exception:  # an odd node: shape inference handles it instead
+        results = self._once(self._runs, node, lambda: self._run(node, args))
+        if results is None:
             return False
-        if not isinstance(results, (tuple, list)):
-            results = (results,)
         outputs = [(name, result) for name, result in zip(node.output, results) if name]
         if not all(isinstance(result, (np.ndarray, np.generic)) for _, result in outputs):
             return False
         for name, result in outputs:
             self._store(name, np.asarray(result))
         return True
+
+    def _run(self, node: onnx.NodeProto, args: list[np.ndarray | None]) -> tuple | None:
+        """The results of onnx's reference kernel for ``node`` on ``args``, or None if it fails."""
+        from onnx.reference.ops import load_op  # imported on first use: a tenth of a second
+
+        try:
+            op_class = load_op("", node.op_type, self.opsets.get(""))
+            results = op_class(node, _RUN_PARAMS | {"opsets": self.opsets}).run(*args)
+        except Exception:  # an odd node: shape inference handles it instead
+            return None
+        return tuple(results) if isinstance(results, (tuple, list)) else (results,)
+
+    def _once(self, done: dict, node: onnx.NodeProto, work: Callable[[], Any]) -> Any:
+        """``work()`` for ``node``, or what it gave for an earlier node of the same signature (kept in ``done``)."""
+        signature = self._signature(node)
+        if signature is None:
+            return work()
+        if signature not in done:
+            done[signature] = work()
+        return done[signature]
+
+    def _signature(self, node: onnx.NodeProto) -> tuple | None:
+        """All that onnx's inference and reference kernels see of ``node``: its op, attributes and
+        outputs, and each input's value (when known) or type and shape. Nodes alike in these
+        evaluate and infer alike, whatever their names. None for inputs holding Python objects
+        (strings), whose bytes do not say what they hold."""
+        inputs = []
+        for name in node.input:
+            if not name:
+                inputs.append(None)
+            elif (value := self.values.get(name)) is not None:
+                if value.dtype.hasobject:
+                    return None
+                inputs.append((value.dtype.str, value.shape, value.tobytes()))
+            else:
+                info = self._info(name)
+                inputs.append((info.dtype, info.shape))
+        return (node.domain, node.op_type, tuple(bool(o) for o in node.output),
+                tuple(a.SerializeToString() for a in node.attribute), tuple(inputs))
 
     def _shape_value(self, node: onnx.NodeProto) -> bool:
         info = self._info(node.input[0])
@@ -727,12 +754,13 @@ class _PartialEvaluator:
         return True
 
     def _store(self, name: str, value: np.ndarray) -> None:
-        old = self._info(name)
-        try:
-            dtype = helper.np_dtype_to_tensor_dtype(value.dtype)
-        except Exception:  # strings, exotic float types: keep what inference said
-            dtype = 0
-        self.tensors[name] = TensorInfo(name, old.dtype or dtype, tuple(int(d) for d in value.shape))
+        dtype = self._info(name).dtype  # what inference said, else the value's own
+        if not dtype:
+            try:
+                dtype = helper.np_dtype_to_tensor_dtype(value.dtype)
+            except Exception:  # strings, exotic float types
+                dtype = 0
+        self.tensors[name] = TensorInfo(name, dtype, tuple(int(d) for d in value.shape))
         if value.size <= MAX_VALUE_ELEMENTS:
             self.values[name] = value
 
@@ -740,15 +768,50 @@ class _PartialEvaluator:
         """Infer one node alone, feeding every input value the evaluator knows as a constant.
 
         Returns onnx's complaint when this node, with every input known, still has no shape."""
+        if self._nothing_to_learn(node):
+            return None
+        names = list(dict.fromkeys(n for n in node.input if n))
+        for name in names:
+            if name not in self.values:
+                info = self._info(name)
+                if info.shape is None or not info.dtype:
+                    return None
+        inferred = self._once(self._inferences, node, lambda: self._infer_alone(node, names))
+        if inferred is None:
+            return None
+        for output, info in zip((o for o in node.output if o), inferred):
+            self._update(info.renamed(output))
+        if all(self._info(o).shape is not None for o in node.output if o) or not _has_schema(node):
+            return None
+        try:  # still no shape, with every input known: ask again, strictly, to hear why
+            single, small = self._alone(node, names)
+            onnx.shape_inference.infer_shapes(single, strict_mode=True, data_prop=small)
+        except onnx.shape_inference.InferenceError as exc:
+            return _complaint(exc)
+        except Exception:
+            return None
+        return None
+
+    def _nothing_to_learn(self, node: onnx.NodeProto) -> bool:
+        """Whether inferring ``node`` alone can tell no more than onnx's whole-graph inference did:
+        it gave every output a rank, and saw the inputs as they are now (no values, the same
+        shapes). On a model with unbound dims that is most nodes."""
+        inferred, tensors = self._onnx_inferred, self.tensors
+        for name in node.input:
+            if name and (name in self.values or name not in inferred or tensors.get(name) is not inferred[name]):
+                return False
+        return all(self._info(o).shape is not None for o in node.output if o)
+
+    def _alone(self, node: onnx.NodeProto, names: list[str]) -> tuple[onnx.ModelProto, bool]:
+        """A model of ``node`` alone, its inputs (``names``) the values and types the evaluator
+        knows; and whether onnx's data propagation may run on it."""
         graph_inputs, initializers = [], []
-        for name in dict.fromkeys(n for n in node.input if n):
+        for name in names:
             if name in self.values:
                 initializers.append(numpy_helper.from_array(self.values[name], name))
-                continue
-            info = self._info(name)
-            if info.shape is None or not info.dtype:
-                return
-            graph_inputs.append(helper.make_tensor_value_info(name, info.dtype, list(info.shape)))
+            else:
+                info = self._info(name)
+                graph_inputs.append(helper.make_tensor_value_info(name, info.dtype, list(info.shape)))
         outputs = [onnx.ValueInfoProto(name=o) for o in node.output if o]
         single = helper.make_model(
             helper.make_graph([node], "single", graph_inputs, outputs, initializers),
@@ -758,21 +821,16 @@ class _PartialEvaluator:
         # data propagation only over small vectors: onnx's allocates one entry per element
         small = all(len(i.type.tensor_type.shape.dim) != 1 or 0 <= i.type.tensor_type.shape.dim[0].dim_value
                     <= MAX_VALUE_ELEMENTS for i in graph_inputs)
+        return single, small
+
+    def _infer_alone(self, node: onnx.NodeProto, names: list[str]) -> list[TensorInfo] | None:
+        """What onnx infers of ``node``'s outputs (the named ones, in order) in a model of its own."""
+        single, small = self._alone(node, names)
         try:
             inferred = onnx.shape_inference.infer_shapes(single, strict_mode=False, data_prop=small)
         except Exception:
             return None
-        for value_info in inferred.graph.output:
-            self._update(_info_from_value_info(value_info))
-        if all(self._info(o).shape is not None for o in node.output if o) or not _has_schema(node):
-            return None
-        try:  # still no shape, with every input known: ask again, strictly, to hear why
-            onnx.shape_inference.infer_shapes(single, strict_mode=True, data_prop=small)
-        except onnx.shape_inference.InferenceError as exc:
-            return _complaint(exc)
-        except Exception:
-            return None
-        return None
+        return [_info_from_value_info(value_info) for value_info in inferred.graph.output]
 
 
 # Nodes visited even when onnx knows their outputs: a Constant's value, Shape and Size from the

@@ -101,11 +101,13 @@ def _parse(data: memoryview, file: Path) -> onnx.ModelProto:
 def check_in_memory(model: onnx.ModelProto, label: str = "model") -> None:
     """The checks that keep a ModelProto handed to ``analyze`` from crashing the interpreter (or
     onnxroof): text that is not UTF-8, negative dims (onnx's shape inference aborts on some),
-    inline data of the wrong size. The ONNX checker is not run: models built in code often skip
-    what it insists on."""
+    inline data of the wrong size, and a graph that is not a DAG of single-producer tensors in
+    topological order (every later stage walks the nodes in the model's order). The rest of the
+    ONNX checker is not run: models built in code often skip what it insists on."""
     invalid = _first_invalid_text(model, "")
     if invalid:
         raise ModelError(f"{label}: the model's {invalid} is not valid UTF-8 text; fix the code that built it")
+    _check_graph(model.graph, set(), label, "")
     contents = _contents(model)
     check_dims(model, label, contents)
     check_tensor_sizes(model, label, contents)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper
 from onnx.external_data_helper import convert_model_to_external_data
 
 import onnxroof
+from onnxroof.errors import ModelError
 
 from conftest import make_model
 
@@ -37,6 +39,17 @@ def test_analyze_leaves_the_callers_model_untouched():
     result = onnxroof.analyze(model, dims={"n": 3})
     assert result.nodes[0].flops == 12
     assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "n"
+
+
+def test_a_model_in_memory_out_of_topological_order_is_refused():
+    # the stages walk the nodes in the model's order, as ONNX requires; a model built in code that
+    # lists a consumer before its producer gets the loader's one-line verdict, not a wrong DAG
+    model = make_model(
+        [helper.make_node("Relu", ["a"], ["y"], name="second"), helper.make_node("Relu", ["x"], ["a"], name="first")],
+        [("x", TensorProto.FLOAT, [1, 8])], [("y", TensorProto.FLOAT, [1, 8])],
+    )
+    with pytest.raises(ModelError, match="'second' reads 'a' before node 'first' produces it.*topological order"):
+        onnxroof.analyze(model)
 
 
 def test_onnxruntime_optimized_default_domain_op_passes_the_checker(tmp_path):

@@ -423,7 +423,9 @@ def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]
 
 def _render_summary(analysis: Analysis, fmt: str) -> str:
     if fmt == "json":
-        return dumps(analysis.to_dict(), large=len(analysis.nodes) > PRETTY_JSON_NODES)
+        from .report.json import document_json
+
+        return document_json(analysis, compact=len(analysis.nodes) > PRETTY_JSON_NODES)
     if fmt == "markdown":
         from .report.markdown import render_markdown
 
@@ -435,14 +437,6 @@ def _render_summary(analysis: Analysis, fmt: str) -> str:
 
 # Above this many nodes JSON is written compact: indenting makes Python's encoder ten times slower.
 PRETTY_JSON_NODES = 2_000
-
-
-def dumps(document: dict, large: bool = False) -> str:
-    # a document is plain values from an analysis, and no container in it holds itself: skip the
-    # encoder's cycle check
-    if large:
-        return json.dumps(document, separators=(",", ":"), check_circular=False) + "\n"
-    return json.dumps(document, indent=2, check_circular=False) + "\n"
 
 
 def _safe_stem(name: str) -> str:

@@ -6,6 +6,8 @@ Counts are exact integers and bytes are bytes; README documents every key. Later
 
 from __future__ import annotations
 
+import json
+from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from typing import TYPE_CHECKING
 
 from .. import __version__
@@ -78,7 +80,9 @@ def subgraph_entry(subgraph) -> dict:
     }
 
 
-def to_document(analysis: "Analysis") -> dict:
+def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
+    """The document as plain values; with ``encoded``, its per-node lists (nodes, memory
+    timelines) are compact JSON text already, for :func:`document_json`."""
     model, totals = analysis.model, analysis.totals
     return {
         "schema": SCHEMA,
@@ -116,7 +120,7 @@ def to_document(analysis: "Analysis") -> dict:
         },
         "dtype": analysis.dtype,
         "batch": analysis.batch,
-        "memory": memory_entry(analysis),
+        "memory": memory_entry(analysis, encoded),
         "targets": [target_entry(report) for report in analysis.targets],
         "llm": None if analysis.llm is None else {
             "phase": analysis.llm.phase,
@@ -128,11 +132,11 @@ def to_document(analysis: "Analysis") -> dict:
             "kv_cache_bytes_per_token": analysis.llm.kv_bytes_per_token,
             "tokens_per_s": analysis.llm.tokens_per_s,
         },
-        "nodes": [node_entry(r) for r in analysis.nodes],
+        "nodes": _encoded_nodes(analysis.nodes) if encoded else [node_entry(r) for r in analysis.nodes],
     }
 
 
-def memory_entry(analysis: "Analysis") -> dict:
+def memory_entry(analysis: "Analysis", encoded: bool = False) -> dict:
     memory = analysis.memory
     model, best = memory.model_order, memory.best.schedule
     return {
@@ -151,11 +155,75 @@ def memory_entry(analysis: "Analysis") -> dict:
         "best_order_method": memory.best.method,
         "best_order_note": memory.best.note,
         "best_order": list(best.order),
-        "timeline": [{"step": step, "node": node, "live_bytes": live}
-                     for step, (node, live) in enumerate(zip(model.order, model.live_bytes))],
-        "best_order_timeline": [{"step": step, "node": node, "live_bytes": live}
-                                for step, (node, live) in enumerate(zip(best.order, best.live_bytes))],
+        "timeline": _timeline(model, encoded),
+        "best_order_timeline": _timeline(best, encoded),
     }
+
+
+def _timeline(schedule, encoded: bool) -> "list[dict] | Encoded":
+    steps = enumerate(zip(schedule.order, schedule.live_bytes))
+    if encoded:  # steps and live bytes are ints, which format as JSON writes them
+        return Encoded("[" + ",".join(f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}'
+                                      for step, (node, live) in steps) + "]")
+    return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
+
+
+class Encoded(str):
+    """Compact JSON text already written: :func:`compact_json` splices it in as it is."""
+
+
+_compact = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
+def compact_json(value: object) -> str:
+    """``json.dumps(value, separators=(",", ":"))``, byte for byte, for a document whose dicts may
+    hold :class:`Encoded` text."""
+    if isinstance(value, Encoded):
+        return value
+    if isinstance(value, dict) and all(type(key) is str for key in value):
+        return "{" + ",".join(f"{_string(key)}:{compact_json(item)}" for key, item in value.items()) + "}"
+    return _compact(value)
+
+
+def document_json(analysis: "Analysis", compact: bool) -> str:
+    """The document as JSON text: indented, or on one line for a big model (indenting makes
+    Python's encoder ten times slower)."""
+    if compact:
+        return compact_json(to_document(analysis, encoded=True)) + "\n"
+    # a document is plain values from an analysis, and no container in it holds itself: skip the
+    # encoder's cycle check
+    return json.dumps(to_document(analysis), indent=2, check_circular=False) + "\n"
+
+
+def _encoded_nodes(records: list["NodeRecord"]) -> Encoded:
+    """The node list as compact JSON. A node's index, name, inputs and outputs are its own; the
+    rest (op, status, shapes, numbers, formula) repeats wherever a model repeats a layer, so each
+    distinct rest is encoded once."""
+    shared: dict[tuple, tuple] = {}  # the hashable fields -> (input shapes, output shapes, texts)
+    texts = []
+    for r in records:
+        if r.subgraphs:
+            texts.append(_compact(node_entry(r)))
+            continue
+        key = (r.op_type, r.domain, r.family, r.status, r.reason, r.dtype, r.view, r.macs, r.flops, r.params,
+               r.weight_bytes, r.input_bytes, r.output_bytes, r.formula)
+        known = shared.get(key)
+        # shapes are lists, compared rather than hashed: equal lists of dims (ints, names, None) encode alike
+        if known is None or known[0] != r.input_shapes or known[1] != r.output_shapes:
+            known = shared[key] = (r.input_shapes, r.output_shapes, *_shared_fields(r))
+        texts.append(f'{{"index":{r.index},"name":{_string(r.name)},{known[2]},'
+                     f'"inputs":[{",".join(map(_string, r.inputs))}],"outputs":[{",".join(map(_string, r.outputs))}],'
+                     f'{known[3]}}}')
+    return Encoded("[" + ",".join(texts) + "]")
+
+
+def _shared_fields(record: "NodeRecord") -> tuple[str, str]:
+    """A node's compact JSON between "name" and "inputs", and after "outputs", without the
+    separating commas: node_entry's fields in node_entry's order."""
+    entry = node_entry(record)
+    keys = list(entry)
+    between, after = keys[keys.index("name") + 1:keys.index("inputs")], keys[keys.index("outputs") + 1:]
+    return (_compact({key: entry[key] for key in between})[1:-1], _compact({key: entry[key] for key in after})[1:-1])
 
 
 def placement_entry(point) -> dict:

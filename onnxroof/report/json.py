@@ -199,7 +199,8 @@ def _encoded_nodes(records: list["NodeRecord"]) -> Encoded:
     """The node list as compact JSON. A node's index, name, inputs and outputs are its own; the
     rest (op, status, shapes, numbers, formula) repeats wherever a model repeats a layer, so each
     distinct rest is encoded once."""
-    shared: dict[tuple, tuple] = {}  # the hashable fields -> (input shapes, output shapes, texts)
+    first: dict[tuple, tuple] = {}  # the hashable fields -> the first such node's shapes and shared texts
+    by_shapes: dict[tuple, tuple[str, str]] = {}  # the hashable fields and the shapes' repr -> shared texts
     texts = []
     for r in records:
         if r.subgraphs:
@@ -207,13 +208,20 @@ def _encoded_nodes(records: list["NodeRecord"]) -> Encoded:
             continue
         key = (r.op_type, r.domain, r.family, r.status, r.reason, r.dtype, r.view, r.macs, r.flops, r.params,
                r.weight_bytes, r.input_bytes, r.output_bytes, r.formula)
-        known = shared.get(key)
+        known = first.get(key)
+        if known is None:
+            known = first[key] = (r.input_shapes, r.output_shapes, _shared_fields(r))
+        shared = known[2]
         # shapes are lists, compared rather than hashed: equal lists of dims (ints, names, None) encode alike
-        if known is None or known[0] != r.input_shapes or known[1] != r.output_shapes:
-            known = shared[key] = (r.input_shapes, r.output_shapes, *_shared_fields(r))
-        texts.append(f'{{"index":{r.index},"name":{_string(r.name)},{known[2]},'
+        if known[0] != r.input_shapes or known[1] != r.output_shapes:
+            # the same op and numbers on other shapes (views, shape arithmetic): the shapes' text joins the key
+            shaped = (key, repr(r.input_shapes), repr(r.output_shapes))
+            shared = by_shapes.get(shaped)
+            if shared is None:
+                shared = by_shapes[shaped] = _shared_fields(r)
+        texts.append(f'{{"index":{r.index},"name":{_string(r.name)},{shared[0]},'
                      f'"inputs":[{",".join(map(_string, r.inputs))}],"outputs":[{",".join(map(_string, r.outputs))}],'
-                     f'{known[3]}}}')
+                     f'{shared[1]}}}')
     return Encoded("[" + ",".join(texts) + "]")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import TYPE_CHECKING
 
@@ -148,6 +147,8 @@ def _clip(text: str, width: int) -> str:
 
 
 def render_csv(analysis: "Analysis") -> str:
+    import csv  # only this format needs it
+
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)

@@ -66,8 +66,13 @@ def alternating_shapes_model():
 
 
 def test_compact_json_is_what_the_plain_encoder_writes():
-    for model in (look_alike_model(), alternating_shapes_model(), if_model(), loop_model(True), loop_model(False)):
-        analysis = onnxroof.analyze(model)
+    empty = make_model([], [("x", F32, [1])], [("x", F32, [1])])  # no nodes: every per-node list is []
+    models = (look_alike_model(), alternating_shapes_model(), if_model(), loop_model(True), loop_model(False), empty)
+    analyses = [onnxroof.analyze(model) for model in models]
+    # on targets, nodes a and b have the same placement and energy too
+    analyses += [onnxroof.analyze(look_alike_model(), targets=["h100-sxm", "myriad-x"]),
+                 onnxroof.analyze(alternating_shapes_model(), targets=["jetson-orin-nano"], dims=["batch\u00b7size=3"])]
+    for analysis in analyses:
         document = to_document(analysis)
-        assert document_json(analysis, compact=True) == json.dumps(document, separators=(",", ":")) + "\n"
-        assert document_json(analysis, compact=False) == json.dumps(document, indent=2) + "\n"
+        assert "".join(document_json(analysis, compact=True)) == json.dumps(document, separators=(",", ":")) + "\n"
+        assert "".join(document_json(analysis, compact=False)) == json.dumps(document, indent=2) + "\n"

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from . import __version__
 from .errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, UsageError
@@ -262,7 +262,7 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
         sys.stdout.write(render_explain(analysis, analysis.find_node(args.node)))
         return EXIT_OK
     if args.command == "summary":
-        _emit(args.output, _render_summary(analysis, args.format))
+        _emit(args.output, _summary_chunks(analysis, args.format))
     else:
         from .report.html import render_html
 
@@ -354,11 +354,11 @@ def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
     return _gate([r for p in points for r in check_budgets(budgets, p.analysis)], args.quiet)
 
 
-def _emit(output: str | None, text: str) -> None:
+def _emit(output: str | None, text: str | Iterable[str]) -> None:
     if output:
         write_atomically(output, text)
     else:
-        sys.stdout.write(text)
+        sys.stdout.writelines([text] if isinstance(text, str) else text)
 
 
 def _gate(results: list, quiet: bool) -> int:
@@ -422,27 +422,28 @@ def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]
 
 
 def _render_summary(analysis: Analysis, fmt: str) -> str:
+    """The whole text `summary` writes."""
+    return "".join(_summary_chunks(analysis, fmt))
+
+
+def _summary_chunks(analysis: Analysis, fmt: str) -> Iterable[str]:
+    """What `summary` writes, in chunks to write one after the other (a big model's JSON is
+    written as it is encoded)."""
     if fmt == "json":
-        return dumps(analysis.to_dict(), large=len(analysis.nodes) > PRETTY_JSON_NODES)
+        from .report.json import document_json
+
+        return document_json(analysis, compact=len(analysis.nodes) > PRETTY_JSON_NODES)
     if fmt == "markdown":
         from .report.markdown import render_markdown
 
-        return render_markdown(analysis)
+        return [render_markdown(analysis)]
     from .report.table import render_csv, render_table
 
-    return render_csv(analysis) if fmt == "csv" else render_table(analysis)
+    return [render_csv(analysis) if fmt == "csv" else render_table(analysis)]
 
 
 # Above this many nodes JSON is written compact: indenting makes Python's encoder ten times slower.
 PRETTY_JSON_NODES = 2_000
-
-
-def dumps(document: dict, large: bool = False) -> str:
-    # a document is plain values from an analysis, and no container in it holds itself: skip the
-    # encoder's cycle check
-    if large:
-        return json.dumps(document, separators=(",", ":"), check_circular=False) + "\n"
-    return json.dumps(document, indent=2, check_circular=False) + "\n"
 
 
 def _safe_stem(name: str) -> str:
@@ -450,8 +451,9 @@ def _safe_stem(name: str) -> str:
     return stem or "model"
 
 
-def write_atomically(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory: whole or nothing."""
+def write_atomically(path: str | os.PathLike, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its chunks) to ``path`` via a temporary file in the same directory:
+    whole or nothing."""
     import tempfile
 
     target = Path(path)
@@ -461,7 +463,7 @@ def write_atomically(path: str | os.PathLike, text: str) -> None:
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+            stream.writelines([text] if isinstance(text, str) else text)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a report is not

@@ -6,7 +6,12 @@ Counts are exact integers and bytes are bytes; README documents every key. Later
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from dataclasses import fields
+from itertools import islice
+from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
+from operator import attrgetter
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from .. import __version__
 from ..dtypes import dtype_name
@@ -38,6 +43,8 @@ def tensor_entry(info: "TensorInfo") -> dict:
 
 
 def node_entry(record: "NodeRecord") -> dict:
+    # a new field read from the record joins the key in _encoded_nodes, which shares encoded text
+    # between nodes with equal keys
     entry = {
         "index": record.index,
         "name": record.name,
@@ -78,7 +85,9 @@ def subgraph_entry(subgraph) -> dict:
     }
 
 
-def to_document(analysis: "Analysis") -> dict:
+def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
+    """The document as plain values; with ``encoded``, its per-node lists (nodes, memory
+    timelines, each target's nodes) are compact JSON chunks, written once by :func:`document_json`."""
     model, totals = analysis.model, analysis.totals
     return {
         "schema": SCHEMA,
@@ -116,8 +125,8 @@ def to_document(analysis: "Analysis") -> dict:
         },
         "dtype": analysis.dtype,
         "batch": analysis.batch,
-        "memory": memory_entry(analysis),
-        "targets": [target_entry(report) for report in analysis.targets],
+        "memory": memory_entry(analysis, encoded),
+        "targets": [target_entry(report, encoded) for report in analysis.targets],
         "llm": None if analysis.llm is None else {
             "phase": analysis.llm.phase,
             "new_tokens": analysis.llm.new_tokens,
@@ -128,11 +137,11 @@ def to_document(analysis: "Analysis") -> dict:
             "kv_cache_bytes_per_token": analysis.llm.kv_bytes_per_token,
             "tokens_per_s": analysis.llm.tokens_per_s,
         },
-        "nodes": [node_entry(r) for r in analysis.nodes],
+        "nodes": Encoded(_encoded_nodes(analysis.nodes)) if encoded else [node_entry(r) for r in analysis.nodes],
     }
 
 
-def memory_entry(analysis: "Analysis") -> dict:
+def memory_entry(analysis: "Analysis", encoded: bool = False) -> dict:
     memory = analysis.memory
     model, best = memory.model_order, memory.best.schedule
     return {
@@ -151,11 +160,109 @@ def memory_entry(analysis: "Analysis") -> dict:
         "best_order_method": memory.best.method,
         "best_order_note": memory.best.note,
         "best_order": list(best.order),
-        "timeline": [{"step": step, "node": node, "live_bytes": live}
-                     for step, (node, live) in enumerate(zip(model.order, model.live_bytes))],
-        "best_order_timeline": [{"step": step, "node": node, "live_bytes": live}
-                                for step, (node, live) in enumerate(zip(best.order, best.live_bytes))],
+        "timeline": _timeline(model, encoded),
+        "best_order_timeline": _timeline(best, encoded),
     }
+
+
+def _timeline(schedule, encoded: bool) -> "list[dict] | Encoded":
+    steps = enumerate(zip(schedule.order, schedule.live_bytes))
+    if encoded:  # steps and live bytes are ints, which format as JSON writes them
+        return Encoded(f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps)
+    return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
+
+
+class Encoded:
+    """A list already written as compact JSON, one item at a time: :func:`compact_chunks`
+    passes it on in chunks of a few hundred items, so a big model's document never sits in
+    memory whole (each fresh megabyte costs page faults, not just copying)."""
+
+    def __init__(self, items: Iterable[str]):
+        self.items = iter(items)
+
+    def chunks(self, batch: int = 512) -> Iterator[str]:
+        separator = "["
+        while part := list(islice(self.items, batch)):
+            yield separator + ",".join(part)
+            separator = ","
+        yield "[]" if separator == "[" else "]"
+
+
+_compact = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
+def compact_chunks(value: object) -> Iterator[str]:
+    """``json.dumps(value, separators=(",", ":"))``, byte for byte, in chunks, for a document
+    whose dicts (and lists of dicts) may hold :class:`Encoded` lists."""
+    if isinstance(value, Encoded):
+        yield from value.chunks()
+    elif isinstance(value, dict) and value and all(type(key) is str for key in value):
+        separator = "{"
+        for key, item in value.items():
+            yield f"{separator}{_string(key)}:"
+            separator = ","
+            yield from compact_chunks(item)
+        yield "}"
+    elif isinstance(value, list) and value and isinstance(value[0], dict):  # the targets; long lists are Encoded
+        separator = "["
+        for item in value:
+            yield separator
+            separator = ","
+            yield from compact_chunks(item)
+        yield "]"
+    else:
+        yield _compact(value)
+
+
+def document_json(analysis: "Analysis", compact: bool) -> Iterable[str]:
+    """The document as JSON text, in chunks to write one after the other: indented, or on one
+    line for a big model (indenting makes Python's encoder ten times slower)."""
+    if compact:
+        yield from compact_chunks(to_document(analysis, encoded=True))
+        yield "\n"
+    else:
+        # a document is plain values from an analysis, and no container in it holds itself: skip
+        # the encoder's cycle check
+        yield json.dumps(to_document(analysis), indent=2, check_circular=False) + "\n"
+
+
+def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
+    """The nodes as compact JSON, one by one. A node's index, name, inputs and outputs are its own; the
+    rest (op, status, shapes, numbers, formula) repeats wherever a model repeats a layer, so each
+    distinct rest is encoded once."""
+    first: dict[tuple, tuple] = {}  # the hashable fields -> the first such node's shapes and shared texts
+    by_shapes: dict[tuple, tuple[str, str]] = {}  # the hashable fields and the shapes' repr -> shared texts
+    for r in records:
+        if r.subgraphs:
+            yield _compact(node_entry(r))
+            continue
+        # everything node_entry reads but the node's own fields and the shapes (counted, mac_flops and
+        # intensity follow from these)
+        key = (r.op_type, r.domain, r.family, r.status, r.reason, r.dtype, r.view, r.macs, r.flops, r.params,
+               r.weight_bytes, r.input_bytes, r.output_bytes, r.formula)
+        known = first.get(key)
+        if known is None:
+            known = first[key] = (r.input_shapes, r.output_shapes, _shared_fields(r))
+        shared = known[2]
+        # shapes are lists, compared rather than hashed: equal lists of dims (ints, names, None) encode alike
+        if known[0] != r.input_shapes or known[1] != r.output_shapes:
+            # the same op and numbers on other shapes (views, shape arithmetic): the shapes' text joins the key
+            shaped = (key, repr(r.input_shapes), repr(r.output_shapes))
+            shared = by_shapes.get(shaped)
+            if shared is None:
+                shared = by_shapes[shaped] = _shared_fields(r)
+        yield (f'{{"index":{r.index},"name":{_string(r.name)},{shared[0]},'
+               f'"inputs":[{",".join(map(_string, r.inputs))}],"outputs":[{",".join(map(_string, r.outputs))}],'
+               f'{shared[1]}}}')
+
+
+def _shared_fields(record: "NodeRecord") -> tuple[str, str]:
+    """A node's compact JSON between "name" and "inputs", and after "outputs", without the
+    separating commas: node_entry's fields in node_entry's order."""
+    entry = node_entry(record)
+    keys = list(entry)
+    between, after = keys[keys.index("name") + 1:keys.index("inputs")], keys[keys.index("outputs") + 1:]
+    return (_compact({key: entry[key] for key in between})[1:-1], _compact({key: entry[key] for key in after})[1:-1])
 
 
 def placement_entry(point) -> dict:
@@ -178,7 +285,7 @@ def placement_entry(point) -> dict:
     }
 
 
-def target_entry(report) -> dict:
+def target_entry(report, encoded: bool = False) -> dict:
     target = report.target
     return {
         "name": target.name,
@@ -207,12 +314,33 @@ def target_entry(report) -> dict:
         "spill_bytes": report.spill_bytes,
         "notes": report.notes,
         "model_point": placement_entry(report.model_point),
-        "nodes": [
-            {"name": n.name, "op_type": n.op_type, "dtype": n.dtype, "spill_bytes": n.spill_bytes,
-             "energy_j": n.energy_j, **placement_entry(n.placement)}
-            for n in report.nodes
-        ],
+        "nodes": Encoded(_encoded_target_nodes(report.nodes)) if encoded else [target_node_entry(n) for n in report.nodes],
     }
+
+
+def target_node_entry(node) -> dict:
+    # the name comes first: _encoded_target_nodes writes it, and shares the rest between nodes
+    return {"name": node.name, "op_type": node.op_type, "dtype": node.dtype, "spill_bytes": node.spill_bytes,
+            "energy_j": node.energy_j, **placement_entry(node.placement)}
+
+
+def _encoded_target_nodes(nodes: list) -> Iterator[str]:
+    """A target's nodes as compact JSON, one by one. A node's name is its own; its op, type,
+    energy and placement repeat wherever a model repeats a layer, so each distinct rest is
+    encoded once."""
+    if not nodes:
+        return
+    # every field of a placement: placement_entry reads them or what follows from them
+    placement_fields = attrgetter(*(f.name for f in fields(nodes[0].placement)))
+    shared: dict[tuple, str] = {}
+    for n in nodes:
+        key = (n.op_type, n.dtype, n.spill_bytes, tuple(n.energy_j.items()), placement_fields(n.placement))
+        rest = shared.get(key)
+        if rest is None:
+            entry = target_node_entry(n)
+            del entry["name"]
+            rest = shared[key] = _compact(entry)[1:-1]
+        yield f'{{"name":{_string(n.name)},{rest}}}'
 
 
 def sweep_document(points) -> dict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import TYPE_CHECKING
 
@@ -90,41 +89,80 @@ def render_table(analysis: "Analysis") -> str:
     return "\n".join(lines) + "\n"
 
 
+_NODE_HEADER = ("#", "name", "op", "dtype", "output", "MACs", "FLOPs", "params", "weights", "in", "out", "FLOP/B", "")
+_RIGHT_ALIGNED = frozenset({0, 5, 6, 7, 8, 9, 10, 11})
+
+
 def _node_table(records: list["NodeRecord"]) -> str:
-    header = ("#", "name", "op", "dtype", "output", "MACs", "FLOPs", "params", "weights", "in", "out", "FLOP/B", "")
-    rows = [header]
+    """One aligned row per node. Rows differ in index and name; everything right of the name (the
+    "tail": op, dtype, shape, numbers, reason) repeats wherever a model repeats a layer, so each
+    distinct tail is formatted once."""
+    indices, names, tail_of_row = [_NODE_HEADER[0]], [_NODE_HEADER[1]], [0]
+    tails: dict[tuple, int] = {}  # _look_alike(node) -> the position of its cells in tail_cells
+    tail_cells = [_NODE_HEADER[2:]]
     for r in records:
-        rows.append((
-            str(r.index), _clip(r.name, 40), printable(r.op_type), r.dtype,
-            shape_text(r.output_shapes[0] if r.output_shapes else None),
-            si(r.macs), si(r.flops), si(r.params), iec(r.weight_bytes), iec(r.input_bytes), iec(r.output_bytes),
-            intensity(r.intensity), "" if r.counted else f"NOT COUNTED: {printable(r.reason)}",
-        ))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
-    right = {0, 5, 6, 7, 8, 9, 10, 11}
-    out = []
-    for row in rows:
-        cells = [row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i]) for i in range(len(widths))]
-        out.append("  ".join(cells + [row[-1]]).rstrip())
-    return "\n".join(out)
+        key = _look_alike(r)
+        position = tails.get(key)
+        if position is None:
+            position = tails[key] = len(tail_cells)
+            tail_cells.append((
+                printable(r.op_type), r.dtype, shape_text(_output_shape(r)),
+                si(r.macs), si(r.flops), si(r.params), iec(r.weight_bytes), iec(r.input_bytes), iec(r.output_bytes),
+                intensity(r.intensity), "" if r.counted else f"NOT COUNTED: {printable(r.reason)}",
+            ))
+        indices.append(str(r.index))
+        names.append(_clip(r.name, 40))
+        tail_of_row.append(position)
+    columns = len(_NODE_HEADER) - 1  # the last column (the reason) is not padded
+    widths = [max(map(len, indices)), max(map(len, names))]
+    widths += [max(len(cells[i]) for cells in tail_cells) for i in range(columns - 2)]
+    tail_texts = [
+        ("  ".join(cell.rjust(widths[i]) if i in _RIGHT_ALIGNED else cell.ljust(widths[i])
+                   for i, cell in enumerate(cells[:-1], start=2)) + "  " + cells[-1]).rstrip()
+        for cells in tail_cells
+    ]
+    # every tail has a non-blank numeric cell, so stripping it alone strips the whole row
+    row = f"{{:>{widths[0]}}}  {{:<{widths[1]}}}  {{}}".format
+    return "\n".join(map(row, indices, names, (tail_texts[i] for i in tail_of_row)))
+
+
+def _output_shape(record: "NodeRecord") -> list | None:
+    return record.output_shapes[0] if record.output_shapes else None
+
+
+def _look_alike(record: "NodeRecord") -> tuple:
+    """Everything a table or CSV row shows of a node but its index and name (dims are ints or
+    names, so equal shapes print alike): nodes with the same key share their formatted cells."""
+    shape = _output_shape(record)
+    return (record.op_type, record.domain, record.dtype, None if shape is None else tuple(shape), record.macs,
+            record.flops, record.params, record.weight_bytes, record.input_bytes, record.output_bytes, record.status,
+            record.reason)
 
 
 def _clip(text: str, width: int) -> str:
+    if len(text) <= width and text.isprintable():  # most names: nothing to replace or cut
+        return text
     text = printable(text)  # model names are untrusted
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def render_csv(analysis: "Analysis") -> str:
+    import csv  # only this format needs it
+
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+    tails: dict[tuple, tuple] = {}  # _look_alike(node) -> its cells right of the name
     for r in analysis.nodes:
-        writer.writerow((
-            r.index, r.name, r.op_type, r.domain, r.status, r.dtype,
-            shape_text(r.output_shapes[0] if r.output_shapes else None),
-            r.macs, r.mac_flops, r.flops, r.params, r.weight_bytes, r.input_bytes, r.output_bytes,
-            "" if r.intensity is None else f"{r.intensity:.6g}",
-        ))
+        key = _look_alike(r)
+        tail = tails.get(key)
+        if tail is None:
+            tail = tails[key] = (
+                r.op_type, r.domain, r.status, r.dtype, shape_text(_output_shape(r)),
+                r.macs, r.mac_flops, r.flops, r.params, r.weight_bytes, r.input_bytes, r.output_bytes,
+                "" if r.intensity is None else f"{r.intensity:.6g}",
+            )
+        writer.writerow((r.index, r.name, *tail))
     return buffer.getvalue()
 
 

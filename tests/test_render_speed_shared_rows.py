@@ -1,0 +1,78 @@
+"""Renderers format what nodes share (op, shape, numbers) once: rows that look alike must still
+print exactly what each node holds, and the compact JSON must be what json.dumps writes."""
+
+from __future__ import annotations
+
+import json
+
+from onnx import TensorProto, helper
+
+import onnxroof
+from onnxroof.report.json import document_json, to_document
+from onnxroof.report.table import render_csv, render_table
+
+from conftest import make_model
+from test_control_flow import if_model, loop_model
+
+F32 = TensorProto.FLOAT
+
+
+def look_alike_model():
+    """a and b: same op, shape and numbers; c: same numbers on another shape (4x4 and 2x8 are both
+    16 elements), with an escape character in its name; the last: unsupported, a 45-letter name."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="a"),
+        helper.make_node("Relu", ["a"], ["b"], name="b"),
+        helper.make_node("Relu", ["z"], ["c"], name="c\x1bz"),
+        helper.make_node("Foo", ["b"], ["d"], name="n" * 45, domain="x.y"),
+    ]
+    model = make_model(nodes, [("x", F32, [2, 8]), ("z", F32, [4, 4])], [("c", F32, [4, 4]), ("d", F32, None)])
+    model.opset_import.append(helper.make_opsetid("x.y", 1))
+    return model
+
+
+def test_table_rows_that_look_alike_keep_their_own_index_name_and_shape():
+    text = render_table(onnxroof.analyze(look_alike_model()))
+    # Relu: 16 elements = 16 FLOPs, 64 B in and out, 16 / 128 = 0.125 FLOP/B; names clip at 40
+    # characters and control characters print as '?'
+    assert text[text.index("\n#  "):] == """
+#  name                                      op    dtype    output  MACs  FLOPs  params  weights    in   out  FLOP/B
+0  a                                         Relu  float32  2x8        0     16       0      0 B  64 B  64 B   0.125
+1  b                                         Relu  float32  2x8        0     16       0      0 B  64 B  64 B   0.125
+2  c?z                                       Relu  float32  4x4        0     16       0      0 B  64 B  64 B   0.125
+3  nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn…  Foo   float32  ?          0      0       0      0 B  64 B   0 B       0  NOT COUNTED: no cost rule for x.y::Foo
+"""
+
+
+def test_csv_rows_that_look_alike_keep_their_own_index_name_and_shape():
+    assert render_csv(onnxroof.analyze(look_alike_model())).splitlines()[1:] == [
+        "0,a,Relu,,ok,float32,2x8,0,0,16,0,0,64,64,0.125",
+        "1,b,Relu,,ok,float32,2x8,0,0,16,0,0,64,64,0.125",
+        "2,c\x1bz,Relu,,ok,float32,4x4,0,0,16,0,0,64,64,0.125",
+        f"3,{'n' * 45},Foo,x.y,unsupported,float32,?,0,0,0,0,0,64,0,0",
+    ]
+
+
+def alternating_shapes_model():
+    """Adds with the same numbers and formula text on shapes that alternate (1x8 + 8, 8 + 1x8), and
+    names and symbolic dims JSON has to escape."""
+    nodes, previous = [], "x"
+    for i in range(6):
+        operands = [previous, "b"] if i % 2 else ["b", previous]
+        nodes.append(helper.make_node("Add", operands, [f"t{i}"], name=f'add "{i}"\\\t\u00e9'))
+        previous = f"t{i}"
+    inputs = [("x", F32, ["batch\u00b7size", 8]), ("b", F32, [8])]
+    return make_model(nodes, inputs, [(previous, F32, None)])
+
+
+def test_compact_json_is_what_the_plain_encoder_writes():
+    empty = make_model([], [("x", F32, [1])], [("x", F32, [1])])  # no nodes: every per-node list is []
+    models = (look_alike_model(), alternating_shapes_model(), if_model(), loop_model(True), loop_model(False), empty)
+    analyses = [onnxroof.analyze(model) for model in models]
+    # on targets, nodes a and b have the same placement and energy too
+    analyses += [onnxroof.analyze(look_alike_model(), targets=["h100-sxm", "myriad-x"]),
+                 onnxroof.analyze(alternating_shapes_model(), targets=["jetson-orin-nano"], dims=["batch\u00b7size=3"])]
+    for analysis in analyses:
+        document = to_document(analysis)
+        assert "".join(document_json(analysis, compact=True)) == json.dumps(document, separators=(",", ":")) + "\n"
+        assert "".join(document_json(analysis, compact=False)) == json.dumps(document, indent=2) + "\n"

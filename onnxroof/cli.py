@@ -421,11 +421,6 @@ def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]
         return list(pool.map(_analyze, sources, [args] * len(sources)))
 
 
-def _render_summary(analysis: Analysis, fmt: str) -> str:
-    """The whole text `summary` writes."""
-    return "".join(_summary_chunks(analysis, fmt))
-
-
 def _summary_chunks(analysis: Analysis, fmt: str) -> Iterable[str]:
     """What `summary` writes, in chunks to write one after the other (a big model's JSON is
     written as it is encoded)."""

@@ -109,6 +109,10 @@ def main() -> None:
     parser.add_argument("--cache", help="directory keeping the GPT-2 export between runs (it takes minutes)")
     parser.add_argument("--write", help="Markdown file to write the table into")
     args = parser.parse_args()
+    # compiled once, as `pip install` does: with PYTHONDONTWRITEBYTECODE set (as on the machine of
+    # docs/performance.md) an editable checkout would recompile every module on every run
+    import onnxroof
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(onnxroof.__file__).parent)], check=True)
     lines = [
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"onnx {onnx.__version__}; median of {args.runs} runs, process start included",

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -76,8 +77,12 @@ class TensorInfo:
         self.numel = math.prod(shape) if known else None  # type: ignore[arg-type]
 
     def renamed(self, name: str) -> TensorInfo:
-        """The same type and shape for tensor ``name``."""
-        return TensorInfo(name, self.dtype, self.shape)
+        """The same type and shape for tensor ``name``: a copy of every field but the name (a big
+        graph's tensors share a few types, so working out is_known and numel again is wasted)."""
+        info = object.__new__(TensorInfo)
+        info.name, info.dtype, info.shape, info.is_known, info.numel = (
+            name, self.dtype, self.shape, self.is_known, self.numel)
+        return info
 
     def shape_text(self) -> str:
         if self.shape is None:
@@ -312,16 +317,15 @@ class _ValueInfoReader:
     few types, and equal serialized types read alike."""
 
     def __init__(self) -> None:
-        self._types: dict[bytes, tuple[int, tuple[Dim, ...] | None]] = {}
+        self._types: dict[bytes, TensorInfo] = {}  # serialized type -> the first tensor read of that type
 
     def __call__(self, value_info: onnx.ValueInfoProto) -> TensorInfo:
         key = value_info.type.SerializeToString()
         known = self._types.get(key)
         if known is None:
-            info = _info_from_value_info(value_info)
-            self._types[key] = (info.dtype, info.shape)
-            return info
-        return TensorInfo(value_info.name, *known)
+            known = self._types[key] = _info_from_value_info(value_info)
+            return known
+        return known.renamed(value_info.name)
 
 
 def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
@@ -360,8 +364,9 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
             inferred = onnx.shape_inference.infer_shapes(
                 without_weight_data(model), check_type=False, strict_mode=False, data_prop=False
             )
-        found: Iterable[onnx.ValueInfoProto] = (
-            *inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input
+        # read one by one: a tuple of them all would hold a wrapper object per tensor at once
+        found: Iterable[onnx.ValueInfoProto] = chain(
+            inferred.graph.value_info, inferred.graph.output, inferred.graph.input
         )
         subgraphs = list(_nested_graphs(inferred.graph)) if nested else []
     except Exception as exc:  # e.g. a contrib op whose domain the model does not import

@@ -185,8 +185,8 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
     progress("costing nodes")
     graph = build_cost_graph(proto, shapes, CostOptions(loop_trips=loop_trips))
-    records = [graph.nodes[name]["record"] for name in graph.graph.get("order", graph.nodes)]
-    records.sort(key=lambda r: r.index)
+    # build_cost_graph adds the nodes in the model's order: their records need no sorting
+    records = [record for _, record in graph.nodes(data="record")]
     totals = _totals(records, graph)
     analysis = Analysis(
         model=_facts(proto, path, file_bytes),
@@ -288,9 +288,10 @@ def _totals(records: list[NodeRecord], graph: nx.DiGraph) -> Totals:
         else:
             uncounted_bytes += record.memory_bytes
             (unsupported if record.status == STATUS_UNSUPPORTED else not_counted)[record.op_type] += 1
-        for subgraph in record.subgraphs.values():
-            unsupported.update(subgraph.unsupported)
-            not_counted.update(subgraph.not_counted)
+        if record.subgraphs:
+            for subgraph in record.subgraphs.values():
+                unsupported.update(subgraph.unsupported)
+                not_counted.update(subgraph.not_counted)
     return Totals(
         macs=macs,
         mac_flops=2 * macs,

@@ -62,6 +62,8 @@ class MemoryProblem:
     elementwise_in_place: bool
     records: Sequence = field(repr=False, compare=False)  # the nodes, in model order
     concat_slices: int = 0  # tensors written straight into a Concat's buffer
+    # each buffer's (first step, last step) under the model order, found while building the buffers
+    model_spans: tuple[tuple[int, int], ...] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def predecessors(self) -> dict[str, frozenset[str]]:
@@ -146,9 +148,9 @@ def problem_from_records(
 
     root: dict[str, str] = {}  # tensor -> the tensor owning its memory
     concats, nested = [], []
-    for record in records:
+    for step, record in enumerate(records):
         if record.subgraphs:
-            nested.append(record)
+            nested.append((step, record))
         if record.op_type == "Concat":
             concats.append(record)
         aliasing = record.op_type in ALIASING_OPS
@@ -182,41 +184,60 @@ def problem_from_records(
             name = root.get(concat_owner[name], concat_owner[name])
         return name
 
-    # buffer -> (nodes allocating it, nodes reading it), in first-seen order; lists, as they are
-    # cheaper to make than sets (the Buffer's frozensets drop repeats)
-    found: dict[str, tuple[list[str], list[str]]] = {}
+    # buffer -> [nodes allocating it, nodes reading it, first and last step allocating it, last
+    # step reading it], in first-seen order: the steps give the model order's lifetimes without
+    # another pass. Lists, as they are cheaper to make than sets (the Buffer's frozensets drop repeats)
+    found: dict[str, list] = {}
     for name in inputs & sizes.keys():
-        found.setdefault(name, ([], []))
+        found[name] = [[], [], 0, 0, 0]
     shared = bool(root or concat_owner)  # without views or slices, every tensor owns its buffer
     guests: dict[str, list[str]] = {}  # buffer -> the other tensors living in it (views, slices)
-    for record in records:
+    for step, record in enumerate(records):
         node = record.name
         for name in record.outputs:
             if name in sizes:
                 buffer = owner(name) if shared else name
                 if buffer != name:
                     guests.setdefault(buffer, []).append(name)
-                (found.get(buffer) or found.setdefault(buffer, ([], [])))[0].append(node)
+                entry = found.get(buffer)
+                if entry is None:
+                    found[buffer] = [[node], [], step, step, 0]
+                else:
+                    if not entry[0]:
+                        entry[2] = step
+                    entry[0].append(node)
+                    entry[3] = step
         for name in record.inputs:
             if name in sizes:
                 buffer = owner(name) if shared else name
-                (found.get(buffer) or found.setdefault(buffer, ([], [])))[1].append(node)
-    buffers = []
-    for name, (made_by, read_by) in found.items():
+                entry = found.get(buffer) or found.setdefault(buffer, [[], [], 0, 0, 0])
+                entry[1].append(node)
+                entry[4] = step
+    buffers, spans = [], []
+    last = len(records) - 1
+    for name, (made_by, read_by, first_made, last_made, last_read) in found.items():
         if name in guests:
             tensors_in = tuple(dict.fromkeys([name, *guests[name]]))
             to_end = not outputs.isdisjoint(tensors_in)
         else:  # the usual case: a tensor alone in its buffer
             tensors_in, to_end = (name,), name in outputs
-        buffers.append(Buffer(name, sizes[name], frozenset(made_by), frozenset(read_by), tensors_in, name in inputs, to_end))
+        from_start = name in inputs
+        buffers.append(Buffer(name, sizes[name], frozenset(made_by), frozenset(read_by), tensors_in, from_start, to_end))
+        # its lifetime under the model order, as lifetimes() has it
+        end = last if to_end or not read_by else last_read
+        spans.append((0 if from_start else first_made, end if end > last_made else last_made))
     # If/Loop/Scan: while the node runs, its subgraph's own peak is live too (a scratch buffer)
-    for record in nested:
+    for step, record in nested:
         scratch = max((subgraph_peak(sub) for sub in record.subgraphs.values()), default=0)
         if scratch:
             nodes = frozenset({record.name})
             buffers.append(Buffer(f"{record.name} (subgraph working set)", scratch, nodes, nodes, ()))
-    return MemoryProblem(tuple(map(attrgetter("name"), records)), tuple(buffers), concat_in_place, elementwise_in_place,
-                         tuple(records), len(concat_owner))
+            spans.append((step, step))
+    names = tuple(map(attrgetter("name"), records))
+    # with a node name repeated, lifetimes() goes by each name's last step: leave it to that
+    model_spans = tuple(spans) if len(set(names)) == len(names) else None
+    return MemoryProblem(names, tuple(buffers), concat_in_place, elementwise_in_place, tuple(records),
+                         len(concat_owner), model_spans)
 
 
 def subgraph_peak(subgraph) -> int:
@@ -242,6 +263,8 @@ def _in_place_candidate(record, data: list[str], sizes: dict[str, int], consumer
 
 def lifetimes(problem: MemoryProblem, order: Sequence[str]) -> list[tuple[int, int]]:
     """(first step, last step) each buffer is live under ``order``."""
+    if order is problem.model_order and problem.model_spans is not None:
+        return problem.model_spans
     step_of = dict(zip(order, range(len(order)))).__getitem__
     last = len(order) - 1
     spans = []

@@ -206,7 +206,6 @@ class _Coster:
         self.values = shapes.values
         self.failures = shapes.failures
         self.uninferred = shapes.uninferred
-        self._sizes: dict[str, int | None] = {}
         self.storage_root: dict[str, str] = {}  # constant -> the stored tensor it re-lays out
         self.parameter_tensors: set[str] = set()  # every tensor some node reads as a parameter
         self.options = options
@@ -223,12 +222,9 @@ class _Coster:
         return self.tensors.get(name) or TensorInfo(name)
 
     def size(self, name: str) -> int | None:
-        if name in self._sizes:
-            return self._sizes[name]
-        tensor = self.info(name)
-        size = None if tensor.numel is None else tensor_bytes(tensor.numel, tensor.dtype)
-        self._sizes[name] = size
-        return size
+        # not memoized: most tensors are sized once (their record), and TensorInfo holds numel
+        tensor = self.tensors.get(name)
+        return None if tensor is None or tensor.numel is None else tensor_bytes(tensor.numel, tensor.dtype)
 
     def _add_initializers(self, initializers: list[onnx.TensorProto]) -> None:
         for tensor in initializers:

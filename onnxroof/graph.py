@@ -15,7 +15,7 @@ initializers and constants are parameters, not activations, and their producers 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -46,9 +46,13 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
 _NO_COST = OpCost()
 _NO_INFO = TensorInfo("")  # a tensor nothing is known about
+# the parameter inputs and subgraphs of a record that has none: one shared empty object (no reader
+# of a record mutates them) instead of one per node
+_NO_PARAMETERS: list[str] = []
+_NO_SUBGRAPHS: dict[str, "SubgraphCost"] = {}
 
 
-@dataclass
+@dataclass(slots=True)  # slotted: one per node of graphs of 10^5 nodes
 class NodeRecord:
     """The cost of one ONNX node. Every number in every output traces back to one of these."""
 
@@ -99,7 +103,7 @@ class NodeRecord:
         return self.flops / self.memory_bytes if self.memory_bytes else None
 
 
-@dataclass
+@dataclass(slots=True)
 class TensorRecord:
     name: str
     dtype: str
@@ -202,7 +206,6 @@ class _Coster:
         self.values = shapes.values
         self.failures = shapes.failures
         self.uninferred = shapes.uninferred
-        self._sizes: dict[str, int | None] = {}
         self.storage_root: dict[str, str] = {}  # constant -> the stored tensor it re-lays out
         self.parameter_tensors: set[str] = set()  # every tensor some node reads as a parameter
         self.options = options
@@ -219,12 +222,9 @@ class _Coster:
         return self.tensors.get(name) or TensorInfo(name)
 
     def size(self, name: str) -> int | None:
-        if name in self._sizes:
-            return self._sizes[name]
-        tensor = self.info(name)
-        size = None if tensor.numel is None else tensor_bytes(tensor.numel, tensor.dtype)
-        self._sizes[name] = size
-        return size
+        # not memoized: most tensors are sized once (their record), and TensorInfo holds numel
+        tensor = self.tensors.get(name)
+        return None if tensor is None or tensor.numel is None else tensor_bytes(tensor.numel, tensor.dtype)
 
     def _add_initializers(self, initializers: list[onnx.TensorProto]) -> None:
         for tensor in initializers:
@@ -252,13 +252,14 @@ class _Coster:
         if not graph_attributes and failure is None and (rule is None or rule.builtin):
             key = self._signature(op_type, domain, None if is_folded else attributes, inputs, outputs)
         derived = self._derived.get(key) if key is not None else None
-        subgraphs = {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes} if graph_attributes else {}
+        subgraphs = ({a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes}
+                     if graph_attributes else _NO_SUBGRAPHS)
         if derived is None:
             derived = self._derive(node, op_type, domain, inputs, outputs, rule, is_folded, failure, subgraphs)
             if key is not None and derived.shareable:
                 self._derived[key] = derived
         cost = derived.cost
-        param_inputs = [inputs[slot] for slot in derived.param_slots] if derived.param_slots else []
+        param_inputs = [inputs[slot] for slot in derived.param_slots] if derived.param_slots else _NO_PARAMETERS
         params, weight_bytes = self._read_parameters(param_inputs, inputs, cost) if param_inputs else (0, 0)
         if subgraphs:
             params += sum(sub.params for sub in subgraphs.values())
@@ -462,59 +463,63 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
     nodes = list(model.graph.node)
     names = node_names(nodes)
     coster = _Coster(model.graph, shapes, options or CostOptions())
-    records = coster.cost_nodes(nodes, names)
-    size = coster.size
+    size, tensors, stored = coster.size, coster.tensors, coster.stored
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = {i.name for i in model.graph.input} - initializers
-
     tensor_records: dict[str, TensorRecord] = {}
-    tensors, stored, constant = coster.tensors, coster.stored, coster.constant
-    parameter_tensors = coster.parameter_tensors
 
     def tensor_record(name: str, dtype: str, producer: str | None) -> TensorRecord:
-        kind = (
-            "parameter" if name in parameter_tensors
-            else "constant" if name in constant
-            else "input" if name in graph_inputs
-            else "activation"
-        )
+        # constants and parameters are marked once every node is costed (below)
         tensor = tensors.get(name)
         record = TensorRecord(name, dtype, tensor.shape if tensor else None,
-                              stored[name] if name in stored else size(name), kind, producer)
+                              stored[name] if name in stored else size(name),
+                              "input" if name in graph_inputs else "activation", producer)
         tensor_records[name] = record
         return record
 
-    # edges gathered first and added in one call: networkx's per-edge bookkeeping dominates otherwise.
-    # The nodes are in topological order (load checks it): a tensor a node reads that has no record
-    # yet is a graph input or initializer, produced by no node.
-    edges: dict[tuple[str, str], dict] = {}
-    for record in records:
-        consumer = record.name
-        for output, dtype in zip(record.outputs, record.output_dtypes):
-            if output and output not in tensor_records:
-                tensor_record(output, dtype, consumer)
-        inputs = record.inputs
-        for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
-            if not tensor_name:
-                continue
-            tensor = tensor_records.get(tensor_name) or tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
-            tensor.consumers.append(consumer)
-            if tensor.producer is None:
-                continue
-            edge = edges.get((tensor.producer, consumer))
-            if edge is None:
-                edges[tensor.producer, consumer] = {"tensors": [tensor_name], "bytes": tensor.bytes or 0}
-            else:
-                edge["tensors"].append(tensor_name)
-                edge["bytes"] += tensor.bytes or 0
     graph = nx.DiGraph(name=model.graph.name)
-    # names first, then each record into its node's attribute dict: (name, attributes) pairs make
-    # networkx raise and catch a TypeError per node
+    # the nodes first, in the model's order; each record goes into its node's attribute dict as it
+    # is costed ((name, attributes) pairs make networkx raise and catch a TypeError per node)
     graph.add_nodes_from(names)
-    node_attributes = graph.nodes
-    for record in records:
-        node_attributes[record.name]["record"] = record
-    graph.add_edges_from((producer_name, consumer, data) for (producer_name, consumer), data in edges.items())
+    node_attributes = [attributes for _, attributes in graph.nodes(data=True)]
+
+    def costed_edges() -> Iterator[tuple[str, str, dict]]:
+        """One pass over the nodes, each costed then linked while its data is at hand: its record,
+        the records of the tensors it writes and reads, and its incoming edges (one per producer,
+        in the order its tensors are read). Streamed into networkx, which copies each edge's
+        attribute dict: no edge is held twice. The nodes are in topological order (load checks
+        it): a tensor a node reads that has no record yet is a graph input or initializer."""
+        for index, (node, consumer, attributes) in enumerate(zip(nodes, names, node_attributes)):
+            record = attributes["record"] = coster.cost_node(node, consumer, index)
+            for output, dtype in zip(record.outputs, record.output_dtypes):
+                if output and output not in tensor_records:
+                    tensor_record(output, dtype, consumer)
+            inputs = record.inputs
+            by_producer: dict[str, dict] = {}
+            for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
+                if not tensor_name:
+                    continue
+                tensor = tensor_records.get(tensor_name) or tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
+                tensor.consumers.append(consumer)
+                if tensor.producer is None:
+                    continue
+                edge = by_producer.get(tensor.producer)
+                if edge is None:
+                    by_producer[tensor.producer] = {"tensors": [tensor_name], "bytes": tensor.bytes or 0}
+                else:
+                    edge["tensors"].append(tensor_name)
+                    edge["bytes"] += tensor.bytes or 0
+            for producer_name, data in by_producer.items():
+                yield producer_name, consumer, data
+
+    # in one call: networkx's per-edge bookkeeping dominates otherwise
+    graph.add_edges_from(costed_edges())
+    # constants (initializers, folded outputs) are known once their producer is costed, before
+    # their record is made; those some node reads as parameters only once every node is
+    for name in coster.constant:
+        tensor = tensor_records.get(name)
+        if tensor is not None:
+            tensor.kind = "parameter" if name in coster.parameter_tensors else "constant"
     graph.graph["tensors"] = tensor_records
     graph.graph["inputs"] = [i.name for i in model.graph.input if i.name in graph_inputs]
     graph.graph["outputs"] = [o.name for o in model.graph.output]

@@ -425,7 +425,7 @@ def node_names(nodes: Sequence[onnx.NodeProto]) -> list[str]:
         return given
     names, seen = [], set()
     for index, name in enumerate(given):
-        if name in seen:
+        while name in seen:  # a renamed node may meet another node's own name ("a#2", "a", "a")
             name = f"{name}#{index}"
         seen.add(name)
         names.append(name)

@@ -19,6 +19,7 @@ from onnxroof.shapes import (
     MAX_VALUE_ELEMENTS,
     bind_inputs,
     infer_shapes,
+    node_names,
     parse_dim,
     parse_input_shape,
 )
@@ -493,3 +494,10 @@ def test_inference_copy_leaves_large_weight_data_out():
     assert light.opset_import == model.opset_import
     analysis = analyze(model, dims={"n": 3})
     assert analysis.totals.macs == 3 * rows * 1000 and analysis.totals.param_bytes == rows * 1000 * 4
+
+
+def test_node_names_are_unique_even_when_a_renamed_node_meets_another_nodes_name():
+    # "a" repeats at index 2 and is renamed "a#2", which node 0 already carries: renamed again;
+    # an unnamed Relu at index 3 is "Relu_3", which node 4 carries as its own name
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name=n) for n in ("a#2", "a", "a", "", "Relu_3")]
+    assert node_names(nodes) == ["a#2", "a", "a#2#2", "Relu_3", "Relu_3#4"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -183,3 +184,26 @@ def test_inputs_line_names_the_first_six(tmp_path, capsys):
     line = next(text for text in capsys.readouterr().out.splitlines() if text.startswith("inputs:"))
     assert line == ("inputs: x0 2x3 float32, x1 2x3 float32, x2 2x3 float32, x3 2x3 float32, x4 2x3 float32, "
                     "x5 2x3 float32 and 4 more (--format json lists them)")
+
+
+def test_output_through_a_symlink_or_a_pipe_keeps_it_what_it_is(capsys, tmp_path):
+    # `-o /dev/null` used to rename a temporary file over the device (as root, that replaced
+    # /dev/null with a regular file): a link or a pipe is written through, and stays what it was
+    real, link = tmp_path / "real.txt", tmp_path / "link.txt"
+    real.write_text("old")
+    link.symlink_to(real)
+    assert run(capsys, "summary", "--example", "shallownet", "-o", str(link))[0] == 0
+    assert link.is_symlink() and real.read_text().startswith("onnxroof ")
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdout.write(open({str(fifo)!r}).read())"],
+                              stdout=subprocess.PIPE, text=True)
+    assert run(capsys, "summary", "--example", "shallownet", "-o", str(fifo))[0] == 0
+    assert reader.communicate(timeout=60)[0].startswith("onnxroof ")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_output_to_a_directory_is_a_one_line_error(capsys, tmp_path):
+    code, out, err = run(capsys, "summary", "--example", "shallownet", "-o", str(tmp_path))
+    assert code == 2 and "is a directory; give the name of a file" in err and len(err.strip().splitlines()) == 1

@@ -499,7 +499,9 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
             for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
                 if not tensor_name:
                     continue
-                tensor = tensor_records.get(tensor_name) or tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
+                tensor = tensor_records.get(tensor_name)
+                if tensor is None:  # a graph input or an initializer
+                    tensor = tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
                 tensor.consumers.append(consumer)
                 if tensor.producer is None:
                     continue

@@ -32,10 +32,13 @@ import networkx as nx
 # Ops whose output 0 shares its input 0's buffer (cost-model.md section 4).
 ALIASING_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
 # Budget of the exact search: memoized states before it gives way to the heuristic, and the
-# largest graph it is tried on (its recursion is one frame per node).
-EXACT_STATE_LIMIT = 50_000
+# largest graph it is tried on (its recursion is one frame per node). Searches that finish need
+# far fewer states (9,238 on benchmarks/memory_search.py's hardest graph); one that runs out
+# would not have finished with 50x more (a 555-node GPT-2 export: its many small shape nodes
+# interleave in too many ways), so a bigger budget only adds time to the analysis.
+EXACT_STATE_LIMIT = 20_000
 EXACT_NODE_LIMIT = 2_000
-EXACT_SECONDS = 1.0
+EXACT_SECONDS = 0.5
 
 
 @dataclass(slots=True)  # not frozen: one per tensor, and frozen dataclasses are slow to build

@@ -457,12 +457,12 @@ def write_atomically(path: str | os.PathLike, text: str | Iterable[str]) -> None
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise UsageError(f"-o {target}: the directory {directory} does not exist; create it first")
+    if target.is_dir():
+        raise UsageError(f"-o {target}: is a directory; give the name of a file to write")
     try:
         mode = os.lstat(target).st_mode
     except FileNotFoundError:
-        mode = stat.S_IFREG
-    if target.is_dir():
-        raise UsageError(f"-o {target}: is a directory; give the name of a file to write")
+        mode = stat.S_IFREG  # a new file
     if not stat.S_ISREG(mode):
         with open(target, "w", encoding="utf-8") as stream:
             stream.writelines([text] if isinstance(text, str) else text)

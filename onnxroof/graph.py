@@ -534,9 +534,9 @@ def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:
     try:
         return STATUS_OK, "", handler(view)
     except UnknownValue as exc:
-        return STATUS_UNKNOWN_VALUE, str(exc), OpCost()
+        return STATUS_UNKNOWN_VALUE, str(exc), _NO_COST
     except UnknownShape as exc:
-        return STATUS_UNKNOWN_SHAPE, str(exc), OpCost()
+        return STATUS_UNKNOWN_SHAPE, str(exc), _NO_COST
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
         # a node the rule cannot read (a missing attribute, an odd rank): reported, not counted
-        return STATUS_UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", OpCost()
+        return STATUS_UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", _NO_COST

@@ -226,9 +226,7 @@ def problem_from_records(
             tensors_in, to_end = (name,), name in outputs
         from_start = name in inputs
         buffers.append(Buffer(name, sizes[name], frozenset(made_by), frozenset(read_by), tensors_in, from_start, to_end))
-        # its lifetime under the model order, as lifetimes() has it
-        end = last if to_end or not read_by else last_read
-        spans.append((0 if from_start else first_made, end if end > last_made else last_made))
+        spans.append(_span(from_start, to_end or not read_by, first_made, last_made, last_read, last))
     # If/Loop/Scan: while the node runs, its subgraph's own peak is live too (a scratch buffer)
     for step, record in nested:
         scratch = max((subgraph_peak(sub) for sub in record.subgraphs.values()), default=0)
@@ -281,15 +279,24 @@ def lifetimes(problem: MemoryProblem, order: Sequence[str]) -> list[tuple[int, i
             first_made, last_made = min(map(step_of, allocators)), max(map(step_of, allocators))
         else:
             first_made = last_made = 0
-        if buffer.to_end or not readers:
-            end = last
+        live_to_end = buffer.to_end or not readers
+        if live_to_end:
+            last_read = last
         elif len(readers) == 1:
             (node,) = readers
-            end = step_of(node)
+            last_read = step_of(node)
         else:
-            end = max(map(step_of, readers))
-        spans.append((0 if buffer.from_start else first_made, end if end > last_made else last_made))
+            last_read = max(map(step_of, readers))
+        spans.append(_span(buffer.from_start, live_to_end, first_made, last_made, last_read, last))
     return spans
+
+
+def _span(from_start: bool, live_to_end: bool, first_made: int, last_made: int, last_read: int,
+          last: int) -> tuple[int, int]:
+    """A buffer's (first step, last step) live: from its first allocation (step 0 for the model's
+    inputs) to its last read or allocation (the last step for outputs and buffers nothing reads)."""
+    end = last if live_to_end else last_read
+    return 0 if from_start else first_made, end if end > last_made else last_made
 
 
 def schedule_peak(problem: MemoryProblem, order: Sequence[str]) -> Schedule:

@@ -26,7 +26,8 @@ from ..shapes import TensorInfo
 # slots, not frozen: one of each is made per node, and a frozen dataclass's __init__ costs 3x
 @dataclass(slots=True)
 class OpCost:
-    """What one node computes. ``flops`` excludes the 2 x ``macs`` of the MAC part."""
+    """What one node computes. ``flops`` excludes the 2 x ``macs`` of the MAC part. Treat as
+    read-only: the costing stage shares one between nodes that look alike."""
 
     macs: int = 0
     flops: int = 0

@@ -381,7 +381,7 @@ def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> li
             time_shares.append({
                 "share": "—" if none_counted else _percent(part),
                 "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} on {target['name']}",
-                "bar": f"{min(part, 1.0) * 100:.2f}%",
+                "bar": _bar_width(part),
             })
         rows.append({
             "op": op,
@@ -390,7 +390,7 @@ def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> li
             **metrics,
             "share": "—" if none_counted or not total_flops else _percent(share),
             "share_title": f"{group['flops']:,} of {total_flops:,} FLOPs",
-            "bar": f"{min(share, 1.0) * 100:.2f}%",
+            "bar": _bar_width(share),
             "times": time_shares,
         })
     return rows
@@ -563,7 +563,7 @@ def _hotspots_context(document: dict) -> dict:
             rows.append({
                 "rank": str(rank), "index": str(index[p["name"]]), "name": p["name"], "op": p["op_type"],
                 "time": format_value(p["time_s"], "seconds"), "time_title": f"{p['time_s']:.6g} s",
-                "share": _percent(share), "bar": f"{min(share, 1.0) * 100:.2f}%",
+                "share": _percent(share), "bar": _bar_width(share),
                 "bound": BOUND_LABELS.get(p["bound"], p["bound"]), "bound_key": p["bound"],
                 "bound_title": BOUND_TITLES.get(p["bound"], ""),
                 "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
@@ -583,7 +583,7 @@ def _hotspots_context(document: dict) -> dict:
         rows.append({
             "rank": str(rank), "index": str(index[node["name"]]), "name": node["name"], "op": node["op_type"],
             "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
-            "share": _percent(share), "bar": f"{min(share, 1.0) * 100:.2f}%",
+            "share": _percent(share), "bar": _bar_width(share),
             "bytes": iec(moved), "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",
             "intensity": intensity(node["intensity"]), "intensity_title": f"{node['intensity'] or 0:.6g} FLOP/B",
         })
@@ -1034,6 +1034,13 @@ METHOD_LABELS = {
 _LABEL_CHARS = 36  # node names longer than this are cut on the chart (the titles keep them whole)
 
 
+def _share_cells(size: int, peak: int) -> dict[str, str]:
+    """A row's bytes and its share of the peak, as the live-at-the-peak table shows them."""
+    share = size / peak if peak else 0.0
+    return {"bytes": iec(size), "bytes_title": f"{size:,} bytes", "share": _percent(share),
+            "bar": _bar_width(share)}
+
+
 def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[tuple[str, int]] = ()) -> dict | None:
     memory = document.get("memory")
     if memory is None:
@@ -1058,11 +1065,11 @@ def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[t
     method = memory["best_order_method"]
 
     rows = []
-    for entry in memory["peak_tensors"]:
+    # a KV-cached decoder holds a hundred caches at its peak: the biggest show, the rest are summed
+    for entry in memory["peak_tensors"][:PEAK_ROWS_SHOWN]:
         buffer = buffers.get(entry["name"])
         tensor = tensors.get(entry["name"])
         role, role_title = _buffer_role(buffer, peak_node, peak_step, position) if buffer else ("live", "")
-        share = entry["bytes"] / peak if peak else 0.0
         slices = [t for t in (buffer.tensors if buffer else ()) if t != entry["name"]]
         if tensor is not None:
             producer = tensor.producer or "graph input"
@@ -1076,23 +1083,10 @@ def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[t
             "dtype": tensor.dtype if tensor else "",
             "role": role,
             "role_title": role_title,
-            "bytes": iec(entry["bytes"]),
-            "bytes_title": f"{entry['bytes']:,} bytes",
-            "share": _percent(share),
-            "bar": f"{min(share, 1.0) * 100:.2f}%",
+            **_share_cells(entry["bytes"], peak),
         })
-
-    # a KV-cached decoder holds a hundred caches at its peak: the biggest show, the rest are summed
     rest = memory["peak_tensors"][PEAK_ROWS_SHOWN:]
-    rest_bytes = sum(entry["bytes"] for entry in rest)
-    rest_row = {
-        "count": f"{len(rest):,}",
-        "bytes": iec(rest_bytes),
-        "bytes_title": f"{rest_bytes:,} bytes",
-        "share": _percent(rest_bytes / peak if peak else 0.0),
-        "bar": f"{min(rest_bytes / peak if peak else 0.0, 1.0) * 100:.2f}%",
-    } if rest else None
-    rows = rows[:PEAK_ROWS_SHOWN]
+    rest_row = {"count": f"{len(rest):,}", **_share_cells(sum(entry["bytes"] for entry in rest), peak)} if rest else None
 
     reduction = peak - best_peak
     if same_order and best_peak <= lower_bound:
@@ -1982,6 +1976,11 @@ def _metric(value: int | float | None, kind: str, unit: str) -> dict:
 
 def _count(value: int) -> str:
     return f"{value:,}"
+
+
+def _bar_width(share: float) -> str:
+    """A share drawn as a bar: its CSS width, full at 100%."""
+    return f"{min(share, 1.0) * 100:.2f}%"
 
 
 def _percent(share: float) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
 import onnx
@@ -415,6 +415,23 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
     ]
     unresolved += [UnresolvedDim(info.name, -1, None) for info in inputs if info.shape is None]
     return ShapeResult(tensors, values, inputs, unresolved, notes, evaluator.failures, evaluator.uninferred)
+
+
+class NodeFields(NamedTuple):
+    """The NodeProto fields every stage reads, read once per node: each protobuf field read costs
+    0.2-1.6 µs, and the shape and cost stages used to read them all again."""
+
+    name: str
+    op_type: str
+    domain: str
+    inputs: list[str]  # node.input[:]
+    outputs: list[str]  # node.output[:]
+    attributes: Sequence[onnx.AttributeProto]  # node.attribute, or () when the node has none
+
+
+def read_node_fields(nodes: Sequence[onnx.NodeProto]) -> list[NodeFields]:
+    return [NodeFields(n.name, n.op_type, n.domain, n.input[:], n.output[:], n.attribute if len(n.attribute) else ())
+            for n in nodes]
 
 
 def node_names(nodes: Sequence[onnx.NodeProto]) -> list[str]:

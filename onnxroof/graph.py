@@ -304,7 +304,7 @@ class _Coster:
         for tensor_name in outputs:
             info = tensors.get(tensor_name) or _NO_INFO
             output_key.append((info.dtype, info.shape, tensor_name in values) if tensor_name else None)
-        repeats = tuple([inputs.index(n) for n in inputs]) if len(set(inputs)) < len(inputs) else None
+        repeats = tuple([inputs.index(n) for n in inputs]) if len(inputs) > 1 and len(set(inputs)) < len(inputs) else None
         attribute_key = tuple([a.SerializeToString() for a in attributes]) if attributes else None
         return op_type, domain, attribute_key, tuple(input_key), tuple(output_key), repeats
 
@@ -375,11 +375,12 @@ class _Coster:
     def _read_parameters(self, param_inputs: list[str], inputs: list[str], cost: OpCost) -> tuple[int, int]:
         """Note the stored tensors a node reads as parameters; return their elements and the stored
         bytes it reads (a partial read, a Gather's, scales the first one)."""
-        packed = {inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
+        packed = ({inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
+                  if cost.param_elements else None)
         stored, size, info = self.stored, self.size, self.info
         params, stored_bytes = 0, []
         for tensor_name in param_inputs:
-            elements = packed[tensor_name] if tensor_name in packed else info(tensor_name).numel or 0
+            elements = packed[tensor_name] if packed and tensor_name in packed else info(tensor_name).numel or 0
             tensor_bytes = stored[tensor_name] if tensor_name in stored else size(tensor_name) or 0
             self.parameters[self.storage_root.get(tensor_name, tensor_name)] = (elements, tensor_bytes)
             self.parameter_tensors.add(tensor_name)

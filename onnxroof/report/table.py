@@ -49,6 +49,13 @@ def inputs_line(analysis: "Analysis") -> str:
 
 
 def render_table(analysis: "Analysis") -> str:
+    return "".join(table_chunks(analysis))
+
+
+def table_chunks(analysis: "Analysis") -> list[str]:
+    """The text table in chunks to write one after the other: the summary, then the node table. Kept
+    apart, a big model's node table (ASCII for most models) is encoded by plain copying, and is not
+    copied again into one string with the summary's "·"."""
     model, totals = analysis.model, analysis.totals
     lines = [
         f"onnxroof {__version__} · {printable(model.name)} · opset {model.opset} · {model.node_count} nodes"
@@ -87,8 +94,7 @@ def render_table(analysis: "Analysis") -> str:
         lines += [""] + target_lines(report)
     if analysis.warnings:
         lines += ["", "Warnings"] + [f"  ! {printable(w)}" for w in analysis.warnings]
-    lines += ["", _node_table(analysis.nodes)]
-    return "\n".join(lines) + "\n"
+    return ["\n".join(lines) + "\n\n", _node_table(analysis.nodes), "\n"]  # a blank line before the nodes
 
 
 _NODE_HEADER = ("#", "name", "op", "dtype", "output", "MACs", "FLOPs", "params", "weights", "in", "out", "FLOP/B", "")

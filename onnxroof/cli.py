@@ -432,9 +432,9 @@ def _summary_chunks(analysis: Analysis, fmt: str) -> Iterable[str]:
         from .report.markdown import render_markdown
 
         return [render_markdown(analysis)]
-    from .report.table import render_csv, render_table
+    from .report.table import render_csv, table_chunks
 
-    return [render_csv(analysis) if fmt == "csv" else render_table(analysis)]
+    return [render_csv(analysis)] if fmt == "csv" else table_chunks(analysis)
 
 
 # Above this many nodes JSON is written compact: indenting makes Python's encoder ten times slower.

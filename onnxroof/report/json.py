@@ -144,6 +144,8 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
 def memory_entry(analysis: "Analysis", encoded: bool = False) -> dict:
     memory = analysis.memory
     model, best = memory.model_order, memory.best.schedule
+    shared = encoded and best is model  # see best_order_timeline
+    timeline = _timeline(model, encoded, twice=shared)
     return {
         "peak_bytes": model.peak_bytes,
         "peak_step": model.peak_step,
@@ -160,30 +162,46 @@ def memory_entry(analysis: "Analysis", encoded: bool = False) -> dict:
         "best_order_method": memory.best.method,
         "best_order_note": memory.best.note,
         "best_order": list(best.order),
-        "timeline": _timeline(model, encoded),
-        "best_order_timeline": _timeline(best, encoded),
+        "timeline": timeline,
+        # when no order beats the model's, the best order is the model order's very schedule: its
+        # encoded timeline is written twice, from the same chunks
+        "best_order_timeline": timeline if shared else _timeline(best, encoded),
     }
 
 
-def _timeline(schedule, encoded: bool) -> "list[dict] | Encoded":
+def _timeline(schedule, encoded: bool, twice: bool = False) -> "list[dict] | Encoded":
     steps = enumerate(zip(schedule.order, schedule.live_bytes))
     if encoded:  # steps and live bytes are ints, which format as JSON writes them
-        return Encoded(f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps)
+        return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps),
+                       keep=twice)
     return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
 
 
 class Encoded:
     """A list already written as compact JSON, one item at a time: :func:`compact_chunks`
     passes it on in chunks of a few hundred items, so a big model's document never sits in
-    memory whole (each fresh megabyte costs page faults, not just copying)."""
+    memory whole (each fresh megabyte costs page faults, not just copying). A list the document
+    holds twice (``keep``) keeps its chunks from the first writing for the second."""
 
-    def __init__(self, items: Iterable[str]):
+    def __init__(self, items: Iterable[str], keep: bool = False):
         self.items = iter(items)
+        self.kept: list[str] | None = [] if keep else None
 
     def chunks(self, batch: int = 512) -> Iterator[str]:
+        if self.kept:  # written once already
+            yield from self.kept
+            return
+        for chunk in self._encode(batch):
+            if self.kept is not None:
+                self.kept.append(chunk)
+            yield chunk
+
+    def _encode(self, batch: int) -> Iterator[str]:
+        # the separators are chunks of their own: prefixing one to a joined batch would copy it again
         separator = "["
         while part := list(islice(self.items, batch)):
-            yield separator + ",".join(part)
+            yield separator
+            yield ",".join(part)
             separator = ","
         yield "[]" if separator == "[" else "]"
 
@@ -251,9 +269,12 @@ def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
             shared = by_shapes.get(shaped)
             if shared is None:
                 shared = by_shapes[shaped] = _shared_fields(r)
+        # most nodes have one output and many one input: one encoding call then, no map and join
+        inputs, outputs = r.inputs, r.outputs
+        inputs_text = _string(inputs[0]) if len(inputs) == 1 else ",".join(map(_string, inputs))
+        outputs_text = _string(outputs[0]) if len(outputs) == 1 else ",".join(map(_string, outputs))
         yield (f'{{"index":{r.index},"name":{_string(r.name)},{shared[0]},'
-               f'"inputs":[{",".join(map(_string, r.inputs))}],"outputs":[{",".join(map(_string, r.outputs))}],'
-               f'{shared[1]}}}')
+               f'"inputs":[{inputs_text}],"outputs":[{outputs_text}],{shared[1]}}}')
 
 
 def _shared_fields(record: "NodeRecord") -> tuple[str, str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from .. import __version__
@@ -47,6 +49,13 @@ def inputs_line(analysis: "Analysis") -> str:
 
 
 def render_table(analysis: "Analysis") -> str:
+    return "".join(table_chunks(analysis))
+
+
+def table_chunks(analysis: "Analysis") -> list[str]:
+    """The text table in chunks to write one after the other: the summary, then the node table. Kept
+    apart, a big model's node table (ASCII for most models) is encoded by plain copying, and is not
+    copied again into one string with the summary's "·"."""
     model, totals = analysis.model, analysis.totals
     lines = [
         f"onnxroof {__version__} · {printable(model.name)} · opset {model.opset} · {model.node_count} nodes"
@@ -85,8 +94,7 @@ def render_table(analysis: "Analysis") -> str:
         lines += [""] + target_lines(report)
     if analysis.warnings:
         lines += ["", "Warnings"] + [f"  ! {printable(w)}" for w in analysis.warnings]
-    lines += ["", _node_table(analysis.nodes)]
-    return "\n".join(lines) + "\n"
+    return ["\n".join(lines) + "\n\n", _node_table(analysis.nodes), "\n"]  # a blank line before the nodes
 
 
 _NODE_HEADER = ("#", "name", "op", "dtype", "output", "MACs", "FLOPs", "params", "weights", "in", "out", "FLOP/B", "")
@@ -97,22 +105,18 @@ def _node_table(records: list["NodeRecord"]) -> str:
     """One aligned row per node. Rows differ in index and name; everything right of the name (the
     "tail": op, dtype, shape, numbers, reason) repeats wherever a model repeats a layer, so each
     distinct tail is formatted once."""
-    indices, names, tail_of_row = [_NODE_HEADER[0]], [_NODE_HEADER[1]], [0]
-    tails: dict[tuple, int] = {}  # _look_alike(node) -> the position of its cells in tail_cells
+    rows = _look_alike_rows(records)
     tail_cells = [_NODE_HEADER[2:]]
-    for r in records:
-        key = _look_alike(r)
-        position = tails.get(key)
-        if position is None:
-            position = tails[key] = len(tail_cells)
-            tail_cells.append((
-                printable(r.op_type), r.dtype, shape_text(_output_shape(r)),
-                si(r.macs), si(r.flops), si(r.params), iec(r.weight_bytes), iec(r.input_bytes), iec(r.output_bytes),
-                intensity(r.intensity), "" if r.counted else f"NOT COUNTED: {printable(r.reason)}",
-            ))
-        indices.append(str(r.index))
-        names.append(_clip(r.name, 40))
-        tail_of_row.append(position)
+    for r in rows.firsts:
+        tail_cells.append((
+            printable(r.op_type), r.dtype, shape_text(_output_shape(r)),
+            si(r.macs), si(r.flops), si(r.params), iec(r.weight_bytes), iec(r.input_bytes), iec(r.output_bytes),
+            intensity(r.intensity), "" if r.counted else f"NOT COUNTED: {printable(r.reason)}",
+        ))
+    indices = [_NODE_HEADER[0], *map(str, rows.indices)]
+    names = [_NODE_HEADER[1], *rows.names]
+    if max(map(len, names)) > 40 or not all(map(str.isprintable, names)):  # most models: no name to clip
+        names = [_clip(name, 40) for name in names]
     columns = len(_NODE_HEADER) - 1  # the last column (the reason) is not padded
     widths = [max(map(len, indices)), max(map(len, names))]
     widths += [max(len(cells[i]) for cells in tail_cells) for i in range(columns - 2)]
@@ -122,21 +126,45 @@ def _node_table(records: list["NodeRecord"]) -> str:
         for cells in tail_cells
     ]
     # every tail has a non-blank numeric cell, so stripping it alone strips the whole row
-    row = f"{{:>{widths[0]}}}  {{:<{widths[1]}}}  {{}}".format
-    return "\n".join(map(row, indices, names, (tail_texts[i] for i in tail_of_row)))
+    header_tail, *group_tails = tail_texts
+    tails = [header_tail, *map(group_tails.__getitem__, rows.groups)]
+    return "\n".join(map("  ".join, zip(map(str.rjust, indices, repeat(widths[0])),
+                                         map(str.ljust, names, repeat(widths[1])), tails)))
 
 
 def _output_shape(record: "NodeRecord") -> list | None:
     return record.output_shapes[0] if record.output_shapes else None
 
 
-def _look_alike(record: "NodeRecord") -> tuple:
-    """Everything a table or CSV row shows of a node but its index and name (dims are ints or
-    names, so equal shapes print alike): nodes with the same key share their formatted cells."""
-    shape = _output_shape(record)
-    return (record.op_type, record.domain, record.dtype, None if shape is None else tuple(shape), record.macs,
-            record.flops, record.params, record.weight_bytes, record.input_bytes, record.output_bytes, record.status,
-            record.reason)
+@dataclass(slots=True)
+class LookAlikeRows:
+    """The nodes in rows, grouped by everything a table or CSV row shows but the index and name."""
+
+    indices: list[int]
+    names: list[str]
+    groups: list[int]  # each row's group: its position in ``firsts``
+    firsts: list["NodeRecord"]  # each group's first node
+
+
+def _look_alike_rows(records: list["NodeRecord"]) -> LookAlikeRows:
+    """One pass over the nodes (a big model's records do not fit in the cache, so every pass costs):
+    each row's index, name and group. Dims are ints or names, so equal shapes print alike."""
+    rows = LookAlikeRows([], [], [], [])
+    add_index, add_name, add_group = rows.indices.append, rows.names.append, rows.groups.append
+    groups: dict[tuple, int] = {}
+    for r in records:
+        shapes = r.output_shapes
+        shape = tuple(shapes[0]) if shapes and shapes[0] is not None else None
+        key = (r.op_type, r.domain, r.dtype, shape, r.macs, r.flops, r.params, r.weight_bytes, r.input_bytes,
+               r.output_bytes, r.status, r.reason)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = len(rows.firsts)
+            rows.firsts.append(r)
+        add_index(r.index)
+        add_name(r.name)
+        add_group(group)
+    return rows
 
 
 def _clip(text: str, width: int) -> str:
@@ -152,17 +180,14 @@ def render_csv(analysis: "Analysis") -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    tails: dict[tuple, tuple] = {}  # _look_alike(node) -> its cells right of the name
-    for r in analysis.nodes:
-        key = _look_alike(r)
-        tail = tails.get(key)
-        if tail is None:
-            tail = tails[key] = (
-                r.op_type, r.domain, r.status, r.dtype, shape_text(_output_shape(r)),
-                r.macs, r.mac_flops, r.flops, r.params, r.weight_bytes, r.input_bytes, r.output_bytes,
-                "" if r.intensity is None else f"{r.intensity:.6g}",
-            )
-        writer.writerow((r.index, r.name, *tail))
+    rows = _look_alike_rows(analysis.nodes)
+    tails = [  # each group's cells right of the name
+        (r.op_type, r.domain, r.status, r.dtype, shape_text(_output_shape(r)), r.macs, r.mac_flops, r.flops, r.params,
+         r.weight_bytes, r.input_bytes, r.output_bytes, "" if r.intensity is None else f"{r.intensity:.6g}")
+        for r in rows.firsts
+    ]
+    for index, name, group in zip(rows.indices, rows.names, rows.groups):
+        writer.writerow((index, name, *tails[group]))
     return buffer.getvalue()
 
 

@@ -33,7 +33,7 @@ def chain_model(nodes: int, width: int = 16) -> onnx.ModelProto:
 
 if __name__ == "__main__":
     import onnxroof
-    from onnxroof.graph import build_cost_graph
+    from onnxroof.graph import cost_graph
     from onnxroof.shapes import infer_shapes
 
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 30000
@@ -44,7 +44,7 @@ if __name__ == "__main__":
     start = time.perf_counter()
     shapes = infer_shapes(model, model.graph.node)
     mid = time.perf_counter()
-    build_cost_graph(model, shapes)
+    cost_graph(model, shapes)
     end = time.perf_counter()
     start2 = time.perf_counter()
     onnxroof.analyze(model)

@@ -55,7 +55,7 @@ def branchy_model(modules: int, branches: int, depth: int = 2, width: int = 64, 
 
 def measure(name: str, model: onnx.ModelProto) -> str:
     analysis = onnxroof.analyze(model)
-    problem = build_problem(analysis.graph)
+    problem = build_problem(analysis.cost_graph)
     start = time.perf_counter()
     result = best_order(problem)
     seconds = time.perf_counter() - start

@@ -583,7 +583,7 @@ def analyze_case(spec: Spec, model: nn.Module, kind: str, path: Path, ref_macs: 
     for record in result.nodes:
         by_op[record.op_type] += record.macs
     row.macs_by_op = {op: m for op, m in by_op.most_common() if m}
-    row.small_params = sum(_elements(result.tensors[name]) for name in result.graph.graph["parameters"]
+    row.small_params = sum(_elements(result.tensors[name]) for name in result.cost_graph.parameters
                            if _is_small_constant(result.tensors[name]))
     row.notes.append(f"independent MACs: {how}")
     attn = getattr(getattr(getattr(model, "model", None), "config", None), "_attn_implementation", None)

@@ -14,25 +14,27 @@ import gc
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
-import networkx as nx
 import onnx
 import onnx.inliner
 
 from .dtypes import dtype_name
 from .errors import UsageError
-from .graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord, TensorRecord, build_cost_graph
+from .graph import STATUS_UNSUPPORTED, CostGraph, CostOptions, NodeRecord, TensorRecord, cost_graph
 from .llm import LLMReport, detect_decoder, llm_report, phase_dims
 from .load import check_in_memory, load_model
 from .memory import MemoryReport, analyze_memory
 from .plugins import load_entry_points
 from .shapes import (
-    TensorInfo, UnresolvedDim, batch_flags, bind_inputs, infer_shapes, parse_dim, parse_input_shape,
+    TensorInfo, UnresolvedDim, batch_flags, bind_inputs, infer_shapes, parse_dim, parse_input_shape, read_node_fields,
 )
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
+    import networkx as nx
+
     from .roofline import TargetReport
     from .targets import Target
 
@@ -71,8 +73,8 @@ class Analysis:
     model: ModelFacts
     inputs: list[TensorInfo]  # the input shapes actually used
     outputs: list[TensorInfo]
-    graph: nx.DiGraph  # the cost DAG: node attribute "record", edge attributes "tensors", "bytes"
-    nodes: list[NodeRecord]  # in execution (model) order
+    cost_graph: CostGraph  # the cost DAG: node records linked by tensor records
+    nodes: list[NodeRecord]  # in execution (model) order (cost_graph.records)
     totals: Totals
     unresolved_dims: list[UnresolvedDim]
     memory: MemoryReport
@@ -84,7 +86,13 @@ class Analysis:
 
     @property
     def tensors(self) -> dict[str, TensorRecord]:
-        return self.graph.graph["tensors"]
+        return self.cost_graph.tensors
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The cost DAG as a networkx DiGraph (node attribute "record", edge attributes "tensors" and
+        "bytes"), built on first use: no stage needs networkx, whose import alone takes 0.2 s."""
+        return self.cost_graph.to_networkx()
 
     @property
     def complete(self) -> bool:
@@ -180,24 +188,24 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
     bind_inputs(proto, shape_flags, dim_flags)
     nodes = list(proto.graph.node)
     progress(f"inferring shapes of {len(nodes):,} nodes")
+    fields = read_node_fields(nodes)  # read once for the shape and cost stages
     shapes = infer_shapes(proto, nodes)
     if dtype != "model":
         shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
     progress("costing nodes")
-    graph = build_cost_graph(proto, shapes, CostOptions(loop_trips=loop_trips))
-    # build_cost_graph adds the nodes in the model's order: their records need no sorting
-    records = [record for _, record in graph.nodes(data="record")]
-    totals = _totals(records, graph)
+    graph = cost_graph(proto, shapes, CostOptions(loop_trips=loop_trips), fields)
+    records = graph.records
+    totals = _totals(records, graph.parameters)
     analysis = Analysis(
         model=_facts(proto, path, file_bytes),
         inputs=shapes.inputs,
         outputs=[shapes.tensors.get(o.name) or TensorInfo(o.name) for o in proto.graph.output],
-        graph=graph,
+        cost_graph=graph,
         nodes=records,
         totals=totals,
         unresolved_dims=shapes.unresolved,
         memory=_with_progress(progress, "tracking live activations",
-                              lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place, records=records)),
+                              lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place)),
         dtype=dtype,
         batch=batch,
     )
@@ -275,8 +283,7 @@ def _facts(model: onnx.ModelProto, path: str | None, file_bytes: int | None) -> 
     )
 
 
-def _totals(records: list[NodeRecord], graph: nx.DiGraph) -> Totals:
-    parameters: dict[str, tuple[int, int]] = graph.graph["parameters"]
+def _totals(records: list[NodeRecord], parameters: dict[str, tuple[int, int]]) -> Totals:
     unsupported: Counter = Counter()
     not_counted: Counter = Counter()
     macs = flops = counted_nodes = uncounted_bytes = 0
@@ -315,7 +322,7 @@ def _warnings(analysis: Analysis) -> list[str]:
     if analysis.totals.unsupported:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unsupported.items())
         warnings.append(f"unsupported ops (not counted): {ops}")
-    unsized = [name for name, (elements, _) in analysis.graph.graph["parameters"].items() if not elements]
+    unsized = [name for name, (elements, _) in analysis.cost_graph.parameters.items() if not elements]
     if unsized:
         warnings.append(
             f"{len(unsized)} parameter tensor(s) of unknown shape are left out of the parameter totals: "

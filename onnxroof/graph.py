@@ -1,4 +1,4 @@
-"""Stage 3: the cost DAG, one networkx node per ONNX node holding its cost record.
+"""Stage 3: the cost DAG, one cost record per ONNX node, linked by the tensors they exchange.
 
 Edges carry tensors (producer -> consumer) and their bytes. Tensors computed only from
 initializers and constants are parameters, not activations, and their producers are folded
@@ -7,24 +7,30 @@ initializers and constants are parameters, not activations, and their producers 
 >>> from onnxroof.examples import build_example
 >>> from onnxroof.shapes import infer_shapes
 >>> model = build_example("shallownet")
->>> graph = build_cost_graph(model, infer_shapes(model, model.graph.node))
->>> [graph.nodes[n]["record"].op_type for n in graph]
+>>> graph = cost_graph(model, infer_shapes(model, model.graph.node))
+>>> [record.op_type for record in graph.records]
 ['Conv', 'Relu', 'Flatten', 'Gemm', 'Softmax']
+>>> dag = graph.to_networkx()
+>>> list(dag.successors("conv2d_0")), dag.edges["conv2d_0", "activation_0"]["bytes"]
+(['activation_0'], 131072)
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 import onnx
 
 from .dtypes import dtype_name, tensor_bytes
 from .ops import NodeView, OpCost, OpRule, UnknownShape, UnknownValue, rule_for
-from .shapes import ShapeResult, TensorInfo, node_names
+from .shapes import NodeFields, ShapeResult, TensorInfo, node_names, read_node_fields
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Ops that only re-lay or re-type a constant: the stored bytes of their result are the bytes of
 # the data they read (an int8 weight behind DequantizeLinear is stored as int8, not float32).
@@ -231,15 +237,11 @@ class _Coster:
             self.constant.add(tensor.name)
             self.stored[tensor.name] = self.size(tensor.name) or 0
 
-    def cost_nodes(self, nodes: list[onnx.NodeProto], names: list[str]) -> list[NodeRecord]:
-        return [self.cost_node(node, name, index) for index, (node, name) in enumerate(zip(nodes, names))]
-
-    def cost_node(self, node: onnx.NodeProto, name: str, index: int) -> NodeRecord:
-        # one pass, every protobuf field read once: this runs once per node of graphs of 10^5 nodes
-        op_type, domain = node.op_type, node.domain
-        inputs, outputs = node.input[:], node.output[:]  # a slice is a list, made 2x faster than list()
-        attributes = node.attribute
-        graph_attributes = [a for a in attributes if a.type == _GRAPH_ATTRIBUTE] if len(attributes) else None
+    def cost_node(self, node: onnx.NodeProto, fields: NodeFields, name: str, index: int) -> NodeRecord:
+        # the node's fields come read (protobuf field reads cost about 1 µs each): this runs once
+        # per node of graphs of 10^5 nodes
+        _, op_type, domain, inputs, outputs, attributes = fields
+        graph_attributes = [a for a in attributes if a.type == _GRAPH_ATTRIBUTE] if attributes else None
         if op_type == "DequantizeLinear" and inputs and outputs:
             # for the QDQ compute dtype; nodes come in topological order (load checks it), so this
             # is known before any consumer is costed
@@ -302,7 +304,7 @@ class _Coster:
         for tensor_name in outputs:
             info = tensors.get(tensor_name) or _NO_INFO
             output_key.append((info.dtype, info.shape, tensor_name in values) if tensor_name else None)
-        repeats = tuple([inputs.index(n) for n in inputs]) if len(set(inputs)) < len(inputs) else None
+        repeats = tuple([inputs.index(n) for n in inputs]) if len(inputs) > 1 and len(set(inputs)) < len(inputs) else None
         attribute_key = tuple([a.SerializeToString() for a in attributes]) if attributes else None
         return op_type, domain, attribute_key, tuple(input_key), tuple(output_key), repeats
 
@@ -373,11 +375,12 @@ class _Coster:
     def _read_parameters(self, param_inputs: list[str], inputs: list[str], cost: OpCost) -> tuple[int, int]:
         """Note the stored tensors a node reads as parameters; return their elements and the stored
         bytes it reads (a partial read, a Gather's, scales the first one)."""
-        packed = {inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
+        packed = ({inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
+                  if cost.param_elements else None)
         stored, size, info = self.stored, self.size, self.info
         params, stored_bytes = 0, []
         for tensor_name in param_inputs:
-            elements = packed[tensor_name] if tensor_name in packed else info(tensor_name).numel or 0
+            elements = packed[tensor_name] if packed and tensor_name in packed else info(tensor_name).numel or 0
             tensor_bytes = stored[tensor_name] if tensor_name in stored else size(tensor_name) or 0
             self.parameters[self.storage_root.get(tensor_name, tensor_name)] = (elements, tensor_bytes)
             self.parameter_tensors.add(tensor_name)
@@ -393,8 +396,10 @@ class _Coster:
         """Cost a subgraph; it sees the outer scope's constants and adds its own."""
         before = set(self.parameters)
         self._add_initializers(list(graph.initializer))
-        nodes = list(graph.node)
-        records = self.cost_nodes(nodes, [f"{name}/{n}" for n in node_names(nodes)])
+        nodes = graph.node
+        fields = read_node_fields(nodes)
+        records = [self.cost_node(node, node_fields, f"{name}/{node_name}", index) for index, (node, node_fields, node_name)
+                   in enumerate(zip(nodes, fields, node_names(fields)))]
         own = [self.parameters[p] for p in set(self.parameters) - before]
         unsupported: Counter = Counter(r.op_type for r in records if r.status == STATUS_UNSUPPORTED)
         not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != STATUS_UNSUPPORTED)
@@ -458,10 +463,70 @@ class _Coster:
         return "unknown"
 
 
-def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions | None = None) -> nx.DiGraph:
-    """Cost every node of ``model``'s main graph and link them by the tensors they exchange."""
-    nodes = list(model.graph.node)
-    names = node_names(nodes)
+@dataclass
+class CostGraph:
+    """The cost DAG: one record per node, in the model's order, linked through the tensors they
+    exchange (each tensor record names its producer and its consumers). Every later stage reads
+    this; :meth:`to_networkx` gives the same DAG as a networkx graph, for graph algorithms."""
+
+    name: str
+    records: list[NodeRecord]  # in the model's order, which is topological
+    tensors: dict[str, TensorRecord]
+    inputs: list[str]  # graph inputs that are not initializers
+    outputs: list[str]
+    # every parameter of the model, subgraphs included: name -> (elements, stored bytes), counted once
+    parameters: dict[str, tuple[int, int]]
+
+    def edges(self) -> Iterator[tuple[str, str, dict]]:
+        """``(producer, consumer, {"tensors": [...], "bytes": n})``: one edge per pair of nodes that
+        exchange tensors, by consumer in the model's order, then in the order its tensors are read.
+
+        >>> from onnxroof import analyze
+        >>> from onnxroof.examples import build_example
+        >>> next(analyze(build_example("shallownet")).cost_graph.edges())
+        ('conv2d_0', 'activation_0', {'tensors': ['conv2d_0'], 'bytes': 131072})
+        """
+        tensors = self.tensors
+        for record in self.records:
+            by_producer: dict[str, dict] = {}
+            for tensor_name in dict.fromkeys(record.inputs):
+                tensor = tensors.get(tensor_name) if tensor_name else None
+                if tensor is None or tensor.producer is None:
+                    continue
+                edge = by_producer.get(tensor.producer)
+                if edge is None:
+                    by_producer[tensor.producer] = {"tensors": [tensor_name], "bytes": tensor.bytes or 0}
+                else:
+                    edge["tensors"].append(tensor_name)
+                    edge["bytes"] += tensor.bytes or 0
+            for producer, data in by_producer.items():
+                yield producer, record.name, data
+
+    def to_networkx(self) -> nx.DiGraph:
+        """The DAG as a networkx DiGraph: nodes in the model's order with their record as node
+        attribute ``record``, edges with attributes ``tensors`` and ``bytes``, and the graph
+        attributes ``tensors``, ``inputs``, ``outputs`` and ``parameters``. networkx is imported
+        here: no stage needs it, and importing it alone takes 0.2 s."""
+        import networkx as nx
+
+        graph = nx.DiGraph(name=self.name, tensors=self.tensors, inputs=self.inputs, outputs=self.outputs,
+                           parameters=self.parameters)
+        graph.add_nodes_from(record.name for record in self.records)
+        # each record goes into its node's attribute dict ((name, attributes) pairs make networkx
+        # raise and catch a TypeError per node)
+        for (_, attributes), record in zip(graph.nodes(data=True), self.records):
+            attributes["record"] = record
+        graph.add_edges_from(self.edges())  # in one call: networkx's per-edge bookkeeping dominates otherwise
+        return graph
+
+
+def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions | None = None,
+               fields: Sequence[NodeFields] | None = None) -> CostGraph:
+    """Cost every node of ``model``'s main graph and link them by the tensors they exchange.
+    ``fields`` are its nodes' fields when the caller has read them already (:func:`read_node_fields`)."""
+    nodes = model.graph.node
+    fields = read_node_fields(nodes) if fields is None else fields
+    names = node_names(fields)
     coster = _Coster(model.graph, shapes, options or CostOptions())
     size, tensors, stored = coster.size, coster.tensors, coster.stored
     initializers = {t.name for t in model.graph.initializer}
@@ -477,57 +542,42 @@ def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostO
         tensor_records[name] = record
         return record
 
-    graph = nx.DiGraph(name=model.graph.name)
-    # the nodes first, in the model's order; each record goes into its node's attribute dict as it
-    # is costed ((name, attributes) pairs make networkx raise and catch a TypeError per node)
-    graph.add_nodes_from(names)
-    node_attributes = [attributes for _, attributes in graph.nodes(data=True)]
-
-    def costed_edges() -> Iterator[tuple[str, str, dict]]:
-        """One pass over the nodes, each costed then linked while its data is at hand: its record,
-        the records of the tensors it writes and reads, and its incoming edges (one per producer,
-        in the order its tensors are read). Streamed into networkx, which copies each edge's
-        attribute dict: no edge is held twice. The nodes are in topological order (load checks
-        it): a tensor a node reads that has no record yet is a graph input or initializer."""
-        for index, (node, consumer, attributes) in enumerate(zip(nodes, names, node_attributes)):
-            record = attributes["record"] = coster.cost_node(node, consumer, index)
-            for output, dtype in zip(record.outputs, record.output_dtypes):
-                if output and output not in tensor_records:
-                    tensor_record(output, dtype, consumer)
-            inputs = record.inputs
-            by_producer: dict[str, dict] = {}
-            for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
-                if not tensor_name:
-                    continue
+    # One pass: each node costed, then the records of the tensors it writes and reads. The nodes
+    # are in topological order (load checks it): a tensor a node reads that has no record yet is
+    # a graph input or an initializer.
+    records = []
+    for index, (node, node_fields, consumer) in enumerate(zip(nodes, fields, names)):
+        record = coster.cost_node(node, node_fields, consumer, index)
+        records.append(record)
+        for output, dtype in zip(record.outputs, record.output_dtypes):
+            if output and output not in tensor_records:
+                tensor_record(output, dtype, consumer)
+        inputs = record.inputs
+        for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
+            if tensor_name:
                 tensor = tensor_records.get(tensor_name)
                 if tensor is None:  # a graph input or an initializer
                     tensor = tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
                 tensor.consumers.append(consumer)
-                if tensor.producer is None:
-                    continue
-                edge = by_producer.get(tensor.producer)
-                if edge is None:
-                    by_producer[tensor.producer] = {"tensors": [tensor_name], "bytes": tensor.bytes or 0}
-                else:
-                    edge["tensors"].append(tensor_name)
-                    edge["bytes"] += tensor.bytes or 0
-            for producer_name, data in by_producer.items():
-                yield producer_name, consumer, data
-
-    # in one call: networkx's per-edge bookkeeping dominates otherwise
-    graph.add_edges_from(costed_edges())
     # constants (initializers, folded outputs) are known once their producer is costed, before
     # their record is made; those some node reads as parameters only once every node is
     for name in coster.constant:
         tensor = tensor_records.get(name)
         if tensor is not None:
             tensor.kind = "parameter" if name in coster.parameter_tensors else "constant"
-    graph.graph["tensors"] = tensor_records
-    graph.graph["inputs"] = [i.name for i in model.graph.input if i.name in graph_inputs]
-    graph.graph["outputs"] = [o.name for o in model.graph.output]
-    # every parameter of the model, subgraphs included: name -> (elements, stored bytes), counted once
-    graph.graph["parameters"] = dict(sorted(coster.parameters.items()))
-    return graph
+    return CostGraph(
+        name=model.graph.name,
+        records=records,
+        tensors=tensor_records,
+        inputs=[i.name for i in model.graph.input if i.name in graph_inputs],
+        outputs=[o.name for o in model.graph.output],
+        parameters=dict(sorted(coster.parameters.items())),
+    )
+
+
+def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions | None = None) -> nx.DiGraph:
+    """The cost DAG of ``model``'s main graph as a networkx DiGraph (:meth:`CostGraph.to_networkx`)."""
+    return cost_graph(model, shapes, options).to_networkx()
 
 
 def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:

@@ -10,7 +10,7 @@ a :class:`MemoryProblem`.
 
 >>> from onnxroof import analyze
 >>> from onnxroof.examples import build_example
->>> problem = build_problem(analyze(build_example("shallownet")).graph)
+>>> problem = build_problem(analyze(build_example("shallownet")).cost_graph)
 >>> schedule_peak(problem, problem.model_order).peak_bytes  # the 128 KiB conv output, read by Relu
 262144
 """
@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate
 from operator import attrgetter
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-import networkx as nx
+if TYPE_CHECKING:
+    from .graph import CostGraph
 
 # Ops whose output 0 shares its input 0's buffer (cost-model.md section 4).
 ALIASING_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
@@ -112,27 +113,16 @@ class SearchResult:
 # Buffers
 
 
-def build_problem(graph: nx.DiGraph, *, concat_in_place: bool = True, elementwise_in_place: bool = False) -> MemoryProblem:
+def build_problem(graph: CostGraph, *, concat_in_place: bool = True, elementwise_in_place: bool = False) -> MemoryProblem:
     """The buffers of a cost DAG (graph stage), one pass over its nodes and tensors."""
-    return _problem_of_graph(graph, _records(graph), concat_in_place=concat_in_place,
-                             elementwise_in_place=elementwise_in_place)
-
-
-def _records(graph: nx.DiGraph) -> list:
-    """The graph's node records in the model's order."""
-    return sorted((record for _, record in graph.nodes(data="record")), key=attrgetter("index"))
-
-
-def _problem_of_graph(graph: nx.DiGraph, records: list, *, concat_in_place: bool,
-                      elementwise_in_place: bool) -> MemoryProblem:
-    tensors = graph.graph["tensors"]
+    tensors = graph.tensors
     sizes = {
         name: tensor.bytes for name, tensor in tensors.items()
         if tensor.kind in ("input", "activation") and tensor.bytes is not None
     }
     # consumer counts only decide elementwise in-place updates
     consumers = {name: len(tensor.consumers) for name, tensor in tensors.items()} if elementwise_in_place else None
-    return problem_from_records(records, sizes, graph.graph["inputs"], graph.graph["outputs"], consumers,
+    return problem_from_records(graph.records, sizes, graph.inputs, graph.outputs, consumers,
                                 concat_in_place=concat_in_place, elementwise_in_place=elementwise_in_place)
 
 
@@ -680,15 +670,13 @@ class MemoryReport:
     problem: MemoryProblem = field(repr=False, compare=False)
 
 
-def analyze_memory(graph: nx.DiGraph, *, elementwise_in_place: bool = False, state_limit: int = EXACT_STATE_LIMIT,
-                   records: list | None = None) -> MemoryReport:
-    """Peak live activations under the model's order and the best order found. ``records`` are
-    the graph's node records in the model's order, when the caller has them at hand."""
-    records = _records(graph) if records is None else records
-    problem = _problem_of_graph(graph, records, concat_in_place=True, elementwise_in_place=elementwise_in_place)
+def analyze_memory(graph: CostGraph, *, elementwise_in_place: bool = False,
+                   state_limit: int = EXACT_STATE_LIMIT) -> MemoryReport:
+    """Peak live activations under the model's order and the best order found."""
+    problem = build_problem(graph, concat_in_place=True, elementwise_in_place=elementwise_in_place)
     model_order = schedule_peak(problem, problem.model_order)
     if problem.concat_slices:
-        copying = _problem_of_graph(graph, records, concat_in_place=False, elementwise_in_place=elementwise_in_place)
+        copying = build_problem(graph, concat_in_place=False, elementwise_in_place=elementwise_in_place)
         copy_peak = schedule_peak(copying, copying.model_order).peak_bytes
     else:
         copy_peak = model_order.peak_bytes  # no Concat input written in place: copying changes nothing

@@ -117,9 +117,8 @@ class TargetReport:
 def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batch: int = 1) -> TargetReport:
     """Place every counted node of ``analysis`` and the whole model on ``target``. The spill plan
     starts from the memory stage's buffer problem (same graph, order and in-place setting)."""
-    graph = analysis.graph
     tensors = analysis.tensors
-    inputs, outputs = set(graph.graph["inputs"]), set(graph.graph["outputs"])
+    inputs, outputs = set(analysis.cost_graph.inputs), set(analysis.cost_graph.outputs)
     onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
     notes: list[str] = []
     spill_by_node: dict[str, int] = {}

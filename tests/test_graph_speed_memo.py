@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof import graph as graph_module
-from onnxroof.graph import build_cost_graph
+from onnxroof.graph import cost_graph
 from onnxroof.ops import COST_RULES, OpCost, register
 from onnxroof.shapes import infer_shapes
 
@@ -24,8 +24,8 @@ def _model(nodes, inputs, outputs, initializers=(), opset=17) -> onnx.ModelProto
 
 
 def _records(model: onnx.ModelProto) -> dict:
-    graph = build_cost_graph(model, infer_shapes(model, model.graph.node))
-    return {name: graph.nodes[name]["record"] for name in graph}
+    graph = cost_graph(model, infer_shapes(model, model.graph.node))
+    return {record.name: record for record in graph.records}
 
 
 def _records_unshared(model: onnx.ModelProto, monkeypatch) -> dict:
@@ -67,10 +67,10 @@ def test_repeated_layers_match_hand_derived_numbers(dtype, element_bytes):
 
 
 def test_every_layer_weight_is_a_parameter():
-    graph = build_cost_graph(model := _layers(4), infer_shapes(model, model.graph.node))
-    assert graph.graph["parameters"] == {
+    graph = cost_graph(model := _layers(4), infer_shapes(model, model.graph.node))
+    assert graph.parameters == {
         **{f"b{i}": (16, 64) for i in range(4)}, **{f"w{i}": (256, 1024) for i in range(4)}}
-    assert {n: t.kind for n, t in graph.graph["tensors"].items() if n.startswith(("w", "b"))} == {
+    assert {n: t.kind for n, t in graph.tensors.items() if n.startswith(("w", "b"))} == {
         **{f"w{i}": "parameter" for i in range(4)}, **{f"b{i}": "parameter" for i in range(4)}}
 
 

@@ -21,7 +21,7 @@ F32 = TensorProto.FLOAT
 
 
 def problem_of(model, **options):
-    return build_problem(onnxroof.analyze(model).graph, **options)
+    return build_problem(onnxroof.analyze(model).cost_graph, **options)
 
 
 def chain_model():
@@ -155,7 +155,7 @@ def random_dag_model(seed: int, nodes: int = 7):
 @pytest.mark.parametrize("seed", range(12))
 def test_exact_search_matches_brute_force_on_small_graphs(seed):
     analysis = onnxroof.analyze(random_dag_model(seed))
-    problem = build_problem(analysis.graph)
+    problem = build_problem(analysis.cost_graph)
     dag = nx.DiGraph()
     dag.add_nodes_from(problem.model_order)
     dag.add_edges_from((p, n) for n, preds in problem.predecessors.items() for p in preds)

@@ -77,7 +77,7 @@ def random_dag(seed: int, size: int):
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), size=st.integers(2, 40))
 def test_greedy_matches_its_definition(seed, size):
-    graph = analyze(random_dag(seed, size)).graph
+    graph = analyze(random_dag(seed, size)).cost_graph
     for variant in ({}, {"concat_in_place": False}, {"elementwise_in_place": True}):
         problem = build_problem(graph, **variant)
         assert greedy_order(problem) == greedy_by_definition(problem)
@@ -88,7 +88,7 @@ def test_greedy_is_a_topological_order_of_a_wide_graph():
     nodes = [helper.make_node("Relu", ["x"], [f"a{i}"]) for i in range(300)]
     nodes += [helper.make_node("Neg", [f"a{i}"], [f"b{i}"]) for i in range(300)]
     outputs = [(f"b{i}", TensorProto.FLOAT, [1, 8]) for i in range(300)]
-    graph = analyze(make_model(nodes, [("x", TensorProto.FLOAT, [1, 8])], outputs)).graph
+    graph = analyze(make_model(nodes, [("x", TensorProto.FLOAT, [1, 8])], outputs)).cost_graph
     problem = build_problem(graph)
     order = greedy_order(problem)
     assert sorted(order) == sorted(problem.model_order)

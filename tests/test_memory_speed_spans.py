@@ -36,7 +36,7 @@ VARIANTS = ({}, {"concat_in_place": False}, {"elementwise_in_place": True})
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), size=st.integers(2, 30))
 def test_model_spans_match_their_definition(seed, size):
-    graph = analyze(random_dag(seed, size)).graph
+    graph = analyze(random_dag(seed, size)).cost_graph
     for variant in VARIANTS:
         problem = build_problem(graph, **variant)
         assert list(lifetimes(problem, problem.model_order)) == spans_by_definition(problem)
@@ -55,7 +55,7 @@ def test_model_spans_of_examples_and_views():
     shape = ("shape", np.array([1, 8], dtype=np.int64))
     model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 8])],
                        [("e", TensorProto.FLOAT, [1, 8]), ("f", TensorProto.FLOAT, [1, 8])], initializers=[shape])
-    graphs = [analyze(model).graph] + [analyze(build_example(name)).graph for name in ("shallownet", "minigooglenet")]
+    graphs = [analyze(model).cost_graph] + [analyze(build_example(name)).cost_graph for name in ("shallownet", "minigooglenet")]
     for graph in graphs:
         for variant in VARIANTS:
             problem = build_problem(graph, **variant)

@@ -10,7 +10,7 @@ import onnx
 import onnx.defs
 import pytest
 
-from onnxroof.graph import build_cost_graph
+from onnxroof.graph import cost_graph
 from onnxroof.ops import rule_for, tensor
 from onnxroof.shapes import infer_shapes
 
@@ -91,8 +91,8 @@ def test_every_rule_runs_on_onnx_node_test_cases(node_test_cases):
     seen: set[str] = set()
     for case in node_test_cases:
         model = case.model
-        graph = build_cost_graph(model, infer_shapes(model, model.graph.node))  # the rules, without the memory stage
-        for record in (graph.nodes[name]["record"] for name in graph):
+        graph = cost_graph(model, infer_shapes(model, model.graph.node))  # the rules, without the memory stage
+        for record in graph.records:
             if record.domain not in ("", "ai.onnx"):
                 continue
             if record.status == "unsupported":

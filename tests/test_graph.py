@@ -1,0 +1,62 @@
+"""The cost DAG: records linked through the tensors they exchange, and its networkx form."""
+
+import subprocess
+import sys
+
+import networkx as nx
+from onnx import TensorProto, helper
+
+import onnxroof
+
+
+def _split_and_join():
+    """x[1,8] -> Split into a[1,4], b[1,4]; Relu(a) -> r; Concat(a, b, r) -> y[1,12]; Add(r, r) -> z."""
+    nodes = [
+        helper.make_node("Split", ["x"], ["a", "b"], name="split", axis=1, num_outputs=2),
+        helper.make_node("Relu", ["a"], ["r"], name="relu"),
+        helper.make_node("Concat", ["a", "b", "r"], ["y"], name="concat", axis=1),
+        helper.make_node("Add", ["r", "r"], ["z"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes, "split_and_join", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_edges_group_the_tensors_each_pair_of_nodes_exchanges():
+    analysis = onnxroof.analyze(_split_and_join())
+    # one edge per pair of nodes: Concat reads a and b from Split (2 x 4 floats = 32 B), r from Relu;
+    # Add reads r twice, one edge of 16 B
+    assert list(analysis.cost_graph.edges()) == [
+        ("split", "relu", {"tensors": ["a"], "bytes": 16}),
+        ("split", "concat", {"tensors": ["a", "b"], "bytes": 32}),
+        ("relu", "concat", {"tensors": ["r"], "bytes": 16}),
+        ("relu", "add", {"tensors": ["r"], "bytes": 16}),
+    ]
+    tensors = analysis.tensors
+    assert (tensors["a"].producer, tensors["a"].consumers) == ("split", ["relu", "concat"])
+    assert (tensors["r"].producer, tensors["r"].consumers) == ("relu", ["concat", "add"])
+    assert (tensors["x"].kind, tensors["x"].producer, tensors["x"].consumers) == ("input", None, ["split"])
+
+
+def test_the_networkx_graph_is_the_same_dag():
+    analysis = onnxroof.analyze(_split_and_join())
+    graph = analysis.graph
+    assert isinstance(graph, nx.DiGraph) and graph is analysis.graph  # built once
+    assert list(graph) == ["split", "relu", "concat", "add"]
+    assert [graph.nodes[name]["record"] for name in graph] == analysis.nodes
+    assert graph.edges["split", "concat"] == {"tensors": ["a", "b"], "bytes": 32}
+    assert sorted(graph.edges) == sorted((p, c) for p, c, _ in analysis.cost_graph.edges())
+    assert nx.is_directed_acyclic_graph(graph)
+    assert graph.graph["inputs"] == ["x"] and graph.graph["outputs"] == ["y", "z"]
+    assert graph.graph["tensors"] is analysis.tensors
+
+
+def test_summary_does_not_import_networkx():
+    """No stage needs networkx: importing it alone costs 0.2 s of every command."""
+    code = ("import sys; from onnxroof.cli import main; "
+            "main(['summary', '--example', 'minigooglenet', '-q', '-o', '/dev/null']); "
+            "print('networkx' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

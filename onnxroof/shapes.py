@@ -650,17 +650,17 @@ class _PartialEvaluator:
         op_type, outputs = node_fields.op_type, node_fields.outputs
         if node_fields.domain in _DEFAULT_DOMAINS and not (self._nested and _has_subgraph(node_fields.attributes)):
             if op_type == "Constant":
-                self._constant(node)
-            elif not (op_type in EVALUABLE_OPS and self._evaluate(node)):
+                self._constant(node, node_fields)
+            elif not (op_type in EVALUABLE_OPS and self._evaluate(node, node_fields)):
                 if any(not self._info(o).is_known for o in outputs if o):
-                    complaint = self._reinfer(node)
+                    complaint = self._reinfer(node, node_fields)
                     if complaint:
                         shapes = ", ".join(self._info(n).shape_text() if n else "-" for n in node_fields.inputs)
                         self._root(node_fields, index, f"{complaint} (input shapes {shapes})")
                         self.uninferred.update(o for o in outputs if o)
                         return
             if op_type == "Reshape":
-                complaint = self._reshape_mismatch(node)
+                complaint = self._reshape_mismatch(node_fields)
                 if complaint:
                     self._root(node_fields, index, complaint)
                     return
@@ -702,9 +702,9 @@ class _PartialEvaluator:
                 self.failures[output] = reason
                 self._root_of[output] = root
 
-    def _reshape_mismatch(self, node: onnx.NodeProto) -> str | None:
+    def _reshape_mismatch(self, node_fields: NodeFields) -> str | None:
         """onnx infers a Reshape to a constant shape without checking the element count."""
-        source, result = self._info(node.input[0]), self._info(node.output[0])
+        source, result = self._info(node_fields.inputs[0]), self._info(node_fields.outputs[0])
         if not (source.is_known and result.is_known) or source.numel == result.numel:
             return None
         return (f"cannot reshape {source.shape_text()} ({source.numel:,} elements) to {result.shape_text()} "
@@ -718,30 +718,33 @@ class _PartialEvaluator:
         if merged is not None:
             self.tensors[new.name] = merged
 
-    def _constant(self, node: onnx.NodeProto) -> None:
+    def _constant(self, node: onnx.NodeProto, node_fields: NodeFields) -> None:
         """A Constant's shape comes from its attribute; its value is read only when small."""
         declared = _constant_info(node)
         if declared is None:
-            self._reinfer(node)
+            self._reinfer(node, node_fields)
             return
         dtype, shape, readable = declared
-        self.tensors[node.output[0]] = TensorInfo(node.output[0], dtype, shape)
+        output = node_fields.outputs[0]
+        self.tensors[output] = TensorInfo(output, dtype, shape)
         if readable and math.prod(shape) <= MAX_VALUE_ELEMENTS:
-            self._evaluate(node)
+            self._evaluate(node, node_fields)
 
-    def _evaluate(self, node: onnx.NodeProto) -> bool:
+    def _evaluate(self, node: onnx.NodeProto, node_fields: NodeFields) -> bool:
         """Run ``node`` if all its inputs have values; True when every output got a value."""
-        if node.op_type in ("Shape", "Size"):
-            return self._shape_value(node)
-        if not all(name in self.values for name in node.input if name):
+        op_type, inputs = node_fields.op_type, node_fields.inputs
+        if op_type in ("Shape", "Size"):
+            return self._shape_value(node_fields)
+        values = self.values
+        if not all(name in values for name in inputs if name):
             return False
-        args = [self.values[name] if name else None for name in node.input]
-        if _predicted_elements(node.op_type, args) > MAX_VALUE_ELEMENTS:
+        args = [values[name] if name else None for name in inputs]
+        if _predicted_elements(op_type, args) > MAX_VALUE_ELEMENTS:
             return False
-        results = self._once(self._runs, node, lambda: self._run(node, args))
+        results = self._once(self._runs, node_fields, lambda: self._run(node, args))
         if results is None:
             return False
-        outputs = [(name, result) for name, result in zip(node.output, results) if name]
+        outputs = [(name, result) for name, result in zip(node_fields.outputs, results) if name]
         if not all(isinstance(result, (np.ndarray, np.generic)) for _, result in outputs):
             return False
         for name, result in outputs:
@@ -759,22 +762,22 @@ class _PartialEvaluator:
             return None
         return tuple(results) if isinstance(results, (tuple, list)) else (results,)
 
-    def _once(self, done: dict, node: onnx.NodeProto, work: Callable[[], Any]) -> Any:
-        """``work()`` for ``node``, or what it gave for an earlier node of the same signature (kept in ``done``)."""
-        signature = self._signature(node)
+    def _once(self, done: dict, node_fields: NodeFields, work: Callable[[], Any]) -> Any:
+        """``work()`` for the node, or what it gave for an earlier node of the same signature (kept in ``done``)."""
+        signature = self._signature(node_fields)
         if signature is None:
             return work()
         if signature not in done:
             done[signature] = work()
         return done[signature]
 
-    def _signature(self, node: onnx.NodeProto) -> tuple | None:
-        """All that onnx's inference and reference kernels see of ``node``: its op, attributes and
+    def _signature(self, node_fields: NodeFields) -> tuple | None:
+        """All that onnx's inference and reference kernels see of a node: its op, attributes and
         outputs, and each input's value (when known) or type and shape. Nodes alike in these
         evaluate and infer alike, whatever their names. None for inputs holding Python objects
         (strings), whose bytes do not say what they hold."""
         inputs = []
-        for name in node.input:
+        for name in node_fields.inputs:
             if not name:
                 inputs.append(None)
             elif (value := self.values.get(name)) is not None:
@@ -784,24 +787,24 @@ class _PartialEvaluator:
             else:
                 info = self._info(name)
                 inputs.append((info.dtype, info.shape))
-        return (node.domain, node.op_type, tuple(bool(o) for o in node.output),
-                tuple(a.SerializeToString() for a in node.attribute), tuple(inputs))
+        return (node_fields.domain, node_fields.op_type, tuple(bool(o) for o in node_fields.outputs),
+                tuple(a.SerializeToString() for a in node_fields.attributes), tuple(inputs))
 
-    def _shape_value(self, node: onnx.NodeProto) -> bool:
-        info = self._info(node.input[0])
+    def _shape_value(self, node_fields: NodeFields) -> bool:
+        info = self._info(node_fields.inputs[0])
         if not info.is_known:
             return False
         shape: tuple[int, ...] = info.shape  # type: ignore[assignment]
-        if node.op_type == "Size":
-            self._store(node.output[0], np.array(math.prod(shape), dtype=np.int64))
+        if node_fields.op_type == "Size":
+            self._store(node_fields.outputs[0], np.array(math.prod(shape), dtype=np.int64))
             return True
-        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attributes = {a.name: helper.get_attribute_value(a) for a in node_fields.attributes}
         rank = len(shape)
         start, end = (
             max(0, min(rank, i + rank if i < 0 else i))
             for i in (attributes.get("start", 0), attributes.get("end", rank))
         )
-        self._store(node.output[0], np.array(shape[start:end], dtype=np.int64))
+        self._store(node_fields.outputs[0], np.array(shape[start:end], dtype=np.int64))
         return True
 
     def _store(self, name: str, value: np.ndarray) -> None:
@@ -815,27 +818,29 @@ class _PartialEvaluator:
         if value.size <= MAX_VALUE_ELEMENTS:
             self.values[name] = value
 
-    def _reinfer(self, node: onnx.NodeProto) -> str | None:
+    def _reinfer(self, node: onnx.NodeProto, node_fields: NodeFields) -> str | None:
         """Infer one node alone, feeding every input value the evaluator knows as a constant.
 
         Returns onnx's complaint when this node, with every input known, still has no shape."""
-        if self._nothing_to_learn(node):
+        if self._nothing_to_learn(node_fields):
             return None
-        names = list(dict.fromkeys(n for n in node.input if n))
+        outputs = [o for o in node_fields.outputs if o]
+        names = list(dict.fromkeys(n for n in node_fields.inputs if n))
         for name in names:
             if name not in self.values:
                 info = self._info(name)
                 if info.shape is None or not info.dtype:
                     return None
-        inferred = self._once(self._inferences, node, lambda: self._infer_alone(node, names))
+        inferred = self._once(self._inferences, node_fields, lambda: self._infer_alone(node, names, outputs))
         if inferred is None:
             return None
-        for output, info in zip((o for o in node.output if o), inferred):
+        for output, info in zip(outputs, inferred):
             self._update(info.renamed(output))
-        if all(self._info(o).shape is not None for o in node.output if o) or not _has_schema(node.domain, node.op_type):
+        if all(self._info(o).shape is not None for o in outputs) or not _has_schema(node_fields.domain,
+                                                                                    node_fields.op_type):
             return None
         try:  # still no shape, with every input known: ask again, strictly, to hear why
-            single, small = self._alone(node, names)
+            single, small = self._alone(node, names, outputs)
             onnx.shape_inference.infer_shapes(single, strict_mode=True, data_prop=small)
         except onnx.shape_inference.InferenceError as exc:
             return _complaint(exc)
@@ -843,19 +848,19 @@ class _PartialEvaluator:
             return None
         return None
 
-    def _nothing_to_learn(self, node: onnx.NodeProto) -> bool:
-        """Whether inferring ``node`` alone can tell no more than onnx's whole-graph inference did:
+    def _nothing_to_learn(self, node_fields: NodeFields) -> bool:
+        """Whether inferring the node alone can tell no more than onnx's whole-graph inference did:
         it gave every output a rank, and saw the inputs as they are now (no values, the same
         shapes). On a model with unbound dims that is most nodes."""
         inferred, tensors = self._onnx_inferred, self.tensors
-        for name in node.input:
+        for name in node_fields.inputs:
             if name and (name in self.values or name not in inferred or tensors.get(name) is not inferred[name]):
                 return False
-        return all(self._info(o).shape is not None for o in node.output if o)
+        return all(self._info(o).shape is not None for o in node_fields.outputs if o)
 
-    def _alone(self, node: onnx.NodeProto, names: list[str]) -> tuple[onnx.ModelProto, bool]:
+    def _alone(self, node: onnx.NodeProto, names: list[str], outputs: list[str]) -> tuple[onnx.ModelProto, bool]:
         """A model of ``node`` alone, its inputs (``names``) the values and types the evaluator
-        knows; and whether onnx's data propagation may run on it."""
+        knows, its named ``outputs``; and whether onnx's data propagation may run on it."""
         graph_inputs, initializers = [], []
         for name in names:
             if name in self.values:
@@ -863,9 +868,9 @@ class _PartialEvaluator:
             else:
                 info = self._info(name)
                 graph_inputs.append(helper.make_tensor_value_info(name, info.dtype, list(info.shape)))
-        outputs = [onnx.ValueInfoProto(name=o) for o in node.output if o]
         single = helper.make_model(
-            helper.make_graph([node], "single", graph_inputs, outputs, initializers),
+            helper.make_graph([node], "single", graph_inputs, [onnx.ValueInfoProto(name=o) for o in outputs],
+                              initializers),
             opset_imports=self.opset_imports,
             ir_version=self.ir_version,
         )
@@ -874,9 +879,9 @@ class _PartialEvaluator:
                     <= MAX_VALUE_ELEMENTS for i in graph_inputs)
         return single, small
 
-    def _infer_alone(self, node: onnx.NodeProto, names: list[str]) -> list[TensorInfo] | None:
-        """What onnx infers of ``node``'s outputs (the named ones, in order) in a model of its own."""
-        single, small = self._alone(node, names)
+    def _infer_alone(self, node: onnx.NodeProto, names: list[str], outputs: list[str]) -> list[TensorInfo] | None:
+        """What onnx infers of ``node``'s named ``outputs`` (in order) in a model of its own."""
+        single, small = self._alone(node, names, outputs)
         try:
             inferred = onnx.shape_inference.infer_shapes(single, strict_mode=False, data_prop=small)
         except Exception:

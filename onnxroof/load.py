@@ -179,7 +179,9 @@ def _nodes_invalid_text(nodes, where: str) -> str | None:
     """The walk below over a list of nodes (most of a big graph) as one tight loop. A node whose
     serialization is ASCII holds only ASCII text (one C call: the commonest case); one whose own
     text fields are str, with only plain attributes and inline tensors, is passed over too; any
-    other is walked in full."""
+    other is walked in full. When every node is ASCII (most models), that is all there is to it."""
+    if all(map(bytes.isascii, map(_SERIALIZED, nodes))):  # no Python-level step per node
+        return None
     node_texts, attribute_texts, tensor_texts = _NODE_TEXTS, _ATTRIBUTE_TEXTS, _TENSOR_TEXTS
     plain, tensor_type = _PLAIN_ATTRIBUTES, onnx.AttributeProto.TENSOR
     for index, node in enumerate(nodes):
@@ -246,6 +248,7 @@ def _node_invalid_text(node: onnx.NodeProto, where: str) -> str | None:
 _NODE_TEXTS = operator.attrgetter(*(name for name in ("name", "op_type", "domain", "overload", "doc_string")
                                     if name in onnx.NodeProto.DESCRIPTOR.fields_by_name))
 _ATTRIBUTE_TEXTS = operator.attrgetter("name", "ref_attr_name", "doc_string")
+_SERIALIZED = onnx.NodeProto.SerializeToString
 _TENSOR_TEXTS = operator.attrgetter("name", "doc_string")
 _NODE_HAS_METADATA = "metadata_props" in onnx.NodeProto.DESCRIPTOR.fields_by_name  # onnx >= 1.17 only
 _TENSOR_HAS_METADATA = "metadata_props" in onnx.TensorProto.DESCRIPTOR.fields_by_name  # onnx >= 1.16
@@ -555,9 +558,11 @@ def _gather(graph: onnx.GraphProto, graphs: list, tensors: list) -> None:
     tensors += graph.initializer
     for sparse in graph.sparse_initializer:
         tensors += (sparse.values, sparse.indices)
-    for node in graph.node:
-        if node.attribute:
-            _gather_attributes(node, graphs, tensors)
+    for node in filter(_NODE_ATTRIBUTES, graph.node):  # the nodes with attributes, picked in C (most have none)
+        _gather_attributes(node, graphs, tensors)
+
+
+_NODE_ATTRIBUTES = operator.attrgetter("attribute")
 
 
 def _gather_attributes(node: onnx.NodeProto, graphs: list, tensors: list) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import operator
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -327,6 +328,19 @@ class _ValueInfoReader:
             return known
         return known.renamed(value_info.name)
 
+    def read_into(self, values: Iterable[onnx.ValueInfoProto], tensors: dict[str, TensorInfo]) -> None:
+        """Each of ``values`` read into ``tensors``: one with a shape replaces what is there, one
+        without only fills a gap. The calls above as one loop: a big graph has a value_info per tensor."""
+        types = self._types
+        for value_info in values:
+            name = value_info.name
+            key = value_info.type.SerializeToString()
+            known = types.get(key)
+            if known is None:
+                known = types[key] = _info_from_value_info(value_info)
+            if known.shape is not None or name not in tensors:
+                tensors[name] = known if known.name == name else known.renamed(name)
+
 
 def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
     """``new`` (keeping ``old``'s dtype if it has none) when it knows more than ``old``, else None."""
@@ -335,26 +349,22 @@ def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
     return TensorInfo(old.name, new.dtype or old.dtype, new.shape)
 
 
-def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> ShapeResult:
+def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
+                 fields: Sequence[NodeFields] | None = None) -> ShapeResult:
     """Infer every tensor's type and shape in ``model`` (inputs already bound).
 
-    ``order`` is the graph's nodes in a topological order (the graph stage computes it).
+    ``order`` is the graph's nodes in a topological order (the graph stage computes it);
+    ``fields`` their NodeFields, aligned with it (read here when not given).
     """
+    if fields is None:
+        fields = read_node_fields(order)
     graph = model.graph
     read = _ValueInfoReader()
     stored = {v.name: read(v) for v in (*graph.value_info, *graph.output)}
-    opaque: set[str] = set()  # outputs of ops without a schema: their stored shapes stay visible
-    schemas: dict[tuple[str, str], bool] = {}  # (domain, op_type) -> has a schema
-    nested = False  # any subgraph (If, Loop, Scan) to look into
-    for node in order:
-        kind = (node.domain, node.op_type)
-        has_schema = schemas.get(kind)
-        if has_schema is None:
-            has_schema = schemas[kind] = _has_schema(node)
-        if not has_schema:
-            opaque.update(o for o in node.output if o)
-        if not nested and node.attribute:
-            nested = _has_subgraph(node)
+    # outputs of ops without a schema: their stored shapes stay visible
+    unknown_ops = {kind for kind in set(map(_DOMAIN_AND_OP, fields)) if not _has_schema(*kind)}
+    opaque = {o for f in fields if (f.domain, f.op_type) in unknown_ops for o in f.outputs if o} if unknown_ops else set()
+    nested = any(_has_subgraph(f.attributes) for f in fields if f.attributes)  # any If, Loop, Scan to look into
     notes: list[str] = []
     tensors: dict[str, TensorInfo] = {}
     try:
@@ -376,10 +386,7 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
         )
         found = graph.input
         subgraphs = list(_nested_graphs(graph))
-    for value_info in found:
-        info = read(value_info)
-        if info.shape is not None or info.name not in tensors:
-            tensors[info.name] = info
+    read.read_into(found, tensors)
     # If branches and Loop/Scan bodies: what inference found inside them (names are model-wide)
     for subgraph in subgraphs:
         for value_info in (*subgraph.input, *subgraph.value_info, *subgraph.output):
@@ -392,9 +399,8 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto]) -> Sha
         if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not _is_external(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
 
-    evaluator = _PartialEvaluator(model, tensors, values, stored, order, nested)
-    for index, node in enumerate(order):
-        evaluator.visit(node, index)
+    evaluator = _PartialEvaluator(model, tensors, values, stored, order, fields, nested)
+    evaluator.run()
     notes += _stale_note(stored, tensors)
     notes += [
         f"shape inference failed on node {label!r} ({op_type}): {complaint}"
@@ -424,19 +430,25 @@ class NodeFields(NamedTuple):
     name: str
     op_type: str
     domain: str
-    inputs: list[str]  # node.input[:]
+    inputs: list[str]  # node.input[:] ("" for a skipped optional input)
     outputs: list[str]  # node.output[:]
     attributes: Sequence[onnx.AttributeProto]  # node.attribute, or () when the node has none
 
 
-def read_node_fields(nodes: Sequence[onnx.NodeProto]) -> list[NodeFields]:
-    return [NodeFields(n.name, n.op_type, n.domain, n.input[:], n.output[:], n.attribute if len(n.attribute) else ())
-            for n in nodes]
+def read_node_fields(nodes: Iterable[onnx.NodeProto]) -> list[NodeFields]:
+    """The NodeFields of each of ``nodes``, in order."""
+    # tuple.__new__ builds the NamedTuple without its Python-level __new__ (0.6 µs a node)
+    new = tuple.__new__
+    return [
+        new(NodeFields, (node.name, node.op_type, node.domain, node.input[:], node.output[:], node.attribute or ()))
+        for node in nodes
+    ]
 
 
-def node_names(nodes: Sequence[onnx.NodeProto]) -> list[str]:
+def node_names(nodes: Sequence[onnx.NodeProto] | Sequence[NodeFields]) -> list[str]:
     """Unique, stable names: the node's own, or ``OpType_index`` when empty or repeated.
-    Every stage names nodes with this, so a shape failure and a cost record agree."""
+    Every stage names nodes with this, so a shape failure and a cost record agree. ``nodes`` may
+    be NodeProtos or their NodeFields (which read faster)."""
     given = [node.name or f"{node.op_type}_{index}" for index, node in enumerate(nodes)]
     if len(set(given)) == len(given):  # the common case: no name repeats, none is renamed
         return given
@@ -518,9 +530,11 @@ def _nested_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
                 yield from _nested_graphs(attribute.g)
 
 
-def _has_schema(node: onnx.NodeProto) -> bool:
-    domain = "" if node.domain in _DEFAULT_DOMAINS else node.domain
-    return onnx.defs.has(node.op_type, domain)
+_DOMAIN_AND_OP = operator.itemgetter(2, 1)  # NodeFields -> (domain, op_type)
+
+
+def _has_schema(domain: str, op_type: str) -> bool:
+    return onnx.defs.has(op_type, "" if domain in _DEFAULT_DOMAINS else domain)
 
 
 def _is_external(tensor: onnx.TensorProto) -> bool:
@@ -586,6 +600,7 @@ class _PartialEvaluator:
         values: dict[str, np.ndarray],
         stored: dict[str, TensorInfo],
         order: Sequence[onnx.NodeProto],
+        fields: Sequence[NodeFields],
         nested: bool,
     ):
         self.tensors = tensors
@@ -599,83 +614,97 @@ class _PartialEvaluator:
         self.roots: list[list] = []  # [label, op_type, complaint, nodes affected] per failing node
         self._root_of: dict[str, int] = {}  # tensor -> index in roots
         self._order = order
+        self._fields = fields  # NodeFields of the order, aligned with it
         self._nested = nested  # whether any node may have a subgraph
         self._onnx_inferred = dict(tensors)  # as onnx's whole-graph inference left them
-        self._labels: list[str] | None = None  # node_names(order), named only once a node fails
+        self._labels: list[str] | None = None  # node_names(fields), named only once a node fails
         # node signature (_signature) -> what running it gave, and what onnx inferred of it alone:
         # most models repeat one layer, so most shape computations are repeats
         self._runs: dict[tuple, tuple | None] = {}
         self._inferences: dict[tuple, list[TensorInfo] | None] = {}
 
-    def visit(self, node: onnx.NodeProto, index: int) -> None:
-        """Evaluate or re-infer ``node``, the ``index``-th of the order, where there is anything to do."""
-        if self._root_of:
-            tainted = next((n for n in node.input if n in self._root_of), None)
-            if tainted is not None:  # downstream of a failed node: its inferred shapes are not to be trusted
-                root = self.roots[self._root_of[tainted]]
-                root[3] += 1
-                self._fail(node, self._root_of[tainted],
-                           f"depends on node {root[0]!r}, whose shape inference failed: {root[2]}")
-                return
-        if self._settled(node):
-            return
-        if node.domain in _DEFAULT_DOMAINS and not (self._nested and _has_subgraph(node)):
-            if node.op_type == "Constant":
-                self._constant(node)
-            elif not (node.op_type in EVALUABLE_OPS and self._evaluate(node)):
-                if any(not self._info(o).is_known for o in node.output if o):
-                    complaint = self._reinfer(node)
+    def run(self) -> None:
+        """Visit every node of the order that has anything left to do."""
+        settled = self._settled
+        for index, node_fields in enumerate(self._fields):
+            if self._root_of and self._tainted(node_fields):
+                continue
+            if not settled(node_fields):
+                self.visit(self._order[index], node_fields, index)
+
+    def _tainted(self, node_fields: NodeFields) -> bool:
+        """Whether the node reads an output of a failed node: if so its own outputs are not to be
+        trusted either, and are failed too."""
+        root_of = self._root_of
+        tainted = next((n for n in node_fields.inputs if n in root_of), None)
+        if tainted is None:
+            return False
+        root = self.roots[root_of[tainted]]
+        root[3] += 1
+        self._fail(node_fields.outputs, root_of[tainted],
+                   f"depends on node {root[0]!r}, whose shape inference failed: {root[2]}")
+        return True
+
+    def visit(self, node: onnx.NodeProto, node_fields: NodeFields, index: int) -> None:
+        """Evaluate or re-infer ``node`` (of fields ``node_fields``), the ``index``-th of the order."""
+        op_type, outputs = node_fields.op_type, node_fields.outputs
+        if node_fields.domain in _DEFAULT_DOMAINS and not (self._nested and _has_subgraph(node_fields.attributes)):
+            if op_type == "Constant":
+                self._constant(node, node_fields)
+            elif not (op_type in EVALUABLE_OPS and self._evaluate(node, node_fields)):
+                if any(not self._info(o).is_known for o in outputs if o):
+                    complaint = self._reinfer(node, node_fields)
                     if complaint:
-                        shapes = ", ".join(self._info(n).shape_text() if n else "-" for n in node.input)
-                        self._root(node, index, f"{complaint} (input shapes {shapes})")
-                        self.uninferred.update(o for o in node.output if o)
+                        shapes = ", ".join(self._info(n).shape_text() if n else "-" for n in node_fields.inputs)
+                        self._root(node_fields, index, f"{complaint} (input shapes {shapes})")
+                        self.uninferred.update(o for o in outputs if o)
                         return
-            if node.op_type == "Reshape":
-                complaint = self._reshape_mismatch(node)
+            if op_type == "Reshape":
+                complaint = self._reshape_mismatch(node_fields)
                 if complaint:
-                    self._root(node, index, complaint)
+                    self._root(node_fields, index, complaint)
                     return
-        for output in node.output:  # last resort: the shape the exporter stored
+        for output in outputs:  # last resort: the shape the exporter stored
             if output in self.stored:
                 self._update(self.stored[output])
 
-    def _settled(self, node: onnx.NodeProto) -> bool:
-        """Nothing left to do for ``node`` (most nodes of a big graph): onnx knows every output's
+    def _settled(self, node_fields: NodeFields) -> bool:
+        """Nothing left to do for the node (most nodes of a big graph): onnx knows every output's
         shape, and there is nothing to evaluate or check (the stored shapes cannot add to a known one)."""
-        op_type = node.op_type
+        op_type = node_fields.op_type
         if op_type in _ALWAYS_VISITED:
             return False
         tensors = self.tensors
-        for output in node.output:
+        for output in node_fields.outputs:
             info = tensors.get(output)
             if (info is None or not info.is_known) and (output or output in self.stored):
                 return False
         if op_type in EVALUABLE_OPS:  # settled unless every input has a value to evaluate it with
             values = self.values
-            for name in node.input:
+            for name in node_fields.inputs:
                 if name and name not in values:
                     return True
             return False
         return True
 
-    def _root(self, node: onnx.NodeProto, index: int, complaint: str) -> None:
+    def _root(self, node_fields: NodeFields, index: int, complaint: str) -> None:
         if self._labels is None:
-            self._labels = node_names(self._order)
-        self.roots.append([self._labels[index], node.op_type, complaint, 1])
-        self._fail(node, len(self.roots) - 1, f"shape inference failed on this node: {complaint}")
+            self._labels = node_names(self._fields)
+        self.roots.append([self._labels[index], node_fields.op_type, complaint, 1])
+        self._fail(node_fields.outputs, len(self.roots) - 1, f"shape inference failed on this node: {complaint}")
 
-    def _fail(self, node: onnx.NodeProto, root: int, reason: str) -> None:
-        """Forget what is known of ``node``'s outputs: they are unknown, for ``reason``."""
-        for output in node.output:
+    def _fail(self, outputs: Iterable[str], root: int, reason: str) -> None:
+        """Forget what is known of a node's ``outputs``: they are unknown, for ``reason``."""
+        for output in outputs:
             if output:
                 self.tensors[output] = TensorInfo(output, self._info(output).dtype)
                 self.values.pop(output, None)
                 self.failures[output] = reason
                 self._root_of[output] = root
 
-    def _reshape_mismatch(self, node: onnx.NodeProto) -> str | None:
+    def _reshape_mismatch(self, node_fields: NodeFields) -> str | None:
         """onnx infers a Reshape to a constant shape without checking the element count."""
-        source, result = self._info(node.input[0]), self._info(node.output[0])
+        source, result = self._info(node_fields.inputs[0]), self._info(node_fields.outputs[0])
         if not (source.is_known and result.is_known) or source.numel == result.numel:
             return None
         return (f"cannot reshape {source.shape_text()} ({source.numel:,} elements) to {result.shape_text()} "
@@ -689,30 +718,33 @@ class _PartialEvaluator:
         if merged is not None:
             self.tensors[new.name] = merged
 
-    def _constant(self, node: onnx.NodeProto) -> None:
+    def _constant(self, node: onnx.NodeProto, node_fields: NodeFields) -> None:
         """A Constant's shape comes from its attribute; its value is read only when small."""
         declared = _constant_info(node)
         if declared is None:
-            self._reinfer(node)
+            self._reinfer(node, node_fields)
             return
         dtype, shape, readable = declared
-        self.tensors[node.output[0]] = TensorInfo(node.output[0], dtype, shape)
+        output = node_fields.outputs[0]
+        self.tensors[output] = TensorInfo(output, dtype, shape)
         if readable and math.prod(shape) <= MAX_VALUE_ELEMENTS:
-            self._evaluate(node)
+            self._evaluate(node, node_fields)
 
-    def _evaluate(self, node: onnx.NodeProto) -> bool:
+    def _evaluate(self, node: onnx.NodeProto, node_fields: NodeFields) -> bool:
         """Run ``node`` if all its inputs have values; True when every output got a value."""
-        if node.op_type in ("Shape", "Size"):
-            return self._shape_value(node)
-        if not all(name in self.values for name in node.input if name):
+        op_type, inputs = node_fields.op_type, node_fields.inputs
+        if op_type in ("Shape", "Size"):
+            return self._shape_value(node_fields)
+        values = self.values
+        if not all(name in values for name in inputs if name):
             return False
-        args = [self.values[name] if name else None for name in node.input]
-        if _predicted_elements(node.op_type, args) > MAX_VALUE_ELEMENTS:
+        args = [values[name] if name else None for name in inputs]
+        if _predicted_elements(op_type, args) > MAX_VALUE_ELEMENTS:
             return False
-        results = self._once(self._runs, node, lambda: self._run(node, args))
+        results = self._once(self._runs, node_fields, lambda: self._run(node, args))
         if results is None:
             return False
-        outputs = [(name, result) for name, result in zip(node.output, results) if name]
+        outputs = [(name, result) for name, result in zip(node_fields.outputs, results) if name]
         if not all(isinstance(result, (np.ndarray, np.generic)) for _, result in outputs):
             return False
         for name, result in outputs:
@@ -730,22 +762,22 @@ class _PartialEvaluator:
             return None
         return tuple(results) if isinstance(results, (tuple, list)) else (results,)
 
-    def _once(self, done: dict, node: onnx.NodeProto, work: Callable[[], Any]) -> Any:
-        """``work()`` for ``node``, or what it gave for an earlier node of the same signature (kept in ``done``)."""
-        signature = self._signature(node)
+    def _once(self, done: dict, node_fields: NodeFields, work: Callable[[], Any]) -> Any:
+        """``work()`` for the node, or what it gave for an earlier node of the same signature (kept in ``done``)."""
+        signature = self._signature(node_fields)
         if signature is None:
             return work()
         if signature not in done:
             done[signature] = work()
         return done[signature]
 
-    def _signature(self, node: onnx.NodeProto) -> tuple | None:
-        """All that onnx's inference and reference kernels see of ``node``: its op, attributes and
+    def _signature(self, node_fields: NodeFields) -> tuple | None:
+        """All that onnx's inference and reference kernels see of a node: its op, attributes and
         outputs, and each input's value (when known) or type and shape. Nodes alike in these
         evaluate and infer alike, whatever their names. None for inputs holding Python objects
         (strings), whose bytes do not say what they hold."""
         inputs = []
-        for name in node.input:
+        for name in node_fields.inputs:
             if not name:
                 inputs.append(None)
             elif (value := self.values.get(name)) is not None:
@@ -755,24 +787,24 @@ class _PartialEvaluator:
             else:
                 info = self._info(name)
                 inputs.append((info.dtype, info.shape))
-        return (node.domain, node.op_type, tuple(bool(o) for o in node.output),
-                tuple(a.SerializeToString() for a in node.attribute), tuple(inputs))
+        return (node_fields.domain, node_fields.op_type, tuple(bool(o) for o in node_fields.outputs),
+                tuple(a.SerializeToString() for a in node_fields.attributes), tuple(inputs))
 
-    def _shape_value(self, node: onnx.NodeProto) -> bool:
-        info = self._info(node.input[0])
+    def _shape_value(self, node_fields: NodeFields) -> bool:
+        info = self._info(node_fields.inputs[0])
         if not info.is_known:
             return False
         shape: tuple[int, ...] = info.shape  # type: ignore[assignment]
-        if node.op_type == "Size":
-            self._store(node.output[0], np.array(math.prod(shape), dtype=np.int64))
+        if node_fields.op_type == "Size":
+            self._store(node_fields.outputs[0], np.array(math.prod(shape), dtype=np.int64))
             return True
-        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attributes = {a.name: helper.get_attribute_value(a) for a in node_fields.attributes}
         rank = len(shape)
         start, end = (
             max(0, min(rank, i + rank if i < 0 else i))
             for i in (attributes.get("start", 0), attributes.get("end", rank))
         )
-        self._store(node.output[0], np.array(shape[start:end], dtype=np.int64))
+        self._store(node_fields.outputs[0], np.array(shape[start:end], dtype=np.int64))
         return True
 
     def _store(self, name: str, value: np.ndarray) -> None:
@@ -786,27 +818,29 @@ class _PartialEvaluator:
         if value.size <= MAX_VALUE_ELEMENTS:
             self.values[name] = value
 
-    def _reinfer(self, node: onnx.NodeProto) -> str | None:
+    def _reinfer(self, node: onnx.NodeProto, node_fields: NodeFields) -> str | None:
         """Infer one node alone, feeding every input value the evaluator knows as a constant.
 
         Returns onnx's complaint when this node, with every input known, still has no shape."""
-        if self._nothing_to_learn(node):
+        if self._nothing_to_learn(node_fields):
             return None
-        names = list(dict.fromkeys(n for n in node.input if n))
+        outputs = [o for o in node_fields.outputs if o]
+        names = list(dict.fromkeys(n for n in node_fields.inputs if n))
         for name in names:
             if name not in self.values:
                 info = self._info(name)
                 if info.shape is None or not info.dtype:
                     return None
-        inferred = self._once(self._inferences, node, lambda: self._infer_alone(node, names))
+        inferred = self._once(self._inferences, node_fields, lambda: self._infer_alone(node, names, outputs))
         if inferred is None:
             return None
-        for output, info in zip((o for o in node.output if o), inferred):
+        for output, info in zip(outputs, inferred):
             self._update(info.renamed(output))
-        if all(self._info(o).shape is not None for o in node.output if o) or not _has_schema(node):
+        if all(self._info(o).shape is not None for o in outputs) or not _has_schema(node_fields.domain,
+                                                                                    node_fields.op_type):
             return None
         try:  # still no shape, with every input known: ask again, strictly, to hear why
-            single, small = self._alone(node, names)
+            single, small = self._alone(node, names, outputs)
             onnx.shape_inference.infer_shapes(single, strict_mode=True, data_prop=small)
         except onnx.shape_inference.InferenceError as exc:
             return _complaint(exc)
@@ -814,19 +848,19 @@ class _PartialEvaluator:
             return None
         return None
 
-    def _nothing_to_learn(self, node: onnx.NodeProto) -> bool:
-        """Whether inferring ``node`` alone can tell no more than onnx's whole-graph inference did:
+    def _nothing_to_learn(self, node_fields: NodeFields) -> bool:
+        """Whether inferring the node alone can tell no more than onnx's whole-graph inference did:
         it gave every output a rank, and saw the inputs as they are now (no values, the same
         shapes). On a model with unbound dims that is most nodes."""
         inferred, tensors = self._onnx_inferred, self.tensors
-        for name in node.input:
+        for name in node_fields.inputs:
             if name and (name in self.values or name not in inferred or tensors.get(name) is not inferred[name]):
                 return False
-        return all(self._info(o).shape is not None for o in node.output if o)
+        return all(self._info(o).shape is not None for o in node_fields.outputs if o)
 
-    def _alone(self, node: onnx.NodeProto, names: list[str]) -> tuple[onnx.ModelProto, bool]:
+    def _alone(self, node: onnx.NodeProto, names: list[str], outputs: list[str]) -> tuple[onnx.ModelProto, bool]:
         """A model of ``node`` alone, its inputs (``names``) the values and types the evaluator
-        knows; and whether onnx's data propagation may run on it."""
+        knows, its named ``outputs``; and whether onnx's data propagation may run on it."""
         graph_inputs, initializers = [], []
         for name in names:
             if name in self.values:
@@ -834,9 +868,9 @@ class _PartialEvaluator:
             else:
                 info = self._info(name)
                 graph_inputs.append(helper.make_tensor_value_info(name, info.dtype, list(info.shape)))
-        outputs = [onnx.ValueInfoProto(name=o) for o in node.output if o]
         single = helper.make_model(
-            helper.make_graph([node], "single", graph_inputs, outputs, initializers),
+            helper.make_graph([node], "single", graph_inputs, [onnx.ValueInfoProto(name=o) for o in outputs],
+                              initializers),
             opset_imports=self.opset_imports,
             ir_version=self.ir_version,
         )
@@ -845,9 +879,9 @@ class _PartialEvaluator:
                     <= MAX_VALUE_ELEMENTS for i in graph_inputs)
         return single, small
 
-    def _infer_alone(self, node: onnx.NodeProto, names: list[str]) -> list[TensorInfo] | None:
-        """What onnx infers of ``node``'s outputs (the named ones, in order) in a model of its own."""
-        single, small = self._alone(node, names)
+    def _infer_alone(self, node: onnx.NodeProto, names: list[str], outputs: list[str]) -> list[TensorInfo] | None:
+        """What onnx infers of ``node``'s named ``outputs`` (in order) in a model of its own."""
+        single, small = self._alone(node, names, outputs)
         try:
             inferred = onnx.shape_inference.infer_shapes(single, strict_mode=False, data_prop=small)
         except Exception:
@@ -864,8 +898,8 @@ _RUN_PARAMS = {
 }
 
 
-def _has_subgraph(node: onnx.NodeProto) -> bool:
-    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
+def _has_subgraph(attributes: Iterable[onnx.AttributeProto]) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in attributes)
 
 
 def _constant_info(node: onnx.NodeProto) -> tuple[int, tuple[int, ...], bool] | None:

@@ -22,6 +22,7 @@ from onnxroof.shapes import (
     node_names,
     parse_dim,
     parse_input_shape,
+    read_node_fields,
 )
 
 OPSET = 17
@@ -501,3 +502,22 @@ def test_node_names_are_unique_even_when_a_renamed_node_meets_another_nodes_name
     # an unnamed Relu at index 3 is "Relu_3", which node 4 carries as its own name
     nodes = [helper.make_node("Relu", ["x"], ["y"], name=n) for n in ("a#2", "a", "a", "", "Relu_3")]
     assert node_names(nodes) == ["a#2", "a", "a#2#2", "Relu_3", "Relu_3#4"]
+    assert node_names(read_node_fields(nodes)) == node_names(nodes)  # fields name nodes alike
+
+
+def test_read_node_fields_holds_each_nodes_own_fields():
+    nodes = [
+        helper.make_node("Conv", ["x", "w", ""], ["y"], name="conv", kernel_shape=[3, 3], group=2),
+        helper.make_node("Clip", ["y", "", "hi"], ["z"]),  # unnamed, a skipped optional input
+        helper.make_node("MyOp", ["z"], ["u", "", "v"], name="mine", domain="my.domain"),
+    ]
+    conv, clip, mine = read_node_fields(nodes)
+    assert conv == ("conv", "Conv", "", ["x", "w", ""], ["y"], conv.attributes)
+    # make_node writes keyword attributes sorted by name
+    assert [(a.name, list(a.ints), a.i) for a in conv.attributes] == [("group", [], 2), ("kernel_shape", [3, 3], 0)]
+    assert list(conv.attributes) == list(nodes[0].attribute)
+    assert (clip.name, clip.op_type, clip.domain, clip.inputs, clip.outputs) == ("", "Clip", "", ["y", "", "hi"], ["z"])
+    assert clip.attributes == ()
+    assert (mine.name, mine.op_type, mine.domain, mine.inputs, mine.outputs) == (
+        "mine", "MyOp", "my.domain", ["z"], ["u", "", "v"])
+    assert all(type(value) is str for f in (conv, clip, mine) for value in (f.name, f.op_type, f.domain, *f.inputs, *f.outputs))

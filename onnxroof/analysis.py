@@ -189,7 +189,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
     nodes = list(proto.graph.node)
     progress(f"inferring shapes of {len(nodes):,} nodes")
     fields = read_node_fields(nodes)  # read once for the shape and cost stages
-    shapes = infer_shapes(proto, nodes)
+    shapes = infer_shapes(proto, nodes, fields)
     if dtype != "model":
         shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
     progress("costing nodes")

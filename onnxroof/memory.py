@@ -74,6 +74,7 @@ class MemoryProblem:
     model_order: tuple[str, ...]
     buffer_names: tuple[str, ...]  # each buffer's name, as in ``buffers``
     buffer_bytes: tuple[int, ...]  # and its bytes
+    uses: _Uses = field(repr=False)  # who allocates and reads them
     concat_in_place: bool
     elementwise_in_place: bool
     records: Sequence = field(repr=False, compare=False)  # the nodes, in model order
@@ -82,7 +83,6 @@ class MemoryProblem:
     # last step) under the model order, and the bytes each step allocates or reads
     model_spans: tuple[tuple[int, int], ...] | None = field(default=None, repr=False, compare=False)
     model_touched: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
-    uses: _Uses = field(default_factory=_Uses, repr=False, compare=False)
 
     @cached_property
     def buffers(self) -> tuple[Buffer, ...]:
@@ -188,9 +188,10 @@ def problem_from_records(
     for step, record in enumerate(records):
         if record.subgraphs:
             nested.append((step, record))
-        if record.op_type == "Concat":
+        op = record.op_type
+        if op == "Concat":
             concats.append(record)
-        aliasing = record.op_type in ALIASING_OPS
+        aliasing = op in ALIASING_OPS
         if not (aliasing or elementwise_in_place):
             continue  # the common case: the outputs own their memory
         data = [n for n in record.inputs if n in sizes]
@@ -311,9 +312,9 @@ def problem_from_records(
     order = tuple(map(attrgetter("name"), records))
     # with a node name repeated, lifetimes() and the lower bound go by names, not steps: leave it to them
     unique = len(set(order)) == len(order)
-    return MemoryProblem(order, tuple(names), tuple(sizes_of), concat_in_place, elementwise_in_place,
+    return MemoryProblem(order, tuple(names), tuple(sizes_of), uses, concat_in_place, elementwise_in_place,
                          tuple(records), len(concat_owner), tuple(spans) if unique else None,
-                         tuple(touched) if unique else None, uses)
+                         tuple(touched) if unique else None)
 
 
 def subgraph_peak(subgraph) -> int:

@@ -233,9 +233,9 @@ def problem_from_records(
     first_made: list[int] = []  # 0 when nothing allocates it
     last_made: list[int] = []  # -1 when nothing allocates it
     last_read: list[int] = []  # -1 when nothing reads it
-    ends: set[int] = set()  # buffers holding a graph output
-    guests: dict[str, list[str]] = {}  # buffer -> the other tensors living in it (views, slices)
     uses = _Uses()
+    ends = uses.to_end  # buffers holding a graph output
+    guests: dict[str, list[str]] = {}  # buffer -> the other tensors living in it (views, slices)
 
     def new_buffer(name: str) -> int:
         index_of[name] = index = len(names)
@@ -303,7 +303,6 @@ def problem_from_records(
             touched[step] += scratch
     for buffer, tensors_in in guests.items():
         uses.tensors[index_of[buffer]] = tuple(dict.fromkeys([buffer, *tensors_in]))
-    uses.to_end = ends
     last = len(records) - 1
     spans = [
         _span(index < uses.from_start, index in ends or read < 0, first, made, read, last)

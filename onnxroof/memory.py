@@ -56,18 +56,52 @@ class Buffer:
     to_end: bool = False  # a graph output: live to the end
 
 
+@dataclass(slots=True)
+class _Uses:
+    """Who allocates and reads each buffer, as logged while the buffers were found: what
+    :attr:`MemoryProblem.buffers` is built from."""
+
+    nodes: list[str] = field(default_factory=list)  # the node of each allocation or read
+    events: list[int] = field(default_factory=list)  # the buffer allocated (i) or read (~i)
+    from_start: int = 0  # the first this many buffers are the graph's inputs
+    to_end: set[int] = field(default_factory=set)  # buffers holding a graph output
+    tensors: dict[int, tuple[str, ...]] = field(default_factory=dict)  # buffers holding more than their own tensor
+
+
 @dataclass(frozen=True)
 class MemoryProblem:
     """The buffers of one graph and the model's own node order."""
 
     model_order: tuple[str, ...]
-    buffers: tuple[Buffer, ...]
+    buffer_names: tuple[str, ...]  # each buffer's name, as in ``buffers``
+    buffer_bytes: tuple[int, ...]  # and its bytes
+    uses: _Uses = field(repr=False)  # who allocates and reads them
     concat_in_place: bool
     elementwise_in_place: bool
     records: Sequence = field(repr=False, compare=False)  # the nodes, in model order
     concat_slices: int = 0  # tensors written straight into a Concat's buffer
-    # each buffer's (first step, last step) under the model order, found while building the buffers
+    # found while building the buffers, unless a node name repeats: each buffer's (first step,
+    # last step) under the model order, and the bytes each step allocates or reads
     model_spans: tuple[tuple[int, int], ...] | None = field(default=None, repr=False, compare=False)
+    model_touched: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def buffers(self) -> tuple[Buffer, ...]:
+        """The buffers (built on first use: the model order's peak and its lower bound need only
+        the names, bytes and spans)."""
+        uses = self.uses
+        made_by: list[list[str]] = [[] for _ in self.buffer_names]
+        read_by: list[list[str]] = [[] for _ in self.buffer_names]
+        for node, event in zip(uses.nodes, uses.events):
+            if event >= 0:
+                made_by[event].append(node)
+            else:
+                read_by[~event].append(node)
+        return tuple(
+            Buffer(name, size, frozenset(made), frozenset(read), uses.tensors.get(index, (name,)),
+                   index < uses.from_start, index in uses.to_end)
+            for index, (name, size, made, read) in enumerate(zip(self.buffer_names, self.buffer_bytes, made_by, read_by))
+        )
 
     @cached_property
     def predecessors(self) -> dict[str, frozenset[str]]:
@@ -144,9 +178,10 @@ def problem_from_records(
     for step, record in enumerate(records):
         if record.subgraphs:
             nested.append((step, record))
-        if record.op_type == "Concat":
+        op = record.op_type
+        if op == "Concat":
             concats.append(record)
-        aliasing = record.op_type in ALIASING_OPS
+        aliasing = op in ALIASING_OPS
         if not (aliasing or elementwise_in_place):
             continue  # the common case: the outputs own their memory
         data = [n for n in record.inputs if n in sizes]
@@ -177,58 +212,98 @@ def problem_from_records(
             name = root.get(concat_owner[name], concat_owner[name])
         return name
 
-    # buffer -> [nodes allocating it, nodes reading it, first and last step allocating it, last
-    # step reading it], in first-seen order: the steps give the model order's lifetimes without
-    # another pass. Lists, as they are cheaper to make than sets (the Buffer's frozensets drop repeats)
-    found: dict[str, list] = {}
-    for name in inputs & sizes.keys():
-        found[name] = [[], [], 0, 0, 0]
-    shared = bool(root or concat_owner)  # without views or slices, every tensor owns its buffer
+    # One pass over the nodes in order gives each buffer's columns (name, bytes, first and last
+    # step allocating it, last step reading it: the model order's lifetimes), the bytes each step
+    # touches (the lower bound's terms), and a log of who allocates and reads what, from which
+    # the Buffer objects are built only if a later stage asks for them. Plain lists of ints, as
+    # a hundred thousand small objects per graph would cost more than all the rest.
+    index_of: dict[str, int] = {}  # buffer (its owning tensor) -> its index
+    names: list[str] = []
+    sizes_of: list[int] = []
+    first_made: list[int] = []  # 0 when nothing allocates it
+    last_made: list[int] = []  # -1 when nothing allocates it
+    last_read: list[int] = []  # -1 when nothing reads it
+    uses = _Uses()
+    ends = uses.to_end  # buffers holding a graph output
     guests: dict[str, list[str]] = {}  # buffer -> the other tensors living in it (views, slices)
+
+    def new_buffer(name: str) -> int:
+        index_of[name] = index = len(names)
+        names.append(name)
+        sizes_of.append(sizes[name])
+        first_made.append(0)
+        last_made.append(-1)
+        last_read.append(-1)
+        if name in outputs:
+            ends.add(index)
+        return index
+
+    for name in inputs & sizes.keys():
+        new_buffer(name)
+    uses.from_start = len(names)
+    shared = bool(root or concat_owner)  # without views or slices, every tensor owns its buffer
+    touched: list[int] = []
+    log_node, log_event = uses.nodes, uses.events
     for step, record in enumerate(records):
         node = record.name
+        touches = 0  # bytes of the buffers this node allocates or reads, each once
         for name in record.outputs:
             if name in sizes:
                 buffer = owner(name) if shared else name
+                index = index_of.get(buffer)
+                if index is None:
+                    index = new_buffer(buffer)
                 if buffer != name:
                     guests.setdefault(buffer, []).append(name)
-                entry = found.get(buffer)
-                if entry is None:
-                    found[buffer] = [[node], [], step, step, 0]
-                else:
-                    if not entry[0]:
-                        entry[2] = step
-                    entry[0].append(node)
-                    entry[3] = step
+                    if name in outputs:
+                        ends.add(index)
+                if last_made[index] != step:  # a second output into the same buffer changes nothing
+                    if last_made[index] < 0:
+                        first_made[index] = step
+                    last_made[index] = step
+                    touches += sizes_of[index]
+                    log_node.append(node)
+                    log_event.append(index)
         for name in record.inputs:
             if name in sizes:
                 buffer = owner(name) if shared else name
-                entry = found.get(buffer) or found.setdefault(buffer, [[], [], 0, 0, 0])
-                entry[1].append(node)
-                entry[4] = step
-    buffers, spans = [], []
-    last = len(records) - 1
-    for name, (made_by, read_by, first_made, last_made, last_read) in found.items():
-        if name in guests:
-            tensors_in = tuple(dict.fromkeys([name, *guests[name]]))
-            to_end = not outputs.isdisjoint(tensors_in)
-        else:  # the usual case: a tensor alone in its buffer
-            tensors_in, to_end = (name,), name in outputs
-        from_start = name in inputs
-        buffers.append(Buffer(name, sizes[name], frozenset(made_by), frozenset(read_by), tensors_in, from_start, to_end))
-        spans.append(_span(from_start, to_end or not read_by, first_made, last_made, last_read, last))
+                index = index_of.get(buffer)
+                if index is None:
+                    index = new_buffer(buffer)
+                if last_read[index] != step:
+                    if last_made[index] != step:
+                        touches += sizes_of[index]
+                    last_read[index] = step
+                    log_node.append(node)
+                    log_event.append(~index)
+        touched.append(touches)
     # If/Loop/Scan: while the node runs, its subgraph's own peak is live too (a scratch buffer)
     for step, record in nested:
         scratch = max((subgraph_peak(sub) for sub in record.subgraphs.values()), default=0)
         if scratch:
-            nodes = frozenset({record.name})
-            buffers.append(Buffer(f"{record.name} (subgraph working set)", scratch, nodes, nodes, ()))
-            spans.append((step, step))
-    names = tuple(map(attrgetter("name"), records))
-    # with a node name repeated, lifetimes() goes by each name's last step: leave it to that
-    model_spans = tuple(spans) if len(set(names)) == len(names) else None
-    return MemoryProblem(names, tuple(buffers), concat_in_place, elementwise_in_place, tuple(records),
-                         len(concat_owner), model_spans)
+            index = len(names)
+            names.append(f"{record.name} (subgraph working set)")
+            sizes_of.append(scratch)
+            first_made.append(step)
+            last_made.append(step)
+            last_read.append(step)
+            uses.tensors[index] = ()
+            log_node += (record.name, record.name)
+            log_event += (index, ~index)
+            touched[step] += scratch
+    for buffer, tensors_in in guests.items():
+        uses.tensors[index_of[buffer]] = tuple(dict.fromkeys([buffer, *tensors_in]))
+    last = len(records) - 1
+    spans = [
+        _span(index < uses.from_start, index in ends or read < 0, first, made, read, last)
+        for index, (first, made, read) in enumerate(zip(first_made, last_made, last_read))
+    ]
+    order = tuple(map(attrgetter("name"), records))
+    # with a node name repeated, lifetimes() and the lower bound go by names, not steps: leave it to them
+    unique = len(set(order)) == len(order)
+    return MemoryProblem(order, tuple(names), tuple(sizes_of), uses, concat_in_place, elementwise_in_place,
+                         tuple(records), len(concat_owner), tuple(spans) if unique else None,
+                         tuple(touched) if unique else None)
 
 
 def subgraph_peak(subgraph) -> int:
@@ -292,19 +367,21 @@ def _span(from_start: bool, live_to_end: bool, first_made: int, last_made: int, 
 def schedule_peak(problem: MemoryProblem, order: Sequence[str]) -> Schedule:
     """Live bytes at each step of ``order`` (a topological order of the problem's nodes)."""
     if not order:
-        return Schedule((), [], sum(b.bytes for b in problem.buffers), 0, None, [])
+        return Schedule((), [], sum(problem.buffer_bytes), 0, None, [])
     spans = lifetimes(problem, order)
+    names, sizes = problem.buffer_names, problem.buffer_bytes
     steps = len(order)
     change = [0] * (steps + 1)
-    for buffer, (start, end) in zip(problem.buffers, spans):
-        size = buffer.bytes
+    for size, (start, end) in zip(sizes, spans):
         change[start] += size
         change[end + 1] -= size
     live_bytes = list(accumulate(change[:steps]))
     peak_bytes = max(live_bytes)
     peak_step = live_bytes.index(peak_bytes)  # the first step at the peak
     peak_tensors = sorted(
-        [(b.name, b.bytes) for b, (start, end) in zip(problem.buffers, spans) if start <= peak_step <= end and b.bytes],
+        # by index: reading every buffer's name would touch a hundred thousand scattered strings
+        [(names[index], sizes[index]) for index, (start, end) in enumerate(spans)
+         if start <= peak_step <= end and sizes[index]],
         key=lambda item: (-item[1], item[0]),
     )
     return Schedule(tuple(order), live_bytes, peak_bytes, peak_step, order[peak_step], peak_tensors)
@@ -312,6 +389,11 @@ def schedule_peak(problem: MemoryProblem, order: Sequence[str]) -> Schedule:
 
 def largest_layer_bytes(problem: MemoryProblem) -> tuple[int, str | None]:
     """The lower bound: the most bytes any one node needs at once (its inputs and outputs)."""
+    if problem.model_touched is not None:
+        if not problem.model_touched:
+            return 0, None
+        most = max(problem.model_touched)
+        return most, problem.model_order[problem.model_touched.index(most)]  # the first node at the most
     touched: dict[str, int] = dict.fromkeys(problem.model_order, 0)
     for buffer in problem.buffers:
         size, allocators = buffer.bytes, buffer.allocators

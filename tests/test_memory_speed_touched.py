@@ -32,7 +32,7 @@ def largest_layer_by_definition(problem: MemoryProblem) -> tuple[int, str | None
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), size=st.integers(2, 30))
 def test_lower_bound_matches_its_definition(seed, size):
-    graph = analyze(random_dag(seed, size)).graph
+    graph = analyze(random_dag(seed, size)).cost_graph
     for variant in VARIANTS:
         problem = build_problem(graph, **variant)
         assert problem.model_touched is not None
@@ -40,8 +40,8 @@ def test_lower_bound_matches_its_definition(seed, size):
 
 
 def test_lower_bound_of_examples_a_loop_and_a_repeated_node_name():
-    graphs = [analyze(build_example(name)).graph for name in ("shallownet", "minigooglenet")]
-    graphs.append(analyze(loop_model(constant_trips=True)).graph)  # the Loop also holds its body's working set
+    graphs = [analyze(build_example(name)).cost_graph for name in ("shallownet", "minigooglenet")]
+    graphs.append(analyze(loop_model(constant_trips=True)).cost_graph)  # the Loop also holds its body's working set
     for graph in graphs:
         problem = build_problem(graph)
         assert largest_layer_bytes(problem) == largest_layer_by_definition(problem)

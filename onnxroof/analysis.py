@@ -25,7 +25,7 @@ from .dtypes import dtype_name
 from .errors import UsageError
 from .graph import STATUS_UNSUPPORTED, CostGraph, CostOptions, NodeRecord, TensorRecord, cost_graph
 from .llm import LLMReport, detect_decoder, llm_report, phase_dims
-from .load import check_in_memory, load_model
+from .load import PendingCheck, check_in_memory, open_model
 from .memory import MemoryReport, analyze_memory
 from .plugins import load_entry_points
 from .shapes import (
@@ -134,6 +134,7 @@ def analyze(
     seq: int | None = None,
     context: int | None = None,
     progress: Callable[[str], None] | None = None,
+    checker_in_child: bool = False,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
@@ -145,50 +146,46 @@ def analyze(
     their rooflines; ``dtype`` (fp32 fp16 bf16 int8 int4) re-costs the model as if stored and run
     in that type; ``batch`` sets axis 0 of every input; ``phase`` ("prefill" with ``seq``, or
     "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win);
-    ``progress`` is called with the name of each stage as it starts.
+    ``progress`` is called with the name of each stage as it starts; ``checker_in_child`` runs
+    the ONNX checker on a model file in a forked child process while the analysis goes on (on
+    Linux, in a process with no other thread): the onnxroof program does, as forking a process
+    that already holds much memory costs more than the checker.
     """
     collecting = gc.isenabled()
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
         return _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-                        context, progress or (lambda stage: None))
+                        context, progress or (lambda stage: None), checker_in_child)
     finally:
         if collecting:
             gc.enable()
 
 
 def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-             context, progress: Callable[[str], None]) -> Analysis:
+             context, progress: Callable[[str], None], checker_in_child: bool) -> Analysis:
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
     chosen = _load_targets(targets)
     load_entry_points()
     if isinstance(model, onnx.ModelProto):
-        path, file_bytes = None, None
+        path, file_bytes, checking = None, None, None
         proto = onnx.ModelProto()
         proto.CopyFrom(model)  # binding writes into the model; leave the caller's untouched
         check_in_memory(proto, proto.graph.name or "model")  # what would crash onnx's C++ or onnxroof
     else:
         path = str(model)
         progress("loading")
-        proto = load_model(path)
+        proto, checking = open_model(path, checker_in_child)
         file_bytes = Path(path).stat().st_size
-    if proto.functions:
-        # model-local functions are costed through their bodies
-        proto = onnx.inliner.inline_local_functions(proto)
-    shape_flags, dim_flags = _shape_flags(input_shapes), _dim_flags(dims)
-    layout = detect_decoder(proto)
-    if phase is not None:
-        if layout is None:
-            raise UsageError(f"--phase {phase}: the model has no past key/value inputs (not a KV-cached decoder); "
-                             "bind its dims with --dim instead")
-        dim_flags = phase_dims(layout, phase, seq, context) | dim_flags
-    if batch is not None:
-        shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
-    bind_inputs(proto, shape_flags, dim_flags)
-    nodes = list(proto.graph.node)
-    progress(f"inferring shapes of {len(nodes):,} nodes")
-    fields = read_node_fields(nodes)  # read once for the shape and cost stages
+    try:
+        proto, layout, nodes, fields = _prepare(proto, checking, input_shapes, dims, batch, phase, seq, context,
+                                                progress)
+    except BaseException:
+        if checking is not None:
+            checking.wait()  # the checker's verdict comes first, as when it ran before anything else
+        raise
+    if checking is not None:
+        checking.wait()  # before ONNX's shape inference sees the model
     shapes = infer_shapes(proto, nodes, fields)
     if dtype != "model":
         shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
@@ -219,6 +216,30 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         analysis.llm = llm_report(analysis, layout, phase, new_tokens, context if phase == "decode" else 0 if phase else None)
     analysis.warnings = shapes.notes + _warnings(analysis)
     return analysis
+
+
+def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes, dims, batch, phase, seq, context,
+             progress: Callable[[str], None]):
+    """The model with its functions inlined and its inputs bound, its decoder layout, its nodes
+    and their fields: the work done while the ONNX checker judges the model in a child process."""
+    if proto.functions:
+        if checking is not None:
+            checking.wait()  # the inliner is C++: it sees only a model the checker passed
+        # model-local functions are costed through their bodies
+        proto = onnx.inliner.inline_local_functions(proto)
+    shape_flags, dim_flags = _shape_flags(input_shapes), _dim_flags(dims)
+    layout = detect_decoder(proto)
+    if phase is not None:
+        if layout is None:
+            raise UsageError(f"--phase {phase}: the model has no past key/value inputs (not a KV-cached decoder); "
+                             "bind its dims with --dim instead")
+        dim_flags = phase_dims(layout, phase, seq, context) | dim_flags
+    if batch is not None:
+        shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
+    bind_inputs(proto, shape_flags, dim_flags)
+    nodes = list(proto.graph.node)
+    progress(f"inferring shapes of {len(nodes):,} nodes")
+    return proto, layout, nodes, read_node_fields(nodes)  # the fields, read once for the shape and cost stages
 
 
 # --dtype choices -> the ONNX element type every floating-point tensor is re-costed in

@@ -206,6 +206,8 @@ def _print_traceback() -> None:
 
 def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = None) -> int:
     args = parser.parse_args(argv)
+    # the onnxroof program itself (not main() called in a larger process) may fork a small child
+    args.program = kept is not None
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
@@ -285,7 +287,7 @@ def _model(source: str):
 def _analysis_kwargs(args: argparse.Namespace) -> dict:
     return dict(input_shapes=args.input_shape, dims=args.dim, loop_trips=args.loop_trips,
                 elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
-                phase=args.phase, seq=args.seq, context=args.context)
+                phase=args.phase, seq=args.seq, context=args.context, checker_in_child=args.program)
 
 
 class StageLines:

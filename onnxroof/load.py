@@ -14,11 +14,16 @@ Names from the model are untrusted: they appear in messages as quoted, escaped a
 
 from __future__ import annotations
 
+import json
 import mmap
 import operator
 import os
 import posixpath
 import re
+import signal
+import sys
+import threading
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -40,6 +45,16 @@ _NAME_CLIP = 80
 
 def load_model(path: str | os.PathLike) -> onnx.ModelProto:
     """Read and check ``path``; raise ModelError with the file name and the fix on failure."""
+    model, checking = open_model(path, checker_in_child=False)
+    checking.wait()
+    return model
+
+
+def open_model(path: str | os.PathLike, checker_in_child: bool) -> tuple[onnx.ModelProto, PendingCheck]:
+    """Read and check ``path`` as :func:`load_model` does, but leave the ONNX checker's verdict
+    pending: with ``checker_in_child``, where the process may fork (:func:`_may_fork`), the
+    checker judges the model in a child process while the caller goes on; ``wait()`` raises its
+    ModelError, if any."""
     file = Path(path)
     try:
         is_dir, is_file = file.is_dir(), file.is_file()
@@ -75,8 +90,7 @@ def load_model(path: str | os.PathLike) -> onnx.ModelProto:
             f"{file}: the model's {invalid} is not valid UTF-8 text, so the file is corrupt (or not ONNX); "
             "re-export the model"
         )
-    check_model(model, str(file), directory=file.parent)
-    return model
+    return model, check_model(model, str(file), directory=file.parent, checker_in_child=checker_in_child)
 
 
 def _parse(data: memoryview, file: Path) -> onnx.ModelProto:
@@ -113,11 +127,13 @@ def check_in_memory(model: onnx.ModelProto, label: str = "model") -> None:
     check_tensor_sizes(model, label, contents)
 
 
-def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None = None) -> None:
+def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None = None,
+                checker_in_child: bool = False) -> PendingCheck:
     """Judge ``model`` (read from ``directory``, if from a file), turning every verdict into one
     ModelError line that names the problem and the fix (the node, for a graph that is not a DAG).
     The ONNX checker sees large inline weights as empty tensors (their sizes are checked here
-    first): handing it the weights would copy and re-parse them all in C++."""
+    first): handing it the weights would copy and re-parse them all in C++. Its verdict is
+    pending until ``wait()`` (given already unless ``checker_in_child``)."""
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise ModelError(f"{label}: the protobuf holds no ONNX graph; {_ONNX_MAGIC_HINT}")
     if not model.opset_import:
@@ -127,18 +143,76 @@ def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike
     check_external_locations(model, label, directory, contents)
     check_dims(model, label, contents)
     check_tensor_sizes(model, label, contents)
+    return PendingCheck(model, contents, label, in_child=checker_in_child and _may_fork())
+
+
+class PendingCheck:
+    """The ONNX checker's verdict on a model. Judged in a forked child when asked: the checker
+    is C++ holding the interpreter (a third of the analysis's own work on 10^5 nodes), and the
+    caller has Python work to do meanwhile; a checker that crashes takes only the child down."""
+
+    def __init__(self, model: onnx.ModelProto, contents: _Contents, label: str, in_child: bool):
+        self._model, self._label = model, label
+        self._child: tuple[int, int] | None = None  # (pid, read end of the pipe)
+        self._verdict: tuple[str, str] | None = None
+        if not in_child:
+            self._verdict = _checker_verdict(model, contents)
+            return
+        read_end, write_end = os.pipe()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+ warns of any native thread
+            pid = os.fork()
+        if pid == 0:  # the child: judge, report, leave without running the parent's exit handlers
+            try:
+                os.close(read_end)
+                with os.fdopen(write_end, "w", encoding="utf-8") as stream:
+                    json.dump(_checker_verdict(model, contents), stream)
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        self._child = (pid, read_end)
+
+    def wait(self) -> None:
+        """Raise the ModelError the checker's verdict calls for, if any."""
+        if self._child is not None:
+            pid, read_end = self._child
+            self._child = None
+            with os.fdopen(read_end, encoding="utf-8") as stream:
+                report = stream.read()
+            _, status = os.waitpid(pid, 0)
+            if report:
+                self._verdict = json.loads(report)
+            else:  # the child died before reporting: the checker crashed on this model
+                how = (signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status)
+                       else f"exit status {os.waitstatus_to_exitcode(status)}")
+                self._verdict = ("crash", f"it crashed ({how}); the file is corrupt or hits an onnx bug: re-export it")
+        if self._verdict is not None:
+            kind, message = self._verdict
+            if kind == "ValidationError":
+                # a graph that is not a DAG of single-producer tensors: name the node (the checker's
+                # own message stops short of it); walked only on failure, as it costs a pass over the nodes
+                _check_graph(self._model.graph, set(), self._label, "")
+                raise ModelError(f"{self._label}: fails the ONNX checker: {message}; fix the export or run onnx.checker on it")
+            raise ModelError(f"{self._label}: fails the ONNX checker ({message})")
+
+
+def _checker_verdict(model: onnx.ModelProto, contents: _Contents) -> tuple[str, str] | None:
+    """None when the model passes the ONNX checker, else (kind, the one-line message part)."""
     try:
         _run_checker(model, contents)
     except onnx.checker.ValidationError as exc:
-        # a graph that is not a DAG of single-producer tensors: name the node (the checker's
-        # own message stops short of it); walked only on failure, as it costs a pass over the nodes
-        _check_graph(model.graph, set(), label, "")
         first_line = _clean(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
-        raise ModelError(
-            f"{label}: fails the ONNX checker: {first_line}; fix the export or run onnx.checker on it"
-        ) from exc
+        return "ValidationError", first_line
     except Exception as exc:  # the checker's C++ core raises a few other types on broken protos
-        raise ModelError(f"{label}: fails the ONNX checker ({type(exc).__name__}: {_reason(exc)})") from exc
+        return type(exc).__name__, f"{type(exc).__name__}: {_reason(exc)}"
+    return None
+
+
+def _may_fork() -> bool:
+    """Whether a child process may be forked safely: on Linux, and with no other Python thread
+    (a lock another thread holds at the fork stays held in the child). Native threads, such as
+    a BLAS pool idling since import, take no lock the checker needs."""
+    return sys.platform == "linux" and hasattr(os, "fork") and threading.active_count() == 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from onnx import TensorProto, helper
 from onnx.external_data_helper import convert_model_to_external_data
 
 import onnxroof
+from onnxroof import load
 from onnxroof.errors import ModelError
 
 from conftest import make_model
@@ -98,3 +99,60 @@ def test_heavy_inline_weights_are_counted_and_still_checked(tmp_path):
     onnx.save(empty, path)
     with pytest.raises(ModelError, match="one and only one value field"):
         load_model(path)
+
+
+def _fails_the_checker(tmp_path):
+    """A Relu with an attribute Relu does not have: only the ONNX checker refuses it."""
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], bogus=1)],
+                       [("x", TensorProto.FLOAT, ["n", 8])], [("y", TensorProto.FLOAT, ["n", 8])])
+    path = tmp_path / "bogus.onnx"
+    onnx.save(model, path)
+    return path
+
+
+@pytest.mark.skipif(not load._may_fork(), reason="the checker runs in a child only where the process may fork")
+def test_the_checker_in_a_child_gives_the_same_verdict(tmp_path):
+    path = _fails_the_checker(tmp_path)
+    with pytest.raises(ModelError) as in_process:
+        load.load_model(path)
+    model, checking = load.open_model(path, checker_in_child=True)
+    assert checking._child is not None  # judged in a child process
+    with pytest.raises(ModelError) as in_child:
+        checking.wait()
+    assert str(in_child.value) == str(in_process.value)
+    assert "fails the ONNX checker" in str(in_child.value) and "bogus" in str(in_child.value)
+    # its verdict comes before a mistake in the flags, as when the checker ran first
+    with pytest.raises(ModelError, match="bogus"):
+        onnxroof.analyze(path, input_shapes={"nope": [1, 8]}, checker_in_child=True)
+
+
+@pytest.mark.skipif(not load._may_fork(), reason="the checker runs in a child only where the process may fork")
+def test_a_checker_crash_takes_only_the_child_down(tmp_path, monkeypatch):
+    import faulthandler
+    import os
+    import signal
+
+    def crash(model, contents):
+        faulthandler.disable()  # pytest's handler would print the child's stack
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    path = tmp_path / "fine.onnx"
+    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, [1, 8])],
+                         [("y", TensorProto.FLOAT, [1, 8])]), path)
+    # the child inherits this stand-in for the checker, which dies as a C++ crash would
+    monkeypatch.setattr(load, "_checker_verdict", crash)
+    with pytest.raises(ModelError, match=r"fails the ONNX checker \(it crashed \(SIGSEGV\)"):
+        onnxroof.analyze(path, checker_in_child=True)
+
+
+def test_the_program_reports_the_checkers_verdict_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    path = _fails_the_checker(tmp_path)
+    program = [sys.executable, "-c", "from onnxroof.cli import main; main()", "summary", str(path), "-o",
+               str(tmp_path / "out.json"), "--format", "json"]
+    result = subprocess.run(program, capture_output=True, text=True)
+    assert result.returncode == 2 and not (tmp_path / "out.json").exists()
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("onnxroof: error: ") and "fails the ONNX checker" in line and "bogus" in line

@@ -353,8 +353,8 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
                  fields: Sequence[NodeFields] | None = None) -> ShapeResult:
     """Infer every tensor's type and shape in ``model`` (inputs already bound).
 
-    ``order`` is the graph's nodes in a topological order (the graph stage computes it);
-    ``fields`` their NodeFields, aligned with it (read here when not given).
+    ``order`` is the graph's nodes in their topological order (the model's own, which load
+    checks); ``fields`` their NodeFields, aligned with it (read here when not given).
     """
     if fields is None:
         fields = read_node_fields(order)

@@ -187,6 +187,10 @@ def _main(argv: list[str], kept: list | None = None) -> int:
     except KeyboardInterrupt:
         print("onnxroof: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of the output went away (`onnxroof summary m.onnx | head`): nothing is left to do
+        _discard_stdout()
+        return EXIT_OK
     except Exception as exc:  # a bug in onnxroof: one line unless --debug
         if debug:
             _print_traceback()
@@ -196,6 +200,19 @@ def _main(argv: list[str], kept: list | None = None) -> int:
     finally:
         if collecting:
             gc.enable()
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so that flushing what is still buffered for a reader that
+    is gone fails no more."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        pass
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # a stdout with no descriptor (captured in a test)
+        pass
 
 
 def _print_traceback() -> None:

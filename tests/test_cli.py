@@ -207,3 +207,23 @@ def test_output_through_a_symlink_or_a_pipe_keeps_it_what_it_is(capsys, tmp_path
 def test_output_to_a_directory_is_a_one_line_error(capsys, tmp_path):
     code, out, err = run(capsys, "summary", "--example", "shallownet", "-o", str(tmp_path))
     assert code == 2 and "is a directory; give the name of a file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
+    """`onnxroof summary m.onnx | head -1`: the reader closes the pipe after one line, which ends
+    the program quietly (exit 0), not with an internal error."""
+    import subprocess
+    import sys
+
+    # 3,000 Relus: a node table of a few hundred KiB, written in chunks, more than a pipe holds
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=f"relu_{i}") for i in range(3000)]
+    graph = helper.make_graph(nodes, "relus", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("t3000", TensorProto.FLOAT, [1, 8])])
+    path = tmp_path / "relus.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    program = [sys.executable, "-c", "from onnxroof.cli import main; main()", "summary", str(path), "-q"]
+    with subprocess.Popen(program, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout.readline().startswith(b"onnxroof ")
+        process.stdout.close()  # the reader goes away with most of the table unread
+        stderr = process.stderr.read()
+        assert process.wait() == 0 and stderr == b""

@@ -575,11 +575,6 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     )
 
 
-def build_cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions | None = None) -> nx.DiGraph:
-    """The cost DAG of ``model``'s main graph as a networkx DiGraph (:meth:`CostGraph.to_networkx`)."""
-    return cost_graph(model, shapes, options).to_networkx()
-
-
 def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:
     try:
         return STATUS_OK, "", handler(view)

@@ -33,12 +33,16 @@ def spans_by_definition(problem: MemoryProblem) -> list[tuple[int, int]]:
 VARIANTS = ({}, {"concat_in_place": False}, {"elementwise_in_place": True})
 
 
+def random_dag_problems(seed: int, size: int) -> list[MemoryProblem]:
+    """The buffer problems of one random DAG, one per in-place variant."""
+    graph = analyze(random_dag(seed, size)).cost_graph
+    return [build_problem(graph, **variant) for variant in VARIANTS]
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), size=st.integers(2, 30))
 def test_model_spans_match_their_definition(seed, size):
-    graph = analyze(random_dag(seed, size)).cost_graph
-    for variant in VARIANTS:
-        problem = build_problem(graph, **variant)
+    for problem in random_dag_problems(seed, size):
         assert list(lifetimes(problem, problem.model_order)) == spans_by_definition(problem)
 
 

@@ -16,8 +16,7 @@ from onnxroof.memory import MemoryProblem, build_problem, largest_layer_bytes, p
 
 from test_control_flow import loop_model
 from test_memory import chain_model
-from test_memory_greedy import random_dag
-from test_memory_speed_spans import VARIANTS
+from test_memory_speed_spans import random_dag_problems
 
 
 def largest_layer_by_definition(problem: MemoryProblem) -> tuple[int, str | None]:
@@ -32,9 +31,7 @@ def largest_layer_by_definition(problem: MemoryProblem) -> tuple[int, str | None
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), size=st.integers(2, 30))
 def test_lower_bound_matches_its_definition(seed, size):
-    graph = analyze(random_dag(seed, size)).cost_graph
-    for variant in VARIANTS:
-        problem = build_problem(graph, **variant)
+    for problem in random_dag_problems(seed, size):
         assert problem.model_touched is not None
         assert largest_layer_bytes(problem) == largest_layer_by_definition(problem)
 

@@ -27,6 +27,7 @@ from .graph import STATUS_UNSUPPORTED, CostGraph, CostOptions, NodeRecord, Tenso
 from .llm import LLMReport, detect_decoder, llm_report, phase_dims
 from .load import PendingCheck, check_in_memory, open_model
 from .memory import MemoryReport, analyze_memory
+from .ops import output_types
 from .plugins import load_entry_points
 from .shapes import (
     TensorInfo, UnresolvedDim, batch_flags, bind_inputs, infer_shapes, parse_dim, parse_input_shape, read_node_fields,
@@ -186,7 +187,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         raise
     if checking is not None:
         checking.wait()  # before ONNX's shape inference sees the model
-    shapes = infer_shapes(proto, nodes, fields)
+    shapes = infer_shapes(proto, nodes, fields, output_types)
     if dtype != "model":
         shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
     progress("costing nodes")

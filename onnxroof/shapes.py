@@ -349,12 +349,18 @@ def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
     return TensorInfo(old.name, new.dtype or old.dtype, new.shape)
 
 
+# What the cost rules say an op without an ONNX schema writes (ops.output_types): the rules sit
+# above this stage, so the caller hands it in.
+OutputTypes = Callable[[onnx.NodeProto, tuple["TensorInfo | None", ...], dict], "list[TensorInfo | None] | None"]
+
+
 def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
-                 fields: Sequence[NodeFields] | None = None) -> ShapeResult:
+                 fields: Sequence[NodeFields] | None = None, output_types: OutputTypes | None = None) -> ShapeResult:
     """Infer every tensor's type and shape in ``model`` (inputs already bound).
 
     ``order`` is the graph's nodes in their topological order (the model's own, which load
-    checks); ``fields`` their NodeFields, aligned with it (read here when not given).
+    checks); ``fields`` their NodeFields, aligned with it (read here when not given);
+    ``output_types`` sizes the outputs of ops ONNX has no schema for (contrib ops).
     """
     if fields is None:
         fields = read_node_fields(order)
@@ -399,9 +405,11 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
         if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not _is_external(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
 
-    evaluator = _PartialEvaluator(model, tensors, values, stored, order, fields, nested)
+    evaluator = _PartialEvaluator(model, tensors, values, stored, order, fields, nested,
+                                  unknown_ops if output_types else set(), output_types)
     evaluator.run()
     notes += _stale_note(stored, tensors)
+    notes += evaluator.rule_notes()
     notes += [
         f"shape inference failed on node {label!r} ({op_type}): {complaint}"
         + (f"; the {count - 1} node(s) depending on it are not counted" if count > 1 else "")
@@ -602,6 +610,8 @@ class _PartialEvaluator:
         order: Sequence[onnx.NodeProto],
         fields: Sequence[NodeFields],
         nested: bool,
+        ruled_ops: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+        output_types: OutputTypes | None = None,
     ):
         self.tensors = tensors
         self.values = values
@@ -622,6 +632,9 @@ class _PartialEvaluator:
         # most models repeat one layer, so most shape computations are repeats
         self._runs: dict[tuple, tuple | None] = {}
         self._inferences: dict[tuple, list[TensorInfo] | None] = {}
+        self._ruled_ops = ruled_ops  # (domain, op_type) of ops without a schema, sized by their rule
+        self._output_types = output_types
+        self._rule_disagreements: list[tuple[str, TensorInfo, TensorInfo]] = []  # (op, stored, rule's)
 
     def run(self) -> None:
         """Visit every node of the order that has anything left to do."""
@@ -648,7 +661,9 @@ class _PartialEvaluator:
     def visit(self, node: onnx.NodeProto, node_fields: NodeFields, index: int) -> None:
         """Evaluate or re-infer ``node`` (of fields ``node_fields``), the ``index``-th of the order."""
         op_type, outputs = node_fields.op_type, node_fields.outputs
-        if node_fields.domain in _DEFAULT_DOMAINS and not (self._nested and _has_subgraph(node_fields.attributes)):
+        if self._ruled_ops and (node_fields.domain, op_type) in self._ruled_ops:
+            self._from_rule(node, node_fields)
+        elif node_fields.domain in _DEFAULT_DOMAINS and not (self._nested and _has_subgraph(node_fields.attributes)):
             if op_type == "Constant":
                 self._constant(node, node_fields)
             elif not (op_type in EVALUABLE_OPS and self._evaluate(node, node_fields)):
@@ -668,11 +683,37 @@ class _PartialEvaluator:
             if output in self.stored:
                 self._update(self.stored[output])
 
+    def _from_rule(self, node: onnx.NodeProto, node_fields: NodeFields) -> None:
+        """The outputs of an op ONNX has no schema for, as its cost rule sizes them from the inputs.
+        A shape the rule derives wins over the stored one (stale once inputs are re-bound); the
+        disagreement is noted."""
+        inputs = tuple(self._info(n) if n else None for n in node_fields.inputs)
+        found = self._output_types(node, inputs, self.values)  # type: ignore[misc]
+        for info in found or ():
+            if info is None:
+                continue
+            old = self._info(info.name)
+            stored = self.stored.get(info.name)
+            if info.is_known:
+                if stored is not None and stored.is_known and stored.shape != info.shape:
+                    self._rule_disagreements.append((node_fields.op_type, stored, info))
+                self.tensors[info.name] = TensorInfo(info.name, info.dtype or old.dtype, info.shape)
+            else:
+                self._update(TensorInfo(info.name, info.dtype or old.dtype, info.shape))
+
+    def rule_notes(self) -> list[str]:
+        if not self._rule_disagreements:
+            return []
+        op_type, stored, derived = self._rule_disagreements[0]
+        return [f"{len(self._rule_disagreements)} stored shape(s) of contrib-op outputs differ from what the op's "
+                f"rule derives from its inputs (e.g. {op_type} output {stored.name}: stored {stored.shape_text()}, "
+                f"derived {derived.shape_text()}); the derived ones are used"]
+
     def _settled(self, node_fields: NodeFields) -> bool:
         """Nothing left to do for the node (most nodes of a big graph): onnx knows every output's
         shape, and there is nothing to evaluate or check (the stored shapes cannot add to a known one)."""
         op_type = node_fields.op_type
-        if op_type in _ALWAYS_VISITED:
+        if op_type in _ALWAYS_VISITED or (self._ruled_ops and (node_fields.domain, op_type) in self._ruled_ops):
             return False
         tensors = self.tensors
         for output in node_fields.outputs:

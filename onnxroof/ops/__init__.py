@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from math import prod
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from ..shapes import TensorInfo
+from ..shapes import Dim, TensorInfo
 
 
 # slots, not frozen: one of each is made per node, and a frozen dataclass's __init__ costs 3x
@@ -101,6 +101,11 @@ class UnknownValue(Exception):
 
 
 Handler = Callable[[NodeView], OpCost]
+# What an op writes, for ops ONNX has no schema for: per output, (ONNX element type, shape) with dims
+# as ints, symbol names or None, or None for an output the rule cannot size. Shape inference goes
+# on through such ops only because their rule says this.
+OutputType = tuple[int, "tuple[Dim, ...] | None"]
+ShapeHandler = Callable[[NodeView], "Sequence[OutputType | None]"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,8 @@ class OpRule:
     # a built-in rule reads only a node's attributes, which inputs it has, its tensors' dtypes and
     # shapes and the values of its inputs: graph.py shares its result between nodes alike in those
     builtin: bool = False
+    # the output types and shapes, for an op without an ONNX schema (contrib ops)
+    shapes: ShapeHandler | None = None
 
     @property
     def formula(self) -> str:
@@ -156,15 +163,48 @@ def register(
     family: str,
     domain: str = "",
     arg_inputs: Iterable[int] = (),
+    shapes: ShapeHandler | None = None,
 ) -> None:
-    """Add or replace the rule for ``op_types`` in ``domain`` (the user/plugin override hook)."""
+    """Add or replace the rule for ``op_types`` in ``domain`` (the user/plugin override hook).
+    ``shapes`` gives the outputs' types and shapes of an op ONNX has no schema for."""
     for op_type in [op_types] if isinstance(op_types, str) else op_types:
         key = ("" if domain in _DEFAULT_DOMAINS else domain, op_type)
-        COST_RULES[key] = OpRule(handler, family, frozenset(arg_inputs))
+        COST_RULES[key] = OpRule(handler, family, frozenset(arg_inputs), shapes=shapes)
 
 
 def rule_for(domain: str, op_type: str) -> OpRule | None:
     return COST_RULES.get(("" if domain in _DEFAULT_DOMAINS else domain, op_type))
+
+
+def output_types(node: onnx.NodeProto, inputs: tuple[TensorInfo | None, ...],
+                 values: Mapping[str, np.ndarray]) -> list[TensorInfo | None] | None:
+    """What the rule of ``node``'s op says its outputs are (one TensorInfo, or None where it cannot
+    tell, per output), or None when the op has no shape rule. The shape stage calls this for ops
+    ONNX has no schema for; it takes it as a parameter, since the rules sit above it."""
+    rule = rule_for(node.domain, node.op_type)
+    if rule is None or rule.shapes is None:
+        return None
+    view = NodeView(node, inputs, tuple(TensorInfo(o) for o in node.output), values)
+    try:
+        found = list(rule.shapes(view))
+    except (UnknownShape, UnknownValue, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+        return None
+    found += [None] * (len(node.output) - len(found))
+    return [None if not name or typed is None else TensorInfo(name, typed[0], None if typed[1] is None else tuple(typed[1]))
+            for name, typed in zip(node.output, found)]
+
+
+def same_as_input(index: int = 0, dtype: int | None = None) -> ShapeHandler:
+    """A shape rule: output 0 has input ``index``'s shape (and type, unless
+    ``dtype`` is given). The common case of contrib elementwise and normalization ops."""
+
+    def shapes(node: NodeView) -> list[OutputType | None]:
+        info = node.inputs[index] if index < len(node.inputs) else None
+        if info is None:
+            return [None]
+        return [(dtype or info.dtype, info.shape)]
+
+    return shapes
 
 
 # The families register themselves on import; order does not matter.

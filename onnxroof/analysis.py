@@ -30,7 +30,7 @@ from .memory import MemoryReport, analyze_memory
 from .ops import output_types
 from .plugins import load_entry_points
 from .shapes import (
-    TensorInfo, UnresolvedDim, batch_flags, bind_inputs, infer_shapes, parse_dim, parse_input_shape, read_node_fields,
+    TensorInfo, UnresolvedDim, batch_flags, bind_inputs, fix_digit_dims, infer_shapes, parse_dim, parse_input_shape, read_node_fields,
 )
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
@@ -60,8 +60,9 @@ class Totals:
     macs: int
     mac_flops: int
     flops: int
-    params: int
-    param_bytes: int
+    params: int  # elements of the stored roots (cost-model.md section 3), each once
+    param_bytes: int  # their stored bytes
+    weight_bytes_read: int  # bytes of constants the nodes read per run (a Gather its rows, a folded tensor its size)
     nodes: int
     counted_nodes: int
     unsupported: dict[str, int]  # op -> nodes with no cost rule (inside subgraphs too)
@@ -229,6 +230,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes
         # model-local functions are costed through their bodies
         proto = onnx.inliner.inline_local_functions(proto)
     shape_flags, dim_flags = _shape_flags(input_shapes), _dim_flags(dims)
+    fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
     layout = detect_decoder(proto)
     if phase is not None:
         if layout is None:
@@ -276,7 +278,11 @@ def _shape_flags(input_shapes) -> list[tuple[str | None, tuple[int, ...]]]:
     if not input_shapes:
         return []
     if isinstance(input_shapes, Mapping):
-        return [(name, tuple(int(d) for d in shape)) for name, shape in input_shapes.items()]
+        shapes = [(name, tuple(int(d) for d in shape)) for name, shape in input_shapes.items()]
+        negative = next((f"{name}: {list(shape)}" for name, shape in shapes if any(d < 0 for d in shape)), None)
+        if negative:
+            raise UsageError(f"input_shapes {negative}: dims must be integers of 0 or more")
+        return shapes
     return [parse_input_shape(text) for text in input_shapes]
 
 
@@ -284,7 +290,11 @@ def _dim_flags(dims) -> dict[str, int]:
     if not dims:
         return {}
     if isinstance(dims, Mapping):
-        return {str(k): int(v) for k, v in dims.items()}
+        values = {str(k): int(v) for k, v in dims.items()}
+        negative = next((f"{k}={v}" for k, v in values.items() if v < 0), None)
+        if negative:
+            raise UsageError(f"dims {negative}: a dim must be an integer of 0 or more")
+        return values
     return dict(parse_dim(text) for text in dims)
 
 
@@ -308,10 +318,11 @@ def _facts(model: onnx.ModelProto, path: str | None, file_bytes: int | None) -> 
 def _totals(records: list[NodeRecord], parameters: dict[str, tuple[int, int]]) -> Totals:
     unsupported: Counter = Counter()
     not_counted: Counter = Counter()
-    macs = flops = counted_nodes = uncounted_bytes = 0
+    macs = flops = counted_nodes = uncounted_bytes = weight_bytes_read = 0
     for record in records:  # one pass: big graphs have hundreds of thousands of records
         macs += record.macs
         flops += record.flops
+        weight_bytes_read += record.weight_bytes
         if record.counted:
             counted_nodes += 1
         else:
@@ -327,6 +338,7 @@ def _totals(records: list[NodeRecord], parameters: dict[str, tuple[int, int]]) -
         flops=flops,
         params=sum(elements for elements, _ in parameters.values()),
         param_bytes=sum(stored for _, stored in parameters.values()),
+        weight_bytes_read=weight_bytes_read,
         nodes=len(records),
         counted_nodes=counted_nodes,
         unsupported=dict(sorted(unsupported.items())),

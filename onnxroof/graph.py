@@ -32,14 +32,15 @@ from .shapes import NodeFields, ShapeResult, TensorInfo, node_names, read_node_f
 if TYPE_CHECKING:
     import networkx as nx
 
-# Ops that only re-lay or re-type a constant: the stored bytes of their result are the bytes of
-# the data they read (an int8 weight behind DequantizeLinear is stored as int8, not float32).
+# Ops that only re-lay or re-type a constant: the bytes a node reads of their result per run are
+# the bytes of the data they read (an int8 weight behind DequantizeLinear is read as int8: runtimes
+# fuse the dequantization into the integer kernel).
 _STORAGE_PRESERVING = frozenset(
     "Cast CastLike DequantizeLinear Transpose Reshape Identity Squeeze Unsqueeze Flatten".split()
 )
-# Ops that only re-lay a constant out (same elements, same type): a weight used both as stored
-# and through one of these (a tied embedding and its transpose) is one parameter, not two.
-_RELAYOUT = frozenset("Transpose Reshape Identity Squeeze Unsqueeze Flatten".split())
+# Folded ops whose output is itself a stored root (cost-model.md section 3): a Constant's tensor,
+# and a ConstantOfShape's fill (materialized at load time).
+_ROOT_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
 # Ops whose output is not a function of their inputs: never folded as constants.
 _NONDETERMINISTIC = frozenset("RandomNormal RandomUniform RandomNormalLike RandomUniformLike Multinomial Bernoulli".split())
 
@@ -212,13 +213,15 @@ class _Coster:
         self.values = shapes.values
         self.failures = shapes.failures
         self.uninferred = shapes.uninferred
-        self.storage_root: dict[str, str] = {}  # constant -> the stored tensor it re-lays out
-        self.parameter_tensors: set[str] = set()  # every tensor some node reads as a parameter
+        # folded constant -> the stored roots it is computed from (cost-model.md section 3); a
+        # tensor not here is its own root (an initializer)
+        self.roots: dict[str, tuple[str, ...]] = {}
+        self.parameter_tensors: set[str] = set()  # every stored root some costed node reads
         self.options = options
         self._derived: dict[tuple, _Derived] = {}  # node signature -> what its record derives from it
         self.constant: set[str] = set()
-        self.stored: dict[str, int] = {}  # constant tensor -> stored bytes
-        # stored parameter tensor -> (elements, stored bytes); re-layouts of one tensor share its entry
+        self.stored: dict[str, int] = {}  # constant tensor -> bytes a node reads of it per run
+        # stored root -> (elements, stored bytes): the model's parameters, each counted once
         self.parameters: dict[str, tuple[int, int]] = {}
         # DequantizeLinear output -> its quantized input, for the QDQ compute dtype (filled as costed)
         self.dequantized_from: dict[str, str] = {}
@@ -373,24 +376,29 @@ class _Coster:
         )
 
     def _read_parameters(self, param_inputs: list[str], inputs: list[str], cost: OpCost) -> tuple[int, int]:
-        """Note the stored tensors a node reads as parameters; return their elements and the stored
-        bytes it reads (a partial read, a Gather's, scales the first one)."""
+        """Note the stored roots behind the constants a node reads; return the roots' elements
+        (each once) and the bytes the node reads of those constants per run (a partial read, a
+        Gather's, scales the first one; a folded constant is read at its folded size)."""
         packed = ({inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
                   if cost.param_elements else None)
-        stored, size, info = self.stored, self.size, self.info
-        params, stored_bytes = 0, []
+        stored, size, parameters, roots = self.stored, self.size, self.parameters, self.roots
+        params, read_bytes, counted = 0, [], set()
         for tensor_name in param_inputs:
-            elements = packed[tensor_name] if packed and tensor_name in packed else info(tensor_name).numel or 0
-            tensor_bytes = stored[tensor_name] if tensor_name in stored else size(tensor_name) or 0
-            self.parameters[self.storage_root.get(tensor_name, tensor_name)] = (elements, tensor_bytes)
-            self.parameter_tensors.add(tensor_name)
-            params += elements
-            stored_bytes.append(tensor_bytes)
+            read_bytes.append(stored[tensor_name] if tensor_name in stored else size(tensor_name) or 0)
+            for root in roots.get(tensor_name, (tensor_name,)):
+                if root in counted:
+                    continue
+                counted.add(root)
+                # packed weights (MatMulNBits' B) count the weights they hold, not storage elements
+                elements = packed[root] if packed and root in packed else self.info(root).numel or 0
+                parameters[root] = (elements, stored[root] if root in stored else size(root) or 0)
+                self.parameter_tensors.add(root)
+                params += elements
         if cost.weight_elements_read is not None:
-            elements = info(param_inputs[0]).numel
+            elements = self.info(param_inputs[0]).numel
             if elements:
-                stored_bytes[0] = min(stored_bytes[0], -(-stored_bytes[0] * cost.weight_elements_read // elements))
-        return params, sum(stored_bytes)
+                read_bytes[0] = min(read_bytes[0], -(-read_bytes[0] * cost.weight_elements_read // elements))
+        return params, sum(read_bytes)
 
     def subgraph(self, graph: onnx.GraphProto, name: str) -> SubgraphCost:
         """Cost a subgraph; it sees the outer scope's constants and adds its own."""
@@ -428,16 +436,21 @@ class _Coster:
 
     def _track_storage(self, op_type: str, domain: str, inputs: list[str], outputs: list[str],
                        arg_slots: frozenset[int]) -> None:
-        """Stored bytes of a folded node's outputs: its data inputs' for re-layouts, else its own size."""
+        """A folded node's outputs: the stored roots they come from (its data inputs' roots; a
+        Constant or ConstantOfShape is a root itself) and the bytes a node reads of them per run
+        (its data inputs' for re-layouts and re-types, else its own size)."""
         outputs = [o for o in outputs if o]
-        stored, size = self.stored, self.size
+        stored, size, roots = self.stored, self.size, self.roots
         self.constant.update(outputs)
-        if op_type in _RELAYOUT and inputs and inputs[0] in self.constant:
+        data = [n for slot, n in enumerate(inputs) if n and slot not in arg_slots]
+        default_domain = domain in _DEFAULT_DOMAINS
+        if not (default_domain and op_type in _ROOT_PRODUCERS):
+            # settings (arg slots: a Reshape's shape, a Gather's indices) are no roots
+            found = tuple(dict.fromkeys(root for n in data for root in roots.get(n, (n,))))
             for output in outputs:
-                self.storage_root[output] = self.storage_root.get(inputs[0], inputs[0])
-        if op_type in _STORAGE_PRESERVING and domain in (*_DEFAULT_DOMAINS, "com.microsoft"):
-            data = dict.fromkeys(n for slot, n in enumerate(inputs) if n and slot not in arg_slots)
-            total = sum(stored[n] if n in stored else size(n) or 0 for n in data)
+                roots[output] = found
+        if op_type in _STORAGE_PRESERVING and (default_domain or domain == "com.microsoft"):
+            total = sum(stored[n] if n in stored else size(n) or 0 for n in dict.fromkeys(data))
         else:
             total = None
         for output in outputs:
@@ -563,7 +576,7 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     # their record is made; those some node reads as parameters only once every node is
     for name in coster.constant:
         tensor = tensor_records.get(name)
-        if tensor is not None:
+        if tensor is not None:  # a folded tensor is never a parameter: the roots it comes from are
             tensor.kind = "parameter" if name in coster.parameter_tensors else "constant"
     return CostGraph(
         name=model.graph.name,

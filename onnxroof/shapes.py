@@ -132,9 +132,10 @@ class ShapeResult:
 _DIM_SEPARATORS = re.compile(r"[,x×]")
 
 
-def _positive_int(text: str) -> int | None:
+def _whole_number(text: str) -> int | None:
+    """``text`` as a dim value: an integer of 0 or more (0 is an empty axis, e.g. a KV cache in prefill)."""
     text = text.strip()
-    return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
@@ -148,10 +149,10 @@ def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
     (None, (1, 3, 32, 32))
     """
     name, _, dims_text = text.rpartition(":")
-    dims = [_positive_int(part) for part in _DIM_SEPARATORS.split(dims_text)] if dims_text.strip() else []
+    dims = [_whole_number(part) for part in _DIM_SEPARATORS.split(dims_text)] if dims_text.strip() else []
     if not dims or None in dims:
         raise UsageError(
-            f"--input-shape {text!r}: expected NAME:D1,D2,... with positive integer dims, "
+            f"--input-shape {text!r}: expected NAME:D1,D2,... with non-negative integer dims, "
             "e.g. --input-shape input:1,3,224,224"
         )
     return (name or None), tuple(dims)  # type: ignore[arg-type]
@@ -164,9 +165,9 @@ def parse_dim(text: str) -> tuple[str, int]:
     ('batch', 8)
     """
     symbol, sep, value_text = text.partition("=")
-    value = _positive_int(value_text)
+    value = _whole_number(value_text)
     if not sep or not symbol.strip() or value is None:
-        raise UsageError(f"--dim {text!r}: expected SYMBOL=VALUE with a positive integer, e.g. --dim batch=1")
+        raise UsageError(f"--dim {text!r}: expected SYMBOL=VALUE with a non-negative integer, e.g. --dim batch=1")
     return symbol.strip(), value
 
 
@@ -185,6 +186,28 @@ def _dims_of(value_info: onnx.ValueInfoProto) -> list[onnx.TensorShapeProto.Dime
     if not value_info.type.HasField("tensor_type") or not tensor_type.HasField("shape"):
         return None
     return list(tensor_type.shape.dim)
+
+
+def fix_digit_dims(model: onnx.ModelProto) -> int:
+    """Write every ``dim_param`` that is a decimal integer (exporters write fixed dims as ``"64"``)
+    as that fixed value, in the graph's inputs, outputs and value_info and in every subgraph's
+    (in place): it is no free symbol, so it is never reported unbound or suggested as a flag.
+    Returns how many dims were rewritten.
+
+    >>> model = helper.make_model(helper.make_graph([], "g", [helper.make_tensor_value_info(
+    ...     "x", TensorProto.FLOAT, ["batch", "64"])], []))
+    >>> fix_digit_dims(model), [(d.dim_param, d.dim_value) for d in model.graph.input[0].type.tensor_type.shape.dim]
+    (1, [('batch', 0), ('', 64)])
+    """
+    fixed = 0
+    for graph in (model.graph, *_nested_graphs(model.graph)):
+        for value_info in (*graph.input, *graph.output, *graph.value_info):
+            for dim in _dims_of(value_info) or ():
+                text = dim.dim_param
+                if text and text.isascii() and text.strip().isdigit():
+                    dim.dim_value = int(text)  # the oneof: clears dim_param
+                    fixed += 1
+    return fixed
 
 
 def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple[str | None, tuple[int, ...]]],

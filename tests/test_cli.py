@@ -146,7 +146,7 @@ def test_bad_model_files(capsys, tmp_path, kind, command):
     "argv, fragment",
     [
         (["summary", "--example", "shallownet", "--input-shape", "inptu:1,3,32,32"], "did you mean 'input'"),
-        (["summary", "--example", "shallownet", "--input-shape", "input:1,3,a"], "positive integer"),
+        (["summary", "--example", "shallownet", "--input-shape", "input:1,3,a"], "non-negative integer"),
         (["summary", "--example", "shallownet", "--input-shape", "input:1,3,32"], "rank 4"),
         (["summary", "--example", "shallownet", "--dim", "batch=1"], "no dim named 'batch'"),
         (["summary", "--example", "nosuch"], "choose one of"),

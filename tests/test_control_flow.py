@@ -142,7 +142,9 @@ def test_qdq_conv_is_costed_in_int8_and_its_weight_in_int8_bytes():
     conv = analysis.nodes[-1]
     assert conv.dtype == "int8"
     assert conv.macs == 16 * 6 * 6 * 4 * 9
-    assert conv.params == 16 * 4 * 9 and conv.weight_bytes == 16 * 4 * 9 + 4 + 1  # int8 weight + scale + zero point
+    # parameters are the stored roots behind wd (cost-model.md section 3): the int8 weight, its scale
+    # and its zero point, one element each; the conv reads them per run as int8 + fp32 + int8 bytes
+    assert conv.params == 16 * 4 * 9 + 1 + 1 and conv.weight_bytes == 16 * 4 * 9 + 4 + 1
     assert analysis.to_dict()["nodes"][-1]["dtype"] == "int8"
 
 

@@ -86,7 +86,7 @@ def test_parse_input_shape(text, expected):
     assert parse_input_shape(text) == expected
 
 
-@pytest.mark.parametrize("text", ["x:1,a", "x:", "x:0,3", "x:-1,3", "x:1,,3", "x:1.5", "x:²", ""])
+@pytest.mark.parametrize("text", ["x:1,a", "x:", "x:-1,3", "x:1,,3", "x:1.5", "x:²", ""])
 def test_parse_input_shape_rejects_bad_forms(text):
     with pytest.raises(UsageError, match="--input-shape"):
         parse_input_shape(text)
@@ -97,7 +97,7 @@ def test_parse_dim():
     assert parse_dim(" seq = 128") == ("seq", 128)
 
 
-@pytest.mark.parametrize("text", ["batch", "batch=0", "=3", "batch=", "batch=-1", "batch=x", "batch=2.5"])
+@pytest.mark.parametrize("text", ["batch", "=3", "batch=", "batch=-1", "batch=x", "batch=2.5"])
 def test_parse_dim_rejects_bad_forms(text):
     with pytest.raises(UsageError, match="--dim"):
         parse_dim(text)

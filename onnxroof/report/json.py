@@ -29,9 +29,13 @@ CONVENTIONS = {
     "flops": "2 x MACs + every other element operation, counted per op as docs/ops.md lists",
     "bias": "a bias add is folded into the accumulate and not counted again",
     "bytes": "each tensor in its own ONNX element type (sub-byte types packed, rounded up per tensor)",
-    "params": "elements of initializers and of tensors computed only from constants, each counted once; "
-    "shape and setting inputs (Reshape's shape, Slice's starts, ...) are not parameters",
-    "param_bytes": "stored bytes: an int8 weight behind DequantizeLinear counts its int8 bytes",
+    "params": "elements of the stored roots (initializers, Constant and ConstantOfShape tensors) that a costed "
+    "node reads directly or through nodes computed only from constants, each counted once at its stored size; "
+    "a tensor computed from constants is never itself a parameter; shape and setting inputs (Reshape's shape, "
+    "Slice's starts, Gather's indices, ...) are not parameters",
+    "param_bytes": "stored bytes of those roots: an int8 weight behind DequantizeLinear counts its int8 bytes",
+    "weight_bytes_read": "bytes of constants the nodes read per run (per node: weight_bytes): a Gather reads its "
+    "rows, a node reading a folded tensor reads its folded size",
     "intensity": "FLOPs / (weight_bytes + input_bytes + output_bytes): everything streamed from DRAM",
     "count_prefixes": "SI: k = 1e3, M = 1e6, G = 1e9, T = 1e12",
     "byte_prefixes": "IEC: KiB = 2^10, MiB = 2^20, GiB = 2^30 bytes",
@@ -117,6 +121,7 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
             "flops": totals.flops,
             "params": totals.params,
             "param_bytes": totals.param_bytes,
+            "weight_bytes_read": totals.weight_bytes_read,
             "nodes": totals.nodes,
             "counted_nodes": totals.counted_nodes,
             "unsupported": totals.unsupported,

@@ -64,7 +64,10 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         f"conventions: {CONVENTIONS_LINE}",
         "",
         "Totals",
-        f"  params     {si(totals.params):>10}  ({totals.params:,}; {iec(totals.param_bytes)} = {totals.param_bytes:,} B)",
+        f"  params     {si(totals.params):>10}  ({totals.params:,}; {iec(totals.param_bytes)} = {totals.param_bytes:,} B stored)",
+        *([f"  weights read {iec(totals.weight_bytes_read):>8}  ({totals.weight_bytes_read:,} B per run: the nodes "
+           "read folded or partial constants, not the stored tensors)"]
+          if totals.weight_bytes_read != totals.param_bytes else []),
         f"  MACs       {si(totals.macs):>10}  ({totals.macs:,})",
         f"  MAC-FLOPs  {si(totals.mac_flops):>10}  ({totals.mac_flops:,})",
         f"  FLOPs      {si(totals.flops):>10}  ({totals.flops:,})",
@@ -217,7 +220,7 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
         f"applied {printable(record.formula or '-')}",
         f"MACs {record.macs:,} · MAC-FLOPs {record.mac_flops:,} · FLOPs {record.flops:,}"
         f" (other element ops {record.flops - record.mac_flops:,})",
-        f"params {record.params:,} · weight bytes {record.weight_bytes:,} · input bytes {record.input_bytes:,}"
+        f"params {record.params:,} (stored) · weight bytes read {record.weight_bytes:,} · input bytes {record.input_bytes:,}"
         f" · output bytes {record.output_bytes:,}",
     ]
     if record.intensity is not None:

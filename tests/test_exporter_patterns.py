@@ -1,0 +1,146 @@
+"""Patterns other exporters write, each counted by hand (issue 16): parameters are the stored
+roots (cost-model.md section 3), digit-string dims are fixed dims, zero-length dims work."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxroof
+from onnxroof import cli
+
+from conftest import make_model, zeros
+
+F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def test_gather_over_a_constant_index_range_counts_the_stored_table():
+    # GPT-2's position table: wpe [1024, 768] read by a Gather over a constant index [0..127],
+    # all folded; the gathered rows [128, 768] are added to the token embeddings
+    nodes = [
+        helper.make_node("Gather", ["wpe", "positions"], ["pos"]),
+        helper.make_node("Add", ["tokens", "pos"], ["y"]),
+    ]
+    model = make_model(nodes, [("tokens", F32, [128, 768])], [("y", F32, [128, 768])],
+                       [("wpe", zeros(1024, 768)), ("positions", np.arange(128, dtype=np.int64))])
+    analysis = onnxroof.analyze(model)
+    # the table is what the file stores; the index tensor is a setting (Gather's indices)
+    assert analysis.totals.params == 1024 * 768
+    assert analysis.totals.param_bytes == 1024 * 768 * 4
+    add = analysis.nodes[-1]
+    assert add.params == 1024 * 768
+    assert add.weight_bytes == 128 * 768 * 4  # what the Add reads per run: the folded rows
+    assert analysis.tensors["wpe"].kind == "parameter" and analysis.tensors["pos"].kind == "constant"
+
+
+def test_constant_broadcast_add_of_two_stored_tensors_counts_both_once():
+    # Swin: a relative-position bias [3, 49, 49] and a shift mask [4, 1, 49, 49] meet in a
+    # constant broadcast Add -> [4, 3, 49, 49], which the attention scores then read
+    nodes = [
+        helper.make_node("Add", ["bias", "mask"], ["bias_and_mask"]),
+        helper.make_node("Add", ["scores", "bias_and_mask"], ["y"]),
+    ]
+    model = make_model(nodes, [("scores", F32, [4, 3, 49, 49])], [("y", F32, [4, 3, 49, 49])],
+                       [("bias", zeros(3, 49, 49)), ("mask", zeros(4, 1, 49, 49))])
+    analysis = onnxroof.analyze(model)
+    assert analysis.totals.params == 3 * 49 * 49 + 4 * 49 * 49  # 7,203 + 9,604, not 28,812
+    assert analysis.nodes[0].status == "constant" and analysis.nodes[0].params == 0
+
+
+def test_weights_rebuilt_in_both_if_branches_count_the_stored_weights_once():
+    # an LSTM-style weight [8, 16] re-ordered by Slice + Concat inside each branch of an If
+    def branch(name):
+        return helper.make_graph(
+            [
+                helper.make_node("Slice", ["w", "s0", "s1", "axis"], [f"{name}_a"]),
+                helper.make_node("Slice", ["w", "s1", "s2", "axis"], [f"{name}_b"]),
+                helper.make_node("Concat", [f"{name}_b", f"{name}_a"], [f"{name}_w"], axis=1),
+                helper.make_node("MatMul", ["x", f"{name}_w"], [f"{name}_y"]),
+            ],
+            name, [], [helper.make_tensor_value_info(f"{name}_y", F32, [2, 16])],
+        )
+
+    node = helper.make_node("If", ["cond"], ["y"], then_branch=branch("then"), else_branch=branch("else"))
+    model = make_model(
+        [node], [("cond", BOOL, []), ("x", F32, [2, 8])], [("y", F32, [2, 16])],
+        [("w", zeros(8, 16)), ("s0", np.array([0], np.int64)), ("s1", np.array([8], np.int64)),
+         ("s2", np.array([16], np.int64)), ("axis", np.array([1], np.int64))],
+    )
+    analysis = onnxroof.analyze(model)
+    assert analysis.totals.params == 8 * 16  # the stored weight, once; no branch's rebuilt copy
+    assert analysis.nodes[0].macs == 2 * 8 * 16
+
+
+def test_tensor_behind_a_folded_chain_and_read_directly_is_one_parameter():
+    # a tied embedding: the table read by a Gather of token ids and, transposed, by the LM head
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["h"]),
+        helper.make_node("Transpose", ["table"], ["table_t"], perm=[1, 0]),
+        helper.make_node("MatMul", ["h", "table_t"], ["logits"]),
+    ]
+    model = make_model(nodes, [("ids", I64, [1, 5])], [("logits", F32, [1, 5, 100])], [("table", zeros(100, 16))])
+    analysis = onnxroof.analyze(model)
+    assert analysis.totals.params == 100 * 16
+    assert analysis.nodes[-1].macs == 5 * 16 * 100
+
+
+def test_constant_of_shape_output_is_a_stored_root():
+    # a mask filled by ConstantOfShape from a constant shape [4, 4], then read through Mul by a constant
+    fill = helper.make_tensor("one", F32, [1], [1.0])
+    nodes = [
+        helper.make_node("ConstantOfShape", ["shape"], ["filled"], value=fill),
+        helper.make_node("Mul", ["filled", "half"], ["mask"]),
+        helper.make_node("Add", ["x", "mask"], ["y"]),
+    ]
+    model = make_model(nodes, [("x", F32, [4, 4])], [("y", F32, [4, 4])],
+                       [("shape", np.array([4, 4], np.int64)), ("half", np.array(0.5, np.float32))])
+    analysis = onnxroof.analyze(model)
+    assert analysis.totals.params == 16 + 1  # the fill and the scalar it is scaled by
+
+
+def decoder_step(past_dim, head_dim="64"):
+    """Keys of one attention head: past [1, past, 64] ++ new [1, seq, 64] along axis 1, then
+    q · k^T -> scores [1, seq, past + seq]; dims written as exporters write them."""
+    nodes = [
+        helper.make_node("Concat", ["past", "k_new"], ["present"], axis=1),
+        helper.make_node("Transpose", ["present"], ["k_t"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "k_t"], ["scores"]),
+    ]
+    return make_model(
+        nodes,
+        [("q", F32, [1, "seq", head_dim]), ("k_new", F32, [1, "seq", head_dim]), ("past", F32, [1, past_dim, head_dim])],
+        [("scores", F32, [1, "seq", None]), ("present", F32, [1, None, head_dim])],
+    )
+
+
+def test_digit_string_dim_is_that_fixed_value():
+    analysis = onnxroof.analyze(decoder_step("past"), dims={"seq": 3, "past": 5})
+    assert analysis.complete
+    assert [info.shape for info in analysis.inputs] == [(1, 3, 64), (1, 3, 64), (1, 5, 64)]
+    assert analysis.totals.macs == 3 * 64 * 8  # 3 queries x 8 keys x 64
+    # "64" is never an unbound symbol, nor suggested as a flag
+    unbound = onnxroof.analyze(decoder_step("past"), dims={"seq": 3})
+    assert [(d.input_name, d.symbol) for d in unbound.unresolved_dims] == [("past", "past")]
+    assert "64" not in " ".join(unbound.warnings)
+
+
+def test_kv_input_bound_to_length_zero_costs_a_prefill():
+    analysis = onnxroof.analyze(decoder_step("past_sequence"), dims={"seq": 4, "past_sequence": 0})
+    assert analysis.complete
+    assert analysis.totals.macs == 4 * 64 * 4  # 4 queries x 4 keys (the past is empty) x 64
+    assert analysis.tensors["past"].bytes == 0 and analysis.tensors["present"].bytes == 4 * 64 * 4
+
+
+def test_zero_dims_through_the_command_line(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "step.onnx"
+    path.write_bytes(decoder_step("past_sequence").SerializeToString())
+    code = cli.main(["summary", str(path), "--dim", "seq=4", "--dim", "past_sequence=0", "--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["totals"]["macs"] == 4 * 64 * 4
+    code = cli.main(["summary", str(path), "--input-shape", "past:1,0,64", "--dim", "seq=4", "--format", "json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["totals"]["macs"] == 4 * 64 * 4
+    code = cli.main(["summary", str(path), "--dim", "past_sequence=-1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "non-negative integer" in err

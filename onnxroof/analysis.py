@@ -30,7 +30,8 @@ from .memory import MemoryReport, analyze_memory
 from .ops import output_types
 from .plugins import load_entry_points
 from .shapes import (
-    TensorInfo, UnresolvedDim, batch_flags, bind_inputs, fix_digit_dims, infer_shapes, parse_dim, parse_input_shape, read_node_fields,
+    TensorInfo, UnresolvedDim, batch_flags, bind_inputs, fix_digit_dims, infer_shapes, input_values, parse_dim,
+    parse_input_shape, parse_value, read_node_fields,
 )
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
@@ -137,6 +138,7 @@ def analyze(
     context: int | None = None,
     progress: Callable[[str], None] | None = None,
     checker_in_child: bool = False,
+    values: Mapping[str, Sequence[float] | float] | Iterable[str] | None = None,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
@@ -148,6 +150,8 @@ def analyze(
     their rooflines; ``dtype`` (fp32 fp16 bf16 int8 int4) re-costs the model as if stored and run
     in that type; ``batch`` sets axis 0 of every input; ``phase`` ("prefill" with ``seq``, or
     "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win);
+    ``values`` maps input names to the values the graph computes with (a sample rate that picks an
+    If branch, a ``total_sequence_length``), or is a list of ``NAME=V1,V2,...`` strings;
     ``progress`` is called with the name of each stage as it starts; ``checker_in_child`` runs
     the ONNX checker on a model file in a forked child process while the analysis goes on (on
     Linux, in a process with no other thread): the onnxroof program does, as forking a process
@@ -157,14 +161,14 @@ def analyze(
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
         return _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-                        context, progress or (lambda stage: None), checker_in_child)
+                        context, progress or (lambda stage: None), checker_in_child, values)
     finally:
         if collecting:
             gc.enable()
 
 
 def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-             context, progress: Callable[[str], None], checker_in_child: bool) -> Analysis:
+             context, progress: Callable[[str], None], checker_in_child: bool, values) -> Analysis:
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
     chosen = _load_targets(targets)
@@ -188,7 +192,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         raise
     if checking is not None:
         checking.wait()  # before ONNX's shape inference sees the model
-    shapes = infer_shapes(proto, nodes, fields, output_types)
+    shapes = infer_shapes(proto, nodes, fields, output_types, input_values(proto, _value_flags(values)))
     if dtype != "model":
         shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
     progress("costing nodes")
@@ -286,6 +290,14 @@ def _shape_flags(input_shapes) -> list[tuple[str | None, tuple[int, ...]]]:
     return [parse_input_shape(text) for text in input_shapes]
 
 
+def _value_flags(values) -> dict[str, tuple[float, ...]]:
+    if not values:
+        return {}
+    if isinstance(values, Mapping):
+        return {str(k): tuple(v) if isinstance(v, (list, tuple)) else (v,) for k, v in values.items()}
+    return dict(parse_value(text) for text in values)
+
+
 def _dim_flags(dims) -> dict[str, int]:
     if not dims:
         return {}
@@ -330,8 +342,9 @@ def _totals(records: list[NodeRecord], parameters: dict[str, tuple[int, int]]) -
             (unsupported if record.status == STATUS_UNSUPPORTED else not_counted)[record.op_type] += 1
         if record.subgraphs:
             for subgraph in record.subgraphs.values():
-                unsupported.update(subgraph.unsupported)
-                not_counted.update(subgraph.not_counted)
+                if subgraph.taken:  # an If branch its known condition does not select does not run
+                    unsupported.update(subgraph.unsupported)
+                    not_counted.update(subgraph.not_counted)
     return Totals(
         macs=macs,
         mac_flops=2 * macs,

@@ -39,6 +39,9 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
                         help="set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 (repeatable)")
     parser.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
                         help="bind a named (symbolic) dim everywhere, e.g. batch=1 (repeatable)")
+    parser.add_argument("--value", action="append", default=[], metavar="NAME=V1,V2,...",
+                        help="the value of an input the graph computes with, e.g. sr=16000 (an If on the sample "
+                             "rate is then costed on the branch it takes); repeatable")
     parser.add_argument("--loop-trips", type=_positive_int, metavar="N",
                         help="trip count for Loops whose count is not a constant in the model")
     parser.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
@@ -302,7 +305,7 @@ def _model(source: str):
 
 
 def _analysis_kwargs(args: argparse.Namespace) -> dict:
-    return dict(input_shapes=args.input_shape, dims=args.dim, loop_trips=args.loop_trips,
+    return dict(input_shapes=args.input_shape, dims=args.dim, values=args.value, loop_trips=args.loop_trips,
                 elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
                 phase=args.phase, seq=args.seq, context=args.context, checker_in_child=args.program)
 

@@ -133,6 +133,7 @@ class SubgraphCost:
     weight_bytes: int
     unsupported: Counter  # op -> nodes with no rule, nested ones included
     not_counted: Counter  # op -> nodes not counted for any other reason, nested ones included
+    taken: bool = True  # False for an If branch its known condition does not select (shown, not counted)
     # for the memory stage: bytes of the activations the subgraph holds (its formal inputs and
     # what its nodes produce), and its formal inputs and outputs
     activation_bytes: dict[str, int] = field(default_factory=dict)
@@ -266,7 +267,13 @@ class _Coster:
         cost = derived.cost
         param_inputs = [inputs[slot] for slot in derived.param_slots] if derived.param_slots else _NO_PARAMETERS
         params, weight_bytes = self._read_parameters(param_inputs, inputs, cost) if param_inputs else (0, 0)
+        if cost.attribute_params:  # stored in the node itself (ai.onnx.ml), read on every run
+            params += cost.attribute_params
+            weight_bytes += 4 * cost.attribute_params  # float and int64 attributes, read as 4-byte numbers
+            self.parameters[f"{name}.attributes"] = (cost.attribute_params, 4 * cost.attribute_params)
         if subgraphs:
+            for attribute in cost.untaken:
+                subgraphs[attribute].taken = False
             params += sum(sub.params for sub in subgraphs.values())
             weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
         if is_folded:
@@ -413,8 +420,9 @@ class _Coster:
         not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != STATUS_UNSUPPORTED)
         for record in records:
             for sub in record.subgraphs.values():
-                unsupported.update(sub.unsupported)
-                not_counted.update(sub.not_counted)
+                if sub.taken:
+                    unsupported.update(sub.unsupported)
+                    not_counted.update(sub.not_counted)
         formal_inputs = [i.name for i in graph.input]
         produced = [n for r in records if r.status != STATUS_CONSTANT for n in r.outputs if n]
         activation_bytes = {

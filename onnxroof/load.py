@@ -415,7 +415,9 @@ def _check_versions(model: onnx.ModelProto, label: str) -> None:
 def check_dims(model: onnx.ModelProto, label: str, contents: _Contents | None = None) -> None:
     """No declared dim is negative: in graph inputs, outputs, value_info (subgraphs too) or
     tensor dims. onnx's shape inference asserts on them (a Slice of a [-5] input kills the
-    interpreter), so they must be refused before it runs."""
+    interpreter), so they must be refused before it runs. A declared -1 is how Paddle2ONNX and
+    TensorFlow exporters write an unknown dim: it is rewritten as one (in place), to be bound
+    like any other."""
     contents = contents or _contents(model)
     checked_types: set[bytes] = set()  # types with no negative dim (tensors share a few)
     for graph in contents.graphs:
@@ -424,13 +426,18 @@ def check_dims(model: onnx.ModelProto, label: str, contents: _Contents | None = 
                 type_key = value.type.SerializeToString()
                 if type_key in checked_types:
                     continue
+                rewritten = False
                 for axis, dim in enumerate(_declared_dims(value.type)):
-                    if dim.dim_value < 0:  # an unset dim_value reads 0
+                    if dim.dim_value == -1:
+                        dim.ClearField("dim_value")  # unknown, with no name
+                        rewritten = True
+                    elif dim.dim_value < 0:  # an unset dim_value reads 0
                         raise ModelError(
                             f"{label}: {kind} {_quote(value.name)} declares dim {dim.dim_value} at axis {axis}; a dim "
-                            "is a count (>= 0) or a name: fix the export"
+                            "is a count (>= 0), a name, or -1 for unknown: fix the export"
                         )
-                checked_types.add(type_key)
+                if not rewritten:  # a type rewritten here must be rewritten in every tensor that has it
+                    checked_types.add(type_key)
     for tensor in contents.tensors:
         if any(d < 0 for d in tensor.dims):
             raise ModelError(

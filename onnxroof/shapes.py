@@ -171,8 +171,52 @@ def parse_dim(text: str) -> tuple[str, int]:
     return symbol.strip(), value
 
 
+def parse_value(text: str) -> tuple[str, tuple[float, ...]]:
+    """Parse ``NAME=V1,V2,...``: the value of an input the graph computes with (a sample rate
+    choosing an If branch, a ``total_sequence_length``).
+
+    >>> parse_value("sr=16000")
+    ('sr', (16000,))
+    >>> parse_value("seqlens_k=4,7")
+    ('seqlens_k', (4, 7))
+    """
+    name, sep, values_text = text.partition("=")
+    try:
+        values = tuple(float(v) if any(c in v for c in ".eE") else int(v) for v in values_text.split(","))
+    except ValueError:
+        values = ()
+    if not sep or not name.strip() or not values:
+        raise UsageError(f"--value {text!r}: expected NAME=V1,V2,... with numbers, e.g. --value sr=16000")
+    return name.strip(), values
+
+
 # ---------------------------------------------------------------------------------------------
 # Binding
+
+
+def input_values(model: onnx.ModelProto, given: dict[str, Sequence[float]]) -> dict[str, np.ndarray]:
+    """The values given for graph inputs as arrays of each input's element type, shaped as the
+    input is (already bound), or 1-D (a scalar for one number and a rank-0 input) where its shape
+    has free dims."""
+    inputs = {i.name: i for i in real_inputs(model.graph)}
+    arrays = {}
+    for name, numbers in given.items():
+        if name not in inputs:
+            raise UsageError(f"--value: the model has no input {name!r}; {_suggest(name, inputs)}")
+        info = _info_from_value_info(inputs[name])
+        try:
+            array = np.array(numbers, dtype=helper.tensor_dtype_to_np_dtype(info.dtype))
+        except Exception:
+            raise UsageError(f"--value {name}: input {name!r} is not a numeric tensor") from None
+        if info.shape is not None and info.is_known:
+            if array.size != info.numel:
+                raise UsageError(f"--value {name}: the input has shape {info.shape_text()} ({info.numel} values) "
+                                 f"but {array.size} were given")
+            array = array.reshape(info.shape)  # type: ignore[arg-type]
+        elif info.shape == () or (info.shape is None and array.size == 1):
+            array = array.reshape(())
+        arrays[name] = array
+    return arrays
 
 
 def real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
@@ -268,11 +312,12 @@ def bind_inputs(
         tensor_shape.Clear()
         for value in shape:
             tensor_shape.dim.add().dim_value = value
-    if values:
-        for value_info in (*graph.input, *graph.output, *graph.value_info):
-            for dim in _dims_of(value_info) or []:
-                if dim.dim_param in values:
-                    dim.dim_value = values[dim.dim_param]
+    if values:  # subgraphs too: an If branch's value_info names the outer dims
+        for scope in (graph, *_nested_graphs(graph)):
+            for value_info in (*scope.input, *scope.output, *scope.value_info):
+                for dim in _dims_of(value_info) or []:
+                    if dim.dim_param in values:
+                        dim.dim_value = values[dim.dim_param]
 
 
 def _input_name(name: str | None, inputs: dict[str, onnx.ValueInfoProto]) -> str:
@@ -378,12 +423,14 @@ OutputTypes = Callable[[onnx.NodeProto, tuple["TensorInfo | None", ...], dict], 
 
 
 def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
-                 fields: Sequence[NodeFields] | None = None, output_types: OutputTypes | None = None) -> ShapeResult:
+                 fields: Sequence[NodeFields] | None = None, output_types: OutputTypes | None = None,
+                 given_values: dict[str, np.ndarray] | None = None) -> ShapeResult:
     """Infer every tensor's type and shape in ``model`` (inputs already bound).
 
     ``order`` is the graph's nodes in their topological order (the model's own, which load
     checks); ``fields`` their NodeFields, aligned with it (read here when not given);
-    ``output_types`` sizes the outputs of ops ONNX has no schema for (contrib ops).
+    ``output_types`` sizes the outputs of ops ONNX has no schema for (contrib ops);
+    ``given_values`` are values of graph inputs (:func:`input_values`).
     """
     if fields is None:
         fields = read_node_fields(order)
@@ -427,6 +474,9 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
         tensors[tensor.name] = TensorInfo(tensor.name, tensor.data_type, tuple(tensor.dims))
         if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not _is_external(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
+    for name, value in (given_values or {}).items():
+        values[name] = value
+        tensors[name] = TensorInfo(name, tensors[name].dtype if name in tensors else 0, value.shape)
 
     evaluator = _PartialEvaluator(model, tensors, values, stored, order, fields, nested,
                                   unknown_ops if output_types else set(), output_types)
@@ -655,7 +705,8 @@ class _PartialEvaluator:
         # most models repeat one layer, so most shape computations are repeats
         self._runs: dict[tuple, tuple | None] = {}
         self._inferences: dict[tuple, list[TensorInfo] | None] = {}
-        self._ruled_ops = ruled_ops  # (domain, op_type) of ops without a schema, sized by their rule
+        # (domain, op_type) -> whether it has no schema and is sized by its rule (subgraph ops added as met)
+        self._ruled_ops = dict.fromkeys(ruled_ops, True)
         self._output_types = output_types
         self._rule_disagreements: list[tuple[str, TensorInfo, TensorInfo]] = []  # (op, stored, rule's)
 
@@ -681,12 +732,27 @@ class _PartialEvaluator:
                    f"depends on node {root[0]!r}, whose shape inference failed: {root[2]}")
         return True
 
-    def visit(self, node: onnx.NodeProto, node_fields: NodeFields, index: int) -> None:
-        """Evaluate or re-infer ``node`` (of fields ``node_fields``), the ``index``-th of the order."""
+    def _ruled(self, node_fields: NodeFields) -> bool:
+        """Whether the node's op has no ONNX schema and its cost rule sizes its outputs."""
+        if self._output_types is None:
+            return False
+        kind = (node_fields.domain, node_fields.op_type)
+        ruled = self._ruled_ops.get(kind)
+        if ruled is None:
+            ruled = self._ruled_ops[kind] = not _has_schema(*kind)
+        return ruled
+
+    def visit(self, node: onnx.NodeProto, node_fields: NodeFields, index: int,
+              labels: Sequence[str] | None = None) -> None:
+        """Evaluate or re-infer ``node`` (of fields ``node_fields``), the ``index``-th of the order
+        (of a subgraph's order when ``labels``, its nodes' names, are given)."""
         op_type, outputs = node_fields.op_type, node_fields.outputs
-        if self._ruled_ops and (node_fields.domain, op_type) in self._ruled_ops:
+        if self._ruled(node_fields):
             self._from_rule(node, node_fields)
-        elif node_fields.domain in _DEFAULT_DOMAINS and not (self._nested and _has_subgraph(node_fields.attributes)):
+        elif self._nested and _has_subgraph(node_fields.attributes):
+            if node_fields.domain in _DEFAULT_DOMAINS:
+                self._visit_subgraphs(node, node_fields, labels, index)
+        elif node_fields.domain in _DEFAULT_DOMAINS:
             if op_type == "Constant":
                 self._constant(node, node_fields)
             elif not (op_type in EVALUABLE_OPS and self._evaluate(node, node_fields)):
@@ -694,13 +760,13 @@ class _PartialEvaluator:
                     complaint = self._reinfer(node, node_fields)
                     if complaint:
                         shapes = ", ".join(self._info(n).shape_text() if n else "-" for n in node_fields.inputs)
-                        self._root(node_fields, index, f"{complaint} (input shapes {shapes})")
+                        self._root(node_fields, index, f"{complaint} (input shapes {shapes})", labels)
                         self.uninferred.update(o for o in outputs if o)
                         return
             if op_type == "Reshape":
                 complaint = self._reshape_mismatch(node_fields)
                 if complaint:
-                    self._root(node_fields, index, complaint)
+                    self._root(node_fields, index, complaint, labels)
                     return
         for output in outputs:  # last resort: the shape the exporter stored
             if output in self.stored:
@@ -732,12 +798,82 @@ class _PartialEvaluator:
                 f"rule derives from its inputs (e.g. {op_type} output {stored.name}: stored {stored.shape_text()}, "
                 f"derived {derived.shape_text()}); the derived ones are used"]
 
+    def _visit_subgraphs(self, node: onnx.NodeProto, node_fields: NodeFields, labels: Sequence[str] | None,
+                         index: int) -> None:
+        """Evaluate the nodes of an If's branches or a Loop's or Scan's body, which see the outer
+        scope's values; an If whose condition is known runs only the taken branch, and its outputs
+        are that branch's (with their values)."""
+        label = (labels if labels is not None else self._node_labels())[index]
+        bodies = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+        op_type, inputs = node_fields.op_type, node_fields.inputs
+        if op_type == "If":
+            condition = self.values.get(inputs[0]) if inputs and inputs[0] else None
+            taken = None if condition is None or condition.size != 1 else (
+                "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch")
+            for name, body in bodies.items():
+                if taken in (None, name):
+                    self.run_graph(body, f"{label}/{name}")
+            branches = [bodies[taken]] if taken else list(bodies.values())
+            for slot, output in enumerate(node_fields.outputs):
+                results = [self._info(b.output[slot].name) for b in branches if slot < len(b.output)]
+                if output and results and all(r.is_known and r.shape == results[0].shape for r in results):
+                    self.tensors[output] = TensorInfo(output, results[0].dtype or self._info(output).dtype,
+                                                      results[0].shape)
+                    value = self.values.get(branches[0].output[slot].name) if taken else None
+                    if value is not None:
+                        self.values[output] = value
+            return
+        body = bodies.get("body")
+        if body is None:
+            return
+        if op_type == "Loop":  # (trip count, condition, carried...) -> (iteration, condition, carried...)
+            carried = list(zip(body.input[2:], inputs[2:]))
+        elif op_type == "Scan":  # states, then scan inputs sliced along their scan axis
+            scan_inputs = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "num_scan_inputs"), 0)
+            states = len(inputs) - scan_inputs
+            axes = next((list(helper.get_attribute_value(a)) for a in node.attribute if a.name == "scan_input_axes"),
+                        [0] * scan_inputs)
+            carried = list(zip(body.input[:states], inputs[:states]))
+            for formal, actual, axis in zip(body.input[states:], inputs[states:], axes):
+                outer = self._info(actual)
+                if outer.shape is not None and not self._info(formal.name).is_known:
+                    sliced = outer.shape[:axis % len(outer.shape)] + outer.shape[axis % len(outer.shape) + 1:]
+                    self.tensors[formal.name] = TensorInfo(formal.name, outer.dtype, sliced)
+        else:
+            carried = []
+        for formal, actual in carried:  # a loop-carried value keeps its initial shape, not its value
+            outer = self._info(actual) if actual else None
+            if outer is not None and outer.shape is not None and not self._info(formal.name).is_known:
+                self.tensors[formal.name] = TensorInfo(formal.name, outer.dtype, outer.shape)
+        self.run_graph(body, f"{label}/body")
+
+    def run_graph(self, graph: onnx.GraphProto, prefix: str) -> None:
+        """Visit the nodes of a subgraph (names are model-wide, so its tensors share the maps)."""
+        for tensor in graph.initializer:
+            if tensor.name not in self.tensors or not self.tensors[tensor.name].is_known:
+                self.tensors[tensor.name] = TensorInfo(tensor.name, tensor.data_type, tuple(tensor.dims))
+        nodes = list(graph.node)
+        fields = read_node_fields(nodes)
+        labels = [f"{prefix}/{name}" for name in node_names(fields)]
+        for index, (node, node_fields) in enumerate(zip(nodes, fields)):
+            if self._root_of and self._tainted(node_fields):
+                continue
+            if not self._settled(node_fields):
+                self.visit(node, node_fields, index, labels)
+
+    def _node_labels(self) -> list[str]:
+        if self._labels is None:
+            self._labels = node_names(self._fields)
+        return self._labels
+
     def _settled(self, node_fields: NodeFields) -> bool:
         """Nothing left to do for the node (most nodes of a big graph): onnx knows every output's
         shape, and there is nothing to evaluate or check (the stored shapes cannot add to a known one)."""
         op_type = node_fields.op_type
-        if op_type in _ALWAYS_VISITED or (self._ruled_ops and (node_fields.domain, op_type) in self._ruled_ops):
+        if op_type in _ALWAYS_VISITED or self._ruled(node_fields):
             return False
+        if self._nested and node_fields.attributes and _has_subgraph(node_fields.attributes):
+            return False  # its body's shape computations are evaluated
         tensors = self.tensors
         for output in node_fields.outputs:
             info = tensors.get(output)
@@ -751,10 +887,9 @@ class _PartialEvaluator:
             return False
         return True
 
-    def _root(self, node_fields: NodeFields, index: int, complaint: str) -> None:
-        if self._labels is None:
-            self._labels = node_names(self._fields)
-        self.roots.append([self._labels[index], node_fields.op_type, complaint, 1])
+    def _root(self, node_fields: NodeFields, index: int, complaint: str, labels: Sequence[str] | None = None) -> None:
+        self.roots.append([(labels if labels is not None else self._node_labels())[index], node_fields.op_type,
+                           complaint, 1])
         self._fail(node_fields.outputs, len(self.roots) - 1, f"shape inference failed on this node: {complaint}")
 
     def _fail(self, outputs: Iterable[str], root: int, reason: str) -> None:

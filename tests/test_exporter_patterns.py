@@ -144,3 +144,104 @@ def test_zero_dims_through_the_command_line(tmp_path, capsys):
     code = cli.main(["summary", str(path), "--dim", "past_sequence=-1"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "non-negative integer" in err
+
+
+def sample_rate_if_model():
+    """Voice-activity style: the whole network inside an If on the sample rate. Each branch pads
+    its input by a constant inside the branch, reshapes it by a computed shape and runs a MatMul:
+    the shapes inside are known only once the partial evaluator runs in the branch."""
+
+    def branch(name, pad, width):
+        weight = numpy_helper.from_array(zeros(width, 8), f"{name}_w")
+        pads = numpy_helper.from_array(np.array([0, pad, 0, pad], np.int64), f"{name}_pads")
+        return helper.make_graph(
+            [
+                helper.make_node("Pad", ["audio", f"{name}_pads"], [f"{name}_padded"]),
+                helper.make_node("Shape", [f"{name}_padded"], [f"{name}_shape"]),
+                helper.make_node("Gather", [f"{name}_shape", "one"], [f"{name}_length"], axis=0),
+                helper.make_node("Div", [f"{name}_length", f"{name}_width"], [f"{name}_frames"]),
+                helper.make_node("Concat", ["minus_one", f"{name}_width_1d"], [f"{name}_frame_shape"], axis=0),
+                helper.make_node("Reshape", [f"{name}_padded", f"{name}_frame_shape"], [f"{name}_framed"]),
+                helper.make_node("MatMul", [f"{name}_framed", f"{name}_w"], [f"{name}_y"]),
+            ],
+            name, [], [helper.make_tensor_value_info(f"{name}_y", F32, [None, 8])],
+            [weight, pads, numpy_helper.from_array(np.array(width, np.int64), f"{name}_width"),
+             numpy_helper.from_array(np.array([width], np.int64), f"{name}_width_1d")],
+        )
+
+    nodes = [
+        helper.make_node("Equal", ["sr", "sixteen_k"], ["is_16k"]),
+        helper.make_node("If", ["is_16k"], ["y"], then_branch=branch("wide", 32, 64),
+                         else_branch=branch("narrow", 16, 32)),
+    ]
+    return make_model(
+        nodes, [("audio", F32, ["batch", "samples"]), ("sr", I64, [])], [("y", F32, [None, 8])],
+        [("sixteen_k", np.array(16000, np.int64)), ("one", np.array(1, np.int64)),
+         ("minus_one", np.array([-1], np.int64))],
+    )
+
+
+def test_if_on_a_known_condition_costs_the_taken_branch_with_shapes_evaluated_inside():
+    # 16 kHz: 512 samples + 2 x 32 pad = 576 = 9 frames of 64; MatMul 9 x 64 x 8
+    analysis = onnxroof.analyze(sample_rate_if_model(), dims={"batch": 1, "samples": 512}, values={"sr": 16000})
+    record = analysis.nodes[-1]
+    assert record.macs == 9 * 64 * 8 and "counted then" in record.formula
+    assert analysis.complete
+    # 8 kHz: 512 + 2 x 16 = 544 = 17 frames of 32; MatMul 17 x 32 x 8
+    analysis = onnxroof.analyze(sample_rate_if_model(), dims={"batch": 1, "samples": 512}, values=["sr=8000"])
+    assert analysis.nodes[-1].macs == 17 * 32 * 8 and "counted else" in analysis.nodes[-1].formula
+    # both branches' weights are stored: 64 x 8 + 32 x 8 (+ the branches' pads and widths are settings)
+    assert analysis.totals.params == 64 * 8 + 32 * 8 + 1  # and the 16000 compared with sr
+
+
+def test_if_with_an_unknown_condition_counts_the_costlier_branch_both_evaluated():
+    analysis = onnxroof.analyze(sample_rate_if_model(), dims={"batch": 1, "samples": 512})
+    record = analysis.nodes[-1]
+    # then 9 x 64 x 8 = 4,608 MACs, else 17 x 32 x 8 = 4,352: the costlier is then
+    assert record.macs == 9 * 64 * 8 and "costlier (then)" in record.formula
+    assert record.subgraphs["else_branch"].macs == 17 * 32 * 8
+
+
+def test_if_condition_known_from_a_bound_input_dim():
+    # If (Shape(x)[0] == 1): then MatMul x [b, 8] x [8, 4], else MatMul x [b, 8] x [8, 16]
+    def branch(name, width):
+        return helper.make_graph([helper.make_node("MatMul", ["x", f"{name}_w"], [f"{name}_y"])], name, [],
+                                 [helper.make_tensor_value_info(f"{name}_y", F32, [None, width])],
+                                 [numpy_helper.from_array(zeros(8, width), f"{name}_w")])
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Equal", ["batch", "one"], ["single"]),
+        helper.make_node("If", ["single"], ["y"], then_branch=branch("one_row", 4), else_branch=branch("rows", 16)),
+    ]
+    model = make_model(nodes, [("x", F32, ["b", 8])], [("y", F32, [None, None])],
+                       [("zero", np.array(0, np.int64)), ("one", np.array(1, np.int64))])
+    assert onnxroof.analyze(model, dims={"b": 1}).nodes[-1].macs == 1 * 8 * 4
+    assert onnxroof.analyze(model, dims={"b": 3}).nodes[-1].macs == 3 * 8 * 16
+
+
+def test_bad_values_get_one_line_errors(tmp_path, capsys):
+    path = tmp_path / "vad.onnx"
+    path.write_bytes(sample_rate_if_model().SerializeToString())
+    for flag, fragment in (("sr", "expected NAME=V1,V2"), ("rate=16000", "no input 'rate'"), ("sr=1,2", "2 were given")):
+        code = cli.main(["summary", str(path), "--dim", "batch=1", "--dim", "samples=512", "--value", flag])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_minus_one_declared_dim_is_an_unknown_dim_to_bind():
+    # Paddle2ONNX writes unknown dims as -1: [-1, 8] is bound like any free dim
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", F32, [-1, 8])], [("y", F32, [-1, 4])],
+                       [("w", zeros(8, 4))])
+    path_model = model.SerializeToString()
+    unbound = onnxroof.analyze(onnx_model(path_model))
+    assert [(d.input_name, d.axis) for d in unbound.unresolved_dims] == [("x", 0)]
+    bound = onnxroof.analyze(onnx_model(path_model), input_shapes={"x": [5, 8]})
+    assert bound.complete and bound.totals.macs == 5 * 8 * 4
+
+
+def onnx_model(data: bytes):
+    import onnx
+
+    return onnx.load_from_string(data)

@@ -39,6 +39,12 @@ class OpCost:
     # elements of its parameters the op actually reads, when it reads only part of them
     # (Gather on an embedding table reads the gathered rows); None: all of them
     weight_elements_read: int | None = None
+    # subgraph attributes the node does not run (an If's other branch once its condition is known):
+    # their nodes are shown but neither counted nor reported as uncounted
+    untaken: tuple[str, ...] = ()
+    # model numbers stored in the node's attributes (ai.onnx.ml: tree thresholds, coefficients):
+    # parameters of the node itself, counted once like a stored tensor
+    attribute_params: int = 0
 
 
 class UnknownShape(Exception):

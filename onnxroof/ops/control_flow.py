@@ -23,8 +23,20 @@ def _repeat(body, times: int, how: str) -> OpCost:
 
 
 def if_rule(node: NodeView) -> OpCost:
-    """FLOPs = the costlier of then_branch and else_branch (both are costed and shown)."""
+    """FLOPs = the branch the condition selects when its value is known once the inputs are bound
+    (the other is shown, not counted), else the costlier of then_branch and else_branch (both shown)."""
     then_branch, else_branch = node.subgraphs["then_branch"], node.subgraphs["else_branch"]
+    condition = node.input_value(0)
+    if condition is not None and condition.size == 1:
+        name = "then" if bool(condition.reshape(-1)[0]) else "else"
+        taken = then_branch if name == "then" else else_branch
+        return OpCost(
+            macs=taken.macs,
+            flops=taken.flops - 2 * taken.macs,
+            formula=f"condition {bool(condition.reshape(-1)[0])} once the inputs are bound: counted {name} "
+                    f"({taken.flops:,} FLOPs); then {then_branch.flops:,}, else {else_branch.flops:,} FLOPs",
+            untaken=("else_branch" if name == "then" else "then_branch",),
+        )
     taken, name = max((then_branch, "then"), (else_branch, "else"), key=lambda pair: pair[0].flops)
     return OpCost(
         macs=taken.macs,

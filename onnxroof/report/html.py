@@ -261,6 +261,10 @@ def _totals_context(totals: dict, memory: dict | None) -> dict:
         "params_title": f"{totals['params']:,} parameters",
         "param_bytes": iec(totals["param_bytes"]),
         "param_bytes_title": f"{totals['param_bytes']:,} bytes",
+        # what the nodes read of constants per run, when it is not the stored bytes (a Gather's rows)
+        "weights_read": (iec(totals["weight_bytes_read"])
+                         if totals.get("weight_bytes_read", totals["param_bytes"]) != totals["param_bytes"] else None),
+        "weights_read_title": f"{totals.get('weight_bytes_read', 0):,} bytes of constants read per run",
         "mac_flops": si(totals["mac_flops"]),
         "mac_flops_title": f"{totals['mac_flops']:,} FLOPs (2 x MACs)",
         "macs": si(totals["macs"]),

@@ -291,9 +291,10 @@ def svm_regressor(node: NodeView) -> OpCost:
 
 # -- shapes ONNX's inference leaves unknown ------------------------------------------------------
 # ONNX has schemas for these ops but infers no output shape for LinearRegressor, Scaler,
-# Normalizer, Imputer, SVMClassifier, SVMRegressor and FeatureVectorizer. The shape stage asks a
-# rule's ``shapes`` only for ops without a schema; these say what the outputs are for when it
-# also asks for ai.onnx.ml ops.
+# Normalizer, Imputer, SVMClassifier, SVMRegressor and FeatureVectorizer, nor for
+# ArrayFeatureExtractor on a 1-D X; the others it infers only once, in the whole-graph pass, from
+# inputs that may still be unknown then. The shape stage asks a rule's ``shapes`` only for ops
+# without a schema; these say what the outputs are, for when it also asks for ai.onnx.ml ops.
 
 def _rows(node: NodeView) -> tuple | None:
     info = node.inputs[0] if node.inputs else None
@@ -329,8 +330,7 @@ def svm_classifier_shapes(node: NodeView) -> list[OutputType | None]:
     n_classes = max(classes(node), 2)
     support = sum(node.attr("vectors_per_class", []) or [])
     ovo = support and not count(node, "prob_a") and n_classes > 2
-    label = TensorProto.STRING if count(node, "classlabels_strings") else TensorProto.INT64
-    return [(label, rows), (TensorProto.FLOAT, (*rows, n_classes * (n_classes - 1) // 2 if ovo else n_classes))]
+    return [(_label(node), rows), (TensorProto.FLOAT, (*rows, n_classes * (n_classes - 1) // 2 if ovo else n_classes))]
 
 
 def feature_vectorizer_shapes(node: NodeView) -> list[OutputType | None]:
@@ -350,15 +350,35 @@ def array_feature_extractor_shapes(node: NodeView) -> list[OutputType | None]:
     return [(x.dtype, (1, k) if len(x.shape) == 1 else (*x.shape[:-1], k))]
 
 
+def _label(node: NodeView) -> int:
+    return TensorProto.STRING if count(node, "classlabels_strings") else TensorProto.INT64
+
+
+def linear_classifier_shapes(node: NodeView) -> list[OutputType | None]:
+    """label [rows], scores [rows, C]: C = coefficients / F, 2 for a binary model stored as one row."""
+    rows = _rows(node)
+    info = node.inputs[0]
+    if rows is None or not info.shape or not isinstance(info.shape[-1], int) or not info.shape[-1]:
+        return [None, None]
+    c = count(node, "coefficients") // info.shape[-1]
+    c = 2 if c == 1 and classes(node) == 2 else c
+    return [(_label(node), rows), (TensorProto.FLOAT, (*rows, c))]
+
+
+def tree_classifier_shapes(node: NodeView) -> list[OutputType | None]:
+    rows = _rows(node)
+    return [None, None] if rows is None else [(_label(node), rows), (TensorProto.FLOAT, (*rows, classes(node)))]
+
+
 def _register(op_types, handler, shapes=None) -> None:
     register(op_types, handler, family="ml", domain=ML, shapes=shapes)
 
 
-_register("LinearClassifier", linear)
+_register("LinearClassifier", linear, linear_classifier_shapes)
 _register("LinearRegressor", linear, rows_by(lambda node: node.attr("targets", 1)))
 _register("Scaler", per_element(2, "(x - offset) · scale", "offset", "scale"), float_like_input)
 _register("Normalizer", normalizer, float_like_input)
-_register("Binarizer", per_element(1, "x > threshold ? 1 : 0: one compare"))
+_register("Binarizer", per_element(1, "x > threshold ? 1 : 0: one compare"), like_input)
 _register("Imputer", per_element(2, "x == replaced ? imputed : x: compare, select",
                                  "imputed_value_floats", "imputed_value_int64s"), like_input)
 _register("LabelEncoder", lookup("one table lookup per element", "keys_strings", "keys_int64s", "keys_floats",
@@ -373,7 +393,8 @@ _register("ArrayFeatureExtractor", zero_cost("gathers the indexed elements of th
           array_feature_extractor_shapes)
 _register("ZipMap", zero_cost("packs each row of scores into a map from class label to score"))
 _register("CastMap", zero_cost("converts a map's values into a dense tensor"))
-_register(["TreeEnsembleClassifier", "TreeEnsembleRegressor"], tree_ensemble_v1)
-_register("TreeEnsemble", tree_ensemble_v5)
+_register("TreeEnsembleClassifier", tree_ensemble_v1, tree_classifier_shapes)
+_register("TreeEnsembleRegressor", tree_ensemble_v1, rows_by(lambda node: node.attr("n_targets", 1)))
+_register("TreeEnsemble", tree_ensemble_v5, rows_by(lambda node: node.attr("n_targets", 1)))
 _register("SVMClassifier", svm_classifier, svm_classifier_shapes)
 _register("SVMRegressor", svm_regressor, rows_by(lambda node: 1))

@@ -220,6 +220,7 @@ from . import (  # noqa: E402,F401
     conv,
     elementwise,
     matmul,
+    ml,
     normalization,
     pooling,
     quantized,

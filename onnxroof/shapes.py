@@ -733,13 +733,14 @@ class _PartialEvaluator:
         return True
 
     def _ruled(self, node_fields: NodeFields) -> bool:
-        """Whether the node's op has no ONNX schema and its cost rule sizes its outputs."""
+        """Whether the node's outputs are sized by its cost rule: ops with no ONNX schema, and the
+        ai.onnx.ml ops, whose schemas infer no shape for most of them (Scaler, SVMClassifier, ...)."""
         if self._output_types is None:
             return False
         kind = (node_fields.domain, node_fields.op_type)
         ruled = self._ruled_ops.get(kind)
         if ruled is None:
-            ruled = self._ruled_ops[kind] = not _has_schema(*kind)
+            ruled = self._ruled_ops[kind] = kind[0] == "ai.onnx.ml" or not _has_schema(*kind)
         return ruled
 
     def visit(self, node: onnx.NodeProto, node_fields: NodeFields, index: int,

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from . import NodeView, OpCost, UnknownValue, register
+from . import NodeView, OpCost, OutputType, UnknownValue, register, same_as_input
+from ._shapes import FLOAT, add, dims, dtype, scale
 from .normalization import RMS_NORM_FLOPS, SOFTMAX_FLOPS
 
 MS = "com.microsoft"
@@ -343,10 +344,99 @@ def contrib_rotary_embedding(node: NodeView) -> OpCost:
     return _rotary(node, cos_slot=2)
 
 
+# --- shape rules of the com.microsoft ops (no ONNX schema) ----------------------------------------
+
+
+def _fused_qkv_shapes(node: NodeView, past_slot: int, element_type: int) -> list[OutputType | None]:
+    """Shared by contrib Attention and QAttention (see contrib_attention_shapes)."""
+    x, weights = dims(node, 0), dims(node, 1)
+    heads = int(node.attr("num_heads"))
+    sizes = node.attr("qkv_hidden_sizes")
+    q_hidden, v_hidden = (int(sizes[0]), int(sizes[2])) if sizes else (scale(weights[1], 1, 3),) * 2
+    output = (element_type, (x[0], x[1], v_hidden))
+    if node.has_input(past_slot):  # [2, B, N, past, H]: the new S keys appended, or one shared buffer
+        past = dims(node, past_slot)
+        if node.attr("past_present_share_buffer", 0):
+            return [output, (element_type, past)]
+        return [output, (element_type, (*past[:3], add(past[3], x[1]), past[4]))]
+    head = None if q_hidden is None else scale(q_hidden, 1, heads)
+    return [output, (element_type, (2, x[0], heads, x[1], head))]
+
+
+def contrib_attention_shapes(node: NodeView) -> list[OutputType | None]:
+    """output: [B, S, v_hidden] (qkv_hidden_sizes[2], else weights' dim 1 / 3); present: [2, B, N,
+    past + S, H] (past's own shape with past_present_share_buffer; [2, B, N, S, H] without past);
+    input's type."""
+    return _fused_qkv_shapes(node, 4, dtype(node, 0))
+
+
+def qattention_shapes(node: NodeView) -> list[OutputType | None]:
+    """As contrib Attention's (past at input 8), typed as the float bias (input 2) or input_scale."""
+    return _fused_qkv_shapes(node, 8, dtype(node, 2) or dtype(node, 3, FLOAT))
+
+
+def multi_head_attention_shapes(node: NodeView) -> list[OutputType | None]:
+    """output: [B, S, N·Hv]; present_key / present_value: [B, N, past + Skv, H] / [.., Hv] (past's
+    length alone with past_sequence_length, a shared buffer; the cached key/value themselves for
+    cross attention with 4-D key [B, N, Skv, H]); query's type. Layouts as the cost rule's."""
+    heads = int(node.attr("num_heads"))
+    q = dims(node, 0)
+    element_type = dtype(node, 0)
+    cross = False
+    if len(q) == 5:  # packed QKV [B, S, N, 3, H]
+        kv_len, qk_dim = q[1], q[4]
+        v_dim = qk_dim
+    else:
+        qk_dim = scale(q[2], 1, heads)
+        k = dims(node, 1)
+        if len(k) == 5:  # packed KV [B, Skv, N, 2, H]
+            kv_len, v_dim = k[1], k[4]
+        elif len(k) == 4:  # cached key [B, N, Skv, H]
+            cross = True
+            kv_len, v_dim = k[2], dims(node, 2)[3]
+        else:
+            kv_len = k[1]
+            v = dims(node, 2)
+            v_dim = v[3] if len(v) == 4 else scale(v[2], 1, heads)
+    output = (element_type, (q[0], q[1], scale(v_dim, heads)))
+    if cross:
+        return [output, (element_type, dims(node, 1)), (element_type, dims(node, 2))]
+    total = kv_len
+    if node.has_input(6):
+        past = dims(node, 6)[2]
+        total = past if node.has_input(8) else add(past, kv_len)
+    return [output, (element_type, (q[0], heads, total, qk_dim)), (element_type, (q[0], heads, total, v_dim))]
+
+
+def group_query_attention_shapes(node: NodeView) -> list[OutputType | None]:
+    """output: [B, S, N·H] (H = query's width / N, or / (N + 2·Nkv) for packed QKV); present_key,
+    present_value: [B, Nkv, P, H] with P = max(past buffer length, total_sequence_length's value)
+    when both are known (a shared buffer keeps its length; a growing cache reaches the total),
+    unknown with past but no value, and total_sequence_length's value or Skv without past; query's
+    type (past_key's for present)."""
+    heads, kv_heads = int(node.attr("num_heads")), int(node.attr("kv_num_heads"))
+    q = dims(node, 0)
+    packed = not node.has_input(1)
+    head = scale(q[2], 1, heads + 2 * kv_heads if packed else heads)
+    kv_len = q[1] if packed else dims(node, 1)[1]
+    total = _scalar(node, 6)
+    if node.has_input(3):
+        buffer_len = dims(node, 3)[2]
+        length = max(buffer_len, total) if isinstance(buffer_len, int) and total is not None else None
+    else:
+        length = total if total is not None else kv_len
+    present = (dtype(node, 3) or dtype(node, 0), (q[0], kv_heads, length, head))
+    return [(dtype(node, 0), (q[0], q[1], scale(head, heads))), present, present]
+
+
 register("Attention", attention, family="attention", arg_inputs=(3, 6))  # attn_mask, nonpad_kv_seqlen
 register("RotaryEmbedding", rotary_embedding, family="attention", arg_inputs=(3,))  # position_ids
-register("Attention", contrib_attention, family="attention", domain=MS, arg_inputs=(3, 6))
-register("QAttention", qattention, family="attention", domain=MS, arg_inputs=(5,))
-register("MultiHeadAttention", multi_head_attention, family="attention", domain=MS, arg_inputs=(4, 8, 9))
-register("GroupQueryAttention", group_query_attention, family="attention", domain=MS, arg_inputs=(5, 6, 9))
-register("RotaryEmbedding", contrib_rotary_embedding, family="attention", domain=MS, arg_inputs=(1,))
+register("Attention", contrib_attention, family="attention", domain=MS, arg_inputs=(3, 6),
+         shapes=contrib_attention_shapes)
+register("QAttention", qattention, family="attention", domain=MS, arg_inputs=(5,), shapes=qattention_shapes)
+register("MultiHeadAttention", multi_head_attention, family="attention", domain=MS, arg_inputs=(4, 8, 9),
+         shapes=multi_head_attention_shapes)
+register("GroupQueryAttention", group_query_attention, family="attention", domain=MS, arg_inputs=(5, 6, 9),
+         shapes=group_query_attention_shapes)
+register("RotaryEmbedding", contrib_rotary_embedding, family="attention", domain=MS, arg_inputs=(1,),
+         shapes=same_as_input(0))

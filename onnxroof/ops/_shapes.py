@@ -12,7 +12,8 @@ from typing import Sequence
 from onnx import TensorProto
 
 from ..shapes import Dim
-from . import NodeView, OutputType, ShapeHandler, UnknownShape
+from . import NodeView, OutputType, ShapeHandler, UnknownShape, rule_for
+from ..shapes import TensorInfo
 
 Dims = tuple[Dim, ...]
 
@@ -136,6 +137,27 @@ def concat(shapes: Sequence[Dims], axis: int) -> Dims:
         else:
             result.append(next((c for c in column if isinstance(c, int)), column[0]))
     return tuple(result)
+
+
+def with_derived_outputs(node: NodeView) -> NodeView:
+    """``node`` with each output whose shape is not known replaced by what the op's shape rule derives
+    from the inputs, so a cost rule that reads an output (requantize per output, Conv's spatial
+    size) works when the model stores no shape for it and the shape stage has not sized it."""
+    if all(info is not None and info.is_known for info in node.outputs):
+        return node
+    rule = rule_for(node.node.domain, node.node.op_type)
+    if rule is None or rule.shapes is None:
+        return node
+    try:
+        derived = list(rule.shapes(node))
+    except (UnknownShape, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+        return node
+    outputs = list(node.outputs)
+    for index, (name, typed_output) in enumerate(zip(node.node.output, derived)):
+        known = outputs[index] if index < len(outputs) else None
+        if typed_output is not None and typed_output[1] is not None and not (known is not None and known.is_known):
+            outputs[index:index + 1] = [TensorInfo(name, typed_output[0], tuple(typed_output[1]))]
+    return NodeView(node.node, node.inputs, tuple(outputs), node.values, node.subgraphs, node.loop_trips)
 
 
 def typed(element_type: int, shape: Dims | None) -> OutputType:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from math import prod
 
 from . import NodeView, OpCost, OutputType, register
-from ._shapes import conv_dims, dtype
+from ._shapes import conv_dims, dtype, with_derived_outputs
 from .elementwise import ELEMENTWISE_FLOPS
 from .tensor import TAPS_PER_AXIS, blend_flops
 
@@ -77,6 +77,7 @@ def fused_conv(node: NodeView) -> OpCost:
     counts Relu, Sigmoid, Tanh, LeakyRelu, Clip, HardSigmoid; + 1 with the residual input Z).
     Inputs: X, W, B, Z; attribute activation (com.microsoft FusedConv, onnxruntime's Conv +
     activation fusion)."""
+    node = with_derived_outputs(node)
     cost = conv(node)
     activation = node.attr("activation", "")
     per_output = (ELEMENTWISE_FLOPS[activation][0] if activation else 0) + (1 if node.has_input(3) else 0)

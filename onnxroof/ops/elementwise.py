@@ -133,8 +133,9 @@ def bias_split_gelu(node: NodeView) -> OpCost:
     the Stable Diffusion optimizer's fusion)."""
     inputs = node.input_elements(0)
     outputs = inputs // 2
-    flops = inputs + (GELU_FLOPS["none"][0] + 1) * outputs
-    return OpCost(flops=flops, formula=f"{inputs:,} bias adds + {GELU_FLOPS['none'][0] + 1}·{outputs:,} outputs = {flops:,} FLOPs")
+    per_output = GELU_FLOPS["none"][0] + 1
+    flops = inputs + per_output * outputs
+    return OpCost(flops=flops, formula=f"{inputs:,} bias adds + {per_output}·{outputs:,} outputs = {flops:,} FLOPs")
 
 
 def bias_split_gelu_shapes(node: NodeView) -> list[OutputType | None]:

@@ -33,19 +33,26 @@ def gemm(node: NodeView) -> OpCost:
     (transB); the C (bias) add is folded in."""
     a, b = node.input_shape(0), node.input_shape(1)
     m, k = (a[1], a[0]) if node.attr("transA", 0) else (a[0], a[1])
-    n = b[0] if node.attr("transB", 0) else b[1]  # from B, not the output: a contrib QGemm's may be unknown
+    # N from B, not the output: a contrib QGemm's output may have no shape
+    b_k, n = (b[1], b[0]) if node.attr("transB", 0) else (b[0], b[1])
+    if b_k != k:
+        raise ValueError(f"op(A) is {m} x {k} but op(B) is {b_k} x {n}")
     macs = m * k * n
     return OpCost(macs=macs, formula=f"{m}·{k}·{n} = {macs:,} MACs")
 
 
 def matmul(node: NodeView) -> OpCost:
-    """MACs = prod(output shape) x K, K the contracted dim (A's last); batch dims broadcast. The
-    output shape comes from A and B (numpy matmul) when both are known, else from the output."""
+    """MACs = prod(output shape) x K, K the contracted dim (A's last); batch dims broadcast. An
+    output with no known shape is sized from A and B (numpy matmul) when their inner dims agree."""
     a = node.input_shape(0)
     k = a[-1]
+    output = node.outputs[0] if node.outputs else None
     b = node.inputs[1] if len(node.inputs) > 1 else None
-    # from the inputs when it can: a contrib op's (MatMulInteger16, ...) output may have no shape
-    outputs = prod(shape_rules.matmul(a, b.shape)) if b is not None and b.is_known else node.output_elements(0)
+    if (output is None or not output.is_known) and b is not None and b.is_known \
+            and b.shape[-2 if len(b.shape) > 1 else 0] == k:  # a contrib op's output (MatMulInteger16, ...)
+        outputs = prod(shape_rules.matmul(a, b.shape))  # type: ignore[arg-type]
+    else:
+        outputs = node.output_elements(0)
     macs = outputs * k
     return OpCost(macs=macs, formula=f"{outputs:,} outputs·{k} = {macs:,} MACs")
 

@@ -191,8 +191,10 @@ CONTRIB_NORM_FLOPS: dict[str, tuple[int, str, dict[int, str]]] = {
     # onnxruntime's own LayerNormalization (older exports and fusions), ONNX's rule
     "LayerNormalization": (LAYER_NORM_FLOPS, _LN, {2: "B"}),
 }
-_CONTRIB_NORM_SHAPES = {"SkipLayerNormalization": skip_norm_shapes, "SkipSimplifiedLayerNormalization": skip_norm_shapes,
-                        "SimplifiedLayerNormalization": layer_norm_shapes, "LayerNormalization": layer_norm_shapes}
+_CONTRIB_NORM_SHAPES = {
+    "SkipLayerNormalization": skip_norm_shapes, "SkipSimplifiedLayerNormalization": skip_norm_shapes,
+    "SimplifiedLayerNormalization": layer_norm_shapes, "LayerNormalization": layer_norm_shapes,
+}
 
 for _op, (_flops, _rule, _optional) in NORM_FLOPS.items():
     # SimplifiedLayerNormalization is onnxruntime's, emitted in the default domain, with no ONNX schema

@@ -48,7 +48,7 @@ from onnx import TensorProto
 from . import Handler, NodeView, OpCost, OutputType, ShapeHandler, per_element_flop_counter, register, rule_for, \
     same_as_input, zero_cost
 from . import _shapes as shape_rules
-from ._shapes import FLOAT, broadcast_of, dims, dtype
+from ._shapes import FLOAT, broadcast_of, dims, dtype, with_derived_outputs
 from .conv import conv
 from .matmul import gemm, matmul
 
@@ -78,6 +78,7 @@ def product_counter(float_rule: Handler, slots: Sequence[int], per_output: int, 
     input ``slots[0]``."""
 
     def handler(node: NodeView) -> OpCost:
+        node = with_derived_outputs(node)  # a contrib op's output may have no stored shape
         product = float_rule(with_inputs(node, slots))
         outputs = node.output_elements(0) if per_output else 0
         a_elements = node.input_elements(slots[0]) if per_a_element else 0
@@ -108,6 +109,7 @@ def dequantize_op_quantize(float_op: str, data_slots: Sequence[int], op_text: st
         float_rule = rule_for("", float_op)
         if float_rule is None:
             raise KeyError(f"no rule for the float op {float_op}")
+        node = with_derived_outputs(node)
         inner = float_rule.handler(with_inputs(node, data_slots))
         inputs = sum(node.input_elements(s) for s in data_slots)
         outputs = node.output_elements(0)
@@ -241,8 +243,7 @@ def gather_block_quantized(node: NodeView) -> OpCost:
     scale). Inputs: data [..., packed], indices, scales, zero_points; attributes gather_axis,
     quantize_axis, block_size, bits. Parameters: the whole stored table counted in values (a uint8
     byte holds 8 / bits of them), the scales and zero points; weight bytes read: the gathered rows."""
-    shape = _gathered_dims(node)  # from the inputs: the output's stored shape may be missing
-    outputs = prod(shape) if all(isinstance(d, int) for d in shape) else node.output_elements(0)
+    outputs = with_derived_outputs(node).output_elements(0)
     per_element = _values_per_element(node)
     flops = DEQUANTIZE_FLOPS * outputs
     table = node.input_elements(0)
@@ -295,7 +296,7 @@ def qgemm(node: NodeView) -> OpCost:
 def qlinear_global_average_pool(node: NodeView) -> OpCost:
     """FLOPs = 2 x input elements (dequantize) + input elements (window - 1 adds and a divide per
     output: window x outputs = inputs) + 4 x output elements (quantize); NCHW or channels_last."""
-    inputs, outputs = node.input_elements(0), node.output_elements(0)
+    inputs, outputs = node.input_elements(0), with_derived_outputs(node).output_elements(0)
     flops = (DEQUANTIZE_FLOPS + 1) * inputs + QUANTIZE_FLOPS * outputs
     return OpCost(flops=flops, formula=f"({DEQUANTIZE_FLOPS} + 1)·{inputs:,} inputs + "
                                        f"{QUANTIZE_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs")

@@ -457,3 +457,8 @@ def test_contrib_products_count_without_an_output_shape():
     a, b = TensorInfo("a", U8, (3, 5)), TensorInfo("b", I8, (5, 7))
     cost = rule_for(MS, "MatMulIntegerToFloat").handler(NodeView(mm, (a, b, s, s), (TensorInfo("y"),)))
     assert (cost.macs, cost.flops) == (3 * 5 * 7, 3 * 7)  # one rescale per output
+
+
+@pytest.mark.parametrize("domain, op", _SCHEMALESS)
+def test_every_shape_rule_states_its_outputs(domain, op):
+    assert len(COST_RULES[(domain, op)].shape_formula) > 20  # shown in docs/ops.md as "Outputs:"

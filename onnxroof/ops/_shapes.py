@@ -172,6 +172,8 @@ def broadcast_of(slots: Sequence[int], dtype_slot: int | None = None) -> ShapeHa
         present = [dims(node, s) for s in slots if node.has_input(s)]
         return [typed(dtype(node, slots[0] if dtype_slot is None else dtype_slot), broadcast(*present))]
 
+    shapes.__doc__ = (f"output 0: the broadcast of inputs {', '.join(map(str, slots))}, input "
+                      f"{slots[0] if dtype_slot is None else dtype_slot}'s type")
     return shapes
 
 

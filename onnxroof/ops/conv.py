@@ -1,5 +1,7 @@
 """Convolutions. The output shape comes from shape inference, which already applied strides,
-pads, auto_pad and dilations, so the MAC count needs only the weight and output shapes."""
+pads, auto_pad and dilations, so the MAC count needs only the weight and output shapes. The
+com.microsoft FusedConv (Conv + activation, + residual Z) has no ONNX schema: its rule gives the
+output shape with ONNX Conv's formula (``_shapes.conv_dims``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Matrix products and linear algebra: Gemm, MatMul, Einsum, com.microsoft FusedMatMul, Det,
-and the Fourier transforms (DFT, STFT), counted in MACs where the op is a matrix product.
+"""Matrix products and linear algebra: Gemm, MatMul, Einsum, com.microsoft FusedMatMul and
+GemmFastGelu, Det, and the Fourier transforms (DFT, STFT), counted in MACs where the op is a matrix
+product. The contrib ops state their output shapes (numpy matmul's, after FusedMatMul's transposes).
 
 Einsum is counted the way onnxruntime executes it (``EinsumTypedComputeProcessor::Run``): the
 operands are contracted pairwise from left to right. Before a pair is multiplied, a label whose

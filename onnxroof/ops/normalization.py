@@ -18,6 +18,7 @@ MeanVarianceNormalization          5                 sum (mean), square, sum (E[
 RMSNormalization                   4                 square, sum, multiply by 1/rms, multiply by scale
 SimplifiedLayerNormalization       4                 as RMSNormalization (onnxruntime's name; it is
   (default and com.microsoft)                        emitted in the default domain)
+LayerNormalization (ms)            6 (+1 with B)     onnxruntime's own, as ai.onnx LayerNormalization
 SkipLayerNormalization (ms)        7 (+1 beta,       input + skip (+ bias), then LayerNormalization
                                    +1 bias)
 SkipSimplifiedLayerNormalization   5 (+1 bias)       input + skip (+ bias), then RMSNormalization
@@ -26,6 +27,10 @@ EmbedLayerNormalization (ms)       8 (+1 segment)    word + position (+ segment)
                                                      gathers are free), then LayerNormalization with
                                                      gamma and beta; + 1 per mask element for the
                                                      mask index when a mask is given
+QEmbedLayerNormalization (ms)      as Embed... + 2   + 2 per gathered element of each int8 table
+                                   per table         (dequantize)
+GroupNorm (ms)                     7 (+4 SiLU)       LayerNormalization per group with gamma, beta;
+                                                     activation=1 adds SiLU (sigmoid 3 + multiply)
 LpNormalization                    3                 |x| or x², sum, divide
 LRN                                2·size + 3        window sum of squares (size multiplies and
                                                      adds), scale, add bias, power, divide
@@ -36,6 +41,11 @@ LogSoftmax                         5                 max, subtract, exp, sum, su
 ``(ms)``: the ``com.microsoft`` contrib domain. Attention's softmax uses ``SOFTMAX_FLOPS``; other
 families reuse the constants below rather than restating the numbers. Hardmax (a row arg max) is
 a selection and lives in ``reduction.py``.
+
+Shapes (ops without an ONNX schema): Y keeps X's shape (the scale's type); the saved statistics
+(mean, inv_std_var) are X's shape with the normalized dims set to 1, float; a skip norm's 4th
+output (input + skip + bias) is X's; EmbedLayerNormalization writes [B, S, hidden], mask_index [B]
+int32 and the optional embedding sum.
 """
 
 from __future__ import annotations

@@ -28,6 +28,10 @@ QLinearAveragePool,                     output element (runtimes using 256-entry
 QLinearGlobalAveragePool (ms)           for the unary ones do less); the global pool's window
                                         work is 1 per input element (any layout)
 QLinearConcat (ms)                      0: a copy (bytes counted)
+QLinearWhere (ms)                       as the QLinear ops above, on X and Y: 2 per X and Y
+                                        element + 1 select per output + 4 per output
+GatherBlockQuantized (ms)               2 per output element (each gathered 4/8-bit value
+                                        dequantized); weight bytes read are the gathered rows
 ======================================  ==========================================================
 
 Integer products fold their zero points (row/column sums) and bias into the accumulate, as the
@@ -35,6 +39,12 @@ float ops fold their bias. ``(ms)``: the ``com.microsoft`` contrib domain. The n
 dtype is its first activation input's (uint8 for QLinearConv on uint8 data). Weights, scales and
 zero points are parameters counted at their stored size: MatMulNBits' packed 4-bit weights count
 half a byte per weight.
+
+Shapes: the ``(ms)`` ops have no ONNX schema, so each rule also gives its outputs' types and shapes
+(``shapes=``, stated in the shape rule's docstring): the QLinear element ops broadcast or keep X,
+the pools and QLinearConv follow ONNX's window formulas (``channels_last`` too), QGemm is [M, N]
+from A and B, MatMulNBits [..., N]. A cost rule that needs an output with no known shape reads it
+from the shape rule (``_shapes.with_derived_outputs``).
 """
 
 from __future__ import annotations
@@ -255,15 +265,16 @@ def gather_block_quantized(node: NodeView) -> OpCost:
 register("DynamicQuantizeLinear", per_element_flop_counter(
     DYNAMIC_QUANTIZE_FLOPS, "min and max over x, then x / scale, round, + zero point, saturate", on="input"),
     family="quantized")
-for _domain in ("", MS):  # the default-domain ops have ONNX schemas; their shape rules go unused
+for _domain in ("", MS):  # the default-domain ops have ONNX schemas: ONNX sizes their outputs
+    _ms = _domain == MS
     register("QuantizeLinear", per_element_flop_counter(QUANTIZE_FLOPS, "x / scale, round, + zero point, saturate",
                                                         on="input"), family="quantized", domain=_domain,
-             shapes=quantize_linear_shapes)
+             shapes=quantize_linear_shapes if _ms else None)
     register("DequantizeLinear", per_element_flop_counter(DEQUANTIZE_FLOPS, "(x - zero point) · scale", on="input"),
-             family="quantized", domain=_domain, shapes=dequantize_linear_shapes)
+             family="quantized", domain=_domain, shapes=dequantize_linear_shapes if _ms else None)
     # x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
     register("QLinearConv", product_counter(conv, (0, 3), REQUANTIZE_FLOPS, "int8 conv, requantized output"),
-             family="quantized", domain=_domain, shapes=qlinear_conv_shapes)
+             family="quantized", domain=_domain, shapes=qlinear_conv_shapes if _ms else None)
 
 register("ConvInteger", product_counter(conv, (0, 1), 0, "int8 conv, int32 output"), family="quantized")
 register("MatMulInteger", product_counter(matmul, (0, 1), 0, "int8 matmul, int32 output"), family="quantized")

@@ -20,6 +20,10 @@ LSTM f = Sigmoid, g = h = Tanh), each costing what the same op costs in elementw
 
 ``clip`` adds 2 per activation input (min, max); LSTM ``input_forget`` replaces the forget
 gate's f with 1 - i (1 FLOP).
+
+com.microsoft DynamicQuantizeLSTM is the LSTM rule on int8 weights stored transposed (W [D, I, 4H],
+R [D, H, 4H]), plus per step per direction 6 x (I + H) FLOPs quantizing x_t and h_t-1 on the fly
+and 2 x 4H rescaling both int32 products to float. Outputs Y [T, D, B, H], Y_h and Y_c [D, B, H].
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ MeanVarianceNormalization          5                 sum (mean), square, sum (E[
 RMSNormalization                   4                 square, sum, multiply by 1/rms, multiply by scale
 SimplifiedLayerNormalization       4                 as RMSNormalization (onnxruntime's name; it is
   (default and com.microsoft)                        emitted in the default domain)
-LayerNormalization (ms)            6 (+1 with B)     onnxruntime's own, as ai.onnx LayerNormalization
 SkipLayerNormalization (ms)        7 (+1 beta,       input + skip (+ bias), then LayerNormalization
                                    +1 bias)
 SkipSimplifiedLayerNormalization   5 (+1 bias)       input + skip (+ bias), then RMSNormalization
@@ -139,7 +138,7 @@ def _statistics(x: tuple, axis: int) -> tuple:
 
 
 def layer_norm_shapes(node: NodeView) -> list[OutputType | None]:
-    """Y: X's shape, scale's type (X's if unknown); then per further output (ms LayerNormalization:
+    """Y: X's shape, scale's type (X's if unknown); then per further output (LayerNormalization:
     Mean, InvStdDev; SimplifiedLayerNormalization: inv_std_var) X's shape with the dims from
     ``axis`` (default -1) on set to 1, float. Inputs: X, scale (, B)."""
     x = dims(node, 0)
@@ -198,18 +197,19 @@ CONTRIB_NORM_FLOPS: dict[str, tuple[int, str, dict[int, str]]] = {
     "SkipLayerNormalization": (1 + LAYER_NORM_FLOPS, "input + skip, then " + _LN, {3: "beta", 4: "bias"}),
     "SkipSimplifiedLayerNormalization": (1 + RMS_NORM_FLOPS, "input + skip, then " + _RMS, {3: "bias"}),
     "SimplifiedLayerNormalization": (RMS_NORM_FLOPS, _RMS, {}),
-    # onnxruntime's own LayerNormalization (older exports and fusions), ONNX's rule
-    "LayerNormalization": (LAYER_NORM_FLOPS, _LN, {2: "B"}),
 }
 _CONTRIB_NORM_SHAPES = {
     "SkipLayerNormalization": skip_norm_shapes, "SkipSimplifiedLayerNormalization": skip_norm_shapes,
-    "SimplifiedLayerNormalization": layer_norm_shapes, "LayerNormalization": layer_norm_shapes,
+    "SimplifiedLayerNormalization": layer_norm_shapes,
 }
+# Default-domain ops onnxruntime defines itself: SimplifiedLayerNormalization (no ONNX schema at all),
+# and LayerNormalization at opsets below 17, where ONNX has none but onnxruntime's opset-1 schema
+# lets its transformers optimizer emit it (opset 12-16 BERT and GPT-2 exports).
+_ORT_DEFAULT_DOMAIN_SHAPES = {"SimplifiedLayerNormalization": layer_norm_shapes, "LayerNormalization": layer_norm_shapes}
 
 for _op, (_flops, _rule, _optional) in NORM_FLOPS.items():
-    # SimplifiedLayerNormalization is onnxruntime's, emitted in the default domain, with no ONNX schema
     register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization",
-             shapes=layer_norm_shapes if _op == "SimplifiedLayerNormalization" else None)
+             shapes=_ORT_DEFAULT_DOMAIN_SHAPES.get(_op))
 for _op, (_flops, _rule, _optional) in CONTRIB_NORM_FLOPS.items():
     register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization", domain=MS,
              shapes=_CONTRIB_NORM_SHAPES[_op])

@@ -532,3 +532,21 @@ def test_onnxruntime_quantizer_qoperator_output_is_counted_through(tmp_path):
     assert all(r.status == "ok" for r in records), [(r.op_type, r.reason) for r in records if r.status != "ok"]
     # 3x3 convs on 16x16: 8·256·3·9 and 8·256·8·9; 1x1 stride 2: 16·64·8; Gemm 16·10
     assert sum(r.macs for r in records) == 8 * 256 * 3 * 9 + 8 * 256 * 8 * 9 + 16 * 64 * 8 + 16 * 10
+
+
+def test_a_plugin_rule_with_shapes_carries_inference_through_its_op():
+    from onnxroof.ops import OpCost, register, same_as_input
+
+    key = ("my.domain", "MyOp")
+    register("MyOp", lambda node: OpCost(flops=node.input_elements(0)), family="custom", domain="my.domain",
+             shapes=same_as_input(0))
+    try:
+        nodes = [helper.make_node("MyOp", ["x"], ["h"], domain="my.domain"), helper.make_node("Relu", ["h"], ["y"])]
+        graph = helper.make_graph(nodes, "plugin", [helper.make_tensor_value_info("x", F32, [2, 4, 8])],
+                                  [helper.make_tensor_value_info("y", F32, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.domain", 1)])
+        model.ir_version = 8
+        relu = onnxroof.analyze(model).nodes[1]
+        assert relu.status == "ok" and relu.flops == 2 * 4 * 8
+    finally:
+        COST_RULES.pop(key)

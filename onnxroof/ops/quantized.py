@@ -31,7 +31,8 @@ QLinearConcat (ms)                      0: a copy (bytes counted)
 QLinearWhere (ms)                       as the QLinear ops above, on X and Y: 2 per X and Y
                                         element + 1 select per output + 4 per output
 GatherBlockQuantized (ms)               2 per output element (each gathered 4/8-bit value
-                                        dequantized); weight bytes read are the gathered rows
+                                        dequantized); weight bytes read: the table's gathered
+                                        rows (scales and zero points in full)
 ======================================  ==========================================================
 
 Integer products fold their zero points (row/column sums) and bias into the accumulate, as the
@@ -252,7 +253,8 @@ def gather_block_quantized(node: NodeView) -> OpCost:
     """FLOPs = 2 x output elements: each gathered value dequantized ((q - zero point) · its block's
     scale). Inputs: data [..., packed], indices, scales, zero_points; attributes gather_axis,
     quantize_axis, block_size, bits. Parameters: the whole stored table counted in values (a uint8
-    byte holds 8 / bits of them), the scales and zero points; weight bytes read: the gathered rows."""
+    byte holds 8 / bits of them), the scales and zero points; weight bytes read: the table's gathered
+    rows, and the scales and zero points in full (only the first parameter can be read in part)."""
     outputs = with_derived_outputs(node).output_elements(0)
     per_element = _values_per_element(node)
     flops = DEQUANTIZE_FLOPS * outputs

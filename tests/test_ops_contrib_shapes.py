@@ -550,3 +550,49 @@ def test_a_plugin_rule_with_shapes_carries_inference_through_its_op():
         assert relu.status == "ok" and relu.flops == 2 * 4 * 8
     finally:
         COST_RULES.pop(key)
+
+
+def _decoder_model(node, inputs, initializers, outputs):
+    return _model([node], inputs, [(o, F32, None) for o in outputs], initializers)
+
+
+def test_decoder_masked_self_attention_with_a_shared_buffer():
+    # one new token (S = 1), N = 4 heads of 16, a 16-long shared buffer holding 5 past tokens: T = 6
+    initializers = [("w", np.zeros((64, 192), np.float32)), ("b", np.zeros(192, np.float32)),
+                    ("past_len", np.array(5, np.int32)), ("beams", np.array(1, np.int32))]
+    node = helper.make_node("DecoderMaskedSelfAttention", ["x", "w", "b", "", "past", "", "past_len", "beams"],
+                            ["y", "present"], domain=MS, num_heads=4, past_present_share_buffer=1)
+    model = _decoder_model(node, [("x", F32, [2, 1, 64]), ("past", F32, [2, 2, 4, 16, 16])], initializers,
+                           ("y", "present"))
+    (record,) = onnxroof.analyze(model).nodes
+    assert record.status == "ok", record.reason
+    assert record.output_shapes == [[2, 1, 64], [2, 2, 4, 16, 16]]  # present is the shared buffer
+    projection = 2 * 1 * 64 * 192  # B·S·Hin·(Dq + Dk + Dv)
+    attention = 2 * 4 * 1 * 6 * (16 + 16)  # B·N·S·T·(Dqk + Dv)
+    assert record.macs == projection + attention
+
+
+def test_decoder_masked_multi_head_attention_reorders_its_inputs():
+    # bias at input 10 (Q, K, V biases: 3·64), past_sequence_length 5 in a 16-long shared buffer: T = 6
+    initializers = [("bias", np.zeros(192, np.float32)), ("past_len", np.array(5, np.int32))]
+    names = ["q", "k", "v", "", "", "pk", "pv", "past_len", "", "", "bias"]
+    node = helper.make_node("DecoderMaskedMultiHeadAttention", names, ["y", "present_key", "present_value"],
+                            domain=MS, num_heads=4, past_present_share_buffer=1)
+    inputs = [("q", F32, [2, 1, 64]), ("k", F32, [2, 1, 64]), ("v", F32, [2, 1, 64]),
+              ("pk", F32, [2, 4, 16, 16]), ("pv", F32, [2, 4, 16, 16])]
+    (record,) = onnxroof.analyze(_decoder_model(node, inputs, initializers, ("y", "present_key", "present_value"))).nodes
+    assert record.status == "ok", record.reason
+    assert record.output_shapes == [[2, 1, 64], [2, 4, 16, 16], [2, 4, 16, 16]]
+    macs = 2 * 4 * 1 * 6 * (16 + 16)
+    assert record.macs == macs
+    scores = 2 * 4 * 1 * 6
+    bias = 2 * 4 * (1 * 16 + 1 * (16 + 16))  # the new Q, K and V elements
+    assert record.flops == 2 * macs + scores * (1 + 5) + bias  # scale, softmax; no mask
+
+
+def test_decoder_masked_multi_head_attention_growing_past():
+    q = (F32, (2, 1, 64))
+    past = (F32, (2, 4, 5, 16))  # no shared buffer: the new token is appended, 5 + 1
+    found = shapes_of("DecoderMaskedMultiHeadAttention", [q, q, q, None, None, past, past, (I32, ())],
+                      outputs=("y", "pk", "pv"), values={7: 5}, num_heads=4)
+    assert found == [(F32, (2, 1, 64)), (F32, (2, 4, 6, 16)), (F32, (2, 4, 6, 16))]

@@ -20,6 +20,11 @@ length, T attended length, Dqk query/key head size, Dv value head size):
 - **Fused projections** (contrib Attention, QAttention): B x S x Hin x (Dq + Dk + Dv) MACs with the
   bias add folded, as Gemm; MultiHeadAttention's separate bias input adds 1 FLOP per Q/K/V element.
 - **Rotary embedding**: 3 FLOPs per rotated element (per pair of elements: 4 multiplies, 2 adds).
+- **Decoder-masked** ops (convert_generation's DecoderMaskedSelfAttention and
+  DecoderMaskedMultiHeadAttention) are the contrib Attention and MultiHeadAttention rules on their
+  inputs (reordered for the latter).
+- **Shapes**: the com.microsoft ops have no ONNX schema; each rule gives output and present shapes
+  (present: past + new, or the shared buffer's own shape).
 - Sequence lengths, masks, position ids and cache indirection are settings: constants there are
   arguments, not parameters. cos/sin caches and weights are parameters.
 """
@@ -32,6 +37,7 @@ from math import prod
 from . import NodeView, OpCost, OutputType, UnknownValue, register, same_as_input
 from ._shapes import FLOAT, add, dims, dtype, scale
 from .normalization import RMS_NORM_FLOPS, SOFTMAX_FLOPS
+from .quantized import with_inputs
 
 MS = "com.microsoft"
 ROTARY_FLOPS = 3  # per rotated element: (x1·cos - x2·sin, x1·sin + x2·cos) is 6 ops per pair
@@ -337,6 +343,44 @@ def group_query_attention(node: NodeView) -> OpCost:
     return _cost(macs, flops, formulas)
 
 
+# DecoderMaskedMultiHeadAttention's inputs in MultiHeadAttention's order: query, key, value, bias (10),
+# mask_index (3, MHA's key_padding_mask), attention_bias, past_key, past_value, past_sequence_length,
+# cache_indirection; beam_width (8) is a setting
+_DMMHA_AS_MHA = (0, 1, 2, 10, 3, 4, 5, 6, 7, 9)
+_OMITTED = 1 << 16  # a slot no node has: with_inputs leaves it empty
+
+
+def _as_multi_head_attention(node: NodeView) -> NodeView:
+    """A DecoderMaskedMultiHeadAttention seen as the MultiHeadAttention it computes; without
+    past_present_share_buffer the past grows by the new tokens, so past_sequence_length is dropped."""
+    slots = list(_DMMHA_AS_MHA)
+    if not node.attr("past_present_share_buffer", 0):
+        slots[8] = _OMITTED
+    return with_inputs(node, slots)
+
+
+def decoder_masked_multi_head_attention(node: NodeView) -> OpCost:
+    """As MultiHeadAttention on its inputs reordered (query, key, value, bias = input 10, mask_index,
+    attention_bias, past_key, past_value, past_sequence_length, cache_indirection): with
+    past_present_share_buffer the attended length is past_sequence_length's value + S, else the past
+    buffer's length + S; beam_width and cache_indirection are settings (the generation decoder of
+    onnxruntime's convert_generation)."""
+    return multi_head_attention(_as_multi_head_attention(node))
+
+
+def decoder_masked_multi_head_attention_shapes(node: NodeView) -> list[OutputType | None]:
+    """As MultiHeadAttention's (output [B, S, N·Hv]; present_key / present_value past's own shape with
+    past_present_share_buffer, else [B, N, past + S, H]); qk is not sized."""
+    return multi_head_attention_shapes(_as_multi_head_attention(node))[:3]
+
+
+def decoder_masked_self_attention(node: NodeView) -> OpCost:
+    """As contrib Attention (the same inputs 0-6: input, weights, bias, mask_index, past, attention_bias,
+    past_sequence_length; with past_present_share_buffer the attended length is past_sequence_length's
+    value + S); beam_width and cache_indirection are settings (convert_generation's GPT-2 decoder)."""
+    return contrib_attention(node)
+
+
 def contrib_rotary_embedding(node: NodeView) -> OpCost:
     """FLOPs = 3 x rotated elements; rotated = elements x rotary_embedding_dim / head_size (all of
     them when it is 0). Input [B,S,N·H] or [B,N,S,H]; without num_heads the head size is twice
@@ -440,3 +484,7 @@ register("GroupQueryAttention", group_query_attention, family="attention", domai
          shapes=group_query_attention_shapes)
 register("RotaryEmbedding", contrib_rotary_embedding, family="attention", domain=MS, arg_inputs=(1,),
          shapes=same_as_input(0))
+register("DecoderMaskedMultiHeadAttention", decoder_masked_multi_head_attention, family="attention", domain=MS,
+         arg_inputs=(3, 7, 8, 9), shapes=decoder_masked_multi_head_attention_shapes)
+register("DecoderMaskedSelfAttention", decoder_masked_self_attention, family="attention", domain=MS,
+         arg_inputs=(3, 6, 7, 8), shapes=contrib_attention_shapes)

@@ -5,6 +5,11 @@ returns an :class:`OpCost`; its docstring is its formula. One module per op fami
 handlers; families that share a shape share a parameterized factory instead of near-copies.
 Users override or add rules with :func:`register` (the same hook plugins use).
 
+A rule for an op ONNX has no schema for (the ``com.microsoft`` contrib ops, onnxruntime's
+SimplifiedLayerNormalization) also gives its outputs' types and shapes (``shapes=``), so shape
+inference goes on through it; the shared dim arithmetic (symbolic broadcast, matmul, conv and pool
+windows, concat) is in ``_shapes.py``.
+
 Conventions (cost-model.md section 1): MAC-type ops report ``macs`` and their FLOPs are
 ``2 x macs`` (the bias add is folded into the accumulate); every other op reports its own element
 operations in ``flops``. A node whose op has no rule is "unsupported", never a silent zero.
@@ -132,6 +137,11 @@ class OpRule:
     def formula(self) -> str:
         return " ".join((self.handler.__doc__ or "").split())
 
+    @property
+    def shape_formula(self) -> str:
+        """What the shape rule says the outputs are (its docstring); empty without a shape rule."""
+        return " ".join((self.shapes.__doc__ or "").split()) if self.shapes is not None else ""
+
 
 def per_element_flop_counter(flops_per_element: int, rule: str, *, on: str = "output") -> Handler:
     """A rule counting ``flops_per_element`` operations per element of output 0 (``on="output"``)
@@ -210,6 +220,7 @@ def same_as_input(index: int = 0, dtype: int | None = None) -> ShapeHandler:
             return [None]
         return [(dtype or info.dtype, info.shape)]
 
+    shapes.__doc__ = f"output 0: input {index}'s shape and {'type' if dtype is None else f'type {dtype}'}"
     return shapes
 
 

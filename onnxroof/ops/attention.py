@@ -20,6 +20,11 @@ length, T attended length, Dqk query/key head size, Dv value head size):
 - **Fused projections** (contrib Attention, QAttention): B x S x Hin x (Dq + Dk + Dv) MACs with the
   bias add folded, as Gemm; MultiHeadAttention's separate bias input adds 1 FLOP per Q/K/V element.
 - **Rotary embedding**: 3 FLOPs per rotated element (per pair of elements: 4 multiplies, 2 adds).
+- **Decoder-masked** ops (convert_generation's DecoderMaskedSelfAttention and
+  DecoderMaskedMultiHeadAttention) are the contrib Attention and MultiHeadAttention rules on their
+  inputs (reordered for the latter).
+- **Shapes**: the com.microsoft ops have no ONNX schema; each rule gives output and present shapes
+  (present: past + new, or the shared buffer's own shape).
 - Sequence lengths, masks, position ids and cache indirection are settings: constants there are
   arguments, not parameters. cos/sin caches and weights are parameters.
 """
@@ -29,8 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from . import NodeView, OpCost, UnknownValue, register
+from . import NodeView, OpCost, OutputType, UnknownValue, register, same_as_input
+from ._shapes import FLOAT, add, dims, dtype, scale
 from .normalization import RMS_NORM_FLOPS, SOFTMAX_FLOPS
+from .quantized import with_inputs
 
 MS = "com.microsoft"
 ROTARY_FLOPS = 3  # per rotated element: (x1·cos - x2·sin, x1·sin + x2·cos) is 6 ops per pair
@@ -336,6 +343,44 @@ def group_query_attention(node: NodeView) -> OpCost:
     return _cost(macs, flops, formulas)
 
 
+# DecoderMaskedMultiHeadAttention's inputs in MultiHeadAttention's order: query, key, value, bias (10),
+# mask_index (3, MHA's key_padding_mask), attention_bias, past_key, past_value, past_sequence_length,
+# cache_indirection; beam_width (8) is a setting
+_DMMHA_AS_MHA = (0, 1, 2, 10, 3, 4, 5, 6, 7, 9)
+_OMITTED = 1 << 16  # a slot no node has: with_inputs leaves it empty
+
+
+def _as_multi_head_attention(node: NodeView) -> NodeView:
+    """A DecoderMaskedMultiHeadAttention seen as the MultiHeadAttention it computes; without
+    past_present_share_buffer the past grows by the new tokens, so past_sequence_length is dropped."""
+    slots = list(_DMMHA_AS_MHA)
+    if not node.attr("past_present_share_buffer", 0):
+        slots[8] = _OMITTED
+    return with_inputs(node, slots)
+
+
+def decoder_masked_multi_head_attention(node: NodeView) -> OpCost:
+    """As MultiHeadAttention on its inputs reordered (query, key, value, bias = input 10, mask_index,
+    attention_bias, past_key, past_value, past_sequence_length, cache_indirection): with
+    past_present_share_buffer the attended length is past_sequence_length's value + S, else the past
+    buffer's length + S; beam_width and cache_indirection are settings (the generation decoder of
+    onnxruntime's convert_generation)."""
+    return multi_head_attention(_as_multi_head_attention(node))
+
+
+def decoder_masked_multi_head_attention_shapes(node: NodeView) -> list[OutputType | None]:
+    """As MultiHeadAttention's (output [B, S, N·Hv]; present_key / present_value past's own shape with
+    past_present_share_buffer, else [B, N, past + S, H]); qk is not sized."""
+    return multi_head_attention_shapes(_as_multi_head_attention(node))[:3]
+
+
+def decoder_masked_self_attention(node: NodeView) -> OpCost:
+    """As contrib Attention (the same inputs 0-6: input, weights, bias, mask_index, past, attention_bias,
+    past_sequence_length; with past_present_share_buffer the attended length is past_sequence_length's
+    value + S); beam_width and cache_indirection are settings (convert_generation's GPT-2 decoder)."""
+    return contrib_attention(node)
+
+
 def contrib_rotary_embedding(node: NodeView) -> OpCost:
     """FLOPs = 3 x rotated elements; rotated = elements x rotary_embedding_dim / head_size (all of
     them when it is 0). Input [B,S,N·H] or [B,N,S,H]; without num_heads the head size is twice
@@ -343,10 +388,103 @@ def contrib_rotary_embedding(node: NodeView) -> OpCost:
     return _rotary(node, cos_slot=2)
 
 
+# --- shape rules of the com.microsoft ops (no ONNX schema) ----------------------------------------
+
+
+def _fused_qkv_shapes(node: NodeView, past_slot: int, element_type: int) -> list[OutputType | None]:
+    """Shared by contrib Attention and QAttention (see contrib_attention_shapes)."""
+    x, weights = dims(node, 0), dims(node, 1)
+    heads = int(node.attr("num_heads"))
+    sizes = node.attr("qkv_hidden_sizes")
+    q_hidden, v_hidden = (int(sizes[0]), int(sizes[2])) if sizes else (scale(weights[1], 1, 3),) * 2
+    output = (element_type, (x[0], x[1], v_hidden))
+    if node.has_input(past_slot):  # [2, B, N, past, H]: the new S keys appended, or one shared buffer
+        past = dims(node, past_slot)
+        if node.attr("past_present_share_buffer", 0):
+            return [output, (element_type, past)]
+        return [output, (element_type, (*past[:3], add(past[3], x[1]), past[4]))]
+    head = None if q_hidden is None else scale(q_hidden, 1, heads)
+    return [output, (element_type, (2, x[0], heads, x[1], head))]
+
+
+def contrib_attention_shapes(node: NodeView) -> list[OutputType | None]:
+    """output: [B, S, v_hidden] (qkv_hidden_sizes[2], else weights' dim 1 / 3); present: [2, B, N,
+    past + S, H] (past's own shape with past_present_share_buffer; [2, B, N, S, H] without past);
+    input's type."""
+    return _fused_qkv_shapes(node, 4, dtype(node, 0))
+
+
+def qattention_shapes(node: NodeView) -> list[OutputType | None]:
+    """As contrib Attention's (past at input 8), typed as the float bias (input 2) or input_scale."""
+    return _fused_qkv_shapes(node, 8, dtype(node, 2) or dtype(node, 3, FLOAT))
+
+
+def multi_head_attention_shapes(node: NodeView) -> list[OutputType | None]:
+    """output: [B, S, N·Hv]; present_key / present_value: [B, N, past + Skv, H] / [.., Hv] (past's
+    length alone with past_sequence_length, a shared buffer; the cached key/value themselves for
+    cross attention with 4-D key [B, N, Skv, H]); query's type. Layouts as the cost rule's."""
+    heads = int(node.attr("num_heads"))
+    q = dims(node, 0)
+    element_type = dtype(node, 0)
+    cross = False
+    if len(q) == 5:  # packed QKV [B, S, N, 3, H]
+        kv_len, qk_dim = q[1], q[4]
+        v_dim = qk_dim
+    else:
+        qk_dim = scale(q[2], 1, heads)
+        k = dims(node, 1)
+        if len(k) == 5:  # packed KV [B, Skv, N, 2, H]
+            kv_len, v_dim = k[1], k[4]
+        elif len(k) == 4:  # cached key [B, N, Skv, H]
+            cross = True
+            kv_len, v_dim = k[2], dims(node, 2)[3]
+        else:
+            kv_len = k[1]
+            v = dims(node, 2)
+            v_dim = v[3] if len(v) == 4 else scale(v[2], 1, heads)
+    output = (element_type, (q[0], q[1], scale(v_dim, heads)))
+    if cross:
+        return [output, (element_type, dims(node, 1)), (element_type, dims(node, 2))]
+    total = kv_len
+    if node.has_input(6):
+        past = dims(node, 6)[2]
+        total = past if node.has_input(8) else add(past, kv_len)
+    return [output, (element_type, (q[0], heads, total, qk_dim)), (element_type, (q[0], heads, total, v_dim))]
+
+
+def group_query_attention_shapes(node: NodeView) -> list[OutputType | None]:
+    """output: [B, S, N·H] (H = query's width / N, or / (N + 2·Nkv) for packed QKV); present_key,
+    present_value: [B, Nkv, P, H] with P = max(past buffer length, total_sequence_length's value)
+    when both are known (a shared buffer keeps its length; a growing cache reaches the total),
+    unknown with past but no value, and total_sequence_length's value or Skv without past; query's
+    type (past_key's for present)."""
+    heads, kv_heads = int(node.attr("num_heads")), int(node.attr("kv_num_heads"))
+    q = dims(node, 0)
+    packed = not node.has_input(1)
+    head = scale(q[2], 1, heads + 2 * kv_heads if packed else heads)
+    kv_len = q[1] if packed else dims(node, 1)[1]
+    total = _scalar(node, 6)
+    if node.has_input(3):
+        buffer_len = dims(node, 3)[2]
+        length = max(buffer_len, total) if isinstance(buffer_len, int) and total is not None else None
+    else:
+        length = total if total is not None else kv_len
+    present = (dtype(node, 3) or dtype(node, 0), (q[0], kv_heads, length, head))
+    return [(dtype(node, 0), (q[0], q[1], scale(head, heads))), present, present]
+
+
 register("Attention", attention, family="attention", arg_inputs=(3, 6))  # attn_mask, nonpad_kv_seqlen
 register("RotaryEmbedding", rotary_embedding, family="attention", arg_inputs=(3,))  # position_ids
-register("Attention", contrib_attention, family="attention", domain=MS, arg_inputs=(3, 6))
-register("QAttention", qattention, family="attention", domain=MS, arg_inputs=(5,))
-register("MultiHeadAttention", multi_head_attention, family="attention", domain=MS, arg_inputs=(4, 8, 9))
-register("GroupQueryAttention", group_query_attention, family="attention", domain=MS, arg_inputs=(5, 6, 9))
-register("RotaryEmbedding", contrib_rotary_embedding, family="attention", domain=MS, arg_inputs=(1,))
+register("Attention", contrib_attention, family="attention", domain=MS, arg_inputs=(3, 6),
+         shapes=contrib_attention_shapes)
+register("QAttention", qattention, family="attention", domain=MS, arg_inputs=(5,), shapes=qattention_shapes)
+register("MultiHeadAttention", multi_head_attention, family="attention", domain=MS, arg_inputs=(4, 8, 9),
+         shapes=multi_head_attention_shapes)
+register("GroupQueryAttention", group_query_attention, family="attention", domain=MS, arg_inputs=(5, 6, 9),
+         shapes=group_query_attention_shapes)
+register("RotaryEmbedding", contrib_rotary_embedding, family="attention", domain=MS, arg_inputs=(1,),
+         shapes=same_as_input(0))
+register("DecoderMaskedMultiHeadAttention", decoder_masked_multi_head_attention, family="attention", domain=MS,
+         arg_inputs=(3, 7, 8, 9), shapes=decoder_masked_multi_head_attention_shapes)
+register("DecoderMaskedSelfAttention", decoder_masked_self_attention, family="attention", domain=MS,
+         arg_inputs=(3, 6, 7, 8), shapes=contrib_attention_shapes)

@@ -1,11 +1,15 @@
 """Convolutions. The output shape comes from shape inference, which already applied strides,
-pads, auto_pad and dilations, so the MAC count needs only the weight and output shapes."""
+pads, auto_pad and dilations, so the MAC count needs only the weight and output shapes. The
+com.microsoft FusedConv (Conv + activation, + residual Z) has no ONNX schema: its rule gives the
+output shape with ONNX Conv's formula (``_shapes.conv_dims``)."""
 
 from __future__ import annotations
 
 from math import prod
 
-from . import NodeView, OpCost, register
+from . import NodeView, OpCost, OutputType, register
+from ._shapes import conv_dims, dtype, with_derived_outputs
+from .elementwise import ELEMENTWISE_FLOPS
 from .tensor import TAPS_PER_AXIS, blend_flops
 
 
@@ -70,7 +74,29 @@ def causal_conv_with_state(node: NodeView) -> OpCost:
                   formula=f"{outputs:,} outputs·{kernel} = {macs:,} MACs + {per_output}·{outputs:,} ({activation}) FLOPs")
 
 
+def fused_conv(node: NodeView) -> OpCost:
+    """MACs as Conv; FLOPs = 2 x MACs + output elements x (the activation's FLOPs, as elementwise.py
+    counts Relu, Sigmoid, Tanh, LeakyRelu, Clip, HardSigmoid; + 1 with the residual input Z).
+    Inputs: X, W, B, Z; attribute activation (com.microsoft FusedConv, onnxruntime's Conv +
+    activation fusion)."""
+    node = with_derived_outputs(node)
+    cost = conv(node)
+    activation = node.attr("activation", "")
+    per_output = (ELEMENTWISE_FLOPS[activation][0] if activation else 0) + (1 if node.has_input(3) else 0)
+    outputs = node.output_elements(0)
+    flops = per_output * outputs
+    return OpCost(macs=cost.macs, flops=flops,
+                  formula=f"{cost.formula}; {per_output}·{outputs:,} outputs ({activation or 'no activation'}"
+                          f"{' + Z' if node.has_input(3) else ''}) = {flops:,} FLOPs")
+
+
+def fused_conv_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: as ONNX Conv ([N, Co, *spatial] from X, W and strides, pads, dilations, auto_pad), X's type."""
+    return [(dtype(node, 0), conv_dims(node, 0, 1))]
+
+
 register("Conv", conv, family="conv")
+register("FusedConv", fused_conv, family="conv", domain="com.microsoft", shapes=fused_conv_shapes)
 register("ConvTranspose", conv_transpose, family="conv", arg_inputs=())
 register("DeformConv", deform_conv, family="conv")
 register("CausalConvWithState", causal_conv_with_state, family="conv")

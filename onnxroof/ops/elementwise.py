@@ -16,7 +16,8 @@ per-element formula over their output.
 
 from __future__ import annotations
 
-from . import Handler, NodeView, OpCost, per_element_flop_counter, register
+from . import Handler, NodeView, OpCost, OutputType, per_element_flop_counter, register, same_as_input
+from ._shapes import dims, dtype, scale
 
 # op -> (operations per output element, the formula they come from)
 ELEMENTWISE_FLOPS: dict[str, tuple[int, str]] = {
@@ -62,6 +63,8 @@ GELU_FLOPS: dict[str, tuple[int, str]] = {
     "tanh": (9, ("0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): 2 multiplies (x³), multiply, add, multiply, "
                  "tanh, add, multiply, multiply")),
 }
+
+FAST_GELU_FLOPS = 9  # 0.5·x·(1 + tanh(0.797885·x + 0.035677·x³)), see fast_gelu
 
 # com.microsoft contrib activations (onnxruntime ContribOperators.md); output shape = input 0's
 CONTRIB_FLOPS: dict[str, tuple[int, str]] = {
@@ -119,9 +122,26 @@ def fast_gelu(node: NodeView) -> OpCost:
     """FLOPs = (9 + 1 if bias) x elements: Y = 0.5·X·(1 + tanh(0.797885·X + 0.035677·X³)) is
     2 multiplies (X³), multiply, multiply, add, tanh, add, multiply, multiply = 9; the optional
     bias adds one add (com.microsoft FastGelu)."""
-    per_element = 9 + (1 if node.has_input(1) else 0)
+    per_element = FAST_GELU_FLOPS + (1 if node.has_input(1) else 0)
     elements = node.input_elements(0)  # output shape = X's; contrib outputs may have no inferred shape
     return OpCost(flops=per_element * elements, formula=f"{per_element}·{elements:,} elements = {per_element * elements:,} FLOPs")
+
+
+def bias_split_gelu(node: NodeView) -> OpCost:
+    """FLOPs = input elements (X + bias) + 6 x output elements (exact Gelu 5 on the right half, then
+    the multiply by the left half); X [N, S, D], bias [D], Y [N, S, D/2] (com.microsoft BiasSplitGelu,
+    the Stable Diffusion optimizer's fusion)."""
+    inputs = node.input_elements(0)
+    outputs = inputs // 2
+    per_output = GELU_FLOPS["none"][0] + 1
+    flops = inputs + per_output * outputs
+    return OpCost(flops=flops, formula=f"{inputs:,} bias adds + {per_output}·{outputs:,} outputs = {flops:,} FLOPs")
+
+
+def bias_split_gelu_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: X's shape with the last dim halved, X's type."""
+    x = dims(node, 0)
+    return [(dtype(node, 0), (*x[:-1], scale(x[-1], 1, 2)))]
 
 
 def window(flops_per_sample: int, rule: str) -> Handler:
@@ -153,8 +173,10 @@ for _op, (_extra, _rule) in VARIADIC_EXTRA.items():
     register(_op, variadic_flop_counter(_extra, _rule), family="elementwise")
 for _op, (_count, _rule) in CONTRIB_FLOPS.items():
     # contrib outputs keep X's shape; count on input 0 so a missing stored output shape does not matter
-    register(_op, per_element_flop_counter(_count, _rule, on="input"), family="elementwise", domain="com.microsoft")
-register("FastGelu", fast_gelu, family="elementwise", domain="com.microsoft")
+    register(_op, per_element_flop_counter(_count, _rule, on="input"), family="elementwise", domain="com.microsoft",
+             shapes=same_as_input(0))
+register("FastGelu", fast_gelu, family="elementwise", domain="com.microsoft", shapes=same_as_input(0))
+register("BiasSplitGelu", bias_split_gelu, family="elementwise", domain="com.microsoft", shapes=bias_split_gelu_shapes)
 for _op, (_count, _rule) in WINDOW_FLOPS.items():
     register(_op, window(_count, _rule), family="signal", arg_inputs=(0,))
 register("MelWeightMatrix", mel_weight_matrix, family="signal", arg_inputs=(0, 1, 2, 3, 4))

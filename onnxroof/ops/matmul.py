@@ -1,5 +1,6 @@
-"""Matrix products and linear algebra: Gemm, MatMul, Einsum, com.microsoft FusedMatMul, Det,
-and the Fourier transforms (DFT, STFT), counted in MACs where the op is a matrix product.
+"""Matrix products and linear algebra: Gemm, MatMul, Einsum, com.microsoft FusedMatMul and
+GemmFastGelu, Det, and the Fourier transforms (DFT, STFT), counted in MACs where the op is a matrix
+product. The contrib ops state their output shapes (numpy matmul's, after FusedMatMul's transposes).
 
 Einsum is counted the way onnxruntime executes it (``EinsumTypedComputeProcessor::Run``): the
 operands are contracted pairwise from left to right. Before a pair is multiplied, a label whose
@@ -21,38 +22,40 @@ from __future__ import annotations
 
 from math import log2, prod
 
-from . import NodeView, OpCost, UnknownValue, register
+from . import NodeView, OpCost, OutputType, UnknownValue, register
+from . import _shapes as shape_rules
+from .elementwise import FAST_GELU_FLOPS
 
 # ------------------------------------------------------------------------------------ Gemm, MatMul
 
 
 def gemm(node: NodeView) -> OpCost:
-    """MACs = M x K x N for Y = alpha·op(A)·op(B) + beta·C; the C (bias) add is folded in."""
-    a = node.input_shape(0)
+    """MACs = M x K x N for Y = alpha·op(A)·op(B) + beta·C, M and K from A (transA), N from B
+    (transB); the C (bias) add is folded in."""
+    a, b = node.input_shape(0), node.input_shape(1)
     m, k = (a[1], a[0]) if node.attr("transA", 0) else (a[0], a[1])
-    n = node.output_shape(0)[1]
+    # N from B, not the output: a contrib QGemm's output may have no shape
+    b_k, n = (b[1], b[0]) if node.attr("transB", 0) else (b[0], b[1])
+    if b_k != k:
+        raise ValueError(f"op(A) is {m} x {k} but op(B) is {b_k} x {n}")
     macs = m * k * n
     return OpCost(macs=macs, formula=f"{m}·{k}·{n} = {macs:,} MACs")
 
 
 def matmul(node: NodeView) -> OpCost:
-    """MACs = prod(output shape) x K, K the contracted dim (A's last); batch dims broadcast."""
+    """MACs = prod(output shape) x K, K the contracted dim (A's last); batch dims broadcast. An
+    output with no known shape is sized from A and B (numpy matmul) when their inner dims agree."""
     a = node.input_shape(0)
     k = a[-1]
-    outputs = node.output_elements(0)
+    output = node.outputs[0] if node.outputs else None
+    b = node.inputs[1] if len(node.inputs) > 1 else None
+    if (output is None or not output.is_known) and b is not None and b.is_known \
+            and b.shape[-2 if len(b.shape) > 1 else 0] == k:  # a contrib op's output (MatMulInteger16, ...)
+        outputs = prod(shape_rules.matmul(a, b.shape))  # type: ignore[arg-type]
+    else:
+        outputs = node.output_elements(0)
     macs = outputs * k
     return OpCost(macs=macs, formula=f"{outputs:,} outputs·{k} = {macs:,} MACs")
-
-
-def _trans_batch(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """transBatch: [d0, b1, ..., bn, x] is read as [b1, ..., bn, d0, x] (onnxruntime MatMulComputeHelper)."""
-    return (*shape[1:-1], shape[0], shape[-1])
-
-
-def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    rank = max(len(a), len(b))
-    a, b = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
-    return tuple(max(x, y) for x, y in zip(a, b))
 
 
 def fused_matmul(node: NodeView) -> OpCost:
@@ -61,17 +64,51 @@ def fused_matmul(node: NodeView) -> OpCost:
     the GEMM's scale and is folded in. Computed from the input shapes (contrib outputs may have no
     inferred shape)."""
     a, b = node.input_shape(0), node.input_shape(1)
-    if node.attr("transBatchA", 0) and len(a) > 2:
-        a = _trans_batch(a)
-    if node.attr("transBatchB", 0) and len(b) > 2:
-        b = _trans_batch(b)
-    a = (1, *a) if len(a) == 1 else a  # numpy: a vector operand is a 1-row / 1-column matrix
-    b = (*b, 1) if len(b) == 1 else b
+    a, b = _fused_operands(node, a, b)
     m, k = (a[-1], a[-2]) if node.attr("transA", 0) else (a[-2], a[-1])
     n = b[-2] if node.attr("transB", 0) else b[-1]
-    batch = prod(_broadcast(a[:-2], b[:-2]))
+    batch = prod(shape_rules.broadcast(a[:-2], b[:-2]))  # type: ignore[arg-type]
     macs = batch * m * k * n
     return OpCost(macs=macs, formula=f"{batch}·{m}·{k}·{n} = {macs:,} MACs")
+
+
+def gemm_fast_gelu(node: NodeView) -> OpCost:
+    """MACs = prod(output) x K for X [.., K] · W [K, N] (bias folded in); FLOPs = 2 x MACs + 9 x output
+    elements (FastGelu's tanh form). Inputs: X, W, bias; Y: matmul(X, W)'s shape, X's type
+    (com.microsoft GemmFastGelu, the transformers optimizer's MatMul + FastGelu fusion)."""
+    product = matmul(node)
+    outputs = product.macs // node.input_shape(0)[-1] if node.input_shape(0)[-1] else 0
+    flops = FAST_GELU_FLOPS * outputs
+    return OpCost(macs=product.macs, flops=flops,
+                  formula=f"{product.formula}; FastGelu {FAST_GELU_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs")
+
+
+def matmul_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: numpy matmul's output of inputs 0 and 1, input 0's type."""
+    return [(shape_rules.dtype(node, 0), shape_rules.matmul(shape_rules.dims(node, 0), shape_rules.dims(node, 1)))]
+
+
+def _fused_operands(node: NodeView, a: tuple, b: tuple) -> tuple[tuple, tuple]:
+    """FusedMatMul's A and B as matrices: transBatch applied, a vector made a 1-row / 1-column matrix."""
+    if node.attr("transBatchA", 0) and len(a) > 2:
+        a = shape_rules.trans_batch(a)
+    if node.attr("transBatchB", 0) and len(b) > 2:
+        b = shape_rules.trans_batch(b)
+    a = (1, *a) if len(a) == 1 else a  # numpy: a vector operand is a 1-row / 1-column matrix
+    b = (*b, 1) if len(b) == 1 else b
+    return a, b
+
+
+def fused_matmul_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: [broadcast batch, M, N] with M = op(A)'s rows, N = op(B)'s columns (transA/transB swap
+    the last two dims, transBatchA/B move dim 0 next to them); a 1-D operand's dim is dropped; A's
+    element type."""
+    a0, b0 = shape_rules.dims(node, 0), shape_rules.dims(node, 1)
+    a, b = _fused_operands(node, a0, b0)
+    m = a[-1] if node.attr("transA", 0) else a[-2]
+    n = b[-2] if node.attr("transB", 0) else b[-1]
+    shape = (*shape_rules.broadcast(a[:-2], b[:-2]), *(() if len(a0) == 1 else (m,)), *(() if len(b0) == 1 else (n,)))
+    return [(shape_rules.dtype(node, 0), shape)]
 
 
 # ------------------------------------------------------------------------------------------ Einsum
@@ -249,6 +286,8 @@ register("MatMul", matmul, family="matmul")
 register("Einsum", einsum, family="matmul")
 register("Det", det, family="matmul")
 # onnxruntime runs TransposeMatMul with the FusedMatMul kernel (same attributes)
-register(["FusedMatMul", "TransposeMatMul"], fused_matmul, family="matmul", domain="com.microsoft")
+register(["FusedMatMul", "TransposeMatMul"], fused_matmul, family="matmul", domain="com.microsoft",
+         shapes=fused_matmul_shapes)
+register("GemmFastGelu", gemm_fast_gelu, family="matmul", domain="com.microsoft", shapes=matmul_shapes)
 register("DFT", dft, family="signal", arg_inputs=(1, 2))  # dft_length, axis
 register("STFT", stft, family="signal", arg_inputs=(1, 3))  # frame_step, frame_length

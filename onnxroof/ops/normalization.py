@@ -26,6 +26,10 @@ EmbedLayerNormalization (ms)       8 (+1 segment)    word + position (+ segment)
                                                      gathers are free), then LayerNormalization with
                                                      gamma and beta; + 1 per mask element for the
                                                      mask index when a mask is given
+QEmbedLayerNormalization (ms)      as Embed... + 2   + 2 per gathered element of each int8 table
+                                   per table         (dequantize)
+GroupNorm (ms)                     7 (+4 SiLU)       LayerNormalization per group with gamma, beta;
+                                                     activation=1 adds SiLU (sigmoid 3 + multiply)
 LpNormalization                    3                 |x| or x², sum, divide
 LRN                                2·size + 3        window sum of squares (size multiplies and
                                                      adds), scale, add bias, power, divide
@@ -36,13 +40,19 @@ LogSoftmax                         5                 max, subtract, exp, sum, su
 ``(ms)``: the ``com.microsoft`` contrib domain. Attention's softmax uses ``SOFTMAX_FLOPS``; other
 families reuse the constants below rather than restating the numbers. Hardmax (a row arg max) is
 a selection and lives in ``reduction.py``.
+
+Shapes (ops without an ONNX schema): Y keeps X's shape (the scale's type); the saved statistics
+(mean, inv_std_var) are X's shape with the normalized dims set to 1, float; a skip norm's 4th
+output (input + skip + bias) is X's; EmbedLayerNormalization writes [B, S, hidden], mask_index [B]
+int32 and the optional embedding sum.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from . import Handler, NodeView, OpCost, register
+from . import Handler, NodeView, OpCost, OutputType, register, same_as_input
+from ._shapes import FLOAT, INT32, dims, dtype
 
 SOFTMAX_FLOPS = 5  # max, subtract, exp, sum, divide (shared with the attention rules)
 LOG_SOFTMAX_FLOPS = 5  # max, subtract, exp, sum, subtract the log-sum (one log per row, not counted)
@@ -87,7 +97,7 @@ def embed_layer_normalization(node: NodeView) -> OpCost:
     The row gathers cost nothing; the embedding tables are parameters (inputs 2-4).
     Inputs: input_ids, segment_ids, word_embedding, position_embedding, segment_embedding, gamma,
     beta, mask, position_ids (onnxruntime contrib schema)."""
-    elements = node.output_elements(0)
+    elements = _embedded_elements(node)
     adds = 1 + (1 if node.has_input(4) else 0)
     per_element = adds + LAYER_NORM_FLOPS + 1
     mask = node.input_elements(7) if node.has_input(7) else 0
@@ -96,6 +106,73 @@ def embed_layer_normalization(node: NodeView) -> OpCost:
     if mask:
         formula += f" + {mask:,} mask elements"
     return OpCost(flops=flops, formula=f"{formula} = {flops:,} FLOPs")
+
+
+def _embedded_elements(node: NodeView) -> int:
+    """The output's elements from the inputs: input_ids' B x S rows of the word table's width."""
+    return node.input_elements(0) * node.input_shape(2)[-1]
+
+
+def qembed_layer_normalization(node: NodeView) -> OpCost:
+    """As EmbedLayerNormalization + 2 x output elements per embedding table gathered (word, position,
+    segment if given): each gathered int8 row element dequantized ((q - zero point) · scale); gamma and
+    beta are dequantized once per call (O(hidden), not counted). Inputs: input_ids, segment_ids,
+    word_embedding_quant, position_embedding_quant, segment_embedding_quant, gamma_quant, beta_quant,
+    mask, then the scales and zero points of the five tables (onnxruntime's quantized BERT embedding)."""
+    cost = embed_layer_normalization(node)
+    elements = _embedded_elements(node)
+    tables = 2 + (1 if node.has_input(4) else 0)
+    dequantize = 2 * tables * elements
+    return OpCost(flops=cost.flops + dequantize,
+                  formula=f"{cost.formula} + dequantize 2·{tables} tables·{elements:,} = {cost.flops + dequantize:,} FLOPs")
+
+
+# --- shape rules of the com.microsoft norms (and the default-domain SimplifiedLayerNormalization, which
+# onnxruntime defines but ONNX does not) ----------------------------------------------------------------
+
+
+def _statistics(x: tuple, axis: int) -> tuple:
+    """The shape of a norm's saved mean / inverse std: x's with the normalized dims (axis on) set to 1."""
+    axis = axis + len(x) if axis < 0 else axis
+    return tuple(d if i < axis else 1 for i, d in enumerate(x))
+
+
+def layer_norm_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: X's shape, scale's type (X's if unknown); then per further output (LayerNormalization:
+    Mean, InvStdDev; SimplifiedLayerNormalization: inv_std_var) X's shape with the dims from
+    ``axis`` (default -1) on set to 1, float. Inputs: X, scale (, B)."""
+    x = dims(node, 0)
+    stats = (FLOAT, _statistics(x, int(node.attr("axis", -1))))
+    return [(dtype(node, 1) or dtype(node, 0), x), *[stats] * (len(node.node.output) - 1)]
+
+
+def skip_norm_shapes(node: NodeView) -> list[OutputType | None]:
+    """output: input's shape and type; mean, inv_std_var: input's shape with the last dim 1, float;
+    input_skip_bias_sum: input's shape and type. Inputs: input, skip, gamma (, beta), bias."""
+    x, element_type = dims(node, 0), dtype(node, 0)
+    stats = (FLOAT, _statistics(x, -1))
+    return [(element_type, x), stats, stats, (element_type, x)]
+
+
+def embed_layer_norm_shapes(node: NodeView) -> list[OutputType | None]:
+    """output: [B, S, hidden] (input_ids [B, S], hidden = word_embedding's last dim), the word
+    table's type (float for the quantized one); mask_index: [B] int32; embedding_sum (optional):
+    as output."""
+    ids, table = dims(node, 0), dims(node, 2)
+    element_type = FLOAT if node.node.op_type.startswith("Q") else dtype(node, 2)
+    out = (element_type, (*ids, table[-1]))
+    return [out, (INT32, (ids[0],)), out]
+
+
+def group_norm(node: NodeView) -> OpCost:
+    """FLOPs = (7 + 4 with activation=1 (SiLU: sigmoid 3 + multiply)) x input elements: GroupNorm's
+    layer norm over each group with gamma and beta (6 + 1), then the optional SiLU. Input NHWC
+    (channels_last=1, the default) or NCHW; output = input's shape (com.microsoft GroupNorm, the
+    Stable Diffusion optimizer's fusion)."""
+    elements = node.input_elements(0)
+    per_element = LAYER_NORM_FLOPS + 1 + (4 if node.attr("activation", 0) else 0)
+    flops = per_element * elements
+    return OpCost(flops=flops, formula=f"{per_element}·{elements:,} elements = {flops:,} FLOPs")
 
 
 _LN = "sum, subtract mean, square, sum, multiply by 1/σ, multiply by scale"
@@ -121,12 +198,25 @@ CONTRIB_NORM_FLOPS: dict[str, tuple[int, str, dict[int, str]]] = {
     "SkipSimplifiedLayerNormalization": (1 + RMS_NORM_FLOPS, "input + skip, then " + _RMS, {3: "bias"}),
     "SimplifiedLayerNormalization": (RMS_NORM_FLOPS, _RMS, {}),
 }
+_CONTRIB_NORM_SHAPES = {
+    "SkipLayerNormalization": skip_norm_shapes, "SkipSimplifiedLayerNormalization": skip_norm_shapes,
+    "SimplifiedLayerNormalization": layer_norm_shapes,
+}
+# Default-domain ops onnxruntime defines itself: SimplifiedLayerNormalization (no ONNX schema at all),
+# and LayerNormalization at opsets below 17, where ONNX has none but onnxruntime's opset-1 schema
+# lets its transformers optimizer emit it (opset 12-16 BERT and GPT-2 exports).
+_ORT_DEFAULT_DOMAIN_SHAPES = {"SimplifiedLayerNormalization": layer_norm_shapes, "LayerNormalization": layer_norm_shapes}
 
 for _op, (_flops, _rule, _optional) in NORM_FLOPS.items():
-    register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization")
+    register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization",
+             shapes=_ORT_DEFAULT_DOMAIN_SHAPES.get(_op))
 for _op, (_flops, _rule, _optional) in CONTRIB_NORM_FLOPS.items():
-    register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization", domain=MS)
+    register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization", domain=MS,
+             shapes=_CONTRIB_NORM_SHAPES[_op])
 register("LRN", lrn, family="normalization")
 # input_ids, segment_ids, mask and position_ids are indices: constants there are not parameters
 register("EmbedLayerNormalization", embed_layer_normalization, family="normalization", domain=MS,
-         arg_inputs=(0, 1, 7, 8))
+         arg_inputs=(0, 1, 7, 8), shapes=embed_layer_norm_shapes)
+register("QEmbedLayerNormalization", qembed_layer_normalization, family="normalization", domain=MS,
+         arg_inputs=(0, 1, 7), shapes=embed_layer_norm_shapes)
+register("GroupNorm", group_norm, family="normalization", domain=MS, shapes=same_as_input(0))

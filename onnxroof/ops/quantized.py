@@ -28,6 +28,11 @@ QLinearAveragePool,                     output element (runtimes using 256-entry
 QLinearGlobalAveragePool (ms)           for the unary ones do less); the global pool's window
                                         work is 1 per input element (any layout)
 QLinearConcat (ms)                      0: a copy (bytes counted)
+QLinearWhere (ms)                       as the QLinear ops above, on X and Y: 2 per X and Y
+                                        element + 1 select per output + 4 per output
+GatherBlockQuantized (ms)               2 per output element (each gathered 4/8-bit value
+                                        dequantized); weight bytes read: the table's gathered
+                                        rows (scales and zero points in full)
 ======================================  ==========================================================
 
 Integer products fold their zero points (row/column sums) and bias into the accumulate, as the
@@ -35,6 +40,12 @@ float ops fold their bias. ``(ms)``: the ``com.microsoft`` contrib domain. The n
 dtype is its first activation input's (uint8 for QLinearConv on uint8 data). Weights, scales and
 zero points are parameters counted at their stored size: MatMulNBits' packed 4-bit weights count
 half a byte per weight.
+
+Shapes: the ``(ms)`` ops have no ONNX schema, so each rule also gives its outputs' types and shapes
+(``shapes=``, stated in the shape rule's docstring): the QLinear element ops broadcast or keep X,
+the pools and QLinearConv follow ONNX's window formulas (``channels_last`` too), QGemm is [M, N]
+from A and B, MatMulNBits [..., N]. A cost rule that needs an output with no known shape reads it
+from the shape rule (``_shapes.with_derived_outputs``).
 """
 
 from __future__ import annotations
@@ -43,8 +54,12 @@ from math import prod
 from typing import Sequence
 
 import onnx
+from onnx import TensorProto
 
-from . import Handler, NodeView, OpCost, per_element_flop_counter, register, rule_for, zero_cost
+from . import Handler, NodeView, OpCost, OutputType, ShapeHandler, per_element_flop_counter, register, rule_for, \
+    same_as_input, zero_cost
+from . import _shapes as shape_rules
+from ._shapes import FLOAT, broadcast_of, dims, dtype, with_derived_outputs
 from .conv import conv
 from .matmul import gemm, matmul
 
@@ -74,6 +89,7 @@ def product_counter(float_rule: Handler, slots: Sequence[int], per_output: int, 
     input ``slots[0]``."""
 
     def handler(node: NodeView) -> OpCost:
+        node = with_derived_outputs(node)  # a contrib op's output may have no stored shape
         product = float_rule(with_inputs(node, slots))
         outputs = node.output_elements(0) if per_output else 0
         a_elements = node.input_elements(slots[0]) if per_a_element else 0
@@ -104,6 +120,7 @@ def dequantize_op_quantize(float_op: str, data_slots: Sequence[int], op_text: st
         float_rule = rule_for("", float_op)
         if float_rule is None:
             raise KeyError(f"no rule for the float op {float_op}")
+        node = with_derived_outputs(node)
         inner = float_rule.handler(with_inputs(node, data_slots))
         inputs = sum(node.input_elements(s) for s in data_slots)
         outputs = node.output_elements(0)
@@ -143,17 +160,123 @@ def matmul_nbits(node: NodeView) -> OpCost:
     )
 
 
+# --- shape rules (outputs of the com.microsoft ops, which have no ONNX schema) ----------------------
+
+
+def quantize_linear_shapes(node: NodeView) -> list[OutputType | None]:
+    """y: x's shape, y_zero_point's element type (uint8 without one). Inputs: x, y_scale, y_zero_point."""
+    return [(dtype(node, 2, TensorProto.UINT8), dims(node, 0))]
+
+
+def dequantize_linear_shapes(node: NodeView) -> list[OutputType | None]:
+    """y: x's shape, x_scale's element type. Inputs: x, x_scale, x_zero_point."""
+    return [(dtype(node, 1, FLOAT), dims(node, 0))]
+
+
+def qlinear_conv_shapes(node: NodeView) -> list[OutputType | None]:
+    """y: [N, Co, *spatial] (channels_last: [N, *spatial, Co]) as ONNX Conv (strides, pads,
+    dilations, auto_pad; Co and the kernel from w, input 3); y_zero_point's type, else x's."""
+    shape = shape_rules.conv_dims(node, 0, 3, channels_last=bool(node.attr("channels_last", 0)))
+    return [(dtype(node, 7) or dtype(node, 0), shape)]
+
+
+def matmul_shapes(output_type: int | None = None, type_slot: int = 0) -> ShapeHandler:
+    """A shape rule: Y is numpy matmul's output of inputs 0 and 1, typed ``output_type`` or as input
+    ``type_slot``."""
+
+    def shapes(node: NodeView) -> list[OutputType | None]:
+        return [(output_type or dtype(node, type_slot, FLOAT), shape_rules.matmul(dims(node, 0), dims(node, 1)))]
+
+    shapes.__doc__ = f"Y: matmul(A, B)'s shape, {'int32' if output_type else f'input {type_slot} type'}"
+    return shapes
+
+
+def qgemm_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: [M, N], M from A (transA), N from B (input 3, transB); y_zero_point's type, else A's with
+    y_scale (quantized output), else float."""
+    a, b = dims(node, 0), dims(node, 3)
+    m = a[1] if node.attr("transA", 0) else a[0]
+    n = b[0] if node.attr("transB", 0) else b[1]
+    element_type = dtype(node, 8) or (dtype(node, 0) if node.has_input(7) else FLOAT)
+    return [(element_type, (m, n))]
+
+
+def matmul_nbits_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: [*A's leading dims, N] (the N attribute), A's type."""
+    return [(dtype(node, 0), (*dims(node, 0)[:-1], int(node.attr("N"))))]
+
+
+def qlinear_average_pool_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: as ONNX AveragePool (kernel_shape, strides, pads, auto_pad, ceil_mode) on x [N, C, *spatial]
+    ([N, *spatial, C] with channels_last); x's type."""
+    x = dims(node, 0)
+    channels_last = bool(node.attr("channels_last", 0))
+    shape = shape_rules.windowed(node, x, node.attr("kernel_shape"), x[-1] if channels_last else x[1],
+                                 channels_last=channels_last, ceil_mode=bool(node.attr("ceil_mode", 0)))
+    return [(dtype(node, 0), shape)]
+
+
+def qlinear_global_average_pool_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: [N, C, 1, ..., 1] ([N, 1, ..., 1, C] with channels_last); x's type."""
+    x = dims(node, 0)
+    ones = (1,) * (len(x) - 2)
+    shape = (x[0], *ones, x[-1]) if node.attr("channels_last", 0) else (x[0], x[1], *ones)
+    return [(dtype(node, 0), shape)]
+
+
+def qlinear_concat_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: the inputs (slots 2, 5, 8, ...) concatenated along ``axis``; the first tensor's type."""
+    tensors = range(2, len(node.node.input), 3)
+    return [(dtype(node, 2), shape_rules.concat([dims(node, s) for s in tensors], int(node.attr("axis"))))]
+
+
+def gather_block_quantized_shapes(node: NodeView) -> list[OutputType | None]:
+    """output: data.shape[:gather_axis] + indices.shape + data.shape[gather_axis + 1:], the last dim
+    unpacked (x 8 / bits) when data is uint8 (2 4-bit values per byte); scales' type."""
+    return [(dtype(node, 2, FLOAT), _gathered_dims(node))]
+
+
+def _gathered_dims(node: NodeView) -> tuple:
+    data, indices = dims(node, 0), dims(node, 1)
+    axis = int(node.attr("gather_axis", 0))
+    axis = axis + len(data) if axis < 0 else axis
+    shape = (*data[:axis], *indices, *data[axis + 1:])
+    return (*shape[:-1], shape_rules.scale(shape[-1], _values_per_element(node)))
+
+
+def _values_per_element(node: NodeView) -> int:
+    """Quantized values per stored element: 8 / bits for uint8 storage, 1 for int4/uint4 tensors."""
+    return 8 // int(node.attr("bits", 4)) if dtype(node, 0) == TensorProto.UINT8 else 1
+
+
+def gather_block_quantized(node: NodeView) -> OpCost:
+    """FLOPs = 2 x output elements: each gathered value dequantized ((q - zero point) · its block's
+    scale). Inputs: data [..., packed], indices, scales, zero_points; attributes gather_axis,
+    quantize_axis, block_size, bits. Parameters: the whole stored table counted in values (a uint8
+    byte holds 8 / bits of them), the scales and zero points; weight bytes read: the table's gathered
+    rows, and the scales and zero points in full (only the first parameter can be read in part)."""
+    outputs = with_derived_outputs(node).output_elements(0)
+    per_element = _values_per_element(node)
+    flops = DEQUANTIZE_FLOPS * outputs
+    table = node.input_elements(0)
+    return OpCost(flops=flops, formula=f"dequantize {DEQUANTIZE_FLOPS}·{outputs:,} gathered values = {flops:,} FLOPs "
+                                       f"({node.attr('bits', 4)}-bit, block {node.attr('block_size', 128)})",
+                  param_elements=((0, table * per_element),), weight_elements_read=outputs // per_element)
+
+
 register("DynamicQuantizeLinear", per_element_flop_counter(
     DYNAMIC_QUANTIZE_FLOPS, "min and max over x, then x / scale, round, + zero point, saturate", on="input"),
     family="quantized")
-for _domain in ("", MS):
+for _domain in ("", MS):  # the default-domain ops have ONNX schemas: ONNX sizes their outputs
+    _ms = _domain == MS
     register("QuantizeLinear", per_element_flop_counter(QUANTIZE_FLOPS, "x / scale, round, + zero point, saturate",
-                                                        on="input"), family="quantized", domain=_domain)
+                                                        on="input"), family="quantized", domain=_domain,
+             shapes=quantize_linear_shapes if _ms else None)
     register("DequantizeLinear", per_element_flop_counter(DEQUANTIZE_FLOPS, "(x - zero point) · scale", on="input"),
-             family="quantized", domain=_domain)
+             family="quantized", domain=_domain, shapes=dequantize_linear_shapes if _ms else None)
     # x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
     register("QLinearConv", product_counter(conv, (0, 3), REQUANTIZE_FLOPS, "int8 conv, requantized output"),
-             family="quantized", domain=_domain)
+             family="quantized", domain=_domain, shapes=qlinear_conv_shapes if _ms else None)
 
 register("ConvInteger", product_counter(conv, (0, 1), 0, "int8 conv, int32 output"), family="quantized")
 register("MatMulInteger", product_counter(matmul, (0, 1), 0, "int8 matmul, int32 output"), family="quantized")
@@ -163,12 +286,13 @@ register("QLinearMatMul", product_counter(matmul, (0, 3), REQUANTIZE_FLOPS, "int
 
 # com.microsoft
 register("MatMulInteger16", product_counter(matmul, (0, 1), 0, "int16 matmul, int32 output"),
-         family="quantized", domain=MS)
+         family="quantized", domain=MS, shapes=matmul_shapes(TensorProto.INT32))
+# A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias: Y is a_scale's float type
 register("MatMulIntegerToFloat", product_counter(matmul, (0, 1), TO_FLOAT_FLOPS, "int8 matmul, float output"),
-         family="quantized", domain=MS)
+         family="quantized", domain=MS, shapes=matmul_shapes(type_slot=2))
 register("DynamicQuantizeMatMul", product_counter(
     matmul, (0, 1), TO_FLOAT_FLOPS, "A quantized on the fly, int8 matmul, float output",
-    per_a_element=DYNAMIC_QUANTIZE_FLOPS), family="quantized", domain=MS)
+    per_a_element=DYNAMIC_QUANTIZE_FLOPS), family="quantized", domain=MS, shapes=matmul_shapes(type_slot=0))
 
 
 _QGEMM_REQUANTIZED = product_counter(gemm, (0, 3), REQUANTIZE_FLOPS, "int8 gemm, requantized output")
@@ -185,23 +309,32 @@ def qgemm(node: NodeView) -> OpCost:
 def qlinear_global_average_pool(node: NodeView) -> OpCost:
     """FLOPs = 2 x input elements (dequantize) + input elements (window - 1 adds and a divide per
     output: window x outputs = inputs) + 4 x output elements (quantize); NCHW or channels_last."""
-    inputs, outputs = node.input_elements(0), node.output_elements(0)
+    inputs, outputs = node.input_elements(0), with_derived_outputs(node).output_elements(0)
     flops = (DEQUANTIZE_FLOPS + 1) * inputs + QUANTIZE_FLOPS * outputs
     return OpCost(flops=flops, formula=f"({DEQUANTIZE_FLOPS} + 1)·{inputs:,} inputs + "
                                        f"{QUANTIZE_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs")
 
 
-register("QGemm", qgemm, family="quantized", domain=MS)
-register(["MatMulNBits", "MatMulBnb4"], matmul_nbits, family="quantized", domain=MS)
-register("QLinearAdd", dequantize_op_quantize("Add", (0, 3), "QLinearAdd"), family="quantized", domain=MS)
-register("QLinearMul", dequantize_op_quantize("Mul", (0, 3), "QLinearMul"), family="quantized", domain=MS)
-register("QLinearSigmoid", dequantize_op_quantize("Sigmoid", (0,), "QLinearSigmoid"), family="quantized", domain=MS)
-register("QLinearLeakyRelu", dequantize_op_quantize("LeakyRelu", (0,), "QLinearLeakyRelu"),
-         family="quantized", domain=MS)
-register("QLinearSoftmax", dequantize_op_quantize("Softmax", (0,), "QLinearSoftmax"), family="quantized", domain=MS)
+register("QGemm", qgemm, family="quantized", domain=MS, shapes=qgemm_shapes)
+register(["MatMulNBits", "MatMulBnb4"], matmul_nbits, family="quantized", domain=MS, shapes=matmul_nbits_shapes)
+# A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point: C broadcasts A and B
+for _op in ("Add", "Mul"):
+    register(f"QLinear{_op}", dequantize_op_quantize(_op, (0, 3), f"QLinear{_op}"), family="quantized", domain=MS,
+             shapes=broadcast_of((0, 3)))
+# X, X_scale, X_zero_point, Y_scale, Y_zero_point: Y has X's shape and type
+for _op in ("Sigmoid", "LeakyRelu", "Softmax"):
+    register(f"QLinear{_op}", dequantize_op_quantize(_op, (0,), f"QLinear{_op}"), family="quantized", domain=MS,
+             shapes=same_as_input(0))
 register("QLinearAveragePool", dequantize_op_quantize("AveragePool", (0,), "QLinearAveragePool"),
-         family="quantized", domain=MS)
-register("QLinearGlobalAveragePool", qlinear_global_average_pool, family="quantized", domain=MS)
+         family="quantized", domain=MS, shapes=qlinear_average_pool_shapes)
+register("QLinearGlobalAveragePool", qlinear_global_average_pool, family="quantized", domain=MS,
+         shapes=qlinear_global_average_pool_shapes)
 # Y_scale, Y_zero_point, then (tensor, scale, zero point) per input
 register("QLinearConcat", zero_cost("copies its inputs into the output (a runtime requantizing an input whose scale "
-                                    "differs uses a 256-entry lookup table)"), family="quantized", domain=MS)
+                                    "differs uses a 256-entry lookup table)"), family="quantized", domain=MS,
+         shapes=qlinear_concat_shapes)
+# condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale, z_zero_point (the quantizer's Where)
+register("QLinearWhere", dequantize_op_quantize("Where", (1, 4), "QLinearWhere"), family="quantized", domain=MS,
+         shapes=broadcast_of((0, 1, 4), dtype_slot=1))
+register("GatherBlockQuantized", gather_block_quantized, family="quantized", domain=MS, arg_inputs=(1,),
+         shapes=gather_block_quantized_shapes)

@@ -20,12 +20,18 @@ LSTM f = Sigmoid, g = h = Tanh), each costing what the same op costs in elementw
 
 ``clip`` adds 2 per activation input (min, max); LSTM ``input_forget`` replaces the forget
 gate's f with 1 - i (1 FLOP).
+
+com.microsoft DynamicQuantizeLSTM is the LSTM rule on int8 weights stored transposed (W [D, I, 4H],
+R [D, H, 4H]), plus per step per direction 6 x (I + H) FLOPs quantizing x_t and h_t-1 on the fly
+and 2 x 4H rescaling both int32 products to float. Outputs Y [T, D, B, H], Y_h and Y_c [D, B, H].
 """
 
 from __future__ import annotations
 
-from . import Handler, NodeView, OpCost, register
+from . import Handler, NodeView, OpCost, OutputType, register
+from ._shapes import dims, dtype
 from .elementwise import ELEMENTWISE_FLOPS
+from .quantized import DYNAMIC_QUANTIZE_FLOPS, TO_FLOAT_FLOPS
 
 # RNN-family activation names -> FLOPs per element (the spec's list; Affine and ScaledTanh are RNN-only)
 ACTIVATION_FLOPS: dict[str, int] = {
@@ -80,14 +86,18 @@ def _gate_flops(op_type: str, node: NodeView, activation: list[int]) -> int:
     return gates + g + h + 3 + 1 + peepholes + 5 * clip
 
 
-def recurrent_counter(op_type: str) -> Handler:
-    """The handler for RNN, GRU or LSTM (``op_type``): gate MACs plus per-unit gate FLOPs."""
+def recurrent_counter(op_type: str, *, quantized: bool = False) -> Handler:
+    """The handler for RNN, GRU or LSTM (``op_type``): gate MACs plus per-unit gate FLOPs.
+    ``quantized``: com.microsoft DynamicQuantizeLSTM, whose int8 W [D, I, G·H] and R [D, H, G·H] are
+    stored transposed, and whose x_t and h_t-1 are quantized on the fly and both int32 products
+    rescaled to float."""
     gates, defaults = RECURRENT[op_type]
 
     def handler(node: NodeView) -> OpCost:
-        weight = node.input_shape(1)  # W: [D, G·H, I]
-        recurrence = node.input_shape(2)  # R: [D, G·H, H]
-        directions, input_size, hidden = weight[0], weight[2], recurrence[2]
+        weight = node.input_shape(1)  # W: [D, G·H, I] ([D, I, G·H] transposed)
+        recurrence = node.input_shape(2)  # R: [D, G·H, H] ([D, H, G·H] transposed)
+        directions = weight[0]
+        input_size, hidden = (weight[1], recurrence[1]) if quantized else (weight[2], recurrence[2])
         data = node.input_shape(0)  # X: [T, B, I] (layout 0) or [B, T, I] (layout 1)
         lengths = node.input_value(4)
         if lengths is not None:  # padded steps past a sequence's length are skipped
@@ -100,13 +110,35 @@ def recurrent_counter(op_type: str) -> Handler:
         activations = _activation_costs(node, defaults, directions)
         per_unit = [_gate_flops(op_type, node, activation) for activation in activations]
         flops = steps * hidden * sum(per_unit)
-        return OpCost(macs=macs, flops=flops,
-                      formula=f"{directions} dir·({steps_text})·{gates}·{hidden}·({input_size} + {hidden}) = {macs:,} MACs; "
-                              f"gates {'+'.join(map(str, per_unit))}·{steps}·{hidden} = {flops:,} FLOPs")
+        formula = (f"{directions} dir·({steps_text})·{gates}·{hidden}·({input_size} + {hidden}) = {macs:,} MACs; "
+                   f"gates {'+'.join(map(str, per_unit))}·{steps}·{hidden} = {flops:,} FLOPs")
+        if quantized:
+            per_step = DYNAMIC_QUANTIZE_FLOPS * (input_size + hidden) + 2 * TO_FLOAT_FLOPS * gates * hidden
+            flops += directions * steps * per_step
+            formula += (f"; dynamic quantization {directions} dir·{steps}·({DYNAMIC_QUANTIZE_FLOPS}·({input_size} + "
+                        f"{hidden}) + 2·{gates * hidden}) = {directions * steps * per_step:,} FLOPs")
+        return OpCost(macs=macs, flops=flops, formula=formula)
 
+    layout = "W [D, I, 4H], R [D, H, 4H] (transposed), " if quantized else ""
     handler.__doc__ = (f"MACs = D x S x {gates}·H x (I + H), D directions, S = T x B or the sum of sequence_lens "
                        f"(biases folded in); FLOPs = D x S x H x {PER_UNIT_DOC[op_type]}; clip adds 2 per activation")
+    if quantized:
+        handler.__doc__ += (f"; {layout}+ D x S x ({DYNAMIC_QUANTIZE_FLOPS} x (I + H) (x_t and h_t-1 quantized on "
+                            f"the fly: min, max, quantize) + 2 x 4H (both int32 products rescaled to float)). "
+                            "Outputs: Y [T, D, B, H], Y_h and Y_c [D, B, H] (com.microsoft DynamicQuantizeLSTM; "
+                            "inputs X, W, R, B, sequence_lens, initial_h, initial_c, P, then W's and R's scales "
+                            "and zero points)")
     return handler
+
+
+def dynamic_quantize_lstm_shapes(node: NodeView) -> list[OutputType | None]:
+    """Y: [T, D, B, H]; Y_h, Y_c: [D, B, H] (X [T, B, I], D = W's dim 0, H = hidden_size or R's dim 1);
+    X's type."""
+    x, weight = dims(node, 0), dims(node, 1)
+    hidden = node.attr("hidden_size") or dims(node, 2)[1]
+    directions, element_type = weight[0], dtype(node, 0)
+    state = (element_type, (directions, x[1], hidden))
+    return [(element_type, (x[0], directions, x[1], hidden)), state, state]
 
 
 def linear_attention(node: NodeView) -> OpCost:
@@ -136,3 +168,5 @@ def linear_attention(node: NodeView) -> OpCost:
 for _op in RECURRENT:
     register(_op, recurrent_counter(_op), family="recurrent", arg_inputs=(4,))  # sequence_lens
 register("LinearAttention", linear_attention, family="recurrent")
+register("DynamicQuantizeLSTM", recurrent_counter("LSTM", quantized=True), family="recurrent",
+         domain="com.microsoft", arg_inputs=(4,), shapes=dynamic_quantize_lstm_shapes)

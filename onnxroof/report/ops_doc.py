@@ -16,6 +16,8 @@ Each rule's formula is its docstring in `onnxroof/ops/<family>.py`. Conventions:
 (bias folded in); every other element operation counts once (a transcendental too); data movement
 costs 0 FLOPs but moves bytes; a view moves nothing. "Argument inputs" are input slots holding shapes
 or settings: constants there are not parameters. An op without a rule is reported as unsupported.
+A rule for an op ONNX has no schema for (contrib ops) also states its outputs ("Outputs:"), which is
+what shape inference uses for them.
 """
 
 
@@ -29,7 +31,8 @@ def render_ops_markdown(rules: dict[tuple[str, str], OpRule] | None = None) -> s
         lines += [f"## {family}", "", "| domain | op | rule | argument inputs |", "|---|---|---|---|"]
         for domain, op_type, rule in sorted(by_family[family]):
             arguments = ", ".join(str(i) for i in sorted(rule.arg_inputs)) or "-"
-            formula = rule.formula.replace("|", "\\|")
+            formula = rule.formula + (f" **Outputs:** {rule.shape_formula}" if rule.shape_formula else "")
+            formula = formula.replace("|", "\\|")
             lines.append(f"| {domain} | {op_type} | {formula} | {arguments} |")
         lines.append("")
     return "\n".join(lines)

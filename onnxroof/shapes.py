@@ -438,7 +438,8 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
     read = _ValueInfoReader()
     stored = {v.name: read(v) for v in (*graph.value_info, *graph.output)}
     # outputs of ops without a schema: their stored shapes stay visible
-    unknown_ops = {kind for kind in set(map(_DOMAIN_AND_OP, fields)) if not _has_schema(*kind)}
+    opsets = {("" if o.domain in _DEFAULT_DOMAINS else o.domain): o.version for o in model.opset_import}
+    unknown_ops = {kind for kind in set(map(_DOMAIN_AND_OP, fields)) if not _has_schema(*kind, opsets)}
     opaque = {o for f in fields if (f.domain, f.op_type) in unknown_ops for o in f.outputs if o} if unknown_ops else set()
     nested = any(_has_subgraph(f.attributes) for f in fields if f.attributes)  # any If, Loop, Scan to look into
     notes: list[str] = []
@@ -614,8 +615,14 @@ def _nested_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
 _DOMAIN_AND_OP = operator.itemgetter(2, 1)  # NodeFields -> (domain, op_type)
 
 
-def _has_schema(domain: str, op_type: str) -> bool:
-    return onnx.defs.has(op_type, "" if domain in _DEFAULT_DOMAINS else domain)
+def _has_schema(domain: str, op_type: str, opsets: dict[str, int] | None = None) -> bool:
+    """Whether ONNX has a schema for the op at the model's opset (``opsets``: domain -> version):
+    LayerNormalization exists from opset 17, and onnxruntime's optimizer writes its own into
+    opset 12-16 models, which its rule must then size."""
+    domain = "" if domain in _DEFAULT_DOMAINS else domain
+    if opsets and domain in opsets:
+        return onnx.defs.has(op_type, opsets[domain], domain)
+    return onnx.defs.has(op_type, domain)
 
 
 def _is_external(tensor: onnx.TensorProto) -> bool:
@@ -740,7 +747,7 @@ class _PartialEvaluator:
         kind = (node_fields.domain, node_fields.op_type)
         ruled = self._ruled_ops.get(kind)
         if ruled is None:
-            ruled = self._ruled_ops[kind] = kind[0] == "ai.onnx.ml" or not _has_schema(*kind)
+            ruled = self._ruled_ops[kind] = kind[0] == "ai.onnx.ml" or not _has_schema(*kind, self.opsets)
         return ruled
 
     def visit(self, node: onnx.NodeProto, node_fields: NodeFields, index: int,

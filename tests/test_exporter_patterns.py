@@ -245,3 +245,18 @@ def onnx_model(data: bytes):
     import onnx
 
     return onnx.load_from_string(data)
+
+
+def test_matmul_nbits_counts_its_packed_4bit_zero_points_one_per_block():
+    # K 64, N 8, block 32: B uint8 [8, 2, 16] holds 512 weights; 16 float scales; 16 zero points
+    # packed two per byte in a uint8 [8]: 512 + 16 + 16 parameters
+    node = helper.make_node("MatMulNBits", ["a", "b", "scales", "zero_points"], ["y"], domain="com.microsoft",
+                            K=64, N=8, bits=4, block_size=32)
+    model = make_model([node], [("a", F32, [1, 64])], [("y", F32, [1, 8])],
+                       [("b", zeros(8, 2, 16, dtype=np.uint8)), ("scales", zeros(16)),
+                        ("zero_points", zeros(8, dtype=np.uint8))])
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    analysis = onnxroof.analyze(model)
+    assert analysis.totals.macs == 64 * 8
+    assert analysis.totals.params == 512 + 16 + 16
+    assert analysis.totals.param_bytes == 256 + 16 * 4 + 8

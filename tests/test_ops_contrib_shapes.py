@@ -468,8 +468,6 @@ def test_every_shape_rule_states_its_outputs(domain, op):
     assert len(COST_RULES[(domain, op)].shape_formula) > 20  # shown in docs/ops.md as "Outputs:"
 
 
-@pytest.mark.xfail(strict=True, reason="needs the shape stage to ask onnx.defs.has(op, opset, domain): ONNX has no "
-                   "LayerNormalization below opset 17, so the rule's shapes should be used there (see issue 16)")
 def test_layer_normalization_at_opset_13_is_sized_by_its_rule():
     """onnxruntime's transformers optimizer emits default-domain LayerNormalization (its own opset-1
     schema) into opset 12-16 models; ONNX's inference knows it only from opset 17."""

@@ -142,8 +142,8 @@ def dequantize_op_quantize(float_op: str, data_slots: Sequence[int], op_text: st
 def matmul_nbits(node: NodeView) -> OpCost:
     """MACs = M x K x N (M = prod(A's leading dims), K and N the attributes); FLOPs add 2 x K x N,
     each weight dequantized once per call ((q - zero point) · scale). B is packed uint8
-    [N, ceil(K / block_size), block_size·bits/8]: its stored bytes, the scales and the zero
-    points are the parameters. Inputs: A, B, scales, zero_points, g_idx, bias (MatMulBnb4: A, a
+    [N, ceil(K / block_size), block_size·bits/8]: the K x N weights it holds, the scales and the zero
+    points (one per block, packed at ``bits`` bits in a uint8 tensor) are the parameters. Inputs: A, B, scales, zero_points, g_idx, bias (MatMulBnb4: A, a
     1-D packed B, absmax; same K, N attributes and count)."""
     a = node.input_shape(0)
     k, n = int(node.attr("K")), int(node.attr("N"))
@@ -151,12 +151,16 @@ def matmul_nbits(node: NodeView) -> OpCost:
     macs = rows * k * n
     dequantize = DEQUANTIZE_FLOPS * k * n
     bits, block = node.attr("bits", 4), node.attr("block_size", 0)
+    packed = [(1, k * n)]  # B packs K x N weights into uint8 storage
+    zero_points = node.inputs[3] if len(node.inputs) > 3 else None
+    if zero_points is not None and zero_points.dtype == onnx.TensorProto.UINT8 and block:
+        packed.append((3, n * -(-k // block)))  # uint8 zero points pack one per block at `bits` bits
     return OpCost(
         macs=macs,
         flops=dequantize,
         formula=f"M·K·N = {rows}·{k}·{n} = {macs:,} MACs; dequantize {DEQUANTIZE_FLOPS}·{k}·{n} = "
                 f"{dequantize:,} FLOPs ({bits}-bit weights, block {block})",
-        param_elements=((1, k * n),),  # B packs K x N weights into uint8 storage
+        param_elements=tuple(packed),
     )
 
 

@@ -269,7 +269,9 @@ class _Coster:
         params, weight_bytes = self._read_parameters(param_inputs, inputs, cost) if param_inputs else (0, 0)
         if cost.attribute_params:  # stored in the node itself (ai.onnx.ml), read on every run
             params += cost.attribute_params
-            weight_bytes += 4 * cost.attribute_params  # float and int64 attributes, read as 4-byte numbers
+            # counted at 4 bytes a number: onnxruntime's ml kernels hold them as float32 (int64
+            # attributes such as node ids are 8 in the file; an estimate, stated in docs/ops.md)
+            weight_bytes += 4 * cost.attribute_params
             self.parameters[f"{name}.attributes"] = (cost.attribute_params, 4 * cost.attribute_params)
         if subgraphs:
             for attribute in cost.untaken:

@@ -479,8 +479,7 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
         values[name] = value
         tensors[name] = TensorInfo(name, tensors[name].dtype if name in tensors else 0, value.shape)
 
-    evaluator = _PartialEvaluator(model, tensors, values, stored, order, fields, nested,
-                                  unknown_ops if output_types else set(), output_types)
+    evaluator = _PartialEvaluator(model, tensors, values, stored, order, fields, nested, output_types)
     evaluator.run()
     notes += _stale_note(stored, tensors)
     notes += evaluator.rule_notes()
@@ -690,7 +689,6 @@ class _PartialEvaluator:
         order: Sequence[onnx.NodeProto],
         fields: Sequence[NodeFields],
         nested: bool,
-        ruled_ops: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
         output_types: OutputTypes | None = None,
     ):
         self.tensors = tensors
@@ -712,8 +710,7 @@ class _PartialEvaluator:
         # most models repeat one layer, so most shape computations are repeats
         self._runs: dict[tuple, tuple | None] = {}
         self._inferences: dict[tuple, list[TensorInfo] | None] = {}
-        # (domain, op_type) -> whether it has no schema and is sized by its rule (subgraph ops added as met)
-        self._ruled_ops = dict.fromkeys(ruled_ops, True)
+        self._ruled_ops: dict[tuple[str, str], bool] = {}  # (domain, op_type) -> sized by its rule (see _ruled)
         self._output_types = output_types
         self._rule_disagreements: list[tuple[str, TensorInfo, TensorInfo]] = []  # (op, stored, rule's)
 
@@ -809,8 +806,9 @@ class _PartialEvaluator:
     def _visit_subgraphs(self, node: onnx.NodeProto, node_fields: NodeFields, labels: Sequence[str] | None,
                          index: int) -> None:
         """Evaluate the nodes of an If's branches or a Loop's or Scan's body, which see the outer
-        scope's values; an If whose condition is known runs only the taken branch, and its outputs
-        are that branch's (with their values)."""
+        scope's values. Both branches of an If are evaluated (both are shown and their stored
+        tensors counted, so what is a setting must not depend on the branch taken); when its
+        condition is known, its outputs are the taken branch's (with their values)."""
         label = (labels if labels is not None else self._node_labels())[index]
         bodies = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
         op_type, inputs = node_fields.op_type, node_fields.inputs
@@ -819,8 +817,7 @@ class _PartialEvaluator:
             taken = None if condition is None or condition.size != 1 else (
                 "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch")
             for name, body in bodies.items():
-                if taken in (None, name):
-                    self.run_graph(body, f"{label}/{name}")
+                self.run_graph(body, f"{label}/{name}")
             branches = [bodies[taken]] if taken else list(bodies.values())
             for slot, output in enumerate(node_fields.outputs):
                 results = [self._info(b.output[slot].name) for b in branches if slot < len(b.output)]

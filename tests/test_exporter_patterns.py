@@ -190,8 +190,9 @@ def test_if_on_a_known_condition_costs_the_taken_branch_with_shapes_evaluated_in
     # 8 kHz: 512 + 2 x 16 = 544 = 17 frames of 32; MatMul 17 x 32 x 8
     analysis = onnxroof.analyze(sample_rate_if_model(), dims={"batch": 1, "samples": 512}, values=["sr=8000"])
     assert analysis.nodes[-1].macs == 17 * 32 * 8 and "counted else" in analysis.nodes[-1].formula
-    # both branches' weights are stored: 64 x 8 + 32 x 8 (+ the branches' pads and widths are settings)
-    assert analysis.totals.params == 64 * 8 + 32 * 8 + 1  # and the 16000 compared with sr
+    # both branches' weights are stored: 64 x 8 + 32 x 8; the pads, widths and the 16000 compared
+    # with sr feed shape arithmetic only (settings), in the branch not taken too
+    assert analysis.totals.params == 64 * 8 + 32 * 8
 
 
 def test_if_with_an_unknown_condition_counts_the_costlier_branch_both_evaluated():

@@ -130,7 +130,8 @@ class OpRule:
     # a built-in rule reads only a node's attributes, which inputs it has, its tensors' dtypes and
     # shapes and the values of its inputs: graph.py shares its result between nodes alike in those
     builtin: bool = False
-    # the output types and shapes, for an op without an ONNX schema (contrib ops)
+    # the output types and shapes, for an op without an ONNX schema (contrib ops) or whose schema
+    # infers none (ai.onnx.ml)
     shapes: ShapeHandler | None = None
 
     @property
@@ -196,7 +197,8 @@ def output_types(node: onnx.NodeProto, inputs: tuple[TensorInfo | None, ...],
                  values: Mapping[str, np.ndarray]) -> list[TensorInfo | None] | None:
     """What the rule of ``node``'s op says its outputs are (one TensorInfo, or None where it cannot
     tell, per output), or None when the op has no shape rule. The shape stage calls this for ops
-    ONNX has no schema for; it takes it as a parameter, since the rules sit above it."""
+    ONNX has no schema for at the model's opset, and for the ai.onnx.ml ops (whose schemas infer
+    few shapes); it takes it as a parameter, since the rules sit above it."""
     rule = rule_for(node.domain, node.op_type)
     if rule is None or rule.shapes is None:
         return None

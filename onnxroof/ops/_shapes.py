@@ -12,8 +12,7 @@ from typing import Sequence
 from onnx import TensorProto
 
 from ..shapes import Dim
-from . import NodeView, OutputType, ShapeHandler, UnknownShape, rule_for
-from ..shapes import TensorInfo
+from . import NodeView, OutputType, ShapeHandler, UnknownShape, output_types
 
 Dims = tuple[Dim, ...]
 
@@ -145,18 +144,14 @@ def with_derived_outputs(node: NodeView) -> NodeView:
     size) works when the model stores no shape for it and the shape stage has not sized it."""
     if all(info is not None and info.is_known for info in node.outputs):
         return node
-    rule = rule_for(node.node.domain, node.node.op_type)
-    if rule is None or rule.shapes is None:
-        return node
-    try:
-        derived = list(rule.shapes(node))
-    except (UnknownShape, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+    derived = output_types(node.node, node.inputs, node.values)
+    if derived is None:
         return node
     outputs = list(node.outputs)
-    for index, (name, typed_output) in enumerate(zip(node.node.output, derived)):
+    for index, info in enumerate(derived):
         known = outputs[index] if index < len(outputs) else None
-        if typed_output is not None and typed_output[1] is not None and not (known is not None and known.is_known):
-            outputs[index:index + 1] = [TensorInfo(name, typed_output[0], tuple(typed_output[1]))]
+        if info is not None and info.shape is not None and not (known is not None and known.is_known):
+            outputs[index:index + 1] = [info]
     return NodeView(node.node, node.inputs, tuple(outputs), node.values, node.subgraphs, node.loop_trips)
 
 

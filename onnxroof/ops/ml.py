@@ -1,7 +1,8 @@
 """Traditional ML ops (the ``ai.onnx.ml`` domain, what skl2onnx emits).
 
 These ops keep their model in attributes (coefficients, tree thresholds, support vectors), not
-in initializers: each rule reports those numbers as ``attribute_params``. N is the number of rows
+in initializers: each rule reports those numbers as ``attribute_params`` (parameters of the node,
+read on every run at 4 bytes a number, as onnxruntime's kernels hold them in float32). N is the number of rows
 (the product of input 0's leading dims; 1 for a 1-D input), F the features (its last dim), C the
 classes or targets. Conventions:
 

@@ -86,6 +86,7 @@ class Analysis:
     targets: list[TargetReport] = field(default_factory=list)
     llm: LLMReport | None = None  # KV cache and tokens/s, for a KV-cached decoder
     warnings: list[str] = field(default_factory=list)
+    input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
 
     @property
     def tensors(self) -> dict[str, TensorRecord]:
@@ -192,7 +193,8 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         raise
     if checking is not None:
         checking.wait()  # before ONNX's shape inference sees the model
-    shapes = infer_shapes(proto, nodes, fields, output_types, input_values(proto, _value_flags(values)))
+    given_values = input_values(proto, _value_flags(values))
+    shapes = infer_shapes(proto, nodes, fields, output_types, given_values)
     if dtype != "model":
         shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
     progress("costing nodes")
@@ -211,6 +213,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
                               lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place)),
         dtype=dtype,
         batch=batch,
+        input_values={name: value.reshape(-1).tolist() for name, value in given_values.items()},
     )
     if chosen:
         from .roofline import place_model

@@ -261,3 +261,16 @@ def test_matmul_nbits_counts_its_packed_4bit_zero_points_one_per_block():
     assert analysis.totals.macs == 64 * 8
     assert analysis.totals.params == 512 + 16 + 16
     assert analysis.totals.param_bytes == 256 + 16 * 4 + 8
+
+
+def test_given_values_are_stated_with_the_inputs(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "vad.onnx"
+    path.write_bytes(sample_rate_if_model().SerializeToString())
+    flags = [str(path), "--dim", "batch=1", "--dim", "samples=512", "--value", "sr=16000"]
+    assert cli.main(["summary", *flags]) == 0
+    assert "sr scalar int64 = 16000" in capsys.readouterr().out
+    assert cli.main(["summary", *flags, "--format", "json"]) == 0
+    inputs = json.loads(capsys.readouterr().out)["model"]["inputs"]
+    assert [i.get("value") for i in inputs] == [None, [16000]]

@@ -251,7 +251,10 @@ def _model_context(model: dict, doc_string: str, document: dict) -> dict:
 
 
 def _tensor_context(tensor: dict) -> dict:
-    return {"name": tensor["name"], "shape": shape_text(tensor["shape"]), "dtype": tensor["dtype"]}
+    shape = shape_text(tensor["shape"])
+    if "value" in tensor:  # a value given with --value
+        shape += " = " + ",".join(map(str, tensor["value"]))
+    return {"name": tensor["name"], "shape": shape, "dtype": tensor["dtype"]}
 
 
 def _totals_context(totals: dict, memory: dict | None) -> dict:

@@ -107,7 +107,8 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
             "opset": model.opset,
             "opsets": model.opsets,
             "nodes": model.node_count,
-            "inputs": [tensor_entry(i) for i in analysis.inputs],
+            "inputs": [tensor_entry(i) | ({"value": analysis.input_values[i.name]} if i.name in analysis.input_values
+                                          else {}) for i in analysis.inputs],
             "outputs": [tensor_entry(o) for o in analysis.outputs],
         },
         "complete": analysis.complete,

@@ -40,8 +40,10 @@ INPUTS_SHOWN = 6  # a KV-cached decoder has a hundred inputs: one line names the
 
 
 def inputs_line(analysis: "Analysis") -> str:
+    values = analysis.input_values
     shown = ", ".join(
         f"{printable(i.name)} {shape_text(None if i.shape is None else list(i.shape))} {dtype_name(i.dtype)}"
+        + (f" = {','.join(map(str, values[i.name]))}" if i.name in values else "")
         for i in analysis.inputs[:INPUTS_SHOWN]
     )
     rest = len(analysis.inputs) - INPUTS_SHOWN

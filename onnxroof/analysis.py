@@ -23,12 +23,13 @@ import onnx.inliner
 
 from .dtypes import dtype_name
 from .errors import UsageError
-from .graph import STATUS_UNSUPPORTED, CostGraph, CostOptions, NodeRecord, TensorRecord, cost_graph
+from .graph import STATUS_UNSUPPORTED, CostGraph, CostOptions, NodeRecord, TensorRecord
 from .llm import LLMReport, detect_decoder, llm_report, phase_dims
 from .load import PendingCheck, check_in_memory, open_model
 from .memory import MemoryReport, analyze_memory
 from .ops import output_types
 from .plugins import load_entry_points
+from .splits import cost_graph_with_sizes
 from .shapes import (
     TensorInfo, UnresolvedDim, batch_flags, bind_inputs, fix_digit_dims, infer_shapes, input_values, parse_dim,
     parse_input_shape, parse_value, read_node_fields,
@@ -194,11 +195,16 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
     if checking is not None:
         checking.wait()  # before ONNX's shape inference sees the model
     given_values = input_values(proto, _value_flags(values))
-    shapes = infer_shapes(proto, nodes, fields, output_types, given_values)
-    if dtype != "model":
-        shapes.tensors = recast_tensors(shapes.tensors, RECAST_DTYPES[dtype])
+    def infer(assumed_sizes: dict[str, int] | None = None):
+        """The shape stage (again, for sizes only the data decides: splits.py)."""
+        result = infer_shapes(proto, nodes, fields, output_types, given_values, assumed_sizes)
+        if dtype != "model":
+            result.tensors = recast_tensors(result.tensors, RECAST_DTYPES[dtype])
+        return result
+
+    shapes = infer()
     progress("costing nodes")
-    graph = cost_graph(proto, shapes, CostOptions(loop_trips=loop_trips), fields)
+    graph, shapes, size_notes = cost_graph_with_sizes(proto, shapes, CostOptions(loop_trips=loop_trips), fields, infer)
     records = graph.records
     totals = _totals(records, graph.parameters)
     analysis = Analysis(
@@ -223,7 +229,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
     if layout is not None:
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
         analysis.llm = llm_report(analysis, layout, phase, new_tokens, context if phase == "decode" else 0 if phase else None)
-    analysis.warnings = shapes.notes + _warnings(analysis)
+    analysis.warnings = shapes.notes + size_notes + _warnings(analysis)
     return analysis
 
 
@@ -381,7 +387,7 @@ def _warnings(analysis: Analysis) -> list[str]:
     if analysis.totals.not_counted:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
         reasons = sorted({r.reason for r in analysis.nodes if r.status == "unknown_value"})
-        warnings.append(f"nodes not counted (unknown shapes or values): {ops}" + (f"; {reasons[0]}" if reasons else ""))
+        warnings.append(f"nodes not counted (unknown shapes or values, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
     return warnings
 
 

@@ -49,6 +49,8 @@ STATUS_CONSTANT = "constant"  # computed from constants only: folded, costs noth
 STATUS_UNSUPPORTED = "unsupported"  # no rule for this op: not counted
 STATUS_UNKNOWN_SHAPE = "unknown_shape"  # a shape its rule needs is unknown: not counted
 STATUS_UNKNOWN_VALUE = "unknown_value"  # a value its rule needs (a Loop's trip count) is unknown: not counted
+# a size only the data decides (rows routed to an expert) and no known total: not counted, its bound stated
+STATUS_DATA_DEPENDENT = "data_dependent"
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
 _NO_COST = OpCost()

@@ -411,10 +411,47 @@ class _ValueInfoReader:
 
 
 def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
-    """``new`` (keeping ``old``'s dtype if it has none) when it knows more than ``old``, else None."""
-    if new.shape is None or (old.shape is not None and (old.is_known or not new.is_known)):
+    """``new`` (keeping ``old``'s dtype if it has none) when it knows more than ``old``, else None:
+    a shape where there was none, every dim a number, or more numbers than ``old`` with its own
+    kept (a data-dependent row count stays a symbol while the hidden dim beside it becomes known)."""
+    if new.shape is None:
         return None
+    if old.shape is not None:
+        if old.is_known:
+            return None
+        if not new.is_known and not _more_numbers(old.shape, new.shape):
+            return None
     return TensorInfo(old.name, new.dtype or old.dtype, new.shape)
+
+
+def _more_numbers(old: tuple[Dim, ...], new: tuple[Dim, ...]) -> bool:
+    """Whether ``new`` has every number ``old`` has, and more."""
+    if len(old) != len(new):
+        return False
+    gained = False
+    for before, after in zip(old, new):
+        if isinstance(before, int):
+            if before != after:
+                return False
+        elif isinstance(after, int):
+            gained = True
+    return gained
+
+
+def with_sizes(tensors: dict[str, TensorInfo], values: dict[str, int]) -> tuple[dict[str, TensorInfo], set[str]]:
+    """``tensors`` with the symbols in ``values`` replaced by their values, and the names of the
+    tensors that changed."""
+    if not values:
+        return tensors, set()
+    changed: set[str] = set()
+    result = dict(tensors)
+    for name, info in tensors.items():
+        shape = info.shape
+        if shape is not None and any(isinstance(d, str) and d in values for d in shape):
+            result[name] = TensorInfo(name, info.dtype, tuple(values.get(d, d) if isinstance(d, str) else d
+                                                              for d in shape))
+            changed.add(name)
+    return result, changed
 
 
 # What the cost rules say an op without an ONNX schema writes (ops.output_types): the rules sit
@@ -424,13 +461,15 @@ OutputTypes = Callable[[onnx.NodeProto, tuple["TensorInfo | None", ...], dict], 
 
 def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
                  fields: Sequence[NodeFields] | None = None, output_types: OutputTypes | None = None,
-                 given_values: dict[str, np.ndarray] | None = None) -> ShapeResult:
+                 given_values: dict[str, np.ndarray] | None = None,
+                 assumed_sizes: dict[str, int] | None = None) -> ShapeResult:
     """Infer every tensor's type and shape in ``model`` (inputs already bound).
 
     ``order`` is the graph's nodes in their topological order (the model's own, which load
     checks); ``fields`` their NodeFields, aligned with it (read here when not given);
     ``output_types`` sizes the outputs of ops ONNX has no schema for (contrib ops);
-    ``given_values`` are values of graph inputs (:func:`input_values`).
+    ``given_values`` are values of graph inputs (:func:`input_values`); ``assumed_sizes`` are values
+    for sizes only the data decides (splits.py: the symbols a first run gave them).
     """
     if fields is None:
         fields = read_node_fields(order)
@@ -470,6 +509,8 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
             info = read(value_info)
             if info.name not in tensors or (info.shape is not None and tensors[info.name].shape is None):
                 tensors[info.name] = info
+    if assumed_sizes:
+        tensors.update(with_sizes(tensors, assumed_sizes)[0])
     values: dict[str, np.ndarray] = {}
     for tensor in (*graph.initializer, *(t for g in subgraphs for t in g.initializer)):
         tensors[tensor.name] = TensorInfo(tensor.name, tensor.data_type, tuple(tensor.dims))
@@ -479,7 +520,8 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
         values[name] = value
         tensors[name] = TensorInfo(name, tensors[name].dtype if name in tensors else 0, value.shape)
 
-    evaluator = _PartialEvaluator(model, tensors, values, stored, order, fields, nested, output_types)
+    evaluator = _PartialEvaluator(model, tensors, values, stored, order, fields, nested, output_types,
+                                  assumed_sizes or {})
     evaluator.run()
     notes += _stale_note(stored, tensors)
     notes += evaluator.rule_notes()
@@ -690,6 +732,7 @@ class _PartialEvaluator:
         fields: Sequence[NodeFields],
         nested: bool,
         output_types: OutputTypes | None = None,
+        assumed_sizes: dict[str, int] | None = None,
     ):
         self.tensors = tensors
         self.values = values
@@ -712,6 +755,7 @@ class _PartialEvaluator:
         self._inferences: dict[tuple, list[TensorInfo] | None] = {}
         self._ruled_ops: dict[tuple[str, str], bool] = {}  # (domain, op_type) -> sized by its rule (see _ruled)
         self._output_types = output_types
+        self._assumed = assumed_sizes or {}  # data-dependent symbol -> the size it is taken to be
         self._rule_disagreements: list[tuple[str, TensorInfo, TensorInfo]] = []  # (op, stored, rule's)
 
     def run(self) -> None:
@@ -735,6 +779,23 @@ class _PartialEvaluator:
         self._fail(node_fields.outputs, root_of[tainted],
                    f"depends on node {root[0]!r}, whose shape inference failed: {root[2]}")
         return True
+
+    def _split_pieces(self, node: onnx.NodeProto, node_fields: NodeFields) -> None:
+        """A Split by sizes computed from the data (a Mixture-of-Experts router's counts): onnx gives
+        its outputs no shape at all. Each output is the input with a size of its own along the axis,
+        ``<output>_rows``; the sizes are data-dependent and add up to the input's (see splits.py)."""
+        data = self._info(node_fields.inputs[0]) if node_fields.inputs else None
+        outputs = [o for o in node_fields.outputs if o]
+        if data is None or data.shape is None or any(self._info(o).shape is not None for o in outputs):
+            return
+        axis = next((helper.get_attribute_value(a) for a in node_fields.attributes if a.name == "axis"), 0)
+        axis = axis + len(data.shape) if axis < 0 else axis
+        if not 0 <= axis < len(data.shape):
+            return
+        for output in outputs:
+            rows = f"{output}_rows"
+            self.tensors[output] = TensorInfo(output, data.dtype,
+                                              (*data.shape[:axis], self._assumed.get(rows, rows), *data.shape[axis + 1:]))
 
     def _ruled(self, node_fields: NodeFields) -> bool:
         """Whether the node's outputs are sized by its cost rule: ops with no ONNX schema, and the
@@ -768,6 +829,8 @@ class _PartialEvaluator:
                         self._root(node_fields, index, f"{complaint} (input shapes {shapes})", labels)
                         self.uninferred.update(o for o in outputs if o)
                         return
+            if op_type == "Split":
+                self._split_pieces(node, node_fields)
             if op_type == "Reshape":
                 complaint = self._reshape_mismatch(node_fields)
                 if complaint:
@@ -1038,8 +1101,15 @@ class _PartialEvaluator:
         inferred = self._once(self._inferences, node_fields, lambda: self._infer_alone(node, names, outputs))
         if inferred is None:
             return None
+        # a dim onnx names afresh (unk__0: a NonZero's count) is this node's own: named after its
+        # output, since onnx restarts its names in every one-node model and look-alike nodes share a result
+        input_symbols = {d for n in names for d in (self._info(n).shape or ()) if isinstance(d, str)}
         for output, info in zip(outputs, inferred):
-            self._update(info.renamed(output))
+            shape = info.shape
+            if shape is not None and any(isinstance(d, str) and d not in input_symbols for d in shape):
+                shape = tuple(self._assumed.get(f"{output}_{axis}", f"{output}_{axis}")
+                              if isinstance(d, str) and d not in input_symbols else d for axis, d in enumerate(shape))
+            self._update(TensorInfo(output, info.dtype, shape))
         if all(self._info(o).shape is not None for o in outputs) or not _has_schema(node_fields.domain,
                                                                                     node_fields.op_type):
             return None

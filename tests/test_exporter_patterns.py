@@ -274,3 +274,86 @@ def test_given_values_are_stated_with_the_inputs(tmp_path, capsys):
     assert cli.main(["summary", *flags, "--format", "json"]) == 0
     inputs = json.loads(capsys.readouterr().out)["model"]["inputs"]
     assert [i.get("value") for i in inputs] == [None, [16000]]
+
+
+def routed_experts(experts=4, tokens=8, top_k=2, hidden=8, width=4, fixed_by_reshape=True, deeper_last=False,
+                   classes=None):
+    """A Mixture-of-Experts layer as exporters write it: TopK picks top_k of the experts per token;
+    expert e gathers the rows routed to it (NonZero of idx == e: a data-dependent count) and runs
+    its MatMul [rows, hidden] x [hidden, width] (``deeper_last``: the last expert a second one,
+    [rows, width] x [width, width]); the experts' outputs are concatenated, and a Reshape to
+    [tokens, top_k, width] fixes the Concat's size: the counts add up to tokens x top_k. The router
+    scores ``classes`` choices (default: one per expert)."""
+    nodes = [helper.make_node("TopK", ["router", "k"], ["scores", "idx"], axis=1)]
+    weights = [("deeper", zeros(width, width))]
+    for e in range(experts):
+        last = deeper_last and e == experts - 1
+        nodes += [
+            helper.make_node("Equal", ["idx", f"e{e}"], [f"mask{e}"]),
+            helper.make_node("NonZero", [f"mask{e}"], [f"where{e}"]),
+            helper.make_node("Gather", [f"where{e}", "zero"], [f"token{e}"], axis=0),
+            helper.make_node("Gather", ["x", f"token{e}"], [f"rows{e}"], axis=0),
+            helper.make_node("MatMul", [f"rows{e}", f"w{e}"], [f"h{e}" if last else f"y{e}"]),
+            *([helper.make_node("MatMul", [f"h{e}", "deeper"], [f"y{e}"])] if last else []),
+        ]
+        weights += [(f"e{e}", np.array(e, np.int64)), (f"w{e}", zeros(hidden, width))]
+    nodes.append(helper.make_node("Concat", [f"y{e}" for e in range(experts)], ["y"], axis=0))
+    if fixed_by_reshape:
+        nodes.append(helper.make_node("Reshape", ["y", "shape"], ["out"]))
+    return make_model(
+        nodes, [("x", F32, [tokens, hidden]), ("router", F32, [tokens, classes or experts])],
+        [("out" if fixed_by_reshape else "y", F32, None)],
+        [("k", np.array([top_k], np.int64)), ("zero", np.array(0, np.int64)),
+         ("shape", np.array([tokens, top_k, width], np.int64)), *weights],
+    )
+
+
+def test_four_experts_whose_rows_sum_to_a_known_concat_are_costed_exactly():
+    analysis = onnxroof.analyze(routed_experts())
+    # every token runs top_k = 2 experts: 8 x 2 = 16 rows in all, each row 8 x 4 MACs
+    assert analysis.totals.macs == 8 * 2 * 8 * 4
+    assert analysis.complete
+    matmuls = [r for r in analysis.nodes if r.op_type == "MatMul"]
+    assert all("data-dependent split, total exact" in r.formula for r in matmuls)
+    assert any("16 rows in 4 pieces" in w and "exact" in w for w in analysis.warnings)
+
+
+def test_pieces_of_a_split_by_computed_sizes_are_costed_with_its_total():
+    # x [12, 8] split along rows by sizes the graph computes, each piece x [8, 4], concatenated
+    pieces = [f"piece{i}" for i in range(3)]
+    nodes = [helper.make_node("Cast", ["counts"], ["sizes"], to=TensorProto.INT64),
+             helper.make_node("Split", ["x", "sizes"], pieces, axis=0),
+             *[helper.make_node("MatMul", [p, "w"], [f"y{i}"]) for i, p in enumerate(pieces)],
+             helper.make_node("Concat", [f"y{i}" for i in range(3)], ["y"], axis=0),
+             helper.make_node("Relu", ["y"], ["out"])]
+    model = make_model(nodes, [("x", F32, [12, 8]), ("counts", F32, [3])], [("out", F32, None)], [("w", zeros(8, 4))])
+    analysis = onnxroof.analyze(model)
+    assert analysis.complete
+    assert analysis.totals.macs == 12 * 8 * 4
+    assert analysis.nodes[-1].flops == 12 * 4  # the Relu after the Concat sees all 12 rows
+
+
+def test_experts_that_differ_per_row_are_an_estimate():
+    # the last expert runs a second MatMul: moving a row to it changes the total, so it is not exact
+    analysis = onnxroof.analyze(routed_experts(deeper_last=True))
+    matmuls = [r for r in analysis.nodes if r.op_type == "MatMul"]
+    assert all("estimate" in r.formula for r in matmuls)
+    # 16 rows split evenly, 4 per expert: 4 experts x 4 x 8 x 4, and 4 x 4 x 4 for the second MatMul
+    assert analysis.totals.macs == 4 * 4 * 8 * 4 + 4 * 4 * 4
+
+
+def test_experts_covering_every_routing_class_sum_to_tokens_times_top_k():
+    # no Reshape fixes the Concat, but each of the 8 x 2 TopK indices is one of the 4 experts'
+    # classes, and the experts' masks are idx == 0, 1, 2, 3: their rows add up to 16
+    analysis = onnxroof.analyze(routed_experts(fixed_by_reshape=False))
+    assert analysis.complete and analysis.totals.macs == 8 * 2 * 8 * 4
+
+
+def test_data_dependent_rows_with_no_known_total_are_bounded_never_zero():
+    # the router scores 5 classes and only 4 have an expert: the rows add up to at most 16
+    analysis = onnxroof.analyze(routed_experts(fixed_by_reshape=False, classes=5))
+    matmuls = [r for r in analysis.nodes if r.op_type == "MatMul"]
+    assert all(r.status == "data_dependent" and not r.counted for r in matmuls)
+    # NonZero over idx [8, 2] finds at most 16 rows: at most 16 x 8 x 4 MACs per expert
+    assert all(f"at most {16 * 8 * 4:,} MACs" in r.reason for r in matmuls)
+    assert not analysis.complete and analysis.totals.not_counted["MatMul"] == 4

@@ -72,6 +72,7 @@ STATUS_LABELS = {
     "unsupported": "unsupported",
     "unknown_shape": "unknown shape",
     "unknown_value": "unknown value",
+    "data_dependent": "data-dependent",
 }
 BOUND_LABELS = {
     "compute": "compute",

@@ -42,7 +42,7 @@ EVALUABLE_OPS = frozenset(
     Transpose Trilu Unsqueeze Where Xor""".split()
 )
 # Elementwise ops whose output is the broadcast of their inputs (sized before running them).
-_BROADCASTING = frozenset(
+BROADCASTING_OPS = frozenset(
     """Add And Div Equal Greater GreaterOrEqual Less LessOrEqual Max Min Mod Mul Or Pow Sub Where
     Xor""".split()
 )
@@ -438,20 +438,13 @@ def _more_numbers(old: tuple[Dim, ...], new: tuple[Dim, ...]) -> bool:
     return gained
 
 
-def with_sizes(tensors: dict[str, TensorInfo], values: dict[str, int]) -> tuple[dict[str, TensorInfo], set[str]]:
-    """``tensors`` with the symbols in ``values`` replaced by their values, and the names of the
-    tensors that changed."""
-    if not values:
-        return tensors, set()
-    changed: set[str] = set()
-    result = dict(tensors)
-    for name, info in tensors.items():
+def _assume_sizes(tensors: dict[str, TensorInfo], sizes: dict[str, int]) -> None:
+    """Replace, in place, the symbols in ``sizes`` (sizes only the data decides, splits.py) by their values."""
+    for name, info in list(tensors.items()):
         shape = info.shape
-        if shape is not None and any(isinstance(d, str) and d in values for d in shape):
-            result[name] = TensorInfo(name, info.dtype, tuple(values.get(d, d) if isinstance(d, str) else d
-                                                              for d in shape))
-            changed.add(name)
-    return result, changed
+        if shape is not None and not info.is_known and any(isinstance(d, str) and d in sizes for d in shape):
+            tensors[name] = TensorInfo(name, info.dtype, tuple(sizes.get(d, d) if isinstance(d, str) else d
+                                                               for d in shape))
 
 
 # What the cost rules say an op without an ONNX schema writes (ops.output_types): the rules sit
@@ -510,7 +503,7 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
             if info.name not in tensors or (info.shape is not None and tensors[info.name].shape is None):
                 tensors[info.name] = info
     if assumed_sizes:
-        tensors.update(with_sizes(tensors, assumed_sizes)[0])
+        _assume_sizes(tensors, assumed_sizes)
     values: dict[str, np.ndarray] = {}
     for tensor in (*graph.initializer, *(t for g in subgraphs for t in g.initializer)):
         tensors[tensor.name] = TensorInfo(tensor.name, tensor.data_type, tuple(tensor.dims))
@@ -1204,7 +1197,7 @@ def _predicted_elements(op_type: str, args: list[np.ndarray | None]) -> int:
         if op_type == "Range":
             start, limit, delta = (float(a) for a in args)
             return max(0, math.ceil((limit - start) / delta)) if delta else MAX_VALUE_ELEMENTS + 1
-        if op_type in _BROADCASTING:
+        if op_type in BROADCASTING_OPS:
             return math.prod(np.broadcast_shapes(*(a.shape for a in args if a is not None)))
     except Exception:  # malformed arguments: let the node be re-inferred instead
         return MAX_VALUE_ELEMENTS + 1

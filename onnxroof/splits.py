@@ -35,14 +35,14 @@ import onnx
 from onnx import helper
 
 from .graph import STATUS_DATA_DEPENDENT, STATUS_OK, STATUS_UNKNOWN_SHAPE, CostGraph, CostOptions, cost_graph
-from .shapes import Dim, NodeFields, ShapeResult, TensorInfo, node_names
+from .shapes import BROADCASTING_OPS, Dim, NodeFields, ShapeResult, TensorInfo, node_names
 
 
 @dataclass(frozen=True)
 class Split:
     """Data-dependent sizes (one symbol per piece) that add up to a known total."""
 
-    source: str  # what fixes the total, e.g. "Split 'route' input" or "Concat 'merge' (fixed by Reshape 'r')"
+    source: str  # what fixes the total, e.g. "Split 'route' input", "Concat 'merge'"
     pieces: tuple[str, ...]
     total: int
 
@@ -58,9 +58,6 @@ class DataDependentSizes:
     bounds: dict[str, int] = field(default_factory=dict)  # symbol in no split -> its upper bound
 
 
-# Elementwise ops whose output is the broadcast of their inputs.
-_BROADCASTING = frozenset("Add Sub Mul Div Pow Max Min Mod And Or Xor Equal Greater Less GreaterOrEqual LessOrEqual "
-                          "Where PRelu BitShift".split())
 # A data-dependent count of an op's output is at most the extent it selects from.
 _BOUNDED_BY_INPUT = {"NonZero": "elements", "Compress": "axis", "Unique": "elements", "TopK": "axis",
                      "Split": "axis"}
@@ -102,7 +99,7 @@ def find_splits(fields: Sequence[NodeFields], names: Sequence[str], tensors: dic
                 sums.append((f"Concat {label!r}", out[axis % len(out)], [p[axis % len(out)] for p in parts]))
         elif node.op_type == "Reshape" and len(node.inputs) > 1:
             _solve_reshape(shape(node.inputs[0]), shape(node.outputs[0]), solved, found.origins)
-        elif node.op_type in _BROADCASTING:
+        elif node.op_type in BROADCASTING_OPS:
             _solve_broadcast([shape(n) for n in node.inputs if n], shape(node.outputs[0]), solved, found.origins)
     sums += partitions.sums(shape)
     found.values = dict(solved)

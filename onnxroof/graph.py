@@ -407,8 +407,8 @@ class _Coster:
                 params += elements
         if cost.weight_elements_read is not None:
             elements = self.info(param_inputs[0]).numel
-            if elements:
-                read_bytes[0] = min(read_bytes[0], -(-read_bytes[0] * cost.weight_elements_read // elements))
+            if elements:  # each parameter read in the first one's proportion, rounded up
+                read_bytes = [min(b, -(-b * cost.weight_elements_read // elements)) for b in read_bytes]
         return params, sum(read_bytes)
 
     def subgraph(self, graph: onnx.GraphProto, name: str) -> SubgraphCost:

@@ -357,3 +357,17 @@ def test_data_dependent_rows_with_no_known_total_are_bounded_never_zero():
     # NonZero over idx [8, 2] finds at most 16 rows: at most 16 x 8 x 4 MACs per expert
     assert all(f"at most {16 * 8 * 4:,} MACs" in r.reason for r in matmuls)
     assert not analysis.complete and analysis.totals.not_counted["MatMul"] == 4
+
+
+def test_gather_block_quantized_counts_its_packed_zero_points_and_reads_its_rows_of_them():
+    # table uint8 [100, 16] = 32 4-bit values per row, blocks of 16: scales [100, 2] float32 and
+    # zero points packed two per byte, uint8 [100, 1]; 3 ids gather 3 rows
+    node = helper.make_node("GatherBlockQuantized", ["table", "ids", "scales", "zero_points"], ["y"],
+                            domain="com.microsoft", gather_axis=0, quantize_axis=1, block_size=16, bits=4)
+    model = make_model([node], [("ids", I64, [3])], [("y", F32, None)],
+                       [("table", zeros(100, 16, dtype=np.uint8)), ("scales", zeros(100, 2)),
+                        ("zero_points", zeros(100, 1, dtype=np.uint8))])
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    (record,) = onnxroof.analyze(model).nodes
+    assert record.params == 100 * 32 + 100 * 2 + 100 * 2  # values, scales, zero points (2 per byte)
+    assert record.weight_bytes == 3 * 16 + 3 * 2 * 4 + 3 * 1  # the 3 rows of each

@@ -426,8 +426,8 @@ def test_gather_block_quantized_cost():
     assert record.output_shapes == [[2, 7, 128]] and record.output_dtypes == ["float16"]
     assert record.flops == 2 * 2 * 7 * 128  # each gathered value dequantized
     assert record.params == 1000 * 128 + 1000 * 4  # the whole table in values, and the scales
-    # bytes read: the 14 gathered rows of 64 bytes; the scales (read in full by the graph stage) 8,000
-    assert record.weight_bytes == 14 * 64 + 1000 * 4 * 2
+    # bytes read: the 14 gathered rows of 64 bytes, and those rows' scales: 14 x 4 float16
+    assert record.weight_bytes == 14 * 64 + 14 * 4 * 2
 
 
 def test_fused_conv_cost():

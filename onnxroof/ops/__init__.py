@@ -41,8 +41,10 @@ class OpCost:
     # (input slot, weights it holds) for packed weights, e.g. MatMulNBits' uint8 B holding K x N
     # 4-bit weights: parameters count weights, not storage elements
     param_elements: tuple[tuple[int, int], ...] = ()
-    # elements of its parameters the op actually reads, when it reads only part of them
-    # (Gather on an embedding table reads the gathered rows); None: all of them
+    # elements of its first parameter the op actually reads, when it reads only part of its
+    # parameters (Gather on an embedding table reads the gathered rows); every parameter of the
+    # node is read in that proportion (a quantized table's scales and zero points with its rows).
+    # None: all of them
     weight_elements_read: int | None = None
     # subgraph attributes the node does not run (an If's other branch once its condition is known):
     # their nodes are shown but neither counted nor reported as uncounted

@@ -257,15 +257,20 @@ def gather_block_quantized(node: NodeView) -> OpCost:
     """FLOPs = 2 x output elements: each gathered value dequantized ((q - zero point) · its block's
     scale). Inputs: data [..., packed], indices, scales, zero_points; attributes gather_axis,
     quantize_axis, block_size, bits. Parameters: the whole stored table counted in values (a uint8
-    byte holds 8 / bits of them), the scales and zero points; weight bytes read: the table's gathered
-    rows, and the scales and zero points in full (only the first parameter can be read in part)."""
+    byte holds 8 / bits of them), the scales and the zero points (uint8 ones packed alike); weight
+    bytes read: the gathered rows of the table and, in the same proportion, of its scales and zero
+    points."""
     outputs = with_derived_outputs(node).output_elements(0)
     per_element = _values_per_element(node)
     flops = DEQUANTIZE_FLOPS * outputs
     table = node.input_elements(0)
+    packed = [(0, table * per_element)]
+    zero_points = node.inputs[3] if len(node.inputs) > 3 else None
+    if zero_points is not None and zero_points.dtype == onnx.TensorProto.UINT8 and zero_points.is_known:
+        packed.append((3, zero_points.numel * per_element))  # type: ignore[operator]
     return OpCost(flops=flops, formula=f"dequantize {DEQUANTIZE_FLOPS}·{outputs:,} gathered values = {flops:,} FLOPs "
                                        f"({node.attr('bits', 4)}-bit, block {node.attr('block_size', 128)})",
-                  param_elements=((0, table * per_element),), weight_elements_read=outputs // per_element)
+                  param_elements=tuple(packed), weight_elements_read=outputs // per_element)
 
 
 register("DynamicQuantizeLinear", per_element_flop_counter(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,7 +25,7 @@ import onnx.inliner
 from .dtypes import dtype_name
 from .errors import UsageError
 from .graph import STATUS_UNSUPPORTED, CostGraph, CostOptions, NodeRecord, TensorRecord
-from .llm import LLMReport, detect_decoder, llm_report, phase_dims
+from .llm import LOOKED_FOR, LLMReport, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
 from .load import PendingCheck, check_in_memory, open_model
 from .memory import MemoryReport, analyze_memory
 from .ops import output_types
@@ -32,7 +33,7 @@ from .plugins import load_entry_points
 from .splits import cost_graph_with_sizes
 from .shapes import (
     TensorInfo, UnresolvedDim, batch_flags, bind_inputs, fix_digit_dims, infer_shapes, input_values, parse_dim,
-    parse_input_shape, parse_value, read_node_fields,
+    parse_input_shape, parse_value, read_node_fields, real_inputs,
 )
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
@@ -186,15 +187,16 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         proto, checking = open_model(path, checker_in_child)
         file_bytes = Path(path).stat().st_size
     try:
-        proto, layout, nodes, fields = _prepare(proto, checking, input_shapes, dims, batch, phase, seq, context,
-                                                progress)
+        prepare_notes: list[str] = []
+        proto, layout, nodes, fields, phase_values, explicit_dims = _prepare(
+            proto, checking, input_shapes, dims, batch, phase, seq, context, progress, prepare_notes)
     except BaseException:
         if checking is not None:
             checking.wait()  # the checker's verdict comes first, as when it ran before anything else
         raise
     if checking is not None:
         checking.wait()  # before ONNX's shape inference sees the model
-    given_values = input_values(proto, _value_flags(values))
+    given_values = input_values(proto, phase_values | _value_flags(values))  # explicit values win
     def infer(assumed_sizes: dict[str, int] | None = None):
         """The shape stage (again, for sizes only the data decides: splits.py)."""
         result = infer_shapes(proto, nodes, fields, output_types, given_values, assumed_sizes)
@@ -203,6 +205,12 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         return result
 
     shapes = infer()
+    if layout is not None and phase is not None:
+        # dims the export leaves symbolic although the graph fixes them (a head size): bound, and again
+        fixed = {d: v for d, v in dims_fixed_by_the_graph(layout, shapes.tensors).items() if d not in explicit_dims}
+        if fixed:
+            bind_inputs(proto, (), fixed)
+            shapes = infer()
     progress("costing nodes")
     graph, shapes, size_notes = cost_graph_with_sizes(proto, shapes, CostOptions(loop_trips=loop_trips), fields, infer)
     records = graph.records
@@ -228,13 +236,16 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         analysis.targets = [place_model(analysis, target, dtype, batch or 1) for target in chosen]
     if layout is not None:
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
-        analysis.llm = llm_report(analysis, layout, phase, new_tokens, context if phase == "decode" else 0 if phase else None)
-    analysis.warnings = shapes.notes + size_notes + _warnings(analysis)
+        analysis.llm = llm_report(analysis, layout, phase, new_tokens, context if phase == "decode" else seq)
+    analysis.warnings = prepare_notes + shapes.notes + size_notes + _warnings(analysis)
     return analysis
 
 
+_CACHE_NAME = re.compile(r"past|cache", re.IGNORECASE)  # only to say a cache-like input was not recognised
+
+
 def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes, dims, batch, phase, seq, context,
-             progress: Callable[[str], None]):
+             progress: Callable[[str], None], notes: list[str]):
     """The model with its functions inlined and its inputs bound, its decoder layout, its nodes
     and their fields: the work done while the ONNX checker judges the model in a child process."""
     if proto.functions:
@@ -245,17 +256,26 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes
     shape_flags, dim_flags = _shape_flags(input_shapes), _dim_flags(dims)
     fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
     layout = detect_decoder(proto)
+    if layout is None:
+        looks_like = [i.name for i in real_inputs(proto.graph) if _CACHE_NAME.search(i.name)]
+        if looks_like:
+            notes.append(f"input(s) {', '.join(looks_like[:3])} are named like a KV cache, but none is one (looked for "
+                         f"{LOOKED_FOR}): no decoder phase applies; bind the dims with --dim")
+    explicit_dims = set(dim_flags)
+    phase_values: dict[str, list[int]] = {}
     if phase is not None:
         if layout is None:
-            raise UsageError(f"--phase {phase}: the model has no past key/value inputs (not a KV-cached decoder); "
-                             "bind its dims with --dim instead")
-        dim_flags = phase_dims(layout, phase, seq, context) | dim_flags
+            raise UsageError(f"--phase {phase}: no KV cache found (looked for {LOOKED_FOR}); "
+                             "bind the model's dims with --dim instead")
+        implied, phase_values = phase_dims(layout, phase, seq, context, batch)
+        dim_flags = implied | dim_flags
     if batch is not None:
         shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
     bind_inputs(proto, shape_flags, dim_flags)
     nodes = list(proto.graph.node)
     progress(f"inferring shapes of {len(nodes):,} nodes")
-    return proto, layout, nodes, read_node_fields(nodes)  # the fields, read once for the shape and cost stages
+    # the fields, read once for the shape and cost stages
+    return proto, layout, nodes, read_node_fields(nodes), phase_values, explicit_dims
 
 
 # --dtype choices -> the ONNX element type every floating-point tensor is re-costed in

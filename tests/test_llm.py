@@ -55,21 +55,27 @@ def test_layout_is_detected():
     layout = detect_decoder(decoder_block())
     assert layout.past_inputs == ("past_key_values.0.key", "past_key_values.0.value")
     assert layout.present_outputs == ("present.0.key", "present.0.value")
-    assert (layout.sequence, layout.past, layout.batch) == ("sequence_length", "past_sequence_length", "batch")
+    # found from the graph: both past inputs are appended to by a Concat along axis 2 and returned
+    assert [(c.axis, c.kind, c.how) for c in layout.caches] == [(2, "key", "Concat axis 2"), (2, "value", "Concat axis 2")]
+    assert layout.roles == {"past_sequence_length": "past", "batch": "batch", "sequence_length": "sequence"}
 
 
-@pytest.mark.parametrize("context", [1, 127, 2048])
+@pytest.mark.parametrize("context", [1, 128, 2048])
 def test_decode_macs_and_kv_bytes_per_token(context):
+    # --context N: N tokens attended, the new one after N - 1 cached
     analysis = onnxroof.analyze(decoder_block(), phase="decode", context=context, targets=["h100-sxm"])
     assert analysis.complete
-    # one new token: q, k, v, o projections 4 x 64 x 64, then Q.K^T and A.V over context + 1 keys
-    # per head: 2 x (context + 1) x 16
-    assert analysis.totals.macs == 4 * D * D + HEADS * 2 * (context + 1) * HEAD
+    # one new token: q, k, v, o projections 4 x 64 x 64, then Q.K^T and A.V over the context's
+    # keys per head: 2 x context x 16
+    assert analysis.totals.macs == 4 * D * D + HEADS * 2 * context * HEAD
     llm = analysis.llm
     # a cached token holds a key and a value: 2 x layers x kv heads x head size x 4 B = 512 B
     assert llm.kv_bytes_per_token == 2 * 1 * HEADS * HEAD * 4
-    assert llm.kv_read_bytes == 2 * 1 * HEADS * HEAD * context * 4
-    assert llm.kv_write_bytes == 2 * 1 * HEADS * HEAD * (context + 1) * 4
+    assert llm.kv_read_bytes == 2 * 1 * HEADS * HEAD * context * 4  # the attended cache, the new token's included
+    # the Concat copies the past into present: written whole
+    assert llm.kv_write_mode == "whole present" and llm.kv_write_bytes == 2 * 1 * HEADS * HEAD * context * 4
+    assert (llm.kv_heads, llm.head_size) == (HEADS, HEAD)
+    assert llm.kv_cache_bytes == {"fp32": 512 * context, "fp16": 256 * context, "int8": 128 * context}
     assert llm.tokens_per_s["h100-sxm"] == pytest.approx(1 / analysis.targets[0].latency_s)
 
 
@@ -88,13 +94,13 @@ def test_prefill_grows_linearly_and_attention_quadratically():
 
 def test_explicit_dims_win_over_the_phase():
     analysis = onnxroof.analyze(decoder_block(), phase="decode", context=100, dims={"past_sequence_length": 10})
-    assert analysis.llm.kv_read_bytes == 2 * HEADS * HEAD * 10 * 4
+    assert analysis.llm.kv_read_bytes == 2 * HEADS * HEAD * (10 + 1) * 4  # 10 cached and the new token
 
 
 def test_phase_errors():
     with pytest.raises(UsageError, match="--seq"):
         onnxroof.analyze(decoder_block(), phase="prefill")
-    with pytest.raises(UsageError, match="not a KV-cached decoder"):
+    with pytest.raises(UsageError, match="no KV cache found"):
         onnxroof.analyze(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1])], [("y", F32, [1])]),
                          phase="decode", context=4)
 
@@ -103,14 +109,14 @@ def test_decode_is_memory_bound_and_long_prefill_compute_bound_on_h100():
     # a GPT-style layer, 16 heads of 64 (hidden 1,024), in fp32 as exported: ridge 67 / 3.35 = 20 FLOP/B
     decode = onnxroof.analyze(decoder_block(16, 64), phase="decode", context=2048, targets=["h100-sxm"])
     prefill = onnxroof.analyze(decoder_block(16, 64), phase="prefill", seq=2048, targets=["h100-sxm"])
-    # decode: MACs 4 x 1,024^2 (projections) + 16 x 2 x 2,049 x 64 (attention) = 8,390,656, and
-    # softmax 5 x 16 x 2,049: 16,945,232 FLOPs. DRAM: the weights 16,777,216 B, the new token
-    # (4,096 B) read by each of the q, k and v projections and the output written, the cache read
-    # (2 x 16 x 2,048 x 64 x 4 B) and written whole as present (2 x 16 x 2,049 x 64 x 4 B):
-    # 50,356,224 B. Each weight is used once: 0.34 FLOP/B.
+    # decode at context 2,048 (2,047 cached + the new token): MACs 4 x 1,024^2 (projections) +
+    # 16 x 2 x 2,048 x 64 (attention) and softmax 5 x 16 x 2,048: 16,941,056 FLOPs. DRAM: the
+    # weights 16,777,216 B, the new token (4,096 B) read by each of the q, k and v projections and
+    # the output written, the cache read (2 x 16 x 2,047 x 64 x 4 B) and written whole as present
+    # (2 x 16 x 2,048 x 64 x 4 B): 50,339,840 B. Each weight is used once: 0.34 FLOP/B.
     point = decode.targets[0].model_point
-    flops = 2 * (4 * 1024**2 + 16 * 2 * 2049 * 64) + 5 * 16 * 2049
-    dram = 4 * 1024**2 * 4 + 4 * 4096 + 2 * 16 * 2048 * 64 * 4 + 2 * 16 * 2049 * 64 * 4
+    flops = 2 * (4 * 1024**2 + 16 * 2 * 2048 * 64) + 5 * 16 * 2048
+    dram = 4 * 1024**2 * 4 + 4 * 4096 + 2 * 16 * 2047 * 64 * 4 + 2 * 16 * 2048 * 64 * 4
     assert (point.flops, point.dram_bytes) == (flops, dram)
     assert point.bound == "memory" and point.intensity == pytest.approx(0.3365, abs=1e-4)
     # prefill: 2,048 tokens reuse every weight 2,048 times. The 16 x 2,048^2 score matrix (256 MiB)

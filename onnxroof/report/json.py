@@ -141,7 +141,13 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
             "kv_cache_read_bytes": analysis.llm.kv_read_bytes,
             "kv_cache_write_bytes": analysis.llm.kv_write_bytes,
             "kv_cache_bytes_per_token": analysis.llm.kv_bytes_per_token,
+            "kv_cache_write_mode": analysis.llm.kv_write_mode,
+            "kv_heads": analysis.llm.kv_heads,
+            "head_size": analysis.llm.head_size,
+            "kv_cache_bytes_at_context": analysis.llm.kv_cache_bytes,
             "tokens_per_s": analysis.llm.tokens_per_s,
+            "time_to_first_token_s": analysis.llm.time_to_first_token_s,
+            "recognised": list(analysis.llm.recognised),
         },
         "nodes": Encoded(_encoded_nodes(analysis.nodes)) if encoded else [node_entry(r) for r in analysis.nodes],
     }

@@ -50,6 +50,36 @@ def inputs_line(analysis: "Analysis") -> str:
     return shown + (f" and {rest:,} more (--format json lists them)" if rest > 0 else "")
 
 
+def llm_lines(llm) -> list[str]:
+    """The KV-cached decoder block: phase, cache figures, rates, and what was recognised."""
+    if llm.phase == "prefill" and llm.new_tokens:
+        phase = f"prefill of {llm.new_tokens:,} tokens"
+    elif llm.phase == "decode" and llm.context:
+        phase = f"decode of 1 token at context {llm.context:,}, {llm.context - 1:,} cached"
+    else:
+        phase = "phase not set: --phase prefill|decode"
+    heads = f", {llm.kv_heads} KV heads x {llm.head_size}" if llm.kv_heads and llm.head_size else ""
+    lines = [
+        f"KV-cached decoder ({phase}): {llm.layers} layers{heads}",
+        f"  cache read {iec(llm.kv_read_bytes)} per step (the attended positions, the new ones included); written "
+        f"{iec(llm.kv_write_bytes)} ({llm.kv_write_mode})"
+        + (f"; {iec(llm.kv_bytes_per_token)} per token" if llm.kv_bytes_per_token else ""),
+    ]
+    if llm.kv_cache_bytes and llm.context:
+        lines.append(f"  KV cache at context {llm.context:,}: "
+                     + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.kv_cache_bytes.items()))
+    for target, rate in llm.tokens_per_s.items():
+        first = llm.time_to_first_token_s.get(target)
+        lines.append(f"  {target}: {rate:,.1f} tokens/s" + (f", time to first token {first * 1e3:,.3f} ms" if first else ""))
+    caches = [line for line in llm.recognised if line.startswith("cache ")]
+    shown = caches[:2] + [line for line in llm.recognised if not line.startswith("cache ")]
+    lines += [f"  recognised: {printable(line)}" for line in shown]
+    if len(caches) > 2:
+        lines.insert(len(lines) - len(shown) + 2, f"  recognised: ... and {len(caches) - 2} more caches "
+                                                 "(--format json lists them)")
+    return lines
+
+
 def render_table(analysis: "Analysis") -> str:
     return "".join(table_chunks(analysis))
 
@@ -88,13 +118,7 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         f"  concat copy  {iec(memory.concat_copy_peak_bytes):>10}  (model order, if Concat copied its inputs)",
     ]
     if analysis.llm is not None:
-        llm = analysis.llm
-        phase = {"prefill": f"prefill of {llm.new_tokens} tokens", "decode": f"decode of 1 token after {llm.context}"}
-        lines += ["", f"KV-cached decoder ({phase.get(llm.phase or '', 'phase not set: --phase prefill|decode')}): "
-                  f"{llm.layers} layers; cache read {iec(llm.kv_read_bytes)}, written {iec(llm.kv_write_bytes)} per step"
-                  + (f"; {iec(llm.kv_bytes_per_token)} per cached token" if llm.kv_bytes_per_token else "")]
-        for target, rate in llm.tokens_per_s.items():
-            lines.append(f"  {target}: {rate:,.1f} tokens/s")
+        lines += ["", *llm_lines(analysis.llm)]
     for report in analysis.targets:
         lines += [""] + target_lines(report)
     if analysis.warnings:

@@ -153,7 +153,7 @@ def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
             continue
         for node, slot, perm in _reached(name, consumers):
             op = (node.domain if node.domain not in ("", "ai.onnx") else "", node.op_type)
-            if node.op_type == "Concat" and op[0] == "" and slot == 0 and len(node.input) == 2:
+            if node.op_type == "Concat" and op[0] == "" and slot == 0 and len(node.input) >= 2:
                 present = _to_output(node.output[0], outputs, consumers)
                 if present is None:
                     continue
@@ -191,8 +191,8 @@ def _reached(name: str, consumers, through: frozenset[str] = _PASS_THROUGH) -> l
     while frontier:
         tensor, perm = frontier.pop()
         for node, slot in consumers.get(tensor, ()):
-            if node.op_type in through and slot == 0:
-                frontier.append((node.output[0], perm))
+            if (node.op_type in through or (node.op_type == "Concat" and len(node.input) == 1)) and slot == 0:
+                frontier.append((node.output[0], perm))  # a one-input Concat is a copy
             elif node.op_type == "Transpose" and slot == 0:
                 step = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
                 if step is not None:

@@ -226,3 +226,11 @@ def test_an_input_named_like_a_cache_that_is_none_is_said_so():
     analysis = onnxroof.analyze(model, dims={"n": 1})
     assert analysis.llm is None
     assert any("named like a KV cache, but none is one" in w and "Concat" in w for w in analysis.warnings)
+
+
+def test_a_past_copied_by_a_one_input_concat_first_is_still_a_cache():
+    # torch.onnx writes a DynamicCache update as Concat(past) before the Concat(past, new)
+    nodes = [helper.make_node("Concat", ["past"], ["copy"], axis=-2),
+             helper.make_node("Concat", ["copy", "new"], ["present"], axis=-2)]
+    model = make_model(nodes, [("past", F32, [1, 2, "n", 4]), ("new", F32, [1, 2, 1, 4])], [("present", F32, None)])
+    assert [(c.past, c.present, c.axis) for c in detect_decoder(model).caches] == [("past", "present", 2)]

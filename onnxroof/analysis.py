@@ -255,7 +255,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes
         proto = onnx.inliner.inline_local_functions(proto)
     shape_flags, dim_flags = _shape_flags(input_shapes), _dim_flags(dims)
     fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
-    layout = detect_decoder(proto)
+    layout = detect_decoder(proto, prefill_only=phase == "prefill")
     if layout is None:
         looks_like = [i.name for i in real_inputs(proto.graph) if _CACHE_NAME.search(i.name)]
         if looks_like:

@@ -91,8 +91,10 @@ def _dims(value_info: onnx.ValueInfoProto) -> list[str | int | None]:
     return [d.dim_param or (d.dim_value if d.HasField("dim_value") else None) for d in tensor_type.shape.dim]
 
 
-def detect_decoder(model: onnx.ModelProto) -> DecoderLayout | None:
-    """The KV-cache layout of ``model`` read from its structure, or None when no input is a cache."""
+def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> DecoderLayout | None:
+    """The KV-cache layout of ``model`` read from its structure, or None when no input is a cache.
+    ``prefill_only``: a graph with no past input but token ids (a decoder's prompt step, exported
+    apart) gets a layout of its token inputs alone."""
     graph = model.graph
     inputs = {i.name: i for i in real_inputs(graph)}
     outputs = {o.name: _dims(o) for o in graph.output}
@@ -103,7 +105,7 @@ def detect_decoder(model: onnx.ModelProto) -> DecoderLayout | None:
                 consumers.setdefault(name, []).append((node, slot))
     sequence_axes: dict[str, int] = {}
     caches = _caches(inputs, outputs, consumers, sequence_axes)
-    if not caches:
+    if not caches and not (prefill_only and "token ids" in _token_inputs(inputs, consumers, set()).values()):
         return None
     roles: dict[str, str] = {}
     recognised = []
@@ -127,6 +129,8 @@ def detect_decoder(model: onnx.ModelProto) -> DecoderLayout | None:
     values = _attention_values(caches, inputs, consumers)
     for name, role in values.items():
         recognised.append(f"value input {name} ({role})")
+    if not caches:
+        recognised.append("no past input: a prompt (prefill) step exported on its own")
     for name, role in _token_inputs(inputs, consumers, set(values)).items():
         dims = _dims(inputs[name])
         if dims and isinstance(dims[0], str):
@@ -160,6 +164,16 @@ def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
                 axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % rank
                 axis = perm[axis] if perm else axis
                 found.append(CacheTensor(name, present, axis, _kind(name, present), f"Concat axis {axis}"))
+                break
+            if node.op_type in ("ScatterND", "ScatterElements") and op[0] == "" and slot == 0:
+                # a static cache: a max-length buffer the new positions are written into, in place
+                present = _to_output(node.output[0], outputs, consumers)
+                if present is None:
+                    continue
+                dims = _dims(inputs[name])
+                free = [a for a, d in enumerate(dims) if a > 0 and isinstance(d, str)]
+                axis = free[0] if len(free) == 1 else 2  # read off the input itself: no permutation
+                found.append(CacheTensor(name, present, axis, _kind(name, present), f"{node.op_type} input 0", True))
                 break
             for past_slot, present_slot, kind in _CACHE_SLOTS.get(op, ()):
                 if slot == past_slot:
@@ -203,10 +217,11 @@ def _reached(name: str, consumers, through: frozenset[str] = _PASS_THROUGH) -> l
 
 
 def _to_output(tensor: str, outputs: dict[str, list], consumers) -> str | None:
-    """The graph output ``tensor`` is, directly or through Identity/Cast (a cache's present)."""
+    """The graph output ``tensor`` is, directly or through Identity/Cast/Transpose (a cache's present)."""
     seen = 0
     while tensor not in outputs and seen < 8:
-        passing = [n for n, slot in consumers.get(tensor, ()) if n.op_type in _PASS_THROUGH and slot == 0]
+        passing = [n for n, slot in consumers.get(tensor, ())
+                   if (n.op_type in _PASS_THROUGH or n.op_type == "Transpose") and slot == 0]
         if not passing:
             return None
         tensor, seen = passing[0].output[0], seen + 1

@@ -234,3 +234,36 @@ def test_a_past_copied_by_a_one_input_concat_first_is_still_a_cache():
              helper.make_node("Concat", ["copy", "new"], ["present"], axis=-2)]
     model = make_model(nodes, [("past", F32, [1, 2, "n", 4]), ("new", F32, [1, 2, 1, 4])], [("present", F32, None)])
     assert [(c.past, c.present, c.axis) for c in detect_decoder(model).caches] == [("past", "present", 2)]
+
+
+def test_a_static_cache_written_in_place_by_scatter_counts_only_the_new_positions():
+    # Hugging Face's StaticCache: a max-length buffer [B, H, max_len, D] the new token's keys are
+    # scattered into, returned as the present; attention runs over the whole buffer
+    nodes = [helper.make_node("ScatterND", ["cache_k", "slot", "k_new"], ["cache_k_out"]),
+             helper.make_node("Transpose", ["cache_k_out"], ["k_t"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "k_t"], ["scores"])]
+    model = make_model(
+        nodes,
+        [("cache_k", F32, [1, HEADS, "max_len", HEAD]), ("slot", I64, [1, HEADS, 1, 3]),
+         ("k_new", F32, [1, HEADS, 1, HEAD]), ("q", F32, [1, HEADS, 1, HEAD])],
+        [("cache_k_out", F32, [1, HEADS, "max_len", HEAD]), ("scores", F32, None)],
+    )
+    layout = detect_decoder(model)
+    assert [(c.past, c.axis, c.shared) for c in layout.caches] == [("cache_k", 2, True)]
+    analysis = onnxroof.analyze(model, phase="decode", context=256)
+    assert analysis.totals.macs == HEADS * 256 * HEAD  # Q.K^T over the 256-slot buffer
+    llm = analysis.llm
+    assert llm.kv_write_mode == "new positions" and llm.kv_write_bytes == HEADS * HEAD * 4  # one key
+    assert llm.kv_read_bytes == HEADS * HEAD * 256 * 4
+
+
+def test_a_prompt_step_exported_without_a_past_takes_the_prefill_phase():
+    nodes = [helper.make_node("Gather", ["embedding", "input_ids"], ["h"]),
+             helper.make_node("MatMul", ["h", "w"], ["logits"])]
+    model = make_model(nodes, [("input_ids", I64, [1, "sequence"])], [("logits", F32, None)],
+                       [("embedding", zeros(100, HIDDEN)), ("w", zeros(HIDDEN, 100))])
+    analysis = onnxroof.analyze(model, phase="prefill", seq=32)
+    assert analysis.complete and analysis.totals.macs == 32 * HIDDEN * 100
+    assert any("prefill" in line for line in analysis.llm.recognised)
+    with pytest.raises(UsageError, match="no KV cache found"):
+        onnxroof.analyze(model, phase="decode", context=32)

@@ -58,7 +58,7 @@ _CACHE_SLOTS = {
 class CacheTensor:
     """One past input the graph appends to, and the present output it returns."""
 
-    past: str
+    past: str  # "" for a cache a prompt step returns with no past input
     present: str | None
     axis: int  # the cache-length axis of the past input
     kind: str  # "key" | "value" | "key+value" (a packed cache)
@@ -77,7 +77,7 @@ class DecoderLayout:
 
     @property
     def past_inputs(self) -> tuple[str, ...]:
-        return tuple(c.past for c in self.caches)
+        return tuple(c.past for c in self.caches if c.past)
 
     @property
     def present_outputs(self) -> tuple[str, ...]:
@@ -110,6 +110,8 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
     roles: dict[str, str] = {}
     recognised = []
     for cache in caches:
+        if not cache.past:
+            continue
         dims = _dims(inputs[cache.past])
         batch_axis = 1 if cache.kind == "key+value" else 0
         if cache.axis < len(dims) and isinstance(dims[cache.axis], str):
@@ -130,7 +132,9 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
     for name, role in values.items():
         recognised.append(f"value input {name} ({role})")
     if not caches:
-        recognised.append("no past input: a prompt (prefill) step exported on its own")
+        caches = _returned_caches(graph, inputs, consumers)
+        recognised.append("no past input: a prompt (prefill) step exported on its own; caches it returns: "
+                          + (", ".join(f"{c.present} axis {c.axis}" for c in caches) or "none found"))
     for name, role in _token_inputs(inputs, consumers, set(values)).items():
         dims = _dims(inputs[name])
         if dims and isinstance(dims[0], str):
@@ -195,6 +199,24 @@ def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
             else:
                 continue
             break
+    return found
+
+
+def _returned_caches(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoProto], consumers) -> list[CacheTensor]:
+    """In a prompt step with no past input, the caches it returns: rank-4 graph outputs that the
+    graph's own attention also reads (a MatMul, through re-layouts), their length axis the token
+    ids' length symbol."""
+    tokens = [n for n, role in _token_inputs(inputs, consumers, set()).items() if role == "token ids"]
+    length = _dims(inputs[tokens[0]])[1] if tokens and len(_dims(inputs[tokens[0]])) > 1 else None
+    found = []
+    for output in graph.output:
+        dims = _dims(output)
+        through = _VALUES_THROUGH | {"Expand", "Concat", "Mul", "Div"}  # re-layouts, GQA repeats, scaling
+        if len(dims) != 4 or length not in dims or not any(
+                n.op_type == "MatMul" for n, _, _ in _reached(output.name, consumers, through)):
+            continue
+        found.append(CacheTensor("", output.name, dims.index(length), _kind(output.name, output.name),
+                                 "returned by the prompt step"))
     return found
 
 

@@ -267,3 +267,21 @@ def test_a_prompt_step_exported_without_a_past_takes_the_prefill_phase():
     assert any("prefill" in line for line in analysis.llm.recognised)
     with pytest.raises(UsageError, match="no KV cache found"):
         onnxroof.analyze(model, phase="decode", context=32)
+
+
+def test_a_prompt_step_reports_the_caches_it_returns():
+    # keys [1, H, sequence, D] returned as an output and read by the step's own Q.K^T
+    nodes = [helper.make_node("Transpose", ["keys"], ["k_t"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "k_t"], ["scores"]),
+             helper.make_node("Gather", ["embedding", "input_ids"], ["h"]),
+             helper.make_node("MatMul", ["h", "w"], ["logits"]),
+             helper.make_node("Identity", ["keys"], ["present.keys"])]
+    model = make_model(nodes, [("input_ids", I64, [1, "sequence"]), ("q", F32, [1, HEADS, "sequence", HEAD]),
+                               ("keys", F32, [1, HEADS, "sequence", HEAD])],
+                       [("logits", F32, None), ("scores", F32, None), ("present.keys", F32, [1, HEADS, "sequence", HEAD])],
+                       [("embedding", zeros(100, HIDDEN)), ("w", zeros(HIDDEN, 100))])
+    model.graph.output[-1].name = "keys"  # the graph returns the keys themselves
+    del model.graph.node[-1]
+    llm = onnxroof.analyze(model, phase="prefill", seq=32).llm
+    assert llm.kv_read_bytes == llm.kv_write_bytes == HEADS * HEAD * 32 * 4
+    assert "keys axis 2" in llm.recognised[0]

@@ -208,16 +208,34 @@ def _returned_caches(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoPro
     ids' length symbol."""
     tokens = [n for n, role in _token_inputs(inputs, consumers, set()).items() if role == "token ids"]
     length = _dims(inputs[tokens[0]])[1] if tokens and len(_dims(inputs[tokens[0]])) > 1 else None
+    producers = {o: n for n in graph.node for o in n.output}
+    stored = {t.name for t in graph.initializer}
     found = []
     for output in graph.output:
         dims = _dims(output)
         through = _VALUES_THROUGH | {"Expand", "Concat", "Mul", "Div"}  # re-layouts, GQA repeats, scaling
-        if len(dims) != 4 or length not in dims or not any(
-                n.op_type == "MatMul" for n, _, _ in _reached(output.name, consumers, through)):
+        if len(dims) != 4:
             continue
-        found.append(CacheTensor("", output.name, dims.index(length), _kind(output.name, output.name),
-                                 "returned by the prompt step"))
+        if length in dims and any(n.op_type == "MatMul" for n, _, _ in _reached(output.name, consumers, through)):
+            found.append(CacheTensor("", output.name, dims.index(length), _kind(output.name, output.name),
+                                     "returned by the prompt step"))
+            continue
+        # a static cache: a stored max-length buffer the prompt's keys are scattered into ([B, H, L, D])
+        producer = producers.get(output.name)
+        while producer is not None and producer.op_type in (*_PASS_THROUGH, "Transpose"):
+            producer = producers.get(producer.input[0])
+        if producer is not None and producer.op_type in ("ScatterND", "ScatterElements") and _is_stored(
+                producer.input[0], producers, stored):
+            found.append(CacheTensor("", output.name, 2, _kind(output.name, output.name),
+                                     f"a stored buffer {producer.op_type} writes the prompt into"))
     return found
+
+
+def _is_stored(name: str, producers, stored: set[str]) -> bool:
+    """Whether ``name`` is an initializer, directly or through Identity/Cast/Transpose."""
+    while name not in stored and name in producers and producers[name].op_type in (*_PASS_THROUGH, "Transpose"):
+        name = producers[name].input[0]
+    return name in stored
 
 
 def _reached(name: str, consumers, through: frozenset[str] = _PASS_THROUGH) -> list[tuple[onnx.NodeProto, int, list[int] | None]]:
@@ -344,7 +362,7 @@ class LLMReport:
     kv_bytes_per_token: int | None  # cache bytes one token adds: 2 x layers x kv heads x head size x dtype
     kv_heads: int | None
     head_size: int | None
-    kv_cache_bytes: dict[str, int]  # dtype -> the cache's bytes at the context (fp32, fp16, int8)
+    kv_cache_bytes: dict[str, int]  # dtype -> the cache's bytes after this step (fp32, fp16, int8): at the context
     tokens_per_s: dict[str, float]  # target -> new tokens per second
     time_to_first_token_s: dict[str, float]  # target -> prefill latency (prefill only)
     recognised: tuple[str, ...] = field(default_factory=tuple)
@@ -357,7 +375,7 @@ def llm_report(analysis: "Analysis", layout: DecoderLayout, phase: str | None, n
                context: int | None) -> LLMReport:
     tensors = analysis.tensors
     batch = analysis.batch or 1
-    read = elements_per_token = 0
+    read = elements_per_token = present_elements = 0
     per_token: int | None = 0
     heads = head = None
     for cache in layout.caches:
@@ -367,6 +385,7 @@ def llm_report(analysis: "Analysis", layout: DecoderLayout, phase: str | None, n
             per_token = None
             continue
         read += present.bytes  # the attended positions, the new ones included
+        present_elements += math.prod(shape)  # type: ignore[arg-type]
         length = shape[cache.axis]
         if length and per_token is not None:
             per_token += present.bytes // (length * batch)
@@ -394,8 +413,9 @@ def llm_report(analysis: "Analysis", layout: DecoderLayout, phase: str | None, n
         kv_bytes_per_token=per_token or None,
         kv_heads=heads,
         head_size=head,
-        kv_cache_bytes=({dtype: elements_per_token * size * (context or 0) * batch for dtype, size in _KV_DTYPES.items()}
-                        if elements_per_token and context else {}),
+        # the cache after this step is its presents: the context's positions, or a static buffer's capacity
+        kv_cache_bytes=({dtype: present_elements * size for dtype, size in _KV_DTYPES.items()}
+                        if present_elements and per_token is not None else {}),
         tokens_per_s={r.target.name: tokens / r.latency_s for r in analysis.targets if r.latency_s},
         time_to_first_token_s=({r.target.name: r.latency_s for r in analysis.targets if r.latency_s}
                                if phase == "prefill" else {}),

@@ -285,3 +285,21 @@ def test_a_prompt_step_reports_the_caches_it_returns():
     llm = onnxroof.analyze(model, phase="prefill", seq=32).llm
     assert llm.kv_read_bytes == llm.kv_write_bytes == HEADS * HEAD * 32 * 4
     assert "keys axis 2" in llm.recognised[0]
+
+
+def test_contrib_attention_packed_past_is_the_cache():
+    # com.microsoft Attention: input [B, S, 64], weights [64, 192], bias [192], past [2, B, H, past, D]
+    nodes = [helper.make_node("Attention", ["x", "w", "b", "", "past"], ["y", "present"], domain=MS, num_heads=HEADS,
+                              unidirectional=1)]
+    model = make_model(nodes, [("x", F32, ["batch", "sequence", HIDDEN]), ("past", F32, [2, "batch", HEADS, "past", HEAD])],
+                       [("y", F32, None), ("present", F32, [2, "batch", HEADS, "total", HEAD])],
+                       [("w", zeros(HIDDEN, 3 * HIDDEN)), ("b", zeros(3 * HIDDEN))])
+    model.opset_import.append(helper.make_opsetid(MS, 1))
+    layout = detect_decoder(model)
+    assert [(c.past, c.present, c.axis, c.kind) for c in layout.caches] == [("past", "present", 3, "key+value")]
+    analysis = onnxroof.analyze(model, phase="decode", context=128)
+    # projections 64 x 192, attention 4 heads x 128 keys x (16 + 16)
+    assert analysis.totals.macs == HIDDEN * 3 * HIDDEN + HEADS * 128 * 2 * HEAD
+    llm = analysis.llm
+    assert llm.layers == 1 and llm.kv_bytes_per_token == 2 * HEADS * HEAD * 4
+    assert llm.kv_read_bytes == 2 * HEADS * HEAD * 128 * 4 and (llm.kv_heads, llm.head_size) == (HEADS, HEAD)

@@ -105,7 +105,9 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
                 consumers.setdefault(name, []).append((node, slot))
     sequence_axes: dict[str, int] = {}
     caches = _caches(inputs, outputs, consumers, sequence_axes)
-    if not caches and not (prefill_only and "token ids" in _token_inputs(inputs, consumers, set()).values()):
+    values = _attention_values(inputs, consumers)
+    tokens = _token_inputs(inputs, consumers, set(values))
+    if not caches and not (prefill_only and "token ids" in tokens.values()):
         return None
     roles: dict[str, str] = {}
     recognised = []
@@ -128,14 +130,13 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
         if isinstance(dims[0], str):
             roles.setdefault(dims[0], "batch")  # type: ignore[arg-type]
         recognised.append(f"new tokens {name} axis {axis}")
-    values = _attention_values(caches, inputs, consumers)
     for name, role in values.items():
         recognised.append(f"value input {name} ({role})")
     if not caches:
         caches = _returned_caches(graph, inputs, consumers)
         recognised.append("no past input: a prompt (prefill) step exported on its own; caches it returns: "
                           + (", ".join(f"{c.present} axis {c.axis}" for c in caches) or "none found"))
-    for name, role in _token_inputs(inputs, consumers, set(values)).items():
+    for name, role in tokens.items():
         dims = _dims(inputs[name])
         if dims and isinstance(dims[0], str):
             roles.setdefault(dims[0], "batch")
@@ -278,7 +279,7 @@ def _kind(past: str, present: str) -> str:
     return "key" if re.search(r"key", past, re.IGNORECASE) else "value" if re.search(r"val", past, re.IGNORECASE) else "cache"
 
 
-def _attention_values(caches: list[CacheTensor], inputs: dict[str, onnx.ValueInfoProto], consumers) -> dict[str, str]:
+def _attention_values(inputs: dict[str, onnx.ValueInfoProto], consumers) -> dict[str, str]:
     """GroupQueryAttention's seqlens_k (input 5) and total_sequence_length (input 6), when graph inputs."""
     values = {}
     for name in inputs:

@@ -619,9 +619,11 @@ def analyze_all(out_root: Path, only: set[str] | None) -> None:
     prev.write_text(json.dumps(results, indent=1, default=str))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="/work/corpus/hf")
+def stage_main(script: Path, default_out: str, doc: str | None, run_stage, analyze_all) -> int:
+    """The command line of a two-venv collector (this one, build_moe.py): each export stage runs
+    in the venv that has its transformers version, then the analysis."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=default_out)
     ap.add_argument("--only", default="", help="comma-separated model ids")
     ap.add_argument("--stage", choices=["hf5", "hf4", "analyze"], help="internal: run one stage in this python")
     ap.add_argument("--py5", default="/work/venvs/hf5/bin/python")
@@ -640,9 +642,13 @@ def main() -> int:
     rest = ["--out", str(out)] + (["--only", args.only] if args.only else [])
     if not args.analyze_only:
         for stage, py in (("hf5", args.py5), ("hf4", args.py4)):
-            subprocess.run([py, str(HERE), "--stage", stage, *rest], check=False)
-    subprocess.run([args.py5, str(HERE), "--stage", "analyze", *rest], check=False)
+            subprocess.run([py, str(script), "--stage", stage, *rest], check=False)
+    subprocess.run([args.py5, str(script), "--stage", "analyze", *rest], check=False)
     return 0
+
+
+def main() -> int:
+    return stage_main(HERE, "/work/corpus/hf", __doc__, run_stage, analyze_all)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
-from build_hf import bind_for, stored_params  # noqa: E402  (same reader / binder as the hf corpus)
+from build_hf import bind_for, stage_main, stored_params  # noqa: E402  (same reader, binder, command line)
 
 SEED = 0
 S = 32          # bound sequence length (batch 1)
@@ -506,29 +506,7 @@ def analyze_all(out_root: Path, only: set[str] | None) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="/work/corpus/moe")
-    ap.add_argument("--only", default="", help="comma-separated model ids")
-    ap.add_argument("--stage", choices=["hf5", "hf4", "analyze"], help="internal: run one stage in this python")
-    ap.add_argument("--py5", default="/work/venvs/hf5/bin/python")
-    ap.add_argument("--py4", default="/work/venvs/hf/bin/python")
-    ap.add_argument("--analyze-only", action="store_true")
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    only = set(filter(None, args.only.split(","))) or None
-    if args.stage in ("hf5", "hf4"):
-        run_stage(args.stage, out, only)
-        return 0
-    if args.stage == "analyze":
-        analyze_all(out, only)
-        return 0
-    rest = ["--out", str(out)] + (["--only", args.only] if args.only else [])
-    if not args.analyze_only:
-        for stage, py in (("hf5", args.py5), ("hf4", args.py4)):
-            subprocess.run([py, str(HERE), "--stage", stage, *rest], check=False)
-    subprocess.run([args.py5, str(HERE), "--stage", "analyze", *rest], check=False)
-    return 0
+    return stage_main(HERE, "/work/corpus/moe", __doc__, run_stage, analyze_all)
 
 
 if __name__ == "__main__":

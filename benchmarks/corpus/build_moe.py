@@ -24,12 +24,10 @@ Usage:  python benchmarks/corpus/build_moe.py [--out /work/corpus/moe] [--only i
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import traceback

@@ -303,3 +303,23 @@ def test_contrib_attention_packed_past_is_the_cache():
     llm = analysis.llm
     assert llm.layers == 1 and llm.kv_bytes_per_token == 2 * HEADS * HEAD * 4
     assert llm.kv_read_bytes == 2 * HEADS * HEAD * 128 * 4 and (llm.kv_heads, llm.head_size) == (HEADS, HEAD)
+
+
+def test_phase_through_the_command_line_states_what_it_recognised(tmp_path, capsys):
+    import json
+
+    from onnxroof import cli
+
+    path = tmp_path / "gqa.onnx"
+    path.write_bytes(gqa_decoder().SerializeToString())
+    assert cli.main(["summary", str(path), "--phase", "decode", "--context", "128", "--format", "json"]) == 0
+    llm = json.loads(capsys.readouterr().out)["llm"]
+    assert llm["context"] == 128 and llm["kv_cache_write_mode"] == "whole present"
+    assert llm["kv_cache_read_bytes"] == 2 * KV_HEADS * HEAD * 128 * 4
+    assert any(line.startswith("cache past_key_values.0.key axis 2") for line in llm["recognised"])
+    assert cli.main(["summary", str(path), "--phase", "decode", "--context", "128"]) == 0
+    text = capsys.readouterr().out
+    assert "decode of 1 token at context 128, 127 cached" in text and "recognised: value input seqlens_k" in text
+    assert cli.main(["summary", str(path), "--phase", "decode", "--context", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "N >= 1" in err

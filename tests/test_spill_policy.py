@@ -1,0 +1,67 @@
+"""The spill plan's eviction policy (Belady: the resident buffer whose next use is farthest),
+on a graph where the eviction step has several candidates with different next uses."""
+
+from __future__ import annotations
+
+from onnx import TensorProto, helper
+
+import onnxroof
+
+from conftest import make_model
+
+F32 = TensorProto.FLOAT
+S = 400  # every activation: 100 floats
+CAPACITY = 1_400  # 3.5 x S: three buffers fit, four do not
+
+TARGET = f'''schema = "onnxroof-target/1"
+name = "small-sram"
+description = "a test target with 1,400 B on chip"
+
+[peak_ops_per_s.fp32]
+value = 1e12
+tag = "estimate"
+source = "test"
+
+[dram.bandwidth_bytes_per_s]
+value = 100e9
+tag = "estimate"
+source = "test"
+
+[onchip.size_bytes]
+value = {CAPACITY}
+tag = "estimate"
+source = "test"
+'''
+
+
+def three_fan_out_model():
+    # x -> a, b, c (three Relus); d = a + c; e = Relu(d); f = e + b; y = Relu(f)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="A"),  # step 0
+        helper.make_node("Relu", ["x"], ["b"], name="B"),  # step 1
+        helper.make_node("Relu", ["x"], ["c"], name="C"),  # step 2: x's last read
+        helper.make_node("Add", ["a", "c"], ["d"], name="D"),  # step 3: a's next use
+        helper.make_node("Relu", ["d"], ["e"], name="E"),  # step 4
+        helper.make_node("Add", ["e", "b"], ["f"], name="F"),  # step 5: b's next use
+        helper.make_node("Relu", ["f"], ["y"], name="G"),  # step 6
+    ]
+    return make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])])
+
+
+def test_spill_evicts_the_farthest_next_use_among_several_candidates(tmp_path):
+    # Model order, S = 400 B per tensor, capacity 1,400 B:
+    # A: x, a (800); B: x, a, b (1,200); C: x, a, b, c = 1,600 > 1,400, one must go. Not in use at
+    # C: a (next used at D, step 3) and b (next used at F, step 5).
+    # Farthest next use evicts b: write 400 at C; then x dies, a + c + d = 1,200 fits at D; at F,
+    # b is read back (400) with e, f = 1,200. Extra DRAM bytes: 400 + 400 = 800, b spilled once.
+    # Nearest next use would evict a: write 400 at C; D reads a back (400) with b, c, d resident
+    # = 1,600 > 1,400, so b is written out (400) and F reads it back (400): 1,600 B, two spills.
+    # (Evicting in the order buffers became resident would also pick a: 1,600 B.)
+    path = tmp_path / "small-sram.toml"
+    path.write_text(TARGET, encoding="utf-8")
+    analysis = onnxroof.analyze(three_fan_out_model(), targets=[str(path)])
+    (report,) = analysis.targets
+    assert report.spilled == ["b"]
+    assert report.spill_bytes == 2 * S == 800
+    spill = {n.name: n.spill_bytes for n in report.nodes if n.spill_bytes}
+    assert spill == {"C": S, "F": S}

@@ -223,13 +223,28 @@ def test_bad_model_gives_one_line_naming_the_problem(capsys, tmp_path, kind, com
     assert os.listdir(target.parent) == ["result.html"]  # no temporary left behind
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_unreadable_file(capsys, tmp_path):
+def test_unreadable_file(capsys, tmp_path, monkeypatch):
     path = tmp_path / "locked.onnx"
     onnx.save(relu_model(), path)
     path.chmod(0)
+    if os.geteuid() == 0:  # root reads any file: the refusal the OS gives others is simulated
+        import builtins
+
+        real_open = builtins.open
+
+        def refusing_open(file, *args, **kwargs):
+            if str(file) == str(path):
+                raise PermissionError(13, "Permission denied", str(file))
+            return real_open(file, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "open", refusing_open)
     code, out, err = run(capsys, "summary", path)
     assert_one_line_error(code, out, err, path, "cannot be read (Permission denied)")
+
+
+def test_a_directory_given_as_the_model(capsys, tmp_path):
+    code, out, err = run(capsys, "summary", tmp_path)
+    assert_one_line_error(code, out, err, tmp_path, "is a directory")
 
 
 def test_impossible_path_is_a_usage_error(capsys):

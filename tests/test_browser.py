@@ -26,7 +26,7 @@ from onnxroof.report.html import render_compare_html, render_diff_html, render_h
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (pip install playwright)")
 
-from test_report_html import IMG_PAYLOAD, transformer_like  # noqa: E402  (same folder)
+from models import IMG_PAYLOAD, transformer_like  # noqa: E402  (same folder)
 
 CHROMIUM = os.environ.get("ONNXROOF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser") \
     or shutil.which("google-chrome")

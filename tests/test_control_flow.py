@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 import onnxroof
 
 from conftest import make_model, zeros
+from models import branch, if_model, loop_model
 
 F32, BOOL, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
-
-
-def branch(name, nodes, output, initializers=()):
-    return helper.make_graph(
-        nodes, name, [], [helper.make_tensor_value_info(output, F32, [4, 16])],
-        [numpy_helper.from_array(a, n) for n, a in initializers],
-    )
-
-
-def if_model():
-    then_branch = branch("then", [helper.make_node("MatMul", ["x", "w1"], ["t"])], "t", [("w1", zeros(8, 16))])
-    else_branch = branch(
-        "else",
-        [helper.make_node("MatMul", ["x", "w2"], ["e0"]), helper.make_node("Add", ["e0", "b2"], ["e"])],
-        "e",
-        [("w2", zeros(8, 16)), ("b2", zeros(16))],
-    )
-    node = helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)
-    return make_model([node], [("cond", BOOL, []), ("x", F32, [4, 8])], [("y", F32, [4, 16])])
 
 
 def test_if_counts_the_costlier_branch_and_both_branches_weights():
@@ -44,27 +26,6 @@ def test_if_counts_the_costlier_branch_and_both_branches_weights():
     assert analysis.totals.params == 272 and analysis.totals.param_bytes == 272 * 4
     document = analysis.to_dict()
     assert document["nodes"][0]["subgraphs"]["else_branch"]["flops"] == 1_088
-
-
-def loop_model(constant_trips: bool):
-    body = helper.make_graph(
-        [
-            helper.make_node("MatMul", ["h", "w"], ["m"]),
-            helper.make_node("Relu", ["m"], ["h_next"]),
-            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-        ],
-        "body",
-        [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", BOOL, []),
-         helper.make_tensor_value_info("h", F32, [1, 8])],
-        [helper.make_tensor_value_info("cond_out", BOOL, []), helper.make_tensor_value_info("h_next", F32, [1, 8])],
-        [numpy_helper.from_array(zeros(8, 8), "w")],
-    )
-    node = helper.make_node("Loop", ["trips", "cond", "h0"], ["h_final"], body=body)
-    inputs = [("cond", BOOL, []), ("h0", F32, [1, 8])]
-    initializers = [("trips", np.array(5, np.int64))] if constant_trips else []
-    if not constant_trips:
-        inputs.append(("trips", I64, []))
-    return make_model([node], inputs, [("h_final", F32, [1, 8])], initializers)
 
 
 def test_loop_multiplies_the_body_by_a_constant_trip_count():

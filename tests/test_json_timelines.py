@@ -9,8 +9,7 @@ import json
 import onnxroof
 from onnxroof.report.json import Encoded, document_json
 
-from test_memory import interleaved_branches_model
-from test_render_speed_shared_rows import look_alike_model
+from models import interleaved_branches_model, look_alike_model
 
 
 def compact_document(analysis) -> dict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
@@ -10,45 +9,10 @@ import onnxroof
 from onnxroof.errors import UsageError
 from onnxroof.llm import detect_decoder
 
-from conftest import make_model, zeros
+from conftest import make_model
+from models import D, HEAD, HEADS, decoder_block
 
 F32 = TensorProto.FLOAT
-D, HEADS, HEAD = 64, 4, 16  # hidden size, heads, head size
-
-
-def decoder_block(heads: int = HEADS, head: int = HEAD):
-    """One attention layer over a KV cache: q/k/v projections, heads split, the cache concatenated
-    with the new keys and values (present = past + new), scores, softmax, context, output projection."""
-    hidden = heads * head
-    nodes, initializers = [], [(f"w{n}", zeros(hidden, hidden)) for n in "qkvo"]
-    initializers += [("split", np.array([0, 0, heads, head], np.int64)), ("merge", np.array([0, 0, hidden], np.int64))]
-    for n in "qkv":
-        nodes += [
-            helper.make_node("MatMul", ["inputs_embeds", f"w{n}"], [f"{n}_flat"]),
-            helper.make_node("Reshape", [f"{n}_flat", "split"], [f"{n}_heads"]),
-            helper.make_node("Transpose", [f"{n}_heads"], [f"{n}_new"], perm=[0, 2, 1, 3]),
-        ]
-    nodes += [
-        helper.make_node("Concat", ["past_key_values.0.key", "k_new"], ["present.0.key"], axis=2),
-        helper.make_node("Concat", ["past_key_values.0.value", "v_new"], ["present.0.value"], axis=2),
-        helper.make_node("Transpose", ["present.0.key"], ["k_t"], perm=[0, 1, 3, 2]),
-        helper.make_node("MatMul", ["q_new", "k_t"], ["scores"]),
-        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
-        helper.make_node("MatMul", ["probs", "present.0.value"], ["context"]),
-        helper.make_node("Transpose", ["context"], ["context_t"], perm=[0, 2, 1, 3]),
-        helper.make_node("Reshape", ["context_t", "merge"], ["context_flat"]),
-        helper.make_node("MatMul", ["context_flat", "wo"], ["logits"]),
-    ]
-    cache = ["batch", heads, "past_sequence_length", head]
-    present = ["batch", heads, "total_sequence_length", head]
-    return make_model(
-        nodes,
-        [("inputs_embeds", F32, ["batch", "sequence_length", hidden]),
-         ("past_key_values.0.key", F32, cache), ("past_key_values.0.value", F32, cache)],
-        [("logits", F32, ["batch", "sequence_length", hidden]),
-         ("present.0.key", F32, present), ("present.0.value", F32, present)],
-        initializers,
-    )
 
 
 def test_layout_is_detected():

@@ -16,25 +16,13 @@ from onnxroof.memory import (
 )
 
 from conftest import make_model, zeros
+from models import chain_model, interleaved_branches_model
 
 F32 = TensorProto.FLOAT
 
 
 def problem_of(model, **options):
     return build_problem(onnxroof.analyze(model).cost_graph, **options)
-
-
-def chain_model():
-    # x 1,000 floats -> Relu a (4,000 B) -> MatMul b (2,000 floats) -> Relu c -> MatMul d (500 floats)
-    return make_model(
-        [
-            helper.make_node("Relu", ["x"], ["a"], name="relu_a"),
-            helper.make_node("MatMul", ["a", "w1"], ["b"], name="matmul_b"),
-            helper.make_node("Relu", ["b"], ["c"], name="relu_c"),
-            helper.make_node("MatMul", ["c", "w2"], ["d"], name="matmul_d"),
-        ],
-        [("x", F32, [1, 1000])], [("d", F32, [1, 500])], [("w1", zeros(1000, 2000)), ("w2", zeros(2000, 500))],
-    )
 
 
 def test_chain_peak_is_the_largest_adjacent_pair():
@@ -99,20 +87,6 @@ def test_views_add_nothing():
     schedule = schedule_peak(problem := problem_of(model), problem.model_order)
     # 400 B each: x+a; the reshape allocates nothing (a alone); a(=r)+b
     assert schedule.live_bytes == [800, 400, 800]
-
-
-def interleaved_branches_model():
-    # x (10 floats) -> A1 expands to L = 1,000 floats -> A2 shrinks to 1 float; the same for B; y = A2 + B2.
-    # The model interleaves the branches (A1, B1, A2, B2): both large tensors are live together.
-    nodes = [
-        helper.make_node("MatMul", ["x", "wa1"], ["la"], name="A1"),
-        helper.make_node("MatMul", ["x", "wb1"], ["lb"], name="B1"),
-        helper.make_node("MatMul", ["la", "wa2"], ["sa"], name="A2"),
-        helper.make_node("MatMul", ["lb", "wb2"], ["sb"], name="B2"),
-        helper.make_node("Add", ["sa", "sb"], ["y"], name="join"),
-    ]
-    weights = [("wa1", zeros(10, 1000)), ("wb1", zeros(10, 1000)), ("wa2", zeros(1000, 1)), ("wb2", zeros(1000, 1))]
-    return make_model(nodes, [("x", F32, [1, 10])], [("y", F32, [1, 1])], weights)
 
 
 def test_best_order_beats_the_model_order_by_a_known_amount():

@@ -4,8 +4,6 @@ step) on random DAGs with branches, concats and multi-reader tensors."""
 
 from __future__ import annotations
 
-import random
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
@@ -14,6 +12,7 @@ from onnxroof.analysis import analyze
 from onnxroof.memory import MemoryProblem, build_problem, greedy_order
 
 from conftest import make_model
+from models import random_dag
 
 
 def greedy_by_definition(problem: MemoryProblem) -> list[str]:
@@ -44,34 +43,6 @@ def greedy_by_definition(problem: MemoryProblem) -> list[str]:
         done.add(best)
         order.append(best)
     return order
-
-
-def random_dag(seed: int, size: int):
-    """A random DAG of elementwise ops, Concats and Splits over [1, C] tensors of varied widths."""
-    rng = random.Random(seed)
-    tensors = [("x", 8)]
-    nodes = []
-    for index in range(size):
-        kind = rng.choice(["unary", "unary", "binary", "concat", "wide"])
-        picks = rng.sample(tensors, min(len(tensors), 3 if kind == "concat" else 2))
-        name = f"t{index}"
-        if kind == "unary":
-            (source, width), = picks[:1]
-            nodes.append(helper.make_node("Relu", [source], [name]))
-        elif kind == "wide":  # a wider tensor, so sizes differ and ordering matters
-            (source, width), = picks[:1]
-            nodes.append(helper.make_node("Concat", [source, source], [name], axis=1))
-            width *= 2
-        elif kind == "binary" and len(picks) == 2 and picks[0][1] == picks[1][1]:
-            nodes.append(helper.make_node("Add", [picks[0][0], picks[1][0]], [name]))
-            width = picks[0][1]
-        else:
-            nodes.append(helper.make_node("Concat", [p[0] for p in picks], [name], axis=1))
-            width = sum(p[1] for p in picks)
-        tensors.append((name, width))
-    consumed = {i for node in nodes for i in node.input}
-    outputs = [(n, TensorProto.FLOAT, [1, w]) for n, w in tensors if n not in consumed]
-    return make_model(nodes, [("x", TensorProto.FLOAT, [1, 8])], outputs)
 
 
 @settings(max_examples=40, deadline=None)

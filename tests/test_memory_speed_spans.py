@@ -14,7 +14,7 @@ from onnxroof.examples import build_example
 from onnxroof.memory import MemoryProblem, build_problem, lifetimes
 
 from conftest import make_model
-from test_memory_greedy import random_dag
+from models import VARIANTS, random_dag_problems
 
 
 def spans_by_definition(problem: MemoryProblem) -> list[tuple[int, int]]:
@@ -28,15 +28,6 @@ def spans_by_definition(problem: MemoryProblem) -> list[tuple[int, int]]:
         end = last if buffer.to_end or not read else max(read)
         spans.append((start, max(end, max(made))))
     return spans
-
-
-VARIANTS = ({}, {"concat_in_place": False}, {"elementwise_in_place": True})
-
-
-def random_dag_problems(seed: int, size: int) -> list[MemoryProblem]:
-    """The buffer problems of one random DAG, one per in-place variant."""
-    graph = analyze(random_dag(seed, size)).cost_graph
-    return [build_problem(graph, **variant) for variant in VARIANTS]
 
 
 @settings(max_examples=30, deadline=None)

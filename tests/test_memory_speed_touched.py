@@ -14,9 +14,7 @@ from onnxroof.analysis import analyze
 from onnxroof.examples import build_example
 from onnxroof.memory import MemoryProblem, build_problem, largest_layer_bytes, problem_from_records
 
-from test_control_flow import loop_model
-from test_memory import chain_model
-from test_memory_speed_spans import random_dag_problems
+from models import chain_model, loop_model, random_dag_problems
 
 
 def largest_layer_by_definition(problem: MemoryProblem) -> tuple[int, str | None]:

@@ -12,23 +12,9 @@ from onnxroof.report.json import document_json, to_document
 from onnxroof.report.table import render_csv, render_table
 
 from conftest import make_model
-from test_control_flow import if_model, loop_model
+from models import if_model, look_alike_model, loop_model
 
 F32 = TensorProto.FLOAT
-
-
-def look_alike_model():
-    """a and b: same op, shape and numbers; c: same numbers on another shape (4x4 and 2x8 are both
-    16 elements), with an escape character in its name; the last: unsupported, a 45-letter name."""
-    nodes = [
-        helper.make_node("Relu", ["x"], ["a"], name="a"),
-        helper.make_node("Relu", ["a"], ["b"], name="b"),
-        helper.make_node("Relu", ["z"], ["c"], name="c\x1bz"),
-        helper.make_node("Foo", ["b"], ["d"], name="n" * 45, domain="x.y"),
-    ]
-    model = make_model(nodes, [("x", F32, [2, 8]), ("z", F32, [4, 4])], [("c", F32, [4, 4]), ("d", F32, None)])
-    model.opset_import.append(helper.make_opsetid("x.y", 1))
-    return model
 
 
 def test_table_rows_that_look_alike_keep_their_own_index_name_and_shape():

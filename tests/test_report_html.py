@@ -10,19 +10,17 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.examples import EXAMPLES, build_example
 from onnxroof.report.html import render_html, script_json
 
-from test_memory import interleaved_branches_model
+from models import IMG_PAYLOAD, interleaved_branches_model, zero_weights
 
 SCRIPT_PAYLOAD = "</script><script>alert(1)</script>"
-IMG_PAYLOAD = "<img src=x onerror=alert(1)>"
 
 
 class _Page(HTMLParser):
@@ -103,8 +101,13 @@ def _parse(html: str) -> _Page:
 
 
 @pytest.fixture(scope="module")
-def minigooglenet_html() -> str:
-    return render_html(onnxroof.analyze(build_example("minigooglenet")))
+def minigooglenet_analysis():
+    return onnxroof.analyze(build_example("minigooglenet"))
+
+
+@pytest.fixture(scope="module")
+def minigooglenet_html(minigooglenet_analysis) -> str:
+    return render_html(minigooglenet_analysis)
 
 
 def test_minigooglenet_has_exact_totals_in_tooltips(minigooglenet_html):
@@ -226,14 +229,16 @@ def _memory_section(html: str) -> str:
     return html[start:html.index("</section>", start)]
 
 
-def test_memory_section_on_minigooglenet(minigooglenet_html):
+def test_memory_section_on_minigooglenet(minigooglenet_html, minigooglenet_analysis):
     page = _parse(minigooglenet_html)
     # after the totals, before the per-op and per-node tables
     assert page.section_ids.index("memory") < page.section_ids.index("ops")
     assert minigooglenet_html.index('aria-label="Totals"') < minigooglenet_html.index('id="memory"')
     section = _memory_section(minigooglenet_html)
-    # the peak: 2 x 96 x 32 x 32 float32 = 786,432 bytes, exact in a title (card and chart marker)
-    assert 2 * 96 * 32 * 32 * 4 == 786_432
+    # the peak: two 1 x 96 x 32 x 32 float32 tensors live at once, each 96 x 32 x 32 x 4 = 393,216 B,
+    # 786,432 B together; exact in a title (card and chart marker)
+    peak = minigooglenet_analysis.memory.model_order
+    assert peak.peak_bytes == 786_432 and [size for _, size in peak.peak_tensors] == [393_216, 393_216]
     assert any("786,432" in title for title in page.titles)
     assert any(title.startswith("Peak, model order: 786,432 bytes") for title in page.svg_titles)
     assert "768 KiB" in section
@@ -282,11 +287,6 @@ def test_memory_section_escapes_hostile_names():
 # Models for the report's scale cases (built with onnx.helper; also used by test_browser.py)
 
 
-def _weights(name: str, shape, initializers: list) -> str:
-    initializers.append(numpy_helper.from_array(np.zeros(shape, np.float32), name))
-    return name
-
-
 def resnet_like(width: int = 16, image: int = 64) -> onnx.ModelProto:
     """ResNet-50's layout (stem, 3-4-6-3 bottlenecks with a projection per stage, pool, Gemm) at a
     quarter of its width: 122 nodes, like the real one after BatchNorm folding."""
@@ -294,8 +294,8 @@ def resnet_like(width: int = 16, image: int = 64) -> onnx.ModelProto:
 
     def conv(x, c_in, c_out, k, stride=1, relu=True):
         name = f"conv{len(nodes)}"
-        w = _weights(f"{name}.w", (c_out, c_in, k, k), inits)
-        b = _weights(f"{name}.b", (c_out,), inits)
+        w = zero_weights(f"{name}.w", (c_out, c_in, k, k), inits)
+        b = zero_weights(f"{name}.b", (c_out,), inits)
         nodes.append(helper.make_node("Conv", [x, w, b], [name], name=name, kernel_shape=[k, k],
                                       strides=[stride, stride], pads=[k // 2] * 4))
         if relu:
@@ -319,55 +319,10 @@ def resnet_like(width: int = 16, image: int = 64) -> onnx.ModelProto:
             x, c_in = name + ".relu", 4 * mid
     nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"], name="gap"))
     nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"))
-    nodes.append(helper.make_node("Gemm", ["flat", _weights("fc.w", (1000, c_in), inits), _weights("fc.b", (1000,), inits)],
+    nodes.append(helper.make_node("Gemm", ["flat", zero_weights("fc.w", (1000, c_in), inits), zero_weights("fc.b", (1000,), inits)],
                                   ["logits"], name="fc", transB=1))
     graph = helper.make_graph(nodes, "resnet_like", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, image, image])],
                               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onnxroof tests")
-
-
-def transformer_like(layers: int = 18, seq: int = 128, dim: int = 256, heads: int = 4, ffn: int = 1024) -> onnx.ModelProto:
-    """A pre-norm encoder: 31 nodes a layer (LayerNorm, Q/K/V MatMuls, head reshapes and transposes,
-    scaled softmax attention, output projection, sigmoid-GELU FFN, residual Adds); 18 layers: 558 nodes."""
-    nodes, inits = [], []
-    head = dim // heads
-    inits.append(numpy_helper.from_array(np.array([1, seq, heads, head], np.int64), "heads_shape"))
-    inits.append(numpy_helper.from_array(np.array([1, seq, dim], np.int64), "model_shape"))
-    inits.append(numpy_helper.from_array(np.array(1 / head ** 0.5, np.float32), "scale"))
-    inits.append(numpy_helper.from_array(np.array(1.702, np.float32), "gelu_k"))
-
-    def node(op, inputs, name, **attrs):
-        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
-        return name
-
-    def linear(x, c_in, c_out, name):
-        y = node("MatMul", [x, _weights(f"{name}.w", (c_in, c_out), inits)], f"{name}.matmul")
-        return node("Add", [y, _weights(f"{name}.b", (c_out,), inits)], f"{name}.bias")
-
-    def norm(x, name):
-        return node("LayerNormalization", [x, _weights(f"{name}.g", (dim,), inits), _weights(f"{name}.b", (dim,), inits)],
-                    name, axis=-1)
-
-    x = "tokens"
-    for layer in range(layers):
-        p = f"layer{layer}"
-        h = norm(x, f"{p}.ln1")
-        q, k, v = (linear(h, dim, dim, f"{p}.{n}") for n in "qkv")
-        q, k, v = (node("Reshape", [t, "heads_shape"], f"{t}.heads") for t in (q, k, v))
-        q = node("Transpose", [q], f"{p}.q.t", perm=[0, 2, 1, 3])
-        k = node("Transpose", [k], f"{p}.k.t", perm=[0, 2, 3, 1])
-        v = node("Transpose", [v], f"{p}.v.t", perm=[0, 2, 1, 3])
-        scores = node("Mul", [node("MatMul", [q, k], f"{p}.scores"), "scale"], f"{p}.scaled")
-        context = node("MatMul", [node("Softmax", [scores], f"{p}.softmax", axis=-1), v], f"{p}.context")
-        context = node("Reshape", [node("Transpose", [context], f"{p}.context.t", perm=[0, 2, 1, 3]), "model_shape"],
-                       f"{p}.context.merge")
-        x = node("Add", [x, linear(context, dim, dim, f"{p}.out")], f"{p}.residual1")
-        h = linear(norm(x, f"{p}.ln2"), dim, ffn, f"{p}.ffn1")
-        h = node("Mul", [h, node("Sigmoid", [node("Mul", [h, "gelu_k"], f"{p}.gelu.scale")], f"{p}.gelu.sigmoid")],
-                 f"{p}.gelu")
-        x = node("Add", [x, linear(h, ffn, dim, f"{p}.ffn2")], f"{p}.residual2")
-    graph = helper.make_graph(nodes, "transformer_like", [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [1, seq, dim])],
-                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, seq, dim])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onnxroof tests")
 
 

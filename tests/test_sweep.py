@@ -11,7 +11,7 @@ from onnxroof.errors import UsageError
 from onnxroof.examples import build_example
 from onnxroof.sweep import parse_sweep, run_sweep
 
-from test_llm import HEAD, HEADS, decoder_block
+from models import HEAD, HEADS, decoder_block
 
 
 def test_batch_and_dtype_sweep_is_the_product():

@@ -13,7 +13,7 @@ from onnxroof.cli import main
 
 @pytest.mark.parametrize("before, after, change", [
     (10, 15, 50.0), (10, 5, -50.0), (-10, -5, 50.0),  # relative to the size of the base
-    (0, 0, 0.0), (0, 3, math.inf), (0, -3, -math.inf),  # from zero: no change, or an infinite one
+    (0, 0, 0.0), (0, 3, math.inf), (0, 0.5, math.inf), (0, -3, -math.inf),  # from zero: none, or infinite
 ])
 def test_percent_change(before, after, change):
     assert percent_change(before, after) == change
@@ -41,3 +41,12 @@ def test_relative_budget_message_shows_the_change_in_percent():
     assert result.broken and result.describe() == "params>+5%: params is +20.00% -> BROKEN"
     (result,) = check_budgets([parse_budget("params>+5%")], Stub(101), Stub(100))
     assert not result.broken and result.describe() == "params>+5%: params is +1.00% -> ok"
+
+
+def test_relative_budget_on_a_target_compares_that_target_in_both_models(capsys):
+    # ShallowNet -> its separable version on myriad-x: fewer MACs and weights, so the latency
+    # falls, and "latency[myriad-x]>+2%" holds; the other way round it grows and the gate exits 1
+    base, head = "example:shallownet", "example:shallownet-separable"
+    assert main(["diff", base, head, "--target", "myriad-x", "--fail-if", "latency[myriad-x]>+2%"]) == 0
+    assert main(["diff", head, base, "--target", "myriad-x", "--fail-if", "latency[myriad-x]>+2%"]) == 1
+    assert "latency[myriad-x]>+2%: latency[myriad-x] is +" in capsys.readouterr().err

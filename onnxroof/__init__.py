@@ -10,17 +10,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["Analysis", "analyze", "register", "__version__"]
 
 if TYPE_CHECKING:
-    from .analysis import Analysis, analyze
+    from .analysis import analyze
+    from .result import Analysis
     from .ops import register
 
 # The pipeline (onnx, networkx, every cost rule) is imported on first use of these names, not by
 # `import onnxroof`: the CLI's quick commands (--help, targets) never need it.
-_LAZY = {"Analysis": ".analysis", "analyze": ".analysis", "register": ".ops"}
+_LAZY = {"Analysis": ".result", "analyze": ".analysis", "register": ".ops"}
 
 
 def __getattr__(name: str):

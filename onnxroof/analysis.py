@@ -14,8 +14,6 @@ import gc
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
@@ -24,107 +22,21 @@ import onnx.inliner
 
 from .dtypes import dtype_name
 from .errors import UsageError
-from .graph import STATUS_UNSUPPORTED, CostGraph, CostOptions, NodeRecord, TensorRecord
-from .llm import LOOKED_FOR, LLMReport, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
+from .graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord
+from .llm import LOOKED_FOR, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
 from .load import PendingCheck, check_in_memory, open_model
-from .memory import MemoryReport, analyze_memory
+from .memory import analyze_memory
 from .ops import output_types
 from .plugins import load_entry_points
+from .result import Analysis, ModelFacts, Totals
 from .splits import cost_graph_with_sizes
 from .shapes import (
-    TensorInfo, UnresolvedDim, batch_flags, bind_inputs, fix_digit_dims, infer_shapes, input_values, parse_dim,
+    TensorInfo, batch_flags, bind_inputs, fix_digit_dims, infer_shapes, input_values, parse_dim,
     parse_input_shape, parse_value, read_node_fields, real_inputs,
 )
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
-    import networkx as nx
-
-    from .roofline import TargetReport
     from .targets import Target
-
-
-@dataclass(frozen=True)
-class ModelFacts:
-    name: str
-    path: str | None
-    file_bytes: int | None
-    producer: str
-    ir_version: int
-    opset: int  # the default-domain opset
-    opsets: dict[str, int]
-    node_count: int
-    doc_string: str
-
-
-@dataclass
-class Totals:
-    """Sums over the node records (parameters counted once even when shared)."""
-
-    macs: int
-    mac_flops: int
-    flops: int
-    params: int  # elements of the stored roots (cost-model.md section 3), each once
-    param_bytes: int  # their stored bytes
-    weight_bytes_read: int  # bytes of constants the nodes read per run (a Gather its rows, a folded tensor its size)
-    nodes: int
-    counted_nodes: int
-    unsupported: dict[str, int]  # op -> nodes with no cost rule (inside subgraphs too)
-    not_counted: dict[str, int]  # op -> nodes not counted for another reason (unknown shape or value)
-    uncounted_bytes: int  # bytes the uncounted nodes move: what the FLOP totals leave out
-
-
-@dataclass
-class Analysis:
-    model: ModelFacts
-    inputs: list[TensorInfo]  # the input shapes actually used
-    outputs: list[TensorInfo]
-    cost_graph: CostGraph  # the cost DAG: node records linked by tensor records
-    nodes: list[NodeRecord]  # in execution (model) order (cost_graph.records)
-    totals: Totals
-    unresolved_dims: list[UnresolvedDim]
-    memory: MemoryReport
-    dtype: str = "model"  # "model" (as stored) or the type --dtype re-costed it in
-    batch: int | None = None  # --batch, when given
-    targets: list[TargetReport] = field(default_factory=list)
-    llm: LLMReport | None = None  # KV cache and tokens/s, for a KV-cached decoder
-    warnings: list[str] = field(default_factory=list)
-    input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
-
-    @property
-    def tensors(self) -> dict[str, TensorRecord]:
-        return self.cost_graph.tensors
-
-    @cached_property
-    def graph(self) -> nx.DiGraph:
-        """The cost DAG as a networkx DiGraph (node attribute "record", edge attributes "tensors" and
-        "bytes"), built on first use: no stage needs networkx, whose import alone takes 0.2 s."""
-        return self.cost_graph.to_networkx()
-
-    @property
-    def complete(self) -> bool:
-        """True when every node was costed and every input dim is bound."""
-        return not (self.unresolved_dims or self.totals.unsupported or self.totals.not_counted)
-
-    def find_node(self, name: str) -> NodeRecord:
-        """The record of node ``name`` (subgraph nodes are named ``If_3/then_branch/MatMul_0``)."""
-        stack = list(self.nodes)
-        while stack:
-            record = stack.pop()
-            if record.name == name:
-                return record
-            stack.extend(r for sub in record.subgraphs.values() for r in sub.records)
-        import difflib
-
-        names = [r.name for r in self.nodes]
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "run `onnxroof summary` to list node names"
-        raise UsageError(f"the model has no node named {name!r}; {hint}")
-
-    def to_dict(self) -> dict:
-        """The JSON document (schema onnxroof/1) that ``summary --format json`` prints."""
-        from .report.json import to_document
-
-        return to_document(self)
 
 
 def analyze(
@@ -233,10 +145,12 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         from .roofline import place_model
 
         progress(f"placing on {len(chosen)} target(s)")
-        analysis.targets = [place_model(analysis, target, dtype, batch or 1) for target in chosen]
+        analysis.targets = [place_model(graph, analysis.memory, target, dtype, batch or 1) for target in chosen]
     if layout is not None:
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
-        analysis.llm = llm_report(analysis, layout, phase, new_tokens, context if phase == "decode" else seq)
+        latencies = {report.target.name: report.latency_s for report in analysis.targets}
+        analysis.llm = llm_report(analysis.tensors, layout, phase, new_tokens, context if phase == "decode" else seq,
+                                  batch or 1, latencies)
     analysis.warnings = prepare_notes + shapes.notes + size_notes + _warnings(analysis)
     return analysis
 

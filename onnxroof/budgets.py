@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 from .errors import UsageError
 
 if TYPE_CHECKING:
-    from .analysis import Analysis
+    from .result import Analysis
 
 # metric -> (needs a target, how to read it from an Analysis (and the target's report))
 MODEL_METRICS: dict[str, Callable[["Analysis"], float]] = {

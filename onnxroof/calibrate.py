@@ -43,7 +43,6 @@ tests check it with a mocked clock.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import datetime as _dt
@@ -51,7 +50,6 @@ import json
 import math
 import os
 import platform
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -61,10 +59,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import EXIT_OK, UsageError
 from .targets import SCHEMA, Target, parse_target
-
-HELP = "measure this machine's compute and memory roofs (ERT/STREAM style) and write a target file"
 
 DEFAULT_SECONDS = 30.0
 QUICK_SECONDS = 6.0  # what `onnxroof profile` spends when it has no calibrated target
@@ -516,7 +511,7 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
                     if best is None or point.rate.per_second > best.rate.per_second:
                         best = point
                 if best is not None:
-                    say(f"bandwidth {_size_text(size):>9} {best.rate.per_second / 1e9:8.1f} GB/s  ({best.kernel})")
+                    say(f"bandwidth {size_text(size):>9} {best.rate.per_second / 1e9:8.1f} GB/s  ({best.kernel})")
     finally:
         arrays.close()
     result.matmul.sort(key=lambda p: (p.dtype != "float32", p.n))
@@ -546,14 +541,14 @@ def render_target(calibration: Calibration, name: str = "this-machine") -> str:
     stream_source = (f"{where}: STREAM-style sweep (copy 2x8, add 3x8, triad 3x8 bytes per float64 element, "
                      f"no write-allocate), {c.threads} thread(s) on their own arrays, fastest of repeated passes "
                      f"in {c.rounds} rounds, best kernel per working set")
-    dram_source = (f"{stream_source}; best over working sets {_size_text(levels.dram_sizes[0])}"
-                   f"..{_size_text(levels.dram_sizes[1])}")
+    dram_source = (f"{stream_source}; best over working sets {size_text(levels.dram_sizes[0])}"
+                   f"..{size_text(levels.dram_sizes[1])}")
     description = (f"{c.cpu}, {c.cores}: roofs measured by onnxroof calibrate on {c.date}"
                    + (f" with {c.blas_threads} thread(s)" if c.blas_threads else ""))
     lines = [
         "# Measured by `onnxroof calibrate` on this machine: re-run it rather than edit the figures.",
         "# Sweep (working set -> best GB/s): "
-        + ", ".join(f"{_size_text(size)} {bw / 1e9:.1f}" for size, bw in c.bandwidth_points()),
+        + ", ".join(f"{size_text(size)} {bw / 1e9:.1f}" for size, bw in c.bandwidth_points()),
     ]
     for point in c.matmul:
         if point.dtype == "float64":
@@ -585,7 +580,7 @@ def render_target(calibration: Calibration, name: str = "this-machine") -> str:
             "[onchip.bandwidth_bytes_per_s]",
             *_figure_lines(levels.onchip_bytes_per_s,
                            f"{stream_source}; best over the last cache plateau, working sets "
-                           f"{_size_text(lo)}..{_size_text(hi)}"),
+                           f"{size_text(lo)}..{size_text(hi)}"),
         ]
     return "\n".join(lines) + "\n"
 
@@ -600,7 +595,7 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=True)
 
 
-def _size_text(size: int) -> str:
+def size_text(size: int) -> str:
     for scale, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
         if size >= scale:
             return f"{size / scale:.3g} {unit}"
@@ -708,62 +703,5 @@ def _fit_in_memory(largest: int) -> tuple[int, str]:
     while largest > 64 * 2**20 and largest * 1.34 > available / 2:
         largest //= 2
     if largest < wanted:
-        return largest, f"the sweep stops at {_size_text(largest)} (memory available: {_size_text(available)})"
+        return largest, f"the sweep stops at {size_text(largest)} (memory available: {size_text(available)})"
     return largest, ""
-
-
-# --- the command ------------------------------------------------------------------------------
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value >= MIN_SECONDS or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"give at least {MIN_SECONDS:g} seconds, not {text!r}")
-    return value
-
-
-def _threads(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The command's flags."""
-    parser.add_argument("-o", "--output", metavar="FILE.toml",
-                        help="write the target file here (e.g. hardware/this-machine.toml); default: standard output")
-    parser.add_argument("--seconds", type=_seconds, default=DEFAULT_SECONDS, metavar="N",
-                        help=f"about how long to measure (default {DEFAULT_SECONDS:g}; longer is steadier)")
-    parser.add_argument("--threads", type=_threads, metavar="N",
-                        help="threads for the matmuls (OpenBLAS) and the bandwidth sweep (default: every usable CPU); "
-                             "compare with `onnxroof profile --threads N`")
-    parser.add_argument("--name", metavar="NAME", help="the target's name (default: the output file's stem, or this-machine)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-
-
-def run(args: argparse.Namespace) -> int:
-    from .cli import write_atomically
-
-    name = args.name or (Path(args.output).stem if args.output else "this-machine")
-    if args.output and not Path(args.output).parent.is_dir() and str(Path(args.output).parent):
-        raise UsageError(f"-o {args.output}: the directory {Path(args.output).parent} does not exist; create it first")
-    progress = None if args.quiet else (lambda text: print(f"onnxroof calibrate: {text}", file=sys.stderr, flush=True))
-    calibration = calibrate(seconds=args.seconds, threads=args.threads, progress=progress)
-    text = render_target(calibration, name)
-    calibrated_target(calibration, name)  # the file must pass the same validation as any target
-    if args.output:
-        write_atomically(args.output, text)
-    else:
-        sys.stdout.write(text)
-    if progress:
-        levels = calibration.levels()
-        fp32 = calibration.peak("float32")
-        assert fp32 is not None
-        onchip = (f"; on chip {_size_text(levels.onchip_bytes)} at {levels.onchip_bytes_per_s / 1e9:.1f} GB/s"
-                  if levels.onchip_bytes and levels.onchip_bytes_per_s else "; no cache plateau found")
-        progress(f"fp32 {fp32.rate.per_second / 1e9:.1f} GFLOP/s; DRAM {levels.dram_bytes_per_s / 1e9:.1f} GB/s{onchip} "
-                 f"(took {calibration.seconds:.0f} s)" + (f"; wrote {args.output}" if args.output else ""))
-    return EXIT_OK

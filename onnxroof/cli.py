@@ -17,13 +17,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from . import __version__
+from .version import __version__
+from .files import write_atomically
 from .errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, UsageError
 
 # The pipeline (onnx, networkx, every cost rule), the renderers and the examples are imported
 # by the commands that use them: `--help` or `targets` should not wait for them.
 if TYPE_CHECKING:
-    from .analysis import Analysis
+    from .result import Analysis
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,7 +85,7 @@ def _budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
 
 
 # Commands that live in their own module: each has HELP, add_arguments(parser) and run(args) -> exit code.
-_COMMAND_MODULES = {"calibrate": "onnxroof.calibrate", "profile": "onnxroof.profile"}
+_COMMAND_MODULES = {"calibrate": "onnxroof.commands.calibrate", "profile": "onnxroof.commands.profile"}
 # The commands defined here: running one of them needs none of the modules above.
 _BUILT_IN_COMMANDS = frozenset({"summary", "report", "explain", "diff", "compare", "targets", "ops"})
 
@@ -466,40 +467,6 @@ PRETTY_JSON_NODES = 2_000
 def _safe_stem(name: str) -> str:
     stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip("._")
     return stem or "model"
-
-
-def write_atomically(path: str | os.PathLike, text: str | Iterable[str]) -> None:
-    """Write ``text`` (or its chunks) to ``path`` via a temporary file in the same directory:
-    whole or nothing. A device, a pipe or a symbolic link (``-o /dev/null``, ``-o /dev/stdout``)
-    is written through directly: renaming over it would replace it with a regular file."""
-    import stat
-    import tempfile
-
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise UsageError(f"-o {target}: the directory {directory} does not exist; create it first")
-    if target.is_dir():
-        raise UsageError(f"-o {target}: is a directory; give the name of a file to write")
-    try:
-        mode = os.lstat(target).st_mode
-    except FileNotFoundError:
-        mode = stat.S_IFREG  # a new file
-    if not stat.S_ISREG(mode):
-        with open(target, "w", encoding="utf-8") as stream:
-            stream.writelines([text] if isinstance(text, str) else text)
-        return
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.writelines([text] if isinstance(text, str) else text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a report is not
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .budgets import percent_change
 
 if TYPE_CHECKING:
-    from .analysis import Analysis
+    from .result import Analysis
     from .graph import NodeRecord
 
 _REFINEMENTS = 3

@@ -21,15 +21,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import onnx
 
 from .errors import UsageError
 from .shapes import TensorInfo, real_inputs
-
-if TYPE_CHECKING:
-    from .analysis import Analysis
 
 # what a decoder phase needs to know, for the message when none is found
 LOOKED_FOR = ("a past input the graph appends the new keys/values to (a Concat along one axis, or an attention "
@@ -372,10 +368,12 @@ class LLMReport:
 _KV_DTYPES = {"fp32": 4, "fp16": 2, "int8": 1}
 
 
-def llm_report(analysis: "Analysis", layout: DecoderLayout, phase: str | None, new_tokens: int | None,
-               context: int | None) -> LLMReport:
-    tensors = analysis.tensors
-    batch = analysis.batch or 1
+def llm_report(tensors: dict[str, TensorInfo], layout: DecoderLayout, phase: str | None, new_tokens: int | None,
+               context: int | None, batch: int = 1, latencies_s: dict[str, float] | None = None) -> LLMReport:
+    """The KV cache's traffic and size for one step of ``phase``, from the tensors the shape stage
+    found (``tensors``); ``latencies_s`` (target name -> the step's predicted seconds) gives the
+    tokens per second."""
+    latencies_s = latencies_s or {}
     read = elements_per_token = present_elements = 0
     per_token: int | None = 0
     heads = head = None
@@ -417,8 +415,8 @@ def llm_report(analysis: "Analysis", layout: DecoderLayout, phase: str | None, n
         # the cache after this step is its presents: the context's positions, or a static buffer's capacity
         kv_cache_bytes=({dtype: present_elements * size for dtype, size in _KV_DTYPES.items()}
                         if present_elements and per_token is not None else {}),
-        tokens_per_s={r.target.name: tokens / r.latency_s for r in analysis.targets if r.latency_s},
-        time_to_first_token_s=({r.target.name: r.latency_s for r in analysis.targets if r.latency_s}
+        tokens_per_s={name: tokens / seconds for name, seconds in latencies_s.items() if seconds},
+        time_to_first_token_s=({name: seconds for name, seconds in latencies_s.items() if seconds}
                                if phase == "prefill" else {}),
         recognised=layout.recognised,
     )

@@ -62,7 +62,6 @@ tensor names survive and step 2 decides.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -76,16 +75,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from .errors import EXIT_OK, UsageError
+from .errors import UsageError
 
 if TYPE_CHECKING:
     import onnx
 
-    from .analysis import Analysis
+    from .result import Analysis
     from .roofline import TargetReport
     from .targets import Target
-
-HELP = "run the model with onnxruntime and compare each node's measured time with the predicted one"
 
 SCHEMA = "onnxroof-profile/1"
 OPTIMIZATION_LEVELS = {
@@ -526,7 +523,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     source = model if model is not None else analysis.model.path
     if source is None:
         raise UsageError("profile_model: the analysis was made from a ModelProto; pass it as model=")
-    report = place_model(analysis, target, analysis.dtype, analysis.batch or 1)
+    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, analysis.batch or 1)
     predicted = {n.name: n.placement.time_s for n in report.nodes}
     feeds = random_inputs(analysis, seed)
     payload, notes = _model_for_onnxruntime(source)
@@ -563,7 +560,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
         text = Path(profile_path).read_text(encoding="utf-8")
         optimized = _read_optimized(optimized_path, notes)
     if keep_profile:
-        from .cli import write_atomically
+        from .files import write_atomically
 
         write_atomically(keep_profile, text)
     mapping = map_profile(text, analysis, warmup=warmup, weights=predicted, optimized=optimized)
@@ -727,7 +724,7 @@ def onnxruntime_error(exc: BaseException, analysis: "Analysis") -> UsageError:
 
 def profile_document(result: ProfileResult) -> dict:
     """The JSON document (``schema: onnxroof-profile/1``)."""
-    from .report.json import tensor_entry
+    from .result import tensor_entry
 
     analysis, mapping, report = result.analysis, result.mapping, result.target
     target = report.target
@@ -787,126 +784,6 @@ def profile_document(result: ProfileResult) -> dict:
     }
 
 
-def _time(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return "0" if value == 0 else f"{value / 1e-9:.3g} ns"
-
-
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
-
-
-def render_profile_table(result: ProfileResult) -> str:
-    from .report.table import _clip, inputs_line
-
-    analysis, mapping, report = result.analysis, result.mapping, result.target
-    target = report.target
-    tags = sorted({f.tag for f in target.peak_ops_per_s.values()} | {target.dram_bytes_per_s.tag})
-    threads = f"{result.threads} intra-op threads" if result.threads else "default threads"
-    lines = [
-        f"onnxroof profile · {analysis.model.name} · inputs: {inputs_line(analysis)}",
-        f"measured: onnxruntime {result.ort_version} CPU, optimization {result.optimization}, {threads}, "
-        f"median of {mapping.runs} runs after {result.warmup} warm-up",
-        f"predicted: target {target.name} ({', '.join(tags)}): {target.description}",
-        "",
-    ]
-    header = ("name", "op", "bound", "predicted", "measured", "meas/pred", "")
-    rows = [header]
-    for n in result.nodes:
-        if n.status == "split":
-            note = f"in {n.kernel} ({n.kernel_op}), split" if n.kernel != n.name else f"{n.kernel_op}, split with fused nodes"
-        elif n.status == "own":
-            note = "" if n.kernel == n.name and n.kernel_op == n.op_type else f"as {n.kernel} ({n.kernel_op})"
-        elif n.status == "removed":
-            note = "not run by onnxruntime (view or folded)"
-        else:
-            note = "no kernel found for it"
-        rows.append((_clip(n.name, 36), n.op_type, n.bound or "-", _time(n.predicted_s), _time(n.measured_s),
-                     _ratio(n.ratio), note))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
-    right = {3, 4, 5}
-    for row in rows:
-        cells = [row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i]) for i in range(len(widths))]
-        lines.append("  ".join(cells + [row[-1]]).rstrip())
-    for kernel in mapping.unattributed:
-        lines.append(f"  + {kernel.name} ({kernel.op_type}): {_time(kernel.seconds)}, inserted by onnxruntime, no ONNX node")
-    lines += [
-        "",
-        f"predicted {_time(result.predicted_s)} · measured {_time(result.measured_s)} (sum of kernel medians"
-        + (f"; {_time(mapping.run_seconds)} per profiled run" if mapping.run_seconds else "")
-        + (f"; {_time(result.wall_s)} per run without the profiler" if result.wall_s else "") + ")"
-        + (f" · measured/predicted {result.ratio:.2f}x · prediction error {result.error:+.0%}"
-           if result.ratio is not None and result.error is not None else ""),
-    ]
-    shared = sum(1 for n in result.nodes if n.shared)
-    if shared:
-        lines.append(f"note: {shared} node(s) ran inside fused kernels; a fused kernel's time is split in proportion "
-                     "to its nodes' predicted times, so they share one ratio")
-    if mapping.not_seen:
-        lines.append(f"note: no kernel covers {len(mapping.not_seen)} node(s): " + ", ".join(mapping.not_seen[:5])
-                     + (" ..." if len(mapping.not_seen) > 5 else ""))
-    lines += [f"note: {note}" for note in result.notes + report.notes]
-    return "\n".join(lines) + "\n"
-
-
-def render_profile_html(result: ProfileResult) -> str:
-    """The HTML report of the model on the profile's target, with the measured series."""
-    from dataclasses import replace
-
-    from .report.html import render_html
-
-    analysis = result.analysis
-    if not any(report is result.target for report in analysis.targets):
-        analysis = replace(analysis, targets=[*analysis.targets, result.target])
-    return render_html(analysis, profile=result)
-
-
-# --- the command ---------------------------------------------------------------------------------
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return int(text)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The command's flags."""
-    parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
-    parser.add_argument("--example", metavar="NAME", help="use a built-in example model")
-    parser.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, metavar="N",
-                        help=f"measured runs; each node's time is the median (default {DEFAULT_RUNS})")
-    parser.add_argument("--warmup", type=_count, default=DEFAULT_WARMUP, metavar="N",
-                        help=f"runs before the measured ones, dropped (default {DEFAULT_WARMUP})")
-    parser.add_argument("--target", metavar="NAME|FILE.toml",
-                        help=f"predict on this target (default: {CALIBRATED_TARGET} if it exists, else a quick calibration)")
-    parser.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
-                        help="set an input's shape (repeatable), as for summary")
-    parser.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
-                        help="bind a named dim everywhere (repeatable), as for summary")
-    parser.add_argument("--batch", type=_positive, metavar="N", help="set axis 0 of every input to N")
-    parser.add_argument("--optimization", choices=tuple(OPTIMIZATION_LEVELS), default="all",
-                        help="onnxruntime's graph optimization level (default all, what onnxruntime runs by default)")
-    parser.add_argument("--threads", type=_positive, metavar="N",
-                        help="onnxruntime intra-op threads (default: onnxruntime's, one per physical core)")
-    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the output to FILE; a FILE ending in .html gets the HTML report with the measured "
-                             "nodes on the target's roofline")
-    parser.add_argument("--keep-profile", metavar="FILE.json", help="also save onnxruntime's raw profile")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
-
-
 def resolve_target(name_or_path: str | None, quiet: bool = False) -> tuple["Target", str | None]:
     """The target to predict on, and a note when it had to be calibrated on the spot."""
     from .calibrate import QUICK_SECONDS, calibrate, calibrated_target
@@ -932,42 +809,3 @@ def _bundled(resource_dir, name: str) -> Path | None:
         return resource_dir("hardware") / name
     except FileNotFoundError:
         return None
-
-
-def run(args: argparse.Namespace) -> int:
-    from .analysis import analyze
-    from .cli import write_atomically
-    from .examples import build_example
-
-    import_onnxruntime()  # fail before analysing or calibrating
-    if args.example and args.model:
-        raise UsageError("give a model path or --example NAME, not both")
-    if not (args.example or args.model):
-        raise UsageError("no model given; pass a path to an .onnx file or --example NAME")
-    source: Any
-    if args.example:
-        source = build_example(args.example)
-    elif args.model.startswith("example:") and not Path(args.model).exists():
-        source = build_example(args.model.split(":", 1)[1])
-    else:
-        source = args.model
-    analysis = analyze(source, input_shapes=args.input_shape, dims=args.dim, batch=args.batch)
-    if not args.quiet:
-        for warning in analysis.warnings:
-            print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)
-    target, note = resolve_target(args.target, args.quiet)
-    result = profile_model(analysis, target, args.runs, model=source, warmup=args.warmup,
-                           optimization=args.optimization, threads=args.threads, keep_profile=args.keep_profile)
-    if note:
-        result.notes.append(note)
-    if args.output and args.output.lower().endswith(".html"):
-        text = render_profile_html(result)
-    elif args.format == "json":
-        text = json.dumps(result.to_dict(), indent=2) + "\n"
-    else:
-        text = render_profile_table(result)
-    if args.output:
-        write_atomically(args.output, text)
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK

@@ -22,7 +22,8 @@ from .memory import spill_plan
 from .targets import Target
 
 if TYPE_CHECKING:
-    from .analysis import Analysis
+    from .graph import CostGraph
+    from .memory import MemoryReport
 
 
 @dataclass(frozen=True)
@@ -114,18 +115,20 @@ class TargetReport:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
 
 
-def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batch: int = 1) -> TargetReport:
-    """Place every counted node of ``analysis`` and the whole model on ``target``. The spill plan
-    starts from the memory stage's buffer problem (same graph, order and in-place setting)."""
-    tensors = analysis.tensors
-    inputs, outputs = set(analysis.cost_graph.inputs), set(analysis.cost_graph.outputs)
+def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
+                batch: int = 1) -> TargetReport:
+    """Place every counted node of the cost ``graph`` and the whole model on ``target``. The spill
+    plan starts from the memory stage's buffer problem (``memory``: same graph, order and in-place
+    setting)."""
+    tensors = graph.tensors
+    inputs, outputs = set(graph.inputs), set(graph.outputs)
     onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
     notes: list[str] = []
     spill_by_node: dict[str, int] = {}
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
     if keeps_activations:
-        problem = analysis.memory.problem
+        problem = memory.problem
         plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
         spill_by_node, spilled = plan.per_node, plan.spilled
         if plan.streamed:
@@ -136,7 +139,7 @@ def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batc
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     placements: list[NodePlacement] = []
     fallbacks: Counter = Counter()
-    for record in analysis.nodes:
+    for record in graph.records:
         if not record.counted:
             continue
         if keeps_activations:
@@ -159,7 +162,7 @@ def place_model(analysis: "Analysis", target: Target, dtype: str = "model", batc
                                         _energy(target, roof, record.flops, dram, onchip)))
     for (wanted, used), count in sorted(fallbacks.items()):
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
-    return _summarize(analysis, target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
+    return _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
                       keeps_activations, notes)
 
 
@@ -181,7 +184,7 @@ def _joules(amount: int, picojoules_each: float | None) -> float | None:
     return None if picojoules_each is None else amount * picojoules_each * 1e-12
 
 
-def _summarize(analysis, target: Target, dtype: str, batch: int, nodes: list[NodePlacement], spilled: list[str],
+def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement], spilled: list[str],
                spill_bytes: int, on_chip: bool, notes: list[str]) -> TargetReport:
     latency = sum(n.placement.time_s for n in nodes)
     flops = sum(n.placement.flops for n in nodes)

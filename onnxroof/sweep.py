@@ -25,7 +25,7 @@ PSEUDO = ("batch", "dtype", "seq", "context")
 @dataclass
 class SweepPoint:
     values: dict[str, Any]  # symbol -> value at this point
-    analysis: Any  # onnxroof.analysis.Analysis
+    analysis: Any  # onnxroof.result.Analysis
 
 
 def parse_sweep(text: str) -> tuple[str, list]:

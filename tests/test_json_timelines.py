@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import onnxroof
-from onnxroof.report.json import Encoded, document_json
+from onnxroof.report.json import document_json
+from onnxroof.result import Encoded
 
 from models import interleaved_branches_model, look_alike_model
 

@@ -19,6 +19,7 @@ from onnxroof import profile as prof
 from onnxroof.cli import main
 from onnxroof.errors import UsageError
 from onnxroof.examples import build_example
+from onnxroof.report.profile import render_profile_html, render_profile_table
 from onnxroof.targets import load_target
 
 from conftest import make_model
@@ -361,7 +362,7 @@ def test_profile_the_example_every_node_onnxruntime_ran_is_measured(tmp_path, le
     assert document["schema"] == "onnxroof-profile/1" and document["onnxruntime"]["optimization"] == level
     assert document["totals"]["measured_s"] > 0 and document["totals"]["predicted_s"] > 0
     assert document["totals"]["wall_s"] > 0
-    assert "prediction error" in prof.render_profile_table(result)
+    assert "prediction error" in render_profile_table(result)
 
 
 def test_profile_cli_json_and_output_file(tmp_path, capsys):
@@ -444,7 +445,7 @@ def test_the_profile_target_must_be_one_of_the_analysis_targets():
     # render_profile_html adds the profile's target to an analysis made without it
     bare = onnxroof.analyze(build_example("minigooglenet"))
     result.analysis = bare
-    html = prof.render_profile_html(result)
+    html = render_profile_html(result)
     assert 'class="dot dot-measured' in html and bare.targets == []
 
 

@@ -8,7 +8,8 @@ import json
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.report.json import document_json, to_document
+from onnxroof.report.json import document_json
+from onnxroof.result import to_document
 from onnxroof.report.table import render_csv, render_table
 
 from conftest import make_model

@@ -17,219 +17,28 @@ operations in ``flops``. A node whose op has no rule is "unsupported", never a s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from math import prod
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
-import numpy as np
-import onnx
-from onnx import helper
-
-from ..shapes import Dim, TensorInfo
-
-
-# slots, not frozen: one of each is made per node, and a frozen dataclass's __init__ costs 3x
-@dataclass(slots=True)
-class OpCost:
-    """What one node computes. ``flops`` excludes the 2 x ``macs`` of the MAC part. Treat as
-    read-only: the costing stage shares one between nodes that look alike."""
-
-    macs: int = 0
-    flops: int = 0
-    formula: str = ""
-    view: bool = False  # aliases its input (Reshape, Identity, ...): moves no bytes
-    # (input slot, weights it holds) for packed weights, e.g. MatMulNBits' uint8 B holding K x N
-    # 4-bit weights: parameters count weights, not storage elements
-    param_elements: tuple[tuple[int, int], ...] = ()
-    # elements of its first parameter the op actually reads, when it reads only part of its
-    # parameters (Gather on an embedding table reads the gathered rows); every parameter of the
-    # node is read in that proportion (a quantized table's scales and zero points with its rows).
-    # None: all of them
-    weight_elements_read: int | None = None
-    # subgraph attributes the node does not run (an If's other branch once its condition is known):
-    # their nodes are shown but neither counted nor reported as uncounted
-    untaken: tuple[str, ...] = ()
-    # model numbers stored in the node's attributes (ai.onnx.ml: tree thresholds, coefficients):
-    # parameters of the node itself, counted once like a stored tensor
-    attribute_params: int = 0
-
-
-class UnknownShape(Exception):
-    """A shape the rule needs is not known; the node is reported as not counted."""
-
-    def __init__(self, tensor_name: str):
-        super().__init__(f"shape of {tensor_name!r} unknown")
-        self.tensor_name = tensor_name
-
-
-@dataclass(slots=True)
-class NodeView:
-    """A node as a cost rule sees it: attributes and the shapes of its tensors."""
-
-    node: onnx.NodeProto
-    inputs: tuple[TensorInfo | None, ...]  # None where an optional input is omitted
-    outputs: tuple[TensorInfo | None, ...]
-    values: Mapping[str, np.ndarray] = field(default_factory=dict)  # small tensors with known values
-    subgraphs: Mapping[str, Any] = field(default_factory=dict)  # attribute -> graph.SubgraphCost
-    loop_trips: int | None = None  # the user's --loop-trips, for Loops without a constant count
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        for attribute in self.node.attribute:
-            if attribute.name == name:
-                value = helper.get_attribute_value(attribute)
-                return value.decode() if isinstance(value, bytes) else value
-        return default
-
-    def input_value(self, index: int) -> np.ndarray | None:
-        """The value of a small constant or shape-computed input (a scalar k, a trip count), if known."""
-        if index >= len(self.node.input) or not self.node.input[index]:
-            return None
-        return self.values.get(self.node.input[index])
-
-    def has_input(self, index: int) -> bool:
-        return index < len(self.inputs) and self.inputs[index] is not None
-
-    def input_shape(self, index: int) -> tuple[int, ...]:
-        return _known_shape(self.inputs[index] if index < len(self.inputs) else None, self.node.input, index)
-
-    def output_shape(self, index: int = 0) -> tuple[int, ...]:
-        return _known_shape(self.outputs[index] if index < len(self.outputs) else None, self.node.output, index)
-
-    def output_elements(self, index: int = 0) -> int:
-        return prod(self.output_shape(index))
-
-    def input_elements(self, index: int) -> int:
-        return prod(self.input_shape(index))
-
-
-def _known_shape(info: TensorInfo | None, names: Iterable[str], index: int) -> tuple[int, ...]:
-    if info is None or not info.is_known:
-        names = list(names)
-        raise UnknownShape(names[index] if index < len(names) else f"#{index}")
-    return info.shape  # type: ignore[return-value]
-
-
-class UnknownValue(Exception):
-    """A value the rule needs (a Loop's trip count) is not known; the message says how to give it."""
-
-
-Handler = Callable[[NodeView], OpCost]
-# What an op writes, for ops ONNX has no schema for: per output, (ONNX element type, shape) with dims
-# as ints, symbol names or None, or None for an output the rule cannot size. Shape inference goes
-# on through such ops only because their rule says this.
-OutputType = tuple[int, "tuple[Dim, ...] | None"]
-ShapeHandler = Callable[[NodeView], "Sequence[OutputType | None]"]
-
-
-@dataclass(frozen=True)
-class OpRule:
-    """How one op is costed. ``arg_inputs`` are input slots holding shapes or settings
-    (Reshape's shape, Slice's starts, ...): constants there are arguments, not parameters."""
-
-    handler: Handler
-    family: str
-    arg_inputs: frozenset[int] = frozenset()
-    # a built-in rule reads only a node's attributes, which inputs it has, its tensors' dtypes and
-    # shapes and the values of its inputs: graph.py shares its result between nodes alike in those
-    builtin: bool = False
-    # the output types and shapes, for an op without an ONNX schema (contrib ops) or whose schema
-    # infers none (ai.onnx.ml)
-    shapes: ShapeHandler | None = None
-
-    @property
-    def formula(self) -> str:
-        return " ".join((self.handler.__doc__ or "").split())
-
-    @property
-    def shape_formula(self) -> str:
-        """What the shape rule says the outputs are (its docstring); empty without a shape rule."""
-        return " ".join((self.shapes.__doc__ or "").split()) if self.shapes is not None else ""
-
-
-def per_element_flop_counter(flops_per_element: int, rule: str, *, on: str = "output") -> Handler:
-    """A rule counting ``flops_per_element`` operations per element of output 0 (``on="output"``)
-    or of input 0 (``on="input"``); the shared shape of the elementwise and norm factories."""
-
-    def handler(node: NodeView) -> OpCost:
-        elements = node.output_elements(0) if on == "output" else node.input_elements(0)
-        flops = flops_per_element * elements
-        return OpCost(flops=flops, formula=f"{flops_per_element}·{elements:,} {on} elements = {flops:,} FLOPs ({rule})")
-
-    handler.__doc__ = f"FLOPs = {flops_per_element} x {on} elements ({rule})"
-    return handler
-
-
-def zero_cost(reason: str) -> Handler:
-    """A rule for an op with no arithmetic to count (random draws, string handling, ...);
-    ``reason`` says why, and is the rule's documented classification."""
-
-    def handler(node: NodeView) -> OpCost:
-        return OpCost(formula=f"0 FLOPs: {reason}")
-
-    handler.__doc__ = f"FLOPs = 0: {reason}"
-    return handler
-
-
-COST_RULES: dict[tuple[str, str], OpRule] = {}
-
-_DEFAULT_DOMAINS = ("", "ai.onnx")
-
-
-def register(
-    op_types: str | Iterable[str],
-    handler: Handler,
-    *,
-    family: str,
-    domain: str = "",
-    arg_inputs: Iterable[int] = (),
-    shapes: ShapeHandler | None = None,
-) -> None:
-    """Add or replace the rule for ``op_types`` in ``domain`` (the user/plugin override hook).
-    ``shapes`` gives the outputs' types and shapes of an op ONNX has no schema for."""
-    for op_type in [op_types] if isinstance(op_types, str) else op_types:
-        key = ("" if domain in _DEFAULT_DOMAINS else domain, op_type)
-        COST_RULES[key] = OpRule(handler, family, frozenset(arg_inputs), shapes=shapes)
-
-
-def rule_for(domain: str, op_type: str) -> OpRule | None:
-    return COST_RULES.get(("" if domain in _DEFAULT_DOMAINS else domain, op_type))
-
-
-def output_types(node: onnx.NodeProto, inputs: tuple[TensorInfo | None, ...],
-                 values: Mapping[str, np.ndarray]) -> list[TensorInfo | None] | None:
-    """What the rule of ``node``'s op says its outputs are (one TensorInfo, or None where it cannot
-    tell, per output), or None when the op has no shape rule. The shape stage calls this for ops
-    ONNX has no schema for at the model's opset, and for the ai.onnx.ml ops (whose schemas infer
-    few shapes); it takes it as a parameter, since the rules sit above it."""
-    rule = rule_for(node.domain, node.op_type)
-    if rule is None or rule.shapes is None:
-        return None
-    view = NodeView(node, inputs, tuple(TensorInfo(o) for o in node.output), values)
-    try:
-        found = list(rule.shapes(view))
-    except (UnknownShape, UnknownValue, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
-        return None
-    found += [None] * (len(node.output) - len(found))
-    return [None if not name or typed is None else TensorInfo(name, typed[0], None if typed[1] is None else tuple(typed[1]))
-            for name, typed in zip(node.output, found)]
-
-
-def same_as_input(index: int = 0, dtype: int | None = None) -> ShapeHandler:
-    """A shape rule: output 0 has input ``index``'s shape (and type, unless
-    ``dtype`` is given). The common case of contrib elementwise and normalization ops."""
-
-    def shapes(node: NodeView) -> list[OutputType | None]:
-        info = node.inputs[index] if index < len(node.inputs) else None
-        if info is None:
-            return [None]
-        return [(dtype or info.dtype, info.shape)]
-
-    shapes.__doc__ = f"output 0: input {index}'s shape and {'type' if dtype is None else f'type {dtype}'}"
-    return shapes
-
+from .base import (  # noqa: F401  (the package's interface)
+    COST_RULES,
+    Handler,
+    NodeView,
+    OpCost,
+    OpRule,
+    OutputType,
+    ShapeHandler,
+    UnknownShape,
+    UnknownValue,
+    output_types,
+    per_element_flop_counter,
+    register,
+    rule_for,
+    same_as_input,
+    zero_cost,
+)
 
 # The families register themselves on import; order does not matter.
-from . import (  # noqa: E402,F401
+from . import (  # noqa: F401
     attention,
     control_flow,
     conv,

@@ -12,7 +12,7 @@ from typing import Sequence
 from onnx import TensorProto
 
 from ..shapes import Dim
-from . import NodeView, OutputType, ShapeHandler, UnknownShape, output_types
+from .base import NodeView, OutputType, ShapeHandler, UnknownShape, output_types
 
 Dims = tuple[Dim, ...]
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from . import NodeView, OpCost, OutputType, UnknownValue, register, same_as_input
+from .base import NodeView, OpCost, OutputType, UnknownValue, register, same_as_input
 from ._shapes import FLOAT, add, dims, dtype, scale
 from .normalization import RMS_NORM_FLOPS, SOFTMAX_FLOPS
 from .quantized import with_inputs

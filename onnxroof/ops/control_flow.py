@@ -6,7 +6,7 @@ SubgraphCost, nested subgraphs included); these rules only say how many times ea
 
 from __future__ import annotations
 
-from . import NodeView, OpCost, UnknownValue, register
+from .base import NodeView, OpCost, UnknownValue, register
 
 # Exporters write "no trip limit" (a while loop) as the largest int64.
 _NO_TRIP_LIMIT = 2**62

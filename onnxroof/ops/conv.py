@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from math import prod
 
-from . import NodeView, OpCost, OutputType, register
+from .base import NodeView, OpCost, OutputType, register
 from ._shapes import conv_dims, dtype, with_derived_outputs
 from .elementwise import ELEMENTWISE_FLOPS
 from .tensor import TAPS_PER_AXIS, blend_flops

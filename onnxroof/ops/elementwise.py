@@ -16,7 +16,7 @@ per-element formula over their output.
 
 from __future__ import annotations
 
-from . import Handler, NodeView, OpCost, OutputType, per_element_flop_counter, register, same_as_input
+from .base import Handler, NodeView, OpCost, OutputType, per_element_flop_counter, register, same_as_input
 from ._shapes import dims, dtype, scale
 
 # op -> (operations per output element, the formula they come from)

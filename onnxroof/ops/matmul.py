@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from math import log2, prod
 
-from . import NodeView, OpCost, OutputType, UnknownValue, register
+from .base import NodeView, OpCost, OutputType, UnknownValue, register
 from . import _shapes as shape_rules
 from .elementwise import FAST_GELU_FLOPS
 

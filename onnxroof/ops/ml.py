@@ -27,7 +27,7 @@ from typing import Sequence
 
 from onnx import TensorProto
 
-from . import NodeView, OpCost, OutputType, register, zero_cost
+from .base import NodeView, OpCost, OutputType, register, zero_cost
 
 ML = "ai.onnx.ml"
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import Handler, NodeView, OpCost, OutputType, register, same_as_input
+from .base import Handler, NodeView, OpCost, OutputType, register, same_as_input
 from ._shapes import FLOAT, INT32, dims, dtype
 
 SOFTMAX_FLOPS = 5  # max, subtract, exp, sum, divide (shared with the attention rules)

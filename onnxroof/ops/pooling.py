@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from math import ceil, log2, prod
 
-from . import Handler, NodeView, OpCost, register
+from .base import Handler, NodeView, OpCost, register
 from .tensor import TAPS_PER_AXIS, blend_flops, data_movement
 
 

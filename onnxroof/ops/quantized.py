@@ -56,7 +56,7 @@ from typing import Sequence
 import onnx
 from onnx import TensorProto
 
-from . import Handler, NodeView, OpCost, OutputType, ShapeHandler, per_element_flop_counter, register, rule_for, \
+from .base import Handler, NodeView, OpCost, OutputType, ShapeHandler, per_element_flop_counter, register, rule_for, \
     same_as_input, zero_cost
 from . import _shapes as shape_rules
 from ._shapes import FLOAT, broadcast_of, dims, dtype, with_derived_outputs

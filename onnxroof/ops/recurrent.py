@@ -28,7 +28,7 @@ and 2 x 4H rescaling both int32 products to float. Outputs Y [T, D, B, H], Y_h a
 
 from __future__ import annotations
 
-from . import Handler, NodeView, OpCost, OutputType, register
+from .base import Handler, NodeView, OpCost, OutputType, register
 from ._shapes import dims, dtype
 from .elementwise import ELEMENTWISE_FLOPS
 from .quantized import DYNAMIC_QUANTIZE_FLOPS, TO_FLOAT_FLOPS

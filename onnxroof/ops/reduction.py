@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from math import ceil, log2, prod
 
-from . import Handler, NodeView, OpCost, register
+from .base import Handler, NodeView, OpCost, register
 
 # op -> (FLOPs per input element a, FLOPs per output element b, the rule); total = a·in + b·out
 REDUCTIONS: dict[str, tuple[int, int, str]] = {

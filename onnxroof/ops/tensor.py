@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from math import ceil, prod
 
-from . import Handler, NodeView, OpCost, register, zero_cost
+from .base import Handler, NodeView, OpCost, register, zero_cost
 
 TAPS_PER_AXIS: dict[str, int] = {"nearest": 1, "linear": 2, "cubic": 4}
 # older spellings: Upsample-7 "bilinear", GridSample-16 "bilinear"/"bicubic"

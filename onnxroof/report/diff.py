@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from .. import __version__
+from ..version import __version__
 from ..units import iec, si
-from .json import target_entry
+from ..result import target_entry
 from .markdown import details, escape, table
 
 if TYPE_CHECKING:
-    from ..analysis import Analysis
+    from ..result import Analysis
     from ..budgets import BudgetResult
     from ..diff import Delta, ModelDiff
 

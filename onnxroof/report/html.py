@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__
+from ..version import __version__
 from ..resources import resource_dir
 from ..units import iec, intensity, si
 from .charts import (
@@ -45,7 +45,7 @@ from .charts import (
 from .diff import format_value, percent_text, signed_change
 
 if TYPE_CHECKING:
-    from ..analysis import Analysis
+    from ..result import Analysis
     from ..budgets import BudgetResult
     from ..diff import ModelDiff
     from ..profile import ProfileResult

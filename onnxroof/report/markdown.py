@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .. import __version__
+from ..version import __version__
 from ..units import iec, intensity, si
 
 if TYPE_CHECKING:
-    from ..analysis import Analysis
+    from ..result import Analysis
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
 

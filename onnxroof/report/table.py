@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING
 
-from .. import __version__
+from ..version import __version__
 from ..dtypes import dtype_name
 from ..units import iec, intensity, si
 
 if TYPE_CHECKING:
-    from ..analysis import Analysis
+    from ..result import Analysis
     from ..graph import NodeRecord
 
 CONVENTIONS_LINE = "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds all other element ops; counts SI (k M G), bytes IEC (KiB MiB GiB)"
@@ -111,10 +111,10 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         "",
         "Peak activation memory (live tensors, parameters excluded)",
         f"  model order  {iec(memory.model_order.peak_bytes):>10}  at step {memory.model_order.peak_step} "
-        f"({_clip(memory.model_order.peak_node or '-', 40)}): "
-        + ", ".join(f"{_clip(n, 30)} {iec(b)}" for n, b in memory.model_order.peak_tensors[:4]),
+        f"({clip(memory.model_order.peak_node or '-', 40)}): "
+        + ", ".join(f"{clip(n, 30)} {iec(b)}" for n, b in memory.model_order.peak_tensors[:4]),
         f"  best order   {iec(best.peak_bytes):>10}  ({memory.best.method}{'; ' + memory.best.note if memory.best.note else ''})",
-        f"  lower bound  {iec(memory.largest_layer_bytes):>10}  (largest single layer: {_clip(memory.largest_layer_node or '-', 40)})",
+        f"  lower bound  {iec(memory.largest_layer_bytes):>10}  (largest single layer: {clip(memory.largest_layer_node or '-', 40)})",
         f"  concat copy  {iec(memory.concat_copy_peak_bytes):>10}  (model order, if Concat copied its inputs)",
     ]
     if analysis.llm is not None:
@@ -145,7 +145,7 @@ def _node_table(records: list["NodeRecord"]) -> str:
     indices = [_NODE_HEADER[0], *map(str, rows.indices)]
     names = [_NODE_HEADER[1], *rows.names]
     if max(map(len, names)) > 40 or not all(map(str.isprintable, names)):  # most models: no name to clip
-        names = [_clip(name, 40) for name in names]
+        names = [clip(name, 40) for name in names]
     columns = len(_NODE_HEADER) - 1  # the last column (the reason) is not padded
     widths = [max(map(len, indices)), max(map(len, names))]
     widths += [max(len(cells[i]) for cells in tail_cells) for i in range(columns - 2)]
@@ -196,7 +196,7 @@ def _look_alike_rows(records: list["NodeRecord"]) -> LookAlikeRows:
     return rows
 
 
-def _clip(text: str, width: int) -> str:
+def clip(text: str, width: int) -> str:
     if len(text) <= width and text.isprintable():  # most names: nothing to replace or cut
         return text
     text = printable(text)  # model names are untrusted
@@ -228,7 +228,7 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
     tensors = analysis.tensors
     width = min(60, max(len(n) for n in (*record.inputs, *record.outputs, "tensor")))
     lines = [
-        f"node    {_clip(record.name, 200)}  ({printable(record.op_type)}, {printable(record.domain or 'ai.onnx')}; "
+        f"node    {clip(record.name, 200)}  ({printable(record.op_type)}, {printable(record.domain or 'ai.onnx')}; "
         f"family {record.family})",
         f"status  {record.status}" + (f": {printable(record.reason)}" if record.reason else ""),
         f"dtype   {record.dtype}",
@@ -237,10 +237,10 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
     for name, shape, dtype in zip(record.inputs, record.input_shapes, record.input_dtypes):
         if name:
             kind = tensors[name].kind if name in tensors else ""
-            lines.append(f"  {_clip(name, width):{width}}  {shape_text(shape):>18}  {dtype:8}  {kind}")
+            lines.append(f"  {clip(name, width):{width}}  {shape_text(shape):>18}  {dtype:8}  {kind}")
     lines.append("outputs")
     for name, shape, dtype in zip(record.outputs, record.output_shapes, record.output_dtypes):
-        lines.append(f"  {_clip(name, width):{width}}  {shape_text(shape):>18}  {dtype}")
+        lines.append(f"  {clip(name, width):{width}}  {shape_text(shape):>18}  {dtype}")
     lines += [
         f"rule    {rule.formula if rule else 'none: the op is unsupported, nothing is counted'}",
         f"applied {printable(record.formula or '-')}",
@@ -299,7 +299,7 @@ def target_lines(report) -> list[str]:
     for node in report.top_nodes(5):
         p = node.placement
         share = p.time_s / report.latency_s if report.latency_s else 0
-        lines.append(f"    {_clip(node.name, 40):40} {printable(node.op_type):18} {_seconds(p.time_s):>9} {share:6.1%}  "
+        lines.append(f"    {clip(node.name, 40):40} {printable(node.op_type):18} {_seconds(p.time_s):>9} {share:6.1%}  "
                      f"{p.bound:8} {intensity(p.intensity):>8} FLOP/B")
     return lines
 

@@ -1,0 +1,442 @@
+"""What an analysis returns, and its plain form (the JSON document, schema ``onnxroof/1``).
+
+The result types sit above the stages whose records they hold (the cost graph's node records,
+the memory report, each target's placement) and below everything that reads a result: the
+orchestrator (``analysis.py``) builds an :class:`Analysis`, the renderers and ``diff``,
+``compare`` and ``sweep`` read one. No stage imports this module: stages take and return data.
+
+The document's numbers are raw (counts exact integers, bytes bytes), with units in the key
+names; README documents every key.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from itertools import islice
+from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
+from operator import attrgetter
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+from .dtypes import dtype_name
+from .errors import UsageError
+from .version import __version__
+
+if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
+    import networkx as nx
+
+    from .graph import CostGraph, NodeRecord, TensorRecord
+    from .llm import LLMReport
+    from .memory import MemoryReport
+    from .roofline import TargetReport
+    from .shapes import TensorInfo, UnresolvedDim
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    name: str
+    path: str | None
+    file_bytes: int | None
+    producer: str
+    ir_version: int
+    opset: int  # the default-domain opset
+    opsets: dict[str, int]
+    node_count: int
+    doc_string: str
+
+
+@dataclass
+class Totals:
+    """Sums over the node records (parameters counted once even when shared)."""
+
+    macs: int
+    mac_flops: int
+    flops: int
+    params: int  # elements of the stored roots (cost-model.md section 3), each once
+    param_bytes: int  # their stored bytes
+    weight_bytes_read: int  # bytes of constants the nodes read per run (a Gather its rows, a folded tensor its size)
+    nodes: int
+    counted_nodes: int
+    unsupported: dict[str, int]  # op -> nodes with no cost rule (inside subgraphs too)
+    not_counted: dict[str, int]  # op -> nodes not counted for another reason (unknown shape or value)
+    uncounted_bytes: int  # bytes the uncounted nodes move: what the FLOP totals leave out
+
+
+@dataclass
+class Analysis:
+    model: ModelFacts
+    inputs: list[TensorInfo]  # the input shapes actually used
+    outputs: list[TensorInfo]
+    cost_graph: CostGraph  # the cost DAG: node records linked by tensor records
+    nodes: list[NodeRecord]  # in execution (model) order (cost_graph.records)
+    totals: Totals
+    unresolved_dims: list[UnresolvedDim]
+    memory: MemoryReport
+    dtype: str = "model"  # "model" (as stored) or the type --dtype re-costed it in
+    batch: int | None = None  # --batch, when given
+    targets: list[TargetReport] = field(default_factory=list)
+    llm: LLMReport | None = None  # KV cache and tokens/s, for a KV-cached decoder
+    warnings: list[str] = field(default_factory=list)
+    input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
+
+    @property
+    def tensors(self) -> dict[str, TensorRecord]:
+        return self.cost_graph.tensors
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The cost DAG as a networkx DiGraph (node attribute "record", edge attributes "tensors" and
+        "bytes"), built on first use: no stage needs networkx, whose import alone takes 0.2 s."""
+        return self.cost_graph.to_networkx()
+
+    @property
+    def complete(self) -> bool:
+        """True when every node was costed and every input dim is bound."""
+        return not (self.unresolved_dims or self.totals.unsupported or self.totals.not_counted)
+
+    def find_node(self, name: str) -> NodeRecord:
+        """The record of node ``name`` (subgraph nodes are named ``If_3/then_branch/MatMul_0``)."""
+        stack = list(self.nodes)
+        while stack:
+            record = stack.pop()
+            if record.name == name:
+                return record
+            stack.extend(r for sub in record.subgraphs.values() for r in sub.records)
+        import difflib
+
+        names = [r.name for r in self.nodes]
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "run `onnxroof summary` to list node names"
+        raise UsageError(f"the model has no node named {name!r}; {hint}")
+
+    def to_dict(self) -> dict:
+        """The JSON document (schema onnxroof/1) that ``summary --format json`` prints."""
+        return to_document(self)
+
+
+
+# --- the document ----------------------------------------------------------------------------
+
+
+SCHEMA = "onnxroof/1"
+
+# json.dumps(value, separators=(",", ":")) without the cycle check: a document holds plain values only
+compact_json = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+CONVENTIONS = {
+    "flops_per_mac": 2,
+    "mac_flops": "2 x MACs: the multiply-accumulate work most papers quote",
+    "flops": "2 x MACs + every other element operation, counted per op as docs/ops.md lists",
+    "bias": "a bias add is folded into the accumulate and not counted again",
+    "bytes": "each tensor in its own ONNX element type (sub-byte types packed, rounded up per tensor)",
+    "params": "elements of the stored roots (initializers, Constant and ConstantOfShape tensors) that a costed "
+    "node reads directly or through nodes computed only from constants, each counted once at its stored size; "
+    "a tensor computed from constants is never itself a parameter; shape and setting inputs (Reshape's shape, "
+    "Slice's starts, Gather's indices, ...) are not parameters",
+    "param_bytes": "stored bytes of those roots: an int8 weight behind DequantizeLinear counts its int8 bytes",
+    "weight_bytes_read": "bytes of constants the nodes read per run (per node: weight_bytes): a Gather reads its "
+    "rows, a node reading a folded tensor reads its folded size",
+    "intensity": "FLOPs / (weight_bytes + input_bytes + output_bytes): everything streamed from DRAM",
+    "count_prefixes": "SI: k = 1e3, M = 1e6, G = 1e9, T = 1e12",
+    "byte_prefixes": "IEC: KiB = 2^10, MiB = 2^20, GiB = 2^30 bytes",
+}
+
+
+def tensor_entry(info: "TensorInfo") -> dict:
+    return {"name": info.name, "shape": None if info.shape is None else list(info.shape), "dtype": dtype_name(info.dtype)}
+
+
+def node_entry(record: "NodeRecord") -> dict:
+    # a new field read from the record joins the key in _encoded_nodes, which shares encoded text
+    # between nodes with equal keys
+    entry = {
+        "index": record.index,
+        "name": record.name,
+        "op_type": record.op_type,
+        "domain": record.domain,
+        "family": record.family,
+        "counted": record.counted,
+        "status": record.status,
+        "reason": record.reason,
+        "dtype": record.dtype,
+        "inputs": record.inputs,
+        "outputs": record.outputs,
+        "view": record.view,
+        "input_shapes": record.input_shapes,
+        "output_shapes": record.output_shapes,
+        "macs": record.macs,
+        "mac_flops": record.mac_flops,
+        "flops": record.flops,
+        "params": record.params,
+        "weight_bytes": record.weight_bytes,
+        "input_bytes": record.input_bytes,
+        "output_bytes": record.output_bytes,
+        "intensity": record.intensity,
+        "formula": record.formula,
+    }
+    if record.subgraphs:
+        entry["subgraphs"] = {attribute: subgraph_entry(sub) for attribute, sub in record.subgraphs.items()}
+    return entry
+
+
+def subgraph_entry(subgraph) -> dict:
+    return {
+        "macs": subgraph.macs,
+        "flops": subgraph.flops,
+        "params": subgraph.params,
+        "weight_bytes": subgraph.weight_bytes,
+        "nodes": [node_entry(r) for r in subgraph.records],
+    }
+
+
+def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
+    """The document as plain values; with ``encoded``, its per-node lists (nodes, memory
+    timelines, each target's nodes) are compact JSON chunks, written once by :func:`document_json`."""
+    model, totals = analysis.model, analysis.totals
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "conventions": CONVENTIONS,
+        "model": {
+            "name": model.name,
+            "path": model.path,
+            "file_bytes": model.file_bytes,
+            "producer": model.producer,
+            "doc_string": model.doc_string,
+            "ir_version": model.ir_version,
+            "opset": model.opset,
+            "opsets": model.opsets,
+            "nodes": model.node_count,
+            "inputs": [tensor_entry(i) | ({"value": analysis.input_values[i.name]} if i.name in analysis.input_values
+                                          else {}) for i in analysis.inputs],
+            "outputs": [tensor_entry(o) for o in analysis.outputs],
+        },
+        "complete": analysis.complete,
+        "warnings": analysis.warnings,
+        "unresolved_dims": [
+            {"input": d.input_name, "axis": d.axis, "symbol": d.symbol, "fix": d.fix} for d in analysis.unresolved_dims
+        ],
+        "totals": {
+            "macs": totals.macs,
+            "mac_flops": totals.mac_flops,
+            "flops": totals.flops,
+            "params": totals.params,
+            "param_bytes": totals.param_bytes,
+            "weight_bytes_read": totals.weight_bytes_read,
+            "nodes": totals.nodes,
+            "counted_nodes": totals.counted_nodes,
+            "unsupported": totals.unsupported,
+            "not_counted": totals.not_counted,
+            "uncounted_bytes": totals.uncounted_bytes,
+        },
+        "dtype": analysis.dtype,
+        "batch": analysis.batch,
+        "memory": memory_entry(analysis, encoded),
+        "targets": [target_entry(report, encoded) for report in analysis.targets],
+        "llm": None if analysis.llm is None else {
+            "phase": analysis.llm.phase,
+            "new_tokens": analysis.llm.new_tokens,
+            "context": analysis.llm.context,
+            "layers": analysis.llm.layers,
+            "kv_cache_read_bytes": analysis.llm.kv_read_bytes,
+            "kv_cache_write_bytes": analysis.llm.kv_write_bytes,
+            "kv_cache_bytes_per_token": analysis.llm.kv_bytes_per_token,
+            "kv_cache_write_mode": analysis.llm.kv_write_mode,
+            "kv_heads": analysis.llm.kv_heads,
+            "head_size": analysis.llm.head_size,
+            "kv_cache_bytes_at_context": analysis.llm.kv_cache_bytes,
+            "tokens_per_s": analysis.llm.tokens_per_s,
+            "time_to_first_token_s": analysis.llm.time_to_first_token_s,
+            "recognised": list(analysis.llm.recognised),
+        },
+        "nodes": Encoded(_encoded_nodes(analysis.nodes)) if encoded else [node_entry(r) for r in analysis.nodes],
+    }
+
+
+def memory_entry(analysis: "Analysis", encoded: bool = False) -> dict:
+    memory = analysis.memory
+    model, best = memory.model_order, memory.best.schedule
+    shared = encoded and best is model  # see best_order_timeline
+    timeline = _timeline(model, encoded, twice=shared)
+    return {
+        "peak_bytes": model.peak_bytes,
+        "peak_step": model.peak_step,
+        "peak_node": model.peak_node,
+        "peak_tensors": [{"name": name, "bytes": size} for name, size in model.peak_tensors],
+        "largest_layer_bytes": memory.largest_layer_bytes,
+        "largest_layer_node": memory.largest_layer_node,
+        "concat_copy_peak_bytes": memory.concat_copy_peak_bytes,
+        "elementwise_in_place": memory.elementwise_in_place,
+        "order": "model",
+        "best_order_peak_bytes": best.peak_bytes,
+        "best_order_peak_step": best.peak_step,
+        "best_order_peak_node": best.peak_node,
+        "best_order_method": memory.best.method,
+        "best_order_note": memory.best.note,
+        "best_order": list(best.order),
+        "timeline": timeline,
+        # when no order beats the model's, the best order is the model order's very schedule: its
+        # encoded timeline is written twice, from the same chunks
+        "best_order_timeline": timeline if shared else _timeline(best, encoded),
+    }
+
+
+def _timeline(schedule, encoded: bool, twice: bool = False) -> "list[dict] | Encoded":
+    steps = enumerate(zip(schedule.order, schedule.live_bytes))
+    if encoded:  # steps and live bytes are ints, which format as JSON writes them
+        return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps),
+                       keep=twice)
+    return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
+
+
+class Encoded:
+    """A list already written as compact JSON, one item at a time: :func:`compact_chunks`
+    passes it on in chunks of a few hundred items, so a big model's document never sits in
+    memory whole (each fresh megabyte costs page faults, not just copying). A list the document
+    holds twice (``keep``) keeps its chunks from the first writing for the second."""
+
+    def __init__(self, items: Iterable[str], keep: bool = False):
+        self.items = iter(items)
+        self.kept: list[str] | None = [] if keep else None
+
+    def chunks(self, batch: int = 512) -> Iterator[str]:
+        if self.kept:  # written once already
+            yield from self.kept
+            return
+        for chunk in self._encode(batch):
+            if self.kept is not None:
+                self.kept.append(chunk)
+            yield chunk
+
+    def _encode(self, batch: int) -> Iterator[str]:
+        # the separators are chunks of their own: prefixing one to a joined batch would copy it again
+        separator = "["
+        while part := list(islice(self.items, batch)):
+            yield separator
+            yield ",".join(part)
+            separator = ","
+        yield "[]" if separator == "[" else "]"
+
+
+def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
+    """The nodes as compact JSON, one by one. A node's index, name, inputs and outputs are its own; the
+    rest (op, status, shapes, numbers, formula) repeats wherever a model repeats a layer, so each
+    distinct rest is encoded once."""
+    first: dict[tuple, tuple] = {}  # the hashable fields -> the first such node's shapes and shared texts
+    by_shapes: dict[tuple, tuple[str, str]] = {}  # the hashable fields and the shapes' repr -> shared texts
+    for r in records:
+        if r.subgraphs:
+            yield compact_json(node_entry(r))
+            continue
+        # everything node_entry reads but the node's own fields and the shapes (counted, mac_flops and
+        # intensity follow from these)
+        key = (r.op_type, r.domain, r.family, r.status, r.reason, r.dtype, r.view, r.macs, r.flops, r.params,
+               r.weight_bytes, r.input_bytes, r.output_bytes, r.formula)
+        known = first.get(key)
+        if known is None:
+            known = first[key] = (r.input_shapes, r.output_shapes, _shared_fields(r))
+        shared = known[2]
+        # shapes are lists, compared rather than hashed: equal lists of dims (ints, names, None) encode alike
+        if known[0] != r.input_shapes or known[1] != r.output_shapes:
+            # the same op and numbers on other shapes (views, shape arithmetic): the shapes' text joins the key
+            shaped = (key, repr(r.input_shapes), repr(r.output_shapes))
+            shared = by_shapes.get(shaped)
+            if shared is None:
+                shared = by_shapes[shaped] = _shared_fields(r)
+        # most nodes have one output and many one input: one encoding call then, no map and join
+        inputs, outputs = r.inputs, r.outputs
+        inputs_text = _string(inputs[0]) if len(inputs) == 1 else ",".join(map(_string, inputs))
+        outputs_text = _string(outputs[0]) if len(outputs) == 1 else ",".join(map(_string, outputs))
+        yield (f'{{"index":{r.index},"name":{_string(r.name)},{shared[0]},'
+               f'"inputs":[{inputs_text}],"outputs":[{outputs_text}],{shared[1]}}}')
+
+
+def _shared_fields(record: "NodeRecord") -> tuple[str, str]:
+    """A node's compact JSON between "name" and "inputs", and after "outputs", without the
+    separating commas: node_entry's fields in node_entry's order."""
+    entry = node_entry(record)
+    keys = list(entry)
+    between, after = keys[keys.index("name") + 1:keys.index("inputs")], keys[keys.index("outputs") + 1:]
+    return (compact_json({key: entry[key] for key in between})[1:-1], compact_json({key: entry[key] for key in after})[1:-1])
+
+
+def placement_entry(point) -> dict:
+    return {
+        "roof": point.roof,
+        "flops": point.flops,
+        "dram_bytes": point.dram_bytes,
+        "onchip_bytes": point.onchip_bytes,
+        "intensity": point.intensity,
+        "peak_flops_per_s": point.peak_flops_per_s,
+        "attainable_flops_per_s": point.attainable_flops_per_s,
+        "compute_s": point.compute_s,
+        "memory_s": point.memory_s,
+        "onchip_s": point.onchip_s,
+        "time_s": point.time_s,
+        "latency_s": point.time_s,
+        "bound": point.bound,
+        "overhead_s": point.overhead_s,
+        "percent_of_peak": point.percent_of_peak,
+    }
+
+
+def target_entry(report, encoded: bool = False) -> dict:
+    target = report.target
+    return {
+        "name": target.name,
+        "description": target.description,
+        "path": target.path,
+        "dtype": report.dtype,
+        "batch": report.batch,
+        "roofs": {
+            roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof), "tag": figure.tag,
+                   "source": figure.source}
+            for roof, figure in target.peak_ops_per_s.items()
+        },
+        "dram_bytes_per_s": target.dram_bytes_per_s.value,
+        "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
+        "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
+        "node_overhead_s": target.node_overhead_s.value if target.node_overhead_s else None,
+        "latency_s": report.latency_s,
+        "throughput_per_s": report.throughput_per_s,
+        "utilization": report.utilization,
+        "energy_j": report.energy_j,
+        "energy_split": report.energy_split_j,
+        "edp_js": report.edp_js,
+        "time_share": report.time_share,
+        "activations_on_chip": report.activations_on_chip,
+        "spilled_tensors": report.spilled,
+        "spill_bytes": report.spill_bytes,
+        "notes": report.notes,
+        "model_point": placement_entry(report.model_point),
+        "nodes": Encoded(_encoded_target_nodes(report.nodes)) if encoded else [target_node_entry(n) for n in report.nodes],
+    }
+
+
+def target_node_entry(node) -> dict:
+    # the name comes first: _encoded_target_nodes writes it, and shares the rest between nodes
+    return {"name": node.name, "op_type": node.op_type, "dtype": node.dtype, "spill_bytes": node.spill_bytes,
+            "energy_j": node.energy_j, **placement_entry(node.placement)}
+
+
+def _encoded_target_nodes(nodes: list) -> Iterator[str]:
+    """A target's nodes as compact JSON, one by one. A node's name is its own; its op, type,
+    energy and placement repeat wherever a model repeats a layer, so each distinct rest is
+    encoded once."""
+    if not nodes:
+        return
+    # every field of a placement: placement_entry reads them or what follows from them
+    placement_fields = attrgetter(*(f.name for f in fields(nodes[0].placement)))
+    shared: dict[tuple, str] = {}
+    for n in nodes:
+        key = (n.op_type, n.dtype, n.spill_bytes, tuple(n.energy_j.items()), placement_fields(n.placement))
+        rest = shared.get(key)
+        if rest is None:
+            entry = target_node_entry(n)
+            del entry["name"]
+            rest = shared[key] = compact_json(entry)[1:-1]
+        yield f'{{"name":{_string(n.name)},{rest}}}'
+
+
+

@@ -1,0 +1,57 @@
+"""The layers of docs/architecture.md hold: every import points down, no cycle, nothing imports
+the command line. The contract is import-linter's (pyproject.toml, [tool.importlinter]); these
+tests run it, and show it fails on a wrong import."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import networkx as nx
+from importlinter.cli import lint_imports
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def import_graph() -> nx.DiGraph:
+    """The package's modules and their direct imports (type-only imports included)."""
+    imports = grimp.build_graph("onnxroof", include_external_packages=False)
+    graph = nx.DiGraph()
+    for module in imports.modules:
+        graph.add_node(module)
+        graph.add_edges_from((module, imported) for imported in imports.find_modules_directly_imported_by(module))
+    return graph
+
+
+def test_the_layer_contracts_are_kept():
+    assert lint_imports(config_filename=str(REPO / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+
+
+def test_no_import_cycle_anywhere_in_the_package():
+    graph = import_graph()
+    assert len(graph) > 40  # the whole package was read, not an empty graph
+    assert list(nx.simple_cycles(graph)) == []
+
+
+def test_no_module_imports_the_command_line():
+    graph = import_graph()
+    assert list(graph.predecessors("onnxroof.cli")) == []
+
+
+def test_a_stage_importing_the_orchestrator_breaks_the_contract(tmp_path):
+    # a temporary copy of the package in which the roofline stage reaches up into analysis.py
+    shutil.copytree(REPO / "onnxroof", tmp_path / "onnxroof", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    roofline = tmp_path / "onnxroof" / "roofline.py"
+    roofline.write_text(roofline.read_text() + "\nfrom .analysis import analyze  # a wrong, upward import\n")
+    environment = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
+                          "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))"],
+                         cwd=tmp_path, env=environment, capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "onnxroof.roofline -> onnxroof.analysis" in run.stdout
+    assert "BROKEN" in run.stdout

@@ -4,8 +4,8 @@
 '2.42 M'
 >>> iec(1_314_344)
 '1.25 MiB'
->>> si(999_999), iec(1_048_575), intensity(1234.5)
-('1 M', '1 MiB', '1,234')
+>>> si(999_999), iec(1_048_575), intensity(1234.5), seconds(0.000103)
+('1 M', '1 MiB', '1,234', '103 µs')
 """
 
 from __future__ import annotations
@@ -44,3 +44,13 @@ def intensity(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if abs(value) >= 999.5 else f"{value:.3g}"
+
+
+def seconds(value: float | None) -> str:
+    """Format a time in s, ms, µs or ns, three significant digits."""
+    if value is None:
+        return "-"
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"

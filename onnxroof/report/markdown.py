@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..version import __version__
-from ..units import iec, intensity, si
+from ..units import iec, intensity, seconds, si
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -40,11 +40,6 @@ def details(summary: str, body: str) -> str:
     return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
 
 
-def _seconds(value: float) -> str:
-    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
 
 
 def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
@@ -67,7 +62,7 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         rows = []
         for report in analysis.targets:
             energy = "n/a" if report.energy_j is None else f"{report.energy_j * 1e3:.3g} mJ"
-            rows.append((escape(report.target.name), _seconds(report.latency_s), f"{report.throughput_per_s:,.1f}",
+            rows.append((escape(report.target.name), seconds(report.latency_s), f"{report.throughput_per_s:,.1f}",
                          report.model_point.bound, f"{report.utilization:.1%}", energy))
         lines += ["", table(("target", "latency", "inferences/s", "model point", "utilization", "energy"), rows, "lrrlrr")]
     warnings = analysis.warnings
@@ -82,7 +77,7 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         top = report.top_nodes(hotspots)
         lines += ["", details(f"Top {len(top)} nodes by time on {escape(report.target.name)}", table(
             ("node", "op", "time", "share", "bound", "FLOP/B"),
-            [(escape(n.name), escape(n.op_type), _seconds(n.placement.time_s),
+            [(escape(n.name), escape(n.op_type), seconds(n.placement.time_s),
               f"{n.placement.time_s / report.latency_s:.1%}" if report.latency_s else "-", n.placement.bound,
               intensity(n.placement.intensity)) for n in top], "llrrlr"))]
     lines += ["", f"<sub>onnxroof {__version__} · MAC-FLOPs = 2 x MACs · counts SI, bytes IEC</sub>"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..units import seconds
 from .html import render_html
 from .table import clip, inputs_line
 
@@ -14,13 +15,6 @@ if TYPE_CHECKING:
     from ..profile import ProfileResult
 
 
-def _time(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return "0" if value == 0 else f"{value / 1e-9:.3g} ns"
 
 
 def _ratio(value: float | None) -> str:
@@ -50,7 +44,7 @@ def render_profile_table(result: ProfileResult) -> str:
             note = "not run by onnxruntime (view or folded)"
         else:
             note = "no kernel found for it"
-        rows.append((clip(n.name, 36), n.op_type, n.bound or "-", _time(n.predicted_s), _time(n.measured_s),
+        rows.append((clip(n.name, 36), n.op_type, n.bound or "-", seconds(n.predicted_s), seconds(n.measured_s),
                      _ratio(n.ratio), note))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     right = {3, 4, 5}
@@ -58,12 +52,12 @@ def render_profile_table(result: ProfileResult) -> str:
         cells = [row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i]) for i in range(len(widths))]
         lines.append("  ".join(cells + [row[-1]]).rstrip())
     for kernel in mapping.unattributed:
-        lines.append(f"  + {kernel.name} ({kernel.op_type}): {_time(kernel.seconds)}, inserted by onnxruntime, no ONNX node")
+        lines.append(f"  + {kernel.name} ({kernel.op_type}): {seconds(kernel.seconds)}, inserted by onnxruntime, no ONNX node")
     lines += [
         "",
-        f"predicted {_time(result.predicted_s)} · measured {_time(result.measured_s)} (sum of kernel medians"
-        + (f"; {_time(mapping.run_seconds)} per profiled run" if mapping.run_seconds else "")
-        + (f"; {_time(result.wall_s)} per run without the profiler" if result.wall_s else "") + ")"
+        f"predicted {seconds(result.predicted_s)} · measured {seconds(result.measured_s)} (sum of kernel medians"
+        + (f"; {seconds(mapping.run_seconds)} per profiled run" if mapping.run_seconds else "")
+        + (f"; {seconds(result.wall_s)} per run without the profiler" if result.wall_s else "") + ")"
         + (f" · measured/predicted {result.ratio:.2f}x · prediction error {result.error:+.0%}"
            if result.ratio is not None and result.error is not None else ""),
     ]

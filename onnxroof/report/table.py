@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..version import __version__
 from ..dtypes import dtype_name
-from ..units import iec, intensity, si
+from ..units import iec, intensity, seconds, si
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -261,11 +261,6 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _seconds(value: float) -> str:
-    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
 
 
 def _joules(value: float | None) -> str:
@@ -285,10 +280,10 @@ def target_lines(report) -> list[str]:
     lines = [
         f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
         f"{printable(report.target.description)}",
-        f"  latency {_seconds(report.latency_s)} · {report.throughput_per_s:,.1f} inferences/s · "
+        f"  latency {seconds(report.latency_s)} · {report.throughput_per_s:,.1f} inferences/s · "
         f"utilization {report.utilization:.1%} · time {shares or '-'}",
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
-        f"(ridge {report.target.ridge(point.roof):.3g}): {point.bound}-bound, {_seconds(point.time_s)}",
+        f"(ridge {report.target.ridge(point.roof):.3g}): {point.bound}-bound, {seconds(point.time_s)}",
         f"  energy {_joules(report.energy_j)} (compute {_joules(split['compute'])}, on-chip {_joules(split['onchip'])}, "
         f"DRAM {_joules(split['dram'])})" + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"),
     ]
@@ -299,7 +294,7 @@ def target_lines(report) -> list[str]:
     for node in report.top_nodes(5):
         p = node.placement
         share = p.time_s / report.latency_s if report.latency_s else 0
-        lines.append(f"    {clip(node.name, 40):40} {printable(node.op_type):18} {_seconds(p.time_s):>9} {share:6.1%}  "
+        lines.append(f"    {clip(node.name, 40):40} {printable(node.op_type):18} {seconds(p.time_s):>9} {share:6.1%}  "
                      f"{p.bound:8} {intensity(p.intensity):>8} FLOP/B")
     return lines
 
@@ -331,7 +326,7 @@ def render_sweep_table(points) -> str:
         row += [si(a.totals.mac_flops), si(a.totals.flops), iec(a.totals.param_bytes),
                 iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
         for report in a.targets:
-            row += [_seconds(report.latency_s), report.model_point.bound, intensity(report.model_point.intensity)]
+            row += [seconds(report.latency_s), report.model_point.bound, intensity(report.model_point.intensity)]
         if a.llm is not None:
             row += [iec(a.llm.kv_read_bytes), *(f"{a.llm.tokens_per_s.get(t, 0):,.1f}" for t in targets)]
         rows.append(row)

@@ -10,10 +10,8 @@
 
 The context is built here, every number already formatted (SI prefixes for counts, IEC for
 bytes, the exact value in tooltips): the templates only place strings and compute nothing; chart
-geometry comes from ``charts.py``. Everything that comes from a model (names, doc strings,
-producer) is untrusted and autoescaped; script data is JSON with ``<``, ``>`` and ``&``
-escaped, so no string in it can close its ``<script>`` element. The pages load nothing from
-the network; a Content-Security-Policy pins their one script by hash.
+geometry comes from ``charts.py``. What several pages share is in ``page.py`` (rendering,
+script data, labels, formatting) and ``chart_context.py`` (roofline and timeline contexts).
 
 Size stays bounded for big graphs: the node table's rows live once, as compact JSON
 (``#onnxroof-nodes``), and the script renders them in pages of :data:`PAGE_SIZE` (the first
@@ -25,24 +23,24 @@ plane; the memory timeline keeps one column per pixel; the full JSON document is
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 import math
 from collections import Counter, defaultdict
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import jinja2
 from markupsafe import Markup
 
-from .. import __version__
-from ..resources import resource_dir
 from ..units import iec, intensity, si
-from .charts import (
-    RooflineChart, RooflinePoint, TimelineChart, roofline_chart, svg_number, timeline_chart, xy_chart,
+from .chart_context import (
+    AGGREGATE_ABOVE, MEMORY_CHART_SIZE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline,
+    _binned_dots, _diamond, _dot_title, _mark, _marker, _ops_unit, _overlay_chart_context, _palette,
+    _place_mark_labels, _points, _references, _roof_groups, _timeline_frame,
 )
+from .charts import TimelineChart, roofline_chart, svg_number, timeline_chart, xy_chart
 from .diff import format_value, percent_text, signed_change
+from .page import (
+    BOUND_LABELS, BOUND_TITLES, SERIES_COLOURS, _bar_width, _cell, _count, _metric, _na, _percent, _render, _side,
+    _target_capacities, _target_context, script_json, shape_text,
+)
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -55,14 +53,11 @@ TEMPLATE = "report.html.j2"
 DIFF_TEMPLATE = "diff.html.j2"
 COMPARE_TEMPLATE = "compare.html.j2"
 SWEEP_TEMPLATE = "sweep.html.j2"
-SCRIPT_TEMPLATE = "partials/_script.js.j2"
 
 PAGE_SIZE = 200  # node-table rows per page
-AGGREGATE_ABOVE = 2_000  # costed nodes past which a roofline bins its dots
 FULL_DOCUMENT_MAX_NODES = 2_000  # larger graphs embed the node table only (the document is `summary --format json`)
 FORMULAS_MAX_NODES = 2_000  # larger graphs leave the per-node formulas out of the page (`onnxroof explain`)
 HOTSPOTS = 10
-ROOFLINE_SIZE = (1240, 470)
 DIFF_ARROWS = 10  # arrows drawn per target: the largest time changes
 PROFILE_TOP = 15  # rows of the "Predicted vs measured" table: the nodes that took longest
 
@@ -74,25 +69,6 @@ STATUS_LABELS = {
     "unknown_value": "unknown value",
     "data_dependent": "data-dependent",
 }
-BOUND_LABELS = {
-    "compute": "compute",
-    "memory": "DRAM",
-    "onchip": "on-chip",
-    "overhead": "overhead",
-    "none": "no work",
-}
-BOUND_TITLES = {
-    "compute": "compute-bound: FLOPs ÷ the roof's peak is the longest time",
-    "memory": "DRAM-bound: DRAM bytes ÷ DRAM bandwidth is the longest time",
-    "onchip": "on-chip-bound: on-chip bytes ÷ on-chip bandwidth is the longest time",
-    "overhead": "overhead-bound: the target's fixed per-node cost (a kernel launch) is longer than the work",
-    "none": "no work on this target",
-}
-# colours for op types (the nine with the most FLOPs; the rest share the last, grey)
-PALETTE = ("#3f6fd8", "#e8772e", "#2f9e6e", "#d64545", "#8a5cc9", "#c9a227", "#17a2b8", "#d46aa8", "#7a5a3a")
-OTHER_COLOUR = "#9aa1ae"
-# a few distinct colours for models in compare / sweep / diff pages
-SERIES_COLOURS = ("#3f6fd8", "#e8772e", "#2f9e6e", "#d64545", "#8a5cc9", "#c9a227", "#17a2b8", "#d46aa8")
 
 # The node table's columns after #, name, op, type and shape: (key, header, sort type).
 NODE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
@@ -150,48 +126,6 @@ def render_compare_html(analyses: Sequence["Analysis"]) -> str:
 def render_sweep_html(points: Sequence["SweepPoint"]) -> str:
     """One model at every sweep point: the model point's path and latency against the value."""
     return _render(SWEEP_TEMPLATE, _sweep_context(list(points)))
-
-
-def script_json(value: Any) -> str:
-    """JSON safe inside an HTML ``<script>`` element: no ``<``, ``>``, ``&`` or line separators."""
-    try:  # nearly always: no NaN or infinity anywhere, and no need to copy the whole value
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
-    except ValueError:
-        text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False,
-                          check_circular=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(raw, escaped)
-    return text
-
-
-def _render(template: str, context: dict) -> str:
-    env = _environment()
-    script = env.get_template(SCRIPT_TEMPLATE).render()
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    context.setdefault("version", __version__)
-    context["script"] = Markup(script)  # static template text: nothing from a model in it
-    context["script_hash"] = f"sha256-{digest}"
-    return env.get_template(template).render(context)
-
-
-@lru_cache(maxsize=None)
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-        autoescape=jinja2.select_autoescape(
-            enabled_extensions=("html", "j2"), default_for_string=True, default=True
-        ),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-
-
-def _target_capacities(analysis: "Analysis") -> list[tuple[str, int]]:
-    return [(f"{r.target.name} on-chip", int(r.target.onchip_bytes.value))
-            for r in analysis.targets if r.target.onchip_bytes]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,37 +229,6 @@ def _totals_context(totals: dict, memory: dict | None) -> dict:
             "saving": f" (−{_percent((peak - best) / peak)})" if best < peak and peak else "",
         }
     return context
-
-
-def _target_context(target: dict) -> dict:
-    """One target's card: latency, throughput, bound, energy."""
-    share = target["time_share"]
-    main = max(share.items(), key=lambda kv: kv[1])[0] if share else "none"
-    point = target["model_point"]
-    energy = target["energy_j"]
-    split = target["energy_split"]
-    batch = target["batch"] or 1
-    return {
-        "name": target["name"],
-        "description": target["description"],
-        "latency": format_value(target["latency_s"], "seconds"),
-        "latency_title": f"{target['latency_s']:.6g} s for one run at batch {batch}: every counted node, one after another",
-        "throughput": f"{target['throughput_per_s']:,.1f}/s",
-        "throughput_title": f"{target['throughput_per_s']:.6g} inferences per second (batch {batch} ÷ latency)",
-        "bound": BOUND_LABELS.get(main, main),
-        "bound_key": main,
-        "bound_share": _percent(share.get(main, 0.0)),
-        "bound_title": "share of the latency per bound: " + ", ".join(
-            f"{BOUND_LABELS.get(b, b)} {_percent(s)}" for b, s in sorted(share.items(), key=lambda kv: -kv[1]))
-            + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point['bound'], point['bound'])}-bound",
-        "energy": format_value(energy, "joules") if energy is not None else "n/a",
-        "energy_title": ("energy per run: " + ", ".join(
-            f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}" for part, value in split.items())
-            + (f" ({energy:.6g} J)" if energy is not None else "")) if energy is not None
-            else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
-        "utilization": _percent(target["utilization"]) if target["utilization"] < 0.9995 else "100%",
-        "utilization_title": f"{target['utilization']:.4%} of the model's main roof ({point['roof']}) over the latency",
-    }
 
 
 def _problems_context(document: dict) -> dict:
@@ -603,148 +506,6 @@ def _hotspots_context(document: dict) -> dict:
 # Rooflines
 
 
-def _palette(nodes: list[dict]) -> dict[str, str]:
-    """A colour per op type: the nine with the most FLOPs get their own, the rest share grey."""
-    flops: Counter = Counter()
-    for node in nodes:
-        if node["counted"] and node["flops"]:
-            flops[node["op_type"]] += node["flops"]
-    ordered = sorted(flops.items(), key=lambda kv: (-kv[1], kv[0]))
-    return {op: PALETTE[i] for i, (op, _) in enumerate(ordered[:len(PALETTE)])}
-
-
-def _roof_groups(target: dict) -> list[tuple[str, float, list[str]]]:
-    """The target's compute roofs, equal peaks merged (fp16 and bf16): (label, FLOP/s, roofs)."""
-    groups: dict[float, list[str]] = {}
-    for roof, figure in target["roofs"].items():
-        groups.setdefault(figure["peak_flops_per_s"], []).append(roof)
-    return [(" · ".join(names), peak, names) for peak, names in groups.items()]
-
-
-def _bandwidths(target: dict) -> list[tuple[str, float]]:
-    bandwidths = [("DRAM", target["dram_bytes_per_s"])]
-    if target.get("onchip_bytes_per_s"):
-        bandwidths.append(("on-chip", target["onchip_bytes_per_s"]))
-    return bandwidths
-
-
-def _ops_unit(roofs: Iterable[str]) -> str:
-    return "OP/s" if all(r.startswith("int") for r in roofs) else "FLOP/s"
-
-
-def _base_roofline(target: dict, chart: RooflineChart, chart_id: str) -> dict:
-    """The axes, roofs and slopes of a roofline chart, as strings for the template."""
-    plot = chart.plot
-    roofs = []
-    groups = {peak: (label, names) for label, peak, names in _roof_groups(target)}
-    ridge_labels = []
-    for roof in chart.roofs:
-        label, names = groups.get(roof.value, (roof.label, [roof.label]))
-        unit = _ops_unit(names)
-        figure = target["roofs"][names[0]]
-        ridge_labels.append(roof)
-        roofs.append({
-            "d": f"M{svg_number(roof.x1)},{svg_number(roof.y)}H{svg_number(roof.x2)}",
-            "label": f"{label} · {si(roof.value, unit)}",
-            "label_x": svg_number(roof.label_x), "label_y": svg_number(roof.label_y), "anchor": roof.anchor,
-            "title": (f"{label} compute roof: {roof.value:,.6g} {unit} ({figure['tag']}: {figure['source']}); "
-                      f"ridge at {roof.ridge:.4g} FLOP per DRAM byte"),
-            "ridge": None,
-        })
-    # ridge labels: left of the ridge point, in the empty region above the DRAM slope
-    visible = [(k, r) for k, r in enumerate(chart.roofs) if r.ridge_visible]
-    from .charts import spread
-    ys = spread([r.ridge_y - 9 for _, r in visible], 14, plot.top + 10, plot.bottom - 4)
-    for (k, roof), label_y in zip(visible, ys):
-        text = f"ridge {intensity(roof.ridge)} FLOP/B"
-        room = roof.ridge_x - 10 - len(text) * 6.4
-        left = room > plot.left
-        roofs[k]["ridge"] = {
-            "cx": svg_number(roof.ridge_x), "cy": svg_number(roof.ridge_y), "label": text,
-            "label_x": svg_number(roof.ridge_x - 9 if left else roof.ridge_x + 9),
-            "label_y": svg_number(label_y), "anchor": "end" if left else "start",
-            "title": f"ridge point of the {roofs[k]['label'].split(' · ')[0]} roof: {roof.ridge:.6g} FLOP/B; "
-                     "left of it a node is DRAM-bound, right of it compute-bound",
-        }
-    slopes = []
-    for index, slope in enumerate(chart.slopes):
-        if not slope.path:
-            continue
-        slopes.append({
-            "d": slope.path, "cls": "slope-dram" if index == 0 else "slope-onchip",
-            "label": f"{slope.label} {si(slope.value, 'B/s')}",
-            "label_x": svg_number(slope.label_x), "label_y": svg_number(slope.label_y),
-            "transform": f"rotate({slope.angle:.2f} {svg_number(slope.label_x)} {svg_number(slope.label_y)})",
-            "title": (f"{slope.label} bandwidth roof: {slope.value:,.6g} bytes/s"
-                      + ("" if index == 0 else "; it bounds FLOP per on-chip byte (this axis is per DRAM byte)")),
-        })
-    strip = None
-    if chart.strip is not None:
-        s = chart.strip
-        strip = {"x": svg_number(s.left), "y": svg_number(s.top), "width": svg_number(s.width),
-                 "height": svg_number(s.height), "label_x": svg_number(s.left + s.width / 2),
-                 "label_y": svg_number(s.bottom + 17),
-                 "title": "∞: no DRAM bytes (everything on chip), so no finite intensity; the height still shows FLOP/s"}
-    return {
-        "id": chart_id,
-        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
-        "width": svg_number(chart.width), "height": svg_number(chart.height),
-        "left": svg_number(plot.left), "right": svg_number(plot.right),
-        "top": svg_number(plot.top), "bottom": svg_number(plot.bottom),
-        "plot_w": svg_number(plot.width), "plot_h": svg_number(plot.height),
-        "tick_end": svg_number(plot.bottom + 5),
-        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
-        "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
-        "x_minor": [svg_number(v) for v in chart.x_minor],
-        "y_minor": [svg_number(v) for v in chart.y_minor],
-        "x_title": "intensity: FLOP per DRAM byte (log)",
-        "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
-        "y_title": f"{_ops_unit(target['roofs'])} achieved (log)",
-        "y_title_x": "16", "y_title_y": svg_number((plot.top + plot.bottom) / 2),
-        "y_title_transform": f"rotate(-90 16 {svg_number((plot.top + plot.bottom) / 2)})",
-        "roofs": roofs,
-        "slopes": slopes,
-        "strip": strip,
-        "dots": [],
-        "paths": [],
-        "arrows": [],
-        "marks": [],
-        "measured_dots": [],
-    }
-
-
-def _points(dots: list[dict]) -> list[RooflinePoint]:
-    """Dots for the chart: the area in proportion to the share of the latency, on one scale for
-    every chart (a node taking all the time would get the largest radius)."""
-    return [RooflinePoint(d["intensity"], d["performance"], d["weight"]) for d in dots]
-
-
-def _achieved(flops: float, time_s: float) -> float:
-    return flops / time_s if time_s else 0.0
-
-
-def _dot_title(node: dict, placement: dict, target: dict, latency: float) -> str:
-    time_s = placement["time_s"]
-    share = time_s / latency if latency else 0.0
-    roof = placement["roof"]
-    unit = _ops_unit([roof])
-    achieved = _achieved(placement["flops"], time_s)
-    lines = [
-        f"{node['name']}",
-        f"{node['op_type']} · {node['dtype']} · {roof} roof",
-        f"FLOPs: {si(placement['flops'])} ({placement['flops']:,})",
-        f"DRAM bytes: {iec(placement['dram_bytes'])} ({placement['dram_bytes']:,})"
-        + (f" · on-chip {iec(placement['onchip_bytes'])}" if placement["onchip_bytes"] else ""),
-        "intensity: " + (f"{intensity(placement['intensity'])} FLOP/B ({placement['intensity']:.6g})"
-                         if placement["intensity"] is not None else "∞ (no DRAM bytes)"),
-        f"time: {format_value(time_s, 'seconds')} ({time_s:.6g} s), {_percent(share)} of the latency",
-        f"achieved: {si(achieved, unit)} ({placement['percent_of_peak']:.1f}% of peak) · attainable "
-        f"{si(placement['attainable_flops_per_s'], unit)}",
-        f"bound: {BOUND_LABELS.get(placement['bound'], placement['bound'])}",
-    ]
-    return "\n".join(lines)
-
-
 def _roofline_context(document: dict, target: dict, number: int, palette: dict[str, str],
                       profile: "ProfileResult | None" = None) -> dict:
     """One target's roofline: roofs, one dot per costed node (binned past AGGREGATE_ABOVE), the
@@ -949,90 +710,9 @@ def _profile_context(document: dict, profile: "ProfileResult", profiled: int) ->
     }
 
 
-def _mark(placed, chart: RooflineChart, kind: str, label: str, title: str, colour: str = "") -> dict:
-    """A diamond for a whole-model point, labelled beside it (left of it near the right edge)."""
-    right = placed.x > chart.plot.left + chart.plot.width * 0.8 or placed.unbounded
-    above = placed.y - chart.plot.top > 30
-    return {
-        "kind": kind, "cx": svg_number(placed.x), "cy": svg_number(placed.y),
-        "d": _diamond(placed.x, placed.y, 7.5),
-        "label": label, "title": title, "colour": colour,
-        "label_x": svg_number(placed.x - 6 if right else placed.x + 6),
-        "label_y": svg_number(placed.y - 12 if above else placed.y + 22),
-        "anchor": "end" if right else "start",
-    }
-
-
-def _place_mark_labels(context: dict, chart: RooflineChart) -> None:
-    """Move the marks' labels to spots clear of each other, the roofs' labels and the ridges'."""
-    from .charts import label_rect, place_labels
-
-    obstacles = []
-    for roof in context["roofs"]:
-        obstacles.append(label_rect(float(roof["label_x"]), float(roof["label_y"]), roof["anchor"], roof["label"], 7.0))
-        if roof["ridge"]:
-            ridge = roof["ridge"]
-            obstacles.append(label_rect(float(ridge["label_x"]), float(ridge["label_y"]), ridge["anchor"], ridge["label"], 6.2))
-    marks = context["marks"]
-    spots = place_labels([(float(m["cx"]), float(m["cy"]), m["label"]) for m in marks], chart.plot, obstacles,
-                         gap=9.0, char_width=7.3)
-    for mark, spot in zip(marks, spots):
-        if spot is None:
-            mark["label"] = ""
-            continue
-        mark["label_x"], mark["label_y"], mark["anchor"] = svg_number(spot.x), svg_number(spot.y), spot.anchor
-
-
-def _diamond(x: float, y: float, size: float) -> str:
-    return (f"M{svg_number(x)},{svg_number(y - size)}L{svg_number(x + size)},{svg_number(y)}"
-            f"L{svg_number(x)},{svg_number(y + size)}L{svg_number(x - size)},{svg_number(y)}Z")
-
-
-def _binned_dots(costed: list[dict], index: dict[str, int], latency: float) -> list[dict]:
-    """Past AGGREGATE_ABOVE nodes: one dot per op type, roof and cell of the log-log plane (eight
-    cells a decade). Its position is the bin's total FLOPs over its total DRAM bytes and total
-    time, which stays under the roof; its area is the bin's share of the time."""
-    bins: dict[tuple, dict] = {}
-    for p in costed:
-        achieved = _achieved(p["flops"], p["time_s"])
-        cell_x = "inf" if p["intensity"] is None else round(math.log10(p["intensity"]) * 8) if p["intensity"] > 0 else "zero"
-        cell_y = round(math.log10(achieved) * 8) if achieved > 0 else "zero"
-        key = (p["op_type"], p["roof"], cell_x, cell_y)
-        group = bins.setdefault(key, {"flops": 0, "dram": 0, "time": 0.0, "count": 0, "heaviest": None,
-                                      "bounds": Counter(), "unbounded": cell_x == "inf"})
-        group["flops"] += p["flops"]
-        group["dram"] += p["dram_bytes"]
-        group["time"] += p["time_s"]
-        group["count"] += 1
-        group["bounds"][p["bound"]] += 1
-        if group["heaviest"] is None or p["time_s"] > group["heaviest"]["time_s"]:
-            group["heaviest"] = p
-    dots = []
-    for (op, roof, _, _), group in bins.items():
-        heaviest = group["heaviest"]
-        share = group["time"] / latency if latency else 0.0
-        point_intensity = None if group["unbounded"] or not group["dram"] else group["flops"] / group["dram"]
-        unit = _ops_unit([roof])
-        title = "\n".join([
-            f"{group['count']:,} × {op} ({roof} roof)" if group["count"] > 1 else heaviest["name"],
-            f"FLOPs: {si(group['flops'])} ({group['flops']:,})",
-            f"DRAM bytes: {iec(group['dram'])} ({group['dram']:,})",
-            "intensity: " + (f"{intensity(point_intensity)} FLOP/B" if point_intensity is not None else "∞ (no DRAM bytes)"),
-            f"time: {format_value(group['time'], 'seconds')} ({group['time']:.6g} s), {_percent(share)} of the latency",
-            f"achieved: {si(_achieved(group['flops'], group['time']), unit)}",
-            "bound: " + ", ".join(f"{BOUND_LABELS.get(b, b)} {n:,}" for b, n in group["bounds"].most_common()),
-            f"slowest: {heaviest['name']} ({format_value(heaviest['time_s'], 'seconds')}); click to show it",
-        ])
-        dots.append({"intensity": point_intensity, "performance": _achieved(group["flops"], group["time"]),
-                     "weight": share, "op": op, "node": index.get(heaviest["name"], -1), "count": group["count"],
-                     "title": title})
-    return dots
-
-
 # ---------------------------------------------------------------------------------------------
 # Memory: live activations (the memory stage's numbers, explained and drawn)
 
-MEMORY_CHART_SIZE = (1240, 300)  # SVG user units; the chart scales to the panel's width
 PEAK_ROWS_SHOWN = 12  # rows of the live-at-the-peak table; the rest are summed in one row
 METHOD_LABELS = {
     "exact": "exact search",
@@ -1370,56 +1050,6 @@ def _chart_context(chart: TimelineChart, memory: dict, records: dict, same_order
     }
 
 
-def _marker(point, plot, key: str, title: str, label: str, near: bool = False) -> dict:
-    """A peak marker with its label in the top margin (or just above the point when ``near``),
-    flipped to the left of the point in the right part of the plot."""
-    right_half = point.x > plot.left + plot.width * 0.62
-    label_y = point.y - 12 if near else plot.top - 9
-    return {
-        "key": key,
-        "cx": svg_number(point.x),
-        "cy": svg_number(point.y),
-        "leader_y": svg_number(label_y + 3),
-        "label_x": svg_number(point.x - 7 if right_half else point.x + 7),
-        "label_y": svg_number(label_y),
-        "anchor": "end" if right_half else "start",
-        "title": title,
-        "label": label,
-    }
-
-
-def _timeline_frame(chart: TimelineChart) -> dict:
-    """The box, axes and ticks of a timeline, as strings for the template."""
-    plot = chart.plot
-    return {
-        "width": svg_number(chart.width),
-        "height": svg_number(chart.height),
-        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
-        "left": svg_number(plot.left), "right": svg_number(plot.right), "top": svg_number(plot.top), "bottom": svg_number(plot.bottom),
-        "plot_height": svg_number(plot.height),
-        "tick_end": svg_number(plot.bottom + 5),
-        "middle_x": svg_number((plot.left + plot.right) / 2),
-        "middle_y": svg_number((plot.top + plot.bottom) / 2),
-        "x_label_y": svg_number(chart.height - 8),
-        "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
-        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
-    }
-
-
-def _references(chart: TimelineChart) -> list[dict]:
-    """On-chip capacity lines within the chart's scale, labelled, right-aligned; close ones spread."""
-    from .charts import spread
-
-    shown = [line for line in chart.references if line.y is not None]
-    label_ys = spread([line.y - 5 for line in shown], 13, chart.plot.top - 12, chart.plot.bottom - 2)
-    return [
-        {"y": svg_number(line.y), "label_y": svg_number(label_y), "label": f"{line.label} · {iec(line.value)}",
-         "title": f"{line.label}: {int(line.value):,} bytes on chip"}
-        for line, label_y in zip(shown, label_ys)
-    ]
-
-
-
 # ---------------------------------------------------------------------------------------------
 # Diff: a base and a head model
 
@@ -1539,16 +1169,6 @@ def _summary_items(diff: "ModelDiff") -> list[dict]:
     return items
 
 
-
-def _side(document: dict, role: str) -> dict:
-    model = document["model"]
-    return {
-        "role": role, "name": model["name"], "path": model["path"] or "in memory",
-        "nodes": _count(model["nodes"]), "producer": model["producer"] or "unknown",
-        "inputs": ", ".join(f"{t['name']} {shape_text(t['shape'])} {t['dtype']}" for t in model["inputs"]),
-    }
-
-
 def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: dict | None, target: dict,
                    number: int, palette: dict[str, str]) -> dict:
     """Both models on one target's roofline: base dots hollow, head dots filled, arrows from base
@@ -1657,49 +1277,6 @@ def _arrow(x1: float, y1: float, x2: float, y2: float, title: str, cls: str) -> 
     }
 
 
-def _overlay_chart_context(series: list[tuple[str, list[int], list[dict]]], capacities: Sequence[tuple[str, int]],
-                           summary: str, colours: bool = False) -> dict:
-    """Several live-activation timelines on one step axis (diff: base and head; sweep points)."""
-    chart = timeline_chart([(key, values) for key, values, _ in series], list(capacities),
-                           width=MEMORY_CHART_SIZE[0], height=MEMORY_CHART_SIZE[1])
-    plot = chart.plot
-    columns = []
-    for column in chart.columns:
-        head = f"step {column.first}" if column.first == column.last else f"steps {column.first}–{column.last}"
-        lines = [head]
-        for key, _, steps in series:
-            window = steps[column.first:column.last + 1]
-            if not window:
-                lines.append(f"{key}: no step here")
-                continue
-            top = max(window, key=lambda e: (e["live_bytes"], -e["step"]))
-            lines.append(f"{key}: {iec(top['live_bytes'])} ({top['live_bytes']:,} bytes) at step {top['step']}, {top['node']}")
-        columns.append({"x": svg_number(column.x), "width": svg_number(column.width), "title": "\n".join(lines)})
-    markers = []
-    for geometry, (key, values, steps) in zip(chart.series, series):
-        if geometry.peak is None or len(series) > 2:  # more than two peaks: the hover columns tell
-            continue
-        node = steps[geometry.peak.step]["node"] if geometry.peak.step < len(steps) else ""
-        markers.append(_marker(geometry.peak, plot, key,
-                               f"Peak, {key}: {int(geometry.peak.value):,} bytes at step {geometry.peak.step}, {node}",
-                               f"{key} peak {iec(geometry.peak.value)} · step {geometry.peak.step}",
-                               near=len(markers) > 0 and geometry.peak.y - plot.top > 30))
-    return {
-        **_timeline_frame(chart),
-        "area": "",
-        "series": [{"key": key, "d": geometry.path, "title": f"{key}: live activation bytes per step",
-                    **({"colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} if colours else {})}
-                   for k, (geometry, (key, _, _)) in enumerate(zip(chart.series, series))],
-        "legend": [{"key": key, "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} for k, (key, _, _) in enumerate(series)],
-        "markers": markers,
-        "references": _references(chart),
-        "off_scale": ", ".join(f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None),
-        "columns": columns,
-        "steps": f"{chart.steps:,}",
-        "summary": summary,
-    }
-
-
 # ---------------------------------------------------------------------------------------------
 # Compare: several models
 
@@ -1774,15 +1351,6 @@ def _compare_context(analyses: list["Analysis"]) -> dict:
         "targets": targets,
         "target_names": ", ".join(target_names) or "none",
     }
-
-
-def _cell(value: float, kind: str, unit: str) -> dict:
-    metric = _metric(value, kind, unit)
-    return {"text": metric["text"], "title": metric["title"], "value": value, "cls": ""}
-
-
-def _na() -> dict:
-    return {"text": "—", "title": "not analysed on this target", "value": None, "cls": "na"}
 
 
 def _mark_best(rows: list[dict], lower_is_better: bool) -> None:
@@ -1956,55 +1524,3 @@ def _xy_context(key: str, xs: list, series: list[tuple[str, list[float | None]]]
         "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
         "lines": lines,
     }
-
-
-# ---------------------------------------------------------------------------------------------
-# Formatting
-
-
-def shape_text(shape: Iterable | None) -> str:
-    """``[1, 3, 224, 224]`` -> ``1×3×224×224``; symbols stay names, unknown dims are ``?``."""
-    if shape is None:
-        return "?"
-    dims = ["?" if d is None else str(d) for d in shape]
-    return "×".join(dims) if dims else "scalar"
-
-
-def _metric(value: int | float | None, kind: str, unit: str) -> dict:
-    if value is None:
-        return {"text": "-", "title": "no bytes move", "value": "", "cls": "na"}
-    if kind == "bytes":
-        text, title = iec(value), f"{value:,} {unit}"
-    elif kind == "ratio":
-        text, title = intensity(value), f"{value:.6g} {unit}"
-    else:
-        text, title = si(value), f"{value:,} {unit}"
-    return {"text": text, "title": title, "value": repr(value), "cls": "zero" if value == 0 else ""}
-
-
-def _count(value: int) -> str:
-    return f"{value:,}"
-
-
-def _bar_width(share: float) -> str:
-    """A share drawn as a bar: its CSS width, full at 100%."""
-    return f"{min(share, 1.0) * 100:.2f}%"
-
-
-def _percent(share: float) -> str:
-    if share == 0:
-        return "0%"
-    if share < 0.001:
-        return "<0.1%"
-    return f"{share * 100:.1f}%"
-
-
-def _finite(value: Any) -> Any:
-    """Replace NaN and infinities (invalid JSON) by None, recursively."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value

@@ -467,7 +467,7 @@ def test_roofline_dots_sit_under_the_roof(targeted):
 
 
 def test_roofline_bins_dots_past_the_limit(monkeypatch, targeted):
-    import onnxroof.report.html as module
+    import onnxroof.report.model_page as module
 
     analysis, _ = targeted
     monkeypatch.setattr(module, "AGGREGATE_ABOVE", 10)

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..units import seconds
-from .html import render_html
+from .model_page import render_html
 from .table import clip, inputs_line
 
 if TYPE_CHECKING:

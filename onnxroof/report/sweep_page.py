@@ -34,9 +34,8 @@ def _point_label(values: dict) -> str:
 
 
 def _sweep_context(points: list["SweepPoint"]) -> dict:
-    if not points:
-        return {"title": "empty sweep", "symbols": "", "model": {"name": "—"}, "rows": [], "targets": [],
-                "latency_chart": None, "tokens_chart": None, "headers": [], "target_names": ""}
+    if not points:  # run_sweep always gives at least one; a page of none had no numbers to show
+        raise ValueError("a sweep page needs at least one point")
     documents = [p.analysis.to_dict() for p in points]
     symbols = list(points[0].values)
     labels = [_point_label(p.values) for p in points]

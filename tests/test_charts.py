@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from onnxroof.report.charts import (
-    Box, Bucket, LinearScale, LogScale, RooflinePoint, area_points, downsample, label_rect, line_path, place_labels,
-    roofline_chart, spread, step_path, timeline_chart, xy_chart,
+    Box, RooflinePoint, label_rect, place_labels, roofline_chart, spread, timeline_chart, xy_chart,
 )
+from onnxroof.report.scales import Bucket, LinearScale, LogScale, area_points, downsample, line_path, step_path
 
 # ---------------------------------------------------------------------------------------------
 # Linear scale

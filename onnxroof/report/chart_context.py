@@ -15,7 +15,8 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 from ..units import iec, intensity, si
-from .charts import RooflineChart, RooflinePoint, TimelineChart, svg_number, timeline_chart
+from .charts import RooflineChart, RooflinePoint, TimelineChart, timeline_chart
+from .scales import svg_number
 from .diff import format_value
 from .page import BOUND_LABELS, SERIES_COLOURS, _percent
 

@@ -17,7 +17,8 @@ from .chart_context import (
     AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
     _mark, _overlay_chart_context, _palette, _place_mark_labels, _points, _roof_groups,
 )
-from .charts import roofline_chart, svg_number
+from .charts import roofline_chart
+from .scales import svg_number
 from .diff import format_value, percent_text, signed_change
 from .page import _count, _render, _side, _target_capacities, shape_text
 

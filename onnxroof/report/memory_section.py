@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..units import iec
 from .chart_context import MEMORY_CHART_SIZE, _marker, _references, _timeline_frame
-from .charts import TimelineChart, svg_number, timeline_chart
+from .charts import TimelineChart, timeline_chart
+from .scales import svg_number
 from .page import _bar_width, _percent, shape_text
 
 if TYPE_CHECKING:

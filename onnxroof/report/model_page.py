@@ -24,7 +24,8 @@ from .chart_context import (
     AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
     _mark, _ops_unit, _palette, _place_mark_labels, _points, _roof_groups,
 )
-from .charts import roofline_chart, svg_number
+from .charts import roofline_chart
+from .scales import svg_number
 from .diff import format_value
 from .memory_section import _memory_context
 from .node_table import _node_data, _table_context

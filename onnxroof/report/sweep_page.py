@@ -14,7 +14,8 @@ from .chart_context import (
     ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _diamond, _mark, _overlay_chart_context,
     _place_mark_labels, _roof_groups,
 )
-from .charts import roofline_chart, svg_number, xy_chart
+from .charts import roofline_chart, xy_chart
+from .scales import svg_number
 from .diff import format_value
 from .page import SERIES_COLOURS, _cell, _count, _na, _render, _side, _target_capacities, _target_context
 

@@ -51,6 +51,7 @@ def analyze(
     phase: str | None = None,
     seq: int | None = None,
     context: int | None = None,
+    fusion: str | Iterable[str] | None = None,
     progress: Callable[[str], None] | None = None,
     checker_in_child: bool = False,
     values: Mapping[str, Sequence[float] | float] | Iterable[str] | None = None,
@@ -65,7 +66,9 @@ def analyze(
     their rooflines; ``dtype`` (fp32 fp16 bf16 int8 int4) re-costs the model as if stored and run
     in that type; ``batch`` sets axis 0 of every input; ``phase`` ("prefill" with ``seq``, or
     "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win);
-    ``values`` maps input names to the values the graph computes with (a sample rate that picks an
+    ``fusion`` (a policy, "none", "epilogue", "all" or rule sets such as "epilogue,elementwise",
+    or a list of rule sets) groups nodes into kernels on every target instead of each target's
+    own policy; ``values`` maps input names to the values the graph computes with (a sample rate that picks an
     If branch, a ``total_sequence_length``), or is a list of ``NAME=V1,V2,...`` strings;
     ``progress`` is called with the name of each stage as it starts; ``checker_in_child`` runs
     the ONNX checker on a model file in a forked child process while the analysis goes on (on
@@ -76,14 +79,15 @@ def analyze(
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
         return _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-                        context, progress or (lambda stage: None), checker_in_child, values)
+                        context, progress or (lambda stage: None), checker_in_child, values, _fusion_rules(fusion))
     finally:
         if collecting:
             gc.enable()
 
 
 def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-             context, progress: Callable[[str], None], checker_in_child: bool, values) -> Analysis:
+             context, progress: Callable[[str], None], checker_in_child: bool, values,
+             fusion: tuple[str, ...] | None) -> Analysis:
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
     chosen = _load_targets(targets)
@@ -145,7 +149,8 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         from .roofline import place_model
 
         progress(f"placing on {len(chosen)} target(s)")
-        analysis.targets = [place_model(graph, analysis.memory, target, dtype, batch or 1) for target in chosen]
+        analysis.targets = [place_model(graph, analysis.memory, target, dtype, batch or 1, fusion)
+                            for target in chosen]
     if layout is not None:
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
         latencies = {report.target.name: report.latency_s for report in analysis.targets}
@@ -205,6 +210,17 @@ def _load_targets(targets: Iterable[str | Target]) -> list[Target]:
     from .targets import Target, load_target
 
     return [t if isinstance(t, Target) else load_target(t) for t in targets]
+
+
+def _fusion_rules(fusion: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    if fusion is None:
+        return None
+    from .kernels import parse_policy
+
+    try:
+        return parse_policy(fusion if isinstance(fusion, str) else ",".join(fusion) or "none")
+    except ValueError as exc:
+        raise UsageError(f"--fusion {exc}") from None
 
 
 def _with_progress(progress: Callable[[str], None], stage: str, work: Callable):

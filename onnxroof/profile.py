@@ -523,10 +523,15 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     source = model if model is not None else analysis.model.path
     if source is None:
         raise UsageError("profile_model: the analysis was made from a ModelProto; pass it as model=")
-    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, analysis.batch or 1)
+    # predicted node by node: onnxruntime's own kernels are mapped back to nodes below, so the
+    # target's fusion policy would only blur which node a predicted time belongs to
+    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, analysis.batch or 1, fusion=())
     predicted = {n.name: n.placement.time_s for n in report.nodes}
     feeds = random_inputs(analysis, seed)
     payload, notes = _model_for_onnxruntime(source)
+    if target.fusion:
+        notes.append(f"predicted one kernel per node (the target's fusion {', '.join(target.fusion)} is not applied): "
+                     "onnxruntime's kernels are compared node by node")
     if analysis.dtype != "model":
         notes.append(f"predicted as if re-costed in {analysis.dtype}; onnxruntime runs the model as stored")
     with tempfile.TemporaryDirectory(prefix="onnxroof-profile-") as directory:

@@ -398,6 +398,7 @@ def target_entry(report, encoded: bool = False) -> dict:
         "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
         "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
         "node_overhead_s": target.node_overhead_s.value if target.node_overhead_s else None,
+        "fusion": list(report.fusion),  # the rule sets the kernels ("nodes" below) were grouped under
         "latency_s": report.latency_s,
         "throughput_per_s": report.throughput_per_s,
         "utilization": report.utilization,
@@ -415,8 +416,9 @@ def target_entry(report, encoded: bool = False) -> dict:
 
 
 def target_node_entry(node) -> dict:
-    # the name comes first: _encoded_target_nodes writes it, and shares the rest between nodes
-    return {"name": node.name, "op_type": node.op_type, "dtype": node.dtype, "spill_bytes": node.spill_bytes,
+    # the name and the nodes come first: _encoded_target_nodes writes them, and shares the rest
+    # between kernels; "nodes" are the ONNX nodes the kernel runs (its own name alone, unfused)
+    return {"name": node.name, "nodes": node.nodes, "op_type": node.op_type, "dtype": node.dtype, "spill_bytes": node.spill_bytes,
             "energy_j": node.energy_j, **placement_entry(node.placement)}
 
 
@@ -434,9 +436,9 @@ def _encoded_target_nodes(nodes: list) -> Iterator[str]:
         rest = shared.get(key)
         if rest is None:
             entry = target_node_entry(n)
-            del entry["name"]
+            del entry["name"], entry["nodes"]
             rest = shared[key] = compact_json(entry)[1:-1]
-        yield f'{{"name":{_string(n.name)},{rest}}}'
+        yield f'{{"name":{_string(n.name)},"nodes":[{",".join(map(_string, n.nodes))}],{rest}}}'
 
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
+from .kernels import fuse
 from .memory import spill_plan
 from .targets import Target
 
@@ -84,12 +85,15 @@ def roofline(
 
 @dataclass
 class NodePlacement:
+    """One kernel on the target: a node, or the nodes fused with it (named after the first)."""
+
     name: str
-    op_type: str
+    op_type: str  # "Conv+Relu" for a fused kernel
     dtype: str
     placement: Placement
     spill_bytes: int  # activation traffic caused by spilling (part of dram_bytes)
     energy_j: dict[str, float | None]  # compute / onchip / dram
+    nodes: list[str] = field(default_factory=list)  # the ONNX nodes it runs, in the model's order
 
 
 @dataclass
@@ -110,16 +114,19 @@ class TargetReport:
     spill_bytes: int = 0
     activations_on_chip: bool = True
     notes: list[str] = field(default_factory=list)
+    fusion: tuple[str, ...] = ()  # the fusion rule sets the kernels were grouped under
 
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
 
 
 def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
-                batch: int = 1) -> TargetReport:
-    """Place every counted node of the cost ``graph`` and the whole model on ``target``. The spill
-    plan starts from the memory stage's buffer problem (``memory``: same graph, order and in-place
-    setting)."""
+                batch: int = 1, fusion: Iterable[str] | None = None) -> TargetReport:
+    """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
+    are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
+    none: one kernel per node). The spill plan starts from the memory stage's buffer problem
+    (``memory``: same graph, order and in-place setting)."""
+    rules = tuple(target.fusion if fusion is None else fusion)
     tensors = graph.tensors
     inputs, outputs = set(graph.inputs), set(graph.outputs)
     onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
@@ -139,40 +146,55 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     placements: list[NodePlacement] = []
     fallbacks: Counter = Counter()
-    for record in graph.records:
-        if not record.counted:
-            continue
+    for kernel in fuse(graph, rules):
+        members = kernel.records
         if keeps_activations:
-            io_bytes = sum(tensors[n].bytes or 0 for n in dict.fromkeys(record.inputs) if n in inputs and not record.view)
-            io_bytes += sum(tensors[n].bytes or 0 for n in record.outputs if n in outputs)
-            spill = spill_by_node.get(record.name, 0)
-            dram = record.weight_bytes + io_bytes + spill
-            onchip = record.memory_bytes
+            # the model's inputs come from DRAM and its outputs go there; views read nothing
+            read = {n for m in members if not m.view for n in m.inputs if n in inputs}
+            written = {n for m in members for n in m.outputs if n in outputs}
+            io_bytes = sum(tensors[n].bytes or 0 for n in read | written)
+            spill = sum(spill_by_node.get(m.name, 0) for m in members)
+            dram = kernel.weight_bytes + io_bytes + spill
+            onchip = kernel.memory_bytes
         else:
             spill = 0
-            dram, onchip = record.memory_bytes, 0
-        roof, peak = target.roof(record.dtype)
-        if record.flops and roof != target.wanted_roof(record.dtype):
-            fallbacks[(target.wanted_roof(record.dtype), roof)] += 1
+            dram, onchip = kernel.memory_bytes, 0
+        roofs: Counter = Counter()  # roof -> FLOPs run on it
+        for member in members:
+            roof, _ = target.roof(member.dtype)
+            roofs[roof] += member.flops
+            if member.flops and roof != target.wanted_roof(member.dtype):
+                fallbacks[(target.wanted_roof(member.dtype), roof)] += 1
+        anchor = next((m for m in members if m.macs), members[0])
+        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor.dtype)
         # views, folded constants and shape arithmetic launch nothing on the device
-        works = bool(record.flops or dram or onchip) and not record.shape_only
+        works = bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members)
         overhead = target.node_overhead_s.value if target.node_overhead_s and works else 0.0
-        point = roofline(record.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, overhead)
-        placements.append(NodePlacement(record.name, record.op_type, record.dtype, point, spill,
-                                        _energy(target, roof, record.flops, dram, onchip)))
+        point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, overhead)
+        placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
+                                        _energy(target, roofs, dram, onchip), kernel.nodes))
     for (wanted, used), count in sorted(fallbacks.items()):
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     return _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
-                      keeps_activations, notes)
+                      keeps_activations, notes, rules)
 
 
-def _energy(target: Target, roof: str, flops: int, dram_bytes: int, onchip_bytes: int) -> dict[str, float | None]:
-    """Joules per part; None where the target has no figure for work this node does."""
-    per_op = target.energy_per_op_pj(roof)
+def _blended_peak(target: Target, flops_by_roof: Counter) -> tuple[str, float]:
+    """The roof most of the FLOPs run on, and the harmonic blend of the roofs' peaks, so that the
+    compute time is the sum of each roof's share."""
+    flops = sum(flops_by_roof.values())
+    roof = flops_by_roof.most_common(1)[0][0]
+    compute_s = sum(f / target.peak_ops_per_s[r].value for r, f in flops_by_roof.items())
+    return roof, (flops / compute_s if compute_s else target.peak_ops_per_s[roof].value)
+
+
+def _energy(target: Target, flops_by_roof: Counter, dram_bytes: int, onchip_bytes: int) -> dict[str, float | None]:
+    """Joules per part; None where the target has no figure for work this kernel does."""
     onchip_pj = target.onchip_pj_per_byte.value if target.onchip_pj_per_byte else None
     dram_pj = target.dram_pj_per_byte.value if target.dram_pj_per_byte else None
+    compute = [_joules(flops, target.energy_per_op_pj(roof)) for roof, flops in flops_by_roof.items()]
     return {
-        "compute": _joules(flops, per_op),
+        "compute": None if None in compute else sum(compute),  # type: ignore[arg-type]
         "onchip": _joules(onchip_bytes, onchip_pj),
         "dram": _joules(dram_bytes, dram_pj),
     }
@@ -185,7 +207,7 @@ def _joules(amount: int, picojoules_each: float | None) -> float | None:
 
 
 def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement], spilled: list[str],
-               spill_bytes: int, on_chip: bool, notes: list[str]) -> TargetReport:
+               spill_bytes: int, on_chip: bool, notes: list[str], fusion: tuple[str, ...]) -> TargetReport:
     latency = sum(n.placement.time_s for n in nodes)
     flops = sum(n.placement.flops for n in nodes)
     dram = sum(n.placement.dram_bytes for n in nodes)
@@ -193,11 +215,9 @@ def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement
     flops_by_roof: Counter = Counter()
     for n in nodes:
         flops_by_roof[n.placement.roof] += n.placement.flops
-    roof = flops_by_roof.most_common(1)[0][0] if flops_by_roof else target.roof("fp32")[0]
     # mixed types run on several roofs: the model's peak is the harmonic blend, so that its
     # compute time is the sum of each roof's share (never above the nodes' own sum)
-    compute_s = sum(f / target.peak_ops_per_s[r].value for r, f in flops_by_roof.items())
-    peak = flops / compute_s if compute_s else target.peak_ops_per_s[roof].value
+    roof, peak = _blended_peak(target, flops_by_roof) if flops_by_roof else target.roof("fp32")
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     model_point = roofline(flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
     split: dict[str, float | None] = {}
@@ -228,4 +248,5 @@ def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement
         spill_bytes=spill_bytes,
         activations_on_chip=on_chip,
         notes=notes,
+        fusion=fusion,
     )

@@ -8,8 +8,10 @@ from (for an estimate, the arithmetic). Required: ``name``, ``description``,
 ``onchip.bandwidth_bytes_per_s`` (on-chip memory), ``dram.energy_pj_per_byte``,
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
 ``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
-``power_w``, ``node_overhead_s`` (a fixed cost per node that does work, such as a GPU kernel
-launch; added to every node's roofline time). A target with no off-chip memory (weights held on chip) sets
+``power_w``, ``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel
+launch; added to every kernel's roofline time), ``[fusion]`` (``rules``: the rule sets of
+``FUSION_RULES`` the target's runtime fuses, ``[]`` for none; ``source``: why; absent:
+no fusion, one kernel per node). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 """
 
@@ -46,6 +48,13 @@ _ROOF_OF_DTYPE = {
     "int4": "int4", "uint4": "int4", "float8e4m3fn": "int8", "float8e5m2": "int8",
 }
 
+# The rule sets a target's [fusion] policy may name; kernels.py applies them.
+FUSION_RULES = {
+    "epilogue": "a Conv, Gemm or MatMul with the elementwise ops after it (bias, BatchNormalization, activation, residual Add)",
+    "elementwise": "chains of elementwise ops (activations, arithmetic, casts, quantize/dequantize)",
+    "normalization": "reductions with the elementwise ops around them: decomposed LayerNorm, RMSNorm, Softmax",
+    "attention": "QK^T, its scale and mask, the softmax and the AV product as one kernel",
+}
 
 @dataclass(frozen=True)
 class Figure:
@@ -72,6 +81,8 @@ class Target:
     clock_hz: Figure | None = None
     power_w: Figure | None = None
     node_overhead_s: Figure | None = None
+    fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
+    fusion_source: str = ""
 
     def roof(self, dtype: str) -> tuple[str, float]:
         """(roof name, peak ops/s) for a node computing in ``dtype`` (an ONNX type name or roof)."""
@@ -164,7 +175,22 @@ def parse_target(path: Path) -> Target:
         clock_hz=_figure(data, "clock_hz", "clock_hz", where, required=False),
         power_w=_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
+        **_fusion(data, where),
     )
+
+
+def _fusion(data: dict, where: str) -> dict:
+    section = _section(data, "fusion", where, required=False)
+    if not section:
+        return {}
+    rules = section.get("rules")
+    if not isinstance(rules, list) or any(rule not in FUSION_RULES for rule in rules):
+        raise UsageError(f"{where}: 'fusion.rules' must be a list of {', '.join(FUSION_RULES)} (or [] for none), "
+                         f"not {rules!r}")
+    source = section.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise UsageError(f"{where}: 'fusion.source' must say which runtime fuses these and where that is documented")
+    return {"fusion": tuple(dict.fromkeys(rules)), "fusion_source": source}
 
 
 def _section(data: dict, key: str, where: str, required: bool = True) -> dict:

@@ -387,6 +387,12 @@ def _charts(html: str) -> _Charts:
     return page
 
 
+# MiniGoogLeNet costs 62 nodes with FLOPs: 19 Conv, 19 BatchNormalization, 19 Relu, 3 pools, a
+# Gemm and a Softmax. myriad-x runs each as its own kernel (no fusion); h100-sxm fuses each
+# Conv+BatchNormalization+Relu into one kernel: 19 + 3 + 1 + 1 = 24
+DOTS_PER_TARGET = [62, 24]
+
+
 @pytest.fixture(scope="module")
 def targeted():
     analysis = onnxroof.analyze(build_example("minigooglenet"), targets=["myriad-x", "h100-sxm"])
@@ -417,15 +423,18 @@ def test_one_roofline_per_target_with_one_dot_per_costed_node(targeted):
     page = _charts(html)
     assert [c["id"] for c in page.charts] == ["roofline-0", "roofline-1"]
     names = [r.name for r in analysis.nodes]
-    for chart, report in zip(page.charts, analysis.targets):
+    for chart, report, expected in zip(page.charts, analysis.targets, DOTS_PER_TARGET):
         costed = [n for n in report.nodes if n.placement.flops > 0]
-        assert len(chart["dots"]) == len(costed) == 62  # Conv, BatchNorm, Relu, pools, Gemm, Softmax
+        assert len(chart["dots"]) == len(costed) == expected
         assert all(d["data-count"] == "1" for d in chart["dots"])
         by_name = {n.name: n for n in costed}
         for dot in chart["dots"]:
             node = by_name[names[int(dot["data-node"])]]  # data-node: the row it scrolls to
             title = dot["title"]
-            assert title.startswith(node.name + "\n" + node.op_type)
+            first, second = title.split("\n")[:2]
+            assert first.startswith(node.name) and second.startswith(node.op_type + " · ")
+            if len(node.nodes) > 1:  # a fused kernel names the nodes it runs
+                assert first == f"{node.name} (kernel of {len(node.nodes)} nodes: {', '.join(node.nodes)})"
             assert f"FLOPs: {onnxroof.units.si(node.placement.flops)} ({node.placement.flops:,})" in title
             assert f"({node.placement.dram_bytes:,})" in title and f"({node.placement.time_s:.6g} s)" in title
             assert "bound: " in title and "intensity: " in title
@@ -453,13 +462,13 @@ def test_roofline_dots_sit_under_the_roof(targeted):
     """y is the achieved rate (FLOPs / time): no dot's centre is above the roofs' envelope (the
     top compute roof and the DRAM slope), read back from the SVG's own paths."""
     _, html = targeted
-    for number in (0, 1):
+    for number, expected in enumerate(DOTS_PER_TARGET):
         svg = html[html.index(f'id="roofline-{number}"'):]
         svg = svg[:svg.index("</svg>")]
         top = min(float(y) for y in re.findall(r'<path class="roof" d="M[\d.]+,([\d.]+)H', svg))
         x1, y1, x2, y2 = map(float, re.search(r'class="slope slope-dram" d="M([\d.]+),([\d.]+)L([\d.]+),([\d.]+)"', svg).groups())
         dots = [(float(x), float(y)) for x, y in re.findall(r'<circle class="dot[^"]*" cx="([\d.]+)" cy="([\d.]+)"', svg)]
-        assert len(dots) == 62
+        assert len(dots) == expected
         for x, y in dots:
             assert y >= top - 0.15
             if x1 <= x <= x2:  # under the DRAM slope, a straight line on log-log axes
@@ -477,7 +486,7 @@ def test_roofline_bins_dots_past_the_limit(monkeypatch, targeted):
         counts = [int(d["data-count"]) for d in chart["dots"]]
         assert sum(counts) == costed and len(counts) < costed
         binned = [d for d in chart["dots"] if int(d["data-count"]) > 1]
-        assert binned and all(re.match(r"\d+ × \w+ \(\w+ roof\)", d["title"]) for d in binned)
+        assert binned and all(re.match(r"\d+ × [\w+]+ \(\w+ roof\)", d["title"]) for d in binned)
         assert all("click to show it" in d["title"] for d in chart["dots"])
 
 

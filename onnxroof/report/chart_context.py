@@ -152,15 +152,18 @@ def _achieved(flops: float, time_s: float) -> float:
     return flops / time_s if time_s else 0.0
 
 
-def _dot_title(node: dict, placement: dict, target: dict, latency: float) -> str:
+def _dot_title(placement: dict, target: dict, latency: float) -> str:
+    """A kernel's tooltip (``placement``: its entry in the target's "nodes"): its nodes, numbers
+    and bound."""
     time_s = placement["time_s"]
     share = time_s / latency if latency else 0.0
     roof = placement["roof"]
     unit = _ops_unit([roof])
     achieved = _achieved(placement["flops"], time_s)
+    members = placement.get("nodes") or [placement["name"]]
     lines = [
-        f"{node['name']}",
-        f"{node['op_type']} · {node['dtype']} · {roof} roof",
+        f"{placement['name']}" + (f" (kernel of {len(members)} nodes: {', '.join(members)})" if len(members) > 1 else ""),
+        f"{placement['op_type']} · {placement['dtype']} · {roof} roof",
         f"FLOPs: {si(placement['flops'])} ({placement['flops']:,})",
         f"DRAM bytes: {iec(placement['dram_bytes'])} ({placement['dram_bytes']:,})"
         + (f" · on-chip {iec(placement['onchip_bytes'])}" if placement["onchip_bytes"] else ""),

@@ -166,7 +166,7 @@ def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: di
             dots = [{"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
                      "weight": p["time_s"] / latency if latency else 0.0, "op": p["op_type"],
                      "node": index.get(p["name"], -1), "count": 1, "placement": p,
-                     "title": _dot_title(document["nodes"][index[p["name"]]], p, placed, latency)} for p in costed]
+                     "title": _dot_title(p, placed, latency)} for p in costed]
         sides.append((role, document, placed, dots))
     # arrows: the matched nodes (in both models, costed in both) whose time changed most
     base_placements = {p["name"]: p for p in before["nodes"]} if before else {}

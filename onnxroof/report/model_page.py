@@ -272,7 +272,6 @@ def _hotspots_context(document: dict) -> dict:
         latency = target["latency_s"]
         top = sorted(target["nodes"], key=lambda p: (-p["time_s"], index.get(p["name"], 0)))[:HOTSPOTS]
         for rank, p in enumerate(top, 1):
-            node = nodes[index[p["name"]]]
             share = p["time_s"] / latency if latency else 0.0
             rows.append({
                 "rank": str(rank), "index": str(index[p["name"]]), "name": p["name"], "op": p["op_type"],
@@ -280,7 +279,7 @@ def _hotspots_context(document: dict) -> dict:
                 "share": _percent(share), "bar": _bar_width(share),
                 "bound": BOUND_LABELS.get(p["bound"], p["bound"]), "bound_key": p["bound"],
                 "bound_title": BOUND_TITLES.get(p["bound"], ""),
-                "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
+                "flops": si(p["flops"]), "flops_title": f"{p['flops']:,} FLOPs",
                 "dram": iec(p["dram_bytes"]), "dram_title": f"{p['dram_bytes']:,} DRAM bytes on {target['name']}",
                 "intensity": intensity(p["intensity"]) if p["intensity"] is not None else "∞",
                 "intensity_title": (f"{p['intensity']:.6g} FLOP per DRAM byte" if p["intensity"] is not None
@@ -347,7 +346,7 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
         if aggregated:
             title = dot["title"]
         else:
-            title = _dot_title(nodes[dot["node"]], dot["placement"], target, latency)
+            title = _dot_title(dot["placement"], target, latency)
         context["dots"].append({
             "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
             "colour": palette.get(dot["op"], OTHER_COLOUR), "node": str(dot["node"]), "count": str(dot["count"]),

@@ -1,0 +1,188 @@
+"""Kernels, not nodes (cost-model.md section 5, "Kernels"): under a fusion policy a runtime runs
+a Conv with its epilogue, or attention's QK^T-softmax-AV, as one kernel. Expected bytes and
+times are worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from onnxroof import analyze
+from onnxroof.cli import main
+from onnxroof.examples import build_example
+from onnxroof.kernels import fuse
+
+from conftest import make_model, zeros
+
+F32 = TensorProto.FLOAT
+X = [1, 8, 16, 16]  # 2,048 floats = 8,192 B per activation
+
+
+def target_file(tmp_path, fusion: str = "", onchip: str = "") -> str:
+    """1 TFLOP/s fp32, 10 GB/s DRAM, 1 µs per kernel launch; no on-chip memory unless given."""
+    path = tmp_path / f"t{abs(hash((fusion, onchip)))}.toml"
+    path.write_text(f'''name = "test"
+description = "a hand-made target"
+[peak_ops_per_s.fp32]
+value = 1e12
+tag = "estimate"
+source = "hand"
+[dram.bandwidth_bytes_per_s]
+value = 1e10
+tag = "estimate"
+source = "hand"
+[node_overhead_s]
+value = 1e-6
+tag = "estimate"
+source = "hand"
+{onchip}
+{fusion}
+''')
+    return str(path)
+
+
+EPILOGUE = '[fusion]\nrules = ["epilogue"]\nsource = "a runtime that fuses epilogues"'
+
+
+def residual_block():
+    """x -> Conv 3x3 (8 -> 8, pad 1, no bias) -> BatchNormalization -> Relu -> Add(x) -> y."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["b"], name="bn"),
+        helper.make_node("Relu", ["b"], ["r"], name="relu"),
+        helper.make_node("Add", ["r", "x"], ["y"], name="add"),
+    ]
+    weights = [("w", zeros(8, 8, 3, 3))] + [(n, np.ones(8, np.float32)) for n in ("scale", "bias", "mean", "var")]
+    return make_model(nodes, [("x", F32, X)], [("y", F32, X)], weights)
+
+
+def test_a_conv_bn_relu_add_block_is_one_kernel_and_its_intermediates_move_no_dram_bytes(tmp_path):
+    analysis = analyze(residual_block(), targets=[target_file(tmp_path, EPILOGUE)])
+    (kernel,) = analysis.targets[0].nodes
+    assert kernel.nodes == ["conv", "bn", "relu", "add"]
+    assert kernel.op_type == "Conv+BatchNormalization+Relu+Add"
+    # weights 8x8x3x3 x 4 B = 2,304 + BN's four [8] vectors 128 = 2,432; x read once (8,192: the
+    # conv and the Add both read it), y written once (8,192); c, b and r stay inside: 18,816 B
+    assert kernel.placement.dram_bytes == 2_432 + 8_192 + 8_192
+    # 18,816 B / 10 GB/s = 1.8816 µs > compute (about 0.3 MFLOP / 1 TFLOP/s = 0.3 µs); + one launch
+    assert kernel.placement.bound == "memory"
+    assert kernel.placement.time_s == pytest.approx(1.8816e-6 + 1e-6)
+    assert kernel.placement.flops == analysis.totals.flops  # the FLOPs are the nodes' sum
+
+
+def test_fusion_none_reproduces_the_per_node_roofline(tmp_path):
+    # per node, everything from DRAM (no on-chip memory): conv 2,304 + 8,192 + 8,192 = 18,688;
+    # BN 128 + 8,192 x 2 = 16,512; Relu 16,384; Add 3 x 8,192 = 24,576
+    unfused = analyze(residual_block(), targets=[target_file(tmp_path, EPILOGUE)], fusion="none").targets[0]
+    plain = analyze(residual_block(), targets=[target_file(tmp_path)]).targets[0]  # no [fusion]: none
+    for report in (unfused, plain):
+        assert [(n.nodes, n.placement.dram_bytes) for n in report.nodes] == [
+            (["conv"], 18_688), (["bn"], 16_512), (["relu"], 16_384), (["add"], 24_576)]
+        # (18,688 + 16,512 + 16,384 + 24,576) B / 10 GB/s = 7.616 µs, + 4 launches of 1 µs
+        assert report.latency_s == pytest.approx(7.616e-6 + 4e-6)
+        assert report.fusion == ()
+
+
+def test_the_launch_overhead_is_charged_once_per_kernel(tmp_path):
+    fused = analyze(residual_block(), targets=[target_file(tmp_path, EPILOGUE)]).targets[0]
+    unfused = analyze(residual_block(), targets=[target_file(tmp_path, EPILOGUE)], fusion="none").targets[0]
+    assert sum(n.placement.overhead_s for n in fused.nodes) == pytest.approx(1e-6)
+    assert sum(n.placement.overhead_s for n in unfused.nodes) == pytest.approx(4e-6)
+
+
+def test_a_tensor_also_read_outside_the_kernel_is_written_once(tmp_path):
+    # c = Conv(x) feeds the Relu (joins) and a MaxPool (cannot join an epilogue): c is written
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("MaxPool", ["c"], ["p"], name="pool", kernel_shape=[1, 1]),
+    ]
+    model = make_model(nodes, [("x", F32, X)], [("r", F32, X), ("p", F32, X)], [("w", zeros(8, 8, 3, 3))])
+    report = analyze(model, targets=[target_file(tmp_path, EPILOGUE)]).targets[0]
+    kernel = next(n for n in report.nodes if n.name == "conv")
+    assert kernel.nodes == ["conv", "relu"]
+    # weights 2,304 + x 8,192 in; c 8,192 (for the pool) and r 8,192 out
+    assert kernel.placement.dram_bytes == 2_304 + 8_192 + 8_192 + 8_192
+
+
+def test_a_node_waiting_for_a_tensor_made_after_the_kernel_starts_does_not_join(tmp_path):
+    # the Add needs s = Sigmoid(z), which the model computes after the conv: fusing the Add into
+    # the conv's kernel would run it before s exists
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Sigmoid", ["z"], ["s"], name="sigmoid"),
+        helper.make_node("Add", ["c", "s"], ["y"], name="add"),
+    ]
+    model = make_model(nodes, [("x", F32, X), ("z", F32, X)], [("y", F32, X)], [("w", zeros(8, 8, 3, 3))])
+    report = analyze(model, targets=[target_file(tmp_path, EPILOGUE)]).targets[0]
+    assert [n.nodes for n in report.nodes] == [["conv"], ["sigmoid"], ["add"]]
+
+
+def attention_model():
+    """q [1,4,64,16] x kT [1,4,16,64] -> Div by 4 -> Softmax -> x v [1,4,64,16]."""
+    nodes = [
+        helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk"),
+        helper.make_node("Div", ["scores", "four"], ["scaled"], name="scale"),
+        helper.make_node("Softmax", ["scaled"], ["probs"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["probs", "v"], ["out"], name="av"),
+    ]
+    return make_model(nodes, [("q", F32, [1, 4, 64, 16]), ("kt", F32, [1, 4, 16, 64]), ("v", F32, [1, 4, 64, 16])],
+                      [("out", F32, [1, 4, 64, 16])], [("four", np.array(4.0, np.float32))])
+
+
+def test_attention_runs_as_one_kernel_only_under_the_attention_rules(tmp_path):
+    target = target_file(tmp_path)
+    fused = analyze(attention_model(), targets=[target], fusion="attention").targets[0]
+    (kernel,) = fused.nodes
+    assert kernel.op_type == "MatMul+Div+Softmax+MatMul"
+    # q, kT and v in (3 x 4 x 64 x 16 x 4 B = 49,152), out (16,384); the 4x64x64 scores, scaled
+    # scores and probabilities (65,536 B each) never leave the kernel; the scalar 4 is a
+    # parameter of 4 B
+    assert kernel.placement.dram_bytes == 49_152 + 16_384 + 4
+    epilogue = analyze(attention_model(), targets=[target], fusion="epilogue").targets[0]
+    assert [n.nodes for n in epilogue.nodes] == [["qk", "scale"], ["softmax"], ["av"]]
+
+
+def test_a_kernels_time_is_at_least_each_levels_bytes_over_its_bandwidth(tmp_path):
+    onchip = ('[onchip.size_bytes]\nvalue = 1048576\ntag = "estimate"\nsource = "hand"\n'
+              '[onchip.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "hand"')
+    report = analyze(build_example("minigooglenet"), targets=[target_file(tmp_path, onchip=onchip)],
+                     fusion="all").targets[0]
+    assert any(len(n.nodes) > 1 for n in report.nodes)
+    for kernel in report.nodes:
+        point = kernel.placement
+        assert point.time_s >= point.dram_bytes / 1e10
+        assert point.time_s >= point.onchip_bytes / 1e11
+        assert point.time_s >= point.flops / 1e12
+
+
+def test_every_counted_node_is_in_exactly_one_kernel():
+    graph = analyze(build_example("minigooglenet-separable")).cost_graph
+    kernels = fuse(graph, ("epilogue", "elementwise", "normalization", "attention"))
+    names = [n for k in kernels for n in k.nodes]
+    assert sorted(names) == sorted(r.name for r in graph.records if r.counted)
+
+
+def test_the_fusion_flag_and_the_target_field_are_validated(tmp_path, capsys):
+    assert main(["summary", "--example", "shallownet", "--fusion", "everything"]) == 2
+    assert "--fusion 'everything'" in capsys.readouterr().err
+    bad = target_file(tmp_path, '[fusion]\nrules = ["epilogue", "magic"]\nsource = "x"')
+    assert main(["summary", "--example", "shallownet", "--target", bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "fusion.rules" in err and "\n" not in err
+
+
+def test_the_json_document_names_each_kernels_nodes_and_the_policy(tmp_path, capsys):
+    path = tmp_path / "block.onnx"
+    path.write_bytes(residual_block().SerializeToString())
+    assert main(["summary", str(path), "--target", target_file(tmp_path, EPILOGUE), "--format", "json"]) == 0
+    target = json.loads(capsys.readouterr().out)["targets"][0]
+    assert target["fusion"] == ["epilogue"]
+    assert [(n["name"], n["nodes"]) for n in target["nodes"]] == [("conv", ["conv", "bn", "relu", "add"])]
+    assert main(["summary", str(path), "--target", target_file(tmp_path, EPILOGUE), "--format", "json",
+                 "--fusion", "none"]) == 0
+    target = json.loads(capsys.readouterr().out)["targets"][0]
+    assert target["fusion"] == [] and [n["nodes"] for n in target["nodes"]] == [["conv"], ["bn"], ["relu"], ["add"]]

@@ -33,7 +33,8 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from .errors import ModelError
-from .shapes import node_names, without_weight_data
+from .nodes import node_names
+from .shapes import without_weight_data
 
 _ONNX_MAGIC_HINT = "is it an .onnx model file?"
 # protobuf cannot parse (or write) one message over 2 GiB; bigger models keep weights outside
@@ -521,7 +522,7 @@ def _check_graph(graph: onnx.GraphProto, outer: set[str], label: str, where: str
 
 
 def _node_labels(nodes, where: str) -> list[str]:
-    """The names onnxroof shows for nodes (shapes.node_names), prefixed with the subgraph path."""
+    """The names onnxroof shows for nodes (nodes.node_names), prefixed with the subgraph path."""
     return [where + name for name in node_names(list(nodes))]
 
 

@@ -23,17 +23,19 @@ import onnx.inliner
 from .dtypes import dtype_name
 from .errors import UsageError
 from .graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord
+from .inputs import (
+    batch_flags, bind_inputs, fix_digit_dims, input_values, parse_dim, parse_input_shape, parse_value, real_inputs,
+)
 from .llm import LOOKED_FOR, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
 from .load import PendingCheck, check_in_memory, open_model
 from .memory import analyze_memory
+from .nodes import read_node_fields
 from .ops import output_types
 from .plugins import load_entry_points
 from .result import Analysis, ModelFacts, Totals
+from .shapes import infer_shapes
 from .splits import cost_graph_with_sizes
-from .shapes import (
-    TensorInfo, batch_flags, bind_inputs, fix_digit_dims, infer_shapes, input_values, parse_dim,
-    parse_input_shape, parse_value, read_node_fields, real_inputs,
-)
+from .tensors import TensorInfo
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
     from .targets import Target

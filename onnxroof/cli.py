@@ -348,7 +348,7 @@ def _analyze(source: str, args: argparse.Namespace) -> Analysis:
 
 def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
     from .budgets import check_budgets
-    from .shapes import parse_dim
+    from .inputs import parse_dim
     from .sweep import parse_sweep, run_sweep
 
     if args.command == "explain":

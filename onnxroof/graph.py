@@ -26,8 +26,10 @@ import numpy as np
 import onnx
 
 from .dtypes import dtype_name, tensor_bytes
+from .nodes import NodeFields, node_names, read_node_fields
 from .ops import NodeView, OpCost, OpRule, UnknownShape, UnknownValue, rule_for
-from .shapes import NodeFields, ShapeResult, TensorInfo, node_names, read_node_fields
+from .shapes import ShapeResult
+from .tensors import TensorInfo
 
 if TYPE_CHECKING:
     import networkx as nx

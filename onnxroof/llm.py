@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import onnx
 
 from .errors import UsageError
-from .shapes import TensorInfo, real_inputs
+from .inputs import real_inputs
+from .tensors import TensorInfo
 
 # what a decoder phase needs to know, for the message when none is found
 LOOKED_FOR = ("a past input the graph appends the new keys/values to (a Concat along one axis, or an attention "

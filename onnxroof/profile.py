@@ -665,7 +665,7 @@ def _model_for_onnxruntime(source) -> tuple[Any, list[str]]:
     unique names is passed by path, so that external data loads as usual."""
     import onnx
 
-    from .shapes import node_names
+    from .nodes import node_names
 
     notes: list[str] = []
     if isinstance(source, onnx.ModelProto):

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # types only: placing on targets is imported only when target
     from .llm import LLMReport
     from .memory import MemoryReport
     from .roofline import TargetReport
-    from .shapes import TensorInfo, UnresolvedDim
+    from .tensors import TensorInfo, UnresolvedDim
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ Sizes are tracked by the symbols shape inference gives them: onnx names a data-d
 fresh dim ``<output>_<axis>``; the symbols travel through the ops that follow.
 
 >>> from onnx import TensorProto, helper
->>> from onnxroof.shapes import TensorInfo, read_node_fields
+>>> from onnxroof.nodes import read_node_fields
+>>> from onnxroof.tensors import TensorInfo
 >>> nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=0),
 ...          helper.make_node("Concat", ["a", "b"], ["y"], axis=0)]
 >>> tensors = {"x": TensorInfo("x", 1, (6, 4)), "a": TensorInfo("a", 1, ("a_rows", 4)),
@@ -34,8 +35,11 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from .evaluator import BROADCASTING_OPS
 from .graph import STATUS_DATA_DEPENDENT, STATUS_OK, STATUS_UNKNOWN_SHAPE, CostGraph, CostOptions, cost_graph
-from .shapes import BROADCASTING_OPS, Dim, NodeFields, ShapeResult, TensorInfo, node_names
+from .nodes import NodeFields, node_names
+from .shapes import ShapeResult
+from .tensors import Dim, TensorInfo
 
 
 @dataclass(frozen=True)

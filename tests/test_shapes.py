@@ -15,15 +15,10 @@ from onnx import helper, numpy_helper
 
 from onnxroof import analyze
 from onnxroof.errors import UsageError
-from onnxroof.shapes import (
-    MAX_VALUE_ELEMENTS,
-    bind_inputs,
-    infer_shapes,
-    node_names,
-    parse_dim,
-    parse_input_shape,
-    read_node_fields,
-)
+from onnxroof.evaluator import MAX_VALUE_ELEMENTS
+from onnxroof.inputs import bind_inputs, parse_dim, parse_input_shape
+from onnxroof.nodes import node_names, read_node_fields
+from onnxroof.shapes import infer_shapes
 
 OPSET = 17
 

@@ -598,7 +598,7 @@ def analyze_all(out_root: Path, only: set[str] | None) -> None:
                     if mode == "phase":
                         from onnxroof.llm import detect_decoder, phase_dims
                         import onnx
-                        from onnxroof.shapes import fix_digit_dims
+                        from onnxroof.inputs import fix_digit_dims
                         raw = onnx.load(m["file"], load_external_data=False)
                         fix_digit_dims(raw)  # as analyze does before detect_decoder
                         lay = detect_decoder(raw)

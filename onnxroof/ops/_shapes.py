@@ -1,6 +1,6 @@
 """Shape arithmetic for the shape rules of ops ONNX has no schema for (contrib ops).
 
-Dims are ints, symbol names (str) or None, as in ``shapes.TensorInfo``: a rule keeps a symbol where
+Dims are ints, symbol names (str) or None, as in ``tensors.TensorInfo``: a rule keeps a symbol where
 the output dim is an input dim, and gives None where it would need arithmetic on a symbol. The
 helpers here are shared by every family module; a family's shape rule sits next to its cost rule.
 """
@@ -11,7 +11,7 @@ from typing import Sequence
 
 from onnx import TensorProto
 
-from ..shapes import Dim
+from ..tensors import Dim
 from .base import NodeView, OutputType, ShapeHandler, UnknownShape, output_types
 
 Dims = tuple[Dim, ...]

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..shapes import Dim, TensorInfo
+from ..tensors import Dim, TensorInfo
 
 
 # slots, not frozen: one of each is made per node, and a frozen dataclass's __init__ costs 3x

@@ -20,6 +20,7 @@ import onnx
 
 from .errors import ModelError
 from .nodes import DEFAULT_DOMAINS, node_names
+from .tensors import has_external_data
 
 _NAME_CLIP = 80
 
@@ -344,10 +345,6 @@ def _reads(node: onnx.NodeProto) -> Iterator[str]:
 
 # ---------------------------------------------------------------------------------------------
 # External data: never read, but never allowed to point outside the model's directory
-
-
-def has_external_data(tensor: onnx.TensorProto) -> bool:
-    return tensor.data_location == onnx.TensorProto.EXTERNAL
 
 
 def check_external_locations(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None,

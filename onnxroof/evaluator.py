@@ -20,7 +20,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .nodes import DEFAULT_DOMAINS, NodeFields, has_subgraph, node_names, read_node_fields
-from .tensors import Dim, TensorInfo, info_from_value_info
+from .tensors import Dim, TensorInfo, has_external_data, info_from_value_info
 
 # Shape arithmetic the partial evaluator runs when all inputs have values.
 EVALUABLE_OPS = frozenset(
@@ -61,10 +61,6 @@ def has_schema(domain: str, op_type: str, opsets: dict[str, int] | None = None) 
     if opsets and domain in opsets:
         return onnx.defs.has(op_type, opsets[domain], domain)
     return onnx.defs.has(op_type, domain)
-
-
-def is_external(tensor: onnx.TensorProto) -> bool:
-    return tensor.data_location == TensorProto.EXTERNAL
 
 
 def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
@@ -561,7 +557,7 @@ def _constant_info(node: onnx.NodeProto) -> tuple[int, tuple[int, ...], bool] | 
     """A Constant's (element type, shape, value readable in memory), without reading its data."""
     for attribute in node.attribute:
         if attribute.name == "value":
-            return attribute.t.data_type, tuple(attribute.t.dims), not is_external(attribute.t)
+            return attribute.t.data_type, tuple(attribute.t.dims), not has_external_data(attribute.t)
         if attribute.name == "sparse_value":
             return attribute.sparse_tensor.values.data_type, tuple(attribute.sparse_tensor.dims), True
         if attribute.name in _CONSTANT_ATTRIBUTES:

@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 
 from .dtypes import dtype_name, tensor_bytes
-from .nodes import NodeFields, node_names, read_node_fields
+from .nodes import DEFAULT_DOMAINS, NodeFields, node_names, read_node_fields
 from .ops import NodeView, OpCost, OpRule, UnknownShape, UnknownValue, rule_for
 from .shapes import ShapeResult
 from .tensors import TensorInfo
@@ -53,7 +53,6 @@ STATUS_UNKNOWN_SHAPE = "unknown_shape"  # a shape its rule needs is unknown: not
 STATUS_UNKNOWN_VALUE = "unknown_value"  # a value its rule needs (a Loop's trip count) is unknown: not counted
 # a size only the data decides (rows routed to an expert) and no known total: not counted, its bound stated
 STATUS_DATA_DEPENDENT = "data_dependent"
-_DEFAULT_DOMAINS = ("", "ai.onnx")
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
 _NO_COST = OpCost()
 _NO_INFO = TensorInfo("")  # a tensor nothing is known about
@@ -199,7 +198,7 @@ def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool,
     """A node computed only from constants: folded at load time, its outputs are parameters."""
     if op_type in _NONDETERMINISTIC or has_subgraph:
         return False
-    if op_type == "Constant" and domain in _DEFAULT_DOMAINS:
+    if op_type == "Constant" and domain in DEFAULT_DOMAINS:
         return True
     folded = False  # it reads at least one tensor, and only constants
     for name in inputs:
@@ -457,7 +456,7 @@ class _Coster:
         stored, size, roots = self.stored, self.size, self.roots
         self.constant.update(outputs)
         data = [n for slot, n in enumerate(inputs) if n and slot not in arg_slots]
-        default_domain = domain in _DEFAULT_DOMAINS
+        default_domain = domain in DEFAULT_DOMAINS
         if not (default_domain and op_type in _ROOT_PRODUCERS):
             # settings (arg slots: a Reshape's shape, a Gather's indices) are no roots
             found = tuple(dict.fromkeys(root for n in data for root in roots.get(n, (n,))))

@@ -21,10 +21,10 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .evaluator import MAX_VALUE_ELEMENTS, OutputTypes, PartialEvaluator, has_schema, is_external
+from .evaluator import MAX_VALUE_ELEMENTS, OutputTypes, PartialEvaluator, has_schema
 from .inputs import real_inputs
 from .nodes import DEFAULT_DOMAINS, NodeFields, has_subgraph, nested_graphs, read_node_fields
-from .tensors import TensorInfo, UnresolvedDim, info_from_value_info
+from .tensors import TensorInfo, UnresolvedDim, has_external_data, info_from_value_info
 
 # Initializers larger than this are not read as values (the evaluator keeps up to MAX_VALUE_ELEMENTS).
 MAX_INITIALIZER_VALUE_ELEMENTS = 64
@@ -140,7 +140,7 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
     values: dict[str, np.ndarray] = {}
     for tensor in (*graph.initializer, *(t for g in subgraphs for t in g.initializer)):
         tensors[tensor.name] = TensorInfo(tensor.name, tensor.data_type, tuple(tensor.dims))
-        if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not is_external(tensor):
+        if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not has_external_data(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
     for name, value in (given_values or {}).items():
         values[name] = value

@@ -77,3 +77,10 @@ def info_from_value_info(value_info: onnx.ValueInfoProto) -> TensorInfo:
             for d in tensor_type.shape.dim
         )
     return TensorInfo(value_info.name, tensor_type.elem_type, shape)
+
+
+def has_external_data(tensor: onnx.TensorProto) -> bool:
+    """Whether the tensor's data lives in an external file (never read by onnxroof)."""
+    from onnx import TensorProto  # here: importing this module stays free of onnx
+
+    return tensor.data_location == TensorProto.EXTERNAL

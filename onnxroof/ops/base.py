@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ..nodes import DEFAULT_DOMAINS
 from ..tensors import Dim, TensorInfo
 
 
@@ -160,7 +161,6 @@ def zero_cost(reason: str) -> Handler:
 
 COST_RULES: dict[tuple[str, str], OpRule] = {}
 
-_DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 def register(
@@ -175,12 +175,12 @@ def register(
     """Add or replace the rule for ``op_types`` in ``domain`` (the user/plugin override hook).
     ``shapes`` gives the outputs' types and shapes of an op ONNX has no schema for."""
     for op_type in [op_types] if isinstance(op_types, str) else op_types:
-        key = ("" if domain in _DEFAULT_DOMAINS else domain, op_type)
+        key = ("" if domain in DEFAULT_DOMAINS else domain, op_type)
         COST_RULES[key] = OpRule(handler, family, frozenset(arg_inputs), shapes=shapes)
 
 
 def rule_for(domain: str, op_type: str) -> OpRule | None:
-    return COST_RULES.get(("" if domain in _DEFAULT_DOMAINS else domain, op_type))
+    return COST_RULES.get(("" if domain in DEFAULT_DOMAINS else domain, op_type))
 
 
 def output_types(node: onnx.NodeProto, inputs: tuple[TensorInfo | None, ...],

@@ -6,7 +6,7 @@ For every manifest with a "decoder" block it runs onnxroof at decode --context 1
 attended: 127 cached + 1 new) and prefill --seq 128 / --seq 1024 on h100-sxm, and compares:
   * MACs with the analytic count (build_hf.py's formula, re-derived below from the manifest config);
   * the KV figures with 2 x layers x kv heads x head dim x positions x dtype size;
-  * the whole-model roofline bound (decode memory-bound, prefill 1,024 compute-bound).
+  * the whole-model roofline bound (decode DRAM-bound, prefill 1,024 compute-bound).
 A row is a gap when a figure is off by more than 2 %, missing, or the bound is wrong.
 
 Usage: python benchmarks/validate_llm.py [--corpus /work/corpus/hf] [--only id,id] [--write]
@@ -152,7 +152,7 @@ def check_run(m: dict, facts: dict, label: str, kwargs: dict, S: int, T: int) ->
         if (d is None or abs(d) > TOL) and not (row.get("no_cache") and not got):
             row["gaps"].append(f"kv_cache_bytes[{dt}] {fmt_int(got)} vs {per_pos * T * size:,} ({fmt_pct(d)})")
     row["bound"] = field(a.targets[0] if a.targets else None, "model_point", "bound")
-    expect = {"decode": "memory", "prefill 1024": "compute"}.get(label)
+    expect = {"decode": "dram", "prefill 1024": "compute"}.get(label)
     if expect and row["bound"] != expect:
         row["gaps"].append(f"bound {row['bound']} (expected {expect})")
     row["tps"] = first_value(field(llm, "tokens_per_s"))
@@ -254,7 +254,7 @@ def main() -> int:
     block = (f"onnxroof at `{head}`, target {TARGET}, batch 1; decode = `--phase decode --context 128` "
              f"(127 cached + 1 new), prefill = `--phase prefill --seq N`. Expected KV bytes = 2 x layers x kv heads "
              f"x head dim x positions x dtype size; a row is a gap when a figure is more than 2 % off or missing, "
-             f"or the decode (1,024-token prefill) model point is not memory- (compute-) bound.\n\n"
+             f"or the decode (1,024-token prefill) model point is not DRAM- (compute-) bound.\n\n"
              + table(rows) + "\n\nGaps:\n\n" + findings(rows))
     print(block + "\n\nPer row:\n" + details(rows))
     if args.write:

@@ -9,7 +9,7 @@ DRAM and its outputs written there.
 
 >>> point = roofline(flops=2_424_832, dram_bytes=1_314_344, peak_flops_per_s=44.8e9, dram_bytes_per_s=12.8e9)
 >>> point.bound, round(point.intensity, 2), round(point.time_s * 1e3, 3)
-('memory', 1.84, 0.103)
+('dram', 1.84, 0.103)
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Placement:
     memory_s: float  # DRAM
     onchip_s: float  # on-chip bandwidth roof (0 when the target gives none)
     time_s: float  # max of the three, plus the per-node overhead
-    bound: str  # "compute" | "memory" (DRAM) | "onchip" | "overhead" | "none" (no work)
+    bound: str  # "compute" | "dram" | "onchip" | "overhead" | "none" (no work): report/bounds.py words them
     overhead_s: float = 0.0  # fixed cost of launching a node (a GPU kernel launch), when the target gives one
 
     @property
@@ -78,7 +78,7 @@ def roofline(
     elif compute_s >= memory_s and compute_s >= onchip_s:
         bound = "compute"
     else:
-        bound = "memory" if memory_s >= onchip_s else "onchip"
+        bound = "dram" if memory_s >= onchip_s else "onchip"
     return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
                      compute_s, memory_s, onchip_s, time_s, bound, overhead_s)
 

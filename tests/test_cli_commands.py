@@ -103,7 +103,7 @@ def test_target_file_and_a_bundled_name_each_place_the_model_in_the_order_given(
     # at 1 GB/s that is 1.85104 ms, far above 2,457,650 / 1e12 s of compute: memory-bound
     point = targets[0]["model_point"]
     assert point["intensity"] == pytest.approx(2_457_650 / 1_851_040)
-    assert point["latency_s"] == pytest.approx(1_851_040 / 1e9) and point["bound"] == "memory"
+    assert point["latency_s"] == pytest.approx(1_851_040 / 1e9) and point["bound"] == "dram"
 
 
 def test_prefill_with_seq_binds_the_prompt_length(capsys, tmp_path):

@@ -68,7 +68,7 @@ def test_a_conv_bn_relu_add_block_is_one_kernel_and_its_intermediates_move_no_dr
     # conv and the Add both read it), y written once (8,192); c, b and r stay inside: 18,816 B
     assert kernel.placement.dram_bytes == 2_432 + 8_192 + 8_192
     # 18,816 B / 10 GB/s = 1.8816 µs > compute (about 0.3 MFLOP / 1 TFLOP/s = 0.3 µs); + one launch
-    assert kernel.placement.bound == "memory"
+    assert kernel.placement.bound == "dram"
     assert kernel.placement.time_s == pytest.approx(1.8816e-6 + 1e-6)
     assert kernel.placement.flops == analysis.totals.flops  # the FLOPs are the nodes' sum
 

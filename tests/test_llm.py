@@ -82,7 +82,7 @@ def test_decode_is_memory_bound_and_long_prefill_compute_bound_on_h100():
     flops = 2 * (4 * 1024**2 + 16 * 2 * 2048 * 64) + 5 * 16 * 2048
     dram = 4 * 1024**2 * 4 + 4 * 4096 + 2 * 16 * 2047 * 64 * 4 + 2 * 16 * 2048 * 64 * 4
     assert (point.flops, point.dram_bytes) == (flops, dram)
-    assert point.bound == "memory" and point.intensity == pytest.approx(0.3365, abs=1e-4)
+    assert point.bound == "dram" and point.intensity == pytest.approx(0.3365, abs=1e-4)
     # prefill: 2,048 tokens reuse every weight 2,048 times. The 16 x 2,048^2 score matrix (256 MiB)
     # does not fit the 50 MiB L2 and spills, yet the point stays above the ridge
     point = prefill.targets[0].model_point

@@ -727,13 +727,18 @@ class _Elements(HTMLParser):
 MARKDOWN_TAGS = re.compile(r"</?(?:details|summary|sub|br)>")
 
 
-def _markdown_table_rows(text: str) -> list[list[str]]:
-    """Cells of every pipe-table row: split on pipes not escaped by a backslash."""
-    rows = []
+def _markdown_tables(text: str) -> list[list[list[str]]]:
+    """Each pipe table, as the cells of its rows: split on pipes not escaped by a backslash."""
+    tables: list[list[list[str]]] = []
+    previous_was_row = False
     for line in text.splitlines():
-        if line.startswith("|"):
-            rows.append(re.split(r"(?<!\\)\|", line.strip())[1:-1])
-    return rows
+        is_row = line.startswith("|")
+        if is_row:
+            if not previous_was_row:
+                tables.append([])
+            tables[-1].append(re.split(r"(?<!\\)\|", line.strip())[1:-1])
+        previous_was_row = is_row
+    return tables
 
 
 def _markdown(capsys, hostile_file) -> str:
@@ -747,13 +752,10 @@ def test_markdown_renders_payloads_as_text(capsys, hostile_file):
     out = _markdown(capsys, hostile_file)
     assert "<" not in MARKDOWN_TAGS.sub("", out)  # no raw HTML from the model
     assert "](javascript:" not in out  # no link syntax
-    header_cells = None
-    for cells in _markdown_table_rows(out):
-        if set("".join(cells)) <= set("-: "):
-            continue
-        if len(cells) in (6,):  # every table here has 6 columns: no payload splits a cell
-            header_cells = header_cells or cells
-        assert len(cells) == 6, cells
+    tables = _markdown_tables(out)
+    assert len(tables) >= 4  # totals, targets, the nodes by FLOPs and by time
+    for rows in tables:  # no payload splits a cell: every row has its header's columns
+        assert all(len(cells) == len(rows[0]) for cells in rows), rows
     assert not any(line.startswith("# heading") for line in out.splitlines())  # a newline cannot start a heading
 
 

@@ -19,9 +19,9 @@ PEAK, BANDWIDTH = 44.8e9, 12.8e9  # myriad-x: 16 x 4 lanes x 0.7 GHz; 2 x 1.6 GH
 
 
 def test_the_roofline_decision():
-    # below the ridge (3.5 FLOP/B) a node is memory-bound: attainable = I x bandwidth
+    # below the ridge (3.5 FLOP/B) a node is DRAM-bound: attainable = I x bandwidth
     point = roofline(flops=1_000, dram_bytes=1_000, peak_flops_per_s=PEAK, dram_bytes_per_s=BANDWIDTH)
-    assert point.bound == "memory" and point.attainable_flops_per_s == pytest.approx(12.8e9)
+    assert point.bound == "dram" and point.attainable_flops_per_s == pytest.approx(12.8e9)
     assert point.time_s == pytest.approx(1_000 / 12.8e9)
     # above it, compute-bound at the peak
     point = roofline(flops=10_000, dram_bytes=1_000, peak_flops_per_s=PEAK, dram_bytes_per_s=BANDWIDTH)
@@ -41,7 +41,7 @@ def test_shallownet_on_myriad_x_is_memory_bound():
     assert point.flops == 2_457_650  # MAC-FLOPs 2,424,832 + ReLU 32,768 + Softmax 50
     # "about 1.84 FLOP/byte (weights dominate the traffic)": 2,457,650 / 1,326,672 = 1.85
     assert point.intensity == pytest.approx(1.84, rel=0.01)
-    assert point.bound == "memory"
+    assert point.bound == "dram"
     assert point.attainable_flops_per_s == pytest.approx(1.8525 * 12.8e9, rel=1e-3)  # about 23.6 GFLOP/s
     assert point.time_s == pytest.approx(1_326_672 / 12.8e9) == pytest.approx(0.1e-3, rel=0.05)  # about 0.1 ms
 

@@ -18,7 +18,8 @@ from ..units import iec, intensity, si
 from .charts import RooflineChart, RooflinePoint, TimelineChart, timeline_chart
 from .scales import svg_number
 from .diff import format_value
-from .page import BOUND_LABELS, SERIES_COLOURS, _percent
+from .bounds import BOUND_LABELS
+from .page import SERIES_COLOURS, _percent
 
 AGGREGATE_ABOVE = 2_000  # costed nodes past which a roofline bins its dots
 ROOFLINE_SIZE = (1240, 470)

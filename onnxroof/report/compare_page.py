@@ -59,7 +59,7 @@ def _compare_context(analyses: list["Analysis"]) -> dict:
             rows.append({"name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)], "cells": [
                 {"text": card["latency"], "title": card["latency_title"], "value": target["latency_s"], "cls": ""},
                 {"text": card["throughput"], "title": card["throughput_title"], "value": -target["throughput_per_s"], "cls": ""},
-                {"text": f"{card['bound']} {card['bound_share']}", "title": card["bound_title"], "value": None, "cls": ""},
+                {"text": card["bound_line"], "title": card["bound_title"], "value": None, "cls": ""},
                 {"text": card["energy"], "title": card["energy_title"], "value": target["energy_j"], "cls": ""},
                 {"text": intensity(point["intensity"]) if point["intensity"] is not None else "∞",
                  "title": f"{point['intensity']:.6g} FLOP per DRAM byte" if point["intensity"] is not None else "no DRAM bytes",

@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..version import __version__
+from .bounds import bound_label, time_by_bound
 from ..units import iec, si
 from ..result import target_entry
 from .markdown import details, escape, table
@@ -182,14 +183,16 @@ def _compare_rows(analyses: list["Analysis"]) -> tuple[list[str], list[list[str]
     header = ["model", "params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations", "best-order peak"]
     targets = [r.target.name for r in analyses[0].targets] if analyses else []
     for target in targets:
-        header += [f"latency [{target}]", f"throughput [{target}]", f"bound [{target}]", f"energy [{target}]"]
+        header += [f"latency [{target}]", f"throughput [{target}]", f"model bound [{target}]",
+                   f"time by bound [{target}]", f"energy [{target}]"]
     rows = []
     for a in analyses:
         row = [a.model.name, si(a.totals.params), iec(a.totals.param_bytes), si(a.totals.mac_flops), si(a.totals.flops),
                iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
         for report in a.targets:
             row += [format_value(report.latency_s, "seconds"), format_value(report.throughput_per_s, "per_second"),
-                    report.model_point.bound, format_value(report.energy_j, "joules")]
+                    bound_label(report.model_point.bound), time_by_bound(report.time_share),
+                    format_value(report.energy_j, "joules")]
         rows.append(row)
     return header, rows
 

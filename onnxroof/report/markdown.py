@@ -11,6 +11,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..version import __version__
+from .bounds import bound_label, time_by_bound
 from ..units import iec, intensity, seconds, si
 
 if TYPE_CHECKING:
@@ -63,8 +64,10 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         for report in analysis.targets:
             energy = "n/a" if report.energy_j is None else f"{report.energy_j * 1e3:.3g} mJ"
             rows.append((escape(report.target.name), seconds(report.latency_s), f"{report.throughput_per_s:,.1f}",
-                         report.model_point.bound, f"{report.utilization:.1%}", energy))
-        lines += ["", table(("target", "latency", "inferences/s", "model point", "utilization", "energy"), rows, "lrrlrr")]
+                         bound_label(report.model_point.bound), time_by_bound(report.time_share),
+                         f"{report.utilization:.1%}", energy))
+        lines += ["", table(("target", "latency", "inferences/s", "model bound", "time by bound", "utilization", "energy"),
+                            rows, "lrrllrr")]
     warnings = analysis.warnings
     if warnings:
         lines += ["", "⚠️ " + "<br>⚠️ ".join(escape(w) for w in warnings)]
@@ -75,10 +78,10 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
          for r in by_flops], "llrrrr"))]
     for report in analysis.targets:
         top = report.top_nodes(hotspots)
-        lines += ["", details(f"Top {len(top)} nodes by time on {escape(report.target.name)}", table(
-            ("node", "op", "time", "share", "bound", "FLOP/B"),
+        lines += ["", details(f"Top {len(top)} kernels by time on {escape(report.target.name)}", table(
+            ("kernel", "op", "time", "share", "bound", "FLOP/B"),
             [(escape(n.name), escape(n.op_type), seconds(n.placement.time_s),
-              f"{n.placement.time_s / report.latency_s:.1%}" if report.latency_s else "-", n.placement.bound,
+              f"{n.placement.time_s / report.latency_s:.1%}" if report.latency_s else "-", bound_label(n.placement.bound),
               intensity(n.placement.intensity)) for n in top], "llrrlr"))]
     lines += ["", f"<sub>onnxroof {__version__} · MAC-FLOPs = 2 x MACs · counts SI, bytes IEC</sub>"]
     return "\n".join(lines) + "\n"

@@ -29,9 +29,9 @@ from .scales import svg_number
 from .diff import format_value
 from .memory_section import _memory_context
 from .node_table import _node_data, _table_context
+from .bounds import BOUND_LABELS, BOUND_TITLES
 from .page import (
-    BOUND_LABELS, BOUND_TITLES, _bar_width, _count, _metric, _percent, _render, _target_capacities,
-    _target_context, script_json, shape_text,
+    _bar_width, _count, _metric, _percent, _render, _target_capacities, _target_context, script_json, shape_text,
 )
 
 if TYPE_CHECKING:

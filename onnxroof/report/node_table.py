@@ -12,7 +12,8 @@ import math
 from collections import Counter
 
 from .diff import format_value
-from .page import BOUND_LABELS, BOUND_TITLES, _count, _metric, shape_text
+from .bounds import BOUND_LABELS, BOUND_TITLES
+from .page import _count, _metric, shape_text
 
 PAGE_SIZE = 200  # node-table rows per page
 FORMULAS_MAX_NODES = 2_000  # larger graphs leave the per-node formulas out of the page (`onnxroof explain`)

@@ -27,25 +27,12 @@ from ..version import __version__
 from ..resources import resource_dir
 from ..units import iec, intensity, si
 from .diff import format_value
+from .bounds import BOUND_LABELS, bound_line, time_by_bound
 
 if TYPE_CHECKING:
     from ..result import Analysis
 
 SCRIPT_TEMPLATE = "partials/_script.js.j2"
-BOUND_LABELS = {
-    "compute": "compute",
-    "memory": "DRAM",
-    "onchip": "on-chip",
-    "overhead": "overhead",
-    "none": "no work",
-}
-BOUND_TITLES = {
-    "compute": "compute-bound: FLOPs ÷ the roof's peak is the longest time",
-    "memory": "DRAM-bound: DRAM bytes ÷ DRAM bandwidth is the longest time",
-    "onchip": "on-chip-bound: on-chip bytes ÷ on-chip bandwidth is the longest time",
-    "overhead": "overhead-bound: the target's fixed per-node cost (a kernel launch) is longer than the work",
-    "none": "no work on this target",
-}
 # a few distinct colours for models in compare / sweep / diff pages
 SERIES_COLOURS = ("#3f6fd8", "#e8772e", "#2f9e6e", "#d64545", "#8a5cc9", "#c9a227", "#17a2b8", "#d46aa8")
 
@@ -109,9 +96,11 @@ def _target_context(target: dict) -> dict:
         "bound": BOUND_LABELS.get(main, main),
         "bound_key": main,
         "bound_share": _percent(share.get(main, 0.0)),
-        "bound_title": "share of the latency per bound: " + ", ".join(
-            f"{BOUND_LABELS.get(b, b)} {_percent(s)}" for b, s in sorted(share.items(), key=lambda kv: -kv[1]))
+        "bound_title": "share of the latency per bound: " + time_by_bound(share)
             + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point['bound'], point['bound'])}-bound",
+        "point_bound": BOUND_LABELS.get(point["bound"], point["bound"]),
+        "point_bound_key": point["bound"],
+        "bound_line": bound_line(point["bound"], share),
         "energy": format_value(energy, "joules") if energy is not None else "n/a",
         "energy_title": ("energy per run: " + ", ".join(
             f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}" for part, value in split.items())

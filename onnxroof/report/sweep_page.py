@@ -60,7 +60,7 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
             cells += [
                 {"text": card["latency"], "title": card["latency_title"], "value": None, "cls": ""},
                 {"text": card["throughput"], "title": card["throughput_title"], "value": None, "cls": ""},
-                {"text": f"{card['bound']} {card['bound_share']}", "title": card["bound_title"], "value": None, "cls": ""},
+                {"text": card["bound_line"], "title": card["bound_title"], "value": None, "cls": ""},
             ]
             llm = document["llm"]
             if llm is not None:

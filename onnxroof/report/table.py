@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..version import __version__
 from ..dtypes import dtype_name
+from .bounds import bound_label, time_by_bound
 from ..units import iec, intensity, seconds, si
 
 if TYPE_CHECKING:
@@ -275,27 +276,26 @@ def _joules(value: float | None) -> str:
 def target_lines(report) -> list[str]:
     """One target: latency, frame rate, bound shares, energy, the model point, top-5 nodes."""
     point = report.model_point
-    shares = ", ".join(f"{bound} {share:.0%}" for bound, share in report.time_share.items() if share >= 0.005)
     split = report.energy_split_j
     lines = [
         f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
         f"{printable(report.target.description)}",
         f"  latency {seconds(report.latency_s)} · {report.throughput_per_s:,.1f} inferences/s · "
-        f"utilization {report.utilization:.1%} · time {shares or '-'}",
+        f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
-        f"(ridge {report.target.ridge(point.roof):.3g}): {point.bound}-bound, {seconds(point.time_s)}",
+        f"(ridge {report.target.ridge(point.roof):.3g}): {bound_label(point.bound)}-bound, {seconds(point.time_s)}",
         f"  energy {_joules(report.energy_j)} (compute {_joules(split['compute'])}, on-chip {_joules(split['onchip'])}, "
         f"DRAM {_joules(split['dram'])})" + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"),
     ]
     if report.spilled:
         lines.append(f"  spills {len(report.spilled)} tensor(s) to DRAM: {iec(report.spill_bytes)} extra traffic")
     lines += [f"  note: {printable(note)}" for note in report.notes]
-    lines.append("  top nodes by time:")
+    lines.append("  top kernels by time:")
     for node in report.top_nodes(5):
         p = node.placement
         share = p.time_s / report.latency_s if report.latency_s else 0
         lines.append(f"    {clip(node.name, 40):40} {printable(node.op_type):18} {seconds(p.time_s):>9} {share:6.1%}  "
-                     f"{p.bound:8} {intensity(p.intensity):>8} FLOP/B")
+                     f"{bound_label(p.bound):8} {intensity(p.intensity):>8} FLOP/B")
     return lines
 
 
@@ -316,7 +316,7 @@ def render_sweep_table(points) -> str:
     targets = [r.target.name for r in points[0].analysis.targets] if points else []
     header = [*symbols, "MAC-FLOPs", "FLOPs", "param bytes", "peak act.", "best peak"]
     for target in targets:
-        header += [f"{target} latency", "bound", "FLOP/B"]
+        header += [f"{target} latency", "model bound", "time by bound", "FLOP/B"]
     if points and points[0].analysis.llm is not None:
         header += ["KV read", *(f"{t} tok/s" for t in targets)]
     rows = [header]
@@ -326,7 +326,8 @@ def render_sweep_table(points) -> str:
         row += [si(a.totals.mac_flops), si(a.totals.flops), iec(a.totals.param_bytes),
                 iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
         for report in a.targets:
-            row += [seconds(report.latency_s), report.model_point.bound, intensity(report.model_point.intensity)]
+            row += [seconds(report.latency_s), bound_label(report.model_point.bound), time_by_bound(report.time_share),
+                    intensity(report.model_point.intensity)]
         if a.llm is not None:
             row += [iec(a.llm.kv_read_bytes), *(f"{a.llm.tokens_per_s.get(t, 0):,.1f}" for t in targets)]
         rows.append(row)

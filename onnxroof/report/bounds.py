@@ -1,0 +1,44 @@
+"""What bounds a kernel, in the same words in every output (summary, Markdown, compare, sweep,
+diff, HTML). The roofline stage names the bound of each kernel and of the whole-model point:
+``compute``, ``dram``, ``onchip``, ``overhead`` or ``none``; a target's ``time_share`` gives the
+share of the latency each bound takes. Outputs state both: the point's bound and the shares.
+
+>>> time_by_bound({"compute": 0.73, "overhead": 0.27, "none": 0.0})
+'compute 73%, overhead 27%'
+>>> bound_line("dram", {"compute": 0.73, "overhead": 0.27})
+'whole model DRAM-bound; time: compute 73%, overhead 27%'
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+BOUND_LABELS = {
+    "compute": "compute",
+    "dram": "DRAM",
+    "onchip": "on-chip",
+    "overhead": "overhead",
+    "none": "no work",
+}
+BOUND_TITLES = {
+    "compute": "compute-bound: FLOPs ÷ the roof's peak is the longest time",
+    "dram": "DRAM-bound: DRAM bytes ÷ DRAM bandwidth is the longest time",
+    "onchip": "on-chip-bound: on-chip bytes ÷ on-chip bandwidth is the longest time",
+    "overhead": "overhead-bound: the target's fixed cost per kernel (a launch) is longer than the work",
+    "none": "no work on this target",
+}
+
+
+def bound_label(bound: str) -> str:
+    return BOUND_LABELS.get(bound, bound)
+
+
+def time_by_bound(time_share: Mapping[str, float]) -> str:
+    """The shares of the latency per bound, largest first (those under 0.5% left out)."""
+    shares = sorted(((b, s) for b, s in time_share.items() if s >= 0.005), key=lambda item: -item[1])
+    return ", ".join(f"{bound_label(b)} {s:.0%}" for b, s in shares) or "no time"
+
+
+def bound_line(model_bound: str, time_share: Mapping[str, float]) -> str:
+    """The whole-model point's bound and where the time goes."""
+    return f"whole model {bound_label(model_bound)}-bound; time: {time_by_bound(time_share)}"

@@ -368,6 +368,7 @@ def placement_entry(point) -> dict:
         "dram_bytes": point.dram_bytes,
         "onchip_bytes": point.onchip_bytes,
         "intensity": point.intensity,
+        "onchip_intensity": point.onchip_intensity,  # FLOPs per on-chip byte: the on-chip level
         "peak_flops_per_s": point.peak_flops_per_s,
         "attainable_flops_per_s": point.attainable_flops_per_s,
         "compute_s": point.compute_s,

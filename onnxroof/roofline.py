@@ -46,6 +46,11 @@ class Placement:
     overhead_s: float = 0.0  # fixed cost of launching a node (a GPU kernel launch), when the target gives one
 
     @property
+    def onchip_intensity(self) -> float | None:
+        """FLOPs per on-chip byte: where the point sits against the on-chip level's slope."""
+        return self.flops / self.onchip_bytes if self.onchip_bytes else None
+
+    @property
     def percent_of_peak(self) -> float:
         achieved = self.flops / self.time_s if self.time_s else 0.0
         return 100.0 * achieved / self.peak_flops_per_s

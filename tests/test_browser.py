@@ -358,3 +358,41 @@ def test_screenshots(browser, minigooglenet, large, tmp_path):
                 assert out.stat().st_size < 400_000
         finally:
             report.close()
+
+
+def test_an_on_chip_bound_kernel_sits_on_the_on_chip_slope(browser, tmp_path):
+    # x (1x8x16x16) -> Relu r -> Sigmoid s -> Add(r, s) -> Relu -> y on myriad-x, one kernel per
+    # node. The Add reads two activations and writes one, all kept on chip (3 x 8,192 B, nothing
+    # from DRAM: the graph's input and output are the other nodes'), for 2,048 FLOPs: 1/12 FLOP
+    # per on-chip byte; at 450 GB/s that attains 37.5 GFLOP/s, under the 44.8 GFLOP/s fp32 roof.
+    # It takes its on-chip time and nothing else (myriad-x charges no launch overhead), so its
+    # diamond on the on-chip level sits on the on-chip slope, while its DRAM dot sits at "∞".
+    from onnx import TensorProto, helper
+
+    from conftest import make_model
+
+    shape = [1, 8, 16, 16]
+    model = make_model([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                        helper.make_node("Sigmoid", ["r"], ["s"], name="sigmoid"),
+                        helper.make_node("Add", ["r", "s"], ["t"], name="add"),
+                        helper.make_node("Relu", ["t"], ["y"], name="relu_out")],
+                       [("x", TensorProto.FLOAT, shape)], [("y", TensorProto.FLOAT, shape)])
+    onnx_path, page_path = tmp_path / "residual.onnx", tmp_path / "residual.html"
+    onnx_path.write_bytes(model.SerializeToString())
+    assert main(["report", str(onnx_path), "--target", "myriad-x", "--fusion", "none", "-o", str(page_path), "-q"]) == 0
+    report = Report(browser, page_path)
+    try:
+        report.assert_clean()
+        geometry = report.page.evaluate("""() => {
+            const add = Array.from(document.querySelectorAll('#roofline-0 path.level-onchip'))
+                .find(p => p.querySelector('title').textContent.startsWith('add on the on-chip level'));
+            const box = add.getBBox();
+            const slope = document.querySelector('#roofline-0 path.slope-onchip').getAttribute('d');
+            return {cx: box.x + box.width / 2, cy: box.y + box.height / 2, slope: slope};
+        }""")
+        x1, y1, x2, y2 = map(float, __import__("re").match(r"M([\d.]+),([\d.]+)L([\d.]+),([\d.]+)", geometry["slope"]).groups())
+        on_slope = y1 + (y2 - y1) * (geometry["cx"] - x1) / (x2 - x1)
+        assert x1 <= geometry["cx"] <= x2
+        assert abs(geometry["cy"] - on_slope) < 1.0
+    finally:
+        report.close()

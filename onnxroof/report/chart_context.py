@@ -140,6 +140,7 @@ def _base_roofline(target: dict, chart: RooflineChart, chart_id: str) -> dict:
         "arrows": [],
         "marks": [],
         "measured_dots": [],
+        "level_dots": [],  # the kernels again on the on-chip level (model page)
     }
 
 

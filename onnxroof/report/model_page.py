@@ -22,7 +22,7 @@ from markupsafe import Markup
 from ..units import iec, intensity, si
 from .chart_context import (
     AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
-    _mark, _ops_unit, _palette, _place_mark_labels, _points, _roof_groups,
+    _diamond, _mark, _ops_unit, _palette, _place_mark_labels, _points, _roof_groups,
 )
 from .charts import roofline_chart
 from .scales import svg_number
@@ -308,6 +308,22 @@ def _hotspots_context(document: dict) -> dict:
 # Rooflines
 
 
+def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency: float) -> dict:
+    """A kernel on the on-chip level: a diamond at FLOPs per on-chip byte, at its achieved rate."""
+    p = dot["placement"]
+    placed = chart.place(p["onchip_intensity"], dot["performance"], dot["weight"])
+    size = max(placed.r * 0.9, 3.0)
+    return {
+        "d": _diamond(placed.x, placed.y, size), "colour": palette.get(dot["op"], OTHER_COLOUR),
+        "node": str(dot["node"]), "op": dot["op"], "cls": "level-dot level-onchip",
+        "title": (f"{p['name']} on the on-chip level\n"
+                  f"on-chip bytes: {iec(p['onchip_bytes'])} ({p['onchip_bytes']:,}) at {si(target['onchip_bytes_per_s'], 'B/s')}\n"
+                  f"intensity: {intensity(p['onchip_intensity'])} FLOP per on-chip byte ({p['onchip_intensity']:.6g})\n"
+                  f"on-chip time: {format_value(p['onchip_s'], 'seconds')} · bound: {BOUND_LABELS.get(p['bound'], p['bound'])}")
+                 + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
+    }
+
+
 def _roofline_context(document: dict, target: dict, number: int, palette: dict[str, str],
                       profile: "ProfileResult | None" = None) -> dict:
     """One target's roofline: roofs, one dot per costed node (binned past AGGREGATE_ABOVE), the
@@ -330,7 +346,12 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
     dots.sort(key=lambda d: -d["weight"])
     measured = _measured_dots(profile, target, index) if profile is not None else []
     measured_model = _achieved(point["flops"], profile.measured_s) if profile is not None and point["flops"] else 0.0
+    # the on-chip level: each kernel again at FLOPs per on-chip byte, against the on-chip slope
+    # (a kernel that moves no DRAM bytes sits in the "∞" strip on the DRAM level)
+    level = [d for d in dots if d["count"] == 1 and d["placement"]["onchip_intensity"]] \
+        if target.get("onchip_bytes_per_s") and not aggregated else []
     marks = [(point["intensity"], model_achieved)] if point["flops"] else []
+    marks += [(d["placement"]["onchip_intensity"], d["performance"]) for d in level]
     marks += [(d["intensity"], d["performance"]) for d in measured]  # the axes cover the measured points too
     if measured_model:
         marks.append((point["intensity"], measured_model))
@@ -353,6 +374,7 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
             "op": dot["op"], "cls": "dot" + (" dot-bin" if dot["count"] > 1 else "") + (" dot-clamped" if placed.clamped else ""),
             "title": title + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
         })
+    context["level_dots"] = [_level_dot(d, chart, palette, target, latency) for d in level]
     if point["flops"]:
         mark = chart.place(point["intensity"], model_achieved, 0.0)
         unit = _ops_unit([point["roof"]])

@@ -33,6 +33,11 @@ OTHER_COLOUR = "#9aa1ae"
 # Rooflines
 
 
+def main_op(op_type: str) -> str:
+    """The op a kernel is coloured and filtered by: its first node's ("Conv" for "Conv+Relu")."""
+    return op_type.split("+", 1)[0]
+
+
 def _palette(nodes: list[dict]) -> dict[str, str]:
     """A colour per op type: the nine with the most FLOPs get their own, the rest share grey."""
     flops: Counter = Counter()
@@ -254,7 +259,7 @@ def _binned_dots(costed: list[dict], index: dict[str, int], latency: float) -> l
             f"slowest: {heaviest['name']} ({format_value(heaviest['time_s'], 'seconds')}); click to show it",
         ])
         dots.append({"intensity": point_intensity, "performance": _achieved(group["flops"], group["time"]),
-                     "weight": share, "op": op, "node": index.get(heaviest["name"], -1), "count": group["count"],
+                     "weight": share, "op": main_op(op), "node": index.get(heaviest["name"], -1), "count": group["count"],
                      "title": title})
     return dots
 

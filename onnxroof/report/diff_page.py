@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 from ..units import intensity, si
 from .chart_context import (
     AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
-    _mark, _overlay_chart_context, _palette, _place_mark_labels, _points, _roof_groups,
+    _mark, _overlay_chart_context, main_op, _palette, _place_mark_labels, _points, _roof_groups,
 )
 from .charts import roofline_chart
 from .scales import svg_number
@@ -164,7 +164,7 @@ def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: di
             dots = _binned_dots(costed, index, latency)
         else:
             dots = [{"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
-                     "weight": p["time_s"] / latency if latency else 0.0, "op": p["op_type"],
+                     "weight": p["time_s"] / latency if latency else 0.0, "op": main_op(p["op_type"]),
                      "node": index.get(p["name"], -1), "count": 1, "placement": p,
                      "title": _dot_title(p, placed, latency)} for p in costed]
         sides.append((role, document, placed, dots))

@@ -22,7 +22,7 @@ from markupsafe import Markup
 from ..units import iec, intensity, si
 from .chart_context import (
     AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
-    _diamond, _mark, _ops_unit, _palette, _place_mark_labels, _points, _roof_groups,
+    _diamond, _mark, main_op, _ops_unit, _palette, _place_mark_labels, _points, _roof_groups,
 )
 from .charts import roofline_chart
 from .scales import svg_number
@@ -340,7 +340,7 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
         dots = _binned_dots(costed, index, latency)
     else:
         dots = [{"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
-                 "weight": p["time_s"] / latency if latency else 0.0, "op": p["op_type"],
+                 "weight": p["time_s"] / latency if latency else 0.0, "op": main_op(p["op_type"]),
                  "node": index.get(p["name"], -1), "count": 1, "placement": p} for p in costed]
     # big dots first, so the small ones stay on top and can be hovered
     dots.sort(key=lambda d: -d["weight"])
@@ -386,7 +386,7 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
                 f"DRAM bytes: {iec(point['dram_bytes'])} ({point['dram_bytes']:,})",
                 "intensity: " + (f"{intensity(point['intensity'])} FLOP/B ({point['intensity']:.6g})"
                                  if point["intensity"] is not None else "∞ (no DRAM bytes)"),
-                f"latency: {format_value(latency, 'seconds')} ({latency:.6g} s, the nodes one after another)",
+                f"latency: {format_value(latency, 'seconds')} ({latency:.6g} s, the kernels one after another)",
                 f"achieved: {si(model_achieved, unit)} (FLOPs ÷ latency) · attainable "
                 f"{si(point['attainable_flops_per_s'], unit)} on the {point['roof']} roof",
                 f"bound: {BOUND_LABELS.get(point['bound'], point['bound'])} (total FLOPs vs total DRAM bytes)",

@@ -90,7 +90,7 @@ def _target_context(target: dict) -> dict:
         "name": target["name"],
         "description": target["description"],
         "latency": format_value(target["latency_s"], "seconds"),
-        "latency_title": f"{target['latency_s']:.6g} s for one run at batch {batch}: every counted node, one after another",
+        "latency_title": f"{target['latency_s']:.6g} s for one run at batch {batch}: every kernel, one after another",
         "throughput": f"{target['throughput_per_s']:,.1f}/s",
         "throughput_title": f"{target['throughput_per_s']:.6g} inferences per second (batch {batch} ÷ latency)",
         "bound": BOUND_LABELS.get(main, main),

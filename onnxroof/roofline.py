@@ -15,16 +15,16 @@ DRAM and its outputs written there.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable
 
-from .kernels import fuse
+from .kernels import Kernel, fuse
 from .memory import spill_plan
 from .targets import Target
 
 if TYPE_CHECKING:
     from .graph import CostGraph
-    from .memory import MemoryReport
+    from .memory import MemoryProblem, MemoryReport
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,9 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     spill_by_node: dict[str, int] = {}
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
+    kernels = fuse(graph, rules)
     if keeps_activations:
-        problem = memory.problem
+        problem = _without_kernel_internals(memory.problem, kernels)
         plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
         spill_by_node, spilled = plan.per_node, plan.spilled
         if plan.streamed:
@@ -151,7 +152,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     placements: list[NodePlacement] = []
     fallbacks: Counter = Counter()
-    for kernel in fuse(graph, rules):
+    for kernel in kernels:
         members = kernel.records
         if keeps_activations:
             # the model's inputs come from DRAM and its outputs go there; views read nothing
@@ -182,6 +183,17 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     return _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
                       keeps_activations, notes, rules)
+
+
+def _without_kernel_internals(problem: MemoryProblem, kernels: list[Kernel]) -> MemoryProblem:
+    """The buffer problem with the tensors that never leave a fused kernel taking no space: they
+    live in the kernel's registers and local memory, so they neither hold on-chip memory between
+    kernels nor spill."""
+    internal = {name for kernel in kernels for name in kernel.internal}
+    if not internal:
+        return problem
+    sizes = tuple(0 if name in internal else size for name, size in zip(problem.buffer_names, problem.buffer_bytes))
+    return replace(problem, buffer_bytes=sizes, model_spans=None, model_touched=None)
 
 
 def _blended_peak(target: Target, flops_by_roof: Counter) -> tuple[str, float]:

@@ -186,3 +186,24 @@ def test_the_json_document_names_each_kernels_nodes_and_the_policy(tmp_path, cap
                  "--fusion", "none"]) == 0
     target = json.loads(capsys.readouterr().out)["targets"][0]
     assert target["fusion"] == [] and [n["nodes"] for n in target["nodes"]] == [["conv"], ["bn"], ["relu"], ["add"]]
+
+
+def test_tensors_kept_inside_a_kernel_take_no_on_chip_space_and_never_spill(tmp_path):
+    # x -> Conv c -> Relu r -> Add(r, x) -> y with 20,000 B on chip. One kernel per node: at the
+    # Relu, c, r and x (still needed by the Add) are 3 x 8,192 = 24,576 B > 20,000, so a buffer
+    # spills. Fused (epilogue), c and r never leave the kernel: at most x and y are live (16,384 B)
+    onchip = ('[onchip.size_bytes]\nvalue = 20000\ntag = "estimate"\nsource = "hand"\n'
+              '[onchip.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "hand"')
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("Add", ["r", "x"], ["y"], name="add"),
+    ]
+    model = make_model(nodes, [("x", F32, X)], [("y", F32, X)], [("w", zeros(8, 8, 3, 3))])
+    target = target_file(tmp_path, EPILOGUE, onchip)
+    unfused = analyze(model, targets=[target], fusion="none").targets[0]
+    assert unfused.spill_bytes > 0
+    (kernel,) = analyze(model, targets=[target]).targets[0].nodes
+    assert kernel.spill_bytes == 0
+    # from DRAM: the weights (2,304), the model's input x (8,192) and output y (8,192)
+    assert kernel.placement.dram_bytes == 2_304 + 8_192 + 8_192

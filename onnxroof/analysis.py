@@ -54,6 +54,7 @@ def analyze(
     seq: int | None = None,
     context: int | None = None,
     fusion: str | Iterable[str] | None = None,
+    overhead: bool = True,
     progress: Callable[[str], None] | None = None,
     checker_in_child: bool = False,
     values: Mapping[str, Sequence[float] | float] | Iterable[str] | None = None,
@@ -70,7 +71,8 @@ def analyze(
     "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win);
     ``fusion`` (a policy, "none", "epilogue", "all" or rule sets such as "epilogue,elementwise",
     or a list of rule sets) groups nodes into kernels on every target instead of each target's
-    own policy; ``values`` maps input names to the values the graph computes with (a sample rate that picks an
+    own policy; ``overhead=False`` leaves out every target's launch cost per kernel (with
+    ``fusion="none"``, the plain roofline); ``values`` maps input names to the values the graph computes with (a sample rate that picks an
     If branch, a ``total_sequence_length``), or is a list of ``NAME=V1,V2,...`` strings;
     ``progress`` is called with the name of each stage as it starts; ``checker_in_child`` runs
     the ONNX checker on a model file in a forked child process while the analysis goes on (on
@@ -81,7 +83,7 @@ def analyze(
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
         return _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-                        context, progress or (lambda stage: None), checker_in_child, values, _fusion_rules(fusion))
+                        context, progress or (lambda stage: None), checker_in_child, values, _fusion_rules(fusion), overhead)
     finally:
         if collecting:
             gc.enable()
@@ -89,7 +91,7 @@ def analyze(
 
 def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
              context, progress: Callable[[str], None], checker_in_child: bool, values,
-             fusion: tuple[str, ...] | None) -> Analysis:
+             fusion: tuple[str, ...] | None, overhead: bool) -> Analysis:
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
     chosen = _load_targets(targets)
@@ -151,7 +153,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         from .roofline import place_model
 
         progress(f"placing on {len(chosen)} target(s)")
-        analysis.targets = [place_model(graph, analysis.memory, target, dtype, batch or 1, fusion)
+        analysis.targets = [place_model(graph, analysis.memory, target, dtype, batch or 1, fusion, overhead)
                             for target in chosen]
     if layout is not None:
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None

@@ -54,6 +54,8 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fusion", metavar="POLICY",
                         help="group nodes into kernels as a runtime does, on every target: none (one kernel per node), "
                              "epilogue, all, or rule sets such as epilogue,elementwise (default: each target's policy)")
+    parser.add_argument("--no-overhead", action="store_true",
+                        help="leave out every target's launch cost per kernel (with --fusion none: the plain roofline)")
     parser.add_argument("--batch", type=_positive_int, metavar="N", help="set axis 0 of every input to N")
     parser.add_argument("--in-place", action="store_true",
                         help="let single-consumer elementwise ops overwrite their input (memory analysis)")
@@ -311,7 +313,7 @@ def _model(source: str):
 def _analysis_kwargs(args: argparse.Namespace) -> dict:
     return dict(input_shapes=args.input_shape, dims=args.dim, values=args.value, loop_trips=args.loop_trips,
                 elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
-                fusion=args.fusion, phase=args.phase, seq=args.seq, context=args.context, checker_in_child=args.program)
+                fusion=args.fusion, overhead=not args.no_overhead, phase=args.phase, seq=args.seq, context=args.context, checker_in_child=args.program)
 
 
 class StageLines:

@@ -126,11 +126,12 @@ class TargetReport:
 
 
 def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
-                batch: int = 1, fusion: Iterable[str] | None = None) -> TargetReport:
+                batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True) -> TargetReport:
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
-    none: one kernel per node). The spill plan starts from the memory stage's buffer problem
-    (``memory``: same graph, order and in-place setting)."""
+    none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost, which
+    with no fusion is the plain roofline. The spill plan starts from the memory stage's buffer
+    problem (``memory``: same graph, order and in-place setting)."""
     rules = tuple(target.fusion if fusion is None else fusion)
     tensors = graph.tensors
     inputs, outputs = set(graph.inputs), set(graph.outputs)
@@ -175,8 +176,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor.dtype)
         # views, folded constants and shape arithmetic launch nothing on the device
         works = bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members)
-        overhead = target.node_overhead_s.value if target.node_overhead_s and works else 0.0
-        point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, overhead)
+        launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0
+        point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s)
         placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
                                         _energy(target, roofs, dram, onchip), kernel.nodes))
     for (wanted, used), count in sorted(fallbacks.items()):

@@ -207,3 +207,17 @@ def test_tensors_kept_inside_a_kernel_take_no_on_chip_space_and_never_spill(tmp_
     assert kernel.spill_bytes == 0
     # from DRAM: the weights (2,304), the model's input x (8,192) and output y (8,192)
     assert kernel.placement.dram_bytes == 2_304 + 8_192 + 8_192
+
+
+def test_no_overhead_and_no_fusion_give_the_plain_roofline(tmp_path, capsys):
+    # per node, DRAM only: (18,688 + 16,512 + 16,384 + 24,576) B / 10 GB/s = 7.616 µs, no launches
+    path = tmp_path / "block.onnx"
+    path.write_bytes(residual_block().SerializeToString())
+    target = target_file(tmp_path, EPILOGUE)
+    assert main(["summary", str(path), "--target", target, "--format", "json", "--fusion", "none", "--no-overhead"]) == 0
+    report = json.loads(capsys.readouterr().out)["targets"][0]
+    assert report["latency_s"] == pytest.approx(7.616e-6)
+    assert all(n["overhead_s"] == 0 for n in report["nodes"])
+    # the target's own fusion without launches: one kernel of 18,816 B, 1.8816 µs
+    assert main(["summary", str(path), "--target", target, "--format", "json", "--no-overhead"]) == 0
+    assert json.loads(capsys.readouterr().out)["targets"][0]["latency_s"] == pytest.approx(1.8816e-6)

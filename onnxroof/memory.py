@@ -659,9 +659,10 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
     """Which buffers leave on-chip memory, and the DRAM bytes that costs, under Belady's policy:
     when the live set does not fit, evict the resident buffer whose next use is farthest away
     (written once to DRAM, read back at its next use). A node whose own inputs and outputs do
-    not fit streams them from DRAM (their bytes count as extra traffic). The model's inputs start
-    in DRAM and its outputs end there: the roofline charges reading the one and writing the
-    other, so evicting an output costs only its reload, if a later node reads it."""
+    not fit streams them from DRAM (their bytes count as extra traffic, and a later reader reads
+    them back). The model's inputs start in DRAM and its outputs end there: the roofline charges
+    reading the one and writing the other, so neither counts again here, and evicting an output
+    costs only its reload, if a later node reads it."""
     position = {node: step for step, node in enumerate(order)}
     buffers = problem.buffers
     uses: dict[int, list[int]] = {}
@@ -693,9 +694,14 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
         extra = 0
         if working_bytes > capacity_bytes:
             plan.streamed.append(node)
-            extra += working_bytes
             for index in working:
+                buffer = buffers[index]
+                # the roofline already charges reading the model's inputs and writing its outputs
+                if not (buffer.from_start or (buffer.to_end and node in buffer.allocators)):
+                    extra += buffer.bytes
                 resident_bytes -= resident.pop(index, 0)
+                if not buffer.from_start:
+                    evicted.add(index)  # now in DRAM: its next reader reads it back
         else:
             for index in working:
                 if index in evicted and index not in resident:

@@ -59,7 +59,7 @@ def test_a_kernel_exactly_at_the_ridge_is_compute_bound():
     assert point.compute_s == point.memory_s == pytest.approx(1e-6)
     assert point.bound == "compute"
     # one FLOP fewer is below the ridge
-    assert roofline(flops=3_999, dram_bytes=1_000, peak_flops_per_s=4e9, dram_bytes_per_s=1e9).bound == "memory"
+    assert roofline(flops=3_999, dram_bytes=1_000, peak_flops_per_s=4e9, dram_bytes_per_s=1e9).bound == "dram"
 
 
 def test_a_node_with_no_work_is_bound_by_nothing_and_takes_no_time():
@@ -76,7 +76,7 @@ def test_a_launch_overhead_above_the_roofs_makes_a_node_overhead_bound():
     assert point.time_s == pytest.approx(1e-8 + 1e-6)
     # 10^6 B take 10 us: the same overhead is now below the DRAM roof, which bounds the node
     point = roofline(1_000, 10**6, PEAK, DRAM_BW, overhead_s=1e-6)
-    assert point.bound == "memory" and point.time_s == pytest.approx(1e-5 + 1e-6)
+    assert point.bound == "dram" and point.time_s == pytest.approx(1e-5 + 1e-6)
 
 
 def test_the_on_chip_roof_time_is_reported():
@@ -209,7 +209,7 @@ def test_time_share_throughput_and_utilization_of_a_memory_bound_chain(tmp_path)
     # latency (160 ns) is memory time; 1 / 160 ns = 6.25 M inferences/s at batch 1;
     # utilization = 2,000 FLOPs / (160 ns x 1e12 FLOP/s) = 2,000 / 160,000 = 1.25 %
     report = place(relu_chain(), write_target(tmp_path / "no-sram.toml"))
-    assert report.time_share == pytest.approx({"memory": 1.0})
+    assert report.time_share == pytest.approx({"dram": 1.0})
     assert report.throughput_per_s == pytest.approx(6.25e6)
     assert report.utilization == pytest.approx(0.0125)
 
@@ -222,9 +222,9 @@ def test_time_share_splits_the_latency_between_bounds(tmp_path):
     report = place(model, write_target(tmp_path / "launch.toml", overhead_s=1e-6))
     relu_s = 8_000 / DRAM_BW + 1e-6
     matmul_s = (4_000_000 + 4_000 + 4_000) / DRAM_BW + 1e-6
-    assert [n.placement.bound for n in report.nodes] == ["overhead", "memory"]
+    assert [n.placement.bound for n in report.nodes] == ["overhead", "dram"]
     assert report.time_share == pytest.approx({"overhead": relu_s / (relu_s + matmul_s),
-                                               "memory": matmul_s / (relu_s + matmul_s)})
+                                               "dram": matmul_s / (relu_s + matmul_s)})
 
 
 def test_the_report_keeps_the_type_and_batch_it_was_costed_at():

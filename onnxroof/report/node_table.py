@@ -56,6 +56,7 @@ def _node_data(document: dict) -> dict:
         time: list[float | None] = [None] * len(nodes)
         dram: list[int | None] = [None] * len(nodes)
         bound: list[int | None] = [None] * len(nodes)
+        kernel: list[int | None] = [None] * len(nodes)  # a fused node: the row of its kernel's first node
         for placement in target["nodes"]:
             position = index.get(placement["name"])
             if position is None:
@@ -63,8 +64,11 @@ def _node_data(document: dict) -> dict:
             time[position] = _round(placement["time_s"])
             dram[position] = placement["dram_bytes"]
             bound[position] = bounds.index(placement["bound"]) if placement["bound"] in bounds else None
+            for member in placement["nodes"][1:]:
+                if member in index:
+                    kernel[index[member]] = position
         targets.append({"name": target["name"], "latency_s": target["latency_s"], "time": time, "dram": dram,
-                        "bound": bound})
+                        "bound": bound, "kernel": kernel})
     return {
         "columns": ["name", "op", "dtype", "shape", "status", "macs", "flops", "params", "weight_bytes",
                     "input_bytes", "output_bytes", "formula", "reason"],
@@ -101,6 +105,7 @@ def _table_context(document: dict) -> dict:
     nodes = document["nodes"]
     targets = document["targets"]
     placements = [{p["name"]: p for p in t["nodes"]} for t in targets]
+    fused = [{member: p["name"] for p in t["nodes"] for member in p["nodes"][1:]} for t in targets]
     first = nodes[:PAGE_SIZE]
     bound_options = []
     for k, target in enumerate(targets):
@@ -113,7 +118,8 @@ def _table_context(document: dict) -> dict:
     return {
         "columns": [{"key": key, "label": label} for key, label, _, _ in NODE_COLUMNS],
         "targets": [t["name"] for t in targets],
-        "rows": [_row_context(position, node, [p.get(node["name"]) for p in placements], targets)
+        "rows": [_row_context(position, node, [p.get(node["name"]) for p in placements], targets,
+                              [f.get(node["name"]) for f in fused])
                  for position, node in enumerate(first)],
         "op_options": [
             {"value": op, "label": f"{op} ({count:,})"}
@@ -128,7 +134,8 @@ def _table_context(document: dict) -> dict:
     }
 
 
-def _row_context(position: int, node: dict, placements: list[dict | None], targets: list[dict]) -> dict:
+def _row_context(position: int, node: dict, placements: list[dict | None], targets: list[dict],
+                 kernels: list[str | None]) -> dict:
     """One row of the node table; ``position`` is the node's place in execution order. The
     script renders the same markup from the compact JSON (keep the two in step)."""
     counted = node["counted"]
@@ -148,7 +155,12 @@ def _row_context(position: int, node: dict, placements: list[dict | None], targe
         if key == "flops" and node["formula"]:
             metric["title"] = f"{metric['title']}\n{node['formula']}"
         metrics.append(metric)
-    for placement, target in zip(placements, targets):
+    for placement, target, kernel in zip(placements, targets, kernels):
+        if placement is None and kernel is not None:
+            metrics.append({"text": "fused", "title": f"runs inside the kernel of {kernel} on {target['name']}: "
+                            "that row has the kernel's time", "value": "", "cls": "na fused"})
+            metrics.append({"text": "—", "title": "", "value": "", "cls": "na", "badge": True})
+            continue
         if placement is None:
             metrics.append({"text": "—", "title": f"not placed on {target['name']}: not counted", "value": "", "cls": "na"})
             metrics.append({"text": "—", "title": "", "value": "", "cls": "na", "badge": True})

@@ -307,6 +307,8 @@ def render_targets_list(targets) -> str:
         lines.append(f"{target.name:18} DRAM {target.dram_bytes_per_s.value / 1e9:,.4g} GB/s{onchip} · {target.description}")
         for roof, figure in target.peak_ops_per_s.items():
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
+        overhead = f", launch {seconds(target.node_overhead_s.value)} per kernel" if target.node_overhead_s else ""
+        lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
     return "\n".join(lines) + "\n"
 
 

@@ -188,3 +188,19 @@ def test_constants_in_shape_arithmetic_are_not_parameters():
         [("zero", np.array(0, np.int64)), ("axes", np.array([0], np.int64)), ("minus_one", np.array([-1], np.int64))],
     )
     assert onnxroof.analyze(model).totals.params == 0
+
+
+def test_a_separable_conv_has_6_6x_fewer_parameters_than_the_standard_one():
+    # cost-model.md section 2: Ci = 3, Co = 128, K = 3. Standard: 3 x 128 x 9 = 3,456 weights + 128
+    # biases = 3,584. Separable: a depthwise 3x3 (3 x 9 = 27 weights, no bias) and a pointwise 1x1
+    # (3 x 128 = 384 weights + 128 biases): 411 weights + 128 biases = 539. 3,584 / 539 = 6.6x
+    x, y = ("x", TensorProto.FLOAT, [1, 3, 32, 32]), ("y", TensorProto.FLOAT, [1, 128, 32, 32])
+    standard = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], [x], [y],
+                          [("w", zeros(128, 3, 3, 3)), ("b", np.zeros(128, np.float32))])
+    separable = make_model([helper.make_node("Conv", ["x", "dw"], ["d"], pads=[1, 1, 1, 1], group=3),
+                            helper.make_node("Conv", ["d", "pw", "b"], ["y"])], [x], [y],
+                           [("dw", zeros(3, 1, 3, 3)), ("pw", zeros(128, 3, 1, 1)), ("b", np.zeros(128, np.float32))])
+    standard_params = onnxroof.analyze(standard).totals.params
+    separable_params = onnxroof.analyze(separable).totals.params
+    assert (standard_params, separable_params) == (3_456 + 128, 27 + 384 + 128)
+    assert round(standard_params / separable_params, 1) == 6.6

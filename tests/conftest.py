@@ -79,3 +79,25 @@ def minigooglenet_by_hand(separable: bool = False) -> tuple[int, int, int]:
     assert (h, c) == (7, 336)
     dense = c * 10 + 10
     return 2 * (macs + c * 10), params + dense, params_without_bn + dense
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    """``onnxroof ARGV...`` through the real entry point: (exit code, stdout, stderr)."""
+    from onnxroof.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def conv_relu(tmp_path):
+    """x [n, 2, 8, 8] -> Conv 2 -> 4, 3x3, pad 1 -> Relu, saved. Per batch item: 4 x 64 x 2 x 9 =
+    4,608 MACs (9,216 MAC-FLOPs) + 256 Relu = 9,472 FLOPs."""
+    model = make_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                        helper.make_node("Relu", ["c"], ["y"], name="relu")],
+                       [("x", TensorProto.FLOAT, ["n", 2, 8, 8])], [("y", TensorProto.FLOAT, ["n", 4, 8, 8])],
+                       [("w", np.zeros((4, 2, 3, 3), np.float32)), ("b", np.zeros(4, np.float32))])
+    path = tmp_path / "conv_relu.onnx"
+    onnx.save(model, path)
+    return path

@@ -16,15 +16,11 @@ from onnx import TensorProto, helper
 from onnxroof.cli import main
 from onnxroof.examples import build_example
 
-from conftest import make_model
+from conftest import make_model, run
 
 F32 = TensorProto.FLOAT
 
 
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

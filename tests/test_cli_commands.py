@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -15,7 +14,7 @@ from onnxroof.cli import main
 from onnxroof.examples import build_example
 from onnxroof.targets import parse_target
 
-from conftest import make_model
+from conftest import make_model, run
 from models import decoder_block
 
 F32 = TensorProto.FLOAT
@@ -24,10 +23,6 @@ SEPARABLE_PARAMS = SHALLOWNET_PARAMS - 741  # 155 conv parameters instead of 896
 PAIR = ("example:shallownet", "example:shallownet-separable")
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def document(capsys, *argv) -> dict:
@@ -309,17 +304,6 @@ def test_calibrate_name_wins_over_the_output_files_stem(capsys, tmp_path, monkey
 # --- profile (onnxruntime on a two-node model, one run: structure, never timings) ------------------
 
 
-@pytest.fixture
-def conv_relu(tmp_path):
-    """x [n, 2, 8, 8] -> Conv 2 -> 4, 3x3, pad 1 -> Relu. Per batch item: 4 x 64 x 2 x 9 = 4,608
-    MACs (9,216 MAC-FLOPs) + 256 Relu = 9,472 FLOPs."""
-    model = make_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-                        helper.make_node("Relu", ["c"], ["y"], name="relu")],
-                       [("x", F32, ["n", 2, 8, 8])], [("y", F32, ["n", 4, 8, 8])],
-                       [("w", np.zeros((4, 2, 3, 3), np.float32)), ("b", np.zeros(4, np.float32))])
-    path = tmp_path / "conv_relu.onnx"
-    onnx.save(model, path)
-    return path
 
 
 def profile(capsys, model, *flags) -> dict:

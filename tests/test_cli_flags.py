@@ -11,19 +11,14 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof.cli import main
 from onnxroof.examples import build_example
 
-from conftest import make_model
+from conftest import make_model, run
 
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 SHALLOWNET_MAC_FLOPS, SHALLOWNET_PARAMS = 2_424_832, 328_586  # cost-model.md section 2
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def totals(capsys, *argv) -> dict:

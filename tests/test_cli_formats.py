@@ -11,17 +11,14 @@ import io
 import json
 import re
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 import onnxroof
-from onnxroof.cli import main
 from onnxroof.examples import build_example
 from onnxroof.targets import parse_target
 
-from conftest import make_model
+from conftest import run
 
 F32 = TensorProto.FLOAT
 SHALLOWNET_NODES = ["conv2d_0", "activation_0", "flatten_0", "dense_0", "softmax_0"]
@@ -33,10 +30,6 @@ SEPARABLE_PARAMS, SEPARABLE_MAC_FLOPS = SHALLOWNET_PARAMS - 741, 907_264
 PAIR = ("example:shallownet", "example:shallownet-separable")
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def complete_html_page(text: str) -> bool:
@@ -252,17 +245,6 @@ def test_ops_is_markdown_with_one_table_per_family(capsys):
 # --- profile and calibrate (real runs on tiny inputs; structure only, nothing timed) ------------
 
 
-@pytest.fixture
-def conv_relu(tmp_path):
-    """x [n, 2, 8, 8] -> Conv 2 -> 4, 3x3, pad 1 -> Relu. Per batch item: 4 x 64 x 2 x 9 = 4,608
-    MACs (9,216 MAC-FLOPs) + 256 Relu = 9,472 FLOPs."""
-    model = make_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-                        helper.make_node("Relu", ["c"], ["y"], name="relu")],
-                       [("x", F32, ["n", 2, 8, 8])], [("y", F32, ["n", 4, 8, 8])],
-                       [("w", np.zeros((4, 2, 3, 3), np.float32)), ("b", np.zeros(4, np.float32))])
-    path = tmp_path / "conv_relu.onnx"
-    onnx.save(model, path)
-    return path
 
 
 def test_profile_table_has_a_row_per_node_and_the_totals_line(capsys, conv_relu):

@@ -10,19 +10,16 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.cli import StageLines, main, one_line, write_atomically
+from onnxroof.cli import StageLines, one_line
+from onnxroof.files import write_atomically
 from onnxroof.examples import EXAMPLES, build_example
 
-from conftest import make_model
+from conftest import make_model, run
 from models import interleaved_branches_model
 
 F32 = TensorProto.FLOAT
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("flag, value", [("--batch", "0"), ("--batch", "-1"), ("--batch", "two"), ("--seq", "0"),

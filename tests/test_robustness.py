@@ -26,19 +26,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
 from onnxroof import load
-from onnxroof.cli import main
 from onnxroof.examples import build_example
 
-from conftest import make_model
+from conftest import make_model, run
 
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 ONNX_VERSION, ONNX_OPSET = onnx.__version__, onnx.defs.onnx_opset_version()
 
 
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def relu_model(**kwargs) -> onnx.ModelProto:

@@ -4,12 +4,16 @@ In the spirit of the Empirical Roofline Toolkit (Lo et al., "Roofline Model Tool
 Tool for Architectural and Program Analysis", PMBS 2014): the roofs are what small kernels
 actually reach on this machine, not the datasheet.
 
-- **Compute roof** (``peak_ops_per_s.fp32``): numpy's float32 ``matmul`` (BLAS, with the threads
-  BLAS starts: normally one per core; ``--threads N`` limits OpenBLAS, as numpy ships it, to N)
-  on square operands from cache-resident (n = 128, 256) to larger than the last-level cache
-  (n = 2048). An n x n by n x n product is 2 n^3 FLOPs. The
-  fastest timed run of any size is the roof. float64 is measured too and written as a comment:
-  the schema has no fp64 roof.
+- **Compute roof** (``peak_ops_per_s.fp32``): float32 n x n matmuls on square operands from
+  cache-resident (n = 128, 256) to larger than the last-level cache (n = 2048), by two
+  methods: numpy's ``matmul`` (BLAS, with the threads BLAS starts: normally one per core;
+  ``--threads N`` limits OpenBLAS, as numpy ships it, to N) and, when onnxruntime is installed,
+  onnxruntime's own MatMul kernel on the same threads (the kernel ``onnxroof profile`` compares
+  the predictions with). An n x n by n x n product is 2 n^3 FLOPs. The fastest timed run of
+  any size and method is the roof, and the file says which method gave it and what the other
+  reached: numpy's figure follows how its BLAS is built and configured (an
+  ``OPENBLAS_CORETYPE`` that names an older core halves it on AVX-512 machines). float64 is
+  measured too and written as a comment: the schema has no fp64 roof.
 - **fp16 and int8 are not written as roofs.** numpy's float16 and int8 matmul are not BLAS
   calls but a generic C loop, one to two orders of magnitude below float32: timing them would
   measure numpy, not the CPU. Without those roofs a fp16 or int8 node falls back to the fp32
@@ -249,6 +253,7 @@ class MatmulPoint:
     dtype: str
     n: int
     rate: Rate
+    method: str = "numpy"  # "numpy" (BLAS) or "onnxruntime" (its MatMul kernel, what profile runs)
 
 
 @dataclass
@@ -356,17 +361,58 @@ def blas_threads(count: int | None):
         setter(previous)
 
 
-def measure_matmul(dtype: str, n: int, timer: Timer, budget_s: float, minimum_call_s: float = 0.02) -> MatmulPoint:
+def _onnxruntime_matmul_runner(n: int, threads: int | None, deadline: float):
+    """``run(iterations)`` as :func:`_matmul_runner`, with onnxruntime's MatMul kernel (CPU), or
+    None without onnxruntime: the kernel the predictions are compared against."""
+    try:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    rng = np.random.default_rng(n)
+    b = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np.float32), "b")
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"])], "matmul",
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n])],
+                              [helper.make_tensor_value_info("c", TensorProto.FLOAT, [n, n])], [b])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if threads:
+        options.intra_op_num_threads = threads
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feeds = {"a": rng.standard_normal((n, n)).astype(np.float32)}
+
+    def run(iterations: int) -> float:
+        done = 0
+        while done < iterations:
+            session.run(None, feeds)
+            done += 1
+            if time.monotonic() > deadline:
+                break
+        return float(done * matmul_flops(n))
+
+    return run
+
+
+def measure_matmul(dtype: str, n: int, timer: Timer, budget_s: float, minimum_call_s: float = 0.02,
+                   method: str = "numpy", threads: int | None = None) -> MatmulPoint | None:
     """The fastest ``n x n`` matmul in ``dtype`` within about ``budget_s`` (cut short at twice
-    that: after the deadline every timed call does one matmul)."""
-    run = _matmul_runner(np.dtype(dtype), n, np.random.default_rng(n), time.monotonic() + max(2 * budget_s, 0.2))
+    that: after the deadline every timed call does one matmul), by numpy or, with ``method``
+    "onnxruntime", by onnxruntime's MatMul on ``threads`` threads (None without onnxruntime)."""
+    deadline = time.monotonic() + max(2 * budget_s, 0.2)
+    if method == "onnxruntime":
+        run = _onnxruntime_matmul_runner(n, threads, deadline)
+        if run is None:
+            return None
+    else:
+        run = _matmul_runner(np.dtype(dtype), n, np.random.default_rng(n), deadline)
     probe = best_rate(lambda: run(1), matmul_flops(n), timer, 1)  # also warms BLAS's threads up
     inner = inner_iterations(probe.seconds, minimum_call_s)
     repetitions = repetitions_for(probe.seconds * inner, budget_s)
     rate = best_rate(lambda: run(inner), matmul_flops(n) * inner, timer, repetitions)
     if probe.per_second > rate.per_second:  # the probe is a timed run too
         rate = Rate(probe.work, probe.seconds, repetitions + 1)
-    return MatmulPoint(dtype, n, rate)
+    return MatmulPoint(dtype, n, rate, method)
 
 
 class _StreamArrays:
@@ -479,8 +525,9 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
     try:
         for round_ in range(1, rounds + 1):
             say(f"round {round_} of {rounds}")
-            # compute roof: fp32 over sizes; fp64 and fp16 once (comments in the file)
-            measured = [p for p in result.matmul if p.dtype == "float32"]
+            # compute roof: fp32 over sizes, by numpy and by onnxruntime's MatMul; fp64 and fp16
+            # once (comments in the file)
+            measured = [p for p in result.matmul if p.dtype == "float32" and p.method == "numpy"]
             for n in matmul_sizes:
                 if round_ == 1 and measured and n > measured[0].n:
                     predicted = measured[0].rate.seconds / measured[0].rate.work * matmul_flops(n)
@@ -489,10 +536,14 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
                         continue
                 elif round_ > 1 and not any(p.n == n for p in measured):
                     continue
-                point = measure_matmul("float32", n, timer, per_size)
+                point = measure_matmul("float32", n, timer, per_size / 2)
                 result.matmul.append(point)
                 measured.append(point)
-                say(f"fp32 matmul n={n:<5} {point.rate.per_second / 1e9:8.1f} GFLOP/s")
+                say(f"fp32 matmul n={n:<5} {point.rate.per_second / 1e9:8.1f} GFLOP/s (numpy)")
+                runtime = measure_matmul("float32", n, timer, per_size / 2, method="onnxruntime", threads=threads)
+                if runtime is not None:
+                    result.matmul.append(runtime)
+                    say(f"fp32 matmul n={n:<5} {runtime.rate.per_second / 1e9:8.1f} GFLOP/s (onnxruntime)")
             if round_ == 1:
                 for dtype, n in (("float64", min(1024, max(matmul_sizes))), ("float16", min(64, min(matmul_sizes)))):
                     point = measure_matmul(dtype, n, timer, matmul_budget * 0.075, minimum_call_s=0.01)
@@ -514,7 +565,7 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
                     say(f"bandwidth {size_text(size):>9} {best.rate.per_second / 1e9:8.1f} GB/s  ({best.kernel})")
     finally:
         arrays.close()
-    result.matmul.sort(key=lambda p: (p.dtype != "float32", p.n))
+    result.matmul.sort(key=lambda p: (p.dtype != "float32", p.method, p.n))
     return result
 
 
@@ -530,14 +581,27 @@ def render_target(calibration: Calibration, name: str = "this-machine") -> str:
     levels = c.levels()
     where = (f"onnxroof calibrate {c.date} on {c.cpu} ({c.cores}; {c.threads} thread(s)"
              + (f"; load average {c.load_average:.2f} at the start" if c.load_average is not None else "") + ")")
-    best: dict[int, float] = {}
+    best: dict[tuple[str, int], float] = {}
     for p in c.matmul:
         if p.dtype == "float32":
-            best[p.n] = max(best.get(p.n, 0.0), p.rate.per_second)
-    sizes = ", ".join(f"n={n}: {rate / 1e9:.1f}" for n, rate in sorted(best.items()))
+            best[(p.method, p.n)] = max(best.get((p.method, p.n), 0.0), p.rate.per_second)
+
+    def sizes(method: str) -> str:
+        return ", ".join(f"n={n}: {rate / 1e9:.1f}" for (m, n), rate in sorted(best.items()) if m == method)
+
     blas = c.blas + (f", {c.blas_threads} thread(s)" if c.blas_threads else ", its default threads")
-    peak_source = (f"{where}: numpy {c.numpy_version} float32 matmul ({blas}), FLOPs = 2 n^3, fastest of "
-                   f"repeated runs in {c.rounds} rounds per size, GFLOP/s {sizes}; the roof is the best (n={fp32.n})")
+    peak_source = (f"{where}: float32 n x n matmuls, FLOPs = 2 n^3, fastest of repeated runs in {c.rounds} "
+                   f"rounds per size; numpy {c.numpy_version} ({blas}) GFLOP/s {sizes('numpy')}")
+    if any(m == "onnxruntime" for m, _ in best):
+        peak_source += f"; onnxruntime's MatMul ({c.threads} thread(s)) GFLOP/s {sizes('onnxruntime')}"
+    peak_source += f"; the roof is the best: {fp32.method} at n={fp32.n}"
+    others = [rate for (m, _), rate in best.items() if m != fp32.method]
+    if others and max(others) >= 0.9 * fp32.rate.per_second:
+        peak_source += " (the two methods agree within 10%)"
+    elif others:
+        coretype = os.environ.get("OPENBLAS_CORETYPE")
+        peak_source += (f" (the other method reaches {max(others) / fp32.rate.per_second:.0%} of it: its GEMM is built or "
+                        "configured for less" + (f"; OPENBLAS_CORETYPE={coretype} is set" if coretype else "") + ")")
     stream_source = (f"{where}: STREAM-style sweep (copy 2x8, add 3x8, triad 3x8 bytes per float64 element, "
                      f"no write-allocate), {c.threads} thread(s) on their own arrays, fastest of repeated passes "
                      f"in {c.rounds} rounds, best kernel per working set")

@@ -240,7 +240,9 @@ def test_calibrate_end_to_end_with_a_mocked_timer(tmp_path):
     result = cal.calibrate(seconds=2, threads=2, largest=1 * MiB, progress=messages.append, timer=clock,
                            matmul_sizes=(32, 64))
     assert {p.dtype for p in result.matmul} == {"float32", "float64", "float16"}
-    assert [p.n for p in result.matmul if p.dtype == "float32"] == sorted([32, 64] * result.rounds)  # every round
+    # every size in every round, by numpy and by onnxruntime's MatMul (installed with the test extras)
+    for method in ("numpy", "onnxruntime"):
+        assert [p.n for p in result.matmul if p.dtype == "float32" and p.method == method] == sorted([32, 64] * result.rounds)
     for point in result.matmul:
         assert point.rate.seconds == pytest.approx(1e-3)
         assert point.rate.work % cal.matmul_flops(point.n) == 0
@@ -327,3 +329,23 @@ def test_machine_facts_are_strings():
     assert cal.usable_cpus() >= 1
     assert isinstance(cal.cache_text(), str)
     assert list(itertools.islice(cal.sweep_sizes(), 1)) == [32 * KiB]
+
+
+def test_the_target_file_says_which_method_gave_the_compute_roof(tmp_path):
+    # numpy reaches 40 GFLOP/s, onnxruntime's MatMul 80 (made-up rates, 1 s each): the roof is
+    # onnxruntime's, and the source says numpy reached 50% of it
+    def point(method, flops):
+        return cal.MatmulPoint("float32", 512, cal.Rate(flops, 1.0, 3), method)
+
+    result = cal.Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
+                             numpy_version="2", blas="OpenBLAS",
+                             matmul=[point("numpy", 40e9), point("onnxruntime", 80e9)],
+                             stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3))
+                                     for size in (2**20, 2**24, 2**28, 2**30)])
+    path = tmp_path / "t.toml"
+    path.write_text(result.to_toml("t"), encoding="utf-8")
+    target = parse_target(path)
+    figure = target.peak_ops_per_s["fp32"]
+    assert figure.value == 80e9
+    assert "the roof is the best: onnxruntime at n=512" in figure.source
+    assert "the other method reaches 50% of it" in figure.source

@@ -280,6 +280,7 @@ class Calibration:
     seconds: float = 0.0  # how long it took
     rounds: int = ROUNDS  # how many times every point was measured (the best is kept)
     blas_threads: int | None = None  # the BLAS thread limit during the matmuls (None: BLAS's default)
+    launch_overhead_s: float | None = None  # onnxruntime's cost per kernel (None: not measured)
     notes: list[str] = field(default_factory=list)
 
     def peak(self, dtype: str) -> MatmulPoint | None:
@@ -413,6 +414,61 @@ def measure_matmul(dtype: str, n: int, timer: Timer, budget_s: float, minimum_ca
     if probe.per_second > rate.per_second:  # the probe is a timed run too
         rate = Rate(probe.work, probe.seconds, repetitions + 1)
     return MatmulPoint(dtype, n, rate, method)
+
+
+LAUNCH_CHAIN = 65  # tiny kernels in the long chain of the launch measurement
+
+
+def per_kernel_seconds(one_s: float, many_s: float, kernels: int = LAUNCH_CHAIN) -> float:
+    """The slope between one run of a single tiny kernel and one run of ``kernels`` of them.
+
+    >>> round(per_kernel_seconds(one_s=20e-6, many_s=660e-6), 9)  # 640 µs over 64 more kernels
+    1e-05
+    """
+    return max(many_s - one_s, 0.0) / (kernels - 1)
+
+
+def _add_chain(kernels: int):
+    """``kernels`` Add nodes in a chain on a 16-float tensor, each adding the input again (nothing
+    to fold, next to no work)."""
+    from onnx import TensorProto, helper
+
+    nodes, previous = [], "x"
+    for index in range(kernels):
+        output = "y" if index == kernels - 1 else f"t{index}"
+        nodes.append(helper.make_node("Add", [previous, "x"], [output], name=f"add_{index}"))
+        previous = output
+    graph = helper.make_graph(nodes, "launch", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def measure_launch_overhead(timer: Timer, budget_s: float, threads: int | None = None) -> float | None:
+    """Seconds onnxruntime spends per kernel beyond the kernel's work (dispatch, bookkeeping),
+    without its profiler: the slope of a session's run time from a chain of one tiny Add to a
+    chain of :data:`LAUNCH_CHAIN`, each the fastest of batches of 50 runs; None without
+    onnxruntime."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    feeds = {"x": np.ones(16, np.float32)}
+    fastest: dict[int, float] = {}
+    for kernels in (1, LAUNCH_CHAIN):
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if threads:
+            options.intra_op_num_threads = threads
+        session = ort.InferenceSession(_add_chain(kernels).SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+        run = lambda: [session.run(None, feeds) for _ in range(50)] and None  # noqa: E731
+        run()  # warm up: the first runs allocate
+        deadline = time.monotonic() + budget_s / 2
+        best = best_rate(run, 50, timer, 1).seconds / 50
+        while time.monotonic() < deadline:
+            best = min(best, best_rate(run, 50, timer, 1).seconds / 50)
+        fastest[kernels] = best
+    return per_kernel_seconds(fastest[1], fastest[LAUNCH_CHAIN])
 
 
 class _StreamArrays:
@@ -565,6 +621,10 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
                     say(f"bandwidth {size_text(size):>9} {best.rate.per_second / 1e9:8.1f} GB/s  ({best.kernel})")
     finally:
         arrays.close()
+    # the rest of the budget: onnxruntime's cost per kernel, what the roofline adds to each
+    result.launch_overhead_s = measure_launch_overhead(timer, max(0.05 * seconds, 0.2), threads)
+    if result.launch_overhead_s is not None:
+        say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
     result.matmul.sort(key=lambda p: (p.dtype != "float32", p.method, p.n))
     return result
 
@@ -632,6 +692,15 @@ def render_target(calibration: Calibration, name: str = "this-machine") -> str:
         "[dram.bandwidth_bytes_per_s]",
         *_figure_lines(levels.dram_bytes_per_s, dram_source),
     ]
+    if c.launch_overhead_s:
+        lines += [
+            "",
+            "[node_overhead_s]",
+            *_figure_lines(c.launch_overhead_s,
+                           f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
+                           f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, fastest of batches "
+                           "of 50 runs (onnxruntime's profiler adds several µs to each small kernel it times)"),
+        ]
     if levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes:
         lo, hi = levels.onchip_sizes
         lines += [

@@ -349,3 +349,19 @@ def test_the_target_file_says_which_method_gave_the_compute_roof(tmp_path):
     assert figure.value == 80e9
     assert "the roof is the best: onnxruntime at n=512" in figure.source
     assert "the other method reaches 50% of it" in figure.source
+
+
+def test_the_launch_overhead_becomes_the_measured_targets_cost_per_kernel(tmp_path):
+    # a chain of 1 tiny kernel runs in 20 µs, one of 65 in 660 µs: 640 µs / 64 = 10 µs per kernel
+    overhead = cal.per_kernel_seconds(20e-6, 660e-6, kernels=65)
+    assert overhead == pytest.approx(10e-6)
+    result = cal.Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
+                             numpy_version="2", blas="OpenBLAS",
+                             matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
+                             stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3))
+                                     for size in (2**20, 2**24, 2**28, 2**30)],
+                             launch_overhead_s=overhead)
+    path = tmp_path / "t.toml"
+    path.write_text(result.to_toml("t"), encoding="utf-8")
+    target = parse_target(path)
+    assert target.node_overhead_s.value == pytest.approx(10e-6) and target.node_overhead_s.tag == "measured"

@@ -225,3 +225,18 @@ def test_write_atomically_refuses_a_missing_directory(tmp_path):
         write_atomically(tmp_path / "nowhere" / "x.txt", "text")
     write_atomically(tmp_path / "x.txt", ["a", "b"])  # chunks, written whole
     assert (tmp_path / "x.txt").read_text() == "ab"
+
+
+def test_a_written_report_is_readable_like_any_new_file(tmp_path):
+    # the temporary file is private (mkstemp: 0o600); the report it becomes gets the mode a new
+    # file gets: 0o666 less the umask
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        write_atomically(tmp_path / "r.txt", "text")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "r.txt").st_mode) == 0o644
+    assert os.listdir(tmp_path) == ["r.txt"]  # no temporary left beside it

@@ -222,3 +222,58 @@ def test_write_atomically_refuses_a_missing_directory(tmp_path):
         write_atomically(tmp_path / "nowhere" / "x.txt", "text")
     write_atomically(tmp_path / "x.txt", ["a", "b"])  # chunks, written whole
     assert (tmp_path / "x.txt").read_text() == "ab"
+
+
+def test_a_written_report_is_readable_like_any_new_file(tmp_path):
+    # the temporary file is private (mkstemp: 0o600); the report it becomes gets the mode a new
+    # file gets: 0o666 less the umask
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        write_atomically(tmp_path / "r.txt", "text")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "r.txt").st_mode) == 0o644
+    assert os.listdir(tmp_path) == ["r.txt"]  # no temporary left beside it
+
+
+@pytest.mark.parametrize("dtype, bytes_per_parameter", [("fp32", 4), ("fp16", 2), ("bf16", 2), ("int8", 1), ("int4", 0.5)])
+def test_every_documented_dtype_recosts_the_parameters(capsys, dtype, bytes_per_parameter):
+    # ShallowNet's 328,586 parameters (cost-model.md section 2) at the element size of each type
+    code, out, err = run(capsys, "summary", "--example", "shallownet", "--dtype", dtype, "--format", "json", "-q")
+    assert code == 0, err
+    assert json.loads(out)["totals"]["param_bytes"] == 328_586 * bytes_per_parameter
+
+
+def test_summary_prints_the_table_unless_told_otherwise(capsys):
+    default = run(capsys, "summary", "--example", "shallownet", "-q")
+    table = run(capsys, "summary", "--example", "shallownet", "-q", "--format", "table")
+    assert default[0] == 0 and default[1] == table[1] and not default[1].lstrip().startswith("{")
+    diff_default = run(capsys, "diff", "example:shallownet", "example:shallownet", "-q")
+    diff_table = run(capsys, "diff", "example:shallownet", "example:shallownet", "-q", "--format", "table")
+    assert diff_default[0] == 0 and diff_default[1] == diff_table[1]
+
+
+def test_explain_takes_no_budget(capsys):
+    code, out, err = run(capsys, "explain", "--example", "shallownet", "x", "--fail-if", "params>1")
+    assert code == 2 and out == "" and "--fail-if" in err
+
+
+def test_markdown_is_not_the_table(capsys):
+    # diff and compare in Markdown: pipe tables, not the aligned text table
+    for command in (["diff", "example:shallownet", "example:minigooglenet"],
+                    ["compare", "example:shallownet", "example:minigooglenet"]):
+        markdown = run(capsys, *command, "--format", "markdown", "-q")[1]
+        table = run(capsys, *command, "--format", "table", "-q")[1]
+        assert markdown != table and any(line.startswith("|") for line in markdown.splitlines())
+
+
+def test_an_error_of_the_command_line_itself_points_to_no_subcommand(capsys):
+    code, out, err = run(capsys, "nosuchcommand")
+    assert code == 2 and "invalid choice" in err and "(see onnxroof" not in err
+
+
+def test_one_line_keeps_printable_characters_as_they_are():
+    assert one_line("it's \"ok\" ✓") == "it's \"ok\" ✓"

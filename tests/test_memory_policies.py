@@ -312,3 +312,35 @@ def test_an_order_only_the_exact_search_finds_is_reported_as_exact():
     result = best_order(problem)
     assert result.schedule.peak_bytes == lowest
     assert result.method == "exact" and result.states > 0 and "exact" in result.note
+
+
+def test_after_a_streaming_node_the_live_set_on_chip_is_counted_right():
+    # a = Relu(x) waits on chip for the last node; M (x . w -> L, 6,000 B) and N (L . w2 -> n) stream;
+    # P: big = n . w3 (1,150 floats, 4,600 B); Q: q = big . w4; F: y = a + q. 5,398 B on chip.
+    # M: writes L (6,000; x is the model input). N: reads L back, writes n (6,400). P: a is still on
+    # chip (400 B), n comes back (400) and big is written: 5,400 B > 5,398: a goes (400 written).
+    # Q: big + q = 5,000 fits. F reads a back (400). Counting the live set wrong after M by as
+    # little as 2 B (5,398 instead of 5,400) would keep a on chip.
+    nodes = [relu("x", "a", "A"), helper.make_node("MatMul", ["x", "w"], ["L"], name="M"),
+             helper.make_node("MatMul", ["L", "w2"], ["n"], name="N"),
+             helper.make_node("MatMul", ["n", "w3"], ["big"], name="P"),
+             helper.make_node("MatMul", ["big", "w4"], ["q"], name="Q"),
+             helper.make_node("Add", ["a", "q"], ["y"], name="F")]
+    weights = [("w", zeros(100, 1_500)), ("w2", zeros(1_500, 100)), ("w3", zeros(100, 1_150)), ("w4", zeros(1_150, 100))]
+    plan = plan_of(make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])], weights), 5_398)
+    assert plan.streamed == ["M", "N"] and plan.spilled == ["a"]
+    assert plan.per_node == {"M": 6_000, "N": 6_400, "P": 2 * S, "F": S}
+
+
+def test_a_heuristic_order_that_meets_the_lower_bound_is_optimal_without_a_search():
+    # random_dag(27, 4) (tests/models.py): the model order peaks above the largest layer, the
+    # greedy order peaks at it; no order can go lower, so no exact search is run (0 states)
+    from onnxroof.memory import largest_layer_bytes
+    from models import random_dag
+
+    problem = problem_of(random_dag(27, 4))
+    bound = largest_layer_bytes(problem)[0]
+    assert schedule_peak(problem, problem.model_order).peak_bytes > bound
+    result = best_order(problem)
+    assert result.schedule.peak_bytes == bound
+    assert result.method == "heuristic" and result.states == 0 and "lower bound" in result.note

@@ -254,3 +254,17 @@ def test_top_nodes_are_the_slowest_first(tmp_path):
     assert len(top) == 5 and top[0].name == "M"
     times = [n.placement.time_s for n in top]
     assert times == sorted(times, reverse=True)
+
+
+def test_a_data_movement_node_on_chip_is_still_a_launch(tmp_path):
+    # Relu -> Transpose -> Relu with 10^6 B on chip and a 1 us launch: the Transpose computes
+    # nothing and reads and writes only on-chip activations (0 DRAM bytes), but it copies 400 B,
+    # so it is a kernel like the others: three launches, 3 us of overhead
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="A"), helper.make_node("Transpose", ["a"], ["b"], name="T"),
+             helper.make_node("Relu", ["b"], ["y"], name="B")]
+    model = make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [100, 1])])
+    report = place(model, write_target(tmp_path / "launch-sram.toml", onchip_bytes=10**6, overhead_s=1e-6))
+    transpose = next(n for n in report.nodes if n.name == "T")
+    assert transpose.placement.flops == 0 and transpose.placement.dram_bytes == 0
+    assert transpose.placement.overhead_s == 1e-6 and transpose.placement.bound == "overhead"
+    assert sum(n.placement.overhead_s for n in report.nodes) == pytest.approx(3e-6)

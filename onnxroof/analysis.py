@@ -276,7 +276,7 @@ def _dim_flags(dims) -> dict[str, int]:
 def _facts(model: onnx.ModelProto, path: str | None, file_bytes: int | None) -> ModelFacts:
     opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
     producer = " ".join(p for p in (model.producer_name, model.producer_version) if p)
-    name = model.graph.name or (Path(path).stem if path else "model")
+    name = Path(path).stem if path else (model.graph.name or "model")
     return ModelFacts(
         name=name,
         path=path,
@@ -287,6 +287,7 @@ def _facts(model: onnx.ModelProto, path: str | None, file_bytes: int | None) -> 
         opsets=opsets,
         node_count=len(model.graph.node),
         doc_string=model.doc_string,
+        graph_name=model.graph.name,
     )
 
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # types only: placing on targets is imported only when target
 
 @dataclass(frozen=True)
 class ModelFacts:
-    name: str
+    name: str  # the file's stem (every PyTorch export's graph is "main_graph"), else the graph's name
     path: str | None
     file_bytes: int | None
     producer: str
@@ -44,6 +44,28 @@ class ModelFacts:
     opsets: dict[str, int]
     node_count: int
     doc_string: str
+    graph_name: str = ""  # the graph's own name, as stored
+
+    @property
+    def label(self) -> str:
+        return model_label(self.name, self.graph_name)
+
+
+def model_label(name: str, graph_name: str) -> str:
+    """The model's name, with the graph's name beside it when that says more than an exporter's
+    default.
+
+    >>> model_label("resnet18", "main_graph"), model_label("enc", "encoder_v2")
+    ('resnet18', 'enc (graph encoder_v2)')
+    """
+    if graph_name and graph_name != name and graph_name.lower() not in _GENERIC_GRAPH_NAMES:
+        return f"{name} (graph {graph_name})"
+    return name
+
+
+# graph names exporters write whatever the model: they say nothing beside a file's name
+_GENERIC_GRAPH_NAMES = frozenset({"main_graph", "torch_jit", "torch-jit-export", "tf2onnx", "graph", "model",
+                                  "onnx", "mxnet_converted_model", "keras2onnx", "sklearn", "jax2onnx"})
 
 
 @dataclass
@@ -200,6 +222,7 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
         "conventions": CONVENTIONS,
         "model": {
             "name": model.name,
+            "graph_name": model.graph_name,
             "path": model.path,
             "file_bytes": model.file_bytes,
             "producer": model.producer,

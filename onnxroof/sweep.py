@@ -11,7 +11,8 @@ A sweep symbol is a dim name of the model, or one of the pseudo-symbols ``batch`
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import onnx
@@ -63,5 +64,9 @@ def run_sweep(model: str | onnx.ModelProto, sweeps: list[tuple[str, list]], **op
                 kwargs[symbol] = value
             else:
                 dims[symbol] = value
-        results.append(SweepPoint(values, analyze(proto, dims=dims, **kwargs)))
+        analysis = analyze(proto, dims=dims, **kwargs)
+        if not isinstance(model, onnx.ModelProto):  # loaded once, analysed in memory: name it by its file
+            path = Path(model)
+            analysis.model = replace(analysis.model, name=path.stem, path=str(path), file_bytes=path.stat().st_size)
+        results.append(SweepPoint(values, analysis))
     return results

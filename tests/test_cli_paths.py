@@ -85,11 +85,12 @@ def test_an_example_given_as_a_path_is_the_example(capsys):
 def test_report_writes_next_to_the_working_directory_under_the_models_name(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1, 4])], [("y", F32, [1, 4])],
-                       name="my model/v2")
-    path = tmp_path / "m.onnx"
+                       name="main_graph")
+    path = tmp_path / "my model+v2.onnx"
     onnx.save(model, path)
     code, out, err = run(capsys, "report", path)
-    # the graph's name, every character that is not a letter, digit, '-', '_' or '.' made '_'
+    # the file's stem (not the exporter's graph name), every character that is not a letter,
+    # digit, '-', '_' or '.' made '_'
     assert code == 0 and (tmp_path / "my_model_v2.report.html").read_text().startswith("<!")
     assert "wrote my_model_v2.report.html" in err
     code, _, err = run(capsys, "report", path, "-q")
@@ -99,7 +100,7 @@ def test_report_writes_next_to_the_working_directory_under_the_models_name(capsy
 def test_a_nameless_model_is_reported_as_model(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1, 4])], [("y", F32, [1, 4])], name="..")
-    path = tmp_path / "m.onnx"
+    path = tmp_path / "...onnx"  # its stem, "..", names nothing
     onnx.save(model, path)
     assert run(capsys, "report", path, "-q")[0] == 0
     assert (tmp_path / "model.report.html").exists()

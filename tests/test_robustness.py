@@ -667,7 +667,7 @@ def hostile_file(tmp_path):
 def test_hostile_names_survive_json_exactly(capsys, hostile_file):
     code, out, err = run(capsys, "summary", hostile_file, "--format", "json", "-q", "--dim", f"batch{PAYLOADS[6]}=2")
     document = json.loads(out)
-    assert code == 0 and document["model"]["name"] == "graph" + ALL
+    assert code == 0 and document["model"]["graph_name"] == "graph" + ALL
     assert document["nodes"][0]["name"] == "mm" + PAYLOADS[5]
     assert document["totals"]["unsupported"] == {"Evil" + PAYLOADS[1]: 1}
     assert document["totals"]["macs"] == 2 * 4 * 4
@@ -692,7 +692,7 @@ def test_html_report_has_no_raw_payload(capsys, hostile_file, tmp_path):
     match = re.search(r'<script type="application/json" id="onnxroof-data">(.*?)</script>', page, re.S)
     assert match and "</" not in match.group(1)
     document = json.loads(match.group(1))
-    assert document["model"]["name"] == "graph" + ALL
+    assert document["model"]["graph_name"] == "graph" + ALL
 
 
 class _Elements(HTMLParser):

@@ -49,7 +49,7 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
     # escaped names stay out of code spans, where backslash escapes and entities show literally
     inputs = ", ".join(f"{escape(i.name)} {escape(i.shape_text())}" for i in analysis.inputs)
     lines = [
-        f"### onnxroof: {escape(model.name)}",
+        f"### onnxroof: {escape(model.label)}",
         "",
         f"opset {model.opset} · {model.node_count} nodes · inputs {inputs} · dtype {analysis.dtype}"
         + (f" · batch {analysis.batch}" if analysis.batch else ""),

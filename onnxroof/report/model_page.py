@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from markupsafe import Markup
 
+from ..result import model_label
 from ..units import iec, intensity, si
 from .chart_context import (
     AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
@@ -113,7 +114,7 @@ def _model_context(model: dict, doc_string: str, document: dict) -> dict:
     batch = document["batch"]
     targets = [t["name"] for t in document["targets"]]
     return {
-        "name": model["name"],
+        "name": model_label(model["name"], model["graph_name"]),
         "path": model["path"],
         "producer": model["producer"] or "unknown",
         "ir_version": str(model["ir_version"]),

@@ -91,7 +91,7 @@ def table_chunks(analysis: "Analysis") -> list[str]:
     copied again into one string with the summary's "·"."""
     model, totals = analysis.model, analysis.totals
     lines = [
-        f"onnxroof {__version__} · {printable(model.name)} · opset {model.opset} · {model.node_count} nodes"
+        f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
         + (f" · {printable(model.producer)}" if model.producer else ""),
         f"inputs: {inputs_line(analysis)}",
         f"conventions: {CONVENTIONS_LINE}",

@@ -1,0 +1,59 @@
+"""A model is named by its file (every PyTorch export's graph is "main_graph"), with the graph's
+own name beside it only when that says more (issue 21, item 1)."""
+
+from __future__ import annotations
+
+import json
+
+import onnx
+from onnx import TensorProto, helper
+
+from conftest import make_model, run
+
+F32 = TensorProto.FLOAT
+
+
+def relu_file(tmp_path, file_name: str, graph_name: str):
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1, 4])], [("y", F32, [1, 4])],
+                       name=graph_name)
+    path = tmp_path / file_name
+    onnx.save(model, path)
+    return path
+
+
+def test_two_exports_both_called_main_graph_are_told_apart_by_their_files(capsys, tmp_path):
+    a, b = relu_file(tmp_path, "resnet_a.onnx", "main_graph"), relu_file(tmp_path, "resnet_b.onnx", "main_graph")
+    code, out, err = run(capsys, "compare", a, b, "--format", "json")
+    assert code == 0, err
+    assert [m["name"] for m in json.loads(out)["models"]] == ["resnet_a", "resnet_b"]
+    code, out, err = run(capsys, "diff", a, b, "--format", "json")
+    assert code == 0, err
+    diff = json.loads(out)
+    assert (diff["base"]["name"], diff["head"]["name"]) == ("resnet_a", "resnet_b")
+
+
+def test_the_json_document_keeps_the_graphs_own_name(capsys, tmp_path):
+    path = relu_file(tmp_path, "resnet.onnx", "main_graph")
+    code, out, err = run(capsys, "summary", path, "--format", "json")
+    assert code == 0, err
+    model = json.loads(out)["model"]
+    assert (model["name"], model["graph_name"]) == ("resnet", "main_graph")
+
+
+def test_a_graph_name_that_says_more_is_shown_beside_the_files(capsys, tmp_path):
+    path = relu_file(tmp_path, "candidate.onnx", "encoder_v2")
+    code, out, _ = run(capsys, "summary", path)
+    assert code == 0 and "· candidate (graph encoder_v2) ·" in out.splitlines()[0]
+    code, out, _ = run(capsys, "summary", relu_file(tmp_path, "plain.onnx", "main_graph"))
+    assert code == 0 and "· plain ·" in out.splitlines()[0]  # an exporter's default graph name says nothing
+
+
+def test_a_sweep_of_a_file_is_named_by_the_file_not_in_memory(capsys, tmp_path):
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, ["n", 4])], [("y", F32, ["n", 4])],
+                       name="main_graph")
+    path = tmp_path / "sweepme.onnx"
+    onnx.save(model, path)
+    code, out, err = run(capsys, "summary", path, "--sweep", "n=1,2", "--format", "json")
+    assert code == 0, err
+    points = json.loads(out)["points"]
+    assert [(p["model"]["name"], p["model"]["path"]) for p in points] == [("sweepme", str(path))] * 2

@@ -43,6 +43,7 @@ _STORAGE_PRESERVING = frozenset(
 # Folded ops whose output is itself a stored root (cost-model.md section 3): a Constant's tensor,
 # and a ConstantOfShape's fill (materialized at load time).
 _ROOT_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
+_GATHERS = frozenset({"Gather", "GatherElements", "GatherND"})
 # Ops whose output is not a function of their inputs: never folded as constants.
 _NONDETERMINISTIC = frozenset("RandomNormal RandomUniform RandomNormalLike RandomUniformLike Multinomial Bernoulli".split())
 
@@ -482,7 +483,9 @@ class _Coster:
             if all(sources):
                 return dtype_name(self.info(sources[0]).dtype)
         tensors = self.tensors
-        for tensor_name in (*activation_inputs, *outputs, *inputs):
+        # a gather's activation input is its indices: it moves and computes in its data's type
+        order = (*outputs, *activation_inputs, *inputs) if op_type in _GATHERS else (*activation_inputs, *outputs, *inputs)
+        for tensor_name in order:
             tensor = tensors.get(tensor_name) if tensor_name else None
             if tensor is not None and tensor.dtype:
                 return dtype_name(tensor.dtype)

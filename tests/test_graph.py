@@ -60,3 +60,18 @@ def test_summary_does_not_import_networkx():
             "print('networkx' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_an_embedding_gather_computes_in_its_tables_type_not_its_indices():
+    # Gather(table float32 [100, 8], ids int64 [1, 3]): it reads and writes float32 rows
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    import onnxroof
+    from conftest import make_model
+
+    model = make_model([helper.make_node("Gather", ["table", "ids"], ["rows"], name="embed")],
+                       [("ids", TensorProto.INT64, [1, 3])], [("rows", TensorProto.FLOAT, [1, 3, 8])],
+                       [("table", np.zeros((100, 8), np.float32))])
+    (record,) = onnxroof.analyze(model).nodes
+    assert record.dtype == "float32"

@@ -57,3 +57,4 @@ def test_a_sweep_of_a_file_is_named_by_the_file_not_in_memory(capsys, tmp_path):
     assert code == 0, err
     points = json.loads(out)["points"]
     assert [(p["model"]["name"], p["model"]["path"]) for p in points] == [("sweepme", str(path))] * 2
+

@@ -78,7 +78,7 @@ def _single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None
                              "the product of the values")
     parser.add_argument("--emit-order", metavar="FILE",
                         help="write the lowest-peak execution order found, one node name per line")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
     if budgets:
         _budget_option(parser, relative=False)
 
@@ -127,13 +127,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     diff.add_argument("head", help="the head model: a path or example:NAME")
     _analysis_options(diff)
     diff.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table")
-    diff.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
+    diff.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
     _budget_option(diff, relative=True)
     compare = commands.add_parser("compare", help="put several candidate models side by side")
     compare.add_argument("models", nargs="+", help="paths (or example:NAME)")
     _analysis_options(compare)
     compare.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table")
-    compare.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE")
+    compare.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
     compare.add_argument("--jobs", type=_positive_int, metavar="N", help="parallel analyses (default: one per core)")
     known = command in _BUILT_IN_COMMANDS or command in _COMMAND_MODULES
     for name, module_name in _COMMAND_MODULES.items():
@@ -296,7 +296,7 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
 
         output = args.output or f"{_safe_stem(analysis.model.name)}.report.html"
         write_atomically(output, render_html(analysis))
-        if not args.quiet:
+        if not args.quiet and output != "-":
             print(f"onnxroof: wrote {output}", file=sys.stderr)
     return _gate(check_budgets(budgets, analysis), args.quiet)
 
@@ -369,7 +369,7 @@ def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
 
         output = args.output or f"{_safe_stem(points[0].analysis.model.name)}.sweep.html"
         write_atomically(output, render_sweep_html(points))
-        if not args.quiet:
+        if not args.quiet and output != "-":
             print(f"onnxroof: wrote {output}", file=sys.stderr)
     elif args.format == "json":
         from .report.json import sweep_document

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterable
@@ -13,8 +14,13 @@ from .errors import UsageError
 
 def write_atomically(path: str | os.PathLike, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its chunks) to ``path`` via a temporary file in the same directory:
-    whole or nothing. A device, a pipe or a symbolic link (``-o /dev/null``, ``-o /dev/stdout``)
-    is written through directly: renaming over it would replace it with a regular file."""
+    whole or nothing. ``-`` is standard output. A device, a pipe or a symbolic link
+    (``-o /dev/null``, ``-o /dev/stdout``) is written through directly: renaming over it would
+    replace it with a regular file."""
+    if str(path) == "-":
+        sys.stdout.writelines([text] if isinstance(text, str) else text)
+        sys.stdout.flush()
+        return
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():

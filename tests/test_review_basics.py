@@ -1,5 +1,6 @@
-"""A model is named by its file (every PyTorch export's graph is "main_graph"), with the graph's
-own name beside it only when that says more (issue 21, item 1)."""
+"""What a reviewer meets first (issue 21): a model is named by its file (every PyTorch export's
+graph is "main_graph"), with the graph's own name beside it only when that says more; ``-o -``
+writes to standard output."""
 
 from __future__ import annotations
 
@@ -58,3 +59,12 @@ def test_a_sweep_of_a_file_is_named_by_the_file_not_in_memory(capsys, tmp_path):
     points = json.loads(out)["points"]
     assert [(p["model"]["name"], p["model"]["path"]) for p in points] == [("sweepme", str(path))] * 2
 
+
+
+def test_dash_as_the_output_file_is_standard_output(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "report", "--example", "shallownet", "-o", "-")
+    assert code == 0 and out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
+    assert err == "" and list(tmp_path.iterdir()) == []  # no file named "-", no "wrote" line
+    code, out, _ = run(capsys, "summary", "--example", "shallownet", "--format", "json", "-o", "-")
+    assert code == 0 and json.loads(out)["totals"]["mac_flops"] == 2_424_832  # cost-model.md section 2

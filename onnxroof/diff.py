@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .budgets import percent_change
@@ -71,7 +72,33 @@ class ModelDiff:
 
     @property
     def changed_nodes(self) -> list[NodeChange]:
-        return [n for n in self.nodes if n.kind != "unchanged"]
+        """The nodes that differ, the largest change first: time on the first target, then FLOPs,
+        then bytes moved; nodes that cost nothing on either side (views, shape arithmetic) last.
+        Ties keep the graph order."""
+        times = self._first_target_times
+        position = {id(n): i for i, n in enumerate(self.nodes)}
+
+        def impact(change: NodeChange) -> tuple:
+            def side(record, which: int) -> tuple[float, int, int]:
+                if record is None:
+                    return 0.0, 0, 0
+                return times[which].get(record.name, 0.0), record.flops, record.memory_bytes
+
+            (tb, fb, bb), (th, fh, bh) = side(change.base, 0), side(change.head, 1)
+            free = not (tb or th or fb or fh or bb or bh)
+            return free, -abs(th - tb), -abs(fh - fb), -abs(bh - bb), position[id(change)]
+
+        return sorted((n for n in self.nodes if n.kind != "unchanged"), key=impact)
+
+    @cached_property
+    def _first_target_times(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Kernel times (by the kernel's first node) on the head's first target, base and head."""
+        if not self.head.targets:
+            return {}, {}
+        name = self.head.targets[0].target.name
+        before = next((r for r in self.base.targets if r.target.name == name), None)
+        return ({n.name: n.placement.time_s for n in before.nodes} if before else {},
+                {n.name: n.placement.time_s for n in self.head.targets[0].nodes})
 
 
 def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10) -> ModelDiff:

@@ -68,3 +68,25 @@ def test_dash_as_the_output_file_is_standard_output(capsys, tmp_path, monkeypatc
     assert err == "" and list(tmp_path.iterdir()) == []  # no file named "-", no "wrote" line
     code, out, _ = run(capsys, "summary", "--example", "shallownet", "--format", "json", "-o", "-")
     assert code == 0 and json.loads(out)["totals"]["mac_flops"] == 2_424_832  # cost-model.md section 2
+
+
+def test_a_diff_lists_the_nodes_that_cost_most_first_and_free_ones_last(capsys, tmp_path):
+    # base x [1, 4], head x [2, 4]: the Identity (a view: no FLOPs, no bytes) changes only its
+    # shape; the MatMul by w [4, 8] goes from 1 x 4 x 8 = 32 to 64 MACs. In graph order the
+    # Identity comes first; by impact the MatMul does.
+    import numpy as np
+
+    def model(batch: int):
+        return make_model([helper.make_node("Identity", ["x"], ["a"], name="copy"),
+                           helper.make_node("MatMul", ["a", "w"], ["y"], name="project")],
+                          [("x", F32, [batch, 4])], [("y", F32, [batch, 8])], [("w", np.zeros((4, 8), np.float32))])
+
+    base, head = tmp_path / "base.onnx", tmp_path / "head.onnx"
+    onnx.save(model(1), base)
+    onnx.save(model(2), head)
+    code, out, err = run(capsys, "diff", base, head, "--format", "markdown")
+    assert code == 0, err
+    assert out.index("| project |") < out.index("| copy |")
+    code, out, err = run(capsys, "diff", base, head)
+    assert code == 0, err
+    assert out.index(" project (MatMul)") < out.index(" copy (Identity)")

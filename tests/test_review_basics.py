@@ -90,3 +90,12 @@ def test_a_diff_lists_the_nodes_that_cost_most_first_and_free_ones_last(capsys, 
     code, out, err = run(capsys, "diff", base, head)
     assert code == 0, err
     assert out.index(" project (MatMul)") < out.index(" copy (Identity)")
+
+
+def test_a_markdown_summary_line_shows_no_backslash(capsys):
+    # GFM does not read Markdown inside <summary>: "h100\-sxm" would show its backslash
+    code, out, _ = run(capsys, "summary", "--example", "shallownet", "--target", "h100-sxm", "--format", "markdown")
+    assert code == 0
+    summaries = [line for line in out.splitlines() if "<summary>" in line]
+    assert summaries and all("\\" not in line for line in summaries)
+    assert any("on h100-sxm</summary>" in line for line in summaries)

@@ -10,7 +10,7 @@ from ..version import __version__
 from .bounds import bound_label, time_by_bound
 from ..units import iec, si
 from ..result import target_entry
-from .markdown import details, escape, table
+from .markdown import details, escape, html_text, table
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -114,7 +114,7 @@ def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), 
         lines += ["", details(title, body)]
     for target, top in diff.top_time_changes.items():
         if top:
-            lines += ["", details(f"Largest time changes on {escape(target)}", table(
+            lines += ["", details(f"Largest time changes on {html_text(target)}", table(
                 ("node", "base", "head", "change"),
                 [(escape(name), format_value(b, "seconds"), format_value(h, "seconds"),
                   ("+" if h > b else "−") + format_value(abs(h - b), "seconds")) for name, b, h in top],

@@ -28,6 +28,18 @@ def escape(text: object) -> str:
     return " ".join(value.split())  # no newlines: they would end the table row
 
 
+def html_text(text: object) -> str:
+    r"""Text safe inside an HTML block of a Markdown page (a ``<summary>``): HTML-escaped only. GFM
+    does not read Markdown inside an HTML block, so a backslash there would show.
+
+    >>> html_text("h100-sxm <b>"), escape("h100-sxm")
+    ('h100-sxm &lt;b&gt;', 'h100\\-sxm')
+    """
+    value = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = "".join(c if c.isprintable() or c.isspace() else "\ufffd" for c in value)
+    return " ".join(value.split())
+
+
 def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "") -> str:
     """A pipe table; ``align`` has one letter per column: l (default) or r."""
     align = align.ljust(len(header), "l")
@@ -78,7 +90,7 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
          for r in by_flops], "llrrrr"))]
     for report in analysis.targets:
         top = report.top_nodes(hotspots)
-        lines += ["", details(f"Top {len(top)} kernels by time on {escape(report.target.name)}", table(
+        lines += ["", details(f"Top {len(top)} kernels by time on {html_text(report.target.name)}", table(
             ("kernel", "op", "time", "share", "bound", "FLOP/B"),
             [(escape(n.name), escape(n.op_type), seconds(n.placement.time_s),
               f"{n.placement.time_s / report.latency_s:.1%}" if report.latency_s else "-", bound_label(n.placement.bound),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from .errors import UsageError
+from .units import iec, joules, seconds, si
 
 if TYPE_CHECKING:
     from .result import Analysis
@@ -40,6 +41,9 @@ TARGET_METRICS: dict[str, Callable] = {
     "energy": lambda r: r.energy_j if r.energy_j is not None else float("nan"),
     "dram_bytes": lambda r: r.model_point.dram_bytes,
 }
+# how each metric's value reads in a message ("params is 11.7 M (11,680,912)"); counts otherwise
+_UNITS = {"param_bytes": "bytes", "peak_memory": "bytes", "best_peak_memory": "bytes", "dram_bytes": "bytes",
+          "latency": "seconds", "throughput": "per_second", "energy": "joules"}
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 _SUFFIXES = {
     "": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
@@ -72,8 +76,27 @@ class BudgetResult:
     broken: bool
 
     def describe(self) -> str:
-        shown = f"{self.value:+.2f}%" if self.budget.relative else f"{self.value:,.6g}"
+        shown = f"{self.value:+.2f}%" if self.budget.relative else value_text(self.value, _UNITS.get(self.budget.metric))
         return f"{self.budget.text}: {self.budget.label()} is {shown} -> {'BROKEN' if self.broken else 'ok'}"
+
+
+def value_text(value: float, unit: str | None) -> str:
+    """A metric's value with its unit and, where rounded, the exact figure.
+
+    >>> value_text(11_680_912, None), value_text(2_097_152, "bytes"), value_text(0.0012, "seconds")
+    ('11.7 M (11,680,912)', '2 MiB (2,097,152 B)', '1.2 ms')
+    """
+    if value != value:  # NaN: a target without the figure
+        return "n/a"
+    if unit == "bytes":
+        return f"{iec(value)} ({value:,.0f} B)" if value >= 1024 else f"{value:,.0f} B"
+    if unit == "seconds":
+        return seconds(value)
+    if unit == "per_second":
+        return f"{value:,.1f}/s"
+    if unit == "joules":
+        return joules(value)
+    return f"{si(value)} ({value:,.0f})" if abs(value) >= 1000 else f"{value:,.6g}"
 
 
 def parse_budget(text: str) -> Budget:

@@ -54,3 +54,13 @@ def seconds(value: float | None) -> str:
         if value >= scale:
             return f"{value / scale:.3g} {unit}"
     return f"{value / 1e-9:.3g} ns"
+
+
+def joules(value: float | None) -> str:
+    """Format an energy in J, mJ, µJ or nJ, three significant digits ("n/a" when unknown)."""
+    if value is None:
+        return "n/a"
+    for scale, unit in ((1, "J"), (1e-3, "mJ"), (1e-6, "µJ")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} nJ"

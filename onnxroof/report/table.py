@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..version import __version__
 from ..dtypes import dtype_name
 from .bounds import bound_label, time_by_bound
-from ..units import iec, intensity, seconds, si
+from ..units import iec, intensity, joules, seconds, si
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -264,13 +264,6 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
 
 
 
-def _joules(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    for scale, unit in ((1, "J"), (1e-3, "mJ"), (1e-6, "µJ")):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} nJ"
 
 
 def target_lines(report) -> list[str]:
@@ -284,8 +277,8 @@ def target_lines(report) -> list[str]:
         f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
         f"(ridge {report.target.ridge(point.roof):.3g}): {bound_label(point.bound)}-bound, {seconds(point.time_s)}",
-        f"  energy {_joules(report.energy_j)} (compute {_joules(split['compute'])}, on-chip {_joules(split['onchip'])}, "
-        f"DRAM {_joules(split['dram'])})" + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"),
+        f"  energy {joules(report.energy_j)} (compute {joules(split['compute'])}, on-chip {joules(split['onchip'])}, "
+        f"DRAM {joules(split['dram'])})" + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"),
     ]
     if report.spilled:
         lines.append(f"  spills {len(report.spilled)} tensor(s) to DRAM: {iec(report.spill_bytes)} extra traffic")

@@ -48,19 +48,16 @@ def intensity(value: float | None) -> str:
 
 def seconds(value: float | None) -> str:
     """Format a time in s, ms, µs or ns, three significant digits."""
-    if value is None:
-        return "-"
-    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
+    return "-" if value is None else _milli_micro_nano(value, ("s", "ms", "µs", "ns"))
 
 
 def joules(value: float | None) -> str:
     """Format an energy in J, mJ, µJ or nJ, three significant digits ("n/a" when unknown)."""
-    if value is None:
-        return "n/a"
-    for scale, unit in ((1, "J"), (1e-3, "mJ"), (1e-6, "µJ")):
+    return "n/a" if value is None else _milli_micro_nano(value, ("J", "mJ", "µJ", "nJ"))
+
+
+def _milli_micro_nano(value: float, units: tuple[str, str, str, str]) -> str:
+    for scale, unit in zip((1, 1e-3, 1e-6), units):
         if value >= scale:
             return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} nJ"
+    return f"{value / 1e-9:.3g} {units[3]}"

@@ -31,7 +31,23 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports errors as our one-liners (exit 2) instead of printing usage."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        message = _with_suggestion(message)
         raise UsageError(f"{message} (see onnxroof {self.prog.split()[-1]} --help)" if " " in self.prog else message)
+
+
+def _with_suggestion(message: str) -> str:
+    """argparse's "invalid choice: 'sumary' (choose from ...)" with "did you mean 'summary'?" first."""
+    import difflib
+    import re
+
+    match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if not match:
+        return message
+    choices = re.findall(r"'([^']*)'", match.group(2))
+    close = difflib.get_close_matches(match.group(1), choices, n=1, cutoff=0.6)
+    if not close:
+        return message
+    return f"{message[:match.end(1) + 1]}: did you mean '{close[0]}'? (choose from {match.group(2)})"
 
 
 def _analysis_options(parser: argparse.ArgumentParser) -> None:

@@ -120,6 +120,7 @@ def load_target(name_or_path: str) -> Target:
             raise UsageError(f"--target {name_or_path}: no such file")
         return parse_target(path)
     bundled = bundled_targets()
+    name_or_path = next((name for name in bundled if name.lower() == name_or_path.lower()), name_or_path)
     if name_or_path not in bundled:
         close = difflib.get_close_matches(name_or_path, bundled, n=3, cutoff=0.4)
         hint = f"did you mean {', '.join(close)}?" if close else "run `onnxroof targets` to list them"

@@ -99,3 +99,16 @@ def test_a_markdown_summary_line_shows_no_backslash(capsys):
     summaries = [line for line in out.splitlines() if "<summary>" in line]
     assert summaries and all("\\" not in line for line in summaries)
     assert any("on h100-sxm</summary>" in line for line in summaries)
+
+
+def test_bundled_target_names_are_case_insensitive(capsys):
+    code, out, err = run(capsys, "summary", "--example", "shallownet", "--target", "H100-SXM", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["targets"][0]["name"] == "h100-sxm"
+
+
+def test_a_mistyped_command_or_choice_gets_a_suggestion(capsys):
+    code, _, err = run(capsys, "sumary", "--example", "shallownet")
+    assert code == 2 and "did you mean 'summary'?" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "summary", "--example", "shallownet", "--dtype", "fp33")
+    assert code == 2 and "did you mean 'fp32'?" in err

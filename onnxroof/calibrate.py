@@ -461,7 +461,10 @@ def measure_launch_overhead(timer: Timer, budget_s: float, threads: int | None =
             options.intra_op_num_threads = threads
         session = ort.InferenceSession(_add_chain(kernels).SerializeToString(), options,
                                        providers=["CPUExecutionProvider"])
-        run = lambda: [session.run(None, feeds) for _ in range(50)] and None  # noqa: E731
+        def run(session=session) -> None:  # a batch of 50 runs
+            for _ in range(50):
+                session.run(None, feeds)
+
         run()  # warm up: the first runs allocate
         deadline = time.monotonic() + budget_s / 2
         best = best_rate(run, 50, timer, 1).seconds / 50

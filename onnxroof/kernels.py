@@ -25,9 +25,11 @@ kernels in order of their first node is a valid schedule.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable
 
+from .graph import STATUS_CONSTANT
 from .targets import FUSION_RULES
 
 if TYPE_CHECKING:
@@ -89,41 +91,43 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
     position = {r.name: r.index for r in graph.records}
     tensors = graph.tensors
     outputs = set(graph.outputs)
-    kernel_of: dict[str, int] = {}
+    assigned: set[str] = set()  # nodes already in a kernel
     kernels: list[Kernel] = []
     for record in records:
-        if record.name in kernel_of:
+        if record.name in assigned:
             continue
         members = [record]
-        kernel_of[record.name] = len(kernels)
-        if rules and _can_start(record):
-            _grow(members, rules, by_name, position, tensors, kernel_of, len(kernels))
+        assigned.add(record.name)
+        if rules and _kind(record) != "alone":
+            _grow(members, rules, by_name, position, tensors, assigned)
         kernels.append(_kernel(members, tensors, outputs))
     return kernels
 
 
 def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, position: dict[str, int], tensors: dict,
-          kernel_of: dict, number: int) -> None:
+          assigned: set[str]) -> None:
     """Add to ``members`` every node the rules let join, earliest candidate first."""
     start = members[0].index
     inside = {m.name for m in members}
+    kinds = Counter(_kind(m) for m in members)
     while True:
         names = {c for m in members for t in m.outputs if t in tensors for c in tensors[t].consumers
-                 if c in by_name and c not in kernel_of}
+                 if c in by_name and c not in assigned}
         candidates = sorted((by_name[c] for c in names), key=lambda r: r.index)
-        joined = next((c for c in candidates if _joins(members, c, rules) and _inputs_ready(c, inside, start, position, tensors)),
-                      None)
+        joined = next((c for c in candidates
+                       if _joins(kinds, _kind(c), rules) and _inputs_ready(c, inside, start, position, tensors)), None)
         if joined is None:
             return
         members.append(joined)
         inside.add(joined.name)
-        kernel_of[joined.name] = number
+        assigned.add(joined.name)
+        kinds[_kind(joined)] += 1
 
 
 def _kind(record: NodeRecord) -> str:
     if record.view:
         return "view"
-    if record.subgraphs or record.shape_only or record.status == "constant":
+    if record.subgraphs or record.shape_only or record.status == STATUS_CONSTANT:
         return "alone"  # control flow runs its own kernels; shape arithmetic and folded constants run on the host
     if record.macs and record.family in _MAC_FAMILIES:
         return "attention" if record.family == "attention" else "mac"
@@ -136,28 +140,21 @@ def _kind(record: NodeRecord) -> str:
     return "alone"
 
 
-def _can_start(record: NodeRecord) -> bool:
-    return _kind(record) != "alone"
-
-
-def _joins(members: Sequence[NodeRecord], candidate: NodeRecord, rules: frozenset[str]) -> bool:
-    """Whether ``candidate`` may join the kernel of ``members`` under ``rules``."""
-    kind = _kind(candidate)
+def _joins(kinds: Counter, kind: str, rules: frozenset[str]) -> bool:
+    """Whether a node of ``kind`` may join a kernel whose nodes are of ``kinds`` under ``rules``."""
     if kind == "alone":
         return False
     if kind == "view":
         return True
-    kinds = [_kind(m) for m in members]
-    has_mac = "mac" in kinds
-    products = kinds.count("attention")  # activation x activation matmuls
+    has_mac = kinds["mac"] > 0
+    products = kinds["attention"]  # activation x activation matmuls
     if kind in ("mac", "attention"):
         # the AV product closes an attention kernel: QK^T, then the softmax, then AV
-        return (kind == "attention" and "attention" in rules and products == 1 and "softmax" in kinds
-                and kinds.count("softmax") == 1)
+        return kind == "attention" and "attention" in rules and products == 1 and kinds["softmax"] == 1
     if products:
         if products == 2:
             return kind == "elementwise" and "epilogue" in rules  # AV's epilogue
-        if "softmax" in kinds:
+        if kinds["softmax"]:
             return False  # between the softmax and AV only the AV product joins
         return (kind == "elementwise" and ("epilogue" in rules or "attention" in rules)) or (
             kind == "softmax" and "attention" in rules)
@@ -165,7 +162,7 @@ def _joins(members: Sequence[NodeRecord], candidate: NodeRecord, rules: frozense
         return kind == "elementwise" and "epilogue" in rules
     # a kernel of elementwise ops, reductions and softmaxes
     if kind == "elementwise":
-        return "elementwise" in rules or ("normalization" in rules and any(k in ("reduction", "softmax") for k in kinds))
+        return "elementwise" in rules or ("normalization" in rules and bool(kinds["reduction"] or kinds["softmax"]))
     return "normalization" in rules
 
 

@@ -407,6 +407,12 @@ class _Coster:
                 parameters[root] = (elements, stored[root] if root in stored else size(root) or 0)
                 self.parameter_tensors.add(root)
                 params += elements
+        if cost.weight_reads:
+            part = {inputs[slot]: elements for slot, elements in cost.weight_reads if slot < len(inputs) and inputs[slot]}
+            for index, tensor_name in enumerate(param_inputs):
+                elements = self.info(tensor_name).numel if tensor_name in part else None
+                if elements:
+                    read_bytes[index] = min(read_bytes[index], -(-read_bytes[index] * part[tensor_name] // elements))
         if cost.weight_elements_read is not None:
             elements = self.info(param_inputs[0]).numel
             if elements:  # each parameter read in the first one's proportion, rounded up

@@ -35,6 +35,9 @@ class OpCost:
     # node is read in that proportion (a quantized table's scales and zero points with its rows).
     # None: all of them
     weight_elements_read: int | None = None
+    # (input slot, elements read) for parameters a node reads only part of, each on its own (an
+    # embedding's word, position and segment tables: the rows gathered from each); others whole
+    weight_reads: tuple[tuple[int, int], ...] = ()
     # subgraph attributes the node does not run (an If's other branch once its condition is known):
     # their nodes are shown but neither counted nor reported as uncounted
     untaken: tuple[str, ...] = ()

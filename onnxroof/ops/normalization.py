@@ -94,8 +94,9 @@ def lrn(node: NodeView) -> OpCost:
 def embed_layer_normalization(node: NodeView) -> OpCost:
     """FLOPs = (1 + 1 if segment embedding + 7) x output elements + mask elements (if a mask is given):
     word + position (+ segment) embedding rows added, then LayerNormalization with gamma and beta.
-    The row gathers cost nothing; the embedding tables are parameters (inputs 2-4).
-    Inputs: input_ids, segment_ids, word_embedding, position_embedding, segment_embedding, gamma,
+    The row gathers cost nothing; the embedding tables are parameters (inputs 2-4), of which it
+    reads the gathered rows, as a Gather does: B x S rows of the word and segment tables, S rows
+    of the position table (B x S with position_ids), each at most the table. Inputs: input_ids, segment_ids, word_embedding, position_embedding, segment_embedding, gamma,
     beta, mask, position_ids (onnxruntime contrib schema)."""
     elements = _embedded_elements(node)
     adds = 1 + (1 if node.has_input(4) else 0)
@@ -105,7 +106,11 @@ def embed_layer_normalization(node: NodeView) -> OpCost:
     formula = f"({adds} adds + {LAYER_NORM_FLOPS + 1} layernorm)·{elements:,} elements"
     if mask:
         formula += f" + {mask:,} mask elements"
-    return OpCost(flops=flops, formula=f"{formula} = {flops:,} FLOPs")
+    ids = node.input_shape(0)
+    width = node.input_shape(2)[-1]
+    positions = elements if node.has_input(8) else ids[-1] * width
+    reads = ((2, elements), (3, positions), (4, elements))
+    return OpCost(flops=flops, formula=f"{formula} = {flops:,} FLOPs; reads the gathered rows", weight_reads=reads)
 
 
 def _embedded_elements(node: NodeView) -> int:
@@ -123,7 +128,7 @@ def qembed_layer_normalization(node: NodeView) -> OpCost:
     elements = _embedded_elements(node)
     tables = 2 + (1 if node.has_input(4) else 0)
     dequantize = 2 * tables * elements
-    return OpCost(flops=cost.flops + dequantize,
+    return OpCost(flops=cost.flops + dequantize, weight_reads=cost.weight_reads,
                   formula=f"{cost.formula} + dequantize 2·{tables} tables·{elements:,} = {cost.flops + dequantize:,} FLOPs")
 
 

@@ -71,8 +71,8 @@ def analyze(
     "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win);
     ``fusion`` (a policy, "none", "epilogue", "all" or rule sets such as "epilogue,elementwise",
     or a list of rule sets) groups nodes into kernels on every target instead of each target's
-    own policy; ``overhead=False`` leaves out every target's launch cost per kernel (with
-    ``fusion="none"``, the plain roofline); ``values`` maps input names to the values the graph computes with (a sample rate that picks an
+    own policy; ``overhead=False`` leaves out every target's launch cost per kernel and its
+    efficiency figures (with ``fusion="none"``, the plain roofline); ``values`` maps input names to the values the graph computes with (a sample rate that picks an
     If branch, a ``total_sequence_length``), or is a list of ``NAME=V1,V2,...`` strings;
     ``progress`` is called with the name of each stage as it starts; ``checker_in_child`` runs
     the ONNX checker on a model file in a forked child process while the analysis goes on (on

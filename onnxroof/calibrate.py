@@ -63,7 +63,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .targets import SCHEMA, Target, parse_target
+from . import achieved
+from .achieved import LAUNCH_CHAIN, per_kernel_seconds  # noqa: F401  (re-exported: the launch slope)
+from .targets import EFFICIENCY_CLASSES, SCHEMA, Target, parse_target
 
 DEFAULT_SECONDS = 30.0
 QUICK_SECONDS = 6.0  # what `onnxroof profile` spends when it has no calibrated target
@@ -281,6 +283,8 @@ class Calibration:
     rounds: int = ROUNDS  # how many times every point was measured (the best is kept)
     blas_threads: int | None = None  # the BLAS thread limit during the matmuls (None: BLAS's default)
     launch_overhead_s: float | None = None  # onnxruntime's cost per kernel (None: not measured)
+    copy_bytes_per_s: float | None = None  # onnxruntime's elementwise kernel streaming from DRAM (None: not measured)
+    efficiency: dict[str, list[achieved.Case]] = field(default_factory=dict)  # class -> sizes measured
     notes: list[str] = field(default_factory=list)
 
     def peak(self, dtype: str) -> MatmulPoint | None:
@@ -416,64 +420,6 @@ def measure_matmul(dtype: str, n: int, timer: Timer, budget_s: float, minimum_ca
     return MatmulPoint(dtype, n, rate, method)
 
 
-LAUNCH_CHAIN = 65  # tiny kernels in the long chain of the launch measurement
-
-
-def per_kernel_seconds(one_s: float, many_s: float, kernels: int = LAUNCH_CHAIN) -> float:
-    """The slope between one run of a single tiny kernel and one run of ``kernels`` of them.
-
-    >>> round(per_kernel_seconds(one_s=20e-6, many_s=660e-6), 9)  # 640 µs over 64 more kernels
-    1e-05
-    """
-    return max(many_s - one_s, 0.0) / (kernels - 1)
-
-
-def _add_chain(kernels: int):
-    """``kernels`` Add nodes in a chain on a 16-float tensor, each adding the input again (nothing
-    to fold, next to no work)."""
-    from onnx import TensorProto, helper
-
-    nodes, previous = [], "x"
-    for index in range(kernels):
-        output = "y" if index == kernels - 1 else f"t{index}"
-        nodes.append(helper.make_node("Add", [previous, "x"], [output], name=f"add_{index}"))
-        previous = output
-    graph = helper.make_graph(nodes, "launch", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16])])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
-
-def measure_launch_overhead(timer: Timer, budget_s: float, threads: int | None = None) -> float | None:
-    """Seconds onnxruntime spends per kernel beyond the kernel's work (dispatch, bookkeeping),
-    without its profiler: the slope of a session's run time from a chain of one tiny Add to a
-    chain of :data:`LAUNCH_CHAIN`, each the fastest of batches of 50 runs; None without
-    onnxruntime."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    feeds = {"x": np.ones(16, np.float32)}
-    fastest: dict[int, float] = {}
-    for kernels in (1, LAUNCH_CHAIN):
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        if threads:
-            options.intra_op_num_threads = threads
-        session = ort.InferenceSession(_add_chain(kernels).SerializeToString(), options,
-                                       providers=["CPUExecutionProvider"])
-        def run(session=session) -> None:  # a batch of 50 runs
-            for _ in range(50):
-                session.run(None, feeds)
-
-        run()  # warm up: the first runs allocate
-        deadline = time.monotonic() + budget_s / 2
-        best = best_rate(run, 50, timer, 1).seconds / 50
-        while time.monotonic() < deadline:
-            best = min(best, best_rate(run, 50, timer, 1).seconds / 50)
-        fastest[kernels] = best
-    return per_kernel_seconds(fastest[1], fastest[LAUNCH_CHAIN])
-
-
 class _StreamArrays:
     """Per-thread float64 arrays for the sweep, allocated once at the largest size (and
     touched, so that page faults stay out of the timings); each point uses views of them."""
@@ -575,7 +521,8 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
     if result.load_average is not None and result.load_average > 0.5:
         say(f"note: load average {result.load_average:.2f}: other work on this machine lowers the figures")
     rounds = result.rounds = quick_rounds if seconds < QUICK_UNDER_S else max(ROUNDS, int(seconds // 20))
-    matmul_budget, stream_budget = 0.3 * seconds / rounds, 0.65 * seconds / rounds
+    # a quarter for the matmuls, half for the sweep, the rest for onnxruntime's own kernels
+    matmul_budget, stream_budget = 0.25 * seconds / rounds, 0.45 * seconds / rounds
     per_size = matmul_budget * 0.85 / len(matmul_sizes)
     sizes = sweep_sizes(smallest, largest)
     slice_s = stream_budget / (len(sizes) * len(STREAM_KERNELS))
@@ -624,19 +571,75 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
                     say(f"bandwidth {size_text(size):>9} {best.rate.per_second / 1e9:8.1f} GB/s  ({best.kernel})")
     finally:
         arrays.close()
-    # the rest of the budget: onnxruntime's cost per kernel, what the roofline adds to each
-    result.launch_overhead_s = measure_launch_overhead(timer, max(0.05 * seconds, 0.2), threads)
-    if result.launch_overhead_s is not None:
-        say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
     result.matmul.sort(key=lambda p: (p.dtype != "float32", p.method, p.n))
+    if blas_variables():  # the cross-check: is numpy slow because of how this environment steers its BLAS?
+        clean = numpy_in_clean_environment(min(1024, max(matmul_sizes)), threads, 0.03 * seconds)
+        if clean is not None:
+            result.matmul.insert(0, clean)
+            say(f"fp32 matmul n={clean.n:<5} {clean.rate.per_second / 1e9:8.1f} GFLOP/s "
+                f"(numpy in a child process without {', '.join(blas_variables())})")
+    _measure_onnxruntime_kernels(result, 0.27 * seconds, threads, say)
     return result
+
+
+def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: int, say: Progress) -> None:
+    """onnxruntime's cost per kernel, its copy bandwidth and, against the roofs just measured,
+    the fraction of the roofline each kernel class reaches (:mod:`onnxroof.achieved`)."""
+    result.launch_overhead_s = achieved.measure_launch_overhead(max(0.1 * budget_s, 0.2), threads)
+    if result.launch_overhead_s is None:
+        result.notes.append("onnxruntime is not installed: no launch cost, copy bandwidth or efficiency measured")
+        return
+    say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
+    result.copy_bytes_per_s = achieved.measure_copy_bandwidth(max(0.1 * budget_s, 0.3), threads)
+    say(f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "
+        f"{size_text(4 * achieved.COPY_ELEMENTS)})")
+    roofs = calibrated_target(result, with_efficiency=False)
+    result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.8 * budget_s, threads, say)
+
+
+# BLAS settings in the environment that change which kernels the BLAS runs
+BLAS_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_VERBOSE", "GOTOBLAS_CORETYPE", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR",
+                  "MKL_DEBUG_CPU_TYPE", "NPY_DISABLE_CPU_FEATURES")
+
+
+def blas_variables() -> list[str]:
+    """The BLAS-steering variables set in this process's environment."""
+    return [name for name in BLAS_VARIABLES if os.environ.get(name)]
+
+
+def numpy_in_clean_environment(n: int, threads: int, budget_s: float) -> MatmulPoint | None:
+    """numpy's float32 n x n matmul in a child process whose environment lacks
+    :data:`BLAS_VARIABLES` (``OPENBLAS_CORETYPE=Haswell`` halves OpenBLAS's GEMM on AVX-512),
+    on ``threads`` BLAS threads; None if the child fails."""
+    import subprocess
+    import sys
+
+    script = ("import time, numpy as np\n"
+              f"n = {n}\na = np.ones((n, n), np.float32); b = np.ones((n, n), np.float32); c = np.empty((n, n), np.float32)\n"
+              "np.matmul(a, b, out=c); best = 1e9; end = time.monotonic() + " + repr(max(budget_s, 0.2)) + "\n"
+              "for i in range(200):\n"
+              "    t = time.perf_counter(); np.matmul(a, b, out=c); best = min(best, time.perf_counter() - t)\n"
+              "    if i >= 2 and time.monotonic() > end: break\n"
+              "print(best)\n")
+    environment = {k: v for k, v in os.environ.items() if k not in BLAS_VARIABLES}
+    environment["OPENBLAS_NUM_THREADS"] = str(threads)
+    try:
+        done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True,
+                              timeout=30 + 2 * budget_s, check=True)
+        seconds = float(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+    return MatmulPoint("float32", n, Rate(matmul_flops(n), seconds, 1), CLEAN)
+
+
 
 
 # --- the target file -------------------------------------------------------------------------
 
 
-def render_target(calibration: Calibration, name: str = "this-machine") -> str:
-    """The target file (schema onnxroof-target/1), every figure tagged ``measured``."""
+def render_target(calibration: Calibration, name: str = "this-machine", with_efficiency: bool = True) -> str:
+    """The target file (schema onnxroof-target/1), every figure tagged ``measured`` (without
+    ``with_efficiency``: the roofs alone, which the efficiencies are measured against)."""
     c = calibration
     fp32 = c.peak("float32")
     if fp32 is None:
@@ -657,19 +660,35 @@ def render_target(calibration: Calibration, name: str = "this-machine") -> str:
                    f"rounds per size; numpy {c.numpy_version} ({blas}) GFLOP/s {sizes('numpy')}")
     if any(m == "onnxruntime" for m, _ in best):
         peak_source += f"; onnxruntime's MatMul ({c.threads} thread(s)) GFLOP/s {sizes('onnxruntime')}"
+    if any(m == CLEAN for m, _ in best):
+        peak_source += f"; numpy in a child process without {', '.join(blas_variables())} GFLOP/s {sizes(CLEAN)}"
     peak_source += f"; the roof is the best: {fp32.method} at n={fp32.n}"
-    others = [rate for (m, _), rate in best.items() if m != fp32.method]
-    if others and max(others) >= 0.9 * fp32.rate.per_second:
-        peak_source += " (the two methods agree within 10%)"
-    elif others:
-        coretype = os.environ.get("OPENBLAS_CORETYPE")
-        peak_source += (f" (the other method reaches {max(others) / fp32.rate.per_second:.0%} of it: its GEMM is built or "
-                        "configured for less" + (f"; OPENBLAS_CORETYPE={coretype} is set" if coretype else "") + ")")
+    slower: dict[str, float] = {}  # every other method's best
+    for (method, _), rate in best.items():
+        if method != fp32.method:
+            slower[method] = max(slower.get(method, 0.0), rate)
+    if slower and min(slower.values()) >= 0.9 * fp32.rate.per_second:
+        peak_source += " (the methods agree within 10%)"
+    for method, rate in sorted(slower.items()):
+        if rate < 0.9 * fp32.rate.per_second:
+            variables = [f"{v}={os.environ[v]}" for v in blas_variables()] if method == "numpy" else []
+            peak_source += (f" ({method} reaches {rate / fp32.rate.per_second:.0%} of it: its GEMM is built or configured "
+                            "for less" + (f"; {', '.join(variables)} is set here" if variables else "") + ")")
     stream_source = (f"{where}: STREAM-style sweep (copy 2x8, add 3x8, triad 3x8 bytes per float64 element, "
                      f"no write-allocate), {c.threads} thread(s) on their own arrays, fastest of repeated passes "
                      f"in {c.rounds} rounds, best kernel per working set")
     dram_source = (f"{stream_source}; best over working sets {size_text(levels.dram_sizes[0])}"
                    f"..{size_text(levels.dram_sizes[1])}")
+    dram = levels.dram_bytes_per_s
+    if c.copy_bytes_per_s:
+        copy = (f"onnxruntime's Mul by a scalar over {size_text(4 * achieved.COPY_ELEMENTS)} of float32 (8 B per "
+                f"element, a slope over chains of 1 and 5) {c.copy_bytes_per_s / 1e9:.1f} GB/s")
+        if c.copy_bytes_per_s > dram:
+            dram_source = f"{where}: {copy}, the best; the STREAM sweep reached {levels.dram_bytes_per_s / 1e9:.1f} GB/s"
+            dram = c.copy_bytes_per_s
+        else:
+            dram_source += (f"; {copy}, {c.copy_bytes_per_s / dram:.0%} of it (its elementwise kernels stream less "
+                            "well than STREAM: efficiency.elementwise carries that)")
     description = (f"{c.cpu}, {c.cores}: roofs measured by onnxroof calibrate on {c.date}"
                    + (f" with {c.blas_threads} thread(s)" if c.blas_threads else ""))
     lines = [
@@ -693,7 +712,7 @@ def render_target(calibration: Calibration, name: str = "this-machine") -> str:
         *_figure_lines(fp32.rate.per_second, peak_source),
         "",
         "[dram.bandwidth_bytes_per_s]",
-        *_figure_lines(levels.dram_bytes_per_s, dram_source),
+        *_figure_lines(dram, dram_source),
     ]
     if c.launch_overhead_s:
         lines += [
@@ -718,11 +737,36 @@ def render_target(calibration: Calibration, name: str = "this-machine") -> str:
                            f"{stream_source}; best over the last cache plateau, working sets "
                            f"{size_text(lo)}..{size_text(hi)}"),
         ]
+    if with_efficiency and c.efficiency:
+        lines += ["", "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
+                  "# time is divided by it (onnxroof.achieved; --no-overhead leaves it out)."]
+        for kernel_class, cases in c.efficiency.items():
+            sizes_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
+                                   f"{case.fraction:.0%}" for case in cases)
+            lines += ["", f"[efficiency.{kernel_class}]",
+                      *_figure_lines(round(achieved.class_efficiency([case.fraction for case in cases]), 4),
+                                     f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
+                                     f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above over "
+                                     f"the time beyond the launch cost, geometric mean of {sizes_text}")]
+    if c.launch_overhead_s:
+        lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
+                  "source = " + _toml_string(HOST_FUSION_SOURCE)]
     return "\n".join(lines) + "\n"
 
 
+CLEAN = "numpy, clean environment"
+HOST_FUSION_SOURCE = (
+    "onnxruntime's CPU graph optimizations at its default level (onnxruntime.ai/docs/performance/model-optimizations/"
+    "graph-optimizations.html): BatchNormalization and Add folded into the Conv before it, Conv/Gemm + activation, "
+    "MatMul + Add into Gemm, LayerNormalization and GELU fusions; it fuses no general elementwise chain, and attention "
+    "only in models its transformer optimizer rewrote offline")
+
+
 def _figure_lines(value: float, source: str) -> list[str]:
-    number = str(int(value)) if float(value).is_integer() and value < 2**53 else f"{value:.6e}"
+    if float(value).is_integer() and value < 2**53:
+        number = str(int(value))
+    else:  # a fraction as it reads (0.8063), a rate or a time in exponent form
+        number = f"{value:.4g}" if 1e-3 <= value < 1e3 else f"{value:.6e}"
     return [f"value = {number}", 'tag = "measured"', f"source = {_toml_string(source)}"]
 
 
@@ -738,11 +782,11 @@ def size_text(size: int) -> str:
     return f"{size} B"
 
 
-def calibrated_target(calibration: Calibration, name: str = "this-machine") -> Target:
+def calibrated_target(calibration: Calibration, name: str = "this-machine", with_efficiency: bool = True) -> Target:
     """The calibration as a Target, through the same validation a file gets."""
     with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as directory:
         path = Path(directory) / f"{name}.toml"
-        path.write_text(render_target(calibration, name), encoding="utf-8")
+        path.write_text(render_target(calibration, name, with_efficiency), encoding="utf-8")
         target = parse_target(path)
     return target
 

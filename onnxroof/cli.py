@@ -71,7 +71,8 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
                         help="group nodes into kernels as a runtime does, on every target: none (one kernel per node), "
                              "epilogue, all, or rule sets such as epilogue,elementwise (default: each target's policy)")
     parser.add_argument("--no-overhead", action="store_true",
-                        help="leave out every target's launch cost per kernel (with --fusion none: the plain roofline)")
+                        help="leave out every target's launch cost per kernel and its efficiency figures (every kernel at the "
+                             "roofline; with --fusion none: the plain per-node roofline)")
     parser.add_argument("--batch", type=_positive_int, metavar="N", help="set axis 0 of every input to N")
     parser.add_argument("--in-place", action="store_true",
                         help="let single-consumer elementwise ops overwrite their input (memory analysis)")

@@ -25,12 +25,13 @@ kernels in order of their first node is a valid schedule.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 from .graph import STATUS_CONSTANT
-from .targets import FUSION_RULES
+from .targets import FUSION_RULES, LOW_REUSE_MACS_PER_OUTPUT
 
 if TYPE_CHECKING:
     from .graph import CostGraph, NodeRecord
@@ -102,6 +103,36 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
             _grow(members, rules, by_name, position, tensors, assigned)
         kernels.append(_kernel(members, tensors, outputs))
     return kernels
+
+
+def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
+    """The kernel class (``targets.EFFICIENCY_CLASSES``) of a kernel of these nodes: the class of
+    its heaviest kind of work. A kernel with a convolution or matmul is ``gemm``, or ``depthwise``
+    when that node does fewer than 32 multiply-adds per output element (it reuses too little of
+    what it loads to run at the GEMM rate); else ``reduction`` if it reduces (normalizations,
+    softmax, pooling), ``elementwise`` if it maps elements, ``data_movement`` if it copies; None
+    for work of no class (control flow, shape arithmetic, views only).
+
+    >>> from onnxroof import analyze
+    >>> from onnxroof.examples import build_example
+    >>> graph = analyze(build_example("shallownet")).cost_graph
+    >>> [(k.op_type, efficiency_class(k.records)) for k in fuse(graph, ("epilogue",))]
+    [('Conv+Relu', 'depthwise'), ('Gemm', 'gemm'), ('Softmax', 'reduction')]
+    """
+    records = [r for r in records if not r.view]
+    kinds = {_kind(r) for r in records}
+    anchor = next((r for r in records if _kind(r) in ("mac", "attention")), None)
+    if anchor is not None:
+        shape = anchor.output_shapes[0] if anchor.output_shapes else None
+        outputs = math.prod(shape) if shape and all(isinstance(d, int) for d in shape) else 0
+        return "depthwise" if outputs and anchor.macs < LOW_REUSE_MACS_PER_OUTPUT * outputs else "gemm"
+    if "reduction" in kinds or "softmax" in kinds or any(r.family == "pooling" for r in records):
+        return "reduction"
+    if "elementwise" in kinds:
+        return "elementwise"
+    if any(r.family == "tensor" and not r.shape_only and r.status != STATUS_CONSTANT for r in records):
+        return "data_movement"
+    return None
 
 
 def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, position: dict[str, int], tensors: dict,

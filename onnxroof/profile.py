@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     import onnx
 
     from .result import Analysis
-    from .roofline import TargetReport
+    from .roofline import Placement, TargetReport
     from .targets import Target
 
 SCHEMA = "onnxroof-profile/1"
@@ -523,15 +523,18 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     source = model if model is not None else analysis.model.path
     if source is None:
         raise UsageError("profile_model: the analysis was made from a ModelProto; pass it as model=")
-    # predicted node by node: onnxruntime's own kernels are mapped back to nodes below, so the
-    # target's fusion policy would only blur which node a predicted time belongs to
-    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, analysis.batch or 1, fusion=())
-    predicted = {n.name: n.placement.time_s for n in report.nodes}
+    # predicted as the target's runtime groups the nodes (its fusion policy), each kernel's time
+    # split over its nodes in proportion to their one-kernel-per-node predictions: the same
+    # split a profile gives a fused onnxruntime kernel, so the two sides stay comparable
+    batch = analysis.batch or 1
+    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
+    unfused = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, fusion=()) if report.fusion else report
+    predicted = split_kernel_times(report, {n.name: n.placement.time_s for n in unfused.nodes})
     feeds = random_inputs(analysis, seed)
     payload, notes = _model_for_onnxruntime(source)
-    if target.fusion:
-        notes.append(f"predicted one kernel per node (the target's fusion {', '.join(target.fusion)} is not applied): "
-                     "onnxruntime's kernels are compared node by node")
+    if report.fusion:
+        notes.append(f"predicted under the target's fusion ({', '.join(report.fusion)}): a fused kernel's predicted time "
+                     "is split over its nodes in proportion to their unfused predictions")
     if analysis.dtype != "model":
         notes.append(f"predicted as if re-costed in {analysis.dtype}; onnxruntime runs the model as stored")
     with tempfile.TemporaryDirectory(prefix="onnxroof-profile-") as directory:
@@ -569,7 +572,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
 
         write_atomically(keep_profile, text)
     mapping = map_profile(text, analysis, warmup=warmup, weights=predicted, optimized=optimized)
-    return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping), optimization, threads,
+    return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping, predicted), optimization, threads,
                          warmup, ort.__version__, statistics.median(wall), notes)
 
 
@@ -598,8 +601,36 @@ def _wall_times(session, feeds: dict, warmup: int, runs: int) -> list[float]:
     return times
 
 
-def compare(analysis: "Analysis", report: "TargetReport", mapping: ProfileMapping) -> list[NodeComparison]:
-    placements = {n.name: n.placement for n in report.nodes}
+def split_kernel_times(report: "TargetReport", weights: Mapping[str, float]) -> dict[str, float]:
+    """Each ONNX node's share of its kernel's predicted time, in proportion to ``weights`` (all of
+    it to the kernel's first node when its nodes weigh nothing).
+
+    >>> from types import SimpleNamespace as S
+    >>> kernel = S(nodes=["conv", "relu"], placement=S(time_s=9.0))
+    >>> split_kernel_times(S(nodes=[kernel]), {"conv": 8.0, "relu": 4.0})
+    {'conv': 6.0, 'relu': 3.0}
+    """
+    shares: dict[str, float] = {}
+    for kernel in report.nodes:
+        total = sum(weights.get(name, 0.0) for name in kernel.nodes)
+        for index, name in enumerate(kernel.nodes):
+            if total > 0:
+                shares[name] = kernel.placement.time_s * weights.get(name, 0.0) / total
+            else:
+                shares[name] = kernel.placement.time_s if index == 0 else 0.0
+    return shares
+
+
+def kernel_placements(report: "TargetReport") -> dict[str, "Placement"]:
+    """Each ONNX node's kernel's placement on the target (its own, when nothing fuses it)."""
+    return {name: kernel.placement for kernel in report.nodes for name in kernel.nodes}
+
+
+def compare(analysis: "Analysis", report: "TargetReport", mapping: ProfileMapping,
+            predicted: Mapping[str, float] | None = None) -> list[NodeComparison]:
+    """Each node's predicted (``predicted``, default its kernel's time) against measured time."""
+    placements = kernel_placements(report)
+    predicted = predicted if predicted is not None else {n: p.time_s for n, p in placements.items()}
     kernels = {k.name: k for k in mapping.kernels}
     removed = set(mapping.removed)
     rows = []
@@ -613,7 +644,7 @@ def compare(analysis: "Analysis", report: "TargetReport", mapping: ProfileMappin
         rows.append(NodeComparison(
             name=record.name, op_type=record.op_type,
             bound=placement.bound if placement else None,
-            predicted_s=placement.time_s if placement else None,
+            predicted_s=predicted.get(record.name) if placement else None,
             measured_s=mapping.seconds.get(record.name),
             kernel=kernel.name if kernel else None,
             kernel_op=kernel.op_type if kernel else None,
@@ -733,7 +764,7 @@ def profile_document(result: ProfileResult) -> dict:
 
     analysis, mapping, report = result.analysis, result.mapping, result.target
     target = report.target
-    placements = {n.name: n.placement for n in report.nodes}
+    placements = kernel_placements(report)
     flops = {r.name: r.flops for r in analysis.nodes}
 
     def achieved(work: int, seconds: float | None) -> float | None:
@@ -744,7 +775,7 @@ def profile_document(result: ProfileResult) -> dict:
         return {"name": n.name, "op_type": n.op_type, "bound": n.bound, "predicted_s": n.predicted_s,
                 "measured_s": n.measured_s, "ratio": n.ratio, "kernel": n.kernel, "kernel_op": n.kernel_op,
                 "status": n.status, "flops": flops[n.name],
-                "intensity": point.intensity if point else None,  # FLOP per DRAM byte on the target
+                "intensity": point.intensity if point else None,  # FLOP per DRAM byte of its kernel on the target
                 "predicted_flops_per_s": achieved(flops[n.name], n.predicted_s),
                 "measured_flops_per_s": achieved(flops[n.name], n.measured_s)}
 

@@ -401,6 +401,8 @@ def placement_entry(point) -> dict:
         "latency_s": point.time_s,
         "bound": point.bound,
         "overhead_s": point.overhead_s,
+        "efficiency": point.efficiency,  # the fraction of the roofline the target's runtime reaches
+        "kernel_class": point.kernel_class,  # which efficiency figure applies
         "percent_of_peak": point.percent_of_peak,
     }
 
@@ -422,6 +424,7 @@ def target_entry(report, encoded: bool = False) -> dict:
         "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
         "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
         "node_overhead_s": target.node_overhead_s.value if target.node_overhead_s else None,
+        "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
         "fusion": list(report.fusion),  # the rule sets the kernels ("nodes" below) were grouped under
         "latency_s": report.latency_s,
         "throughput_per_s": report.throughput_per_s,

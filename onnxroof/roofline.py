@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable
 
-from .kernels import Kernel, fuse
+from .kernels import Kernel, efficiency_class, fuse
 from .memory import spill_plan
 from .targets import Target
 
@@ -41,9 +41,11 @@ class Placement:
     compute_s: float
     memory_s: float  # DRAM
     onchip_s: float  # on-chip bandwidth roof (0 when the target gives none)
-    time_s: float  # max of the three, plus the per-node overhead
+    time_s: float  # max of the three over the efficiency, plus the per-node overhead
     bound: str  # "compute" | "dram" | "onchip" | "overhead" | "none" (no work): report/bounds.py words them
     overhead_s: float = 0.0  # fixed cost of launching a node (a GPU kernel launch), when the target gives one
+    efficiency: float = 1.0  # the fraction of the roofline the runtime achieves for this kind of kernel
+    kernel_class: str | None = None  # targets.EFFICIENCY_CLASSES: which efficiency applies
 
     @property
     def onchip_intensity(self) -> float | None:
@@ -65,13 +67,17 @@ def roofline(
     onchip_bytes_per_s: float | None = None,
     roof: str = "fp32",
     overhead_s: float = 0.0,
+    efficiency: float = 1.0,
+    kernel_class: str | None = None,
 ) -> Placement:
     """Attainable = min(peak, I x bandwidth); time = max(FLOPs / peak, DRAM bytes / bandwidth,
-    on-chip bytes / on-chip bandwidth) + a fixed per-node overhead; compute-bound when
-    I >= peak / bandwidth (the ridge)."""
-    compute_s = flops / peak_flops_per_s
-    memory_s = dram_bytes / dram_bytes_per_s
-    onchip_s = onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0
+    on-chip bytes / on-chip bandwidth) / efficiency + a fixed per-node overhead; compute-bound
+    when I >= peak / bandwidth (the ridge). ``efficiency`` (in (0, 1]) is the fraction of the
+    roofline the runtime reaches for this kind of kernel: it stretches every roof alike, so it
+    changes the time, not the bound."""
+    compute_s = flops / peak_flops_per_s / efficiency
+    memory_s = dram_bytes / dram_bytes_per_s / efficiency
+    onchip_s = (onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0) / efficiency
     roof_s = max(compute_s, memory_s, onchip_s)
     time_s = roof_s + overhead_s
     intensity = flops / dram_bytes if dram_bytes else None
@@ -85,7 +91,7 @@ def roofline(
     else:
         bound = "dram" if memory_s >= onchip_s else "onchip"
     return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
-                     compute_s, memory_s, onchip_s, time_s, bound, overhead_s)
+                     compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class)
 
 
 @dataclass
@@ -129,8 +135,9 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                 batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True) -> TargetReport:
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
-    none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost, which
-    with no fusion is the plain roofline. The spill plan starts from the memory stage's buffer
+    none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
+    runs below the roofline (its ``efficiency`` figures), which with no fusion is the plain
+    roofline. The spill plan starts from the memory stage's buffer
     problem (``memory``: same graph, order and in-place setting)."""
     rules = tuple(target.fusion if fusion is None else fusion)
     tensors = graph.tensors
@@ -177,7 +184,10 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         # views, folded constants and shape arithmetic launch nothing on the device
         works = bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members)
         launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0
-        point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s)
+        kernel_class = efficiency_class(members)
+        efficiency = target.efficiency_of(kernel_class) if overhead else 1.0
+        point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
+                         efficiency, kernel_class)
         placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
                                         _energy(target, roofs, dram, onchip), kernel.nodes))
     for (wanted, used), count in sorted(fallbacks.items()):

@@ -11,7 +11,10 @@ from (for an estimate, the arithmetic). Required: ``name``, ``description``,
 ``power_w``, ``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel
 launch; added to every kernel's roofline time), ``[fusion]`` (``rules``: the rule sets of
 ``FUSION_RULES`` the target's runtime fuses, ``[]`` for none; ``source``: why; absent:
-no fusion, one kernel per node). A target with no off-chip memory (weights held on chip) sets
+no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of the roofline a kernel
+of that class achieves on the target's runtime, in (0, 1], one of ``EFFICIENCY_CLASSES``; a
+kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calibrate`` measures
+them for the host, and the bundled vendor targets give none, so they predict at peak). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 """
 
@@ -56,6 +59,20 @@ FUSION_RULES = {
     "attention": "QK^T, its scale and mask, the softmax and the AV product as one kernel",
 }
 
+# The kernel classes a target's [efficiency] may name; kernels.efficiency_class assigns them.
+# 32 multiply-adds per output element: a 3x3 depthwise conv has 9, a 3-channel 3x3 conv 27, a
+# dense 3x3 conv over 16 channels 144; below it a kernel reuses too little of what it loads to
+# run at the GEMM rate.
+LOW_REUSE_MACS_PER_OUTPUT = 32
+EFFICIENCY_CLASSES = {
+    "gemm": f"convolutions and matmuls with at least {LOW_REUSE_MACS_PER_OUTPUT} multiply-adds per output element",
+    "depthwise": "convolutions and matmuls with fewer (depthwise, few input channels): little reuse",
+    "elementwise": "elementwise kernels: activations, arithmetic, casts, quantize/dequantize",
+    "reduction": "reductions, normalizations, softmax and pooling",
+    "data_movement": "copies: transposes, concatenations, gathers, slices, pads, resizes",
+}
+
+
 @dataclass(frozen=True)
 class Figure:
     value: float
@@ -83,6 +100,12 @@ class Target:
     node_overhead_s: Figure | None = None
     fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
     fusion_source: str = ""
+    efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
+
+    def efficiency_of(self, kernel_class: str | None) -> float:
+        """The fraction of the roofline a kernel of ``kernel_class`` achieves (1.0: not given)."""
+        figure = self.efficiency.get(kernel_class) if kernel_class else None
+        return figure.value if figure else 1.0
 
     def roof(self, dtype: str) -> tuple[str, float]:
         """(roof name, peak ops/s) for a node computing in ``dtype`` (an ONNX type name or roof)."""
@@ -176,8 +199,23 @@ def parse_target(path: Path) -> Target:
         clock_hz=_figure(data, "clock_hz", "clock_hz", where, required=False),
         power_w=_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
+        efficiency=_efficiency(data, where),
         **_fusion(data, where),
     )
+
+
+def _efficiency(data: dict, where: str) -> dict[str, Figure]:
+    section = _section(data, "efficiency", where, required=False)
+    figures = {}
+    for key in section:
+        if key not in EFFICIENCY_CLASSES:
+            raise UsageError(f"{where}: 'efficiency.{key}' is not a kernel class ({', '.join(EFFICIENCY_CLASSES)})")
+        figure = _figure(section, key, f"efficiency.{key}", where)
+        if figure.value > 1:
+            raise UsageError(f"{where}: 'efficiency.{key}.value' is a fraction of the roofline, at most 1, "
+                             f"not {figure.value:g}")
+        figures[key] = figure
+    return figures
 
 
 def _fusion(data: dict, where: str) -> dict:

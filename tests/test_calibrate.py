@@ -348,7 +348,7 @@ def test_the_target_file_says_which_method_gave_the_compute_roof(tmp_path):
     figure = target.peak_ops_per_s["fp32"]
     assert figure.value == 80e9
     assert "the roof is the best: onnxruntime at n=512" in figure.source
-    assert "the other method reaches 50% of it" in figure.source
+    assert "numpy reaches 50% of it" in figure.source
 
 
 def test_the_launch_overhead_becomes_the_measured_targets_cost_per_kernel(tmp_path):

@@ -302,6 +302,8 @@ def render_targets_list(targets) -> str:
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
         overhead = f", launch {seconds(target.node_overhead_s.value)} per kernel" if target.node_overhead_s else ""
         lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
+        achieved = ", ".join(f"{name} {figure.value:.0%}" for name, figure in target.efficiency.items())
+        lines.append(f"{'':18}   efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}")
     return "\n".join(lines) + "\n"
 
 

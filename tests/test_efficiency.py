@@ -1,0 +1,202 @@
+"""Achievable, not peak (issue 20): a target's ``[efficiency]`` figures divide each kernel's
+roofline time by the fraction its runtime reaches for that kind of kernel; ``calibrate``
+measures them for the host with onnxruntime (onnxroof.achieved). Expected values are worked
+out by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from onnxroof import achieved, analyze
+from onnxroof import calibrate as cal
+from onnxroof.cli import main
+from onnxroof.errors import UsageError
+from onnxroof.kernels import efficiency_class
+from onnxroof.roofline import roofline
+from onnxroof.targets import parse_target
+
+from conftest import make_model, zeros
+
+F32 = TensorProto.FLOAT
+
+
+def target_file(tmp_path, efficiency: str = "", name: str = "t") -> str:
+    """1 TFLOP/s fp32, 1 TB/s DRAM, 10 GB/s on chip (1 GiB of it), no launch cost."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'''name = "test"
+description = "a hand-made target"
+[peak_ops_per_s.fp32]
+value = 1e12
+tag = "estimate"
+source = "hand"
+[dram.bandwidth_bytes_per_s]
+value = 1e12
+tag = "estimate"
+source = "hand"
+[onchip.size_bytes]
+value = 1073741824
+tag = "estimate"
+source = "hand"
+[onchip.bandwidth_bytes_per_s]
+value = 1e10
+tag = "estimate"
+source = "hand"
+{efficiency}
+''')
+    return str(path)
+
+
+def figure(kernel_class: str, value: float) -> str:
+    return f'[efficiency.{kernel_class}]\nvalue = {value}\ntag = "measured"\nsource = "hand"\n'
+
+
+def add_pair():
+    """x -> Add(x, x) -> a -> Add(a, x) -> y, 1,024 floats each."""
+    nodes = [helper.make_node("Add", ["x", "x"], ["a"], name="add_0"),
+             helper.make_node("Add", ["a", "x"], ["y"], name="add_1")]
+    return make_model(nodes, [("x", F32, [1024])], [("y", F32, [1024])])
+
+
+def test_the_efficiency_stretches_every_roof_alike_and_keeps_the_bound():
+    # 2 GFLOP at 1 TFLOP/s = 2 ms of compute, 1 MB at 1 GB/s = 1 ms of DRAM; at 50%: 4 ms and
+    # 2 ms, still compute-bound, plus a 1 µs launch that the efficiency does not stretch
+    point = roofline(flops=2_000_000_000, dram_bytes=1_000_000, peak_flops_per_s=1e12, dram_bytes_per_s=1e9,
+                     overhead_s=1e-6, efficiency=0.5, kernel_class="gemm")
+    assert point.compute_s == pytest.approx(4e-3) and point.memory_s == pytest.approx(2e-3)
+    assert point.time_s == pytest.approx(4e-3 + 1e-6)
+    assert point.bound == "compute" and point.efficiency == 0.5
+
+
+def test_a_kernel_class_s_efficiency_divides_its_time_and_no_overhead_drops_it(tmp_path):
+    # on chip at 10 GB/s: add_0 reads x once (both operands are x) and writes a, 8,192 B =
+    # 0.8192 µs; add_1 reads a and x and writes y, 12,288 B = 1.2288 µs (their DRAM bytes, x and y
+    # at 1 TB/s, take nanoseconds); at 25%, 4x as long
+    peak = analyze(add_pair(), targets=[target_file(tmp_path)]).targets[0]
+    derated = analyze(add_pair(), targets=[target_file(tmp_path, figure("elementwise", 0.25), "e")]).targets[0]
+    plain = analyze(add_pair(), targets=[target_file(tmp_path, figure("elementwise", 0.25), "e")],
+                    overhead=False).targets[0]
+    assert [n.placement.time_s for n in peak.nodes] == pytest.approx([0.8192e-6, 1.2288e-6])
+    assert [n.placement.time_s for n in derated.nodes] == pytest.approx([3.2768e-6, 4.9152e-6])
+    assert [n.placement.kernel_class for n in derated.nodes] == ["elementwise"] * 2
+    assert plain.latency_s == pytest.approx(peak.latency_s)
+
+
+def test_another_class_s_figure_leaves_a_kernel_at_peak(tmp_path):
+    report = analyze(add_pair(), targets=[target_file(tmp_path, figure("gemm", 0.5))]).targets[0]
+    assert report.latency_s == pytest.approx(0.8192e-6 + 1.2288e-6)
+
+
+def conv(name: str, channels_in: int, group: int = 1):
+    """Conv 3x3 (pad 1) over 1 x channels_in x 8 x 8 to 16 channels... or depthwise (group)."""
+    out = channels_in if group > 1 else 16
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name=name, pads=[1, 1, 1, 1], group=group)
+    return make_model([node], [("x", F32, [1, channels_in, 8, 8])], [("y", F32, [1, out, 8, 8])],
+                      [("w", zeros(out, channels_in // group, 3, 3))])
+
+
+@pytest.mark.parametrize("model, expected", [
+    (conv("dense", 16), "gemm"),  # 16 x 9 = 144 multiply-adds per output element
+    (conv("depthwise", 16, group=16), "depthwise"),  # 9 per output element
+    (conv("rgb", 3), "depthwise"),  # 3 x 9 = 27 < 32: as little reuse as a depthwise conv
+])
+def test_a_convolution_s_class_follows_its_multiply_adds_per_output(model, expected):
+    records = [r for r in analyze(model).nodes if r.counted]
+    assert efficiency_class(records) == expected
+
+
+@pytest.mark.parametrize("op, attributes, expected", [
+    ("Relu", {}, "elementwise"), ("Softmax", {"axis": -1}, "reduction"), ("Transpose", {"perm": [1, 0]}, "data_movement"),
+])
+def test_other_kernels_are_classed_by_the_work_they_do(op, attributes, expected):
+    model = make_model([helper.make_node(op, ["x"], ["y"], name="n", **attributes)], [("x", F32, [64, 32])],
+                       [("y", F32, None)])
+    assert efficiency_class(analyze(model).nodes) == expected
+
+
+def test_a_target_s_efficiency_is_validated(tmp_path):
+    with pytest.raises(UsageError, match=r"'efficiency.gemm.value' is a fraction of the roofline, at most 1"):
+        parse_target(__import__("pathlib").Path(target_file(tmp_path, figure("gemm", 1.5))))
+    with pytest.raises(UsageError, match=r"'efficiency.matmul' is not a kernel class \(gemm, depthwise"):
+        parse_target(__import__("pathlib").Path(target_file(tmp_path, figure("matmul", 0.5), "m")))
+
+
+def test_the_json_and_targets_listing_carry_the_efficiency(tmp_path, capsys):
+    path = target_file(tmp_path, figure("elementwise", 0.25))
+    model = tmp_path / "m.onnx"
+    model.write_bytes(add_pair().SerializeToString())
+    assert main(["summary", str(model), "--target", path, "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    entry = document["targets"][0]
+    assert entry["efficiency"] == {"elementwise": 0.25}
+    assert [(n["kernel_class"], n["efficiency"]) for n in entry["nodes"]] == [("elementwise", 0.25)] * 2
+    assert main(["targets"]) == 0
+    assert "efficiency: none given (every kernel at the roofline: peak figures)" in capsys.readouterr().out
+
+
+def test_the_roofline_slope_of_a_chain_is_one_op_s_roofline_time(tmp_path):
+    # a middle Add of the chain reads the previous output and x (2 x 4,096 B) and writes 4,096 B,
+    # all on chip: 12,288 B / 10 GB/s = 1.2288 µs; the chain's ends add DRAM nanoseconds only
+    target = parse_target(__import__("pathlib").Path(target_file(tmp_path)))
+    assert achieved.roof_slope_s("Add", (1024,), {}, target) == pytest.approx(1.2288e-6, rel=1e-3)
+
+
+def test_a_measured_class_is_the_geometric_mean_of_its_sizes_and_the_file_carries_it(tmp_path):
+    # two sizes at 20% and 80%: sqrt(0.2 x 0.8) = 40%
+    cases = [achieved.Case("small", 10e-6, 2e-6, achieved.efficiency(2e-6, 10e-6)),
+             achieved.Case("large", 100e-6, 80e-6, achieved.efficiency(80e-6, 100e-6))]
+    assert [c.fraction for c in cases] == pytest.approx([0.2, 0.8])
+    result = cal.Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
+                             numpy_version="2", blas="OpenBLAS",
+                             matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
+                             stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3))
+                                     for size in (2**20, 2**24, 2**28, 2**30)],
+                             launch_overhead_s=1e-6, efficiency={"elementwise": cases})
+    path = tmp_path / "m.toml"
+    path.write_text(result.to_toml("m"), encoding="utf-8")
+    target = parse_target(path)
+    assert target.efficiency["elementwise"].value == pytest.approx(0.4)
+    assert "small: 10 µs against 2 µs, 20%" in target.efficiency["elementwise"].source
+    assert target.fusion == ("epilogue", "normalization")  # onnxruntime's CPU fusions
+    assert "gemm" not in target.efficiency  # not measured: peak
+
+
+def test_the_copy_bandwidth_becomes_the_dram_roof_when_it_is_faster(tmp_path):
+    result = cal.Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
+                             numpy_version="2", blas="OpenBLAS",
+                             matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
+                             stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3))
+                                     for size in (2**20, 2**24, 2**28, 2**30)],
+                             copy_bytes_per_s=2e10)
+    path = tmp_path / "c.toml"
+    path.write_text(result.to_toml("c"), encoding="utf-8")
+    figure_ = parse_target(path).dram_bytes_per_s
+    assert figure_.value == 2e10 and "the STREAM sweep reached 10.0 GB/s" in figure_.source
+
+
+def test_numpy_is_cross_checked_without_the_blas_variables(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    assert cal.blas_variables() == ["OPENBLAS_CORETYPE"]
+    point = cal.numpy_in_clean_environment(64, threads=1, budget_s=0.05)
+    assert point is not None and point.method == cal.CLEAN and point.rate.per_second > 0
+
+
+def test_the_chains_are_valid_models_of_one_size():
+    import onnx
+
+    for cases in achieved.CASES.values():
+        for _, op, shape, attributes in cases:
+            model = achieved.chain_model(op, shape, attributes, 3)
+            onnx.checker.check_model(model)
+            outputs = [int(np.prod(r.output_shapes[0])) for r in analyze(model).nodes]
+            assert outputs == [int(np.prod(shape))] * 3, op  # a Transpose's shape alternates
+
+
+def test_efficiency_arithmetic():
+    assert achieved.efficiency(roof_s=40e-6, measured_s=100.5e-6, launch_s=0.5e-6) == pytest.approx(0.4)
+    assert achieved.efficiency(roof_s=40e-6, measured_s=30e-6) == 1.0
+    assert achieved.class_efficiency([0.1, 0.4]) == pytest.approx(0.2)
+    assert np.isclose(achieved.per_kernel_seconds(10e-6, 90e-6, kernels=9), 10e-6)

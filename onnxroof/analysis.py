@@ -21,10 +21,11 @@ import onnx
 import onnx.inliner
 
 from .dtypes import dtype_name
-from .errors import UsageError
+from .errors import UnboundDims, UsageError
 from .graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord
 from .inputs import (
-    batch_flags, bind_inputs, fix_digit_dims, input_values, parse_dim, parse_input_shape, parse_value, real_inputs,
+    batch_flags, batch_symbols, bind_inputs, fix_digit_dims, input_values, name_unnamed_batch_axes, parse_dim,
+    parse_input_shape, parse_value, real_inputs, unbound_dims,
 )
 from .llm import LOOKED_FOR, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
 from .load import PendingCheck, check_in_memory, open_model
@@ -58,6 +59,8 @@ def analyze(
     progress: Callable[[str], None] | None = None,
     checker_in_child: bool = False,
     values: Mapping[str, Sequence[float] | float] | Iterable[str] | None = None,
+    partial: bool = False,
+    ignore_missing_dims: bool = False,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
@@ -78,12 +81,20 @@ def analyze(
     the ONNX checker on a model file in a forked child process while the analysis goes on (on
     Linux, in a process with no other thread): the onnxroof program does, as forking a process
     that already holds much memory costs more than the checker.
+
+    Unbound input dims: a dim name that stands only for the leading axis of the inputs (a batch
+    dim; an unnamed leading axis is named ``batch``) is bound to 1 unless given, and
+    ``analysis.assumed_dims`` says so; any other input dim left without a value raises
+    :class:`~onnxroof.errors.UnboundDims`, naming each, unless ``partial=True`` (then nothing is
+    assumed and the nodes that depend on them are not counted). ``ignore_missing_dims`` lets
+    ``dims`` name dims this model lacks (one set of dims for several models).
     """
     collecting = gc.isenabled()
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
         return _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-                        context, progress or (lambda stage: None), checker_in_child, values, _fusion_rules(fusion), overhead)
+                        context, progress or (lambda stage: None), checker_in_child, values, _fusion_rules(fusion), overhead,
+                        partial, ignore_missing_dims)
     finally:
         if collecting:
             gc.enable()
@@ -91,7 +102,8 @@ def analyze(
 
 def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
              context, progress: Callable[[str], None], checker_in_child: bool, values,
-             fusion: tuple[str, ...] | None, overhead: bool) -> Analysis:
+             fusion: tuple[str, ...] | None, overhead: bool, partial: bool = False,
+             ignore_missing_dims: bool = False) -> Analysis:
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
     chosen = _load_targets(targets)
@@ -108,8 +120,9 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         file_bytes = Path(path).stat().st_size
     try:
         prepare_notes: list[str] = []
-        proto, layout, nodes, fields, phase_values, explicit_dims = _prepare(
-            proto, checking, input_shapes, dims, batch, phase, seq, context, progress, prepare_notes)
+        proto, layout, nodes, fields, phase_values, explicit_dims, assumed = _prepare(
+            proto, checking, input_shapes, dims, batch, phase, seq, context, progress, prepare_notes, partial,
+            ignore_missing_dims, Path(path).name if path else proto.graph.name or "model")
     except BaseException:
         if checking is not None:
             checking.wait()  # the checker's verdict comes first, as when it ran before anything else
@@ -131,6 +144,8 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         if fixed:
             bind_inputs(proto, (), fixed)
             shapes = infer()
+        if not partial and (unbound := unbound_dims(proto)):
+            raise UnboundDims(Path(path).name if path else proto.graph.name or "model", unbound, assumed, decoder=True)
     progress("costing nodes")
     graph, shapes, size_notes = cost_graph_with_sizes(proto, shapes, CostOptions(loop_trips=loop_trips), fields, infer)
     records = graph.records
@@ -148,6 +163,7 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         dtype=dtype,
         batch=batch,
         input_values={name: value.reshape(-1).tolist() for name, value in given_values.items()},
+        assumed_dims=assumed,
     )
     if chosen:
         from .roofline import place_model
@@ -168,7 +184,8 @@ _CACHE_NAME = re.compile(r"past|cache", re.IGNORECASE)  # only to say a cache-li
 
 
 def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes, dims, batch, phase, seq, context,
-             progress: Callable[[str], None], notes: list[str]):
+             progress: Callable[[str], None], notes: list[str], partial: bool = False, ignore_missing_dims: bool = False,
+             label: str = "model"):
     """The model with its functions inlined and its inputs bound, its decoder layout, its nodes
     and their fields: the work done while the ONNX checker judges the model in a child process."""
     if proto.functions:
@@ -178,6 +195,10 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes
         proto = onnx.inliner.inline_local_functions(proto)
     shape_flags, dim_flags = _shape_flags(input_shapes), _dim_flags(dims)
     fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
+    name_unnamed_batch_axes(proto)  # skl2onnx's batch axis has no name: give it one to bind it by
+    if ignore_missing_dims:
+        symbols = {d.dim_param for i in real_inputs(proto.graph) for d in i.type.tensor_type.shape.dim if d.dim_param}
+        dim_flags = {symbol: value for symbol, value in dim_flags.items() if symbol in symbols}
     layout = detect_decoder(proto, prefill_only=phase == "prefill")
     if layout is None:
         looks_like = [i.name for i in real_inputs(proto.graph) if _CACHE_NAME.search(i.name)]
@@ -194,11 +215,25 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes
         dim_flags = implied | dim_flags
     if batch is not None:
         shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
+    assumed: dict[str, int] = {}
+    if not partial:  # a batch dim nobody gave is 1, and every output says so
+        inputs = real_inputs(proto.graph)
+        shaped = {name for name, _ in shape_flags}
+        if None in shaped:  # --input-shape 1,3,224,224 names the only input
+            shaped |= {i.name for i in inputs}
+        for symbol in batch_symbols(proto):
+            carriers = [i.name for i in inputs
+                        if i.type.tensor_type.shape.dim and i.type.tensor_type.shape.dim[0].dim_param == symbol]
+            if symbol not in dim_flags and not all(name in shaped for name in carriers):
+                dim_flags[symbol] = assumed[symbol] = 1
     bind_inputs(proto, shape_flags, dim_flags)
+    if not partial and not (layout is not None and phase is not None) and (unbound := unbound_dims(proto)):
+        # (a decoder's phase leaves its head size to the graph: checked once that is bound)
+        raise UnboundDims(label, unbound, assumed, decoder=layout is not None)
     nodes = list(proto.graph.node)
     progress(f"inferring shapes of {len(nodes):,} nodes")
     # the fields, read once for the shape and cost stages
-    return proto, layout, nodes, read_node_fields(nodes), phase_values, explicit_dims
+    return proto, layout, nodes, read_node_fields(nodes), phase_values, explicit_dims, assumed
 
 
 # --dtype choices -> the ONNX element type every floating-point tensor is re-costed in

@@ -81,7 +81,10 @@ def _analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq", type=_positive_int, metavar="N", help="prefill: the prompt length")
     parser.add_argument("--context", type=_non_negative_int, metavar="N", help="decode: tokens already in the KV cache")
     parser.add_argument("--strict", action="store_true",
-                        help="exit 2 if the analysis is incomplete (unbound dims, unsupported ops, unknown shapes)")
+                        help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")
+    parser.add_argument("--partial", action="store_true",
+                        help="analyse with input dims left unbound: nothing assumed, and the nodes depending on them "
+                             "not counted (default: a batch dim is 1, any other unbound dim exits 2 naming the flags)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -208,7 +211,7 @@ def _main(argv: list[str], kept: list | None = None) -> int:
     except OnnxroofError as exc:
         if debug:
             _print_traceback()
-        print(f"onnxroof: error: {one_line(exc)}", file=sys.stderr)
+        print(f"onnxroof: error: {one_line(getattr(exc, 'cli_text', None) or exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("onnxroof: interrupted", file=sys.stderr)
@@ -330,7 +333,10 @@ def _model(source: str):
 def _analysis_kwargs(args: argparse.Namespace) -> dict:
     return dict(input_shapes=args.input_shape, dims=args.dim, values=args.value, loop_trips=args.loop_trips,
                 elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
-                fusion=args.fusion, overhead=not args.no_overhead, phase=args.phase, seq=args.seq, context=args.context, checker_in_child=args.program)
+                fusion=args.fusion, overhead=not args.no_overhead, phase=args.phase, seq=args.seq, context=args.context,
+                checker_in_child=args.program, partial=args.partial,
+                # one set of flags for several models: a dim one of them lacks is not an error for it
+                ignore_missing_dims=hasattr(args, "models") or hasattr(args, "base"))
 
 
 class StageLines:

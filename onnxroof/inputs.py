@@ -14,7 +14,7 @@ from onnx import helper
 
 from .errors import UsageError
 from .nodes import nested_graphs
-from .tensors import info_from_value_info
+from .tensors import UnresolvedDim, info_from_value_info
 
 # ---------------------------------------------------------------------------------------------
 # Flags: --input-shape NAME:1,3,224,224 and --dim SYMBOL=VALUE
@@ -123,9 +123,14 @@ def _dims_of(value_info: onnx.ValueInfoProto) -> list[onnx.TensorShapeProto.Dime
     return list(tensor_type.shape.dim)
 
 
+# dim names that mean "unknown", not "the same value wherever this name appears" (Paddle2ONNX
+# writes "?" for every free axis of an image: its height and width are not one dim)
+PLACEHOLDER_DIM_NAMES = frozenset({"?", "-1"})
+
+
 def fix_digit_dims(model: onnx.ModelProto) -> int:
     """Write every ``dim_param`` that is a decimal integer (exporters write fixed dims as ``"64"``)
-    as that fixed value, in the graph's inputs, outputs and value_info and in every subgraph's
+    as that fixed value, and drop the placeholder names (``"?"``) that stand for no value at all, in the graph's inputs, outputs and value_info and in every subgraph's
     (in place): it is no free symbol, so it is never reported unbound or suggested as a flag.
     Returns how many dims were rewritten.
 
@@ -143,7 +148,73 @@ def fix_digit_dims(model: onnx.ModelProto) -> int:
                 if text and text.isascii() and text.strip().isdigit():
                     dim.dim_value = int(text)  # the oneof: clears dim_param
                     fixed += 1
+                elif text.strip() in PLACEHOLDER_DIM_NAMES:
+                    dim.ClearField("dim_param")  # no name: each such axis is its own unknown
+                    fixed += 1
     return fixed
+
+
+def name_unnamed_batch_axes(model: onnx.ModelProto) -> tuple[str | None, list[str]]:
+    """Give every input's leading axis that has neither a value nor a name (skl2onnx writes its
+    batch axis so) one shared name, ``batch`` unless the model already uses that name, so that it
+    binds like any named batch dim (``--dim batch=N``, ``--batch N``, the default of 1). Returns
+    the name and the inputs renamed (in place).
+
+    >>> from onnx import TensorProto
+    >>> model = helper.make_model(helper.make_graph([], "g", [helper.make_tensor_value_info(
+    ...     "x", TensorProto.FLOAT, [None, 4])], []))
+    >>> name_unnamed_batch_axes(model), model.graph.input[0].type.tensor_type.shape.dim[0].dim_param
+    (('batch', ['x']), 'batch')
+    """
+    inputs = real_inputs(model.graph)
+    unnamed = [i for i in inputs if (dims := _dims_of(i)) and len(dims) >= 2 and not dims[0].dim_param
+               and not dims[0].HasField("dim_value")]
+    if not unnamed:
+        return None, []
+    used = {d.dim_param for i in inputs for d in _dims_of(i) or () if d.dim_param}
+    name = next(candidate for candidate in ("batch", "batch_size", "N", "onnxroof_batch") if candidate not in used)
+    for value_info in unnamed:
+        _dims_of(value_info)[0].dim_param = name  # type: ignore[index]
+    return name, [i.name for i in unnamed]
+
+
+def batch_symbols(model: onnx.ModelProto) -> list[str]:
+    """The dim names that stand only for the leading axis of the model's inputs (of at least one
+    of rank 2 or more: a lone vector's only axis is a length): batch dims, which a user can leave at 1 (a name
+    also used at another axis is a sequence or an image size, which only the user can choose).
+
+    >>> from onnx import TensorProto
+    >>> model = helper.make_model(helper.make_graph([], "g", [
+    ...     helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"]),
+    ...     helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "seq"])], []))
+    >>> batch_symbols(model)
+    ['batch']
+    """
+    leading: dict[str, bool] = {}  # symbol -> leads an input of rank 2 or more
+    elsewhere: set[str] = set()
+    for value_info in real_inputs(model.graph):
+        dims = _dims_of(value_info) or []
+        for axis, dim in enumerate(dims):
+            if dim.dim_param and axis == 0:
+                leading[dim.dim_param] = leading.get(dim.dim_param, False) or len(dims) >= 2
+            elif dim.dim_param:
+                elsewhere.add(dim.dim_param)
+    return [symbol for symbol, ranked in leading.items() if ranked and symbol not in elsewhere]
+
+
+def unbound_dims(model: onnx.ModelProto) -> list[UnresolvedDim]:
+    """The input dims still without a value (after binding), with the flag that fixes each."""
+    found = []
+    for value_info in real_inputs(model.graph):
+        if not value_info.type.HasField("tensor_type"):
+            continue
+        info = info_from_value_info(value_info)
+        if info.shape is None:
+            found.append(UnresolvedDim(info.name, -1, None))
+            continue
+        found += [UnresolvedDim(info.name, axis, dim if isinstance(dim, str) else None, info.shape)
+                  for axis, dim in enumerate(info.shape) if not isinstance(dim, int)]
+    return found
 
 
 def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple[str | None, tuple[int, ...]]],

@@ -101,6 +101,7 @@ class Analysis:
     llm: LLMReport | None = None  # KV cache and tokens/s, for a KV-cached decoder
     warnings: list[str] = field(default_factory=list)
     input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
+    assumed_dims: dict[str, int] = field(default_factory=dict)  # batch dims nobody gave, bound to 1
 
     @property
     def tensors(self) -> dict[str, TensorRecord]:
@@ -255,6 +256,7 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
         },
         "dtype": analysis.dtype,
         "batch": analysis.batch,
+        "assumed_dims": analysis.assumed_dims,  # batch dims nobody gave, bound to 1
         "memory": memory_entry(analysis, encoded),
         "targets": [target_entry(report, encoded) for report in analysis.targets],
         "llm": None if analysis.llm is None else {

@@ -82,7 +82,7 @@ def test_example_list(capsys):
 
 
 def test_unbound_dim_is_reported_with_a_ready_flag(capsys, symbolic_file):
-    code, out, err = run(capsys, "summary", str(symbolic_file), "--format", "json")
+    code, out, err = run(capsys, "summary", str(symbolic_file), "--format", "json", "--partial")
     document = json.loads(out)
     assert code == 0 and document["complete"] is False
     assert document["unresolved_dims"][0]["symbol"] == "batch"
@@ -98,7 +98,7 @@ def test_unbound_dim_is_reported_with_a_ready_flag(capsys, symbolic_file):
 
 def test_strict_makes_incomplete_analysis_exit_2(capsys, symbolic_file, tmp_path):
     target = tmp_path / "out.json"
-    code, _, err = run(capsys, "summary", str(symbolic_file), "--strict", "-o", str(target))
+    code, _, err = run(capsys, "summary", str(symbolic_file), "--partial", "--strict", "-o", str(target))
     assert code == 2 and "--strict" in err and not target.exists()
 
 

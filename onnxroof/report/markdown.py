@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..version import __version__
 from .bounds import bound_label, time_by_bound
+from .table import assumed_text
 from ..units import iec, intensity, seconds, si
 
 if TYPE_CHECKING:
@@ -64,7 +65,8 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         f"### onnxroof: {escape(model.label)}",
         "",
         f"opset {model.opset} · {model.node_count} nodes · inputs {inputs} · dtype {analysis.dtype}"
-        + (f" · batch {analysis.batch}" if analysis.batch else ""),
+        + (f" · batch {analysis.batch}" if analysis.batch else "")
+        + (f" · assumed {escape(assumed_text(analysis.assumed_dims))}" if analysis.assumed_dims else ""),
         "",
         table(("params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations", "best-order peak"), [(
             si(totals.params), iec(totals.param_bytes), si(totals.mac_flops), si(totals.flops),

@@ -31,6 +31,7 @@ from .diff import format_value
 from .memory_section import _memory_context
 from .node_table import _node_data, _table_context
 from .bounds import BOUND_LABELS, BOUND_TITLES
+from .table import assumed_text
 from .page import (
     _bar_width, _count, _metric, _percent, _render, _target_capacities, _target_context, script_json, shape_text,
 )
@@ -128,12 +129,18 @@ def _model_context(model: dict, doc_string: str, document: dict) -> dict:
         "outputs": [_tensor_context(t) for t in model["outputs"]],
         "dtype": dtype,
         "dtype_title": dtype_title,
-        "batch": str(batch) if batch else "from the input shapes",
-        "batch_title": f"--batch {batch}: axis 0 of every input" if batch else "no --batch: axis 0 as the input shapes give it",
+        "batch": str(batch) if batch else (f"{assumed} (assumed)" if (assumed := _assumed(document)) else "from the input shapes"),
+        "batch_title": (f"--batch {batch}: axis 0 of every input" if batch else
+                        f"{assumed_text(document['assumed_dims'])}" if assumed else
+                        "no --batch: axis 0 as the input shapes give it"),
         "targets": ", ".join(targets) if targets else "none",
         "targets_title": "; ".join(f"{t['name']}: {t['description']}" for t in document["targets"])
                          or "no --target given: no roofline, latency or energy",
     }
+
+
+def _assumed(document: dict) -> str:
+    return ", ".join(f"{symbol}={value}" for symbol, value in document.get("assumed_dims", {}).items())
 
 
 def _tensor_context(tensor: dict) -> dict:

@@ -81,6 +81,13 @@ def llm_lines(llm) -> list[str]:
     return lines
 
 
+def assumed_text(assumed: dict[str, int]) -> str:
+    """"batch=1 (a batch dim the inputs leave open; --dim batch=N to change)"."""
+    pairs = ", ".join(f"{symbol}={value}" for symbol, value in assumed.items())
+    flags = " ".join(f"--dim {symbol}=N" for symbol in assumed)
+    return f"{pairs} (a batch dim the inputs leave open; {flags} or --batch N to change)"
+
+
 def render_table(analysis: "Analysis") -> str:
     return "".join(table_chunks(analysis))
 
@@ -94,6 +101,7 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
         + (f" · {printable(model.producer)}" if model.producer else ""),
         f"inputs: {inputs_line(analysis)}",
+        *([f"assumed: {assumed_text(analysis.assumed_dims)}"] if analysis.assumed_dims else []),
         f"conventions: {CONVENTIONS_LINE}",
         "",
         "Totals",

@@ -44,6 +44,9 @@ CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
     "gemm": (("MatMul 128x256 by 256x256", "MatMul", (128, 256), {}),
              ("MatMul 128x512 by 512x512", "MatMul", (128, 512), {}),
              ("Conv 3x3, 64 channels, 28x28", "Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})),
+    "gemv": (("MatMul 1x256 by 256x256", "MatMul", (1, 256), {}),
+             ("MatMul 2x384 by 384x384", "MatMul", (2, 384), {}),
+             ("MatMul 1x1024 by 1024x1024", "MatMul", (1, 1024), {})),
     "depthwise": (("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
                   ("depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28), {"pads": [1, 1, 1, 1], "group": 128}),
                   ("depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1], "group": 512})),
@@ -54,11 +57,14 @@ CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
                   ("LayerNormalization over 768, 128 rows", "LayerNormalization", (128, 768), {"axis": -1}),
                   ("MaxPool 3x3, 64 channels, 56x56", "MaxPool", (1, 64, 56, 56),
                    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})),
-    "data_movement": (("Transpose 256x1024", "Transpose", (256, 1024), {"perm": [1, 0]}),
-                      ("Transpose 512x512", "Transpose", (512, 512), {"perm": [1, 0]}),
-                      ("Gather of 4,096 rows of 64 floats", "Gather", (4096, 64), {"axis": 0})),
+    "data_movement": (("Gather of 256 rows of 64 floats", "Gather", (256, 64), {"axis": 0}),
+                      ("Gather of 4,096 rows of 64 floats", "Gather", (4096, 64), {"axis": 0}),
+                      ("Gather of 1,024 rows of 256 floats", "Gather", (1024, 256), {"axis": 0})),
+    "transpose": (("Transpose 64x3136", "Transpose", (64, 3136), {"perm": [1, 0]}),
+                  ("Transpose 256x1024", "Transpose", (256, 1024), {"perm": [1, 0]}),
+                  ("Transpose 512x512", "Transpose", (512, 512), {"perm": [1, 0]})),
 }
-SIZES_IN_ORDER = ("gemm", "depthwise", "elementwise", "reduction", "data_movement")
+SIZES_IN_ORDER = ("gemm", "gemv", "depthwise", "elementwise", "reduction", "data_movement", "transpose")
 
 Timer = Callable[[], float]
 

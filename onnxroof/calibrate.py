@@ -748,6 +748,10 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                                      f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
                                      f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above over "
                                      f"the time beyond the launch cost, geometric mean of {sizes_text}")]
+    if levels.onchip_bytes:
+        lines += ["", "[weights]", "resident = true",
+                  "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they fit "
+                                             "beside the activations; onnxroof profile measures such warm, repeated runs")]
     if c.launch_overhead_s:
         lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
                   "source = " + _toml_string(HOST_FUSION_SOURCE)]

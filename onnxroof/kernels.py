@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 from .graph import STATUS_CONSTANT
-from .targets import FUSION_RULES, LOW_REUSE_MACS_PER_OUTPUT
+from .targets import FUSION_RULES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
 
 if TYPE_CHECKING:
     from .graph import CostGraph, NodeRecord
@@ -44,6 +44,7 @@ POLICIES = {"none": (), "epilogue": ("epilogue",), "all": tuple(FUSION_RULES)}
 _ELEMENTWISE_OPS = frozenset({"BatchNormalization", "Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"})
 _SOFTMAX_OPS = frozenset({"Softmax", "LogSoftmax"})
 _MAC_FAMILIES = frozenset({"conv", "matmul", "attention", "quantized"})
+_STRIDED_COPIES = frozenset({"Transpose", "DepthToSpace", "SpaceToDepth"})  # no contiguous run to copy
 
 
 @dataclass
@@ -105,24 +106,51 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
     return kernels
 
 
+def group(graph: CostGraph, groups: Iterable[Iterable[str]]) -> list[Kernel]:
+    """Kernels as a runtime ran them: each of ``groups`` (node names, such as the ONNX nodes one
+    onnxruntime kernel covers) is one kernel, in the order of each kernel's first node; a node in
+    no group is left out (the runtime folded or removed it).
+
+    >>> from onnxroof import analyze
+    >>> from onnxroof.examples import build_example
+    >>> graph = analyze(build_example("shallownet")).cost_graph
+    >>> [k.nodes for k in group(graph, [["conv2d_0", "activation_0"], ["dense_0"], ["softmax_0"]])]
+    [['conv2d_0', 'activation_0'], ['dense_0'], ['softmax_0']]
+    """
+    by_name = {r.name: r for r in graph.records if r.counted}
+    tensors, outputs = graph.tensors, set(graph.outputs)
+    kernels, placed = [], set()
+    for names in groups:
+        members = [by_name[n] for n in dict.fromkeys(names) if n in by_name and n not in placed]
+        if members:
+            placed.update(m.name for m in members)
+            kernels.append(_kernel(members, tensors, outputs))
+    position = {r.name: r.index for r in graph.records}
+    return sorted(kernels, key=lambda kernel: position[kernel.nodes[0]])
+
+
 def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
     """The kernel class (``targets.EFFICIENCY_CLASSES``) of a kernel of these nodes: the class of
-    its heaviest kind of work. A kernel with a convolution or matmul is ``gemm``, or ``depthwise``
-    when that node does fewer than 32 multiply-adds per output element (it reuses too little of
-    what it loads to run at the GEMM rate); else ``reduction`` if it reduces (normalizations,
-    softmax, pooling), ``elementwise`` if it maps elements, ``data_movement`` if it copies; None
+    its heaviest kind of work. A kernel with a convolution or matmul is ``gemm``; ``gemv`` when
+    that node does fewer than 8 multiply-adds per weight element (it streams its weights), or
+    ``depthwise`` when it does fewer than 32 per output element (it reuses too little of what it
+    loads to run at the GEMM rate); else ``reduction`` if it reduces (normalizations,
+    softmax, pooling), ``elementwise`` if it maps elements, ``transpose`` if it permutes axes,
+    ``data_movement`` if it copies contiguous runs; None
     for work of no class (control flow, shape arithmetic, views only).
 
     >>> from onnxroof import analyze
     >>> from onnxroof.examples import build_example
     >>> graph = analyze(build_example("shallownet")).cost_graph
     >>> [(k.op_type, efficiency_class(k.records)) for k in fuse(graph, ("epilogue",))]
-    [('Conv+Relu', 'depthwise'), ('Gemm', 'gemm'), ('Softmax', 'reduction')]
+    [('Conv+Relu', 'depthwise'), ('Gemm', 'gemv'), ('Softmax', 'reduction')]
     """
     records = [r for r in records if not r.view]
     kinds = {_kind(r) for r in records}
     anchor = next((r for r in records if _kind(r) in ("mac", "attention")), None)
     if anchor is not None:
+        if anchor.params and anchor.macs < LOW_REUSE_MACS_PER_WEIGHT * anchor.params:
+            return "gemv"
         shape = anchor.output_shapes[0] if anchor.output_shapes else None
         outputs = math.prod(shape) if shape and all(isinstance(d, int) for d in shape) else 0
         return "depthwise" if outputs and anchor.macs < LOW_REUSE_MACS_PER_OUTPUT * outputs else "gemm"
@@ -130,8 +158,9 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
         return "reduction"
     if "elementwise" in kinds:
         return "elementwise"
-    if any(r.family == "tensor" and not r.shape_only and r.status != STATUS_CONSTANT for r in records):
-        return "data_movement"
+    moves = [r for r in records if r.family == "tensor" and not r.shape_only and r.status != STATUS_CONSTANT]
+    if moves:
+        return "transpose" if any(r.op_type in _STRIDED_COPIES for r in moves) else "data_movement"
     return None
 
 

@@ -480,10 +480,14 @@ class ProfileResult:
     ort_version: str
     wall_s: float | None = None  # median seconds per run without the profiler (session.run, timed in Python)
     notes: list[str] = field(default_factory=list)
+    unattributed_s: float = 0.0  # predicted for the kernels with no ONNX node: their launch cost
+    by_rules: "TargetReport | None" = None  # the prediction under the target's fusion policy (what report says)
+    wall_fastest_s: float | None = None  # the fastest run without the profiler: the statistic calibrate's roofs are
 
     @property
     def predicted_s(self) -> float:
-        return self.target.latency_s
+        """onnxroof's prediction of the kernels onnxruntime ran."""
+        return self.target.latency_s + self.unattributed_s
 
     @property
     def measured_s(self) -> float:
@@ -523,18 +527,12 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     source = model if model is not None else analysis.model.path
     if source is None:
         raise UsageError("profile_model: the analysis was made from a ModelProto; pass it as model=")
-    # predicted as the target's runtime groups the nodes (its fusion policy), each kernel's time
-    # split over its nodes in proportion to their one-kernel-per-node predictions: the same
-    # split a profile gives a fused onnxruntime kernel, so the two sides stay comparable
     batch = analysis.batch or 1
-    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
-    unfused = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, fusion=()) if report.fusion else report
-    predicted = split_kernel_times(report, {n.name: n.placement.time_s for n in unfused.nodes})
+    # one kernel per node first: the weights that split a fused kernel's time over its nodes
+    unfused = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, fusion=())
+    weights = {n.name: n.placement.time_s for n in unfused.nodes}
     feeds = random_inputs(analysis, seed)
     payload, notes = _model_for_onnxruntime(source)
-    if report.fusion:
-        notes.append(f"predicted under the target's fusion ({', '.join(report.fusion)}): a fused kernel's predicted time "
-                     "is split over its nodes in proportion to their unfused predictions")
     if analysis.dtype != "model":
         notes.append(f"predicted as if re-costed in {analysis.dtype}; onnxruntime runs the model as stored")
     with tempfile.TemporaryDirectory(prefix="onnxroof-profile-") as directory:
@@ -571,9 +569,22 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
         from .files import write_atomically
 
         write_atomically(keep_profile, text)
-    mapping = map_profile(text, analysis, warmup=warmup, weights=predicted, optimized=optimized)
+    mapping = map_profile(text, analysis, warmup=warmup, weights=weights, optimized=optimized)
+    # predicted as onnxruntime ran it (read off its optimized graph and profile): one kernel per
+    # kernel it launched, each paying the launch cost; a kernel's predicted time is split over its
+    # nodes as its measured time is. The target's own fusion policy is given beside it.
+    groups = [[n for n in k.nodes if mapping.kernel_of.get(n) == k.name] for k in mapping.kernels if k.nodes]
+    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups)
+    by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
+    launch_s = target.node_overhead_s.value if target.node_overhead_s else 0.0
+    predicted = split_kernel_times(report, weights)
+    notes.append(f"predicted as onnxruntime ran the model: its {len(mapping.kernels)} kernels, each paying the launch cost "
+                 f"({len(mapping.unattributed)} with no ONNX node, such as layout reorders, the launch cost only); under "
+                 f"the target's fusion policy ({', '.join(by_rules.fusion) or 'none'}) onnxroof predicts "
+                 f"{by_rules.latency_s * 1e3:.4g} ms")
     return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping, predicted), optimization, threads,
-                         warmup, ort.__version__, statistics.median(wall), notes)
+                         warmup, ort.__version__, statistics.median(wall), notes,
+                         unattributed_s=len(mapping.unattributed) * launch_s, by_rules=by_rules, wall_fastest_s=min(wall))
 
 
 def _read_optimized(path: Path, notes: list[str]) -> OptimizedGraph | None:
@@ -644,7 +655,8 @@ def compare(analysis: "Analysis", report: "TargetReport", mapping: ProfileMappin
         rows.append(NodeComparison(
             name=record.name, op_type=record.op_type,
             bound=placement.bound if placement else None,
-            predicted_s=predicted.get(record.name) if placement else None,
+            # a counted node in no kernel was removed or folded by the runtime: nothing to run
+            predicted_s=predicted.get(record.name) if placement else (0.0 if record.counted else None),
             measured_s=mapping.seconds.get(record.name),
             kernel=kernel.name if kernel else None,
             kernel_op=kernel.op_type if kernel else None,
@@ -795,12 +807,14 @@ def profile_document(result: ProfileResult) -> dict:
                         "optimization": result.optimization, "intra_op_threads": result.threads,
                         "runs": mapping.runs, "warmup": result.warmup},
         "totals": {
-            "predicted_s": result.predicted_s,
+            "predicted_s": result.predicted_s,  # the kernels onnxruntime ran, costed on the target
+            "predicted_by_rules_s": result.by_rules.latency_s if result.by_rules else None,  # the target's fusion policy
             "measured_s": result.measured_s,  # sum of the kernels' medians
             "measured_nodes_s": sum(mapping.seconds.values()),
             "unattributed_s": sum(k.seconds for k in mapping.unattributed),
             "run_s": mapping.run_seconds,  # median wall time of one profiled run, executor overhead included
             "wall_s": result.wall_s,  # median time of one run without the profiler
+            "wall_fastest_s": result.wall_fastest_s,  # fastest run without the profiler (roofs are fastest runs too)
             "ratio": result.ratio,  # measured / predicted
             "error": result.error,  # (predicted - measured) / measured
             "flops": total_flops,

@@ -427,6 +427,7 @@ def target_entry(report, encoded: bool = False) -> dict:
         "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
         "node_overhead_s": target.node_overhead_s.value if target.node_overhead_s else None,
         "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
+        "weights_resident": target.weights_resident,  # parameters kept on chip between runs when they fit
         "fusion": list(report.fusion),  # the rule sets the kernels ("nodes" below) were grouped under
         "latency_s": report.latency_s,
         "throughput_per_s": report.throughput_per_s,

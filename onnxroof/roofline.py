@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable
 
-from .kernels import Kernel, efficiency_class, fuse
+from .kernels import Kernel, efficiency_class, fuse, group
 from .memory import spill_plan
 from .targets import Target
 
@@ -132,14 +132,18 @@ class TargetReport:
 
 
 def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
-                batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True) -> TargetReport:
+                batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True,
+                groups: Iterable[Iterable[str]] | None = None) -> TargetReport:
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
     none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
     runs below the roofline (its ``efficiency`` figures), which with no fusion is the plain
     roofline. The spill plan starts from the memory stage's buffer
-    problem (``memory``: same graph, order and in-place setting)."""
-    rules = tuple(target.fusion if fusion is None else fusion)
+    problem (``memory``: same graph, order and in-place setting). ``groups`` gives the kernels
+    instead, as a runtime ran them (``kernels.group``: lists of node names, one per kernel the
+    runtime launched); then every kernel pays the launch cost, views and shape arithmetic
+    included, since the runtime launched it."""
+    rules = ("runtime",) if groups is not None else tuple(target.fusion if fusion is None else fusion)
     tensors = graph.tensors
     inputs, outputs = set(graph.inputs), set(graph.outputs)
     onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
@@ -147,7 +151,16 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     spill_by_node: dict[str, int] = {}
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
-    kernels = fuse(graph, rules)
+    kernels = group(graph, groups) if groups is not None else fuse(graph, rules)
+    weights_on_chip = False
+    if keeps_activations and target.weights_resident:
+        parameter_bytes = sum(kernel.weight_bytes for kernel in kernels)
+        weights_on_chip = parameter_bytes + memory.model_order.peak_bytes <= onchip_capacity
+        notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak activations"
+                     if weights_on_chip else
+                     f"parameters ({parameter_bytes:,} B) do not fit on chip beside the peak activations: read from DRAM every run")
+        if weights_on_chip:
+            onchip_capacity -= parameter_bytes
     if keeps_activations:
         problem = _without_kernel_internals(memory.problem, kernels)
         plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
@@ -168,7 +181,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
             written = {n for m in members for n in m.outputs if n in outputs}
             io_bytes = sum(tensors[n].bytes or 0 for n in read | written)
             spill = sum(spill_by_node.get(m.name, 0) for m in members)
-            dram = kernel.weight_bytes + io_bytes + spill
+            dram = (0 if weights_on_chip else kernel.weight_bytes) + io_bytes + spill
             onchip = kernel.memory_bytes
         else:
             spill = 0
@@ -182,7 +195,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         anchor = next((m for m in members if m.macs), members[0])
         roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor.dtype)
         # views, folded constants and shape arithmetic launch nothing on the device
-        works = bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members)
+        works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members))
         launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0
         kernel_class = efficiency_class(members)
         efficiency = target.efficiency_of(kernel_class) if overhead else 1.0

@@ -14,7 +14,10 @@ launch; added to every kernel's roofline time), ``[fusion]`` (``rules``: the rul
 no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of the roofline a kernel
 of that class achieves on the target's runtime, in (0, 1], one of ``EFFICIENCY_CLASSES``; a
 kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calibrate`` measures
-them for the host, and the bundled vendor targets give none, so they predict at peak). A target with no off-chip memory (weights held on chip) sets
+them for the host, and the bundled vendor targets give none, so they predict at peak),
+``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
+next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
+repeated runs; ``source``: why; absent: false, parameters are read from DRAM every run). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 """
 
@@ -64,12 +67,18 @@ FUSION_RULES = {
 # dense 3x3 conv over 16 channels 144; below it a kernel reuses too little of what it loads to
 # run at the GEMM rate.
 LOW_REUSE_MACS_PER_OUTPUT = 32
+# 8 multiply-adds per weight element: a matmul over fewer than 8 rows (decode, a batch-1 MLP)
+# streams its weights, bound by memory whatever the peak
+LOW_REUSE_MACS_PER_WEIGHT = 8
 EFFICIENCY_CLASSES = {
     "gemm": f"convolutions and matmuls with at least {LOW_REUSE_MACS_PER_OUTPUT} multiply-adds per output element",
+    "gemv": f"matmuls and convolutions with fewer than {LOW_REUSE_MACS_PER_WEIGHT} multiply-adds per weight element "
+            "(matrix-vector products: decode steps, batch-1 MLPs): they stream their weights",
     "depthwise": "convolutions and matmuls with fewer (depthwise, few input channels): little reuse",
     "elementwise": "elementwise kernels: activations, arithmetic, casts, quantize/dequantize",
     "reduction": "reductions, normalizations, softmax and pooling",
-    "data_movement": "copies: transposes, concatenations, gathers, slices, pads, resizes",
+    "data_movement": "contiguous copies: concatenations, gathers, slices, splits, pads, resizes",
+    "transpose": "strided copies: transposes, depth-to-space and space-to-depth",
 }
 
 
@@ -101,6 +110,8 @@ class Target:
     fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
     fusion_source: str = ""
     efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
+    weights_resident: bool = False  # parameters stay on chip between runs when they fit beside the activations
+    weights_source: str = ""
 
     def efficiency_of(self, kernel_class: str | None) -> float:
         """The fraction of the roofline a kernel of ``kernel_class`` achieves (1.0: not given)."""
@@ -200,8 +211,21 @@ def parse_target(path: Path) -> Target:
         power_w=_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
         efficiency=_efficiency(data, where),
+        **_weights(data, where),
         **_fusion(data, where),
     )
+
+
+def _weights(data: dict, where: str) -> dict:
+    section = _section(data, "weights", where, required=False)
+    if not section:
+        return {}
+    resident, source = section.get("resident"), section.get("source")
+    if not isinstance(resident, bool):
+        raise UsageError(f"{where}: 'weights.resident' must be true or false, not {resident!r}")
+    if not isinstance(source, str) or not source.strip():
+        raise UsageError(f"{where}: 'weights.source' must say why the parameters stay on chip (or do not)")
+    return {"weights_resident": resident, "weights_source": source}
 
 
 def _efficiency(data: dict, where: str) -> dict[str, Figure]:

@@ -109,7 +109,8 @@ def test_a_convolution_s_class_follows_its_multiply_adds_per_output(model, expec
 
 
 @pytest.mark.parametrize("op, attributes, expected", [
-    ("Relu", {}, "elementwise"), ("Softmax", {"axis": -1}, "reduction"), ("Transpose", {"perm": [1, 0]}, "data_movement"),
+    ("Relu", {}, "elementwise"), ("Softmax", {"axis": -1}, "reduction"), ("Transpose", {"perm": [1, 0]}, "transpose"),
+    ("Split", {"axis": 0}, "data_movement"),
 ])
 def test_other_kernels_are_classed_by_the_work_they_do(op, attributes, expected):
     model = make_model([helper.make_node(op, ["x"], ["y"], name="n", **attributes)], [("x", F32, [64, 32])],
@@ -120,7 +121,7 @@ def test_other_kernels_are_classed_by_the_work_they_do(op, attributes, expected)
 def test_a_target_s_efficiency_is_validated(tmp_path):
     with pytest.raises(UsageError, match=r"'efficiency.gemm.value' is a fraction of the roofline, at most 1"):
         parse_target(__import__("pathlib").Path(target_file(tmp_path, figure("gemm", 1.5))))
-    with pytest.raises(UsageError, match=r"'efficiency.matmul' is not a kernel class \(gemm, depthwise"):
+    with pytest.raises(UsageError, match=r"'efficiency.matmul' is not a kernel class \(gemm, gemv, depthwise"):
         parse_target(__import__("pathlib").Path(target_file(tmp_path, figure("matmul", 0.5), "m")))
 
 
@@ -200,3 +201,40 @@ def test_efficiency_arithmetic():
     assert achieved.efficiency(roof_s=40e-6, measured_s=30e-6) == 1.0
     assert achieved.class_efficiency([0.1, 0.4]) == pytest.approx(0.2)
     assert np.isclose(achieved.per_kernel_seconds(10e-6, 90e-6, kernels=9), 10e-6)
+
+
+def matmul_model():
+    """x [1, 64] -> MatMul by a 64 x 64 weight (16,384 B) -> y [1, 64]."""
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")
+    return make_model([node], [("x", F32, [1, 64])], [("y", F32, [1, 64])], [("w", zeros(64, 64))])
+
+
+WEIGHTS = '[weights]\nresident = true\nsource = "hand"\n'
+
+
+def test_resident_weights_move_no_dram_bytes_when_they_fit(tmp_path):
+    # DRAM: x in (256 B) and y out (256 B), plus the 16,384 B weight unless it stays on chip
+    read = analyze(matmul_model(), targets=[target_file(tmp_path)]).targets[0]
+    kept = analyze(matmul_model(), targets=[target_file(tmp_path, WEIGHTS, "w")]).targets[0]
+    assert read.nodes[0].placement.dram_bytes == 16384 + 512
+    assert kept.nodes[0].placement.dram_bytes == 512
+    assert kept.nodes[0].placement.onchip_bytes == read.nodes[0].placement.onchip_bytes == 16384 + 512
+    assert any("stay on chip between runs" in note for note in kept.notes)
+
+
+def test_resident_weights_that_do_not_fit_are_read_from_dram(tmp_path):
+    small = target_file(tmp_path, WEIGHTS, "s")
+    text = open(small).read().replace("value = 1073741824", "value = 8192")  # 8 KiB on chip: the 16 KiB weight does not fit
+    open(small, "w").write(text)
+    report = analyze(matmul_model(), targets=[small]).targets[0]
+    assert report.nodes[0].placement.dram_bytes == 16384 + 512
+    assert any("do not fit on chip" in note for note in report.notes)
+
+
+def test_a_matmul_that_uses_each_weight_few_times_is_a_gemv():
+    # [1, 64] x [64, 64]: 4,096 MACs over 4,096 weights, 1 each (< 8); [16, 64] x [64, 64]: 16 each
+    records = [r for r in analyze(matmul_model()).nodes if r.counted]
+    assert efficiency_class(records) == "gemv"
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")
+    rows = make_model([node], [("x", F32, [16, 64])], [("y", F32, [16, 64])], [("w", zeros(64, 64))])
+    assert efficiency_class([r for r in analyze(rows).nodes if r.counted]) == "gemm"

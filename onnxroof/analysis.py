@@ -237,7 +237,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes
 
 
 # --dtype choices -> the ONNX element type every floating-point tensor is re-costed in
-RECAST_DTYPES = {"fp32": 1, "fp16": 10, "bf16": 16, "int8": 3, "int4": 22}
+RECAST_DTYPES = {"fp32": 1, "fp16": 10, "bf16": 16, "fp8": 17, "int8": 3, "int4": 22}  # fp8: E4M3FN
 _FLOAT_TYPES = frozenset({1, 10, 11, 16})
 
 

@@ -32,6 +32,8 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         message = _with_suggestion(message)
+        if message.startswith("unrecognized arguments:"):
+            message = _option_suggestion(message, _all_option_strings(self))
         raise UsageError(f"{message} (see onnxroof {self.prog.split()[-1]} --help)" if " " in self.prog else message)
 
 
@@ -50,43 +52,75 @@ def _with_suggestion(message: str) -> str:
     return f"{message[:match.end(1) + 1]}: did you mean '{close[0]}'? (choose from {match.group(2)})"
 
 
+def _all_option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long option of ``parser`` and its subcommands (argparse reports a subcommand's
+    unknown options from the top parser)."""
+    found = [o for o in parser._option_string_actions if o.startswith("--")]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _all_option_strings(sub)
+    return sorted(set(found))
+
+
+def _option_suggestion(message: str, options: list[str]) -> str:
+    """"unrecognized arguments: --taget x" with "did you mean --target?" for each close option.
+
+    >>> _option_suggestion("unrecognized arguments: --taget l4", ["--target", "--dtype"])
+    'unrecognized arguments: --taget l4 (--taget: did you mean --target?)'
+    """
+    import difflib
+
+    hints = []
+    for word in message.split(":", 1)[1].split():
+        name = word.split("=", 1)[0]
+        if name.startswith("--"):
+            close = difflib.get_close_matches(name, options, n=1, cutoff=0.7)
+            if close:
+                hints.append(f"{name}: did you mean {close[0]}?")
+    return f"{message} ({'; '.join(hints)})" if hints else message
+
+
 def _analysis_options(parser: argparse.ArgumentParser) -> None:
-    """How a model is costed: the same flags for one model or several."""
-    parser.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
+    """How a model is costed: the same flags for one model or several, in groups as --help shows them."""
+    shapes = parser.add_argument_group("shapes and values (a batch dim left open is 1; any other open dim exits 2)")
+    shapes.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
                         help="set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 (repeatable)")
-    parser.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
+    shapes.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
                         help="bind a named (symbolic) dim everywhere, e.g. batch=1 (repeatable)")
-    parser.add_argument("--value", action="append", default=[], metavar="NAME=V1,V2,...",
+    shapes.add_argument("--batch", type=_positive_int, metavar="N", help="set axis 0 of every input to N")
+    shapes.add_argument("--value", action="append", default=[], metavar="NAME=V1,V2,...",
                         help="the value of an input the graph computes with, e.g. sr=16000 (an If on the sample "
                              "rate is then costed on the branch it takes); repeatable")
-    parser.add_argument("--loop-trips", type=_positive_int, metavar="N",
+    shapes.add_argument("--loop-trips", type=_positive_int, metavar="N",
                         help="trip count for Loops whose count is not a constant in the model")
-    parser.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
-                        help="a Python file that registers cost rules with onnxroof.register (repeatable)")
-    parser.add_argument("--target", action="append", default=[], metavar="NAME|FILE.toml",
-                        help="place the model on a hardware target's roofline (repeatable; `onnxroof targets` lists them)")
-    parser.add_argument("--dtype", choices=("fp32", "fp16", "bf16", "int8", "int4"),
-                        help="re-cost the model as if stored and run in this type")
-    parser.add_argument("--fusion", metavar="POLICY",
-                        help="group nodes into kernels as a runtime does, on every target: none (one kernel per node), "
-                             "epilogue, all, or rule sets such as epilogue,elementwise (default: each target's policy)")
-    parser.add_argument("--no-overhead", action="store_true",
-                        help="leave out every target's launch cost per kernel and its efficiency figures (every kernel at the "
-                             "roofline; with --fusion none: the plain per-node roofline)")
-    parser.add_argument("--batch", type=_positive_int, metavar="N", help="set axis 0 of every input to N")
-    parser.add_argument("--in-place", action="store_true",
-                        help="let single-consumer elementwise ops overwrite their input (memory analysis)")
-    parser.add_argument("--phase", choices=("prefill", "decode"),
+    shapes.add_argument("--phase", choices=("prefill", "decode"),
                         help="a KV-cached decoder's phase: prefill (with --seq) or decode (with --context)")
-    parser.add_argument("--seq", type=_positive_int, metavar="N", help="prefill: the prompt length")
-    parser.add_argument("--context", type=_non_negative_int, metavar="N", help="decode: tokens already in the KV cache")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")
-    parser.add_argument("--partial", action="store_true",
+    shapes.add_argument("--seq", type=_positive_int, metavar="N", help="prefill: the prompt length")
+    shapes.add_argument("--context", type=_non_negative_int, metavar="N", help="decode: tokens already in the KV cache")
+    shapes.add_argument("--partial", action="store_true",
                         help="analyse with input dims left unbound: nothing assumed, and the nodes depending on them "
-                             "not counted (default: a batch dim is 1, any other unbound dim exits 2 naming the flags)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+                             "not counted")
+    hardware = parser.add_argument_group("targets and timing")
+    hardware.add_argument("--target", action="append", default=[], metavar="NAME|FILE.toml",
+                          help="place the model on a hardware target's roofline (repeatable; `onnxroof targets` lists them)")
+    hardware.add_argument("--dtype", choices=("fp32", "fp16", "bf16", "fp8", "int8", "int4"),
+                          help="re-cost the model as if stored and run in this type (default: as stored)")
+    hardware.add_argument("--fusion", metavar="POLICY",
+                          help="group nodes into kernels as a runtime does, on every target: none (one kernel per node), "
+                               "epilogue, all, or rule sets such as epilogue,elementwise (default: each target's policy)")
+    hardware.add_argument("--no-overhead", action="store_true",
+                          help="leave out every target's launch cost per kernel and its efficiency figures (every kernel at "
+                               "the roofline; with --fusion none: the plain per-node roofline)")
+    hardware.add_argument("--in-place", action="store_true",
+                          help="let single-consumer elementwise ops overwrite their input (memory analysis)")
+    other = parser.add_argument_group("rules and diagnostics")
+    other.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
+                       help="a Python file that registers cost rules with onnxroof.register (repeatable)")
+    other.add_argument("--strict", action="store_true",
+                       help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")
+    other.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
+    other.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
 def _single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
@@ -127,32 +161,63 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+_EXAMPLES = {
+    "summary": """examples:
+  onnxroof summary model.onnx --target l4 --target jetson-orin-nano
+  onnxroof summary encoder.onnx --dim sequence=128 --format markdown
+  onnxroof summary gpt2.onnx --phase decode --context 2048 --target h100-sxm
+  onnxroof summary model.onnx --sweep batch=1,8,64 --target l4 --fail-if 'params>5M'""",
+    "report": """examples:
+  onnxroof report model.onnx --target h100-sxm -o report.html
+  onnxroof report --example minigooglenet --target myriad-x
+  onnxroof report model.onnx --sweep batch=1,8,64 --target l4 -o sweep.html""",
+    "explain": """examples:
+  onnxroof explain model.onnx /layer1/conv1/Conv --target l4
+  onnxroof explain --example shallownet conv2d_0""",
+    "diff": """examples:
+  onnxroof diff base.onnx head.onnx --target l4 --format markdown
+  onnxroof diff base.onnx head.onnx --fail-if 'flops>+5%' --fail-if 'latency[l4]>+2%'
+  onnxroof diff base.onnx head.onnx --format html       # writes base-vs-head.diff.html""",
+    "compare": """examples:
+  onnxroof compare a.onnx b.onnx c.onnx --target jetson-orin-nano
+  onnxroof compare a.onnx b.onnx --dim sequence=128 --format html -o compare.html""",
+}
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line. With ``command``, the one about to run, a command that lives in its
     own module is added only if it is that one: those modules are slow to import."""
     parser = _Parser(prog="onnxroof", description="ONNX model analyzer: compute, parameters, bytes and roofline placement.")
     parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    summary = commands.add_parser("summary", help="print totals and a per-node table")
+    summary = commands.add_parser("summary", help="print totals and a per-node table", epilog=_EXAMPLES["summary"],
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     _single_model(summary)
     summary.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
                          help="output format (default: table)")
-    report = commands.add_parser("report", help="write a self-contained HTML report")
+    report = commands.add_parser("report", help="write a self-contained HTML report", epilog=_EXAMPLES["report"],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     _single_model(report)
-    explain = commands.add_parser("explain", help="show how one node's numbers were computed")
+    explain = commands.add_parser("explain", help="show how one node's numbers were computed", epilog=_EXAMPLES["explain"],
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     _single_model(explain, budgets=False)
     explain.add_argument("node", metavar="NODE_NAME", help="the node's name (as `summary` lists it)")
-    diff = commands.add_parser("diff", help="compare a base and a head model (for pull requests)")
+    diff = commands.add_parser("diff", help="compare a base and a head model (for pull requests)", epilog=_EXAMPLES["diff"],
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
     diff.add_argument("base", help="the base model: a path or example:NAME")
     diff.add_argument("head", help="the head model: a path or example:NAME")
     _analysis_options(diff)
-    diff.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table")
+    diff.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
+                      help="table (terminal), markdown (a PR comment), json, or html (a page, written to "
+                           "BASE-vs-HEAD.diff.html without -o)")
     diff.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
     _budget_option(diff, relative=True)
-    compare = commands.add_parser("compare", help="put several candidate models side by side")
+    compare = commands.add_parser("compare", help="put several candidate models side by side", epilog=_EXAMPLES["compare"],
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     compare.add_argument("models", nargs="+", help="paths (or example:NAME)")
     _analysis_options(compare)
-    compare.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table")
+    compare.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
+                         help="table (terminal), markdown, json, or html (a page, written to compare.html without -o)")
     compare.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
     compare.add_argument("--jobs", type=_positive_int, metavar="N", help="parallel analyses (default: one per core)")
     known = command in _BUILT_IN_COMMANDS or command in _COMMAND_MODULES
@@ -412,6 +477,15 @@ def _emit(output: str | None, text: str | Iterable[str]) -> None:
         sys.stdout.writelines([text] if isinstance(text, str) else text)
 
 
+def _emit_page(args: argparse.Namespace, text: str, default_name: str) -> None:
+    """An HTML page goes to a file (``default_name`` without -o, as `report` does); any other
+    format to -o or standard output."""
+    output = args.output or (default_name if args.format == "html" else None)
+    _emit(output, text)
+    if args.format == "html" and not args.quiet and output != "-":
+        print(f"onnxroof: wrote {output}", file=sys.stderr)
+
+
 def _gate(results: list, quiet: bool) -> int:
     """Exit 1 when a budget is broken, listing the broken ones on stderr."""
     broken = [r for r in results if r.broken]
@@ -439,7 +513,7 @@ def _diff(args: argparse.Namespace) -> int:
         text = render_diff_html(diff, results)
     else:
         text = render_diff_table(diff, results)
-    _emit(args.output, text)
+    _emit_page(args, text, f"{_safe_stem(base.model.name)}-vs-{_safe_stem(head.model.name)}.diff.html")
     return _gate(results, args.quiet)
 
 
@@ -457,7 +531,7 @@ def _compare(args: argparse.Namespace) -> int:
         text = render_compare_html(analyses)
     else:
         text = render_compare_table(analyses)
-    _emit(args.output, text)
+    _emit_page(args, text, "compare.html")
     return EXIT_OK
 
 

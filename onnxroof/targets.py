@@ -3,7 +3,7 @@
 Schema ``onnxroof-target/1``. Every figure is a table ``{value, tag, source}``: ``tag`` is
 ``vendor``, ``paper``, ``estimate`` or ``measured`` and ``source`` says where the number comes
 from (for an estimate, the arithmetic). Required: ``name``, ``description``,
-``peak_ops_per_s.<dtype>`` (dense, at least one of fp32 fp16 bf16 int8 int4) and
+``peak_ops_per_s.<dtype>`` (dense, at least one of fp32 fp16 bf16 fp8 int8 int4) and
 ``dram.bandwidth_bytes_per_s``. Optional: ``onchip.size_bytes`` and
 ``onchip.bandwidth_bytes_per_s`` (on-chip memory), ``dram.energy_pj_per_byte``,
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
@@ -37,13 +37,14 @@ else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
 SCHEMA = "onnxroof-target/1"
-DTYPES = ("fp32", "fp16", "bf16", "int8", "int4")
+DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 TAGS = ("vendor", "paper", "estimate", "measured")
 # the roof a node's element type runs on, then the fallbacks when a target lacks that roof
 ROOF_PREFERENCE = {
     "fp32": ("fp32", "fp16", "bf16", "int8"),
     "fp16": ("fp16", "bf16", "fp32", "int8"),
     "bf16": ("bf16", "fp16", "fp32", "int8"),
+    "fp8": ("fp8", "fp16", "bf16", "int8", "fp32"),  # without fp8 units, a float8 tensor is widened
     "int8": ("int8", "int4", "fp16", "bf16", "fp32"),
     "int4": ("int4", "int8", "fp16", "bf16", "fp32"),
 }
@@ -51,7 +52,8 @@ ROOF_PREFERENCE = {
 _ROOF_OF_DTYPE = {
     "float32": "fp32", "float64": "fp32", "float16": "fp16", "bfloat16": "bf16",
     "int8": "int8", "uint8": "int8", "int16": "int8", "uint16": "int8", "int32": "int8", "uint32": "int8",
-    "int4": "int4", "uint4": "int4", "float8e4m3fn": "int8", "float8e5m2": "int8",
+    "int4": "int4", "uint4": "int4", "float8e4m3fn": "fp8", "float8e5m2": "fp8", "float8e4m3fnuz": "fp8",
+    "float8e5m2fnuz": "fp8",
 }
 
 # The rule sets a target's [fusion] policy may name; kernels.py applies them.

@@ -190,9 +190,15 @@ def test_diff_html_is_a_complete_page_with_a_roofline_per_target(capsys, tmp_pat
 def test_compare_table_has_a_header_and_one_row_per_model_in_the_order_given(capsys):
     code, out, _ = run(capsys, "compare", PAIR[1], PAIR[0], "--target", "myriad-x")
     assert code == 0
-    header, *rows = out.splitlines()
-    assert header.split()[:2] == ["model", "params"] and "latency [myriad-x]" in header
+    # the totals, then a block per target, each within 120 columns
+    totals, block = out.split("\n\n")
+    header, *rows = totals.splitlines()
+    assert header.split()[:2] == ["model", "params"]
     assert [row.split()[0] for row in rows] == ["shallownet_separable", "shallownet"]
+    title, target_header, *target_rows = block.splitlines()
+    assert title == "target myriad-x" and target_header.split()[:2] == ["model", "latency"]
+    assert [row.split()[0] for row in target_rows] == ["shallownet_separable", "shallownet"]
+    assert max(len(line) for line in out.splitlines()) <= 120
 
 
 def test_compare_markdown_is_one_table_with_a_row_per_model(capsys):

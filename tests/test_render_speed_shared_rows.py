@@ -21,13 +21,13 @@ F32 = TensorProto.FLOAT
 def test_table_rows_that_look_alike_keep_their_own_index_name_and_shape():
     text = render_table(onnxroof.analyze(look_alike_model()))
     # Relu: 16 elements = 16 FLOPs, 64 B in and out, 16 / 128 = 0.125 FLOP/B; names clip at 40
-    # characters and control characters print as '?'
+    # characters in the middle (19, an ellipsis, the last 20) and control characters print as '?'
     assert text[text.index("\n#  "):] == """
 #  name                                      op    dtype    output  MACs  FLOPs  params  weights    in   out  FLOP/B
 0  a                                         Relu  float32  2x8        0     16       0      0 B  64 B  64 B   0.125
 1  b                                         Relu  float32  2x8        0     16       0      0 B  64 B  64 B   0.125
 2  c?z                                       Relu  float32  4x4        0     16       0      0 B  64 B  64 B   0.125
-3  nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn…  Foo   float32  ?          0      0       0      0 B  64 B   0 B       0  NOT COUNTED: no cost rule for x.y::Foo
+3  nnnnnnnnnnnnnnnnnnn…nnnnnnnnnnnnnnnnnnnn  Foo   float32  ?          0      0       0      0 B  64 B   0 B       0  NOT COUNTED: no cost rule for x.y::Foo
 """
 
 

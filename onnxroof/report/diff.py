@@ -204,11 +204,23 @@ def render_compare_markdown(analyses: list["Analysis"]) -> str:
 
 
 def render_compare_table(analyses: list["Analysis"]) -> str:
+    """The models' totals, then one block per target: each fits a 120-column terminal, however
+    many targets are compared (the Markdown and HTML tables put them side by side)."""
     header, rows = _compare_rows(analyses)
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(cell).rjust(w) if i else str(cell).ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
-             for r in [header, *rows]]
-    return "\n".join(lines) + "\n"
+    totals = 7  # model + six totals; then five columns per target
+    blocks = [_aligned([header[:totals], *(row[:totals] for row in rows)])]
+    for index, report in enumerate(analyses[0].targets if analyses else []):
+        start = totals + 5 * index
+        names = [h.rsplit(" [", 1)[0] for h in header[start:start + 5]]
+        blocks.append(f"target {report.target.name}\n"
+                      + _aligned([["model", *names], *([row[0], *row[start:start + 5]] for row in rows)]))
+    return "\n".join(blocks)
+
+
+def _aligned(table: list[list]) -> str:
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]))]
+    return "\n".join("  ".join(str(cell).rjust(w) if i else str(cell).ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
+                     for r in table) + "\n"
 
 
 def compare_document(analyses: list["Analysis"]) -> dict:

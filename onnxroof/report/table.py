@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from ..result import Analysis
     from ..graph import NodeRecord
 
-CONVENTIONS_LINE = "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds all other element ops; counts SI (k M G), bytes IEC (KiB MiB GiB)"
+CONVENTIONS_LINE = "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds other element ops; counts SI (k M G), bytes IEC (KiB MiB)"
+TERMINAL_COLUMNS = 120  # what the text outputs fit in: long descriptions wrap, long names are clipped
 
 CSV_COLUMNS = (
     "index", "name", "op_type", "domain", "status", "dtype", "output_shape", "macs", "mac_flops", "flops",
@@ -158,6 +159,15 @@ def _node_table(records: list["NodeRecord"]) -> str:
     columns = len(_NODE_HEADER) - 1  # the last column (the reason) is not padded
     widths = [max(map(len, indices)), max(map(len, names))]
     widths += [max(len(cells[i]) for cells in tail_cells) for i in range(columns - 2)]
+    excess = sum(widths) + 2 * (columns - 1) - TERMINAL_COLUMNS
+    for column, floor in ((1, 16), (2, 12)):  # long names give way first, then long op types
+        cut = min(max(excess, 0), max(widths[column] - floor, 0))
+        widths[column] -= cut
+        excess -= cut
+    if widths[1] < max(map(len, names)):
+        names = [clip(name, widths[1]) for name in names]  # middle-clipped: the scope's end stays
+    if widths[2] < max(len(cells[0]) for cells in tail_cells):
+        tail_cells = [(clip(cells[0], widths[2]), *cells[1:]) for cells in tail_cells]
     tail_texts = [
         ("  ".join(cell.rjust(widths[i]) if i in _RIGHT_ALIGNED else cell.ljust(widths[i])
                    for i, cell in enumerate(cells[:-1], start=2)) + "  " + cells[-1]).rstrip()
@@ -209,7 +219,10 @@ def clip(text: str, width: int) -> str:
     if len(text) <= width and text.isprintable():  # most names: nothing to replace or cut
         return text
     text = printable(text)  # model names are untrusted
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2  # middle-clipped: a scoped name keeps its start and its op at the end
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
 def render_csv(analysis: "Analysis") -> str:
@@ -278,9 +291,11 @@ def target_lines(report) -> list[str]:
     """One target: latency, frame rate, bound shares, energy, the model point, top-5 nodes."""
     point = report.model_point
     split = report.energy_split_j
+    import textwrap
+
     lines = [
-        f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
-        f"{printable(report.target.description)}",
+        *textwrap.wrap(f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
+                       f"{printable(report.target.description)}", TERMINAL_COLUMNS, subsequent_indent="    "),
         f"  latency {seconds(report.latency_s)} · {report.throughput_per_s:,.1f} inferences/s · "
         f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
@@ -290,22 +305,26 @@ def target_lines(report) -> list[str]:
     ]
     if report.spilled:
         lines.append(f"  spills {len(report.spilled)} tensor(s) to DRAM: {iec(report.spill_bytes)} extra traffic")
-    lines += [f"  note: {printable(note)}" for note in report.notes]
+    lines += [line for note in report.notes
+              for line in textwrap.wrap(f"  note: {printable(note)}", TERMINAL_COLUMNS, subsequent_indent="        ")]
     lines.append("  top kernels by time:")
     for node in report.top_nodes(5):
         p = node.placement
         share = p.time_s / report.latency_s if report.latency_s else 0
-        lines.append(f"    {clip(node.name, 40):40} {printable(node.op_type):18} {seconds(p.time_s):>9} {share:6.1%}  "
+        lines.append(f"    {clip(node.name, 40):40} {clip(node.op_type, 24):24} {seconds(p.time_s):>9} {share:6.1%}  "
                      f"{bound_label(p.bound):8} {intensity(p.intensity):>8} FLOP/B")
     return lines
 
 
 def render_targets_list(targets) -> str:
     """`onnxroof targets`: every target with its roofs and ridge points."""
+    import textwrap
+
     lines = []
     for target in targets:
         onchip = f", on chip {iec(target.onchip_bytes.value)}" if target.onchip_bytes else ""
-        lines.append(f"{target.name:18} DRAM {target.dram_bytes_per_s.value / 1e9:,.4g} GB/s{onchip} · {target.description}")
+        lines.append(f"{target.name:18} DRAM {target.dram_bytes_per_s.value / 1e9:,.4g} GB/s{onchip}")
+        lines += textwrap.wrap(target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21)
         for roof, figure in target.peak_ops_per_s.items():
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
         overhead = f", launch {seconds(target.node_overhead_s.value)} per kernel" if target.node_overhead_s else ""

@@ -1,0 +1,61 @@
+"""CLI habits a polygraphy or trtexec user expects (issue 21, item 7): help in groups with
+examples and a line for every option, "did you mean" for long options, an HTML page written to
+a file without -o, an fp8 dtype where targets give fp8 peaks, terminal lines within 120 columns."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from onnxroof.cli import build_parser
+
+from conftest import run
+
+def _subparsers(parser):
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices
+
+
+def test_every_option_of_every_command_has_help():
+    missing = [f"{name} {action.option_strings or action.dest}"
+               for name, sub in _subparsers(build_parser()).items()
+               for action in sub._actions if action.help is None]
+    assert missing == []
+
+
+def test_help_shows_groups_and_examples():
+    parser = _subparsers(build_parser())["summary"]
+    text = parser.format_help()
+    for heading in ("shapes and values", "targets and timing", "rules and diagnostics", "examples:"):
+        assert heading in text
+    assert "onnxroof summary model.onnx --target l4" in text
+
+
+def test_a_mistyped_long_option_gets_a_did_you_mean(capsys):
+    code, _, err = run(capsys, "summary", "example:shallownet", "--taget", "l4")
+    assert code == 2 and "--taget: did you mean --target?" in err and "Traceback" not in err
+
+
+def test_diff_as_html_without_output_writes_a_page(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "diff", "example:shallownet", "example:shallownet-separable", "--format", "html")
+    written = list(tmp_path.glob("*.diff.html"))
+    assert code == 0 and out == "" and len(written) == 1
+    assert f"wrote {written[0].name}" in err and written[0].read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_fp8_runs_on_the_fp8_roof_where_a_target_gives_one(capsys):
+    # ShallowNet's 328,586 parameters stored in fp8 take one byte each; H100 lists an fp8 peak
+    code, out, _ = run(capsys, "summary", "example:shallownet", "--dtype", "fp8", "--target", "h100-sxm",
+                       "--format", "json")
+    document = json.loads(out)
+    assert code == 0 and document["totals"]["param_bytes"] == 328_586
+    assert document["targets"][0]["model_point"]["roof"] == "fp8"
+
+
+def test_terminal_lines_fit_120_columns(capsys):
+    for argv in (("targets",), ("summary", "example:minigooglenet", "--target", "l4", "--target", "jetson-orin-nano"),
+                 ("compare", "example:shallownet", "example:minigooglenet", "--target", "l4", "--target", "h100-sxm")):
+        code, out, _ = run(capsys, *argv, "-q") if argv[0] != "targets" else run(capsys, *argv)
+        assert code == 0
+        assert max(len(line) for line in out.splitlines()) <= 120, argv

@@ -200,8 +200,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _single_model(report)
     explain = commands.add_parser("explain", help="show how one node's numbers were computed", epilog=_EXAMPLES["explain"],
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    _single_model(explain, budgets=False)
-    explain.add_argument("node", metavar="NODE_NAME", help="the node's name (as `summary` lists it)")
+    explain.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
+    explain.add_argument("node", nargs="?", metavar="NODE_NAME", help="the node's name (as `summary` lists it)")
+    explain.add_argument("--example", metavar="NAME", help="use a built-in example model (then give the node name only)")
+    _analysis_options(explain)
+    explain.set_defaults(sweep=[], emit_order=None, output=None)
     diff = commands.add_parser("diff", help="compare a base and a head model (for pull requests)", epilog=_EXAMPLES["diff"],
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     diff.add_argument("base", help="the base model: a path or example:NAME")
@@ -316,7 +319,7 @@ def _print_traceback() -> None:
 
 
 def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = None) -> int:
-    args = parser.parse_args(argv)
+    args = _explain_args(parser, argv) if argv[:1] == ["explain"] else parser.parse_args(argv)
     # the onnxroof program itself (not main() called in a larger process) may fork a small child
     args.program = kept is not None
     if args.command is None:
@@ -384,6 +387,25 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
         if not args.quiet and output != "-":
             print(f"onnxroof: wrote {output}", file=sys.stderr)
     return _gate(check_budgets(budgets, analysis), args.quiet)
+
+
+def _explain_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """explain's arguments, its model and node names anywhere among the flags (argparse takes
+    positionals only where they first appear: ``explain m.onnx --batch 1 NODE``)."""
+    args, extras = parser.parse_known_args(argv)
+    unknown = [word for word in extras if word.startswith("-")]
+    elsewhere = [w.split("=")[0] for w in unknown if w.split("=")[0] in ("--sweep", "--emit-order", "-o", "--output", "--fail-if")]
+    if elsewhere:
+        raise UsageError(f"explain takes no {elsewhere[0]}: {elsewhere[0]} is for summary and report")
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    words = [w for w in (args.model, args.node, *extras) if w is not None]
+    wanted = 1 if args.example else 2
+    if len(words) != wanted:
+        raise UsageError("explain takes a model and a node name: onnxroof explain MODEL NODE [flags] "
+                         "(or --example NAME NODE); `onnxroof summary MODEL` lists the node names")
+    args.model, args.node = (None, words[0]) if args.example else words
+    return args
 
 
 def _model(source: str):

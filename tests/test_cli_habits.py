@@ -59,3 +59,21 @@ def test_terminal_lines_fit_120_columns(capsys):
         code, out, _ = run(capsys, *argv, "-q") if argv[0] != "targets" else run(capsys, *argv)
         assert code == 0
         assert max(len(line) for line in out.splitlines()) <= 120, argv
+
+
+def test_explain_takes_its_flags_anywhere_and_shows_the_node_on_a_target(capsys, tmp_path):
+    # ShallowNet's conv2d_0: 884,736 MACs; on myriad-x it is fused with its ReLU and the Flatten
+    code, out, _ = run(capsys, "explain", "example:shallownet", "--batch", "1", "conv2d_0", "--target", "myriad-x")
+    assert code == 0 and "applied 1·32·1024·3·9 = 884,736 MACs" in out
+    block = out[out.index("target myriad-x"):]
+    assert "compute " in block and "DRAM " in block and "-bound" in block
+    code, again, _ = run(capsys, "explain", "--example", "shallownet", "conv2d_0", "--batch", "1", "--target", "myriad-x")
+    assert code == 0 and again == out
+    code, _, err = run(capsys, "explain", "example:shallownet")
+    assert code == 2 and "explain takes a model and a node name" in err
+
+
+def test_explain_help_lists_only_what_it_accepts():
+    text = _subparsers(build_parser())["explain"].format_help()
+    for absent in ("--sweep", "--emit-order", "--fail-if", "--output"):
+        assert absent not in text

@@ -280,7 +280,40 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
         lines.append("intensity -  (a view: moves no bytes)")
     for attribute, subgraph in record.subgraphs.items():
         lines.append(f"subgraph {attribute}: {len(subgraph.records)} nodes, {subgraph.flops:,} FLOPs, {subgraph.params:,} params")
+    for report in analysis.targets:
+        lines += explain_target_lines(report, record.name)
     return "\n".join(lines) + "\n"
+
+
+def explain_target_lines(report, node: str) -> list[str]:
+    """Where ``node`` runs on one target: its kernel (the nodes fused with it), bytes and time per
+    memory level, the efficiency applied, the launch cost, the time and the bound."""
+    kernel = next((k for k in report.nodes if node in k.nodes), None)
+    name = printable(report.target.name)
+    if kernel is None:
+        return [f"target {name}: not run (a folded constant or shape arithmetic: no kernel)"]
+    target, point = report.target, kernel.placement
+    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    fused = (f"kernel {printable(kernel.name)} ({printable(kernel.op_type)}: {len(kernel.nodes)} nodes fused under "
+             f"{', '.join(report.fusion)})" if len(kernel.nodes) > 1 else "its own kernel")
+    lines = [
+        f"target {name}: {fused}",
+        f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof}) = "
+        f"{seconds(point.compute_s * point.efficiency)}",
+        f"  DRAM     {point.dram_bytes:,} B / {si(target.dram_bytes_per_s.value, 'B/s')} = "
+        f"{seconds(point.memory_s * point.efficiency)}" + (f" (of which {kernel.spill_bytes:,} B spilled)" if kernel.spill_bytes else ""),
+    ]
+    if onchip_bw:
+        lines.append(f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = {seconds(point.onchip_s * point.efficiency)}")
+    if point.efficiency != 1.0:
+        lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
+                     f"of these over {point.efficiency:.2f}")
+    if point.overhead_s:
+        lines.append(f"  launch   {seconds(point.overhead_s)} per kernel")
+    lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
+    if len(kernel.nodes) > 1:
+        lines.append(f"  nodes    {clip(', '.join(kernel.nodes), TERMINAL_COLUMNS - 11)}")
+    return lines
 
 
 

@@ -195,6 +195,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _single_model(summary)
     summary.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
                          help="output format (default: table)")
+    summary.add_argument("--by", choices=("node", "module", "op"), default="node",
+                         help="rows per node (default), per module of the module tree the node names carry "
+                              "(/encoder/layer.0/...), or per op type")
+    summary.add_argument("--depth", type=_positive_int, metavar="N",
+                         help="with --by module: fold deeper modules into their ancestor N levels down")
     report = commands.add_parser("report", help="write a self-contained HTML report", epilog=_EXAMPLES["report"],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     _single_model(report)
@@ -378,7 +383,7 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
         sys.stdout.write(render_explain(analysis, analysis.find_node(args.node)))
         return EXIT_OK
     if args.command == "summary":
-        _emit(args.output, _summary_chunks(analysis, args.format))
+        _emit(args.output, _summary_chunks(analysis, args.format, args.by, args.depth))
     else:
         from .report.html import render_html
 
@@ -568,13 +573,27 @@ def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]
         return list(pool.map(_analyze, sources, [args] * len(sources)))
 
 
-def _summary_chunks(analysis: Analysis, fmt: str) -> Iterable[str]:
+def _summary_chunks(analysis: Analysis, fmt: str, by: str = "node", depth: int | None = None) -> Iterable[str]:
     """What `summary` writes, in chunks to write one after the other (a big model's JSON is
     written as it is encoded)."""
+    if depth is not None and by != "module":
+        raise UsageError("--depth goes with --by module")
     if fmt == "json":
         from .report.json import document_json
 
+        if by != "node":
+            from .report.json import grouped_document
+
+            return [json.dumps(grouped_document(analysis, by, depth), indent=2) + "\n"]
         return document_json(analysis, compact=len(analysis.nodes) > PRETTY_JSON_NODES)
+    if by != "node" and fmt in ("csv", "markdown"):
+        raise UsageError(f"--by {by} prints a table or JSON: use --format table or json")
+    if by != "node":
+        from .report.module_table import by_module_lines, by_op_lines
+        from .report.table import table_chunks
+
+        lines = by_module_lines(analysis, depth) if by == "module" else by_op_lines(analysis)
+        return [table_chunks(analysis)[0], "\n".join(lines) + "\n"]
     if fmt == "markdown":
         from .report.markdown import render_markdown
 

@@ -517,7 +517,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     ``model`` is what onnxruntime loads (default: the file ``analysis`` was read from; give the
     ModelProto for a model built in memory). ``keep_profile`` copies onnxruntime's raw profile
     there."""
-    from .roofline import place_model
+    from .roofline import place_model, split_kernel_times
 
     ort = import_onnxruntime()
     if optimization not in OPTIMIZATION_LEVELS:
@@ -610,26 +610,6 @@ def _wall_times(session, feeds: dict, warmup: int, runs: int) -> list[float]:
         session.run(None, feeds)
         times.append(time.perf_counter() - start)
     return times
-
-
-def split_kernel_times(report: "TargetReport", weights: Mapping[str, float]) -> dict[str, float]:
-    """Each ONNX node's share of its kernel's predicted time, in proportion to ``weights`` (all of
-    it to the kernel's first node when its nodes weigh nothing).
-
-    >>> from types import SimpleNamespace as S
-    >>> kernel = S(nodes=["conv", "relu"], placement=S(time_s=9.0))
-    >>> split_kernel_times(S(nodes=[kernel]), {"conv": 8.0, "relu": 4.0})
-    {'conv': 6.0, 'relu': 3.0}
-    """
-    shares: dict[str, float] = {}
-    for kernel in report.nodes:
-        total = sum(weights.get(name, 0.0) for name in kernel.nodes)
-        for index, name in enumerate(kernel.nodes):
-            if total > 0:
-                shares[name] = kernel.placement.time_s * weights.get(name, 0.0) / total
-            else:
-                shares[name] = kernel.placement.time_s if index == 0 else 0.0
-    return shares
 
 
 def kernel_placements(report: "TargetReport") -> dict[str, "Placement"]:

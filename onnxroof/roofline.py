@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from .kernels import Kernel, efficiency_class, fuse, group
 from .memory import spill_plan
@@ -207,6 +207,26 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     return _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
                       keeps_activations, notes, rules)
+
+
+def split_kernel_times(report: TargetReport, weights: Mapping[str, float]) -> dict[str, float]:
+    """Each ONNX node's share of its kernel's predicted time, in proportion to ``weights`` (all of
+    it to the kernel's first node when its nodes weigh nothing).
+
+    >>> from types import SimpleNamespace as S
+    >>> kernel = S(nodes=["conv", "relu"], placement=S(time_s=9.0))
+    >>> split_kernel_times(S(nodes=[kernel]), {"conv": 8.0, "relu": 4.0})
+    {'conv': 6.0, 'relu': 3.0}
+    """
+    shares: dict[str, float] = {}
+    for kernel in report.nodes:
+        total = sum(weights.get(name, 0.0) for name in kernel.nodes)
+        for index, name in enumerate(kernel.nodes):
+            if total > 0:
+                shares[name] = kernel.placement.time_s * weights.get(name, 0.0) / total
+            else:
+                shares[name] = kernel.placement.time_s if index == 0 else 0.0
+    return shares
 
 
 def _without_kernel_internals(problem: MemoryProblem, kernels: list[Kernel]) -> MemoryProblem:

@@ -50,6 +50,22 @@ def document_json(analysis: "Analysis", compact: bool) -> Iterable[str]:
         yield json.dumps(to_document(analysis), indent=2, check_circular=False) + "\n"
 
 
+def grouped_document(analysis: "Analysis", by: str, depth: int | None = None) -> dict:
+    """``summary --by module|op --format json``: the document without its node list, with the
+    module tree (``modules``: each module's sums and children) or the op types (``ops``)."""
+    from ..modules import has_scopes, module_tree, op_breakdown
+
+    document = to_document(analysis)
+    document.pop("nodes", None)
+    if by == "module" and has_scopes(analysis):
+        document["modules"] = module_tree(analysis, depth).to_dict()
+    else:
+        if by == "module":
+            document["notes"] = ["the node names carry no module scopes: grouped by op type"]
+        document["ops"] = [entry.to_dict() for entry in op_breakdown(analysis)]
+    return document
+
+
 def sweep_document(points) -> dict:
     """One full document per sweep point, with the point's values."""
     return {

@@ -29,6 +29,7 @@ from .charts import roofline_chart
 from .scales import svg_number
 from .diff import format_value
 from .memory_section import _memory_context
+from .module_section import modules_context
 from .node_table import _node_data, _table_context
 from .bounds import BOUND_LABELS, BOUND_TITLES
 from .table import assumed_text
@@ -72,6 +73,7 @@ def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | No
                             for k, t in enumerate(document["targets"])]
     context["profile"] = _profile_context(document, profile, profiled) if profile is not None else None
     context["hotspots"] = _hotspots_context(document)
+    context["modules"] = modules_context(analysis)
     context["table"] = _table_context(document)
     small = len(document["nodes"]) <= FULL_DOCUMENT_MAX_NODES
     context["document_json"] = Markup(script_json(document)) if small else None

@@ -1,0 +1,83 @@
+"""Costs per module (issue 21, item 3): the module tree the node names carry, each module the
+sum of the nodes below it. Expected numbers are worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+
+import onnxroof
+from onnx import TensorProto, helper
+
+from onnxroof.modules import module_tree, repeated_runs
+from onnxroof.report.html import render_html
+
+from conftest import make_model, run, zeros
+
+F32 = TensorProto.FLOAT
+
+
+def two_layer_model():
+    """x [1, 16] -> /encoder/layer.{0,1}/fc/MatMul (16 x 16 weights) -> /encoder/layer.{0,1}/act/Relu
+    -> /head/MatMul (16 x 4) -> y. Each layer: 256 MACs, 512 + 16 FLOPs, 256 params; the head 64 MACs."""
+    nodes, previous, weights = [], "x", []
+    for layer in range(2):
+        nodes.append(helper.make_node("MatMul", [previous, f"w{layer}"], [f"h{layer}"], name=f"/encoder/layer.{layer}/fc/MatMul"))
+        nodes.append(helper.make_node("Relu", [f"h{layer}"], [f"r{layer}"], name=f"/encoder/layer.{layer}/act/Relu"))
+        weights.append((f"w{layer}", zeros(16, 16)))
+        previous = f"r{layer}"
+    nodes.append(helper.make_node("MatMul", [previous, "head"], ["y"], name="/head/MatMul"))
+    weights.append(("head", zeros(16, 4)))
+    return make_model(nodes, [("x", F32, [1, 16])], [("y", F32, [1, 4])], weights)
+
+
+def test_children_sum_to_their_parent_and_the_root_to_the_totals():
+    analysis = onnxroof.analyze(two_layer_model())
+    root = module_tree(analysis)
+    encoder, head = root.children
+    assert (encoder.name, head.name) == ("encoder", "head")
+    layer0, layer1 = encoder.children
+    assert (layer0.macs, layer0.flops, layer0.params, layer0.nodes) == (256, 2 * 256 + 16, 256, 2)
+    assert encoder.macs == 2 * 256 and head.macs == 64 and root.macs == 2 * 256 + 64 == analysis.totals.macs
+    assert root.params == 2 * 256 + 64 == analysis.totals.params
+    assert root.flops == analysis.totals.flops
+
+
+def test_alike_blocks_are_shown_once_with_their_count():
+    encoder = module_tree(onnxroof.analyze(two_layer_model())).children[0]
+    assert [(m.name, count, label) for m, count, label in repeated_runs(encoder.children)] == [("layer.0", 2, "layer.0-1")]
+
+
+def test_summary_by_module_prints_the_tree_and_json_has_it(capsys, tmp_path):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(two_layer_model().SerializeToString())
+    code, out, _ = run(capsys, "summary", str(path), "--by", "module", "--target", "l4")
+    tree = out[out.index("By module"):]
+    assert code == 0 and "layer.0-1" in tree and "x2" in tree and "time [l4]" in tree
+    code, out, _ = run(capsys, "summary", str(path), "--by", "module", "--format", "json")
+    modules = json.loads(out)["modules"]
+    assert modules["macs"] == 576 and [c["name"] for c in modules["children"]] == ["encoder", "head"]
+    code, out, _ = run(capsys, "summary", str(path), "--by", "module", "--depth", "1", "--format", "json")
+    assert [c["children"] for c in json.loads(out)["modules"]["children"]] == [[], []]
+
+
+def test_a_kernel_s_time_is_split_over_its_modules_and_sums_to_the_latency():
+    analysis = onnxroof.analyze(two_layer_model(), targets=["l4"])
+    root = module_tree(analysis)
+    assert abs(root.time_s["l4"] - analysis.targets[0].latency_s) < 1e-15
+    assert abs(sum(c.time_s["l4"] for c in root.children) - root.time_s["l4"]) < 1e-15
+
+
+def test_names_without_scopes_fall_back_to_op_types(capsys):
+    code, out, _ = run(capsys, "summary", "--example", "shallownet", "--by", "module")
+    assert code == 0 and "By op type (the node names carry no module scopes" in out
+    code, out, _ = run(capsys, "summary", "--example", "shallownet", "--by", "op", "--format", "json")
+    ops = {entry["name"]: entry for entry in json.loads(out)["ops"]}
+    assert ops["Conv"]["macs"] == 884_736 and "modules" not in json.loads(out)
+
+
+def test_the_report_has_a_collapsible_module_tree():
+    html = render_html(onnxroof.analyze(two_layer_model()))
+    section = html[html.index('id="modules"'):html.index("</section>", html.index('id="modules"'))]
+    assert section.count("<details") == 1 + 2 + 1 + 2  # the model, encoder and head, one row for both layers, fc and act
+    assert "layer.0-1" in section and "x2" in section
+    assert 'id="modules"' not in render_html(onnxroof.analyze(__import__("onnxroof.examples", fromlist=["x"]).build_example("shallownet")))

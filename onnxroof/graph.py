@@ -61,6 +61,38 @@ _NO_INFO = TensorInfo("")  # a tensor nothing is known about
 # of a record mutates them) instead of one per node
 _NO_PARAMETERS: list[str] = []
 _NO_SUBGRAPHS: dict[str, "SubgraphCost"] = {}
+_NO_SCOPE: tuple[str, ...] = ()
+
+
+def _name_scopes(node: onnx.NodeProto) -> tuple[str, ...]:
+    """The module path in PyTorch's ``pkg.torch.onnx.name_scopes`` metadata: each entry is a
+    module's full dotted path (``['', 'm', 'm.model', 'm.model.layers.0', 'add_3']``, the last
+    the node itself), so each module's own name is what it adds to its parent's
+    (``('m', 'model', 'layers.0')``).
+
+    >>> node = onnx.helper.make_node("Add", ["a", "b"], ["c"])
+    >>> entry = node.metadata_props.add(); entry.key = "pkg.torch.onnx.name_scopes"
+    >>> entry.value = "['', 'm', 'm.model', 'm.model.layers.0', 'add_3']"
+    >>> _name_scopes(node)
+    ('m', 'model', 'layers.0')
+    """
+    import ast
+
+    text = next((p.value for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"), None)
+    if not text:
+        return _NO_SCOPE
+    try:
+        scopes = [s for s in ast.literal_eval(text) if isinstance(s, str)]
+    except (ValueError, SyntaxError):
+        return _NO_SCOPE
+    path, parent = [], ""
+    for scope in scopes[:-1]:  # the last entry is the node itself
+        if not scope:
+            continue
+        own = scope[len(parent) + 1:] if parent and scope.startswith(parent + ".") else scope
+        path.append(own)
+        parent = scope
+    return tuple(path)
 
 
 @dataclass(slots=True)  # slotted: one per node of graphs of 10^5 nodes
@@ -94,6 +126,9 @@ class NodeRecord:
     # fold or run these on the host, so no target charges a kernel launch for them
     shape_only: bool = False
     subgraphs: dict[str, "SubgraphCost"] = field(default_factory=dict)  # If branches, Loop/Scan bodies
+    # the module path the exporter wrote in the node's metadata (PyTorch's dynamo exporter:
+    # pkg.torch.onnx.name_scopes), innermost last; () when it wrote none
+    scope: tuple[str, ...] = ()
 
     @property
     def counted(self) -> bool:
@@ -290,6 +325,7 @@ class _Coster:
             derived.input_shapes, derived.input_dtypes, derived.output_shapes, derived.output_dtypes, derived.dtype,
             cost.macs, 2 * cost.macs + cost.flops, params, weight_bytes, derived.input_bytes, derived.output_bytes,
             cost.formula, cost.view, param_inputs, derived.shape_only, subgraphs,
+            _name_scopes(node) if node.metadata_props else _NO_SCOPE,
         )
 
     def _signature(self, op_type: str, domain: str, attributes, inputs: list[str], outputs: list[str]) -> tuple:

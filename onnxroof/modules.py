@@ -1,8 +1,10 @@
 """Costs per module (issue 21): the module tree exporters keep in node names.
 
-PyTorch's exporters name a node after the module that made it (``/encoder/layer.0/attention/
-self/MatMul``: module ``encoder/layer.0/attention/self``, node ``MatMul``), as optimum and
-onnxruntime-genai's builder do (``/model/layers.3/mlp/...``) and tf2onnx (``model/dense/MatMul``).
+PyTorch's TorchScript exporter names a node after the module that made it (``/encoder/layer.0/
+attention/self/MatMul``: module ``encoder/layer.0/attention/self``, node ``MatMul``), as optimum
+and onnxruntime-genai's builder do (``/model/layers.3/mlp/...``) and tf2onnx
+(``model/dense/MatMul``); its dynamo exporter names nodes ``node_MatMul_12`` and writes the path
+in the node's metadata (``pkg.torch.onnx.name_scopes``), which wins where present.
 :func:`module_tree` groups the node records by that path into a tree whose every module holds
 the sums of the nodes below it, so children add up to their parent and the root to the model's
 totals; :func:`op_breakdown` groups them by op type instead. A graph whose names carry no scope
@@ -71,6 +73,12 @@ class ModuleCost:
                 "children": [c.to_dict() for c in self.children]}
 
 
+def record_path(record: "NodeRecord") -> tuple[str, ...]:
+    """A node's module path: the exporter's metadata when it wrote one (PyTorch's dynamo
+    exporter), else the scopes in its name."""
+    return record.scope or module_path(record.name)
+
+
 def module_path(name: str) -> tuple[str, ...]:
     """The module scopes in a node's name: all its ``/``-separated parts but the last.
 
@@ -86,7 +94,7 @@ def module_path(name: str) -> tuple[str, ...]:
 def has_scopes(analysis: "Analysis") -> bool:
     """Whether most counted nodes' names carry a module scope."""
     counted = [r for r in analysis.nodes if r.counted]
-    return bool(counted) and sum(1 for r in counted if module_path(r.name)) * 2 >= len(counted)
+    return bool(counted) and sum(1 for r in counted if record_path(r)) * 2 >= len(counted)
 
 
 def node_times(analysis: "Analysis") -> dict[str, dict[str, float]]:
@@ -131,7 +139,7 @@ def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
     index: dict[tuple[str, ...], ModuleCost] = {(): root}
     own: dict[tuple[str, ...], ModuleCost] = {}  # the nodes that sit at a module itself, not in a child
     for record in records:
-        path = module_path(record.name)[:depth] if depth is not None else module_path(record.name)
+        path = record_path(record)[:depth] if depth is not None else record_path(record)
         node_time = {target: per_node.get(record.name, 0.0) for target, per_node in times.items()}
         cost = (record, params[record.name], live.get(record.name, 0), node_time)
         _add(root, *cost)

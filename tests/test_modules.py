@@ -81,3 +81,14 @@ def test_the_report_has_a_collapsible_module_tree():
     assert section.count("<details") == 1 + 2 + 1 + 2  # the model, encoder and head, one row for both layers, fc and act
     assert "layer.0-1" in section and "x2" in section
     assert 'id="modules"' not in render_html(onnxroof.analyze(__import__("onnxroof.examples", fromlist=["x"]).build_example("shallownet")))
+
+
+def test_the_dynamo_exporter_s_metadata_gives_the_path():
+    # torch.onnx.export(dynamo=True) names nodes node_add_3 and writes each module's full dotted path
+    node = helper.make_node("Relu", ["x"], ["y"], name="node_relu_0")
+    entry = node.metadata_props.add()
+    entry.key, entry.value = "pkg.torch.onnx.name_scopes", "['', 'm', 'm.layers.0', 'm.layers.0.act', 'relu']"
+    analysis = onnxroof.analyze(make_model([node], [("x", F32, [1, 8])], [("y", F32, [1, 8])]))
+    root = module_tree(analysis)
+    path = [root.children[0].name, root.children[0].children[0].name, root.children[0].children[0].children[0].name]
+    assert path == ["m", "layers.0", "act"] and root.children[0].flops == 8

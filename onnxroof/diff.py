@@ -11,7 +11,7 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .budgets import percent_change
 
@@ -69,6 +69,7 @@ class ModelDiff:
     op_types: list[dict]
     nodes: list[NodeChange]
     top_time_changes: dict[str, list[tuple[str, float, float]]]  # target -> (node, base s, head s)
+    modules: list[dict] = field(default_factory=list)  # per module (two levels deep) that changed, by impact
 
     @property
     def changed_nodes(self) -> list[NodeChange]:
@@ -132,7 +133,51 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10) -> ModelDif
         op_types=_op_type_rows(base, head),
         nodes=nodes,
         top_time_changes=top_changes,
+        modules=module_changes(base, head),
     )
+
+
+MODULE_DIFF_DEPTH = 2
+
+
+def module_changes(base: "Analysis", head: "Analysis", depth: int = MODULE_DIFF_DEPTH) -> list[dict]:
+    """The modules (down to ``depth`` levels) whose cost changed, matched by path, the largest
+    change first (time on the head's first target, then FLOPs, then parameters); [] when
+    neither model's node names carry module scopes."""
+    from .modules import has_scopes, module_tree
+
+    if not (has_scopes(base) or has_scopes(head)):
+        return []
+    target = head.targets[0].target.name if head.targets else None
+
+    def flat(analysis: "Analysis") -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        stack = list(module_tree(analysis, depth).children)
+        while stack:
+            module = stack.pop()
+            found[module.path] = module
+            stack.extend(module.children)
+        return found
+
+    before, after = flat(base), flat(head)
+    rows = []
+    for path in before.keys() | after.keys():
+        b, h = before.get(path), after.get(path)
+        row = {"module": path, "kind": "added" if b is None else "removed" if h is None else "changed"}
+        for key in ("params", "macs", "flops"):
+            row[f"base_{key}"], row[f"head_{key}"] = getattr(b, key, 0), getattr(h, key, 0)
+        row["base_time_s"] = b.time_s.get(target, 0.0) if b and target else None
+        row["head_time_s"] = h.time_s.get(target, 0.0) if h and target else None
+        if b is not None and h is not None and all(row[f"base_{k}"] == row[f"head_{k}"] for k in ("params", "macs", "flops")) \
+                and row["base_time_s"] == row["head_time_s"]:
+            continue
+        rows.append(row)
+
+    def impact(row: dict) -> tuple:
+        time = abs((row["head_time_s"] or 0.0) - (row["base_time_s"] or 0.0))
+        return -time, -abs(row["head_flops"] - row["base_flops"]), -abs(row["head_params"] - row["base_params"]), row["module"]
+
+    return sorted(rows, key=impact)
 
 
 def _total_deltas(base: "Analysis", head: "Analysis") -> list[Delta]:

@@ -75,7 +75,7 @@ def test_markdown_diff_structure(capsys):
     markdown = capsys.readouterr().out
     lines = markdown.splitlines()
     assert lines[0].startswith("### onnxroof diff")
-    assert lines[2].startswith("**") and "🔻" in lines[2]  # the summary line comes first
+    assert lines[2].startswith("**") and "🟢" in lines[2]  # the summary line comes first: cuts are good news
     header = next(i for i, line in enumerate(lines) if line.startswith("| metric |"))
     assert re.fullmatch(r"\| (---:? \| ){4}---:? \|", lines[header + 1])
     rows = [line for line in lines[header + 2:] if line.startswith("|")]
@@ -130,3 +130,32 @@ def test_compare_puts_models_side_by_side(capsys):
     assert first["targets"][0]["name"] == "myriad-x"
     assert main(["compare", "example:shallownet", "example:minigooglenet", "--format", "markdown"]) == 0
     assert "| shallownet |" in capsys.readouterr().out
+
+
+def test_the_diff_lists_the_modules_that_changed_largest_first(capsys, tmp_path):
+    # base: /encoder/layer.0/fc is 16 x 32 (512 params, 512 MACs), /head 32 x 4 (128); head halves
+    # both widths: encoder 512 -> 256 params, head 128 -> 64
+    import json as json_module
+
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def model(width):
+        nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"], name="/encoder/layer.0/fc/MatMul"),
+                 helper.make_node("Relu", ["h"], ["r"], name="/encoder/layer.0/act/Relu"),
+                 helper.make_node("MatMul", ["r", "w1"], ["y"], name="/head/MatMul")]
+        weights = [numpy_helper.from_array(np.zeros((16, width), np.float32), "w0"),
+                   numpy_helper.from_array(np.zeros((width, 4), np.float32), "w1")]
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], weights)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+    onnx.save(model(32), tmp_path / "base.onnx")
+    onnx.save(model(16), tmp_path / "head.onnx")
+    assert main(["diff", str(tmp_path / "base.onnx"), str(tmp_path / "head.onnx"), "--format", "json"]) == 0
+    modules = json_module.loads(capsys.readouterr().out)["modules"]
+    assert [(m["module"], m["base_params"], m["head_params"]) for m in modules] == [
+        ("encoder", 512, 256), ("encoder/layer.0", 512, 256), ("head", 128, 64)]
+    assert main(["diff", str(tmp_path / "base.onnx"), str(tmp_path / "head.onnx"), "--format", "markdown"]) == 0
+    assert "| encoder | changed | 🟢 512 → 256 |" in capsys.readouterr().out

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from ..budgets import BudgetResult
     from ..diff import Delta, ModelDiff
 
-UP, DOWN, SAME = "🔺", "🔻", "⚪"
+BETTER, WORSE, NEUTRAL, SAME = "🟢", "🔴", "🔷", "⚪"
+HIGHER_IS_BETTER = frozenset({"throughput_per_s"})
+NEITHER = frozenset({"nodes"})  # more or fewer nodes is neither good nor bad in itself
 SCHEMA = "onnxroof-diff/1"
 
 
@@ -49,11 +51,25 @@ def signed_change(delta: "Delta") -> str:
     return ("+" if change > 0 else "−") + text
 
 
+def verdict(key: str, change: float) -> str:
+    """The mark of a change: better (green), worse (red) or neither, for that metric: less is
+    better for every cost, more for throughput.
+
+    >>> verdict("params", -5), verdict("latency_s", 1), verdict("throughput_per_s", 1), verdict("nodes", 3)
+    ('🟢', '🔴', '🟢', '🔷')
+    """
+    if change == 0:
+        return SAME
+    if key in NEITHER:
+        return NEUTRAL
+    return BETTER if (change > 0) == (key in HIGHER_IS_BETTER) else WORSE
+
+
 def percent_text(delta: "Delta", symbols: bool = True) -> str:
     percent = delta.percent
     if percent is None:
         return "n/a"
-    symbol = "" if not symbols else (SAME if percent == 0 else UP if percent > 0 else DOWN) + " "
+    symbol = "" if not symbols else verdict(delta.key, percent) + " "
     if math.isinf(percent):
         return f"{symbol}new"
     return f"{symbol}{percent:+.1f}%".replace("-", "−")
@@ -100,6 +116,11 @@ def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), 
             [(escape(r["op_type"]), f"{r['base_count']} → {r['head_count']}", si(r["base_flops"]), si(r["head_flops"]),
               _percent(r["base_flops"], r["head_flops"])) for r in ops],
             "lrrrr"))]
+    if diff.modules:
+        target = diff.head.targets[0].target.name if diff.head.targets else None
+        lines += ["", details(f"Modules that changed ({len(diff.modules)})" + (f", by time on {html_text(target)}" if target else ""),
+                              table(("module", "change", "params", "FLOPs", *(("time",) if target else ())),
+                                    [_module_cells(row, target is not None) for row in diff.modules[:rows]], "llrrr"))]
     changed_nodes = diff.changed_nodes
     if changed_nodes:
         counts = {kind: sum(1 for n in changed_nodes if n.kind == kind) for kind in ("added", "removed", "changed")}
@@ -123,6 +144,16 @@ def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), 
     return "\n".join(lines) + "\n"
 
 
+def _module_cells(row: dict, timed: bool) -> tuple:
+    def pair(key: str, unit: str) -> str:
+        b, h = row[f"base_{key}"], row[f"head_{key}"]
+        mark = verdict(key if key != "time_s" else "latency_s", (h or 0) - (b or 0))
+        return f"{mark} {format_value(b, unit)} → {format_value(h, unit)}" if b != h else format_value(h, unit)
+
+    cells = (escape(row["module"]), row["kind"], pair("params", "count"), pair("flops", "count"))
+    return cells + ((pair("time_s", "seconds"),) if timed else ())
+
+
 def _percent(before: float, after: float) -> str:
     from ..budgets import percent_change
 
@@ -143,6 +174,13 @@ def render_diff_table(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> 
                  f"{sum(n.kind == 'unchanged' for n in diff.nodes)} unchanged")
     for n in changed[:20]:
         lines.append(f"  {n.kind:9} {n.name} ({(n.head or n.base).op_type})" + (f": {', '.join(n.changes)}" if n.changes else ""))
+    if diff.modules:
+        lines.append(f"modules that changed ({len(diff.modules)}, the largest first):")
+        for row in diff.modules[:10]:
+            lines.append(f"  {row['kind']:9} {row['module']}: params {si(row['base_params'])} -> {si(row['head_params'])}, "
+                         f"FLOPs {si(row['base_flops'])} -> {si(row['head_flops'])}"
+                         + (f", time {format_value(row['base_time_s'], 'seconds')} -> {format_value(row['head_time_s'], 'seconds')}"
+                            if row["head_time_s"] is not None or row["base_time_s"] is not None else ""))
     lines += [b.describe() for b in budgets]
     return "\n".join(lines) + "\n"
 
@@ -169,6 +207,7 @@ def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict
              "base_flops": n.base.flops if n.base else None, "head_flops": n.head.flops if n.head else None}
             for n in diff.nodes
         ],
+        "modules": diff.modules,  # per module (two levels deep) that changed, the largest change first
         "top_time_changes": {t: [{"node": n, "base_s": b, "head_s": h} for n, b, h in rows]
                              for t, rows in diff.top_time_changes.items()},
         "budgets": [{"budget": b.budget.text, "value": b.value, "broken": b.broken} for b in budgets],

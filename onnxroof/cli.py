@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .version import __version__
 from .files import write_atomically
+from .commands.options import (
+    EXAMPLES, analysis_options, budget_option, positive_int, single_model,
+)
 from .errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, UsageError
 
 # The pipeline (onnx, networkx, every cost rule), the renderers and the examples are imported
@@ -81,107 +84,10 @@ def _option_suggestion(message: str, options: list[str]) -> str:
     return f"{message} ({'; '.join(hints)})" if hints else message
 
 
-def _analysis_options(parser: argparse.ArgumentParser) -> None:
-    """How a model is costed: the same flags for one model or several, in groups as --help shows them."""
-    shapes = parser.add_argument_group("shapes and values (a batch dim left open is 1; any other open dim exits 2)")
-    shapes.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
-                        help="set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 (repeatable)")
-    shapes.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
-                        help="bind a named (symbolic) dim everywhere, e.g. batch=1 (repeatable)")
-    shapes.add_argument("--batch", type=_positive_int, metavar="N", help="set axis 0 of every input to N")
-    shapes.add_argument("--value", action="append", default=[], metavar="NAME=V1,V2,...",
-                        help="the value of an input the graph computes with, e.g. sr=16000 (an If on the sample "
-                             "rate is then costed on the branch it takes); repeatable")
-    shapes.add_argument("--loop-trips", type=_positive_int, metavar="N",
-                        help="trip count for Loops whose count is not a constant in the model")
-    shapes.add_argument("--phase", choices=("prefill", "decode"),
-                        help="a KV-cached decoder's phase: prefill (with --seq) or decode (with --context)")
-    shapes.add_argument("--seq", type=_positive_int, metavar="N", help="prefill: the prompt length")
-    shapes.add_argument("--context", type=_non_negative_int, metavar="N", help="decode: tokens already in the KV cache")
-    shapes.add_argument("--partial", action="store_true",
-                        help="analyse with input dims left unbound: nothing assumed, and the nodes depending on them "
-                             "not counted")
-    hardware = parser.add_argument_group("targets and timing")
-    hardware.add_argument("--target", action="append", default=[], metavar="NAME|FILE.toml",
-                          help="place the model on a hardware target's roofline (repeatable; `onnxroof targets` lists them)")
-    hardware.add_argument("--dtype", choices=("fp32", "fp16", "bf16", "fp8", "int8", "int4"),
-                          help="re-cost the model as if stored and run in this type (default: as stored)")
-    hardware.add_argument("--fusion", metavar="POLICY",
-                          help="group nodes into kernels as a runtime does, on every target: none (one kernel per node), "
-                               "epilogue, all, or rule sets such as epilogue,elementwise (default: each target's policy)")
-    hardware.add_argument("--no-overhead", action="store_true",
-                          help="leave out every target's launch cost per kernel and its efficiency figures (every kernel at "
-                               "the roofline; with --fusion none: the plain per-node roofline)")
-    hardware.add_argument("--in-place", action="store_true",
-                          help="let single-consumer elementwise ops overwrite their input (memory analysis)")
-    other = parser.add_argument_group("rules and diagnostics")
-    other.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
-                       help="a Python file that registers cost rules with onnxroof.register (repeatable)")
-    other.add_argument("--strict", action="store_true",
-                       help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")
-    other.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
-    other.add_argument("--debug", action="store_true", help="show tracebacks")
-
-
-def _single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
-    parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
-    parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
-    _analysis_options(parser)
-    parser.add_argument("--sweep", action="append", default=[], metavar="SYMBOL=V1,V2,...",
-                        help="analyse at every value (a dim name, or batch, dtype, seq, context); repeatable: "
-                             "the product of the values")
-    parser.add_argument("--emit-order", metavar="FILE",
-                        help="write the lowest-peak execution order found, one node name per line")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
-    if budgets:
-        _budget_option(parser, relative=False)
-
-
-def _budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
-    example = "'flops>+5%%', 'latency[myriad-x]>+2%%', " if relative else ""
-    parser.add_argument("--fail-if", action="append", default=[], metavar="BUDGET",
-                        help=f"exit 1 if a budget is broken, e.g. {example}'params>5M', 'peak_memory>2MiB' (repeatable)")
-
-
 # Commands that live in their own module: each has HELP, add_arguments(parser) and run(args) -> exit code.
 _COMMAND_MODULES = {"calibrate": "onnxroof.commands.calibrate", "profile": "onnxroof.commands.profile"}
 # The commands defined here: running one of them needs none of the modules above.
-_BUILT_IN_COMMANDS = frozenset({"summary", "report", "explain", "diff", "compare", "targets", "ops"})
-
-
-def _non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return int(text)
-
-
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
-_EXAMPLES = {
-    "summary": """examples:
-  onnxroof summary model.onnx --target l4 --target jetson-orin-nano
-  onnxroof summary encoder.onnx --dim sequence=128 --format markdown
-  onnxroof summary gpt2.onnx --phase decode --context 2048 --target h100-sxm
-  onnxroof summary model.onnx --sweep batch=1,8,64 --target l4 --fail-if 'params>5M'""",
-    "report": """examples:
-  onnxroof report model.onnx --target h100-sxm -o report.html
-  onnxroof report --example minigooglenet --target myriad-x
-  onnxroof report model.onnx --sweep batch=1,8,64 --target l4 -o sweep.html""",
-    "explain": """examples:
-  onnxroof explain model.onnx /layer1/conv1/Conv --target l4
-  onnxroof explain --example shallownet conv2d_0""",
-    "diff": """examples:
-  onnxroof diff base.onnx head.onnx --target l4 --format markdown
-  onnxroof diff base.onnx head.onnx --fail-if 'flops>+5%' --fail-if 'latency[l4]>+2%'
-  onnxroof diff base.onnx head.onnx --format html       # writes base-vs-head.diff.html""",
-    "compare": """examples:
-  onnxroof compare a.onnx b.onnx c.onnx --target jetson-orin-nano
-  onnxroof compare a.onnx b.onnx --dim sequence=128 --format html -o compare.html""",
-}
+_BUILT_IN_COMMANDS = frozenset({"summary", "report", "explain", "diff", "compare", "check", "targets", "ops"})
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -190,44 +96,49 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="onnxroof", description="ONNX model analyzer: compute, parameters, bytes and roofline placement.")
     parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    summary = commands.add_parser("summary", help="print totals and a per-node table", epilog=_EXAMPLES["summary"],
+    summary = commands.add_parser("summary", help="print totals and a per-node table", epilog=EXAMPLES["summary"],
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    _single_model(summary)
+    single_model(summary)
     summary.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
                          help="output format (default: table)")
     summary.add_argument("--by", choices=("node", "module", "op"), default="node",
                          help="rows per node (default), per module of the module tree the node names carry "
                               "(/encoder/layer.0/...), or per op type")
-    summary.add_argument("--depth", type=_positive_int, metavar="N",
+    summary.add_argument("--depth", type=positive_int, metavar="N",
                          help="with --by module: fold deeper modules into their ancestor N levels down")
-    report = commands.add_parser("report", help="write a self-contained HTML report", epilog=_EXAMPLES["report"],
+    report = commands.add_parser("report", help="write a self-contained HTML report", epilog=EXAMPLES["report"],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    _single_model(report)
-    explain = commands.add_parser("explain", help="show how one node's numbers were computed", epilog=_EXAMPLES["explain"],
+    single_model(report)
+    explain = commands.add_parser("explain", help="show how one node's numbers were computed", epilog=EXAMPLES["explain"],
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     explain.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
     explain.add_argument("node", nargs="?", metavar="NODE_NAME", help="the node's name (as `summary` lists it)")
     explain.add_argument("--example", metavar="NAME", help="use a built-in example model (then give the node name only)")
-    _analysis_options(explain)
+    analysis_options(explain)
     explain.set_defaults(sweep=[], emit_order=None, output=None)
-    diff = commands.add_parser("diff", help="compare a base and a head model (for pull requests)", epilog=_EXAMPLES["diff"],
+    diff = commands.add_parser("diff", help="compare a base and a head model (for pull requests)", epilog=EXAMPLES["diff"],
                                formatter_class=argparse.RawDescriptionHelpFormatter)
     diff.add_argument("base", help="the base model: a path or example:NAME")
     diff.add_argument("head", help="the head model: a path or example:NAME")
-    _analysis_options(diff)
+    analysis_options(diff)
     diff.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
                       help="table (terminal), markdown (a PR comment), json, or html (a page, written to "
                            "BASE-vs-HEAD.diff.html without -o)")
     diff.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
-    _budget_option(diff, relative=True)
-    compare = commands.add_parser("compare", help="put several candidate models side by side", epilog=_EXAMPLES["compare"],
+    budget_option(diff, relative=True)
+    compare = commands.add_parser("compare", help="put several candidate models side by side", epilog=EXAMPLES["compare"],
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     compare.add_argument("models", nargs="+", help="paths (or example:NAME)")
-    _analysis_options(compare)
+    analysis_options(compare)
     compare.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
                          help="table (terminal), markdown, json, or html (a page, written to compare.html without -o)")
     compare.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
-    compare.add_argument("--jobs", type=_positive_int, metavar="N", help="parallel analyses (default: one per core)")
+    compare.add_argument("--jobs", type=positive_int, metavar="N", help="parallel analyses (default: one per core)")
+    check = commands.add_parser("check", help="check models against budgets, one line each (pre-commit, CI)",
+                                epilog=EXAMPLES["check"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("models", nargs="+", help="paths (or example:NAME)")
+    analysis_options(check)
+    budget_option(check, relative=False)
     known = command in _BUILT_IN_COMMANDS or command in _COMMAND_MODULES
     for name, module_name in _COMMAND_MODULES.items():
         if known and command != name:
@@ -352,6 +263,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
         return _diff(args)
     if args.command == "compare":
         return _compare(args)
+    if args.command == "check":
+        return _check(args)
     from .budgets import check_budgets, parse_budget
 
     if args.example == "list":
@@ -560,6 +473,33 @@ def _compare(args: argparse.Namespace) -> int:
         text = render_compare_table(analyses)
     _emit_page(args, text, "compare.html")
     return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    """One line per model: its totals, each target's latency, its budgets; exit 2 if a model
+    cannot be analysed, else 1 if a budget is broken."""
+    from .budgets import check_budgets, parse_budget
+    from .units import iec, seconds, si
+
+    budgets = [parse_budget(text) for text in args.fail_if]
+    worst = EXIT_OK
+    for source in args.models:
+        try:
+            analysis = _analyze(source, args)
+        except OnnxroofError as exc:
+            print(f"{one_line(source)}: error: {one_line(getattr(exc, 'cli_text', None) or exc)}")
+            worst = EXIT_USAGE
+            continue
+        results = check_budgets(budgets, analysis)
+        broken = [r for r in results if r.broken]
+        latencies = "".join(f", latency[{r.target.name}] {seconds(r.latency_s)}" for r in analysis.targets)
+        verdict = (f"; {'; '.join(r.describe() for r in broken)}" if broken
+                   else f"; {len(results)} budget(s) hold" if results else "")
+        print(one_line(f"{source}: params {si(analysis.totals.params)}, MAC-FLOPs {si(analysis.totals.mac_flops)}, "
+                       f"peak {iec(analysis.memory.model_order.peak_bytes)}{latencies}{verdict}"))
+        if broken and worst == EXIT_OK:
+            worst = EXIT_BUDGET
+    return worst
 
 
 def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]:

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .roofline import split_kernel_times
+from .roofline import node_times as _node_times
 
 if TYPE_CHECKING:
     from .graph import NodeRecord
@@ -97,13 +97,6 @@ def has_scopes(analysis: "Analysis") -> bool:
     return bool(counted) and sum(1 for r in counted if record_path(r)) * 2 >= len(counted)
 
 
-def node_times(analysis: "Analysis") -> dict[str, dict[str, float]]:
-    """target -> node -> seconds: each kernel's time split over its nodes by FLOPs (bytes when
-    it does none)."""
-    weights = {r.name: float(r.flops or r.memory_bytes) for r in analysis.nodes}
-    return {report.target.name: split_kernel_times(report, weights) for report in analysis.targets}
-
-
 def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times: dict[str, float]) -> None:
     module.nodes += 1
     module.macs += record.macs
@@ -134,7 +127,7 @@ def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
     records = analysis.nodes
     params = _first_reads(records)
     live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
-    times = node_times(analysis)
+    times = _node_times(analysis.nodes, analysis.targets)
     root = ModuleCost(ROOT, "")
     index: dict[tuple[str, ...], ModuleCost] = {(): root}
     own: dict[tuple[str, ...], ModuleCost] = {}  # the nodes that sit at a module itself, not in a child
@@ -161,7 +154,7 @@ def op_breakdown(analysis: "Analysis") -> list[ModuleCost]:
     """One entry per op type (its ``name``), costliest first (FLOPs, then bytes)."""
     params = _first_reads(analysis.nodes)
     live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
-    times = node_times(analysis)
+    times = _node_times(analysis.nodes, analysis.targets)
     by_op: dict[str, ModuleCost] = {}
     for record in analysis.nodes:
         entry = by_op.setdefault(record.op_type, ModuleCost(record.op_type, record.op_type))

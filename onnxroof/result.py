@@ -113,6 +113,48 @@ class Analysis:
         "bytes"), built on first use: no stage needs networkx, whose import alone takes 0.2 s."""
         return self.cost_graph.to_networkx()
 
+    def to_pandas(self):
+        """One row per node as a pandas DataFrame (``pip install pandas``): name, op, status,
+        dtype, output shape, MACs, FLOPs, parameters, bytes, intensity, and per target the
+        node's share of its kernel's time (``time_s[TARGET]``) and the kernel's bound."""
+        try:
+            import pandas
+        except ImportError:
+            raise UsageError("Analysis.to_pandas needs pandas, which is not installed: pip install pandas") from None
+        from .roofline import node_times
+
+        times = node_times(self.nodes, self.targets)
+        bounds = {report.target.name: {name: kernel.placement.bound for kernel in report.nodes for name in kernel.nodes}
+                  for report in self.targets}
+        rows = []
+        for r in self.nodes:
+            row = {"name": r.name, "op_type": r.op_type, "domain": r.domain, "status": r.status, "dtype": r.dtype,
+                   "output_shape": r.output_shapes[0] if r.output_shapes else None, "macs": r.macs,
+                   "mac_flops": r.mac_flops, "flops": r.flops, "params": r.params, "weight_bytes": r.weight_bytes,
+                   "input_bytes": r.input_bytes, "output_bytes": r.output_bytes, "intensity": r.intensity}
+            for target in times:
+                row[f"time_s[{target}]"] = times[target].get(r.name, 0.0)
+                row[f"bound[{target}]"] = bounds[target].get(r.name)
+            rows.append(row)
+        return pandas.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows for an analysis: the totals and each target's latency and bound."""
+        from html import escape
+
+        from .units import iec, seconds, si
+
+        t = self.totals
+        cells = [("parameters", si(t.params)), ("MAC-FLOPs", si(t.mac_flops)), ("FLOPs", si(t.flops)),
+                 ("peak activations", iec(self.memory.model_order.peak_bytes)), ("nodes", f"{t.nodes:,}")]
+        cells += [(f"latency on {report.target.name}", f"{seconds(report.latency_s)} ({report.model_point.bound}-bound model point)")
+                  for report in self.targets]
+        rows = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:right'>{escape(v)}</td></tr>"
+                       for k, v in cells)
+        note = "" if self.complete else "<p>⚠️ incomplete: " + escape("; ".join(self.warnings)) + "</p>"
+        return (f"<div><strong>onnxroof: {escape(self.model.label)}</strong>"
+                f"<table>{rows}</table>{note}</div>")
+
     @property
     def complete(self) -> bool:
         """True when every node was costed and every input dim is bound."""

@@ -229,6 +229,13 @@ def split_kernel_times(report: TargetReport, weights: Mapping[str, float]) -> di
     return shares
 
 
+def node_times(records, reports: Iterable[TargetReport]) -> dict[str, dict[str, float]]:
+    """target -> node -> seconds: each kernel's time split over its nodes by FLOPs (by bytes
+    for a node that does none), the split a profile makes of a fused kernel's time."""
+    weights = {r.name: float(r.flops or r.memory_bytes) for r in records}
+    return {report.target.name: split_kernel_times(report, weights) for report in reports}
+
+
 def _without_kernel_internals(problem: MemoryProblem, kernels: list[Kernel]) -> MemoryProblem:
     """The buffer problem with the tensors that never leave a fused kernel taking no space: they
     live in the kernel's registers and local memory, so they neither hold on-chip memory between

@@ -1,0 +1,95 @@
+"""Ecosystem fit (issue 21, item 10): the reusable GitHub Action's diff script run on a real git
+history, the pre-commit hook's command, `onnxroof check`, and the notebook and pandas hooks of
+the Python API."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import onnxroof
+from onnxroof.examples import build_example
+
+from conftest import run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_check_prints_one_line_per_model_and_gates_on_budgets(capsys):
+    # ShallowNet: 328,586 params (under 1M); MiniGoogLeNet: 1,656,250 (over)
+    code, out, _ = run(capsys, "check", "example:shallownet", "example:minigooglenet", "--fail-if", "params>1M")
+    lines = out.splitlines()
+    assert code == 1 and len(lines) == 2
+    assert lines[0].startswith("example:shallownet: params 329 k") and lines[0].endswith("1 budget(s) hold")
+    assert "params is 1.66 M (1,656,250)" in lines[1]
+    code, out, _ = run(capsys, "check", "example:shallownet", "/no/such.onnx")
+    assert code == 2 and "/no/such.onnx: error:" in out
+
+
+def test_the_pre_commit_hook_runs_check_on_onnx_files():
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = hooks
+    assert hook["id"] == "onnxroof-budgets" and hook["entry"] == "onnxroof check" and hook["files"] == r"\.onnx$"
+
+
+def test_the_action_is_a_composite_that_installs_onnxroof_from_its_own_repository():
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    assert {"models", "targets", "budgets", "base-ref"} <= set(action["inputs"])
+    runs = " ".join(step.get("run", "") for step in action["runs"]["steps"])
+    assert 'pip install "${{ github.action_path }}"' in runs and "examples/onnxroof-diff.sh" in runs
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
+def test_the_action_s_diff_script_on_a_pull_request_history(tmp_path):
+    # a repository whose model goes from ShallowNet to its separable version: parameters hardly
+    # change (the Dense layer holds them) and FLOPs fall by 62%, so "params>+5%" holds and
+    # "flops>-70%" (anything but a fall of over 70%) is broken
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                            "GIT_COMMITTER_EMAIL": "t@t"})
+
+    git("init", "-q")
+    model = tmp_path / "models" / "net.onnx"
+    model.parent.mkdir()
+    model.write_bytes(build_example("shallownet").SerializeToString())
+    git("add", ".")
+    git("commit", "-qm", "base")
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    model.write_bytes(build_example("shallownet-separable").SerializeToString())
+    git("commit", "-qam", "head")
+    output, summary = tmp_path / "gh_output", tmp_path / "gh_summary"
+    environment = {**os.environ, "BASE_REF": base, "TARGETS": "myriad-x", "BUDGETS": "params>+5%\nflops>-70%",
+                   "OUT": str(tmp_path / "out"), "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary),
+                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(ROOT / "examples" / "onnxroof-diff.sh")], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    comment = (tmp_path / "out" / "comment.md").read_text()
+    assert comment.startswith("<!-- onnxroof-diff -->") and "### onnxroof diff: net → net" in comment
+    assert "Budgets broken:**" in comment and "70%" in comment  # named in the comment
+    assert "status=1" in output.read_text() and summary.read_text() == comment
+    assert (tmp_path / "out" / "models_net.onnx.diff.html").is_file()
+
+
+def test_to_pandas_has_a_row_per_node_and_each_target_s_time():
+    pandas = pytest.importorskip("pandas")
+    analysis = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"])
+    frame = analysis.to_pandas()
+    assert isinstance(frame, pandas.DataFrame) and len(frame) == len(analysis.nodes) == 5
+    conv = frame[frame["name"] == "conv2d_0"].iloc[0]
+    assert conv["macs"] == 884_736 and conv["op_type"] == "Conv"
+    # the kernels' times split over their nodes add up to the latency
+    assert frame["time_s[myriad-x]"].sum() == pytest.approx(analysis.targets[0].latency_s)
+
+
+def test_a_notebook_shows_the_totals():
+    html = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"])._repr_html_()
+    assert "onnxroof: shallownet" in html and "329 k" in html and "latency on myriad-x" in html

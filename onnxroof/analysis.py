@@ -92,12 +92,42 @@ def analyze(
     collecting = gc.isenabled()
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
-        return _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
+        return _in_api_words(_analyze,model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
                         context, progress or (lambda stage: None), checker_in_child, values, _fusion_rules(fusion), overhead,
                         partial, ignore_missing_dims)
     finally:
         if collecting:
             gc.enable()
+
+
+# the command line's flags and the arguments of analyze() that stand for them
+_API_NAMES = {"--input-shape": "input_shapes", "--dim": "dims", "--value": "values", "--target": "targets",
+              "--dtype": "dtype", "--batch": "batch", "--phase": "phase", "--seq": "seq", "--context": "context",
+              "--fusion": "fusion", "--loop-trips": "loop_trips", "--partial": "partial=True"}
+_FLAG = re.compile(r"(?<![\w-])(--(?:input-shape|dim|value|target|dtype|batch|phase|seq|context|fusion|loop-trips|partial))\b")
+
+
+def api_words(message: str) -> str:
+    """A message that names command-line flags, naming analyze()'s arguments instead.
+
+    >>> api_words("--dim zzz: the model's inputs have no dim named 'zzz'; bind the dims with --dim instead")
+    "dims zzz: the model's inputs have no dim named 'zzz'; bind the dims with dims instead"
+    """
+    return _FLAG.sub(lambda match: _API_NAMES[match.group(1)], message)
+
+
+def _in_api_words(run: Callable, *args):
+    """``run(*args)``, with a UsageError's message in analyze()'s words; the command line still
+    prints its own (``cli_text``)."""
+    try:
+        return run(*args)
+    except UsageError as exc:
+        cli_text = getattr(exc, "cli_text", None) or str(exc)
+        if isinstance(exc, UnboundDims):
+            raise
+        error = UsageError(api_words(str(exc)))
+        error.cli_text = cli_text  # type: ignore[attr-defined]
+        raise error from None
 
 
 def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,

@@ -9,6 +9,8 @@ import json
 import onnx
 from onnx import TensorProto, helper
 
+import pytest
+
 from conftest import make_model, run
 
 F32 = TensorProto.FLOAT
@@ -112,3 +114,26 @@ def test_a_mistyped_command_or_choice_gets_a_suggestion(capsys):
     assert code == 2 and "did you mean 'summary'?" in err and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "summary", "--example", "shallownet", "--dtype", "fp33")
     assert code == 2 and "did you mean 'fp32'?" in err
+
+
+def test_node_numbers_and_api_errors_speak_each_interface_s_language(capsys):
+    import onnxroof
+    from onnxroof.errors import UsageError
+    from onnxroof.examples import build_example
+    from onnxroof.report.html import render_html
+
+    # the first node is number 0 in the terminal table and in the HTML node table alike
+    analysis = onnxroof.analyze(build_example("shallownet"))
+    html = render_html(analysis)
+    table = html[html.index('id="node-table"'):]  # the node table (hotspots are ranked from 1)
+    assert table[table.index('<td class="num idx">'):].startswith('<td class="num idx">0</td>')
+    code, out, _ = run(capsys, "summary", "--example", "shallownet")
+    rows = out.splitlines()
+    header = next(i for i, line in enumerate(rows) if line.lstrip().startswith("#  name"))
+    assert rows[header + 1].split()[:2] == ["0", "conv2d_0"]
+    # the Python API names its arguments, the command line its flags
+    with pytest.raises(UsageError) as caught:
+        onnxroof.analyze(build_example("shallownet"), targets=["h100"])
+    assert str(caught.value).startswith("targets h100: no such target") and "--target" not in str(caught.value)
+    code, _, err = run(capsys, "summary", "--example", "shallownet", "--target", "h100")
+    assert code == 2 and "--target h100: no such target" in err

@@ -176,7 +176,7 @@ def _row_context(position: int, node: dict, placements: list[dict | None], targe
     domain = node["domain"]
     return {
         "index": str(position),
-        "number": str(position + 1),
+        "number": str(position),  # 0-based, as the terminal table, the CSV and the model's node list number them
         "name": node["name"],
         "op_type": node["op_type"],
         "op_title": f"{domain or 'ai.onnx'}::{node['op_type']} ({node['family']})",

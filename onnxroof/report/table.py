@@ -356,7 +356,7 @@ def render_targets_list(targets) -> str:
     lines = []
     for target in targets:
         onchip = f", on chip {iec(target.onchip_bytes.value)}" if target.onchip_bytes else ""
-        lines.append(f"{target.name:18} DRAM {target.dram_bytes_per_s.value / 1e9:,.4g} GB/s{onchip}")
+        lines.append(f"{target.name:18} DRAM {si(target.dram_bytes_per_s.value, 'B/s')}{onchip}")
         lines += textwrap.wrap(target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21)
         for roof, figure in target.peak_ops_per_s.items():
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")

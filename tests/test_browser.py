@@ -396,3 +396,20 @@ def test_an_on_chip_bound_kernel_sits_on_the_on_chip_slope(browser, tmp_path):
         assert abs(geometry["cy"] - on_slope) < 1.0
     finally:
         report.close()
+
+
+@pytest.mark.parametrize("targets, widths", [(["myriad-x"], (1000, 1200, 1400)), (TARGETS, (1200, 1400))])
+def test_the_tables_fit_their_cards(browser, tmp_path, targets, widths):
+    # the node table keeps its Status column inside the card, and the hotspots their last column,
+    # at 1,000-1,400 px with one target (1,200 with two); a hotspot name keeps its op at the end
+    analysis = onnxroof.analyze(transformer_like(), targets=targets)
+    path = tmp_path / "report.html"
+    path.write_text(render_html(analysis), encoding="utf-8")
+    for width in widths:
+        report = Report(browser, path, width=width)
+        fits = report.page.evaluate("""() => Array.from(document.querySelectorAll('#node-table, .hotspot-table')).map(
+            t => [t.scrollWidth, t.parentElement.clientWidth])""")
+        assert all(scroll <= room for scroll, room in fits), (width, fits)
+        names = report.page.eval_on_selector_all(".hotspot-table .node-link", "links => links.map(a => [a.textContent, a.title])")
+        assert names and all(short == full or ("…" in short and full.endswith(short.split("…")[1])) for short, full in names)
+        report.close()

@@ -32,7 +32,7 @@ from .memory_section import _memory_context
 from .module_section import modules_context
 from .node_table import _node_data, _table_context
 from .bounds import BOUND_LABELS, BOUND_TITLES
-from .table import assumed_text
+from .table import assumed_text, clip
 from .page import (
     _bar_width, _count, _metric, _percent, _render, _target_capacities, _target_context, script_json, shape_text,
 )
@@ -271,6 +271,9 @@ def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> li
 # Hotspots
 
 
+HOTSPOT_NAME = 36  # characters of a kernel's name a hotspot row shows, middle-clipped: the op at its end stays
+
+
 def _hotspots_context(document: dict) -> dict:
     """The ten nodes that take longest on the first target (or have the most FLOPs)."""
     nodes = document["nodes"]
@@ -281,12 +284,14 @@ def _hotspots_context(document: dict) -> dict:
         target = targets[0]
         latency = target["latency_s"]
         top = sorted(target["nodes"], key=lambda p: (-p["time_s"], index.get(p["name"], 0)))[:HOTSPOTS]
+        largest = top[0]["time_s"] / latency if top and latency else 0.0  # bars are scaled to the largest share
         for rank, p in enumerate(top, 1):
             share = p["time_s"] / latency if latency else 0.0
             rows.append({
-                "rank": str(rank), "index": str(index[p["name"]]), "name": p["name"], "op": p["op_type"],
+                "rank": str(rank), "index": str(index[p["name"]]), "name": p["name"], "short": clip(p["name"], HOTSPOT_NAME),
+                "op": p["op_type"],
                 "time": format_value(p["time_s"], "seconds"), "time_title": f"{p['time_s']:.6g} s",
-                "share": _percent(share), "bar": _bar_width(share),
+                "share": _percent(share), "bar": _bar_width(share / largest if largest else 0.0),
                 "bound": BOUND_LABELS.get(p["bound"], p["bound"]), "bound_key": p["bound"],
                 "bound_title": BOUND_TITLES.get(p["bound"], ""),
                 "flops": si(p["flops"]), "flops_title": f"{p['flops']:,} FLOPs",
@@ -300,13 +305,15 @@ def _hotspots_context(document: dict) -> dict:
                 "sum": _percent(sum(p["time_s"] for p in top) / latency) if latency else "0%"}
     total = document["totals"]["flops"]
     top = sorted((n for n in nodes if n["counted"]), key=lambda n: (-n["flops"], n["index"]))[:HOTSPOTS]
+    largest = top[0]["flops"] / total if top and total else 0.0
     for rank, node in enumerate(top, 1):
         share = node["flops"] / total if total else 0.0
         moved = node["weight_bytes"] + node["input_bytes"] + node["output_bytes"]
         rows.append({
-            "rank": str(rank), "index": str(index[node["name"]]), "name": node["name"], "op": node["op_type"],
+            "rank": str(rank), "index": str(index[node["name"]]), "name": node["name"],
+            "short": clip(node["name"], HOTSPOT_NAME), "op": node["op_type"],
             "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
-            "share": _percent(share), "bar": _bar_width(share),
+            "share": _percent(share), "bar": _bar_width(share / largest if largest else 0.0),
             "bytes": iec(moved), "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",
             "intensity": intensity(node["intensity"]), "intensity_title": f"{node['intensity'] or 0:.6g} FLOP/B",
         })

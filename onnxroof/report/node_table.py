@@ -31,7 +31,7 @@ NODE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("flops", "FLOPs", "FLOPs", "count"),
     ("params", "Params", "parameters", "count"),
     ("bytes", "Bytes", "bytes", "bytes"),
-    ("intensity", "Intensity (FLOP/B)", "FLOP/B", "ratio"),
+    ("intensity", "FLOP/B", "FLOP/B", "ratio"),  # the intensity: FLOP per byte
 )
 
 

@@ -413,3 +413,77 @@ def test_the_tables_fit_their_cards(browser, tmp_path, targets, widths):
         names = report.page.eval_on_selector_all(".hotspot-table .node-link", "links => links.map(a => [a.textContent, a.title])")
         assert names and all(short == full or ("…" in short and full.endswith(short.split("…")[1])) for short, full in names)
         report.close()
+
+
+def _boxes(report, selector: str) -> list[dict]:
+    return report.page.eval_on_selector_all(selector, """els => els.filter(e => e.textContent.trim() || e.tagName !== 'text')
+        .map(e => { const b = e.getBoundingClientRect(); return {x: b.left, y: b.top, r: b.right, b: b.bottom,
+                                                                   text: e.textContent.trim()}; })""")
+
+
+def _overlap(a: dict, b: dict, slack: float = 0.5) -> bool:
+    return a["x"] < b["r"] - slack and b["x"] < a["r"] - slack and a["y"] < b["b"] - slack and b["y"] < a["b"] - slack
+
+
+@pytest.mark.parametrize("targets", [["myriad-x", "h100-sxm"], ["jetson-orin-nano", "xeon-8480-socket"]])
+def test_roofline_labels_overlap_neither_each_other_nor_the_dots(browser, tmp_path, targets):
+    # the roofs', ridges' and slopes' labels stay apart, and the whole-model label is clear of
+    # every other label and of every dot (each box as the browser lays it out)
+    path = tmp_path / "report.html"
+    assert main(["report", "--example", "minigooglenet", *sum((["--target", t] for t in targets), []),
+                 "-o", str(path), "-q"]) == 0
+    report = Report(browser, path)
+    for chart in report.page.query_selector_all("svg.roofline"):
+        chart_id = chart.get_attribute("id")
+        labels = _boxes(report, f"#{chart_id} text.roof-label, #{chart_id} text.ridge-label")
+        marks = _boxes(report, f"#{chart_id} .mark text")
+        dots = _boxes(report, f"#{chart_id} circle.dot, #{chart_id} path.level-dot")
+        for i, a in enumerate(labels):
+            assert not any(_overlap(a, b) for b in labels[i + 1:]), (chart_id, a["text"])
+        for mark in marks:
+            assert not any(_overlap(mark, b) for b in labels + dots), (chart_id, mark["text"])
+    report.close()
+
+
+def test_the_memory_peak_label_is_clear_of_the_capacity_labels(browser, tmp_path):
+    # a chain whose activations grow to the last step, on a target whose on-chip memory is just
+    # above the peak: the peak's label and the capacity's label meet at the top right
+    from conftest import make_model
+    from onnx import TensorProto, helper
+
+    import numpy as np
+
+    nodes, previous = [], "x"
+    for step in range(6):
+        nodes.append(helper.make_node("Tile", [previous, "twice"], [f"c{step}"], name=f"grow_{step}"))
+        previous = f"c{step}"
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 1024])], [(previous, TensorProto.FLOAT, [1, 1024 * 64])],
+                       [("twice", np.array([1, 2], np.int64))])
+    peak = onnxroof.analyze(model).memory.model_order.peak_bytes
+    target = tmp_path / "t.toml"
+    target.write_text(f'''name = "tight"
+description = "on-chip memory just above the peak"
+[peak_ops_per_s.fp32]
+value = 1e12
+tag = "estimate"
+source = "hand"
+[dram.bandwidth_bytes_per_s]
+value = 1e10
+tag = "estimate"
+source = "hand"
+[onchip.size_bytes]
+value = {int(peak * 1.05)}
+tag = "estimate"
+source = "hand"
+''')
+    path = tmp_path / "report.html"
+    path.write_text(render_html(onnxroof.analyze(model, targets=[str(target), "myriad-x"])), encoding="utf-8")
+    report = Report(browser, path)
+    peaks = _boxes(report, "svg.timeline .marker text")
+    capacities = _boxes(report, "svg.timeline .reference text")
+    assert peaks and capacities
+    leaders = report.page.eval_on_selector_all("svg.timeline .marker line.leader", """lines => lines.map(l => {
+        const b = l.getBoundingClientRect(); return {x: b.left - 1, y: b.top, r: b.right + 1, b: b.bottom, text: ''}; })""")
+    assert not any(_overlap(p, c) for p in peaks for c in capacities), (peaks, capacities)
+    assert not any(_overlap(line, c) for line in leaders for c in capacities), (leaders, capacities)  # no line through a label
+    report.close()

@@ -110,6 +110,7 @@ def _base_roofline(target: dict, chart: RooflineChart, chart_id: str) -> dict:
             "label": f"{slope.label} {si(slope.value, 'B/s')}",
             "label_x": svg_number(slope.label_x), "label_y": svg_number(slope.label_y),
             "transform": f"rotate({slope.angle:.2f} {svg_number(slope.label_x)} {svg_number(slope.label_y)})",
+            "angle": slope.angle,
             "title": (f"{slope.label} bandwidth roof: {slope.value:,.6g} bytes/s"
                       + ("" if index == 0 else "; it bounds FLOP per on-chip byte (this axis is per DRAM byte)")),
         })
@@ -199,10 +200,22 @@ def _mark(placed, chart: RooflineChart, kind: str, label: str, title: str, colou
 
 
 def _place_mark_labels(context: dict, chart: RooflineChart) -> None:
-    """Move the marks' labels to spots clear of each other, the roofs' labels and the ridges'."""
+    """Move the marks' labels to spots clear of each other, the roofs', ridges' and slopes'
+    labels and every dot."""
     from .charts import label_rect, place_labels
 
     obstacles = []
+    for dots in ("dots", "level_dots", "measured_dots"):
+        for dot in context.get(dots, ()):
+            x, y, r = float(dot["cx"]), float(dot["cy"]), float(dot.get("r", 4))
+            obstacles.append((x - r - 1, y - r - 1, x + r + 1, y + r + 1))
+    for slope in context.get("slopes", ()):
+        if slope.get("label"):  # a rotated label: the axis-aligned box around it
+            angle = math.radians(abs(float(slope.get("angle", 0.0))))
+            length = len(slope["label"]) * 6.2
+            x, y = float(slope["label_x"]), float(slope["label_y"])
+            half_w, half_h = length * math.cos(angle) / 2 + 4, length * math.sin(angle) / 2 + 8
+            obstacles.append((x - half_w, y - half_h, x + half_w, y + half_h))
     for roof in context["roofs"]:
         obstacles.append(label_rect(float(roof["label_x"]), float(roof["label_y"]), roof["anchor"], roof["label"], 7.0))
         if roof["ridge"]:
@@ -347,14 +360,18 @@ def _timeline_frame(chart: TimelineChart) -> dict:
     }
 
 
-def _references(chart: TimelineChart) -> list[dict]:
-    """On-chip capacity lines within the chart's scale, labelled, right-aligned; close ones spread."""
+def _references(chart: TimelineChart, marker_xs: Sequence[float] = ()) -> list[dict]:
+    """On-chip capacity lines within the chart's scale, labelled, right-aligned (left-aligned
+    when a peak marker's leader stands in the right third, where it would cross them); close
+    ones spread."""
     from .charts import spread
 
     shown = [line for line in chart.references if line.y is not None]
     label_ys = spread([line.y - 5 for line in shown], 13, chart.plot.top - 12, chart.plot.bottom - 2)
+    left = any(x > chart.plot.left + chart.plot.width * 2 / 3 for x in marker_xs)
     return [
         {"y": svg_number(line.y), "label_y": svg_number(label_y), "label": f"{line.label} · {iec(line.value)}",
-         "title": f"{line.label}: {int(line.value):,} bytes on chip"}
+         "title": f"{line.label}: {int(line.value):,} bytes on chip",
+         "label_x": svg_number(chart.plot.left + 4 if left else chart.plot.right), "anchor": "start" if left else "end"}
         for line, label_y in zip(shown, label_ys)
     ]

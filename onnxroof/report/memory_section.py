@@ -338,7 +338,7 @@ def _chart_context(chart: TimelineChart, memory: dict, records: dict, same_order
          "title": f"Best order: live activation bytes per step (peak {memory['best_order_peak_bytes']:,} bytes)"
                   + (", the same order as the model's" if same_order else "")},
     ]
-    references = _references(chart)
+    references = _references(chart, [float(marker["cx"]) for marker in markers])
     off_scale = [f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None]
     return {
         **_timeline_frame(chart),

@@ -332,6 +332,7 @@ def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency:
     size = max(placed.r * 0.9, 3.0)
     return {
         "d": _diamond(placed.x, placed.y, size), "colour": palette.get(dot["op"], OTHER_COLOUR),
+        "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(size),
         "node": str(dot["node"]), "op": dot["op"], "cls": "level-dot level-onchip",
         "title": (f"{p['name']} on the on-chip level\n"
                   f"on-chip bytes: {iec(p['onchip_bytes'])} ({p['onchip_bytes']:,}) at {si(target['onchip_bytes_per_s'], 'B/s')}\n"

@@ -325,6 +325,27 @@ def _hotspots_context(document: dict) -> dict:
 # Rooflines
 
 
+def _identical_dots(costed: list[dict], index: dict[str, int], latency: float) -> list[dict]:
+    """One dot per kernel, but one for all the kernels that are alike (same op, roof, FLOPs,
+    bytes and time: a transformer's repeated projections), with their count and their summed
+    share of the latency."""
+    groups: dict[tuple, list[dict]] = {}
+    for p in costed:
+        key = (p["op_type"], p["roof"], p["flops"], p["dram_bytes"], p["onchip_bytes"], p["time_s"])
+        groups.setdefault(key, []).append(p)
+    dots = []
+    for members in groups.values():
+        p = members[0]
+        dot = {"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
+               "weight": len(members) * p["time_s"] / latency if latency else 0.0, "op": main_op(p["op_type"]),
+               "node": index.get(p["name"], -1), "count": len(members), "placement": p}
+        if len(members) > 1:
+            names = ", ".join(m["name"] for m in members[:3]) + (f" and {len(members) - 3:,} more" if len(members) > 3 else "")
+            dot["names"] = f"{len(members):,} alike kernels, one dot (each as below; their share together): {names}"
+        dots.append(dot)
+    return dots
+
+
 def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency: float) -> dict:
     """A kernel on the on-chip level: a diamond at FLOPs per on-chip byte, at its achieved rate."""
     p = dot["placement"]
@@ -357,16 +378,14 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
     if aggregated:
         dots = _binned_dots(costed, index, latency)
     else:
-        dots = [{"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
-                 "weight": p["time_s"] / latency if latency else 0.0, "op": main_op(p["op_type"]),
-                 "node": index.get(p["name"], -1), "count": 1, "placement": p} for p in costed]
+        dots = _identical_dots(costed, index, latency)
     # big dots first, so the small ones stay on top and can be hovered
     dots.sort(key=lambda d: -d["weight"])
     measured = _measured_dots(profile, target, index) if profile is not None else []
     measured_model = _achieved(point["flops"], profile.measured_s) if profile is not None and point["flops"] else 0.0
     # the on-chip level: each kernel again at FLOPs per on-chip byte, against the on-chip slope
     # (a kernel that moves no DRAM bytes sits in the "∞" strip on the DRAM level)
-    level = [d for d in dots if d["count"] == 1 and d["placement"]["onchip_intensity"]] \
+    level = [d for d in dots if "placement" in d and d["placement"]["onchip_intensity"]] \
         if target.get("onchip_bytes_per_s") and not aggregated else []
     marks = [(point["intensity"], model_achieved)] if point["flops"] else []
     marks += [(d["placement"]["onchip_intensity"], d["performance"]) for d in level]
@@ -386,6 +405,8 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
             title = dot["title"]
         else:
             title = _dot_title(dot["placement"], target, latency)
+            if "names" in dot:
+                title = dot["names"] + "\n" + title
         context["dots"].append({
             "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
             "colour": palette.get(dot["op"], OTHER_COLOUR), "node": str(dot["node"]), "count": str(dot["count"]),

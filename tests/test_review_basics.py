@@ -137,3 +137,18 @@ def test_node_numbers_and_api_errors_speak_each_interface_s_language(capsys):
     assert str(caught.value).startswith("targets h100: no such target") and "--target" not in str(caught.value)
     code, _, err = run(capsys, "summary", "--example", "shallownet", "--target", "h100")
     assert code == 2 and "--target h100: no such target" in err
+
+
+def test_a_two_dim_sweep_draws_one_line_per_value_of_the_second(tmp_path):
+    # batch 1, 4 x dtype fp32, int8 on one target: the latency chart has two lines of two points
+    # (not one zig-zag of four), and the roofline two paths
+    from onnxroof.examples import build_example
+    from onnxroof.report.html import render_sweep_html
+    from onnxroof.sweep import run_sweep
+
+    points = run_sweep(build_example("shallownet"), [("batch", [1, 4]), ("dtype", ["fp32", "int8"])], targets=["l4"])
+    html = render_sweep_html(points)
+    assert html.count('class="sweep-path"') == 2
+    chart = html[html.index('id="xy-latency"'):]
+    chart = chart[:chart.index("</svg>")]
+    assert "l4 · dtype=fp32" in chart and "l4 · dtype=int8" in chart

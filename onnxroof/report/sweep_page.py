@@ -87,12 +87,15 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
         )
         context = _base_roofline(reference, chart, f"sweep-roofline-{number}")
         placed = [chart.place(*m) if m is not None else None for m in marks]
-        path = [p for p in placed if p is not None]
-        if len(path) > 1:
-            context["paths"].append({
-                "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
-                "cls": "sweep-path", "title": f"the whole-model point as {', '.join(symbols)} sweeps",
-            })
+        # two symbols: one path per value of the second, along the first (not one zig-zag)
+        lines = _lines_by_second(points, symbols)
+        for values, members in lines:
+            path = [placed[i] for i in members if placed[i] is not None]
+            if len(path) > 1:
+                context["paths"].append({
+                    "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
+                    "cls": "sweep-path", "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
+                })
         for k, (p, label, t) in enumerate(zip(placed, labels, per_point)):
             if p is None or t is None:
                 continue
@@ -110,8 +113,19 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
         targets.append({**context, "name": name, "description": reference["description"],
                         "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"})
     wide = not decoder
+    lines = _lines_by_second(points, symbols)
+    if len(symbols) == 2:  # x: the first symbol; one line per target and value of the second
+        xs = list(dict.fromkeys(p.values[symbols[0]] for p in points))
+        position = {(p.values[symbols[0]], p.values[symbols[1]]): k for k, p in enumerate(points)}
+        latency_series = [(f"{name} · {values}", [_target_latency(documents[position[(x, points[members[0]].values[symbols[1]])]], name)
+                                                   if (x, points[members[0]].values[symbols[1]]) in position else None
+                                                   for x in xs])
+                          for name in target_names for values, members in lines]
+    else:
+        latency_series = [(name, [_target_latency(d, name) for d in documents]) for name in target_names]
+    single = single or len(symbols) == 2
     latency_chart = _xy_context(
-        "latency", xs, [(name, [_target_latency(d, name) for d in documents]) for name in target_names],
+        "latency", xs, latency_series,
         f"latency per run vs {', '.join(symbols) if single else 'sweep point'}", "seconds", labels, wide,
         symbols[0] if single else " · ".join(symbols),
     ) if target_names else None
@@ -144,6 +158,17 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
         "timeline_more": _count(len(points) - len(SERIES_COLOURS)) if len(points) > len(SERIES_COLOURS) else "",
         "target_names": ", ".join(target_names) or "none",
     }
+
+
+def _lines_by_second(points: list["SweepPoint"], symbols: list[str]) -> list[tuple[str, list[int]]]:
+    """The points grouped into lines: by the second symbol's value when there are exactly two
+    ("dtype=int8", the indices of its points in order), else one line of them all."""
+    if len(symbols) != 2:
+        return [("", list(range(len(points))))]
+    groups: dict = {}
+    for k, point in enumerate(points):
+        groups.setdefault(point.values[symbols[1]], []).append(k)
+    return [(f"{symbols[1]}={value}", members) for value, members in groups.items()]
 
 
 def _target_latency(document: dict, name: str) -> float | None:

@@ -281,6 +281,7 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
 
         raise UsageError(f"no model given; pass a path to an .onnx file or --example NAME ({', '.join(EXAMPLES)})")
     source = f"example:{args.example}" if args.example else args.model
+    _check_not_a_flag_value(parser, argv, source)
     if getattr(args, "sweep", None):
         return _sweep(source, args, budgets)
     analysis = _analyze(source, args)
@@ -305,6 +306,30 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
         if not args.quiet and output != "-":
             print(f"onnxroof: wrote {output}", file=sys.stderr)
     return _gate(check_budgets(budgets, analysis), args.quiet)
+
+
+def _check_not_a_flag_value(parser: argparse.ArgumentParser, argv: list[str], source: str) -> None:
+    """A model path that is no file, right after a flag that takes no value, was meant as that
+    flag's value (``--no-overhead yes``): say so instead of "no such file"."""
+    try:
+        exists = Path(source).exists()
+    except OSError:  # a name the file system refuses (too long): loading says so
+        return
+    if source.startswith("example:") or exists or source not in argv:
+        return
+    position = argv.index(source)
+    previous = argv[position - 1] if position > 0 else ""
+    switches = {option for action in _command_actions(parser, argv[0]) if action.nargs == 0 for option in action.option_strings}
+    if previous in switches:
+        raise UsageError(f"{previous} takes no value, so {source!r} was read as the model path: "
+                         f"drop {source!r}, or give the model's path")
+
+
+def _command_actions(parser: argparse.ArgumentParser, command: str) -> list[argparse.Action]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return list(action.choices[command]._actions)
+    return []
 
 
 def _explain_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

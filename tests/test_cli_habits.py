@@ -77,3 +77,10 @@ def test_explain_help_lists_only_what_it_accepts():
     text = _subparsers(build_parser())["explain"].format_help()
     for absent in ("--sweep", "--emit-order", "--fail-if", "--output"):
         assert absent not in text
+
+
+def test_a_word_after_a_switch_is_not_silently_the_model(capsys):
+    code, _, err = run(capsys, "summary", "--partial", "yes")
+    assert code == 2 and "--partial takes no value, so 'yes' was read as the model path" in err
+    code, _, err = run(capsys, "summary", "no-such-model.onnx")
+    assert code == 2 and "no such file" in err  # a missing file after no switch: the usual message

@@ -109,6 +109,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="write a self-contained HTML report", epilog=EXAMPLES["report"],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     single_model(report)
+    report.add_argument("--colour-by", choices=("op", "module"), default="op",
+                        help="colour the roofline's dots by op type (default) or by the top-level module the node "
+                             "names carry (encoder, decoder, lm_head)")
     explain = commands.add_parser("explain", help="show how one node's numbers were computed", epilog=EXAMPLES["explain"],
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     explain.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
@@ -302,7 +305,7 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
         from .report.html import render_html
 
         output = args.output or f"{_safe_stem(analysis.model.name)}.report.html"
-        write_atomically(output, render_html(analysis))
+        write_atomically(output, render_html(analysis, colour_by=args.colour_by))
         if not args.quiet and output != "-":
             print(f"onnxroof: wrote {output}", file=sys.stderr)
     return _gate(check_budgets(budgets, analysis), args.quiet)

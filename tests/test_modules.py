@@ -92,3 +92,12 @@ def test_the_dynamo_exporter_s_metadata_gives_the_path():
     root = module_tree(analysis)
     path = [root.children[0].name, root.children[0].children[0].name, root.children[0].children[0].children[0].name]
     assert path == ["m", "layers.0", "act"] and root.children[0].flops == 8
+
+
+def test_the_roofline_can_colour_its_dots_by_top_level_module():
+    analysis = onnxroof.analyze(two_layer_model(), targets=["l4"])
+    html = render_html(analysis, colour_by="module")
+    legend = html[html.index('id="roofline-0"') - 3000:html.index('id="roofline-0"')]
+    assert "encoder" in legend and "head" in legend
+    assert 'data-op="encoder"' in html and 'data-op="head"' in html
+    assert 'data-op="MatMul"' in render_html(analysis)  # by op type unless asked

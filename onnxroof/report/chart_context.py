@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..units import iec, intensity, si
 from .charts import RooflineChart, RooflinePoint, TimelineChart, timeline_chart
@@ -38,12 +38,13 @@ def main_op(op_type: str) -> str:
     return op_type.split("+", 1)[0]
 
 
-def _palette(nodes: list[dict]) -> dict[str, str]:
-    """A colour per op type: the nine with the most FLOPs get their own, the rest share grey."""
+def _palette(nodes: list[dict], group: Callable[[dict], str] = lambda node: node["op_type"]) -> dict[str, str]:
+    """A colour per op type (or per another ``group`` of the nodes, such as their module): the
+    nine with the most FLOPs get their own, the rest share grey."""
     flops: Counter = Counter()
     for node in nodes:
         if node["counted"] and node["flops"]:
-            flops[node["op_type"]] += node["flops"]
+            flops[group(node)] += node["flops"]
     ordered = sorted(flops.items(), key=lambda kv: (-kv[1], kv[0]))
     return {op: PALETTE[i] for i, (op, _) in enumerate(ordered[:len(PALETTE)])}
 

@@ -53,23 +53,25 @@ PROFILE_TOP = 15  # rows of the "Predicted vs measured" table: the nodes that to
 
 
 def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
-                profile: "ProfileResult | None" = None) -> str:
+                profile: "ProfileResult | None" = None, colour_by: str = "op") -> str:
     """Render ``analysis`` as one self-contained HTML page (no network, opens from file://).
 
     ``capacities`` are ``(label, bytes)`` on-chip memory sizes drawn as lines on the memory
     timeline; by default, each hardware target's on-chip memory. ``profile`` (``onnxroof
     profile``'s result, whose target must be one of ``analysis.targets``) adds the measured
     nodes to that target's roofline, hollow beside the predicted ones, and a "Predicted vs
-    measured" section."""
+    measured" section. ``colour_by`` "module" colours the roofline's dots by the top-level
+    module of the node names (``encoder``, ``decoder``, ``lm_head``) instead of by op type."""
     document = analysis.to_dict()
     if capacities is None:
         capacities = _target_capacities(analysis)
     profiled = _profiled_target(analysis, profile) if profile is not None else None
-    palette = _palette(document["nodes"])
+    groups = _top_modules(analysis) if colour_by == "module" else None
+    palette = _palette(document["nodes"], lambda node: groups[node["name"]]) if groups else _palette(document["nodes"])
     context = _context(analysis, document)
     context["memory"] = _memory_context(analysis, document, capacities)
     context["targets"] = [_target_context(t) for t in document["targets"]]
-    context["rooflines"] = [_roofline_context(document, t, k, palette, profile if k == profiled else None)
+    context["rooflines"] = [_roofline_context(document, t, k, palette, profile if k == profiled else None, groups)
                             for k, t in enumerate(document["targets"])]
     context["profile"] = _profile_context(document, profile, profiled) if profile is not None else None
     context["hotspots"] = _hotspots_context(document)
@@ -325,19 +327,24 @@ def _hotspots_context(document: dict) -> dict:
 # Rooflines
 
 
-def _identical_dots(costed: list[dict], index: dict[str, int], latency: float) -> list[dict]:
+def _identical_dots(costed: list[dict], index: dict[str, int], latency: float,
+                    modules: dict[str, str] | None = None) -> list[dict]:
     """One dot per kernel, but one for all the kernels that are alike (same op, roof, FLOPs,
-    bytes and time: a transformer's repeated projections), with their count and their summed
-    share of the latency."""
+    bytes and time: a transformer's repeated projections; and module, when ``modules`` colours
+    the dots by module), with their count and their summed share of the latency."""
+
+    def colour_key(p: dict) -> str:
+        return modules.get(p["nodes"][0] if p.get("nodes") else p["name"], NO_MODULE) if modules else main_op(p["op_type"])
+
     groups: dict[tuple, list[dict]] = {}
     for p in costed:
-        key = (p["op_type"], p["roof"], p["flops"], p["dram_bytes"], p["onchip_bytes"], p["time_s"])
+        key = (colour_key(p), p["op_type"], p["roof"], p["flops"], p["dram_bytes"], p["onchip_bytes"], p["time_s"])
         groups.setdefault(key, []).append(p)
     dots = []
     for members in groups.values():
         p = members[0]
         dot = {"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
-               "weight": len(members) * p["time_s"] / latency if latency else 0.0, "op": main_op(p["op_type"]),
+               "weight": len(members) * p["time_s"] / latency if latency else 0.0, "op": colour_key(p),
                "node": index.get(p["name"], -1), "count": len(members), "placement": p}
         if len(members) > 1:
             names = ", ".join(m["name"] for m in members[:3]) + (f" and {len(members) - 3:,} more" if len(members) > 3 else "")
@@ -363,8 +370,20 @@ def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency:
     }
 
 
+def _top_modules(analysis: "Analysis") -> dict[str, str] | None:
+    """Each node's top-level module (None when the names carry no scopes)."""
+    from ..modules import has_scopes, record_path
+
+    if not has_scopes(analysis):
+        return None
+    return {r.name: (record_path(r) or (NO_MODULE,))[0] for r in analysis.nodes}
+
+
+NO_MODULE = "(no module)"
+
+
 def _roofline_context(document: dict, target: dict, number: int, palette: dict[str, str],
-                      profile: "ProfileResult | None" = None) -> dict:
+                      profile: "ProfileResult | None" = None, groups: dict[str, str] | None = None) -> dict:
     """One target's roofline: roofs, one dot per costed node (binned past AGGREGATE_ABOVE), the
     whole-model point; hover titles with the exact numbers. With ``profile``, also a hollow dot
     per node onnxruntime measured and the measured whole-model point."""
@@ -378,7 +397,7 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
     if aggregated:
         dots = _binned_dots(costed, index, latency)
     else:
-        dots = _identical_dots(costed, index, latency)
+        dots = _identical_dots(costed, index, latency, groups)
     # big dots first, so the small ones stay on top and can be hovered
     dots.sort(key=lambda d: -d["weight"])
     measured = _measured_dots(profile, target, index) if profile is not None else []

@@ -104,6 +104,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     summary.add_argument("--by", choices=("node", "module", "op"), default="node",
                          help="rows per node (default), per module of the module tree the node names carry "
                               "(/encoder/layer.0/...), or per op type")
+    summary.add_argument("--symbolic", action="store_true",
+                         help="MACs, FLOPs, parameters, bytes and peak memory as exact formulas of the input dims left "
+                              "unbound (batch, sequence, ...), instead of numbers")
     summary.add_argument("--depth", type=positive_int, metavar="N",
                          help="with --by module: fold deeper modules into their ancestor N levels down")
     report = commands.add_parser("report", help="write a self-contained HTML report", epilog=EXAMPLES["report"],
@@ -287,6 +290,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
     _check_not_a_flag_value(parser, argv, source)
     if getattr(args, "sweep", None):
         return _sweep(source, args, budgets)
+    if getattr(args, "symbolic", False):
+        return _symbolic(source, args)
     analysis = _analyze(source, args)
     if kept is not None:
         kept.append(analysis)
@@ -309,6 +314,24 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
         if not args.quiet and output != "-":
             print(f"onnxroof: wrote {output}", file=sys.stderr)
     return _gate(check_budgets(budgets, analysis), args.quiet)
+
+
+def _symbolic(source: str, args: argparse.Namespace) -> int:
+    """`summary --symbolic`: the formulas in the dims the flags leave free (never exit 2 for them)."""
+    from .symbolic import formulas, formulas_lines
+
+    kwargs = {k: v for k, v in _analysis_kwargs(args).items()
+              if k not in ("partial", "ignore_missing_dims", "checker_in_child") and v not in (None, [], False)}
+    kwargs.pop("elementwise_in_place", None)
+    found = formulas(_model(source), **kwargs)
+    if args.format == "json":
+        text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
+    elif args.format == "table":
+        text = "\n".join(formulas_lines(found)) + "\n"
+    else:
+        raise UsageError("--symbolic prints a table or JSON: use --format table or json")
+    _emit(args.output, text)
+    return EXIT_OK
 
 
 def _check_not_a_flag_value(parser: argparse.ArgumentParser, argv: list[str], source: str) -> None:

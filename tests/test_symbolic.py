@@ -1,0 +1,90 @@
+"""Cost as a formula of the model's dims (issue 22): exact polynomials recovered from the integer
+analysis, in the model's own dim names. Expected formulas are derived by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from onnxroof.symbolic import formulas, polynomial_text
+
+from conftest import make_model, run, zeros
+
+F32 = TensorProto.FLOAT
+D = 16
+
+
+def attention_like():
+    """x [batch, seq, 16] -> q = x·Wq, k = x·Wk (16 x 16 each) -> scores = q·kᵀ [batch, seq, seq]
+    -> Softmax -> out = scores·x. MACs: 2·16²·batch·seq (projections) + 16·batch·seq² (q·kᵀ) +
+    16·batch·seq² (scores·x) = 512·batch·seq + 32·batch·seq²."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"], name="/attn/q/MatMul"),
+        helper.make_node("MatMul", ["x", "wk"], ["k"], name="/attn/k/MatMul"),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1], name="/attn/Transpose"),
+        helper.make_node("MatMul", ["q", "kt"], ["s"], name="/attn/scores/MatMul"),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1, name="/attn/Softmax"),
+        helper.make_node("MatMul", ["p", "x"], ["y"], name="/attn/out/MatMul"),
+    ]
+    return make_model(nodes, [("x", F32, ["batch", "seq", D])], [("y", F32, ["batch", "seq", D])],
+                      [("wq", zeros(D, D)), ("wk", zeros(D, D))])
+
+
+def test_attention_grows_as_sequence_squared_exactly():
+    found = formulas(attention_like())
+    assert found.dims == ["batch", "seq"]
+    assert found.polynomials["macs"] == {(1, 2): 32, (1, 1): 512}
+    assert found.text("macs") == "32·batch·seq² + 512·batch·seq"
+    assert found.polynomials["params"] == {(0, 0): 2 * D * D}  # a constant
+    # the formula reproduces the integer analysis away from the fitted points
+    import onnxroof
+
+    for batch, seq in ((1, 128), (4, 77)):
+        assert found.evaluate("macs", {"batch": batch, "seq": seq}) == \
+            onnxroof.analyze(attention_like(), dims={"batch": batch, "seq": seq}).totals.macs
+
+
+def test_a_bound_dim_stays_bound():
+    found = formulas(attention_like(), dims={"batch": 2})
+    assert found.dims == ["seq"] and found.text("macs") == "64·seq² + 1,024·seq"
+
+
+def test_a_data_dependent_size_is_stated_with_the_formula():
+    # NonZero's output length depends on the data: the analysis costs it at its upper bound, and
+    # the formulas say so rather than pass for what any input costs
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"], name="nz"),
+             helper.make_node("Transpose", ["nz"], ["t"], name="t")]
+    model = make_model(nodes, [("x", F32, ["n", 4])], [("t", TensorProto.INT64, None)])
+    found = formulas(model)
+    assert found.notes and "NonZero" in found.notes[0] and "upper bound" in found.notes[0]
+
+
+def test_summary_symbolic_never_exits_2_for_free_dims(tmp_path, capsys):
+    path = tmp_path / "a.onnx"
+    path.write_bytes(attention_like().SerializeToString())
+    code, out, _ = run(capsys, "summary", str(path), "--symbolic")
+    assert code == 0 and "MACs" in out and "32·batch·seq² + 512·batch·seq" in out
+    assert max(len(line) for line in out.splitlines()) <= 120
+    code, out, _ = run(capsys, "summary", str(path), "--symbolic", "--format", "json")
+    document = json.loads(out)
+    assert document["dims"] == ["batch", "seq"] and document["formulas"]["macs"]["text"] == "32·batch·seq² + 512·batch·seq"
+
+
+def test_polynomial_text_reads_highest_degree_first():
+    assert polynomial_text({(0,): -3, (2,): 1, (1,): 4_096}, ["s"]) == "s² + 4,096·s - 3"
+    assert polynomial_text({}, ["s"]) == "0"
+
+
+def test_a_cost_beyond_the_fitted_degree_is_refuted_not_printed_wrong():
+    # x [s, s, s] · y [s, s]: s⁴ MACs, one degree more than four samples per dim can fit; the
+    # check at s = 11 disagrees, and the formula is withheld with the reason
+    node = helper.make_node("MatMul", ["x", "y"], ["z"], name="mm")
+    model = make_model([node], [("x", F32, ["s", "s", "s"]), ("y", F32, ["s", "s"])], [("z", F32, ["s", "s", "s"])])
+    found = formulas(model)
+    assert found.polynomials["macs"] is None
+    assert "piecewise or data-dependent" in found.refuted["macs"] and "s=11" in found.refuted["macs"]
+    assert found.text("macs").startswith("not a polynomial in s")
+    assert found.polynomials["activation_bytes"] is not None  # 4·(s³ + s² + s³) is within reach

@@ -128,19 +128,30 @@ def formulas(model: Any, **options: Any) -> Formulas:
     from .analysis import analyze
     from .errors import UsageError
 
-    dims = free_dims(model, **options)
+    # a decoder's phase without its length: the formula is in that length (the export's own dim
+    # names, one per cache, are tied by the phase)
+    phase_length = {"decode": "context", "prefill": "seq"}.get(options.get("phase") or "")
+    if phase_length and options.get(phase_length) is None:
+        dims = [phase_length]
+    else:
+        phase_length = None
+        dims = free_dims(model, **options)
     if len(dims) > MAX_DIMS:
         raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
     given = dict(options.pop("dims", None) or {})
 
     def measure(values: tuple[int, ...]) -> dict[str, int]:
-        analysis = analyze(model, dims={**given, **dict(zip(dims, values))}, partial=True, **options)
+        if phase_length:
+            analysis = analyze(model, dims=given or None, partial=True, **{**options, phase_length: values[0]})
+        else:
+            analysis = analyze(model, dims={**given, **dict(zip(dims, values))}, partial=True, **options)
         if analysis.unresolved_dims or analysis.totals.not_counted:
             return {}
         return {metric: read(analysis) for metric, read in METRICS.items()}
 
     grid = list(itertools.product(SAMPLES, repeat=len(dims)))
-    first = analyze(model, dims={**given, **dict(zip(dims, grid[0]))}, partial=True, **options)
+    first = (analyze(model, dims=given or None, partial=True, **{**options, phase_length: grid[0][0]}) if phase_length
+             else analyze(model, dims={**given, **dict(zip(dims, grid[0]))}, partial=True, **options))
     sized_by_data = sorted({r.op_type for r in first.nodes if r.op_type in DATA_DEPENDENT})
     samples = [measure(point) for point in grid]
     check_point = (CHECK,) * len(dims)

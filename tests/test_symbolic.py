@@ -88,3 +88,18 @@ def test_a_cost_beyond_the_fitted_degree_is_refuted_not_printed_wrong():
     assert "piecewise or data-dependent" in found.refuted["macs"] and "s=11" in found.refuted["macs"]
     assert found.text("macs").startswith("not a polynomial in s")
     assert found.polynomials["activation_bytes"] is not None  # 4·(s³ + s² + s³) is within reach
+
+
+def test_a_decoder_phase_without_its_length_gives_the_formula_in_that_length():
+    # tests/test_llm.py's decoder block, one token against the cache: its attention grows by
+    # one QKᵀ and one AV row per attended position, the rest is constant
+    import onnxroof
+    from test_llm import decoder_block
+
+    found = formulas(decoder_block(), phase="decode")
+    assert found.dims == ["context"]
+    polynomial = found.polynomials["macs"]
+    assert polynomial is not None and set(polynomial) <= {(0,), (1,)}
+    for context in (16, 100):
+        assert found.evaluate("macs", {"context": context}) == \
+            onnxroof.analyze(decoder_block(), phase="decode", context=context).totals.macs

@@ -131,6 +131,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                       help="table (terminal), markdown (a PR comment), json, or html (a page, written to "
                            "BASE-vs-HEAD.diff.html without -o)")
     diff.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
+    diff.add_argument("--symbolic", action="store_true",
+                      help="the change in the formulas of the free input dims (summary --symbolic), term by term")
     budget_option(diff, relative=True)
     compare = commands.add_parser("compare", help="put several candidate models side by side", epilog=EXAMPLES["compare"],
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -486,6 +488,15 @@ def _gate(results: list, quiet: bool) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    if args.symbolic:
+        from .symbolic import difference, formulas, formulas_lines
+
+        kwargs = {k: v for k, v in _analysis_kwargs(args).items()
+                  if k not in ("partial", "ignore_missing_dims", "checker_in_child", "elementwise_in_place")
+                  and v not in (None, [], False)}
+        change = difference(formulas(_model(args.base), **kwargs), formulas(_model(args.head), **kwargs))
+        _emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n")
+        return EXIT_OK
     from .budgets import check_budgets, parse_budget
     from .diff import diff_analyses
     from .report.diff import diff_document, render_diff_markdown, render_diff_table

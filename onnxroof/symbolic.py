@@ -22,6 +22,7 @@ wrong formula.
 from __future__ import annotations
 
 import itertools
+import textwrap
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 SAMPLES = (2, 3, 5, 7)  # values per free dim: fits a degree of up to 3 in each (attention: seq^2)
 CHECK = 11  # every free dim at this value: the one extra analysis that must agree
 MAX_DIMS = 3  # 4^3 = 64 analyses; beyond, bind some dims
+COLUMNS = 120  # the terminal width the formulas wrap to
 # ops whose output size follows from the data: the analysis costs them at their upper bound
 DATA_DEPENDENT = frozenset({"NonZero", "Unique", "Compress", "NonMaxSuppression"})
 METRICS: dict[str, Callable[["Analysis"], int]] = {
@@ -197,14 +199,66 @@ def _solve(matrix: list[list[int]], values: list[int]) -> list[Fraction]:
     return [row[-1] for row in rows]
 
 
-def formulas_lines(found: Formulas) -> list[str]:
+def reading(polynomial: dict[Monomial, int], dims: list[str]) -> str:
+    """What a formula says in words: its leading term, and from which value of the fastest-growing
+    dim that term alone outweighs the rest (the other dims at 1).
+
+    >>> reading({(1, 2): 32, (1, 1): 512}, ["batch", "seq"])
+    'grows as batch·seq²; the seq² term is the larger from seq = 16 on'
+    """
+    terms = _ordered(polynomial)
+    if not terms or sum(terms[0][0]) == 0:
+        return "constant"
+    top, coefficient = terms[0]
+    factor = "·".join(d + ("²" if e == 2 else "³" if e == 3 else "") for d, e in zip(dims, top) if e)
+    lower = [(m, c) for m, c in terms[1:] if sum(m) < sum(top)]
+    if not lower:
+        return f"grows as {factor}"
+    axis = max(range(len(dims)), key=lambda i: top[i])
+    for value in range(1, 1 << 20):
+        at = [1] * len(dims)
+        at[axis] = value
+        lead = coefficient * _product(v ** e for v, e in zip(at, top))
+        rest = sum(abs(c) * _product(v ** e for v, e in zip(at, m)) for m, c in lower)
+        if lead >= rest:
+            power = top[axis]
+            return (f"grows as {factor}; the {dims[axis]}{'²' if power == 2 else '³' if power == 3 else ''} term is the "
+                    f"larger from {dims[axis]} = {value:,} on")
+    return f"grows as {factor}"
+
+
+def difference(base: Formulas, head: Formulas) -> Formulas:
+    """head - base, term by term, where both are in the same dims (``diff --symbolic``)."""
+    if base.dims != head.dims:
+        from .errors import UsageError
+
+        raise UsageError(f"diff --symbolic: the models' free dims differ ({', '.join(base.dims) or 'none'} against "
+                         f"{', '.join(head.dims) or 'none'}); bind the ones one of them lacks with --dim")
+    result = Formulas(head.dims, notes=base.notes + [n for n in head.notes if n not in base.notes])
+    for metric in head.polynomials:
+        b, h = base.polynomials.get(metric), head.polynomials.get(metric)
+        if b is None or h is None:
+            result.polynomials[metric] = None
+            result.refuted[metric] = base.refuted.get(metric) or head.refuted.get(metric, "")
+            continue
+        result.polynomials[metric] = {m: h.get(m, 0) - b.get(m, 0) for m in b.keys() | h.keys() if h.get(m, 0) != b.get(m, 0)}
+    return result
+
+
+def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
     """The terminal block: one metric per line, in the model's own dim names."""
     if not found.dims:
         return ["Formulas: every input dim is bound; the totals above are the numbers"]
-    lines = [f"Formulas in {', '.join(found.dims)} (exact; fitted at {', '.join(map(str, SAMPLES))} per dim, "
-             f"checked at {CHECK})"]
+    lines = [f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; fitted at "
+             f"{', '.join(map(str, SAMPLES))} per dim, checked at {CHECK})"]
     width = max(len(LABELS[m]) for m in found.polynomials)
     for metric in found.polynomials:
-        lines.append(f"  {LABELS[metric]:{width}}  = {found.text(metric)}")
+        polynomial = found.polynomials[metric]
+        indent = " " * (width + 6)  # under the formula, past "label  = "
+        lines += textwrap.wrap(f"  {LABELS[metric]:{width}}  {'+=' if change else '='} {found.text(metric)}", COLUMNS,
+                               subsequent_indent=indent, break_on_hyphens=False)
+        if polynomial is not None and not change and metric in ("macs", "peak_bytes"):
+            lines += textwrap.wrap(f"({reading(polynomial, found.dims)})", COLUMNS, initial_indent=indent,
+                                   subsequent_indent=indent)
     lines += [f"  note: {note}" for note in found.notes]
     return lines

@@ -103,3 +103,25 @@ def test_a_decoder_phase_without_its_length_gives_the_formula_in_that_length():
     for context in (16, 100):
         assert found.evaluate("macs", {"context": context}) == \
             onnxroof.analyze(decoder_block(), phase="decode", context=context).totals.macs
+
+
+def test_diff_symbolic_gives_the_change_term_by_term(tmp_path, capsys):
+    # head adds a 16 x 16 projection after the attention: 256 MACs per token, batch·seq tokens
+    base = attention_like()
+    head = attention_like()
+    head.graph.node.append(helper.make_node("MatMul", ["y", "wo"], ["z"], name="/head/MatMul"))
+    head.graph.initializer.append(__import__("onnx").numpy_helper.from_array(np.zeros((D, D), np.float32), "wo"))
+    head.graph.output[0].name = "z"
+    for model, name in ((base, "base"), (head, "head")):
+        (tmp_path / f"{name}.onnx").write_bytes(model.SerializeToString())
+    code, out, _ = run(capsys, "diff", str(tmp_path / "base.onnx"), str(tmp_path / "head.onnx"), "--symbolic")
+    assert code == 0 and "MACs" in out and "+= 256·batch·seq" in out and "parameters" in out and "+= 256" in out
+
+
+def test_the_reading_names_the_leading_term_and_where_it_takes_over():
+    from onnxroof.symbolic import reading
+
+    # 32·batch·seq² passes 512·batch·seq at seq = 16
+    assert reading({(1, 2): 32, (1, 1): 512}, ["batch", "seq"]) == \
+        "grows as batch·seq²; the seq² term is the larger from seq = 16 on"
+    assert reading({(0, 0): 7}, ["batch", "seq"]) == "constant"

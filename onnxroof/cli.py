@@ -325,7 +325,7 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
     kwargs = {k: v for k, v in _analysis_kwargs(args).items()
               if k not in ("partial", "ignore_missing_dims", "checker_in_child") and v not in (None, [], False)}
     kwargs.pop("elementwise_in_place", None)
-    found = formulas(_model(source), **kwargs)
+    found = formulas(_model(source), modules=(args.depth or 2) if args.by == "module" else None, **kwargs)
     if args.format == "json":
         text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
     elif args.format == "table":

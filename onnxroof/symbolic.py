@@ -124,9 +124,10 @@ def free_dims(model: Any, **options: Any) -> list[str]:
     return list(dict.fromkeys(d.symbol for d in partial.unresolved_dims if d.symbol))
 
 
-def formulas(model: Any, **options: Any) -> Formulas:
+def formulas(model: Any, modules: int | None = None, **options: Any) -> Formulas:
     """Every metric of :data:`METRICS` as a polynomial in the free input dims of ``model`` (the
-    dims ``options``, analyze()'s arguments, leave unbound)."""
+    dims ``options``, analyze()'s arguments, leave unbound); with ``modules`` (a depth), also
+    each module's MACs down to that depth (``macs@encoder/layer.0``)."""
     from .analysis import analyze
     from .errors import UsageError
 
@@ -149,7 +150,10 @@ def formulas(model: Any, **options: Any) -> Formulas:
             analysis = analyze(model, dims={**given, **dict(zip(dims, values))}, partial=True, **options)
         if analysis.unresolved_dims or analysis.totals.not_counted:
             return {}
-        return {metric: read(analysis) for metric, read in METRICS.items()}
+        found = {metric: read(analysis) for metric, read in METRICS.items()}
+        if modules:
+            found.update(_module_macs(analysis, modules))
+        return found
 
     grid = list(itertools.product(SAMPLES, repeat=len(dims)))
     first = (analyze(model, dims=given or None, partial=True, **{**options, phase_length: grid[0][0]}) if phase_length
@@ -163,7 +167,8 @@ def formulas(model: Any, **options: Any) -> Formulas:
         result.notes.append(f"the graph has sizes only the data decides ({', '.join(sized_by_data)}): the formulas take "
                             "each at its upper bound (every element selected), not what a given input costs")
     monomials = list(itertools.product(range(len(SAMPLES)), repeat=len(dims)))
-    for metric in METRICS:
+    keys = list(METRICS) + [k for k in (samples[0] if samples else {}) if k not in METRICS]
+    for metric in keys:
         if any(metric not in s for s in samples) or metric not in checked:
             result.polynomials[metric], result.refuted[metric] = None, "some nodes are not counted at these values"
             continue
@@ -181,6 +186,23 @@ def formulas(model: Any, **options: Any) -> Formulas:
             continue
         result.polynomials[metric] = polynomial
     return result
+
+
+def _module_macs(analysis: "Analysis", depth: int) -> dict[str, int]:
+    from .modules import has_scopes, module_tree
+
+    if not has_scopes(analysis):
+        return {}
+    found, stack = {}, list(module_tree(analysis, depth).children)
+    while stack:
+        module = stack.pop(0)
+        found[f"macs@{module.path}"] = module.macs
+        stack.extend(module.children)
+    return found
+
+
+def label(metric: str) -> str:
+    return f"MACs of {metric.split('@', 1)[1]}" if metric.startswith("macs@") else LABELS[metric]
 
 
 def _solve(matrix: list[list[int]], values: list[int]) -> list[Fraction]:
@@ -251,11 +273,13 @@ def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
         return ["Formulas: every input dim is bound; the totals above are the numbers"]
     lines = [f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; fitted at "
              f"{', '.join(map(str, SAMPLES))} per dim, checked at {CHECK})"]
-    width = max(len(LABELS[m]) for m in found.polynomials)
+    width = min(40, max(len(label(m)) for m in found.polynomials))
     for metric in found.polynomials:
         polynomial = found.polynomials[metric]
+        if metric.startswith("macs@") and polynomial == {}:
+            continue  # a module without multiply-adds: nothing to say
         indent = " " * (width + 6)  # under the formula, past "label  = "
-        lines += textwrap.wrap(f"  {LABELS[metric]:{width}}  {'+=' if change else '='} {found.text(metric)}", COLUMNS,
+        lines += textwrap.wrap(f"  {label(metric):{width}}  {'+=' if change else '='} {found.text(metric)}", COLUMNS,
                                subsequent_indent=indent, break_on_hyphens=False)
         if polynomial is not None and not change and metric in ("macs", "peak_bytes"):
             lines += textwrap.wrap(f"({reading(polynomial, found.dims)})", COLUMNS, initial_indent=indent,

@@ -125,3 +125,15 @@ def test_the_reading_names_the_leading_term_and_where_it_takes_over():
     assert reading({(1, 2): 32, (1, 1): 512}, ["batch", "seq"]) == \
         "grows as batch·seq²; the seq² term is the larger from seq = 16 on"
     assert reading({(0, 0): 7}, ["batch", "seq"]) == "constant"
+
+
+def test_per_module_formulas_on_request(tmp_path, capsys):
+    # the attention's modules from the node names: q and k projections 256·batch·seq each, the
+    # scores and the output 16·batch·seq² each
+    found = formulas(attention_like(), modules=2)
+    assert found.polynomials["macs@attn/q"] == {(1, 1): 256}
+    assert found.polynomials["macs@attn/scores"] == {(1, 2): 16}
+    path = tmp_path / "a.onnx"
+    path.write_bytes(attention_like().SerializeToString())
+    code, out, _ = run(capsys, "summary", str(path), "--symbolic", "--by", "module")
+    assert code == 0 and "MACs of attn/out" in out and "16·batch·seq²" in out

@@ -115,6 +115,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     report.add_argument("--colour-by", choices=("op", "module"), default="op",
                         help="colour the roofline's dots by op type (default) or by the top-level module the node "
                              "names carry (encoder, decoder, lm_head)")
+    report.add_argument("--formulas", action="store_true",
+                        help="add a section with the costs as formulas of the dims the model leaves free (the "
+                             "values --dim gives them are the page's numbers; summary --symbolic prints them)")
     explain = commands.add_parser("explain", help="show how one node's numbers were computed", epilog=EXAMPLES["explain"],
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     explain.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
@@ -312,7 +315,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
         from .report.html import render_html
 
         output = args.output or f"{_safe_stem(analysis.model.name)}.report.html"
-        write_atomically(output, render_html(analysis, colour_by=args.colour_by))
+        found = _report_formulas(source, args) if args.formulas else None
+        write_atomically(output, render_html(analysis, colour_by=args.colour_by, formulas=found))
         if not args.quiet and output != "-":
             print(f"onnxroof: wrote {output}", file=sys.stderr)
     return _gate(check_budgets(budgets, analysis), args.quiet)
@@ -334,6 +338,15 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
         raise UsageError("--symbolic prints a table or JSON: use --format table or json")
     _emit(args.output, text)
     return EXIT_OK
+
+
+def _report_formulas(source: str, args: argparse.Namespace):
+    """The formulas in the dims the model leaves free, whatever values the flags give them."""
+    from .symbolic import formulas
+
+    kwargs = {k: v for k, v in _analysis_kwargs(args).items()
+              if k in ("input_shapes", "values", "loop_trips", "dtype", "phase") and v not in (None, [], False)}
+    return formulas(_model(source), **kwargs)
 
 
 def _check_not_a_flag_value(parser: argparse.ArgumentParser, argv: list[str], source: str) -> None:

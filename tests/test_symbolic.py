@@ -178,3 +178,17 @@ def test_a_conv_net_s_per_pixel_polynomial():
     found = formulas(model)
     assert found.dims == ["batch", "height", "width"]
     assert found.text("macs") == "108·batch·height·width"
+
+
+def test_the_report_can_carry_the_formulas_of_the_dims_it_binds(tmp_path, capsys):
+    # the page's numbers at batch 1, seq 64; its formulas in batch and seq, as summary --symbolic's
+    path = tmp_path / "a.onnx"
+    path.write_bytes(attention_like().SerializeToString())
+    page = tmp_path / "r.html"
+    code, _, _ = run(capsys, "report", str(path), "--dim", "seq=64", "--formulas", "-o", str(page))
+    html = page.read_text(encoding="utf-8")
+    section = html[html.index('id="formulas"'):]
+    section = section[:section.index("</section>")]
+    assert code == 0 and "32·batch·seq² + 512·batch·seq" in section and "in batch, seq" in section
+    code, _, _ = run(capsys, "report", str(path), "--dim", "seq=64", "-o", str(page))
+    assert 'id="formulas"' not in page.read_text(encoding="utf-8")  # only on request

@@ -38,6 +38,7 @@ from .page import (
 )
 
 if TYPE_CHECKING:
+    from ..symbolic import Formulas
     from ..result import Analysis
     from ..profile import ProfileResult
 
@@ -53,7 +54,7 @@ PROFILE_TOP = 15  # rows of the "Predicted vs measured" table: the nodes that to
 
 
 def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
-                profile: "ProfileResult | None" = None, colour_by: str = "op") -> str:
+                profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None) -> str:
     """Render ``analysis`` as one self-contained HTML page (no network, opens from file://).
 
     ``capacities`` are ``(label, bytes)`` on-chip memory sizes drawn as lines on the memory
@@ -76,6 +77,7 @@ def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | No
     context["profile"] = _profile_context(document, profile, profiled) if profile is not None else None
     context["hotspots"] = _hotspots_context(document)
     context["modules"] = modules_context(analysis)
+    context["formulas"] = _formulas_context(formulas) if formulas is not None and formulas.dims else None
     context["table"] = _table_context(document)
     small = len(document["nodes"]) <= FULL_DOCUMENT_MAX_NODES
     context["document_json"] = Markup(script_json(document)) if small else None
@@ -368,6 +370,21 @@ def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency:
                   f"on-chip time: {format_value(p['onchip_s'], 'seconds')} · bound: {BOUND_LABELS.get(p['bound'], p['bound'])}")
                  + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
     }
+
+
+def _formulas_context(found: "Formulas") -> dict:
+    """The formulas section: one row per metric (module formulas are summary --symbolic's)."""
+    from ..symbolic import LABELS, SAMPLES, CHECK, reading
+
+    rows = []
+    for metric, polynomial in found.polynomials.items():
+        if metric not in LABELS:
+            continue
+        rows.append({"metric": LABELS[metric], "formula": found.text(metric),
+                     "reading": reading(polynomial, found.dims) if polynomial is not None else "",
+                     "ok": polynomial is not None})
+    return {"dims": ", ".join(found.dims), "rows": rows, "notes": found.notes,
+            "method": f"fitted exactly at {', '.join(map(str, SAMPLES))} per dim and checked at {CHECK}"}
 
 
 def _top_modules(analysis: "Analysis") -> dict[str, str] | None:

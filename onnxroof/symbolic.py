@@ -143,11 +143,14 @@ def formulas(model: Any, modules: int | None = None, **options: Any) -> Formulas
         raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
     given = dict(options.pop("dims", None) or {})
 
+    sized_by_data: set[str] = set()  # ops whose output size the data decides, seen in any analysis
+
     def measure(values: tuple[int, ...]) -> dict[str, int]:
         if phase_length:
             analysis = analyze(model, dims=given or None, partial=True, **{**options, phase_length: values[0]})
         else:
             analysis = analyze(model, dims={**given, **dict(zip(dims, values))}, partial=True, **options)
+        sized_by_data.update(r.op_type for r in analysis.nodes if r.op_type in DATA_DEPENDENT)
         if analysis.unresolved_dims or analysis.totals.not_counted:
             return {}
         found = {metric: read(analysis) for metric, read in METRICS.items()}
@@ -156,15 +159,12 @@ def formulas(model: Any, modules: int | None = None, **options: Any) -> Formulas
         return found
 
     grid = list(itertools.product(SAMPLES, repeat=len(dims)))
-    first = (analyze(model, dims=given or None, partial=True, **{**options, phase_length: grid[0][0]}) if phase_length
-             else analyze(model, dims={**given, **dict(zip(dims, grid[0]))}, partial=True, **options))
-    sized_by_data = sorted({r.op_type for r in first.nodes if r.op_type in DATA_DEPENDENT})
     samples = [measure(point) for point in grid]
     check_point = (CHECK,) * len(dims)
     checked = measure(check_point)
     result = Formulas(dims)
     if sized_by_data:
-        result.notes.append(f"the graph has sizes only the data decides ({', '.join(sized_by_data)}): the formulas take "
+        result.notes.append(f"the graph has sizes only the data decides ({', '.join(sorted(sized_by_data))}): the formulas take "
                             "each at its upper bound (every element selected), not what a given input costs")
     monomials = list(itertools.product(range(len(SAMPLES)), repeat=len(dims)))
     keys = list(METRICS) + [k for k in (samples[0] if samples else {}) if k not in METRICS]

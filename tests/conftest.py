@@ -81,6 +81,15 @@ def minigooglenet_by_hand(separable: bool = False) -> tuple[int, int, int]:
     return 2 * (macs + c * 10), params + dense, params_without_bn + dense
 
 
+def target_text(figures: dict, extra: str = "", name: str = "test", description: str = "a hand-made target") -> str:
+    """A target file's text: each figure (a dotted key, "dram.bandwidth_bytes_per_s") a table
+    tagged estimate, then ``extra`` (more tables: [fusion], [efficiency.*], [weights])."""
+    lines = [f'name = "{name}"', f'description = "{description}"']
+    for key, value in figures.items():
+        lines += [f"[{key}]", f"value = {value!r}", 'tag = "estimate"', 'source = "hand"']
+    return "\n".join(lines) + "\n" + extra + "\n"
+
+
 def run(capsys, *argv) -> tuple[int, str, str]:
     """``onnxroof ARGV...`` through the real entry point: (exit code, stdout, stderr)."""
     from onnxroof.cli import main

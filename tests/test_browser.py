@@ -456,7 +456,7 @@ def test_roofline_labels_overlap_neither_each_other_nor_the_dots(browser, tmp_pa
 def test_the_memory_peak_label_is_clear_of_the_capacity_labels(browser, tmp_path):
     # a chain whose activations grow to the last step, on a target whose on-chip memory is just
     # above the peak: the peak's label and the capacity's label meet at the top right
-    from conftest import make_model
+    from conftest import make_model, target_text
     from onnx import TensorProto, helper
 
     import numpy as np
@@ -469,21 +469,9 @@ def test_the_memory_peak_label_is_clear_of_the_capacity_labels(browser, tmp_path
                        [("twice", np.array([1, 2], np.int64))])
     peak = onnxroof.analyze(model).memory.model_order.peak_bytes
     target = tmp_path / "t.toml"
-    target.write_text(f'''name = "tight"
-description = "on-chip memory just above the peak"
-[peak_ops_per_s.fp32]
-value = 1e12
-tag = "estimate"
-source = "hand"
-[dram.bandwidth_bytes_per_s]
-value = 1e10
-tag = "estimate"
-source = "hand"
-[onchip.size_bytes]
-value = {int(peak * 1.05)}
-tag = "estimate"
-source = "hand"
-''')
+    target.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e10,
+                                   "onchip.size_bytes": int(peak * 1.05)},
+                                  name="tight", description="on-chip memory just above the peak"))
     path = tmp_path / "report.html"
     path.write_text(render_html(onnxroof.analyze(model, targets=[str(target), "myriad-x"])), encoding="utf-8")
     report = Report(browser, path)

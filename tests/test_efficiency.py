@@ -19,34 +19,16 @@ from onnxroof.kernels import efficiency_class
 from onnxroof.roofline import roofline
 from onnxroof.targets import parse_target
 
-from conftest import make_model, zeros
+from conftest import make_model, target_text, zeros
 
 F32 = TensorProto.FLOAT
 
 
-def target_file(tmp_path, efficiency: str = "", name: str = "t") -> str:
-    """1 TFLOP/s fp32, 1 TB/s DRAM, 10 GB/s on chip (1 GiB of it), no launch cost."""
+def target_file(tmp_path, efficiency: str = "", name: str = "t", onchip_bytes: int = 1 << 30) -> str:
+    """1 TFLOP/s fp32, 1 TB/s DRAM, 10 GB/s on chip (1 GiB of it unless given), no launch cost."""
     path = tmp_path / f"{name}.toml"
-    path.write_text(f'''name = "test"
-description = "a hand-made target"
-[peak_ops_per_s.fp32]
-value = 1e12
-tag = "estimate"
-source = "hand"
-[dram.bandwidth_bytes_per_s]
-value = 1e12
-tag = "estimate"
-source = "hand"
-[onchip.size_bytes]
-value = 1073741824
-tag = "estimate"
-source = "hand"
-[onchip.bandwidth_bytes_per_s]
-value = 1e10
-tag = "estimate"
-source = "hand"
-{efficiency}
-''')
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
+                                 "onchip.size_bytes": onchip_bytes, "onchip.bandwidth_bytes_per_s": 1e10}, efficiency))
     return str(path)
 
 
@@ -223,9 +205,7 @@ def test_resident_weights_move_no_dram_bytes_when_they_fit(tmp_path):
 
 
 def test_resident_weights_that_do_not_fit_are_read_from_dram(tmp_path):
-    small = target_file(tmp_path, WEIGHTS, "s")
-    text = open(small).read().replace("value = 1073741824", "value = 8192")  # 8 KiB on chip: the 16 KiB weight does not fit
-    open(small, "w").write(text)
+    small = target_file(tmp_path, WEIGHTS, "s", onchip_bytes=8192)  # 8 KiB on chip: the 16 KiB weight does not fit
     report = analyze(matmul_model(), targets=[small]).targets[0]
     assert report.nodes[0].placement.dram_bytes == 16384 + 512
     assert any("do not fit on chip" in note for note in report.notes)

@@ -15,7 +15,7 @@ from onnxroof.cli import main
 from onnxroof.examples import build_example
 from onnxroof.kernels import fuse
 
-from conftest import make_model, zeros
+from conftest import make_model, target_text, zeros
 
 F32 = TensorProto.FLOAT
 X = [1, 8, 16, 16]  # 2,048 floats = 8,192 B per activation
@@ -24,23 +24,8 @@ X = [1, 8, 16, 16]  # 2,048 floats = 8,192 B per activation
 def target_file(tmp_path, fusion: str = "", onchip: str = "") -> str:
     """1 TFLOP/s fp32, 10 GB/s DRAM, 1 µs per kernel launch; no on-chip memory unless given."""
     path = tmp_path / f"t{abs(hash((fusion, onchip)))}.toml"
-    path.write_text(f'''name = "test"
-description = "a hand-made target"
-[peak_ops_per_s.fp32]
-value = 1e12
-tag = "estimate"
-source = "hand"
-[dram.bandwidth_bytes_per_s]
-value = 1e10
-tag = "estimate"
-source = "hand"
-[node_overhead_s]
-value = 1e-6
-tag = "estimate"
-source = "hand"
-{onchip}
-{fusion}
-''')
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e10,
+                                 "node_overhead_s": 1e-6}, f"{onchip}\n{fusion}"))
     return str(path)
 
 

@@ -64,7 +64,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import achieved
-from .achieved import LAUNCH_CHAIN, per_kernel_seconds  # noqa: F401  (re-exported: the launch slope)
+from .achieved import LAUNCH_CHAIN
 from .targets import EFFICIENCY_CLASSES, SCHEMA, Target, parse_target
 
 DEFAULT_SECONDS = 30.0

@@ -326,10 +326,7 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
     """`summary --symbolic`: the formulas in the dims the flags leave free (never exit 2 for them)."""
     from .symbolic import formulas, formulas_lines
 
-    kwargs = {k: v for k, v in _analysis_kwargs(args).items()
-              if k not in ("partial", "ignore_missing_dims", "checker_in_child") and v not in (None, [], False)}
-    kwargs.pop("elementwise_in_place", None)
-    found = formulas(_model(source), modules=(args.depth or 2) if args.by == "module" else None, **kwargs)
+    found = formulas(_model(source), modules=(args.depth or 2) if args.by == "module" else None, **_formula_options(args))
     if args.format == "json":
         text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
     elif args.format == "table":
@@ -344,9 +341,20 @@ def _report_formulas(source: str, args: argparse.Namespace):
     """The formulas in the dims the model leaves free, whatever values the flags give them."""
     from .symbolic import formulas
 
-    kwargs = {k: v for k, v in _analysis_kwargs(args).items()
-              if k in ("input_shapes", "values", "loop_trips", "dtype", "phase") and v not in (None, [], False)}
-    return formulas(_model(source), **kwargs)
+    return formulas(_model(source), **_formula_options(args, bound=False))
+
+
+# what decides the counts a formula is fitted to (targets, fusion and overhead only time them)
+_COUNTING_OPTIONS = ("input_shapes", "values", "loop_trips", "dtype", "phase")
+_BINDING_OPTIONS = ("dims", "batch", "seq", "context")  # values for dims: a formula leaves them free unless bound
+
+
+def _formula_options(args: argparse.Namespace, bound: bool = True) -> dict:
+    """analyze()'s arguments for the analyses a formula is fitted to: the flags that change the
+    counts, with the dims the flags bind (``bound``) or without (the report's formulas are in
+    every dim the model leaves free, whatever values its numbers take)."""
+    keys = _COUNTING_OPTIONS + (_BINDING_OPTIONS if bound else ())
+    return {k: v for k, v in _analysis_kwargs(args).items() if k in keys and v not in (None, [], False)}
 
 
 def _check_not_a_flag_value(parser: argparse.ArgumentParser, argv: list[str], source: str) -> None:
@@ -504,10 +512,8 @@ def _diff(args: argparse.Namespace) -> int:
     if args.symbolic:
         from .symbolic import difference, formulas, formulas_lines
 
-        kwargs = {k: v for k, v in _analysis_kwargs(args).items()
-                  if k not in ("partial", "ignore_missing_dims", "checker_in_child", "elementwise_in_place")
-                  and v not in (None, [], False)}
-        change = difference(formulas(_model(args.base), **kwargs), formulas(_model(args.head), **kwargs))
+        options = _formula_options(args)
+        change = difference(formulas(_model(args.base), **options), formulas(_model(args.head), **options))
         _emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n")
         return EXIT_OK
     from .budgets import check_budgets, parse_budget

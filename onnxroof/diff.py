@@ -11,7 +11,7 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .budgets import percent_change
 
@@ -144,22 +144,13 @@ def module_changes(base: "Analysis", head: "Analysis", depth: int = MODULE_DIFF_
     """The modules (down to ``depth`` levels) whose cost changed, matched by path, the largest
     change first (time on the head's first target, then FLOPs, then parameters); [] when
     neither model's node names carry module scopes."""
-    from .modules import has_scopes, module_tree
+    from .modules import descendants, has_scopes, module_tree
 
     if not (has_scopes(base) or has_scopes(head)):
         return []
     target = head.targets[0].target.name if head.targets else None
 
-    def flat(analysis: "Analysis") -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        stack = list(module_tree(analysis, depth).children)
-        while stack:
-            module = stack.pop()
-            found[module.path] = module
-            stack.extend(module.children)
-        return found
-
-    before, after = flat(base), flat(head)
+    before, after = ({m.path: m for m in descendants(module_tree(a, depth))} for a in (base, head))
     rows = []
     for path in before.keys() | after.keys():
         b, h = before.get(path), after.get(path)

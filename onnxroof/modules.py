@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from .roofline import node_times as _node_times
 
@@ -161,6 +161,13 @@ def op_breakdown(analysis: "Analysis") -> list[ModuleCost]:
         _add(entry, record, params[record.name], live.get(record.name, 0),
              {target: per_node.get(record.name, 0.0) for target, per_node in times.items()})
     return sorted(by_op.values(), key=lambda m: (-m.flops, -(m.weight_bytes + m.activation_bytes), m.name))
+
+
+def descendants(module: ModuleCost) -> Iterator[ModuleCost]:
+    """Every module below ``module``, parents before their children (depth first, in order)."""
+    for child in module.children:
+        yield child
+        yield from descendants(child)
 
 
 def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str]]:

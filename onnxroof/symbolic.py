@@ -22,6 +22,7 @@ wrong formula.
 from __future__ import annotations
 
 import itertools
+import math
 import textwrap
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -70,7 +71,7 @@ class Formulas:
         polynomial = self.polynomials.get(metric)
         if polynomial is None:
             return None
-        return sum(c * _product(values[d] ** e for d, e in zip(self.dims, m)) for m, c in polynomial.items())
+        return sum(c * math.prod(values[d] ** e for d, e in zip(self.dims, m)) for m, c in polynomial.items())
 
     def to_dict(self) -> dict:
         return {"dims": self.dims, "notes": self.notes, "formulas": {
@@ -80,15 +81,16 @@ class Formulas:
             for metric in self.polynomials}}
 
 
-def _product(values) -> int:
-    result = 1
-    for value in values:
-        result *= value
-    return result
-
-
 def _ordered(polynomial: dict[Monomial, int]) -> list[tuple[Monomial, int]]:
     return sorted(((m, c) for m, c in polynomial.items() if c), key=lambda mc: (-sum(mc[0]), [-e for e in mc[0]]))
+
+
+_SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_text(dim: str, exponent: int) -> str:
+    """``seq²``; ``seq`` for the first power."""
+    return dim + (str(exponent).translate(_SUPERSCRIPTS) if exponent > 1 else "")
 
 
 def polynomial_text(polynomial: dict[Monomial, int], dims: list[str]) -> str:
@@ -97,10 +99,9 @@ def polynomial_text(polynomial: dict[Monomial, int], dims: list[str]) -> str:
     >>> polynomial_text({(2,): 12288, (1,): 64, (0,): 5}, ["seq"])
     '12,288·seq² + 64·seq + 5'
     """
-    superscript = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
     terms = []
     for monomial, coefficient in _ordered(polynomial):
-        factors = [d + (str(e).translate(superscript) if e > 1 else "") for d, e in zip(dims, monomial) if e]
+        factors = [power_text(d, e) for d, e in zip(dims, monomial) if e]
         magnitude = abs(coefficient)
         body = "·".join(([f"{magnitude:,}"] if magnitude != 1 or not factors else []) + factors)
         terms.append(("- " if coefficient < 0 else "+ ") + body)
@@ -172,13 +173,13 @@ def formulas(model: Any, modules: int | None = None, **options: Any) -> Formulas
         if any(metric not in s for s in samples) or metric not in checked:
             result.polynomials[metric], result.refuted[metric] = None, "some nodes are not counted at these values"
             continue
-        coefficients = _solve([[_product(v ** e for v, e in zip(point, m)) for m in monomials] for point in grid],
+        coefficients = _solve([[math.prod(v ** e for v, e in zip(point, m)) for m in monomials] for point in grid],
                               [s[metric] for s in samples])
         if any(c.denominator != 1 for c in coefficients):
             result.polynomials[metric], result.refuted[metric] = None, "the samples fit no integer polynomial"
             continue
         polynomial = {m: int(c) for m, c in zip(monomials, coefficients) if c}
-        predicted = sum(c * _product(v ** e for v, e in zip(check_point, m)) for m, c in polynomial.items())
+        predicted = sum(c * math.prod(v ** e for v, e in zip(check_point, m)) for m, c in polynomial.items())
         if predicted != checked[metric]:
             result.polynomials[metric] = None
             result.refuted[metric] = (f"at {', '.join(f'{d}={CHECK}' for d in dims)} the analysis gives {checked[metric]:,}, "
@@ -189,16 +190,11 @@ def formulas(model: Any, modules: int | None = None, **options: Any) -> Formulas
 
 
 def _module_macs(analysis: "Analysis", depth: int) -> dict[str, int]:
-    from .modules import has_scopes, module_tree
+    from .modules import descendants, has_scopes, module_tree
 
     if not has_scopes(analysis):
         return {}
-    found, stack = {}, list(module_tree(analysis, depth).children)
-    while stack:
-        module = stack.pop(0)
-        found[f"macs@{module.path}"] = module.macs
-        stack.extend(module.children)
-    return found
+    return {f"macs@{module.path}": module.macs for module in descendants(module_tree(analysis, depth))}
 
 
 def label(metric: str) -> str:
@@ -232,7 +228,7 @@ def reading(polynomial: dict[Monomial, int], dims: list[str]) -> str:
     if not terms or sum(terms[0][0]) == 0:
         return "constant"
     top, coefficient = terms[0]
-    factor = "·".join(d + ("²" if e == 2 else "³" if e == 3 else "") for d, e in zip(dims, top) if e)
+    factor = "·".join(power_text(d, e) for d, e in zip(dims, top) if e)
     lower = [(m, c) for m, c in terms[1:] if sum(m) < sum(top)]
     if not lower:
         return f"grows as {factor}"
@@ -240,11 +236,10 @@ def reading(polynomial: dict[Monomial, int], dims: list[str]) -> str:
     for value in range(1, 1 << 20):
         at = [1] * len(dims)
         at[axis] = value
-        lead = coefficient * _product(v ** e for v, e in zip(at, top))
-        rest = sum(abs(c) * _product(v ** e for v, e in zip(at, m)) for m, c in lower)
+        lead = coefficient * math.prod(v ** e for v, e in zip(at, top))
+        rest = sum(abs(c) * math.prod(v ** e for v, e in zip(at, m)) for m, c in lower)
         if lead >= rest:
-            power = top[axis]
-            return (f"grows as {factor}; the {dims[axis]}{'²' if power == 2 else '³' if power == 3 else ''} term is the "
+            return (f"grows as {factor}; the {power_text(dims[axis], top[axis])} term is the "
                     f"larger from {dims[axis]} = {value:,} on")
     return f"grows as {factor}"
 

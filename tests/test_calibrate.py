@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 
+from onnxroof import achieved
 from onnxroof import calibrate as cal
 from onnxroof.cli import main
 from onnxroof.targets import parse_target
@@ -353,7 +354,7 @@ def test_the_target_file_says_which_method_gave_the_compute_roof(tmp_path):
 
 def test_the_launch_overhead_becomes_the_measured_targets_cost_per_kernel(tmp_path):
     # a chain of 1 tiny kernel runs in 20 µs, one of 65 in 660 µs: 640 µs / 64 = 10 µs per kernel
-    overhead = cal.per_kernel_seconds(20e-6, 660e-6, kernels=65)
+    overhead = achieved.per_kernel_seconds(20e-6, 660e-6, kernels=65)
     assert overhead == pytest.approx(10e-6)
     result = cal.Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
                              numpy_version="2", blas="OpenBLAS",

@@ -223,7 +223,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes
             checking.wait()  # the inliner is C++: it sees only a model the checker passed
         # model-local functions are costed through their bodies
         proto = onnx.inliner.inline_local_functions(proto)
-    shape_flags, dim_flags = _shape_flags(input_shapes), _dim_flags(dims)
+    shape_flags, dim_flags = _shape_flags(input_shapes), dim_values(dims)
     fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
     name_unnamed_batch_axes(proto)  # skl2onnx's batch axis has no name: give it one to bind it by
     if ignore_missing_dims:
@@ -326,7 +326,8 @@ def _value_flags(values) -> dict[str, tuple[float, ...]]:
     return dict(parse_value(text) for text in values)
 
 
-def _dim_flags(dims) -> dict[str, int]:
+def dim_values(dims) -> dict[str, int]:
+    """``dims`` as analyze() takes them (a mapping, or ``SYMBOL=VALUE`` strings), as a mapping."""
     if not dims:
         return {}
     if isinstance(dims, Mapping):

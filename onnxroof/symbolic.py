@@ -129,7 +129,7 @@ def formulas(model: Any, modules: int | None = None, **options: Any) -> Formulas
     """Every metric of :data:`METRICS` as a polynomial in the free input dims of ``model`` (the
     dims ``options``, analyze()'s arguments, leave unbound); with ``modules`` (a depth), also
     each module's MACs down to that depth (``macs@encoder/layer.0``)."""
-    from .analysis import analyze
+    from .analysis import analyze, dim_values
     from .errors import UsageError
 
     # a decoder's phase without its length: the formula is in that length (the export's own dim
@@ -142,7 +142,7 @@ def formulas(model: Any, modules: int | None = None, **options: Any) -> Formulas
         dims = free_dims(model, **options)
     if len(dims) > MAX_DIMS:
         raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
-    given = dict(options.pop("dims", None) or {})
+    given = dim_values(options.pop("dims", None))
 
     sized_by_data: set[str] = set()  # ops whose output size the data decides, seen in any analysis
 

@@ -73,6 +73,14 @@ def test_summary_symbolic_never_exits_2_for_free_dims(tmp_path, capsys):
     assert document["dims"] == ["batch", "seq"] and document["formulas"]["macs"]["text"] == "32·batch·seq² + 512·batch·seq"
 
 
+def test_summary_symbolic_binds_the_dims_the_flags_give(tmp_path, capsys):
+    # --dim arrives as SYMBOL=VALUE text: batch = 2 doubles both terms (64·seq² + 1,024·seq)
+    path = tmp_path / "a.onnx"
+    path.write_bytes(attention_like().SerializeToString())
+    code, out, _ = run(capsys, "summary", str(path), "--symbolic", "--dim", "batch=2")
+    assert code == 0 and "Formulas in seq " in out and "64·seq² + 1,024·seq" in out
+
+
 def test_polynomial_text_reads_highest_degree_first():
     assert polynomial_text({(0,): -3, (2,): 1, (1,): 4_096}, ["s"]) == "s² + 4,096·s - 3"
     assert polynomial_text({}, ["s"]) == "0"

@@ -101,14 +101,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     single_model(summary)
     summary.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
                          help="output format (default: table)")
-    summary.add_argument("--by", choices=("node", "module", "op"), default="node",
+    summary.add_argument("--by", choices=("node", "module", "op"),
                          help="rows per node (default), per module of the module tree the node names carry "
-                              "(/encoder/layer.0/...), or per op type")
+                              "(/encoder/layer.0/...), or per op type; with --symbolic, the MACs formula of each")
     summary.add_argument("--symbolic", action="store_true",
                          help="MACs, FLOPs, parameters, bytes and peak memory as exact formulas of the input dims left "
                               "unbound (batch, sequence, ...), instead of numbers")
     summary.add_argument("--depth", type=positive_int, metavar="N",
                          help="with --by module: fold deeper modules into their ancestor N levels down")
+    summary.add_argument("--formulas", action="store_true",
+                         help="add the formulas of the dims the model leaves free (--symbolic's) after the table, or "
+                              "as the JSON document's \"formulas\" block")
     report = commands.add_parser("report", help="write a self-contained HTML report", epilog=EXAMPLES["report"],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     single_model(report)
@@ -310,7 +313,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
         sys.stdout.write(render_explain(analysis, analysis.find_node(args.node)))
         return EXIT_OK
     if args.command == "summary":
-        _emit(args.output, _summary_chunks(analysis, args.format, args.by, args.depth))
+        found = _report_formulas(source, args) if args.formulas else None
+        _emit(args.output, _summary_chunks(analysis, args.format, args.by or "node", args.depth, found))
     else:
         from .report.html import render_html
 
@@ -326,7 +330,9 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
     """`summary --symbolic`: the formulas in the dims the flags leave free (never exit 2 for them)."""
     from .symbolic import formulas, formulas_lines
 
-    found = formulas(_model(source), modules=(args.depth or 2) if args.by == "module" else None, **_formula_options(args))
+    if args.depth is not None and args.by != "module":
+        raise UsageError("--depth goes with --by module")
+    found = formulas(_model(source), by=args.by, modules=args.depth, **_formula_options(args))
     if args.format == "json":
         text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
     elif args.format == "table":
@@ -344,17 +350,23 @@ def _report_formulas(source: str, args: argparse.Namespace):
     return formulas(_model(source), **_formula_options(args, bound=False))
 
 
-# what decides the counts a formula is fitted to (targets, fusion and overhead only time them)
-_COUNTING_OPTIONS = ("input_shapes", "values", "loop_trips", "dtype", "phase")
+# what decides the counts a formula is fitted to
+_COUNTING_OPTIONS = ("input_shapes", "values", "loop_trips", "dtype", "phase", "elementwise_in_place")
 _BINDING_OPTIONS = ("dims", "batch", "seq", "context")  # values for dims: a formula leaves them free unless bound
+_TIMING_OPTIONS = ("targets", "fusion", "overhead")  # what decides the latency formulas
 
 
-def _formula_options(args: argparse.Namespace, bound: bool = True) -> dict:
+def _formula_options(args: argparse.Namespace, bound: bool = True, timed: bool = True) -> dict:
     """analyze()'s arguments for the analyses a formula is fitted to: the flags that change the
     counts, with the dims the flags bind (``bound``) or without (the report's formulas are in
-    every dim the model leaves free, whatever values its numbers take)."""
+    every dim the model leaves free, whatever values its numbers take), and with the targets
+    (``timed``) for their latency formulas."""
+    given = _analysis_kwargs(args)
     keys = _COUNTING_OPTIONS + (_BINDING_OPTIONS if bound else ())
-    return {k: v for k, v in _analysis_kwargs(args).items() if k in keys and v not in (None, [], False)}
+    options = {k: v for k, v in given.items() if k in keys and v not in (None, [], False)}
+    if timed and given["targets"]:
+        options.update({k: given[k] for k in _TIMING_OPTIONS})
+    return options
 
 
 def _check_not_a_flag_value(parser: argparse.ArgumentParser, argv: list[str], source: str) -> None:
@@ -512,7 +524,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.symbolic:
         from .symbolic import difference, formulas, formulas_lines
 
-        options = _formula_options(args)
+        options = _formula_options(args, timed=False)
         change = difference(formulas(_model(args.base), **options), formulas(_model(args.head), **options))
         _emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n")
         return EXIT_OK
@@ -594,19 +606,27 @@ def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]
         return list(pool.map(_analyze, sources, [args] * len(sources)))
 
 
-def _summary_chunks(analysis: Analysis, fmt: str, by: str = "node", depth: int | None = None) -> Iterable[str]:
+def _summary_chunks(analysis: Analysis, fmt: str, by: str = "node", depth: int | None = None,
+                    formulas=None) -> Iterable[str]:
     """What `summary` writes, in chunks to write one after the other (a big model's JSON is
-    written as it is encoded)."""
+    written as it is encoded); ``formulas`` (``--formulas``) after the table or in the JSON."""
     if depth is not None and by != "module":
         raise UsageError("--depth goes with --by module")
+    extra = {"formulas": formulas.to_dict()} if formulas is not None else {}
     if fmt == "json":
         from .report.json import document_json
 
         if by != "node":
             from .report.json import grouped_document
 
-            return [json.dumps(grouped_document(analysis, by, depth), indent=2) + "\n"]
-        return document_json(analysis, compact=len(analysis.nodes) > PRETTY_JSON_NODES)
+            return [json.dumps({**grouped_document(analysis, by, depth), **extra}, indent=2) + "\n"]
+        return document_json(analysis, compact=len(analysis.nodes) > PRETTY_JSON_NODES, extra=extra)
+    if formulas is not None:
+        if fmt != "table":
+            raise UsageError(f"--formulas goes with --format table or json, not {fmt}")
+        from .symbolic import formulas_lines
+
+        return [*_summary_chunks(analysis, fmt, by, depth), "\n" + "\n".join(formulas_lines(formulas)) + "\n"]
     if by != "node" and fmt in ("csv", "markdown"):
         raise UsageError(f"--by {by} prints a table or JSON: use --format table or json")
     if by != "node":

@@ -479,6 +479,7 @@ def target_entry(report, encoded: bool = False) -> dict:
         "edp_js": report.edp_js,
         "time_share": report.time_share,
         "activations_on_chip": report.activations_on_chip,
+        "weights_on_chip_bytes": report.weights_on_chip_bytes,
         "spilled_tensors": report.spilled,
         "spill_bytes": report.spill_bytes,
         "notes": report.notes,

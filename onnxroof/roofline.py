@@ -124,6 +124,7 @@ class TargetReport:
     spilled: list[str] = field(default_factory=list)
     spill_bytes: int = 0
     activations_on_chip: bool = True
+    weights_on_chip_bytes: int = 0  # parameters kept on chip between runs ([weights] resident, and they fit)
     notes: list[str] = field(default_factory=list)
     fusion: tuple[str, ...] = ()  # the fusion rule sets the kernels were grouped under
 
@@ -152,7 +153,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
     kernels = group(graph, groups) if groups is not None else fuse(graph, rules)
-    weights_on_chip = False
+    weights_on_chip, parameter_bytes = False, 0
     if keeps_activations and target.weights_resident:
         parameter_bytes = sum(kernel.weight_bytes for kernel in kernels)
         weights_on_chip = parameter_bytes + memory.model_order.peak_bytes <= onchip_capacity
@@ -205,8 +206,10 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                                         _energy(target, roofs, dram, onchip), kernel.nodes))
     for (wanted, used), count in sorted(fallbacks.items()):
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
-    return _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
-                      keeps_activations, notes, rules)
+    report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
+                        keeps_activations, notes, rules)
+    report.weights_on_chip_bytes = parameter_bytes if weights_on_chip else 0
+    return report
 
 
 def split_kernel_times(report: TargetReport, weights: Mapping[str, float]) -> dict[str, float]:

@@ -5,8 +5,14 @@ left free. :func:`formulas` recovers it exactly without a computer-algebra libra
 ordinary integer analysis on a grid of :data:`SAMPLES` values per free dim (degree up to
 ``len(SAMPLES) - 1`` in each), solves for the integer coefficients with exact fractions, and
 checks the polynomial against one more analysis at :data:`CHECK` values. A total that the check
-refutes (a data-dependent size, a piecewise peak) is reported as not a polynomial, never as a
-wrong formula.
+refutes (a data-dependent size) is reported as not a polynomial, never as a wrong formula.
+
+Beyond the grid: the peak is fitted step by step, as the largest of each step's live bytes
+(one polynomial per range of a single dim); every formula is checked once more at
+``latency_formulas.FAR`` per dim, past the sizes whose values the analysis computes, and one that
+fails there is given with the last value it holds at. With targets, each target's latency is a
+formula too (``latency_formulas``). A dim whose value feeds the sizes non-polynomially (a Range
+with a step) is named and held at :data:`HELD` for the others' formulas.
 
 >>> from onnx import TensorProto, helper, numpy_helper
 >>> import numpy as np
@@ -25,8 +31,11 @@ import itertools
 import math
 import textwrap
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .latency_formulas import FAR, LatencyFormula, latency_formula, latency_lines
+from .polynomials import (Monomial, Piece, Polynomial, envelope, evaluate, fit, last_holding, ordered, polynomial_text,
+                          power_text, span_text, undominated)
 
 if TYPE_CHECKING:
     from .result import Analysis
@@ -34,81 +43,100 @@ if TYPE_CHECKING:
 SAMPLES = (2, 3, 5, 7)  # values per free dim: fits a degree of up to 3 in each (attention: seq^2)
 CHECK = 11  # every free dim at this value: the one extra analysis that must agree
 MAX_DIMS = 3  # 4^3 = 64 analyses; beyond, bind some dims
+HELD = 64  # the value a dim is held at when it feeds sizes non-polynomially, for the others' formulas
 COLUMNS = 120  # the terminal width the formulas wrap to
+PIECES_SHOWN = 4  # a piecewise peak's candidates listed, in several dims
 # ops whose output size follows from the data: the analysis costs them at their upper bound
 DATA_DEPENDENT = frozenset({"NonZero", "Unique", "Compress", "NonMaxSuppression"})
-METRICS: dict[str, Callable[["Analysis"], int]] = {
+METRICS: dict[str, Callable[["Analysis"], int | None]] = {
     "macs": lambda a: a.totals.macs,
     "flops": lambda a: a.totals.flops,
     "params": lambda a: a.totals.params,
     "weight_bytes": lambda a: a.totals.weight_bytes_read,
     "activation_bytes": lambda a: sum(r.input_bytes + r.output_bytes for r in a.nodes),
     "peak_bytes": lambda a: a.memory.model_order.peak_bytes,
+    # a decoder's cache after this step, in the model's dtype (its presents)
+    "kv_cache_bytes": lambda a: a.llm.kv_read_bytes if a.llm is not None and a.llm.kv_read_bytes else None,
 }
 LABELS = {"macs": "MACs", "flops": "FLOPs", "params": "parameters", "weight_bytes": "weight bytes read",
-          "activation_bytes": "activation bytes", "peak_bytes": "peak activations (model order)"}
-
-Monomial = tuple[int, ...]  # the exponent of each free dim
+          "activation_bytes": "activation bytes", "peak_bytes": "peak activations (model order)",
+          "kv_cache_bytes": "KV cache bytes"}
+BREAKDOWNS = ("module", "node", "op")  # what the MACs can be split by (``by``)
 
 
 @dataclass
 class Formulas:
     """Each metric as a polynomial (monomial -> integer coefficient) in ``dims``, or None with the
-    reason in ``refuted`` when the check disagreed."""
+    reason in ``refuted`` when the check disagreed. A peak that is the largest of several
+    polynomials is in ``pieces`` instead: one per range of the one dim, or the candidates."""
 
     dims: list[str]
     polynomials: dict[str, dict[Monomial, int] | None] = field(default_factory=dict)
     refuted: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the formulas assume (a data-dependent size's bound)
+    pieces: dict[str, list[tuple[Piece | None, Polynomial]]] = field(default_factory=dict)
+    latency: list[LatencyFormula] = field(default_factory=list)  # one per target asked for
+    held: dict[str, int] = field(default_factory=dict)  # dims held fixed: they feed sizes non-polynomially
+    limits: dict[str, str] = field(default_factory=dict)  # metric -> the range a formula holds over, when bounded
 
     def text(self, metric: str) -> str:
         polynomial = self.polynomials.get(metric)
+        if metric in self.pieces:
+            return pieces_text(self.pieces[metric], self.dims)
         if polynomial is None:
             return f"not a polynomial in {', '.join(self.dims)}: {self.refuted.get(metric, '')}"
-        return polynomial_text(polynomial, self.dims)
+        limit = f" ({self.limits[metric]})" if metric in self.limits else ""
+        return polynomial_text(polynomial, self.dims) + limit
+
+    def reading(self, metric: str) -> str | None:
+        """The MACs' and the peak's :func:`reading`; a piecewise peak's is its last piece's (one
+        dim) or its largest candidate's at large dims."""
+        if metric not in ("macs", "peak_bytes"):
+            return None
+        pieces = self.pieces.get(metric)
+        polynomial = (pieces[-1 if pieces[0][0] is not None else 0][1] if pieces else self.polynomials.get(metric))
+        return reading(polynomial, self.dims) if polynomial is not None else None
 
     def evaluate(self, metric: str, values: Mapping[str, int]) -> int | None:
+        point = tuple(values[d] for d in self.dims)
+        if metric in self.pieces:
+            return max(evaluate(p, point) for _, p in self.pieces[metric])  # type: ignore[return-value]
         polynomial = self.polynomials.get(metric)
-        if polynomial is None:
-            return None
-        return sum(c * math.prod(values[d] ** e for d, e in zip(self.dims, m)) for m, c in polynomial.items())
+        return None if polynomial is None else evaluate(polynomial, point)  # type: ignore[return-value]
 
     def to_dict(self) -> dict:
-        return {"dims": self.dims, "notes": self.notes, "formulas": {
-            metric: ({"text": self.text(metric),
-                      "terms": [{"coefficient": c, "powers": dict(zip(self.dims, m))} for m, c in _ordered(p)]}
-                     if (p := self.polynomials.get(metric)) is not None else {"text": None, "refuted": self.refuted[metric]})
-            for metric in self.polynomials}}
+        def entry(metric: str) -> dict:
+            if metric in self.pieces:
+                return {"text": self.text(metric), "largest_of": [
+                    {"from": piece.start if piece else None, "to": piece.end if piece else None,
+                     "text": polynomial_text(p, self.dims), "terms": _terms(p, self.dims)}
+                    for piece, p in self.pieces[metric]]}
+            polynomial = self.polynomials.get(metric)
+            if polynomial is None:
+                return {"text": None, "refuted": self.refuted[metric]}
+            return {"text": self.text(metric), "terms": _terms(polynomial, self.dims), "holds": self.limits.get(metric)}
+
+        return {"dims": self.dims, "held": self.held, "notes": self.notes,
+                "formulas": {metric: entry(metric) for metric in self.polynomials},
+                "latency": [formula.to_dict() for formula in self.latency]}
 
 
-def _ordered(polynomial: dict[Monomial, int]) -> list[tuple[Monomial, int]]:
-    return sorted(((m, c) for m, c in polynomial.items() if c), key=lambda mc: (-sum(mc[0]), [-e for e in mc[0]]))
+def _terms(polynomial: Polynomial, dims: list[str]) -> list[dict]:
+    return [{"coefficient": c, "powers": dict(zip(dims, m))} for m, c in ordered(polynomial)]
 
 
-_SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def power_text(dim: str, exponent: int) -> str:
-    """``seq²``; ``seq`` for the first power."""
-    return dim + (str(exponent).translate(_SUPERSCRIPTS) if exponent > 1 else "")
-
-
-def polynomial_text(polynomial: dict[Monomial, int], dims: list[str]) -> str:
-    """Highest degree first, coefficients with thousands separators: ``12,288·seq² + 64·seq``.
-
-    >>> polynomial_text({(2,): 12288, (1,): 64, (0,): 5}, ["seq"])
-    '12,288·seq² + 64·seq + 5'
-    """
-    terms = []
-    for monomial, coefficient in _ordered(polynomial):
-        factors = [power_text(d, e) for d, e in zip(dims, monomial) if e]
-        magnitude = abs(coefficient)
-        body = "·".join(([f"{magnitude:,}"] if magnitude != 1 or not factors else []) + factors)
-        terms.append(("- " if coefficient < 0 else "+ ") + body)
-    if not terms:
-        return "0"
-    text = " ".join(terms)
-    return text[2:] if text.startswith("+ ") else "-" + text[2:]
+def pieces_text(pieces: list[tuple[Piece | None, Polynomial]], dims: list[str]) -> str:
+    """``A for seq 1 to 86; B from 87 on`` (one dim) or ``the largest of A, B`` (several)."""
+    if all(piece is not None for piece, _ in pieces):
+        parts = []
+        for piece, polynomial in pieces:
+            assert piece is not None
+            span = span_text(dims[0], piece.start, piece.end)
+            parts.append(f"{polynomial_text(polynomial, dims)} for {span}")
+        return "; ".join(parts)
+    shown = [polynomial_text(p, dims) for _, p in pieces[:PIECES_SHOWN]]
+    more = f" (and {len(pieces) - PIECES_SHOWN} more)" if len(pieces) > PIECES_SHOWN else ""
+    return f"the largest of: {'; '.join(shown)}{more}"
 
 
 def free_dims(model: Any, **options: Any) -> list[str]:
@@ -125,13 +153,29 @@ def free_dims(model: Any, **options: Any) -> list[str]:
     return list(dict.fromkeys(d.symbol for d in partial.unresolved_dims if d.symbol))
 
 
-def formulas(model: Any, modules: int | None = None, **options: Any) -> Formulas:
+@dataclass
+class _Sample:
+    """What one analysis at one point of the grid gives the fits."""
+
+    metrics: dict[str, int]
+    steps: tuple[str, ...] = ()  # the model order
+    live_bytes: tuple[int, ...] = ()  # at each of its steps
+    node_costs: dict[str, tuple[int, int]] = field(default_factory=dict)  # node -> (MACs, bytes), model order
+    placements: dict = field(default_factory=dict)  # target name -> TargetReport
+
+
+def formulas(model: Any, modules: int | None = None, by: str | None = None, **options: Any) -> Formulas:
     """Every metric of :data:`METRICS` as a polynomial in the free input dims of ``model`` (the
-    dims ``options``, analyze()'s arguments, leave unbound); with ``modules`` (a depth), also
-    each module's MACs down to that depth (``macs@encoder/layer.0``)."""
-    from .analysis import analyze, dim_values
+    dims ``options``, analyze()'s arguments, leave unbound), and each target's latency when
+    ``options`` name targets. ``by`` (one of :data:`BREAKDOWNS`) adds the MACs of each module
+    (down to the depth ``modules``), node or op type (``macs@encoder/layer.0``). A dim whose
+    value feeds the sizes non-polynomially (a Resize by a computed scale) is named and held at
+    :data:`HELD` for the others' formulas."""
+    from .analysis import dim_values
     from .errors import UsageError
 
+    if modules and by is None:
+        by = "module"
     # a decoder's phase without its length: the formula is in that length (the export's own dim
     # names, one per cache, are tied by the phase)
     phase_length = {"decode": "context", "prefill": "seq"}.get(options.get("phase") or "")
@@ -143,53 +187,204 @@ def formulas(model: Any, modules: int | None = None, **options: Any) -> Formulas
     if len(dims) > MAX_DIMS:
         raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
     given = dim_values(options.pop("dims", None))
-
-    sized_by_data: set[str] = set()  # ops whose output size the data decides, seen in any analysis
-
-    def measure(values: tuple[int, ...]) -> dict[str, int]:
-        if phase_length:
-            analysis = analyze(model, dims=given or None, partial=True, **{**options, phase_length: values[0]})
-        else:
-            analysis = analyze(model, dims={**given, **dict(zip(dims, values))}, partial=True, **options)
-        sized_by_data.update(r.op_type for r in analysis.nodes if r.op_type in DATA_DEPENDENT)
-        if analysis.unresolved_dims or analysis.totals.not_counted:
-            return {}
-        found = {metric: read(analysis) for metric, read in METRICS.items()}
-        if modules:
-            found.update(_module_macs(analysis, modules))
-        return found
-
-    grid = list(itertools.product(SAMPLES, repeat=len(dims)))
-    samples = [measure(point) for point in grid]
-    check_point = (CHECK,) * len(dims)
-    checked = measure(check_point)
-    result = Formulas(dims)
-    if sized_by_data:
-        result.notes.append(f"the graph has sizes only the data decides ({', '.join(sorted(sized_by_data))}): the formulas take "
-                            "each at its upper bound (every element selected), not what a given input costs")
-    monomials = list(itertools.product(range(len(SAMPLES)), repeat=len(dims)))
-    keys = list(METRICS) + [k for k in (samples[0] if samples else {}) if k not in METRICS]
-    for metric in keys:
-        if any(metric not in s for s in samples) or metric not in checked:
-            result.polynomials[metric], result.refuted[metric] = None, "some nodes are not counted at these values"
-            continue
-        coefficients = _solve([[math.prod(v ** e for v, e in zip(point, m)) for m in monomials] for point in grid],
-                              [s[metric] for s in samples])
-        if any(c.denominator != 1 for c in coefficients):
-            result.polynomials[metric], result.refuted[metric] = None, "the samples fit no integer polynomial"
-            continue
-        polynomial = {m: int(c) for m, c in zip(monomials, coefficients) if c}
-        predicted = sum(c * math.prod(v ** e for v, e in zip(check_point, m)) for m, c in polynomial.items())
-        if predicted != checked[metric]:
-            result.polynomials[metric] = None
-            result.refuted[metric] = (f"at {', '.join(f'{d}={CHECK}' for d in dims)} the analysis gives {checked[metric]:,}, "
-                                      f"the fitted polynomial {predicted:,}: the cost is piecewise or data-dependent here")
-            continue
-        result.polynomials[metric] = polynomial
+    fitter = _Fitter(model, dims, given, phase_length, options, by, modules or 2)
+    result = fitter.run()
+    if any(p is None for m, p in result.polynomials.items() if m not in result.pieces):
+        held = fitter.non_polynomial_dims()
+        if held and len(held) == len(dims):
+            result.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
+                                   f"({fitter.culprit_text()}): bind {'it' if len(held) == 1 else 'them'} with --dim")
+        elif held:
+            kept = [d for d in dims if d not in held]
+            again = _Fitter(model, kept, {**given, **{d: HELD for d in held}}, None, options, by, modules or 2).run()
+            again.held = {d: HELD for d in held}
+            again.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
+                                  f"({fitter.culprit_text()}): held at {HELD} for the formulas in the others; "
+                                  f"give --dim {held[0]}=N for another value")
+            return again
     return result
 
 
-def _module_macs(analysis: "Analysis", depth: int) -> dict[str, int]:
+class _Fitter:
+    """The grid of analyses for one set of free dims, and the fits made from it."""
+
+    def __init__(self, model: Any, dims: list[str], given: dict[str, int], phase_length: str | None,
+                 options: dict, by: str | None, depth: int):
+        self.model, self.dims, self.given, self.phase_length = model, dims, given, phase_length
+        self.options, self.by, self.depth = options, by, depth
+        self.sized_by_data: set[str] = set()  # ops whose output size the data decides, seen in any analysis
+        self.grid = list(itertools.product(SAMPLES, repeat=len(dims)))
+        self.check = (CHECK,) * len(dims)
+        self.samples: dict[tuple[int, ...], _Sample] = {}
+        self.far = (FAR,) * len(dims)  # past the sizes whose values the analysis computes
+        self.culprits: dict[str, str] = {}  # dim -> the first node whose cost is no polynomial in it
+        self._analyses: dict[tuple[int, ...], "Analysis"] = {}  # beyond the grid: the far checks' (bisections)
+
+    def analysis(self, values: tuple[int, ...]) -> "Analysis":
+        """The analysis at ``values``; those past the grid are kept (the bisections of every
+        metric and target share them), the grid's are read once into their samples."""
+        if values in self._analyses:
+            return self._analyses[values]
+        analysis = self._analyze(values)
+        if values not in self.samples and values != self.check and values not in self.grid:
+            self._analyses[values] = analysis
+        return analysis
+
+    def _analyze(self, values: tuple[int, ...]) -> "Analysis":
+        from .analysis import analyze
+
+        if self.phase_length:
+            return analyze(self.model, dims=self.given or None, partial=True,
+                           **{**self.options, self.phase_length: values[0]})
+        return analyze(self.model, dims={**self.given, **dict(zip(self.dims, values))}, partial=True, **self.options)
+
+    def measure(self, values: tuple[int, ...]) -> _Sample:
+        analysis = self.analysis(values)
+        self.sized_by_data.update(r.op_type for r in analysis.nodes if r.op_type in DATA_DEPENDENT)
+        if analysis.unresolved_dims or analysis.totals.not_counted:
+            return _Sample({})
+        found = {metric: value for metric, read in METRICS.items() if (value := read(analysis)) is not None}
+        if self.by:
+            found.update(_breakdown(analysis, self.by, self.depth))
+        schedule = analysis.memory.model_order
+        return _Sample(found, schedule.order, tuple(schedule.live_bytes),
+                       {r.name: (r.macs, r.input_bytes + r.output_bytes) for r in analysis.nodes},
+                       {report.target.name: report for report in analysis.targets})
+
+    def run(self) -> Formulas:
+        for point in self.grid + [self.check]:
+            self.samples[point] = self.measure(point)
+        result = Formulas(self.dims)
+        if self.sized_by_data:
+            result.notes.append(f"the graph has sizes only the data decides ({', '.join(sorted(self.sized_by_data))}): "
+                                "the formulas take each at its upper bound (every element selected), not what a given "
+                                "input costs")
+        first = self.samples[self.grid[0]].metrics
+        for metric in list(METRICS) + [k for k in first if k not in METRICS]:
+            self._fit_metric(result, metric)
+        peak = self._peak(result)
+        if self.dims:
+            self._check_far(result)
+        for name in self.samples[self.check].placements:
+            reports = {point: sample.placements[name] for point, sample in self.samples.items()}
+            result.latency.append(latency_formula(name, self.dims, reports, SAMPLES, self.check, peak,
+                                                  (lambda point, name=name: self._report_at(point, name))
+                                                  if self.dims else None))
+        return result
+
+    def _report_at(self, point: tuple[int, ...], target: str):
+        analysis = self.analysis(point)
+        if analysis.unresolved_dims or analysis.totals.not_counted:
+            return None
+        return next(r for r in analysis.targets if r.target.name == target)
+
+    def _check_far(self, result: Formulas) -> None:
+        """Each polynomial at :data:`FAR` per dim too: past the sizes whose values the analysis
+        computes, and past caps (a Gather reads at most its table). Where it fails there, the
+        formula is kept with the last value it holds at (bisection, every dim alike)."""
+        far = self.measure(self.far).metrics
+
+        def holds(value: int, metric: str) -> bool:
+            found = self.measure((value,) * len(self.dims)).metrics
+            return metric in found and result.evaluate(metric, dict(zip(self.dims, (value,) * len(self.dims)))) == found[metric]
+
+        for metric in result.polynomials:
+            if result.evaluate(metric, dict(zip(self.dims, self.far))) is None or metric not in far or holds(FAR, metric):
+                continue
+
+            last = last_holding(CHECK, FAR, lambda value, metric=metric: holds(value, metric))
+            every = "" if len(self.dims) == 1 else " (every dim alike)"
+            result.limits[metric] = f"holds to {' = '.join(self.dims)} = {last:,}{every}, not beyond"
+
+    def _fit_metric(self, result: Formulas, metric: str) -> None:
+        if metric == "kv_cache_bytes" and all(metric not in s.metrics for s in self.samples.values()):
+            return  # not a decoder
+        if any(metric not in s.metrics for s in self.samples.values()):
+            result.polynomials[metric], result.refuted[metric] = None, "some nodes are not counted at these values"
+            return
+        polynomial = fit(self.grid, [self.samples[p].metrics[metric] for p in self.grid], SAMPLES)
+        if polynomial is None:
+            result.polynomials[metric], result.refuted[metric] = None, "the samples fit no integer polynomial"
+            return
+        predicted, actual = evaluate(polynomial, self.check), self.samples[self.check].metrics[metric]
+        if predicted != actual:
+            result.polynomials[metric] = None
+            result.refuted[metric] = (f"at {', '.join(f'{d}={CHECK}' for d in self.dims)} the analysis gives {actual:,}, "
+                                      f"the fitted polynomial {predicted:,}: the cost is piecewise or data-dependent here")
+            return
+        result.polynomials[metric] = polynomial  # type: ignore[assignment]
+
+    def _peak(self, result: Formulas) -> list[Polynomial] | None:
+        """The model-order peak as the largest of each step's live bytes (each a polynomial), so
+        that a step which takes over past the fitted values is seen (GPT-2 decode: attention's
+        scores overtake the MLP at some length). Returns the candidates (for the latency's
+        no-spill range), None when a step's bytes are no polynomial."""
+        if not self.dims or any(not s.metrics for s in self.samples.values()):
+            return None
+        orders = {s.steps for s in self.samples.values()}
+        if len(orders) > 1:
+            return None
+        series = {tuple(self.samples[p].live_bytes[i] for p in self.grid + [self.check])
+                  for i in range(len(self.samples[self.check].live_bytes))}
+        candidates: list[Polynomial] = []
+        for values in series:
+            polynomial = fit(self.grid, values[:-1], SAMPLES)
+            if polynomial is None or evaluate(polynomial, self.check) != values[-1]:
+                return None
+            candidates.append(polynomial)
+        kept = [candidates[i] for i in undominated(candidates)]
+        if len(self.dims) == 1:
+            found = [(piece, kept[piece.index]) for piece in envelope(kept)]
+        else:
+            found = [(None, p) for p in sorted(kept, key=lambda p: -evaluate(p, (1 << 20,) * len(self.dims)))]
+        if len(found) == 1:
+            result.polynomials["peak_bytes"] = found[0][1]  # type: ignore[assignment]
+            result.refuted.pop("peak_bytes", None)
+        else:
+            result.pieces["peak_bytes"] = found
+            result.polynomials["peak_bytes"] = None
+            result.refuted["peak_bytes"] = "the largest of several polynomials"
+        return kept
+
+    def non_polynomial_dims(self) -> list[str]:
+        """The dims along which some node's cost is no polynomial: the others at the first
+        sample, the one dim over the samples, checked at :data:`CHECK` (one analysis per dim)."""
+        blamed = []
+        for axis, dim in enumerate(self.dims):
+            line = [tuple(v if i == axis else SAMPLES[0] for i in range(len(self.dims))) for v in SAMPLES]
+            beyond = tuple(CHECK if i == axis else SAMPLES[0] for i in range(len(self.dims)))
+            extra = self.measure(beyond)
+            if not extra.metrics:
+                continue
+            for name, cost in extra.node_costs.items():
+                values = [self.samples[p].node_costs.get(name) for p in line]
+                if any(v is None for v in values):
+                    continue
+                if any(_line_fails([v[k] for v in values], cost[k]) for k in (0, 1)):  # type: ignore[index]
+                    blamed.append(dim)
+                    self.culprits[dim] = name
+                    break
+        return blamed
+
+    def culprit_text(self) -> str:
+        return "first at node " + ", ".join(f"{node} ({dim})" if len(self.culprits) > 1 else node
+                                            for dim, node in self.culprits.items())
+
+
+def _line_fails(values: list[int], beyond: int) -> bool:
+    polynomial = fit([(v,) for v in SAMPLES], values, SAMPLES)
+    return polynomial is None or evaluate(polynomial, (CHECK,)) != beyond
+
+
+def _breakdown(analysis: "Analysis", by: str, depth: int) -> dict[str, int]:
+    """MACs per module (down to ``depth``), per node or per op type, keyed ``macs@<name>``."""
+    if by == "node":
+        return {f"macs@{r.name}": r.macs for r in analysis.nodes if r.macs}
+    if by == "op":
+        ops: dict[str, int] = {}
+        for r in analysis.nodes:
+            ops[r.op_type] = ops.get(r.op_type, 0) + r.macs
+        return {f"macs@{op}": macs for op, macs in ops.items() if macs}
     from .modules import descendants, has_scopes, module_tree
 
     if not has_scopes(analysis):
@@ -201,22 +396,6 @@ def label(metric: str) -> str:
     return f"MACs of {metric.split('@', 1)[1]}" if metric.startswith("macs@") else LABELS[metric]
 
 
-def _solve(matrix: list[list[int]], values: list[int]) -> list[Fraction]:
-    """Exact Gaussian elimination over the rationals (a square, invertible Vandermonde system)."""
-    rows = [[Fraction(x) for x in row] + [Fraction(v)] for row, v in zip(matrix, values)]
-    size = len(rows)
-    for column in range(size):
-        pivot = next(r for r in range(column, size) if rows[r][column] != 0)
-        rows[column], rows[pivot] = rows[pivot], rows[column]
-        lead = rows[column][column]
-        rows[column] = [x / lead for x in rows[column]]
-        for r in range(size):
-            if r != column and rows[r][column] != 0:
-                factor = rows[r][column]
-                rows[r] = [x - factor * y for x, y in zip(rows[r], rows[column])]
-    return [row[-1] for row in rows]
-
-
 def reading(polynomial: dict[Monomial, int], dims: list[str]) -> str:
     """What a formula says in words: its leading term, and from which value of the fastest-growing
     dim that term alone outweighs the rest (the other dims at 1).
@@ -224,7 +403,7 @@ def reading(polynomial: dict[Monomial, int], dims: list[str]) -> str:
     >>> reading({(1, 2): 32, (1, 1): 512}, ["batch", "seq"])
     'grows as batch·seq²; the seq² term is the larger from seq = 16 on'
     """
-    terms = _ordered(polynomial)
+    terms = ordered(polynomial)
     if not terms or sum(terms[0][0]) == 0:
         return "constant"
     top, coefficient = terms[0]
@@ -238,6 +417,8 @@ def reading(polynomial: dict[Monomial, int], dims: list[str]) -> str:
         at[axis] = value
         lead = coefficient * math.prod(v ** e for v, e in zip(at, top))
         rest = sum(abs(c) * math.prod(v ** e for v, e in zip(at, m)) for m, c in lower)
+        if lead >= rest and value == 1:
+            return f"grows as {factor}"
         if lead >= rest:
             return (f"grows as {factor}; the {power_text(dims[axis], top[axis])} term is the "
                     f"larger from {dims[axis]} = {value:,} on")
@@ -266,8 +447,9 @@ def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
     """The terminal block: one metric per line, in the model's own dim names."""
     if not found.dims:
         return ["Formulas: every input dim is bound; the totals above are the numbers"]
+    held = "".join(f", {d} held at {v}" for d, v in found.held.items())
     lines = [f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; fitted at "
-             f"{', '.join(map(str, SAMPLES))} per dim, checked at {CHECK})"]
+             f"{', '.join(map(str, SAMPLES))} per dim, checked at {CHECK}{held})"]
     width = min(40, max(len(label(m)) for m in found.polynomials))
     for metric in found.polynomials:
         polynomial = found.polynomials[metric]
@@ -276,8 +458,10 @@ def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
         indent = " " * (width + 6)  # under the formula, past "label  = "
         lines += textwrap.wrap(f"  {label(metric):{width}}  {'+=' if change else '='} {found.text(metric)}", COLUMNS,
                                subsequent_indent=indent, break_on_hyphens=False)
-        if polynomial is not None and not change and metric in ("macs", "peak_bytes"):
-            lines += textwrap.wrap(f"({reading(polynomial, found.dims)})", COLUMNS, initial_indent=indent,
-                                   subsequent_indent=indent)
-    lines += [f"  note: {note}" for note in found.notes]
+        if not change and (words := found.reading(metric)):
+            lines += textwrap.wrap(f"({words})", COLUMNS, initial_indent=indent, subsequent_indent=indent)
+    for formula in found.latency:
+        lines += latency_lines(formula, COLUMNS)
+    for note in found.notes:
+        lines += textwrap.wrap(f"  note: {note}", COLUMNS, subsequent_indent="    ")
     return lines

@@ -200,3 +200,150 @@ def test_the_report_can_carry_the_formulas_of_the_dims_it_binds(tmp_path, capsys
     assert code == 0 and "32·batch·seq² + 512·batch·seq" in section and "in batch, seq" in section
     code, _, _ = run(capsys, "report", str(path), "--dim", "seq=64", "-o", str(page))
     assert 'id="formulas"' not in page.read_text(encoding="utf-8")  # only on request
+
+
+def test_the_report_s_formulas_carry_each_target_s_latency(tmp_path, capsys):
+    # the one-MatMul model on the slow target: DRAM-bound for seq 1-2, compute-bound from 3
+    # (test_latency_in_one_dim_is_one_polynomial_per_range_of_bounds derives it)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(matmul_16(["seq"]).SerializeToString())
+    page = tmp_path / "r.html"
+    code, _, _ = run(capsys, "report", str(path), "--dim", "seq=64", "--formulas", "--target", slow_target(tmp_path),
+                     "-o", str(page))
+    html = page.read_text(encoding="utf-8")
+    section = html[html.index('id="formulas"'):]
+    section = section[:section.index("</section>")]
+    assert code == 0 and "Latency on test" in section
+    assert "seq 1 to 2" in section and "128 ns·seq + 1.02 µs" in section and "512 ns·seq" in section
+    assert "DRAM-bound to seq = 2, compute-bound from 3 on" in section
+
+
+def test_summary_formulas_adds_the_block_to_the_json_document(tmp_path, capsys):
+    path = tmp_path / "a.onnx"
+    path.write_bytes(attention_like().SerializeToString())
+    code, out, _ = run(capsys, "summary", str(path), "--dim", "batch=1", "--dim", "seq=8", "--formulas", "--format", "json")
+    document = json.loads(out)
+    assert code == 0 and document["totals"]["macs"] == 32 * 64 + 512 * 8  # the numbers at batch 1, seq 8
+    assert document["formulas"]["dims"] == ["batch", "seq"]  # the formulas in the dims the model leaves free
+    assert document["formulas"]["formulas"]["macs"]["text"] == "32·batch·seq² + 512·batch·seq"
+    code, out, _ = run(capsys, "summary", str(path), "--dim", "batch=1", "--dim", "seq=8", "--formulas")
+    assert code == 0 and "Formulas in batch, seq" in out and "32·batch·seq² + 512·batch·seq" in out
+
+
+# --- latency formulas: the sum over kernels of each one's slowest roof -------------------------
+
+def matmul_16(shape):
+    """x [..., 16] · W [16, 16]: per row 2·16·16 = 512 FLOPs; x and y 64 B per row, W 1,024 B."""
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="/proj/MatMul")
+    return make_model([node], [("x", F32, shape + [D])], [("y", F32, shape + [D])], [("w", zeros(D, D))])
+
+
+def slow_target(tmp_path, extra: dict | None = None) -> str:
+    """1 GFLOP/s fp32 and 1 GB/s DRAM: a FLOP and a byte take a nanosecond each."""
+    from conftest import target_text
+
+    path = tmp_path / "slow.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9, **(extra or {})}))
+    return str(path)
+
+
+def test_latency_in_one_dim_is_one_polynomial_per_range_of_bounds(tmp_path):
+    # no on-chip memory: every byte from DRAM. compute 512·seq ns; DRAM (64 + 64)·seq + 1,024 ns.
+    # compute >= DRAM when 384·seq >= 1,024, seq >= 2.67: DRAM-bound for seq 1-2, compute-bound from 3
+    from fractions import Fraction
+
+    found = formulas(matmul_16(["seq"]), targets=[slow_target(tmp_path)])
+    latency = found.latency[0]
+    ns = Fraction(1, 10**9)
+    assert [(r.start, r.end, r.polynomial) for r in latency.ranges] == [
+        (1, 2, {(1,): 128 * ns, (0,): 1024 * ns}), (3, None, {(1,): 512 * ns})]
+    from onnxroof.latency_formulas import bound_text, latency_lines
+
+    assert bound_text(latency.groups[0], ["seq"]) == "DRAM-bound to seq = 2, compute-bound from 3 on"
+    text = "\n".join(latency_lines(latency))
+    assert "seq 1 to 2: 128 ns·seq + 1.02 µs" in text and "seq 3 on: 512 ns·seq" in text
+    assert latency.seconds({"seq": 1000}) == pytest.approx(512e-6)  # compute-bound: 512,000 FLOPs at 1 GFLOP/s
+
+
+def test_latency_in_two_dims_states_each_kernel_s_bound_as_an_inequality(tmp_path):
+    # per (batch, seq) row as above: compute-bound where 512·b·s >= 128·b·s + 1,024, b·s >= 8/3
+    found = formulas(matmul_16(["batch", "seq"]), targets=[slow_target(tmp_path, {"node_overhead_s": 1e-6})])
+    from onnxroof.latency_formulas import bound_text, latency_lines
+
+    latency = found.latency[0]
+    assert bound_text(latency.groups[0], ["batch", "seq"]) == "compute-bound where batch·seq ≥ 2.667, else DRAM-bound"
+    # large dims: 512 ns per row, plus the one launch of 1 µs
+    assert "at large dims (each kernel bound as there): 512 ns·batch·seq + 1 µs" in "\n".join(latency_lines(latency))
+
+
+def test_latency_formula_states_where_activations_start_to_spill(tmp_path):
+    # x -> MatMul -> h -> Relu -> y, on chip 12,800 B: x and h (64·seq B each) are live at the
+    # MatMul, h and y at the Relu, so nothing spills while 128·seq <= 12,800: to seq = 100. From
+    # 101 on, h goes to DRAM and back, which the fitted formula does not have
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="/proj/MatMul"),
+             helper.make_node("Relu", ["h"], ["y"], name="/act/Relu")]
+    model = make_model(nodes, [("x", F32, ["seq", D])], [("y", F32, ["seq", D])], [("w", zeros(D, D))])
+    target = slow_target(tmp_path, {"onchip.size_bytes": 12_800, "onchip.bandwidth_bytes_per_s": 1e12})
+    latency = formulas(model, targets=[target]).latency[0]
+    assert latency.holds == "holds to seq = 100; from 101 on activations spill off chip"
+
+
+def test_latency_formula_is_withheld_when_a_kernel_changes_class_and_efficiency(tmp_path):
+    # gemv below 8 MACs per weight element (seq < 8), then depthwise (16 MACs per output element,
+    # under 32): with different efficiencies the time is no one polynomial over the fitted values,
+    # and it says which kernel and how
+    extra = '[efficiency.gemm]\nvalue = 0.5\ntag = "estimate"\nsource = "hand"\n' \
+            '[efficiency.gemv]\nvalue = 0.25\ntag = "estimate"\nsource = "hand"\n'
+    from conftest import target_text
+
+    path = tmp_path / "eff.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9}, extra))
+    latency = formulas(matmul_16(["seq"]), targets=[str(path)]).latency[0]
+    assert latency.refuted and "/proj/MatMul" in latency.refuted
+    assert "seq = 2 (gemv class, efficiency 0.25" in latency.refuted and "(depthwise class, efficiency 1," in latency.refuted
+
+
+def test_a_piecewise_peak_is_one_polynomial_per_range():
+    # x [seq, 16] -> MatMul W [16, 256] -> e [seq, 256] -> ReduceSum -> r [seq, 1] -> r·rᵀ [seq, seq]
+    # -> ReduceSum -> y. Live bytes (fp32) at the first MatMul: x 64·seq + e 1,024·seq = 1,088·seq;
+    # at r·rᵀ: r 4·seq + rᵀ 4·seq + the scores 4·seq² = 4·seq² + 8·seq. The quadratic step takes
+    # over where 4·seq² + 8·seq > 1,088·seq: from seq = 271 (at 270 they tie)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["e"], name="wide"),
+             helper.make_node("ReduceSum", ["e", "axes"], ["r"], name="narrow", keepdims=1),
+             helper.make_node("Transpose", ["r"], ["rt"], name="t", perm=[1, 0]),
+             helper.make_node("MatMul", ["r", "rt"], ["s"], name="outer"),
+             helper.make_node("ReduceSum", ["s", "axes"], ["y"], name="sum", keepdims=1)]
+    model = make_model(nodes, [("x", F32, ["seq", D])], [("y", F32, ["seq", 1])],
+                       [("w", zeros(D, 256)), ("axes", np.array([1], np.int64))])
+    found = formulas(model)
+    assert found.text("peak_bytes") == "1,088·seq for seq 1 to 269; 4·seq² + 8·seq for seq 270 on"
+    assert found.evaluate("peak_bytes", {"seq": 1000}) == 4 * 1000**2 + 8 * 1000
+
+
+def every_other_column():
+    """x [batch, n] -> Range(0, n, 2) -> Gather the even columns -> Relu: ceil(n / 2) columns, no
+    polynomial in n."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+             helper.make_node("Gather", ["shape", "one"], ["n"], name="n", axis=0),
+             helper.make_node("Range", ["zero", "n", "two"], ["idx"], name="/every_other/Range"),
+             helper.make_node("Gather", ["x", "idx"], ["y"], name="/every_other/Gather", axis=1),
+             helper.make_node("Relu", ["y"], ["z"], name="relu")]
+    return make_model(nodes, [("x", F32, ["batch", "n"])], [("z", F32, ["batch", None])],
+                      [("one", np.array(1, np.int64)), ("zero", np.array(0, np.int64)), ("two", np.array(2, np.int64))])
+
+
+def test_a_dim_that_feeds_sizes_non_polynomially_is_named_and_held():
+    found = formulas(every_other_column())
+    # n is held at 64: 32 even columns. FLOPs: the Relu's 32 per batch row. Activation bytes per
+    # batch row: the Gather reads x's 64 floats (256 B) and writes 32 (128 B); the Relu reads and
+    # writes 32 each (256 B): 640·batch
+    assert found.dims == ["batch"] and found.held == {"n": 64}
+    assert found.text("flops") == "32·batch"
+    assert found.polynomials["activation_bytes"][(1,)] == 640
+    assert "n feeds the sizes non-polynomially (first at node /every_other/Range)" in found.notes[0]
+
+
+def test_a_lone_non_polynomial_dim_is_named_with_the_fix():
+    found = formulas(every_other_column(), dims={"batch": 1})
+    assert found.polynomials["flops"] is None  # ceil(n / 2)
+    assert found.notes[0].startswith("n feeds the sizes non-polynomially") and "bind it with --dim" in found.notes[0]

@@ -38,16 +38,17 @@ def compact_chunks(value: object) -> Iterator[str]:
         yield compact_json(value)
 
 
-def document_json(analysis: "Analysis", compact: bool) -> Iterable[str]:
+def document_json(analysis: "Analysis", compact: bool, extra: dict | None = None) -> Iterable[str]:
     """The document as JSON text, in chunks to write one after the other: indented, or on one
-    line for a big model (indenting makes Python's encoder ten times slower)."""
+    line for a big model (indenting makes Python's encoder ten times slower). ``extra``: more
+    top-level entries (``formulas``)."""
     if compact:
-        yield from compact_chunks(to_document(analysis, encoded=True))
+        yield from compact_chunks({**to_document(analysis, encoded=True), **(extra or {})})
         yield "\n"
     else:
         # a document is plain values from an analysis, and no container in it holds itself: skip
         # the encoder's cycle check
-        yield json.dumps(to_document(analysis), indent=2, check_circular=False) + "\n"
+        yield json.dumps({**to_document(analysis), **(extra or {})}, indent=2, check_circular=False) + "\n"
 
 
 def grouped_document(analysis: "Analysis", by: str, depth: int | None = None) -> dict:

@@ -373,17 +373,25 @@ def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency:
 
 
 def _formulas_context(found: "Formulas") -> dict:
-    """The formulas section: one row per metric (module formulas are summary --symbolic's)."""
-    from ..symbolic import LABELS, SAMPLES, CHECK, reading
+    """The formulas section: one row per metric (module formulas are summary --symbolic's), and
+    each target's latency: its ranges and the bound of its dominant kernels."""
+    from ..latency_formulas import bound_text
+    from ..symbolic import LABELS, SAMPLES, CHECK
 
-    rows = []
-    for metric, polynomial in found.polynomials.items():
-        if metric not in LABELS:
+    rows = [{"metric": LABELS[metric], "formula": found.text(metric), "reading": found.reading(metric) or "",
+             "ok": polynomial is not None or metric in found.pieces}
+            for metric, polynomial in found.polynomials.items() if metric in LABELS]
+    latency = []
+    for formula in found.latency:
+        if formula.refuted:
+            latency.append({"target": formula.target, "refuted": formula.refuted})
             continue
-        rows.append({"metric": LABELS[metric], "formula": found.text(metric),
-                     "reading": reading(polynomial, found.dims) if polynomial is not None else "",
-                     "ok": polynomial is not None})
-    return {"dims": ", ".join(found.dims), "rows": rows, "notes": found.notes,
+        latency.append({"target": formula.target, "refuted": None, "kernels": formula.kernels, "ranges": [{"span": span, "formula": text} for span, text in formula.shown_ranges()],
+                        "bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": bound_text(g, found.dims)}
+                                   for g in formula.dominant()],
+                        "holds": formula.holds})
+    held = "".join(f", {d} held at {v}" for d, v in found.held.items())
+    return {"dims": ", ".join(found.dims) + held, "rows": rows, "notes": found.notes, "latency": latency,
             "method": f"fitted exactly at {', '.join(map(str, SAMPLES))} per dim and checked at {CHECK}"}
 
 

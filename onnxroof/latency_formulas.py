@@ -1,0 +1,407 @@
+"""A target's latency as a formula of the model's free dims (issue 22): the sum, over kernels, of
+each kernel's slowest roof, plus the launches.
+
+Every kernel's FLOPs, DRAM bytes and on-chip bytes are exact polynomials (fitted like the
+totals), and each roof's time is one of them over the roof's rate (and the kernel's efficiency).
+In one dim, the largest of a kernel's terms is one polynomial per range of the dim, so the
+latency is one polynomial per range, and the ranges say where each kernel's bound holds. In
+several dims, each kernel's bound is stated as the inequality its terms give.
+
+The formula holds while the placement is the one the samples saw: nothing spilled off chip and
+each kernel kept its efficiency class. Where a sample spilled, or a kernel's class or roof changed
+between samples, the formula is withheld with the reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
+import math
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+from .evaluator import MAX_VALUE_ELEMENTS
+from .polynomials import (Monomial, Polynomial, common_factor, divided, envelope, evaluate, fit, last_holding,
+                          monomial_text, polynomial_text, shifted, si_text, span_text)
+
+if TYPE_CHECKING:
+    from .roofline import TargetReport
+
+BOUNDS = ("compute", "dram", "onchip")
+BOUND_WORDS = {"compute": "compute-bound", "dram": "DRAM-bound", "onchip": "on-chip-bound"}
+SHOWN_KERNELS = 6  # the kernels whose bound the text states: those with the largest shares
+LARGE = 1 << 20  # every dim at this value: "for large dims"
+FAR = MAX_VALUE_ELEMENTS + 3  # past the sizes whose values the analysis computes (a [1, seq] mask)
+
+
+@dataclass
+class KernelTerms:
+    """Alike kernels (the same terms: one per layer): each roof's time in seconds."""
+
+    name: str  # the first one's
+    op_type: str
+    count: int
+    terms: dict[str, Polynomial]  # bound -> seconds, as a polynomial with Fraction coefficients
+    launch_s: Fraction
+
+    def seconds(self, point: Sequence[int]) -> Fraction:
+        return self.launch_s + max((evaluate(t, point) for t in self.terms.values()), default=Fraction(0))
+
+    def bound(self, point: Sequence[int]) -> str:
+        values = {b: evaluate(t, point) for b, t in self.terms.items()}
+        return max(BOUNDS, key=lambda b: (values.get(b, -1), -BOUNDS.index(b))) if values else "none"
+
+
+@dataclass
+class Range:
+    start: int
+    end: int | None  # None: on and on
+    polynomial: Polynomial  # the latency over the range, seconds
+    bounds: Counter  # bound -> kernels bound by it there
+
+
+@dataclass
+class LatencyFormula:
+    target: str
+    dims: list[str]
+    kernels: int = 0
+    groups: list[KernelTerms] = field(default_factory=list)
+    refuted: str | None = None
+    ranges: list[Range] = field(default_factory=list)  # one dim only
+    holds: str | None = None  # the condition the placement needs (nothing spills), in words
+    holds_to: int | None = None  # the last value (every dim alike) it is known to hold at; None: no bound found
+    kernel_names: list[str] = field(default_factory=list)  # in the model's order
+    launches: int = 0  # kernels that pay the launch cost
+    per_kernel: list[KernelTerms] = field(default_factory=list)  # in the model's order, before grouping
+
+    def seconds(self, values: Mapping[str, int]) -> float | None:
+        if self.refuted:
+            return None
+        point = tuple(values[d] for d in self.dims)
+        return float(sum(g.count * g.seconds(point) for g in self.groups))
+
+    def shares(self) -> dict[int, Fraction]:
+        """Each group's largest share of the time on the roofs (launches aside): at every range's start and at large dims
+        (one dim), or at every dim = 1, 11 and large (several)."""
+        points = [(r.start,) for r in self.ranges] + [(LARGE,)] if len(self.dims) == 1 else \
+            [(1,) * len(self.dims), (11,) * len(self.dims), (LARGE,) * len(self.dims)]
+        share: dict[int, Fraction] = {}
+        for point in points:
+            roofs = [g.count * (g.seconds(point) - g.launch_s) for g in self.groups]  # launches are alike
+            total = sum(roofs) or Fraction(1)
+            for index, roof_s in enumerate(roofs):
+                share[index] = max(share.get(index, Fraction(0)), roof_s / total)
+        return share
+
+    def dominant(self) -> list[KernelTerms]:
+        """The kernels with a roof whose share of the latency is largest somewhere (up to
+        :data:`SHOWN_KERNELS`, at least 5% each), in the model's order."""
+        share = self.shares()
+        best = [i for i in sorted(share, key=lambda i: -share[i]) if self.groups[i].terms and share[i] >= 0.05]
+        return [self.groups[i] for i in sorted(best[:SHOWN_KERNELS])]
+
+    def switching(self) -> list[KernelTerms]:
+        """The kernels whose bound changes with the dims, largest share first."""
+        share = self.shares()
+        large = (LARGE,) * len(self.dims)
+        changes = [i for i, g in enumerate(self.groups) if g.terms and (
+            len(envelope([g.terms[b] for b in g.terms])) > 1 if len(self.dims) == 1
+            else g.bound((1,) * len(self.dims)) != g.bound(large))]
+        return [self.groups[i] for i in sorted(changes, key=lambda i: -share[i])]
+
+    def shown_ranges(self) -> list[tuple[str, str]]:
+        """(``context 1 to 79``, the latency there to 3 figures) per range, adjacent ranges whose
+        formulas read the same merged (the kernels that switch there are small)."""
+        merged: list[list] = []
+        for r in self.ranges:
+            text = polynomial_text(r.polynomial, self.dims, "s")
+            if merged and merged[-1][2] == text:
+                merged[-1][1] = r.end
+            else:
+                merged.append([r.start, r.end, text])
+        return [(span_text(self.dims[0], start, end), text) for start, end, text in merged]
+
+    def to_dict(self) -> dict:
+        if self.refuted:
+            return {"target": self.target, "text": None, "refuted": self.refuted}
+        return {"target": self.target, "kernels": self.kernels, "holds": self.holds, "holds_to": self.holds_to,
+                "ranges": [{"from": r.start, "to": r.end, "text": polynomial_text(r.polynomial, self.dims, "s"),
+                            "bounds": dict(r.bounds)} for r in self.ranges],
+                "kernel_bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": bound_text(g, self.dims)}
+                                  for g in self.dominant() + [g for g in self.switching() if g not in self.dominant()]]}
+
+
+def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
+                    samples: tuple[int, ...], check: tuple[int, ...], peak: Sequence[Polynomial] | None,
+                    report_at: Callable[[tuple[int, ...]], "TargetReport | None"] | None = None) -> LatencyFormula:
+    """Fit the latency formula from ``reports`` (a placement on the target at every point of the
+    grid of ``samples`` per dim, and at ``check``). ``peak``: the candidates whose largest is the
+    peak live bytes (None when it is not known as a formula), for the range nothing spills over.
+    ``report_at`` places the model at any point: the formula is checked at :data:`FAR` per dim,
+    past the sizes below which the analysis computes tensors' values, and where it fails there
+    the last value it holds at is found by bisection (every dim alike)."""
+    result = _fitted(target, dims, reports, samples, check)
+    if result.refuted:
+        return result
+    first = reports[next(iter(reports))]
+    result.holds, result.holds_to = _holds(first, dims, peak)
+    if report_at is not None:
+        _check_far(result, report_at, check[0])
+    return result
+
+
+def _check_far(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "TargetReport | None"], checked: int) -> None:
+    def agrees(value: int) -> tuple[bool, str]:
+        point = (value,) * len(result.dims)
+        report = report_at(point)
+        if report is None:
+            return False, "some nodes are not counted"
+        predicted = result.seconds(dict(zip(result.dims, (value,) * len(result.dims))))
+        if predicted is not None and math.isclose(predicted, report.latency_s, rel_tol=1e-9):
+            return True, ""
+        if report.spill_bytes:
+            return False, "activations spill off chip"
+        launches = sum(1 for k in report.nodes if k.placement.overhead_s)
+        if [k.name for k in report.nodes] != result.kernel_names or launches != result.launches:
+            return False, (f"the kernels differ ({len(report.nodes)} kernels, {launches} launches): below this size "
+                           "the analysis computes small tensors' values and folds the nodes that make them")
+        changed = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
+                        if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)), None)
+        return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, a folded size)"
+
+    holds, _ = agrees(FAR)
+    if holds:
+        return
+    low = last_holding(checked, FAR, lambda value: agrees(value)[0])
+    high = low + 1
+    reason = agrees(high)[1]
+    every = "" if len(result.dims) == 1 else " (every dim alike)"
+    result.holds_to = low
+    result.holds = f"holds to {', '.join(result.dims)} = {low:,}{every}; from {high:,} on {reason}"
+
+
+def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
+            samples: tuple[int, ...], check: tuple[int, ...]) -> LatencyFormula:
+    result = LatencyFormula(target, dims)
+    grid = [p for p in reports if p != check]
+    names = {p: [k.name for k in r.nodes] for p, r in reports.items()}
+    if len({tuple(n) for n in names.values()}) > 1:
+        result.refuted = "the kernels differ between the dims' values (fusion decided by sizes)"
+        return result
+    spilled = [p for p, r in reports.items() if r.spill_bytes]
+    if spilled:
+        result.refuted = (f"activations spill off chip already at {_point_text(dims, spilled[0])}: the DRAM traffic "
+                          "then follows the spill plan, which is no polynomial")
+        return result
+    first = reports[grid[0]]
+    dram_rate = Fraction(first.target.dram_bytes_per_s.value)
+    onchip_rate = Fraction(first.target.onchip_bytes_per_s.value) if first.target.onchip_bytes_per_s else None
+    kernels: list[KernelTerms] = []
+    for position, name in enumerate(names[grid[0]]):
+        placements = {p: r.nodes[position].placement for p, r in reports.items()}
+        # the class matters only through its efficiency (a vendor target gives 1.0 to every class)
+        constants = {p: (q.peak_flops_per_s, q.efficiency, q.overhead_s, q.kernel_class) for p, q in placements.items()}
+        if len({c[:3] for c in constants.values()}) > 1:
+            changed = next(p for p in constants if constants[p][:3] != constants[grid[0]][:3])
+            result.refuted = (f"kernel {name} changes its roof, efficiency or launch between "
+                              f"{_point_text(dims, grid[0])} ({_constants_text(constants[grid[0]])}) and "
+                              f"{_point_text(dims, changed)} ({_constants_text(constants[changed])}); "
+                              "--no-overhead gives the plain roofline's formula")
+            return result
+        peak_rate, efficiency, launch, _ = constants[grid[0]]
+        rates = {"compute": Fraction(peak_rate), "dram": dram_rate, "onchip": onchip_rate}
+        works = {"compute": "flops", "dram": "dram_bytes", "onchip": "onchip_bytes"}
+        terms: dict[str, Polynomial] = {}
+        for bound, attribute in works.items():
+            polynomial = fit(grid, [getattr(placements[p], attribute) for p in grid], samples)
+            if polynomial is None or evaluate(polynomial, check) != getattr(placements[check], attribute):
+                result.refuted = f"kernel {name}'s {attribute.replace('_', ' ')} are no polynomial in {', '.join(dims)}"
+                return result
+            if polynomial and rates[bound]:
+                terms[bound] = {m: Fraction(c) / (rates[bound] * Fraction(efficiency)) for m, c in polynomial.items()}
+        kernels.append(KernelTerms(name, reports[grid[0]].nodes[position].op_type, 1, terms,
+                                   Fraction(launch) if terms or launch else Fraction(0)))
+    result.kernels = len(kernels)
+    result.kernel_names = names[grid[0]]
+    result.launches = sum(1 for k in reports[grid[0]].nodes if k.placement.overhead_s)
+    result.per_kernel = kernels
+    result.groups = _alike(kernels)
+    if len(dims) == 1:
+        result.ranges = _ranges(result.groups)
+    return result
+
+
+def _alike(kernels: list[KernelTerms]) -> list[KernelTerms]:
+    groups: dict[tuple, KernelTerms] = {}
+    for kernel in kernels:
+        key = (tuple(sorted((b, tuple(sorted(t.items()))) for b, t in kernel.terms.items())), kernel.launch_s)
+        if key in groups:
+            groups[key].count += 1
+        else:
+            groups[key] = KernelTerms(kernel.name, kernel.op_type, 1, kernel.terms, kernel.launch_s)
+    return list(groups.values())
+
+
+def _ranges(groups: list[KernelTerms]) -> list[Range]:
+    """One dim: cut the dim where any kernel's bound changes; over each range the latency is one
+    polynomial."""
+    cuts = {1}
+    per_group = []
+    for group in groups:
+        bounds = list(group.terms)
+        pieces = envelope([group.terms[b] for b in bounds]) if bounds else []
+        per_group.append((bounds, pieces))
+        cuts.update(p.start for p in pieces)
+    ranges: list[Range] = []
+    ordered_cuts = sorted(cuts)
+    for position, start in enumerate(ordered_cuts):
+        end = ordered_cuts[position + 1] - 1 if position + 1 < len(ordered_cuts) else None
+        polynomial: Polynomial = {}
+        counts: Counter = Counter()
+        for group, (bounds, pieces) in zip(groups, per_group):
+            _add(polynomial, {(0,): group.launch_s}, group.count)
+            if not pieces:
+                continue
+            bound = bounds[next(p for p in reversed(pieces) if p.start <= start).index]
+            _add(polynomial, group.terms[bound], group.count)
+            counts[bound] += group.count
+        ranges.append(Range(start, end, {m: c for m, c in polynomial.items() if c}, counts))
+    return ranges
+
+
+def _add(total: Polynomial, polynomial: Polynomial, times: int) -> None:
+    for monomial, coefficient in polynomial.items():
+        total[monomial] = total.get(monomial, 0) + times * coefficient
+
+
+def bound_text(group: KernelTerms, dims: list[str]) -> str:
+    """Where the kernel's bound holds: ``DRAM-bound to context = 1,234, compute-bound from 1,235``
+    (one dim), or the inequality between its two largest terms (several)."""
+    bounds = list(group.terms)
+    if not bounds:
+        return "launch only"
+    if len(dims) == 1:
+        pieces = envelope([group.terms[b] for b in bounds])
+        if len(pieces) == 1:
+            return f"{BOUND_WORDS[bounds[pieces[0].index]]} throughout"
+        parts = []
+        for piece in pieces:
+            words = BOUND_WORDS[bounds[piece.index]]
+            if piece.start == 1:
+                parts.append(f"{words} to {dims[0]} = {piece.end:,}")
+            elif piece.end is None:
+                parts.append(f"{words} from {piece.start:,} on")
+            elif piece.end == piece.start:
+                parts.append(f"{words} at {piece.start:,}")
+            else:
+                parts.append(f"{words} from {piece.start:,} to {piece.end:,}")
+        return ", ".join(parts)
+    small, large = group.bound((1,) * len(dims)), group.bound((LARGE,) * len(dims))
+    if small == large:
+        return f"{BOUND_WORDS[large]} (at every dim = 1 and at large dims)"
+    return f"{BOUND_WORDS[large]} where {_inequality(group.terms[large], group.terms[small], dims)}, else {BOUND_WORDS[small]}"
+
+
+def _inequality(larger: Polynomial, smaller: Polynomial, dims: list[str]) -> str:
+    """``larger >= smaller`` simplified: the common monomial divided out, the positive terms on the
+    left scaled to a leading 1: ``batch·seq ≥ 156``."""
+    difference = {m: larger.get(m, 0) - smaller.get(m, 0) for m in set(larger) | set(smaller)}
+    difference = divided(difference, common_factor(difference))
+    left = {m: c for m, c in difference.items() if c > 0}
+    right = {m: -c for m, c in difference.items() if c < 0}
+    lead = max(left.items(), key=lambda mc: (sum(mc[0]), mc[1]))[1]
+    scale = lambda p: {m: c / lead for m, c in p.items()}  # noqa: E731
+    return f"{_real_text(scale(left), dims)} ≥ {_real_text(scale(right), dims)}"
+
+
+def _real_text(polynomial: Polynomial, dims: list[str]) -> str:
+    terms = []
+    for monomial, coefficient in sorted(polynomial.items(), key=lambda mc: -sum(mc[0])):
+        number = f"{float(coefficient):.4g}"
+        factors = monomial_text(monomial, dims)
+        terms.append(factors if factors and number == "1" else "·".join(p for p in (number, factors) if p))
+    return " + ".join(terms) or "0"
+
+
+def _holds(report: "TargetReport", dims: list[str], peak: Sequence[Polynomial] | None) -> tuple[str | None, int | None]:
+    """The condition for nothing to spill: the peak live activations (and the parameters kept
+    beside them) within the target's on-chip memory; in one dim, up to which value."""
+    if not report.activations_on_chip or report.target.onchip_bytes is None:
+        return None, None
+    capacity = int(report.target.onchip_bytes.value)
+    kept = report.weights_on_chip_bytes
+    room = capacity - kept
+    beside = " beside the parameters" if kept else ""
+    if peak is None:
+        return f"holds while the activations live at once fit in the {room:,} B on chip{beside}", None
+    if len(dims) == 1:
+        top = _last_within(peak, room)
+        if top is None:
+            return f"holds for every {dims[0]}: the activations always fit on chip{beside}", None
+        return f"holds at least while the activations fit in the {room:,} B on chip{beside}: to {dims[0]} = {top:,}", top
+    return f"holds while the peak activations (the formula above) stay within the {room:,} B on chip{beside}", None
+
+
+def _last_within(peak: Sequence[Polynomial], room: int) -> int | None:
+    """The largest n with every candidate at n within ``room`` (None: never exceeded)."""
+    def fits(n: int) -> bool:
+        return all(evaluate(p, (n,)) <= room for p in peak)
+
+    if all(all(c <= 0 for m, c in shifted(p).items() if sum(m)) for p in peak):
+        return None  # none grows with the dim
+    low, high = 1, 2
+    while fits(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def _point_text(dims: list[str], point: tuple[int, ...]) -> str:
+    return ", ".join(f"{d} = {v}" for d, v in zip(dims, point))
+
+
+def _constants_text(constants: tuple) -> str:
+    peak, efficiency, launch, kernel_class = constants
+    return f"{kernel_class or 'no'} class, efficiency {efficiency:g}, {si_text(peak, 'FLOP/s')}, launch {si_text(launch, 's')}"
+
+
+def latency_lines(formula: LatencyFormula, columns: int = 120) -> list[str]:
+    """The terminal block of one target: the latency over each range of the dim (ranges whose
+    formulas agree to 3 figures are merged: the kernels that switch there are small), the
+    dominant kernels' bounds, the kernels whose bound changes, and the range it holds over."""
+    import textwrap
+
+    def wrap(text: str) -> list[str]:
+        return textwrap.wrap(text, columns, subsequent_indent="      ", break_on_hyphens=False)
+
+    dims = formula.dims
+    if formula.refuted:
+        return wrap(f"  latency on {formula.target}: not a formula: {formula.refuted}")
+    launch = next((g.launch_s for g in formula.groups if g.launch_s), None)
+    lines = wrap(f"  latency on {formula.target}: the sum over its {formula.kernels} kernels of each one's slowest roof"
+                 + (f", {formula.launches} launches of {si_text(float(launch), 's')} included" if launch else "")
+                 + " (3 figures)")
+    if len(dims) == 1:
+        for span, text in formula.shown_ranges():
+            lines += wrap(f"    {span}: {text}")
+    else:
+        large = (LARGE,) * len(dims)
+        polynomial: Polynomial = {}
+        for group in formula.groups:
+            _add(polynomial, {(0,) * len(dims): group.launch_s}, group.count)
+            if group.terms:
+                _add(polynomial, group.terms[group.bound(large)], group.count)
+        lines += wrap(f"    at large dims (each kernel bound as there): {polynomial_text(polynomial, dims, 's')}")
+    dominant = formula.dominant()
+    for group in dominant:
+        lines += wrap(f"    {group.count} x {group.name} ({group.op_type}): {bound_text(group, dims)}")
+    switching = [g for g in formula.switching() if g not in dominant]
+    for group in switching[:SHOWN_KERNELS - 2]:
+        lines += wrap(f"    {group.count} x {group.name} ({group.op_type}), small: {bound_text(group, dims)}")
+    if len(switching) > SHOWN_KERNELS - 2:
+        lines.append(f"    and {len(switching) - SHOWN_KERNELS + 2} more small kernels whose bound changes")
+    if formula.holds:
+        lines += wrap(f"    {formula.holds}")
+    return lines

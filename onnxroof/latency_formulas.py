@@ -171,6 +171,9 @@ def _check_far(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "T
 
     holds, _ = agrees(FAR)
     if holds:
+        if result.holds_to is not None and result.holds_to < FAR:  # the on-chip bound was the unfused peak's
+            result.holds_to = FAR
+            result.holds = f"holds at least to {', '.join(result.dims)} = {FAR:,} (checked there)"
         return
     low = last_holding(checked, FAR, lambda value: agrees(value)[0])
     high = low + 1
@@ -272,6 +275,11 @@ def _ranges(groups: list[KernelTerms]) -> list[Range]:
 def _add(total: Polynomial, polynomial: Polynomial, times: int) -> None:
     for monomial, coefficient in polynomial.items():
         total[monomial] = total.get(monomial, 0) + times * coefficient
+
+
+def kernel_label(group: KernelTerms) -> str:
+    """``/lm_head/MatMul (MatMul)``; ``45 like /layers.0/o/MatMul (MatMul)`` for alike kernels."""
+    return (f"{group.count} like " if group.count > 1 else "") + f"{group.name} ({group.op_type})"
 
 
 def bound_text(group: KernelTerms, dims: list[str]) -> str:
@@ -396,10 +404,10 @@ def latency_lines(formula: LatencyFormula, columns: int = 120) -> list[str]:
         lines += wrap(f"    at large dims (each kernel bound as there): {polynomial_text(polynomial, dims, 's')}")
     dominant = formula.dominant()
     for group in dominant:
-        lines += wrap(f"    {group.count} x {group.name} ({group.op_type}): {bound_text(group, dims)}")
+        lines += wrap(f"    {kernel_label(group)}: {bound_text(group, dims)}")
     switching = [g for g in formula.switching() if g not in dominant]
     for group in switching[:SHOWN_KERNELS - 2]:
-        lines += wrap(f"    {group.count} x {group.name} ({group.op_type}), small: {bound_text(group, dims)}")
+        lines += wrap(f"    {kernel_label(group)}, small: {bound_text(group, dims)}")
     if len(switching) > SHOWN_KERNELS - 2:
         lines.append(f"    and {len(switching) - SHOWN_KERNELS + 2} more small kernels whose bound changes")
     if formula.holds:

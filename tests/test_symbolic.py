@@ -347,3 +347,18 @@ def test_a_lone_non_polynomial_dim_is_named_with_the_fix():
     found = formulas(every_other_column(), dims={"batch": 1})
     assert found.polynomials["flops"] is None  # ceil(n / 2)
     assert found.notes[0].startswith("n feeds the sizes non-polynomially") and "bind it with --dim" in found.notes[0]
+
+
+def test_a_12_layer_model_s_formulas_fit_120_columns(tmp_path, capsys):
+    # 12 layers of d = 64 with a long-named free dim, per module and with two targets' latency:
+    # MACs = 12·(12·64²·seq + 2·64·seq²) + 64·32·seq per batch row = 1,536·b·s² + 591,872·b·s
+    path = tmp_path / "m.onnx"
+    model = transformer_block(layers=12, d=64)
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "sequence_length"
+    model.graph.output[0].type.tensor_type.shape.dim[1].dim_param = "sequence_length"
+    path.write_bytes(model.SerializeToString())
+    code, out, _ = run(capsys, "summary", str(path), "--symbolic", "--by", "module", "--dim", "batch=1",
+                       "--target", "h100-sxm", "--target", "raspberry-pi-5")
+    assert code == 0 and "1,536·sequence_length² + 591,872·sequence_length" in out
+    assert "latency on h100-sxm" in out and "latency on raspberry-pi-5" in out
+    assert max(len(line) for line in out.splitlines()) <= 120

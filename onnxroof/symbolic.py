@@ -265,7 +265,7 @@ class _Fitter:
         peak = self._peak(result)
         if self.dims:
             self._check_far(result)
-        for name in self.samples[self.check].placements:
+        for name in self.samples[self.check].placements if self.dims else ():
             reports = {point: sample.placements[name] for point, sample in self.samples.items()}
             result.latency.append(latency_formula(name, self.dims, reports, SAMPLES, self.check, peak,
                                                   (lambda point, name=name: self._report_at(point, name))

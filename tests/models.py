@@ -237,3 +237,26 @@ def transformer_like(layers: int = 18, seq: int = 128, dim: int = 256, heads: in
     graph = helper.make_graph(nodes, "transformer_like", [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [1, seq, dim])],
                               [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, seq, dim])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onnxroof tests")
+
+
+def transformer_block(layers: int = 2, d: int = 8, vocab: int = 32):
+    """x [batch, seq, d] through ``layers`` single-head blocks (q, k, v, o projections d x d; scores
+    q·kᵀ; softmax; ·v; FFN d -> 4d -> d) and an LM head d x vocab."""
+    nodes, weights, h = [], [], "x"
+    for layer in range(layers):
+        def proj(name, source, rows, columns):
+            weights.append((f"w_{layer}_{name}", zeros(rows, columns)))
+            nodes.append(helper.make_node("MatMul", [source, f"w_{layer}_{name}"], [f"{name}{layer}"],
+                                          name=f"/layers.{layer}/{name}/MatMul"))
+            return f"{name}{layer}"
+        q, k, v = proj("q", h, d, d), proj("k", h, d, d), proj("v", h, d, d)
+        nodes += [helper.make_node("Transpose", [k], [f"kt{layer}"], perm=[0, 2, 1], name=f"/layers.{layer}/kt"),
+                  helper.make_node("MatMul", [q, f"kt{layer}"], [f"s{layer}"], name=f"/layers.{layer}/scores/MatMul"),
+                  helper.make_node("Softmax", [f"s{layer}"], [f"p{layer}"], axis=-1, name=f"/layers.{layer}/softmax"),
+                  helper.make_node("MatMul", [f"p{layer}", v], [f"a{layer}"], name=f"/layers.{layer}/av/MatMul")]
+        o = proj("o", f"a{layer}", d, d)
+        up = proj("up", o, d, 4 * d)
+        h = proj("down", up, 4 * d, d)
+    weights.append(("lm", zeros(d, vocab)))
+    nodes.append(helper.make_node("MatMul", [h, "lm"], ["logits"], name="/lm_head/MatMul"))
+    return make_model(nodes, [("x", F32, ["batch", "seq", d])], [("logits", F32, ["batch", "seq", vocab])], weights)

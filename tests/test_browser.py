@@ -26,7 +26,7 @@ from onnxroof.report.html import render_compare_html, render_diff_html, render_h
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (pip install playwright)")
 
-from models import IMG_PAYLOAD, transformer_like  # noqa: E402  (same folder)
+from models import IMG_PAYLOAD, transformer_block, transformer_like  # noqa: E402  (same folder)
 
 CHROMIUM = os.environ.get("ONNXROOF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser") \
     or shutil.which("google-chrome")
@@ -483,3 +483,25 @@ def test_the_memory_peak_label_is_clear_of_the_capacity_labels(browser, tmp_path
     assert not any(_overlap(p, c) for p in peaks for c in capacities), (peaks, capacities)
     assert not any(_overlap(line, c) for line in leaders for c in capacities), (leaders, capacities)  # no line through a label
     report.close()
+
+
+def test_the_formulas_section_fits_its_card(browser, tmp_path):
+    # a long free dim name, two targets' latency rows and long kernel names: every formulas table
+    # stays inside the card at 1,000 px (formulas wrap, never scroll sideways)
+    from onnxroof.symbolic import formulas
+
+    model = transformer_block(layers=12, d=64)
+    for value in (model.graph.input[0], model.graph.output[0]):
+        value.type.tensor_type.shape.dim[1].dim_param = "sequence_length_of_the_longest_prompt"
+    found = formulas(model, targets=TARGETS, dims={"batch": 1})
+    assert found.dims and found.latency
+    path = tmp_path / "report.html"
+    analysis = onnxroof.analyze(model, targets=TARGETS, dims={"batch": 1, "sequence_length_of_the_longest_prompt": 64})
+    path.write_text(render_html(analysis, formulas=found), encoding="utf-8")
+    report = Report(browser, path, width=1000)
+    try:
+        fits = report.page.evaluate("""() => Array.from(document.querySelectorAll('#formulas table')).map(
+            t => [t.scrollWidth, t.parentElement.clientWidth])""")
+        assert len(fits) == 1 + len(TARGETS) and all(scroll <= room for scroll, room in fits), fits
+    finally:
+        report.close()

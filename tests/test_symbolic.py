@@ -12,6 +12,7 @@ from onnx import TensorProto, helper
 from onnxroof.symbolic import formulas, polynomial_text
 
 from conftest import make_model, run, zeros
+from models import transformer_block
 
 F32 = TensorProto.FLOAT
 D = 16
@@ -145,29 +146,6 @@ def test_per_module_formulas_on_request(tmp_path, capsys):
     path.write_bytes(attention_like().SerializeToString())
     code, out, _ = run(capsys, "summary", str(path), "--symbolic", "--by", "module")
     assert code == 0 and "MACs of attn/out" in out and "16·batch·seq²" in out
-
-
-def transformer_block(layers: int = 2, d: int = 8, vocab: int = 32):
-    """x [batch, seq, d] through ``layers`` single-head blocks (q, k, v, o projections d x d; scores
-    q·kᵀ; softmax; ·v; FFN d -> 4d -> d) and an LM head d x vocab."""
-    nodes, weights, h = [], [], "x"
-    for layer in range(layers):
-        def proj(name, source, rows, columns):
-            weights.append((f"w_{layer}_{name}", zeros(rows, columns)))
-            nodes.append(helper.make_node("MatMul", [source, f"w_{layer}_{name}"], [f"{name}{layer}"],
-                                          name=f"/layers.{layer}/{name}/MatMul"))
-            return f"{name}{layer}"
-        q, k, v = proj("q", h, d, d), proj("k", h, d, d), proj("v", h, d, d)
-        nodes += [helper.make_node("Transpose", [k], [f"kt{layer}"], perm=[0, 2, 1], name=f"/layers.{layer}/kt"),
-                  helper.make_node("MatMul", [q, f"kt{layer}"], [f"s{layer}"], name=f"/layers.{layer}/scores/MatMul"),
-                  helper.make_node("Softmax", [f"s{layer}"], [f"p{layer}"], axis=-1, name=f"/layers.{layer}/softmax"),
-                  helper.make_node("MatMul", [f"p{layer}", v], [f"a{layer}"], name=f"/layers.{layer}/av/MatMul")]
-        o = proj("o", f"a{layer}", d, d)
-        up = proj("up", o, d, 4 * d)
-        h = proj("down", up, 4 * d, d)
-    weights.append(("lm", zeros(d, vocab)))
-    nodes.append(helper.make_node("MatMul", [h, "lm"], ["logits"], name="/lm_head/MatMul"))
-    return make_model(nodes, [("x", F32, ["batch", "seq", d])], [("logits", F32, ["batch", "seq", vocab])], weights)
 
 
 def test_a_two_layer_transformer_block_s_macs_formula_exactly():

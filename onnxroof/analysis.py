@@ -61,6 +61,7 @@ def analyze(
     values: Mapping[str, Sequence[float] | float] | Iterable[str] | None = None,
     partial: bool = False,
     ignore_missing_dims: bool = False,
+    search_order: bool = True,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
@@ -88,13 +89,15 @@ def analyze(
     :class:`~onnxroof.errors.UnboundDims`, naming each, unless ``partial=True`` (then nothing is
     assumed and the nodes that depend on them are not counted). ``ignore_missing_dims`` lets
     ``dims`` name dims this model lacks (one set of dims for several models).
+    ``search_order=False`` skips the search for the execution order with the lowest peak
+    (``memory.best`` is then the model's order): for many analyses that read the model order only.
     """
     collecting = gc.isenabled()
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
         return _in_api_words(_analyze,model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
                         context, progress or (lambda stage: None), checker_in_child, values, _fusion_rules(fusion), overhead,
-                        partial, ignore_missing_dims)
+                        partial, ignore_missing_dims, search_order)
     finally:
         if collecting:
             gc.enable()
@@ -133,7 +136,7 @@ def _in_api_words(run: Callable, *args):
 def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
              context, progress: Callable[[str], None], checker_in_child: bool, values,
              fusion: tuple[str, ...] | None, overhead: bool, partial: bool = False,
-             ignore_missing_dims: bool = False) -> Analysis:
+             ignore_missing_dims: bool = False, search_order: bool = True) -> Analysis:
     if dtype != "model" and dtype not in RECAST_DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
     chosen = _load_targets(targets)
@@ -189,7 +192,8 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         totals=totals,
         unresolved_dims=shapes.unresolved,
         memory=_with_progress(progress, "tracking live activations",
-                              lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place)),
+                              lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place,
+                                                                     search=search_order)),
         dtype=dtype,
         batch=batch,
         input_values={name: value.reshape(-1).tolist() for name, value in given_values.items()},

@@ -233,10 +233,12 @@ class _Fitter:
     def _analyze(self, values: tuple[int, ...]) -> "Analysis":
         from .analysis import analyze
 
+        # the formulas read the model order's peak only: no search for a better order
         if self.phase_length:
-            return analyze(self.model, dims=self.given or None, partial=True,
+            return analyze(self.model, dims=self.given or None, partial=True, search_order=False,
                            **{**self.options, self.phase_length: values[0]})
-        return analyze(self.model, dims={**self.given, **dict(zip(self.dims, values))}, partial=True, **self.options)
+        return analyze(self.model, dims={**self.given, **dict(zip(self.dims, values))}, partial=True,
+                       search_order=False, **self.options)
 
     def measure(self, values: tuple[int, ...]) -> _Sample:
         analysis = self.analysis(values)

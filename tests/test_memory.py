@@ -108,6 +108,14 @@ def test_best_order_beats_the_model_order_by_a_known_amount():
     assert document["peak_node"] == "B1" and document["timeline"][1] == {"step": 1, "node": "B1", "live_bytes": 8_040}
 
 
+def test_analyze_can_skip_the_order_search():
+    # the interleaved branches: the model order peaks at x + 2 large (8,040 B), a better order at
+    # x + large + small (4,044 B); without the search the model order stands for the best
+    found = onnxroof.analyze(interleaved_branches_model(), search_order=False).memory
+    assert found.model_order.peak_bytes == 40 + 2 * 4_000
+    assert found.best.schedule.peak_bytes == 40 + 2 * 4_000 and found.best.note == "not searched"
+
+
 def random_dag_model(seed: int, nodes: int = 7):
     rng = random.Random(seed)
     tensors = ["x"]

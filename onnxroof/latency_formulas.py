@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from .evaluator import MAX_VALUE_ELEMENTS
 from .polynomials import (Monomial, Polynomial, common_factor, divided, envelope, evaluate, fit, last_holding,
-                          monomial_text, polynomial_text, shifted, si_text, span_text)
+                          monomial_text, ordered, polynomial_text, shifted, si_text, span_text)
 
 if TYPE_CHECKING:
     from .roofline import TargetReport
@@ -126,6 +126,7 @@ class LatencyFormula:
             return {"target": self.target, "text": None, "refuted": self.refuted}
         return {"target": self.target, "kernels": self.kernels, "holds": self.holds, "holds_to": self.holds_to,
                 "ranges": [{"from": r.start, "to": r.end, "text": polynomial_text(r.polynomial, self.dims, "s"),
+                            "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))} for m, c in ordered(r.polynomial)],
                             "bounds": dict(r.bounds)} for r in self.ranges],
                 "kernel_bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": bound_text(g, self.dims)}
                                   for g in self.dominant() + [g for g in self.switching() if g not in self.dominant()]]}

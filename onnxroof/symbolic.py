@@ -143,7 +143,8 @@ def free_dims(model: Any, **options: Any) -> list[str]:
     """The named input dims the options leave unbound (the dims a formula is in)."""
     from .analysis import analyze
 
-    partial = analyze(model, partial=True, **options)
+    counting = {k: v for k, v in options.items() if k not in ("targets", "fusion", "overhead")}  # placing finds no dim
+    partial = analyze(model, partial=True, search_order=False, **counting)
     unnamed = [d for d in partial.unresolved_dims if not d.symbol]
     if unnamed:
         from .errors import UsageError
@@ -151,6 +152,13 @@ def free_dims(model: Any, **options: Any) -> list[str]:
         raise UsageError(f"--symbolic: {unnamed[0].input_name} axis {unnamed[0].axis} has no name to write a formula in; "
                          f"bind it with {unnamed[0].fix}")
     return list(dict.fromkeys(d.symbol for d in partial.unresolved_dims if d.symbol))
+
+
+def _is_decoder(model: Any, options: dict) -> bool:
+    from .analysis import analyze
+
+    counting = {k: v for k, v in options.items() if k not in ("targets", "fusion", "overhead")}
+    return analyze(model, partial=True, search_order=False, **counting).llm is not None
 
 
 @dataclass
@@ -184,11 +192,20 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None, **op
     else:
         phase_length = None
         dims = free_dims(model, **options)
+    decode_note = None
+    if len(dims) > MAX_DIMS and not phase_length and options.get("phase") is None and _is_decoder(model, options):
+        # each cache's length is a dim of its own: one decode step ties them to the attended length
+        options = {**options, "phase": "decode"}
+        phase_length, dims = "context", ["context"]
+        decode_note = ("a KV-cached decoder: the formulas are for one decode step, in the attended length (context); "
+                       "--phase prefill gives the prompt's, in seq")
     if len(dims) > MAX_DIMS:
         raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
     given = dim_values(options.pop("dims", None))
     fitter = _Fitter(model, dims, given, phase_length, options, by, modules or 2)
     result = fitter.run()
+    if decode_note:
+        result.notes.insert(0, decode_note)
     if any(p is None for m, p in result.polynomials.items() if m not in result.pieces):
         held = fitter.non_polynomial_dims()
         if held and len(held) == len(dims):

@@ -241,6 +241,9 @@ def test_latency_in_one_dim_is_one_polynomial_per_range_of_bounds(tmp_path):
     text = "\n".join(latency_lines(latency))
     assert "seq 1 to 2: 128 ns·seq + 1.02 µs" in text and "seq 3 on: 512 ns·seq" in text
     assert latency.seconds({"seq": 1000}) == pytest.approx(512e-6)  # compute-bound: 512,000 FLOPs at 1 GFLOP/s
+    ranges = found.to_dict()["latency"][0]["ranges"]
+    assert ranges[1] == {"from": 3, "to": None, "text": "512 ns·seq", "bounds": {"compute": 1},
+                         "terms": [{"seconds": pytest.approx(512e-9), "powers": {"seq": 1}}]}
 
 
 def test_latency_in_two_dims_states_each_kernel_s_bound_as_an_inequality(tmp_path):
@@ -340,3 +343,18 @@ def test_a_12_layer_model_s_formulas_fit_120_columns(tmp_path, capsys):
     assert code == 0 and "1,536·sequence_length² + 591,872·sequence_length" in out
     assert "latency on h100-sxm" in out and "latency on raspberry-pi-5" in out
     assert max(len(line) for line in out.splitlines()) <= 120
+
+
+def test_a_decoder_with_more_free_dims_than_fit_gets_its_decode_formulas():
+    # the value cache's length named apart from the key cache's (as the transformers exporter
+    # names each cache): batch, sequence_length and two past lengths, 4 free dims. One decode step
+    # ties them to the attended length: QKᵀ and AV take heads x head MACs per attended position
+    # each, the four projections hidden² for the one token
+    from models import HEAD, HEADS, decoder_block
+
+    model = decoder_block()
+    model.graph.input[2].type.tensor_type.shape.dim[2].dim_param = "past_value_length"
+    found = formulas(model)
+    hidden = HEADS * HEAD
+    assert found.dims == ["context"] and "one decode step" in found.notes[0]
+    assert found.polynomials["macs"] == {(1,): 2 * HEADS * HEAD, (0,): 4 * hidden * hidden}

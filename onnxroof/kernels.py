@@ -147,13 +147,9 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
     """
     records = [r for r in records if not r.view]
     kinds = {_kind(r) for r in records}
-    anchor = next((r for r in records if _kind(r) in ("mac", "attention")), None)
-    if anchor is not None:
-        if anchor.params and anchor.macs < LOW_REUSE_MACS_PER_WEIGHT * anchor.params:
-            return "gemv"
-        shape = anchor.output_shapes[0] if anchor.output_shapes else None
-        outputs = math.prod(shape) if shape and all(isinstance(d, int) for d in shape) else 0
-        return "depthwise" if outputs and anchor.macs < LOW_REUSE_MACS_PER_OUTPUT * outputs else "gemm"
+    reuse = reuse_of(records)
+    if reuse is not None:
+        return reuse_class(*reuse)
     if "reduction" in kinds or "softmax" in kinds or any(r.family == "pooling" for r in records):
         return "reduction"
     if "elementwise" in kinds:
@@ -162,6 +158,29 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
     if moves:
         return "transpose" if any(r.op_type in _STRIDED_COPIES for r in moves) else "data_movement"
     return None
+
+
+def reuse_of(records: Iterable[NodeRecord]) -> tuple[int, int, int] | None:
+    """(MACs, weight elements, output elements) of the kernel's first matmul, convolution or
+    attention node: what :func:`reuse_class` decides by; None for a kernel without one."""
+    anchor = next((r for r in records if not r.view and _kind(r) in ("mac", "attention")), None)
+    if anchor is None:
+        return None
+    shape = anchor.output_shapes[0] if anchor.output_shapes else None
+    outputs = math.prod(shape) if shape and all(isinstance(d, int) for d in shape) else 0
+    return anchor.macs, anchor.params, outputs
+
+
+def reuse_class(macs: int, weights: int, outputs: int) -> str:
+    """``gemv`` under 8 MACs per weight element, else ``depthwise`` under 32 per output element,
+    else ``gemm``.
+
+    >>> reuse_class(1_024, 256, 64), reuse_class(1_024, 16, 64), reuse_class(4_096, 256, 64)
+    ('gemv', 'depthwise', 'gemm')
+    """
+    if weights and macs < LOW_REUSE_MACS_PER_WEIGHT * weights:
+        return "gemv"
+    return "depthwise" if outputs and macs < LOW_REUSE_MACS_PER_OUTPUT * outputs else "gemm"
 
 
 def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, position: dict[str, int], tensors: dict,

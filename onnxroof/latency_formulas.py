@@ -15,12 +15,14 @@ between samples, the formula is withheld with the reason.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 import math
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from .evaluator import MAX_VALUE_ELEMENTS
+from .kernels import reuse_class
+from .targets import EFFICIENCY_CLASSES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
 from .polynomials import (Monomial, Polynomial, common_factor, divided, envelope, evaluate, fit, last_holding,
                           monomial_text, ordered, polynomial_text, shifted, si_text, span_text)
 
@@ -36,20 +38,48 @@ FAR = MAX_VALUE_ELEMENTS + 3  # past the sizes whose values the analysis compute
 
 @dataclass
 class KernelTerms:
-    """Alike kernels (the same terms: one per layer): each roof's time in seconds."""
+    """Alike kernels (the same terms: one per layer): each roof's time in seconds at the full
+    roofline, and the efficiency it runs at: one figure, or one per class when the kernel's
+    class (:func:`kernels.reuse_class`) changes with the dims and the target gives the classes
+    different efficiencies (a gemv at a short sequence, a gemm at a long one)."""
 
     name: str  # the first one's
     op_type: str
     count: int
-    terms: dict[str, Polynomial]  # bound -> seconds, as a polynomial with Fraction coefficients
+    terms: dict[str, Polynomial]  # bound -> seconds at efficiency 1, as a polynomial with Fraction coefficients
     launch_s: Fraction
+    efficiency: Fraction = Fraction(1)
+    reuse: tuple[Polynomial, Polynomial, Polynomial] | None = None  # MACs, weights, outputs: the class decided by them
+    class_efficiency: dict[str, Fraction] = field(default_factory=dict)  # class -> the target's efficiency
+
+    def kernel_class(self, point: Sequence[int]) -> str | None:
+        if self.reuse is None:
+            return None
+        return reuse_class(*(int(evaluate(p, point)) for p in self.reuse))
+
+    def efficiency_at(self, point: Sequence[int]) -> Fraction:
+        found = self.kernel_class(point)
+        return self.class_efficiency[found] if found is not None else self.efficiency
 
     def seconds(self, point: Sequence[int]) -> Fraction:
-        return self.launch_s + max((evaluate(t, point) for t in self.terms.values()), default=Fraction(0))
+        roof = max((evaluate(t, point) for t in self.terms.values()), default=Fraction(0))
+        return self.launch_s + roof / self.efficiency_at(point)
 
     def bound(self, point: Sequence[int]) -> str:
         values = {b: evaluate(t, point) for b, t in self.terms.items()}
         return max(BOUNDS, key=lambda b: (values.get(b, -1), -BOUNDS.index(b))) if values else "none"
+
+    def class_cuts(self) -> set[int]:
+        """Where the class may change, in one dim: at the roots of MACs - 8·weights and MACs -
+        32·outputs (each cut and the value after it, for a tie that changes the class alone)."""
+        if self.reuse is None:
+            return set()
+        macs, weights, outputs = self.reuse
+        cuts: set[int] = set()
+        for factor, other in ((LOW_REUSE_MACS_PER_WEIGHT, weights), (LOW_REUSE_MACS_PER_OUTPUT, outputs)):
+            for piece in envelope([macs, {m: factor * c for m, c in other.items()}]):
+                cuts.update((piece.start, piece.start + 1))
+        return cuts
 
 
 @dataclass
@@ -202,17 +232,16 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
     onchip_rate = Fraction(first.target.onchip_bytes_per_s.value) if first.target.onchip_bytes_per_s else None
     kernels: list[KernelTerms] = []
     for position, name in enumerate(names[grid[0]]):
-        placements = {p: r.nodes[position].placement for p, r in reports.items()}
-        # the class matters only through its efficiency (a vendor target gives 1.0 to every class)
-        constants = {p: (q.peak_flops_per_s, q.efficiency, q.overhead_s, q.kernel_class) for p, q in placements.items()}
-        if len({c[:3] for c in constants.values()}) > 1:
-            changed = next(p for p in constants if constants[p][:3] != constants[grid[0]][:3])
-            result.refuted = (f"kernel {name} changes its roof, efficiency or launch between "
-                              f"{_point_text(dims, grid[0])} ({_constants_text(constants[grid[0]])}) and "
-                              f"{_point_text(dims, changed)} ({_constants_text(constants[changed])}); "
-                              "--no-overhead gives the plain roofline's formula")
+        kernel_of = {p: r.nodes[position] for p, r in reports.items()}
+        placements = {p: k.placement for p, k in kernel_of.items()}
+        constants = {p: (q.peak_flops_per_s, q.overhead_s) for p, q in placements.items()}
+        efficiencies = {q.efficiency for q in placements.values()}
+        if len(set(constants.values())) > 1:
+            changed = next(p for p in constants if constants[p] != constants[grid[0]])
+            result.refuted = (f"kernel {name} changes its roof or launch between {_point_text(dims, grid[0])} and "
+                              f"{_point_text(dims, changed)}")
             return result
-        peak_rate, efficiency, launch, _ = constants[grid[0]]
+        peak_rate, launch = constants[grid[0]]
         rates = {"compute": Fraction(peak_rate), "dram": dram_rate, "onchip": onchip_rate}
         works = {"compute": "flops", "dram": "dram_bytes", "onchip": "onchip_bytes"}
         terms: dict[str, Polynomial] = {}
@@ -222,9 +251,15 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
                 result.refuted = f"kernel {name}'s {attribute.replace('_', ' ')} are no polynomial in {', '.join(dims)}"
                 return result
             if polynomial and rates[bound]:
-                terms[bound] = {m: Fraction(c) / (rates[bound] * Fraction(efficiency)) for m, c in polynomial.items()}
-        kernels.append(KernelTerms(name, reports[grid[0]].nodes[position].op_type, 1, terms,
-                                   Fraction(launch) if terms or launch else Fraction(0)))
+                terms[bound] = {m: Fraction(c) / rates[bound] for m, c in polynomial.items()}
+        kernel = KernelTerms(name, reports[grid[0]].nodes[position].op_type, 1, terms,
+                             Fraction(launch) if terms or launch else Fraction(0), Fraction(efficiencies.pop()))
+        if efficiencies:  # the efficiency changes with the dims: it must follow the class the reuse decides
+            refused = _class_efficiency(kernel, kernel_of, grid, check, samples, first.target)
+            if refused:
+                result.refuted = f"kernel {name}: {refused}"
+                return result
+        kernels.append(kernel)
     result.kernels = len(kernels)
     result.kernel_names = names[grid[0]]
     result.launches = sum(1 for k in reports[grid[0]].nodes if k.placement.overhead_s)
@@ -235,14 +270,36 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
     return result
 
 
+def _class_efficiency(kernel: KernelTerms, kernel_of: Mapping, grid: list, check: tuple, samples: tuple, target) -> str | None:
+    """Give ``kernel`` its class's efficiency as a function of the dims: fit the MACs, weights and
+    outputs its class is decided by, and check that the class they give at every sample is the
+    one the placement ran at. Returns why not, or None."""
+    if any(kernel_of[p].reuse is None for p in grid + [check]):
+        return "its efficiency changes with the dims, not by its class"
+    reuse = []
+    for index in range(3):
+        polynomial = fit(grid, [kernel_of[p].reuse[index] for p in grid], samples)
+        if polynomial is None or evaluate(polynomial, check) != kernel_of[check].reuse[index]:
+            return "the figures its class is decided by are no polynomial"
+        reuse.append(polynomial)
+    kernel.reuse = (reuse[0], reuse[1], reuse[2])
+    kernel.class_efficiency = {name: Fraction(target.efficiency_of(name)) for name in EFFICIENCY_CLASSES}
+    for point in grid + [check]:
+        if kernel.efficiency_at(point) != Fraction(kernel_of[point].placement.efficiency):
+            return "its efficiency is not its class's"
+    return None
+
+
 def _alike(kernels: list[KernelTerms]) -> list[KernelTerms]:
     groups: dict[tuple, KernelTerms] = {}
     for kernel in kernels:
-        key = (tuple(sorted((b, tuple(sorted(t.items()))) for b, t in kernel.terms.items())), kernel.launch_s)
+        reuse = tuple(tuple(sorted(p.items())) for p in kernel.reuse) if kernel.reuse else None
+        key = (tuple(sorted((b, tuple(sorted(t.items()))) for b, t in kernel.terms.items())), kernel.launch_s,
+               kernel.efficiency, reuse)
         if key in groups:
             groups[key].count += 1
         else:
-            groups[key] = KernelTerms(kernel.name, kernel.op_type, 1, kernel.terms, kernel.launch_s)
+            groups[key] = replace(kernel, count=1)
     return list(groups.values())
 
 
@@ -256,6 +313,7 @@ def _ranges(groups: list[KernelTerms]) -> list[Range]:
         pieces = envelope([group.terms[b] for b in bounds]) if bounds else []
         per_group.append((bounds, pieces))
         cuts.update(p.start for p in pieces)
+        cuts.update(group.class_cuts())
     ranges: list[Range] = []
     ordered_cuts = sorted(cuts)
     for position, start in enumerate(ordered_cuts):
@@ -267,10 +325,22 @@ def _ranges(groups: list[KernelTerms]) -> list[Range]:
             if not pieces:
                 continue
             bound = bounds[next(p for p in reversed(pieces) if p.start <= start).index]
-            _add(polynomial, group.terms[bound], group.count)
+            efficiency = group.efficiency_at((start,))
+            _add(polynomial, {m: c / efficiency for m, c in group.terms[bound].items()}, group.count)
             counts[bound] += group.count
         ranges.append(Range(start, end, {m: c for m, c in polynomial.items() if c}, counts))
-    return ranges
+    return _merged(ranges)
+
+
+def _merged(ranges: list[Range]) -> list[Range]:
+    """Adjacent ranges with the same polynomial and bounds as one (a class cut that changed nothing)."""
+    merged: list[Range] = []
+    for r in ranges:
+        if merged and merged[-1].polynomial == r.polynomial and merged[-1].bounds == r.bounds:
+            merged[-1] = Range(merged[-1].start, r.end, r.polynomial, r.bounds)
+        else:
+            merged.append(r)
+    return merged
 
 
 def _add(total: Polynomial, polynomial: Polynomial, times: int) -> None:
@@ -285,7 +355,33 @@ def kernel_label(group: KernelTerms) -> str:
 
 def bound_text(group: KernelTerms, dims: list[str]) -> str:
     """Where the kernel's bound holds: ``DRAM-bound to context = 1,234, compute-bound from 1,235``
-    (one dim), or the inequality between its two largest terms (several)."""
+    (one dim), or the inequality between its two largest terms (several); and where its class
+    changes, when that changes its efficiency."""
+    return _bounds_text(group, dims) + _classes_text(group, dims)
+
+
+def _classes_text(group: KernelTerms, dims: list[str]) -> str:
+    if group.reuse is None or len(set(group.class_efficiency.values())) < 2:
+        return ""
+    if len(dims) == 1:
+        cuts = sorted(group.class_cuts() | {1})
+        spans: list[list] = []
+        for start in cuts:
+            found = group.kernel_class((start,))
+            if spans and spans[-1][0] == found:
+                continue
+            spans.append([found, start])
+        if len(spans) < 2:
+            return ""
+        parts = [f"{name} (efficiency {float(group.class_efficiency[name]):.3g}) "
+                 + (f"to {dims[0]} = {spans[i + 1][1] - 1:,}" if i + 1 < len(spans) else f"from {start:,} on")
+                 for i, (name, start) in enumerate(spans)]
+        return "; runs as " + ", ".join(parts)
+    small, large = group.kernel_class((1,) * len(dims)), group.kernel_class((LARGE,) * len(dims))
+    return f"; runs as {small} at every dim = 1, {large} at large dims" if small != large else ""
+
+
+def _bounds_text(group: KernelTerms, dims: list[str]) -> str:
     bounds = list(group.terms)
     if not bounds:
         return "launch only"
@@ -371,11 +467,6 @@ def _point_text(dims: list[str], point: tuple[int, ...]) -> str:
     return ", ".join(f"{d} = {v}" for d, v in zip(dims, point))
 
 
-def _constants_text(constants: tuple) -> str:
-    peak, efficiency, launch, kernel_class = constants
-    return f"{kernel_class or 'no'} class, efficiency {efficiency:g}, {si_text(peak, 'FLOP/s')}, launch {si_text(launch, 's')}"
-
-
 def latency_lines(formula: LatencyFormula, columns: int = 120) -> list[str]:
     """The terminal block of one target: the latency over each range of the dim (ranges whose
     formulas agree to 3 figures are merged: the kernels that switch there are small), the
@@ -401,7 +492,8 @@ def latency_lines(formula: LatencyFormula, columns: int = 120) -> list[str]:
         for group in formula.groups:
             _add(polynomial, {(0,) * len(dims): group.launch_s}, group.count)
             if group.terms:
-                _add(polynomial, group.terms[group.bound(large)], group.count)
+                efficiency = group.efficiency_at(large)
+                _add(polynomial, {m: c / efficiency for m, c in group.terms[group.bound(large)].items()}, group.count)
         lines += wrap(f"    at large dims (each kernel bound as there): {polynomial_text(polynomial, dims, 's')}")
     dominant = formula.dominant()
     for group in dominant:

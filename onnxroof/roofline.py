@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from .kernels import Kernel, efficiency_class, fuse, group
+from .kernels import Kernel, efficiency_class, fuse, group, reuse_of
 from .memory import spill_plan
 from .targets import Target
 
@@ -105,6 +105,7 @@ class NodePlacement:
     spill_bytes: int  # activation traffic caused by spilling (part of dram_bytes)
     energy_j: dict[str, float | None]  # compute / onchip / dram
     nodes: list[str] = field(default_factory=list)  # the ONNX nodes it runs, in the model's order
+    reuse: tuple[int, int, int] | None = None  # kernels.reuse_of: what its efficiency class is decided by
 
 
 @dataclass
@@ -203,7 +204,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
                          efficiency, kernel_class)
         placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
-                                        _energy(target, roofs, dram, onchip), kernel.nodes))
+                                        _energy(target, roofs, dram, onchip), kernel.nodes, reuse_of(members)))
     for (wanted, used), count in sorted(fallbacks.items()):
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),

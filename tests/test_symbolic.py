@@ -269,19 +269,32 @@ def test_latency_formula_states_where_activations_start_to_spill(tmp_path):
     assert latency.holds == "holds to seq = 100; from 101 on activations spill off chip"
 
 
-def test_latency_formula_is_withheld_when_a_kernel_changes_class_and_efficiency(tmp_path):
-    # gemv below 8 MACs per weight element (seq < 8), then depthwise (16 MACs per output element,
-    # under 32): with different efficiencies the time is no one polynomial over the fitted values,
-    # and it says which kernel and how
-    extra = '[efficiency.gemm]\nvalue = 0.5\ntag = "estimate"\nsource = "hand"\n' \
-            '[efficiency.gemv]\nvalue = 0.25\ntag = "estimate"\nsource = "hand"\n'
-    from conftest import target_text
+def test_latency_follows_a_kernel_s_class_where_its_efficiency_changes(tmp_path):
+    # MACs 256·seq over 256 weights: gemv while 256·seq < 8·256, seq <= 7; from 8 depthwise, since
+    # 256·seq < 32·16·seq outputs always. With gemv at 0.25 of the roofline and depthwise at 0.5:
+    # seq 1-2 DRAM-bound: (128·seq + 1,024) ns / 0.25 = 512·seq + 4,096 ns
+    # seq 3-7 compute-bound: 512·seq ns / 0.25 = 2,048·seq ns
+    # seq 8 on compute-bound: 512·seq ns / 0.5 = 1,024·seq ns
+    from fractions import Fraction
 
+    from conftest import target_text
+    from onnxroof.latency_formulas import bound_text
+
+    extra = '[efficiency.depthwise]\nvalue = 0.5\ntag = "estimate"\nsource = "hand"\n' \
+            '[efficiency.gemv]\nvalue = 0.25\ntag = "estimate"\nsource = "hand"\n'
     path = tmp_path / "eff.toml"
     path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9}, extra))
     latency = formulas(matmul_16(["seq"]), targets=[str(path)]).latency[0]
-    assert latency.refuted and "/proj/MatMul" in latency.refuted
-    assert "seq = 2 (gemv class, efficiency 0.25" in latency.refuted and "(depthwise class, efficiency 1," in latency.refuted
+    ns = Fraction(1, 10**9)
+    assert latency.refuted is None
+    assert [(r.start, r.end, r.polynomial) for r in latency.ranges] == [
+        (1, 2, {(1,): 512 * ns, (0,): 4096 * ns}), (3, 7, {(1,): 2048 * ns}), (8, None, {(1,): 1024 * ns})]
+    assert bound_text(latency.groups[0], ["seq"]) == ("DRAM-bound to seq = 2, compute-bound from 3 on; runs as gemv "
+                                                      "(efficiency 0.25) to seq = 7, depthwise (efficiency 0.5) from 8 on")
+    import onnxroof
+
+    assert latency.seconds({"seq": 100}) == pytest.approx(102.4e-6) == pytest.approx(onnxroof.analyze(
+        matmul_16(["seq"]), dims={"seq": 100}, targets=[str(path)]).targets[0].latency_s)
 
 
 def test_a_piecewise_peak_is_one_polynomial_per_range():

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 from .evaluator import MAX_VALUE_ELEMENTS
 from .kernels import reuse_class
 from .targets import EFFICIENCY_CLASSES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
+
+REUSE_CLASSES = ("gemv", "depthwise", "gemm")  # kernels.reuse_class's
 from .polynomials import (Monomial, Polynomial, common_factor, divided, envelope, evaluate, fit, last_holding,
                           monomial_text, ordered, polynomial_text, shifted, si_text, span_text)
 
@@ -102,6 +104,7 @@ class LatencyFormula:
     holds_to: int | None = None  # the last value (every dim alike) it is known to hold at; None: no bound found
     kernel_names: list[str] = field(default_factory=list)  # in the model's order
     launches: int = 0  # kernels that pay the launch cost
+    weights_on_chip_bytes: int = 0  # parameters kept on chip at the samples
     per_kernel: list[KernelTerms] = field(default_factory=list)  # in the model's order, before grouping
 
     def seconds(self, values: Mapping[str, int]) -> float | None:
@@ -192,6 +195,8 @@ def _check_far(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "T
             return True, ""
         if report.spill_bytes:
             return False, "activations spill off chip"
+        if report.weights_on_chip_bytes != result.weights_on_chip_bytes:
+            return False, "the parameters no longer fit on chip beside the activations: read from DRAM every run"
         launches = sum(1 for k in report.nodes if k.placement.overhead_s)
         if [k.name for k in report.nodes] != result.kernel_names or launches != result.launches:
             return False, (f"the kernels differ ({len(report.nodes)} kernels, {launches} launches): below this size "
@@ -254,15 +259,23 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
                 terms[bound] = {m: Fraction(c) / rates[bound] for m, c in polynomial.items()}
         kernel = KernelTerms(name, reports[grid[0]].nodes[position].op_type, 1, terms,
                              Fraction(launch) if terms or launch else Fraction(0), Fraction(efficiencies.pop()))
-        if efficiencies:  # the efficiency changes with the dims: it must follow the class the reuse decides
+        # where the target's gemv, depthwise and gemm efficiencies differ, the efficiency follows the
+        # class the kernel's reuse decides, also past the samples (attention's AV is depthwise below
+        # 32 attended positions)
+        target_applies = all(q.efficiency == first.target.efficiency_of(q.kernel_class) for q in placements.values())
+        by_reuse = len({first.target.efficiency_of(c) for c in REUSE_CLASSES}) > 1 and target_applies
+        if efficiencies or (by_reuse and all(k.reuse is not None for k in kernel_of.values())):
             refused = _class_efficiency(kernel, kernel_of, grid, check, samples, first.target)
-            if refused:
+            if refused and efficiencies:
                 result.refuted = f"kernel {name}: {refused}"
                 return result
+            if refused:
+                kernel.reuse = None
         kernels.append(kernel)
     result.kernels = len(kernels)
     result.kernel_names = names[grid[0]]
     result.launches = sum(1 for k in reports[grid[0]].nodes if k.placement.overhead_s)
+    result.weights_on_chip_bytes = first.weights_on_chip_bytes
     result.per_kernel = kernels
     result.groups = _alike(kernels)
     if len(dims) == 1:

@@ -269,6 +269,25 @@ def test_latency_formula_states_where_activations_start_to_spill(tmp_path):
     assert latency.holds == "holds to seq = 100; from 101 on activations spill off chip"
 
 
+def test_latency_formula_states_where_resident_parameters_stop_fitting(tmp_path):
+    # as above, with the parameters (W: 1,024 B) kept on chip while they fit beside the peak
+    # activations: 1,024 + 128·seq <= 12,800 to seq = 92. From 93 W is read from DRAM every run
+    # (and the 12,800 B hold the 128·seq of activations, so nothing spills up to 100). At 0.1 GB/s
+    # the MatMul is DRAM-bound (x: 640·seq ns against 512·seq ns of compute), so W's 10.24 µs show
+    from conftest import target_text
+
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="/proj/MatMul"),
+             helper.make_node("Relu", ["h"], ["y"], name="/act/Relu")]
+    model = make_model(nodes, [("x", F32, ["seq", D])], [("y", F32, ["seq", D])], [("w", zeros(D, D))])
+    path = tmp_path / "resident.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e8,
+                                 "onchip.size_bytes": 12_800, "onchip.bandwidth_bytes_per_s": 1e12},
+                                '[weights]\nresident = true\nsource = "hand"\n'))
+    latency = formulas(model, targets=[str(path)]).latency[0]
+    assert latency.holds == ("holds to seq = 92; from 93 on the parameters no longer fit on chip beside the "
+                             "activations: read from DRAM every run")
+
+
 def test_latency_follows_a_kernel_s_class_where_its_efficiency_changes(tmp_path):
     # MACs 256·seq over 256 weights: gemv while 256·seq < 8·256, seq <= 7; from 8 depthwise, since
     # 256·seq < 32·16·seq outputs always. With gemv at 0.25 of the roofline and depthwise at 0.5:
@@ -371,3 +390,22 @@ def test_a_decoder_with_more_free_dims_than_fit_gets_its_decode_formulas():
     hidden = HEADS * HEAD
     assert found.dims == ["context"] and "one decode step" in found.notes[0]
     assert found.polynomials["macs"] == {(1,): 2 * HEADS * HEAD, (0,): 4 * hidden * hidden}
+
+
+def test_latency_follows_a_class_change_past_the_fitted_values(tmp_path):
+    # probs [seq, seq] · v [seq, 16]: 16·seq² MACs, no weights, 16·seq outputs, so seq MACs per
+    # output: depthwise (under 32) at every fitted value, gemm from seq = 32 on. With depthwise at
+    # half the roofline, the formula must follow the class beyond the samples
+    from conftest import target_text
+    from onnxroof.latency_formulas import bound_text
+
+    node = helper.make_node("MatMul", ["p", "v"], ["y"], name="/av/MatMul")
+    model = make_model([node], [("p", F32, ["seq", "seq"]), ("v", F32, ["seq", D])], [("y", F32, ["seq", D])])
+    path = tmp_path / "eff.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9},
+                                '[efficiency.depthwise]\nvalue = 0.5\ntag = "estimate"\nsource = "hand"\n'))
+    latency = formulas(model, targets=[str(path)]).latency[0]
+    assert "runs as depthwise (efficiency 0.5) to seq = 31, gemm (efficiency 1) from 32 on" in \
+        bound_text(latency.groups[0], ["seq"])
+    # compute-bound at 64: 2·16·64² FLOPs at 1 GFLOP/s and the full roofline
+    assert latency.seconds({"seq": 64}) == pytest.approx(2 * 16 * 64**2 * 1e-9)

@@ -4,7 +4,10 @@ each formula evaluated at values outside the fitted points must equal onnxroof's
 and each target's latency formula its placement's latency (to 1e-9, over the range it says it
 holds on).
 
-    python benchmarks/validate_symbolic.py     # needs the validation corpus in /work/corpus
+    python benchmarks/validate_symbolic.py [TARGET.toml ...]   # needs the validation corpus in /work/corpus
+
+Extra targets (a file `onnxroof calibrate` wrote, whose efficiency classes differ) are added to
+the bundled three.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ CASES = [  # label, model, options, the free variable, values outside the fitted
      {"phase": "decode"}, "context", (13, 64, 128, 500, 1000)),
     ("BERT (optimum), batch 1", "/work/corpus/hf/bert-optimum/model.onnx",
      {"dims": {"batch_size": 1}}, "sequence_length", (13, 64, 128, 200, 512)),
+    ("BERT (onnxruntime dynamic int8 quantizer), batch 1", "/work/corpus/tools/bert-dynamic-int8.onnx",
+     {"dims": {"batch": 1}}, "sequence", (13, 64, 128, 200, 512)),
+    ("ResNet-50 (onnxruntime static QDQ quantizer)", "/work/corpus/tools/resnet50-qdq.onnx",
+     {}, "batch", (12, 16, 32, 64, 100)),
 ]
 METRICS = ("macs", "flops", "weight_bytes", "peak_bytes", "kv_cache_bytes")
 
@@ -39,6 +46,7 @@ def actual(analysis, metric: str) -> int | None:
 
 
 def main() -> int:
+    TARGETS.extend(sys.argv[1:])
     print("| model | metric | formula | values checked | all equal |")
     print("|---|---|---|---|---|")
     failed = 0

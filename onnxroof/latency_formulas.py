@@ -235,28 +235,36 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
     first = reports[grid[0]]
     dram_rate = Fraction(first.target.dram_bytes_per_s.value)
     onchip_rate = Fraction(first.target.onchip_bytes_per_s.value) if first.target.onchip_bytes_per_s else None
+    rates = {"dram": dram_rate, "onchip": onchip_rate}
     kernels: list[KernelTerms] = []
     for position, name in enumerate(names[grid[0]]):
         kernel_of = {p: r.nodes[position] for p, r in reports.items()}
         placements = {p: k.placement for p, k in kernel_of.items()}
-        constants = {p: (q.peak_flops_per_s, q.overhead_s) for p, q in placements.items()}
+        launches = {q.overhead_s for q in placements.values()}
         efficiencies = {q.efficiency for q in placements.values()}
-        if len(set(constants.values())) > 1:
-            changed = next(p for p in constants if constants[p] != constants[grid[0]])
-            result.refuted = (f"kernel {name} changes its roof or launch between {_point_text(dims, grid[0])} and "
-                              f"{_point_text(dims, changed)}")
+        if len(launches) > 1:
+            with_launch = next(p for p in placements if placements[p].overhead_s)
+            without = next(p for p in placements if not placements[p].overhead_s)
+            result.refuted = (f"kernel {name} launches at {_point_text(dims, with_launch)} but not at "
+                              f"{_point_text(dims, without)} (below some size the analysis computes its values)")
             return result
-        peak_rate, launch = constants[grid[0]]
-        rates = {"compute": Fraction(peak_rate), "dram": dram_rate, "onchip": onchip_rate}
-        works = {"compute": "flops", "dram": "dram_bytes", "onchip": "onchip_bytes"}
+        launch = launches.pop()
+        # a mixed-type kernel (int8 with its fp32 dequantization) runs each roof's FLOPs at that
+        # roof's peak: its compute time is the sum of each share over its peak
+        roofs = sorted({r for k in kernel_of.values() for r in k.flops_by_roof})
+        works = {("compute", roof): (lambda k, roof=roof: k.flops_by_roof.get(roof, 0)) for roof in roofs}
+        works[("dram", None)] = lambda k: k.placement.dram_bytes
+        works[("onchip", None)] = lambda k: k.placement.onchip_bytes
         terms: dict[str, Polynomial] = {}
-        for bound, attribute in works.items():
-            polynomial = fit(grid, [getattr(placements[p], attribute) for p in grid], samples)
-            if polynomial is None or evaluate(polynomial, check) != getattr(placements[check], attribute):
-                result.refuted = f"kernel {name}'s {attribute.replace('_', ' ')} are no polynomial in {', '.join(dims)}"
+        for (bound, roof), read in works.items():
+            polynomial = fit(grid, [read(kernel_of[p]) for p in grid], samples)
+            if polynomial is None or evaluate(polynomial, check) != read(kernel_of[check]):
+                work = f"FLOPs on the {roof} roof" if roof else f"{bound.replace('onchip', 'on-chip')} bytes"
+                result.refuted = f"kernel {name}'s {work} are no polynomial in {', '.join(dims)}"
                 return result
-            if polynomial and rates[bound]:
-                terms[bound] = {m: Fraction(c) / rates[bound] for m, c in polynomial.items()}
+            rate = Fraction(first.target.peak_ops_per_s[roof].value) if roof else rates[bound]
+            if polynomial and rate:
+                _add(terms.setdefault(bound, {}), {m: Fraction(c) / rate for m, c in polynomial.items()}, 1)
         kernel = KernelTerms(name, reports[grid[0]].nodes[position].op_type, 1, terms,
                              Fraction(launch) if terms or launch else Fraction(0), Fraction(efficiencies.pop()))
         # where the target's gemv, depthwise and gemm efficiencies differ, the efficiency follows the

@@ -106,6 +106,7 @@ class NodePlacement:
     energy_j: dict[str, float | None]  # compute / onchip / dram
     nodes: list[str] = field(default_factory=list)  # the ONNX nodes it runs, in the model's order
     reuse: tuple[int, int, int] | None = None  # kernels.reuse_of: what its efficiency class is decided by
+    flops_by_roof: dict[str, int] = field(default_factory=dict)  # a mixed-type kernel's FLOPs on each roof
 
 
 @dataclass
@@ -204,7 +205,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
                          efficiency, kernel_class)
         placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
-                                        _energy(target, roofs, dram, onchip), kernel.nodes, reuse_of(members)))
+                                        _energy(target, roofs, dram, onchip), kernel.nodes, reuse_of(members),
+                                        dict(roofs)))
     for (wanted, used), count in sorted(fallbacks.items()):
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),

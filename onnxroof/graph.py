@@ -245,6 +245,61 @@ def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool,
     return folded
 
 
+def settings_tensors(fields: Sequence[NodeFields], values: Mapping[str, object], outputs: set[str]) -> set[str]:
+    """The tensors of one graph that are shape arithmetic: computed (their values known) and read
+    only in a rule's setting slots (a Reshape's shape, a Gather's indices, an Attention's mask) or
+    by other shape arithmetic. A computed tensor that data flows from (a mask added to scores)
+    is no setting, however small: the node that makes it runs at any size. ``outputs`` (the
+    graph's) and what a subgraph reads from its outer scope are data.
+
+    >>> from onnxroof.nodes import NodeFields
+    >>> fields = [NodeFields("s", "Shape", "", ["x"], ["shape"], ()),
+    ...           NodeFields("r", "Reshape", "", ["x", "shape"], ["y"], ()),
+    ...           NodeFields("m", "Cast", "", ["shape"], ["mask"], ()),
+    ...           NodeFields("a", "Add", "", ["y", "mask"], ["z"], ())]
+    >>> sorted(settings_tensors(fields, {"shape": 0, "mask": 0}, {"z"}))
+    []
+    >>> sorted(settings_tensors(fields[:2], {"shape": 0}, {"y"}))
+    ['shape']
+    """
+    uses: dict[str, list[tuple[int, int]]] = {}  # tensor -> (reader's position, input slot)
+    outer: set[str] = set(outputs)  # read by a subgraph (outer scope): data
+    for position, node in enumerate(fields):
+        for slot, name in enumerate(node.inputs):
+            if name:
+                uses.setdefault(name, []).append((position, slot))
+        for attribute in node.attributes or ():
+            if attribute.type == _GRAPH_ATTRIBUTE:
+                outer |= _names_read(attribute.g)
+    arithmetic: set[int] = set()  # positions of shape-arithmetic nodes
+    settings: set[str] = set()
+    for position in range(len(fields) - 1, -1, -1):  # readers before the nodes they read
+        made = [o for o in fields[position].outputs if o]
+        if not made or any(o not in values or o in outer for o in made):
+            continue
+
+        def a_setting(use: tuple[int, int]) -> bool:
+            reader, slot = use
+            if reader in arithmetic:
+                return True
+            rule = rule_for(fields[reader].domain, fields[reader].op_type)
+            return rule is not None and slot in rule.arg_inputs
+
+        if all(a_setting(use) for o in made for use in uses.get(o, ())):
+            arithmetic.add(position)
+            settings.update(made)
+    return settings
+
+
+def _names_read(graph: onnx.GraphProto) -> set[str]:
+    names = {name for node in graph.node for name in node.input if name}
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == _GRAPH_ATTRIBUTE:
+                names |= _names_read(attribute.g)
+    return names
+
+
 class _Coster:
     """Costs the nodes of a graph and, recursively, of its subgraphs (one pass per graph)."""
 
@@ -265,6 +320,8 @@ class _Coster:
         self.parameters: dict[str, tuple[int, int]] = {}
         # DequantizeLinear output -> its quantized input, for the QDQ compute dtype (filled as costed)
         self.dequantized_from: dict[str, str] = {}
+        # computed tensors that only set other nodes' shapes and options (shape arithmetic)
+        self.settings: set[str] = set()
         self._add_initializers(list(graph.initializer))
 
     def info(self, name: str) -> TensorInfo:
@@ -355,7 +412,8 @@ class _Coster:
         output_key = []
         for tensor_name in outputs:
             info = tensors.get(tensor_name) or _NO_INFO
-            output_key.append((info.dtype, info.shape, tensor_name in values) if tensor_name else None)
+            output_key.append((info.dtype, info.shape, tensor_name in values, tensor_name in self.settings)
+                              if tensor_name else None)
         repeats = tuple([inputs.index(n) for n in inputs]) if len(inputs) > 1 and len(set(inputs)) < len(inputs) else None
         attribute_key = tuple([a.SerializeToString() for a in attributes]) if attributes else None
         return op_type, domain, attribute_key, tuple(input_key), tuple(output_key), repeats
@@ -382,7 +440,7 @@ class _Coster:
                 reason = failure  # onnx could not infer this node: say why
         # a node computing shape arithmetic (every output known once the dims are bound) reads
         # settings such as Concat's [-1], not weights
-        shape_only = bool(outputs) and all(o in values for o in outputs if o)
+        shape_only = bool(outputs) and all(o in values and o in self.settings for o in outputs if o)
         param_slots: list[int] = []
         activation_inputs: list[str] = []
         seen: set[str] = set()
@@ -461,6 +519,7 @@ class _Coster:
         self._add_initializers(list(graph.initializer))
         nodes = graph.node
         fields = read_node_fields(nodes)
+        self.settings |= settings_tensors(fields, self.values, {o.name for o in graph.output})
         records = [self.cost_node(node, node_fields, f"{name}/{node_name}", index) for index, (node, node_fields, node_name)
                    in enumerate(zip(nodes, fields, node_names(fields)))]
         own = [self.parameters[p] for p in set(self.parameters) - before]
@@ -599,6 +658,7 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     fields = read_node_fields(nodes) if fields is None else fields
     names = node_names(fields)
     coster = _Coster(model.graph, shapes, options or CostOptions())
+    coster.settings = settings_tensors(fields, shapes.values, {o.name for o in model.graph.output})
     size, tensors, stored = coster.size, coster.tensors, coster.stored
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = {i.name for i in model.graph.input} - initializers

@@ -8,6 +8,8 @@ from onnx import TensorProto, helper
 
 import onnxroof
 
+from conftest import make_model
+
 
 def _split_and_join():
     """x[1,8] -> Split into a[1,4], b[1,4]; Relu(a) -> r; Concat(a, b, r) -> y[1,12]; Add(r, r) -> z."""
@@ -75,3 +77,18 @@ def test_an_embedding_gather_computes_in_its_tables_type_not_its_indices():
                        [("table", np.zeros((100, 8), np.float32))])
     (record,) = onnxroof.analyze(model).nodes
     assert record.dtype == "float32"
+
+
+def test_a_computed_tensor_that_data_flows_from_is_no_shape_arithmetic_at_any_size():
+    # x [1, s] -> Shape -> ConstantOfShape (ones [1, s]) -> Add to x. The ones' values are known
+    # while small (4,096 elements), but data flows from them: ConstantOfShape is a kernel at
+    # every size (it used to launch nothing below 4,096 elements, and one kernel above). The
+    # Shape only sets ConstantOfShape's shape: shape arithmetic at every size
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+             helper.make_node("ConstantOfShape", ["shape"], ["ones"], name="ones",
+                              value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])),
+             helper.make_node("Add", ["x", "ones"], ["y"], name="add")]
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, "s"])], [("y", TensorProto.FLOAT, [1, "s"])])
+    for s in (4, 5000):
+        records = {r.name: r for r in onnxroof.analyze(model, dims={"s": s}).nodes}
+        assert not records["ones"].shape_only and records["shape"].shape_only, s

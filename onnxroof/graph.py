@@ -245,37 +245,45 @@ def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool,
     return folded
 
 
-def settings_tensors(fields: Sequence[NodeFields], values: Mapping[str, object], outputs: set[str]) -> set[str]:
-    """The tensors of one graph that are shape arithmetic: computed (their values known) and read
-    only in a rule's setting slots (a Reshape's shape, a Gather's indices, an Attention's mask) or
-    by other shape arithmetic. A computed tensor that data flows from (a mask added to scores)
-    is no setting, however small: the node that makes it runs at any size. ``outputs`` (the
-    graph's) and what a subgraph reads from its outer scope are data.
+def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs: set[str]) -> set[str]:
+    """The tensors of one graph that are shape arithmetic: computed from shapes and constants only
+    (``Shape``, ``Size`` and ``constants`` onwards) and read only in a rule's setting slots (a
+    Reshape's shape, a Gather's indices, an Attention's mask) or by other shape arithmetic. Both
+    follow from the structure, so a node is shape arithmetic at every size, whether or not the
+    analysis computes its values. A shape-derived tensor that data flows from (a mask added to
+    scores) is no setting. ``outputs`` (the graph's) and what a subgraph reads from its outer
+    scope are data.
 
     >>> from onnxroof.nodes import NodeFields
     >>> fields = [NodeFields("s", "Shape", "", ["x"], ["shape"], ()),
     ...           NodeFields("r", "Reshape", "", ["x", "shape"], ["y"], ()),
     ...           NodeFields("m", "Cast", "", ["shape"], ["mask"], ()),
     ...           NodeFields("a", "Add", "", ["y", "mask"], ["z"], ())]
-    >>> sorted(settings_tensors(fields, {"shape": 0, "mask": 0}, {"z"}))
+    >>> sorted(settings_tensors(fields, set(), {"z"}))
     []
-    >>> sorted(settings_tensors(fields[:2], {"shape": 0}, {"y"}))
+    >>> sorted(settings_tensors(fields[:2], set(), {"y"}))
     ['shape']
     """
     uses: dict[str, list[tuple[int, int]]] = {}  # tensor -> (reader's position, input slot)
     outer: set[str] = set(outputs)  # read by a subgraph (outer scope): data
+    derived = set(constants)  # computed from shapes and constants only
     for position, node in enumerate(fields):
         for slot, name in enumerate(node.inputs):
             if name:
                 uses.setdefault(name, []).append((position, slot))
+        has_subgraph = False
         for attribute in node.attributes or ():
             if attribute.type == _GRAPH_ATTRIBUTE:
                 outer |= _names_read(attribute.g)
+                has_subgraph = True
+        if not has_subgraph and (node.op_type in _SHAPE_SOURCES and node.domain in DEFAULT_DOMAINS
+                                 or all(n in derived for n in node.inputs if n)):
+            derived.update(o for o in node.outputs if o)
     arithmetic: set[int] = set()  # positions of shape-arithmetic nodes
     settings: set[str] = set()
     for position in range(len(fields) - 1, -1, -1):  # readers before the nodes they read
         made = [o for o in fields[position].outputs if o]
-        if not made or any(o not in values or o in outer for o in made):
+        if not made or any(o not in derived or o in outer for o in made):
             continue
 
         def a_setting(use: tuple[int, int]) -> bool:
@@ -289,6 +297,9 @@ def settings_tensors(fields: Sequence[NodeFields], values: Mapping[str, object],
             arithmetic.add(position)
             settings.update(made)
     return settings
+
+
+_SHAPE_SOURCES = frozenset({"Shape", "Size"})  # their outputs follow from shapes alone
 
 
 def _names_read(graph: onnx.GraphProto) -> set[str]:
@@ -392,7 +403,7 @@ class _Coster:
         A built-in rule sees the node's attributes, which inputs are present, the dtypes and shapes
         of its tensors and which of its inputs have known values; the record's other shared fields
         also depend on which inputs are constants (folding, parameters vs activations), which
-        inputs repeat (read once), which outputs have known values (shape arithmetic) and, in a QDQ
+        inputs repeat (read once), which outputs are settings (shape arithmetic) and, in a QDQ
         graph, the type each input was dequantized from. Not here: the known values themselves (a
         rule that reads one is not shared), names, subgraphs and failed shape inference (the
         caller never shares those nodes) and per-analysis settings (the memo is per analysis).
@@ -412,8 +423,7 @@ class _Coster:
         output_key = []
         for tensor_name in outputs:
             info = tensors.get(tensor_name) or _NO_INFO
-            output_key.append((info.dtype, info.shape, tensor_name in values, tensor_name in self.settings)
-                              if tensor_name else None)
+            output_key.append((info.dtype, info.shape, tensor_name in self.settings) if tensor_name else None)
         repeats = tuple([inputs.index(n) for n in inputs]) if len(inputs) > 1 and len(set(inputs)) < len(inputs) else None
         attribute_key = tuple([a.SerializeToString() for a in attributes]) if attributes else None
         return op_type, domain, attribute_key, tuple(input_key), tuple(output_key), repeats
@@ -438,9 +448,9 @@ class _Coster:
             status, reason, cost = _apply_rule(rule.handler, view)
             if status == STATUS_UNKNOWN_SHAPE and failure is not None:
                 reason = failure  # onnx could not infer this node: say why
-        # a node computing shape arithmetic (every output known once the dims are bound) reads
+        # a node computing shape arithmetic (settings_tensors: from shapes, read as settings) reads
         # settings such as Concat's [-1], not weights
-        shape_only = bool(outputs) and all(o in values and o in self.settings for o in outputs if o)
+        shape_only = bool(outputs) and all(o in self.settings for o in outputs if o)
         param_slots: list[int] = []
         activation_inputs: list[str] = []
         seen: set[str] = set()
@@ -519,7 +529,7 @@ class _Coster:
         self._add_initializers(list(graph.initializer))
         nodes = graph.node
         fields = read_node_fields(nodes)
-        self.settings |= settings_tensors(fields, self.values, {o.name for o in graph.output})
+        self.settings |= settings_tensors(fields, self.constant, {o.name for o in graph.output})
         records = [self.cost_node(node, node_fields, f"{name}/{node_name}", index) for index, (node, node_fields, node_name)
                    in enumerate(zip(nodes, fields, node_names(fields)))]
         own = [self.parameters[p] for p in set(self.parameters) - before]
@@ -658,7 +668,9 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     fields = read_node_fields(nodes) if fields is None else fields
     names = node_names(fields)
     coster = _Coster(model.graph, shapes, options or CostOptions())
-    coster.settings = settings_tensors(fields, shapes.values, {o.name for o in model.graph.output})
+    # an input whose value the user gave (--value sr=16000) is a setting's source, as a constant is
+    given = {i.name for i in model.graph.input if i.name in shapes.values}
+    coster.settings = settings_tensors(fields, coster.constant | given, {o.name for o in model.graph.output})
     size, tensors, stored = coster.size, coster.tensors, coster.stored
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = {i.name for i in model.graph.input} - initializers

@@ -7,30 +7,31 @@ In one dim, the largest of a kernel's terms is one polynomial per range of the d
 latency is one polynomial per range, and the ranges say where each kernel's bound holds. In
 several dims, each kernel's bound is stated as the inequality its terms give.
 
-The formula holds while the placement is the one the samples saw: nothing spilled off chip and
-each kernel kept its efficiency class. Where a sample spilled, or a kernel's class or roof changed
-between samples, the formula is withheld with the reason.
+A kernel's efficiency follows its class, which its MACs, weights and outputs decide
+(``kernels.reuse_class``), so it may change along the dims too; a mixed-type kernel's compute is
+each roof's FLOPs over that roof's peak. The formula holds while the placement is the one the
+samples saw; where it stops (activations spill, resident parameters no longer fit) is found by
+checking past the samples. Where a sample already spilled, the formula is withheld with the reason.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-import math
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from .evaluator import MAX_VALUE_ELEMENTS
 from .kernels import reuse_class
+from .polynomials import (Polynomial, common_factor, divided, envelope, evaluate, fit, last_holding, monomial_text,
+                          ordered, polynomial_text, shifted, si_text, span_text)
 from .targets import EFFICIENCY_CLASSES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
-
-REUSE_CLASSES = ("gemv", "depthwise", "gemm")  # kernels.reuse_class's
-from .polynomials import (Monomial, Polynomial, common_factor, divided, envelope, evaluate, fit, last_holding,
-                          monomial_text, ordered, polynomial_text, shifted, si_text, span_text)
 
 if TYPE_CHECKING:
     from .roofline import TargetReport
 
+REUSE_CLASSES = ("gemv", "depthwise", "gemm")  # kernels.reuse_class's
 BOUNDS = ("compute", "dram", "onchip")
 BOUND_WORDS = {"compute": "compute-bound", "dram": "DRAM-bound", "onchip": "on-chip-bound"}
 SHOWN_KERNELS = 6  # the kernels whose bound the text states: those with the largest shares
@@ -199,11 +200,11 @@ def _check_far(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "T
             return False, "the parameters no longer fit on chip beside the activations: read from DRAM every run"
         launches = sum(1 for k in report.nodes if k.placement.overhead_s)
         if [k.name for k in report.nodes] != result.kernel_names or launches != result.launches:
-            return False, (f"the kernels differ ({len(report.nodes)} kernels, {launches} launches): below this size "
-                           "the analysis computes small tensors' values and folds the nodes that make them")
+            return False, (f"the kernels differ ({len(report.nodes)} kernels and {launches} launches, against "
+                           f"{result.kernels} and {result.launches} at the fitted values)")
         changed = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
                         if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)), None)
-        return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, a folded size)"
+        return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, say)"
 
     holds, _ = agrees(FAR)
     if holds:
@@ -245,8 +246,7 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
         if len(launches) > 1:
             with_launch = next(p for p in placements if placements[p].overhead_s)
             without = next(p for p in placements if not placements[p].overhead_s)
-            result.refuted = (f"kernel {name} launches at {_point_text(dims, with_launch)} but not at "
-                              f"{_point_text(dims, without)} (below some size the analysis computes its values)")
+            result.refuted = f"kernel {name} launches at {_point_text(dims, with_launch)} but not at {_point_text(dims, without)}"
             return result
         launch = launches.pop()
         # a mixed-type kernel (int8 with its fp32 dequantization) runs each roof's FLOPs at that

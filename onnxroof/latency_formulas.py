@@ -143,6 +143,17 @@ class LatencyFormula:
             else g.bound((1,) * len(self.dims)) != g.bound(large))]
         return [self.groups[i] for i in sorted(changes, key=lambda i: -share[i])]
 
+    def at_large_dims(self) -> Polynomial:
+        """The latency with each kernel bound, and of the class, it is at large dims (several dims)."""
+        large = (LARGE,) * len(self.dims)
+        polynomial: Polynomial = {}
+        for group in self.groups:
+            _add(polynomial, {(0,) * len(self.dims): group.launch_s}, group.count)
+            if group.terms:
+                efficiency = group.efficiency_at(large)
+                _add(polynomial, {m: c / efficiency for m, c in group.terms[group.bound(large)].items()}, group.count)
+        return {m: c for m, c in polynomial.items() if c}
+
     def shown_ranges(self) -> list[tuple[str, str]]:
         """(``context 1 to 79``, the latency there to 3 figures) per range, adjacent ranges whose
         formulas read the same merged (the kernels that switch there are small)."""
@@ -162,6 +173,10 @@ class LatencyFormula:
                 "ranges": [{"from": r.start, "to": r.end, "text": polynomial_text(r.polynomial, self.dims, "s"),
                             "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))} for m, c in ordered(r.polynomial)],
                             "bounds": dict(r.bounds)} for r in self.ranges],
+                "at_large_dims": None if len(self.dims) == 1 else {
+                    "text": polynomial_text(self.at_large_dims(), self.dims, "s"),
+                    "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))}
+                              for m, c in ordered(self.at_large_dims())]},
                 "kernel_bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": bound_text(g, self.dims)}
                                   for g in self.dominant() + [g for g in self.switching() if g not in self.dominant()]]}
 
@@ -508,14 +523,7 @@ def latency_lines(formula: LatencyFormula, columns: int = 120) -> list[str]:
         for span, text in formula.shown_ranges():
             lines += wrap(f"    {span}: {text}")
     else:
-        large = (LARGE,) * len(dims)
-        polynomial: Polynomial = {}
-        for group in formula.groups:
-            _add(polynomial, {(0,) * len(dims): group.launch_s}, group.count)
-            if group.terms:
-                efficiency = group.efficiency_at(large)
-                _add(polynomial, {m: c / efficiency for m, c in group.terms[group.bound(large)].items()}, group.count)
-        lines += wrap(f"    at large dims (each kernel bound as there): {polynomial_text(polynomial, dims, 's')}")
+        lines += wrap(f"    at large dims (each kernel bound as there): {polynomial_text(formula.at_large_dims(), dims, 's')}")
     dominant = formula.dominant()
     for group in dominant:
         lines += wrap(f"    {kernel_label(group)}: {bound_text(group, dims)}")

@@ -255,6 +255,9 @@ def test_latency_in_two_dims_states_each_kernel_s_bound_as_an_inequality(tmp_pat
     assert bound_text(latency.groups[0], ["batch", "seq"]) == "compute-bound where batch·seq ≥ 2.667, else DRAM-bound"
     # large dims: 512 ns per row, plus the one launch of 1 µs
     assert "at large dims (each kernel bound as there): 512 ns·batch·seq + 1 µs" in "\n".join(latency_lines(latency))
+    large = found.to_dict()["latency"][0]["at_large_dims"]
+    assert large["text"] == "512 ns·batch·seq + 1 µs" and large["terms"][0] == {
+        "seconds": pytest.approx(512e-9), "powers": {"batch": 1, "seq": 1}}
 
 
 def test_latency_formula_states_where_activations_start_to_spill(tmp_path):

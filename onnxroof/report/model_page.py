@@ -376,6 +376,7 @@ def _formulas_context(found: "Formulas") -> dict:
     """The formulas section: one row per metric (module formulas are summary --symbolic's), and
     each target's latency: its ranges and the bound of its dominant kernels."""
     from ..latency_formulas import bound_text
+    from ..polynomials import polynomial_text
     from ..symbolic import LABELS, SAMPLES, CHECK
 
     rows = [{"metric": LABELS[metric], "formula": found.text(metric), "reading": found.reading(metric) or "",
@@ -386,7 +387,9 @@ def _formulas_context(found: "Formulas") -> dict:
         if formula.refuted:
             latency.append({"target": formula.target, "refuted": formula.refuted})
             continue
-        latency.append({"target": formula.target, "refuted": None, "kernels": formula.kernels, "ranges": [{"span": span, "formula": text} for span, text in formula.shown_ranges()],
+        latency.append({"target": formula.target, "refuted": None, "kernels": formula.kernels, "ranges": ([{"span": span, "formula": text} for span, text in formula.shown_ranges()] if len(found.dims) == 1
+                                   else [{"span": "at large dims (each kernel bound as there)",
+                                          "formula": polynomial_text(formula.at_large_dims(), found.dims, "s")}]),
                         "bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": bound_text(g, found.dims)}
                                    for g in formula.dominant()],
                         "holds": formula.holds})

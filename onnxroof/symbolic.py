@@ -465,7 +465,8 @@ def difference(base: Formulas, head: Formulas) -> Formulas:
 def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
     """The terminal block: one metric per line, in the model's own dim names."""
     if not found.dims:
-        return ["Formulas: every input dim is bound; the totals above are the numbers"]
+        return ["Formulas: no input dim is left free (the model fixes each, or a flag binds it): the costs are "
+                "summary's numbers"]
     held = "".join(f", {d} held at {v}" for d, v in found.held.items())
     lines = [f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; fitted at "
              f"{', '.join(map(str, SAMPLES))} per dim, checked at {CHECK}{held})"]

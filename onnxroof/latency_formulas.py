@@ -107,6 +107,11 @@ class LatencyFormula:
     launches: int = 0  # kernels that pay the launch cost
     weights_on_chip_bytes: int = 0  # parameters kept on chip at the samples
     per_kernel: list[KernelTerms] = field(default_factory=list)  # in the model's order, before grouping
+    spills: bool = False  # activations spill off chip at the fitted values (a stable spill plan)
+    holds_from: int | None = None  # the first value (every dim alike) it holds at, when not 1
+    holds_from_text: str | None = None
+    stop_reason: str | None = None  # why it stops holding past holds_to
+    beyond: "LatencyFormula | None" = None  # past a spill's start: the settled spill plan's formula
 
     def seconds(self, values: Mapping[str, int]) -> float | None:
         if self.refuted:
@@ -138,8 +143,9 @@ class LatencyFormula:
         """The kernels whose bound changes with the dims, largest share first."""
         share = self.shares()
         large = (LARGE,) * len(self.dims)
+        end = self.holds_to if self.stop_reason else None
         changes = [i for i, g in enumerate(self.groups) if g.terms and (
-            len(envelope([g.terms[b] for b in g.terms])) > 1 if len(self.dims) == 1
+            len(bound_pieces(g, self.holds_from or 1, end)) > 1 if len(self.dims) == 1
             else g.bound((1,) * len(self.dims)) != g.bound(large))]
         return [self.groups[i] for i in sorted(changes, key=lambda i: -share[i])]
 
@@ -153,6 +159,10 @@ class LatencyFormula:
                 efficiency = group.efficiency_at(large)
                 _add(polynomial, {m: c / efficiency for m, c in group.terms[group.bound(large)].items()}, group.count)
         return {m: c for m, c in polynomial.items() if c}
+
+    def bound_text(self, group: KernelTerms) -> str:
+        """:func:`bound_text` over the range the formula holds on."""
+        return bound_text(group, self.dims, self.holds_from or 1, self.holds_to if self.stop_reason else None)
 
     def shown_ranges(self) -> list[tuple[str, str]]:
         """(``context 1 to 79``, the latency there to 3 figures) per range, adjacent ranges whose
@@ -169,7 +179,8 @@ class LatencyFormula:
     def to_dict(self) -> dict:
         if self.refuted:
             return {"target": self.target, "text": None, "refuted": self.refuted}
-        return {"target": self.target, "kernels": self.kernels, "holds": self.holds, "holds_to": self.holds_to,
+        return {"target": self.target, "kernels": self.kernels, "holds": self.holds, "holds_from": self.holds_from,
+                "holds_to": self.holds_to,
                 "ranges": [{"from": r.start, "to": r.end, "text": polynomial_text(r.polynomial, self.dims, "s"),
                             "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))} for m, c in ordered(r.polynomial)],
                             "bounds": dict(r.bounds)} for r in self.ranges],
@@ -177,7 +188,8 @@ class LatencyFormula:
                     "text": polynomial_text(self.at_large_dims(), self.dims, "s"),
                     "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))}
                               for m, c in ordered(self.at_large_dims())]},
-                "kernel_bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": bound_text(g, self.dims)}
+                "beyond": self.beyond.to_dict() if self.beyond is not None else None,
+                "kernel_bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": self.bound_text(g)}
                                   for g in self.dominant() + [g for g in self.switching() if g not in self.dominant()]]}
 
 
@@ -189,50 +201,112 @@ def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ..
     peak live bytes (None when it is not known as a formula), for the range nothing spills over.
     ``report_at`` places the model at any point: the formula is checked at :data:`FAR` per dim,
     past the sizes below which the analysis computes tensors' values, and where it fails there
-    the last value it holds at is found by bisection (every dim alike)."""
+    the last value it holds at is found by bisection (every dim alike). Where the samples spill
+    (a stable spill plan fits too), it is checked below them as well, and where it does not fit
+    the samples, grids :data:`REGIME_SCALES` times larger are tried: the regime past the spill
+    plan's changes, from the value found by bisection on."""
     result = _fitted(target, dims, reports, samples, check)
+    if result.refuted and result.spills and report_at is not None:
+        return _spill_regime(target, dims, samples, report_at) or result
     if result.refuted:
         return result
-    first = reports[next(iter(reports))]
-    result.holds, result.holds_to = _holds(first, dims, peak)
+    if not result.spills:
+        first = reports[next(iter(reports))]
+        result.holds, result.holds_to = _holds(first, dims, peak)
     if report_at is not None:
+        if result.spills:
+            _check_from(result, report_at, 1, min(samples))
         _check_far(result, report_at, check[0])
+        if result.stop_reason == "activations spill off chip":
+            result.beyond = _spill_regime(target, dims, samples, report_at)
     return result
 
 
-def _check_far(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "TargetReport | None"], checked: int) -> None:
-    def agrees(value: int) -> tuple[bool, str]:
-        point = (value,) * len(result.dims)
-        report = report_at(point)
-        if report is None:
-            return False, "some nodes are not counted"
-        predicted = result.seconds(dict(zip(result.dims, (value,) * len(result.dims))))
-        if predicted is not None and math.isclose(predicted, report.latency_s, rel_tol=1e-9):
-            return True, ""
-        if report.spill_bytes:
-            return False, "activations spill off chip"
-        if report.weights_on_chip_bytes != result.weights_on_chip_bytes:
-            return False, "the parameters no longer fit on chip beside the activations: read from DRAM every run"
-        launches = sum(1 for k in report.nodes if k.placement.overhead_s)
-        if [k.name for k in report.nodes] != result.kernel_names or launches != result.launches:
-            return False, (f"the kernels differ ({len(report.nodes)} kernels and {launches} launches, against "
-                           f"{result.kernels} and {result.launches} at the fitted values)")
-        changed = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
-                        if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)), None)
-        return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, say)"
+# a spilling model's further grids, each tried in turn: 1,024-3,584 per dim (checked at 5,632),
+# then 8,192-28,672, where a spill plan that changes at small sizes has settled (ResNet-50 QDQ:
+# from batch 205 on a Raspberry Pi 5, past 2,560 with a 32 MiB cache)
+REGIME_SCALES = (512, 4096)
 
-    holds, _ = agrees(FAR)
-    if holds:
-        if result.holds_to is not None and result.holds_to < FAR:  # the on-chip bound was the unfused peak's
-            result.holds_to = FAR
-            result.holds = f"holds at least to {', '.join(result.dims)} = {FAR:,} (checked there)"
+
+def _spill_regime(target: str, dims: list[str], samples: tuple[int, ...],
+                  report_at: Callable[[tuple[int, ...]], "TargetReport | None"]) -> LatencyFormula | None:
+    """The formula of the spill plan at large dims, fitted on a grid :data:`REGIME_SCALES` times
+    the first, and the value from which it holds (None when it fits on none of them)."""
+    import itertools
+
+    for scale in REGIME_SCALES:
+        scaled = tuple(scale * v for v in samples)
+        check = (scale * CHECK_AT,) * len(dims)
+        reports = {point: report_at(point) for point in list(itertools.product(scaled, repeat=len(dims))) + [check]}
+        if any(r is None for r in reports.values()):
+            return None
+        result = _fitted(target, dims, reports, scaled, check)  # type: ignore[arg-type]
+        if not result.refuted:
+            _check_from(result, report_at, 1, min(scaled))
+            _check_far(result, report_at, check[0], 2 * check[0])
+            return result
+    return None
+
+
+CHECK_AT = 11  # symbolic.CHECK
+
+
+def _agreement(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "TargetReport | None"],
+               value: int) -> tuple[bool, str]:
+    """Whether the formula gives the placement's latency at every dim = ``value``, and if not, why."""
+    point = (value,) * len(result.dims)
+    report = report_at(point)
+    if report is None:
+        return False, "some nodes are not counted"
+    predicted = result.seconds(dict(zip(result.dims, point)))
+    if predicted is not None and math.isclose(predicted, report.latency_s, rel_tol=1e-9):
+        return True, ""
+    if bool(report.spill_bytes) != result.spills:
+        return False, "activations spill off chip" if report.spill_bytes else "nothing spills off chip"
+    if result.spills:
+        return False, "the spill plan changes"
+    if report.weights_on_chip_bytes != result.weights_on_chip_bytes:
+        return False, "the parameters no longer fit on chip beside the activations: read from DRAM every run"
+    launches = sum(1 for k in report.nodes if k.placement.overhead_s)
+    if [k.name for k in report.nodes] != result.kernel_names or launches != result.launches:
+        return False, (f"the kernels differ ({len(report.nodes)} kernels and {launches} launches, against "
+                       f"{result.kernels} and {result.launches} at the fitted values)")
+    changed = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
+                    if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)), None)
+    return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, say)"
+
+
+def _check_from(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "TargetReport | None"],
+                low: int, fitted: int) -> None:
+    """Below the fitted values: from which value (every dim alike) the formula holds, given that
+    it holds at ``fitted``; the ranges then start there."""
+    if _agreement(result, report_at, low)[0]:
         return
-    low = last_holding(checked, FAR, lambda value: agrees(value)[0])
-    high = low + 1
-    reason = agrees(high)[1]
+    start = last_holding(low, fitted, lambda value: not _agreement(result, report_at, value)[0]) + 1
+    reason = _agreement(result, report_at, start - 1)[1]
     every = "" if len(result.dims) == 1 else " (every dim alike)"
-    result.holds_to = low
-    result.holds = f"holds to {', '.join(result.dims)} = {low:,}{every}; from {high:,} on {reason}"
+    result.holds_from = start
+    result.holds_from_text = f"holds from {', '.join(result.dims)} = {start:,}{every} (below, {reason})"
+    result.ranges = [replace(r, start=max(r.start, start)) for r in result.ranges if r.end is None or r.end >= start]
+
+
+def _check_far(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "TargetReport | None"], checked: int,
+               far: int = FAR) -> None:
+    holds, _ = _agreement(result, report_at, far)
+    if holds:
+        if (result.holds_to is not None and result.holds_to < far) or result.spills:  # the on-chip bound was the unfused peak's
+            result.holds_to = far
+            result.holds = f"holds at least to {', '.join(result.dims)} = {far:,} (checked there)"
+    else:
+        low = last_holding(checked, far, lambda value: _agreement(result, report_at, value)[0])
+        high = low + 1
+        reason = _agreement(result, report_at, high)[1]
+        every = "" if len(result.dims) == 1 else " (every dim alike)"
+        result.holds_to, result.stop_reason = low, reason
+        result.holds = f"holds to {', '.join(result.dims)} = {low:,}{every}; from {high:,} on {reason}"
+        result.ranges = [replace(r, end=low if r.end is None else min(r.end, low)) for r in result.ranges if r.start <= low]
+    if result.holds_from_text:
+        result.holds = f"{result.holds_from_text}; {result.holds}" if result.holds else result.holds_from_text
 
 
 def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
@@ -244,10 +318,7 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
         result.refuted = "the kernels differ between the dims' values (fusion decided by sizes)"
         return result
     spilled = [p for p, r in reports.items() if r.spill_bytes]
-    if spilled:
-        result.refuted = (f"activations spill off chip already at {_point_text(dims, spilled[0])}: the DRAM traffic "
-                          "then follows the spill plan, which is no polynomial")
-        return result
+    result.spills = bool(spilled)
     first = reports[grid[0]]
     dram_rate = Fraction(first.target.dram_bytes_per_s.value)
     onchip_rate = Fraction(first.target.onchip_bytes_per_s.value) if first.target.onchip_bytes_per_s else None
@@ -275,7 +346,9 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
             polynomial = fit(grid, [read(kernel_of[p]) for p in grid], samples)
             if polynomial is None or evaluate(polynomial, check) != read(kernel_of[check]):
                 work = f"FLOPs on the {roof} roof" if roof else f"{bound.replace('onchip', 'on-chip')} bytes"
-                result.refuted = f"kernel {name}'s {work} are no polynomial in {', '.join(dims)}"
+                result.refuted = (f"activations spill off chip at {_point_text(dims, spilled[0])}, and the spill plan "
+                                  "changes between the fitted values" if spilled and bound == "dram" else
+                                  f"kernel {name}'s {work} are no polynomial in {', '.join(dims)}")
                 return result
             rate = Fraction(first.target.peak_ops_per_s[roof].value) if roof else rates[bound]
             if polynomial and rate:
@@ -389,11 +462,11 @@ def kernel_label(group: KernelTerms) -> str:
     return (f"{group.count} like " if group.count > 1 else "") + f"{group.name} ({group.op_type})"
 
 
-def bound_text(group: KernelTerms, dims: list[str]) -> str:
+def bound_text(group: KernelTerms, dims: list[str], start: int = 1, end: int | None = None) -> str:
     """Where the kernel's bound holds: ``DRAM-bound to context = 1,234, compute-bound from 1,235``
-    (one dim), or the inequality between its two largest terms (several); and where its class
-    changes, when that changes its efficiency."""
-    return _bounds_text(group, dims) + _classes_text(group, dims)
+    (one dim, over ``start``..``end``, the range the formula holds on), or the inequality between
+    its two largest terms (several); and where its class changes, when that changes its efficiency."""
+    return _bounds_text(group, dims, start, end) + _classes_text(group, dims)
 
 
 def _classes_text(group: KernelTerms, dims: list[str]) -> str:
@@ -417,18 +490,26 @@ def _classes_text(group: KernelTerms, dims: list[str]) -> str:
     return f"; runs as {small} at every dim = 1, {large} at large dims" if small != large else ""
 
 
-def _bounds_text(group: KernelTerms, dims: list[str]) -> str:
+def bound_pieces(group: KernelTerms, start: int = 1, end: int | None = None) -> list:
+    """The ranges of one dim over which each of the kernel's roofs is the slowest, within
+    ``start``..``end`` (``Piece.index`` into its terms, in order)."""
+    return [replace(p, start=max(p.start, start), end=p.end if end is None else min(p.end or end, end))
+            for p in envelope(list(group.terms.values()))
+            if (p.end is None or p.end >= start) and (end is None or p.start <= end)]
+
+
+def _bounds_text(group: KernelTerms, dims: list[str], start: int = 1, end: int | None = None) -> str:
     bounds = list(group.terms)
     if not bounds:
         return "launch only"
     if len(dims) == 1:
-        pieces = envelope([group.terms[b] for b in bounds])
+        pieces = bound_pieces(group, start, end)
         if len(pieces) == 1:
             return f"{BOUND_WORDS[bounds[pieces[0].index]]} throughout"
         parts = []
         for piece in pieces:
             words = BOUND_WORDS[bounds[piece.index]]
-            if piece.start == 1:
+            if piece is pieces[0]:
                 parts.append(f"{words} to {dims[0]} = {piece.end:,}")
             elif piece.end is None:
                 parts.append(f"{words} from {piece.start:,} on")
@@ -526,12 +607,21 @@ def latency_lines(formula: LatencyFormula, columns: int = 120) -> list[str]:
         lines += wrap(f"    at large dims (each kernel bound as there): {polynomial_text(formula.at_large_dims(), dims, 's')}")
     dominant = formula.dominant()
     for group in dominant:
-        lines += wrap(f"    {kernel_label(group)}: {bound_text(group, dims)}")
+        lines += wrap(f"    {kernel_label(group)}: {formula.bound_text(group)}")
     switching = [g for g in formula.switching() if g not in dominant]
     for group in switching[:SHOWN_KERNELS - 2]:
-        lines += wrap(f"    {kernel_label(group)}, small: {bound_text(group, dims)}")
+        lines += wrap(f"    {kernel_label(group)}, small: {formula.bound_text(group)}")
     if len(switching) > SHOWN_KERNELS - 2:
         lines.append(f"    and {len(switching) - SHOWN_KERNELS + 2} more small kernels whose bound changes")
     if formula.holds:
         lines += wrap(f"    {formula.holds}")
+    if formula.beyond is not None:
+        beyond = formula.beyond
+        lines.append("    past it, once the spill plan settles:")
+        if len(dims) == 1:
+            for span, text in beyond.shown_ranges():
+                lines += wrap(f"      {span}: {text}")
+        else:
+            lines += wrap(f"      at large dims: {polynomial_text(beyond.at_large_dims(), dims, 's')}")
+        lines += wrap(f"      {beyond.holds}")
     return lines

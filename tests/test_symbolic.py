@@ -225,6 +225,25 @@ def slow_target(tmp_path, extra: dict | None = None) -> str:
     return str(path)
 
 
+def onchip_target(tmp_path, size: int, extra: str = "", dram_bytes_per_s: float = 1e9) -> str:
+    """The slow target with ``size`` bytes on chip at 1 TB/s (and ``extra`` tables)."""
+    from conftest import target_text
+
+    path = tmp_path / f"onchip{size}.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": dram_bytes_per_s,
+                                 "onchip.size_bytes": size, "onchip.bandwidth_bytes_per_s": 1e12}, extra))
+    return str(path)
+
+
+def projection(residual: bool = False):
+    """x [seq, 16] -> MatMul W [16, 16] -> a -> Relu -> b (the output), or with ``residual`` y = a + b."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["a"], name="/proj/MatMul"),
+             helper.make_node("Relu", ["a"], ["b"], name="/act/Relu")]
+    if residual:
+        nodes.append(helper.make_node("Add", ["a", "b"], ["y"], name="/res/Add"))
+    return make_model(nodes, [("x", F32, ["seq", D])], [("y" if residual else "b", F32, ["seq", D])], [("w", zeros(D, D))])
+
+
 def test_latency_in_one_dim_is_one_polynomial_per_range_of_bounds(tmp_path):
     # no on-chip memory: every byte from DRAM. compute 512·seq ns; DRAM (64 + 64)·seq + 1,024 ns.
     # compute >= DRAM when 384·seq >= 1,024, seq >= 2.67: DRAM-bound for seq 1-2, compute-bound from 3
@@ -261,14 +280,10 @@ def test_latency_in_two_dims_states_each_kernel_s_bound_as_an_inequality(tmp_pat
 
 
 def test_latency_formula_states_where_activations_start_to_spill(tmp_path):
-    # x -> MatMul -> h -> Relu -> y, on chip 12,800 B: x and h (64·seq B each) are live at the
-    # MatMul, h and y at the Relu, so nothing spills while 128·seq <= 12,800: to seq = 100. From
-    # 101 on, h goes to DRAM and back, which the fitted formula does not have
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="/proj/MatMul"),
-             helper.make_node("Relu", ["h"], ["y"], name="/act/Relu")]
-    model = make_model(nodes, [("x", F32, ["seq", D])], [("y", F32, ["seq", D])], [("w", zeros(D, D))])
-    target = slow_target(tmp_path, {"onchip.size_bytes": 12_800, "onchip.bandwidth_bytes_per_s": 1e12})
-    latency = formulas(model, targets=[target]).latency[0]
+    # x -> MatMul -> a -> Relu -> b, on chip 12,800 B: x and a (64·seq B each) are live at the
+    # MatMul, a and b at the Relu, so nothing spills while 128·seq <= 12,800: to seq = 100. From
+    # 101 on, a goes to DRAM and back, which the fitted formula does not have
+    latency = formulas(projection(), targets=[onchip_target(tmp_path, 12_800)]).latency[0]
     assert latency.holds == "holds to seq = 100; from 101 on activations spill off chip"
 
 
@@ -277,16 +292,8 @@ def test_latency_formula_states_where_resident_parameters_stop_fitting(tmp_path)
     # activations: 1,024 + 128·seq <= 12,800 to seq = 92. From 93 W is read from DRAM every run
     # (and the 12,800 B hold the 128·seq of activations, so nothing spills up to 100). At 0.1 GB/s
     # the MatMul is DRAM-bound (x: 640·seq ns against 512·seq ns of compute), so W's 10.24 µs show
-    from conftest import target_text
-
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="/proj/MatMul"),
-             helper.make_node("Relu", ["h"], ["y"], name="/act/Relu")]
-    model = make_model(nodes, [("x", F32, ["seq", D])], [("y", F32, ["seq", D])], [("w", zeros(D, D))])
-    path = tmp_path / "resident.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e8,
-                                 "onchip.size_bytes": 12_800, "onchip.bandwidth_bytes_per_s": 1e12},
-                                '[weights]\nresident = true\nsource = "hand"\n'))
-    latency = formulas(model, targets=[str(path)]).latency[0]
+    target = onchip_target(tmp_path, 12_800, '[weights]\nresident = true\nsource = "hand"\n', dram_bytes_per_s=1e8)
+    latency = formulas(projection(), targets=[target]).latency[0]
     assert latency.holds == ("holds to seq = 92; from 93 on the parameters no longer fit on chip beside the "
                              "activations: read from DRAM every run")
 
@@ -412,3 +419,48 @@ def test_latency_follows_a_class_change_past_the_fitted_values(tmp_path):
         bound_text(latency.groups[0], ["seq"])
     # compute-bound at 64: 2·16·64² FLOPs at 1 GFLOP/s and the full roofline
     assert latency.seconds({"seq": 64}) == pytest.approx(2 * 16 * 64**2 * 1e-9)
+
+
+def test_a_spilling_model_gets_the_formula_of_its_settled_spill_plan(tmp_path):
+    # x -> MatMul -> a -> Relu -> b; y = a + b, with 1,000 B on chip. Every node's own tensors
+    # take 128·seq B or more (two [seq, 16] fp32), so from seq = 8 (1,024 B) each streams all of
+    # them from DRAM; below, the plan keeps some on chip and changes with seq (the fitted values
+    # 2-11 straddle it). Past it, per row: MatMul compute-bound 512 ns (its DRAM 128 ns + W), Relu
+    # DRAM-bound 128 ns, Add 192 ns: 832·seq ns, and W's 1,024 ns are under the MatMul's compute
+    from fractions import Fraction
+
+    latency = formulas(projection(residual=True), targets=[onchip_target(tmp_path, 1_000)]).latency[0]
+    assert [(r.start, r.end, r.polynomial) for r in latency.ranges] == [(8, None, {(1,): Fraction(832, 10**9)})]
+    assert latency.holds.startswith("holds from seq = 8 (below, the spill plan changes)")
+
+
+def test_a_stable_spill_fits_the_first_grid(tmp_path):
+    # 16 B on chip: every tensor streams at every seq. MatMul: W 1,024 + x 64·seq + a 64·seq B
+    # against 512·seq FLOPs; Relu: 128·seq B. DRAM-bound MatMul to seq = 2: 256·seq + 1,024 ns;
+    # from 3: 512 + 128 = 640·seq ns
+    from fractions import Fraction
+
+    latency = formulas(projection(), targets=[onchip_target(tmp_path, 16)]).latency[0]
+    ns = Fraction(1, 10**9)
+    assert [(r.start, r.end, r.polynomial) for r in latency.ranges] == [
+        (1, 2, {(1,): 256 * ns, (0,): 1024 * ns}), (3, None, {(1,): 640 * ns})]
+    assert latency.holds == "holds at least to seq = 4,099 (checked there)"
+
+
+def test_past_a_spill_the_settled_spill_plan_has_its_own_formula(tmp_path):
+    # the MatMul -> Relu -> Add model with 12,800 B on chip. Nothing spills while the Add's a, b
+    # and y (192·seq B) fit: to seq = 66. There, DRAM holds W, x and y only: MatMul max(512·seq,
+    # 1,024 + 64·seq) ns, Relu 16·seq ns of compute, Add its output's 64·seq ns: 144·seq + 1,024 ns
+    # to seq = 2, 592·seq ns from 3. Every node streams all it touches once two [seq, 16] tensors
+    # (128·seq B) pass 12,800: from seq = 101, 832·seq ns (the test above)
+    from fractions import Fraction
+
+    latency = formulas(projection(residual=True), targets=[onchip_target(tmp_path, 12_800)]).latency[0]
+    ns = Fraction(1, 10**9)
+    assert [(r.start, r.end, r.polynomial) for r in latency.ranges] == [
+        (1, 2, {(1,): 144 * ns, (0,): 1024 * ns}), (3, 66, {(1,): 592 * ns})]
+    assert latency.holds == "holds to seq = 66; from 67 on activations spill off chip"
+    assert [(r.start, r.end, r.polynomial) for r in latency.beyond.ranges] == [(101, None, {(1,): 832 * ns})]
+    from onnxroof.latency_formulas import latency_lines
+
+    assert "past it, once the spill plan settles:" in "\n".join(latency_lines(latency))

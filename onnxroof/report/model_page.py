@@ -375,8 +375,6 @@ def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency:
 def _formulas_context(found: "Formulas") -> dict:
     """The formulas section: one row per metric (module formulas are summary --symbolic's), and
     each target's latency: its ranges and the bound of its dominant kernels."""
-    from ..latency_formulas import bound_text
-    from ..polynomials import polynomial_text
     from ..symbolic import LABELS, SAMPLES, CHECK
 
     rows = [{"metric": LABELS[metric], "formula": found.text(metric), "reading": found.reading(metric) or "",
@@ -387,15 +385,27 @@ def _formulas_context(found: "Formulas") -> dict:
         if formula.refuted:
             latency.append({"target": formula.target, "refuted": formula.refuted})
             continue
-        latency.append({"target": formula.target, "refuted": None, "kernels": formula.kernels, "ranges": ([{"span": span, "formula": text} for span, text in formula.shown_ranges()] if len(found.dims) == 1
-                                   else [{"span": "at large dims (each kernel bound as there)",
-                                          "formula": polynomial_text(formula.at_large_dims(), found.dims, "s")}]),
-                        "bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": bound_text(g, found.dims)}
+        ranges = _latency_rows(formula, found.dims)
+        holds = formula.holds
+        if formula.beyond is not None:  # past a spill's start, the settled spill plan's formula
+            ranges += [{**row, "span": f"{row['span']}, spilling"} for row in _latency_rows(formula.beyond, found.dims)]
+            holds = f"{holds}; past it, {formula.beyond.holds}"
+        latency.append({"target": formula.target, "refuted": None, "kernels": formula.kernels, "ranges": ranges,
+                        "bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": formula.bound_text(g)}
                                    for g in formula.dominant()],
-                        "holds": formula.holds})
+                        "holds": holds})
     held = "".join(f", {d} held at {v}" for d, v in found.held.items())
     return {"dims": ", ".join(found.dims) + held, "rows": rows, "notes": found.notes, "latency": latency,
             "method": f"fitted exactly at {', '.join(map(str, SAMPLES))} per dim and checked at {CHECK}"}
+
+
+def _latency_rows(formula, dims: list[str]) -> list[dict]:
+    """One row per range of the one dim, or the latency at large dims (several)."""
+    from ..polynomials import polynomial_text
+
+    if len(dims) == 1:
+        return [{"span": span, "formula": text} for span, text in formula.shown_ranges()]
+    return [{"span": "at large dims (each kernel bound as there)", "formula": polynomial_text(formula.at_large_dims(), dims, "s")}]
 
 
 def _top_modules(analysis: "Analysis") -> dict[str, str] | None:

@@ -1,5 +1,6 @@
 """A target's latency as a formula of the model's free dims (issue 22): the sum, over kernels, of
-each kernel's slowest roof, plus the launches.
+each kernel's slowest roof, plus the launches. This module fits it and words it;
+``latency_ranges`` checks where it holds and fits the spill regimes.
 
 Every kernel's FLOPs, DRAM bytes and on-chip bytes are exact polynomials (fitted like the
 totals), and each roof's time is one of them over the roof's rate (and the kernel's efficiency).
@@ -9,23 +10,19 @@ several dims, each kernel's bound is stated as the inequality its terms give.
 
 A kernel's efficiency follows its class, which its MACs, weights and outputs decide
 (``kernels.reuse_class``), so it may change along the dims too; a mixed-type kernel's compute is
-each roof's FLOPs over that roof's peak. The formula holds while the placement is the one the
-samples saw; where it stops (activations spill, resident parameters no longer fit) is found by
-checking past the samples. Where a sample already spilled, the formula is withheld with the reason.
+each roof's FLOPs over that roof's peak.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .evaluator import MAX_VALUE_ELEMENTS
 from .kernels import reuse_class
-from .polynomials import (Polynomial, common_factor, divided, envelope, evaluate, fit, last_holding, monomial_text,
-                          ordered, polynomial_text, shifted, si_text, span_text)
+from .polynomials import (Polynomial, common_factor, divided, envelope, evaluate, fit, monomial_text, ordered,
+                          polynomial_text, si_text, span_text)
 from .targets import EFFICIENCY_CLASSES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
 
 if TYPE_CHECKING:
@@ -36,7 +33,6 @@ BOUNDS = ("compute", "dram", "onchip")
 BOUND_WORDS = {"compute": "compute-bound", "dram": "DRAM-bound", "onchip": "on-chip-bound"}
 SHOWN_KERNELS = 6  # the kernels whose bound the text states: those with the largest shares
 LARGE = 1 << 20  # every dim at this value: "for large dims"
-FAR = MAX_VALUE_ELEMENTS + 3  # past the sizes whose values the analysis computes (a [1, seq] mask)
 
 
 @dataclass
@@ -193,123 +189,7 @@ class LatencyFormula:
                                   for g in self.dominant() + [g for g in self.switching() if g not in self.dominant()]]}
 
 
-def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
-                    samples: tuple[int, ...], check: tuple[int, ...], peak: Sequence[Polynomial] | None,
-                    report_at: Callable[[tuple[int, ...]], "TargetReport | None"] | None = None) -> LatencyFormula:
-    """Fit the latency formula from ``reports`` (a placement on the target at every point of the
-    grid of ``samples`` per dim, and at ``check``). ``peak``: the candidates whose largest is the
-    peak live bytes (None when it is not known as a formula), for the range nothing spills over.
-    ``report_at`` places the model at any point: the formula is checked at :data:`FAR` per dim,
-    past the sizes below which the analysis computes tensors' values, and where it fails there
-    the last value it holds at is found by bisection (every dim alike). Where the samples spill
-    (a stable spill plan fits too), it is checked below them as well, and where it does not fit
-    the samples, grids :data:`REGIME_SCALES` times larger are tried: the regime past the spill
-    plan's changes, from the value found by bisection on."""
-    result = _fitted(target, dims, reports, samples, check)
-    if result.refuted and result.spills and report_at is not None:
-        return _spill_regime(target, dims, samples, report_at) or result
-    if result.refuted:
-        return result
-    if not result.spills:
-        first = reports[next(iter(reports))]
-        result.holds, result.holds_to = _holds(first, dims, peak)
-    if report_at is not None:
-        if result.spills:
-            _check_from(result, report_at, 1, min(samples))
-        _check_far(result, report_at, check[0])
-        if result.stop_reason == "activations spill off chip":
-            result.beyond = _spill_regime(target, dims, samples, report_at)
-    return result
-
-
-# a spilling model's further grids, each tried in turn: 1,024-3,584 per dim (checked at 5,632),
-# then 8,192-28,672, where a spill plan that changes at small sizes has settled (ResNet-50 QDQ:
-# from batch 205 on a Raspberry Pi 5, past 2,560 with a 32 MiB cache)
-REGIME_SCALES = (512, 4096)
-
-
-def _spill_regime(target: str, dims: list[str], samples: tuple[int, ...],
-                  report_at: Callable[[tuple[int, ...]], "TargetReport | None"]) -> LatencyFormula | None:
-    """The formula of the spill plan at large dims, fitted on a grid :data:`REGIME_SCALES` times
-    the first, and the value from which it holds (None when it fits on none of them)."""
-    import itertools
-
-    for scale in REGIME_SCALES:
-        scaled = tuple(scale * v for v in samples)
-        check = (scale * CHECK_AT,) * len(dims)
-        reports = {point: report_at(point) for point in list(itertools.product(scaled, repeat=len(dims))) + [check]}
-        if any(r is None for r in reports.values()):
-            return None
-        result = _fitted(target, dims, reports, scaled, check)  # type: ignore[arg-type]
-        if not result.refuted:
-            _check_from(result, report_at, 1, min(scaled))
-            _check_far(result, report_at, check[0], 2 * check[0])
-            return result
-    return None
-
-
-CHECK_AT = 11  # symbolic.CHECK
-
-
-def _agreement(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "TargetReport | None"],
-               value: int) -> tuple[bool, str]:
-    """Whether the formula gives the placement's latency at every dim = ``value``, and if not, why."""
-    point = (value,) * len(result.dims)
-    report = report_at(point)
-    if report is None:
-        return False, "some nodes are not counted"
-    predicted = result.seconds(dict(zip(result.dims, point)))
-    if predicted is not None and math.isclose(predicted, report.latency_s, rel_tol=1e-9):
-        return True, ""
-    if bool(report.spill_bytes) != result.spills:
-        return False, "activations spill off chip" if report.spill_bytes else "nothing spills off chip"
-    if result.spills:
-        return False, "the spill plan changes"
-    if report.weights_on_chip_bytes != result.weights_on_chip_bytes:
-        return False, "the parameters no longer fit on chip beside the activations: read from DRAM every run"
-    launches = sum(1 for k in report.nodes if k.placement.overhead_s)
-    if [k.name for k in report.nodes] != result.kernel_names or launches != result.launches:
-        return False, (f"the kernels differ ({len(report.nodes)} kernels and {launches} launches, against "
-                       f"{result.kernels} and {result.launches} at the fitted values)")
-    changed = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
-                    if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)), None)
-    return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, say)"
-
-
-def _check_from(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "TargetReport | None"],
-                low: int, fitted: int) -> None:
-    """Below the fitted values: from which value (every dim alike) the formula holds, given that
-    it holds at ``fitted``; the ranges then start there."""
-    if _agreement(result, report_at, low)[0]:
-        return
-    start = last_holding(low, fitted, lambda value: not _agreement(result, report_at, value)[0]) + 1
-    reason = _agreement(result, report_at, start - 1)[1]
-    every = "" if len(result.dims) == 1 else " (every dim alike)"
-    result.holds_from = start
-    result.holds_from_text = f"holds from {', '.join(result.dims)} = {start:,}{every} (below, {reason})"
-    result.ranges = [replace(r, start=max(r.start, start)) for r in result.ranges if r.end is None or r.end >= start]
-
-
-def _check_far(result: LatencyFormula, report_at: Callable[[tuple[int, ...]], "TargetReport | None"], checked: int,
-               far: int = FAR) -> None:
-    holds, _ = _agreement(result, report_at, far)
-    if holds:
-        if (result.holds_to is not None and result.holds_to < far) or result.spills:  # the on-chip bound was the unfused peak's
-            result.holds_to = far
-            result.holds = f"holds at least to {', '.join(result.dims)} = {far:,} (checked there)"
-    else:
-        low = last_holding(checked, far, lambda value: _agreement(result, report_at, value)[0])
-        high = low + 1
-        reason = _agreement(result, report_at, high)[1]
-        every = "" if len(result.dims) == 1 else " (every dim alike)"
-        result.holds_to, result.stop_reason = low, reason
-        result.holds = f"holds to {', '.join(result.dims)} = {low:,}{every}; from {high:,} on {reason}"
-        result.ranges = [replace(r, end=low if r.end is None else min(r.end, low)) for r in result.ranges if r.start <= low]
-    if result.holds_from_text:
-        result.holds = f"{result.holds_from_text}; {result.holds}" if result.holds else result.holds_from_text
-
-
-def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
+def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
             samples: tuple[int, ...], check: tuple[int, ...]) -> LatencyFormula:
     result = LatencyFormula(target, dims)
     grid = [p for p in reports if p != check]
@@ -332,7 +212,7 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
         if len(launches) > 1:
             with_launch = next(p for p in placements if placements[p].overhead_s)
             without = next(p for p in placements if not placements[p].overhead_s)
-            result.refuted = f"kernel {name} launches at {_point_text(dims, with_launch)} but not at {_point_text(dims, without)}"
+            result.refuted = f"kernel {name} launches at {point_text(dims, with_launch)} but not at {point_text(dims, without)}"
             return result
         launch = launches.pop()
         # a mixed-type kernel (int8 with its fp32 dequantization) runs each roof's FLOPs at that
@@ -346,7 +226,7 @@ def _fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Tar
             polynomial = fit(grid, [read(kernel_of[p]) for p in grid], samples)
             if polynomial is None or evaluate(polynomial, check) != read(kernel_of[check]):
                 work = f"FLOPs on the {roof} roof" if roof else f"{bound.replace('onchip', 'on-chip')} bytes"
-                result.refuted = (f"activations spill off chip at {_point_text(dims, spilled[0])}, and the spill plan "
+                result.refuted = (f"activations spill off chip at {point_text(dims, spilled[0])}, and the spill plan "
                                   "changes between the fitted values" if spilled and bound == "dram" else
                                   f"kernel {name}'s {work} are no polynomial in {', '.join(dims)}")
                 return result
@@ -545,42 +425,7 @@ def _real_text(polynomial: Polynomial, dims: list[str]) -> str:
     return " + ".join(terms) or "0"
 
 
-def _holds(report: "TargetReport", dims: list[str], peak: Sequence[Polynomial] | None) -> tuple[str | None, int | None]:
-    """The condition for nothing to spill: the peak live activations (and the parameters kept
-    beside them) within the target's on-chip memory; in one dim, up to which value."""
-    if not report.activations_on_chip or report.target.onchip_bytes is None:
-        return None, None
-    capacity = int(report.target.onchip_bytes.value)
-    kept = report.weights_on_chip_bytes
-    room = capacity - kept
-    beside = " beside the parameters" if kept else ""
-    if peak is None:
-        return f"holds while the activations live at once fit in the {room:,} B on chip{beside}", None
-    if len(dims) == 1:
-        top = _last_within(peak, room)
-        if top is None:
-            return f"holds for every {dims[0]}: the activations always fit on chip{beside}", None
-        return f"holds at least while the activations fit in the {room:,} B on chip{beside}: to {dims[0]} = {top:,}", top
-    return f"holds while the peak activations (the formula above) stay within the {room:,} B on chip{beside}", None
-
-
-def _last_within(peak: Sequence[Polynomial], room: int) -> int | None:
-    """The largest n with every candidate at n within ``room`` (None: never exceeded)."""
-    def fits(n: int) -> bool:
-        return all(evaluate(p, (n,)) <= room for p in peak)
-
-    if all(all(c <= 0 for m, c in shifted(p).items() if sum(m)) for p in peak):
-        return None  # none grows with the dim
-    low, high = 1, 2
-    while fits(high):
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle)
-    return low
-
-
-def _point_text(dims: list[str], point: tuple[int, ...]) -> str:
+def point_text(dims: list[str], point: tuple[int, ...]) -> str:
     return ", ".join(f"{d} = {v}" for d, v in zip(dims, point))
 
 

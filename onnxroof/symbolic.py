@@ -33,7 +33,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .latency_formulas import FAR, LatencyFormula, latency_formula, latency_lines
+from .latency_formulas import LatencyFormula, latency_lines
+from .latency_ranges import FAR, latency_formula
 from .polynomials import (Monomial, Piece, Polynomial, envelope, evaluate, fit, last_holding, ordered, polynomial_text,
                           power_text, span_text, undominated)
 

@@ -356,15 +356,15 @@ _BINDING_OPTIONS = ("dims", "batch", "seq", "context")  # values for dims: a for
 _TIMING_OPTIONS = ("targets", "fusion", "overhead")  # what decides the latency formulas
 
 
-def _formula_options(args: argparse.Namespace, bound: bool = True, timed: bool = True) -> dict:
+def _formula_options(args: argparse.Namespace, bound: bool = True) -> dict:
     """analyze()'s arguments for the analyses a formula is fitted to: the flags that change the
     counts, with the dims the flags bind (``bound``) or without (the report's formulas are in
-    every dim the model leaves free, whatever values its numbers take), and with the targets
-    (``timed``) for their latency formulas."""
+    every dim the model leaves free, whatever values its numbers take), and the targets for
+    their latency formulas."""
     given = _analysis_kwargs(args)
     keys = _COUNTING_OPTIONS + (_BINDING_OPTIONS if bound else ())
     options = {k: v for k, v in given.items() if k in keys and v not in (None, [], False)}
-    if timed and given["targets"]:
+    if given["targets"]:
         options.update({k: given[k] for k in _TIMING_OPTIONS})
     return options
 
@@ -524,7 +524,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.symbolic:
         from .symbolic import difference, formulas, formulas_lines
 
-        options = _formula_options(args, timed=False)
+        options = _formula_options(args)
         change = difference(formulas(_model(args.base), **options), formulas(_model(args.head), **options))
         _emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n")
         return EXIT_OK

@@ -235,3 +235,35 @@ def span_text(dim: str, start: int, end: int | None) -> str:
     if end is None:
         return f"{dim} {start:,} on"
     return f"{dim} {start:,}" if end == start else f"{dim} {start:,} to {end:,}"
+
+
+Pieces = list[tuple[int, "int | None", Polynomial]]  # (start, end or None: on and on, polynomial), one dim
+
+
+def piecewise_difference(first: Pieces, second: Pieces) -> Pieces:
+    """``second - first`` over the values both cover, one polynomial per range (adjacent equal
+    ones merged).
+
+    >>> piecewise_difference([(1, 7, {(1,): 2}), (8, None, {(1,): 5})], [(1, None, {(1,): 6})])
+    [(1, 7, {(1,): 4}), (8, None, {(1,): 1})]
+    """
+    start = max(first[0][0], second[0][0])
+    ends = [pieces[-1][1] for pieces in (first, second) if pieces[-1][1] is not None]
+    end = min(ends) if ends else None
+    cuts = sorted(c for c in {s for s, _, _ in first} | {s for s, _, _ in second} | {start}
+                  if c >= start and (end is None or c <= end))
+
+    def at(pieces: Pieces, value: int) -> Polynomial:
+        return next(p for s, e, p in pieces if s <= value and (e is None or value <= e))
+
+    result: Pieces = []
+    for position, cut in enumerate(cuts):
+        until = cuts[position + 1] - 1 if position + 1 < len(cuts) else end
+        minuend, subtrahend = at(second, cut), at(first, cut)
+        change = {m: minuend.get(m, 0) - subtrahend.get(m, 0) for m in minuend.keys() | subtrahend.keys()}
+        change = {m: c for m, c in change.items() if c}
+        if result and result[-1][2] == change:
+            result[-1] = (result[-1][0], until, change)
+        else:
+            result.append((cut, until, change))
+    return result

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
-from .polynomials import (Monomial, Piece, Polynomial, envelope, evaluate, fit, last_holding, ordered, polynomial_text,
-                          power_text, span_text, undominated)
+from .polynomials import (Monomial, Piece, Polynomial, envelope, evaluate, fit, last_holding, ordered,
+                          piecewise_difference, polynomial_text, power_text, span_text, undominated)
 
 if TYPE_CHECKING:
     from .result import Analysis
@@ -77,6 +77,7 @@ class Formulas:
     notes: list[str] = field(default_factory=list)  # what the formulas assume (a data-dependent size's bound)
     pieces: dict[str, list[tuple[Piece | None, Polynomial]]] = field(default_factory=dict)
     latency: list[LatencyFormula] = field(default_factory=list)  # one per target asked for
+    latency_changes: list[tuple[str, list | str]] = field(default_factory=list)  # diff: target -> ranges, or why not
     held: dict[str, int] = field(default_factory=dict)  # dims held fixed: they feed sizes non-polynomially
     limits: dict[str, str] = field(default_factory=dict)  # metric -> the range a formula holds over, when bounded
 
@@ -88,6 +89,15 @@ class Formulas:
             return f"not a polynomial in {', '.join(self.dims)}: {self.refuted.get(metric, '')}"
         limit = f" ({self.limits[metric]})" if metric in self.limits else ""
         return polynomial_text(polynomial, self.dims) + limit
+
+    def pieces_of(self, metric: str) -> list | None:
+        """The metric as (start, end, polynomial) ranges of the one dim (one range when it is one
+        polynomial); None when it is no formula."""
+        if metric in self.pieces:
+            pieces = self.pieces[metric]
+            return [(p.start, p.end, poly) for p, poly in pieces] if pieces[0][0] is not None else None
+        polynomial = self.polynomials.get(metric)
+        return None if polynomial is None else [(1, None, polynomial)]
 
     def reading(self, metric: str) -> str | None:
         """The MACs' and the peak's :func:`reading`; a piecewise peak's is its last piece's (one
@@ -455,12 +465,35 @@ def difference(base: Formulas, head: Formulas) -> Formulas:
     result = Formulas(head.dims, notes=base.notes + [n for n in head.notes if n not in base.notes])
     for metric in head.polynomials:
         b, h = base.polynomials.get(metric), head.polynomials.get(metric)
+        if len(head.dims) == 1 and (metric in base.pieces or metric in head.pieces) and \
+                None not in (base.pieces_of(metric), head.pieces_of(metric)):
+            change = piecewise_difference(base.pieces_of(metric), head.pieces_of(metric))  # type: ignore[arg-type]
+            result.polynomials[metric] = None
+            result.pieces[metric] = [(Piece(start, end, 0), p) for start, end, p in change]
+            continue
         if b is None or h is None:
             result.polynomials[metric] = None
             result.refuted[metric] = base.refuted.get(metric) or head.refuted.get(metric, "")
             continue
         result.polynomials[metric] = {m: h.get(m, 0) - b.get(m, 0) for m in b.keys() | h.keys() if h.get(m, 0) != b.get(m, 0)}
+    for b_latency, h_latency in zip(base.latency, head.latency):  # the same targets, in order
+        result.latency_changes.append((h_latency.target, _latency_change(b_latency, h_latency)))
     return result
+
+
+def _latency_change(base: LatencyFormula, head: LatencyFormula) -> list | str:
+    """head - base as ranges of the one dim, over the values both formulas hold on; or why not."""
+    if base.refuted or head.refuted:
+        return f"no formula for {'the base' if base.refuted else 'the head'}: {base.refuted or head.refuted}"
+    if len(head.dims) != 1:
+        return "a change in several dims is given per model: run summary --symbolic on each"
+    pieces = []
+    for formula in (base, head):
+        ranges = [(r.start, r.end, r.polynomial) for r in formula.ranges]
+        if formula.holds_to is not None and formula.stop_reason:
+            ranges = [(s_, min(e, formula.holds_to) if e is not None else formula.holds_to, p) for s_, e, p in ranges]
+        pieces.append(ranges)
+    return piecewise_difference(pieces[0], pieces[1])
 
 
 def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
@@ -483,6 +516,11 @@ def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
             lines += textwrap.wrap(f"({words})", COLUMNS, initial_indent=indent, subsequent_indent=indent)
     for formula in found.latency:
         lines += latency_lines(formula, COLUMNS)
+    for target, change in found.latency_changes:
+        text = change if isinstance(change, str) else "; ".join(
+            f"{polynomial_text(p, found.dims, 's')} for {span_text(found.dims[0], start, end)}" for start, end, p in change)
+        lines += textwrap.wrap(f"  latency on {target} += {text}", COLUMNS, subsequent_indent=" " * 6,
+                               break_on_hyphens=False)
     for note in found.notes:
         lines += textwrap.wrap(f"  note: {note}", COLUMNS, subsequent_indent="    ")
     return lines

@@ -125,6 +125,11 @@ def test_diff_symbolic_gives_the_change_term_by_term(tmp_path, capsys):
         (tmp_path / f"{name}.onnx").write_bytes(model.SerializeToString())
     code, out, _ = run(capsys, "diff", str(tmp_path / "base.onnx"), str(tmp_path / "head.onnx"), "--symbolic")
     assert code == 0 and "MACs" in out and "+= 256·batch·seq" in out and "parameters" in out and "+= 256" in out
+    # with batch 1 on the slow target (no on-chip memory), the head's MatMul adds its own time:
+    # max(512·seq FLOPs, 128·seq + 1,024 B) ns, DRAM-bound to seq = 2
+    code, out, _ = run(capsys, "diff", str(tmp_path / "base.onnx"), str(tmp_path / "head.onnx"), "--symbolic",
+                       "--dim", "batch=1", "--target", slow_target(tmp_path))
+    assert code == 0 and "latency on test += 128 ns·seq + 1.02 µs for seq 1 to 2; 512 ns·seq for seq 3 on" in out
 
 
 def test_the_reading_names_the_leading_term_and_where_it_takes_over():

@@ -332,7 +332,8 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
 
     if args.depth is not None and args.by != "module":
         raise UsageError("--depth goes with --by module")
-    found = formulas(_model(source), by=args.by, modules=args.depth, **_formula_options(args))
+    found = formulas(_model(source), by=args.by, modules=args.depth, progress=_formula_progress(source, args),
+                     **_formula_options(args))
     if args.format == "json":
         text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
     elif args.format == "table":
@@ -347,7 +348,12 @@ def _report_formulas(source: str, args: argparse.Namespace):
     """The formulas in the dims the model leaves free, whatever values the flags give them."""
     from .symbolic import formulas
 
-    return formulas(_model(source), **_formula_options(args, bound=False))
+    return formulas(_model(source), progress=_formula_progress(source, args), **_formula_options(args, bound=False))
+
+
+def _formula_progress(source: str, args: argparse.Namespace):
+    """Stage lines on stderr once fitting takes over 1.5 s; none under -q."""
+    return None if args.quiet else StageLines(Path(source).name)
 
 
 # what decides the counts a formula is fitted to
@@ -525,7 +531,8 @@ def _diff(args: argparse.Namespace) -> int:
         from .symbolic import difference, formulas, formulas_lines
 
         options = _formula_options(args)
-        change = difference(formulas(_model(args.base), **options), formulas(_model(args.head), **options))
+        change = difference(formulas(_model(args.base), progress=_formula_progress(args.base, args), **options),
+                            formulas(_model(args.head), progress=_formula_progress(args.head, args), **options))
         _emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n")
         return EXIT_OK
     from .budgets import check_budgets, parse_budget

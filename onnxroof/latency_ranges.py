@@ -25,7 +25,8 @@ ReportAt = Callable[[tuple[int, ...]], "TargetReport | None"]  # the placement a
 
 def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
                     samples: tuple[int, ...], check: tuple[int, ...], peak: Sequence[Polynomial] | None,
-                    report_at: ReportAt | None = None) -> LatencyFormula:
+                    report_at: ReportAt | None = None,
+                    progress: Callable[[str], None] = lambda step: None) -> LatencyFormula:
     """Fit the latency formula from ``reports`` (a placement on the target at every point of the
     grid of ``samples`` per dim, and at ``check``). ``peak``: the candidates whose largest is the
     peak live bytes (None when it is not known as a formula), for the range nothing spills over.
@@ -37,7 +38,7 @@ def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ..
     plan's changes, from the value found by bisection on."""
     result = fitted(target, dims, reports, samples, check)
     if result.refuted and result.spills and report_at is not None:
-        return _spill_regime(target, dims, samples, report_at) or result
+        return _spill_regime(target, dims, samples, report_at, progress) or result
     if result.refuted:
         return result
     if not result.spills:
@@ -48,7 +49,7 @@ def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ..
             _check_from(result, report_at, 1, min(samples))
         _check_far(result, report_at, check[0])
         if result.stop_reason == "activations spill off chip":
-            result.beyond = _spill_regime(target, dims, samples, report_at)
+            result.beyond = _spill_regime(target, dims, samples, report_at, progress)
     return result
 
 
@@ -58,11 +59,12 @@ def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ..
 REGIME_SCALES = (512, 4096)
 
 
-def _spill_regime(target: str, dims: list[str], samples: tuple[int, ...],
-                  report_at: ReportAt) -> LatencyFormula | None:
+def _spill_regime(target: str, dims: list[str], samples: tuple[int, ...], report_at: ReportAt,
+                  progress: Callable[[str], None] = lambda step: None) -> LatencyFormula | None:
     """The formula of the spill plan at large dims, fitted on a grid :data:`REGIME_SCALES` times
     the first, and the value from which it holds (None when it fits on none of them)."""
     for scale in REGIME_SCALES:
+        progress(f"the latency formula on {target}: the spill plan at {scale} times the fitted values")
         scaled = tuple(scale * v for v in samples)
         check = (scale * CHECK_AT,) * len(dims)
         reports = {point: report_at(point) for point in list(itertools.product(scaled, repeat=len(dims))) + [check]}

@@ -183,13 +183,15 @@ class _Sample:
     placements: dict = field(default_factory=dict)  # target name -> TargetReport
 
 
-def formulas(model: Any, modules: int | None = None, by: str | None = None, **options: Any) -> Formulas:
+def formulas(model: Any, modules: int | None = None, by: str | None = None,
+             progress: Callable[[str], None] | None = None, **options: Any) -> Formulas:
     """Every metric of :data:`METRICS` as a polynomial in the free input dims of ``model`` (the
     dims ``options``, analyze()'s arguments, leave unbound), and each target's latency when
     ``options`` name targets. ``by`` (one of :data:`BREAKDOWNS`) adds the MACs of each module
     (down to the depth ``modules``), node or op type (``macs@encoder/layer.0``). A dim whose
     value feeds the sizes non-polynomially (a Resize by a computed scale) is named and held at
-    :data:`HELD` for the others' formulas."""
+    :data:`HELD` for the others' formulas. ``progress`` hears each step (the grid, the checks
+    past it, each target's latency)."""
     from .analysis import dim_values
     from .errors import UsageError
 
@@ -213,7 +215,7 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None, **op
     if len(dims) > MAX_DIMS:
         raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
     given = dim_values(options.pop("dims", None))
-    fitter = _Fitter(model, dims, given, phase_length, options, by, modules or 2)
+    fitter = _Fitter(model, dims, given, phase_length, options, by, modules or 2, progress)
     result = fitter.run()
     if decode_note:
         result.notes.insert(0, decode_note)
@@ -224,7 +226,8 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None, **op
                                    f"({fitter.culprit_text()}): bind {'it' if len(held) == 1 else 'them'} with --dim")
         elif held:
             kept = [d for d in dims if d not in held]
-            again = _Fitter(model, kept, {**given, **{d: HELD for d in held}}, None, options, by, modules or 2).run()
+            again = _Fitter(model, kept, {**given, **{d: HELD for d in held}}, None, options, by, modules or 2,
+                            progress).run()
             again.held = {d: HELD for d in held}
             again.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
                                   f"({fitter.culprit_text()}): held at {HELD} for the formulas in the others; "
@@ -237,9 +240,10 @@ class _Fitter:
     """The grid of analyses for one set of free dims, and the fits made from it."""
 
     def __init__(self, model: Any, dims: list[str], given: dict[str, int], phase_length: str | None,
-                 options: dict, by: str | None, depth: int):
+                 options: dict, by: str | None, depth: int, progress: Callable[[str], None] | None = None):
         self.model, self.dims, self.given, self.phase_length = model, dims, given, phase_length
         self.options, self.by, self.depth = options, by, depth
+        self.progress = progress or (lambda step: None)
         self.sized_by_data: set[str] = set()  # ops whose output size the data decides, seen in any analysis
         self.grid = list(itertools.product(SAMPLES, repeat=len(dims)))
         self.check = (CHECK,) * len(dims)
@@ -282,6 +286,7 @@ class _Fitter:
                        {report.target.name: report for report in analysis.targets})
 
     def run(self) -> Formulas:
+        self.progress(f"fitting formulas in {', '.join(self.dims) or 'no dim'}: {len(self.grid) + 1} analyses")
         for point in self.grid + [self.check]:
             self.samples[point] = self.measure(point)
         result = Formulas(self.dims)
@@ -294,12 +299,14 @@ class _Fitter:
             self._fit_metric(result, metric)
         peak = self._peak(result)
         if self.dims:
+            self.progress("checking the formulas past the fitted values")
             self._check_far(result)
         for name in self.samples[self.check].placements if self.dims else ():
+            self.progress(f"the latency formula on {name}")
             reports = {point: sample.placements[name] for point, sample in self.samples.items()}
             result.latency.append(latency_formula(name, self.dims, reports, SAMPLES, self.check, peak,
                                                   (lambda point, name=name: self._report_at(point, name))
-                                                  if self.dims else None))
+                                                  if self.dims else None, self.progress))
         return result
 
     def _report_at(self, point: tuple[int, ...], target: str):

@@ -469,3 +469,10 @@ def test_past_a_spill_the_settled_spill_plan_has_its_own_formula(tmp_path):
     from onnxroof.latency_formulas import latency_lines
 
     assert "past it, once the spill plan settles:" in "\n".join(latency_lines(latency))
+
+
+def test_progress_hears_each_step(tmp_path):
+    steps: list[str] = []
+    formulas(attention_like(), progress=steps.append, targets=[slow_target(tmp_path)])
+    assert steps[0] == "fitting formulas in batch, seq: 17 analyses"  # 4 x 4 and the check
+    assert "checking the formulas past the fitted values" in steps and steps[-1] == "the latency formula on test"

@@ -171,6 +171,9 @@ def reuse_of(records: Iterable[NodeRecord]) -> tuple[int, int, int] | None:
     return anchor.macs, anchor.params, outputs
 
 
+REUSE_CLASSES = ("gemv", "depthwise", "gemm")  # what reuse_class decides between
+
+
 def reuse_class(macs: int, weights: int, outputs: int) -> str:
     """``gemv`` under 8 MACs per weight element, else ``depthwise`` under 32 per output element,
     else ``gemm``.

@@ -20,19 +20,17 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .kernels import reuse_class
-from .polynomials import (Polynomial, common_factor, divided, envelope, evaluate, fit, monomial_text, ordered,
+from .kernels import REUSE_CLASSES, reuse_class
+from .polynomials import (LARGE, Polynomial, common_factor, divided, envelope, evaluate, fit, monomial_text, ordered,
                           polynomial_text, si_text, span_text)
 from .targets import EFFICIENCY_CLASSES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
 
 if TYPE_CHECKING:
     from .roofline import TargetReport
 
-REUSE_CLASSES = ("gemv", "depthwise", "gemm")  # kernels.reuse_class's
 BOUNDS = ("compute", "dram", "onchip")
 BOUND_WORDS = {"compute": "compute-bound", "dram": "DRAM-bound", "onchip": "on-chip-bound"}
 SHOWN_KERNELS = 6  # the kernels whose bound the text states: those with the largest shares
-LARGE = 1 << 20  # every dim at this value: "for large dims"
 
 
 @dataclass
@@ -67,6 +65,14 @@ class KernelTerms:
     def bound(self, point: Sequence[int]) -> str:
         values = {b: evaluate(t, point) for b, t in self.terms.items()}
         return max(BOUNDS, key=lambda b: (values.get(b, -1), -BOUNDS.index(b))) if values else "none"
+
+    def roof_time(self, point: Sequence[int], bound: str | None = None) -> Polynomial:
+        """The time on its slowest roof (``bound``, by default the one at ``point``) over the
+        efficiency of its class at ``point``, as a polynomial (launch aside)."""
+        if not self.terms:
+            return {}
+        efficiency = self.efficiency_at(point)
+        return {m: c / efficiency for m, c in self.terms[bound or self.bound(point)].items()}
 
     def class_cuts(self) -> set[int]:
         """Where the class may change, in one dim: at the roots of MACs - 8·weights and MACs -
@@ -116,8 +122,8 @@ class LatencyFormula:
         return float(sum(g.count * g.seconds(point) for g in self.groups))
 
     def shares(self) -> dict[int, Fraction]:
-        """Each group's largest share of the time on the roofs (launches aside): at every range's start and at large dims
-        (one dim), or at every dim = 1, 11 and large (several)."""
+        """Each group's largest share of the time on the roofs (launches aside): at every range's
+        start and at large dims (one dim), or at every dim = 1, 11 and large (several)."""
         points = [(r.start,) for r in self.ranges] + [(LARGE,)] if len(self.dims) == 1 else \
             [(1,) * len(self.dims), (11,) * len(self.dims), (LARGE,) * len(self.dims)]
         share: dict[int, Fraction] = {}
@@ -151,9 +157,7 @@ class LatencyFormula:
         polynomial: Polynomial = {}
         for group in self.groups:
             _add(polynomial, {(0,) * len(self.dims): group.launch_s}, group.count)
-            if group.terms:
-                efficiency = group.efficiency_at(large)
-                _add(polynomial, {m: c / efficiency for m, c in group.terms[group.bound(large)].items()}, group.count)
+            _add(polynomial, group.roof_time(large), group.count)
         return {m: c for m, c in polynomial.items() if c}
 
     def bound_text(self, group: KernelTerms) -> str:
@@ -175,22 +179,28 @@ class LatencyFormula:
     def to_dict(self) -> dict:
         if self.refuted:
             return {"target": self.target, "text": None, "refuted": self.refuted}
+
+        def entry(polynomial: Polynomial) -> dict:
+            return {"text": polynomial_text(polynomial, self.dims, "s"),
+                    "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))} for m, c in ordered(polynomial)]}
+
+        dominant = self.dominant()
         return {"target": self.target, "kernels": self.kernels, "holds": self.holds, "holds_from": self.holds_from,
                 "holds_to": self.holds_to,
-                "ranges": [{"from": r.start, "to": r.end, "text": polynomial_text(r.polynomial, self.dims, "s"),
-                            "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))} for m, c in ordered(r.polynomial)],
-                            "bounds": dict(r.bounds)} for r in self.ranges],
-                "at_large_dims": None if len(self.dims) == 1 else {
-                    "text": polynomial_text(self.at_large_dims(), self.dims, "s"),
-                    "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))}
-                              for m, c in ordered(self.at_large_dims())]},
+                "ranges": [{"from": r.start, "to": r.end, **entry(r.polynomial), "bounds": dict(r.bounds)}
+                           for r in self.ranges],
+                "at_large_dims": None if len(self.dims) == 1 else entry(self.at_large_dims()),
                 "beyond": self.beyond.to_dict() if self.beyond is not None else None,
                 "kernel_bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": self.bound_text(g)}
-                                  for g in self.dominant() + [g for g in self.switching() if g not in self.dominant()]]}
+                                  for g in dominant + [g for g in self.switching() if g not in dominant]]}
 
 
 def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
-            samples: tuple[int, ...], check: tuple[int, ...]) -> LatencyFormula:
+           samples: tuple[int, ...], check: tuple[int, ...]) -> LatencyFormula:
+    """The latency formula the placements ``reports`` (at every point of the grid of ``samples``
+    per dim, and at ``check``) give: each kernel's work fitted exactly, alike kernels grouped,
+    and in one dim the ranges; ``refuted`` says why not (a kernel that changes between the
+    samples). ``latency_ranges`` checks where it holds."""
     result = LatencyFormula(target, dims)
     grid = [p for p in reports if p != check]
     names = {p: [k.name for k in r.nodes] for p, r in reports.items()}
@@ -296,11 +306,8 @@ def _ranges(groups: list[KernelTerms]) -> list[Range]:
     """One dim: cut the dim where any kernel's bound changes; over each range the latency is one
     polynomial."""
     cuts = {1}
-    per_group = []
-    for group in groups:
-        bounds = list(group.terms)
-        pieces = envelope([group.terms[b] for b in bounds]) if bounds else []
-        per_group.append((bounds, pieces))
+    per_group = [bound_pieces(group) for group in groups]
+    for group, pieces in zip(groups, per_group):
         cuts.update(p.start for p in pieces)
         cuts.update(group.class_cuts())
     ranges: list[Range] = []
@@ -309,14 +316,13 @@ def _ranges(groups: list[KernelTerms]) -> list[Range]:
         end = ordered_cuts[position + 1] - 1 if position + 1 < len(ordered_cuts) else None
         polynomial: Polynomial = {}
         counts: Counter = Counter()
-        for group, (bounds, pieces) in zip(groups, per_group):
+        for group, pieces in zip(groups, per_group):  # each kernel's bound and class hold over the range
             _add(polynomial, {(0,): group.launch_s}, group.count)
-            if not pieces:
-                continue
-            bound = bounds[next(p for p in reversed(pieces) if p.start <= start).index]
-            efficiency = group.efficiency_at((start,))
-            _add(polynomial, {m: c / efficiency for m, c in group.terms[bound].items()}, group.count)
-            counts[bound] += group.count
+            if pieces:
+                # the envelope's piece, not the bound at ``start``: at a tie it is the roof that holds after
+                bound = list(group.terms)[next(p for p in reversed(pieces) if p.start <= start).index]
+                _add(polynomial, group.roof_time((start,), bound), group.count)
+                counts[bound] += group.count
         ranges.append(Range(start, end, {m: c for m, c in polynomial.items() if c}, counts))
     return _merged(ranges)
 
@@ -373,6 +379,8 @@ def _classes_text(group: KernelTerms, dims: list[str]) -> str:
 def bound_pieces(group: KernelTerms, start: int = 1, end: int | None = None) -> list:
     """The ranges of one dim over which each of the kernel's roofs is the slowest, within
     ``start``..``end`` (``Piece.index`` into its terms, in order)."""
+    if not group.terms:
+        return []
     return [replace(p, start=max(p.start, start), end=p.end if end is None else min(p.end or end, end))
             for p in envelope(list(group.terms.values()))
             if (p.end is None or p.end >= start) and (end is None or p.start <= end)]

@@ -38,7 +38,7 @@ def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ..
     plan's changes, from the value found by bisection on."""
     result = fitted(target, dims, reports, samples, check)
     if result.refuted and result.spills and report_at is not None:
-        return _spill_regime(target, dims, samples, report_at, progress) or result
+        return _spill_regime(target, dims, samples, check, report_at, progress) or result
     if result.refuted:
         return result
     if not result.spills:
@@ -49,7 +49,7 @@ def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ..
             _check_from(result, report_at, 1, min(samples))
         _check_far(result, report_at, check[0])
         if result.stop_reason == "activations spill off chip":
-            result.beyond = _spill_regime(target, dims, samples, report_at, progress)
+            result.beyond = _spill_regime(target, dims, samples, check, report_at, progress)
     return result
 
 
@@ -59,30 +59,28 @@ def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ..
 REGIME_SCALES = (512, 4096)
 
 
-def _spill_regime(target: str, dims: list[str], samples: tuple[int, ...], report_at: ReportAt,
-                  progress: Callable[[str], None] = lambda step: None) -> LatencyFormula | None:
-    """The formula of the spill plan at large dims, fitted on a grid :data:`REGIME_SCALES` times
-    the first, and the value from which it holds (None when it fits on none of them)."""
+def _spill_regime(target: str, dims: list[str], samples: tuple[int, ...], check: tuple[int, ...],
+                  report_at: ReportAt, progress: Callable[[str], None] = lambda step: None) -> LatencyFormula | None:
+    """The formula of the spill plan at large dims, fitted on the grid and check of ``samples``
+    and ``check`` scaled by each of :data:`REGIME_SCALES` in turn, and the value from which it
+    holds (None when it fits on none of them)."""
     for scale in REGIME_SCALES:
         progress(f"the latency formula on {target}: the spill plan at {scale} times the fitted values")
         scaled = tuple(scale * v for v in samples)
-        check = (scale * CHECK_AT,) * len(dims)
-        reports = {point: report_at(point) for point in list(itertools.product(scaled, repeat=len(dims))) + [check]}
+        scaled_check = tuple(scale * v for v in check)
+        points = list(itertools.product(scaled, repeat=len(dims))) + [scaled_check]
+        reports = {point: report_at(point) for point in points}
         if any(r is None for r in reports.values()):
             return None
-        result = fitted(target, dims, reports, scaled, check)  # type: ignore[arg-type]
+        result = fitted(target, dims, reports, scaled, scaled_check)  # type: ignore[arg-type]
         if not result.refuted:
             _check_from(result, report_at, 1, min(scaled))
-            _check_far(result, report_at, check[0], 2 * check[0])
+            _check_far(result, report_at, scaled_check[0], 2 * scaled_check[0])
             return result
     return None
 
 
-CHECK_AT = 11  # symbolic.CHECK
-
-
-def _agreement(result: LatencyFormula, report_at: ReportAt,
-               value: int) -> tuple[bool, str]:
+def _agreement(result: LatencyFormula, report_at: ReportAt, value: int) -> tuple[bool, str]:
     """Whether the formula gives the placement's latency at every dim = ``value``, and if not, why."""
     point = (value,) * len(result.dims)
     report = report_at(point)
@@ -106,13 +104,12 @@ def _agreement(result: LatencyFormula, report_at: ReportAt,
     return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, say)"
 
 
-def _check_from(result: LatencyFormula, report_at: ReportAt,
-                low: int, fitted: int) -> None:
+def _check_from(result: LatencyFormula, report_at: ReportAt, low: int, smallest_fitted: int) -> None:
     """Below the fitted values: from which value (every dim alike) the formula holds, given that
-    it holds at ``fitted``; the ranges then start there."""
+    it holds at ``smallest_fitted``; the ranges then start there."""
     if _agreement(result, report_at, low)[0]:
         return
-    start = last_holding(low, fitted, lambda value: not _agreement(result, report_at, value)[0]) + 1
+    start = last_holding(low, smallest_fitted, lambda value: not _agreement(result, report_at, value)[0]) + 1
     reason = _agreement(result, report_at, start - 1)[1]
     every = "" if len(result.dims) == 1 else " (every dim alike)"
     result.holds_from = start
@@ -120,11 +117,13 @@ def _check_from(result: LatencyFormula, report_at: ReportAt,
     result.ranges = [replace(r, start=max(r.start, start)) for r in result.ranges if r.end is None or r.end >= start]
 
 
-def _check_far(result: LatencyFormula, report_at: ReportAt, checked: int,
-               far: int = FAR) -> None:
+def _check_far(result: LatencyFormula, report_at: ReportAt, checked: int, far: int = FAR) -> None:
+    """Past the fitted values: the formula at ``far`` per dim, and where it fails there, the last
+    value it holds at (bisection from ``checked``, which it holds at), and why it stops."""
     holds, _ = _agreement(result, report_at, far)
     if holds:
-        if (result.holds_to is not None and result.holds_to < far) or result.spills:  # the on-chip bound was the unfused peak's
+        # a spilling formula had no bound yet; the peak's bound is conservative (the unfused peak)
+        if (result.holds_to is not None and result.holds_to < far) or result.spills:
             result.holds_to = far
             result.holds = f"holds at least to {', '.join(result.dims)} = {far:,} (checked there)"
     else:
@@ -165,12 +164,9 @@ def _last_within(peak: Sequence[Polynomial], room: int) -> int | None:
 
     if all(all(c <= 0 for m, c in shifted(p).items() if sum(m)) for p in peak):
         return None  # none grows with the dim
-    low, high = 1, 2
+    high = 2
     while fits(high):
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle)
-    return low
+        high *= 2
+    return last_holding(1, high, fits) if fits(1) else 0
 
 

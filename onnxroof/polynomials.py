@@ -23,9 +23,11 @@ from typing import Mapping, Sequence, Union
 
 import numpy as np
 
+LARGE = 1 << 20  # every dim at this value stands for "at large dims"
 Monomial = tuple[int, ...]  # the exponent of each dim
 Number = Union[int, Fraction]
 Polynomial = dict[Monomial, Number]
+Pieces = list[tuple[int, "int | None", Polynomial]]  # (start, end or None: on and on, polynomial), one dim
 
 
 @lru_cache(maxsize=None)
@@ -236,8 +238,6 @@ def span_text(dim: str, start: int, end: int | None) -> str:
         return f"{dim} {start:,} on"
     return f"{dim} {start:,}" if end == start else f"{dim} {start:,} to {end:,}"
 
-
-Pieces = list[tuple[int, "int | None", Polynomial]]  # (start, end or None: on and on, polynomial), one dim
 
 
 def piecewise_difference(first: Pieces, second: Pieces) -> Pieces:

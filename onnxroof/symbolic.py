@@ -9,9 +9,9 @@ refutes (a data-dependent size) is reported as not a polynomial, never as a wron
 
 Beyond the grid: the peak is fitted step by step, as the largest of each step's live bytes
 (one polynomial per range of a single dim); every formula is checked once more at
-``latency_formulas.FAR`` per dim, past the sizes whose values the analysis computes, and one that
+``latency_ranges.FAR`` per dim, past the sizes whose values the analysis computes, and one that
 fails there is given with the last value it holds at. With targets, each target's latency is a
-formula too (``latency_formulas``). A dim whose value feeds the sizes non-polynomially (a Range
+formula too (``latency_formulas``, ``latency_ranges``). A dim whose value feeds the sizes non-polynomially (a Range
 with a step) is named and held at :data:`HELD` for the others' formulas.
 
 >>> from onnx import TensorProto, helper, numpy_helper
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
-from .polynomials import (Monomial, Piece, Polynomial, envelope, evaluate, fit, last_holding, ordered,
+from .polynomials import (LARGE, Monomial, Pieces, Polynomial, envelope, evaluate, fit, last_holding, ordered,
                           piecewise_difference, polynomial_text, power_text, span_text, undominated)
 
 if TYPE_CHECKING:
@@ -69,13 +69,15 @@ BREAKDOWNS = ("module", "node", "op")  # what the MACs can be split by (``by``)
 class Formulas:
     """Each metric as a polynomial (monomial -> integer coefficient) in ``dims``, or None with the
     reason in ``refuted`` when the check disagreed. A peak that is the largest of several
-    polynomials is in ``pieces`` instead: one per range of the one dim, or the candidates."""
+    polynomials is in ``pieces`` instead (one per range of the one dim) or, in several dims, in
+    ``candidates`` (those no other one dominates, the largest at large dims first)."""
 
     dims: list[str]
     polynomials: dict[str, dict[Monomial, int] | None] = field(default_factory=dict)
     refuted: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the formulas assume (a data-dependent size's bound)
-    pieces: dict[str, list[tuple[Piece | None, Polynomial]]] = field(default_factory=dict)
+    pieces: dict[str, Pieces] = field(default_factory=dict)
+    candidates: dict[str, list[Polynomial]] = field(default_factory=dict)
     latency: list[LatencyFormula] = field(default_factory=list)  # one per target asked for
     latency_changes: list[tuple[str, list | str]] = field(default_factory=list)  # diff: target -> ranges, or why not
     held: dict[str, int] = field(default_factory=dict)  # dims held fixed: they feed sizes non-polynomially
@@ -85,17 +87,18 @@ class Formulas:
         polynomial = self.polynomials.get(metric)
         if metric in self.pieces:
             return pieces_text(self.pieces[metric], self.dims)
+        if metric in self.candidates:
+            return candidates_text(self.candidates[metric], self.dims)
         if polynomial is None:
             return f"not a polynomial in {', '.join(self.dims)}: {self.refuted.get(metric, '')}"
         limit = f" ({self.limits[metric]})" if metric in self.limits else ""
         return polynomial_text(polynomial, self.dims) + limit
 
-    def pieces_of(self, metric: str) -> list | None:
-        """The metric as (start, end, polynomial) ranges of the one dim (one range when it is one
-        polynomial); None when it is no formula."""
+    def pieces_of(self, metric: str) -> Pieces | None:
+        """The metric as ranges of the one dim (one range when it is one polynomial); None when
+        it is no formula."""
         if metric in self.pieces:
-            pieces = self.pieces[metric]
-            return [(p.start, p.end, poly) for p, poly in pieces] if pieces[0][0] is not None else None
+            return self.pieces[metric]
         polynomial = self.polynomials.get(metric)
         return None if polynomial is None else [(1, None, polynomial)]
 
@@ -104,24 +107,29 @@ class Formulas:
         dim) or its largest candidate's at large dims."""
         if metric not in ("macs", "peak_bytes"):
             return None
-        pieces = self.pieces.get(metric)
-        polynomial = (pieces[-1 if pieces[0][0] is not None else 0][1] if pieces else self.polynomials.get(metric))
+        if metric in self.pieces:
+            polynomial = self.pieces[metric][-1][2]
+        elif metric in self.candidates:
+            polynomial = self.candidates[metric][0]
+        else:
+            polynomial = self.polynomials.get(metric)
         return reading(polynomial, self.dims) if polynomial is not None else None
 
     def evaluate(self, metric: str, values: Mapping[str, int]) -> int | None:
         point = tuple(values[d] for d in self.dims)
-        if metric in self.pieces:
-            return max(evaluate(p, point) for _, p in self.pieces[metric])  # type: ignore[return-value]
+        if metric in self.pieces or metric in self.candidates:  # the largest of them is the value
+            choices = [p for _, _, p in self.pieces[metric]] if metric in self.pieces else self.candidates[metric]
+            return max(evaluate(p, point) for p in choices)  # type: ignore[return-value]
         polynomial = self.polynomials.get(metric)
         return None if polynomial is None else evaluate(polynomial, point)  # type: ignore[return-value]
 
     def to_dict(self) -> dict:
         def entry(metric: str) -> dict:
-            if metric in self.pieces:
+            if metric in self.pieces or metric in self.candidates:
+                pieces = self.pieces.get(metric) or [(None, None, p) for p in self.candidates[metric]]
                 return {"text": self.text(metric), "largest_of": [
-                    {"from": piece.start if piece else None, "to": piece.end if piece else None,
-                     "text": polynomial_text(p, self.dims), "terms": _terms(p, self.dims)}
-                    for piece, p in self.pieces[metric]]}
+                    {"from": start, "to": end, "text": polynomial_text(p, self.dims), "terms": _terms(p, self.dims)}
+                    for start, end, p in pieces]}
             polynomial = self.polynomials.get(metric)
             if polynomial is None:
                 return {"text": None, "refuted": self.refuted[metric]}
@@ -136,22 +144,21 @@ def _terms(polynomial: Polynomial, dims: list[str]) -> list[dict]:
     return [{"coefficient": c, "powers": dict(zip(dims, m))} for m, c in ordered(polynomial)]
 
 
-def pieces_text(pieces: list[tuple[Piece | None, Polynomial]], dims: list[str]) -> str:
-    """``A for seq 1 to 86; B from 87 on`` (one dim) or ``the largest of A, B`` (several)."""
-    if all(piece is not None for piece, _ in pieces):
-        parts = []
-        for piece, polynomial in pieces:
-            assert piece is not None
-            span = span_text(dims[0], piece.start, piece.end)
-            parts.append(f"{polynomial_text(polynomial, dims)} for {span}")
-        return "; ".join(parts)
-    shown = [polynomial_text(p, dims) for _, p in pieces[:PIECES_SHOWN]]
-    more = f" (and {len(pieces) - PIECES_SHOWN} more)" if len(pieces) > PIECES_SHOWN else ""
+def pieces_text(pieces: Pieces, dims: list[str]) -> str:
+    """``A for seq 1 to 86; B for seq 87 on``."""
+    return "; ".join(f"{polynomial_text(p, dims)} for {span_text(dims[0], start, end)}" for start, end, p in pieces)
+
+
+def candidates_text(candidates: list[Polynomial], dims: list[str]) -> str:
+    """``the largest of: A; B`` (several dims)."""
+    shown = [polynomial_text(p, dims) for p in candidates[:PIECES_SHOWN]]
+    more = f" (and {len(candidates) - PIECES_SHOWN} more)" if len(candidates) > PIECES_SHOWN else ""
     return f"the largest of: {'; '.join(shown)}{more}"
 
 
-def free_dims(model: Any, **options: Any) -> list[str]:
-    """The named input dims the options leave unbound (the dims a formula is in)."""
+def free_dims(model: Any, **options: Any) -> tuple[list[str], bool]:
+    """The named input dims the options leave unbound (the dims a formula is in), and whether the
+    model is a KV-cached decoder: one partial analysis, not placed on any target."""
     from .analysis import analyze
 
     counting = {k: v for k, v in options.items() if k not in ("targets", "fusion", "overhead")}  # placing finds no dim
@@ -162,14 +169,7 @@ def free_dims(model: Any, **options: Any) -> list[str]:
 
         raise UsageError(f"--symbolic: {unnamed[0].input_name} axis {unnamed[0].axis} has no name to write a formula in; "
                          f"bind it with {unnamed[0].fix}")
-    return list(dict.fromkeys(d.symbol for d in partial.unresolved_dims if d.symbol))
-
-
-def _is_decoder(model: Any, options: dict) -> bool:
-    from .analysis import analyze
-
-    counting = {k: v for k, v in options.items() if k not in ("targets", "fusion", "overhead")}
-    return analyze(model, partial=True, search_order=False, **counting).llm is not None
+    return list(dict.fromkeys(d.symbol for d in partial.unresolved_dims if d.symbol)), partial.llm is not None
 
 
 @dataclass
@@ -200,13 +200,14 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
     # a decoder's phase without its length: the formula is in that length (the export's own dim
     # names, one per cache, are tied by the phase)
     phase_length = {"decode": "context", "prefill": "seq"}.get(options.get("phase") or "")
+    decoder = False
     if phase_length and options.get(phase_length) is None:
         dims = [phase_length]
     else:
         phase_length = None
-        dims = free_dims(model, **options)
+        dims, decoder = free_dims(model, **options)
     decode_note = None
-    if len(dims) > MAX_DIMS and not phase_length and options.get("phase") is None and _is_decoder(model, options):
+    if len(dims) > MAX_DIMS and decoder and options.get("phase") is None:
         # each cache's length is a dim of its own: one decode step ties them to the attended length
         options = {**options, "phase": "decode"}
         phase_length, dims = "context", ["context"]
@@ -247,6 +248,7 @@ class _Fitter:
         self.sized_by_data: set[str] = set()  # ops whose output size the data decides, seen in any analysis
         self.grid = list(itertools.product(SAMPLES, repeat=len(dims)))
         self.check = (CHECK,) * len(dims)
+        self._fitted_points = set(self.grid) | {self.check}
         self.samples: dict[tuple[int, ...], _Sample] = {}
         self.far = (FAR,) * len(dims)  # past the sizes whose values the analysis computes
         self.culprits: dict[str, str] = {}  # dim -> the first node whose cost is no polynomial in it
@@ -258,7 +260,7 @@ class _Fitter:
         if values in self._analyses:
             return self._analyses[values]
         analysis = self._analyze(values)
-        if values not in self.samples and values != self.check and values not in self.grid:
+        if values not in self._fitted_points:
             self._analyses[values] = analysis
         return analysis
 
@@ -370,17 +372,17 @@ class _Fitter:
                 return None
             candidates.append(polynomial)
         kept = [candidates[i] for i in undominated(candidates)]
-        if len(self.dims) == 1:
-            found = [(piece, kept[piece.index]) for piece in envelope(kept)]
-        else:
-            found = [(None, p) for p in sorted(kept, key=lambda p: -evaluate(p, (1 << 20,) * len(self.dims)))]
-        if len(found) == 1:
-            result.polynomials["peak_bytes"] = found[0][1]  # type: ignore[assignment]
+        pieces = [(piece.start, piece.end, kept[piece.index]) for piece in envelope(kept)] if len(self.dims) == 1 else []
+        if len(kept) == 1 or len(pieces) == 1:  # one polynomial is the largest everywhere
+            result.polynomials["peak_bytes"] = (pieces[0][2] if pieces else kept[0])  # type: ignore[assignment]
             result.refuted.pop("peak_bytes", None)
+            return kept
+        result.polynomials["peak_bytes"] = None
+        result.refuted["peak_bytes"] = "the largest of several polynomials"
+        if pieces:
+            result.pieces["peak_bytes"] = pieces
         else:
-            result.pieces["peak_bytes"] = found
-            result.polynomials["peak_bytes"] = None
-            result.refuted["peak_bytes"] = "the largest of several polynomials"
+            result.candidates["peak_bytes"] = sorted(kept, key=lambda p: -evaluate(p, (LARGE,) * len(self.dims)))
         return kept
 
     def non_polynomial_dims(self) -> list[str]:
@@ -474,9 +476,8 @@ def difference(base: Formulas, head: Formulas) -> Formulas:
         b, h = base.polynomials.get(metric), head.polynomials.get(metric)
         if len(head.dims) == 1 and (metric in base.pieces or metric in head.pieces) and \
                 None not in (base.pieces_of(metric), head.pieces_of(metric)):
-            change = piecewise_difference(base.pieces_of(metric), head.pieces_of(metric))  # type: ignore[arg-type]
             result.polynomials[metric] = None
-            result.pieces[metric] = [(Piece(start, end, 0), p) for start, end, p in change]
+            result.pieces[metric] = piecewise_difference(base.pieces_of(metric), head.pieces_of(metric))  # type: ignore[arg-type]
             continue
         if b is None or h is None:
             result.polynomials[metric] = None

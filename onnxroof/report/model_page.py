@@ -378,7 +378,7 @@ def _formulas_context(found: "Formulas") -> dict:
     from ..symbolic import LABELS, SAMPLES, CHECK
 
     rows = [{"metric": LABELS[metric], "formula": found.text(metric), "reading": found.reading(metric) or "",
-             "ok": polynomial is not None or metric in found.pieces}
+             "ok": polynomial is not None or metric in found.pieces or metric in found.candidates}
             for metric, polynomial in found.polynomials.items() if metric in LABELS]
     latency = []
     for formula in found.latency:

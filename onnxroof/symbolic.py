@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -216,6 +217,12 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
     if len(dims) > MAX_DIMS:
         raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
     given = dim_values(options.pop("dims", None))
+    if isinstance(model, (str, os.PathLike)):
+        from .load import load_model
+
+        # read and check the file once (its weights are parsed with it): the grid's analyses,
+        # 17-100 of them, then copy the parsed model instead of reading it again
+        model = load_model(model)
     fitter = _Fitter(model, dims, given, phase_length, options, by, modules or 2, progress)
     result = fitter.run()
     if decode_note:

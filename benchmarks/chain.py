@@ -33,8 +33,8 @@ def chain_model(nodes: int, width: int = 16) -> onnx.ModelProto:
 
 if __name__ == "__main__":
     import onnxroof
-    from onnxroof.graph import cost_graph
-    from onnxroof.shapes import infer_shapes
+    from onnxroof.cost.graph import cost_graph
+    from onnxroof.frontend.shapes import infer_shapes
 
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 30000
     model = chain_model(count)

@@ -106,7 +106,7 @@ def run(tree: str | None, argv: list[str], output_file: Path | None) -> str:
     env = dict(os.environ)
     if tree:
         env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-c", "import sys; from onnxroof.cli import main; sys.exit(main())", *argv],
+    proc = subprocess.run([sys.executable, "-c", "import sys; from onnxroof.cli.app import main; sys.exit(main())", *argv],
                           capture_output=True, text=True, env=env, timeout=1800)
     text = f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
     if output_file is not None and output_file.exists():

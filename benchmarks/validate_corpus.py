@@ -26,7 +26,7 @@ from typing import Any, Iterable
 import onnx
 
 import onnxroof
-from onnxroof.graph import STATUS_CONSTANT, STATUS_OK, NodeRecord
+from onnxroof.cost.graph import STATUS_CONSTANT, STATUS_OK, NodeRecord
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "validation-corpus.md"

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import onnxroof
-from onnxroof.symbolic import formulas
+from onnxroof.symbolic.formulas import formulas
 
 TARGETS = ["h100-sxm", "jetson-orin-nano", "raspberry-pi-5"]
 CASES = [  # label, model, options, the free variable, values outside the fitted 2, 3, 5, 7 and 11

@@ -10,19 +10,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .version import __version__
+from .core.version import __version__
 
 __all__ = ["Analysis", "analyze", "formulas", "register", "__version__"]
 
 if TYPE_CHECKING:
-    from .analysis import analyze
+    from .pipeline import analyze
     from .result import Analysis
-    from .symbolic import formulas
+    from .symbolic.formulas import formulas
     from .ops import register
 
 # The pipeline (onnx, networkx, every cost rule) is imported on first use of these names, not by
 # `import onnxroof`: the CLI's quick commands (--help, targets) never need it.
-_LAZY = {"Analysis": ".result", "analyze": ".analysis", "formulas": ".symbolic", "register": ".ops"}
+_LAZY = {"Analysis": ".result", "analyze": ".pipeline", "formulas": ".symbolic.formulas", "register": ".ops"}
 
 
 def __getattr__(name: str):

@@ -19,18 +19,18 @@ from json.encoder import encode_basestring_ascii as _string  # what json.dumps w
 from operator import attrgetter
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from .dtypes import dtype_name
-from .errors import UsageError
-from .version import __version__
+from .core.dtypes import dtype_name
+from .core.errors import UsageError
+from .core.version import __version__
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
     import networkx as nx
 
-    from .graph import CostGraph, NodeRecord, TensorRecord
-    from .llm import LLMReport
-    from .memory import MemoryReport
-    from .roofline import TargetReport
-    from .tensors import TensorInfo, UnresolvedDim
+    from .cost.graph import CostGraph, NodeRecord, TensorRecord
+    from .cost.llm import LLMReport
+    from .memory.liveness import MemoryReport
+    from .roofline.placement import TargetReport
+    from .core.tensors import TensorInfo, UnresolvedDim
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class Analysis:
             import pandas
         except ImportError:
             raise UsageError("Analysis.to_pandas needs pandas, which is not installed: pip install pandas") from None
-        from .roofline import node_times
+        from .roofline.placement import node_times
 
         times = node_times(self.nodes, self.targets)
         bounds = {report.target.name: {name: kernel.placement.bound for kernel in report.nodes for name in kernel.nodes}
@@ -142,7 +142,7 @@ class Analysis:
         """What a notebook shows for an analysis: the totals and each target's latency and bound."""
         from html import escape
 
-        from .units import iec, seconds, si
+        from .core.units import iec, seconds, si
 
         t = self.totals
         cells = [("parameters", si(t.params)), ("MAC-FLOPs", si(t.mac_flops)), ("FLOPs", si(t.flops)),

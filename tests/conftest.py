@@ -92,7 +92,7 @@ def target_text(figures: dict, extra: str = "", name: str = "test", description:
 
 def run(capsys, *argv) -> tuple[int, str, str]:
     """``onnxroof ARGV...`` through the real entry point: (exit code, stdout, stderr)."""
-    from onnxroof.cli import main
+    from onnxroof.cli.app import main
 
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()

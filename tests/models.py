@@ -9,8 +9,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof.analysis import analyze
-from onnxroof.memory import MemoryProblem, build_problem
+from onnxroof.pipeline import analyze
+from onnxroof.memory.liveness import MemoryProblem, build_problem
 
 from conftest import make_model, zeros
 

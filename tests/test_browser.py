@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 import onnxroof
-from onnxroof.cli import main
-from onnxroof.examples import build_example
-from onnxroof.report.html import render_compare_html, render_diff_html, render_html, render_sweep_html
+from onnxroof.cli.app import main
+from onnxroof.core.examples import build_example
+from onnxroof.report.html.pages import render_compare_html, render_diff_html, render_html, render_sweep_html
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (pip install playwright)")
 
@@ -318,8 +318,8 @@ def test_hostile_names_run_no_script(browser, tmp_path):
 
 
 def test_diff_compare_and_sweep_pages(browser, tmp_path):
-    from onnxroof.diff import diff_analyses
-    from onnxroof.sweep import run_sweep
+    from onnxroof.compare.diff import diff_analyses
+    from onnxroof.compare.sweep import run_sweep
 
     base = onnxroof.analyze(build_example("minigooglenet"), targets=TARGETS)
     head = onnxroof.analyze(build_example("minigooglenet"), targets=TARGETS, batch=4)
@@ -488,7 +488,7 @@ def test_the_memory_peak_label_is_clear_of_the_capacity_labels(browser, tmp_path
 def test_the_formulas_section_fits_its_card(browser, tmp_path):
     # a long free dim name, two targets' latency rows and long kernel names: every formulas table
     # stays inside the card at 1,000 px (formulas wrap, never scroll sideways)
-    from onnxroof.symbolic import formulas
+    from onnxroof.symbolic.formulas import formulas
 
     model = transformer_block(layers=12, d=64)
     for value in (model.graph.input[0], model.graph.output[0]):

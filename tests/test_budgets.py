@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from onnxroof.budgets import check_budgets, parse_budget, percent_change
-from onnxroof.cli import main
+from onnxroof.compare.budgets import check_budgets, parse_budget, percent_change
+from onnxroof.cli.app import main
 
 
 @pytest.mark.parametrize("before, after, change", [

@@ -7,10 +7,10 @@ import itertools
 
 import pytest
 
-from onnxroof import achieved
-from onnxroof import calibrate as cal
-from onnxroof.cli import main
-from onnxroof.targets import parse_target
+from onnxroof.measure import achieved
+from onnxroof.measure import calibrate as cal
+from onnxroof.cli.app import main
+from onnxroof.roofline.targets import parse_target
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onnxroof.report.charts import (
+from onnxroof.report.html.charts import (
     Box, RooflinePoint, label_rect, place_labels, roofline_chart, spread, timeline_chart, xy_chart,
 )
-from onnxroof.report.scales import Bucket, LinearScale, LogScale, area_points, downsample, line_path, step_path
+from onnxroof.report.html.scales import Bucket, LinearScale, LogScale, area_points, downsample, line_path, step_path
 
 # ---------------------------------------------------------------------------------------------
 # Linear scale

@@ -13,8 +13,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.cli import main
-from onnxroof.examples import build_example
+from onnxroof.cli.app import main
+from onnxroof.core.examples import build_example
 
 from conftest import make_model, run
 
@@ -217,7 +217,7 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
                               [helper.make_tensor_value_info("t3000", TensorProto.FLOAT, [1, 8])])
     path = tmp_path / "relus.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
-    program = [sys.executable, "-c", "from onnxroof.cli import main; main()", "summary", str(path), "-q"]
+    program = [sys.executable, "-c", "from onnxroof.cli.app import main; main()", "summary", str(path), "-q"]
     with subprocess.Popen(program, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
         assert process.stdout.readline().startswith(b"onnxroof ")
         process.stdout.close()  # the reader goes away with most of the table unread

@@ -10,9 +10,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.cli import main
-from onnxroof.examples import build_example
-from onnxroof.targets import parse_target
+from onnxroof.cli.app import main
+from onnxroof.core.examples import build_example
+from onnxroof.roofline.targets import parse_target
 
 from conftest import make_model, run
 from models import decoder_block
@@ -286,7 +286,7 @@ def test_ops_plugin_lists_the_plugins_rule_with_its_formula(capsys, tmp_path):
 
 
 def test_calibrate_name_wins_over_the_output_files_stem(capsys, tmp_path, monkeypatch):
-    from onnxroof import calibrate as calibration
+    from onnxroof.measure import calibrate as calibration
 
     measure = calibration.calibrate
 

@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof.examples import build_example
+from onnxroof.core.examples import build_example
 
 from conftest import make_model, run
 
@@ -143,7 +143,7 @@ def test_a_rule_that_raises_is_an_internal_error_exit_3(capsys, tmp_path, monkey
 
 
 def test_output_file_is_whole_or_untouched_when_rendering_fails_midway(capsys, tmp_path, monkeypatch):
-    import onnxroof.cli as cli
+    import onnxroof.cli.app as cli
 
     path = tmp_path / "report.html"
     path.write_text("the good report from before")
@@ -153,7 +153,7 @@ def test_output_file_is_whole_or_untouched_when_rendering_fails_midway(capsys, t
         raise RuntimeError("renderer broke halfway")
 
     monkeypatch.setattr(cli, "render_html", half_a_page, raising=False)
-    import onnxroof.report.html as html
+    import onnxroof.report.html.pages as html
 
     monkeypatch.setattr(html, "render_html", half_a_page)
     code, _, err = run(capsys, "report", "--example", "shallownet", "-o", path)

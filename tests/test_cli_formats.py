@@ -15,8 +15,8 @@ import pytest
 from onnx import TensorProto
 
 import onnxroof
-from onnxroof.examples import build_example
-from onnxroof.targets import parse_target
+from onnxroof.core.examples import build_example
+from onnxroof.roofline.targets import parse_target
 
 from conftest import run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from onnxroof.cli import build_parser
+from onnxroof.cli.app import build_parser
 
 from conftest import run
 

@@ -1,6 +1,6 @@
 """The command line's own paths (cli.py): argument checks, the commands' routing, default output
 names, the progress lines, exit codes. Written for the survivors of a mutmut run over cli.py
-(docs/testing.md, "Mutation testing"); every case goes through ``onnxroof.cli.main``."""
+(docs/testing.md, "Mutation testing"); every case goes through ``onnxroof.cli.app.main``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.cli import StageLines, one_line
-from onnxroof.files import write_atomically
-from onnxroof.examples import EXAMPLES, build_example
+from onnxroof.cli.app import StageLines, one_line
+from onnxroof.core.files import write_atomically
+from onnxroof.core.examples import EXAMPLES, build_example
 
 from conftest import make_model, run
 from models import interleaved_branches_model
@@ -48,7 +48,7 @@ def test_no_command_prints_the_help_and_exits_2(capsys):
 
 
 def test_targets_lists_every_bundled_target(capsys):
-    from onnxroof.targets import bundled_targets
+    from onnxroof.roofline.targets import bundled_targets
 
     code, out, _ = run(capsys, "targets")
     assert code == 0
@@ -206,18 +206,18 @@ def test_one_line_shows_control_characters_escaped():
 
 
 def test_an_interrupt_exits_130_with_one_line(capsys, monkeypatch):
-    import onnxroof.analysis
+    import onnxroof.pipeline
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(onnxroof.analysis, "analyze", interrupted)
+    monkeypatch.setattr(onnxroof.pipeline, "analyze", interrupted)
     code, out, err = run(capsys, "summary", "--example", "shallownet")
     assert code == 130 and out == "" and err == "onnxroof: interrupted\n"
 
 
 def test_write_atomically_refuses_a_missing_directory(tmp_path):
-    from onnxroof.errors import UsageError
+    from onnxroof.core.errors import UsageError
 
     with pytest.raises(UsageError, match="does not exist"):
         write_atomically(tmp_path / "nowhere" / "x.txt", "text")

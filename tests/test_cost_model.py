@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.examples import build_example
+from onnxroof.core.examples import build_example
 
 from conftest import make_model, minigooglenet_by_hand, zeros
 

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, strategies as st
 
 import onnxroof
-from onnxroof.budgets import check_budgets, parse_budget
-from onnxroof.cli import main
-from onnxroof.diff import diff_analyses, match_nodes
-from onnxroof.errors import UsageError
-from onnxroof.examples import build_example
+from onnxroof.compare.budgets import check_budgets, parse_budget
+from onnxroof.cli.app import main
+from onnxroof.compare.diff import diff_analyses, match_nodes
+from onnxroof.core.errors import UsageError
+from onnxroof.core.examples import build_example
 
 from conftest import minigooglenet_by_hand
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import onnxroof
-from onnxroof.examples import build_example
+from onnxroof.core.examples import build_example
 
 from conftest import minigooglenet_by_hand, run
 

@@ -1,6 +1,6 @@
 """Achievable, not peak (issue 20): a target's ``[efficiency]`` figures divide each kernel's
 roofline time by the fraction its runtime reaches for that kind of kernel; ``calibrate``
-measures them for the host with onnxruntime (onnxroof.achieved). Expected values are worked
+measures them for the host with onnxruntime (onnxroof.measure.achieved). Expected values are worked
 out by hand in the comments."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof import achieved, analyze
-from onnxroof import calibrate as cal
-from onnxroof.cli import main
-from onnxroof.errors import UsageError
-from onnxroof.kernels import efficiency_class
-from onnxroof.roofline import roofline
-from onnxroof.targets import parse_target
+from onnxroof import analyze
+from onnxroof.measure import achieved
+from onnxroof.measure import calibrate as cal
+from onnxroof.cli.app import main
+from onnxroof.core.errors import UsageError
+from onnxroof.roofline.kernels import efficiency_class
+from onnxroof.roofline.placement import roofline
+from onnxroof.roofline.targets import parse_target
 
 from conftest import make_model, target_text, zeros
 

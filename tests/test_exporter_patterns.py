@@ -7,7 +7,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
-from onnxroof import cli
+from onnxroof.cli import app as cli
 
 from conftest import make_model, zeros
 

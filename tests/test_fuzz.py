@@ -9,7 +9,7 @@ truncated or spliced bytes; dropped inputs, dangling or duplicated names, shuffl
 wrong attributes, dims, types and opsets) must exit 0 or 2. Whenever onnxroof answers, its
 totals are the sums of its node records and an uncounted node counts nothing.
 
-Cases run in-process through ``onnxroof.cli.main`` (a few through a subprocess); each chunk is
+Cases run in-process through ``onnxroof.cli.app.main`` (a few through a subprocess); each chunk is
 seeded, so a failure names the seed that reproduces it (``_case(seed)``).
 """
 
@@ -34,8 +34,8 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
-from onnxroof import cli
-from onnxroof.errors import OnnxroofError
+from onnxroof.cli import app as cli
+from onnxroof.core.errors import OnnxroofError
 
 F32, F16, I64, BOOL = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.BOOL
 NP_TYPES = {F32: np.float32, F16: np.float16}

@@ -57,7 +57,7 @@ def test_the_networkx_graph_is_the_same_dag():
 
 def test_summary_does_not_import_networkx():
     """No stage needs networkx: importing it alone costs 0.2 s of every command."""
-    code = ("import sys; from onnxroof.cli import main; "
+    code = ("import sys; from onnxroof.cli.app import main; "
             "main(['summary', '--example', 'minigooglenet', '-q', '-o', '/dev/null']); "
             "print('networkx' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,10 +10,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof import graph as graph_module
-from onnxroof.graph import cost_graph
+from onnxroof.cost import graph as graph_module
+from onnxroof.cost.graph import cost_graph
 from onnxroof.ops import COST_RULES, OpCost, register
-from onnxroof.shapes import infer_shapes
+from onnxroof.frontend.shapes import infer_shapes
 
 FLOAT, HALF = TensorProto.FLOAT, TensorProto.FLOAT16
 

@@ -11,9 +11,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
-from onnxroof.cli import main
-from onnxroof.examples import build_example
-from onnxroof.kernels import fuse
+from onnxroof.cli.app import main
+from onnxroof.core.examples import build_example
+from onnxroof.roofline.kernels import fuse
 
 from conftest import make_model, target_text, zeros
 

@@ -6,8 +6,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.errors import UsageError
-from onnxroof.llm import detect_decoder
+from onnxroof.core.errors import UsageError
+from onnxroof.cost.llm import detect_decoder
 
 from conftest import make_model
 from models import D, HEAD, HEADS, decoder_block

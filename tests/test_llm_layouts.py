@@ -8,8 +8,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.errors import UsageError
-from onnxroof.llm import detect_decoder
+from onnxroof.core.errors import UsageError
+from onnxroof.cost.llm import detect_decoder
 
 from conftest import make_model, zeros
 
@@ -308,7 +308,7 @@ def test_contrib_attention_packed_past_is_the_cache():
 def test_phase_through_the_command_line_states_what_it_recognised(tmp_path, capsys):
     import json
 
-    from onnxroof import cli
+    from onnxroof.cli import app as cli
 
     path = tmp_path / "gqa.onnx"
     path.write_bytes(gqa_decoder().SerializeToString())

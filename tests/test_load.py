@@ -9,8 +9,8 @@ from onnx import TensorProto, helper
 from onnx.external_data_helper import convert_model_to_external_data
 
 import onnxroof
-from onnxroof import load
-from onnxroof.errors import ModelError
+from onnxroof.frontend import load
+from onnxroof.core.errors import ModelError
 
 from conftest import make_model
 
@@ -80,7 +80,7 @@ def _heavy_model(extra_nodes=(), weight=None):
 
 
 def test_heavy_inline_weights_are_counted_and_still_checked(tmp_path):
-    from onnxroof.load import load_model
+    from onnxroof.frontend.load import load_model
 
     path = tmp_path / "heavy.onnx"
     onnx.save(_heavy_model(), path)
@@ -150,7 +150,7 @@ def test_the_program_reports_the_checkers_verdict_in_one_line(tmp_path):
     import sys
 
     path = _fails_the_checker(tmp_path)
-    program = [sys.executable, "-c", "from onnxroof.cli import main; main()", "summary", str(path), "-o",
+    program = [sys.executable, "-c", "from onnxroof.cli.app import main; main()", "summary", str(path), "-o",
                str(tmp_path / "out.json"), "--format", "json"]
     result = subprocess.run(program, capture_output=True, text=True)
     assert result.returncode == 2 and not (tmp_path / "out.json").exists()

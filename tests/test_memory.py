@@ -10,8 +10,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.examples import build_example
-from onnxroof.memory import (
+from onnxroof.core.examples import build_example
+from onnxroof.memory.liveness import (
     best_order, build_problem, greedy_order, largest_layer_bytes, order_text, schedule_peak, spill_plan,
 )
 
@@ -203,7 +203,7 @@ def test_spill_plan_charges_an_evicted_output_only_its_reload():
 
 
 def test_emit_order_writes_the_best_order(tmp_path, capsys):
-    from onnxroof.cli import main
+    from onnxroof.cli.app import main
     import onnx
 
     path = tmp_path / "m.onnx"

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from onnxroof.analysis import analyze
-from onnxroof.memory import MemoryProblem, build_problem, greedy_order, schedule_peak
+from onnxroof.pipeline import analyze
+from onnxroof.memory.liveness import MemoryProblem, build_problem, greedy_order, schedule_peak
 
 from conftest import make_model
 from models import random_dag

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from onnxroof.analysis import analyze
-from onnxroof.examples import build_example
-from onnxroof.memory import MemoryProblem, build_problem, lifetimes
+from onnxroof.pipeline import analyze
+from onnxroof.core.examples import build_example
+from onnxroof.memory.liveness import MemoryProblem, build_problem, lifetimes
 
 from conftest import make_model
 from models import VARIANTS, random_dag_problems

@@ -10,9 +10,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onnxroof.analysis import analyze
-from onnxroof.examples import build_example
-from onnxroof.memory import MemoryProblem, build_problem, largest_layer_bytes, problem_from_records
+from onnxroof.pipeline import analyze
+from onnxroof.core.examples import build_example
+from onnxroof.memory.liveness import MemoryProblem, build_problem, largest_layer_bytes, problem_from_records
 
 from models import chain_model, loop_model, random_dag_problems
 

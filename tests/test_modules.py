@@ -8,8 +8,8 @@ import json
 import onnxroof
 from onnx import TensorProto, helper
 
-from onnxroof.modules import module_tree, repeated_runs
-from onnxroof.report.html import render_html
+from onnxroof.compare.modules import module_tree, repeated_runs
+from onnxroof.report.html.pages import render_html
 
 from conftest import make_model, run, zeros
 
@@ -80,7 +80,7 @@ def test_the_report_has_a_collapsible_module_tree():
     section = html[html.index('id="modules"'):html.index("</section>", html.index('id="modules"'))]
     assert section.count("<details") == 1 + 2 + 1 + 2  # the model, encoder and head, one row for both layers, fc and act
     assert "layer.0-1" in section and "x2" in section
-    assert 'id="modules"' not in render_html(onnxroof.analyze(__import__("onnxroof.examples", fromlist=["x"]).build_example("shallownet")))
+    assert 'id="modules"' not in render_html(onnxroof.analyze(__import__("onnxroof.core.examples", fromlist=["x"]).build_example("shallownet")))
 
 
 def test_the_dynamo_exporter_s_metadata_gives_the_path():

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 import onnxroof
 from onnxroof.ops import COST_RULES, NodeView, output_types, rule_for
 from onnxroof.ops.quantized import qgemm
-from onnxroof.tensors import TensorInfo
+from onnxroof.core.tensors import TensorInfo
 
 F32, F16, U8, I8 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.UINT8, TensorProto.INT8
 I32, I64, I16 = TensorProto.INT32, TensorProto.INT64, TensorProto.INT16

@@ -10,9 +10,9 @@ import onnx
 import onnx.defs
 import pytest
 
-from onnxroof.graph import cost_graph
+from onnxroof.cost.graph import cost_graph
 from onnxroof.ops import rule_for, tensor
-from onnxroof.shapes import infer_shapes
+from onnxroof.frontend.shapes import infer_shapes
 
 SCHEMAS = [s for s in onnx.defs.get_all_schemas_with_history() if s.domain == ""]
 ALL_DEFAULT_OPS = sorted({s.name for s in SCHEMAS})

@@ -9,7 +9,7 @@ from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.ops import NodeView, UnknownShape, output_types, rule_for
-from onnxroof.tensors import TensorInfo
+from onnxroof.core.tensors import TensorInfo
 
 ML = "ai.onnx.ml"
 F = TensorProto.FLOAT

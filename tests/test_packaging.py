@@ -27,4 +27,4 @@ def test_wheel_ships_templates_and_hardware(tmp_path):
     shipped = {Path(n).name for n in names if n.startswith("onnxroof/_templates/")}
     assert templates and templates <= shipped
     assert any(n.startswith("onnxroof/_hardware/") for n in names)
-    assert "onnxroof/cli.py" in names
+    assert "onnxroof/cli/app.py" in names

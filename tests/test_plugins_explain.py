@@ -8,9 +8,9 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-from onnxroof.cli import main
+from onnxroof.cli.app import main
 from onnxroof.ops import COST_RULES
-from onnxroof.report.ops_doc import render_ops_markdown
+from onnxroof.report.text.ops_doc import render_ops_markdown
 
 from conftest import make_model
 
@@ -77,7 +77,7 @@ def test_docs_ops_md_is_generated_from_the_registry():
 
 
 def test_entry_point_plugins_are_loaded_once(monkeypatch):
-    import onnxroof.plugins as plugins
+    import onnxroof.ops.plugins as plugins
 
     calls = []
 

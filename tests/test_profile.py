@@ -15,12 +15,12 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof import profile as prof
-from onnxroof.cli import main
-from onnxroof.errors import UsageError
-from onnxroof.examples import build_example
-from onnxroof.report.profile import render_profile_html, render_profile_table
-from onnxroof.targets import load_target
+from onnxroof.measure import profiling as prof
+from onnxroof.cli.app import main
+from onnxroof.core.errors import UsageError
+from onnxroof.core.examples import build_example
+from onnxroof.report.profile_views import render_profile_html, render_profile_table
+from onnxroof.roofline.targets import load_target
 
 from conftest import make_model
 
@@ -300,7 +300,7 @@ def test_integer_inputs_are_ones():
 def test_the_calibrated_target_in_hardware_is_used(tmp_path, monkeypatch):
     from test_calibrate import _calibration
 
-    from onnxroof import calibrate as cal
+    from onnxroof.measure import calibrate as cal
 
     (tmp_path / "hardware").mkdir()
     (tmp_path / "hardware" / "this-machine.toml").write_text(cal.render_target(_calibration()), encoding="utf-8")
@@ -313,8 +313,8 @@ def test_the_calibrated_target_in_hardware_is_used(tmp_path, monkeypatch):
 def test_without_a_calibrated_target_a_quick_calibration_runs(tmp_path, monkeypatch):
     from test_calibrate import _calibration
 
-    from onnxroof import calibrate as cal
-    from onnxroof import resources
+    from onnxroof.measure import calibrate as cal
+    from onnxroof.core import resources
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(resources, "resource_dir", lambda kind: tmp_path / "nowhere")
@@ -408,7 +408,7 @@ def _recorded_result(note: str = "") -> prof.ProfileResult:
 
 
 def test_the_html_report_draws_a_measured_dot_per_measured_node():
-    from onnxroof.report.html import render_html
+    from onnxroof.report.html.pages import render_html
 
     result = _recorded_result(note="<script>alert(1)</script>")
     html = render_html(result.analysis, profile=result)
@@ -429,7 +429,7 @@ def test_the_html_report_draws_a_measured_dot_per_measured_node():
 
 
 def test_the_html_report_without_a_profile_has_no_measured_series():
-    from onnxroof.report.html import render_html
+    from onnxroof.report.html.pages import render_html
 
     result = _recorded_result()
     html = render_html(result.analysis)
@@ -437,7 +437,7 @@ def test_the_html_report_without_a_profile_has_no_measured_series():
 
 
 def test_the_profile_target_must_be_one_of_the_analysis_targets():
-    from onnxroof.report.html import render_html
+    from onnxroof.report.html.pages import render_html
 
     result = _recorded_result()
     with pytest.raises(ValueError, match="myriad-x"):

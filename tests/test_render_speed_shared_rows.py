@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 import onnxroof
 from onnxroof.report.json import document_json
 from onnxroof.result import to_document
-from onnxroof.report.table import render_csv, render_table
+from onnxroof.report.text.table import render_csv, render_table
 
 from conftest import make_model
 from models import if_model, look_alike_model, loop_model

@@ -15,8 +15,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.examples import EXAMPLES, build_example
-from onnxroof.report.html import render_html, script_json
+from onnxroof.core.examples import EXAMPLES, build_example
+from onnxroof.report.html.pages import render_html, script_json
 
 from models import IMG_PAYLOAD, interleaved_branches_model, zero_weights
 
@@ -440,7 +440,7 @@ def test_one_roofline_per_target_with_one_dot_per_costed_node(targeted):
             assert first.startswith(node.name) and second.startswith(node.op_type + " · ")
             if len(node.nodes) > 1:  # a fused kernel names the nodes it runs
                 assert first == f"{node.name} (kernel of {len(node.nodes)} nodes: {', '.join(node.nodes)})"
-            assert f"FLOPs: {onnxroof.units.si(node.placement.flops)} ({node.placement.flops:,})" in title
+            assert f"FLOPs: {onnxroof.core.units.si(node.placement.flops)} ({node.placement.flops:,})" in title
             assert f"({node.placement.dram_bytes:,})" in title and f"({node.placement.time_s:.6g} s)" in title
             assert "bound: " in title and "intensity: " in title
         # the whole-model point
@@ -481,7 +481,7 @@ def test_roofline_dots_sit_under_the_roof(targeted):
 
 
 def test_roofline_bins_dots_past_the_limit(monkeypatch, targeted):
-    import onnxroof.report.model_page as module
+    import onnxroof.report.html.model_page as module
 
     analysis, _ = targeted
     monkeypatch.setattr(module, "AGGREGATE_ABOVE", 10)
@@ -610,7 +610,7 @@ def _self_contained(html: str) -> None:
 
 @pytest.fixture(scope="module")
 def pair():
-    from onnxroof.diff import diff_analyses
+    from onnxroof.compare.diff import diff_analyses
 
     base = onnxroof.analyze(build_example("minigooglenet"), targets=["myriad-x", "h100-sxm"])
     head = onnxroof.analyze(build_example("minigooglenet"), targets=["myriad-x", "h100-sxm"], batch=4)
@@ -618,8 +618,8 @@ def pair():
 
 
 def test_diff_html(pair):
-    from onnxroof.budgets import check_budgets, parse_budget
-    from onnxroof.report.html import render_diff_html
+    from onnxroof.compare.budgets import check_budgets, parse_budget
+    from onnxroof.report.html.pages import render_diff_html
 
     base, head, diff = pair
     results = check_budgets([parse_budget("flops>+5%"), parse_budget("params>5M")], head, base)
@@ -641,7 +641,7 @@ def test_diff_html(pair):
 
 
 def test_compare_html(pair):
-    from onnxroof.report.html import render_compare_html
+    from onnxroof.report.html.pages import render_compare_html
 
     base, head, _ = pair
     small = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x", "h100-sxm"])
@@ -656,8 +656,8 @@ def test_compare_html(pair):
 
 
 def test_sweep_html():
-    from onnxroof.report.html import render_sweep_html
-    from onnxroof.sweep import run_sweep
+    from onnxroof.report.html.pages import render_sweep_html
+    from onnxroof.compare.sweep import run_sweep
 
     points = run_sweep(build_example("minigooglenet"), [("batch", [1, 4, 16])], targets=["myriad-x", "h100-sxm"])
     html = render_sweep_html(points)

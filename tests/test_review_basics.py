@@ -118,9 +118,9 @@ def test_a_mistyped_command_or_choice_gets_a_suggestion(capsys):
 
 def test_node_numbers_and_api_errors_speak_each_interface_s_language(capsys):
     import onnxroof
-    from onnxroof.errors import UsageError
-    from onnxroof.examples import build_example
-    from onnxroof.report.html import render_html
+    from onnxroof.core.errors import UsageError
+    from onnxroof.core.examples import build_example
+    from onnxroof.report.html.pages import render_html
 
     # the first node is number 0 in the terminal table and in the HTML node table alike
     analysis = onnxroof.analyze(build_example("shallownet"))
@@ -142,9 +142,9 @@ def test_node_numbers_and_api_errors_speak_each_interface_s_language(capsys):
 def test_a_two_dim_sweep_draws_one_line_per_value_of_the_second(tmp_path):
     # batch 1, 4 x dtype fp32, int8 on one target: the latency chart has two lines of two points
     # (not one zig-zag of four), and the roofline two paths
-    from onnxroof.examples import build_example
-    from onnxroof.report.html import render_sweep_html
-    from onnxroof.sweep import run_sweep
+    from onnxroof.core.examples import build_example
+    from onnxroof.report.html.pages import render_sweep_html
+    from onnxroof.compare.sweep import run_sweep
 
     points = run_sweep(build_example("shallownet"), [("batch", [1, 4]), ("dtype", ["fp32", "int8"])], targets=["l4"])
     html = render_sweep_html(points)

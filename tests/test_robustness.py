@@ -25,8 +25,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
-from onnxroof import load
-from onnxroof.examples import build_example
+from onnxroof.frontend import load
+from onnxroof.core.examples import build_example
 
 from conftest import make_model, run
 
@@ -502,7 +502,7 @@ import sys
 import numpy as np
 from onnx import helper, numpy_helper
 import onnxroof
-from onnxroof.errors import ModelError
+from onnxroof.core.errors import ModelError
 
 graph = helper.make_graph(
     [helper.make_node("Slice", ["x", "starts", "ends"], ["y"])], "g",

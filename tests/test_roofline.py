@@ -9,9 +9,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.cli import main
-from onnxroof.examples import build_example
-from onnxroof.roofline import roofline
+from onnxroof.cli.app import main
+from onnxroof.core.examples import build_example
+from onnxroof.roofline.placement import roofline
 
 from conftest import make_model, zeros
 
@@ -144,7 +144,7 @@ def test_cpu_targets_charge_a_dispatch_overhead_per_working_kernel(tmp_path):
     # It charges 10 us each, so the same target without the figure is 40 us (30 us) faster.
     from pathlib import Path
 
-    from onnxroof.targets import load_target
+    from onnxroof.roofline.targets import load_target
 
     text = Path(load_target("raspberry-pi-5").path).read_text()
     assert "[node_overhead_s]\nvalue = 10e-6" in text

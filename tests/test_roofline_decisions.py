@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.roofline import roofline
+from onnxroof.roofline.placement import roofline
 
 from conftest import make_model, zeros
 from models import interleaved_branches_model

@@ -1,4 +1,4 @@
-"""Stage 2 (onnxroof.shapes): flag parsing, input binding, ONNX inference and the partial evaluator.
+"""Stage 2 (onnxroof.frontend.shapes): flag parsing, input binding, ONNX inference and the partial evaluator.
 
 Every graph is built with onnx.helper; every expected shape is derived by hand in a comment. The
 "gap" tests first assert that ONNX's own inference (data_prop=True, all inputs bound) leaves a
@@ -14,11 +14,11 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from onnxroof import analyze
-from onnxroof.errors import UsageError
-from onnxroof.evaluator import MAX_VALUE_ELEMENTS
-from onnxroof.inputs import bind_inputs, parse_dim, parse_input_shape
-from onnxroof.nodes import node_names, read_node_fields
-from onnxroof.shapes import infer_shapes
+from onnxroof.core.errors import UsageError
+from onnxroof.frontend.evaluator import MAX_VALUE_ELEMENTS
+from onnxroof.frontend.inputs import bind_inputs, parse_dim, parse_input_shape
+from onnxroof.core.nodes import node_names, read_node_fields
+from onnxroof.frontend.shapes import infer_shapes
 
 OPSET = 17
 
@@ -476,7 +476,7 @@ def test_large_constant_sized_from_its_attribute_when_onnx_inference_fails():
 
 
 def test_inference_copy_leaves_large_weight_data_out():
-    from onnxroof.shapes import WEIGHT_DATA_LIMIT, without_weight_data
+    from onnxroof.frontend.shapes import WEIGHT_DATA_LIMIT, without_weight_data
 
     rows = WEIGHT_DATA_LIMIT // (4 * 1000) + 1  # just over the limit of inline float data
     model = helper.make_model(helper.make_graph(

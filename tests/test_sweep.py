@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from onnxroof.cli import main
-from onnxroof.errors import UsageError
-from onnxroof.examples import build_example
-from onnxroof.sweep import parse_sweep, run_sweep
+from onnxroof.cli.app import main
+from onnxroof.core.errors import UsageError
+from onnxroof.core.examples import build_example
+from onnxroof.compare.sweep import parse_sweep, run_sweep
 
 from models import HEAD, HEADS, decoder_block
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.symbolic import formulas, polynomial_text
+from onnxroof.symbolic.formulas import formulas, polynomial_text
 
 from conftest import make_model, run, zeros
 from models import transformer_block
@@ -133,7 +133,7 @@ def test_diff_symbolic_gives_the_change_term_by_term(tmp_path, capsys):
 
 
 def test_the_reading_names_the_leading_term_and_where_it_takes_over():
-    from onnxroof.symbolic import reading
+    from onnxroof.symbolic.formulas import reading
 
     # 32·batch·seq² passes 512·batch·seq at seq = 16
     assert reading({(1, 2): 32, (1, 1): 512}, ["batch", "seq"]) == \
@@ -259,7 +259,7 @@ def test_latency_in_one_dim_is_one_polynomial_per_range_of_bounds(tmp_path):
     ns = Fraction(1, 10**9)
     assert [(r.start, r.end, r.polynomial) for r in latency.ranges] == [
         (1, 2, {(1,): 128 * ns, (0,): 1024 * ns}), (3, None, {(1,): 512 * ns})]
-    from onnxroof.latency_formulas import bound_text, latency_lines
+    from onnxroof.symbolic.latency_formulas import bound_text, latency_lines
 
     assert bound_text(latency.groups[0], ["seq"]) == "DRAM-bound to seq = 2, compute-bound from 3 on"
     text = "\n".join(latency_lines(latency))
@@ -273,7 +273,7 @@ def test_latency_in_one_dim_is_one_polynomial_per_range_of_bounds(tmp_path):
 def test_latency_in_two_dims_states_each_kernel_s_bound_as_an_inequality(tmp_path):
     # per (batch, seq) row as above: compute-bound where 512·b·s >= 128·b·s + 1,024, b·s >= 8/3
     found = formulas(matmul_16(["batch", "seq"]), targets=[slow_target(tmp_path, {"node_overhead_s": 1e-6})])
-    from onnxroof.latency_formulas import bound_text, latency_lines
+    from onnxroof.symbolic.latency_formulas import bound_text, latency_lines
 
     latency = found.latency[0]
     assert bound_text(latency.groups[0], ["batch", "seq"]) == "compute-bound where batch·seq ≥ 2.667, else DRAM-bound"
@@ -312,7 +312,7 @@ def test_latency_follows_a_kernel_s_class_where_its_efficiency_changes(tmp_path)
     from fractions import Fraction
 
     from conftest import target_text
-    from onnxroof.latency_formulas import bound_text
+    from onnxroof.symbolic.latency_formulas import bound_text
 
     extra = '[efficiency.depthwise]\nvalue = 0.5\ntag = "estimate"\nsource = "hand"\n' \
             '[efficiency.gemv]\nvalue = 0.25\ntag = "estimate"\nsource = "hand"\n'
@@ -412,7 +412,7 @@ def test_latency_follows_a_class_change_past_the_fitted_values(tmp_path):
     # output: depthwise (under 32) at every fitted value, gemm from seq = 32 on. With depthwise at
     # half the roofline, the formula must follow the class beyond the samples
     from conftest import target_text
-    from onnxroof.latency_formulas import bound_text
+    from onnxroof.symbolic.latency_formulas import bound_text
 
     node = helper.make_node("MatMul", ["p", "v"], ["y"], name="/av/MatMul")
     model = make_model([node], [("p", F32, ["seq", "seq"]), ("v", F32, ["seq", D])], [("y", F32, ["seq", D])])
@@ -466,7 +466,7 @@ def test_past_a_spill_the_settled_spill_plan_has_its_own_formula(tmp_path):
         (1, 2, {(1,): 144 * ns, (0,): 1024 * ns}), (3, 66, {(1,): 592 * ns})]
     assert latency.holds == "holds to seq = 66; from 67 on activations spill off chip"
     assert [(r.start, r.end, r.polynomial) for r in latency.beyond.ranges] == [(101, None, {(1,): 832 * ns})]
-    from onnxroof.latency_formulas import latency_lines
+    from onnxroof.symbolic.latency_formulas import latency_lines
 
     assert "past it, once the spill plan settles:" in "\n".join(latency_lines(latency))
 

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from onnxroof.errors import UsageError
-from onnxroof.targets import DTYPES, ROOF_PREFERENCE, TAGS, bundled_targets, load_target, parse_target
+from onnxroof.core.errors import UsageError
+from onnxroof.roofline.targets import DTYPES, ROOF_PREFERENCE, TAGS, bundled_targets, load_target, parse_target
 
 EXPECTED = {
     "myriad-x", "tpu-v1", "fpga-ddr100",  # the reference exercises
@@ -323,7 +323,7 @@ def test_unknown_target_name_without_close_match_points_to_the_list():
 # --- the `onnxroof targets` listing ---------------------------------------------------------
 
 def test_targets_command_lists_every_bundled_target(capsys):
-    from onnxroof.cli import main
+    from onnxroof.cli.app import main
 
     assert main(["targets"]) == 0
     out = capsys.readouterr().out

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
-from onnxroof.errors import UnboundDims
+from onnxroof.core.errors import UnboundDims
 
 from conftest import make_model, run, zeros
 

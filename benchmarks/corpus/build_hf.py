@@ -596,9 +596,9 @@ def analyze_all(out_root: Path, only: set[str] | None) -> None:
                         "inputs": {t.name: list(t.shape) if t.shape is not None else None for t in a.inputs},
                     }
                     if mode == "phase":
-                        from onnxroof.llm import detect_decoder, phase_dims
+                        from onnxroof.cost.llm import detect_decoder, phase_dims
                         import onnx
-                        from onnxroof.inputs import fix_digit_dims
+                        from onnxroof.frontend.inputs import fix_digit_dims
                         raw = onnx.load(m["file"], load_external_data=False)
                         fix_digit_dims(raw)  # as analyze does before detect_decoder
                         lay = detect_decoder(raw)

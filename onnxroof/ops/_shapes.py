@@ -11,7 +11,7 @@ from typing import Sequence
 
 from onnx import TensorProto
 
-from ..tensors import Dim
+from ..core.tensors import Dim
 from .base import NodeView, OutputType, ShapeHandler, UnknownShape, output_types
 
 Dims = tuple[Dim, ...]

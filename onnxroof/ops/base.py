@@ -13,8 +13,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..nodes import DEFAULT_DOMAINS
-from ..tensors import Dim, TensorInfo
+from ..core.nodes import DEFAULT_DOMAINS
+from ..core.tensors import Dim, TensorInfo
 
 
 # slots, not frozen: one of each is made per node, and a frozen dataclass's __init__ costs 3x

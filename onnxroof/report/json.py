@@ -9,7 +9,7 @@ from json.encoder import encode_basestring_ascii as _string  # what json.dumps w
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from ..result import Encoded, compact_json, to_document
-from ..version import __version__
+from ..core.version import __version__
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -54,7 +54,7 @@ def document_json(analysis: "Analysis", compact: bool, extra: dict | None = None
 def grouped_document(analysis: "Analysis", by: str, depth: int | None = None) -> dict:
     """``summary --by module|op --format json``: the document without its node list, with the
     module tree (``modules``: each module's sums and children) or the op types (``ops``)."""
-    from ..modules import has_scopes, module_tree, op_breakdown
+    from ..compare.modules import has_scopes, module_tree, op_breakdown
 
     document = to_document(analysis)
     document.pop("nodes", None)

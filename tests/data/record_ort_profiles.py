@@ -39,8 +39,8 @@ def main() -> int:
     import onnx
     import onnxruntime as ort
 
-    from onnxroof.examples import build_example
-    from onnxroof.profile import OptimizedGraph
+    from onnxroof.core.examples import build_example
+    from onnxroof.measure.profiling import OptimizedGraph
 
     model = build_example("minigooglenet").SerializeToString()
     feeds = {"input": np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)}

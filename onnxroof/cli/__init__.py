@@ -1,0 +1,5 @@
+"""The command line: ``main`` parses the flags and runs one command (``onnxroof.cli:main``)."""
+
+from .app import main
+
+__all__ = ["main"]

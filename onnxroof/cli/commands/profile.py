@@ -1,0 +1,94 @@
+"""``onnxroof profile``: its flags and what it runs (the measuring is :mod:`onnxroof.measure.profiling`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ...core.errors import EXIT_OK, UsageError
+from ...core.files import write_atomically
+from ...measure.profiling import CALIBRATED_TARGET, DEFAULT_RUNS, DEFAULT_WARMUP, OPTIMIZATION_LEVELS
+
+HELP = "run the model with onnxruntime and compare each node's measured time with the predicted one"
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's flags."""
+    parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
+    parser.add_argument("--example", metavar="NAME", help="use a built-in example model")
+    parser.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, metavar="N",
+                        help=f"measured runs; each node's time is the median (default {DEFAULT_RUNS})")
+    parser.add_argument("--warmup", type=_count, default=DEFAULT_WARMUP, metavar="N",
+                        help=f"runs before the measured ones, dropped (default {DEFAULT_WARMUP})")
+    parser.add_argument("--target", metavar="NAME|FILE.toml",
+                        help=f"predict on this target (default: {CALIBRATED_TARGET} if it exists, else a quick calibration)")
+    parser.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
+                        help="set an input's shape (repeatable), as for summary")
+    parser.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
+                        help="bind a named dim everywhere (repeatable), as for summary")
+    parser.add_argument("--batch", type=_positive, metavar="N", help="set axis 0 of every input to N")
+    parser.add_argument("--optimization", choices=tuple(OPTIMIZATION_LEVELS), default="all",
+                        help="onnxruntime's graph optimization level (default all, what onnxruntime runs by default)")
+    parser.add_argument("--threads", type=_positive, metavar="N",
+                        help="onnxruntime intra-op threads (default: onnxruntime's, one per physical core)")
+    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the output to FILE; a FILE ending in .html gets the HTML report with the measured "
+                             "nodes on the target's roofline")
+    parser.add_argument("--keep-profile", metavar="FILE.json", help="also save onnxruntime's raw profile")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ...measure import profiling as profile
+    from ...pipeline import analyze
+    from ...core.examples import build_example
+    from ...report.profile_views import render_profile_html, render_profile_table
+
+    profile.import_onnxruntime()  # fail before analysing or calibrating
+    if args.example and args.model:
+        raise UsageError("give a model path or --example NAME, not both")
+    if not (args.example or args.model):
+        raise UsageError("no model given; pass a path to an .onnx file or --example NAME")
+    source: Any
+    if args.example:
+        source = build_example(args.example)
+    elif args.model.startswith("example:") and not Path(args.model).exists():
+        source = build_example(args.model.split(":", 1)[1])
+    else:
+        source = args.model
+    analysis = analyze(source, input_shapes=args.input_shape, dims=args.dim, batch=args.batch)
+    if not args.quiet:
+        for warning in analysis.warnings:
+            print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)
+    target, note = profile.resolve_target(args.target, args.quiet)
+    result = profile.profile_model(analysis, target, args.runs, model=source, warmup=args.warmup,
+                           optimization=args.optimization, threads=args.threads, keep_profile=args.keep_profile)
+    if note:
+        result.notes.append(note)
+    if args.output and args.output.lower().endswith(".html"):
+        text = render_profile_html(result)
+    elif args.format == "json":
+        text = json.dumps(result.to_dict(), indent=2) + "\n"
+    else:
+        text = render_profile_table(result)
+    if args.output:
+        write_atomically(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

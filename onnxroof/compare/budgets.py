@@ -1,0 +1,157 @@
+"""Budgets that gate CI: ``--fail-if "flops>+5%"``, ``"latency[myriad-x]>+2%"``,
+``"peak_memory>2MiB"``, ``"params>5M"``.
+
+A budget is ``METRIC[TARGET] OP LIMIT``. OP is one of ``> >= < <=``. LIMIT is absolute (a number
+with an optional SI prefix for counts, IEC or SI for bytes, or s/ms/us for times) or, in
+``onnxroof diff`` only, relative to the base model: a signed percentage (``+5%``).
+
+>>> parse_budget("latency[myriad-x]>+2%")
+Budget(metric='latency', target='myriad-x', op='>', limit=2.0, relative=True, text='latency[myriad-x]>+2%')
+>>> parse_budget("peak_memory>2MiB").limit
+2097152.0
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from ..core.errors import UsageError
+from ..core.units import iec, joules, seconds, si
+
+if TYPE_CHECKING:
+    from ..result import Analysis
+
+# metric -> (needs a target, how to read it from an Analysis (and the target's report))
+MODEL_METRICS: dict[str, Callable[["Analysis"], float]] = {
+    "params": lambda a: a.totals.params,
+    "param_bytes": lambda a: a.totals.param_bytes,
+    "macs": lambda a: a.totals.macs,
+    "mac_flops": lambda a: a.totals.mac_flops,
+    "flops": lambda a: a.totals.flops,
+    "peak_memory": lambda a: a.memory.model_order.peak_bytes,
+    "best_peak_memory": lambda a: a.memory.best.schedule.peak_bytes,
+    "unsupported": lambda a: sum(a.totals.unsupported.values()),
+}
+TARGET_METRICS: dict[str, Callable] = {
+    "latency": lambda r: r.latency_s,
+    "throughput": lambda r: r.throughput_per_s,
+    "energy": lambda r: r.energy_j if r.energy_j is not None else float("nan"),
+    "dram_bytes": lambda r: r.model_point.dram_bytes,
+}
+# how each metric's value reads in a message ("params is 11.7 M (11,680,912)"); counts otherwise
+_UNITS = {"param_bytes": "bytes", "peak_memory": "bytes", "best_peak_memory": "bytes", "dram_bytes": "bytes",
+          "latency": "seconds", "throughput": "per_second", "energy": "joules"}
+_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+_SUFFIXES = {
+    "": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+    "B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
+    "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "J": 1, "mJ": 1e-3, "uJ": 1e-6,
+}
+_PATTERN = re.compile(
+    r"^\s*(?P<metric>[a-z_]+)\s*(?:\[(?P<target>[^\]]+)\])?\s*(?P<op>>=|<=|>|<)\s*"
+    r"(?P<sign>[+-])?(?P<number>\d+(?:\.\d*)?|\.\d+)(?:[eE](?P<exp>[+-]?\d+))?\s*(?P<suffix>%|[A-Za-zµ]*)\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Budget:
+    metric: str
+    target: str | None
+    op: str
+    limit: float  # absolute value, or a percentage when relative
+    relative: bool
+    text: str
+
+    def label(self) -> str:
+        return f"{self.metric}[{self.target}]" if self.target else self.metric
+
+
+@dataclass(frozen=True)
+class BudgetResult:
+    budget: Budget
+    value: float  # the head's value (absolute budgets) or its change in percent (relative ones)
+    broken: bool
+
+    def describe(self) -> str:
+        shown = f"{self.value:+.2f}%" if self.budget.relative else value_text(self.value, _UNITS.get(self.budget.metric))
+        return f"{self.budget.text}: {self.budget.label()} is {shown} -> {'BROKEN' if self.broken else 'ok'}"
+
+
+def value_text(value: float, unit: str | None) -> str:
+    """A metric's value with its unit and, where rounded, the exact figure.
+
+    >>> value_text(11_680_912, None), value_text(2_097_152, "bytes"), value_text(0.0012, "seconds")
+    ('11.7 M (11,680,912)', '2 MiB (2,097,152 B)', '1.2 ms')
+    """
+    if value != value:  # NaN: a target without the figure
+        return "n/a"
+    if unit == "bytes":
+        return f"{iec(value)} ({value:,.0f} B)" if value >= 1024 else f"{value:,.0f} B"
+    if unit == "seconds":
+        return seconds(value)
+    if unit == "per_second":
+        return f"{value:,.1f}/s"
+    if unit == "joules":
+        return joules(value)
+    return f"{si(value)} ({value:,.0f})" if abs(value) >= 1000 else f"{value:,.6g}"
+
+
+def parse_budget(text: str) -> Budget:
+    match = _PATTERN.match(text)
+    if not match:
+        raise UsageError(
+            f"--fail-if {text!r}: expected METRIC[TARGET]OP LIMIT, e.g. 'flops>+5%', 'params>5M', "
+            "'latency[myriad-x]>+2%', 'peak_memory>2MiB'"
+        )
+    metric, target, suffix = match["metric"], match["target"], match["suffix"]
+    if metric in TARGET_METRICS and not target:
+        raise UsageError(f"--fail-if {text!r}: {metric} is per target; write {metric}[TARGET]")
+    if metric in MODEL_METRICS and target:
+        raise UsageError(f"--fail-if {text!r}: {metric} is a model metric; drop [{target}]")
+    if metric not in MODEL_METRICS and metric not in TARGET_METRICS:
+        known = ", ".join([*MODEL_METRICS, *(f"{m}[TARGET]" for m in TARGET_METRICS)])
+        raise UsageError(f"--fail-if {text!r}: unknown metric {metric!r}; choose from {known}")
+    number = float(match["number"]) * 10 ** int(match["exp"] or 0)
+    if match["sign"] == "-":
+        number = -number
+    relative = suffix == "%"
+    if not relative:
+        if suffix not in _SUFFIXES:
+            raise UsageError(f"--fail-if {text!r}: unknown unit {suffix!r} (use k M G, KiB MiB GiB, ms us, or %)")
+        if match["sign"] == "+":
+            raise UsageError(f"--fail-if {text!r}: a signed limit is relative and needs %, e.g. +5%")
+        number *= _SUFFIXES[suffix]
+    return Budget(metric, target, match["op"], number, relative, text.strip())
+
+
+def metric_value(analysis: "Analysis", metric: str, target: str | None) -> float:
+    if target is None:
+        return float(MODEL_METRICS[metric](analysis))
+    for report in analysis.targets:
+        if report.target.name == target:
+            return float(TARGET_METRICS[metric](report))
+    raise UsageError(f"--fail-if {metric}[{target}]: that target was not analysed; add --target {target}")
+
+
+def check_budgets(budgets: list[Budget], head: "Analysis", base: "Analysis | None" = None) -> list[BudgetResult]:
+    """Evaluate every budget on ``head`` (relative ones against ``base``)."""
+    results = []
+    for budget in budgets:
+        value = metric_value(head, budget.metric, budget.target)
+        if budget.relative:
+            if base is None:
+                raise UsageError(f"--fail-if {budget.text!r}: a relative budget needs a base model (onnxroof diff)")
+            before = metric_value(base, budget.metric, budget.target)
+            value = percent_change(before, value)
+        results.append(BudgetResult(budget, value, bool(_OPS[budget.op](value, budget.limit))))
+    return results
+
+
+def percent_change(before: float, after: float) -> float:
+    """Change in percent; growing from zero is +inf, staying at zero is 0."""
+    if before == 0:
+        return 0.0 if after == 0 else float("inf") if after > 0 else float("-inf")
+    return 100.0 * (after - before) / abs(before)

@@ -1,0 +1,286 @@
+"""Two analyses side by side: what got bigger, slower or hungrier, and where.
+
+Nodes are matched by name first; nodes whose names changed are matched by graph structure: a
+signature of the node's op type and output shape, refined three times with its producers'
+signatures (a Weisfeiler-Lehman hash), so a renamed but identical model matches node for node.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from .budgets import percent_change
+
+if TYPE_CHECKING:
+    from ..result import Analysis
+    from ..cost.graph import NodeRecord
+
+_REFINEMENTS = 3
+
+
+@dataclass(frozen=True)
+class Delta:
+    key: str
+    label: str
+    unit: str  # "count" | "bytes" | "seconds" | "per_second" | "joules"
+    base: float | None
+    head: float | None
+
+    @property
+    def change(self) -> float | None:
+        return None if self.base is None or self.head is None else self.head - self.base
+
+    @property
+    def percent(self) -> float | None:
+        return None if self.base is None or self.head is None else percent_change(self.base, self.head)
+
+
+@dataclass
+class NodeChange:
+    base: "NodeRecord | None"
+    head: "NodeRecord | None"
+    matched_by: str  # "name" | "structure" | "" (added or removed)
+    changes: list[str] = field(default_factory=list)  # what differs: "macs", "output_shape", ...
+
+    @property
+    def kind(self) -> str:
+        if self.base is None:
+            return "added"
+        if self.head is None:
+            return "removed"
+        return "changed" if self.changes else "unchanged"
+
+    @property
+    def name(self) -> str:
+        return (self.head or self.base).name  # type: ignore[union-attr]
+
+
+@dataclass
+class ModelDiff:
+    base: "Analysis"
+    head: "Analysis"
+    input_changes: list[str]
+    totals: list[Delta]
+    targets: dict[str, list[Delta]]
+    op_types: list[dict]
+    nodes: list[NodeChange]
+    top_time_changes: dict[str, list[tuple[str, float, float]]]  # target -> (node, base s, head s)
+    modules: list[dict] = field(default_factory=list)  # per module (two levels deep) that changed, by impact
+
+    @property
+    def changed_nodes(self) -> list[NodeChange]:
+        """The nodes that differ, the largest change first: time on the first target, then FLOPs,
+        then bytes moved; nodes that cost nothing on either side (views, shape arithmetic) last.
+        Ties keep the graph order."""
+        times = self._first_target_times
+        position = {id(n): i for i, n in enumerate(self.nodes)}
+
+        def impact(change: NodeChange) -> tuple:
+            def side(record, which: int) -> tuple[float, int, int]:
+                if record is None:
+                    return 0.0, 0, 0
+                return times[which].get(record.name, 0.0), record.flops, record.memory_bytes
+
+            (tb, fb, bb), (th, fh, bh) = side(change.base, 0), side(change.head, 1)
+            free = not (tb or th or fb or fh or bb or bh)
+            return free, -abs(th - tb), -abs(fh - fb), -abs(bh - bb), position[id(change)]
+
+        return sorted((n for n in self.nodes if n.kind != "unchanged"), key=impact)
+
+    @cached_property
+    def _first_target_times(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Kernel times (by the kernel's first node) on the head's first target, base and head."""
+        if not self.head.targets:
+            return {}, {}
+        name = self.head.targets[0].target.name
+        before = next((r for r in self.base.targets if r.target.name == name), None)
+        return ({n.name: n.placement.time_s for n in before.nodes} if before else {},
+                {n.name: n.placement.time_s for n in self.head.targets[0].nodes})
+
+
+def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10) -> ModelDiff:
+    nodes = match_nodes(base.nodes, head.nodes)
+    targets: dict[str, list[Delta]] = {}
+    base_reports = {r.target.name: r for r in base.targets}
+    top_changes: dict[str, list[tuple[str, float, float]]] = {}
+    for report in head.targets:
+        before = base_reports.get(report.target.name)
+        targets[report.target.name] = [
+            Delta("latency_s", "latency", "seconds", before and before.latency_s, report.latency_s),
+            Delta("throughput_per_s", "throughput", "per_second", before and before.throughput_per_s, report.throughput_per_s),
+            Delta("energy_j", "energy", "joules", before and before.energy_j, report.energy_j),
+            Delta("dram_bytes", "DRAM traffic", "bytes", before and before.model_point.dram_bytes, report.model_point.dram_bytes),
+        ]
+        base_times = {n.name: n.placement.time_s for n in before.nodes} if before else {}
+        head_times = {n.name: n.placement.time_s for n in report.nodes}
+        rows = []
+        for change in nodes:
+            b = base_times.get(change.base.name, 0.0) if change.base else 0.0
+            h = head_times.get(change.head.name, 0.0) if change.head else 0.0
+            if b != h:
+                rows.append((change.name, b, h))
+        top_changes[report.target.name] = sorted(rows, key=lambda row: -abs(row[2] - row[1]))[:top]
+    return ModelDiff(
+        base=base,
+        head=head,
+        input_changes=_input_changes(base, head),
+        totals=_total_deltas(base, head),
+        targets=targets,
+        op_types=_op_type_rows(base, head),
+        nodes=nodes,
+        top_time_changes=top_changes,
+        modules=module_changes(base, head),
+    )
+
+
+MODULE_DIFF_DEPTH = 2
+
+
+def module_changes(base: "Analysis", head: "Analysis", depth: int = MODULE_DIFF_DEPTH) -> list[dict]:
+    """The modules (down to ``depth`` levels) whose cost changed, matched by path, the largest
+    change first (time on the head's first target, then FLOPs, then parameters); [] when
+    neither model's node names carry module scopes."""
+    from .modules import descendants, has_scopes, module_tree
+
+    if not (has_scopes(base) or has_scopes(head)):
+        return []
+    target = head.targets[0].target.name if head.targets else None
+
+    before, after = ({m.path: m for m in descendants(module_tree(a, depth))} for a in (base, head))
+    rows = []
+    for path in before.keys() | after.keys():
+        b, h = before.get(path), after.get(path)
+        row = {"module": path, "kind": "added" if b is None else "removed" if h is None else "changed"}
+        for key in ("params", "macs", "flops"):
+            row[f"base_{key}"], row[f"head_{key}"] = getattr(b, key, 0), getattr(h, key, 0)
+        row["base_time_s"] = b.time_s.get(target, 0.0) if b and target else None
+        row["head_time_s"] = h.time_s.get(target, 0.0) if h and target else None
+        if b is not None and h is not None and all(row[f"base_{k}"] == row[f"head_{k}"] for k in ("params", "macs", "flops")) \
+                and row["base_time_s"] == row["head_time_s"]:
+            continue
+        rows.append(row)
+
+    def impact(row: dict) -> tuple:
+        time = abs((row["head_time_s"] or 0.0) - (row["base_time_s"] or 0.0))
+        return -time, -abs(row["head_flops"] - row["base_flops"]), -abs(row["head_params"] - row["base_params"]), row["module"]
+
+    return sorted(rows, key=impact)
+
+
+def _total_deltas(base: "Analysis", head: "Analysis") -> list[Delta]:
+    b, h = base.totals, head.totals
+    return [
+        Delta("params", "parameters", "count", b.params, h.params),
+        Delta("param_bytes", "parameter bytes", "bytes", b.param_bytes, h.param_bytes),
+        Delta("mac_flops", "MAC-FLOPs", "count", b.mac_flops, h.mac_flops),
+        Delta("flops", "FLOPs", "count", b.flops, h.flops),
+        Delta("peak_memory", "peak activations", "bytes", base.memory.model_order.peak_bytes, head.memory.model_order.peak_bytes),
+        Delta("best_peak_memory", "peak activations (best order)", "bytes",
+              base.memory.best.schedule.peak_bytes, head.memory.best.schedule.peak_bytes),
+        Delta("nodes", "nodes", "count", b.nodes, h.nodes),
+    ]
+
+
+def _input_changes(base: "Analysis", head: "Analysis") -> list[str]:
+    before = {i.name: i for i in base.inputs}
+    after = {i.name: i for i in head.inputs}
+    lines = []
+    for name in sorted(before.keys() | after.keys()):
+        b, h = before.get(name), after.get(name)
+        if b is None:
+            lines.append(f"input {name} added: {h.shape_text()} {_dtype(h)}")
+        elif h is None:
+            lines.append(f"input {name} removed (was {b.shape_text()} {_dtype(b)})")
+        elif b.shape != h.shape or b.dtype != h.dtype:
+            lines.append(f"input {name}: {b.shape_text()} {_dtype(b)} -> {h.shape_text()} {_dtype(h)}")
+    if base.dtype != head.dtype or base.batch != head.batch:
+        lines.append(f"costed as dtype {base.dtype}, batch {base.batch or 1} -> dtype {head.dtype}, batch {head.batch or 1}")
+    return lines
+
+
+def _dtype(info) -> str:
+    from ..core.dtypes import dtype_name
+
+    return dtype_name(info.dtype)
+
+
+def _op_type_rows(base: "Analysis", head: "Analysis") -> list[dict]:
+    rows: dict[str, dict] = defaultdict(lambda: {"base_count": 0, "head_count": 0, "base_flops": 0, "head_flops": 0})
+    for side, analysis in (("base", base), ("head", head)):
+        for record in analysis.nodes:
+            row = rows[record.op_type]
+            row[f"{side}_count"] += 1
+            row[f"{side}_flops"] += record.flops
+    result = [{"op_type": op, **row} for op, row in rows.items()]
+    return sorted(result, key=lambda r: (-abs(r["head_flops"] - r["base_flops"]), r["op_type"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Node matching
+
+
+def match_nodes(base: list["NodeRecord"], head: list["NodeRecord"]) -> list[NodeChange]:
+    """Pair the nodes of two models: by name, then by structure; the rest are added or removed."""
+    head_by_name = {r.name: r for r in head}
+    pairs: list[NodeChange] = []
+    unmatched_base = []
+    for record in base:
+        partner = head_by_name.pop(record.name, None)
+        if partner is not None and partner.op_type == record.op_type:
+            pairs.append(NodeChange(record, partner, "name", _changes(record, partner)))
+        else:
+            if partner is not None:
+                head_by_name[record.name] = partner
+            unmatched_base.append(record)
+    unmatched_head = [r for r in head if r.name in head_by_name]
+    if unmatched_base and unmatched_head:
+        base_signatures = structural_signatures(base)
+        head_signatures = structural_signatures(head)
+        waiting: dict[str, list["NodeRecord"]] = defaultdict(list)
+        for record in unmatched_head:
+            waiting[head_signatures[record.name]].append(record)
+        still_base = []
+        for record in unmatched_base:
+            candidates = waiting.get(base_signatures[record.name])
+            if candidates:
+                partner = candidates.pop(0)
+                pairs.append(NodeChange(record, partner, "structure", _changes(record, partner)))
+            else:
+                still_base.append(record)
+        unmatched_base = still_base
+        unmatched_head = [r for group in waiting.values() for r in group]
+    pairs += [NodeChange(r, None, "") for r in unmatched_base]
+    pairs += [NodeChange(None, r, "") for r in unmatched_head]
+    order = {r.name: i for i, r in enumerate(head)}
+    return sorted(pairs, key=lambda p: (order.get(p.head.name, len(order)) if p.head else len(order) + p.base.index))
+
+
+def structural_signatures(records: list["NodeRecord"]) -> dict[str, str]:
+    """A name-free signature per node: op type and output shapes, refined with the producers'."""
+    producer = {name: r.name for r in records for name in r.outputs if name}
+    signature = {r.name: f"{r.op_type}|{r.output_shapes}|{r.params}" for r in records}
+    for _ in range(_REFINEMENTS):
+        signature = {
+            r.name: _hash(signature[r.name] + "<" + ",".join(
+                signature[producer[n]] if n in producer else f"in:{shape}"
+                for n, shape in zip(r.inputs, r.input_shapes)
+            ))
+            for r in records
+        }
+    return signature
+
+
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def _changes(base: "NodeRecord", head: "NodeRecord") -> list[str]:
+    fields = ("macs", "flops", "params", "weight_bytes", "input_bytes", "output_bytes", "dtype", "status")
+    changes = [f for f in fields if getattr(base, f) != getattr(head, f)]
+    if base.output_shapes != head.output_shapes:
+        changes.append("output_shape")
+    return changes

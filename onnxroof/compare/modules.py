@@ -1,0 +1,196 @@
+"""Costs per module (issue 21): the module tree exporters keep in node names.
+
+PyTorch's TorchScript exporter names a node after the module that made it (``/encoder/layer.0/
+attention/self/MatMul``: module ``encoder/layer.0/attention/self``, node ``MatMul``), as optimum
+and onnxruntime-genai's builder do (``/model/layers.3/mlp/...``) and tf2onnx
+(``model/dense/MatMul``); its dynamo exporter names nodes ``node_MatMul_12`` and writes the path
+in the node's metadata (``pkg.torch.onnx.name_scopes``), which wins where present.
+:func:`module_tree` groups the node records by that path into a tree whose every module holds
+the sums of the nodes below it, so children add up to their parent and the root to the model's
+totals; :func:`op_breakdown` groups them by op type instead. A graph whose names carry no scope
+(``Conv_0``, ``node_MatMul_12``) has no module tree: :func:`has_scopes` says so and the
+outputs fall back to op types with a note.
+
+Shared parameters (a tied embedding and LM head) count in the module of the first node that
+reads them, once, so the modules' parameters add up to the model's. A fused kernel's time on a
+target is split over its nodes by FLOPs (by bytes when it does none), the split a profile makes.
+
+>>> from onnx import TensorProto, helper
+>>> from onnxroof import analyze
+>>> nodes = [helper.make_node("Relu", ["x"], ["a"], name="/block.0/act/Relu"),
+...          helper.make_node("Relu", ["a"], ["y"], name="/block.1/act/Relu")]
+>>> graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+...                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+>>> tree = module_tree(analyze(helper.make_model(graph)))
+>>> [(m.name, m.flops, m.nodes) for m in tree.children]
+[('block.0', 8, 1), ('block.1', 8, 1)]
+>>> tree.flops
+16
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator
+
+from ..roofline.placement import node_times as _node_times
+
+if TYPE_CHECKING:
+    from ..cost.graph import NodeRecord
+    from ..result import Analysis
+
+ROOT = "(model)"
+OWN_NODES = "(its own nodes)"  # the nodes of a module that are in none of its children
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")  # layer.11, layers_3, h.0: a block repeated by index
+
+
+@dataclass
+class ModuleCost:
+    """One module: the sums over every node below it."""
+
+    name: str  # its own name ("layer.0")
+    path: str  # from the root ("encoder/layer.0")
+    nodes: int = 0
+    macs: int = 0
+    flops: int = 0
+    params: int = 0
+    weight_bytes: int = 0  # parameter bytes its nodes read per run
+    activation_bytes: int = 0  # activation bytes its nodes read and write
+    peak_bytes: int = 0  # the most live activation bytes while one of its nodes runs (model order)
+    time_s: dict[str, float] = field(default_factory=dict)  # target -> seconds
+    children: list["ModuleCost"] = field(default_factory=list)
+
+    def signature(self) -> tuple:
+        """What two repeated blocks share when they are alike (names aside)."""
+        return (self.nodes, self.macs, self.flops, self.params, self.weight_bytes, self.activation_bytes,
+                tuple(c.signature() for c in self.children))
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "path": self.path, "nodes": self.nodes, "macs": self.macs, "flops": self.flops,
+                "params": self.params, "weight_bytes": self.weight_bytes, "activation_bytes": self.activation_bytes,
+                "peak_bytes": self.peak_bytes, "time_s": self.time_s,
+                "children": [c.to_dict() for c in self.children]}
+
+
+def record_path(record: "NodeRecord") -> tuple[str, ...]:
+    """A node's module path: the exporter's metadata when it wrote one (PyTorch's dynamo
+    exporter), else the scopes in its name."""
+    return record.scope or module_path(record.name)
+
+
+def module_path(name: str) -> tuple[str, ...]:
+    """The module scopes in a node's name: all its ``/``-separated parts but the last.
+
+    >>> module_path("/encoder/layer.0/attention/self/MatMul")
+    ('encoder', 'layer.0', 'attention', 'self')
+    >>> module_path("model/dense/MatMul"), module_path("Conv_0")
+    (('model', 'dense'), ())
+    """
+    parts = [part for part in name.split("/") if part]
+    return tuple(parts[:-1])
+
+
+def has_scopes(analysis: "Analysis") -> bool:
+    """Whether most counted nodes' names carry a module scope."""
+    counted = [r for r in analysis.nodes if r.counted]
+    return bool(counted) and sum(1 for r in counted if record_path(r)) * 2 >= len(counted)
+
+
+def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times: dict[str, float]) -> None:
+    module.nodes += 1
+    module.macs += record.macs
+    module.flops += record.flops
+    module.params += params
+    module.weight_bytes += record.weight_bytes
+    module.activation_bytes += record.input_bytes + record.output_bytes
+    module.peak_bytes = max(module.peak_bytes, peak)
+    for target, seconds in times.items():
+        module.time_s[target] = module.time_s.get(target, 0.0) + seconds
+
+
+def _first_reads(records: list["NodeRecord"]) -> dict[str, int]:
+    """Each node's parameters, counted at the first node that reads each parameter tensor."""
+    seen: set[str] = set()
+    counted = {}
+    for record in records:
+        fresh = [name for name in record.param_inputs if name not in seen]
+        seen.update(record.param_inputs)
+        share = len(fresh) / len(record.param_inputs) if record.param_inputs else 1.0
+        counted[record.name] = round(record.params * share)
+    return counted
+
+
+def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
+    """The module tree of ``analysis`` (down to ``depth`` levels below the root; deeper scopes
+    fold into their ancestor at that depth). Nodes without a scope sit at the root."""
+    records = analysis.nodes
+    params = _first_reads(records)
+    live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
+    times = _node_times(analysis.nodes, analysis.targets)
+    root = ModuleCost(ROOT, "")
+    index: dict[tuple[str, ...], ModuleCost] = {(): root}
+    own: dict[tuple[str, ...], ModuleCost] = {}  # the nodes that sit at a module itself, not in a child
+    for record in records:
+        path = record_path(record)[:depth] if depth is not None else record_path(record)
+        node_time = {target: per_node.get(record.name, 0.0) for target, per_node in times.items()}
+        cost = (record, params[record.name], live.get(record.name, 0), node_time)
+        _add(root, *cost)
+        for level in range(1, len(path) + 1):
+            key = path[:level]
+            module = index.get(key)
+            if module is None:
+                module = index[key] = ModuleCost(key[-1], "/".join(key))
+                index[key[:-1]].children.append(module)
+            _add(module, *cost)
+        _add(own.setdefault(path, ModuleCost(OWN_NODES, "/".join((*path, OWN_NODES)))), *cost)
+    for path, nodes in own.items():  # beside children, a module's own nodes are one more child
+        if index[path].children:
+            index[path].children.append(nodes)
+    return root
+
+
+def op_breakdown(analysis: "Analysis") -> list[ModuleCost]:
+    """One entry per op type (its ``name``), costliest first (FLOPs, then bytes)."""
+    params = _first_reads(analysis.nodes)
+    live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
+    times = _node_times(analysis.nodes, analysis.targets)
+    by_op: dict[str, ModuleCost] = {}
+    for record in analysis.nodes:
+        entry = by_op.setdefault(record.op_type, ModuleCost(record.op_type, record.op_type))
+        _add(entry, record, params[record.name], live.get(record.name, 0),
+             {target: per_node.get(record.name, 0.0) for target, per_node in times.items()})
+    return sorted(by_op.values(), key=lambda m: (-m.flops, -(m.weight_bytes + m.activation_bytes), m.name))
+
+
+def descendants(module: ModuleCost) -> Iterator[ModuleCost]:
+    """Every module below ``module``, parents before their children (depth first, in order)."""
+    for child in module.children:
+        yield child
+        yield from descendants(child)
+
+
+def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str]]:
+    """Siblings in order, with runs of alike numbered blocks (``layer.0`` ... ``layer.11``, the
+    same costs) as one entry: (the first block, how many, a label such as ``layer.0-11``).
+
+    >>> blocks = [ModuleCost(f"layer.{i}", f"layer.{i}", nodes=3, flops=10) for i in range(3)]
+    >>> [(m.name, count, label) for m, count, label in repeated_runs(blocks + [ModuleCost("pool", "pool")])]
+    [('layer.0', 3, 'layer.0-2'), ('pool', 1, 'pool')]
+    """
+    runs: list[tuple[ModuleCost, int, str]] = []
+    i = 0
+    while i < len(children):
+        first = children[i]
+        match = _NUMBERED.match(first.name)
+        j = i + 1
+        if match:
+            prefix, number = match.group(1), int(match.group(2))
+            while (j < len(children) and children[j].name == f"{prefix}{number + (j - i)}"
+                   and children[j].signature() == first.signature()):
+                j += 1
+        count = j - i
+        label = first.name if count == 1 else f"{first.name}-{int(match.group(2)) + count - 1}"  # type: ignore[union-attr]
+        runs.append((first, count, label))
+        i = j
+    return runs

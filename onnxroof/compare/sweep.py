@@ -1,0 +1,72 @@
+"""Sweeps: one analysis per value of a dim (``--sweep sequence_length=1,8,64,512,2048``).
+
+A sweep symbol is a dim name of the model, or one of the pseudo-symbols ``batch``, ``dtype``,
+``seq`` (prefill length, with ``--phase prefill``) and ``context`` (decode context, with
+``--phase decode``). Several sweeps form their cartesian product, at most ``MAX_POINTS`` points.
+
+>>> parse_sweep("batch=1,8,64")
+('batch', [1, 8, 64])
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from ..core.errors import UsageError
+
+MAX_POINTS = 64
+PSEUDO = ("batch", "dtype", "seq", "context")
+
+
+@dataclass
+class SweepPoint:
+    values: dict[str, Any]  # symbol -> value at this point
+    analysis: Any  # onnxroof.result.Analysis
+
+
+def parse_sweep(text: str) -> tuple[str, list]:
+    symbol, sep, values = text.partition("=")
+    symbol = symbol.strip()
+    items = [v.strip() for v in values.split(",") if v.strip()]
+    if not sep or not symbol or not items:
+        raise UsageError(f"--sweep {text!r}: expected SYMBOL=V1,V2,..., e.g. --sweep sequence_length=1,64,512")
+    if symbol == "dtype":
+        return symbol, items
+    if not all(v.isdigit() for v in items):
+        raise UsageError(f"--sweep {text!r}: values must be non-negative integers")
+    return symbol, [int(v) for v in items]
+
+
+def run_sweep(model: str | onnx.ModelProto, sweeps: list[tuple[str, list]], **options: Any) -> list[SweepPoint]:
+    """Analyse ``model`` at every point of the sweeps; ``options`` are analyze()'s other arguments."""
+    from ..pipeline import analyze
+    from ..frontend.load import load_model
+
+    names = [symbol for symbol, _ in sweeps]
+    if len(set(names)) != len(names):
+        raise UsageError("--sweep: each symbol may be swept once")
+    points = list(itertools.product(*(values for _, values in sweeps)))
+    if len(points) > MAX_POINTS:
+        raise UsageError(f"--sweep: {len(points)} points; at most {MAX_POINTS} (sweep fewer values)")
+    proto = model if isinstance(model, onnx.ModelProto) else load_model(model)
+    results = []
+    for point in points:
+        values = dict(zip(names, point))
+        kwargs = dict(options)
+        dims = dict(kwargs.pop("dims", None) or {})
+        for symbol, value in values.items():
+            if symbol in PSEUDO:
+                kwargs[symbol] = value
+            else:
+                dims[symbol] = value
+        analysis = analyze(proto, dims=dims, **kwargs)
+        if not isinstance(model, onnx.ModelProto):  # loaded once, analysed in memory: name it by its file
+            path = Path(model)
+            analysis.model = replace(analysis.model, name=path.stem, path=str(path), file_bytes=path.stat().st_size)
+        results.append(SweepPoint(values, analysis))
+    return results

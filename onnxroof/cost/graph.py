@@ -1,0 +1,665 @@
+"""Stage 3: the cost DAG, one cost record per ONNX node, linked by the tensors they exchange.
+
+Edges carry tensors (producer -> consumer) and their bytes. Tensors computed only from
+initializers and constants are parameters, not activations, and their producers are folded
+(they cost nothing at run time). One linear pass over the nodes; no weight is ever read.
+
+>>> from onnxroof.core.examples import build_example
+>>> from onnxroof.frontend.shapes import infer_shapes
+>>> model = build_example("shallownet")
+>>> graph = cost_graph(model, infer_shapes(model, model.graph.node))
+>>> [record.op_type for record in graph.records]
+['Conv', 'Relu', 'Flatten', 'Gemm', 'Softmax']
+>>> dag = graph.to_networkx()
+>>> list(dag.successors("conv2d_0")), dag.edges["conv2d_0", "activation_0"]["bytes"]
+(['activation_0'], 131072)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnx
+
+from ..core.dtypes import dtype_name, tensor_bytes
+from ..core.nodes import DEFAULT_DOMAINS, NodeFields, node_names, read_node_fields
+from ..ops import NodeView, OpCost, OpRule, UnknownShape, UnknownValue, rule_for
+from ..frontend.shape_arithmetic import settings_tensors
+from ..frontend.shapes import ShapeResult
+from ..core.tensors import TensorInfo
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+# Ops that only re-lay or re-type a constant: the bytes a node reads of their result per run are
+# the bytes of the data they read (an int8 weight behind DequantizeLinear is read as int8: runtimes
+# fuse the dequantization into the integer kernel).
+_STORAGE_PRESERVING = frozenset(
+    "Cast CastLike DequantizeLinear Transpose Reshape Identity Squeeze Unsqueeze Flatten".split()
+)
+# Folded ops whose output is itself a stored root (cost-model.md section 3): a Constant's tensor,
+# and a ConstantOfShape's fill (materialized at load time).
+_ROOT_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
+_GATHERS = frozenset({"Gather", "GatherElements", "GatherND"})
+# Ops whose output is not a function of their inputs: never folded as constants.
+_NONDETERMINISTIC = frozenset("RandomNormal RandomUniform RandomNormalLike RandomUniformLike Multinomial Bernoulli".split())
+
+STATUS_OK = "ok"  # costed by its rule
+STATUS_CONSTANT = "constant"  # computed from constants only: folded, costs nothing
+STATUS_UNSUPPORTED = "unsupported"  # no rule for this op: not counted
+STATUS_UNKNOWN_SHAPE = "unknown_shape"  # a shape its rule needs is unknown: not counted
+STATUS_UNKNOWN_VALUE = "unknown_value"  # a value its rule needs (a Loop's trip count) is unknown: not counted
+# a size only the data decides (rows routed to an expert) and no known total: not counted, its bound stated
+STATUS_DATA_DEPENDENT = "data_dependent"
+_GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
+_NO_COST = OpCost()
+_NO_INFO = TensorInfo("")  # a tensor nothing is known about
+# the parameter inputs and subgraphs of a record that has none: one shared empty object (no reader
+# of a record mutates them) instead of one per node
+_NO_PARAMETERS: list[str] = []
+_NO_SUBGRAPHS: dict[str, "SubgraphCost"] = {}
+_NO_SCOPE: tuple[str, ...] = ()
+
+
+def _name_scopes(node: onnx.NodeProto) -> tuple[str, ...]:
+    """The module path in PyTorch's ``pkg.torch.onnx.name_scopes`` metadata: each entry is a
+    module's full dotted path (``['', 'm', 'm.model', 'm.model.layers.0', 'add_3']``, the last
+    the node itself), so each module's own name is what it adds to its parent's
+    (``('m', 'model', 'layers.0')``).
+
+    >>> node = onnx.helper.make_node("Add", ["a", "b"], ["c"])
+    >>> entry = node.metadata_props.add(); entry.key = "pkg.torch.onnx.name_scopes"
+    >>> entry.value = "['', 'm', 'm.model', 'm.model.layers.0', 'add_3']"
+    >>> _name_scopes(node)
+    ('m', 'model', 'layers.0')
+    """
+    import ast
+
+    text = next((p.value for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"), None)
+    if not text:
+        return _NO_SCOPE
+    try:
+        scopes = [s for s in ast.literal_eval(text) if isinstance(s, str)]
+    except (ValueError, SyntaxError):
+        return _NO_SCOPE
+    path, parent = [], ""
+    for scope in scopes[:-1]:  # the last entry is the node itself
+        if not scope:
+            continue
+        own = scope[len(parent) + 1:] if parent and scope.startswith(parent + ".") else scope
+        path.append(own)
+        parent = scope
+    return tuple(path)
+
+
+@dataclass(slots=True)  # slotted: one per node of graphs of 10^5 nodes
+class NodeRecord:
+    """The cost of one ONNX node. Every number in every output traces back to one of these."""
+
+    name: str
+    op_type: str
+    domain: str
+    index: int  # position in the model's node list
+    family: str
+    status: str
+    reason: str
+    inputs: list[str]
+    outputs: list[str]
+    input_shapes: list[list | None]  # dims are ints, or a symbol's name / None when unknown
+    input_dtypes: list[str]
+    output_shapes: list[list | None]
+    output_dtypes: list[str]
+    dtype: str  # the element type the node computes in
+    macs: int = 0
+    flops: int = 0  # total: 2 x macs + other element operations
+    params: int = 0  # elements of the parameter tensors this node reads
+    weight_bytes: int = 0  # stored bytes of those parameters
+    input_bytes: int = 0  # activation bytes read (0 for views and folded constants)
+    output_bytes: int = 0  # activation bytes written (0 for views and folded constants)
+    formula: str = ""
+    view: bool = False
+    param_inputs: list[str] = field(default_factory=list)
+    # all outputs known at analysis time (shape arithmetic once the dims are bound): runtimes
+    # fold or run these on the host, so no target charges a kernel launch for them
+    shape_only: bool = False
+    subgraphs: dict[str, "SubgraphCost"] = field(default_factory=dict)  # If branches, Loop/Scan bodies
+    # the module path the exporter wrote in the node's metadata (PyTorch's dynamo exporter:
+    # pkg.torch.onnx.name_scopes), innermost last; () when it wrote none
+    scope: tuple[str, ...] = ()
+
+    @property
+    def counted(self) -> bool:
+        return self.status in (STATUS_OK, STATUS_CONSTANT)
+
+    @property
+    def mac_flops(self) -> int:
+        return 2 * self.macs
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes moved if everything streams from DRAM: weights + inputs + outputs."""
+        return self.weight_bytes + self.input_bytes + self.output_bytes
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOPs per byte moved with everything streamed from DRAM (None if no bytes move)."""
+        return self.flops / self.memory_bytes if self.memory_bytes else None
+
+
+@dataclass(slots=True)
+class TensorRecord:
+    name: str
+    dtype: str
+    shape: tuple | None
+    bytes: int | None  # None when the shape is unknown
+    kind: str  # "input" | "activation" | "parameter" | "constant"
+    producer: str | None = None
+    consumers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SubgraphCost:
+    """The cost of one subgraph (an If branch, a Loop or Scan body), nested subgraphs included."""
+
+    name: str
+    records: list[NodeRecord]
+    macs: int
+    flops: int
+    params: int  # parameters stored inside the subgraph (its initializers and constants)
+    weight_bytes: int
+    unsupported: Counter  # op -> nodes with no rule, nested ones included
+    not_counted: Counter  # op -> nodes not counted for any other reason, nested ones included
+    taken: bool = True  # False for an If branch its known condition does not select (shown, not counted)
+    # for the memory stage: bytes of the activations the subgraph holds (its formal inputs and
+    # what its nodes produce), and its formal inputs and outputs
+    activation_bytes: dict[str, int] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CostOptions:
+    """Settings the user gives for values a model does not fix."""
+
+    loop_trips: int | None = None  # trip count for Loops whose count is not a constant
+
+
+@dataclass(frozen=True, slots=True)
+class _Derived:
+    """The fields of a node's record that follow from its signature (:meth:`_Coster._signature`):
+    the same for every node that looks alike, so computed once and shared (lists included; no
+    reader of a record mutates them)."""
+
+    status: str
+    reason: str
+    cost: OpCost
+    family: str
+    dtype: str
+    input_shapes: list[list | None]
+    input_dtypes: list[str]
+    output_shapes: list[list | None]
+    output_dtypes: list[str]
+    param_slots: tuple[int, ...]  # input slots read as parameters (the first slot of a repeated name)
+    input_bytes: int
+    output_bytes: int
+    shape_only: bool
+    shareable: bool  # False when the reason names the node's tensors or the rule read a known value
+
+
+class _ValueReads(Mapping):
+    """The known values as a rule sees them, noting whether it read one: its result then depends
+    on that value, not only on the node's signature."""
+
+    def __init__(self, values: Mapping[str, np.ndarray]):
+        self.values = values
+        self.read = False
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        value = self.values[name]  # a KeyError (no value known) reads nothing
+        self.read = True
+        return value
+
+    def __iter__(self):
+        self.read = True
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool, constant: set[str]) -> bool:
+    """A node computed only from constants: folded at load time, its outputs are parameters."""
+    if op_type in _NONDETERMINISTIC or has_subgraph:
+        return False
+    if op_type == "Constant" and domain in DEFAULT_DOMAINS:
+        return True
+    folded = False  # it reads at least one tensor, and only constants
+    for name in inputs:
+        if name:
+            if name not in constant:
+                return False
+            folded = True
+    return folded
+
+
+class _Coster:
+    """Costs the nodes of a graph and, recursively, of its subgraphs (one pass per graph)."""
+
+    def __init__(self, graph: onnx.GraphProto, shapes: ShapeResult, options: CostOptions):
+        self.tensors = shapes.tensors
+        self.values = shapes.values
+        self.failures = shapes.failures
+        self.uninferred = shapes.uninferred
+        # folded constant -> the stored roots it is computed from (cost-model.md section 3); a
+        # tensor not here is its own root (an initializer)
+        self.roots: dict[str, tuple[str, ...]] = {}
+        self.parameter_tensors: set[str] = set()  # every stored root some costed node reads
+        self.options = options
+        self._derived: dict[tuple, _Derived] = {}  # node signature -> what its record derives from it
+        self.constant: set[str] = set()
+        self.stored: dict[str, int] = {}  # constant tensor -> bytes a node reads of it per run
+        # stored root -> (elements, stored bytes): the model's parameters, each counted once
+        self.parameters: dict[str, tuple[int, int]] = {}
+        # DequantizeLinear output -> its quantized input, for the QDQ compute dtype (filled as costed)
+        self.dequantized_from: dict[str, str] = {}
+        # computed tensors that only set other nodes' shapes and options (shape arithmetic)
+        self.settings: set[str] = set()
+        self._add_initializers(list(graph.initializer))
+
+    def info(self, name: str) -> TensorInfo:
+        return self.tensors.get(name) or TensorInfo(name)
+
+    def size(self, name: str) -> int | None:
+        # not memoized: most tensors are sized once (their record), and TensorInfo holds numel
+        tensor = self.tensors.get(name)
+        return None if tensor is None or tensor.numel is None else tensor_bytes(tensor.numel, tensor.dtype)
+
+    def _add_initializers(self, initializers: list[onnx.TensorProto]) -> None:
+        for tensor in initializers:
+            self.constant.add(tensor.name)
+            self.stored[tensor.name] = self.size(tensor.name) or 0
+
+    def cost_node(self, node: onnx.NodeProto, fields: NodeFields, name: str, index: int) -> NodeRecord:
+        # the node's fields come read (protobuf field reads cost about 1 µs each): this runs once
+        # per node of graphs of 10^5 nodes
+        _, op_type, domain, inputs, outputs, attributes = fields
+        graph_attributes = [a for a in attributes if a.type == _GRAPH_ATTRIBUTE] if attributes else None
+        if op_type == "DequantizeLinear" and inputs and outputs:
+            # for the QDQ compute dtype; nodes come in topological order (load checks it), so this
+            # is known before any consumer is costed
+            self.dequantized_from[outputs[0]] = inputs[0]
+        failures = self.failures
+        failure = next((failures[o] for o in outputs if o in failures), None) if failures else None
+        rule = rule_for(domain, op_type)
+        is_folded = _is_folded(op_type, domain, inputs, bool(graph_attributes), self.constant)
+        key = None
+        if not graph_attributes and failure is None and (rule is None or rule.builtin):
+            key = self._signature(op_type, domain, None if is_folded else attributes, inputs, outputs)
+        derived = self._derived.get(key) if key is not None else None
+        subgraphs = ({a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes}
+                     if graph_attributes else _NO_SUBGRAPHS)
+        if derived is None:
+            derived = self._derive(node, op_type, domain, inputs, outputs, rule, is_folded, failure, subgraphs)
+            if key is not None and derived.shareable:
+                self._derived[key] = derived
+        cost = derived.cost
+        param_inputs = [inputs[slot] for slot in derived.param_slots] if derived.param_slots else _NO_PARAMETERS
+        params, weight_bytes = self._read_parameters(param_inputs, inputs, cost) if param_inputs else (0, 0)
+        if cost.attribute_params:  # stored in the node itself (ai.onnx.ml), read on every run
+            params += cost.attribute_params
+            # counted at 4 bytes a number: onnxruntime's ml kernels hold them as float32 (int64
+            # attributes such as node ids are 8 in the file; an estimate, stated in docs/ops.md)
+            weight_bytes += 4 * cost.attribute_params
+            self.parameters[f"{name}.attributes"] = (cost.attribute_params, 4 * cost.attribute_params)
+        if subgraphs:
+            for attribute in cost.untaken:
+                subgraphs[attribute].taken = False
+            params += sum(sub.params for sub in subgraphs.values())
+            weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
+        if is_folded:
+            self._track_storage(op_type, domain, inputs, outputs, rule.arg_inputs if rule else frozenset())
+        # positional, in field order: matching 25 keywords costs as much as the rest of a cache hit
+        return NodeRecord(
+            name, op_type, domain, index, derived.family, derived.status, derived.reason, inputs, outputs,
+            derived.input_shapes, derived.input_dtypes, derived.output_shapes, derived.output_dtypes, derived.dtype,
+            cost.macs, 2 * cost.macs + cost.flops, params, weight_bytes, derived.input_bytes, derived.output_bytes,
+            cost.formula, cost.view, param_inputs, derived.shape_only, subgraphs,
+            _name_scopes(node) if node.metadata_props else _NO_SCOPE,
+        )
+
+    def _signature(self, op_type: str, domain: str, attributes, inputs: list[str], outputs: list[str]) -> tuple:
+        """Everything :meth:`_derive` reads of a node with a built-in rule (``attributes`` None for a
+        folded node: its rule is not applied, and folding follows from the op and its constants).
+
+        A built-in rule sees the node's attributes, which inputs are present, the dtypes and shapes
+        of its tensors and which of its inputs have known values; the record's other shared fields
+        also depend on which inputs are constants (folding, parameters vs activations), which
+        inputs repeat (read once), which outputs are settings (shape arithmetic) and, in a QDQ
+        graph, the type each input was dequantized from. Not here: the known values themselves (a
+        rule that reads one is not shared), names, subgraphs and failed shape inference (the
+        caller never shares those nodes) and per-analysis settings (the memo is per analysis).
+        """
+        tensors, constant, values, dequantized_from = self.tensors, self.constant, self.values, self.dequantized_from
+        input_key = []
+        for tensor_name in inputs:
+            if not tensor_name:
+                input_key.append(None)
+                continue
+            info = tensors.get(tensor_name) or _NO_INFO
+            known = (info.dtype, info.shape, tensor_name in constant, tensor_name in values)
+            if dequantized_from:
+                source = dequantized_from.get(tensor_name)
+                known += (source and self.info(source).dtype,)
+            input_key.append(known)
+        output_key = []
+        for tensor_name in outputs:
+            info = tensors.get(tensor_name) or _NO_INFO
+            output_key.append((info.dtype, info.shape, tensor_name in self.settings) if tensor_name else None)
+        repeats = tuple([inputs.index(n) for n in inputs]) if len(inputs) > 1 and len(set(inputs)) < len(inputs) else None
+        attribute_key = tuple([a.SerializeToString() for a in attributes]) if attributes else None
+        return op_type, domain, attribute_key, tuple(input_key), tuple(output_key), repeats
+
+    def _derive(self, node: onnx.NodeProto, op_type: str, domain: str, inputs: list[str], outputs: list[str],
+                rule: OpRule | None, is_folded: bool, failure: str | None, subgraphs: dict[str, SubgraphCost]) -> _Derived:
+        """Apply the node's rule and work out the record fields that follow from its tensors."""
+        constant, tensors, values = self.constant, self.tensors, self.values
+        values_read = _ValueReads(values)
+        arg_slots = rule.arg_inputs if rule else frozenset()
+        input_infos = tuple([(tensors.get(n) or TensorInfo(n)) if n else None for n in inputs])
+        output_infos = tuple([tensors.get(n) or TensorInfo(n) for n in outputs])
+        if is_folded:
+            status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", _NO_COST
+        elif rule is None:
+            status, reason, cost = STATUS_UNSUPPORTED, f"no cost rule for {domain or 'ai.onnx'}::{op_type}", _NO_COST
+        elif failure is not None and not all(o in self.uninferred for o in outputs if o in self.failures):
+            # downstream of a node whose shape inference failed, or inconsistent itself: not costed
+            status, reason, cost = STATUS_UNKNOWN_SHAPE, failure, _NO_COST
+        else:
+            view = NodeView(node, input_infos, output_infos, values_read, subgraphs, self.options.loop_trips)
+            status, reason, cost = _apply_rule(rule.handler, view)
+            if status == STATUS_UNKNOWN_SHAPE and failure is not None:
+                reason = failure  # onnx could not infer this node: say why
+        # a node computing shape arithmetic (settings_tensors: from shapes, read as settings) reads
+        # settings such as Concat's [-1], not weights
+        shape_only = bool(outputs) and all(o in self.settings for o in outputs if o)
+        param_slots: list[int] = []
+        activation_inputs: list[str] = []
+        seen: set[str] = set()
+        for slot, tensor_name in enumerate(inputs):
+            if not tensor_name or tensor_name in seen:
+                continue
+            seen.add(tensor_name)
+            if tensor_name not in constant:
+                activation_inputs.append(tensor_name)
+            elif not is_folded and not shape_only and slot not in arg_slots:
+                param_slots.append(slot)
+        param_inputs = [inputs[slot] for slot in param_slots]
+        family = rule.family if rule else "unsupported"
+        if family == "matmul" and not param_inputs and len(activation_inputs) >= 2:
+            family = "attention"  # activation x activation: Q·K^T and A·V, not a projection
+        input_bytes = output_bytes = 0
+        if not (is_folded or cost.view):  # folded constants and views move no bytes
+            size = self.size
+            for tensor_name in activation_inputs:
+                input_bytes += size(tensor_name) or 0
+            for tensor_name in outputs:
+                if tensor_name:
+                    output_bytes += size(tensor_name) or 0
+        return _Derived(
+            status=status,
+            reason=reason,
+            cost=cost,
+            family=family,
+            dtype=self._compute_dtype(op_type, inputs, outputs, activation_inputs, param_inputs),
+            input_shapes=[None if i is None or i.shape is None else list(i.shape) for i in input_infos],
+            input_dtypes=[dtype_name(i.dtype) if i else "" for i in input_infos],
+            output_shapes=[None if o.shape is None else list(o.shape) for o in output_infos],
+            output_dtypes=[dtype_name(o.dtype) for o in output_infos],
+            param_slots=tuple(param_slots),
+            input_bytes=input_bytes,
+            output_bytes=output_bytes,
+            shape_only=shape_only,
+            # a reason naming the node's tensors, or a result depending on a value: this node's own
+            shareable=status not in (STATUS_UNKNOWN_SHAPE, STATUS_UNKNOWN_VALUE) and not values_read.read,
+        )
+
+    def _read_parameters(self, param_inputs: list[str], inputs: list[str], cost: OpCost) -> tuple[int, int]:
+        """Note the stored roots behind the constants a node reads; return the roots' elements
+        (each once) and the bytes the node reads of those constants per run (a partial read, a
+        Gather's, scales the first one; a folded constant is read at its folded size)."""
+        packed = ({inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
+                  if cost.param_elements else None)
+        stored, size, parameters, roots = self.stored, self.size, self.parameters, self.roots
+        params, read_bytes, counted = 0, [], set()
+        for tensor_name in param_inputs:
+            read_bytes.append(stored[tensor_name] if tensor_name in stored else size(tensor_name) or 0)
+            for root in roots.get(tensor_name, (tensor_name,)):
+                if root in counted:
+                    continue
+                counted.add(root)
+                # packed weights (MatMulNBits' B) count the weights they hold, not storage elements
+                elements = packed[root] if packed and root in packed else self.info(root).numel or 0
+                parameters[root] = (elements, stored[root] if root in stored else size(root) or 0)
+                self.parameter_tensors.add(root)
+                params += elements
+        if cost.weight_reads:
+            part = {inputs[slot]: elements for slot, elements in cost.weight_reads if slot < len(inputs) and inputs[slot]}
+            for index, tensor_name in enumerate(param_inputs):
+                elements = self.info(tensor_name).numel if tensor_name in part else None
+                if elements:
+                    read_bytes[index] = min(read_bytes[index], -(-read_bytes[index] * part[tensor_name] // elements))
+        if cost.weight_elements_read is not None:
+            elements = self.info(param_inputs[0]).numel
+            if elements:  # each parameter read in the first one's proportion, rounded up
+                read_bytes = [min(b, -(-b * cost.weight_elements_read // elements)) for b in read_bytes]
+        return params, sum(read_bytes)
+
+    def subgraph(self, graph: onnx.GraphProto, name: str) -> SubgraphCost:
+        """Cost a subgraph; it sees the outer scope's constants and adds its own."""
+        before = set(self.parameters)
+        self._add_initializers(list(graph.initializer))
+        nodes = graph.node
+        fields = read_node_fields(nodes)
+        self.settings |= settings_tensors(fields, self.constant, {o.name for o in graph.output})
+        records = [self.cost_node(node, node_fields, f"{name}/{node_name}", index) for index, (node, node_fields, node_name)
+                   in enumerate(zip(nodes, fields, node_names(fields)))]
+        own = [self.parameters[p] for p in set(self.parameters) - before]
+        unsupported: Counter = Counter(r.op_type for r in records if r.status == STATUS_UNSUPPORTED)
+        not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != STATUS_UNSUPPORTED)
+        for record in records:
+            for sub in record.subgraphs.values():
+                if sub.taken:
+                    unsupported.update(sub.unsupported)
+                    not_counted.update(sub.not_counted)
+        formal_inputs = [i.name for i in graph.input]
+        produced = [n for r in records if r.status != STATUS_CONSTANT for n in r.outputs if n]
+        activation_bytes = {
+            n: self.size(n) for n in (*formal_inputs, *produced) if n not in self.constant and self.size(n) is not None
+        }
+        return SubgraphCost(
+            name=name,
+            records=records,
+            activation_bytes=activation_bytes,  # type: ignore[arg-type]
+            inputs=formal_inputs,
+            outputs=[o.name for o in graph.output],
+            macs=sum(r.macs for r in records if r.counted),
+            flops=sum(r.flops for r in records if r.counted),
+            params=sum(elements for elements, _ in own),
+            weight_bytes=sum(stored for _, stored in own),
+            unsupported=unsupported,
+            not_counted=not_counted,
+        )
+
+    def _track_storage(self, op_type: str, domain: str, inputs: list[str], outputs: list[str],
+                       arg_slots: frozenset[int]) -> None:
+        """A folded node's outputs: the stored roots they come from (its data inputs' roots; a
+        Constant or ConstantOfShape is a root itself) and the bytes a node reads of them per run
+        (its data inputs' for re-layouts and re-types, else its own size)."""
+        outputs = [o for o in outputs if o]
+        stored, size, roots = self.stored, self.size, self.roots
+        self.constant.update(outputs)
+        data = [n for slot, n in enumerate(inputs) if n and slot not in arg_slots]
+        default_domain = domain in DEFAULT_DOMAINS
+        if not (default_domain and op_type in _ROOT_PRODUCERS):
+            # settings (arg slots: a Reshape's shape, a Gather's indices) are no roots
+            found = tuple(dict.fromkeys(root for n in data for root in roots.get(n, (n,))))
+            for output in outputs:
+                roots[output] = found
+        if op_type in _STORAGE_PRESERVING and (default_domain or domain == "com.microsoft"):
+            total = sum(stored[n] if n in stored else size(n) or 0 for n in dict.fromkeys(data))
+        else:
+            total = None
+        for output in outputs:
+            stored[output] = total if total is not None else size(output) or 0
+
+    def _compute_dtype(self, op_type: str, inputs: list[str], outputs: list[str], activation_inputs: list[str],
+                       param_inputs: list[str]) -> str:
+        """The element type the node computes in.
+
+        In a QDQ graph a float op whose every data input comes out of DequantizeLinear runs in
+        the quantized type (runtimes fuse DQ -> op -> Q into an integer kernel): report that type.
+        """
+        data_inputs = activation_inputs + param_inputs
+        if self.dequantized_from and data_inputs and op_type not in ("DequantizeLinear", "QuantizeLinear"):
+            sources = [self.dequantized_from.get(n) for n in data_inputs]
+            if all(sources):
+                return dtype_name(self.info(sources[0]).dtype)
+        tensors = self.tensors
+        # a gather's activation input is its indices: it moves and computes in its data's type
+        order = (*outputs, *activation_inputs, *inputs) if op_type in _GATHERS else (*activation_inputs, *outputs, *inputs)
+        for tensor_name in order:
+            tensor = tensors.get(tensor_name) if tensor_name else None
+            if tensor is not None and tensor.dtype:
+                return dtype_name(tensor.dtype)
+        return "unknown"
+
+
+@dataclass
+class CostGraph:
+    """The cost DAG: one record per node, in the model's order, linked through the tensors they
+    exchange (each tensor record names its producer and its consumers). Every later stage reads
+    this; :meth:`to_networkx` gives the same DAG as a networkx graph, for graph algorithms."""
+
+    name: str
+    records: list[NodeRecord]  # in the model's order, which is topological
+    tensors: dict[str, TensorRecord]
+    inputs: list[str]  # graph inputs that are not initializers
+    outputs: list[str]
+    # every parameter of the model, subgraphs included: name -> (elements, stored bytes), counted once
+    parameters: dict[str, tuple[int, int]]
+
+    def edges(self) -> Iterator[tuple[str, str, dict]]:
+        """``(producer, consumer, {"tensors": [...], "bytes": n})``: one edge per pair of nodes that
+        exchange tensors, by consumer in the model's order, then in the order its tensors are read.
+
+        >>> from onnxroof import analyze
+        >>> from onnxroof.core.examples import build_example
+        >>> next(analyze(build_example("shallownet")).cost_graph.edges())
+        ('conv2d_0', 'activation_0', {'tensors': ['conv2d_0'], 'bytes': 131072})
+        """
+        tensors = self.tensors
+        for record in self.records:
+            by_producer: dict[str, dict] = {}
+            for tensor_name in dict.fromkeys(record.inputs):
+                tensor = tensors.get(tensor_name) if tensor_name else None
+                if tensor is None or tensor.producer is None:
+                    continue
+                edge = by_producer.get(tensor.producer)
+                if edge is None:
+                    by_producer[tensor.producer] = {"tensors": [tensor_name], "bytes": tensor.bytes or 0}
+                else:
+                    edge["tensors"].append(tensor_name)
+                    edge["bytes"] += tensor.bytes or 0
+            for producer, data in by_producer.items():
+                yield producer, record.name, data
+
+    def to_networkx(self) -> nx.DiGraph:
+        """The DAG as a networkx DiGraph: nodes in the model's order with their record as node
+        attribute ``record``, edges with attributes ``tensors`` and ``bytes``, and the graph
+        attributes ``tensors``, ``inputs``, ``outputs`` and ``parameters``. networkx is imported
+        here: no stage needs it, and importing it alone takes 0.2 s."""
+        import networkx as nx
+
+        graph = nx.DiGraph(name=self.name, tensors=self.tensors, inputs=self.inputs, outputs=self.outputs,
+                           parameters=self.parameters)
+        graph.add_nodes_from(record.name for record in self.records)
+        # each record goes into its node's attribute dict ((name, attributes) pairs make networkx
+        # raise and catch a TypeError per node)
+        for (_, attributes), record in zip(graph.nodes(data=True), self.records):
+            attributes["record"] = record
+        graph.add_edges_from(self.edges())  # in one call: networkx's per-edge bookkeeping dominates otherwise
+        return graph
+
+
+def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions | None = None,
+               fields: Sequence[NodeFields] | None = None) -> CostGraph:
+    """Cost every node of ``model``'s main graph and link them by the tensors they exchange.
+    ``fields`` are its nodes' fields when the caller has read them already (:func:`read_node_fields`)."""
+    nodes = model.graph.node
+    fields = read_node_fields(nodes) if fields is None else fields
+    names = node_names(fields)
+    coster = _Coster(model.graph, shapes, options or CostOptions())
+    # an input whose value the user gave (--value sr=16000) is a setting's source, as a constant is
+    given = {i.name for i in model.graph.input if i.name in shapes.values}
+    coster.settings = settings_tensors(fields, coster.constant | given, {o.name for o in model.graph.output})
+    size, tensors, stored = coster.size, coster.tensors, coster.stored
+    initializers = {t.name for t in model.graph.initializer}
+    graph_inputs = {i.name for i in model.graph.input} - initializers
+    tensor_records: dict[str, TensorRecord] = {}
+
+    def tensor_record(name: str, dtype: str, producer: str | None) -> TensorRecord:
+        # constants and parameters are marked once every node is costed (below)
+        tensor = tensors.get(name)
+        record = TensorRecord(name, dtype, tensor.shape if tensor else None,
+                              stored[name] if name in stored else size(name),
+                              "input" if name in graph_inputs else "activation", producer)
+        tensor_records[name] = record
+        return record
+
+    # One pass: each node costed, then the records of the tensors it writes and reads. The nodes
+    # are in topological order (load checks it): a tensor a node reads that has no record yet is
+    # a graph input or an initializer.
+    records = []
+    for index, (node, node_fields, consumer) in enumerate(zip(nodes, fields, names)):
+        record = coster.cost_node(node, node_fields, consumer, index)
+        records.append(record)
+        for output, dtype in zip(record.outputs, record.output_dtypes):
+            if output and output not in tensor_records:
+                tensor_record(output, dtype, consumer)
+        inputs = record.inputs
+        for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
+            if tensor_name:
+                tensor = tensor_records.get(tensor_name)
+                if tensor is None:  # a graph input or an initializer
+                    tensor = tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
+                tensor.consumers.append(consumer)
+    # constants (initializers, folded outputs) are known once their producer is costed, before
+    # their record is made; those some node reads as parameters only once every node is
+    for name in coster.constant:
+        tensor = tensor_records.get(name)
+        if tensor is not None:  # a folded tensor is never a parameter: the roots it comes from are
+            tensor.kind = "parameter" if name in coster.parameter_tensors else "constant"
+    return CostGraph(
+        name=model.graph.name,
+        records=records,
+        tensors=tensor_records,
+        inputs=[i.name for i in model.graph.input if i.name in graph_inputs],
+        outputs=[o.name for o in model.graph.output],
+        parameters=dict(sorted(coster.parameters.items())),
+    )
+
+
+def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:
+    try:
+        return STATUS_OK, "", handler(view)
+    except UnknownValue as exc:
+        return STATUS_UNKNOWN_VALUE, str(exc), _NO_COST
+    except UnknownShape as exc:
+        return STATUS_UNKNOWN_SHAPE, str(exc), _NO_COST
+    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
+        # a node the rule cannot read (a missing attribute, an odd rank): reported, not counted
+        return STATUS_UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", _NO_COST

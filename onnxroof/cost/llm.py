@@ -1,0 +1,423 @@
+"""KV-cached decoders: the cache found from the graph's structure, prefill vs decode, KV figures.
+
+A past input is a cache when the graph appends the new step's keys or values to it and returns
+the result as a graph output: a ``Concat`` along one axis (torch.onnx, Hugging Face's exporter,
+optimum; layouts [B, H, S, D] and [B, S, H, D]), or an attention op taking it as its past
+(``com.microsoft`` GroupQueryAttention, MultiHeadAttention, Attention,
+DecoderMaskedMultiHeadAttention; the opset-23 ``Attention``). That axis is the cache length and
+its present output the one produced from it, whatever the names; names only tell a key from a
+value. The new tokens are the integer input an embedding ``Gather`` reads (or ``inputs_embeds``),
+an integer [batch, length] input read as positions is ``position_ids``, one read otherwise is the
+attention mask (its length is past + new).
+
+``--phase prefill --seq N`` binds new = N, past = 0; ``--phase decode --context N`` binds one new
+token after N - 1 cached ones (N attended), including the values GroupQueryAttention takes
+(``seqlens_k`` = N - 1, ``total_sequence_length`` = N) and a shared past/present buffer's length
+(N). Explicit ``--dim`` and ``--value`` always win.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import onnx
+
+from ..core.errors import UsageError
+from ..frontend.inputs import real_inputs
+from ..core.tensors import TensorInfo
+
+# what a decoder phase needs to know, for the message when none is found
+LOOKED_FOR = ("a past input the graph appends the new keys/values to (a Concat along one axis, or an attention "
+              "op's past_key/past_value) and returns as a graph output")
+_KEY = re.compile(r"(^|[._/\-])(key|keys|k)($|[._/\-])", re.IGNORECASE)
+_VALUE = re.compile(r"(^|[._/\-])(value|values|v)($|[._/\-])", re.IGNORECASE)
+_POSITION = re.compile(r"position", re.IGNORECASE)
+_EMBEDS = re.compile(r"embed", re.IGNORECASE)
+_PASS_THROUGH = frozenset({"Identity", "Cast", "CastLike"})
+_INTEGER = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
+# ops that keep an index tensor's values (token ids flattened before the embedding Gather)
+_VALUES_THROUGH = _PASS_THROUGH | {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
+MS = "com.microsoft"
+# attention ops that take a KV cache: op -> ((past input slot, present output slot, kind), ...),
+# past and present [B, H, length, D] unless noted
+_CACHE_SLOTS = {
+    (MS, "GroupQueryAttention"): ((3, 1, "key"), (4, 2, "value")),
+    (MS, "MultiHeadAttention"): ((6, 1, "key"), (7, 2, "value")),
+    (MS, "DecoderMaskedMultiHeadAttention"): ((5, 1, "key"), (6, 2, "value")),
+    (MS, "Attention"): ((4, 1, "key+value"),),  # past [2, B, H, length, D]
+    ("", "Attention"): ((4, 1, "key"), (5, 2, "value")),
+}
+
+
+@dataclass(frozen=True)
+class CacheTensor:
+    """One past input the graph appends to, and the present output it returns."""
+
+    past: str  # "" for a cache a prompt step returns with no past input
+    present: str | None
+    axis: int  # the cache-length axis of the past input
+    kind: str  # "key" | "value" | "key+value" (a packed cache)
+    how: str  # "Concat axis 2", "GroupQueryAttention past_key", ...
+    shared: bool = False  # past and present are one max-length buffer, updated in place
+
+
+@dataclass(frozen=True)
+class DecoderLayout:
+    """The caches, and the role of every symbolic input dim the phases bind."""
+
+    caches: tuple[CacheTensor, ...]
+    roles: dict[str, str]  # dim symbol -> "batch" | "sequence" | "past" | "total"
+    values: dict[str, str]  # input name -> "seqlens_k" | "total_sequence_length" (values a phase gives)
+    recognised: tuple[str, ...]  # what was recognised, one line each, for the outputs
+
+    @property
+    def past_inputs(self) -> tuple[str, ...]:
+        return tuple(c.past for c in self.caches if c.past)
+
+    @property
+    def present_outputs(self) -> tuple[str, ...]:
+        return tuple(c.present for c in self.caches if c.present)
+
+
+def _dims(value_info: onnx.ValueInfoProto) -> list[str | int | None]:
+    tensor_type = value_info.type.tensor_type
+    if not value_info.type.HasField("tensor_type") or not tensor_type.HasField("shape"):
+        return []
+    return [d.dim_param or (d.dim_value if d.HasField("dim_value") else None) for d in tensor_type.shape.dim]
+
+
+def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> DecoderLayout | None:
+    """The KV-cache layout of ``model`` read from its structure, or None when no input is a cache.
+    ``prefill_only``: a graph with no past input but token ids (a decoder's prompt step, exported
+    apart) gets a layout of its token inputs alone."""
+    graph = model.graph
+    inputs = {i.name: i for i in real_inputs(graph)}
+    outputs = {o.name: _dims(o) for o in graph.output}
+    consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for node in graph.node:
+        for slot, name in enumerate(node.input):
+            if name:
+                consumers.setdefault(name, []).append((node, slot))
+    sequence_axes: dict[str, int] = {}
+    caches = _caches(inputs, outputs, consumers, sequence_axes)
+    values = _attention_values(inputs, consumers)
+    tokens = _token_inputs(inputs, consumers, set(values))
+    if not caches and not (prefill_only and "token ids" in tokens.values()):
+        return None
+    roles: dict[str, str] = {}
+    recognised = []
+    for cache in caches:
+        if not cache.past:
+            continue
+        dims = _dims(inputs[cache.past])
+        batch_axis = 1 if cache.kind == "key+value" else 0
+        if cache.axis < len(dims) and isinstance(dims[cache.axis], str):
+            roles.setdefault(dims[cache.axis], "total" if cache.shared else "past")  # type: ignore[arg-type]
+        if batch_axis < len(dims) and isinstance(dims[batch_axis], str):
+            roles.setdefault(dims[batch_axis], "batch")  # type: ignore[arg-type]
+        recognised.append(f"cache {cache.past} axis {cache.axis} ({cache.kind}, {cache.how}"
+                          + (f" -> {cache.present}" if cache.present else "") + (", shared buffer" if cache.shared else "")
+                          + ")")
+    for name, axis in sequence_axes.items():
+        dims = _dims(inputs[name])
+        if isinstance(dims[axis], str):
+            roles.setdefault(dims[axis], "sequence")  # type: ignore[arg-type]
+        if isinstance(dims[0], str):
+            roles.setdefault(dims[0], "batch")  # type: ignore[arg-type]
+        recognised.append(f"new tokens {name} axis {axis}")
+    for name, role in values.items():
+        recognised.append(f"value input {name} ({role})")
+    if not caches:
+        caches = _returned_caches(graph, inputs, consumers)
+        recognised.append("no past input: a prompt (prefill) step exported on its own; caches it returns: "
+                          + (", ".join(f"{c.present} axis {c.axis}" for c in caches) or "none found"))
+    for name, role in tokens.items():
+        dims = _dims(inputs[name])
+        if dims and isinstance(dims[0], str):
+            roles.setdefault(dims[0], "batch")
+        if len(dims) > 1 and isinstance(dims[1], str):
+            roles.setdefault(dims[1], "total" if role == "attention mask" else "sequence")
+        recognised.append(f"{role} {name}" + (f" axis 1 ({dims[1]})" if len(dims) > 1 else ""))
+    for name in values:  # seqlens_k [batch]
+        dims = _dims(inputs[name])
+        if dims and isinstance(dims[0], str):
+            roles.setdefault(dims[0], "batch")
+    return DecoderLayout(tuple(caches), roles, values, tuple(recognised))
+
+
+def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
+            consumers: dict[str, list[tuple[onnx.NodeProto, int]]],
+            sequence_axes: dict[str, int]) -> list[CacheTensor]:
+    """The caches among ``inputs``; fills ``sequence_axes`` (input -> its new-token axis) with the
+    query, key and value inputs of the attention ops that take a cache."""
+    found = []
+    for name, value_info in inputs.items():
+        rank = len(_dims(value_info))
+        if rank < 3:
+            continue
+        for node, slot, perm in _reached(name, consumers):
+            op = (node.domain if node.domain not in ("", "ai.onnx") else "", node.op_type)
+            if node.op_type == "Concat" and op[0] == "" and slot == 0 and len(node.input) >= 2:
+                present = _to_output(node.output[0], outputs, consumers)
+                if present is None:
+                    continue
+                axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % rank
+                axis = perm[axis] if perm else axis
+                found.append(CacheTensor(name, present, axis, _kind(name, present), f"Concat axis {axis}"))
+                break
+            if node.op_type in ("ScatterND", "ScatterElements") and op[0] == "" and slot == 0:
+                # a static cache: a max-length buffer the new positions are written into, in place
+                present = _to_output(node.output[0], outputs, consumers)
+                if present is None:
+                    continue
+                dims = _dims(inputs[name])
+                free = [a for a, d in enumerate(dims) if a > 0 and isinstance(d, str)]
+                axis = free[0] if len(free) == 1 else 2  # read off the input itself: no permutation
+                found.append(CacheTensor(name, present, axis, _kind(name, present), f"{node.op_type} input 0", True))
+                break
+            for past_slot, present_slot, kind in _CACHE_SLOTS.get(op, ()):
+                if slot == past_slot:
+                    # the op's query, key and value graph inputs hold the new tokens: their length axis
+                    for new in node.input[:3]:
+                        new_dims = _dims(inputs[new]) if new in inputs else []
+                        if len(new_dims) in (3, 4):
+                            sequence_axes.setdefault(new, 1 if len(new_dims) == 3 else 2)
+                    present = node.output[present_slot] if present_slot < len(node.output) else ""
+                    present = _to_output(present, outputs, consumers) if present else None
+                    axis = 3 if kind == "key+value" else 2
+                    # one max-length buffer: the present has the past's length (the same dim)
+                    past_length = _dims(inputs[name])[axis] if axis < rank else None
+                    shared = present is not None and past_length is not None and axis < len(outputs[present]) \
+                        and outputs[present][axis] == past_length
+                    found.append(CacheTensor(name, present, perm[axis] if perm else axis, kind,
+                                             f"{node.op_type} input {past_slot}", shared))
+                    break
+            else:
+                continue
+            break
+    return found
+
+
+def _returned_caches(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoProto], consumers) -> list[CacheTensor]:
+    """In a prompt step with no past input, the caches it returns: rank-4 graph outputs that the
+    graph's own attention also reads (a MatMul, through re-layouts), their length axis the token
+    ids' length symbol."""
+    tokens = [n for n, role in _token_inputs(inputs, consumers, set()).items() if role == "token ids"]
+    length = _dims(inputs[tokens[0]])[1] if tokens and len(_dims(inputs[tokens[0]])) > 1 else None
+    producers = {o: n for n in graph.node for o in n.output}
+    stored = {t.name for t in graph.initializer}
+    found = []
+    for output in graph.output:
+        dims = _dims(output)
+        through = _VALUES_THROUGH | {"Expand", "Concat", "Mul", "Div"}  # re-layouts, GQA repeats, scaling
+        if len(dims) != 4:
+            continue
+        if length in dims and any(n.op_type == "MatMul" for n, _, _ in _reached(output.name, consumers, through)):
+            found.append(CacheTensor("", output.name, dims.index(length), _kind(output.name, output.name),
+                                     "returned by the prompt step"))
+            continue
+        # a static cache: a stored max-length buffer the prompt's keys are scattered into ([B, H, L, D])
+        producer = producers.get(output.name)
+        while producer is not None and producer.op_type in (*_PASS_THROUGH, "Transpose"):
+            producer = producers.get(producer.input[0])
+        if producer is not None and producer.op_type in ("ScatterND", "ScatterElements") and _is_stored(
+                producer.input[0], producers, stored):
+            found.append(CacheTensor("", output.name, 2, _kind(output.name, output.name),
+                                     f"a stored buffer {producer.op_type} writes the prompt into"))
+    return found
+
+
+def _is_stored(name: str, producers, stored: set[str]) -> bool:
+    """Whether ``name`` is an initializer, directly or through Identity/Cast/Transpose."""
+    while name not in stored and name in producers and producers[name].op_type in (*_PASS_THROUGH, "Transpose"):
+        name = producers[name].input[0]
+    return name in stored
+
+
+def _reached(name: str, consumers, through: frozenset[str] = _PASS_THROUGH) -> list[tuple[onnx.NodeProto, int, list[int] | None]]:
+    """The nodes reading ``name`` directly or through ops in ``through`` (default Identity/Cast)
+    and Transpose, with the Transpose's permutation (reader axis -> axis of ``name``)."""
+    found, frontier = [], [(name, None)]
+    while frontier:
+        tensor, perm = frontier.pop()
+        for node, slot in consumers.get(tensor, ()):
+            if (node.op_type in through or (node.op_type == "Concat" and len(node.input) == 1)) and slot == 0:
+                frontier.append((node.output[0], perm))  # a one-input Concat is a copy
+            elif node.op_type == "Transpose" and slot == 0:
+                step = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+                if step is not None:
+                    frontier.append((node.output[0], [perm[s] if perm else s for s in step]))
+            else:
+                found.append((node, slot, perm))
+    return found
+
+
+def _to_output(tensor: str, outputs: dict[str, list], consumers) -> str | None:
+    """The graph output ``tensor`` is, directly or through Identity/Cast/Transpose (a cache's present)."""
+    seen = 0
+    while tensor not in outputs and seen < 8:
+        passing = [n for n, slot in consumers.get(tensor, ())
+                   if (n.op_type in _PASS_THROUGH or n.op_type == "Transpose") and slot == 0]
+        if not passing:
+            return None
+        tensor, seen = passing[0].output[0], seen + 1
+    return tensor if tensor in outputs else None
+
+
+def _kind(past: str, present: str) -> str:
+    """A key or a value cache, by name (names tell only this; structure found the cache)."""
+    for text in (past, present):
+        if _KEY.search(text) and not _VALUE.search(text):
+            return "key"
+        if _VALUE.search(text) and not _KEY.search(text):
+            return "value"
+    return "key" if re.search(r"key", past, re.IGNORECASE) else "value" if re.search(r"val", past, re.IGNORECASE) else "cache"
+
+
+def _attention_values(inputs: dict[str, onnx.ValueInfoProto], consumers) -> dict[str, str]:
+    """GroupQueryAttention's seqlens_k (input 5) and total_sequence_length (input 6), when graph inputs."""
+    values = {}
+    for name in inputs:
+        for node, slot in consumers.get(name, ()):
+            if node.op_type == "GroupQueryAttention" and node.domain == MS and slot in (5, 6):
+                values[name] = "seqlens_k" if slot == 5 else "total_sequence_length"
+    return values
+
+
+def _token_inputs(inputs: dict[str, onnx.ValueInfoProto], consumers, skip: set[str]) -> dict[str, str]:
+    """Integer [batch, length] inputs: the token ids (indices of an embedding Gather), position ids
+    (read as positions: by a Gather of a table after the token ids, RotaryEmbedding, or by name) and
+    the attention mask (any other); ``inputs_embeds`` by name when there are no token ids."""
+    roles = {}
+    for name, value_info in inputs.items():
+        tensor_type = value_info.type.tensor_type
+        dims = _dims(value_info)
+        if name in skip or len(dims) != 2 or tensor_type.elem_type not in _INTEGER:
+            continue
+        readers = [n.op_type for n, _, _ in _reached(name, consumers, _VALUES_THROUGH)]
+        if _POSITION.search(name) or "RotaryEmbedding" in readers:
+            roles[name] = "position ids"
+        elif any(op in ("Gather", "GatherBlockQuantized") for op in readers) and "token ids" not in roles.values():
+            roles[name] = "token ids"
+        else:
+            roles[name] = "attention mask"
+    if "token ids" not in roles.values():
+        embeds = next((n for n, v in inputs.items() if _EMBEDS.search(n) and len(_dims(v)) == 3), None)
+        if embeds:
+            roles[embeds] = "token embeddings"
+    return roles
+
+
+def phase_dims(layout: DecoderLayout, phase: str, seq: int | None, context: int | None,
+               batch: int | None = None) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """The dim values and input values a phase stands for (explicit --dim and --value win)."""
+    if phase == "prefill":
+        if not seq:
+            raise UsageError("--phase prefill needs --seq N (the prompt length)")
+        new, cached = seq, 0
+    elif phase == "decode":
+        if not context:
+            raise UsageError("--phase decode needs --context N, N >= 1: the tokens attended, the new one included")
+        new, cached = 1, context - 1
+    else:
+        raise UsageError(f"--phase {phase}: choose prefill or decode")
+    rows = batch or 1
+    sizes = {"batch": rows, "sequence": new, "past": cached, "total": new + cached}
+    dims = {symbol: sizes[role] for symbol, role in layout.roles.items()}
+    values = {name: [new + cached - 1] * rows if role == "seqlens_k" else [new + cached]
+              for name, role in layout.values.items()}
+    return dims, values
+
+
+def dims_fixed_by_the_graph(layout: DecoderLayout, tensors: dict[str, TensorInfo]) -> dict[str, int]:
+    """Symbolic dims of the past inputs that the graph fixes: a present output has the past's dims
+    but for the cache axis, so a head size left symbolic (onnxruntime-genai's ``kv_cache_dim``)
+    is the present's, once the shapes are inferred."""
+    fixed: dict[str, int] = {}
+    for cache in layout.caches:
+        past, present = tensors.get(cache.past), tensors.get(cache.present or "")
+        if past is None or present is None or past.shape is None or present.shape is None:
+            continue
+        if len(past.shape) != len(present.shape):
+            continue
+        for axis, (before, after) in enumerate(zip(past.shape, present.shape)):
+            if axis != cache.axis and isinstance(before, str) and isinstance(after, int):
+                fixed.setdefault(before, after)
+    return fixed
+
+
+@dataclass
+class LLMReport:
+    phase: str | None
+    new_tokens: int | None  # tokens processed this step (seq for prefill, 1 for decode)
+    context: int | None  # tokens attended after this step (past + new)
+    layers: int  # key caches
+    kv_read_bytes: int  # the attended cache this step reads, the new tokens' keys and values included
+    kv_write_bytes: int  # what it writes: the new positions, or the whole present when the graph copies it
+    kv_write_mode: str  # "new positions" | "whole present"
+    kv_bytes_per_token: int | None  # cache bytes one token adds: 2 x layers x kv heads x head size x dtype
+    kv_heads: int | None
+    head_size: int | None
+    kv_cache_bytes: dict[str, int]  # dtype -> the cache's bytes after this step (fp32, fp16, int8): at the context
+    tokens_per_s: dict[str, float]  # target -> new tokens per second
+    time_to_first_token_s: dict[str, float]  # target -> prefill latency (prefill only)
+    recognised: tuple[str, ...] = field(default_factory=tuple)
+
+
+_KV_DTYPES = {"fp32": 4, "fp16": 2, "int8": 1}
+
+
+def llm_report(tensors: dict[str, TensorInfo], layout: DecoderLayout, phase: str | None, new_tokens: int | None,
+               context: int | None, batch: int = 1, latencies_s: dict[str, float] | None = None) -> LLMReport:
+    """The KV cache's traffic and size for one step of ``phase``, from the tensors the shape stage
+    found (``tensors``); ``latencies_s`` (target name -> the step's predicted seconds) gives the
+    tokens per second."""
+    latencies_s = latencies_s or {}
+    read = elements_per_token = present_elements = 0
+    per_token: int | None = 0
+    heads = head = None
+    for cache in layout.caches:
+        present = tensors.get(cache.present or "")
+        shape = present.shape if present is not None else None
+        if present is None or present.bytes is None or not shape or not all(isinstance(d, int) for d in shape):
+            per_token = None
+            continue
+        read += present.bytes  # the attended positions, the new ones included
+        present_elements += math.prod(shape)  # type: ignore[arg-type]
+        length = shape[cache.axis]
+        if length and per_token is not None:
+            per_token += present.bytes // (length * batch)
+            elements_per_token += math.prod(shape) // (length * batch)  # type: ignore[arg-type]
+            # [B, H, L, D], [B, L, H, D] or packed [2, B, H, L, D]: heads and head size are what is left
+            packed = cache.kind == "key+value"
+            rest = [d for axis, d in enumerate(shape) if axis != cache.axis and axis != (1 if packed else 0)
+                    and not (packed and axis == 0)]
+            if len(rest) == 2:
+                heads, head = rest
+    shared = any(c.shared for c in layout.caches)
+    new_bytes = per_token * (new_tokens or 0) * batch if per_token is not None and new_tokens is not None else 0
+    write = new_bytes if shared else sum(
+        (tensors[c.present].bytes or 0) for c in layout.caches if c.present and c.present in tensors)
+    keys = [c for c in layout.caches if c.kind in ("key", "key+value")]
+    tokens = (new_tokens or 1) * batch
+    return LLMReport(
+        phase=phase,
+        new_tokens=new_tokens,
+        context=context,
+        layers=len(keys) or len(layout.caches) // 2,
+        kv_read_bytes=read,
+        kv_write_bytes=write,
+        kv_write_mode="new positions" if shared else "whole present",
+        kv_bytes_per_token=per_token or None,
+        kv_heads=heads,
+        head_size=head,
+        # the cache after this step is its presents: the context's positions, or a static buffer's capacity
+        kv_cache_bytes=({dtype: present_elements * size for dtype, size in _KV_DTYPES.items()}
+                        if present_elements and per_token is not None else {}),
+        tokens_per_s={name: tokens / seconds for name, seconds in latencies_s.items() if seconds},
+        time_to_first_token_s=({name: seconds for name, seconds in latencies_s.items() if seconds}
+                               if phase == "prefill" else {}),
+        recognised=layout.recognised,
+    )

@@ -1,0 +1,327 @@
+"""The model's inputs as the flags give them: ``--input-shape NAME:1,3,224,224``, ``--dim
+SYMBOL=VALUE``, ``--value NAME=V1,V2`` and ``--batch N`` parsed, checked against the model's
+inputs, and written into the model (in place) before shape inference (shapes.py) runs."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ..core.errors import UsageError
+from ..core.nodes import nested_graphs
+from ..core.tensors import UnresolvedDim, info_from_value_info
+
+# ---------------------------------------------------------------------------------------------
+# Flags: --input-shape NAME:1,3,224,224 and --dim SYMBOL=VALUE
+
+
+_DIM_SEPARATORS = re.compile(r"[,x×]")
+
+
+def _whole_number(text: str) -> int | None:
+    """``text`` as a dim value: an integer of 0 or more (0 is an empty axis, e.g. a KV cache in prefill)."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
+    """Parse ``NAME:1,3,224,224`` (or ``1x3x224x224``; the name may hold colons).
+
+    >>> parse_input_shape("images:1x3x224x224")
+    ('images', (1, 3, 224, 224))
+    >>> parse_input_shape("input:0:1,3,8,8")
+    ('input:0', (1, 3, 8, 8))
+    >>> parse_input_shape("1,3,32,32")
+    (None, (1, 3, 32, 32))
+    """
+    name, _, dims_text = text.rpartition(":")
+    dims = [_whole_number(part) for part in _DIM_SEPARATORS.split(dims_text)] if dims_text.strip() else []
+    if not dims or None in dims:
+        raise UsageError(
+            f"--input-shape {text!r}: expected NAME:D1,D2,... with non-negative integer dims, "
+            "e.g. --input-shape input:1,3,224,224"
+        )
+    return (name or None), tuple(dims)  # type: ignore[arg-type]
+
+
+def parse_dim(text: str) -> tuple[str, int]:
+    """Parse ``SYMBOL=VALUE``.
+
+    >>> parse_dim("batch=8")
+    ('batch', 8)
+    """
+    symbol, sep, value_text = text.partition("=")
+    value = _whole_number(value_text)
+    if not sep or not symbol.strip() or value is None:
+        raise UsageError(f"--dim {text!r}: expected SYMBOL=VALUE with a non-negative integer, e.g. --dim batch=1")
+    return symbol.strip(), value
+
+
+def parse_value(text: str) -> tuple[str, tuple[float, ...]]:
+    """Parse ``NAME=V1,V2,...``: the value of an input the graph computes with (a sample rate
+    choosing an If branch, a ``total_sequence_length``).
+
+    >>> parse_value("sr=16000")
+    ('sr', (16000,))
+    >>> parse_value("seqlens_k=4,7")
+    ('seqlens_k', (4, 7))
+    """
+    name, sep, values_text = text.partition("=")
+    try:
+        values = tuple(float(v) if any(c in v for c in ".eE") else int(v) for v in values_text.split(","))
+    except ValueError:
+        values = ()
+    if not sep or not name.strip() or not values:
+        raise UsageError(f"--value {text!r}: expected NAME=V1,V2,... with numbers, e.g. --value sr=16000")
+    return name.strip(), values
+
+
+# ---------------------------------------------------------------------------------------------
+# Binding
+
+
+def input_values(model: onnx.ModelProto, given: dict[str, Sequence[float]]) -> dict[str, np.ndarray]:
+    """The values given for graph inputs as arrays of each input's element type, shaped as the
+    input is (already bound), or 1-D (a scalar for one number and a rank-0 input) where its shape
+    has free dims."""
+    inputs = {i.name: i for i in real_inputs(model.graph)}
+    arrays = {}
+    for name, numbers in given.items():
+        if name not in inputs:
+            raise UsageError(f"--value: the model has no input {name!r}; {_suggest(name, inputs)}")
+        info = info_from_value_info(inputs[name])
+        try:
+            array = np.array(numbers, dtype=helper.tensor_dtype_to_np_dtype(info.dtype))
+        except Exception:
+            raise UsageError(f"--value {name}: input {name!r} is not a numeric tensor") from None
+        if info.shape is not None and info.is_known:
+            if array.size != info.numel:
+                raise UsageError(f"--value {name}: the input has shape {info.shape_text()} ({info.numel} values) "
+                                 f"but {array.size} were given")
+            array = array.reshape(info.shape)  # type: ignore[arg-type]
+        elif info.shape == () or (info.shape is None and array.size == 1):
+            array = array.reshape(())
+        arrays[name] = array
+    return arrays
+
+
+def real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    """Graph inputs that are not initializers (old exporters list weights as inputs too)."""
+    initializers = {t.name for t in graph.initializer}
+    return [i for i in graph.input if i.name not in initializers]
+
+
+def _dims_of(value_info: onnx.ValueInfoProto) -> list[onnx.TensorShapeProto.Dimension] | None:
+    tensor_type = value_info.type.tensor_type
+    if not value_info.type.HasField("tensor_type") or not tensor_type.HasField("shape"):
+        return None
+    return list(tensor_type.shape.dim)
+
+
+# dim names that mean "unknown", not "the same value wherever this name appears" (Paddle2ONNX
+# writes "?" for every free axis of an image: its height and width are not one dim)
+PLACEHOLDER_DIM_NAMES = frozenset({"?", "-1"})
+
+
+def fix_digit_dims(model: onnx.ModelProto) -> int:
+    """Write every ``dim_param`` that is a decimal integer (exporters write fixed dims as ``"64"``)
+    as that fixed value, and drop the placeholder names (``"?"``) that stand for no value at all, in the graph's inputs, outputs and value_info and in every subgraph's
+    (in place): it is no free symbol, so it is never reported unbound or suggested as a flag.
+    Returns how many dims were rewritten.
+
+    >>> from onnx import TensorProto
+    >>> model = helper.make_model(helper.make_graph([], "g", [helper.make_tensor_value_info(
+    ...     "x", TensorProto.FLOAT, ["batch", "64"])], []))
+    >>> fix_digit_dims(model), [(d.dim_param, d.dim_value) for d in model.graph.input[0].type.tensor_type.shape.dim]
+    (1, [('batch', 0), ('', 64)])
+    """
+    fixed = 0
+    for graph in (model.graph, *nested_graphs(model.graph)):
+        for value_info in (*graph.input, *graph.output, *graph.value_info):
+            for dim in _dims_of(value_info) or ():
+                text = dim.dim_param
+                if text and text.isascii() and text.strip().isdigit():
+                    dim.dim_value = int(text)  # the oneof: clears dim_param
+                    fixed += 1
+                elif text.strip() in PLACEHOLDER_DIM_NAMES:
+                    dim.ClearField("dim_param")  # no name: each such axis is its own unknown
+                    fixed += 1
+    return fixed
+
+
+def name_unnamed_batch_axes(model: onnx.ModelProto) -> tuple[str | None, list[str]]:
+    """Give every input's leading axis that has neither a value nor a name (skl2onnx writes its
+    batch axis so) one shared name, ``batch`` unless the model already uses that name, so that it
+    binds like any named batch dim (``--dim batch=N``, ``--batch N``, the default of 1). Returns
+    the name and the inputs renamed (in place).
+
+    >>> from onnx import TensorProto
+    >>> model = helper.make_model(helper.make_graph([], "g", [helper.make_tensor_value_info(
+    ...     "x", TensorProto.FLOAT, [None, 4])], []))
+    >>> name_unnamed_batch_axes(model), model.graph.input[0].type.tensor_type.shape.dim[0].dim_param
+    (('batch', ['x']), 'batch')
+    """
+    inputs = real_inputs(model.graph)
+    unnamed = [i for i in inputs if (dims := _dims_of(i)) and len(dims) >= 2 and not dims[0].dim_param
+               and not dims[0].HasField("dim_value")]
+    if not unnamed:
+        return None, []
+    used = {d.dim_param for i in inputs for d in _dims_of(i) or () if d.dim_param}
+    name = next(candidate for candidate in ("batch", "batch_size", "N", "onnxroof_batch") if candidate not in used)
+    for value_info in unnamed:
+        _dims_of(value_info)[0].dim_param = name  # type: ignore[index]
+    return name, [i.name for i in unnamed]
+
+
+def batch_symbols(model: onnx.ModelProto) -> list[str]:
+    """The dim names that stand only for the leading axis of the model's inputs (of at least one
+    of rank 2 or more: a lone vector's only axis is a length): batch dims, which a user can leave at 1 (a name
+    also used at another axis is a sequence or an image size, which only the user can choose).
+
+    >>> from onnx import TensorProto
+    >>> model = helper.make_model(helper.make_graph([], "g", [
+    ...     helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"]),
+    ...     helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "seq"])], []))
+    >>> batch_symbols(model)
+    ['batch']
+    """
+    leading: dict[str, bool] = {}  # symbol -> leads an input of rank 2 or more
+    elsewhere: set[str] = set()
+    for value_info in real_inputs(model.graph):
+        dims = _dims_of(value_info) or []
+        for axis, dim in enumerate(dims):
+            if dim.dim_param and axis == 0:
+                leading[dim.dim_param] = leading.get(dim.dim_param, False) or len(dims) >= 2
+            elif dim.dim_param:
+                elsewhere.add(dim.dim_param)
+    return [symbol for symbol, ranked in leading.items() if ranked and symbol not in elsewhere]
+
+
+def unbound_dims(model: onnx.ModelProto) -> list[UnresolvedDim]:
+    """The input dims still without a value (after binding), with the flag that fixes each."""
+    found = []
+    for value_info in real_inputs(model.graph):
+        if not value_info.type.HasField("tensor_type"):
+            continue
+        info = info_from_value_info(value_info)
+        if info.shape is None:
+            found.append(UnresolvedDim(info.name, -1, None))
+            continue
+        found += [UnresolvedDim(info.name, axis, dim if isinstance(dim, str) else None, info.shape)
+                  for axis, dim in enumerate(info.shape) if not isinstance(dim, int)]
+    return found
+
+
+def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple[str | None, tuple[int, ...]]],
+                dims: dict[str, int]) -> tuple[list[tuple[str | None, tuple[int, ...]]], dict[str, int]]:
+    """``--batch N`` as the flags it stands for: axis 0 of every input not shaped explicitly is N
+    (a named batch dim is bound by name, a fixed one is overridden)."""
+    shapes, named = list(input_shapes), dict(dims)
+    explicit = {name for name, _ in input_shapes}
+    for value_info in real_inputs(model.graph):
+        old = _dims_of(value_info)
+        if value_info.name in explicit or not old:
+            continue
+        if old[0].dim_param:
+            named.setdefault(old[0].dim_param, batch)
+        elif all(d.HasField("dim_value") for d in old):
+            shapes.append((value_info.name, (batch, *(d.dim_value for d in old[1:]))))
+        else:
+            raise UsageError(
+                f"--batch: input {value_info.name!r} has a fixed batch dim and other unknown dims; "
+                f"give its whole shape with --input-shape {value_info.name}:..."
+            )
+    return shapes, named
+
+
+def bind_inputs(
+    model: onnx.ModelProto,
+    input_shapes: Sequence[tuple[str | None, tuple[int, ...]]] = (),
+    dims: dict[str, int] | None = None,
+) -> None:
+    """Write user-given input shapes and named-dim values into ``model`` (in place).
+
+    A symbol bound by ``--input-shape`` (``x:4,16`` where x is ``[batch, seq]``) is bound
+    everywhere, as ``--dim`` does: in ONNX one dim name stands for one value. Everything is
+    checked before anything is written, so a UsageError leaves the model as it was.
+    """
+    graph = model.graph
+    inputs = {i.name: i for i in real_inputs(graph)}
+    given: dict[str, tuple[int, ...]] = {}
+    for name, shape in input_shapes:
+        name = _input_name(name, inputs)
+        old = _dims_of(inputs[name])
+        if old is not None and len(old) != len(shape):
+            raise UsageError(
+                f"--input-shape {name}: the model's input has rank {len(old)} "
+                f"({_dims_text(old)}) but {len(shape)} dims were given"
+            )
+        given[name] = shape
+    symbols = {d.dim_param for i in inputs.values() for d in (_dims_of(i) or []) if d.dim_param}
+    for symbol in dims or {}:
+        if symbol not in symbols:
+            known = ", ".join(sorted(symbols)) or "none"
+            raise UsageError(
+                f"--dim {symbol}: the model's inputs have no dim named {symbol!r} (named dims: {known})"
+            )
+    values = _symbol_values(inputs, given, dict(dims or {}))
+    for name, shape in given.items():
+        tensor_shape = inputs[name].type.tensor_type.shape
+        tensor_shape.Clear()
+        for value in shape:
+            tensor_shape.dim.add().dim_value = value
+    if values:  # subgraphs too: an If branch's value_info names the outer dims
+        for scope in (graph, *nested_graphs(graph)):
+            for value_info in (*scope.input, *scope.output, *scope.value_info):
+                for dim in _dims_of(value_info) or []:
+                    if dim.dim_param in values:
+                        dim.dim_value = values[dim.dim_param]
+
+
+def _input_name(name: str | None, inputs: dict[str, onnx.ValueInfoProto]) -> str:
+    if name is None:
+        if len(inputs) != 1:
+            raise UsageError(
+                "--input-shape without a name needs a model with one input; this one has "
+                f"{', '.join(inputs) or 'none'}: use NAME:D1,D2,..."
+            )
+        return next(iter(inputs))
+    if name not in inputs:
+        raise UsageError(f"--input-shape: the model has no input {name!r}; {_suggest(name, inputs)}")
+    return name
+
+
+def _symbol_values(
+    inputs: dict[str, onnx.ValueInfoProto], given: dict[str, tuple[int, ...]], explicit: dict[str, int]
+) -> dict[str, int]:
+    """``--dim`` values plus those implied by ``--input-shape`` (a symbol given two values is not)."""
+    implied: dict[str, set[int]] = {}
+    for name, shape in given.items():
+        for axis, (dim, value) in enumerate(zip(_dims_of(inputs[name]) or [], shape)):
+            symbol = dim.dim_param
+            if symbol in explicit and explicit[symbol] != value:
+                raise UsageError(
+                    f"--dim {symbol}={explicit[symbol]} contradicts --input-shape "
+                    f"{name}:{','.join(map(str, shape))}, whose axis {axis} is {symbol}"
+                )
+            if symbol:
+                implied.setdefault(symbol, set()).add(value)
+    unambiguous = {symbol: next(iter(found)) for symbol, found in implied.items() if len(found) == 1}
+    return unambiguous | explicit
+
+
+def _suggest(name: str, choices: Iterable[str]) -> str:
+    choices = list(choices)
+    close = difflib.get_close_matches(name, choices, n=3)
+    if close:
+        return f"did you mean {', '.join(repr(c) for c in close)}?"
+    return f"its inputs are {', '.join(repr(c) for c in choices)}"
+
+
+def _dims_text(dims: list[onnx.TensorShapeProto.Dimension]) -> str:
+    return ",".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims)

@@ -1,0 +1,81 @@
+"""Which computed tensors are shape arithmetic: settings such as a Reshape's target shape, not
+data. Their nodes launch nothing on a device and read settings, not parameters (cost-model.md
+section 3). Decided by the structure alone, so the answer is the same at every size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import onnx
+
+from ..core.nodes import DEFAULT_DOMAINS, NodeFields
+from ..ops import rule_for
+
+_GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
+
+
+def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs: set[str]) -> set[str]:
+    """The tensors of one graph that are shape arithmetic: computed from shapes and constants only
+    (``Shape``, ``Size`` and ``constants`` onwards) and read only in a rule's setting slots (a
+    Reshape's shape, a Gather's indices, an Attention's mask) or by other shape arithmetic. Both
+    follow from the structure, so a node is shape arithmetic at every size, whether or not the
+    analysis computes its values. A shape-derived tensor that data flows from (a mask added to
+    scores) is no setting. ``outputs`` (the graph's) and what a subgraph reads from its outer
+    scope are data.
+
+    >>> from onnxroof.core.nodes import NodeFields
+    >>> fields = [NodeFields("s", "Shape", "", ["x"], ["shape"], ()),
+    ...           NodeFields("r", "Reshape", "", ["x", "shape"], ["y"], ()),
+    ...           NodeFields("m", "Cast", "", ["shape"], ["mask"], ()),
+    ...           NodeFields("a", "Add", "", ["y", "mask"], ["z"], ())]
+    >>> sorted(settings_tensors(fields, set(), {"z"}))
+    []
+    >>> sorted(settings_tensors(fields[:2], set(), {"y"}))
+    ['shape']
+    """
+    uses: dict[str, list[tuple[int, int]]] = {}  # tensor -> (reader's position, input slot)
+    outer: set[str] = set(outputs)  # read by a subgraph (outer scope): data
+    derived = set(constants)  # computed from shapes and constants only
+    for position, node in enumerate(fields):
+        for slot, name in enumerate(node.inputs):
+            if name:
+                uses.setdefault(name, []).append((position, slot))
+        has_subgraph = False
+        for attribute in node.attributes or ():
+            if attribute.type == _GRAPH_ATTRIBUTE:
+                outer |= _names_read(attribute.g)
+                has_subgraph = True
+        if not has_subgraph and (node.op_type in _SHAPE_SOURCES and node.domain in DEFAULT_DOMAINS
+                                 or all(n in derived for n in node.inputs if n)):
+            derived.update(o for o in node.outputs if o)
+    arithmetic: set[int] = set()  # positions of shape-arithmetic nodes
+    settings: set[str] = set()
+    for position in range(len(fields) - 1, -1, -1):  # readers before the nodes they read
+        made = [o for o in fields[position].outputs if o]
+        if not made or any(o not in derived or o in outer for o in made):
+            continue
+
+        def a_setting(use: tuple[int, int]) -> bool:
+            reader, slot = use
+            if reader in arithmetic:
+                return True
+            rule = rule_for(fields[reader].domain, fields[reader].op_type)
+            return rule is not None and slot in rule.arg_inputs
+
+        if all(a_setting(use) for o in made for use in uses.get(o, ())):
+            arithmetic.add(position)
+            settings.update(made)
+    return settings
+
+
+_SHAPE_SOURCES = frozenset({"Shape", "Size"})  # their outputs follow from shapes alone
+
+
+def _names_read(graph: onnx.GraphProto) -> set[str]:
+    names = {name for node in graph.node for name in node.input if name}
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == _GRAPH_ATTRIBUTE:
+                names |= _names_read(attribute.g)
+    return names

@@ -1,0 +1,255 @@
+"""What onnxruntime's CPU kernels achieve on this machine, against the roofline of the roofs
+`onnxroof calibrate` measured (issue 20): the cost of a kernel launch, onnxruntime's own copy
+bandwidth, and per kernel class (``targets.EFFICIENCY_CLASSES``) the fraction of the roofline
+its kernels reach.
+
+Every figure is a *slope*: a session runs a chain of one op and a session runs a chain of
+:data:`CHAIN` copies of it; the difference over ``CHAIN - 1`` is one op's time, free of
+``session.run``'s fixed cost and of the reads of the model's input and the write of its output.
+Each session is timed as the fastest of batches of runs, without onnxruntime's profiler (it adds
+several µs to each small kernel).
+
+- **Launch** (:func:`measure_launch_overhead`): Adds on a 16-float tensor, where the work is
+  nothing; the slope is what onnxruntime spends per kernel (dispatch, bookkeeping).
+- **Copy bandwidth** (:func:`measure_copy_bandwidth`): Muls by a scalar on a tensor far larger
+  than the last-level cache: each reads and writes the tensor once, 2 x 4 B per element.
+- **Efficiency** (:func:`measure_efficiency`): for each class, ops of the sizes in
+  :data:`CASES` (chosen like the kernels of the models in ``docs/validation-measured.md``).
+  Efficiency = the roofline time onnxroof predicts for one op of the chain on the measured roofs
+  (``fusion none``, no launch cost) / (the measured slope - the launch cost); a class's figure is
+  the geometric mean over its sizes, capped at 1.0 (a kernel faster than the roofline means the
+  roofs were measured low, not that it beats them).
+
+Graph optimizations: ``all`` for the convolution and matmul chains (the NCHWc layout that
+deployments run), none for the other chains, where they would only fold the chain away.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..roofline.targets import Target
+
+CHAIN = 9  # ops in the long chain of every slope (the short chain has one)
+LAUNCH_CHAIN = 65  # tiny Adds in the launch measurement's long chain: its slope is small
+COPY_ELEMENTS = 16 * 2**20  # float32 elements of the copy-bandwidth tensor: 64 MiB, beyond any L3
+# class -> (label, op, shape, attributes) per size; shapes of the op's input
+CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
+    "gemm": (("MatMul 128x256 by 256x256", "MatMul", (128, 256), {}),
+             ("MatMul 128x512 by 512x512", "MatMul", (128, 512), {}),
+             ("Conv 3x3, 64 channels, 28x28", "Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})),
+    "gemv": (("MatMul 1x256 by 256x256", "MatMul", (1, 256), {}),
+             ("MatMul 2x384 by 384x384", "MatMul", (2, 384), {}),
+             ("MatMul 1x1024 by 1024x1024", "MatMul", (1, 1024), {})),
+    "depthwise": (("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
+                  ("depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28), {"pads": [1, 1, 1, 1], "group": 128}),
+                  ("depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1], "group": 512})),
+    "elementwise": (("Add, 16 Ki floats", "Add", (16384,), {}),
+                    ("Add, 64 Ki floats", "Add", (65536,), {}),
+                    ("Add, 256 Ki floats", "Add", (262144,), {})),
+    "reduction": (("Softmax over 128, 1,536 rows", "Softmax", (1536, 128), {"axis": -1}),
+                  ("LayerNormalization over 768, 128 rows", "LayerNormalization", (128, 768), {"axis": -1}),
+                  ("MaxPool 3x3, 64 channels, 56x56", "MaxPool", (1, 64, 56, 56),
+                   {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})),
+    "data_movement": (("Gather of 256 rows of 64 floats", "Gather", (256, 64), {"axis": 0}),
+                      ("Gather of 4,096 rows of 64 floats", "Gather", (4096, 64), {"axis": 0}),
+                      ("Gather of 1,024 rows of 256 floats", "Gather", (1024, 256), {"axis": 0})),
+    "transpose": (("Transpose 64x3136", "Transpose", (64, 3136), {"perm": [1, 0]}),
+                  ("Transpose 256x1024", "Transpose", (256, 1024), {"perm": [1, 0]}),
+                  ("Transpose 512x512", "Transpose", (512, 512), {"perm": [1, 0]})),
+}
+SIZES_IN_ORDER = ("gemm", "gemv", "depthwise", "elementwise", "reduction", "data_movement", "transpose")
+
+Timer = Callable[[], float]
+
+
+def per_kernel_seconds(one_s: float, many_s: float, kernels: int = CHAIN) -> float:
+    """The slope between one run of a single op and one run of ``kernels`` of them.
+
+    >>> round(per_kernel_seconds(one_s=20e-6, many_s=660e-6, kernels=65), 9)  # 640 µs over 64 more
+    1e-05
+    """
+    return max(many_s - one_s, 0.0) / (kernels - 1)
+
+
+def efficiency(roof_s: float, measured_s: float, launch_s: float = 0.0) -> float:
+    """The fraction of the roofline a kernel reached: its roofline time over what it took beyond
+    the launch cost, at most 1.
+
+    >>> efficiency(roof_s=40e-6, measured_s=100.5e-6, launch_s=0.5e-6)
+    0.4
+    >>> efficiency(roof_s=40e-6, measured_s=30e-6)  # faster than the roofline: the roofs are low
+    1.0
+    """
+    beyond = measured_s - launch_s
+    return 1.0 if beyond <= roof_s else roof_s / beyond
+
+
+def class_efficiency(fractions: list[float]) -> float:
+    """A class's figure: the geometric mean of its sizes' fractions (a ratio's natural mean).
+
+    >>> round(class_efficiency([0.2, 0.8]), 6)
+    0.4
+    """
+    return math.exp(sum(math.log(f) for f in fractions) / len(fractions))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One size of one class: what the op took, what the roofline says, and the fraction."""
+
+    label: str
+    measured_s: float  # one op (the slope)
+    roof_s: float  # one op on the measured roofs
+    fraction: float
+
+
+# --- the chains --------------------------------------------------------------------------------
+
+
+def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
+    """``length`` ``op`` nodes in a chain on a float32 input of ``shape``, each of the same shape
+    (a Gather takes the rows in reverse order)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, initializers, previous = [], [], "x"
+    if op == "LayerNormalization":
+        initializers += [numpy_helper.from_array(np.ones(shape[-1], np.float32), "scale"),
+                         numpy_helper.from_array(np.zeros(shape[-1], np.float32), "bias")]
+    if op == "Gather":
+        initializers.append(numpy_helper.from_array(np.arange(shape[0] - 1, -1, -1, dtype=np.int64), "rows"))
+    if op == "Mul":
+        initializers.append(numpy_helper.from_array(np.array(0.5, np.float32), "half"))
+    for index in range(length):
+        output = "y" if index == length - 1 else f"t{index}"
+        name = f"{op.lower()}_{index}"
+        if op == "MatMul":
+            initializers.append(numpy_helper.from_array(
+                (rng.standard_normal((shape[-1], shape[-1])) * 0.01).astype(np.float32), f"w{index}"))
+            nodes.append(helper.make_node("MatMul", [previous, f"w{index}"], [output], name=name))
+        elif op == "Conv":
+            channels, group = shape[1], attributes.get("group", 1)
+            weight = rng.standard_normal((channels, channels // group, 3, 3)) * 0.01
+            initializers.append(numpy_helper.from_array(weight.astype(np.float32), f"w{index}"))
+            nodes.append(helper.make_node("Conv", [previous, f"w{index}"], [output], name=name, **attributes))
+        elif op == "Add":
+            nodes.append(helper.make_node("Add", [previous, "x"], [output], name=name))
+        elif op == "Mul":
+            nodes.append(helper.make_node("Mul", [previous, "half"], [output], name=name))
+        elif op == "LayerNormalization":
+            nodes.append(helper.make_node(op, [previous, "scale", "bias"], [output], name=name, **attributes))
+        elif op == "Gather":
+            nodes.append(helper.make_node("Gather", [previous, "rows"], [output], name=name, **attributes))
+        else:
+            nodes.append(helper.make_node(op, [previous], [output], name=name, **attributes))
+        previous = output
+    graph = helper.make_graph(nodes, f"{op.lower()}-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _session(model, threads: int | None, optimize: bool):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize
+                                        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    if threads:
+        options.intra_op_num_threads = threads
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.perf_counter) -> float:
+    """Seconds of one run: the fastest of batches of runs (each batch about 5 ms) in ``budget_s``."""
+    for _ in range(3):  # warm up: the first runs allocate
+        session.run(None, feeds)
+    start = timer()
+    session.run(None, feeds)
+    batch = max(1, int(5e-3 / max(timer() - start, 1e-7)))
+    best = math.inf
+    deadline = time.monotonic() + budget_s
+    for attempt in range(1000):
+        start = timer()
+        for _ in range(batch):
+            session.run(None, feeds)
+        best = min(best, (timer() - start) / batch)
+        if attempt >= 2 and time.monotonic() > deadline:
+            break
+    return best
+
+
+def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: int | None, budget_s: float,
+                  length: int = CHAIN) -> float:
+    """onnxruntime's seconds for one more ``op`` in a chain (no profiler)."""
+    feeds = {"x": np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
+    optimize = op in ("MatMul", "Conv")
+    one, many = (fastest_run_s(_session(chain_model(op, shape, attributes, n), threads, optimize), feeds, budget_s / 2)
+                 for n in (1, length))
+    return per_kernel_seconds(one, many, length)
+
+
+def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN) -> float:
+    """onnxroof's roofline seconds for one more ``op`` in the same chain on ``target`` (one kernel
+    per node, no launch cost, peak figures)."""
+    from ..pipeline import analyze
+
+    def latency(n: int) -> float:
+        result = analyze(chain_model(op, shape, attributes, n), targets=[target], fusion="none", overhead=False)
+        return result.targets[0].latency_s
+
+    return per_kernel_seconds(latency(1), latency(length), length)
+
+
+# --- the measurements --------------------------------------------------------------------------
+
+
+def onnxruntime_available() -> bool:
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def measure_launch_overhead(budget_s: float, threads: int | None = None) -> float | None:
+    """Seconds onnxruntime spends per kernel beyond the kernel's work: the slope over chains of
+    1 and :data:`LAUNCH_CHAIN` Adds on 16 floats; None without onnxruntime."""
+    if not onnxruntime_available():
+        return None
+    return chain_slope_s("Add", (16,), {}, threads, budget_s, length=LAUNCH_CHAIN)
+
+
+def measure_copy_bandwidth(budget_s: float, threads: int | None = None) -> float | None:
+    """Bytes per second onnxruntime's elementwise kernel streams from DRAM: a Mul by a scalar over
+    :data:`COPY_ELEMENTS` floats reads and writes each once (8 B per element); None without
+    onnxruntime."""
+    if not onnxruntime_available():
+        return None
+    return 2 * 4 * COPY_ELEMENTS / chain_slope_s("Mul", (COPY_ELEMENTS,), {}, threads, budget_s, length=5)
+
+
+def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threads: int | None = None,
+                       progress: Callable[[str], None] | None = None) -> dict[str, list[Case]]:
+    """Per kernel class, each size of :data:`CASES` measured against ``target``'s roofline (the
+    roofs just measured, no efficiency); {} without onnxruntime."""
+    if not onnxruntime_available():
+        return {}
+    say = progress or (lambda text: None)
+    per_case = budget_s / sum(len(cases) for cases in CASES.values())
+    found: dict[str, list[Case]] = {}
+    for kernel_class in SIZES_IN_ORDER:
+        for label, op, shape, attributes in CASES[kernel_class]:
+            measured = chain_slope_s(op, shape, attributes, threads, per_case)
+            roof = roof_slope_s(op, shape, attributes, target)
+            case = Case(label, measured, roof, efficiency(roof, measured, launch_s))
+            found.setdefault(kernel_class, []).append(case)
+            say(f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
+    return found

@@ -1,0 +1,420 @@
+"""The pipeline in one place: load -> shapes -> cost graph -> totals.
+
+``analyze`` is the Python API; the CLI prints exactly what it returns.
+
+>>> from onnxroof.core.examples import build_example
+>>> result = analyze(build_example("shallownet"))
+>>> result.totals.mac_flops, result.totals.params
+(2424832, 328586)
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+
+import onnx
+import onnx.inliner
+
+from .core.dtypes import dtype_name
+from .core.errors import UnboundDims, UsageError
+from .cost.graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord
+from .frontend.inputs import (
+    batch_flags, batch_symbols, bind_inputs, fix_digit_dims, input_values, name_unnamed_batch_axes, parse_dim,
+    parse_input_shape, parse_value, real_inputs, unbound_dims,
+)
+from .cost.llm import LOOKED_FOR, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
+from .frontend.load import PendingCheck, check_in_memory, open_model
+from .memory.liveness import analyze_memory
+from .core.nodes import read_node_fields
+from .ops import output_types
+from .ops.plugins import load_entry_points
+from .result import Analysis, ModelFacts, Totals
+from .frontend.shapes import infer_shapes
+from .cost.splits import cost_graph_with_sizes
+from .core.tensors import TensorInfo
+
+if TYPE_CHECKING:  # placing on targets is imported only when targets are given
+    from .roofline.targets import Target
+
+
+def analyze(
+    model: str | os.PathLike | onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
+    dims: Mapping[str, int] | Iterable[str] | None = None,
+    loop_trips: int | None = None,
+    elementwise_in_place: bool = False,
+    targets: Iterable[str | Target] = (),
+    dtype: str = "model",
+    batch: int | None = None,
+    phase: str | None = None,
+    seq: int | None = None,
+    context: int | None = None,
+    fusion: str | Iterable[str] | None = None,
+    overhead: bool = True,
+    progress: Callable[[str], None] | None = None,
+    checker_in_child: bool = False,
+    values: Mapping[str, Sequence[float] | float] | Iterable[str] | None = None,
+    partial: bool = False,
+    ignore_missing_dims: bool = False,
+    search_order: bool = True,
+) -> Analysis:
+    """Analyse an ONNX model given as a path or a ModelProto.
+
+    ``input_shapes`` maps input names to shapes (or is a list of ``NAME:1,3,224,224`` strings);
+    ``dims`` maps symbolic dim names to values (or is a list of ``SYMBOL=VALUE`` strings);
+    ``loop_trips`` is the trip count of Loops whose count the model does not fix;
+    ``elementwise_in_place`` lets single-consumer elementwise ops overwrite their input;
+    ``targets`` (names of bundled targets, target file paths or Target objects) are placed on
+    their rooflines; ``dtype`` (fp32 fp16 bf16 int8 int4) re-costs the model as if stored and run
+    in that type; ``batch`` sets axis 0 of every input; ``phase`` ("prefill" with ``seq``, or
+    "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win);
+    ``fusion`` (a policy, "none", "epilogue", "all" or rule sets such as "epilogue,elementwise",
+    or a list of rule sets) groups nodes into kernels on every target instead of each target's
+    own policy; ``overhead=False`` leaves out every target's launch cost per kernel and its
+    efficiency figures (with ``fusion="none"``, the plain roofline); ``values`` maps input names to the values the graph computes with (a sample rate that picks an
+    If branch, a ``total_sequence_length``), or is a list of ``NAME=V1,V2,...`` strings;
+    ``progress`` is called with the name of each stage as it starts; ``checker_in_child`` runs
+    the ONNX checker on a model file in a forked child process while the analysis goes on (on
+    Linux, in a process with no other thread): the onnxroof program does, as forking a process
+    that already holds much memory costs more than the checker.
+
+    Unbound input dims: a dim name that stands only for the leading axis of the inputs (a batch
+    dim; an unnamed leading axis is named ``batch``) is bound to 1 unless given, and
+    ``analysis.assumed_dims`` says so; any other input dim left without a value raises
+    :class:`~onnxroof.core.errors.UnboundDims`, naming each, unless ``partial=True`` (then nothing is
+    assumed and the nodes that depend on them are not counted). ``ignore_missing_dims`` lets
+    ``dims`` name dims this model lacks (one set of dims for several models).
+    ``search_order=False`` skips the search for the execution order with the lowest peak
+    (``memory.best`` is then the model's order): for many analyses that read the model order only.
+    """
+    collecting = gc.isenabled()
+    gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
+    try:
+        return _in_api_words(_analyze,model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
+                        context, progress or (lambda stage: None), checker_in_child, values, _fusion_rules(fusion), overhead,
+                        partial, ignore_missing_dims, search_order)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+# the command line's flags and the arguments of analyze() that stand for them
+_API_NAMES = {"--input-shape": "input_shapes", "--dim": "dims", "--value": "values", "--target": "targets",
+              "--dtype": "dtype", "--batch": "batch", "--phase": "phase", "--seq": "seq", "--context": "context",
+              "--fusion": "fusion", "--loop-trips": "loop_trips", "--partial": "partial=True"}
+_FLAG = re.compile(r"(?<![\w-])(--(?:input-shape|dim|value|target|dtype|batch|phase|seq|context|fusion|loop-trips|partial))\b")
+
+
+def api_words(message: str) -> str:
+    """A message that names command-line flags, naming analyze()'s arguments instead.
+
+    >>> api_words("--dim zzz: the model's inputs have no dim named 'zzz'; bind the dims with --dim instead")
+    "dims zzz: the model's inputs have no dim named 'zzz'; bind the dims with dims instead"
+    """
+    return _FLAG.sub(lambda match: _API_NAMES[match.group(1)], message)
+
+
+def _in_api_words(run: Callable, *args):
+    """``run(*args)``, with a UsageError's message in analyze()'s words; the command line still
+    prints its own (``cli_text``)."""
+    try:
+        return run(*args)
+    except UsageError as exc:
+        cli_text = getattr(exc, "cli_text", None) or str(exc)
+        if isinstance(exc, UnboundDims):
+            raise
+        error = UsageError(api_words(str(exc)))
+        error.cli_text = cli_text  # type: ignore[attr-defined]
+        raise error from None
+
+
+def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
+             context, progress: Callable[[str], None], checker_in_child: bool, values,
+             fusion: tuple[str, ...] | None, overhead: bool, partial: bool = False,
+             ignore_missing_dims: bool = False, search_order: bool = True) -> Analysis:
+    if dtype != "model" and dtype not in RECAST_DTYPES:
+        raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
+    chosen = _load_targets(targets)
+    load_entry_points()
+    if isinstance(model, onnx.ModelProto):
+        path, file_bytes, checking = None, None, None
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)  # binding writes into the model; leave the caller's untouched
+        check_in_memory(proto, proto.graph.name or "model")  # what would crash onnx's C++ or onnxroof
+    else:
+        path = str(model)
+        progress("loading")
+        proto, checking = open_model(path, checker_in_child)
+        file_bytes = Path(path).stat().st_size
+    try:
+        prepare_notes: list[str] = []
+        proto, layout, nodes, fields, phase_values, explicit_dims, assumed = _prepare(
+            proto, checking, input_shapes, dims, batch, phase, seq, context, progress, prepare_notes, partial,
+            ignore_missing_dims, Path(path).name if path else proto.graph.name or "model")
+    except BaseException:
+        if checking is not None:
+            checking.wait()  # the checker's verdict comes first, as when it ran before anything else
+        raise
+    if checking is not None:
+        checking.wait()  # before ONNX's shape inference sees the model
+    given_values = input_values(proto, phase_values | _value_flags(values))  # explicit values win
+    def infer(assumed_sizes: dict[str, int] | None = None):
+        """The shape stage (again, for sizes only the data decides: splits.py)."""
+        result = infer_shapes(proto, nodes, fields, output_types, given_values, assumed_sizes)
+        if dtype != "model":
+            result.tensors = recast_tensors(result.tensors, RECAST_DTYPES[dtype])
+        return result
+
+    shapes = infer()
+    if layout is not None and phase is not None:
+        # dims the export leaves symbolic although the graph fixes them (a head size): bound, and again
+        fixed = {d: v for d, v in dims_fixed_by_the_graph(layout, shapes.tensors).items() if d not in explicit_dims}
+        if fixed:
+            bind_inputs(proto, (), fixed)
+            shapes = infer()
+        if not partial and (unbound := unbound_dims(proto)):
+            raise UnboundDims(Path(path).name if path else proto.graph.name or "model", unbound, assumed, decoder=True)
+    progress("costing nodes")
+    graph, shapes, size_notes = cost_graph_with_sizes(proto, shapes, CostOptions(loop_trips=loop_trips), fields, infer)
+    records = graph.records
+    totals = _totals(records, graph.parameters)
+    analysis = Analysis(
+        model=_facts(proto, path, file_bytes),
+        inputs=shapes.inputs,
+        outputs=[shapes.tensors.get(o.name) or TensorInfo(o.name) for o in proto.graph.output],
+        cost_graph=graph,
+        nodes=records,
+        totals=totals,
+        unresolved_dims=shapes.unresolved,
+        memory=_with_progress(progress, "tracking live activations",
+                              lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place,
+                                                                     search=search_order)),
+        dtype=dtype,
+        batch=batch,
+        input_values={name: value.reshape(-1).tolist() for name, value in given_values.items()},
+        assumed_dims=assumed,
+    )
+    if chosen:
+        from .roofline.placement import place_model
+
+        progress(f"placing on {len(chosen)} target(s)")
+        analysis.targets = [place_model(graph, analysis.memory, target, dtype, batch or 1, fusion, overhead)
+                            for target in chosen]
+    if layout is not None:
+        new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
+        latencies = {report.target.name: report.latency_s for report in analysis.targets}
+        analysis.llm = llm_report(analysis.tensors, layout, phase, new_tokens, context if phase == "decode" else seq,
+                                  batch or 1, latencies)
+    analysis.warnings = prepare_notes + shapes.notes + size_notes + _warnings(analysis)
+    return analysis
+
+
+_CACHE_NAME = re.compile(r"past|cache", re.IGNORECASE)  # only to say a cache-like input was not recognised
+
+
+def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes, dims, batch, phase, seq, context,
+             progress: Callable[[str], None], notes: list[str], partial: bool = False, ignore_missing_dims: bool = False,
+             label: str = "model"):
+    """The model with its functions inlined and its inputs bound, its decoder layout, its nodes
+    and their fields: the work done while the ONNX checker judges the model in a child process."""
+    if proto.functions:
+        if checking is not None:
+            checking.wait()  # the inliner is C++: it sees only a model the checker passed
+        # model-local functions are costed through their bodies
+        proto = onnx.inliner.inline_local_functions(proto)
+    shape_flags, dim_flags = _shape_flags(input_shapes), dim_values(dims)
+    fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
+    name_unnamed_batch_axes(proto)  # skl2onnx's batch axis has no name: give it one to bind it by
+    if ignore_missing_dims:
+        symbols = {d.dim_param for i in real_inputs(proto.graph) for d in i.type.tensor_type.shape.dim if d.dim_param}
+        dim_flags = {symbol: value for symbol, value in dim_flags.items() if symbol in symbols}
+    layout = detect_decoder(proto, prefill_only=phase == "prefill")
+    if layout is None:
+        looks_like = [i.name for i in real_inputs(proto.graph) if _CACHE_NAME.search(i.name)]
+        if looks_like:
+            notes.append(f"input(s) {', '.join(looks_like[:3])} are named like a KV cache, but none is one (looked for "
+                         f"{LOOKED_FOR}): no decoder phase applies; bind the dims with --dim")
+    explicit_dims = set(dim_flags)
+    phase_values: dict[str, list[int]] = {}
+    if phase is not None:
+        if layout is None:
+            raise UsageError(f"--phase {phase}: no KV cache found (looked for {LOOKED_FOR}); "
+                             "bind the model's dims with --dim instead")
+        implied, phase_values = phase_dims(layout, phase, seq, context, batch)
+        dim_flags = implied | dim_flags
+    if batch is not None:
+        shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
+    assumed: dict[str, int] = {}
+    if not partial:  # a batch dim nobody gave is 1, and every output says so
+        inputs = real_inputs(proto.graph)
+        shaped = {name for name, _ in shape_flags}
+        if None in shaped:  # --input-shape 1,3,224,224 names the only input
+            shaped |= {i.name for i in inputs}
+        for symbol in batch_symbols(proto):
+            carriers = [i.name for i in inputs
+                        if i.type.tensor_type.shape.dim and i.type.tensor_type.shape.dim[0].dim_param == symbol]
+            if symbol not in dim_flags and not all(name in shaped for name in carriers):
+                dim_flags[symbol] = assumed[symbol] = 1
+    bind_inputs(proto, shape_flags, dim_flags)
+    if not partial and not (layout is not None and phase is not None) and (unbound := unbound_dims(proto)):
+        # (a decoder's phase leaves its head size to the graph: checked once that is bound)
+        raise UnboundDims(label, unbound, assumed, decoder=layout is not None)
+    nodes = list(proto.graph.node)
+    progress(f"inferring shapes of {len(nodes):,} nodes")
+    # the fields, read once for the shape and cost stages
+    return proto, layout, nodes, read_node_fields(nodes), phase_values, explicit_dims, assumed
+
+
+# --dtype choices -> the ONNX element type every floating-point tensor is re-costed in
+RECAST_DTYPES = {"fp32": 1, "fp16": 10, "bf16": 16, "fp8": 17, "int8": 3, "int4": 22}  # fp8: E4M3FN
+_FLOAT_TYPES = frozenset({1, 10, 11, 16})
+
+
+def _load_targets(targets: Iterable[str | Target]) -> list[Target]:
+    """Targets given by name or path, loaded (first, so that a bad one fails before any work)."""
+    targets = list(targets)
+    if not targets:
+        return []
+    from .roofline.targets import Target, load_target
+
+    return [t if isinstance(t, Target) else load_target(t) for t in targets]
+
+
+def _fusion_rules(fusion: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    if fusion is None:
+        return None
+    from .roofline.kernels import parse_policy
+
+    try:
+        return parse_policy(fusion if isinstance(fusion, str) else ",".join(fusion) or "none")
+    except ValueError as exc:
+        raise UsageError(f"--fusion {exc}") from None
+
+
+def _with_progress(progress: Callable[[str], None], stage: str, work: Callable):
+    progress(stage)
+    return work()
+
+
+def recast_tensors(tensors: dict[str, TensorInfo], elem_type: int) -> dict[str, TensorInfo]:
+    """Every floating-point tensor as if stored in ``elem_type``; integer tensors (indices,
+    shapes, already-quantized weights) keep their type."""
+    return {
+        name: TensorInfo(info.name, elem_type, info.shape) if info.dtype in _FLOAT_TYPES else info
+        for name, info in tensors.items()
+    }
+
+
+def _shape_flags(input_shapes) -> list[tuple[str | None, tuple[int, ...]]]:
+    if not input_shapes:
+        return []
+    if isinstance(input_shapes, Mapping):
+        shapes = [(name, tuple(int(d) for d in shape)) for name, shape in input_shapes.items()]
+        negative = next((f"{name}: {list(shape)}" for name, shape in shapes if any(d < 0 for d in shape)), None)
+        if negative:
+            raise UsageError(f"input_shapes {negative}: dims must be integers of 0 or more")
+        return shapes
+    return [parse_input_shape(text) for text in input_shapes]
+
+
+def _value_flags(values) -> dict[str, tuple[float, ...]]:
+    if not values:
+        return {}
+    if isinstance(values, Mapping):
+        return {str(k): tuple(v) if isinstance(v, (list, tuple)) else (v,) for k, v in values.items()}
+    return dict(parse_value(text) for text in values)
+
+
+def dim_values(dims) -> dict[str, int]:
+    """``dims`` as analyze() takes them (a mapping, or ``SYMBOL=VALUE`` strings), as a mapping."""
+    if not dims:
+        return {}
+    if isinstance(dims, Mapping):
+        values = {str(k): int(v) for k, v in dims.items()}
+        negative = next((f"{k}={v}" for k, v in values.items() if v < 0), None)
+        if negative:
+            raise UsageError(f"dims {negative}: a dim must be an integer of 0 or more")
+        return values
+    return dict(parse_dim(text) for text in dims)
+
+
+def _facts(model: onnx.ModelProto, path: str | None, file_bytes: int | None) -> ModelFacts:
+    opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
+    producer = " ".join(p for p in (model.producer_name, model.producer_version) if p)
+    name = Path(path).stem if path else (model.graph.name or "model")
+    return ModelFacts(
+        name=name,
+        path=path,
+        file_bytes=file_bytes,
+        producer=producer,
+        ir_version=model.ir_version,
+        opset=opsets.get("ai.onnx", 0),
+        opsets=opsets,
+        node_count=len(model.graph.node),
+        doc_string=model.doc_string,
+        graph_name=model.graph.name,
+    )
+
+
+def _totals(records: list[NodeRecord], parameters: dict[str, tuple[int, int]]) -> Totals:
+    unsupported: Counter = Counter()
+    not_counted: Counter = Counter()
+    macs = flops = counted_nodes = uncounted_bytes = weight_bytes_read = 0
+    for record in records:  # one pass: big graphs have hundreds of thousands of records
+        macs += record.macs
+        flops += record.flops
+        weight_bytes_read += record.weight_bytes
+        if record.counted:
+            counted_nodes += 1
+        else:
+            uncounted_bytes += record.memory_bytes
+            (unsupported if record.status == STATUS_UNSUPPORTED else not_counted)[record.op_type] += 1
+        if record.subgraphs:
+            for subgraph in record.subgraphs.values():
+                if subgraph.taken:  # an If branch its known condition does not select does not run
+                    unsupported.update(subgraph.unsupported)
+                    not_counted.update(subgraph.not_counted)
+    return Totals(
+        macs=macs,
+        mac_flops=2 * macs,
+        flops=flops,
+        params=sum(elements for elements, _ in parameters.values()),
+        param_bytes=sum(stored for _, stored in parameters.values()),
+        weight_bytes_read=weight_bytes_read,
+        nodes=len(records),
+        counted_nodes=counted_nodes,
+        unsupported=dict(sorted(unsupported.items())),
+        not_counted=dict(sorted(not_counted.items())),
+        uncounted_bytes=uncounted_bytes,
+    )
+
+
+def _warnings(analysis: Analysis) -> list[str]:
+    warnings = []
+    if analysis.unresolved_dims:
+        fixes = " ".join(dict.fromkeys(d.fix for d in analysis.unresolved_dims))
+        names = ", ".join(f"{d.input_name}[{d.axis}]" + (f" ({d.symbol})" if d.symbol else "") for d in analysis.unresolved_dims)
+        warnings.append(f"input dims not bound: {names}; nodes depending on them are not counted. Fix (with your values): {fixes}")
+    if analysis.totals.unsupported:
+        ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unsupported.items())
+        warnings.append(f"unsupported ops (not counted): {ops}")
+    unsized = [name for name, (elements, _) in analysis.cost_graph.parameters.items() if not elements]
+    if unsized:
+        warnings.append(
+            f"{len(unsized)} parameter tensor(s) of unknown shape are left out of the parameter totals: "
+            + ", ".join(unsized[:5]) + (" ..." if len(unsized) > 5 else "")
+        )
+    if analysis.totals.not_counted:
+        ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
+        reasons = sorted({r.reason for r in analysis.nodes if r.status == "unknown_value"})
+        warnings.append(f"nodes not counted (unknown shapes or values, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
+    return warnings
+
+
+def input_dtype(info: TensorInfo) -> str:
+    return dtype_name(info.dtype)

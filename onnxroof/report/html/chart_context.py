@@ -1,0 +1,378 @@
+"""Chart contexts that several pages draw: rooflines and live-activation timelines.
+
+Geometry comes from ``charts.py``; here it becomes the strings the templates place (coordinates,
+labels, hover titles). The model and diff pages draw a roofline per target with a dot per costed
+node (past :data:`AGGREGATE_ABOVE` nodes, one dot per op type and cell of the log-log plane);
+compare and sweep pages draw only whole-model points. The memory timeline of the model page and
+the overlaid timelines of the diff and sweep pages share their frame, peak markers and
+capacity lines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Callable, Iterable, Sequence
+
+from ...core.units import iec, intensity, si
+from .charts import RooflineChart, RooflinePoint, TimelineChart, timeline_chart
+from .scales import svg_number
+from ..text.diff_tables import format_value
+from ..bounds import BOUND_LABELS
+from .page import SERIES_COLOURS, _percent
+
+AGGREGATE_ABOVE = 2_000  # costed nodes past which a roofline bins its dots
+ROOFLINE_SIZE = (1240, 470)
+MEMORY_CHART_SIZE = (1240, 300)  # SVG user units; the chart scales to the panel's width
+# colours for op types (the nine with the most FLOPs; the rest share the last, grey)
+PALETTE = ("#3f6fd8", "#e8772e", "#2f9e6e", "#d64545", "#8a5cc9", "#c9a227", "#17a2b8", "#d46aa8", "#7a5a3a")
+OTHER_COLOUR = "#9aa1ae"
+
+
+# ---------------------------------------------------------------------------------------------
+# Rooflines
+
+
+def main_op(op_type: str) -> str:
+    """The op a kernel is coloured and filtered by: its first node's ("Conv" for "Conv+Relu")."""
+    return op_type.split("+", 1)[0]
+
+
+def _palette(nodes: list[dict], group: Callable[[dict], str] = lambda node: node["op_type"]) -> dict[str, str]:
+    """A colour per op type (or per another ``group`` of the nodes, such as their module): the
+    nine with the most FLOPs get their own, the rest share grey."""
+    flops: Counter = Counter()
+    for node in nodes:
+        if node["counted"] and node["flops"]:
+            flops[group(node)] += node["flops"]
+    ordered = sorted(flops.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {op: PALETTE[i] for i, (op, _) in enumerate(ordered[:len(PALETTE)])}
+
+
+def _roof_groups(target: dict) -> list[tuple[str, float, list[str]]]:
+    """The target's compute roofs, equal peaks merged (fp16 and bf16): (label, FLOP/s, roofs)."""
+    groups: dict[float, list[str]] = {}
+    for roof, figure in target["roofs"].items():
+        groups.setdefault(figure["peak_flops_per_s"], []).append(roof)
+    return [(" · ".join(names), peak, names) for peak, names in groups.items()]
+
+
+def _bandwidths(target: dict) -> list[tuple[str, float]]:
+    bandwidths = [("DRAM", target["dram_bytes_per_s"])]
+    if target.get("onchip_bytes_per_s"):
+        bandwidths.append(("on-chip", target["onchip_bytes_per_s"]))
+    return bandwidths
+
+
+def _ops_unit(roofs: Iterable[str]) -> str:
+    return "OP/s" if all(r.startswith("int") for r in roofs) else "FLOP/s"
+
+
+def _base_roofline(target: dict, chart: RooflineChart, chart_id: str) -> dict:
+    """The axes, roofs and slopes of a roofline chart, as strings for the template."""
+    plot = chart.plot
+    roofs = []
+    groups = {peak: (label, names) for label, peak, names in _roof_groups(target)}
+    ridge_labels = []
+    for roof in chart.roofs:
+        label, names = groups.get(roof.value, (roof.label, [roof.label]))
+        unit = _ops_unit(names)
+        figure = target["roofs"][names[0]]
+        ridge_labels.append(roof)
+        roofs.append({
+            "d": f"M{svg_number(roof.x1)},{svg_number(roof.y)}H{svg_number(roof.x2)}",
+            "label": f"{label} · {si(roof.value, unit)}",
+            "label_x": svg_number(roof.label_x), "label_y": svg_number(roof.label_y), "anchor": roof.anchor,
+            "title": (f"{label} compute roof: {roof.value:,.6g} {unit} ({figure['tag']}: {figure['source']}); "
+                      f"ridge at {roof.ridge:.4g} FLOP per DRAM byte"),
+            "ridge": None,
+        })
+    # ridge labels: left of the ridge point, in the empty region above the DRAM slope
+    visible = [(k, r) for k, r in enumerate(chart.roofs) if r.ridge_visible]
+    from .charts import spread
+    ys = spread([r.ridge_y - 9 for _, r in visible], 14, plot.top + 10, plot.bottom - 4)
+    for (k, roof), label_y in zip(visible, ys):
+        text = f"ridge {intensity(roof.ridge)} FLOP/B"
+        room = roof.ridge_x - 10 - len(text) * 6.4
+        left = room > plot.left
+        roofs[k]["ridge"] = {
+            "cx": svg_number(roof.ridge_x), "cy": svg_number(roof.ridge_y), "label": text,
+            "label_x": svg_number(roof.ridge_x - 9 if left else roof.ridge_x + 9),
+            "label_y": svg_number(label_y), "anchor": "end" if left else "start",
+            "title": f"ridge point of the {roofs[k]['label'].split(' · ')[0]} roof: {roof.ridge:.6g} FLOP/B; "
+                     "left of it a node is DRAM-bound, right of it compute-bound",
+        }
+    slopes = []
+    for index, slope in enumerate(chart.slopes):
+        if not slope.path:
+            continue
+        slopes.append({
+            "d": slope.path, "cls": "slope-dram" if index == 0 else "slope-onchip",
+            "label": f"{slope.label} {si(slope.value, 'B/s')}",
+            "label_x": svg_number(slope.label_x), "label_y": svg_number(slope.label_y),
+            "transform": f"rotate({slope.angle:.2f} {svg_number(slope.label_x)} {svg_number(slope.label_y)})",
+            "angle": slope.angle,
+            "title": (f"{slope.label} bandwidth roof: {slope.value:,.6g} bytes/s"
+                      + ("" if index == 0 else "; it bounds FLOP per on-chip byte (this axis is per DRAM byte)")),
+        })
+    strip = None
+    if chart.strip is not None:
+        s = chart.strip
+        strip = {"x": svg_number(s.left), "y": svg_number(s.top), "width": svg_number(s.width),
+                 "height": svg_number(s.height), "label_x": svg_number(s.left + s.width / 2),
+                 "label_y": svg_number(s.bottom + 17),
+                 "title": "∞: no DRAM bytes (everything on chip), so no finite intensity; the height still shows FLOP/s"}
+    return {
+        "id": chart_id,
+        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
+        "width": svg_number(chart.width), "height": svg_number(chart.height),
+        "left": svg_number(plot.left), "right": svg_number(plot.right),
+        "top": svg_number(plot.top), "bottom": svg_number(plot.bottom),
+        "plot_w": svg_number(plot.width), "plot_h": svg_number(plot.height),
+        "tick_end": svg_number(plot.bottom + 5),
+        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
+        "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
+        "x_minor": [svg_number(v) for v in chart.x_minor],
+        "y_minor": [svg_number(v) for v in chart.y_minor],
+        "x_title": "intensity: FLOP per DRAM byte (log)",
+        "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
+        "y_title": f"{_ops_unit(target['roofs'])} achieved (log)",
+        "y_title_x": "16", "y_title_y": svg_number((plot.top + plot.bottom) / 2),
+        "y_title_transform": f"rotate(-90 16 {svg_number((plot.top + plot.bottom) / 2)})",
+        "roofs": roofs,
+        "slopes": slopes,
+        "strip": strip,
+        "dots": [],
+        "paths": [],
+        "arrows": [],
+        "marks": [],
+        "measured_dots": [],
+        "level_dots": [],  # the kernels again on the on-chip level (model page)
+    }
+
+
+def _points(dots: list[dict]) -> list[RooflinePoint]:
+    """Dots for the chart: the area in proportion to the share of the latency, on one scale for
+    every chart (a node taking all the time would get the largest radius)."""
+    return [RooflinePoint(d["intensity"], d["performance"], d["weight"]) for d in dots]
+
+
+def _achieved(flops: float, time_s: float) -> float:
+    return flops / time_s if time_s else 0.0
+
+
+def _dot_title(placement: dict, target: dict, latency: float) -> str:
+    """A kernel's tooltip (``placement``: its entry in the target's "nodes"): its nodes, numbers
+    and bound."""
+    time_s = placement["time_s"]
+    share = time_s / latency if latency else 0.0
+    roof = placement["roof"]
+    unit = _ops_unit([roof])
+    achieved = _achieved(placement["flops"], time_s)
+    members = placement.get("nodes") or [placement["name"]]
+    lines = [
+        f"{placement['name']}" + (f" (kernel of {len(members)} nodes: {', '.join(members)})" if len(members) > 1 else ""),
+        f"{placement['op_type']} · {placement['dtype']} · {roof} roof",
+        f"FLOPs: {si(placement['flops'])} ({placement['flops']:,})",
+        f"DRAM bytes: {iec(placement['dram_bytes'])} ({placement['dram_bytes']:,})"
+        + (f" · on-chip {iec(placement['onchip_bytes'])}" if placement["onchip_bytes"] else ""),
+        "intensity: " + (f"{intensity(placement['intensity'])} FLOP/B ({placement['intensity']:.6g})"
+                         if placement["intensity"] is not None else "∞ (no DRAM bytes)"),
+        f"time: {format_value(time_s, 'seconds')} ({time_s:.6g} s), {_percent(share)} of the latency",
+        f"achieved: {si(achieved, unit)} ({placement['percent_of_peak']:.1f}% of peak) · attainable "
+        f"{si(placement['attainable_flops_per_s'], unit)}",
+        f"bound: {BOUND_LABELS.get(placement['bound'], placement['bound'])}",
+    ]
+    return "\n".join(lines)
+
+
+def _mark(placed, chart: RooflineChart, kind: str, label: str, title: str, colour: str = "") -> dict:
+    """A diamond for a whole-model point, labelled beside it (left of it near the right edge)."""
+    right = placed.x > chart.plot.left + chart.plot.width * 0.8 or placed.unbounded
+    above = placed.y - chart.plot.top > 30
+    return {
+        "kind": kind, "cx": svg_number(placed.x), "cy": svg_number(placed.y),
+        "d": _diamond(placed.x, placed.y, 7.5),
+        "label": label, "title": title, "colour": colour,
+        "label_x": svg_number(placed.x - 6 if right else placed.x + 6),
+        "label_y": svg_number(placed.y - 12 if above else placed.y + 22),
+        "anchor": "end" if right else "start",
+    }
+
+
+def _place_mark_labels(context: dict, chart: RooflineChart) -> None:
+    """Move the marks' labels to spots clear of each other, the roofs', ridges' and slopes'
+    labels and every dot."""
+    from .charts import label_rect, place_labels
+
+    obstacles = []
+    for dots in ("dots", "level_dots", "measured_dots"):
+        for dot in context.get(dots, ()):
+            x, y, r = float(dot["cx"]), float(dot["cy"]), float(dot.get("r", 4))
+            obstacles.append((x - r - 1, y - r - 1, x + r + 1, y + r + 1))
+    for slope in context.get("slopes", ()):
+        if slope.get("label"):  # a rotated label: the axis-aligned box around it
+            angle = math.radians(abs(float(slope.get("angle", 0.0))))
+            length = len(slope["label"]) * 6.2
+            x, y = float(slope["label_x"]), float(slope["label_y"])
+            half_w, half_h = length * math.cos(angle) / 2 + 4, length * math.sin(angle) / 2 + 8
+            obstacles.append((x - half_w, y - half_h, x + half_w, y + half_h))
+    for roof in context["roofs"]:
+        obstacles.append(label_rect(float(roof["label_x"]), float(roof["label_y"]), roof["anchor"], roof["label"], 7.0))
+        if roof["ridge"]:
+            ridge = roof["ridge"]
+            obstacles.append(label_rect(float(ridge["label_x"]), float(ridge["label_y"]), ridge["anchor"], ridge["label"], 6.2))
+    marks = context["marks"]
+    spots = place_labels([(float(m["cx"]), float(m["cy"]), m["label"]) for m in marks], chart.plot, obstacles,
+                         gap=9.0, char_width=7.3)
+    for mark, spot in zip(marks, spots):
+        if spot is None:
+            mark["label"] = ""
+            continue
+        mark["label_x"], mark["label_y"], mark["anchor"] = svg_number(spot.x), svg_number(spot.y), spot.anchor
+
+
+def _diamond(x: float, y: float, size: float) -> str:
+    return (f"M{svg_number(x)},{svg_number(y - size)}L{svg_number(x + size)},{svg_number(y)}"
+            f"L{svg_number(x)},{svg_number(y + size)}L{svg_number(x - size)},{svg_number(y)}Z")
+
+
+def _binned_dots(costed: list[dict], index: dict[str, int], latency: float) -> list[dict]:
+    """Past AGGREGATE_ABOVE nodes: one dot per op type, roof and cell of the log-log plane (eight
+    cells a decade). Its position is the bin's total FLOPs over its total DRAM bytes and total
+    time, which stays under the roof; its area is the bin's share of the time."""
+    bins: dict[tuple, dict] = {}
+    for p in costed:
+        achieved = _achieved(p["flops"], p["time_s"])
+        cell_x = "inf" if p["intensity"] is None else round(math.log10(p["intensity"]) * 8) if p["intensity"] > 0 else "zero"
+        cell_y = round(math.log10(achieved) * 8) if achieved > 0 else "zero"
+        key = (p["op_type"], p["roof"], cell_x, cell_y)
+        group = bins.setdefault(key, {"flops": 0, "dram": 0, "time": 0.0, "count": 0, "heaviest": None,
+                                      "bounds": Counter(), "unbounded": cell_x == "inf"})
+        group["flops"] += p["flops"]
+        group["dram"] += p["dram_bytes"]
+        group["time"] += p["time_s"]
+        group["count"] += 1
+        group["bounds"][p["bound"]] += 1
+        if group["heaviest"] is None or p["time_s"] > group["heaviest"]["time_s"]:
+            group["heaviest"] = p
+    dots = []
+    for (op, roof, _, _), group in bins.items():
+        heaviest = group["heaviest"]
+        share = group["time"] / latency if latency else 0.0
+        point_intensity = None if group["unbounded"] or not group["dram"] else group["flops"] / group["dram"]
+        unit = _ops_unit([roof])
+        title = "\n".join([
+            f"{group['count']:,} × {op} ({roof} roof)" if group["count"] > 1 else heaviest["name"],
+            f"FLOPs: {si(group['flops'])} ({group['flops']:,})",
+            f"DRAM bytes: {iec(group['dram'])} ({group['dram']:,})",
+            "intensity: " + (f"{intensity(point_intensity)} FLOP/B" if point_intensity is not None else "∞ (no DRAM bytes)"),
+            f"time: {format_value(group['time'], 'seconds')} ({group['time']:.6g} s), {_percent(share)} of the latency",
+            f"achieved: {si(_achieved(group['flops'], group['time']), unit)}",
+            "bound: " + ", ".join(f"{BOUND_LABELS.get(b, b)} {n:,}" for b, n in group["bounds"].most_common()),
+            f"slowest: {heaviest['name']} ({format_value(heaviest['time_s'], 'seconds')}); click to show it",
+        ])
+        dots.append({"intensity": point_intensity, "performance": _achieved(group["flops"], group["time"]),
+                     "weight": share, "op": main_op(op), "node": index.get(heaviest["name"], -1), "count": group["count"],
+                     "title": title})
+    return dots
+
+
+# ---------------------------------------------------------------------------------------------
+# Live-activation timelines
+
+
+def _overlay_chart_context(series: list[tuple[str, list[int], list[dict]]], capacities: Sequence[tuple[str, int]],
+                           summary: str, colours: bool = False) -> dict:
+    """Several live-activation timelines on one step axis (diff: base and head; sweep points)."""
+    chart = timeline_chart([(key, values) for key, values, _ in series], list(capacities),
+                           width=MEMORY_CHART_SIZE[0], height=MEMORY_CHART_SIZE[1])
+    plot = chart.plot
+    columns = []
+    for column in chart.columns:
+        head = f"step {column.first}" if column.first == column.last else f"steps {column.first}–{column.last}"
+        lines = [head]
+        for key, _, steps in series:
+            window = steps[column.first:column.last + 1]
+            if not window:
+                lines.append(f"{key}: no step here")
+                continue
+            top = max(window, key=lambda e: (e["live_bytes"], -e["step"]))
+            lines.append(f"{key}: {iec(top['live_bytes'])} ({top['live_bytes']:,} bytes) at step {top['step']}, {top['node']}")
+        columns.append({"x": svg_number(column.x), "width": svg_number(column.width), "title": "\n".join(lines)})
+    markers = []
+    for geometry, (key, values, steps) in zip(chart.series, series):
+        if geometry.peak is None or len(series) > 2:  # more than two peaks: the hover columns tell
+            continue
+        node = steps[geometry.peak.step]["node"] if geometry.peak.step < len(steps) else ""
+        markers.append(_marker(geometry.peak, plot, key,
+                               f"Peak, {key}: {int(geometry.peak.value):,} bytes at step {geometry.peak.step}, {node}",
+                               f"{key} peak {iec(geometry.peak.value)} · step {geometry.peak.step}",
+                               near=len(markers) > 0 and geometry.peak.y - plot.top > 30))
+    return {
+        **_timeline_frame(chart),
+        "area": "",
+        "series": [{"key": key, "d": geometry.path, "title": f"{key}: live activation bytes per step",
+                    **({"colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} if colours else {})}
+                   for k, (geometry, (key, _, _)) in enumerate(zip(chart.series, series))],
+        "legend": [{"key": key, "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} for k, (key, _, _) in enumerate(series)],
+        "markers": markers,
+        "references": _references(chart),
+        "off_scale": ", ".join(f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None),
+        "columns": columns,
+        "steps": f"{chart.steps:,}",
+        "summary": summary,
+    }
+
+
+def _marker(point, plot, key: str, title: str, label: str, near: bool = False) -> dict:
+    """A peak marker with its label in the top margin (or just above the point when ``near``),
+    flipped to the left of the point in the right part of the plot."""
+    right_half = point.x > plot.left + plot.width * 0.62
+    label_y = point.y - 12 if near else plot.top - 9
+    return {
+        "key": key,
+        "cx": svg_number(point.x),
+        "cy": svg_number(point.y),
+        "leader_y": svg_number(label_y + 3),
+        "label_x": svg_number(point.x - 7 if right_half else point.x + 7),
+        "label_y": svg_number(label_y),
+        "anchor": "end" if right_half else "start",
+        "title": title,
+        "label": label,
+    }
+
+
+def _timeline_frame(chart: TimelineChart) -> dict:
+    """The box, axes and ticks of a timeline, as strings for the template."""
+    plot = chart.plot
+    return {
+        "width": svg_number(chart.width),
+        "height": svg_number(chart.height),
+        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
+        "left": svg_number(plot.left), "right": svg_number(plot.right), "top": svg_number(plot.top), "bottom": svg_number(plot.bottom),
+        "plot_height": svg_number(plot.height),
+        "tick_end": svg_number(plot.bottom + 5),
+        "middle_x": svg_number((plot.left + plot.right) / 2),
+        "middle_y": svg_number((plot.top + plot.bottom) / 2),
+        "x_label_y": svg_number(chart.height - 8),
+        "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
+        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
+    }
+
+
+def _references(chart: TimelineChart, marker_xs: Sequence[float] = ()) -> list[dict]:
+    """On-chip capacity lines within the chart's scale, labelled, right-aligned (left-aligned
+    when a peak marker's leader stands in the right third, where it would cross them); close
+    ones spread."""
+    from .charts import spread
+
+    shown = [line for line in chart.references if line.y is not None]
+    label_ys = spread([line.y - 5 for line in shown], 13, chart.plot.top - 12, chart.plot.bottom - 2)
+    left = any(x > chart.plot.left + chart.plot.width * 2 / 3 for x in marker_xs)
+    return [
+        {"y": svg_number(line.y), "label_y": svg_number(label_y), "label": f"{line.label} · {iec(line.value)}",
+         "title": f"{line.label}: {int(line.value):,} bytes on chip",
+         "label_x": svg_number(chart.plot.left + 4 if left else chart.plot.right), "anchor": "start" if left else "end"}
+        for line, label_y in zip(shown, label_ys)
+    ]

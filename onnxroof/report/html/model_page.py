@@ -1,0 +1,635 @@
+"""The model page (``onnxroof report``): one model, rendered by :func:`render_html`.
+
+The header (the model, its inputs and outputs, dtype, batch, targets), the totals and a card per
+target, problems and warnings, a roofline per target, the :data:`HOTSPOTS` slowest nodes, the
+memory section (``memory_section.py``), the op types and the node table (``node_table.py``).
+With an ``onnxroof profile`` result, the profiled target's roofline also shows the measured
+nodes, and a "Predicted vs measured" section follows the rooflines.
+
+Size stays bounded for big graphs: past :data:`AGGREGATE_ABOVE` costed nodes a roofline draws one
+dot per op type and cell of the log-log plane; the memory timeline keeps one column per pixel;
+the node table's rows live once, as compact JSON; the full JSON document is embedded
+(``#onnxroof-data``) only up to :data:`FULL_DOCUMENT_MAX_NODES` nodes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Sequence
+
+from markupsafe import Markup
+
+from ...result import model_label
+from ...core.units import iec, intensity, si
+from .chart_context import (
+    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
+    _diamond, _mark, main_op, _ops_unit, _palette, _place_mark_labels, _points, _roof_groups,
+)
+from .charts import roofline_chart
+from .scales import svg_number
+from ..text.diff_tables import format_value
+from .memory_section import _memory_context
+from .module_section import modules_context
+from .node_table import _node_data, _table_context
+from ..bounds import BOUND_LABELS, BOUND_TITLES
+from ..text.table import assumed_text, clip
+from .page import (
+    _bar_width, _count, _metric, _percent, _render, _target_capacities, _target_context, script_json, shape_text,
+)
+
+if TYPE_CHECKING:
+    from ...symbolic.formulas import Formulas
+    from ...result import Analysis
+    from ...measure.profiling import ProfileResult
+
+TEMPLATE = "report.html.j2"
+
+FULL_DOCUMENT_MAX_NODES = 2_000  # larger graphs embed the node table only (the document is `summary --format json`)
+HOTSPOTS = 10
+PROFILE_TOP = 15  # rows of the "Predicted vs measured" table: the nodes that took longest
+
+
+# ---------------------------------------------------------------------------------------------
+# The renderer
+
+
+def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
+                profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None) -> str:
+    """Render ``analysis`` as one self-contained HTML page (no network, opens from file://).
+
+    ``capacities`` are ``(label, bytes)`` on-chip memory sizes drawn as lines on the memory
+    timeline; by default, each hardware target's on-chip memory. ``profile`` (``onnxroof
+    profile``'s result, whose target must be one of ``analysis.targets``) adds the measured
+    nodes to that target's roofline, hollow beside the predicted ones, and a "Predicted vs
+    measured" section. ``colour_by`` "module" colours the roofline's dots by the top-level
+    module of the node names (``encoder``, ``decoder``, ``lm_head``) instead of by op type."""
+    document = analysis.to_dict()
+    if capacities is None:
+        capacities = _target_capacities(analysis)
+    profiled = _profiled_target(analysis, profile) if profile is not None else None
+    groups = _top_modules(analysis) if colour_by == "module" else None
+    palette = _palette(document["nodes"], lambda node: groups[node["name"]]) if groups else _palette(document["nodes"])
+    context = _context(analysis, document)
+    context["memory"] = _memory_context(analysis, document, capacities)
+    context["targets"] = [_target_context(t) for t in document["targets"]]
+    context["rooflines"] = [_roofline_context(document, t, k, palette, profile if k == profiled else None, groups)
+                            for k, t in enumerate(document["targets"])]
+    context["profile"] = _profile_context(document, profile, profiled) if profile is not None else None
+    context["hotspots"] = _hotspots_context(document)
+    context["modules"] = modules_context(analysis)
+    context["formulas"] = _formulas_context(formulas) if formulas is not None and formulas.dims else None
+    context["table"] = _table_context(document)
+    small = len(document["nodes"]) <= FULL_DOCUMENT_MAX_NODES
+    context["document_json"] = Markup(script_json(document)) if small else None
+    context["nodes_json"] = Markup(script_json(_node_data(document)))
+    context["full_document_max"] = _count(FULL_DOCUMENT_MAX_NODES)
+    return _render(TEMPLATE, context)
+
+
+# ---------------------------------------------------------------------------------------------
+# Context: every string the templates show, built from the JSON document
+
+
+def _context(analysis: "Analysis", document: dict) -> dict:
+    model, totals = document["model"], document["totals"]
+    nodes = document["nodes"]
+    uncounted = totals["nodes"] - totals["counted_nodes"]
+    return {
+        "version": document["version"],
+        "schema": document["schema"],
+        "complete": document["complete"],
+        "model": _model_context(model, analysis.model.doc_string, document),
+        "totals": _totals_context(totals, document["memory"]),
+        "problems": _problems_context(document),
+        "ops": _ops_context(nodes, totals["flops"], document["targets"]),
+        "op_targets": [t["name"] for t in document["targets"]],
+        "node_count": _count(len(nodes)),
+        "uncounted_count": uncounted,
+    }
+
+
+def _model_context(model: dict, doc_string: str, document: dict) -> dict:
+    file_bytes = model["file_bytes"]
+    other_opsets = [f"{domain} {version}" for domain, version in model["opsets"].items() if domain != "ai.onnx"]
+    dtypes = Counter(n["dtype"] for n in document["nodes"] if n["counted"] and n["flops"])
+    main_dtype = dtypes.most_common(1)[0][0] if dtypes else "—"
+    if document["dtype"] == "model":
+        dtype, dtype_title = f"{main_dtype} (as stored)", "the model's own element types; " + (
+            ", ".join(f"{d}: {c:,} costed nodes" for d, c in dtypes.most_common()) or "no costed node")
+    else:
+        dtype, dtype_title = f"{document['dtype']} (re-costed)", f"--dtype {document['dtype']}: stored and run as if in this type"
+    batch = document["batch"]
+    targets = [t["name"] for t in document["targets"]]
+    return {
+        "name": model_label(model["name"], model["graph_name"]),
+        "path": model["path"],
+        "producer": model["producer"] or "unknown",
+        "ir_version": str(model["ir_version"]),
+        "opset": str(model["opset"]) if model["opset"] else "none",
+        "other_opsets": ", ".join(other_opsets),
+        "file_size": iec(file_bytes) if file_bytes is not None else "in memory",
+        "file_size_title": f"{file_bytes:,} bytes" if file_bytes is not None else "analysed from a ModelProto, not a file",
+        "nodes": _count(model["nodes"]),
+        "doc_string": doc_string.strip(),
+        "inputs": [_tensor_context(t) for t in model["inputs"]],
+        "outputs": [_tensor_context(t) for t in model["outputs"]],
+        "dtype": dtype,
+        "dtype_title": dtype_title,
+        "batch": str(batch) if batch else (f"{assumed} (assumed)" if (assumed := _assumed(document)) else "from the input shapes"),
+        "batch_title": (f"--batch {batch}: axis 0 of every input" if batch else
+                        f"{assumed_text(document['assumed_dims'])}" if assumed else
+                        "no --batch: axis 0 as the input shapes give it"),
+        "targets": ", ".join(targets) if targets else "none",
+        "targets_title": "; ".join(f"{t['name']}: {t['description']}" for t in document["targets"])
+                         or "no --target given: no roofline, latency or energy",
+    }
+
+
+def _assumed(document: dict) -> str:
+    return ", ".join(f"{symbol}={value}" for symbol, value in document.get("assumed_dims", {}).items())
+
+
+def _tensor_context(tensor: dict) -> dict:
+    shape = shape_text(tensor["shape"])
+    if "value" in tensor:  # a value given with --value
+        shape += " = " + ",".join(map(str, tensor["value"]))
+    return {"name": tensor["name"], "shape": shape, "dtype": tensor["dtype"]}
+
+
+def _totals_context(totals: dict, memory: dict | None) -> dict:
+    uncounted = totals["nodes"] - totals["counted_nodes"]
+    context = {
+        "params": si(totals["params"]),
+        "params_title": f"{totals['params']:,} parameters",
+        "param_bytes": iec(totals["param_bytes"]),
+        "param_bytes_title": f"{totals['param_bytes']:,} bytes",
+        # what the nodes read of constants per run, when it is not the stored bytes (a Gather's rows)
+        "weights_read": (iec(totals["weight_bytes_read"])
+                         if totals.get("weight_bytes_read", totals["param_bytes"]) != totals["param_bytes"] else None),
+        "weights_read_title": f"{totals.get('weight_bytes_read', 0):,} bytes of constants read per run",
+        "mac_flops": si(totals["mac_flops"]),
+        "mac_flops_title": f"{totals['mac_flops']:,} FLOPs (2 x MACs)",
+        "macs": si(totals["macs"]),
+        "macs_title": f"{totals['macs']:,} MACs",
+        "flops": si(totals["flops"]),
+        "flops_title": f"{totals['flops']:,} FLOPs",
+        "other_flops": si(totals["flops"] - totals["mac_flops"]),
+        "other_flops_title": f"{totals['flops'] - totals['mac_flops']:,} FLOPs outside multiply-accumulates",
+        "counted_nodes": _count(totals["counted_nodes"]),
+        "nodes": _count(totals["nodes"]),
+        "uncounted": _count(uncounted),
+        "all_counted": uncounted == 0,
+        # with nodes left out, every sum is a lower bound: the cards say so
+        "bound": "" if uncounted == 0 else "≥ ",
+        "peak": None,
+    }
+    if memory is not None:
+        peak, best = memory["peak_bytes"], memory["best_order_peak_bytes"]
+        context["peak"] = {
+            "value": iec(peak),
+            "title": f"{peak:,} bytes live at step {memory['peak_step']} ({memory['peak_node']}), model order",
+            "best": iec(best),
+            "best_title": f"{best:,} bytes in the best order found ({memory['best_order_method']})",
+            "saving": f" (−{_percent((peak - best) / peak)})" if best < peak and peak else "",
+        }
+    return context
+
+
+def _problems_context(document: dict) -> dict:
+    totals = document["totals"]
+    unresolved = [
+        {
+            "input": d["input"],
+            "axis": str(d["axis"]),
+            "symbol": d["symbol"] or "",
+            "fix": d["fix"],
+        }
+        for d in document["unresolved_dims"]
+    ]
+    unsupported = [{"op": op, "count": _count(n)} for op, n in totals["unsupported"].items()]
+    unknown = [{"op": op, "count": _count(n)} for op, n in totals["not_counted"].items()]
+    warnings = list(document["warnings"])
+    notes = [f"{t['name']}: {note}" for t in document["targets"] for note in t["notes"]]
+    return {
+        "any": bool(warnings or unresolved or unsupported or unknown),
+        "warnings": warnings,
+        "unresolved": unresolved,
+        "unsupported": unsupported,
+        "unknown_shape": unknown,
+        "uncounted_bytes": iec(totals["uncounted_bytes"]) if totals["uncounted_bytes"] else "",
+        "uncounted_bytes_title": f"{totals['uncounted_bytes']:,} bytes move through nodes that are not counted",
+        "target_notes": notes,
+    }
+
+
+_NOT_COUNTED = {"text": "—", "title": "no node of this op type was counted", "value": "", "cls": "na"}
+
+
+def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> list[dict]:
+    groups: dict[str, dict] = {}
+    for node in nodes:
+        group = groups.setdefault(node["op_type"], {"nodes": 0, "uncounted": 0, "macs": 0, "flops": 0, "params": 0})
+        group["nodes"] += 1
+        group["uncounted"] += 0 if node["counted"] else 1
+        for key in ("macs", "flops", "params"):
+            group[key] += node[key]
+    times: list[dict[str, float]] = []
+    for target in targets:
+        per_op: dict[str, float] = defaultdict(float)
+        for placement in target["nodes"]:
+            per_op[placement["op_type"]] += placement["time_s"]
+        times.append(per_op)
+    ordered = sorted(groups.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["nodes"], kv[0].lower()))
+    rows = []
+    for op, group in ordered:
+        share = group["flops"] / total_flops if total_flops else 0.0
+        none_counted = group["uncounted"] == group["nodes"]
+        metrics = {
+            key: _NOT_COUNTED if none_counted else _metric(group[key], "count", unit)
+            for key, unit in (("macs", "MACs"), ("flops", "FLOPs"), ("params", "parameters"))
+        }
+        time_shares = []
+        for target, per_op in zip(targets, times):
+            latency = target["latency_s"]
+            spent = per_op.get(op, 0.0)
+            part = spent / latency if latency else 0.0
+            time_shares.append({
+                "share": "—" if none_counted else _percent(part),
+                "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} on {target['name']}",
+                "bar": _bar_width(part),
+            })
+        rows.append({
+            "op": op,
+            "nodes": _count(group["nodes"]),
+            "uncounted": _count(group["uncounted"]) if group["uncounted"] else "",
+            **metrics,
+            "share": "—" if none_counted or not total_flops else _percent(share),
+            "share_title": f"{group['flops']:,} of {total_flops:,} FLOPs",
+            "bar": _bar_width(share),
+            "times": time_shares,
+        })
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Hotspots
+
+
+HOTSPOT_NAME = 36  # characters of a kernel's name a hotspot row shows, middle-clipped: the op at its end stays
+
+
+def _hotspots_context(document: dict) -> dict:
+    """The ten nodes that take longest on the first target (or have the most FLOPs)."""
+    nodes = document["nodes"]
+    index = {n["name"]: i for i, n in enumerate(nodes)}
+    targets = document["targets"]
+    rows = []
+    if targets:
+        target = targets[0]
+        latency = target["latency_s"]
+        top = sorted(target["nodes"], key=lambda p: (-p["time_s"], index.get(p["name"], 0)))[:HOTSPOTS]
+        largest = top[0]["time_s"] / latency if top and latency else 0.0  # bars are scaled to the largest share
+        for rank, p in enumerate(top, 1):
+            share = p["time_s"] / latency if latency else 0.0
+            rows.append({
+                "rank": str(rank), "index": str(index[p["name"]]), "name": p["name"], "short": clip(p["name"], HOTSPOT_NAME),
+                "op": p["op_type"],
+                "time": format_value(p["time_s"], "seconds"), "time_title": f"{p['time_s']:.6g} s",
+                "share": _percent(share), "bar": _bar_width(share / largest if largest else 0.0),
+                "bound": BOUND_LABELS.get(p["bound"], p["bound"]), "bound_key": p["bound"],
+                "bound_title": BOUND_TITLES.get(p["bound"], ""),
+                "flops": si(p["flops"]), "flops_title": f"{p['flops']:,} FLOPs",
+                "dram": iec(p["dram_bytes"]), "dram_title": f"{p['dram_bytes']:,} DRAM bytes on {target['name']}",
+                "intensity": intensity(p["intensity"]) if p["intensity"] is not None else "∞",
+                "intensity_title": (f"{p['intensity']:.6g} FLOP per DRAM byte" if p["intensity"] is not None
+                                    else "no DRAM bytes: everything stays on chip"),
+            })
+        return {"by": "time", "target": target["name"], "rows": rows,
+                "title": f"by time on {target['name']}",
+                "sum": _percent(sum(p["time_s"] for p in top) / latency) if latency else "0%"}
+    total = document["totals"]["flops"]
+    top = sorted((n for n in nodes if n["counted"]), key=lambda n: (-n["flops"], n["index"]))[:HOTSPOTS]
+    largest = top[0]["flops"] / total if top and total else 0.0
+    for rank, node in enumerate(top, 1):
+        share = node["flops"] / total if total else 0.0
+        moved = node["weight_bytes"] + node["input_bytes"] + node["output_bytes"]
+        rows.append({
+            "rank": str(rank), "index": str(index[node["name"]]), "name": node["name"],
+            "short": clip(node["name"], HOTSPOT_NAME), "op": node["op_type"],
+            "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
+            "share": _percent(share), "bar": _bar_width(share / largest if largest else 0.0),
+            "bytes": iec(moved), "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",
+            "intensity": intensity(node["intensity"]), "intensity_title": f"{node['intensity'] or 0:.6g} FLOP/B",
+        })
+    return {"by": "flops", "target": "", "rows": rows, "title": "by FLOPs (no --target: no times)",
+            "sum": _percent(sum(n["flops"] for n in top) / total) if total else "0%"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rooflines
+
+
+def _identical_dots(costed: list[dict], index: dict[str, int], latency: float,
+                    modules: dict[str, str] | None = None) -> list[dict]:
+    """One dot per kernel, but one for all the kernels that are alike (same op, roof, FLOPs,
+    bytes and time: a transformer's repeated projections; and module, when ``modules`` colours
+    the dots by module), with their count and their summed share of the latency."""
+
+    def colour_key(p: dict) -> str:
+        return modules.get(p["nodes"][0] if p.get("nodes") else p["name"], NO_MODULE) if modules else main_op(p["op_type"])
+
+    groups: dict[tuple, list[dict]] = {}
+    for p in costed:
+        key = (colour_key(p), p["op_type"], p["roof"], p["flops"], p["dram_bytes"], p["onchip_bytes"], p["time_s"])
+        groups.setdefault(key, []).append(p)
+    dots = []
+    for members in groups.values():
+        p = members[0]
+        dot = {"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
+               "weight": len(members) * p["time_s"] / latency if latency else 0.0, "op": colour_key(p),
+               "node": index.get(p["name"], -1), "count": len(members), "placement": p}
+        if len(members) > 1:
+            names = ", ".join(m["name"] for m in members[:3]) + (f" and {len(members) - 3:,} more" if len(members) > 3 else "")
+            dot["names"] = f"{len(members):,} alike kernels, one dot (each as below; their share together): {names}"
+        dots.append(dot)
+    return dots
+
+
+def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency: float) -> dict:
+    """A kernel on the on-chip level: a diamond at FLOPs per on-chip byte, at its achieved rate."""
+    p = dot["placement"]
+    placed = chart.place(p["onchip_intensity"], dot["performance"], dot["weight"])
+    size = max(placed.r * 0.9, 3.0)
+    return {
+        "d": _diamond(placed.x, placed.y, size), "colour": palette.get(dot["op"], OTHER_COLOUR),
+        "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(size),
+        "node": str(dot["node"]), "op": dot["op"], "cls": "level-dot level-onchip",
+        "title": (f"{p['name']} on the on-chip level\n"
+                  f"on-chip bytes: {iec(p['onchip_bytes'])} ({p['onchip_bytes']:,}) at {si(target['onchip_bytes_per_s'], 'B/s')}\n"
+                  f"intensity: {intensity(p['onchip_intensity'])} FLOP per on-chip byte ({p['onchip_intensity']:.6g})\n"
+                  f"on-chip time: {format_value(p['onchip_s'], 'seconds')} · bound: {BOUND_LABELS.get(p['bound'], p['bound'])}")
+                 + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
+    }
+
+
+def _formulas_context(found: "Formulas") -> dict:
+    """The formulas section: one row per metric (module formulas are summary --symbolic's), and
+    each target's latency: its ranges and the bound of its dominant kernels."""
+    from ...symbolic.formulas import LABELS, SAMPLES, CHECK
+
+    rows = [{"metric": LABELS[metric], "formula": found.text(metric), "reading": found.reading(metric) or "",
+             "ok": polynomial is not None or metric in found.pieces or metric in found.candidates}
+            for metric, polynomial in found.polynomials.items() if metric in LABELS]
+    latency = []
+    for formula in found.latency:
+        if formula.refuted:
+            latency.append({"target": formula.target, "refuted": formula.refuted})
+            continue
+        ranges = _latency_rows(formula, found.dims)
+        holds = formula.holds
+        if formula.beyond is not None:  # past a spill's start, the settled spill plan's formula
+            ranges += [{**row, "span": f"{row['span']}, spilling"} for row in _latency_rows(formula.beyond, found.dims)]
+            holds = f"{holds}; past it, {formula.beyond.holds}"
+        latency.append({"target": formula.target, "refuted": None, "kernels": formula.kernels, "ranges": ranges,
+                        "bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": formula.bound_text(g)}
+                                   for g in formula.dominant()],
+                        "holds": holds})
+    held = "".join(f", {d} held at {v}" for d, v in found.held.items())
+    return {"dims": ", ".join(found.dims) + held, "rows": rows, "notes": found.notes, "latency": latency,
+            "method": f"fitted exactly at {', '.join(map(str, SAMPLES))} per dim and checked at {CHECK}"}
+
+
+def _latency_rows(formula, dims: list[str]) -> list[dict]:
+    """One row per range of the one dim, or the latency at large dims (several)."""
+    from ...symbolic.polynomials import polynomial_text
+
+    if len(dims) == 1:
+        return [{"span": span, "formula": text} for span, text in formula.shown_ranges()]
+    return [{"span": "at large dims (each kernel bound as there)", "formula": polynomial_text(formula.at_large_dims(), dims, "s")}]
+
+
+def _top_modules(analysis: "Analysis") -> dict[str, str] | None:
+    """Each node's top-level module (None when the names carry no scopes)."""
+    from ...compare.modules import has_scopes, record_path
+
+    if not has_scopes(analysis):
+        return None
+    return {r.name: (record_path(r) or (NO_MODULE,))[0] for r in analysis.nodes}
+
+
+NO_MODULE = "(no module)"
+
+
+def _roofline_context(document: dict, target: dict, number: int, palette: dict[str, str],
+                      profile: "ProfileResult | None" = None, groups: dict[str, str] | None = None) -> dict:
+    """One target's roofline: roofs, one dot per costed node (binned past AGGREGATE_ABOVE), the
+    whole-model point; hover titles with the exact numbers. With ``profile``, also a hollow dot
+    per node onnxruntime measured and the measured whole-model point."""
+    nodes = document["nodes"]
+    index = {n["name"]: i for i, n in enumerate(nodes)}
+    latency = target["latency_s"]
+    costed = [p for p in target["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
+    point = target["model_point"]
+    model_achieved = _achieved(point["flops"], latency)
+    aggregated = len(costed) > AGGREGATE_ABOVE
+    if aggregated:
+        dots = _binned_dots(costed, index, latency)
+    else:
+        dots = _identical_dots(costed, index, latency, groups)
+    # big dots first, so the small ones stay on top and can be hovered
+    dots.sort(key=lambda d: -d["weight"])
+    measured = _measured_dots(profile, target, index) if profile is not None else []
+    measured_model = _achieved(point["flops"], profile.measured_s) if profile is not None and point["flops"] else 0.0
+    # the on-chip level: each kernel again at FLOPs per on-chip byte, against the on-chip slope
+    # (a kernel that moves no DRAM bytes sits in the "∞" strip on the DRAM level)
+    level = [d for d in dots if "placement" in d and d["placement"]["onchip_intensity"]] \
+        if target.get("onchip_bytes_per_s") and not aggregated else []
+    marks = [(point["intensity"], model_achieved)] if point["flops"] else []
+    marks += [(d["placement"]["onchip_intensity"], d["performance"]) for d in level]
+    marks += [(d["intensity"], d["performance"]) for d in measured]  # the axes cover the measured points too
+    if measured_model:
+        marks.append((point["intensity"], measured_model))
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in _roof_groups(target)],
+        _bandwidths(target),
+        _points(dots),
+        marks,
+        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
+    )
+    context = _base_roofline(target, chart, f"roofline-{number}")
+    for dot, placed in zip(dots, chart.points):
+        if aggregated:
+            title = dot["title"]
+        else:
+            title = _dot_title(dot["placement"], target, latency)
+            if "names" in dot:
+                title = dot["names"] + "\n" + title
+        context["dots"].append({
+            "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
+            "colour": palette.get(dot["op"], OTHER_COLOUR), "node": str(dot["node"]), "count": str(dot["count"]),
+            "op": dot["op"], "cls": "dot" + (" dot-bin" if dot["count"] > 1 else "") + (" dot-clamped" if placed.clamped else ""),
+            "title": title + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
+        })
+    context["level_dots"] = [_level_dot(d, chart, palette, target, latency) for d in level]
+    if point["flops"]:
+        mark = chart.place(point["intensity"], model_achieved, 0.0)
+        unit = _ops_unit([point["roof"]])
+        context["marks"].append(_mark(
+            mark, chart, "model", "whole model",
+            "\n".join([
+                f"Whole model on {target['name']}",
+                f"FLOPs: {si(point['flops'])} ({point['flops']:,})",
+                f"DRAM bytes: {iec(point['dram_bytes'])} ({point['dram_bytes']:,})",
+                "intensity: " + (f"{intensity(point['intensity'])} FLOP/B ({point['intensity']:.6g})"
+                                 if point["intensity"] is not None else "∞ (no DRAM bytes)"),
+                f"latency: {format_value(latency, 'seconds')} ({latency:.6g} s, the kernels one after another)",
+                f"achieved: {si(model_achieved, unit)} (FLOPs ÷ latency) · attainable "
+                f"{si(point['attainable_flops_per_s'], unit)} on the {point['roof']} roof",
+                f"bound: {BOUND_LABELS.get(point['bound'], point['bound'])} (total FLOPs vs total DRAM bytes)",
+            ])))
+    unbounded = sum(1 for d in dots if d["intensity"] is None)
+    for dot in measured:
+        placed = chart.place(dot["intensity"], dot["performance"], dot["weight"], unbounded)
+        unbounded += dot["intensity"] is None
+        context["measured_dots"].append({
+            "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
+            "node": str(dot["node"]), "op": dot["op"],
+            "cls": "dot dot-measured" + (" dot-clamped" if placed.clamped else ""),
+            "title": dot["title"] + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
+        })
+    if measured_model:
+        mark = chart.place(point["intensity"], measured_model, 0.0)
+        unit = _ops_unit([point["roof"]])
+        context["marks"].append(_mark(
+            mark, chart, "measured", "measured",
+            "\n".join([
+                f"Whole model measured by onnxruntime {profile.ort_version} (CPU, optimization {profile.optimization})",
+                f"measured: {format_value(profile.measured_s, 'seconds')} ({profile.measured_s:.6g} s, the sum of the kernels' medians)",
+                f"predicted: {format_value(latency, 'seconds')} ({latency:.6g} s)",
+                f"measured/predicted: {_ratio_text(profile.ratio)} · prediction error {_error_text(profile.error)}",
+                f"achieved: {si(measured_model, unit)} (FLOPs ÷ measured time)",
+            ])))
+    _place_mark_labels(context, chart)
+    used = Counter()
+    for dot in dots:
+        used[dot["op"]] += dot["count"]
+    legend = [{"op": op, "colour": colour, "count": _count(used[op])} for op, colour in palette.items() if used.get(op)]
+    others = sum(c for op, c in used.items() if op not in palette)
+    return {
+        **context,
+        "name": target["name"],
+        "description": target["description"],
+        "legend": legend,
+        "others": _count(others) if others else "",
+        "aggregated": aggregated,
+        "largest": _percent(dots[0]["weight"]) if dots else "",
+        "dot_count": _count(len(dots)),
+        "costed": _count(len(costed)),
+        "summary": (f"Roofline of {document['model']['name']} on {target['name']}: {len(costed):,} costed nodes"
+                    + (f" in {len(dots):,} bins" if aggregated else "") + f"; latency {format_value(latency, 'seconds')}"),
+        "notes": target["notes"],
+        "measured": _count(len(measured)) if profile is not None else "",
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The profile overlay: what onnxruntime measured, beside the prediction
+
+
+
+def _profiled_target(analysis: "Analysis", profile: "ProfileResult") -> int:
+    """The position in ``analysis.targets`` of the target ``profile`` predicted on."""
+    for k, report in enumerate(analysis.targets):
+        if report is profile.target:
+            return k
+    for k, report in enumerate(analysis.targets):
+        if report.target.name == profile.target.target.name:
+            return k
+    raise ValueError(f"render_html: the profile's target {profile.target.target.name!r} is not one of the "
+                     "analysis's targets; analyse with that target")
+
+
+def _ratio_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}x"
+
+
+def _error_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.0%}"
+
+
+def _measured_dots(profile: "ProfileResult", target: dict, index: dict[str, int]) -> list[dict]:
+    """One dot per node onnxruntime measured with FLOPs: x its intensity on the target, y its
+    FLOPs ÷ measured time, its area in proportion to its share of the measured total."""
+    placements = {p["name"]: p for p in target["nodes"]}
+    total = profile.measured_s
+    dots = []
+    for n in profile.nodes:
+        p = placements.get(n.name)
+        if p is None or not p["flops"] or not n.measured_s:
+            continue
+        performance = p["flops"] / n.measured_s
+        unit = _ops_unit([p["roof"]])
+        if n.status == "split":
+            kernel = f"in onnxruntime kernel {n.kernel} ({n.kernel_op}), its time split with the nodes fused into it"
+        elif n.kernel and (n.kernel != n.name or n.kernel_op != n.op_type):
+            kernel = f"as onnxruntime kernel {n.kernel} ({n.kernel_op})"
+        else:
+            kernel = "its own onnxruntime kernel"
+        title = "\n".join([
+            n.name,
+            f"{n.op_type} · measured, {kernel}",
+            f"predicted: {format_value(n.predicted_s, 'seconds') if n.predicted_s is not None else '—'}"
+            + (f" ({n.predicted_s:.6g} s)" if n.predicted_s is not None else ""),
+            f"measured: {format_value(n.measured_s, 'seconds')} ({n.measured_s:.6g} s), "
+            f"{_percent(n.measured_s / total) if total else '0%'} of the measured total",
+            f"measured/predicted: {_ratio_text(n.ratio)}",
+            "intensity: " + (f"{intensity(p['intensity'])} FLOP/B" if p["intensity"] is not None else "∞ (no DRAM bytes)"),
+            f"achieved (measured): {si(performance, unit)} · predicted {si(_achieved(p['flops'], p['time_s']), unit)}",
+        ])
+        dots.append({"intensity": p["intensity"], "performance": performance,
+                     "weight": n.measured_s / total if total else 0.0, "op": n.op_type,
+                     "node": index.get(n.name, -1), "title": title})
+    dots.sort(key=lambda d: -d["weight"])
+    return dots
+
+
+def _profile_context(document: dict, profile: "ProfileResult", profiled: int) -> dict:
+    """The "Predicted vs measured" section: totals, error and the nodes that took longest."""
+    index = {n["name"]: i for i, n in enumerate(document["nodes"])}
+    target = document["targets"][profiled]
+    measured = [n for n in profile.nodes if n.measured_s]
+    top = sorted(measured, key=lambda n: (-n.measured_s, index.get(n.name, 0)))[:PROFILE_TOP]
+    threads = f"{profile.threads} intra-op threads" if profile.threads else "default threads"
+
+    def seconds(value: float | None) -> tuple[str, str]:
+        return (format_value(value, "seconds"), f"{value:.6g} s") if value is not None else ("—", "not predicted")
+
+    rows = []
+    for rank, n in enumerate(top, 1):
+        predicted, predicted_title = seconds(n.predicted_s)
+        measured_text, measured_title = seconds(n.measured_s)
+        rows.append({
+            "rank": str(rank), "index": str(index.get(n.name, -1)), "name": n.name, "op": n.op_type,
+            "predicted": predicted, "predicted_title": predicted_title,
+            "measured": measured_text, "measured_title": measured_title,
+            "ratio": _ratio_text(n.ratio),
+            "kernel": (n.kernel or "") + (" (split)" if n.status == "split" else ""),
+            "kernel_title": f"onnxruntime kernel {n.kernel} ({n.kernel_op})" if n.kernel else "",
+        })
+    predicted, predicted_title = seconds(profile.predicted_s)
+    measured_total, measured_title = seconds(profile.measured_s)
+    return {
+        "target": target["name"],
+        "runtime": (f"onnxruntime {profile.ort_version} CPU, optimization {profile.optimization}, {threads}, "
+                    f"median of {profile.mapping.runs} runs after {profile.warmup} warm-up"),
+        "predicted": predicted, "predicted_title": predicted_title,
+        "measured": measured_total,
+        "measured_title": measured_title + " (the sum of every kernel's median, unattributed kernels included)",
+        "wall": format_value(profile.wall_s, "seconds") if profile.wall_s else "",
+        "ratio": _ratio_text(profile.ratio),
+        "error": _error_text(profile.error),
+        "error_title": "(predicted − measured) ÷ measured: negative means the prediction is too fast",
+        "rows": rows,
+        "measured_count": _count(len(measured)),
+        "notes": list(profile.notes),
+    }

@@ -1,0 +1,186 @@
+"""What every HTML page shares: rendering, script data, labels and the format helpers.
+
+The pages (``model_page``, ``diff_page``, ``compare_page``, ``sweep_page``; ``html`` re-exports
+their renderers) build a context of strings and render it here, with one jinja2 environment over
+``reports/templates/``. Everything that comes from a model (names, doc strings, producer) is
+untrusted and autoescaped; script data is JSON with ``<``, ``>`` and ``&`` escaped, so no string
+in it can close its ``<script>`` element. The pages load nothing from the network; a
+Content-Security-Policy pins their one script by hash.
+
+Also here: what several pages show the same way (a target's card, a model's side, a table cell)
+and the formatting of numbers (SI prefixes for counts, IEC for bytes, the exact value in tooltips).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Iterable
+
+import jinja2
+from markupsafe import Markup
+
+from ...core.version import __version__
+from ...core.resources import resource_dir
+from ...core.units import iec, intensity, si
+from ..text.diff_tables import format_value
+from ..bounds import BOUND_LABELS, bound_line, time_by_bound
+
+if TYPE_CHECKING:
+    from ...result import Analysis
+
+SCRIPT_TEMPLATE = "partials/_script.js.j2"
+# a few distinct colours for models in compare / sweep / diff pages
+SERIES_COLOURS = ("#3f6fd8", "#e8772e", "#2f9e6e", "#d64545", "#8a5cc9", "#c9a227", "#17a2b8", "#d46aa8")
+
+
+def script_json(value: Any) -> str:
+    """JSON safe inside an HTML ``<script>`` element: no ``<``, ``>``, ``&`` or line separators."""
+    try:  # nearly always: no NaN or infinity anywhere, and no need to copy the whole value
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
+    except ValueError:
+        text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                          check_circular=False)
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return text
+
+
+def _render(template: str, context: dict) -> str:
+    env = _environment()
+    script = env.get_template(SCRIPT_TEMPLATE).render()
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    context.setdefault("version", __version__)
+    context["script"] = Markup(script)  # static template text: nothing from a model in it
+    context["script_hash"] = f"sha256-{digest}"
+    return env.get_template(template).render(context)
+
+
+@lru_cache(maxsize=None)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+        autoescape=jinja2.select_autoescape(
+            enabled_extensions=("html", "j2"), default_for_string=True, default=True
+        ),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Shown the same way on several pages
+
+
+def _target_context(target: dict) -> dict:
+    """One target's card: latency, throughput, bound, energy."""
+    share = target["time_share"]
+    main = max(share.items(), key=lambda kv: kv[1])[0] if share else "none"
+    point = target["model_point"]
+    energy = target["energy_j"]
+    split = target["energy_split"]
+    batch = target["batch"] or 1
+    return {
+        "name": target["name"],
+        "description": target["description"],
+        "latency": format_value(target["latency_s"], "seconds"),
+        "latency_title": f"{target['latency_s']:.6g} s for one run at batch {batch}: every kernel, one after another",
+        "throughput": f"{target['throughput_per_s']:,.1f}/s",
+        "throughput_title": f"{target['throughput_per_s']:.6g} inferences per second (batch {batch} ÷ latency)",
+        "bound": BOUND_LABELS.get(main, main),
+        "bound_key": main,
+        "bound_share": _percent(share.get(main, 0.0)),
+        "bound_title": "share of the latency per bound: " + time_by_bound(share)
+            + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point['bound'], point['bound'])}-bound",
+        "point_bound": BOUND_LABELS.get(point["bound"], point["bound"]),
+        "point_bound_key": point["bound"],
+        "bound_line": bound_line(point["bound"], share),
+        "energy": format_value(energy, "joules") if energy is not None else "n/a",
+        "energy_title": ("energy per run: " + ", ".join(
+            f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}" for part, value in split.items())
+            + (f" ({energy:.6g} J)" if energy is not None else "")) if energy is not None
+            else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
+        "utilization": _percent(target["utilization"]) if target["utilization"] < 0.9995 else "100%",
+        "utilization_title": f"{target['utilization']:.4%} of the model's main roof ({point['roof']}) over the latency",
+    }
+
+
+def _target_capacities(analysis: "Analysis") -> list[tuple[str, int]]:
+    return [(f"{r.target.name} on-chip", int(r.target.onchip_bytes.value))
+            for r in analysis.targets if r.target.onchip_bytes]
+
+
+def _side(document: dict, role: str) -> dict:
+    model = document["model"]
+    return {
+        "role": role, "name": model["name"], "path": model["path"] or "in memory",
+        "nodes": _count(model["nodes"]), "producer": model["producer"] or "unknown",
+        "inputs": ", ".join(f"{t['name']} {shape_text(t['shape'])} {t['dtype']}" for t in model["inputs"]),
+    }
+
+
+def _cell(value: float, kind: str, unit: str) -> dict:
+    metric = _metric(value, kind, unit)
+    return {"text": metric["text"], "title": metric["title"], "value": value, "cls": ""}
+
+
+def _na() -> dict:
+    return {"text": "—", "title": "not analysed on this target", "value": None, "cls": "na"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+
+
+def shape_text(shape: Iterable | None) -> str:
+    """``[1, 3, 224, 224]`` -> ``1×3×224×224``; symbols stay names, unknown dims are ``?``."""
+    if shape is None:
+        return "?"
+    dims = ["?" if d is None else str(d) for d in shape]
+    return "×".join(dims) if dims else "scalar"
+
+
+def _metric(value: int | float | None, kind: str, unit: str) -> dict:
+    if value is None:
+        return {"text": "-", "title": "no bytes move", "value": "", "cls": "na"}
+    if kind == "bytes":
+        text, title = iec(value), f"{value:,} {unit}"
+    elif kind == "ratio":
+        text, title = intensity(value), f"{value:.6g} {unit}"
+    else:
+        text, title = si(value), f"{value:,} {unit}"
+    return {"text": text, "title": title, "value": repr(value), "cls": "zero" if value == 0 else ""}
+
+
+def _count(value: int) -> str:
+    return f"{value:,}"
+
+
+def _bar_width(share: float) -> str:
+    """A share drawn as a bar: its CSS width, full at 100%."""
+    return f"{min(share, 1.0) * 100:.2f}%"
+
+
+def _percent(share: float) -> str:
+    if share == 0:
+        return "0%"
+    if share < 0.001:
+        return "<0.1%"
+    return f"{share * 100:.1f}%"
+
+
+def _finite(value: Any) -> Any:
+    """Replace NaN and infinities (invalid JSON) by None, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

@@ -1,0 +1,208 @@
+"""The sweep page (``onnxroof report --sweep``): one model at every sweep point.
+
+A row per point (FLOPs, parameters, peak activations, and per target latency, throughput, bound
+and, for a decoder, tokens/s), the whole-model point's path across each target's roofline,
+latency and tokens/s against the swept value, and the points' live-activation timelines overlaid.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from ...core.units import intensity, si
+from .chart_context import (
+    ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _diamond, _mark, _overlay_chart_context,
+    _place_mark_labels, _roof_groups,
+)
+from .charts import roofline_chart, xy_chart
+from .scales import svg_number
+from ..text.diff_tables import format_value
+from .page import SERIES_COLOURS, _cell, _count, _na, _render, _side, _target_capacities, _target_context
+
+if TYPE_CHECKING:
+    from ...compare.sweep import SweepPoint
+
+SWEEP_TEMPLATE = "sweep.html.j2"
+
+
+def render_sweep_html(points: Sequence["SweepPoint"]) -> str:
+    """One model at every sweep point: the model point's path and latency against the value."""
+    return _render(SWEEP_TEMPLATE, _sweep_context(list(points)))
+
+
+def _point_label(values: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
+def _sweep_context(points: list["SweepPoint"]) -> dict:
+    if not points:  # run_sweep always gives at least one; a page of none had no numbers to show
+        raise ValueError("a sweep page needs at least one point")
+    documents = [p.analysis.to_dict() for p in points]
+    symbols = list(points[0].values)
+    labels = [_point_label(p.values) for p in points]
+    single = len(symbols) == 1
+    # several symbols: the x axis names the points by their values alone ("16 · int8")
+    xs: list = [p.values[symbols[0]] for p in points] if single else [" · ".join(str(v) for v in p.values.values())
+                                                                        for p in points]
+    target_names = [t["name"] for t in documents[0]["targets"]]
+    decoder = any(d["llm"] is not None for d in documents)
+    rows = []
+    for point, document, label in zip(points, documents, labels):
+        totals, memory = document["totals"], document["memory"]
+        cells = [_cell(totals["flops"], "count", "FLOPs"), _cell(totals["params"], "count", "parameters"),
+                 _cell(memory["peak_bytes"], "bytes", "bytes")]
+        for name in target_names:
+            target = next((t for t in document["targets"] if t["name"] == name), None)
+            if target is None:
+                cells += [_na(), _na(), _na()]
+                continue
+            card = _target_context(target)
+            cells += [
+                {"text": card["latency"], "title": card["latency_title"], "value": None, "cls": ""},
+                {"text": card["throughput"], "title": card["throughput_title"], "value": None, "cls": ""},
+                {"text": card["bound_line"], "title": card["bound_title"], "value": None, "cls": ""},
+            ]
+            llm = document["llm"]
+            if llm is not None:
+                tokens = llm["tokens_per_s"].get(name)
+                cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
+                              "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
+        rows.append({"point_values": [str(point.values[s]) for s in symbols], "cells": cells,
+                     "complete": document["complete"]})
+    headers = ["FLOPs", "Params", "Peak activations"]
+    for name in target_names:
+        headers += [f"Latency [{name}]", f"Throughput [{name}]", f"Bound [{name}]"]
+        if decoder:
+            headers.append(f"Tokens/s [{name}]")
+    # the model point's path across each target's roofline
+    targets = []
+    for number, name in enumerate(target_names):
+        per_point = [next((t for t in d["targets"] if t["name"] == name), None) for d in documents]
+        reference = next(t for t in per_point if t is not None)
+        marks = [(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"]))
+                 if t is not None and t["model_point"]["flops"] and t["latency_s"] else None for t in per_point]
+        chart = roofline_chart(
+            [(label, peak) for label, peak, _ in _roof_groups(reference)], _bandwidths(reference), [],
+            [m for m in marks if m is not None], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
+        )
+        context = _base_roofline(reference, chart, f"sweep-roofline-{number}")
+        placed = [chart.place(*m) if m is not None else None for m in marks]
+        # two symbols: one path per value of the second, along the first (not one zig-zag)
+        lines = _lines_by_second(points, symbols)
+        for values, members in lines:
+            path = [placed[i] for i in members if placed[i] is not None]
+            if len(path) > 1:
+                context["paths"].append({
+                    "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
+                    "cls": "sweep-path", "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
+                })
+        for k, (p, label, t) in enumerate(zip(placed, labels, per_point)):
+            if p is None or t is None:
+                continue
+            mp = t["model_point"]
+            mark = _mark(p, chart, "model model-sweep", label,
+                         f"{label} on {name}\nintensity: "
+                         + (f"{intensity(mp['intensity'])} FLOP/B" if mp["intensity"] is not None else "∞")
+                         + f"\nachieved: {si(_achieved(mp['flops'], t['latency_s']), 'FLOP/s')}"
+                         + f"\nlatency: {format_value(t['latency_s'], 'seconds')}"
+                         + f"\nbound: {_target_context(t)['bound']}",
+                         SERIES_COLOURS[0])
+            mark["d"] = _diamond(p.x, p.y, 5.5)
+            context["marks"].append(mark)
+        _place_mark_labels(context, chart)
+        targets.append({**context, "name": name, "description": reference["description"],
+                        "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"})
+    wide = not decoder
+    lines = _lines_by_second(points, symbols)
+    if len(symbols) == 2:  # x: the first symbol; one line per target and value of the second
+        xs = list(dict.fromkeys(p.values[symbols[0]] for p in points))
+        position = {(p.values[symbols[0]], p.values[symbols[1]]): k for k, p in enumerate(points)}
+        latency_series = [(f"{name} · {values}", [_target_latency(documents[position[(x, points[members[0]].values[symbols[1]])]], name)
+                                                   if (x, points[members[0]].values[symbols[1]]) in position else None
+                                                   for x in xs])
+                          for name in target_names for values, members in lines]
+    else:
+        latency_series = [(name, [_target_latency(d, name) for d in documents]) for name in target_names]
+    single = single or len(symbols) == 2
+    latency_chart = _xy_context(
+        "latency", xs, latency_series,
+        f"latency per run vs {', '.join(symbols) if single else 'sweep point'}", "seconds", labels, wide,
+        symbols[0] if single else " · ".join(symbols),
+    ) if target_names else None
+    tokens_chart = None
+    if decoder and target_names:
+        tokens_chart = _xy_context(
+            "tokens", xs, [(name, [(d["llm"] or {}).get("tokens_per_s", {}).get(name) for d in documents])
+                           for name in target_names],
+            f"new tokens per second vs {', '.join(symbols) if single else 'sweep point'}", "per_second", labels, wide,
+            symbols[0] if single else " · ".join(symbols),
+        )
+    timeline = _overlay_chart_context(
+        [(label, [e["live_bytes"] for e in d["memory"]["timeline"]], d["memory"]["timeline"])
+         for label, d in list(zip(labels, documents))[:len(SERIES_COLOURS)]],
+        _target_capacities(points[0].analysis),
+        f"Live activation bytes per step at {min(len(points), len(SERIES_COLOURS))} sweep points", colours=True,
+    )
+    return {
+        "title": f"{documents[0]['model']['name']} · sweep over {', '.join(symbols)}",
+        "model": _side(documents[0], "model"),
+        "symbols": ", ".join(symbols),
+        "symbol_headers": symbols,
+        "point_count": _count(len(points)),
+        "headers": headers,
+        "rows": rows,
+        "targets": targets,
+        "latency_chart": latency_chart,
+        "tokens_chart": tokens_chart,
+        "timeline": timeline,
+        "timeline_more": _count(len(points) - len(SERIES_COLOURS)) if len(points) > len(SERIES_COLOURS) else "",
+        "target_names": ", ".join(target_names) or "none",
+    }
+
+
+def _lines_by_second(points: list["SweepPoint"], symbols: list[str]) -> list[tuple[str, list[int]]]:
+    """The points grouped into lines: by the second symbol's value when there are exactly two
+    ("dtype=int8", the indices of its points in order), else one line of them all."""
+    if len(symbols) != 2:
+        return [("", list(range(len(points))))]
+    groups: dict = {}
+    for k, point in enumerate(points):
+        groups.setdefault(point.values[symbols[1]], []).append(k)
+    return [(f"{symbols[1]}={value}", members) for value, members in groups.items()]
+
+
+def _target_latency(document: dict, name: str) -> float | None:
+    target = next((t for t in document["targets"] if t["name"] == name), None)
+    return target["latency_s"] if target else None
+
+
+def _xy_context(key: str, xs: list, series: list[tuple[str, list[float | None]]], title: str, unit: str,
+                labels: list[str], wide: bool = False, x_title: str = "") -> dict:
+    chart = xy_chart(xs, series, width=1240 if wide else 620, height=320 if wide else 300)
+    plot = chart.plot
+    lines = []
+    for k, ((name, values), laid) in enumerate(zip(series, chart.series)):
+        colour = SERIES_COLOURS[k % len(SERIES_COLOURS)]
+        points = []
+        for value, pixel, label in zip(values, laid.points, labels):
+            if pixel is None:
+                continue
+            points.append({"cx": svg_number(pixel[0]), "cy": svg_number(pixel[1]),
+                           "title": f"{name} · {label}: {format_value(value, unit)} ({value:.6g})"})
+        lines.append({"name": name, "colour": colour, "d": laid.path, "points": points})
+    y_ticks = []
+    for tick in chart.y_ticks:
+        label = (si(tick.value) + "/s") if unit == "per_second" else format_value(tick.value, unit)
+        y_ticks.append({"y": svg_number(tick.position), "label": label if tick.value else "0"})
+    return {
+        "id": f"xy-{key}", "title": title,
+        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
+        "width": svg_number(chart.width), "height": svg_number(chart.height),
+        "left": svg_number(plot.left), "right": svg_number(plot.right), "top": svg_number(plot.top),
+        "bottom": svg_number(plot.bottom), "tick_end": svg_number(plot.bottom + 5),
+        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
+        "y_ticks": y_ticks,
+        "x_title": x_title + (" (log scale)" if chart.x_mode == "log" else ""), "y_log": chart.y_mode == "log",
+        "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
+        "lines": lines,
+    }

@@ -1,0 +1,80 @@
+"""The output of ``onnxroof profile``: the text table of predicted against measured times, and
+the HTML report with the measured nodes on the target's roofline (the JSON document is
+:func:`onnxroof.measure.profiling.profile_document`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..core.units import seconds
+from .html.model_page import render_html
+from .text.table import clip, inputs_line
+
+if TYPE_CHECKING:
+    from ..measure.profiling import ProfileResult
+
+
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def render_profile_table(result: ProfileResult) -> str:
+    analysis, mapping, report = result.analysis, result.mapping, result.target
+    target = report.target
+    tags = sorted({f.tag for f in target.peak_ops_per_s.values()} | {target.dram_bytes_per_s.tag})
+    threads = f"{result.threads} intra-op threads" if result.threads else "default threads"
+    lines = [
+        f"onnxroof profile · {analysis.model.name} · inputs: {inputs_line(analysis)}",
+        f"measured: onnxruntime {result.ort_version} CPU, optimization {result.optimization}, {threads}, "
+        f"median of {mapping.runs} runs after {result.warmup} warm-up",
+        f"predicted: target {target.name} ({', '.join(tags)}): {target.description}",
+        "",
+    ]
+    header = ("name", "op", "bound", "predicted", "measured", "meas/pred", "")
+    rows = [header]
+    for n in result.nodes:
+        if n.status == "split":
+            note = f"in {n.kernel} ({n.kernel_op}), split" if n.kernel != n.name else f"{n.kernel_op}, split with fused nodes"
+        elif n.status == "own":
+            note = "" if n.kernel == n.name and n.kernel_op == n.op_type else f"as {n.kernel} ({n.kernel_op})"
+        elif n.status == "removed":
+            note = "not run by onnxruntime (view or folded)"
+        else:
+            note = "no kernel found for it"
+        rows.append((clip(n.name, 36), n.op_type, n.bound or "-", seconds(n.predicted_s), seconds(n.measured_s),
+                     _ratio(n.ratio), note))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    right = {3, 4, 5}
+    for row in rows:
+        cells = [row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i]) for i in range(len(widths))]
+        lines.append("  ".join(cells + [row[-1]]).rstrip())
+    for kernel in mapping.unattributed:
+        lines.append(f"  + {kernel.name} ({kernel.op_type}): {seconds(kernel.seconds)}, inserted by onnxruntime, no ONNX node")
+    lines += [
+        "",
+        f"predicted {seconds(result.predicted_s)} · measured {seconds(result.measured_s)} (sum of kernel medians"
+        + (f"; {seconds(mapping.run_seconds)} per profiled run" if mapping.run_seconds else "")
+        + (f"; {seconds(result.wall_s)} per run without the profiler" if result.wall_s else "") + ")"
+        + (f" · measured/predicted {result.ratio:.2f}x · prediction error {result.error:+.0%}"
+           if result.ratio is not None and result.error is not None else ""),
+    ]
+    shared = sum(1 for n in result.nodes if n.shared)
+    if shared:
+        lines.append(f"note: {shared} node(s) ran inside fused kernels; a fused kernel's time is split in proportion "
+                     "to its nodes' predicted times, so they share one ratio")
+    if mapping.not_seen:
+        lines.append(f"note: no kernel covers {len(mapping.not_seen)} node(s): " + ", ".join(mapping.not_seen[:5])
+                     + (" ..." if len(mapping.not_seen) > 5 else ""))
+    lines += [f"note: {note}" for note in result.notes + report.notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_profile_html(result: ProfileResult) -> str:
+    """The HTML report of the model on the profile's target, with the measured series."""
+    analysis = result.analysis
+    if not any(report is result.target for report in analysis.targets):
+        analysis = replace(analysis, targets=[*analysis.targets, result.target])
+    return render_html(analysis, profile=result)

@@ -1,0 +1,277 @@
+"""Renderers for ``onnxroof diff`` (table, Markdown for a PR comment, JSON) and
+``onnxroof compare`` (table, Markdown, JSON). They format; the numbers come from onnxroof.compare.diff."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ...core.version import __version__
+from ..bounds import bound_label, time_by_bound
+from ...core.units import iec, si
+from ...result import target_entry
+from .markdown import details, escape, html_text, table
+
+if TYPE_CHECKING:
+    from ...result import Analysis
+    from ...compare.budgets import BudgetResult
+    from ...compare.diff import Delta, ModelDiff
+
+BETTER, WORSE, NEUTRAL, SAME = "🟢", "🔴", "🔷", "⚪"
+HIGHER_IS_BETTER = frozenset({"throughput_per_s"})
+NEITHER = frozenset({"nodes"})  # more or fewer nodes is neither good nor bad in itself
+SCHEMA = "onnxroof-diff/1"
+
+
+def format_value(value: float | None, unit: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if unit == "bytes":
+        return iec(value)
+    if unit == "seconds":
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+            if abs(value) >= scale or scale == 1e-9:
+                return f"{value / scale:.3g} {name}"
+    if unit == "joules":
+        for scale, name in ((1, "J"), (1e-3, "mJ"), (1e-6, "µJ"), (1e-9, "nJ")):
+            if abs(value) >= scale or scale == 1e-9:
+                return f"{value / scale:.3g} {name}"
+    if unit == "per_second":
+        return f"{value:,.1f}/s"
+    return si(value)
+
+
+def signed_change(delta: "Delta") -> str:
+    change = delta.change
+    if change is None:
+        return "n/a"
+    if change == 0:
+        return "0"
+    text = format_value(abs(change), delta.unit)
+    return ("+" if change > 0 else "−") + text
+
+
+def verdict(key: str, change: float) -> str:
+    """The mark of a change: better (green), worse (red) or neither, for that metric: less is
+    better for every cost, more for throughput.
+
+    >>> verdict("params", -5), verdict("latency_s", 1), verdict("throughput_per_s", 1), verdict("nodes", 3)
+    ('🟢', '🔴', '🟢', '🔷')
+    """
+    if change == 0:
+        return SAME
+    if key in NEITHER:
+        return NEUTRAL
+    return BETTER if (change > 0) == (key in HIGHER_IS_BETTER) else WORSE
+
+
+def percent_text(delta: "Delta", symbols: bool = True) -> str:
+    percent = delta.percent
+    if percent is None:
+        return "n/a"
+    symbol = "" if not symbols else verdict(delta.key, percent) + " "
+    if math.isinf(percent):
+        return f"{symbol}new"
+    return f"{symbol}{percent:+.1f}%".replace("-", "−")
+
+
+def _deltas(diff: "ModelDiff") -> list[tuple[str, "Delta"]]:
+    rows = [(d.label, d) for d in diff.totals]
+    for target, deltas in diff.targets.items():
+        rows += [(f"{d.label} [{target}]", d) for d in deltas]
+    return rows
+
+
+def summary_line(diff: "ModelDiff") -> str:
+    keys = {"params", "flops", "peak_memory"}
+    parts = [f"{d.label} {percent_text(d)}" for d in diff.totals if d.key in keys]
+    parts += [f"latency [{t}] {percent_text(d)}" for t, ds in diff.targets.items() for d in ds if d.key == "latency_s"]
+    return " · ".join(parts)
+
+
+def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), rows: int = 15) -> str:
+    base, head = diff.base.model, diff.head.model
+    lines = [f"### onnxroof diff: {escape(base.name)} → {escape(head.name)}", "", f"**{summary_line(diff)}**", ""]
+    if diff.input_changes:
+        lines += ["⚠️ **Inputs changed:** " + "; ".join(escape(c) for c in diff.input_changes), ""]
+    broken = [b for b in budgets if b.broken]
+    if budgets:
+        lines += [("❌ **Budgets broken:** " + "; ".join(escape(b.describe()) for b in broken)) if broken
+                  else f"✅ All {len(budgets)} budget(s) hold.", ""]
+    changed = [(label, d) for label, d in _deltas(diff) if d.change != 0]
+    same = [(label, d) for label, d in _deltas(diff) if d.change == 0]
+    header = ("metric", "base", "head", "change", "%")
+    lines.append(table(header, [
+        (escape(label), format_value(d.base, d.unit), format_value(d.head, d.unit), signed_change(d), percent_text(d))
+        for label, d in changed
+    ], "lrrrr") if changed else "No metric changed.")
+    if same:
+        lines += ["", details(f"Unchanged metrics ({len(same)})", table(header, [
+            (escape(label), format_value(d.base, d.unit), format_value(d.head, d.unit), "0", "0%") for label, d in same
+        ], "lrrrr"))]
+    ops = [r for r in diff.op_types if r["base_count"] != r["head_count"] or r["base_flops"] != r["head_flops"]]
+    if ops:
+        lines += ["", details(f"Op types that changed ({len(ops)})", table(
+            ("op", "count", "FLOPs base", "FLOPs head", "%"),
+            [(escape(r["op_type"]), f"{r['base_count']} → {r['head_count']}", si(r["base_flops"]), si(r["head_flops"]),
+              _percent(r["base_flops"], r["head_flops"])) for r in ops],
+            "lrrrr"))]
+    if diff.modules:
+        target = diff.head.targets[0].target.name if diff.head.targets else None
+        lines += ["", details(f"Modules that changed ({len(diff.modules)})" + (f", by time on {html_text(target)}" if target else ""),
+                              table(("module", "change", "params", "FLOPs", *(("time",) if target else ())),
+                                    [_module_cells(row, target is not None) for row in diff.modules[:rows]], "llrrr"))]
+    changed_nodes = diff.changed_nodes
+    if changed_nodes:
+        counts = {kind: sum(1 for n in changed_nodes if n.kind == kind) for kind in ("added", "removed", "changed")}
+        title = f"Nodes: {counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
+        body = table(("node", "op", "change", "FLOPs base", "FLOPs head"), [
+            (escape(n.name), escape((n.head or n.base).op_type), n.kind + (f" ({', '.join(n.changes)})" if n.changes else ""),
+             si(n.base.flops) if n.base else "-", si(n.head.flops) if n.head else "-")
+            for n in changed_nodes[:rows]
+        ], "lllrr")
+        if len(changed_nodes) > rows:
+            body += f"\n\n… and {len(changed_nodes) - rows} more (`onnxroof diff --format json` lists all)."
+        lines += ["", details(title, body)]
+    for target, top in diff.top_time_changes.items():
+        if top:
+            lines += ["", details(f"Largest time changes on {html_text(target)}", table(
+                ("node", "base", "head", "change"),
+                [(escape(name), format_value(b, "seconds"), format_value(h, "seconds"),
+                  ("+" if h > b else "−") + format_value(abs(h - b), "seconds")) for name, b, h in top],
+                "lrrr"))]
+    lines += ["", f"<sub>onnxroof {__version__} · MAC-FLOPs = 2 x MACs · bytes IEC, counts SI</sub>"]
+    return "\n".join(lines) + "\n"
+
+
+def _module_cells(row: dict, timed: bool) -> tuple:
+    def pair(key: str, unit: str) -> str:
+        b, h = row[f"base_{key}"], row[f"head_{key}"]
+        mark = verdict(key if key != "time_s" else "latency_s", (h or 0) - (b or 0))
+        return f"{mark} {format_value(b, unit)} → {format_value(h, unit)}" if b != h else format_value(h, unit)
+
+    cells = (escape(row["module"]), row["kind"], pair("params", "count"), pair("flops", "count"))
+    return cells + ((pair("time_s", "seconds"),) if timed else ())
+
+
+def _percent(before: float, after: float) -> str:
+    from ...compare.budgets import percent_change
+
+    change = percent_change(before, after)
+    return "new" if math.isinf(change) else f"{change:+.1f}%".replace("-", "−")
+
+
+def render_diff_table(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> str:
+    lines = [f"onnxroof diff: {diff.base.model.name} -> {diff.head.model.name}", summary_line(diff)]
+    lines += [f"! {c}" for c in diff.input_changes]
+    width = max(len(label) for label, _ in _deltas(diff))
+    for label, d in _deltas(diff):
+        lines.append(f"  {label:{width}}  {format_value(d.base, d.unit):>12}  {format_value(d.head, d.unit):>12}  "
+                     f"{signed_change(d):>12}  {percent_text(d, symbols=False):>8}")
+    changed = diff.changed_nodes
+    lines.append(f"nodes: {sum(n.kind == 'added' for n in changed)} added, {sum(n.kind == 'removed' for n in changed)} "
+                 f"removed, {sum(n.kind == 'changed' for n in changed)} changed, "
+                 f"{sum(n.kind == 'unchanged' for n in diff.nodes)} unchanged")
+    for n in changed[:20]:
+        lines.append(f"  {n.kind:9} {n.name} ({(n.head or n.base).op_type})" + (f": {', '.join(n.changes)}" if n.changes else ""))
+    if diff.modules:
+        lines.append(f"modules that changed ({len(diff.modules)}, the largest first):")
+        for row in diff.modules[:10]:
+            lines.append(f"  {row['kind']:9} {row['module']}: params {si(row['base_params'])} -> {si(row['head_params'])}, "
+                         f"FLOPs {si(row['base_flops'])} -> {si(row['head_flops'])}"
+                         + (f", time {format_value(row['base_time_s'], 'seconds')} -> {format_value(row['head_time_s'], 'seconds')}"
+                            if row["head_time_s"] is not None or row["base_time_s"] is not None else ""))
+    lines += [b.describe() for b in budgets]
+    return "\n".join(lines) + "\n"
+
+
+def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict:
+    def delta(d: "Delta") -> dict:
+        percent = d.percent
+        return {"key": d.key, "unit": d.unit, "base": d.base, "head": d.head, "change": d.change,
+                "percent": None if percent is None or math.isinf(percent) else percent}
+
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "base": {"name": diff.base.model.name, "path": diff.base.model.path},
+        "head": {"name": diff.head.model.name, "path": diff.head.model.path},
+        "input_changes": diff.input_changes,
+        "totals": [delta(d) for d in diff.totals],
+        "targets": {name: [delta(d) for d in ds] for name, ds in diff.targets.items()},
+        "op_types": diff.op_types,
+        "nodes": [
+            {"name": n.name, "kind": n.kind, "matched_by": n.matched_by, "changes": n.changes,
+             "base": n.base.name if n.base else None, "head": n.head.name if n.head else None,
+             "op_type": (n.head or n.base).op_type,
+             "base_flops": n.base.flops if n.base else None, "head_flops": n.head.flops if n.head else None}
+            for n in diff.nodes
+        ],
+        "modules": diff.modules,  # per module (two levels deep) that changed, the largest change first
+        "top_time_changes": {t: [{"node": n, "base_s": b, "head_s": h} for n, b, h in rows]
+                             for t, rows in diff.top_time_changes.items()},
+        "budgets": [{"budget": b.budget.text, "value": b.value, "broken": b.broken} for b in budgets],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# compare: several candidates side by side
+
+
+def _compare_rows(analyses: list["Analysis"]) -> tuple[list[str], list[list[str]]]:
+    header = ["model", "params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations", "best-order peak"]
+    targets = [r.target.name for r in analyses[0].targets] if analyses else []
+    for target in targets:
+        header += [f"latency [{target}]", f"throughput [{target}]", f"model bound [{target}]",
+                   f"time by bound [{target}]", f"energy [{target}]"]
+    rows = []
+    for a in analyses:
+        row = [a.model.name, si(a.totals.params), iec(a.totals.param_bytes), si(a.totals.mac_flops), si(a.totals.flops),
+               iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
+        for report in a.targets:
+            row += [format_value(report.latency_s, "seconds"), format_value(report.throughput_per_s, "per_second"),
+                    bound_label(report.model_point.bound), time_by_bound(report.time_share),
+                    format_value(report.energy_j, "joules")]
+        rows.append(row)
+    return header, rows
+
+
+def render_compare_markdown(analyses: list["Analysis"]) -> str:
+    header, rows = _compare_rows(analyses)
+    escaped = [[escape(row[0]), *row[1:]] for row in rows]
+    return "### onnxroof compare\n\n" + table(header, escaped, "l" + "r" * (len(header) - 1)) + "\n"
+
+
+def render_compare_table(analyses: list["Analysis"]) -> str:
+    """The models' totals, then one block per target: each fits a 120-column terminal, however
+    many targets are compared (the Markdown and HTML tables put them side by side)."""
+    header, rows = _compare_rows(analyses)
+    totals = 7  # model + six totals; then five columns per target
+    blocks = [_aligned([header[:totals], *(row[:totals] for row in rows)])]
+    for index, report in enumerate(analyses[0].targets if analyses else []):
+        start = totals + 5 * index
+        names = [h.rsplit(" [", 1)[0] for h in header[start:start + 5]]
+        blocks.append(f"target {report.target.name}\n"
+                      + _aligned([["model", *names], *([row[0], *row[start:start + 5]] for row in rows)]))
+    return "\n".join(blocks)
+
+
+def _aligned(table: list[list]) -> str:
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]))]
+    return "\n".join("  ".join(str(cell).rjust(w) if i else str(cell).ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
+                     for r in table) + "\n"
+
+
+def compare_document(analyses: list["Analysis"]) -> dict:
+    return {
+        "schema": "onnxroof-compare/1",
+        "version": __version__,
+        "models": [
+            {"name": a.model.name, "path": a.model.path,
+             "totals": {"params": a.totals.params, "param_bytes": a.totals.param_bytes, "mac_flops": a.totals.mac_flops,
+                        "flops": a.totals.flops, "peak_bytes": a.memory.model_order.peak_bytes,
+                        "best_order_peak_bytes": a.memory.best.schedule.peak_bytes},
+             "targets": [{k: v for k, v in target_entry(r).items() if k != "nodes"} for r in a.targets]}
+            for a in analyses
+        ],
+    }

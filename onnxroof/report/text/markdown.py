@@ -1,0 +1,101 @@
+"""GitHub-flavoured Markdown building blocks; every model-supplied string goes through
+:func:`escape`, so names render as text, never as HTML, links or table syntax.
+
+>>> escape("a|b <script>")
+'a\\\\|b &lt;script&gt;'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from ...core.version import __version__
+from ..bounds import bound_label, time_by_bound
+from .table import assumed_text
+from ...core.units import iec, intensity, seconds, si
+
+if TYPE_CHECKING:
+    from ...result import Analysis
+
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+
+
+def escape(text: object) -> str:
+    """Text safe in a Markdown table cell: HTML-escaped, Markdown punctuation backslashed."""
+    value = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = _SPECIAL.sub(r"\\\1", value)
+    value = "".join(c if c.isprintable() or c.isspace() else "\ufffd" for c in value)  # no ANSI escapes
+    return " ".join(value.split())  # no newlines: they would end the table row
+
+
+def html_text(text: object) -> str:
+    r"""Text safe inside an HTML block of a Markdown page (a ``<summary>``): HTML-escaped only. GFM
+    does not read Markdown inside an HTML block, so a backslash there would show.
+
+    >>> html_text("h100-sxm <b>"), escape("h100-sxm")
+    ('h100-sxm &lt;b&gt;', 'h100\\-sxm')
+    """
+    value = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = "".join(c if c.isprintable() or c.isspace() else "\ufffd" for c in value)
+    return " ".join(value.split())
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "") -> str:
+    """A pipe table; ``align`` has one letter per column: l (default) or r."""
+    align = align.ljust(len(header), "l")
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def details(summary: str, body: str) -> str:
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
+
+
+def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
+    """The summary as a PR comment: totals, per-target table, hotspots; details collapsed."""
+    model, totals, memory = analysis.model, analysis.totals, analysis.memory
+    # escaped names stay out of code spans, where backslash escapes and entities show literally
+    inputs = ", ".join(f"{escape(i.name)} {escape(i.shape_text())}" for i in analysis.inputs)
+    lines = [
+        f"### onnxroof: {escape(model.label)}",
+        "",
+        f"opset {model.opset} · {model.node_count} nodes · inputs {inputs} · dtype {analysis.dtype}"
+        + (f" · batch {analysis.batch}" if analysis.batch else "")
+        + (f" · assumed {escape(assumed_text(analysis.assumed_dims))}" if analysis.assumed_dims else ""),
+        "",
+        table(("params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations", "best-order peak"), [(
+            si(totals.params), iec(totals.param_bytes), si(totals.mac_flops), si(totals.flops),
+            iec(memory.model_order.peak_bytes), iec(memory.best.schedule.peak_bytes),
+        )], "rrrrrr"),
+    ]
+    if analysis.targets:
+        rows = []
+        for report in analysis.targets:
+            energy = "n/a" if report.energy_j is None else f"{report.energy_j * 1e3:.3g} mJ"
+            rows.append((escape(report.target.name), seconds(report.latency_s), f"{report.throughput_per_s:,.1f}",
+                         bound_label(report.model_point.bound), time_by_bound(report.time_share),
+                         f"{report.utilization:.1%}", energy))
+        lines += ["", table(("target", "latency", "inferences/s", "model bound", "time by bound", "utilization", "energy"),
+                            rows, "lrrllrr")]
+    warnings = analysis.warnings
+    if warnings:
+        lines += ["", "⚠️ " + "<br>⚠️ ".join(escape(w) for w in warnings)]
+    by_flops = sorted(analysis.nodes, key=lambda r: -r.flops)[:hotspots]
+    lines += ["", details(f"Top {len(by_flops)} nodes by FLOPs", table(
+        ("node", "op", "FLOPs", "params", "bytes moved", "FLOP/B"),
+        [(escape(r.name), escape(r.op_type), si(r.flops), si(r.params), iec(r.memory_bytes), intensity(r.intensity))
+         for r in by_flops], "llrrrr"))]
+    for report in analysis.targets:
+        top = report.top_nodes(hotspots)
+        lines += ["", details(f"Top {len(top)} kernels by time on {html_text(report.target.name)}", table(
+            ("kernel", "op", "time", "share", "bound", "FLOP/B"),
+            [(escape(n.name), escape(n.op_type), seconds(n.placement.time_s),
+              f"{n.placement.time_s / report.latency_s:.1%}" if report.latency_s else "-", bound_label(n.placement.bound),
+              intensity(n.placement.intensity)) for n in top], "llrrlr"))]
+    lines += ["", f"<sub>onnxroof {__version__} · MAC-FLOPs = 2 x MACs · counts SI, bytes IEC</sub>"]
+    return "\n".join(lines) + "\n"

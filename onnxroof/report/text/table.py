@@ -1,0 +1,392 @@
+"""Plain-text and CSV renderers for ``onnxroof summary``."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from itertools import repeat
+from typing import TYPE_CHECKING
+
+from ...core.version import __version__
+from ...core.dtypes import dtype_name
+from ..bounds import bound_label, time_by_bound
+from ...core.units import iec, intensity, joules, seconds, si
+
+if TYPE_CHECKING:
+    from ...result import Analysis
+    from ...cost.graph import NodeRecord
+
+CONVENTIONS_LINE = "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds other element ops; counts SI (k M G), bytes IEC (KiB MiB)"
+TERMINAL_COLUMNS = 120  # what the text outputs fit in: long descriptions wrap, long names are clipped
+
+CSV_COLUMNS = (
+    "index", "name", "op_type", "domain", "status", "dtype", "output_shape", "macs", "mac_flops", "flops",
+    "params", "weight_bytes", "input_bytes", "output_bytes", "intensity",
+)
+
+
+def shape_text(shape: list | None) -> str:
+    if shape is None:
+        return "?"
+    return printable("x".join("?" if d is None else str(d) for d in shape)) or "scalar"  # dim names are the model's
+
+
+def printable(text: object) -> str:
+    """Model-supplied text (names, producer, doc strings) for a terminal: one line, and control
+    characters (newlines, ANSI escapes) shown as '?', never interpreted."""
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
+
+
+INPUTS_SHOWN = 6  # a KV-cached decoder has a hundred inputs: one line names the first few
+
+
+def inputs_line(analysis: "Analysis") -> str:
+    values = analysis.input_values
+    shown = ", ".join(
+        f"{printable(i.name)} {shape_text(None if i.shape is None else list(i.shape))} {dtype_name(i.dtype)}"
+        + (f" = {','.join(map(str, values[i.name]))}" if i.name in values else "")
+        for i in analysis.inputs[:INPUTS_SHOWN]
+    )
+    rest = len(analysis.inputs) - INPUTS_SHOWN
+    return shown + (f" and {rest:,} more (--format json lists them)" if rest > 0 else "")
+
+
+def llm_lines(llm) -> list[str]:
+    """The KV-cached decoder block: phase, cache figures, rates, and what was recognised."""
+    if llm.phase == "prefill" and llm.new_tokens:
+        phase = f"prefill of {llm.new_tokens:,} tokens"
+    elif llm.phase == "decode" and llm.context:
+        phase = f"decode of 1 token at context {llm.context:,}, {llm.context - 1:,} cached"
+    else:
+        phase = "phase not set: --phase prefill|decode"
+    heads = f", {llm.kv_heads} KV heads x {llm.head_size}" if llm.kv_heads and llm.head_size else ""
+    lines = [
+        f"KV-cached decoder ({phase}): {llm.layers} layers{heads}",
+        f"  cache read {iec(llm.kv_read_bytes)} per step (the attended positions, the new ones included); written "
+        f"{iec(llm.kv_write_bytes)} ({llm.kv_write_mode})"
+        + (f"; {iec(llm.kv_bytes_per_token)} per token" if llm.kv_bytes_per_token else ""),
+    ]
+    if llm.kv_cache_bytes and llm.context:
+        lines.append(f"  KV cache at context {llm.context:,}: "
+                     + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.kv_cache_bytes.items()))
+    for target, rate in llm.tokens_per_s.items():
+        first = llm.time_to_first_token_s.get(target)
+        lines.append(f"  {target}: {rate:,.1f} tokens/s" + (f", time to first token {first * 1e3:,.3f} ms" if first else ""))
+    caches = [line for line in llm.recognised if line.startswith("cache ")]
+    shown = caches[:2] + [line for line in llm.recognised if not line.startswith("cache ")]
+    lines += [f"  recognised: {printable(line)}" for line in shown]
+    if len(caches) > 2:
+        lines.insert(len(lines) - len(shown) + 2, f"  recognised: ... and {len(caches) - 2} more caches "
+                                                 "(--format json lists them)")
+    return lines
+
+
+def assumed_text(assumed: dict[str, int]) -> str:
+    """"batch=1 (a batch dim the inputs leave open; --dim batch=N to change)"."""
+    pairs = ", ".join(f"{symbol}={value}" for symbol, value in assumed.items())
+    flags = " ".join(f"--dim {symbol}=N" for symbol in assumed)
+    return f"{pairs} (a batch dim the inputs leave open; {flags} or --batch N to change)"
+
+
+def render_table(analysis: "Analysis") -> str:
+    return "".join(table_chunks(analysis))
+
+
+def table_chunks(analysis: "Analysis") -> list[str]:
+    """The text table in chunks to write one after the other: the summary, then the node table. Kept
+    apart, a big model's node table (ASCII for most models) is encoded by plain copying, and is not
+    copied again into one string with the summary's "·"."""
+    model, totals = analysis.model, analysis.totals
+    lines = [
+        f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
+        + (f" · {printable(model.producer)}" if model.producer else ""),
+        f"inputs: {inputs_line(analysis)}",
+        *([f"assumed: {assumed_text(analysis.assumed_dims)}"] if analysis.assumed_dims else []),
+        f"conventions: {CONVENTIONS_LINE}",
+        "",
+        "Totals",
+        f"  params     {si(totals.params):>10}  ({totals.params:,}; {iec(totals.param_bytes)} = {totals.param_bytes:,} B stored)",
+        *([f"  weights read {iec(totals.weight_bytes_read):>8}  ({totals.weight_bytes_read:,} B per run: the nodes "
+           "read folded or partial constants, not the stored tensors)"]
+          if totals.weight_bytes_read != totals.param_bytes else []),
+        f"  MACs       {si(totals.macs):>10}  ({totals.macs:,})",
+        f"  MAC-FLOPs  {si(totals.mac_flops):>10}  ({totals.mac_flops:,})",
+        f"  FLOPs      {si(totals.flops):>10}  ({totals.flops:,})",
+        f"  nodes      {totals.nodes:>10}  ({totals.counted_nodes:,} counted)",
+    ]
+    memory = analysis.memory
+    best = memory.best.schedule
+    lines += [
+        "",
+        "Peak activation memory (live tensors, parameters excluded)",
+        f"  model order  {iec(memory.model_order.peak_bytes):>10}  at step {memory.model_order.peak_step} "
+        f"({clip(memory.model_order.peak_node or '-', 40)}): "
+        + ", ".join(f"{clip(n, 30)} {iec(b)}" for n, b in memory.model_order.peak_tensors[:4]),
+        f"  best order   {iec(best.peak_bytes):>10}  ({memory.best.method}{'; ' + memory.best.note if memory.best.note else ''})",
+        f"  lower bound  {iec(memory.largest_layer_bytes):>10}  (largest single layer: {clip(memory.largest_layer_node or '-', 40)})",
+        f"  concat copy  {iec(memory.concat_copy_peak_bytes):>10}  (model order, if Concat copied its inputs)",
+    ]
+    if analysis.llm is not None:
+        lines += ["", *llm_lines(analysis.llm)]
+    for report in analysis.targets:
+        lines += [""] + target_lines(report)
+    if analysis.warnings:
+        lines += ["", "Warnings"] + [f"  ! {printable(w)}" for w in analysis.warnings]
+    return ["\n".join(lines) + "\n\n", _node_table(analysis.nodes), "\n"]  # a blank line before the nodes
+
+
+_NODE_HEADER = ("#", "name", "op", "dtype", "output", "MACs", "FLOPs", "params", "weights", "in", "out", "FLOP/B", "")
+_RIGHT_ALIGNED = frozenset({0, 5, 6, 7, 8, 9, 10, 11})
+
+
+def _node_table(records: list["NodeRecord"]) -> str:
+    """One aligned row per node. Rows differ in index and name; everything right of the name (the
+    "tail": op, dtype, shape, numbers, reason) repeats wherever a model repeats a layer, so each
+    distinct tail is formatted once."""
+    rows = _look_alike_rows(records)
+    tail_cells = [_NODE_HEADER[2:]]
+    for r in rows.firsts:
+        tail_cells.append((
+            printable(r.op_type), r.dtype, shape_text(_output_shape(r)),
+            si(r.macs), si(r.flops), si(r.params), iec(r.weight_bytes), iec(r.input_bytes), iec(r.output_bytes),
+            intensity(r.intensity), "" if r.counted else f"NOT COUNTED: {printable(r.reason)}",
+        ))
+    indices = [_NODE_HEADER[0], *map(str, rows.indices)]
+    names = [_NODE_HEADER[1], *rows.names]
+    if max(map(len, names)) > 40 or not all(map(str.isprintable, names)):  # most models: no name to clip
+        names = [clip(name, 40) for name in names]
+    columns = len(_NODE_HEADER) - 1  # the last column (the reason) is not padded
+    widths = [max(map(len, indices)), max(map(len, names))]
+    widths += [max(len(cells[i]) for cells in tail_cells) for i in range(columns - 2)]
+    excess = sum(widths) + 2 * (columns - 1) - TERMINAL_COLUMNS
+    for column, floor in ((1, 16), (2, 12)):  # long names give way first, then long op types
+        cut = min(max(excess, 0), max(widths[column] - floor, 0))
+        widths[column] -= cut
+        excess -= cut
+    if widths[1] < max(map(len, names)):
+        names = [clip(name, widths[1]) for name in names]  # middle-clipped: the scope's end stays
+    if widths[2] < max(len(cells[0]) for cells in tail_cells):
+        tail_cells = [(clip(cells[0], widths[2]), *cells[1:]) for cells in tail_cells]
+    tail_texts = [
+        ("  ".join(cell.rjust(widths[i]) if i in _RIGHT_ALIGNED else cell.ljust(widths[i])
+                   for i, cell in enumerate(cells[:-1], start=2)) + "  " + cells[-1]).rstrip()
+        for cells in tail_cells
+    ]
+    # every tail has a non-blank numeric cell, so stripping it alone strips the whole row
+    header_tail, *group_tails = tail_texts
+    tails = [header_tail, *map(group_tails.__getitem__, rows.groups)]
+    return "\n".join(map("  ".join, zip(map(str.rjust, indices, repeat(widths[0])),
+                                         map(str.ljust, names, repeat(widths[1])), tails)))
+
+
+def _output_shape(record: "NodeRecord") -> list | None:
+    return record.output_shapes[0] if record.output_shapes else None
+
+
+@dataclass(slots=True)
+class LookAlikeRows:
+    """The nodes in rows, grouped by everything a table or CSV row shows but the index and name."""
+
+    indices: list[int]
+    names: list[str]
+    groups: list[int]  # each row's group: its position in ``firsts``
+    firsts: list["NodeRecord"]  # each group's first node
+
+
+def _look_alike_rows(records: list["NodeRecord"]) -> LookAlikeRows:
+    """One pass over the nodes (a big model's records do not fit in the cache, so every pass costs):
+    each row's index, name and group. Dims are ints or names, so equal shapes print alike."""
+    rows = LookAlikeRows([], [], [], [])
+    add_index, add_name, add_group = rows.indices.append, rows.names.append, rows.groups.append
+    groups: dict[tuple, int] = {}
+    for r in records:
+        shapes = r.output_shapes
+        shape = tuple(shapes[0]) if shapes and shapes[0] is not None else None
+        key = (r.op_type, r.domain, r.dtype, shape, r.macs, r.flops, r.params, r.weight_bytes, r.input_bytes,
+               r.output_bytes, r.status, r.reason)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = len(rows.firsts)
+            rows.firsts.append(r)
+        add_index(r.index)
+        add_name(r.name)
+        add_group(group)
+    return rows
+
+
+def clip(text: str, width: int) -> str:
+    if len(text) <= width and text.isprintable():  # most names: nothing to replace or cut
+        return text
+    text = printable(text)  # model names are untrusted
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2  # middle-clipped: a scoped name keeps its start and its op at the end
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def render_csv(analysis: "Analysis") -> str:
+    import csv  # only this format needs it
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    rows = _look_alike_rows(analysis.nodes)
+    tails = [  # each group's cells right of the name
+        (r.op_type, r.domain, r.status, r.dtype, shape_text(_output_shape(r)), r.macs, r.mac_flops, r.flops, r.params,
+         r.weight_bytes, r.input_bytes, r.output_bytes, "" if r.intensity is None else f"{r.intensity:.6g}")
+        for r in rows.firsts
+    ]
+    for index, name, group in zip(rows.indices, rows.names, rows.groups):
+        writer.writerow((index, name, *tails[group]))
+    return buffer.getvalue()
+
+
+def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
+    """How one node's numbers were computed: shapes in, the rule, the rule with its numbers."""
+    from ...ops import rule_for
+
+    rule = rule_for(record.domain, record.op_type)
+    tensors = analysis.tensors
+    width = min(60, max(len(n) for n in (*record.inputs, *record.outputs, "tensor")))
+    lines = [
+        f"node    {clip(record.name, 200)}  ({printable(record.op_type)}, {printable(record.domain or 'ai.onnx')}; "
+        f"family {record.family})",
+        f"status  {record.status}" + (f": {printable(record.reason)}" if record.reason else ""),
+        f"dtype   {record.dtype}",
+        "inputs",
+    ]
+    for name, shape, dtype in zip(record.inputs, record.input_shapes, record.input_dtypes):
+        if name:
+            kind = tensors[name].kind if name in tensors else ""
+            lines.append(f"  {clip(name, width):{width}}  {shape_text(shape):>18}  {dtype:8}  {kind}")
+    lines.append("outputs")
+    for name, shape, dtype in zip(record.outputs, record.output_shapes, record.output_dtypes):
+        lines.append(f"  {clip(name, width):{width}}  {shape_text(shape):>18}  {dtype}")
+    lines += [
+        f"rule    {rule.formula if rule else 'none: the op is unsupported, nothing is counted'}",
+        f"applied {printable(record.formula or '-')}",
+        f"MACs {record.macs:,} · MAC-FLOPs {record.mac_flops:,} · FLOPs {record.flops:,}"
+        f" (other element ops {record.flops - record.mac_flops:,})",
+        f"params {record.params:,} (stored) · weight bytes read {record.weight_bytes:,} · input bytes {record.input_bytes:,}"
+        f" · output bytes {record.output_bytes:,}",
+    ]
+    if record.intensity is not None:
+        lines.append(
+            f"intensity {record.intensity:.4g} FLOP/B = {record.flops:,} / ({record.weight_bytes:,} + "
+            f"{record.input_bytes:,} + {record.output_bytes:,})"
+        )
+    elif record.view:
+        lines.append("intensity -  (a view: moves no bytes)")
+    for attribute, subgraph in record.subgraphs.items():
+        lines.append(f"subgraph {attribute}: {len(subgraph.records)} nodes, {subgraph.flops:,} FLOPs, {subgraph.params:,} params")
+    for report in analysis.targets:
+        lines += explain_target_lines(report, record.name)
+    return "\n".join(lines) + "\n"
+
+
+def explain_target_lines(report, node: str) -> list[str]:
+    """Where ``node`` runs on one target: its kernel (the nodes fused with it), bytes and time per
+    memory level, the efficiency applied, the launch cost, the time and the bound."""
+    kernel = next((k for k in report.nodes if node in k.nodes), None)
+    name = printable(report.target.name)
+    if kernel is None:
+        return [f"target {name}: not run (a folded constant or shape arithmetic: no kernel)"]
+    target, point = report.target, kernel.placement
+    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    fused = (f"kernel {printable(kernel.name)} ({printable(kernel.op_type)}: {len(kernel.nodes)} nodes fused under "
+             f"{', '.join(report.fusion)})" if len(kernel.nodes) > 1 else "its own kernel")
+    lines = [
+        f"target {name}: {fused}",
+        f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof}) = "
+        f"{seconds(point.compute_s * point.efficiency)}",
+        f"  DRAM     {point.dram_bytes:,} B / {si(target.dram_bytes_per_s.value, 'B/s')} = "
+        f"{seconds(point.memory_s * point.efficiency)}" + (f" (of which {kernel.spill_bytes:,} B spilled)" if kernel.spill_bytes else ""),
+    ]
+    if onchip_bw:
+        lines.append(f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = {seconds(point.onchip_s * point.efficiency)}")
+    if point.efficiency != 1.0:
+        lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
+                     f"of these over {point.efficiency:.2f}")
+    if point.overhead_s:
+        lines.append(f"  launch   {seconds(point.overhead_s)} per kernel")
+    lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
+    if len(kernel.nodes) > 1:
+        lines.append(f"  nodes    {clip(', '.join(kernel.nodes), TERMINAL_COLUMNS - 11)}")
+    return lines
+
+
+
+
+
+
+def target_lines(report) -> list[str]:
+    """One target: latency, frame rate, bound shares, energy, the model point, top-5 nodes."""
+    point = report.model_point
+    split = report.energy_split_j
+    import textwrap
+
+    lines = [
+        *textwrap.wrap(f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
+                       f"{printable(report.target.description)}", TERMINAL_COLUMNS, subsequent_indent="    "),
+        f"  latency {seconds(report.latency_s)} · {report.throughput_per_s:,.1f} inferences/s · "
+        f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
+        f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
+        f"(ridge {report.target.ridge(point.roof):.3g}): {bound_label(point.bound)}-bound, {seconds(point.time_s)}",
+        f"  energy {joules(report.energy_j)} (compute {joules(split['compute'])}, on-chip {joules(split['onchip'])}, "
+        f"DRAM {joules(split['dram'])})" + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"),
+    ]
+    if report.spilled:
+        lines.append(f"  spills {len(report.spilled)} tensor(s) to DRAM: {iec(report.spill_bytes)} extra traffic")
+    lines += [line for note in report.notes
+              for line in textwrap.wrap(f"  note: {printable(note)}", TERMINAL_COLUMNS, subsequent_indent="        ")]
+    lines.append("  top kernels by time:")
+    for node in report.top_nodes(5):
+        p = node.placement
+        share = p.time_s / report.latency_s if report.latency_s else 0
+        lines.append(f"    {clip(node.name, 40):40} {clip(node.op_type, 24):24} {seconds(p.time_s):>9} {share:6.1%}  "
+                     f"{bound_label(p.bound):8} {intensity(p.intensity):>8} FLOP/B")
+    return lines
+
+
+def render_targets_list(targets) -> str:
+    """`onnxroof targets`: every target with its roofs and ridge points."""
+    import textwrap
+
+    lines = []
+    for target in targets:
+        onchip = f", on chip {iec(target.onchip_bytes.value)}" if target.onchip_bytes else ""
+        lines.append(f"{target.name:18} DRAM {si(target.dram_bytes_per_s.value, 'B/s')}{onchip}")
+        lines += textwrap.wrap(target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21)
+        for roof, figure in target.peak_ops_per_s.items():
+            lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
+        overhead = f", launch {seconds(target.node_overhead_s.value)} per kernel" if target.node_overhead_s else ""
+        lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
+        achieved = ", ".join(f"{name} {figure.value:.0%}" for name, figure in target.efficiency.items())
+        lines.append(f"{'':18}   efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}")
+    return "\n".join(lines) + "\n"
+
+
+def render_sweep_table(points) -> str:
+    """One row per sweep point: how compute, bytes, memory and each target's time and bound move."""
+    symbols = list(points[0].values) if points else []
+    targets = [r.target.name for r in points[0].analysis.targets] if points else []
+    header = [*symbols, "MAC-FLOPs", "FLOPs", "param bytes", "peak act.", "best peak"]
+    for target in targets:
+        header += [f"{target} latency", "model bound", "time by bound", "FLOP/B"]
+    if points and points[0].analysis.llm is not None:
+        header += ["KV read", *(f"{t} tok/s" for t in targets)]
+    rows = [header]
+    for point in points:
+        a = point.analysis
+        row = [str(point.values[s]) for s in symbols]
+        row += [si(a.totals.mac_flops), si(a.totals.flops), iec(a.totals.param_bytes),
+                iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
+        for report in a.targets:
+            row += [seconds(report.latency_s), bound_label(report.model_point.bound), time_by_bound(report.time_share),
+                    intensity(report.model_point.intensity)]
+        if a.llm is not None:
+            row += [iec(a.llm.kv_read_bytes), *(f"{a.llm.tokens_per_s.get(t, 0):,.1f}" for t in targets)]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows) + "\n"

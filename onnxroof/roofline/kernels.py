@@ -1,0 +1,301 @@
+"""Stage 5b: the kernels a runtime executes (fusion), from the cost DAG alone (cost-model.md
+section 5, "Kernels").
+
+A runtime runs groups of nodes as one kernel: a convolution or matmul with its bias,
+BatchNormalization, activation and residual Add (the *epilogue*), chains of elementwise ops, the
+reductions and elementwise ops of a decomposed LayerNorm or Softmax, and attention's
+QK^T-softmax-AV. A target's fusion policy names the rule sets its runtime applies
+(``targets.FUSION_RULES``); with none, every node is its own kernel, the plain per-node roofline.
+
+A kernel's FLOPs and weight bytes are its nodes' sums; the activations it reads and writes are
+the tensors that cross its boundary, each once. A tensor made and read inside the kernel moves
+no bytes, unless something outside the kernel also reads it (or it is a graph output), in which
+case it is written once. Kernels are grown greedily in the model's order, and a node joins a kernel only if
+every activation it reads is made inside the kernel or before the kernel starts, so running the
+kernels in order of their first node is a valid schedule.
+
+>>> from onnxroof import analyze
+>>> from onnxroof.core.examples import build_example
+>>> graph = analyze(build_example("shallownet")).cost_graph
+>>> [(k.op_type, k.nodes) for k in fuse(graph, ("epilogue",))]
+[('Conv+Relu', ['conv2d_0', 'activation_0', 'flatten_0']), ('Gemm', ['dense_0']), ('Softmax', ['softmax_0'])]
+>>> [k.output_bytes for k in fuse(graph, ("epilogue",))]  # the ReLU's 128 KiB only: the conv's stay inside
+[131072, 40, 40]
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+from ..cost.graph import STATUS_CONSTANT
+from .targets import FUSION_RULES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
+
+if TYPE_CHECKING:
+    from ..cost.graph import CostGraph, NodeRecord
+
+# named policies for --fusion; a policy may also list rule sets ("epilogue,elementwise")
+POLICIES = {"none": (), "epilogue": ("epilogue",), "all": tuple(FUSION_RULES)}
+
+# ops that apply one function per element (or per channel) and so can run as another kernel's
+# epilogue; views move nothing and join any kernel
+_ELEMENTWISE_OPS = frozenset({"BatchNormalization", "Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"})
+_SOFTMAX_OPS = frozenset({"Softmax", "LogSoftmax"})
+_MAC_FAMILIES = frozenset({"conv", "matmul", "attention", "quantized"})
+_STRIDED_COPIES = frozenset({"Transpose", "DepthToSpace", "SpaceToDepth"})  # no contiguous run to copy
+
+
+@dataclass
+class Kernel:
+    """Nodes the runtime executes as one kernel (one node when nothing fuses)."""
+
+    name: str  # the first node's
+    nodes: list[str]  # in the model's order
+    op_type: str  # the nodes' op types joined by "+" ("Conv+Relu"); views left out
+    records: list[NodeRecord] = field(repr=False)
+    flops: int = 0
+    weight_bytes: int = 0
+    input_bytes: int = 0  # activations read from outside the kernel
+    output_bytes: int = 0  # activations written for readers outside the kernel (or graph outputs)
+    internal: list[str] = field(default_factory=list)  # tensors made and used inside only: no bytes
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes the kernel moves if everything streams from DRAM: weights + inputs + outputs."""
+        return self.weight_bytes + self.input_bytes + self.output_bytes
+
+
+def parse_policy(text: str) -> tuple[str, ...]:
+    """The rule sets of a policy name ("none", "epilogue", "all") or a comma-separated list.
+
+    >>> parse_policy("all") == tuple(FUSION_RULES)
+    True
+    >>> parse_policy("epilogue,elementwise")
+    ('epilogue', 'elementwise')
+    """
+    if text in POLICIES:
+        return POLICIES[text]
+    rules = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [rule for rule in rules if rule not in FUSION_RULES]
+    if unknown or not rules:
+        raise ValueError(f"{text!r}: choose {', '.join(POLICIES)}, or rule sets from {', '.join(FUSION_RULES)}")
+    return rules
+
+
+def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
+    """The counted nodes of ``graph`` grouped into kernels under the fusion ``rules``, in the
+    order of each kernel's first node. With no rules every counted node is its own kernel."""
+    rules = frozenset(rules)
+    records = [r for r in graph.records if r.counted]
+    by_name = {r.name: r for r in records}
+    position = {r.name: r.index for r in graph.records}
+    tensors = graph.tensors
+    outputs = set(graph.outputs)
+    assigned: set[str] = set()  # nodes already in a kernel
+    kernels: list[Kernel] = []
+    for record in records:
+        if record.name in assigned:
+            continue
+        members = [record]
+        assigned.add(record.name)
+        if rules and _kind(record) != "alone":
+            _grow(members, rules, by_name, position, tensors, assigned)
+        kernels.append(_kernel(members, tensors, outputs))
+    return kernels
+
+
+def group(graph: CostGraph, groups: Iterable[Iterable[str]]) -> list[Kernel]:
+    """Kernels as a runtime ran them: each of ``groups`` (node names, such as the ONNX nodes one
+    onnxruntime kernel covers) is one kernel, in the order of each kernel's first node; a node in
+    no group is left out (the runtime folded or removed it).
+
+    >>> from onnxroof import analyze
+    >>> from onnxroof.core.examples import build_example
+    >>> graph = analyze(build_example("shallownet")).cost_graph
+    >>> [k.nodes for k in group(graph, [["conv2d_0", "activation_0"], ["dense_0"], ["softmax_0"]])]
+    [['conv2d_0', 'activation_0'], ['dense_0'], ['softmax_0']]
+    """
+    by_name = {r.name: r for r in graph.records if r.counted}
+    tensors, outputs = graph.tensors, set(graph.outputs)
+    kernels, placed = [], set()
+    for names in groups:
+        members = [by_name[n] for n in dict.fromkeys(names) if n in by_name and n not in placed]
+        if members:
+            placed.update(m.name for m in members)
+            kernels.append(_kernel(members, tensors, outputs))
+    position = {r.name: r.index for r in graph.records}
+    return sorted(kernels, key=lambda kernel: position[kernel.nodes[0]])
+
+
+def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
+    """The kernel class (``targets.EFFICIENCY_CLASSES``) of a kernel of these nodes: the class of
+    its heaviest kind of work. A kernel with a convolution or matmul is ``gemm``; ``gemv`` when
+    that node does fewer than 8 multiply-adds per weight element (it streams its weights), or
+    ``depthwise`` when it does fewer than 32 per output element (it reuses too little of what it
+    loads to run at the GEMM rate); else ``reduction`` if it reduces (normalizations,
+    softmax, pooling), ``elementwise`` if it maps elements, ``transpose`` if it permutes axes,
+    ``data_movement`` if it copies contiguous runs; None
+    for work of no class (control flow, shape arithmetic, views only).
+
+    >>> from onnxroof import analyze
+    >>> from onnxroof.core.examples import build_example
+    >>> graph = analyze(build_example("shallownet")).cost_graph
+    >>> [(k.op_type, efficiency_class(k.records)) for k in fuse(graph, ("epilogue",))]
+    [('Conv+Relu', 'depthwise'), ('Gemm', 'gemv'), ('Softmax', 'reduction')]
+    """
+    records = [r for r in records if not r.view]
+    kinds = {_kind(r) for r in records}
+    reuse = reuse_of(records)
+    if reuse is not None:
+        return reuse_class(*reuse)
+    if "reduction" in kinds or "softmax" in kinds or any(r.family == "pooling" for r in records):
+        return "reduction"
+    if "elementwise" in kinds:
+        return "elementwise"
+    moves = [r for r in records if r.family == "tensor" and not r.shape_only and r.status != STATUS_CONSTANT]
+    if moves:
+        return "transpose" if any(r.op_type in _STRIDED_COPIES for r in moves) else "data_movement"
+    return None
+
+
+def reuse_of(records: Iterable[NodeRecord]) -> tuple[int, int, int] | None:
+    """(MACs, weight elements, output elements) of the kernel's first matmul, convolution or
+    attention node: what :func:`reuse_class` decides by; None for a kernel without one."""
+    anchor = next((r for r in records if not r.view and _kind(r) in ("mac", "attention")), None)
+    if anchor is None:
+        return None
+    shape = anchor.output_shapes[0] if anchor.output_shapes else None
+    outputs = math.prod(shape) if shape and all(isinstance(d, int) for d in shape) else 0
+    return anchor.macs, anchor.params, outputs
+
+
+REUSE_CLASSES = ("gemv", "depthwise", "gemm")  # what reuse_class decides between
+
+
+def reuse_class(macs: int, weights: int, outputs: int) -> str:
+    """``gemv`` under 8 MACs per weight element, else ``depthwise`` under 32 per output element,
+    else ``gemm``.
+
+    >>> reuse_class(1_024, 256, 64), reuse_class(1_024, 16, 64), reuse_class(4_096, 256, 64)
+    ('gemv', 'depthwise', 'gemm')
+    """
+    if weights and macs < LOW_REUSE_MACS_PER_WEIGHT * weights:
+        return "gemv"
+    return "depthwise" if outputs and macs < LOW_REUSE_MACS_PER_OUTPUT * outputs else "gemm"
+
+
+def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, position: dict[str, int], tensors: dict,
+          assigned: set[str]) -> None:
+    """Add to ``members`` every node the rules let join, earliest candidate first."""
+    start = members[0].index
+    inside = {m.name for m in members}
+    kinds = Counter(_kind(m) for m in members)
+    while True:
+        names = {c for m in members for t in m.outputs if t in tensors for c in tensors[t].consumers
+                 if c in by_name and c not in assigned}
+        candidates = sorted((by_name[c] for c in names), key=lambda r: r.index)
+        joined = next((c for c in candidates
+                       if _joins(kinds, _kind(c), rules) and _inputs_ready(c, inside, start, position, tensors)), None)
+        if joined is None:
+            return
+        members.append(joined)
+        inside.add(joined.name)
+        assigned.add(joined.name)
+        kinds[_kind(joined)] += 1
+
+
+def _kind(record: NodeRecord) -> str:
+    if record.view:
+        return "view"
+    if record.subgraphs or record.shape_only or record.status == STATUS_CONSTANT:
+        return "alone"  # control flow runs its own kernels; shape arithmetic and folded constants run on the host
+    if record.macs and record.family in _MAC_FAMILIES:
+        return "attention" if record.family == "attention" else "mac"
+    if record.family == "elementwise" or record.op_type in _ELEMENTWISE_OPS:
+        return "elementwise"
+    if record.op_type in _SOFTMAX_OPS:
+        return "softmax"
+    if record.family in ("reduction", "normalization"):
+        return "reduction"
+    return "alone"
+
+
+def _joins(kinds: Counter, kind: str, rules: frozenset[str]) -> bool:
+    """Whether a node of ``kind`` may join a kernel whose nodes are of ``kinds`` under ``rules``."""
+    if kind == "alone":
+        return False
+    if kind == "view":
+        return True
+    has_mac = kinds["mac"] > 0
+    products = kinds["attention"]  # activation x activation matmuls
+    if kind in ("mac", "attention"):
+        # the AV product closes an attention kernel: QK^T, then the softmax, then AV
+        return kind == "attention" and "attention" in rules and products == 1 and kinds["softmax"] == 1
+    if products:
+        if products == 2:
+            return kind == "elementwise" and "epilogue" in rules  # AV's epilogue
+        if kinds["softmax"]:
+            return False  # between the softmax and AV only the AV product joins
+        return (kind == "elementwise" and ("epilogue" in rules or "attention" in rules)) or (
+            kind == "softmax" and "attention" in rules)
+    if has_mac:
+        return kind == "elementwise" and "epilogue" in rules
+    # a kernel of elementwise ops, reductions and softmaxes
+    if kind == "elementwise":
+        return "elementwise" in rules or ("normalization" in rules and bool(kinds["reduction"] or kinds["softmax"]))
+    return "normalization" in rules
+
+
+def _inputs_ready(candidate: NodeRecord, inside: set[str], start: int, position: dict[str, int],
+                  tensors: dict) -> bool:
+    """Every activation ``candidate`` reads is made inside the kernel or before it starts."""
+    for name in candidate.inputs:
+        tensor = tensors.get(name) if name else None
+        producer = tensor.producer if tensor is not None else None
+        if producer is not None and producer not in inside and position[producer] >= start:
+            return False
+    return True
+
+
+def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -> Kernel:
+    members.sort(key=lambda r: r.index)
+    if len(members) == 1:
+        record = members[0]
+        return Kernel(record.name, [record.name], record.op_type, members, record.flops, record.weight_bytes,
+                      record.input_bytes, record.output_bytes)
+    by_name = {m.name: m for m in members}
+    input_bytes = sum(m.input_bytes for m in members)
+    output_bytes = sum(m.output_bytes for m in members)
+
+    def leaves(name: str) -> bool:
+        """Read outside the kernel, or a graph output, itself or through a view inside it."""
+        tensor = tensors[name]
+        return name in graph_outputs or any(
+            c not in by_name or (by_name[c].view and any(leaves(o) for o in by_name[c].outputs if o in tensors))
+            for c in tensor.consumers)
+
+    internal: list[str] = []
+    for member in members:
+        for name in member.outputs:
+            tensor = tensors.get(name) if name else None
+            if tensor is None:
+                continue
+            size = tensor.bytes or 0
+            # a member that reads a tensor made inside the kernel reads nothing from outside
+            input_bytes -= size * sum(1 for c in dict.fromkeys(tensor.consumers)
+                                      if c in by_name and by_name[c].input_bytes and not by_name[c].view)
+            if not member.view and not leaves(name):
+                output_bytes -= size  # never written out
+                internal.append(name)
+    # a tensor from outside that several members read comes in once
+    for name in {t for m in members for t in m.inputs if t}:
+        tensor = tensors.get(name)
+        if tensor is None or tensor.kind in ("parameter", "constant") or tensor.producer in by_name:
+            continue
+        readers = sum(1 for c in tensor.consumers if c in by_name and by_name[c].input_bytes and not by_name[c].view)
+        input_bytes -= max(readers - 1, 0) * (tensor.bytes or 0)
+    op_type = "+".join(m.op_type for m in members if not m.view) or members[0].op_type
+    return Kernel(members[0].name, [m.name for m in members], op_type, members, sum(m.flops for m in members),
+                  sum(m.weight_bytes for m in members), input_bytes, output_bytes, internal)

@@ -1,0 +1,326 @@
+"""Stage 6: where every node and the whole model sit on a target's roofline, how long they
+take and what they cost in energy (cost-model.md section 5).
+
+The decision itself is :func:`roofline`, one short pure function. The rest decides what each
+node reads from DRAM on a target: parameters always (read once per run); activations only when
+the live set does not fit on chip (the memory stage's spill plan says which, under Belady's
+policy) or when the target has no on-chip memory to keep them; the model's inputs are read from
+DRAM and its outputs written there.
+
+>>> point = roofline(flops=2_424_832, dram_bytes=1_314_344, peak_flops_per_s=44.8e9, dram_bytes_per_s=12.8e9)
+>>> point.bound, round(point.intensity, 2), round(point.time_s * 1e3, 3)
+('dram', 1.84, 0.103)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+from .kernels import Kernel, efficiency_class, fuse, group, reuse_of
+from ..memory.liveness import spill_plan
+from .targets import Target
+
+if TYPE_CHECKING:
+    from ..cost.graph import CostGraph
+    from ..memory.liveness import MemoryProblem, MemoryReport
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One point on a roofline."""
+
+    flops: int
+    dram_bytes: int
+    onchip_bytes: int
+    roof: str  # the compute roof used: fp32, fp16, bf16, int8 or int4
+    peak_flops_per_s: float
+    intensity: float | None  # FLOPs per DRAM byte (None when nothing comes from DRAM)
+    attainable_flops_per_s: float  # min(peak, intensity x DRAM bandwidth)
+    compute_s: float
+    memory_s: float  # DRAM
+    onchip_s: float  # on-chip bandwidth roof (0 when the target gives none)
+    time_s: float  # max of the three over the efficiency, plus the per-node overhead
+    bound: str  # "compute" | "dram" | "onchip" | "overhead" | "none" (no work): report/bounds.py words them
+    overhead_s: float = 0.0  # fixed cost of launching a node (a GPU kernel launch), when the target gives one
+    efficiency: float = 1.0  # the fraction of the roofline the runtime achieves for this kind of kernel
+    kernel_class: str | None = None  # targets.EFFICIENCY_CLASSES: which efficiency applies
+
+    @property
+    def onchip_intensity(self) -> float | None:
+        """FLOPs per on-chip byte: where the point sits against the on-chip level's slope."""
+        return self.flops / self.onchip_bytes if self.onchip_bytes else None
+
+    @property
+    def percent_of_peak(self) -> float:
+        achieved = self.flops / self.time_s if self.time_s else 0.0
+        return 100.0 * achieved / self.peak_flops_per_s
+
+
+def roofline(
+    flops: int,
+    dram_bytes: int,
+    peak_flops_per_s: float,
+    dram_bytes_per_s: float,
+    onchip_bytes: int = 0,
+    onchip_bytes_per_s: float | None = None,
+    roof: str = "fp32",
+    overhead_s: float = 0.0,
+    efficiency: float = 1.0,
+    kernel_class: str | None = None,
+) -> Placement:
+    """Attainable = min(peak, I x bandwidth); time = max(FLOPs / peak, DRAM bytes / bandwidth,
+    on-chip bytes / on-chip bandwidth) / efficiency + a fixed per-node overhead; compute-bound
+    when I >= peak / bandwidth (the ridge). ``efficiency`` (in (0, 1]) is the fraction of the
+    roofline the runtime reaches for this kind of kernel: it stretches every roof alike, so it
+    changes the time, not the bound."""
+    compute_s = flops / peak_flops_per_s / efficiency
+    memory_s = dram_bytes / dram_bytes_per_s / efficiency
+    onchip_s = (onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0) / efficiency
+    roof_s = max(compute_s, memory_s, onchip_s)
+    time_s = roof_s + overhead_s
+    intensity = flops / dram_bytes if dram_bytes else None
+    attainable = peak_flops_per_s if intensity is None else min(peak_flops_per_s, intensity * dram_bytes_per_s)
+    if time_s == 0:
+        bound = "none"
+    elif overhead_s > roof_s:
+        bound = "overhead"
+    elif compute_s >= memory_s and compute_s >= onchip_s:
+        bound = "compute"
+    else:
+        bound = "dram" if memory_s >= onchip_s else "onchip"
+    return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
+                     compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class)
+
+
+@dataclass
+class NodePlacement:
+    """One kernel on the target: a node, or the nodes fused with it (named after the first)."""
+
+    name: str
+    op_type: str  # "Conv+Relu" for a fused kernel
+    dtype: str
+    placement: Placement
+    spill_bytes: int  # activation traffic caused by spilling (part of dram_bytes)
+    energy_j: dict[str, float | None]  # compute / onchip / dram
+    nodes: list[str] = field(default_factory=list)  # the ONNX nodes it runs, in the model's order
+    reuse: tuple[int, int, int] | None = None  # kernels.reuse_of: what its efficiency class is decided by
+    flops_by_roof: dict[str, int] = field(default_factory=dict)  # a mixed-type kernel's FLOPs on each roof
+
+
+@dataclass
+class TargetReport:
+    target: Target
+    dtype: str  # "model" (as stored) or the --dtype the model was re-costed in
+    batch: int
+    latency_s: float  # one run at this batch: nodes one after another
+    throughput_per_s: float  # inferences per second: batch / latency
+    utilization: float  # FLOPs / (latency x peak of the model's main roof)
+    model_point: Placement  # total FLOPs over total DRAM bytes
+    energy_j: float | None
+    energy_split_j: dict[str, float | None]
+    edp_js: float | None  # energy x latency
+    time_share: dict[str, float]  # bound -> share of latency
+    nodes: list[NodePlacement]
+    spilled: list[str] = field(default_factory=list)
+    spill_bytes: int = 0
+    activations_on_chip: bool = True
+    weights_on_chip_bytes: int = 0  # parameters kept on chip between runs ([weights] resident, and they fit)
+    notes: list[str] = field(default_factory=list)
+    fusion: tuple[str, ...] = ()  # the fusion rule sets the kernels were grouped under
+
+    def top_nodes(self, count: int = 5) -> list[NodePlacement]:
+        return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
+
+
+def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
+                batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True,
+                groups: Iterable[Iterable[str]] | None = None) -> TargetReport:
+    """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
+    are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
+    none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
+    runs below the roofline (its ``efficiency`` figures), which with no fusion is the plain
+    roofline. The spill plan starts from the memory stage's buffer
+    problem (``memory``: same graph, order and in-place setting). ``groups`` gives the kernels
+    instead, as a runtime ran them (``kernels.group``: lists of node names, one per kernel the
+    runtime launched); then every kernel pays the launch cost, views and shape arithmetic
+    included, since the runtime launched it."""
+    rules = ("runtime",) if groups is not None else tuple(target.fusion if fusion is None else fusion)
+    tensors = graph.tensors
+    inputs, outputs = set(graph.inputs), set(graph.outputs)
+    onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
+    notes: list[str] = []
+    spill_by_node: dict[str, int] = {}
+    spilled: list[str] = []
+    keeps_activations = onchip_capacity > 0
+    kernels = group(graph, groups) if groups is not None else fuse(graph, rules)
+    weights_on_chip, parameter_bytes = False, 0
+    if keeps_activations and target.weights_resident:
+        parameter_bytes = sum(kernel.weight_bytes for kernel in kernels)
+        weights_on_chip = parameter_bytes + memory.model_order.peak_bytes <= onchip_capacity
+        notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak activations"
+                     if weights_on_chip else
+                     f"parameters ({parameter_bytes:,} B) do not fit on chip beside the peak activations: read from DRAM every run")
+        if weights_on_chip:
+            onchip_capacity -= parameter_bytes
+    if keeps_activations:
+        problem = _without_kernel_internals(memory.problem, kernels)
+        plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
+        spill_by_node, spilled = plan.per_node, plan.spilled
+        if plan.streamed:
+            notes.append(f"{len(plan.streamed)} node(s) need more than the {int(onchip_capacity):,} B on chip at once "
+                         "and stream their activations from DRAM")
+    else:
+        notes.append("no on-chip memory figure: every activation is read from and written to DRAM")
+    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    placements: list[NodePlacement] = []
+    fallbacks: Counter = Counter()
+    for kernel in kernels:
+        members = kernel.records
+        if keeps_activations:
+            # the model's inputs come from DRAM and its outputs go there; views read nothing
+            read = {n for m in members if not m.view for n in m.inputs if n in inputs}
+            written = {n for m in members for n in m.outputs if n in outputs}
+            io_bytes = sum(tensors[n].bytes or 0 for n in read | written)
+            spill = sum(spill_by_node.get(m.name, 0) for m in members)
+            dram = (0 if weights_on_chip else kernel.weight_bytes) + io_bytes + spill
+            onchip = kernel.memory_bytes
+        else:
+            spill = 0
+            dram, onchip = kernel.memory_bytes, 0
+        roofs: Counter = Counter()  # roof -> FLOPs run on it
+        for member in members:
+            roof, _ = target.roof(member.dtype)
+            roofs[roof] += member.flops
+            if member.flops and roof != target.wanted_roof(member.dtype):
+                fallbacks[(target.wanted_roof(member.dtype), roof)] += 1
+        anchor = next((m for m in members if m.macs), members[0])
+        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor.dtype)
+        # views, folded constants and shape arithmetic launch nothing on the device
+        works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members))
+        launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0
+        kernel_class = efficiency_class(members)
+        efficiency = target.efficiency_of(kernel_class) if overhead else 1.0
+        point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
+                         efficiency, kernel_class)
+        placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
+                                        _energy(target, roofs, dram, onchip), kernel.nodes, reuse_of(members),
+                                        dict(roofs)))
+    for (wanted, used), count in sorted(fallbacks.items()):
+        notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
+    report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
+                        keeps_activations, notes, rules)
+    report.weights_on_chip_bytes = parameter_bytes if weights_on_chip else 0
+    return report
+
+
+def split_kernel_times(report: TargetReport, weights: Mapping[str, float]) -> dict[str, float]:
+    """Each ONNX node's share of its kernel's predicted time, in proportion to ``weights`` (all of
+    it to the kernel's first node when its nodes weigh nothing).
+
+    >>> from types import SimpleNamespace as S
+    >>> kernel = S(nodes=["conv", "relu"], placement=S(time_s=9.0))
+    >>> split_kernel_times(S(nodes=[kernel]), {"conv": 8.0, "relu": 4.0})
+    {'conv': 6.0, 'relu': 3.0}
+    """
+    shares: dict[str, float] = {}
+    for kernel in report.nodes:
+        total = sum(weights.get(name, 0.0) for name in kernel.nodes)
+        for index, name in enumerate(kernel.nodes):
+            if total > 0:
+                shares[name] = kernel.placement.time_s * weights.get(name, 0.0) / total
+            else:
+                shares[name] = kernel.placement.time_s if index == 0 else 0.0
+    return shares
+
+
+def node_times(records, reports: Iterable[TargetReport]) -> dict[str, dict[str, float]]:
+    """target -> node -> seconds: each kernel's time split over its nodes by FLOPs (by bytes
+    for a node that does none), the split a profile makes of a fused kernel's time."""
+    weights = {r.name: float(r.flops or r.memory_bytes) for r in records}
+    return {report.target.name: split_kernel_times(report, weights) for report in reports}
+
+
+def _without_kernel_internals(problem: MemoryProblem, kernels: list[Kernel]) -> MemoryProblem:
+    """The buffer problem with the tensors that never leave a fused kernel taking no space: they
+    live in the kernel's registers and local memory, so they neither hold on-chip memory between
+    kernels nor spill."""
+    internal = {name for kernel in kernels for name in kernel.internal}
+    if not internal:
+        return problem
+    sizes = tuple(0 if name in internal else size for name, size in zip(problem.buffer_names, problem.buffer_bytes))
+    return replace(problem, buffer_bytes=sizes, model_spans=None, model_touched=None)
+
+
+def _blended_peak(target: Target, flops_by_roof: Counter) -> tuple[str, float]:
+    """The roof most of the FLOPs run on, and the harmonic blend of the roofs' peaks, so that the
+    compute time is the sum of each roof's share."""
+    flops = sum(flops_by_roof.values())
+    roof = flops_by_roof.most_common(1)[0][0]
+    compute_s = sum(f / target.peak_ops_per_s[r].value for r, f in flops_by_roof.items())
+    return roof, (flops / compute_s if compute_s else target.peak_ops_per_s[roof].value)
+
+
+def _energy(target: Target, flops_by_roof: Counter, dram_bytes: int, onchip_bytes: int) -> dict[str, float | None]:
+    """Joules per part; None where the target has no figure for work this kernel does."""
+    onchip_pj = target.onchip_pj_per_byte.value if target.onchip_pj_per_byte else None
+    dram_pj = target.dram_pj_per_byte.value if target.dram_pj_per_byte else None
+    compute = [_joules(flops, target.energy_per_op_pj(roof)) for roof, flops in flops_by_roof.items()]
+    return {
+        "compute": None if None in compute else sum(compute),  # type: ignore[arg-type]
+        "onchip": _joules(onchip_bytes, onchip_pj),
+        "dram": _joules(dram_bytes, dram_pj),
+    }
+
+
+def _joules(amount: int, picojoules_each: float | None) -> float | None:
+    if not amount:
+        return 0.0
+    return None if picojoules_each is None else amount * picojoules_each * 1e-12
+
+
+def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement], spilled: list[str],
+               spill_bytes: int, on_chip: bool, notes: list[str], fusion: tuple[str, ...]) -> TargetReport:
+    latency = sum(n.placement.time_s for n in nodes)
+    flops = sum(n.placement.flops for n in nodes)
+    dram = sum(n.placement.dram_bytes for n in nodes)
+    onchip = sum(n.placement.onchip_bytes for n in nodes)
+    flops_by_roof: Counter = Counter()
+    for n in nodes:
+        flops_by_roof[n.placement.roof] += n.placement.flops
+    # mixed types run on several roofs: the model's peak is the harmonic blend, so that its
+    # compute time is the sum of each roof's share (never above the nodes' own sum)
+    roof, peak = _blended_peak(target, flops_by_roof) if flops_by_roof else target.roof("fp32")
+    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    model_point = roofline(flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
+    split: dict[str, float | None] = {}
+    for part in ("compute", "onchip", "dram"):
+        values = [n.energy_j[part] for n in nodes]
+        split[part] = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+    missing = [part for part, value in split.items() if value is None]
+    if missing:
+        notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
+    energy = None if missing else sum(v for v in split.values() if v is not None)
+    share: Counter = Counter()
+    for n in nodes:
+        share[n.placement.bound] += n.placement.time_s
+    return TargetReport(
+        target=target,
+        dtype=dtype,
+        batch=batch,
+        latency_s=latency,
+        throughput_per_s=batch / latency if latency else 0.0,
+        utilization=flops / (latency * peak) if latency else 0.0,
+        model_point=model_point,
+        energy_j=energy,
+        energy_split_j=split,
+        edp_js=None if energy is None else energy * latency,
+        time_share={bound: (time / latency if latency else 0.0) for bound, time in sorted(share.items())},
+        nodes=nodes,
+        spilled=spilled,
+        spill_bytes=spill_bytes,
+        activations_on_chip=on_chip,
+        notes=notes,
+        fusion=fusion,
+    )

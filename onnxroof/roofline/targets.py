@@ -1,0 +1,289 @@
+"""Hardware targets: one TOML file per target (``hardware/``), validated on load.
+
+Schema ``onnxroof-target/1``. Every figure is a table ``{value, tag, source}``: ``tag`` is
+``vendor``, ``paper``, ``estimate`` or ``measured`` and ``source`` says where the number comes
+from (for an estimate, the arithmetic). Required: ``name``, ``description``,
+``peak_ops_per_s.<dtype>`` (dense, at least one of fp32 fp16 bf16 fp8 int8 int4) and
+``dram.bandwidth_bytes_per_s``. Optional: ``onchip.size_bytes`` and
+``onchip.bandwidth_bytes_per_s`` (on-chip memory), ``dram.energy_pj_per_byte``,
+``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
+``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
+``power_w``, ``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel
+launch; added to every kernel's roofline time), ``[fusion]`` (``rules``: the rule sets of
+``FUSION_RULES`` the target's runtime fuses, ``[]`` for none; ``source``: why; absent:
+no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of the roofline a kernel
+of that class achieves on the target's runtime, in (0, 1], one of ``EFFICIENCY_CLASSES``; a
+kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calibrate`` measures
+them for the host, and the bundled vendor targets give none, so they predict at peak),
+``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
+next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
+repeated runs; ``source``: why; absent: false, parameters are read from DRAM every run). A target with no off-chip memory (weights held on chip) sets
+``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.errors import UsageError
+from ..core.resources import resource_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
+
+SCHEMA = "onnxroof-target/1"
+DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+TAGS = ("vendor", "paper", "estimate", "measured")
+# the roof a node's element type runs on, then the fallbacks when a target lacks that roof
+ROOF_PREFERENCE = {
+    "fp32": ("fp32", "fp16", "bf16", "int8"),
+    "fp16": ("fp16", "bf16", "fp32", "int8"),
+    "bf16": ("bf16", "fp16", "fp32", "int8"),
+    "fp8": ("fp8", "fp16", "bf16", "int8", "fp32"),  # without fp8 units, a float8 tensor is widened
+    "int8": ("int8", "int4", "fp16", "bf16", "fp32"),
+    "int4": ("int4", "int8", "fp16", "bf16", "fp32"),
+}
+# ONNX element type name -> roof
+_ROOF_OF_DTYPE = {
+    "float32": "fp32", "float64": "fp32", "float16": "fp16", "bfloat16": "bf16",
+    "int8": "int8", "uint8": "int8", "int16": "int8", "uint16": "int8", "int32": "int8", "uint32": "int8",
+    "int4": "int4", "uint4": "int4", "float8e4m3fn": "fp8", "float8e5m2": "fp8", "float8e4m3fnuz": "fp8",
+    "float8e5m2fnuz": "fp8",
+}
+
+# The rule sets a target's [fusion] policy may name; kernels.py applies them.
+FUSION_RULES = {
+    "epilogue": "a Conv, Gemm or MatMul with the elementwise ops after it (bias, BatchNormalization, activation, residual Add)",
+    "elementwise": "chains of elementwise ops (activations, arithmetic, casts, quantize/dequantize)",
+    "normalization": "reductions with the elementwise ops around them: decomposed LayerNorm, RMSNorm, Softmax",
+    "attention": "QK^T, its scale and mask, the softmax and the AV product as one kernel",
+}
+
+# The kernel classes a target's [efficiency] may name; kernels.efficiency_class assigns them.
+# 32 multiply-adds per output element: a 3x3 depthwise conv has 9, a 3-channel 3x3 conv 27, a
+# dense 3x3 conv over 16 channels 144; below it a kernel reuses too little of what it loads to
+# run at the GEMM rate.
+LOW_REUSE_MACS_PER_OUTPUT = 32
+# 8 multiply-adds per weight element: a matmul over fewer than 8 rows (decode, a batch-1 MLP)
+# streams its weights, bound by memory whatever the peak
+LOW_REUSE_MACS_PER_WEIGHT = 8
+EFFICIENCY_CLASSES = {
+    "gemm": f"convolutions and matmuls with at least {LOW_REUSE_MACS_PER_OUTPUT} multiply-adds per output element",
+    "gemv": f"matmuls and convolutions with fewer than {LOW_REUSE_MACS_PER_WEIGHT} multiply-adds per weight element "
+            "(matrix-vector products: decode steps, batch-1 MLPs): they stream their weights",
+    "depthwise": "convolutions and matmuls with fewer (depthwise, few input channels): little reuse",
+    "elementwise": "elementwise kernels: activations, arithmetic, casts, quantize/dequantize",
+    "reduction": "reductions, normalizations, softmax and pooling",
+    "data_movement": "contiguous copies: concatenations, gathers, slices, splits, pads, resizes",
+    "transpose": "strided copies: transposes, depth-to-space and space-to-depth",
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    tag: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    path: str
+    peak_ops_per_s: dict[str, Figure]
+    dram_bytes_per_s: Figure
+    dram_pj_per_byte: Figure | None = None
+    onchip_bytes: Figure | None = None
+    onchip_bytes_per_s: Figure | None = None
+    onchip_pj_per_byte: Figure | None = None
+    mul_pj: dict[str, Figure] = field(default_factory=dict)
+    add_pj: dict[str, Figure] = field(default_factory=dict)
+    energy_table: str = ""
+    process_nm: Figure | None = None
+    clock_hz: Figure | None = None
+    power_w: Figure | None = None
+    node_overhead_s: Figure | None = None
+    fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
+    fusion_source: str = ""
+    efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
+    weights_resident: bool = False  # parameters stay on chip between runs when they fit beside the activations
+    weights_source: str = ""
+
+    def efficiency_of(self, kernel_class: str | None) -> float:
+        """The fraction of the roofline a kernel of ``kernel_class`` achieves (1.0: not given)."""
+        figure = self.efficiency.get(kernel_class) if kernel_class else None
+        return figure.value if figure else 1.0
+
+    def roof(self, dtype: str) -> tuple[str, float]:
+        """(roof name, peak ops/s) for a node computing in ``dtype`` (an ONNX type name or roof)."""
+        wanted = self.wanted_roof(dtype)
+        for candidate in ROOF_PREFERENCE[wanted]:
+            if candidate in self.peak_ops_per_s:
+                return candidate, self.peak_ops_per_s[candidate].value
+        name, figure = next(iter(self.peak_ops_per_s.items()))
+        return name, figure.value
+
+    def wanted_roof(self, dtype: str) -> str:
+        """The roof a node in ``dtype`` would ideally run on (before any fallback)."""
+        return _ROOF_OF_DTYPE.get(dtype, dtype if dtype in ROOF_PREFERENCE else "fp32")
+
+    def ridge(self, roof: str) -> float:
+        """FLOP per DRAM byte where a node turns from memory-bound to compute-bound."""
+        return self.peak_ops_per_s[roof].value / self.dram_bytes_per_s.value
+
+    def energy_per_op_pj(self, roof: str) -> float | None:
+        """Mean energy of one counted operation: multiplies and adds are half each."""
+        if roof in self.mul_pj and roof in self.add_pj:
+            return (self.mul_pj[roof].value + self.add_pj[roof].value) / 2
+        return None
+
+
+def bundled_targets() -> dict[str, Path]:
+    return {path.stem: path for path in sorted(resource_dir("hardware").glob("*.toml"))}
+
+
+def load_target(name_or_path: str) -> Target:
+    """A bundled target by name, or a target file by path."""
+    path = Path(name_or_path)
+    if name_or_path.endswith(".toml") or path.is_file():
+        if not path.is_file():
+            raise UsageError(f"--target {name_or_path}: no such file")
+        return parse_target(path)
+    bundled = bundled_targets()
+    name_or_path = next((name for name in bundled if name.lower() == name_or_path.lower()), name_or_path)
+    if name_or_path not in bundled:
+        close = difflib.get_close_matches(name_or_path, bundled, n=3, cutoff=0.4)
+        hint = f"did you mean {', '.join(close)}?" if close else "run `onnxroof targets` to list them"
+        raise UsageError(f"--target {name_or_path}: no such target; {hint}")
+    return parse_target(bundled[name_or_path])
+
+
+def parse_target(path: Path) -> Target:
+    """Read and validate one target file; every problem is a one-line UsageError naming the field."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot be read ({exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML ({exc})") from exc
+    where = str(path)
+
+    def text(key: str) -> str:
+        value = data.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise UsageError(f"{where}: '{key}' must be a non-empty string")
+        return value
+
+    if data.get("schema", SCHEMA) != SCHEMA:
+        raise UsageError(f"{where}: 'schema' is {data.get('schema')!r}; this onnxroof reads {SCHEMA!r}")
+    peaks = data.get("peak_ops_per_s")
+    if not isinstance(peaks, dict) or not peaks:
+        raise UsageError(f"{where}: 'peak_ops_per_s' is missing: give at least one of {', '.join(DTYPES)}")
+    for key in peaks:
+        if key not in DTYPES:
+            raise UsageError(f"{where}: 'peak_ops_per_s.{key}' is not a known dtype ({', '.join(DTYPES)})")
+    dram = _section(data, "dram", where)
+    onchip = _section(data, "onchip", where, required=False)
+    energy = _section(data, "energy", where, required=False)
+    for kind in ("mul_pj", "add_pj"):
+        for key in energy.get(kind, {}):
+            if key not in DTYPES:
+                raise UsageError(f"{where}: 'energy.{kind}.{key}' is not a known dtype ({', '.join(DTYPES)})")
+    return Target(
+        name=text("name"),
+        description=text("description"),
+        path=where,
+        peak_ops_per_s={key: _figure(peaks, key, f"peak_ops_per_s.{key}", where) for key in peaks},
+        dram_bytes_per_s=_figure(dram, "bandwidth_bytes_per_s", "dram.bandwidth_bytes_per_s", where),
+        dram_pj_per_byte=_figure(dram, "energy_pj_per_byte", "dram.energy_pj_per_byte", where, required=False),
+        onchip_bytes=_figure(onchip, "size_bytes", "onchip.size_bytes", where, required=False),
+        onchip_bytes_per_s=_figure(onchip, "bandwidth_bytes_per_s", "onchip.bandwidth_bytes_per_s", where, required=False),
+        onchip_pj_per_byte=_figure(onchip, "energy_pj_per_byte", "onchip.energy_pj_per_byte", where, required=False),
+        mul_pj={k: _figure(energy["mul_pj"], k, f"energy.mul_pj.{k}", where) for k in energy.get("mul_pj", {})},
+        add_pj={k: _figure(energy["add_pj"], k, f"energy.add_pj.{k}", where) for k in energy.get("add_pj", {})},
+        energy_table=str(energy.get("table", "")),
+        process_nm=_figure(data, "process_nm", "process_nm", where, required=False),
+        clock_hz=_figure(data, "clock_hz", "clock_hz", where, required=False),
+        power_w=_figure(data, "power_w", "power_w", where, required=False),
+        node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
+        efficiency=_efficiency(data, where),
+        **_weights(data, where),
+        **_fusion(data, where),
+    )
+
+
+def _weights(data: dict, where: str) -> dict:
+    section = _section(data, "weights", where, required=False)
+    if not section:
+        return {}
+    resident, source = section.get("resident"), section.get("source")
+    if not isinstance(resident, bool):
+        raise UsageError(f"{where}: 'weights.resident' must be true or false, not {resident!r}")
+    if not isinstance(source, str) or not source.strip():
+        raise UsageError(f"{where}: 'weights.source' must say why the parameters stay on chip (or do not)")
+    return {"weights_resident": resident, "weights_source": source}
+
+
+def _efficiency(data: dict, where: str) -> dict[str, Figure]:
+    section = _section(data, "efficiency", where, required=False)
+    figures = {}
+    for key in section:
+        if key not in EFFICIENCY_CLASSES:
+            raise UsageError(f"{where}: 'efficiency.{key}' is not a kernel class ({', '.join(EFFICIENCY_CLASSES)})")
+        figure = _figure(section, key, f"efficiency.{key}", where)
+        if figure.value > 1:
+            raise UsageError(f"{where}: 'efficiency.{key}.value' is a fraction of the roofline, at most 1, "
+                             f"not {figure.value:g}")
+        figures[key] = figure
+    return figures
+
+
+def _fusion(data: dict, where: str) -> dict:
+    section = _section(data, "fusion", where, required=False)
+    if not section:
+        return {}
+    rules = section.get("rules")
+    if not isinstance(rules, list) or any(rule not in FUSION_RULES for rule in rules):
+        raise UsageError(f"{where}: 'fusion.rules' must be a list of {', '.join(FUSION_RULES)} (or [] for none), "
+                         f"not {rules!r}")
+    source = section.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise UsageError(f"{where}: 'fusion.source' must say which runtime fuses these and where that is documented")
+    return {"fusion": tuple(dict.fromkeys(rules)), "fusion_source": source}
+
+
+def _section(data: dict, key: str, where: str, required: bool = True) -> dict:
+    section = data.get(key)
+    if section is None and not required:
+        return {}
+    if not isinstance(section, dict):
+        raise UsageError(f"{where}: '[{key}]' is missing or not a table")
+    return section
+
+
+def _figure(table: dict, key: str, label: str, where: str, required: bool = True) -> Figure | None:
+    entry = table.get(key)
+    if entry is None:
+        if required:
+            raise UsageError(f"{where}: '{label}' is missing; give {{value, tag, source}}")
+        return None
+    if not isinstance(entry, dict):
+        raise UsageError(f"{where}: '{label}' must be a table {{value, tag, source}}, not {entry!r}")
+    value = entry.get("value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{where}: '{label}.value' must be a number, not {value!r}")
+    if not value > 0:
+        raise UsageError(f"{where}: '{label}.value' must be positive, not {value!r}")
+    tag = entry.get("tag")
+    if tag not in TAGS:
+        raise UsageError(f"{where}: '{label}.tag' must be one of {', '.join(TAGS)}, not {tag!r}")
+    source = entry.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise UsageError(f"{where}: '{label}.source' must say where the figure comes from")
+    return Figure(float(value), tag, source)

@@ -1,0 +1,541 @@
+"""Costs as formulas of the model's free dims (issue 22): ``summary --symbolic``.
+
+Every cost rule is a product of dims, so each total is a polynomial in the input dims the user
+left free. :func:`formulas` recovers it exactly without a computer-algebra library: it runs the
+ordinary integer analysis on a grid of :data:`SAMPLES` values per free dim (degree up to
+``len(SAMPLES) - 1`` in each), solves for the integer coefficients with exact fractions, and
+checks the polynomial against one more analysis at :data:`CHECK` values. A total that the check
+refutes (a data-dependent size) is reported as not a polynomial, never as a wrong formula.
+
+Beyond the grid: the peak is fitted step by step, as the largest of each step's live bytes
+(one polynomial per range of a single dim); every formula is checked once more at
+``latency_ranges.FAR`` per dim, past the sizes whose values the analysis computes, and one that
+fails there is given with the last value it holds at. With targets, each target's latency is a
+formula too (``latency_formulas``, ``latency_ranges``). A dim whose value feeds the sizes non-polynomially (a Range
+with a step) is named and held at :data:`HELD` for the others' formulas.
+
+>>> from onnx import TensorProto, helper, numpy_helper
+>>> import numpy as np
+>>> node = helper.make_node("MatMul", ["x", "w"], ["y"])
+>>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])],
+...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 4])],
+...     [numpy_helper.from_array(np.zeros((8, 4), np.float32), "w")])
+>>> found = formulas(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+>>> found.dims, found.text("macs")
+(['batch', 'seq'], '32·batch·seq')
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .latency_formulas import LatencyFormula, latency_lines
+from .latency_ranges import FAR, latency_formula
+from .polynomials import (LARGE, Monomial, Pieces, Polynomial, envelope, evaluate, fit, last_holding, ordered,
+                          piecewise_difference, polynomial_text, power_text, span_text, undominated)
+
+if TYPE_CHECKING:
+    from ..result import Analysis
+
+SAMPLES = (2, 3, 5, 7)  # values per free dim: fits a degree of up to 3 in each (attention: seq^2)
+CHECK = 11  # every free dim at this value: the one extra analysis that must agree
+MAX_DIMS = 3  # 4^3 = 64 analyses; beyond, bind some dims
+HELD = 64  # the value a dim is held at when it feeds sizes non-polynomially, for the others' formulas
+COLUMNS = 120  # the terminal width the formulas wrap to
+PIECES_SHOWN = 4  # a piecewise peak's candidates listed, in several dims
+# ops whose output size follows from the data: the analysis costs them at their upper bound
+DATA_DEPENDENT = frozenset({"NonZero", "Unique", "Compress", "NonMaxSuppression"})
+METRICS: dict[str, Callable[["Analysis"], int | None]] = {
+    "macs": lambda a: a.totals.macs,
+    "flops": lambda a: a.totals.flops,
+    "params": lambda a: a.totals.params,
+    "weight_bytes": lambda a: a.totals.weight_bytes_read,
+    "activation_bytes": lambda a: sum(r.input_bytes + r.output_bytes for r in a.nodes),
+    "peak_bytes": lambda a: a.memory.model_order.peak_bytes,
+    # a decoder's cache after this step, in the model's dtype (its presents)
+    "kv_cache_bytes": lambda a: a.llm.kv_read_bytes if a.llm is not None and a.llm.kv_read_bytes else None,
+}
+LABELS = {"macs": "MACs", "flops": "FLOPs", "params": "parameters", "weight_bytes": "weight bytes read",
+          "activation_bytes": "activation bytes", "peak_bytes": "peak activations (model order)",
+          "kv_cache_bytes": "KV cache bytes"}
+BREAKDOWNS = ("module", "node", "op")  # what the MACs can be split by (``by``)
+
+
+@dataclass
+class Formulas:
+    """Each metric as a polynomial (monomial -> integer coefficient) in ``dims``, or None with the
+    reason in ``refuted`` when the check disagreed. A peak that is the largest of several
+    polynomials is in ``pieces`` instead (one per range of the one dim) or, in several dims, in
+    ``candidates`` (those no other one dominates, the largest at large dims first)."""
+
+    dims: list[str]
+    polynomials: dict[str, dict[Monomial, int] | None] = field(default_factory=dict)
+    refuted: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the formulas assume (a data-dependent size's bound)
+    pieces: dict[str, Pieces] = field(default_factory=dict)
+    candidates: dict[str, list[Polynomial]] = field(default_factory=dict)
+    latency: list[LatencyFormula] = field(default_factory=list)  # one per target asked for
+    latency_changes: list[tuple[str, list | str]] = field(default_factory=list)  # diff: target -> ranges, or why not
+    held: dict[str, int] = field(default_factory=dict)  # dims held fixed: they feed sizes non-polynomially
+    limits: dict[str, str] = field(default_factory=dict)  # metric -> the range a formula holds over, when bounded
+
+    def text(self, metric: str) -> str:
+        polynomial = self.polynomials.get(metric)
+        if metric in self.pieces:
+            return pieces_text(self.pieces[metric], self.dims)
+        if metric in self.candidates:
+            return candidates_text(self.candidates[metric], self.dims)
+        if polynomial is None:
+            return f"not a polynomial in {', '.join(self.dims)}: {self.refuted.get(metric, '')}"
+        limit = f" ({self.limits[metric]})" if metric in self.limits else ""
+        return polynomial_text(polynomial, self.dims) + limit
+
+    def pieces_of(self, metric: str) -> Pieces | None:
+        """The metric as ranges of the one dim (one range when it is one polynomial); None when
+        it is no formula."""
+        if metric in self.pieces:
+            return self.pieces[metric]
+        polynomial = self.polynomials.get(metric)
+        return None if polynomial is None else [(1, None, polynomial)]
+
+    def reading(self, metric: str) -> str | None:
+        """The MACs' and the peak's :func:`reading`; a piecewise peak's is its last piece's (one
+        dim) or its largest candidate's at large dims."""
+        if metric not in ("macs", "peak_bytes"):
+            return None
+        if metric in self.pieces:
+            polynomial = self.pieces[metric][-1][2]
+        elif metric in self.candidates:
+            polynomial = self.candidates[metric][0]
+        else:
+            polynomial = self.polynomials.get(metric)
+        return reading(polynomial, self.dims) if polynomial is not None else None
+
+    def evaluate(self, metric: str, values: Mapping[str, int]) -> int | None:
+        point = tuple(values[d] for d in self.dims)
+        if metric in self.pieces or metric in self.candidates:  # the largest of them is the value
+            choices = [p for _, _, p in self.pieces[metric]] if metric in self.pieces else self.candidates[metric]
+            return max(evaluate(p, point) for p in choices)  # type: ignore[return-value]
+        polynomial = self.polynomials.get(metric)
+        return None if polynomial is None else evaluate(polynomial, point)  # type: ignore[return-value]
+
+    def to_dict(self) -> dict:
+        def entry(metric: str) -> dict:
+            if metric in self.pieces or metric in self.candidates:
+                pieces = self.pieces.get(metric) or [(None, None, p) for p in self.candidates[metric]]
+                return {"text": self.text(metric), "largest_of": [
+                    {"from": start, "to": end, "text": polynomial_text(p, self.dims), "terms": _terms(p, self.dims)}
+                    for start, end, p in pieces]}
+            polynomial = self.polynomials.get(metric)
+            if polynomial is None:
+                return {"text": None, "refuted": self.refuted[metric]}
+            return {"text": self.text(metric), "terms": _terms(polynomial, self.dims), "holds": self.limits.get(metric)}
+
+        return {"dims": self.dims, "held": self.held, "notes": self.notes,
+                "formulas": {metric: entry(metric) for metric in self.polynomials},
+                "latency": [formula.to_dict() for formula in self.latency]}
+
+
+def _terms(polynomial: Polynomial, dims: list[str]) -> list[dict]:
+    return [{"coefficient": c, "powers": dict(zip(dims, m))} for m, c in ordered(polynomial)]
+
+
+def pieces_text(pieces: Pieces, dims: list[str]) -> str:
+    """``A for seq 1 to 86; B for seq 87 on``."""
+    return "; ".join(f"{polynomial_text(p, dims)} for {span_text(dims[0], start, end)}" for start, end, p in pieces)
+
+
+def candidates_text(candidates: list[Polynomial], dims: list[str]) -> str:
+    """``the largest of: A; B`` (several dims)."""
+    shown = [polynomial_text(p, dims) for p in candidates[:PIECES_SHOWN]]
+    more = f" (and {len(candidates) - PIECES_SHOWN} more)" if len(candidates) > PIECES_SHOWN else ""
+    return f"the largest of: {'; '.join(shown)}{more}"
+
+
+def free_dims(model: Any, **options: Any) -> tuple[list[str], bool]:
+    """The named input dims the options leave unbound (the dims a formula is in), and whether the
+    model is a KV-cached decoder: one partial analysis, not placed on any target."""
+    from ..pipeline import analyze
+
+    counting = {k: v for k, v in options.items() if k not in ("targets", "fusion", "overhead")}  # placing finds no dim
+    partial = analyze(model, partial=True, search_order=False, **counting)
+    unnamed = [d for d in partial.unresolved_dims if not d.symbol]
+    if unnamed:
+        from ..core.errors import UsageError
+
+        raise UsageError(f"--symbolic: {unnamed[0].input_name} axis {unnamed[0].axis} has no name to write a formula in; "
+                         f"bind it with {unnamed[0].fix}")
+    return list(dict.fromkeys(d.symbol for d in partial.unresolved_dims if d.symbol)), partial.llm is not None
+
+
+@dataclass
+class _Sample:
+    """What one analysis at one point of the grid gives the fits."""
+
+    metrics: dict[str, int]
+    steps: tuple[str, ...] = ()  # the model order
+    live_bytes: tuple[int, ...] = ()  # at each of its steps
+    node_costs: dict[str, tuple[int, int]] = field(default_factory=dict)  # node -> (MACs, bytes), model order
+    placements: dict = field(default_factory=dict)  # target name -> TargetReport
+
+
+def formulas(model: Any, modules: int | None = None, by: str | None = None,
+             progress: Callable[[str], None] | None = None, **options: Any) -> Formulas:
+    """Every metric of :data:`METRICS` as a polynomial in the free input dims of ``model`` (the
+    dims ``options``, analyze()'s arguments, leave unbound), and each target's latency when
+    ``options`` name targets. ``by`` (one of :data:`BREAKDOWNS`) adds the MACs of each module
+    (down to the depth ``modules``), node or op type (``macs@encoder/layer.0``). A dim whose
+    value feeds the sizes non-polynomially (a Resize by a computed scale) is named and held at
+    :data:`HELD` for the others' formulas. ``progress`` hears each step (the grid, the checks
+    past it, each target's latency)."""
+    from ..pipeline import dim_values
+    from ..core.errors import UsageError
+
+    if modules and by is None:
+        by = "module"
+    # a decoder's phase without its length: the formula is in that length (the export's own dim
+    # names, one per cache, are tied by the phase)
+    phase_length = {"decode": "context", "prefill": "seq"}.get(options.get("phase") or "")
+    decoder = False
+    if phase_length and options.get(phase_length) is None:
+        dims = [phase_length]
+    else:
+        phase_length = None
+        dims, decoder = free_dims(model, **options)
+    decode_note = None
+    if len(dims) > MAX_DIMS and decoder and options.get("phase") is None:
+        # each cache's length is a dim of its own: one decode step ties them to the attended length
+        options = {**options, "phase": "decode"}
+        phase_length, dims = "context", ["context"]
+        decode_note = ("a KV-cached decoder: the formulas are for one decode step, in the attended length (context); "
+                       "--phase prefill gives the prompt's, in seq")
+    if len(dims) > MAX_DIMS:
+        raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
+    given = dim_values(options.pop("dims", None))
+    if isinstance(model, (str, os.PathLike)):
+        from ..frontend.load import load_model
+
+        # read and check the file once (its weights are parsed with it): the grid's analyses,
+        # 17-100 of them, then copy the parsed model instead of reading it again
+        model = load_model(model)
+    fitter = _Fitter(model, dims, given, phase_length, options, by, modules or 2, progress)
+    result = fitter.run()
+    if decode_note:
+        result.notes.insert(0, decode_note)
+    if any(p is None for m, p in result.polynomials.items() if m not in result.pieces):
+        held = fitter.non_polynomial_dims()
+        if held and len(held) == len(dims):
+            result.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
+                                   f"({fitter.culprit_text()}): bind {'it' if len(held) == 1 else 'them'} with --dim")
+        elif held:
+            kept = [d for d in dims if d not in held]
+            again = _Fitter(model, kept, {**given, **{d: HELD for d in held}}, None, options, by, modules or 2,
+                            progress).run()
+            again.held = {d: HELD for d in held}
+            again.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
+                                  f"({fitter.culprit_text()}): held at {HELD} for the formulas in the others; "
+                                  f"give --dim {held[0]}=N for another value")
+            return again
+    return result
+
+
+class _Fitter:
+    """The grid of analyses for one set of free dims, and the fits made from it."""
+
+    def __init__(self, model: Any, dims: list[str], given: dict[str, int], phase_length: str | None,
+                 options: dict, by: str | None, depth: int, progress: Callable[[str], None] | None = None):
+        self.model, self.dims, self.given, self.phase_length = model, dims, given, phase_length
+        self.options, self.by, self.depth = options, by, depth
+        self.progress = progress or (lambda step: None)
+        self.sized_by_data: set[str] = set()  # ops whose output size the data decides, seen in any analysis
+        self.grid = list(itertools.product(SAMPLES, repeat=len(dims)))
+        self.check = (CHECK,) * len(dims)
+        self._fitted_points = set(self.grid) | {self.check}
+        self.samples: dict[tuple[int, ...], _Sample] = {}
+        self.far = (FAR,) * len(dims)  # past the sizes whose values the analysis computes
+        self.culprits: dict[str, str] = {}  # dim -> the first node whose cost is no polynomial in it
+        self._analyses: dict[tuple[int, ...], "Analysis"] = {}  # beyond the grid: the far checks' (bisections)
+
+    def analysis(self, values: tuple[int, ...]) -> "Analysis":
+        """The analysis at ``values``; those past the grid are kept (the bisections of every
+        metric and target share them), the grid's are read once into their samples."""
+        if values in self._analyses:
+            return self._analyses[values]
+        analysis = self._analyze(values)
+        if values not in self._fitted_points:
+            self._analyses[values] = analysis
+        return analysis
+
+    def _analyze(self, values: tuple[int, ...]) -> "Analysis":
+        from ..pipeline import analyze
+
+        # the formulas read the model order's peak only: no search for a better order
+        if self.phase_length:
+            return analyze(self.model, dims=self.given or None, partial=True, search_order=False,
+                           **{**self.options, self.phase_length: values[0]})
+        return analyze(self.model, dims={**self.given, **dict(zip(self.dims, values))}, partial=True,
+                       search_order=False, **self.options)
+
+    def measure(self, values: tuple[int, ...]) -> _Sample:
+        analysis = self.analysis(values)
+        self.sized_by_data.update(r.op_type for r in analysis.nodes if r.op_type in DATA_DEPENDENT)
+        if analysis.unresolved_dims or analysis.totals.not_counted:
+            return _Sample({})
+        found = {metric: value for metric, read in METRICS.items() if (value := read(analysis)) is not None}
+        if self.by:
+            found.update(_breakdown(analysis, self.by, self.depth))
+        schedule = analysis.memory.model_order
+        return _Sample(found, schedule.order, tuple(schedule.live_bytes),
+                       {r.name: (r.macs, r.input_bytes + r.output_bytes) for r in analysis.nodes},
+                       {report.target.name: report for report in analysis.targets})
+
+    def run(self) -> Formulas:
+        self.progress(f"fitting formulas in {', '.join(self.dims) or 'no dim'}: {len(self.grid) + 1} analyses")
+        for point in self.grid + [self.check]:
+            self.samples[point] = self.measure(point)
+        result = Formulas(self.dims)
+        if self.sized_by_data:
+            result.notes.append(f"the graph has sizes only the data decides ({', '.join(sorted(self.sized_by_data))}): "
+                                "the formulas take each at its upper bound (every element selected), not what a given "
+                                "input costs")
+        first = self.samples[self.grid[0]].metrics
+        for metric in list(METRICS) + [k for k in first if k not in METRICS]:
+            self._fit_metric(result, metric)
+        peak = self._peak(result)
+        if self.dims:
+            self.progress("checking the formulas past the fitted values")
+            self._check_far(result)
+        for name in self.samples[self.check].placements if self.dims else ():
+            self.progress(f"the latency formula on {name}")
+            reports = {point: sample.placements[name] for point, sample in self.samples.items()}
+            result.latency.append(latency_formula(name, self.dims, reports, SAMPLES, self.check, peak,
+                                                  (lambda point, name=name: self._report_at(point, name))
+                                                  if self.dims else None, self.progress))
+        return result
+
+    def _report_at(self, point: tuple[int, ...], target: str):
+        analysis = self.analysis(point)
+        if analysis.unresolved_dims or analysis.totals.not_counted:
+            return None
+        return next(r for r in analysis.targets if r.target.name == target)
+
+    def _check_far(self, result: Formulas) -> None:
+        """Each polynomial at :data:`FAR` per dim too: past the sizes whose values the analysis
+        computes, and past caps (a Gather reads at most its table). Where it fails there, the
+        formula is kept with the last value it holds at (bisection, every dim alike)."""
+        far = self.measure(self.far).metrics
+
+        def holds(value: int, metric: str) -> bool:
+            found = self.measure((value,) * len(self.dims)).metrics
+            return metric in found and result.evaluate(metric, dict(zip(self.dims, (value,) * len(self.dims)))) == found[metric]
+
+        for metric in result.polynomials:
+            if result.evaluate(metric, dict(zip(self.dims, self.far))) is None or metric not in far or holds(FAR, metric):
+                continue
+
+            last = last_holding(CHECK, FAR, lambda value, metric=metric: holds(value, metric))
+            every = "" if len(self.dims) == 1 else " (every dim alike)"
+            result.limits[metric] = f"holds to {' = '.join(self.dims)} = {last:,}{every}, not beyond"
+
+    def _fit_metric(self, result: Formulas, metric: str) -> None:
+        if metric == "kv_cache_bytes" and all(metric not in s.metrics for s in self.samples.values()):
+            return  # not a decoder
+        if any(metric not in s.metrics for s in self.samples.values()):
+            result.polynomials[metric], result.refuted[metric] = None, "some nodes are not counted at these values"
+            return
+        polynomial = fit(self.grid, [self.samples[p].metrics[metric] for p in self.grid], SAMPLES)
+        if polynomial is None:
+            result.polynomials[metric], result.refuted[metric] = None, "the samples fit no integer polynomial"
+            return
+        predicted, actual = evaluate(polynomial, self.check), self.samples[self.check].metrics[metric]
+        if predicted != actual:
+            result.polynomials[metric] = None
+            result.refuted[metric] = (f"at {', '.join(f'{d}={CHECK}' for d in self.dims)} the analysis gives {actual:,}, "
+                                      f"the fitted polynomial {predicted:,}: the cost is piecewise or data-dependent here")
+            return
+        result.polynomials[metric] = polynomial  # type: ignore[assignment]
+
+    def _peak(self, result: Formulas) -> list[Polynomial] | None:
+        """The model-order peak as the largest of each step's live bytes (each a polynomial), so
+        that a step which takes over past the fitted values is seen (GPT-2 decode: attention's
+        scores overtake the MLP at some length). Returns the candidates (for the latency's
+        no-spill range), None when a step's bytes are no polynomial."""
+        if not self.dims or any(not s.metrics for s in self.samples.values()):
+            return None
+        orders = {s.steps for s in self.samples.values()}
+        if len(orders) > 1:
+            return None
+        series = {tuple(self.samples[p].live_bytes[i] for p in self.grid + [self.check])
+                  for i in range(len(self.samples[self.check].live_bytes))}
+        candidates: list[Polynomial] = []
+        for values in series:
+            polynomial = fit(self.grid, values[:-1], SAMPLES)
+            if polynomial is None or evaluate(polynomial, self.check) != values[-1]:
+                return None
+            candidates.append(polynomial)
+        kept = [candidates[i] for i in undominated(candidates)]
+        pieces = [(piece.start, piece.end, kept[piece.index]) for piece in envelope(kept)] if len(self.dims) == 1 else []
+        if len(kept) == 1 or len(pieces) == 1:  # one polynomial is the largest everywhere
+            result.polynomials["peak_bytes"] = (pieces[0][2] if pieces else kept[0])  # type: ignore[assignment]
+            result.refuted.pop("peak_bytes", None)
+            return kept
+        result.polynomials["peak_bytes"] = None
+        result.refuted["peak_bytes"] = "the largest of several polynomials"
+        if pieces:
+            result.pieces["peak_bytes"] = pieces
+        else:
+            result.candidates["peak_bytes"] = sorted(kept, key=lambda p: -evaluate(p, (LARGE,) * len(self.dims)))
+        return kept
+
+    def non_polynomial_dims(self) -> list[str]:
+        """The dims along which some node's cost is no polynomial: the others at the first
+        sample, the one dim over the samples, checked at :data:`CHECK` (one analysis per dim)."""
+        blamed = []
+        for axis, dim in enumerate(self.dims):
+            line = [tuple(v if i == axis else SAMPLES[0] for i in range(len(self.dims))) for v in SAMPLES]
+            beyond = tuple(CHECK if i == axis else SAMPLES[0] for i in range(len(self.dims)))
+            extra = self.measure(beyond)
+            if not extra.metrics:
+                continue
+            for name, cost in extra.node_costs.items():
+                values = [self.samples[p].node_costs.get(name) for p in line]
+                if any(v is None for v in values):
+                    continue
+                if any(_line_fails([v[k] for v in values], cost[k]) for k in (0, 1)):  # type: ignore[index]
+                    blamed.append(dim)
+                    self.culprits[dim] = name
+                    break
+        return blamed
+
+    def culprit_text(self) -> str:
+        return "first at node " + ", ".join(f"{node} ({dim})" if len(self.culprits) > 1 else node
+                                            for dim, node in self.culprits.items())
+
+
+def _line_fails(values: list[int], beyond: int) -> bool:
+    polynomial = fit([(v,) for v in SAMPLES], values, SAMPLES)
+    return polynomial is None or evaluate(polynomial, (CHECK,)) != beyond
+
+
+def _breakdown(analysis: "Analysis", by: str, depth: int) -> dict[str, int]:
+    """MACs per module (down to ``depth``), per node or per op type, keyed ``macs@<name>``."""
+    if by == "node":
+        return {f"macs@{r.name}": r.macs for r in analysis.nodes if r.macs}
+    if by == "op":
+        ops: dict[str, int] = {}
+        for r in analysis.nodes:
+            ops[r.op_type] = ops.get(r.op_type, 0) + r.macs
+        return {f"macs@{op}": macs for op, macs in ops.items() if macs}
+    from ..compare.modules import descendants, has_scopes, module_tree
+
+    if not has_scopes(analysis):
+        return {}
+    return {f"macs@{module.path}": module.macs for module in descendants(module_tree(analysis, depth))}
+
+
+def label(metric: str) -> str:
+    return f"MACs of {metric.split('@', 1)[1]}" if metric.startswith("macs@") else LABELS[metric]
+
+
+def reading(polynomial: dict[Monomial, int], dims: list[str]) -> str:
+    """What a formula says in words: its leading term, and from which value of the fastest-growing
+    dim that term alone outweighs the rest (the other dims at 1).
+
+    >>> reading({(1, 2): 32, (1, 1): 512}, ["batch", "seq"])
+    'grows as batch·seq²; the seq² term is the larger from seq = 16 on'
+    """
+    terms = ordered(polynomial)
+    if not terms or sum(terms[0][0]) == 0:
+        return "constant"
+    top, coefficient = terms[0]
+    factor = "·".join(power_text(d, e) for d, e in zip(dims, top) if e)
+    lower = [(m, c) for m, c in terms[1:] if sum(m) < sum(top)]
+    if not lower:
+        return f"grows as {factor}"
+    axis = max(range(len(dims)), key=lambda i: top[i])
+    for value in range(1, 1 << 20):
+        at = [1] * len(dims)
+        at[axis] = value
+        lead = coefficient * math.prod(v ** e for v, e in zip(at, top))
+        rest = sum(abs(c) * math.prod(v ** e for v, e in zip(at, m)) for m, c in lower)
+        if lead >= rest and value == 1:
+            return f"grows as {factor}"
+        if lead >= rest:
+            return (f"grows as {factor}; the {power_text(dims[axis], top[axis])} term is the "
+                    f"larger from {dims[axis]} = {value:,} on")
+    return f"grows as {factor}"
+
+
+def difference(base: Formulas, head: Formulas) -> Formulas:
+    """head - base, term by term, where both are in the same dims (``diff --symbolic``)."""
+    if base.dims != head.dims:
+        from ..core.errors import UsageError
+
+        raise UsageError(f"diff --symbolic: the models' free dims differ ({', '.join(base.dims) or 'none'} against "
+                         f"{', '.join(head.dims) or 'none'}); bind the ones one of them lacks with --dim")
+    result = Formulas(head.dims, notes=base.notes + [n for n in head.notes if n not in base.notes])
+    for metric in head.polynomials:
+        b, h = base.polynomials.get(metric), head.polynomials.get(metric)
+        if len(head.dims) == 1 and (metric in base.pieces or metric in head.pieces) and \
+                None not in (base.pieces_of(metric), head.pieces_of(metric)):
+            result.polynomials[metric] = None
+            result.pieces[metric] = piecewise_difference(base.pieces_of(metric), head.pieces_of(metric))  # type: ignore[arg-type]
+            continue
+        if b is None or h is None:
+            result.polynomials[metric] = None
+            result.refuted[metric] = base.refuted.get(metric) or head.refuted.get(metric, "")
+            continue
+        result.polynomials[metric] = {m: h.get(m, 0) - b.get(m, 0) for m in b.keys() | h.keys() if h.get(m, 0) != b.get(m, 0)}
+    for b_latency, h_latency in zip(base.latency, head.latency):  # the same targets, in order
+        result.latency_changes.append((h_latency.target, _latency_change(b_latency, h_latency)))
+    return result
+
+
+def _latency_change(base: LatencyFormula, head: LatencyFormula) -> list | str:
+    """head - base as ranges of the one dim, over the values both formulas hold on; or why not."""
+    if base.refuted or head.refuted:
+        return f"no formula for {'the base' if base.refuted else 'the head'}: {base.refuted or head.refuted}"
+    if len(head.dims) != 1:
+        return "a change in several dims is given per model: run summary --symbolic on each"
+    pieces = []
+    for formula in (base, head):
+        ranges = [(r.start, r.end, r.polynomial) for r in formula.ranges]
+        if formula.holds_to is not None and formula.stop_reason:
+            ranges = [(s_, min(e, formula.holds_to) if e is not None else formula.holds_to, p) for s_, e, p in ranges]
+        pieces.append(ranges)
+    return piecewise_difference(pieces[0], pieces[1])
+
+
+def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
+    """The terminal block: one metric per line, in the model's own dim names."""
+    if not found.dims:
+        return ["Formulas: no input dim is left free (the model fixes each, or a flag binds it): the costs are "
+                "summary's numbers"]
+    held = "".join(f", {d} held at {v}" for d, v in found.held.items())
+    lines = [f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; fitted at "
+             f"{', '.join(map(str, SAMPLES))} per dim, checked at {CHECK}{held})"]
+    width = min(40, max(len(label(m)) for m in found.polynomials))
+    for metric in found.polynomials:
+        polynomial = found.polynomials[metric]
+        if metric.startswith("macs@") and polynomial == {}:
+            continue  # a module without multiply-adds: nothing to say
+        indent = " " * (width + 6)  # under the formula, past "label  = "
+        lines += textwrap.wrap(f"  {label(metric):{width}}  {'+=' if change else '='} {found.text(metric)}", COLUMNS,
+                               subsequent_indent=indent, break_on_hyphens=False)
+        if not change and (words := found.reading(metric)):
+            lines += textwrap.wrap(f"({words})", COLUMNS, initial_indent=indent, subsequent_indent=indent)
+    for formula in found.latency:
+        lines += latency_lines(formula, COLUMNS)
+    for target, change in found.latency_changes:
+        text = change if isinstance(change, str) else "; ".join(
+            f"{polynomial_text(p, found.dims, 's')} for {span_text(found.dims[0], start, end)}" for start, end, p in change)
+        lines += textwrap.wrap(f"  latency on {target} += {text}", COLUMNS, subsequent_indent=" " * 6,
+                               break_on_hyphens=False)
+    for note in found.notes:
+        lines += textwrap.wrap(f"  note: {note}", COLUMNS, subsequent_indent="    ")
+    return lines

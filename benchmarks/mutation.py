@@ -1,6 +1,6 @@
 """Rerun the mutation testing of one module (docs/testing.md, "Mutation testing").
 
-    python benchmarks/mutation.py onnxroof/roofline.py [--only FUNCTION ...] [--baseline] [--rerun FILE]
+    python benchmarks/mutation.py onnxroof/roofline/placement.py [--only FUNCTION ...] [--baseline] [--rerun FILE]
                                                        [--survivors FILE] [--keep-config]
 
 Run it from the top of the checkout with a Python in which onnxroof is NOT installed (neither
@@ -10,7 +10,7 @@ every mutant would "survive". One way:
 
     python3 -m venv /tmp/mut && /tmp/mut/bin/pip install mutmut==3.8.1 && /tmp/mut/bin/pip install ".[test,profile]"
     /tmp/mut/bin/pip uninstall -y onnxroof
-    /tmp/mut/bin/python benchmarks/mutation.py onnxroof/memory.py
+    /tmp/mut/bin/python benchmarks/mutation.py onnxroof/memory/liveness.py
 
 The script refuses to start if that Python can import onnxroof from outside the checkout.
 
@@ -47,25 +47,25 @@ ROOT = Path(__file__).resolve().parent.parent
 # tests among these that executed the mutated function). A file listed here that does not
 # exist is left out with a note.
 # (the ONNX node test cases take a minute: left out of the op rules' runs)
-_OPS_TESTS = ["tests/test_ops.py", "tests/test_ops_families.py", "tests/test_ops_normalization.py",
-              "tests/test_ops_coverage.py", "--deselect=tests/test_ops_coverage.py::test_every_rule_runs_on_onnx_node_test_cases",
-              "tests/test_ops_contrib_shapes.py", "tests/test_ops_quantized.py", "tests/test_cost_model.py",
-              "tests/test_ops_formulas.py"]
+_OPS_TESTS = ["tests/ops/test_rules.py", "tests/ops/test_families.py", "tests/ops/test_normalization.py",
+              "tests/ops/test_coverage.py", "--deselect=tests/ops/test_coverage.py::test_every_rule_runs_on_onnx_node_test_cases",
+              "tests/ops/test_contrib_shapes.py", "tests/ops/test_quantized.py", "tests/cost/test_cost_model.py",
+              "tests/ops/test_formulas.py"]
 MODULES: dict[str, list[str]] = {
-    "onnxroof/roofline.py": ["tests/test_roofline.py", "tests/test_spill_policy.py", "tests/test_targets.py",
-                             "tests/test_sweep.py", "tests/test_roofline_decisions.py"],
+    "onnxroof/roofline/placement.py": ["tests/roofline/test_placement.py", "tests/memory/test_spill.py", "tests/roofline/test_targets.py",
+                             "tests/compare/test_sweep.py", "tests/roofline/test_decisions.py"],
     # test_greedy_matches_its_definition takes 6 s under mutmut's trampolines, and every surviving
     # mutant of build_problem would run it: left out (greedy_order is still checked by the others)
-    "onnxroof/memory.py": ["tests/test_memory.py", "tests/test_memory_greedy.py",
-                           "--deselect=tests/test_memory_greedy.py::test_greedy_matches_its_definition",
-                           "tests/test_schedule_search.py",
-                           "tests/test_spill_policy.py", "tests/test_memory_speed_spans.py",
-                           "tests/test_memory_speed_touched.py", "tests/test_control_flow.py",
-                           "tests/test_memory_policies.py"],
-    "onnxroof/cli.py": ["tests/test_cli.py", "tests/test_cli_flags.py", "tests/test_cli_paths.py", "tests/test_budgets.py",
-                        "tests/test_plugins_explain.py",
-                        "--deselect=tests/test_plugins_explain.py::test_docs_ops_md_is_generated_from_the_registry"],
-    "onnxroof/budgets.py": ["tests/test_diff.py", "tests/test_cli_flags.py", "tests/test_budgets.py"],
+    "onnxroof/memory/liveness.py": ["tests/memory/test_liveness.py", "tests/memory/test_greedy.py",
+                           "--deselect=tests/memory/test_greedy.py::test_greedy_matches_its_definition",
+                           "tests/memory/test_search.py",
+                           "tests/memory/test_spill.py", "tests/memory/test_lifetimes.py",
+                           "tests/memory/test_lower_bound.py", "tests/ops/test_control_flow.py",
+                           "tests/memory/test_policies.py"],
+    "onnxroof/cli/app.py": ["tests/cli/test_outputs.py", "tests/cli/test_flags.py", "tests/cli/test_paths.py", "tests/compare/test_budgets.py",
+                        "tests/ops/test_plugins.py",
+                        "--deselect=tests/ops/test_plugins.py::test_docs_ops_md_is_generated_from_the_registry"],
+    "onnxroof/compare/budgets.py": ["tests/compare/test_diff.py", "tests/cli/test_flags.py", "tests/compare/test_budgets.py"],
     "onnxroof/ops/matmul.py": _OPS_TESTS,
     "onnxroof/ops/conv.py": _OPS_TESTS,
     "onnxroof/ops/elementwise.py": _OPS_TESTS,
@@ -76,8 +76,8 @@ MODULES: dict[str, list[str]] = {
 }
 
 # written for the survivors of the first runs (issue 18): --baseline runs without them
-NEW_TESTS = {"tests/test_roofline_decisions.py", "tests/test_memory_policies.py", "tests/test_cli_paths.py",
-             "tests/test_ops_formulas.py", "tests/test_budgets.py"}
+NEW_TESTS = {"tests/roofline/test_decisions.py", "tests/memory/test_policies.py", "tests/cli/test_paths.py",
+             "tests/ops/test_formulas.py", "tests/compare/test_budgets.py"}
 
 
 SHOW_DIFFS = 150

@@ -20,7 +20,7 @@ F32, BOOL, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
 IMG_PAYLOAD = "<img src=x onerror=alert(1)>"
 
 
-# Memory: a chain and two interleaved branches (test_memory.py works their peaks out by hand)
+# Memory: a chain and two interleaved branches (memory/test_liveness.py works their peaks out by hand)
 
 
 def chain_model():
@@ -87,7 +87,7 @@ def random_dag_problems(seed: int, size: int) -> list[MemoryProblem]:
     return [build_problem(graph, **variant) for variant in VARIANTS]
 
 
-# Control flow: If and Loop (test_control_flow.py derives their counts)
+# Control flow: If and Loop (ops/test_control_flow.py derives their counts)
 
 
 def branch(name, nodes, output, initializers=()):
@@ -147,7 +147,7 @@ def look_alike_model():
     return model
 
 
-# KV-cached decoders (test_llm.py)
+# KV-cached decoders (cost/test_llm.py)
 D, HEADS, HEAD = 64, 4, 16  # hidden size, heads, head size
 
 
@@ -186,7 +186,7 @@ def decoder_block(heads: int = HEADS, head: int = HEAD):
     )
 
 
-# Large layouts for the report (test_report_html.py, test_browser.py)
+# Large layouts for the report (report/test_html.py, report/test_browser.py)
 
 
 def zero_weights(name: str, shape, initializers: list) -> str:

@@ -672,9 +672,9 @@ def run_case(seed: int, directory: Path) -> None:
     case, data, flags = _case(seed)
     path = directory / f"case{seed}.onnx"
     path.write_bytes(data)
-    label = f"fuzz case {seed} (rebuild with tests/test_fuzz.py::_case({seed}))"
+    label = f"fuzz case {seed} (rebuild with tests/system/test_fuzz.py::_case({seed}))"
     # a symbolic input dim stays unbound (--partial): the fuzz checks the partial analysis; the
-    # defaults for unbound dims are tests/test_unbound_dims.py's
+    # defaults for unbound dims are tests/frontend/test_inputs.py's
     partial = ["--partial"] if case.symbolic else []
     code, out, err = run_cli(["summary", str(path), "--format", "json", "-q", *partial, *flags])
     document = check_answer(code, out, err, label)

@@ -1,5 +1,5 @@
 """`onnxroof profile`: mapping onnxruntime's profile events to onnxroof's nodes (on profiles
-recorded once from the MiniGoogLeNet example, tests/data/, and on hand-made events), the errors,
+recorded once from the MiniGoogLeNet example, tests/measure/data/, and on hand-made events), the errors,
 and, when onnxruntime is installed, a real run. No test depends on how fast anything runs."""
 
 from __future__ import annotations

@@ -284,7 +284,7 @@ def test_memory_section_escapes_hostile_names():
 
 
 # ---------------------------------------------------------------------------------------------
-# Models for the report's scale cases (built with onnx.helper; also used by test_browser.py)
+# Models for the report's scale cases (built with onnx.helper; also used by report/test_browser.py)
 
 
 def resnet_like(width: int = 16, image: int = 64) -> onnx.ModelProto:
@@ -328,7 +328,7 @@ def resnet_like(width: int = 16, image: int = 64) -> onnx.ModelProto:
 
 def chain(nodes: int, width: int = 16) -> onnx.ModelProto:
     """benchmarks/chain.py's MatMul/Add/Relu chain."""
-    spec = importlib.util.spec_from_file_location("chain", Path(__file__).parent.parent / "benchmarks" / "chain.py")
+    spec = importlib.util.spec_from_file_location("chain", Path(__file__).resolve().parents[2] / "benchmarks" / "chain.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.chain_model(nodes, width)

@@ -1,6 +1,6 @@
-"""Re-record the onnxruntime profiles that tests/test_profile.py reads (not a test).
+"""Re-record the onnxruntime profiles that tests/measure/test_profiling.py reads (not a test).
 
-    python tests/data/record_ort_profiles.py
+    python tests/measure/data/record_ort_profiles.py
 
 Runs the MiniGoogLeNet example with onnxruntime's profiler at two optimization levels (1
 warm-up run + 3 measured runs each) and keeps only what onnxroof reads: the ``model_run``

@@ -1,4 +1,4 @@
-"""The flags of every command that test_cli_flags.py and the older tests leave out (issue 18), through
+"""The flags of every command that cli/test_flags.py and the older tests leave out (issue 18), through
 the entry point: each case fails when its flag is disconnected. Expected figures are derived in the
 comments (ShallowNet's from ../shared/docs/cost-model.md section 2)."""
 
@@ -19,7 +19,7 @@ from models import decoder_block
 
 F32 = TensorProto.FLOAT
 SHALLOWNET_PARAMS, SHALLOWNET_MAC_FLOPS = 328_586, 2_424_832
-SEPARABLE_PARAMS = SHALLOWNET_PARAMS - 741  # 155 conv parameters instead of 896 (see test_cli_formats.py)
+SEPARABLE_PARAMS = SHALLOWNET_PARAMS - 741  # 155 conv parameters instead of 896 (see cli/test_formats.py)
 PAIR = ("example:shallownet", "example:shallownet-separable")
 
 

@@ -14,7 +14,7 @@ import grimp
 import networkx as nx
 from importlinter.cli import lint_imports
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def import_graph() -> nx.DiGraph:

@@ -14,7 +14,7 @@ from onnxroof.report.text.ops_doc import render_ops_markdown
 
 from conftest import make_model
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = '''
 from onnxroof import register
 from onnxroof.ops import OpCost

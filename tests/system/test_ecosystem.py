@@ -18,7 +18,7 @@ from onnxroof.core.examples import build_example
 
 from conftest import minigooglenet_by_hand, run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_check_prints_one_line_per_model_and_gates_on_budgets(capsys):

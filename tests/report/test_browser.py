@@ -33,7 +33,7 @@ CHROMIUM = os.environ.get("ONNXROOF_CHROMIUM") or shutil.which("chromium") or sh
 # root in a container: no sandbox; and nothing that phones home
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 TARGETS = ["myriad-x", "h100-sxm"]
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (apt-get install chromium)")

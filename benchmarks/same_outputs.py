@@ -30,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = ["h100-sxm", "jetson-orin-nano", "raspberry-pi-5", "coral-edge-tpu"]
+TIMEOUT_SECONDS = 300  # a run past this is recorded as timed out (the same in both recordings, or a change)
 EXAMPLES = ["shallownet", "shallownet-separable", "minigooglenet", "minigooglenet-separable"]
 # Masks for what may differ between two runs of the same code.
 MASKS = [
@@ -37,6 +38,7 @@ MASKS = [
     (re.compile(r'"version": "[^"]*"'), '"version": "VERSION"'),
     (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d)?(\.\d+)?(Z|[+-]\d\d:?\d\d)?"), "DATETIME"),
     (re.compile(r"(in|took) \d+(\.\d+)? ?(s|ms)\b"), r"\1 TIME"),
+    (re.compile(r"/tmp/same-outputs-\w+"), "SCRATCH"),  # the models' temporary folder
 ]
 
 
@@ -113,7 +115,7 @@ def run(tree: str | None, argv: list[str], output_file: Path | None) -> str:
         text += "\n--- file\n" + output_file.read_text(errors="replace")
     for pattern, mask in MASKS:
         text = pattern.sub(mask, text)
-    return text.replace(str(output_file.parent) if output_file else "\0", "SCRATCH")
+    return text
 
 
 def record(out: Path, tree: str | None, corpora: list[str], jobs: int) -> None:

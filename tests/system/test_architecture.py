@@ -56,3 +56,18 @@ def test_a_stage_importing_the_orchestrator_breaks_the_contract(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     assert "onnxroof.roofline.placement -> onnxroof.pipeline" in run.stdout
     assert "BROKEN" in run.stdout
+
+
+def test_the_layers_are_packages_at_most_twelve_and_the_top_holds_at_most_six_modules():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    assert len(contract["layers"]) <= 12
+    packages = {p.name for p in (REPO / "onnxroof").iterdir() if (p / "__init__.py").is_file()}
+    named = {name.strip().removeprefix("onnxroof.") for layer in contract["layers"] for name in layer.split("|")}
+    assert packages <= named  # every package has its layer
+    top_modules = sorted(p.name for p in (REPO / "onnxroof").glob("*.py"))
+    assert len(top_modules) <= 6, top_modules

@@ -42,7 +42,7 @@ MASKS = [
 ]
 
 
-def test_models(out: Path) -> list[tuple[str, list[str]]]:
+def test_models(out: Path) -> list[tuple[str, list[str], str]]:
     """The models tests/models.py builds, written to OUT, each with the flags that bind it."""
     sys.path.insert(0, str(REPO / "tests"))
     import onnx
@@ -62,11 +62,11 @@ def test_models(out: Path) -> list[tuple[str, list[str]]]:
     for name, (model, flags) in built.items():
         path = out / f"{name}.onnx"
         onnx.save(model, path)
-        cases.append((str(path), flags))
+        cases.append((str(path), flags, name))
     return cases
 
 
-def corpus_models(corpora: list[str]) -> list[tuple[str, list[str]]]:
+def corpus_models(corpora: list[str]) -> list[tuple[str, list[str], str]]:
     """Each corpus manifest's model (its "file") with the flags of its first binding ("bind")."""
     cases = []
     for corpus in corpora:
@@ -86,7 +86,7 @@ def corpus_models(corpora: list[str]) -> list[tuple[str, list[str]]]:
             for name, value in (bind.get("values") or {}).items():
                 values = value if isinstance(value, list) else [value]
                 flags += ["--value", f"{name}={','.join(map(str, values))}"]
-            cases.append((data["file"], flags))
+            cases.append((data["file"], flags, data.get("id") or Path(data["file"]).stem))
     return cases
 
 
@@ -118,28 +118,39 @@ def run(tree: str | None, argv: list[str], output_file: Path | None) -> str:
     return text
 
 
-def record(out: Path, tree: str | None, corpora: list[str], jobs: int) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="same-outputs-"))
-    cases = [(f"example:{e}", []) for e in EXAMPLES] + test_models(scratch) + corpus_models(corpora)
-    work = []
-    for model, flags in cases:
-        name = re.sub(r"[^\w.-]+", "_", Path(model).stem if not model.startswith("example:") else model)
-        for file, argv in commands(model, flags, name, scratch).items():
-            work.append((file, argv, scratch / f"{name}.report.html" if argv[0] == "report" else None))
-    pairs = [("example:shallownet", "example:shallownet-separable"), ("example:minigooglenet", "example:minigooglenet-separable")]
-    for base, head in pairs:
-        name = f"{base[8:]}-vs-{head[8:]}"
+def model_pairs_and_commands(scratch: Path) -> list[tuple[str, list[str], Path | None]]:
+    """diff and compare of the examples, explain of one node, and the commands that read no model."""
+    work: list[tuple[str, list[str], Path | None]] = []
+    for base, head in [("shallownet", "shallownet-separable"), ("minigooglenet", "minigooglenet-separable")]:
+        name, models = f"{base}-vs-{head}", [f"example:{base}", f"example:{head}"]
         for fmt in ("json", "markdown", "table"):
-            work.append((f"{name}.diff.{fmt}", ["diff", base, head, "--target", TARGETS[0], "--target", TARGETS[3],
+            work.append((f"{name}.diff.{fmt}", ["diff", *models, "--target", TARGETS[0], "--target", TARGETS[3],
                                                  "--format", fmt, "-q"], None))
         html = scratch / f"{name}.diff.html"
-        work.append((f"{name}.diff.html", ["diff", base, head, "--target", TARGETS[0], "--format", "html", "-o", str(html), "-q"], html))
-    work.append(("compare.json", ["compare", *(f"example:{e}" for e in EXAMPLES), "--target", TARGETS[1], "--format", "json",
-                                  "--jobs", "1", "-q"], None))
-    work.append(("explain.txt", ["explain", "example:minigooglenet", "conv2d_3", "--target", TARGETS[0], "-q"], None))
-    work.append(("ops.md", ["ops"], None))
-    work.append(("targets.txt", ["targets"], None))
+        work.append((f"{name}.diff.html", ["diff", *models, "--target", TARGETS[0], "--format", "html", "-o", str(html), "-q"],
+                     html))
+    every_example = [f"example:{e}" for e in EXAMPLES]
+    return work + [
+        ("compare.json", ["compare", *every_example, "--target", TARGETS[1], "--format", "json", "--jobs", "1", "-q"], None),
+        ("explain.txt", ["explain", "example:minigooglenet", "conv2d_3", "--target", TARGETS[0], "-q"], None),
+        ("ops.md", ["ops"], None),
+        ("targets.txt", ["targets"], None),
+    ]
+
+
+def record(out: Path, tree: str | None, corpora: list[str], jobs: int, built_in: bool = True) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="same-outputs-"))
+    cases = corpus_models(corpora)
+    if built_in:
+        cases = [(f"example:{e}", [], f"example:{e}") for e in EXAMPLES] + test_models(scratch) + cases
+    work = []
+    for model, flags, name in cases:
+        name = re.sub(r"[^\w.-]+", "_", name)
+        for file, argv in commands(model, flags, name, scratch).items():
+            work.append((file, argv, scratch / f"{name}.report.html" if argv[0] == "report" else None))
+    if built_in:
+        work += model_pairs_and_commands(scratch)
 
     def one(item):
         file, argv, output_file = item
@@ -177,6 +188,7 @@ def main() -> int:
     rec.add_argument("--tree", help="the source tree whose onnxroof runs (default: the installed one)")
     rec.add_argument("--corpus", action="append", help="a corpus folder (default: /work/corpus/*)")
     rec.add_argument("--jobs", type=int, default=2)
+    rec.add_argument("--corpus-only", action="store_true", help="leave out the examples and the test models")
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("before", type=Path)
     cmp_.add_argument("after", type=Path)
@@ -184,7 +196,7 @@ def main() -> int:
     if args.command == "compare":
         return compare(args.before, args.after)
     corpora = args.corpus if args.corpus is not None else sorted(glob.glob("/work/corpus/*"))
-    record(args.out, args.tree, corpora, args.jobs)
+    record(args.out, args.tree, corpora, args.jobs, built_in=not args.corpus_only)
     return 0
 
 

@@ -105,17 +105,21 @@ def commands(model: str, flags: list[str], name: str, scratch: Path) -> dict[str
 
 
 def run(tree: str | None, argv: list[str], output_file: Path | None) -> str:
-    env = dict(os.environ)
-    if tree:
-        env["PYTHONPATH"] = tree + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-c", "import sys; from onnxroof.cli.app import main; sys.exit(main())", *argv],
-                          capture_output=True, text=True, env=env, timeout=1800)
+    """One command's exit code, stdout, stderr and output file, masked. The source tree runs from
+    its own folder: `python -c` puts the working directory first on sys.path, before PYTHONPATH."""
+    checkout = str(Path(tree).resolve()) if tree else str(REPO)
+    env = dict(os.environ, PYTHONPATH=checkout + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        proc = subprocess.run([sys.executable, "-c", "import sys; from onnxroof.cli import main; sys.exit(main())", *argv],
+                              capture_output=True, text=True, env=env, cwd=checkout, timeout=TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return f"timed out after {TIMEOUT_SECONDS} s\n"
     text = f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
     if output_file is not None and output_file.exists():
         text += "\n--- file\n" + output_file.read_text(errors="replace")
     for pattern, mask in MASKS:
         text = pattern.sub(mask, text)
-    return text
+    return text.replace(checkout, "CHECKOUT")  # bundled target files are read from the checkout
 
 
 def model_pairs_and_commands(scratch: Path) -> list[tuple[str, list[str], Path | None]]:

@@ -18,9 +18,8 @@ initializers and constants are parameters, not activations, and their producers 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -31,9 +30,7 @@ from ..ops import NodeView, OpCost, OpRule, UnknownShape, UnknownValue, rule_for
 from ..frontend.shape_arithmetic import settings_tensors
 from ..frontend.shapes import ShapeResult
 from ..core.tensors import TensorInfo
-
-if TYPE_CHECKING:
-    import networkx as nx
+from .records import CostGraph, CostOptions, NodeRecord, NodeStatus, SubgraphCost, TensorRecord
 
 # Ops that only re-lay or re-type a constant: the bytes a node reads of their result per run are
 # the bytes of the data they read (an int8 weight behind DequantizeLinear is read as int8: runtimes
@@ -48,13 +45,6 @@ _GATHERS = frozenset({"Gather", "GatherElements", "GatherND"})
 # Ops whose output is not a function of their inputs: never folded as constants.
 _NONDETERMINISTIC = frozenset("RandomNormal RandomUniform RandomNormalLike RandomUniformLike Multinomial Bernoulli".split())
 
-STATUS_OK = "ok"  # costed by its rule
-STATUS_CONSTANT = "constant"  # computed from constants only: folded, costs nothing
-STATUS_UNSUPPORTED = "unsupported"  # no rule for this op: not counted
-STATUS_UNKNOWN_SHAPE = "unknown_shape"  # a shape its rule needs is unknown: not counted
-STATUS_UNKNOWN_VALUE = "unknown_value"  # a value its rule needs (a Loop's trip count) is unknown: not counted
-# a size only the data decides (rows routed to an expert) and no known total: not counted, its bound stated
-STATUS_DATA_DEPENDENT = "data_dependent"
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
 _NO_COST = OpCost()
 _NO_INFO = TensorInfo("")  # a tensor nothing is known about
@@ -95,106 +85,13 @@ def _name_scopes(node: onnx.NodeProto) -> tuple[str, ...]:
         parent = scope
     return tuple(path)
 
-
-@dataclass(slots=True)  # slotted: one per node of graphs of 10^5 nodes
-class NodeRecord:
-    """The cost of one ONNX node. Every number in every output traces back to one of these."""
-
-    name: str
-    op_type: str
-    domain: str
-    index: int  # position in the model's node list
-    family: str
-    status: str
-    reason: str
-    inputs: list[str]
-    outputs: list[str]
-    input_shapes: list[list | None]  # dims are ints, or a symbol's name / None when unknown
-    input_dtypes: list[str]
-    output_shapes: list[list | None]
-    output_dtypes: list[str]
-    dtype: str  # the element type the node computes in
-    macs: int = 0
-    flops: int = 0  # total: 2 x macs + other element operations
-    params: int = 0  # elements of the parameter tensors this node reads
-    weight_bytes: int = 0  # stored bytes of those parameters
-    input_bytes: int = 0  # activation bytes read (0 for views and folded constants)
-    output_bytes: int = 0  # activation bytes written (0 for views and folded constants)
-    formula: str = ""
-    view: bool = False
-    param_inputs: list[str] = field(default_factory=list)
-    # all outputs known at analysis time (shape arithmetic once the dims are bound): runtimes
-    # fold or run these on the host, so no target charges a kernel launch for them
-    shape_only: bool = False
-    subgraphs: dict[str, "SubgraphCost"] = field(default_factory=dict)  # If branches, Loop/Scan bodies
-    # the module path the exporter wrote in the node's metadata (PyTorch's dynamo exporter:
-    # pkg.torch.onnx.name_scopes), innermost last; () when it wrote none
-    scope: tuple[str, ...] = ()
-
-    @property
-    def counted(self) -> bool:
-        return self.status in (STATUS_OK, STATUS_CONSTANT)
-
-    @property
-    def mac_flops(self) -> int:
-        return 2 * self.macs
-
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes moved if everything streams from DRAM: weights + inputs + outputs."""
-        return self.weight_bytes + self.input_bytes + self.output_bytes
-
-    @property
-    def intensity(self) -> float | None:
-        """FLOPs per byte moved with everything streamed from DRAM (None if no bytes move)."""
-        return self.flops / self.memory_bytes if self.memory_bytes else None
-
-
-@dataclass(slots=True)
-class TensorRecord:
-    name: str
-    dtype: str
-    shape: tuple | None
-    bytes: int | None  # None when the shape is unknown
-    kind: str  # "input" | "activation" | "parameter" | "constant"
-    producer: str | None = None
-    consumers: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SubgraphCost:
-    """The cost of one subgraph (an If branch, a Loop or Scan body), nested subgraphs included."""
-
-    name: str
-    records: list[NodeRecord]
-    macs: int
-    flops: int
-    params: int  # parameters stored inside the subgraph (its initializers and constants)
-    weight_bytes: int
-    unsupported: Counter  # op -> nodes with no rule, nested ones included
-    not_counted: Counter  # op -> nodes not counted for any other reason, nested ones included
-    taken: bool = True  # False for an If branch its known condition does not select (shown, not counted)
-    # for the memory stage: bytes of the activations the subgraph holds (its formal inputs and
-    # what its nodes produce), and its formal inputs and outputs
-    activation_bytes: dict[str, int] = field(default_factory=dict)
-    inputs: list[str] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class CostOptions:
-    """Settings the user gives for values a model does not fix."""
-
-    loop_trips: int | None = None  # trip count for Loops whose count is not a constant
-
-
 @dataclass(frozen=True, slots=True)
 class _Derived:
     """The fields of a node's record that follow from its signature (:meth:`_Coster._signature`):
     the same for every node that looks alike, so computed once and shared (lists included; no
     reader of a record mutates them)."""
 
-    status: str
+    status: NodeStatus
     reason: str
     cost: OpCost
     family: str
@@ -372,16 +269,16 @@ class _Coster:
         input_infos = tuple([(tensors.get(n) or TensorInfo(n)) if n else None for n in inputs])
         output_infos = tuple([tensors.get(n) or TensorInfo(n) for n in outputs])
         if is_folded:
-            status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", _NO_COST
+            status, reason, cost = NodeStatus.CONSTANT, "computed from constants only: folded, costs nothing", _NO_COST
         elif rule is None:
-            status, reason, cost = STATUS_UNSUPPORTED, f"no cost rule for {domain or 'ai.onnx'}::{op_type}", _NO_COST
+            status, reason, cost = NodeStatus.UNSUPPORTED, f"no cost rule for {domain or 'ai.onnx'}::{op_type}", _NO_COST
         elif failure is not None and not all(o in self.uninferred for o in outputs if o in self.failures):
             # downstream of a node whose shape inference failed, or inconsistent itself: not costed
-            status, reason, cost = STATUS_UNKNOWN_SHAPE, failure, _NO_COST
+            status, reason, cost = NodeStatus.UNKNOWN_SHAPE, failure, _NO_COST
         else:
             view = NodeView(node, input_infos, output_infos, values_read, subgraphs, self.options.loop_trips)
             status, reason, cost = _apply_rule(rule.handler, view)
-            if status == STATUS_UNKNOWN_SHAPE and failure is not None:
+            if status == NodeStatus.UNKNOWN_SHAPE and failure is not None:
                 reason = failure  # onnx could not infer this node: say why
         # a node computing shape arithmetic (settings_tensors: from shapes, read as settings) reads
         # settings such as Concat's [-1], not weights
@@ -424,7 +321,7 @@ class _Coster:
             output_bytes=output_bytes,
             shape_only=shape_only,
             # a reason naming the node's tensors, or a result depending on a value: this node's own
-            shareable=status not in (STATUS_UNKNOWN_SHAPE, STATUS_UNKNOWN_VALUE) and not values_read.read,
+            shareable=status not in (NodeStatus.UNKNOWN_SHAPE, NodeStatus.UNKNOWN_VALUE) and not values_read.read,
         )
 
     def _read_parameters(self, param_inputs: list[str], inputs: list[str], cost: OpCost) -> tuple[int, int]:
@@ -468,15 +365,15 @@ class _Coster:
         records = [self.cost_node(node, node_fields, f"{name}/{node_name}", index) for index, (node, node_fields, node_name)
                    in enumerate(zip(nodes, fields, node_names(fields)))]
         own = [self.parameters[p] for p in set(self.parameters) - before]
-        unsupported: Counter = Counter(r.op_type for r in records if r.status == STATUS_UNSUPPORTED)
-        not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != STATUS_UNSUPPORTED)
+        unsupported: Counter = Counter(r.op_type for r in records if r.status == NodeStatus.UNSUPPORTED)
+        not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != NodeStatus.UNSUPPORTED)
         for record in records:
             for sub in record.subgraphs.values():
                 if sub.taken:
                     unsupported.update(sub.unsupported)
                     not_counted.update(sub.not_counted)
         formal_inputs = [i.name for i in graph.input]
-        produced = [n for r in records if r.status != STATUS_CONSTANT for n in r.outputs if n]
+        produced = [n for r in records if r.status != NodeStatus.CONSTANT for n in r.outputs if n]
         activation_bytes = {
             n: self.size(n) for n in (*formal_inputs, *produced) if n not in self.constant and self.size(n) is not None
         }
@@ -537,64 +434,6 @@ class _Coster:
                 return dtype_name(tensor.dtype)
         return "unknown"
 
-
-@dataclass
-class CostGraph:
-    """The cost DAG: one record per node, in the model's order, linked through the tensors they
-    exchange (each tensor record names its producer and its consumers). Every later stage reads
-    this; :meth:`to_networkx` gives the same DAG as a networkx graph, for graph algorithms."""
-
-    name: str
-    records: list[NodeRecord]  # in the model's order, which is topological
-    tensors: dict[str, TensorRecord]
-    inputs: list[str]  # graph inputs that are not initializers
-    outputs: list[str]
-    # every parameter of the model, subgraphs included: name -> (elements, stored bytes), counted once
-    parameters: dict[str, tuple[int, int]]
-
-    def edges(self) -> Iterator[tuple[str, str, dict]]:
-        """``(producer, consumer, {"tensors": [...], "bytes": n})``: one edge per pair of nodes that
-        exchange tensors, by consumer in the model's order, then in the order its tensors are read.
-
-        >>> from onnxroof import analyze
-        >>> from onnxroof.core.examples import build_example
-        >>> next(analyze(build_example("shallownet")).cost_graph.edges())
-        ('conv2d_0', 'activation_0', {'tensors': ['conv2d_0'], 'bytes': 131072})
-        """
-        tensors = self.tensors
-        for record in self.records:
-            by_producer: dict[str, dict] = {}
-            for tensor_name in dict.fromkeys(record.inputs):
-                tensor = tensors.get(tensor_name) if tensor_name else None
-                if tensor is None or tensor.producer is None:
-                    continue
-                edge = by_producer.get(tensor.producer)
-                if edge is None:
-                    by_producer[tensor.producer] = {"tensors": [tensor_name], "bytes": tensor.bytes or 0}
-                else:
-                    edge["tensors"].append(tensor_name)
-                    edge["bytes"] += tensor.bytes or 0
-            for producer, data in by_producer.items():
-                yield producer, record.name, data
-
-    def to_networkx(self) -> nx.DiGraph:
-        """The DAG as a networkx DiGraph: nodes in the model's order with their record as node
-        attribute ``record``, edges with attributes ``tensors`` and ``bytes``, and the graph
-        attributes ``tensors``, ``inputs``, ``outputs`` and ``parameters``. networkx is imported
-        here: no stage needs it, and importing it alone takes 0.2 s."""
-        import networkx as nx
-
-        graph = nx.DiGraph(name=self.name, tensors=self.tensors, inputs=self.inputs, outputs=self.outputs,
-                           parameters=self.parameters)
-        graph.add_nodes_from(record.name for record in self.records)
-        # each record goes into its node's attribute dict ((name, attributes) pairs make networkx
-        # raise and catch a TypeError per node)
-        for (_, attributes), record in zip(graph.nodes(data=True), self.records):
-            attributes["record"] = record
-        graph.add_edges_from(self.edges())  # in one call: networkx's per-edge bookkeeping dominates otherwise
-        return graph
-
-
 def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions | None = None,
                fields: Sequence[NodeFields] | None = None) -> CostGraph:
     """Cost every node of ``model``'s main graph and link them by the tensors they exchange.
@@ -653,13 +492,13 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     )
 
 
-def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:
+def _apply_rule(handler, view: NodeView) -> tuple[NodeStatus, str, OpCost]:
     try:
-        return STATUS_OK, "", handler(view)
+        return NodeStatus.OK, "", handler(view)
     except UnknownValue as exc:
-        return STATUS_UNKNOWN_VALUE, str(exc), _NO_COST
+        return NodeStatus.UNKNOWN_VALUE, str(exc), _NO_COST
     except UnknownShape as exc:
-        return STATUS_UNKNOWN_SHAPE, str(exc), _NO_COST
+        return NodeStatus.UNKNOWN_SHAPE, str(exc), _NO_COST
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
         # a node the rule cannot read (a missing attribute, an odd rank): reported, not counted
-        return STATUS_UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", _NO_COST
+        return NodeStatus.UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", _NO_COST

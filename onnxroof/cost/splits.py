@@ -36,7 +36,8 @@ import onnx
 from onnx import helper
 
 from ..frontend.evaluator import BROADCASTING_OPS
-from .graph import STATUS_DATA_DEPENDENT, STATUS_OK, STATUS_UNKNOWN_SHAPE, CostGraph, CostOptions, cost_graph
+from .graph import cost_graph
+from .records import CostGraph, CostOptions, NodeStatus
 from ..core.nodes import NodeFields, node_names
 from ..frontend.shapes import ShapeResult
 from ..core.tensors import Dim, TensorInfo
@@ -316,7 +317,7 @@ def _label_splits(graph: CostGraph, plus_one: CostGraph, sizes: DataDependentSiz
     for record, more in zip(graph.records, plus_one.records):
         symbol = next((d for n in (*record.inputs, *record.outputs) if n in tensors
                        for d in tensors[n].shape or () if d in by_symbol), None)
-        if record.status == STATUS_OK and symbol is not None:
+        if record.status == NodeStatus.OK and symbol is not None:
             touching.append((record, symbol))
             macs, flops = per_row[symbol]
             per_row[symbol] = (macs + more.macs - record.macs, flops + more.flops - record.flops)
@@ -341,10 +342,10 @@ def _bound_the_rest(graph: CostGraph, bounded: CostGraph, sizes: DataDependentSi
         # a size of its own, or one computed from such sizes (a Slice whose bounds come from them)
         symbols = [d for shape in (*record.input_shapes, *record.output_shapes) for d in shape or ()
                    if isinstance(d, str) and d in sizes.origins]
-        if record.status == STATUS_UNKNOWN_SHAPE and symbols and at_bound.counted:
+        if record.status == NodeStatus.UNKNOWN_SHAPE and symbols and at_bound.counted:
             symbol = next((d for d in symbols if d in sizes.bounds), symbols[0])
             bound = f", at most {sizes.bounds[symbol]:,}" if symbol in sizes.bounds else ""
-            record.status = STATUS_DATA_DEPENDENT
+            record.status = NodeStatus.DATA_DEPENDENT
             record.reason = (f"data-dependent size {symbol} (from {sizes.origins[symbol]}{bound}): not counted; "
                              f"at most {at_bound.macs:,} MACs, {at_bound.flops:,} FLOPs with every such size at "
                              "its bound")

@@ -28,7 +28,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 if TYPE_CHECKING:
-    from ..cost.graph import CostGraph
+    from ..cost.records import CostGraph
 
 # Ops whose output 0 shares its input 0's buffer (cost-model.md section 4).
 ALIASING_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})

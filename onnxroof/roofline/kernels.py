@@ -30,11 +30,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from ..cost.graph import STATUS_CONSTANT
+from ..cost.records import NodeStatus
 from .targets import FUSION_RULES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
 
 if TYPE_CHECKING:
-    from ..cost.graph import CostGraph, NodeRecord
+    from ..cost.records import CostGraph, NodeRecord
 
 # named policies for --fusion; a policy may also list rule sets ("epilogue,elementwise")
 POLICIES = {"none": (), "epilogue": ("epilogue",), "all": tuple(FUSION_RULES)}
@@ -154,7 +154,7 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
         return "reduction"
     if "elementwise" in kinds:
         return "elementwise"
-    moves = [r for r in records if r.family == "tensor" and not r.shape_only and r.status != STATUS_CONSTANT]
+    moves = [r for r in records if r.family == "tensor" and not r.shape_only and r.status != NodeStatus.CONSTANT]
     if moves:
         return "transpose" if any(r.op_type in _STRIDED_COPIES for r in moves) else "data_movement"
     return None
@@ -209,7 +209,7 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
 def _kind(record: NodeRecord) -> str:
     if record.view:
         return "view"
-    if record.subgraphs or record.shape_only or record.status == STATUS_CONSTANT:
+    if record.subgraphs or record.shape_only or record.status == NodeStatus.CONSTANT:
         return "alone"  # control flow runs its own kernels; shape arithmetic and folded constants run on the host
     if record.macs and record.family in _MAC_FAMILIES:
         return "attention" if record.family == "attention" else "mac"

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ..core.enums import TextEnum
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of
-from ..memory.liveness import spill_plan
+from ..memory.spill import spill_plan
 from .targets import Target
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
-    from ..memory.liveness import MemoryProblem, MemoryReport
+    from ..memory.liveness import MemoryReport
+    from ..memory.problem import MemoryProblem
 
 
 class Bound(TextEnum):

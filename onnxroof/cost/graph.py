@@ -26,7 +26,7 @@ import onnx
 
 from ..core.dtypes import dtype_name, tensor_bytes
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, node_names, read_node_fields
-from ..ops import NodeView, OpCost, OpRule, UnknownShape, UnknownValue, rule_for
+from ..ops import NodeView, OpCost, OpRule, OpTrait, UnknownShape, UnknownValue, rule_for
 from ..frontend.shape_arithmetic import settings_tensors
 from ..frontend.shapes import ShapeResult
 from ..core.tensors import TensorInfo
@@ -35,16 +35,8 @@ from .records import CostGraph, CostOptions, NodeRecord, NodeStatus, SubgraphCos
 # Ops that only re-lay or re-type a constant: the bytes a node reads of their result per run are
 # the bytes of the data they read (an int8 weight behind DequantizeLinear is read as int8: runtimes
 # fuse the dequantization into the integer kernel).
-_STORAGE_PRESERVING = frozenset(
-    "Cast CastLike DequantizeLinear Transpose Reshape Identity Squeeze Unsqueeze Flatten".split()
-)
-# Folded ops whose output is itself a stored root (cost-model.md section 3): a Constant's tensor,
-# and a ConstantOfShape's fill (materialized at load time).
-_ROOT_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
-_GATHERS = frozenset({"Gather", "GatherElements", "GatherND"})
-# Ops whose output is not a function of their inputs: never folded as constants.
-_NONDETERMINISTIC = frozenset("RandomNormal RandomUniform RandomNormalLike RandomUniformLike Multinomial Bernoulli".split())
-
+_STORAGE_PRESERVING = OpTrait.RESHAPE | OpTrait.IDENTITY | OpTrait.RETYPE | OpTrait.PERMUTES_AXES | OpTrait.DEQUANTIZE
+_NO_TRAITS = OpTrait.NONE
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
 _NO_COST = OpCost()
 _NO_INFO = TensorInfo("")  # a tensor nothing is known about
@@ -128,9 +120,10 @@ class _ValueReads(Mapping):
         return len(self.values)
 
 
-def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool, constant: set[str]) -> bool:
+def _is_folded(op_type: str, domain: str, traits: OpTrait, inputs: list[str], has_subgraph: bool,
+               constant: set[str]) -> bool:
     """A node computed only from constants: folded at load time, its outputs are parameters."""
-    if op_type in _NONDETERMINISTIC or has_subgraph:
+    if OpTrait.NONDETERMINISTIC in traits or has_subgraph:  # its output is not a function of its inputs
         return False
     if op_type == "Constant" and domain in DEFAULT_DOMAINS:
         return True
@@ -192,7 +185,8 @@ class _Coster:
         failures = self.failures
         failure = next((failures[o] for o in outputs if o in failures), None) if failures else None
         rule = rule_for(domain, op_type)
-        is_folded = _is_folded(op_type, domain, inputs, bool(graph_attributes), self.constant)
+        traits = rule.traits if rule is not None else _NO_TRAITS
+        is_folded = _is_folded(op_type, domain, traits, inputs, bool(graph_attributes), self.constant)
         key = None
         if not graph_attributes and failure is None and (rule is None or rule.builtin):
             key = self._signature(op_type, domain, None if is_folded else attributes, inputs, outputs)
@@ -218,7 +212,7 @@ class _Coster:
             params += sum(sub.params for sub in subgraphs.values())
             weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
         if is_folded:
-            self._track_storage(op_type, domain, inputs, outputs, rule.arg_inputs if rule else frozenset())
+            self._track_storage(traits, domain, inputs, outputs, rule.arg_inputs if rule else frozenset())
         # positional, in field order: matching 25 keywords costs as much as the rest of a cache hit
         return NodeRecord(
             name, op_type, domain, index, derived.family, derived.status, derived.reason, inputs, outputs,
@@ -311,7 +305,7 @@ class _Coster:
             reason=reason,
             cost=cost,
             family=family,
-            dtype=self._compute_dtype(op_type, inputs, outputs, activation_inputs, param_inputs),
+            dtype=self._compute_dtype(op_type, rule, inputs, outputs, activation_inputs, param_inputs),
             input_shapes=[None if i is None or i.shape is None else list(i.shape) for i in input_infos],
             input_dtypes=[dtype_name(i.dtype) if i else "" for i in input_infos],
             output_shapes=[None if o.shape is None else list(o.shape) for o in output_infos],
@@ -391,7 +385,7 @@ class _Coster:
             not_counted=not_counted,
         )
 
-    def _track_storage(self, op_type: str, domain: str, inputs: list[str], outputs: list[str],
+    def _track_storage(self, traits: OpTrait, domain: str, inputs: list[str], outputs: list[str],
                        arg_slots: frozenset[int]) -> None:
         """A folded node's outputs: the stored roots they come from (its data inputs' roots; a
         Constant or ConstantOfShape is a root itself) and the bytes a node reads of them per run
@@ -401,20 +395,22 @@ class _Coster:
         self.constant.update(outputs)
         data = [n for slot, n in enumerate(inputs) if n and slot not in arg_slots]
         default_domain = domain in DEFAULT_DOMAINS
-        if not (default_domain and op_type in _ROOT_PRODUCERS):
+        # a Constant's tensor and a ConstantOfShape's fill (materialized at load time) are stored
+        # roots themselves (cost-model.md section 3)
+        if not (default_domain and OpTrait.CONSTANT_SOURCE in traits):
             # settings (arg slots: a Reshape's shape, a Gather's indices) are no roots
             found = tuple(dict.fromkeys(root for n in data for root in roots.get(n, (n,))))
             for output in outputs:
                 roots[output] = found
-        if op_type in _STORAGE_PRESERVING and (default_domain or domain == "com.microsoft"):
+        if traits & _STORAGE_PRESERVING and (default_domain or domain == "com.microsoft"):
             total = sum(stored[n] if n in stored else size(n) or 0 for n in dict.fromkeys(data))
         else:
             total = None
         for output in outputs:
             stored[output] = total if total is not None else size(output) or 0
 
-    def _compute_dtype(self, op_type: str, inputs: list[str], outputs: list[str], activation_inputs: list[str],
-                       param_inputs: list[str]) -> str:
+    def _compute_dtype(self, op_type: str, rule: OpRule | None, inputs: list[str], outputs: list[str],
+                       activation_inputs: list[str], param_inputs: list[str]) -> str:
         """The element type the node computes in.
 
         In a QDQ graph a float op whose every data input comes out of DequantizeLinear runs in
@@ -427,7 +423,8 @@ class _Coster:
                 return dtype_name(self.info(sources[0]).dtype)
         tensors = self.tensors
         # a gather's activation input is its indices: it moves and computes in its data's type
-        order = (*outputs, *activation_inputs, *inputs) if op_type in _GATHERS else (*activation_inputs, *outputs, *inputs)
+        gathers = rule is not None and OpTrait.GATHER in rule.traits
+        order = (*outputs, *activation_inputs, *inputs) if gathers else (*activation_inputs, *outputs, *inputs)
         for tensor_name in order:
             tensor = tensors.get(tensor_name) if tensor_name else None
             if tensor is not None and tensor.dtype:

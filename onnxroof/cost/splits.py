@@ -35,7 +35,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..frontend.evaluator import BROADCASTING_OPS
+from ..ops import OpTrait, traits_of
 from .graph import cost_graph
 from .records import CostGraph, CostOptions, NodeStatus
 from ..core.nodes import NodeFields, node_names
@@ -63,7 +63,8 @@ class DataDependentSizes:
     bounds: dict[str, int] = field(default_factory=dict)  # symbol in no split -> its upper bound
 
 
-# A data-dependent count of an op's output is at most the extent it selects from.
+# A data-dependent count of an op's output is at most the extent it selects from (this stage's
+# reading of each op's spec, for the bound it states; TopK and Split are sized by a value, not data).
 _BOUNDED_BY_INPUT = {"NonZero": "elements", "Compress": "axis", "Unique": "elements", "TopK": "axis",
                      "Split": "axis"}
 
@@ -104,7 +105,7 @@ def find_splits(fields: Sequence[NodeFields], names: Sequence[str], tensors: dic
                 sums.append((f"Concat {label!r}", out[axis % len(out)], [p[axis % len(out)] for p in parts]))
         elif node.op_type == "Reshape" and len(node.inputs) > 1:
             _solve_reshape(shape(node.inputs[0]), shape(node.outputs[0]), solved, found.origins)
-        elif node.op_type in BROADCASTING_OPS:
+        elif OpTrait.BROADCASTS in traits_of(node.domain, node.op_type):
             _solve_broadcast([shape(n) for n in node.inputs if n], shape(node.outputs[0]), solved, found.origins)
     sums += partitions.sums(shape)
     found.values = dict(solved)
@@ -125,7 +126,11 @@ def _axis(node: NodeFields, default: int = 0) -> int:
 
 
 # Ops that pass their input's values on unchanged, re-laid out or re-typed.
-_VALUE_PRESERVING = frozenset("Reshape Flatten Squeeze Unsqueeze Identity Cast".split())
+_VALUE_PRESERVING = OpTrait.RESHAPE | OpTrait.IDENTITY | OpTrait.RETYPE
+
+
+def _keeps_values(node: NodeFields) -> bool:
+    return bool(traits_of(node.domain, node.op_type) & _VALUE_PRESERVING)
 
 
 class _Partitions:
@@ -154,9 +159,9 @@ class _Partitions:
             size = data[_axis(node, -1 if op == "TopK" else 0) % len(data)]
             if isinstance(size, int):
                 self.classes[outputs[1] if op == "TopK" and len(outputs) > 1 else outputs[0]] = (size, label)
-        elif op in _VALUE_PRESERVING and source in self.classes:
+        elif source in self.classes and _keeps_values(node):
             self.classes[outputs[0]] = self.classes[source]
-        elif op in _VALUE_PRESERVING and source in self.masks:
+        elif source in self.masks and _keeps_values(node):
             self.masks[outputs[0]] = self.masks[source]
         elif op == "Equal" and len(inputs) == 2:
             for index, other in (inputs, inputs[::-1]):

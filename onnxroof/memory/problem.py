@@ -24,12 +24,10 @@ from itertools import accumulate
 from operator import attrgetter
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from ..ops import OpTrait, traits_of
+
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
-
-# Ops whose output 0 shares its input 0's buffer (cost-model.md section 4).
-ALIASING_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
-
 
 @dataclass(slots=True)  # not frozen: one per tensor, and frozen dataclasses are slow to build
 class Buffer:
@@ -162,7 +160,8 @@ def problem_from_records(
         op = record.op_type
         if op == "Concat":
             concats.append(record)
-        aliasing = op in ALIASING_OPS
+        # a view's output 0 shares its input 0's buffer (cost-model.md section 4)
+        aliasing = OpTrait.VIEW in traits_of(record.domain, op)
         if not (aliasing or elementwise_in_place):
             continue  # the common case: the outputs own their memory
         data = [n for n in record.inputs if n in sizes]

@@ -12,13 +12,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from onnxroof.pipeline import analyze
 from onnxroof.core.examples import build_example
-from onnxroof.memory.problem import MemoryProblem, build_problem, largest_layer_bytes, lifetimes, problem_from_records
+from onnxroof.memory.problem import (
+    MemoryProblem, build_problem, largest_layer_bytes, lifetimes, problem_from_records, schedule_peak,
+)
+from onnxroof.ops import COST_RULES, OpCost, OpTrait, register, same_as_input
 
 from conftest import make_model
 from models import VARIANTS, chain_model, loop_model, random_dag_problems
@@ -97,3 +101,35 @@ def test_lower_bound_of_examples_a_loop_and_a_repeated_node_name():
     assert problem.model_touched is None
     # "n" allocates a and c and reads x and b: 4,000 + 4,000 + 8,000 + 8,000
     assert largest_layer_bytes(problem) == (24_000, "n") == largest_layer_by_definition(problem)
+
+
+def _view_plugin_model():
+    """x [1, 100] -> Relu -> a -> acme::MyView -> b; c = Add(a, b): a and b are both live at the Add."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("MyView", ["a"], ["b"], name="view", domain="acme"),
+        helper.make_node("Add", ["a", "b"], ["c"], name="add"),
+    ]
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 100])], [("c", TensorProto.FLOAT, [1, 100])])
+    model.opset_import.append(helper.make_opsetid("acme", 1))
+    return model
+
+
+@pytest.mark.parametrize("traits, peak", [
+    # a view: b is a's buffer. relu: x + a = 800 B; view: nothing new, a = 400; add: a(b) + c = 800
+    (OpTrait.VIEW, 800),
+    # not declared a view: b owns 400 B; the add holds a, b and c: 1,200 B
+    (OpTrait.NONE, 1_200),
+])
+def test_a_plugin_op_declared_a_view_shares_its_inputs_buffer(traits, peak):
+    def my_view(node):
+        """FLOPs = 0."""
+        return OpCost(formula="0 FLOPs")
+
+    register("MyView", my_view, family="custom", domain="acme", shapes=same_as_input(0), traits=traits)
+    try:
+        problem = build_problem(analyze(_view_plugin_model()).cost_graph)
+        assert schedule_peak(problem, problem.model_order).peak_bytes == peak
+        assert problem.buffer_names == (("x", "a", "c") if traits == OpTrait.VIEW else ("x", "a", "b", "c"))
+    finally:
+        COST_RULES.pop(("acme", "MyView"), None)

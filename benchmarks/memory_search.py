@@ -16,7 +16,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
-from onnxroof.memory.liveness import build_problem, best_order, schedule_peak
+from onnxroof.memory.problem import build_problem, schedule_peak
+from onnxroof.memory.schedule import best_order
 
 
 def branchy_model(modules: int, branches: int, depth: int = 2, width: int = 64, interleave: bool = False) -> onnx.ModelProto:

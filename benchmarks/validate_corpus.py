@@ -26,7 +26,7 @@ from typing import Any, Iterable
 import onnx
 
 import onnxroof
-from onnxroof.cost.graph import STATUS_CONSTANT, STATUS_OK, NodeRecord
+from onnxroof.cost.records import NodeRecord, NodeStatus
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "validation-corpus.md"
@@ -102,7 +102,7 @@ def first_reason(records: Iterable[NodeRecord]) -> str:
             inner = first_reason(sub.records)
             if inner:
                 return inner
-        if r.status not in (STATUS_OK, STATUS_CONSTANT):
+        if r.status not in (NodeStatus.OK, NodeStatus.CONSTANT):
             return f"{r.op_type} {r.name}: {r.status}: {r.reason}"
     return ""
 

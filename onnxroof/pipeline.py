@@ -22,7 +22,7 @@ import onnx.inliner
 
 from .core.dtypes import dtype_name
 from .core.errors import UnboundDims, UsageError
-from .cost.graph import STATUS_UNSUPPORTED, CostOptions, NodeRecord
+from .cost.records import CostOptions, NodeRecord, NodeStatus
 from .frontend.inputs import (
     batch_flags, batch_symbols, bind_inputs, fix_digit_dims, input_values, name_unnamed_batch_axes, parse_dim,
     parse_input_shape, parse_value, real_inputs, unbound_dims,
@@ -373,7 +373,7 @@ def _totals(records: list[NodeRecord], parameters: dict[str, tuple[int, int]]) -
             counted_nodes += 1
         else:
             uncounted_bytes += record.memory_bytes
-            (unsupported if record.status == STATUS_UNSUPPORTED else not_counted)[record.op_type] += 1
+            (unsupported if record.status == NodeStatus.UNSUPPORTED else not_counted)[record.op_type] += 1
         if record.subgraphs:
             for subgraph in record.subgraphs.values():
                 if subgraph.taken:  # an If branch its known condition does not select does not run
@@ -411,7 +411,7 @@ def _warnings(analysis: Analysis) -> list[str]:
         )
     if analysis.totals.not_counted:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
-        reasons = sorted({r.reason for r in analysis.nodes if r.status == "unknown_value"})
+        reasons = sorted({r.reason for r in analysis.nodes if r.status == NodeStatus.UNKNOWN_VALUE})
         warnings.append(f"nodes not counted (unknown shapes or values, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
     return warnings
 

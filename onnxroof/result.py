@@ -26,7 +26,7 @@ from .core.version import __version__
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
     import networkx as nx
 
-    from .cost.graph import CostGraph, NodeRecord, TensorRecord
+    from .cost.records import CostGraph, NodeRecord, TensorRecord
     from .cost.llm import LLMReport
     from .memory.liveness import MemoryReport
     from .roofline.placement import TargetReport

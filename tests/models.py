@@ -10,7 +10,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.pipeline import analyze
-from onnxroof.memory.liveness import MemoryProblem, build_problem
+from onnxroof.memory.problem import MemoryProblem, build_problem
 
 from conftest import make_model, zeros
 

@@ -304,7 +304,7 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
     if kept is not None:
         kept.append(analysis)
     if args.emit_order:
-        from ..memory.liveness import order_text
+        from ..memory.schedule import order_text
 
         write_atomically(args.emit_order, order_text(analysis.memory.best.schedule.order))
     if args.command == "explain":

@@ -17,7 +17,7 @@ from .budgets import percent_change
 
 if TYPE_CHECKING:
     from ..result import Analysis
-    from ..cost.graph import NodeRecord
+    from ..cost.records import NodeRecord
 
 _REFINEMENTS = 3
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Iterator
 from ..roofline.placement import node_times as _node_times
 
 if TYPE_CHECKING:
-    from ..cost.graph import NodeRecord
+    from ..cost.records import NodeRecord
     from ..result import Analysis
 
 ROOT = "(model)"

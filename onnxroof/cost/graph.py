@@ -18,43 +18,25 @@ initializers and constants are parameters, not activations, and their producers 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
 
 from ..core.dtypes import dtype_name, tensor_bytes
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, node_names, read_node_fields
-from ..ops import NodeView, OpCost, OpRule, UnknownShape, UnknownValue, rule_for
+from ..ops import NodeView, OpCost, OpRule, OpTrait, UnknownShape, UnknownValue, rule_for
 from ..frontend.shape_arithmetic import settings_tensors
 from ..frontend.shapes import ShapeResult
 from ..core.tensors import TensorInfo
-
-if TYPE_CHECKING:
-    import networkx as nx
+from .records import CostGraph, CostOptions, NodeRecord, NodeStatus, SubgraphCost, TensorRecord
 
 # Ops that only re-lay or re-type a constant: the bytes a node reads of their result per run are
 # the bytes of the data they read (an int8 weight behind DequantizeLinear is read as int8: runtimes
 # fuse the dequantization into the integer kernel).
-_STORAGE_PRESERVING = frozenset(
-    "Cast CastLike DequantizeLinear Transpose Reshape Identity Squeeze Unsqueeze Flatten".split()
-)
-# Folded ops whose output is itself a stored root (cost-model.md section 3): a Constant's tensor,
-# and a ConstantOfShape's fill (materialized at load time).
-_ROOT_PRODUCERS = frozenset({"Constant", "ConstantOfShape"})
-_GATHERS = frozenset({"Gather", "GatherElements", "GatherND"})
-# Ops whose output is not a function of their inputs: never folded as constants.
-_NONDETERMINISTIC = frozenset("RandomNormal RandomUniform RandomNormalLike RandomUniformLike Multinomial Bernoulli".split())
-
-STATUS_OK = "ok"  # costed by its rule
-STATUS_CONSTANT = "constant"  # computed from constants only: folded, costs nothing
-STATUS_UNSUPPORTED = "unsupported"  # no rule for this op: not counted
-STATUS_UNKNOWN_SHAPE = "unknown_shape"  # a shape its rule needs is unknown: not counted
-STATUS_UNKNOWN_VALUE = "unknown_value"  # a value its rule needs (a Loop's trip count) is unknown: not counted
-# a size only the data decides (rows routed to an expert) and no known total: not counted, its bound stated
-STATUS_DATA_DEPENDENT = "data_dependent"
+_STORAGE_PRESERVING = OpTrait.RESHAPE | OpTrait.IDENTITY | OpTrait.RETYPE | OpTrait.PERMUTES_AXES | OpTrait.DEQUANTIZE
+_NO_TRAITS = OpTrait.NONE
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
 _NO_COST = OpCost()
 _NO_INFO = TensorInfo("")  # a tensor nothing is known about
@@ -95,106 +77,13 @@ def _name_scopes(node: onnx.NodeProto) -> tuple[str, ...]:
         parent = scope
     return tuple(path)
 
-
-@dataclass(slots=True)  # slotted: one per node of graphs of 10^5 nodes
-class NodeRecord:
-    """The cost of one ONNX node. Every number in every output traces back to one of these."""
-
-    name: str
-    op_type: str
-    domain: str
-    index: int  # position in the model's node list
-    family: str
-    status: str
-    reason: str
-    inputs: list[str]
-    outputs: list[str]
-    input_shapes: list[list | None]  # dims are ints, or a symbol's name / None when unknown
-    input_dtypes: list[str]
-    output_shapes: list[list | None]
-    output_dtypes: list[str]
-    dtype: str  # the element type the node computes in
-    macs: int = 0
-    flops: int = 0  # total: 2 x macs + other element operations
-    params: int = 0  # elements of the parameter tensors this node reads
-    weight_bytes: int = 0  # stored bytes of those parameters
-    input_bytes: int = 0  # activation bytes read (0 for views and folded constants)
-    output_bytes: int = 0  # activation bytes written (0 for views and folded constants)
-    formula: str = ""
-    view: bool = False
-    param_inputs: list[str] = field(default_factory=list)
-    # all outputs known at analysis time (shape arithmetic once the dims are bound): runtimes
-    # fold or run these on the host, so no target charges a kernel launch for them
-    shape_only: bool = False
-    subgraphs: dict[str, "SubgraphCost"] = field(default_factory=dict)  # If branches, Loop/Scan bodies
-    # the module path the exporter wrote in the node's metadata (PyTorch's dynamo exporter:
-    # pkg.torch.onnx.name_scopes), innermost last; () when it wrote none
-    scope: tuple[str, ...] = ()
-
-    @property
-    def counted(self) -> bool:
-        return self.status in (STATUS_OK, STATUS_CONSTANT)
-
-    @property
-    def mac_flops(self) -> int:
-        return 2 * self.macs
-
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes moved if everything streams from DRAM: weights + inputs + outputs."""
-        return self.weight_bytes + self.input_bytes + self.output_bytes
-
-    @property
-    def intensity(self) -> float | None:
-        """FLOPs per byte moved with everything streamed from DRAM (None if no bytes move)."""
-        return self.flops / self.memory_bytes if self.memory_bytes else None
-
-
-@dataclass(slots=True)
-class TensorRecord:
-    name: str
-    dtype: str
-    shape: tuple | None
-    bytes: int | None  # None when the shape is unknown
-    kind: str  # "input" | "activation" | "parameter" | "constant"
-    producer: str | None = None
-    consumers: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SubgraphCost:
-    """The cost of one subgraph (an If branch, a Loop or Scan body), nested subgraphs included."""
-
-    name: str
-    records: list[NodeRecord]
-    macs: int
-    flops: int
-    params: int  # parameters stored inside the subgraph (its initializers and constants)
-    weight_bytes: int
-    unsupported: Counter  # op -> nodes with no rule, nested ones included
-    not_counted: Counter  # op -> nodes not counted for any other reason, nested ones included
-    taken: bool = True  # False for an If branch its known condition does not select (shown, not counted)
-    # for the memory stage: bytes of the activations the subgraph holds (its formal inputs and
-    # what its nodes produce), and its formal inputs and outputs
-    activation_bytes: dict[str, int] = field(default_factory=dict)
-    inputs: list[str] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class CostOptions:
-    """Settings the user gives for values a model does not fix."""
-
-    loop_trips: int | None = None  # trip count for Loops whose count is not a constant
-
-
 @dataclass(frozen=True, slots=True)
 class _Derived:
     """The fields of a node's record that follow from its signature (:meth:`_Coster._signature`):
     the same for every node that looks alike, so computed once and shared (lists included; no
     reader of a record mutates them)."""
 
-    status: str
+    status: NodeStatus
     reason: str
     cost: OpCost
     family: str
@@ -231,9 +120,10 @@ class _ValueReads(Mapping):
         return len(self.values)
 
 
-def _is_folded(op_type: str, domain: str, inputs: list[str], has_subgraph: bool, constant: set[str]) -> bool:
+def _is_folded(op_type: str, domain: str, traits: OpTrait, inputs: list[str], has_subgraph: bool,
+               constant: set[str]) -> bool:
     """A node computed only from constants: folded at load time, its outputs are parameters."""
-    if op_type in _NONDETERMINISTIC or has_subgraph:
+    if OpTrait.NONDETERMINISTIC in traits or has_subgraph:  # its output is not a function of its inputs
         return False
     if op_type == "Constant" and domain in DEFAULT_DOMAINS:
         return True
@@ -295,7 +185,8 @@ class _Coster:
         failures = self.failures
         failure = next((failures[o] for o in outputs if o in failures), None) if failures else None
         rule = rule_for(domain, op_type)
-        is_folded = _is_folded(op_type, domain, inputs, bool(graph_attributes), self.constant)
+        traits = rule.traits if rule is not None else _NO_TRAITS
+        is_folded = _is_folded(op_type, domain, traits, inputs, bool(graph_attributes), self.constant)
         key = None
         if not graph_attributes and failure is None and (rule is None or rule.builtin):
             key = self._signature(op_type, domain, None if is_folded else attributes, inputs, outputs)
@@ -321,7 +212,7 @@ class _Coster:
             params += sum(sub.params for sub in subgraphs.values())
             weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
         if is_folded:
-            self._track_storage(op_type, domain, inputs, outputs, rule.arg_inputs if rule else frozenset())
+            self._track_storage(traits, domain, inputs, outputs, rule.arg_inputs if rule else frozenset())
         # positional, in field order: matching 25 keywords costs as much as the rest of a cache hit
         return NodeRecord(
             name, op_type, domain, index, derived.family, derived.status, derived.reason, inputs, outputs,
@@ -372,16 +263,16 @@ class _Coster:
         input_infos = tuple([(tensors.get(n) or TensorInfo(n)) if n else None for n in inputs])
         output_infos = tuple([tensors.get(n) or TensorInfo(n) for n in outputs])
         if is_folded:
-            status, reason, cost = STATUS_CONSTANT, "computed from constants only: folded, costs nothing", _NO_COST
+            status, reason, cost = NodeStatus.CONSTANT, "computed from constants only: folded, costs nothing", _NO_COST
         elif rule is None:
-            status, reason, cost = STATUS_UNSUPPORTED, f"no cost rule for {domain or 'ai.onnx'}::{op_type}", _NO_COST
+            status, reason, cost = NodeStatus.UNSUPPORTED, f"no cost rule for {domain or 'ai.onnx'}::{op_type}", _NO_COST
         elif failure is not None and not all(o in self.uninferred for o in outputs if o in self.failures):
             # downstream of a node whose shape inference failed, or inconsistent itself: not costed
-            status, reason, cost = STATUS_UNKNOWN_SHAPE, failure, _NO_COST
+            status, reason, cost = NodeStatus.UNKNOWN_SHAPE, failure, _NO_COST
         else:
             view = NodeView(node, input_infos, output_infos, values_read, subgraphs, self.options.loop_trips)
             status, reason, cost = _apply_rule(rule.handler, view)
-            if status == STATUS_UNKNOWN_SHAPE and failure is not None:
+            if status == NodeStatus.UNKNOWN_SHAPE and failure is not None:
                 reason = failure  # onnx could not infer this node: say why
         # a node computing shape arithmetic (settings_tensors: from shapes, read as settings) reads
         # settings such as Concat's [-1], not weights
@@ -414,7 +305,7 @@ class _Coster:
             reason=reason,
             cost=cost,
             family=family,
-            dtype=self._compute_dtype(op_type, inputs, outputs, activation_inputs, param_inputs),
+            dtype=self._compute_dtype(op_type, rule, inputs, outputs, activation_inputs, param_inputs),
             input_shapes=[None if i is None or i.shape is None else list(i.shape) for i in input_infos],
             input_dtypes=[dtype_name(i.dtype) if i else "" for i in input_infos],
             output_shapes=[None if o.shape is None else list(o.shape) for o in output_infos],
@@ -424,7 +315,7 @@ class _Coster:
             output_bytes=output_bytes,
             shape_only=shape_only,
             # a reason naming the node's tensors, or a result depending on a value: this node's own
-            shareable=status not in (STATUS_UNKNOWN_SHAPE, STATUS_UNKNOWN_VALUE) and not values_read.read,
+            shareable=status not in (NodeStatus.UNKNOWN_SHAPE, NodeStatus.UNKNOWN_VALUE) and not values_read.read,
         )
 
     def _read_parameters(self, param_inputs: list[str], inputs: list[str], cost: OpCost) -> tuple[int, int]:
@@ -468,15 +359,15 @@ class _Coster:
         records = [self.cost_node(node, node_fields, f"{name}/{node_name}", index) for index, (node, node_fields, node_name)
                    in enumerate(zip(nodes, fields, node_names(fields)))]
         own = [self.parameters[p] for p in set(self.parameters) - before]
-        unsupported: Counter = Counter(r.op_type for r in records if r.status == STATUS_UNSUPPORTED)
-        not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != STATUS_UNSUPPORTED)
+        unsupported: Counter = Counter(r.op_type for r in records if r.status == NodeStatus.UNSUPPORTED)
+        not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != NodeStatus.UNSUPPORTED)
         for record in records:
             for sub in record.subgraphs.values():
                 if sub.taken:
                     unsupported.update(sub.unsupported)
                     not_counted.update(sub.not_counted)
         formal_inputs = [i.name for i in graph.input]
-        produced = [n for r in records if r.status != STATUS_CONSTANT for n in r.outputs if n]
+        produced = [n for r in records if r.status != NodeStatus.CONSTANT for n in r.outputs if n]
         activation_bytes = {
             n: self.size(n) for n in (*formal_inputs, *produced) if n not in self.constant and self.size(n) is not None
         }
@@ -494,7 +385,7 @@ class _Coster:
             not_counted=not_counted,
         )
 
-    def _track_storage(self, op_type: str, domain: str, inputs: list[str], outputs: list[str],
+    def _track_storage(self, traits: OpTrait, domain: str, inputs: list[str], outputs: list[str],
                        arg_slots: frozenset[int]) -> None:
         """A folded node's outputs: the stored roots they come from (its data inputs' roots; a
         Constant or ConstantOfShape is a root itself) and the bytes a node reads of them per run
@@ -504,20 +395,22 @@ class _Coster:
         self.constant.update(outputs)
         data = [n for slot, n in enumerate(inputs) if n and slot not in arg_slots]
         default_domain = domain in DEFAULT_DOMAINS
-        if not (default_domain and op_type in _ROOT_PRODUCERS):
+        # a Constant's tensor and a ConstantOfShape's fill (materialized at load time) are stored
+        # roots themselves (cost-model.md section 3)
+        if not (default_domain and OpTrait.CONSTANT_SOURCE in traits):
             # settings (arg slots: a Reshape's shape, a Gather's indices) are no roots
             found = tuple(dict.fromkeys(root for n in data for root in roots.get(n, (n,))))
             for output in outputs:
                 roots[output] = found
-        if op_type in _STORAGE_PRESERVING and (default_domain or domain == "com.microsoft"):
+        if traits & _STORAGE_PRESERVING and (default_domain or domain == "com.microsoft"):
             total = sum(stored[n] if n in stored else size(n) or 0 for n in dict.fromkeys(data))
         else:
             total = None
         for output in outputs:
             stored[output] = total if total is not None else size(output) or 0
 
-    def _compute_dtype(self, op_type: str, inputs: list[str], outputs: list[str], activation_inputs: list[str],
-                       param_inputs: list[str]) -> str:
+    def _compute_dtype(self, op_type: str, rule: OpRule | None, inputs: list[str], outputs: list[str],
+                       activation_inputs: list[str], param_inputs: list[str]) -> str:
         """The element type the node computes in.
 
         In a QDQ graph a float op whose every data input comes out of DequantizeLinear runs in
@@ -530,70 +423,13 @@ class _Coster:
                 return dtype_name(self.info(sources[0]).dtype)
         tensors = self.tensors
         # a gather's activation input is its indices: it moves and computes in its data's type
-        order = (*outputs, *activation_inputs, *inputs) if op_type in _GATHERS else (*activation_inputs, *outputs, *inputs)
+        gathers = rule is not None and OpTrait.GATHER in rule.traits
+        order = (*outputs, *activation_inputs, *inputs) if gathers else (*activation_inputs, *outputs, *inputs)
         for tensor_name in order:
             tensor = tensors.get(tensor_name) if tensor_name else None
             if tensor is not None and tensor.dtype:
                 return dtype_name(tensor.dtype)
         return "unknown"
-
-
-@dataclass
-class CostGraph:
-    """The cost DAG: one record per node, in the model's order, linked through the tensors they
-    exchange (each tensor record names its producer and its consumers). Every later stage reads
-    this; :meth:`to_networkx` gives the same DAG as a networkx graph, for graph algorithms."""
-
-    name: str
-    records: list[NodeRecord]  # in the model's order, which is topological
-    tensors: dict[str, TensorRecord]
-    inputs: list[str]  # graph inputs that are not initializers
-    outputs: list[str]
-    # every parameter of the model, subgraphs included: name -> (elements, stored bytes), counted once
-    parameters: dict[str, tuple[int, int]]
-
-    def edges(self) -> Iterator[tuple[str, str, dict]]:
-        """``(producer, consumer, {"tensors": [...], "bytes": n})``: one edge per pair of nodes that
-        exchange tensors, by consumer in the model's order, then in the order its tensors are read.
-
-        >>> from onnxroof import analyze
-        >>> from onnxroof.core.examples import build_example
-        >>> next(analyze(build_example("shallownet")).cost_graph.edges())
-        ('conv2d_0', 'activation_0', {'tensors': ['conv2d_0'], 'bytes': 131072})
-        """
-        tensors = self.tensors
-        for record in self.records:
-            by_producer: dict[str, dict] = {}
-            for tensor_name in dict.fromkeys(record.inputs):
-                tensor = tensors.get(tensor_name) if tensor_name else None
-                if tensor is None or tensor.producer is None:
-                    continue
-                edge = by_producer.get(tensor.producer)
-                if edge is None:
-                    by_producer[tensor.producer] = {"tensors": [tensor_name], "bytes": tensor.bytes or 0}
-                else:
-                    edge["tensors"].append(tensor_name)
-                    edge["bytes"] += tensor.bytes or 0
-            for producer, data in by_producer.items():
-                yield producer, record.name, data
-
-    def to_networkx(self) -> nx.DiGraph:
-        """The DAG as a networkx DiGraph: nodes in the model's order with their record as node
-        attribute ``record``, edges with attributes ``tensors`` and ``bytes``, and the graph
-        attributes ``tensors``, ``inputs``, ``outputs`` and ``parameters``. networkx is imported
-        here: no stage needs it, and importing it alone takes 0.2 s."""
-        import networkx as nx
-
-        graph = nx.DiGraph(name=self.name, tensors=self.tensors, inputs=self.inputs, outputs=self.outputs,
-                           parameters=self.parameters)
-        graph.add_nodes_from(record.name for record in self.records)
-        # each record goes into its node's attribute dict ((name, attributes) pairs make networkx
-        # raise and catch a TypeError per node)
-        for (_, attributes), record in zip(graph.nodes(data=True), self.records):
-            attributes["record"] = record
-        graph.add_edges_from(self.edges())  # in one call: networkx's per-edge bookkeeping dominates otherwise
-        return graph
-
 
 def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions | None = None,
                fields: Sequence[NodeFields] | None = None) -> CostGraph:
@@ -653,13 +489,13 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     )
 
 
-def _apply_rule(handler, view: NodeView) -> tuple[str, str, OpCost]:
+def _apply_rule(handler, view: NodeView) -> tuple[NodeStatus, str, OpCost]:
     try:
-        return STATUS_OK, "", handler(view)
+        return NodeStatus.OK, "", handler(view)
     except UnknownValue as exc:
-        return STATUS_UNKNOWN_VALUE, str(exc), _NO_COST
+        return NodeStatus.UNKNOWN_VALUE, str(exc), _NO_COST
     except UnknownShape as exc:
-        return STATUS_UNKNOWN_SHAPE, str(exc), _NO_COST
+        return NodeStatus.UNKNOWN_SHAPE, str(exc), _NO_COST
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
         # a node the rule cannot read (a missing attribute, an odd rank): reported, not counted
-        return STATUS_UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", _NO_COST
+        return NodeStatus.UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", _NO_COST

@@ -27,6 +27,7 @@ import onnx
 from ..core.errors import UsageError
 from ..frontend.inputs import real_inputs
 from ..core.tensors import TensorInfo
+from ..ops import OpTrait, traits_of
 
 # what a decoder phase needs to know, for the message when none is found
 LOOKED_FOR = ("a past input the graph appends the new keys/values to (a Concat along one axis, or an attention "
@@ -35,10 +36,14 @@ _KEY = re.compile(r"(^|[._/\-])(key|keys|k)($|[._/\-])", re.IGNORECASE)
 _VALUE = re.compile(r"(^|[._/\-])(value|values|v)($|[._/\-])", re.IGNORECASE)
 _POSITION = re.compile(r"position", re.IGNORECASE)
 _EMBEDS = re.compile(r"embed", re.IGNORECASE)
-_PASS_THROUGH = frozenset({"Identity", "Cast", "CastLike"})
+# ops a cache or an index passes through unchanged but for its type (Identity, Cast, CastLike)
+_PASS_THROUGH = OpTrait.IDENTITY | OpTrait.RETYPE
 _INTEGER = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
 # ops that keep an index tensor's values (token ids flattened before the embedding Gather)
-_VALUES_THROUGH = _PASS_THROUGH | {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
+_VALUES_THROUGH = _PASS_THROUGH | OpTrait.RESHAPE
+# what a returned cache may pass through on its way to the attention's MatMul besides re-layouts:
+# this stage's reading of how exporters build attention (GQA repeats, scaling), not op facts
+_CACHE_STEPS = frozenset({"Expand", "Concat", "Mul", "Div"})
 MS = "com.microsoft"
 # attention ops that take a KV cache: op -> ((past input slot, present output slot, kind), ...),
 # past and present [B, H, length, D] unless noted
@@ -211,16 +216,16 @@ def _returned_caches(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoPro
     found = []
     for output in graph.output:
         dims = _dims(output)
-        through = _VALUES_THROUGH | {"Expand", "Concat", "Mul", "Div"}  # re-layouts, GQA repeats, scaling
         if len(dims) != 4:
             continue
-        if length in dims and any(n.op_type == "MatMul" for n, _, _ in _reached(output.name, consumers, through)):
+        reached = _reached(output.name, consumers, _VALUES_THROUGH, _CACHE_STEPS) if length in dims else ()
+        if any(n.op_type == "MatMul" for n, _, _ in reached):
             found.append(CacheTensor("", output.name, dims.index(length), _kind(output.name, output.name),
                                      "returned by the prompt step"))
             continue
         # a static cache: a stored max-length buffer the prompt's keys are scattered into ([B, H, L, D])
         producer = producers.get(output.name)
-        while producer is not None and producer.op_type in (*_PASS_THROUGH, "Transpose"):
+        while producer is not None and _is(producer, _PASS_THROUGH | OpTrait.PERMUTES_AXES):
             producer = producers.get(producer.input[0])
         if producer is not None and producer.op_type in ("ScatterND", "ScatterElements") and _is_stored(
                 producer.input[0], producers, stored):
@@ -231,19 +236,27 @@ def _returned_caches(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoPro
 
 def _is_stored(name: str, producers, stored: set[str]) -> bool:
     """Whether ``name`` is an initializer, directly or through Identity/Cast/Transpose."""
-    while name not in stored and name in producers and producers[name].op_type in (*_PASS_THROUGH, "Transpose"):
+    while name not in stored and name in producers and _is(producers[name], _PASS_THROUGH | OpTrait.PERMUTES_AXES):
         name = producers[name].input[0]
     return name in stored
 
 
-def _reached(name: str, consumers, through: frozenset[str] = _PASS_THROUGH) -> list[tuple[onnx.NodeProto, int, list[int] | None]]:
-    """The nodes reading ``name`` directly or through ops in ``through`` (default Identity/Cast)
-    and Transpose, with the Transpose's permutation (reader axis -> axis of ``name``)."""
+def _is(node: onnx.NodeProto, traits: OpTrait) -> bool:
+    """Whether the registry gives ``node``'s op one of ``traits``."""
+    return bool(traits_of(node.domain, node.op_type) & traits)
+
+
+def _reached(name: str, consumers, through: OpTrait = _PASS_THROUGH,
+             also: frozenset[str] = frozenset()) -> list[tuple[onnx.NodeProto, int, list[int] | None]]:
+    """The nodes reading ``name`` directly or through ops with one of the traits ``through``
+    (default Identity/Cast) or named in ``also``, and Transpose, with the Transpose's permutation
+    (reader axis -> axis of ``name``)."""
     found, frontier = [], [(name, None)]
     while frontier:
         tensor, perm = frontier.pop()
         for node, slot in consumers.get(tensor, ()):
-            if (node.op_type in through or (node.op_type == "Concat" and len(node.input) == 1)) and slot == 0:
+            passes = node.op_type in also or _is(node, through) or (node.op_type == "Concat" and len(node.input) == 1)
+            if passes and slot == 0:
                 frontier.append((node.output[0], perm))  # a one-input Concat is a copy
             elif node.op_type == "Transpose" and slot == 0:
                 step = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
@@ -259,7 +272,7 @@ def _to_output(tensor: str, outputs: dict[str, list], consumers) -> str | None:
     seen = 0
     while tensor not in outputs and seen < 8:
         passing = [n for n, slot in consumers.get(tensor, ())
-                   if (n.op_type in _PASS_THROUGH or n.op_type == "Transpose") and slot == 0]
+                   if _is(n, _PASS_THROUGH | OpTrait.PERMUTES_AXES) and slot == 0]
         if not passing:
             return None
         tensor, seen = passing[0].output[0], seen + 1

@@ -35,8 +35,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..frontend.evaluator import BROADCASTING_OPS
-from .graph import STATUS_DATA_DEPENDENT, STATUS_OK, STATUS_UNKNOWN_SHAPE, CostGraph, CostOptions, cost_graph
+from ..ops import OpTrait, traits_of
+from .graph import cost_graph
+from .records import CostGraph, CostOptions, NodeStatus
 from ..core.nodes import NodeFields, node_names
 from ..frontend.shapes import ShapeResult
 from ..core.tensors import Dim, TensorInfo
@@ -62,7 +63,8 @@ class DataDependentSizes:
     bounds: dict[str, int] = field(default_factory=dict)  # symbol in no split -> its upper bound
 
 
-# A data-dependent count of an op's output is at most the extent it selects from.
+# A data-dependent count of an op's output is at most the extent it selects from (this stage's
+# reading of each op's spec, for the bound it states; TopK and Split are sized by a value, not data).
 _BOUNDED_BY_INPUT = {"NonZero": "elements", "Compress": "axis", "Unique": "elements", "TopK": "axis",
                      "Split": "axis"}
 
@@ -103,7 +105,7 @@ def find_splits(fields: Sequence[NodeFields], names: Sequence[str], tensors: dic
                 sums.append((f"Concat {label!r}", out[axis % len(out)], [p[axis % len(out)] for p in parts]))
         elif node.op_type == "Reshape" and len(node.inputs) > 1:
             _solve_reshape(shape(node.inputs[0]), shape(node.outputs[0]), solved, found.origins)
-        elif node.op_type in BROADCASTING_OPS:
+        elif OpTrait.BROADCASTS in traits_of(node.domain, node.op_type):
             _solve_broadcast([shape(n) for n in node.inputs if n], shape(node.outputs[0]), solved, found.origins)
     sums += partitions.sums(shape)
     found.values = dict(solved)
@@ -124,7 +126,11 @@ def _axis(node: NodeFields, default: int = 0) -> int:
 
 
 # Ops that pass their input's values on unchanged, re-laid out or re-typed.
-_VALUE_PRESERVING = frozenset("Reshape Flatten Squeeze Unsqueeze Identity Cast".split())
+_VALUE_PRESERVING = OpTrait.RESHAPE | OpTrait.IDENTITY | OpTrait.RETYPE
+
+
+def _keeps_values(node: NodeFields) -> bool:
+    return bool(traits_of(node.domain, node.op_type) & _VALUE_PRESERVING)
 
 
 class _Partitions:
@@ -153,9 +159,9 @@ class _Partitions:
             size = data[_axis(node, -1 if op == "TopK" else 0) % len(data)]
             if isinstance(size, int):
                 self.classes[outputs[1] if op == "TopK" and len(outputs) > 1 else outputs[0]] = (size, label)
-        elif op in _VALUE_PRESERVING and source in self.classes:
+        elif source in self.classes and _keeps_values(node):
             self.classes[outputs[0]] = self.classes[source]
-        elif op in _VALUE_PRESERVING and source in self.masks:
+        elif source in self.masks and _keeps_values(node):
             self.masks[outputs[0]] = self.masks[source]
         elif op == "Equal" and len(inputs) == 2:
             for index, other in (inputs, inputs[::-1]):
@@ -316,7 +322,7 @@ def _label_splits(graph: CostGraph, plus_one: CostGraph, sizes: DataDependentSiz
     for record, more in zip(graph.records, plus_one.records):
         symbol = next((d for n in (*record.inputs, *record.outputs) if n in tensors
                        for d in tensors[n].shape or () if d in by_symbol), None)
-        if record.status == STATUS_OK and symbol is not None:
+        if record.status == NodeStatus.OK and symbol is not None:
             touching.append((record, symbol))
             macs, flops = per_row[symbol]
             per_row[symbol] = (macs + more.macs - record.macs, flops + more.flops - record.flops)
@@ -341,10 +347,10 @@ def _bound_the_rest(graph: CostGraph, bounded: CostGraph, sizes: DataDependentSi
         # a size of its own, or one computed from such sizes (a Slice whose bounds come from them)
         symbols = [d for shape in (*record.input_shapes, *record.output_shapes) for d in shape or ()
                    if isinstance(d, str) and d in sizes.origins]
-        if record.status == STATUS_UNKNOWN_SHAPE and symbols and at_bound.counted:
+        if record.status == NodeStatus.UNKNOWN_SHAPE and symbols and at_bound.counted:
             symbol = next((d for d in symbols if d in sizes.bounds), symbols[0])
             bound = f", at most {sizes.bounds[symbol]:,}" if symbol in sizes.bounds else ""
-            record.status = STATUS_DATA_DEPENDENT
+            record.status = NodeStatus.DATA_DEPENDENT
             record.reason = (f"data-dependent size {symbol} (from {sizes.origins[symbol]}{bound}): not counted; "
                              f"at most {at_bound.macs:,} MACs, {at_bound.flops:,} FLOPs with every such size at "
                              "its bound")

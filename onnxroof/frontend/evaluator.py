@@ -21,19 +21,16 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, has_subgraph, node_names, read_node_fields
 from ..core.tensors import Dim, TensorInfo, has_external_data, info_from_value_info
+from ..ops import OpTrait, traits_of
 
-# Shape arithmetic the partial evaluator runs when all inputs have values.
+# Shape arithmetic the partial evaluator runs when all inputs have values: this stage's own
+# choice of what it runs (onnx.reference's kernels, on small values), not a fact about the ops.
 EVALUABLE_OPS = frozenset(
     """Abs Add And Cast CastLike Ceil Clip Concat ConstantOfShape CumSum Div Equal Expand Flatten
     Floor Gather GatherElements GatherND Greater GreaterOrEqual Identity Less LessOrEqual Max Min
     Mod Mul Neg NonZero Not Or Pow Range Reciprocal ReduceMax ReduceMin ReduceProd ReduceSum
     Reshape Round ScatterElements ScatterND Shape Sign Size Slice Split Sqrt Squeeze Sub Tile
     Transpose Trilu Unsqueeze Where Xor""".split()
-)
-# Elementwise ops whose output is the broadcast of their inputs (sized before running them).
-BROADCASTING_OPS = frozenset(
-    """Add And Div Equal Greater GreaterOrEqual Less LessOrEqual Max Min Mod Mul Or Pow Sub Where
-    Xor""".split()
 )
 # Values larger than this are not kept: shape arithmetic is tiny, weights are not evaluated.
 MAX_VALUE_ELEMENTS = 4096
@@ -581,7 +578,8 @@ def _predicted_elements(op_type: str, args: list[np.ndarray | None]) -> int:
         if op_type == "Range":
             start, limit, delta = (float(a) for a in args)
             return max(0, math.ceil((limit - start) / delta)) if delta else MAX_VALUE_ELEMENTS + 1
-        if op_type in BROADCASTING_OPS:
+        # an op whose output is the broadcast of its inputs (evaluated ops are ONNX's own)
+        if OpTrait.BROADCASTS in traits_of("", op_type):
             return math.prod(np.broadcast_shapes(*(a.shape for a in args if a is not None)))
     except Exception:  # malformed arguments: let the node be re-inferred instead
         return MAX_VALUE_ELEMENTS + 1

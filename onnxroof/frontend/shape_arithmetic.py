@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import onnx
 
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields
-from ..ops import rule_for
+from ..ops import OpTrait, rule_for, traits_of
 
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
 
@@ -46,8 +46,9 @@ def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs:
             if attribute.type == _GRAPH_ATTRIBUTE:
                 outer |= _names_read(attribute.g)
                 has_subgraph = True
-        if not has_subgraph and (node.op_type in _SHAPE_SOURCES and node.domain in DEFAULT_DOMAINS
-                                 or all(n in derived for n in node.inputs if n)):
+        # an op reading only its input's shape (Shape, Size) makes a tensor that follows from shapes alone
+        shape_source = node.domain in DEFAULT_DOMAINS and OpTrait.READS_SHAPE_ONLY in traits_of("", node.op_type)
+        if not has_subgraph and (shape_source or all(n in derived for n in node.inputs if n)):
             derived.update(o for o in node.outputs if o)
     arithmetic: set[int] = set()  # positions of shape-arithmetic nodes
     settings: set[str] = set()
@@ -67,9 +68,6 @@ def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs:
             arithmetic.add(position)
             settings.update(made)
     return settings
-
-
-_SHAPE_SOURCES = frozenset({"Shape", "Size"})  # their outputs follow from shapes alone
 
 
 def _names_read(graph: onnx.GraphProto) -> set[str]:

@@ -3,7 +3,9 @@
 Each rule's handler takes a :class:`NodeView` (the node with its input and output shapes) and
 returns an :class:`OpCost`; its docstring is its formula. One module per op family holds the
 handlers; families that share a shape share a parameterized factory instead of near-copies.
-Users override or add rules with :func:`register` (the same hook plugins use).
+Users override or add rules with :func:`register` (the same hook plugins use). Each rule also
+says what its op *is* (:class:`OpTrait`: a view, elementwise, a softmax, ...), for the stages
+after costing: :func:`traits_of` reads it.
 
 A rule for an op ONNX has no schema for (the ``com.microsoft`` contrib ops, onnxruntime's
 SimplifiedLayerNormalization) also gives its outputs' types and shapes (``shapes=``), so shape
@@ -25,6 +27,7 @@ from .base import (  # noqa: F401  (the package's interface)
     NodeView,
     OpCost,
     OpRule,
+    OpTrait,
     OutputType,
     ShapeHandler,
     UnknownShape,
@@ -34,6 +37,7 @@ from .base import (  # noqa: F401  (the package's interface)
     register,
     rule_for,
     same_as_input,
+    traits_of,
     zero_cost,
 )
 

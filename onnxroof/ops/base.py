@@ -1,11 +1,12 @@
-"""The cost rules' vocabulary and registry: :class:`OpCost`, :class:`NodeView`, :class:`OpRule`,
-:func:`register` and :func:`rule_for`. The families (one module each) import from here; the
+"""The cost rules' vocabulary and registry: :class:`OpCost`, :class:`NodeView`, :class:`OpTrait`,
+:class:`OpRule`, :func:`register`, :func:`rule_for` and :func:`traits_of`. The families (one module each) import from here; the
 package imports them all, so that every rule is registered once ``onnxroof.ops`` is imported."""
 
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Flag, auto
 from math import prod
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -105,6 +106,52 @@ class UnknownValue(Exception):
     """A value the rule needs (a Loop's trip count) is not known; the message says how to give it."""
 
 
+class OpTrait(Flag):
+    """What an op *is*, as the stages after the cost rules need to know it: declared once, where
+    the op's rule is registered (``register(..., traits=...)``), and read through :func:`traits_of`.
+    Combine them with ``|``; test one with ``OpTrait.VIEW in traits_of(domain, op_type)``.
+
+    >>> traits = traits_of("", "Cast")
+    >>> OpTrait.RETYPE in traits, OpTrait.ELEMENTWISE in traits, OpTrait.VIEW in traits
+    (True, True, False)
+    """
+
+    NONE = 0
+    # output 0 shares input 0's buffer (a reshape, an identity, a reinterpretation of the bits): the
+    # memory stage gives them one buffer, and the op moves no bytes
+    VIEW = auto()
+    # output 0 holds input 0's elements in the same order under another shape
+    RESHAPE = auto()
+    # output 0 is input 0, always (Dropout is one only at inference: a VIEW, not an IDENTITY)
+    IDENTITY = auto()
+    # output 0 holds input 0's values converted to another element type
+    RETYPE = auto()
+    # output 0 is input 0 with its axes permuted
+    PERMUTES_AXES = auto()
+    # a copy whose elements move with no contiguous run to copy (a transpose of the memory layout)
+    STRIDED_COPY = auto()
+    # applies one function per element (or per channel), so it can run as another kernel's
+    # epilogue, its output written once by that kernel
+    ELEMENTWISE = auto()
+    # its inputs broadcast to its output's shape, numpy style (multidirectional broadcasting)
+    BROADCASTS = auto()
+    # a softmax over one axis: max, exponentials, their sum, a division
+    SOFTMAX = auto()
+    # reads the elements its indices input picks from its data input, and writes them in the data's type
+    GATHER = auto()
+    # turns quantized integers into real numbers: runtimes run it inside the integer kernel that
+    # reads its output, so a stored weight behind it is read at its quantized size
+    DEQUANTIZE = auto()
+    # writes a tensor from its attributes (and a shape) alone: a folded one is a stored root
+    CONSTANT_SOURCE = auto()
+    # its output is not a function of its inputs (random draws): never folded
+    NONDETERMINISTIC = auto()
+    # the size of its output depends on its inputs' values, not only on their shapes
+    DATA_DEPENDENT_SIZE = auto()
+    # reads only its input's shape (or size), never its data
+    READS_SHAPE_ONLY = auto()
+
+
 Handler = Callable[[NodeView], OpCost]
 # What an op writes, for ops ONNX has no schema for: per output, (ONNX element type, shape) with dims
 # as ints, symbol names or None, or None for an output the rule cannot size. Shape inference goes
@@ -127,6 +174,7 @@ class OpRule:
     # the output types and shapes, for an op without an ONNX schema (contrib ops) or whose schema
     # infers none (ai.onnx.ml)
     shapes: ShapeHandler | None = None
+    traits: OpTrait = OpTrait.NONE  # what the op is, for the memory, fusion and later stages
 
     @property
     def formula(self) -> str:
@@ -174,16 +222,28 @@ def register(
     domain: str = "",
     arg_inputs: Iterable[int] = (),
     shapes: ShapeHandler | None = None,
+    traits: OpTrait | None = None,
 ) -> None:
     """Add or replace the rule for ``op_types`` in ``domain`` (the user/plugin override hook).
-    ``shapes`` gives the outputs' types and shapes of an op ONNX has no schema for."""
+    ``shapes`` gives the outputs' types and shapes of an op ONNX has no schema for; ``traits``
+    what the op is (:class:`OpTrait`: a view, elementwise, ...), which the memory and fusion
+    stages read. Without ``traits``, a rule replacing another keeps the replaced rule's traits (a
+    new formula for Reshape leaves it a view), and a new op has none."""
     for op_type in [op_types] if isinstance(op_types, str) else op_types:
         key = ("" if domain in DEFAULT_DOMAINS else domain, op_type)
-        COST_RULES[key] = OpRule(handler, family, frozenset(arg_inputs), shapes=shapes)
+        replaced = COST_RULES.get(key)
+        kept = traits if traits is not None else replaced.traits if replaced is not None else OpTrait.NONE
+        COST_RULES[key] = OpRule(handler, family, frozenset(arg_inputs), shapes=shapes, traits=kept)
 
 
 def rule_for(domain: str, op_type: str) -> OpRule | None:
     return COST_RULES.get(("" if domain in DEFAULT_DOMAINS else domain, op_type))
+
+
+def traits_of(domain: str, op_type: str) -> OpTrait:
+    """What the registry says ``op_type`` of ``domain`` is; ``OpTrait.NONE`` for an op without a rule."""
+    rule = COST_RULES.get(("" if domain in DEFAULT_DOMAINS else domain, op_type))
+    return rule.traits if rule is not None else OpTrait.NONE
 
 
 def output_types(node: onnx.NodeProto, inputs: tuple[TensorInfo | None, ...],

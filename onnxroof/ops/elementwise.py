@@ -16,7 +16,7 @@ per-element formula over their output.
 
 from __future__ import annotations
 
-from .base import Handler, NodeView, OpCost, OutputType, per_element_flop_counter, register, same_as_input
+from .base import Handler, NodeView, OpCost, OpTrait, OutputType, per_element_flop_counter, register, same_as_input
 from ._shapes import dims, dtype, scale
 
 # op -> (operations per output element, the formula they come from)
@@ -165,18 +165,32 @@ def mel_weight_matrix(node: NodeView) -> OpCost:
     return OpCost(flops=2 * elements, formula=f"2·{elements:,} weights = {2 * elements:,} FLOPs")
 
 
+# Every op here is ELEMENTWISE (it may run as another kernel's epilogue). Those whose output is the
+# broadcast of their inputs are BROADCASTS too. PRelu, BitShift, the Bitwise ops, Sum and Mean
+# broadcast as well but are not declared yet: the split solver (cost/splits.py) would then infer
+# more from them, a change of its results for a commit of its own.
+BROADCASTING = frozenset("Add And Div Equal Greater GreaterOrEqual Less LessOrEqual Max Min Mod Mul Or Pow Sub Where "
+                         "Xor".split())
+
+
+def _traits(op_type: str) -> OpTrait:
+    return OpTrait.ELEMENTWISE | OpTrait.BROADCASTS if op_type in BROADCASTING else OpTrait.ELEMENTWISE
+
+
 for _op, (_count, _rule) in ELEMENTWISE_FLOPS.items():
     register(_op, elementwise_flop_counter(_count, _rule), family="elementwise",
-             arg_inputs=(1, 2) if _op == "Clip" else ())
-register("Gelu", gelu, family="elementwise")
+             arg_inputs=(1, 2) if _op == "Clip" else (), traits=_traits(_op))
+register("Gelu", gelu, family="elementwise", traits=OpTrait.ELEMENTWISE)
 for _op, (_extra, _rule) in VARIADIC_EXTRA.items():
-    register(_op, variadic_flop_counter(_extra, _rule), family="elementwise")
+    register(_op, variadic_flop_counter(_extra, _rule), family="elementwise", traits=_traits(_op))
 for _op, (_count, _rule) in CONTRIB_FLOPS.items():
     # contrib outputs keep X's shape; count on input 0 so a missing stored output shape does not matter
     register(_op, per_element_flop_counter(_count, _rule, on="input"), family="elementwise", domain="com.microsoft",
-             shapes=same_as_input(0))
-register("FastGelu", fast_gelu, family="elementwise", domain="com.microsoft", shapes=same_as_input(0))
-register("BiasSplitGelu", bias_split_gelu, family="elementwise", domain="com.microsoft", shapes=bias_split_gelu_shapes)
+             shapes=same_as_input(0), traits=OpTrait.ELEMENTWISE)
+register("FastGelu", fast_gelu, family="elementwise", domain="com.microsoft", shapes=same_as_input(0),
+         traits=OpTrait.ELEMENTWISE)
+register("BiasSplitGelu", bias_split_gelu, family="elementwise", domain="com.microsoft", shapes=bias_split_gelu_shapes,
+         traits=OpTrait.ELEMENTWISE)
 for _op, (_count, _rule) in WINDOW_FLOPS.items():
     register(_op, window(_count, _rule), family="signal", arg_inputs=(0,))
 register("MelWeightMatrix", mel_weight_matrix, family="signal", arg_inputs=(0, 1, 2, 3, 4))

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .base import Handler, NodeView, OpCost, OutputType, register, same_as_input
+from .base import Handler, NodeView, OpCost, OpTrait, OutputType, register, same_as_input
 from ._shapes import FLOAT, INT32, dims, dtype
 
 SOFTMAX_FLOPS = 5  # max, subtract, exp, sum, divide (shared with the attention rules)
@@ -212,9 +212,12 @@ _CONTRIB_NORM_SHAPES = {
 # lets its transformers optimizer emit it (opset 12-16 BERT and GPT-2 exports).
 _ORT_DEFAULT_DOMAIN_SHAPES = {"SimplifiedLayerNormalization": layer_norm_shapes, "LayerNormalization": layer_norm_shapes}
 
+# inference BatchNormalization is a per-channel scale and shift: it joins a kernel as its epilogue
+_NORM_TRAITS = {"BatchNormalization": OpTrait.ELEMENTWISE, "Softmax": OpTrait.SOFTMAX, "LogSoftmax": OpTrait.SOFTMAX}
+
 for _op, (_flops, _rule, _optional) in NORM_FLOPS.items():
     register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization",
-             shapes=_ORT_DEFAULT_DOMAIN_SHAPES.get(_op))
+             shapes=_ORT_DEFAULT_DOMAIN_SHAPES.get(_op), traits=_NORM_TRAITS.get(_op, OpTrait.NONE))
 for _op, (_flops, _rule, _optional) in CONTRIB_NORM_FLOPS.items():
     register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization", domain=MS,
              shapes=_CONTRIB_NORM_SHAPES[_op])

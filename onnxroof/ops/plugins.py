@@ -5,13 +5,17 @@ A plugin registers rules with :func:`onnxroof.register` when it is imported::
 
     # my_ops.py
     from onnxroof import register
-    from onnxroof.ops import OpCost
+    from onnxroof.ops import OpCost, OpTrait
 
     def my_gelu(node):
         \"\"\"FLOPs = 8 x output elements.\"\"\"
         return OpCost(flops=8 * node.output_elements(0))
 
-    register("MyGelu", my_gelu, family="elementwise", domain="my.domain")
+    register("MyGelu", my_gelu, family="elementwise", domain="my.domain", traits=OpTrait.ELEMENTWISE)
+
+``traits`` tells the later stages what the op is (:class:`onnxroof.ops.OpTrait`): an ELEMENTWISE op
+may join a convolution's or matmul's kernel as its epilogue, a VIEW shares its input's buffer in
+the memory stage.
 
 A package does the same from a module named in its metadata::
 

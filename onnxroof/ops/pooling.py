@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from math import ceil, log2, prod
 
-from .base import Handler, NodeView, OpCost, register
+from .base import Handler, NodeView, OpCost, OpTrait, register
 from .tensor import TAPS_PER_AXIS, blend_flops, data_movement
 
 
@@ -128,4 +128,5 @@ register("GlobalLpPool", global_lp_pool, family="pooling")
 register("MaxUnpool", data_movement, family="pooling", arg_inputs=(1, 2))  # a scatter: indices, output_shape
 register("RoiAlign", roi_align, family="pooling", arg_inputs=(2,))  # batch_indices
 register("MaxRoiPool", max_roi_pool, family="pooling")
-register("NonMaxSuppression", non_max_suppression, family="detection", arg_inputs=(2, 3, 4))
+register("NonMaxSuppression", non_max_suppression, family="detection", arg_inputs=(2, 3, 4),
+         traits=OpTrait.DATA_DEPENDENT_SIZE)  # as many boxes as survive

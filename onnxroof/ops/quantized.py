@@ -56,8 +56,8 @@ from typing import Sequence
 import onnx
 from onnx import TensorProto
 
-from .base import Handler, NodeView, OpCost, OutputType, ShapeHandler, per_element_flop_counter, register, rule_for, \
-    same_as_input, zero_cost
+from .base import Handler, NodeView, OpCost, OpTrait, OutputType, ShapeHandler, per_element_flop_counter, register, \
+    rule_for, same_as_input, zero_cost
 from . import _shapes as shape_rules
 from ._shapes import FLOAT, broadcast_of, dims, dtype, with_derived_outputs
 from .conv import conv
@@ -280,9 +280,10 @@ for _domain in ("", MS):  # the default-domain ops have ONNX schemas: ONNX sizes
     _ms = _domain == MS
     register("QuantizeLinear", per_element_flop_counter(QUANTIZE_FLOPS, "x / scale, round, + zero point, saturate",
                                                         on="input"), family="quantized", domain=_domain,
-             shapes=quantize_linear_shapes if _ms else None)
+             shapes=quantize_linear_shapes if _ms else None, traits=OpTrait.ELEMENTWISE)
     register("DequantizeLinear", per_element_flop_counter(DEQUANTIZE_FLOPS, "(x - zero point) · scale", on="input"),
-             family="quantized", domain=_domain, shapes=dequantize_linear_shapes if _ms else None)
+             family="quantized", domain=_domain, shapes=dequantize_linear_shapes if _ms else None,
+             traits=OpTrait.ELEMENTWISE | OpTrait.DEQUANTIZE)
     # x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
     register("QLinearConv", product_counter(conv, (0, 3), REQUANTIZE_FLOPS, "int8 conv, requantized output"),
              family="quantized", domain=_domain, shapes=qlinear_conv_shapes if _ms else None)

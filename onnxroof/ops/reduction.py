@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from math import ceil, log2, prod
 
-from .base import Handler, NodeView, OpCost, register
+from .base import Handler, NodeView, OpCost, OpTrait, register
 
 # op -> (FLOPs per input element a, FLOPs per output element b, the rule); total = a·in + b·out
 REDUCTIONS: dict[str, tuple[int, int, str]] = {
@@ -188,8 +188,8 @@ for _op, (_per_input, _per_output, _rule) in REDUCTIONS.items():
 register(["CumSum", "CumProd"], scan, family="reduction", arg_inputs=(1,))  # axis
 register("TopK", top_k, family="reduction", arg_inputs=(1,))  # K
 register("Hardmax", hardmax, family="reduction")
-register("NonZero", non_zero, family="reduction")
-register("Unique", unique, family="reduction")
+register("NonZero", non_zero, family="reduction", traits=OpTrait.DATA_DEPENDENT_SIZE)
+register("Unique", unique, family="reduction", traits=OpTrait.DATA_DEPENDENT_SIZE)
 register("NegativeLogLikelihoodLoss", negative_log_likelihood_loss, family="reduction")
 register("SoftmaxCrossEntropyLoss", softmax_cross_entropy_loss, family="reduction")
 register("TfIdfVectorizer", tf_idf_vectorizer, family="reduction")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from math import ceil, prod
 
-from .base import Handler, NodeView, OpCost, register, zero_cost
+from .base import Handler, NodeView, OpCost, OpTrait, register, zero_cost
 
 TAPS_PER_AXIS: dict[str, int] = {"nearest": 1, "linear": 2, "cubic": 4}
 # older spellings: Upsample-7 "bilinear", GridSample-16 "bilinear"/"bicubic"
@@ -147,6 +147,18 @@ VIEWS: dict[str, tuple[int, ...]] = {
     "Optional": (), "OptionalGetElement": (),  # wrap / unwrap a reference
 }
 SCATTERS: dict[str, tuple[int, ...]] = {"ScatterElements": (1,), "ScatterND": (1,), "Scatter": (1,)}
+# what the copies and views above are, beyond moving (or aliasing) their data (OpTrait)
+_RESHAPE_VIEW = OpTrait.VIEW | OpTrait.RESHAPE
+TRAITS: dict[str, OpTrait] = {
+    "Reshape": _RESHAPE_VIEW, "Flatten": _RESHAPE_VIEW, "Squeeze": _RESHAPE_VIEW, "Unsqueeze": _RESHAPE_VIEW,
+    "Identity": OpTrait.VIEW | OpTrait.IDENTITY,
+    "Transpose": OpTrait.PERMUTES_AXES | OpTrait.STRIDED_COPY,
+    "DepthToSpace": OpTrait.STRIDED_COPY, "SpaceToDepth": OpTrait.STRIDED_COPY,
+    # a conversion per element: joins a kernel as its epilogue
+    "Cast": OpTrait.RETYPE | OpTrait.ELEMENTWISE, "CastLike": OpTrait.RETYPE | OpTrait.ELEMENTWISE,
+    "GatherElements": OpTrait.GATHER, "GatherND": OpTrait.GATHER,
+    "Compress": OpTrait.DATA_DEPENDENT_SIZE,  # as many rows as the condition selects
+}
 
 RANDOM_REASON = "random draws: RNG work is not counted as arithmetic; the output's bytes are counted"
 STRING_REASON = "string handling: character work, not numeric arithmetic"
@@ -159,18 +171,18 @@ def gather(node: NodeView) -> OpCost:
     return OpCost(formula=f"0 FLOPs; reads {rows:,} gathered elements", weight_elements_read=rows)
 
 
-register("Gather", gather, family="tensor", arg_inputs=(1,))
+register("Gather", gather, family="tensor", arg_inputs=(1,), traits=OpTrait.GATHER)
 for _op, _args in DATA_MOVEMENT.items():
-    register(_op, data_movement, family="tensor", arg_inputs=_args)
+    register(_op, data_movement, family="tensor", arg_inputs=_args, traits=TRAITS.get(_op, OpTrait.NONE))
 for _op, _args in VIEWS.items():
-    register(_op, view, family="tensor", arg_inputs=_args)
+    register(_op, view, family="tensor", arg_inputs=_args, traits=TRAITS.get(_op, OpTrait.VIEW))
 for _op, _args in SCATTERS.items():
     register(_op, scatter, family="tensor", arg_inputs=_args)
-register(["Shape", "Size"], metadata, family="tensor")
+register(["Shape", "Size"], metadata, family="tensor", traits=OpTrait.READS_SHAPE_ONLY)
 register(["SequenceEmpty", "SequenceLength", "OptionalHasElement"], container, family="tensor")
 # Constant producers are folded at load time; the graph stage marks their outputs as parameters.
-register("Constant", data_movement, family="tensor")
-register("ConstantOfShape", data_movement, family="tensor", arg_inputs=(0,))
+register("Constant", data_movement, family="tensor", traits=OpTrait.CONSTANT_SOURCE)
+register("ConstantOfShape", data_movement, family="tensor", arg_inputs=(0,), traits=OpTrait.CONSTANT_SOURCE)
 register("Range", data_movement, family="tensor", arg_inputs=(0, 1, 2))
 register("Resize", resize, family="tensor", arg_inputs=(1, 2, 3))  # roi, scales, sizes
 register("Upsample", resize, family="tensor", arg_inputs=(1,))  # scales
@@ -178,7 +190,9 @@ register("GridSample", grid_sample, family="tensor")
 register("AffineGrid", affine_grid, family="tensor", arg_inputs=(1,))  # size
 register("Col2Im", col2im, family="tensor", arg_inputs=(1, 2))  # image_shape, block_shape
 _random: Handler = zero_cost(RANDOM_REASON)
-register(["RandomNormal", "RandomUniform", "Bernoulli", "Multinomial"], _random, family="random")
-register(["RandomNormalLike", "RandomUniformLike"], _random, family="random", arg_inputs=(0,))  # shape source only
+register(["RandomNormal", "RandomUniform", "Bernoulli", "Multinomial"], _random, family="random",
+         traits=OpTrait.NONDETERMINISTIC)
+register(["RandomNormalLike", "RandomUniformLike"], _random, family="random", arg_inputs=(0,),
+         traits=OpTrait.NONDETERMINISTIC)  # shape source only
 register(["RegexFullMatch", "StringConcat", "StringNormalizer", "StringSplit"], zero_cost(STRING_REASON), family="string")
 register("ImageDecoder", zero_cost(IMAGE_DECODE_REASON), family="image")

@@ -30,21 +30,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from ..cost.graph import STATUS_CONSTANT
+from ..cost.records import NodeStatus
+from ..ops import OpTrait, traits_of
 from .targets import FUSION_RULES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
 
 if TYPE_CHECKING:
-    from ..cost.graph import CostGraph, NodeRecord
+    from ..cost.records import CostGraph, NodeRecord
 
 # named policies for --fusion; a policy may also list rule sets ("epilogue,elementwise")
 POLICIES = {"none": (), "epilogue": ("epilogue",), "all": tuple(FUSION_RULES)}
 
-# ops that apply one function per element (or per channel) and so can run as another kernel's
-# epilogue; views move nothing and join any kernel
-_ELEMENTWISE_OPS = frozenset({"BatchNormalization", "Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"})
-_SOFTMAX_OPS = frozenset({"Softmax", "LogSoftmax"})
+# The rule families whose MACs make a kernel's anchor (a convolution or matmul its epilogue joins):
+# the registry's families, plus "attention", the family the cost stage gives an activation x
+# activation matmul. What an op is (elementwise, a softmax, a strided copy) its traits say.
 _MAC_FAMILIES = frozenset({"conv", "matmul", "attention", "quantized"})
-_STRIDED_COPIES = frozenset({"Transpose", "DepthToSpace", "SpaceToDepth"})  # no contiguous run to copy
 
 
 @dataclass
@@ -154,9 +153,10 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
         return "reduction"
     if "elementwise" in kinds:
         return "elementwise"
-    moves = [r for r in records if r.family == "tensor" and not r.shape_only and r.status != STATUS_CONSTANT]
+    moves = [r for r in records if r.family == "tensor" and not r.shape_only and r.status != NodeStatus.CONSTANT]
     if moves:
-        return "transpose" if any(r.op_type in _STRIDED_COPIES for r in moves) else "data_movement"
+        strided = any(OpTrait.STRIDED_COPY in traits_of(r.domain, r.op_type) for r in moves)
+        return "transpose" if strided else "data_movement"
     return None
 
 
@@ -209,13 +209,14 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
 def _kind(record: NodeRecord) -> str:
     if record.view:
         return "view"
-    if record.subgraphs or record.shape_only or record.status == STATUS_CONSTANT:
+    if record.subgraphs or record.shape_only or record.status == NodeStatus.CONSTANT:
         return "alone"  # control flow runs its own kernels; shape arithmetic and folded constants run on the host
     if record.macs and record.family in _MAC_FAMILIES:
         return "attention" if record.family == "attention" else "mac"
-    if record.family == "elementwise" or record.op_type in _ELEMENTWISE_OPS:
+    traits = traits_of(record.domain, record.op_type)
+    if OpTrait.ELEMENTWISE in traits:  # one function per element (or channel): an epilogue
         return "elementwise"
-    if record.op_type in _SOFTMAX_OPS:
+    if OpTrait.SOFTMAX in traits:
         return "softmax"
     if record.family in ("reduction", "normalization"):
         return "reduction"

@@ -8,7 +8,7 @@ policy) or when the target has no on-chip memory to keep them; the model's input
 DRAM and its outputs written there.
 
 >>> point = roofline(flops=2_424_832, dram_bytes=1_314_344, peak_flops_per_s=44.8e9, dram_bytes_per_s=12.8e9)
->>> point.bound, round(point.intensity, 2), round(point.time_s * 1e3, 3)
+>>> str(point.bound), round(point.intensity, 2), round(point.time_s * 1e3, 3)
 ('dram', 1.84, 0.103)
 """
 
@@ -18,13 +18,25 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from ..core.enums import TextEnum
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of
-from ..memory.liveness import spill_plan
+from ..memory.spill import spill_plan
 from .targets import Target
 
 if TYPE_CHECKING:
-    from ..cost.graph import CostGraph
-    from ..memory.liveness import MemoryProblem, MemoryReport
+    from ..cost.records import CostGraph
+    from ..memory.liveness import MemoryReport
+    from ..memory.problem import MemoryProblem
+
+
+class Bound(TextEnum):
+    """What limits a node's time on a target; report/bounds.py words them."""
+
+    COMPUTE = "compute"  # FLOPs / the roof's peak is the longest time
+    DRAM = "dram"  # DRAM bytes / DRAM bandwidth
+    ONCHIP = "onchip"  # on-chip bytes / on-chip bandwidth
+    OVERHEAD = "overhead"  # the fixed per-node launch overhead exceeds every roof
+    NONE = "none"  # no work
 
 
 @dataclass(frozen=True)
@@ -42,7 +54,7 @@ class Placement:
     memory_s: float  # DRAM
     onchip_s: float  # on-chip bandwidth roof (0 when the target gives none)
     time_s: float  # max of the three over the efficiency, plus the per-node overhead
-    bound: str  # "compute" | "dram" | "onchip" | "overhead" | "none" (no work): report/bounds.py words them
+    bound: Bound
     overhead_s: float = 0.0  # fixed cost of launching a node (a GPU kernel launch), when the target gives one
     efficiency: float = 1.0  # the fraction of the roofline the runtime achieves for this kind of kernel
     kernel_class: str | None = None  # targets.EFFICIENCY_CLASSES: which efficiency applies
@@ -83,13 +95,13 @@ def roofline(
     intensity = flops / dram_bytes if dram_bytes else None
     attainable = peak_flops_per_s if intensity is None else min(peak_flops_per_s, intensity * dram_bytes_per_s)
     if time_s == 0:
-        bound = "none"
+        bound = Bound.NONE
     elif overhead_s > roof_s:
-        bound = "overhead"
+        bound = Bound.OVERHEAD
     elif compute_s >= memory_s and compute_s >= onchip_s:
-        bound = "compute"
+        bound = Bound.COMPUTE
     else:
-        bound = "dram" if memory_s >= onchip_s else "onchip"
+        bound = Bound.DRAM if memory_s >= onchip_s else Bound.ONCHIP
     return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
                      compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class)
 

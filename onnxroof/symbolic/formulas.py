@@ -34,6 +34,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ..ops import OpTrait, traits_of
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
 from .polynomials import (LARGE, Monomial, Pieces, Polynomial, envelope, evaluate, fit, last_holding, ordered,
@@ -48,8 +49,6 @@ MAX_DIMS = 3  # 4^3 = 64 analyses; beyond, bind some dims
 HELD = 64  # the value a dim is held at when it feeds sizes non-polynomially, for the others' formulas
 COLUMNS = 120  # the terminal width the formulas wrap to
 PIECES_SHOWN = 4  # a piecewise peak's candidates listed, in several dims
-# ops whose output size follows from the data: the analysis costs them at their upper bound
-DATA_DEPENDENT = frozenset({"NonZero", "Unique", "Compress", "NonMaxSuppression"})
 METRICS: dict[str, Callable[["Analysis"], int | None]] = {
     "macs": lambda a: a.totals.macs,
     "flops": lambda a: a.totals.flops,
@@ -283,7 +282,9 @@ class _Fitter:
 
     def measure(self, values: tuple[int, ...]) -> _Sample:
         analysis = self.analysis(values)
-        self.sized_by_data.update(r.op_type for r in analysis.nodes if r.op_type in DATA_DEPENDENT)
+        # ops whose output size follows from the data: the analysis costs them at their upper bound
+        self.sized_by_data.update(r.op_type for r in analysis.nodes
+                                  if OpTrait.DATA_DEPENDENT_SIZE in traits_of(r.domain, r.op_type))
         if analysis.unresolved_dims or analysis.totals.not_counted:
             return _Sample({})
         found = {metric: value for metric, read in METRICS.items() if (value := read(analysis)) is not None}

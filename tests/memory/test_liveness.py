@@ -11,9 +11,9 @@ from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.core.examples import build_example
-from onnxroof.memory.liveness import (
-    best_order, build_problem, greedy_order, largest_layer_bytes, order_text, schedule_peak, spill_plan,
-)
+from onnxroof.memory.problem import build_problem, largest_layer_bytes, schedule_peak
+from onnxroof.memory.schedule import best_order, greedy_order, order_text
+from onnxroof.memory.spill import spill_plan
 
 from conftest import make_model, zeros
 from models import chain_model, interleaved_branches_model

@@ -9,7 +9,9 @@ from __future__ import annotations
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.memory.liveness import best_order, build_problem, schedule_peak, spill_plan
+from onnxroof.memory.problem import build_problem, schedule_peak
+from onnxroof.memory.schedule import best_order
+from onnxroof.memory.spill import spill_plan
 
 from conftest import make_model, zeros
 from models import interleaved_branches_model
@@ -238,7 +240,7 @@ def test_a_repeated_node_name_still_gives_the_peak_and_the_largest_layer():
     # c = Relu(b) on [1, 10] (80 B each). Model order live bytes: x and y are inputs, live from
     # step 0 until read: A: x + y + a = 8,040; Z: y + a + b = 4,080 (x died at A; a is an output);
     # Z: a + b + c = 4,080.
-    from onnxroof.memory.liveness import largest_layer_bytes
+    from onnxroof.memory.problem import largest_layer_bytes
 
     nodes = [relu("x", "a", "A"), relu("y", "b", "Z"), relu("b", "c", "Z")]
     model = make_model(nodes, [("x", F32, [1, 1_000]), ("y", F32, [1, 10])], [("a", F32, [1, 1_000]), ("c", F32, [1, 10])])
@@ -300,7 +302,7 @@ def test_an_order_only_the_exact_search_finds_is_reported_as_exact():
     # every topological order, by brute force, is what the exact search returns
     import networkx as nx
 
-    from onnxroof.memory.liveness import greedy_order
+    from onnxroof.memory.schedule import greedy_order
     from models import random_dag
 
     problem = problem_of(random_dag(0, 6))
@@ -335,7 +337,7 @@ def test_after_a_streaming_node_the_live_set_on_chip_is_counted_right():
 def test_a_heuristic_order_that_meets_the_lower_bound_is_optimal_without_a_search():
     # random_dag(27, 4) (tests/models.py): the model order peaks above the largest layer, the
     # greedy order peaks at it; no order can go lower, so no exact search is run (0 states)
-    from onnxroof.memory.liveness import largest_layer_bytes
+    from onnxroof.memory.problem import largest_layer_bytes
     from models import random_dag
 
     problem = problem_of(random_dag(27, 4))

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 from onnxroof import analyze
 from onnxroof.cli.app import main
 from onnxroof.core.examples import build_example
+from onnxroof.ops import COST_RULES, OpCost, OpTrait, register, same_as_input
 from onnxroof.roofline.kernels import fuse
 
 from conftest import make_model, target_text, zeros
@@ -219,3 +220,38 @@ def test_the_targets_list_names_each_targets_fusion_policy(capsys):
         return "\n".join(blocks[start:end])
     assert "fusion: epilogue, elementwise, normalization, attention, launch 3 µs per kernel" in block("h100-sxm")
     assert "fusion: none (one kernel per node)" in block("myriad-x")
+
+
+def _matmul_then_plugin_activation():
+    """x [1, 64] -> MatMul (W [64, 32]) -> y [1, 32] -> acme::MyAct -> z [1, 32]."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+             helper.make_node("MyAct", ["y"], ["z"], name="act", domain="acme")]
+    model = make_model(nodes, [("x", F32, [1, 64])], [("z", F32, [1, 32])], [("w", zeros(64, 32))])
+    model.opset_import.append(helper.make_opsetid("acme", 1))
+    return model
+
+
+@pytest.mark.parametrize("traits", [OpTrait.ELEMENTWISE, OpTrait.NONE])
+def test_a_plugin_op_declared_elementwise_joins_a_matmul_as_its_epilogue(tmp_path, traits):
+    def my_act(node):
+        """FLOPs = 3 x output elements."""
+        return OpCost(flops=3 * node.output_elements(0))
+
+    # the family alone says nothing to the fusion stage: the traits do
+    register("MyAct", my_act, family="elementwise", domain="acme", shapes=same_as_input(0), traits=traits)
+    try:
+        report = analyze(_matmul_then_plugin_activation(), targets=[target_file(tmp_path, EPILOGUE)]).targets[0]
+    finally:
+        COST_RULES.pop(("acme", "MyAct"), None)
+    # W 64 x 32 x 4 B = 8,192; x 256 B; y and z 128 B each. MatMul 2 x 2,048 MACs = 4,096 FLOPs, MyAct 96
+    if traits == OpTrait.ELEMENTWISE:
+        (kernel,) = report.nodes
+        assert kernel.nodes == ["mm", "act"] and kernel.op_type == "MatMul+MyAct"
+        # y stays inside the kernel: W + x + z = 8,576 B; 8,576 B / 10 GB/s = 0.8576 µs, + one launch
+        assert kernel.placement.dram_bytes == 8_192 + 256 + 128
+        assert kernel.placement.flops == 4_096 + 96
+        assert report.latency_s == pytest.approx(0.8576e-6 + 1e-6)
+    else:
+        # two kernels: the MatMul writes y (W + x + y = 8,576 B), MyAct reads it back (y + z = 256 B)
+        assert [(n.nodes, n.placement.dram_bytes) for n in report.nodes] == [(["mm"], 8_576), (["act"], 256)]
+        assert report.latency_s == pytest.approx(0.8576e-6 + 0.0256e-6 + 2e-6)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from ...cost.records import NodeStatus
 from ..text.diff_tables import format_value
 from ..bounds import BOUND_LABELS, BOUND_TITLES
 from .page import _count, _metric, shape_text
@@ -18,12 +19,12 @@ from .page import _count, _metric, shape_text
 PAGE_SIZE = 200  # node-table rows per page
 FORMULAS_MAX_NODES = 2_000  # larger graphs leave the per-node formulas out of the page (`onnxroof explain`)
 STATUS_LABELS = {
-    "ok": "counted",
-    "constant": "folded",
-    "unsupported": "unsupported",
-    "unknown_shape": "unknown shape",
-    "unknown_value": "unknown value",
-    "data_dependent": "data-dependent",
+    NodeStatus.OK: "counted",
+    NodeStatus.CONSTANT: "folded",
+    NodeStatus.UNSUPPORTED: "unsupported",
+    NodeStatus.UNKNOWN_SHAPE: "unknown shape",
+    NodeStatus.UNKNOWN_VALUE: "unknown value",
+    NodeStatus.DATA_DEPENDENT: "data-dependent",
 }
 # The node table's columns after #, name, op, type and shape: (key, header, sort type).
 NODE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
@@ -184,7 +185,7 @@ def _row_context(position: int, node: dict, placements: list[dict | None], targe
         "shape": shape,
         "status": status,
         "status_label": STATUS_LABELS.get(status, status),
-        "status_title": node["reason"] or ("costed by its rule" if status == "ok" else status),
+        "status_title": node["reason"] or ("costed by its rule" if status == NodeStatus.OK else status),
         "counted": counted,
         "metrics": metrics,
     }

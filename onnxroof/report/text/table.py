@@ -14,7 +14,7 @@ from ...core.units import iec, intensity, joules, seconds, si
 
 if TYPE_CHECKING:
     from ...result import Analysis
-    from ...cost.graph import NodeRecord
+    from ...cost.records import NodeRecord
 
 CONVENTIONS_LINE = "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds other element ops; counts SI (k M G), bytes IEC (KiB MiB)"
 TERMINAL_COLUMNS = 120  # what the text outputs fit in: long descriptions wrap, long names are clipped

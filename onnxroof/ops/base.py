@@ -214,6 +214,11 @@ COST_RULES: dict[tuple[str, str], OpRule] = {}
 
 
 
+# What a new op of a family is when its rule declares no traits: plugins written before traits
+# existed said "elementwise" through the family alone, and fused as epilogues by it.
+FAMILY_TRAITS = {"elementwise": OpTrait.ELEMENTWISE}
+
+
 def register(
     op_types: str | Iterable[str],
     handler: Handler,
@@ -228,11 +233,12 @@ def register(
     ``shapes`` gives the outputs' types and shapes of an op ONNX has no schema for; ``traits``
     what the op is (:class:`OpTrait`: a view, elementwise, ...), which the memory and fusion
     stages read. Without ``traits``, a rule replacing another keeps the replaced rule's traits (a
-    new formula for Reshape leaves it a view), and a new op has none."""
+    new formula for Reshape leaves it a view), and a new op has its family's (``FAMILY_TRAITS``)."""
     for op_type in [op_types] if isinstance(op_types, str) else op_types:
         key = ("" if domain in DEFAULT_DOMAINS else domain, op_type)
         replaced = COST_RULES.get(key)
-        kept = traits if traits is not None else replaced.traits if replaced is not None else OpTrait.NONE
+        kept = (traits if traits is not None else replaced.traits if replaced is not None
+                else FAMILY_TRAITS.get(family, OpTrait.NONE))
         COST_RULES[key] = OpRule(handler, family, frozenset(arg_inputs), shapes=shapes, traits=kept)
 
 

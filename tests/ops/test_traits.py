@@ -52,3 +52,11 @@ def test_a_plugin_declares_traits_and_a_replacing_rule_keeps_them():
     finally:
         COST_RULES.pop(("acme", "MyOp"), None)
         COST_RULES[("", "Reshape")] = original
+
+
+def test_a_new_op_without_traits_has_its_familys(monkeypatch):
+    monkeypatch.setattr("onnxroof.ops.base.COST_RULES", dict(COST_RULES))
+    register("OldStyleGelu", lambda node: OpCost(), family="elementwise", domain="old.plugin")
+    register("OldStyleGather", lambda node: OpCost(), family="tensor", domain="old.plugin")
+    assert traits_of("old.plugin", "OldStyleGelu") == OpTrait.ELEMENTWISE  # fuses as it did by its family
+    assert traits_of("old.plugin", "OldStyleGather") == OpTrait.NONE

@@ -1,6 +1,6 @@
 """`onnxroof profile`: run the model with onnxruntime on this machine and compare the time each
 node took with the time onnxroof predicts for it on a target (by default this machine's
-calibrated target, see :mod:`onnxroof.measure.calibrate`).
+calibrated target, see :mod:`onnxroof.measure.calibration`).
 
 How the times are measured: onnxruntime's CPU execution provider runs the model on random
 inputs of the bound shapes (floats from a normal distribution; integer and bool inputs are all
@@ -67,7 +67,6 @@ import math
 import os
 import re
 import statistics
-import sys
 import tempfile
 from bisect import bisect_right
 from collections import defaultdict
@@ -93,7 +92,6 @@ OPTIMIZATION_LEVELS = {
 }
 DEFAULT_RUNS = 20
 DEFAULT_WARMUP = 3
-CALIBRATED_TARGET = Path("hardware") / "this-machine.toml"
 _KERNEL_SUFFIX = "_kernel_time"
 # what onnxruntime puts around the name of a node it rewrites ("fused X": Gemm+activation)
 _NAME_PREFIXES = ("fused ",)
@@ -812,30 +810,3 @@ def profile_document(result: ProfileResult) -> dict:
         "not_seen": mapping.not_seen,
         "notes": result.notes,
     }
-
-
-def resolve_target(name_or_path: str | None, quiet: bool = False) -> tuple["Target", str | None]:
-    """The target to predict on, and a note when it had to be calibrated on the spot."""
-    from .calibrate import QUICK_SECONDS, calibrate, calibrated_target
-    from ..core.resources import resource_dir
-    from ..roofline.targets import load_target, parse_target
-
-    if name_or_path:
-        return load_target(name_or_path), None
-    for candidate in (CALIBRATED_TARGET, _bundled(resource_dir, CALIBRATED_TARGET.name)):
-        if candidate is not None and candidate.is_file():
-            return parse_target(candidate), None
-    progress = None if quiet else (lambda text: print(f"onnxroof profile: calibrating: {text}", file=sys.stderr, flush=True))
-    if progress:
-        progress(f"no --target and no {CALIBRATED_TARGET}: a {QUICK_SECONDS:g} s calibration "
-                 f"(`onnxroof calibrate -o {CALIBRATED_TARGET}` measures better)")
-    calibration = calibrate(seconds=QUICK_SECONDS, progress=progress)
-    return calibrated_target(calibration), (f"predicted on a {QUICK_SECONDS:g} s calibration of this machine; "
-                                            f"run `onnxroof calibrate -o {CALIBRATED_TARGET}` for steadier roofs")
-
-
-def _bundled(resource_dir, name: str) -> Path | None:
-    try:
-        return resource_dir("hardware") / name
-    except FileNotFoundError:
-        return None

@@ -294,43 +294,6 @@ def test_integer_inputs_are_ones():
     assert feeds["ids"].dtype == np.int64 and (feeds["ids"] == 1).all()
 
 
-# --- the target to predict on ------------------------------------------------------------------
-
-
-def test_the_calibrated_target_in_hardware_is_used(tmp_path, monkeypatch):
-    from test_calibrate import _calibration
-
-    from onnxroof.measure import calibrate as cal
-
-    (tmp_path / "hardware").mkdir()
-    (tmp_path / "hardware" / "this-machine.toml").write_text(cal.render_target(_calibration()), encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cal, "calibrate", lambda **_: pytest.fail("calibrated although a target file exists"))
-    target, note = prof.resolve_target(None, quiet=True)
-    assert target.name == "this-machine" and note is None
-
-
-def test_without_a_calibrated_target_a_quick_calibration_runs(tmp_path, monkeypatch):
-    from test_calibrate import _calibration
-
-    from onnxroof.measure import calibrate as cal
-    from onnxroof.core import resources
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(resources, "resource_dir", lambda kind: tmp_path / "nowhere")
-    asked = {}
-
-    def fake_calibrate(seconds, **_):
-        asked["seconds"] = seconds
-        return _calibration()
-
-    monkeypatch.setattr(cal, "calibrate", fake_calibrate)
-    target, note = prof.resolve_target(None, quiet=True)
-    assert asked["seconds"] == cal.QUICK_SECONDS
-    assert target.peak_ops_per_s["fp32"].tag == "measured" and "onnxroof calibrate -o" in note
-    assert prof.resolve_target("myriad-x")[0].name == "myriad-x"
-
-
 # --- a real run (only where onnxruntime is installed) -------------------------------------------
 
 

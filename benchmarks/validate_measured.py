@@ -33,7 +33,7 @@ from pathlib import Path
 import onnxroof
 from onnxroof.measure import calibration as cal, machine
 from onnxroof.core.examples import build_example
-from onnxroof.measure.profiling import profile_model
+from onnxroof.measure.profile_run import profile_model
 from onnxroof.report.target_file import calibrated_target
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "validation-measured.md"

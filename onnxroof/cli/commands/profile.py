@@ -1,5 +1,5 @@
-"""``onnxroof profile``: its flags and what it runs (the measuring is :mod:`onnxroof.measure.profiling`), and
-the target it predicts on."""
+"""``onnxroof profile``: its flags and what it runs (the run is :mod:`onnxroof.measure.profile_run`, the
+mapping of kernels to nodes :mod:`onnxroof.measure.profiling`), and the target it predicts on."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.errors import EXIT_OK, UsageError
 from ...core.files import write_atomically
-from ...measure.profiling import DEFAULT_RUNS, DEFAULT_WARMUP, OPTIMIZATION_LEVELS
+from ...measure.profile_run import DEFAULT_RUNS, DEFAULT_WARMUP, OPTIMIZATION_LEVELS
 
 if TYPE_CHECKING:
     from ...roofline.targets import Target
@@ -60,9 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...measure import profiling as profile
+    from ...measure import profile_run as profile
     from ...pipeline import analyze
     from ...core.examples import build_example
+    from ...report.profile_json import profile_document
     from ...report.profile_views import render_profile_html, render_profile_table
 
     profile.import_onnxruntime()  # fail before analysing or calibrating
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output and args.output.lower().endswith(".html"):
         text = render_profile_html(result)
     elif args.format == "json":
-        text = json.dumps(result.to_dict(), indent=2) + "\n"
+        text = json.dumps(profile_document(result), indent=2) + "\n"
     else:
         text = render_profile_table(result)
     if args.output:

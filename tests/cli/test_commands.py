@@ -286,7 +286,7 @@ def test_ops_plugin_lists_the_plugins_rule_with_its_formula(capsys, tmp_path):
 
 
 def test_calibrate_name_wins_over_the_output_files_stem(capsys, tmp_path, monkeypatch):
-    from onnxroof.measure import calibrate as calibration
+    from onnxroof.measure import calibration
 
     measure = calibration.calibrate
 

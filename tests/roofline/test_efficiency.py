@@ -13,9 +13,11 @@ from onnx import TensorProto, helper
 
 from onnxroof import analyze
 from onnxroof.measure import achieved
-from onnxroof.measure import calibrate as cal
+from onnxroof.measure import roof_kernels as cal
+from onnxroof.measure.roofs import Calibration
 from onnxroof.cli.app import main
 from onnxroof.core.errors import UsageError
+from onnxroof.report.target_file import render_target
 from onnxroof.roofline.kernels import efficiency_class
 from onnxroof.roofline.placement import roofline
 from onnxroof.roofline.targets import parse_target
@@ -133,14 +135,14 @@ def test_a_measured_class_is_the_geometric_mean_of_its_sizes_and_the_file_carrie
     cases = [achieved.Case("small", 10e-6, 2e-6, achieved.efficiency(2e-6, 10e-6)),
              achieved.Case("large", 100e-6, 80e-6, achieved.efficiency(80e-6, 100e-6))]
     assert [c.fraction for c in cases] == pytest.approx([0.2, 0.8])
-    result = cal.Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
+    result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
                              numpy_version="2", blas="OpenBLAS",
                              matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
                              stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3))
                                      for size in (2**20, 2**24, 2**28, 2**30)],
                              launch_overhead_s=1e-6, efficiency={"elementwise": cases})
     path = tmp_path / "m.toml"
-    path.write_text(result.to_toml("m"), encoding="utf-8")
+    path.write_text(render_target(result, "m"), encoding="utf-8")
     target = parse_target(path)
     assert target.efficiency["elementwise"].value == pytest.approx(0.4)
     assert "small: 10 µs against 2 µs, 20%" in target.efficiency["elementwise"].source
@@ -149,14 +151,14 @@ def test_a_measured_class_is_the_geometric_mean_of_its_sizes_and_the_file_carrie
 
 
 def test_the_copy_bandwidth_becomes_the_dram_roof_when_it_is_faster(tmp_path):
-    result = cal.Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
+    result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
                              numpy_version="2", blas="OpenBLAS",
                              matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
                              stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3))
                                      for size in (2**20, 2**24, 2**28, 2**30)],
                              copy_bytes_per_s=2e10)
     path = tmp_path / "c.toml"
-    path.write_text(result.to_toml("c"), encoding="utf-8")
+    path.write_text(render_target(result, "c"), encoding="utf-8")
     figure_ = parse_target(path).dram_bytes_per_s
     assert figure_.value == 2e10 and "the STREAM sweep reached 10.0 GB/s" in figure_.source
 

@@ -1,4 +1,5 @@
-"""``onnxroof calibrate``: its flags and what it runs (the measuring is :mod:`onnxroof.measure.calibrate`)."""
+"""``onnxroof calibrate``: its flags and what it runs (the measuring is :mod:`onnxroof.measure.calibration`,
+the file :mod:`onnxroof.report.target_file`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import math
 import sys
 from pathlib import Path
 
-from ...measure import calibrate as calibrating
-from ...measure.calibrate import DEFAULT_SECONDS, MIN_SECONDS
+from ...measure import calibration as calibrating
+from ...measure.calibration import DEFAULT_SECONDS, MIN_SECONDS
+from ...measure.machine import size_text
 from ...core.errors import EXIT_OK, UsageError
 from ...core.files import write_atomically
+from ...report.target_file import calibrated_target, render_target
 
 HELP = "measure this machine's compute and memory roofs (ERT/STREAM style) and write a target file"
 
@@ -50,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {args.output}: the directory {Path(args.output).parent} does not exist; create it first")
     progress = None if args.quiet else (lambda text: print(f"onnxroof calibrate: {text}", file=sys.stderr, flush=True))
     calibration = calibrating.calibrate(seconds=args.seconds, threads=args.threads, progress=progress)
-    text = calibrating.render_target(calibration, name)
-    calibrating.calibrated_target(calibration, name)  # the file must pass the same validation as any target
+    text = render_target(calibration, name)
+    calibrated_target(calibration, name)  # the file must pass the same validation as any target
     if args.output:
         write_atomically(args.output, text)
     else:
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         levels = calibration.levels()
         fp32 = calibration.peak("float32")
         assert fp32 is not None
-        onchip = (f"; on chip {calibrating.size_text(levels.onchip_bytes)} at {levels.onchip_bytes_per_s / 1e9:.1f} GB/s"
+        onchip = (f"; on chip {size_text(levels.onchip_bytes)} at {levels.onchip_bytes_per_s / 1e9:.1f} GB/s"
                   if levels.onchip_bytes and levels.onchip_bytes_per_s else "; no cache plateau found")
         progress(f"fp32 {fp32.rate.per_second / 1e9:.1f} GFLOP/s; DRAM {levels.dram_bytes_per_s / 1e9:.1f} GB/s{onchip} "
                  f"(took {calibration.seconds:.0f} s)" + (f"; wrote {args.output}" if args.output else ""))

@@ -1,4 +1,5 @@
-"""``onnxroof profile``: its flags and what it runs (the measuring is :mod:`onnxroof.measure.profiling`)."""
+"""``onnxroof profile``: its flags and what it runs (the run is :mod:`onnxroof.measure.profile_run`, the
+mapping of kernels to nodes :mod:`onnxroof.measure.profiling`), and the target it predicts on."""
 
 from __future__ import annotations
 
@@ -6,12 +7,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import EXIT_OK, UsageError
 from ...core.files import write_atomically
-from ...measure.profiling import CALIBRATED_TARGET, DEFAULT_RUNS, DEFAULT_WARMUP, OPTIMIZATION_LEVELS
+from ...measure.profile_run import DEFAULT_RUNS, DEFAULT_WARMUP, OPTIMIZATION_LEVELS
 
+if TYPE_CHECKING:
+    from ...roofline.targets import Target
+
+CALIBRATED_TARGET = Path("hardware") / "this-machine.toml"
 HELP = "run the model with onnxruntime and compare each node's measured time with the predicted one"
 
 
@@ -55,9 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...measure import profiling as profile
+    from ...measure import profile_run as profile
     from ...pipeline import analyze
     from ...core.examples import build_example
+    from ...report.profile_json import profile_document
     from ...report.profile_views import render_profile_html, render_profile_table
 
     profile.import_onnxruntime()  # fail before analysing or calibrating
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for warning in analysis.warnings:
             print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)
-    target, note = profile.resolve_target(args.target, args.quiet)
+    target, note = resolve_target(args.target, args.quiet)
     result = profile.profile_model(analysis, target, args.runs, model=source, warmup=args.warmup,
                            optimization=args.optimization, threads=args.threads, keep_profile=args.keep_profile)
     if note:
@@ -84,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output and args.output.lower().endswith(".html"):
         text = render_profile_html(result)
     elif args.format == "json":
-        text = json.dumps(result.to_dict(), indent=2) + "\n"
+        text = json.dumps(profile_document(result), indent=2) + "\n"
     else:
         text = render_profile_table(result)
     if args.output:
@@ -92,3 +98,32 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def resolve_target(name_or_path: str | None, quiet: bool = False) -> tuple["Target", str | None]:
+    """The target to predict on, and a note when it had to be calibrated on the spot."""
+    from ...measure import calibration
+    from ...core.resources import resource_dir
+    from ...report.target_file import calibrated_target
+    from ...roofline.targets import load_target, parse_target
+
+    if name_or_path:
+        return load_target(name_or_path), None
+    for candidate in (CALIBRATED_TARGET, _bundled(resource_dir, CALIBRATED_TARGET.name)):
+        if candidate is not None and candidate.is_file():
+            return parse_target(candidate), None
+    progress = None if quiet else (lambda text: print(f"onnxroof profile: calibrating: {text}", file=sys.stderr, flush=True))
+    quick = calibration.QUICK_SECONDS
+    if progress:
+        progress(f"no --target and no {CALIBRATED_TARGET}: a {quick:g} s calibration "
+                 f"(`onnxroof calibrate -o {CALIBRATED_TARGET}` measures better)")
+    measured = calibration.calibrate(seconds=quick, progress=progress)
+    return calibrated_target(measured), (f"predicted on a {quick:g} s calibration of this machine; "
+                                         f"run `onnxroof calibrate -o {CALIBRATED_TARGET}` for steadier roofs")
+
+
+def _bundled(resource_dir, name: str) -> Path | None:
+    try:
+        return resource_dir("hardware") / name
+    except FileNotFoundError:
+        return None

@@ -40,7 +40,7 @@ def main() -> int:
     import onnxruntime as ort
 
     from onnxroof.core.examples import build_example
-    from onnxroof.measure.profiling import OptimizedGraph
+    from onnxroof.measure.ort_events import OptimizedGraph
 
     model = build_example("minigooglenet").SerializeToString()
     feeds = {"input": np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)}

@@ -1,0 +1,184 @@
+"""`onnxroof calibrate`: measure this machine's roofs, for the target file :mod:`onnxroof.report.target_file` writes.
+
+In the spirit of the Empirical Roofline Toolkit (Lo et al., "Roofline Model Toolkit: A Practical
+Tool for Architectural and Program Analysis", PMBS 2014): the roofs are what small kernels
+actually reach on this machine, not the datasheet.
+
+- **Compute roof** (``peak_ops_per_s.fp32``): float32 n x n matmuls on square operands from
+  cache-resident (n = 128, 256) to larger than the last-level cache (n = 2048), by two
+  methods: numpy's ``matmul`` (BLAS, with the threads BLAS starts: normally one per core;
+  ``--threads N`` limits OpenBLAS, as numpy ships it, to N) and, when onnxruntime is installed,
+  onnxruntime's own MatMul kernel on the same threads (the kernel ``onnxroof profile`` compares
+  the predictions with). An n x n by n x n product is 2 n^3 FLOPs. The fastest timed run of
+  any size and method is the roof, and the file says which method gave it and what the other
+  reached: numpy's figure follows how its BLAS is built and configured (an
+  ``OPENBLAS_CORETYPE`` that names an older core halves it on AVX-512 machines). float64 is
+  measured too and written as a comment: the schema has no fp64 roof.
+- **fp16 and int8 are not written as roofs.** numpy's float16 and int8 matmul are not BLAS
+  calls but a generic C loop, one to two orders of magnitude below float32: timing them would
+  measure numpy, not the CPU. Without those roofs a fp16 or int8 node falls back to the fp32
+  roof (``targets.ROOF_PREFERENCE``), which is what a CPU without native fp16 arithmetic does
+  (F16C converts, the FMA runs in fp32); for int8 it is pessimistic on CPUs with integer
+  dot-product instructions (AVX-VNNI, AVX512-VNNI, Arm SDOT), and the file says so.
+- **Memory roofs**: a STREAM-style sweep (McCalpin) over working sets from 32 KiB to 1 GiB
+  (steps of sqrt 2), one thread per usable CPU, each on its own float64 arrays (numpy releases
+  the GIL inside its loops). Kernels and the bytes counted per element, as STREAM counts them
+  (write-allocate traffic not counted): copy ``b = a`` 2 x 8, add ``c = a + b`` 3 x 8, triad
+  ``a = b + s c`` 3 x 8 (numpy has no fused multiply-add, so the triad runs in cache-sized
+  blocks through a scratch block that stays in L1/L2; the arrays are streamed once). Each point
+  is the fastest of several repetitions, and the best kernel at each working set is kept.
+- **Levels** (:func:`onnxroof.measure.roofs.memory_levels`): the DRAM bandwidth is the best over the largest working
+  sets (within 4x of the largest); the largest cache plateau is the last run of points at least
+  1.3x faster than DRAM; its bandwidth is the best over its top two octaves, and its size is
+  the largest working set still above the geometric mean of that plateau and DRAM. These
+  become ``onchip.bandwidth_bytes_per_s``, ``onchip.size_bytes`` and ``dram.bandwidth_bytes_per_s``.
+- **Rounds**: the matmul sizes and the sweep are each measured in three rounds (one more per
+  20 s of ``--seconds`` past 60), one after the other, and every point keeps its best round: a
+  burst of other work on the machine then spoils one round of a point, not all of them. Under
+  20 s (the quick calibration ``onnxroof profile`` runs when it has no target) there is one
+  round and the sweep stops at 256 MiB.
+
+Every figure is tagged ``measured`` and its ``source`` gives the date, CPU model, core count,
+the method and the load average at the start (other work on the machine lowers the figures).
+The run is bounded by ``--seconds`` (default 30 s). The kernels and the arithmetic that turns
+their timings into rates are in :mod:`onnxroof.measure.roof_kernels`, the levels and roofs read
+off them in :mod:`onnxroof.measure.roofs`; the target file is written by
+:mod:`onnxroof.report.target_file`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import achieved
+from .machine import blas_name, cache_text, core_text, cpu_model, fit_in_memory, load_average, size_text, usable_cpus
+from .roof_kernels import (
+    MAX_BYTES, MIN_BYTES, STREAM_KERNELS, Timer, StreamArrays, blas_threads, blas_variables, matmul_flops,
+    measure_matmul, measure_stream, numpy_in_clean_environment, sweep_sizes,
+)
+from .roofs import ROUNDS, Calibration, measured_roofs
+
+DEFAULT_SECONDS = 30.0
+QUICK_SECONDS = 6.0  # what `onnxroof profile` spends when it has no calibrated target
+MIN_SECONDS = 2.0
+# fp32 matmul sizes in the order measured (3 n^2 x 4 B: 192 KiB at n=128, in cache; 48 MiB at
+# n=2048, beyond most last-level caches); 1024 first: it tells whether 2048 fits in the time given
+MATMUL_ORDER = (1024, 2048, 512, 256, 128)
+QUICK_UNDER_S = 20.0  # below this --seconds: one round, and the sweep stops at QUICK_LARGEST
+QUICK_LARGEST = 256 * 2**20
+
+Progress = Callable[[str], None]
+
+
+def calibrate(seconds: float = DEFAULT_SECONDS, threads: int | None = None, largest: int = MAX_BYTES,
+              progress: Progress | None = None, timer: Timer = time.perf_counter,
+              matmul_sizes: Sequence[int] = MATMUL_ORDER, smallest: int = MIN_BYTES) -> Calibration:
+    """Measure this machine's roofs in about ``seconds`` (see the module docstring).
+
+    ``largest`` and ``smallest`` bound the bandwidth sweep's working sets, ``matmul_sizes`` the
+    fp32 matmul sizes (in the order measured: the first one predicts whether larger ones fit)."""
+    say = progress or (lambda text: None)
+    started = time.monotonic()
+    with blas_threads(threads) as limited:
+        result = _calibrate(seconds, threads or usable_cpus(), largest, say, timer, matmul_sizes, smallest)
+    if threads is not None and not limited:
+        result.notes.append(f"--threads {threads} limits the bandwidth sweep only: onnxroof cannot set this BLAS's threads")
+    result.blas_threads = threads if threads is not None and limited else None
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer: Timer, matmul_sizes: Sequence[int],
+               smallest: int) -> Calibration:
+    quick_rounds = 1
+    if seconds < QUICK_UNDER_S and largest > QUICK_LARGEST:
+        largest = QUICK_LARGEST  # still 8x a 32 MiB last-level cache
+    largest, memory_note = fit_in_memory(largest)
+    result = Calibration(
+        date=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        cpu=cpu_model(), cores=core_text(), threads=threads, load_average=load_average(),
+        numpy_version=np.__version__, blas=blas_name(), caches=cache_text(),
+    )
+    if memory_note:
+        result.notes.append(memory_note)
+    if result.load_average is not None and result.load_average > 0.5:
+        say(f"note: load average {result.load_average:.2f}: other work on this machine lowers the figures")
+    rounds = result.rounds = quick_rounds if seconds < QUICK_UNDER_S else max(ROUNDS, int(seconds // 20))
+    # a quarter for the matmuls, half for the sweep, the rest for onnxruntime's own kernels
+    matmul_budget, stream_budget = 0.25 * seconds / rounds, 0.45 * seconds / rounds
+    per_size = matmul_budget * 0.85 / len(matmul_sizes)
+    sizes = sweep_sizes(smallest, largest)
+    slice_s = stream_budget / (len(sizes) * len(STREAM_KERNELS))
+    say(f"allocating {largest * 1.33 / 2**30:.2f} GiB for the bandwidth sweep ({threads} thread(s))")
+    arrays = StreamArrays(threads, largest)
+    try:
+        for round_ in range(1, rounds + 1):
+            say(f"round {round_} of {rounds}")
+            # compute roof: fp32 over sizes, by numpy and by onnxruntime's MatMul; fp64 and fp16
+            # once (comments in the file)
+            measured = [p for p in result.matmul if p.dtype == "float32" and p.method == "numpy"]
+            for n in matmul_sizes:
+                if round_ == 1 and measured and n > measured[0].n:
+                    predicted = measured[0].rate.seconds / measured[0].rate.work * matmul_flops(n)
+                    if predicted * 3 > per_size * 2:
+                        result.notes.append(f"fp32 matmul n={n} left out: it does not fit in --seconds {seconds:g}")
+                        continue
+                elif round_ > 1 and not any(p.n == n for p in measured):
+                    continue
+                point = measure_matmul("float32", n, timer, per_size / 2)
+                result.matmul.append(point)
+                measured.append(point)
+                say(f"fp32 matmul n={n:<5} {point.rate.per_second / 1e9:8.1f} GFLOP/s (numpy)")
+                runtime = measure_matmul("float32", n, timer, per_size / 2, method="onnxruntime", threads=threads)
+                if runtime is not None:
+                    result.matmul.append(runtime)
+                    say(f"fp32 matmul n={n:<5} {runtime.rate.per_second / 1e9:8.1f} GFLOP/s (onnxruntime)")
+            if round_ == 1:
+                for dtype, n in (("float64", min(1024, max(matmul_sizes))), ("float16", min(64, min(matmul_sizes)))):
+                    point = measure_matmul(dtype, n, timer, matmul_budget * 0.075, minimum_call_s=0.01)
+                    result.matmul.append(point)
+                    say(f"{'fp64' if dtype == 'float64' else 'fp16'} matmul n={n:<5} {point.rate.per_second / 1e9:8.2f} GFLOP/s"
+                        + ("  (numpy's float16 matmul is a generic loop, not BLAS: not written as a roof)"
+                           if dtype == "float16" else ""))
+            # memory roofs: the sweep
+            for size in sizes:
+                best = None
+                for kernel in STREAM_KERNELS:
+                    point = measure_stream(arrays, kernel, size, timer, slice_s)
+                    if point is None:
+                        continue
+                    result.stream.append(point)
+                    if best is None or point.rate.per_second > best.rate.per_second:
+                        best = point
+                if best is not None:
+                    say(f"bandwidth {size_text(size):>9} {best.rate.per_second / 1e9:8.1f} GB/s  ({best.kernel})")
+    finally:
+        arrays.close()
+    result.matmul.sort(key=lambda p: (p.dtype != "float32", p.method, p.n))
+    if blas_variables():  # the cross-check: is numpy slow because of how this environment steers its BLAS?
+        clean = numpy_in_clean_environment(min(1024, max(matmul_sizes)), threads, 0.03 * seconds)
+        if clean is not None:
+            result.matmul.insert(0, clean)
+            say(f"fp32 matmul n={clean.n:<5} {clean.rate.per_second / 1e9:8.1f} GFLOP/s "
+                f"(numpy in a child process without {', '.join(blas_variables())})")
+    _measure_onnxruntime_kernels(result, 0.27 * seconds, threads, say)
+    return result
+
+
+def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: int, say: Progress) -> None:
+    """onnxruntime's cost per kernel, its copy bandwidth and, against the roofs just measured,
+    the fraction of the roofline each kernel class reaches (:mod:`onnxroof.measure.achieved`)."""
+    result.launch_overhead_s = achieved.measure_launch_overhead(max(0.1 * budget_s, 0.2), threads)
+    if result.launch_overhead_s is None:
+        result.notes.append("onnxruntime is not installed: no launch cost, copy bandwidth or efficiency measured")
+        return
+    say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
+    result.copy_bytes_per_s = achieved.measure_copy_bandwidth(max(0.1 * budget_s, 0.3), threads)
+    say(f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "
+        f"{size_text(4 * achieved.COPY_ELEMENTS)})")
+    roofs = measured_roofs(result)
+    result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.8 * budget_s, threads, say)

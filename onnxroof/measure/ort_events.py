@@ -1,0 +1,113 @@
+"""Reading onnxruntime's profile: its events (:func:`load_events`), each kernel's median time
+over the measured runs (:func:`kernel_medians`), and the structure of the graph onnxruntime ran
+(:class:`OptimizedGraph`). :mod:`onnxroof.measure.profiling` maps the kernels to ONNX nodes."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from bisect import bisect_right
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from ..core.errors import UsageError
+
+if TYPE_CHECKING:
+    import onnx
+
+_KERNEL_SUFFIX = "_kernel_time"
+
+
+def load_events(events: Any) -> list[dict]:
+    """An onnxruntime profile as a list of events: a path, JSON text, bytes or the parsed list
+    (a Chrome-trace ``{"traceEvents": [...]}`` object is accepted too)."""
+    if isinstance(events, (bytes, bytearray)):
+        events = json.loads(events)
+    elif isinstance(events, os.PathLike) or (isinstance(events, str) and not events.lstrip().startswith(("[", "{"))):
+        try:
+            events = json.loads(Path(events).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise UsageError(f"{events}: cannot read the profile ({exc.strerror or exc})") from exc
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{events}: not an onnxruntime profile (invalid JSON: {exc})") from exc
+    elif isinstance(events, str):
+        events = json.loads(events)
+    if isinstance(events, dict):
+        events = events.get("traceEvents", [])
+    if not isinstance(events, list):
+        raise UsageError("not an onnxruntime profile: expected a JSON list of events")
+    return [e for e in events if isinstance(e, dict)]
+
+
+def kernel_medians(events: Iterable[dict], warmup: int = 0) -> tuple[dict[str, tuple[str, float]], int, float | None]:
+    """{kernel name: (op, median seconds per run)} over the runs after ``warmup``, the number of
+    runs measured and the median wall time of a run (None if the profile has no run events).
+
+    A kernel that did not run in some run (an If branch) counts 0 there; kernel events nested
+    inside another kernel's span (subgraph nodes) are inside the parent's time and skipped."""
+    events = list(events)
+    windows = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                     if e.get("cat") == "Session" and e.get("name") == "model_run" and "ts" in e and "dur" in e)
+    kernels = sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith(_KERNEL_SUFFIX)
+                      and "ts" in e and "dur" in e), key=lambda e: (e["ts"], -e["dur"]))
+    starts = [start for start, _ in windows]
+    per_run: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    ops: dict[str, str] = {}
+    enclosing: dict[Any, float] = {}  # thread -> end of the last top-level kernel
+    for event in kernels:
+        if windows:
+            run = bisect_right(starts, event["ts"]) - 1
+            if run < 0 or event["ts"] > windows[run][1]:
+                continue  # outside every run (e.g. a kernel run while initializing)
+        else:
+            run = 0
+        thread = event.get("tid")
+        end = enclosing.get(thread, -math.inf)
+        if event["ts"] < end and event["ts"] + event["dur"] <= end:
+            continue  # inside the previous kernel's span: a subgraph node, already in its time
+        enclosing[thread] = event["ts"] + event["dur"]
+        name = event["name"][: -len(_KERNEL_SUFFIX)]
+        ops.setdefault(name, str(event.get("args", {}).get("op_name", "")))
+        if run >= warmup or not windows:
+            per_run[run][name] += event["dur"] * 1e-6
+    measured = sorted(per_run)
+    medians = {name: (op, statistics.median(per_run[run].get(name, 0.0) for run in measured)) for name, op in ops.items()
+               if any(name in per_run[run] for run in measured)}
+    wall = [(end - start) * 1e-6 for run, (start, end) in enumerate(windows) if run >= warmup]
+    return medians, len(measured), statistics.median(wall) if wall else None
+
+
+@dataclass(frozen=True)
+class OptimizedGraph:
+    """The top-level structure of the graph onnxruntime ran (saved with
+    ``SessionOptions.optimized_model_filepath``): each node's inputs, outputs and op, the
+    initializers and the graph inputs. Tensor names survive most rewrites, so a kernel covers
+    the original nodes between its inputs and its outputs."""
+
+    nodes: Mapping[str, tuple[tuple[str, ...], tuple[str, ...], str]]  # name -> (inputs, outputs, op)
+    initializers: frozenset[str] = frozenset()
+    inputs: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_model(cls, model: "onnx.ModelProto") -> "OptimizedGraph":
+        graph = model.graph
+        return cls({node.name: (tuple(node.input), tuple(node.output), node.op_type) for node in graph.node},
+                   frozenset(t.name for t in graph.initializer), frozenset(i.name for i in graph.input))
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "OptimizedGraph":
+        return cls({name: (tuple(io[0]), tuple(io[1]), io[2]) for name, io in data["nodes"].items()},
+                   frozenset(data.get("initializers", ())), frozenset(data.get("inputs", ())))
+
+    def to_dict(self) -> dict:
+        return {"nodes": {name: [list(i), list(o), op] for name, (i, o, op) in self.nodes.items()},
+                "initializers": sorted(self.initializers), "inputs": sorted(self.inputs)}
+
+    def available(self) -> set[str]:
+        """Tensors that exist in the optimized graph: produced by one of its nodes, or given."""
+        return {t for _, outputs, _ in self.nodes.values() for t in outputs} | set(self.initializers) | set(self.inputs)
+

@@ -1,0 +1,140 @@
+"""The roofs a calibration measured: the memory levels read off the bandwidth sweep
+(:func:`memory_levels`), everything one calibration measured (:class:`Calibration`) and its
+roofs as a :class:`~onnxroof.roofline.targets.Target` (:func:`measured_roofs`). The target file
+that carries them with their sources is written by :mod:`onnxroof.report.target_file`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from . import achieved
+from .roof_kernels import MatmulPoint, StreamPoint
+from ..roofline.targets import Figure, Target
+
+FAST_FACTOR = 1.3  # a cache plateau runs at least this much faster than DRAM
+ROUNDS = 3  # every point is measured this many times, a whole round apart; the best is kept
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The memory levels read off a bandwidth sweep."""
+
+    dram_bytes_per_s: float
+    dram_sizes: tuple[int, int]  # the working sets the DRAM figure is the best of
+    onchip_bytes: int | None  # the largest working set still at the last cache plateau's speed
+    onchip_bytes_per_s: float | None  # that plateau's bandwidth
+    onchip_sizes: tuple[int, int] | None  # the working sets the plateau bandwidth is the best of
+
+
+def memory_levels(points: Sequence[tuple[int, float]], fast_factor: float = FAST_FACTOR) -> Levels:
+    """DRAM and the largest cache plateau from (working-set bytes, bytes/s) points.
+
+    DRAM is the best bandwidth among the points within 4x of the largest working set. The last
+    cache plateau is the last run of (at least two, if there are) consecutive points at least
+    ``fast_factor`` times faster than DRAM; its bandwidth is the best of its points in the top
+    two octaves of the run, and its size the largest working set in the run still above the
+    geometric mean of that bandwidth and DRAM's (the middle of the drop). Best, not median: other
+    work on the machine only ever slows a pass down, so the fastest is the closest to the roof.
+
+    >>> sweep = [(2**k, 100e9 if k <= 20 else 50e9 if k <= 24 else 10e9) for k in range(15, 31)]
+    >>> levels = memory_levels(sweep)
+    >>> levels.dram_bytes_per_s, levels.onchip_bytes == 2**24, levels.onchip_bytes_per_s
+    (10000000000.0, True, 50000000000.0)
+    """
+    if not points:
+        raise ValueError("no bandwidth points")
+    ordered = sorted(points)
+    largest = ordered[-1][0]
+    tail = [(size, bw) for size, bw in ordered if size * 4 >= largest]
+    dram = max(bw for _, bw in tail)
+    fast = [bw >= fast_factor * dram for _, bw in ordered[: len(ordered) - len(tail)]]
+    runs: list[tuple[int, int]] = []  # [start, end) index ranges of fast points
+    start = None
+    for index, is_fast in enumerate(fast + [False]):
+        if is_fast and start is None:
+            start = index
+        elif not is_fast and start is not None:
+            runs.append((start, index))
+            start = None
+    if not runs:
+        return Levels(dram, (tail[0][0], largest), None, None, None)
+    long_runs = [r for r in runs if r[1] - r[0] >= 2]
+    first, last = (long_runs or runs)[-1]
+    plateau = ordered[first:last]
+    end = plateau[-1][0]
+    top = [(size, bw) for size, bw in plateau if size * 4 >= end]
+    cache = max(bw for _, bw in top)
+    middle = math.sqrt(cache * dram)
+    edge = max((size for size, bw in plateau if bw >= middle), default=end)
+    return Levels(dram, (tail[0][0], largest), edge, cache, (top[0][0], end))
+
+
+
+@dataclass
+class Calibration:
+    """Everything one calibration measured, and where."""
+
+    date: str
+    cpu: str
+    cores: str  # "2 cores, 2 logical CPUs"
+    threads: int
+    load_average: float | None
+    numpy_version: str
+    blas: str
+    matmul: list[MatmulPoint] = field(default_factory=list)
+    stream: list[StreamPoint] = field(default_factory=list)
+    caches: str = ""  # what the OS says about the caches, for context
+    seconds: float = 0.0  # how long it took
+    rounds: int = ROUNDS  # how many times every point was measured (the best is kept)
+    blas_threads: int | None = None  # the BLAS thread limit during the matmuls (None: BLAS's default)
+    launch_overhead_s: float | None = None  # onnxruntime's cost per kernel (None: not measured)
+    copy_bytes_per_s: float | None = None  # onnxruntime's elementwise kernel streaming from DRAM (None: not measured)
+    efficiency: dict[str, list[achieved.Case]] = field(default_factory=dict)  # class -> sizes measured
+    notes: list[str] = field(default_factory=list)
+
+    def peak(self, dtype: str) -> MatmulPoint | None:
+        points = [p for p in self.matmul if p.dtype == dtype]
+        return max(points, key=lambda p: p.rate.per_second) if points else None
+
+    def bandwidth_points(self) -> list[tuple[int, float]]:
+        """The best kernel at each working set."""
+        best: dict[int, float] = {}
+        for point in self.stream:
+            best[point.working_set] = max(best.get(point.working_set, 0.0), point.rate.per_second)
+        return sorted(best.items())
+
+    def levels(self) -> Levels:
+        return memory_levels(self.bandwidth_points())
+
+    def dram_bytes_per_s(self) -> float:
+        """The DRAM roof: the sweep's, or onnxruntime's copy bandwidth when that is faster."""
+        sweep = self.levels().dram_bytes_per_s
+        return self.copy_bytes_per_s if self.copy_bytes_per_s and self.copy_bytes_per_s > sweep else sweep
+
+
+def measured_roofs(calibration: Calibration, name: str = "this-machine") -> Target:
+    """The roofs ``calibration`` measured as a Target, without efficiencies: what the kernels'
+    efficiencies are measured against (:mod:`onnxroof.measure.achieved`). The same figures as
+    the target file's (:func:`onnxroof.report.target_file.render_target`), not rounded to its
+    digits; their sources are the file's business."""
+    fp32 = calibration.peak("float32")
+    if fp32 is None:
+        raise ValueError("no fp32 matmul was measured")
+    levels = calibration.levels()
+
+    def measured(value: float) -> Figure:
+        return Figure(float(value), "measured", f"onnxroof calibrate {calibration.date}")
+
+    onchip = bool(levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes)
+    return Target(
+        name=name, description=f"{calibration.cpu}, {calibration.cores}: roofs measured by onnxroof calibrate",
+        path="", peak_ops_per_s={"fp32": measured(fp32.rate.per_second)},
+        dram_bytes_per_s=measured(calibration.dram_bytes_per_s()),
+        onchip_bytes=measured(levels.onchip_bytes) if onchip and levels.onchip_bytes else None,
+        onchip_bytes_per_s=measured(levels.onchip_bytes_per_s) if onchip and levels.onchip_bytes_per_s else None,
+        node_overhead_s=measured(calibration.launch_overhead_s) if calibration.launch_overhead_s else None,
+        weights_resident=bool(levels.onchip_bytes),
+    )

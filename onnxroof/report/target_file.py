@@ -1,0 +1,169 @@
+"""The target file `onnxroof calibrate` writes (schema onnxroof-target/1): the roofs a
+calibration measured (:mod:`onnxroof.measure.calibration`), every figure tagged ``measured`` with
+a source that says how, where and when it was measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from ..measure import achieved
+from ..measure.achieved import LAUNCH_CHAIN
+from ..measure.machine import size_text
+from ..measure.roof_kernels import CLEAN, blas_variables
+from ..measure.roofs import Calibration
+from ..roofline.targets import EFFICIENCY_CLASSES, SCHEMA, Target, parse_target
+
+
+def render_target(calibration: Calibration, name: str = "this-machine", with_efficiency: bool = True) -> str:
+    """The target file (schema onnxroof-target/1), every figure tagged ``measured`` (without
+    ``with_efficiency``: the roofs alone)."""
+    c = calibration
+    fp32 = c.peak("float32")
+    if fp32 is None:
+        raise ValueError("no fp32 matmul was measured")
+    levels = c.levels()
+    where = (f"onnxroof calibrate {c.date} on {c.cpu} ({c.cores}; {c.threads} thread(s)"
+             + (f"; load average {c.load_average:.2f} at the start" if c.load_average is not None else "") + ")")
+    best: dict[tuple[str, int], float] = {}
+    for p in c.matmul:
+        if p.dtype == "float32":
+            best[(p.method, p.n)] = max(best.get((p.method, p.n), 0.0), p.rate.per_second)
+
+    def sizes(method: str) -> str:
+        return ", ".join(f"n={n}: {rate / 1e9:.1f}" for (m, n), rate in sorted(best.items()) if m == method)
+
+    blas = c.blas + (f", {c.blas_threads} thread(s)" if c.blas_threads else ", its default threads")
+    peak_source = (f"{where}: float32 n x n matmuls, FLOPs = 2 n^3, fastest of repeated runs in {c.rounds} "
+                   f"rounds per size; numpy {c.numpy_version} ({blas}) GFLOP/s {sizes('numpy')}")
+    if any(m == "onnxruntime" for m, _ in best):
+        peak_source += f"; onnxruntime's MatMul ({c.threads} thread(s)) GFLOP/s {sizes('onnxruntime')}"
+    if any(m == CLEAN for m, _ in best):
+        peak_source += f"; numpy in a child process without {', '.join(blas_variables())} GFLOP/s {sizes(CLEAN)}"
+    peak_source += f"; the roof is the best: {fp32.method} at n={fp32.n}"
+    slower: dict[str, float] = {}  # every other method's best
+    for (method, _), rate in best.items():
+        if method != fp32.method:
+            slower[method] = max(slower.get(method, 0.0), rate)
+    if slower and min(slower.values()) >= 0.9 * fp32.rate.per_second:
+        peak_source += " (the methods agree within 10%)"
+    for method, rate in sorted(slower.items()):
+        if rate < 0.9 * fp32.rate.per_second:
+            variables = [f"{v}={os.environ[v]}" for v in blas_variables()] if method == "numpy" else []
+            peak_source += (f" ({method} reaches {rate / fp32.rate.per_second:.0%} of it: its GEMM is built or configured "
+                            "for less" + (f"; {', '.join(variables)} is set here" if variables else "") + ")")
+    stream_source = (f"{where}: STREAM-style sweep (copy 2x8, add 3x8, triad 3x8 bytes per float64 element, "
+                     f"no write-allocate), {c.threads} thread(s) on their own arrays, fastest of repeated passes "
+                     f"in {c.rounds} rounds, best kernel per working set")
+    dram_source = (f"{stream_source}; best over working sets {size_text(levels.dram_sizes[0])}"
+                   f"..{size_text(levels.dram_sizes[1])}")
+    dram = levels.dram_bytes_per_s
+    if c.copy_bytes_per_s:
+        copy = (f"onnxruntime's Mul by a scalar over {size_text(4 * achieved.COPY_ELEMENTS)} of float32 (8 B per "
+                f"element, a slope over chains of 1 and 5) {c.copy_bytes_per_s / 1e9:.1f} GB/s")
+        if c.copy_bytes_per_s > dram:
+            dram_source = f"{where}: {copy}, the best; the STREAM sweep reached {levels.dram_bytes_per_s / 1e9:.1f} GB/s"
+            dram = c.copy_bytes_per_s
+        else:
+            dram_source += (f"; {copy}, {c.copy_bytes_per_s / dram:.0%} of it (its elementwise kernels stream less "
+                            "well than STREAM: efficiency.elementwise carries that)")
+    description = (f"{c.cpu}, {c.cores}: roofs measured by onnxroof calibrate on {c.date}"
+                   + (f" with {c.blas_threads} thread(s)" if c.blas_threads else ""))
+    lines = [
+        "# Measured by `onnxroof calibrate` on this machine: re-run it rather than edit the figures.",
+        "# Sweep (working set -> best GB/s): "
+        + ", ".join(f"{size_text(size)} {bw / 1e9:.1f}" for size, bw in c.bandwidth_points()),
+    ]
+    for point in c.matmul:
+        if point.dtype == "float64":
+            lines.append(f"# fp64 matmul n={point.n}: {point.rate.per_second / 1e9:.1f} GFLOP/s (the schema has no fp64 roof)")
+        elif point.dtype == "float16":
+            lines.append(f"# fp16 matmul n={point.n}: {point.rate.per_second / 1e9:.2f} GFLOP/s in numpy (a generic loop, "
+                         "not BLAS): not written as a roof; fp16 and int8 nodes fall back to the fp32 roof")
+    lines += [f"# note: {note}" for note in c.notes]
+    lines += [
+        f'schema = "{SCHEMA}"',
+        f"name = {_toml_string(name)}",
+        f"description = {_toml_string(description)}",
+        "",
+        "[peak_ops_per_s.fp32]",
+        *_figure_lines(fp32.rate.per_second, peak_source),
+        "",
+        "[dram.bandwidth_bytes_per_s]",
+        *_figure_lines(dram, dram_source),
+    ]
+    if c.launch_overhead_s:
+        lines += [
+            "",
+            "[node_overhead_s]",
+            *_figure_lines(c.launch_overhead_s,
+                           f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
+                           f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, fastest of batches "
+                           "of 50 runs (onnxruntime's profiler adds several µs to each small kernel it times)"),
+        ]
+    if levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes:
+        lo, hi = levels.onchip_sizes
+        lines += [
+            "",
+            "[onchip.size_bytes]",
+            *_figure_lines(levels.onchip_bytes,
+                           f"{where}: the largest working set of the sweep still above the geometric mean of the last "
+                           f"cache plateau's and DRAM's bandwidth" + (f" (the OS reports {c.caches})" if c.caches else "")),
+            "",
+            "[onchip.bandwidth_bytes_per_s]",
+            *_figure_lines(levels.onchip_bytes_per_s,
+                           f"{stream_source}; best over the last cache plateau, working sets "
+                           f"{size_text(lo)}..{size_text(hi)}"),
+        ]
+    if with_efficiency and c.efficiency:
+        lines += ["", "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
+                  "# time is divided by it (onnxroof.measure.achieved; --no-overhead leaves it out)."]
+        for kernel_class, cases in c.efficiency.items():
+            sizes_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
+                                   f"{case.fraction:.0%}" for case in cases)
+            lines += ["", f"[efficiency.{kernel_class}]",
+                      *_figure_lines(round(achieved.class_efficiency([case.fraction for case in cases]), 4),
+                                     f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
+                                     f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above over "
+                                     f"the time beyond the launch cost, geometric mean of {sizes_text}")]
+    if levels.onchip_bytes:
+        lines += ["", "[weights]", "resident = true",
+                  "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they fit "
+                                             "beside the activations; onnxroof profile measures such warm, repeated runs")]
+    if c.launch_overhead_s:
+        lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
+                  "source = " + _toml_string(HOST_FUSION_SOURCE)]
+    return "\n".join(lines) + "\n"
+
+
+HOST_FUSION_SOURCE = (
+    "onnxruntime's CPU graph optimizations at its default level (onnxruntime.ai/docs/performance/model-optimizations/"
+    "graph-optimizations.html): BatchNormalization and Add folded into the Conv before it, Conv/Gemm + activation, "
+    "MatMul + Add into Gemm, LayerNormalization and GELU fusions; it fuses no general elementwise chain, and attention "
+    "only in models its transformer optimizer rewrote offline")
+
+
+def _figure_lines(value: float, source: str) -> list[str]:
+    if float(value).is_integer() and value < 2**53:
+        number = str(int(value))
+    else:  # a fraction as it reads (0.8063), a rate or a time in exponent form
+        number = f"{value:.4g}" if 1e-3 <= value < 1e3 else f"{value:.6e}"
+    return [f"value = {number}", 'tag = "measured"', f"source = {_toml_string(source)}"]
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes (\\" \\\\ \\n \\uXXXX) are valid TOML."""
+    return json.dumps(text, ensure_ascii=True)
+
+
+
+def calibrated_target(calibration: Calibration, name: str = "this-machine", with_efficiency: bool = True) -> Target:
+    """The calibration as a Target, through the same validation a file gets."""
+    with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as directory:
+        path = Path(directory) / f"{name}.toml"
+        path.write_text(render_target(calibration, name, with_efficiency), encoding="utf-8")
+        target = parse_target(path)
+    return target
+

@@ -1,0 +1,41 @@
+"""`onnxroof calibrate`'s measuring, end to end with a mocked clock on tiny sizes."""
+
+from __future__ import annotations
+
+import pytest
+
+from onnxroof.measure.calibration import calibrate
+from onnxroof.measure.roof_kernels import STREAM_KERNELS, matmul_flops, stream_bytes, stream_elements
+from onnxroof.report.target_file import render_target
+from onnxroof.roofline.targets import parse_target
+
+from measurements import KiB, MiB, FakeClock
+
+
+def test_calibrate_end_to_end_with_a_mocked_timer(tmp_path):
+    """The whole pipeline on tiny sizes; the clock says every timed call takes 1 ms, so every
+    figure is the work of one call per millisecond, and the file it makes validates."""
+    clock = FakeClock(step=1e-3)
+    messages = []
+    result = calibrate(seconds=2, threads=2, largest=1 * MiB, progress=messages.append, timer=clock,
+                           matmul_sizes=(32, 64))
+    assert {p.dtype for p in result.matmul} == {"float32", "float64", "float16"}
+    # every size in every round, by numpy and by onnxruntime's MatMul (installed with the test extras)
+    for method in ("numpy", "onnxruntime"):
+        assert [p.n for p in result.matmul if p.dtype == "float32" and p.method == method] == sorted([32, 64] * result.rounds)
+    for point in result.matmul:
+        assert point.rate.seconds == pytest.approx(1e-3)
+        assert point.rate.work % matmul_flops(point.n) == 0
+    sizes = sorted({p.working_set for p in result.stream})
+    assert sizes[0] == 32 * KiB and sizes[-1] == 1 * MiB
+    assert result.rounds == 1  # a quick calibration: one round
+    assert len(result.stream) == result.rounds * len(sizes) * len(STREAM_KERNELS)
+    for point in result.stream:
+        elements = stream_elements(point.kernel, point.working_set, 2)
+        assert point.rate.work % (2 * stream_bytes(point.kernel, elements)) == 0
+    assert any("fp32 matmul n=64" in m for m in messages) and any("bandwidth" in m for m in messages)
+    path = tmp_path / "mocked.toml"
+    path.write_text(render_target(result, "mocked"), encoding="utf-8")
+    target = parse_target(path)
+    assert target.peak_ops_per_s["fp32"].value == pytest.approx(max(p.rate.per_second for p in result.matmul
+                                                                     if p.dtype == "float32"))

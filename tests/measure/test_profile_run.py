@@ -1,0 +1,92 @@
+"""Running the model with onnxruntime: the inputs it is given, onnxruntime's errors in one line
+and, when onnxruntime is installed, a real run whose every kernel is mapped to the nodes."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import onnxroof
+from onnxroof.core.errors import UsageError
+from onnxroof.core.examples import build_example
+from onnxroof.measure.profile_run import import_onnxruntime, onnxruntime_error, profile_model, random_inputs
+from onnxroof.report.profile_json import profile_document
+from onnxroof.report.profile_views import render_profile_table
+from onnxroof.roofline.targets import load_target
+
+from conftest import make_model
+
+F32 = TensorProto.FLOAT
+
+
+@pytest.fixture(scope="module")
+def minigooglenet():
+    return onnxroof.analyze(build_example("minigooglenet"))
+
+
+def test_missing_onnxruntime_is_a_one_line_usage_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
+    with pytest.raises(UsageError, match=r"pip install onnxroof\[profile\]"):
+        import_onnxruntime()
+
+
+def test_onnxruntime_errors_name_the_op_and_node(minigooglenet):
+    no_kernel = RuntimeError("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation "
+                             "for Conv(11) node with name 'conv2d_3'")
+    message = str(onnxruntime_error(no_kernel, minigooglenet))
+    assert "no CPU kernel for node 'conv2d_3' (Conv, opset 11, inputs float32" in message
+    custom = RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Fatal error: my.domain:MyOp(-1) is not a registered function/op")
+    assert "op MyOp of domain my.domain" in str(onnxruntime_error(custom, minigooglenet))
+    other = RuntimeError("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Got invalid dimensions for input: input\nmore")
+    assert str(onnxruntime_error(other, minigooglenet)) == (
+        "onnxruntime cannot run minigooglenet: Got invalid dimensions for input: input")
+
+
+def test_unbound_dims_cannot_be_run():
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], [("x", F32, ["batch", 4])], [("y", F32, ["batch", 4])])
+    with pytest.raises(UsageError, match="--dim batch="):
+        random_inputs(onnxroof.analyze(model, partial=True))
+    feeds = random_inputs(onnxroof.analyze(model, dims={"batch": 2}))
+    assert feeds["x"].shape == (2, 4) and feeds["x"].dtype == np.float32
+
+
+def test_integer_inputs_are_ones():
+    model = make_model([helper.make_node("Cast", ["ids"], ["y"], name="c", to=F32)],
+                       [("ids", TensorProto.INT64, [1, 5])], [("y", F32, [1, 5])])
+    feeds = random_inputs(onnxroof.analyze(model))
+    assert feeds["ids"].dtype == np.int64 and (feeds["ids"] == 1).all()
+
+
+@pytest.mark.parametrize("level", ["all", "basic", "disable"])
+def test_profile_the_example_every_node_onnxruntime_ran_is_measured(tmp_path, level):
+    pytest.importorskip("onnxruntime")
+    model = build_example("minigooglenet")
+    analysis = onnxroof.analyze(model)
+    raw = tmp_path / "raw.json"
+    result = profile_model(analysis, load_target("myriad-x"), runs=2, model=model, warmup=1,
+                                optimization=level, keep_profile=raw)
+    ran = {e["name"][: -len("_kernel_time")] for e in json.loads(raw.read_text())
+           if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")}
+    kernels = {k.name: k for k in result.mapping.kernels}
+    assert set(kernels) == ran
+    for name in ran:
+        if name.startswith("Reorder"):
+            assert kernels[name].nodes == []  # layout conversions onnxruntime inserted
+            continue
+        assert kernels[name].nodes, f"kernel {name} was not mapped"
+        for node in kernels[name].nodes:
+            assert result.mapping.seconds[node] is not None and result.mapping.seconds[node] >= 0
+    assert result.mapping.not_seen == []
+    assert {n.name for n in result.nodes if n.measured_s is not None} == {r.name for r in analysis.nodes}
+    assert all(n.predicted_s is not None for n in result.nodes)
+    if level == "disable":
+        assert all(len(k.nodes) == 1 for k in kernels.values())  # one kernel per node, nothing fused
+    document = json.loads(json.dumps(profile_document(result)))
+    assert document["schema"] == "onnxroof-profile/1" and document["onnxruntime"]["optimization"] == level
+    assert document["totals"]["measured_s"] > 0 and document["totals"]["predicted_s"] > 0
+    assert document["totals"]["wall_s"] > 0
+    assert "prediction error" in render_profile_table(result)

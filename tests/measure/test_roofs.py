@@ -1,0 +1,74 @@
+"""The roofs a calibration measured: the memory levels read off a bandwidth sweep, and the
+calibration's roofs as a Target (what the kernels' efficiencies are measured against)."""
+
+from __future__ import annotations
+
+import pytest
+
+from onnxroof.measure.roof_kernels import MatmulPoint, Rate, StreamPoint, sweep_sizes
+from onnxroof.measure.roofs import Calibration, measured_roofs, memory_levels
+
+from measurements import GiB, MiB, hand_calibration, sweep
+
+
+def test_memory_levels_reads_the_last_cache_plateau_and_dram():
+    # L2 1 MiB at 200 GB/s, L3 32 MiB at 60 GB/s, DRAM 20 GB/s
+    points = sweep([(1 * MiB, 200e9), (32 * MiB, 60e9), (None, 20e9)])
+    levels = memory_levels(points)
+    assert levels.dram_bytes_per_s == 20e9
+    assert levels.onchip_bytes_per_s == 60e9
+    assert levels.onchip_bytes == 32 * MiB
+    assert levels.dram_sizes == (256 * MiB, GiB)
+    assert levels.onchip_sizes == (8 * MiB, 32 * MiB)
+
+
+def test_memory_levels_takes_the_middle_of_a_gradual_drop_and_the_best_of_noisy_points():
+    points = dict(sweep([(1 * MiB, 200e9), (16 * MiB, 60e9), (None, 20e9)]))
+    sizes = sorted(points)
+    after = [s for s in sizes if s > 16 * MiB]
+    points[after[0]] = 40e9  # partly cached: above the middle (sqrt(60 x 20) = 34.6)
+    points[after[1]] = 30e9  # below it
+    points[sizes[0]] = 5e9  # the smallest size is call-overhead bound
+    points[GiB] = 12e9  # other work slowed these passes down: the best of the tail stands
+    points[8 * MiB] = 45e9
+    levels = memory_levels(sorted(points.items()))
+    assert levels.dram_bytes_per_s == 20e9
+    assert levels.onchip_bytes == after[0]
+    assert levels.onchip_bytes_per_s == 60e9
+
+
+def test_memory_levels_without_a_cache_plateau():
+    flat = [(size, 10e9) for size in sweep_sizes()]
+    levels = memory_levels(flat)
+    assert levels.dram_bytes_per_s == 10e9
+    assert levels.onchip_bytes is None and levels.onchip_bytes_per_s is None
+
+
+
+def test_measured_roofs_are_the_best_matmul_and_the_levels():
+    # hand_calibration: fp32 matmuls reach 30%, 90% and 100% of 150 GFLOP/s; the best kernel per
+    # working set runs at 200 GB/s up to 1 MiB, 60 GB/s up to 32 MiB and 20 GB/s beyond
+    target = measured_roofs(hand_calibration())
+    assert target.peak_ops_per_s["fp32"].value == pytest.approx(150e9)
+    assert target.dram_bytes_per_s.value == pytest.approx(20e9)
+    assert target.onchip_bytes.value == 32 * MiB and target.onchip_bytes_per_s.value == pytest.approx(60e9)
+    assert target.weights_resident and target.node_overhead_s is None and target.efficiency == {}
+    assert all(f.tag == "measured" for f in (target.peak_ops_per_s["fp32"], target.dram_bytes_per_s))
+    flat = measured_roofs(hand_calibration(levels=((None, 10e9),)))
+    assert flat.onchip_bytes is None and flat.onchip_bytes_per_s is None and not flat.weights_resident
+
+
+def test_the_copy_bandwidth_is_the_dram_roof_when_it_is_faster():
+    def calibration(copy_bytes_per_s):
+        return Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
+                           numpy_version="2", blas="OpenBLAS", matmul=[MatmulPoint("float32", 512, Rate(40e9, 1.0, 3))],
+                           stream=[StreamPoint("copy", size, Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
+                           copy_bytes_per_s=copy_bytes_per_s, launch_overhead_s=2e-6)
+
+    # the sweep moves 1e10 bytes in 1 s at every size: 10 GB/s; onnxruntime's copy 20 GB/s wins, 5 GB/s does not
+    assert calibration(2e10).dram_bytes_per_s() == 2e10
+    assert calibration(5e9).dram_bytes_per_s() == 1e10
+    assert calibration(None).dram_bytes_per_s() == 1e10
+    roofs = measured_roofs(calibration(2e10))
+    assert roofs.dram_bytes_per_s.value == 2e10 and roofs.node_overhead_s.value == 2e-6
+    assert roofs.peak_ops_per_s["fp32"].value == 40e9

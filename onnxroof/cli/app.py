@@ -14,15 +14,18 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..core.version import __version__
 from ..core.files import write_atomically
 from .options import (
-    EXAMPLES, analysis_options, budget_option, positive_int, single_model,
+    EXAMPLES, FLAGS, analysis_options, budget_option, formula_options, options_from_flags, positive_int, single_model,
 )
-from ..core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, UsageError
+from ..core.errors import (
+    EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, IncompleteAnalysis, OnnxroofError, OptionError, UnboundDims, UsageError,
+)
 
 # The pipeline (onnx, networkx, every cost rule), the renderers and the examples are imported
 # by the commands that use them: `--help` or `targets` should not wait for them.
@@ -177,6 +180,19 @@ def one_line(text: object) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
+def error_text(exc: OnnxroofError) -> str:
+    """An error in the command line's words: an option named as the flag that sets it."""
+    if isinstance(exc, OptionError):
+        return exc.worded(FLAGS)
+    if isinstance(exc, UnboundDims):
+        flags = " ".join([f"--dim {symbol}=N" for symbol in exc.symbols()]
+                         + list(dict.fromkeys(d.fix for d in exc.dims if not d.symbol)))
+        decoder = " (a KV-cached decoder: or --phase decode --context N)" if exc.decoder else ""
+        return (f"{exc.head()}; add: {flags}{decoder}, with your values, or --partial to cost only what does not "
+                "depend on them")
+    return str(exc)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; ``argv=None`` means the `onnxroof` program itself (arguments from
     sys.argv), which ends the process once the output is flushed."""
@@ -209,7 +225,7 @@ def _main(argv: list[str], kept: list | None = None) -> int:
     except OnnxroofError as exc:
         if debug:
             _print_traceback()
-        print(f"onnxroof: error: {one_line(getattr(exc, 'cli_text', None) or exc)}", file=sys.stderr)
+        print(f"onnxroof: error: {one_line(error_text(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("onnxroof: interrupted", file=sys.stderr)
@@ -333,7 +349,7 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
     if args.depth is not None and args.by != "module":
         raise UsageError("--depth goes with --by module")
     found = formulas(_model(source), by=args.by, modules=args.depth, progress=_formula_progress(source, args),
-                     **_formula_options(args))
+                     options=formula_options(args))
     if args.format == "json":
         text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
     elif args.format == "table":
@@ -348,31 +364,12 @@ def _report_formulas(source: str, args: argparse.Namespace):
     """The formulas in the dims the model leaves free, whatever values the flags give them."""
     from ..symbolic.formulas import formulas
 
-    return formulas(_model(source), progress=_formula_progress(source, args), **_formula_options(args, bound=False))
+    return formulas(_model(source), progress=_formula_progress(source, args), options=formula_options(args, bound=False))
 
 
 def _formula_progress(source: str, args: argparse.Namespace):
     """Stage lines on stderr once fitting takes over 1.5 s; none under -q."""
     return None if args.quiet else StageLines(Path(source).name)
-
-
-# what decides the counts a formula is fitted to
-_COUNTING_OPTIONS = ("input_shapes", "values", "loop_trips", "dtype", "phase", "elementwise_in_place")
-_BINDING_OPTIONS = ("dims", "batch", "seq", "context")  # values for dims: a formula leaves them free unless bound
-_TIMING_OPTIONS = ("targets", "fusion", "overhead")  # what decides the latency formulas
-
-
-def _formula_options(args: argparse.Namespace, bound: bool = True) -> dict:
-    """analyze()'s arguments for the analyses a formula is fitted to: the flags that change the
-    counts, with the dims the flags bind (``bound``) or without (the report's formulas are in
-    every dim the model leaves free, whatever values its numbers take), and the targets for
-    their latency formulas."""
-    given = _analysis_kwargs(args)
-    keys = _COUNTING_OPTIONS + (_BINDING_OPTIONS if bound else ())
-    options = {k: v for k, v in given.items() if k in keys and v not in (None, [], False)}
-    if given["targets"]:
-        options.update({k: given[k] for k in _TIMING_OPTIONS})
-    return options
 
 
 def _check_not_a_flag_value(parser: argparse.ArgumentParser, argv: list[str], source: str) -> None:
@@ -427,15 +424,6 @@ def _model(source: str):
     return source
 
 
-def _analysis_kwargs(args: argparse.Namespace) -> dict:
-    return dict(input_shapes=args.input_shape, dims=args.dim, values=args.value, loop_trips=args.loop_trips,
-                elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
-                fusion=args.fusion, overhead=not args.no_overhead, phase=args.phase, seq=args.seq, context=args.context,
-                checker_in_child=args.program, partial=args.partial,
-                # one set of flags for several models: a dim one of them lacks is not an error for it
-                ignore_missing_dims=hasattr(args, "models") or hasattr(args, "base"))
-
-
 class StageLines:
     """Progress on stderr for slow runs: stage lines appear once a run has taken over
     ``quiet_for`` seconds, so quick runs print nothing; -q silences them."""
@@ -457,7 +445,7 @@ def _analyze(source: str, args: argparse.Namespace) -> Analysis:
     from ..pipeline import analyze
 
     progress = None if args.quiet else StageLines(Path(source).name)
-    analysis = analyze(_model(source), progress=progress, **_analysis_kwargs(args))
+    analysis = analyze(_model(source), progress=progress, options=options_from_flags(args))
     if not args.quiet:
         for warning in analysis.warnings:
             print(one_line(f"onnxroof: warning: {analysis.model.name}: {warning}"), file=sys.stderr)
@@ -475,9 +463,8 @@ def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
 
     if args.command == "explain":
         raise UsageError("--sweep is for summary and report")
-    kwargs = _analysis_kwargs(args)
-    kwargs["dims"] = dict(parse_dim(text) for text in args.dim)
-    points = run_sweep(_model(source), [parse_sweep(text) for text in args.sweep], **kwargs)
+    options = replace(options_from_flags(args), dims=dict(parse_dim(text) for text in args.dim))
+    points = run_sweep(_model(source), [parse_sweep(text) for text in args.sweep], options)
     if not args.quiet:
         for point in points:
             for warning in point.analysis.warnings:
@@ -530,9 +517,9 @@ def _diff(args: argparse.Namespace) -> int:
     if args.symbolic:
         from ..symbolic.formulas import difference, formulas, formulas_lines
 
-        options = _formula_options(args)
-        change = difference(formulas(_model(args.base), progress=_formula_progress(args.base, args), **options),
-                            formulas(_model(args.head), progress=_formula_progress(args.head, args), **options))
+        options = formula_options(args)
+        change = difference(formulas(_model(args.base), progress=_formula_progress(args.base, args), options=options),
+                            formulas(_model(args.head), progress=_formula_progress(args.head, args), options=options))
         _emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n")
         return EXIT_OK
     from ..compare.budgets import check_budgets, parse_budget
@@ -587,7 +574,7 @@ def _check(args: argparse.Namespace) -> int:
         try:
             analysis = _analyze(source, args)
         except OnnxroofError as exc:
-            print(f"{one_line(source)}: error: {one_line(getattr(exc, 'cli_text', None) or exc)}")
+            print(f"{one_line(source)}: error: {one_line(error_text(exc))}")
             worst = EXIT_USAGE
             continue
         results = check_budgets(budgets, analysis)

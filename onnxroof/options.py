@@ -98,4 +98,5 @@ class AnalysisOptions:
         {'dims': {}, 'batch': 2}
         """
         default = AnalysisOptions()
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(default, f.name)}
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) != getattr(default, f.name)}

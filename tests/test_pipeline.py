@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
-from onnxroof.cli.app import error_text
+from onnxroof.cli.output import error_text
 from onnxroof.core.errors import OptionError, UnboundDims
 
 from conftest import make_model, zeros

@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.cli.app import error_text
+from onnxroof.cli.output import error_text
 from onnxroof.core.errors import UsageError
 from onnxroof.cost.llm import detect_decoder
 

@@ -8,8 +8,7 @@ from dataclasses import FrozenInstanceError, replace
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof import analyze
-from onnxroof.options import AnalysisOptions
+from onnxroof import AnalysisOptions, analyze
 
 from conftest import make_model, zeros
 

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 from .core.version import __version__
 
-__all__ = ["Analysis", "analyze", "formulas", "register", "__version__"]
+__all__ = ["Analysis", "AnalysisOptions", "analyze", "formulas", "register", "__version__"]
 
 if TYPE_CHECKING:
+    from .options import AnalysisOptions
     from .pipeline import analyze
     from .result import Analysis
     from .symbolic.formulas import formulas
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 # The pipeline (onnx, networkx, every cost rule) is imported on first use of these names, not by
 # `import onnxroof`: the CLI's quick commands (--help, targets) never need it.
-_LAZY = {"Analysis": ".result", "analyze": ".pipeline", "formulas": ".symbolic.formulas", "register": ".ops"}
+_LAZY = {"Analysis": ".result", "AnalysisOptions": ".options", "analyze": ".pipeline", "formulas": ".symbolic.formulas", "register": ".ops"}
 
 
 def __getattr__(name: str):

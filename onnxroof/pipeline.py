@@ -14,6 +14,7 @@ import gc
 import os
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
@@ -21,18 +22,19 @@ import onnx
 import onnx.inliner
 
 from .core.dtypes import dtype_name
-from .core.errors import UnboundDims, UsageError
+from .core.errors import OptionError, UnboundDims
 from .cost.records import CostOptions, NodeRecord, NodeStatus
 from .frontend.inputs import (
     batch_flags, batch_symbols, bind_inputs, fix_digit_dims, input_values, name_unnamed_batch_axes, parse_dim,
     parse_input_shape, parse_value, real_inputs, unbound_dims,
 )
-from .cost.llm import LOOKED_FOR, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
+from .cost.llm import LOOKED_FOR, DecoderLayout, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
 from .frontend.load import PendingCheck, check_in_memory, open_model
 from .memory.liveness import analyze_memory
 from .core.nodes import read_node_fields
 from .ops import output_types
 from .ops.plugins import load_entry_points
+from .options import AnalysisOptions
 from .result import Analysis, ModelFacts, Totals
 from .frontend.shapes import infer_shapes
 from .cost.splits import cost_graph_with_sizes
@@ -62,6 +64,7 @@ def analyze(
     partial: bool = False,
     ignore_missing_dims: bool = False,
     search_order: bool = True,
+    options: AnalysisOptions | None = None,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
@@ -91,55 +94,33 @@ def analyze(
     ``dims`` name dims this model lacks (one set of dims for several models).
     ``search_order=False`` skips the search for the execution order with the lowest peak
     (``memory.best`` is then the model's order): for many analyses that read the model order only.
+    ``options`` gives all of these (but ``progress``) at once, as an
+    :class:`~onnxroof.options.AnalysisOptions`, instead of one by one.
     """
+    given = AnalysisOptions(
+        input_shapes=input_shapes, dims=dims, loop_trips=loop_trips, elementwise_in_place=elementwise_in_place,
+        targets=targets, dtype=dtype, batch=batch, phase=phase, seq=seq, context=context, fusion=fusion,
+        overhead=overhead, checker_in_child=checker_in_child, values=values, partial=partial,
+        ignore_missing_dims=ignore_missing_dims, search_order=search_order)
+    options = AnalysisOptions.given(options, given.changed()) if options is not None else given
     collecting = gc.isenabled()
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
-        return _in_api_words(_analyze,model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-                        context, progress or (lambda stage: None), checker_in_child, values, _fusion_rules(fusion), overhead,
-                        partial, ignore_missing_dims, search_order)
+        return _analyze(model, options, progress or (lambda stage: None))
     finally:
         if collecting:
             gc.enable()
 
 
-# the command line's flags and the arguments of analyze() that stand for them
-_API_NAMES = {"--input-shape": "input_shapes", "--dim": "dims", "--value": "values", "--target": "targets",
-              "--dtype": "dtype", "--batch": "batch", "--phase": "phase", "--seq": "seq", "--context": "context",
-              "--fusion": "fusion", "--loop-trips": "loop_trips", "--partial": "partial=True"}
-_FLAG = re.compile(r"(?<![\w-])(--(?:input-shape|dim|value|target|dtype|batch|phase|seq|context|fusion|loop-trips|partial))\b")
-
-
-def api_words(message: str) -> str:
-    """A message that names command-line flags, naming analyze()'s arguments instead.
-
-    >>> api_words("--dim zzz: the model's inputs have no dim named 'zzz'; bind the dims with --dim instead")
-    "dims zzz: the model's inputs have no dim named 'zzz'; bind the dims with dims instead"
-    """
-    return _FLAG.sub(lambda match: _API_NAMES[match.group(1)], message)
-
-
-def _in_api_words(run: Callable, *args):
-    """``run(*args)``, with a UsageError's message in analyze()'s words; the command line still
-    prints its own (``cli_text``)."""
-    try:
-        return run(*args)
-    except UsageError as exc:
-        cli_text = getattr(exc, "cli_text", None) or str(exc)
-        if isinstance(exc, UnboundDims):
-            raise
-        error = UsageError(api_words(str(exc)))
-        error.cli_text = cli_text  # type: ignore[attr-defined]
-        raise error from None
-
-
-def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, targets, dtype, batch, phase, seq,
-             context, progress: Callable[[str], None], checker_in_child: bool, values,
-             fusion: tuple[str, ...] | None, overhead: bool, partial: bool = False,
-             ignore_missing_dims: bool = False, search_order: bool = True) -> Analysis:
+def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
+             progress: Callable[[str], None]) -> Analysis:
+    """The stages in their order, on ``options``."""
+    fusion = _fusion_rules(options.fusion)
+    dtype, phase = options.dtype, options.phase
     if dtype != "model" and dtype not in RECAST_DTYPES:
-        raise UsageError(f"--dtype {dtype}: choose one of {', '.join(RECAST_DTYPES)}")
-    chosen = _load_targets(targets)
+        raise OptionError("dtype", "{opt.dtype} {dtype}: choose one of {choices}", dtype=dtype,
+                          choices=", ".join(RECAST_DTYPES))
+    chosen = _load_targets(options.targets)
     load_entry_points()
     if isinstance(model, onnx.ModelProto):
         path, file_bytes, checking = None, None, None
@@ -149,23 +130,21 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
     else:
         path = str(model)
         progress("loading")
-        proto, checking = open_model(path, checker_in_child)
+        proto, checking = open_model(path, options.checker_in_child)
         file_bytes = Path(path).stat().st_size
     try:
-        prepare_notes: list[str] = []
-        proto, layout, nodes, fields, phase_values, explicit_dims, assumed = _prepare(
-            proto, checking, input_shapes, dims, batch, phase, seq, context, progress, prepare_notes, partial,
-            ignore_missing_dims, Path(path).name if path else proto.graph.name or "model")
+        prepared = _prepare(proto, checking, options, progress, Path(path).name if path else proto.graph.name or "model")
     except BaseException:
         if checking is not None:
             checking.wait()  # the checker's verdict comes first, as when it ran before anything else
         raise
     if checking is not None:
         checking.wait()  # before ONNX's shape inference sees the model
-    given_values = input_values(proto, phase_values | _value_flags(values))  # explicit values win
+    proto, layout = prepared.model, prepared.layout
+    given_values = input_values(proto, prepared.phase_values | _value_flags(options.values))  # explicit values win
     def infer(assumed_sizes: dict[str, int] | None = None):
         """The shape stage (again, for sizes only the data decides: splits.py)."""
-        result = infer_shapes(proto, nodes, fields, output_types, given_values, assumed_sizes)
+        result = infer_shapes(proto, prepared.nodes, prepared.fields, output_types, given_values, assumed_sizes)
         if dtype != "model":
             result.tensors = recast_tensors(result.tensors, RECAST_DTYPES[dtype])
         return result
@@ -173,14 +152,17 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
     shapes = infer()
     if layout is not None and phase is not None:
         # dims the export leaves symbolic although the graph fixes them (a head size): bound, and again
-        fixed = {d: v for d, v in dims_fixed_by_the_graph(layout, shapes.tensors).items() if d not in explicit_dims}
+        fixed = {d: v for d, v in dims_fixed_by_the_graph(layout, shapes.tensors).items()
+                 if d not in prepared.explicit_dims}
         if fixed:
             bind_inputs(proto, (), fixed)
             shapes = infer()
-        if not partial and (unbound := unbound_dims(proto)):
-            raise UnboundDims(Path(path).name if path else proto.graph.name or "model", unbound, assumed, decoder=True)
+        if not options.partial and (unbound := unbound_dims(proto)):
+            raise UnboundDims(Path(path).name if path else proto.graph.name or "model", unbound, prepared.assumed,
+                              decoder=True)
     progress("costing nodes")
-    graph, shapes, size_notes = cost_graph_with_sizes(proto, shapes, CostOptions(loop_trips=loop_trips), fields, infer)
+    graph, shapes, size_notes = cost_graph_with_sizes(proto, shapes, CostOptions(loop_trips=options.loop_trips),
+                                                      prepared.fields, infer)
     records = graph.records
     totals = _totals(records, graph.parameters)
     analysis = Analysis(
@@ -192,45 +174,62 @@ def _analyze(model, input_shapes, dims, loop_trips, elementwise_in_place, target
         totals=totals,
         unresolved_dims=shapes.unresolved,
         memory=_with_progress(progress, "tracking live activations",
-                              lambda: analyze_memory(graph, elementwise_in_place=elementwise_in_place,
-                                                                     search=search_order)),
+                              lambda: analyze_memory(graph, elementwise_in_place=options.elementwise_in_place,
+                                                     search=options.search_order)),
         dtype=dtype,
-        batch=batch,
+        batch=options.batch,
         input_values={name: value.reshape(-1).tolist() for name, value in given_values.items()},
-        assumed_dims=assumed,
+        assumed_dims=prepared.assumed,
     )
+    batch = options.batch or 1
     if chosen:
         from .roofline.placement import place_model
 
         progress(f"placing on {len(chosen)} target(s)")
-        analysis.targets = [place_model(graph, analysis.memory, target, dtype, batch or 1, fusion, overhead)
+        analysis.targets = [place_model(graph, analysis.memory, target, dtype, batch, fusion, options.overhead)
                             for target in chosen]
     if layout is not None:
+        seq, context = options.seq, options.context
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
         latencies = {report.target.name: report.latency_s for report in analysis.targets}
         analysis.llm = llm_report(analysis.tensors, layout, phase, new_tokens, context if phase == "decode" else seq,
-                                  batch or 1, latencies)
-    analysis.warnings = prepare_notes + shapes.notes + size_notes + _warnings(analysis)
+                                  batch, latencies)
+    analysis.warnings = prepared.notes + shapes.notes + size_notes + _warnings(analysis)
     return analysis
+
+
+@dataclass
+class _Prepared:
+    """The model ready for the shape stage: what is done while the ONNX checker judges it."""
+
+    model: onnx.ModelProto  # functions inlined, inputs bound
+    layout: DecoderLayout | None  # a KV-cached decoder's, or None
+    nodes: list[onnx.NodeProto]
+    fields: list  # each node's fields, read once for the shape and cost stages
+    phase_values: dict[str, list[int]]  # input values the decoder phase stands for
+    explicit_dims: set[str]  # the dims the user gave (the graph binds no dim of these)
+    assumed: dict[str, int]  # batch dims nobody gave, bound to 1
+    notes: list[str]  # warnings
 
 
 _CACHE_NAME = re.compile(r"past|cache", re.IGNORECASE)  # only to say a cache-like input was not recognised
 
 
-def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes, dims, batch, phase, seq, context,
-             progress: Callable[[str], None], notes: list[str], partial: bool = False, ignore_missing_dims: bool = False,
-             label: str = "model"):
+def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: AnalysisOptions,
+             progress: Callable[[str], None], label: str = "model") -> _Prepared:
     """The model with its functions inlined and its inputs bound, its decoder layout, its nodes
     and their fields: the work done while the ONNX checker judges the model in a child process."""
+    phase, batch, partial = options.phase, options.batch, options.partial
+    notes: list[str] = []
     if proto.functions:
         if checking is not None:
             checking.wait()  # the inliner is C++: it sees only a model the checker passed
         # model-local functions are costed through their bodies
         proto = onnx.inliner.inline_local_functions(proto)
-    shape_flags, dim_flags = _shape_flags(input_shapes), dim_values(dims)
+    shape_flags, dim_flags = _shape_flags(options.input_shapes), dim_values(options.dims)
     fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
     name_unnamed_batch_axes(proto)  # skl2onnx's batch axis has no name: give it one to bind it by
-    if ignore_missing_dims:
+    if options.ignore_missing_dims:
         symbols = {d.dim_param for i in real_inputs(proto.graph) for d in i.type.tensor_type.shape.dim if d.dim_param}
         dim_flags = {symbol: value for symbol, value in dim_flags.items() if symbol in symbols}
     layout = detect_decoder(proto, prefill_only=phase == "prefill")
@@ -243,9 +242,9 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes
     phase_values: dict[str, list[int]] = {}
     if phase is not None:
         if layout is None:
-            raise UsageError(f"--phase {phase}: no KV cache found (looked for {LOOKED_FOR}); "
-                             "bind the model's dims with --dim instead")
-        implied, phase_values = phase_dims(layout, phase, seq, context, batch)
+            raise OptionError("phase", "{opt.phase} {phase}: no KV cache found (looked for {looked_for}); "
+                              "bind the model's dims with {opt.dims} instead", phase=phase, looked_for=LOOKED_FOR)
+        implied, phase_values = phase_dims(layout, phase, options.seq, options.context, batch)
         dim_flags = implied | dim_flags
     if batch is not None:
         shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
@@ -266,8 +265,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, input_shapes
         raise UnboundDims(label, unbound, assumed, decoder=layout is not None)
     nodes = list(proto.graph.node)
     progress(f"inferring shapes of {len(nodes):,} nodes")
-    # the fields, read once for the shape and cost stages
-    return proto, layout, nodes, read_node_fields(nodes), phase_values, explicit_dims, assumed
+    return _Prepared(proto, layout, nodes, read_node_fields(nodes), phase_values, explicit_dims, assumed, notes)
 
 
 # --dtype choices -> the ONNX element type every floating-point tensor is re-costed in
@@ -293,7 +291,7 @@ def _fusion_rules(fusion: str | Iterable[str] | None) -> tuple[str, ...] | None:
     try:
         return parse_policy(fusion if isinstance(fusion, str) else ",".join(fusion) or "none")
     except ValueError as exc:
-        raise UsageError(f"--fusion {exc}") from None
+        raise OptionError("fusion", "{opt.fusion} {problem}", problem=str(exc)) from None
 
 
 def _with_progress(progress: Callable[[str], None], stage: str, work: Callable):
@@ -317,7 +315,8 @@ def _shape_flags(input_shapes) -> list[tuple[str | None, tuple[int, ...]]]:
         shapes = [(name, tuple(int(d) for d in shape)) for name, shape in input_shapes.items()]
         negative = next((f"{name}: {list(shape)}" for name, shape in shapes if any(d < 0 for d in shape)), None)
         if negative:
-            raise UsageError(f"input_shapes {negative}: dims must be integers of 0 or more")
+            raise OptionError("input_shapes", "{opt.input_shapes} {shape}: dims must be integers of 0 or more",
+                              shape=negative)
         return shapes
     return [parse_input_shape(text) for text in input_shapes]
 
@@ -338,7 +337,7 @@ def dim_values(dims) -> dict[str, int]:
         values = {str(k): int(v) for k, v in dims.items()}
         negative = next((f"{k}={v}" for k, v in values.items() if v < 0), None)
         if negative:
-            raise UsageError(f"dims {negative}: a dim must be an integer of 0 or more")
+            raise OptionError("dims", "{opt.dims} {dim}: a dim must be an integer of 0 or more", dim=negative)
         return values
     return dict(parse_dim(text) for text in dims)
 

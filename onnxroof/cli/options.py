@@ -4,6 +4,9 @@ the groups --help shows, and each command's examples; :mod:`onnxroof.cli.app` bu
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
+
+from ..options import AnalysisOptions
 
 
 def analysis_options(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +49,40 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
                        help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")
     other.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
     other.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+# each analysis option (an AnalysisOptions field, as an OptionError names it) -> the flag that sets it
+FLAGS = {"input_shapes": "--input-shape", "dims": "--dim", "values": "--value", "loop_trips": "--loop-trips",
+         "elementwise_in_place": "--in-place", "targets": "--target", "dtype": "--dtype", "batch": "--batch",
+         "phase": "--phase", "seq": "--seq", "context": "--context", "fusion": "--fusion",
+         "overhead": "--no-overhead", "partial": "--partial"}
+
+
+def options_from_flags(args: argparse.Namespace) -> AnalysisOptions:
+    """The analysis options the flags give (those of :func:`analysis_options`)."""
+    return AnalysisOptions(
+        input_shapes=args.input_shape, dims=args.dim, values=args.value, loop_trips=args.loop_trips,
+        elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
+        fusion=args.fusion, overhead=not args.no_overhead, phase=args.phase, seq=args.seq, context=args.context,
+        checker_in_child=args.program, partial=args.partial,
+        # one set of flags for several models: a dim one of them lacks is not an error for it
+        ignore_missing_dims=hasattr(args, "models") or hasattr(args, "base"))
+
+
+# what decides the counts a formula is fitted to
+_COUNTING_OPTIONS = ("input_shapes", "values", "loop_trips", "dtype", "phase", "elementwise_in_place")
+_BINDING_OPTIONS = ("dims", "batch", "seq", "context")  # values for dims: a formula leaves them free unless bound
+_TIMING_OPTIONS = ("targets", "fusion", "overhead")  # what decides the latency formulas
+
+
+def formula_options(args: argparse.Namespace, bound: bool = True) -> AnalysisOptions:
+    """The options of the analyses a formula is fitted to: the flags that change the counts, with
+    the dims the flags bind (``bound``) or without (the report's formulas are in every dim the
+    model leaves free, whatever values its numbers take), and the targets for their latency
+    formulas; every other option at its default."""
+    given = options_from_flags(args)
+    kept = _COUNTING_OPTIONS + (_BINDING_OPTIONS if bound else ()) + (_TIMING_OPTIONS if given.targets else ())
+    return replace(AnalysisOptions(), **{name: getattr(given, name) for name in kept})
 
 
 def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import onnx
 
 from ..core.errors import UsageError
+from ..options import AnalysisOptions
 
 MAX_POINTS = 64
 PSEUDO = ("batch", "dtype", "seq", "context")
@@ -42,8 +43,11 @@ def parse_sweep(text: str) -> tuple[str, list]:
     return symbol, [int(v) for v in items]
 
 
-def run_sweep(model: str | onnx.ModelProto, sweeps: list[tuple[str, list]], **options: Any) -> list[SweepPoint]:
-    """Analyse ``model`` at every point of the sweeps; ``options`` are analyze()'s other arguments."""
+def run_sweep(model: str | onnx.ModelProto, sweeps: list[tuple[str, list]], options: AnalysisOptions | None = None,
+              **arguments: Any) -> list[SweepPoint]:
+    """Analyse ``model`` at every point of the sweeps, with ``options`` (or analyze()'s other
+    arguments, one by one); a point's values replace theirs."""
+    options = AnalysisOptions.given(options, arguments)
     from ..pipeline import analyze
     from ..frontend.load import load_model
 
@@ -57,14 +61,14 @@ def run_sweep(model: str | onnx.ModelProto, sweeps: list[tuple[str, list]], **op
     results = []
     for point in points:
         values = dict(zip(names, point))
-        kwargs = dict(options)
-        dims = dict(kwargs.pop("dims", None) or {})
+        dims = dict(options.dims or {})
+        pseudo = {}
         for symbol, value in values.items():
             if symbol in PSEUDO:
-                kwargs[symbol] = value
+                pseudo[symbol] = value
             else:
                 dims[symbol] = value
-        analysis = analyze(proto, dims=dims, **kwargs)
+        analysis = analyze(proto, options=replace(options, dims=dims, **pseudo))
         if not isinstance(model, onnx.ModelProto):  # loaded once, analysed in memory: name it by its file
             path = Path(model)
             analysis.model = replace(analysis.model, name=path.stem, path=str(path), file_bytes=path.stat().st_size)

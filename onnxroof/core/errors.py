@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 EXIT_OK = 0
 EXIT_BUDGET = 1  # reserved for budget gates
 EXIT_USAGE = 2  # bad usage, unreadable model, or (with --strict) incomplete analysis
@@ -26,29 +28,76 @@ class IncompleteAnalysis(OnnxroofError):
     """Raised under --strict when some nodes could not be costed."""
 
 
+class OptionError(UsageError):
+    """A value given for an analysis option is malformed or does not fit the model.
+
+    The message names options by their keys, the fields of :class:`~onnxroof.options.AnalysisOptions`
+    (``{opt.dims}`` in ``template``), and each interface words them: the Python API as the key,
+    which is its argument's name, the command line as the flag (``--dim``), so that no stage
+    below knows either. ``option`` is the option at fault and ``facts`` what the message says of
+    it (the input, the dim, the value given), for a caller that wants them, not the text.
+
+    >>> error = OptionError("dims", "{opt.dims} {text!r}: expected SYMBOL=VALUE", text="batch")
+    >>> str(error), error.worded({"dims": "--dim"})
+    ("dims 'batch': expected SYMBOL=VALUE", "--dim 'batch': expected SYMBOL=VALUE")
+    """
+
+    def __init__(self, option: str, template: str, **facts: object):
+        self.option, self.template, self.facts = option, template, facts
+        super().__init__(self.worded({}))
+
+    def worded(self, names: Mapping[str, str]) -> str:
+        """The message with each option named as ``names`` says (as its key where it says nothing)."""
+        return self.template.format(opt=_OptionNames(names), **self.facts)
+
+    def __reduce__(self):  # pickled: `compare --jobs` sends a worker's error to the main process
+        return _option_error, (type(self), self.option, self.template, self.facts), self.__dict__
+
+
+def _option_error(kind: type[OptionError], option: str, template: str, facts: dict) -> OptionError:
+    return kind(option, template, **facts)
+
+
+class _OptionNames:
+    """``{opt.KEY}`` in a template: the name an interface gives option KEY."""
+
+    def __init__(self, names: Mapping[str, str]):
+        self._names = names
+
+    def __getattr__(self, key: str) -> str:
+        return self._names.get(key, key)
+
+
 class UnboundDims(UsageError):
     """Input dims left without a value, which only the user can choose (a sequence length, an
-    image size): the message names each, in the Python API's words; ``cli_text`` in flags."""
+    image size): the message names each, in the Python API's words; the command line words the
+    same fields as flags."""
 
     def __init__(self, model: str, dims: list, assumed: dict[str, int], decoder: bool = False):
-        self.dims, self.assumed = dims, assumed
-        symbols = list(dict.fromkeys(d.symbol for d in dims if d.symbol))
+        self.model, self.dims, self.assumed, self.decoder = model, dims, assumed, decoder
+        symbols = self.symbols()
+        shapes = list(dict.fromkeys(d.fix for d in dims if not d.symbol))
+        api = [f"dims={{{', '.join(f'{s!r}: N' for s in symbols)}}}"] if symbols else []
+        api += [f"input_shapes={{{fix.split(' ', 1)[1].split(':')[0]!r}: [...]}}" for fix in shapes]
+        decoder_api = " (a KV-cached decoder: or phase='decode', context=N)" if decoder else ""
+        super().__init__(f"{self.head()}; give them: analyze(..., {', '.join(api)}){decoder_api}, "
+                         "or partial=True to cost only what does not depend on them")
+
+    def symbols(self) -> list[str]:
+        """The names of the dims without a value, each once."""
+        return list(dict.fromkeys(d.symbol for d in self.dims if d.symbol))
+
+    def head(self) -> str:
+        """The model and where each dim without a value is (and the batch dims assumed 1)."""
         places: dict[str, list[str]] = {}  # a symbol (or an unnamed axis) -> where it is
-        for d in dims:
+        for d in self.dims:
             place = f"{d.input_name} axis {d.axis}" if d.axis >= 0 else f"{d.input_name} (no shape)"
             places.setdefault(d.symbol or place, []).append(place)
         where = ", ".join(
             key if key == found[0] else f"{key} ({found[0]}" + (f" and {len(found) - 1} more)" if len(found) > 1 else ")")
             for key, found in places.items())
-        shapes = list(dict.fromkeys(d.fix for d in dims if not d.symbol))
-        head = f"{model}: input dims without a value: {where}"
-        assumed_text = f" ({', '.join(f'{k}={v}' for k, v in assumed.items())} assumed)" if assumed else ""
-        api = [f"dims={{{', '.join(f'{s!r}: N' for s in symbols)}}}"] if symbols else []
-        api += [f"input_shapes={{{fix.split(' ', 1)[1].split(':')[0]!r}: [...]}}" for fix in shapes]
-        decoder_api = " (a KV-cached decoder: or phase='decode', context=N)" if decoder else ""
-        decoder_cli = " (a KV-cached decoder: or --phase decode --context N)" if decoder else ""
-        super().__init__(f"{head}{assumed_text}; give them: analyze(..., {', '.join(api)}){decoder_api}, "
-                         "or partial=True to cost only what does not depend on them")
-        flags = " ".join([f"--dim {s}=N" for s in symbols] + shapes)
-        self.cli_text = (f"{head}{assumed_text}; add: {flags}{decoder_cli}, with your values, or --partial to cost only "
-                         "what does not depend on them")
+        assumed_text = f" ({', '.join(f'{k}={v}' for k, v in self.assumed.items())} assumed)" if self.assumed else ""
+        return f"{self.model}: input dims without a value: {where}{assumed_text}"
+
+    def __reduce__(self):  # pickled: `compare --jobs` sends a worker's error to the main process
+        return type(self), (self.model, self.dims, self.assumed, self.decoder), self.__dict__

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import onnx
 
-from ..core.errors import UsageError
+from ..core.errors import OptionError
 from ..frontend.inputs import real_inputs
 from ..core.tensors import TensorInfo
 from ..ops import OpTrait, traits_of
@@ -328,14 +328,15 @@ def phase_dims(layout: DecoderLayout, phase: str, seq: int | None, context: int 
     """The dim values and input values a phase stands for (explicit --dim and --value win)."""
     if phase == "prefill":
         if not seq:
-            raise UsageError("--phase prefill needs --seq N (the prompt length)")
+            raise OptionError("seq", "{opt.phase} prefill needs {opt.seq} N (the prompt length)")
         new, cached = seq, 0
     elif phase == "decode":
         if not context:
-            raise UsageError("--phase decode needs --context N, N >= 1: the tokens attended, the new one included")
+            raise OptionError("context", "{opt.phase} decode needs {opt.context} N, N >= 1: the tokens attended, "
+                              "the new one included")
         new, cached = 1, context - 1
     else:
-        raise UsageError(f"--phase {phase}: choose prefill or decode")
+        raise OptionError("phase", "{opt.phase} {phase}: choose prefill or decode", phase=phase)
     rows = batch or 1
     sizes = {"batch": rows, "sequence": new, "past": cached, "total": new + cached}
     dims = {symbol: sizes[role] for symbol, role in layout.roles.items()}

@@ -1,6 +1,9 @@
-"""The model's inputs as the flags give them: ``--input-shape NAME:1,3,224,224``, ``--dim
-SYMBOL=VALUE``, ``--value NAME=V1,V2`` and ``--batch N`` parsed, checked against the model's
-inputs, and written into the model (in place) before shape inference (shapes.py) runs."""
+"""The model's inputs as the options give them: ``NAME:1,3,224,224`` shapes, ``SYMBOL=VALUE``
+dims, ``NAME=V1,V2`` values and a batch size (``--input-shape``, ``--dim``, ``--value`` and
+``--batch`` on the command line) parsed, checked against the model's inputs, and written into
+the model (in place) before shape inference (shapes.py) runs. A bad one raises an
+:class:`~onnxroof.core.errors.OptionError` that names the option by its key: each interface
+words it (a flag, an argument of analyze())."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..core.errors import UsageError
+from ..core.errors import OptionError
 from ..core.nodes import nested_graphs
 from ..core.tensors import UnresolvedDim, info_from_value_info
 
@@ -42,10 +45,8 @@ def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
     name, _, dims_text = text.rpartition(":")
     dims = [_whole_number(part) for part in _DIM_SEPARATORS.split(dims_text)] if dims_text.strip() else []
     if not dims or None in dims:
-        raise UsageError(
-            f"--input-shape {text!r}: expected NAME:D1,D2,... with non-negative integer dims, "
-            "e.g. --input-shape input:1,3,224,224"
-        )
+        raise OptionError("input_shapes", "{opt.input_shapes} {text!r}: expected NAME:D1,D2,... with non-negative "
+                          "integer dims, e.g. {opt.input_shapes} input:1,3,224,224", text=text)
     return (name or None), tuple(dims)  # type: ignore[arg-type]
 
 
@@ -58,7 +59,8 @@ def parse_dim(text: str) -> tuple[str, int]:
     symbol, sep, value_text = text.partition("=")
     value = _whole_number(value_text)
     if not sep or not symbol.strip() or value is None:
-        raise UsageError(f"--dim {text!r}: expected SYMBOL=VALUE with a non-negative integer, e.g. --dim batch=1")
+        raise OptionError("dims", "{opt.dims} {text!r}: expected SYMBOL=VALUE with a non-negative integer, "
+                          "e.g. {opt.dims} batch=1", text=text)
     return symbol.strip(), value
 
 
@@ -77,7 +79,8 @@ def parse_value(text: str) -> tuple[str, tuple[float, ...]]:
     except ValueError:
         values = ()
     if not sep or not name.strip() or not values:
-        raise UsageError(f"--value {text!r}: expected NAME=V1,V2,... with numbers, e.g. --value sr=16000")
+        raise OptionError("values", "{opt.values} {text!r}: expected NAME=V1,V2,... with numbers, "
+                          "e.g. {opt.values} sr=16000", text=text)
     return name.strip(), values
 
 
@@ -93,16 +96,19 @@ def input_values(model: onnx.ModelProto, given: dict[str, Sequence[float]]) -> d
     arrays = {}
     for name, numbers in given.items():
         if name not in inputs:
-            raise UsageError(f"--value: the model has no input {name!r}; {_suggest(name, inputs)}")
+            raise OptionError("values", "{opt.values}: the model has no input {input!r}; {suggestion}", input=name,
+                              suggestion=_suggest(name, inputs))
         info = info_from_value_info(inputs[name])
         try:
             array = np.array(numbers, dtype=helper.tensor_dtype_to_np_dtype(info.dtype))
         except Exception:
-            raise UsageError(f"--value {name}: input {name!r} is not a numeric tensor") from None
+            raise OptionError("values", "{opt.values} {input}: input {input!r} is not a numeric tensor",
+                              input=name) from None
         if info.shape is not None and info.is_known:
             if array.size != info.numel:
-                raise UsageError(f"--value {name}: the input has shape {info.shape_text()} ({info.numel} values) "
-                                 f"but {array.size} were given")
+                raise OptionError("values", "{opt.values} {input}: the input has shape {shape} ({wanted} values) "
+                                  "but {given} were given", input=name, shape=info.shape_text(), wanted=info.numel,
+                                  given=array.size)
             array = array.reshape(info.shape)  # type: ignore[arg-type]
         elif info.shape == () or (info.shape is None and array.size == 1):
             array = array.reshape(())
@@ -232,10 +238,8 @@ def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple
         elif all(d.HasField("dim_value") for d in old):
             shapes.append((value_info.name, (batch, *(d.dim_value for d in old[1:]))))
         else:
-            raise UsageError(
-                f"--batch: input {value_info.name!r} has a fixed batch dim and other unknown dims; "
-                f"give its whole shape with --input-shape {value_info.name}:..."
-            )
+            raise OptionError("batch", "{opt.batch}: input {input!r} has a fixed batch dim and other unknown dims; "
+                              "give its whole shape with {opt.input_shapes} {input}:...", input=value_info.name)
     return shapes, named
 
 
@@ -257,18 +261,16 @@ def bind_inputs(
         name = _input_name(name, inputs)
         old = _dims_of(inputs[name])
         if old is not None and len(old) != len(shape):
-            raise UsageError(
-                f"--input-shape {name}: the model's input has rank {len(old)} "
-                f"({_dims_text(old)}) but {len(shape)} dims were given"
-            )
+            raise OptionError("input_shapes", "{opt.input_shapes} {input}: the model's input has rank {rank} "
+                              "({dims}) but {given} dims were given", input=name, rank=len(old), dims=_dims_text(old),
+                              given=len(shape))
         given[name] = shape
     symbols = {d.dim_param for i in inputs.values() for d in (_dims_of(i) or []) if d.dim_param}
     for symbol in dims or {}:
         if symbol not in symbols:
             known = ", ".join(sorted(symbols)) or "none"
-            raise UsageError(
-                f"--dim {symbol}: the model's inputs have no dim named {symbol!r} (named dims: {known})"
-            )
+            raise OptionError("dims", "{opt.dims} {dim}: the model's inputs have no dim named {dim!r} "
+                              "(named dims: {known})", dim=symbol, known=known)
     values = _symbol_values(inputs, given, dict(dims or {}))
     for name, shape in given.items():
         tensor_shape = inputs[name].type.tensor_type.shape
@@ -286,13 +288,12 @@ def bind_inputs(
 def _input_name(name: str | None, inputs: dict[str, onnx.ValueInfoProto]) -> str:
     if name is None:
         if len(inputs) != 1:
-            raise UsageError(
-                "--input-shape without a name needs a model with one input; this one has "
-                f"{', '.join(inputs) or 'none'}: use NAME:D1,D2,..."
-            )
+            raise OptionError("input_shapes", "{opt.input_shapes} without a name needs a model with one input; "
+                              "this one has {inputs}: use NAME:D1,D2,...", inputs=", ".join(inputs) or "none")
         return next(iter(inputs))
     if name not in inputs:
-        raise UsageError(f"--input-shape: the model has no input {name!r}; {_suggest(name, inputs)}")
+        raise OptionError("input_shapes", "{opt.input_shapes}: the model has no input {input!r}; {suggestion}",
+                          input=name, suggestion=_suggest(name, inputs))
     return name
 
 
@@ -305,10 +306,9 @@ def _symbol_values(
         for axis, (dim, value) in enumerate(zip(_dims_of(inputs[name]) or [], shape)):
             symbol = dim.dim_param
             if symbol in explicit and explicit[symbol] != value:
-                raise UsageError(
-                    f"--dim {symbol}={explicit[symbol]} contradicts --input-shape "
-                    f"{name}:{','.join(map(str, shape))}, whose axis {axis} is {symbol}"
-                )
+                raise OptionError("dims", "{opt.dims} {dim}={value} contradicts {opt.input_shapes} "
+                                  "{input}:{shape}, whose axis {axis} is {dim}", dim=symbol, value=explicit[symbol],
+                                  input=name, shape=",".join(map(str, shape)), axis=axis)
             if symbol:
                 implied.setdefault(symbol, set()).add(value)
     unambiguous = {symbol: next(iter(found)) for symbol, found in implied.items() if len(found) == 1}

@@ -199,11 +199,13 @@ def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: in
 def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN) -> float:
     """onnxroof's roofline seconds for one more ``op`` in the same chain on ``target`` (one kernel
     per node, no launch cost, peak figures)."""
+    from ..options import AnalysisOptions
     from ..pipeline import analyze
 
+    at_the_roof = AnalysisOptions(targets=(target,), fusion="none", overhead=False)
+
     def latency(n: int) -> float:
-        result = analyze(chain_model(op, shape, attributes, n), targets=[target], fusion="none", overhead=False)
-        return result.targets[0].latency_s
+        return analyze(chain_model(op, shape, attributes, n), options=at_the_roof).targets[0].latency_s
 
     return per_kernel_seconds(latency(1), latency(length), length)
 

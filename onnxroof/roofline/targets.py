@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import UsageError
+from ..core.errors import OptionError, UsageError
 from ..core.resources import resource_dir
 
 if sys.version_info >= (3, 11):
@@ -153,14 +153,14 @@ def load_target(name_or_path: str) -> Target:
     path = Path(name_or_path)
     if name_or_path.endswith(".toml") or path.is_file():
         if not path.is_file():
-            raise UsageError(f"--target {name_or_path}: no such file")
+            raise OptionError("targets", "{opt.targets} {target}: no such file", target=name_or_path)
         return parse_target(path)
     bundled = bundled_targets()
     name_or_path = next((name for name in bundled if name.lower() == name_or_path.lower()), name_or_path)
     if name_or_path not in bundled:
         close = difflib.get_close_matches(name_or_path, bundled, n=3, cutoff=0.4)
         hint = f"did you mean {', '.join(close)}?" if close else "run `onnxroof targets` to list them"
-        raise UsageError(f"--target {name_or_path}: no such target; {hint}")
+        raise OptionError("targets", "{opt.targets} {target}: no such target; {hint}", target=name_or_path, hint=hint)
     return parse_target(bundled[name_or_path])
 
 

@@ -31,10 +31,11 @@ import itertools
 import math
 import os
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..ops import OpTrait, traits_of
+from ..options import AnalysisOptions
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
 from .polynomials import (LARGE, Monomial, Pieces, Polynomial, envelope, evaluate, fit, last_holding, ordered,
@@ -156,13 +157,13 @@ def candidates_text(candidates: list[Polynomial], dims: list[str]) -> str:
     return f"the largest of: {'; '.join(shown)}{more}"
 
 
-def free_dims(model: Any, **options: Any) -> tuple[list[str], bool]:
+def free_dims(model: Any, options: AnalysisOptions) -> tuple[list[str], bool]:
     """The named input dims the options leave unbound (the dims a formula is in), and whether the
     model is a KV-cached decoder: one partial analysis, not placed on any target."""
     from ..pipeline import analyze
 
-    counting = {k: v for k, v in options.items() if k not in ("targets", "fusion", "overhead")}  # placing finds no dim
-    partial = analyze(model, partial=True, search_order=False, **counting)
+    counting = replace(options, targets=(), fusion=None, overhead=True)  # placing finds no dim
+    partial = analyze(model, options=replace(counting, partial=True, search_order=False))
     unnamed = [d for d in partial.unresolved_dims if not d.symbol]
     if unnamed:
         from ..core.errors import UsageError
@@ -184,38 +185,41 @@ class _Sample:
 
 
 def formulas(model: Any, modules: int | None = None, by: str | None = None,
-             progress: Callable[[str], None] | None = None, **options: Any) -> Formulas:
+             progress: Callable[[str], None] | None = None, options: AnalysisOptions | None = None,
+             **arguments: Any) -> Formulas:
     """Every metric of :data:`METRICS` as a polynomial in the free input dims of ``model`` (the
-    dims ``options``, analyze()'s arguments, leave unbound), and each target's latency when
-    ``options`` name targets. ``by`` (one of :data:`BREAKDOWNS`) adds the MACs of each module
-    (down to the depth ``modules``), node or op type (``macs@encoder/layer.0``). A dim whose
+    dims ``options``, or analyze()'s arguments given one by one, leave unbound), and each
+    target's latency when they name targets. ``by`` (one of :data:`BREAKDOWNS`) adds the MACs of
+    each module (down to the depth ``modules``), node or op type (``macs@encoder/layer.0``). A dim whose
     value feeds the sizes non-polynomially (a Resize by a computed scale) is named and held at
     :data:`HELD` for the others' formulas. ``progress`` hears each step (the grid, the checks
     past it, each target's latency)."""
     from ..pipeline import dim_values
     from ..core.errors import UsageError
 
+    options = AnalysisOptions.given(options, arguments)
     if modules and by is None:
         by = "module"
     # a decoder's phase without its length: the formula is in that length (the export's own dim
     # names, one per cache, are tied by the phase)
-    phase_length = {"decode": "context", "prefill": "seq"}.get(options.get("phase") or "")
+    phase_length = {"decode": "context", "prefill": "seq"}.get(options.phase or "")
     decoder = False
-    if phase_length and options.get(phase_length) is None:
+    if phase_length and getattr(options, phase_length) is None:
         dims = [phase_length]
     else:
         phase_length = None
-        dims, decoder = free_dims(model, **options)
+        dims, decoder = free_dims(model, options)
     decode_note = None
-    if len(dims) > MAX_DIMS and decoder and options.get("phase") is None:
+    if len(dims) > MAX_DIMS and decoder and options.phase is None:
         # each cache's length is a dim of its own: one decode step ties them to the attended length
-        options = {**options, "phase": "decode"}
+        options = replace(options, phase="decode")
         phase_length, dims = "context", ["context"]
         decode_note = ("a KV-cached decoder: the formulas are for one decode step, in the attended length (context); "
                        "--phase prefill gives the prompt's, in seq")
     if len(dims) > MAX_DIMS:
         raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
-    given = dim_values(options.pop("dims", None))
+    given = dim_values(options.dims)
+    options = replace(options, dims=None)  # each analysis of the grid gives them, with the free ones
     if isinstance(model, (str, os.PathLike)):
         from ..frontend.load import load_model
 
@@ -247,7 +251,7 @@ class _Fitter:
     """The grid of analyses for one set of free dims, and the fits made from it."""
 
     def __init__(self, model: Any, dims: list[str], given: dict[str, int], phase_length: str | None,
-                 options: dict, by: str | None, depth: int, progress: Callable[[str], None] | None = None):
+                 options: AnalysisOptions, by: str | None, depth: int, progress: Callable[[str], None] | None = None):
         self.model, self.dims, self.given, self.phase_length = model, dims, given, phase_length
         self.options, self.by, self.depth = options, by, depth
         self.progress = progress or (lambda step: None)
@@ -274,11 +278,10 @@ class _Fitter:
         from ..pipeline import analyze
 
         # the formulas read the model order's peak only: no search for a better order
+        grid = replace(self.options, partial=True, search_order=False)
         if self.phase_length:
-            return analyze(self.model, dims=self.given or None, partial=True, search_order=False,
-                           **{**self.options, self.phase_length: values[0]})
-        return analyze(self.model, dims={**self.given, **dict(zip(self.dims, values))}, partial=True,
-                       search_order=False, **self.options)
+            return analyze(self.model, options=replace(grid, dims=self.given or None, **{self.phase_length: values[0]}))
+        return analyze(self.model, options=replace(grid, dims={**self.given, **dict(zip(self.dims, values))}))
 
     def measure(self, values: tuple[int, ...]) -> _Sample:
         analysis = self.analysis(values)

@@ -355,3 +355,27 @@ def test_profile_without_a_model_or_with_two_is_exit_2(capsys, conv_relu):
     assert code == 2 and one_line_error(err, "no model given")
     code, _, err = run(capsys, "profile", conv_relu, "--example", "shallownet", "--target", "myriad-x")
     assert code == 2 and one_line_error(err, "not both")
+
+
+def test_every_command_is_a_module_of_the_same_shape_in_the_dispatch_table():
+    import importlib
+
+    from onnxroof.cli.app import COMMANDS, build_parser
+
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        assert isinstance(module.HELP, str) and callable(module.add_arguments) and callable(module.run), name
+    action = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices)
+    assert list(action.choices) == list(COMMANDS)  # --help lists them in the table's order
+
+
+def test_quick_commands_import_neither_the_pipeline_nor_the_measuring_modules():
+    import subprocess
+    import sys
+
+    program = ("import sys\nfrom onnxroof.cli.app import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
+               "    pass\nprint(sorted(m for m in ('numpy', 'onnxruntime', 'onnx', 'onnxroof.pipeline', "
+               "'onnxroof.measure.calibrate', 'onnxroof.measure.profiling') if m in sys.modules))")
+    for argv in (["targets"], ["summary", "--help"], ["diff", "--help"]):
+        run = subprocess.run([sys.executable, "-c", program, *argv], capture_output=True, text=True, check=False)
+        assert run.stdout.splitlines()[-1] == "[]", (argv, run.stdout[-300:], run.stderr[-300:])

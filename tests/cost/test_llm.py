@@ -6,6 +6,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxroof
+from onnxroof.cli.output import error_text
 from onnxroof.core.errors import UsageError
 from onnxroof.cost.llm import detect_decoder
 
@@ -64,7 +65,7 @@ def test_explicit_dims_win_over_the_phase():
 def test_phase_errors():
     with pytest.raises(UsageError, match=r"\bseq\b") as caught:  # the API names its own argument
         onnxroof.analyze(decoder_block(), phase="prefill")
-    assert "--seq" not in str(caught.value) and "--seq" in caught.value.cli_text
+    assert "--seq" not in str(caught.value) and "--seq" in error_text(caught.value)
     with pytest.raises(UsageError, match="no KV cache found"):
         onnxroof.analyze(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1])], [("y", F32, [1])]),
                          phase="decode", context=4)

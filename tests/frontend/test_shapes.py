@@ -14,7 +14,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from onnxroof import analyze
-from onnxroof.core.errors import UsageError
+from onnxroof.core.errors import OptionError, UsageError
 from onnxroof.frontend.evaluator import MAX_VALUE_ELEMENTS
 from onnxroof.frontend.inputs import bind_inputs, parse_dim, parse_input_shape
 from onnxroof.core.nodes import node_names, read_node_fields
@@ -83,8 +83,9 @@ def test_parse_input_shape(text, expected):
 
 @pytest.mark.parametrize("text", ["x:1,a", "x:", "x:-1,3", "x:1,,3", "x:1.5", "x:²", ""])
 def test_parse_input_shape_rejects_bad_forms(text):
-    with pytest.raises(UsageError, match="--input-shape"):
+    with pytest.raises(OptionError, match="expected NAME:D1,D2") as caught:
         parse_input_shape(text)
+    assert caught.value.option == "input_shapes"
 
 
 def test_parse_dim():
@@ -94,8 +95,9 @@ def test_parse_dim():
 
 @pytest.mark.parametrize("text", ["batch", "=3", "batch=", "batch=-1", "batch=x", "batch=2.5"])
 def test_parse_dim_rejects_bad_forms(text):
-    with pytest.raises(UsageError, match="--dim"):
+    with pytest.raises(OptionError, match="expected SYMBOL=VALUE") as caught:
         parse_dim(text)
+    assert caught.value.option == "dims"
 
 
 # ---------------------------------------------------------------------------------------------

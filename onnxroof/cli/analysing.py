@@ -1,0 +1,159 @@
+"""The steps the analysing commands share: a model from its source, one analysis with the flags'
+options (its warnings printed, --strict enforced), several in parallel processes, a sweep, and
+the formulas' progress. The pipeline itself is imported when an analysis starts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from ..core.errors import EXIT_OK, IncompleteAnalysis, UsageError
+from ..core.files import write_atomically
+from .options import formula_options, options_from_flags
+from .output import StageLines, emit, gate, one_line, safe_stem
+
+if TYPE_CHECKING:
+    from ..result import Analysis
+
+
+def model_from(source: str):
+    """A path, or ``example:NAME`` for a built-in example."""
+    if source.startswith("example:") and not Path(source).exists():
+        from ..core.examples import build_example
+
+        return build_example(source.split(":", 1)[1])
+    return source
+
+
+def analyze_source(source: str, args: argparse.Namespace) -> Analysis:
+    """One model analysed with the flags' options; its warnings on stderr (unless -q)."""
+    from ..pipeline import analyze
+
+    progress = None if args.quiet else StageLines(Path(source).name)
+    analysis = analyze(model_from(source), progress=progress, options=options_from_flags(args))
+    if not args.quiet:
+        for warning in analysis.warnings:
+            print(one_line(f"onnxroof: warning: {analysis.model.name}: {warning}"), file=sys.stderr)
+    if args.strict and not analysis.complete:
+        raise IncompleteAnalysis(
+            f"{analysis.model.name}: the analysis is incomplete (see the warnings above) and --strict is set; nothing written"
+        )
+    return analysis
+
+
+def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]:
+    """Analyse several models in parallel processes (one per core), keeping their order."""
+    jobs = min(len(sources), args.jobs or os.cpu_count() or 1)
+    if jobs <= 1:
+        return [analyze_source(source, args) for source in sources]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(analyze_source, sources, [args] * len(sources)))
+
+
+def on_one_model(args: argparse.Namespace, work: Callable[[str, list], int]) -> int:
+    """summary, report or explain: ``work(source, budgets)`` on its model (a path or
+    ``example:NAME``) and the budgets (--fail-if) it must hold, or --sweep's analyses, or the
+    list of examples (``--example list``)."""
+    from ..compare.budgets import parse_budget
+
+    if args.example == "list":
+        from ..core.examples import EXAMPLES
+
+        for name, (_, description) in EXAMPLES.items():
+            print(f"{name:24} {description}")
+        return EXIT_OK
+    budgets = [parse_budget(text) for text in getattr(args, "fail_if", [])]
+    if args.example and args.model:
+        raise UsageError("give a model path or --example NAME, not both")
+    if not (args.example or args.model):
+        from ..core.examples import EXAMPLES
+
+        raise UsageError(f"no model given; pass a path to an .onnx file or --example NAME ({', '.join(EXAMPLES)})")
+    source = f"example:{args.example}" if args.example else args.model
+    _check_not_a_flag_value(args, source)
+    if args.sweep:
+        return _sweep(source, args, budgets)
+    return work(source, budgets)
+
+
+def _check_not_a_flag_value(args: argparse.Namespace, source: str) -> None:
+    """A model path that is no file, right after a flag that takes no value, was meant as that
+    flag's value (``--no-overhead yes``): say so instead of "no such file"."""
+    try:
+        exists = Path(source).exists()
+    except OSError:  # a name the file system refuses (too long): loading says so
+        return
+    if source.startswith("example:") or exists or source not in args.argv:
+        return
+    position = args.argv.index(source)
+    previous = args.argv[position - 1] if position > 0 else ""
+    if previous in args.switches:
+        raise UsageError(f"{previous} takes no value, so {source!r} was read as the model path: "
+                         f"drop {source!r}, or give the model's path")
+
+
+def analyze_one(source: str, args: argparse.Namespace) -> Analysis:
+    """The analysis of summary, report or explain, kept for a process about to end (``args.kept``)
+    and its execution order written (--emit-order)."""
+    analysis = analyze_source(source, args)
+    if args.kept is not None:
+        args.kept.append(analysis)
+    if args.emit_order:
+        from ..memory.schedule import order_text
+
+        write_atomically(args.emit_order, order_text(analysis.memory.best.schedule.order))
+    return analysis
+
+
+def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
+    """summary or report --sweep: one analysis per point, as one table, document or page."""
+    from ..compare.budgets import check_budgets
+    from ..compare.sweep import parse_sweep, run_sweep
+    from ..frontend.inputs import parse_dim
+
+    options = replace(options_from_flags(args), dims=dict(parse_dim(text) for text in args.dim))
+    points = run_sweep(model_from(source), [parse_sweep(text) for text in args.sweep], options)
+    if not args.quiet:
+        for point in points:
+            for warning in point.analysis.warnings:
+                print(one_line(f"onnxroof: warning: {point.values}: {warning}"), file=sys.stderr)
+    if args.strict and not all(p.analysis.complete for p in points):
+        raise IncompleteAnalysis("a sweep point is incomplete (see the warnings above) and --strict is set")
+    if args.command == "report":
+        from ..report.html.pages import render_sweep_html
+
+        output = args.output or f"{safe_stem(points[0].analysis.model.name)}.sweep.html"
+        write_atomically(output, render_sweep_html(points))
+        if not args.quiet and output != "-":
+            print(f"onnxroof: wrote {output}", file=sys.stderr)
+    elif args.format == "json":
+        from ..report.json import sweep_document
+
+        emit(args.output, json.dumps(sweep_document(points), indent=2) + "\n")
+    else:
+        from ..report.text.table import render_sweep_table
+
+        emit(args.output, render_sweep_table(points))
+    return gate([r for p in points for r in check_budgets(budgets, p.analysis)], args.quiet)
+
+
+def formula_progress(source: str, args: argparse.Namespace):
+    """Stage lines on stderr once fitting takes over 1.5 s; none under -q."""
+    return None if args.quiet else StageLines(Path(source).name)
+
+
+def free_formulas(source: str, args: argparse.Namespace):
+    """The formulas in the dims the model leaves free, whatever values the flags give them
+    (--formulas of summary and report)."""
+    from ..symbolic.formulas import formulas
+
+    return formulas(model_from(source), progress=formula_progress(source, args),
+                    options=formula_options(args, bound=False))
+

@@ -1,0 +1,60 @@
+"""``onnxroof diff``: a base and a head model compared (for pull requests), as a table, Markdown,
+JSON or an HTML page, with relative budgets; with --symbolic, the change in their formulas."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ...core.errors import EXIT_OK
+from ..analysing import analyze_source, formula_progress, model_from
+from ..options import EXAMPLES, analysis_options, budget_option, formula_options
+from ..output import emit, emit_page, gate, safe_stem
+
+HELP = "compare a base and a head model (for pull requests)"
+EPILOG = EXAMPLES["diff"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's flags."""
+    parser.add_argument("base", help="the base model: a path or example:NAME")
+    parser.add_argument("head", help="the head model: a path or example:NAME")
+    analysis_options(parser)
+    parser.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
+                        help="table (terminal), markdown (a PR comment), json, or html (a page, written to "
+                             "BASE-vs-HEAD.diff.html without -o)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
+    parser.add_argument("--symbolic", action="store_true",
+                        help="the change in the formulas of the free input dims (summary --symbolic), term by term")
+    budget_option(parser, relative=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.symbolic:
+        from ...symbolic.formulas import difference, formulas, formulas_lines
+
+        options = formula_options(args)
+        change = difference(formulas(model_from(args.base), progress=formula_progress(args.base, args), options=options),
+                            formulas(model_from(args.head), progress=formula_progress(args.head, args), options=options))
+        emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n")
+        return EXIT_OK
+    from ...compare.budgets import check_budgets, parse_budget
+    from ...compare.diff import diff_analyses
+    from ...report.text.diff_tables import diff_document, render_diff_markdown, render_diff_table
+
+    budgets = [parse_budget(text) for text in args.fail_if]
+    base, head = analyze_source(args.base, args), analyze_source(args.head, args)
+    diff = diff_analyses(base, head)
+    results = check_budgets(budgets, head, base)
+    if args.format == "json":
+        text = json.dumps(diff_document(diff, results), indent=2) + "\n"
+    elif args.format == "markdown":
+        text = render_diff_markdown(diff, results)
+    elif args.format == "html":
+        from ...report.html.pages import render_diff_html
+
+        text = render_diff_html(diff, results)
+    else:
+        text = render_diff_table(diff, results)
+    emit_page(args, text, f"{safe_stem(base.model.name)}-vs-{safe_stem(head.model.name)}.diff.html")
+    return gate(results, args.quiet)

@@ -1,0 +1,111 @@
+"""``onnxroof summary``: totals and a per-node table (or per module, per op), as a table, JSON, CSV
+or Markdown; with --symbolic, the costs as formulas of the dims left free."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Iterable
+
+from ...core.errors import EXIT_OK, UsageError
+from ..analysing import analyze_one, formula_progress, free_formulas, model_from, on_one_model
+from ..options import EXAMPLES, formula_options, positive_int, single_model
+from ..output import emit, gate
+
+if TYPE_CHECKING:
+    from ...result import Analysis
+
+HELP = "print totals and a per-node table"
+EPILOG = EXAMPLES["summary"]
+
+# Above this many nodes JSON is written compact: indenting makes Python's encoder ten times slower.
+PRETTY_JSON_NODES = 2_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's flags."""
+    single_model(parser)
+    parser.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
+                        help="output format (default: table)")
+    parser.add_argument("--by", choices=("node", "module", "op"),
+                        help="rows per node (default), per module of the module tree the node names carry "
+                             "(/encoder/layer.0/...), or per op type; with --symbolic, the MACs formula of each")
+    parser.add_argument("--symbolic", action="store_true",
+                        help="MACs, FLOPs, parameters, bytes and peak memory as exact formulas of the input dims left "
+                             "unbound (batch, sequence, ...), instead of numbers")
+    parser.add_argument("--depth", type=positive_int, metavar="N",
+                        help="with --by module: fold deeper modules into their ancestor N levels down")
+    parser.add_argument("--formulas", action="store_true",
+                        help="add the formulas of the dims the model leaves free (--symbolic's) after the table, or "
+                             "as the JSON document's \"formulas\" block")
+
+
+def run(args: argparse.Namespace) -> int:
+    return on_one_model(args, lambda source, budgets: _summary(source, budgets, args))
+
+
+def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
+    from ...compare.budgets import check_budgets
+
+    if args.symbolic:
+        return _symbolic(source, args)
+    analysis = analyze_one(source, args)
+    found = free_formulas(source, args) if args.formulas else None
+    emit(args.output, summary_chunks(analysis, args.format, args.by or "node", args.depth, found))
+    return gate(check_budgets(budgets, analysis), args.quiet)
+
+
+def _symbolic(source: str, args: argparse.Namespace) -> int:
+    """`summary --symbolic`: the formulas in the dims the flags leave free (never exit 2 for them)."""
+    from ...symbolic.formulas import formulas, formulas_lines
+
+    if args.depth is not None and args.by != "module":
+        raise UsageError("--depth goes with --by module")
+    found = formulas(model_from(source), by=args.by, modules=args.depth, progress=formula_progress(source, args),
+                     options=formula_options(args))
+    if args.format == "json":
+        text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
+    elif args.format == "table":
+        text = "\n".join(formulas_lines(found)) + "\n"
+    else:
+        raise UsageError("--symbolic prints a table or JSON: use --format table or json")
+    emit(args.output, text)
+    return EXIT_OK
+
+
+def summary_chunks(analysis: Analysis, fmt: str, by: str = "node", depth: int | None = None,
+                   formulas=None) -> Iterable[str]:
+    """What `summary` writes, in chunks to write one after the other (a big model's JSON is
+    written as it is encoded); ``formulas`` (``--formulas``) after the table or in the JSON."""
+    if depth is not None and by != "module":
+        raise UsageError("--depth goes with --by module")
+    extra = {"formulas": formulas.to_dict()} if formulas is not None else {}
+    if fmt == "json":
+        from ...report.json import document_json
+
+        if by != "node":
+            from ...report.json import grouped_document
+
+            return [json.dumps({**grouped_document(analysis, by, depth), **extra}, indent=2) + "\n"]
+        return document_json(analysis, compact=len(analysis.nodes) > PRETTY_JSON_NODES, extra=extra)
+    if formulas is not None:
+        if fmt != "table":
+            raise UsageError(f"--formulas goes with --format table or json, not {fmt}")
+        from ...symbolic.formulas import formulas_lines
+
+        return [*summary_chunks(analysis, fmt, by, depth), "\n" + "\n".join(formulas_lines(formulas)) + "\n"]
+    if by != "node" and fmt in ("csv", "markdown"):
+        raise UsageError(f"--by {by} prints a table or JSON: use --format table or json")
+    if by != "node":
+        from ...report.text.module_table import by_module_lines, by_op_lines
+        from ...report.text.table import table_chunks
+
+        lines = by_module_lines(analysis, depth) if by == "module" else by_op_lines(analysis)
+        return [table_chunks(analysis)[0], "\n".join(lines) + "\n"]
+    if fmt == "markdown":
+        from ...report.text.markdown import render_markdown
+
+        return [render_markdown(analysis)]
+    from ...report.text.table import render_csv, table_chunks
+
+    return [render_csv(analysis)] if fmt == "csv" else table_chunks(analysis)

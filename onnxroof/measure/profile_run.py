@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..core.errors import UsageError
 from .ort_events import OptimizedGraph
-from .profiling import NodeComparison, ProfileMapping, ProfileResult, map_profile
+from .profiling import Coverage, NodeComparison, ProfileMapping, ProfileResult, map_profile
 
 if TYPE_CHECKING:
     import onnx
@@ -183,9 +183,9 @@ def compare(analysis: "Analysis", report: "TargetReport", mapping: ProfileMappin
         placement = placements.get(record.name)
         kernel = kernels.get(mapping.kernel_of.get(record.name, ""))
         if kernel is not None:
-            status = "split" if len(kernel.nodes) > 1 else "own"
+            status = Coverage.SPLIT if len(kernel.nodes) > 1 else Coverage.OWN
         else:
-            status = "removed" if record.name in removed else "not_seen"
+            status = Coverage.REMOVED if record.name in removed else Coverage.NOT_SEEN
         rows.append(NodeComparison(
             name=record.name, op_type=record.op_type,
             bound=placement.bound if placement else None,

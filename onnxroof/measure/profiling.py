@@ -39,6 +39,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from ..core.enums import TextEnum
+from ..cost.records import NodeStatus
+from ..ops import OpTrait, traits_of
 from .ort_events import OptimizedGraph, kernel_medians, load_events
 
 if TYPE_CHECKING:
@@ -91,9 +94,15 @@ class ProfileMapping:
 
 
 
-# ops onnxruntime inserts to move data around: such a kernel covers only original nodes of its own op
-_MOVEMENT_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "Identity", "Cast",
-                           "ReorderInput", "ReorderOutput", "MemcpyToHost", "MemcpyFromHost"})
+# Kernels that move data around (onnxruntime inserts some): such a kernel covers only original
+# nodes of its own op. They are the ONNX ops that only rearrange or retype their input (the
+# registry's traits), and onnxruntime's own layout and copy ops, which ONNX does not define.
+_REARRANGES = OpTrait.RESHAPE | OpTrait.IDENTITY | OpTrait.PERMUTES_AXES | OpTrait.RETYPE
+_ONNXRUNTIME_MOVEMENT_OPS = frozenset({"ReorderInput", "ReorderOutput", "MemcpyToHost", "MemcpyFromHost"})
+
+
+def _moves_data(op_type: str) -> bool:
+    return op_type in _ONNXRUNTIME_MOVEMENT_OPS or bool(traits_of("", op_type) & _REARRANGES)
 
 
 def map_profile(events: Any, analysis: "Analysis", warmup: int = 0,
@@ -202,7 +211,7 @@ def map_profile(events: Any, analysis: "Analysis", warmup: int = 0,
 
 def _does_work(record) -> bool:
     """False for views and folded constants: with no kernel of their own they were removed."""
-    return not (record.view or record.status == "constant" or not (record.flops or record.memory_bytes))
+    return not (record.view or record.status == NodeStatus.CONSTANT or not (record.flops or record.memory_bytes))
 
 
 def _structural_owner(kernel: KernelTime, op_type: str, optimized: OptimizedGraph, producer_of: Mapping,
@@ -213,7 +222,7 @@ def _structural_owner(kernel: KernelTime, op_type: str, optimized: OptimizedGrap
     current = kernel
     for _ in range(_UPSTREAM_DEPTH):
         inputs, _, op = optimized.nodes[current.name]
-        if op not in _MOVEMENT_OPS or op == op_type:
+        if not _moves_data(op) or op == op_type:
             return current
         upstream = by_name.get(producer_of.get(inputs[0], "")) if inputs else None
         if upstream is None or upstream.name not in optimized.nodes:
@@ -310,6 +319,15 @@ def _split(kernel: KernelTime, records: Mapping, weights: Mapping[str, float] | 
 # --- what profile finds --------------------------------------------------------------------------
 
 
+class Coverage(TextEnum):
+    """How a node's measured time was found: what the profile's kernels did with it."""
+
+    OWN = "own"  # one kernel ran this node alone
+    SPLIT = "split"  # one kernel ran it with other nodes: the kernel's time is split between them
+    REMOVED = "removed"  # onnxruntime's optimizer removed it (folded, or fused away)
+    NOT_SEEN = "not_seen"  # no kernel of the profile covers it
+
+
 @dataclass
 class NodeComparison:
     name: str
@@ -320,7 +338,7 @@ class NodeComparison:
     kernel: str | None  # the onnxruntime kernel it was measured in
     kernel_op: str | None
     shared: bool  # the kernel covers other nodes too (its time was split)
-    status: str  # "own" | "split" | "removed" | "not_seen"
+    status: Coverage
 
     @property
     def ratio(self) -> float | None:

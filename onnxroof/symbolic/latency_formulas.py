@@ -25,11 +25,13 @@ from .polynomials import (LARGE, Polynomial, common_factor, divided, envelope, e
                           polynomial_text, si_text, span_text)
 from ..roofline.targets import EFFICIENCY_CLASSES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
 
+from ..roofline.placement import Bound
+
 if TYPE_CHECKING:
     from ..roofline.placement import TargetReport
 
-BOUNDS = ("compute", "dram", "onchip")
-BOUND_WORDS = {"compute": "compute-bound", "dram": "DRAM-bound", "onchip": "on-chip-bound"}
+BOUNDS = (Bound.COMPUTE, Bound.DRAM, Bound.ONCHIP)  # a kernel's roofs; on a tie, the first wins
+BOUND_WORDS = {Bound.COMPUTE: "compute-bound", Bound.DRAM: "DRAM-bound", Bound.ONCHIP: "on-chip-bound"}
 SHOWN_KERNELS = 6  # the kernels whose bound the text states: those with the largest shares
 
 
@@ -64,7 +66,7 @@ class KernelTerms:
 
     def bound(self, point: Sequence[int]) -> str:
         values = {b: evaluate(t, point) for b, t in self.terms.items()}
-        return max(BOUNDS, key=lambda b: (values.get(b, -1), -BOUNDS.index(b))) if values else "none"
+        return max(BOUNDS, key=lambda b: (values.get(b, -1), -BOUNDS.index(b))) if values else Bound.NONE
 
     def roof_time(self, point: Sequence[int], bound: str | None = None) -> Polynomial:
         """The time on its slowest roof (``bound``, by default the one at ``point``) over the
@@ -212,7 +214,7 @@ def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Targ
     first = reports[grid[0]]
     dram_rate = Fraction(first.target.dram_bytes_per_s.value)
     onchip_rate = Fraction(first.target.onchip_bytes_per_s.value) if first.target.onchip_bytes_per_s else None
-    rates = {"dram": dram_rate, "onchip": onchip_rate}
+    rates = {Bound.DRAM: dram_rate, Bound.ONCHIP: onchip_rate}
     kernels: list[KernelTerms] = []
     for position, name in enumerate(names[grid[0]]):
         kernel_of = {p: r.nodes[position] for p, r in reports.items()}
@@ -228,16 +230,16 @@ def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Targ
         # a mixed-type kernel (int8 with its fp32 dequantization) runs each roof's FLOPs at that
         # roof's peak: its compute time is the sum of each share over its peak
         roofs = sorted({r for k in kernel_of.values() for r in k.flops_by_roof})
-        works = {("compute", roof): (lambda k, roof=roof: k.flops_by_roof.get(roof, 0)) for roof in roofs}
-        works[("dram", None)] = lambda k: k.placement.dram_bytes
-        works[("onchip", None)] = lambda k: k.placement.onchip_bytes
+        works = {(Bound.COMPUTE, roof): (lambda k, roof=roof: k.flops_by_roof.get(roof, 0)) for roof in roofs}
+        works[(Bound.DRAM, None)] = lambda k: k.placement.dram_bytes
+        works[(Bound.ONCHIP, None)] = lambda k: k.placement.onchip_bytes
         terms: dict[str, Polynomial] = {}
         for (bound, roof), read in works.items():
             polynomial = fit(grid, [read(kernel_of[p]) for p in grid], samples)
             if polynomial is None or evaluate(polynomial, check) != read(kernel_of[check]):
                 work = f"FLOPs on the {roof} roof" if roof else f"{bound.replace('onchip', 'on-chip')} bytes"
                 result.refuted = (f"activations spill off chip at {point_text(dims, spilled[0])}, and the spill plan "
-                                  "changes between the fitted values" if spilled and bound == "dram" else
+                                  "changes between the fitted values" if spilled and bound == Bound.DRAM else
                                   f"kernel {name}'s {work} are no polynomial in {', '.join(dims)}")
                 return result
             rate = Fraction(first.target.peak_ops_per_s[roof].value) if roof else rates[bound]

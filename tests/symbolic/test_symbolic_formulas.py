@@ -100,10 +100,10 @@ def test_a_cost_beyond_the_fitted_degree_is_refuted_not_printed_wrong():
 
 
 def test_a_decoder_phase_without_its_length_gives_the_formula_in_that_length():
-    # tests/cost/test_llm.py's decoder block, one token against the cache: its attention grows by
+    # tests/models.py's decoder block, one token against the cache: its attention grows by
     # one QKᵀ and one AV row per attended position, the rest is constant
     import onnxroof
-    from test_llm import decoder_block
+    from models import decoder_block
 
     found = formulas(decoder_block(), phase="decode")
     assert found.dims == ["context"]

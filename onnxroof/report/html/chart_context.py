@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Sequence
 from ...core.units import iec, intensity, si
 from .charts import RooflineChart, RooflinePoint, TimelineChart, timeline_chart
 from .scales import svg_number
-from ..text.diff_tables import format_value
+from ..formatting import format_value
 from ..bounds import BOUND_LABELS
 from .page import SERIES_COLOURS, _percent
 

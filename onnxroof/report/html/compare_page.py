@@ -13,7 +13,7 @@ from .chart_context import (
     ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _mark, _place_mark_labels, _roof_groups,
 )
 from .charts import roofline_chart
-from ..text.diff_tables import format_value
+from ..formatting import format_value
 from .page import SERIES_COLOURS, _cell, _na, _render, _target_context
 
 if TYPE_CHECKING:

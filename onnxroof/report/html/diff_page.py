@@ -19,7 +19,7 @@ from .chart_context import (
 )
 from .charts import roofline_chart
 from .scales import svg_number
-from ..text.diff_tables import format_value, percent_text, signed_change
+from ..formatting import format_value, percent_text, signed_change
 from .page import _count, _render, _side, _target_capacities, shape_text
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from .chart_context import (
 )
 from .charts import roofline_chart
 from .scales import svg_number
-from ..text.diff_tables import format_value
+from ..formatting import format_value
 from .memory_section import _memory_context
 from .module_section import modules_context
 from .node_table import _node_data, _table_context

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from ..text.diff_tables import format_value
+from ..formatting import format_value
 from ..bounds import BOUND_LABELS, BOUND_TITLES
 from .page import _count, _metric, shape_text
 

@@ -26,7 +26,7 @@ from markupsafe import Markup
 from ...core.version import __version__
 from ...core.resources import resource_dir
 from ...core.units import iec, intensity, si
-from ..text.diff_tables import format_value
+from ..formatting import format_value
 from ..bounds import BOUND_LABELS, bound_line, time_by_bound
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from .chart_context import (
 )
 from .charts import roofline_chart, xy_chart
 from .scales import svg_number
-from ..text.diff_tables import format_value
+from ..formatting import format_value
 from .page import SERIES_COLOURS, _cell, _count, _na, _render, _side, _target_capacities, _target_context
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ for joules, SI for counts); :func:`signed_change` and :func:`percent_text` word 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from ..core.units import iec, si
 
@@ -76,3 +76,28 @@ def percent_text(delta: "Delta", symbols: bool = True) -> str:
     if math.isinf(percent):
         return f"{symbol}new"
     return f"{symbol}{percent:+.1f}%".replace("-", "−")
+
+
+def count_text(value: int) -> str:
+    return f"{value:,}"
+
+
+def share_percent(share: float) -> str:
+    """A share of a whole as a percentage, one decimal; below 0.1% it says so.
+
+    >>> share_percent(0.25), share_percent(0.0004), share_percent(0)
+    ('25.0%', '<0.1%', '0%')
+    """
+    if share == 0:
+        return "0%"
+    if share < 0.001:
+        return "<0.1%"
+    return f"{share * 100:.1f}%"
+
+
+def shape_text(shape: Iterable | None) -> str:
+    """``[1, 3, 224, 224]`` -> ``1×3×224×224``; symbols stay names, unknown dims are ``?``."""
+    if shape is None:
+        return "?"
+    dims = ["?" if d is None else str(d) for d in shape]
+    return "×".join(dims) if dims else "scalar"

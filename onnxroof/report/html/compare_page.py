@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import intensity, si
 from .chart_context import (
-    ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _mark, _place_mark_labels, _roof_groups,
+    ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, model_mark, place_mark_labels, roof_groups,
 )
 from .charts import roofline_chart
 from ..formatting import format_value
-from .page import SERIES_COLOURS, _cell, _na, _render, _target_context
+from .page import SERIES_COLOURS, value_cell, not_analysed_cell, render_page, target_card
 
 if TYPE_CHECKING:
     from ...result import Analysis
@@ -24,7 +24,7 @@ COMPARE_TEMPLATE = "compare.html.j2"
 
 def render_compare_html(analyses: Sequence["Analysis"]) -> str:
     """Several models side by side: totals per model and target, whole-model points per target."""
-    return _render(COMPARE_TEMPLATE, _compare_context(list(analyses)))
+    return render_page(COMPARE_TEMPLATE, _compare_context(list(analyses)))
 
 
 def _compare_context(analyses: list["Analysis"]) -> dict:
@@ -36,10 +36,10 @@ def _compare_context(analyses: list["Analysis"]) -> dict:
             "name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)],
             "path": document["model"]["path"] or "in memory",
             "cells": [
-                _cell(totals["params"], "count", "parameters"), _cell(totals["param_bytes"], "bytes", "bytes"),
-                _cell(totals["mac_flops"], "count", "FLOPs"), _cell(totals["flops"], "count", "FLOPs"),
-                _cell(memory["peak_bytes"], "bytes", "bytes"), _cell(memory["best_order_peak_bytes"], "bytes", "bytes"),
-                {**_cell(totals["nodes"], "count", "nodes"), "value": None},
+                value_cell(totals["params"], "count", "parameters"), value_cell(totals["param_bytes"], "bytes", "bytes"),
+                value_cell(totals["mac_flops"], "count", "FLOPs"), value_cell(totals["flops"], "count", "FLOPs"),
+                value_cell(memory["peak_bytes"], "bytes", "bytes"), value_cell(memory["best_order_peak_bytes"], "bytes", "bytes"),
+                {**value_cell(totals["nodes"], "count", "nodes"), "value": None},
             ],
             "complete": document["complete"],
         })
@@ -52,9 +52,9 @@ def _compare_context(analyses: list["Analysis"]) -> dict:
             target = next((t for t in document["targets"] if t["name"] == name), None)
             if target is None:
                 rows.append({"name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)],
-                             "cells": [_na() for _ in range(5)]})
+                             "cells": [not_analysed_cell() for _ in range(5)]})
                 continue
-            card = _target_context(target)
+            card = target_card(target)
             point = target["model_point"]
             rows.append({"name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)], "cells": [
                 {"text": card["latency"], "title": card["latency_title"], "value": target["latency_s"], "cls": ""},
@@ -70,23 +70,23 @@ def _compare_context(analyses: list["Analysis"]) -> dict:
         _mark_best(rows, lower_is_better=True)
         reference = next((t for t in documents[0]["targets"] if t["name"] == name))
         chart = roofline_chart(
-            [(label, peak) for label, peak, _ in _roof_groups(reference)], _bandwidths(reference), [],
-            [(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"])) for _, _, t in points],
+            [(label, peak) for label, peak, _ in roof_groups(reference)], bandwidth_roofs(reference), [],
+            [(t["model_point"]["intensity"], achieved_rate(t["model_point"]["flops"], t["latency_s"])) for _, _, t in points],
             width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
         )
-        context = _base_roofline(reference, chart, f"compare-roofline-{number}")
-        placed = [chart.place(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"]))
+        context = roofline_frame(reference, chart, f"compare-roofline-{number}")
+        placed = [chart.place(t["model_point"]["intensity"], achieved_rate(t["model_point"]["flops"], t["latency_s"]))
                   for _, _, t in points]
         for (k, document, target), point in zip(points, placed):
             mp = target["model_point"]
-            mark = _mark(point, chart, "model model-series", document["model"]["name"],
+            mark = model_mark(point, chart, "model model-series", document["model"]["name"],
                          f"{document['model']['name']} on {name}\nintensity: "
                          + (f"{intensity(mp['intensity'])} FLOP/B" if mp["intensity"] is not None else "∞")
-                         + f"\nachieved: {si(_achieved(mp['flops'], target['latency_s']), 'FLOP/s')}"
+                         + f"\nachieved: {si(achieved_rate(mp['flops'], target['latency_s']), 'FLOP/s')}"
                          + f"\nlatency: {format_value(target['latency_s'], 'seconds')}",
                          SERIES_COLOURS[k % len(SERIES_COLOURS)])
             context["marks"].append(mark)
-        _place_mark_labels(context, chart)
+        place_mark_labels(context, chart)
         targets.append({**context, "name": name, "description": reference["description"], "rows": rows,
                         "summary": f"Whole-model points of {len(points)} models on {name}"})
     return {

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import intensity, si
 from .chart_context import (
-    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
-    _mark, _overlay_chart_context, main_op, _palette, _place_mark_labels, _points, _roof_groups,
+    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, binned_dots, kernel_dot_title,
+    model_mark, overlay_timeline_context, main_op, op_palette, place_mark_labels, chart_points, roof_groups,
 )
 from .charts import roofline_chart
 from .scales import svg_number
-from ..formatting import format_value, percent_text, signed_change
-from .page import _count, _render, _side, _target_capacities, shape_text
+from ..formatting import count_text, format_value, percent_text, shape_text, signed_change
+from .page import model_side, render_page, target_capacities
 
 if TYPE_CHECKING:
     from ...compare.budgets import BudgetResult
@@ -34,13 +34,13 @@ _SUMMARY_KEYS = ("params", "flops", "peak_memory")
 
 def render_diff_html(diff: "ModelDiff", budget_results: Sequence["BudgetResult"] = ()) -> str:
     """A base and a head model on one page: deltas, both on every roofline, memory overlaid."""
-    return _render(DIFF_TEMPLATE, _diff_context(diff, list(budget_results)))
+    return render_page(DIFF_TEMPLATE, _diff_context(diff, list(budget_results)))
 
 
 def _diff_context(diff: "ModelDiff", budgets: list["BudgetResult"]) -> dict:
     base, head = diff.base, diff.head
     base_doc, head_doc = base.to_dict(), head.to_dict()
-    palette = _palette(head_doc["nodes"])
+    palette = op_palette(head_doc["nodes"])
     changed = diff.changed_nodes
     kinds = Counter(n.kind for n in diff.nodes)
     base_targets = {t["name"]: t for t in base_doc["targets"]}
@@ -48,10 +48,10 @@ def _diff_context(diff: "ModelDiff", budgets: list["BudgetResult"]) -> dict:
     for number, target in enumerate(head_doc["targets"]):
         before = base_targets.get(target["name"])
         rooflines.append(_diff_roofline(diff, base_doc, head_doc, before, target, number, palette))
-    capacities = _target_capacities(head)
+    capacities = target_capacities(head)
     base_steps = [e["live_bytes"] for e in base_doc["memory"]["timeline"]]
     head_steps = [e["live_bytes"] for e in head_doc["memory"]["timeline"]]
-    timeline = _overlay_chart_context(
+    timeline = overlay_timeline_context(
         [("base", base_steps, base_doc["memory"]["timeline"]), ("head", head_steps, head_doc["memory"]["timeline"])],
         capacities, f"Live activation bytes per step, base ({len(base_steps):,} steps) and head ({len(head_steps):,} steps)",
     )
@@ -93,7 +93,7 @@ def _diff_context(diff: "ModelDiff", budgets: list["BudgetResult"]) -> dict:
     broken = [b for b in budgets if b.broken]
     return {
         "title": f"{base.model.name} → {head.model.name}",
-        "base": _side(base_doc, "base"), "head": _side(head_doc, "head"),
+        "base": model_side(base_doc, "base"), "head": model_side(head_doc, "head"),
         "summary": _summary_items(diff),
         "input_changes": diff.input_changes,
         "budgets": [{"text": b.describe(), "broken": b.broken} for b in budgets],
@@ -101,9 +101,9 @@ def _diff_context(diff: "ModelDiff", budgets: list["BudgetResult"]) -> dict:
         "deltas": _deltas(diff),
         "rooflines": rooflines,
         "timeline": timeline,
-        "node_counts": {k: _count(kinds.get(k, 0)) for k in ("added", "removed", "changed", "unchanged")},
+        "node_counts": {k: count_text(kinds.get(k, 0)) for k in ("added", "removed", "changed", "unchanged")},
         "node_rows": node_rows,
-        "node_more": _count(len(changed) - NODE_CHANGES_SHOWN) if len(changed) > NODE_CHANGES_SHOWN else "",
+        "node_more": count_text(len(changed) - NODE_CHANGES_SHOWN) if len(changed) > NODE_CHANGES_SHOWN else "",
         "op_rows": op_rows,
         "top_changes": top_changes,
         "targets": ", ".join(t["name"] for t in head_doc["targets"]) or "none",
@@ -161,12 +161,12 @@ def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: di
         costed = [p for p in placed["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
         latency = placed["latency_s"]
         if len(costed) > AGGREGATE_ABOVE:
-            dots = _binned_dots(costed, index, latency)
+            dots = binned_dots(costed, index, latency)
         else:
-            dots = [{"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
+            dots = [{"intensity": p["intensity"], "performance": achieved_rate(p["flops"], p["time_s"]),
                      "weight": p["time_s"] / latency if latency else 0.0, "op": main_op(p["op_type"]),
                      "node": index.get(p["name"], -1), "count": 1, "placement": p,
-                     "title": _dot_title(p, placed, latency)} for p in costed]
+                     "title": kernel_dot_title(p, placed, latency)} for p in costed]
         sides.append((role, document, placed, dots))
     # arrows: the matched nodes (in both models, costed in both) whose time changed most
     base_placements = {p["name"]: p for p in before["nodes"]} if before else {}
@@ -185,16 +185,16 @@ def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: di
     marks = []
     for role, document, placed, _ in sides:
         if placed and placed["model_point"]["flops"] and placed["latency_s"]:
-            marks.append((role, placed["model_point"]["intensity"], _achieved(placed["model_point"]["flops"], placed["latency_s"])))
+            marks.append((role, placed["model_point"]["intensity"], achieved_rate(placed["model_point"]["flops"], placed["latency_s"])))
     all_dots = [d for _, _, _, dots in sides for d in dots]
     extra = [(m[1], m[2]) for m in marks]
-    extra += [(bp["intensity"], _achieved(bp["flops"], bp["time_s"])) for _, bp, _ in arrows_data]
+    extra += [(bp["intensity"], achieved_rate(bp["flops"], bp["time_s"])) for _, bp, _ in arrows_data]
     chart = roofline_chart(
-        [(label, peak) for label, peak, _ in _roof_groups(target)], _bandwidths(target),
-        _points(all_dots), extra,
+        [(label, peak) for label, peak, _ in roof_groups(target)], bandwidth_roofs(target),
+        chart_points(all_dots), extra,
         width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
     )
-    context = _base_roofline(target, chart, f"diff-roofline-{number}")
+    context = roofline_frame(target, chart, f"diff-roofline-{number}")
     placed_points = iter(chart.points)
     for role, _, _, dots in sides:
         ordered = []
@@ -210,8 +210,8 @@ def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: di
                 "title": f"{role}: " + dot["title"],
             })
     for change, bp, hp in arrows_data:
-        start = chart.place(bp["intensity"], _achieved(bp["flops"], bp["time_s"]))
-        end = chart.place(hp["intensity"], _achieved(hp["flops"], hp["time_s"]))
+        start = chart.place(bp["intensity"], achieved_rate(bp["flops"], bp["time_s"]))
+        end = chart.place(hp["intensity"], achieved_rate(hp["flops"], hp["time_s"]))
         title = (f"{change.name} ({change.head.op_type}): {format_value(bp['time_s'], 'seconds')} → "
                  f"{format_value(hp['time_s'], 'seconds')} on {target['name']}")
         context["arrows"].append(_arrow(start.x, start.y, end.x, end.y, title, "arrow-node"))
@@ -219,14 +219,14 @@ def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: di
     for role, point_intensity, achieved in marks:
         placed = chart.place(point_intensity, achieved)
         model_marks[role] = placed
-        context["marks"].append(_mark(placed, chart, f"model model-{role}", f"{role} model",
+        context["marks"].append(model_mark(placed, chart, f"model model-{role}", f"{role} model",
                                       f"Whole {role} model on {target['name']}: "
                                       f"{intensity(point_intensity) if point_intensity is not None else '∞'} FLOP/B, "
                                       f"{si(achieved, 'FLOP/s')} achieved"))
     if "base" in model_marks and "head" in model_marks:
         b, h = model_marks["base"], model_marks["head"]
         context["arrows"].insert(0, _arrow(b.x, b.y, h.x, h.y, "whole model: base → head", "arrow-model"))
-    _place_mark_labels(context, chart)
+    place_mark_labels(context, chart)
     latency = [format_value(before["latency_s"], "seconds") if before else "—", format_value(target["latency_s"], "seconds")]
     return {
         **context, "name": target["name"], "description": target["description"],

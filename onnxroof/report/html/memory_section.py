@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import iec
-from .chart_context import MEMORY_CHART_SIZE, _marker, _references, _timeline_frame
+from .chart_context import MEMORY_CHART_SIZE, peak_marker, capacity_lines, timeline_frame
 from .charts import TimelineChart, timeline_chart
 from .scales import svg_number
-from .page import _bar_width, _percent, shape_text
+from ..formatting import shape_text, share_percent
+from .page import bar_width
 
 if TYPE_CHECKING:
     from ...result import Analysis
@@ -28,7 +29,7 @@ METHOD_LABELS = {
 _LABEL_CHARS = 36  # node names longer than this are cut on the chart (the titles keep them whole)
 
 
-def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[tuple[str, int]] = ()) -> dict | None:
+def memory_context(analysis: "Analysis", document: dict, capacities: Sequence[tuple[str, int]] = ()) -> dict | None:
     memory = document.get("memory")
     if memory is None:
         return None
@@ -105,7 +106,7 @@ def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[t
             "title": f"{best_peak:,} bytes at step {memory['best_order_peak_step']} of the best order",
             "sub": best_sub,
             "sub_title": memory["best_order_note"],
-            "delta": ("−" + iec(reduction) + f" ({_percent(reduction / peak)})") if reduction > 0 else "",
+            "delta": ("−" + iec(reduction) + f" ({share_percent(reduction / peak)})") if reduction > 0 else "",
             "cls": "stat-good" if reduction > 0 else "",
         },
         {
@@ -161,8 +162,8 @@ def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[t
 def _share_cells(size: int, peak: int) -> dict[str, str]:
     """A row's bytes and its share of the peak, as the live-at-the-peak table shows them."""
     share = size / peak if peak else 0.0
-    return {"bytes": iec(size), "bytes_title": f"{size:,} bytes", "share": _percent(share),
-            "bar": _bar_width(share)}
+    return {"bytes": iec(size), "bytes_title": f"{size:,} bytes", "share": share_percent(share),
+            "bar": bar_width(share)}
 
 
 def _buffer_role(buffer, node: str, step: int, position: dict[str, int]) -> tuple[str, str]:
@@ -263,7 +264,7 @@ def _memory_explanation(memory: dict, *, problem_buffers: dict, position: dict[s
         saved = peak - best
         how = {"exact": "exact search", "heuristic": "greedy heuristic"}.get(method, "")
         text += (f" Reordering helps: the best order{' (' + how + ')' if how else ''} peaks at {iec(best)} "
-                 f"({best:,} bytes), {iec(saved)} ({_percent(saved / peak)}) lower, at step "
+                 f"({best:,} bytes), {iec(saved)} ({share_percent(saved / peak)}) lower, at step "
                  f"{memory['best_order_peak_step']} ({memory['best_order_peak_node']}).")
         if best <= lower:
             text += f" That meets the largest-layer lower bound ({lower_node}), so no order can do better."
@@ -322,14 +323,14 @@ def _chart_context(chart: TimelineChart, memory: dict, records: dict, same_order
     peak_title = (f"Peak, model order: {memory['peak_bytes']:,} bytes ({iec(memory['peak_bytes'])}) at step "
                   f"{memory['peak_step']}, {memory['peak_node']}")
     if model.peak is not None:
-        markers.append(_marker(model.peak, plot, "model", peak_title,
+        markers.append(peak_marker(model.peak, plot, "model", peak_title,
                                f"peak {iec(model.peak.value)} · step {model.peak.step} · {_short(memory['peak_node'])}"))
     if best.peak is not None and (best.peak.step, best.peak.value) != (model.peak.step, model.peak.value):
         title = (f"Peak, best order: {memory['best_order_peak_bytes']:,} bytes "
                  f"({iec(memory['best_order_peak_bytes'])}) at step {memory['best_order_peak_step']}, "
                  f"{memory['best_order_peak_node']}")
         label = f"best {iec(best.peak.value)} · step {best.peak.step} · {_short(memory['best_order_peak_node'])}"
-        second = _marker(best.peak, plot, "best", title, label, near=best.peak.y - plot.top > 30)
+        second = peak_marker(best.peak, plot, "best", title, label, near=best.peak.y - plot.top > 30)
         markers.append(second)
     series = [
         {"key": "model", "d": model.path,
@@ -338,10 +339,10 @@ def _chart_context(chart: TimelineChart, memory: dict, records: dict, same_order
          "title": f"Best order: live activation bytes per step (peak {memory['best_order_peak_bytes']:,} bytes)"
                   + (", the same order as the model's" if same_order else "")},
     ]
-    references = _references(chart, [float(marker["cx"]) for marker in markers])
+    references = capacity_lines(chart, [float(marker["cx"]) for marker in markers])
     off_scale = [f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None]
     return {
-        **_timeline_frame(chart),
+        **timeline_frame(chart),
         "area": model.area,
         # identical orders: the best-order line goes under the model line rather than muddying it
         "series": series[::-1] if same_order else series,

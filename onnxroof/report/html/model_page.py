@@ -22,20 +22,18 @@ from markupsafe import Markup
 from ...result import model_label
 from ...core.units import iec, intensity, si
 from .chart_context import (
-    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
-    _diamond, _mark, main_op, _ops_unit, _palette, _place_mark_labels, _points, _roof_groups,
+    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, binned_dots, kernel_dot_title,
+    diamond_path, model_mark, main_op, ops_unit, op_palette, place_mark_labels, chart_points, roof_groups,
 )
 from .charts import roofline_chart
 from .scales import svg_number
-from ..formatting import format_value
-from .memory_section import _memory_context
+from ..formatting import count_text, format_value, shape_text, share_percent
+from .memory_section import memory_context
 from .module_section import modules_context
-from .node_table import _node_data, _table_context
+from .node_table import node_data, node_table_context
 from ..bounds import BOUND_LABELS, BOUND_TITLES
 from ..text.table import assumed_text, clip
-from .page import (
-    _bar_width, _count, _metric, _percent, _render, _target_capacities, _target_context, script_json, shape_text,
-)
+from .page import bar_width, metric_cell, render_page, script_json, target_capacities, target_card
 
 if TYPE_CHECKING:
     from ...symbolic.formulas import Formulas
@@ -65,25 +63,25 @@ def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | No
     module of the node names (``encoder``, ``decoder``, ``lm_head``) instead of by op type."""
     document = analysis.to_dict()
     if capacities is None:
-        capacities = _target_capacities(analysis)
+        capacities = target_capacities(analysis)
     profiled = _profiled_target(analysis, profile) if profile is not None else None
     groups = _top_modules(analysis) if colour_by == "module" else None
-    palette = _palette(document["nodes"], lambda node: groups[node["name"]]) if groups else _palette(document["nodes"])
+    palette = op_palette(document["nodes"], lambda node: groups[node["name"]]) if groups else op_palette(document["nodes"])
     context = _context(analysis, document)
-    context["memory"] = _memory_context(analysis, document, capacities)
-    context["targets"] = [_target_context(t) for t in document["targets"]]
+    context["memory"] = memory_context(analysis, document, capacities)
+    context["targets"] = [target_card(t) for t in document["targets"]]
     context["rooflines"] = [_roofline_context(document, t, k, palette, profile if k == profiled else None, groups)
                             for k, t in enumerate(document["targets"])]
     context["profile"] = _profile_context(document, profile, profiled) if profile is not None else None
     context["hotspots"] = _hotspots_context(document)
     context["modules"] = modules_context(analysis)
     context["formulas"] = _formulas_context(formulas) if formulas is not None and formulas.dims else None
-    context["table"] = _table_context(document)
+    context["table"] = node_table_context(document)
     small = len(document["nodes"]) <= FULL_DOCUMENT_MAX_NODES
     context["document_json"] = Markup(script_json(document)) if small else None
-    context["nodes_json"] = Markup(script_json(_node_data(document)))
-    context["full_document_max"] = _count(FULL_DOCUMENT_MAX_NODES)
-    return _render(TEMPLATE, context)
+    context["nodes_json"] = Markup(script_json(node_data(document)))
+    context["full_document_max"] = count_text(FULL_DOCUMENT_MAX_NODES)
+    return render_page(TEMPLATE, context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +101,7 @@ def _context(analysis: "Analysis", document: dict) -> dict:
         "problems": _problems_context(document),
         "ops": _ops_context(nodes, totals["flops"], document["targets"]),
         "op_targets": [t["name"] for t in document["targets"]],
-        "node_count": _count(len(nodes)),
+        "node_count": count_text(len(nodes)),
         "uncounted_count": uncounted,
     }
 
@@ -129,7 +127,7 @@ def _model_context(model: dict, doc_string: str, document: dict) -> dict:
         "other_opsets": ", ".join(other_opsets),
         "file_size": iec(file_bytes) if file_bytes is not None else "in memory",
         "file_size_title": f"{file_bytes:,} bytes" if file_bytes is not None else "analysed from a ModelProto, not a file",
-        "nodes": _count(model["nodes"]),
+        "nodes": count_text(model["nodes"]),
         "doc_string": doc_string.strip(),
         "inputs": [_tensor_context(t) for t in model["inputs"]],
         "outputs": [_tensor_context(t) for t in model["outputs"]],
@@ -175,9 +173,9 @@ def _totals_context(totals: dict, memory: dict | None) -> dict:
         "flops_title": f"{totals['flops']:,} FLOPs",
         "other_flops": si(totals["flops"] - totals["mac_flops"]),
         "other_flops_title": f"{totals['flops'] - totals['mac_flops']:,} FLOPs outside multiply-accumulates",
-        "counted_nodes": _count(totals["counted_nodes"]),
-        "nodes": _count(totals["nodes"]),
-        "uncounted": _count(uncounted),
+        "counted_nodes": count_text(totals["counted_nodes"]),
+        "nodes": count_text(totals["nodes"]),
+        "uncounted": count_text(uncounted),
         "all_counted": uncounted == 0,
         # with nodes left out, every sum is a lower bound: the cards say so
         "bound": "" if uncounted == 0 else "≥ ",
@@ -190,7 +188,7 @@ def _totals_context(totals: dict, memory: dict | None) -> dict:
             "title": f"{peak:,} bytes live at step {memory['peak_step']} ({memory['peak_node']}), model order",
             "best": iec(best),
             "best_title": f"{best:,} bytes in the best order found ({memory['best_order_method']})",
-            "saving": f" (−{_percent((peak - best) / peak)})" if best < peak and peak else "",
+            "saving": f" (−{share_percent((peak - best) / peak)})" if best < peak and peak else "",
         }
     return context
 
@@ -206,8 +204,8 @@ def _problems_context(document: dict) -> dict:
         }
         for d in document["unresolved_dims"]
     ]
-    unsupported = [{"op": op, "count": _count(n)} for op, n in totals["unsupported"].items()]
-    unknown = [{"op": op, "count": _count(n)} for op, n in totals["not_counted"].items()]
+    unsupported = [{"op": op, "count": count_text(n)} for op, n in totals["unsupported"].items()]
+    unknown = [{"op": op, "count": count_text(n)} for op, n in totals["not_counted"].items()]
     warnings = list(document["warnings"])
     notes = [f"{t['name']}: {note}" for t in document["targets"] for note in t["notes"]]
     return {
@@ -245,7 +243,7 @@ def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> li
         share = group["flops"] / total_flops if total_flops else 0.0
         none_counted = group["uncounted"] == group["nodes"]
         metrics = {
-            key: _NOT_COUNTED if none_counted else _metric(group[key], "count", unit)
+            key: _NOT_COUNTED if none_counted else metric_cell(group[key], "count", unit)
             for key, unit in (("macs", "MACs"), ("flops", "FLOPs"), ("params", "parameters"))
         }
         time_shares = []
@@ -254,18 +252,18 @@ def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> li
             spent = per_op.get(op, 0.0)
             part = spent / latency if latency else 0.0
             time_shares.append({
-                "share": "—" if none_counted else _percent(part),
+                "share": "—" if none_counted else share_percent(part),
                 "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} on {target['name']}",
-                "bar": _bar_width(part),
+                "bar": bar_width(part),
             })
         rows.append({
             "op": op,
-            "nodes": _count(group["nodes"]),
-            "uncounted": _count(group["uncounted"]) if group["uncounted"] else "",
+            "nodes": count_text(group["nodes"]),
+            "uncounted": count_text(group["uncounted"]) if group["uncounted"] else "",
             **metrics,
-            "share": "—" if none_counted or not total_flops else _percent(share),
+            "share": "—" if none_counted or not total_flops else share_percent(share),
             "share_title": f"{group['flops']:,} of {total_flops:,} FLOPs",
-            "bar": _bar_width(share),
+            "bar": bar_width(share),
             "times": time_shares,
         })
     return rows
@@ -295,7 +293,7 @@ def _hotspots_context(document: dict) -> dict:
                 "rank": str(rank), "index": str(index[p["name"]]), "name": p["name"], "short": clip(p["name"], HOTSPOT_NAME),
                 "op": p["op_type"],
                 "time": format_value(p["time_s"], "seconds"), "time_title": f"{p['time_s']:.6g} s",
-                "share": _percent(share), "bar": _bar_width(share / largest if largest else 0.0),
+                "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
                 "bound": BOUND_LABELS.get(p["bound"], p["bound"]), "bound_key": p["bound"],
                 "bound_title": BOUND_TITLES.get(p["bound"], ""),
                 "flops": si(p["flops"]), "flops_title": f"{p['flops']:,} FLOPs",
@@ -306,7 +304,7 @@ def _hotspots_context(document: dict) -> dict:
             })
         return {"by": "time", "target": target["name"], "rows": rows,
                 "title": f"by time on {target['name']}",
-                "sum": _percent(sum(p["time_s"] for p in top) / latency) if latency else "0%"}
+                "sum": share_percent(sum(p["time_s"] for p in top) / latency) if latency else "0%"}
     total = document["totals"]["flops"]
     top = sorted((n for n in nodes if n["counted"]), key=lambda n: (-n["flops"], n["index"]))[:HOTSPOTS]
     largest = top[0]["flops"] / total if top and total else 0.0
@@ -317,12 +315,12 @@ def _hotspots_context(document: dict) -> dict:
             "rank": str(rank), "index": str(index[node["name"]]), "name": node["name"],
             "short": clip(node["name"], HOTSPOT_NAME), "op": node["op_type"],
             "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
-            "share": _percent(share), "bar": _bar_width(share / largest if largest else 0.0),
+            "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
             "bytes": iec(moved), "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",
             "intensity": intensity(node["intensity"]), "intensity_title": f"{node['intensity'] or 0:.6g} FLOP/B",
         })
     return {"by": "flops", "target": "", "rows": rows, "title": "by FLOPs (no --target: no times)",
-            "sum": _percent(sum(n["flops"] for n in top) / total) if total else "0%"}
+            "sum": share_percent(sum(n["flops"] for n in top) / total) if total else "0%"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,7 +343,7 @@ def _identical_dots(costed: list[dict], index: dict[str, int], latency: float,
     dots = []
     for members in groups.values():
         p = members[0]
-        dot = {"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
+        dot = {"intensity": p["intensity"], "performance": achieved_rate(p["flops"], p["time_s"]),
                "weight": len(members) * p["time_s"] / latency if latency else 0.0, "op": colour_key(p),
                "node": index.get(p["name"], -1), "count": len(members), "placement": p}
         if len(members) > 1:
@@ -361,7 +359,7 @@ def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency:
     placed = chart.place(p["onchip_intensity"], dot["performance"], dot["weight"])
     size = max(placed.r * 0.9, 3.0)
     return {
-        "d": _diamond(placed.x, placed.y, size), "colour": palette.get(dot["op"], OTHER_COLOUR),
+        "d": diamond_path(placed.x, placed.y, size), "colour": palette.get(dot["op"], OTHER_COLOUR),
         "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(size),
         "node": str(dot["node"]), "op": dot["op"], "cls": "level-dot level-onchip",
         "title": (f"{p['name']} on the on-chip level\n"
@@ -430,16 +428,16 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
     latency = target["latency_s"]
     costed = [p for p in target["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
     point = target["model_point"]
-    model_achieved = _achieved(point["flops"], latency)
+    model_achieved = achieved_rate(point["flops"], latency)
     aggregated = len(costed) > AGGREGATE_ABOVE
     if aggregated:
-        dots = _binned_dots(costed, index, latency)
+        dots = binned_dots(costed, index, latency)
     else:
         dots = _identical_dots(costed, index, latency, groups)
     # big dots first, so the small ones stay on top and can be hovered
     dots.sort(key=lambda d: -d["weight"])
     measured = _measured_dots(profile, target, index) if profile is not None else []
-    measured_model = _achieved(point["flops"], profile.measured_s) if profile is not None and point["flops"] else 0.0
+    measured_model = achieved_rate(point["flops"], profile.measured_s) if profile is not None and point["flops"] else 0.0
     # the on-chip level: each kernel again at FLOPs per on-chip byte, against the on-chip slope
     # (a kernel that moves no DRAM bytes sits in the "∞" strip on the DRAM level)
     level = [d for d in dots if "placement" in d and d["placement"]["onchip_intensity"]] \
@@ -450,18 +448,18 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
     if measured_model:
         marks.append((point["intensity"], measured_model))
     chart = roofline_chart(
-        [(label, peak) for label, peak, _ in _roof_groups(target)],
-        _bandwidths(target),
-        _points(dots),
+        [(label, peak) for label, peak, _ in roof_groups(target)],
+        bandwidth_roofs(target),
+        chart_points(dots),
         marks,
         width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
     )
-    context = _base_roofline(target, chart, f"roofline-{number}")
+    context = roofline_frame(target, chart, f"roofline-{number}")
     for dot, placed in zip(dots, chart.points):
         if aggregated:
             title = dot["title"]
         else:
-            title = _dot_title(dot["placement"], target, latency)
+            title = kernel_dot_title(dot["placement"], target, latency)
             if "names" in dot:
                 title = dot["names"] + "\n" + title
         context["dots"].append({
@@ -473,8 +471,8 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
     context["level_dots"] = [_level_dot(d, chart, palette, target, latency) for d in level]
     if point["flops"]:
         mark = chart.place(point["intensity"], model_achieved, 0.0)
-        unit = _ops_unit([point["roof"]])
-        context["marks"].append(_mark(
+        unit = ops_unit([point["roof"]])
+        context["marks"].append(model_mark(
             mark, chart, "model", "whole model",
             "\n".join([
                 f"Whole model on {target['name']}",
@@ -499,8 +497,8 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
         })
     if measured_model:
         mark = chart.place(point["intensity"], measured_model, 0.0)
-        unit = _ops_unit([point["roof"]])
-        context["marks"].append(_mark(
+        unit = ops_unit([point["roof"]])
+        context["marks"].append(model_mark(
             mark, chart, "measured", "measured",
             "\n".join([
                 f"Whole model measured by onnxruntime {profile.ort_version} (CPU, optimization {profile.optimization})",
@@ -509,26 +507,26 @@ def _roofline_context(document: dict, target: dict, number: int, palette: dict[s
                 f"measured/predicted: {_ratio_text(profile.ratio)} · prediction error {_error_text(profile.error)}",
                 f"achieved: {si(measured_model, unit)} (FLOPs ÷ measured time)",
             ])))
-    _place_mark_labels(context, chart)
+    place_mark_labels(context, chart)
     used = Counter()
     for dot in dots:
         used[dot["op"]] += dot["count"]
-    legend = [{"op": op, "colour": colour, "count": _count(used[op])} for op, colour in palette.items() if used.get(op)]
+    legend = [{"op": op, "colour": colour, "count": count_text(used[op])} for op, colour in palette.items() if used.get(op)]
     others = sum(c for op, c in used.items() if op not in palette)
     return {
         **context,
         "name": target["name"],
         "description": target["description"],
         "legend": legend,
-        "others": _count(others) if others else "",
+        "others": count_text(others) if others else "",
         "aggregated": aggregated,
-        "largest": _percent(dots[0]["weight"]) if dots else "",
-        "dot_count": _count(len(dots)),
-        "costed": _count(len(costed)),
+        "largest": share_percent(dots[0]["weight"]) if dots else "",
+        "dot_count": count_text(len(dots)),
+        "costed": count_text(len(costed)),
         "summary": (f"Roofline of {document['model']['name']} on {target['name']}: {len(costed):,} costed nodes"
                     + (f" in {len(dots):,} bins" if aggregated else "") + f"; latency {format_value(latency, 'seconds')}"),
         "notes": target["notes"],
-        "measured": _count(len(measured)) if profile is not None else "",
+        "measured": count_text(len(measured)) if profile is not None else "",
     }
 
 
@@ -568,7 +566,7 @@ def _measured_dots(profile: "ProfileResult", target: dict, index: dict[str, int]
         if p is None or not p["flops"] or not n.measured_s:
             continue
         performance = p["flops"] / n.measured_s
-        unit = _ops_unit([p["roof"]])
+        unit = ops_unit([p["roof"]])
         if n.status == "split":
             kernel = f"in onnxruntime kernel {n.kernel} ({n.kernel_op}), its time split with the nodes fused into it"
         elif n.kernel and (n.kernel != n.name or n.kernel_op != n.op_type):
@@ -581,10 +579,10 @@ def _measured_dots(profile: "ProfileResult", target: dict, index: dict[str, int]
             f"predicted: {format_value(n.predicted_s, 'seconds') if n.predicted_s is not None else '—'}"
             + (f" ({n.predicted_s:.6g} s)" if n.predicted_s is not None else ""),
             f"measured: {format_value(n.measured_s, 'seconds')} ({n.measured_s:.6g} s), "
-            f"{_percent(n.measured_s / total) if total else '0%'} of the measured total",
+            f"{share_percent(n.measured_s / total) if total else '0%'} of the measured total",
             f"measured/predicted: {_ratio_text(n.ratio)}",
             "intensity: " + (f"{intensity(p['intensity'])} FLOP/B" if p["intensity"] is not None else "∞ (no DRAM bytes)"),
-            f"achieved (measured): {si(performance, unit)} · predicted {si(_achieved(p['flops'], p['time_s']), unit)}",
+            f"achieved (measured): {si(performance, unit)} · predicted {si(achieved_rate(p['flops'], p['time_s']), unit)}",
         ])
         dots.append({"intensity": p["intensity"], "performance": performance,
                      "weight": n.measured_s / total if total else 0.0, "op": n.op_type,
@@ -630,6 +628,6 @@ def _profile_context(document: dict, profile: "ProfileResult", profiled: int) ->
         "error": _error_text(profile.error),
         "error_title": "(predicted − measured) ÷ measured: negative means the prediction is too fast",
         "rows": rows,
-        "measured_count": _count(len(measured)),
+        "measured_count": count_text(len(measured)),
         "notes": list(profile.notes),
     }

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from ..formatting import format_value
+from ..formatting import count_text, format_value, shape_text
 from ..bounds import BOUND_LABELS, BOUND_TITLES
-from .page import _count, _metric, shape_text
+from .page import metric_cell
 
 PAGE_SIZE = 200  # node-table rows per page
 FORMULAS_MAX_NODES = 2_000  # larger graphs leave the per-node formulas out of the page (`onnxroof explain`)
@@ -35,7 +35,7 @@ NODE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def _node_data(document: dict) -> dict:
+def node_data(document: dict) -> dict:
     """The node table as compact JSON: one array per node, repeated strings as indices."""
     nodes = document["nodes"]
     ops, dtypes, shapes, statuses = _Interner(), _Interner(), _Interner(), _Interner()
@@ -101,7 +101,7 @@ def _round(value: float | None) -> float | None:
     return None if value is None else float(f"{value:.6g}")
 
 
-def _table_context(document: dict) -> dict:
+def node_table_context(document: dict) -> dict:
     nodes = document["nodes"]
     targets = document["targets"]
     placements = [{p["name"]: p for p in t["nodes"]} for t in targets]
@@ -127,10 +127,10 @@ def _table_context(document: dict) -> dict:
         ],
         "bound_options": bound_options,
         "paged": len(nodes) > PAGE_SIZE,
-        "page_size": _count(PAGE_SIZE),
-        "pages": _count(pages),
+        "page_size": count_text(PAGE_SIZE),
+        "pages": count_text(pages),
         "shown": f"1–{len(first):,}" if first else "0",
-        "total": _count(len(nodes)),
+        "total": count_text(len(nodes)),
     }
 
 
@@ -147,11 +147,11 @@ def _row_context(position: int, node: dict, placements: list[dict | None], targe
             metrics.append({"text": "—", "title": f"not counted: {node['reason']}", "value": "", "cls": "na"})
             continue
         if key == "bytes":
-            metric = _metric(total_bytes, kind, unit)
+            metric = metric_cell(total_bytes, kind, unit)
             metric["title"] = (f"{node['weight_bytes']:,} weight + {node['input_bytes']:,} input + "
                                f"{node['output_bytes']:,} output = {total_bytes:,} bytes")
         else:
-            metric = _metric(node[key], kind, unit)
+            metric = metric_cell(node[key], kind, unit)
         if key == "flops" and node["formula"]:
             metric["title"] = f"{metric['title']}\n{node['formula']}"
         metrics.append(metric)

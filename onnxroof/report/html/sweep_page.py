@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import intensity, si
 from .chart_context import (
-    ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _diamond, _mark, _overlay_chart_context,
-    _place_mark_labels, _roof_groups,
+    ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, diamond_path, model_mark, overlay_timeline_context,
+    place_mark_labels, roof_groups,
 )
 from .charts import roofline_chart, xy_chart
 from .scales import svg_number
-from ..formatting import format_value
-from .page import SERIES_COLOURS, _cell, _count, _na, _render, _side, _target_capacities, _target_context
+from ..formatting import count_text, format_value
+from .page import SERIES_COLOURS, model_side, not_analysed_cell, render_page, target_capacities, target_card, value_cell
 
 if TYPE_CHECKING:
     from ...compare.sweep import SweepPoint
@@ -27,7 +27,7 @@ SWEEP_TEMPLATE = "sweep.html.j2"
 
 def render_sweep_html(points: Sequence["SweepPoint"]) -> str:
     """One model at every sweep point: the model point's path and latency against the value."""
-    return _render(SWEEP_TEMPLATE, _sweep_context(list(points)))
+    return render_page(SWEEP_TEMPLATE, _sweep_context(list(points)))
 
 
 def _point_label(values: dict) -> str:
@@ -49,14 +49,14 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
     rows = []
     for point, document, label in zip(points, documents, labels):
         totals, memory = document["totals"], document["memory"]
-        cells = [_cell(totals["flops"], "count", "FLOPs"), _cell(totals["params"], "count", "parameters"),
-                 _cell(memory["peak_bytes"], "bytes", "bytes")]
+        cells = [value_cell(totals["flops"], "count", "FLOPs"), value_cell(totals["params"], "count", "parameters"),
+                 value_cell(memory["peak_bytes"], "bytes", "bytes")]
         for name in target_names:
             target = next((t for t in document["targets"] if t["name"] == name), None)
             if target is None:
-                cells += [_na(), _na(), _na()]
+                cells += [not_analysed_cell(), not_analysed_cell(), not_analysed_cell()]
                 continue
-            card = _target_context(target)
+            card = target_card(target)
             cells += [
                 {"text": card["latency"], "title": card["latency_title"], "value": None, "cls": ""},
                 {"text": card["throughput"], "title": card["throughput_title"], "value": None, "cls": ""},
@@ -79,13 +79,13 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
     for number, name in enumerate(target_names):
         per_point = [next((t for t in d["targets"] if t["name"] == name), None) for d in documents]
         reference = next(t for t in per_point if t is not None)
-        marks = [(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"]))
+        marks = [(t["model_point"]["intensity"], achieved_rate(t["model_point"]["flops"], t["latency_s"]))
                  if t is not None and t["model_point"]["flops"] and t["latency_s"] else None for t in per_point]
         chart = roofline_chart(
-            [(label, peak) for label, peak, _ in _roof_groups(reference)], _bandwidths(reference), [],
+            [(label, peak) for label, peak, _ in roof_groups(reference)], bandwidth_roofs(reference), [],
             [m for m in marks if m is not None], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
         )
-        context = _base_roofline(reference, chart, f"sweep-roofline-{number}")
+        context = roofline_frame(reference, chart, f"sweep-roofline-{number}")
         placed = [chart.place(*m) if m is not None else None for m in marks]
         # two symbols: one path per value of the second, along the first (not one zig-zag)
         lines = _lines_by_second(points, symbols)
@@ -100,16 +100,16 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
             if p is None or t is None:
                 continue
             mp = t["model_point"]
-            mark = _mark(p, chart, "model model-sweep", label,
+            mark = model_mark(p, chart, "model model-sweep", label,
                          f"{label} on {name}\nintensity: "
                          + (f"{intensity(mp['intensity'])} FLOP/B" if mp["intensity"] is not None else "∞")
-                         + f"\nachieved: {si(_achieved(mp['flops'], t['latency_s']), 'FLOP/s')}"
+                         + f"\nachieved: {si(achieved_rate(mp['flops'], t['latency_s']), 'FLOP/s')}"
                          + f"\nlatency: {format_value(t['latency_s'], 'seconds')}"
-                         + f"\nbound: {_target_context(t)['bound']}",
+                         + f"\nbound: {target_card(t)['bound']}",
                          SERIES_COLOURS[0])
-            mark["d"] = _diamond(p.x, p.y, 5.5)
+            mark["d"] = diamond_path(p.x, p.y, 5.5)
             context["marks"].append(mark)
-        _place_mark_labels(context, chart)
+        place_mark_labels(context, chart)
         targets.append({**context, "name": name, "description": reference["description"],
                         "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"})
     wide = not decoder
@@ -137,25 +137,25 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
             f"new tokens per second vs {', '.join(symbols) if single else 'sweep point'}", "per_second", labels, wide,
             symbols[0] if single else " · ".join(symbols),
         )
-    timeline = _overlay_chart_context(
+    timeline = overlay_timeline_context(
         [(label, [e["live_bytes"] for e in d["memory"]["timeline"]], d["memory"]["timeline"])
          for label, d in list(zip(labels, documents))[:len(SERIES_COLOURS)]],
-        _target_capacities(points[0].analysis),
+        target_capacities(points[0].analysis),
         f"Live activation bytes per step at {min(len(points), len(SERIES_COLOURS))} sweep points", colours=True,
     )
     return {
         "title": f"{documents[0]['model']['name']} · sweep over {', '.join(symbols)}",
-        "model": _side(documents[0], "model"),
+        "model": model_side(documents[0], "model"),
         "symbols": ", ".join(symbols),
         "symbol_headers": symbols,
-        "point_count": _count(len(points)),
+        "point_count": count_text(len(points)),
         "headers": headers,
         "rows": rows,
         "targets": targets,
         "latency_chart": latency_chart,
         "tokens_chart": tokens_chart,
         "timeline": timeline,
-        "timeline_more": _count(len(points) - len(SERIES_COLOURS)) if len(points) > len(SERIES_COLOURS) else "",
+        "timeline_more": count_text(len(points) - len(SERIES_COLOURS)) if len(points) > len(SERIES_COLOURS) else "",
         "target_names": ", ".join(target_names) or "none",
     }
 

@@ -1,12 +1,13 @@
 """The model page (``onnxroof report``): one model, rendered by :func:`render_html`.
 
 The header (the model, its inputs and outputs, dtype, batch, targets), the totals and a card per
-target, problems and warnings, a roofline per target, the :data:`HOTSPOTS` slowest nodes, the
-memory section (``memory_section.py``), the op types and the node table (``node_table.py``).
-With an ``onnxroof profile`` result, the profiled target's roofline also shows the measured
-nodes, and a "Predicted vs measured" section follows the rooflines.
+target, problems and warnings, a roofline per target (``model_roofline.py``), the
+:data:`HOTSPOTS` slowest nodes, the memory section (``memory_section.py``), the op types and the
+node table (``node_table.py``). With an ``onnxroof profile`` result, the profiled target's
+roofline also shows the measured nodes, and a "Predicted vs measured" section follows the
+rooflines (``profile_section.py``).
 
-Size stays bounded for big graphs: past :data:`AGGREGATE_ABOVE` costed nodes a roofline draws one
+Size stays bounded for big graphs: past ``AGGREGATE_ABOVE`` costed nodes a roofline draws one
 dot per op type and cell of the log-log plane; the memory timeline keeps one column per pixel;
 the node table's rows live once, as compact JSON; the full JSON document is embedded
 (``#onnxroof-data``) only up to :data:`FULL_DOCUMENT_MAX_NODES` nodes.
@@ -21,19 +22,16 @@ from markupsafe import Markup
 
 from ...result import model_label
 from ...core.units import iec, intensity, si
-from .chart_context import (
-    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, binned_dots, kernel_dot_title,
-    diamond_path, model_mark, main_op, ops_unit, op_palette, place_mark_labels, chart_points, roof_groups,
-)
-from .charts import roofline_chart
-from .scales import svg_number
+from .chart_context import op_palette
 from ..formatting import count_text, format_value, shape_text, share_percent
 from .memory_section import memory_context
+from .model_roofline import roofline_context, top_modules
 from .module_section import modules_context
 from .node_table import node_data, node_table_context
 from ..bounds import BOUND_LABELS, BOUND_TITLES
 from ..text.table import assumed_text, clip
 from .page import bar_width, metric_cell, render_page, script_json, target_capacities, target_card
+from .profile_section import profile_context, profiled_target
 
 if TYPE_CHECKING:
     from ...symbolic.formulas import Formulas
@@ -44,7 +42,6 @@ TEMPLATE = "report.html.j2"
 
 FULL_DOCUMENT_MAX_NODES = 2_000  # larger graphs embed the node table only (the document is `summary --format json`)
 HOTSPOTS = 10
-PROFILE_TOP = 15  # rows of the "Predicted vs measured" table: the nodes that took longest
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,15 +61,15 @@ def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | No
     document = analysis.to_dict()
     if capacities is None:
         capacities = target_capacities(analysis)
-    profiled = _profiled_target(analysis, profile) if profile is not None else None
-    groups = _top_modules(analysis) if colour_by == "module" else None
+    profiled = profiled_target(analysis, profile) if profile is not None else None
+    groups = top_modules(analysis) if colour_by == "module" else None
     palette = op_palette(document["nodes"], lambda node: groups[node["name"]]) if groups else op_palette(document["nodes"])
     context = _context(analysis, document)
     context["memory"] = memory_context(analysis, document, capacities)
     context["targets"] = [target_card(t) for t in document["targets"]]
-    context["rooflines"] = [_roofline_context(document, t, k, palette, profile if k == profiled else None, groups)
+    context["rooflines"] = [roofline_context(document, t, k, palette, profile if k == profiled else None, groups)
                             for k, t in enumerate(document["targets"])]
-    context["profile"] = _profile_context(document, profile, profiled) if profile is not None else None
+    context["profile"] = profile_context(document, profile, profiled) if profile is not None else None
     context["hotspots"] = _hotspots_context(document)
     context["modules"] = modules_context(analysis)
     context["formulas"] = _formulas_context(formulas) if formulas is not None and formulas.dims else None
@@ -323,53 +320,6 @@ def _hotspots_context(document: dict) -> dict:
             "sum": share_percent(sum(n["flops"] for n in top) / total) if total else "0%"}
 
 
-# ---------------------------------------------------------------------------------------------
-# Rooflines
-
-
-def _identical_dots(costed: list[dict], index: dict[str, int], latency: float,
-                    modules: dict[str, str] | None = None) -> list[dict]:
-    """One dot per kernel, but one for all the kernels that are alike (same op, roof, FLOPs,
-    bytes and time: a transformer's repeated projections; and module, when ``modules`` colours
-    the dots by module), with their count and their summed share of the latency."""
-
-    def colour_key(p: dict) -> str:
-        return modules.get(p["nodes"][0] if p.get("nodes") else p["name"], NO_MODULE) if modules else main_op(p["op_type"])
-
-    groups: dict[tuple, list[dict]] = {}
-    for p in costed:
-        key = (colour_key(p), p["op_type"], p["roof"], p["flops"], p["dram_bytes"], p["onchip_bytes"], p["time_s"])
-        groups.setdefault(key, []).append(p)
-    dots = []
-    for members in groups.values():
-        p = members[0]
-        dot = {"intensity": p["intensity"], "performance": achieved_rate(p["flops"], p["time_s"]),
-               "weight": len(members) * p["time_s"] / latency if latency else 0.0, "op": colour_key(p),
-               "node": index.get(p["name"], -1), "count": len(members), "placement": p}
-        if len(members) > 1:
-            names = ", ".join(m["name"] for m in members[:3]) + (f" and {len(members) - 3:,} more" if len(members) > 3 else "")
-            dot["names"] = f"{len(members):,} alike kernels, one dot (each as below; their share together): {names}"
-        dots.append(dot)
-    return dots
-
-
-def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency: float) -> dict:
-    """A kernel on the on-chip level: a diamond at FLOPs per on-chip byte, at its achieved rate."""
-    p = dot["placement"]
-    placed = chart.place(p["onchip_intensity"], dot["performance"], dot["weight"])
-    size = max(placed.r * 0.9, 3.0)
-    return {
-        "d": diamond_path(placed.x, placed.y, size), "colour": palette.get(dot["op"], OTHER_COLOUR),
-        "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(size),
-        "node": str(dot["node"]), "op": dot["op"], "cls": "level-dot level-onchip",
-        "title": (f"{p['name']} on the on-chip level\n"
-                  f"on-chip bytes: {iec(p['onchip_bytes'])} ({p['onchip_bytes']:,}) at {si(target['onchip_bytes_per_s'], 'B/s')}\n"
-                  f"intensity: {intensity(p['onchip_intensity'])} FLOP per on-chip byte ({p['onchip_intensity']:.6g})\n"
-                  f"on-chip time: {format_value(p['onchip_s'], 'seconds')} · bound: {BOUND_LABELS.get(p['bound'], p['bound'])}")
-                 + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
-    }
-
-
 def _formulas_context(found: "Formulas") -> dict:
     """The formulas section: one row per metric (module formulas are summary --symbolic's), and
     each target's latency: its ranges and the bound of its dominant kernels."""
@@ -404,230 +354,3 @@ def _latency_rows(formula, dims: list[str]) -> list[dict]:
     if len(dims) == 1:
         return [{"span": span, "formula": text} for span, text in formula.shown_ranges()]
     return [{"span": "at large dims (each kernel bound as there)", "formula": polynomial_text(formula.at_large_dims(), dims, "s")}]
-
-
-def _top_modules(analysis: "Analysis") -> dict[str, str] | None:
-    """Each node's top-level module (None when the names carry no scopes)."""
-    from ...compare.modules import has_scopes, record_path
-
-    if not has_scopes(analysis):
-        return None
-    return {r.name: (record_path(r) or (NO_MODULE,))[0] for r in analysis.nodes}
-
-
-NO_MODULE = "(no module)"
-
-
-def _roofline_context(document: dict, target: dict, number: int, palette: dict[str, str],
-                      profile: "ProfileResult | None" = None, groups: dict[str, str] | None = None) -> dict:
-    """One target's roofline: roofs, one dot per costed node (binned past AGGREGATE_ABOVE), the
-    whole-model point; hover titles with the exact numbers. With ``profile``, also a hollow dot
-    per node onnxruntime measured and the measured whole-model point."""
-    nodes = document["nodes"]
-    index = {n["name"]: i for i, n in enumerate(nodes)}
-    latency = target["latency_s"]
-    costed = [p for p in target["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
-    point = target["model_point"]
-    model_achieved = achieved_rate(point["flops"], latency)
-    aggregated = len(costed) > AGGREGATE_ABOVE
-    if aggregated:
-        dots = binned_dots(costed, index, latency)
-    else:
-        dots = _identical_dots(costed, index, latency, groups)
-    # big dots first, so the small ones stay on top and can be hovered
-    dots.sort(key=lambda d: -d["weight"])
-    measured = _measured_dots(profile, target, index) if profile is not None else []
-    measured_model = achieved_rate(point["flops"], profile.measured_s) if profile is not None and point["flops"] else 0.0
-    # the on-chip level: each kernel again at FLOPs per on-chip byte, against the on-chip slope
-    # (a kernel that moves no DRAM bytes sits in the "∞" strip on the DRAM level)
-    level = [d for d in dots if "placement" in d and d["placement"]["onchip_intensity"]] \
-        if target.get("onchip_bytes_per_s") and not aggregated else []
-    marks = [(point["intensity"], model_achieved)] if point["flops"] else []
-    marks += [(d["placement"]["onchip_intensity"], d["performance"]) for d in level]
-    marks += [(d["intensity"], d["performance"]) for d in measured]  # the axes cover the measured points too
-    if measured_model:
-        marks.append((point["intensity"], measured_model))
-    chart = roofline_chart(
-        [(label, peak) for label, peak, _ in roof_groups(target)],
-        bandwidth_roofs(target),
-        chart_points(dots),
-        marks,
-        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
-    )
-    context = roofline_frame(target, chart, f"roofline-{number}")
-    for dot, placed in zip(dots, chart.points):
-        if aggregated:
-            title = dot["title"]
-        else:
-            title = kernel_dot_title(dot["placement"], target, latency)
-            if "names" in dot:
-                title = dot["names"] + "\n" + title
-        context["dots"].append({
-            "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
-            "colour": palette.get(dot["op"], OTHER_COLOUR), "node": str(dot["node"]), "count": str(dot["count"]),
-            "op": dot["op"], "cls": "dot" + (" dot-bin" if dot["count"] > 1 else "") + (" dot-clamped" if placed.clamped else ""),
-            "title": title + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
-        })
-    context["level_dots"] = [_level_dot(d, chart, palette, target, latency) for d in level]
-    if point["flops"]:
-        mark = chart.place(point["intensity"], model_achieved, 0.0)
-        unit = ops_unit([point["roof"]])
-        context["marks"].append(model_mark(
-            mark, chart, "model", "whole model",
-            "\n".join([
-                f"Whole model on {target['name']}",
-                f"FLOPs: {si(point['flops'])} ({point['flops']:,})",
-                f"DRAM bytes: {iec(point['dram_bytes'])} ({point['dram_bytes']:,})",
-                "intensity: " + (f"{intensity(point['intensity'])} FLOP/B ({point['intensity']:.6g})"
-                                 if point["intensity"] is not None else "∞ (no DRAM bytes)"),
-                f"latency: {format_value(latency, 'seconds')} ({latency:.6g} s, the kernels one after another)",
-                f"achieved: {si(model_achieved, unit)} (FLOPs ÷ latency) · attainable "
-                f"{si(point['attainable_flops_per_s'], unit)} on the {point['roof']} roof",
-                f"bound: {BOUND_LABELS.get(point['bound'], point['bound'])} (total FLOPs vs total DRAM bytes)",
-            ])))
-    unbounded = sum(1 for d in dots if d["intensity"] is None)
-    for dot in measured:
-        placed = chart.place(dot["intensity"], dot["performance"], dot["weight"], unbounded)
-        unbounded += dot["intensity"] is None
-        context["measured_dots"].append({
-            "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
-            "node": str(dot["node"]), "op": dot["op"],
-            "cls": "dot dot-measured" + (" dot-clamped" if placed.clamped else ""),
-            "title": dot["title"] + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
-        })
-    if measured_model:
-        mark = chart.place(point["intensity"], measured_model, 0.0)
-        unit = ops_unit([point["roof"]])
-        context["marks"].append(model_mark(
-            mark, chart, "measured", "measured",
-            "\n".join([
-                f"Whole model measured by onnxruntime {profile.ort_version} (CPU, optimization {profile.optimization})",
-                f"measured: {format_value(profile.measured_s, 'seconds')} ({profile.measured_s:.6g} s, the sum of the kernels' medians)",
-                f"predicted: {format_value(latency, 'seconds')} ({latency:.6g} s)",
-                f"measured/predicted: {_ratio_text(profile.ratio)} · prediction error {_error_text(profile.error)}",
-                f"achieved: {si(measured_model, unit)} (FLOPs ÷ measured time)",
-            ])))
-    place_mark_labels(context, chart)
-    used = Counter()
-    for dot in dots:
-        used[dot["op"]] += dot["count"]
-    legend = [{"op": op, "colour": colour, "count": count_text(used[op])} for op, colour in palette.items() if used.get(op)]
-    others = sum(c for op, c in used.items() if op not in palette)
-    return {
-        **context,
-        "name": target["name"],
-        "description": target["description"],
-        "legend": legend,
-        "others": count_text(others) if others else "",
-        "aggregated": aggregated,
-        "largest": share_percent(dots[0]["weight"]) if dots else "",
-        "dot_count": count_text(len(dots)),
-        "costed": count_text(len(costed)),
-        "summary": (f"Roofline of {document['model']['name']} on {target['name']}: {len(costed):,} costed nodes"
-                    + (f" in {len(dots):,} bins" if aggregated else "") + f"; latency {format_value(latency, 'seconds')}"),
-        "notes": target["notes"],
-        "measured": count_text(len(measured)) if profile is not None else "",
-    }
-
-
-# ---------------------------------------------------------------------------------------------
-# The profile overlay: what onnxruntime measured, beside the prediction
-
-
-
-def _profiled_target(analysis: "Analysis", profile: "ProfileResult") -> int:
-    """The position in ``analysis.targets`` of the target ``profile`` predicted on."""
-    for k, report in enumerate(analysis.targets):
-        if report is profile.target:
-            return k
-    for k, report in enumerate(analysis.targets):
-        if report.target.name == profile.target.target.name:
-            return k
-    raise ValueError(f"render_html: the profile's target {profile.target.target.name!r} is not one of the "
-                     "analysis's targets; analyse with that target")
-
-
-def _ratio_text(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}x"
-
-
-def _error_text(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.0%}"
-
-
-def _measured_dots(profile: "ProfileResult", target: dict, index: dict[str, int]) -> list[dict]:
-    """One dot per node onnxruntime measured with FLOPs: x its intensity on the target, y its
-    FLOPs ÷ measured time, its area in proportion to its share of the measured total."""
-    placements = {p["name"]: p for p in target["nodes"]}
-    total = profile.measured_s
-    dots = []
-    for n in profile.nodes:
-        p = placements.get(n.name)
-        if p is None or not p["flops"] or not n.measured_s:
-            continue
-        performance = p["flops"] / n.measured_s
-        unit = ops_unit([p["roof"]])
-        if n.status == "split":
-            kernel = f"in onnxruntime kernel {n.kernel} ({n.kernel_op}), its time split with the nodes fused into it"
-        elif n.kernel and (n.kernel != n.name or n.kernel_op != n.op_type):
-            kernel = f"as onnxruntime kernel {n.kernel} ({n.kernel_op})"
-        else:
-            kernel = "its own onnxruntime kernel"
-        title = "\n".join([
-            n.name,
-            f"{n.op_type} · measured, {kernel}",
-            f"predicted: {format_value(n.predicted_s, 'seconds') if n.predicted_s is not None else '—'}"
-            + (f" ({n.predicted_s:.6g} s)" if n.predicted_s is not None else ""),
-            f"measured: {format_value(n.measured_s, 'seconds')} ({n.measured_s:.6g} s), "
-            f"{share_percent(n.measured_s / total) if total else '0%'} of the measured total",
-            f"measured/predicted: {_ratio_text(n.ratio)}",
-            "intensity: " + (f"{intensity(p['intensity'])} FLOP/B" if p["intensity"] is not None else "∞ (no DRAM bytes)"),
-            f"achieved (measured): {si(performance, unit)} · predicted {si(achieved_rate(p['flops'], p['time_s']), unit)}",
-        ])
-        dots.append({"intensity": p["intensity"], "performance": performance,
-                     "weight": n.measured_s / total if total else 0.0, "op": n.op_type,
-                     "node": index.get(n.name, -1), "title": title})
-    dots.sort(key=lambda d: -d["weight"])
-    return dots
-
-
-def _profile_context(document: dict, profile: "ProfileResult", profiled: int) -> dict:
-    """The "Predicted vs measured" section: totals, error and the nodes that took longest."""
-    index = {n["name"]: i for i, n in enumerate(document["nodes"])}
-    target = document["targets"][profiled]
-    measured = [n for n in profile.nodes if n.measured_s]
-    top = sorted(measured, key=lambda n: (-n.measured_s, index.get(n.name, 0)))[:PROFILE_TOP]
-    threads = f"{profile.threads} intra-op threads" if profile.threads else "default threads"
-
-    def seconds(value: float | None) -> tuple[str, str]:
-        return (format_value(value, "seconds"), f"{value:.6g} s") if value is not None else ("—", "not predicted")
-
-    rows = []
-    for rank, n in enumerate(top, 1):
-        predicted, predicted_title = seconds(n.predicted_s)
-        measured_text, measured_title = seconds(n.measured_s)
-        rows.append({
-            "rank": str(rank), "index": str(index.get(n.name, -1)), "name": n.name, "op": n.op_type,
-            "predicted": predicted, "predicted_title": predicted_title,
-            "measured": measured_text, "measured_title": measured_title,
-            "ratio": _ratio_text(n.ratio),
-            "kernel": (n.kernel or "") + (" (split)" if n.status == "split" else ""),
-            "kernel_title": f"onnxruntime kernel {n.kernel} ({n.kernel_op})" if n.kernel else "",
-        })
-    predicted, predicted_title = seconds(profile.predicted_s)
-    measured_total, measured_title = seconds(profile.measured_s)
-    return {
-        "target": target["name"],
-        "runtime": (f"onnxruntime {profile.ort_version} CPU, optimization {profile.optimization}, {threads}, "
-                    f"median of {profile.mapping.runs} runs after {profile.warmup} warm-up"),
-        "predicted": predicted, "predicted_title": predicted_title,
-        "measured": measured_total,
-        "measured_title": measured_title + " (the sum of every kernel's median, unattributed kernels included)",
-        "wall": format_value(profile.wall_s, "seconds") if profile.wall_s else "",
-        "ratio": _ratio_text(profile.ratio),
-        "error": _error_text(profile.error),
-        "error_title": "(predicted − measured) ÷ measured: negative means the prediction is too fast",
-        "rows": rows,
-        "measured_count": count_text(len(measured)),
-        "notes": list(profile.notes),
-    }

@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from markupsafe import Markup

@@ -17,7 +17,7 @@ from .chart_context import (
     AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, binned_dots, kernel_dot_title,
     model_mark, overlay_timeline_context, main_op, op_palette, place_mark_labels, chart_points, roof_groups,
 )
-from .charts import roofline_chart
+from .charts import RooflineChart, roofline_chart
 from .scales import svg_number
 from ..formatting import count_text, format_value, percent_text, shape_text, signed_change
 from .page import model_side, render_page, target_capacities
@@ -152,23 +152,51 @@ def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: di
                    number: int, palette: dict[str, str]) -> dict:
     """Both models on one target's roofline: base dots hollow, head dots filled, arrows from base
     to head for the matched nodes whose time changed most, and both whole-model points."""
-    sides = []
-    for role, document, placed in (("base", base_doc, before), ("head", head_doc, target)):
-        if placed is None:
-            sides.append((role, document, None, []))
-            continue
-        index = {n["name"]: i for i, n in enumerate(document["nodes"])}
-        costed = [p for p in placed["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
-        latency = placed["latency_s"]
-        if len(costed) > AGGREGATE_ABOVE:
-            dots = binned_dots(costed, index, latency)
-        else:
-            dots = [{"intensity": p["intensity"], "performance": achieved_rate(p["flops"], p["time_s"]),
-                     "weight": p["time_s"] / latency if latency else 0.0, "op": main_op(p["op_type"]),
-                     "node": index.get(p["name"], -1), "count": 1, "placement": p,
-                     "title": kernel_dot_title(p, placed, latency)} for p in costed]
-        sides.append((role, document, placed, dots))
-    # arrows: the matched nodes (in both models, costed in both) whose time changed most
+    sides = [_side_dots(role, document, placed) for role, document, placed
+             in (("base", base_doc, before), ("head", head_doc, target))]
+    arrows_data = _largest_time_changes(diff, before, target)
+    marks = [(role, *point) for role, placed, _ in sides if (point := _model_point(placed)) is not None]
+    all_dots = [d for _, _, dots in sides for d in dots]
+    extra = [(m[1], m[2]) for m in marks]
+    extra += [(bp["intensity"], achieved_rate(bp["flops"], bp["time_s"])) for _, bp, _ in arrows_data]
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in roof_groups(target)], bandwidth_roofs(target),
+        chart_points(all_dots), extra,
+        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
+    )
+    context = roofline_frame(target, chart, f"diff-roofline-{number}")
+    context["dots"] += _dot_contexts(chart, sides, palette)
+    context["arrows"] += [_node_arrow(chart, change, bp, hp, target) for change, bp, hp in arrows_data]
+    _add_model_marks(context, chart, marks, target)
+    place_mark_labels(context, chart)
+    latency = [format_value(before["latency_s"], "seconds") if before else "—", format_value(target["latency_s"], "seconds")]
+    return {
+        **context, "name": target["name"], "description": target["description"],
+        "legend": [{"op": op, "colour": colour, "count": ""} for op, colour in palette.items()],
+        "others": "", "aggregated": any(d["count"] > 1 for d in all_dots),
+        "summary": f"Roofline on {target['name']}: base and head nodes, arrows for the largest time changes",
+        "latency": f"{latency[0]} → {latency[1]}", "notes": target["notes"], "arrow_count": len(arrows_data),
+    }
+
+
+def _side_dots(role: str, document: dict, placed: dict | None) -> tuple[str, dict | None, list[dict]]:
+    """One model's dots on the target (none when that model was not analysed on it)."""
+    if placed is None:
+        return role, None, []
+    index = {n["name"]: i for i, n in enumerate(document["nodes"])}
+    costed = [p for p in placed["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
+    latency = placed["latency_s"]
+    if len(costed) > AGGREGATE_ABOVE:
+        return role, placed, binned_dots(costed, index, latency)
+    return role, placed, [{"intensity": p["intensity"], "performance": achieved_rate(p["flops"], p["time_s"]),
+                           "weight": p["time_s"] / latency if latency else 0.0, "op": main_op(p["op_type"]),
+                           "node": index.get(p["name"], -1), "count": 1, "placement": p,
+                           "title": kernel_dot_title(p, placed, latency)} for p in costed]
+
+
+def _largest_time_changes(diff: "ModelDiff", before: dict | None, target: dict) -> list[tuple]:
+    """The matched nodes (in both models, costed in both) whose time changed most:
+    (change, base placement, head placement), at most DIFF_ARROWS."""
     base_placements = {p["name"]: p for p in before["nodes"]} if before else {}
     head_placements = {p["name"]: p for p in target["nodes"]}
     candidates = []
@@ -181,60 +209,56 @@ def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: di
         if bp["time_s"] != hp["time_s"]:
             candidates.append((abs(hp["time_s"] - bp["time_s"]), change.head.index, change, bp, hp))
     candidates.sort(key=lambda item: (-item[0], item[1]))
-    arrows_data = [(change, bp, hp) for _, _, change, bp, hp in candidates[:DIFF_ARROWS]]
-    marks = []
-    for role, document, placed, _ in sides:
-        if placed and placed["model_point"]["flops"] and placed["latency_s"]:
-            marks.append((role, placed["model_point"]["intensity"], achieved_rate(placed["model_point"]["flops"], placed["latency_s"])))
-    all_dots = [d for _, _, _, dots in sides for d in dots]
-    extra = [(m[1], m[2]) for m in marks]
-    extra += [(bp["intensity"], achieved_rate(bp["flops"], bp["time_s"])) for _, bp, _ in arrows_data]
-    chart = roofline_chart(
-        [(label, peak) for label, peak, _ in roof_groups(target)], bandwidth_roofs(target),
-        chart_points(all_dots), extra,
-        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
-    )
-    context = roofline_frame(target, chart, f"diff-roofline-{number}")
+    return [(change, bp, hp) for _, _, change, bp, hp in candidates[:DIFF_ARROWS]]
+
+
+def _model_point(placed: dict | None) -> tuple[float | None, float] | None:
+    """A model's whole-model point on the target: (intensity, achieved FLOP/s), if it has one."""
+    if placed and placed["model_point"]["flops"] and placed["latency_s"]:
+        return placed["model_point"]["intensity"], achieved_rate(placed["model_point"]["flops"], placed["latency_s"])
+    return None
+
+
+def _dot_contexts(chart: RooflineChart, sides: list[tuple[str, dict | None, list[dict]]],
+                  palette: dict[str, str]) -> list[dict]:
+    """Every dot of both sides, in the chart's order of points; big ones first within a side."""
     placed_points = iter(chart.points)
-    for role, _, _, dots in sides:
-        ordered = []
-        for dot in dots:
-            ordered.append((dot, next(placed_points)))
+    contexts = []
+    for role, _, dots in sides:
+        ordered = [(dot, next(placed_points)) for dot in dots]
         ordered.sort(key=lambda item: -item[0]["weight"])
         for dot, point in ordered:
-            context["dots"].append({
+            contexts.append({
                 "cx": svg_number(point.x), "cy": svg_number(point.y), "r": svg_number(point.r),
                 "colour": OTHER_COLOUR if role == "base" else palette.get(dot["op"], OTHER_COLOUR),
                 "node": str(dot["node"]) if role == "head" else "", "count": str(dot["count"]), "op": dot["op"],
                 "cls": f"dot dot-{role}" + (" dot-bin" if dot["count"] > 1 else ""),
                 "title": f"{role}: " + dot["title"],
             })
-    for change, bp, hp in arrows_data:
-        start = chart.place(bp["intensity"], achieved_rate(bp["flops"], bp["time_s"]))
-        end = chart.place(hp["intensity"], achieved_rate(hp["flops"], hp["time_s"]))
-        title = (f"{change.name} ({change.head.op_type}): {format_value(bp['time_s'], 'seconds')} → "
-                 f"{format_value(hp['time_s'], 'seconds')} on {target['name']}")
-        context["arrows"].append(_arrow(start.x, start.y, end.x, end.y, title, "arrow-node"))
+    return contexts
+
+
+def _node_arrow(chart: RooflineChart, change, bp: dict, hp: dict, target: dict) -> dict:
+    start = chart.place(bp["intensity"], achieved_rate(bp["flops"], bp["time_s"]))
+    end = chart.place(hp["intensity"], achieved_rate(hp["flops"], hp["time_s"]))
+    title = (f"{change.name} ({change.head.op_type}): {format_value(bp['time_s'], 'seconds')} → "
+             f"{format_value(hp['time_s'], 'seconds')} on {target['name']}")
+    return _arrow(start.x, start.y, end.x, end.y, title, "arrow-node")
+
+
+def _add_model_marks(context: dict, chart: RooflineChart, marks: list[tuple], target: dict) -> None:
+    """Both whole-model points, and an arrow from the base's to the head's before every other."""
     model_marks = {}
     for role, point_intensity, achieved in marks:
         placed = chart.place(point_intensity, achieved)
         model_marks[role] = placed
         context["marks"].append(model_mark(placed, chart, f"model model-{role}", f"{role} model",
-                                      f"Whole {role} model on {target['name']}: "
-                                      f"{intensity(point_intensity) if point_intensity is not None else '∞'} FLOP/B, "
-                                      f"{si(achieved, 'FLOP/s')} achieved"))
+                                           f"Whole {role} model on {target['name']}: "
+                                           f"{intensity(point_intensity) if point_intensity is not None else '∞'} FLOP/B, "
+                                           f"{si(achieved, 'FLOP/s')} achieved"))
     if "base" in model_marks and "head" in model_marks:
         b, h = model_marks["base"], model_marks["head"]
         context["arrows"].insert(0, _arrow(b.x, b.y, h.x, h.y, "whole model: base → head", "arrow-model"))
-    place_mark_labels(context, chart)
-    latency = [format_value(before["latency_s"], "seconds") if before else "—", format_value(target["latency_s"], "seconds")]
-    return {
-        **context, "name": target["name"], "description": target["description"],
-        "legend": [{"op": op, "colour": colour, "count": ""} for op, colour in palette.items()],
-        "others": "", "aggregated": any(d["count"] > 1 for d in all_dots),
-        "summary": f"Roofline on {target['name']}: base and head nodes, arrows for the largest time changes",
-        "latency": f"{latency[0]} → {latency[1]}", "notes": target["notes"], "arrow_count": len(arrows_data),
-    }
 
 
 def _arrow(x1: float, y1: float, x2: float, y2: float, title: str, cls: str) -> dict:

@@ -14,7 +14,7 @@ from .chart_context import (
     ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, diamond_path, model_mark, overlay_timeline_context,
     place_mark_labels, roof_groups,
 )
-from .charts import roofline_chart, xy_chart
+from .charts import RooflineChart, roofline_chart, xy_chart
 from .scales import svg_number
 from ..formatting import count_text, format_value
 from .page import SERIES_COLOURS, model_side, not_analysed_cell, render_page, target_capacities, target_card, value_cell
@@ -40,103 +40,12 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
     documents = [p.analysis.to_dict() for p in points]
     symbols = list(points[0].values)
     labels = [_point_label(p.values) for p in points]
-    single = len(symbols) == 1
-    # several symbols: the x axis names the points by their values alone ("16 · int8")
-    xs: list = [p.values[symbols[0]] for p in points] if single else [" · ".join(str(v) for v in p.values.values())
-                                                                        for p in points]
     target_names = [t["name"] for t in documents[0]["targets"]]
     decoder = any(d["llm"] is not None for d in documents)
-    rows = []
-    for point, document, label in zip(points, documents, labels):
-        totals, memory = document["totals"], document["memory"]
-        cells = [value_cell(totals["flops"], "count", "FLOPs"), value_cell(totals["params"], "count", "parameters"),
-                 value_cell(memory["peak_bytes"], "bytes", "bytes")]
-        for name in target_names:
-            target = next((t for t in document["targets"] if t["name"] == name), None)
-            if target is None:
-                cells += [not_analysed_cell(), not_analysed_cell(), not_analysed_cell()]
-                continue
-            card = target_card(target)
-            cells += [
-                {"text": card["latency"], "title": card["latency_title"], "value": None, "cls": ""},
-                {"text": card["throughput"], "title": card["throughput_title"], "value": None, "cls": ""},
-                {"text": card["bound_line"], "title": card["bound_title"], "value": None, "cls": ""},
-            ]
-            llm = document["llm"]
-            if llm is not None:
-                tokens = llm["tokens_per_s"].get(name)
-                cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
-                              "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
-        rows.append({"point_values": [str(point.values[s]) for s in symbols], "cells": cells,
-                     "complete": document["complete"]})
-    headers = ["FLOPs", "Params", "Peak activations"]
-    for name in target_names:
-        headers += [f"Latency [{name}]", f"Throughput [{name}]", f"Bound [{name}]"]
-        if decoder:
-            headers.append(f"Tokens/s [{name}]")
-    # the model point's path across each target's roofline
-    targets = []
-    for number, name in enumerate(target_names):
-        per_point = [next((t for t in d["targets"] if t["name"] == name), None) for d in documents]
-        reference = next(t for t in per_point if t is not None)
-        marks = [(t["model_point"]["intensity"], achieved_rate(t["model_point"]["flops"], t["latency_s"]))
-                 if t is not None and t["model_point"]["flops"] and t["latency_s"] else None for t in per_point]
-        chart = roofline_chart(
-            [(label, peak) for label, peak, _ in roof_groups(reference)], bandwidth_roofs(reference), [],
-            [m for m in marks if m is not None], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
-        )
-        context = roofline_frame(reference, chart, f"sweep-roofline-{number}")
-        placed = [chart.place(*m) if m is not None else None for m in marks]
-        # two symbols: one path per value of the second, along the first (not one zig-zag)
-        lines = _lines_by_second(points, symbols)
-        for values, members in lines:
-            path = [placed[i] for i in members if placed[i] is not None]
-            if len(path) > 1:
-                context["paths"].append({
-                    "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
-                    "cls": "sweep-path", "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
-                })
-        for k, (p, label, t) in enumerate(zip(placed, labels, per_point)):
-            if p is None or t is None:
-                continue
-            mp = t["model_point"]
-            mark = model_mark(p, chart, "model model-sweep", label,
-                         f"{label} on {name}\nintensity: "
-                         + (f"{intensity(mp['intensity'])} FLOP/B" if mp["intensity"] is not None else "∞")
-                         + f"\nachieved: {si(achieved_rate(mp['flops'], t['latency_s']), 'FLOP/s')}"
-                         + f"\nlatency: {format_value(t['latency_s'], 'seconds')}"
-                         + f"\nbound: {target_card(t)['bound']}",
-                         SERIES_COLOURS[0])
-            mark["d"] = diamond_path(p.x, p.y, 5.5)
-            context["marks"].append(mark)
-        place_mark_labels(context, chart)
-        targets.append({**context, "name": name, "description": reference["description"],
-                        "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"})
-    wide = not decoder
-    lines = _lines_by_second(points, symbols)
-    if len(symbols) == 2:  # x: the first symbol; one line per target and value of the second
-        xs = list(dict.fromkeys(p.values[symbols[0]] for p in points))
-        position = {(p.values[symbols[0]], p.values[symbols[1]]): k for k, p in enumerate(points)}
-        latency_series = [(f"{name} · {values}", [_target_latency(documents[position[(x, points[members[0]].values[symbols[1]])]], name)
-                                                   if (x, points[members[0]].values[symbols[1]]) in position else None
-                                                   for x in xs])
-                          for name in target_names for values, members in lines]
-    else:
-        latency_series = [(name, [_target_latency(d, name) for d in documents]) for name in target_names]
-    single = single or len(symbols) == 2
-    latency_chart = _xy_context(
-        "latency", xs, latency_series,
-        f"latency per run vs {', '.join(symbols) if single else 'sweep point'}", "seconds", labels, wide,
-        symbols[0] if single else " · ".join(symbols),
-    ) if target_names else None
-    tokens_chart = None
-    if decoder and target_names:
-        tokens_chart = _xy_context(
-            "tokens", xs, [(name, [(d["llm"] or {}).get("tokens_per_s", {}).get(name) for d in documents])
-                           for name in target_names],
-            f"new tokens per second vs {', '.join(symbols) if single else 'sweep point'}", "per_second", labels, wide,
-            symbols[0] if single else " · ".join(symbols),
-        )
+    rows = [_table_row(point, document, symbols, target_names) for point, document in zip(points, documents)]
+    targets = [_sweep_roofline(number, name, points, documents, symbols, labels)
+               for number, name in enumerate(target_names)]
+    latency_chart, tokens_chart = _xy_charts(points, documents, symbols, labels, target_names, decoder)
     timeline = overlay_timeline_context(
         [(label, [e["live_bytes"] for e in d["memory"]["timeline"]], d["memory"]["timeline"])
          for label, d in list(zip(labels, documents))[:len(SERIES_COLOURS)]],
@@ -149,7 +58,7 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
         "symbols": ", ".join(symbols),
         "symbol_headers": symbols,
         "point_count": count_text(len(points)),
-        "headers": headers,
+        "headers": _table_headers(target_names, decoder),
         "rows": rows,
         "targets": targets,
         "latency_chart": latency_chart,
@@ -158,6 +67,130 @@ def _sweep_context(points: list["SweepPoint"]) -> dict:
         "timeline_more": count_text(len(points) - len(SERIES_COLOURS)) if len(points) > len(SERIES_COLOURS) else "",
         "target_names": ", ".join(target_names) or "none",
     }
+
+
+def _table_headers(target_names: list[str], decoder: bool) -> list[str]:
+    headers = ["FLOPs", "Params", "Peak activations"]
+    for name in target_names:
+        headers += [f"Latency [{name}]", f"Throughput [{name}]", f"Bound [{name}]"]
+        if decoder:
+            headers.append(f"Tokens/s [{name}]")
+    return headers
+
+
+def _table_row(point: "SweepPoint", document: dict, symbols: list[str], target_names: list[str]) -> dict:
+    """One sweep point's row: its totals, then latency, throughput and bound per target (and
+    tokens per second for a decoder)."""
+    totals, memory = document["totals"], document["memory"]
+    cells = [value_cell(totals["flops"], "count", "FLOPs"), value_cell(totals["params"], "count", "parameters"),
+             value_cell(memory["peak_bytes"], "bytes", "bytes")]
+    for name in target_names:
+        target = next((t for t in document["targets"] if t["name"] == name), None)
+        if target is None:
+            cells += [not_analysed_cell(), not_analysed_cell(), not_analysed_cell()]
+            continue
+        card = target_card(target)
+        cells += [
+            {"text": card["latency"], "title": card["latency_title"], "value": None, "cls": ""},
+            {"text": card["throughput"], "title": card["throughput_title"], "value": None, "cls": ""},
+            {"text": card["bound_line"], "title": card["bound_title"], "value": None, "cls": ""},
+        ]
+        llm = document["llm"]
+        if llm is not None:
+            tokens = llm["tokens_per_s"].get(name)
+            cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
+                          "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
+    return {"point_values": [str(point.values[s]) for s in symbols], "cells": cells, "complete": document["complete"]}
+
+
+def _sweep_roofline(number: int, name: str, points: list["SweepPoint"], documents: list[dict], symbols: list[str],
+                    labels: list[str]) -> dict:
+    """The model point's path across one target's roofline: a diamond per sweep point."""
+    per_point = [next((t for t in d["targets"] if t["name"] == name), None) for d in documents]
+    reference = next(t for t in per_point if t is not None)
+    marks = [(t["model_point"]["intensity"], achieved_rate(t["model_point"]["flops"], t["latency_s"]))
+             if t is not None and t["model_point"]["flops"] and t["latency_s"] else None for t in per_point]
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in roof_groups(reference)], bandwidth_roofs(reference), [],
+        [m for m in marks if m is not None], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
+    )
+    context = roofline_frame(reference, chart, f"sweep-roofline-{number}")
+    placed = [chart.place(*m) if m is not None else None for m in marks]
+    context["paths"] += _sweep_paths(placed, points, symbols)
+    for p, label, t in zip(placed, labels, per_point):
+        if p is not None and t is not None:
+            context["marks"].append(_point_mark(chart, p, label, name, t))
+    place_mark_labels(context, chart)
+    return {**context, "name": name, "description": reference["description"],
+            "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"}
+
+
+def _sweep_paths(placed: list, points: list["SweepPoint"], symbols: list[str]) -> list[dict]:
+    """Two symbols: one path per value of the second, along the first (not one zig-zag)."""
+    paths = []
+    for values, members in _lines_by_second(points, symbols):
+        path = [placed[i] for i in members if placed[i] is not None]
+        if len(path) > 1:
+            paths.append({
+                "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
+                "cls": "sweep-path", "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
+            })
+    return paths
+
+
+def _point_mark(chart: RooflineChart, placed, label: str, name: str, target: dict) -> dict:
+    mp = target["model_point"]
+    mark = model_mark(placed, chart, "model model-sweep", label,
+                      f"{label} on {name}\nintensity: "
+                      + (f"{intensity(mp['intensity'])} FLOP/B" if mp["intensity"] is not None else "∞")
+                      + f"\nachieved: {si(achieved_rate(mp['flops'], target['latency_s']), 'FLOP/s')}"
+                      + f"\nlatency: {format_value(target['latency_s'], 'seconds')}"
+                      + f"\nbound: {target_card(target)['bound']}",
+                      SERIES_COLOURS[0])
+    mark["d"] = diamond_path(placed.x, placed.y, 5.5)
+    return mark
+
+
+def _xy_charts(points: list["SweepPoint"], documents: list[dict], symbols: list[str], labels: list[str],
+               target_names: list[str], decoder: bool) -> tuple[dict | None, dict | None]:
+    """Latency (and, for a decoder, new tokens per second) against the swept value."""
+    single = len(symbols) == 1
+    # several symbols: the x axis names the points by their values alone ("16 · int8")
+    xs: list = [p.values[symbols[0]] for p in points] if single else [" · ".join(str(v) for v in p.values.values())
+                                                                        for p in points]
+    wide = not decoder
+    if len(symbols) == 2:  # x: the first symbol; one line per target and value of the second
+        xs = list(dict.fromkeys(p.values[symbols[0]] for p in points))
+        latency_series = _latency_by_second(points, documents, symbols, xs, target_names)
+    else:
+        latency_series = [(name, [_target_latency(d, name) for d in documents]) for name in target_names]
+    single = single or len(symbols) == 2
+    against = ", ".join(symbols) if single else "sweep point"
+    x_title = symbols[0] if single else " · ".join(symbols)
+    latency_chart = _xy_context(
+        "latency", xs, latency_series, f"latency per run vs {against}", "seconds", labels, wide, x_title,
+    ) if target_names else None
+    tokens_chart = None
+    if decoder and target_names:
+        tokens_chart = _xy_context(
+            "tokens", xs, [(name, [(d["llm"] or {}).get("tokens_per_s", {}).get(name) for d in documents])
+                           for name in target_names],
+            f"new tokens per second vs {against}", "per_second", labels, wide, x_title,
+        )
+    return latency_chart, tokens_chart
+
+
+def _latency_by_second(points: list["SweepPoint"], documents: list[dict], symbols: list[str], xs: list,
+                       target_names: list[str]) -> list[tuple[str, list[float | None]]]:
+    """One latency line per target and value of the second symbol, over the first's values."""
+    position = {(p.values[symbols[0]], p.values[symbols[1]]): k for k, p in enumerate(points)}
+    series = []
+    for name in target_names:
+        for values, members in _lines_by_second(points, symbols):
+            second = points[members[0]].values[symbols[1]]
+            series.append((f"{name} · {values}", [_target_latency(documents[position[(x, second)]], name)
+                                                  if (x, second) in position else None for x in xs]))
+    return series
 
 
 def _lines_by_second(points: list["SweepPoint"], symbols: list[str]) -> list[tuple[str, list[int]]]:

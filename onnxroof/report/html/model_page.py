@@ -16,6 +16,7 @@ the node table's rows live once, as compact JSON; the full JSON document is embe
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from markupsafe import Markup
@@ -48,6 +49,33 @@ HOTSPOTS = 10
 # The renderer
 
 
+@dataclass
+class ModelPage:
+    """Everything the model page shows, formatted, section by section."""
+
+    version: str
+    schema: str
+    complete: bool
+    model: dict  # the header: name, file, producer, opsets, inputs and outputs, dtype, batch, targets
+    totals: dict
+    problems: dict
+    ops: list[dict]  # a row per op type
+    op_targets: list[str]
+    node_count: str
+    uncounted_count: int
+    memory: dict | None
+    targets: list[dict]  # a card per target
+    rooflines: list[dict]
+    profile: dict | None  # "Predicted vs measured", with a profile
+    hotspots: dict
+    modules: dict | None
+    formulas: dict | None
+    table: dict  # the node table's frame (its rows are nodes_json)
+    document_json: Markup | None  # the JSON document, up to FULL_DOCUMENT_MAX_NODES nodes
+    nodes_json: Markup
+    full_document_max: str
+
+
 def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
                 profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None) -> str:
     """Render ``analysis`` as one self-contained HTML page (no network, opens from file://).
@@ -58,52 +86,48 @@ def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | No
     nodes to that target's roofline, hollow beside the predicted ones, and a "Predicted vs
     measured" section. ``colour_by`` "module" colours the roofline's dots by the top-level
     module of the node names (``encoder``, ``decoder``, ``lm_head``) instead of by op type."""
+    return render_page(TEMPLATE, model_page(analysis, capacities, profile, colour_by, formulas))
+
+
+def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
+               profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None) -> ModelPage:
+    # the page embeds the JSON document, and the node table's rows are its nodes
     document = analysis.to_dict()
     if capacities is None:
         capacities = target_capacities(analysis)
     profiled = profiled_target(analysis, profile) if profile is not None else None
     groups = top_modules(analysis) if colour_by == "module" else None
-    palette = op_palette(document["nodes"], lambda node: groups[node["name"]]) if groups else op_palette(document["nodes"])
-    context = _context(analysis, document)
-    context["memory"] = memory_context(analysis, document, capacities)
-    context["targets"] = [target_card(t) for t in document["targets"]]
-    context["rooflines"] = [roofline_context(document, t, k, palette, profile if k == profiled else None, groups)
-                            for k, t in enumerate(document["targets"])]
-    context["profile"] = profile_context(document, profile, profiled) if profile is not None else None
-    context["hotspots"] = _hotspots_context(document)
-    context["modules"] = modules_context(analysis)
-    context["formulas"] = _formulas_context(formulas) if formulas is not None and formulas.dims else None
-    context["table"] = node_table_context(document)
-    small = len(document["nodes"]) <= FULL_DOCUMENT_MAX_NODES
-    context["document_json"] = Markup(script_json(document)) if small else None
-    context["nodes_json"] = Markup(script_json(node_data(document)))
-    context["full_document_max"] = count_text(FULL_DOCUMENT_MAX_NODES)
-    return render_page(TEMPLATE, context)
+    palette = op_palette(analysis.nodes, lambda node: groups[node.name]) if groups else op_palette(analysis.nodes)
+    totals = analysis.totals
+    small = len(analysis.nodes) <= FULL_DOCUMENT_MAX_NODES
+    return ModelPage(
+        version=document["version"],
+        schema=document["schema"],
+        complete=analysis.complete,
+        model=_model_context(analysis, document),
+        totals=_totals_context(document["totals"], document["memory"]),
+        problems=_problems_context(document),
+        ops=_ops_context(document["nodes"], totals.flops, document["targets"]),
+        op_targets=[r.target.name for r in analysis.targets],
+        node_count=count_text(len(analysis.nodes)),
+        uncounted_count=totals.nodes - totals.counted_nodes,
+        memory=memory_context(analysis, document, capacities),
+        targets=[target_card(r) for r in analysis.targets],
+        rooflines=[roofline_context(analysis, r, k, palette, profile if k == profiled else None, groups)
+                   for k, r in enumerate(analysis.targets)],
+        profile=profile_context(analysis, profile, profiled) if profile is not None else None,
+        hotspots=_hotspots_context(document),
+        modules=modules_context(analysis),
+        formulas=_formulas_context(formulas) if formulas is not None and formulas.dims else None,
+        table=node_table_context(document),
+        document_json=Markup(script_json(document)) if small else None,
+        nodes_json=Markup(script_json(node_data(document))),
+        full_document_max=count_text(FULL_DOCUMENT_MAX_NODES),
+    )
 
 
-# ---------------------------------------------------------------------------------------------
-# Context: every string the templates show, built from the JSON document
-
-
-def _context(analysis: "Analysis", document: dict) -> dict:
-    model, totals = document["model"], document["totals"]
-    nodes = document["nodes"]
-    uncounted = totals["nodes"] - totals["counted_nodes"]
-    return {
-        "version": document["version"],
-        "schema": document["schema"],
-        "complete": document["complete"],
-        "model": _model_context(model, analysis.model.doc_string, document),
-        "totals": _totals_context(totals, document["memory"]),
-        "problems": _problems_context(document),
-        "ops": _ops_context(nodes, totals["flops"], document["targets"]),
-        "op_targets": [t["name"] for t in document["targets"]],
-        "node_count": count_text(len(nodes)),
-        "uncounted_count": uncounted,
-    }
-
-
-def _model_context(model: dict, doc_string: str, document: dict) -> dict:
+def _model_context(analysis: "Analysis", document: dict) -> dict:
+    model, doc_string = document["model"], analysis.model.doc_string
     file_bytes = model["file_bytes"]
     other_opsets = [f"{domain} {version}" for domain, version in model["opsets"].items() if domain != "ai.onnx"]
     dtypes = Counter(n["dtype"] for n in document["nodes"] if n["counted"] and n["flops"])

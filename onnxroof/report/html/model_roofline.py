@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from ...core.units import iec, intensity, si
 from .chart_context import (
     AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, binned_dots, chart_points,
-    diamond_path, kernel_dot_title, main_op, model_mark, ops_unit, place_mark_labels, roof_groups, roofline_frame,
+    diamond_path, kernel_dot_title, main_op, model_mark, onchip_bandwidth, ops_unit, place_mark_labels, roof_groups,
+    roofline_frame,
 )
 from .charts import RooflineChart, roofline_chart
 from .profile_section import error_text, measured_dots, ratio_text
@@ -25,31 +26,34 @@ from ..formatting import count_text, format_value, share_percent
 if TYPE_CHECKING:
     from ...measure.profiling import ProfileResult
     from ...result import Analysis
+    from ...roofline.placement import NodePlacement, Placement, TargetReport
+    from ...roofline.targets import Target
 
 NO_MODULE = "(no module)"  # the group of a node whose name carries no scope (--colour-by module)
 CLAMPED = "\n(outside the axes: drawn at the edge)"  # a dot's title, when the axes could not hold it
 
 
-def roofline_context(document: dict, target: dict, number: int, palette: dict[str, str],
+def roofline_context(analysis: "Analysis", report: "TargetReport", number: int, palette: dict[str, str],
                      profile: "ProfileResult | None" = None, groups: dict[str, str] | None = None) -> dict:
     """One target's roofline: roofs, one dot per costed node (binned past AGGREGATE_ABOVE), the
     whole-model point; hover titles with the exact numbers. With ``profile``, also a hollow dot
     per node onnxruntime measured and the measured whole-model point."""
-    index = {n["name"]: i for i, n in enumerate(document["nodes"])}
-    latency = target["latency_s"]
-    costed = [p for p in target["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
-    point = target["model_point"]
-    model_achieved = achieved_rate(point["flops"], latency)
+    target = report.target
+    index = {n.name: i for i, n in enumerate(analysis.nodes)}
+    latency = report.latency_s
+    costed = [k for k in report.nodes if k.placement.flops > 0 and k.placement.time_s > 0]
+    point = report.model_point
+    model_achieved = achieved_rate(point.flops, latency)
     aggregated = len(costed) > AGGREGATE_ABOVE
     dots = _kernel_dots(costed, index, latency, groups, aggregated)
-    measured = measured_dots(profile, target, index) if profile is not None else []
-    measured_model = achieved_rate(point["flops"], profile.measured_s) if profile is not None and point["flops"] else 0.0
+    measured = measured_dots(profile, report, index) if profile is not None else []
+    measured_model = achieved_rate(point.flops, profile.measured_s) if profile is not None and point.flops else 0.0
     level = _on_chip_level(dots, target, aggregated)
-    marks = [(point["intensity"], model_achieved)] if point["flops"] else []
-    marks += [(d["placement"]["onchip_intensity"], d["performance"]) for d in level]
+    marks = [(point.intensity, model_achieved)] if point.flops else []
+    marks += [(d["kernel"].placement.onchip_intensity, d["performance"]) for d in level]
     marks += [(d["intensity"], d["performance"]) for d in measured]  # the axes cover the measured points too
     if measured_model:
-        marks.append((point["intensity"], measured_model))
+        marks.append((point.intensity, measured_model))
     chart = roofline_chart(
         [(label, peak) for label, peak, _ in roof_groups(target)],
         bandwidth_roofs(target),
@@ -58,32 +62,31 @@ def roofline_context(document: dict, target: dict, number: int, palette: dict[st
         width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
     )
     context = roofline_frame(target, chart, f"roofline-{number}")
-    context["dots"] += [_dot_context(dot, placed, palette, target, latency, aggregated)
-                        for dot, placed in zip(dots, chart.points)]
-    context["level_dots"] = [_level_dot(d, chart, palette, target, latency) for d in level]
-    if point["flops"]:
-        context["marks"].append(_model_mark(chart, target, model_achieved))
+    context["dots"] += [_dot_context(dot, placed, palette, latency, aggregated) for dot, placed in zip(dots, chart.points)]
+    context["level_dots"] = [_level_dot(d, chart, palette, target) for d in level]
+    if point.flops:
+        context["marks"].append(_model_mark(chart, report, model_achieved))
     context["measured_dots"] = _measured_dot_contexts(chart, measured, dots)
     if measured_model:
         context["marks"].append(_measured_mark(chart, point, profile, latency, measured_model))
     place_mark_labels(context, chart)
     return {
         **context,
-        "name": target["name"],
-        "description": target["description"],
+        "name": target.name,
+        "description": target.description,
         **_legend(dots, palette),
         "aggregated": aggregated,
         "largest": share_percent(dots[0]["weight"]) if dots else "",
         "dot_count": count_text(len(dots)),
         "costed": count_text(len(costed)),
-        "summary": (f"Roofline of {document['model']['name']} on {target['name']}: {len(costed):,} costed nodes"
+        "summary": (f"Roofline of {analysis.model.name} on {target.name}: {len(costed):,} costed nodes"
                     + (f" in {len(dots):,} bins" if aggregated else "") + f"; latency {format_value(latency, 'seconds')}"),
-        "notes": target["notes"],
+        "notes": report.notes,
         "measured": count_text(len(measured)) if profile is not None else "",
     }
 
 
-def _kernel_dots(costed: list[dict], index: dict[str, int], latency: float, groups: dict[str, str] | None,
+def _kernel_dots(costed: "list[NodePlacement]", index: dict[str, int], latency: float, groups: dict[str, str] | None,
                  aggregated: bool) -> list[dict]:
     """The dots, big ones first, so the small ones stay on top and can be hovered."""
     dots = binned_dots(costed, index, latency) if aggregated else _identical_dots(costed, index, latency, groups)
@@ -91,19 +94,19 @@ def _kernel_dots(costed: list[dict], index: dict[str, int], latency: float, grou
     return dots
 
 
-def _on_chip_level(dots: list[dict], target: dict, aggregated: bool) -> list[dict]:
+def _on_chip_level(dots: list[dict], target: "Target", aggregated: bool) -> list[dict]:
     """The kernels to draw again at FLOPs per on-chip byte, against the on-chip slope (a kernel
     that moves no DRAM bytes sits in the "∞" strip on the DRAM level)."""
-    if not target.get("onchip_bytes_per_s") or aggregated:
+    if not onchip_bandwidth(target) or aggregated:
         return []
-    return [d for d in dots if "placement" in d and d["placement"]["onchip_intensity"]]
+    return [d for d in dots if "kernel" in d and d["kernel"].placement.onchip_intensity]
 
 
-def _dot_context(dot: dict, placed, palette: dict[str, str], target: dict, latency: float, aggregated: bool) -> dict:
+def _dot_context(dot: dict, placed, palette: dict[str, str], latency: float, aggregated: bool) -> dict:
     if aggregated:
         title = dot["title"]
     else:
-        title = kernel_dot_title(dot["placement"], target, latency)
+        title = kernel_dot_title(dot["kernel"], latency)
         if "names" in dot:
             title = dot["names"] + "\n" + title
     return {
@@ -114,22 +117,22 @@ def _dot_context(dot: dict, placed, palette: dict[str, str], target: dict, laten
     }
 
 
-def _model_mark(chart: RooflineChart, target: dict, achieved: float) -> dict:
+def _model_mark(chart: RooflineChart, report: "TargetReport", achieved: float) -> dict:
     """The predicted whole-model point: total FLOPs over total DRAM bytes, at FLOPs ÷ latency."""
-    point, latency = target["model_point"], target["latency_s"]
-    unit = ops_unit([point["roof"]])
+    point, latency = report.model_point, report.latency_s
+    unit = ops_unit([point.roof])
     return model_mark(
-        chart.place(point["intensity"], achieved, 0.0), chart, "model", "whole model",
+        chart.place(point.intensity, achieved, 0.0), chart, "model", "whole model",
         "\n".join([
-            f"Whole model on {target['name']}",
-            f"FLOPs: {si(point['flops'])} ({point['flops']:,})",
-            f"DRAM bytes: {iec(point['dram_bytes'])} ({point['dram_bytes']:,})",
-            "intensity: " + (f"{intensity(point['intensity'])} FLOP/B ({point['intensity']:.6g})"
-                             if point["intensity"] is not None else "∞ (no DRAM bytes)"),
+            f"Whole model on {report.target.name}",
+            f"FLOPs: {si(point.flops)} ({point.flops:,})",
+            f"DRAM bytes: {iec(point.dram_bytes)} ({point.dram_bytes:,})",
+            "intensity: " + (f"{intensity(point.intensity)} FLOP/B ({point.intensity:.6g})"
+                             if point.intensity is not None else "∞ (no DRAM bytes)"),
             f"latency: {format_value(latency, 'seconds')} ({latency:.6g} s, the kernels one after another)",
             f"achieved: {si(achieved, unit)} (FLOPs ÷ latency) · attainable "
-            f"{si(point['attainable_flops_per_s'], unit)} on the {point['roof']} roof",
-            f"bound: {BOUND_LABELS.get(point['bound'], point['bound'])} (total FLOPs vs total DRAM bytes)",
+            f"{si(point.attainable_flops_per_s, unit)} on the {point.roof} roof",
+            f"bound: {BOUND_LABELS.get(point.bound, point.bound)} (total FLOPs vs total DRAM bytes)",
         ]))
 
 
@@ -150,12 +153,12 @@ def _measured_dot_contexts(chart: RooflineChart, measured: list[dict], dots: lis
     return contexts
 
 
-def _measured_mark(chart: RooflineChart, point: dict, profile: "ProfileResult", latency: float,
+def _measured_mark(chart: RooflineChart, point: "Placement", profile: "ProfileResult", latency: float,
                    measured_model: float) -> dict:
     """The measured whole-model point: total FLOPs ÷ the measured time."""
-    unit = ops_unit([point["roof"]])
+    unit = ops_unit([point.roof])
     return model_mark(
-        chart.place(point["intensity"], measured_model, 0.0), chart, "measured", "measured",
+        chart.place(point.intensity, measured_model, 0.0), chart, "measured", "measured",
         "\n".join([
             f"Whole model measured by onnxruntime {profile.ort_version} (CPU, optimization {profile.optimization})",
             f"measured: {format_value(profile.measured_s, 'seconds')} ({profile.measured_s:.6g} s, the sum of the kernels' medians)",
@@ -175,45 +178,48 @@ def _legend(dots: list[dict], palette: dict[str, str]) -> dict:
     return {"legend": legend, "others": count_text(others) if others else ""}
 
 
-def _identical_dots(costed: list[dict], index: dict[str, int], latency: float,
+def _identical_dots(costed: "list[NodePlacement]", index: dict[str, int], latency: float,
                     modules: dict[str, str] | None = None) -> list[dict]:
     """One dot per kernel, but one for all the kernels that are alike (same op, roof, FLOPs,
     bytes and time: a transformer's repeated projections; and module, when ``modules`` colours
     the dots by module), with their count and their summed share of the latency."""
 
-    def colour_key(p: dict) -> str:
-        return modules.get(p["nodes"][0] if p.get("nodes") else p["name"], NO_MODULE) if modules else main_op(p["op_type"])
+    def colour_key(k: "NodePlacement") -> str:
+        return modules.get(k.nodes[0] if k.nodes else k.name, NO_MODULE) if modules else main_op(k.op_type)
 
-    groups: dict[tuple, list[dict]] = {}
-    for p in costed:
-        key = (colour_key(p), p["op_type"], p["roof"], p["flops"], p["dram_bytes"], p["onchip_bytes"], p["time_s"])
-        groups.setdefault(key, []).append(p)
+    groups: dict[tuple, list] = {}
+    for k in costed:
+        p = k.placement
+        key = (colour_key(k), k.op_type, p.roof, p.flops, p.dram_bytes, p.onchip_bytes, p.time_s)
+        groups.setdefault(key, []).append(k)
     dots = []
     for members in groups.values():
-        p = members[0]
-        dot = {"intensity": p["intensity"], "performance": achieved_rate(p["flops"], p["time_s"]),
-               "weight": len(members) * p["time_s"] / latency if latency else 0.0, "op": colour_key(p),
-               "node": index.get(p["name"], -1), "count": len(members), "placement": p}
+        k = members[0]
+        p = k.placement
+        dot = {"intensity": p.intensity, "performance": achieved_rate(p.flops, p.time_s),
+               "weight": len(members) * p.time_s / latency if latency else 0.0, "op": colour_key(k),
+               "node": index.get(k.name, -1), "count": len(members), "kernel": k}
         if len(members) > 1:
-            names = ", ".join(m["name"] for m in members[:3]) + (f" and {len(members) - 3:,} more" if len(members) > 3 else "")
+            names = ", ".join(m.name for m in members[:3]) + (f" and {len(members) - 3:,} more" if len(members) > 3 else "")
             dot["names"] = f"{len(members):,} alike kernels, one dot (each as below; their share together): {names}"
         dots.append(dot)
     return dots
 
 
-def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency: float) -> dict:
+def _level_dot(dot: dict, chart, palette: dict[str, str], target: "Target") -> dict:
     """A kernel on the on-chip level: a diamond at FLOPs per on-chip byte, at its achieved rate."""
-    p = dot["placement"]
-    placed = chart.place(p["onchip_intensity"], dot["performance"], dot["weight"])
+    kernel = dot["kernel"]
+    p = kernel.placement
+    placed = chart.place(p.onchip_intensity, dot["performance"], dot["weight"])
     size = max(placed.r * 0.9, 3.0)
     return {
         "d": diamond_path(placed.x, placed.y, size), "colour": palette.get(dot["op"], OTHER_COLOUR),
         "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(size),
         "node": str(dot["node"]), "op": dot["op"], "cls": "level-dot level-onchip",
-        "title": (f"{p['name']} on the on-chip level\n"
-                  f"on-chip bytes: {iec(p['onchip_bytes'])} ({p['onchip_bytes']:,}) at {si(target['onchip_bytes_per_s'], 'B/s')}\n"
-                  f"intensity: {intensity(p['onchip_intensity'])} FLOP per on-chip byte ({p['onchip_intensity']:.6g})\n"
-                  f"on-chip time: {format_value(p['onchip_s'], 'seconds')} · bound: {BOUND_LABELS.get(p['bound'], p['bound'])}")
+        "title": (f"{kernel.name} on the on-chip level\n"
+                  f"on-chip bytes: {iec(p.onchip_bytes)} ({p.onchip_bytes:,}) at {si(onchip_bandwidth(target), 'B/s')}\n"
+                  f"intensity: {intensity(p.onchip_intensity)} FLOP per on-chip byte ({p.onchip_intensity:.6g})\n"
+                  f"on-chip time: {format_value(p.onchip_s, 'seconds')} · bound: {BOUND_LABELS.get(p.bound, p.bound)}")
                  + (CLAMPED if placed.clamped else ""),
     }
 

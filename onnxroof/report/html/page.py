@@ -18,6 +18,7 @@ import base64
 import hashlib
 import json
 import math
+from dataclasses import fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ import jinja2
 from markupsafe import Markup
 
 from ...core.version import __version__
+from ...core.dtypes import dtype_name
 from ...core.resources import resource_dir
 from ...core.units import iec, intensity, si
 from ..formatting import count_text, format_value, shape_text, share_percent
@@ -32,6 +34,7 @@ from ..bounds import BOUND_LABELS, bound_line, time_by_bound
 
 if TYPE_CHECKING:
     from ...result import Analysis
+    from ...roofline.placement import TargetReport
 
 SCRIPT_TEMPLATE = "partials/_script.js.j2"
 # a few distinct colours for models in compare / sweep / diff pages
@@ -51,10 +54,12 @@ def script_json(value: Any) -> str:
     return text
 
 
-def render_page(template: str, context: dict) -> str:
+def render_page(template: str, view: Any) -> str:
+    """Render a page's view (a dataclass: its fields are the template's variables)."""
     env = _environment()
     script = env.get_template(SCRIPT_TEMPLATE).render()
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    context = {field.name: getattr(view, field.name) for field in fields(view)}
     context.setdefault("version", __version__)
     context["script"] = Markup(script)  # static template text: nothing from a model in it
     context["script_hash"] = f"sha256-{digest}"
@@ -79,37 +84,42 @@ def _environment() -> jinja2.Environment:
 # Shown the same way on several pages
 
 
-def target_card(target: dict) -> dict:
+def target_card(report: "TargetReport") -> dict:
     """One target's card: latency, throughput, bound, energy."""
-    share = target["time_share"]
+    share = report.time_share
     main = max(share.items(), key=lambda kv: kv[1])[0] if share else "none"
-    point = target["model_point"]
-    energy = target["energy_j"]
-    split = target["energy_split"]
-    batch = target["batch"] or 1
+    point = report.model_point
+    energy = report.energy_j
+    split = report.energy_split_j
+    batch = report.batch or 1
     return {
-        "name": target["name"],
-        "description": target["description"],
-        "latency": format_value(target["latency_s"], "seconds"),
-        "latency_title": f"{target['latency_s']:.6g} s for one run at batch {batch}: every kernel, one after another",
-        "throughput": f"{target['throughput_per_s']:,.1f}/s",
-        "throughput_title": f"{target['throughput_per_s']:.6g} inferences per second (batch {batch} ÷ latency)",
+        "name": report.target.name,
+        "description": report.target.description,
+        "latency": format_value(report.latency_s, "seconds"),
+        "latency_title": f"{report.latency_s:.6g} s for one run at batch {batch}: every kernel, one after another",
+        "throughput": f"{report.throughput_per_s:,.1f}/s",
+        "throughput_title": f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)",
         "bound": BOUND_LABELS.get(main, main),
         "bound_key": main,
         "bound_share": share_percent(share.get(main, 0.0)),
         "bound_title": "share of the latency per bound: " + time_by_bound(share)
-            + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point['bound'], point['bound'])}-bound",
-        "point_bound": BOUND_LABELS.get(point["bound"], point["bound"]),
-        "point_bound_key": point["bound"],
-        "bound_line": bound_line(point["bound"], share),
+            + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point.bound, point.bound)}-bound",
+        "point_bound": BOUND_LABELS.get(point.bound, point.bound),
+        "point_bound_key": point.bound,
+        "bound_line": bound_line(point.bound, share),
         "energy": format_value(energy, "joules") if energy is not None else "n/a",
         "energy_title": ("energy per run: " + ", ".join(
             f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}" for part, value in split.items())
             + (f" ({energy:.6g} J)" if energy is not None else "")) if energy is not None
             else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
-        "utilization": share_percent(target["utilization"]) if target["utilization"] < 0.9995 else "100%",
-        "utilization_title": f"{target['utilization']:.4%} of the model's main roof ({point['roof']}) over the latency",
+        "utilization": share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
+        "utilization_title": f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
     }
+
+
+def report_on(analysis: "Analysis", target: str) -> "TargetReport | None":
+    """The analysis's report on the target of that name (None: not analysed on it)."""
+    return next((r for r in analysis.targets if r.target.name == target), None)
 
 
 def target_capacities(analysis: "Analysis") -> list[tuple[str, int]]:
@@ -117,12 +127,13 @@ def target_capacities(analysis: "Analysis") -> list[tuple[str, int]]:
             for r in analysis.targets if r.target.onchip_bytes]
 
 
-def model_side(document: dict, role: str) -> dict:
-    model = document["model"]
+def model_side(analysis: "Analysis", role: str) -> dict:
+    """A model in a page's header: its name, file, node count, producer and inputs."""
+    model = analysis.model
     return {
-        "role": role, "name": model["name"], "path": model["path"] or "in memory",
-        "nodes": count_text(model["nodes"]), "producer": model["producer"] or "unknown",
-        "inputs": ", ".join(f"{t['name']} {shape_text(t['shape'])} {t['dtype']}" for t in model["inputs"]),
+        "role": role, "name": model.name, "path": model.path or "in memory",
+        "nodes": count_text(model.node_count), "producer": model.producer or "unknown",
+        "inputs": ", ".join(f"{t.name} {shape_text(t.shape)} {dtype_name(t.dtype)}" for t in analysis.inputs),
     }
 
 

@@ -15,6 +15,7 @@ from ..formatting import count_text, format_value, share_percent
 if TYPE_CHECKING:
     from ...result import Analysis
     from ...measure.profiling import ProfileResult
+    from ...roofline.placement import TargetReport
 
 PROFILE_TOP = 15  # rows of the "Predicted vs measured" table: the nodes that took longest
 
@@ -39,18 +40,18 @@ def error_text(value: float | None) -> str:
     return "—" if value is None else f"{value:+.0%}"
 
 
-def measured_dots(profile: "ProfileResult", target: dict, index: dict[str, int]) -> list[dict]:
+def measured_dots(profile: "ProfileResult", report: "TargetReport", index: dict[str, int]) -> list[dict]:
     """One dot per node onnxruntime measured with FLOPs: x its intensity on the target, y its
     FLOPs ÷ measured time, its area in proportion to its share of the measured total."""
-    placements = {p["name"]: p for p in target["nodes"]}
+    placements = {k.name: k.placement for k in report.nodes}
     total = profile.measured_s
     dots = []
     for n in profile.nodes:
         p = placements.get(n.name)
-        if p is None or not p["flops"] or not n.measured_s:
+        if p is None or not p.flops or not n.measured_s:
             continue
-        performance = p["flops"] / n.measured_s
-        unit = ops_unit([p["roof"]])
+        performance = p.flops / n.measured_s
+        unit = ops_unit([p.roof])
         if n.status == "split":
             kernel = f"in onnxruntime kernel {n.kernel} ({n.kernel_op}), its time split with the nodes fused into it"
         elif n.kernel and (n.kernel != n.name or n.kernel_op != n.op_type):
@@ -65,20 +66,20 @@ def measured_dots(profile: "ProfileResult", target: dict, index: dict[str, int])
             f"measured: {format_value(n.measured_s, 'seconds')} ({n.measured_s:.6g} s), "
             f"{share_percent(n.measured_s / total) if total else '0%'} of the measured total",
             f"measured/predicted: {ratio_text(n.ratio)}",
-            "intensity: " + (f"{intensity(p['intensity'])} FLOP/B" if p["intensity"] is not None else "∞ (no DRAM bytes)"),
-            f"achieved (measured): {si(performance, unit)} · predicted {si(achieved_rate(p['flops'], p['time_s']), unit)}",
+            "intensity: " + (f"{intensity(p.intensity)} FLOP/B" if p.intensity is not None else "∞ (no DRAM bytes)"),
+            f"achieved (measured): {si(performance, unit)} · predicted {si(achieved_rate(p.flops, p.time_s), unit)}",
         ])
-        dots.append({"intensity": p["intensity"], "performance": performance,
+        dots.append({"intensity": p.intensity, "performance": performance,
                      "weight": n.measured_s / total if total else 0.0, "op": n.op_type,
                      "node": index.get(n.name, -1), "title": title})
     dots.sort(key=lambda d: -d["weight"])
     return dots
 
 
-def profile_context(document: dict, profile: "ProfileResult", profiled: int) -> dict:
+def profile_context(analysis: "Analysis", profile: "ProfileResult", profiled: int) -> dict:
     """The "Predicted vs measured" section: totals, error and the nodes that took longest."""
-    index = {n["name"]: i for i, n in enumerate(document["nodes"])}
-    target = document["targets"][profiled]
+    index = {n.name: i for i, n in enumerate(analysis.nodes)}
+    target = analysis.targets[profiled].target
     measured = [n for n in profile.nodes if n.measured_s]
     top = sorted(measured, key=lambda n: (-n.measured_s, index.get(n.name, 0)))[:PROFILE_TOP]
     threads = f"{profile.threads} intra-op threads" if profile.threads else "default threads"
@@ -101,7 +102,7 @@ def profile_context(document: dict, profile: "ProfileResult", profiled: int) -> 
     predicted, predicted_title = seconds(profile.predicted_s)
     measured_total, measured_title = seconds(profile.measured_s)
     return {
-        "target": target["name"],
+        "target": target.name,
         "runtime": (f"onnxruntime {profile.ort_version} CPU, optimization {profile.optimization}, {threads}, "
                     f"median of {profile.mapping.runs} runs after {profile.warmup} warm-up"),
         "predicted": predicted, "predicted_title": predicted_title,

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Sequence
 
 from markupsafe import Markup
 
-from ...result import model_label
+from ...core.dtypes import dtype_name
+from ...core.version import __version__
+from ...result import SCHEMA, model_label
 from ...core.units import iec, intensity, si
 from .chart_context import op_palette
 from ..formatting import count_text, format_value, shape_text, share_percent
@@ -35,6 +37,11 @@ from .page import bar_width, metric_cell, render_page, script_json, target_capac
 from .profile_section import profile_context, profiled_target
 
 if TYPE_CHECKING:
+    from ...core.tensors import TensorInfo
+    from ...cost.graph import NodeRecord
+    from ...memory.liveness import MemoryReport
+    from ...result import Totals
+    from ...roofline.placement import TargetReport
     from ...symbolic.formulas import Formulas
     from ...result import Analysis
     from ...measure.profiling import ProfileResult
@@ -101,13 +108,13 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
     totals = analysis.totals
     small = len(analysis.nodes) <= FULL_DOCUMENT_MAX_NODES
     return ModelPage(
-        version=document["version"],
-        schema=document["schema"],
+        version=__version__,
+        schema=SCHEMA,
         complete=analysis.complete,
-        model=_model_context(analysis, document),
-        totals=_totals_context(document["totals"], document["memory"]),
-        problems=_problems_context(document),
-        ops=_ops_context(document["nodes"], totals.flops, document["targets"]),
+        model=_model_context(analysis),
+        totals=_totals_context(totals, analysis.memory),
+        problems=_problems_context(analysis),
+        ops=_ops_context(analysis.nodes, totals.flops, analysis.targets),
         op_targets=[r.target.name for r in analysis.targets],
         node_count=count_text(len(analysis.nodes)),
         uncounted_count=totals.nodes - totals.counted_nodes,
@@ -116,7 +123,7 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
         rooflines=[roofline_context(analysis, r, k, palette, profile if k == profiled else None, groups)
                    for k, r in enumerate(analysis.targets)],
         profile=profile_context(analysis, profile, profiled) if profile is not None else None,
-        hotspots=_hotspots_context(document),
+        hotspots=_hotspots_context(analysis),
         modules=modules_context(analysis),
         formulas=_formulas_context(formulas) if formulas is not None and formulas.dims else None,
         table=node_table_context(document),
@@ -126,76 +133,72 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
     )
 
 
-def _model_context(analysis: "Analysis", document: dict) -> dict:
-    model, doc_string = document["model"], analysis.model.doc_string
-    file_bytes = model["file_bytes"]
-    other_opsets = [f"{domain} {version}" for domain, version in model["opsets"].items() if domain != "ai.onnx"]
-    dtypes = Counter(n["dtype"] for n in document["nodes"] if n["counted"] and n["flops"])
+def _model_context(analysis: "Analysis") -> dict:
+    model = analysis.model
+    file_bytes = model.file_bytes
+    other_opsets = [f"{domain} {version}" for domain, version in model.opsets.items() if domain != "ai.onnx"]
+    dtypes = Counter(n.dtype for n in analysis.nodes if n.counted and n.flops)
     main_dtype = dtypes.most_common(1)[0][0] if dtypes else "—"
-    if document["dtype"] == "model":
+    if analysis.dtype == "model":
         dtype, dtype_title = f"{main_dtype} (as stored)", "the model's own element types; " + (
             ", ".join(f"{d}: {c:,} costed nodes" for d, c in dtypes.most_common()) or "no costed node")
     else:
-        dtype, dtype_title = f"{document['dtype']} (re-costed)", f"--dtype {document['dtype']}: stored and run as if in this type"
-    batch = document["batch"]
-    targets = [t["name"] for t in document["targets"]]
+        dtype, dtype_title = f"{analysis.dtype} (re-costed)", f"--dtype {analysis.dtype}: stored and run as if in this type"
+    batch = analysis.batch
+    assumed = ", ".join(f"{symbol}={value}" for symbol, value in analysis.assumed_dims.items())
+    targets = [r.target for r in analysis.targets]
     return {
-        "name": model_label(model["name"], model["graph_name"]),
-        "path": model["path"],
-        "producer": model["producer"] or "unknown",
-        "ir_version": str(model["ir_version"]),
-        "opset": str(model["opset"]) if model["opset"] else "none",
+        "name": model_label(model.name, model.graph_name),
+        "path": model.path,
+        "producer": model.producer or "unknown",
+        "ir_version": str(model.ir_version),
+        "opset": str(model.opset) if model.opset else "none",
         "other_opsets": ", ".join(other_opsets),
         "file_size": iec(file_bytes) if file_bytes is not None else "in memory",
         "file_size_title": f"{file_bytes:,} bytes" if file_bytes is not None else "analysed from a ModelProto, not a file",
-        "nodes": count_text(model["nodes"]),
-        "doc_string": doc_string.strip(),
-        "inputs": [_tensor_context(t) for t in model["inputs"]],
-        "outputs": [_tensor_context(t) for t in model["outputs"]],
+        "nodes": count_text(model.node_count),
+        "doc_string": model.doc_string.strip(),
+        "inputs": [_tensor_context(t, analysis.input_values.get(t.name)) for t in analysis.inputs],
+        "outputs": [_tensor_context(t) for t in analysis.outputs],
         "dtype": dtype,
         "dtype_title": dtype_title,
-        "batch": str(batch) if batch else (f"{assumed} (assumed)" if (assumed := _assumed(document)) else "from the input shapes"),
+        "batch": str(batch) if batch else (f"{assumed} (assumed)" if assumed else "from the input shapes"),
         "batch_title": (f"--batch {batch}: axis 0 of every input" if batch else
-                        f"{assumed_text(document['assumed_dims'])}" if assumed else
+                        f"{assumed_text(analysis.assumed_dims)}" if assumed else
                         "no --batch: axis 0 as the input shapes give it"),
-        "targets": ", ".join(targets) if targets else "none",
-        "targets_title": "; ".join(f"{t['name']}: {t['description']}" for t in document["targets"])
+        "targets": ", ".join(t.name for t in targets) if targets else "none",
+        "targets_title": "; ".join(f"{t.name}: {t.description}" for t in targets)
                          or "no --target given: no roofline, latency or energy",
     }
 
 
-def _assumed(document: dict) -> str:
-    return ", ".join(f"{symbol}={value}" for symbol, value in document.get("assumed_dims", {}).items())
+def _tensor_context(tensor: "TensorInfo", value: list | None = None) -> dict:
+    shape = shape_text(tensor.shape)
+    if value is not None:  # a value given with --value
+        shape += " = " + ",".join(map(str, value))
+    return {"name": tensor.name, "shape": shape, "dtype": dtype_name(tensor.dtype)}
 
 
-def _tensor_context(tensor: dict) -> dict:
-    shape = shape_text(tensor["shape"])
-    if "value" in tensor:  # a value given with --value
-        shape += " = " + ",".join(map(str, tensor["value"]))
-    return {"name": tensor["name"], "shape": shape, "dtype": tensor["dtype"]}
-
-
-def _totals_context(totals: dict, memory: dict | None) -> dict:
-    uncounted = totals["nodes"] - totals["counted_nodes"]
+def _totals_context(totals: "Totals", memory: "MemoryReport | None") -> dict:
+    uncounted = totals.nodes - totals.counted_nodes
     context = {
-        "params": si(totals["params"]),
-        "params_title": f"{totals['params']:,} parameters",
-        "param_bytes": iec(totals["param_bytes"]),
-        "param_bytes_title": f"{totals['param_bytes']:,} bytes",
+        "params": si(totals.params),
+        "params_title": f"{totals.params:,} parameters",
+        "param_bytes": iec(totals.param_bytes),
+        "param_bytes_title": f"{totals.param_bytes:,} bytes",
         # what the nodes read of constants per run, when it is not the stored bytes (a Gather's rows)
-        "weights_read": (iec(totals["weight_bytes_read"])
-                         if totals.get("weight_bytes_read", totals["param_bytes"]) != totals["param_bytes"] else None),
-        "weights_read_title": f"{totals.get('weight_bytes_read', 0):,} bytes of constants read per run",
-        "mac_flops": si(totals["mac_flops"]),
-        "mac_flops_title": f"{totals['mac_flops']:,} FLOPs (2 x MACs)",
-        "macs": si(totals["macs"]),
-        "macs_title": f"{totals['macs']:,} MACs",
-        "flops": si(totals["flops"]),
-        "flops_title": f"{totals['flops']:,} FLOPs",
-        "other_flops": si(totals["flops"] - totals["mac_flops"]),
-        "other_flops_title": f"{totals['flops'] - totals['mac_flops']:,} FLOPs outside multiply-accumulates",
-        "counted_nodes": count_text(totals["counted_nodes"]),
-        "nodes": count_text(totals["nodes"]),
+        "weights_read": iec(totals.weight_bytes_read) if totals.weight_bytes_read != totals.param_bytes else None,
+        "weights_read_title": f"{totals.weight_bytes_read:,} bytes of constants read per run",
+        "mac_flops": si(totals.mac_flops),
+        "mac_flops_title": f"{totals.mac_flops:,} FLOPs (2 x MACs)",
+        "macs": si(totals.macs),
+        "macs_title": f"{totals.macs:,} MACs",
+        "flops": si(totals.flops),
+        "flops_title": f"{totals.flops:,} FLOPs",
+        "other_flops": si(totals.flops - totals.mac_flops),
+        "other_flops_title": f"{totals.flops - totals.mac_flops:,} FLOPs outside multiply-accumulates",
+        "counted_nodes": count_text(totals.counted_nodes),
+        "nodes": count_text(totals.nodes),
         "uncounted": count_text(uncounted),
         "all_counted": uncounted == 0,
         # with nodes left out, every sum is a lower bound: the cards say so
@@ -203,40 +206,41 @@ def _totals_context(totals: dict, memory: dict | None) -> dict:
         "peak": None,
     }
     if memory is not None:
-        peak, best = memory["peak_bytes"], memory["best_order_peak_bytes"]
+        model, best = memory.model_order, memory.best
+        peak, best_peak = model.peak_bytes, best.schedule.peak_bytes
         context["peak"] = {
             "value": iec(peak),
-            "title": f"{peak:,} bytes live at step {memory['peak_step']} ({memory['peak_node']}), model order",
-            "best": iec(best),
-            "best_title": f"{best:,} bytes in the best order found ({memory['best_order_method']})",
-            "saving": f" (−{share_percent((peak - best) / peak)})" if best < peak and peak else "",
+            "title": f"{peak:,} bytes live at step {model.peak_step} ({model.peak_node}), model order",
+            "best": iec(best_peak),
+            "best_title": f"{best_peak:,} bytes in the best order found ({best.method})",
+            "saving": f" (−{share_percent((peak - best_peak) / peak)})" if best_peak < peak and peak else "",
         }
     return context
 
 
-def _problems_context(document: dict) -> dict:
-    totals = document["totals"]
+def _problems_context(analysis: "Analysis") -> dict:
+    totals = analysis.totals
     unresolved = [
         {
-            "input": d["input"],
-            "axis": str(d["axis"]),
-            "symbol": d["symbol"] or "",
-            "fix": d["fix"],
+            "input": d.input_name,
+            "axis": str(d.axis),
+            "symbol": d.symbol or "",
+            "fix": d.fix,
         }
-        for d in document["unresolved_dims"]
+        for d in analysis.unresolved_dims
     ]
-    unsupported = [{"op": op, "count": count_text(n)} for op, n in totals["unsupported"].items()]
-    unknown = [{"op": op, "count": count_text(n)} for op, n in totals["not_counted"].items()]
-    warnings = list(document["warnings"])
-    notes = [f"{t['name']}: {note}" for t in document["targets"] for note in t["notes"]]
+    unsupported = [{"op": op, "count": count_text(n)} for op, n in totals.unsupported.items()]
+    unknown = [{"op": op, "count": count_text(n)} for op, n in totals.not_counted.items()]
+    warnings = list(analysis.warnings)
+    notes = [f"{r.target.name}: {note}" for r in analysis.targets for note in r.notes]
     return {
         "any": bool(warnings or unresolved or unsupported or unknown),
         "warnings": warnings,
         "unresolved": unresolved,
         "unsupported": unsupported,
         "unknown_shape": unknown,
-        "uncounted_bytes": iec(totals["uncounted_bytes"]) if totals["uncounted_bytes"] else "",
-        "uncounted_bytes_title": f"{totals['uncounted_bytes']:,} bytes move through nodes that are not counted",
+        "uncounted_bytes": iec(totals.uncounted_bytes) if totals.uncounted_bytes else "",
+        "uncounted_bytes_title": f"{totals.uncounted_bytes:,} bytes move through nodes that are not counted",
         "target_notes": notes,
     }
 
@@ -244,19 +248,20 @@ def _problems_context(document: dict) -> dict:
 _NOT_COUNTED = {"text": "—", "title": "no node of this op type was counted", "value": "", "cls": "na"}
 
 
-def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> list[dict]:
+def _ops_context(nodes: "list[NodeRecord]", total_flops: int, reports: "list[TargetReport]") -> list[dict]:
     groups: dict[str, dict] = {}
     for node in nodes:
-        group = groups.setdefault(node["op_type"], {"nodes": 0, "uncounted": 0, "macs": 0, "flops": 0, "params": 0})
+        group = groups.setdefault(node.op_type, {"nodes": 0, "uncounted": 0, "macs": 0, "flops": 0, "params": 0})
         group["nodes"] += 1
-        group["uncounted"] += 0 if node["counted"] else 1
-        for key in ("macs", "flops", "params"):
-            group[key] += node[key]
+        group["uncounted"] += 0 if node.counted else 1
+        group["macs"] += node.macs
+        group["flops"] += node.flops
+        group["params"] += node.params
     times: list[dict[str, float]] = []
-    for target in targets:
+    for report in reports:
         per_op: dict[str, float] = defaultdict(float)
-        for placement in target["nodes"]:
-            per_op[placement["op_type"]] += placement["time_s"]
+        for kernel in report.nodes:
+            per_op[kernel.op_type] += kernel.placement.time_s
         times.append(per_op)
     ordered = sorted(groups.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["nodes"], kv[0].lower()))
     rows = []
@@ -268,13 +273,13 @@ def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> li
             for key, unit in (("macs", "MACs"), ("flops", "FLOPs"), ("params", "parameters"))
         }
         time_shares = []
-        for target, per_op in zip(targets, times):
-            latency = target["latency_s"]
+        for report, per_op in zip(reports, times):
+            latency = report.latency_s
             spent = per_op.get(op, 0.0)
             part = spent / latency if latency else 0.0
             time_shares.append({
                 "share": "—" if none_counted else share_percent(part),
-                "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} on {target['name']}",
+                "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} on {report.target.name}",
                 "bar": bar_width(part),
             })
         rows.append({
@@ -297,51 +302,58 @@ def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> li
 HOTSPOT_NAME = 36  # characters of a kernel's name a hotspot row shows, middle-clipped: the op at its end stays
 
 
-def _hotspots_context(document: dict) -> dict:
+def _hotspots_context(analysis: "Analysis") -> dict:
     """The ten nodes that take longest on the first target (or have the most FLOPs)."""
-    nodes = document["nodes"]
-    index = {n["name"]: i for i, n in enumerate(nodes)}
-    targets = document["targets"]
+    index = {n.name: i for i, n in enumerate(analysis.nodes)}
+    if analysis.targets:
+        return _slowest_kernels(analysis.targets[0], index)
+    return _largest_nodes(analysis.nodes, analysis.totals.flops, index)
+
+
+def _slowest_kernels(report: "TargetReport", index: dict[str, int]) -> dict:
+    target, latency = report.target, report.latency_s
+    top = sorted(report.nodes, key=lambda k: (-k.placement.time_s, index.get(k.name, 0)))[:HOTSPOTS]
+    largest = top[0].placement.time_s / latency if top and latency else 0.0  # bars are scaled to the largest share
     rows = []
-    if targets:
-        target = targets[0]
-        latency = target["latency_s"]
-        top = sorted(target["nodes"], key=lambda p: (-p["time_s"], index.get(p["name"], 0)))[:HOTSPOTS]
-        largest = top[0]["time_s"] / latency if top and latency else 0.0  # bars are scaled to the largest share
-        for rank, p in enumerate(top, 1):
-            share = p["time_s"] / latency if latency else 0.0
-            rows.append({
-                "rank": str(rank), "index": str(index[p["name"]]), "name": p["name"], "short": clip(p["name"], HOTSPOT_NAME),
-                "op": p["op_type"],
-                "time": format_value(p["time_s"], "seconds"), "time_title": f"{p['time_s']:.6g} s",
-                "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
-                "bound": BOUND_LABELS.get(p["bound"], p["bound"]), "bound_key": p["bound"],
-                "bound_title": BOUND_TITLES.get(p["bound"], ""),
-                "flops": si(p["flops"]), "flops_title": f"{p['flops']:,} FLOPs",
-                "dram": iec(p["dram_bytes"]), "dram_title": f"{p['dram_bytes']:,} DRAM bytes on {target['name']}",
-                "intensity": intensity(p["intensity"]) if p["intensity"] is not None else "∞",
-                "intensity_title": (f"{p['intensity']:.6g} FLOP per DRAM byte" if p["intensity"] is not None
-                                    else "no DRAM bytes: everything stays on chip"),
-            })
-        return {"by": "time", "target": target["name"], "rows": rows,
-                "title": f"by time on {target['name']}",
-                "sum": share_percent(sum(p["time_s"] for p in top) / latency) if latency else "0%"}
-    total = document["totals"]["flops"]
-    top = sorted((n for n in nodes if n["counted"]), key=lambda n: (-n["flops"], n["index"]))[:HOTSPOTS]
-    largest = top[0]["flops"] / total if top and total else 0.0
-    for rank, node in enumerate(top, 1):
-        share = node["flops"] / total if total else 0.0
-        moved = node["weight_bytes"] + node["input_bytes"] + node["output_bytes"]
+    for rank, kernel in enumerate(top, 1):
+        p = kernel.placement
+        share = p.time_s / latency if latency else 0.0
         rows.append({
-            "rank": str(rank), "index": str(index[node["name"]]), "name": node["name"],
-            "short": clip(node["name"], HOTSPOT_NAME), "op": node["op_type"],
-            "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
+            "rank": str(rank), "index": str(index[kernel.name]), "name": kernel.name,
+            "short": clip(kernel.name, HOTSPOT_NAME), "op": kernel.op_type,
+            "time": format_value(p.time_s, "seconds"), "time_title": f"{p.time_s:.6g} s",
+            "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
+            "bound": BOUND_LABELS.get(p.bound, p.bound), "bound_key": p.bound,
+            "bound_title": BOUND_TITLES.get(p.bound, ""),
+            "flops": si(p.flops), "flops_title": f"{p.flops:,} FLOPs",
+            "dram": iec(p.dram_bytes), "dram_title": f"{p.dram_bytes:,} DRAM bytes on {target.name}",
+            "intensity": intensity(p.intensity) if p.intensity is not None else "∞",
+            "intensity_title": (f"{p.intensity:.6g} FLOP per DRAM byte" if p.intensity is not None
+                                else "no DRAM bytes: everything stays on chip"),
+        })
+    return {"by": "time", "target": target.name, "rows": rows,
+            "title": f"by time on {target.name}",
+            "sum": share_percent(sum(k.placement.time_s for k in top) / latency) if latency else "0%"}
+
+
+def _largest_nodes(nodes: "list[NodeRecord]", total: int, index: dict[str, int]) -> dict:
+    """No target, so no times: the nodes with the most FLOPs."""
+    top = sorted((n for n in nodes if n.counted), key=lambda n: (-n.flops, n.index))[:HOTSPOTS]
+    largest = top[0].flops / total if top and total else 0.0
+    rows = []
+    for rank, node in enumerate(top, 1):
+        share = node.flops / total if total else 0.0
+        moved = node.weight_bytes + node.input_bytes + node.output_bytes
+        rows.append({
+            "rank": str(rank), "index": str(index[node.name]), "name": node.name,
+            "short": clip(node.name, HOTSPOT_NAME), "op": node.op_type,
+            "flops": si(node.flops), "flops_title": f"{node.flops:,} FLOPs",
             "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
             "bytes": iec(moved), "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",
-            "intensity": intensity(node["intensity"]), "intensity_title": f"{node['intensity'] or 0:.6g} FLOP/B",
+            "intensity": intensity(node.intensity), "intensity_title": f"{node.intensity or 0:.6g} FLOP/B",
         })
     return {"by": "flops", "target": "", "rows": rows, "title": "by FLOPs (no --target: no times)",
-            "sum": share_percent(sum(n["flops"] for n in top) / total) if total else "0%"}
+            "sum": share_percent(sum(n.flops for n in top) / total) if total else "0%"}
 
 
 def _formulas_context(found: "Formulas") -> dict:

@@ -19,7 +19,8 @@ from onnxroof.measure import profiling as prof
 from onnxroof.cli.app import main
 from onnxroof.core.errors import UsageError
 from onnxroof.core.examples import build_example
-from onnxroof.report.profile_views import render_profile_html, render_profile_table
+from onnxroof.report.html.profile_page import render_profile_html
+from onnxroof.report.text.profile_table import render_profile_table
 from onnxroof.roofline.targets import load_target
 
 from conftest import make_model

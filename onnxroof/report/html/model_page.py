@@ -118,7 +118,7 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
         op_targets=[r.target.name for r in analysis.targets],
         node_count=count_text(len(analysis.nodes)),
         uncounted_count=totals.nodes - totals.counted_nodes,
-        memory=memory_context(analysis, document, capacities),
+        memory=memory_context(analysis, capacities),
         targets=[target_card(r) for r in analysis.targets],
         rooflines=[roofline_context(analysis, r, k, palette, profile if k == profiled else None, groups)
                    for k, r in enumerate(analysis.targets)],

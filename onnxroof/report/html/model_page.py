@@ -98,8 +98,6 @@ def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | No
 
 def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
                profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None) -> ModelPage:
-    # the page embeds the JSON document, and the node table's rows are its nodes
-    document = analysis.to_dict()
     if capacities is None:
         capacities = target_capacities(analysis)
     profiled = profiled_target(analysis, profile) if profile is not None else None
@@ -126,9 +124,10 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
         hotspots=_hotspots_context(analysis),
         modules=modules_context(analysis),
         formulas=_formulas_context(formulas) if formulas is not None and formulas.dims else None,
-        table=node_table_context(document),
-        document_json=Markup(script_json(document)) if small else None,
-        nodes_json=Markup(script_json(node_data(document))),
+        table=node_table_context(analysis),
+        # the page embeds the JSON document (summary --format json) for scripts that read it
+        document_json=Markup(script_json(analysis.to_dict())) if small else None,
+        nodes_json=Markup(script_json(node_data(analysis))),
         full_document_max=count_text(FULL_DOCUMENT_MAX_NODES),
     )
 

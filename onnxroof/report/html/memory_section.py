@@ -263,7 +263,13 @@ def _memory_explanation(report: "MemoryReport", *, problem_buffers: dict, positi
     if ties:
         listed = _join([str(t) for t in ties[:6]]) + (f" and {len(ties) - 6} more" if len(ties) > 6 else "")
         text += f" The same total recurs at step{'s' if len(ties) > 1 else ''} {listed}."
+    return text + _order_sentence(report) + (_concat_sentence(report) if concats else "")
 
+
+def _order_sentence(report: "MemoryReport") -> str:
+    """Whether another execution order peaks lower, and whether any could."""
+    peak, node = report.model_order.peak_bytes, report.model_order.peak_node
+    text = ""
     best, method = report.best.schedule.peak_bytes, report.best.method
     lower, lower_node = report.largest_layer_bytes, report.largest_layer_node
     if best < peak:
@@ -283,15 +289,17 @@ def _memory_explanation(report: "MemoryReport", *, problem_buffers: dict, positi
                  f"lower bound is {iec(lower)} ({lower_node}).")
     else:
         text += f" The search found no order with a lower peak ({report.best.note})."
-    if concats:
-        copy = report.concat_copy_peak_bytes
-        if copy == peak:
-            text += (" Concat inputs are written straight into the concat buffer; copying them instead would "
-                     "leave this peak unchanged.")
-        else:
-            text += (" Concat inputs are written straight into the concat buffer; if Concat copied them, the peak "
-                     f"would be {iec(copy)} ({copy:,} bytes, +{iec(copy - peak)}).")
     return text
+
+
+def _concat_sentence(report: "MemoryReport") -> str:
+    """What the peak would be if Concat copied its inputs rather than taking them in place."""
+    peak, copy = report.model_order.peak_bytes, report.concat_copy_peak_bytes
+    if copy == peak:
+        return (" Concat inputs are written straight into the concat buffer; copying them instead would "
+                "leave this peak unchanged.")
+    return (" Concat inputs are written straight into the concat buffer; if Concat copied them, the peak "
+            f"would be {iec(copy)} ({copy:,} bytes, +{iec(copy - peak)}).")
 
 
 def _short(name: str) -> str:

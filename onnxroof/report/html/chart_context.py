@@ -44,7 +44,8 @@ def main_op(op_type: str) -> str:
     return op_type.split("+", 1)[0]
 
 
-def op_palette(nodes: "list[NodeRecord]", group: "Callable[[NodeRecord], str]" = lambda node: node.op_type) -> dict[str, str]:
+def op_palette(nodes: "list[NodeRecord]",
+               group: "Callable[[NodeRecord], str]" = lambda node: node.op_type) -> dict[str, str]:
     """A colour per op type (or per another ``group`` of the nodes, such as their module): the
     nine with the most FLOPs get their own, the rest share grey."""
     flops: Counter = Counter()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import intensity, si
 from .chart_context import (
-    ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, model_mark, place_mark_labels, roof_groups,
+    ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, model_mark, place_mark_labels, roof_groups, roofline_frame,
 )
 from .charts import roofline_chart
 from ..formatting import format_value
@@ -81,7 +81,8 @@ def _target_block(number: int, name: str, analyses: list["Analysis"]) -> dict:
     for k, analysis in enumerate(analyses):
         report = report_on(analysis, name)
         if report is None:
-            rows.append({"name": analysis.model.name, "colour": _colour(k), "cells": [not_analysed_cell() for _ in range(5)]})
+            rows.append({"name": analysis.model.name, "colour": _colour(k),
+                         "cells": [not_analysed_cell() for _ in range(5)]})
             continue
         rows.append({"name": analysis.model.name, "colour": _colour(k), "cells": _target_cells(report)})
         if report.model_point.flops and report.latency_s:
@@ -113,10 +114,10 @@ def _target_cells(report: "TargetReport") -> list[dict]:
     card = target_card(report)
     point = report.model_point
     return [
-        {"text": card["latency"], "title": card["latency_title"], "value": report.latency_s, "cls": ""},
-        {"text": card["throughput"], "title": card["throughput_title"], "value": -report.throughput_per_s, "cls": ""},
-        {"text": card["bound_line"], "title": card["bound_title"], "value": None, "cls": ""},
-        {"text": card["energy"], "title": card["energy_title"], "value": report.energy_j, "cls": ""},
+        {"text": card.latency, "title": card.latency_title, "value": report.latency_s, "cls": ""},
+        {"text": card.throughput, "title": card.throughput_title, "value": -report.throughput_per_s, "cls": ""},
+        {"text": card.bound_line, "title": card.bound_title, "value": None, "cls": ""},
+        {"text": card.energy, "title": card.energy_title, "value": report.energy_j, "cls": ""},
         {"text": intensity(point.intensity) if point.intensity is not None else "∞",
          "title": f"{point.intensity:.6g} FLOP per DRAM byte" if point.intensity is not None else "no DRAM bytes",
          "value": None, "cls": ""},

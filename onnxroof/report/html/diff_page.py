@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import intensity, si
 from .chart_context import (
-    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, binned_dots, kernel_dot_title,
-    model_mark, overlay_timeline_context, main_op, op_palette, place_mark_labels, chart_points, roof_groups,
+    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, binned_dots, chart_points,
+    kernel_dot_title, main_op, model_mark, op_palette, overlay_timeline_context, place_mark_labels, roof_groups,
+    roofline_frame,
 )
 from .charts import RooflineChart, roofline_chart
 from .scales import svg_number
 from ..formatting import count_text, format_value, percent_text, shape_text, signed_change
-from .page import model_side, render_page, report_on, target_capacities
+from .page import ModelSide, model_side, render_page, report_on, target_capacities
 
 if TYPE_CHECKING:
     from ...compare.budgets import BudgetResult
@@ -41,8 +42,8 @@ class DiffPage:
     roofline per target with both models on it, the timelines overlaid, what nodes changed."""
 
     title: str
-    base: dict  # the models' sides: name, file, nodes, producer, inputs
-    head: dict
+    base: ModelSide
+    head: ModelSide
     summary: list[dict]  # the headline: label, text, direction
     input_changes: list[str]
     budgets: list[dict]
@@ -209,7 +210,8 @@ def _diff_roofline(diff: "ModelDiff", before: "TargetReport | None", report: "Ta
     }
 
 
-def _side_dots(role: str, analysis: "Analysis", placed: "TargetReport | None") -> tuple[str, "TargetReport | None", list[dict]]:
+def _side_dots(role: str, analysis: "Analysis",
+               placed: "TargetReport | None") -> tuple[str, "TargetReport | None", list[dict]]:
     """One model's dots on the target (none when that model was not analysed on it)."""
     if placed is None:
         return role, None, []

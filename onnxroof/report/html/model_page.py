@@ -33,7 +33,7 @@ from .module_section import modules_context
 from .node_table import node_data, node_table_context
 from ..bounds import BOUND_LABELS, BOUND_TITLES
 from ..text.table import assumed_text, clip
-from .page import bar_width, metric_cell, render_page, script_json, target_capacities, target_card
+from .page import TargetCard, bar_width, metric_cell, render_page, script_json, target_capacities, target_card
 from .profile_section import profile_context, profiled_target
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class ModelPage:
     node_count: str
     uncounted_count: int
     memory: dict | None
-    targets: list[dict]  # a card per target
+    targets: list[TargetCard]
     rooflines: list[dict]
     profile: dict | None  # "Predicted vs measured", with a profile
     hotspots: dict

@@ -18,7 +18,7 @@ import base64
 import hashlib
 import json
 import math
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +84,31 @@ def _environment() -> jinja2.Environment:
 # Shown the same way on several pages
 
 
-def target_card(report: "TargetReport") -> dict:
+@dataclass
+class TargetCard:
+    """One target's card: latency, throughput, bound and energy, each with its exact value as
+    a title (the model page's cards; a row of the compare and sweep tables)."""
+
+    name: str
+    description: str
+    latency: str
+    latency_title: str
+    throughput: str
+    throughput_title: str
+    bound: str  # the bound that takes the largest share of the latency
+    bound_key: str
+    bound_share: str
+    bound_title: str
+    point_bound: str  # the whole-model point's bound
+    point_bound_key: str
+    bound_line: str
+    energy: str
+    energy_title: str
+    utilization: str
+    utilization_title: str
+
+
+def target_card(report: "TargetReport") -> TargetCard:
     """One target's card: latency, throughput, bound, energy."""
     share = report.time_share
     main = max(share.items(), key=lambda kv: kv[1])[0] if share else "none"
@@ -92,29 +116,29 @@ def target_card(report: "TargetReport") -> dict:
     energy = report.energy_j
     split = report.energy_split_j
     batch = report.batch or 1
-    return {
-        "name": report.target.name,
-        "description": report.target.description,
-        "latency": format_value(report.latency_s, "seconds"),
-        "latency_title": f"{report.latency_s:.6g} s for one run at batch {batch}: every kernel, one after another",
-        "throughput": f"{report.throughput_per_s:,.1f}/s",
-        "throughput_title": f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)",
-        "bound": BOUND_LABELS.get(main, main),
-        "bound_key": main,
-        "bound_share": share_percent(share.get(main, 0.0)),
-        "bound_title": "share of the latency per bound: " + time_by_bound(share)
-            + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point.bound, point.bound)}-bound",
-        "point_bound": BOUND_LABELS.get(point.bound, point.bound),
-        "point_bound_key": point.bound,
-        "bound_line": bound_line(point.bound, share),
-        "energy": format_value(energy, "joules") if energy is not None else "n/a",
-        "energy_title": ("energy per run: " + ", ".join(
+    return TargetCard(
+        name=report.target.name,
+        description=report.target.description,
+        latency=format_value(report.latency_s, "seconds"),
+        latency_title=f"{report.latency_s:.6g} s for one run at batch {batch}: every kernel, one after another",
+        throughput=f"{report.throughput_per_s:,.1f}/s",
+        throughput_title=f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)",
+        bound=BOUND_LABELS.get(main, main),
+        bound_key=main,
+        bound_share=share_percent(share.get(main, 0.0)),
+        bound_title="share of the latency per bound: " + time_by_bound(share)
+        + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point.bound, point.bound)}-bound",
+        point_bound=BOUND_LABELS.get(point.bound, point.bound),
+        point_bound_key=point.bound,
+        bound_line=bound_line(point.bound, share),
+        energy=format_value(energy, "joules") if energy is not None else "n/a",
+        energy_title=("energy per run: " + ", ".join(
             f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}" for part, value in split.items())
             + (f" ({energy:.6g} J)" if energy is not None else "")) if energy is not None
-            else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
-        "utilization": share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
-        "utilization_title": f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
-    }
+        else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
+        utilization=share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
+        utilization_title=f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
+    )
 
 
 def report_on(analysis: "Analysis", target: str) -> "TargetReport | None":
@@ -127,14 +151,26 @@ def target_capacities(analysis: "Analysis") -> list[tuple[str, int]]:
             for r in analysis.targets if r.target.onchip_bytes]
 
 
-def model_side(analysis: "Analysis", role: str) -> dict:
+@dataclass
+class ModelSide:
+    """A model in a page's header (the diff page's base and head, the sweep page's model)."""
+
+    role: str
+    name: str
+    path: str
+    nodes: str
+    producer: str
+    inputs: str
+
+
+def model_side(analysis: "Analysis", role: str) -> ModelSide:
     """A model in a page's header: its name, file, node count, producer and inputs."""
     model = analysis.model
-    return {
-        "role": role, "name": model.name, "path": model.path or "in memory",
-        "nodes": count_text(model.node_count), "producer": model.producer or "unknown",
-        "inputs": ", ".join(f"{t.name} {shape_text(t.shape)} {dtype_name(t.dtype)}" for t in analysis.inputs),
-    }
+    return ModelSide(
+        role=role, name=model.name, path=model.path or "in memory",
+        nodes=count_text(model.node_count), producer=model.producer or "unknown",
+        inputs=", ".join(f"{t.name} {shape_text(t.shape)} {dtype_name(t.dtype)}" for t in analysis.inputs),
+    )
 
 
 def value_cell(value: float, kind: str, unit: str) -> dict:

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import intensity, si
 from .chart_context import (
-    ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, roofline_frame, diamond_path, model_mark, overlay_timeline_context,
-    place_mark_labels, roof_groups,
+    ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, diamond_path, model_mark, overlay_timeline_context,
+    place_mark_labels, roof_groups, roofline_frame,
 )
 from .charts import RooflineChart, roofline_chart, xy_chart
 from .scales import svg_number
 from ..formatting import count_text, format_value
 from .page import (
-    SERIES_COLOURS, model_side, not_analysed_cell, render_page, report_on, target_capacities, target_card, value_cell,
+    SERIES_COLOURS, ModelSide, model_side, not_analysed_cell, render_page, report_on, target_capacities, target_card,
+    value_cell,
 )
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ class SweepPage:
     point's path on each target's roofline, latency (and tokens/s) charts, the timelines."""
 
     title: str
-    model: dict  # the model's side: name, file, nodes, producer, inputs
+    model: ModelSide
     symbols: str
     symbol_headers: list[str]
     point_count: str
@@ -113,9 +114,9 @@ def _table_row(point: "SweepPoint", symbols: list[str], target_names: list[str])
             continue
         card = target_card(report)
         cells += [
-            {"text": card["latency"], "title": card["latency_title"], "value": None, "cls": ""},
-            {"text": card["throughput"], "title": card["throughput_title"], "value": None, "cls": ""},
-            {"text": card["bound_line"], "title": card["bound_title"], "value": None, "cls": ""},
+            {"text": card.latency, "title": card.latency_title, "value": None, "cls": ""},
+            {"text": card.throughput, "title": card.throughput_title, "value": None, "cls": ""},
+            {"text": card.bound_line, "title": card.bound_title, "value": None, "cls": ""},
         ]
         if analysis.llm is not None:
             tokens = analysis.llm.tokens_per_s.get(name)
@@ -165,7 +166,7 @@ def _point_mark(chart: RooflineChart, placed, label: str, name: str, report: "Ta
                       + (f"{intensity(mp.intensity)} FLOP/B" if mp.intensity is not None else "∞")
                       + f"\nachieved: {si(achieved_rate(mp.flops, report.latency_s), 'FLOP/s')}"
                       + f"\nlatency: {format_value(report.latency_s, 'seconds')}"
-                      + f"\nbound: {target_card(report)['bound']}",
+                      + f"\nbound: {target_card(report).bound}",
                       SERIES_COLOURS[0])
     mark["d"] = diamond_path(placed.x, placed.y, 5.5)
     return mark

@@ -15,7 +15,7 @@ from onnxroof.core.errors import UsageError
 from onnxroof.core.examples import build_example
 from onnxroof.measure.profile_run import import_onnxruntime, onnxruntime_error, profile_model, random_inputs
 from onnxroof.report.profile_json import profile_document
-from onnxroof.report.profile_views import render_profile_table
+from onnxroof.report.text.profile_table import render_profile_table
 from onnxroof.roofline.targets import load_target
 
 from conftest import make_model

@@ -481,11 +481,12 @@ def test_roofline_dots_sit_under_the_roof(targeted):
 
 
 def test_roofline_bins_dots_past_the_limit(monkeypatch, targeted):
-    import onnxroof.report.html.model_page as module
+    import onnxroof.report.html.model_roofline as module
+    from onnxroof.report.html.pages import render_html
 
     analysis, _ = targeted
     monkeypatch.setattr(module, "AGGREGATE_ABOVE", 10)
-    page = _charts(module.render_html(analysis))
+    page = _charts(render_html(analysis))
     for chart, report in zip(page.charts, analysis.targets):
         costed = sum(1 for n in report.nodes if n.placement.flops > 0)
         counts = [int(d["data-count"]) for d in chart["dots"]]

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     from ...pipeline import analyze
     from ...core.examples import build_example
     from ...report.profile_json import profile_document
-    from ...report.profile_views import render_profile_html, render_profile_table
+    from ...report.html.profile_page import render_profile_html
+    from ...report.text.profile_table import render_profile_table
 
     profile.import_onnxruntime()  # fail before analysing or calibrating
     if args.example and args.model:

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from ...core.units import iec, intensity, si
 from .charts import RooflineChart, RooflinePoint, TimelineChart, timeline_chart
 from .scales import svg_number
-from ..text.diff_tables import format_value
+from ..formatting import format_value, share_percent
 from ..bounds import BOUND_LABELS
-from .page import SERIES_COLOURS, _percent
+from .page import SERIES_COLOURS
+
+if TYPE_CHECKING:
+    from ...core.nodes import NodeRecord
+    from ...memory.problem import Schedule
+    from ...roofline.placement import NodePlacement
+    from ...roofline.targets import Target
 
 AGGREGATE_ABOVE = 2_000  # costed nodes past which a roofline bins its dots
 ROOFLINE_SIZE = (1240, 470)
@@ -38,52 +44,58 @@ def main_op(op_type: str) -> str:
     return op_type.split("+", 1)[0]
 
 
-def _palette(nodes: list[dict], group: Callable[[dict], str] = lambda node: node["op_type"]) -> dict[str, str]:
+def op_palette(nodes: "list[NodeRecord]",
+               group: "Callable[[NodeRecord], str]" = lambda node: node.op_type) -> dict[str, str]:
     """A colour per op type (or per another ``group`` of the nodes, such as their module): the
     nine with the most FLOPs get their own, the rest share grey."""
     flops: Counter = Counter()
     for node in nodes:
-        if node["counted"] and node["flops"]:
-            flops[group(node)] += node["flops"]
+        if node.counted and node.flops:
+            flops[group(node)] += node.flops
     ordered = sorted(flops.items(), key=lambda kv: (-kv[1], kv[0]))
     return {op: PALETTE[i] for i, (op, _) in enumerate(ordered[:len(PALETTE)])}
 
 
-def _roof_groups(target: dict) -> list[tuple[str, float, list[str]]]:
+def roof_groups(target: "Target") -> list[tuple[str, float, list[str]]]:
     """The target's compute roofs, equal peaks merged (fp16 and bf16): (label, FLOP/s, roofs)."""
     groups: dict[float, list[str]] = {}
-    for roof, figure in target["roofs"].items():
-        groups.setdefault(figure["peak_flops_per_s"], []).append(roof)
+    for roof, figure in target.peak_ops_per_s.items():
+        groups.setdefault(figure.value, []).append(roof)
     return [(" · ".join(names), peak, names) for peak, names in groups.items()]
 
 
-def _bandwidths(target: dict) -> list[tuple[str, float]]:
-    bandwidths = [("DRAM", target["dram_bytes_per_s"])]
-    if target.get("onchip_bytes_per_s"):
-        bandwidths.append(("on-chip", target["onchip_bytes_per_s"]))
+def onchip_bandwidth(target: "Target") -> float | None:
+    """The target's on-chip bytes per second, if it gives them."""
+    return target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+
+
+def bandwidth_roofs(target: "Target") -> list[tuple[str, float]]:
+    bandwidths = [("DRAM", target.dram_bytes_per_s.value)]
+    if onchip_bandwidth(target):
+        bandwidths.append(("on-chip", onchip_bandwidth(target)))
     return bandwidths
 
 
-def _ops_unit(roofs: Iterable[str]) -> str:
+def ops_unit(roofs: Iterable[str]) -> str:
     return "OP/s" if all(r.startswith("int") for r in roofs) else "FLOP/s"
 
 
-def _base_roofline(target: dict, chart: RooflineChart, chart_id: str) -> dict:
+def roofline_frame(target: "Target", chart: RooflineChart, chart_id: str) -> dict:
     """The axes, roofs and slopes of a roofline chart, as strings for the template."""
     plot = chart.plot
     roofs = []
-    groups = {peak: (label, names) for label, peak, names in _roof_groups(target)}
+    groups = {peak: (label, names) for label, peak, names in roof_groups(target)}
     ridge_labels = []
     for roof in chart.roofs:
         label, names = groups.get(roof.value, (roof.label, [roof.label]))
-        unit = _ops_unit(names)
-        figure = target["roofs"][names[0]]
+        unit = ops_unit(names)
+        figure = target.peak_ops_per_s[names[0]]
         ridge_labels.append(roof)
         roofs.append({
             "d": f"M{svg_number(roof.x1)},{svg_number(roof.y)}H{svg_number(roof.x2)}",
             "label": f"{label} · {si(roof.value, unit)}",
             "label_x": svg_number(roof.label_x), "label_y": svg_number(roof.label_y), "anchor": roof.anchor,
-            "title": (f"{label} compute roof: {roof.value:,.6g} {unit} ({figure['tag']}: {figure['source']}); "
+            "title": (f"{label} compute roof: {roof.value:,.6g} {unit} ({figure.tag}: {figure.source}); "
                       f"ridge at {roof.ridge:.4g} FLOP per DRAM byte"),
             "ridge": None,
         })
@@ -136,7 +148,7 @@ def _base_roofline(target: dict, chart: RooflineChart, chart_id: str) -> dict:
         "y_minor": [svg_number(v) for v in chart.y_minor],
         "x_title": "intensity: FLOP per DRAM byte (log)",
         "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
-        "y_title": f"{_ops_unit(target['roofs'])} achieved (log)",
+        "y_title": f"{ops_unit(target.peak_ops_per_s)} achieved (log)",
         "y_title_x": "16", "y_title_y": svg_number((plot.top + plot.bottom) / 2),
         "y_title_transform": f"rotate(-90 16 {svg_number((plot.top + plot.bottom) / 2)})",
         "roofs": roofs,
@@ -151,48 +163,47 @@ def _base_roofline(target: dict, chart: RooflineChart, chart_id: str) -> dict:
     }
 
 
-def _points(dots: list[dict]) -> list[RooflinePoint]:
+def chart_points(dots: list[dict]) -> list[RooflinePoint]:
     """Dots for the chart: the area in proportion to the share of the latency, on one scale for
     every chart (a node taking all the time would get the largest radius)."""
     return [RooflinePoint(d["intensity"], d["performance"], d["weight"]) for d in dots]
 
 
-def _achieved(flops: float, time_s: float) -> float:
+def achieved_rate(flops: float, time_s: float) -> float:
     return flops / time_s if time_s else 0.0
 
 
-def _dot_title(placement: dict, target: dict, latency: float) -> str:
-    """A kernel's tooltip (``placement``: its entry in the target's "nodes"): its nodes, numbers
-    and bound."""
-    time_s = placement["time_s"]
+def kernel_dot_title(kernel: "NodePlacement", latency: float) -> str:
+    """A kernel's tooltip: its nodes, numbers and bound."""
+    p = kernel.placement
+    time_s = p.time_s
     share = time_s / latency if latency else 0.0
-    roof = placement["roof"]
-    unit = _ops_unit([roof])
-    achieved = _achieved(placement["flops"], time_s)
-    members = placement.get("nodes") or [placement["name"]]
+    unit = ops_unit([p.roof])
+    achieved = achieved_rate(p.flops, time_s)
+    members = kernel.nodes or [kernel.name]
     lines = [
-        f"{placement['name']}" + (f" (kernel of {len(members)} nodes: {', '.join(members)})" if len(members) > 1 else ""),
-        f"{placement['op_type']} · {placement['dtype']} · {roof} roof",
-        f"FLOPs: {si(placement['flops'])} ({placement['flops']:,})",
-        f"DRAM bytes: {iec(placement['dram_bytes'])} ({placement['dram_bytes']:,})"
-        + (f" · on-chip {iec(placement['onchip_bytes'])}" if placement["onchip_bytes"] else ""),
-        "intensity: " + (f"{intensity(placement['intensity'])} FLOP/B ({placement['intensity']:.6g})"
-                         if placement["intensity"] is not None else "∞ (no DRAM bytes)"),
-        f"time: {format_value(time_s, 'seconds')} ({time_s:.6g} s), {_percent(share)} of the latency",
-        f"achieved: {si(achieved, unit)} ({placement['percent_of_peak']:.1f}% of peak) · attainable "
-        f"{si(placement['attainable_flops_per_s'], unit)}",
-        f"bound: {BOUND_LABELS.get(placement['bound'], placement['bound'])}",
+        f"{kernel.name}" + (f" (kernel of {len(members)} nodes: {', '.join(members)})" if len(members) > 1 else ""),
+        f"{kernel.op_type} · {kernel.dtype} · {p.roof} roof",
+        f"FLOPs: {si(p.flops)} ({p.flops:,})",
+        f"DRAM bytes: {iec(p.dram_bytes)} ({p.dram_bytes:,})"
+        + (f" · on-chip {iec(p.onchip_bytes)}" if p.onchip_bytes else ""),
+        "intensity: " + (f"{intensity(p.intensity)} FLOP/B ({p.intensity:.6g})"
+                         if p.intensity is not None else "∞ (no DRAM bytes)"),
+        f"time: {format_value(time_s, 'seconds')} ({time_s:.6g} s), {share_percent(share)} of the latency",
+        f"achieved: {si(achieved, unit)} ({p.percent_of_peak:.1f}% of peak) · attainable "
+        f"{si(p.attainable_flops_per_s, unit)}",
+        f"bound: {BOUND_LABELS.get(p.bound, p.bound)}",
     ]
     return "\n".join(lines)
 
 
-def _mark(placed, chart: RooflineChart, kind: str, label: str, title: str, colour: str = "") -> dict:
+def model_mark(placed, chart: RooflineChart, kind: str, label: str, title: str, colour: str = "") -> dict:
     """A diamond for a whole-model point, labelled beside it (left of it near the right edge)."""
     right = placed.x > chart.plot.left + chart.plot.width * 0.8 or placed.unbounded
     above = placed.y - chart.plot.top > 30
     return {
         "kind": kind, "cx": svg_number(placed.x), "cy": svg_number(placed.y),
-        "d": _diamond(placed.x, placed.y, 7.5),
+        "d": diamond_path(placed.x, placed.y, 7.5),
         "label": label, "title": title, "colour": colour,
         "label_x": svg_number(placed.x - 6 if right else placed.x + 6),
         "label_y": svg_number(placed.y - 12 if above else placed.y + 22),
@@ -200,7 +211,7 @@ def _mark(placed, chart: RooflineChart, kind: str, label: str, title: str, colou
     }
 
 
-def _place_mark_labels(context: dict, chart: RooflineChart) -> None:
+def place_mark_labels(context: dict, chart: RooflineChart) -> None:
     """Move the marks' labels to spots clear of each other, the roofs', ridges' and slopes'
     labels and every dot."""
     from .charts import label_rect, place_labels
@@ -232,48 +243,49 @@ def _place_mark_labels(context: dict, chart: RooflineChart) -> None:
         mark["label_x"], mark["label_y"], mark["anchor"] = svg_number(spot.x), svg_number(spot.y), spot.anchor
 
 
-def _diamond(x: float, y: float, size: float) -> str:
+def diamond_path(x: float, y: float, size: float) -> str:
     return (f"M{svg_number(x)},{svg_number(y - size)}L{svg_number(x + size)},{svg_number(y)}"
             f"L{svg_number(x)},{svg_number(y + size)}L{svg_number(x - size)},{svg_number(y)}Z")
 
 
-def _binned_dots(costed: list[dict], index: dict[str, int], latency: float) -> list[dict]:
+def binned_dots(costed: "list[NodePlacement]", index: dict[str, int], latency: float) -> list[dict]:
     """Past AGGREGATE_ABOVE nodes: one dot per op type, roof and cell of the log-log plane (eight
     cells a decade). Its position is the bin's total FLOPs over its total DRAM bytes and total
     time, which stays under the roof; its area is the bin's share of the time."""
     bins: dict[tuple, dict] = {}
-    for p in costed:
-        achieved = _achieved(p["flops"], p["time_s"])
-        cell_x = "inf" if p["intensity"] is None else round(math.log10(p["intensity"]) * 8) if p["intensity"] > 0 else "zero"
+    for kernel in costed:
+        p = kernel.placement
+        achieved = achieved_rate(p.flops, p.time_s)
+        cell_x = "inf" if p.intensity is None else round(math.log10(p.intensity) * 8) if p.intensity > 0 else "zero"
         cell_y = round(math.log10(achieved) * 8) if achieved > 0 else "zero"
-        key = (p["op_type"], p["roof"], cell_x, cell_y)
+        key = (kernel.op_type, p.roof, cell_x, cell_y)
         group = bins.setdefault(key, {"flops": 0, "dram": 0, "time": 0.0, "count": 0, "heaviest": None,
                                       "bounds": Counter(), "unbounded": cell_x == "inf"})
-        group["flops"] += p["flops"]
-        group["dram"] += p["dram_bytes"]
-        group["time"] += p["time_s"]
+        group["flops"] += p.flops
+        group["dram"] += p.dram_bytes
+        group["time"] += p.time_s
         group["count"] += 1
-        group["bounds"][p["bound"]] += 1
-        if group["heaviest"] is None or p["time_s"] > group["heaviest"]["time_s"]:
-            group["heaviest"] = p
+        group["bounds"][p.bound] += 1
+        if group["heaviest"] is None or p.time_s > group["heaviest"].placement.time_s:
+            group["heaviest"] = kernel
     dots = []
     for (op, roof, _, _), group in bins.items():
         heaviest = group["heaviest"]
         share = group["time"] / latency if latency else 0.0
         point_intensity = None if group["unbounded"] or not group["dram"] else group["flops"] / group["dram"]
-        unit = _ops_unit([roof])
+        unit = ops_unit([roof])
         title = "\n".join([
-            f"{group['count']:,} × {op} ({roof} roof)" if group["count"] > 1 else heaviest["name"],
+            f"{group['count']:,} × {op} ({roof} roof)" if group["count"] > 1 else heaviest.name,
             f"FLOPs: {si(group['flops'])} ({group['flops']:,})",
             f"DRAM bytes: {iec(group['dram'])} ({group['dram']:,})",
             "intensity: " + (f"{intensity(point_intensity)} FLOP/B" if point_intensity is not None else "∞ (no DRAM bytes)"),
-            f"time: {format_value(group['time'], 'seconds')} ({group['time']:.6g} s), {_percent(share)} of the latency",
-            f"achieved: {si(_achieved(group['flops'], group['time']), unit)}",
+            f"time: {format_value(group['time'], 'seconds')} ({group['time']:.6g} s), {share_percent(share)} of the latency",
+            f"achieved: {si(achieved_rate(group['flops'], group['time']), unit)}",
             "bound: " + ", ".join(f"{BOUND_LABELS.get(b, b)} {n:,}" for b, n in group["bounds"].most_common()),
-            f"slowest: {heaviest['name']} ({format_value(heaviest['time_s'], 'seconds')}); click to show it",
+            f"slowest: {heaviest.name} ({format_value(heaviest.placement.time_s, 'seconds')}); click to show it",
         ])
-        dots.append({"intensity": point_intensity, "performance": _achieved(group["flops"], group["time"]),
-                     "weight": share, "op": main_op(op), "node": index.get(heaviest["name"], -1), "count": group["count"],
+        dots.append({"intensity": point_intensity, "performance": achieved_rate(group["flops"], group["time"]),
+                     "weight": share, "op": main_op(op), "node": index.get(heaviest.name, -1), "count": group["count"],
                      "title": title})
     return dots
 
@@ -282,42 +294,43 @@ def _binned_dots(costed: list[dict], index: dict[str, int], latency: float) -> l
 # Live-activation timelines
 
 
-def _overlay_chart_context(series: list[tuple[str, list[int], list[dict]]], capacities: Sequence[tuple[str, int]],
-                           summary: str, colours: bool = False) -> dict:
+def overlay_timeline_context(series: "list[tuple[str, Schedule]]", capacities: Sequence[tuple[str, int]],
+                             summary: str, colours: bool = False) -> dict:
     """Several live-activation timelines on one step axis (diff: base and head; sweep points)."""
-    chart = timeline_chart([(key, values) for key, values, _ in series], list(capacities),
+    chart = timeline_chart([(key, list(schedule.live_bytes)) for key, schedule in series], list(capacities),
                            width=MEMORY_CHART_SIZE[0], height=MEMORY_CHART_SIZE[1])
     plot = chart.plot
     columns = []
     for column in chart.columns:
         head = f"step {column.first}" if column.first == column.last else f"steps {column.first}–{column.last}"
         lines = [head]
-        for key, _, steps in series:
-            window = steps[column.first:column.last + 1]
+        for key, schedule in series:
+            live = schedule.live_bytes
+            window = range(column.first, min(column.last + 1, len(live)))
             if not window:
                 lines.append(f"{key}: no step here")
                 continue
-            top = max(window, key=lambda e: (e["live_bytes"], -e["step"]))
-            lines.append(f"{key}: {iec(top['live_bytes'])} ({top['live_bytes']:,} bytes) at step {top['step']}, {top['node']}")
+            top = max(window, key=lambda step: (live[step], -step))
+            lines.append(f"{key}: {iec(live[top])} ({live[top]:,} bytes) at step {top}, {schedule.order[top]}")
         columns.append({"x": svg_number(column.x), "width": svg_number(column.width), "title": "\n".join(lines)})
     markers = []
-    for geometry, (key, values, steps) in zip(chart.series, series):
+    for geometry, (key, schedule) in zip(chart.series, series):
         if geometry.peak is None or len(series) > 2:  # more than two peaks: the hover columns tell
             continue
-        node = steps[geometry.peak.step]["node"] if geometry.peak.step < len(steps) else ""
-        markers.append(_marker(geometry.peak, plot, key,
-                               f"Peak, {key}: {int(geometry.peak.value):,} bytes at step {geometry.peak.step}, {node}",
-                               f"{key} peak {iec(geometry.peak.value)} · step {geometry.peak.step}",
-                               near=len(markers) > 0 and geometry.peak.y - plot.top > 30))
+        node = schedule.order[geometry.peak.step] if geometry.peak.step < len(schedule.order) else ""
+        markers.append(peak_marker(geometry.peak, plot, key,
+                                   f"Peak, {key}: {int(geometry.peak.value):,} bytes at step {geometry.peak.step}, {node}",
+                                   f"{key} peak {iec(geometry.peak.value)} · step {geometry.peak.step}",
+                                   near=len(markers) > 0 and geometry.peak.y - plot.top > 30))
     return {
-        **_timeline_frame(chart),
+        **timeline_frame(chart),
         "area": "",
         "series": [{"key": key, "d": geometry.path, "title": f"{key}: live activation bytes per step",
                     **({"colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} if colours else {})}
-                   for k, (geometry, (key, _, _)) in enumerate(zip(chart.series, series))],
-        "legend": [{"key": key, "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} for k, (key, _, _) in enumerate(series)],
+                   for k, (geometry, (key, _)) in enumerate(zip(chart.series, series))],
+        "legend": [{"key": key, "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} for k, (key, _) in enumerate(series)],
         "markers": markers,
-        "references": _references(chart),
+        "references": capacity_lines(chart),
         "off_scale": ", ".join(f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None),
         "columns": columns,
         "steps": f"{chart.steps:,}",
@@ -325,7 +338,7 @@ def _overlay_chart_context(series: list[tuple[str, list[int], list[dict]]], capa
     }
 
 
-def _marker(point, plot, key: str, title: str, label: str, near: bool = False) -> dict:
+def peak_marker(point, plot, key: str, title: str, label: str, near: bool = False) -> dict:
     """A peak marker with its label in the top margin (or just above the point when ``near``),
     flipped to the left of the point in the right part of the plot."""
     right_half = point.x > plot.left + plot.width * 0.62
@@ -343,7 +356,7 @@ def _marker(point, plot, key: str, title: str, label: str, near: bool = False) -
     }
 
 
-def _timeline_frame(chart: TimelineChart) -> dict:
+def timeline_frame(chart: TimelineChart) -> dict:
     """The box, axes and ticks of a timeline, as strings for the template."""
     plot = chart.plot
     return {
@@ -361,7 +374,7 @@ def _timeline_frame(chart: TimelineChart) -> dict:
     }
 
 
-def _references(chart: TimelineChart, marker_xs: Sequence[float] = ()) -> list[dict]:
+def capacity_lines(chart: TimelineChart, marker_xs: Sequence[float] = ()) -> list[dict]:
     """On-chip capacity lines within the chart's scale, labelled, right-aligned (left-aligned
     when a peak marker's leader stands in the right third, where it would cross them); close
     ones spread."""

@@ -6,97 +6,122 @@ and a roofline with each model's whole-model point; the best value of each colum
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import intensity, si
 from .chart_context import (
-    ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _mark, _place_mark_labels, _roof_groups,
+    ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, model_mark, place_mark_labels, roof_groups, roofline_frame,
 )
 from .charts import roofline_chart
-from ..text.diff_tables import format_value
-from .page import SERIES_COLOURS, _cell, _na, _render, _target_context
+from ..formatting import format_value
+from .page import SERIES_COLOURS, not_analysed_cell, render_page, report_on, target_card, value_cell
 
 if TYPE_CHECKING:
     from ...result import Analysis
+    from ...roofline.placement import TargetReport
 
 COMPARE_TEMPLATE = "compare.html.j2"
 
 
+@dataclass
+class ComparePage:
+    """Everything the compare page shows, formatted: a row per model, a block per target."""
+
+    title: str
+    models: list[dict]  # name, colour, path, cells (the totals), complete
+    headers: list[str]
+    target_headers: list[str]
+    targets: list[dict]  # a roofline frame with its marks, plus name, description, rows, summary
+    target_names: str
+
+
 def render_compare_html(analyses: Sequence["Analysis"]) -> str:
     """Several models side by side: totals per model and target, whole-model points per target."""
-    return _render(COMPARE_TEMPLATE, _compare_context(list(analyses)))
+    return render_page(COMPARE_TEMPLATE, compare_page(list(analyses)))
 
 
-def _compare_context(analyses: list["Analysis"]) -> dict:
-    documents = [a.to_dict() for a in analyses]
-    models = []
-    for k, document in enumerate(documents):
-        totals, memory = document["totals"], document["memory"]
-        models.append({
-            "name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)],
-            "path": document["model"]["path"] or "in memory",
-            "cells": [
-                _cell(totals["params"], "count", "parameters"), _cell(totals["param_bytes"], "bytes", "bytes"),
-                _cell(totals["mac_flops"], "count", "FLOPs"), _cell(totals["flops"], "count", "FLOPs"),
-                _cell(memory["peak_bytes"], "bytes", "bytes"), _cell(memory["best_order_peak_bytes"], "bytes", "bytes"),
-                {**_cell(totals["nodes"], "count", "nodes"), "value": None},
-            ],
-            "complete": document["complete"],
-        })
+def compare_page(analyses: list["Analysis"]) -> ComparePage:
+    models = [_model_row(k, analysis) for k, analysis in enumerate(analyses)]
     _mark_best(models, lower_is_better=True)
-    target_names = [t["name"] for t in documents[0]["targets"]] if documents else []
-    targets = []
-    for number, name in enumerate(target_names):
-        rows, points = [], []
-        for k, document in enumerate(documents):
-            target = next((t for t in document["targets"] if t["name"] == name), None)
-            if target is None:
-                rows.append({"name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)],
-                             "cells": [_na() for _ in range(5)]})
-                continue
-            card = _target_context(target)
-            point = target["model_point"]
-            rows.append({"name": document["model"]["name"], "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)], "cells": [
-                {"text": card["latency"], "title": card["latency_title"], "value": target["latency_s"], "cls": ""},
-                {"text": card["throughput"], "title": card["throughput_title"], "value": -target["throughput_per_s"], "cls": ""},
-                {"text": card["bound_line"], "title": card["bound_title"], "value": None, "cls": ""},
-                {"text": card["energy"], "title": card["energy_title"], "value": target["energy_j"], "cls": ""},
-                {"text": intensity(point["intensity"]) if point["intensity"] is not None else "∞",
-                 "title": f"{point['intensity']:.6g} FLOP per DRAM byte" if point["intensity"] is not None else "no DRAM bytes",
-                 "value": None, "cls": ""},
-            ]})
-            if point["flops"] and target["latency_s"]:
-                points.append((k, document, target))
-        _mark_best(rows, lower_is_better=True)
-        reference = next((t for t in documents[0]["targets"] if t["name"] == name))
-        chart = roofline_chart(
-            [(label, peak) for label, peak, _ in _roof_groups(reference)], _bandwidths(reference), [],
-            [(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"])) for _, _, t in points],
-            width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
-        )
-        context = _base_roofline(reference, chart, f"compare-roofline-{number}")
-        placed = [chart.place(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"]))
-                  for _, _, t in points]
-        for (k, document, target), point in zip(points, placed):
-            mp = target["model_point"]
-            mark = _mark(point, chart, "model model-series", document["model"]["name"],
-                         f"{document['model']['name']} on {name}\nintensity: "
-                         + (f"{intensity(mp['intensity'])} FLOP/B" if mp["intensity"] is not None else "∞")
-                         + f"\nachieved: {si(_achieved(mp['flops'], target['latency_s']), 'FLOP/s')}"
-                         + f"\nlatency: {format_value(target['latency_s'], 'seconds')}",
-                         SERIES_COLOURS[k % len(SERIES_COLOURS)])
-            context["marks"].append(mark)
-        _place_mark_labels(context, chart)
-        targets.append({**context, "name": name, "description": reference["description"], "rows": rows,
-                        "summary": f"Whole-model points of {len(points)} models on {name}"})
+    target_names = [r.target.name for r in analyses[0].targets] if analyses else []
+    return ComparePage(
+        title=f"{len(analyses)} models",
+        models=models,
+        headers=["Params", "Param bytes", "MAC-FLOPs", "FLOPs", "Peak activations", "Best-order peak", "Nodes"],
+        target_headers=["Latency", "Throughput", "Bound", "Energy", "Intensity (FLOP/B)"],
+        targets=[_target_block(number, name, analyses) for number, name in enumerate(target_names)],
+        target_names=", ".join(target_names) or "none",
+    )
+
+
+def _colour(k: int) -> str:
+    return SERIES_COLOURS[k % len(SERIES_COLOURS)]
+
+
+def _model_row(k: int, analysis: "Analysis") -> dict:
+    totals, memory = analysis.totals, analysis.memory
     return {
-        "title": f"{len(documents)} models",
-        "models": models,
-        "headers": ["Params", "Param bytes", "MAC-FLOPs", "FLOPs", "Peak activations", "Best-order peak", "Nodes"],
-        "target_headers": ["Latency", "Throughput", "Bound", "Energy", "Intensity (FLOP/B)"],
-        "targets": targets,
-        "target_names": ", ".join(target_names) or "none",
+        "name": analysis.model.name, "colour": _colour(k),
+        "path": analysis.model.path or "in memory",
+        "cells": [
+            value_cell(totals.params, "count", "parameters"), value_cell(totals.param_bytes, "bytes", "bytes"),
+            value_cell(totals.mac_flops, "count", "FLOPs"), value_cell(totals.flops, "count", "FLOPs"),
+            value_cell(memory.model_order.peak_bytes, "bytes", "bytes"),
+            value_cell(memory.best.schedule.peak_bytes, "bytes", "bytes"),
+            {**value_cell(totals.nodes, "count", "nodes"), "value": None},
+        ],
+        "complete": analysis.complete,
     }
+
+
+def _target_block(number: int, name: str, analyses: list["Analysis"]) -> dict:
+    """One target: a row per model (best values marked) and the models' whole-model points."""
+    rows, points = [], []
+    for k, analysis in enumerate(analyses):
+        report = report_on(analysis, name)
+        if report is None:
+            rows.append({"name": analysis.model.name, "colour": _colour(k),
+                         "cells": [not_analysed_cell() for _ in range(5)]})
+            continue
+        rows.append({"name": analysis.model.name, "colour": _colour(k), "cells": _target_cells(report)})
+        if report.model_point.flops and report.latency_s:
+            points.append((k, analysis, report))
+    _mark_best(rows, lower_is_better=True)
+    reference = report_on(analyses[0], name).target
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in roof_groups(reference)], bandwidth_roofs(reference), [],
+        [(r.model_point.intensity, achieved_rate(r.model_point.flops, r.latency_s)) for _, _, r in points],
+        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
+    )
+    context = roofline_frame(reference, chart, f"compare-roofline-{number}")
+    for k, analysis, report in points:
+        mp = report.model_point
+        placed = chart.place(mp.intensity, achieved_rate(mp.flops, report.latency_s))
+        context["marks"].append(model_mark(
+            placed, chart, "model model-series", analysis.model.name,
+            f"{analysis.model.name} on {name}\nintensity: "
+            + (f"{intensity(mp.intensity)} FLOP/B" if mp.intensity is not None else "∞")
+            + f"\nachieved: {si(achieved_rate(mp.flops, report.latency_s), 'FLOP/s')}"
+            + f"\nlatency: {format_value(report.latency_s, 'seconds')}",
+            _colour(k)))
+    place_mark_labels(context, chart)
+    return {**context, "name": name, "description": reference.description, "rows": rows,
+            "summary": f"Whole-model points of {len(points)} models on {name}"}
+
+
+def _target_cells(report: "TargetReport") -> list[dict]:
+    card = target_card(report)
+    point = report.model_point
+    return [
+        {"text": card.latency, "title": card.latency_title, "value": report.latency_s, "cls": ""},
+        {"text": card.throughput, "title": card.throughput_title, "value": -report.throughput_per_s, "cls": ""},
+        {"text": card.bound_line, "title": card.bound_title, "value": None, "cls": ""},
+        {"text": card.energy, "title": card.energy_title, "value": report.energy_j, "cls": ""},
+        {"text": intensity(point.intensity) if point.intensity is not None else "∞",
+         "title": f"{point.intensity:.6g} FLOP per DRAM byte" if point.intensity is not None else "no DRAM bytes",
+         "value": None, "cls": ""},
+    ]
 
 
 def _mark_best(rows: list[dict], lower_is_better: bool) -> None:

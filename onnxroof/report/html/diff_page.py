@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import intensity, si
 from .chart_context import (
-    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
-    _mark, _overlay_chart_context, main_op, _palette, _place_mark_labels, _points, _roof_groups,
+    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, binned_dots, chart_points,
+    kernel_dot_title, main_op, model_mark, op_palette, overlay_timeline_context, place_mark_labels, roof_groups,
+    roofline_frame,
 )
-from .charts import roofline_chart
+from .charts import RooflineChart, roofline_chart
 from .scales import svg_number
-from ..text.diff_tables import format_value, percent_text, signed_change
-from .page import _count, _render, _side, _target_capacities, shape_text
+from ..formatting import count_text, format_value, percent_text, shape_text, signed_change
+from .page import ModelSide, model_side, render_page, report_on, target_capacities
 
 if TYPE_CHECKING:
     from ...compare.budgets import BudgetResult
     from ...compare.diff import ModelDiff
+    from ...result import Analysis
+    from ...roofline.placement import Placement, TargetReport
 
 DIFF_TEMPLATE = "diff.html.j2"
 DIFF_ARROWS = 10  # arrows drawn per target: the largest time changes
@@ -32,44 +36,85 @@ NODE_CHANGES_SHOWN = 500
 _SUMMARY_KEYS = ("params", "flops", "peak_memory")
 
 
+@dataclass
+class DiffPage:
+    """Everything the diff page shows, formatted: both models, the deltas and budgets, a
+    roofline per target with both models on it, the timelines overlaid, what nodes changed."""
+
+    title: str
+    base: ModelSide
+    head: ModelSide
+    summary: list[dict]  # the headline: label, text, direction
+    input_changes: list[str]
+    budgets: list[dict]
+    budgets_broken: int
+    deltas: list[dict]
+    rooflines: list[dict]
+    timeline: dict
+    node_counts: dict[str, str]
+    node_rows: list[dict]
+    node_more: str
+    op_rows: list[dict]
+    top_changes: list[dict]
+    targets: str
+
+
 def render_diff_html(diff: "ModelDiff", budget_results: Sequence["BudgetResult"] = ()) -> str:
     """A base and a head model on one page: deltas, both on every roofline, memory overlaid."""
-    return _render(DIFF_TEMPLATE, _diff_context(diff, list(budget_results)))
+    return render_page(DIFF_TEMPLATE, diff_page(diff, list(budget_results)))
 
 
-def _diff_context(diff: "ModelDiff", budgets: list["BudgetResult"]) -> dict:
+def diff_page(diff: "ModelDiff", budgets: list["BudgetResult"]) -> DiffPage:
     base, head = diff.base, diff.head
-    base_doc, head_doc = base.to_dict(), head.to_dict()
-    palette = _palette(head_doc["nodes"])
+    palette = op_palette(head.nodes)
     changed = diff.changed_nodes
     kinds = Counter(n.kind for n in diff.nodes)
-    base_targets = {t["name"]: t for t in base_doc["targets"]}
-    rooflines = []
-    for number, target in enumerate(head_doc["targets"]):
-        before = base_targets.get(target["name"])
-        rooflines.append(_diff_roofline(diff, base_doc, head_doc, before, target, number, palette))
-    capacities = _target_capacities(head)
-    base_steps = [e["live_bytes"] for e in base_doc["memory"]["timeline"]]
-    head_steps = [e["live_bytes"] for e in head_doc["memory"]["timeline"]]
-    timeline = _overlay_chart_context(
-        [("base", base_steps, base_doc["memory"]["timeline"]), ("head", head_steps, head_doc["memory"]["timeline"])],
-        capacities, f"Live activation bytes per step, base ({len(base_steps):,} steps) and head ({len(head_steps):,} steps)",
+    rooflines = [_diff_roofline(diff, report_on(base, report.target.name), report, number, palette)
+                 for number, report in enumerate(head.targets)]
+    base_steps, head_steps = base.memory.model_order, head.memory.model_order
+    timeline = overlay_timeline_context(
+        [("base", base_steps), ("head", head_steps)], target_capacities(head),
+        f"Live activation bytes per step, base ({len(base_steps.live_bytes):,} steps) and head "
+        f"({len(head_steps.live_bytes):,} steps)",
     )
-    node_rows = []
-    for change in changed[:NODE_CHANGES_SHOWN]:
-        record = change.head or change.base
-        node_rows.append({
-            "kind": change.kind, "name": change.name, "op": record.op_type,
-            "base_name": change.base.name if change.base and change.head and change.base.name != change.head.name else "",
-            "matched_by": change.matched_by,
-            "changes": ", ".join(change.changes),
-            "base_flops": si(change.base.flops) if change.base else "—",
-            "head_flops": si(change.head.flops) if change.head else "—",
-            "base_flops_title": f"{change.base.flops:,} FLOPs" if change.base else "not in the base",
-            "head_flops_title": f"{change.head.flops:,} FLOPs" if change.head else "not in the head",
-            "base_shape": "; ".join(shape_text(s) for s in change.base.output_shapes) if change.base else "",
-            "head_shape": "; ".join(shape_text(s) for s in change.head.output_shapes) if change.head else "",
-        })
+    broken = [b for b in budgets if b.broken]
+    return DiffPage(
+        title=f"{base.model.name} → {head.model.name}",
+        base=model_side(base, "base"), head=model_side(head, "head"),
+        summary=_summary_items(diff),
+        input_changes=diff.input_changes,
+        budgets=[{"text": b.describe(), "broken": b.broken} for b in budgets],
+        budgets_broken=len(broken),
+        deltas=_deltas(diff),
+        rooflines=rooflines,
+        timeline=timeline,
+        node_counts={k: count_text(kinds.get(k, 0)) for k in ("added", "removed", "changed", "unchanged")},
+        node_rows=[_node_row(change) for change in changed[:NODE_CHANGES_SHOWN]],
+        node_more=count_text(len(changed) - NODE_CHANGES_SHOWN) if len(changed) > NODE_CHANGES_SHOWN else "",
+        op_rows=_op_rows(diff),
+        top_changes=_top_changes(diff),
+        targets=", ".join(r.target.name for r in head.targets) or "none",
+    )
+
+
+def _node_row(change) -> dict:
+    record = change.head or change.base
+    return {
+        "kind": change.kind, "name": change.name, "op": record.op_type,
+        "base_name": change.base.name if change.base and change.head and change.base.name != change.head.name else "",
+        "matched_by": change.matched_by,
+        "changes": ", ".join(change.changes),
+        "base_flops": si(change.base.flops) if change.base else "—",
+        "head_flops": si(change.head.flops) if change.head else "—",
+        "base_flops_title": f"{change.base.flops:,} FLOPs" if change.base else "not in the base",
+        "head_flops_title": f"{change.head.flops:,} FLOPs" if change.head else "not in the head",
+        "base_shape": "; ".join(shape_text(s) for s in change.base.output_shapes) if change.base else "",
+        "head_shape": "; ".join(shape_text(s) for s in change.head.output_shapes) if change.head else "",
+    }
+
+
+def _op_rows(diff: "ModelDiff") -> list[dict]:
+    """The op types whose count or FLOPs changed."""
     op_rows = []
     for row in diff.op_types:
         if row["base_count"] == row["head_count"] and row["base_flops"] == row["head_flops"]:
@@ -82,32 +127,17 @@ def _diff_context(diff: "ModelDiff", budgets: list["BudgetResult"]) -> dict:
             "change": ("+" if change > 0 else "−" if change < 0 else "") + si(abs(change)) if change else "0",
             "direction": "same" if change == 0 else "worse" if change > 0 else "better",
         })
-    top_changes = []
-    for target, rows in diff.top_time_changes.items():
-        top_changes.append({"target": target, "rows": [
-            {"name": name, "base": format_value(b, "seconds"), "head": format_value(h, "seconds"),
-             "base_title": f"{b:.6g} s", "head_title": f"{h:.6g} s",
-             "change": ("+" if h > b else "−") + format_value(abs(h - b), "seconds"),
-             "direction": "worse" if h > b else "better"}
-            for name, b, h in rows]})
-    broken = [b for b in budgets if b.broken]
-    return {
-        "title": f"{base.model.name} → {head.model.name}",
-        "base": _side(base_doc, "base"), "head": _side(head_doc, "head"),
-        "summary": _summary_items(diff),
-        "input_changes": diff.input_changes,
-        "budgets": [{"text": b.describe(), "broken": b.broken} for b in budgets],
-        "budgets_broken": len(broken),
-        "deltas": _deltas(diff),
-        "rooflines": rooflines,
-        "timeline": timeline,
-        "node_counts": {k: _count(kinds.get(k, 0)) for k in ("added", "removed", "changed", "unchanged")},
-        "node_rows": node_rows,
-        "node_more": _count(len(changed) - NODE_CHANGES_SHOWN) if len(changed) > NODE_CHANGES_SHOWN else "",
-        "op_rows": op_rows,
-        "top_changes": top_changes,
-        "targets": ", ".join(t["name"] for t in head_doc["targets"]) or "none",
-    }
+    return op_rows
+
+
+def _top_changes(diff: "ModelDiff") -> list[dict]:
+    """Per target, the nodes whose time changed most."""
+    return [{"target": target, "rows": [
+        {"name": name, "base": format_value(b, "seconds"), "head": format_value(h, "seconds"),
+         "base_title": f"{b:.6g} s", "head_title": f"{h:.6g} s",
+         "change": ("+" if h > b else "−") + format_value(abs(h - b), "seconds"),
+         "direction": "worse" if h > b else "better"}
+        for name, b, h in rows]} for target, rows in diff.top_time_changes.items()]
 
 
 def _deltas(diff: "ModelDiff") -> list[dict]:
@@ -148,93 +178,120 @@ def _summary_items(diff: "ModelDiff") -> list[dict]:
     return items
 
 
-def _diff_roofline(diff: "ModelDiff", base_doc: dict, head_doc: dict, before: dict | None, target: dict,
-                   number: int, palette: dict[str, str]) -> dict:
+def _diff_roofline(diff: "ModelDiff", before: "TargetReport | None", report: "TargetReport", number: int,
+                   palette: dict[str, str]) -> dict:
     """Both models on one target's roofline: base dots hollow, head dots filled, arrows from base
     to head for the matched nodes whose time changed most, and both whole-model points."""
-    sides = []
-    for role, document, placed in (("base", base_doc, before), ("head", head_doc, target)):
-        if placed is None:
-            sides.append((role, document, None, []))
-            continue
-        index = {n["name"]: i for i, n in enumerate(document["nodes"])}
-        costed = [p for p in placed["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
-        latency = placed["latency_s"]
-        if len(costed) > AGGREGATE_ABOVE:
-            dots = _binned_dots(costed, index, latency)
-        else:
-            dots = [{"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
-                     "weight": p["time_s"] / latency if latency else 0.0, "op": main_op(p["op_type"]),
-                     "node": index.get(p["name"], -1), "count": 1, "placement": p,
-                     "title": _dot_title(p, placed, latency)} for p in costed]
-        sides.append((role, document, placed, dots))
-    # arrows: the matched nodes (in both models, costed in both) whose time changed most
-    base_placements = {p["name"]: p for p in before["nodes"]} if before else {}
-    head_placements = {p["name"]: p for p in target["nodes"]}
+    target = report.target
+    sides = [_side_dots(role, analysis, placed) for role, analysis, placed
+             in (("base", diff.base, before), ("head", diff.head, report))]
+    arrows_data = _largest_time_changes(diff, before, report)
+    marks = [(role, *point) for role, placed, _ in sides if (point := _model_point(placed)) is not None]
+    all_dots = [d for _, _, dots in sides for d in dots]
+    extra = [(m[1], m[2]) for m in marks]
+    extra += [(bp.intensity, achieved_rate(bp.flops, bp.time_s)) for _, bp, _ in arrows_data]
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in roof_groups(target)], bandwidth_roofs(target),
+        chart_points(all_dots), extra,
+        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
+    )
+    context = roofline_frame(target, chart, f"diff-roofline-{number}")
+    context["dots"] += _dot_contexts(chart, sides, palette)
+    context["arrows"] += [_node_arrow(chart, change, bp, hp, target.name) for change, bp, hp in arrows_data]
+    _add_model_marks(context, chart, marks, target.name)
+    place_mark_labels(context, chart)
+    latency = [format_value(before.latency_s, "seconds") if before else "—", format_value(report.latency_s, "seconds")]
+    return {
+        **context, "name": target.name, "description": target.description,
+        "legend": [{"op": op, "colour": colour, "count": ""} for op, colour in palette.items()],
+        "others": "", "aggregated": any(d["count"] > 1 for d in all_dots),
+        "summary": f"Roofline on {target.name}: base and head nodes, arrows for the largest time changes",
+        "latency": f"{latency[0]} → {latency[1]}", "notes": report.notes, "arrow_count": len(arrows_data),
+    }
+
+
+def _side_dots(role: str, analysis: "Analysis",
+               placed: "TargetReport | None") -> tuple[str, "TargetReport | None", list[dict]]:
+    """One model's dots on the target (none when that model was not analysed on it)."""
+    if placed is None:
+        return role, None, []
+    index = {n.name: i for i, n in enumerate(analysis.nodes)}
+    costed = [k for k in placed.nodes if k.placement.flops > 0 and k.placement.time_s > 0]
+    latency = placed.latency_s
+    if len(costed) > AGGREGATE_ABOVE:
+        return role, placed, binned_dots(costed, index, latency)
+    return role, placed, [{"intensity": k.placement.intensity,
+                           "performance": achieved_rate(k.placement.flops, k.placement.time_s),
+                           "weight": k.placement.time_s / latency if latency else 0.0, "op": main_op(k.op_type),
+                           "node": index.get(k.name, -1), "count": 1,
+                           "title": kernel_dot_title(k, latency)} for k in costed]
+
+
+def _largest_time_changes(diff: "ModelDiff", before: "TargetReport | None", report: "TargetReport") -> list[tuple]:
+    """The matched nodes (in both models, costed in both) whose time changed most:
+    (change, base placement, head placement), at most DIFF_ARROWS."""
+    base_placements = {k.name: k.placement for k in before.nodes} if before else {}
+    head_placements = {k.name: k.placement for k in report.nodes}
     candidates = []
     for change in diff.nodes:
         if change.base is None or change.head is None:
             continue
         bp, hp = base_placements.get(change.base.name), head_placements.get(change.head.name)
-        if not bp or not hp or not (bp["flops"] and hp["flops"] and bp["time_s"] and hp["time_s"]):
+        if not bp or not hp or not (bp.flops and hp.flops and bp.time_s and hp.time_s):
             continue
-        if bp["time_s"] != hp["time_s"]:
-            candidates.append((abs(hp["time_s"] - bp["time_s"]), change.head.index, change, bp, hp))
+        if bp.time_s != hp.time_s:
+            candidates.append((abs(hp.time_s - bp.time_s), change.head.index, change, bp, hp))
     candidates.sort(key=lambda item: (-item[0], item[1]))
-    arrows_data = [(change, bp, hp) for _, _, change, bp, hp in candidates[:DIFF_ARROWS]]
-    marks = []
-    for role, document, placed, _ in sides:
-        if placed and placed["model_point"]["flops"] and placed["latency_s"]:
-            marks.append((role, placed["model_point"]["intensity"], _achieved(placed["model_point"]["flops"], placed["latency_s"])))
-    all_dots = [d for _, _, _, dots in sides for d in dots]
-    extra = [(m[1], m[2]) for m in marks]
-    extra += [(bp["intensity"], _achieved(bp["flops"], bp["time_s"])) for _, bp, _ in arrows_data]
-    chart = roofline_chart(
-        [(label, peak) for label, peak, _ in _roof_groups(target)], _bandwidths(target),
-        _points(all_dots), extra,
-        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
-    )
-    context = _base_roofline(target, chart, f"diff-roofline-{number}")
+    return [(change, bp, hp) for _, _, change, bp, hp in candidates[:DIFF_ARROWS]]
+
+
+def _model_point(placed: "TargetReport | None") -> tuple[float | None, float] | None:
+    """A model's whole-model point on the target: (intensity, achieved FLOP/s), if it has one."""
+    if placed and placed.model_point.flops and placed.latency_s:
+        return placed.model_point.intensity, achieved_rate(placed.model_point.flops, placed.latency_s)
+    return None
+
+
+def _dot_contexts(chart: RooflineChart, sides: list[tuple[str, "TargetReport | None", list[dict]]],
+                  palette: dict[str, str]) -> list[dict]:
+    """Every dot of both sides, in the chart's order of points; big ones first within a side."""
     placed_points = iter(chart.points)
-    for role, _, _, dots in sides:
-        ordered = []
-        for dot in dots:
-            ordered.append((dot, next(placed_points)))
+    contexts = []
+    for role, _, dots in sides:
+        ordered = [(dot, next(placed_points)) for dot in dots]
         ordered.sort(key=lambda item: -item[0]["weight"])
         for dot, point in ordered:
-            context["dots"].append({
+            contexts.append({
                 "cx": svg_number(point.x), "cy": svg_number(point.y), "r": svg_number(point.r),
                 "colour": OTHER_COLOUR if role == "base" else palette.get(dot["op"], OTHER_COLOUR),
                 "node": str(dot["node"]) if role == "head" else "", "count": str(dot["count"]), "op": dot["op"],
                 "cls": f"dot dot-{role}" + (" dot-bin" if dot["count"] > 1 else ""),
                 "title": f"{role}: " + dot["title"],
             })
-    for change, bp, hp in arrows_data:
-        start = chart.place(bp["intensity"], _achieved(bp["flops"], bp["time_s"]))
-        end = chart.place(hp["intensity"], _achieved(hp["flops"], hp["time_s"]))
-        title = (f"{change.name} ({change.head.op_type}): {format_value(bp['time_s'], 'seconds')} → "
-                 f"{format_value(hp['time_s'], 'seconds')} on {target['name']}")
-        context["arrows"].append(_arrow(start.x, start.y, end.x, end.y, title, "arrow-node"))
+    return contexts
+
+
+def _node_arrow(chart: RooflineChart, change, bp: "Placement", hp: "Placement", target: str) -> dict:
+    start = chart.place(bp.intensity, achieved_rate(bp.flops, bp.time_s))
+    end = chart.place(hp.intensity, achieved_rate(hp.flops, hp.time_s))
+    title = (f"{change.name} ({change.head.op_type}): {format_value(bp.time_s, 'seconds')} → "
+             f"{format_value(hp.time_s, 'seconds')} on {target}")
+    return _arrow(start.x, start.y, end.x, end.y, title, "arrow-node")
+
+
+def _add_model_marks(context: dict, chart: RooflineChart, marks: list[tuple], target: str) -> None:
+    """Both whole-model points, and an arrow from the base's to the head's before every other."""
     model_marks = {}
     for role, point_intensity, achieved in marks:
         placed = chart.place(point_intensity, achieved)
         model_marks[role] = placed
-        context["marks"].append(_mark(placed, chart, f"model model-{role}", f"{role} model",
-                                      f"Whole {role} model on {target['name']}: "
-                                      f"{intensity(point_intensity) if point_intensity is not None else '∞'} FLOP/B, "
-                                      f"{si(achieved, 'FLOP/s')} achieved"))
+        context["marks"].append(model_mark(placed, chart, f"model model-{role}", f"{role} model",
+                                           f"Whole {role} model on {target}: "
+                                           f"{intensity(point_intensity) if point_intensity is not None else '∞'} FLOP/B, "
+                                           f"{si(achieved, 'FLOP/s')} achieved"))
     if "base" in model_marks and "head" in model_marks:
         b, h = model_marks["base"], model_marks["head"]
         context["arrows"].insert(0, _arrow(b.x, b.y, h.x, h.y, "whole model: base → head", "arrow-model"))
-    _place_mark_labels(context, chart)
-    latency = [format_value(before["latency_s"], "seconds") if before else "—", format_value(target["latency_s"], "seconds")]
-    return {
-        **context, "name": target["name"], "description": target["description"],
-        "legend": [{"op": op, "colour": colour, "count": ""} for op, colour in palette.items()],
-        "others": "", "aggregated": any(d["count"] > 1 for d in all_dots),
-        "summary": f"Roofline on {target['name']}: base and head nodes, arrows for the largest time changes",
-        "latency": f"{latency[0]} → {latency[1]}", "notes": target["notes"], "arrow_count": len(arrows_data),
-    }
 
 
 def _arrow(x1: float, y1: float, x2: float, y2: float, title: str, cls: str) -> dict:

@@ -11,12 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import iec
-from .chart_context import MEMORY_CHART_SIZE, _marker, _references, _timeline_frame
+from .chart_context import MEMORY_CHART_SIZE, peak_marker, capacity_lines, timeline_frame
 from .charts import TimelineChart, timeline_chart
 from .scales import svg_number
-from .page import _bar_width, _percent, shape_text
+from ..formatting import shape_text, share_percent
+from .page import bar_width
 
 if TYPE_CHECKING:
+    from ...memory.liveness import MemoryReport
+    from ...memory.problem import Schedule
     from ...result import Analysis
 
 PEAK_ROWS_SHOWN = 12  # rows of the live-at-the-peak table; the rest are summed in one row
@@ -28,84 +31,118 @@ METHOD_LABELS = {
 _LABEL_CHARS = 36  # node names longer than this are cut on the chart (the titles keep them whole)
 
 
-def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[tuple[str, int]] = ()) -> dict | None:
-    memory = document.get("memory")
-    if memory is None:
+def memory_context(analysis: "Analysis", capacities: Sequence[tuple[str, int]] = ()) -> dict | None:
+    report = analysis.memory
+    if report is None:
         return None
-    model_steps = memory["timeline"]
-    best_steps = memory["best_order_timeline"]
-    if not model_steps:
+    model, best = report.model_order, report.best.schedule
+    if not model.order:
         return {"empty": True}
-    peak, peak_step, peak_node = memory["peak_bytes"], memory["peak_step"], memory["peak_node"]
-    best_peak = memory["best_order_peak_bytes"]
-    same_order = [e["node"] for e in model_steps] == [e["node"] for e in best_steps]
-    problem = analysis.memory.problem
+    same_order = list(model.order) == list(best.order)
+    problem = report.problem
     buffers = {b.name: b for b in problem.buffers}
-    position = {e["node"]: e["step"] for e in model_steps}
+    position = {node: step for step, node in enumerate(model.order)}
     records = {r.name: r for r in analysis.nodes}
     tensors = analysis.tensors
     unknown = sorted(n for n, t in tensors.items() if t.kind in ("input", "activation") and t.bytes is None)
     bound = "≥ " if unknown else ""
-    lower_bound, lower_node = memory["largest_layer_bytes"], memory["largest_layer_node"]
-    concat_copy = memory["concat_copy_peak_bytes"]
     concats = sum(1 for r in analysis.nodes if r.op_type == "Concat")
-    method = memory["best_order_method"]
-
-    rows = []
+    method = report.best.method
     # a KV-cached decoder holds a hundred caches at its peak: the biggest show, the rest are summed
-    for entry in memory["peak_tensors"][:PEAK_ROWS_SHOWN]:
-        buffer = buffers.get(entry["name"])
-        tensor = tensors.get(entry["name"])
-        role, role_title = _buffer_role(buffer, peak_node, peak_step, position) if buffer else ("live", "")
-        slices = [t for t in (buffer.tensors if buffer else ()) if t != entry["name"]]
-        if tensor is not None:
-            producer = tensor.producer or "graph input"
-        else:  # no tensor: an If/Loop/Scan's scratch, its subgraph's own peak
-            producer = ", ".join(sorted(buffer.allocators)) if buffer and buffer.allocators else "?"
-        rows.append({
-            "name": entry["name"],
-            "slices": ", ".join(slices),
-            "producer": producer,
-            "shape": shape_text(tensor.shape) if tensor else "—",
-            "dtype": tensor.dtype if tensor else "",
-            "role": role,
-            "role_title": role_title,
-            **_share_cells(entry["bytes"], peak),
-        })
-    rest = memory["peak_tensors"][PEAK_ROWS_SHOWN:]
-    rest_row = {"count": f"{len(rest):,}", **_share_cells(sum(entry["bytes"] for entry in rest), peak)} if rest else None
+    rows = [_peak_row(name, size, model, buffers, tensors, position) for name, size in model.peak_tensors[:PEAK_ROWS_SHOWN]]
+    rest = model.peak_tensors[PEAK_ROWS_SHOWN:]
+    rest_row = {"count": f"{len(rest):,}", **_share_cells(sum(size for _, size in rest), model.peak_bytes)} if rest else None
+    chart = timeline_chart(
+        [("model", list(model.live_bytes)), ("best", list(best.live_bytes))],
+        [(label, size) for label, size in capacities],
+        width=MEMORY_CHART_SIZE[0],
+        height=MEMORY_CHART_SIZE[1],
+    )
+    return {
+        "empty": False,
+        "bound": bound,
+        "unknown": (f"{len(unknown):,} activation tensor(s) of unknown size are left out: every figure here is a lower bound"
+                    if unknown else ""),
+        "cards": _cards(report, records, bound, same_order, concats),
+        "explanation": _memory_explanation(
+            report, problem_buffers=buffers, position=position, records=records, tensors=tensors, concats=concats,
+        ) if model.peak_bytes else (
+            "No activation of known size is live at any step"
+            + (": bind the input dims named in the warnings to size them." if unknown else ".")
+        ),
+        "rows": rows,
+        "rest": rest_row,
+        "peak_step": str(model.peak_step),
+        "peak_node": model.peak_node,
+        "chart": _chart_context(chart, report, records, same_order),
+        "same_order": same_order,
+        "method": METHOD_LABELS.get(method, method),
+        "note": report.best.note,
+        "in_place": "elementwise ops overwrite their input in place" if report.elementwise_in_place else "",
+    }
 
-    reduction = peak - best_peak
-    if same_order and best_peak <= lower_bound:
+
+def _peak_row(name: str, size: int, model: "Schedule", buffers: dict, tensors: dict, position: dict[str, int]) -> dict:
+    """A tensor live at the peak: what produced it, its shape, what the peak node does with it."""
+    buffer = buffers.get(name)
+    tensor = tensors.get(name)
+    role, role_title = _buffer_role(buffer, model.peak_node, model.peak_step, position) if buffer else ("live", "")
+    slices = [t for t in (buffer.tensors if buffer else ()) if t != name]
+    if tensor is not None:
+        producer = tensor.producer or "graph input"
+    else:  # no tensor: an If/Loop/Scan's scratch, its subgraph's own peak
+        producer = ", ".join(sorted(buffer.allocators)) if buffer and buffer.allocators else "?"
+    return {
+        "name": name,
+        "slices": ", ".join(slices),
+        "producer": producer,
+        "shape": shape_text(tensor.shape) if tensor else "—",
+        "dtype": tensor.dtype if tensor else "",
+        "role": role,
+        "role_title": role_title,
+        **_share_cells(size, model.peak_bytes),
+    }
+
+
+def _cards(report: "MemoryReport", records: dict, bound: str, same_order: bool, concats: int) -> list[dict]:
+    """The four cards: the model-order peak, the best order found, the largest-layer lower bound
+    and the peak if Concat copied."""
+    model, best = report.model_order, report.best.schedule
+    peak, peak_step, peak_node = model.peak_bytes, model.peak_step, model.peak_node
+    lower_bound, lower_node = report.largest_layer_bytes, report.largest_layer_node
+    concat_copy = report.concat_copy_peak_bytes
+    method = report.best.method
+    reduction = peak - best.peak_bytes
+    if same_order and best.peak_bytes <= lower_bound:
         best_sub = "the model order: already optimal"
     elif same_order:
         best_sub = f"the model order ({METHOD_LABELS.get(method, method)})"
     else:
-        best_sub = (f"{METHOD_LABELS.get(method, method)} · step {memory['best_order_peak_step']} · "
-                    f"{memory['best_order_peak_node']}")
+        best_sub = f"{METHOD_LABELS.get(method, method)} · step {best.peak_step} · {best.peak_node}"
     if concats == 0:
         concat_sub = "no Concat in this model"
     elif concat_copy == peak:
         concat_sub = "unchanged: no copy at the peak"
     else:
         concat_sub = f"+{iec(concat_copy - peak)} over writing in place"
-    cards = [
+    return [
         {
             "label": "Peak live activations",
             "value": bound + iec(peak),
             "title": f"{peak:,} bytes live at step {peak_step} of the model order",
             "sub": f"model order · step {peak_step} · {peak_node}",
-            "sub_title": f"{peak_node} ({records[peak_node].op_type}) runs at step {peak_step}" if peak_node in records else "",
+            "sub_title": (f"{peak_node} ({records[peak_node].op_type}) runs at step {peak_step}"
+                          if peak_node in records else ""),
             "delta": "",
             "cls": "",
         },
         {
             "label": "Best order found",
-            "value": bound + iec(best_peak),
-            "title": f"{best_peak:,} bytes at step {memory['best_order_peak_step']} of the best order",
+            "value": bound + iec(best.peak_bytes),
+            "title": f"{best.peak_bytes:,} bytes at step {best.peak_step} of the best order",
             "sub": best_sub,
-            "sub_title": memory["best_order_note"],
-            "delta": ("−" + iec(reduction) + f" ({_percent(reduction / peak)})") if reduction > 0 else "",
+            "sub_title": report.best.note,
+            "delta": ("−" + iec(reduction) + f" ({share_percent(reduction / peak)})") if reduction > 0 else "",
             "cls": "stat-good" if reduction > 0 else "",
         },
         {
@@ -127,42 +164,13 @@ def _memory_context(analysis: "Analysis", document: dict, capacities: Sequence[t
             "cls": "",
         },
     ]
-    chart = timeline_chart(
-        [("model", [e["live_bytes"] for e in model_steps]), ("best", [e["live_bytes"] for e in best_steps])],
-        [(label, size) for label, size in capacities],
-        width=MEMORY_CHART_SIZE[0],
-        height=MEMORY_CHART_SIZE[1],
-    )
-    return {
-        "empty": False,
-        "bound": bound,
-        "unknown": (f"{len(unknown):,} activation tensor(s) of unknown size are left out: every figure here is a lower bound"
-                    if unknown else ""),
-        "cards": cards,
-        "explanation": _memory_explanation(
-            memory, problem_buffers=buffers, position=position, records=records, tensors=tensors,
-            same_order=same_order, concats=concats,
-        ) if peak else (
-            "No activation of known size is live at any step"
-            + (": bind the input dims named in the warnings to size them." if unknown else ".")
-        ),
-        "rows": rows,
-        "rest": rest_row,
-        "peak_step": str(peak_step),
-        "peak_node": peak_node,
-        "chart": _chart_context(chart, memory, records, same_order),
-        "same_order": same_order,
-        "method": METHOD_LABELS.get(method, method),
-        "note": memory["best_order_note"],
-        "in_place": "elementwise ops overwrite their input in place" if memory["elementwise_in_place"] else "",
-    }
 
 
 def _share_cells(size: int, peak: int) -> dict[str, str]:
     """A row's bytes and its share of the peak, as the live-at-the-peak table shows them."""
     share = size / peak if peak else 0.0
-    return {"bytes": iec(size), "bytes_title": f"{size:,} bytes", "share": _percent(share),
-            "bar": _bar_width(share)}
+    return {"bytes": iec(size), "bytes_title": f"{size:,} bytes", "share": share_percent(share),
+            "bar": bar_width(share)}
 
 
 def _buffer_role(buffer, node: str, step: int, position: dict[str, int]) -> tuple[str, str]:
@@ -212,15 +220,16 @@ def _join(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _memory_explanation(memory: dict, *, problem_buffers: dict, position: dict[str, int], records: dict,
-                        tensors: dict, same_order: bool, concats: int) -> str:
+def _memory_explanation(report: "MemoryReport", *, problem_buffers: dict, position: dict[str, int], records: dict,
+                        tensors: dict, concats: int) -> str:
     """One plain-language paragraph from the memory numbers (the template only places it)."""
-    peak, step, node = memory["peak_bytes"], memory["peak_step"], memory["peak_node"]
+    model = report.model_order
+    peak, step, node = model.peak_bytes, model.peak_step, model.peak_node
     op = records[node].op_type if node in records else "?"
     read, written, held = [], [], []  # (phrase, bytes)
-    for entry in memory["peak_tensors"]:
-        buffer = problem_buffers.get(entry["name"])
-        item = (_buffer_phrase(entry["name"], buffer, tensors, node, records), entry["bytes"])
+    for name, size in model.peak_tensors:
+        buffer = problem_buffers.get(name)
+        item = (_buffer_phrase(name, buffer, tensors, node, records), size)
         if buffer is not None and node in buffer.allocators:
             written.append(item)
         elif buffer is not None and node in buffer.readers:
@@ -252,19 +261,25 @@ def _memory_explanation(memory: dict, *, problem_buffers: dict, position: dict[s
         actions.append(f"{sized(held)} {'waits' if len(held) == 1 else 'wait'} for a later node")
     exact = f"{iec(peak)} ({peak:,} bytes)" if peak >= 1024 else f"{peak:,} bytes"
     text += (": " + "; ".join(actions) if actions else "") + f". That is {exact} live in all."
-    ties = [e["step"] for e in memory["timeline"] if e["live_bytes"] == peak and e["step"] != step]
+    ties = [s for s, live in enumerate(model.live_bytes) if live == peak and s != step]
     if ties:
         listed = _join([str(t) for t in ties[:6]]) + (f" and {len(ties) - 6} more" if len(ties) > 6 else "")
         text += f" The same total recurs at step{'s' if len(ties) > 1 else ''} {listed}."
+    return text + _order_sentence(report) + (_concat_sentence(report) if concats else "")
 
-    best, method = memory["best_order_peak_bytes"], memory["best_order_method"]
-    lower, lower_node = memory["largest_layer_bytes"], memory["largest_layer_node"]
+
+def _order_sentence(report: "MemoryReport") -> str:
+    """Whether another execution order peaks lower, and whether any could."""
+    peak, node = report.model_order.peak_bytes, report.model_order.peak_node
+    text = ""
+    best, method = report.best.schedule.peak_bytes, report.best.method
+    lower, lower_node = report.largest_layer_bytes, report.largest_layer_node
     if best < peak:
         saved = peak - best
         how = {"exact": "exact search", "heuristic": "greedy heuristic"}.get(method, "")
         text += (f" Reordering helps: the best order{' (' + how + ')' if how else ''} peaks at {iec(best)} "
-                 f"({best:,} bytes), {iec(saved)} ({_percent(saved / peak)}) lower, at step "
-                 f"{memory['best_order_peak_step']} ({memory['best_order_peak_node']}).")
+                 f"({best:,} bytes), {iec(saved)} ({share_percent(saved / peak)}) lower, at step "
+                 f"{report.best.schedule.peak_step} ({report.best.schedule.peak_node}).")
         if best <= lower:
             text += f" That meets the largest-layer lower bound ({lower_node}), so no order can do better."
     elif peak <= lower:
@@ -275,73 +290,76 @@ def _memory_explanation(memory: dict, *, problem_buffers: dict, position: dict[s
         text += (f" An exact search over execution orders found none with a lower peak; the largest-layer "
                  f"lower bound is {iec(lower)} ({lower_node}).")
     else:
-        text += f" The search found no order with a lower peak ({memory['best_order_note']})."
-    if concats:
-        copy = memory["concat_copy_peak_bytes"]
-        if copy == peak:
-            text += (" Concat inputs are written straight into the concat buffer; copying them instead would "
-                     "leave this peak unchanged.")
-        else:
-            text += (" Concat inputs are written straight into the concat buffer; if Concat copied them, the peak "
-                     f"would be {iec(copy)} ({copy:,} bytes, +{iec(copy - peak)}).")
+        text += f" The search found no order with a lower peak ({report.best.note})."
     return text
+
+
+def _concat_sentence(report: "MemoryReport") -> str:
+    """What the peak would be if Concat copied its inputs rather than taking them in place."""
+    peak, copy = report.model_order.peak_bytes, report.concat_copy_peak_bytes
+    if copy == peak:
+        return (" Concat inputs are written straight into the concat buffer; copying them instead would "
+                "leave this peak unchanged.")
+    return (" Concat inputs are written straight into the concat buffer; if Concat copied them, the peak "
+            f"would be {iec(copy)} ({copy:,} bytes, +{iec(copy - peak)}).")
 
 
 def _short(name: str) -> str:
     return name if len(name) <= _LABEL_CHARS else name[: _LABEL_CHARS - 1] + "…"
 
 
-def _chart_context(chart: TimelineChart, memory: dict, records: dict, same_order: bool) -> dict:
+def _chart_context(chart: TimelineChart, report: "MemoryReport", records: dict, same_order: bool) -> dict:
     """Strings for the timeline SVG: every coordinate already a number, every title already text."""
-    model_steps, best_steps = memory["timeline"], memory["best_order_timeline"]
+    model_order, best_order = report.model_order, report.best.schedule
     plot = chart.plot
     model, best = chart.series
 
     def op_of(node: str) -> str:
         return records[node].op_type if node in records else "?"
 
-    def describe(steps: list[dict], first: int, last: int) -> str:
+    def describe(schedule: "Schedule", first: int, last: int) -> str:
+        live = schedule.live_bytes
         if first == last:
-            entry = steps[first]
-            return f"{entry['node']} ({op_of(entry['node'])}): {iec(entry['live_bytes'])} ({entry['live_bytes']:,} bytes)"
-        top = max(steps[first:last + 1], key=lambda e: (e["live_bytes"], -e["step"]))
-        return (f"max {iec(top['live_bytes'])} ({top['live_bytes']:,} bytes) at step {top['step']}, "
-                f"{top['node']} ({op_of(top['node'])})")
+            node = schedule.order[first]
+            return f"{node} ({op_of(node)}): {iec(live[first])} ({live[first]:,} bytes)"
+        top = max(range(first, min(last + 1, len(live))), key=lambda step: (live[step], -step))
+        node = schedule.order[top]
+        return f"max {iec(live[top])} ({live[top]:,} bytes) at step {top}, {node} ({op_of(node)})"
 
     columns = []
     for column in chart.columns:
         head = f"step {column.first}" if column.first == column.last else f"steps {column.first}–{column.last}"
-        lines = [head, "model order: " + describe(model_steps, column.first, column.last)]
+        lines = [head, "model order: " + describe(model_order, column.first, column.last)]
         if same_order:
             lines.append("best order: the same")
-        elif column.first < len(best_steps):
-            lines.append("best order: " + describe(best_steps, column.first, min(column.last, len(best_steps) - 1)))
+        elif column.first < len(best_order.order):
+            lines.append("best order: " + describe(best_order, column.first, min(column.last, len(best_order.order) - 1)))
         columns.append({"x": svg_number(column.x), "width": svg_number(column.width), "title": "\n".join(lines)})
 
     markers = []
-    peak_title = (f"Peak, model order: {memory['peak_bytes']:,} bytes ({iec(memory['peak_bytes'])}) at step "
-                  f"{memory['peak_step']}, {memory['peak_node']}")
+    peak_title = (f"Peak, model order: {model_order.peak_bytes:,} bytes ({iec(model_order.peak_bytes)}) at step "
+                  f"{model_order.peak_step}, {model_order.peak_node}")
     if model.peak is not None:
-        markers.append(_marker(model.peak, plot, "model", peak_title,
-                               f"peak {iec(model.peak.value)} · step {model.peak.step} · {_short(memory['peak_node'])}"))
+        markers.append(peak_marker(model.peak, plot, "model", peak_title,
+                                   f"peak {iec(model.peak.value)} · step {model.peak.step} · {_short(model_order.peak_node)}"))
     if best.peak is not None and (best.peak.step, best.peak.value) != (model.peak.step, model.peak.value):
-        title = (f"Peak, best order: {memory['best_order_peak_bytes']:,} bytes "
-                 f"({iec(memory['best_order_peak_bytes'])}) at step {memory['best_order_peak_step']}, "
-                 f"{memory['best_order_peak_node']}")
-        label = f"best {iec(best.peak.value)} · step {best.peak.step} · {_short(memory['best_order_peak_node'])}"
-        second = _marker(best.peak, plot, "best", title, label, near=best.peak.y - plot.top > 30)
+        title = (f"Peak, best order: {best_order.peak_bytes:,} bytes "
+                 f"({iec(best_order.peak_bytes)}) at step {best_order.peak_step}, "
+                 f"{best_order.peak_node}")
+        label = f"best {iec(best.peak.value)} · step {best.peak.step} · {_short(best_order.peak_node)}"
+        second = peak_marker(best.peak, plot, "best", title, label, near=best.peak.y - plot.top > 30)
         markers.append(second)
     series = [
         {"key": "model", "d": model.path,
-         "title": f"Model order: live activation bytes per step (peak {memory['peak_bytes']:,} bytes)"},
+         "title": f"Model order: live activation bytes per step (peak {model_order.peak_bytes:,} bytes)"},
         {"key": "best", "d": best.path,
-         "title": f"Best order: live activation bytes per step (peak {memory['best_order_peak_bytes']:,} bytes)"
+         "title": f"Best order: live activation bytes per step (peak {best_order.peak_bytes:,} bytes)"
                   + (", the same order as the model's" if same_order else "")},
     ]
-    references = _references(chart, [float(marker["cx"]) for marker in markers])
+    references = capacity_lines(chart, [float(marker["cx"]) for marker in markers])
     off_scale = [f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None]
     return {
-        **_timeline_frame(chart),
+        **timeline_frame(chart),
         "area": model.area,
         # identical orders: the best-order line goes under the model line rather than muddying it
         "series": series[::-1] if same_order else series,
@@ -352,5 +370,5 @@ def _chart_context(chart: TimelineChart, memory: dict, records: dict, same_order
         "steps": f"{chart.steps:,}",
         "summary": (f"Live activation bytes at each of {chart.steps:,} steps, model order"
                     + (" (the best order is the same)" if same_order else " and best order")
-                    + f"; peak {iec(memory['peak_bytes'])} at step {memory['peak_step']}."),
+                    + f"; peak {iec(model_order.peak_bytes)} at step {model_order.peak_step}."),
     }

@@ -1,12 +1,13 @@
 """The model page (``onnxroof report``): one model, rendered by :func:`render_html`.
 
 The header (the model, its inputs and outputs, dtype, batch, targets), the totals and a card per
-target, problems and warnings, a roofline per target, the :data:`HOTSPOTS` slowest nodes, the
-memory section (``memory_section.py``), the op types and the node table (``node_table.py``).
-With an ``onnxroof profile`` result, the profiled target's roofline also shows the measured
-nodes, and a "Predicted vs measured" section follows the rooflines.
+target, problems and warnings, a roofline per target (``model_roofline.py``), the
+:data:`HOTSPOTS` slowest nodes, the memory section (``memory_section.py``), the op types and the
+node table (``node_table.py``). With an ``onnxroof profile`` result, the profiled target's
+roofline also shows the measured nodes, and a "Predicted vs measured" section follows the
+rooflines (``profile_section.py``).
 
-Size stays bounded for big graphs: past :data:`AGGREGATE_ABOVE` costed nodes a roofline draws one
+Size stays bounded for big graphs: past ``AGGREGATE_ABOVE`` costed nodes a roofline draws one
 dot per op type and cell of the log-log plane; the memory timeline keeps one column per pixel;
 the node table's rows live once, as compact JSON; the full JSON document is embedded
 (``#onnxroof-data``) only up to :data:`FULL_DOCUMENT_MAX_NODES` nodes.
@@ -15,29 +16,32 @@ the node table's rows live once, as compact JSON; the full JSON document is embe
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from markupsafe import Markup
 
-from ...result import model_label
+from ...core.dtypes import dtype_name
+from ...core.version import __version__
+from ...result import SCHEMA, model_label
 from ...core.units import iec, intensity, si
-from .chart_context import (
-    AGGREGATE_ABOVE, OTHER_COLOUR, ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _binned_dots, _dot_title,
-    _diamond, _mark, main_op, _ops_unit, _palette, _place_mark_labels, _points, _roof_groups,
-)
-from .charts import roofline_chart
-from .scales import svg_number
-from ..text.diff_tables import format_value
-from .memory_section import _memory_context
+from .chart_context import op_palette
+from ..formatting import count_text, format_value, shape_text, share_percent
+from .memory_section import memory_context
+from .model_roofline import roofline_context, top_modules
 from .module_section import modules_context
-from .node_table import _node_data, _table_context
+from .node_table import node_data, node_table_context
 from ..bounds import BOUND_LABELS, BOUND_TITLES
 from ..text.table import assumed_text, clip
-from .page import (
-    _bar_width, _count, _metric, _percent, _render, _target_capacities, _target_context, script_json, shape_text,
-)
+from .page import TargetCard, bar_width, metric_cell, render_page, script_json, target_capacities, target_card
+from .profile_section import profile_context, profiled_target
 
 if TYPE_CHECKING:
+    from ...core.tensors import TensorInfo
+    from ...cost.records import NodeRecord
+    from ...memory.liveness import MemoryReport
+    from ...result import Totals
+    from ...roofline.placement import TargetReport
     from ...symbolic.formulas import Formulas
     from ...result import Analysis
     from ...measure.profiling import ProfileResult
@@ -46,11 +50,37 @@ TEMPLATE = "report.html.j2"
 
 FULL_DOCUMENT_MAX_NODES = 2_000  # larger graphs embed the node table only (the document is `summary --format json`)
 HOTSPOTS = 10
-PROFILE_TOP = 15  # rows of the "Predicted vs measured" table: the nodes that took longest
 
 
 # ---------------------------------------------------------------------------------------------
 # The renderer
+
+
+@dataclass
+class ModelPage:
+    """Everything the model page shows, formatted, section by section."""
+
+    version: str
+    schema: str
+    complete: bool
+    model: dict  # the header: name, file, producer, opsets, inputs and outputs, dtype, batch, targets
+    totals: dict
+    problems: dict
+    ops: list[dict]  # a row per op type
+    op_targets: list[str]
+    node_count: str
+    uncounted_count: int
+    memory: dict | None
+    targets: list[TargetCard]
+    rooflines: list[dict]
+    profile: dict | None  # "Predicted vs measured", with a profile
+    hotspots: dict
+    modules: dict | None
+    formulas: dict | None
+    table: dict  # the node table's frame (its rows are nodes_json)
+    document_json: Markup | None  # the JSON document, up to FULL_DOCUMENT_MAX_NODES nodes
+    nodes_json: Markup
+    full_document_max: str
 
 
 def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
@@ -63,161 +93,153 @@ def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | No
     nodes to that target's roofline, hollow beside the predicted ones, and a "Predicted vs
     measured" section. ``colour_by`` "module" colours the roofline's dots by the top-level
     module of the node names (``encoder``, ``decoder``, ``lm_head``) instead of by op type."""
-    document = analysis.to_dict()
+    return render_page(TEMPLATE, model_page(analysis, capacities, profile, colour_by, formulas))
+
+
+def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
+               profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None) -> ModelPage:
     if capacities is None:
-        capacities = _target_capacities(analysis)
-    profiled = _profiled_target(analysis, profile) if profile is not None else None
-    groups = _top_modules(analysis) if colour_by == "module" else None
-    palette = _palette(document["nodes"], lambda node: groups[node["name"]]) if groups else _palette(document["nodes"])
-    context = _context(analysis, document)
-    context["memory"] = _memory_context(analysis, document, capacities)
-    context["targets"] = [_target_context(t) for t in document["targets"]]
-    context["rooflines"] = [_roofline_context(document, t, k, palette, profile if k == profiled else None, groups)
-                            for k, t in enumerate(document["targets"])]
-    context["profile"] = _profile_context(document, profile, profiled) if profile is not None else None
-    context["hotspots"] = _hotspots_context(document)
-    context["modules"] = modules_context(analysis)
-    context["formulas"] = _formulas_context(formulas) if formulas is not None and formulas.dims else None
-    context["table"] = _table_context(document)
-    small = len(document["nodes"]) <= FULL_DOCUMENT_MAX_NODES
-    context["document_json"] = Markup(script_json(document)) if small else None
-    context["nodes_json"] = Markup(script_json(_node_data(document)))
-    context["full_document_max"] = _count(FULL_DOCUMENT_MAX_NODES)
-    return _render(TEMPLATE, context)
+        capacities = target_capacities(analysis)
+    profiled = profiled_target(analysis, profile) if profile is not None else None
+    groups = top_modules(analysis) if colour_by == "module" else None
+    palette = op_palette(analysis.nodes, lambda node: groups[node.name]) if groups else op_palette(analysis.nodes)
+    totals = analysis.totals
+    small = len(analysis.nodes) <= FULL_DOCUMENT_MAX_NODES
+    return ModelPage(
+        version=__version__,
+        schema=SCHEMA,
+        complete=analysis.complete,
+        model=_model_context(analysis),
+        totals=_totals_context(totals, analysis.memory),
+        problems=_problems_context(analysis),
+        ops=_ops_context(analysis.nodes, totals.flops, analysis.targets),
+        op_targets=[r.target.name for r in analysis.targets],
+        node_count=count_text(len(analysis.nodes)),
+        uncounted_count=totals.nodes - totals.counted_nodes,
+        memory=memory_context(analysis, capacities),
+        targets=[target_card(r) for r in analysis.targets],
+        rooflines=[roofline_context(analysis, r, k, palette, profile if k == profiled else None, groups)
+                   for k, r in enumerate(analysis.targets)],
+        profile=profile_context(analysis, profile, profiled) if profile is not None else None,
+        hotspots=_hotspots_context(analysis),
+        modules=modules_context(analysis),
+        formulas=_formulas_context(formulas) if formulas is not None and formulas.dims else None,
+        table=node_table_context(analysis),
+        # the page embeds the JSON document (summary --format json) for scripts that read it
+        document_json=Markup(script_json(analysis.to_dict())) if small else None,
+        nodes_json=Markup(script_json(node_data(analysis))),
+        full_document_max=count_text(FULL_DOCUMENT_MAX_NODES),
+    )
 
 
-# ---------------------------------------------------------------------------------------------
-# Context: every string the templates show, built from the JSON document
-
-
-def _context(analysis: "Analysis", document: dict) -> dict:
-    model, totals = document["model"], document["totals"]
-    nodes = document["nodes"]
-    uncounted = totals["nodes"] - totals["counted_nodes"]
-    return {
-        "version": document["version"],
-        "schema": document["schema"],
-        "complete": document["complete"],
-        "model": _model_context(model, analysis.model.doc_string, document),
-        "totals": _totals_context(totals, document["memory"]),
-        "problems": _problems_context(document),
-        "ops": _ops_context(nodes, totals["flops"], document["targets"]),
-        "op_targets": [t["name"] for t in document["targets"]],
-        "node_count": _count(len(nodes)),
-        "uncounted_count": uncounted,
-    }
-
-
-def _model_context(model: dict, doc_string: str, document: dict) -> dict:
-    file_bytes = model["file_bytes"]
-    other_opsets = [f"{domain} {version}" for domain, version in model["opsets"].items() if domain != "ai.onnx"]
-    dtypes = Counter(n["dtype"] for n in document["nodes"] if n["counted"] and n["flops"])
+def _model_context(analysis: "Analysis") -> dict:
+    model = analysis.model
+    file_bytes = model.file_bytes
+    other_opsets = [f"{domain} {version}" for domain, version in model.opsets.items() if domain != "ai.onnx"]
+    dtypes = Counter(n.dtype for n in analysis.nodes if n.counted and n.flops)
     main_dtype = dtypes.most_common(1)[0][0] if dtypes else "—"
-    if document["dtype"] == "model":
+    if analysis.dtype == "model":
         dtype, dtype_title = f"{main_dtype} (as stored)", "the model's own element types; " + (
             ", ".join(f"{d}: {c:,} costed nodes" for d, c in dtypes.most_common()) or "no costed node")
     else:
-        dtype, dtype_title = f"{document['dtype']} (re-costed)", f"--dtype {document['dtype']}: stored and run as if in this type"
-    batch = document["batch"]
-    targets = [t["name"] for t in document["targets"]]
+        dtype, dtype_title = f"{analysis.dtype} (re-costed)", f"--dtype {analysis.dtype}: stored and run as if in this type"
+    batch = analysis.batch
+    assumed = ", ".join(f"{symbol}={value}" for symbol, value in analysis.assumed_dims.items())
+    targets = [r.target for r in analysis.targets]
     return {
-        "name": model_label(model["name"], model["graph_name"]),
-        "path": model["path"],
-        "producer": model["producer"] or "unknown",
-        "ir_version": str(model["ir_version"]),
-        "opset": str(model["opset"]) if model["opset"] else "none",
+        "name": model_label(model.name, model.graph_name),
+        "path": model.path,
+        "producer": model.producer or "unknown",
+        "ir_version": str(model.ir_version),
+        "opset": str(model.opset) if model.opset else "none",
         "other_opsets": ", ".join(other_opsets),
         "file_size": iec(file_bytes) if file_bytes is not None else "in memory",
         "file_size_title": f"{file_bytes:,} bytes" if file_bytes is not None else "analysed from a ModelProto, not a file",
-        "nodes": _count(model["nodes"]),
-        "doc_string": doc_string.strip(),
-        "inputs": [_tensor_context(t) for t in model["inputs"]],
-        "outputs": [_tensor_context(t) for t in model["outputs"]],
+        "nodes": count_text(model.node_count),
+        "doc_string": model.doc_string.strip(),
+        "inputs": [_tensor_context(t, analysis.input_values.get(t.name)) for t in analysis.inputs],
+        "outputs": [_tensor_context(t) for t in analysis.outputs],
         "dtype": dtype,
         "dtype_title": dtype_title,
-        "batch": str(batch) if batch else (f"{assumed} (assumed)" if (assumed := _assumed(document)) else "from the input shapes"),
+        "batch": str(batch) if batch else (f"{assumed} (assumed)" if assumed else "from the input shapes"),
         "batch_title": (f"--batch {batch}: axis 0 of every input" if batch else
-                        f"{assumed_text(document['assumed_dims'])}" if assumed else
+                        f"{assumed_text(analysis.assumed_dims)}" if assumed else
                         "no --batch: axis 0 as the input shapes give it"),
-        "targets": ", ".join(targets) if targets else "none",
-        "targets_title": "; ".join(f"{t['name']}: {t['description']}" for t in document["targets"])
+        "targets": ", ".join(t.name for t in targets) if targets else "none",
+        "targets_title": "; ".join(f"{t.name}: {t.description}" for t in targets)
                          or "no --target given: no roofline, latency or energy",
     }
 
 
-def _assumed(document: dict) -> str:
-    return ", ".join(f"{symbol}={value}" for symbol, value in document.get("assumed_dims", {}).items())
+def _tensor_context(tensor: "TensorInfo", value: list | None = None) -> dict:
+    shape = shape_text(tensor.shape)
+    if value is not None:  # a value given with --value
+        shape += " = " + ",".join(map(str, value))
+    return {"name": tensor.name, "shape": shape, "dtype": dtype_name(tensor.dtype)}
 
 
-def _tensor_context(tensor: dict) -> dict:
-    shape = shape_text(tensor["shape"])
-    if "value" in tensor:  # a value given with --value
-        shape += " = " + ",".join(map(str, tensor["value"]))
-    return {"name": tensor["name"], "shape": shape, "dtype": tensor["dtype"]}
-
-
-def _totals_context(totals: dict, memory: dict | None) -> dict:
-    uncounted = totals["nodes"] - totals["counted_nodes"]
+def _totals_context(totals: "Totals", memory: "MemoryReport | None") -> dict:
+    uncounted = totals.nodes - totals.counted_nodes
     context = {
-        "params": si(totals["params"]),
-        "params_title": f"{totals['params']:,} parameters",
-        "param_bytes": iec(totals["param_bytes"]),
-        "param_bytes_title": f"{totals['param_bytes']:,} bytes",
+        "params": si(totals.params),
+        "params_title": f"{totals.params:,} parameters",
+        "param_bytes": iec(totals.param_bytes),
+        "param_bytes_title": f"{totals.param_bytes:,} bytes",
         # what the nodes read of constants per run, when it is not the stored bytes (a Gather's rows)
-        "weights_read": (iec(totals["weight_bytes_read"])
-                         if totals.get("weight_bytes_read", totals["param_bytes"]) != totals["param_bytes"] else None),
-        "weights_read_title": f"{totals.get('weight_bytes_read', 0):,} bytes of constants read per run",
-        "mac_flops": si(totals["mac_flops"]),
-        "mac_flops_title": f"{totals['mac_flops']:,} FLOPs (2 x MACs)",
-        "macs": si(totals["macs"]),
-        "macs_title": f"{totals['macs']:,} MACs",
-        "flops": si(totals["flops"]),
-        "flops_title": f"{totals['flops']:,} FLOPs",
-        "other_flops": si(totals["flops"] - totals["mac_flops"]),
-        "other_flops_title": f"{totals['flops'] - totals['mac_flops']:,} FLOPs outside multiply-accumulates",
-        "counted_nodes": _count(totals["counted_nodes"]),
-        "nodes": _count(totals["nodes"]),
-        "uncounted": _count(uncounted),
+        "weights_read": iec(totals.weight_bytes_read) if totals.weight_bytes_read != totals.param_bytes else None,
+        "weights_read_title": f"{totals.weight_bytes_read:,} bytes of constants read per run",
+        "mac_flops": si(totals.mac_flops),
+        "mac_flops_title": f"{totals.mac_flops:,} FLOPs (2 x MACs)",
+        "macs": si(totals.macs),
+        "macs_title": f"{totals.macs:,} MACs",
+        "flops": si(totals.flops),
+        "flops_title": f"{totals.flops:,} FLOPs",
+        "other_flops": si(totals.flops - totals.mac_flops),
+        "other_flops_title": f"{totals.flops - totals.mac_flops:,} FLOPs outside multiply-accumulates",
+        "counted_nodes": count_text(totals.counted_nodes),
+        "nodes": count_text(totals.nodes),
+        "uncounted": count_text(uncounted),
         "all_counted": uncounted == 0,
         # with nodes left out, every sum is a lower bound: the cards say so
         "bound": "" if uncounted == 0 else "≥ ",
         "peak": None,
     }
     if memory is not None:
-        peak, best = memory["peak_bytes"], memory["best_order_peak_bytes"]
+        model, best = memory.model_order, memory.best
+        peak, best_peak = model.peak_bytes, best.schedule.peak_bytes
         context["peak"] = {
             "value": iec(peak),
-            "title": f"{peak:,} bytes live at step {memory['peak_step']} ({memory['peak_node']}), model order",
-            "best": iec(best),
-            "best_title": f"{best:,} bytes in the best order found ({memory['best_order_method']})",
-            "saving": f" (−{_percent((peak - best) / peak)})" if best < peak and peak else "",
+            "title": f"{peak:,} bytes live at step {model.peak_step} ({model.peak_node}), model order",
+            "best": iec(best_peak),
+            "best_title": f"{best_peak:,} bytes in the best order found ({best.method})",
+            "saving": f" (−{share_percent((peak - best_peak) / peak)})" if best_peak < peak and peak else "",
         }
     return context
 
 
-def _problems_context(document: dict) -> dict:
-    totals = document["totals"]
+def _problems_context(analysis: "Analysis") -> dict:
+    totals = analysis.totals
     unresolved = [
         {
-            "input": d["input"],
-            "axis": str(d["axis"]),
-            "symbol": d["symbol"] or "",
-            "fix": d["fix"],
+            "input": d.input_name,
+            "axis": str(d.axis),
+            "symbol": d.symbol or "",
+            "fix": d.fix,
         }
-        for d in document["unresolved_dims"]
+        for d in analysis.unresolved_dims
     ]
-    unsupported = [{"op": op, "count": _count(n)} for op, n in totals["unsupported"].items()]
-    unknown = [{"op": op, "count": _count(n)} for op, n in totals["not_counted"].items()]
-    warnings = list(document["warnings"])
-    notes = [f"{t['name']}: {note}" for t in document["targets"] for note in t["notes"]]
+    unsupported = [{"op": op, "count": count_text(n)} for op, n in totals.unsupported.items()]
+    unknown = [{"op": op, "count": count_text(n)} for op, n in totals.not_counted.items()]
+    warnings = list(analysis.warnings)
+    notes = [f"{r.target.name}: {note}" for r in analysis.targets for note in r.notes]
     return {
         "any": bool(warnings or unresolved or unsupported or unknown),
         "warnings": warnings,
         "unresolved": unresolved,
         "unsupported": unsupported,
         "unknown_shape": unknown,
-        "uncounted_bytes": iec(totals["uncounted_bytes"]) if totals["uncounted_bytes"] else "",
-        "uncounted_bytes_title": f"{totals['uncounted_bytes']:,} bytes move through nodes that are not counted",
+        "uncounted_bytes": iec(totals.uncounted_bytes) if totals.uncounted_bytes else "",
+        "uncounted_bytes_title": f"{totals.uncounted_bytes:,} bytes move through nodes that are not counted",
         "target_notes": notes,
     }
 
@@ -225,19 +247,20 @@ def _problems_context(document: dict) -> dict:
 _NOT_COUNTED = {"text": "—", "title": "no node of this op type was counted", "value": "", "cls": "na"}
 
 
-def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> list[dict]:
+def _ops_context(nodes: "list[NodeRecord]", total_flops: int, reports: "list[TargetReport]") -> list[dict]:
     groups: dict[str, dict] = {}
     for node in nodes:
-        group = groups.setdefault(node["op_type"], {"nodes": 0, "uncounted": 0, "macs": 0, "flops": 0, "params": 0})
+        group = groups.setdefault(node.op_type, {"nodes": 0, "uncounted": 0, "macs": 0, "flops": 0, "params": 0})
         group["nodes"] += 1
-        group["uncounted"] += 0 if node["counted"] else 1
-        for key in ("macs", "flops", "params"):
-            group[key] += node[key]
+        group["uncounted"] += 0 if node.counted else 1
+        group["macs"] += node.macs
+        group["flops"] += node.flops
+        group["params"] += node.params
     times: list[dict[str, float]] = []
-    for target in targets:
+    for report in reports:
         per_op: dict[str, float] = defaultdict(float)
-        for placement in target["nodes"]:
-            per_op[placement["op_type"]] += placement["time_s"]
+        for kernel in report.nodes:
+            per_op[kernel.op_type] += kernel.placement.time_s
         times.append(per_op)
     ordered = sorted(groups.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["nodes"], kv[0].lower()))
     rows = []
@@ -245,27 +268,27 @@ def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> li
         share = group["flops"] / total_flops if total_flops else 0.0
         none_counted = group["uncounted"] == group["nodes"]
         metrics = {
-            key: _NOT_COUNTED if none_counted else _metric(group[key], "count", unit)
+            key: _NOT_COUNTED if none_counted else metric_cell(group[key], "count", unit)
             for key, unit in (("macs", "MACs"), ("flops", "FLOPs"), ("params", "parameters"))
         }
         time_shares = []
-        for target, per_op in zip(targets, times):
-            latency = target["latency_s"]
+        for report, per_op in zip(reports, times):
+            latency = report.latency_s
             spent = per_op.get(op, 0.0)
             part = spent / latency if latency else 0.0
             time_shares.append({
-                "share": "—" if none_counted else _percent(part),
-                "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} on {target['name']}",
-                "bar": _bar_width(part),
+                "share": "—" if none_counted else share_percent(part),
+                "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} on {report.target.name}",
+                "bar": bar_width(part),
             })
         rows.append({
             "op": op,
-            "nodes": _count(group["nodes"]),
-            "uncounted": _count(group["uncounted"]) if group["uncounted"] else "",
+            "nodes": count_text(group["nodes"]),
+            "uncounted": count_text(group["uncounted"]) if group["uncounted"] else "",
             **metrics,
-            "share": "—" if none_counted or not total_flops else _percent(share),
+            "share": "—" if none_counted or not total_flops else share_percent(share),
             "share_title": f"{group['flops']:,} of {total_flops:,} FLOPs",
-            "bar": _bar_width(share),
+            "bar": bar_width(share),
             "times": time_shares,
         })
     return rows
@@ -278,98 +301,58 @@ def _ops_context(nodes: list[dict], total_flops: int, targets: list[dict]) -> li
 HOTSPOT_NAME = 36  # characters of a kernel's name a hotspot row shows, middle-clipped: the op at its end stays
 
 
-def _hotspots_context(document: dict) -> dict:
+def _hotspots_context(analysis: "Analysis") -> dict:
     """The ten nodes that take longest on the first target (or have the most FLOPs)."""
-    nodes = document["nodes"]
-    index = {n["name"]: i for i, n in enumerate(nodes)}
-    targets = document["targets"]
+    index = {n.name: i for i, n in enumerate(analysis.nodes)}
+    if analysis.targets:
+        return _slowest_kernels(analysis.targets[0], index)
+    return _largest_nodes(analysis.nodes, analysis.totals.flops, index)
+
+
+def _slowest_kernels(report: "TargetReport", index: dict[str, int]) -> dict:
+    target, latency = report.target, report.latency_s
+    top = sorted(report.nodes, key=lambda k: (-k.placement.time_s, index.get(k.name, 0)))[:HOTSPOTS]
+    largest = top[0].placement.time_s / latency if top and latency else 0.0  # bars are scaled to the largest share
     rows = []
-    if targets:
-        target = targets[0]
-        latency = target["latency_s"]
-        top = sorted(target["nodes"], key=lambda p: (-p["time_s"], index.get(p["name"], 0)))[:HOTSPOTS]
-        largest = top[0]["time_s"] / latency if top and latency else 0.0  # bars are scaled to the largest share
-        for rank, p in enumerate(top, 1):
-            share = p["time_s"] / latency if latency else 0.0
-            rows.append({
-                "rank": str(rank), "index": str(index[p["name"]]), "name": p["name"], "short": clip(p["name"], HOTSPOT_NAME),
-                "op": p["op_type"],
-                "time": format_value(p["time_s"], "seconds"), "time_title": f"{p['time_s']:.6g} s",
-                "share": _percent(share), "bar": _bar_width(share / largest if largest else 0.0),
-                "bound": BOUND_LABELS.get(p["bound"], p["bound"]), "bound_key": p["bound"],
-                "bound_title": BOUND_TITLES.get(p["bound"], ""),
-                "flops": si(p["flops"]), "flops_title": f"{p['flops']:,} FLOPs",
-                "dram": iec(p["dram_bytes"]), "dram_title": f"{p['dram_bytes']:,} DRAM bytes on {target['name']}",
-                "intensity": intensity(p["intensity"]) if p["intensity"] is not None else "∞",
-                "intensity_title": (f"{p['intensity']:.6g} FLOP per DRAM byte" if p["intensity"] is not None
-                                    else "no DRAM bytes: everything stays on chip"),
-            })
-        return {"by": "time", "target": target["name"], "rows": rows,
-                "title": f"by time on {target['name']}",
-                "sum": _percent(sum(p["time_s"] for p in top) / latency) if latency else "0%"}
-    total = document["totals"]["flops"]
-    top = sorted((n for n in nodes if n["counted"]), key=lambda n: (-n["flops"], n["index"]))[:HOTSPOTS]
-    largest = top[0]["flops"] / total if top and total else 0.0
-    for rank, node in enumerate(top, 1):
-        share = node["flops"] / total if total else 0.0
-        moved = node["weight_bytes"] + node["input_bytes"] + node["output_bytes"]
+    for rank, kernel in enumerate(top, 1):
+        p = kernel.placement
+        share = p.time_s / latency if latency else 0.0
         rows.append({
-            "rank": str(rank), "index": str(index[node["name"]]), "name": node["name"],
-            "short": clip(node["name"], HOTSPOT_NAME), "op": node["op_type"],
-            "flops": si(node["flops"]), "flops_title": f"{node['flops']:,} FLOPs",
-            "share": _percent(share), "bar": _bar_width(share / largest if largest else 0.0),
+            "rank": str(rank), "index": str(index[kernel.name]), "name": kernel.name,
+            "short": clip(kernel.name, HOTSPOT_NAME), "op": kernel.op_type,
+            "time": format_value(p.time_s, "seconds"), "time_title": f"{p.time_s:.6g} s",
+            "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
+            "bound": BOUND_LABELS.get(p.bound, p.bound), "bound_key": p.bound,
+            "bound_title": BOUND_TITLES.get(p.bound, ""),
+            "flops": si(p.flops), "flops_title": f"{p.flops:,} FLOPs",
+            "dram": iec(p.dram_bytes), "dram_title": f"{p.dram_bytes:,} DRAM bytes on {target.name}",
+            "intensity": intensity(p.intensity) if p.intensity is not None else "∞",
+            "intensity_title": (f"{p.intensity:.6g} FLOP per DRAM byte" if p.intensity is not None
+                                else "no DRAM bytes: everything stays on chip"),
+        })
+    return {"by": "time", "target": target.name, "rows": rows,
+            "title": f"by time on {target.name}",
+            "sum": share_percent(sum(k.placement.time_s for k in top) / latency) if latency else "0%"}
+
+
+def _largest_nodes(nodes: "list[NodeRecord]", total: int, index: dict[str, int]) -> dict:
+    """No target, so no times: the nodes with the most FLOPs."""
+    top = sorted((n for n in nodes if n.counted), key=lambda n: (-n.flops, n.index))[:HOTSPOTS]
+    largest = top[0].flops / total if top and total else 0.0
+    rows = []
+    for rank, node in enumerate(top, 1):
+        share = node.flops / total if total else 0.0
+        moved = node.weight_bytes + node.input_bytes + node.output_bytes
+        rows.append({
+            "rank": str(rank), "index": str(index[node.name]), "name": node.name,
+            "short": clip(node.name, HOTSPOT_NAME), "op": node.op_type,
+            "flops": si(node.flops), "flops_title": f"{node.flops:,} FLOPs",
+            "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
             "bytes": iec(moved), "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",
-            "intensity": intensity(node["intensity"]), "intensity_title": f"{node['intensity'] or 0:.6g} FLOP/B",
+            "intensity": intensity(node.intensity), "intensity_title": f"{node.intensity or 0:.6g} FLOP/B",
         })
     return {"by": "flops", "target": "", "rows": rows, "title": "by FLOPs (no --target: no times)",
-            "sum": _percent(sum(n["flops"] for n in top) / total) if total else "0%"}
-
-
-# ---------------------------------------------------------------------------------------------
-# Rooflines
-
-
-def _identical_dots(costed: list[dict], index: dict[str, int], latency: float,
-                    modules: dict[str, str] | None = None) -> list[dict]:
-    """One dot per kernel, but one for all the kernels that are alike (same op, roof, FLOPs,
-    bytes and time: a transformer's repeated projections; and module, when ``modules`` colours
-    the dots by module), with their count and their summed share of the latency."""
-
-    def colour_key(p: dict) -> str:
-        return modules.get(p["nodes"][0] if p.get("nodes") else p["name"], NO_MODULE) if modules else main_op(p["op_type"])
-
-    groups: dict[tuple, list[dict]] = {}
-    for p in costed:
-        key = (colour_key(p), p["op_type"], p["roof"], p["flops"], p["dram_bytes"], p["onchip_bytes"], p["time_s"])
-        groups.setdefault(key, []).append(p)
-    dots = []
-    for members in groups.values():
-        p = members[0]
-        dot = {"intensity": p["intensity"], "performance": _achieved(p["flops"], p["time_s"]),
-               "weight": len(members) * p["time_s"] / latency if latency else 0.0, "op": colour_key(p),
-               "node": index.get(p["name"], -1), "count": len(members), "placement": p}
-        if len(members) > 1:
-            names = ", ".join(m["name"] for m in members[:3]) + (f" and {len(members) - 3:,} more" if len(members) > 3 else "")
-            dot["names"] = f"{len(members):,} alike kernels, one dot (each as below; their share together): {names}"
-        dots.append(dot)
-    return dots
-
-
-def _level_dot(dot: dict, chart, palette: dict[str, str], target: dict, latency: float) -> dict:
-    """A kernel on the on-chip level: a diamond at FLOPs per on-chip byte, at its achieved rate."""
-    p = dot["placement"]
-    placed = chart.place(p["onchip_intensity"], dot["performance"], dot["weight"])
-    size = max(placed.r * 0.9, 3.0)
-    return {
-        "d": _diamond(placed.x, placed.y, size), "colour": palette.get(dot["op"], OTHER_COLOUR),
-        "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(size),
-        "node": str(dot["node"]), "op": dot["op"], "cls": "level-dot level-onchip",
-        "title": (f"{p['name']} on the on-chip level\n"
-                  f"on-chip bytes: {iec(p['onchip_bytes'])} ({p['onchip_bytes']:,}) at {si(target['onchip_bytes_per_s'], 'B/s')}\n"
-                  f"intensity: {intensity(p['onchip_intensity'])} FLOP per on-chip byte ({p['onchip_intensity']:.6g})\n"
-                  f"on-chip time: {format_value(p['onchip_s'], 'seconds')} · bound: {BOUND_LABELS.get(p['bound'], p['bound'])}")
-                 + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
-    }
+            "sum": share_percent(sum(n.flops for n in top) / total) if total else "0%"}
 
 
 def _formulas_context(found: "Formulas") -> dict:
@@ -406,230 +389,3 @@ def _latency_rows(formula, dims: list[str]) -> list[dict]:
     if len(dims) == 1:
         return [{"span": span, "formula": text} for span, text in formula.shown_ranges()]
     return [{"span": "at large dims (each kernel bound as there)", "formula": polynomial_text(formula.at_large_dims(), dims, "s")}]
-
-
-def _top_modules(analysis: "Analysis") -> dict[str, str] | None:
-    """Each node's top-level module (None when the names carry no scopes)."""
-    from ...compare.modules import has_scopes, record_path
-
-    if not has_scopes(analysis):
-        return None
-    return {r.name: (record_path(r) or (NO_MODULE,))[0] for r in analysis.nodes}
-
-
-NO_MODULE = "(no module)"
-
-
-def _roofline_context(document: dict, target: dict, number: int, palette: dict[str, str],
-                      profile: "ProfileResult | None" = None, groups: dict[str, str] | None = None) -> dict:
-    """One target's roofline: roofs, one dot per costed node (binned past AGGREGATE_ABOVE), the
-    whole-model point; hover titles with the exact numbers. With ``profile``, also a hollow dot
-    per node onnxruntime measured and the measured whole-model point."""
-    nodes = document["nodes"]
-    index = {n["name"]: i for i, n in enumerate(nodes)}
-    latency = target["latency_s"]
-    costed = [p for p in target["nodes"] if p["flops"] > 0 and p["time_s"] > 0]
-    point = target["model_point"]
-    model_achieved = _achieved(point["flops"], latency)
-    aggregated = len(costed) > AGGREGATE_ABOVE
-    if aggregated:
-        dots = _binned_dots(costed, index, latency)
-    else:
-        dots = _identical_dots(costed, index, latency, groups)
-    # big dots first, so the small ones stay on top and can be hovered
-    dots.sort(key=lambda d: -d["weight"])
-    measured = _measured_dots(profile, target, index) if profile is not None else []
-    measured_model = _achieved(point["flops"], profile.measured_s) if profile is not None and point["flops"] else 0.0
-    # the on-chip level: each kernel again at FLOPs per on-chip byte, against the on-chip slope
-    # (a kernel that moves no DRAM bytes sits in the "∞" strip on the DRAM level)
-    level = [d for d in dots if "placement" in d and d["placement"]["onchip_intensity"]] \
-        if target.get("onchip_bytes_per_s") and not aggregated else []
-    marks = [(point["intensity"], model_achieved)] if point["flops"] else []
-    marks += [(d["placement"]["onchip_intensity"], d["performance"]) for d in level]
-    marks += [(d["intensity"], d["performance"]) for d in measured]  # the axes cover the measured points too
-    if measured_model:
-        marks.append((point["intensity"], measured_model))
-    chart = roofline_chart(
-        [(label, peak) for label, peak, _ in _roof_groups(target)],
-        _bandwidths(target),
-        _points(dots),
-        marks,
-        width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1],
-    )
-    context = _base_roofline(target, chart, f"roofline-{number}")
-    for dot, placed in zip(dots, chart.points):
-        if aggregated:
-            title = dot["title"]
-        else:
-            title = _dot_title(dot["placement"], target, latency)
-            if "names" in dot:
-                title = dot["names"] + "\n" + title
-        context["dots"].append({
-            "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
-            "colour": palette.get(dot["op"], OTHER_COLOUR), "node": str(dot["node"]), "count": str(dot["count"]),
-            "op": dot["op"], "cls": "dot" + (" dot-bin" if dot["count"] > 1 else "") + (" dot-clamped" if placed.clamped else ""),
-            "title": title + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
-        })
-    context["level_dots"] = [_level_dot(d, chart, palette, target, latency) for d in level]
-    if point["flops"]:
-        mark = chart.place(point["intensity"], model_achieved, 0.0)
-        unit = _ops_unit([point["roof"]])
-        context["marks"].append(_mark(
-            mark, chart, "model", "whole model",
-            "\n".join([
-                f"Whole model on {target['name']}",
-                f"FLOPs: {si(point['flops'])} ({point['flops']:,})",
-                f"DRAM bytes: {iec(point['dram_bytes'])} ({point['dram_bytes']:,})",
-                "intensity: " + (f"{intensity(point['intensity'])} FLOP/B ({point['intensity']:.6g})"
-                                 if point["intensity"] is not None else "∞ (no DRAM bytes)"),
-                f"latency: {format_value(latency, 'seconds')} ({latency:.6g} s, the kernels one after another)",
-                f"achieved: {si(model_achieved, unit)} (FLOPs ÷ latency) · attainable "
-                f"{si(point['attainable_flops_per_s'], unit)} on the {point['roof']} roof",
-                f"bound: {BOUND_LABELS.get(point['bound'], point['bound'])} (total FLOPs vs total DRAM bytes)",
-            ])))
-    unbounded = sum(1 for d in dots if d["intensity"] is None)
-    for dot in measured:
-        placed = chart.place(dot["intensity"], dot["performance"], dot["weight"], unbounded)
-        unbounded += dot["intensity"] is None
-        context["measured_dots"].append({
-            "cx": svg_number(placed.x), "cy": svg_number(placed.y), "r": svg_number(placed.r),
-            "node": str(dot["node"]), "op": dot["op"],
-            "cls": "dot dot-measured" + (" dot-clamped" if placed.clamped else ""),
-            "title": dot["title"] + ("\n(outside the axes: drawn at the edge)" if placed.clamped else ""),
-        })
-    if measured_model:
-        mark = chart.place(point["intensity"], measured_model, 0.0)
-        unit = _ops_unit([point["roof"]])
-        context["marks"].append(_mark(
-            mark, chart, "measured", "measured",
-            "\n".join([
-                f"Whole model measured by onnxruntime {profile.ort_version} (CPU, optimization {profile.optimization})",
-                f"measured: {format_value(profile.measured_s, 'seconds')} ({profile.measured_s:.6g} s, the sum of the kernels' medians)",
-                f"predicted: {format_value(latency, 'seconds')} ({latency:.6g} s)",
-                f"measured/predicted: {_ratio_text(profile.ratio)} · prediction error {_error_text(profile.error)}",
-                f"achieved: {si(measured_model, unit)} (FLOPs ÷ measured time)",
-            ])))
-    _place_mark_labels(context, chart)
-    used = Counter()
-    for dot in dots:
-        used[dot["op"]] += dot["count"]
-    legend = [{"op": op, "colour": colour, "count": _count(used[op])} for op, colour in palette.items() if used.get(op)]
-    others = sum(c for op, c in used.items() if op not in palette)
-    return {
-        **context,
-        "name": target["name"],
-        "description": target["description"],
-        "legend": legend,
-        "others": _count(others) if others else "",
-        "aggregated": aggregated,
-        "largest": _percent(dots[0]["weight"]) if dots else "",
-        "dot_count": _count(len(dots)),
-        "costed": _count(len(costed)),
-        "summary": (f"Roofline of {document['model']['name']} on {target['name']}: {len(costed):,} costed nodes"
-                    + (f" in {len(dots):,} bins" if aggregated else "") + f"; latency {format_value(latency, 'seconds')}"),
-        "notes": target["notes"],
-        "measured": _count(len(measured)) if profile is not None else "",
-    }
-
-
-# ---------------------------------------------------------------------------------------------
-# The profile overlay: what onnxruntime measured, beside the prediction
-
-
-
-def _profiled_target(analysis: "Analysis", profile: "ProfileResult") -> int:
-    """The position in ``analysis.targets`` of the target ``profile`` predicted on."""
-    for k, report in enumerate(analysis.targets):
-        if report is profile.target:
-            return k
-    for k, report in enumerate(analysis.targets):
-        if report.target.name == profile.target.target.name:
-            return k
-    raise ValueError(f"render_html: the profile's target {profile.target.target.name!r} is not one of the "
-                     "analysis's targets; analyse with that target")
-
-
-def _ratio_text(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}x"
-
-
-def _error_text(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.0%}"
-
-
-def _measured_dots(profile: "ProfileResult", target: dict, index: dict[str, int]) -> list[dict]:
-    """One dot per node onnxruntime measured with FLOPs: x its intensity on the target, y its
-    FLOPs ÷ measured time, its area in proportion to its share of the measured total."""
-    placements = {p["name"]: p for p in target["nodes"]}
-    total = profile.measured_s
-    dots = []
-    for n in profile.nodes:
-        p = placements.get(n.name)
-        if p is None or not p["flops"] or not n.measured_s:
-            continue
-        performance = p["flops"] / n.measured_s
-        unit = _ops_unit([p["roof"]])
-        if n.status == "split":
-            kernel = f"in onnxruntime kernel {n.kernel} ({n.kernel_op}), its time split with the nodes fused into it"
-        elif n.kernel and (n.kernel != n.name or n.kernel_op != n.op_type):
-            kernel = f"as onnxruntime kernel {n.kernel} ({n.kernel_op})"
-        else:
-            kernel = "its own onnxruntime kernel"
-        title = "\n".join([
-            n.name,
-            f"{n.op_type} · measured, {kernel}",
-            f"predicted: {format_value(n.predicted_s, 'seconds') if n.predicted_s is not None else '—'}"
-            + (f" ({n.predicted_s:.6g} s)" if n.predicted_s is not None else ""),
-            f"measured: {format_value(n.measured_s, 'seconds')} ({n.measured_s:.6g} s), "
-            f"{_percent(n.measured_s / total) if total else '0%'} of the measured total",
-            f"measured/predicted: {_ratio_text(n.ratio)}",
-            "intensity: " + (f"{intensity(p['intensity'])} FLOP/B" if p["intensity"] is not None else "∞ (no DRAM bytes)"),
-            f"achieved (measured): {si(performance, unit)} · predicted {si(_achieved(p['flops'], p['time_s']), unit)}",
-        ])
-        dots.append({"intensity": p["intensity"], "performance": performance,
-                     "weight": n.measured_s / total if total else 0.0, "op": n.op_type,
-                     "node": index.get(n.name, -1), "title": title})
-    dots.sort(key=lambda d: -d["weight"])
-    return dots
-
-
-def _profile_context(document: dict, profile: "ProfileResult", profiled: int) -> dict:
-    """The "Predicted vs measured" section: totals, error and the nodes that took longest."""
-    index = {n["name"]: i for i, n in enumerate(document["nodes"])}
-    target = document["targets"][profiled]
-    measured = [n for n in profile.nodes if n.measured_s]
-    top = sorted(measured, key=lambda n: (-n.measured_s, index.get(n.name, 0)))[:PROFILE_TOP]
-    threads = f"{profile.threads} intra-op threads" if profile.threads else "default threads"
-
-    def seconds(value: float | None) -> tuple[str, str]:
-        return (format_value(value, "seconds"), f"{value:.6g} s") if value is not None else ("—", "not predicted")
-
-    rows = []
-    for rank, n in enumerate(top, 1):
-        predicted, predicted_title = seconds(n.predicted_s)
-        measured_text, measured_title = seconds(n.measured_s)
-        rows.append({
-            "rank": str(rank), "index": str(index.get(n.name, -1)), "name": n.name, "op": n.op_type,
-            "predicted": predicted, "predicted_title": predicted_title,
-            "measured": measured_text, "measured_title": measured_title,
-            "ratio": _ratio_text(n.ratio),
-            "kernel": (n.kernel or "") + (" (split)" if n.status == "split" else ""),
-            "kernel_title": f"onnxruntime kernel {n.kernel} ({n.kernel_op})" if n.kernel else "",
-        })
-    predicted, predicted_title = seconds(profile.predicted_s)
-    measured_total, measured_title = seconds(profile.measured_s)
-    return {
-        "target": target["name"],
-        "runtime": (f"onnxruntime {profile.ort_version} CPU, optimization {profile.optimization}, {threads}, "
-                    f"median of {profile.mapping.runs} runs after {profile.warmup} warm-up"),
-        "predicted": predicted, "predicted_title": predicted_title,
-        "measured": measured_total,
-        "measured_title": measured_title + " (the sum of every kernel's median, unattributed kernels included)",
-        "wall": format_value(profile.wall_s, "seconds") if profile.wall_s else "",
-        "ratio": _ratio_text(profile.ratio),
-        "error": _error_text(profile.error),
-        "error_title": "(predicted − measured) ÷ measured: negative means the prediction is too fast",
-        "rows": rows,
-        "measured_count": _count(len(measured)),
-        "notes": list(profile.notes),
-    }

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from ...cost.records import NodeStatus
-from ..text.diff_tables import format_value
+from ..formatting import count_text, format_value, shape_text
 from ..bounds import BOUND_LABELS, BOUND_TITLES
-from .page import _count, _metric, shape_text
+from .page import metric_cell
+
+if TYPE_CHECKING:
+    from ...cost.records import NodeRecord
+    from ...result import Analysis
+    from ...roofline.placement import Placement, TargetReport
 
 PAGE_SIZE = 200  # node-table rows per page
 FORMULAS_MAX_NODES = 2_000  # larger graphs leave the per-node formulas out of the page (`onnxroof explain`)
@@ -36,51 +42,56 @@ NODE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def _node_data(document: dict) -> dict:
+def node_data(analysis: "Analysis") -> dict:
     """The node table as compact JSON: one array per node, repeated strings as indices."""
-    nodes = document["nodes"]
+    nodes = analysis.nodes
     ops, dtypes, shapes, statuses = _Interner(), _Interner(), _Interner(), _Interner()
     with_formulas = len(nodes) <= FORMULAS_MAX_NODES
     rows = []
     for node in nodes:
-        shape = "; ".join(shape_text(s) for s in node["output_shapes"]) or "-"
-        op = ops((node["op_type"], f"{node['domain'] or 'ai.onnx'}::{node['op_type']} ({node['family']})"))
+        shape = "; ".join(shape_text(s) for s in node.output_shapes) or "-"
+        op = ops((node.op_type, f"{node.domain or 'ai.onnx'}::{node.op_type} ({node.family})"))
         rows.append([
-            node["name"], op, dtypes(node["dtype"]), shapes(shape), statuses(node["status"]),
-            node["macs"], node["flops"], node["params"], node["weight_bytes"], node["input_bytes"], node["output_bytes"],
-            (node["formula"] or "") if with_formulas else "", node["reason"] or "",
+            node.name, op, dtypes(node.dtype), shapes(shape), statuses(node.status),
+            node.macs, node.flops, node.params, node.weight_bytes, node.input_bytes, node.output_bytes,
+            (node.formula or "") if with_formulas else "", node.reason or "",
         ])
-    index = {node["name"]: position for position, node in enumerate(nodes)}
-    bounds = list(BOUND_LABELS)
-    targets = []
-    for target in document["targets"]:
-        time: list[float | None] = [None] * len(nodes)
-        dram: list[int | None] = [None] * len(nodes)
-        bound: list[int | None] = [None] * len(nodes)
-        kernel: list[int | None] = [None] * len(nodes)  # a fused node: the row of its kernel's first node
-        for placement in target["nodes"]:
-            position = index.get(placement["name"])
-            if position is None:
-                continue
-            time[position] = _round(placement["time_s"])
-            dram[position] = placement["dram_bytes"]
-            bound[position] = bounds.index(placement["bound"]) if placement["bound"] in bounds else None
-            for member in placement["nodes"][1:]:
-                if member in index:
-                    kernel[index[member]] = position
-        targets.append({"name": target["name"], "latency_s": target["latency_s"], "time": time, "dram": dram,
-                        "bound": bound, "kernel": kernel})
+    index = {node.name: position for position, node in enumerate(nodes)}
     return {
         "columns": ["name", "op", "dtype", "shape", "status", "macs", "flops", "params", "weight_bytes",
                     "input_bytes", "output_bytes", "formula", "reason"],
         "ops": [list(op) for op in ops.values], "dtypes": dtypes.values, "shapes": shapes.values,
         "statuses": [[s, STATUS_LABELS.get(s, s)] for s in statuses.values],
-        "bounds": [[b, BOUND_LABELS[b], BOUND_TITLES[b]] for b in bounds],
-        "targets": targets,
+        "bounds": [[b, BOUND_LABELS[b], BOUND_TITLES[b]] for b in BOUND_LABELS],
+        "targets": [_target_columns(report, index) for report in analysis.targets],
         "formulas": with_formulas,
         "page_size": PAGE_SIZE,
         "rows": rows,
     }
+
+
+def _target_columns(report: "TargetReport", index: dict[str, int]) -> dict:
+    """A target's columns of the node table: each kernel's time, DRAM bytes and bound on the row
+    of its first node, and for a fused node the row of its kernel."""
+    bounds = list(BOUND_LABELS)
+    count = len(index)
+    time: list[float | None] = [None] * count
+    dram: list[int | None] = [None] * count
+    bound: list[int | None] = [None] * count
+    kernel: list[int | None] = [None] * count  # a fused node: the row of its kernel's first node
+    for placed in report.nodes:
+        position = index.get(placed.name)
+        if position is None:
+            continue
+        p = placed.placement
+        time[position] = _round(p.time_s)
+        dram[position] = p.dram_bytes
+        bound[position] = bounds.index(p.bound) if p.bound in bounds else None
+        for member in placed.nodes[1:]:
+            if member in index:
+                kernel[index[member]] = position
+    return {"name": report.target.name, "latency_s": report.latency_s, "time": time, "dram": dram,
+            "bound": bound, "kernel": kernel}
 
 
 class _Interner:
@@ -102,90 +113,89 @@ def _round(value: float | None) -> float | None:
     return None if value is None else float(f"{value:.6g}")
 
 
-def _table_context(document: dict) -> dict:
-    nodes = document["nodes"]
-    targets = document["targets"]
-    placements = [{p["name"]: p for p in t["nodes"]} for t in targets]
-    fused = [{member: p["name"] for p in t["nodes"] for member in p["nodes"][1:]} for t in targets]
+def node_table_context(analysis: "Analysis") -> dict:
+    nodes = analysis.nodes
+    targets = [r.target.name for r in analysis.targets]
+    placements = [{k.name: k.placement for k in r.nodes} for r in analysis.targets]
+    fused = [{member: k.name for k in r.nodes for member in k.nodes[1:]} for r in analysis.targets]
     first = nodes[:PAGE_SIZE]
     bound_options = []
-    for k, target in enumerate(targets):
-        present = Counter(p["bound"] for p in target["nodes"])
+    for number, report in enumerate(analysis.targets):
+        present = Counter(k.placement.bound for k in report.nodes)
         for bound in BOUND_LABELS:
             if present.get(bound):
-                bound_options.append({"value": f"{k}:{bound}",
-                                      "label": f"{target['name']}: {BOUND_LABELS[bound]} ({present[bound]:,})"})
+                bound_options.append({"value": f"{number}:{bound}",
+                                      "label": f"{report.target.name}: {BOUND_LABELS[bound]} ({present[bound]:,})"})
     pages = max(1, math.ceil(len(nodes) / PAGE_SIZE))
     return {
         "columns": [{"key": key, "label": label} for key, label, _, _ in NODE_COLUMNS],
-        "targets": [t["name"] for t in targets],
-        "rows": [_row_context(position, node, [p.get(node["name"]) for p in placements], targets,
-                              [f.get(node["name"]) for f in fused])
+        "targets": targets,
+        "rows": [_row_context(position, node, [p.get(node.name) for p in placements], targets,
+                              [f.get(node.name) for f in fused])
                  for position, node in enumerate(first)],
         "op_options": [
             {"value": op, "label": f"{op} ({count:,})"}
-            for op, count in sorted(Counter(n["op_type"] for n in nodes).items(), key=lambda kv: kv[0].lower())
+            for op, count in sorted(Counter(n.op_type for n in nodes).items(), key=lambda kv: kv[0].lower())
         ],
         "bound_options": bound_options,
         "paged": len(nodes) > PAGE_SIZE,
-        "page_size": _count(PAGE_SIZE),
-        "pages": _count(pages),
+        "page_size": count_text(PAGE_SIZE),
+        "pages": count_text(pages),
         "shown": f"1–{len(first):,}" if first else "0",
-        "total": _count(len(nodes)),
+        "total": count_text(len(nodes)),
     }
 
 
-def _row_context(position: int, node: dict, placements: list[dict | None], targets: list[dict],
+def _row_context(position: int, node: "NodeRecord", placements: "list[Placement | None]", targets: list[str],
                  kernels: list[str | None]) -> dict:
     """One row of the node table; ``position`` is the node's place in execution order. The
     script renders the same markup from the compact JSON (keep the two in step)."""
-    counted = node["counted"]
-    status = node["status"]
+    counted = node.counted
+    status = node.status
     metrics = []
-    total_bytes = node["weight_bytes"] + node["input_bytes"] + node["output_bytes"]
+    total_bytes = node.weight_bytes + node.input_bytes + node.output_bytes
     for key, _, unit, kind in NODE_COLUMNS:
         if not counted:
-            metrics.append({"text": "—", "title": f"not counted: {node['reason']}", "value": "", "cls": "na"})
+            metrics.append({"text": "—", "title": f"not counted: {node.reason}", "value": "", "cls": "na"})
             continue
         if key == "bytes":
-            metric = _metric(total_bytes, kind, unit)
-            metric["title"] = (f"{node['weight_bytes']:,} weight + {node['input_bytes']:,} input + "
-                               f"{node['output_bytes']:,} output = {total_bytes:,} bytes")
+            metric = metric_cell(total_bytes, kind, unit)
+            metric["title"] = (f"{node.weight_bytes:,} weight + {node.input_bytes:,} input + "
+                               f"{node.output_bytes:,} output = {total_bytes:,} bytes")
         else:
-            metric = _metric(node[key], kind, unit)
-        if key == "flops" and node["formula"]:
-            metric["title"] = f"{metric['title']}\n{node['formula']}"
+            metric = metric_cell(getattr(node, key), kind, unit)
+        if key == "flops" and node.formula:
+            metric["title"] = f"{metric['title']}\n{node.formula}"
         metrics.append(metric)
     for placement, target, kernel in zip(placements, targets, kernels):
         if placement is None and kernel is not None:
-            metrics.append({"text": "fused", "title": f"runs inside the kernel of {kernel} on {target['name']}: "
+            metrics.append({"text": "fused", "title": f"runs inside the kernel of {kernel} on {target}: "
                             "that row has the kernel's time", "value": "", "cls": "na fused"})
             metrics.append({"text": "—", "title": "", "value": "", "cls": "na", "badge": True})
             continue
         if placement is None:
-            metrics.append({"text": "—", "title": f"not placed on {target['name']}: not counted", "value": "", "cls": "na"})
+            metrics.append({"text": "—", "title": f"not placed on {target}: not counted", "value": "", "cls": "na"})
             metrics.append({"text": "—", "title": "", "value": "", "cls": "na", "badge": True})
             continue
-        time_s = placement["time_s"]
+        time_s = placement.time_s
         metrics.append({"text": format_value(_round(time_s), "seconds"),
-                        "title": f"{_round(time_s):.6g} s on {target['name']} · {placement['dram_bytes']:,} DRAM bytes",
+                        "title": f"{_round(time_s):.6g} s on {target} · {placement.dram_bytes:,} DRAM bytes",
                         "value": repr(_round(time_s)), "cls": "zero" if time_s == 0 else ""})
-        bound = placement["bound"]
+        bound = placement.bound
         metrics.append({"text": BOUND_LABELS.get(bound, bound), "title": BOUND_TITLES.get(bound, bound),
                         "value": bound, "cls": f"bound bound-{bound}", "badge": True})
-    shape = "; ".join(shape_text(s) for s in node["output_shapes"]) or "-"
-    domain = node["domain"]
+    shape = "; ".join(shape_text(s) for s in node.output_shapes) or "-"
     return {
         "index": str(position),
         "number": str(position),  # 0-based, as the terminal table, the CSV and the model's node list number them
-        "name": node["name"],
-        "op_type": node["op_type"],
-        "op_title": f"{domain or 'ai.onnx'}::{node['op_type']} ({node['family']})",
-        "dtype": node["dtype"],
+        "name": node.name,
+        "op_type": node.op_type,
+        "op_title": f"{node.domain or 'ai.onnx'}::{node.op_type} ({node.family})",
+        "dtype": node.dtype,
         "shape": shape,
         "status": status,
         "status_label": STATUS_LABELS.get(status, status),
-        "status_title": node["reason"] or ("costed by its rule" if status == NodeStatus.OK else status),
+        "status_title": node.reason or ("costed by its rule" if status == NodeStatus.OK else status),
         "counted": counted,
         "metrics": metrics,
     }

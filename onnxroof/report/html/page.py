@@ -7,8 +7,9 @@ untrusted and autoescaped; script data is JSON with ``<``, ``>`` and ``&`` escap
 in it can close its ``<script>`` element. The pages load nothing from the network; a
 Content-Security-Policy pins their one script by hash.
 
-Also here: what several pages show the same way (a target's card, a model's side, a table cell)
-and the formatting of numbers (SI prefixes for counts, IEC for bytes, the exact value in tooltips).
+Also here, as public functions: what several pages show the same way (a target's card, a
+model's side, a table cell, a bar). Numbers are worded by ``report/formatting.py``, which the
+text renderers share.
 """
 
 from __future__ import annotations
@@ -17,20 +18,23 @@ import base64
 import hashlib
 import json
 import math
+from dataclasses import dataclass, fields
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from markupsafe import Markup
 
 from ...core.version import __version__
+from ...core.dtypes import dtype_name
 from ...core.resources import resource_dir
 from ...core.units import iec, intensity, si
-from ..text.diff_tables import format_value
+from ..formatting import count_text, format_value, shape_text, share_percent
 from ..bounds import BOUND_LABELS, bound_line, time_by_bound
 
 if TYPE_CHECKING:
     from ...result import Analysis
+    from ...roofline.placement import TargetReport
 
 SCRIPT_TEMPLATE = "partials/_script.js.j2"
 # a few distinct colours for models in compare / sweep / diff pages
@@ -50,10 +54,12 @@ def script_json(value: Any) -> str:
     return text
 
 
-def _render(template: str, context: dict) -> str:
+def render_page(template: str, view: Any) -> str:
+    """Render a page's view (a dataclass: its fields are the template's variables)."""
     env = _environment()
     script = env.get_template(SCRIPT_TEMPLATE).render()
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    context = {field.name: getattr(view, field.name) for field in fields(view)}
     context.setdefault("version", __version__)
     context["script"] = Markup(script)  # static template text: nothing from a model in it
     context["script_hash"] = f"sha256-{digest}"
@@ -78,75 +84,109 @@ def _environment() -> jinja2.Environment:
 # Shown the same way on several pages
 
 
-def _target_context(target: dict) -> dict:
+@dataclass
+class TargetCard:
+    """One target's card: latency, throughput, bound and energy, each with its exact value as
+    a title (the model page's cards; a row of the compare and sweep tables)."""
+
+    name: str
+    description: str
+    latency: str
+    latency_title: str
+    throughput: str
+    throughput_title: str
+    bound: str  # the bound that takes the largest share of the latency
+    bound_key: str
+    bound_share: str
+    bound_title: str
+    point_bound: str  # the whole-model point's bound
+    point_bound_key: str
+    bound_line: str
+    energy: str
+    energy_title: str
+    utilization: str
+    utilization_title: str
+
+
+def target_card(report: "TargetReport") -> TargetCard:
     """One target's card: latency, throughput, bound, energy."""
-    share = target["time_share"]
+    share = report.time_share
     main = max(share.items(), key=lambda kv: kv[1])[0] if share else "none"
-    point = target["model_point"]
-    energy = target["energy_j"]
-    split = target["energy_split"]
-    batch = target["batch"] or 1
-    return {
-        "name": target["name"],
-        "description": target["description"],
-        "latency": format_value(target["latency_s"], "seconds"),
-        "latency_title": f"{target['latency_s']:.6g} s for one run at batch {batch}: every kernel, one after another",
-        "throughput": f"{target['throughput_per_s']:,.1f}/s",
-        "throughput_title": f"{target['throughput_per_s']:.6g} inferences per second (batch {batch} ÷ latency)",
-        "bound": BOUND_LABELS.get(main, main),
-        "bound_key": main,
-        "bound_share": _percent(share.get(main, 0.0)),
-        "bound_title": "share of the latency per bound: " + time_by_bound(share)
-            + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point['bound'], point['bound'])}-bound",
-        "point_bound": BOUND_LABELS.get(point["bound"], point["bound"]),
-        "point_bound_key": point["bound"],
-        "bound_line": bound_line(point["bound"], share),
-        "energy": format_value(energy, "joules") if energy is not None else "n/a",
-        "energy_title": ("energy per run: " + ", ".join(
+    point = report.model_point
+    energy = report.energy_j
+    split = report.energy_split_j
+    batch = report.batch or 1
+    return TargetCard(
+        name=report.target.name,
+        description=report.target.description,
+        latency=format_value(report.latency_s, "seconds"),
+        latency_title=f"{report.latency_s:.6g} s for one run at batch {batch}: every kernel, one after another",
+        throughput=f"{report.throughput_per_s:,.1f}/s",
+        throughput_title=f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)",
+        bound=BOUND_LABELS.get(main, main),
+        bound_key=main,
+        bound_share=share_percent(share.get(main, 0.0)),
+        bound_title="share of the latency per bound: " + time_by_bound(share)
+        + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point.bound, point.bound)}-bound",
+        point_bound=BOUND_LABELS.get(point.bound, point.bound),
+        point_bound_key=point.bound,
+        bound_line=bound_line(point.bound, share),
+        energy=format_value(energy, "joules") if energy is not None else "n/a",
+        energy_title=("energy per run: " + ", ".join(
             f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}" for part, value in split.items())
             + (f" ({energy:.6g} J)" if energy is not None else "")) if energy is not None
-            else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
-        "utilization": _percent(target["utilization"]) if target["utilization"] < 0.9995 else "100%",
-        "utilization_title": f"{target['utilization']:.4%} of the model's main roof ({point['roof']}) over the latency",
-    }
+        else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
+        utilization=share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
+        utilization_title=f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
+    )
 
 
-def _target_capacities(analysis: "Analysis") -> list[tuple[str, int]]:
+def report_on(analysis: "Analysis", target: str) -> "TargetReport | None":
+    """The analysis's report on the target of that name (None: not analysed on it)."""
+    return next((r for r in analysis.targets if r.target.name == target), None)
+
+
+def target_capacities(analysis: "Analysis") -> list[tuple[str, int]]:
     return [(f"{r.target.name} on-chip", int(r.target.onchip_bytes.value))
             for r in analysis.targets if r.target.onchip_bytes]
 
 
-def _side(document: dict, role: str) -> dict:
-    model = document["model"]
-    return {
-        "role": role, "name": model["name"], "path": model["path"] or "in memory",
-        "nodes": _count(model["nodes"]), "producer": model["producer"] or "unknown",
-        "inputs": ", ".join(f"{t['name']} {shape_text(t['shape'])} {t['dtype']}" for t in model["inputs"]),
-    }
+@dataclass
+class ModelSide:
+    """A model in a page's header (the diff page's base and head, the sweep page's model)."""
+
+    role: str
+    name: str
+    path: str
+    nodes: str
+    producer: str
+    inputs: str
 
 
-def _cell(value: float, kind: str, unit: str) -> dict:
-    metric = _metric(value, kind, unit)
+def model_side(analysis: "Analysis", role: str) -> ModelSide:
+    """A model in a page's header: its name, file, node count, producer and inputs."""
+    model = analysis.model
+    return ModelSide(
+        role=role, name=model.name, path=model.path or "in memory",
+        nodes=count_text(model.node_count), producer=model.producer or "unknown",
+        inputs=", ".join(f"{t.name} {shape_text(t.shape)} {dtype_name(t.dtype)}" for t in analysis.inputs),
+    )
+
+
+def value_cell(value: float, kind: str, unit: str) -> dict:
+    metric = metric_cell(value, kind, unit)
     return {"text": metric["text"], "title": metric["title"], "value": value, "cls": ""}
 
 
-def _na() -> dict:
+def not_analysed_cell() -> dict:
     return {"text": "—", "title": "not analysed on this target", "value": None, "cls": "na"}
 
 
 # ---------------------------------------------------------------------------------------------
-# Formatting
+# Cells and bars
 
 
-def shape_text(shape: Iterable | None) -> str:
-    """``[1, 3, 224, 224]`` -> ``1×3×224×224``; symbols stay names, unknown dims are ``?``."""
-    if shape is None:
-        return "?"
-    dims = ["?" if d is None else str(d) for d in shape]
-    return "×".join(dims) if dims else "scalar"
-
-
-def _metric(value: int | float | None, kind: str, unit: str) -> dict:
+def metric_cell(value: int | float | None, kind: str, unit: str) -> dict:
     if value is None:
         return {"text": "-", "title": "no bytes move", "value": "", "cls": "na"}
     if kind == "bytes":
@@ -158,21 +198,9 @@ def _metric(value: int | float | None, kind: str, unit: str) -> dict:
     return {"text": text, "title": title, "value": repr(value), "cls": "zero" if value == 0 else ""}
 
 
-def _count(value: int) -> str:
-    return f"{value:,}"
-
-
-def _bar_width(share: float) -> str:
+def bar_width(share: float) -> str:
     """A share drawn as a bar: its CSS width, full at 100%."""
     return f"{min(share, 1.0) * 100:.2f}%"
-
-
-def _percent(share: float) -> str:
-    if share == 0:
-        return "0%"
-    if share < 0.001:
-        return "<0.1%"
-    return f"{share * 100:.1f}%"
 
 
 def _finite(value: Any) -> Any:

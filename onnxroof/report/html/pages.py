@@ -10,12 +10,14 @@ This module only gathers the public renderers; each page has its own module:
   whole-model points).
 - :func:`render_sweep_html` (``sweep_page.py``): one model at every sweep point (the model
   point's path, latency and tokens/s against the swept value).
+- :func:`render_profile_html` (``profile_page.py``): the model page on the target ``onnxroof
+  profile`` measured on, with the measured nodes beside the predicted ones.
 
 A page builds its context with every number already formatted (SI prefixes for counts, IEC for
 bytes, the exact value in tooltips): the templates only place strings and compute nothing; chart
-geometry comes from ``charts.py``. What several pages share is in ``page.py`` (rendering,
-:func:`script_json`, labels, formatting) and ``chart_context.py`` (roofline and timeline
-contexts). The pages import those, never this module.
+geometry comes from ``charts.py``. What several pages share is public in ``page.py`` (rendering,
+:func:`script_json`, target cards, table cells), ``chart_context.py`` (roofline and timeline
+contexts) and ``report/formatting.py`` (numbers). The pages import those, never this module.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from __future__ import annotations
 from .compare_page import render_compare_html
 from .diff_page import render_diff_html
 from .model_page import render_html
-from .page import script_json, shape_text
+from ..formatting import shape_text
+from .page import script_json
+from .profile_page import render_profile_html
 from .sweep_page import render_sweep_html
 
-__all__ = ["render_html", "render_diff_html", "render_compare_html", "render_sweep_html", "script_json", "shape_text"]
+__all__ = ["render_html", "render_diff_html", "render_compare_html", "render_sweep_html", "render_profile_html",
+           "script_json", "shape_text"]

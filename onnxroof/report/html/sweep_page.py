@@ -7,157 +7,211 @@ latency and tokens/s against the swept value, and the points' live-activation ti
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ...core.units import intensity, si
 from .chart_context import (
-    ROOFLINE_SIZE, _achieved, _bandwidths, _base_roofline, _diamond, _mark, _overlay_chart_context,
-    _place_mark_labels, _roof_groups,
+    ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, diamond_path, model_mark, overlay_timeline_context,
+    place_mark_labels, roof_groups, roofline_frame,
 )
-from .charts import roofline_chart, xy_chart
+from .charts import RooflineChart, roofline_chart, xy_chart
 from .scales import svg_number
-from ..text.diff_tables import format_value
-from .page import SERIES_COLOURS, _cell, _count, _na, _render, _side, _target_capacities, _target_context
+from ..formatting import count_text, format_value
+from .page import (
+    SERIES_COLOURS, ModelSide, model_side, not_analysed_cell, render_page, report_on, target_capacities, target_card,
+    value_cell,
+)
 
 if TYPE_CHECKING:
     from ...compare.sweep import SweepPoint
+    from ...result import Analysis
+    from ...roofline.placement import TargetReport
 
 SWEEP_TEMPLATE = "sweep.html.j2"
 
 
+@dataclass
+class SweepPage:
+    """Everything the sweep page shows, formatted: the model, a row per sweep point, the model
+    point's path on each target's roofline, latency (and tokens/s) charts, the timelines."""
+
+    title: str
+    model: ModelSide
+    symbols: str
+    symbol_headers: list[str]
+    point_count: str
+    headers: list[str]
+    rows: list[dict]  # point_values, cells, complete
+    targets: list[dict]  # a roofline frame with the path and a mark per point, plus name, description, summary
+    latency_chart: dict | None
+    tokens_chart: dict | None
+    timeline: dict
+    timeline_more: str
+    target_names: str
+
+
 def render_sweep_html(points: Sequence["SweepPoint"]) -> str:
     """One model at every sweep point: the model point's path and latency against the value."""
-    return _render(SWEEP_TEMPLATE, _sweep_context(list(points)))
+    return render_page(SWEEP_TEMPLATE, sweep_page(list(points)))
 
 
 def _point_label(values: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
 
-def _sweep_context(points: list["SweepPoint"]) -> dict:
+def sweep_page(points: list["SweepPoint"]) -> SweepPage:
     if not points:  # run_sweep always gives at least one; a page of none had no numbers to show
         raise ValueError("a sweep page needs at least one point")
-    documents = [p.analysis.to_dict() for p in points]
+    analyses = [p.analysis for p in points]
     symbols = list(points[0].values)
     labels = [_point_label(p.values) for p in points]
-    single = len(symbols) == 1
-    # several symbols: the x axis names the points by their values alone ("16 · int8")
-    xs: list = [p.values[symbols[0]] for p in points] if single else [" · ".join(str(v) for v in p.values.values())
-                                                                        for p in points]
-    target_names = [t["name"] for t in documents[0]["targets"]]
-    decoder = any(d["llm"] is not None for d in documents)
-    rows = []
-    for point, document, label in zip(points, documents, labels):
-        totals, memory = document["totals"], document["memory"]
-        cells = [_cell(totals["flops"], "count", "FLOPs"), _cell(totals["params"], "count", "parameters"),
-                 _cell(memory["peak_bytes"], "bytes", "bytes")]
-        for name in target_names:
-            target = next((t for t in document["targets"] if t["name"] == name), None)
-            if target is None:
-                cells += [_na(), _na(), _na()]
-                continue
-            card = _target_context(target)
-            cells += [
-                {"text": card["latency"], "title": card["latency_title"], "value": None, "cls": ""},
-                {"text": card["throughput"], "title": card["throughput_title"], "value": None, "cls": ""},
-                {"text": card["bound_line"], "title": card["bound_title"], "value": None, "cls": ""},
-            ]
-            llm = document["llm"]
-            if llm is not None:
-                tokens = llm["tokens_per_s"].get(name)
-                cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
-                              "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
-        rows.append({"point_values": [str(point.values[s]) for s in symbols], "cells": cells,
-                     "complete": document["complete"]})
+    target_names = [r.target.name for r in analyses[0].targets]
+    decoder = any(a.llm is not None for a in analyses)
+    latency_chart, tokens_chart = _xy_charts(points, symbols, labels, target_names, decoder)
+    timeline = overlay_timeline_context(
+        [(label, a.memory.model_order) for label, a in list(zip(labels, analyses))[:len(SERIES_COLOURS)]],
+        target_capacities(analyses[0]),
+        f"Live activation bytes per step at {min(len(points), len(SERIES_COLOURS))} sweep points", colours=True,
+    )
+    return SweepPage(
+        title=f"{analyses[0].model.name} · sweep over {', '.join(symbols)}",
+        model=model_side(analyses[0], "model"),
+        symbols=", ".join(symbols),
+        symbol_headers=symbols,
+        point_count=count_text(len(points)),
+        headers=_table_headers(target_names, decoder),
+        rows=[_table_row(point, symbols, target_names) for point in points],
+        targets=[_sweep_roofline(number, name, points, symbols, labels) for number, name in enumerate(target_names)],
+        latency_chart=latency_chart,
+        tokens_chart=tokens_chart,
+        timeline=timeline,
+        timeline_more=count_text(len(points) - len(SERIES_COLOURS)) if len(points) > len(SERIES_COLOURS) else "",
+        target_names=", ".join(target_names) or "none",
+    )
+
+
+def _table_headers(target_names: list[str], decoder: bool) -> list[str]:
     headers = ["FLOPs", "Params", "Peak activations"]
     for name in target_names:
         headers += [f"Latency [{name}]", f"Throughput [{name}]", f"Bound [{name}]"]
         if decoder:
             headers.append(f"Tokens/s [{name}]")
-    # the model point's path across each target's roofline
-    targets = []
-    for number, name in enumerate(target_names):
-        per_point = [next((t for t in d["targets"] if t["name"] == name), None) for d in documents]
-        reference = next(t for t in per_point if t is not None)
-        marks = [(t["model_point"]["intensity"], _achieved(t["model_point"]["flops"], t["latency_s"]))
-                 if t is not None and t["model_point"]["flops"] and t["latency_s"] else None for t in per_point]
-        chart = roofline_chart(
-            [(label, peak) for label, peak, _ in _roof_groups(reference)], _bandwidths(reference), [],
-            [m for m in marks if m is not None], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
-        )
-        context = _base_roofline(reference, chart, f"sweep-roofline-{number}")
-        placed = [chart.place(*m) if m is not None else None for m in marks]
-        # two symbols: one path per value of the second, along the first (not one zig-zag)
-        lines = _lines_by_second(points, symbols)
-        for values, members in lines:
-            path = [placed[i] for i in members if placed[i] is not None]
-            if len(path) > 1:
-                context["paths"].append({
-                    "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
-                    "cls": "sweep-path", "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
-                })
-        for k, (p, label, t) in enumerate(zip(placed, labels, per_point)):
-            if p is None or t is None:
-                continue
-            mp = t["model_point"]
-            mark = _mark(p, chart, "model model-sweep", label,
-                         f"{label} on {name}\nintensity: "
-                         + (f"{intensity(mp['intensity'])} FLOP/B" if mp["intensity"] is not None else "∞")
-                         + f"\nachieved: {si(_achieved(mp['flops'], t['latency_s']), 'FLOP/s')}"
-                         + f"\nlatency: {format_value(t['latency_s'], 'seconds')}"
-                         + f"\nbound: {_target_context(t)['bound']}",
-                         SERIES_COLOURS[0])
-            mark["d"] = _diamond(p.x, p.y, 5.5)
-            context["marks"].append(mark)
-        _place_mark_labels(context, chart)
-        targets.append({**context, "name": name, "description": reference["description"],
-                        "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"})
+    return headers
+
+
+def _table_row(point: "SweepPoint", symbols: list[str], target_names: list[str]) -> dict:
+    """One sweep point's row: its totals, then latency, throughput and bound per target (and
+    tokens per second for a decoder)."""
+    analysis = point.analysis
+    totals = analysis.totals
+    cells = [value_cell(totals.flops, "count", "FLOPs"), value_cell(totals.params, "count", "parameters"),
+             value_cell(analysis.memory.model_order.peak_bytes, "bytes", "bytes")]
+    for name in target_names:
+        report = report_on(analysis, name)
+        if report is None:
+            cells += [not_analysed_cell(), not_analysed_cell(), not_analysed_cell()]
+            continue
+        card = target_card(report)
+        cells += [
+            {"text": card.latency, "title": card.latency_title, "value": None, "cls": ""},
+            {"text": card.throughput, "title": card.throughput_title, "value": None, "cls": ""},
+            {"text": card.bound_line, "title": card.bound_title, "value": None, "cls": ""},
+        ]
+        if analysis.llm is not None:
+            tokens = analysis.llm.tokens_per_s.get(name)
+            cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
+                          "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
+    return {"point_values": [str(point.values[s]) for s in symbols], "cells": cells, "complete": analysis.complete}
+
+
+def _sweep_roofline(number: int, name: str, points: list["SweepPoint"], symbols: list[str], labels: list[str]) -> dict:
+    """The model point's path across one target's roofline: a diamond per sweep point."""
+    per_point = [report_on(p.analysis, name) for p in points]
+    reference = next(r for r in per_point if r is not None).target
+    marks = [(r.model_point.intensity, achieved_rate(r.model_point.flops, r.latency_s))
+             if r is not None and r.model_point.flops and r.latency_s else None for r in per_point]
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in roof_groups(reference)], bandwidth_roofs(reference), [],
+        [m for m in marks if m is not None], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
+    )
+    context = roofline_frame(reference, chart, f"sweep-roofline-{number}")
+    placed = [chart.place(*m) if m is not None else None for m in marks]
+    context["paths"] += _sweep_paths(placed, points, symbols)
+    for p, label, report in zip(placed, labels, per_point):
+        if p is not None and report is not None:
+            context["marks"].append(_point_mark(chart, p, label, name, report))
+    place_mark_labels(context, chart)
+    return {**context, "name": name, "description": reference.description,
+            "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"}
+
+
+def _sweep_paths(placed: list, points: list["SweepPoint"], symbols: list[str]) -> list[dict]:
+    """Two symbols: one path per value of the second, along the first (not one zig-zag)."""
+    paths = []
+    for values, members in _lines_by_second(points, symbols):
+        path = [placed[i] for i in members if placed[i] is not None]
+        if len(path) > 1:
+            paths.append({
+                "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
+                "cls": "sweep-path", "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
+            })
+    return paths
+
+
+def _point_mark(chart: RooflineChart, placed, label: str, name: str, report: "TargetReport") -> dict:
+    mp = report.model_point
+    mark = model_mark(placed, chart, "model model-sweep", label,
+                      f"{label} on {name}\nintensity: "
+                      + (f"{intensity(mp.intensity)} FLOP/B" if mp.intensity is not None else "∞")
+                      + f"\nachieved: {si(achieved_rate(mp.flops, report.latency_s), 'FLOP/s')}"
+                      + f"\nlatency: {format_value(report.latency_s, 'seconds')}"
+                      + f"\nbound: {target_card(report).bound}",
+                      SERIES_COLOURS[0])
+    mark["d"] = diamond_path(placed.x, placed.y, 5.5)
+    return mark
+
+
+def _xy_charts(points: list["SweepPoint"], symbols: list[str], labels: list[str], target_names: list[str],
+               decoder: bool) -> tuple[dict | None, dict | None]:
+    """Latency (and, for a decoder, new tokens per second) against the swept value."""
+    single = len(symbols) == 1
+    # several symbols: the x axis names the points by their values alone ("16 · int8")
+    xs: list = [p.values[symbols[0]] for p in points] if single else [" · ".join(str(v) for v in p.values.values())
+                                                                        for p in points]
     wide = not decoder
-    lines = _lines_by_second(points, symbols)
     if len(symbols) == 2:  # x: the first symbol; one line per target and value of the second
         xs = list(dict.fromkeys(p.values[symbols[0]] for p in points))
-        position = {(p.values[symbols[0]], p.values[symbols[1]]): k for k, p in enumerate(points)}
-        latency_series = [(f"{name} · {values}", [_target_latency(documents[position[(x, points[members[0]].values[symbols[1]])]], name)
-                                                   if (x, points[members[0]].values[symbols[1]]) in position else None
-                                                   for x in xs])
-                          for name in target_names for values, members in lines]
+        latency_series = _latency_by_second(points, symbols, xs, target_names)
     else:
-        latency_series = [(name, [_target_latency(d, name) for d in documents]) for name in target_names]
+        latency_series = [(name, [_latency(p.analysis, name) for p in points]) for name in target_names]
     single = single or len(symbols) == 2
+    against = ", ".join(symbols) if single else "sweep point"
+    x_title = symbols[0] if single else " · ".join(symbols)
     latency_chart = _xy_context(
-        "latency", xs, latency_series,
-        f"latency per run vs {', '.join(symbols) if single else 'sweep point'}", "seconds", labels, wide,
-        symbols[0] if single else " · ".join(symbols),
+        "latency", xs, latency_series, f"latency per run vs {against}", "seconds", labels, wide, x_title,
     ) if target_names else None
     tokens_chart = None
     if decoder and target_names:
         tokens_chart = _xy_context(
-            "tokens", xs, [(name, [(d["llm"] or {}).get("tokens_per_s", {}).get(name) for d in documents])
-                           for name in target_names],
-            f"new tokens per second vs {', '.join(symbols) if single else 'sweep point'}", "per_second", labels, wide,
-            symbols[0] if single else " · ".join(symbols),
+            "tokens", xs, [(name, [p.analysis.llm.tokens_per_s.get(name) if p.analysis.llm is not None else None
+                                   for p in points]) for name in target_names],
+            f"new tokens per second vs {against}", "per_second", labels, wide, x_title,
         )
-    timeline = _overlay_chart_context(
-        [(label, [e["live_bytes"] for e in d["memory"]["timeline"]], d["memory"]["timeline"])
-         for label, d in list(zip(labels, documents))[:len(SERIES_COLOURS)]],
-        _target_capacities(points[0].analysis),
-        f"Live activation bytes per step at {min(len(points), len(SERIES_COLOURS))} sweep points", colours=True,
-    )
-    return {
-        "title": f"{documents[0]['model']['name']} · sweep over {', '.join(symbols)}",
-        "model": _side(documents[0], "model"),
-        "symbols": ", ".join(symbols),
-        "symbol_headers": symbols,
-        "point_count": _count(len(points)),
-        "headers": headers,
-        "rows": rows,
-        "targets": targets,
-        "latency_chart": latency_chart,
-        "tokens_chart": tokens_chart,
-        "timeline": timeline,
-        "timeline_more": _count(len(points) - len(SERIES_COLOURS)) if len(points) > len(SERIES_COLOURS) else "",
-        "target_names": ", ".join(target_names) or "none",
-    }
+    return latency_chart, tokens_chart
+
+
+def _latency_by_second(points: list["SweepPoint"], symbols: list[str], xs: list,
+                       target_names: list[str]) -> list[tuple[str, list[float | None]]]:
+    """One latency line per target and value of the second symbol, over the first's values."""
+    position = {(p.values[symbols[0]], p.values[symbols[1]]): k for k, p in enumerate(points)}
+    series = []
+    for name in target_names:
+        for values, members in _lines_by_second(points, symbols):
+            second = points[members[0]].values[symbols[1]]
+            series.append((f"{name} · {values}", [_latency(points[position[(x, second)]].analysis, name)
+                                                  if (x, second) in position else None for x in xs]))
+    return series
 
 
 def _lines_by_second(points: list["SweepPoint"], symbols: list[str]) -> list[tuple[str, list[int]]]:
@@ -171,9 +225,9 @@ def _lines_by_second(points: list["SweepPoint"], symbols: list[str]) -> list[tup
     return [(f"{symbols[1]}={value}", members) for value, members in groups.items()]
 
 
-def _target_latency(document: dict, name: str) -> float | None:
-    target = next((t for t in document["targets"] if t["name"] == name), None)
-    return target["latency_s"] if target else None
+def _latency(analysis: "Analysis", name: str) -> float | None:
+    report = report_on(analysis, name)
+    return report.latency_s if report else None
 
 
 def _xy_context(key: str, xs: list, series: list[tuple[str, list[float | None]]], title: str, unit: str,

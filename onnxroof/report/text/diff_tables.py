@@ -10,6 +10,7 @@ from ...core.version import __version__
 from ..bounds import bound_label, time_by_bound
 from ...core.units import iec, si
 from ...result import target_entry
+from ..formatting import format_value, percent_text, signed_change, verdict
 from .markdown import details, escape, html_text, table
 
 if TYPE_CHECKING:
@@ -17,62 +18,7 @@ if TYPE_CHECKING:
     from ...compare.budgets import BudgetResult
     from ...compare.diff import Delta, ModelDiff
 
-BETTER, WORSE, NEUTRAL, SAME = "🟢", "🔴", "🔷", "⚪"
-HIGHER_IS_BETTER = frozenset({"throughput_per_s"})
-NEITHER = frozenset({"nodes"})  # more or fewer nodes is neither good nor bad in itself
 SCHEMA = "onnxroof-diff/1"
-
-
-def format_value(value: float | None, unit: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if unit == "bytes":
-        return iec(value)
-    if unit == "seconds":
-        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-            if abs(value) >= scale or scale == 1e-9:
-                return f"{value / scale:.3g} {name}"
-    if unit == "joules":
-        for scale, name in ((1, "J"), (1e-3, "mJ"), (1e-6, "µJ"), (1e-9, "nJ")):
-            if abs(value) >= scale or scale == 1e-9:
-                return f"{value / scale:.3g} {name}"
-    if unit == "per_second":
-        return f"{value:,.1f}/s"
-    return si(value)
-
-
-def signed_change(delta: "Delta") -> str:
-    change = delta.change
-    if change is None:
-        return "n/a"
-    if change == 0:
-        return "0"
-    text = format_value(abs(change), delta.unit)
-    return ("+" if change > 0 else "−") + text
-
-
-def verdict(key: str, change: float) -> str:
-    """The mark of a change: better (green), worse (red) or neither, for that metric: less is
-    better for every cost, more for throughput.
-
-    >>> verdict("params", -5), verdict("latency_s", 1), verdict("throughput_per_s", 1), verdict("nodes", 3)
-    ('🟢', '🔴', '🟢', '🔷')
-    """
-    if change == 0:
-        return SAME
-    if key in NEITHER:
-        return NEUTRAL
-    return BETTER if (change > 0) == (key in HIGHER_IS_BETTER) else WORSE
-
-
-def percent_text(delta: "Delta", symbols: bool = True) -> str:
-    percent = delta.percent
-    if percent is None:
-        return "n/a"
-    symbol = "" if not symbols else verdict(delta.key, percent) + " "
-    if math.isinf(percent):
-        return f"{symbol}new"
-    return f"{symbol}{percent:+.1f}%".replace("-", "−")
 
 
 def _deltas(diff: "ModelDiff") -> list[tuple[str, "Delta"]]:

@@ -1,20 +1,17 @@
-"""The output of ``onnxroof profile``: the text table of predicted against measured times, and
-the HTML report with the measured nodes on the target's roofline (the JSON document is
-:func:`onnxroof.measure.profiling.profile_document`)."""
+"""The text output of ``onnxroof profile``: a table of each node's predicted and measured times
+(the HTML report is :func:`onnxroof.report.html.profile_page.render_profile_html`, the JSON
+document :func:`onnxroof.measure.profiling.profile_document`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..core.units import seconds
-from .html.model_page import render_html
-from .text.table import clip, inputs_line
+from ...core.units import seconds
+from ...measure.profiling import Coverage
+from .table import clip, inputs_line
 
 if TYPE_CHECKING:
-    from ..measure.profiling import ProfileResult
-
-
+    from ...measure.profiling import ProfileResult
 
 
 def _ratio(value: float | None) -> str:
@@ -36,11 +33,11 @@ def render_profile_table(result: ProfileResult) -> str:
     header = ("name", "op", "bound", "predicted", "measured", "meas/pred", "")
     rows = [header]
     for n in result.nodes:
-        if n.status == "split":
+        if n.status == Coverage.SPLIT:
             note = f"in {n.kernel} ({n.kernel_op}), split" if n.kernel != n.name else f"{n.kernel_op}, split with fused nodes"
-        elif n.status == "own":
+        elif n.status == Coverage.OWN:
             note = "" if n.kernel == n.name and n.kernel_op == n.op_type else f"as {n.kernel} ({n.kernel_op})"
-        elif n.status == "removed":
+        elif n.status == Coverage.REMOVED:
             note = "not run by onnxruntime (view or folded)"
         else:
             note = "no kernel found for it"
@@ -70,11 +67,3 @@ def render_profile_table(result: ProfileResult) -> str:
                      + (" ..." if len(mapping.not_seen) > 5 else ""))
     lines += [f"note: {note}" for note in result.notes + report.notes]
     return "\n".join(lines) + "\n"
-
-
-def render_profile_html(result: ProfileResult) -> str:
-    """The HTML report of the model on the profile's target, with the measured series."""
-    analysis = result.analysis
-    if not any(report is result.target for report in analysis.targets):
-        analysis = replace(analysis, targets=[*analysis.targets, result.target])
-    return render_html(analysis, profile=result)

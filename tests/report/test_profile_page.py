@@ -8,7 +8,7 @@ import pytest
 import onnxroof
 from onnxroof.core.examples import build_example
 from onnxroof.report.html.pages import render_html
-from onnxroof.report.profile_views import render_profile_html
+from onnxroof.report.html.profile_page import render_profile_html
 
 from measurements import recorded_result
 

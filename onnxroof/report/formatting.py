@@ -1,0 +1,103 @@
+"""Number formatting that several renderers share: the text, Markdown and HTML pages show a
+value, a change and its percentage the same way.
+
+:func:`format_value` picks the unit's scale (IEC for bytes, s/ms/µs/ns for seconds, J/mJ/µJ/nJ
+for joules, SI for counts); :func:`signed_change` and :func:`percent_text` word a
+:class:`~onnxroof.compare.diff.Delta`, and :func:`verdict` marks whether it is better or worse.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Iterable
+
+from ..core.units import iec, si
+
+if TYPE_CHECKING:
+    from ..compare.diff import Delta
+
+BETTER, WORSE, NEUTRAL, SAME = "🟢", "🔴", "🔷", "⚪"
+HIGHER_IS_BETTER = frozenset({"throughput_per_s"})
+NEITHER = frozenset({"nodes"})  # more or fewer nodes is neither good nor bad in itself
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """A value in its unit, scaled to three significant digits ("n/a" for none or NaN).
+
+    >>> format_value(0.0042, "seconds"), format_value(2048, "bytes"), format_value(None, "joules")
+    ('4.2 ms', '2 KiB', 'n/a')
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if unit == "bytes":
+        return iec(value)
+    if unit == "seconds":
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+            if abs(value) >= scale or scale == 1e-9:
+                return f"{value / scale:.3g} {name}"
+    if unit == "joules":
+        for scale, name in ((1, "J"), (1e-3, "mJ"), (1e-6, "µJ"), (1e-9, "nJ")):
+            if abs(value) >= scale or scale == 1e-9:
+                return f"{value / scale:.3g} {name}"
+    if unit == "per_second":
+        return f"{value:,.1f}/s"
+    return si(value)
+
+
+def signed_change(delta: "Delta") -> str:
+    change = delta.change
+    if change is None:
+        return "n/a"
+    if change == 0:
+        return "0"
+    text = format_value(abs(change), delta.unit)
+    return ("+" if change > 0 else "−") + text
+
+
+def verdict(key: str, change: float) -> str:
+    """The mark of a change: better (green), worse (red) or neither, for that metric: less is
+    better for every cost, more for throughput.
+
+    >>> verdict("params", -5), verdict("latency_s", 1), verdict("throughput_per_s", 1), verdict("nodes", 3)
+    ('🟢', '🔴', '🟢', '🔷')
+    """
+    if change == 0:
+        return SAME
+    if key in NEITHER:
+        return NEUTRAL
+    return BETTER if (change > 0) == (key in HIGHER_IS_BETTER) else WORSE
+
+
+def percent_text(delta: "Delta", symbols: bool = True) -> str:
+    percent = delta.percent
+    if percent is None:
+        return "n/a"
+    symbol = "" if not symbols else verdict(delta.key, percent) + " "
+    if math.isinf(percent):
+        return f"{symbol}new"
+    return f"{symbol}{percent:+.1f}%".replace("-", "−")
+
+
+def count_text(value: int) -> str:
+    return f"{value:,}"
+
+
+def share_percent(share: float) -> str:
+    """A share of a whole as a percentage, one decimal; below 0.1% it says so.
+
+    >>> share_percent(0.25), share_percent(0.0004), share_percent(0)
+    ('25.0%', '<0.1%', '0%')
+    """
+    if share == 0:
+        return "0%"
+    if share < 0.001:
+        return "<0.1%"
+    return f"{share * 100:.1f}%"
+
+
+def shape_text(shape: Iterable | None) -> str:
+    """``[1, 3, 224, 224]`` -> ``1×3×224×224``; symbols stay names, unknown dims are ``?``."""
+    if shape is None:
+        return "?"
+    dims = ["?" if d is None else str(d) for d in shape]
+    return "×".join(dims) if dims else "scalar"

@@ -1,4 +1,4 @@
-"""Stage 3: the cost DAG, one cost record per ONNX node, linked by the tensors they exchange.
+"""The cost DAG, one cost record per ONNX node, linked by the tensors they exchange.
 
 Edges carry tensors (producer -> consumer) and their bytes. Tensors computed only from
 initializers and constants are parameters, not activations, and their producers are folded

@@ -1,4 +1,4 @@
-"""Stage 3b: sizes only the data decides, and the splits whose pieces add up to a known extent.
+"""Sizes only the data decides, and the splits whose pieces add up to a known extent.
 
 A Mixture-of-Experts export routes tokens by data: each expert's row count is known only at run
 time (a NonZero count, a Split by sizes the router computed), so its MatMuls have no static shape.

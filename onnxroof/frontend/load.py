@@ -1,4 +1,4 @@
-"""Stage 1: read an ONNX file into a ModelProto without ever reading weight data, and judge it.
+"""Read an ONNX file into a ModelProto without ever reading weight data, and judge it.
 
 External data files are never opened (counts come from dims), so a model whose data files are
 absent, or of the wrong size, still loads and is costed in full. Their ``location`` entries are

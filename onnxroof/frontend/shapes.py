@@ -1,4 +1,4 @@
-"""Stage 2: run ONNX shape inference on the model (its inputs already bound by inputs.py), and
+"""Run ONNX shape inference on the model (its inputs already bound by inputs.py), and
 close the gaps it leaves with the partial evaluator (evaluator.py): it runs the small shape
 computations ONNX's inference stops at, and re-infers what follows from their values.
 

@@ -1,4 +1,4 @@
-"""Stage 5: live activations, peak on-chip memory, and the execution order that lowers it
+"""Live activations, peak on-chip memory, and the execution order that lowers it
 (cost-model.md section 4). :func:`analyze_memory` builds the buffer problem (``problem.py``),
 measures the model's order and searches a better one (``schedule.py``); the roofline stage asks
 ``spill.py`` for the spills on each target.

@@ -1,4 +1,4 @@
-"""Stage 5's problem: the buffers of a cost DAG and the live bytes of one execution order.
+"""The memory problem: the buffers of a cost DAG and the live bytes of one execution order.
 
 Semantics (cost-model.md section 4): an activation is live from the step its producer runs
 until its last consumer has run; graph inputs are live from step 0 and graph outputs to the

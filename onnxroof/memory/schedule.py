@@ -1,4 +1,4 @@
-"""Stage 5's schedule search: the execution order that lowers the peak of live activations,
+"""The schedule search: the execution order that lowers the peak of live activations,
 exactly (a memoized search over the sets of nodes run) when the graph is small enough, else by a
 greedy heuristic.
 

@@ -1,4 +1,4 @@
-"""Stage 5's spill plan: which buffers leave on-chip memory when the live set exceeds a
+"""The spill plan: which buffers leave on-chip memory when the live set exceeds a
 target's capacity, and the DRAM bytes that costs (Belady's policy)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stage 4: the cost rules, a plain mapping from (domain, op_type) to a small function.
+"""The cost rules, a plain mapping from (domain, op_type) to a small function.
 
 Each rule's handler takes a :class:`NodeView` (the node with its input and output shapes) and
 returns an :class:`OpCost`; its docstring is its formula. One module per op family holds the

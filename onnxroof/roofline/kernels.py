@@ -1,4 +1,4 @@
-"""Stage 5b: the kernels a runtime executes (fusion), from the cost DAG alone (cost-model.md
+"""The kernels a runtime executes (fusion), from the cost DAG alone (cost-model.md
 section 5, "Kernels").
 
 A runtime runs groups of nodes as one kernel: a convolution or matmul with its bias,

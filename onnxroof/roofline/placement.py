@@ -1,4 +1,4 @@
-"""Stage 6: where every node and the whole model sit on a target's roofline, how long they
+"""Where every node and the whole model sit on a target's roofline, how long they
 take and what they cost in energy (cost-model.md section 5).
 
 The decision itself is :func:`roofline`, one short pure function. The rest decides what each

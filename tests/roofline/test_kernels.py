@@ -237,7 +237,7 @@ def test_a_plugin_op_declared_elementwise_joins_a_matmul_as_its_epilogue(tmp_pat
         """FLOPs = 3 x output elements."""
         return OpCost(flops=3 * node.output_elements(0))
 
-    # the family alone says nothing to the fusion stage: the traits do
+    # the declared traits decide, not the family (its FAMILY_TRAITS are only a default for none declared)
     register("MyAct", my_act, family="elementwise", domain="acme", shapes=same_as_input(0), traits=traits)
     try:
         report = analyze(_matmul_then_plugin_activation(), targets=[target_file(tmp_path, EPILOGUE)]).targets[0]

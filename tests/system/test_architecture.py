@@ -71,3 +71,8 @@ def test_the_layers_are_packages_at_most_twelve_and_the_top_holds_at_most_six_mo
     assert packages <= named  # every package has its layer
     top_modules = sorted(p.name for p in (REPO / "onnxroof").glob("*.py"))
     assert len(top_modules) <= 6, top_modules
+
+
+def test_no_module_is_over_600_lines():
+    longest = {str(p.relative_to(REPO)): len(p.read_text().splitlines()) for p in (REPO / "onnxroof").rglob("*.py")}
+    assert {path: lines for path, lines in longest.items() if lines > 600} == {}

@@ -1,0 +1,25 @@
+"""The documents name tests that exist: docs/testing.md's planted-bug table and notes name each
+test that catches a bug as `path::test_name` (under tests/); a renamed or moved test must take its
+row along, or the table no longer says what catches what."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+NAMED = re.compile(r"`([a-z_/]+\.py)::([A-Za-z0-9_]+)`")
+
+
+def test_every_test_docs_testing_md_names_exists():
+    named = set(NAMED.findall((REPO / "docs" / "testing.md").read_text()))
+    assert len(named) > 50  # the table was read
+    missing = []
+    for path, name in sorted(named):
+        file = REPO / "tests" / path
+        functions = {node.name for node in ast.walk(ast.parse(file.read_text()))
+                     if isinstance(node, ast.FunctionDef)} if file.is_file() else set()
+        if name not in functions:
+            missing.append(f"{path}::{name}")
+    assert missing == []

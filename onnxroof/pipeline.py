@@ -23,22 +23,22 @@ import onnx.inliner
 
 from .core.dtypes import dtype_name
 from .core.errors import OptionError, UnboundDims
+from .core.nodes import read_node_fields
+from .core.tensors import TensorInfo
+from .cost.llm import LOOKED_FOR, DecoderLayout, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
 from .cost.records import CostOptions, NodeRecord, NodeStatus
+from .cost.splits import cost_graph_with_sizes
 from .frontend.inputs import (
     batch_flags, batch_symbols, bind_inputs, fix_digit_dims, input_values, name_unnamed_batch_axes, parse_dim,
     parse_input_shape, parse_value, real_inputs, unbound_dims,
 )
-from .cost.llm import LOOKED_FOR, DecoderLayout, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
 from .frontend.load import PendingCheck, check_in_memory, open_model
+from .frontend.shapes import infer_shapes
 from .memory.liveness import analyze_memory
-from .core.nodes import read_node_fields
 from .ops import output_types
 from .ops.plugins import load_entry_points
 from .options import AnalysisOptions
 from .result import Analysis, ModelFacts, Totals
-from .frontend.shapes import infer_shapes
-from .cost.splits import cost_graph_with_sizes
-from .core.tensors import TensorInfo
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
     from .roofline.targets import Target

@@ -472,6 +472,11 @@ def target_entry(report, encoded: bool = False) -> dict:
         "weights_resident": target.weights_resident,  # parameters kept on chip between runs when they fit
         "fusion": list(report.fusion),  # the rule sets the kernels ("nodes" below) were grouped under
         "latency_s": report.latency_s,
+        # "bound": peak figures, a run takes at least latency_s; "forecast": measured efficiencies,
+        # within error_band (|predicted / measured - 1|) where the target states one
+        "latency_kind": report.latency_kind,
+        "error_band": ({"value": target.error_band.value, "source": target.error_band.source}
+                       if target.error_band and report.latency_kind == "forecast" else None),
         "throughput_per_s": report.throughput_per_s,
         "utilization": report.utilization,
         "energy_j": report.energy_j,

@@ -15,6 +15,7 @@ from ..core.units import iec, si
 
 if TYPE_CHECKING:
     from ..compare.diff import Delta
+    from ..roofline.placement import TargetReport
 
 BETTER, WORSE, NEUTRAL, SAME = "🟢", "🔴", "🔷", "⚪"
 HIGHER_IS_BETTER = frozenset({"throughput_per_s"})
@@ -101,3 +102,31 @@ def shape_text(shape: Iterable | None) -> str:
         return "?"
     dims = ["?" if d is None else str(d) for d in shape]
     return "×".join(dims) if dims else "scalar"
+
+
+def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
+    """A latency (or with ``at_most``, a throughput) as what it is on the report's target: at
+    peak figures a run takes at least the latency and reaches at most the throughput; a forecast
+    carries its measured error band where the target states one.
+
+    >>> from types import SimpleNamespace as Fake
+    >>> bound = Fake(latency_kind="bound", target=Fake(error_band=None))
+    >>> as_bound("13.4 µs", bound), as_bound("74,466.7", bound, at_most=True)
+    ('≥ 13.4 µs', '≤ 74,466.7')
+    >>> forecast = Fake(latency_kind="forecast", target=Fake(error_band=Fake(value=0.18)))
+    >>> as_bound("13.4 µs", forecast), as_bound("74,466.7", forecast, at_most=True)
+    ('13.4 µs ±18%', '74,466.7 ±18%')
+    """
+    if report.latency_kind == "bound":
+        return ("≤ " if at_most else "≥ ") + text
+    band = report.target.error_band
+    return f"{text} ±{band.value:.0%}" if band is not None else text
+
+
+def latency_kind_words(report: "TargetReport") -> str:
+    """Why a target's latency is a bound or a forecast, in one phrase."""
+    if report.latency_kind == "bound":
+        return "a lower bound (≥): the target's figures are peaks, every kernel at its roofs"
+    band = report.target.error_band
+    within = f", within ±{band.value:.0%} ({band.source})" if band is not None else ", its error not yet measured"
+    return f"a forecast from efficiencies measured on the target's runtime{within}"

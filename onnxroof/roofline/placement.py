@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from ..core.enums import TextEnum
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of
 from ..memory.spill import spill_plan
-from .targets import Target
+from .targets import LatencyKind, Target
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
@@ -141,6 +141,7 @@ class TargetReport:
     weights_on_chip_bytes: int = 0  # parameters kept on chip between runs ([weights] resident, and they fit)
     notes: list[str] = field(default_factory=list)
     fusion: tuple[str, ...] = ()  # the fusion rule sets the kernels were grouped under
+    latency_kind: LatencyKind = LatencyKind.BOUND  # a lower bound (peak figures) or a forecast (measured efficiencies)
 
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
@@ -224,6 +225,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
                         keeps_activations, notes, rules)
     report.weights_on_chip_bytes = parameter_bytes if weights_on_chip else 0
+    # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
+    report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     return report
 
 

@@ -17,8 +17,14 @@ kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calib
 them for the host, and the bundled vendor targets give none, so they predict at peak),
 ``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
 next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
-repeated runs; ``source``: why; absent: false, parameters are read from DRAM every run). A target with no off-chip memory (weights held on chip) sets
+repeated runs; ``source``: why; absent: false, parameters are read from DRAM every run), ``error_band``
+(a forecast's measured error: the fraction ``|predicted / measured - 1|`` its latencies stayed
+within, its ``source`` naming the measurements). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
+
+What its latency is follows from its figures (:class:`LatencyKind`): peak figures give a
+**bound** (every kernel at its roof: a run takes at least that long), and a runtime's measured
+efficiency for every kernel class it names gives a **forecast**.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.resources import resource_dir
 
@@ -84,6 +91,14 @@ EFFICIENCY_CLASSES = {
 }
 
 
+class LatencyKind(TextEnum):
+    """What a predicted latency is: at peak figures a kernel can go no faster than its roofs, so
+    the latency is a lower bound; scaled by measured efficiencies it is a forecast."""
+
+    BOUND = "bound"
+    FORECAST = "forecast"
+
+
 @dataclass(frozen=True)
 class Figure:
     value: float
@@ -114,6 +129,14 @@ class Target:
     efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
     weights_resident: bool = False  # parameters stay on chip between runs when they fit beside the activations
     weights_source: str = ""
+    error_band: Figure | None = None  # a forecast's measured |predicted / measured - 1|, and on what
+
+    @property
+    def latency_kind(self) -> LatencyKind:
+        """A forecast when every efficiency the target gives was measured on its runtime
+        (``onnxroof calibrate`` writes them), else a bound: the roofs are peaks."""
+        measured = self.efficiency and all(figure.tag == "measured" for figure in self.efficiency.values())
+        return LatencyKind.FORECAST if measured else LatencyKind.BOUND
 
     def efficiency_of(self, kernel_class: str | None) -> float:
         """The fraction of the roofline a kernel of ``kernel_class`` achieves (1.0: not given)."""
@@ -213,9 +236,18 @@ def parse_target(path: Path) -> Target:
         power_w=_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
         efficiency=_efficiency(data, where),
+        error_band=_error_band(data, where),
         **_weights(data, where),
         **_fusion(data, where),
     )
+
+
+def _error_band(data: dict, where: str) -> Figure | None:
+    figure = _figure(data, "error_band", "error_band", where, required=False)
+    if figure is not None and not 0 < figure.value <= 10:
+        raise UsageError(f"{where}: 'error_band.value' is the fraction |predicted / measured - 1| a forecast stays "
+                         f"within (0.18 for +-18%), not {figure.value!r}")
+    return figure
 
 
 def _weights(data: dict, where: str) -> dict:

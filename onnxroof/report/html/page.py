@@ -29,7 +29,7 @@ from ...core.version import __version__
 from ...core.dtypes import dtype_name
 from ...core.resources import resource_dir
 from ...core.units import iec, intensity, si
-from ..formatting import count_text, format_value, shape_text, share_percent
+from ..formatting import as_bound, count_text, format_value, latency_kind_words, shape_text, share_percent
 from ..bounds import BOUND_LABELS, bound_line, time_by_bound
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ class TargetCard:
     energy_title: str
     utilization: str
     utilization_title: str
+    latency_kind: str  # "lower bound" (peak figures) or "forecast", shown under the latency
 
 
 def target_card(report: "TargetReport") -> TargetCard:
@@ -119,9 +120,10 @@ def target_card(report: "TargetReport") -> TargetCard:
     return TargetCard(
         name=report.target.name,
         description=report.target.description,
-        latency=format_value(report.latency_s, "seconds"),
-        latency_title=f"{report.latency_s:.6g} s for one run at batch {batch}: every kernel, one after another",
-        throughput=f"{report.throughput_per_s:,.1f}/s",
+        latency=as_bound(format_value(report.latency_s, "seconds"), report),
+        latency_title=f"{report.latency_s:.6g} s for one run at batch {batch}: every kernel, one after another; "
+        + latency_kind_words(report),
+        throughput=as_bound(f"{report.throughput_per_s:,.1f}/s", report, at_most=True),
         throughput_title=f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)",
         bound=BOUND_LABELS.get(main, main),
         bound_key=main,
@@ -138,6 +140,7 @@ def target_card(report: "TargetReport") -> TargetCard:
         else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
         utilization=share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
         utilization_title=f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
+        latency_kind="lower bound" if report.latency_kind == "bound" else "forecast",
     )
 
 

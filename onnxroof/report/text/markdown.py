@@ -11,6 +11,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ...core.version import __version__
+from ..formatting import as_bound, latency_kind_words
 from ..bounds import bound_label, time_by_bound
 from .table import assumed_text
 from ...core.units import iec, intensity, seconds, si
@@ -77,11 +78,14 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         rows = []
         for report in analysis.targets:
             energy = "n/a" if report.energy_j is None else f"{report.energy_j * 1e3:.3g} mJ"
-            rows.append((escape(report.target.name), seconds(report.latency_s), f"{report.throughput_per_s:,.1f}",
+            rows.append((escape(report.target.name), escape(as_bound(seconds(report.latency_s), report)),
+                         escape(as_bound(f"{report.throughput_per_s:,.1f}", report, at_most=True)),
                          bound_label(report.model_point.bound), time_by_bound(report.time_share),
                          f"{report.utilization:.1%}", energy))
         lines += ["", table(("target", "latency", "inferences/s", "model bound", "time by bound", "utilization", "energy"),
                             rows, "lrrllrr")]
+        kinds = {escape(latency_kind_words(report)) for report in analysis.targets}
+        lines += ["", "Latency: " + "; ".join(sorted(kinds)) + "."]
     warnings = analysis.warnings
     if warnings:
         lines += ["", "⚠️ " + "<br>⚠️ ".join(escape(w) for w in warnings)]

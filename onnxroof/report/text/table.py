@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ...core.version import __version__
 from ...core.dtypes import dtype_name
 from ..bounds import bound_label, time_by_bound
+from ..formatting import as_bound, latency_kind_words
 from ...core.units import iec, intensity, joules, seconds, si
 
 if TYPE_CHECKING:
@@ -329,8 +330,10 @@ def target_lines(report) -> list[str]:
     lines = [
         *textwrap.wrap(f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
                        f"{printable(report.target.description)}", TERMINAL_COLUMNS, subsequent_indent="    "),
-        f"  latency {seconds(report.latency_s)} · {report.throughput_per_s:,.1f} inferences/s · "
+        f"  latency {as_bound(seconds(report.latency_s), report)} · "
+        f"{as_bound(f'{report.throughput_per_s:,.1f}', report, at_most=True)} inferences/s · "
         f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
+        *textwrap.wrap(f"  latency: {latency_kind_words(report)}", TERMINAL_COLUMNS, subsequent_indent="    "),
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
         f"(ridge {report.target.ridge(point.roof):.3g}): {bound_label(point.bound)}-bound, {seconds(point.time_s)}",
         f"  energy {joules(report.energy_j)} (compute {joules(split['compute'])}, on-chip {joules(split['onchip'])}, "
@@ -364,6 +367,8 @@ def render_targets_list(targets) -> str:
         lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
         achieved = ", ".join(f"{name} {figure.value:.0%}" for name, figure in target.efficiency.items())
         lines.append(f"{'':18}   efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}")
+        band = f", within ±{target.error_band.value:.0%}" if target.error_band and target.latency_kind == "forecast" else ""
+        lines.append(f"{'':18}   latency: {'a lower bound (peak figures)' if target.latency_kind == 'bound' else 'a forecast'}{band}")
     return "\n".join(lines) + "\n"
 
 

@@ -72,6 +72,8 @@ def _option_suggestion(message: str, options: list[str]) -> str:
 
     >>> _option_suggestion("unrecognized arguments: --taget l4", ["--target", "--dtype"])
     'unrecognized arguments: --taget l4 (--taget: did you mean --target?)'
+    >>> _option_suggestion("unrecognized arguments: --example", ["--example", "--target"])
+    'unrecognized arguments: --example (--example is not an option of this command; see its --help)'
     """
     import difflib
 
@@ -80,7 +82,9 @@ def _option_suggestion(message: str, options: list[str]) -> str:
         name = word.split("=", 1)[0]
         if name.startswith("--"):
             close = difflib.get_close_matches(name, options, n=1, cutoff=0.7)
-            if close:
+            if close and close[0] == name:  # another command's option: no spelling to suggest
+                hints.append(f"{name} is not an option of this command; see its --help")
+            elif close:
                 hints.append(f"{name}: did you mean {close[0]}?")
     return f"{message} ({'; '.join(hints)})" if hints else message
 

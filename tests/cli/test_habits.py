@@ -36,6 +36,14 @@ def test_a_mistyped_long_option_gets_a_did_you_mean(capsys):
     assert code == 2 and "--taget: did you mean --target?" in err and "Traceback" not in err
 
 
+def test_another_commands_option_is_not_suggested_as_itself(capsys):
+    # compare names its models as paths or example:NAME; --example is summary's (and others') flag
+    code, _, err = run(capsys, "compare", "--example", "shallownet", "example:minigooglenet")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--example is not an option of this command; see its --help" in err
+    assert "did you mean --example" not in err
+
+
 def test_diff_as_html_without_output_writes_a_page(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "diff", "example:shallownet", "example:shallownet-separable", "--format", "html")

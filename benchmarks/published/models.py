@@ -63,8 +63,10 @@ class Graph:
         return name
 
     def scalar(self, value: float) -> str:
-        name = self.fresh("scalar")
-        self.initializers.append(helper.make_tensor(name, FLOAT, [], [value]))
+        """A float scalar constant, one per value (an exporter shares them too)."""
+        name = f"scalar_{value!r}"
+        if not any(t.name == name for t in self.initializers):
+            self.initializers.append(helper.make_tensor(name, FLOAT, [], [value]))
         return name
 
     def op(self, op_type: str, inputs: list[str], stem: str | None = None, outputs: int = 1, **attrs) -> str:
@@ -104,6 +106,19 @@ class Graph:
         pad = (k - 1) // 2
         return self.op("Conv", [x, w, b], kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4, group=group)
 
+    def shared_conv(self, x: str, cin: int, cout: int, k: int, prefix: str) -> str:
+        """A Conv whose weights another Conv already declared (a head shared by the FPN levels)."""
+        if not any(t.name == f"{prefix}.weight" for t in self.initializers):
+            self.weight(f"{prefix}.weight", [cout, cin, k, k])
+            self.weight(f"{prefix}.bias", [cout])
+        pad = (k - 1) // 2
+        return self.op("Conv", [x, f"{prefix}.weight", f"{prefix}.bias"], kernel_shape=[k, k], pads=[pad] * 4)
+
+    def scalars(self, values: list[float]) -> str:
+        name = self.fresh("floats")
+        self.initializers.append(helper.make_tensor(name, FLOAT, [len(values)], values))
+        return name
+
     def linear(self, x: str, din: int, dout: int, prefix: str, bias: bool = True) -> str:
         y = self.op("MatMul", [x, self.weight(f"{prefix}.weight", [din, dout])])
         return self.op("Add", [y, self.weight(f"{prefix}.bias", [dout])]) if bias else y
@@ -112,23 +127,34 @@ class Graph:
 # ---------------------------------------------------------------- CNNs
 
 
-def resnet50(batch: int = 1, resolution: int = 224, v15: bool = True) -> onnx.ModelProto:
+def resnet50(batch: int = 1, resolution: int = 224, v15: bool = True, slim: bool = False) -> onnx.ModelProto:
     """ResNet-50 (He et al. 2016), torchvision layout. v1.5 (MLPerf, torchvision) strides in the 3x3
-    conv of a downsampling bottleneck; v1 (TF-slim resnet_v1_50, Coral, Hailo) in the first 1x1."""
-    g = Graph(f"resnet50{'_v1.5' if v15 else '_v1'}_{resolution}")
+    conv of a stage's first bottleneck; v1 (Keras ResNet50, Coral) in its first 1x1. ``slim``: TF-slim's
+    resnet_v1_50 (Hailo's zoo), which strides in the 3x3 of the *last* unit of stages 1-3 and
+    subsamples that unit's identity shortcut (a 1x1 max-pool of stride 2)."""
+    g = Graph(f"resnet50{'_slim' if slim else '_v1.5' if v15 else '_v1'}_{resolution}")
     x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
     x = g.op("Relu", [g.conv(x, 3, 64, 7, 2, prefix="conv1")])
     x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     cin = 64
     for stage, (blocks, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512))):
         for block in range(blocks):
-            stride = 2 if block == 0 and stage > 0 else 1
+            if slim:
+                stride = 2 if block == blocks - 1 and stage < 3 else 1
+                s1, s3 = 1, stride
+            else:
+                stride = 2 if block == 0 and stage > 0 else 1
+                s1, s3 = (1, stride) if v15 else (stride, 1)
             p = f"layer{stage + 1}.{block}"
-            s1, s3 = (1, stride) if v15 else (stride, 1)
             y = g.op("Relu", [g.conv(x, cin, width, 1, s1, prefix=f"{p}.conv1")])
             y = g.op("Relu", [g.conv(y, width, width, 3, s3, prefix=f"{p}.conv2")])
             y = g.conv(y, width, 4 * width, 1, prefix=f"{p}.conv3")
-            short = g.conv(x, cin, 4 * width, 1, stride, prefix=f"{p}.downsample") if block == 0 else x
+            if block == 0:
+                short = g.conv(x, cin, 4 * width, 1, stride, prefix=f"{p}.downsample")
+            elif stride > 1:
+                short = g.op("MaxPool", [x], kernel_shape=[1, 1], strides=[stride, stride])
+            else:
+                short = x
             x = g.op("Relu", [g.op("Add", [y, short])])
             cin = 4 * width
     x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
@@ -180,6 +206,116 @@ def mobilenet_v2(batch: int = 1, resolution: int = 224) -> onnx.ModelProto:
     return g.model()
 
 
+def retinanet_resnext50_fpn(batch: int = 1, resolution: int = 800, classes: int = 264) -> onnx.ModelProto:
+    """MLPerf's RetinaNet (OpenImages, 264 classes): torchvision's RetinaNet with a ResNeXt50-32x4d
+    backbone, an FPN on C3-C5 with P6/P7 from P5, and the two 4-conv heads (9 anchors) applied to
+    every level. Box decoding and NMS (a TensorRT plugin in NVIDIA's submission) are not in the graph."""
+    g = Graph("retinanet_resnext50_fpn")
+    x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
+    x = g.op("Relu", [g.conv(x, 3, 64, 7, 2, prefix="conv1")])
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin, feats = 64, []
+    for stage, (blocks, planes) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512))):
+        width = planes * 2  # torchvision: int(planes * 4 / 64) * 32 groups
+        for block in range(blocks):
+            stride = 2 if block == 0 and stage > 0 else 1
+            p = f"layer{stage + 1}.{block}"
+            y = g.op("Relu", [g.conv(x, cin, width, 1, prefix=f"{p}.conv1")])
+            y = g.op("Relu", [g.conv(y, width, width, 3, stride, group=32, prefix=f"{p}.conv2")])
+            y = g.conv(y, width, 4 * planes, 1, prefix=f"{p}.conv3")
+            short = g.conv(x, cin, 4 * planes, 1, stride, prefix=f"{p}.downsample") if block == 0 else x
+            x = g.op("Relu", [g.op("Add", [y, short])])
+            cin = 4 * planes
+        if stage > 0:
+            feats.append((x, cin))
+    inner = [g.conv(f, c, 256, 1, prefix=f"fpn.inner{i}") for i, (f, c) in enumerate(feats)]
+    top = inner[-1]
+    outs = [g.conv(top, 256, 256, 3, prefix="fpn.layer2")]
+    for i in (1, 0):
+        top = g.op("Add", [inner[i], g.op("Resize", [top, "", g.scalars([1.0, 1.0, 2.0, 2.0])], mode="nearest")])
+        outs.insert(0, g.conv(top, 256, 256, 3, prefix=f"fpn.layer{i}"))
+    p6 = g.conv(outs[-1], 256, 256, 3, 2, prefix="fpn.p6")
+    p7 = g.conv(g.op("Relu", [p6]), 256, 256, 3, 2, prefix="fpn.p7")
+    levels = outs + [p6, p7]
+    for head, width in (("cls", 9 * classes), ("bbox", 9 * 4)):
+        per_level = []
+        for li, f in enumerate(levels):
+            y = f
+            for j in range(4):  # the head's weights are shared by the levels: declared once
+                y = g.op("Relu", [g.shared_conv(y, 256, 256, 3, prefix=f"{head}.conv{j}")])
+            y = g.shared_conv(y, 256, width, 3, prefix=f"{head}.out")
+            per_level.append(g.op("Reshape", [g.op("Transpose", [y], perm=[0, 2, 3, 1]),
+                                              g.ints([batch, -1, width // 9])]))
+        g.output(g.op("Concat", per_level, axis=1), f"{head}_logits")
+    return g.model()
+
+
+def _ssd_head(g: Graph, maps: list[tuple[str, int]], anchors: list[int], classes: int, batch: int, kernel: int) -> None:
+    """SSD box predictors (TF Object Detection API): per feature map a conv for the boxes and one for
+    the class scores, flattened and concatenated. Anchor decoding and NMS are not in the graph."""
+    for head, per in (("box", 4), ("class", classes)):
+        outs = []
+        for i, ((f, c), a) in enumerate(zip(maps, anchors)):
+            y = g.conv(f, c, a * per, kernel, prefix=f"{head}_predictor{i}")
+            outs.append(g.op("Reshape", [g.op("Transpose", [y], perm=[0, 2, 3, 1]), g.ints([batch, -1, per])]))
+        g.output(g.op("Concat", outs, axis=1), f"{head}_encodings")
+
+
+def ssd_mobilenet_v1(batch: int = 1, resolution: int = 300, classes: int = 91) -> onnx.ModelProto:
+    """SSD MobileNet v1 (TF OD API ssd_mobilenet_v1_coco): MobileNet v1 features at conv11 (19x19, 512)
+    and conv13 (10x10, 1024), four extra 1x1 + 3x3/2 blocks, 3 then 6 anchors per cell, 1x1 predictors."""
+    g = Graph("ssd_mobilenet_v1")
+    x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
+    six, zero = g.scalar(6.0), g.scalar(0.0)
+    relu6 = lambda t: g.op("Clip", [t, zero, six])  # noqa: E731
+    x = relu6(g.conv(x, 3, 32, 3, 2, prefix="stem"))
+    cin, maps = 32, []
+    plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
+    for i, (cout, stride) in enumerate(plan):
+        x = relu6(g.conv(x, cin, cin, 3, stride, group=cin, prefix=f"dw{i}"))
+        x = relu6(g.conv(x, cin, cout, 1, prefix=f"pw{i}"))
+        cin = cout
+        if i in (10, 12):
+            maps.append((x, cout))
+    for j, (mid, out) in enumerate([(256, 512), (128, 256), (128, 256), (64, 128)]):
+        x = relu6(g.conv(relu6(g.conv(x, cin, mid, 1, prefix=f"extra{j}.1x1")), mid, out, 3, 2, prefix=f"extra{j}.3x3"))
+        cin = out
+        maps.append((x, out))
+    _ssd_head(g, maps, [3, 6, 6, 6, 6, 6], classes, batch, 1)
+    return g.model()
+
+
+def ssd_mobilenet_v2(batch: int = 1, resolution: int = 300, classes: int = 91) -> onnx.ModelProto:
+    """SSD MobileNet v2 (TF OD API ssd_mobilenet_v2_coco): MobileNet v2 features at block 13's expansion
+    (19x19, 576) and the 1280-wide last layer (10x10), four extra 1x1 + 3x3/2 blocks, 1x1 predictors."""
+    g = Graph("ssd_mobilenet_v2")
+    x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
+    six, zero = g.scalar(6.0), g.scalar(0.0)
+    relu6 = lambda t: g.op("Clip", [t, zero, six])  # noqa: E731
+    x = relu6(g.conv(x, 3, 32, 3, 2, prefix="stem"))
+    cin, i, maps = 32, 0, []
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
+        for j in range(n):
+            stride, hidden, y = (s if j == 0 else 1), cin * t, x
+            if t != 1:
+                y = relu6(g.conv(y, cin, hidden, 1, prefix=f"b{i}.expand"))
+                if i == 13:
+                    maps.append((y, hidden))  # the 19x19 map: block 13's expansion output
+            y = relu6(g.conv(y, hidden, hidden, 3, stride, group=hidden, prefix=f"b{i}.dw"))
+            y = g.conv(y, hidden, c, 1, prefix=f"b{i}.project")
+            x = g.op("Add", [x, y]) if stride == 1 and cin == c else y
+            cin, i = c, i + 1
+    x = relu6(g.conv(x, cin, 1280, 1, prefix="head"))
+    cin = 1280
+    maps.append((x, cin))
+    for j, (mid, out) in enumerate([(256, 512), (128, 256), (128, 256), (64, 128)]):
+        x = relu6(g.conv(relu6(g.conv(x, cin, mid, 1, prefix=f"extra{j}.1x1")), mid, out, 3, 2, prefix=f"extra{j}.3x3"))
+        cin = out
+        maps.append((x, out))
+    _ssd_head(g, maps, [3, 6, 6, 6, 6, 6], classes, batch, 1)
+    return g.model()
+
+
 # ---------------------------------------------------------------- transformers
 
 
@@ -228,6 +364,32 @@ def bert_large(batch: int = 1, seq: int = 384) -> onnx.ModelProto:
         h = g.linear(_gelu_erf(g, g.linear(x, d, ff, f"{p}.ffn_in")), ff, d, f"{p}.ffn_out")
         x = _layer_norm(g, g.op("Add", [h, x]), d, f"{p}.ln2")
     g.output(g.linear(x, d, 2, "qa_outputs"), "span_logits")
+    return g.model()
+
+
+def vit_base(batch: int = 1, resolution: int = 224) -> onnx.ModelProto:
+    """ViT-B/16 (Dosovitskiy et al. 2021): a 16x16/16 patch Conv, a class token, 12 pre-norm encoder
+    layers (768 wide, 12 heads, MLP 3072, exact GELU), the class token's LayerNorm and a 1000-way head."""
+    layers, d, heads, ff, patch = 12, 768, 12, 3072, 16
+    hd, tokens = d // heads, (resolution // patch) ** 2 + 1
+    g = Graph("vit_base_16")
+    x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
+    x = g.op("Conv", [x, g.weight("patch.weight", [d, 3, patch, patch]), g.weight("patch.bias", [d])],
+             kernel_shape=[patch, patch], strides=[patch, patch])
+    x = g.op("Transpose", [g.op("Reshape", [x, g.ints([batch, d, tokens - 1])])], perm=[0, 2, 1])
+    cls = g.op("Expand", [g.weight("cls_token", [1, 1, d]), g.ints([batch, 1, d])])
+    x = g.op("Add", [g.op("Concat", [cls, x], axis=1), g.weight("pos_embed", [1, tokens, d])])
+    scale = g.scalar(math.sqrt(hd))
+    for i in range(layers):
+        p = f"blocks.{i}"
+        n = _layer_norm(g, x, d, f"{p}.norm1")
+        q, k, v = (_heads(g, g.linear(n, d, d, f"{p}.{w}"), batch, tokens, heads, hd) for w in ("q", "k", "v"))
+        a = g.op("Softmax", [g.op("Div", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]), scale])], axis=-1)
+        x = g.op("Add", [x, g.linear(_merge(g, g.op("MatMul", [a, v]), batch, tokens, d), d, d, f"{p}.proj")])
+        n = _layer_norm(g, x, d, f"{p}.norm2")
+        x = g.op("Add", [x, g.linear(_gelu_erf(g, g.linear(n, d, ff, f"{p}.fc1")), ff, d, f"{p}.fc2")])
+    x = _layer_norm(g, g.op("Gather", [x, g.ints([0])], axis=1), d, "norm")
+    g.output(g.linear(x, d, 1000, "head"), "logits")
     return g.model()
 
 
@@ -341,6 +503,17 @@ def decoder(cfg: DecoderConfig, batch: int, new_tokens: int, past: int, last_log
     return g.model()
 
 
+def decoder_macs(cfg: DecoderConfig, new_tokens: int, total: int, last_logits_only: bool = True) -> int:
+    """The analytic MACs of one ``decoder`` step: the projections and the MLP per new token, the
+    new x total attention rectangle (QK^T and AV), the LM head on the last position (or all)."""
+    d, hd = cfg.hidden, cfg.head_dim
+    proj = d * (cfg.heads + 2 * cfg.kv_heads) * hd + cfg.heads * hd * d
+    mlp = (3 if cfg.style == "llama" else 2) * d * cfg.ffn
+    attn = 2 * total * cfg.heads * hd
+    head_rows = 1 if last_logits_only else new_tokens
+    return cfg.layers * new_tokens * (proj + mlp + attn) + head_rows * d * cfg.vocab
+
+
 def decoder_param_count(cfg: DecoderConfig) -> int:
     """The analytic parameter count of ``decoder``'s weights (embeddings and head untied)."""
     d, hd = cfg.hidden, cfg.head_dim
@@ -358,32 +531,50 @@ class Check:
 
     label: str
     build: object  # () -> ModelProto
-    params: float
+    params: float | None
     macs: float | None
     source: str
 
 
+def _decode_check(key: str, params: float, source: str) -> Check:
+    cfg = DECODERS[key]
+    return Check(f"{cfg.name}, one decode step at context 128", lambda: decoder(cfg, 1, 1, 127), params,
+                 decoder_macs(cfg, 1, 128), source + "; MACs: decoder_macs() by hand, projections + MLP + "
+                 "2 x 128 x heads x head per layer + the LM head")
+
+
 CHECKS = [
-    Check("ResNet-50 v1.5, 224x224", lambda: resnet50(1, 224), 25.557e6, 4.09e9,
-          "torchvision resnet50: 25,557,032 params (BN weights+biases included), 4.09 GMACs (torchvision model docs: 4.09 GFLOPS, counted as MACs)"),
-    Check("ResNet-50 v1, 299x299", lambda: resnet50(1, 299, v15=False), 25.557e6, 3.8e9 * (299 / 224) ** 2,
-          "same parameters; MACs: He et al. 2016 Table 1, 3.8 G 'FLOPs' (multiply-adds) at 224, x (299/224)^2"),
+    Check("ResNet-50 v1.5, 224x224", lambda: resnet50(1, 224), 25_557_032, 4.09e9,
+          "torchvision resnet50: 25,557,032 params counting each BatchNormalization's weight and bias (folded into "
+          "one Conv bias per channel here: -0.10 %), 4.09 GMACs (torchvision docs: 4.09 'GFLOPS', counted as MACs)"),
+    Check("ResNet-50 v1, 224x224 (built at 299x299 for Coral: 7.21 G MACs)", lambda: resnet50(1, 224, v15=False),
+          25_557_032, 4.09e9 - 3 * 56 * 56 * 256 * 128 * 3 // 4,
+          "He et al. 2016: 3.8 G multiply-adds; by hand: torchvision's v1.5 4.09 G less the three downsampling "
+          "1x1 convs that stride in v1 (each 56^2 x 256 x 128 x 3/4 = 77.07 M fewer)"),
+    Check("ResNet-50 v1 TF-slim, 224x224 (Hailo)", lambda: resnet50(1, 224, v15=False, slim=True), 25_557_032, 6.98e9 / 2,
+          "Hailo model zoo resnet_v1_50: 6.98 G OPS per frame = 3.49 G MACs"),
     Check("MobileNet v1 1.0, 224", lambda: mobilenet_v1(1, 224), 4.2e6, 569e6,
-          "Howard et al. 2017, Table 8: 569 M mult-adds, 4.2 M parameters"),
-    Check("MobileNet v2 1.0, 224", lambda: mobilenet_v2(1, 224), 3.4e6, 300e6,
-          "Sandler et al. 2018, Table 4: 300 M MACs, 3.4 M parameters"),
+          "Howard et al. 2017, Table 8: 569 M mult-adds, 4.2 M parameters (1,001 classes as in the TF release)"),
+    Check("MobileNet v2 1.0, 224", lambda: mobilenet_v2(1, 224), 3_504_872, 300e6,
+          "torchvision mobilenet_v2: 3,504,872 params with BatchNormalization weight and bias (folded here), "
+          "Sandler et al. 2018, Table 4: 300 M MACs"),
     Check("BERT-large, seq 384", lambda: bert_large(1, 384), 335e6,
           24 * (384 * (4 * 1024**2 + 2 * 1024 * 4096) + 2 * 384**2 * 1024) + 384 * 1024 * 2,
-          "Devlin et al. 2019: 340 M (the HF uncased model counts 335 M with the pooler; the QA head has no pooler: -1.05 M); "
-          "MACs analytic: 24 x (S x (4d^2 + 2 d ff) + 2 S^2 d) + the span head, S=384, d=1024, ff=4096"),
-    Check("LLaMA-7B, decode", lambda: decoder(DECODERS["llama-7b"], 1, 1, 127), 6.738e9,
-          6_738_415_616 - 32000 * 4096 - 65 * 4096 + 2 * 128 * 4096 * 32,
-          "Touvron et al. 2023: 6.7 B (HF checkpoint 6,738,415,616); MACs of one decoded token at context 128: "
-          "the parameters less the embedding table and the 65 norm vectors, plus 2 x 128 x 4096 per layer of attention"),
-    Check("Llama-2-13B, decode", lambda: decoder(DECODERS["llama-2-13b"], 1, 1, 127), 13.016e9, None,
-          "HF Llama-2-13b: 13,015,864,320 params"),
-    Check("Llama-2-70B, decode", lambda: decoder(DECODERS["llama-2-70b"], 1, 1, 127), 68.977e9, None,
-          "HF Llama-2-70b: 68,976,648,192 params"),
-    Check("GPT-J-6B, decode", lambda: decoder(DECODERS["gpt-j-6b"], 1, 1, 127), 6.053e9, None,
-          "EleutherAI GPT-J-6B model card: 6,053,381,344 params"),
+          "HF bert-large-uncased: 335 M with the pooler (Devlin et al. 2019 round it to 340 M); the SQuAD model has "
+          "no pooler (-1.05 M); MACs by hand: 24 x (S (4 d^2 + 2 d ff) + 2 S^2 d) + the span head, S 384, d 1024, ff 4096"),
+    Check("ViT-B/16, 224", lambda: vit_base(1, 224), 86.6e6, 35.188e9 / 2,
+          "Dosovitskiy et al. 2021, Table 1: ViT-Base 86 M params (timm's model card: 86.6 M); Hailo model zoo "
+          "vit_base_bn: 35.188 G OPS = 17.594 G MACs (BatchNorm for LayerNorm: the same MACs)"),
+    Check("RetinaNet ResNeXt50-FPN, 800x800, 264 classes", lambda: retinanet_resnext50_fpn(1, 800), None, None,
+          "no independent figure read; the backbone is the ResNeXt50-32x4d of torchvision, the FPN and heads torchvision's RetinaNet"),
+    Check("SSD MobileNet v1, 300x300", lambda: ssd_mobilenet_v1(1, 300), 6.8e6, 2.5e9 / 2,
+          "Hailo model zoo ssd_mobilenet_v1: 6.79 M params, 2.5 G OPS = 1.25 G MACs"),
+    Check("SSD MobileNet v2, 300x300", lambda: ssd_mobilenet_v2(1, 300), 4.46e6, 1.52e9 / 2,
+          "Hailo model zoo ssd_mobilenet_v2: 4.46 M params, 1.52 G OPS = 0.76 G MACs; the parameters differ: "
+          "Hailo's graph is lighter in the extra layers or predictors than the TF OD API layout built here"),
+    _decode_check("llama-7b", 6_738_415_616, "HF LLaMA-7B checkpoint: 6,738,415,616 params (Touvron et al. 2023: 6.7 B)"),
+    _decode_check("llama-2-13b", 13_015_864_320, "HF Llama-2-13b: 13,015,864,320 params"),
+    _decode_check("llama-2-70b", 68_976_648_192, "HF Llama-2-70b: 68,976,648,192 params"),
+    _decode_check("gpt-j-6b", 6_050_882_784, "by hand from the HF config (untied head with bias): 6,050,882,784; "
+                  "the model card's 6,053,381,344 is 0.04 % more"),
 ]

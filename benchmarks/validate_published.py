@@ -79,7 +79,7 @@ class Spec:
 
 @dataclass
 class Outcome:
-    index: int
+    index: str  # the row's number in the shared CSV, or "e1", "e2"... in the extra file
     row: dict
     spec: Spec | None = None
     apart: str = ""  # why the row is not compared
@@ -120,7 +120,8 @@ def decide(row: dict) -> Spec | str:
     if where is None:
         return f"no bundled target for {target!r} (apple-m2-gpu is the base M2, 100 GB/s; the M2 Max has 400 GB/s)"
     if "3d-unet" in m:
-        return "3D-UNet: one sample is a whole KiTS19 volume of variable size tiled into 128^3 patches; work per sample varies too much for one graph"
+        return ("3D-UNet: one sample is a whole KiTS19 volume of variable size tiled into 128^3 patches; "
+                "work per sample varies too much for one graph")
     if "in-flight" in row["batch"] or "harness batching" in row["batch"]:
         return ("MLPerf LLM Offline: beam search over variable-length inputs (GPT-J, width 4) or in-flight batching "
                 "mixing prefill and decode (Llama-2-70B and Mixtral, sharded across GPUs): no fixed-batch step stands for it")
@@ -129,9 +130,11 @@ def decide(row: dict) -> Spec | str:
     if where == "coral-edge-tpu" and "Dev Board" in row["accelerators"]:
         return "Coral Dev Board (PCIe, Cortex-A53 host): the coral-edge-tpu target models the USB Accelerator's link"
     if where == "coral-edge-tpu" and "x2q.net" in row["source"]:
-        return "third-party Python wall clock (pycoral, USB and Python overhead included); the official C++ figure of the same model is compared"
+        return ("third-party Python wall clock (pycoral, USB and Python overhead included); "
+                "the official C++ figure of the same model is compared")
     if where in ("jetson-orin-nano", "apple-m2-gpu"):
-        return "llama.cpp GGUF k-quant (mixed 4-6 bit blocks, level not always stated): no onnxroof dtype stands for it; third-party single figure"
+        return ("llama.cpp GGUF k-quant (mixed 4-6 bit blocks, level not always stated): no onnxroof dtype "
+                "stands for it; third-party single figure")
     if where == "raspberry-pi-5":
         return "no builder for YOLOX / PicoDet; pre/post-processing, thread count and input size not stated in the source"
     dtype = dtype_of(row["precision"])
@@ -267,8 +270,10 @@ def cause(o: Outcome) -> str:
         parts.append("parameters streamed over USB every run although they fit in the ~8 MB SRAM, where the "
                      "Edge TPU caches them between runs")
     if faster:
-        if "overhead" in o.bound.split(",")[0] or s.batch == 1 and s.kind == "latency" and s.target.endswith(("sxm", "l4", "orin")):
-            parts.append("batch 1: kernels too small to fill the SMs (parallelism not modelled) and launch cost at its 3 us estimate")
+        small_gpu_batch = s.batch == 1 and s.kind == "latency" and s.target.endswith(("sxm", "l4", "orin"))
+        if "overhead" in o.bound.split(",")[0] or small_gpu_batch:
+            parts.append(f"batch {s.batch}: kernels too small to fill the SMs (parallelism not modelled) and launch cost "
+                         "at its 3 us estimate")
         elif s.target == "hailo-8":
             pass
         elif "compute" in o.bound.split(",")[0] or s.kind == "ttft":
@@ -350,7 +355,8 @@ def summary(outcomes: list[Outcome]) -> str:
 
 
 def checks_table(folder: Path) -> str:
-    lines = ["| model as built | onnxroof params | published params | diff | onnxroof MACs | published / analytic MACs | diff | source |",
+    lines = ["| model as built | onnxroof params | published params | diff | onnxroof MACs | published / analytic MACs "
+             "| diff | source |",
              "|---|---|---|---|---|---|---|---|"]
     for c in CHECKS:
         path = folder / "check.onnx"
@@ -384,12 +390,9 @@ def write_doc(body: str) -> None:
     DOC.write_text(before + BEGIN + "\n" + body + "\n" + END + rest.split(END, 1)[1])
 
 
-def read_rows(paths: list[Path]) -> list[dict]:
-    rows = []
-    for path in paths:
-        with open(path, newline="") as f:
-            rows += list(csv.DictReader(row for row in f if not row.startswith("#")))
-    return rows
+def read_rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -398,12 +401,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--extra", action="store_true", help=f"add the rows of {EXTRA.relative_to(REPO)}")
     ap.add_argument("--write", action="store_true", help=f"write the tables into {DOC.relative_to(REPO)}")
     args = ap.parse_args(argv)
-    rows = read_rows([args.csv] + ([EXTRA] if args.extra else []))
+    rows = [(str(i), r) for i, r in enumerate(read_rows(args.csv))]
+    if args.extra:
+        rows += [(f"e{i + 1}", r) for i, r in enumerate(read_rows(EXTRA))]
     outcomes = []
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="published-models-") as tmp:
         runner = Runner(Path(tmp))
-        for i, row in enumerate(rows):
+        for i, row in rows:
             o = Outcome(i, row)
             spec = decide(row)
             if isinstance(spec, str):
@@ -418,9 +423,12 @@ def main(argv: list[str] | None = None) -> int:
     compared = [o for o in outcomes if o.spec is not None]
     apart = [o for o in outcomes if o.spec is None]
     body = "\n\n".join([
-        environment() + f" {len(rows)} rows from {args.csv.name}" + (f" and {EXTRA.name}" if args.extra else "")
+        environment() + f" {len(rows)} rows from {args.csv.name}"
+        + (f" and {EXTRA.relative_to(REPO)} (rows e1, e2, ...)" if args.extra else "")
         + f"; {time.perf_counter() - start:.0f} s.",
-        "### Summary\n\n" + summary(outcomes),
+        "### Summary\n\n" + (summary(outcomes) if not args.extra else
+                                "All rows:\n\n" + summary(outcomes) + "\n\nThe shared CSV's rows only:\n\n"
+                                + summary([o for o in outcomes if not o.index.startswith("e")])),
         "### Rows compared\n\n" + compared_table(compared),
         "### Rows not compared, and why\n\n" + apart_table(apart),
         "### The models as built, against their published size\n\n" + checks,

@@ -163,43 +163,58 @@ def resnet50(batch: int = 1, resolution: int = 224, v15: bool = True, slim: bool
     return g.model()
 
 
+def _relu6(g: Graph, t: str) -> str:
+    return g.op("Clip", [t, g.scalar(0.0), g.scalar(6.0)])  # torch's ReLU6 export
+
+
+def _mobilenet_v1_features(g: Graph, x: str, taps: tuple[int, ...] = ()) -> tuple[str, list[tuple[str, int]]]:
+    """The 3x3 stem and the 13 depthwise-separable blocks; also the outputs of the blocks in ``taps``."""
+    x = _relu6(g, g.conv(x, 3, 32, 3, 2, prefix="stem"))
+    cin, maps = 32, []
+    plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
+    for i, (cout, stride) in enumerate(plan):
+        x = _relu6(g, g.conv(x, cin, cin, 3, stride, group=cin, prefix=f"dw{i}"))
+        x = _relu6(g, g.conv(x, cin, cout, 1, prefix=f"pw{i}"))
+        cin = cout
+        if i in taps:
+            maps.append((x, cout))
+    return x, maps
+
+
 def mobilenet_v1(batch: int = 1, resolution: int = 224) -> onnx.ModelProto:
     """MobileNet v1 1.0 (Howard et al. 2017): a 3x3 stem, 13 depthwise-separable blocks, ReLU6."""
     g = Graph("mobilenet_v1")
-    x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
-    six, zero = g.scalar(6.0), g.scalar(0.0)
-    relu6 = lambda t: g.op("Clip", [t, zero, six])  # noqa: E731  torch's ReLU6 export
-    x = relu6(g.conv(x, 3, 32, 3, 2, prefix="stem"))
-    cin = 32
-    plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
-    for i, (cout, stride) in enumerate(plan):
-        x = relu6(g.conv(x, cin, cin, 3, stride, group=cin, prefix=f"dw{i}"))
-        x = relu6(g.conv(x, cin, cout, 1, prefix=f"pw{i}"))
-        cin = cout
+    x, _ = _mobilenet_v1_features(g, g.input("input", FLOAT, [batch, 3, resolution, resolution]))
     x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
     x = g.op("Gemm", [x, g.weight("fc.weight", [1001, 1024]), g.weight("fc.bias", [1001])], transB=1)
     g.output(x, "logits")
     return g.model()
 
 
-def mobilenet_v2(batch: int = 1, resolution: int = 224) -> onnx.ModelProto:
-    """MobileNet v2 1.0 (Sandler et al. 2018), torchvision layout: inverted residuals, ReLU6."""
-    g = Graph("mobilenet_v2")
-    x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
-    six, zero = g.scalar(6.0), g.scalar(0.0)
-    relu6 = lambda t: g.op("Clip", [t, zero, six])  # noqa: E731
-    x = relu6(g.conv(x, 3, 32, 3, 2, prefix="stem"))
-    cin, i = 32, 0
+def _mobilenet_v2_features(g: Graph, x: str, tap_expansion: int | None = None) -> tuple[str, list[tuple[str, int]]]:
+    """The stem, the 17 inverted residuals and the 1280-wide 1x1 (torchvision layout); also the
+    expansion output of block ``tap_expansion`` and the last layer's output."""
+    x = _relu6(g, g.conv(x, 3, 32, 3, 2, prefix="stem"))
+    cin, i, maps = 32, 0, []
     for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
         for j in range(n):
             stride, hidden, y = (s if j == 0 else 1), cin * t, x
             if t != 1:
-                y = relu6(g.conv(y, cin, hidden, 1, prefix=f"b{i}.expand"))
-            y = relu6(g.conv(y, hidden, hidden, 3, stride, group=hidden, prefix=f"b{i}.dw"))
+                y = _relu6(g, g.conv(y, cin, hidden, 1, prefix=f"b{i}.expand"))
+                if i == tap_expansion:
+                    maps.append((y, hidden))
+            y = _relu6(g, g.conv(y, hidden, hidden, 3, stride, group=hidden, prefix=f"b{i}.dw"))
             y = g.conv(y, hidden, c, 1, prefix=f"b{i}.project")
             x = g.op("Add", [x, y]) if stride == 1 and cin == c else y
             cin, i = c, i + 1
-    x = relu6(g.conv(x, cin, 1280, 1, prefix="head"))
+    x = _relu6(g, g.conv(x, cin, 1280, 1, prefix="head"))
+    return x, maps + [(x, 1280)]
+
+
+def mobilenet_v2(batch: int = 1, resolution: int = 224) -> onnx.ModelProto:
+    """MobileNet v2 1.0 (Sandler et al. 2018), torchvision layout: inverted residuals, ReLU6."""
+    g = Graph("mobilenet_v2")
+    x, _ = _mobilenet_v2_features(g, g.input("input", FLOAT, [batch, 3, resolution, resolution]))
     x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
     x = g.op("Gemm", [x, g.weight("fc.weight", [1000, 1280]), g.weight("fc.bias", [1000])], transB=1)
     g.output(x, "logits")
@@ -261,26 +276,20 @@ def _ssd_head(g: Graph, maps: list[tuple[str, int]], anchors: list[int], classes
         g.output(g.op("Concat", outs, axis=1), f"{head}_encodings")
 
 
+def _ssd_extras(g: Graph, x: str, cin: int, maps: list[tuple[str, int]]) -> None:
+    """The four extra feature maps: 1x1 to half depth, then 3x3 stride 2 (TF OD API SSD)."""
+    for j, (mid, out) in enumerate([(256, 512), (128, 256), (128, 256), (64, 128)]):
+        x = _relu6(g, g.conv(_relu6(g, g.conv(x, cin, mid, 1, prefix=f"extra{j}.1x1")), mid, out, 3, 2, prefix=f"extra{j}.3x3"))
+        cin = out
+        maps.append((x, out))
+
+
 def ssd_mobilenet_v1(batch: int = 1, resolution: int = 300, classes: int = 91) -> onnx.ModelProto:
     """SSD MobileNet v1 (TF OD API ssd_mobilenet_v1_coco): MobileNet v1 features at conv11 (19x19, 512)
     and conv13 (10x10, 1024), four extra 1x1 + 3x3/2 blocks, 3 then 6 anchors per cell, 1x1 predictors."""
     g = Graph("ssd_mobilenet_v1")
-    x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
-    six, zero = g.scalar(6.0), g.scalar(0.0)
-    relu6 = lambda t: g.op("Clip", [t, zero, six])  # noqa: E731
-    x = relu6(g.conv(x, 3, 32, 3, 2, prefix="stem"))
-    cin, maps = 32, []
-    plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
-    for i, (cout, stride) in enumerate(plan):
-        x = relu6(g.conv(x, cin, cin, 3, stride, group=cin, prefix=f"dw{i}"))
-        x = relu6(g.conv(x, cin, cout, 1, prefix=f"pw{i}"))
-        cin = cout
-        if i in (10, 12):
-            maps.append((x, cout))
-    for j, (mid, out) in enumerate([(256, 512), (128, 256), (128, 256), (64, 128)]):
-        x = relu6(g.conv(relu6(g.conv(x, cin, mid, 1, prefix=f"extra{j}.1x1")), mid, out, 3, 2, prefix=f"extra{j}.3x3"))
-        cin = out
-        maps.append((x, out))
+    x, maps = _mobilenet_v1_features(g, g.input("input", FLOAT, [batch, 3, resolution, resolution]), taps=(10, 12))
+    _ssd_extras(g, x, 1024, maps)
     _ssd_head(g, maps, [3, 6, 6, 6, 6, 6], classes, batch, 1)
     return g.model()
 
@@ -289,29 +298,8 @@ def ssd_mobilenet_v2(batch: int = 1, resolution: int = 300, classes: int = 91) -
     """SSD MobileNet v2 (TF OD API ssd_mobilenet_v2_coco): MobileNet v2 features at block 13's expansion
     (19x19, 576) and the 1280-wide last layer (10x10), four extra 1x1 + 3x3/2 blocks, 1x1 predictors."""
     g = Graph("ssd_mobilenet_v2")
-    x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
-    six, zero = g.scalar(6.0), g.scalar(0.0)
-    relu6 = lambda t: g.op("Clip", [t, zero, six])  # noqa: E731
-    x = relu6(g.conv(x, 3, 32, 3, 2, prefix="stem"))
-    cin, i, maps = 32, 0, []
-    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
-        for j in range(n):
-            stride, hidden, y = (s if j == 0 else 1), cin * t, x
-            if t != 1:
-                y = relu6(g.conv(y, cin, hidden, 1, prefix=f"b{i}.expand"))
-                if i == 13:
-                    maps.append((y, hidden))  # the 19x19 map: block 13's expansion output
-            y = relu6(g.conv(y, hidden, hidden, 3, stride, group=hidden, prefix=f"b{i}.dw"))
-            y = g.conv(y, hidden, c, 1, prefix=f"b{i}.project")
-            x = g.op("Add", [x, y]) if stride == 1 and cin == c else y
-            cin, i = c, i + 1
-    x = relu6(g.conv(x, cin, 1280, 1, prefix="head"))
-    cin = 1280
-    maps.append((x, cin))
-    for j, (mid, out) in enumerate([(256, 512), (128, 256), (128, 256), (64, 128)]):
-        x = relu6(g.conv(relu6(g.conv(x, cin, mid, 1, prefix=f"extra{j}.1x1")), mid, out, 3, 2, prefix=f"extra{j}.3x3"))
-        cin = out
-        maps.append((x, out))
+    x, maps = _mobilenet_v2_features(g, g.input("input", FLOAT, [batch, 3, resolution, resolution]), tap_expansion=13)
+    _ssd_extras(g, x, 1280, maps)
     _ssd_head(g, maps, [3, 6, 6, 6, 6, 6], classes, batch, 1)
     return g.model()
 
@@ -566,7 +554,8 @@ CHECKS = [
           "Dosovitskiy et al. 2021, Table 1: ViT-Base 86 M params (timm's model card: 86.6 M); Hailo model zoo "
           "vit_base_bn: 35.188 G OPS = 17.594 G MACs (BatchNorm for LayerNorm: the same MACs)"),
     Check("RetinaNet ResNeXt50-FPN, 800x800, 264 classes", lambda: retinanet_resnext50_fpn(1, 800), None, None,
-          "no independent figure read; the backbone is the ResNeXt50-32x4d of torchvision, the FPN and heads torchvision's RetinaNet"),
+          "no independent figure read; the backbone is the ResNeXt50-32x4d of torchvision, the FPN and heads "
+          "torchvision's RetinaNet"),
     Check("SSD MobileNet v1, 300x300", lambda: ssd_mobilenet_v1(1, 300), 6.8e6, 2.5e9 / 2,
           "Hailo model zoo ssd_mobilenet_v1: 6.79 M params, 2.5 G OPS = 1.25 G MACs"),
     Check("SSD MobileNet v2, 300x300", lambda: ssd_mobilenet_v2(1, 300), 4.46e6, 1.52e9 / 2,

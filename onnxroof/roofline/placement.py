@@ -115,7 +115,8 @@ def roofline(
 def parallel_fraction(shape: WorkShape | None, tile: tuple[int, int] | None, units: int, systolic: bool) -> float:
     """The share of a target's parallel units a convolution's or matmul's work fills: its
     ``batch`` x rows x columns split into tiles of ``tile`` (rows, columns), run ``units`` at a
-    time in whole waves; the fraction is the work over the slots of those waves. On a systolic
+    time in whole waves; the fraction is the work over the slots of those waves. Fewer tiles
+    than units split their depth over the idle units (split-K). On a systolic
     array the tile's rows are the array's height, filled by the reduction depth, and its
     columns the width, filled by the output channels (the output rows stream through).
     1.0 when the kernel has no work shape or its roof no tile.
@@ -125,13 +126,19 @@ def parallel_fraction(shape: WorkShape | None, tile: tuple[int, int] | None, uni
     0.125
     >>> parallel_fraction(WorkShape(133, 64, 8, 512), (64, 8), 132, systolic=False)  # 133 tiles, 2 waves
     0.5037878787878788
+    >>> parallel_fraction(WorkShape(1, 1, 8, 4096), (64, 8), 4, systolic=False)  # 1 tile split 4 ways: 1/64
+    0.015625
     """
     if shape is None or tile is None:
         return 1.0
     rows = shape.depth if systolic else shape.rows
     tiles = shape.batch * -(-rows // tile[0]) * -(-shape.cols // tile[1])
-    waves = -(-tiles // units)
-    return shape.batch * rows * shape.cols / (waves * units * tile[0] * tile[1])
+    # fewer output tiles than units: the runtime splits the reduction over the idle units
+    # (cuBLAS / CUTLASS split-K), each slice a share of the depth; an array's depth is its rows
+    split = 1 if systolic else max(1, min(units // tiles, shape.depth))
+    waves = -(-tiles * split // units)
+    depth = 1 if systolic else shape.depth
+    return shape.batch * rows * shape.cols * depth / (waves * units * tile[0] * tile[1] * -(-depth // split))
 
 
 @dataclass

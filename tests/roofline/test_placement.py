@@ -228,6 +228,9 @@ def test_a_one_row_gemm_fills_one_row_of_the_tile(tmp_path):
     # one wave; each tile has 1 of its 64 rows: 1 x 4096 / (64 units x 64 x 64) = 1/64.
     target = _target(tmp_path, _parallel("tiles", 64, 64, 64))
     assert _only_kernel(_matmul(1, 4096, 4096), target).parallel_fraction == 1 / 64
+    # 1 x 4096 x 8 on 4 units of 64 x 8: one output tile, so the runtime splits the 4096-deep
+    # reduction over the 4 units (split-K, 1024 each): one wave, still 1 row of 64: 1/64
+    assert _only_kernel(_matmul(1, 4096, 8), _target(tmp_path, _parallel("tiles", 4, 64, 8))).parallel_fraction == 1 / 64
     # on the bundled H100 (132 SMs, 64 x 8 tiles): 4096 / 8 = 512 tiles -> ceil(512/132) = 4 waves
     # of 132 x 64 x 8 slots; 4096 / (4 x 132 x 512) = 1/66. Still DRAM-bound: 2 x 4096^2 fp16 B
     # = 33.6 MB / 3.35 TB/s = 10.0 us against 33.6 MFLOP / (989.5e12 / 66) = 2.2 us.

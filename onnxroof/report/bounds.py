@@ -1,6 +1,6 @@
 """What bounds a kernel, in the same words in every output (summary, Markdown, compare, sweep,
 diff, HTML). The roofline stage names the bound of each kernel and of the whole-model point:
-``compute``, ``dram``, ``onchip``, ``overhead`` or ``none``; a target's ``time_share`` gives the
+``compute``, ``parallelism``, ``dram``, ``onchip``, ``overhead`` or ``none``; a target's ``time_share`` gives the
 share of the latency each bound takes. Outputs state both: the point's bound and the shares.
 
 >>> time_by_bound({"compute": 0.73, "overhead": 0.27, "none": 0.0})
@@ -17,6 +17,7 @@ BOUND_LABELS = {
     "compute": "compute",
     "dram": "DRAM",
     "onchip": "on-chip",
+    "parallelism": "parallelism",
     "overhead": "overhead",
     "none": "no work",
 }
@@ -24,6 +25,8 @@ BOUND_TITLES = {
     "compute": "compute-bound: FLOPs ÷ the roof's peak is the longest time",
     "dram": "DRAM-bound: DRAM bytes ÷ DRAM bandwidth is the longest time",
     "onchip": "on-chip-bound: on-chip bytes ÷ on-chip bandwidth is the longest time",
+    "parallelism": "parallelism-bound: FLOPs ÷ (the roof's peak x the share of the parallel units its work fills, "
+                   "in whole waves of tiles) is the longest time",
     "overhead": "overhead-bound: the target's fixed cost per kernel (a launch) is longer than the work",
     "none": "no work on this target",
 }

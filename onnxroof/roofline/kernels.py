@@ -171,6 +171,54 @@ def reuse_of(records: Iterable[NodeRecord]) -> tuple[int, int, int] | None:
     return anchor.macs, anchor.params, outputs
 
 
+@dataclass(frozen=True)
+class WorkShape:
+    """The GEMM a convolution or matmul is: ``batch`` independent products of ``rows`` x
+    ``cols`` outputs, each a dot product of ``depth`` multiply-adds (a convolution: output pixels
+    x output channels, depth Cin x kh x kw)."""
+
+    batch: int
+    rows: int
+    cols: int
+    depth: int
+
+
+_CONV_OPS = frozenset({"Conv", "ConvInteger", "QLinearConv"})
+
+
+def work_shape(records: Iterable[NodeRecord]) -> WorkShape | None:
+    """The work shape of the kernel's first convolution or matmul, read from its output shape
+    and MACs; None for a kernel without one, an unknown shape, or a grouped convolution (its
+    small per-group products run off the matrix units on most runtimes: not modelled).
+
+    >>> from types import SimpleNamespace as S
+    >>> conv = S(view=False, op_type="Conv", family="conv", macs=1 * 64 * 56 * 56 * 32 * 9,
+    ...          output_shapes=[[1, 64, 56, 56]], input_shapes=[[1, 32, 58, 58], [64, 32, 3, 3]])
+    >>> work_shape([conv])
+    WorkShape(batch=1, rows=3136, cols=64, depth=288)
+    >>> matmul = S(view=False, op_type="MatMul", family="matmul", macs=12 * 128 * 128 * 64,
+    ...            output_shapes=[[1, 12, 128, 128]], input_shapes=[[1, 12, 128, 64], [1, 12, 64, 128]])
+    >>> work_shape([matmul])
+    WorkShape(batch=12, rows=128, cols=128, depth=64)
+    """
+    anchor = next((r for r in records if not r.view and r.macs and r.family in _MAC_FAMILIES), None)
+    shape = anchor.output_shapes[0] if anchor is not None and anchor.output_shapes else None
+    if not shape or len(shape) < 2 or not all(isinstance(d, int) and d > 0 for d in shape):
+        return None
+    if anchor.op_type in _CONV_OPS:
+        data = anchor.input_shapes[0] if anchor.input_shapes else None
+        weight = next((s for s in anchor.input_shapes[1:] if s and len(s) == len(shape) and s[0] == shape[1]), None)
+        if not data or weight is None or data[1] != weight[1]:
+            return None  # grouped (depthwise) or unreadable
+        batch, rows, cols = 1, math.prod(shape) // shape[1], shape[1]
+    elif anchor.family == "conv":
+        return None  # ConvTranspose and other convolutions: not modelled
+    else:
+        batch, rows, cols = math.prod(shape[:-2]), shape[-2], shape[-1]
+    depth, rest = divmod(anchor.macs, batch * rows * cols)
+    return WorkShape(batch, rows, cols, depth) if depth and not rest else None
+
+
 REUSE_CLASSES = ("gemv", "depthwise", "gemm")  # what reuse_class decides between
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ..core.enums import TextEnum
-from .kernels import Kernel, efficiency_class, fuse, group, reuse_of
+from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
 from ..memory.spill import spill_plan
 from .targets import LatencyKind, Target
 
@@ -35,6 +35,7 @@ class Bound(TextEnum):
     COMPUTE = "compute"  # FLOPs / the roof's peak is the longest time
     DRAM = "dram"  # DRAM bytes / DRAM bandwidth
     ONCHIP = "onchip"  # on-chip bytes / on-chip bandwidth
+    PARALLELISM = "parallelism"  # FLOPs / (peak x the share of the units its work fills)
     OVERHEAD = "overhead"  # the fixed per-node launch overhead exceeds every roof
     NONE = "none"  # no work
 
@@ -58,6 +59,7 @@ class Placement:
     overhead_s: float = 0.0  # fixed cost of launching a node (a GPU kernel launch), when the target gives one
     efficiency: float = 1.0  # the fraction of the roofline the runtime achieves for this kind of kernel
     kernel_class: str | None = None  # targets.EFFICIENCY_CLASSES: which efficiency applies
+    parallel_fraction: float = 1.0  # the share of the roof the kernel's work can fill (parallel_fraction)
 
     @property
     def onchip_intensity(self) -> float | None:
@@ -81,29 +83,62 @@ def roofline(
     overhead_s: float = 0.0,
     efficiency: float = 1.0,
     kernel_class: str | None = None,
+    parallel: float = 1.0,
 ) -> Placement:
-    """Attainable = min(peak, I x bandwidth); time = max(FLOPs / peak, DRAM bytes / bandwidth,
-    on-chip bytes / on-chip bandwidth) / efficiency + a fixed per-node overhead; compute-bound
-    when I >= peak / bandwidth (the ridge). ``efficiency`` (in (0, 1]) is the fraction of the
-    roofline the runtime reaches for this kind of kernel: it stretches every roof alike, so it
-    changes the time, not the bound."""
-    compute_s = flops / peak_flops_per_s / efficiency
+    """Attainable = min(peak x parallel, I x bandwidth); time = max(FLOPs / (peak x parallel),
+    DRAM bytes / bandwidth, on-chip bytes / on-chip bandwidth) / efficiency + a fixed per-node
+    overhead; compute-bound when I >= peak / bandwidth (the ridge). ``parallel`` (in (0, 1]) is
+    the share of the target's parallel units the kernel's work fills (:func:`parallel_fraction`):
+    below 1, a kernel whose compute time is the longest is parallelism-bound. ``efficiency`` (in
+    (0, 1]) is the fraction of the roofline the runtime reaches for this kind of kernel: it
+    stretches every roof alike, so it changes the time, not the bound."""
+    compute_s = flops / (peak_flops_per_s * parallel) / efficiency
     memory_s = dram_bytes / dram_bytes_per_s / efficiency
     onchip_s = (onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0) / efficiency
     roof_s = max(compute_s, memory_s, onchip_s)
     time_s = roof_s + overhead_s
     intensity = flops / dram_bytes if dram_bytes else None
-    attainable = peak_flops_per_s if intensity is None else min(peak_flops_per_s, intensity * dram_bytes_per_s)
+    attainable = peak_flops_per_s * parallel
+    attainable = attainable if intensity is None else min(attainable, intensity * dram_bytes_per_s)
     if time_s == 0:
         bound = Bound.NONE
     elif overhead_s > roof_s:
         bound = Bound.OVERHEAD
     elif compute_s >= memory_s and compute_s >= onchip_s:
-        bound = Bound.COMPUTE
+        bound = Bound.PARALLELISM if parallel < 1 else Bound.COMPUTE
     else:
         bound = Bound.DRAM if memory_s >= onchip_s else Bound.ONCHIP
     return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
-                     compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class)
+                     compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class, parallel)
+
+
+def parallel_fraction(shape: WorkShape | None, tile: tuple[int, int] | None, units: int, systolic: bool) -> float:
+    """The share of a target's parallel units a convolution's or matmul's work fills: its
+    ``batch`` x rows x columns split into tiles of ``tile`` (rows, columns), run ``units`` at a
+    time in whole waves; the fraction is the work over the slots of those waves. Fewer tiles
+    than units split their depth over the idle units (split-K). On a systolic
+    array the tile's rows are the array's height, filled by the reduction depth, and its
+    columns the width, filled by the output channels (the output rows stream through).
+    1.0 when the kernel has no work shape or its roof no tile.
+
+    >>> from .kernels import WorkShape
+    >>> parallel_fraction(WorkShape(1, 3136, 256, 32), (256, 256), 1, systolic=True)  # 32-deep: 32/256
+    0.125
+    >>> parallel_fraction(WorkShape(133, 64, 8, 512), (64, 8), 132, systolic=False)  # 133 tiles, 2 waves
+    0.5037878787878788
+    >>> parallel_fraction(WorkShape(1, 1, 8, 4096), (64, 8), 4, systolic=False)  # 1 tile split 4 ways: 1/64
+    0.015625
+    """
+    if shape is None or tile is None:
+        return 1.0
+    rows = shape.depth if systolic else shape.rows
+    tiles = shape.batch * -(-rows // tile[0]) * -(-shape.cols // tile[1])
+    # fewer output tiles than units: the runtime splits the reduction over the idle units
+    # (cuBLAS / CUTLASS split-K), each slice a share of the depth; an array's depth is its rows
+    split = 1 if systolic else max(1, min(units // tiles, shape.depth))
+    waves = -(-tiles * split // units)
+    depth = 1 if systolic else shape.depth
+    return shape.batch * rows * shape.cols * depth / (waves * units * tile[0] * tile[1] * -(-depth // split))
 
 
 @dataclass
@@ -153,7 +188,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
     none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
-    runs below the roofline (its ``efficiency`` figures), which with no fusion is the plain
+    runs below the roofline (its ``efficiency`` figures, its ``parallel`` units' fill), which with no fusion is the plain
     roofline. The spill plan starts from the memory stage's buffer
     problem (``memory``: same graph, order and in-place setting). ``groups`` gives the kernels
     instead, as a runtime ran them (``kernels.group``: lists of node names, one per kernel the
@@ -215,8 +250,12 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0
         kernel_class = efficiency_class(members)
         efficiency = target.efficiency_of(kernel_class) if overhead else 1.0
+        parallel = 1.0
+        if overhead and target.parallel is not None and len(roofs) == 1:  # a mixed-roof kernel: not modelled
+            parallel = parallel_fraction(work_shape(members), target.parallel.tile(roof),
+                                         int(target.parallel.units.value), target.parallel.kind == "systolic")
         point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
-                         efficiency, kernel_class)
+                         efficiency, kernel_class, parallel)
         placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
                                         _energy(target, roofs, dram, onchip), kernel.nodes, reuse_of(members),
                                         dict(roofs)))

@@ -17,7 +17,13 @@ kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calib
 them for the host, and the bundled vendor targets give none, so they predict at peak),
 ``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
 next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
-repeated runs; ``source``: why; absent: false, parameters are read from DRAM every run), ``error_band``
+repeated runs; ``source``: why; absent: false, parameters are read from DRAM every run),
+``[parallel]`` (the parallel compute units and the unit of work each takes: ``kind`` is
+``tiles`` (GPU SMs or CPU cores: a convolution's or matmul's output rows x columns split into
+tiles of ``tile_rows.<roof>`` x ``tile_cols.<roof>``) or ``systolic`` (a weight-stationary
+array: ``tile_rows`` is its height, taken by the reduction depth, ``tile_cols`` its width, taken
+by the output channels); ``units.value`` is how many units run such tiles at once; a roof with
+no tile is not limited; see ``placement.parallel_fraction``; absent: no limit), ``error_band``
 (a forecast's measured error: the fraction ``|predicted / measured - 1|`` its latencies stayed
 within, its ``source`` naming the measurements). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
@@ -46,6 +52,7 @@ else:  # Python 3.10: the same parser, from PyPI
 SCHEMA = "onnxroof-target/1"
 DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 TAGS = ("vendor", "paper", "estimate", "measured")
+PARALLEL_KINDS = ("tiles", "systolic")
 # the roof a node's element type runs on, then the fallbacks when a target lacks that roof
 ROOF_PREFERENCE = {
     "fp32": ("fp32", "fp16", "bf16", "int8"),
@@ -107,6 +114,22 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Parallel:
+    """A target's parallel compute units and the tile of work each takes per step (per roof)."""
+
+    kind: str  # PARALLEL_KINDS: "tiles" (output rows x columns) or "systolic" (reduction depth x output channels)
+    units: Figure
+    tile_rows: dict[str, Figure]  # roof -> rows of a tile (systolic: the array's height)
+    tile_cols: dict[str, Figure]  # roof -> columns of a tile (systolic: the array's width)
+
+    def tile(self, roof: str) -> tuple[int, int] | None:
+        """(rows, columns) of the tile on ``roof``; None: work on that roof is not limited."""
+        if roof in self.tile_rows and roof in self.tile_cols:
+            return int(self.tile_rows[roof].value), int(self.tile_cols[roof].value)
+        return None
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     description: str
@@ -129,6 +152,7 @@ class Target:
     efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
     weights_resident: bool = False  # parameters stay on chip between runs when they fit beside the activations
     weights_source: str = ""
+    parallel: Parallel | None = None  # None: no parallelism limit, the plain roofline
     error_band: Figure | None = None  # a forecast's measured |predicted / measured - 1|, and on what
 
     @property
@@ -236,6 +260,7 @@ def parse_target(path: Path) -> Target:
         power_w=_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
         efficiency=_efficiency(data, where),
+        parallel=_parallel(data, where),
         error_band=_error_band(data, where),
         **_weights(data, where),
         **_fusion(data, where),
@@ -260,6 +285,33 @@ def _weights(data: dict, where: str) -> dict:
     if not isinstance(source, str) or not source.strip():
         raise UsageError(f"{where}: 'weights.source' must say why the parameters stay on chip (or do not)")
     return {"weights_resident": resident, "weights_source": source}
+
+
+def _parallel(data: dict, where: str) -> Parallel | None:
+    section = _section(data, "parallel", where, required=False)
+    if not section:
+        return None
+    kind = section.get("kind")
+    if kind not in PARALLEL_KINDS:
+        raise UsageError(f"{where}: 'parallel.kind' must be one of {', '.join(PARALLEL_KINDS)}, not {kind!r}")
+    tiles = {}
+    for side in ("tile_rows", "tile_cols"):
+        table = section.get(side)
+        if not isinstance(table, dict) or not table:
+            raise UsageError(f"{where}: 'parallel.{side}' is missing: give it per roof ({', '.join(DTYPES)})")
+        for key in table:
+            if key not in DTYPES:
+                raise UsageError(f"{where}: 'parallel.{side}.{key}' is not a known dtype ({', '.join(DTYPES)})")
+        tiles[side] = {key: _figure(table, key, f"parallel.{side}.{key}", where) for key in table}
+        for key, figure in tiles[side].items():
+            if figure.value != int(figure.value):
+                raise UsageError(f"{where}: 'parallel.{side}.{key}.value' must be a whole number, not {figure.value:g}")
+    if set(tiles["tile_rows"]) != set(tiles["tile_cols"]):
+        raise UsageError(f"{where}: 'parallel.tile_rows' and 'parallel.tile_cols' must name the same roofs")
+    units = _figure(section, "units", "parallel.units", where)
+    if units.value != int(units.value):
+        raise UsageError(f"{where}: 'parallel.units.value' must be a whole number, not {units.value:g}")
+    return Parallel(kind, units, tiles["tile_rows"], tiles["tile_cols"])
 
 
 def _efficiency(data: dict, where: str) -> dict[str, Figure]:

@@ -227,6 +227,12 @@ def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Targ
             result.refuted = f"kernel {name} launches at {point_text(dims, with_launch)} but not at {point_text(dims, without)}"
             return result
         launch = launches.pop()
+        fills = {q.parallel_fraction for q in placements.values()}
+        if len(fills) > 1:  # whole waves of tiles: a step function of the sizes, no polynomial
+            result.refuted = (f"kernel {name} fills a different share of the target's parallel units between the "
+                              "fitted values: whole waves of tiles are no polynomial")
+            return result
+        fill = Fraction(fills.pop())  # the same share everywhere: the compute roof is lower by it
         # a mixed-type kernel (int8 with its fp32 dequantization) runs each roof's FLOPs at that
         # roof's peak: its compute time is the sum of each share over its peak
         roofs = sorted({r for k in kernel_of.values() for r in k.flops_by_roof})
@@ -242,7 +248,7 @@ def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Targ
                                   "changes between the fitted values" if spilled and bound == Bound.DRAM else
                                   f"kernel {name}'s {work} are no polynomial in {', '.join(dims)}")
                 return result
-            rate = Fraction(first.target.peak_ops_per_s[roof].value) if roof else rates[bound]
+            rate = Fraction(first.target.peak_ops_per_s[roof].value) * fill if roof else rates[bound]
             if polynomial and rate:
                 _add(terms.setdefault(bound, {}), {m: Fraction(c) / rate for m, c in polynomial.items()}, 1)
         kernel = KernelTerms(name, reports[grid[0]].nodes[position].op_type, 1, terms,

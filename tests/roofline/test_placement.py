@@ -154,3 +154,105 @@ def test_cpu_targets_charge_a_dispatch_overhead_per_working_kernel(tmp_path):
         analysis = onnxroof.analyze(build_example("shallownet"), targets=["raspberry-pi-5", str(bare)], fusion=fusion)
         with_overhead, without = analysis.targets
         assert with_overhead.latency_s - without.latency_s == pytest.approx(dispatches * 10e-6, rel=1e-9)
+
+
+# --- parallelism: the share of a target's parallel units a kernel's work fills ----------------
+
+def _target(tmp_path, parallel: str = "", roof: str = "fp16", peak: float = 100e12) -> str:
+    """A target file whose DRAM is so fast that every kernel here is compute- (or parallelism-)
+    bound, with the [parallel] section given (none: no limit), no launch cost and no fusion."""
+    path = tmp_path / "units.toml"
+    figure = 'tag = "estimate"\nsource = "a test figure"'
+    path.write_text(f'schema = "onnxroof-target/1"\nname = "units"\ndescription = "test target"\n'
+                    f'[peak_ops_per_s.{roof}]\nvalue = {peak}\n{figure}\n'
+                    f'[dram.bandwidth_bytes_per_s]\nvalue = 1e18\n{figure}\n' + parallel)
+    return str(path)
+
+
+def _parallel(kind: str, units: int, rows: int, cols: int, roof: str = "fp16") -> str:
+    figure = 'tag = "estimate"\nsource = "a test figure"'
+    return (f'[parallel]\nkind = "{kind}"\n[parallel.units]\nvalue = {units}\n{figure}\n'
+            f'[parallel.tile_rows.{roof}]\nvalue = {rows}\n{figure}\n[parallel.tile_cols.{roof}]\nvalue = {cols}\n{figure}\n')
+
+
+def _matmul(rows: int, depth: int, cols: int, batch: int | None = None):
+    """A MatMul of rows x depth by depth x cols (``batch`` of them when given), fp32 activations."""
+    lead = [batch] if batch else []
+    return make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                      [("a", TensorProto.FLOAT, lead + [rows, depth])], [("y", TensorProto.FLOAT, lead + [rows, cols])],
+                      [("w", zeros(*(lead + [depth, cols])))])
+
+
+def _only_kernel(model, target, dtype="fp16"):
+    report = onnxroof.analyze(model, targets=[target], dtype=dtype, fusion="none").targets[0]
+    (kernel,) = [k for k in report.nodes if k.placement.flops]
+    return kernel.placement
+
+
+def test_a_32_deep_convolution_fills_an_eighth_of_a_256x256_systolic_array(tmp_path):
+    # Conv 32 -> 256 channels, 1x1, on 16x16: depth Cin x kh x kw = 32 x 1 x 1 = 32 rows of the
+    # 256-high array, 256 output channels fill its 256 columns: 32/256 x 256/256 = 1/8.
+    # MACs = 16 x 16 x 256 x 32 = 2,097,152; FLOPs = 4,194,304 at 92e12 x 1/8 = 11.5e12 FLOP/s
+    # -> 4,194,304 / 11.5e12 = 364.7 ns.
+    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
+                       [("x", TensorProto.FLOAT, [1, 32, 16, 16])], [("y", TensorProto.FLOAT, [1, 256, 16, 16])],
+                       [("w", zeros(256, 32, 1, 1))])
+    target = _target(tmp_path, _parallel("systolic", 1, 256, 256, "int8"), roof="int8", peak=92e12)
+    point = _only_kernel(model, target, dtype="int8")
+    assert point.parallel_fraction == 1 / 8
+    assert point.flops == 4_194_304
+    assert point.compute_s == pytest.approx(4_194_304 / 11.5e12, rel=1e-12)
+    assert point.attainable_flops_per_s == pytest.approx(92e12 / 8, rel=1e-12)
+    assert point.bound == "parallelism"
+    # the bundled TPU v1 states the same array: the same eighth (its DDR3 makes it DRAM-bound)
+    assert _only_kernel(model, "tpu-v1", dtype="int8").parallel_fraction == 1 / 8
+
+
+def test_133_equal_tiles_on_132_units_take_two_waves(tmp_path):
+    # 8,512 x 8 outputs in 64 x 8 tiles: 8,512 / 64 = 133 tiles over 132 units -> 2 waves of 132
+    # slots; the work fills 133 of the 264: 133/264. 132 tiles (8,448 rows) fill one wave exactly.
+    target = _target(tmp_path, _parallel("tiles", 132, 64, 8))
+    point = _only_kernel(_matmul(8_512, 64, 8), target)
+    assert point.parallel_fraction == pytest.approx(133 / 264, rel=1e-15)
+    assert point.bound == "parallelism"
+    # FLOPs = 2 x 8,512 x 64 x 8 = 8,716,288 at 100e12 x 133/264
+    assert point.compute_s == pytest.approx(8_716_288 / (100e12 * 133 / 264), rel=1e-12)
+    full = _only_kernel(_matmul(8_448, 64, 8), target)
+    assert full.parallel_fraction == 1.0 and full.bound == "compute"
+    # a batched MatMul splits the same way: 133 products of 64 x 8 are 133 tiles
+    assert _only_kernel(_matmul(64, 64, 8, batch=133), target).parallel_fraction == pytest.approx(133 / 264, rel=1e-15)
+
+
+def test_a_one_row_gemm_fills_one_row_of_the_tile(tmp_path):
+    # 1 x 4096 x 4096 on 64 units of 64 x 64 tiles: 4096 / 64 = 64 column tiles, one per unit,
+    # one wave; each tile has 1 of its 64 rows: 1 x 4096 / (64 units x 64 x 64) = 1/64.
+    target = _target(tmp_path, _parallel("tiles", 64, 64, 64))
+    assert _only_kernel(_matmul(1, 4096, 4096), target).parallel_fraction == 1 / 64
+    # 1 x 4096 x 8 on 4 units of 64 x 8: one output tile, so the runtime splits the 4096-deep
+    # reduction over the 4 units (split-K, 1024 each): one wave, still 1 row of 64: 1/64
+    assert _only_kernel(_matmul(1, 4096, 8), _target(tmp_path, _parallel("tiles", 4, 64, 8))).parallel_fraction == 1 / 64
+    # on the bundled H100 (132 SMs, 64 x 8 tiles): 4096 / 8 = 512 tiles -> ceil(512/132) = 4 waves
+    # of 132 x 64 x 8 slots; 4096 / (4 x 132 x 512) = 1/66. Still DRAM-bound: 2 x 4096^2 fp16 B
+    # = 33.6 MB / 3.35 TB/s = 10.0 us against 33.6 MFLOP / (989.5e12 / 66) = 2.2 us.
+    point = _only_kernel(_matmul(1, 4096, 4096), "h100-sxm")
+    assert point.parallel_fraction == pytest.approx(1 / 66, rel=1e-15)
+    assert point.bound == "dram"
+
+
+def test_a_target_without_parallel_figures_is_the_plain_roofline(tmp_path):
+    # the 133-tile MatMul without [parallel]: FLOPs / peak, compute-bound, nothing else
+    point = _only_kernel(_matmul(8_512, 64, 8), _target(tmp_path))
+    assert point.parallel_fraction == 1.0
+    assert point.compute_s == 8_716_288 / 100e12 and point.bound == "compute"
+
+
+def test_grouped_convolutions_and_other_roofs_are_not_limited(tmp_path):
+    # a depthwise conv (group = 32) is not modelled; nor is work on a roof the tiles do not name
+    depthwise = make_model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", group=32)],
+                           [("x", TensorProto.FLOAT, [1, 32, 16, 16])], [("y", TensorProto.FLOAT, [1, 32, 16, 16])],
+                           [("w", zeros(32, 1, 3, 3))])
+    depthwise.graph.node[0].attribute.append(helper.make_attribute("pads", [1, 1, 1, 1]))
+    target = _target(tmp_path, _parallel("tiles", 132, 64, 8))
+    assert _only_kernel(depthwise, target).parallel_fraction == 1.0
+    other_roof = _target(tmp_path, _parallel("tiles", 132, 64, 8, roof="int8"))
+    assert _only_kernel(_matmul(8_512, 64, 8), other_roof).parallel_fraction == 1.0

@@ -4,6 +4,7 @@ fallback, and malformed files give one clear UsageError naming the field."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -330,3 +331,46 @@ def test_targets_command_lists_every_bundled_target(capsys):
     for name in EXPECTED:
         assert name in out
     assert "ridge 295.4 FLOP/B" in out  # h100-sxm fp16
+
+
+# --- [parallel]: the units and the tile each takes ------------------------------------------
+
+_GOOD_PARALLEL = ('[parallel]\nkind = "tiles"\n[parallel.units]\nvalue = 132\ntag = "vendor"\nsource = "s"\n'
+                  '[parallel.tile_rows.fp16]\nvalue = 64\ntag = "estimate"\nsource = "s"\n'
+                  '[parallel.tile_cols.fp16]\nvalue = 8\ntag = "estimate"\nsource = "s"\n')
+
+
+def _with_parallel(tmp_path, section: str):
+    path = tmp_path / "t.toml"
+    path.write_text('name = "t"\ndescription = "d"\n'
+                    '[peak_ops_per_s.fp16]\nvalue = 1e12\ntag = "vendor"\nsource = "s"\n'
+                    '[dram.bandwidth_bytes_per_s]\nvalue = 1e9\ntag = "vendor"\nsource = "s"\n' + section)
+    return path
+
+
+def test_a_parallel_section_reads_units_and_tiles_per_roof(tmp_path):
+    parallel = parse_target(_with_parallel(tmp_path, _GOOD_PARALLEL)).parallel
+    assert (parallel.kind, parallel.units.value, parallel.tile("fp16"), parallel.tile("int8")) == ("tiles", 132, (64, 8), None)
+    assert parse_target(_with_parallel(tmp_path, "")).parallel is None
+
+
+@pytest.mark.parametrize("broken, field", [
+    (_GOOD_PARALLEL.replace('"tiles"', '"waves"'), "parallel.kind"),
+    (_GOOD_PARALLEL.replace("value = 132", "value = 13.5"), "parallel.units.value"),
+    (_GOOD_PARALLEL.replace("tile_cols.fp16", "tile_cols.int8"), "'parallel.tile_rows' and 'parallel.tile_cols'"),
+    (_GOOD_PARALLEL.replace("tile_rows.fp16", "tile_rows.fp12"), "parallel.tile_rows.fp12"),
+    (_GOOD_PARALLEL.replace('[parallel.units]\nvalue = 132\ntag = "vendor"\nsource = "s"\n', ""), "parallel.units"),
+])
+def test_a_broken_parallel_section_names_the_field(tmp_path, broken, field):
+    with pytest.raises(UsageError, match=re.escape(field)):
+        parse_target(_with_parallel(tmp_path, broken))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bundled_parallel_figures_have_sources(name):
+    parallel = load_target(name).parallel
+    if parallel is None:
+        return
+    figures = [parallel.units, *parallel.tile_rows.values(), *parallel.tile_cols.values()]
+    assert all(f.tag in TAGS and f.source.strip() for f in figures)
+    assert set(parallel.tile_rows) <= set(load_target(name).peak_ops_per_s)  # a tile for a roof the target has

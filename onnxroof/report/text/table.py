@@ -299,8 +299,9 @@ def explain_target_lines(report, node: str) -> list[str]:
              f"{', '.join(report.fusion)})" if len(kernel.nodes) > 1 else "its own kernel")
     lines = [
         f"target {name}: {fused}",
-        f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof}) = "
-        f"{seconds(point.compute_s * point.efficiency)}",
+        f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof})"
+        + (f" x {point.parallel_fraction:.3g} (the share of the parallel units its work fills)"
+           if point.parallel_fraction != 1.0 else "") + f" = {seconds(point.compute_s * point.efficiency)}",
         f"  DRAM     {point.dram_bytes:,} B / {si(target.dram_bytes_per_s.value, 'B/s')} = "
         f"{seconds(point.memory_s * point.efficiency)}" + (f" (of which {kernel.spill_bytes:,} B spilled)" if kernel.spill_bytes else ""),
     ]

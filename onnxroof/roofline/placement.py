@@ -72,6 +72,9 @@ class Placement:
         return 100.0 * achieved / self.peak_flops_per_s
 
 
+MATERIAL_FILL = 0.9  # at most this share of the units filled: the idle ones are worth a reviewer's note
+
+
 def roofline(
     flops: int,
     dram_bytes: int,
@@ -89,7 +92,9 @@ def roofline(
     DRAM bytes / bandwidth, on-chip bytes / on-chip bandwidth) / efficiency + a fixed per-node
     overhead; compute-bound when I >= peak / bandwidth (the ridge). ``parallel`` (in (0, 1]) is
     the share of the target's parallel units the kernel's work fills (:func:`parallel_fraction`):
-    below 1, a kernel whose compute time is the longest is parallelism-bound. ``efficiency`` (in
+    a kernel whose compute time is the longest is parallelism-bound when it fills at most
+    ``MATERIAL_FILL`` of the units (a tenth of its compute time idle, or more), or when at the full
+    roof another roof would be the longest. ``efficiency`` (in
     (0, 1]) is the fraction of the roofline the runtime reaches for this kind of kernel: it
     stretches every roof alike, so it changes the time, not the bound."""
     compute_s = flops / (peak_flops_per_s * parallel) / efficiency
@@ -105,7 +110,12 @@ def roofline(
     elif overhead_s > roof_s:
         bound = Bound.OVERHEAD
     elif compute_s >= memory_s and compute_s >= onchip_s:
-        bound = Bound.PARALLELISM if parallel < 1 else Bound.COMPUTE
+        # parallelism-bound when idle units take a material share of the compute time, or when
+        # filling them would make another roof the longest; the few idle slots of a large
+        # kernel's last wave leave it compute-bound (nothing to act on)
+        at_full_roof_s = compute_s * parallel
+        bound = (Bound.PARALLELISM if parallel <= MATERIAL_FILL or at_full_roof_s < max(memory_s, onchip_s)
+                 else Bound.COMPUTE)
     else:
         bound = Bound.DRAM if memory_s >= onchip_s else Bound.ONCHIP
     return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,

@@ -256,3 +256,24 @@ def test_grouped_convolutions_and_other_roofs_are_not_limited(tmp_path):
     assert _only_kernel(depthwise, target).parallel_fraction == 1.0
     other_roof = _target(tmp_path, _parallel("tiles", 132, 64, 8, roof="int8"))
     assert _only_kernel(_matmul(8_512, 64, 8), other_roof).parallel_fraction == 1.0
+
+
+def _linear(lead: int, depth: int, cols: int):
+    """[lead, 1, depth] x W [depth, cols]: one matrix for every leading index (a decode step's
+    Linear layer at batch ``lead``)."""
+    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                      [("x", TensorProto.FLOAT, [lead, 1, depth])], [("y", TensorProto.FLOAT, [lead, 1, cols])],
+                      [("w", zeros(depth, cols))])
+
+
+def test_a_shared_weight_over_leading_dims_is_one_gemm_and_a_nearly_full_last_wave_is_compute_bound(tmp_path):
+    target = _target(tmp_path, _parallel("tiles", 128, 64, 8))
+    # runtimes fold the 1,024 leading rows into one 1,024 x 512 GEMM: 1,024 / 64 x 512 / 8 = 16 x 64
+    # = 1,024 tiles over 128 units, 8 full waves: fill 1 (not the 1/64 of 1,024 one-row products)
+    point = _only_kernel(_linear(1024, 64, 512), target)
+    assert point.parallel_fraction == 1.0 and point.bound == "compute"
+    # 1,016 rows: still 16 row tiles (the last holds 56 of 64 rows), 8 waves; the work fills
+    # 1,016 x 512 of 1,024 x 512 slots = 0.992, under a tenth of the compute time idle: compute-bound
+    point = _only_kernel(_linear(1016, 64, 512), target)
+    assert point.parallel_fraction == pytest.approx(1016 / 1024, rel=1e-12)
+    assert point.bound == "compute"

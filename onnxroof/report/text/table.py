@@ -349,7 +349,7 @@ def target_lines(report) -> list[str]:
         p = node.placement
         share = p.time_s / report.latency_s if report.latency_s else 0
         lines.append(f"    {clip(node.name, 40):40} {clip(node.op_type, 24):24} {seconds(p.time_s):>9} {share:6.1%}  "
-                     f"{bound_label(p.bound):8} {intensity(p.intensity):>8} FLOP/B")
+                     f"{bound_label(p.bound):11} {intensity(p.intensity):>8} FLOP/B")  # "parallelism": 11
     return lines
 
 

@@ -213,15 +213,21 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
     kernels = group(graph, groups) if groups is not None else fuse(graph, rules)
-    weights_on_chip, parameter_bytes = False, 0
+    cached: set[int] = set()  # kernels (by position) whose parameters stay on chip between runs
     if keeps_activations and target.weights_resident:
+        cached = _cached_kernels(kernels, onchip_capacity - memory.model_order.peak_bytes)
         parameter_bytes = sum(kernel.weight_bytes for kernel in kernels)
-        weights_on_chip = parameter_bytes + memory.model_order.peak_bytes <= onchip_capacity
-        notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak activations"
-                     if weights_on_chip else
-                     f"parameters ({parameter_bytes:,} B) do not fit on chip beside the peak activations: read from DRAM every run")
-        if weights_on_chip:
-            onchip_capacity -= parameter_bytes
+        kept_bytes = sum(kernels[i].weight_bytes for i in cached)
+        if kept_bytes == parameter_bytes:
+            notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak activations")
+        elif kept_bytes:
+            notes.append(f"{kept_bytes:,} B of the {parameter_bytes:,} B of parameters stay on chip between runs (the "
+                         f"kernels' in model order, as long as they fit beside the peak activations); the rest are read "
+                         "from DRAM every run")
+        else:
+            notes.append(f"parameters ({parameter_bytes:,} B) do not fit on chip beside the peak activations: read from "
+                         "DRAM every run")
+        onchip_capacity -= kept_bytes
     if keeps_activations:
         problem = _without_kernel_internals(memory.problem, kernels)
         plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
@@ -234,7 +240,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     placements: list[NodePlacement] = []
     fallbacks: Counter = Counter()
-    for kernel in kernels:
+    for position, kernel in enumerate(kernels):
         members = kernel.records
         if keeps_activations:
             # the model's inputs come from DRAM and its outputs go there; views read nothing
@@ -242,7 +248,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
             written = {n for m in members for n in m.outputs if n in outputs}
             io_bytes = sum(tensors[n].bytes or 0 for n in read | written)
             spill = sum(spill_by_node.get(m.name, 0) for m in members)
-            dram = (0 if weights_on_chip else kernel.weight_bytes) + io_bytes + spill
+            dram = (0 if position in cached else kernel.weight_bytes) + io_bytes + spill
             onchip = kernel.memory_bytes
         else:
             spill = 0
@@ -273,10 +279,27 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
                         keeps_activations, notes, rules)
-    report.weights_on_chip_bytes = parameter_bytes if weights_on_chip else 0
+    report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in cached)
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     return report
+
+
+def _cached_kernels(kernels: list[Kernel], budget_bytes: int) -> set[int]:
+    """The kernels whose parameters a target keeps on chip between runs: in model order, each
+    whose parameters still fit in ``budget_bytes`` (the on-chip memory beside the peak
+    activations), as the Edge TPU compiler caches what fits and streams the rest.
+
+    >>> from types import SimpleNamespace as K
+    >>> sorted(_cached_kernels([K(weight_bytes=4), K(weight_bytes=8), K(weight_bytes=3), K(weight_bytes=0)], 8))
+    [0, 2]
+    """
+    cached, left = set(), budget_bytes
+    for position, kernel in enumerate(kernels):
+        if kernel.weight_bytes and kernel.weight_bytes <= left:
+            cached.add(position)
+            left -= kernel.weight_bytes
+    return cached
 
 
 def split_kernel_times(report: TargetReport, weights: Mapping[str, float]) -> dict[str, float]:

@@ -214,6 +214,20 @@ def test_resident_weights_that_do_not_fit_are_read_from_dram(tmp_path):
     assert any("do not fit on chip" in note for note in report.notes)
 
 
+def test_parameters_that_fit_only_in_part_are_cached_in_model_order_and_the_rest_streamed(tmp_path):
+    # x [1, 64] -> MatMul W1 -> h -> MatMul W2 -> y; each weight 64 x 64 x 4 B = 16,384 B. The peak
+    # activations are x + h (or h + y) = 256 + 256 = 512 B, so 16,384 + 512 = 16,896 B on chip keeps
+    # W1 (the first kernel's) between runs and streams W2: kernel 1 reads x (256 B) from DRAM,
+    # kernel 2 reads W2 and writes y: 16,384 + 256 = 16,640 B.
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="first"),
+             helper.make_node("MatMul", ["h", "w2"], ["y"], name="second")]
+    model = make_model(nodes, [("x", F32, [1, 64])], [("y", F32, [1, 64])], [("w1", zeros(64, 64)), ("w2", zeros(64, 64))])
+    report = analyze(model, targets=[target_file(tmp_path, WEIGHTS, "half", onchip_bytes=16_896)]).targets[0]
+    assert [(k.name, k.placement.dram_bytes) for k in report.nodes] == [("first", 256), ("second", 16_640)]
+    assert report.weights_on_chip_bytes == 16_384
+    assert any("16,384 B of the 32,768 B of parameters stay on chip" in note for note in report.notes)
+
+
 def test_a_matmul_that_uses_each_weight_few_times_is_a_gemv():
     # [1, 64] x [64, 64]: 4,096 MACs over 4,096 weights, 1 each (< 8); [16, 64] x [64, 64]: 16 each
     records = [r for r in analyze(matmul_model()).nodes if r.counted]

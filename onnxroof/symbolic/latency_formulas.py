@@ -116,6 +116,9 @@ class LatencyFormula:
     holds_from_text: str | None = None
     stop_reason: str | None = None  # why it stops holding past holds_to
     beyond: "LatencyFormula | None" = None  # past a spill's start: the settled spill plan's formula
+    # kernels whose fill of the target's parallel units changes with the dims (whole waves of
+    # tiles, a step function): their compute is at the full roof, so the formula is a lower bound
+    waves_left_out: list[str] = field(default_factory=list)
 
     def seconds(self, values: Mapping[str, int]) -> float | None:
         if self.refuted:
@@ -189,6 +192,8 @@ class LatencyFormula:
         dominant = self.dominant()
         return {"target": self.target, "kernels": self.kernels, "holds": self.holds, "holds_from": self.holds_from,
                 "holds_to": self.holds_to,
+                # "bound": kernels' whole waves of tiles left out (waves_left_out), so at least this
+                "kind": "bound" if self.waves_left_out else "exact", "waves_left_out": self.waves_left_out,
                 "ranges": [{"from": r.start, "to": r.end, **entry(r.polynomial), "bounds": dict(r.bounds)}
                            for r in self.ranges],
                 "at_large_dims": None if len(self.dims) == 1 else entry(self.at_large_dims()),
@@ -229,10 +234,10 @@ def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Targ
         launch = launches.pop()
         fills = {q.parallel_fraction for q in placements.values()}
         if len(fills) > 1:  # whole waves of tiles: a step function of the sizes, no polynomial
-            result.refuted = (f"kernel {name} fills a different share of the target's parallel units between the "
-                              "fitted values: whole waves of tiles are no polynomial")
-            return result
-        fill = Fraction(fills.pop())  # the same share everywhere: the compute roof is lower by it
+            result.waves_left_out.append(name)  # at the full roof: the formula is a lower bound
+            fill = Fraction(1)
+        else:
+            fill = Fraction(fills.pop())  # the same share everywhere: the compute roof is lower by it
         # a mixed-type kernel (int8 with its fp32 dequantization) runs each roof's FLOPs at that
         # roof's peak: its compute time is the sum of each share over its peak
         roofs = sorted({r for k in kernel_of.values() for r in k.flops_by_roof})
@@ -460,7 +465,9 @@ def latency_lines(formula: LatencyFormula, columns: int = 120) -> list[str]:
     launch = next((g.launch_s for g in formula.groups if g.launch_s), None)
     lines = wrap(f"  latency on {formula.target}: the sum over its {formula.kernels} kernels of each one's slowest roof"
                  + (f", {formula.launches} launches of {si_text(float(launch), 's')} included" if launch else "")
-                 + " (3 figures)")
+                 + " (3 figures)"
+                 + (f"; at least this: {len(formula.waves_left_out)} kernel(s) fill a share of the parallel units "
+                    "that changes with the dims (whole waves of tiles), left out" if formula.waves_left_out else ""))
     if len(dims) == 1:
         for span, text in formula.shown_ranges():
             lines += wrap(f"    {span}: {text}")

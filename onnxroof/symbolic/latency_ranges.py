@@ -89,6 +89,8 @@ def _agreement(result: LatencyFormula, report_at: ReportAt, value: int) -> tuple
     predicted = result.seconds(dict(zip(result.dims, point)))
     if predicted is not None and math.isclose(predicted, report.latency_s, rel_tol=1e-9):
         return True, ""
+    if result.waves_left_out and predicted is not None and _bounds_the_kernels(result, report, point):
+        return True, ""  # a lower bound: the kernels whose waves it leaves out are at or under their time
     if bool(report.spill_bytes) != result.spills:
         return False, "activations spill off chip" if report.spill_bytes else "nothing spills off chip"
     if result.spills:
@@ -102,6 +104,20 @@ def _agreement(result: LatencyFormula, report_at: ReportAt, value: int) -> tuple
     changed = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
                     if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)), None)
     return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, say)"
+
+
+def _bounds_the_kernels(result: LatencyFormula, report: "TargetReport", point: tuple[int, ...]) -> bool:
+    """Whether a formula that leaves some kernels' whole waves out gives every other kernel's time
+    and at most the time of those, for the same kernels as at the fitted values."""
+    if [k.name for k in report.nodes] != result.kernel_names or bool(report.spill_bytes) != result.spills:
+        return False
+    left_out = set(result.waves_left_out)
+    for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes):
+        formula_s, placed_s = float(kernel.seconds(point)), placed.placement.time_s
+        if not (math.isclose(formula_s, placed_s, rel_tol=1e-9)
+                or (name in left_out and formula_s <= placed_s * (1 + 1e-9))):
+            return False
+    return True
 
 
 def _check_from(result: LatencyFormula, report_at: ReportAt, low: int, smallest_fitted: int) -> None:

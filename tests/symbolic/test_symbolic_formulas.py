@@ -476,3 +476,27 @@ def test_progress_hears_each_step(tmp_path):
     formulas(attention_like(), progress=steps.append, targets=[slow_target(tmp_path)])
     assert steps[0] == "fitting formulas in batch, seq: 17 analyses"  # 4 x 4 and the check
     assert "checking the formulas past the fitted values" in steps and steps[-1] == "the latency formula on test"
+
+
+def test_whole_waves_of_tiles_leave_a_lower_bound_formula(tmp_path):
+    # x [seq, 16] x W [16, 16]: 512·seq FLOPs at 1 GFLOP/s. One unit of 64 x 8 tiles on the fp32 roof:
+    # the output's seq x 16 fills seq / (64·ceil(seq / 64)) of its tiles, a step function of seq, so
+    # the formula takes the kernel at the full roof, 512 ns·seq, and says it is a lower bound: at
+    # seq = 100, the placement takes 51,200 FLOPs / (1e9 x 100/128) = 65.536 µs, the formula 51.2 µs.
+    import onnxroof
+    from conftest import target_text
+    from onnxroof.symbolic.latency_formulas import latency_lines
+
+    figure = 'tag = "estimate"\nsource = "hand"'
+    tiles = (f'[parallel]\nkind = "tiles"\n[parallel.units]\nvalue = 1\n{figure}\n'
+             f'[parallel.tile_rows.fp32]\nvalue = 64\n{figure}\n[parallel.tile_cols.fp32]\nvalue = 8\n{figure}\n')
+    path = tmp_path / "tiles.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e18}, tiles))
+    latency = formulas(matmul_16(["seq"]), targets=[str(path)]).latency[0]
+    assert latency.refuted is None and latency.waves_left_out == ["/proj/MatMul"]
+    assert latency.seconds({"seq": 100}) == pytest.approx(51.2e-6, rel=1e-6)
+    placed = onnxroof.analyze(matmul_16(["seq"]), dims={"seq": 100}, targets=[str(path)]).targets[0]
+    assert placed.latency_s == pytest.approx(65.536e-6, rel=1e-6)
+    text = " ".join(" ".join(latency_lines(latency)).split())  # the line is wrapped to the terminal
+    assert "at least this: 1 kernel(s) fill a share of the parallel units" in text and "seq 1 on: 512 ns·seq" in text
+    assert latency.to_dict()["kind"] == "bound"

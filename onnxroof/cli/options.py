@@ -25,7 +25,7 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
     shapes.add_argument("--phase", choices=("prefill", "decode"),
                         help="a KV-cached decoder's phase: prefill (with --seq) or decode (with --context)")
     shapes.add_argument("--seq", type=positive_int, metavar="N", help="prefill: the prompt length")
-    shapes.add_argument("--context", type=non_negative_int, metavar="N", help="decode: tokens already in the KV cache")
+    shapes.add_argument("--context", type=non_negative_int, metavar="N", help="decode: the tokens attended in the step, the new one included (N - 1 cached)")
     shapes.add_argument("--partial", action="store_true",
                         help="analyse with input dims left unbound: nothing assumed, and the nodes depending on them "
                              "not counted")

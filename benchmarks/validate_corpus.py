@@ -11,11 +11,8 @@ Exit status 1 when any row is not ok.
 from __future__ import annotations
 
 import argparse
-import datetime
 import glob
 import json
-import platform
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -23,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-import onnx
 
 import onnxroof
+from generated_docs import environment, write_between
 from onnxroof.cost.records import NodeRecord, NodeStatus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -172,30 +169,6 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def environment() -> str:
-    try:
-        git = ["git", "-C", str(REPO)]
-        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                check=True).stdout.strip()
-        if subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                          text=True).stdout.strip():
-            commit += " with uncommitted changes"
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    return (f"Generated {datetime.date.today().isoformat()} on {platform.node()} ({platform.machine()}, "
-            f"{platform.system()}): Python {platform.python_version()}, onnx {onnx.__version__}, "
-            f"onnxroof {getattr(onnxroof, '__version__', '?')}, git checkout {commit}.")
-
-
-def write_doc(body: str) -> None:
-    text = DOC.read_text() if DOC.exists() else DOC_HEADER + BEGIN + "\n" + END + "\n"
-    if BEGIN not in text or END not in text:
-        text = text.rstrip("\n") + "\n\n" + BEGIN + "\n" + END + "\n"
-    before, rest = text.split(BEGIN, 1)
-    after = rest.split(END, 1)[1]
-    DOC.write_text(before + BEGIN + "\n" + body + "\n" + END + after)
-
-
 def manifests(corpora: list[str] | None, wanted: set[str] | None) -> list[dict[str, Any]]:
     pattern = [str(Path(d) / "*.json") for d in corpora] if corpora else ["/work/corpus/*/*.json"]
     found = []
@@ -218,10 +191,10 @@ def main() -> int:
         print(f"analysing {manifest['id']}", file=sys.stderr)
         rows.extend(run(manifest))
     ok = sum(r.ok for r in rows)
-    body = f"{environment()}\n\n{ok} of {len(rows)} rows ok.\n\n{table(rows)}\n"
+    body = f"{environment(REPO)}\n\n{ok} of {len(rows)} rows ok.\n\n{table(rows)}\n"
     print(body)
     if args.write:
-        write_doc(body)
+        write_between(DOC, BEGIN, END, body, DOC_HEADER)
     return 0 if ok == len(rows) else 1
 
 

@@ -184,7 +184,8 @@ class WorkShape:
 
 
 _CONV_OPS = frozenset({"Conv", "ConvInteger", "QLinearConv"})
-# where a matmul's second matrix is among its inputs (QLinearMatMul: a, a_scale, a_zero_point, b, ...)
+# where a matmul's second matrix is among its inputs (QLinearMatMul: a, a_scale, a_zero_point, b, ...;
+# MatMulNBits' packed B is slot 1, as for MatMul)
 _SECOND_OPERAND = {"QLinearMatMul": 3}
 
 
@@ -198,12 +199,12 @@ def work_shape(records: Iterable[NodeRecord]) -> WorkShape | None:
     ...          output_shapes=[[1, 64, 56, 56]], input_shapes=[[1, 32, 58, 58], [64, 32, 3, 3]])
     >>> work_shape([conv])
     WorkShape(batch=1, rows=3136, cols=64, depth=288)
-    >>> matmul = S(view=False, op_type="MatMul", family="matmul", macs=12 * 128 * 128 * 64,
-    ...            output_shapes=[[1, 12, 128, 128]], input_shapes=[[1, 12, 128, 64], [1, 12, 64, 128]])
+    >>> matmul = S(view=False, op_type="MatMul", family="matmul", macs=12 * 128 * 128 * 64, inputs=["q", "k"],
+    ...            param_inputs=[], output_shapes=[[1, 12, 128, 128]], input_shapes=[[1, 12, 128, 64], [1, 12, 64, 128]])
     >>> work_shape([matmul])
     WorkShape(batch=12, rows=128, cols=128, depth=64)
-    >>> linear = S(view=False, op_type="MatMul", family="matmul", macs=1024 * 5120 * 13824,
-    ...            output_shapes=[[1024, 1, 13824]], input_shapes=[[1024, 1, 5120], [5120, 13824]])
+    >>> linear = S(view=False, op_type="MatMul", family="matmul", macs=1024 * 5120 * 13824, inputs=["x", "w"],
+    ...            param_inputs=["w"], output_shapes=[[1024, 1, 13824]], input_shapes=[[1024, 1, 5120], [5120, 13824]])
     >>> work_shape([linear])  # a decode step's MLP at batch 1,024: one 1,024-row GEMM, not 1,024 one-row ones
     WorkShape(batch=1, rows=1024, cols=13824, depth=5120)
     """
@@ -220,10 +221,12 @@ def work_shape(records: Iterable[NodeRecord]) -> WorkShape | None:
     elif anchor.family == "conv":
         return None  # ConvTranspose and other convolutions: not modelled
     else:
-        second = anchor.input_shapes[_SECOND_OPERAND.get(anchor.op_type, 1)] if anchor.input_shapes else None
-        if second is not None and len(second) >= 2 and math.prod(second[:-2]) == 1:
-            # one matrix for every leading index (a Linear layer over [batch, seq, features]):
-            # runtimes fold the leading dims into the rows of one GEMM
+        slot = _SECOND_OPERAND.get(anchor.op_type, 1)
+        second = anchor.input_shapes[slot] if len(anchor.input_shapes) > slot else None
+        stored = len(anchor.inputs) > slot and anchor.inputs[slot] in anchor.param_inputs
+        if stored or (second is not None and len(second) >= 2 and math.prod(second[:-2]) == 1):
+            # one matrix for every leading index (a Linear layer over [batch, seq, features], a
+            # stored weight however it is packed): runtimes fold the leading dims into one GEMM
             batch, rows, cols = 1, math.prod(shape[:-1]), shape[-1]
         else:
             batch, rows, cols = math.prod(shape[:-2]), shape[-2], shape[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
@@ -277,3 +278,18 @@ def test_a_shared_weight_over_leading_dims_is_one_gemm_and_a_nearly_full_last_wa
     point = _only_kernel(_linear(1016, 64, 512), target)
     assert point.parallel_fraction == pytest.approx(1016 / 1024, rel=1e-12)
     assert point.bound == "compute"
+
+
+def test_a_packed_stored_weight_is_shared_by_every_leading_row_too(tmp_path):
+    # MatMulNBits (4-bit, blocks of 32) with K = 64, N = 512: its stored B is packed as
+    # [N, K / 32, 32 x 4 / 8] = [512, 2, 16] bytes, whose leading 512 is no batch. x [1024, 1, 64]
+    # is one 1,024 x 512 GEMM as above: 1,024 tiles of 64 x 8 over 128 units, 8 full waves, fill 1
+    # (taking the packed shape for batch dims gave 1,024 one-row products: 1/64)
+    model = make_model([helper.make_node("MatMulNBits", ["x", "b", "scales"], ["y"], name="mm", domain="com.microsoft",
+                                         K=64, N=512, bits=4, block_size=32)],
+                       [("x", TensorProto.FLOAT, [1024, 1, 64])], [("y", TensorProto.FLOAT, [1024, 1, 512])],
+                       [("b", np.zeros((512, 2, 16), np.uint8)), ("scales", zeros(512 * 2))])
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    target = _target(tmp_path, _parallel("tiles", 128, 64, 8))
+    point = _only_kernel(model, target)
+    assert point.parallel_fraction == 1.0

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
 from .core.version import __version__
+from .roofline.targets import LatencyKind
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
     import networkx as nx
@@ -480,7 +481,7 @@ def target_entry(report, encoded: bool = False) -> dict:
         # within error_band (|predicted / measured - 1|) where the target states one
         "latency_kind": report.latency_kind,
         "error_band": ({"value": target.error_band.value, "source": target.error_band.source}
-                       if target.error_band and report.latency_kind == "forecast" else None),
+                       if target.error_band and report.latency_kind == LatencyKind.FORECAST else None),
         "throughput_per_s": report.throughput_per_s,
         "utilization": report.utilization,
         "energy_j": report.energy_j,

@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING, Iterable
 
 from ..core.units import iec, si
+from ..roofline.targets import LatencyKind
 
 if TYPE_CHECKING:
     from ..compare.diff import Delta
@@ -117,7 +118,7 @@ def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
     >>> as_bound("13.4 µs", forecast), as_bound("74,466.7", forecast, at_most=True)
     ('13.4 µs ±18%', '74,466.7 ±18%')
     """
-    if report.latency_kind == "bound":
+    if report.latency_kind == LatencyKind.BOUND:
         return ("≤ " if at_most else "≥ ") + text
     band = report.target.error_band
     return f"{text} ±{band.value:.0%}" if band is not None else text
@@ -125,7 +126,7 @@ def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
 
 def latency_kind_words(report: "TargetReport") -> str:
     """Why a target's latency is a bound or a forecast, in one phrase."""
-    if report.latency_kind == "bound":
+    if report.latency_kind == LatencyKind.BOUND:
         return "a lower bound (≥): the target's figures are peaks, every kernel at its roofs"
     band = report.target.error_band
     within = f", within ±{band.value:.0%} ({band.source})" if band is not None else ", its error not yet measured"

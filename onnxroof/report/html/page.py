@@ -29,6 +29,7 @@ from ...core.version import __version__
 from ...core.dtypes import dtype_name
 from ...core.resources import resource_dir
 from ...core.units import iec, intensity, si
+from ...roofline.targets import LatencyKind
 from ..formatting import as_bound, count_text, format_value, latency_kind_words, shape_text, share_percent
 from ..bounds import BOUND_LABELS, bound_line, time_by_bound
 
@@ -140,7 +141,7 @@ def target_card(report: "TargetReport") -> TargetCard:
         else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
         utilization=share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
         utilization_title=f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
-        latency_kind="lower bound" if report.latency_kind == "bound" else "forecast",
+        latency_kind="lower bound" if report.latency_kind == LatencyKind.BOUND else "forecast",
     )
 
 

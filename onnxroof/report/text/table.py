@@ -12,6 +12,7 @@ from ...core.dtypes import dtype_name
 from ..bounds import bound_label, time_by_bound
 from ..formatting import as_bound, latency_kind_words
 from ...core.units import iec, intensity, joules, seconds, si
+from ...roofline.targets import LatencyKind
 
 if TYPE_CHECKING:
     from ...result import Analysis
@@ -368,8 +369,8 @@ def render_targets_list(targets) -> str:
         lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
         achieved = ", ".join(f"{name} {figure.value:.0%}" for name, figure in target.efficiency.items())
         lines.append(f"{'':18}   efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}")
-        band = f", within ±{target.error_band.value:.0%}" if target.error_band and target.latency_kind == "forecast" else ""
-        lines.append(f"{'':18}   latency: {'a lower bound (peak figures)' if target.latency_kind == 'bound' else 'a forecast'}{band}")
+        band = f", within ±{target.error_band.value:.0%}" if target.error_band and target.latency_kind == LatencyKind.FORECAST else ""
+        lines.append(f"{'':18}   latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}{band}")
     return "\n".join(lines) + "\n"
 
 

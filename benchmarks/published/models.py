@@ -24,6 +24,7 @@ from onnx import TensorProto, helper
 
 OPSET = 17
 FLOAT = TensorProto.FLOAT
+MS = "com.microsoft"
 
 
 @dataclass
@@ -62,6 +63,12 @@ class Graph:
         self.initializers.append(helper.make_tensor(name, TensorProto.INT64, [len(values)], values))
         return name
 
+    def index(self, value: int) -> str:
+        """A 0-D int64 constant (a Gather index that drops the axis, as the genai builder's)."""
+        name = self.fresh("index")
+        self.initializers.append(helper.make_tensor(name, TensorProto.INT64, [], [value]))
+        return name
+
     def scalar(self, value: float) -> str:
         """A float scalar constant, one per value (an exporter shares them too)."""
         name = f"scalar_{value!r}"
@@ -78,24 +85,33 @@ class Graph:
         self.inputs.append(helper.make_tensor_value_info(name, elem, shape))
         return name
 
-    def output(self, tensor: str, name: str | None = None) -> None:
+    def output(self, tensor: str, name: str | None = None, shape: list[int] | None = None) -> None:
+        """A graph output; ``shape`` types it (float) where ONNX's inference cannot (after a
+        com.microsoft op, which has no ONNX schema)."""
         if name and name != tensor:
             self.nodes.append(helper.make_node("Identity", [tensor], [name], name=self.fresh("Identity")))
             tensor = name
+        if shape is not None:
+            self.outputs.append(helper.make_tensor_value_info(tensor, FLOAT, shape))
+            return
         out = onnx.ValueInfoProto()
         out.name = tensor  # typed in model(), from ONNX's shape inference
         self.outputs.append(out)
 
     def model(self) -> onnx.ModelProto:
         graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.initializers)
-        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="published-models")
+        opsets = [helper.make_opsetid("", OPSET)]
+        if any(n.domain == MS for n in self.nodes):
+            opsets.append(helper.make_opsetid(MS, 1))
+        m = helper.make_model(graph, opset_imports=opsets, producer_name="published-models")
         m.ir_version = 8
         # the outputs' types and shapes as an exporter writes them: ONNX's own inference (shapes only;
         # the external data is never opened)
         inferred = onnx.shape_inference.infer_shapes(m)
         known = {v.name: v.type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
         for out in m.graph.output:
-            out.type.CopyFrom(known[out.name])
+            if not out.type.HasField("tensor_type"):
+                out.type.CopyFrom(known[out.name])
         return m
 
     # layers as the exporters write them
@@ -430,46 +446,96 @@ def _rotary(g: Graph, x: str, cos: str, sin: str, head_dim: int, rotary_dim: int
     return g.op("Concat", [y, rest], axis=-1) if rest else y
 
 
-def decoder(cfg: DecoderConfig, batch: int, new_tokens: int, past: int, last_logits_only: bool = True) -> onnx.ModelProto:
+CACHES = ("concat", "in_place")
+
+
+def decoder(cfg: DecoderConfig, batch: int, new_tokens: int, past: int, last_logits_only: bool = True,
+            cache: str = "concat", max_len: int | None = None) -> onnx.ModelProto:
     """One step of a KV-cached decoder: ``new_tokens`` tokens (the prompt for prefill, 1 for decode)
-    attending ``past`` cached positions plus themselves. Past keys/values are inputs
-    ``past_key_values.{i}.key|value`` [B, kv heads, past, head] concatenated with the new ones into
-    ``present.{i}.key|value`` outputs; prefill (past = 0) has no past inputs. ``last_logits_only``
-    applies the LM head to the last position only, as TensorRT-LLM does (gather_last_token_logits)."""
+    attending ``past`` cached positions plus themselves. ``last_logits_only`` applies the LM head to
+    the last position only, as TensorRT-LLM does (gather_last_token_logits).
+
+    ``cache="concat"`` (HF / torch.onnx): past keys/values are inputs ``past_key_values.{i}.key|value``
+    [B, kv heads, past, head] concatenated with the new ones into ``present.{i}.key|value`` outputs,
+    and attention is MatMul / Softmax / MatMul on them; prefill (past = 0) has no past inputs.
+
+    ``cache="in_place"`` (onnxruntime-genai's builder with past_present_share_buffer): each layer's
+    attention is one com.microsoft GroupQueryAttention (query, key, value [B, S, heads x head];
+    past_key, past_value; seqlens_k and total_sequence_length from the 2-D attention_mask as the
+    builder computes them, ReduceSum - 1 and Shape[1]; cos_cache, sin_cache [max_len, rotary / 2],
+    stored, one row a position of the buffer, where the builder's have max_position_embeddings
+    rows; do_rotary), and past and present are one buffer [B, kv heads, ``max_len``, head] (default
+    past + new_tokens) that the op updates in place: present has the past's shape, prefill included
+    (the buffer is allocated at the max length before the prompt). Projections, norms and MLP are
+    the same nodes in both."""
+    if cache not in CACHES:
+        raise ValueError(f"cache {cache!r}: choose one of {', '.join(CACHES)}")
     d, hd, h, kvh = cfg.hidden, cfg.head_dim, cfg.heads, cfg.kv_heads
     rdim = cfg.rotary_dim or hd
     total = past + new_tokens
-    g = Graph(f"{cfg.name}_b{batch}_s{new_tokens}_p{past}")
+    in_place = cache == "in_place"
+    buffer = max_len if max_len is not None else total
+    if in_place and buffer < total:
+        raise ValueError(f"max_len {buffer} is shorter than past + new_tokens = {total}")
+    suffix = f"_inplace{buffer}" if in_place else ""
+    g = Graph(f"{cfg.name}_b{batch}_s{new_tokens}_p{past}{suffix}")
     ids = g.input("input_ids", TensorProto.INT64, [batch, new_tokens])
-    cos = g.input("rotary_cos", FLOAT, [batch, 1, new_tokens, rdim])  # per-position tables, computed by the host
-    sin = g.input("rotary_sin", FLOAT, [batch, 1, new_tokens, rdim])
-    mask = g.input("attention_bias", FLOAT, [batch, 1, new_tokens, total])  # causal mask as an additive bias
+    if in_place:
+        # onnxruntime-genai's GQA inputs from its 2-D mask: seqlens_k = ReduceSum(mask) - 1 (int32),
+        # total_sequence_length = Shape(mask)[1] (int32); the rotary tables are stored, one row a position
+        mask = g.input("attention_mask", TensorProto.INT64, [batch, total])
+        summed = g.op("ReduceSum", [mask, g.ints([1])], keepdims=1)
+        seqlens_k = g.op("Cast", [g.op("Sub", [summed, g.ints([1])])], to=TensorProto.INT32)
+        total_len = g.op("Cast", [g.op("Gather", [g.op("Shape", [mask]), g.index(1)], axis=0)], to=TensorProto.INT32)
+        cos = g.weight("cos_cache", [buffer, rdim // 2])
+        sin = g.weight("sin_cache", [buffer, rdim // 2])
+    else:
+        cos = g.input("rotary_cos", FLOAT, [batch, 1, new_tokens, rdim])  # per-position tables, computed by the host
+        sin = g.input("rotary_sin", FLOAT, [batch, 1, new_tokens, rdim])
+        mask = g.input("attention_bias", FLOAT, [batch, 1, new_tokens, total])  # causal mask as an additive bias
     x = g.op("Gather", [g.weight("embed_tokens.weight", [cfg.vocab, d]), ids])
     scale = g.scalar(math.sqrt(hd))
     llama = cfg.style == "llama"
+
+    def heads(t: str, n: int) -> str:
+        return t if in_place else _heads(g, t, batch, new_tokens, n, hd)
+
     for i in range(cfg.layers):
         p = f"layers.{i}"
         normed = _rms_norm(g, x, d, f"{p}.input_norm") if llama else _layer_norm(g, x, d, f"{p}.ln_1")
-        q = _heads(g, g.linear(normed, d, h * hd, f"{p}.q_proj", bias=False), batch, new_tokens, h, hd)
-        k = _heads(g, g.linear(normed, d, kvh * hd, f"{p}.k_proj", bias=False), batch, new_tokens, kvh, hd)
-        v = _heads(g, g.linear(normed, d, kvh * hd, f"{p}.v_proj", bias=False), batch, new_tokens, kvh, hd)
-        q, k = _rotary(g, q, cos, sin, hd, rdim), _rotary(g, k, cos, sin, hd, rdim)
-        caches = []
-        for name, t in (("key", k), ("value", v)):
-            if past:
-                cached = g.input(f"past_key_values.{i}.{name}", FLOAT, [batch, kvh, past, hd])
-                t = g.op("Concat", [cached, t], axis=2)
-            g.output(t, f"present.{i}.{name}")
-            caches.append(f"present.{i}.{name}")
-        k, v = caches
-        if kvh != h:  # GQA as HF's repeat_kv exports: Unsqueeze, Expand, Reshape
-            rep = h // kvh
-            k, v = (g.op("Reshape", [g.op("Expand", [g.op("Unsqueeze", [t, g.ints([2])]),
-                                                     g.ints([batch, kvh, rep, total, hd])]),
-                                     g.ints([batch, h, total, hd])]) for t in (k, v))
-        s = g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])])
-        a = g.op("Softmax", [g.op("Add", [g.op("Div", [s, scale]), mask])], axis=-1)
-        attn = g.linear(_merge(g, g.op("MatMul", [a, v]), batch, new_tokens, h * hd), h * hd, d, f"{p}.o_proj", bias=False)
+        # GroupQueryAttention takes [B, S, heads x head]; the MatMul attention [B, heads, S, head]
+        q = heads(g.linear(normed, d, h * hd, f"{p}.q_proj", bias=False), h)
+        k = heads(g.linear(normed, d, kvh * hd, f"{p}.k_proj", bias=False), kvh)
+        v = heads(g.linear(normed, d, kvh * hd, f"{p}.v_proj", bias=False), kvh)
+        if in_place:
+            pasts = [g.input(f"past_key_values.{i}.{name}", FLOAT, [batch, kvh, buffer, hd]) for name in ("key", "value")]
+            presents = [f"present.{i}.key", f"present.{i}.value"]
+            out = g.fresh("gqa")
+            g.nodes.append(helper.make_node(
+                "GroupQueryAttention", [q, k, v, *pasts, seqlens_k, total_len, cos, sin], [out, *presents],
+                name=g.fresh("GroupQueryAttention"), domain=MS, num_heads=h, kv_num_heads=kvh, scale=1 / math.sqrt(hd),
+                do_rotary=1, rotary_interleaved=0 if llama else 1))  # GPT-J rotates interleaved pairs
+            for name in presents:
+                g.output(name, shape=[batch, kvh, buffer, hd])
+            attn = g.linear(out, h * hd, d, f"{p}.o_proj", bias=False)
+        else:
+            q, k = _rotary(g, q, cos, sin, hd, rdim), _rotary(g, k, cos, sin, hd, rdim)
+            caches = []
+            for name, t in (("key", k), ("value", v)):
+                if past:
+                    cached = g.input(f"past_key_values.{i}.{name}", FLOAT, [batch, kvh, past, hd])
+                    t = g.op("Concat", [cached, t], axis=2)
+                g.output(t, f"present.{i}.{name}")
+                caches.append(f"present.{i}.{name}")
+            k, v = caches
+            if kvh != h:  # GQA as HF's repeat_kv exports: Unsqueeze, Expand, Reshape
+                rep = h // kvh
+                k, v = (g.op("Reshape", [g.op("Expand", [g.op("Unsqueeze", [t, g.ints([2])]),
+                                                         g.ints([batch, kvh, rep, total, hd])]),
+                                         g.ints([batch, h, total, hd])]) for t in (k, v))
+            s = g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])])
+            a = g.op("Softmax", [g.op("Add", [g.op("Div", [s, scale]), mask])], axis=-1)
+            attn = g.linear(_merge(g, g.op("MatMul", [a, v]), batch, new_tokens, h * hd), h * hd, d, f"{p}.o_proj", bias=False)
         if llama:
             x = g.op("Add", [x, attn])
             m = _rms_norm(g, x, d, f"{p}.post_norm")
@@ -485,9 +551,13 @@ def decoder(cfg: DecoderConfig, batch: int, new_tokens: int, past: int, last_log
             act = g.op("Mul", [g.op("Mul", [fc, g.scalar(0.5)]), g.op("Add", [g.op("Tanh", [inner]), g.scalar(1.0)])])
             x = g.op("Add", [g.op("Add", [attn, g.linear(act, cfg.ffn, d, f"{p}.fc_out")]), x])
     x = _rms_norm(g, x, d, "norm") if llama else _layer_norm(g, x, d, "ln_f")
+    rows = new_tokens
     if last_logits_only and new_tokens > 1:
         x = g.op("Slice", [x, g.ints([new_tokens - 1]), g.ints([new_tokens]), g.ints([1])])
-    g.output(g.linear(x, d, cfg.vocab, "lm_head", bias=not llama), "logits")
+        rows = 1
+    # typed by hand in_place: ONNX's inference stops at the com.microsoft op
+    g.output(g.linear(x, d, cfg.vocab, "lm_head", bias=not llama), "logits",
+             shape=[batch, rows, cfg.vocab] if in_place else None)
     return g.model()
 
 

@@ -44,6 +44,7 @@ _NO_INFO = TensorInfo("")  # a tensor nothing is known about
 # of a record mutates them) instead of one per node
 _NO_PARAMETERS: list[str] = []
 _NO_SUBGRAPHS: dict[str, "SubgraphCost"] = {}
+_NO_PARTIAL: dict[str, int] = {}  # the partial reads and writes of a record that has none
 _NO_SCOPE: tuple[str, ...] = ()
 
 
@@ -95,6 +96,10 @@ class _Derived:
     param_slots: tuple[int, ...]  # input slots read as parameters (the first slot of a repeated name)
     input_bytes: int
     output_bytes: int
+    # (slot, bytes) of the inputs / outputs the node moves only part of (OpCost.activation_reads,
+    # output_writes), as the record's partial_bytes names them
+    partial_inputs: tuple[tuple[int, int], ...]
+    partial_outputs: tuple[tuple[int, int], ...]
     shape_only: bool
     shareable: bool  # False when the reason names the node's tensors or the rule read a known value
 
@@ -220,6 +225,8 @@ class _Coster:
             cost.macs, 2 * cost.macs + cost.flops, params, weight_bytes, derived.input_bytes, derived.output_bytes,
             cost.formula, cost.view, param_inputs, derived.shape_only, subgraphs,
             _name_scopes(node) if node.metadata_props else _NO_SCOPE,
+            ({inputs[slot]: n for slot, n in derived.partial_inputs} | {outputs[slot]: n for slot, n in derived.partial_outputs})
+            if derived.partial_inputs or derived.partial_outputs else _NO_PARTIAL,
         )
 
     def _signature(self, op_type: str, domain: str, attributes, inputs: list[str], outputs: list[str]) -> tuple:
@@ -293,13 +300,20 @@ class _Coster:
         if family == "matmul" and not param_inputs and len(activation_inputs) >= 2:
             family = "attention"  # activation x activation: Q·K^T and A·V, not a projection
         input_bytes = output_bytes = 0
+        partial_inputs: tuple[tuple[int, int], ...] = ()
+        partial_outputs: tuple[tuple[int, int], ...] = ()
         if not (is_folded or cost.view):  # folded constants and views move no bytes
             size = self.size
+            if cost.activation_reads or cost.output_writes:
+                partial_inputs = self._partial(cost.activation_reads, inputs)
+                partial_outputs = self._partial(cost.output_writes, outputs)
+            read = {inputs[slot]: n for slot, n in partial_inputs}
+            written = {outputs[slot]: n for slot, n in partial_outputs}
             for tensor_name in activation_inputs:
-                input_bytes += size(tensor_name) or 0
+                input_bytes += read[tensor_name] if tensor_name in read else size(tensor_name) or 0
             for tensor_name in outputs:
                 if tensor_name:
-                    output_bytes += size(tensor_name) or 0
+                    output_bytes += written[tensor_name] if tensor_name in written else size(tensor_name) or 0
         return _Derived(
             status=status,
             reason=reason,
@@ -313,10 +327,23 @@ class _Coster:
             param_slots=tuple(param_slots),
             input_bytes=input_bytes,
             output_bytes=output_bytes,
+            partial_inputs=partial_inputs,
+            partial_outputs=partial_outputs,
             shape_only=shape_only,
             # a reason naming the node's tensors, or a result depending on a value: this node's own
             shareable=status not in (NodeStatus.UNKNOWN_SHAPE, NodeStatus.UNKNOWN_VALUE) and not values_read.read,
         )
+
+    def _partial(self, elements_by_slot: tuple[tuple[int, int], ...], names: list[str]) -> tuple[tuple[int, int], ...]:
+        """(slot, bytes) of the tensors at ``names``' slots of which a node moves only the given
+        elements: the tensor's bytes in that proportion, rounded up, never more than the whole."""
+        moved = []
+        for slot, elements in elements_by_slot:
+            name = names[slot] if slot < len(names) else ""
+            whole, numel = self.size(name) if name else None, self.info(name).numel if name else None
+            if whole is not None and numel:
+                moved.append((slot, min(whole, -(-whole * max(elements, 0) // numel))))
+        return tuple(moved)
 
     def _read_parameters(self, param_inputs: list[str], inputs: list[str], cost: OpCost) -> tuple[int, int]:
         """Note the stored roots behind the constants a node reads; return the roots' elements

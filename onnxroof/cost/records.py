@@ -61,6 +61,9 @@ class NodeRecord:
     # the module path the exporter wrote in the node's metadata (PyTorch's dynamo exporter:
     # pkg.torch.onnx.name_scopes), innermost last; () when it wrote none
     scope: tuple[str, ...] = ()
+    # tensor -> the bytes this node reads or writes of it, for the tensors it moves only part of
+    # (OpCost.activation_reads / output_writes: a shared KV buffer); the others whole
+    partial_bytes: dict[str, int] = field(default_factory=dict)
 
     @property
     def counted(self) -> bool:

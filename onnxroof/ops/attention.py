@@ -298,9 +298,14 @@ def group_query_attention(node: NodeView) -> OpCost:
     """MACs = B x N x S x T x 2·H with T = total_sequence_length's value (else past + S from the
     shapes); FLOPs = scores x (1 scale + 1 mask + 3 softcap if set + 5 softmax) + 3 per rotated
     Q/K element with do_rotary + 4 per Q/K element with q/k norm weights. Query [B,S,N·H] or packed
-    QKV [B,S,(N+2·Nkv)·H]; causal (default) and local_window_size: full rectangle counted. Inputs:
-    query, key, value, past_key, past_value, seqlens_k, total_sequence_length, cos_cache, sin_cache,
-    position_ids, attention_bias, head_sink, k_scale, v_scale, q_norm_weight, k_norm_weight."""
+    QKV [B,S,(N+2·Nkv)·H]; causal (default) and local_window_size: full rectangle counted. Bytes
+    with one buffer for past and present (present_key has past_key's length L,
+    past_present_share_buffer): past_key and past_value read B x Nkv x (T - S) x H elements each
+    (the past positions attended, not the L of the buffer) and present_key and present_value
+    written B x Nkv x S x H each (the new positions, in place); a growing cache reads its past and
+    writes its present whole. Inputs: query, key, value, past_key, past_value, seqlens_k,
+    total_sequence_length, cos_cache, sin_cache, position_ids, attention_bias, head_sink, k_scale,
+    v_scale, q_norm_weight, k_norm_weight."""
     heads, kv_heads = int(node.attr("num_heads")), int(node.attr("kv_num_heads"))
     q = node.input_shape(0)
     batch, q_len = q[0], q[1]
@@ -311,10 +316,13 @@ def group_query_attention(node: NodeView) -> OpCost:
         head_dim = q[2] // (heads + 2 * kv_heads)
         kv_len = q_len
     total = _scalar(node, 6)  # total_sequence_length: past + new, the batch maximum
-    if total is None and node.has_input(3):
+    shared = False  # past and present one max-length buffer, updated in place
+    if node.has_input(3):
         buffer_len = node.input_shape(3)[2]
         present = node.outputs[1] if len(node.outputs) > 1 else None
-        if present is not None and present.is_known and present.shape[2] == buffer_len:  # type: ignore[index]
+        shared = present is not None and present.is_known and present.shape[2] == buffer_len  # type: ignore[index]
+    if total is None and node.has_input(3):
+        if shared:
             raise _unknown_length(node, 6, buffer_len)
         total = buffer_len + kv_len
     elif total is None:
@@ -340,7 +348,31 @@ def group_query_attention(node: NodeView) -> OpCost:
     if node.has_input(14) and node.has_input(15):
         flops += RMS_NORM_FLOPS * qk_elements
         formulas.append(f"q/k RMS norm {RMS_NORM_FLOPS}·{qk_elements:,} elements")
-    return _cost(macs, flops, formulas)
+    cost = _cost(macs, flops, formulas)
+    if shared:
+        return _in_place(cost, node, (3, 4), (1, 2), past, kv_len)
+    return cost
+
+
+def _in_place(cost: OpCost, node: NodeView, past_slots: tuple[int, ...], present_slots: tuple[int, ...],
+              past: int, new: int) -> OpCost:
+    """``cost`` with a KV buffer [B, N, L, H] shared by past and present: each past input read at its
+    first ``past`` positions (min(past, L)), each present output written at the ``new`` positions."""
+    reads, writes = [], []
+    for slot in past_slots:
+        shape = node.input_shape(slot)
+        per_position = prod(shape) // shape[2] if shape[2] else 0
+        reads.append((slot, per_position * min(past, shape[2])))
+    for slot in present_slots:
+        if slot < len(node.outputs) and node.node.output[slot]:
+            shape = node.output_shape(slot)
+            per_position = prod(shape) // shape[2] if shape[2] else 0
+            writes.append((slot, per_position * min(new, shape[2])))
+    length = node.input_shape(past_slots[0])[2]
+    formula = (f"{cost.formula}; one {length}-long buffer for past and present, updated in place: "
+               f"{past} past positions read, {new} new written")
+    return OpCost(macs=cost.macs, flops=cost.flops, formula=formula, activation_reads=tuple(reads),
+                  output_writes=tuple(writes))
 
 
 # DecoderMaskedMultiHeadAttention's inputs in MultiHeadAttention's order: query, key, value, bias (10),

@@ -39,6 +39,12 @@ class OpCost:
     # (input slot, elements read) for parameters a node reads only part of, each on its own (an
     # embedding's word, position and segment tables: the rows gathered from each); others whole
     weight_reads: tuple[tuple[int, int], ...] = ()
+    # (input slot, elements read) for activations a node reads only part of, and (output slot,
+    # elements written) for outputs it writes only part of: a KV buffer that past and present
+    # share, of which attention reads the attended positions and writes the new ones in place.
+    # Others whole
+    activation_reads: tuple[tuple[int, int], ...] = ()
+    output_writes: tuple[tuple[int, int], ...] = ()
     # subgraph attributes the node does not run (an If's other branch once its condition is known):
     # their nodes are shown but neither counted nor reported as uncounted
     untaken: tuple[str, ...] = ()

@@ -244,9 +244,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         members = kernel.records
         if keeps_activations:
             # the model's inputs come from DRAM and its outputs go there; views read nothing
-            read = {n for m in members if not m.view for n in m.inputs if n in inputs}
-            written = {n for m in members for n in m.outputs if n in outputs}
-            io_bytes = sum(tensors[n].bytes or 0 for n in read | written)
+            io_bytes = _io_bytes(members, tensors, inputs, outputs)
             spill = sum(spill_by_node.get(m.name, 0) for m in members)
             dram = (0 if position in cached else kernel.weight_bytes) + io_bytes + spill
             onchip = kernel.memory_bytes
@@ -283,6 +281,23 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     return report
+
+
+def _io_bytes(members: list, tensors: dict, inputs: set[str], outputs: set[str]) -> int:
+    """The bytes a kernel moves of the model's inputs (read; views read nothing) and outputs
+    (written): each tensor once, whole unless the members that move it move only part of it (their
+    ``partial_bytes``: a KV buffer shared by past and present, read at the attended positions and
+    written at the new ones), then the most any of them moves."""
+    moved: dict[str, int] = {}
+    for member in members:
+        partial = member.partial_bytes
+        for name in member.inputs if not member.view else ():
+            if name in inputs:
+                moved[name] = max(moved.get(name, 0), partial.get(name, tensors[name].bytes or 0))
+        for name in member.outputs:
+            if name in outputs:
+                moved[name] = max(moved.get(name, 0), partial.get(name, tensors[name].bytes or 0))
+    return sum(moved.values())
 
 
 def _cached_kernels(kernels: list[Kernel], budget_bytes: int) -> set[int]:

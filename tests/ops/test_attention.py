@@ -219,6 +219,29 @@ def test_group_query_attention_shared_buffer():
     assert record.status == "unknown_value" and "32-long buffer" in record.reason and "'total'" in record.reason
 
 
+def test_group_query_attention_shared_buffer_reads_the_attended_past_and_writes_the_new_positions():
+    # past and present one [1, 2, 32, 8] buffer (fp32, 32 B a position of a kv head), updated in
+    # place: the op reads the T - S = 10 - 4 = 6 past positions attended and writes the 4 new ones
+    record = ok(analyse(*gqa_model(past_len=32, total=10, shared_buffer=True), contrib=True))
+    q, k, v = 1 * 4 * 64 * 4, 1 * 4 * 16 * 4, 1 * 4 * 16 * 4  # 1,024 + 256 + 256 B
+    past_read = 1 * 2 * 6 * 8 * 4  # 384 B of each 2,048 B buffer, not all of it
+    new_written = 1 * 2 * 4 * 8 * 4  # 256 B of each present
+    assert record.partial_bytes == {"past_k": 384, "past_v": 384, "present_k": 256, "present_v": 256}
+    assert record.input_bytes == q + k + v + 2 * past_read == 2_304  # seqlens_k, total: constants
+    assert record.output_bytes == 1 * 4 * 64 * 4 + 2 * new_written == 1_536
+    assert "one 32-long buffer for past and present, updated in place: 6 past positions read, 4 new written" \
+        in record.formula
+    # a growing cache (present [1, 2, 10, 8]) reads the same 6 past positions but writes its
+    # present whole: 1,024 + 2 x (1·2·10·8·4 = 640) B
+    record = ok(analyse(*gqa_model(past_len=6, total=10), contrib=True))
+    assert record.partial_bytes == {}
+    assert (record.input_bytes, record.output_bytes) == (2_304, 2_304)
+    # prefill into the buffer (total 4 = the 4 new tokens): no past position read, 4 written
+    record = ok(analyse(*gqa_model(past_len=32, total=4, shared_buffer=True), contrib=True))
+    assert record.input_bytes == q + k + v == 1_536
+    assert record.output_bytes == 1_024 + 2 * new_written == 1_536
+
+
 def test_group_query_attention_packed_qkv_rotary_softcap():
     # packed QKV [1, 4, (8 + 2·2)·8 = 96], no past; rotary over the whole head (cos [32, 4])
     node = helper.make_node(

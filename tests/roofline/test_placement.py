@@ -293,3 +293,24 @@ def test_a_packed_stored_weight_is_shared_by_every_leading_row_too(tmp_path):
     target = _target(tmp_path, _parallel("tiles", 128, 64, 8))
     point = _only_kernel(model, target)
     assert point.parallel_fraction == 1.0
+
+
+def test_a_kv_buffer_shared_by_past_and_present_moves_its_attended_and_new_positions_from_dram():
+    # GroupQueryAttention on one [1, 2, 32, 8] fp32 buffer for past and present, total 10, 4 new
+    # tokens (tests/ops/test_attention.py): of the model's inputs it reads q 1,024 + k 256 + v 256 B
+    # and 6 past positions of each buffer (2 x 384 B), of its outputs it writes y 1,024 B and 4 new
+    # positions of each present (2 x 256 B); the 2,048 B buffers are neither read nor written whole.
+    # On a target with on-chip memory, DRAM moves the model's inputs and outputs: 2,304 + 1,536 B
+    node = helper.make_node(
+        "GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"],
+        ["y", "present_k", "present_v"], domain="com.microsoft", num_heads=8, kv_num_heads=2)
+    buffer = [1, 2, 32, 8]
+    model = make_model([node], [("q", TensorProto.FLOAT, [1, 4, 64]), ("k", TensorProto.FLOAT, [1, 4, 16]),
+                                ("v", TensorProto.FLOAT, [1, 4, 16]), ("past_k", TensorProto.FLOAT, buffer),
+                                ("past_v", TensorProto.FLOAT, buffer)],
+                       [("y", TensorProto.FLOAT, [1, 4, 64]), ("present_k", TensorProto.FLOAT, buffer),
+                        ("present_v", TensorProto.FLOAT, buffer)],
+                       [("seqlens_k", np.array([9], np.int32)), ("total", np.array(10, np.int32))], opset=17)
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    (kernel,) = onnxroof.analyze(model, targets=["h100-sxm"]).targets[0].nodes
+    assert kernel.placement.dram_bytes == 2_304 + 1_536

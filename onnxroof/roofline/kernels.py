@@ -102,7 +102,35 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
         if rules and _kind(record) != "alone":
             _grow(members, rules, by_name, position, tensors, assigned)
         kernels.append(_kernel(members, tensors, outputs))
+    if "attention" in rules:
+        kernels = _absorb_head_layouts(kernels, tensors, outputs)
     return kernels
+
+
+def _absorb_head_layouts(kernels: list[Kernel], tensors: dict, graph_outputs: set[str]) -> list[Kernel]:
+    """Each kernel of transposes alone that only an attention kernel reads, merged into it: a fused
+    attention kernel reads Q, K and V in the projections' layout with strides (FlashAttention,
+    TensorRT's fused MHA, onnxruntime's Attention take [B, S, N, H] directly), so the transposes
+    that split the heads, and K's to K^T, are never launched; the one that merges the heads after
+    AV joins the attention kernel as it grows (``_joins``)."""
+    while True:
+        owner = {name: position for position, kernel in enumerate(kernels) for name in kernel.nodes}
+        for position, kernel in enumerate(kernels):
+            layout = [m for m in kernel.records if not m.view]
+            if not layout or any(_kind(m) != "layout" for m in layout):
+                continue
+            made = [t for m in kernel.records for t in m.outputs if t in tensors]
+            readers = {owner.get(c) for t in made for c in tensors[t].consumers} - {position}
+            if len(readers) != 1 or None in readers or any(t in graph_outputs for t in made):
+                continue
+            reader = readers.pop()
+            if not any(_kind(m) == "attention" for m in kernels[reader].records):
+                continue
+            merged = _kernel(kernel.records + kernels[reader].records, tensors, graph_outputs)
+            kernels = [merged if i == reader else k for i, k in enumerate(kernels) if i != position]
+            break
+        else:
+            return kernels
 
 
 def group(graph: CostGraph, groups: Iterable[Iterable[str]]) -> list[Kernel]:
@@ -277,6 +305,8 @@ def _kind(record: NodeRecord) -> str:
     if record.macs and record.family in _MAC_FAMILIES:
         return "attention" if record.family == "attention" else "mac"
     traits = traits_of(record.domain, record.op_type)
+    if OpTrait.PERMUTES_AXES in traits:
+        return "layout"  # a transpose: a fused attention kernel reads or writes through it
     if OpTrait.ELEMENTWISE in traits:  # one function per element (or channel): an epilogue
         return "elementwise"
     if OpTrait.SOFTMAX in traits:
@@ -294,6 +324,10 @@ def _joins(kinds: Counter, kind: str, rules: frozenset[str]) -> bool:
         return True
     has_mac = kinds["mac"] > 0
     products = kinds["attention"]  # activation x activation matmuls
+    if kind == "layout":  # the transpose that merges the heads after AV: the kernel writes that layout
+        return products == 2 and "attention" in rules and not kinds["layout"]
+    if kinds["layout"] and not products:
+        return False  # transposes alone: _absorb_head_layouts gives them to the attention that reads them
     if kind in ("mac", "attention"):
         # the AV product closes an attention kernel: QK^T, then the softmax, then AV
         return kind == "attention" and "attention" in rules and products == 1 and kinds["softmax"] == 1

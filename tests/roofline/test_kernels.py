@@ -132,6 +132,43 @@ def test_attention_runs_as_one_kernel_only_under_the_attention_rules(tmp_path):
     assert [n.nodes for n in epilogue.nodes] == [["qk", "scale"], ["softmax"], ["av"]]
 
 
+def head_layout_model():
+    """BERT's attention as exported: q, k, v [1,64,32] reshaped to 4 heads of 8, transposed to
+    [1,4,64,8] (K on to [1,4,8,64]), QK^T, Softmax, x V, transposed back and reshaped to [1,64,32]."""
+    heads = [1, 64, 4, 8]
+    nodes = [helper.make_node("Reshape", [n, "heads"], [f"{n}4"], name=f"split_{n}") for n in ("q", "k", "v")]
+    nodes += [
+        helper.make_node("Transpose", ["q4"], ["qt"], name="q_heads", perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["k4"], ["kh"], name="k_heads", perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["v4"], ["vt"], name="v_heads", perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["kh"], ["kt"], name="k_t", perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["qt", "kt"], ["scores"], name="qk"),
+        helper.make_node("Softmax", ["scores"], ["probs"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["probs", "vt"], ["ctx"], name="av"),
+        helper.make_node("Transpose", ["ctx"], ["merged"], name="merge_heads", perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["merged", "flat"], ["out"], name="flatten"),
+    ]
+    inputs = [(n, F32, [1, 64, 32]) for n in ("q", "k", "v")]
+    constants = [("heads", np.array(heads, np.int64)), ("flat", np.array([1, 64, 32], np.int64))]
+    return make_model(nodes, inputs, [("out", F32, [1, 64, 32])], constants)
+
+
+def test_a_fused_attention_reads_q_k_v_through_the_head_transposes(tmp_path):
+    target = target_file(tmp_path)
+    fused = analyze(head_layout_model(), targets=[target], fusion="attention").targets[0]
+    # one kernel: the four transposes that split the heads (K's twice) and the one that merges
+    # them run inside it, as a fused attention kernel reads and writes [B, S, N, H] with strides
+    (kernel,) = [n for n in fused.nodes if n.placement.flops]
+    assert set(kernel.nodes) >= {"q_heads", "k_heads", "v_heads", "k_t", "qk", "softmax", "av", "merge_heads"}
+    # it reads q, k and v (3 x 64 x 32 x 4 B = 24,576) and writes out (8,192): 32,768 B; the
+    # transposed copies (8,192 B each) and the 4x64x64 scores never leave it
+    assert kernel.placement.dram_bytes == 24_576 + 8_192
+    # without the attention rules each transpose is a kernel of its own: five more launches
+    plain = analyze(head_layout_model(), targets=[target], fusion="epilogue").targets[0]
+    transposes = [n for n in plain.nodes if n.op_type == "Transpose"]
+    assert len(transposes) == 5 and all(n.placement.dram_bytes == 2 * 8_192 for n in transposes)
+
+
 def test_a_kernels_time_is_at_least_each_levels_bytes_over_its_bandwidth(tmp_path):
     onchip = ('[onchip.size_bytes]\nvalue = 1048576\ntag = "estimate"\nsource = "hand"\n'
               '[onchip.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "hand"')

@@ -15,6 +15,7 @@ latency is 9.216 + 0.256 = 9.472 µs ("9.47 µs" at three digits) and the throug
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,8 @@ import onnxroof
 from onnxroof.roofline.targets import EFFICIENCY_CLASSES, LatencyKind, load_target
 
 from conftest import run, target_text
+
+ROOT = Path(__file__).resolve().parents[2]
 
 PEAKS = {"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e12}
 MEASURED = "".join(f'[efficiency.{name}]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n' for name in EFFICIENCY_CLASSES)
@@ -97,9 +100,11 @@ def test_markdown_and_the_html_card_say_it_too(capsys, tmp_path, conv_relu, peak
 def test_targets_lists_each_targets_kind(capsys):
     code, out, _ = run(capsys, "targets")
     assert code == 0
-    # no bundled target gives measured efficiencies: every one is a bound
+    # a bundled target without efficiencies is a bound; one whose file carries the efficiencies
+    # fitted on published measurements is a forecast with the error band the fit measured
+    fitted = [p for p in (ROOT / "hardware").glob("*.toml") if "# BEGIN fitted by" in p.read_text()]
     assert out.count("latency: a lower bound (peak figures)") == out.count("efficiency: none given")
-    assert "latency: a forecast" not in out
+    assert out.count("latency: a forecast, within ±") == len(fitted) >= 1
 
 
 def test_an_error_band_out_of_range_is_one_line_exit_2(capsys, tmp_path, conv_relu):

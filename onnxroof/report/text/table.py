@@ -367,8 +367,12 @@ def render_targets_list(targets) -> str:
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
         overhead = f", launch {seconds(target.node_overhead_s.value)} per kernel" if target.node_overhead_s else ""
         lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
-        achieved = ", ".join(f"{name} {figure.value:.0%}" for name, figure in target.efficiency.items())
-        lines.append(f"{'':18}   efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}")
+        by_value: dict[str, list[str]] = {}  # classes with the same efficiency, listed together
+        for name, figure in target.efficiency.items():
+            by_value.setdefault(f"{figure.value:.0%}", []).append(name)
+        achieved = "; ".join(f"{', '.join(names)} {value}" for value, names in by_value.items())
+        lines += textwrap.wrap(f"efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}",
+                               TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 33)
         band = f", within ±{target.error_band.value:.0%}" if target.error_band and target.latency_kind == LatencyKind.FORECAST else ""
         lines.append(f"{'':18}   latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}{band}")
     return "\n".join(lines) + "\n"

@@ -102,9 +102,46 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
         if rules and _kind(record) != "alone":
             _grow(members, rules, by_name, position, tensors, assigned)
         kernels.append(_kernel(members, tensors, outputs))
+    if "horizontal" in rules:
+        kernels = _merge_siblings(kernels, tensors, outputs, position)
     if "attention" in rules:
         kernels = _absorb_head_layouts(kernels, tensors, outputs)
     return kernels
+
+
+def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str], position: dict[str, int]) -> list[Kernel]:
+    """Kernels whose convolution or matmul multiplies the same activation by a stored weight of the
+    same depth into outputs of the same shape but for the channels, merged into one GEMM over the
+    weights side by side: TensorRT's horizontal fusion (the Q, K and V projections as one QKV
+    GEMM, the 1x1 branches of an Inception block), onnxruntime's packed QKV. The activation is read
+    once. A sibling joins only if everything its kernel reads is made before the first one starts."""
+    families: dict[tuple, list[int]] = {}
+    for index, kernel in enumerate(kernels):
+        anchor = next((m for m in kernel.records if _kind(m) == "mac"), None)
+        shape = anchor.output_shapes[0] if anchor is not None and anchor.output_shapes else None
+        if anchor is None or not anchor.param_inputs or not anchor.inputs or not shape or anchor.inputs[0] in anchor.param_inputs:
+            continue
+        channel = 1 if anchor.op_type in _CONV_OPS else len(shape) - 1
+        outputs = math.prod(d if isinstance(d, int) else 0 for d in shape)
+        if not outputs:
+            continue
+        key = (anchor.op_type, anchor.inputs[0], tuple(d for i, d in enumerate(shape) if i != channel),
+               anchor.macs // outputs)  # MACs per output: the same depth
+        families.setdefault(key, []).append(index)
+    merged_into: dict[int, int] = {}
+    members: dict[int, list] = {}
+    for indices in families.values():
+        first = indices[0]
+        start = kernels[first].records[0].index
+        for index in indices[1:]:
+            inside = {m.name for m in kernels[index].records}
+            if all(_inputs_ready(m, inside, start, position, tensors) for m in kernels[index].records):
+                members.setdefault(first, list(kernels[first].records)).extend(kernels[index].records)
+                merged_into[index] = first
+    if not merged_into:
+        return kernels
+    return [_kernel(members[i], tensors, graph_outputs) if i in members else k
+            for i, k in enumerate(kernels) if i not in merged_into]
 
 
 def _absorb_head_layouts(kernels: list[Kernel], tensors: dict, graph_outputs: set[str]) -> list[Kernel]:
@@ -236,8 +273,21 @@ def work_shape(records: Iterable[NodeRecord]) -> WorkShape | None:
     >>> work_shape([linear])  # a decode step's MLP at batch 1,024: one 1,024-row GEMM, not 1,024 one-row ones
     WorkShape(batch=1, rows=1024, cols=13824, depth=5120)
     """
-    anchor = next((r for r in records if not r.view and r.macs and r.family in _MAC_FAMILIES), None)
-    shape = anchor.output_shapes[0] if anchor is not None and anchor.output_shapes else None
+    anchors = [r for r in records if not r.view and r.macs and r.family in _MAC_FAMILIES]
+    shape = _work_shape_of(anchors[0]) if anchors else None
+    if shape is None:
+        return None
+    # sibling products merged into one GEMM (the horizontal rules): their columns side by side
+    for sibling in anchors[1:]:
+        other = _work_shape_of(sibling) if sibling.inputs[:1] == anchors[0].inputs[:1] else None
+        if other is not None and (other.batch, other.rows, other.depth) == (shape.batch, shape.rows, shape.depth):
+            shape = WorkShape(shape.batch, shape.rows, shape.cols + other.cols, shape.depth)
+    return shape
+
+
+def _work_shape_of(anchor: NodeRecord) -> WorkShape | None:
+    """One convolution's or matmul's work shape (see :func:`work_shape`)."""
+    shape = anchor.output_shapes[0] if anchor.output_shapes else None
     if not shape or len(shape) < 2 or not all(isinstance(d, int) and d > 0 for d in shape):
         return None
     if anchor.op_type in _CONV_OPS:

@@ -75,6 +75,8 @@ FUSION_RULES = {
     "epilogue": "a Conv, Gemm or MatMul with the elementwise ops after it (bias, BatchNormalization, activation, residual Add)",
     "elementwise": "chains of elementwise ops (activations, arithmetic, casts, quantize/dequantize)",
     "normalization": "reductions with the elementwise ops around them: decomposed LayerNorm, RMSNorm, Softmax",
+    "horizontal": "convolutions or matmuls that multiply the same activation by stored weights of the same depth "
+                  "(the Q, K and V projections; an Inception block's 1x1 branches) as one GEMM over the weights side by side",
     "attention": "QK^T, its scale and mask, the softmax and the AV product as one kernel, reading Q, K and V "
                  "through the transposes that split the heads and writing through the one that merges them",
 }

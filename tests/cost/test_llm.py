@@ -77,12 +77,13 @@ def test_decode_is_memory_bound_and_long_prefill_compute_bound_on_h100():
     prefill = onnxroof.analyze(decoder_block(16, 64), phase="prefill", seq=2048, targets=["h100-sxm"])
     # decode at context 2,048 (2,047 cached + the new token): MACs 4 x 1,024^2 (projections) +
     # 16 x 2 x 2,048 x 64 (attention) and softmax 5 x 16 x 2,048: 16,941,056 FLOPs. DRAM: the
-    # weights 16,777,216 B, the new token (4,096 B) read by each of the q, k and v projections and
-    # the output written, the cache read (2 x 16 x 2,047 x 64 x 4 B) and written whole as present
-    # (2 x 16 x 2,048 x 64 x 4 B): 50,339,840 B. Each weight is used once: 0.34 FLOP/B.
+    # weights 16,777,216 B, the new token (4,096 B) read once by the q, k and v projections (one
+    # GEMM under h100-sxm's horizontal fusion) and the output written, the cache read (2 x 16 x
+    # 2,047 x 64 x 4 B) and written whole as present (2 x 16 x 2,048 x 64 x 4 B): 50,331,648 B.
+    # Each weight is used once: 0.34 FLOP/B.
     point = decode.targets[0].model_point
     flops = 2 * (4 * 1024**2 + 16 * 2 * 2048 * 64) + 5 * 16 * 2048
-    dram = 4 * 1024**2 * 4 + 4 * 4096 + 2 * 16 * 2047 * 64 * 4 + 2 * 16 * 2048 * 64 * 4
+    dram = 4 * 1024**2 * 4 + 2 * 4096 + 2 * 16 * 2047 * 64 * 4 + 2 * 16 * 2048 * 64 * 4
     assert (point.flops, point.dram_bytes) == (flops, dram)
     assert point.bound == "dram" and point.intensity == pytest.approx(0.3365, abs=1e-4)
     # prefill: 2,048 tokens reuse every weight 2,048 times. Node by node, the 16 x 2,048^2 score

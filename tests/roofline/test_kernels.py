@@ -14,7 +14,7 @@ from onnxroof import analyze
 from onnxroof.cli.app import main
 from onnxroof.core.examples import build_example
 from onnxroof.ops import COST_RULES, OpCost, OpTrait, register, same_as_input
-from onnxroof.roofline.kernels import fuse
+from onnxroof.roofline.kernels import WorkShape, fuse, work_shape
 
 from conftest import make_model, target_text, zeros
 
@@ -169,6 +169,27 @@ def test_a_fused_attention_reads_q_k_v_through_the_head_transposes(tmp_path):
     assert len(transposes) == 5 and all(n.placement.dram_bytes == 2 * 8_192 for n in transposes)
 
 
+def test_projections_of_one_activation_run_as_one_gemm_under_the_horizontal_rules(tmp_path):
+    # x [1,64,32] times three stored weights: [32,16] and [32,48] (depth 32 each) and, through
+    # a Relu, [32,8]; the two that read x itself join into one GEMM of 64 x (16 + 48) outputs
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q_proj"),
+             helper.make_node("MatMul", ["x", "wkv"], ["kv"], name="kv_proj"),
+             helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "wo"], ["o"], name="other")]
+    model = make_model(nodes, [("x", F32, [1, 64, 32])], [("q", F32, [1, 64, 16]), ("kv", F32, [1, 64, 48]),
+                                                            ("o", F32, [1, 64, 8])],
+                       [("wq", zeros(32, 16)), ("wkv", zeros(32, 48)), ("wo", zeros(32, 8))])
+    graph = analyze(model).cost_graph
+    kernels = fuse(graph, ("horizontal",))
+    assert [k.nodes for k in kernels] == [["q_proj", "kv_proj"], ["relu"], ["other"]]
+    (qkv, *_) = kernels
+    # x read once (64 x 32 x 4 B = 8,192), the two weights (2,048 + 6,144), both outputs written
+    # (4,096 + 12,288)
+    assert (qkv.input_bytes, qkv.weight_bytes, qkv.output_bytes) == (8_192, 8_192, 16_384)
+    assert work_shape(qkv.records) == WorkShape(1, 64, 64, 32)
+    assert [k.nodes for k in fuse(graph, ())][:2] == [["q_proj"], ["kv_proj"]]
+
+
 def test_a_kernels_time_is_at_least_each_levels_bytes_over_its_bandwidth(tmp_path):
     onchip = ('[onchip.size_bytes]\nvalue = 1048576\ntag = "estimate"\nsource = "hand"\n'
               '[onchip.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "hand"')
@@ -255,7 +276,7 @@ def test_the_targets_list_names_each_targets_fusion_policy(capsys):
         start = next(i for i, line in enumerate(blocks) if line.startswith(name + " "))
         end = next(i for i in range(start + 1, len(blocks)) if blocks[i] and not blocks[i].startswith(" "))
         return "\n".join(blocks[start:end])
-    assert "fusion: epilogue, elementwise, normalization, attention, launch 5 µs per kernel" in block("jetson-orin-nano")
+    assert "fusion: epilogue, elementwise, normalization, horizontal, attention, launch 5 µs per kernel" in block("jetson-orin-nano")
     assert "fusion: none (one kernel per node)" in block("myriad-x")
 
 

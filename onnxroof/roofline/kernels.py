@@ -337,14 +337,45 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
         names = {c for m in members for t in m.outputs if t in tensors for c in tensors[t].consumers
                  if c in by_name and c not in assigned}
         candidates = sorted((by_name[c] for c in names), key=lambda r: r.index)
-        joined = next((c for c in candidates
-                       if _joins(kinds, _kind(c), rules) and _inputs_ready(c, inside, start, position, tensors)), None)
+        joined = None
+        for candidate in candidates:
+            if not _joins(kinds, _kind(candidate), rules):
+                continue
+            if _inputs_ready(candidate, inside, start, position, tensors):
+                joined = [candidate]
+                break
+            prologue = (_prologue(candidate, kinds, rules, by_name, position, tensors, inside, start, assigned)
+                        if kinds["attention"] else [])
+            if prologue:
+                joined = prologue + [candidate]
+                break
         if joined is None:
             return
-        members.append(joined)
-        inside.add(joined.name)
-        assigned.add(joined.name)
-        kinds[_kind(joined)] += 1
+        for record in joined:
+            members.append(record)
+            inside.add(record.name)
+            assigned.add(record.name)
+            kinds[_kind(record)] += 1
+
+
+def _prologue(candidate: NodeRecord, kinds: Counter, rules: frozenset[str], by_name: dict, position: dict[str, int],
+              tensors: dict, inside: set[str], start: int, assigned: set[str]) -> list[NodeRecord]:
+    """The elementwise nodes that make the inputs ``candidate`` lacks, when each reads only what
+    is ready when the attention kernel starts: the kernel computes them inline, as a fused
+    attention kernel builds its causal mask on the fly. [] when an input is made any other way."""
+    pulled = []
+    for name in candidate.inputs:
+        tensor = tensors.get(name) if name else None
+        if tensor is None or tensor.kind in ("parameter", "constant") or tensor.producer is None:
+            continue
+        if tensor.producer in inside or position[tensor.producer] < start:
+            continue
+        producer = by_name.get(tensor.producer)
+        if (producer is None or producer.name in assigned or _kind(producer) != "elementwise"
+                or not _joins(kinds, "elementwise", rules) or not _inputs_ready(producer, inside, start, position, tensors)):
+            return []
+        pulled.append(producer)
+    return pulled
 
 
 def _kind(record: NodeRecord) -> str:
@@ -385,7 +416,9 @@ def _joins(kinds: Counter, kind: str, rules: frozenset[str]) -> bool:
         if products == 2:
             return kind == "elementwise" and "epilogue" in rules  # AV's epilogue
         if kinds["softmax"]:
-            return False  # between the softmax and AV only the AV product joins
+            # between the softmax and AV: elementwise guards on the probabilities (optimum's
+            # GPT-2 zeroes NaNs with IsNaN and Where), then the AV product
+            return kind == "elementwise" and "attention" in rules
         return (kind == "elementwise" and ("epilogue" in rules or "attention" in rules)) or (
             kind == "softmax" and "attention" in rules)
     if has_mac:
@@ -398,10 +431,14 @@ def _joins(kinds: Counter, kind: str, rules: frozenset[str]) -> bool:
 
 def _inputs_ready(candidate: NodeRecord, inside: set[str], start: int, position: dict[str, int],
                   tensors: dict) -> bool:
-    """Every activation ``candidate`` reads is made inside the kernel or before it starts."""
+    """Every activation ``candidate`` reads is made inside the kernel or before it starts; a folded
+    constant (an exporter's inline Constant, a mask sliced from a stored buffer at known sizes)
+    exists before anything runs, wherever its node stands."""
     for name in candidate.inputs:
         tensor = tensors.get(name) if name else None
-        producer = tensor.producer if tensor is not None else None
+        if tensor is None or tensor.kind in ("parameter", "constant"):
+            continue
+        producer = tensor.producer
         if producer is not None and producer not in inside and position[producer] >= start:
             return False
     return True

@@ -169,6 +169,34 @@ def test_a_fused_attention_reads_q_k_v_through_the_head_transposes(tmp_path):
     assert len(transposes) == 5 and all(n.placement.dram_bytes == 2 * 8_192 for n in transposes)
 
 
+def test_an_exported_attention_fuses_with_its_inline_constants_mask_and_nan_guard():
+    # optimum's GPT-2 writes QK^T, then Constant nodes for the scale and the mask values, a Where
+    # that builds the additive mask from a boolean input, the Softmax, an IsNaN / Where guard on
+    # the probabilities, and AV: a fused attention kernel runs all of it
+    q, kt, v = [1, 4, 64, 16], [1, 4, 16, 64], [1, 4, 64, 16]
+    scalar = lambda name, value: helper.make_node(  # noqa: E731
+        "Constant", [], [name], name=name, value=helper.make_tensor(name, F32, [], [value]))
+    nodes = [
+        helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk"),
+        scalar("four", 4.0), scalar("zero", 0.0), scalar("lowest", -1e9),
+        helper.make_node("Div", ["scores", "four"], ["scaled"], name="scale"),
+        helper.make_node("Where", ["keep", "zero", "lowest"], ["bias"], name="mask"),
+        helper.make_node("Add", ["scaled", "bias"], ["masked"], name="add_mask"),
+        helper.make_node("Softmax", ["masked"], ["probs"], name="softmax", axis=-1),
+        helper.make_node("IsNaN", ["probs"], ["nan"], name="isnan"),
+        helper.make_node("Where", ["nan", "zero", "probs"], ["clean"], name="guard"),
+        helper.make_node("MatMul", ["clean", "v"], ["out"], name="av"),
+    ]
+    model = make_model(nodes, [("q", F32, q), ("kt", F32, kt), ("v", F32, v), ("keep", TensorProto.BOOL, [1, 1, 64, 64])],
+                       [("out", F32, v)])
+    graph = analyze(model).cost_graph
+    (attention,) = [k for k in fuse(graph, ("attention",)) if k.flops]
+    assert {"qk", "scale", "mask", "add_mask", "softmax", "isnan", "guard", "av"} <= set(attention.nodes)
+    # q, kT, v (3 x 4 x 64 x 16 x 4 B = 49,152) and the 64 x 64 boolean mask (4,096) in, out
+    # (16,384) out: the scores, the mask bias and the probabilities never leave the kernel
+    assert (attention.input_bytes, attention.output_bytes) == (49_152 + 4_096, 16_384)
+
+
 def test_projections_of_one_activation_run_as_one_gemm_under_the_horizontal_rules(tmp_path):
     # x [1,64,32] times three stored weights: [32,16] and [32,48] (depth 32 each) and, through
     # a Relu, [32,8]; the two that read x itself join into one GEMM of 64 x (16 + 48) outputs

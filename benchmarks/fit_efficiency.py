@@ -227,9 +227,11 @@ def toml_block(target: str, result: Fit, band: float, band_rows: int, runtime: s
     parts.append(table("node_overhead_s", launch, f"{basis}: seconds per kernel launched"
                        + ("; no batch-1 row of this target: the median of the runtime's other targets"
                           if target in result.shared_launch else "")))
+    roofs = sorted({r.outcome.spec.dtype for r in rows if r.target == target})
     parts.append(table("error_band", band, f"the largest |predicted / measured - 1| over this target's "
                        f"{band_rows} published rows, each predicted by a fit that left its model family out "
-                       "(benchmarks/fit_efficiency.py, docs/validation-published.md)"))
+                       "(benchmarks/fit_efficiency.py, docs/validation-published.md)")
+                 + f"roofs = [{', '.join(f'{chr(34)}{roof}{chr(34)}' for roof in roofs)}]\n")
     return "\n".join(parts) + TOML_END + "\n"
 
 

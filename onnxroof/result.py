@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
 from .core.version import __version__
-from .roofline.targets import LatencyKind
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
     import networkx as nx
@@ -480,8 +479,8 @@ def target_entry(report, encoded: bool = False) -> dict:
         # "bound": peak figures, a run takes at least latency_s; "forecast": measured efficiencies,
         # within error_band (|predicted / measured - 1|) where the target states one
         "latency_kind": report.latency_kind,
-        "error_band": ({"value": target.error_band.value, "source": target.error_band.source}
-                       if target.error_band and report.latency_kind == LatencyKind.FORECAST else None),
+        "error_band": ({"value": report.band.value, "source": report.band.source,
+                        "roofs": list(target.error_band_roofs)} if report.band is not None else None),
         "throughput_per_s": report.throughput_per_s,
         "utilization": report.utilization,
         "energy_j": report.energy_j,

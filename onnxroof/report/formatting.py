@@ -111,16 +111,16 @@ def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
     carries its measured error band where the target states one.
 
     >>> from types import SimpleNamespace as Fake
-    >>> bound = Fake(latency_kind="bound", target=Fake(error_band=None))
+    >>> bound = Fake(latency_kind="bound", band=None)
     >>> as_bound("13.4 µs", bound), as_bound("74,466.7", bound, at_most=True)
     ('≥ 13.4 µs', '≤ 74,466.7')
-    >>> forecast = Fake(latency_kind="forecast", target=Fake(error_band=Fake(value=0.18)))
+    >>> forecast = Fake(latency_kind="forecast", band=Fake(value=0.18))
     >>> as_bound("13.4 µs", forecast), as_bound("74,466.7", forecast, at_most=True)
     ('13.4 µs ±18%', '74,466.7 ±18%')
     """
     if report.latency_kind == LatencyKind.BOUND:
         return ("≤ " if at_most else "≥ ") + text
-    band = report.target.error_band
+    band = report.band
     return f"{text} ±{band.value:.0%}" if band is not None else text
 
 
@@ -128,6 +128,8 @@ def latency_kind_words(report: "TargetReport") -> str:
     """Why a target's latency is a bound or a forecast, in one phrase."""
     if report.latency_kind == LatencyKind.BOUND:
         return "a lower bound (≥): the target's figures are peaks, every kernel at its roofs"
-    band = report.target.error_band
-    within = f", within ±{band.value:.0%} ({band.source})" if band is not None else ", its error not yet measured"
+    band = report.band
+    within = (f", within ±{band.value:.0%} ({band.source})" if band is not None else
+              ", its error not measured for this model's roofs" if report.target.error_band is not None else
+              ", its error not yet measured")
     return f"a forecast from efficiencies measured on the target's runtime{within}"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from ..core.enums import TextEnum
 from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
 from ..memory.spill import spill_plan
-from .targets import LatencyKind, Target
+from .targets import Figure, LatencyKind, Target
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
@@ -187,6 +187,7 @@ class TargetReport:
     notes: list[str] = field(default_factory=list)
     fusion: tuple[str, ...] = ()  # the fusion rule sets the kernels were grouped under
     latency_kind: LatencyKind = LatencyKind.BOUND  # a lower bound (peak figures) or a forecast (measured efficiencies)
+    band: Figure | None = None  # the forecast's measured error band, when its measurements cover this model's roofs
 
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
@@ -280,7 +281,29 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in cached)
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
+    if report.latency_kind == LatencyKind.FORECAST:
+        report.band = _band(report)
     return report
+
+
+UNCOVERED_SHARE = 0.1  # more of the time than this on roofs the band was not measured on: no band
+
+
+def _band(report: TargetReport) -> Figure | None:
+    """The target's error band, if its measurements ran on the roofs that take this model's time
+    (all but ``UNCOVERED_SHARE`` of it); else None, and a note says why."""
+    target = report.target
+    if target.error_band is None or not target.error_band_roofs:
+        return target.error_band
+    outside = sum(n.placement.time_s for n in report.nodes if n.placement.roof not in target.error_band_roofs)
+    share = outside / report.latency_s if report.latency_s else 0.0
+    if share <= UNCOVERED_SHARE:
+        return target.error_band
+    roofs = sorted({n.placement.roof for n in report.nodes if n.placement.roof not in target.error_band_roofs})
+    report.notes.append(f"the error band (±{target.error_band.value:.0%}) was measured on {', '.join(target.error_band_roofs)} "
+                        f"kernels; {share:.0%} of this model's time runs on {', '.join(roofs)}, which no measurement "
+                        "covered: a forecast without a measured band")
+    return None
 
 
 def _io_bytes(members: list, tensors: dict, inputs: set[str], outputs: set[str]) -> int:

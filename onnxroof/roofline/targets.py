@@ -25,7 +25,8 @@ array: ``tile_rows`` is its height, taken by the reduction depth, ``tile_cols`` 
 by the output channels); ``units.value`` is how many units run such tiles at once; a roof with
 no tile is not limited; see ``placement.parallel_fraction``; absent: no limit), ``error_band``
 (a forecast's measured error: the fraction ``|predicted / measured - 1|`` its latencies stayed
-within, its ``source`` naming the measurements). A target with no off-chip memory (weights held on chip) sets
+within, its ``source`` naming the measurements; optional ``roofs``: the roofs those measurements
+ran on, so that a model whose time is mostly on other roofs gets no band). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 
 What its latency is follows from its figures (:class:`LatencyKind`): peak figures give a
@@ -157,6 +158,7 @@ class Target:
     weights_source: str = ""
     parallel: Parallel | None = None  # None: no parallelism limit, the plain roofline
     error_band: Figure | None = None  # a forecast's measured |predicted / measured - 1|, and on what
+    error_band_roofs: tuple[str, ...] = ()  # the roofs the band's measurements ran on (): all
 
     @property
     def latency_kind(self) -> LatencyKind:
@@ -264,18 +266,24 @@ def parse_target(path: Path) -> Target:
         node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
         efficiency=_efficiency(data, where),
         parallel=_parallel(data, where),
-        error_band=_error_band(data, where),
+        **_error_band(data, where),
         **_weights(data, where),
         **_fusion(data, where),
     )
 
 
-def _error_band(data: dict, where: str) -> Figure | None:
+def _error_band(data: dict, where: str) -> dict:
     figure = _figure(data, "error_band", "error_band", where, required=False)
-    if figure is not None and not 0 < figure.value <= 10:
+    if figure is None:
+        return {}
+    if not 0 < figure.value <= 10:
         raise UsageError(f"{where}: 'error_band.value' is the fraction |predicted / measured - 1| a forecast stays "
                          f"within (0.18 for +-18%), not {figure.value!r}")
-    return figure
+    roofs = data["error_band"].get("roofs", [])
+    if not isinstance(roofs, list) or any(roof not in DTYPES for roof in roofs):
+        raise UsageError(f"{where}: 'error_band.roofs' must list the roofs its measurements ran on ({', '.join(DTYPES)}), "
+                         f"not {roofs!r}")
+    return {"error_band": figure, "error_band_roofs": tuple(roofs)}
 
 
 def _weights(data: dict, where: str) -> dict:

@@ -75,13 +75,28 @@ def test_without_overhead_a_calibrated_target_is_a_bound_again(conv_relu, calibr
     assert report.latency_kind == LatencyKind.BOUND
 
 
+def test_a_band_measured_on_other_roofs_is_not_claimed(capsys, tmp_path, conv_relu):
+    # the conv_relu model runs all its time on the fp32 roof: a band measured on int8 kernels
+    # does not cover it, one measured on fp32 kernels does
+    for roofs, covered in (('["int8"]', False), ('["fp32", "int8"]', True)):
+        path = tmp_path / "banded.toml"
+        path.write_text(target_text(PEAKS, extra=MEASURED + BAND + f"roofs = {roofs}\n", name="banded"))
+        report = onnxroof.analyze(str(conv_relu), targets=[str(path)]).targets[0]
+        assert report.latency_kind == LatencyKind.FORECAST
+        assert (report.band is not None) == covered
+        out = " ".join(run(capsys, "summary", conv_relu, "--target", path, "-q")[1].split())  # unwrapped
+        assert ("latency 18.9 µs ±18%" in out) == covered
+        assert ("100% of this model's time runs on fp32, which no measurement covered" in out) == (not covered)
+        assert ("its error not measured for this model's roofs" in out) == (not covered)
+
+
 def test_the_json_document_names_the_kind_and_the_band(capsys, conv_relu, peak_target, calibrated_target):
     code, out, _ = run(capsys, "summary", conv_relu, "--target", peak_target, "--target", calibrated_target,
                        "--format", "json", "-q")
     peak, calibrated = json.loads(out)["targets"]
     assert (peak["latency_kind"], peak["error_band"]) == ("bound", None)
     assert calibrated["latency_kind"] == "forecast"
-    assert calibrated["error_band"] == {"value": 0.18, "source": "12 published rows"}
+    assert calibrated["error_band"] == {"value": 0.18, "source": "12 published rows", "roofs": []}
     assert calibrated["latency_s"] == pytest.approx(18.944e-6)
 
 

@@ -373,7 +373,10 @@ def render_targets_list(targets) -> str:
         achieved = "; ".join(f"{', '.join(names)} {value}" for value, names in by_value.items())
         lines += textwrap.wrap(f"efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}",
                                TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 33)
-        band = f", within ±{target.error_band.value:.0%}" if target.error_band and target.latency_kind == LatencyKind.FORECAST else ""
+        band = ""
+        if target.error_band and target.latency_kind == LatencyKind.FORECAST:
+            on = f" on {', '.join(target.error_band_roofs)} kernels" if target.error_band_roofs else ""
+            band = f", within ±{target.error_band.value:.0%}{on}"
         lines.append(f"{'':18}   latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}{band}")
     return "\n".join(lines) + "\n"
 

@@ -349,8 +349,8 @@ def cause(o: Outcome) -> str:
     faster = (e < 0) if s.kind in ("latency", "ttft") else (e > 0)  # predicted faster than measured
     if o.latency_kind == "bound":
         why = {
-            "hailo-8": "86 M parameters do not fit: HailoRT reloads every context each frame over PCIe (onnxroof "
-                       "streams only the part that does not fit) and pays a fixed cost per context switch"
+            "hailo-8": "86 M parameters do not fit: every context is reloaded over PCIe each frame (modelled), "
+                       "and each context switch pays a fixed cost (not modelled)"
                        if s.family == "vit" else
                        "the layers run as a pipeline across the chip, its fps set by the slowest stage and far "
                        "below the 26 TOPS peak for these CNNs; not modelled",

@@ -219,6 +219,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         cached = _cached_kernels(kernels, onchip_capacity - memory.model_order.peak_bytes)
         parameter_bytes = sum(kernel.weight_bytes for kernel in kernels)
         kept_bytes = sum(kernels[i].weight_bytes for i in cached)
+        if kept_bytes < parameter_bytes and not target.weights_partial:
+            cached, kept_bytes = set(), 0  # the runtime reloads them all each run (HailoRT's contexts)
         if kept_bytes == parameter_bytes:
             notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak activations")
         elif kept_bytes:

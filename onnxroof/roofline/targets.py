@@ -17,7 +17,9 @@ kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calib
 them for the host, and the bundled vendor targets give none, so they predict at peak),
 ``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
 next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
-repeated runs; ``source``: why; absent: false, parameters are read from DRAM every run),
+repeated runs; ``partial``: when they do not all fit, whether those that do stay (true, the
+default: the Edge TPU compiler caches what fits) or all of them stream (false: HailoRT reloads
+every context each frame); ``source``: why; absent: false, parameters are read from DRAM every run),
 ``[parallel]`` (the parallel compute units and the unit of work each takes: ``kind`` is
 ``tiles`` (GPU SMs or CPU cores: a convolution's or matmul's output rows x columns split into
 tiles of ``tile_rows.<roof>`` x ``tile_cols.<roof>``) or ``systolic`` (a weight-stationary
@@ -156,6 +158,7 @@ class Target:
     efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
     weights_resident: bool = False  # parameters stay on chip between runs when they fit beside the activations
     weights_source: str = ""
+    weights_partial: bool = True  # when not all fit, those that do stay (False: all of them stream)
     parallel: Parallel | None = None  # None: no parallelism limit, the plain roofline
     error_band: Figure | None = None  # a forecast's measured |predicted / measured - 1|, and on what
     error_band_roofs: tuple[str, ...] = ()  # the roofs the band's measurements ran on (): all
@@ -295,7 +298,10 @@ def _weights(data: dict, where: str) -> dict:
         raise UsageError(f"{where}: 'weights.resident' must be true or false, not {resident!r}")
     if not isinstance(source, str) or not source.strip():
         raise UsageError(f"{where}: 'weights.source' must say why the parameters stay on chip (or do not)")
-    return {"weights_resident": resident, "weights_source": source}
+    partial = section.get("partial", True)
+    if not isinstance(partial, bool):
+        raise UsageError(f"{where}: 'weights.partial' must be true or false, not {partial!r}")
+    return {"weights_resident": resident, "weights_source": source, "weights_partial": partial}
 
 
 def _parallel(data: dict, where: str) -> Parallel | None:

@@ -226,6 +226,12 @@ def test_parameters_that_fit_only_in_part_are_cached_in_model_order_and_the_rest
     assert [(k.name, k.placement.dram_bytes) for k in report.nodes] == [("first", 256), ("second", 16_640)]
     assert report.weights_on_chip_bytes == 16_384
     assert any("16,384 B of the 32,768 B of parameters stay on chip" in note for note in report.notes)
+    # a runtime that reloads every context each run (partial = false) keeps none of them: kernel 1
+    # reads x and W1 (256 + 16,384), kernel 2 W2 and writes y (16,384 + 256)
+    whole = WEIGHTS.replace("resident = true", "resident = true\npartial = false")
+    report = analyze(model, targets=[target_file(tmp_path, whole, "none", onchip_bytes=16_896)]).targets[0]
+    assert [(k.name, k.placement.dram_bytes) for k in report.nodes] == [("first", 16_640), ("second", 16_640)]
+    assert report.weights_on_chip_bytes == 0
 
 
 def test_a_matmul_that_uses_each_weight_few_times_is_a_gemv():

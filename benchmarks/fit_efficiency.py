@@ -64,6 +64,12 @@ RUNTIMES = {
                 "which onnxroof does not model, so no efficiency per kernel class stands for it; it stays a bound"),
 }
 MIN_ROWS = 4
+# targets that take another's fitted figures: the same chip, clocks and runtime, another memory.
+# Their own rows, if any, are never fitted on: they test the figures on rows the fit never saw
+SIBLINGS = {
+    "a100-40gb-sxm": ("a100-80gb-sxm", "the same GA100 chip, clocks and TensorRT kernels; only its HBM2, 1.56 TB/s "
+                      "instead of 2.04, differs"),
+}
 EFFICIENCY_GRID = np.geomspace(0.05, 1.0, 61)
 # Streaming kernels take 1-9 % of the rows' time at the roofs, too little to pin their efficiency:
 # anywhere from 0.05 to 1 the fit's median error moves by a point or two. Searched from 0.5 up, so
@@ -207,13 +213,16 @@ TOML_END = "# END fitted"
 _FITTED_TABLES = re.compile(r"^\[(efficiency\.[a-z_]+|node_overhead_s|error_band)\]\n(?:(?!\[)[^\n]*\n)*", re.M)
 
 
-def toml_block(target: str, result: Fit, band: float, band_rows: int, runtime: str) -> str:
-    """The fitted tables of one target: efficiency per class, the launch cost, the error band."""
+def toml_block(target: str, result: Fit, band: float, band_rows: int, runtime: str, sibling: str = "") -> str:
+    """The fitted tables of one target: efficiency per class, the launch cost, the error band.
+    ``sibling``: write ``target``'s figures into the sibling's file, saying so (SIBLINGS)."""
     rows = [r for r in result.rows]
     mine = [r.outcome.index for r in rows if r.target == target]
     others = len(rows) - len(mine)
     basis = (f"fitted by benchmarks/fit_efficiency.py on {len(rows)} published rows of {runtime} "
              f"(this target's: #{', #'.join(mine)}; {others} of its other targets)")
+    if sibling:
+        basis = f"{target}'s figure ({SIBLINGS[sibling][1]}), {basis.replace(chr(34), '')}".replace("this target's", f"{target}'s")
 
     def table(key: str, value: float, source: str) -> str:
         return f'[{key}]\nvalue = {value:.4g}\ntag = "measured"\nsource = "{source}"\n'
@@ -326,14 +335,40 @@ def report(fits: list[RuntimeFit]) -> str:
     return "\n\n".join(["\n".join(summary), "\n".join(lines), "\n".join(detail)])
 
 
+def unseen(rows: list[Row], fits: list[RuntimeFit]) -> str:
+    """The rows of targets that take another's figures (SIBLINGS), which no fit saw."""
+    lines = ["Rows no fit saw: those of targets that take another's figures (their files say which).", "",
+             "| # | target | figures of | model | measured | predicted error |", "|---|---|---|---|---|---|"]
+    errors = []
+    for r in rows:
+        if r.target not in SIBLINGS:
+            continue
+        source = SIBLINGS[r.target][0]
+        result = next((f.result for f in fits if f.result is not None and source in f.result.gemm), None)
+        if result is None:
+            continue
+        error = r.error(result.figures(source))
+        errors.append(abs(error))
+        o = r.outcome
+        lines.append(f"| {o.index} | {r.target} | {source} | {o.spec.model} {o.spec.dtype}, {o.spec.how} | "
+                     f"{vp.fmt(o.measured)} {o.unit} "
+                     f"| {pct(error)} |")
+    if not errors:
+        return ""
+    lines.append(f"\n{len(errors)} rows: median |error| {statistics.median(errors):.0%}, within ±25 %: "
+                 f"{sum(e <= 0.25 for e in errors)}, largest {max(errors):.0%}.")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--extra", action="store_true", help="add the rows of benchmarks/published/extra-measurements.csv")
     ap.add_argument("--write", action="store_true", help="write the figures into hardware/*.toml and the tables "
                     "into docs/validation-published.md")
     args = ap.parse_args(argv)
-    fits = fit_runtimes(collect(args.extra))
-    body = vp.environment(REPO) + "\n\n" + report(fits)
+    rows = collect(args.extra)
+    fits = fit_runtimes(rows)
+    body = vp.environment(REPO) + "\n\n" + report(fits) + "\n\n" + unseen(rows, fits)
     print(body)
     if args.write:
         for f in fits:
@@ -342,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
             for target in sorted({r.target for r in f.rows}):
                 band, count = f.band(target)
                 write_target(HARDWARE / f"{target}.toml", toml_block(target, f.result, band, count, f.runtime))
+                for sibling in (name for name, (source, _) in SIBLINGS.items() if source == target):
+                    write_target(HARDWARE / f"{sibling}.toml",
+                                 toml_block(target, f.result, band, count, f.runtime, sibling=sibling))
         write_between(vp.DOC, BEGIN, END, body)
     return 0
 

@@ -4,31 +4,32 @@
 A kernel's predicted time on a target is its slowest roof (compute at the roof's peak times the
 share of the parallel units its work fills, DRAM, on-chip) over the efficiency of its class, plus
 one launch (``placement.roofline``). At peak figures every efficiency is 1, so the latency is a
-bound. This script fits, per runtime, the fractions of the roofs its kernels reach, and per target
-the cost of one launch, on the rows of the published measurements that
-``validate_published.py`` compares fairly, so that the targets' latencies become forecasts:
+bound. This script fits the figures that make it a forecast, on the rows of the published
+measurements that ``validate_published.py`` compares fairly:
 
-- ``gemm``: convolutions and matmuls with enough reuse to be compute-bound (efficiency.gemm);
-- ``streaming``: every other class (gemv, depthwise, elementwise, reduction, data movement,
-  transpose), kernels that stream their operands: one fraction of the bandwidth for all of them,
-  since the rows cannot tell the classes apart;
-- ``launch``: seconds per kernel launched (node_overhead_s).
+- ``gemm``, per target: the fraction of the roofline its convolutions and matmuls with enough
+  reuse reach (efficiency.gemm: clocks, power limits and kernels differ between chips);
+- ``streaming``, per runtime: every other class (gemv, depthwise, elementwise, reduction, data
+  movement, transpose) as one figure, since the rows cannot tell them apart (STREAMING_GRID);
+- ``launch``, per target: seconds per kernel launched (node_overhead_s), fitted where some row's
+  launches weigh (batch-1 rows), else the median of the runtime's others.
 
-A row's predicted figure is linear in the kernels' times (``Outcome.terms``), so each row is
-decomposed once into its roofs' seconds per class and its launches, and the fit is a search over
-the three figures that minimises the squared log error over the runtime's rows. The targets of one
-runtime share the two efficiencies (the same TensorRT kernels on Ampere, Ada and Hopper); each
-target has its own launch cost when it has batch-1 rows, else the runtime's.
+A row's predicted figure is linear in its analyses' latencies (``Outcome.terms``), so each row is
+taken apart once into its kernels' seconds at the roofs per group and its launches, and the fit is
+a grid search minimising the squared log error over the runtime's rows.
 
-Held out: every row is also predicted by a fit that never saw its model family (leave one family
-out: resnet50, retinanet, mobilenet, vit, bert, llm), and the error band a target states is the
-largest held-out |error| over its rows. A runtime with fewer than ``MIN_ROWS`` rows, or with fewer
-than two families (nothing to hold out), is not fitted: its targets stay bounds.
+Held out: every row is also predicted by a fit that never saw its model family (resnet50,
+retinanet, mobilenet, vit, bert, llm), and the error band a target states is the largest of those
+errors over its rows, with the roofs its rows ran on. A runtime is fitted only if leaving any one
+family out leaves at least ``MIN_ROWS`` rows; else its targets stay bounds. A target in
+``SIBLINGS`` takes another's figures and its own rows are never fitted on: they test the figures
+out of sample.
 
     python benchmarks/fit_efficiency.py [--extra] [--write]
 
---write puts the fitted figures into hardware/<target>.toml (replacing the efficiency,
-node_overhead_s and error_band tables) and the fit's tables into docs/validation-published.md.
+--write puts the fitted figures into hardware/<target>.toml (the block between the "# BEGIN
+fitted" and "# END fitted" lines, replacing any efficiency, node_overhead_s and error_band
+tables) and the fit's tables into docs/validation-published.md.
 """
 
 from __future__ import annotations

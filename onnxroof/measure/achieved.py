@@ -65,6 +65,14 @@ CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
                   ("Transpose 512x512", "Transpose", (512, 512), {"perm": [1, 0]})),
 }
 SIZES_IN_ORDER = ("gemm", "gemv", "depthwise", "elementwise", "reduction", "data_movement", "transpose")
+# class -> roof -> sizes of the class's ops as a quantized model runs them: QDQ chains (int8
+# activations and weights, per-tensor scales, as onnxruntime's static quantizer writes them),
+# which onnxruntime turns into its integer kernels (QLinearConv, QLinearMatMul)
+ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]]] = {
+    "gemm": {"int8": (("QDQ Conv 3x3, 64 channels, 56x56", "Conv", (1, 64, 56, 56), {"pads": [1, 1, 1, 1]}),
+                      ("QDQ Conv 1x1, 256 channels, 28x28", "Conv", (1, 256, 28, 28), {"kernel": 1}),
+                      ("QDQ MatMul 128x512 by 512x512", "MatMul", (128, 512), {}))},
+}
 
 Timer = Callable[[], float]
 
@@ -155,6 +163,42 @@ def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
+def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
+    """``length`` ``op`` nodes (Conv or MatMul) in a chain as a statically quantized model has them:
+    the float input quantized once, then per link DequantizeLinear of the int8 weights and of the
+    int8 activation, the op, QuantizeLinear of its output (int8, per-tensor scales, zero points 0);
+    the last link's output dequantized. onnxruntime runs each link as one integer kernel."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    initializers = [numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
+                    numpy_helper.from_array(np.array(0, np.int8), "zero")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q_x"], name="quantize_x")]
+    previous = "q_x"
+    options = {key: value for key, value in attributes.items() if key != "kernel"}
+    for index in range(length):
+        if op == "Conv":
+            size = attributes.get("kernel", 3)
+            weight = rng.integers(-127, 128, (shape[1], shape[1], size, size), dtype=np.int8)
+        else:
+            weight = rng.integers(-127, 128, (shape[-1], shape[-1]), dtype=np.int8)
+        initializers += [numpy_helper.from_array(weight, f"w{index}"),
+                         numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale")]
+        nodes += [helper.make_node("DequantizeLinear", [f"w{index}", f"w{index}_scale", "zero"], [f"dq_w{index}"],
+                                   name=f"dequantize_w{index}"),
+                  helper.make_node("DequantizeLinear", [previous, "scale", "zero"], [f"dq_a{index}"],
+                                   name=f"dequantize_a{index}"),
+                  helper.make_node(op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}",
+                                   **options),
+                  helper.make_node("QuantizeLinear", [f"f{index}", "scale", "zero"], [f"q{index}"],
+                                   name=f"quantize_{index}")]
+        previous = f"q{index}"
+    nodes.append(helper.make_node("DequantizeLinear", [previous, "scale", "zero"], ["y"], name="dequantize_y"))
+    graph = helper.make_graph(nodes, f"qdq-{op.lower()}-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
 def _session(model, threads: int | None, optimize: bool):
     import onnxruntime as ort
 
@@ -187,25 +231,27 @@ def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.per
 
 
 def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: int | None, budget_s: float,
-                  length: int = CHAIN) -> float:
-    """onnxruntime's seconds for one more ``op`` in a chain (no profiler)."""
+                  length: int = CHAIN, builder: Callable = chain_model) -> float:
+    """onnxruntime's seconds for one more ``op`` in a chain (no profiler); ``builder`` makes the
+    chain (:func:`chain_model`, or :func:`qdq_chain_model` for the quantized one)."""
     feeds = {"x": np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
     optimize = op in ("MatMul", "Conv")
-    one, many = (fastest_run_s(_session(chain_model(op, shape, attributes, n), threads, optimize), feeds, budget_s / 2)
+    one, many = (fastest_run_s(_session(builder(op, shape, attributes, n), threads, optimize), feeds, budget_s / 2)
                  for n in (1, length))
     return per_kernel_seconds(one, many, length)
 
 
-def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN) -> float:
+def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN,
+                 builder: Callable = chain_model, fusion: str = "none") -> float:
     """onnxroof's roofline seconds for one more ``op`` in the same chain on ``target`` (one kernel
-    per node, no launch cost, peak figures)."""
+    per node unless ``fusion`` says otherwise, no launch cost, peak figures)."""
     from ..options import AnalysisOptions
     from ..pipeline import analyze
 
-    at_the_roof = AnalysisOptions(targets=(target,), fusion="none", overhead=False)
+    at_the_roof = AnalysisOptions(targets=(target,), fusion=fusion, overhead=False)
 
     def latency(n: int) -> float:
-        return analyze(chain_model(op, shape, attributes, n), options=at_the_roof).targets[0].latency_s
+        return analyze(builder(op, shape, attributes, n), options=at_the_roof).targets[0].latency_s
 
     return per_kernel_seconds(latency(1), latency(length), length)
 
@@ -254,4 +300,28 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
             case = Case(label, measured, roof, efficiency(roof, measured, launch_s))
             found.setdefault(kernel_class, []).append(case)
             say(f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
+    return found
+
+
+def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, threads: int | None = None,
+                            progress: Callable[[str], None] | None = None) -> dict[str, dict[str, list[Case]]]:
+    """Per class and roof of :data:`ROOF_CASES` that ``target`` has, each size measured against its
+    roofline as :func:`measure_efficiency` does, the quantized chain's links each one kernel
+    (a convolution or matmul with the quantize and dequantize after it, as onnxruntime fuses
+    them); {} without onnxruntime."""
+    if not onnxruntime_available():
+        return {}
+    say = progress or (lambda text: None)
+    wanted = [(kernel_class, roof, cases) for kernel_class, by_roof in ROOF_CASES.items()
+              for roof, cases in by_roof.items() if roof in target.peak_ops_per_s]
+    per_case = budget_s / max(1, sum(len(cases) for _, _, cases in wanted))
+    found: dict[str, dict[str, list[Case]]] = {}
+    for kernel_class, roof, cases in wanted:
+        for label, op, shape, attributes in cases:
+            measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=qdq_chain_model)
+            roofline = roof_slope_s(op, shape, attributes, target, builder=qdq_chain_model, fusion="all")
+            case = Case(label, measured, roofline, efficiency(roofline, measured, launch_s))
+            found.setdefault(kernel_class, {}).setdefault(roof, []).append(case)
+            say(f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roofline * 1e6:8.2f} µs: "
+                f"{case.fraction:.0%}")
     return found

@@ -128,7 +128,8 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     # kernel it launched, each paying the launch cost; a kernel's predicted time is split over its
     # nodes as its measured time is. The target's own fusion policy is given beside it.
     groups = [[n for n in k.nodes if mapping.kernel_of.get(n) == k.name] for k in mapping.kernels if k.nodes]
-    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups)
+    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups,
+                         compute_dtypes=float_computed(analysis, mapping))
     by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
     launch_s = target.node_overhead_s.value if target.node_overhead_s else 0.0
     predicted = split_kernel_times(report, weights)
@@ -139,6 +140,21 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping, predicted), optimization, threads,
                          warmup, ort.__version__, statistics.median(wall), notes,
                          unattributed_s=len(mapping.unattributed) * launch_s, by_rules=by_rules, wall_fastest_s=min(wall))
+
+
+# onnxruntime's float32 kernels for convolutions and matmuls (its own fused and layout variants
+# included): a node in one computes in float32 whatever its inputs were quantized as
+FLOAT_KERNELS = frozenset({"Conv", "FusedConv", "NhwcFusedConv", "ConvTranspose", "MatMul", "FusedMatMul", "Gemm",
+                           "FusedGemm"})
+
+
+def float_computed(analysis: "Analysis", mapping: ProfileMapping) -> dict[str, str]:
+    """The nodes onnxroof reads as integer that onnxruntime ran in one of its float kernels (a
+    QDQ convolution it did not turn into a QLinearConv: it dequantizes the weights at run time
+    and convolves in float32): node name -> "float32", for the placement's roof."""
+    integer = {r.name for r in analysis.cost_graph.records if r.macs and r.dtype.startswith(("int", "uint"))}
+    return {name: "float32" for kernel in mapping.kernels if kernel.op_type in FLOAT_KERNELS
+            for name in kernel.nodes if name in integer and mapping.kernel_of.get(name) == kernel.name}
 
 
 def _read_optimized(path: Path, notes: list[str]) -> OptimizedGraph | None:

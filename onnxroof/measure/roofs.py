@@ -93,6 +93,8 @@ class Calibration:
     launch_overhead_s: float | None = None  # onnxruntime's cost per kernel (None: not measured)
     copy_bytes_per_s: float | None = None  # onnxruntime's elementwise kernel streaming from DRAM (None: not measured)
     efficiency: dict[str, list[achieved.Case]] = field(default_factory=dict)  # class -> sizes measured
+    # class -> roof -> sizes measured on that roof (the int8 gemm of a quantized model)
+    efficiency_on_roof: dict[str, dict[str, list[achieved.Case]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def peak(self, dtype: str) -> MatmulPoint | None:
@@ -129,9 +131,13 @@ def measured_roofs(calibration: Calibration, name: str = "this-machine") -> Targ
         return Figure(float(value), "measured", f"onnxroof calibrate {calibration.date}")
 
     onchip = bool(levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes)
+    peaks = {"fp32": measured(fp32.rate.per_second)}
+    int8 = calibration.peak("int8")
+    if int8 is not None:
+        peaks["int8"] = measured(int8.rate.per_second)
     return Target(
         name=name, description=f"{calibration.cpu}, {calibration.cores}: roofs measured by onnxroof calibrate",
-        path="", peak_ops_per_s={"fp32": measured(fp32.rate.per_second)},
+        path="", peak_ops_per_s=peaks,
         dram_bytes_per_s=measured(calibration.dram_bytes_per_s()),
         onchip_bytes=measured(levels.onchip_bytes) if onchip and levels.onchip_bytes else None,
         onchip_bytes_per_s=measured(levels.onchip_bytes_per_s) if onchip and levels.onchip_bytes_per_s else None,

@@ -24,6 +24,7 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
     fp32 = c.peak("float32")
     if fp32 is None:
         raise ValueError("no fp32 matmul was measured")
+    int8 = c.peak("int8")
     levels = c.levels()
     where = (f"onnxroof calibrate {c.date} on {c.cpu} ({c.cores}; {c.threads} thread(s)"
              + (f"; load average {c.load_average:.2f} at the start" if c.load_average is not None else "") + ")")
@@ -81,7 +82,8 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
             lines.append(f"# fp64 matmul n={point.n}: {point.rate.per_second / 1e9:.1f} GFLOP/s (the schema has no fp64 roof)")
         elif point.dtype == "float16":
             lines.append(f"# fp16 matmul n={point.n}: {point.rate.per_second / 1e9:.2f} GFLOP/s in numpy (a generic loop, "
-                         "not BLAS): not written as a roof; fp16 and int8 nodes fall back to the fp32 roof")
+                         "not BLAS): not written as a roof; fp16 nodes fall back to the fp32 roof"
+                         + ("" if int8 else ", and int8 nodes too (no int8 roof: onnxruntime is not installed)"))
     lines += [f"# note: {note}" for note in c.notes]
     lines += [
         f'schema = "{SCHEMA}"',
@@ -94,6 +96,23 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         "[dram.bandwidth_bytes_per_s]",
         *_figure_lines(dram, dram_source),
     ]
+    if int8 is not None:
+        int8_best: dict[int, float] = {}
+        for p in c.matmul:
+            if p.dtype == "int8":
+                int8_best[p.n] = max(int8_best.get(p.n, 0.0), p.rate.per_second)
+        lines += [
+            "",
+            "[peak_ops_per_s.int8]",
+            *_figure_lines(int8.rate.per_second,
+                           f"{where}: onnxruntime's MatMulInteger ({c.threads} thread(s)), n x n uint8 activations by "
+                           f"int8 weights into int32 (the pair onnxruntime's quantizers give a CPU model, its integer "
+                           f"GEMM's native one), ops = 2 n^3 as onnxroof counts a quantized product, fastest of repeated "
+                           f"runs in {c.rounds} rounds per size; GOP/s "
+                           + ", ".join(f"n={n}: {rate / 1e9:.1f}" for n, rate in sorted(int8_best.items()))
+                           + f"; the roof is the best, at n={int8.n} ({int8.rate.per_second / fp32.rate.per_second:.1f}x "
+                           "the fp32 roof)"),
+        ]
     if c.launch_overhead_s:
         lines += [
             "",
@@ -128,6 +147,16 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                                      f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
                                      f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above over "
                                      f"the time beyond the launch cost, geometric mean of {sizes_text}")]
+            for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
+                roof_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
+                                      f"{case.fraction:.0%}" for case in roof_cases)
+                lines += ["", f"[efficiency.{kernel_class}.{roof}]",
+                          *_figure_lines(round(achieved.class_efficiency([case.fraction for case in roof_cases]), 4),
+                                         f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
+                                         f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
+                                         f"link of the chain one kernel: the op with its quantize and dequantize): the "
+                                         f"roofline time on the {roof} roof over the time beyond the launch cost, "
+                                         f"geometric mean of {roof_text}")]
     if levels.onchip_bytes:
         lines += ["", "[weights]", "resident = true",
                   "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they fit "

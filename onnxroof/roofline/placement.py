@@ -194,7 +194,8 @@ class TargetReport:
 
 def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
                 batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True,
-                groups: Iterable[Iterable[str]] | None = None) -> TargetReport:
+                groups: Iterable[Iterable[str]] | None = None,
+                compute_dtypes: Mapping[str, str] | None = None) -> TargetReport:
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
     none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
@@ -203,7 +204,9 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     problem (``memory``: same graph, order and in-place setting). ``groups`` gives the kernels
     instead, as a runtime ran them (``kernels.group``: lists of node names, one per kernel the
     runtime launched); then every kernel pays the launch cost, views and shape arithmetic
-    included, since the runtime launched it."""
+    included, since the runtime launched it. ``compute_dtypes`` (node name -> element type) says
+    which nodes the runtime computed in another type than onnxroof reads (a QDQ convolution it left
+    in float32): they run on that type's roof."""
     rules = ("runtime",) if groups is not None else tuple(target.fusion if fusion is None else fusion)
     tensors = graph.tensors
     inputs, outputs = set(graph.inputs), set(graph.outputs)
@@ -252,21 +255,23 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
             spill = 0
             dram, onchip = kernel.memory_bytes, 0
         roofs: Counter = Counter()  # roof -> FLOPs run on it
+        dtype_of = {m.name: (compute_dtypes or {}).get(m.name, m.dtype) for m in members}
         for member in members:
-            roof, _ = target.roof(member.dtype)
+            roof, _ = target.roof(dtype_of[member.name])
             roofs[roof] += member.flops
-            if member.flops and roof != target.wanted_roof(member.dtype):
-                fallbacks[(target.wanted_roof(member.dtype), roof)] += 1
+            if member.flops and roof != target.wanted_roof(dtype_of[member.name]):
+                fallbacks[(target.wanted_roof(dtype_of[member.name]), roof)] += 1
         anchor = next((m for m in members if m.macs), members[0])
-        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor.dtype)
+        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(dtype_of[anchor.name])
         # views, folded constants and shape arithmetic launch nothing on the device
         works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members))
         launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0
         kernel_class = efficiency_class(members)
-        efficiency = target.efficiency_of(kernel_class) if overhead else 1.0
+        shape = work_shape(members)
+        efficiency = target.efficiency_of(kernel_class, roof, shape.cols if shape else None) if overhead else 1.0
         parallel = 1.0
         if overhead and target.parallel is not None and len(roofs) == 1:  # a mixed-roof kernel: not modelled
-            parallel = parallel_fraction(work_shape(members), target.parallel.tile(roof),
+            parallel = parallel_fraction(shape, target.parallel.tile(roof),
                                          int(target.parallel.units.value), target.parallel.kind == "systolic")
         point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
                          efficiency, kernel_class, parallel)

@@ -90,3 +90,20 @@ def test_profile_the_example_every_node_onnxruntime_ran_is_measured(tmp_path, le
     assert document["totals"]["measured_s"] > 0 and document["totals"]["predicted_s"] > 0
     assert document["totals"]["wall_s"] > 0
     assert "prediction error" in render_profile_table(result)
+
+
+def test_integer_nodes_onnxruntime_ran_in_a_float_kernel_are_placed_in_float32():
+    # a QDQ model's convolution read as int8 (its inputs come out of DequantizeLinear): in an
+    # onnxruntime QLinearConv it stays int8; in a plain Conv kernel (onnxruntime kept it in float,
+    # dequantizing the weights at run time) it computes in float32; a float node is left alone
+    from onnxroof.measure.profile_run import float_computed
+    from onnxroof.measure.profiling import KernelTime, ProfileMapping
+    from types import SimpleNamespace as S
+
+    records = [S(name="conv_a", macs=10, dtype="int8"), S(name="conv_b", macs=10, dtype="int8"),
+               S(name="dq", macs=0, dtype="float32"), S(name="conv_f", macs=10, dtype="float32")]
+    analysis = S(cost_graph=S(records=records))
+    kernels = [KernelTime("a_token", "QLinearConv", 1e-3, ["conv_a"]), KernelTime("b", "Conv", 1e-3, ["conv_b"]),
+               KernelTime("dq", "DequantizeLinear", 1e-5, ["dq"]), KernelTime("f", "FusedConv", 1e-3, ["conv_f"])]
+    mapping = ProfileMapping({}, kernels, {"conv_a": "a_token", "conv_b": "b", "dq": "dq", "conv_f": "f"}, [], [], 1, None)
+    assert float_computed(analysis, mapping) == {"conv_b": "float32"}

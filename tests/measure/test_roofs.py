@@ -72,3 +72,15 @@ def test_the_copy_bandwidth_is_the_dram_roof_when_it_is_faster():
     roofs = measured_roofs(calibration(2e10))
     assert roofs.dram_bytes_per_s.value == 2e10 and roofs.node_overhead_s.value == 2e-6
     assert roofs.peak_ops_per_s["fp32"].value == 40e9
+
+
+def test_measured_roofs_carry_the_int8_roof_when_one_was_measured():
+    from onnxroof.measure.roof_kernels import ONNXRUNTIME_INT8, matmul_flops
+
+    # MatMulInteger n=1024: 2 x 1024^3 ops in 4.294967296 ms = 500 GOP/s
+    calibration = hand_calibration()
+    assert "int8" not in measured_roofs(calibration).peak_ops_per_s
+    calibration.matmul.append(MatmulPoint("int8", 1024, Rate(matmul_flops(1024), 4.294967296e-3, 3), ONNXRUNTIME_INT8))
+    roofs = measured_roofs(calibration)
+    assert roofs.peak_ops_per_s["int8"].value == pytest.approx(500e9)
+    assert roofs.peak_ops_per_s["fp32"].value == pytest.approx(150e9)

@@ -235,3 +235,79 @@ def test_a_matmul_that_uses_each_weight_few_times_is_a_gemv():
     node = helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")
     rows = make_model([node], [("x", F32, [16, 64])], [("y", F32, [16, 64])], [("w", zeros(64, 64))])
     assert efficiency_class([r for r in analyze(rows).nodes if r.counted]) == "gemm"
+
+
+def int8_matmul_model():
+    """x [64, 64] uint8 -> MatMulInteger by a 64 x 64 int8 weight -> y [64, 64] int32:
+    64 x 64 x 64 = 262,144 MACs, 524,288 ops on the int8 roof; 64 per weight element and 64 per
+    output element: a gemm."""
+    node = helper.make_node("MatMulInteger", ["x", "w"], ["y"], name="mmi")
+    return make_model([node], [("x", TensorProto.UINT8, [64, 64])], [("y", TensorProto.INT32, [64, 64])],
+                      [("w", np.zeros((64, 64), np.int8))])
+
+
+def int8_target(tmp_path, efficiency: str, name: str = "i") -> str:
+    """fp32 1 TFLOP/s, int8 100 GOP/s, DRAM 1 TB/s, 1 TB/s on chip (1 GiB), no launch cost."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "peak_ops_per_s.int8": 1e11,
+                                 "dram.bandwidth_bytes_per_s": 1e12, "onchip.size_bytes": 1 << 30,
+                                 "onchip.bandwidth_bytes_per_s": 1e12}, efficiency))
+    return str(path)
+
+
+def test_a_class_s_figure_on_a_roof_applies_to_its_kernels_on_that_roof(tmp_path):
+    # 524,288 ops at 100 GOP/s = 5.24288 µs; the bytes (4,096 + 4,096 in, 16,384 out at 1 TB/s)
+    # take 24.6 ns: compute-bound. gemm at 0.25, gemm on int8 at 0.5: 5.24288 / 0.5 = 10.48576 µs
+    both = figure("gemm", 0.25) + '[efficiency.gemm.int8]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n'
+    report = analyze(int8_matmul_model(), targets=[int8_target(tmp_path, both)]).targets[0]
+    (kernel,) = report.nodes
+    assert kernel.placement.roof == "int8" and kernel.placement.kernel_class == "gemm"
+    assert kernel.placement.efficiency == 0.5
+    assert kernel.placement.time_s == pytest.approx(10.48576e-6)
+    # without the int8 figure the class's value holds: 5.24288 / 0.25 = 20.97152 µs
+    report = analyze(int8_matmul_model(), targets=[int8_target(tmp_path, figure("gemm", 0.25), "g")]).targets[0]
+    assert report.nodes[0].placement.time_s == pytest.approx(20.97152e-6)
+    # and a float32 gemm keeps the class's value on the fp32 roof
+    target = parse_target(__import__("pathlib").Path(int8_target(tmp_path, both, "b")))
+    assert target.efficiency_of("gemm", "fp32") == 0.25 and target.efficiency_of("gemm", "int8") == 0.5
+    assert target.efficiency_on_roof["gemm"]["int8"].tag == "measured"
+
+
+def test_a_figure_on_a_roof_is_validated(tmp_path):
+    def parsed(text: str, name: str):
+        return parse_target(__import__("pathlib").Path(int8_target(tmp_path, figure("gemm", 0.9) + text, name)))
+
+    with pytest.raises(UsageError, match=r"'efficiency.gemm.int9' is neither a roof \(fp32, .*\) nor 'by_columns'"):
+        parsed('[efficiency.gemm.int9]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n', "a")
+    with pytest.raises(UsageError, match=r"'efficiency.gemm.int8.value' is a fraction of the roofline, at most 1, not 2"):
+        parsed('[efficiency.gemm.int8]\nvalue = 2\ntag = "measured"\nsource = "hand"\n', "b")
+    with pytest.raises(UsageError, match=r"'efficiency.gemm.int8.tag' must be one of"):
+        parsed('[efficiency.gemm.int8]\nvalue = 0.5\ntag = "guess"\nsource = "hand"\n', "c")
+
+
+def test_a_node_the_runtime_computed_in_float_runs_on_the_fp32_roof(tmp_path):
+    # the same MatMulInteger said to run in float32: 524,288 FLOPs at 1 TFLOP/s = 0.524288 µs,
+    # against the 24.6 ns of its bytes: compute-bound on fp32, at gemm's 0.25: 2.097152 µs
+    from onnxroof.roofline.placement import place_model
+
+    analysis = analyze(int8_matmul_model(), targets=[int8_target(tmp_path, figure("gemm", 0.25))])
+    target = analysis.targets[0].target
+    report = place_model(analysis.cost_graph, analysis.memory, target, groups=[["mmi"]],
+                         compute_dtypes={"mmi": "float32"})
+    assert report.nodes[0].placement.roof == "fp32"
+    assert report.nodes[0].placement.time_s == pytest.approx(2.097152e-6)
+    as_read = place_model(analysis.cost_graph, analysis.memory, target, groups=[["mmi"]])
+    assert as_read.nodes[0].placement.roof == "int8"
+    assert as_read.nodes[0].placement.time_s == pytest.approx(20.97152e-6)
+
+
+def test_the_quantized_chains_are_valid_qdq_models_whose_links_are_int8_gemms():
+    import onnx
+
+    for by_roof in achieved.ROOF_CASES.values():
+        for _, op, shape, attributes in by_roof["int8"]:
+            model = achieved.qdq_chain_model(op, shape, attributes, 3)
+            onnx.checker.check_model(model)
+            products = [r for r in analyze(model).nodes if r.macs]
+            assert len(products) == 3 and {r.dtype for r in products} == {"int8"}, op
+            assert {efficiency_class([r]) for r in products} == {"gemm"}, op

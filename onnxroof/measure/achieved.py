@@ -44,9 +44,6 @@ CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
     "gemm": (("MatMul 128x256 by 256x256", "MatMul", (128, 256), {}),
              ("MatMul 128x512 by 512x512", "MatMul", (128, 512), {}),
              ("Conv 3x3, 64 channels, 28x28", "Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})),
-    "gemv": (("MatMul 1x256 by 256x256", "MatMul", (1, 256), {}),
-             ("MatMul 2x384 by 384x384", "MatMul", (2, 384), {}),
-             ("MatMul 1x1024 by 1024x1024", "MatMul", (1, 1024), {})),
     "depthwise": (("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
                   ("depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28), {"pads": [1, 1, 1, 1], "group": 128}),
                   ("depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1], "group": 512})),
@@ -64,6 +61,17 @@ CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
                   ("Transpose 256x1024", "Transpose", (256, 1024), {"perm": [1, 0]}),
                   ("Transpose 512x512", "Transpose", (512, 512), {"perm": [1, 0]})),
 }
+# gemv: (label, rows, depth, columns) of matrix-vector products, from 10 columns (ShallowNet's
+# 32,768 x 10 Dense) to 1,024, each measured as a model runs it: weights that fit on chip stay in
+# cache from one run to the next, larger ones come from DRAM (:func:`gemv_slope_s`)
+GEMV_CASES: tuple[tuple[str, int, int, int], ...] = (
+    ("MatMul 1x32768 by 32768x10", 1, 32768, 10),
+    ("MatMul 1x4096 by 4096x32", 1, 4096, 32),
+    ("MatMul 1x1024 by 1024x128", 1, 1024, 128),
+    ("MatMul 2x384 by 384x384", 2, 384, 384),
+    ("MatMul 1x512 by 512x512", 1, 512, 512),
+    ("MatMul 1x1024 by 1024x1024", 1, 1024, 1024),
+)
 SIZES_IN_ORDER = ("gemm", "gemv", "depthwise", "elementwise", "reduction", "data_movement", "transpose")
 # class -> roof -> sizes of the class's ops as a quantized model runs them: QDQ chains (int8
 # activations and weights, per-tensor scales, as onnxruntime's static quantizer writes them),
@@ -116,6 +124,8 @@ class Case:
     measured_s: float  # one op (the slope)
     roof_s: float  # one op on the measured roofs
     fraction: float
+    columns: int | None = None  # a matmul's output columns, where the class's figure depends on them (gemv)
+    cached: bool | None = None  # whether its weights stayed on chip (gemv), None: not a question
 
 
 # --- the chains --------------------------------------------------------------------------------
@@ -199,7 +209,87 @@ def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: i
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def _session(model, threads: int | None, optimize: bool):
+def fan_model(rows: int, depth: int, columns: int, length: int, shared: bool):
+    """``length`` MatMuls of one ``rows`` x ``depth`` input by ``depth`` x ``columns`` weights
+    (one weight for all of them if ``shared``: it stays in cache, as a model's weights between its
+    runs; else each its own), their outputs summed into one (a Sum of ``length`` small inputs, so
+    that the run returns one output whatever the length)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    initializers, nodes = [], []
+    for index in range(length):
+        weight = "w0" if shared else f"w{index}"
+        if index == 0 or not shared:
+            initializers.append(numpy_helper.from_array(
+                (rng.standard_normal((depth, columns)) * 0.01).astype(np.float32), weight))
+        nodes.append(helper.make_node("MatMul", ["x", weight], [f"p{index}"], name=f"matmul_{index}"))
+    nodes.append(helper.make_node("Sum", [f"p{index}" for index in range(length)], ["y"], name="sum"))
+    graph = helper.make_graph(nodes, "gemv-fan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, depth))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (rows, columns))], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def gemv_fits(rows: int, depth: int, columns: int, target: "Target") -> bool:
+    """Whether a gemv's weights, input and output (float32) fit in ``target``'s on-chip memory,
+    and it keeps weights there between runs: then its weights come from cache, as the placement
+    reads a model's whose parameters fit."""
+    size = 4 * (depth * columns + rows * (depth + columns))
+    return bool(target.weights_resident and target.onchip_bytes and size <= target.onchip_bytes.value)
+
+
+def gemv_roof_s(rows: int, depth: int, columns: int, target: "Target") -> float:
+    """The roofline seconds of one ``rows`` x ``depth`` by ``depth`` x ``columns`` float32 matmul
+    inside a model on ``target``: 2 rows depth columns FLOPs; its weights, input and output on chip
+    (when the target gives on-chip memory), the weights also from DRAM unless they fit
+    (:func:`gemv_fits`). No efficiency, no launch cost.
+
+    >>> from onnxroof.roofline.targets import Figure, Target
+    >>> t = Target("t", "", "", {"fp32": Figure(1e11, "measured", "x")}, Figure(1e10, "measured", "x"),
+    ...            onchip_bytes=Figure(2**21, "measured", "x"), onchip_bytes_per_s=Figure(1e11, "measured", "x"),
+    ...            weights_resident=True)
+    >>> round(gemv_roof_s(1, 512, 512, t) * 1e6, 4)  # on chip: 4 x (262,144 + 1,024) B at 100 GB/s
+    10.5267
+    >>> round(gemv_roof_s(1, 1024, 1024, t) * 1e6, 4)  # 4 MiB does not fit: 4,194,304 B from DRAM at 10 GB/s
+    419.4304
+    """
+    from ..roofline.placement import roofline
+
+    weights, activations = 4 * depth * columns, 4 * rows * (depth + columns)
+    onchip = weights + activations if target.onchip_bytes_per_s else 0
+    dram = 0 if gemv_fits(rows, depth, columns, target) else weights + (0 if onchip else activations)
+    _, peak = target.roof("float32")
+    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    return roofline(2 * rows * depth * columns, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw).time_s
+
+
+def gemv_slope_s(rows: int, depth: int, columns: int, threads: int | None, budget_s: float, cached: bool,
+                 length: int = CHAIN) -> float:
+    """onnxruntime's seconds for one more gemv in a fan of them (no profiler): sharing one weight
+    when ``cached`` (it stays in cache), each its own otherwise."""
+    feeds = {"x": np.random.default_rng(1).standard_normal((rows, depth)).astype(np.float32)}
+    # the shared weight's MatMuls are alike: common-subexpression elimination would keep one
+    one, many = (fastest_run_s(_session(fan_model(rows, depth, columns, n, cached), threads, True,
+                                        ("CommonSubexpressionElimination",)), feeds, budget_s / 2)
+                 for n in (1, length))
+    return per_kernel_seconds(one, many, length)
+
+
+def gemv_points(cases: list[Case]) -> tuple[tuple[int, float], ...]:
+    """The ``by_columns`` points of a class's cases: per output-column count, the geometric mean
+    of its cases' fractions, columns increasing.
+
+    >>> gemv_points([Case("a", 1, 1, 0.2, 10), Case("b", 1, 1, 0.8, 512), Case("c", 1, 1, 0.5, 10)])
+    ((10, 0.3162), (512, 0.8))
+    """
+    by_columns: dict[int, list[float]] = {}
+    for case in cases:
+        if case.columns:
+            by_columns.setdefault(case.columns, []).append(case.fraction)
+    return tuple((columns, round(class_efficiency(fractions), 4)) for columns, fractions in sorted(by_columns.items()))
+
+
+def _session(model, threads: int | None, optimize: bool, disabled: tuple[str, ...] = ()):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -208,7 +298,8 @@ def _session(model, threads: int | None, optimize: bool):
                                         else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     if threads:
         options.intra_op_num_threads = threads
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=list(disabled) or None)
 
 
 def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.perf_counter) -> float:
@@ -291,9 +382,19 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
     if not onnxruntime_available():
         return {}
     say = progress or (lambda text: None)
-    per_case = budget_s / sum(len(cases) for cases in CASES.values())
+    per_case = budget_s / (sum(len(cases) for cases in CASES.values()) + len(GEMV_CASES))
     found: dict[str, list[Case]] = {}
     for kernel_class in SIZES_IN_ORDER:
+        if kernel_class == "gemv":
+            for label, rows, depth, columns in GEMV_CASES:
+                cached = gemv_fits(rows, depth, columns, target)
+                measured = gemv_slope_s(rows, depth, columns, threads, per_case, cached)
+                roof = gemv_roof_s(rows, depth, columns, target)
+                case = Case(label, measured, roof, efficiency(roof, measured, launch_s), columns, cached)
+                found.setdefault(kernel_class, []).append(case)
+                say(f"{kernel_class:13} {label + (' (cached)' if cached else ' (DRAM)'):44} {measured * 1e6:9.2f} µs, "
+                    f"roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
+            continue
         for label, op, shape, attributes in CASES[kernel_class]:
             measured = chain_slope_s(op, shape, attributes, threads, per_case)
             roof = roof_slope_s(op, shape, attributes, target)

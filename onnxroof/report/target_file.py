@@ -140,13 +140,19 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         lines += ["", "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
                   "# time is divided by it (onnxroof.measure.achieved; --no-overhead leaves it out)."]
         for kernel_class, cases in c.efficiency.items():
-            sizes_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
-                                   f"{case.fraction:.0%}" for case in cases)
+            sizes_text = "; ".join(f"{case.label}{_weights_text(case)}: {case.measured_s * 1e6:.3g} µs against "
+                                   f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in cases)
+            points = achieved.gemv_points(cases)
+            columns_text = ("; by_columns: per output-column count, the geometric mean of its sizes' fractions (a "
+                            "kernel between two counts is interpolated in log(columns))" if len(points) > 1 else "")
             lines += ["", f"[efficiency.{kernel_class}]",
                       *_figure_lines(round(achieved.class_efficiency([case.fraction for case in cases]), 4),
                                      f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
                                      f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above over "
-                                     f"the time beyond the launch cost, geometric mean of {sizes_text}")]
+                                     f"the time beyond the launch cost, geometric mean of {sizes_text}{columns_text}")]
+            if len(points) > 1:
+                lines.append("by_columns = [" + ", ".join(f"[{columns}, {fraction:.4g}]" for columns, fraction in points)
+                             + "]")
             for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
                 roof_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
                                       f"{case.fraction:.0%}" for case in roof_cases)
@@ -165,6 +171,12 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
                   "source = " + _toml_string(HOST_FUSION_SOURCE)]
     return "\n".join(lines) + "\n"
+
+
+def _weights_text(case: achieved.Case) -> str:
+    if case.cached is None:
+        return ""
+    return " (weights on chip, kept between runs)" if case.cached else " (weights from DRAM)"
 
 
 HOST_FUSION_SOURCE = (

@@ -140,3 +140,31 @@ def test_the_int8_gemm_efficiency_is_written_under_its_class(tmp_path):
     assert "QDQ Conv: 100 µs against 25 µs, 25%" in figure.source and "statically quantized" in figure.source
     assert target.efficiency_of("gemm", "int8") == pytest.approx(0.4)
     assert target.latency_kind == "forecast"
+
+
+def test_the_gemv_efficiency_is_written_with_its_points_by_output_columns(tmp_path):
+    # two 10-column sizes at 20% and 45% (geometric mean sqrt(0.09) = 0.3), one 512-column at 90%:
+    # points [[10, 0.3], [512, 0.9]]; the class's value is the mean of all three,
+    # (0.2 x 0.45 x 0.9)^(1/3) = 0.081^(1/3) = 0.4327
+    def case(label, fraction, columns, cached):
+        return achieved.Case(label, 100e-6, fraction * 100e-6, fraction, columns, cached)
+
+    calibration = hand_calibration()
+    calibration.launch_overhead_s = 1e-6
+    calibration.efficiency = {"gemv": [case("MatMul 1x32768 by 32768x10", 0.2, 10, True),
+                                       case("MatMul 1x128 by 128x10", 0.45, 10, True),
+                                       case("MatMul 1x2048 by 2048x512", 0.9, 512, False)]}
+    path = tmp_path / "g.toml"
+    path.write_text(render_target(calibration, "g"), encoding="utf-8")
+    target = parse_target(path)
+    assert target.efficiency["gemv"].value == pytest.approx(0.4327, abs=1e-4)
+    points = target.efficiency_by_columns["gemv"]
+    assert [columns for columns, _ in points] == [10, 512]
+    assert [fraction for _, fraction in points] == pytest.approx([0.3, 0.9])
+    source = target.efficiency["gemv"].source
+    assert "MatMul 1x32768 by 32768x10 (weights on chip, kept between runs): 100 µs against 20 µs, 20%" in source
+    assert "(weights from DRAM)" in source and "by_columns" in source
+    # 10 columns at 0.3, 512 at 0.9, 72 columns halfway in log: sqrt(10 x 512) = 71.55
+    assert target.efficiency_of("gemv", "fp32", 10) == pytest.approx(0.3)
+    assert target.efficiency_of("gemv", "fp32", 512) == pytest.approx(0.9)
+    assert target.efficiency_of("gemv", "fp32", 71.55) == pytest.approx(0.6, abs=1e-3)

@@ -311,3 +311,70 @@ def test_the_quantized_chains_are_valid_qdq_models_whose_links_are_int8_gemms():
             products = [r for r in analyze(model).nodes if r.macs]
             assert len(products) == 3 and {r.dtype for r in products} == {"int8"}, op
             assert {efficiency_class([r]) for r in products} == {"gemm"}, op
+
+
+GEMV_TABLE = (figure("gemv", 0.6) + "by_columns = [[10, 0.2], [1000, 0.8]]\n")
+
+
+def gemv_model(columns: int, rows: int = 1):
+    """x [rows, 64] -> MatMul by a 64 x ``columns`` weight -> y [rows, columns]."""
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")
+    return make_model([node], [("x", F32, [rows, 64])], [("y", F32, [rows, columns])], [("w", zeros(64, columns))])
+
+
+def test_a_gemv_s_efficiency_follows_its_output_columns_between_the_points(tmp_path):
+    # 1 x 64 by 64 x 100: weights 25,600 B, x 256 B, y 400 B, all on chip at 10 GB/s: 26,256 B =
+    # 2.6256 µs (its DRAM bytes at 1 TB/s take 26 ns). 100 columns sit halfway between 10 and
+    # 1,000 in log(columns): 0.2 + (0.8 - 0.2) / 2 = 0.5, so 2.6256 / 0.5 = 5.2512 µs
+    path = target_file(tmp_path, GEMV_TABLE)
+    (kernel,) = analyze(gemv_model(100), targets=[path]).targets[0].nodes
+    assert kernel.placement.kernel_class == "gemv"
+    assert kernel.placement.efficiency == pytest.approx(0.5)
+    assert kernel.placement.time_s == pytest.approx(5.2512e-6)
+    # past the ends the end points hold: 5 columns at 0.2, 2,000 at 0.8
+    assert analyze(gemv_model(5), targets=[path]).targets[0].nodes[0].placement.efficiency == pytest.approx(0.2)
+    assert analyze(gemv_model(2000), targets=[path]).targets[0].nodes[0].placement.efficiency == pytest.approx(0.8)
+    # 16 rows use each weight 16 times: a gemm, which the gemv table leaves at peak
+    gemm = analyze(gemv_model(100, rows=16), targets=[path]).targets[0].nodes[0].placement
+    assert gemm.kernel_class == "gemm" and gemm.efficiency == 1.0
+
+
+def test_without_points_a_gemv_runs_at_its_class_s_value(tmp_path):
+    # the bundled targets' way: one figure for the class, whatever the width
+    path = target_file(tmp_path, figure("gemv", 0.6), "plain")
+    assert analyze(gemv_model(100), targets=[path]).targets[0].nodes[0].placement.efficiency == pytest.approx(0.6)
+    target = parse_target(__import__("pathlib").Path(path))
+    assert target.efficiency_by_columns == {} and target.efficiency_of("gemv", "fp32", 100) == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("points, message", [
+    ("[[10, 0.2], [10, 0.8]]", r"'efficiency.gemv.by_columns' columns must increase \(10 then 10\)"),
+    ("[[10, 0.2], [100, 1.5]]", r"'efficiency.gemv.by_columns' point \[100, 1.5\]: columns at least 1, fraction in \(0, 1\]"),
+    ("[[10.5, 0.2]]", r"'efficiency.gemv.by_columns' point \[10.5, 0.2\] must be \[whole output columns, fraction\]"),
+    ("[]", r"'efficiency.gemv.by_columns' must be a list of \[output columns, fraction\] points"),
+    ('"wide"', r"'efficiency.gemv.by_columns' must be a list of \[output columns, fraction\] points"),
+])
+def test_the_points_are_validated(tmp_path, points, message):
+    path = target_file(tmp_path, figure("gemv", 0.6) + f"by_columns = {points}\n", "bad")
+    with pytest.raises(UsageError, match=message):
+        parse_target(__import__("pathlib").Path(path))
+
+
+def test_the_gemv_fans_are_valid_models_and_their_roofs_follow_the_weights_place(tmp_path):
+    import onnx
+
+    for _, rows, depth, columns in achieved.GEMV_CASES:
+        model = achieved.fan_model(rows, depth, columns, 3, shared=True)
+        onnx.checker.check_model(model)
+        products = [r for r in analyze(model).nodes if r.macs]
+        assert len(products) == 3 and {efficiency_class([r]) for r in products} == {"gemv"}
+    # on the hand target (1 GiB on chip at 10 GB/s, weights resident): 1 x 512 by 512 x 512 keeps
+    # its 1,048,576 B of weights on chip: 4 x (262,144 + 1,024) = 1,052,672 B at 10 GB/s = 105.2672 µs
+    target = parse_target(__import__("pathlib").Path(target_file(tmp_path, WEIGHTS, "r")))
+    assert achieved.gemv_fits(1, 512, 512, target)
+    assert achieved.gemv_roof_s(1, 512, 512, target) == pytest.approx(105.2672e-6)
+    # 8 KiB on chip: the weights come from DRAM at 1 TB/s (1.05 µs), the on-chip bytes still
+    # take 105.2672 µs: the on-chip roof is the longest
+    small = parse_target(__import__("pathlib").Path(target_file(tmp_path, WEIGHTS, "s", onchip_bytes=8192)))
+    assert not achieved.gemv_fits(1, 512, 512, small)
+    assert achieved.gemv_roof_s(1, 512, 512, small) == pytest.approx(105.2672e-6)

@@ -11,6 +11,10 @@ several µs to each small kernel).
 
 - **Launch** (:func:`measure_launch_overhead`): Adds on a 16-float tensor, where the work is
   nothing; the slope is what onnxruntime spends per kernel (dispatch, bookkeeping).
+- **Hand-off** (:func:`measure_handoff`, on two threads or more): such an Add never leaves the
+  calling thread, but a kernel the intra-op pool splits waits for the other threads to take
+  their share and finish; small MatMuls and a small Conv, each on one thread and on all, give
+  that cost beyond the launch and the split work (:func:`handoff_seconds`).
 - **Copy bandwidth** (:func:`measure_copy_bandwidth`): Muls by a scalar on a tensor far larger
   than the last-level cache: each reads and writes the tensor once, 2 x 4 B per element.
 - **Efficiency** (:func:`measure_efficiency`): for each class, ops of the sizes in
@@ -71,6 +75,14 @@ GEMV_CASES: tuple[tuple[str, int, int, int], ...] = (
     ("MatMul 2x384 by 384x384", 2, 384, 384),
     ("MatMul 1x512 by 512x512", 1, 512, 512),
     ("MatMul 1x1024 by 1024x1024", 1, 1024, 1024),
+)
+# ops small enough that the per-kernel costs show, large enough that onnxruntime's intra-op pool
+# splits them over two threads (on the machine this was written on: from MatMul 48x48 and a
+# 256-row Softmax up; an Add of up to 64 Ki floats stays on one thread)
+HANDOFF_CASES: tuple[tuple[str, str, tuple[int, ...], dict], ...] = (
+    ("MatMul 64x64 by 64x64", "MatMul", (64, 64), {}),
+    ("MatMul 96x96 by 96x96", "MatMul", (96, 96), {}),
+    ("Conv 3x3, 16 channels, 16x16", "Conv", (1, 16, 16, 16), {"pads": [1, 1, 1, 1]}),
 )
 SIZES_IN_ORDER = ("gemm", "gemv", "depthwise", "elementwise", "reduction", "data_movement", "transpose")
 # class -> roof -> sizes of the class's ops as a quantized model runs them: QDQ chains (int8
@@ -369,6 +381,32 @@ def measure_launch_overhead(budget_s: float, threads: int | None = None) -> floa
     if not onnxruntime_available():
         return None
     return chain_slope_s("Add", (16,), {}, threads, budget_s, length=LAUNCH_CHAIN)
+
+
+def handoff_seconds(one_s: float, many_s: float, launch_s: float, threads: int) -> float:
+    """What a kernel that the intra-op pool splits over ``threads`` costs beyond the launch and
+    its share of the work: its time on ``threads`` threads (``many_s``) less the launch and less
+    its work on one thread (``one_s`` less the launch) over ``threads``; at least 0.
+
+    >>> round(handoff_seconds(one_s=12.36e-6, many_s=8.56e-6, launch_s=0.36e-6, threads=2) * 1e6, 6)
+    2.2
+    """
+    return max(0.0, many_s - launch_s - (one_s - launch_s) / threads)
+
+
+def measure_handoff(launch_s: float, threads: int, budget_s: float) -> tuple[float, list[tuple[str, float, float]]] | None:
+    """The hand-off cost of a kernel onnxruntime's intra-op thread pool splits over ``threads``
+    (> 1) threads: the median over :data:`HANDOFF_CASES` of :func:`handoff_seconds` from each op's
+    chain slope on one thread and on ``threads``; with it, (label, one-thread slope, slope) per
+    case. A 16-float Add, the launch measurement, is never split: it cannot see this cost. None
+    without onnxruntime."""
+    if not onnxruntime_available():
+        return None
+    per_slope = budget_s / (2 * len(HANDOFF_CASES))
+    found = [(label, chain_slope_s(op, shape, attributes, 1, per_slope),
+              chain_slope_s(op, shape, attributes, threads, per_slope)) for label, op, shape, attributes in HANDOFF_CASES]
+    costs = sorted(handoff_seconds(one, many, launch_s, threads) for _, one, many in found)
+    return costs[len(costs) // 2], found
 
 
 def measure_copy_bandwidth(budget_s: float, threads: int | None = None) -> float | None:

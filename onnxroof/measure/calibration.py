@@ -208,10 +208,15 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
         result.notes.append("onnxruntime is not installed: no launch cost, copy bandwidth or efficiency measured")
         return
     say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
+    if threads > 1:
+        handoff = achieved.measure_handoff(result.launch_overhead_s, threads, max(0.06 * budget_s, 0.3))
+        if handoff is not None:
+            result.handoff_s, result.handoff_cases = handoff
+            say(f"onnxruntime hand-off {result.handoff_s * 1e6:.2f} µs per kernel split over {threads} threads")
     result.copy_bytes_per_s = achieved.measure_copy_bandwidth(max(0.1 * budget_s, 0.3), threads)
     say(f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "
         f"{size_text(4 * achieved.COPY_ELEMENTS)})")
     roofs = measured_roofs(result)
-    result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.7 * budget_s, threads, say)
-    result.efficiency_on_roof = achieved.measure_roof_efficiency(roofs, result.launch_overhead_s, 0.1 * budget_s,
-                                                                 threads, say)
+    per_kernel = result.kernel_overhead_s() or 0.0
+    result.efficiency = achieved.measure_efficiency(roofs, per_kernel, 0.65 * budget_s, threads, say)
+    result.efficiency_on_roof = achieved.measure_roof_efficiency(roofs, per_kernel, 0.1 * budget_s, threads, say)

@@ -91,11 +91,19 @@ class Calibration:
     rounds: int = ROUNDS  # how many times every point was measured (the best is kept)
     blas_threads: int | None = None  # the BLAS thread limit during the matmuls (None: BLAS's default)
     launch_overhead_s: float | None = None  # onnxruntime's cost per kernel (None: not measured)
+    handoff_s: float | None = None  # what a kernel split over the threads costs on top (None: one thread, or not measured)
+    handoff_cases: list[tuple[str, float, float]] = field(default_factory=list)  # (op, one-thread slope, slope)
     copy_bytes_per_s: float | None = None  # onnxruntime's elementwise kernel streaming from DRAM (None: not measured)
     efficiency: dict[str, list[achieved.Case]] = field(default_factory=dict)  # class -> sizes measured
     # class -> roof -> sizes measured on that roof (the int8 gemm of a quantized model)
     efficiency_on_roof: dict[str, dict[str, list[achieved.Case]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    def kernel_overhead_s(self) -> float | None:
+        """The cost per kernel the target carries: the launch, plus the hand-off on several threads."""
+        if self.launch_overhead_s is None:
+            return None
+        return self.launch_overhead_s + (self.handoff_s or 0.0)
 
     def peak(self, dtype: str) -> MatmulPoint | None:
         points = [p for p in self.matmul if p.dtype == dtype]
@@ -141,6 +149,6 @@ def measured_roofs(calibration: Calibration, name: str = "this-machine") -> Targ
         dram_bytes_per_s=measured(calibration.dram_bytes_per_s()),
         onchip_bytes=measured(levels.onchip_bytes) if onchip and levels.onchip_bytes else None,
         onchip_bytes_per_s=measured(levels.onchip_bytes_per_s) if onchip and levels.onchip_bytes_per_s else None,
-        node_overhead_s=measured(calibration.launch_overhead_s) if calibration.launch_overhead_s else None,
+        node_overhead_s=measured(calibration.kernel_overhead_s()) if calibration.launch_overhead_s else None,
         weights_resident=bool(levels.onchip_bytes),
     )

@@ -378,3 +378,42 @@ def test_the_gemv_fans_are_valid_models_and_their_roofs_follow_the_weights_place
     small = parse_target(__import__("pathlib").Path(target_file(tmp_path, WEIGHTS, "s", onchip_bytes=8192)))
     assert not achieved.gemv_fits(1, 512, 512, small)
     assert achieved.gemv_roof_s(1, 512, 512, small) == pytest.approx(105.2672e-6)
+
+
+def test_the_hand_off_is_the_median_cost_of_split_kernels_beyond_launch_and_work(monkeypatch):
+    # per case (1 thread, 2 threads), launch 0.36 µs: MatMul 64: 4.56 - 0.36 - (3.96 - 0.36) / 2
+    # = 2.4 µs; MatMul 96: 8.56 - 0.36 - 12.0 / 2 = 2.2 µs; Conv: 9.36 - 0.36 - 12.4 / 2 = 2.8 µs;
+    # the median is 2.4 µs
+    slopes = {("MatMul", (64, 64)): (3.96e-6, 4.56e-6), ("MatMul", (96, 96)): (12.36e-6, 8.56e-6),
+              ("Conv", (1, 16, 16, 16)): (12.76e-6, 9.36e-6)}
+    monkeypatch.setattr(achieved, "chain_slope_s",
+                        lambda op, shape, attributes, threads, budget: slopes[(op, shape)][threads - 1])
+    handoff, cases = achieved.measure_handoff(0.36e-6, threads=2, budget_s=0.1)
+    assert handoff == pytest.approx(2.4e-6)
+    assert [(label, one, many) for label, one, many in cases][0] == ("MatMul 64x64 by 64x64", 3.96e-6, 4.56e-6)
+    # a kernel that ran no slower on two threads than its share of the work costs nothing more
+    assert achieved.handoff_seconds(one_s=10.36e-6, many_s=5.0e-6, launch_s=0.36e-6, threads=2) == 0.0
+
+
+def test_on_two_threads_the_cost_per_kernel_is_the_launch_and_the_hand_off(tmp_path):
+    # launch 0.4 µs (the 16-float Add slope) + hand-off 2.2 µs = 2.6 µs per kernel
+    result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=2, load_average=None,
+                         numpy_version="2", blas="OpenBLAS", matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
+                         stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
+                         launch_overhead_s=0.4e-6, handoff_s=2.2e-6,
+                         handoff_cases=[("MatMul 96x96 by 96x96", 12.36e-6, 8.56e-6)])
+    assert result.kernel_overhead_s() == pytest.approx(2.6e-6)
+    path = tmp_path / "two.toml"
+    path.write_text(render_target(result, "two"), encoding="utf-8")
+    figure_ = parse_target(path).node_overhead_s
+    assert figure_.value == pytest.approx(2.6e-6) and figure_.tag == "measured"
+    assert "0.4 µs; plus the hand-off" in figure_.source and "2.2 µs" in figure_.source
+    assert "MatMul 96x96 by 96x96 (1 thread 12.4 µs, 2 threads 8.56 µs)" in figure_.source
+    from onnxroof.measure.roofs import measured_roofs
+
+    assert measured_roofs(result).node_overhead_s.value == pytest.approx(2.6e-6)
+    # one thread: no hand-off, the launch alone
+    result.threads, result.handoff_s, result.handoff_cases = 1, None, []
+    assert result.kernel_overhead_s() == pytest.approx(0.4e-6)
+    path.write_text(render_target(result, "two"), encoding="utf-8")
+    assert parse_target(path).node_overhead_s.value == pytest.approx(0.4e-6)

@@ -81,6 +81,27 @@ def kernel_medians(events: Iterable[dict], warmup: int = 0) -> tuple[dict[str, t
     return medians, len(measured), statistics.median(wall) if wall else None
 
 
+def kernel_sizes(events: Iterable[dict]) -> dict[str, tuple[int, int, int]]:
+    """{kernel name: (activation, parameter, output) bytes} as onnxruntime's profile records them
+    (the ``activation_size``, ``parameter_size`` and ``output_size`` of a kernel's event: what it
+    read of other kernels' outputs and of initializers, and what it wrote); the first event of
+    each kernel that carries them."""
+    sizes: dict[str, tuple[int, int, int]] = {}
+    for event in events:
+        name = str(event.get("name", ""))
+        if event.get("cat") != "Node" or not name.endswith(_KERNEL_SUFFIX):
+            continue
+        name = name[: -len(_KERNEL_SUFFIX)]
+        args = event.get("args") or {}
+        if name in sizes or "output_size" not in args:
+            continue
+        try:
+            sizes[name] = (int(args.get("activation_size", 0)), int(args.get("parameter_size", 0)), int(args["output_size"]))
+        except (TypeError, ValueError):
+            continue
+    return sizes
+
+
 @dataclass(frozen=True)
 class OptimizedGraph:
     """The top-level structure of the graph onnxruntime ran (saved with

@@ -14,11 +14,14 @@ DRAM and its outputs written there.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from ..core.dtypes import bits_of
 from ..core.enums import TextEnum
+from ..cost.records import NodeStatus
 from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
 from ..memory.spill import spill_plan
 from .targets import LatencyKind, Target
@@ -254,6 +257,10 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         else:
             spill = 0
             dram, onchip = kernel.memory_bytes, 0
+        if groups is not None:  # constants the runtime computes on every run (a QDQ weight's dequantization)
+            read, written = _ran_constant_bytes(members, tensors)
+            dram += read if keeps_activations else read + written
+            onchip += read + written if keeps_activations else 0
         roofs: Counter = Counter()  # roof -> FLOPs run on it
         dtype_of = {m.name: (compute_dtypes or {}).get(m.name, m.dtype) for m in members}
         for member in members:
@@ -286,6 +293,35 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     return report
+
+
+def _ran_constant_bytes(members: list, tensors: dict) -> tuple[int, int]:
+    """(bytes read, bytes written) by the members onnxroof folds as constants, which a runtime
+    that launched them computes on every run: onnxruntime keeps a QDQ model's DequantizeLinear of
+    the weights it does not fuse, turning int8 weights into float ones each run. A folded tensor's record gives the bytes stored for it (the int8 source of a dequantized
+    weight); what the runtime writes is its elements in its own type.
+
+    >>> from types import SimpleNamespace as S
+    >>> from onnxroof.cost.records import NodeStatus
+    >>> tensors = {"w": S(bytes=1024), "s": S(bytes=4), "w_f": S(bytes=1028, dtype="float32", shape=(32, 32))}
+    >>> dq = S(status=NodeStatus.CONSTANT, view=False, shape_only=False, inputs=["w", "s"], outputs=["w_f"])
+    >>> _ran_constant_bytes([dq, S(status=NodeStatus.OK)], tensors)
+    (1028, 4096)
+    """
+    ran = [m for m in members if m.status == NodeStatus.CONSTANT and not m.view and not m.shape_only]
+    read = sum(tensors[t].bytes or 0 for m in ran for t in m.inputs if t in tensors)
+    written = sum(_own_bytes(tensors[t]) for m in ran for t in m.outputs if t in tensors)
+    return read, written
+
+
+def _own_bytes(tensor) -> int:
+    """A tensor's elements in its own element type (its stored bytes if that is unknown)."""
+    shape = tensor.shape
+    if shape and all(isinstance(d, int) for d in shape):
+        bits = bits_of(tensor.dtype)
+        if bits:
+            return (math.prod(shape) * bits + 7) // 8
+    return tensor.bytes or 0
 
 
 def _io_bytes(members: list, tensors: dict, inputs: set[str], outputs: set[str]) -> int:

@@ -34,7 +34,9 @@ actually reach on this machine, not the datasheet.
 - **Levels** (:func:`onnxroof.measure.roofs.memory_levels`): the DRAM bandwidth is the best over the largest working
   sets (within 4x of the largest); the largest cache plateau is the last run of points at least
   1.3x faster than DRAM; its bandwidth is the best over its top two octaves, and its size is
-  the largest working set still above the geometric mean of that plateau and DRAM. These
+  where the sweep drops through the geometric mean of that plateau and DRAM, interpolated in log
+  size between the points on either side (a point that lands on either side of the middle from
+  one calibration to the next then moves the size a little, not a step of the sweep). These
   become ``onchip.bandwidth_bytes_per_s``, ``onchip.size_bytes`` and ``dram.bandwidth_bytes_per_s``.
 - **Rounds**: the matmul sizes and the sweep are each measured in three rounds (one more per
   20 s of ``--seconds`` past 60), one after the other, and every point keeps its best round: a

@@ -135,8 +135,9 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
             "",
             "[onchip.size_bytes]",
             *_figure_lines(levels.onchip_bytes,
-                           f"{where}: the largest working set of the sweep still above the geometric mean of the last "
-                           f"cache plateau's and DRAM's bandwidth" + (f" (the OS reports {c.caches})" if c.caches else "")),
+                           f"{where}: the working set where the sweep drops through the geometric mean of the last "
+                           f"cache plateau's and DRAM's bandwidth, interpolated in log size between the sweep's points "
+                           f"on either side" + (f" (the OS reports {c.caches})" if c.caches else "")),
             "",
             "[onchip.bandwidth_bytes_per_s]",
             *_figure_lines(levels.onchip_bytes_per_s,

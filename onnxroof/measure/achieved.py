@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from ..roofline.targets import SPLIT_MACS
+
 if TYPE_CHECKING:
     from ..roofline.targets import Target
 
@@ -95,6 +97,24 @@ ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ..
 }
 
 Timer = Callable[[], float]
+
+
+def case_macs(op: str, shape: tuple[int, ...], attributes: dict) -> int:
+    """Multiply-adds of one op of a chain (:func:`chain_model`, :func:`qdq_chain_model`): a MatMul
+    by its square weight, a Conv 3x3 (or ``kernel``) keeping its channels (grouped: ``group``); 0
+    for the other ops.
+
+    >>> case_macs("MatMul", (128, 256), {}), case_macs("Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})
+    (8388608, 28901376)
+    >>> case_macs("Conv", (1, 32, 112, 112), {"group": 32}), case_macs("Add", (16,), {})
+    (3612672, 0)
+    """
+    if op == "MatMul":
+        return math.prod(shape) * shape[-1]
+    if op == "Conv":
+        size = attributes.get("kernel", 3)
+        return math.prod(shape) * shape[1] // attributes.get("group", 1) * size * size
+    return 0
 
 
 def per_kernel_seconds(one_s: float, many_s: float, kernels: int = CHAIN) -> float:
@@ -425,6 +445,7 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
     if not onnxruntime_available():
         return {}
     say = progress or (lambda text: None)
+    split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
     per_case = budget_s / (sum(len(cases) for cases in CASES.values()) + len(GEMV_CASES))
     found: dict[str, list[Case]] = {}
     for kernel_class in SIZES_IN_ORDER:
@@ -433,7 +454,8 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
                 cached = gemv_fits(rows, depth, columns, target)
                 measured = gemv_slope_s(rows, depth, columns, threads, per_case, cached)
                 roof = gemv_roof_s(rows, depth, columns, target)
-                case = Case(label, measured, roof, efficiency(roof, measured, launch_s), columns, cached)
+                fixed = launch_s + (split_s if rows * depth * columns >= SPLIT_MACS else 0.0)
+                case = Case(label, measured, roof, efficiency(roof, measured, fixed), columns, cached)
                 found.setdefault(kernel_class, []).append(case)
                 say(f"{kernel_class:13} {label + (' (cached)' if cached else ' (DRAM)'):44} {measured * 1e6:9.2f} µs, "
                     f"roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
@@ -441,7 +463,8 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
         for label, op, shape, attributes in CASES[kernel_class]:
             measured = chain_slope_s(op, shape, attributes, threads, per_case)
             roof = roof_slope_s(op, shape, attributes, target)
-            case = Case(label, measured, roof, efficiency(roof, measured, launch_s))
+            fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
+            case = Case(label, measured, roof, efficiency(roof, measured, fixed))
             found.setdefault(kernel_class, []).append(case)
             say(f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
     return found
@@ -456,6 +479,7 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
     if not onnxruntime_available():
         return {}
     say = progress or (lambda text: None)
+    split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
     wanted = [(kernel_class, roof, cases) for kernel_class, by_roof in ROOF_CASES.items()
               for roof, cases in by_roof.items() if roof in target.peak_ops_per_s]
     per_case = budget_s / max(1, sum(len(cases) for _, _, cases in wanted))
@@ -464,7 +488,8 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
         for label, op, shape, attributes in cases:
             measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=qdq_chain_model)
             roofline = roof_slope_s(op, shape, attributes, target, builder=qdq_chain_model, fusion="all")
-            case = Case(label, measured, roofline, efficiency(roofline, measured, launch_s))
+            fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
+            case = Case(label, measured, roofline, efficiency(roofline, measured, fixed))
             found.setdefault(kernel_class, {}).setdefault(roof, []).append(case)
             say(f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roofline * 1e6:8.2f} µs: "
                 f"{case.fraction:.0%}")

@@ -219,6 +219,6 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
     say(f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "
         f"{size_text(4 * achieved.COPY_ELEMENTS)})")
     roofs = measured_roofs(result)
-    per_kernel = result.kernel_overhead_s() or 0.0
-    result.efficiency = achieved.measure_efficiency(roofs, per_kernel, 0.65 * budget_s, threads, say)
-    result.efficiency_on_roof = achieved.measure_roof_efficiency(roofs, per_kernel, 0.1 * budget_s, threads, say)
+    result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say)
+    result.efficiency_on_roof = achieved.measure_roof_efficiency(roofs, result.launch_overhead_s, 0.1 * budget_s,
+                                                                 threads, say)

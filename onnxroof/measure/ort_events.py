@@ -102,6 +102,28 @@ def kernel_sizes(events: Iterable[dict]) -> dict[str, tuple[int, int, int]]:
     return sizes
 
 
+def kernel_splits(events: Iterable[dict]) -> set[str]:
+    """The kernels onnxruntime's intra-op pool split over its threads in most of their runs: the
+    events whose ``thread_scheduling_stats`` show the calling thread handing out blocks of work
+    (a non-empty ``main_thread.block_size``; a profile on one thread records no such stats)."""
+    runs: dict[str, list[bool]] = defaultdict(list)
+    for event in events:
+        name = str(event.get("name", ""))
+        if event.get("cat") != "Node" or not name.endswith(_KERNEL_SUFFIX):
+            continue
+        stats = (event.get("args") or {}).get("thread_scheduling_stats")
+        if isinstance(stats, str):
+            try:
+                stats = json.loads(stats) if stats.strip() else None
+            except json.JSONDecodeError:
+                stats = None
+        if not isinstance(stats, dict):
+            continue
+        main = stats.get("main_thread") or {}
+        runs[name[: -len(_KERNEL_SUFFIX)]].append(bool(main.get("block_size")))
+    return {name for name, split in runs.items() if sum(split) * 2 > len(split)}
+
+
 @dataclass(frozen=True)
 class OptimizedGraph:
     """The top-level structure of the graph onnxruntime ran (saved with

@@ -129,7 +129,8 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     # nodes as its measured time is. The target's own fusion policy is given beside it.
     groups = [[n for n in k.nodes if mapping.kernel_of.get(n) == k.name] for k in mapping.kernels if k.nodes]
     report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups,
-                         compute_dtypes=float_computed(analysis, mapping))
+                         compute_dtypes=float_computed(analysis, mapping),
+                         split=[n for k in mapping.kernels if k.split for n in k.nodes])
     by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
     predicted = split_kernel_times(report, weights)
     notes.append(f"predicted as onnxruntime ran the model: its {len(mapping.kernels)} kernels, each paying the launch cost "
@@ -150,7 +151,8 @@ _ADDED_KERNEL_CLASSES = {"ReorderInput": "transpose", "ReorderOutput": "transpos
 
 def unattributed_kernel_s(kernel, target: "Target") -> float:
     """The predicted seconds of a kernel onnxruntime added (no ONNX node: a layout reorder, a
-    transpose around an NHWC kernel, a copy of a shared DequantizeLinear): the launch cost, plus
+    transpose around an NHWC kernel, a copy of a shared DequantizeLinear): the launch cost (and
+    the target's split cost if onnxruntime split it over its threads), plus
     the roofline time of the bytes its profile event records (its inputs, its initializers and
     its output, on chip when they fit there, the initializers from DRAM) over the efficiency of
     its class (:data:`_ADDED_KERNEL_CLASSES`, else data movement); the launch cost alone when the
@@ -167,6 +169,8 @@ def unattributed_kernel_s(kernel, target: "Target") -> float:
     from ..roofline.placement import roofline
 
     launch = target.node_overhead_s.value if target.node_overhead_s else 0.0
+    if getattr(kernel, "split", False) and target.split_overhead_s:
+        launch += target.split_overhead_s.value
     if not kernel.sizes:
         return launch
     activations, parameters, output = kernel.sizes

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from ..core.enums import TextEnum
 from ..cost.records import NodeStatus
 from ..ops import OpTrait, traits_of
-from .ort_events import OptimizedGraph, kernel_medians, kernel_sizes, load_events
+from .ort_events import OptimizedGraph, kernel_medians, kernel_sizes, kernel_splits, load_events
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -69,6 +69,7 @@ class KernelTime:
     nodes: list[str] = field(default_factory=list)  # onnxroof nodes it covers; empty: unattributed
     shares: dict[str, float] = field(default_factory=dict)  # node -> seconds of this kernel
     sizes: tuple[int, int, int] | None = None  # (activation, parameter, output) bytes its profile event records
+    split: bool = False  # onnxruntime's intra-op pool split it over its threads (in most runs)
 
 
 @dataclass
@@ -116,10 +117,11 @@ def map_profile(events: Any, analysis: "Analysis", warmup: int = 0,
     places kernels with generated names (``SkipLayerNormalization_token_3``)."""
     loaded = load_events(events)
     medians, runs, wall = kernel_medians(loaded, warmup)
-    sizes = kernel_sizes(loaded)
+    sizes, split = kernel_sizes(loaded), kernel_splits(loaded)
     records = {r.name: r for r in analysis.nodes}
     tensors = analysis.tensors
-    kernels = [KernelTime(name, op, seconds, sizes=sizes.get(name)) for name, (op, seconds) in medians.items()]
+    kernels = [KernelTime(name, op, seconds, sizes=sizes.get(name), split=name in split)
+               for name, (op, seconds) in medians.items()]
     owner: dict[str, KernelTime] = {}  # node -> kernel covering it
     named: dict[str, KernelTime] = {}  # node -> the kernel that carries its name
     for kernel in kernels:

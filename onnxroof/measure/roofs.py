@@ -107,12 +107,6 @@ class Calibration:
     efficiency_on_roof: dict[str, dict[str, list[achieved.Case]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def kernel_overhead_s(self) -> float | None:
-        """The cost per kernel the target carries: the launch, plus the hand-off on several threads."""
-        if self.launch_overhead_s is None:
-            return None
-        return self.launch_overhead_s + (self.handoff_s or 0.0)
-
     def peak(self, dtype: str) -> MatmulPoint | None:
         points = [p for p in self.matmul if p.dtype == dtype]
         return max(points, key=lambda p: p.rate.per_second) if points else None
@@ -157,6 +151,7 @@ def measured_roofs(calibration: Calibration, name: str = "this-machine") -> Targ
         dram_bytes_per_s=measured(calibration.dram_bytes_per_s()),
         onchip_bytes=measured(levels.onchip_bytes) if onchip and levels.onchip_bytes else None,
         onchip_bytes_per_s=measured(levels.onchip_bytes_per_s) if onchip and levels.onchip_bytes_per_s else None,
-        node_overhead_s=measured(calibration.kernel_overhead_s()) if calibration.launch_overhead_s else None,
+        node_overhead_s=measured(calibration.launch_overhead_s) if calibration.launch_overhead_s else None,
+        split_overhead_s=measured(calibration.handoff_s) if calibration.handoff_s else None,
         weights_resident=bool(levels.onchip_bytes),
     )

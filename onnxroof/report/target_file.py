@@ -114,20 +114,25 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                            "the fp32 roof)"),
         ]
     if c.launch_overhead_s:
-        launch_text = (f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
-                       f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, fastest of batches "
-                       "of 50 runs (onnxruntime's profiler adds several µs to each small kernel it times)")
-        if c.handoff_s is not None:
-            cases = ", ".join(f"{label} (1 thread {one * 1e6:.3g} µs, {c.threads} threads {many * 1e6:.3g} µs)"
-                              for label, one, many in c.handoff_cases)
-            launch_text += (f", {c.launch_overhead_s * 1e6:.3g} µs; plus the hand-off of a kernel onnxruntime's intra-op "
-                            f"pool splits over the {c.threads} threads (such an Add never leaves the calling thread), "
-                            f"{c.handoff_s * 1e6:.3g} µs: the median over {cases} of the time on {c.threads} threads less "
-                            f"the launch and less the one-thread work over {c.threads}")
         lines += [
             "",
             "[node_overhead_s]",
-            *_figure_lines(c.kernel_overhead_s(), launch_text),
+            *_figure_lines(c.launch_overhead_s,
+                           f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
+                           f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, fastest of batches "
+                           "of 50 runs (onnxruntime's profiler adds several µs to each small kernel it times)"),
+        ]
+    if c.handoff_s is not None:
+        cases = ", ".join(f"{label} (1 thread {one * 1e6:.3g} µs, {c.threads} threads {many * 1e6:.3g} µs)"
+                          for label, one, many in c.handoff_cases)
+        lines += [
+            "",
+            "[split_overhead_s]",
+            *_figure_lines(c.handoff_s,
+                           f"{where}: what a kernel onnxruntime's intra-op pool splits over the {c.threads} threads "
+                           f"costs beyond the launch and its share of the work (the 16-float Add of the launch never "
+                           f"leaves the calling thread): the median over {cases} of the time on {c.threads} threads less "
+                           f"the launch and less the one-thread time beyond the launch over {c.threads}"),
         ]
     if levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes:
         lo, hi = levels.onchip_sizes

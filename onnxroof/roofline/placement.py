@@ -24,7 +24,7 @@ from ..core.enums import TextEnum
 from ..cost.records import NodeStatus
 from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
 from ..memory.spill import spill_plan
-from .targets import LatencyKind, Target
+from .targets import SPLIT_MACS, LatencyKind, Target
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
@@ -198,7 +198,7 @@ class TargetReport:
 def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
                 batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True,
                 groups: Iterable[Iterable[str]] | None = None,
-                compute_dtypes: Mapping[str, str] | None = None) -> TargetReport:
+                compute_dtypes: Mapping[str, str] | None = None, split: Iterable[str] | None = None) -> TargetReport:
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
     none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
@@ -209,7 +209,9 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     runtime launched); then every kernel pays the launch cost, views and shape arithmetic
     included, since the runtime launched it. ``compute_dtypes`` (node name -> element type) says
     which nodes the runtime computed in another type than onnxroof reads (a QDQ convolution it left
-    in float32): they run on that type's roof."""
+    in float32): they run on that type's roof. ``split`` names the nodes whose kernels the runtime
+    split over its threads (from its profile), which pay the target's ``split_overhead_s`` on top
+    of the launch; without it, the kernels the rules say split (:func:`splits_by_rule`) pay it."""
     rules = ("runtime",) if groups is not None else tuple(target.fusion if fusion is None else fusion)
     tensors = graph.tensors
     inputs, outputs = set(graph.inputs), set(graph.outputs)
@@ -219,6 +221,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
     kernels = group(graph, groups) if groups is not None else fuse(graph, rules)
+    split_nodes = set(split) if split is not None else None
     cached: set[int] = set()  # kernels (by position) whose parameters stay on chip between runs
     if keeps_activations and target.weights_resident:
         cached = _cached_kernels(kernels, onchip_capacity - memory.model_order.peak_bytes)
@@ -273,6 +276,9 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         # views, folded constants and shape arithmetic launch nothing on the device
         works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members))
         launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0
+        if target.split_overhead_s and works and overhead and (
+                any(m.name in split_nodes for m in members) if split_nodes is not None else splits_by_rule(members)):
+            launch_s += target.split_overhead_s.value
         kernel_class = efficiency_class(members)
         shape = work_shape(members)
         efficiency = target.efficiency_of(kernel_class, roof, shape.cols if shape else None) if overhead else 1.0
@@ -293,6 +299,19 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     return report
+
+
+def splits_by_rule(members: Iterable) -> bool:
+    """Whether a CPU runtime splits this kernel over two threads, by the rule onnxroof knows:
+    onnxruntime's MLAS splits a convolution or matmul of at least ``targets.SPLIT_MACS``
+    multiply-adds (elementwise and normalization kernels split by a cost model of their own,
+    which only a profile shows).
+
+    >>> from types import SimpleNamespace as S
+    >>> splits_by_rule([S(macs=48 ** 3, view=False)]), splits_by_rule([S(macs=32 ** 3, view=False)])
+    (True, False)
+    """
+    return any(m.macs >= SPLIT_MACS for m in members if not m.view)
 
 
 def _ran_constant_bytes(members: list, tensors: dict) -> tuple[int, int]:

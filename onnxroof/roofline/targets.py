@@ -9,7 +9,12 @@ from (for an estimate, the arithmetic). Required: ``name``, ``description``,
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
 ``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
 ``power_w``, ``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel
-launch; added to every kernel's roofline time), ``[fusion]`` (``rules``: the rule sets of
+launch; added to every kernel's roofline time), ``split_overhead_s`` (what a kernel costs on top
+of ``node_overhead_s`` when the runtime splits it over several threads: a CPU runtime's intra-op
+pool hands each thread its share and waits for them all; added to the kernels an onnxruntime
+profile shows split, and by the rules to the convolutions and matmuls of at least
+``SPLIT_MACS`` multiply-adds, the work below which onnxruntime's MLAS keeps a product on one
+thread; absent: 0), ``[fusion]`` (``rules``: the rule sets of
 ``FUSION_RULES`` the target's runtime fuses, ``[]`` for none; ``source``: why; absent:
 no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of the roofline a kernel
 of that class achieves on the target's runtime, in (0, 1], one of ``EFFICIENCY_CLASSES``; a
@@ -91,6 +96,11 @@ FUSION_RULES = {
                  "through the transposes that split the heads and writing through the one that merges them",
 }
 
+# onnxruntime's MLAS gives a GEMM or convolution one more thread per 65,536 multiply-adds
+# (MLAS_SGEMM_THREAD_COMPLEXITY, onnxruntime/core/mlas/lib/mlasi.h; the same for QGEMM): from
+# this many a product is split over two threads and pays the target's split_overhead_s
+SPLIT_MACS = 65_536
+
 # The kernel classes a target's [efficiency] may name; kernels.efficiency_class assigns them.
 # 32 multiply-adds per output element: a 3x3 depthwise conv has 9, a 3-channel 3x3 conv 27, a
 # dense 3x3 conv over 16 channels 144; below it a kernel reuses too little of what it loads to
@@ -160,6 +170,7 @@ class Target:
     clock_hz: Figure | None = None
     power_w: Figure | None = None
     node_overhead_s: Figure | None = None
+    split_overhead_s: Figure | None = None  # on top of node_overhead_s for a kernel split over the threads
     fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
     fusion_source: str = ""
     efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
@@ -309,6 +320,7 @@ def parse_target(path: Path) -> Target:
         clock_hz=_figure(data, "clock_hz", "clock_hz", where, required=False),
         power_w=_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
+        split_overhead_s=_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
         **_efficiency(data, where),
         parallel=_parallel(data, where),
         error_band=_error_band(data, where),

@@ -135,6 +135,13 @@ def test_a_kernel_onnxruntime_added_is_costed_from_the_bytes_its_profile_records
     # ns over 0.25 = 81.92 ns, plus the launch
     assert unattributed_kernel_s(KernelTime("x", "Reshape", 1e-6), target) == pytest.approx(1e-6)
     assert unattributed_kernel_s(KernelTime("r", "Reshape", 1e-6, sizes=(1024, 0, 1024)), target) == pytest.approx(1.08192e-6)
+    # split over the threads by onnxruntime: 2.5 µs more on a target that says so
+    from dataclasses import replace
+
+    two = replace(target, split_overhead_s=f(2.5e-6))
+    split = KernelTime("ReorderOutput", "ReorderOutput", 9e-6, sizes=(131072, 0, 131072), split=True)
+    assert unattributed_kernel_s(split, two) == pytest.approx(8.74288e-6)
+    assert unattributed_kernel_s(reorder, two) == pytest.approx(6.24288e-6)
     # the sizes are read off the kernel's profile event
     events = [{"cat": "Node", "name": "ReorderOutput_kernel_time", "ts": 1, "dur": 9,
                "args": {"activation_size": "131072", "parameter_size": "0", "output_size": "131072"}},

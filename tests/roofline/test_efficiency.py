@@ -395,25 +395,92 @@ def test_the_hand_off_is_the_median_cost_of_split_kernels_beyond_launch_and_work
     assert achieved.handoff_seconds(one_s=10.36e-6, many_s=5.0e-6, launch_s=0.36e-6, threads=2) == 0.0
 
 
-def test_on_two_threads_the_cost_per_kernel_is_the_launch_and_the_hand_off(tmp_path):
-    # launch 0.4 µs (the 16-float Add slope) + hand-off 2.2 µs = 2.6 µs per kernel
+def test_on_two_threads_the_hand_off_is_written_beside_the_launch(tmp_path):
+    # launch 0.4 µs (the 16-float Add slope), hand-off 2.2 µs: two figures, node_overhead_s for
+    # every kernel and split_overhead_s for a kernel the pool splits
     result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=2, load_average=None,
                          numpy_version="2", blas="OpenBLAS", matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
                          stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
                          launch_overhead_s=0.4e-6, handoff_s=2.2e-6,
                          handoff_cases=[("MatMul 96x96 by 96x96", 12.36e-6, 8.56e-6)])
-    assert result.kernel_overhead_s() == pytest.approx(2.6e-6)
     path = tmp_path / "two.toml"
     path.write_text(render_target(result, "two"), encoding="utf-8")
-    figure_ = parse_target(path).node_overhead_s
-    assert figure_.value == pytest.approx(2.6e-6) and figure_.tag == "measured"
-    assert "0.4 µs; plus the hand-off" in figure_.source and "2.2 µs" in figure_.source
+    target = parse_target(path)
+    assert target.node_overhead_s.value == pytest.approx(0.4e-6)
+    figure_ = target.split_overhead_s
+    assert figure_.value == pytest.approx(2.2e-6) and figure_.tag == "measured"
     assert "MatMul 96x96 by 96x96 (1 thread 12.4 µs, 2 threads 8.56 µs)" in figure_.source
     from onnxroof.measure.roofs import measured_roofs
 
-    assert measured_roofs(result).node_overhead_s.value == pytest.approx(2.6e-6)
-    # one thread: no hand-off, the launch alone
+    roofs = measured_roofs(result)
+    assert roofs.node_overhead_s.value == pytest.approx(0.4e-6) and roofs.split_overhead_s.value == pytest.approx(2.2e-6)
+    # one thread: no hand-off measured, no figure
     result.threads, result.handoff_s, result.handoff_cases = 1, None, []
-    assert result.kernel_overhead_s() == pytest.approx(0.4e-6)
     path.write_text(render_target(result, "two"), encoding="utf-8")
-    assert parse_target(path).node_overhead_s.value == pytest.approx(0.4e-6)
+    assert parse_target(path).split_overhead_s is None
+
+
+def split_target(tmp_path, name: str = "split") -> str:
+    """1 TFLOP/s fp32, 1 TB/s DRAM, 10 GB/s on chip; 1 µs per kernel and 3 µs more when split."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
+                                 "onchip.size_bytes": 1 << 30, "onchip.bandwidth_bytes_per_s": 1e10,
+                                 "node_overhead_s": 1e-6, "split_overhead_s": 3e-6}))
+    return str(path)
+
+
+def test_a_product_of_65536_multiply_adds_or_more_pays_the_split_cost_and_a_small_one_does_not(tmp_path):
+    # 1 x 64 by 64 x 1024: 65,536 MACs, MLAS's one thread's worth: split over two. Its bytes:
+    # 262,144 B of weights + 256 B in + 4,096 B out = 266,496 B on chip at 10 GB/s = 26.6496 µs,
+    # plus 1 µs launch and 3 µs split = 30.6496 µs. 1 x 64 by 64 x 100 (6,400 MACs): 26,256 B =
+    # 2.6256 µs plus the launch alone = 3.6256 µs
+    path = split_target(tmp_path)
+    wide = analyze(gemv_model(1024), targets=[path]).targets[0].nodes[0].placement
+    assert wide.time_s == pytest.approx(30.6496e-6) and wide.overhead_s == pytest.approx(4e-6)
+    narrow = analyze(gemv_model(100), targets=[path]).targets[0].nodes[0].placement
+    assert narrow.time_s == pytest.approx(3.6256e-6)
+
+
+def test_a_profile_says_which_kernels_were_split(tmp_path):
+    # the same 6,400-MAC product, said split by the runtime's profile: 2.6256 + 1 + 3 = 6.6256 µs;
+    # the 65,536-MAC one said not split: 26.6496 + 1 = 27.6496 µs
+    from onnxroof.roofline.placement import place_model
+
+    path = split_target(tmp_path)
+    for columns, split, expected in ((100, ["proj"], 6.6256e-6), (1024, [], 27.6496e-6)):
+        analysis = analyze(gemv_model(columns), targets=[path])
+        report = place_model(analysis.cost_graph, analysis.memory, analysis.targets[0].target, groups=[["proj"]],
+                             split=split)
+        assert report.nodes[0].placement.time_s == pytest.approx(expected)
+
+
+def test_a_case_that_splits_is_measured_beyond_the_launch_and_the_split(monkeypatch, tmp_path):
+    # MatMul 128x256 by 256x256 has 8,388,608 MACs: split. Measured 10 µs, roofline 4.5 µs, launch
+    # 0.5 µs, split 3 µs: 4.5 / (10 - 0.5 - 3) = 0.6923; a 16 Ki-float Add is never split:
+    # 4.5 / (10 - 0.5) = 0.4737
+    assert achieved.case_macs("MatMul", (128, 256), {}) == 8_388_608
+    target = parse_target(__import__("pathlib").Path(split_target(tmp_path)))
+    monkeypatch.setattr(achieved, "onnxruntime_available", lambda: True)
+    monkeypatch.setattr(achieved, "chain_slope_s", lambda *args, **kwargs: 10e-6)
+    monkeypatch.setattr(achieved, "roof_slope_s", lambda *args, **kwargs: 4.5e-6)
+    monkeypatch.setattr(achieved, "gemv_slope_s", lambda *args, **kwargs: 10e-6)
+    monkeypatch.setattr(achieved, "gemv_roof_s", lambda *args, **kwargs: 4.5e-6)
+    found = achieved.measure_efficiency(target, 0.5e-6, budget_s=0.01)
+    assert found["gemm"][0].fraction == pytest.approx(4.5 / 6.5)
+    assert found["elementwise"][0].fraction == pytest.approx(4.5 / 9.5)
+    # gemv: 1 x 32,768 by 32,768 x 10 = 327,680 MACs, split
+    assert found["gemv"][0].fraction == pytest.approx(4.5 / 6.5)
+
+
+def test_the_profile_s_thread_stats_say_which_kernels_were_split():
+    from onnxroof.measure.ort_events import kernel_splits
+
+    def event(name, blocks):
+        stats = {"main_thread": {"block_size": blocks, "Run": 33}, "sub_threads": {}}
+        return {"cat": "Node", "name": f"{name}_kernel_time", "ts": 0, "dur": 1, "args": {"thread_scheduling_stats": stats}}
+
+    # big: split in 2 of 3 runs; small: never; odd: in 1 of 2 (not most); one: no stats (one thread)
+    events = [event("big", [1]), event("big", [1]), event("big", []), event("small", []), event("small", []),
+              event("odd", [1]), event("odd", []),
+              {"cat": "Node", "name": "one_kernel_time", "ts": 0, "dur": 1, "args": {"thread_scheduling_stats": ""}}]
+    assert kernel_splits(events) == {"big"}

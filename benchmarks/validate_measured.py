@@ -210,7 +210,8 @@ def calibration_text(t) -> str:
             + f"DRAM {t.dram_bytes_per_s.value / 1e9:.1f} GB/s, "
             + (f"on chip {t.onchip_bytes.value / 2**20:.2f} MiB at {t.onchip_bytes_per_s.value / 1e9:.0f} GB/s, "
                if t.onchip_bytes and t.onchip_bytes_per_s else "")
-            + (f"{t.node_overhead_s.value * 1e6:.2f} µs per kernel, " if t.node_overhead_s else ""))
+            + (f"{t.node_overhead_s.value * 1e6:.2f} µs per kernel, " if t.node_overhead_s else "")
+            + (f"{t.split_overhead_s.value * 1e6:.2f} µs more when split over the threads, " if t.split_overhead_s else ""))
     parts = []
     for name, figure in t.efficiency.items():
         part = f"{name} {figure.value:.2f}"

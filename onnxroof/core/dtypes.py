@@ -26,3 +26,12 @@ def dtype_bits(elem_type: int) -> int:
 def tensor_bytes(elements: int, elem_type: int) -> int:
     """Bytes to store ``elements`` of ``elem_type``, rounding packed sub-byte types up."""
     return (elements * dtype_bits(elem_type) + 7) // 8
+
+
+def bits_of(name: str) -> int:
+    """Bits per element of a type by its short name ("float32" -> 32); 0 when unknown.
+
+    >>> bits_of("float32"), bits_of("int4"), bits_of("tensor")
+    (32, 4, 0)
+    """
+    return next((bits for known, bits in _DTYPES.values() if known == name), 0)

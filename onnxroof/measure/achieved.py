@@ -11,6 +11,10 @@ several µs to each small kernel).
 
 - **Launch** (:func:`measure_launch_overhead`): Adds on a 16-float tensor, where the work is
   nothing; the slope is what onnxruntime spends per kernel (dispatch, bookkeeping).
+- **Hand-off** (:func:`measure_handoff`, on two threads or more): such an Add never leaves the
+  calling thread, but a kernel the intra-op pool splits waits for the other threads to take
+  their share and finish; small MatMuls and a small Conv, each on one thread and on all, give
+  that cost beyond the launch and the split work (:func:`handoff_seconds`).
 - **Copy bandwidth** (:func:`measure_copy_bandwidth`): Muls by a scalar on a tensor far larger
   than the last-level cache: each reads and writes the tensor once, 2 x 4 B per element.
 - **Efficiency** (:func:`measure_efficiency`): for each class, ops of the sizes in
@@ -33,6 +37,8 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from ..roofline.targets import SPLIT_MACS
+
 if TYPE_CHECKING:
     from ..roofline.targets import Target
 
@@ -44,9 +50,6 @@ CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
     "gemm": (("MatMul 128x256 by 256x256", "MatMul", (128, 256), {}),
              ("MatMul 128x512 by 512x512", "MatMul", (128, 512), {}),
              ("Conv 3x3, 64 channels, 28x28", "Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})),
-    "gemv": (("MatMul 1x256 by 256x256", "MatMul", (1, 256), {}),
-             ("MatMul 2x384 by 384x384", "MatMul", (2, 384), {}),
-             ("MatMul 1x1024 by 1024x1024", "MatMul", (1, 1024), {})),
     "depthwise": (("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
                   ("depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28), {"pads": [1, 1, 1, 1], "group": 128}),
                   ("depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1], "group": 512})),
@@ -64,9 +67,54 @@ CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
                   ("Transpose 256x1024", "Transpose", (256, 1024), {"perm": [1, 0]}),
                   ("Transpose 512x512", "Transpose", (512, 512), {"perm": [1, 0]})),
 }
+# gemv: (label, rows, depth, columns) of matrix-vector products, from 10 columns (ShallowNet's
+# 32,768 x 10 Dense) to 1,024, each measured as a model runs it: weights that fit on chip stay in
+# cache from one run to the next, larger ones come from DRAM (:func:`gemv_slope_s`)
+GEMV_CASES: tuple[tuple[str, int, int, int], ...] = (
+    ("MatMul 1x32768 by 32768x10", 1, 32768, 10),
+    ("MatMul 1x4096 by 4096x32", 1, 4096, 32),
+    ("MatMul 1x1024 by 1024x128", 1, 1024, 128),
+    ("MatMul 2x384 by 384x384", 2, 384, 384),
+    ("MatMul 1x512 by 512x512", 1, 512, 512),
+    ("MatMul 1x1024 by 1024x1024", 1, 1024, 1024),
+)
+# ops small enough that the per-kernel costs show, large enough that onnxruntime's intra-op pool
+# splits them over two threads (on the machine this was written on: from MatMul 48x48 and a
+# 256-row Softmax up; an Add of up to 64 Ki floats stays on one thread)
+HANDOFF_CASES: tuple[tuple[str, str, tuple[int, ...], dict], ...] = (
+    ("MatMul 64x64 by 64x64", "MatMul", (64, 64), {}),
+    ("MatMul 96x96 by 96x96", "MatMul", (96, 96), {}),
+    ("Conv 3x3, 16 channels, 16x16", "Conv", (1, 16, 16, 16), {"pads": [1, 1, 1, 1]}),
+)
 SIZES_IN_ORDER = ("gemm", "gemv", "depthwise", "elementwise", "reduction", "data_movement", "transpose")
+# class -> roof -> sizes of the class's ops as a quantized model runs them: QDQ chains (int8
+# activations and weights, per-tensor scales, as onnxruntime's static quantizer writes them),
+# which onnxruntime turns into its integer kernels (QLinearConv, QLinearMatMul)
+ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]]] = {
+    "gemm": {"int8": (("QDQ Conv 3x3, 64 channels, 56x56", "Conv", (1, 64, 56, 56), {"pads": [1, 1, 1, 1]}),
+                      ("QDQ Conv 1x1, 256 channels, 28x28", "Conv", (1, 256, 28, 28), {"kernel": 1}),
+                      ("QDQ MatMul 128x512 by 512x512", "MatMul", (128, 512), {}))},
+}
 
 Timer = Callable[[], float]
+
+
+def case_macs(op: str, shape: tuple[int, ...], attributes: dict) -> int:
+    """Multiply-adds of one op of a chain (:func:`chain_model`, :func:`qdq_chain_model`): a MatMul
+    by its square weight, a Conv 3x3 (or ``kernel``) keeping its channels (grouped: ``group``); 0
+    for the other ops.
+
+    >>> case_macs("MatMul", (128, 256), {}), case_macs("Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})
+    (8388608, 28901376)
+    >>> case_macs("Conv", (1, 32, 112, 112), {"group": 32}), case_macs("Add", (16,), {})
+    (3612672, 0)
+    """
+    if op == "MatMul":
+        return math.prod(shape) * shape[-1]
+    if op == "Conv":
+        size = attributes.get("kernel", 3)
+        return math.prod(shape) * shape[1] // attributes.get("group", 1) * size * size
+    return 0
 
 
 def per_kernel_seconds(one_s: float, many_s: float, kernels: int = CHAIN) -> float:
@@ -108,6 +156,8 @@ class Case:
     measured_s: float  # one op (the slope)
     roof_s: float  # one op on the measured roofs
     fraction: float
+    columns: int | None = None  # a matmul's output columns, where the class's figure depends on them (gemv)
+    cached: bool | None = None  # whether its weights stayed on chip (gemv), None: not a question
 
 
 # --- the chains --------------------------------------------------------------------------------
@@ -155,6 +205,128 @@ def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
+def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
+    """``length`` ``op`` nodes (Conv or MatMul) in a chain as a statically quantized model has them:
+    the float input quantized once, then per link DequantizeLinear of the int8 weights and of the
+    int8 activation, the op, QuantizeLinear of its output (int8, per-tensor scales, zero points 0);
+    the last link's output dequantized. onnxruntime runs each link as one integer kernel."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    initializers = [numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
+                    numpy_helper.from_array(np.array(0, np.int8), "zero")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q_x"], name="quantize_x")]
+    previous = "q_x"
+    options = {key: value for key, value in attributes.items() if key != "kernel"}
+    for index in range(length):
+        if op == "Conv":
+            size = attributes.get("kernel", 3)
+            weight = rng.integers(-127, 128, (shape[1], shape[1], size, size), dtype=np.int8)
+        else:
+            weight = rng.integers(-127, 128, (shape[-1], shape[-1]), dtype=np.int8)
+        initializers += [numpy_helper.from_array(weight, f"w{index}"),
+                         numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale")]
+        nodes += [helper.make_node("DequantizeLinear", [f"w{index}", f"w{index}_scale", "zero"], [f"dq_w{index}"],
+                                   name=f"dequantize_w{index}"),
+                  helper.make_node("DequantizeLinear", [previous, "scale", "zero"], [f"dq_a{index}"],
+                                   name=f"dequantize_a{index}"),
+                  helper.make_node(op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}",
+                                   **options),
+                  helper.make_node("QuantizeLinear", [f"f{index}", "scale", "zero"], [f"q{index}"],
+                                   name=f"quantize_{index}")]
+        previous = f"q{index}"
+    nodes.append(helper.make_node("DequantizeLinear", [previous, "scale", "zero"], ["y"], name="dequantize_y"))
+    graph = helper.make_graph(nodes, f"qdq-{op.lower()}-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def fan_model(rows: int, depth: int, columns: int, length: int, shared: bool = False):
+    """``length`` MatMuls of one ``rows`` x ``depth`` input by ``depth`` x ``columns`` weights
+    (one weight for all of them if ``shared``, else each its own), their outputs summed into one
+    (a Sum of ``length`` small inputs, so that the run returns one output whatever the length)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    initializers, nodes = [], []
+    for index in range(length):
+        weight = "w0" if shared else f"w{index}"
+        if index == 0 or not shared:
+            initializers.append(numpy_helper.from_array(
+                (rng.standard_normal((depth, columns)) * 0.01).astype(np.float32), weight))
+        nodes.append(helper.make_node("MatMul", ["x", weight], [f"p{index}"], name=f"matmul_{index}"))
+    nodes.append(helper.make_node("Sum", [f"p{index}" for index in range(length)], ["y"], name="sum"))
+    graph = helper.make_graph(nodes, "gemv-fan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, depth))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (rows, columns))], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def gemv_fits(rows: int, depth: int, columns: int, target: "Target") -> bool:
+    """Whether a gemv's weights, input and output (float32) fit in ``target``'s on-chip memory,
+    and it keeps weights there between runs: then its weights come from cache, as the placement
+    reads a model's whose parameters fit."""
+    size = 4 * (depth * columns + rows * (depth + columns))
+    return bool(target.weights_resident and target.onchip_bytes and size <= target.onchip_bytes.value)
+
+
+def gemv_roof_s(rows: int, depth: int, columns: int, target: "Target") -> float:
+    """The roofline seconds of one ``rows`` x ``depth`` by ``depth`` x ``columns`` float32 matmul
+    inside a model on ``target``: 2 rows depth columns FLOPs; its weights, input and output on chip
+    (when the target gives on-chip memory), the weights also from DRAM unless they fit
+    (:func:`gemv_fits`). No efficiency, no launch cost.
+
+    >>> from onnxroof.roofline.targets import Figure, Target
+    >>> t = Target("t", "", "", {"fp32": Figure(1e11, "measured", "x")}, Figure(1e10, "measured", "x"),
+    ...            onchip_bytes=Figure(2**21, "measured", "x"), onchip_bytes_per_s=Figure(1e11, "measured", "x"),
+    ...            weights_resident=True)
+    >>> round(gemv_roof_s(1, 512, 512, t) * 1e6, 4)  # on chip: 4 x (262,144 + 1,024) B at 100 GB/s
+    10.5267
+    >>> round(gemv_roof_s(1, 1024, 1024, t) * 1e6, 4)  # 4 MiB does not fit: 4,194,304 B from DRAM at 10 GB/s
+    419.4304
+    """
+    from ..roofline.placement import roofline
+
+    weights, activations = 4 * depth * columns, 4 * rows * (depth + columns)
+    onchip = weights + activations if target.onchip_bytes_per_s else 0
+    dram = 0 if gemv_fits(rows, depth, columns, target) else weights + (0 if onchip else activations)
+    _, peak = target.roof("float32")
+    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    return roofline(2 * rows * depth * columns, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw).time_s
+
+
+def gemv_slope_s(rows: int, depth: int, columns: int, threads: int | None, budget_s: float, cached: bool,
+                 length: int = CHAIN) -> float:
+    """onnxruntime's seconds for one gemv (no profiler), as a model runs it. ``cached``: a model of
+    one gemv (its output through a one-input Sum) against a model of one Add on 16 floats, both
+    run over and over: the weights are read once per run and kept in cache from one run to the
+    next, as far as the runtime's own traffic between runs lets them stay; the difference is the
+    gemv's time with one launch (the Sum's). Else the slope over fans of 1 and ``length`` gemvs on
+    weights of their own, which come from DRAM."""
+    feeds = {"x": np.random.default_rng(1).standard_normal((rows, depth)).astype(np.float32)}
+    if cached:
+        gemv = fastest_run_s(_session(fan_model(rows, depth, columns, 1, False), threads, True), feeds, budget_s / 2)
+        empty = fastest_run_s(_session(chain_model("Add", (16,), {}, 1), threads, False),
+                              {"x": np.ones(16, np.float32)}, budget_s / 2)
+        return max(gemv - empty, 0.0)
+    one, many = (fastest_run_s(_session(fan_model(rows, depth, columns, n, False), threads, True), feeds, budget_s / 2)
+                 for n in (1, length))
+    return per_kernel_seconds(one, many, length)
+
+
+def gemv_points(cases: list[Case]) -> tuple[tuple[int, float], ...]:
+    """The ``by_columns`` points of a class's cases: per output-column count, the geometric mean
+    of its cases' fractions, columns increasing.
+
+    >>> gemv_points([Case("a", 1, 1, 0.2, 10), Case("b", 1, 1, 0.8, 512), Case("c", 1, 1, 0.5, 10)])
+    ((10, 0.3162), (512, 0.8))
+    """
+    by_columns: dict[int, list[float]] = {}
+    for case in cases:
+        if case.columns:
+            by_columns.setdefault(case.columns, []).append(case.fraction)
+    return tuple((columns, round(class_efficiency(fractions), 4)) for columns, fractions in sorted(by_columns.items()))
+
+
 def _session(model, threads: int | None, optimize: bool):
     import onnxruntime as ort
 
@@ -187,25 +359,27 @@ def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.per
 
 
 def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: int | None, budget_s: float,
-                  length: int = CHAIN) -> float:
-    """onnxruntime's seconds for one more ``op`` in a chain (no profiler)."""
+                  length: int = CHAIN, builder: Callable = chain_model) -> float:
+    """onnxruntime's seconds for one more ``op`` in a chain (no profiler); ``builder`` makes the
+    chain (:func:`chain_model`, or :func:`qdq_chain_model` for the quantized one)."""
     feeds = {"x": np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
     optimize = op in ("MatMul", "Conv")
-    one, many = (fastest_run_s(_session(chain_model(op, shape, attributes, n), threads, optimize), feeds, budget_s / 2)
+    one, many = (fastest_run_s(_session(builder(op, shape, attributes, n), threads, optimize), feeds, budget_s / 2)
                  for n in (1, length))
     return per_kernel_seconds(one, many, length)
 
 
-def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN) -> float:
+def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN,
+                 builder: Callable = chain_model, fusion: str = "none") -> float:
     """onnxroof's roofline seconds for one more ``op`` in the same chain on ``target`` (one kernel
-    per node, no launch cost, peak figures)."""
+    per node unless ``fusion`` says otherwise, no launch cost, peak figures)."""
     from ..options import AnalysisOptions
     from ..pipeline import analyze
 
-    at_the_roof = AnalysisOptions(targets=(target,), fusion="none", overhead=False)
+    at_the_roof = AnalysisOptions(targets=(target,), fusion=fusion, overhead=False)
 
     def latency(n: int) -> float:
-        return analyze(chain_model(op, shape, attributes, n), options=at_the_roof).targets[0].latency_s
+        return analyze(builder(op, shape, attributes, n), options=at_the_roof).targets[0].latency_s
 
     return per_kernel_seconds(latency(1), latency(length), length)
 
@@ -229,6 +403,32 @@ def measure_launch_overhead(budget_s: float, threads: int | None = None) -> floa
     return chain_slope_s("Add", (16,), {}, threads, budget_s, length=LAUNCH_CHAIN)
 
 
+def handoff_seconds(one_s: float, many_s: float, launch_s: float, threads: int) -> float:
+    """What a kernel that the intra-op pool splits over ``threads`` costs beyond the launch and
+    its share of the work: its time on ``threads`` threads (``many_s``) less the launch and less
+    its work on one thread (``one_s`` less the launch) over ``threads``; at least 0.
+
+    >>> round(handoff_seconds(one_s=12.36e-6, many_s=8.56e-6, launch_s=0.36e-6, threads=2) * 1e6, 6)
+    2.2
+    """
+    return max(0.0, many_s - launch_s - (one_s - launch_s) / threads)
+
+
+def measure_handoff(launch_s: float, threads: int, budget_s: float) -> tuple[float, list[tuple[str, float, float]]] | None:
+    """The hand-off cost of a kernel onnxruntime's intra-op thread pool splits over ``threads``
+    (> 1) threads: the median over :data:`HANDOFF_CASES` of :func:`handoff_seconds` from each op's
+    chain slope on one thread and on ``threads``; with it, (label, one-thread slope, slope) per
+    case. A 16-float Add, the launch measurement, is never split: it cannot see this cost. None
+    without onnxruntime."""
+    if not onnxruntime_available():
+        return None
+    per_slope = budget_s / (2 * len(HANDOFF_CASES))
+    found = [(label, chain_slope_s(op, shape, attributes, 1, per_slope),
+              chain_slope_s(op, shape, attributes, threads, per_slope)) for label, op, shape, attributes in HANDOFF_CASES]
+    costs = sorted(handoff_seconds(one, many, launch_s, threads) for _, one, many in found)
+    return costs[len(costs) // 2], found
+
+
 def measure_copy_bandwidth(budget_s: float, threads: int | None = None) -> float | None:
     """Bytes per second onnxruntime's elementwise kernel streams from DRAM: a Mul by a scalar over
     :data:`COPY_ELEMENTS` floats reads and writes each once (8 B per element); None without
@@ -245,13 +445,52 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
     if not onnxruntime_available():
         return {}
     say = progress or (lambda text: None)
-    per_case = budget_s / sum(len(cases) for cases in CASES.values())
+    split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
+    per_case = budget_s / (sum(len(cases) for cases in CASES.values()) + len(GEMV_CASES))
     found: dict[str, list[Case]] = {}
     for kernel_class in SIZES_IN_ORDER:
+        if kernel_class == "gemv":
+            for label, rows, depth, columns in GEMV_CASES:
+                cached = gemv_fits(rows, depth, columns, target)
+                measured = gemv_slope_s(rows, depth, columns, threads, per_case, cached)
+                roof = gemv_roof_s(rows, depth, columns, target)
+                fixed = launch_s + (split_s if rows * depth * columns >= SPLIT_MACS else 0.0)
+                case = Case(label, measured, roof, efficiency(roof, measured, fixed), columns, cached)
+                found.setdefault(kernel_class, []).append(case)
+                say(f"{kernel_class:13} {label + (' (cached)' if cached else ' (DRAM)'):44} {measured * 1e6:9.2f} µs, "
+                    f"roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
+            continue
         for label, op, shape, attributes in CASES[kernel_class]:
             measured = chain_slope_s(op, shape, attributes, threads, per_case)
             roof = roof_slope_s(op, shape, attributes, target)
-            case = Case(label, measured, roof, efficiency(roof, measured, launch_s))
+            fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
+            case = Case(label, measured, roof, efficiency(roof, measured, fixed))
             found.setdefault(kernel_class, []).append(case)
             say(f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
+    return found
+
+
+def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, threads: int | None = None,
+                            progress: Callable[[str], None] | None = None) -> dict[str, dict[str, list[Case]]]:
+    """Per class and roof of :data:`ROOF_CASES` that ``target`` has, each size measured against its
+    roofline as :func:`measure_efficiency` does, the quantized chain's links each one kernel
+    (a convolution or matmul with the quantize and dequantize after it, as onnxruntime fuses
+    them); {} without onnxruntime."""
+    if not onnxruntime_available():
+        return {}
+    say = progress or (lambda text: None)
+    split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
+    wanted = [(kernel_class, roof, cases) for kernel_class, by_roof in ROOF_CASES.items()
+              for roof, cases in by_roof.items() if roof in target.peak_ops_per_s]
+    per_case = budget_s / max(1, sum(len(cases) for _, _, cases in wanted))
+    found: dict[str, dict[str, list[Case]]] = {}
+    for kernel_class, roof, cases in wanted:
+        for label, op, shape, attributes in cases:
+            measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=qdq_chain_model)
+            roofline = roof_slope_s(op, shape, attributes, target, builder=qdq_chain_model, fusion="all")
+            fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
+            case = Case(label, measured, roofline, efficiency(roofline, measured, fixed))
+            found.setdefault(kernel_class, {}).setdefault(roof, []).append(case)
+            say(f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roofline * 1e6:8.2f} µs: "
+                f"{case.fraction:.0%}")
     return found

@@ -14,12 +14,16 @@ actually reach on this machine, not the datasheet.
   reached: numpy's figure follows how its BLAS is built and configured (an
   ``OPENBLAS_CORETYPE`` that names an older core halves it on AVX-512 machines). float64 is
   measured too and written as a comment: the schema has no fp64 roof.
-- **fp16 and int8 are not written as roofs.** numpy's float16 and int8 matmul are not BLAS
-  calls but a generic C loop, one to two orders of magnitude below float32: timing them would
-  measure numpy, not the CPU. Without those roofs a fp16 or int8 node falls back to the fp32
-  roof (``targets.ROOF_PREFERENCE``), which is what a CPU without native fp16 arithmetic does
-  (F16C converts, the FMA runs in fp32); for int8 it is pessimistic on CPUs with integer
-  dot-product instructions (AVX-VNNI, AVX512-VNNI, Arm SDOT), and the file says so.
+- **int8 roof** (``peak_ops_per_s.int8``, when onnxruntime is installed): onnxruntime's
+  MatMulInteger on n x n operands (n = 512 ... 2048, uint8 activations by int8 weights into
+  int32, the pair its quantizers give a CPU model and its integer GEMM's native one: VNNI or
+  AMX where the CPU has them), 2 n^3 operations as onnxroof counts a quantized product. Without
+  onnxruntime no int8 roof is written and int8 nodes fall back to the fp32 roof.
+- **fp16 is not written as a roof.** numpy's float16 and int8 matmul are not BLAS calls but a
+  generic C loop, one to two orders of magnitude below float32: timing them would measure numpy,
+  not the CPU. Without that roof a fp16 node falls back to the fp32 roof
+  (``targets.ROOF_PREFERENCE``), which is what a CPU without native fp16 arithmetic does (F16C
+  converts, the FMA runs in fp32).
 - **Memory roofs**: a STREAM-style sweep (McCalpin) over working sets from 32 KiB to 1 GiB
   (steps of sqrt 2), one thread per usable CPU, each on its own float64 arrays (numpy releases
   the GIL inside its loops). Kernels and the bytes counted per element, as STREAM counts them
@@ -30,7 +34,9 @@ actually reach on this machine, not the datasheet.
 - **Levels** (:func:`onnxroof.measure.roofs.memory_levels`): the DRAM bandwidth is the best over the largest working
   sets (within 4x of the largest); the largest cache plateau is the last run of points at least
   1.3x faster than DRAM; its bandwidth is the best over its top two octaves, and its size is
-  the largest working set still above the geometric mean of that plateau and DRAM. These
+  where the sweep drops through the geometric mean of that plateau and DRAM, interpolated in log
+  size between the points on either side (a point that lands on either side of the middle from
+  one calibration to the next then moves the size a little, not a step of the sweep). These
   become ``onchip.bandwidth_bytes_per_s``, ``onchip.size_bytes`` and ``dram.bandwidth_bytes_per_s``.
 - **Rounds**: the matmul sizes and the sweep are each measured in three rounds (one more per
   20 s of ``--seconds`` past 60), one after the other, and every point keeps its best round: a
@@ -57,7 +63,7 @@ import numpy as np
 from . import achieved
 from .machine import blas_name, cache_text, core_text, cpu_model, fit_in_memory, load_average, size_text, usable_cpus
 from .roof_kernels import (
-    MAX_BYTES, MIN_BYTES, STREAM_KERNELS, Timer, StreamArrays, blas_threads, blas_variables, matmul_flops,
+    MAX_BYTES, MIN_BYTES, ONNXRUNTIME_INT8, STREAM_KERNELS, Timer, StreamArrays, blas_threads, blas_variables, matmul_flops,
     measure_matmul, measure_stream, numpy_in_clean_environment, sweep_sizes,
 )
 from .roofs import ROUNDS, Calibration, measured_roofs
@@ -68,6 +74,7 @@ MIN_SECONDS = 2.0
 # fp32 matmul sizes in the order measured (3 n^2 x 4 B: 192 KiB at n=128, in cache; 48 MiB at
 # n=2048, beyond most last-level caches); 1024 first: it tells whether 2048 fits in the time given
 MATMUL_ORDER = (1024, 2048, 512, 256, 128)
+INT8_ORDER = (1024, 2048, 512)  # onnxruntime's MatMulInteger, in the same way
 QUICK_UNDER_S = 20.0  # below this --seconds: one round, and the sweep stops at QUICK_LARGEST
 QUICK_LARGEST = 256 * 2**20
 
@@ -76,15 +83,17 @@ Progress = Callable[[str], None]
 
 def calibrate(seconds: float = DEFAULT_SECONDS, threads: int | None = None, largest: int = MAX_BYTES,
               progress: Progress | None = None, timer: Timer = time.perf_counter,
-              matmul_sizes: Sequence[int] = MATMUL_ORDER, smallest: int = MIN_BYTES) -> Calibration:
+              matmul_sizes: Sequence[int] = MATMUL_ORDER, smallest: int = MIN_BYTES,
+              int8_sizes: Sequence[int] = INT8_ORDER) -> Calibration:
     """Measure this machine's roofs in about ``seconds`` (see the module docstring).
 
     ``largest`` and ``smallest`` bound the bandwidth sweep's working sets, ``matmul_sizes`` the
-    fp32 matmul sizes (in the order measured: the first one predicts whether larger ones fit)."""
+    fp32 matmul sizes (in the order measured: the first one predicts whether larger ones fit),
+    ``int8_sizes`` onnxruntime's int8 ones (the same way)."""
     say = progress or (lambda text: None)
     started = time.monotonic()
     with blas_threads(threads) as limited:
-        result = _calibrate(seconds, threads or usable_cpus(), largest, say, timer, matmul_sizes, smallest)
+        result = _calibrate(seconds, threads or usable_cpus(), largest, say, timer, matmul_sizes, smallest, int8_sizes)
     if threads is not None and not limited:
         result.notes.append(f"--threads {threads} limits the bandwidth sweep only: onnxroof cannot set this BLAS's threads")
     result.blas_threads = threads if threads is not None and limited else None
@@ -93,7 +102,7 @@ def calibrate(seconds: float = DEFAULT_SECONDS, threads: int | None = None, larg
 
 
 def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer: Timer, matmul_sizes: Sequence[int],
-               smallest: int) -> Calibration:
+               smallest: int, int8_sizes: Sequence[int] = INT8_ORDER) -> Calibration:
     quick_rounds = 1
     if seconds < QUICK_UNDER_S and largest > QUICK_LARGEST:
         largest = QUICK_LARGEST  # still 8x a 32 MiB last-level cache
@@ -110,7 +119,8 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
     rounds = result.rounds = quick_rounds if seconds < QUICK_UNDER_S else max(ROUNDS, int(seconds // 20))
     # a quarter for the matmuls, half for the sweep, the rest for onnxruntime's own kernels
     matmul_budget, stream_budget = 0.25 * seconds / rounds, 0.45 * seconds / rounds
-    per_size = matmul_budget * 0.85 / len(matmul_sizes)
+    # an fp32 size gets a share, an int8 one half a share (one method, not two)
+    per_size = matmul_budget * 0.85 / (len(matmul_sizes) + 0.5 * len(int8_sizes))
     sizes = sweep_sizes(smallest, largest)
     slice_s = stream_budget / (len(sizes) * len(STREAM_KERNELS))
     say(f"allocating {largest * 1.33 / 2**30:.2f} GiB for the bandwidth sweep ({threads} thread(s))")
@@ -122,12 +132,7 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
             # once (comments in the file)
             measured = [p for p in result.matmul if p.dtype == "float32" and p.method == "numpy"]
             for n in matmul_sizes:
-                if round_ == 1 and measured and n > measured[0].n:
-                    predicted = measured[0].rate.seconds / measured[0].rate.work * matmul_flops(n)
-                    if predicted * 3 > per_size * 2:
-                        result.notes.append(f"fp32 matmul n={n} left out: it does not fit in --seconds {seconds:g}")
-                        continue
-                elif round_ > 1 and not any(p.n == n for p in measured):
+                if _left_out(result, measured, n, round_, per_size / 2, f"fp32 matmul n={n}", f"--seconds {seconds:g}"):
                     continue
                 point = measure_matmul("float32", n, timer, per_size / 2)
                 result.matmul.append(point)
@@ -137,6 +142,7 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
                 if runtime is not None:
                     result.matmul.append(runtime)
                     say(f"fp32 matmul n={n:<5} {runtime.rate.per_second / 1e9:8.1f} GFLOP/s (onnxruntime)")
+            _measure_int8(result, int8_sizes, round_, per_size / 2, threads, timer, say)
             if round_ == 1:
                 for dtype, n in (("float64", min(1024, max(matmul_sizes))), ("float16", min(64, min(matmul_sizes)))):
                     point = measure_matmul(dtype, n, timer, matmul_budget * 0.075, minimum_call_s=0.01)
@@ -158,7 +164,7 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
                     say(f"bandwidth {size_text(size):>9} {best.rate.per_second / 1e9:8.1f} GB/s  ({best.kernel})")
     finally:
         arrays.close()
-    result.matmul.sort(key=lambda p: (p.dtype != "float32", p.method, p.n))
+    result.matmul.sort(key=lambda p: (p.dtype != "float32", p.dtype, p.method, p.n))
     if blas_variables():  # the cross-check: is numpy slow because of how this environment steers its BLAS?
         clean = numpy_in_clean_environment(min(1024, max(matmul_sizes)), threads, 0.03 * seconds)
         if clean is not None:
@@ -169,6 +175,36 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
     return result
 
 
+def _left_out(result: Calibration, measured: list, n: int, round_: int, budget_s: float, what: str, limit: str) -> bool:
+    """Whether to leave a matmul of size ``n`` out: in round 1 when the smallest size measured
+    predicts that three calls take more than ``4 x budget_s`` (a note says so); in later rounds
+    when round 1 left it out."""
+    if round_ == 1 and measured and n > measured[0].n:
+        predicted = measured[0].rate.seconds / measured[0].rate.work * matmul_flops(n)
+        if predicted * 3 > budget_s * 4:
+            result.notes.append(f"{what} left out: it does not fit in {limit}")
+            return True
+        return False
+    return round_ > 1 and not any(p.n == n for p in measured)
+
+
+def _measure_int8(result: Calibration, sizes: Sequence[int], round_: int, budget_s: float, threads: int, timer: Timer,
+                  say: Progress) -> None:
+    """onnxruntime's MatMulInteger at ``sizes`` (in round 1 a size whose predicted time does not
+    fit ``budget_s`` is left out, as the fp32 ones; later rounds measure the sizes round 1 did);
+    nothing without onnxruntime."""
+    measured = [p for p in result.matmul if p.dtype == "int8"]
+    for n in sizes:
+        if _left_out(result, measured, n, round_, budget_s, f"int8 matmul n={n}", "the time given"):
+            continue
+        point = measure_matmul("int8", n, timer, budget_s, method=ONNXRUNTIME_INT8, threads=threads)
+        if point is None:  # no onnxruntime: no int8 roof
+            return
+        result.matmul.append(point)
+        measured.append(point)
+        say(f"int8 matmul n={n:<5} {point.rate.per_second / 1e9:8.1f} GOP/s (onnxruntime MatMulInteger)")
+
+
 def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: int, say: Progress) -> None:
     """onnxruntime's cost per kernel, its copy bandwidth and, against the roofs just measured,
     the fraction of the roofline each kernel class reaches (:mod:`onnxroof.measure.achieved`)."""
@@ -177,8 +213,15 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
         result.notes.append("onnxruntime is not installed: no launch cost, copy bandwidth or efficiency measured")
         return
     say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
+    if threads > 1:
+        handoff = achieved.measure_handoff(result.launch_overhead_s, threads, max(0.06 * budget_s, 0.3))
+        if handoff is not None:
+            result.handoff_s, result.handoff_cases = handoff
+            say(f"onnxruntime hand-off {result.handoff_s * 1e6:.2f} µs per kernel split over {threads} threads")
     result.copy_bytes_per_s = achieved.measure_copy_bandwidth(max(0.1 * budget_s, 0.3), threads)
     say(f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "
         f"{size_text(4 * achieved.COPY_ELEMENTS)})")
     roofs = measured_roofs(result)
-    result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.8 * budget_s, threads, say)
+    result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say)
+    result.efficiency_on_roof = achieved.measure_roof_efficiency(roofs, result.launch_overhead_s, 0.1 * budget_s,
+                                                                 threads, say)

@@ -81,6 +81,49 @@ def kernel_medians(events: Iterable[dict], warmup: int = 0) -> tuple[dict[str, t
     return medians, len(measured), statistics.median(wall) if wall else None
 
 
+def kernel_sizes(events: Iterable[dict]) -> dict[str, tuple[int, int, int]]:
+    """{kernel name: (activation, parameter, output) bytes} as onnxruntime's profile records them
+    (the ``activation_size``, ``parameter_size`` and ``output_size`` of a kernel's event: what it
+    read of other kernels' outputs and of initializers, and what it wrote); the first event of
+    each kernel that carries them."""
+    sizes: dict[str, tuple[int, int, int]] = {}
+    for event in events:
+        name = str(event.get("name", ""))
+        if event.get("cat") != "Node" or not name.endswith(_KERNEL_SUFFIX):
+            continue
+        name = name[: -len(_KERNEL_SUFFIX)]
+        args = event.get("args") or {}
+        if name in sizes or "output_size" not in args:
+            continue
+        try:
+            sizes[name] = (int(args.get("activation_size", 0)), int(args.get("parameter_size", 0)), int(args["output_size"]))
+        except (TypeError, ValueError):
+            continue
+    return sizes
+
+
+def kernel_splits(events: Iterable[dict]) -> set[str]:
+    """The kernels onnxruntime's intra-op pool split over its threads in most of their runs: the
+    events whose ``thread_scheduling_stats`` show the calling thread handing out blocks of work
+    (a non-empty ``main_thread.block_size``; a profile on one thread records no such stats)."""
+    runs: dict[str, list[bool]] = defaultdict(list)
+    for event in events:
+        name = str(event.get("name", ""))
+        if event.get("cat") != "Node" or not name.endswith(_KERNEL_SUFFIX):
+            continue
+        stats = (event.get("args") or {}).get("thread_scheduling_stats")
+        if isinstance(stats, str):
+            try:
+                stats = json.loads(stats) if stats.strip() else None
+            except json.JSONDecodeError:
+                stats = None
+        if not isinstance(stats, dict):
+            continue
+        main = stats.get("main_thread") or {}
+        runs[name[: -len(_KERNEL_SUFFIX)]].append(bool(main.get("block_size")))
+    return {name for name, split in runs.items() if sum(split) * 2 > len(split)}
+
+
 @dataclass(frozen=True)
 class OptimizedGraph:
     """The top-level structure of the graph onnxruntime ran (saved with

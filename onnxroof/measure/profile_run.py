@@ -128,17 +128,76 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     # kernel it launched, each paying the launch cost; a kernel's predicted time is split over its
     # nodes as its measured time is. The target's own fusion policy is given beside it.
     groups = [[n for n in k.nodes if mapping.kernel_of.get(n) == k.name] for k in mapping.kernels if k.nodes]
-    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups)
+    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups,
+                         compute_dtypes=float_computed(analysis, mapping),
+                         split=[n for k in mapping.kernels if k.split for n in k.nodes])
     by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
-    launch_s = target.node_overhead_s.value if target.node_overhead_s else 0.0
     predicted = split_kernel_times(report, weights)
     notes.append(f"predicted as onnxruntime ran the model: its {len(mapping.kernels)} kernels, each paying the launch cost "
-                 f"({len(mapping.unattributed)} with no ONNX node, such as layout reorders, the launch cost only); under "
-                 f"the target's fusion policy ({', '.join(by_rules.fusion) or 'none'}) onnxroof predicts "
-                 f"{by_rules.latency_s * 1e3:.4g} ms")
+                 f"({len(mapping.unattributed)} with no ONNX node, such as layout reorders, costed from the bytes their "
+                 f"profile events record); under the target's fusion policy ({', '.join(by_rules.fusion) or 'none'}) "
+                 f"onnxroof predicts {by_rules.latency_s * 1e3:.4g} ms")
+    unattributed_s = sum(unattributed_kernel_s(kernel, target) for kernel in mapping.unattributed)
     return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping, predicted), optimization, threads,
                          warmup, ort.__version__, statistics.median(wall), notes,
-                         unattributed_s=len(mapping.unattributed) * launch_s, by_rules=by_rules, wall_fastest_s=min(wall))
+                         unattributed_s=unattributed_s, by_rules=by_rules, wall_fastest_s=min(wall))
+
+
+# onnxruntime's own kernels (no ONNX node) by the efficiency class of what they do: layout
+# reorders and transposes are strided copies, quantize/dequantize and casts map elements
+_ADDED_KERNEL_CLASSES = {"ReorderInput": "transpose", "ReorderOutput": "transpose", "Transpose": "transpose",
+                         "QuantizeLinear": "elementwise", "DequantizeLinear": "elementwise", "Cast": "elementwise"}
+
+
+def unattributed_kernel_s(kernel, target: "Target") -> float:
+    """The predicted seconds of a kernel onnxruntime added (no ONNX node: a layout reorder, a
+    transpose around an NHWC kernel, a copy of a shared DequantizeLinear): the launch cost (and
+    the target's split cost if onnxruntime split it over its threads), plus
+    the roofline time of the bytes its profile event records (its inputs, its initializers and
+    its output, on chip when they fit there, the initializers from DRAM) over the efficiency of
+    its class (:data:`_ADDED_KERNEL_CLASSES`, else data movement); the launch cost alone when the
+    profile records no sizes.
+
+    >>> from types import SimpleNamespace as S
+    >>> from onnxroof.roofline.targets import Figure, Target
+    >>> f = lambda v: Figure(v, "measured", "x")
+    >>> t = Target("t", "", "", {"fp32": f(1e11)}, f(1e10), onchip_bytes=f(2**21), onchip_bytes_per_s=f(1e11),
+    ...            node_overhead_s=f(1e-6), efficiency={"transpose": f(0.5)})
+    >>> round(unattributed_kernel_s(S(op_type="ReorderOutput", sizes=(131072, 0, 131072)), t) * 1e6, 4)
+    6.2429
+    """
+    from ..roofline.placement import roofline
+
+    launch = target.node_overhead_s.value if target.node_overhead_s else 0.0
+    if getattr(kernel, "split", False) and target.split_overhead_s:
+        launch += target.split_overhead_s.value
+    if not kernel.sizes:
+        return launch
+    activations, parameters, output = kernel.sizes
+    moved = activations + parameters + output
+    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    fits = bool(target.onchip_bytes and onchip_bw and activations + output <= target.onchip_bytes.value)
+    dram = parameters if fits else moved
+    onchip = moved if onchip_bw else 0
+    kernel_class = _ADDED_KERNEL_CLASSES.get(kernel.op_type, "data_movement")
+    point = roofline(0, dram, target.roof("float32")[1], target.dram_bytes_per_s.value, onchip, onchip_bw,
+                     efficiency=target.efficiency_of(kernel_class))
+    return launch + point.time_s
+
+
+# onnxruntime's float32 kernels for convolutions and matmuls (its own fused and layout variants
+# included): a node in one computes in float32 whatever its inputs were quantized as
+FLOAT_KERNELS = frozenset({"Conv", "FusedConv", "NhwcFusedConv", "ConvTranspose", "MatMul", "FusedMatMul", "Gemm",
+                           "FusedGemm"})
+
+
+def float_computed(analysis: "Analysis", mapping: ProfileMapping) -> dict[str, str]:
+    """The nodes onnxroof reads as integer that onnxruntime ran in one of its float kernels (a
+    QDQ convolution it did not turn into a QLinearConv: it dequantizes the weights at run time
+    and convolves in float32): node name -> "float32", for the placement's roof."""
+    integer = {r.name for r in analysis.cost_graph.records if r.macs and r.dtype.startswith(("int", "uint"))}
+    return {name: "float32" for kernel in mapping.kernels if kernel.op_type in FLOAT_KERNELS
+            for name in kernel.nodes if name in integer and mapping.kernel_of.get(name) == kernel.name}
 
 
 def _read_optimized(path: Path, notes: list[str]) -> OptimizedGraph | None:

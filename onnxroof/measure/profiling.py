@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from ..core.enums import TextEnum
 from ..cost.records import NodeStatus
 from ..ops import OpTrait, traits_of
-from .ort_events import OptimizedGraph, kernel_medians, load_events
+from .ort_events import OptimizedGraph, kernel_medians, kernel_sizes, kernel_splits, load_events
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -68,6 +68,8 @@ class KernelTime:
     seconds: float  # median over the measured runs
     nodes: list[str] = field(default_factory=list)  # onnxroof nodes it covers; empty: unattributed
     shares: dict[str, float] = field(default_factory=dict)  # node -> seconds of this kernel
+    sizes: tuple[int, int, int] | None = None  # (activation, parameter, output) bytes its profile event records
+    split: bool = False  # onnxruntime's intra-op pool split it over its threads (in most runs)
 
 
 @dataclass
@@ -113,10 +115,13 @@ def map_profile(events: Any, analysis: "Analysis", warmup: int = 0,
     them the split follows the nodes' FLOPs. ``optimized`` (the graph onnxruntime ran) lets a
     kernel cover the original nodes between its inputs and outputs by tensor name, which also
     places kernels with generated names (``SkipLayerNormalization_token_3``)."""
-    medians, runs, wall = kernel_medians(load_events(events), warmup)
+    loaded = load_events(events)
+    medians, runs, wall = kernel_medians(loaded, warmup)
+    sizes, split = kernel_sizes(loaded), kernel_splits(loaded)
     records = {r.name: r for r in analysis.nodes}
     tensors = analysis.tensors
-    kernels = [KernelTime(name, op, seconds) for name, (op, seconds) in medians.items()]
+    kernels = [KernelTime(name, op, seconds, sizes=sizes.get(name), split=name in split)
+               for name, (op, seconds) in medians.items()]
     owner: dict[str, KernelTime] = {}  # node -> kernel covering it
     named: dict[str, KernelTime] = {}  # node -> the kernel that carries its name
     for kernel in kernels:
@@ -360,7 +365,7 @@ class ProfileResult:
     ort_version: str
     wall_s: float | None = None  # median seconds per run without the profiler (session.run, timed in Python)
     notes: list[str] = field(default_factory=list)
-    unattributed_s: float = 0.0  # predicted for the kernels with no ONNX node: their launch cost
+    unattributed_s: float = 0.0  # predicted for the kernels with no ONNX node (profile_run.unattributed_kernel_s)
     by_rules: "TargetReport | None" = None  # the prediction under the target's fusion policy (what report says)
     wall_fastest_s: float | None = None  # the fastest run without the profiler: the statistic calibrate's roofs are
 

@@ -24,6 +24,7 @@ MAX_BYTES = 2**30
 STREAM_KERNELS = {"copy": 2, "add": 3, "triad": 3}  # arrays touched per element: reads + writes
 TRIAD_BLOCK = 4096  # elements per triad block: 3 x 32 KiB streamed through a 32 KiB scratch block
 CLEAN = "numpy, clean environment"  # the method of a matmul timed in a child process without the BLAS variables
+ONNXRUNTIME_INT8 = "onnxruntime MatMulInteger"  # the method of the int8 roof: uint8 x int8 -> int32
 
 Timer = Callable[[], float]
 
@@ -143,7 +144,7 @@ class MatmulPoint:
     dtype: str
     n: int
     rate: Rate
-    method: str = "numpy"  # "numpy" (BLAS) or "onnxruntime" (its MatMul kernel, what profile runs)
+    method: str = "numpy"  # "numpy" (BLAS), "onnxruntime" (its MatMul kernel, what profile runs) or ONNXRUNTIME_INT8
 
 
 @dataclass
@@ -215,26 +216,33 @@ def blas_threads(count: int | None):
         setter(previous)
 
 
-def _onnxruntime_matmul_runner(n: int, threads: int | None, deadline: float):
-    """``run(iterations)`` as :func:`_matmul_runner`, with onnxruntime's MatMul kernel (CPU), or
-    None without onnxruntime: the kernel the predictions are compared against."""
+def _onnxruntime_matmul_runner(n: int, threads: int | None, deadline: float, dtype: str = "float32"):
+    """``run(iterations)`` as :func:`_matmul_runner`, with onnxruntime's MatMul kernel (CPU) for
+    float32 or its MatMulInteger for int8 (uint8 x int8 -> int32, the pair its quantizers give a
+    CPU model's activations and weights and its integer GEMM's native one), or None without
+    onnxruntime: the kernels the predictions are compared against."""
     try:
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
     except ImportError:
         return None
     rng = np.random.default_rng(n)
-    b = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np.float32), "b")
-    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"])], "matmul",
-                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n])],
-                              [helper.make_tensor_value_info("c", TensorProto.FLOAT, [n, n])], [b])
+    if dtype == "int8":
+        b = numpy_helper.from_array(rng.integers(-127, 128, (n, n), dtype=np.int8), "b")
+        node = helper.make_node("MatMulInteger", ["a", "b"], ["c"])
+        types, feeds = (TensorProto.UINT8, TensorProto.INT32), {"a": rng.integers(0, 256, (n, n), dtype=np.uint8)}
+    else:
+        b = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np.float32), "b")
+        node = helper.make_node("MatMul", ["a", "b"], ["c"])
+        types, feeds = (TensorProto.FLOAT, TensorProto.FLOAT), {"a": rng.standard_normal((n, n)).astype(np.float32)}
+    graph = helper.make_graph([node], "matmul", [helper.make_tensor_value_info("a", types[0], [n, n])],
+                              [helper.make_tensor_value_info("c", types[1], [n, n])], [b])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     if threads:
         options.intra_op_num_threads = threads
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    feeds = {"a": rng.standard_normal((n, n)).astype(np.float32)}
 
     def run(iterations: int) -> float:
         done = 0
@@ -252,10 +260,12 @@ def measure_matmul(dtype: str, n: int, timer: Timer, budget_s: float, minimum_ca
                    method: str = "numpy", threads: int | None = None) -> MatmulPoint | None:
     """The fastest ``n x n`` matmul in ``dtype`` within about ``budget_s`` (cut short at twice
     that: after the deadline every timed call does one matmul), by numpy or, with ``method``
-    "onnxruntime", by onnxruntime's MatMul on ``threads`` threads (None without onnxruntime)."""
+    "onnxruntime", by onnxruntime's MatMul on ``threads`` threads, or for ``dtype`` "int8" with
+    :data:`ONNXRUNTIME_INT8`, by its MatMulInteger (None without onnxruntime). An int8 product
+    counts 2 n^3 operations, as onnxroof counts a quantized product's multiply-adds."""
     deadline = time.monotonic() + max(2 * budget_s, 0.2)
-    if method == "onnxruntime":
-        run = _onnxruntime_matmul_runner(n, threads, deadline)
+    if method in ("onnxruntime", ONNXRUNTIME_INT8):
+        run = _onnxruntime_matmul_runner(n, threads, deadline, dtype)
         if run is None:
             return None
     else:

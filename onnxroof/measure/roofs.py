@@ -24,7 +24,7 @@ class Levels:
 
     dram_bytes_per_s: float
     dram_sizes: tuple[int, int]  # the working sets the DRAM figure is the best of
-    onchip_bytes: int | None  # the largest working set still at the last cache plateau's speed
+    onchip_bytes: int | None  # where the sweep drops through the middle between the last cache plateau and DRAM
     onchip_bytes_per_s: float | None  # that plateau's bandwidth
     onchip_sizes: tuple[int, int] | None  # the working sets the plateau bandwidth is the best of
 
@@ -35,13 +35,16 @@ def memory_levels(points: Sequence[tuple[int, float]], fast_factor: float = FAST
     DRAM is the best bandwidth among the points within 4x of the largest working set. The last
     cache plateau is the last run of (at least two, if there are) consecutive points at least
     ``fast_factor`` times faster than DRAM; its bandwidth is the best of its points in the top
-    two octaves of the run, and its size the largest working set in the run still above the
-    geometric mean of that bandwidth and DRAM's (the middle of the drop). Best, not median: other
-    work on the machine only ever slows a pass down, so the fastest is the closest to the roof.
+    two octaves of the run, and its size where the sweep crosses the geometric mean of that
+    bandwidth and DRAM's (the middle of the drop): between the largest working set in the run
+    still above it and the next one, interpolated in log size and log bandwidth, so that a point
+    that lands on either side of the middle from one calibration to the next moves the size a
+    little, not a whole step of the sweep. Best, not median: other work on the machine only ever
+    slows a pass down, so the fastest is the closest to the roof.
 
     >>> sweep = [(2**k, 100e9 if k <= 20 else 50e9 if k <= 24 else 10e9) for k in range(15, 31)]
-    >>> levels = memory_levels(sweep)
-    >>> levels.dram_bytes_per_s, levels.onchip_bytes == 2**24, levels.onchip_bytes_per_s
+    >>> levels = memory_levels(sweep)  # a step from 16 MiB at 50 GB/s to 32 MiB at 10: the middle
+    >>> levels.dram_bytes_per_s, levels.onchip_bytes == int(2**24.5), levels.onchip_bytes_per_s
     (10000000000.0, True, 50000000000.0)
     """
     if not points:
@@ -68,7 +71,12 @@ def memory_levels(points: Sequence[tuple[int, float]], fast_factor: float = FAST
     top = [(size, bw) for size, bw in plateau if size * 4 >= end]
     cache = max(bw for _, bw in top)
     middle = math.sqrt(cache * dram)
-    edge = max((size for size, bw in plateau if bw >= middle), default=end)
+    above = [index for index in range(first, last) if ordered[index][1] >= middle]
+    edge = ordered[above[-1]][0] if above else end
+    if above and above[-1] + 1 < len(ordered) and ordered[above[-1] + 1][1] < middle:
+        (size_in, bw_in), (size_out, bw_out) = ordered[above[-1]], ordered[above[-1] + 1]
+        share = math.log(bw_in / middle) / math.log(bw_in / bw_out)  # where between the two the middle falls
+        edge = int(size_in * (size_out / size_in) ** share)
     return Levels(dram, (tail[0][0], largest), edge, cache, (top[0][0], end))
 
 
@@ -91,8 +99,12 @@ class Calibration:
     rounds: int = ROUNDS  # how many times every point was measured (the best is kept)
     blas_threads: int | None = None  # the BLAS thread limit during the matmuls (None: BLAS's default)
     launch_overhead_s: float | None = None  # onnxruntime's cost per kernel (None: not measured)
+    handoff_s: float | None = None  # what a kernel split over the threads costs on top (None: one thread, or not measured)
+    handoff_cases: list[tuple[str, float, float]] = field(default_factory=list)  # (op, one-thread slope, slope)
     copy_bytes_per_s: float | None = None  # onnxruntime's elementwise kernel streaming from DRAM (None: not measured)
     efficiency: dict[str, list[achieved.Case]] = field(default_factory=dict)  # class -> sizes measured
+    # class -> roof -> sizes measured on that roof (the int8 gemm of a quantized model)
+    efficiency_on_roof: dict[str, dict[str, list[achieved.Case]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def peak(self, dtype: str) -> MatmulPoint | None:
@@ -129,12 +141,17 @@ def measured_roofs(calibration: Calibration, name: str = "this-machine") -> Targ
         return Figure(float(value), "measured", f"onnxroof calibrate {calibration.date}")
 
     onchip = bool(levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes)
+    peaks = {"fp32": measured(fp32.rate.per_second)}
+    int8 = calibration.peak("int8")
+    if int8 is not None:
+        peaks["int8"] = measured(int8.rate.per_second)
     return Target(
         name=name, description=f"{calibration.cpu}, {calibration.cores}: roofs measured by onnxroof calibrate",
-        path="", peak_ops_per_s={"fp32": measured(fp32.rate.per_second)},
+        path="", peak_ops_per_s=peaks,
         dram_bytes_per_s=measured(calibration.dram_bytes_per_s()),
         onchip_bytes=measured(levels.onchip_bytes) if onchip and levels.onchip_bytes else None,
         onchip_bytes_per_s=measured(levels.onchip_bytes_per_s) if onchip and levels.onchip_bytes_per_s else None,
         node_overhead_s=measured(calibration.launch_overhead_s) if calibration.launch_overhead_s else None,
+        split_overhead_s=measured(calibration.handoff_s) if calibration.handoff_s else None,
         weights_resident=bool(levels.onchip_bytes),
     )

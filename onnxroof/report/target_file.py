@@ -24,6 +24,7 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
     fp32 = c.peak("float32")
     if fp32 is None:
         raise ValueError("no fp32 matmul was measured")
+    int8 = c.peak("int8")
     levels = c.levels()
     where = (f"onnxroof calibrate {c.date} on {c.cpu} ({c.cores}; {c.threads} thread(s)"
              + (f"; load average {c.load_average:.2f} at the start" if c.load_average is not None else "") + ")")
@@ -81,7 +82,8 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
             lines.append(f"# fp64 matmul n={point.n}: {point.rate.per_second / 1e9:.1f} GFLOP/s (the schema has no fp64 roof)")
         elif point.dtype == "float16":
             lines.append(f"# fp16 matmul n={point.n}: {point.rate.per_second / 1e9:.2f} GFLOP/s in numpy (a generic loop, "
-                         "not BLAS): not written as a roof; fp16 and int8 nodes fall back to the fp32 roof")
+                         "not BLAS): not written as a roof; fp16 nodes fall back to the fp32 roof"
+                         + ("" if int8 else ", and int8 nodes too (no int8 roof: onnxruntime is not installed)"))
     lines += [f"# note: {note}" for note in c.notes]
     lines += [
         f'schema = "{SCHEMA}"',
@@ -94,6 +96,23 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         "[dram.bandwidth_bytes_per_s]",
         *_figure_lines(dram, dram_source),
     ]
+    if int8 is not None:
+        int8_best: dict[int, float] = {}
+        for p in c.matmul:
+            if p.dtype == "int8":
+                int8_best[p.n] = max(int8_best.get(p.n, 0.0), p.rate.per_second)
+        lines += [
+            "",
+            "[peak_ops_per_s.int8]",
+            *_figure_lines(int8.rate.per_second,
+                           f"{where}: onnxruntime's MatMulInteger ({c.threads} thread(s)), n x n uint8 activations by "
+                           f"int8 weights into int32 (the pair onnxruntime's quantizers give a CPU model, its integer "
+                           f"GEMM's native one), ops = 2 n^3 as onnxroof counts a quantized product, fastest of repeated "
+                           f"runs in {c.rounds} rounds per size; GOP/s "
+                           + ", ".join(f"n={n}: {rate / 1e9:.1f}" for n, rate in sorted(int8_best.items()))
+                           + f"; the roof is the best, at n={int8.n} ({int8.rate.per_second / fp32.rate.per_second:.1f}x "
+                           "the fp32 roof)"),
+        ]
     if c.launch_overhead_s:
         lines += [
             "",
@@ -103,14 +122,27 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                            f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, fastest of batches "
                            "of 50 runs (onnxruntime's profiler adds several µs to each small kernel it times)"),
         ]
+    if c.handoff_s is not None:
+        cases = ", ".join(f"{label} (1 thread {one * 1e6:.3g} µs, {c.threads} threads {many * 1e6:.3g} µs)"
+                          for label, one, many in c.handoff_cases)
+        lines += [
+            "",
+            "[split_overhead_s]",
+            *_figure_lines(c.handoff_s,
+                           f"{where}: what a kernel onnxruntime's intra-op pool splits over the {c.threads} threads "
+                           f"costs beyond the launch and its share of the work (the 16-float Add of the launch never "
+                           f"leaves the calling thread): the median over {cases} of the time on {c.threads} threads less "
+                           f"the launch and less the one-thread time beyond the launch over {c.threads}"),
+        ]
     if levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes:
         lo, hi = levels.onchip_sizes
         lines += [
             "",
             "[onchip.size_bytes]",
             *_figure_lines(levels.onchip_bytes,
-                           f"{where}: the largest working set of the sweep still above the geometric mean of the last "
-                           f"cache plateau's and DRAM's bandwidth" + (f" (the OS reports {c.caches})" if c.caches else "")),
+                           f"{where}: the working set where the sweep drops through the geometric mean of the last "
+                           f"cache plateau's and DRAM's bandwidth, interpolated in log size between the sweep's points "
+                           f"on either side" + (f" (the OS reports {c.caches})" if c.caches else "")),
             "",
             "[onchip.bandwidth_bytes_per_s]",
             *_figure_lines(levels.onchip_bytes_per_s,
@@ -121,13 +153,29 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         lines += ["", "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
                   "# time is divided by it (onnxroof.measure.achieved; --no-overhead leaves it out)."]
         for kernel_class, cases in c.efficiency.items():
-            sizes_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
-                                   f"{case.fraction:.0%}" for case in cases)
+            sizes_text = "; ".join(f"{case.label}{_weights_text(case)}: {case.measured_s * 1e6:.3g} µs against "
+                                   f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in cases)
+            points = achieved.gemv_points(cases)
+            columns_text = ("; by_columns: per output-column count, the geometric mean of its sizes' fractions (a "
+                            "kernel between two counts is interpolated in log(columns))" if len(points) > 1 else "")
             lines += ["", f"[efficiency.{kernel_class}]",
                       *_figure_lines(round(achieved.class_efficiency([case.fraction for case in cases]), 4),
                                      f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
                                      f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above over "
-                                     f"the time beyond the launch cost, geometric mean of {sizes_text}")]
+                                     f"the time beyond the launch cost, geometric mean of {sizes_text}{columns_text}")]
+            if len(points) > 1:
+                lines.append("by_columns = [" + ", ".join(f"[{columns}, {fraction:.4g}]" for columns, fraction in points)
+                             + "]")
+            for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
+                roof_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
+                                      f"{case.fraction:.0%}" for case in roof_cases)
+                lines += ["", f"[efficiency.{kernel_class}.{roof}]",
+                          *_figure_lines(round(achieved.class_efficiency([case.fraction for case in roof_cases]), 4),
+                                         f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
+                                         f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
+                                         f"link of the chain one kernel: the op with its quantize and dequantize): the "
+                                         f"roofline time on the {roof} roof over the time beyond the launch cost, "
+                                         f"geometric mean of {roof_text}")]
     if levels.onchip_bytes:
         lines += ["", "[weights]", "resident = true",
                   "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they fit "
@@ -136,6 +184,12 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
                   "source = " + _toml_string(HOST_FUSION_SOURCE)]
     return "\n".join(lines) + "\n"
+
+
+def _weights_text(case: achieved.Case) -> str:
+    if case.cached is None:
+        return ""
+    return " (weights on chip, kept between runs)" if case.cached else " (weights from DRAM)"
 
 
 HOST_FUSION_SOURCE = (

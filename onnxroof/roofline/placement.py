@@ -14,14 +14,17 @@ DRAM and its outputs written there.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from ..core.dtypes import bits_of
 from ..core.enums import TextEnum
+from ..cost.records import NodeStatus
 from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
 from ..memory.spill import spill_plan
-from .targets import Figure, LatencyKind, Target
+from .targets import SPLIT_MACS, Figure, LatencyKind, Target
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
@@ -195,7 +198,8 @@ class TargetReport:
 
 def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
                 batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True,
-                groups: Iterable[Iterable[str]] | None = None) -> TargetReport:
+                groups: Iterable[Iterable[str]] | None = None,
+                compute_dtypes: Mapping[str, str] | None = None, split: Iterable[str] | None = None) -> TargetReport:
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
     none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
@@ -204,7 +208,11 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     problem (``memory``: same graph, order and in-place setting). ``groups`` gives the kernels
     instead, as a runtime ran them (``kernels.group``: lists of node names, one per kernel the
     runtime launched); then every kernel pays the launch cost, views and shape arithmetic
-    included, since the runtime launched it."""
+    included, since the runtime launched it. ``compute_dtypes`` (node name -> element type) says
+    which nodes the runtime computed in another type than onnxroof reads (a QDQ convolution it left
+    in float32): they run on that type's roof. ``split`` names the nodes whose kernels the runtime
+    split over its threads (from its profile), which pay the target's ``split_overhead_s`` on top
+    of the launch; without it, the kernels the rules say split (:func:`splits_by_rule`) pay it."""
     rules = ("runtime",) if groups is not None else tuple(target.fusion if fusion is None else fusion)
     tensors = graph.tensors
     inputs, outputs = set(graph.inputs), set(graph.outputs)
@@ -214,6 +222,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
     kernels = group(graph, groups) if groups is not None else fuse(graph, rules)
+    split_nodes = set(split) if split is not None else None
     cached: set[int] = set()  # kernels (by position) whose parameters stay on chip between runs
     if keeps_activations and target.weights_resident:
         cached = _cached_kernels(kernels, onchip_capacity - memory.model_order.peak_bytes)
@@ -254,22 +263,31 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         else:
             spill = 0
             dram, onchip = kernel.memory_bytes, 0
+        if groups is not None:  # constants the runtime computes on every run (a QDQ weight's dequantization)
+            read, written = _ran_constant_bytes(members, tensors)
+            dram += read if keeps_activations else read + written
+            onchip += read + written if keeps_activations else 0
         roofs: Counter = Counter()  # roof -> FLOPs run on it
+        dtype_of = {m.name: (compute_dtypes or {}).get(m.name, m.dtype) for m in members}
         for member in members:
-            roof, _ = target.roof(member.dtype)
+            roof, _ = target.roof(dtype_of[member.name])
             roofs[roof] += member.flops
-            if member.flops and roof != target.wanted_roof(member.dtype):
-                fallbacks[(target.wanted_roof(member.dtype), roof)] += 1
+            if member.flops and roof != target.wanted_roof(dtype_of[member.name]):
+                fallbacks[(target.wanted_roof(dtype_of[member.name]), roof)] += 1
         anchor = next((m for m in members if m.macs), members[0])
-        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor.dtype)
+        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(dtype_of[anchor.name])
         # views, folded constants and shape arithmetic launch nothing on the device
         works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members))
         launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0
+        if target.split_overhead_s and works and overhead and (
+                any(m.name in split_nodes for m in members) if split_nodes is not None else splits_by_rule(members)):
+            launch_s += target.split_overhead_s.value
         kernel_class = efficiency_class(members)
-        efficiency = target.efficiency_of(kernel_class) if overhead else 1.0
+        shape = work_shape(members)
+        efficiency = target.efficiency_of(kernel_class, roof, shape.cols if shape else None) if overhead else 1.0
         parallel = 1.0
         if overhead and target.parallel is not None and len(roofs) == 1:  # a mixed-roof kernel: not modelled
-            parallel = parallel_fraction(work_shape(members), target.parallel.tile(roof),
+            parallel = parallel_fraction(shape, target.parallel.tile(roof),
                                          int(target.parallel.units.value), target.parallel.kind == "systolic")
         point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
                          efficiency, kernel_class, parallel)
@@ -306,6 +324,48 @@ def _band(report: TargetReport) -> Figure | None:
                         f"kernels; {share:.0%} of this model's time runs on {', '.join(roofs)}, which no measurement "
                         "covered: a forecast without a measured band")
     return None
+
+
+def splits_by_rule(members: Iterable) -> bool:
+    """Whether a CPU runtime splits this kernel over two threads, by the rule onnxroof knows:
+    onnxruntime's MLAS splits a convolution or matmul of at least ``targets.SPLIT_MACS``
+    multiply-adds (elementwise and normalization kernels split by a cost model of their own,
+    which only a profile shows).
+
+    >>> from types import SimpleNamespace as S
+    >>> splits_by_rule([S(macs=48 ** 3, view=False)]), splits_by_rule([S(macs=32 ** 3, view=False)])
+    (True, False)
+    """
+    return any(m.macs >= SPLIT_MACS for m in members if not m.view)
+
+
+def _ran_constant_bytes(members: list, tensors: dict) -> tuple[int, int]:
+    """(bytes read, bytes written) by the members onnxroof folds as constants, which a runtime
+    that launched them computes on every run: onnxruntime keeps a QDQ model's DequantizeLinear of
+    the weights it does not fuse, turning int8 weights into float ones each run. A folded tensor's record gives the bytes stored for it (the int8 source of a dequantized
+    weight); what the runtime writes is its elements in its own type.
+
+    >>> from types import SimpleNamespace as S
+    >>> from onnxroof.cost.records import NodeStatus
+    >>> tensors = {"w": S(bytes=1024), "s": S(bytes=4), "w_f": S(bytes=1028, dtype="float32", shape=(32, 32))}
+    >>> dq = S(status=NodeStatus.CONSTANT, view=False, shape_only=False, inputs=["w", "s"], outputs=["w_f"])
+    >>> _ran_constant_bytes([dq, S(status=NodeStatus.OK)], tensors)
+    (1028, 4096)
+    """
+    ran = [m for m in members if m.status == NodeStatus.CONSTANT and not m.view and not m.shape_only]
+    read = sum(tensors[t].bytes or 0 for m in ran for t in m.inputs if t in tensors)
+    written = sum(_own_bytes(tensors[t]) for m in ran for t in m.outputs if t in tensors)
+    return read, written
+
+
+def _own_bytes(tensor) -> int:
+    """A tensor's elements in its own element type (its stored bytes if that is unknown)."""
+    shape = tensor.shape
+    if shape and all(isinstance(d, int) for d in shape):
+        bits = bits_of(tensor.dtype)
+        if bits:
+            return (math.prod(shape) * bits + 7) // 8
+    return tensor.bytes or 0
 
 
 def _io_bytes(members: list, tensors: dict, inputs: set[str], outputs: set[str]) -> int:

@@ -9,12 +9,26 @@ from (for an estimate, the arithmetic). Required: ``name``, ``description``,
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
 ``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
 ``power_w``, ``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel
-launch; added to every kernel's roofline time), ``[fusion]`` (``rules``: the rule sets of
+launch; added to every kernel's roofline time), ``split_overhead_s`` (what a kernel costs on top
+of ``node_overhead_s`` when the runtime splits it over several threads: a CPU runtime's intra-op
+pool hands each thread its share and waits for them all; added to the kernels an onnxruntime
+profile shows split, and by the rules to the convolutions and matmuls of at least
+``SPLIT_MACS`` multiply-adds, the work below which onnxruntime's MLAS keeps a product on one
+thread; absent: 0), ``[fusion]`` (``rules``: the rule sets of
 ``FUSION_RULES`` the target's runtime fuses, ``[]`` for none; ``source``: why; absent:
 no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of the roofline a kernel
 of that class achieves on the target's runtime, in (0, 1], one of ``EFFICIENCY_CLASSES``; a
 kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calibrate`` measures
-them for the host, and the bundled vendor targets give none, so they predict at peak),
+them for the host, and the bundled vendor targets give none, so they predict at peak; two
+optional refinements, applied before the class's ``value``: ``efficiency.<class>.<roof>``, a
+figure for the kernels of that class that run on that compute roof (one of ``DTYPES``: int8
+convolutions reach a different share of the int8 peak than float32 ones of the fp32 peak), and
+``efficiency.<class>.by_columns``, a list of ``[output columns, fraction]`` points, columns
+increasing, for the convolutions and matmuls of that class: a kernel's fraction is interpolated
+linearly in log(columns) between them and held at the end points past them, its columns being
+its work shape's (a matmul's N, a convolution's output channels; a one-row matmul over 10 columns
+runs a fraction of one over 512 on a CPU's vector units); their tag and source are the
+figure's),
 ``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
 next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
 repeated runs; ``partial``: when they do not all fit, whether those that do stay (true, the
@@ -39,6 +53,7 @@ efficiency for every kernel class it names gives a **forecast**.
 from __future__ import annotations
 
 import difflib
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +98,13 @@ FUSION_RULES = {
     "attention": "QK^T, its scale and mask, the softmax and the AV product as one kernel, reading Q, K and V "
                  "through the transposes that split the heads and writing through the one that merges them",
 }
+
+# onnxruntime's MLAS gives a GEMM or convolution one more thread per 65,536 multiply-adds
+# (MLAS_SGEMM_THREAD_COMPLEXITY and MLAS_QGEMM_THREAD_COMPLEXITY, microsoft/onnxruntime
+# onnxruntime/core/mlas/lib/mlasi.h@7c8b095): from this many a product is split over two threads
+# and pays the target's split_overhead_s (a profile on this machine agrees: a 1x784 by 784x256
+# Gemm, 200,704 multiply-adds, split; 1x256 by 256x128, 32,768, did not)
+SPLIT_MACS = 65_536
 
 # The kernel classes a target's [efficiency] may name; kernels.efficiency_class assigns them.
 # 32 multiply-adds per output element: a 3x3 depthwise conv has 9, a 3-channel 3x3 conv 27, a
@@ -153,9 +175,14 @@ class Target:
     clock_hz: Figure | None = None
     power_w: Figure | None = None
     node_overhead_s: Figure | None = None
+    split_overhead_s: Figure | None = None  # on top of node_overhead_s for a kernel split over the threads
     fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
     fusion_source: str = ""
     efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
+    # class -> roof -> the fraction for that class's kernels on that roof (efficiency.<class>.<roof>)
+    efficiency_on_roof: dict[str, dict[str, Figure]] = field(default_factory=dict)
+    # class -> ((output columns, fraction), ...) increasing: interpolated in log(columns) (efficiency.<class>.by_columns)
+    efficiency_by_columns: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     weights_resident: bool = False  # parameters stay on chip between runs when they fit beside the activations
     weights_source: str = ""
     weights_partial: bool = True  # when not all fit, those that do stay (False: all of them stream)
@@ -167,12 +194,29 @@ class Target:
     def latency_kind(self) -> LatencyKind:
         """A forecast when every efficiency the target gives was measured on its runtime
         (``onnxroof calibrate`` writes them), else a bound: the roofs are peaks."""
-        measured = self.efficiency and all(figure.tag == "measured" for figure in self.efficiency.values())
+        figures = [*self.efficiency.values(), *(f for roofs in self.efficiency_on_roof.values() for f in roofs.values())]
+        measured = self.efficiency and all(figure.tag == "measured" for figure in figures)
         return LatencyKind.FORECAST if measured else LatencyKind.BOUND
 
-    def efficiency_of(self, kernel_class: str | None) -> float:
-        """The fraction of the roofline a kernel of ``kernel_class`` achieves (1.0: not given)."""
-        figure = self.efficiency.get(kernel_class) if kernel_class else None
+    def efficiency_of(self, kernel_class: str | None, roof: str | None = None, columns: int | None = None) -> float:
+        """The fraction of the roofline a kernel of ``kernel_class`` achieves (1.0: not given): the
+        class's figure for ``roof`` if it gives one, else its ``by_columns`` points at the kernel's
+        output ``columns`` if it gives them and the kernel has a work shape, else its value.
+
+        >>> t = Target("t", "", "", {}, Figure(1e9, "estimate", "x"), efficiency={"gemv": Figure(0.5, "estimate", "x")},
+        ...            efficiency_by_columns={"gemv": ((10, 0.2), (1000, 0.8))})
+        >>> t.efficiency_of("gemv"), t.efficiency_of("gemv", columns=100), t.efficiency_of("gemv", columns=5000)
+        (0.5, 0.5, 0.8)
+        """
+        if not kernel_class:
+            return 1.0
+        on_roof = self.efficiency_on_roof.get(kernel_class, {}).get(roof) if roof else None
+        if on_roof is not None:
+            return on_roof.value
+        points = self.efficiency_by_columns.get(kernel_class)
+        if points and columns:
+            return interpolate_log(points, columns)
+        figure = self.efficiency.get(kernel_class)
         return figure.value if figure else 1.0
 
     def roof(self, dtype: str) -> tuple[str, float]:
@@ -197,6 +241,22 @@ class Target:
         if roof in self.mul_pj and roof in self.add_pj:
             return (self.mul_pj[roof].value + self.add_pj[roof].value) / 2
         return None
+
+
+def interpolate_log(points: tuple[tuple[int, float], ...], x: float) -> float:
+    """The value at ``x`` of ``points`` ((x, value), x increasing): linear in log(x) between two
+    points, the end point's value past either end.
+
+    >>> interpolate_log(((10, 0.2), (1000, 0.8)), 100), interpolate_log(((10, 0.2), (1000, 0.8)), 1)
+    (0.5, 0.2)
+    """
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            share = math.log(x / x0) / math.log(x1 / x0)
+            return y0 + share * (y1 - y0)
+    return points[-1][1]
 
 
 def bundled_targets() -> dict[str, Path]:
@@ -267,7 +327,8 @@ def parse_target(path: Path) -> Target:
         clock_hz=_figure(data, "clock_hz", "clock_hz", where, required=False),
         power_w=_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
-        efficiency=_efficiency(data, where),
+        split_overhead_s=_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
+        **_efficiency(data, where),
         parallel=_parallel(data, where),
         **_error_band(data, where),
         **_weights(data, where),
@@ -331,18 +392,51 @@ def _parallel(data: dict, where: str) -> Parallel | None:
     return Parallel(kind, units, tiles["tile_rows"], tiles["tile_cols"])
 
 
-def _efficiency(data: dict, where: str) -> dict[str, Figure]:
+def _efficiency(data: dict, where: str) -> dict:
+    """``efficiency``, ``efficiency_on_roof`` and ``efficiency_by_columns`` for the Target."""
     section = _section(data, "efficiency", where, required=False)
-    figures = {}
+    figures, on_roof, by_columns = {}, {}, {}
     for key in section:
         if key not in EFFICIENCY_CLASSES:
             raise UsageError(f"{where}: 'efficiency.{key}' is not a kernel class ({', '.join(EFFICIENCY_CLASSES)})")
-        figure = _figure(section, key, f"efficiency.{key}", where)
-        if figure.value > 1:
-            raise UsageError(f"{where}: 'efficiency.{key}.value' is a fraction of the roofline, at most 1, "
-                             f"not {figure.value:g}")
-        figures[key] = figure
-    return figures
+        figures[key] = _fraction(section, key, f"efficiency.{key}", where)
+        entry = section[key]
+        for extra in entry:
+            if extra in ("value", "tag", "source"):
+                continue
+            if extra in DTYPES:
+                on_roof.setdefault(key, {})[extra] = _fraction(entry, extra, f"efficiency.{key}.{extra}", where)
+            elif extra == "by_columns":
+                by_columns[key] = _columns(entry[extra], f"efficiency.{key}.by_columns", where)
+            else:
+                raise UsageError(f"{where}: 'efficiency.{key}.{extra}' is neither a roof ({', '.join(DTYPES)}) nor "
+                                 "'by_columns'")
+    return {"efficiency": figures, "efficiency_on_roof": on_roof, "efficiency_by_columns": by_columns}
+
+
+def _fraction(table: dict, key: str, label: str, where: str) -> Figure:
+    figure = _figure(table, key, label, where)
+    if figure.value > 1:
+        raise UsageError(f"{where}: '{label}.value' is a fraction of the roofline, at most 1, not {figure.value:g}")
+    return figure
+
+
+def _columns(points, label: str, where: str) -> tuple[tuple[int, float], ...]:
+    """``[[columns, fraction], ...]``: whole columns, increasing; fractions in (0, 1]."""
+    if not isinstance(points, list) or not points:
+        raise UsageError(f"{where}: '{label}' must be a list of [output columns, fraction] points, not {points!r}")
+    parsed = []
+    for point in points:
+        if (not isinstance(point, list) or len(point) != 2 or any(isinstance(v, bool) for v in point)
+                or not isinstance(point[0], int) or not isinstance(point[1], (int, float))):
+            raise UsageError(f"{where}: '{label}' point {point!r} must be [whole output columns, fraction]")
+        columns, fraction = point
+        if columns < 1 or not 0 < fraction <= 1:
+            raise UsageError(f"{where}: '{label}' point {point!r}: columns at least 1, fraction in (0, 1]")
+        if parsed and columns <= parsed[-1][0]:
+            raise UsageError(f"{where}: '{label}' columns must increase ({parsed[-1][0]} then {columns})")
+        parsed.append((columns, float(fraction)))
+    return tuple(parsed)
 
 
 def _fusion(data: dict, where: str) -> dict:

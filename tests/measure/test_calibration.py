@@ -18,8 +18,10 @@ def test_calibrate_end_to_end_with_a_mocked_timer(tmp_path):
     clock = FakeClock(step=1e-3)
     messages = []
     result = calibrate(seconds=2, threads=2, largest=1 * MiB, progress=messages.append, timer=clock,
-                           matmul_sizes=(32, 64))
-    assert {p.dtype for p in result.matmul} == {"float32", "float64", "float16"}
+                           matmul_sizes=(32, 64), int8_sizes=(16, 32))
+    # int8 by onnxruntime's MatMulInteger (installed with the test extras)
+    assert {p.dtype for p in result.matmul} == {"float32", "float64", "float16", "int8"}
+    assert sorted(p.n for p in result.matmul if p.dtype == "int8") == [16, 32]
     # every size in every round, by numpy and by onnxruntime's MatMul (installed with the test extras)
     for method in ("numpy", "onnxruntime"):
         assert [p.n for p in result.matmul if p.dtype == "float32" and p.method == method] == sorted([32, 64] * result.rounds)
@@ -39,3 +41,8 @@ def test_calibrate_end_to_end_with_a_mocked_timer(tmp_path):
     target = parse_target(path)
     assert target.peak_ops_per_s["fp32"].value == pytest.approx(max(p.rate.per_second for p in result.matmul
                                                                      if p.dtype == "float32"))
+    # every call "lasts" 1 ms: the int8 roof is the larger size's 2 x 32^3 = 65,536 ops per call
+    # times the calls the 1 ms probe asks for, per ms; the best int8 point is the roof
+    assert target.peak_ops_per_s["int8"].value == pytest.approx(max(p.rate.per_second for p in result.matmul
+                                                                     if p.dtype == "int8"))
+    assert target.peak_ops_per_s["int8"].tag == "measured"

@@ -90,3 +90,60 @@ def test_profile_the_example_every_node_onnxruntime_ran_is_measured(tmp_path, le
     assert document["totals"]["measured_s"] > 0 and document["totals"]["predicted_s"] > 0
     assert document["totals"]["wall_s"] > 0
     assert "prediction error" in render_profile_table(result)
+
+
+def test_integer_nodes_onnxruntime_ran_in_a_float_kernel_are_placed_in_float32():
+    # a QDQ model's convolution read as int8 (its inputs come out of DequantizeLinear): in an
+    # onnxruntime QLinearConv it stays int8; in a plain Conv kernel (onnxruntime kept it in float,
+    # dequantizing the weights at run time) it computes in float32; a float node is left alone
+    from onnxroof.measure.profile_run import float_computed
+    from onnxroof.measure.profiling import KernelTime, ProfileMapping
+    from types import SimpleNamespace as S
+
+    records = [S(name="conv_a", macs=10, dtype="int8"), S(name="conv_b", macs=10, dtype="int8"),
+               S(name="dq", macs=0, dtype="float32"), S(name="conv_f", macs=10, dtype="float32")]
+    analysis = S(cost_graph=S(records=records))
+    kernels = [KernelTime("a_token", "QLinearConv", 1e-3, ["conv_a"]), KernelTime("b", "Conv", 1e-3, ["conv_b"]),
+               KernelTime("dq", "DequantizeLinear", 1e-5, ["dq"]), KernelTime("f", "FusedConv", 1e-3, ["conv_f"])]
+    mapping = ProfileMapping({}, kernels, {"conv_a": "a_token", "conv_b": "b", "dq": "dq", "conv_f": "f"}, [], [], 1, None)
+    assert float_computed(analysis, mapping) == {"conv_b": "float32"}
+
+
+def test_a_kernel_onnxruntime_added_is_costed_from_the_bytes_its_profile_records():
+    # fp32 100 GFLOP/s, DRAM 10 GB/s, 2 MiB on chip at 100 GB/s, 1 µs per kernel, transposes at 50%
+    # and data movement at 25%:
+    from onnxroof.measure.ort_events import kernel_sizes
+    from onnxroof.measure.profile_run import unattributed_kernel_s
+    from onnxroof.measure.profiling import KernelTime
+    from onnxroof.roofline.targets import Figure, Target
+
+    def f(value):
+        return Figure(value, "measured", "hand")
+
+    target = Target("t", "", "", {"fp32": f(1e11)}, f(1e10), onchip_bytes=f(2**21), onchip_bytes_per_s=f(1e11),
+                    node_overhead_s=f(1e-6), efficiency={"transpose": f(0.5), "data_movement": f(0.25)})
+    # a ReorderOutput of 1x32x32x32 floats reads and writes 131,072 B, on chip: 262,144 B at
+    # 100 GB/s = 2.62144 µs, over 0.5 = 5.24288 µs, plus the launch: 6.24288 µs
+    reorder = KernelTime("ReorderOutput", "ReorderOutput", 9e-6, sizes=(131072, 0, 131072))
+    assert unattributed_kernel_s(reorder, target) == pytest.approx(6.24288e-6)
+    # a DequantizeLinear of 1 MiB of int8 weights into 4 MiB of floats: its output alone exceeds
+    # the 2 MiB on chip, so all 5,242,880 B go through DRAM at 10 GB/s = 524.288 µs (the on-chip
+    # pass at 100 GB/s takes a tenth); elementwise is not given (1.0); plus the launch: 525.288 µs
+    dequantize = KernelTime("dq_copy", "DequantizeLinear", 1e-4, sizes=(0, 1048576, 4194304))
+    assert unattributed_kernel_s(dequantize, target) == pytest.approx(525.288e-6)
+    # no sizes recorded: the launch alone; another op is data movement: 2,048 B on chip = 20.48
+    # ns over 0.25 = 81.92 ns, plus the launch
+    assert unattributed_kernel_s(KernelTime("x", "Reshape", 1e-6), target) == pytest.approx(1e-6)
+    assert unattributed_kernel_s(KernelTime("r", "Reshape", 1e-6, sizes=(1024, 0, 1024)), target) == pytest.approx(1.08192e-6)
+    # split over the threads by onnxruntime: 2.5 µs more on a target that says so
+    from dataclasses import replace
+
+    two = replace(target, split_overhead_s=f(2.5e-6))
+    split = KernelTime("ReorderOutput", "ReorderOutput", 9e-6, sizes=(131072, 0, 131072), split=True)
+    assert unattributed_kernel_s(split, two) == pytest.approx(8.74288e-6)
+    assert unattributed_kernel_s(reorder, two) == pytest.approx(6.24288e-6)
+    # the sizes are read off the kernel's profile event
+    events = [{"cat": "Node", "name": "ReorderOutput_kernel_time", "ts": 1, "dur": 9,
+               "args": {"activation_size": "131072", "parameter_size": "0", "output_size": "131072"}},
+              {"cat": "Node", "name": "ReorderOutput_fence_before", "ts": 0, "dur": 0, "args": {}}]
+    assert kernel_sizes(events) == {"ReorderOutput": (131072, 0, 131072)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.measure.roof_kernels import (
-    TRIAD_BLOCK, StreamArrays, _openblas_thread_functions, best_rate, blas_threads, inner_iterations, matmul_flops,
+    ONNXRUNTIME_INT8, TRIAD_BLOCK, StreamArrays, _openblas_thread_functions, best_rate, blas_threads, inner_iterations, matmul_flops,
     measure_matmul, measure_stream, repetitions_for, stream_bytes, stream_elements, sweep_sizes,
 )
 
@@ -72,6 +72,32 @@ def test_measure_matmul_arithmetic_with_a_mocked_timer():
     assert point.rate.per_second == pytest.approx(4 * 2 * 32**3 / 1e-3)
     assert point.rate.repetitions == 2
     assert clock.readings == 2 * (1 + 2)  # two readings per timed call: probe + 2 repetitions
+
+
+def test_the_int8_roof_is_timed_on_onnxruntime_s_matmulinteger_with_a_mocked_timer():
+    pytest.importorskip("onnxruntime")
+    clock = FakeClock(step=1e-3)
+    point = measure_matmul("int8", 16, clock, budget_s=0.005, minimum_call_s=0.004, method=ONNXRUNTIME_INT8, threads=1)
+    # as for fp32: the 1 ms probe asks for 4 products per 4 ms call; a 16 x 16 int8 product is
+    # 2 x 16^3 = 8,192 operations (a multiply and an add per multiply-accumulate), so 4 of them in
+    # the 1 ms the fastest call is said to last: 32,768 ops / 1e-3 s = 32.768 MOP/s
+    assert point.dtype == "int8" and point.method == ONNXRUNTIME_INT8 and point.n == 16
+    assert point.rate.work == 4 * 8_192
+    assert point.rate.per_second == pytest.approx(32.768e6)
+
+
+def test_the_int8_roof_is_left_out_without_onnxruntime(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_onnxruntime(name, *args, **kwargs):
+        if name == "onnxruntime" or name.startswith("onnxruntime."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    assert measure_matmul("int8", 16, FakeClock(), budget_s=0.005, method=ONNXRUNTIME_INT8) is None
 
 
 def test_measure_stream_arithmetic_with_a_mocked_timer():

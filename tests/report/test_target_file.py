@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.measure import achieved
-from onnxroof.measure.roof_kernels import MatmulPoint, Rate, StreamPoint
+from onnxroof.measure.roof_kernels import ONNXRUNTIME_INT8, MatmulPoint, Rate, StreamPoint, matmul_flops
 from onnxroof.measure.roofs import Calibration
 from onnxroof.report.target_file import calibrated_target, render_target
 from onnxroof.roofline.targets import parse_target
@@ -22,7 +22,8 @@ def test_rendered_target_validates_and_is_tagged_measured(tmp_path):
     assert list(target.peak_ops_per_s) == ["fp32"]  # fp16/int8 in numpy are not BLAS: not written
     assert target.peak_ops_per_s["fp32"].value == pytest.approx(150e9)
     assert target.dram_bytes_per_s.value == pytest.approx(20e9)  # the best kernel (add) per size
-    assert target.onchip_bytes.value == 32 * MiB
+    # between the sweep's 32 MiB at 60 GB/s and 45.25 MiB at 20: halfway in log size, 38.05 MiB
+    assert target.onchip_bytes.value == pytest.approx(38.05 * MiB, rel=1e-3)
     assert target.onchip_bytes_per_s.value == pytest.approx(60e9)
     figures = [target.peak_ops_per_s["fp32"], target.dram_bytes_per_s, target.onchip_bytes, target.onchip_bytes_per_s]
     for figure in figures:
@@ -87,3 +88,84 @@ def test_the_launch_overhead_becomes_the_measured_targets_cost_per_kernel(tmp_pa
     path.write_text(render_target(result, "t"), encoding="utf-8")
     target = parse_target(path)
     assert target.node_overhead_s.value == pytest.approx(10e-6) and target.node_overhead_s.tag == "measured"
+
+
+def test_an_int8_roof_measured_with_onnxruntime_is_written_tagged_measured(tmp_path):
+    # MatMulInteger at n=512 does 2 x 512^3 = 268,435,456 ops in 0.268435456 ms: 1e12 op/s; at
+    # n=1024, 2 x 1024^3 = 2,147,483,648 ops in 1.073741824 ms: 2e12 op/s, the best; the fp32 roof
+    # of hand_calibration is 150 GFLOP/s, so the int8 roof is 2e12 / 150e9 = 13.3x it
+    calibration = hand_calibration()
+    calibration.matmul += [MatmulPoint("int8", 512, Rate(matmul_flops(512), 0.268435456e-3, 3), ONNXRUNTIME_INT8),
+                           MatmulPoint("int8", 1024, Rate(matmul_flops(1024), 1.073741824e-3, 3), ONNXRUNTIME_INT8)]
+    path = tmp_path / "int8.toml"
+    path.write_text(render_target(calibration, "int8"), encoding="utf-8")
+    target = parse_target(path)
+    figure = target.peak_ops_per_s["int8"]
+    assert figure.value == pytest.approx(2e12) and figure.tag == "measured"
+    assert "MatMulInteger" in figure.source and "uint8 activations by int8 weights" in figure.source
+    assert "n=512: 1000.0, n=1024: 2000.0" in figure.source
+    assert "the roof is the best, at n=1024 (13.3x the fp32 roof)" in figure.source
+    assert "2026-01-02 03:04 UTC" in figure.source
+    # an int8 node now runs on it, no longer on the fp32 roof
+    assert target.roof("int8") == ("int8", pytest.approx(2e12))
+    assert target.roof("float32") == ("fp32", pytest.approx(150e9))
+    assert "and int8 nodes too" not in path.read_text()
+
+
+def test_without_an_int8_measurement_int8_nodes_fall_back_to_the_fp32_roof(tmp_path):
+    path = tmp_path / "no-int8.toml"
+    path.write_text(render_target(hand_calibration(), "no-int8"), encoding="utf-8")
+    target = parse_target(path)
+    assert "int8" not in target.peak_ops_per_s
+    assert target.roof("int8") == ("fp32", pytest.approx(150e9))
+    assert "and int8 nodes too (no int8 roof: onnxruntime is not installed)" in path.read_text()
+
+
+def test_the_int8_gemm_efficiency_is_written_under_its_class(tmp_path):
+    # fp32 gemm at 90% and 100%: sqrt(0.9 x 1.0) = 0.9487; the int8 links at 25% and 64%:
+    # sqrt(0.25 x 0.64) = 0.4
+    def case(label, fraction):
+        return achieved.Case(label, 100e-6, fraction * 100e-6, fraction)
+
+    calibration = hand_calibration()
+    calibration.matmul.append(MatmulPoint("int8", 1024, Rate(matmul_flops(1024), 1.073741824e-3, 3), ONNXRUNTIME_INT8))
+    calibration.launch_overhead_s = 1e-6
+    calibration.efficiency = {"gemm": [case("a", 0.9), case("b", 1.0)]}
+    calibration.efficiency_on_roof = {"gemm": {"int8": [case("QDQ Conv", 0.25), case("QDQ MatMul", 0.64)]}}
+    path = tmp_path / "e.toml"
+    path.write_text(render_target(calibration, "e"), encoding="utf-8")
+    target = parse_target(path)
+    assert target.efficiency["gemm"].value == pytest.approx(0.9487, abs=1e-4)
+    figure = target.efficiency_on_roof["gemm"]["int8"]
+    assert figure.value == pytest.approx(0.4) and figure.tag == "measured"
+    assert "QDQ Conv: 100 µs against 25 µs, 25%" in figure.source and "statically quantized" in figure.source
+    assert target.efficiency_of("gemm", "int8") == pytest.approx(0.4)
+    assert target.latency_kind == "forecast"
+
+
+def test_the_gemv_efficiency_is_written_with_its_points_by_output_columns(tmp_path):
+    # two 10-column sizes at 20% and 45% (geometric mean sqrt(0.09) = 0.3), one 512-column at 90%:
+    # points [[10, 0.3], [512, 0.9]]; the class's value is the mean of all three,
+    # (0.2 x 0.45 x 0.9)^(1/3) = 0.081^(1/3) = 0.4327
+    def case(label, fraction, columns, cached):
+        return achieved.Case(label, 100e-6, fraction * 100e-6, fraction, columns, cached)
+
+    calibration = hand_calibration()
+    calibration.launch_overhead_s = 1e-6
+    calibration.efficiency = {"gemv": [case("MatMul 1x32768 by 32768x10", 0.2, 10, True),
+                                       case("MatMul 1x128 by 128x10", 0.45, 10, True),
+                                       case("MatMul 1x2048 by 2048x512", 0.9, 512, False)]}
+    path = tmp_path / "g.toml"
+    path.write_text(render_target(calibration, "g"), encoding="utf-8")
+    target = parse_target(path)
+    assert target.efficiency["gemv"].value == pytest.approx(0.4327, abs=1e-4)
+    points = target.efficiency_by_columns["gemv"]
+    assert [columns for columns, _ in points] == [10, 512]
+    assert [fraction for _, fraction in points] == pytest.approx([0.3, 0.9])
+    source = target.efficiency["gemv"].source
+    assert "MatMul 1x32768 by 32768x10 (weights on chip, kept between runs): 100 µs against 20 µs, 20%" in source
+    assert "(weights from DRAM)" in source and "by_columns" in source
+    # 10 columns at 0.3, 512 at 0.9, 72 columns halfway in log: sqrt(10 x 512) = 71.55
+    assert target.efficiency_of("gemv", "fp32", 10) == pytest.approx(0.3)
+    assert target.efficiency_of("gemv", "fp32", 512) == pytest.approx(0.9)
+    assert target.efficiency_of("gemv", "fp32", 71.55) == pytest.approx(0.6, abs=1e-3)

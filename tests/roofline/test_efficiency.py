@@ -241,3 +241,252 @@ def test_a_matmul_that_uses_each_weight_few_times_is_a_gemv():
     node = helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")
     rows = make_model([node], [("x", F32, [16, 64])], [("y", F32, [16, 64])], [("w", zeros(64, 64))])
     assert efficiency_class([r for r in analyze(rows).nodes if r.counted]) == "gemm"
+
+
+def int8_matmul_model():
+    """x [64, 64] uint8 -> MatMulInteger by a 64 x 64 int8 weight -> y [64, 64] int32:
+    64 x 64 x 64 = 262,144 MACs, 524,288 ops on the int8 roof; 64 per weight element and 64 per
+    output element: a gemm."""
+    node = helper.make_node("MatMulInteger", ["x", "w"], ["y"], name="mmi")
+    return make_model([node], [("x", TensorProto.UINT8, [64, 64])], [("y", TensorProto.INT32, [64, 64])],
+                      [("w", np.zeros((64, 64), np.int8))])
+
+
+def int8_target(tmp_path, efficiency: str, name: str = "i") -> str:
+    """fp32 1 TFLOP/s, int8 100 GOP/s, DRAM 1 TB/s, 1 TB/s on chip (1 GiB), no launch cost."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "peak_ops_per_s.int8": 1e11,
+                                 "dram.bandwidth_bytes_per_s": 1e12, "onchip.size_bytes": 1 << 30,
+                                 "onchip.bandwidth_bytes_per_s": 1e12}, efficiency))
+    return str(path)
+
+
+def test_a_class_s_figure_on_a_roof_applies_to_its_kernels_on_that_roof(tmp_path):
+    # 524,288 ops at 100 GOP/s = 5.24288 µs; the bytes (4,096 + 4,096 in, 16,384 out at 1 TB/s)
+    # take 24.6 ns: compute-bound. gemm at 0.25, gemm on int8 at 0.5: 5.24288 / 0.5 = 10.48576 µs
+    both = figure("gemm", 0.25) + '[efficiency.gemm.int8]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n'
+    report = analyze(int8_matmul_model(), targets=[int8_target(tmp_path, both)]).targets[0]
+    (kernel,) = report.nodes
+    assert kernel.placement.roof == "int8" and kernel.placement.kernel_class == "gemm"
+    assert kernel.placement.efficiency == 0.5
+    assert kernel.placement.time_s == pytest.approx(10.48576e-6)
+    # without the int8 figure the class's value holds: 5.24288 / 0.25 = 20.97152 µs
+    report = analyze(int8_matmul_model(), targets=[int8_target(tmp_path, figure("gemm", 0.25), "g")]).targets[0]
+    assert report.nodes[0].placement.time_s == pytest.approx(20.97152e-6)
+    # and a float32 gemm keeps the class's value on the fp32 roof
+    target = parse_target(__import__("pathlib").Path(int8_target(tmp_path, both, "b")))
+    assert target.efficiency_of("gemm", "fp32") == 0.25 and target.efficiency_of("gemm", "int8") == 0.5
+    assert target.efficiency_on_roof["gemm"]["int8"].tag == "measured"
+
+
+def test_a_figure_on_a_roof_is_validated(tmp_path):
+    def parsed(text: str, name: str):
+        return parse_target(__import__("pathlib").Path(int8_target(tmp_path, figure("gemm", 0.9) + text, name)))
+
+    with pytest.raises(UsageError, match=r"'efficiency.gemm.int9' is neither a roof \(fp32, .*\) nor 'by_columns'"):
+        parsed('[efficiency.gemm.int9]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n', "a")
+    with pytest.raises(UsageError, match=r"'efficiency.gemm.int8.value' is a fraction of the roofline, at most 1, not 2"):
+        parsed('[efficiency.gemm.int8]\nvalue = 2\ntag = "measured"\nsource = "hand"\n', "b")
+    with pytest.raises(UsageError, match=r"'efficiency.gemm.int8.tag' must be one of"):
+        parsed('[efficiency.gemm.int8]\nvalue = 0.5\ntag = "guess"\nsource = "hand"\n', "c")
+
+
+def test_a_node_the_runtime_computed_in_float_runs_on_the_fp32_roof(tmp_path):
+    # the same MatMulInteger said to run in float32: 524,288 FLOPs at 1 TFLOP/s = 0.524288 µs,
+    # against the 24.6 ns of its bytes: compute-bound on fp32, at gemm's 0.25: 2.097152 µs
+    from onnxroof.roofline.placement import place_model
+
+    analysis = analyze(int8_matmul_model(), targets=[int8_target(tmp_path, figure("gemm", 0.25))])
+    target = analysis.targets[0].target
+    report = place_model(analysis.cost_graph, analysis.memory, target, groups=[["mmi"]],
+                         compute_dtypes={"mmi": "float32"})
+    assert report.nodes[0].placement.roof == "fp32"
+    assert report.nodes[0].placement.time_s == pytest.approx(2.097152e-6)
+    as_read = place_model(analysis.cost_graph, analysis.memory, target, groups=[["mmi"]])
+    assert as_read.nodes[0].placement.roof == "int8"
+    assert as_read.nodes[0].placement.time_s == pytest.approx(20.97152e-6)
+
+
+def test_the_quantized_chains_are_valid_qdq_models_whose_links_are_int8_gemms():
+    import onnx
+
+    for by_roof in achieved.ROOF_CASES.values():
+        for _, op, shape, attributes in by_roof["int8"]:
+            model = achieved.qdq_chain_model(op, shape, attributes, 3)
+            onnx.checker.check_model(model)
+            products = [r for r in analyze(model).nodes if r.macs]
+            assert len(products) == 3 and {r.dtype for r in products} == {"int8"}, op
+            assert {efficiency_class([r]) for r in products} == {"gemm"}, op
+
+
+GEMV_TABLE = (figure("gemv", 0.6) + "by_columns = [[10, 0.2], [1000, 0.8]]\n")
+
+
+def gemv_model(columns: int, rows: int = 1):
+    """x [rows, 64] -> MatMul by a 64 x ``columns`` weight -> y [rows, columns]."""
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")
+    return make_model([node], [("x", F32, [rows, 64])], [("y", F32, [rows, columns])], [("w", zeros(64, columns))])
+
+
+def test_a_gemv_s_efficiency_follows_its_output_columns_between_the_points(tmp_path):
+    # 1 x 64 by 64 x 100: weights 25,600 B, x 256 B, y 400 B, all on chip at 10 GB/s: 26,256 B =
+    # 2.6256 µs (its DRAM bytes at 1 TB/s take 26 ns). 100 columns sit halfway between 10 and
+    # 1,000 in log(columns): 0.2 + (0.8 - 0.2) / 2 = 0.5, so 2.6256 / 0.5 = 5.2512 µs
+    path = target_file(tmp_path, GEMV_TABLE)
+    (kernel,) = analyze(gemv_model(100), targets=[path]).targets[0].nodes
+    assert kernel.placement.kernel_class == "gemv"
+    assert kernel.placement.efficiency == pytest.approx(0.5)
+    assert kernel.placement.time_s == pytest.approx(5.2512e-6)
+    # past the ends the end points hold: 5 columns at 0.2, 2,000 at 0.8
+    assert analyze(gemv_model(5), targets=[path]).targets[0].nodes[0].placement.efficiency == pytest.approx(0.2)
+    assert analyze(gemv_model(2000), targets=[path]).targets[0].nodes[0].placement.efficiency == pytest.approx(0.8)
+    # 16 rows use each weight 16 times: a gemm, which the gemv table leaves at peak
+    gemm = analyze(gemv_model(100, rows=16), targets=[path]).targets[0].nodes[0].placement
+    assert gemm.kernel_class == "gemm" and gemm.efficiency == 1.0
+
+
+def test_without_points_a_gemv_runs_at_its_class_s_value(tmp_path):
+    # the bundled targets' way: one figure for the class, whatever the width
+    path = target_file(tmp_path, figure("gemv", 0.6), "plain")
+    assert analyze(gemv_model(100), targets=[path]).targets[0].nodes[0].placement.efficiency == pytest.approx(0.6)
+    target = parse_target(__import__("pathlib").Path(path))
+    assert target.efficiency_by_columns == {} and target.efficiency_of("gemv", "fp32", 100) == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("points, message", [
+    ("[[10, 0.2], [10, 0.8]]", r"'efficiency.gemv.by_columns' columns must increase \(10 then 10\)"),
+    ("[[10, 0.2], [100, 1.5]]", r"'efficiency.gemv.by_columns' point \[100, 1.5\]: columns at least 1, fraction in \(0, 1\]"),
+    ("[[10.5, 0.2]]", r"'efficiency.gemv.by_columns' point \[10.5, 0.2\] must be \[whole output columns, fraction\]"),
+    ("[]", r"'efficiency.gemv.by_columns' must be a list of \[output columns, fraction\] points"),
+    ('"wide"', r"'efficiency.gemv.by_columns' must be a list of \[output columns, fraction\] points"),
+])
+def test_the_points_are_validated(tmp_path, points, message):
+    path = target_file(tmp_path, figure("gemv", 0.6) + f"by_columns = {points}\n", "bad")
+    with pytest.raises(UsageError, match=message):
+        parse_target(__import__("pathlib").Path(path))
+
+
+def test_the_gemv_fans_are_valid_models_and_their_roofs_follow_the_weights_place(tmp_path):
+    import onnx
+
+    for _, rows, depth, columns in achieved.GEMV_CASES:
+        model = achieved.fan_model(rows, depth, columns, 3, shared=True)
+        onnx.checker.check_model(model)
+        products = [r for r in analyze(model).nodes if r.macs]
+        assert len(products) == 3 and {efficiency_class([r]) for r in products} == {"gemv"}
+    # on the hand target (1 GiB on chip at 10 GB/s, weights resident): 1 x 512 by 512 x 512 keeps
+    # its 1,048,576 B of weights on chip: 4 x (262,144 + 1,024) = 1,052,672 B at 10 GB/s = 105.2672 µs
+    target = parse_target(__import__("pathlib").Path(target_file(tmp_path, WEIGHTS, "r")))
+    assert achieved.gemv_fits(1, 512, 512, target)
+    assert achieved.gemv_roof_s(1, 512, 512, target) == pytest.approx(105.2672e-6)
+    # 8 KiB on chip: the weights come from DRAM at 1 TB/s (1.05 µs), the on-chip bytes still
+    # take 105.2672 µs: the on-chip roof is the longest
+    small = parse_target(__import__("pathlib").Path(target_file(tmp_path, WEIGHTS, "s", onchip_bytes=8192)))
+    assert not achieved.gemv_fits(1, 512, 512, small)
+    assert achieved.gemv_roof_s(1, 512, 512, small) == pytest.approx(105.2672e-6)
+
+
+def test_the_hand_off_is_the_median_cost_of_split_kernels_beyond_launch_and_work(monkeypatch):
+    # per case (1 thread, 2 threads), launch 0.36 µs: MatMul 64: 4.56 - 0.36 - (3.96 - 0.36) / 2
+    # = 2.4 µs; MatMul 96: 8.56 - 0.36 - 12.0 / 2 = 2.2 µs; Conv: 9.36 - 0.36 - 12.4 / 2 = 2.8 µs;
+    # the median is 2.4 µs
+    slopes = {("MatMul", (64, 64)): (3.96e-6, 4.56e-6), ("MatMul", (96, 96)): (12.36e-6, 8.56e-6),
+              ("Conv", (1, 16, 16, 16)): (12.76e-6, 9.36e-6)}
+    monkeypatch.setattr(achieved, "chain_slope_s",
+                        lambda op, shape, attributes, threads, budget: slopes[(op, shape)][threads - 1])
+    handoff, cases = achieved.measure_handoff(0.36e-6, threads=2, budget_s=0.1)
+    assert handoff == pytest.approx(2.4e-6)
+    assert [(label, one, many) for label, one, many in cases][0] == ("MatMul 64x64 by 64x64", 3.96e-6, 4.56e-6)
+    # a kernel that ran no slower on two threads than its share of the work costs nothing more
+    assert achieved.handoff_seconds(one_s=10.36e-6, many_s=5.0e-6, launch_s=0.36e-6, threads=2) == 0.0
+
+
+def test_on_two_threads_the_hand_off_is_written_beside_the_launch(tmp_path):
+    # launch 0.4 µs (the 16-float Add slope), hand-off 2.2 µs: two figures, node_overhead_s for
+    # every kernel and split_overhead_s for a kernel the pool splits
+    result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=2, load_average=None,
+                         numpy_version="2", blas="OpenBLAS", matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
+                         stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
+                         launch_overhead_s=0.4e-6, handoff_s=2.2e-6,
+                         handoff_cases=[("MatMul 96x96 by 96x96", 12.36e-6, 8.56e-6)])
+    path = tmp_path / "two.toml"
+    path.write_text(render_target(result, "two"), encoding="utf-8")
+    target = parse_target(path)
+    assert target.node_overhead_s.value == pytest.approx(0.4e-6)
+    figure_ = target.split_overhead_s
+    assert figure_.value == pytest.approx(2.2e-6) and figure_.tag == "measured"
+    assert "MatMul 96x96 by 96x96 (1 thread 12.4 µs, 2 threads 8.56 µs)" in figure_.source
+    from onnxroof.measure.roofs import measured_roofs
+
+    roofs = measured_roofs(result)
+    assert roofs.node_overhead_s.value == pytest.approx(0.4e-6) and roofs.split_overhead_s.value == pytest.approx(2.2e-6)
+    # one thread: no hand-off measured, no figure
+    result.threads, result.handoff_s, result.handoff_cases = 1, None, []
+    path.write_text(render_target(result, "two"), encoding="utf-8")
+    assert parse_target(path).split_overhead_s is None
+
+
+def split_target(tmp_path, name: str = "split") -> str:
+    """1 TFLOP/s fp32, 1 TB/s DRAM, 10 GB/s on chip; 1 µs per kernel and 3 µs more when split."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
+                                 "onchip.size_bytes": 1 << 30, "onchip.bandwidth_bytes_per_s": 1e10,
+                                 "node_overhead_s": 1e-6, "split_overhead_s": 3e-6}))
+    return str(path)
+
+
+def test_a_product_of_65536_multiply_adds_or_more_pays_the_split_cost_and_a_small_one_does_not(tmp_path):
+    # 1 x 64 by 64 x 1024: 65,536 MACs, MLAS's one thread's worth: split over two. Its bytes:
+    # 262,144 B of weights + 256 B in + 4,096 B out = 266,496 B on chip at 10 GB/s = 26.6496 µs,
+    # plus 1 µs launch and 3 µs split = 30.6496 µs. 1 x 64 by 64 x 100 (6,400 MACs): 26,256 B =
+    # 2.6256 µs plus the launch alone = 3.6256 µs
+    path = split_target(tmp_path)
+    wide = analyze(gemv_model(1024), targets=[path]).targets[0].nodes[0].placement
+    assert wide.time_s == pytest.approx(30.6496e-6) and wide.overhead_s == pytest.approx(4e-6)
+    narrow = analyze(gemv_model(100), targets=[path]).targets[0].nodes[0].placement
+    assert narrow.time_s == pytest.approx(3.6256e-6)
+
+
+def test_a_profile_says_which_kernels_were_split(tmp_path):
+    # the same 6,400-MAC product, said split by the runtime's profile: 2.6256 + 1 + 3 = 6.6256 µs;
+    # the 65,536-MAC one said not split: 26.6496 + 1 = 27.6496 µs
+    from onnxroof.roofline.placement import place_model
+
+    path = split_target(tmp_path)
+    for columns, split, expected in ((100, ["proj"], 6.6256e-6), (1024, [], 27.6496e-6)):
+        analysis = analyze(gemv_model(columns), targets=[path])
+        report = place_model(analysis.cost_graph, analysis.memory, analysis.targets[0].target, groups=[["proj"]],
+                             split=split)
+        assert report.nodes[0].placement.time_s == pytest.approx(expected)
+
+
+def test_a_case_that_splits_is_measured_beyond_the_launch_and_the_split(monkeypatch, tmp_path):
+    # MatMul 128x256 by 256x256 has 8,388,608 MACs: split. Measured 10 µs, roofline 4.5 µs, launch
+    # 0.5 µs, split 3 µs: 4.5 / (10 - 0.5 - 3) = 0.6923; a 16 Ki-float Add is never split:
+    # 4.5 / (10 - 0.5) = 0.4737
+    assert achieved.case_macs("MatMul", (128, 256), {}) == 8_388_608
+    target = parse_target(__import__("pathlib").Path(split_target(tmp_path)))
+    monkeypatch.setattr(achieved, "onnxruntime_available", lambda: True)
+    monkeypatch.setattr(achieved, "chain_slope_s", lambda *args, **kwargs: 10e-6)
+    monkeypatch.setattr(achieved, "roof_slope_s", lambda *args, **kwargs: 4.5e-6)
+    monkeypatch.setattr(achieved, "gemv_slope_s", lambda *args, **kwargs: 10e-6)
+    monkeypatch.setattr(achieved, "gemv_roof_s", lambda *args, **kwargs: 4.5e-6)
+    found = achieved.measure_efficiency(target, 0.5e-6, budget_s=0.01)
+    assert found["gemm"][0].fraction == pytest.approx(4.5 / 6.5)
+    assert found["elementwise"][0].fraction == pytest.approx(4.5 / 9.5)
+    # gemv: 1 x 32,768 by 32,768 x 10 = 327,680 MACs, split
+    assert found["gemv"][0].fraction == pytest.approx(4.5 / 6.5)
+
+
+def test_the_profile_s_thread_stats_say_which_kernels_were_split():
+    from onnxroof.measure.ort_events import kernel_splits
+
+    def event(name, blocks):
+        stats = {"main_thread": {"block_size": blocks, "Run": 33}, "sub_threads": {}}
+        return {"cat": "Node", "name": f"{name}_kernel_time", "ts": 0, "dur": 1, "args": {"thread_scheduling_stats": stats}}
+
+    # big: split in 2 of 3 runs; small: never; odd: in 1 of 2 (not most); one: no stats (one thread)
+    events = [event("big", [1]), event("big", [1]), event("big", []), event("small", []), event("small", []),
+              event("odd", [1]), event("odd", []),
+              {"cat": "Node", "name": "one_kernel_time", "ts": 0, "dur": 1, "args": {"thread_scheduling_stats": ""}}]
+    assert kernel_splits(events) == {"big"}

@@ -24,6 +24,7 @@ from markupsafe import Markup
 from ...core.dtypes import dtype_name
 from ...core.version import __version__
 from ...result import SCHEMA, model_label
+from ...roofline.placement import node_times
 from ...core.units import iec, intensity, si
 from .chart_context import op_palette
 from ..formatting import count_text, format_value, shape_text, share_percent
@@ -256,11 +257,14 @@ def _ops_context(nodes: "list[NodeRecord]", total_flops: int, reports: "list[Tar
         group["macs"] += node.macs
         group["flops"] += node.flops
         group["params"] += node.params
+    # a fused kernel's time split over its nodes (by FLOPs, by bytes for those that do none), as
+    # `summary --by op` and a profile split it, so a "Conv+Relu" kernel counts for Conv and Relu
+    op_of = {node.name: node.op_type for node in nodes}
     times: list[dict[str, float]] = []
     for report in reports:
         per_op: dict[str, float] = defaultdict(float)
-        for kernel in report.nodes:
-            per_op[kernel.op_type] += kernel.placement.time_s
+        for name, seconds in node_times(nodes, [report])[report.target.name].items():
+            per_op[op_of.get(name, name)] += seconds
         times.append(per_op)
     ordered = sorted(groups.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["nodes"], kv[0].lower()))
     rows = []

@@ -133,3 +133,14 @@ def latency_kind_words(report: "TargetReport") -> str:
               ", its error not measured for this model's roofs" if report.target.error_band is not None else
               ", its error not yet measured")
     return f"a forecast from efficiencies measured on the target's runtime{within}"
+
+
+def side_time(value_s: float, kind: str | None, side: str) -> str:
+    """A node's time on one side of a diff: "–" on the side where it does not exist (the base of
+    an added node, the head of a removed one), its time otherwise.
+
+    >>> side_time(0.0, "added", "base"), side_time(2e-6, "added", "head"), side_time(0.0, "removed", "head")
+    ('–', '2 µs', '–')
+    """
+    missing = (side == "base" and kind == "added") or (side == "head" and kind == "removed")
+    return "–" if missing else format_value(value_s, "seconds")

@@ -171,6 +171,9 @@ def test_diff_json_is_the_diff_document_with_exact_changes_and_budgets(capsys):
 def test_diff_markdown_is_a_metric_table_with_its_header_row(capsys):
     code, out, _ = run(capsys, "diff", *PAIR, "--format", "markdown")
     assert code == 0
+    # the separable model's added conv has no base time: "–", not "0 ns"
+    timed = run(capsys, "diff", *PAIR, "--target", "myriad-x", "--format", "markdown")[1]
+    assert re.search(r"\| conv2d\\_1 \| – \| [0-9.]+ µs \|", timed)
     assert markdown_tables(out)[0] == ["metric", "base", "head", "change", "%"]
     assert "| parameters | 329 k | 328 k | \u2212741 |" in out
 

@@ -529,6 +529,16 @@ def test_op_types_share_of_time_per_target(targeted):
     assert sum(seconds) == pytest.approx(fused.latency_s, rel=1e-4)
 
 
+def test_the_roofs_legend_names_only_the_roofs_drawn():
+    # fpga-ddr100 gives no on-chip bandwidth, so its chart draws no on-chip roof; myriad-x gives one
+    html = render_html(onnxroof.analyze(build_example("shallownet"), targets=["fpga-ddr100", "myriad-x"]))
+    fpga, myriad = (html[html.index(f'id="roofline-{i}-panel"'):] for i in (0, 1))
+    fpga = fpga[:fpga.index("</figcaption>")]
+    myriad = myriad[:myriad.index("</figcaption>")]
+    assert "DRAM roof" in fpga and "on-chip roof" not in fpga
+    assert "on-chip roof" in myriad
+
+
 def test_node_table_has_time_and_bound_per_target(targeted):
     analysis, html = targeted
     page = _parse(html)

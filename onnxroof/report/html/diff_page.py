@@ -21,7 +21,7 @@ from .chart_context import (
 )
 from .charts import RooflineChart, roofline_chart
 from .scales import svg_number
-from ..formatting import count_text, format_value, percent_text, shape_text, signed_change
+from ..formatting import count_text, format_value, percent_text, shape_text, side_time, signed_change
 from .page import ModelSide, model_side, render_page, report_on, target_capacities
 
 if TYPE_CHECKING:
@@ -132,8 +132,9 @@ def _op_rows(diff: "ModelDiff") -> list[dict]:
 
 def _top_changes(diff: "ModelDiff") -> list[dict]:
     """Per target, the nodes whose time changed most."""
+    kinds = {n.name: n.kind for n in diff.nodes}
     return [{"target": target, "rows": [
-        {"name": name, "base": format_value(b, "seconds"), "head": format_value(h, "seconds"),
+        {"name": name, "base": side_time(b, kinds.get(name), "base"), "head": side_time(h, kinds.get(name), "head"),
          "base_title": f"{b:.6g} s", "head_title": f"{h:.6g} s",
          "change": ("+" if h > b else "−") + format_value(abs(h - b), "seconds"),
          "direction": "worse" if h > b else "better"}

@@ -72,6 +72,7 @@ def roofline_context(analysis: "Analysis", report: "TargetReport", number: int, 
     place_mark_labels(context, chart)
     return {
         **context,
+        "onchip_roof": bool(onchip_bandwidth(target)),  # the legend names only the roofs drawn
         "name": target.name,
         "description": target.description,
         **_legend(dots, palette),

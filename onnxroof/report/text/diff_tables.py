@@ -10,7 +10,7 @@ from ...core.version import __version__
 from ..bounds import bound_label, time_by_bound
 from ...core.units import iec, si
 from ...result import target_entry
-from ..formatting import format_value, percent_text, signed_change, verdict
+from ..formatting import format_value, percent_text, side_time, signed_change, verdict
 from .markdown import details, escape, html_text, table
 
 if TYPE_CHECKING:
@@ -79,11 +79,12 @@ def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), 
         if len(changed_nodes) > rows:
             body += f"\n\n… and {len(changed_nodes) - rows} more (`onnxroof diff --format json` lists all)."
         lines += ["", details(title, body)]
+    kinds = {n.name: n.kind for n in diff.nodes}
     for target, top in diff.top_time_changes.items():
         if top:
             lines += ["", details(f"Largest time changes on {html_text(target)}", table(
                 ("node", "base", "head", "change"),
-                [(escape(name), format_value(b, "seconds"), format_value(h, "seconds"),
+                [(escape(name), side_time(b, kinds.get(name), "base"), side_time(h, kinds.get(name), "head"),
                   ("+" if h > b else "−") + format_value(abs(h - b), "seconds")) for name, b, h in top],
                 "lrrr"))]
     lines += ["", f"<sub>onnxroof {__version__} · MAC-FLOPs = 2 x MACs · bytes IEC, counts SI</sub>"]

@@ -529,6 +529,19 @@ def test_op_types_share_of_time_per_target(targeted):
     assert sum(seconds) == pytest.approx(fused.latency_s, rel=1e-4)
 
 
+def test_hotspot_names_keep_what_tells_the_rows_apart():
+    # two layers' MatMuls whose names differ only in the layer index, in the middle of 45 characters:
+    # a middle clip to 36 would cut the index from both
+    names = [f"/model/encoder/layer.{i}/intermediate/dense/MatMul" for i in (10, 11)]
+    initializers: list = []
+    nodes = [helper.make_node("MatMul", ["x", zero_weights("w0", [64, 64], initializers)], ["h"], name=names[0]),
+             helper.make_node("MatMul", ["h", zero_weights("w1", [64, 64], initializers)], ["y"], name=names[1])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 64])], initializers)
+    html = render_html(onnxroof.analyze(helper.make_model(graph), targets=["h100-sxm"]))
+    assert "…layer.10/intermediate/dense/MatMul" in html and "…layer.11/intermediate/dense/MatMul" in html
+
+
 def test_the_roofs_legend_names_only_the_roofs_drawn():
     # fpga-ddr100 gives no on-chip bandwidth, so its chart draws no on-chip roof; myriad-x gives one
     html = render_html(onnxroof.analyze(build_example("shallownet"), targets=["fpga-ddr100", "myriad-x"]))

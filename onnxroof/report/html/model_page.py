@@ -33,7 +33,7 @@ from .model_roofline import roofline_context, top_modules
 from .module_section import modules_context
 from .node_table import node_data, node_table_context
 from ..bounds import BOUND_LABELS, BOUND_TITLES
-from ..text.table import assumed_text, clip
+from ..text.table import assumed_text, distinct_clips
 from .page import TargetCard, bar_width, metric_cell, render_page, script_json, target_capacities, target_card
 from .profile_section import profile_context, profiled_target
 
@@ -318,12 +318,13 @@ def _slowest_kernels(report: "TargetReport", index: dict[str, int]) -> dict:
     top = sorted(report.nodes, key=lambda k: (-k.placement.time_s, index.get(k.name, 0)))[:HOTSPOTS]
     largest = top[0].placement.time_s / latency if top and latency else 0.0  # bars are scaled to the largest share
     rows = []
-    for rank, kernel in enumerate(top, 1):
+    shorts = distinct_clips([k.name for k in top], HOTSPOT_NAME)
+    for rank, (kernel, short) in enumerate(zip(top, shorts), 1):
         p = kernel.placement
         share = p.time_s / latency if latency else 0.0
         rows.append({
             "rank": str(rank), "index": str(index[kernel.name]), "name": kernel.name,
-            "short": clip(kernel.name, HOTSPOT_NAME), "op": kernel.op_type,
+            "short": short, "op": kernel.op_type,
             "time": format_value(p.time_s, "seconds"), "time_title": f"{p.time_s:.6g} s",
             "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
             "bound": BOUND_LABELS.get(p.bound, p.bound), "bound_key": p.bound,
@@ -344,12 +345,13 @@ def _largest_nodes(nodes: "list[NodeRecord]", total: int, index: dict[str, int])
     top = sorted((n for n in nodes if n.counted), key=lambda n: (-n.flops, n.index))[:HOTSPOTS]
     largest = top[0].flops / total if top and total else 0.0
     rows = []
-    for rank, node in enumerate(top, 1):
+    shorts = distinct_clips([n.name for n in top], HOTSPOT_NAME)
+    for rank, (node, short) in enumerate(zip(top, shorts), 1):
         share = node.flops / total if total else 0.0
         moved = node.weight_bytes + node.input_bytes + node.output_bytes
         rows.append({
             "rank": str(rank), "index": str(index[node.name]), "name": node.name,
-            "short": clip(node.name, HOTSPOT_NAME), "op": node.op_type,
+            "short": short, "op": node.op_type,
             "flops": si(node.flops), "flops_title": f"{node.flops:,} FLOPs",
             "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
             "bytes": iec(moved), "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",

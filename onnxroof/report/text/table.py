@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -227,6 +228,25 @@ def clip(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
+def distinct_clips(names: list[str], width: int) -> list[str]:
+    """``names`` clipped to ``width`` so that rows stay told apart: when a name is too long, the
+    path all of them share (up to its last '/') is dropped first, since a middle clip of scoped
+    names cuts what differs between them (the layer index); what is still too long is clipped in
+    the middle (:func:`clip`).
+
+    >>> distinct_clips(["/m/encoder/layer.11/intermediate/dense/MatMul",
+    ...                 "/m/encoder/layer.2/intermediate/dense/MatMul"], 36)
+    ['…layer.11/intermediate/dense/MatMul', '…layer.2/intermediate/dense/MatMul']
+    >>> distinct_clips(["conv2d_13", "conv2d_4"], 36)
+    ['conv2d_13', 'conv2d_4']
+    """
+    if all(len(name) <= width for name in names) or len(names) < 2:
+        return [clip(name, width) for name in names]
+    shared = os.path.commonprefix(names)
+    cut = shared.rfind("/") + 1
+    return [clip("…" + name[cut:], width) if cut > 1 else clip(name, width) for name in names]
+
+
 def render_csv(analysis: "Analysis") -> str:
     import csv  # only this format needs it
 
@@ -346,10 +366,11 @@ def target_lines(report) -> list[str]:
     lines += [line for note in report.notes
               for line in textwrap.wrap(f"  note: {printable(note)}", TERMINAL_COLUMNS, subsequent_indent="        ")]
     lines.append("  top kernels by time:")
-    for node in report.top_nodes(5):
+    top = report.top_nodes(5)
+    for node, name in zip(top, distinct_clips([n.name for n in top], 40)):
         p = node.placement
         share = p.time_s / report.latency_s if report.latency_s else 0
-        lines.append(f"    {clip(node.name, 40):40} {clip(node.op_type, 24):24} {seconds(p.time_s):>9} {share:6.1%}  "
+        lines.append(f"    {name:40} {clip(node.op_type, 24):24} {seconds(p.time_s):>9} {share:6.1%}  "
                      f"{bound_label(p.bound):11} {intensity(p.intensity):>8} FLOP/B")  # "parallelism": 11
     return lines
 

@@ -306,7 +306,10 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     return report
 
 
-UNCOVERED_SHARE = 0.1  # more of the time than this on roofs the band was not measured on: no band
+# more of the time than this on roofs the band was not measured on: no band. A quarter, since an
+# export re-costed with --dtype keeps small kernels in fp32 (mask arithmetic, Erf: a tenth of an
+# int8 BERT on l4) that the measured runs' fused kernels hide
+UNCOVERED_SHARE = 0.25
 
 
 def _band(report: TargetReport) -> Figure | None:

@@ -48,13 +48,13 @@ def intensity(value: float | None) -> str:
 
 def seconds(value: float | None) -> str:
     """Format a time in s, ms, µs or ns, three significant digits; a time under a nanosecond,
-    below what any figure it is made of resolves, prints as "< 1 ns".
+    below what any figure it is made of resolves, prints as "under 1 ns".
 
     >>> seconds(2.35e-4), seconds(6.88e-7), seconds(1.91e-12), seconds(0.0)
-    ('235 µs', '688 ns', '< 1 ns', '0 ns')
+    ('235 µs', '688 ns', 'under 1 ns', '0 ns')
     """
     if value is not None and 0 < value < 1e-9:
-        return "< 1 ns"
+        return "under 1 ns"
     return "-" if value is None else _milli_micro_nano(value, ("s", "ms", "µs", "ns"))
 
 

@@ -85,7 +85,7 @@ class Totals:
     uncounted_bytes: int  # bytes the uncounted nodes move: what the FLOP totals leave out
 
 
-@dataclass
+@dataclass(repr=False)
 class Analysis:
     model: ModelFacts
     inputs: list[TensorInfo]  # the input shapes actually used
@@ -137,6 +137,37 @@ class Analysis:
                 row[f"bound[{target}]"] = bounds[target].get(r.name)
             rows.append(row)
         return pandas.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        """One line: the model and its size, not the records (which run to megabytes)."""
+        from .core.units import si
+
+        t, targets = self.totals, ", ".join(r.target.name for r in self.targets)
+        return (f"<onnxroof.Analysis of {self.model.label}: {t.nodes:,} nodes, {si(t.params)} parameters, "
+                f"{si(t.mac_flops)} MAC-FLOPs" + (f"; targets {targets}" if targets else "") + ">")
+
+    def __str__(self) -> str:
+        """The short summary ``print(analysis)`` shows: the totals, the peak activation memory and
+        each target's latency, said as the bound or the forecast it is; ``onnxroof summary`` prints
+        the full one."""
+        from .core.units import iec, seconds, si
+        from .roofline.targets import LatencyKind
+
+        t = self.totals
+        lines = [f"onnxroof: {self.model.label} ({t.nodes:,} nodes, {t.counted_nodes:,} counted)",
+                 f"  parameters {si(t.params)} · MACs {si(t.macs)} · MAC-FLOPs {si(t.mac_flops)} · FLOPs {si(t.flops)}",
+                 f"  peak activations {iec(self.memory.model_order.peak_bytes)} (model order)"]
+        for report in self.targets:
+            if report.latency_kind == LatencyKind.BOUND:
+                latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: peak figures)"
+            else:
+                band = f" ±{report.band.value:.0%}" if report.band is not None else ""
+                latency = f"latency {seconds(report.latency_s)}{band} (a forecast)"
+            shares = sorted(report.time_share.items(), key=lambda kv: -kv[1])
+            split = ", ".join(f"{bound} {share:.0%}" for bound, share in shares if share >= 0.05)
+            lines.append(f"  {report.target.name}: {latency}; time: {split}")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         """What a notebook shows for an analysis: the totals and each target's latency and bound."""

@@ -92,6 +92,18 @@ def test_to_pandas_has_a_row_per_node_and_each_target_s_time():
     assert frame["time_s[myriad-x]"].sum() == pytest.approx(analysis.targets[0].latency_s)
 
 
+def test_print_shows_the_short_summary_and_repr_one_line():
+    # ShallowNet: 328,586 parameters (cost-model.md section 2), 329 k to three figures; 5 nodes;
+    # myriad-x is a bound
+    analysis = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"])
+    text = str(analysis)
+    assert text.startswith("onnxroof: shallownet (5 nodes, 5 counted)")
+    assert "parameters 329 k" in text and "myriad-x: latency ≥ " in text and "(a lower bound: peak figures)" in text
+    assert len(text) < 1_000  # not the records: those run to megabytes on a large model
+    assert repr(analysis).startswith("<onnxroof.Analysis of shallownet: 5 nodes, 329 k parameters")
+    assert "\n" not in repr(analysis)
+
+
 def test_a_notebook_shows_the_totals():
     html = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"])._repr_html_()
     assert "onnxroof: shallownet" in html and "329 k" in html and "latency on myriad-x" in html

@@ -84,6 +84,14 @@ class Formulas:
     held: dict[str, int] = field(default_factory=dict)  # dims held fixed: they feed sizes non-polynomially
     limits: dict[str, str] = field(default_factory=dict)  # metric -> the range a formula holds over, when bounded
 
+    def __str__(self) -> str:
+        """The text `summary --symbolic` prints: print(onnxroof.formulas(...)) shows the formulas."""
+        return "\n".join(formulas_lines(self))
+
+    def __repr__(self) -> str:
+        metrics = ", ".join(m for m in self.polynomials if self.polynomials[m] is not None or m in self.pieces)
+        return f"<onnxroof.Formulas in {', '.join(self.dims) or 'no free dim'}: {metrics}>"
+
     def text(self, metric: str) -> str:
         polynomial = self.polynomials.get(metric)
         if metric in self.pieces:

@@ -48,6 +48,13 @@ def test_attention_grows_as_sequence_squared_exactly():
             onnxroof.analyze(attention_like(), dims={"batch": batch, "seq": seq}).totals.macs
 
 
+def test_print_shows_the_formulas_as_summary_symbolic_does():
+    found = formulas(attention_like())
+    # the MACs worked out above: 32·batch·seq² + 512·batch·seq, on the line that names them
+    assert any(line.startswith("  MACs") and line.endswith("= 32·batch·seq² + 512·batch·seq") for line in str(found).splitlines())
+    assert repr(found).startswith("<onnxroof.Formulas in batch, seq: macs") and "\n" not in repr(found)
+
+
 def test_a_bound_dim_stays_bound():
     found = formulas(attention_like(), dims={"batch": 2})
     assert found.dims == ["seq"] and found.text("macs") == "64·seq² + 1,024·seq"

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Iterator
 from ..roofline.placement import node_times as _node_times
 
 if TYPE_CHECKING:
-    from ..cost.records import NodeRecord
+    from ..cost.records import CostGraph, NodeRecord
     from ..result import Analysis
 
 ROOT = "(model)"
@@ -73,10 +73,16 @@ class ModuleCost:
                 "children": [c.to_dict() for c in self.children]}
 
 
+# scopes an exporter writes for its own machinery, not the user's modules: PyTorch's dynamo
+# exporter puts nodes it made outside any module under this hook's name
+EXPORTER_SCOPES = frozenset({"_empty_nn_module_stack_from_metadata_hook"})
+
+
 def record_path(record: "NodeRecord") -> tuple[str, ...]:
     """A node's module path: the exporter's metadata when it wrote one (PyTorch's dynamo
-    exporter), else the scopes in its name."""
-    return record.scope or module_path(record.name)
+    exporter), else the scopes in its name; the exporter's own scopes left out."""
+    path = record.scope or module_path(record.name)
+    return tuple(part for part in path if part not in EXPORTER_SCOPES) if EXPORTER_SCOPES.intersection(path) else path
 
 
 def module_path(name: str) -> tuple[str, ...]:
@@ -109,23 +115,45 @@ def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times
         module.time_s[target] = module.time_s.get(target, 0.0) + seconds
 
 
-def _first_reads(records: list["NodeRecord"]) -> dict[str, int]:
-    """Each node's parameters, counted at the first node that reads each parameter tensor."""
+def _first_reads(records: list["NodeRecord"], graph: "CostGraph | None" = None) -> dict[str, int]:
+    """Each node's parameters, counted at the first node that reads each stored root: a folded
+    constant (the legacy exporter's transposed copy of a tied embedding) counts as the roots it is
+    computed from, as the model's totals count them."""
     seen: set[str] = set()
     counted = {}
+    memo: dict[str, tuple[str, ...]] = {}
+    by_name = {r.name: r for r in graph.records} if graph is not None else {}
     for record in records:
-        fresh = [name for name in record.param_inputs if name not in seen]
-        seen.update(record.param_inputs)
-        share = len(fresh) / len(record.param_inputs) if record.param_inputs else 1.0
+        roots = (tuple(dict.fromkeys(r for name in record.param_inputs for r in _roots(name, graph, by_name, memo)))
+                 if graph is not None else tuple(record.param_inputs))
+        sizes = {r: (graph.parameters[r][0] if graph is not None and r in graph.parameters else 1) for r in roots}
+        fresh = sum(size for r, size in sizes.items() if r not in seen)
+        seen.update(roots)
+        share = fresh / sum(sizes.values()) if sum(sizes.values()) else 1.0
         counted[record.name] = round(record.params * share)
     return counted
+
+
+def _roots(name: str, graph: "CostGraph", by_name: dict, memo: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The stored parameters a constant tensor is computed from (itself when it is one)."""
+    if name in memo:
+        return memo[name]
+    memo[name] = (name,)  # a cycle cannot occur in a DAG; this only stops a malformed one
+    tensor = graph.tensors.get(name)
+    if name in graph.parameters or tensor is None or tensor.producer is None:
+        return memo[name]
+    producer = by_name.get(tensor.producer)
+    found = tuple(dict.fromkeys(r for n in (producer.inputs if producer else ()) if n
+                                for r in _roots(n, graph, by_name, memo) if r in graph.parameters))
+    memo[name] = found or (name,)
+    return memo[name]
 
 
 def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
     """The module tree of ``analysis`` (down to ``depth`` levels below the root; deeper scopes
     fold into their ancestor at that depth). Nodes without a scope sit at the root."""
     records = analysis.nodes
-    params = _first_reads(records)
+    params = _first_reads(records, analysis.cost_graph)
     live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
     times = _node_times(analysis.nodes, analysis.targets)
     root = ModuleCost(ROOT, "")
@@ -152,7 +180,7 @@ def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
 
 def op_breakdown(analysis: "Analysis") -> list[ModuleCost]:
     """One entry per op type (its ``name``), costliest first (FLOPs, then bytes)."""
-    params = _first_reads(analysis.nodes)
+    params = _first_reads(analysis.nodes, analysis.cost_graph)
     live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
     times = _node_times(analysis.nodes, analysis.targets)
     by_op: dict[str, ModuleCost] = {}

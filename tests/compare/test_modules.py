@@ -94,6 +94,30 @@ def test_the_dynamo_exporter_s_metadata_gives_the_path():
     assert path == ["m", "layers.0", "act"] and root.children[0].flops == 8
 
 
+def test_a_tied_weight_counts_once_in_the_module_tree_through_its_folded_copy():
+    # the legacy exporter's tied LM head: the embedding table E [10, 4] is gathered by /embed and
+    # its transpose, folded to a constant, multiplies by /lm_head. The model has 40 parameters:
+    # /embed counts them (it reads E first), /lm_head none, and the root sums to the totals
+    nodes = [helper.make_node("Gather", ["E", "ids"], ["h"], name="/embed/Gather"),
+             helper.make_node("Transpose", ["E"], ["Et"], name="/lm_head/Transpose", perm=[1, 0]),
+             helper.make_node("MatMul", ["h", "Et"], ["logits"], name="/lm_head/MatMul")]
+    model = make_model(nodes, [("ids", TensorProto.INT64, [1, 3])], [("logits", F32, [1, 3, 10])], [("E", zeros(10, 4))])
+    analysis = onnxroof.analyze(model)
+    root = module_tree(analysis)
+    params = {child.name: child.params for child in root.children}
+    assert analysis.totals.params == root.params == 40
+    assert params == {"embed": 40, "lm_head": 0}
+
+
+def test_the_exporter_s_own_scope_is_not_a_module():
+    # torch's dynamo exporter files the nodes it made outside any module under a hook's name
+    node = helper.make_node("Relu", ["x"], ["y"], name="node_relu_0")
+    entry = node.metadata_props.add()
+    entry.key, entry.value = "pkg.torch.onnx.name_scopes", "['_empty_nn_module_stack_from_metadata_hook', 'relu']"
+    root = module_tree(onnxroof.analyze(make_model([node], [("x", F32, [1, 8])], [("y", F32, [1, 8])])))
+    assert not root.children and root.flops == 8
+
+
 def test_the_roofline_can_colour_its_dots_by_top_level_module():
     analysis = onnxroof.analyze(two_layer_model(), targets=["l4"])
     html = render_html(analysis, colour_by="module")

@@ -70,6 +70,7 @@ class ModelDiff:
     nodes: list[NodeChange]
     top_time_changes: dict[str, list[tuple[str, float, float]]]  # target -> (node, base s, head s)
     modules: list[dict] = field(default_factory=list)  # per module (two levels deep) that changed, by impact
+    threshold: float = 0.02  # a metric's change below this fraction is marked neither better nor worse
 
     @property
     def changed_nodes(self) -> list[NodeChange]:
@@ -102,7 +103,10 @@ class ModelDiff:
                 {n.name: n.placement.time_s for n in self.head.targets[0].nodes})
 
 
-def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10) -> ModelDiff:
+SIGNIFICANT = 0.02  # the default threshold: a 2 % change is one a reviewer would call a change
+
+
+def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: float = SIGNIFICANT) -> ModelDiff:
     nodes = match_nodes(base.nodes, head.nodes)
     targets: dict[str, list[Delta]] = {}
     base_reports = {r.target.name: r for r in base.targets}
@@ -133,6 +137,7 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10) -> ModelDif
         op_types=_op_type_rows(base, head),
         nodes=nodes,
         top_time_changes=top_changes,
+        threshold=threshold,
         modules=module_changes(base, head),
     )
 

@@ -70,11 +70,26 @@ def verdict(key: str, change: float) -> str:
     return BETTER if (change > 0) == (key in HIGHER_IS_BETTER) else WORSE
 
 
-def percent_text(delta: "Delta", symbols: bool = True) -> str:
+def significant(delta: "Delta", threshold: float) -> bool:
+    """Whether a metric's change reaches ``threshold`` (a fraction: 0.02 for 2 %); a metric that
+    appears or disappears always does.
+
+    >>> from types import SimpleNamespace as D
+    >>> significant(D(percent=1.3), 0.02), significant(D(percent=-2.5), 0.02), significant(D(percent=None), 0.02)
+    (False, True, True)
+    """
+    percent = delta.percent
+    return percent is None or math.isinf(percent) or abs(percent) >= 100 * threshold
+
+
+def percent_text(delta: "Delta", symbols: bool = True, threshold: float = 0.0) -> str:
+    """The change in percent, with its mark (better, worse, neither) unless ``symbols`` is off; a
+    change below ``threshold`` is marked as no change."""
     percent = delta.percent
     if percent is None:
         return "n/a"
-    symbol = "" if not symbols else verdict(delta.key, percent) + " "
+    mark = verdict(delta.key, percent) if significant(delta, threshold) else SAME
+    symbol = "" if not symbols else mark + " "
     if math.isinf(percent):
         return f"{symbol}new"
     return f"{symbol}{percent:+.1f}%".replace("-", "−")

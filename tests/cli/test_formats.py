@@ -168,6 +168,18 @@ def test_diff_json_is_the_diff_document_with_exact_changes_and_budgets(capsys):
     assert kinds == ["added", "changed"]
 
 
+def test_diff_marks_a_change_only_past_its_threshold(capsys):
+    # the separable model has 741 fewer parameters of 328,586 + 741 = 329,327: -0.225 %, below the
+    # default 2 %, so neither better nor worse; FLOPs -61.7 % is better; --threshold 0% marks both
+    out = run(capsys, "diff", *PAIR, "--format", "markdown")[1]
+    assert "| parameters | 329 k | 328 k | \u2212741 | \u26aa \u22120.2% |" in out
+    assert "FLOPs \U0001f7e2 \u221261.7%" in out
+    out = run(capsys, "diff", *PAIR, "--format", "markdown", "--threshold", "0%")[1]
+    assert "| parameters | 329 k | 328 k | \u2212741 | \U0001f7e2 \u22120.2% |" in out
+    code, _, err = run(capsys, "diff", *PAIR, "--threshold", "lots")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--threshold" in err
+
+
 def test_diff_markdown_is_a_metric_table_with_its_header_row(capsys):
     code, out, _ = run(capsys, "diff", *PAIR, "--format", "markdown")
     assert code == 0

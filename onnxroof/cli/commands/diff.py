@@ -27,6 +27,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--symbolic", action="store_true",
                         help="the change in the formulas of the free input dims (summary --symbolic), term by term")
     budget_option(parser, relative=True)
+    parser.add_argument("--threshold", type=percent_argument, default=None, metavar="PCT",
+                        help="mark a metric's change better or worse only from PCT on (default 2%%): below it, "
+                             "neither")
+
+
+def percent_argument(text: str) -> float:
+    """'5%' or '5' -> 0.05; anything else is a one-line usage error naming the flag."""
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage: give it as 5% or 5") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a percentage from 0% to 100%")
+    return value / 100
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,12 +53,12 @@ def run(args: argparse.Namespace) -> int:
         emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n")
         return EXIT_OK
     from ...compare.budgets import check_budgets, parse_budget
-    from ...compare.diff import diff_analyses
+    from ...compare.diff import SIGNIFICANT, diff_analyses
     from ...report.text.diff_tables import diff_document, render_diff_markdown, render_diff_table
 
     budgets = [parse_budget(text) for text in args.fail_if]
     base, head = analyze_source(args.base, args), analyze_source(args.head, args)
-    diff = diff_analyses(base, head)
+    diff = diff_analyses(base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold)
     results = check_budgets(budgets, head, base)
     if args.format == "json":
         text = json.dumps(diff_document(diff, results), indent=2) + "\n"

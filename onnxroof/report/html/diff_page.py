@@ -21,7 +21,7 @@ from .chart_context import (
 )
 from .charts import RooflineChart, roofline_chart
 from .scales import svg_number
-from ..formatting import count_text, format_value, percent_text, shape_text, side_time, signed_change
+from ..formatting import count_text, format_value, percent_text, shape_text, side_time, signed_change, significant
 from .page import ModelSide, model_side, render_page, report_on, target_capacities
 
 if TYPE_CHECKING:
@@ -147,9 +147,10 @@ def _deltas(diff: "ModelDiff") -> list[dict]:
     for group, deltas in groups:
         for d in deltas:
             change = d.change
-            # more is worse, except for throughput
+            # more is worse, except for throughput; below the diff's threshold, neither
             worse = change is not None and (change < 0 if d.unit == "per_second" else change > 0)
-            direction = "same" if change == 0 else "na" if change is None else "worse" if worse else "better"
+            direction = ("same" if change == 0 or not significant(d, diff.threshold) else "na" if change is None
+                         else "worse" if worse else "better")
             rows.append({
                 "group": group, "label": d.label,
                 "base": format_value(d.base, d.unit), "head": format_value(d.head, d.unit),
@@ -174,7 +175,8 @@ def _summary_items(diff: "ModelDiff") -> list[dict]:
     deltas += [(f"latency [{t}]", d) for t, ds in diff.targets.items() for d in ds if d.key == "latency_s"]
     for label, d in deltas:
         change = d.change
-        direction = "same" if not change else "na" if change is None else "worse" if change > 0 else "better"
+        direction = ("same" if not change or not significant(d, diff.threshold) else "na" if change is None
+                     else "worse" if change > 0 else "better")
         items.append({"label": label, "text": percent_text(d, symbols=False), "direction": direction})
     return items
 

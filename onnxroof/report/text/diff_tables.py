@@ -30,8 +30,9 @@ def _deltas(diff: "ModelDiff") -> list[tuple[str, "Delta"]]:
 
 def summary_line(diff: "ModelDiff") -> str:
     keys = {"params", "flops", "peak_memory"}
-    parts = [f"{d.label} {percent_text(d)}" for d in diff.totals if d.key in keys]
-    parts += [f"latency [{t}] {percent_text(d)}" for t, ds in diff.targets.items() for d in ds if d.key == "latency_s"]
+    parts = [f"{d.label} {percent_text(d, threshold=diff.threshold)}" for d in diff.totals if d.key in keys]
+    parts += [f"latency [{t}] {percent_text(d, threshold=diff.threshold)}" for t, ds in diff.targets.items()
+              for d in ds if d.key == "latency_s"]
     return " · ".join(parts)
 
 
@@ -48,7 +49,8 @@ def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), 
     same = [(label, d) for label, d in _deltas(diff) if d.change == 0]
     header = ("metric", "base", "head", "change", "%")
     lines.append(table(header, [
-        (escape(label), format_value(d.base, d.unit), format_value(d.head, d.unit), signed_change(d), percent_text(d))
+        (escape(label), format_value(d.base, d.unit), format_value(d.head, d.unit), signed_change(d),
+         percent_text(d, threshold=diff.threshold))
         for label, d in changed
     ], "lrrrr") if changed else "No metric changed.")
     if same:
@@ -144,6 +146,7 @@ def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict
         "base": {"name": diff.base.model.name, "path": diff.base.model.path},
         "head": {"name": diff.head.model.name, "path": diff.head.model.path},
         "input_changes": diff.input_changes,
+        "threshold": diff.threshold,  # a change below this fraction is marked neither better nor worse
         "totals": [delta(d) for d in diff.totals],
         "targets": {name: [delta(d) for d in ds] for name, ds in diff.targets.items()},
         "op_types": diff.op_types,

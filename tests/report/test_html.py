@@ -407,6 +407,10 @@ def test_header_names_type_batch_and_targets(targeted):
     assert "Conventions:" in header and "1 MAC = 2 FLOPs" in header
 
 
+BOUND_WORDS = {"compute": "compute", "dram": "DRAM", "onchip": "on-chip", "overhead": "overhead",
+               "parallelism": "parallelism", "none": "none"}
+
+
 def test_target_cards(targeted):
     analysis, html = targeted
     cards = html[html.index('aria-label="Per target"'):]
@@ -416,6 +420,12 @@ def test_target_cards(targeted):
         assert f"{report.throughput_per_s:,.1f}/s" in cards
     assert "compute" in cards and "overhead" in cards  # the dominant bound on each
     assert "2.42 mJ" in cards  # myriad-x's energy per run
+    # where the time goes, every bound's share, and no whole-model bound beside it to contradict
+    # it (the whole-model point keeps its place on the chart)
+    for report in analysis.targets:
+        shares = sorted(((b, s) for b, s in report.time_share.items() if s >= 0.005), key=lambda item: -item[1])
+        assert ", ".join(f"{BOUND_WORDS[b]} {s:.0%}" for b, s in shares) in cards
+    assert "whole model" not in re.sub(r'title="[^"]*"', "", cards)
 
 
 def test_one_roofline_per_target_with_one_dot_per_costed_node(targeted):

@@ -100,6 +100,7 @@ class TargetCard:
     bound_key: str
     bound_share: str
     bound_title: str
+    time_split: str  # the latency's shares per bound: "overhead 94%, DRAM 6%"
     point_bound: str  # the whole-model point's bound
     point_bound_key: str
     bound_line: str
@@ -129,6 +130,7 @@ def target_card(report: "TargetReport") -> TargetCard:
         bound=BOUND_LABELS.get(main, main),
         bound_key=main,
         bound_share=share_percent(share.get(main, 0.0)),
+        time_split=time_by_bound(share),
         bound_title="share of the latency per bound: " + time_by_bound(share)
         + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point.bound, point.bound)}-bound",
         point_bound=BOUND_LABELS.get(point.bound, point.bound),

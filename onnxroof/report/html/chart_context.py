@@ -93,6 +93,7 @@ def roofline_frame(target: "Target", chart: RooflineChart, chart_id: str) -> dic
         ridge_labels.append(roof)
         roofs.append({
             "d": f"M{svg_number(roof.x1)},{svg_number(roof.y)}H{svg_number(roof.x2)}",
+            "line": (roof.x1, roof.y, roof.x2),  # where the roof runs: a label must not cross it
             "label": f"{label} · {si(roof.value, unit)}",
             "label_x": svg_number(roof.label_x), "label_y": svg_number(roof.label_y), "anchor": roof.anchor,
             "title": (f"{label} compute roof: {roof.value:,.6g} {unit} ({figure.tag}: {figure.source}); "
@@ -212,8 +213,8 @@ def model_mark(placed, chart: RooflineChart, kind: str, label: str, title: str, 
 
 
 def place_mark_labels(context: dict, chart: RooflineChart) -> None:
-    """Move the marks' labels to spots clear of each other, the roofs', ridges' and slopes'
-    labels and every dot."""
+    """Move the marks' labels to spots clear of each other, the roofs' lines, the roofs', ridges'
+    and slopes' labels and every dot."""
     from .charts import label_rect, place_labels
 
     obstacles = []
@@ -230,6 +231,8 @@ def place_mark_labels(context: dict, chart: RooflineChart) -> None:
             obstacles.append((x - half_w, y - half_h, x + half_w, y + half_h))
     for roof in context["roofs"]:
         obstacles.append(label_rect(float(roof["label_x"]), float(roof["label_y"]), roof["anchor"], roof["label"], 7.0))
+        x1, y, x2 = roof["line"]
+        obstacles.append((x1, y - 2, x2, y + 2))  # the roof's line itself
         if roof["ridge"]:
             ridge = roof["ridge"]
             obstacles.append(label_rect(float(ridge["label_x"]), float(ridge["label_y"]), ridge["anchor"], ridge["label"], 6.2))

@@ -1,6 +1,7 @@
 """The documents name tests that exist: docs/testing.md's planted-bug table and notes name each
 test that catches a bug as `path::test_name` (under tests/); a renamed or moved test must take its
-row along, or the table no longer says what catches what."""
+row along, or the table no longer says what catches what. The README's sample of `onnxroof
+summary` is what the command prints."""
 
 from __future__ import annotations
 
@@ -23,3 +24,16 @@ def test_every_test_docs_testing_md_names_exists():
         if name not in functions:
             missing.append(f"{path}::{name}")
     assert missing == []
+
+
+def test_the_readme_s_summary_sample_is_what_the_command_prints(capsys):
+    from onnxroof.cli.app import main
+
+    readme = (REPO / "README.md").read_text()
+    command = re.search(r"What a target's part of `onnxroof (summary [^`]+)`", readme).group(1)
+    sample = re.search(r"says \(a test checks[^)]*\):\n\n```text\n(.*?)```", readme, re.S).group(1)
+    assert main([*command.split(), "-q"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    missing = [line for line in sample.splitlines() if line not in printed]
+    assert missing == []
+

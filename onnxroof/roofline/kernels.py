@@ -149,25 +149,34 @@ def _absorb_head_layouts(kernels: list[Kernel], tensors: dict, graph_outputs: se
     attention kernel reads Q, K and V in the projections' layout with strides (FlashAttention,
     TensorRT's fused MHA, onnxruntime's Attention take [B, S, N, H] directly), so the transposes
     that split the heads, and K's to K^T, are never launched; the one that merges the heads after
-    AV joins the attention kernel as it grows (``_joins``)."""
-    while True:
-        owner = {name: position for position, kernel in enumerate(kernels) for name in kernel.nodes}
-        for position, kernel in enumerate(kernels):
-            layout = [m for m in kernel.records if not m.view]
-            if not layout or any(_kind(m) != "layout" for m in layout):
-                continue
-            made = [t for m in kernel.records for t in m.outputs if t in tensors]
-            readers = {owner.get(c) for t in made for c in tensors[t].consumers} - {position}
-            if len(readers) != 1 or None in readers or any(t in graph_outputs for t in made):
-                continue
+    AV joins the attention kernel as it grows (``_joins``). One pass from the last kernel back:
+    a transpose read by another transpose (K's head split, then K^T) finds its reader already
+    given to the attention kernel."""
+    owner = {name: index for index, kernel in enumerate(kernels) for name in kernel.nodes}
+    into: dict[int, int] = {}  # kernel -> the attention kernel it joins
+
+    def final(index: int) -> int:
+        while index in into:
+            index = into[index]
+        return index
+
+    for index in range(len(kernels) - 1, -1, -1):
+        kernel = kernels[index]
+        layout = [m for m in kernel.records if not m.view]
+        if not layout or any(_kind(m) != "layout" for m in layout):
+            continue
+        made = [t for m in kernel.records for t in m.outputs if t in tensors]
+        readers = {final(owner[c]) if c in owner else None for t in made for c in tensors[t].consumers} - {index}
+        if len(readers) == 1 and None not in readers and not any(t in graph_outputs for t in made):
             reader = readers.pop()
-            if not any(_kind(m) == "attention" for m in kernels[reader].records):
-                continue
-            merged = _kernel(kernel.records + kernels[reader].records, tensors, graph_outputs)
-            kernels = [merged if i == reader else k for i, k in enumerate(kernels) if i != position]
-            break
-        else:
-            return kernels
+            if any(_kind(m) == "attention" for m in kernels[reader].records):
+                into[index] = reader
+    members: dict[int, list] = {}  # attention kernel -> its records and the transposes it takes
+    for index in sorted(into):
+        target = final(index)
+        members.setdefault(target, list(kernels[target].records)).extend(kernels[index].records)
+    return [_kernel(members[i], tensors, graph_outputs) if i in members else k
+            for i, k in enumerate(kernels) if i not in into]
 
 
 def group(graph: CostGraph, groups: Iterable[Iterable[str]]) -> list[Kernel]:

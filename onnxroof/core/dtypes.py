@@ -25,7 +25,16 @@ def dtype_bits(elem_type: int) -> int:
 
 def tensor_bytes(elements: int, elem_type: int) -> int:
     """Bytes to store ``elements`` of ``elem_type``, rounding packed sub-byte types up."""
-    return (elements * dtype_bits(elem_type) + 7) // 8
+    return packed_bytes(elements, dtype_bits(elem_type))
+
+
+def packed_bytes(elements: int, bits: int) -> int:
+    """Bytes to store ``elements`` of ``bits`` each, packed, the last byte rounded up.
+
+    >>> packed_bytes(1024, 32), packed_bytes(3, 4)
+    (4096, 2)
+    """
+    return (elements * bits + 7) // 8
 
 
 def bits_of(name: str) -> int:

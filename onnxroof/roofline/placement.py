@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from ..core.dtypes import bits_of
+from ..core.dtypes import bits_of, packed_bytes
 from ..core.enums import TextEnum
 from ..cost.records import NodeStatus
 from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
@@ -367,7 +367,7 @@ def _own_bytes(tensor) -> int:
     if shape and all(isinstance(d, int) for d in shape):
         bits = bits_of(tensor.dtype)
         if bits:
-            return (math.prod(shape) * bits + 7) // 8
+            return packed_bytes(math.prod(shape), bits)
     return tensor.bytes or 0
 
 

@@ -255,20 +255,10 @@ def write_target(path: Path, block: str) -> None:
 
 
 def collect(extra: bool) -> list[Row]:
-    rows = [(str(i), r) for i, r in enumerate(vp.read_rows(vp.CSV))]
-    if extra:
-        rows += [(f"e{i + 1}", r) for i, r in enumerate(vp.read_rows(vp.EXTRA))]
-    found = []
+    """The rows validate_published compares, predicted and taken apart."""
     with tempfile.TemporaryDirectory(prefix="published-models-") as tmp:
-        runner = vp.Runner(Path(tmp))
-        for index, raw in rows:
-            spec = vp.decide(raw)
-            if isinstance(spec, str):
-                continue
-            outcome = vp.Outcome(index, raw, spec)
-            vp.predict(outcome, runner)
-            found.append(decompose(outcome))
-    return found
+        outcomes = vp.evaluate(vp.numbered_rows(vp.CSV, extra), vp.Runner(Path(tmp)))
+    return [decompose(o) for o in outcomes if o.spec is not None]
 
 
 @dataclass

@@ -481,30 +481,42 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+def numbered_rows(csv_path: Path, extra: bool) -> list[tuple[str, dict]]:
+    """The rows to compare, each with its number: the CSV's own (0, 1, ...), then with ``extra``
+    those of the extra file (e1, e2, ...)."""
+    rows = [(str(i), r) for i, r in enumerate(read_rows(csv_path))]
+    if extra:
+        rows += [(f"e{i + 1}", r) for i, r in enumerate(read_rows(EXTRA))]
+    return rows
+
+
+def evaluate(rows: list[tuple[str, dict]], runner: Runner) -> list[Outcome]:
+    """Every row decided and, when it can be compared, predicted (timed)."""
+    outcomes = []
+    for index, row in rows:
+        o = Outcome(index, row)
+        spec = decide(row)
+        if isinstance(spec, str):
+            o.apart = spec
+        else:
+            o.spec = spec
+            start = time.perf_counter()
+            predict(o, runner)
+            o.seconds = time.perf_counter() - start
+        outcomes.append(o)
+    return outcomes
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", type=Path, default=CSV)
     ap.add_argument("--extra", action="store_true", help=f"add the rows of {EXTRA.relative_to(REPO)}")
     ap.add_argument("--write", action="store_true", help=f"write the tables into {DOC.relative_to(REPO)}")
     args = ap.parse_args(argv)
-    rows = [(str(i), r) for i, r in enumerate(read_rows(args.csv))]
-    if args.extra:
-        rows += [(f"e{i + 1}", r) for i, r in enumerate(read_rows(EXTRA))]
-    outcomes = []
+    rows = numbered_rows(args.csv, args.extra)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="published-models-") as tmp:
-        runner = Runner(Path(tmp))
-        for i, row in rows:
-            o = Outcome(i, row)
-            spec = decide(row)
-            if isinstance(spec, str):
-                o.apart = spec
-            else:
-                o.spec = spec
-                t = time.perf_counter()
-                predict(o, runner)
-                o.seconds = time.perf_counter() - t
-            outcomes.append(o)
+        outcomes = evaluate(rows, Runner(Path(tmp)))
         checks = checks_table(Path(tmp))
     compared = [o for o in outcomes if o.spec is not None]
     apart = [o for o in outcomes if o.spec is None]

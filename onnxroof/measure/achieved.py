@@ -99,22 +99,18 @@ ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ..
 Timer = Callable[[], float]
 
 
-def case_macs(op: str, shape: tuple[int, ...], attributes: dict) -> int:
-    """Multiply-adds of one op of a chain (:func:`chain_model`, :func:`qdq_chain_model`): a MatMul
-    by its square weight, a Conv 3x3 (or ``kernel``) keeping its channels (grouped: ``group``); 0
-    for the other ops.
+def case_macs(op: str, shape: tuple[int, ...], attributes: dict, builder: Callable | None = None) -> int:
+    """Multiply-adds of one link of a chain (``builder``: :func:`chain_model`, or
+    :func:`qdq_chain_model`), as onnxroof's cost rules count them: one link analysed.
 
     >>> case_macs("MatMul", (128, 256), {}), case_macs("Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})
     (8388608, 28901376)
-    >>> case_macs("Conv", (1, 32, 112, 112), {"group": 32}), case_macs("Add", (16,), {})
+    >>> case_macs("Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}), case_macs("Add", (16,), {})
     (3612672, 0)
     """
-    if op == "MatMul":
-        return math.prod(shape) * shape[-1]
-    if op == "Conv":
-        size = attributes.get("kernel", 3)
-        return math.prod(shape) * shape[1] // attributes.get("group", 1) * size * size
-    return 0
+    from ..pipeline import analyze
+
+    return analyze((builder or chain_model)(op, shape, attributes, 1)).totals.macs
 
 
 def per_kernel_seconds(one_s: float, many_s: float, kernels: int = CHAIN) -> float:
@@ -488,7 +484,7 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
         for label, op, shape, attributes in cases:
             measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=qdq_chain_model)
             roofline = roof_slope_s(op, shape, attributes, target, builder=qdq_chain_model, fusion="all")
-            fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
+            fixed = launch_s + (split_s if case_macs(op, shape, attributes, qdq_chain_model) >= SPLIT_MACS else 0.0)
             case = Case(label, measured, roofline, efficiency(roofline, measured, fixed))
             found.setdefault(kernel_class, {}).setdefault(roof, []).append(case)
             say(f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roofline * 1e6:8.2f} µs: "

@@ -118,35 +118,19 @@ def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times
 def _first_reads(records: list["NodeRecord"], graph: "CostGraph | None" = None) -> dict[str, int]:
     """Each node's parameters, counted at the first node that reads each stored root: a folded
     constant (the legacy exporter's transposed copy of a tied embedding) counts as the roots it is
-    computed from, as the model's totals count them."""
+    computed from (``CostGraph.roots``), as the model's totals count them."""
     seen: set[str] = set()
     counted = {}
-    memo: dict[str, tuple[str, ...]] = {}
-    by_name = {r.name: r for r in graph.records} if graph is not None else {}
+    roots_of = graph.roots if graph is not None else {}
+    elements = graph.parameters if graph is not None else {}
     for record in records:
-        roots = (tuple(dict.fromkeys(r for name in record.param_inputs for r in _roots(name, graph, by_name, memo)))
-                 if graph is not None else tuple(record.param_inputs))
-        sizes = {r: (graph.parameters[r][0] if graph is not None and r in graph.parameters else 1) for r in roots}
+        roots = tuple(dict.fromkeys(r for name in record.param_inputs for r in roots_of.get(name, (name,))))
+        sizes = {r: elements[r][0] if r in elements else 1 for r in roots}
         fresh = sum(size for r, size in sizes.items() if r not in seen)
         seen.update(roots)
         share = fresh / sum(sizes.values()) if sum(sizes.values()) else 1.0
         counted[record.name] = round(record.params * share)
     return counted
-
-
-def _roots(name: str, graph: "CostGraph", by_name: dict, memo: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """The stored parameters a constant tensor is computed from (itself when it is one)."""
-    if name in memo:
-        return memo[name]
-    memo[name] = (name,)  # a cycle cannot occur in a DAG; this only stops a malformed one
-    tensor = graph.tensors.get(name)
-    if name in graph.parameters or tensor is None or tensor.producer is None:
-        return memo[name]
-    producer = by_name.get(tensor.producer)
-    found = tuple(dict.fromkeys(r for n in (producer.inputs if producer else ()) if n
-                                for r in _roots(n, graph, by_name, memo) if r in graph.parameters))
-    memo[name] = found or (name,)
-    return memo[name]
 
 
 def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:

@@ -513,6 +513,7 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
         inputs=[i.name for i in model.graph.input if i.name in graph_inputs],
         outputs=[o.name for o in model.graph.output],
         parameters=dict(sorted(coster.parameters.items())),
+        roots=coster.roots,
     )
 
 

@@ -135,6 +135,9 @@ class CostGraph:
     outputs: list[str]
     # every parameter of the model, subgraphs included: name -> (elements, stored bytes), counted once
     parameters: dict[str, tuple[int, int]]
+    # folded constant -> the stored parameters it is computed from (a tied head's transposed copy
+    # -> the embedding); a constant not here is its own root
+    roots: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def edges(self) -> Iterator[tuple[str, str, dict]]:
         """``(producer, consumer, {"tensors": [...], "bytes": n})``: one edge per pair of nodes that

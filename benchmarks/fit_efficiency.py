@@ -35,6 +35,7 @@ tables) and the fit's tables into docs/validation-published.md.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import statistics
 import sys
@@ -223,7 +224,7 @@ def toml_block(target: str, result: Fit, band: float, band_rows: int, runtime: s
     basis = (f"fitted by benchmarks/fit_efficiency.py on {len(rows)} published rows of {runtime} "
              f"(this target's: #{', #'.join(mine)}; {others} of its other targets)")
     if sibling:
-        basis = f"{target}'s figure ({SIBLINGS[sibling][1]}), {basis.replace(chr(34), '')}".replace("this target's", f"{target}'s")
+        basis = f"{target}'s figure ({SIBLINGS[sibling][1]}), {basis}".replace("this target's", f"{target}'s")
 
     def table(key: str, value: float, source: str) -> str:
         return f'[{key}]\nvalue = {value:.4g}\ntag = "measured"\nsource = "{source}"\n'
@@ -241,7 +242,7 @@ def toml_block(target: str, result: Fit, band: float, band_rows: int, runtime: s
     parts.append(table("error_band", band, f"the largest |predicted / measured - 1| over this target's "
                        f"{band_rows} published rows, each predicted by a fit that left its model family out "
                        "(benchmarks/fit_efficiency.py, docs/validation-published.md)")
-                 + f"roofs = [{', '.join(f'{chr(34)}{roof}{chr(34)}' for roof in roofs)}]\n")
+                 + f"roofs = {json.dumps(roofs)}\n")  # a TOML array of strings is a JSON one
     return "\n".join(parts) + TOML_END + "\n"
 
 

@@ -29,13 +29,18 @@ def si(value: float | int | None, unit: str = "") -> str:
 
 
 def iec(value: int | float | None) -> str:
-    """Format a byte count with an IEC (binary) prefix."""
+    """Format a byte count with an IEC (binary) prefix.
+
+    >>> iec(1_048_575), iec(1_024_000), iec(1536)
+    ('1 MiB', '1,000 KiB', '1.5 KiB')
+    """
     if value is None:
         return "?"
     size = abs(value)
     for scale, prefix in _IEC:
         if size >= scale * 0.9995:  # 1,048,575 B reads "1 MiB", not "1.02e+03 KiB"
-            return f"{value / scale:.3g} {prefix}"
+            scaled = value / scale  # 1,000 to 1,023 of a unit: no exponent
+            return f"{scaled:,.0f} {prefix}" if abs(scaled) >= 999.5 else f"{scaled:.3g} {prefix}"
     return f"{int(value)} B"
 
 

@@ -4,7 +4,8 @@ Schema ``onnxroof-target/1``. Every figure is a table ``{value, tag, source}``: 
 ``vendor``, ``paper``, ``estimate`` or ``measured`` and ``source`` says where the number comes
 from (for an estimate, the arithmetic). Required: ``name``, ``description``,
 ``peak_ops_per_s.<dtype>`` (dense, at least one of fp32 fp16 bf16 fp8 int8 int4) and
-``dram.bandwidth_bytes_per_s``. Optional: ``onchip.size_bytes`` and
+``dram.bandwidth_bytes_per_s``. Optional: ``dram.size_bytes`` (the device memory's capacity: what
+the parameters, the activations and a decoder's KV cache must fit in), ``onchip.size_bytes`` and
 ``onchip.bandwidth_bytes_per_s`` (on-chip memory), ``dram.energy_pj_per_byte``,
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
 ``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
@@ -165,6 +166,7 @@ class Target:
     peak_ops_per_s: dict[str, Figure]
     dram_bytes_per_s: Figure
     dram_pj_per_byte: Figure | None = None
+    dram_size_bytes: Figure | None = None  # the device memory's capacity (dram.size_bytes)
     onchip_bytes: Figure | None = None
     onchip_bytes_per_s: Figure | None = None
     onchip_pj_per_byte: Figure | None = None
@@ -317,6 +319,7 @@ def parse_target(path: Path) -> Target:
         peak_ops_per_s={key: _figure(peaks, key, f"peak_ops_per_s.{key}", where) for key in peaks},
         dram_bytes_per_s=_figure(dram, "bandwidth_bytes_per_s", "dram.bandwidth_bytes_per_s", where),
         dram_pj_per_byte=_figure(dram, "energy_pj_per_byte", "dram.energy_pj_per_byte", where, required=False),
+        dram_size_bytes=_figure(dram, "size_bytes", "dram.size_bytes", where, required=False),
         onchip_bytes=_figure(onchip, "size_bytes", "onchip.size_bytes", where, required=False),
         onchip_bytes_per_s=_figure(onchip, "bandwidth_bytes_per_s", "onchip.bandwidth_bytes_per_s", where, required=False),
         onchip_pj_per_byte=_figure(onchip, "energy_pj_per_byte", "onchip.energy_pj_per_byte", where, required=False),

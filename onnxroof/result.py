@@ -17,11 +17,12 @@ from functools import cached_property
 from itertools import islice
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from operator import attrgetter
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
 from .core.version import __version__
+from .roofline.verdicts import Finding, finding_lines, ranked
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
     import networkx as nx
@@ -102,6 +103,21 @@ class Analysis:
     warnings: list[str] = field(default_factory=list)
     input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
     assumed_dims: dict[str, int] = field(default_factory=dict)  # batch dims nobody gave, bound to 1
+    # makes the targets' findings on the first review() (onnxroof.analyze sets it: onnxroof.findings)
+    reviewer: Callable[[Analysis], None] | None = field(default=None, compare=False)
+
+    def review(self) -> list[Finding]:
+        """Every target's findings, ranked (a model that does not fit first, then by the time each
+        saves), made on the first call by analysing the model again with each change; an analysis
+        without targets, or made by the pipeline alone, has none."""
+        if self.reviewer is not None:
+            reviewer, self.reviewer = self.reviewer, None
+            reviewer(self)
+        return ranked([f for report in self.targets for f in report.findings])
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.review()
 
     @property
     def tensors(self) -> dict[str, TensorRecord]:
@@ -166,11 +182,18 @@ class Analysis:
             shares = sorted(report.time_share.items(), key=lambda kv: -kv[1])
             split = ", ".join(f"{bound} {share:.0%}" for bound, share in shares if share >= 0.05)
             lines.append(f"  {report.target.name}: {latency}; time: {split}")
+        findings = [f for f in self.review() if f.kind != "largest"][:3]
+        if findings:
+            lines += ["  what to change (each gain measured by analysing again with the change):",
+                      *finding_lines(findings, 110, indent="    ", with_target=len(self.targets) > 1)]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        """What a notebook shows for an analysis: the totals and each target's latency and bound."""
+        """What a notebook shows: the findings, the totals and each target's card and roofline
+        (the report's view, :data:`notebook_view`); without it, the totals and latencies."""
+        if notebook_view is not None:
+            return notebook_view(self)
         from html import escape
 
         from .core.units import iec, seconds, si
@@ -178,13 +201,10 @@ class Analysis:
         t = self.totals
         cells = [("parameters", si(t.params)), ("MAC-FLOPs", si(t.mac_flops)), ("FLOPs", si(t.flops)),
                  ("peak activations", iec(self.memory.model_order.peak_bytes)), ("nodes", f"{t.nodes:,}")]
-        cells += [(f"latency on {report.target.name}", f"{seconds(report.latency_s)} ({report.model_point.bound}-bound model point)")
-                  for report in self.targets]
+        cells += [(f"latency on {report.target.name}", seconds(report.latency_s)) for report in self.targets]
         rows = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:right'>{escape(v)}</td></tr>"
                        for k, v in cells)
-        note = "" if self.complete else "<p>⚠️ incomplete: " + escape("; ".join(self.warnings)) + "</p>"
-        return (f"<div><strong>onnxroof: {escape(self.model.label)}</strong>"
-                f"<table>{rows}</table>{note}</div>")
+        return f"<div><strong>onnxroof: {escape(self.model.label)}</strong><table>{rows}</table></div>"
 
     @property
     def complete(self) -> bool:
@@ -210,6 +230,11 @@ class Analysis:
         """The JSON document (schema onnxroof/1) that ``summary --format json`` prints."""
         return to_document(self)
 
+
+
+# The notebook's view of an analysis (Analysis._repr_html_): the HTML report's, which this layer
+# cannot import; the package's root (onnxroof/__init__.py) sets it when the API is first used
+notebook_view: Callable[["Analysis"], str] | None = None
 
 
 # --- the document ----------------------------------------------------------------------------
@@ -331,6 +356,8 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
         "batch": analysis.batch,
         "assumed_dims": analysis.assumed_dims,  # batch dims nobody gave, bound to 1
         "memory": memory_entry(analysis, encoded),
+        # what to change on each target, ranked; each gain measured by analysing again with the change
+        "findings": [finding.to_dict() for finding in analysis.review()],
         "targets": [target_entry(report, encoded) for report in analysis.targets],
         "llm": None if analysis.llm is None else {
             "phase": analysis.llm.phase,
@@ -500,6 +527,7 @@ def target_entry(report, encoded: bool = False) -> dict:
         "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
         "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
         "node_overhead_s": target.node_overhead_s.value if target.node_overhead_s else None,
+        "dram_size_bytes": target.dram_size_bytes.value if target.dram_size_bytes else None,  # device memory
         "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
         "parallel": None if target.parallel is None else {  # the units and the tile each takes, per roof
             "kind": target.parallel.kind, "units": target.parallel.units.value,
@@ -522,6 +550,8 @@ def target_entry(report, encoded: bool = False) -> dict:
         "weights_on_chip_bytes": report.weights_on_chip_bytes,
         "spilled_tensors": report.spilled,
         "spill_bytes": report.spill_bytes,
+        # parameters + peak activations against the device memory, the largest batch and context that fit
+        "fit": report.fit.to_dict() if report.fit is not None else None,
         "notes": report.notes,
         "model_point": placement_entry(report.model_point),
         "nodes": Encoded(_encoded_target_nodes(report.nodes)) if encoded else [target_node_entry(n) for n in report.nodes],

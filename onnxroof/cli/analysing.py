@@ -32,7 +32,7 @@ def model_from(source: str):
 
 def analyze_source(source: str, args: argparse.Namespace) -> Analysis:
     """One model analysed with the flags' options; its warnings on stderr (unless -q)."""
-    from ..pipeline import analyze
+    from ..findings import analyze
 
     progress = None if args.quiet else StageLines(Path(source).name)
     analysis = analyze(model_from(source), progress=progress, options=options_from_flags(args))

@@ -13,14 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-BOUND_LABELS = {
-    "compute": "compute",
-    "dram": "DRAM",
-    "onchip": "on-chip",
-    "parallelism": "parallelism",
-    "overhead": "overhead",
-    "none": "no work",
-}
+from ..roofline.verdicts import BOUND_LABELS  # noqa: F401  (the renderers take the words from here)
 BOUND_TITLES = {
     "compute": "compute-bound: FLOPs ÷ the roof's peak is the longest time",
     "dram": "DRAM-bound: DRAM bytes ÷ DRAM bandwidth is the longest time",

@@ -25,6 +25,7 @@ from ..cost.records import NodeStatus
 from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
 from ..memory.spill import spill_plan
 from .targets import SPLIT_MACS, Figure, LatencyKind, Target
+from .verdicts import DeviceFit, Finding
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
@@ -191,6 +192,8 @@ class TargetReport:
     fusion: tuple[str, ...] = ()  # the fusion rule sets the kernels were grouped under
     latency_kind: LatencyKind = LatencyKind.BOUND  # a lower bound (peak figures) or a forecast (measured efficiencies)
     band: Figure | None = None  # the forecast's measured error band, when its measurements cover this model's roofs
+    findings: list[Finding] = field(default_factory=list)  # ranked; made by onnxroof.findings (re-analyses)
+    fit: DeviceFit | None = None  # whether the model fits in the device's memory (onnxroof.findings)
 
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
@@ -199,7 +202,8 @@ class TargetReport:
 def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
                 batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True,
                 groups: Iterable[Iterable[str]] | None = None,
-                compute_dtypes: Mapping[str, str] | None = None, split: Iterable[str] | None = None) -> TargetReport:
+                compute_dtypes: Mapping[str, str] | None = None, split: Iterable[str] | None = None,
+                order: Iterable[str] | None = None) -> TargetReport:
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
     none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
@@ -212,7 +216,9 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     which nodes the runtime computed in another type than onnxroof reads (a QDQ convolution it left
     in float32): they run on that type's roof. ``split`` names the nodes whose kernels the runtime
     split over its threads (from its profile), which pay the target's ``split_overhead_s`` on top
-    of the launch; without it, the kernels the rules say split (:func:`splits_by_rule`) pay it."""
+    of the launch; without it, the kernels the rules say split (:func:`splits_by_rule`) pay it.
+    ``order`` is the execution order the spill plan follows (default: the model's; the memory
+    stage's best order, to see what it saves)."""
     rules = ("runtime",) if groups is not None else tuple(target.fusion if fusion is None else fusion)
     tensors = graph.tensors
     inputs, outputs = set(graph.inputs), set(graph.outputs)
@@ -242,7 +248,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         onchip_capacity -= kept_bytes
     if keeps_activations:
         problem = _without_kernel_internals(memory.problem, kernels)
-        plan = spill_plan(problem, problem.model_order, int(onchip_capacity))
+        plan = spill_plan(problem, tuple(order) if order is not None else problem.model_order, int(onchip_capacity))
         spill_by_node, spilled = plan.per_node, plan.spilled
         if plan.streamed:
             notes.append(f"{len(plan.streamed)} node(s) need more than the {int(onchip_capacity):,} B on chip at once "

@@ -206,12 +206,12 @@ def test_one_line_shows_control_characters_escaped():
 
 
 def test_an_interrupt_exits_130_with_one_line(capsys, monkeypatch):
-    import onnxroof.pipeline
+    import onnxroof.findings
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(onnxroof.pipeline, "analyze", interrupted)
+    monkeypatch.setattr(onnxroof.findings, "analyze_once", interrupted)  # the pipeline, as the CLI runs it
     code, out, err = run(capsys, "summary", "--example", "shallownet")
     assert code == 130 and out == "" and err == "onnxroof: interrupted\n"
 

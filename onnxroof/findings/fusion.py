@@ -1,0 +1,42 @@
+"""Fusion: the kernels a runtime fusing every rule set (``FUSION_RULES``) would merge, and the
+time that saves, measured by placing the model again under those rules."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.units import seconds
+from ..roofline.targets import FUSION_RULES
+from ..roofline.verdicts import Finding
+from .variants import Variants, per_inference_s
+
+if TYPE_CHECKING:
+    from ..result import Analysis
+    from ..roofline.placement import TargetReport
+
+MIN_GAIN = 0.02
+SHOWN = 3  # merged kernels named in the title's detail
+
+
+def fusion(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
+    missing = [rule for rule in FUSION_RULES if rule not in report.fusion]
+    if not missing or report.fusion == ("runtime",):
+        return []
+    fused = variants.placed(report, fusion=tuple(report.fusion) + tuple(missing))
+    base_s, new_s = per_inference_s(report), per_inference_s(fused)
+    if base_s - new_s < MIN_GAIN * base_s:
+        return []
+    kernel_of = {node: k.name for k in report.nodes for node in k.nodes}
+    merged = [k for k in fused.nodes if len({kernel_of.get(n) for n in k.nodes}) > 1]
+    merged.sort(key=lambda k: -k.placement.time_s)
+    nodes = tuple(n for k in merged for n in k.nodes)
+    title = (f"{len(report.nodes) - len(fused.nodes):,} fewer kernels with {', '.join(missing)} fusion: "
+             f"{seconds(base_s - new_s)} less ({(base_s - new_s) / base_s:.0%})")
+    policy = ", ".join(report.fusion) or "none"
+    detail = (f"the target's runtime fuses: {policy}; a runtime or compiler that also fuses {', '.join(missing)} "
+              f"(or a fused op in the graph) merges {len(merged):,} groups, the largest "
+              + "; ".join(f"{k.op_type} ({len(k.nodes)} nodes from {k.nodes[0]})" for k in merged[:SHOWN]))
+    return [Finding("fusion", report.target.name, title, detail, nodes=nodes, gain_s=base_s - new_s, latency_s=base_s,
+                    change="--fusion all",
+                    evidence={"kernels": len(report.nodes), "kernels_after": len(fused.nodes), "rules": missing,
+                              "latency_s_after": fused.latency_s})]

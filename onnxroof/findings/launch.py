@@ -1,0 +1,49 @@
+"""Launch-bound: the target's fixed cost per kernel takes much of the time. The gain of a larger
+batch is measured by analysing the model again at that batch (the launches are paid once per run,
+the work grows with the batch).
+
+A chain of 100 Adds, each its own kernel, on a target with a 3 µs launch: 300 µs of launches per
+run. At batch 8 the launches are the same 300 µs and the work is 8 times as much, so one
+inference takes 300 / 8 µs of launch instead of 300: 262.5 µs less, whatever the work."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.units import seconds
+from ..roofline.verdicts import Finding
+from .variants import Variants, per_inference_s
+
+if TYPE_CHECKING:
+    from ..result import Analysis
+    from ..roofline.placement import TargetReport
+
+LAUNCH_SHARE = 0.25  # launches at least this share of the latency: a finding
+BATCH_FACTOR = 8  # the larger batch analysed: 8 times the current
+
+
+def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
+    """The kernels x the launch cost against the work, and the latency and throughput at
+    ``BATCH_FACTOR`` times the batch (re-analysed)."""
+    launched = [k for k in report.nodes if k.placement.overhead_s]
+    launch_s = sum(k.placement.overhead_s for k in launched)
+    if not report.latency_s or launch_s < LAUNCH_SHARE * report.latency_s:
+        return []
+    share = launch_s / report.latency_s
+    title = (f"{len(launched):,} kernels x {seconds(launch_s / len(launched))} of launch are {share:.0%} of the time: "
+             "batch up, or fuse")
+    evidence = {"kernels": len(launched), "launch_s": launch_s, "launch_share": share, "batch": report.batch}
+    larger = report.batch * BATCH_FACTOR
+    other = variants.report(report.target, batch=larger)
+    if isinstance(other, str):
+        return [Finding("launch", report.target.name, title, f"batch {larger} could not be analysed: {other}",
+                        latency_s=per_inference_s(report), evidence=evidence)]
+    base_s, new_s = per_inference_s(report), per_inference_s(other)
+    speedup = base_s / new_s if new_s else 0.0
+    evidence |= {"larger_batch": larger, "larger_batch_latency_s": other.latency_s,
+                 "throughput_per_s": report.throughput_per_s, "larger_batch_throughput_per_s": other.throughput_per_s}
+    detail = (f"at batch {larger} one run takes {seconds(other.latency_s)} ({seconds(report.latency_s)} at batch "
+              f"{report.batch}): {speedup:.1f}x the throughput, {seconds(new_s)} per inference; fusing kernels "
+              "pays fewer launches at any batch")
+    return [Finding("launch", report.target.name, title, detail, gain_s=max(base_s - new_s, 0.0), latency_s=base_s,
+                    change=f"--batch {larger}", evidence=evidence)]

@@ -1,0 +1,67 @@
+"""The analysis again with one change: each variant is analysed once and shared by every target
+and every finder, and one that cannot be analysed says why in one line."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..core.errors import OnnxroofError
+from ..roofline.placement import place_model
+
+if TYPE_CHECKING:
+    from ..result import Analysis
+    from ..roofline.placement import TargetReport
+    from ..roofline.targets import Target
+
+
+class Variants:
+    """The base analysis and its variants: ``analysis(batch=8)`` re-runs the whole analysis with
+    that option changed; ``placed(report, fusion=...)`` re-runs only the placement on one target."""
+
+    def __init__(self, base: Analysis, reanalyse: Callable[..., Analysis]):
+        self.base = base
+        self._reanalyse = reanalyse
+        self._runs: dict[tuple, Analysis | str] = {}
+
+    def analysis(self, **changes: Any) -> Analysis | str:
+        """The analysis with ``changes`` (analyze()'s options), or why it failed."""
+        key = tuple(sorted(changes.items()))
+        if key not in self._runs:
+            try:
+                self._runs[key] = self._reanalyse(**changes)
+            except OnnxroofError as error:
+                self._runs[key] = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return self._runs[key]
+
+    def report(self, target: Target, **changes: Any) -> TargetReport | str:
+        """The target's report in the analysis with ``changes``, or why there is none."""
+        found = self.analysis(**changes)
+        if isinstance(found, str):
+            return found
+        return next((r for r in found.targets if r.target.name == target.name), f"{target.name} not analysed")
+
+    def placed(self, report: TargetReport, target: Target | None = None, **changes: Any) -> TargetReport:
+        """The base analysis placed again on ``report``'s target (or ``target``, a changed copy of
+        it) with ``changes`` to :func:`place_model`'s arguments (fusion, order)."""
+        return place_model(self.base.cost_graph, self.base.memory, target or report.target, report.dtype,
+                           report.batch, **changes)
+
+
+def per_inference_s(report: TargetReport) -> float:
+    """The latency of one inference: one run's over its batch."""
+    return report.latency_s / max(report.batch, 1)
+
+
+def changed_target(target: Target, **figures: float) -> Target:
+    """A copy of ``target`` with some figures' values changed (what a what-if places on)."""
+    return replace(target, **{name: replace(getattr(target, name), value=value) for name, value in figures.items()})
+
+
+def ratio_text(base: float, new: float) -> str:
+    """``1.9x less time``, or ``12% less time`` under 1.5x."""
+    if new <= 0 or not math.isfinite(base / new):
+        return "no time"
+    ratio = base / new
+    return f"{ratio:.1f}x less time" if ratio >= 1.5 else f"{1 - new / base:.0%} less time"

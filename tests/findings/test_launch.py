@@ -1,0 +1,58 @@
+"""The launch-bound finding (issue 30): kernels x the launch cost against the work, and the gain
+of a larger batch measured by analysing again. Expected values are derived by hand."""
+
+from __future__ import annotations
+
+import pytest
+from onnx import TensorProto, helper
+
+import onnxroof
+
+from conftest import make_model, target_text
+
+F32 = TensorProto.FLOAT
+
+
+def launch_target(tmp_path) -> str:
+    """1 TFLOP/s fp32, 1 TB/s DRAM, nothing on chip, one kernel per node, 3 µs per kernel."""
+    path = tmp_path / "launchy.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
+                                 "node_overhead_s": 3e-6}, '[fusion]\nrules = []\nsource = "hand"\n', name="launchy"))
+    return str(path)
+
+
+def add_chain(length: int = 100):
+    """x [batch, 16] -> a1 = x + x -> a2 = a1 + a1 -> ... : every Add reads and writes batch x 64 B."""
+    nodes = [helper.make_node("Add", [f"a{i}", f"a{i}"], [f"a{i + 1}"], name=f"add_{i}") for i in range(length)]
+    return make_model(nodes, [("a0", F32, ["batch", 16])], [(f"a{length}", F32, ["batch", 16])])
+
+
+def test_a_chain_of_adds_is_launch_bound_and_batching_is_measured(tmp_path):
+    analysis = onnxroof.analyze(add_chain(), targets=[launch_target(tmp_path)])
+    (report,) = analysis.targets
+    found = [f for f in analysis.review() if f.kind == "launch"]
+    assert len(found) == 1
+    launch = found[0]
+    # 100 kernels x 3 µs = 300 µs of launch; each Add moves 128 B in and out at 1 TB/s (0.128 ns)
+    # and 16 FLOPs: the launches are 300 / 300.0128 of the time
+    assert launch.title.startswith("100 kernels x 3 µs of launch are 100% of the time")
+    assert launch.evidence["launch_s"] == pytest.approx(300e-6)
+    # at batch 8 the launches are the same 300 µs and each Add's bytes 8 times as many: one
+    # inference takes (300 µs + 8 W) / 8 against 300 µs + W, whatever W: 300 x 7/8 = 262.5 µs less
+    assert launch.change == "--batch 8"
+    assert launch.gain_s == pytest.approx(262.5e-6)
+    assert launch.evidence["larger_batch_latency_s"] == pytest.approx(300e-6 + 8 * 100 * 128 / 1e12)
+    # fusing the chain into one kernel saves more: one launch (3 µs) and one kernel reading a0
+    # and writing a100 (128 B, 0.128 ns) doing 1,600 FLOPs (1.6 ns), against 300 µs + 100 x
+    # 0.128 ns: 297.0112 µs less
+    fusion, second = report.findings[:2]
+    assert (fusion.kind, second) == ("fusion", launch)
+    assert fusion.title.startswith("99 fewer kernels with epilogue, elementwise, normalization, horizontal, attention")
+    assert fusion.gain_s == pytest.approx(297.0112e-6)
+
+
+def test_a_target_without_launch_cost_has_no_launch_finding(tmp_path):
+    path = tmp_path / "free.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12}))
+    analysis = onnxroof.analyze(add_chain(10), targets=[str(path)])
+    assert not [f for f in analysis.review() if f.kind == "launch"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .budgets import percent_change
 
 if TYPE_CHECKING:
+    from ..roofline.verdicts import Finding
     from ..result import Analysis
     from ..cost.records import NodeRecord
 
@@ -59,6 +60,24 @@ class NodeChange:
         return (self.head or self.base).name  # type: ignore[union-attr]
 
 
+@dataclass(frozen=True)
+class FindingChange:
+    """A finding that appeared, went away, or whose gain moved between base and head (one finding
+    per kind and target)."""
+
+    kind: str  # "new" | "resolved" | "changed"
+    base: "Finding | None"
+    head: "Finding | None"
+
+    @property
+    def finding(self) -> "Finding":
+        return self.head or self.base  # type: ignore[return-value]
+
+    def to_dict(self) -> dict:
+        return {"change": self.kind, "base": self.base.to_dict() if self.base else None,
+                "head": self.head.to_dict() if self.head else None}
+
+
 @dataclass
 class ModelDiff:
     base: "Analysis"
@@ -71,6 +90,7 @@ class ModelDiff:
     top_time_changes: dict[str, list[tuple[str, float, float]]]  # target -> (node, base s, head s)
     modules: list[dict] = field(default_factory=list)  # per module (two levels deep) that changed, by impact
     threshold: float = 0.02  # a metric's change below this fraction is marked neither better nor worse
+    findings: list[FindingChange] = field(default_factory=list)  # what to change: new, resolved or moved
 
     @property
     def changed_nodes(self) -> list[NodeChange]:
@@ -139,7 +159,32 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: 
         top_time_changes=top_changes,
         threshold=threshold,
         modules=module_changes(base, head),
+        findings=finding_changes(base, head, threshold),
     )
+
+
+def finding_changes(base: "Analysis", head: "Analysis", threshold: float = SIGNIFICANT) -> list[FindingChange]:
+    """The findings head has and base has not (new), base has and head has not (resolved), and
+    those whose gain moved by at least ``threshold`` of the latency (changed), in head's ranking
+    then base's."""
+    before = {(f.target, f.kind): f for f in base.review()}
+    after = {(f.target, f.kind): f for f in head.review()}
+    changes = []
+    for key, finding in after.items():
+        old = before.get(key)
+        if old is None:
+            changes.append(FindingChange("new", None, finding))
+        elif _moved(old, finding, threshold):
+            changes.append(FindingChange("changed", old, finding))
+    changes += [FindingChange("resolved", finding, None) for key, finding in before.items() if key not in after]
+    return changes
+
+
+def _moved(old: "Finding", new: "Finding", threshold: float) -> bool:
+    """The gain moved by ``threshold`` of the latency, or its bytes by ``threshold`` of theirs
+    (a model that does not fit by more or less)."""
+    return (abs(new.gain_share - old.gain_share) >= threshold
+            or abs(new.gain_bytes - old.gain_bytes) >= threshold * max(old.gain_bytes, 1))
 
 
 MODULE_DIFF_DEPTH = 2

@@ -50,9 +50,9 @@ def browser():
 class Report:
     """A page opened from file://, with everything it logged, requested and popped up."""
 
-    def __init__(self, browser, path: Path, javascript: bool = True, width: int = 1400):
+    def __init__(self, browser, path: Path, javascript: bool = True, width: int = 1400, height: int = 1000):
         self.path = path
-        self.context = browser.new_context(viewport={"width": width, "height": 1000}, java_script_enabled=javascript)
+        self.context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=javascript)
         self.page = self.context.new_page()
         self.console: list[tuple[str, str]] = []
         self.errors: list[str] = []
@@ -508,3 +508,24 @@ def test_the_formulas_section_fits_its_card(browser, tmp_path):
         assert len(fits) == 1 + len(TARGETS) and all(scroll <= room for scroll, room in fits), fits
     finally:
         report.close()
+
+
+def test_the_findings_show_above_the_fold_with_names_told_apart(browser, tmp_path):
+    # a reviewer opening the report at 1,280 x 800 sees what to change first: the findings panel
+    # and its first three findings lie within the first screen; a finding's node links never read
+    # alike (the layer index that tells them apart is kept), and no badge overlaps its text
+    analysis = onnxroof.analyze(transformer_like(), targets=["jetson-orin-nano", "h100-sxm"])
+    assert len(analysis.review()) >= 3
+    path = tmp_path / "report.html"
+    path.write_text(render_html(analysis), encoding="utf-8")
+    report = Report(browser, path, width=1280, height=800)
+    report.assert_clean()
+    boxes = _boxes(report, "#findings .finding")
+    assert len(boxes) >= 3 and all(box["b"] <= 800 for box in boxes[:3]), boxes[:3]
+    for finding in report.page.query_selector_all("#findings .finding"):
+        links = finding.eval_on_selector_all(".node-link", "links => links.map(a => [a.textContent, a.title])")
+        assert len({short for short, _ in links}) == len(links)
+        assert all(short == full or all(part in full for part in short.split("…")) for short, full in links)
+        kind, body = (finding.query_selector(s).bounding_box() for s in (".finding-kind", ".finding-body"))
+        assert kind["x"] + kind["width"] <= body["x"]
+    report.close()

@@ -40,3 +40,23 @@ def test_the_summary_comment_renders(capsys):
     code, out, _ = run(capsys, "summary", "--example", "shallownet", "--target", "h100-sxm", "--format", "markdown")
     html = rendered(out)
     assert code == 0 and "<table>" in html and "\\" not in visible_text(html)
+
+
+def test_the_diff_comment_lists_the_findings_that_changed(capsys):
+    import onnxroof
+    from onnxroof.compare.diff import diff_analyses
+    from onnxroof.core.examples import build_example
+
+    code, out, _ = run(capsys, "diff", "example:minigooglenet", "example:minigooglenet-separable",
+                       "--target", "l4", "--format", "markdown")
+    assert code == 0
+    html = rendered(out)
+    section = html.split("Findings that changed", 1)[1].split("</ul>", 1)[0]
+    items = [visible_text(item) for item in re.findall(r"<li>(.*?)</li>", section, re.S)]
+    base, head = (onnxroof.analyze(build_example(name), targets=["l4"])
+                  for name in ("minigooglenet", "minigooglenet-separable"))
+    changes = diff_analyses(base, head).findings
+    assert changes and len(items) == len(changes)
+    for item, change in zip(items, changes):
+        assert item.split(":", 1)[0].endswith(change.kind) and change.finding.title in item
+        assert "\\" not in item

@@ -30,8 +30,8 @@ def test_the_readme_s_summary_sample_is_what_the_command_prints(capsys):
     from onnxroof.cli.app import main
 
     readme = (REPO / "README.md").read_text()
-    command = re.search(r"What a target's part of `onnxroof (summary [^`]+)`", readme).group(1)
-    sample = re.search(r"says \(a test checks[^)]*\):\n\n```text\n(.*?)```", readme, re.S).group(1)
+    command = re.search(r"What two targets' parts of `onnxroof (summary [^`]+)`", readme).group(1)
+    sample = re.search(r"\(a test checks[^)]*\):\n\n```text\n(.*?)```", readme, re.S).group(1)
     assert main([*command.split(), "-q"]) == 0
     printed = capsys.readouterr().out.splitlines()
     missing = [line for line in sample.splitlines() if line not in printed]

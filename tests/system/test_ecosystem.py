@@ -104,6 +104,18 @@ def test_print_shows_the_short_summary_and_repr_one_line():
     assert "\n" not in repr(analysis)
 
 
-def test_a_notebook_shows_the_totals():
-    html = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"])._repr_html_()
-    assert "onnxroof: shallownet" in html and "329 k" in html and "latency on myriad-x" in html
+def test_a_notebook_shows_the_totals_the_findings_and_the_roofline():
+    import html as markup
+    import re
+
+    from markupsafe import escape
+
+    analysis = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"])
+    frame = analysis._repr_html_()
+    assert frame.startswith('<iframe title="onnxroof: shallownet" srcdoc="')  # its styles stay inside it
+    page = markup.unescape(re.search(r'srcdoc="(.*?)" style=', frame, re.S).group(1))
+    assert "329 k" in page and "What to change" in page
+    findings = analysis.review()
+    assert findings and all(str(escape(f.title)) in page for f in findings[:5])  # as jinja escapes them
+    assert page.count('data-chart="roofline"') == 1  # myriad-x's roofline
+    assert "<script" not in page

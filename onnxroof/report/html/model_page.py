@@ -28,6 +28,7 @@ from ...roofline.placement import node_times
 from ...core.units import iec, intensity, si
 from .chart_context import op_palette
 from ..formatting import count_text, format_value, shape_text, share_percent
+from .findings_section import findings_context
 from .memory_section import memory_context
 from .model_roofline import roofline_context, top_modules
 from .module_section import modules_context
@@ -73,6 +74,7 @@ class ModelPage:
     uncounted_count: int
     memory: dict | None
     targets: list[TargetCard]
+    findings: dict | None  # "What to change": every target's findings, ranked
     rooflines: list[dict]
     profile: dict | None  # "Predicted vs measured", with a profile
     hotspots: dict
@@ -101,6 +103,7 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
                profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None) -> ModelPage:
     if capacities is None:
         capacities = target_capacities(analysis)
+    analysis.review()  # the targets' findings and memory fit, before the cards that show them
     profiled = profiled_target(analysis, profile) if profile is not None else None
     groups = top_modules(analysis) if colour_by == "module" else None
     palette = op_palette(analysis.nodes, lambda node: groups[node.name]) if groups else op_palette(analysis.nodes)
@@ -118,6 +121,7 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
         node_count=count_text(len(analysis.nodes)),
         uncounted_count=totals.nodes - totals.counted_nodes,
         memory=memory_context(analysis, capacities),
+        findings=findings_context(analysis),
         targets=[target_card(r) for r in analysis.targets],
         rooflines=[roofline_context(analysis, r, k, palette, profile if k == profiled else None, groups)
                    for k, r in enumerate(analysis.targets)],

@@ -30,12 +30,14 @@ from ...core.dtypes import dtype_name
 from ...core.resources import resource_dir
 from ...core.units import iec, intensity, si
 from ...roofline.targets import LatencyKind
+from ...roofline.verdicts import fit_text
 from ..formatting import as_bound, count_text, format_value, latency_kind_words, shape_text, share_percent
 from ..bounds import BOUND_LABELS, bound_line, time_by_bound
 
 if TYPE_CHECKING:
     from ...result import Analysis
     from ...roofline.placement import TargetReport
+    from ...roofline.verdicts import DeviceFit
 
 SCRIPT_TEMPLATE = "partials/_script.js.j2"
 # a few distinct colours for models in compare / sweep / diff pages
@@ -109,6 +111,9 @@ class TargetCard:
     utilization: str
     utilization_title: str
     latency_kind: str  # "lower bound" (peak figures) or "forecast", shown under the latency
+    memory: str = ""  # fits / does not fit in the device memory ("" when not checked)
+    memory_sub: str = ""  # the largest batch (and context) that fits
+    memory_title: str = ""
 
 
 def target_card(report: "TargetReport") -> TargetCard:
@@ -144,7 +149,18 @@ def target_card(report: "TargetReport") -> TargetCard:
         utilization=share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
         utilization_title=f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
         latency_kind="lower bound" if report.latency_kind == LatencyKind.BOUND else "forecast",
+        **_memory_fit(report.fit),
     )
+
+
+def _memory_fit(fit: "DeviceFit | None") -> dict:
+    """The card's memory entry: whether the model fits in the device memory, the largest batch."""
+    if fit is None or fit.fits is None:
+        return {}
+    room = [f"batch ≤ {fit.largest_batch:,}" if fit.largest_batch is not None else "",
+            f"context ≤ {fit.longest_context:,}" if fit.longest_context is not None else ""]
+    return {"memory": "fits" if fit.fits else "does not fit", "memory_sub": ", ".join(r for r in room if r),
+            "memory_title": fit_text(fit) + (f"; {fit.how}" if fit.how else "")}
 
 
 def report_on(analysis: "Analysis", target: str) -> "TargetReport | None":

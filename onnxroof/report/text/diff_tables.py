@@ -10,6 +10,7 @@ from ...core.version import __version__
 from ..bounds import bound_label, time_by_bound
 from ...core.units import iec, si
 from ...result import target_entry
+from ...roofline.verdicts import gain_text
 from ..formatting import format_value, percent_text, side_time, signed_change, verdict
 from .markdown import details, escape, html_text, table
 
@@ -45,6 +46,9 @@ def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), 
     if budgets:
         lines += [("❌ **Budgets broken:** " + "; ".join(escape(b.describe()) for b in broken)) if broken
                   else f"✅ All {len(budgets)} budget(s) hold.", ""]
+    if diff.findings:
+        lines += ["**Findings that changed** (each gain measured by analysing the model again with the change):", "",
+                  *_finding_change_lines(diff), ""]
     changed = [(label, d) for label, d in _deltas(diff) if d.change != 0]
     same = [(label, d) for label, d in _deltas(diff) if d.change == 0]
     header = ("metric", "base", "head", "change", "%")
@@ -91,6 +95,23 @@ def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), 
                 "lrrr"))]
     lines += ["", f"<sub>onnxroof {__version__} · MAC-FLOPs = 2 x MACs · bytes IEC, counts SI</sub>"]
     return "\n".join(lines) + "\n"
+
+
+FINDING_WORDS = {"new": "🆕 new", "resolved": "✅ resolved", "changed": "↕️ changed"}
+
+
+def _finding_change_lines(diff: "ModelDiff") -> list[str]:
+    """A Markdown list: new and changed findings as head has them (a changed one with base's gain
+    beside), resolved ones as base had them."""
+    several = len({c.finding.target for c in diff.findings}) > 1
+    lines = []
+    for change in diff.findings:
+        finding = change.finding
+        gain = gain_text(finding)
+        before = f"; base: {gain_text(change.base) or 'no gain'}" if change.kind == "changed" and change.base else ""
+        lines.append(f"- {FINDING_WORDS[change.kind]}: " + (f"{escape(finding.target)}: " if several else "")
+                     + escape(finding.title) + (f" (**{escape(gain)}**{escape(before)})" if gain or before else ""))
+    return lines
 
 
 def _module_cells(row: dict, timed: bool) -> tuple:
@@ -158,6 +179,7 @@ def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict
             for n in diff.nodes
         ],
         "modules": diff.modules,  # per module (two levels deep) that changed, the largest change first
+        "findings": [change.to_dict() for change in diff.findings],  # new, resolved, or whose gain moved
         "top_time_changes": {t: [{"node": n, "base_s": b, "head_s": h} for n, b, h in rows]
                              for t, rows in diff.top_time_changes.items()},
         "budgets": [{"budget": b.budget.text, "value": b.value, "broken": b.broken} for b in budgets],

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from ...core.version import __version__
 from ..formatting import as_bound, latency_kind_words
 from ..bounds import bound_label, time_by_bound
+from ...roofline.verdicts import gain_text
 from .table import assumed_text
 from ...core.units import iec, intensity, seconds, si
 
@@ -57,6 +58,21 @@ def details(summary: str, body: str) -> str:
 
 
 
+FINDINGS_SHOWN = 5
+
+
+def findings_list(findings, with_target: bool) -> list[str]:
+    """A numbered Markdown list: the finding, its gain, the nodes it names (the first few)."""
+    lines = []
+    for number, finding in enumerate(findings, 1):
+        gain = gain_text(finding)
+        nodes = (" — " + ", ".join(escape(n) for n in finding.nodes[:3]) + (" …" if len(finding.nodes) > 3 else "")
+                 if finding.nodes else "")
+        lines.append(f"{number}. " + (f"{escape(finding.target)}: " if with_target else "") + escape(finding.title)
+                     + (f" (**{escape(gain)}**)" if gain else "") + nodes)
+    return lines
+
+
 def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
     """The summary as a PR comment: totals, per-target table, hotspots; details collapsed."""
     model, totals, memory = analysis.model, analysis.totals, analysis.memory
@@ -75,17 +91,22 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         )], "rrrrrr"),
     ]
     if analysis.targets:
+        findings = analysis.review()
         rows = []
         for report in analysis.targets:
             energy = "n/a" if report.energy_j is None else f"{report.energy_j * 1e3:.3g} mJ"
+            fit = report.fit
+            memory_cell = "–" if fit is None or fit.fits is None else "fits" if fit.fits else "**does not fit**"
             rows.append((escape(report.target.name), escape(as_bound(seconds(report.latency_s), report)),
                          escape(as_bound(f"{report.throughput_per_s:,.1f}", report, at_most=True)),
-                         bound_label(report.model_point.bound), time_by_bound(report.time_share),
-                         f"{report.utilization:.1%}", energy))
-        lines += ["", table(("target", "latency", "inferences/s", "model bound", "time by bound", "utilization", "energy"),
-                            rows, "lrrllrr")]
+                         time_by_bound(report.time_share), f"{report.utilization:.1%}", energy, memory_cell))
+        lines += ["", table(("target", "latency", "inferences/s", "time by bound", "utilization", "energy",
+                             "device memory"), rows, "lrrlrrl")]
         kinds = {escape(latency_kind_words(report)) for report in analysis.targets}
         lines += ["", "Latency: " + "; ".join(sorted(kinds)) + "."]
+        if findings:
+            lines += ["", "**What to change** (each gain measured by analysing the model again with the change):", "",
+                      *findings_list(findings[:FINDINGS_SHOWN], with_target=len(analysis.targets) > 1)]
     warnings = analysis.warnings
     if warnings:
         lines += ["", "⚠️ " + "<br>⚠️ ".join(escape(w) for w in warnings)]

@@ -12,6 +12,7 @@ from ...core.version import __version__
 from ...core.dtypes import dtype_name
 from ..bounds import bound_label, time_by_bound
 from ..formatting import as_bound, latency_kind_words
+from ...roofline.verdicts import capacity_text, finding_lines, fit_text
 from ...core.units import iec, intensity, joules, seconds, si
 from ...roofline.targets import LatencyKind
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 CONVENTIONS_LINE = "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds other element ops; counts SI (k M G), bytes IEC (KiB MiB)"
 TERMINAL_COLUMNS = 120  # what the text outputs fit in: long descriptions wrap, long names are clipped
+SHOWN_FINDINGS = 3  # per target in the summary: the others are in the JSON, the Markdown and the HTML report
 
 CSV_COLUMNS = (
     "index", "name", "op_type", "domain", "status", "dtype", "output_shape", "macs", "mac_flops", "flops",
@@ -101,6 +103,7 @@ def table_chunks(analysis: "Analysis") -> list[str]:
     apart, a big model's node table (ASCII for most models) is encoded by plain copying, and is not
     copied again into one string with the summary's "·"."""
     model, totals = analysis.model, analysis.totals
+    analysis.review()  # the targets' findings and fit
     lines = [
         f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
         + (f" · {printable(model.producer)}" if model.producer else ""),
@@ -361,8 +364,14 @@ def target_lines(report) -> list[str]:
         f"  energy {joules(report.energy_j)} (compute {joules(split['compute'])}, on-chip {joules(split['onchip'])}, "
         f"DRAM {joules(split['dram'])})" + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"),
     ]
+    if report.fit is not None:
+        lines += textwrap.wrap(f"  memory: {fit_text(report.fit)}", TERMINAL_COLUMNS, subsequent_indent="    ")
     if report.spilled:
         lines.append(f"  spills {len(report.spilled)} tensor(s) to DRAM: {iec(report.spill_bytes)} extra traffic")
+    if report.findings:
+        lines.append("  what to change (each gain measured by analysing again with the change):")
+        lines += finding_lines([f for f in report.findings if f.kind != "largest"][:SHOWN_FINDINGS] or report.findings[:1],
+                               TERMINAL_COLUMNS, indent="    ")
     lines += [line for note in report.notes
               for line in textwrap.wrap(f"  note: {printable(note)}", TERMINAL_COLUMNS, subsequent_indent="        ")]
     lines.append("  top kernels by time:")
@@ -382,7 +391,8 @@ def render_targets_list(targets) -> str:
     lines = []
     for target in targets:
         onchip = f", on chip {iec(target.onchip_bytes.value)}" if target.onchip_bytes else ""
-        lines.append(f"{target.name:18} DRAM {si(target.dram_bytes_per_s.value, 'B/s')}{onchip}")
+        device = f", device memory {capacity_text(int(target.dram_size_bytes.value))}" if target.dram_size_bytes else ""
+        lines.append(f"{target.name:18} DRAM {si(target.dram_bytes_per_s.value, 'B/s')}{onchip}{device}")
         lines += textwrap.wrap(target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21)
         for roof, figure in target.peak_ops_per_s.items():
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")

@@ -624,3 +624,25 @@ def test_explain_the_json_and_the_listing_show_the_op_s_figure(tmp_path, capsys)
     entry = json.loads(capsys.readouterr().out)["targets"][0]
     assert entry["efficiency_by_op"] == {"elementwise": {"Erf": 0.25, "Tanh": 0.5}}
     assert entry["nodes"][0]["op_efficiency"] == 0.25 and entry["nodes"][0]["efficiency"] == 0.8
+
+
+def test_a_constant_the_runtime_computes_every_run_is_classed_by_what_it_computes(tmp_path):
+    # x [1, 64] · DequantizeLinear(w int8 [64, 64], scale): onnxroof folds the dequantized weight,
+    # onnxruntime (a QDQ MatMul it leaves in float) dequantizes it every run. That kernel reads w
+    # (4,096 B) and the scale (4 B) and writes 64 x 64 floats (16,384 B): 20,484 B on chip at 10
+    # GB/s = 2.0484 µs, an elementwise kernel at DequantizeLinear's 0.5: 4.0968 µs (its 4,100 B
+    # from DRAM at 1 TB/s take 4.1 ns)
+    from onnxroof.roofline.placement import place_model
+
+    nodes = [helper.make_node("DequantizeLinear", ["w", "scale"], ["w_f"], name="dq"),
+             helper.make_node("MatMul", ["x", "w_f"], ["y"], name="mm")]
+    model = make_model(nodes, [("x", F32, [1, 64])], [("y", F32, [1, 64])],
+                       [("w", np.ones((64, 64), np.int8)), ("scale", np.array(0.1, np.float32))])
+    path = target_file(tmp_path, figure("elementwise", 0.8) + "by_op = { DequantizeLinear = 0.5 }\n")
+    analysis = analyze(model, targets=[path])
+    report = place_model(analysis.cost_graph, analysis.memory, analysis.targets[0].target, groups=[["dq"], ["mm"]])
+    dq = next(k for k in report.nodes if k.nodes == ["dq"])
+    assert dq.placement.kernel_class == "elementwise" and dq.placement.op_efficiency == 0.5
+    assert dq.placement.time_s == pytest.approx(4.0968e-6)
+    # by the rules the constant is folded: no kernel runs it
+    assert [k.nodes for k in analysis.targets[0].nodes if "dq" in k.nodes and k.placement.time_s] == []

@@ -22,7 +22,9 @@ several µs to each small kernel).
   Efficiency = the roofline time onnxroof predicts for one op of the chain on the measured roofs
   (``fusion none``, no launch cost) / (the measured slope - the launch cost); a class's figure is
   the geometric mean over its sizes, capped at 1.0 (a kernel faster than the roofline means the
-  roofs were measured low, not that it beats them).
+  roofs were measured low, not that it beats them). The ops whose kernels reach a different
+  fraction than their class's sizes (erf, a quantization, onnxruntime's BiasGelu) are measured
+  the same way, one chain per op, in :mod:`onnxroof.measure.op_efficiency`.
 
 Graph optimizations: ``all`` for the convolution and matmul chains (the NCHWc layout that
 deployments run), none for the other chains, where they would only fold the chain away.
@@ -355,10 +357,14 @@ def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.per
 
 
 def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: int | None, budget_s: float,
-                  length: int = CHAIN, builder: Callable = chain_model) -> float:
+                  length: int = CHAIN, builder: Callable = chain_model, near_one: bool = False) -> float:
     """onnxruntime's seconds for one more ``op`` in a chain (no profiler); ``builder`` makes the
-    chain (:func:`chain_model`, or :func:`qdq_chain_model` for the quantized one)."""
-    feeds = {"x": np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
+    chain (:func:`chain_model`, or :func:`qdq_chain_model` for the quantized one). The input is
+    drawn from a standard normal distribution, or with ``near_one`` from 1 + 0.01 x one: positive
+    and near 1, so that a chain of square roots, divisions by it or squares stays finite and
+    never reaches the denormal floats that slow a CPU's arithmetic down."""
+    values = np.random.default_rng(1).standard_normal(shape)
+    feeds = {"x": (1 + 0.01 * values if near_one else values).astype(np.float32)}
     optimize = op in ("MatMul", "Conv")
     one, many = (fastest_run_s(_session(builder(op, shape, attributes, n), threads, optimize), feeds, budget_s / 2)
                  for n in (1, length))

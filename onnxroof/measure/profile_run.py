@@ -155,8 +155,9 @@ def unattributed_kernel_s(kernel, target: "Target") -> float:
     the target's split cost if onnxruntime split it over its threads), plus
     the roofline time of the bytes its profile event records (its inputs, its initializers and
     its output, on chip when they fit there, the initializers from DRAM) over the efficiency of
-    its class (:data:`_ADDED_KERNEL_CLASSES`, else data movement); the launch cost alone when the
-    profile records no sizes.
+    its class (:data:`_ADDED_KERNEL_CLASSES`, else data movement) and of its op where the class's
+    ``by_op`` names it (a copy of a DequantizeLinear runs at DequantizeLinear's pace); the launch
+    cost alone when the profile records no sizes.
 
     >>> from types import SimpleNamespace as S
     >>> from onnxroof.roofline.targets import Figure, Target
@@ -181,7 +182,8 @@ def unattributed_kernel_s(kernel, target: "Target") -> float:
     onchip = moved if onchip_bw else 0
     kernel_class = _ADDED_KERNEL_CLASSES.get(kernel.op_type, "data_movement")
     point = roofline(0, dram, target.roof("float32")[1], target.dram_bytes_per_s.value, onchip, onchip_bw,
-                     efficiency=target.efficiency_of(kernel_class))
+                     efficiency=target.efficiency_of(kernel_class),
+                     op_efficiency=target.op_efficiency(kernel_class, (kernel.op_type,)))
     return launch + point.time_s
 
 

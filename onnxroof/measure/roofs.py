@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from . import achieved
+from .op_efficiency import OpMeasurement
 from .roof_kernels import MatmulPoint, StreamPoint
 from ..roofline.targets import Figure, Target
 
@@ -105,6 +106,7 @@ class Calibration:
     efficiency: dict[str, list[achieved.Case]] = field(default_factory=dict)  # class -> sizes measured
     # class -> roof -> sizes measured on that roof (the int8 gemm of a quantized model)
     efficiency_on_roof: dict[str, dict[str, list[achieved.Case]]] = field(default_factory=dict)
+    efficiency_by_op: list[OpMeasurement] = field(default_factory=list)  # per op type (op_efficiency.OP_CASES)
     notes: list[str] = field(default_factory=list)
 
     def peak(self, dtype: str) -> MatmulPoint | None:

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from ..measure import achieved
+from ..measure.op_efficiency import MATERIAL_DIFFERENCE, OP_SHAPE, by_op_figures
 from ..measure.achieved import LAUNCH_CHAIN
 from ..measure.machine import size_text
 from ..measure.roof_kernels import CLEAN, blas_variables
@@ -158,14 +159,19 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
             points = achieved.gemv_points(cases)
             columns_text = ("; by_columns: per output-column count, the geometric mean of its sizes' fractions (a "
                             "kernel between two counts is interpolated in log(columns))" if len(points) > 1 else "")
+            value = round(achieved.class_efficiency([case.fraction for case in cases]), 4)
+            ops = [m for m in c.efficiency_by_op if m.case.kernel_class == kernel_class]
+            by_op = by_op_figures(value, ops)
             lines += ["", f"[efficiency.{kernel_class}]",
-                      *_figure_lines(round(achieved.class_efficiency([case.fraction for case in cases]), 4),
-                                     f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
-                                     f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above over "
-                                     f"the time beyond the launch cost, geometric mean of {sizes_text}{columns_text}")]
+                      *_figure_lines(value, f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
+                                            f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above "
+                                            f"over the time beyond the launch cost, geometric mean of "
+                                            f"{sizes_text}{columns_text}{_by_op_text(ops, by_op)}")]
             if len(points) > 1:
                 lines.append("by_columns = [" + ", ".join(f"[{columns}, {fraction:.4g}]" for columns, fraction in points)
                              + "]")
+            if by_op:
+                lines.append("by_op = { " + ", ".join(f"{op} = {fraction:.4g}" for op, fraction in by_op.items()) + " }")
             for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
                 roof_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
                                       f"{case.fraction:.0%}" for case in roof_cases)
@@ -184,6 +190,19 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
                   "source = " + _toml_string(HOST_FUSION_SOURCE)]
     return "\n".join(lines) + "\n"
+
+
+def _by_op_text(measurements: list, by_op: dict[str, float]) -> str:
+    """What the class's ``by_op`` table comes from: each op's chain, and which ops it leaves out."""
+    if not measurements:
+        return ""
+    elements = OP_SHAPE[0] * OP_SHAPE[1]
+    each = "; ".join(f"{m.case.label}: {m.measured_s * 1e6:.3g} µs against {m.roof_s * 1e6:.3g} µs, {m.fraction:.0%}"
+                     for m in measurements)
+    left = [m.case.label for m in measurements if not any(op in by_op for op in m.case.ops)]
+    return (f"; by_op: per op, a chain of {elements:,} floats on chip (its figure divides the compute and on-chip roofs "
+            f"of the kernels running it, the DRAM roof keeps the class's): {each}"
+            + (f" ({', '.join(left)}: within {MATERIAL_DIFFERENCE:.0%} of the class's figure, not written)" if left else ""))
 
 
 def _weights_text(case: achieved.Case) -> str:

@@ -210,7 +210,10 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
     loads to run at the GEMM rate); else ``reduction`` if it reduces (normalizations,
     softmax, pooling), ``elementwise`` if it maps elements, ``transpose`` if it permutes axes,
     ``data_movement`` if it copies contiguous runs; None
-    for work of no class (control flow, shape arithmetic, views only).
+    for work of no class (control flow, shape arithmetic, views only). A folded constant is
+    classed by what it computes: it is in a kernel only when a runtime launched it, computing it
+    on every run (onnxruntime's DequantizeLinear of a QDQ weight it does not fuse: an elementwise
+    kernel, at DequantizeLinear's pace where the target gives one).
 
     >>> from onnxroof import analyze
     >>> from onnxroof.core.examples import build_example
@@ -219,7 +222,7 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
     [('Conv+Relu', 'depthwise'), ('Gemm', 'gemv'), ('Softmax', 'reduction')]
     """
     records = [r for r in records if not r.view]
-    kinds = {_kind(r) for r in records}
+    kinds = {_kind(r, ran=True) for r in records}
     reuse = reuse_of(records)
     if reuse is not None:
         return reuse_class(*reuse)
@@ -227,7 +230,7 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
         return "reduction"
     if "elementwise" in kinds:
         return "elementwise"
-    moves = [r for r in records if r.family == "tensor" and not r.shape_only and r.status != NodeStatus.CONSTANT]
+    moves = [r for r in records if r.family == "tensor" and not r.shape_only]
     if moves:
         strided = any(OpTrait.STRIDED_COPY in traits_of(r.domain, r.op_type) for r in moves)
         return "transpose" if strided else "data_movement"
@@ -387,10 +390,13 @@ def _prologue(candidate: NodeRecord, kinds: Counter, rules: frozenset[str], by_n
     return pulled
 
 
-def _kind(record: NodeRecord) -> str:
+def _kind(record: NodeRecord, ran: bool = False) -> str:
+    """What a node does, for fusion (a folded constant runs on the host: it joins no kernel) or,
+    with ``ran``, for the class of a kernel a runtime launched (a constant it computes every run
+    is classed by what it computes)."""
     if record.view:
         return "view"
-    if record.subgraphs or record.shape_only or record.status == NodeStatus.CONSTANT:
+    if record.subgraphs or record.shape_only or (record.status == NodeStatus.CONSTANT and not ran):
         return "alone"  # control flow runs its own kernels; shape arithmetic and folded constants run on the host
     if record.macs and record.family in _MAC_FAMILIES:
         return "attention" if record.family == "attention" else "mac"

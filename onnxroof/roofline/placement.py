@@ -64,6 +64,12 @@ class Placement:
     efficiency: float = 1.0  # the fraction of the roofline the runtime achieves for this kind of kernel
     kernel_class: str | None = None  # targets.EFFICIENCY_CLASSES: which efficiency applies
     parallel_fraction: float = 1.0  # the share of the roof the kernel's work can fill (parallel_fraction)
+    op_efficiency: float | None = None  # the by_op figure that divides its compute and on-chip roofs (None: efficiency)
+
+    @property
+    def near_efficiency(self) -> float:
+        """What its compute and on-chip roofs were divided by: its op's figure, else its class's."""
+        return self.op_efficiency if self.op_efficiency is not None else self.efficiency
 
     @property
     def onchip_intensity(self) -> float | None:
@@ -91,6 +97,7 @@ def roofline(
     efficiency: float = 1.0,
     kernel_class: str | None = None,
     parallel: float = 1.0,
+    op_efficiency: float | None = None,
 ) -> Placement:
     """Attainable = min(peak x parallel, I x bandwidth); time = max(FLOPs / (peak x parallel),
     DRAM bytes / bandwidth, on-chip bytes / on-chip bandwidth) / efficiency + a fixed per-node
@@ -100,10 +107,24 @@ def roofline(
     ``MATERIAL_FILL`` of the units (a tenth of its compute time idle, or more), or when at the full
     roof another roof would be the longest. ``efficiency`` (in
     (0, 1]) is the fraction of the roofline the runtime reaches for this kind of kernel: it
-    stretches every roof alike, so it changes the time, not the bound."""
-    compute_s = flops / (peak_flops_per_s * parallel) / efficiency
-    memory_s = dram_bytes / dram_bytes_per_s / efficiency
-    onchip_s = (onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0) / efficiency
+    stretches every roof alike, so it changes the time, not the bound. ``op_efficiency`` (the
+    target's ``by_op`` figure for an op the kernel runs, ``Target.op_efficiency``) takes its place
+    on the compute and on-chip roofs, and on DRAM too when there is no on-chip bandwidth: the
+    core's throughput for that op, which data streamed from DRAM do not slow further; a kernel
+    DRAM-bound at the roofline may then be on-chip-bound.
+
+    >>> erf = roofline(flops=0, dram_bytes=4000, peak_flops_per_s=1e12, dram_bytes_per_s=1e9, onchip_bytes=8000,
+    ...                onchip_bytes_per_s=1e10, op_efficiency=0.25)  # DRAM 4 µs; on chip 0.8 µs / 0.25 = 3.2 µs
+    >>> round(erf.time_s * 1e6, 3), str(erf.bound)
+    (4.0, 'dram')
+    >>> erf = roofline(0, 4000, 1e12, 1e9, 8000, 1e10, op_efficiency=0.125)  # 0.8 µs / 0.125 = 6.4 µs
+    >>> round(erf.time_s * 1e6, 3), str(erf.bound)
+    (6.4, 'onchip')
+    """
+    near = efficiency if op_efficiency is None else op_efficiency
+    compute_s = flops / (peak_flops_per_s * parallel) / near
+    memory_s = dram_bytes / dram_bytes_per_s / (efficiency if onchip_bytes_per_s else near)
+    onchip_s = (onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0) / near
     roof_s = max(compute_s, memory_s, onchip_s)
     time_s = roof_s + overhead_s
     intensity = flops / dram_bytes if dram_bytes else None
@@ -123,7 +144,8 @@ def roofline(
     else:
         bound = Bound.DRAM if memory_s >= onchip_s else Bound.ONCHIP
     return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
-                     compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class, parallel)
+                     compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class, parallel,
+                     op_efficiency)
 
 
 def parallel_fraction(shape: WorkShape | None, tile: tuple[int, int] | None, units: int, systolic: bool) -> float:
@@ -291,12 +313,13 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         kernel_class = efficiency_class(members)
         shape = work_shape(members)
         efficiency = target.efficiency_of(kernel_class, roof, shape.cols if shape else None) if overhead else 1.0
+        by_op = target.op_efficiency(kernel_class, (m.op_type for m in members if not m.view)) if overhead else None
         parallel = 1.0
         if overhead and target.parallel is not None and len(roofs) == 1:  # a mixed-roof kernel: not modelled
             parallel = parallel_fraction(shape, target.parallel.tile(roof),
                                          int(target.parallel.units.value), target.parallel.kind == "systolic")
         point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
-                         efficiency, kernel_class, parallel)
+                         efficiency, kernel_class, parallel, by_op)
         placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
                                         _energy(target, roofs, dram, onchip), kernel.nodes, reuse_of(members),
                                         dict(roofs)))

@@ -20,7 +20,7 @@ thread; absent: 0), ``[fusion]`` (``rules``: the rule sets of
 no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of the roofline a kernel
 of that class achieves on the target's runtime, in (0, 1], one of ``EFFICIENCY_CLASSES``; a
 kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calibrate`` measures
-them for the host, and the bundled vendor targets give none, so they predict at peak; two
+them for the host, and the bundled vendor targets give none, so they predict at peak; three
 optional refinements, applied before the class's ``value``: ``efficiency.<class>.<roof>``, a
 figure for the kernels of that class that run on that compute roof (one of ``DTYPES``: int8
 convolutions reach a different share of the int8 peak than float32 ones of the fp32 peak), and
@@ -28,8 +28,16 @@ convolutions reach a different share of the int8 peak than float32 ones of the f
 increasing, for the convolutions and matmuls of that class: a kernel's fraction is interpolated
 linearly in log(columns) between them and held at the end points past them, its columns being
 its work shape's (a matmul's N, a convolution's output channels; a one-row matmul over 10 columns
-runs a fraction of one over 512 on a CPU's vector units); their tag and source are the
-figure's),
+runs a fraction of one over 512 on a CPU's vector units), and ``efficiency.<class>.by_op``, an
+inline table of op type -> fraction in (0, 1] (``by_op = { Erf = 0.16, QuantizeLinear = 0.3 }``)
+for the kernels of that class that run those ops (a fused kernel takes the lowest figure among
+its ops that have one: it runs at the pace of its slowest op; :meth:`Target.op_efficiency`): it
+divides the kernel's compute and on-chip roofs in place of the class's figure, while its DRAM
+roof keeps the class's (a transcendental function's or a conversion's kernel is bound by the
+core's throughput, measured with its data on chip, and the core keeps up with data streamed
+from DRAM: an Erf over 4 MiB takes its on-chip time over its figure, not its DRAM time over
+it); on a target with no on-chip bandwidth it divides the DRAM roof too; their tag and source
+are the figure's),
 ``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
 next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
 repeated runs; ``partial``: when they do not all fit, whether those that do stay (true, the
@@ -58,6 +66,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
@@ -185,6 +194,8 @@ class Target:
     efficiency_on_roof: dict[str, dict[str, Figure]] = field(default_factory=dict)
     # class -> ((output columns, fraction), ...) increasing: interpolated in log(columns) (efficiency.<class>.by_columns)
     efficiency_by_columns: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    # class -> op type -> the fraction for that class's kernels running that op (efficiency.<class>.by_op)
+    efficiency_by_op: dict[str, dict[str, float]] = field(default_factory=dict)
     weights_resident: bool = False  # parameters stay on chip between runs when they fit beside the activations
     weights_source: str = ""
     weights_partial: bool = True  # when not all fit, those that do stay (False: all of them stream)
@@ -220,6 +231,21 @@ class Target:
             return interpolate_log(points, columns)
         figure = self.efficiency.get(kernel_class)
         return figure.value if figure else 1.0
+
+    def op_efficiency(self, kernel_class: str | None, op_types: Iterable[str]) -> float | None:
+        """The ``by_op`` figure of a kernel of ``kernel_class`` running ``op_types``: the lowest
+        among its op types the class's ``by_op`` names (a fused kernel runs at the pace of its
+        slowest op); None when it names none of them, and the kernel runs at :meth:`efficiency_of`.
+        It divides the kernel's compute and on-chip roofs (``placement.roofline``).
+
+        >>> t = Target("t", "", "", {}, Figure(1e9, "estimate", "x"), efficiency={"elementwise": Figure(1.0, "estimate", "x")},
+        ...            efficiency_by_op={"elementwise": {"Erf": 0.25, "Tanh": 0.5}})
+        >>> t.op_efficiency("elementwise", ["Erf", "Add"]), t.op_efficiency("elementwise", ["Add"]), t.op_efficiency("gemm", ["Erf"])
+        (0.25, None, None)
+        """
+        table = self.efficiency_by_op.get(kernel_class or "", {})
+        found = [table[op] for op in op_types if op in table]
+        return min(found) if found else None
 
     def roof(self, dtype: str) -> tuple[str, float]:
         """(roof name, peak ops/s) for a node computing in ``dtype`` (an ONNX type name or roof)."""
@@ -398,7 +424,7 @@ def _parallel(data: dict, where: str) -> Parallel | None:
 def _efficiency(data: dict, where: str) -> dict:
     """``efficiency``, ``efficiency_on_roof`` and ``efficiency_by_columns`` for the Target."""
     section = _section(data, "efficiency", where, required=False)
-    figures, on_roof, by_columns = {}, {}, {}
+    figures, on_roof, by_columns, by_op = {}, {}, {}, {}
     for key in section:
         if key not in EFFICIENCY_CLASSES:
             raise UsageError(f"{where}: 'efficiency.{key}' is not a kernel class ({', '.join(EFFICIENCY_CLASSES)})")
@@ -411,10 +437,26 @@ def _efficiency(data: dict, where: str) -> dict:
                 on_roof.setdefault(key, {})[extra] = _fraction(entry, extra, f"efficiency.{key}.{extra}", where)
             elif extra == "by_columns":
                 by_columns[key] = _columns(entry[extra], f"efficiency.{key}.by_columns", where)
+            elif extra == "by_op":
+                by_op[key] = _by_op(entry[extra], f"efficiency.{key}.by_op", where)
             else:
                 raise UsageError(f"{where}: 'efficiency.{key}.{extra}' is neither a roof ({', '.join(DTYPES)}) nor "
-                                 "'by_columns'")
-    return {"efficiency": figures, "efficiency_on_roof": on_roof, "efficiency_by_columns": by_columns}
+                                 "'by_columns' nor 'by_op'")
+    return {"efficiency": figures, "efficiency_on_roof": on_roof, "efficiency_by_columns": by_columns,
+            "efficiency_by_op": by_op}
+
+
+def _by_op(table, label: str, where: str) -> dict[str, float]:
+    """``{ OpType = fraction, ... }``: op type names, fractions in (0, 1]."""
+    if not isinstance(table, dict) or not table:
+        raise UsageError(f"{where}: '{label}' must be an inline table of op type = fraction "
+                         f"({{ Erf = 0.16, Tanh = 0.25 }}), not {table!r}")
+    for op, fraction in table.items():
+        if not op.isidentifier():
+            raise UsageError(f"{where}: '{label}.{op}' is not an op type: name it as the model does (Erf, QuantizeLinear)")
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+            raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {fraction!r}")
+    return {op: float(fraction) for op, fraction in table.items()}
 
 
 def _fraction(table: dict, key: str, label: str, where: str) -> Figure:

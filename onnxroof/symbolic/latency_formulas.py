@@ -10,7 +10,10 @@ several dims, each kernel's bound is stated as the inequality its terms give.
 
 A kernel's efficiency follows its class, which its MACs, weights and outputs decide
 (``kernels.reuse_class``), so it may change along the dims too; a mixed-type kernel's compute is
-each roof's FLOPs over that roof's peak.
+each roof's FLOPs over that roof's peak. A kernel whose ops have a ``by_op`` figure
+(``Target.op_efficiency``) runs its compute and on-chip roofs at that figure and its DRAM roof
+at its class's: its terms are those roofs' times scaled by the ratio of the two, which must hold
+at every sample (a formula is refused where its class, and so its figures, change with the dims).
 """
 
 from __future__ import annotations
@@ -256,8 +259,17 @@ def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Targ
             rate = Fraction(first.target.peak_ops_per_s[roof].value) * fill if roof else rates[bound]
             if polynomial and rate:
                 _add(terms.setdefault(bound, {}), {m: Fraction(c) / rate for m, c in polynomial.items()}, 1)
+        by_op = {q.op_efficiency for q in placements.values()}
+        if by_op != {None} and (len(by_op) > 1 or len(efficiencies) > 1):
+            result.refuted = f"kernel {name}: its by_op and class efficiencies change with the dims"
+            return result
         kernel = KernelTerms(name, reports[grid[0]].nodes[position].op_type, 1, terms,
                              Fraction(launch) if terms or launch else Fraction(0), Fraction(efficiencies.pop()))
+        op_efficiency = by_op.pop()
+        if op_efficiency is not None:  # the op's figure on the near roofs: their times over it, not the class's
+            _scale_near_terms(terms, kernel.efficiency / Fraction(op_efficiency), onchip_rate is not None)
+            kernels.append(kernel)
+            continue
         # where the target's gemv, depthwise and gemm efficiencies differ, the efficiency follows the
         # class the kernel's reuse decides, also past the samples (attention's AV is depthwise below
         # 32 attended positions)
@@ -280,6 +292,15 @@ def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Targ
     if len(dims) == 1:
         result.ranges = _ranges(result.groups)
     return result
+
+
+def _scale_near_terms(terms: dict[str, Polynomial], ratio: Fraction, has_onchip: bool) -> None:
+    """Scale the compute and on-chip terms (and DRAM's on a target with no on-chip level) by
+    ``ratio`` (class efficiency / op efficiency), so that over the class's efficiency they give
+    the time at the op's, as ``placement.roofline`` does."""
+    for bound, polynomial in terms.items():
+        if bound != Bound.DRAM or not has_onchip:
+            terms[bound] = {m: c * ratio for m, c in polynomial.items()}
 
 
 def _class_efficiency(kernel: KernelTerms, kernel_of: Mapping, grid: list, check: tuple, samples: tuple, target) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.measure.calibration import calibrate
+from onnxroof.measure.op_efficiency import OP_CASES
 from onnxroof.measure.roof_kernels import STREAM_KERNELS, matmul_flops, stream_bytes, stream_elements
 from onnxroof.report.target_file import render_target
 from onnxroof.roofline.targets import parse_target
@@ -36,6 +37,9 @@ def test_calibrate_end_to_end_with_a_mocked_timer(tmp_path):
         elements = stream_elements(point.kernel, point.working_set, 2)
         assert point.rate.work % (2 * stream_bytes(point.kernel, elements)) == 0
     assert any("fp32 matmul n=64" in m for m in messages) and any("bandwidth" in m for m in messages)
+    # every op of the by_op table measured (onnxruntime's own clock), or a note says why not
+    measured = {m.case.label for m in result.efficiency_by_op}
+    assert all(case.label in measured or any(n.startswith(case.label) for n in result.notes) for case in OP_CASES)
     path = tmp_path / "mocked.toml"
     path.write_text(render_target(result, "mocked"), encoding="utf-8")
     target = parse_target(path)

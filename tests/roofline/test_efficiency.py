@@ -490,3 +490,159 @@ def test_the_profile_s_thread_stats_say_which_kernels_were_split():
               event("odd", [1]), event("odd", []),
               {"cat": "Node", "name": "one_kernel_time", "ts": 0, "dur": 1, "args": {"thread_scheduling_stats": ""}}]
     assert kernel_splits(events) == {"big"}
+
+
+# --- efficiency by op (efficiency.<class>.by_op) ---------------------------------------------------
+
+BY_OP = figure("elementwise", 0.8) + "by_op = { Erf = 0.25, Tanh = 0.5 }\n"
+
+
+def unary_chain(*ops: str):
+    """x [1024] -> ops[0] -> ... -> y, each node named after its op in lower case; an "Add" adds x."""
+    nodes, previous = [], "x"
+    for index, op in enumerate(ops):
+        output = "y" if index == len(ops) - 1 else f"t{index}"
+        inputs = [previous, "x"] if op == "Add" else [previous]
+        nodes.append(helper.make_node(op, inputs, [output], name=op.lower()))
+        previous = output
+    return make_model(nodes, [("x", F32, [1024])], [("y", F32, [1024])])
+
+
+def test_an_op_s_figure_divides_its_kernel_s_time_in_place_of_the_class_s(tmp_path):
+    # Erf reads x and writes y, 4,096 B each, on chip at 10 GB/s: 0.8192 µs (DRAM: 8,192 B at
+    # 1 TB/s, 8.2 ns); at Erf's 0.25, 4x: 3.2768 µs, not the class's 0.8192 / 0.8 = 1.024 µs
+    (kernel,) = analyze(unary_chain("Erf"), targets=[target_file(tmp_path, BY_OP)]).targets[0].nodes
+    assert kernel.placement.kernel_class == "elementwise" and kernel.placement.op_efficiency == 0.25
+    assert kernel.placement.efficiency == 0.8  # the class's, which the DRAM roof keeps
+    assert kernel.placement.time_s == pytest.approx(3.2768e-6)
+    # without overhead, the roofline itself
+    (plain,) = analyze(unary_chain("Erf"), targets=[target_file(tmp_path, BY_OP)], overhead=False).targets[0].nodes
+    assert plain.placement.op_efficiency is None and plain.placement.time_s == pytest.approx(0.8192e-6)
+
+
+def test_an_op_the_table_does_not_name_runs_at_its_class_s_figure(tmp_path):
+    # Relu, the same 8,192 B on chip: 0.8192 µs / 0.8 = 1.024 µs
+    (kernel,) = analyze(unary_chain("Relu"), targets=[target_file(tmp_path, BY_OP)]).targets[0].nodes
+    assert kernel.placement.op_efficiency is None and kernel.placement.time_s == pytest.approx(1.024e-6)
+
+
+def test_a_fused_kernel_runs_at_its_slowest_op_s_figure(tmp_path):
+    # Tanh -> Erf -> Add(., x) fused under the elementwise rule: the kernel reads x (4,096 B) and
+    # writes y (4,096 B), the rest stays inside: 0.8192 µs on chip, over min(0.5, 0.25) = 3.2768 µs
+    report = analyze(unary_chain("Tanh", "Erf", "Add"), targets=[target_file(tmp_path, BY_OP)],
+                     fusion="elementwise").targets[0]
+    (kernel,) = report.nodes
+    assert kernel.op_type == "Tanh+Erf+Add" and kernel.placement.op_efficiency == 0.25
+    assert kernel.placement.time_s == pytest.approx(3.2768e-6)
+    # Tanh with Add alone: 0.5, 1.6384 µs
+    (kernel,) = analyze(unary_chain("Tanh", "Add"), targets=[target_file(tmp_path, BY_OP, "t")],
+                        fusion="elementwise").targets[0].nodes
+    assert kernel.placement.op_efficiency == 0.5 and kernel.placement.time_s == pytest.approx(1.6384e-6)
+
+
+def test_a_kernel_of_another_class_ignores_the_elementwise_table(tmp_path):
+    # a Softmax is a reduction kernel: the elementwise table's Erf does not apply to it, whatever it runs
+    target = parse_target(__import__("pathlib").Path(target_file(tmp_path, BY_OP)))
+    assert target.op_efficiency("reduction", ["Softmax", "Erf"]) is None
+    assert target.op_efficiency("elementwise", ["Add", "Tanh"]) == 0.5
+    assert target.efficiency_of("elementwise") == 0.8
+
+
+def test_the_op_s_figure_leaves_the_dram_roof_at_the_class_s(tmp_path):
+    # DRAM 1 GB/s, on chip 10 GB/s: Erf's x and y come from and go to DRAM, 8,192 B = 8.192 µs at
+    # the class's 1.0 (no class figure); on chip 0.8192 µs / 0.25 = 3.2768 µs: DRAM-bound, 8.192 µs
+    # (a figure on every roof would give 32.768 µs). At 0.05 the on-chip side is 16.384 µs and wins
+    def target(by_op: str, name: str) -> str:
+        path = tmp_path / f"{name}.toml"
+        path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e9,
+                                     "onchip.size_bytes": 1 << 30, "onchip.bandwidth_bytes_per_s": 1e10},
+                                    figure("elementwise", 1.0) + f"by_op = {{ Erf = {by_op} }}\n"))
+        return str(path)
+
+    (kernel,) = analyze(unary_chain("Erf"), targets=[target("0.25", "a")]).targets[0].nodes
+    assert kernel.placement.bound == "dram" and kernel.placement.time_s == pytest.approx(8.192e-6)
+    (kernel,) = analyze(unary_chain("Erf"), targets=[target("0.05", "b")]).targets[0].nodes
+    assert kernel.placement.bound == "onchip" and kernel.placement.time_s == pytest.approx(16.384e-6)
+
+
+def test_without_an_on_chip_level_the_op_s_figure_divides_the_dram_roof(tmp_path):
+    # every byte from DRAM: 8,192 B at 1 TB/s = 8.192 ns, over 0.25 = 32.768 ns
+    path = tmp_path / "d.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12}, BY_OP))
+    (kernel,) = analyze(unary_chain("Erf"), targets=[str(path)]).targets[0].nodes
+    assert kernel.placement.time_s == pytest.approx(32.768e-9)
+
+
+def test_the_kernels_a_runtime_ran_take_the_op_s_figure_too(tmp_path):
+    # the profile's way: kernels given as groups. Erf and Add as one kernel: 0.25 (3.2768 µs);
+    # an onnxruntime kernel with no node (a DequantizeLinear copy) by its op: 8,192 B on chip (its
+    # input and output fit) at 10 GB/s = 0.8192 µs, over DequantizeLinear's 0.5 = 1.6384 µs
+    from types import SimpleNamespace
+
+    from onnxroof.measure.profile_run import unattributed_kernel_s
+    from onnxroof.roofline.placement import place_model
+
+    path = target_file(tmp_path, figure("elementwise", 0.8) + "by_op = { Erf = 0.25, DequantizeLinear = 0.5 }\n")
+    analysis = analyze(unary_chain("Erf", "Add"), targets=[path])
+    report = place_model(analysis.cost_graph, analysis.memory, analysis.targets[0].target, groups=[["erf", "add"]])
+    (kernel,) = report.nodes
+    assert kernel.placement.op_efficiency == 0.25 and kernel.placement.time_s == pytest.approx(3.2768e-6)
+    added = SimpleNamespace(op_type="DequantizeLinear", sizes=(4096, 0, 4096))
+    assert unattributed_kernel_s(added, analysis.targets[0].target) == pytest.approx(1.6384e-6)
+
+
+@pytest.mark.parametrize("table, message", [
+    ('"fast"', r"'efficiency.elementwise.by_op' must be an inline table of op type = fraction \(\{ Erf = 0.16"),
+    ("{}", r"'efficiency.elementwise.by_op' must be an inline table of op type = fraction"),
+    ("{ Erf = 1.5 }", r"'efficiency.elementwise.by_op.Erf' must be a fraction of the roofline in \(0, 1\], not 1.5"),
+    ("{ Erf = 0 }", r"'efficiency.elementwise.by_op.Erf' must be a fraction of the roofline in \(0, 1\], not 0"),
+    ("{ Erf = true }", r"'efficiency.elementwise.by_op.Erf' must be a fraction of the roofline in \(0, 1\], not True"),
+    ('{ "Quantize Linear" = 0.3 }', r"'efficiency.elementwise.by_op.Quantize Linear' is not an op type: name it as "
+                                    r"the model does"),
+])
+def test_the_by_op_table_is_validated(tmp_path, table, message):
+    path = target_file(tmp_path, figure("elementwise", 0.8) + f"by_op = {table}\n", "bad")
+    with pytest.raises(UsageError, match=message):
+        parse_target(__import__("pathlib").Path(path))
+
+
+def test_explain_the_json_and_the_listing_show_the_op_s_figure(tmp_path, capsys):
+    from onnxroof.report.text.table import explain_target_lines, render_targets_list
+
+    path = target_file(tmp_path, BY_OP)
+    analysis = analyze(unary_chain("Erf"), targets=[path])
+    lines = explain_target_lines(analysis.targets[0], "erf")
+    # the roofs at the efficiency 1: on chip 8,192 B at 10 GB/s = 819.2 ns
+    assert any("on chip  8,192 B" in line and "819" in line for line in lines)
+    assert any("efficiency 0.25 on compute and on chip (Erf in elementwise kernels on this target), 0.80 on DRAM"
+               in line for line in lines)
+    listing = render_targets_list([analysis.targets[0].target])
+    assert "elementwise by op: Erf 25%, Tanh 50%" in listing
+    model = tmp_path / "erf.onnx"
+    model.write_bytes(unary_chain("Erf").SerializeToString())
+    assert main(["summary", str(model), "--target", path, "--format", "json"]) == 0
+    entry = json.loads(capsys.readouterr().out)["targets"][0]
+    assert entry["efficiency_by_op"] == {"elementwise": {"Erf": 0.25, "Tanh": 0.5}}
+    assert entry["nodes"][0]["op_efficiency"] == 0.25 and entry["nodes"][0]["efficiency"] == 0.8
+
+
+def test_a_constant_the_runtime_computes_every_run_is_classed_by_what_it_computes(tmp_path):
+    # x [1, 64] · DequantizeLinear(w int8 [64, 64], scale): onnxroof folds the dequantized weight,
+    # onnxruntime (a QDQ MatMul it leaves in float) dequantizes it every run. That kernel reads w
+    # (4,096 B) and the scale (4 B) and writes 64 x 64 floats (16,384 B): 20,484 B on chip at 10
+    # GB/s = 2.0484 µs, an elementwise kernel at DequantizeLinear's 0.5: 4.0968 µs (its 4,100 B
+    # from DRAM at 1 TB/s take 4.1 ns)
+    from onnxroof.roofline.placement import place_model
+
+    nodes = [helper.make_node("DequantizeLinear", ["w", "scale"], ["w_f"], name="dq"),
+             helper.make_node("MatMul", ["x", "w_f"], ["y"], name="mm")]
+    model = make_model(nodes, [("x", F32, [1, 64])], [("y", F32, [1, 64])],
+                       [("w", np.ones((64, 64), np.int8)), ("scale", np.array(0.1, np.float32))])
+    path = target_file(tmp_path, figure("elementwise", 0.8) + "by_op = { DequantizeLinear = 0.5 }\n")
+    analysis = analyze(model, targets=[path])
+    report = place_model(analysis.cost_graph, analysis.memory, analysis.targets[0].target, groups=[["dq"], ["mm"]])
+    dq = next(k for k in report.nodes if k.nodes == ["dq"])
+    assert dq.placement.kernel_class == "elementwise" and dq.placement.op_efficiency == 0.5
+    assert dq.placement.time_s == pytest.approx(4.0968e-6)
+    # by the rules the constant is folded: no kernel runs it
+    assert [k.nodes for k in analysis.targets[0].nodes if "dq" in k.nodes and k.placement.time_s] == []

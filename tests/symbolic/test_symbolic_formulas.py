@@ -507,3 +507,45 @@ def test_whole_waves_of_tiles_leave_a_lower_bound_formula(tmp_path):
     text = " ".join(" ".join(latency_lines(latency)).split())  # the line is wrapped to the terminal
     assert "at least this: 1 kernel(s) fill a share of the parallel units" in text and "seq 1 on: 512 ns·seq" in text
     assert latency.to_dict()["kind"] == "bound"
+
+
+def erf_16(shape):
+    """x [..., 16] -> Erf -> y: 16 FLOPs per row (one per element), x and y 64 B per row."""
+    return make_model([helper.make_node("Erf", ["x"], ["y"], name="/act/Erf")], [("x", F32, shape + [D])],
+                      [("y", F32, shape + [D])])
+
+
+@pytest.mark.parametrize("erf, polynomial_ns, bound", [
+    # per row: compute 16 ns at the roofline, DRAM 128 ns (x in, y out), on chip 0.128 ns. The class
+    # at 0.5 takes DRAM to 256 ns; Erf at 1/8 takes compute to 128 ns: DRAM-bound, 256·seq ns
+    ("0.125", 256, "DRAM-bound throughout"),
+    # Erf at 1/32: compute 512 ns, over DRAM's 256: compute-bound, 512·seq ns (figures exact in binary)
+    ("0.03125", 512, "compute-bound throughout"),
+])
+def test_a_kernel_s_op_figure_gives_an_exact_latency_formula(tmp_path, erf, polynomial_ns, bound):
+    from fractions import Fraction
+
+    import onnxroof
+    from onnxroof.symbolic.latency_formulas import bound_text
+
+    extra = f'[efficiency.elementwise]\nvalue = 0.5\ntag = "estimate"\nsource = "hand"\nby_op = {{ Erf = {erf} }}\n'
+    target = onchip_target(tmp_path, 1 << 30, extra)
+    latency = formulas(erf_16(["seq"]), targets=[target]).latency[0]
+    assert latency.refuted is None
+    assert [(r.start, r.end, r.polynomial) for r in latency.ranges] == [(1, None, {(1,): Fraction(polynomial_ns, 10**9)})]
+    assert bound_text(latency.groups[0], ["seq"]) == bound
+    assert latency.seconds({"seq": 100}) == pytest.approx(
+        onnxroof.analyze(erf_16(["seq"]), dims={"seq": 100}, targets=[target]).targets[0].latency_s)
+
+
+def test_a_kernel_whose_op_figure_comes_and_goes_with_its_class_is_refused(tmp_path):
+    # matmul_16: a gemv to seq = 7, depthwise from 8 (see above); a figure for MatMul in gemv
+    # kernels only applies at some of the fitted values: no formula, and the reason says why
+    from conftest import target_text
+
+    extra = ('[efficiency.gemv]\nvalue = 0.5\ntag = "estimate"\nsource = "hand"\nby_op = { MatMul = 0.25 }\n'
+             '[efficiency.depthwise]\nvalue = 0.5\ntag = "estimate"\nsource = "hand"\n')
+    path = tmp_path / "eff.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9}, extra))
+    latency = formulas(matmul_16(["seq"]), targets=[str(path)]).latency[0]
+    assert latency.refuted == "kernel /proj/MatMul: its by_op and class efficiencies change with the dims"

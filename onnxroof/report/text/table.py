@@ -325,13 +325,21 @@ def explain_target_lines(report, node: str) -> list[str]:
         f"target {name}: {fused}",
         f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof})"
         + (f" x {point.parallel_fraction:.3g} (the share of the parallel units its work fills)"
-           if point.parallel_fraction != 1.0 else "") + f" = {seconds(point.compute_s * point.efficiency)}",
+           if point.parallel_fraction != 1.0 else "") + f" = {seconds(point.compute_s * point.near_efficiency)}",
         f"  DRAM     {point.dram_bytes:,} B / {si(target.dram_bytes_per_s.value, 'B/s')} = "
-        f"{seconds(point.memory_s * point.efficiency)}" + (f" (of which {kernel.spill_bytes:,} B spilled)" if kernel.spill_bytes else ""),
+        f"{seconds(point.memory_s * (point.efficiency if onchip_bw else point.near_efficiency))}"
+        + (f" (of which {kernel.spill_bytes:,} B spilled)" if kernel.spill_bytes else ""),
     ]
     if onchip_bw:
-        lines.append(f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = {seconds(point.onchip_s * point.efficiency)}")
-    if point.efficiency != 1.0:
+        lines.append(f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = {seconds(point.onchip_s * point.near_efficiency)}")
+    if point.op_efficiency is not None:
+        table = target.efficiency_by_op.get(point.kernel_class or "", {})
+        ops = [op for op in dict.fromkeys(kernel.op_type.split("+")) if table.get(op) == point.op_efficiency]
+        near = "compute and on chip" if onchip_bw else "every roof"
+        lines.append(f"  efficiency {point.op_efficiency:.2f} on {near} ({'/'.join(ops)} in {point.kernel_class} kernels "
+                     f"on this target)" + (f", {point.efficiency:.2f} on DRAM" if onchip_bw else "")
+                     + ": the longest of these over its figure")
+    elif point.efficiency != 1.0:
         lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
                      f"of these over {point.efficiency:.2f}")
     if point.overhead_s:
@@ -404,6 +412,10 @@ def render_targets_list(targets) -> str:
         achieved = "; ".join(f"{', '.join(names)} {value}" for value, names in by_value.items())
         lines += textwrap.wrap(f"efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}",
                                TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 33)
+        for name, table in target.efficiency_by_op.items():  # the ops whose kernels run at a figure of their own
+            ops = ", ".join(f"{op} {fraction:.0%}" for op, fraction in sorted(table.items(), key=lambda item: item[1]))
+            lines += textwrap.wrap(f"{name} by op: {ops}", TERMINAL_COLUMNS, initial_indent=" " * 33,
+                                   subsequent_indent=" " * 35)
         band = ""
         if target.error_band and target.latency_kind == LatencyKind.FORECAST:
             on = f" on {', '.join(target.error_band_roofs)} kernels" if target.error_band_roofs else ""

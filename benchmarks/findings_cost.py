@@ -21,7 +21,7 @@ from onnxroof.pipeline import analyze as analyze_once
 
 CORPUS = [("/work/corpus/tools/gpt2-optimized.onnx", {"dims": {"sequence": 128}}),
           ("/work/corpus/hf/bert-optimum/model.onnx", {"dims": {"sequence_length": 128}}),
-          ("/work/corpus/pypi/nudenet-320n.onnx", {})]
+          ("/work/corpus/pypi/nudenet-320n.onnx", {"dims": {"height": 320, "width": 320}})]
 
 
 def timed(work) -> float:

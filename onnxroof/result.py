@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
 from .core.version import __version__
-from .roofline.verdicts import Finding, finding_lines, ranked
+from .roofline.verdicts import BOUND_LABELS, Finding, finding_lines, ranked
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
     import networkx as nx
@@ -163,9 +163,9 @@ class Analysis:
                 f"{si(t.mac_flops)} MAC-FLOPs" + (f"; targets {targets}" if targets else "") + ">")
 
     def __str__(self) -> str:
-        """The short summary ``print(analysis)`` shows: the totals, the peak activation memory and
-        each target's latency, said as the bound or the forecast it is; ``onnxroof summary`` prints
-        the full one."""
+        """The short summary ``print(analysis)`` shows: the totals, the peak activation memory, each
+        target's latency, said as the bound or the forecast it is, and whether the model fits in its
+        memory, and the top three findings; ``onnxroof summary`` prints the full one."""
         from .core.units import iec, seconds, si
         from .roofline.targets import LatencyKind
 
@@ -173,6 +173,7 @@ class Analysis:
         lines = [f"onnxroof: {self.model.label} ({t.nodes:,} nodes, {t.counted_nodes:,} counted)",
                  f"  parameters {si(t.params)} · MACs {si(t.macs)} · MAC-FLOPs {si(t.mac_flops)} · FLOPs {si(t.flops)}",
                  f"  peak activations {iec(self.memory.model_order.peak_bytes)} (model order)"]
+        findings = [f for f in self.review() if f.kind != "largest"][:3]  # the targets' fit comes with them
         for report in self.targets:
             if report.latency_kind == LatencyKind.BOUND:
                 latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: peak figures)"
@@ -180,9 +181,11 @@ class Analysis:
                 band = f" ±{report.band.value:.0%}" if report.band is not None else ""
                 latency = f"latency {seconds(report.latency_s)}{band} (a forecast)"
             shares = sorted(report.time_share.items(), key=lambda kv: -kv[1])
-            split = ", ".join(f"{bound} {share:.0%}" for bound, share in shares if share >= 0.05)
-            lines.append(f"  {report.target.name}: {latency}; time: {split}")
-        findings = [f for f in self.review() if f.kind != "largest"][:3]
+            split = ", ".join(f"{BOUND_LABELS.get(bound, bound)} {share:.0%}" for bound, share in shares if share >= 0.05)
+            fit = report.fit
+            memory = "" if fit is None or fit.fits is None else "; fits in its memory" if fit.fits else \
+                "; does not fit in its memory"
+            lines.append(f"  {report.target.name}: {latency}; time: {split}{memory}")
         if findings:
             lines += ["  what to change (each gain measured by analysing again with the change):",
                       *finding_lines(findings, 110, indent="    ", with_target=len(self.targets) > 1)]

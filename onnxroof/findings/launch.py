@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from ..roofline.placement import TargetReport
 
 LAUNCH_SHARE = 0.25  # launches at least this share of the latency: a finding
-BATCH_FACTOR = 8  # the larger batch analysed: 8 times the current
+BATCH_FACTOR = 8  # the larger batch analysed: 8 times the current; its gain is the finding's
+FURTHER_FACTOR = 64  # and one more, for the throughput it tends to
 
 
 def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
@@ -43,7 +44,14 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
     evidence |= {"larger_batch": larger, "larger_batch_latency_s": other.latency_s,
                  "throughput_per_s": report.throughput_per_s, "larger_batch_throughput_per_s": other.throughput_per_s}
     detail = (f"at batch {larger} one run takes {seconds(other.latency_s)} ({seconds(report.latency_s)} at batch "
-              f"{report.batch}): {speedup:.1f}x the throughput, {seconds(new_s)} per inference; fusing kernels "
-              "pays fewer launches at any batch")
+              f"{report.batch}): {speedup:.1f}x the throughput, {seconds(new_s)} per inference")
+    furthest = report.batch * FURTHER_FACTOR
+    further = variants.report(report.target, batch=furthest)
+    if not isinstance(further, str):
+        evidence |= {"further_batch": furthest, "further_batch_latency_s": further.latency_s,
+                     "further_batch_throughput_per_s": further.throughput_per_s}
+        detail += (f"; at batch {furthest}, {seconds(further.latency_s)} per run, "
+                   f"{further.throughput_per_s / report.throughput_per_s:.1f}x the throughput")
+    detail += "; fusing kernels pays fewer launches at any batch"
     return [Finding("launch", report.target.name, title, detail, gain_s=max(base_s - new_s, 0.0), latency_s=base_s,
                     change=f"--batch {larger}", evidence=evidence)]

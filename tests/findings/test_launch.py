@@ -42,6 +42,8 @@ def test_a_chain_of_adds_is_launch_bound_and_batching_is_measured(tmp_path):
     assert launch.change == "--batch 8"
     assert launch.gain_s == pytest.approx(262.5e-6)
     assert launch.evidence["larger_batch_latency_s"] == pytest.approx(300e-6 + 8 * 100 * 128 / 1e12)
+    # and at batch 64 (evidence only): 300 µs + 64 x 100 x 128 B at 1 TB/s
+    assert launch.evidence["further_batch_latency_s"] == pytest.approx(300e-6 + 64 * 100 * 128 / 1e12)
     # fusing the chain into one kernel saves more: one launch (3 µs) and one kernel reading a0
     # and writing a100 (128 B, 0.128 ns) doing 1,600 FLOPs (1.6 ns), against 300 µs + 100 x
     # 0.128 ns: 297.0112 µs less

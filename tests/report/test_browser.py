@@ -340,6 +340,9 @@ def test_diff_compare_and_sweep_pages(browser, tmp_path):
             assert page.locator("#tip").is_visible()
             if kind == "diff":
                 assert page.locator("svg.roofline").first.locator(".arrow-node").count() == 10
+                # the findings that changed with the batch (the launch-bound one on every target, at least)
+                changes = diff_analyses(base, head).findings
+                assert changes and page.locator("#findings .finding").count() == len(changes)
         finally:
             report.close()
 

@@ -24,6 +24,8 @@ from .scales import svg_number
 from ..formatting import count_text, format_value, percent_text, shape_text, side_time, signed_change, significant
 from .page import ModelSide, model_side, render_page, report_on, target_capacities
 
+from ...roofline.verdicts import gain_text
+
 if TYPE_CHECKING:
     from ...compare.budgets import BudgetResult
     from ...compare.diff import ModelDiff
@@ -57,6 +59,7 @@ class DiffPage:
     op_rows: list[dict]
     top_changes: list[dict]
     targets: str
+    findings: list[dict]  # the findings that are new, resolved, or whose gain moved
 
 
 def render_diff_html(diff: "ModelDiff", budget_results: Sequence["BudgetResult"] = ()) -> str:
@@ -94,6 +97,9 @@ def diff_page(diff: "ModelDiff", budgets: list["BudgetResult"]) -> DiffPage:
         op_rows=_op_rows(diff),
         top_changes=_top_changes(diff),
         targets=", ".join(r.target.name for r in head.targets) or "none",
+        findings=[{"change": c.kind, "kind": c.finding.kind, "target": c.finding.target, "title": c.finding.title,
+                   "gain": gain_text(c.finding), "base_gain": gain_text(c.base) if c.kind == "changed" and c.base else ""}
+                  for c in diff.findings],
     )
 
 

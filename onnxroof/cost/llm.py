@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from ..core.errors import OptionError
-from ..frontend.inputs import real_inputs
+from ..frontend.inputs import expression_names, real_inputs
 from ..core.tensors import TensorInfo
 from ..ops import OpTrait, traits_of
 
@@ -339,7 +339,9 @@ def phase_dims(layout: DecoderLayout, phase: str, seq: int | None, context: int 
         raise OptionError("phase", "{opt.phase} {phase}: choose prefill or decode", phase=phase)
     rows = batch or 1
     sizes = {"batch": rows, "sequence": new, "past": cached, "total": new + cached}
-    dims = {symbol: sizes[role] for symbol, role in layout.roles.items()}
+    # a dim written as an expression ("past_sequence_length + sequence_length") takes its value from
+    # its names once they are bound (frontend.inputs), never as a flag of its own
+    dims = {symbol: sizes[role] for symbol, role in layout.roles.items() if not expression_names(symbol)}
     values = {name: [new + cached - 1] * rows if role == "seqlens_k" else [new + cached]
               for name, role in layout.values.items()}
     return dims, values

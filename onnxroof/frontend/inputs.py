@@ -7,7 +7,9 @@ words it (a flag, an argument of analyze())."""
 
 from __future__ import annotations
 
+import ast
 import difflib
+import operator
 import re
 from typing import Iterable, Sequence
 
@@ -209,8 +211,10 @@ def batch_symbols(model: onnx.ModelProto) -> list[str]:
 
 
 def unbound_dims(model: onnx.ModelProto) -> list[UnresolvedDim]:
-    """The input dims still without a value (after binding), with the flag that fixes each."""
+    """The input dims still without a value (after binding), with the flag that fixes each; a dim
+    written as an expression is fixed by its names, each asked for once."""
     found = []
+    asked: set[str] = set()
     for value_info in real_inputs(model.graph):
         if not value_info.type.HasField("tensor_type"):
             continue
@@ -218,9 +222,91 @@ def unbound_dims(model: onnx.ModelProto) -> list[UnresolvedDim]:
         if info.shape is None:
             found.append(UnresolvedDim(info.name, -1, None))
             continue
-        found += [UnresolvedDim(info.name, axis, dim if isinstance(dim, str) else None, info.shape)
-                  for axis, dim in enumerate(info.shape) if not isinstance(dim, int)]
+        for axis, dim in enumerate(info.shape):
+            if isinstance(dim, int):
+                continue
+            names = expression_names(dim) if isinstance(dim, str) else None
+            if names is None:
+                found.append(UnresolvedDim(info.name, axis, dim if isinstance(dim, str) else None, info.shape))
+                continue
+            found += [UnresolvedDim(info.name, axis, name, info.shape) for name in names if name not in asked]
+            asked.update(names)
     return found
+
+
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+
+
+def expression_names(text: str) -> list[str] | None:
+    """The dim names a dim written as an expression (``+``, ``-``, ``*``, ``//``, parentheses and
+    whole numbers; optimum writes ``past_sequence_length + sequence_length``) is made of, in order;
+    None for a plain name or anything else.
+
+    >>> expression_names("past_sequence_length + sequence_length"), expression_names("batch")
+    (['past_sequence_length', 'sequence_length'], None)
+    >>> expression_names("2 * (a + b) // 3"), expression_names("a ** b")
+    (['a', 'b'], None)
+    """
+    tree = _expression(text)
+    if tree is None or isinstance(tree, ast.Name):
+        return None
+    return list(dict.fromkeys(node.id for node in ast.walk(tree) if isinstance(node, ast.Name)))
+
+
+def expression_value(text: str, values: dict[str, int]) -> int | None:
+    """The value of a dim expression once its names are bound (None: not an expression, a name
+    unbound, or not a whole positive number).
+
+    >>> expression_value("past_sequence_length + sequence_length", {"past_sequence_length": 127, "sequence_length": 1})
+    128
+    """
+    tree = _expression(text)
+
+    def value(node: ast.AST) -> int | None:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return values.get(node.id)
+        if isinstance(node, ast.BinOp):
+            left, right = value(node.left), value(node.right)
+            if left is None or right is None or (isinstance(node.op, ast.FloorDiv) and right == 0):
+                return None
+            return _OPERATORS[type(node.op)](left, right)
+        return None
+
+    result = value(tree) if tree is not None and not isinstance(tree, ast.Name) else None
+    return result if result is not None and result >= 0 else None
+
+
+def _substituted(text: str, values: dict[str, int]) -> str:
+    """The expression with its bound names written as their values.
+
+    >>> _substituted("past_sequence_length + sequence_length", {"sequence_length": 1})
+    'past_sequence_length + 1'
+    """
+    tree = _expression(text)
+    if tree is None:
+        return text
+    for node in ast.walk(tree):
+        for field, child in ast.iter_fields(node):
+            if isinstance(child, ast.Name) and child.id in values:
+                setattr(node, field, ast.Constant(values[child.id]))
+    if isinstance(tree, ast.Name) and tree.id in values:
+        return str(values[tree.id])
+    return ast.unparse(tree)
+
+
+def _expression(text: str) -> ast.AST | None:
+    """The parsed expression when it uses only names, whole numbers and + - * //."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    allowed = (ast.BinOp, ast.Name, ast.Constant, ast.Load, *_OPERATORS)
+    if all(isinstance(node, allowed) for node in ast.walk(tree)) and all(
+            type(node.value) is int for node in ast.walk(tree) if isinstance(node, ast.Constant)):
+        return tree
+    return None
 
 
 def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple[str | None, tuple[int, ...]]],
@@ -265,8 +351,14 @@ def bind_inputs(
                               "({dims}) but {given} dims were given", input=name, rank=len(old), dims=_dims_text(old),
                               given=len(shape))
         given[name] = shape
-    symbols = {d.dim_param for i in inputs.values() for d in (_dims_of(i) or []) if d.dim_param}
+    written = {d.dim_param for i in inputs.values() for d in (_dims_of(i) or []) if d.dim_param}
+    # a dim written as an expression stands for its names, never for itself
+    symbols = {name for text in written for name in (expression_names(text) or [text])}
     for symbol in dims or {}:
+        if symbol not in symbols and (names := expression_names(symbol)):
+            raise OptionError("dims", "{opt.dims} {dim}: a dim written as an expression takes its value from its "
+                              "names; give each of them ({names}) with {opt.dims} NAME=N instead", dim=symbol,
+                              names=", ".join(names))
         if symbol not in symbols:
             known = ", ".join(sorted(symbols)) or "none"
             raise OptionError("dims", "{opt.dims} {dim}: the model's inputs have no dim named {dim!r} "
@@ -283,6 +375,10 @@ def bind_inputs(
                 for dim in _dims_of(value_info) or []:
                     if dim.dim_param in values:
                         dim.dim_value = values[dim.dim_param]
+                    elif dim.dim_param and (found := expression_value(dim.dim_param, values)) is not None:
+                        dim.dim_value = found  # its names are bound: it is their value
+                    elif dim.dim_param and expression_names(dim.dim_param):
+                        dim.dim_param = _substituted(dim.dim_param, values)  # what is left to give
 
 
 def _input_name(name: str | None, inputs: dict[str, onnx.ValueInfoProto]) -> str:

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
-from onnxroof.core.errors import UnboundDims
+from onnxroof.core.errors import OptionError, UnboundDims
 
 from conftest import make_model, run, zeros
 
@@ -118,3 +118,34 @@ def test_a_question_mark_names_no_dim(tmp_path, capsys):
     image = save(tmp_path, make_model([node], [("x", F32, ["?", 3, "?", "?"])], [("y", F32, ["?", 3, "?", "?"])]), "img")
     code, _, err = run(capsys, "summary", image)
     assert code == 2 and "x axis 2, x axis 3 (batch=1 assumed); add: --input-shape x:1,3,1,1" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# Dims written as expressions (issue 31, item 3): optimum writes attention_mask as
+# [batch_size, "past_sequence_length + sequence_length"]
+
+
+def masked_step():
+    """x [batch, sequence_length, 8] -> Relu; mask [batch, "past_sequence_length + sequence_length"] -> Cast."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Cast", ["mask"], ["m"], to=TensorProto.FLOAT)]
+    return make_model(nodes, [("x", TensorProto.FLOAT, ["batch", "sequence_length", 8]),
+                              ("mask", TensorProto.INT64, ["batch", "past_sequence_length + sequence_length"])],
+                      [("y", TensorProto.FLOAT, None), ("m", TensorProto.FLOAT, None)])
+
+
+def test_a_dim_written_as_an_expression_is_its_names_value():
+    # past 127 + 1 new token: the mask is 128 wide, and the Cast reads 128 int64s and writes 128 floats
+    analysis = analyze(masked_step(), dims={"past_sequence_length": 127, "sequence_length": 1})
+    assert [i.shape for i in analysis.inputs] == [(1, 1, 8), (1, 128)] and analysis.complete
+    cast = analysis.find_node(analysis.nodes[1].name)
+    assert (cast.input_bytes, cast.output_bytes) == (128 * 8, 128 * 4)
+
+
+def test_an_expression_asks_for_its_unbound_names_never_for_itself(capsys):
+    with pytest.raises(UnboundDims) as raised:
+        analyze(masked_step(), dims={"sequence_length": 1})
+    message = str(raised.value)
+    assert "past_sequence_length (mask axis 1)" in message and "dims={'past_sequence_length': N})" in message
+    with pytest.raises(OptionError, match=r"a dim written as an expression takes its value from its names; give each "
+                                          r"of them \(past_sequence_length, sequence_length\)"):
+        analyze(masked_step(), dims={"past_sequence_length + sequence_length": 128})

@@ -240,6 +240,10 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
                          f"{LOOKED_FOR}): no decoder phase applies; bind the dims with --dim")
     explicit_dims = set(dim_flags)
     phase_values: dict[str, list[int]] = {}
+    if phase is None and (options.seq or options.context):  # a flag that would do nothing
+        given = "seq" if options.seq else "context"
+        needed = "prefill" if given == "seq" else "decode"
+        raise OptionError(given, "{opt.%s} sets a decoder's %s step: give {opt.phase} %s with it" % (given, needed, needed))
     if phase is not None:
         if layout is None:
             raise OptionError("phase", "{opt.phase} {phase}: no KV cache found (looked for {looked_for}); "

@@ -95,3 +95,13 @@ def test_decode_is_memory_bound_and_long_prefill_compute_bound_on_h100():
     point = prefill.targets[0].model_point
     assert prefill.targets[0].spill_bytes == 0
     assert point.bound == "compute" and point.intensity > unfused.targets[0].model_point.intensity
+
+
+@pytest.mark.parametrize("flag, needed", [("--seq", "prefill"), ("--context", "decode")])
+def test_a_phase_flag_without_its_phase_exits_2_saying_what_it_needs(capsys, flag, needed):
+    # issue 31, item 8: --seq 128 alone used to exit 0 and change nothing
+    from conftest import run
+
+    code, out, err = run(capsys, "summary", "--example", "shallownet", flag, "128")
+    assert (code, out) == (2, "")
+    assert err == f"onnxroof: error: {flag} sets a decoder's {needed} step: give --phase {needed} with it\n"

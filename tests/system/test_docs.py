@@ -6,6 +6,7 @@ summary` is what the command prints."""
 from __future__ import annotations
 
 import ast
+import math
 import re
 from pathlib import Path
 
@@ -37,3 +38,15 @@ def test_the_readme_s_summary_sample_is_what_the_command_prints(capsys):
     missing = [line for line in sample.splitlines() if line not in printed]
     assert missing == []
 
+
+
+def test_the_readme_s_python_example_runs_as_written():
+    # the first Python block, executed as a user would paste it (pandas comes with the test extra)
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"### Python API\n\n```python\n(.*?)```", readme, re.S).group(1)
+    scope: dict = {}
+    exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 (the project's own README)
+    # every initializer of the built-in MiniGoogLeNet is a weight: the parameters are their elements
+    stored = sum(math.prod(t.dims) for t in scope["model"].graph.initializer)
+    assert scope["result"].totals.params == stored and scope["result"].review()
+    assert scope["int8"].dtype == "int8" and scope["fp32"].batch == 4

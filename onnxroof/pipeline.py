@@ -412,11 +412,40 @@ def _warnings(analysis: Analysis) -> list[str]:
             f"{len(unsized)} parameter tensor(s) of unknown shape are left out of the parameter totals: "
             + ", ".join(unsized[:5]) + (" ..." if len(unsized) > 5 else "")
         )
+    warnings += _undecided_conditions(analysis)
     if analysis.totals.not_counted:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
         reasons = sorted({r.reason for r in analysis.nodes if r.status == NodeStatus.UNKNOWN_VALUE})
         warnings.append(f"nodes not counted (unknown shapes or values, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
     return warnings
+
+
+def _undecided_conditions(analysis: Analysis) -> list[str]:
+    """Each If whose condition no given value decides (both branches shown, the costlier counted),
+    with the inputs whose values decide it: the flag to give names them."""
+    producer = {r.name: r for r in analysis.nodes}
+    tensors, given = analysis.tensors, set(analysis.input_values)
+    found = []
+    for record in analysis.nodes:
+        if record.op_type != "If" or not record.subgraphs or not all(s.taken for s in record.subgraphs.values()):
+            continue
+        deciding, seen, stack = [], set(), [record.inputs[0]] if record.inputs else []
+        while stack:  # back from the condition to the graph inputs it is computed from
+            name = stack.pop()
+            tensor = tensors.get(name)
+            if name in seen or tensor is None:
+                continue
+            seen.add(name)
+            if tensor.kind == "input" and name not in given:
+                deciding.append(name)
+            elif tensor.producer in producer:
+                stack.extend(producer[tensor.producer].inputs)
+        if deciding:
+            flags = " ".join(f"--value {name}=V" for name in sorted(deciding))
+            found.append(f"If {record.name}: its condition depends on the value of input {', '.join(sorted(deciding))}, "
+                         f"which was not given: the costlier branch is counted; give it ({flags}, values= in Python) "
+                         "to cost the branch the model takes")
+    return found
 
 
 def input_dtype(info: TensorInfo) -> str:

@@ -43,6 +43,10 @@ def analyze_source(source: str, args: argparse.Namespace) -> Analysis:
         raise IncompleteAnalysis(
             f"{analysis.model.name}: the analysis is incomplete (see the warnings above) and --strict is set; nothing written"
         )
+    totals = analysis.totals
+    if not analysis.complete and totals.flops == 0 and totals.nodes:  # nothing counted: no totals to show
+        reason = analysis.warnings[0] if analysis.warnings else "no node could be costed"
+        raise IncompleteAnalysis(f"{analysis.model.name}: nothing could be counted: {reason}")
     return analysis
 
 

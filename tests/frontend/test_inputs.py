@@ -85,11 +85,11 @@ def test_the_pasted_flag_runs(tmp_path, capsys):
     assert code == 0 and json.loads(out)["totals"]["macs"] == 80
 
 
-def test_partial_keeps_the_partial_analysis(tmp_path, capsys):
+def test_partial_with_nothing_countable_exits_2_with_the_reason(tmp_path, capsys):
+    # every node depends on the dim left open: a run that counted nothing is no success (issue 31)
     code, out, err = run(capsys, "summary", save(tmp_path, sequence_model()), "--partial", "--format", "json")
-    document = json.loads(out)
-    assert code == 0 and document["assumed_dims"] == {} and document["totals"]["macs"] == 0
-    assert "input dims not bound" in err
+    assert (code, out) == (2, "")
+    assert "nothing could be counted: input dims not bound" in err and "--dim seq=1" in err
 
 
 def test_compare_binds_a_dim_only_the_models_that_have_it(tmp_path, capsys):

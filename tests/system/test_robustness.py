@@ -469,8 +469,9 @@ def test_failing_node_and_dependents_carry_the_reason(capsys, tmp_path, op):
 
 def test_inconsistent_reshape_is_not_counted(capsys, tmp_path):
     model = make_model([helper.make_node("Reshape", ["x", "shape"], ["h"], name="bad"),
-                        helper.make_node("Relu", ["h"], ["y"], name="after")],
-                       [("x", F32, [2, 3])], [("y", F32, [4, 4])], [("shape", np.array([4, 4], np.int64))])
+                        helper.make_node("Relu", ["h"], ["y"], name="after"),
+                        helper.make_node("Relu", ["x"], ["z"], name="beside")],  # counted: the run is no blank
+                       [("x", F32, [2, 3])], [("y", F32, [4, 4]), ("z", F32, [2, 3])], [("shape", np.array([4, 4], np.int64))])
     path = tmp_path / "model.onnx"
     onnx.save(model, path)
     code, out, err = run(capsys, "summary", path, "--format", "json")

@@ -14,7 +14,7 @@ from ...core.version import __version__
 from ..formatting import as_bound, latency_kind_words
 from ..bounds import bound_label, time_by_bound
 from ...roofline.verdicts import gain_text
-from .table import assumed_text
+from .table import assumed_text, incomplete_line
 from ...core.units import iec, intensity, seconds, si
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
     lines = [
         f"### onnxroof: {escape(model.label)}",
         "",
+        *([f"⚠️ **{escape(incomplete_line(analysis))}**", ""] if not analysis.complete else []),
         f"opset {model.opset} · {model.node_count} nodes · inputs {inputs} · dtype {analysis.dtype}"
         + (f" · batch {analysis.batch}" if analysis.batch else "")
         + (f" · assumed {escape(assumed_text(analysis.assumed_dims))}" if analysis.assumed_dims else ""),

@@ -94,6 +94,17 @@ def assumed_text(assumed: dict[str, int]) -> str:
     return f"{pairs} (a batch dim the inputs leave open; {flags} or --batch N to change)"
 
 
+def incomplete_line(analysis: "Analysis") -> str:
+    """The first line of an analysis that could not count everything: what is missing, and that
+    the totals are lower bounds (the warnings say why)."""
+    totals = analysis.totals
+    missing = sum(totals.not_counted.values()) + sum(totals.unsupported.values())
+    parts = [f"{missing:,} node(s) not counted"] if missing else []
+    if analysis.unresolved_dims:
+        parts.append(f"{len(analysis.unresolved_dims)} input dim(s) unbound")
+    return f"INCOMPLETE: {', '.join(parts) or 'not everything was counted'}; the totals are lower bounds (see the warnings)"
+
+
 def render_table(analysis: "Analysis") -> str:
     return "".join(table_chunks(analysis))
 
@@ -105,6 +116,7 @@ def table_chunks(analysis: "Analysis") -> list[str]:
     model, totals = analysis.model, analysis.totals
     analysis.review()  # the targets' findings and fit
     lines = [
+        *([incomplete_line(analysis)] if not analysis.complete else []),
         f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
         + (f" · {printable(model.producer)}" if model.producer else ""),
         f"inputs: {inputs_line(analysis)}",

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -291,14 +292,42 @@ def bundled_targets() -> dict[str, Path]:
     return {path.stem: path for path in sorted(resource_dir("hardware").glob("*.toml"))}
 
 
+USER_TARGETS_VARIABLE = "ONNXROOF_TARGETS"
+
+
+def user_target_dir() -> Path:
+    """Where a user's own target files live (``onnxroof calibrate --save`` writes there):
+    ``$ONNXROOF_TARGETS``, else ``$XDG_CONFIG_HOME/onnxroof/targets``, else
+    ``~/.config/onnxroof/targets``."""
+    if os.environ.get(USER_TARGETS_VARIABLE):
+        return Path(os.environ[USER_TARGETS_VARIABLE]).expanduser()
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config).expanduser() / "onnxroof" / "targets"
+
+
+def target_files() -> dict[str, Path]:
+    """Every target by name: ``./hardware`` first, then :func:`user_target_dir`, then the bundled
+    ones, a name found earlier hiding the same name later (a calibrated ``this-machine`` in the
+    current folder wins)."""
+    found: dict[str, Path] = {}
+    for folder in (Path.cwd() / "hardware", user_target_dir()):
+        if folder.is_dir() and folder.resolve() != resource_dir("hardware").resolve():
+            for path in sorted(folder.glob("*.toml")):
+                found.setdefault(path.stem, path)
+    for name, path in bundled_targets().items():
+        found.setdefault(name, path)
+    return found
+
+
 def load_target(name_or_path: str) -> Target:
-    """A bundled target by name, or a target file by path."""
+    """A target by name (``./hardware``, the user's folder, the bundled ones: :func:`target_files`),
+    or a target file by path."""
     path = Path(name_or_path)
     if name_or_path.endswith(".toml") or path.is_file():
         if not path.is_file():
             raise OptionError("targets", "{opt.targets} {target}: no such file", target=name_or_path)
         return parse_target(path)
-    bundled = bundled_targets()
+    bundled = target_files()
     name_or_path = next((name for name in bundled if name.lower() == name_or_path.lower()), name_or_path)
     if name_or_path not in bundled:
         close = difflib.get_close_matches(name_or_path, bundled, n=3, cutoff=0.4)

@@ -50,9 +50,30 @@ def test_cli_prints_to_stdout_and_is_quiet_with_q(capsys, fake_calibration):
     (["calibrate", "--seconds", "0.5"], "at least 2 seconds"),
     (["calibrate", "--seconds", "soon"], "expected a number of seconds"),
     (["calibrate", "--threads", "0"], "positive integer"),
-    (["calibrate", "-o", "/no/such/dir/x.toml"], "does not exist"),
+    (["calibrate", "-o", "{tmp}/a-file/x.toml"], "cannot make the folder"),  # a folder where a file is
+    (["calibrate", "-o", "{tmp}/x.toml", "--save"], "give one of them"),
 ])
-def test_cli_errors_are_one_line_with_exit_2(capsys, fake_calibration, argv, message):
-    code = main(argv)
+def test_cli_errors_are_one_line_with_exit_2(capsys, fake_calibration, argv, message, tmp_path):
+    (tmp_path / "a-file").write_text("")
+    code = main([arg.replace("{tmp}", str(tmp_path)) for arg in argv])
     _, stderr = capsys.readouterr()
     assert code == 2 and message in stderr and stderr.count("\n") == 1
+
+
+def test_output_folders_are_made_and_save_writes_where_target_finds_it(capsys, fake_calibration, tmp_path, monkeypatch):
+    # the README's flow in a fresh folder: calibrate into hardware/ (made), or --save to the user's
+    # targets folder; --target this-machine then finds it from any folder
+    from onnxroof.roofline.targets import load_target
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ONNXROOF_TARGETS", str(tmp_path / "mine"))
+    assert main(["calibrate", "-q", "-o", "hardware/this-machine.toml"]) == 0
+    assert (tmp_path / "hardware" / "this-machine.toml").is_file()
+    assert load_target("this-machine").path.endswith("hardware/this-machine.toml")
+    assert main(["calibrate", "-q", "--save", "--name", "lab-box"]) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_target("lab-box").path == str(tmp_path / "mine" / "lab-box.toml")
+    capsys.readouterr()
+    assert main(["targets"]) == 0 and "lab-box (" in capsys.readouterr().out

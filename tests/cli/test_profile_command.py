@@ -46,6 +46,7 @@ def test_without_a_calibrated_target_a_quick_calibration_runs(tmp_path, monkeypa
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(resources, "resource_dir", lambda kind: tmp_path / "nowhere")
+    monkeypatch.setenv("ONNXROOF_TARGETS", str(tmp_path / "no-targets"))  # nothing calibrated there either
     asked = {}
 
     def fake_calibrate(seconds, **_):
@@ -55,7 +56,7 @@ def test_without_a_calibrated_target_a_quick_calibration_runs(tmp_path, monkeypa
     monkeypatch.setattr(calibration, "calibrate", fake_calibrate)
     target, note = resolve_target(None, quiet=True)
     assert asked["seconds"] == calibration.QUICK_SECONDS
-    assert target.peak_ops_per_s["fp32"].tag == "measured" and "onnxroof calibrate -o" in note
+    assert target.peak_ops_per_s["fp32"].tag == "measured" and "onnxroof calibrate --save" in note
     assert resolve_target("myriad-x")[0].name == "myriad-x"
 
 

@@ -37,7 +37,11 @@ def _threads(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
     parser.add_argument("-o", "--output", metavar="FILE.toml",
-                        help="write the target file here (e.g. hardware/this-machine.toml); default: standard output")
+                        help="write the target file here (e.g. hardware/this-machine.toml, its folder made if missing); "
+                             "default: standard output")
+    parser.add_argument("--save", action="store_true",
+                        help="write it to your targets folder as NAME.toml ($ONNXROOF_TARGETS, else "
+                             "~/.config/onnxroof/targets), where --target NAME finds it from any folder")
     parser.add_argument("--seconds", type=_seconds, default=DEFAULT_SECONDS, metavar="N",
                         help=f"about how long to measure (default {DEFAULT_SECONDS:g}; longer is steadier)")
     parser.add_argument("--threads", type=_threads, metavar="N",
@@ -48,9 +52,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ...roofline.targets import user_target_dir
+
+    if args.save and args.output:
+        raise UsageError("--save writes to your targets folder and -o to a file: give one of them")
     name = args.name or (Path(args.output).stem if args.output else "this-machine")
-    if args.output and not Path(args.output).parent.is_dir() and str(Path(args.output).parent):
-        raise UsageError(f"-o {args.output}: the directory {Path(args.output).parent} does not exist; create it first")
+    if args.save:
+        args.output = str(user_target_dir() / f"{name}.toml")
+    if args.output:
+        folder = Path(args.output).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)  # before the measuring: a folder we cannot make fails fast
+        except OSError as error:
+            raise UsageError(f"-o {args.output}: cannot make the folder {folder} ({error.strerror}); choose another path") from None
     progress = None if args.quiet else (lambda text: print(f"onnxroof calibrate: {text}", file=sys.stderr, flush=True))
     calibration = calibrating.calibrate(seconds=args.seconds, threads=args.threads, progress=progress)
     text = render_target(calibration, name)

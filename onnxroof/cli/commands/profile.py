@@ -104,27 +104,19 @@ def run(args: argparse.Namespace) -> int:
 def resolve_target(name_or_path: str | None, quiet: bool = False) -> tuple["Target", str | None]:
     """The target to predict on, and a note when it had to be calibrated on the spot."""
     from ...measure import calibration
-    from ...core.resources import resource_dir
     from ...report.target_file import calibrated_target
-    from ...roofline.targets import load_target, parse_target
+    from ...roofline.targets import load_target, parse_target, target_files
 
     if name_or_path:
         return load_target(name_or_path), None
-    for candidate in (CALIBRATED_TARGET, _bundled(resource_dir, CALIBRATED_TARGET.name)):
-        if candidate is not None and candidate.is_file():
-            return parse_target(candidate), None
+    calibrated = target_files().get(CALIBRATED_TARGET.stem)  # ./hardware, your targets folder, a checkout's
+    if calibrated is not None:
+        return parse_target(calibrated), None
     progress = None if quiet else (lambda text: print(f"onnxroof profile: calibrating: {text}", file=sys.stderr, flush=True))
     quick = calibration.QUICK_SECONDS
     if progress:
-        progress(f"no --target and no {CALIBRATED_TARGET}: a {quick:g} s calibration "
-                 f"(`onnxroof calibrate -o {CALIBRATED_TARGET}` measures better)")
+        progress(f"no --target and no calibrated {CALIBRATED_TARGET.stem} target: a {quick:g} s calibration "
+                 "(`onnxroof calibrate --save` measures better, once)")
     measured = calibration.calibrate(seconds=quick, progress=progress)
     return calibrated_target(measured), (f"predicted on a {quick:g} s calibration of this machine; "
-                                         f"run `onnxroof calibrate -o {CALIBRATED_TARGET}` for steadier roofs")
-
-
-def _bundled(resource_dir, name: str) -> Path | None:
-    try:
-        return resource_dir("hardware") / name
-    except FileNotFoundError:
-        return None
+                                         "run `onnxroof calibrate --save` for steadier roofs")

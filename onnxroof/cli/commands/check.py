@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import json
 import math
 import signal
@@ -98,16 +99,25 @@ def models_of(sources: list[str]) -> tuple[list[str], list[dict]]:
 def records(sources: list[str], args: argparse.Namespace, budgets: list):
     """Each model's record, as each finishes: here one by one, or in worker processes."""
     if args.jobs <= 1 and args.timeout is None:
-        for source in sources:
-            yield check_one((source, args, budgets))
+        # the collector on between models (the program turns it off for one big analysis): each
+        # analysis leaves some cyclic garbage, which over hundreds of models adds up
+        collecting = gc.isenabled()
+        gc.enable()
+        try:
+            for source in sources:
+                yield check_one(args, budgets, source)
+        finally:
+            if not collecting:
+                gc.disable()
         return
     from ..workers import run_in_workers
 
     _prepare(())  # the pipeline imported once, before the workers fork from this process
-    tasks = [(source, args, budgets) for source in sources]
-    for outcome in run_in_workers(check_one, tasks, jobs=min(args.jobs, len(tasks)) or 1, timeout=args.timeout,
+    # the flags go to each worker once, as it starts; each model is then only its path
+    for outcome in run_in_workers(functools.partial(check_one, args, budgets), sources,
+                                  jobs=min(args.jobs, len(sources)) or 1, timeout=args.timeout,
                                   initializer=functools.partial(_prepare, tuple(args.plugin))):
-        source = outcome.item[0]
+        source = outcome.item
         if outcome.failure is None:
             yield outcome.result
         elif outcome.kind == "timeout":
@@ -118,11 +128,10 @@ def records(sources: list[str], args: argparse.Namespace, budgets: list):
                                          f"(onnxroof check {source})", outcome.seconds)
 
 
-def check_one(task: tuple) -> dict:
+def check_one(args: argparse.Namespace, budgets: list, source: str) -> dict:
     """One model's record: its totals, targets and budgets, or the error that stopped it."""
     from ...compare.budgets import check_budgets
 
-    source, args, budgets = task
     start = time.monotonic()
     try:
         analysis = analyze_source(source, args)

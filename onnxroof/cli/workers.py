@@ -80,6 +80,8 @@ def run_in_workers(function: Callable[[Any], Any], items: Iterable[Any], jobs: i
 
     try:
         while pending or any(w.busy for w in workers):
+            for worker in [w for w in workers if not w.busy and not w.process.is_alive()]:
+                retire(worker)  # it ended after its last result: the next item goes to a new one
             while pending and (len(workers) < jobs or any(not w.busy for w in workers)):
                 worker = next((w for w in workers if not w.busy), None) or start()
                 worker.item, worker.busy, worker.started = pending.popleft(), True, time.monotonic()

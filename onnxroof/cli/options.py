@@ -4,6 +4,7 @@ the groups --help shows, and each command's examples; :mod:`onnxroof.cli.app` bu
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 
 from ..options import AnalysisOptions
@@ -117,6 +118,16 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text.strip().removesuffix("s"))
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 EXAMPLES = {
     "summary": """examples:
   onnxroof summary model.onnx --target l4 --target jetson-orin-nano
@@ -136,7 +147,8 @@ EXAMPLES = {
   onnxroof diff base.onnx head.onnx --format html       # writes base-vs-head.diff.html""",
     "check": """examples:
   onnxroof check models/*.onnx --fail-if 'params>50M' --fail-if 'peak_memory>256MiB'
-  onnxroof check detector.onnx --target jetson-orin-nano --fail-if 'latency[jetson-orin-nano]<5ms'""",
+  onnxroof check detector.onnx --target jetson-orin-nano --fail-if 'latency[jetson-orin-nano]<5ms'
+  onnxroof check model-store/ --jobs 8 --timeout 300 --format jsonl -o audit.jsonl""",
     "compare": """examples:
   onnxroof compare a.onnx b.onnx c.onnx --target jetson-orin-nano
   onnxroof compare a.onnx b.onnx --dim sequence=128 --format html -o compare.html""",

@@ -73,9 +73,10 @@ def test_the_action_s_diff_script_on_a_pull_request_history(tmp_path):
                    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(["bash", str(ROOT / "examples" / "onnxroof-diff.sh")], cwd=tmp_path, env=environment,
                           capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the script exits with the status, as it writes it
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert comment.startswith("<!-- onnxroof-diff -->") and "### onnxroof diff: net → net" in comment
+    assert "| <code>models/net.onnx</code> | ❌ a budget is broken |" in comment
     assert "Budgets broken:**" in comment and "70%" in comment  # named in the comment
     assert "status=1" in output.read_text() and summary.read_text() == comment
     assert (tmp_path / "out" / "models_net.onnx.diff.html").is_file()

@@ -1,47 +1,215 @@
 """``onnxroof check``: one line per model (its totals, each target's latency, its budgets), for
-pre-commit hooks and CI."""
+pre-commit hooks and CI, and for auditing a model store: ``--jobs N`` analyses N at a time in
+worker processes, ``--timeout`` gives each a time limit, and ``--format jsonl`` writes a JSON
+object per model; every line is written as its model finishes."""
 
 from __future__ import annotations
 
 import argparse
+import functools
+import gc
+import json
+import math
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
 
-from ...core.errors import EXIT_BUDGET, EXIT_OK, EXIT_USAGE, OnnxroofError
+from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError
+from ...core.files import LineStream
 from ..analysing import analyze_source
-from ..options import EXAMPLES, analysis_options, budget_option
+from ..options import EXAMPLES, analysis_options, budget_option, positive_int, positive_seconds
 from ..output import error_text, one_line
 
-HELP = "check models against budgets, one line each (pre-commit, CI)"
+HELP = "check models against budgets, one line each (pre-commit, CI, a model store)"
 EPILOG = EXAMPLES["check"]
+SCHEMA = "onnxroof-check/1"
+# each status and the exit code it gives the run (the run's is the highest)
+EXIT_CODES = {"ok": EXIT_OK, "budget_broken": EXIT_BUDGET, "error": EXIT_USAGE, "timeout": EXIT_USAGE,
+              "died": EXIT_USAGE, "internal_error": EXIT_INTERNAL}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
-    parser.add_argument("models", nargs="+", help="paths (or example:NAME)")
+    parser.add_argument("models", nargs="+", help="paths, folders (every .onnx file under them), or example:NAME")
     analysis_options(parser)
     budget_option(parser, relative=False)
+    many = parser.add_argument_group("many models")
+    many.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                      help="analyse N models at a time, each in a worker process; lines come as models finish "
+                           "(default 1: one at a time, in order, in this process)")
+    many.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
+                      help="give each model at most SECONDS (it runs in a worker process): one over it is reported "
+                           "as such, and the run goes on")
+    many.add_argument("--format", choices=("text", "jsonl"), default="text",
+                      help=f"text (a line per model) or jsonl (a JSON object per line, {SCHEMA})")
+    many.add_argument("-o", "--output", metavar="FILE",
+                      help="write the lines to FILE.partial as models finish, renamed to FILE once every model is done "
+                           "(a stopped run leaves FILE.partial: whole lines, the models done)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """One line per model; exit 2 if a model cannot be analysed, else 1 if a budget is broken."""
-    from ...compare.budgets import check_budgets, parse_budget
-    from ...core.units import iec, seconds, si
+    """One line per model; exit 2 if a model cannot be analysed (or is over its time limit, or
+    its worker died), else 1 if a budget is broken; 3 if onnxroof failed on one."""
+    from ...compare.budgets import parse_budget
 
     budgets = [parse_budget(text) for text in args.fail_if]
+    sources, missing = models_of(args.models)
+    stream = LineStream(args.output)
     worst = EXIT_OK
-    for source in args.models:
-        try:
-            analysis = analyze_source(source, args)
-        except OnnxroofError as exc:
-            print(f"{one_line(source)}: error: {one_line(error_text(exc))}")
-            worst = EXIT_USAGE
-            continue
-        results = check_budgets(budgets, analysis)
-        broken = [r for r in results if r.broken]
-        latencies = "".join(f", latency[{r.target.name}] {seconds(r.latency_s)}" for r in analysis.targets)
-        verdict = (f"; {'; '.join(r.describe() for r in broken)}" if broken
-                   else f"; {len(results)} budget(s) hold" if results else "")
-        print(one_line(f"{source}: params {si(analysis.totals.params)}, MAC-FLOPs {si(analysis.totals.mac_flops)}, "
-                       f"peak {iec(analysis.memory.model_order.peak_bytes)}{latencies}{verdict}"))
-        if broken and worst == EXIT_OK:
-            worst = EXIT_BUDGET
+    write = (lambda record: stream.write(json.dumps(record, ensure_ascii=False))) if args.format == "jsonl" else (
+        lambda record: stream.write(text_line(record)))
+    restore = _stop_on_sigterm()
+    try:
+        for record in missing:
+            write(record)
+            worst = max(worst, EXIT_CODES[record["status"]])
+        for record in records(sources, args, budgets):
+            write(record)
+            worst = max(worst, EXIT_CODES[record["status"]])
+    except KeyboardInterrupt:
+        stream.close()
+        if stream.partial is not None:
+            print(one_line(f"onnxroof: stopped: the {stream.lines} model(s) done are in {stream.partial}"), file=sys.stderr)
+        raise
+    finally:
+        restore()
+    stream.finish()
     return worst
+
+
+def models_of(sources: list[str]) -> tuple[list[str], list[dict]]:
+    """The models the arguments name, a folder standing for every .onnx file under it (sorted);
+    and an error record for each folder that holds none."""
+    found, missing = [], []
+    for source in sources:
+        folder = Path(source)
+        if not source.startswith("example:") and folder.is_dir():
+            models = sorted(str(path) for path in folder.rglob("*.onnx") if path.is_file())
+            found += models
+            if not models:
+                missing.append(failed(source, "error", f"{source}: no .onnx file under this folder; give a folder "
+                                                       "that holds models, or the models' paths"))
+        else:
+            found.append(source)
+    return found, missing
+
+
+def records(sources: list[str], args: argparse.Namespace, budgets: list):
+    """Each model's record, as each finishes: here one by one, or in worker processes."""
+    if args.jobs <= 1 and args.timeout is None:
+        # the collector on between models (the program turns it off for one big analysis): each
+        # analysis leaves some cyclic garbage, which over hundreds of models adds up
+        collecting = gc.isenabled()
+        gc.enable()
+        try:
+            for source in sources:
+                yield check_one(args, budgets, source)
+        finally:
+            if not collecting:
+                gc.disable()
+        return
+    from ..workers import run_in_workers
+
+    _prepare(())  # the pipeline imported once, before the workers fork from this process
+    # the flags go to each worker once, as it starts; each model is then only its path
+    for outcome in run_in_workers(functools.partial(check_one, args, budgets), sources,
+                                  jobs=min(args.jobs, len(sources)) or 1, timeout=args.timeout,
+                                  initializer=functools.partial(_prepare, tuple(args.plugin))):
+        source = outcome.item
+        if outcome.failure is None:
+            yield outcome.result
+        elif outcome.kind == "timeout":
+            yield failed(source, "timeout", f"{source}: {outcome.failure} (--timeout): give it more time, or "
+                                            "analyse it alone", outcome.seconds)
+        else:
+            yield failed(source, "died", f"{source}: {outcome.failure}; analyse it alone to see why "
+                                         f"(onnxroof check {source})", outcome.seconds)
+
+
+def check_one(args: argparse.Namespace, budgets: list, source: str) -> dict:
+    """One model's record: its totals, targets and budgets, or the error that stopped it."""
+    from ...compare.budgets import check_budgets
+
+    start = time.monotonic()
+    try:
+        analysis = analyze_source(source, args)
+        results = check_budgets(budgets, analysis)
+    except OnnxroofError as exc:
+        return failed(source, "error", error_text(exc), time.monotonic() - start)
+    except Exception as exc:  # a bug in onnxroof: this model's line says so, and the run goes on
+        if args.debug:
+            traceback.print_exc()
+        return failed(source, "internal_error", f"{type(exc).__name__}: {exc} (rerun with --debug and report it)",
+                      time.monotonic() - start)
+    totals = analysis.totals
+    return {
+        "schema": SCHEMA, "model": source,
+        "status": "budget_broken" if any(r.broken for r in results) else "ok",
+        "name": analysis.model.name, "complete": analysis.complete,
+        "totals": {"params": totals.params, "param_bytes": totals.param_bytes, "macs": totals.macs,
+                   "mac_flops": totals.mac_flops, "flops": totals.flops, "nodes": totals.nodes,
+                   "counted_nodes": totals.counted_nodes},
+        "peak_bytes": analysis.memory.model_order.peak_bytes,
+        "targets": [{"name": r.target.name, "latency_s": finite(r.latency_s),
+                     "latency_kind": str(getattr(r.latency_kind, "value", r.latency_kind))} for r in analysis.targets],
+        "budgets": [{"budget": r.budget.text, "value": finite(r.value), "broken": r.broken, "text": r.describe()}
+                    for r in results],
+        "warnings": list(analysis.warnings),
+        "seconds": round(time.monotonic() - start, 3),
+    }
+
+
+def failed(source: str, status: str, error: str, seconds: float = 0.0) -> dict:
+    """The record of a model with no numbers: why, in one line."""
+    return {"schema": SCHEMA, "model": source, "status": status, "error": one_line(error),
+            "seconds": round(seconds, 3)}
+
+
+def text_line(record: dict) -> str:
+    """A record as check's line."""
+    from ...core.units import iec, seconds, si
+
+    source = record["model"]
+    if record["status"] == "internal_error":
+        return one_line(f"{source}: internal error: {record['error']}")
+    if "error" in record:
+        return one_line(f"{source}: error: {record['error']}")
+    totals, results = record["totals"], record["budgets"]
+    broken = [r for r in results if r["broken"]]
+    latencies = "".join(f", latency[{t['name']}] {seconds(t['latency_s'] or 0.0)}" for t in record["targets"])
+    verdict = (f"; {'; '.join(r['text'] for r in broken)}" if broken
+               else f"; {len(results)} budget(s) hold" if results else "")
+    return one_line(f"{source}: params {si(totals['params'])}, MAC-FLOPs {si(totals['mac_flops'])}, "
+                    f"peak {iec(record['peak_bytes'])}{latencies}{verdict}")
+
+
+def finite(value: float) -> float | None:
+    """A number for JSON, which has no infinity or NaN: those are null."""
+    return value if isinstance(value, int) or math.isfinite(value) else None
+
+
+def _prepare(plugins: tuple[str, ...]) -> None:
+    """A worker's start: the pipeline imported, and the --plugin files loaded unless the worker
+    has them already (forked from a process that loaded them)."""
+    import onnxroof.findings  # noqa: F401
+
+    from ...ops.plugins import load_plugin_file
+
+    for plugin in plugins:
+        if f"onnxroof_plugin_{Path(plugin).stem}" not in sys.modules:
+            load_plugin_file(plugin)
+
+
+def _stop_on_sigterm():
+    """SIGTERM (a scheduler's stop) ends the run as Ctrl-C does: the workers stopped, the lines
+    done kept. Returns what puts the handler it replaced back."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # off the main thread, where no handler can be set: nothing to restore
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

@@ -1,0 +1,178 @@
+"""Many models in worker processes that may die: ``check --jobs N --timeout S``.
+
+:class:`concurrent.futures.ProcessPoolExecutor` (what ``compare --jobs`` uses) breaks as a whole
+when one worker dies, failing every model still queued, and cannot stop a task that runs too long.
+Here each worker is a process that takes one item at a time over a pipe; the parent knows which
+item each one holds, so a worker that dies (killed, out of memory, a crash in C++ code) or runs
+over the time limit costs only its item: the item is reported as such, the worker is replaced
+and the run goes on.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Iterable, Iterator
+
+
+@dataclass
+class Outcome:
+    """What became of one item: ``result`` (what the function returned), or ``failure``, one line
+    saying why there is none (``kind`` "timeout" or "died")."""
+
+    item: Any
+    result: Any = None
+    failure: str | None = None
+    kind: str = "done"  # done, timeout or died
+    seconds: float = 0.0
+
+
+@dataclass
+class _Worker:
+    process: Any
+    connection: Connection
+    item: Any = None
+    busy: bool = False
+    started: float = field(default=0.0)
+
+
+def run_in_workers(function: Callable[[Any], Any], items: Iterable[Any], jobs: int,
+                   timeout: float | None = None, initializer: Callable[[], None] | None = None) -> Iterator[Outcome]:
+    """``function(item)`` for each item in up to ``jobs`` worker processes, yielded as each one
+    finishes. A worker that ends without a result, or is still at its item ``timeout`` seconds
+    after it took it (then it is killed), yields an Outcome with the ``failure`` and is replaced.
+    ``function`` and the items must pickle; what the function raises is its own business (it
+    should return its errors as results: an exception reaches here as a "died" failure).
+    ``initializer`` runs in each worker as it starts (imports, plugins), before its clock does."""
+    pending = deque(items)
+    context = multiprocessing.get_context()
+    workers: list[_Worker] = []
+
+    def start() -> _Worker:
+        here, there = context.Pipe()
+        process = context.Process(target=_serve, args=(there, function, initializer), daemon=True,
+                                  name="onnxroof-worker")
+        process.start()
+        there.close()
+        worker = _Worker(process, here)
+        workers.append(worker)
+        try:  # ready: a fresh interpreter (spawn) imports before it counts against a time limit
+            if here.poll(_START_S) and here.recv() == _READY:
+                return worker
+        except (EOFError, OSError):
+            pass
+        retire(worker)
+        raise RuntimeError(ended(process.exitcode, "a worker process, starting,"))
+
+    def retire(worker: _Worker) -> None:
+        workers.remove(worker)
+        worker.connection.close()
+        if worker.process.is_alive():
+            worker.process.kill()
+        worker.process.join()
+
+    try:
+        while pending or any(w.busy for w in workers):
+            for worker in [w for w in workers if not w.busy and not w.process.is_alive()]:
+                retire(worker)  # it ended after its last result: the next item goes to a new one
+            while pending and (len(workers) < jobs or any(not w.busy for w in workers)):
+                worker = next((w for w in workers if not w.busy), None) or start()
+                worker.item, worker.busy, worker.started = pending.popleft(), True, time.monotonic()
+                try:
+                    worker.connection.send(worker.item)
+                except (BrokenPipeError, EOFError, OSError):  # it died before taking it: noticed below
+                    pass
+            busy = [w for w in workers if w.busy]
+            now = time.monotonic()
+            deadlines = [w.started + timeout - now for w in busy] if timeout else []
+            ready = wait([w.connection for w in busy] + [w.process.sentinel for w in busy],
+                         timeout=max(0.0, min(deadlines)) if deadlines else None)
+            for worker in busy:
+                elapsed = time.monotonic() - worker.started
+                outcome = None
+                if worker.connection in ready or worker.process.sentinel in ready:
+                    try:
+                        if worker.connection.poll():
+                            outcome = Outcome(worker.item, result=worker.connection.recv(), seconds=elapsed)
+                    except (EOFError, OSError):
+                        pass
+                    if outcome is None:  # the sentinel, or a pipe closed: the process ended
+                        worker.process.join(timeout=5)
+                        outcome = Outcome(worker.item, failure=ended(worker.process.exitcode), kind="died",
+                                          seconds=elapsed)
+                        retire(worker)
+                elif timeout and elapsed >= timeout:
+                    outcome = Outcome(worker.item, failure=f"over the time limit: not done in {timeout:g} s",
+                                      kind="timeout", seconds=elapsed)
+                    retire(worker)
+                if outcome is not None:
+                    worker.busy, worker.item = False, None
+                    yield outcome
+    finally:
+        # an idle worker is told to stop (the pipe's end would not reach it while a worker forked
+        # later holds a copy of it); a busy one is killed
+        for worker in workers:
+            if worker.busy:
+                worker.process.kill()
+            else:
+                try:
+                    worker.connection.send(_STOP)
+                except OSError:
+                    pass
+            worker.connection.close()
+        for worker in workers:
+            worker.process.join(timeout=5)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+
+
+def ended(exitcode: int | None, who: str = "the worker process analysing it") -> str:
+    """Why a worker ended without a result, in words."""
+    if exitcode is None:
+        return f"{who} stopped answering"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        oom = " (out of memory?)" if name == "SIGKILL" else ""
+        return f"{who} was killed by {name}{oom} before it finished"
+    return f"{who} ended (exit code {exitcode}) before it finished"
+
+
+_READY, _STOP = "ready", None
+_START_S = 120.0  # a worker that has not started by then is not going to
+
+
+def _serve(connection: Connection, function: Callable[[Any], Any], initializer: Callable[[], None] | None) -> None:
+    """A worker: items in, results out, until the parent closes the pipe. Ctrl-C is the parent's
+    to handle (it stops the workers); the collector runs, since a worker lives for many items."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.enable()
+    if initializer is not None:
+        initializer()
+    connection.send(_READY)
+    while True:
+        try:
+            item = connection.recv()
+        except (EOFError, OSError):
+            break
+        if item is _STOP:
+            break
+        result = function(item)
+        try:
+            connection.send(result)
+        except (BrokenPipeError, OSError):  # the parent is gone
+            break
+    connection.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -33,6 +33,7 @@ from .frontend.inputs import (
     parse_input_shape, parse_value, real_inputs, unbound_dims,
 )
 from .frontend.load import PendingCheck, check_in_memory, open_model
+from .frontend.scopes import separate_sibling_scopes
 from .frontend.shapes import infer_shapes
 from .memory.liveness import analyze_memory
 from .ops import output_types
@@ -226,6 +227,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
             checking.wait()  # the inliner is C++: it sees only a model the checker passed
         # model-local functions are costed through their bodies
         proto = onnx.inliner.inline_local_functions(proto)
+    separate_sibling_scopes(proto)  # sibling If branches may reuse names; every stage keys tensors by name
     shape_flags, dim_flags = _shape_flags(options.input_shapes), dim_values(options.dims)
     fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
     name_unnamed_batch_axes(proto)  # skl2onnx's batch axis has no name: give it one to bind it by

@@ -15,10 +15,10 @@ kept; so are names defined once.
 ...     [helper.make_tensor_value_info("out_" + name, TensorProto.FLOAT, None)])
 >>> node = helper.make_node("If", ["c"], ["y"], then_branch=branch("then", "Relu"), else_branch=branch("else", "Neg"))
 >>> model = helper.make_model(helper.make_graph([node], "g", [], []))
->>> separate_sibling_scopes(model)
-1
->>> [list(n.output) for n in model.graph.node[0].attribute[0].g.node]
-[['t@then_branch'], ['out_then']]
+>>> separate_sibling_scopes(model)  # t, in each branch
+2
+>>> [[list(n.input) + list(n.output) for n in a.g.node] for a in model.graph.node[0].attribute]
+[[['x', 't@then_branch'], ['t@then_branch', 'out_then']], [['x', 't@else_branch'], ['t@else_branch', 'out_else']]]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _defined(graph: onnx.GraphProto) -> list[str]:
 
 def separate_sibling_scopes(model: onnx.ModelProto) -> int:
     """Rename, in place, the tensors that subgraphs define under a name another scope defines
-    too; return how many names were renamed (0 for a model without subgraphs: nothing is read
+    too; return how many definitions were renamed (0 for a model without subgraphs: nothing is read
     beyond its top-level nodes' attributes)."""
     graph = model.graph
     if not any(node.attribute and has_subgraph(node.attribute) for node in graph.node):

@@ -17,8 +17,8 @@ kept; so are names defined once.
 >>> model = helper.make_model(helper.make_graph([node], "g", [], []))
 >>> separate_sibling_scopes(model)  # t, in each branch
 2
->>> [[list(n.input) + list(n.output) for n in a.g.node] for a in model.graph.node[0].attribute]
-[[['x', 't@then_branch'], ['t@then_branch', 'out_then']], [['x', 't@else_branch'], ['t@else_branch', 'out_else']]]
+>>> {a.name: [list(n.input) + list(n.output) for n in a.g.node] for a in model.graph.node[0].attribute}
+{'else_branch': [['x', 't@else_branch'], ['t@else_branch', 'out_else']], 'then_branch': [['x', 't@then_branch'], ['t@then_branch', 'out_then']]}
 """
 
 from __future__ import annotations

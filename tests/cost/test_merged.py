@@ -197,3 +197,24 @@ def test_encoder_length_flags():
         onnxroof.analyze(merged_decoder(cross=False), phase="decode", context=8, encoder_seq=10)
     with pytest.raises(UsageError, match="give phase"):
         onnxroof.analyze(cross_decoder(), encoder_seq=10, dims={"past": 1, "sequence": 1})
+
+
+def test_encoder_seq_through_the_command_line(tmp_path, capsys):
+    import json
+
+    from conftest import run
+
+    path = tmp_path / "merged.onnx"
+    path.write_bytes(merged_decoder().SerializeToString())
+    code, out, err = run(capsys, "summary", path, "--phase", "decode", "--context", "128", "--encoder-seq", "1500",
+                         "--format", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["totals"]["macs"] == 220_672 and document["complete"]  # as test_merged_decoder_decode
+    assert document["llm"]["cross_attention_cache"]["read_bytes"] == 768_000
+    code, out, _ = run(capsys, "summary", path, "--phase", "prefill", "--seq", "128", "--encoder-seq", "1500")
+    # the text block: the cross cache computed and written by the prompt step, 768,000 B = 750 KiB
+    assert code == 0 and "cross-attention cache of 1,500 encoder positions (never appended): read 750 KiB per step; " \
+                         "written 750 KiB (computed from the encoder output)" in out
+    code, _, err = run(capsys, "summary", path, "--phase", "decode", "--context", "128")
+    assert code == 2 and err.count("\n") == 1 and "--encoder-seq N" in err  # one line, naming the flag

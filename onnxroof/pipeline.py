@@ -241,7 +241,9 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
             checking.wait()  # the inliner is C++: it sees only a model the checker passed
         # model-local functions are costed through their bodies
         proto = onnx.inliner.inline_local_functions(proto)
-    separate_sibling_scopes(proto)  # sibling If branches may reuse names; every stage keys tensors by name
+    nodes = list(proto.graph.node)
+    fields = read_node_fields(nodes)  # once, for this stage and the next ones (binding changes no node)
+    separate_sibling_scopes(proto, fields)  # sibling If branches may reuse names; every stage keys tensors by name
     shape_flags, dim_flags = _shape_flags(options.input_shapes), dim_values(options.dims)
     fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
     name_unnamed_batch_axes(proto)  # skl2onnx's batch axis has no name: give it one to bind it by
@@ -285,9 +287,8 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
     if not partial and not (layout is not None and phase is not None) and (unbound := unbound_dims(proto)):
         # (a decoder's phase leaves its head size to the graph: checked once that is bound)
         raise UnboundDims(label, unbound, assumed, decoder=layout is not None)
-    nodes = list(proto.graph.node)
     progress(f"inferring shapes of {len(nodes):,} nodes")
-    return _Prepared(proto, layout, nodes, read_node_fields(nodes), phase_values, explicit_dims, assumed, notes)
+    return _Prepared(proto, layout, nodes, fields, phase_values, explicit_dims, assumed, notes)
 
 
 def _check_encoder_length(layout: DecoderLayout, phase: str, encoder_seq: int | None, dims: dict[str, int]) -> None:

@@ -24,12 +24,14 @@ kept; so are names defined once.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import onnx
 
-from ..core.nodes import has_subgraph, nested_graphs
+from ..core.nodes import DEFAULT_DOMAINS, NodeFields, has_subgraph, nested_graphs, read_node_fields
 
 _GRAPH = onnx.AttributeProto.GRAPH
+_CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # ONNX's ops that hold subgraphs
 
 
 def _defined(graph: onnx.GraphProto) -> list[str]:
@@ -38,12 +40,15 @@ def _defined(graph: onnx.GraphProto) -> list[str]:
             + [o for node in graph.node for o in node.output if o])
 
 
-def separate_sibling_scopes(model: onnx.ModelProto) -> int:
+def separate_sibling_scopes(model: onnx.ModelProto, fields: Sequence[NodeFields] | None = None) -> int:
     """Rename, in place, the tensors that subgraphs define under a name another scope defines
-    too; return how many definitions were renamed (0 for a model without subgraphs: nothing is read
-    beyond its top-level nodes' attributes)."""
+    too; return how many definitions were renamed. ``fields``, the main graph's NodeFields when
+    read already, make the common case cheap: a model whose main graph has no control-flow node
+    (nor any op of another domain) is left as it is after reading its nodes' op types alone."""
     graph = model.graph
-    if not any(node.attribute and has_subgraph(node.attribute) for node in graph.node):
+    fields = read_node_fields(graph.node) if fields is None else fields
+    if not any(f.attributes and has_subgraph(f.attributes) for f in fields
+               if f.op_type in _CONTROL_FLOW or f.domain not in DEFAULT_DOMAINS):
         return 0
     counts: Counter = Counter()
     for scope in (graph, *nested_graphs(graph)):

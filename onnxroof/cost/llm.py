@@ -277,9 +277,6 @@ def _returned_caches(nodes: list[onnx.NodeProto], inputs: dict[str, onnx.ValueIn
             found.append(CacheTensor("", output.name, axis, _kind(output.name, output.name),
                                      "returned by the prompt step"))
             continue
-        if any(n.op_type == "MatMul" for n, _, _ in reached):
-            other.append(output)
-            continue
         # a static cache: a stored max-length buffer the prompt's keys are scattered into ([B, H, L, D])
         producer = producers.get(output.name)
         while producer is not None and _is(producer, _PASS_THROUGH | OpTrait.PERMUTES_AXES):
@@ -288,6 +285,8 @@ def _returned_caches(nodes: list[onnx.NodeProto], inputs: dict[str, onnx.ValueIn
                 producer.input[0], producers, stored):
             found.append(CacheTensor("", output.name, 2, _kind(output.name, output.name),
                                      f"a stored buffer {producer.op_type} writes the prompt into"))
+        elif any(n.op_type == "MatMul" for n, _, _ in reached):
+            other.append(output)  # read by the attention at another length: a cross cache, if there are self caches
     if found:  # read by the attention with a length of its own at the self caches' length axis
         axis = found[0].axis
         for output in other:

@@ -93,7 +93,7 @@ def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
     parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
     analysis_options(parser)
     parser.add_argument("--sweep", action="append", default=[], metavar="SYMBOL=V1,V2,...",
-                        help="analyse at every value (a dim name, or batch, dtype, seq, context); repeatable: "
+                        help="analyse at every value (a dim name, or batch, dtype, seq, context, encoder_seq); repeatable: "
                              "the product of the values")
     parser.add_argument("--emit-order", metavar="FILE",
                         help="write the lowest-peak execution order found, one node name per line")

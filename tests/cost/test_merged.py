@@ -218,3 +218,11 @@ def test_encoder_seq_through_the_command_line(tmp_path, capsys):
                          "written 750 KiB (computed from the encoder output)" in out
     code, _, err = run(capsys, "summary", path, "--phase", "decode", "--context", "128")
     assert code == 2 and err.count("\n") == 1 and "--encoder-seq N" in err  # one line, naming the flag
+
+
+def test_encoder_seq_sweeps():
+    from onnxroof.compare.sweep import run_sweep
+
+    points = run_sweep(cross_decoder(), [("encoder_seq", [100, 400])], phase="decode", context=32)
+    # the cross cache grows with the encoder length: 512 B per position (2 x 4 heads x 16 x 4 B)
+    assert [p.analysis.llm.cross_read_bytes for p in points] == [512 * 100, 512 * 400]

@@ -10,10 +10,17 @@ value. The new tokens are the integer input an embedding ``Gather`` reads (or ``
 an integer [batch, length] input read as positions is ``position_ids``, one read otherwise is the
 attention mask (its length is past + new).
 
+A seq2seq decoder's cross-attention cache is a past input with a self cache's dims but its own
+length at the cache axis (the encoder's), which the attention reads and never appends to; the
+outputs of its dims are what the step without a cache computes from the encoder output. A merged
+decoder (one file with and without a cache, the network in the two branches of one ``If`` on an
+input) is searched branches included; the branch that reads the past inputs is the one decode takes.
+
 ``--phase prefill --seq N`` binds new = N, past = 0; ``--phase decode --context N`` binds one new
 token after N - 1 cached ones (N attended), including the values GroupQueryAttention takes
-(``seqlens_k`` = N - 1, ``total_sequence_length`` = N) and a shared past/present buffer's length
-(N). Explicit ``--dim`` and ``--value`` always win.
+(``seqlens_k`` = N - 1, ``total_sequence_length`` = N), a shared past/present buffer's length
+(N), a merged decoder's condition and, with ``--encoder-seq E``, the encoder length. Explicit
+``--dim`` and ``--value`` always win. The figures of a step are in :mod:`onnxroof.cost.kv_report`.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ _VALUES_THROUGH = _PASS_THROUGH | OpTrait.RESHAPE
 # this stage's reading of how exporters build attention (GQA repeats, scaling), not op facts
 _CACHE_STEPS = frozenset({"Expand", "Concat", "Mul", "Div"})
 MS = "com.microsoft"
+_SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # ONNX's ops that hold subgraphs
 # attention ops that take a KV cache: op -> ((past input slot, present output slot, kind), ...),
 # past and present [B, H, length, D] unless noted
 _CACHE_SLOTS = {
@@ -305,8 +313,10 @@ def searched_nodes(graph: onnx.GraphProto) -> tuple[list[onnx.NodeProto], dict[s
     stored = {t.name for t in graph.initializer}
 
     def add(scope: onnx.GraphProto) -> None:
+        nodes.extend(scope.node)
         for node in scope.node:
-            nodes.append(node)
+            if node.op_type not in _SUBGRAPH_OPS and node.domain in ("", "ai.onnx"):
+                continue  # (most nodes: an op type is read faster than the attributes)
             for attribute in node.attribute:
                 if attribute.type != onnx.AttributeProto.GRAPH:
                     continue

@@ -9,6 +9,11 @@ attended: 127 cached + 1 new) and prefill --seq 128 / --seq 1024 on h100-sxm, an
   * the whole-model roofline bound (decode DRAM-bound, prefill 1,024 compute-bound).
 A row is a gap when a figure is off by more than 2 %, missing, or the bound is wrong.
 
+Seq2seq decoders (manifests with a "seq2seq" block, benchmarks/corpus/build_seq2seq.py: optimum's
+Whisper and T5 decoder, decoder with past and merged decoder) run at the phases their file has
+(decode --context 128, prefill --seq 128; --encoder-seq E), and their self- and cross-attention KV
+figures are compared apart with 2 x layers x heads x head dim x positions (T or E) x 4 B.
+
 Usage: python benchmarks/validate_llm.py [--corpus /work/corpus/hf] [--only id,id] [--write]
 --write replaces the generated block of docs/llm.md. Exit status 1 when some row is a gap.
 """
@@ -43,6 +48,60 @@ def analytic_macs(cfg: dict, S: int, T: int, rotary_matmul: bool) -> int:
     qd, kvd = cfg["heads"] * hd, cfg["kv_heads"] * hd
     per_layer = S * d * qd + 2 * S * d * kvd + S * qd * d + (3 if cfg["gated"] else 2) * S * d * ff + 2 * S * T * qd
     return L * per_layer + S * d * V + ((hd // 2) * S if rotary_matmul else 0)
+
+
+def seq2seq_macs(cfg: dict, S: int, T: int, E: int, cross_computed: bool) -> int:
+    """build_seq2seq.decoder_macs, re-derived: per decoder layer self 4 S d a + 2 S T a, cross q,o
+    2 S d a (+ k,v 2 E d a in the step without a cache) + 2 S E a, feed-forward 2 S d f; the LM head."""
+    d, a, f, L, V = cfg["hidden"], cfg["attn"], cfg["d_ff"], cfg["dec_layers"], cfg["vocab"]
+    per_layer = 4 * S * d * a + 2 * S * T * a + 2 * S * d * a + (2 * E * d * a if cross_computed else 0) \
+        + 2 * S * E * a + 2 * S * d * f
+    return L * per_layer + S * d * V
+
+
+def check_seq2seq(m: dict, label: str, want: dict) -> dict:
+    """One phase of a seq2seq decoder: MACs, and the self and cross KV bytes, against the analytic."""
+    cfg, E = m["config"], m["seq2seq"]["encoder_seq"]
+    S, T = (want["seq"], want["seq"]) if label == "prefill" else (1, want["context"])
+    assert seq2seq_macs(cfg, S, T, E, label == "prefill") == want["macs"], m["id"]
+    per_pos = 2 * cfg["dec_layers"] * cfg["heads"] * cfg["head_dim"] * 4
+    assert (per_pos * T, per_pos * E) == (want["kv_read"], want["cross_read"]), m["id"]
+    kwargs = dict(phase="prefill", seq=S) if label == "prefill" else dict(phase="decode", context=T)
+    row = dict(model=m["id"], component=m["seq2seq"]["component"], phase=f"{label} {S if label == 'prefill' else T}",
+               encoder=E, want=want, gaps=[])
+    try:
+        a = onnxroof.analyze(m["file"], encoder_seq=E, **kwargs)
+    except Exception as e:  # noqa: BLE001 - a failure is a row of the table
+        row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        row["gaps"].append("analyze failed: " + row["error"])
+        return row
+    llm = a.llm
+    row["got"] = got = {"macs": a.totals.macs, "kv_read": field(llm, "kv_read_bytes"),
+                        "kv_write": field(llm, "kv_write_bytes"), "cross_read": field(llm, "cross_read_bytes"),
+                        "cross_write": field(llm, "cross_write_bytes")}
+    for key, value in got.items():
+        d = diff(value, want[key])
+        if d is None or abs(d) > TOL:
+            row["gaps"].append(f"{key} {fmt_int(value)} vs {want[key]:,} ({fmt_pct(d)})")
+    if not a.complete:
+        row["gaps"].append("incomplete: " + "; ".join(a.warnings)[:200])
+    return row
+
+
+def seq2seq_table(rows: list[dict]) -> str:
+    out = ["| model | phase | onnxroof MACs | analytic MACs | diff | self KV read / expected | self KV written / "
+           "expected | cross KV read / expected | cross KV written / expected | status |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        got, want = r.get("got", {}), r["want"]
+        if "error" in r:
+            out.append(f"| {r['model']} | {r['phase']} | error | {want['macs']:,} | | | | | | gap |")
+            continue
+        out.append(f"| {r['model']} | {r['phase']} (E {r['encoder']:,}) | {fmt_int(got['macs'])} | {want['macs']:,} | "
+                   f"{fmt_pct(diff(got['macs'], want['macs']))} | {kv_cell(got['kv_read'], want['kv_read'])} | "
+                   f"{kv_cell(got['kv_write'], want['kv_write'])} | {kv_cell(got['cross_read'], want['cross_read'])} | "
+                   f"{kv_cell(got['cross_write'], want['cross_write'])} | {'gap' if r['gaps'] else 'ok'} |")
+    return "\n".join(out)
 
 
 def graph_facts(path: str) -> dict:
@@ -234,9 +293,12 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help=f"replace the generated block of {DOC}")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
-    rows = []
+    rows, seq2seq = [], []
     for mf in sorted(Path(args.corpus).glob("*.json")):
         m = json.loads(mf.read_text())
+        if isinstance(m, dict) and "seq2seq" in m and not (only and m["id"] not in only):
+            seq2seq += [check_seq2seq(m, label, want) for label, want in m["seq2seq"]["phases"].items()]
+            continue
         if not isinstance(m, dict) or "decoder" not in m or (only and m["id"] not in only):
             continue
         facts = graph_facts(m["file"])
@@ -256,11 +318,18 @@ def main() -> int:
              f"x head dim x positions x dtype size; a row is a gap when a figure is more than 2 % off or missing, "
              f"or the decode (1,024-token prefill) model point is not DRAM- (compute-) bound.\n\n"
              + table(rows) + "\n\nGaps:\n\n" + findings(rows))
+    if seq2seq:
+        block += ("\n\nSeq2seq decoders (optimum's Whisper and T5, benchmarks/corpus/build_seq2seq.py), with "
+                  "`--encoder-seq E`: self-attention KV = 2 x layers x heads x head dim x T x 4 B (read, and written "
+                  "whole); cross-attention KV = the same at E positions, read every step, written only by the step "
+                  "without a cache (which computes it from the encoder output).\n\n" + seq2seq_table(seq2seq)
+                  + "\n\nGaps:\n\n" + ("\n".join(f"- {r['model']} {r['phase']}: " + "; ".join(r["gaps"])
+                                               for r in seq2seq if r["gaps"]) or "- no gaps"))
     print(block + "\n\nPer row:\n" + details(rows))
     if args.write:
         write_doc(block)
         print(f"\nwrote {DOC}")
-    return 1 if any(status(r) == "gap" for r in rows) else 0
+    return 1 if any(status(r) == "gap" for r in rows) or any(r["gaps"] for r in seq2seq) else 0
 
 
 def git_head() -> str:

@@ -53,6 +53,8 @@ class AnalysisOptions:
     """Prefill: the prompt length."""
     context: int | None = None
     """Decode: the tokens attended, the new one included."""
+    encoder_seq: int | None = None
+    """A seq2seq decoder's phase: the length of the encoder output its cross-attention reads."""
     fusion: str | Sequence[str] | None = None
     """A fusion policy for every target ("none", "epilogue", "all", rule sets such as
     "epilogue,elementwise", or a list of rule sets); None: each target's own policy."""

@@ -21,18 +21,20 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 import onnx
 import onnx.inliner
 
-from .core.dtypes import dtype_name
+from .core.dtypes import dtype_name, tensor_bytes
 from .core.errors import OptionError, UnboundDims
 from .core.nodes import read_node_fields
 from .core.tensors import TensorInfo
-from .cost.llm import LOOKED_FOR, DecoderLayout, detect_decoder, dims_fixed_by_the_graph, llm_report, phase_dims
-from .cost.records import CostOptions, NodeRecord, NodeStatus
+from .cost.kv_report import llm_report
+from .cost.llm import LOOKED_FOR, DecoderLayout, detect_decoder, dims_fixed_by_the_graph, phase_dims
+from .cost.records import CostOptions, NodeRecord, NodeStatus, TensorRecord
 from .cost.splits import cost_graph_with_sizes
 from .frontend.inputs import (
     batch_flags, batch_symbols, bind_inputs, fix_digit_dims, input_values, name_unnamed_batch_axes, parse_dim,
     parse_input_shape, parse_value, real_inputs, unbound_dims,
 )
 from .frontend.load import PendingCheck, check_in_memory, open_model
+from .frontend.scopes import separate_sibling_scopes
 from .frontend.shapes import infer_shapes
 from .memory.liveness import analyze_memory
 from .ops import output_types
@@ -56,6 +58,7 @@ def analyze(
     phase: str | None = None,
     seq: int | None = None,
     context: int | None = None,
+    encoder_seq: int | None = None,
     fusion: str | Iterable[str] | None = None,
     overhead: bool = True,
     progress: Callable[[str], None] | None = None,
@@ -75,7 +78,8 @@ def analyze(
     ``targets`` (names of bundled targets, target file paths or Target objects) are placed on
     their rooflines; ``dtype`` (fp32 fp16 bf16 int8 int4) re-costs the model as if stored and run
     in that type; ``batch`` sets axis 0 of every input; ``phase`` ("prefill" with ``seq``, or
-    "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win);
+    "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win), and
+    ``encoder_seq`` a seq2seq decoder's encoder length where the model leaves it open;
     ``fusion`` (a policy, "none", "epilogue", "all" or rule sets such as "epilogue,elementwise",
     or a list of rule sets) groups nodes into kernels on every target instead of each target's
     own policy; ``overhead=False`` leaves out every target's launch cost per kernel and its
@@ -99,8 +103,8 @@ def analyze(
     """
     given = AnalysisOptions(
         input_shapes=input_shapes, dims=dims, loop_trips=loop_trips, elementwise_in_place=elementwise_in_place,
-        targets=targets, dtype=dtype, batch=batch, phase=phase, seq=seq, context=context, fusion=fusion,
-        overhead=overhead, checker_in_child=checker_in_child, values=values, partial=partial,
+        targets=targets, dtype=dtype, batch=batch, phase=phase, seq=seq, context=context, encoder_seq=encoder_seq,
+        fusion=fusion, overhead=overhead, checker_in_child=checker_in_child, values=values, partial=partial,
         ignore_missing_dims=ignore_missing_dims, search_order=search_order)
     options = AnalysisOptions.given(options, given.changed()) if options is not None else given
     collecting = gc.isenabled()
@@ -192,10 +196,21 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
         seq, context = options.seq, options.context
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
         latencies = {report.target.name: report.latency_s for report in analysis.targets}
-        analysis.llm = llm_report(analysis.tensors, layout, phase, new_tokens, context if phase == "decode" else seq,
-                                  batch, latencies)
+        analysis.llm = llm_report(_with_inputs(analysis.tensors, shapes.inputs), layout, phase, new_tokens,
+                                  context if phase == "decode" else seq, batch, latencies)
     analysis.warnings = prepared.notes + shapes.notes + size_notes + _warnings(analysis)
     return analysis
+
+
+def _with_inputs(tensors: dict[str, TensorRecord], inputs: list[TensorInfo]) -> dict[str, TensorRecord]:
+    """The cost graph's tensors and the graph inputs only subgraphs read (a merged decoder's past
+    inputs, read in one If branch), which the cost graph of the main graph has no record of."""
+    missing = [i for i in inputs if i.name not in tensors]
+    if not missing:
+        return tensors
+    return tensors | {i.name: TensorRecord(i.name, dtype_name(i.dtype), i.shape,
+                                           tensor_bytes(i.numel, i.dtype) if i.numel is not None else None, "input", None)
+                      for i in missing}
 
 
 @dataclass
@@ -226,6 +241,9 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
             checking.wait()  # the inliner is C++: it sees only a model the checker passed
         # model-local functions are costed through their bodies
         proto = onnx.inliner.inline_local_functions(proto)
+    nodes = list(proto.graph.node)
+    fields = read_node_fields(nodes)  # once, for this stage and the next ones (binding changes no node)
+    separate_sibling_scopes(proto, fields)  # sibling If branches may reuse names; every stage keys tensors by name
     shape_flags, dim_flags = _shape_flags(options.input_shapes), dim_values(options.dims)
     fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
     name_unnamed_batch_axes(proto)  # skl2onnx's batch axis has no name: give it one to bind it by
@@ -240,16 +258,18 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
                          f"{LOOKED_FOR}): no decoder phase applies; bind the dims with --dim")
     explicit_dims = set(dim_flags)
     phase_values: dict[str, list[int]] = {}
-    if phase is None and (options.seq or options.context):  # a flag that would do nothing
-        given = "seq" if options.seq else "context"
-        needed = "prefill" if given == "seq" else "decode"
-        raise OptionError(given, "{opt.%s} sets a decoder's %s step: give {opt.phase} %s with it" % (given, needed, needed))
+    if phase is None and (options.seq or options.context or options.encoder_seq):  # a flag that would do nothing
+        given = "seq" if options.seq else "context" if options.context else "encoder_seq"
+        needed = {"seq": "prefill", "context": "decode", "encoder_seq": "prefill or decode"}[given]
+        raise OptionError(given, "{opt.%s} sets a decoder's %s step: give {opt.phase} %s with it" % (
+            given, needed.replace(" or ", "/"), needed.replace(" or ", "|")))
     if phase is not None:
         if layout is None:
             raise OptionError("phase", "{opt.phase} {phase}: no KV cache found (looked for {looked_for}); "
                               "bind the model's dims with {opt.dims} instead", phase=phase, looked_for=LOOKED_FOR)
-        implied, phase_values = phase_dims(layout, phase, options.seq, options.context, batch)
+        implied, phase_values = phase_dims(layout, phase, options.seq, options.context, batch, options.encoder_seq)
         dim_flags = implied | dim_flags
+        _check_encoder_length(layout, phase, options.encoder_seq, dim_flags)
     if batch is not None:
         shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
     assumed: dict[str, int] = {}
@@ -267,9 +287,22 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
     if not partial and not (layout is not None and phase is not None) and (unbound := unbound_dims(proto)):
         # (a decoder's phase leaves its head size to the graph: checked once that is bound)
         raise UnboundDims(label, unbound, assumed, decoder=layout is not None)
-    nodes = list(proto.graph.node)
     progress(f"inferring shapes of {len(nodes):,} nodes")
-    return _Prepared(proto, layout, nodes, read_node_fields(nodes), phase_values, explicit_dims, assumed, notes)
+    return _Prepared(proto, layout, nodes, fields, phase_values, explicit_dims, assumed, notes)
+
+
+def _check_encoder_length(layout: DecoderLayout, phase: str, encoder_seq: int | None, dims: dict[str, int]) -> None:
+    """A seq2seq decoder's encoder length is bound (by --encoder-seq, --dim, or fixed in the
+    model); --encoder-seq on a decoder without cross-attention is an error."""
+    encoder = [symbol for symbol, role in layout.roles.items() if role == "encoder"]
+    if encoder_seq is not None and not encoder and not any(c.cross for c in layout.cross):
+        raise OptionError("encoder_seq", "{opt.encoder_seq}: this decoder has no cross-attention cache, so no encoder "
+                          "length to bind")
+    open_ = [symbol for symbol in encoder if symbol not in dims]
+    if open_:
+        raise OptionError("encoder_seq", "{opt.phase} {phase}: the decoder's cross-attention reads an encoder output "
+                          "of length {symbol}, which the model leaves open: give {opt.encoder_seq} N (or {opt.dims} "
+                          "{symbol}=N)", phase=phase, symbol=open_[0])
 
 
 # --dtype choices -> the ONNX element type every floating-point tensor is re-costed in

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # types only: placing on targets is imported only when target
     import networkx as nx
 
     from .cost.records import CostGraph, NodeRecord, TensorRecord
-    from .cost.llm import LLMReport
+    from .cost.kv_report import LLMReport
     from .memory.liveness import MemoryReport
     from .roofline.placement import TargetReport
     from .core.tensors import TensorInfo, UnresolvedDim
@@ -374,6 +374,13 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
             "kv_heads": analysis.llm.kv_heads,
             "head_size": analysis.llm.head_size,
             "kv_cache_bytes_at_context": analysis.llm.kv_cache_bytes,
+            # a seq2seq decoder's cross-attention cache (read every step, never appended), apart
+            "cross_attention_cache": None if not (analysis.llm.cross_read_bytes or analysis.llm.cross_length) else {
+                "read_bytes": analysis.llm.cross_read_bytes,
+                "write_bytes": analysis.llm.cross_write_bytes,
+                "encoder_length": analysis.llm.cross_length,
+                "bytes_at_encoder_length": analysis.llm.cross_cache_bytes,
+            },
             "tokens_per_s": analysis.llm.tokens_per_s,
             "time_to_first_token_s": analysis.llm.time_to_first_token_s,
             "recognised": list(analysis.llm.recognised),

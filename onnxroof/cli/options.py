@@ -27,6 +27,9 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
                         help="a KV-cached decoder's phase: prefill (with --seq) or decode (with --context)")
     shapes.add_argument("--seq", type=positive_int, metavar="N", help="prefill: the prompt length")
     shapes.add_argument("--context", type=non_negative_int, metavar="N", help="decode: the tokens attended in the step, the new one included (N - 1 cached)")
+    shapes.add_argument("--encoder-seq", type=positive_int, metavar="N",
+                        help="with --phase, for a seq2seq decoder (Whisper, T5): the encoder output's length its "
+                             "cross-attention reads, when the model leaves it open")
     shapes.add_argument("--partial", action="store_true",
                         help="analyse with input dims left unbound: nothing assumed, and the nodes depending on them "
                              "not counted")
@@ -55,7 +58,7 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
 # each analysis option (an AnalysisOptions field, as an OptionError names it) -> the flag that sets it
 FLAGS = {"input_shapes": "--input-shape", "dims": "--dim", "values": "--value", "loop_trips": "--loop-trips",
          "elementwise_in_place": "--in-place", "targets": "--target", "dtype": "--dtype", "batch": "--batch",
-         "phase": "--phase", "seq": "--seq", "context": "--context", "fusion": "--fusion",
+         "phase": "--phase", "seq": "--seq", "context": "--context", "encoder_seq": "--encoder-seq", "fusion": "--fusion",
          "overhead": "--no-overhead", "partial": "--partial"}
 
 
@@ -65,14 +68,14 @@ def options_from_flags(args: argparse.Namespace) -> AnalysisOptions:
         input_shapes=args.input_shape, dims=args.dim, values=args.value, loop_trips=args.loop_trips,
         elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
         fusion=args.fusion, overhead=not args.no_overhead, phase=args.phase, seq=args.seq, context=args.context,
-        checker_in_child=args.program, partial=args.partial,
+        encoder_seq=args.encoder_seq, checker_in_child=args.program, partial=args.partial,
         # one set of flags for several models: a dim one of them lacks is not an error for it
         ignore_missing_dims=hasattr(args, "models") or hasattr(args, "base"))
 
 
 # what decides the counts a formula is fitted to
 _COUNTING_OPTIONS = ("input_shapes", "values", "loop_trips", "dtype", "phase", "elementwise_in_place")
-_BINDING_OPTIONS = ("dims", "batch", "seq", "context")  # values for dims: a formula leaves them free unless bound
+_BINDING_OPTIONS = ("dims", "batch", "seq", "context", "encoder_seq")  # values for dims: a formula leaves them free unless bound
 _TIMING_OPTIONS = ("targets", "fusion", "overhead")  # what decides the latency formulas
 
 
@@ -91,7 +94,7 @@ def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
     parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
     analysis_options(parser)
     parser.add_argument("--sweep", action="append", default=[], metavar="SYMBOL=V1,V2,...",
-                        help="analyse at every value (a dim name, or batch, dtype, seq, context); repeatable: "
+                        help="analyse at every value (a dim name, or batch, dtype, seq, context, encoder_seq); repeatable: "
                              "the product of the values")
     parser.add_argument("--emit-order", metavar="FILE",
                         help="write the lowest-peak execution order found, one node name per line")

@@ -21,7 +21,7 @@ from ..core.errors import UsageError
 from ..options import AnalysisOptions
 
 MAX_POINTS = 64
-PSEUDO = ("batch", "dtype", "seq", "context")
+PSEUDO = ("batch", "dtype", "seq", "context", "encoder_seq")
 
 
 @dataclass

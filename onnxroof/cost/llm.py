@@ -10,17 +10,23 @@ value. The new tokens are the integer input an embedding ``Gather`` reads (or ``
 an integer [batch, length] input read as positions is ``position_ids``, one read otherwise is the
 attention mask (its length is past + new).
 
+A seq2seq decoder's cross-attention cache is a past input with a self cache's dims but its own
+length at the cache axis (the encoder's), which the attention reads and never appends to; the
+outputs of its dims are what the step without a cache computes from the encoder output. A merged
+decoder (one file with and without a cache, the network in the two branches of one ``If`` on an
+input) is searched branches included; the branch that reads the past inputs is the one decode takes.
+
 ``--phase prefill --seq N`` binds new = N, past = 0; ``--phase decode --context N`` binds one new
 token after N - 1 cached ones (N attended), including the values GroupQueryAttention takes
-(``seqlens_k`` = N - 1, ``total_sequence_length`` = N) and a shared past/present buffer's length
-(N). Explicit ``--dim`` and ``--value`` always win.
+(``seqlens_k`` = N - 1, ``total_sequence_length`` = N), a shared past/present buffer's length
+(N), a merged decoder's condition and, with ``--encoder-seq E``, the encoder length. Explicit
+``--dim`` and ``--value`` always win. The figures of a step are in :mod:`onnxroof.cost.kv_report`.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import onnx
 
@@ -45,6 +51,7 @@ _VALUES_THROUGH = _PASS_THROUGH | OpTrait.RESHAPE
 # this stage's reading of how exporters build attention (GQA repeats, scaling), not op facts
 _CACHE_STEPS = frozenset({"Expand", "Concat", "Mul", "Div"})
 MS = "com.microsoft"
+_SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # ONNX's ops that hold subgraphs
 # attention ops that take a KV cache: op -> ((past input slot, present output slot, kind), ...),
 # past and present [B, H, length, D] unless noted
 _CACHE_SLOTS = {
@@ -66,6 +73,7 @@ class CacheTensor:
     kind: str  # "key" | "value" | "key+value" (a packed cache)
     how: str  # "Concat axis 2", "GroupQueryAttention past_key", ...
     shared: bool = False  # past and present are one max-length buffer, updated in place
+    cross: bool = False  # cross-attention: computed once from the encoder output, read every step, never appended
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,12 @@ class DecoderLayout:
     roles: dict[str, str]  # dim symbol -> "batch" | "sequence" | "past" | "total"
     values: dict[str, str]  # input name -> "seqlens_k" | "total_sequence_length" (values a phase gives)
     recognised: tuple[str, ...]  # what was recognised, one line each, for the outputs
+    # a seq2seq decoder's cross-attention caches: past inputs read and never appended (present
+    # None), and the presents the step without a cache computes from the encoder output (past "")
+    cross: tuple[CacheTensor, ...] = ()
+    # a merged decoder (one file with and without a cache): (the If's condition input, the value
+    # that takes the branch reading the past inputs); decode gives that value, prefill the other
+    branch: tuple[str, bool] | None = None
 
     @property
     def past_inputs(self) -> tuple[str, ...]:
@@ -96,17 +110,20 @@ def _dims(value_info: onnx.ValueInfoProto) -> list[str | int | None]:
 def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> DecoderLayout | None:
     """The KV-cache layout of ``model`` read from its structure, or None when no input is a cache.
     ``prefill_only``: a graph with no past input but token ids (a decoder's prompt step, exported
-    apart) gets a layout of its token inputs alone."""
+    apart) gets a layout of its token inputs alone. The search reads the main graph's nodes and
+    those of the branches of its If nodes (a merged decoder holds the network in the two
+    branches of one If: its names must be unique model-wide, frontend.scopes)."""
     graph = model.graph
     inputs = {i.name: i for i in real_inputs(graph)}
     outputs = {o.name: _dims(o) for o in graph.output}
+    nodes, aliases, stored = searched_nodes(graph)
     consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
-    for node in graph.node:
+    for node in nodes:
         for slot, name in enumerate(node.input):
             if name:
                 consumers.setdefault(name, []).append((node, slot))
     sequence_axes: dict[str, int] = {}
-    caches = _caches(inputs, outputs, consumers, sequence_axes)
+    caches = _caches(inputs, outputs, consumers, sequence_axes, aliases)
     values = _attention_values(inputs, consumers)
     tokens = _token_inputs(inputs, consumers, set(values))
     if not caches and not (prefill_only and "token ids" in tokens.values()):
@@ -135,11 +152,16 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
     for name, role in values.items():
         recognised.append(f"value input {name} ({role})")
     if not caches:
-        caches = _returned_caches(graph, inputs, consumers)
+        caches = _returned_caches(nodes, inputs, graph.output, consumers, aliases, stored)
         recognised.append("no past input: a prompt (prefill) step exported on its own; caches it returns: "
-                          + (", ".join(f"{c.present} axis {c.axis}" for c in caches) or "none found"))
+                          + (", ".join(f"{c.present} axis {c.axis}" for c in caches if not c.cross) or "none found"))
+    cross = tuple(c for c in caches if c.cross) + tuple(cross_caches(inputs, graph.output, caches, consumers))
+    caches = [c for c in caches if not c.cross]
+    encoder = _encoder_roles(cross, inputs, outputs, roles, recognised)
     for name, role in tokens.items():
         dims = _dims(inputs[name])
+        if len(dims) > 1 and dims[1] in encoder:
+            role = "encoder attention mask"
         if dims and isinstance(dims[0], str):
             roles.setdefault(dims[0], "batch")
         if len(dims) > 1 and isinstance(dims[1], str):
@@ -149,12 +171,41 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
         dims = _dims(inputs[name])
         if dims and isinstance(dims[0], str):
             roles.setdefault(dims[0], "batch")
-    return DecoderLayout(tuple(caches), roles, values, tuple(recognised))
+    branch = branch_condition(graph, inputs, {c.past for c in (*caches, *cross) if c.past})
+    if branch is not None:
+        recognised.append(f"merged decoder: If {branch[2]} on input {branch[0]}: its "
+                          f"{'then' if branch[1] else 'else'} branch reads the past inputs (decode sets "
+                          f"{branch[0]}={int(branch[1])}, prefill {int(not branch[1])})")
+    return DecoderLayout(tuple(caches), roles, values, tuple(recognised), cross,
+                         branch[:2] if branch is not None else None)
+
+
+def _encoder_roles(cross: tuple[CacheTensor, ...], inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
+                   roles: dict[str, str], recognised: list[str]) -> set[str]:
+    """The encoder's length: the dim at the cross-attention caches' length axis (role "encoder",
+    set before the token inputs' roles: T5's encoder attention mask has that length); the
+    symbols, and one line per cross cache and encoder output for the outputs."""
+    encoder: set[str] = set()
+    for cache in cross:
+        dims = _dims(inputs[cache.past]) if cache.past else outputs.get(cache.present or "", [])
+        length = dims[cache.axis] if cache.axis < len(dims) else None
+        if isinstance(length, str):
+            encoder.add(length)
+            roles.setdefault(length, "encoder")
+        if dims and isinstance(dims[0], str):
+            roles.setdefault(dims[0], "batch")  # type: ignore[arg-type]
+        recognised.append(f"cross-attention cache {cache.past or cache.present} axis {cache.axis} ({cache.kind}, "
+                          f"{cache.how})")
+    for name, value_info in inputs.items():  # the encoder's output, [batch, encoder length, hidden]
+        dims = _dims(value_info)
+        if len(dims) == 3 and dims[1] in encoder and value_info.type.tensor_type.elem_type not in _INTEGER:
+            recognised.append(f"encoder output {name} axis 1 ({dims[1]})")
+    return encoder
 
 
 def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
             consumers: dict[str, list[tuple[onnx.NodeProto, int]]],
-            sequence_axes: dict[str, int]) -> list[CacheTensor]:
+            sequence_axes: dict[str, int], aliases: dict[str, str]) -> list[CacheTensor]:
     """The caches among ``inputs``; fills ``sequence_axes`` (input -> its new-token axis) with the
     query, key and value inputs of the attention ops that take a cache."""
     found = []
@@ -165,7 +216,7 @@ def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
         for node, slot, perm in _reached(name, consumers):
             op = (node.domain if node.domain not in ("", "ai.onnx") else "", node.op_type)
             if node.op_type == "Concat" and op[0] == "" and slot == 0 and len(node.input) >= 2:
-                present = _to_output(node.output[0], outputs, consumers)
+                present = _to_output(node.output[0], outputs, consumers, aliases)
                 if present is None:
                     continue
                 axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % rank
@@ -174,7 +225,7 @@ def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
                 break
             if node.op_type in ("ScatterND", "ScatterElements") and op[0] == "" and slot == 0:
                 # a static cache: a max-length buffer the new positions are written into, in place
-                present = _to_output(node.output[0], outputs, consumers)
+                present = _to_output(node.output[0], outputs, consumers, aliases)
                 if present is None:
                     continue
                 dims = _dims(inputs[name])
@@ -190,7 +241,7 @@ def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
                         if len(new_dims) in (3, 4):
                             sequence_axes.setdefault(new, 1 if len(new_dims) == 3 else 2)
                     present = node.output[present_slot] if present_slot < len(node.output) else ""
-                    present = _to_output(present, outputs, consumers) if present else None
+                    present = _to_output(present, outputs, consumers, aliases) if present else None
                     axis = 3 if kind == "key+value" else 2
                     # one max-length buffer: the present has the past's length (the same dim)
                     past_length = _dims(inputs[name])[axis] if axis < rank else None
@@ -205,22 +256,33 @@ def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
     return found
 
 
-def _returned_caches(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoProto], consumers) -> list[CacheTensor]:
+def _returned_caches(nodes: list[onnx.NodeProto], inputs: dict[str, onnx.ValueInfoProto], graph_outputs,
+                     consumers, aliases: dict[str, str], stored: set[str]) -> list[CacheTensor]:
     """In a prompt step with no past input, the caches it returns: rank-4 graph outputs that the
     graph's own attention also reads (a MatMul, through re-layouts), their length axis the token
-    ids' length symbol."""
+    ids' length symbol; those the attention reads with another length at that axis are a
+    seq2seq decoder's cross-attention caches (computed from the encoder output)."""
     tokens = [n for n, role in _token_inputs(inputs, consumers, set()).items() if role == "token ids"]
     length = _dims(inputs[tokens[0]])[1] if tokens and len(_dims(inputs[tokens[0]])) > 1 else None
-    producers = {o: n for n in graph.node for o in n.output}
-    stored = {t.name for t in graph.initializer}
-    found = []
-    for output in graph.output:
+    producers = {o: n for n in nodes for o in n.output}
+    found, other = [], []
+    for output in graph_outputs:
         dims = _dims(output)
         if len(dims) != 4:
             continue
-        reached = _reached(output.name, consumers, _VALUES_THROUGH, _CACHE_STEPS) if length in dims else ()
-        if any(n.op_type == "MatMul" for n, _, _ in reached):
-            found.append(CacheTensor("", output.name, dims.index(length), _kind(output.name, output.name),
+        names = [output.name] + [inner for inner, outer in aliases.items() if outer == output.name]  # a branch's
+        for name in names[:]:  # and what it is a re-layout of: a present key beside the K^T the attention reads
+            producer = producers.get(name)
+            while producer is not None and _is(producer, _VALUES_THROUGH | OpTrait.PERMUTES_AXES) and len(names) < 16:
+                names.append(producer.input[0])
+                producer = producers.get(producer.input[0])
+        reached = [r for name in names for r in _reached(name, consumers, _VALUES_THROUGH, _CACHE_STEPS)] \
+            if length else []
+        # its length: the token ids' symbol, or an expression of it (optimum's "past + sequence")
+        axis = next((a for a, d in enumerate(dims) if d == length or (
+            isinstance(d, str) and length in (expression_names(d) or ()))), None) if length else None
+        if axis is not None and any(n.op_type == "MatMul" for n, _, _ in reached):
+            found.append(CacheTensor("", output.name, axis, _kind(output.name, output.name),
                                      "returned by the prompt step"))
             continue
         # a static cache: a stored max-length buffer the prompt's keys are scattered into ([B, H, L, D])
@@ -231,6 +293,97 @@ def _returned_caches(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoPro
                 producer.input[0], producers, stored):
             found.append(CacheTensor("", output.name, 2, _kind(output.name, output.name),
                                      f"a stored buffer {producer.op_type} writes the prompt into"))
+        elif any(n.op_type == "MatMul" for n, _, _ in reached):
+            other.append(output)  # read by the attention at another length: a cross cache, if there are self caches
+    if found:  # read by the attention with a length of its own at the self caches' length axis
+        axis = found[0].axis
+        for output in other:
+            dims = _dims(output)
+            if isinstance(dims[axis], str) and dims[axis] != length:
+                found.append(CacheTensor("", output.name, axis, _kind(output.name, output.name),
+                                         "computed from the encoder output and returned", cross=True))
+    return found
+
+
+def searched_nodes(graph: onnx.GraphProto) -> tuple[list[onnx.NodeProto], dict[str, str], set[str]]:
+    """The nodes the cache search reads: the main graph's and, for each If in it, its branches'
+    (nested subgraphs too); each branch output -> the If output it becomes; the initializers."""
+    nodes: list[onnx.NodeProto] = []
+    aliases: dict[str, str] = {}
+    stored = {t.name for t in graph.initializer}
+
+    def add(scope: onnx.GraphProto) -> None:
+        nodes.extend(scope.node)
+        for node in scope.node:
+            if node.op_type not in _SUBGRAPH_OPS and node.domain in ("", "ai.onnx"):
+                continue  # (most nodes: an op type is read faster than the attributes)
+            for attribute in node.attribute:
+                if attribute.type != onnx.AttributeProto.GRAPH:
+                    continue
+                branch = attribute.g
+                stored.update(t.name for t in branch.initializer)
+                if node.op_type == "If":
+                    made = {o for n in branch.node for o in n.output}
+                    aliases.update((inner.name, outer) for inner, outer in zip(branch.output, node.output)
+                                   if outer and inner.name in made)
+                add(branch)
+
+    add(graph)
+    return nodes, aliases, stored
+
+
+def _outer_reads(scope: onnx.GraphProto) -> set[str]:
+    """The names ``scope``'s nodes (and their subgraphs') read from outside it."""
+    read, made = set(), {t.name for t in scope.initializer} | {i.name for i in scope.input}
+    for node in scope.node:
+        read.update(name for name in node.input if name)
+        made.update(node.output)
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                read |= _outer_reads(attribute.g)
+    return read - made
+
+
+def branch_condition(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoProto],
+                     pasts: set[str]) -> tuple[str, bool, str] | None:
+    """A merged decoder's If: one whose condition is a graph input and of whose two branches only
+    one reads the past inputs. (its condition input, the value taking that branch, the If's name)."""
+    for index, node in enumerate(graph.node):
+        if node.op_type != "If" or node.domain not in ("", "ai.onnx") or not node.input or node.input[0] not in inputs:
+            continue
+        reads = {a.name: bool(_outer_reads(a.g) & pasts) for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+        if reads.get("then_branch") != reads.get("else_branch") and len(reads) == 2:
+            return node.input[0], reads["then_branch"], node.name or f"If_{index}"
+    return None
+
+
+def cross_caches(inputs: dict[str, onnx.ValueInfoProto], graph_outputs, caches: list[CacheTensor],
+                 consumers) -> list[CacheTensor]:
+    """A seq2seq decoder's cross-attention caches among the inputs that are not self caches: each
+    has a self cache's rank and dims but at the cache axis, where its length is its own (the
+    encoder's), and the attention reads it (a MatMul, through re-layouts) and never appends to it.
+    With them, the graph outputs of the same declared dims: the presents that the step without a
+    cache computes from the encoder output (a merged decoder's cached branch returns placeholders)."""
+    selves = [c for c in caches if c.past and not c.cross]
+    taken = {c.past for c in caches}
+    found: list[CacheTensor] = []
+    for name, value_info in inputs.items():
+        dims = _dims(value_info)
+        for cache in selves:
+            own, axis = _dims(inputs[cache.past]), cache.axis
+            if name in taken or len(dims) != len(own) or axis >= len(dims) or dims[axis] == own[axis] \
+                    or any(a != b for i, (a, b) in enumerate(zip(dims, own)) if i != axis):
+                continue
+            if any(n.op_type == "MatMul" for n, _, _ in _reached(name, consumers, _VALUES_THROUGH, _CACHE_STEPS)):
+                found.append(CacheTensor(name, None, axis, _kind(name, name), "read by MatMul, never appended",
+                                         cross=True))
+                break
+    past_dims = [_dims(inputs[c.past]) for c in found]
+    presents = {c.present for c in caches}
+    for output in graph_outputs:
+        if output.name not in presents and _dims(output) in past_dims:
+            found.append(CacheTensor("", output.name, found[0].axis, _kind(output.name, output.name),
+                                     "computed from the encoder output when there is no cache", cross=True))
     return found
 
 
@@ -267,10 +420,14 @@ def _reached(name: str, consumers, through: OpTrait = _PASS_THROUGH,
     return found
 
 
-def _to_output(tensor: str, outputs: dict[str, list], consumers) -> str | None:
-    """The graph output ``tensor`` is, directly or through Identity/Cast/Transpose (a cache's present)."""
+def _to_output(tensor: str, outputs: dict[str, list], consumers, aliases: dict[str, str]) -> str | None:
+    """The graph output ``tensor`` is, directly or through Identity/Cast/Transpose (a cache's
+    present), or as a branch's output an If returns (``aliases``)."""
     seen = 0
     while tensor not in outputs and seen < 8:
+        if tensor in aliases:
+            tensor, seen = aliases[tensor], seen + 1
+            continue
         passing = [n for n, slot in consumers.get(tensor, ())
                    if _is(n, _PASS_THROUGH | OpTrait.PERMUTES_AXES) and slot == 0]
         if not passing:
@@ -280,7 +437,14 @@ def _to_output(tensor: str, outputs: dict[str, list], consumers) -> str | None:
 
 
 def _kind(past: str, present: str) -> str:
-    """A key or a value cache, by name (names tell only this; structure found the cache)."""
+    """A key or a value cache, by name (names tell only this; structure found the cache): the
+    last part of a dotted name first (``past_key_values.0.encoder.value``), then the whole."""
+    for text in (past, present):
+        tail = re.split(r"[./]", text)[-1]
+        if _KEY.search(tail) and not _VALUE.search(tail):
+            return "key"
+        if _VALUE.search(tail) and not _KEY.search(tail):
+            return "value"
     for text in (past, present):
         if _KEY.search(text) and not _VALUE.search(text):
             return "key"
@@ -324,8 +488,11 @@ def _token_inputs(inputs: dict[str, onnx.ValueInfoProto], consumers, skip: set[s
 
 
 def phase_dims(layout: DecoderLayout, phase: str, seq: int | None, context: int | None,
-               batch: int | None = None) -> tuple[dict[str, int], dict[str, list[int]]]:
-    """The dim values and input values a phase stands for (explicit --dim and --value win)."""
+               batch: int | None = None, encoder: int | None = None) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """The dim values and input values a phase stands for (explicit --dim and --value win):
+    ``encoder`` is the encoder's length a seq2seq decoder's cross-attention reads (left out when
+    None); a merged decoder's condition takes the branch with the cache in decode, the other in
+    prefill."""
     if phase == "prefill":
         if not seq:
             raise OptionError("seq", "{opt.phase} prefill needs {opt.seq} N (the prompt length)")
@@ -339,11 +506,17 @@ def phase_dims(layout: DecoderLayout, phase: str, seq: int | None, context: int 
         raise OptionError("phase", "{opt.phase} {phase}: choose prefill or decode", phase=phase)
     rows = batch or 1
     sizes = {"batch": rows, "sequence": new, "past": cached, "total": new + cached}
+    if encoder is not None:
+        sizes["encoder"] = encoder
     # a dim written as an expression ("past_sequence_length + sequence_length") takes its value from
     # its names once they are bound (frontend.inputs), never as a flag of its own
-    dims = {symbol: sizes[role] for symbol, role in layout.roles.items() if not expression_names(symbol)}
+    dims = {symbol: sizes[role] for symbol, role in layout.roles.items()
+            if role in sizes and not expression_names(symbol)}
     values = {name: [new + cached - 1] * rows if role == "seqlens_k" else [new + cached]
               for name, role in layout.values.items()}
+    if layout.branch is not None:
+        condition, cached_branch = layout.branch
+        values[condition] = [int(cached_branch if phase == "decode" else not cached_branch)]
     return dims, values
 
 
@@ -362,78 +535,3 @@ def dims_fixed_by_the_graph(layout: DecoderLayout, tensors: dict[str, TensorInfo
             if axis != cache.axis and isinstance(before, str) and isinstance(after, int):
                 fixed.setdefault(before, after)
     return fixed
-
-
-@dataclass
-class LLMReport:
-    phase: str | None
-    new_tokens: int | None  # tokens processed this step (seq for prefill, 1 for decode)
-    context: int | None  # tokens attended after this step (past + new)
-    layers: int  # key caches
-    kv_read_bytes: int  # the attended cache this step reads, the new tokens' keys and values included
-    kv_write_bytes: int  # what it writes: the new positions, or the whole present when the graph copies it
-    kv_write_mode: str  # "new positions" | "whole present"
-    kv_bytes_per_token: int | None  # cache bytes one token adds: 2 x layers x kv heads x head size x dtype
-    kv_heads: int | None
-    head_size: int | None
-    kv_cache_bytes: dict[str, int]  # dtype -> the cache's bytes after this step (fp32, fp16, int8): at the context
-    tokens_per_s: dict[str, float]  # target -> new tokens per second
-    time_to_first_token_s: dict[str, float]  # target -> prefill latency (prefill only)
-    recognised: tuple[str, ...] = field(default_factory=tuple)
-
-
-_KV_DTYPES = {"fp32": 4, "fp16": 2, "int8": 1}
-
-
-def llm_report(tensors: dict[str, TensorInfo], layout: DecoderLayout, phase: str | None, new_tokens: int | None,
-               context: int | None, batch: int = 1, latencies_s: dict[str, float] | None = None) -> LLMReport:
-    """The KV cache's traffic and size for one step of ``phase``, from the tensors the shape stage
-    found (``tensors``); ``latencies_s`` (target name -> the step's predicted seconds) gives the
-    tokens per second."""
-    latencies_s = latencies_s or {}
-    read = elements_per_token = present_elements = 0
-    per_token: int | None = 0
-    heads = head = None
-    for cache in layout.caches:
-        present = tensors.get(cache.present or "")
-        shape = present.shape if present is not None else None
-        if present is None or present.bytes is None or not shape or not all(isinstance(d, int) for d in shape):
-            per_token = None
-            continue
-        read += present.bytes  # the attended positions, the new ones included
-        present_elements += math.prod(shape)  # type: ignore[arg-type]
-        length = shape[cache.axis]
-        if length and per_token is not None:
-            per_token += present.bytes // (length * batch)
-            elements_per_token += math.prod(shape) // (length * batch)  # type: ignore[arg-type]
-            # [B, H, L, D], [B, L, H, D] or packed [2, B, H, L, D]: heads and head size are what is left
-            packed = cache.kind == "key+value"
-            rest = [d for axis, d in enumerate(shape) if axis != cache.axis and axis != (1 if packed else 0)
-                    and not (packed and axis == 0)]
-            if len(rest) == 2:
-                heads, head = rest
-    shared = any(c.shared for c in layout.caches)
-    new_bytes = per_token * (new_tokens or 0) * batch if per_token is not None and new_tokens is not None else 0
-    write = new_bytes if shared else sum(
-        (tensors[c.present].bytes or 0) for c in layout.caches if c.present and c.present in tensors)
-    keys = [c for c in layout.caches if c.kind in ("key", "key+value")]
-    tokens = (new_tokens or 1) * batch
-    return LLMReport(
-        phase=phase,
-        new_tokens=new_tokens,
-        context=context,
-        layers=len(keys) or len(layout.caches) // 2,
-        kv_read_bytes=read,
-        kv_write_bytes=write,
-        kv_write_mode="new positions" if shared else "whole present",
-        kv_bytes_per_token=per_token or None,
-        kv_heads=heads,
-        head_size=head,
-        # the cache after this step is its presents: the context's positions, or a static buffer's capacity
-        kv_cache_bytes=({dtype: present_elements * size for dtype, size in _KV_DTYPES.items()}
-                        if present_elements and per_token is not None else {}),
-        tokens_per_s={name: tokens / seconds for name, seconds in latencies_s.items() if seconds},
-        time_to_first_token_s=({name: seconds for name, seconds in latencies_s.items() if seconds}
-                               if phase == "prefill" else {}),
-        recognised=layout.recognised,
-    )

@@ -39,7 +39,7 @@ def device_fit(analysis: Analysis, report: TargetReport, variants: Variants) -> 
     target = report.target
     parameters, activations = analysis.totals.param_bytes, analysis.memory.model_order.peak_bytes
     llm = analysis.llm
-    kv = llm.kv_read_bytes if llm is not None else 0
+    kv = llm.kv_read_bytes + llm.cross_read_bytes if llm is not None else 0  # a seq2seq decoder holds both caches
     capacity = int(target.dram_size_bytes.value) if target.dram_size_bytes else None
     fit = DeviceFit(target.name, capacity, parameters, activations, kv, report.batch,
                     context=llm.context if llm is not None and llm.phase == "decode" else None)

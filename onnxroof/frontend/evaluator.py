@@ -121,6 +121,7 @@ class PartialEvaluator:
         self.failures: dict[str, str] = {}  # tensor -> why its shape is unknown
         self.uninferred: set[str] = set()  # outputs of nodes onnx could not infer
         self.roots: list[list] = []  # [label, op_type, complaint, nodes affected] per failing node
+        self.untaken: list[str] = []  # labels of the If branches a known condition does not take
         self._root_of: dict[str, int] = {}  # tensor -> index in roots
         self._order = order
         self._fields = fields  # NodeFields of the order, aligned with it
@@ -259,6 +260,8 @@ class PartialEvaluator:
                 "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch")
             for name, body in bodies.items():
                 self.run_graph(body, f"{label}/{name}")
+                if taken and name != taken:  # shown, not counted: its failures are noted as such
+                    self.untaken.append(f"{label}/{name}/")
             branches = [bodies[taken]] if taken else list(bodies.values())
             for slot, output in enumerate(node_fields.outputs):
                 results = [self._info(b.output[slot].name) for b in branches if slot < len(b.output)]

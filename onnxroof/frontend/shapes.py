@@ -151,7 +151,10 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
     evaluator.run()
     notes += _stale_note(stored, tensors)
     notes += evaluator.rule_notes()
+    untaken = tuple(evaluator.untaken)
     notes += [
+        f"shape inference failed on node {label!r} ({op_type}) in an If branch its condition does not take (shown, "
+        f"not counted either way): {complaint}" if untaken and label.startswith(untaken) else
         f"shape inference failed on node {label!r} ({op_type}): {complaint}"
         + (f"; the {count - 1} node(s) depending on it are not counted" if count > 1 else "")
         for label, op_type, complaint, count in evaluator.roots
@@ -261,9 +264,12 @@ def _stale_note(stored: dict[str, TensorInfo], tensors: dict[str, TensorInfo]) -
     if not differing:
         return []
     old, new = differing[0]
+    empty = all(inferred.numel == 0 for _, inferred in differing)
     return [
         f"{len(differing)} shape(s) stored in the model differ from the inferred ones (e.g. {old.name}: "
         f"stored {old.shape_text()}, inferred {new.shape_text()}); the inferred ones are used"
+        + (": empty tensors the graph returns as placeholders (a merged decoder's cached branch returns them for "
+           "the cross-attention caches it does not recompute)" if empty else "")
     ]
 
 

@@ -287,6 +287,24 @@ def test_a_prompt_step_reports_the_caches_it_returns():
     assert "keys axis 2" in llm.recognised[0]
 
 
+def test_a_prompt_step_writing_a_stored_buffer_the_attention_reads_reports_it():
+    # a static cache: the prompt's keys scattered into a stored [1, H, 256, D] buffer along axis 2,
+    # which the graph returns and its own Q.K^T reads (a cache of another length than the tokens:
+    # still the self cache, not a cross-attention one)
+    nodes = [helper.make_node("ScatterElements", ["buffer", "slots", "keys"], ["present.key"], axis=2),
+             helper.make_node("Transpose", ["present.key"], ["k_t"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "k_t"], ["scores"]),
+             helper.make_node("Gather", ["embedding", "input_ids"], ["h"]),
+             helper.make_node("MatMul", ["h", "w"], ["logits"])]
+    model = make_model(nodes, [("input_ids", I64, [1, "sequence"]), ("q", F32, [1, HEADS, "sequence", HEAD]),
+                               ("keys", F32, [1, HEADS, "sequence", HEAD]), ("slots", I64, [1, HEADS, "sequence", HEAD])],
+                       [("logits", F32, None), ("scores", F32, None), ("present.key", F32, [1, HEADS, 256, HEAD])],
+                       [("embedding", zeros(100, HIDDEN)), ("w", zeros(HIDDEN, 100)), ("buffer", zeros(1, HEADS, 256, HEAD))])
+    llm = onnxroof.analyze(model, phase="prefill", seq=32).llm
+    assert llm.kv_read_bytes == HEADS * 256 * HEAD * 4  # the whole 256-slot buffer of keys
+    assert llm.cross_read_bytes == 0 and "present.key axis 2" in llm.recognised[0]
+
+
 def test_contrib_attention_packed_past_is_the_cache():
     # com.microsoft Attention: input [B, S, 64], weights [64, 192], bias [192], past [2, B, H, past, D]
     nodes = [helper.make_node("Attention", ["x", "w", "b", "", "past"], ["y", "present"], domain=MS, num_heads=HEADS,

@@ -75,15 +75,23 @@ def llm_lines(llm) -> list[str]:
     if llm.kv_cache_bytes and llm.context:
         lines.append(f"  KV cache at context {llm.context:,}: "
                      + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.kv_cache_bytes.items()))
+    if llm.cross_read_bytes or llm.cross_length:  # a seq2seq decoder's cross-attention cache, apart
+        length = f" of {llm.cross_length:,} encoder positions" if llm.cross_length else ""
+        lines.append(f"  cross-attention cache{length} (never appended): read {iec(llm.cross_read_bytes)} per step; "
+                     f"written {iec(llm.cross_write_bytes)}"
+                     + (" (computed from the encoder output)" if llm.cross_write_bytes else "")
+                     + ("; " + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.cross_cache_bytes.items())
+                        if llm.cross_cache_bytes else ""))
     for target, rate in llm.tokens_per_s.items():
         first = llm.time_to_first_token_s.get(target)
         lines.append(f"  {target}: {rate:,.1f} tokens/s" + (f", time to first token {first * 1e3:,.3f} ms" if first else ""))
-    caches = [line for line in llm.recognised if line.startswith("cache ")]
-    shown = caches[:2] + [line for line in llm.recognised if not line.startswith("cache ")]
-    lines += [f"  recognised: {printable(line)}" for line in shown]
-    if len(caches) > 2:
-        lines.insert(len(lines) - len(shown) + 2, f"  recognised: ... and {len(caches) - 2} more caches "
-                                                 "(--format json lists them)")
+    for kind in ("cache ", "cross-attention cache "):  # two of each kind of cache, then the rest
+        caches = [line for line in llm.recognised if line.startswith(kind)]
+        lines += [f"  recognised: {printable(line)}" for line in caches[:2]]
+        if len(caches) > 2:
+            lines.append(f"  recognised: ... and {len(caches) - 2} more {kind.strip()}s (--format json lists them)")
+    lines += [f"  recognised: {printable(line)}" for line in llm.recognised
+              if not line.startswith(("cache ", "cross-attention cache "))]
     return lines
 
 

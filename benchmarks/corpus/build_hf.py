@@ -229,6 +229,8 @@ def bind_for(path: str, S: int, P: int, g: dict, mask_len: int | None = None) ->
                 if d.dim_param.strip().isdigit():
                     digit.add(d.dim_param)
                     continue
+                if any(op in d.dim_param for op in "+-*/"):  # "past_sequence_length + sequence_length": its names bind it
+                    continue
                 if d.dim_param in dims and dims[d.dim_param] != shape[k]:
                     conflicts.append(f"{d.dim_param}: {dims[d.dim_param]} vs {shape[k]} ({i.name})")
                 dims.setdefault(d.dim_param, shape[k])

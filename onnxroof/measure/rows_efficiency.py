@@ -9,11 +9,12 @@ packed weights (onnxruntime's AVX-512 SGEMM: up to 12 rows by 32 columns, each s
 the whole panel; microsoft/onnxruntime onnxruntime/core/mlas/lib/x86_64/FgemmKernelAvx512FCommon.h),
 so a product of few rows spends more of its time on the strips' fixed work (the panel's loads, the
 accumulators' set-up and stores) and on its remainder strips of 1 to 6 rows. On the machine this
-was written on, float32 MatMuls over a 256 x 256 weight reached 0.4-0.6 of the roofline at 8 and
-16 rows, 0.73 at 32, 0.88 at 64 and 0.96-0.99 from 128 rows; the rows, not the multiply-adds, set
-it (a 16 x 256 by 256 x 256 product and a 64 x 128 by 128 x 128 one do the same work at 0.60 and
-0.92). onnxruntime's int8 convolutions fall the same way below about 200 output pixels (0.23-0.28
-of the int8 roof over 7 x 7 pixels, 0.34-0.42 from 196 to 3,136).
+was written on (one core, three calibrations on 2026-12-02), float32 MatMuls over a 256 x 256
+weight reached 0.38-0.42 of the roofline at 8 rows, 0.55-0.60 at 16, 0.67-0.79 at 32, 0.81-0.9 at
+64 and 0.9-1.0 from 128; the rows, not the multiply-adds, set it (a 16 x 256 by 256 x 256 product
+and a 64 x 128 by 128 x 128 one do the same work at 0.60 and 0.92). onnxruntime's int8
+convolutions fall the same way below about 200 output pixels (0.19-0.30 of the int8 roof over
+7 x 7 pixels, 0.34-0.42 from 196 to 3,136).
 
 Each size of :data:`ROWS_CASES` is measured as a class's size is (:mod:`onnxroof.measure.achieved`):
 the slope between a chain of one and a chain of ``CHAIN`` links, without the profiler, against

@@ -218,6 +218,10 @@ def calibration_text(t) -> str:
         extra = [f"{roof} {f.value:.2f}" for roof, f in t.efficiency_on_roof.get(name, {}).items()]
         if name in t.efficiency_by_columns:
             extra.append("by columns " + " ".join(f"{c}: {v:.2f}" for c, v in t.efficiency_by_columns[name]))
+        for curve in (name, *(f"{name}.{roof}" for roof in t.efficiency_on_roof.get(name, {}))):
+            if curve in t.efficiency_by_rows:
+                extra.append(f"{curve.replace(name, '').lstrip('.') + ' ' if curve != name else ''}by rows "
+                             + " ".join(f"{r}: {v:.2f}" for r, v in t.efficiency_by_rows[curve]))
         if name in t.efficiency_by_op:
             extra.append("by op " + " ".join(f"{op} {v:.2f}" for op, v in t.efficiency_by_op[name].items()))
         parts.append(part + (f" ({'; '.join(extra)})" if extra else ""))

@@ -515,6 +515,7 @@ def placement_entry(point) -> dict:
         "overhead_s": point.overhead_s,
         "efficiency": point.efficiency,  # the fraction of the roofline the target's runtime reaches
         "op_efficiency": point.op_efficiency,  # its op's by_op figure, on the compute and on-chip roofs (None: none)
+        "efficiency_rows": point.efficiency_rows,  # the output rows its efficiency was read at (by_rows; None: none)
         "kernel_class": point.kernel_class,  # which efficiency figure applies
         "parallel_fraction": point.parallel_fraction,  # the share of the roof its work fills of the parallel units
         "percent_of_peak": point.percent_of_peak,
@@ -541,6 +542,8 @@ def target_entry(report, encoded: bool = False) -> dict:
         "dram_size_bytes": target.dram_size_bytes.value if target.dram_size_bytes else None,  # device memory
         "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
         "efficiency_by_op": target.efficiency_by_op,  # class -> op type -> its figure on the compute and on-chip roofs
+        # "<class>" or "<class>.<roof>" -> [[output rows, fraction], ...]: interpolated in log(rows)
+        "efficiency_by_rows": {key: [list(point) for point in points] for key, points in target.efficiency_by_rows.items()},
         "parallel": None if target.parallel is None else {  # the units and the tile each takes, per roof
             "kind": target.parallel.kind, "units": target.parallel.units.value,
             "tiles": {roof: target.parallel.tile(roof) for roof in target.parallel.tile_rows}},

@@ -24,7 +24,9 @@ several µs to each small kernel).
   the geometric mean over its sizes, capped at 1.0 (a kernel faster than the roofline means the
   roofs were measured low, not that it beats them). The ops whose kernels reach a different
   fraction than their class's sizes (erf, a quantization, onnxruntime's BiasGelu) are measured
-  the same way, one chain per op, in :mod:`onnxroof.measure.op_efficiency`.
+  the same way, one chain per op, in :mod:`onnxroof.measure.op_efficiency`; the gemm sizes of
+  fewer rows, whose kernels reach less than the class's sizes, in
+  :mod:`onnxroof.measure.rows_efficiency`.
 
 Graph optimizations: ``all`` for the convolution and matmul chains (the NCHWc layout that
 deployments run), none for the other chains, where they would only fold the chain away.
@@ -156,6 +158,7 @@ class Case:
     fraction: float
     columns: int | None = None  # a matmul's output columns, where the class's figure depends on them (gemv)
     cached: bool | None = None  # whether its weights stayed on chip (gemv), None: not a question
+    rows: int | None = None  # its product's output rows, on a class's by_rows curve (rows_efficiency); None: not on one
 
 
 # --- the chains --------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import achieved, op_efficiency
+from . import achieved, op_efficiency, rows_efficiency
 from .machine import blas_name, cache_text, core_text, cpu_model, fit_in_memory, load_average, size_text, usable_cpus
 from .roof_kernels import (
     MAX_BYTES, MIN_BYTES, ONNXRUNTIME_INT8, STREAM_KERNELS, Timer, StreamArrays, blas_threads, blas_variables, matmul_flops,
@@ -227,6 +227,11 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
     result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say)
     result.efficiency_on_roof = achieved.measure_roof_efficiency(roofs, result.launch_overhead_s, 0.1 * budget_s,
                                                                  threads, say)
+    # the gemm sizes of fewer rows, and the class's own sizes that join their curves
+    measured = {"gemm": result.efficiency.get("gemm", []),
+                "gemm.int8": result.efficiency_on_roof.get("gemm", {}).get("int8", [])}
+    result.efficiency_by_rows = rows_efficiency.measure_rows_efficiency(
+        roofs, result.launch_overhead_s, 0.15 * budget_s, {k: v for k, v in measured.items() if v}, threads, say)
     # on top of the budget's share above: the ops whose kernels run at a figure of their own
     result.efficiency_by_op, notes = op_efficiency.measure_op_efficiency(roofs, result.launch_overhead_s,
                                                                          0.35 * budget_s, threads, say)

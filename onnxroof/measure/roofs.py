@@ -107,6 +107,8 @@ class Calibration:
     # class -> roof -> sizes measured on that roof (the int8 gemm of a quantized model)
     efficiency_on_roof: dict[str, dict[str, list[achieved.Case]]] = field(default_factory=dict)
     efficiency_by_op: list[OpMeasurement] = field(default_factory=list)  # per op type (op_efficiency.OP_CASES)
+    # "<class>" or "<class>.<roof>" -> the cases of its by_rows curve (rows_efficiency.ROWS_CASES and the class's own)
+    efficiency_by_rows: dict[str, list[achieved.Case]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def peak(self, dtype: str) -> MatmulPoint | None:

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..measure import achieved
+from ..measure import achieved, rows_efficiency
 from ..measure.op_efficiency import MATERIAL_DIFFERENCE, OP_SHAPE, by_op_figures
 from ..measure.achieved import LAUNCH_CHAIN
 from ..measure.machine import size_text
@@ -162,26 +162,30 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
             value = round(achieved.class_efficiency([case.fraction for case in cases]), 4)
             ops = [m for m in c.efficiency_by_op if m.case.kernel_class == kernel_class]
             by_op = by_op_figures(value, ops)
+            curve = c.efficiency_by_rows.get(kernel_class, [])
             lines += ["", f"[efficiency.{kernel_class}]",
                       *_figure_lines(value, f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
                                             f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above "
                                             f"over the time beyond the launch cost, geometric mean of "
-                                            f"{sizes_text}{columns_text}{_by_op_text(ops, by_op)}")]
+                                            f"{sizes_text}{columns_text}{_by_op_text(ops, by_op)}{_rows_text(curve)}")]
             if len(points) > 1:
                 lines.append("by_columns = [" + ", ".join(f"[{columns}, {fraction:.4g}]" for columns, fraction in points)
                              + "]")
+            lines += _rows_lines(curve)
             if by_op:
                 lines.append("by_op = { " + ", ".join(f"{op} = {fraction:.4g}" for op, fraction in by_op.items()) + " }")
             for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
                 roof_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
                                       f"{case.fraction:.0%}" for case in roof_cases)
+                roof_curve = c.efficiency_by_rows.get(f"{kernel_class}.{roof}", [])
                 lines += ["", f"[efficiency.{kernel_class}.{roof}]",
                           *_figure_lines(round(achieved.class_efficiency([case.fraction for case in roof_cases]), 4),
                                          f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
                                          f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
                                          f"link of the chain one kernel: the op with its quantize and dequantize): the "
                                          f"roofline time on the {roof} roof over the time beyond the launch cost, "
-                                         f"geometric mean of {roof_text}")]
+                                         f"geometric mean of {roof_text}{_rows_text(roof_curve)}"),
+                          *_rows_lines(roof_curve)]
     if levels.onchip_bytes:
         lines += ["", "[weights]", "resident = true",
                   "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they fit "
@@ -203,6 +207,24 @@ def _by_op_text(measurements: list, by_op: dict[str, float]) -> str:
     return (f"; by_op: per op, a chain of {elements:,} floats on chip (its figure divides the compute and on-chip roofs "
             f"of the kernels running it, the DRAM roof keeps the class's): {each}"
             + (f" ({', '.join(left)}: within {MATERIAL_DIFFERENCE:.0%} of the class's figure, not written)" if left else ""))
+
+
+def _rows_text(curve: list[achieved.Case]) -> str:
+    """What a ``by_rows`` curve comes from: each of its sizes at its rows (nothing when it has no
+    curve: fewer than two row counts)."""
+    if len(rows_efficiency.rows_points(curve)) < 2:
+        return ""
+    each = "; ".join(f"{case.label} ({case.rows:,} rows): {case.measured_s * 1e6:.3g} µs against "
+                     f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in curve)
+    return (f"; by_rows: per output-row count (a matmul's rows, a convolution's output pixels), the geometric mean "
+            f"of its sizes' fractions, a kernel between two counts interpolated in log(rows): {each}")
+
+
+def _rows_lines(curve: list[achieved.Case]) -> list[str]:
+    points = rows_efficiency.rows_points(curve)
+    if len(points) < 2:
+        return []
+    return ["by_rows = [" + ", ".join(f"[{rows}, {fraction:.4g}]" for rows, fraction in points) + "]"]
 
 
 def _weights_text(case: achieved.Case) -> str:

@@ -65,6 +65,7 @@ class Placement:
     kernel_class: str | None = None  # targets.EFFICIENCY_CLASSES: which efficiency applies
     parallel_fraction: float = 1.0  # the share of the roof the kernel's work can fill (parallel_fraction)
     op_efficiency: float | None = None  # the by_op figure that divides its compute and on-chip roofs (None: efficiency)
+    efficiency_rows: int | None = None  # the output rows its efficiency was read at (a by_rows curve; None: none)
 
     @property
     def near_efficiency(self) -> float:
@@ -312,7 +313,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
             launch_s += target.split_overhead_s.value
         kernel_class = efficiency_class(members)
         shape = work_shape(members)
-        efficiency = target.efficiency_of(kernel_class, roof, shape.cols if shape else None) if overhead else 1.0
+        rows = shape.rows if shape and overhead and target.rows_curve(kernel_class, roof) else None
+        efficiency = target.efficiency_of(kernel_class, roof, shape.cols if shape else None, rows) if overhead else 1.0
         by_op = target.op_efficiency(kernel_class, (m.op_type for m in members if not m.view)) if overhead else None
         parallel = 1.0
         if overhead and target.parallel is not None and len(roofs) == 1:  # a mixed-roof kernel: not modelled
@@ -320,6 +322,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                                          int(target.parallel.units.value), target.parallel.kind == "systolic")
         point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
                          efficiency, kernel_class, parallel, by_op)
+        if rows:
+            point = replace(point, efficiency_rows=rows)
         placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
                                         _energy(target, roofs, dram, onchip), kernel.nodes, reuse_of(members),
                                         dict(roofs)))

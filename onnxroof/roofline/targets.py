@@ -37,7 +37,15 @@ roof keeps the class's (a transcendental function's or a conversion's kernel is 
 core's throughput, measured with its data on chip, and the core keeps up with data streamed
 from DRAM: an Erf over 4 MiB takes its on-chip time over its figure, not its DRAM time over
 it); on a target with no on-chip bandwidth it divides the DRAM roof too; their tag and source
-are the figure's),
+are the figure's; and ``efficiency.<class>.by_rows`` (also under a roof's figure:
+``efficiency.<class>.<roof>.by_rows``), a list of ``[output rows, fraction]`` points, rows
+increasing, for the convolutions and matmuls of that class (on that roof): a kernel's fraction is
+interpolated linearly in log(rows) between them and held past the end points, its rows being its
+work shape's (a matmul's M per product, a convolution's output pixels): a CPU GEMM kernel runs
+its rows in strips of a few (onnxruntime's AVX-512 SGEMM: 12) against a panel of the weights, so
+a product of 32 rows leaves more of its time in the strips' fixed work than one of 512 does
+(:meth:`Target.rows_curve` says which curve a kernel follows: its roof's, else its class's; a
+class gives ``by_rows`` or ``by_columns``, not both),
 ``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
 next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
 repeated runs; ``partial``: when they do not all fit, whether those that do stay (true, the
@@ -197,6 +205,9 @@ class Target:
     efficiency_by_columns: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     # class -> op type -> the fraction for that class's kernels running that op (efficiency.<class>.by_op)
     efficiency_by_op: dict[str, dict[str, float]] = field(default_factory=dict)
+    # "<class>" or "<class>.<roof>" -> ((output rows, fraction), ...) increasing: interpolated in
+    # log(rows) (efficiency.<class>.by_rows, efficiency.<class>.<roof>.by_rows); rows_curve picks one
+    efficiency_by_rows: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     weights_resident: bool = False  # parameters stay on chip between runs when they fit beside the activations
     weights_source: str = ""
     weights_partial: bool = True  # when not all fit, those that do stay (False: all of them stream)
@@ -212,18 +223,28 @@ class Target:
         measured = self.efficiency and all(figure.tag == "measured" for figure in figures)
         return LatencyKind.FORECAST if measured else LatencyKind.BOUND
 
-    def efficiency_of(self, kernel_class: str | None, roof: str | None = None, columns: int | None = None) -> float:
+    def efficiency_of(self, kernel_class: str | None, roof: str | None = None, columns: int | None = None,
+                      rows: int | None = None) -> float:
         """The fraction of the roofline a kernel of ``kernel_class`` achieves (1.0: not given): the
-        class's figure for ``roof`` if it gives one, else its ``by_columns`` points at the kernel's
-        output ``columns`` if it gives them and the kernel has a work shape, else its value.
+        ``by_rows`` points of :meth:`rows_curve` at the kernel's output ``rows`` if there are such
+        points and the kernel has a work shape; else the class's figure for ``roof`` if it gives
+        one, else its ``by_columns`` points at the kernel's output ``columns`` (given them and a
+        work shape), else its value.
 
         >>> t = Target("t", "", "", {}, Figure(1e9, "estimate", "x"), efficiency={"gemv": Figure(0.5, "estimate", "x")},
         ...            efficiency_by_columns={"gemv": ((10, 0.2), (1000, 0.8))})
         >>> t.efficiency_of("gemv"), t.efficiency_of("gemv", columns=100), t.efficiency_of("gemv", columns=5000)
         (0.5, 0.5, 0.8)
+        >>> t = Target("t", "", "", {}, Figure(1e9, "estimate", "x"), efficiency={"gemm": Figure(0.9, "estimate", "x")},
+        ...            efficiency_by_rows={"gemm": ((16, 0.6), (256, 1.0))})
+        >>> t.efficiency_of("gemm"), t.efficiency_of("gemm", "fp32", rows=64), t.efficiency_of("gemm", "int8", rows=8)
+        (0.9, 0.8, 0.6)
         """
         if not kernel_class:
             return 1.0
+        curve = self.rows_curve(kernel_class, roof)
+        if curve and rows:
+            return interpolate_log(self.efficiency_by_rows[curve], rows)
         on_roof = self.efficiency_on_roof.get(kernel_class, {}).get(roof) if roof else None
         if on_roof is not None:
             return on_roof.value
@@ -232,6 +253,25 @@ class Target:
             return interpolate_log(points, columns)
         figure = self.efficiency.get(kernel_class)
         return figure.value if figure else 1.0
+
+    def rows_curve(self, kernel_class: str | None, roof: str | None = None) -> str | None:
+        """Which ``by_rows`` curve a kernel of ``kernel_class`` on ``roof`` follows: the roof's
+        (``"gemm.int8"``) when the class gives a figure for that roof, else the class's
+        (``"gemm"``); None when that figure has no curve (a roof's figure without one holds at
+        every row count: its kernels may be another runtime kernel than the class's).
+
+        >>> f = Figure(0.5, "estimate", "x")
+        >>> t = Target("t", "", "", {}, f, efficiency={"gemm": f}, efficiency_on_roof={"gemm": {"int8": f, "fp16": f}},
+        ...            efficiency_by_rows={"gemm": ((16, 0.6),), "gemm.int8": ((49, 0.25),)})
+        >>> t.rows_curve("gemm", "fp32"), t.rows_curve("gemm", "int8"), t.rows_curve("gemm", "fp16"), t.rows_curve("gemv")
+        ('gemm', 'gemm.int8', None, None)
+        """
+        if not kernel_class:
+            return None
+        if roof and roof in self.efficiency_on_roof.get(kernel_class, {}):
+            key = f"{kernel_class}.{roof}"
+            return key if key in self.efficiency_by_rows else None
+        return kernel_class if kernel_class in self.efficiency_by_rows else None
 
     def op_efficiency(self, kernel_class: str | None, op_types: Iterable[str]) -> float | None:
         """The ``by_op`` figure of a kernel of ``kernel_class`` running ``op_types``: the lowest
@@ -451,28 +491,40 @@ def _parallel(data: dict, where: str) -> Parallel | None:
 
 
 def _efficiency(data: dict, where: str) -> dict:
-    """``efficiency``, ``efficiency_on_roof`` and ``efficiency_by_columns`` for the Target."""
+    """``efficiency``, ``efficiency_on_roof``, ``efficiency_by_columns``, ``efficiency_by_op`` and
+    ``efficiency_by_rows`` for the Target."""
     section = _section(data, "efficiency", where, required=False)
-    figures, on_roof, by_columns, by_op = {}, {}, {}, {}
+    figures, on_roof, by_columns, by_op, by_rows = {}, {}, {}, {}, {}
     for key in section:
         if key not in EFFICIENCY_CLASSES:
             raise UsageError(f"{where}: 'efficiency.{key}' is not a kernel class ({', '.join(EFFICIENCY_CLASSES)})")
         figures[key] = _fraction(section, key, f"efficiency.{key}", where)
         entry = section[key]
+        if "by_rows" in entry and "by_columns" in entry:
+            raise UsageError(f"{where}: 'efficiency.{key}' gives both 'by_rows' and 'by_columns': give one curve per class")
         for extra in entry:
             if extra in ("value", "tag", "source"):
                 continue
             if extra in DTYPES:
-                on_roof.setdefault(key, {})[extra] = _fraction(entry, extra, f"efficiency.{key}.{extra}", where)
+                label = f"efficiency.{key}.{extra}"
+                on_roof.setdefault(key, {})[extra] = _fraction(entry, extra, label, where)
+                for inner in entry[extra]:
+                    if inner not in ("value", "tag", "source", "by_rows"):
+                        raise UsageError(f"{where}: '{label}.{inner}' is not a field of a roof's figure "
+                                         "(value, tag, source, by_rows)")
+                if "by_rows" in entry[extra]:
+                    by_rows[f"{key}.{extra}"] = _points(entry[extra]["by_rows"], f"{label}.by_rows", where, "rows")
             elif extra == "by_columns":
-                by_columns[key] = _columns(entry[extra], f"efficiency.{key}.by_columns", where)
+                by_columns[key] = _points(entry[extra], f"efficiency.{key}.by_columns", where, "columns")
+            elif extra == "by_rows":
+                by_rows[key] = _points(entry[extra], f"efficiency.{key}.by_rows", where, "rows")
             elif extra == "by_op":
                 by_op[key] = _by_op(entry[extra], f"efficiency.{key}.by_op", where)
             else:
                 raise UsageError(f"{where}: 'efficiency.{key}.{extra}' is neither a roof ({', '.join(DTYPES)}) nor "
-                                 "'by_columns' nor 'by_op'")
+                                 "'by_columns', 'by_rows' or 'by_op'")
     return {"efficiency": figures, "efficiency_on_roof": on_roof, "efficiency_by_columns": by_columns,
-            "efficiency_by_op": by_op}
+            "efficiency_by_op": by_op, "efficiency_by_rows": by_rows}
 
 
 def _by_op(table, label: str, where: str) -> dict[str, float]:
@@ -495,21 +547,22 @@ def _fraction(table: dict, key: str, label: str, where: str) -> Figure:
     return figure
 
 
-def _columns(points, label: str, where: str) -> tuple[tuple[int, float], ...]:
-    """``[[columns, fraction], ...]``: whole columns, increasing; fractions in (0, 1]."""
+def _points(points, label: str, where: str, unit: str) -> tuple[tuple[int, float], ...]:
+    """``[[count, fraction], ...]`` (``unit``: output "columns" or "rows"): whole counts,
+    increasing; fractions in (0, 1]."""
     if not isinstance(points, list) or not points:
-        raise UsageError(f"{where}: '{label}' must be a list of [output columns, fraction] points, not {points!r}")
+        raise UsageError(f"{where}: '{label}' must be a list of [output {unit}, fraction] points, not {points!r}")
     parsed = []
     for point in points:
         if (not isinstance(point, list) or len(point) != 2 or any(isinstance(v, bool) for v in point)
                 or not isinstance(point[0], int) or not isinstance(point[1], (int, float))):
-            raise UsageError(f"{where}: '{label}' point {point!r} must be [whole output columns, fraction]")
-        columns, fraction = point
-        if columns < 1 or not 0 < fraction <= 1:
-            raise UsageError(f"{where}: '{label}' point {point!r}: columns at least 1, fraction in (0, 1]")
-        if parsed and columns <= parsed[-1][0]:
-            raise UsageError(f"{where}: '{label}' columns must increase ({parsed[-1][0]} then {columns})")
-        parsed.append((columns, float(fraction)))
+            raise UsageError(f"{where}: '{label}' point {point!r} must be [whole output {unit}, fraction]")
+        count, fraction = point
+        if count < 1 or not 0 < fraction <= 1:
+            raise UsageError(f"{where}: '{label}' point {point!r}: {unit} at least 1, fraction in (0, 1]")
+        if parsed and count <= parsed[-1][0]:
+            raise UsageError(f"{where}: '{label}' {unit} must increase ({parsed[-1][0]} then {count})")
+        parsed.append((count, float(fraction)))
     return tuple(parsed)
 
 

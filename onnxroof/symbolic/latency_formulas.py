@@ -9,7 +9,10 @@ latency is one polynomial per range, and the ranges say where each kernel's boun
 several dims, each kernel's bound is stated as the inequality its terms give.
 
 A kernel's efficiency follows its class, which its MACs, weights and outputs decide
-(``kernels.reuse_class``), so it may change along the dims too; a mixed-type kernel's compute is
+(``kernels.reuse_class``), so it may change along the dims too (and on a target with a ``by_rows``
+curve, its output rows: a curve in log(rows), so a kernel whose rows move it along the curve
+between the samples is refused, and one held at a point of it has a formula that stops where its
+rows reach another); a mixed-type kernel's compute is
 each roof's FLOPs over that roof's peak. A kernel whose ops have a ``by_op`` figure
 (``Target.op_efficiency``) runs its compute and on-chip roofs at that figure and its DRAM roof
 at its class's: its terms are those roofs' times scaled by the ratio of the two, which must hold
@@ -235,6 +238,14 @@ def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "Targ
             result.refuted = f"kernel {name} launches at {point_text(dims, with_launch)} but not at {point_text(dims, without)}"
             return result
         launch = launches.pop()
+        rows = {q.efficiency_rows for q in placements.values()} - {None}
+        if rows and len(efficiencies) > 1:  # a curve in log(rows) is no polynomial: refuse, do not fit it
+            curve = first.target.rows_curve(first.nodes[position].placement.kernel_class,
+                                            first.nodes[position].placement.roof)
+            result.refuted = (f"kernel {name}'s efficiency follows its output rows ({min(rows):,} to {max(rows):,} at "
+                              f"the fitted values) along efficiency.{curve}.by_rows, a curve in log(rows): no "
+                              "polynomial in the dims")
+            return result
         fills = {q.parallel_fraction for q in placements.values()}
         if len(fills) > 1:  # whole waves of tiles: a step function of the sizes, no polynomial
             result.waves_left_out.append(name)  # at the full roof: the formula is a lower bound
@@ -309,6 +320,8 @@ def _class_efficiency(kernel: KernelTerms, kernel_of: Mapping, grid: list, check
     one the placement ran at. Returns why not, or None."""
     if any(kernel_of[p].reuse is None for p in grid + [check]):
         return "its efficiency changes with the dims, not by its class"
+    if any(kernel_of[p].placement.efficiency_rows is not None for p in grid + [check]):
+        return "its efficiency follows its output rows (a by_rows curve) as well as its class"
     reuse = []
     for index in range(3):
         polynomial = fit(grid, [kernel_of[p].reuse[index] for p in grid], samples)

@@ -103,6 +103,11 @@ def _agreement(result: LatencyFormula, report_at: ReportAt, value: int) -> tuple
                        f"{result.kernels} and {result.launches} at the fitted values)")
     changed = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
                     if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)), None)
+    moved = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
+                  if placed.placement.efficiency_rows is not None
+                  and not math.isclose(float(kernel.efficiency_at(point)), placed.placement.efficiency, rel_tol=1e-9)), None)
+    if moved is not None:  # its rows reached another point of its target's by_rows curve
+        return False, f"kernel {moved}'s efficiency follows its output rows (a by_rows curve) to another figure"
     return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, say)"
 
 

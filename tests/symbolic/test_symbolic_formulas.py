@@ -549,3 +549,42 @@ def test_a_kernel_whose_op_figure_comes_and_goes_with_its_class_is_refused(tmp_p
     path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9}, extra))
     latency = formulas(matmul_16(["seq"]), targets=[str(path)]).latency[0]
     assert latency.refuted == "kernel /proj/MatMul: its by_op and class efficiencies change with the dims"
+
+
+def self_scores(shape):
+    """x [seq, 64] · xᵀ [64, seq] -> s [seq, seq]: activation by activation (no weights: never a
+    gemv), 64 multiply-adds per output (a gemm), seq output rows; 2·64·seq² FLOPs."""
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0], name="/t/Transpose"),
+             helper.make_node("MatMul", ["x", "xt"], ["s"], name="/scores/MatMul")]
+    return make_model(nodes, [("x", F32, shape + [64])], [("s", F32, shape + shape)])
+
+
+def rows_target(tmp_path, points: str) -> str:
+    from conftest import target_text
+
+    path = tmp_path / "rows.toml"
+    extra = f'[efficiency.gemm]\nvalue = 0.9\ntag = "estimate"\nsource = "hand"\nby_rows = {points}\n'
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9}, extra))
+    return str(path)
+
+
+def test_a_kernel_whose_rows_move_it_along_a_by_rows_curve_is_refused(tmp_path):
+    # the scores' rows are seq: 2, 3, 5, 7 and 11 give fractions from 0.5 to 1.0 along the curve,
+    # a curve in log(seq): no polynomial, and the reason says so
+    latency = formulas(self_scores(["seq"]), targets=[rows_target(tmp_path, "[[2, 0.5], [8, 1.0]]")]).latency[0]
+    assert latency.refuted == ("kernel /scores/MatMul's efficiency follows its output rows (2 to 11 at the fitted "
+                               "values) along efficiency.gemm.by_rows, a curve in log(rows): no polynomial in the dims")
+
+
+def test_a_kernel_held_at_a_by_rows_point_has_a_formula_that_stops_where_its_rows_move(tmp_path):
+    # seq 2 to 11 are all below the first point (16 rows): the scores run at 0.5 throughout, an
+    # exact formula; from seq = 17 the rows move along the curve, and the formula says it stops there
+    import onnxroof
+
+    target = rows_target(tmp_path, "[[16, 0.5], [256, 1.0]]")
+    latency = formulas(self_scores(["seq"]), targets=[target]).latency[0]
+    assert latency.refuted is None and latency.holds_to == 16
+    assert "from 17 on kernel /scores/MatMul's efficiency follows its output rows (a by_rows curve)" in latency.holds
+    for seq in (5, 16):
+        placed = onnxroof.analyze(self_scores(["seq"]), dims={"seq": seq}, targets=[target]).targets[0]
+        assert latency.seconds({"seq": seq}) == pytest.approx(placed.latency_s, rel=1e-12)

@@ -359,6 +359,11 @@ def explain_target_lines(report, node: str) -> list[str]:
         lines.append(f"  efficiency {point.op_efficiency:.2f} on {near} ({'/'.join(ops)} in {point.kernel_class} kernels "
                      f"on this target)" + (f", {point.efficiency:.2f} on DRAM" if onchip_bw else "")
                      + ": the longest of these over its figure")
+    elif point.efficiency_rows is not None:
+        curve = target.rows_curve(point.kernel_class, point.roof)
+        lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels of {point.efficiency_rows:,} "
+                     f"output rows on this target, efficiency.{curve}.by_rows): the longest of these over "
+                     f"{point.efficiency:.2f}")
     elif point.efficiency != 1.0:
         lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
                      f"of these over {point.efficiency:.2f}")
@@ -436,6 +441,10 @@ def render_targets_list(targets) -> str:
             ops = ", ".join(f"{op} {fraction:.0%}" for op, fraction in sorted(table.items(), key=lambda item: item[1]))
             lines += textwrap.wrap(f"{name} by op: {ops}", TERMINAL_COLUMNS, initial_indent=" " * 33,
                                    subsequent_indent=" " * 35)
+        for name, points in target.efficiency_by_rows.items():  # products of few rows run below the class's figure
+            curve = ", ".join(f"{rows:,} {fraction:.0%}" for rows, fraction in points)
+            lines += textwrap.wrap(f"{name.replace('.', ' ')} by output rows: {curve}", TERMINAL_COLUMNS,
+                                   initial_indent=" " * 33, subsequent_indent=" " * 35)
         band = ""
         if target.error_band and target.latency_kind == LatencyKind.FORECAST:
             on = f" on {', '.join(target.error_band_roofs)} kernels" if target.error_band_roofs else ""

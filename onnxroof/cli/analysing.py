@@ -7,15 +7,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..core.errors import EXIT_OK, IncompleteAnalysis, UsageError
+from ..core.errors import EXIT_OK, IncompleteAnalysis, OnnxroofError, UsageError
 from ..core.files import write_atomically
 from .options import formula_options, options_from_flags
-from .output import StageLines, emit, gate, one_line, safe_stem
+from .output import StageLines, emit, error_text, gate, one_line, safe_stem
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -58,7 +59,23 @@ def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(analyze_source, sources, [args] * len(sources)))
+        return list(pool.map(_analyze_in_worker, sources, [args] * len(sources)))
+
+
+def _analyze_in_worker(source: str, args: argparse.Namespace) -> Analysis:
+    """:func:`analyze_source` in a worker process, whose error must reach the main process: one
+    that would not be rebuilt there (which breaks the whole pool) is sent as its text, an
+    OnnxroofError still as one (exit 2), anything else as a RuntimeError (an internal error)."""
+    try:
+        return analyze_source(source, args)
+    except Exception as exc:
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:
+            if isinstance(exc, OnnxroofError):
+                raise OnnxroofError(error_text(exc)) from None
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+        raise
 
 
 def on_one_model(args: argparse.Namespace, work: Callable[[str, list], int]) -> int:

@@ -11,9 +11,17 @@ EXIT_INTERNAL = 3
 
 
 class OnnxroofError(Exception):
-    """A problem the user can fix; the message names the problem and the fix."""
+    """A problem the user can fix; the message names the problem and the fix.
+
+    Every error crosses a process boundary whole (``compare --jobs`` pickles a worker's error
+    for the main process): a subclass whose ``__init__`` takes other arguments than the message
+    defines its own ``__reduce__``.
+    """
 
     exit_code = EXIT_USAGE
+
+    def __reduce__(self):
+        return type(self), self.args, self.__dict__
 
 
 class ModelError(OnnxroofError):

@@ -60,6 +60,9 @@ class UnknownShape(Exception):
         super().__init__(f"shape of {tensor_name!r} unknown")
         self.tensor_name = tensor_name
 
+    def __reduce__(self):  # rebuilt from the name, not the message, in another process
+        return type(self), (self.tensor_name,), self.__dict__
+
 
 @dataclass(slots=True)
 class NodeView:

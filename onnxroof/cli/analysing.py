@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..core.errors import EXIT_OK, IncompleteAnalysis, OnnxroofError, UsageError
-from ..core.files import write_atomically
 from .options import formula_options, options_from_flags
 from .output import StageLines, emit, error_text, gate, one_line, safe_stem
 
@@ -121,16 +120,21 @@ def _check_not_a_flag_value(args: argparse.Namespace, source: str) -> None:
 
 
 def analyze_one(source: str, args: argparse.Namespace) -> Analysis:
-    """The analysis of summary, report or explain, kept for a process about to end (``args.kept``)
-    and its execution order written (--emit-order)."""
+    """The analysis of summary, report or explain, kept for a process about to end (``args.kept``)."""
     analysis = analyze_source(source, args)
     if args.kept is not None:
         args.kept.append(analysis)
-    if args.emit_order:
-        from ..memory.schedule import order_text
-
-        write_atomically(args.emit_order, order_text(analysis.memory.best.schedule.order))
     return analysis
+
+
+def order_output(args: argparse.Namespace, analysis: Analysis) -> list[tuple[str, str, str]]:
+    """The execution order as an output to write with the command's own (--emit-order), if asked:
+    written only once every output is ready."""
+    if not args.emit_order:
+        return []
+    from ..memory.schedule import order_text
+
+    return [("--emit-order", args.emit_order, order_text(analysis.memory.best.schedule.order))]
 
 
 def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
@@ -147,22 +151,23 @@ def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
                 print(one_line(f"onnxroof: warning: {point.values}: {warning}"), file=sys.stderr)
     if args.strict and not all(p.analysis.complete for p in points):
         raise IncompleteAnalysis("a sweep point is incomplete (see the warnings above) and --strict is set")
+    results = [r for p in points for r in check_budgets(budgets, p.analysis)]
     if args.command == "report":
         from ..report.html.pages import render_sweep_html
 
         output = args.output or f"{safe_stem(points[0].analysis.model.name)}.sweep.html"
-        write_atomically(output, render_sweep_html(points))
+        emit(output, render_sweep_html(points), args)
         if not args.quiet and output != "-":
             print(f"onnxroof: wrote {output}", file=sys.stderr)
     elif args.format == "json":
         from ..report.json import sweep_document
 
-        emit(args.output, json.dumps(sweep_document(points), indent=2) + "\n")
+        emit(args.output, json.dumps(sweep_document(points), indent=2) + "\n", args)
     else:
         from ..report.text.table import render_sweep_table
 
-        emit(args.output, render_sweep_table(points))
-    return gate([r for p in points for r in check_budgets(budgets, p.analysis)], args.quiet)
+        emit(args.output, render_sweep_table(points), args)
+    return gate(results, args.quiet)
 
 
 def formula_progress(source: str, args: argparse.Namespace):

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..core.errors import EXIT_BUDGET, EXIT_OK, OnnxroofError, OptionError, UnboundDims
-from ..core.files import write_atomically
+from ..core.files import write_outputs
 from .options import FLAGS
 
 
@@ -49,19 +49,26 @@ class StageLines:
             self.pending.clear()
 
 
-def emit(output: str | None, text: str | Iterable[str]) -> None:
-    """``text`` (or its chunks) to the file ``output``, written whole, or to standard output."""
-    if output:
-        write_atomically(output, text)
-    else:
-        sys.stdout.writelines([text] if isinstance(text, str) else text)
+def model_inputs(args: argparse.Namespace) -> list[str]:
+    """The model files the command reads: no output may replace one of them."""
+    found = [getattr(args, name, None) for name in ("model", "base", "head")] + list(getattr(args, "models", None) or [])
+    return [source for source in found if source]
 
 
-def emit_page(args: argparse.Namespace, text: str, default_name: str) -> None:
+def emit(output: str | None, text: str | Iterable[str], args: argparse.Namespace | None = None,
+         also: Sequence[tuple[str, str, str | Iterable[str]]] = ()) -> None:
+    """``text`` (or its chunks) to the file ``output``, written whole, or to standard output;
+    ``also`` the other outputs of the run (``(flag, path, text)``: --emit-order), written with it,
+    all or none."""
+    write_outputs([*also, ("-o", output or "-", text)], model_inputs(args) if args is not None else ())
+
+
+def emit_page(args: argparse.Namespace, text: str, default_name: str,
+              also: Sequence[tuple[str, str, str | Iterable[str]]] = ()) -> None:
     """An HTML page goes to a file (``default_name`` without -o, as `report` does); any other
     format to -o or standard output."""
     output = args.output or (default_name if args.format == "html" else None)
-    emit(output, text)
+    emit(output, text, args, also)
     if args.format == "html" and not args.quiet and output != "-":
         print(f"onnxroof: wrote {output}", file=sys.stderr)
 

@@ -32,6 +32,11 @@ class UsageError(OnnxroofError):
     """A flag or argument is malformed or does not match the model."""
 
 
+class OutputError(OnnxroofError):
+    """An output file cannot be written (a full disk, a read-only folder): the user's system, not
+    a bug; the message names the file and the system's reason, and the old file is kept."""
+
+
 class IncompleteAnalysis(OnnxroofError):
     """Raised under --strict when some nodes could not be costed."""
 

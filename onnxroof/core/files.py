@@ -2,83 +2,185 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
-from .errors import UsageError
+from .errors import OutputError, UsageError
+
+# system reasons that are about room, not about the path
+_NO_ROOM = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
 
-def write_atomically(path: str | os.PathLike, text: str | Iterable[str]) -> None:
-    """Write ``text`` (or its chunks) to ``path`` via a temporary file in the same directory:
-    whole or nothing. ``-`` is standard output. A device, a pipe or a symbolic link
-    (``-o /dev/null``, ``-o /dev/stdout``) is written through directly: renaming over it would
-    replace it with a regular file."""
-    if str(path) == "-":
-        sys.stdout.writelines([text] if isinstance(text, str) else text)
-        sys.stdout.flush()
-        return
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise UsageError(f"-o {target}: the directory {directory} does not exist; create it first")
-    if target.is_dir():
-        raise UsageError(f"-o {target}: is a directory; give the name of a file to write")
+def write_atomically(path: str | os.PathLike, text: str | Iterable[str], flag: str = "-o",
+                     inputs: Iterable[str | os.PathLike] = ()) -> None:
+    """Write ``text`` (or its chunks) to ``path`` whole or not at all (:func:`write_outputs`)."""
+    write_outputs([(flag, path, text)], inputs)
+
+
+def write_outputs(outputs: Sequence[tuple[str, str | os.PathLike, str | Iterable[str]]],
+                  inputs: Iterable[str | os.PathLike] = ()) -> None:
+    """Write each ``(flag, path, text)``, the text a string or its chunks, whole or not at all,
+    all of them or none: each file's text goes to a temporary file beside the real file (a
+    symbolic link is followed, and stays a link), and only once every text is produced and
+    written do they take their names; a run that fails part way leaves every old file as it was.
+    ``-`` is standard output; a device or a pipe (``/dev/null``, ``/dev/stdout``, a FIFO) is
+    written directly, since renaming over it would replace it with a regular file. ``flag`` names
+    the option in messages; a path that is one of ``inputs`` (the models read) is refused. A
+    system error on writing (a full disk) is an :class:`OutputError` naming the file."""
+    plans = [_Plan(flag, path, inputs) for flag, path, _ in outputs]
+    temporaries: list[tuple[_Plan, str]] = []
     try:
-        mode = os.lstat(target).st_mode
+        for plan, (_, _, text) in zip(plans, outputs):
+            if plan.atomic:
+                temporaries.append((plan, plan.write_temporary(text)))
+        for plan, (_, _, text) in zip(plans, outputs):
+            if not plan.atomic:
+                plan.write_directly(text)
+        while temporaries:
+            plan, temporary = temporaries[0]
+            try:
+                os.replace(temporary, plan.real)
+            except OSError as exc:
+                raise plan.failure(exc) from None
+            temporaries.pop(0)
+    finally:
+        for _, temporary in temporaries:
+            Path(temporary).unlink(missing_ok=True)
+
+
+def _chunks(text: str | Iterable[str]) -> Iterable[str]:
+    return [text] if isinstance(text, str) else text
+
+
+def resolve_output(path: str | os.PathLike, flag: str = "-o") -> tuple[Path, bool]:
+    """Where writing ``path`` lands: the real file, its symbolic links followed, and whether it
+    is written directly (a device, a pipe, standard output by its ``/dev`` or ``/proc`` name)
+    rather than through a temporary file. A directory or a missing folder is a UsageError."""
+    current = Path(path)
+    for _ in range(40):
+        absolute = os.path.abspath(current)
+        if absolute.startswith(("/proc/", "/dev/fd/")) or absolute in ("/dev/stdout", "/dev/stderr", "/dev/tty"):
+            return current, True
+        if not current.is_symlink():
+            break
+        current = current.parent / os.readlink(current)
+    else:
+        raise UsageError(f"{flag} {path}: too many levels of symbolic links; give the file's real path")
+    try:
+        mode = os.stat(current).st_mode
     except FileNotFoundError:
-        mode = stat.S_IFREG  # a new file
-    if not stat.S_ISREG(mode):
-        with open(target, "w", encoding="utf-8") as stream:
-            stream.writelines([text] if isinstance(text, str) else text)
-        return
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.writelines([text] if isinstance(text, str) else text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a report is not
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+        mode = None  # a new file
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot be written ({exc.strerror or exc}); give a path you can write") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise UsageError(f"{flag} {path}: is a directory; give the name of a file to write")
+    if mode is not None and not stat.S_ISREG(mode):
+        return current, True  # a device, a pipe, a socket
+    directory = current.parent if str(current.parent) else Path(".")
+    if not directory.is_dir():
+        raise UsageError(f"{flag} {path}: the directory {directory} does not exist; create it first")
+    return current, False
+
+
+def refuse_inputs(path: str | os.PathLike, real: Path, flag: str, inputs: Iterable[str | os.PathLike]) -> None:
+    """A UsageError when ``real`` (where ``path`` is written) is one of the ``inputs``."""
+    for source in inputs:
+        try:
+            same = os.path.exists(real) and os.path.samefile(real, source)
+        except (OSError, ValueError):
+            same = False
+        if same:
+            raise UsageError(f"{flag} {path}: is the input model {source}, which the output would replace; "
+                             "give another file name")
+
+
+class _Plan:
+    """One output, its destination checked before anything is written."""
+
+    def __init__(self, flag: str, path: str | os.PathLike, inputs: Iterable[str | os.PathLike]):
+        self.flag, self.path = flag, path
+        self.stdout = str(path) == "-"
+        if self.stdout:
+            self.real, self.atomic = None, False
+            return
+        self.real, direct = resolve_output(path, flag)
+        self.atomic = not direct
+        refuse_inputs(path, self.real, flag, inputs)
+
+    def failure(self, exc: OSError) -> OutputError:
+        reason = exc.strerror or str(exc)
+        name = "standard output" if self.stdout else f"{self.flag} {self.path}"
+        fix = ("free some space, or write elsewhere" if exc.errno in _NO_ROOM
+               else "give a path you can write")
+        kept = "" if self.stdout or not self.atomic else "; nothing was replaced"
+        return OutputError(f"{name}: cannot be written ({reason}){kept}; {fix}")
+
+    def write_temporary(self, text: str | Iterable[str]) -> str:
+        """``text`` in a temporary file beside the real file; its name."""
+        try:
+            handle, temporary = tempfile.mkstemp(prefix=f".{self.real.name}.", suffix=".tmp", dir=self.real.parent)
+        except OSError as exc:
+            raise self.failure(exc) from None
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.writelines(_chunks(text))
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a report is not
+        except BaseException as exc:
+            Path(temporary).unlink(missing_ok=True)
+            if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+                raise self.failure(exc) from None
+            raise
+        return temporary
+
+    def write_directly(self, text: str | Iterable[str]) -> None:
+        """``text`` to standard output, a device or a pipe."""
+        try:
+            if self.stdout:
+                sys.stdout.writelines(_chunks(text))
+                sys.stdout.flush()
+            else:
+                with open(self.real, "w", encoding="utf-8") as stream:
+                    stream.writelines(_chunks(text))
+        except BrokenPipeError:
+            raise  # the reader went away: the command line ends quietly
+        except OSError as exc:
+            raise self.failure(exc) from None
 
 
 class LineStream:
     """Lines written as they come, each whole, for a run that may be stopped part way (``check``
     over many models): to standard output (``path`` None or ``-``), flushed line by line, or to
-    ``PATH.partial``, renamed to ``path`` by :meth:`finish` once every line is in. A run stopped
-    before that (Ctrl-C, a kill) leaves ``path`` as it was and ``PATH.partial`` with the lines
-    done: whole lines only, each written in one call, so it reads at any moment as a valid
-    JSON Lines file. A device or a pipe (``-o /dev/stdout``) is written through directly."""
+    ``PATH.partial`` (beside the real file when ``path`` is a symbolic link), renamed to ``path``
+    by :meth:`finish` once every line is in. A run stopped before that (Ctrl-C, a kill) leaves
+    ``path`` as it was and ``PATH.partial`` with the lines done: whole lines only, each written
+    in one call, so it reads at any moment as a valid JSON Lines file. A device or a pipe
+    (``-o /dev/stdout``) is written through directly. A system error on writing (a full disk)
+    is an :class:`OutputError` naming the file, the old file kept; ``inputs`` (the models read)
+    are refused as ``path``."""
 
-    def __init__(self, path: str | os.PathLike | None):
+    def __init__(self, path: str | os.PathLike | None, inputs: Iterable[str | os.PathLike] = ()):
         self.path = None if path is None or str(path) == "-" else Path(path)
         self.partial: Path | None = None
         self.descriptor: int | None = None
         self.lines = 0
         if self.path is None:
             return
-        directory = self.path.parent if str(self.path.parent) else Path(".")
-        if not directory.is_dir():
-            raise UsageError(f"-o {self.path}: the directory {directory} does not exist; create it first")
-        if self.path.is_dir():
-            raise UsageError(f"-o {self.path}: is a directory; give the name of a file to write")
-        try:
-            regular = stat.S_ISREG(os.lstat(self.path).st_mode)
-        except FileNotFoundError:
-            regular = True  # a new file
-        written = self.path
-        if regular:
-            self.partial = written = self.path.with_name(self.path.name + ".partial")
+        self.real, direct = resolve_output(self.path)
+        refuse_inputs(self.path, self.real, "-o", inputs)
+        written = self.real
+        if not direct:
+            self.partial = written = self.real.with_name(self.real.name + ".partial")
         try:
             self.descriptor = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o666)
         except OSError as exc:
-            raise UsageError(f"-o {self.path}: cannot write {written} ({exc.strerror}); give a path you can write") from None
+            raise OutputError(f"-o {self.path}: cannot write {written} ({exc.strerror}); give a path you can write") from None
 
     def write(self, line: str) -> None:
         """One line (its newline added), whole."""
@@ -88,15 +190,33 @@ class LineStream:
             sys.stdout.flush()
         else:
             view = memoryview(text.encode("utf-8"))
-            while view:  # a regular file takes it in one call; a pipe may take it in parts
-                view = view[os.write(self.descriptor, view):]
+            try:
+                while view:  # a regular file takes it in one call; a pipe may take it in parts
+                    view = view[os.write(self.descriptor, view):]
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                self._failed(exc)
         self.lines += 1
+
+    def _failed(self, exc: OSError) -> None:
+        """A write failed: the partial file (which may end in part of a line) goes; the old file stays."""
+        self.close()
+        kept = "; nothing was replaced" if self.partial is not None else ""
+        if self.partial is not None:
+            self.partial.unlink(missing_ok=True)
+            self.partial = None
+        fix = "free some space, or write elsewhere" if exc.errno in _NO_ROOM else "give a path you can write"
+        raise OutputError(f"-o {self.path}: cannot be written ({exc.strerror or exc}){kept}; {fix}") from None
 
     def finish(self) -> None:
         """Every line is in: the file takes its name."""
         self.close()
         if self.partial is not None:
-            os.replace(self.partial, self.path)
+            try:
+                os.replace(self.partial, self.real)
+            except OSError as exc:
+                self._failed(exc)
             self.partial = None
 
     def close(self) -> None:

@@ -122,7 +122,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     if keep_profile:
         from ..core.files import write_atomically
 
-        write_atomically(keep_profile, text)
+        write_atomically(keep_profile, text, flag="--keep-profile")
     mapping = map_profile(text, analysis, warmup=warmup, weights=weights, optimized=optimized)
     # predicted as onnxruntime ran it (read off its optimized graph and profile): one kernel per
     # kernel it launched, each paying the launch cost; a kernel's predicted time is split over its

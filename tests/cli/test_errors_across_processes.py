@@ -11,8 +11,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxroof.core import errors
-from onnxroof.core.errors import (IncompleteAnalysis, ModelError, OnnxroofError, OptionError, UnboundDims,
-                                  UsageError)
+from onnxroof.core.errors import (IncompleteAnalysis, ModelError, OnnxroofError, OptionError, OutputError,
+                                  UnboundDims, UsageError)
 from onnxroof.core.tensors import UnresolvedDim
 from onnxroof.ops.base import UnknownShape
 
@@ -36,7 +36,7 @@ def _every_error():
     dims = [UnresolvedDim("x", 1, "seq", ("batch", "seq")), UnresolvedDim("mask", -1, None)]
     return [
         OnnxroofError("plain"), ModelError("m.onnx: no such file"), UsageError("bad flag"),
-        IncompleteAnalysis("incomplete"),
+        IncompleteAnalysis("incomplete"), OutputError("-o x: cannot be written (No space left on device)"),
         OptionError("dims", "{opt.dims} {text!r}: expected SYMBOL=VALUE", text="batch"),
         UnboundDims("m.onnx", dims, {"batch": 1}, decoder=True),
     ]

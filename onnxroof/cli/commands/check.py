@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     budgets = [parse_budget(text) for text in args.fail_if]
     sources, missing = models_of(args.models)
-    stream = LineStream(args.output)
+    stream = LineStream(args.output, inputs=sources)
     worst = EXIT_OK
     write = (lambda record: stream.write(json.dumps(record, ensure_ascii=False))) if args.format == "jsonl" else (
         lambda record: stream.write(text_line(record)))

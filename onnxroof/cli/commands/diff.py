@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         options = formula_options(args)
         change = difference(formulas(model_from(args.base), progress=formula_progress(args.base, args), options=options),
                             formulas(model_from(args.head), progress=formula_progress(args.head, args), options=options))
-        emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n")
+        emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n", args)
         return EXIT_OK
     from ...compare.budgets import check_budgets, parse_budget
     from ...compare.diff import SIGNIFICANT, diff_analyses

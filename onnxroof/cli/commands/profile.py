@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = render_profile_table(result)
     if args.output:
-        write_atomically(args.output, text)
+        write_atomically(args.output, text, inputs=[args.model] if args.model else [])
     else:
         sys.stdout.write(text)
     return EXIT_OK

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...core.files import write_atomically
-from ..analysing import analyze_one, free_formulas, on_one_model
+from ..analysing import analyze_one, free_formulas, on_one_model, order_output
 from ..options import EXAMPLES, single_model
-from ..output import gate, safe_stem
+from ..output import emit, gate, safe_stem
 
 HELP = "write a self-contained HTML report"
 EPILOG = EXAMPLES["report"]
@@ -36,7 +35,9 @@ def _report(source: str, budgets: list, args: argparse.Namespace) -> int:
     analysis = analyze_one(source, args)
     output = args.output or f"{safe_stem(analysis.model.name)}.report.html"
     found = free_formulas(source, args) if args.formulas else None
-    write_atomically(output, render_html(analysis, colour_by=args.colour_by, formulas=found))
+    results = check_budgets(budgets, analysis)
+    # every output produced before any is written: the order file is not replaced by a run that fails
+    emit(output, render_html(analysis, colour_by=args.colour_by, formulas=found), args, also=order_output(args, analysis))
     if not args.quiet and output != "-":
         print(f"onnxroof: wrote {output}", file=sys.stderr)
-    return gate(check_budgets(budgets, analysis), args.quiet)
+    return gate(results, args.quiet)

@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING, Iterable
 
 from ...core.errors import EXIT_OK, UsageError
-from ..analysing import analyze_one, formula_progress, free_formulas, model_from, on_one_model
+from ..analysing import analyze_one, formula_progress, free_formulas, model_from, on_one_model, order_output
 from ..options import EXAMPLES, formula_options, positive_int, single_model
 from ..output import emit, gate
 
@@ -51,8 +51,11 @@ def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
         return _symbolic(source, args)
     analysis = analyze_one(source, args)
     found = free_formulas(source, args) if args.formulas else None
-    emit(args.output, summary_chunks(analysis, args.format, args.by or "node", args.depth, found))
-    return gate(check_budgets(budgets, analysis), args.quiet)
+    results = check_budgets(budgets, analysis)
+    # every output produced before any is written: the order file is not replaced by a run that fails
+    emit(args.output, summary_chunks(analysis, args.format, args.by or "node", args.depth, found), args,
+         also=order_output(args, analysis))
+    return gate(results, args.quiet)
 
 
 def _symbolic(source: str, args: argparse.Namespace) -> int:
@@ -69,7 +72,7 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
         text = "\n".join(formulas_lines(found)) + "\n"
     else:
         raise UsageError("--symbolic prints a table or JSON: use --format table or json")
-    emit(args.output, text)
+    emit(args.output, text, args)
     return EXIT_OK
 
 

@@ -25,12 +25,13 @@ from typing import Any, Callable, Iterable, Iterator
 @dataclass
 class Outcome:
     """What became of one item: ``result`` (what the function returned), or ``failure``, one line
-    saying why there is none (``kind`` "timeout" or "died")."""
+    saying why there is none (``kind`` "timeout", "died", or "raised": the function raised, or
+    its result could not be sent)."""
 
     item: Any
     result: Any = None
     failure: str | None = None
-    kind: str = "done"  # done, timeout or died
+    kind: str = "done"  # done, timeout, died or raised
     seconds: float = 0.0
 
 
@@ -48,8 +49,8 @@ def run_in_workers(function: Callable[[Any], Any], items: Iterable[Any], jobs: i
     """``function(item)`` for each item in up to ``jobs`` worker processes, yielded as each one
     finishes. A worker that ends without a result, or is still at its item ``timeout`` seconds
     after it took it (then it is killed), yields an Outcome with the ``failure`` and is replaced.
-    ``function`` and the items must pickle; what the function raises is its own business (it
-    should return its errors as results: an exception reaches here as a "died" failure).
+    ``function`` and the items must pickle; the function should return its errors as results:
+    an exception it raises anyway reaches here as a "raised" failure, and the worker goes on.
     ``initializer`` runs in each worker as it starts (imports, plugins), before its clock does."""
     pending = deque(items)
     context = multiprocessing.get_context()
@@ -100,7 +101,10 @@ def run_in_workers(function: Callable[[Any], Any], items: Iterable[Any], jobs: i
                 if worker.connection in ready or worker.process.sentinel in ready:
                     try:
                         if worker.connection.poll():
-                            outcome = Outcome(worker.item, result=worker.connection.recv(), seconds=elapsed)
+                            received = worker.connection.recv()
+                            outcome = (Outcome(worker.item, failure=received.text, kind="raised", seconds=elapsed)
+                                       if isinstance(received, Raised) else
+                                       Outcome(worker.item, result=received, seconds=elapsed))
                     except (EOFError, OSError):
                         pass
                     if outcome is None:  # the sentinel, or a pipe closed: the process ended
@@ -148,6 +152,18 @@ def ended(exitcode: int | None, who: str = "the worker process analysing it") ->
     return f"{who} ended (exit code {exitcode}) before it finished"
 
 
+@dataclass
+class Raised:
+    """What a worker sends instead of a result when the function raised (or its result would not
+    pickle): the exception in one line."""
+
+    text: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> "Raised":
+        return cls(f"{type(exc).__name__}: {exc}")
+
+
 _READY, _STOP = "ready", None
 _START_S = 120.0  # a worker that has not started by then is not going to
 
@@ -167,11 +183,19 @@ def _serve(connection: Connection, function: Callable[[Any], Any], initializer: 
             break
         if item is _STOP:
             break
-        result = function(item)
+        try:
+            result = function(item)
+        except BaseException as exc:  # an error (or a sys.exit) is this item's, not the worker's end
+            result = Raised.of(exc)
         try:
             connection.send(result)
         except (BrokenPipeError, OSError):  # the parent is gone
             break
+        except Exception as exc:  # the result does not pickle: the item's failure
+            try:
+                connection.send(Raised.of(exc))
+            except OSError:
+                break
     connection.close()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -58,16 +58,24 @@ def run(args: argparse.Namespace) -> int:
     sources, missing = models_of(args.models)
     stream = LineStream(args.output, inputs=sources)
     worst = EXIT_OK
-    write = (lambda record: stream.write(json.dumps(record, ensure_ascii=False))) if args.format == "jsonl" else (
-        lambda record: stream.write(text_line(record)))
+    jsonl = args.format == "jsonl"
+
+    def write(record: dict) -> None:
+        nonlocal worst
+        try:
+            line = json.dumps(record, ensure_ascii=False) if jsonl else text_line(record)
+        except Exception as exc:  # a bug in writing this model's line: the line says so, and the run goes on
+            record = failed(str(record.get("model")), "internal_error", _internal(exc, args))
+            line = json.dumps(record, ensure_ascii=False) if jsonl else text_line(record)
+        stream.write(line)
+        worst = max(worst, EXIT_CODES[record["status"]])
+
     restore = _stop_on_sigterm()
     try:
         for record in missing:
             write(record)
-            worst = max(worst, EXIT_CODES[record["status"]])
         for record in records(sources, args, budgets):
             write(record)
-            worst = max(worst, EXIT_CODES[record["status"]])
     except KeyboardInterrupt:
         stream.close()
         if stream.partial is not None:
@@ -120,6 +128,9 @@ def records(sources: list[str], args: argparse.Namespace, budgets: list):
         source = outcome.item
         if outcome.failure is None:
             yield outcome.result
+        elif outcome.kind == "raised":  # check_one itself failed, in the worker: a bug in onnxroof
+            yield failed(source, "internal_error", f"{outcome.failure} (rerun with --debug and report it)",
+                         outcome.seconds)
         elif outcome.kind == "timeout":
             yield failed(source, "timeout", f"{source}: {outcome.failure} (--timeout): give it more time, or "
                                             "analyse it alone", outcome.seconds)
@@ -129,20 +140,32 @@ def records(sources: list[str], args: argparse.Namespace, budgets: list):
 
 
 def check_one(args: argparse.Namespace, budgets: list, source: str) -> dict:
-    """One model's record: its totals, targets and budgets, or the error that stopped it."""
-    from ...compare.budgets import check_budgets
-
+    """One model's record: its totals, targets and budgets, or the error that stopped it. It
+    raises nothing but an interrupt: any failure (a bug in onnxroof, a plugin that calls
+    sys.exit) is this model's record, and the run goes on."""
     start = time.monotonic()
     try:
-        analysis = analyze_source(source, args)
-        results = check_budgets(budgets, analysis)
+        return _record(args, budgets, source, start)
     except OnnxroofError as exc:
         return failed(source, "error", error_text(exc), time.monotonic() - start)
-    except Exception as exc:  # a bug in onnxroof: this model's line says so, and the run goes on
-        if args.debug:
-            traceback.print_exc()
-        return failed(source, "internal_error", f"{type(exc).__name__}: {exc} (rerun with --debug and report it)",
-                      time.monotonic() - start)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a bug in onnxroof (or a plugin's exit): this model's line says so
+        return failed(source, "internal_error", _internal(exc, args), time.monotonic() - start)
+
+
+def _internal(exc: BaseException, args: argparse.Namespace) -> str:
+    """An internal error as a model's line (its traceback on stderr with --debug)."""
+    if args.debug:
+        traceback.print_exception(exc)
+    return f"{type(exc).__name__}: {exc} (rerun with --debug and report it)"
+
+
+def _record(args: argparse.Namespace, budgets: list, source: str, start: float) -> dict:
+    from ...compare.budgets import check_budgets
+
+    analysis = analyze_source(source, args)
+    results = check_budgets(budgets, analysis)
     totals = analysis.totals
     return {
         "schema": SCHEMA, "model": source,

@@ -33,6 +33,12 @@ def write_outputs(outputs: Sequence[tuple[str, str | os.PathLike, str | Iterable
     the option in messages; a path that is one of ``inputs`` (the models read) is refused. A
     system error on writing (a full disk) is an :class:`OutputError` naming the file."""
     plans = [_Plan(flag, path, inputs) for flag, path, _ in outputs]
+    seen: dict[str, _Plan] = {}
+    for plan in plans:
+        if plan.atomic:
+            other = seen.setdefault(os.path.realpath(plan.real), plan)
+            if other is not plan:
+                raise UsageError(f"{other.flag} and {plan.flag} name the same file ({plan.path}); give each its own")
     temporaries: list[tuple[_Plan, str]] = []
     try:
         for plan, (_, _, text) in zip(plans, outputs):
@@ -186,8 +192,13 @@ class LineStream:
         """One line (its newline added), whole."""
         text = line.rstrip("\n") + "\n"
         if self.descriptor is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            try:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                raise  # the reader went away: the command line ends quietly
+            except OSError as exc:
+                raise OutputError(f"standard output: cannot be written ({exc.strerror or exc})") from None
         else:
             view = memoryview(text.encode("utf-8"))
             try:

@@ -115,6 +115,13 @@ def test_an_output_that_cannot_be_written_keeps_the_other(capsys, tmp_path):
     assert code == 0 and out.startswith("onnxroof ") and order.read_text() == "relu\n"
 
 
+def test_two_outputs_to_the_same_file_are_refused(capsys, tmp_path):
+    model = relu_file(tmp_path / "m.onnx")
+    code, _, err = run(capsys, "summary", model, "--emit-order", tmp_path / "x.txt", "-o", tmp_path / "x.txt")
+    assert code == 2 and one_error_line(err) and "--emit-order and -o name the same file" in err
+    assert not (tmp_path / "x.txt").exists()
+
+
 # 11. a write error is the user's: exit 2, one line naming the file and the reason
 
 
@@ -132,6 +139,16 @@ def test_writing_to_a_full_device_is_exit_2_in_one_line(capsys, tmp_path, argv):
     flag = "--emit-order" if "--emit-order" in argv else "-o"
     assert code == 2 and one_error_line(err), err
     assert f"{flag} /dev/full: cannot be written (No space left on device)" in err
+
+
+def test_standard_output_on_a_full_device_is_exit_2_in_one_line(tmp_path):
+    model = relu_file(tmp_path / "m.onnx")
+    for argv in (["summary", str(model)], ["check", str(model)]):
+        with open("/dev/full", "w") as full:
+            process = subprocess.run([sys.executable, "-m", "onnxroof.cli", *argv, "-q"], stdout=full,
+                                     stderr=subprocess.PIPE, text=True)
+        assert process.returncode == 2 and one_error_line(process.stderr), process.stderr
+        assert "standard output: cannot be written (No space left on device)" in process.stderr
 
 
 def test_check_on_a_full_disk_keeps_the_old_file(tmp_path):

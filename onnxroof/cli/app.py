@@ -11,6 +11,7 @@ are written whole or not at all.
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import importlib
 import os
@@ -119,6 +120,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = _main(sys.argv[1:], kept)
     try:
         sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno in _NO_ROOM:  # what is left of the output does not fit: say so, not exit 0
+            _discard_stdout()
+            print(f"onnxroof: error: {_no_room(exc)}", file=sys.stderr)
+            code = max(code, EXIT_USAGE)
+    except ValueError:  # a closed stream: nothing left to say
+        pass
+    try:
         sys.stderr.flush()
     except (OSError, ValueError):  # a closed or broken pipe: nothing left to say
         pass
@@ -151,15 +160,36 @@ def _main(argv: list[str], kept: list | None = None) -> int:
         # the reader of the output went away (`onnxroof summary m.onnx | head`): nothing is left to do
         _discard_stdout()
         return EXIT_OK
+    except OSError as exc:
+        if exc.errno not in _NO_ROOM:
+            return _internal_error(exc, debug)
+        # a full disk or device (standard output written by print, not an output file): the user's system
+        _discard_stdout()
+        print(f"onnxroof: error: {_no_room(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # a bug in onnxroof: one line unless --debug
-        if debug:
-            _print_traceback()
-        print(f"onnxroof: internal error: {type(exc).__name__}: {one_line(exc)} (rerun with --debug and report it)",
-              file=sys.stderr)
-        return EXIT_INTERNAL
+        return _internal_error(exc, debug)
     finally:
         if collecting:
             gc.enable()
+
+
+# system reasons a write fails that are the user's to fix (a full disk), never a bug of ours
+_NO_ROOM = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def _no_room(exc: OSError) -> str:
+    """A write that found no room (standard output on a full disk or /dev/full), in one line."""
+    return f"a write failed ({exc.strerror or exc}): the disk or device is full; free some space, or write elsewhere"
+
+
+def _internal_error(exc: Exception, debug: bool) -> int:
+    """A bug in onnxroof: one line unless --debug."""
+    if debug:
+        _print_traceback()
+    print(f"onnxroof: internal error: {type(exc).__name__}: {one_line(exc)} (rerun with --debug and report it)",
+          file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def _discard_stdout() -> None:

@@ -149,6 +149,13 @@ def test_standard_output_on_a_full_device_is_exit_2_in_one_line(tmp_path):
                                      stderr=subprocess.PIPE, text=True)
         assert process.returncode == 2 and one_error_line(process.stderr), process.stderr
         assert "standard output: cannot be written (No space left on device)" in process.stderr
+    # commands that print (a short text, flushed as the program ends, or a long one as it goes)
+    for argv in (["explain", str(model), "relu"], ["targets"], ["ops"]):
+        with open("/dev/full", "w") as full:
+            process = subprocess.run([sys.executable, "-m", "onnxroof.cli", *argv], stdout=full,
+                                     stderr=subprocess.PIPE, text=True)
+        assert process.returncode == 2 and one_error_line(process.stderr), process.stderr
+        assert "a write failed (No space left on device)" in process.stderr
 
 
 def test_check_on_a_full_disk_keeps_the_old_file(tmp_path):

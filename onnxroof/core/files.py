@@ -105,6 +105,20 @@ def refuse_inputs(path: str | os.PathLike, real: Path, flag: str, inputs: Iterab
                              "give another file name")
 
 
+def not_a_file(path: str | os.PathLike) -> str:
+    """Why ``path``, given as a file to read, is not one, in words: no such file, a directory, a
+    device or a pipe, a dangling link."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a symbolic link to a file that does not exist" if os.path.lexists(path) else "no such file"
+    except OSError as exc:
+        return f"cannot be opened ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    return "a regular file" if stat.S_ISREG(mode) else "not a regular file (a device or a pipe)"
+
+
 class _Plan:
     """One output, its destination checked before anything is written."""
 

@@ -72,7 +72,6 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +79,7 @@ from typing import Iterable
 
 from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
+from ..core.files import not_a_file
 from ..core.resources import resource_dir
 
 if sys.version_info >= (3, 11):
@@ -364,34 +364,18 @@ def load_target(name_or_path: str) -> Target:
     """A target by name (``./hardware``, the user's folder, the bundled ones: :func:`target_files`),
     or a target file by path."""
     path = Path(name_or_path)
-    if name_or_path.endswith(".toml") or path.is_file():
-        if not path.is_file():
-            raise OptionError("targets", "{opt.targets} {target}: {what}", target=name_or_path, what=_not_a_file(path))
+    if path.is_file():
         return parse_target(path)
-    bundled = target_files()
+    bundled = {} if name_or_path.endswith(".toml") else target_files()
     name_or_path = next((name for name in bundled if name.lower() == name_or_path.lower()), name_or_path)
-    if name_or_path not in bundled and os.path.lexists(path):  # a directory, a pipe: say what it is
-        raise OptionError("targets", "{opt.targets} {target}: {what}", target=name_or_path, what=_not_a_file(path))
+    if name_or_path not in bundled and (name_or_path.endswith(".toml") or os.path.lexists(path)):
+        raise OptionError("targets", "{opt.targets} {target}: {what}; give the path of a target .toml file, or a "
+                          "target's name (`onnxroof targets` lists them)", target=name_or_path, what=not_a_file(path))
     if name_or_path not in bundled:
         close = difflib.get_close_matches(name_or_path, bundled, n=3, cutoff=0.4)
         hint = f"did you mean {', '.join(close)}?" if close else "run `onnxroof targets` to list them"
         raise OptionError("targets", "{opt.targets} {target}: no such target; {hint}", target=name_or_path, hint=hint)
     return parse_target(bundled[name_or_path])
-
-
-def _not_a_file(path: Path) -> str:
-    """Why ``path``, given as a target file, is none: in words, with the fix."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        if os.path.lexists(path):
-            return "a symbolic link to a file that does not exist; check the link"
-        return "no such file; give the path of a target .toml file, or a target's name (`onnxroof targets` lists them)"
-    except OSError as exc:
-        return f"cannot be opened ({exc.strerror or exc}); check the path"
-    if stat.S_ISDIR(mode):
-        return "is a directory, not a target file; give the path of a .toml file inside it"
-    return "not a regular file (a device or a pipe); give the path of a target .toml file"
 
 
 def parse_target(path: Path) -> Target:

@@ -100,7 +100,7 @@ class AnalysisOptions:
         if isinstance(self.input_shapes, Mapping):
             for name, shape in self.input_shapes.items():
                 _name("input_shapes", name)
-                if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+                if isinstance(shape, (str, bytes)) or not (isinstance(shape, Sequence) or hasattr(shape, "tolist")):
                     raise OptionError("input_shapes", "input_shapes[{name!r}] = {shape}: give the shape as a list of "
                                       "integers, e.g. input_shapes={{{name!r}: [1, 3, 224, 224]}}", name=name,
                                       shape=_shown(shape))

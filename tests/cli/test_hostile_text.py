@@ -63,6 +63,13 @@ def test_no_terminal_escape_in_any_text_output(capsys, evil):
     assert "assumed: ?[2J?]0;PWNED?evil?FAKE LINE: all good=1" in out  # shown, not interpreted
 
 
+def test_no_terminal_escape_in_the_profile_table(capsys, evil):
+    pytest.importorskip("onnxruntime")
+    code, out, err = run(capsys, "profile", evil[0], "--target", "l4", "--runs", "1", "--warmup", "0")
+    assert code == 0 and "MatMul" in out
+    assert not UNSAFE.search(out) and not UNSAFE.search(err), out + err
+
+
 def _named_model(path, name: str, op_type: str, domain: str):
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),  # something counted
              helper.make_node(op_type, ["r"], ["y"], name=name, domain=domain)]

@@ -117,6 +117,10 @@ class AnalysisOptions:
         if isinstance(self.values, Mapping):
             for name, value in self.values.items():
                 _name("values", name)
+                if hasattr(value, "tolist"):  # a numpy array or scalar
+                    import numpy as np
+
+                    value = np.asarray(value).reshape(-1).tolist()
                 for number in (value if isinstance(value, (list, tuple)) else (value,)):
                     if not isinstance(number, numbers.Real) or not math.isfinite(number):
                         raise OptionError("values", "values[{name!r}] = {value}: give a finite number or a list of "

@@ -567,8 +567,10 @@ def _points(points, label: str, where: str, unit: str) -> tuple[tuple[int, float
                 or not isinstance(point[0], int) or not isinstance(point[1], (int, float))):
             raise UsageError(f"{where}: '{label}' point {_shown(point)} must be [whole output {unit}, fraction]")
         count, fraction = point
-        if not 1 <= count <= MAX_POINT_COUNT or not 0 < fraction <= 1:
-            raise UsageError(f"{where}: '{label}' point {_shown(point)}: {unit} from 1 to 2^63 - 1, fraction in (0, 1]")
+        if count < 1 or not 0 < fraction <= 1:
+            raise UsageError(f"{where}: '{label}' point {_shown(point)}: {unit} at least 1, fraction in (0, 1]")
+        if count > MAX_POINT_COUNT:
+            raise UsageError(f"{where}: '{label}' point {_shown(point)}: {unit} at most 2^63 - 1")
         if parsed and count <= parsed[-1][0]:
             raise UsageError(f"{where}: '{label}' {unit} must increase ({parsed[-1][0]} then {count})")
         parsed.append((count, float(fraction)))

@@ -54,13 +54,18 @@ class OpCost:
     attribute_params: int = 0
 
 
+# the most operations or elements one node's rule may count: past it (a plugin returning 10^400),
+# the times and intensities computed from it would leave what a float holds
+MAX_COUNT = 10**38
+
+
 def checked_cost(cost: object) -> tuple[OpCost | None, str]:
-    """A rule's result as the costing stage takes it: an OpCost whose counts are whole numbers of
-    0 or more (a plugin's rule may return NaN, a negative count or a float); (None, the reason)
+    """A rule's result as the costing stage takes it: an OpCost whose counts are whole numbers from
+    0 to MAX_COUNT (a plugin's rule may return NaN, a negative count or a float); (None, the reason)
     when it is not, and the node is then not counted. A whole float or a numpy integer is taken as
     the int it is."""
-    if (type(cost) is OpCost and type(cost.macs) is int and type(cost.flops) is int and cost.macs >= 0
-            and cost.flops >= 0 and type(cost.attribute_params) is int and cost.attribute_params >= 0
+    if (type(cost) is OpCost and type(cost.macs) is int and type(cost.flops) is int and 0 <= cost.macs <= MAX_COUNT
+            and 0 <= cost.flops <= MAX_COUNT and type(cost.attribute_params) is int and cost.attribute_params >= 0
             and cost.weight_elements_read is None and not cost.param_elements and not cost.weight_reads
             and not cost.activation_reads and not cost.output_writes):
         return cost, ""  # what the built-in rules return: nothing to convert
@@ -76,7 +81,7 @@ def checked_cost(cost: object) -> tuple[OpCost | None, str]:
             pairs = getattr(cost, name)
             changes[name] = tuple((_count(slot, f"{name} slot"), _count(count, name)) for slot, count in pairs)
     except (TypeError, ValueError) as exc:
-        return None, f"the cost rule returned {exc}: a count must be a whole number of 0 or more"
+        return None, f"the cost rule returned {exc}: a count must be a whole number from 0 to 10^38"
     return replace(cost, **changes), ""
 
 
@@ -84,9 +89,9 @@ def _count(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name}={value!r}"[:80])
     if isinstance(value, (float, np.floating)):
-        whole = math.isfinite(value) and value >= 0 and value == int(value)
+        whole = math.isfinite(value) and 0 <= value <= MAX_COUNT and value == int(value)
     else:
-        whole = value >= 0
+        whole = 0 <= value <= MAX_COUNT
     if not whole:
         raise ValueError(f"{name}={value!r}"[:80])
     return int(value)

@@ -3,9 +3,11 @@ arguments and the command line as flags.
 
 The fields are named as analyze()'s arguments, and an :class:`~onnxroof.core.errors.OptionError`
 names the option at fault by its field: the Python API words it as is, the command line as the
-flag that sets it. The values are kept as given (a mapping, or the ``NAME:1,3,224,224`` strings
-of the flags): each is checked by the stage that first reads it, so that an error comes when it
-always did (a bad ``dims`` string after the model file is read, a bad ``fusion`` before).
+flag that sets it. Every value's type and range is checked once, here, when the object is made
+(``dims={"seq": 12.7}``, ``batch="4"``, ``partial="no"``, ``targets=[5]`` and a count past the
+largest dim ONNX stores are refused, never rounded or iterated letter by letter); the values are
+kept as given (a mapping, or the ``NAME:1,3,224,224`` strings of the flags), and what only the
+model can judge (a dim name, a ``dims`` string's form) is checked by the stage that first reads it.
 
 >>> options = AnalysisOptions(dims=["batch=8"], targets=["l4"])
 >>> options.dims, options.targets
@@ -17,8 +19,14 @@ always did (a bad ``dims`` string after the model file is read, a bad ``fusion``
 
 from __future__ import annotations
 
+import math
+import numbers
+import os
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Mapping, Sequence, Union
+
+from .core.errors import OptionError
+from .core.tensors import MAX_DIM, MAX_DIM_TEXT
 
 if TYPE_CHECKING:  # targets are loaded by the pipeline, and only when given
     from .roofline.targets import Target
@@ -74,14 +82,70 @@ class AnalysisOptions:
     """Search the execution order with the lowest peak (False: ``memory.best`` is the model's order)."""
 
     def __post_init__(self) -> None:
-        # iterables as tuples: the options are read more than once (a sweep, a formula's grid)
+        # iterables as tuples: the options are read more than once (a sweep, a formula's grid); a
+        # lone string is one item (targets="l4" is one target, not four)
         for name in ("input_shapes", "dims", "values"):
             given = getattr(self, name)
             if given is not None and not isinstance(given, Mapping):
-                object.__setattr__(self, name, tuple(given))
-        object.__setattr__(self, "targets", tuple(self.targets))
+                object.__setattr__(self, name, _items(name, given))
+        targets = self.targets
+        object.__setattr__(self, "targets", (targets,) if isinstance(targets, (str, os.PathLike)) or
+                           _is_target(targets) else _items("targets", targets))
         if self.fusion is not None and not isinstance(self.fusion, str):
-            object.__setattr__(self, "fusion", tuple(self.fusion))
+            object.__setattr__(self, "fusion", _items("fusion", self.fusion))
+        self._check()
+
+    def _check(self) -> None:
+        """Every value of the right type and in range, or an OptionError naming the argument."""
+        if isinstance(self.input_shapes, Mapping):
+            for name, shape in self.input_shapes.items():
+                _name("input_shapes", name)
+                if isinstance(shape, (str, bytes)) or not (isinstance(shape, Sequence) or hasattr(shape, "tolist")):
+                    raise OptionError("input_shapes", "input_shapes[{name!r}] = {shape}: give the shape as a list of "
+                                      "integers, e.g. input_shapes={{{name!r}: [1, 3, 224, 224]}}", name=name,
+                                      shape=_shown(shape))
+                for dim in shape:
+                    _count("input_shapes", dim, name, minimum=0)
+        elif self.input_shapes is not None:
+            _strings("input_shapes", self.input_shapes, "{'input': [1, 3, 224, 224]} or ['input:1,3,224,224']")
+        if isinstance(self.dims, Mapping):
+            for name, value in self.dims.items():
+                _name("dims", name)
+                _count("dims", value, name, minimum=0)
+        elif self.dims is not None:
+            _strings("dims", self.dims, "{'batch': 1} or ['batch=1']")
+        if isinstance(self.values, Mapping):
+            for name, value in self.values.items():
+                _name("values", name)
+                if hasattr(value, "tolist"):  # a numpy array or scalar
+                    import numpy as np
+
+                    value = np.asarray(value).reshape(-1).tolist()
+                for number in (value if isinstance(value, (list, tuple)) else (value,)):
+                    if not isinstance(number, numbers.Real) or not math.isfinite(number):
+                        raise OptionError("values", "values[{name!r}] = {value}: give a finite number or a list of "
+                                          "them", name=name, value=_shown(value))
+        elif self.values is not None:
+            _strings("values", self.values, "{'sr': 16000} or ['sr=16000']")
+        for target in self.targets:
+            if not isinstance(target, (str, os.PathLike)) and not _is_target(target):
+                raise OptionError("targets", "targets: {target} is not a target: give bundled target names, target "
+                                  "file paths or Target objects, e.g. targets=['l4']", target=_shown(target))
+        if self.fusion is not None and not isinstance(self.fusion, str):
+            _strings("fusion", self.fusion, "'epilogue' or ['epilogue', 'elementwise']")
+        for name, minimum in (("loop_trips", 1), ("batch", 1), ("seq", 1), ("context", 0), ("encoder_seq", 1)):
+            if getattr(self, name) is not None:
+                _count(name, getattr(self, name), None, minimum)
+        for name in ("elementwise_in_place", "overhead", "checker_in_child", "partial", "ignore_missing_dims",
+                     "search_order"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(name, "{name}={value}: give True or False", name=name,
+                                  value=_shown(getattr(self, name)))
+        if not isinstance(self.dtype, str):
+            raise OptionError("dtype", "dtype={value}: give a name such as 'fp16' (or 'model': as stored)",
+                              value=_shown(self.dtype))
+        if self.phase is not None and self.phase not in ("prefill", "decode"):
+            raise OptionError("phase", "{opt.phase} {value}: choose prefill or decode", value=_shown(self.phase))
 
     @classmethod
     def given(cls, options: AnalysisOptions | None, arguments: Mapping[str, object]) -> AnalysisOptions:
@@ -89,8 +153,12 @@ class AnalysisOptions:
         (analyze()'s keyword arguments), not both."""
         if options is None:
             return cls(**arguments)  # type: ignore[arg-type]
+        if not isinstance(options, AnalysisOptions):
+            raise OptionError("options", "options={value}: give an AnalysisOptions (or the options one by one)",
+                              value=_shown(options))
         if arguments:
-            raise TypeError(f"give the options as options= or one by one, not both ({', '.join(arguments)})")
+            raise OptionError("options", "give the options as options= or one by one, not both ({given})",
+                              given=", ".join(arguments))
         return options
 
     def changed(self) -> dict[str, object]:
@@ -102,3 +170,52 @@ class AnalysisOptions:
         default = AnalysisOptions()
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if getattr(self, f.name) != getattr(default, f.name)}
+
+
+def _shown(value: object) -> str:
+    """A value as a message shows it: its repr, cut short (a long one is not echoed whole)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:40] + f"... ({type(value).__name__})"
+
+
+def _is_target(value: object) -> bool:
+    from .roofline.targets import Target  # only when a value is neither a name nor a path
+
+    return isinstance(value, Target)
+
+
+def _items(option: str, given: object) -> tuple:
+    """A lone string as one item, any other iterable as a tuple, anything else refused."""
+    if isinstance(given, str):
+        return (given,)
+    if isinstance(given, (bytes, bytearray)) or not hasattr(given, "__iter__"):
+        mapping = " (or a mapping)" if option in ("input_shapes", "dims", "values") else ""
+        raise OptionError(option, "{name}={value}: give a list{mapping}", name=option, value=_shown(given),
+                          mapping=mapping)
+    return tuple(given)
+
+
+def _strings(option: str, items: tuple, example: str) -> None:
+    wrong = next((item for item in items if not isinstance(item, str)), None)
+    if wrong is not None:
+        raise OptionError(option, "{name}: {value} is not a string; give {example}", name=option,
+                          value=_shown(wrong), example=example)
+
+
+def _name(option: str, name: object) -> None:
+    if not isinstance(name, str) or not name:
+        raise OptionError(option, "{name}: the key {value} is not a name; give a non-empty string",
+                          name=option, value=_shown(name))
+
+
+def _count(option: str, value: object, where: str | None, minimum: int) -> None:
+    """A whole number in [minimum, MAX_DIM]: not a bool, a float or a string. ``where`` is the
+    mapping key it is the value of (None: the option's own value, which a flag may have given)."""
+    head = "{opt.%s} {value}" % option if where is None else "%s[{where!r}] = {value}" % option
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise OptionError(option, head + ": give a whole number (an int)", where=where, value=_shown(value))
+    if value < minimum:
+        raise OptionError(option, head + ": give a whole number of {minimum} or more", where=where, value=int(value),
+                          minimum=minimum)
+    if value > MAX_DIM:
+        raise OptionError(option, head + ": over the limit, {limit}", where=where, value=int(value), limit=MAX_DIM_TEXT)

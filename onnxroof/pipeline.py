@@ -126,6 +126,11 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
                           choices=", ".join(RECAST_DTYPES))
     chosen = _load_targets(options.targets)
     load_entry_points()
+    if not isinstance(model, (str, os.PathLike, onnx.ModelProto)):
+        kind = f"{len(model):,} bytes" if isinstance(model, (bytes, bytearray)) else type(model).__name__
+        raise OptionError("model", "model: {kind} is not a model; give a path or an onnx.ModelProto"
+                          + (" (onnx.load_from_string(data) reads bytes)" if isinstance(model, (bytes, bytearray)) else ""),
+                          kind=kind)
     if isinstance(model, onnx.ModelProto):
         path, file_bytes, checking = None, None, None
         proto = onnx.ModelProto()

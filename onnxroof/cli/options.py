@@ -48,7 +48,8 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
                           help="let single-consumer elementwise ops overwrite their input (memory analysis)")
     other = parser.add_argument_group("rules and diagnostics")
     other.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
-                       help="a Python file that registers cost rules with onnxroof.register (repeatable)")
+                       help="a Python file that registers cost rules with onnxroof.register (repeatable); it is run "
+                            "as Python with your rights: pass only files you trust")
     other.add_argument("--strict", action="store_true",
                        help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")
     other.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")

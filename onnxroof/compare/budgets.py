@@ -13,6 +13,7 @@ Budget(metric='latency', target='myriad-x', op='>', limit=2.0, relative=True, te
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ TARGET_METRICS: dict[str, Callable] = {
 # how each metric's value reads in a message ("params is 11.7 M (11,680,912)"); counts otherwise
 _UNITS = {"param_bytes": "bytes", "peak_memory": "bytes", "best_peak_memory": "bytes", "dram_bytes": "bytes",
           "latency": "seconds", "throughput": "per_second", "energy": "joules"}
+MAX_LIMIT = 1e300  # a budget's limit: any count, byte size or time a model can reach, far from float's end
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 _SUFFIXES = {
     "": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
@@ -114,7 +116,7 @@ def parse_budget(text: str) -> Budget:
     if metric not in MODEL_METRICS and metric not in TARGET_METRICS:
         known = ", ".join([*MODEL_METRICS, *(f"{m}[TARGET]" for m in TARGET_METRICS)])
         raise UsageError(f"--fail-if {text!r}: unknown metric {metric!r}; choose from {known}")
-    number = float(match["number"]) * 10 ** int(match["exp"] or 0)
+    number = float(f"{match['number']}e{match['exp'] or 0}")  # too large: inf (refused below); too small: 0
     if match["sign"] == "-":
         number = -number
     relative = suffix == "%"
@@ -124,6 +126,8 @@ def parse_budget(text: str) -> Budget:
         if match["sign"] == "+":
             raise UsageError(f"--fail-if {text!r}: a signed limit is relative and needs %, e.g. +5%")
         number *= _SUFFIXES[suffix]
+    if not math.isfinite(number) or abs(number) > MAX_LIMIT:
+        raise UsageError(f"--fail-if {text!r}: the limit {number:g} is out of range: at most 1e300")
     return Budget(metric, target, match["op"], number, relative, text.strip())
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import onnx
 
 from ..core.errors import UsageError
+from ..core.tensors import MAX_DIM, MAX_DIM_TEXT
 from ..options import AnalysisOptions
 
 MAX_POINTS = 64
@@ -38,8 +39,10 @@ def parse_sweep(text: str) -> tuple[str, list]:
         raise UsageError(f"--sweep {text!r}: expected SYMBOL=V1,V2,..., e.g. --sweep sequence_length=1,64,512")
     if symbol == "dtype":
         return symbol, items
-    if not all(v.isdigit() for v in items):
+    if not all(v.isascii() and v.isdigit() for v in items):
         raise UsageError(f"--sweep {text!r}: values must be non-negative integers")
+    if (large := next((v for v in items if int(v) > MAX_DIM), None)) is not None:
+        raise UsageError(f"--sweep {text!r}: {large} is over the limit, {MAX_DIM_TEXT}")
     return symbol, [int(v) for v in items]
 
 

@@ -14,6 +14,12 @@ if TYPE_CHECKING:
 Dim = int | str | None  # int: known; str: a symbolic dim's name; None: unknown and unnamed
 
 
+# the largest dim ONNX stores (an int64): a value given for a dim, or a dim the model writes as a
+# number in its name, beyond it is refused
+MAX_DIM = 2**63 - 1
+MAX_DIM_TEXT = "2^63 - 1 = 9,223,372,036,854,775,807, the largest dim ONNX stores"
+
+
 @dataclass(slots=True)  # one per tensor on a big graph: slots make them cheap to build and read
 class TensorInfo:
     """What is known about one tensor: its element type and its shape. Treat as immutable."""

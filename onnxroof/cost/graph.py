@@ -26,7 +26,7 @@ import onnx
 
 from ..core.dtypes import dtype_name, tensor_bytes
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, node_names, read_node_fields
-from ..ops import NodeView, OpCost, OpRule, OpTrait, UnknownShape, UnknownValue, rule_for
+from ..ops import NodeView, OpCost, OpRule, OpTrait, UnknownShape, UnknownValue, checked_cost, rule_for
 from ..frontend.shape_arithmetic import settings_tensors
 from ..frontend.shapes import ShapeResult
 from ..core.tensors import TensorInfo
@@ -519,7 +519,8 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
 
 def _apply_rule(handler, view: NodeView) -> tuple[NodeStatus, str, OpCost]:
     try:
-        return NodeStatus.OK, "", handler(view)
+        cost, problem = checked_cost(handler(view))  # a plugin's rule may return NaN or a negative count
+        return (NodeStatus.OK, "", cost) if cost is not None else (NodeStatus.UNKNOWN_SHAPE, problem, _NO_COST)
     except UnknownValue as exc:
         return NodeStatus.UNKNOWN_VALUE, str(exc), _NO_COST
     except UnknownShape as exc:

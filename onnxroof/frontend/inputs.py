@@ -19,7 +19,8 @@ from onnx import helper
 
 from ..core.errors import OptionError
 from ..core.nodes import nested_graphs
-from ..core.tensors import UnresolvedDim, info_from_value_info
+from ..core.errors import ModelError
+from ..core.tensors import MAX_DIM, MAX_DIM_TEXT, UnresolvedDim, info_from_value_info
 
 # ---------------------------------------------------------------------------------------------
 # Flags: --input-shape NAME:1,3,224,224 and --dim SYMBOL=VALUE
@@ -49,6 +50,9 @@ def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
     if not dims or None in dims:
         raise OptionError("input_shapes", "{opt.input_shapes} {text!r}: expected NAME:D1,D2,... with non-negative "
                           "integer dims, e.g. {opt.input_shapes} input:1,3,224,224", text=text)
+    if (large := next((d for d in dims if d > MAX_DIM), None)) is not None:
+        raise OptionError("input_shapes", "{opt.input_shapes} {text!r}: {value} is over the limit, {limit}", text=text,
+                          value=large, limit=MAX_DIM_TEXT)
     return (name or None), tuple(dims)  # type: ignore[arg-type]
 
 
@@ -63,6 +67,9 @@ def parse_dim(text: str) -> tuple[str, int]:
     if not sep or not symbol.strip() or value is None:
         raise OptionError("dims", "{opt.dims} {text!r}: expected SYMBOL=VALUE with a non-negative integer, "
                           "e.g. {opt.dims} batch=1", text=text)
+    if value > MAX_DIM:
+        raise OptionError("dims", "{opt.dims} {text!r}: {value} is over the limit, {limit}", text=text, value=value,
+                          limit=MAX_DIM_TEXT)
     return symbol.strip(), value
 
 
@@ -154,6 +161,9 @@ def fix_digit_dims(model: onnx.ModelProto) -> int:
             for dim in _dims_of(value_info) or ():
                 text = dim.dim_param
                 if text and text.isascii() and text.strip().isdigit():
+                    if int(text) > MAX_DIM:
+                        raise ModelError(f"tensor {value_info.name!r} has the dim {text.strip()!r}, over the limit, "
+                                         f"{MAX_DIM_TEXT}; fix the export")
                     dim.dim_value = int(text)  # the oneof: clears dim_param
                     fixed += 1
                 elif text.strip() in PLACEHOLDER_DIM_NAMES:
@@ -376,6 +386,10 @@ def bind_inputs(
                     if dim.dim_param in values:
                         dim.dim_value = values[dim.dim_param]
                     elif dim.dim_param and (found := expression_value(dim.dim_param, values)) is not None:
+                        if found > MAX_DIM:
+                            raise OptionError("dims", "{opt.dims}: the dim {dim!r} of {input!r} comes to {value}, "
+                                              "over the limit, {limit}", dim=dim.dim_param, input=value_info.name,
+                                              value=found, limit=MAX_DIM_TEXT)
                         dim.dim_value = found  # its names are bound: it is their value
                     elif dim.dim_param and expression_names(dim.dim_param):
                         dim.dim_param = _substituted(dim.dim_param, values)  # what is left to give

@@ -32,6 +32,7 @@ from .base import (  # noqa: F401  (the package's interface)
     ShapeHandler,
     UnknownShape,
     UnknownValue,
+    checked_cost,
     output_types,
     per_element_flop_counter,
     register,

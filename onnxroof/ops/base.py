@@ -5,8 +5,9 @@ package imports them all, so that every rule is registered once ``onnxroof.ops``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Flag, auto
+import math
 from math import prod
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -51,6 +52,49 @@ class OpCost:
     # model numbers stored in the node's attributes (ai.onnx.ml: tree thresholds, coefficients):
     # parameters of the node itself, counted once like a stored tensor
     attribute_params: int = 0
+
+
+# the most operations or elements one node's rule may count: past it (a plugin returning 10^400),
+# the times and intensities computed from it would leave what a float holds
+MAX_COUNT = 10**38
+
+
+def checked_cost(cost: object) -> tuple[OpCost | None, str]:
+    """A rule's result as the costing stage takes it: an OpCost whose counts are whole numbers from
+    0 to MAX_COUNT (a plugin's rule may return NaN, a negative count or a float); (None, the reason)
+    when it is not, and the node is then not counted. A whole float or a numpy integer is taken as
+    the int it is."""
+    if (type(cost) is OpCost and type(cost.macs) is int and type(cost.flops) is int and 0 <= cost.macs <= MAX_COUNT
+            and 0 <= cost.flops <= MAX_COUNT and type(cost.attribute_params) is int and cost.attribute_params >= 0
+            and cost.weight_elements_read is None and not cost.param_elements and not cost.weight_reads
+            and not cost.activation_reads and not cost.output_writes):
+        return cost, ""  # what the built-in rules return: nothing to convert
+    if not isinstance(cost, OpCost):
+        return None, f"the cost rule returned {type(cost).__name__}, not an OpCost"
+    changes: dict[str, Any] = {}
+    try:
+        for name in ("macs", "flops", "attribute_params", "weight_elements_read"):
+            value = getattr(cost, name)
+            if value is not None or name != "weight_elements_read":
+                changes[name] = _count(value, name)
+        for name in ("param_elements", "weight_reads", "activation_reads", "output_writes"):
+            pairs = getattr(cost, name)
+            changes[name] = tuple((_count(slot, f"{name} slot"), _count(count, name)) for slot, count in pairs)
+    except (TypeError, ValueError) as exc:
+        return None, f"the cost rule returned {exc}: a count must be a whole number from 0 to 10^38"
+    return replace(cost, **changes), ""
+
+
+def _count(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}={value!r}"[:80])
+    if isinstance(value, (float, np.floating)):
+        whole = math.isfinite(value) and 0 <= value <= MAX_COUNT and value == int(value)
+    else:
+        whole = 0 <= value <= MAX_COUNT
+    if not whole:
+        raise ValueError(f"{name}={value!r}"[:80])
+    return int(value)
 
 
 class UnknownShape(Exception):

@@ -90,6 +90,11 @@ else:  # Python 3.10: the same parser, from PyPI
 SCHEMA = "onnxroof-target/1"
 DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 TAGS = ("vendor", "paper", "estimate", "measured")
+# every figure's value is finite and in this range: a pJ per op or a launch of ns at the bottom, a
+# zetta-op/s at the top (no chip is near either end); beyond, the products and quotients of the
+# model's counts would leave what a float holds
+FIGURE_RANGE = (1e-12, 1e21)
+MAX_POINT_COUNT = 2**63 - 1  # an efficiency curve's output rows or columns
 PARALLEL_KINDS = ("tiles", "systolic")
 # the roof a node's element type runs on, then the fallbacks when a target lacks that roof
 ROOF_PREFERENCE = {
@@ -386,6 +391,10 @@ def parse_target(path: Path) -> Target:
         raise UsageError(f"{path}: cannot be read ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML ({exc})") from exc
+    except (RecursionError, MemoryError, ValueError) as exc:  # the reader's own limits: nesting, huge numbers
+        problem = "nested too deeply" if isinstance(exc, RecursionError) else "too large" if isinstance(
+            exc, MemoryError) else str(exc).splitlines()[0][:120]
+        raise UsageError(f"{path}: cannot be read as a target file ({problem})") from None
     where = str(path)
 
     def text(key: str) -> str:
@@ -395,7 +404,7 @@ def parse_target(path: Path) -> Target:
         return value
 
     if data.get("schema", SCHEMA) != SCHEMA:
-        raise UsageError(f"{where}: 'schema' is {data.get('schema')!r}; this onnxroof reads {SCHEMA!r}")
+        raise UsageError(f"{where}: 'schema' is {_shown(data.get('schema'))}; this onnxroof reads {SCHEMA!r}")
     peaks = data.get("peak_ops_per_s")
     if not isinstance(peaks, dict) or not peaks:
         raise UsageError(f"{where}: 'peak_ops_per_s' is missing: give at least one of {', '.join(DTYPES)}")
@@ -442,11 +451,11 @@ def _error_band(data: dict, where: str) -> dict:
         return {}
     if not 0 < figure.value <= 10:
         raise UsageError(f"{where}: 'error_band.value' is the fraction |predicted / measured - 1| a forecast stays "
-                         f"within (0.18 for +-18%), not {figure.value!r}")
+                         f"within (0.18 for +-18%), not {_shown(figure.value)}")
     roofs = data["error_band"].get("roofs", [])
     if not isinstance(roofs, list) or any(roof not in DTYPES for roof in roofs):
         raise UsageError(f"{where}: 'error_band.roofs' must list the roofs its measurements ran on ({', '.join(DTYPES)}), "
-                         f"not {roofs!r}")
+                         f"not {_shown(roofs)}")
     return {"error_band": figure, "error_band_roofs": tuple(roofs)}
 
 
@@ -456,12 +465,12 @@ def _weights(data: dict, where: str) -> dict:
         return {}
     resident, source = section.get("resident"), section.get("source")
     if not isinstance(resident, bool):
-        raise UsageError(f"{where}: 'weights.resident' must be true or false, not {resident!r}")
+        raise UsageError(f"{where}: 'weights.resident' must be true or false, not {_shown(resident)}")
     if not isinstance(source, str) or not source.strip():
         raise UsageError(f"{where}: 'weights.source' must say why the parameters stay on chip (or do not)")
     partial = section.get("partial", True)
     if not isinstance(partial, bool):
-        raise UsageError(f"{where}: 'weights.partial' must be true or false, not {partial!r}")
+        raise UsageError(f"{where}: 'weights.partial' must be true or false, not {_shown(partial)}")
     return {"weights_resident": resident, "weights_source": source, "weights_partial": partial}
 
 
@@ -471,7 +480,7 @@ def _parallel(data: dict, where: str) -> Parallel | None:
         return None
     kind = section.get("kind")
     if kind not in PARALLEL_KINDS:
-        raise UsageError(f"{where}: 'parallel.kind' must be one of {', '.join(PARALLEL_KINDS)}, not {kind!r}")
+        raise UsageError(f"{where}: 'parallel.kind' must be one of {', '.join(PARALLEL_KINDS)}, not {_shown(kind)}")
     tiles = {}
     for side in ("tile_rows", "tile_cols"):
         table = section.get(side)
@@ -533,12 +542,12 @@ def _by_op(table, label: str, where: str) -> dict[str, float]:
     """``{ OpType = fraction, ... }``: op type names, fractions in (0, 1]."""
     if not isinstance(table, dict) or not table:
         raise UsageError(f"{where}: '{label}' must be an inline table of op type = fraction "
-                         f"({{ Erf = 0.16, Tanh = 0.25 }}), not {table!r}")
+                         f"({{ Erf = 0.16, Tanh = 0.25 }}), not {_shown(table)}")
     for op, fraction in table.items():
         if not op.isidentifier():
             raise UsageError(f"{where}: '{label}.{op}' is not an op type: name it as the model does (Erf, QuantizeLinear)")
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-            raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {fraction!r}")
+            raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {_shown(fraction)}")
     return {op: float(fraction) for op, fraction in table.items()}
 
 
@@ -553,15 +562,17 @@ def _points(points, label: str, where: str, unit: str) -> tuple[tuple[int, float
     """``[[count, fraction], ...]`` (``unit``: output "columns" or "rows"): whole counts,
     increasing; fractions in (0, 1]."""
     if not isinstance(points, list) or not points:
-        raise UsageError(f"{where}: '{label}' must be a list of [output {unit}, fraction] points, not {points!r}")
+        raise UsageError(f"{where}: '{label}' must be a list of [output {unit}, fraction] points, not {_shown(points)}")
     parsed = []
     for point in points:
         if (not isinstance(point, list) or len(point) != 2 or any(isinstance(v, bool) for v in point)
                 or not isinstance(point[0], int) or not isinstance(point[1], (int, float))):
-            raise UsageError(f"{where}: '{label}' point {point!r} must be [whole output {unit}, fraction]")
+            raise UsageError(f"{where}: '{label}' point {_shown(point)} must be [whole output {unit}, fraction]")
         count, fraction = point
         if count < 1 or not 0 < fraction <= 1:
-            raise UsageError(f"{where}: '{label}' point {point!r}: {unit} at least 1, fraction in (0, 1]")
+            raise UsageError(f"{where}: '{label}' point {_shown(point)}: {unit} at least 1, fraction in (0, 1]")
+        if count > MAX_POINT_COUNT:
+            raise UsageError(f"{where}: '{label}' point {_shown(point)}: {unit} at most 2^63 - 1")
         if parsed and count <= parsed[-1][0]:
             raise UsageError(f"{where}: '{label}' {unit} must increase ({parsed[-1][0]} then {count})")
         parsed.append((count, float(fraction)))
@@ -575,7 +586,7 @@ def _fusion(data: dict, where: str) -> dict:
     rules = section.get("rules")
     if not isinstance(rules, list) or any(rule not in FUSION_RULES for rule in rules):
         raise UsageError(f"{where}: 'fusion.rules' must be a list of {', '.join(FUSION_RULES)} (or [] for none), "
-                         f"not {rules!r}")
+                         f"not {_shown(rules)}")
     source = section.get("source")
     if not isinstance(source, str) or not source.strip():
         raise UsageError(f"{where}: 'fusion.source' must say which runtime fuses these and where that is documented")
@@ -598,16 +609,30 @@ def _figure(table: dict, key: str, label: str, where: str, required: bool = True
             raise UsageError(f"{where}: '{label}' is missing; give {{value, tag, source}}")
         return None
     if not isinstance(entry, dict):
-        raise UsageError(f"{where}: '{label}' must be a table {{value, tag, source}}, not {entry!r}")
+        raise UsageError(f"{where}: '{label}' must be a table {{value, tag, source}}, not {_shown(entry)}")
     value = entry.get("value")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{where}: '{label}.value' must be a number, not {value!r}")
+        raise UsageError(f"{where}: '{label}.value' must be a number, not {_shown(value)}")
     if not value > 0:
-        raise UsageError(f"{where}: '{label}.value' must be positive, not {value!r}")
+        raise UsageError(f"{where}: '{label}.value' must be positive, not {_shown(value)}")
+    low, high = FIGURE_RANGE
+    if not (low <= value <= high and math.isfinite(value)):  # (an int is compared exactly, however long)
+        raise UsageError(f"{where}: '{label}.value' is {_shown(value)}, out of range: a figure is finite, from "
+                         f"{low:g} to {high:g}")
     tag = entry.get("tag")
     if tag not in TAGS:
-        raise UsageError(f"{where}: '{label}.tag' must be one of {', '.join(TAGS)}, not {tag!r}")
+        raise UsageError(f"{where}: '{label}.tag' must be one of {', '.join(TAGS)}, not {_shown(tag)}")
     source = entry.get("source")
     if not isinstance(source, str) or not source.strip():
         raise UsageError(f"{where}: '{label}.source' must say where the figure comes from")
     return Figure(float(value), tag, source)
+
+
+def _shown(value: object) -> str:
+    """A value a message names: its repr, cut short (a file may hold a 400-digit number or arrays
+    nested thousands deep, whose repr is long or cannot be made)."""
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):  # nested too deep; an int too long to print
+        return f"a {type(value).__name__} too large to show"
+    return text if len(text) <= 60 else text[:40] + f"... ({type(value).__name__} of {len(text):,} characters)"

@@ -34,6 +34,7 @@ import textwrap
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ..core.text import printable
 from ..ops import OpTrait, traits_of
 from ..options import AnalysisOptions
 from .latency_formulas import LatencyFormula, latency_lines
@@ -550,4 +551,4 @@ def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
                                break_on_hyphens=False)
     for note in found.notes:
         lines += textwrap.wrap(f"  note: {note}", COLUMNS, subsequent_indent="    ")
-    return lines
+    return [printable(line) for line in lines]  # the dim and node names are the model's

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from onnxroof.cli.app import main
@@ -93,3 +94,40 @@ def test_entry_point_plugins_are_loaded_once(monkeypatch):
     assert plugins.load_entry_points() == ["acme"]
     assert plugins.load_entry_points() == []  # once per process
     assert calls == [plugins.register]
+
+
+def test_a_plugin_rule_returning_nan_or_a_negative_count_is_not_counted(tmp_path, capsys):
+    """What a rule returns is checked where the costing stage takes it: NaN, a negative count, a
+    fraction or no OpCost leaves the node not counted with the reason; NaN never reaches the JSON."""
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         *(helper.make_node(op, ["r"], [f"y{i}"], domain="acme", name=op) for i, op in enumerate(
+             ("NanOp", "NegativeOp", "HalfOp", "WholeFloatOp", "NotACost", "HugeOp")))],
+        [("x", TensorProto.FLOAT, [2, 5])], [(f"y{i}", TensorProto.FLOAT, [2, 5]) for i in range(6)],
+    )
+    model.opset_import.append(helper.make_opsetid("acme", 1))
+    path = tmp_path / "rules.onnx"
+    onnx.save(model, path)
+    plugin = tmp_path / "bad_rules.py"
+    plugin.write_text(
+        "from onnxroof import register\nfrom onnxroof.ops import OpCost\n"
+        "register('NanOp', lambda node: OpCost(macs=float('nan')), family='custom', domain='acme')\n"
+        "register('NegativeOp', lambda node: OpCost(flops=-5), family='custom', domain='acme')\n"
+        "register('HalfOp', lambda node: OpCost(flops=2.5), family='custom', domain='acme')\n"
+        "register('WholeFloatOp', lambda node: OpCost(flops=4.0), family='custom', domain='acme')\n"
+        "register('NotACost', lambda node: 7, family='custom', domain='acme')\n"
+        "register('HugeOp', lambda node: OpCost(macs=10**400), family='custom', domain='acme')\n")
+    try:
+        assert main(["summary", str(path), "--format", "json", "-q", "--plugin", str(plugin), "--target", "l4"]) == 0
+        out = capsys.readouterr().out
+        document = json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
+    finally:
+        for op in ("NanOp", "NegativeOp", "HalfOp", "WholeFloatOp", "NotACost", "HugeOp"):
+            COST_RULES.pop(("acme", op), None)
+    nodes = {n["name"]: n for n in document["nodes"]}
+    assert nodes["WholeFloatOp"]["counted"] and nodes["WholeFloatOp"]["flops"] == 4
+    assert type(nodes["WholeFloatOp"]["flops"]) is int
+    for op, words in (("NanOp", "macs=nan"), ("NegativeOp", "flops=-5"), ("HalfOp", "flops=2.5"),
+                      ("NotACost", "returned int, not an OpCost"), ("HugeOp", "macs=1000")):
+        assert not nodes[op]["counted"] and words in nodes[op]["reason"], nodes[op]
+    assert document["totals"]["flops"] == 10 + 4 and not document["complete"]

@@ -253,6 +253,31 @@ def test_non_number_value(tmp_path):
     assert "'peak_ops_per_s.fp32.value' must be a number" in message and "1 TFLOPS" in message
 
 
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e308", "5e-324", "9" * 400])
+def test_a_figure_out_of_range_is_refused_naming_the_field(tmp_path, value):
+    message = usage_error(write(tmp_path, VALID.replace("value = 100e9", f"value = {value}")))
+    assert "'dram.bandwidth_bytes_per_s.value'" in message and len(message) < 300
+    assert "out of range" in message or "must be positive" in message
+
+
+def test_the_figure_range_ends_are_accepted(tmp_path):
+    text = VALID.replace("value = 100e9", "value = 1e21").replace("value = 3.7", "value = 1e-12")
+    assert load_target(str(write(tmp_path, text))).dram_bytes_per_s.value == 1e21
+
+
+@pytest.mark.parametrize("nested", ["[" * 5000 + "]" * 5000, "{ a = " * 3000 + "1" + " }" * 3000])
+def test_the_readers_own_limits_are_a_usage_error(tmp_path, nested):
+    message = usage_error(write(tmp_path, VALID.replace("value = 100e9", f"value = {nested}")))
+    assert "nested too deeply" in message or "dram.bandwidth_bytes_per_s" in message
+
+
+def test_a_huge_point_count_is_refused(tmp_path):
+    text = VALID + ('\n[efficiency.gemm]\nvalue = 0.5\ntag = "estimate"\nsource = "x"\n'
+                    f'by_rows = [[1, 0.2], [{"9" * 400}, 0.5]]\n')
+    message = usage_error(write(tmp_path, text))
+    assert "efficiency.gemm.by_rows" in message and len(message) < 300
+
+
 def test_boolean_is_not_a_number(tmp_path):
     text = VALID.replace("value = 1e12", "value = true")
     assert "'peak_ops_per_s.fp32.value' must be a number" in usage_error(write(tmp_path, text))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...core.text import printable
 from ...core.units import seconds
 from ...measure.profiling import Coverage
 from .table import clip, inputs_line
@@ -41,8 +42,8 @@ def render_profile_table(result: ProfileResult) -> str:
             note = "not run by onnxruntime (view or folded)"
         else:
             note = "no kernel found for it"
-        rows.append((clip(n.name, 36), n.op_type, n.bound or "-", seconds(n.predicted_s), seconds(n.measured_s),
-                     _ratio(n.ratio), note))
+        rows.append((clip(n.name, 36), printable(n.op_type), n.bound or "-", seconds(n.predicted_s),
+                     seconds(n.measured_s), _ratio(n.ratio), note))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     right = {3, 4, 5}
     for row in rows:
@@ -66,4 +67,4 @@ def render_profile_table(result: ProfileResult) -> str:
         lines.append(f"note: no kernel covers {len(mapping.not_seen)} node(s): " + ", ".join(mapping.not_seen[:5])
                      + (" ..." if len(mapping.not_seen) > 5 else ""))
     lines += [f"note: {note}" for note in result.notes + report.notes]
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(printable, lines)) + "\n"  # names are the model's (and onnxruntime's, from them)

@@ -13,6 +13,7 @@ from ...core.dtypes import dtype_name
 from ..bounds import bound_label, time_by_bound
 from ..formatting import as_bound, latency_kind_words
 from ...roofline.verdicts import capacity_text, finding_lines, fit_text
+from ...core.text import csv_cell, printable
 from ...core.units import iec, intensity, joules, seconds, si
 from ...roofline.targets import LatencyKind
 
@@ -34,13 +35,6 @@ def shape_text(shape: list | None) -> str:
     if shape is None:
         return "?"
     return printable("x".join("?" if d is None else str(d) for d in shape)) or "scalar"  # dim names are the model's
-
-
-def printable(text: object) -> str:
-    """Model-supplied text (names, producer, doc strings) for a terminal: one line, and control
-    characters (newlines, ANSI escapes) shown as '?', never interpreted."""
-    text = str(text)
-    return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
 
 
 INPUTS_SHOWN = 6  # a KV-cached decoder has a hundred inputs: one line names the first few
@@ -97,8 +91,8 @@ def llm_lines(llm) -> list[str]:
 
 def assumed_text(assumed: dict[str, int]) -> str:
     """"batch=1 (a batch dim the inputs leave open; --dim batch=N to change)"."""
-    pairs = ", ".join(f"{symbol}={value}" for symbol, value in assumed.items())
-    flags = " ".join(f"--dim {symbol}=N" for symbol in assumed)
+    pairs = ", ".join(f"{printable(symbol)}={value}" for symbol, value in assumed.items())  # the model's dim names
+    flags = " ".join(f"--dim {printable(symbol)}=N" for symbol in assumed)
     return f"{pairs} (a batch dim the inputs leave open; {flags} or --batch N to change)"
 
 
@@ -271,6 +265,9 @@ def distinct_clips(names: list[str], width: int) -> list[str]:
 
 
 def render_csv(analysis: "Analysis") -> str:
+    """One row per node. The model's text (names, op types, domains, dims) is made safe for a
+    terminal and a spreadsheet program: control characters as '?', and a cell that starts as a
+    formula (= + - @, tab, carriage return) prefixed with ' (the OWASP rule)."""
     import csv  # only this format needs it
 
     buffer = io.StringIO()
@@ -278,12 +275,12 @@ def render_csv(analysis: "Analysis") -> str:
     writer.writerow(CSV_COLUMNS)
     rows = _look_alike_rows(analysis.nodes)
     tails = [  # each group's cells right of the name
-        (r.op_type, r.domain, r.status, r.dtype, shape_text(_output_shape(r)), r.macs, r.mac_flops, r.flops, r.params,
+        (csv_cell(r.op_type), csv_cell(r.domain), r.status, r.dtype, csv_cell(shape_text(_output_shape(r))), r.macs, r.mac_flops, r.flops, r.params,
          r.weight_bytes, r.input_bytes, r.output_bytes, "" if r.intensity is None else f"{r.intensity:.6g}")
         for r in rows.firsts
     ]
     for index, name, group in zip(rows.indices, rows.names, rows.groups):
-        writer.writerow((index, name, *tails[group]))
+        writer.writerow((index, csv_cell(name), *tails[group]))
     return buffer.getvalue()
 
 

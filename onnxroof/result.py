@@ -194,20 +194,12 @@ class Analysis:
 
     def _repr_html_(self) -> str:
         """What a notebook shows: the findings, the totals and each target's card and roofline
-        (the report's view, :data:`notebook_view`); without it, the totals and latencies."""
+        (the report's view, :data:`notebook_view`); without it, the short summary."""
         if notebook_view is not None:
             return notebook_view(self)
         from html import escape
 
-        from .core.units import iec, seconds, si
-
-        t = self.totals
-        cells = [("parameters", si(t.params)), ("MAC-FLOPs", si(t.mac_flops)), ("FLOPs", si(t.flops)),
-                 ("peak activations", iec(self.memory.model_order.peak_bytes)), ("nodes", f"{t.nodes:,}")]
-        cells += [(f"latency on {report.target.name}", seconds(report.latency_s)) for report in self.targets]
-        rows = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:right'>{escape(v)}</td></tr>"
-                       for k, v in cells)
-        return f"<div><strong>onnxroof: {escape(self.model.label)}</strong><table>{rows}</table></div>"
+        return f"<pre>{escape(str(self))}</pre>"
 
     @property
     def complete(self) -> bool:

@@ -81,6 +81,8 @@ from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.files import not_a_file
 from ..core.resources import resource_dir
+from .figures import (FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, read_figure, read_fraction,  # noqa: F401
+                      read_points, read_section, shown)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -89,12 +91,6 @@ else:  # Python 3.10: the same parser, from PyPI
 
 SCHEMA = "onnxroof-target/1"
 DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
-TAGS = ("vendor", "paper", "estimate", "measured")
-# every figure's value is finite and in this range: a pJ per op or a launch of ns at the bottom, a
-# zetta-op/s at the top (no chip is near either end); beyond, the products and quotients of the
-# model's counts would leave what a float holds
-FIGURE_RANGE = (1e-12, 1e21)
-MAX_POINT_COUNT = 2**63 - 1  # an efficiency curve's output rows or columns
 PARALLEL_KINDS = ("tiles", "systolic")
 # the roof a node's element type runs on, then the fallbacks when a target lacks that roof
 ROOF_PREFERENCE = {
@@ -157,13 +153,6 @@ class LatencyKind(TextEnum):
 
     BOUND = "bound"
     FORECAST = "forecast"
-
-
-@dataclass(frozen=True)
-class Figure:
-    value: float
-    tag: str
-    source: str
 
 
 @dataclass(frozen=True)
@@ -404,16 +393,16 @@ def parse_target(path: Path) -> Target:
         return value
 
     if data.get("schema", SCHEMA) != SCHEMA:
-        raise UsageError(f"{where}: 'schema' is {_shown(data.get('schema'))}; this onnxroof reads {SCHEMA!r}")
+        raise UsageError(f"{where}: 'schema' is {shown(data.get('schema'))}; this onnxroof reads {SCHEMA!r}")
     peaks = data.get("peak_ops_per_s")
     if not isinstance(peaks, dict) or not peaks:
         raise UsageError(f"{where}: 'peak_ops_per_s' is missing: give at least one of {', '.join(DTYPES)}")
     for key in peaks:
         if key not in DTYPES:
             raise UsageError(f"{where}: 'peak_ops_per_s.{key}' is not a known dtype ({', '.join(DTYPES)})")
-    dram = _section(data, "dram", where)
-    onchip = _section(data, "onchip", where, required=False)
-    energy = _section(data, "energy", where, required=False)
+    dram = read_section(data, "dram", where)
+    onchip = read_section(data, "onchip", where, required=False)
+    energy = read_section(data, "energy", where, required=False)
     for kind in ("mul_pj", "add_pj"):
         for key in energy.get(kind, {}):
             if key not in DTYPES:
@@ -422,21 +411,21 @@ def parse_target(path: Path) -> Target:
         name=text("name"),
         description=text("description"),
         path=where,
-        peak_ops_per_s={key: _figure(peaks, key, f"peak_ops_per_s.{key}", where) for key in peaks},
-        dram_bytes_per_s=_figure(dram, "bandwidth_bytes_per_s", "dram.bandwidth_bytes_per_s", where),
-        dram_pj_per_byte=_figure(dram, "energy_pj_per_byte", "dram.energy_pj_per_byte", where, required=False),
-        dram_size_bytes=_figure(dram, "size_bytes", "dram.size_bytes", where, required=False),
-        onchip_bytes=_figure(onchip, "size_bytes", "onchip.size_bytes", where, required=False),
-        onchip_bytes_per_s=_figure(onchip, "bandwidth_bytes_per_s", "onchip.bandwidth_bytes_per_s", where, required=False),
-        onchip_pj_per_byte=_figure(onchip, "energy_pj_per_byte", "onchip.energy_pj_per_byte", where, required=False),
-        mul_pj={k: _figure(energy["mul_pj"], k, f"energy.mul_pj.{k}", where) for k in energy.get("mul_pj", {})},
-        add_pj={k: _figure(energy["add_pj"], k, f"energy.add_pj.{k}", where) for k in energy.get("add_pj", {})},
+        peak_ops_per_s={key: read_figure(peaks, key, f"peak_ops_per_s.{key}", where) for key in peaks},
+        dram_bytes_per_s=read_figure(dram, "bandwidth_bytes_per_s", "dram.bandwidth_bytes_per_s", where),
+        dram_pj_per_byte=read_figure(dram, "energy_pj_per_byte", "dram.energy_pj_per_byte", where, required=False),
+        dram_size_bytes=read_figure(dram, "size_bytes", "dram.size_bytes", where, required=False),
+        onchip_bytes=read_figure(onchip, "size_bytes", "onchip.size_bytes", where, required=False),
+        onchip_bytes_per_s=read_figure(onchip, "bandwidth_bytes_per_s", "onchip.bandwidth_bytes_per_s", where, required=False),
+        onchip_pj_per_byte=read_figure(onchip, "energy_pj_per_byte", "onchip.energy_pj_per_byte", where, required=False),
+        mul_pj={k: read_figure(energy["mul_pj"], k, f"energy.mul_pj.{k}", where) for k in energy.get("mul_pj", {})},
+        add_pj={k: read_figure(energy["add_pj"], k, f"energy.add_pj.{k}", where) for k in energy.get("add_pj", {})},
         energy_table=str(energy.get("table", "")),
-        process_nm=_figure(data, "process_nm", "process_nm", where, required=False),
-        clock_hz=_figure(data, "clock_hz", "clock_hz", where, required=False),
-        power_w=_figure(data, "power_w", "power_w", where, required=False),
-        node_overhead_s=_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
-        split_overhead_s=_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
+        process_nm=read_figure(data, "process_nm", "process_nm", where, required=False),
+        clock_hz=read_figure(data, "clock_hz", "clock_hz", where, required=False),
+        power_w=read_figure(data, "power_w", "power_w", where, required=False),
+        node_overhead_s=read_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
+        split_overhead_s=read_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
         **_efficiency(data, where),
         parallel=_parallel(data, where),
         **_error_band(data, where),
@@ -446,41 +435,41 @@ def parse_target(path: Path) -> Target:
 
 
 def _error_band(data: dict, where: str) -> dict:
-    figure = _figure(data, "error_band", "error_band", where, required=False)
+    figure = read_figure(data, "error_band", "error_band", where, required=False)
     if figure is None:
         return {}
     if not 0 < figure.value <= 10:
         raise UsageError(f"{where}: 'error_band.value' is the fraction |predicted / measured - 1| a forecast stays "
-                         f"within (0.18 for +-18%), not {_shown(figure.value)}")
+                         f"within (0.18 for +-18%), not {shown(figure.value)}")
     roofs = data["error_band"].get("roofs", [])
     if not isinstance(roofs, list) or any(roof not in DTYPES for roof in roofs):
         raise UsageError(f"{where}: 'error_band.roofs' must list the roofs its measurements ran on ({', '.join(DTYPES)}), "
-                         f"not {_shown(roofs)}")
+                         f"not {shown(roofs)}")
     return {"error_band": figure, "error_band_roofs": tuple(roofs)}
 
 
 def _weights(data: dict, where: str) -> dict:
-    section = _section(data, "weights", where, required=False)
+    section = read_section(data, "weights", where, required=False)
     if not section:
         return {}
     resident, source = section.get("resident"), section.get("source")
     if not isinstance(resident, bool):
-        raise UsageError(f"{where}: 'weights.resident' must be true or false, not {_shown(resident)}")
+        raise UsageError(f"{where}: 'weights.resident' must be true or false, not {shown(resident)}")
     if not isinstance(source, str) or not source.strip():
         raise UsageError(f"{where}: 'weights.source' must say why the parameters stay on chip (or do not)")
     partial = section.get("partial", True)
     if not isinstance(partial, bool):
-        raise UsageError(f"{where}: 'weights.partial' must be true or false, not {_shown(partial)}")
+        raise UsageError(f"{where}: 'weights.partial' must be true or false, not {shown(partial)}")
     return {"weights_resident": resident, "weights_source": source, "weights_partial": partial}
 
 
 def _parallel(data: dict, where: str) -> Parallel | None:
-    section = _section(data, "parallel", where, required=False)
+    section = read_section(data, "parallel", where, required=False)
     if not section:
         return None
     kind = section.get("kind")
     if kind not in PARALLEL_KINDS:
-        raise UsageError(f"{where}: 'parallel.kind' must be one of {', '.join(PARALLEL_KINDS)}, not {_shown(kind)}")
+        raise UsageError(f"{where}: 'parallel.kind' must be one of {', '.join(PARALLEL_KINDS)}, not {shown(kind)}")
     tiles = {}
     for side in ("tile_rows", "tile_cols"):
         table = section.get(side)
@@ -489,13 +478,13 @@ def _parallel(data: dict, where: str) -> Parallel | None:
         for key in table:
             if key not in DTYPES:
                 raise UsageError(f"{where}: 'parallel.{side}.{key}' is not a known dtype ({', '.join(DTYPES)})")
-        tiles[side] = {key: _figure(table, key, f"parallel.{side}.{key}", where) for key in table}
+        tiles[side] = {key: read_figure(table, key, f"parallel.{side}.{key}", where) for key in table}
         for key, figure in tiles[side].items():
             if figure.value != int(figure.value):
                 raise UsageError(f"{where}: 'parallel.{side}.{key}.value' must be a whole number, not {figure.value:g}")
     if set(tiles["tile_rows"]) != set(tiles["tile_cols"]):
         raise UsageError(f"{where}: 'parallel.tile_rows' and 'parallel.tile_cols' must name the same roofs")
-    units = _figure(section, "units", "parallel.units", where)
+    units = read_figure(section, "units", "parallel.units", where)
     if units.value != int(units.value):
         raise UsageError(f"{where}: 'parallel.units.value' must be a whole number, not {units.value:g}")
     return Parallel(kind, units, tiles["tile_rows"], tiles["tile_cols"])
@@ -504,12 +493,12 @@ def _parallel(data: dict, where: str) -> Parallel | None:
 def _efficiency(data: dict, where: str) -> dict:
     """``efficiency``, ``efficiency_on_roof``, ``efficiency_by_columns``, ``efficiency_by_op`` and
     ``efficiency_by_rows`` for the Target."""
-    section = _section(data, "efficiency", where, required=False)
+    section = read_section(data, "efficiency", where, required=False)
     figures, on_roof, by_columns, by_op, by_rows = {}, {}, {}, {}, {}
     for key in section:
         if key not in EFFICIENCY_CLASSES:
             raise UsageError(f"{where}: 'efficiency.{key}' is not a kernel class ({', '.join(EFFICIENCY_CLASSES)})")
-        figures[key] = _fraction(section, key, f"efficiency.{key}", where)
+        figures[key] = read_fraction(section, key, f"efficiency.{key}", where)
         entry = section[key]
         if "by_rows" in entry and "by_columns" in entry:
             raise UsageError(f"{where}: 'efficiency.{key}' gives both 'by_rows' and 'by_columns': give one curve per class")
@@ -518,17 +507,17 @@ def _efficiency(data: dict, where: str) -> dict:
                 continue
             if extra in DTYPES:
                 label = f"efficiency.{key}.{extra}"
-                on_roof.setdefault(key, {})[extra] = _fraction(entry, extra, label, where)
+                on_roof.setdefault(key, {})[extra] = read_fraction(entry, extra, label, where)
                 for inner in entry[extra]:
                     if inner not in ("value", "tag", "source", "by_rows"):
                         raise UsageError(f"{where}: '{label}.{inner}' is not a field of a roof's figure "
                                          "(value, tag, source, by_rows)")
                 if "by_rows" in entry[extra]:
-                    by_rows[f"{key}.{extra}"] = _points(entry[extra]["by_rows"], f"{label}.by_rows", where, "rows")
+                    by_rows[f"{key}.{extra}"] = read_points(entry[extra]["by_rows"], f"{label}.by_rows", where, "rows")
             elif extra == "by_columns":
-                by_columns[key] = _points(entry[extra], f"efficiency.{key}.by_columns", where, "columns")
+                by_columns[key] = read_points(entry[extra], f"efficiency.{key}.by_columns", where, "columns")
             elif extra == "by_rows":
-                by_rows[key] = _points(entry[extra], f"efficiency.{key}.by_rows", where, "rows")
+                by_rows[key] = read_points(entry[extra], f"efficiency.{key}.by_rows", where, "rows")
             elif extra == "by_op":
                 by_op[key] = _by_op(entry[extra], f"efficiency.{key}.by_op", where)
             else:
@@ -542,97 +531,26 @@ def _by_op(table, label: str, where: str) -> dict[str, float]:
     """``{ OpType = fraction, ... }``: op type names, fractions in (0, 1]."""
     if not isinstance(table, dict) or not table:
         raise UsageError(f"{where}: '{label}' must be an inline table of op type = fraction "
-                         f"({{ Erf = 0.16, Tanh = 0.25 }}), not {_shown(table)}")
+                         f"({{ Erf = 0.16, Tanh = 0.25 }}), not {shown(table)}")
     for op, fraction in table.items():
         if not op.isidentifier():
             raise UsageError(f"{where}: '{label}.{op}' is not an op type: name it as the model does (Erf, QuantizeLinear)")
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-            raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {_shown(fraction)}")
+            raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {shown(fraction)}")
     return {op: float(fraction) for op, fraction in table.items()}
 
 
-def _fraction(table: dict, key: str, label: str, where: str) -> Figure:
-    figure = _figure(table, key, label, where)
-    if figure.value > 1:
-        raise UsageError(f"{where}: '{label}.value' is a fraction of the roofline, at most 1, not {figure.value:g}")
-    return figure
-
-
-def _points(points, label: str, where: str, unit: str) -> tuple[tuple[int, float], ...]:
-    """``[[count, fraction], ...]`` (``unit``: output "columns" or "rows"): whole counts,
-    increasing; fractions in (0, 1]."""
-    if not isinstance(points, list) or not points:
-        raise UsageError(f"{where}: '{label}' must be a list of [output {unit}, fraction] points, not {_shown(points)}")
-    parsed = []
-    for point in points:
-        if (not isinstance(point, list) or len(point) != 2 or any(isinstance(v, bool) for v in point)
-                or not isinstance(point[0], int) or not isinstance(point[1], (int, float))):
-            raise UsageError(f"{where}: '{label}' point {_shown(point)} must be [whole output {unit}, fraction]")
-        count, fraction = point
-        if count < 1 or not 0 < fraction <= 1:
-            raise UsageError(f"{where}: '{label}' point {_shown(point)}: {unit} at least 1, fraction in (0, 1]")
-        if count > MAX_POINT_COUNT:
-            raise UsageError(f"{where}: '{label}' point {_shown(point)}: {unit} at most 2^63 - 1")
-        if parsed and count <= parsed[-1][0]:
-            raise UsageError(f"{where}: '{label}' {unit} must increase ({parsed[-1][0]} then {count})")
-        parsed.append((count, float(fraction)))
-    return tuple(parsed)
-
-
 def _fusion(data: dict, where: str) -> dict:
-    section = _section(data, "fusion", where, required=False)
+    section = read_section(data, "fusion", where, required=False)
     if not section:
         return {}
     rules = section.get("rules")
     if not isinstance(rules, list) or any(rule not in FUSION_RULES for rule in rules):
         raise UsageError(f"{where}: 'fusion.rules' must be a list of {', '.join(FUSION_RULES)} (or [] for none), "
-                         f"not {_shown(rules)}")
+                         f"not {shown(rules)}")
     source = section.get("source")
     if not isinstance(source, str) or not source.strip():
         raise UsageError(f"{where}: 'fusion.source' must say which runtime fuses these and where that is documented")
     return {"fusion": tuple(dict.fromkeys(rules)), "fusion_source": source}
 
 
-def _section(data: dict, key: str, where: str, required: bool = True) -> dict:
-    section = data.get(key)
-    if section is None and not required:
-        return {}
-    if not isinstance(section, dict):
-        raise UsageError(f"{where}: '[{key}]' is missing or not a table")
-    return section
-
-
-def _figure(table: dict, key: str, label: str, where: str, required: bool = True) -> Figure | None:
-    entry = table.get(key)
-    if entry is None:
-        if required:
-            raise UsageError(f"{where}: '{label}' is missing; give {{value, tag, source}}")
-        return None
-    if not isinstance(entry, dict):
-        raise UsageError(f"{where}: '{label}' must be a table {{value, tag, source}}, not {_shown(entry)}")
-    value = entry.get("value")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{where}: '{label}.value' must be a number, not {_shown(value)}")
-    if not value > 0:
-        raise UsageError(f"{where}: '{label}.value' must be positive, not {_shown(value)}")
-    low, high = FIGURE_RANGE
-    if not (low <= value <= high and math.isfinite(value)):  # (an int is compared exactly, however long)
-        raise UsageError(f"{where}: '{label}.value' is {_shown(value)}, out of range: a figure is finite, from "
-                         f"{low:g} to {high:g}")
-    tag = entry.get("tag")
-    if tag not in TAGS:
-        raise UsageError(f"{where}: '{label}.tag' must be one of {', '.join(TAGS)}, not {_shown(tag)}")
-    source = entry.get("source")
-    if not isinstance(source, str) or not source.strip():
-        raise UsageError(f"{where}: '{label}.source' must say where the figure comes from")
-    return Figure(float(value), tag, source)
-
-
-def _shown(value: object) -> str:
-    """A value a message names: its repr, cut short (a file may hold a 400-digit number or arrays
-    nested thousands deep, whose repr is long or cannot be made)."""
-    try:
-        text = repr(value)
-    except (RecursionError, ValueError):  # nested too deep; an int too long to print
-        return f"a {type(value).__name__} too large to show"
-    return text if len(text) <= 60 else text[:40] + f"... ({type(value).__name__} of {len(text):,} characters)"

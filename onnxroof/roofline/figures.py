@@ -1,0 +1,100 @@
+"""A target file's figures: each a table ``{value, tag, source}``, validated as it is read (a
+finite value in :data:`FIGURE_RANGE`, a known tag, a source), and the curves of points some
+efficiency figures give. ``targets.py`` reads the file with them.
+
+>>> read_figure({"x": {"value": 2e9, "tag": "vendor", "source": "datasheet"}}, "x", "x", "t.toml")
+Figure(value=2000000000.0, tag='vendor', source='datasheet')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..core.errors import UsageError
+
+TAGS = ("vendor", "paper", "estimate", "measured")
+# every figure's value is finite and in this range: a pJ per op or a launch of ns at the bottom, a
+# zetta-op/s at the top (no chip is near either end); beyond, the products and quotients of the
+# model's counts would leave what a float holds
+FIGURE_RANGE = (1e-12, 1e21)
+MAX_POINT_COUNT = 2**63 - 1  # an efficiency curve's output rows or columns
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    tag: str
+    source: str
+
+
+
+def read_section(data: dict, key: str, where: str, required: bool = True) -> dict:
+    section = data.get(key)
+    if section is None and not required:
+        return {}
+    if not isinstance(section, dict):
+        raise UsageError(f"{where}: '[{key}]' is missing or not a table")
+    return section
+
+
+def read_figure(table: dict, key: str, label: str, where: str, required: bool = True) -> Figure | None:
+    entry = table.get(key)
+    if entry is None:
+        if required:
+            raise UsageError(f"{where}: '{label}' is missing; give {{value, tag, source}}")
+        return None
+    if not isinstance(entry, dict):
+        raise UsageError(f"{where}: '{label}' must be a table {{value, tag, source}}, not {shown(entry)}")
+    value = entry.get("value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{where}: '{label}.value' must be a number, not {shown(value)}")
+    if not value > 0:
+        raise UsageError(f"{where}: '{label}.value' must be positive, not {shown(value)}")
+    low, high = FIGURE_RANGE
+    if not (low <= value <= high and math.isfinite(value)):  # (an int is compared exactly, however long)
+        raise UsageError(f"{where}: '{label}.value' is {shown(value)}, out of range: a figure is finite, from "
+                         f"{low:g} to {high:g}")
+    tag = entry.get("tag")
+    if tag not in TAGS:
+        raise UsageError(f"{where}: '{label}.tag' must be one of {', '.join(TAGS)}, not {shown(tag)}")
+    source = entry.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise UsageError(f"{where}: '{label}.source' must say where the figure comes from")
+    return Figure(float(value), tag, source)
+
+
+def read_fraction(table: dict, key: str, label: str, where: str) -> Figure:
+    figure = read_figure(table, key, label, where)
+    if figure.value > 1:
+        raise UsageError(f"{where}: '{label}.value' is a fraction of the roofline, at most 1, not {figure.value:g}")
+    return figure
+
+
+def read_points(points, label: str, where: str, unit: str) -> tuple[tuple[int, float], ...]:
+    """``[[count, fraction], ...]`` (``unit``: output "columns" or "rows"): whole counts,
+    increasing; fractions in (0, 1]."""
+    if not isinstance(points, list) or not points:
+        raise UsageError(f"{where}: '{label}' must be a list of [output {unit}, fraction] points, not {shown(points)}")
+    parsed = []
+    for point in points:
+        if (not isinstance(point, list) or len(point) != 2 or any(isinstance(v, bool) for v in point)
+                or not isinstance(point[0], int) or not isinstance(point[1], (int, float))):
+            raise UsageError(f"{where}: '{label}' point {shown(point)} must be [whole output {unit}, fraction]")
+        count, fraction = point
+        if count < 1 or not 0 < fraction <= 1:
+            raise UsageError(f"{where}: '{label}' point {shown(point)}: {unit} at least 1, fraction in (0, 1]")
+        if count > MAX_POINT_COUNT:
+            raise UsageError(f"{where}: '{label}' point {shown(point)}: {unit} at most 2^63 - 1")
+        if parsed and count <= parsed[-1][0]:
+            raise UsageError(f"{where}: '{label}' {unit} must increase ({parsed[-1][0]} then {count})")
+        parsed.append((count, float(fraction)))
+    return tuple(parsed)
+
+
+def shown(value: object) -> str:
+    """A value a message names: its repr, cut short (a file may hold a 400-digit number or arrays
+    nested thousands deep, whose repr is long or cannot be made)."""
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):  # nested too deep; an int too long to print
+        return f"a {type(value).__name__} too large to show"
+    return text if len(text) <= 60 else text[:40] + f"... ({type(value).__name__} of {len(text):,} characters)"

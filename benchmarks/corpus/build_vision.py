@@ -52,6 +52,39 @@ import onnx  # noqa: E402
 
 OUT_DEFAULT = "/work/corpus/vision"
 SEED = 0
+SHIM_NOTE = ""  # set by main(): what torchvision_without_extension did, added to each manifest's notes
+
+
+_TORCHVISION_SHIM = None
+
+
+def torchvision_without_extension() -> str:
+    """PyPI's torchvision 0.28 wheel is a CUDA build: beside a CPU-only torch its C++ extension
+    does not load, and its ``_meta_registrations`` then fails on import ("operator
+    torchvision::nms does not exist"), which breaks ``import timm`` and ``import ultralytics``.
+    Declare the two op schemas it registers unguarded (nms, qnms) so the import goes through;
+    nothing here calls them (no NMS in these exports), and a call would raise as torchvision's
+    own ``_assert_has_ops`` does. Returns what was done, for the manifest."""
+    global _TORCHVISION_SHIM
+    import importlib.util
+    import torch
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or _TORCHVISION_SHIM is not None:
+        return "" if spec is None else "torchvision extension shim (see build_vision.torchvision_without_extension)"
+    so = next(Path(spec.origin).parent.glob("_C*.so"), None)
+    try:
+        if so is None:
+            raise OSError("no _C extension")
+        torch.ops.load_library(str(so))
+        _TORCHVISION_SHIM = ""
+        return ""
+    except (OSError, RuntimeError) as exc:
+        lib = torch.library.Library("torchvision", "DEF")
+        lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        _TORCHVISION_SHIM = lib  # keep the library alive
+        return (f"torchvision's C++ extension does not load here ({type(exc).__name__}: {str(exc)[:80]}); "
+                "its nms/qnms schemas were declared so that it imports (no NMS is exported)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,7 +176,7 @@ def build_timm(corpus: Corpus, model_id: str, name: str, dynamo: bool) -> None:
                 f"batch_size=1, use_dynamo={dynamo}) -> {how}, opset {opset} [{ver('timm', 'torch', 'onnxscript' if dynamo else 'onnx')}]")
     notes = (f"timm '{name}' with random weights (every float parameter and buffer drawn at random, seed {SEED}, "
              f"so BatchNorm folds into real biases), eval mode, input {list((1,) + size)}. "
-             "FlopCounterMode and the module hooks ran on this eager model at batch 1.")
+             "FlopCounterMode and the module hooks ran on this eager model at batch 1." + (f" {SHIM_NOTE}." if SHIM_NOTE else ""))
     corpus.manifest(model_id, exporter, {"dims": {"batch": 1}, "input_shapes": {}}, fc["macs"],
                     macs_source(fc, hooks, f"timm's eager {name} at batch 1 {list(size)}"),
                     sum(p.numel() for p in model.parameters()), notes,
@@ -213,7 +246,7 @@ def build_yolo(corpus: Corpus, model_id: str, yaml_name: str, imgsz: int) -> Non
              f"DFL arange kept), exported at {seen['input']}; fused Conv+BN, head in export mode "
              f"({'raw boxes+classes, no NMS' if task in ('detect', 'segment') else 'softmax probabilities'}). "
              f"ultralytics' own GFLOPs (get_flops: thop on leaf modules, x2) = {seen['thop_gflops']:.4f}, "
-             f"i.e. {thop_macs:,} MACs.")
+             f"i.e. {thop_macs:,} MACs." + (f" {SHIM_NOTE}." if SHIM_NOTE else ""))
     corpus.manifest(model_id, exporter, {"dims": {}, "input_shapes": {}}, fc["macs"],
                     macs_source(fc, hooks, f"the fused module ultralytics traced, input {seen['input']}"),
                     seen["params"], notes,
@@ -252,6 +285,10 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     corpus = Corpus(out, set(filter(None, args.only.split(","))) or None)
+    global SHIM_NOTE
+    SHIM_NOTE = torchvision_without_extension()
+    if SHIM_NOTE:
+        print(SHIM_NOTE, flush=True)
     parts = set(args.parts.split(","))
     print(f"python {platform.python_version()}; {ver('onnx', 'onnxruntime', 'numpy', 'torch')}", flush=True)
     if "timm" in parts:
@@ -263,6 +300,8 @@ def main(argv=None) -> int:
     if corpus.failures:
         (out / "failures.json").write_text(json.dumps(corpus.failures, indent=1) + "\n")
         print("failures:", corpus.failures)
+    elif not corpus.only:
+        (out / "failures.json").unlink(missing_ok=True)  # a full run without failures clears an old list
     shutil.rmtree(corpus.tmp, ignore_errors=True)
     return 1 if corpus.failures else 0
 

@@ -83,7 +83,8 @@ def torchvision_without_extension() -> str:
         lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
         lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
         _TORCHVISION_SHIM = lib  # keep the library alive
-        return (f"torchvision's C++ extension does not load here ({type(exc).__name__}: {str(exc)[:80]}); "
+        reason = str(exc).strip().splitlines()[-1][-100:]
+        return (f"torchvision's C++ extension does not load beside this torch ({type(exc).__name__}: ...{reason}); "
                 "its nms/qnms schemas were declared so that it imports (no NMS is exported)")
 
 
@@ -152,7 +153,7 @@ def opset_of(path: Path) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def build_timm(corpus: Corpus, model_id: str, name: str, dynamo: bool) -> None:
+def build_timm(corpus: Corpus, model_id: str, name: str, dynamo: bool, dynamic_size: bool = False) -> None:
     import timm
     import torch
     from timm.utils.onnx import onnx_export
@@ -166,18 +167,20 @@ def build_timm(corpus: Corpus, model_id: str, name: str, dynamo: bool) -> None:
     hooks = module_hooks(model, (x,))
     path = corpus.path(model_id)
     with contextlib.redirect_stdout(sys.stderr):
-        onnx_export(model, str(path), example_input=x, batch_size=1, use_dynamo=dynamo, check=True)
+        onnx_export(model, str(path), example_input=x, batch_size=1, use_dynamo=dynamo, dynamic_size=dynamic_size,
+                    check=True)
     for extra in path.parent.glob(path.name + ".data"):  # dynamo writes external data only above 2 GB
         raise RuntimeError(f"unexpected external data {extra}")
     opset = opset_of(path)
     how = ("torch.onnx.export(dynamo=True, optimize=True, dynamic_shapes=({0: 'batch'},), traced at batch 2)"
-           if dynamo else "torch.onnx.export(dynamo=False, dynamic_axes batch, do_constant_folding default)")
+           if dynamo else f"torch.onnx.export(dynamo=False, dynamic_axes {'batch, height, width' if dynamic_size else 'batch'})")
     exporter = (f"timm.utils.onnx.onnx_export(timm.create_model('{name}', pretrained=False).eval(), f, "
-                f"batch_size=1, use_dynamo={dynamo}) -> {how}, opset {opset} [{ver('timm', 'torch', 'onnxscript' if dynamo else 'onnx')}]")
+                f"batch_size=1, use_dynamo={dynamo}{', dynamic_size=True' if dynamic_size else ''}) -> {how}, opset {opset} [{ver('timm', 'torch', 'onnxscript' if dynamo else 'onnx')}]")
     notes = (f"timm '{name}' with random weights (every float parameter and buffer drawn at random, seed {SEED}, "
              f"so BatchNorm folds into real biases), eval mode, input {list((1,) + size)}. "
              "FlopCounterMode and the module hooks ran on this eager model at batch 1." + (f" {SHIM_NOTE}." if SHIM_NOTE else ""))
-    corpus.manifest(model_id, exporter, {"dims": {"batch": 1}, "input_shapes": {}}, fc["macs"],
+    dims = {"batch": 1} | ({"height": size[1], "width": size[2]} if dynamic_size else {})
+    corpus.manifest(model_id, exporter, {"dims": dims, "input_shapes": {}}, fc["macs"],
                     macs_source(fc, hooks, f"timm's eager {name} at batch 1 {list(size)}"),
                     sum(p.numel() for p in model.parameters()), notes,
                     extra={"cross_checks": {"flop_counter_by_op": fc["by_op"], "module_hooks": dict(hooks),
@@ -201,7 +204,8 @@ def randomize_yolo(model, seed: int) -> None:
                 t.copy_(v + 0.5 if name.endswith("running_var") else v - 0.05)
 
 
-def build_yolo(corpus: Corpus, model_id: str, yaml_name: str, imgsz: int) -> None:
+def build_yolo(corpus: Corpus, model_id: str, yaml_name: str, imgsz: int, dynamic: bool = False,
+               nms: bool | None = None) -> None:
     import torch
     import ultralytics.utils.export.engine as engine
     from ultralytics import YOLO
@@ -230,7 +234,7 @@ def build_yolo(corpus: Corpus, model_id: str, yaml_name: str, imgsz: int) -> Non
     try:
         os.chdir(work)  # a yaml model exports to ./<name>.onnx
         with contextlib.redirect_stdout(sys.stderr):
-            out = yolo.export(format="onnx", imgsz=imgsz, batch=1)
+            out = yolo.export(format="onnx", imgsz=imgsz, batch=1, dynamic=dynamic, nms=nms)
     finally:
         engine.torch2onnx = original
         os.chdir(cwd)
@@ -238,16 +242,21 @@ def build_yolo(corpus: Corpus, model_id: str, yaml_name: str, imgsz: int) -> Non
     shutil.rmtree(work, ignore_errors=True)
     fc, hooks = seen["fc"], seen["hooks"]
     thop_macs = int(round(seen["thop_gflops"] * 1e9 / 2))
-    exporter = (f"ultralytics YOLO('{yaml_name}').export(format='onnx', imgsz={imgsz}, batch=1): torch.onnx.export"
-                f"(dynamo=False, opset {seen['opset']}, static shapes) then onnxslim (simplify=True default) "
+    exporter = (f"ultralytics YOLO('{yaml_name}').export(format='onnx', imgsz={imgsz}, batch=1"
+                f"{', dynamic=True' if dynamic else ''}{f', nms={nms}' if nms is not None else ''}): torch.onnx.export(dynamo=False, opset {seen['opset']}, "
+                f"{'dynamic_axes batch, height, width' if dynamic else 'static shapes'}) then onnxslim (simplify=True default) "
                 f"[{ver('ultralytics', 'torch', 'onnxslim')}]")
     task = yolo.task
+    head = ("NMS-free one-to-one head: TopK to max_det 300 boxes in the graph" if nms is False else
+            "raw boxes + class scores for every anchor, NMS left to the caller" if task in ("detect", "segment")
+            else "softmax probabilities")
     notes = (f"ultralytics {task} model built from '{yaml_name}' (no .pt weights), random weights (seed {SEED}, "
              f"DFL arange kept), exported at {seen['input']}; fused Conv+BN, head in export mode "
-             f"({'raw boxes+classes, no NMS' if task in ('detect', 'segment') else 'softmax probabilities'}). "
+             f"({head}). "
              f"ultralytics' own GFLOPs (get_flops: thop on leaf modules, x2) = {seen['thop_gflops']:.4f}, "
              f"i.e. {thop_macs:,} MACs." + (f" {SHIM_NOTE}." if SHIM_NOTE else ""))
-    corpus.manifest(model_id, exporter, {"dims": {}, "input_shapes": {}}, fc["macs"],
+    dims = {"batch": 1, "height": imgsz, "width": imgsz} if dynamic else {}
+    corpus.manifest(model_id, exporter, {"dims": dims, "input_shapes": {}}, fc["macs"],
                     macs_source(fc, hooks, f"the fused module ultralytics traced, input {seen['input']}"),
                     seen["params"], notes,
                     extra={"cross_checks": {"flop_counter_by_op": fc["by_op"], "module_hooks": dict(hooks),
@@ -267,12 +276,15 @@ TIMM_CASES = [
     ("timm-vit-tiny", "vit_tiny_patch16_224", False),
     ("timm-vit-tiny-dynamo", "vit_tiny_patch16_224", True),
     ("timm-convnext-atto-dynamo", "convnext_atto", True),
+    ("timm-efficientnet-b0-dynsize", "efficientnet_b0", False, True),  # timm's --dynamic-size: H and W symbolic
 ]
 YOLO_CASES = [
     ("yolov8n-ultralytics", "yolov8n.yaml", 640),
     ("yolo11n-ultralytics", "yolo11n.yaml", 640),
     ("yolo11n-seg-ultralytics", "yolo11n-seg.yaml", 640),
     ("yolo11n-cls-ultralytics", "yolo11n-cls.yaml", 224),
+    ("yolo26n-ultralytics", "yolo26n.yaml", 640, False, False),  # nms=False: NMS-free head, TopK in the graph
+    ("yolov8n-dynamic-ultralytics", "yolov8n.yaml", 640, True),  # dynamic=True: anchors computed from H, W
 ]
 
 

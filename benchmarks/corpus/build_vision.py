@@ -46,9 +46,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("YOLO_OFFLINE", "True")  # no version check, no hub calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_tools import Corpus, randomize, ver  # noqa: E402  (the same independent parameter reader)
-
-import onnx  # noqa: E402
+import onnx
+from build_tools import Corpus, randomize, ver
 
 OUT_DEFAULT = "/work/corpus/vision"
 SEED = 0
@@ -67,6 +66,7 @@ def torchvision_without_extension() -> str:
     own ``_assert_has_ops`` does. Returns what was done, for the manifest."""
     global _TORCHVISION_SHIM
     import importlib.util
+
     import torch
     spec = importlib.util.find_spec("torchvision")
     if spec is None or _TORCHVISION_SHIM is not None:
@@ -139,7 +139,7 @@ def macs_source(fc: dict, hooks: Counter, what: str) -> str:
     modules = sum(hooks.values())
     return (f"torch.utils.flop_counter.FlopCounterMode on {what}, FLOPs / 2, scaled_dot_product_attention through "
             f"its math backend: " + ", ".join(f"{k} {v:,}" for k, v in sorted(fc["by_op"].items()))
-            + f". Cross-check: forward hooks on the modules (" + ", ".join(f"{k} {v:,}" for k, v in sorted(hooks.items()))
+            + ". Cross-check: forward hooks on the modules (" + ", ".join(f"{k} {v:,}" for k, v in sorted(hooks.items()))
             + f") + FlopCounterMode's bmm (attention) {attention:,} = {modules + attention:,}")
 
 
@@ -207,8 +207,8 @@ def randomize_yolo(model, seed: int) -> None:
 def build_yolo(corpus: Corpus, model_id: str, yaml_name: str, imgsz: int, dynamic: bool = False,
                nms: bool | None = None) -> None:
     import torch
-    import ultralytics.utils.export.engine as engine
     from ultralytics import YOLO
+    from ultralytics.utils.export import engine
     from ultralytics.utils.torch_utils import get_flops
 
     torch.manual_seed(SEED)
@@ -241,7 +241,7 @@ def build_yolo(corpus: Corpus, model_id: str, yaml_name: str, imgsz: int, dynami
     shutil.move(str(work / out) if not os.path.isabs(out) else out, corpus.path(model_id))
     shutil.rmtree(work, ignore_errors=True)
     fc, hooks = seen["fc"], seen["hooks"]
-    thop_macs = int(round(seen["thop_gflops"] * 1e9 / 2))
+    thop_macs = round(seen["thop_gflops"] * 1e9 / 2)
     exporter = (f"ultralytics YOLO('{yaml_name}').export(format='onnx', imgsz={imgsz}, batch=1"
                 f"{', dynamic=True' if dynamic else ''}{f', nms={nms}' if nms is not None else ''}): torch.onnx.export(dynamo=False, opset {seen['opset']}, "
                 f"{'dynamic_axes batch, height, width' if dynamic else 'static shapes'}) then onnxslim (simplify=True default) "

@@ -31,6 +31,20 @@ def chain_model(nodes: int, width: int = 16) -> onnx.ModelProto:
     return model
 
 
+def elementwise_chain_model(nodes: int, width: int = 16) -> onnx.ModelProto:
+    """``nodes`` Relu one after another on a 1 x ``width`` tensor: one kernel under a target whose
+    policy fuses elementwise ops (issue 32: fusion was quadratic in a kernel's length)."""
+    graph_nodes, x = [], "x"
+    for i in range(nodes):
+        graph_nodes.append(helper.make_node("Relu", [x], [f"r{i}"], name=f"relu_{i}"))
+        x = f"r{i}"
+    graph = helper.make_graph(graph_nodes, "relu_chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, width])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
 if __name__ == "__main__":
     import onnxroof
     from onnxroof.cost.graph import cost_graph

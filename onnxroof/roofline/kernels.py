@@ -26,6 +26,7 @@ kernels in order of their first node is a valid schedule.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
@@ -341,33 +342,64 @@ def reuse_class(macs: int, weights: int, outputs: int) -> str:
 
 def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, position: dict[str, int], tensors: dict,
           assigned: set[str]) -> None:
-    """Add to ``members`` every node the rules let join, earliest candidate first."""
+    """Add to ``members`` every node the rules let join, earliest candidate first.
+
+    The candidates (the unassigned readers of what the members make) are kept from one step to
+    the next, by kind and in model order, so that a step looks only at the kinds that may join
+    now: growing a kernel of n nodes is linear in n, not quadratic (a chain of 100,000 Relu is
+    one kernel)."""
     start = members[0].index
     inside = {m.name for m in members}
     kinds = Counter(_kind(m) for m in members)
-    while True:
-        names = {c for m in members for t in m.outputs if t in tensors for c in tensors[t].consumers
-                 if c in by_name and c not in assigned}
-        candidates = sorted((by_name[c] for c in names), key=lambda r: r.index)
-        joined = None
-        for candidate in candidates:
-            if not _joins(kinds, _kind(candidate), rules):
+    pending: dict[str, list[NodeRecord]] = {}  # kind -> candidates, in model order
+    queued: set[str] = set()
+
+    def enqueue(record: NodeRecord) -> None:
+        for name in record.outputs:
+            tensor = tensors.get(name)
+            if tensor is None:
                 continue
-            if _inputs_ready(candidate, inside, start, position, tensors):
-                joined = [candidate]
-                break
-            prologue = (_prologue(candidate, kinds, rules, by_name, position, tensors, inside, start, assigned)
-                        if kinds["attention"] else [])
-            if prologue:
-                joined = prologue + [candidate]
-                break
+            for consumer in tensor.consumers:
+                if consumer in by_name and consumer not in assigned and consumer not in queued:
+                    queued.add(consumer)
+                    candidate = by_name[consumer]
+                    insort(pending.setdefault(_kind(candidate), []), candidate, key=_index)
+
+    for member in members:
+        enqueue(member)
+    while True:
+        joined = None
+        for kind, candidates in pending.items():
+            if not candidates or not _joins(kinds, kind, rules):
+                continue
+            for candidate in candidates:  # the earliest of this kind that can join
+                if joined is not None and candidate.index > joined[-1].index:
+                    break  # an earlier candidate of another kind joins first
+                if _inputs_ready(candidate, inside, start, position, tensors):
+                    joined = [candidate]
+                    break
+                prologue = (_prologue(candidate, kinds, rules, by_name, position, tensors, inside, start, assigned)
+                            if kinds["attention"] else [])
+                if prologue:
+                    joined = prologue + [candidate]
+                    break
         if joined is None:
             return
         for record in joined:
             members.append(record)
             inside.add(record.name)
             assigned.add(record.name)
-            kinds[_kind(record)] += 1
+            kind = _kind(record)
+            kinds[kind] += 1
+            if record.name in queued:
+                candidates = pending[kind]
+                del candidates[bisect_left(candidates, record.index, key=_index)]
+            queued.add(record.name)
+            enqueue(record)
+
+
+def _index(record: NodeRecord) -> int:
+    return record.index
 
 
 def _prologue(candidate: NodeRecord, kinds: Counter, rules: frozenset[str], by_name: dict, position: dict[str, int],

@@ -341,3 +341,38 @@ def test_a_plugin_op_declared_elementwise_joins_a_matmul_as_its_epilogue(tmp_pat
         # two kernels: the MatMul writes y (W + x + y = 8,576 B), MyAct reads it back (y + z = 256 B)
         assert [(n.nodes, n.placement.dram_bytes) for n in report.nodes] == [(["mm"], 8_576), (["act"], 256)]
         assert report.latency_s == pytest.approx(0.8576e-6 + 0.0256e-6 + 2e-6)
+
+
+class _CountingTensors(dict):
+    """The cost graph's tensors, counting every lookup fusion makes (time is not measured)."""
+
+    lookups = 0
+
+    def get(self, *args):
+        _CountingTensors.lookups += 1
+        return super().get(*args)
+
+    def __getitem__(self, key):
+        _CountingTensors.lookups += 1
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        _CountingTensors.lookups += 1
+        return super().__contains__(key)
+
+
+def test_a_chain_of_2000_relu_is_one_kernel_built_in_linear_work():
+    count = 2_000
+    nodes = [helper.make_node("Relu", ["x" if i == 0 else f"r{i - 1}"], [f"r{i}"], name=f"relu_{i}")
+             for i in range(count)]
+    graph = analyze(make_model(nodes, [("x", F32, [1, 16])], [(f"r{count - 1}", F32, [1, 16])])).cost_graph
+    graph.tensors = _CountingTensors(graph.tensors)
+    _CountingTensors.lookups = 0
+    (kernel,) = fuse(graph, ("elementwise",))
+    assert kernel.nodes == [f"relu_{i}" for i in range(count)]
+    # 1 x 16 float32 = 64 B: x read once, the last Relu's output written once; the 1,999 tensors
+    # between the Relu stay inside and move nothing
+    assert (kernel.input_bytes, kernel.output_bytes, len(kernel.internal)) == (64, 64, count - 1)
+    # a few lookups per node: growing the kernel by looking again at every member's readers at
+    # each step (the quadratic fusion of issue 32) made about count^2 / 2 = 2,000,000
+    assert _CountingTensors.lookups < 10 * count

@@ -451,10 +451,15 @@ def _warnings(analysis: Analysis) -> list[str]:
             + ", ".join(unsized[:5]) + (" ..." if len(unsized) > 5 else "")
         )
     warnings += _undecided_conditions(analysis)
+    invalid = [r for r in analysis.nodes if r.status == NodeStatus.INVALID]
+    if invalid:
+        more = f" (and {len(invalid) - 1} more)" if len(invalid) > 1 else ""
+        warnings.append(f"{len(invalid)} invalid node(s), which no runtime runs, are not counted: {invalid[0].op_type} "
+                        f"{invalid[0].name}: {invalid[0].reason}{more}; fix the export")
     if analysis.totals.not_counted:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
         reasons = sorted({r.reason for r in analysis.nodes if r.status == NodeStatus.UNKNOWN_VALUE})
-        warnings.append(f"nodes not counted (unknown shapes or values, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
+        warnings.append(f"nodes not counted (unknown shapes or values, invalid nodes, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
     return warnings
 
 

@@ -26,7 +26,7 @@ import onnx
 
 from ..core.dtypes import dtype_name, tensor_bytes
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, node_names, read_node_fields
-from ..ops import NodeView, OpCost, OpRule, OpTrait, UnknownShape, UnknownValue, checked_cost, rule_for
+from ..ops import InvalidNode, NodeView, OpCost, OpRule, OpTrait, UnknownShape, UnknownValue, checked_cost, rule_for
 from ..frontend.shape_arithmetic import settings_tensors
 from ..frontend.shapes import ShapeResult
 from ..core.tensors import TensorInfo
@@ -523,6 +523,8 @@ def _apply_rule(handler, view: NodeView) -> tuple[NodeStatus, str, OpCost]:
         return (NodeStatus.OK, "", cost) if cost is not None else (NodeStatus.UNKNOWN_SHAPE, problem, _NO_COST)
     except UnknownValue as exc:
         return NodeStatus.UNKNOWN_VALUE, str(exc), _NO_COST
+    except InvalidNode as exc:
+        return NodeStatus.INVALID, str(exc), _NO_COST
     except UnknownShape as exc:
         return NodeStatus.UNKNOWN_SHAPE, str(exc), _NO_COST
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:

@@ -25,6 +25,7 @@ class NodeStatus(TextEnum):
     UNKNOWN_VALUE = "unknown_value"  # a value its rule needs (a Loop's trip count) is unknown: not counted
     # a size only the data decides (rows routed to an expert) and no known total: not counted, its bound stated
     DATA_DEPENDENT = "data_dependent"
+    INVALID = "invalid"  # the node breaks its op's definition (a runtime refuses it): not counted, the reason said
 
 
 @dataclass(slots=True)  # slotted: one per node of graphs of 10^5 nodes

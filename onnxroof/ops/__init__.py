@@ -24,6 +24,7 @@ from dataclasses import replace
 from .base import (  # noqa: F401  (the package's interface)
     COST_RULES,
     Handler,
+    InvalidNode,
     NodeView,
     OpCost,
     OpRule,

@@ -155,6 +155,11 @@ def _known_shape(info: TensorInfo | None, names: Iterable[str], index: int) -> t
     return info.shape  # type: ignore[return-value]
 
 
+class InvalidNode(Exception):
+    """The node breaks its op's definition, so no runtime runs it (a Conv whose group does not
+    divide its channels); the node is reported as invalid, not counted, the message saying why."""
+
+
 class UnknownValue(Exception):
     """A value the rule needs (a Loop's trip count) is not known; the message says how to give it."""
 

@@ -7,17 +7,47 @@ from __future__ import annotations
 
 from math import prod
 
-from .base import NodeView, OpCost, OutputType, register
+from .base import InvalidNode, NodeView, OpCost, OutputType, register
 from ._shapes import conv_dims, dtype, with_derived_outputs
 from .elementwise import ELEMENTWISE_FLOPS
 from .tensor import TAPS_PER_AXIS, blend_flops
+
+
+def check_groups(node: NodeView, transposed: bool = False) -> None:
+    """Raise :class:`InvalidNode` unless the node's ``group`` fits its channels, as ONNX defines
+    a convolution and onnxruntime checks it: group >= 1; the input's channels C (input 0, axis 1,
+    or the last axis with ``channels_last``) divisible by the group; a Conv's weight [M, C/group,
+    k...] with C/group at axis 1 and M divisible by the group; a ConvTranspose's weight [C,
+    M/group, k...] with C at axis 0. The one check of every convolution rule (Conv, ConvTranspose,
+    the quantized ones through their float rule, DeformConv, FusedConv). An input of unknown
+    shape is not checked."""
+    group = node.attr("group", 1)
+    if group < 1:
+        raise InvalidNode(f"group={group}: a convolution has at least 1 group")
+    data = node.inputs[0] if node.inputs else None
+    if data is None or not data.is_known or len(data.shape) < 2:
+        return
+    channels = data.shape[-1] if node.attr("channels_last", 0) else data.shape[1]
+    if channels % group:
+        raise InvalidNode(f"the input's {channels} channels are not divisible by group={group}")
+    weight = node.input_shape(1)
+    if transposed:
+        if weight[0] != channels:
+            raise InvalidNode(f"the weight's {weight[0]} input channels (axis 0) are not the input's {channels}")
+    elif weight[1] != channels // group:
+        raise InvalidNode(f"the weight's {weight[1]} input channels (axis 1) are not the input's {channels} channels "
+                          f"/ group={group} = {channels // group}")
+    elif weight[0] % group:
+        raise InvalidNode(f"the weight's {weight[0]} output channels (axis 0) are not divisible by group={group}")
 
 
 def conv(node: NodeView) -> OpCost:
     """MACs = N x Co x prod(output spatial) x Ci/group x prod(kernel); the bias add is folded in.
 
     The weight is [Co, Ci/group, k1, k2, ...], so groups and depthwise need no special case.
+    A group that does not fit the channels (:func:`check_groups`) makes the node invalid.
     """
+    check_groups(node)
     weight = node.input_shape(1)
     output = node.output_shape(0)
     batch, c_out, spatial = output[0], output[1], prod(output[2:])
@@ -28,7 +58,9 @@ def conv(node: NodeView) -> OpCost:
 
 def conv_transpose(node: NodeView) -> OpCost:
     """MACs = N x Ci x prod(input spatial) x Co/group x prod(kernel): each input element is
-    scattered through the kernel once (not the output-side count, which double counts)."""
+    scattered through the kernel once (not the output-side count, which double counts). A group
+    that does not fit the channels (:func:`check_groups`) makes the node invalid."""
+    check_groups(node, transposed=True)
     data = node.input_shape(0)
     weight = node.input_shape(1)  # [Ci, Co/group, k1, k2, ...]
     batch, c_in, spatial = data[0], data[1], prod(data[2:])

@@ -31,6 +31,7 @@ STATUS_LABELS = {
     NodeStatus.UNKNOWN_SHAPE: "unknown shape",
     NodeStatus.UNKNOWN_VALUE: "unknown value",
     NodeStatus.DATA_DEPENDENT: "data-dependent",
+    NodeStatus.INVALID: "invalid",
 }
 # The node table's columns after #, name, op, type and shape: (key, header, sort type).
 NODE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (

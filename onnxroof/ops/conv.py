@@ -45,7 +45,7 @@ def conv(node: NodeView) -> OpCost:
     """MACs = N x Co x prod(output spatial) x Ci/group x prod(kernel); the bias add is folded in.
 
     The weight is [Co, Ci/group, k1, k2, ...], so groups and depthwise need no special case.
-    A group that does not fit the channels (:func:`check_groups`) makes the node invalid.
+    A group that does not fit the channels makes the node invalid (not counted, the reason given).
     """
     check_groups(node)
     weight = node.input_shape(1)
@@ -59,7 +59,7 @@ def conv(node: NodeView) -> OpCost:
 def conv_transpose(node: NodeView) -> OpCost:
     """MACs = N x Ci x prod(input spatial) x Co/group x prod(kernel): each input element is
     scattered through the kernel once (not the output-side count, which double counts). A group
-    that does not fit the channels (:func:`check_groups`) makes the node invalid."""
+    that does not fit the channels makes the node invalid (not counted, the reason given)."""
     check_groups(node, transposed=True)
     data = node.input_shape(0)
     weight = node.input_shape(1)  # [Ci, Co/group, k1, k2, ...]

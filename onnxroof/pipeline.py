@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import onnx
-import onnx.inliner
 
 from .core.dtypes import dtype_name, tensor_bytes
 from .core.errors import OptionError, UnboundDims
@@ -33,6 +32,7 @@ from .frontend.inputs import (
     batch_flags, batch_symbols, bind_inputs, fix_digit_dims, input_values, name_unnamed_batch_axes, parse_dim,
     parse_input_shape, parse_value, real_inputs, unbound_dims,
 )
+from .frontend.functions import inline_functions
 from .frontend.load import PendingCheck, check_in_memory, open_model
 from .frontend.scopes import separate_sibling_scopes
 from .frontend.shapes import infer_shapes
@@ -244,8 +244,8 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
     if proto.functions:
         if checking is not None:
             checking.wait()  # the inliner is C++: it sees only a model the checker passed
-        # model-local functions are costed through their bodies
-        proto = onnx.inliner.inline_local_functions(proto)
+        # model-local functions are costed through their bodies (a model inlining would blow up is refused)
+        proto = inline_functions(proto, label)
     nodes = list(proto.graph.node)
     fields = read_node_fields(nodes)  # once, for this stage and the next ones (binding changes no node)
     separate_sibling_scopes(proto, fields)  # sibling If branches may reuse names; every stage keys tensors by name

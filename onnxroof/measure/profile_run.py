@@ -323,9 +323,9 @@ def _model_for_onnxruntime(source) -> tuple[Any, list[str]]:
         except Exception as exc:
             raise UsageError(f"{path}: cannot be read by onnx ({exc})") from exc
     if proto.functions:
-        import onnx.inliner
+        from ..frontend.functions import inline_functions
 
-        proto = onnx.inliner.inline_local_functions(proto)  # as onnxroof costs it: node names match
+        proto = inline_functions(proto, Path(source).name if isinstance(source, (str, os.PathLike)) else "model")  # as onnxroof costs it: node names match
     for node, name in zip(proto.graph.node, node_names(list(proto.graph.node))):
         node.name = name
     try:

@@ -352,7 +352,7 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
     inside = {m.name for m in members}
     kinds = Counter(_kind(m) for m in members)
     pending: dict[str, list[NodeRecord]] = {}  # kind -> candidates, in model order
-    queued: set[str] = set()
+    queued: dict[str, str] = {}  # candidate (once queued) -> its kind
 
     def enqueue(record: NodeRecord) -> None:
         for name in record.outputs:
@@ -361,9 +361,9 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
                 continue
             for consumer in tensor.consumers:
                 if consumer in by_name and consumer not in assigned and consumer not in queued:
-                    queued.add(consumer)
                     candidate = by_name[consumer]
-                    insort(pending.setdefault(_kind(candidate), []), candidate, key=_index)
+                    queued[consumer] = kind = _kind(candidate)
+                    insort(pending.setdefault(kind, []), candidate, key=_index)
 
     for member in members:
         enqueue(member)
@@ -389,12 +389,13 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
             members.append(record)
             inside.add(record.name)
             assigned.add(record.name)
-            kind = _kind(record)
-            kinds[kind] += 1
-            if record.name in queued:
+            kind = queued.get(record.name)
+            if kind is not None:
                 candidates = pending[kind]
                 del candidates[bisect_left(candidates, record.index, key=_index)]
-            queued.add(record.name)
+            else:  # a prologue node, not read by the kernel
+                kind = queued[record.name] = _kind(record)
+            kinds[kind] += 1
             enqueue(record)
 
 
@@ -433,15 +434,28 @@ def _kind(record: NodeRecord, ran: bool = False) -> str:
     if record.macs and record.family in _MAC_FAMILIES:
         return "attention" if record.family == "attention" else "mac"
     traits = traits_of(record.domain, record.op_type)
+    kind = _TRAIT_KINDS.get(traits)
+    if kind is None:
+        kind = _TRAIT_KINDS[traits] = _kind_of_traits(traits)
+    if kind:
+        return kind
+    if record.family in ("reduction", "normalization"):
+        return "reduction"
+    return "alone"
+
+
+_TRAIT_KINDS: dict[OpTrait, str] = {}  # an op's traits -> _kind_of_traits (a Flag test is slow; graphs are large)
+
+
+def _kind_of_traits(traits: OpTrait) -> str:
+    """The kind an op's traits make it ("" when they make none)."""
     if OpTrait.PERMUTES_AXES in traits:
         return "layout"  # a transpose: a fused attention kernel reads or writes through it
     if OpTrait.ELEMENTWISE in traits:  # one function per element (or channel): an epilogue
         return "elementwise"
     if OpTrait.SOFTMAX in traits:
         return "softmax"
-    if record.family in ("reduction", "normalization"):
-        return "reduction"
-    return "alone"
+    return ""
 
 
 def _joins(kinds: Counter, kind: str, rules: frozenset[str]) -> bool:

@@ -1,8 +1,15 @@
 """onnxroof end to end against bare onnx.load + shape inference, on generated graphs of growing size
-and on a GPT-2-style 48-layer decoder exported by torch (random weights, saved as external data).
+and on a GPT-2-style 48-layer decoder exported by torch (random weights, saved as external data);
+and a chain of Relu under a target whose policy fuses elementwise ops (one kernel of the whole
+chain) against the same run with ``--fusion none`` and against bare onnx.
 
     python benchmarks/scale.py [--sizes 1000,10000,30000,100000] [--runs 3] [--gpt2-layers 48]
+                               [--fusion-sizes 10000,30000,100000] [--fusion-target l4]
                                [--cache DIR] [--write docs/performance.md]
+
+``--sizes ''`` with ``--gpt2-layers 0`` runs the fusion table alone. Its "analysis alone" columns
+time ``onnxroof.analyze`` placing on the target in a fresh process, without the findings (which
+the command line's JSON makes, analysing the model four times more).
 
 Each figure is the median of ``--runs`` fresh processes (process start included), as a user
 running the command sees it. Peak RSS comes from the child's rusage. Nothing here is a test:
@@ -58,6 +65,38 @@ def measure(path: Path, runs: int, flags: tuple[str, ...] = ()) -> dict:
     }
 
 
+def measure_fusion(path: Path, runs: int, target: str) -> dict:
+    """Bare onnx, then ``summary --target T --format json`` as the target's policy fuses, then the
+    same with ``--fusion none`` (every node its own kernel), alternating."""
+    summary = [sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--target", target, "--format", "json",
+               "-q", "-o", os.devnull]
+    analysis = [sys.executable, "-c", ANALYSIS, str(path), target]
+    bare, fused, none, fused_alone, none_alone = [], [], [], [], []
+    for _ in range(runs):
+        bare.append(timed([sys.executable, "-c", BARE, str(path)]))
+        fused.append(timed(summary))
+        none.append(timed([*summary, "--fusion", "none"]))
+        fused_alone.append(timed(analysis))
+        none_alone.append(timed([*analysis, "none"]))
+    return {"bare_s": statistics.median(s for s, _ in bare), "fused_s": statistics.median(s for s, _ in fused),
+            "none_s": statistics.median(s for s, _ in none), "fused_rss": max(r for _, r in fused),
+            "none_rss": max(r for _, r in none), "fused_alone_s": statistics.median(s for s, _ in fused_alone),
+            "none_alone_s": statistics.median(s for s, _ in none_alone)}
+
+
+# one analysis placed on the target, without the findings (which analyse the model again, docs/performance.md)
+ANALYSIS = ("import sys; from onnxroof.pipeline import analyze; "
+            "analyze(sys.argv[1], targets=[sys.argv[2]], fusion=sys.argv[3] if len(sys.argv) > 3 else None)")
+
+
+def fusion_row(nodes: int, result: dict) -> str:
+    return (f"| {nodes:,} | {result['bare_s']:.2f} | {result['fused_s']:.2f} | {result['none_s']:.2f} | "
+            f"{result['fused_s'] / result['bare_s']:.1f}x | {result['fused_s'] / result['none_s']:.2f}x | "
+            f"{result['fused_alone_s']:.2f} | {result['none_alone_s']:.2f} | "
+            f"{result['fused_alone_s'] / result['bare_s']:.1f}x | {result['fused_alone_s'] / result['none_alone_s']:.2f}x | "
+            f"{result['fused_rss']:.0f} MiB | {result['none_rss']:.0f} MiB |")
+
+
 def row(label: str, nodes: int, path: Path, result: dict) -> str:
     data = path.with_name(path.name + ".data")  # external weights, when the export keeps them apart
     file_bytes = path.stat().st_size + (data.stat().st_size if data.exists() else 0)
@@ -91,6 +130,13 @@ def chain_file(size: int, directory: Path) -> Path:
     return path
 
 
+def relu_chain_file(size: int, directory: Path) -> Path:
+    path = directory / f"relu_chain_{size}.onnx"
+    in_child(f"import onnx; from chain import elementwise_chain_model; "
+             f"onnx.save(elementwise_chain_model({size}), {str(path)!r})")
+    return path
+
+
 def node_count(path: Path) -> int:
     return len(onnx.load(path, load_external_data=False).graph.node)
 
@@ -106,6 +152,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,30000,100000")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--gpt2-layers", type=int, default=48, help="0 leaves the GPT-2 export out")
+    parser.add_argument("--fusion-sizes", default="10000,30000,100000",
+                        help="lengths of the Relu chain timed under a fusing target ('' leaves it out)")
+    parser.add_argument("--fusion-target", default="l4", help="a target whose policy fuses elementwise ops")
     parser.add_argument("--cache", help="directory keeping the GPT-2 export between runs (it takes minutes)")
     parser.add_argument("--write", help="Markdown file to write the table into")
     args = parser.parse_args()
@@ -131,6 +180,22 @@ def main() -> None:
             nodes = node_count(path)
             result = measure(path, args.runs, ("--phase", "prefill", "--seq", "512"))
             lines.append(row(f"GPT-2 {args.gpt2_layers}-layer export, prefill 512", nodes, path, result))
+            print(lines[-1], flush=True)
+        fusion_sizes = [int(s) for s in args.fusion_sizes.split(",") if s]
+        if fusion_sizes:
+            lines += [
+                "",
+                f"Relu chain on a 1x16 tensor, `summary --target {args.fusion_target} --format json` (the target's "
+                "policy fuses the chain into one kernel) against the same with `--fusion none` and bare onnx:",
+                "",
+                "| nodes | bare load + infer s | fused s | --fusion none s | fused / bare | fused / none "
+                "| analysis alone, fused s | analysis alone, none s | alone fused / bare | alone fused / none "
+                "| fused peak RSS | none peak RSS |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            ]
+        for size in fusion_sizes:
+            path = relu_chain_file(size, Path(directory))
+            lines.append(fusion_row(node_count(path), measure_fusion(path, args.runs, args.fusion_target)))
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.write:

@@ -515,12 +515,33 @@ def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -
     input_bytes = sum(m.input_bytes for m in members)
     output_bytes = sum(m.output_bytes for m in members)
 
+    escapes: dict[str, bool] = {}  # tensor -> whether it leaves the kernel
+
     def leaves(name: str) -> bool:
-        """Read outside the kernel, or a graph output, itself or through a view inside it."""
-        tensor = tensors[name]
-        return name in graph_outputs or any(
-            c not in by_name or (by_name[c].view and any(leaves(o) for o in by_name[c].outputs if o in tensors))
-            for c in tensor.consumers)
+        """Read outside the kernel, or a graph output, itself or through a view inside it (a chain
+        of views followed without recursion, each tensor once)."""
+        stack = [name]
+        while stack:
+            current = stack[-1]
+            if current in escapes:
+                stack.pop()
+                continue
+            result, waiting = current in graph_outputs, []
+            for consumer in tensors[current].consumers if not result else ():
+                member = by_name.get(consumer)
+                if member is None:
+                    result = True
+                elif member.view:
+                    waiting += [o for o in member.outputs if o in tensors and o not in escapes]
+                    result = any(escapes.get(o, False) for o in member.outputs)
+                if result:
+                    break
+            if result or not waiting:
+                escapes[current] = result
+                stack.pop()
+            else:
+                stack.extend(waiting)
+        return escapes[name]
 
     internal: list[str] = []
     for member in members:

@@ -376,3 +376,18 @@ def test_a_chain_of_2000_relu_is_one_kernel_built_in_linear_work():
     # a few lookups per node: growing the kernel by looking again at every member's readers at
     # each step (the quadratic fusion of issue 32) made about count^2 / 2 = 2,000,000
     assert _CountingTensors.lookups < 10 * count
+
+
+def test_a_long_run_of_views_inside_a_kernel_is_followed_without_recursion():
+    # Relu -> 3,000 Identity -> Relu: the first Relu's output reaches the second Relu through the
+    # views only, so it stays inside (issue 32: this was a RecursionError, exit 3)
+    count = 3_000
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu_0")]
+    nodes += [helper.make_node("Identity", ["r" if i == 0 else f"i{i - 1}"], [f"i{i}"], name=f"identity_{i}")
+              for i in range(count)]
+    nodes.append(helper.make_node("Relu", [f"i{count - 1}"], ["y"], name="relu_1"))
+    graph = analyze(make_model(nodes, [("x", F32, [1, 16])], [("y", F32, [1, 16])])).cost_graph
+    (kernel,) = fuse(graph, ("elementwise",))
+    assert len(kernel.nodes) == count + 2 and kernel.op_type == "Relu+Relu"
+    # 64 B in (x), 64 B out (y); r stays inside; the views move nothing
+    assert (kernel.input_bytes, kernel.output_bytes, kernel.internal) == (64, 64, ["r"])

@@ -36,6 +36,8 @@ def analyze_source(source: str, args: argparse.Namespace) -> Analysis:
 
     progress = None if args.quiet else StageLines(Path(source).name)
     analysis = analyze(model_from(source), progress=progress, options=options_from_flags(args))
+    if getattr(args, "no_findings", False):
+        analysis.reviewer = None  # the findings are made on first use: none will be
     if not args.quiet:
         for warning in analysis.warnings:
             print(one_line(f"onnxroof: warning: {analysis.model.name}: {warning}"), file=sys.stderr)

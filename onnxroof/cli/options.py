@@ -44,6 +44,9 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
     hardware.add_argument("--no-overhead", action="store_true",
                           help="leave out every target's launch cost per kernel and its efficiency figures (every kernel at "
                                "the roofline; with --fusion none: the plain per-node roofline)")
+    hardware.add_argument("--no-findings", action="store_true",
+                          help="leave out what to change on each target and the memory fit, which analyse the model "
+                               "a few times more (a very large model's summary in one analysis)")
     hardware.add_argument("--in-place", action="store_true",
                           help="let single-consumer elementwise ops overwrite their input (memory analysis)")
     other = parser.add_argument_group("rules and diagnostics")

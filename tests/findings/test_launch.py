@@ -58,3 +58,19 @@ def test_a_target_without_launch_cost_has_no_launch_finding(tmp_path):
     path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12}))
     analysis = onnxroof.analyze(add_chain(10), targets=[str(path)])
     assert not [f for f in analysis.review() if f.kind == "launch"]
+
+
+def test_no_findings_leaves_them_out_of_every_output(tmp_path, capsys):
+    # a very large model's summary in one analysis: --no-findings makes none (and no re-analysis)
+    import json
+
+    from conftest import run
+
+    path = tmp_path / "chain.onnx"
+    path.write_bytes(add_chain(10).SerializeToString())
+    code, out, _ = run(capsys, "summary", str(path), "--target", launch_target(tmp_path), "--no-findings",
+                       "--format", "json", "-q")
+    document = json.loads(out)
+    assert code == 0 and document["findings"] == [] and document["targets"][0]["fit"] is None
+    code, out, _ = run(capsys, "summary", str(path), "--target", launch_target(tmp_path), "--format", "json", "-q")
+    assert [f["kind"] for f in json.loads(out)["findings"]][:2] == ["fusion", "launch"]

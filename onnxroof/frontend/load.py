@@ -120,6 +120,10 @@ def check_in_memory(model: onnx.ModelProto, label: str = "model") -> None:
     invalid = first_invalid_text(model, "")
     if invalid:
         raise ModelError(f"{label}: the model's {invalid} is not valid UTF-8 text; fix the code that built it")
+    graph = model.graph
+    if not (graph.node or graph.input or graph.output or graph.initializer):
+        raise ModelError(f"{label}: the ModelProto is empty (no nodes, inputs or outputs); pass the model you built "
+                         "or loaded")
     check_graph(model.graph, set(), label, "")
     contents = contents_of(model)
     check_dims(model, label, contents)

@@ -52,7 +52,7 @@ def load_plugin_file(path: str | Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a plugin that calls sys.exit must not end the run as if it passed
         raise UsageError(f"--plugin {file}: failed to import ({type(exc).__name__}: {exc}); fix the plugin") from exc
     sys.modules[spec.name] = module
     return module

@@ -149,3 +149,13 @@ def test_an_expression_asks_for_its_unbound_names_never_for_itself(capsys):
     with pytest.raises(OptionError, match=r"a dim written as an expression takes its value from its names; give each "
                                           r"of them \(past_sequence_length, sequence_length\)"):
         analyze(masked_step(), dims={"past_sequence_length + sequence_length": 128})
+
+
+def test_an_empty_model_proto_is_refused():
+    # issue 32: analyze(onnx.ModelProto()) returned a result of 0 nodes, as if a model were read
+    import onnx
+
+    from onnxroof.core.errors import ModelError
+
+    with pytest.raises(ModelError, match="the ModelProto is empty"):
+        analyze(onnx.ModelProto())

@@ -131,3 +131,22 @@ def test_a_plugin_rule_returning_nan_or_a_negative_count_is_not_counted(tmp_path
                       ("NotACost", "returned int, not an OpCost"), ("HugeOp", "macs=1000")):
         assert not nodes[op]["counted"] and words in nodes[op]["reason"], nodes[op]
     assert document["totals"]["flops"] == 10 + 4 and not document["complete"]
+
+
+def test_a_plugin_that_exits_never_passes_as_a_run(tmp_path, capsys):
+    # issue 32: sys.exit(0) while importing made check exit 0 with no output (a silent pass of a
+    # budget gate); a rule that exits leaves its node not counted, and the run goes on
+    plugin = tmp_path / "exits.py"
+    plugin.write_text("import sys\nsys.exit(0)\n")
+    assert main(["check", "example:shallownet", "--plugin", str(plugin), "--fail-if", "params>1"]) == 2
+    err = capsys.readouterr().err
+    assert "failed to import (SystemExit: 0)" in err and err.count("\n") == 1
+    rule = tmp_path / "rule_exits.py"
+    rule.write_text(PLUGIN.replace('return OpCost(flops=11 * node.output_elements(0), formula="11 per element")',
+                                   "import sys; sys.exit(0)"))
+    try:
+        path = custom_model_file(tmp_path)
+        assert main(["summary", str(path), "--format", "json", "--plugin", str(rule), "-q"]) == 2
+        assert "nothing could be counted" in capsys.readouterr().err
+    finally:
+        COST_RULES.pop(("acme", "FusedThing"), None)

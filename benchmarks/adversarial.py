@@ -179,7 +179,7 @@ def hostile_models() -> list[Case]:
         ins = [("x", F32, [1, 1, 1])] if "x" in inputs else []
         add(f"huge-{op.lower()}", f"{op} with constants asking for ~2^60 elements, then Relu",
             model_bytes([n(op, inputs, ["t"], name=op.lower()), n("Relu" if op != "Range" else "Neg", ["t"], ["y"], name="act")],
-                        ins, [("y", F32 if op != "Range" else I64, None)], inits))
+                        ins, [("y", F32, ["d0", "d1", "d2"]) if op != "Range" else ("y", I64, ["d0"])], inits))
     # recursive local functions
     for depth in (20, 41, 64):
         fns = [onnx.helper.make_function("adv", "f0", ["x"], ["y"], [n("Relu", ["x"], ["y"])],
@@ -226,8 +226,9 @@ def hostile_models() -> list[Case]:
              "huge-stride": (dict(strides=[2**62, 2**62]), (4, 3, 3, 3))}
     for tag, (attrs, wshape) in convs.items():
         add(f"conv-{tag}", f"Conv on x[1,3,8,8] with weight {wshape} and {attrs}", model_bytes(
-            [n("Conv", ["x", "w"], ["y"], name="conv", **attrs)], [("x", F32, [1, 3, 8, 8])], [("y", F32, None)],
+            [n("Conv", ["x", "w"], ["y"], name="conv", **attrs)], [("x", F32, [1, 3, 8, 8])], [("y", F32, ["n_out", "c_out", "h_out", "w_out"])],
             [("w", np.zeros(wshape, np.float32))]))
+        cases[-1].expect_refusal = not tag.startswith("huge")  # onnxruntime refuses these: no costs
     # hostile names everywhere
     for i, text in enumerate([ESCAPE, HTML, *FORMULAS, "a\x00b", "\u202eevil\u202c", "x" * 20000, "\x9b31mred"]):
         nodes = [n("Relu", ["x"], ["r"], name=text), n("Add", ["r", "r"], ["y"], name=f"/{text}/add")]
@@ -638,6 +639,10 @@ def run_case(case: Case, keep: Path | None) -> dict:
         except Exception as exc:  # the harness's own failure: recorded, never hidden
             records.append({"command": " ".join(run)[:100], "code": None, "seconds": 0, "rss_mb": 0, "stderr": "",
                             "stdout": "", "problems": [f"harness error {type(exc).__name__}: {exc}"]})
+    if case.kind == "model" and case.expect_refusal:
+        for record in records:
+            if record["code"] == 0:
+                record["problems"].append("invalid model costed")
     if case.kind == "api" and case.expect_refusal:
         for record in records:
             if record["code"] == 0:
@@ -707,7 +712,8 @@ def render(results: list[dict], elapsed: float, args) -> str:
              count(lambda p: p.startswith(("terminal", "csv", "html", "raw html")))),
             ("invalid JSON (NaN, Infinity)", count(lambda p: p.startswith("invalid json"))),
             ("wrong API argument accepted", count(lambda p: p == "wrong argument accepted")),
-            ("exit 0 without any output", count(lambda p: p == "exit 0 without output"))]
+            ("exit 0 without any output", count(lambda p: p == "exit 0 without output")),
+            ("invalid convolution costed (exit 0)", count(lambda p: p == "invalid model costed"))]
     codes = {}
     for r in runs:
         codes[r["code"]] = codes.get(r["code"], 0) + 1

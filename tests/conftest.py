@@ -110,3 +110,15 @@ def conv_relu(tmp_path):
     path = tmp_path / "conv_relu.onnx"
     onnx.save(model, path)
     return path
+
+
+def relu_file(path, shape=(1, 3, 4, 4)):
+    """A one-Relu model at ``path`` (a name in ``shape`` is a dim without a value)."""
+    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", TensorProto.FLOAT, list(shape))],
+                         [("y", TensorProto.FLOAT, list(shape))]), path)
+    return path
+
+
+def one_error_line(err: str) -> bool:
+    """A CLI error as the project promises it: one line, no traceback."""
+    return err.startswith("onnxroof: error: ") and err.count("\n") == 1 and "Traceback" not in err

@@ -16,20 +16,9 @@ from onnxroof.core.errors import (IncompleteAnalysis, ModelError, OnnxroofError,
 from onnxroof.core.tensors import UnresolvedDim
 from onnxroof.ops.base import UnknownShape
 
-from conftest import make_model, run
+from conftest import make_model, one_error_line, relu_file, run
 
 F32 = TensorProto.FLOAT
-
-
-def relu_file(path, shape=(1, 3, 4, 4)):
-    """A one-Relu model at ``path`` (a name in ``shape`` is a dim without a value)."""
-    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", F32, list(shape))],
-                         [("y", F32, list(shape))]), path)
-    return path
-
-
-def one_error_line(err: str) -> bool:
-    return err.startswith("onnxroof: error: ") and err.count("\n") == 1 and "Traceback" not in err
 
 
 def _every_error():

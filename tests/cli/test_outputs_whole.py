@@ -14,20 +14,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from conftest import make_model, run
+from conftest import make_model, one_error_line, relu_file, run
 
 F32 = TensorProto.FLOAT
-
-
-def relu_file(path, shape=(1, 3, 4, 4)):
-    """A one-Relu model at ``path`` (a name in ``shape`` is a dim without a value)."""
-    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", F32, list(shape))],
-                         [("y", F32, list(shape))]), path)
-    return path
-
-
-def one_error_line(err: str) -> bool:
-    return err.startswith("onnxroof: error: ") and err.count("\n") == 1 and "Traceback" not in err
 
 
 # 4. -o through a symbolic link: the temporary file beside the real file

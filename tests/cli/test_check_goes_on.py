@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import sys
 
-import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
-from conftest import make_model, one_error_line, relu_file, run
+from conftest import relu_file, run
 
 F32 = TensorProto.FLOAT
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pickle
 
-import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from onnxroof.core import errors
 from onnxroof.core.errors import (IncompleteAnalysis, ModelError, OnnxroofError, OptionError, OutputError,
@@ -16,7 +15,7 @@ from onnxroof.core.errors import (IncompleteAnalysis, ModelError, OnnxroofError,
 from onnxroof.core.tensors import UnresolvedDim
 from onnxroof.ops.base import UnknownShape
 
-from conftest import make_model, one_error_line, relu_file, run
+from conftest import one_error_line, relu_file, run
 
 F32 = TensorProto.FLOAT
 

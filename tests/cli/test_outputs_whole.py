@@ -10,11 +10,10 @@ import resource
 import subprocess
 import sys
 
-import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
-from conftest import make_model, one_error_line, relu_file, run
+from conftest import one_error_line, relu_file, run
 
 F32 = TensorProto.FLOAT
 

@@ -145,6 +145,10 @@ EXAMPLES = {
   onnxroof report model.onnx --target h100-sxm -o report.html
   onnxroof report --example minigooglenet --target myriad-x
   onnxroof report model.onnx --sweep batch=1,8,64 --target l4 -o sweep.html""",
+    "graph": """examples:
+  onnxroof graph model.onnx --target l4 -o model.svg
+  onnxroof graph --example minigooglenet --target myriad-x
+  onnxroof graph encoder.onnx --target h100-sxm --depth 3""",
     "explain": """examples:
   onnxroof explain model.onnx /layer1/conv1/Conv --target l4
   onnxroof explain --example shallownet conv2d_0""",

@@ -1,0 +1,405 @@
+"""The model's graph folded by its module tree: a few views, each small enough to read.
+
+A **view** opens one module: its boxes are its nodes and the modules inside it, opened as many
+levels down as keep the view within :data:`BOX_BUDGET` boxes; the modules left folded are one
+box each (with their totals), and each has a view of its own. A run of alike numbered blocks
+(``layer.0`` ... ``layer.11``: same ops, same shapes) is one box ``layer.0-11`` with a repeat
+count, never opened in place; its view is the first block's. Tensors that enter or leave the
+view's module are stubs at its top and bottom. Every node is drawn in one view only, so the
+views together stay linear in the graph's size.
+
+The module of a node is the path its name (or the exporter's metadata) carries
+(``compare/modules.record_path``). A module with more than :data:`BOX_BUDGET` nodes of its own
+(a graph with no scoped names: all of them at the root) is folded by the structure: chains of
+nodes that each feed only the next become one box (``Conv→BatchNormalization→Relu``), and what is
+still too many is cut, in the model's order, into parts of at most :data:`BOX_BUDGET` boxes.
+
+Folded constants and shape arithmetic (nodes no target runs as a kernel) are not drawn.
+
+>>> from onnx import TensorProto, helper
+>>> from onnxroof import analyze
+>>> nodes = [helper.make_node("Relu", ["x"], ["a"], name="/block.0/Relu"),
+...          helper.make_node("Relu", ["a"], ["b"], name="/block.1/Relu"),
+...          helper.make_node("Sigmoid", ["b"], ["y"], name="/head/Sigmoid")]
+>>> graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+...                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+>>> top = folded_views(analyze(helper.make_model(graph)), budget=3)[0]
+>>> [(item.label, item.repeats) for item in top.items]
+[('x', 1), ('block.0-1', 2), ('Sigmoid', 1), ('y', 1)]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+from ...compare.modules import record_path
+from ...cost.records import NodeStatus
+from ..formatting import shape_text
+
+if TYPE_CHECKING:
+    from ...cost.records import NodeRecord
+    from ...result import Analysis
+
+BOX_BUDGET = 100  # at most this many boxes in a view, where folding can make it so
+STUB_LIMIT = 8  # past this many tensors entering (or leaving) a view, the rest share one stub
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+_SYNTHETIC = "\x00"  # starts the path parts folding by structure makes: no exporter writes it
+
+
+@dataclass
+class GraphItem:
+    """One box of a view."""
+
+    key: str  # unique in the page: "n12" (node 12 of the node table), "m3" (a module), "i0"/"o0" (stubs)
+    kind: str  # "node", "module", "input" (a tensor entering the view) or "output" (one leaving it)
+    label: str  # the first line: the op type, the module's name, the tensor's name
+    name: str  # the second line: the node's name, the module's path, the tensor's shape
+    nodes: list[int]  # the node-table rows inside (a run of blocks: all of theirs)
+    repeats: int = 1  # alike blocks this box stands for
+    view: str | None = None  # a module: the view that opens it
+
+
+@dataclass
+class GraphEdge:
+    source: str  # item keys
+    target: str
+    tensor: str  # the first tensor it carries
+    shape: str  # that tensor's shape ("1×64×32×32")
+    bytes: int | None  # that tensor's bytes (None: unknown shape)
+    tensors: int = 1  # how many tensors this one edge stands for
+
+
+@dataclass
+class GraphView:
+    key: str  # "v0" is the whole model
+    title: str  # the module's path ("the whole model" for the top)
+    parent: str | None  # the view it was opened from
+    items: list[GraphItem]
+    edges: list[GraphEdge]
+    depth: int  # module levels opened in place
+
+
+@dataclass(eq=False)  # compared and hashed by identity: a module is one place in the tree
+class _Module:
+    """A node of the module tree, with the nodes below it."""
+
+    path: tuple[str, ...]
+    label: str
+    children: dict[str, "_Module"] = field(default_factory=dict)
+    own: list[int] = field(default_factory=list)  # node indices at this module itself
+    below: list[int] = field(default_factory=list)  # every node index under it, in model order
+    run: "list[_Module] | None" = None  # the first block of a run: every block of it
+    kinds: list[tuple] = field(default_factory=list)  # (op type, output shapes) of the nodes under it
+    runs: "dict[str, list[_Module]] | None" = None  # its children's runs, once worked out
+
+
+def drawn(record: "NodeRecord") -> bool:
+    """Whether a node gets a box: not a folded constant, not shape arithmetic (no kernel)."""
+    return record.status != NodeStatus.CONSTANT and not record.shape_only
+
+
+def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | None = None) -> list[GraphView]:
+    """The views of ``analysis``'s graph, the whole model's first, then each module's in the
+    order they are reached (breadth first). ``depth`` opens the top view that many module
+    levels down whatever its size (else: as many as keep it within ``budget`` boxes)."""
+    records = analysis.nodes
+    shown = [i for i, r in enumerate(records) if drawn(r)]
+    paths = {i: record_path(records[i]) for i in shown}
+    index_of = {records[i].name: i for i in shown}
+    producer_of = {tensor: i for i in shown for tensor in records[i].outputs}
+    _fold_structure(paths, records, producer_of, budget)
+    root = _tree(paths, records)
+    builder = _Views(analysis, index_of, budget)
+    views = [builder.view(root, None, depth)]
+    queue = [views[0]]
+    while queue:
+        view = queue.pop(0)
+        for item in view.items:
+            if item.kind == "module" and item.view is not None:
+                module = builder.modules[item.view]
+                child = builder.view(module, view.key, None)
+                item.view = child.key
+                views.append(child)
+                queue.append(child)
+    return views
+
+
+def _tree(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRecord"]) -> _Module:
+    root = _Module((), "(model)")
+    for index in sorted(paths):
+        module = root
+        kind = (records[index].op_type, str(records[index].output_shapes))
+        module.below.append(index)
+        for part in paths[index]:
+            if part not in module.children:
+                label = part.split(_SYNTHETIC)[-1]
+                module.children[part] = _Module(module.path + (part,), label)
+            module = module.children[part]
+            module.below.append(index)
+            module.kinds.append(kind)
+        module.own.append(index)
+    return root
+
+
+class _Views:
+    """Builds the views, numbering items and views across the page."""
+
+    def __init__(self, analysis: "Analysis", index_of: dict[str, int], budget: int):
+        self.records = analysis.nodes
+        self.tensors = analysis.cost_graph.tensors
+        self.inputs = set(analysis.cost_graph.inputs)
+        self.outputs = set(analysis.cost_graph.outputs)
+        self.index_of = index_of
+        self.budget = budget
+        self.modules: dict[str, _Module] = {}  # a folded box's pending view -> its module
+        self.count = 0
+
+    def _key(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def view(self, module: _Module, parent: str | None, depth: int | None) -> GraphView:
+        runs = _runs(module)
+        if depth is None:
+            depth = 1
+            while depth < 64:  # open one more level while it keeps within the budget and changes something
+                more = _assign(module, depth + 1, runs)
+                if len(set(more.values())) > self.budget or more == _assign(module, depth, runs):
+                    break
+                depth += 1
+        owner = _assign(module, depth, runs)
+        items: dict[tuple, GraphItem] = {}
+        item_of: dict[int, str] = {}
+        for index in module.below:
+            where = owner[index]
+            if where not in items:
+                items[where] = self._item(where, index)
+            items[where].nodes.append(index)
+            item_of[index] = items[where].key
+        for item in items.values():
+            if item.kind == "module" and len(item.nodes) == 1 and item.repeats == 1:  # one node: draw the node
+                item.kind, item.view = "node", None
+                record = self.records[item.nodes[0]]
+                item.label, item.name = record.op_type, record.name
+        ordered = list(items.values())
+        edges, sources, sinks = self._edges(module, item_of)
+        title = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path) or "the whole model"
+        if module.run:
+            title += f" (the first of {len(module.run)} alike blocks)"
+        return GraphView(self._key("v") if parent is not None else "v0", title, parent,
+                         sources + ordered + sinks, edges, depth)
+
+    def _item(self, where: tuple, index: int) -> GraphItem:
+        if where[0] == "node":
+            record = self.records[index]
+            return GraphItem(f"n{index}", "node", record.op_type, record.name, [])
+        module: _Module = where[1]
+        blocks = module.run or [module]
+        label = module.label
+        if len(blocks) > 1:
+            match = _NUMBERED.match(blocks[-1].label)
+            label = f"{module.label}-{match.group(2) if match else blocks[-1].label}"
+        key = self._key("m")
+        self.modules[key] = module
+        path = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path)
+        return GraphItem(key, "module", label, path, [], len(blocks), key)  # a run's box: every block's nodes
+
+    def _edges(self, module: _Module, item_of: dict[int, str]) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:
+        """The edges between the view's boxes, and its stubs: tensors from outside the module
+        (the model's inputs, at the top view) and tensors read outside it (or the model's outputs)."""
+        edges: dict[tuple[str, str], GraphEdge] = {}
+        sources: dict[str, GraphItem] = {}
+        sinks: dict[str, GraphItem] = {}
+
+        def stub(table: dict, tensor: str, kind: str) -> str:
+            if tensor not in table:
+                record = self.tensors.get(tensor)
+                if len(table) >= STUB_LIMIT:  # the rest share one stub
+                    others = table.setdefault("*", GraphItem(self._key(kind[0]), kind, "more tensors", "", []))
+                    table[tensor] = others
+                    others.name = f"{sum(1 for t in table.values() if t is others)} tensors"
+                else:
+                    table[tensor] = GraphItem(self._key(kind[0]), kind, tensor,
+                                              shape_text(record.shape) if record else "?", [])
+            return table[tensor].key
+
+        def connect(source: str, target: str, tensor: str) -> None:
+            if source == target:
+                return
+            edge = edges.get((source, target))
+            if edge is not None:
+                if edge.tensor != tensor:
+                    edge.tensors += 1
+                return
+            record = self.tensors.get(tensor)
+            edges[(source, target)] = GraphEdge(source, target, tensor, shape_text(record.shape) if record else "?",
+                                                record.bytes if record else None)
+
+        for index in module.below:
+            record = self.records[index]
+            target = item_of[index]
+            for tensor in dict.fromkeys(record.inputs):
+                info = self.tensors.get(tensor)
+                if not tensor or info is None or info.kind not in ("input", "activation"):
+                    continue
+                producer = self.index_of.get(info.producer) if info.producer else None
+                if producer is not None and producer in item_of:
+                    connect(item_of[producer], target, tensor)
+                elif producer is not None or tensor in self.inputs:  # made outside this module
+                    connect(stub(sources, tensor, "input"), target, tensor)
+            for tensor in record.outputs:
+                info = self.tensors.get(tensor)
+                if info is None:
+                    continue
+                read_outside = any(self.index_of.get(c) is not None and self.index_of[c] not in item_of
+                                   for c in info.consumers)
+                if read_outside or tensor in self.outputs:
+                    connect(target, stub(sinks, tensor, "output"), tensor)
+        # a shared "more tensors" stub stands for several: each stub once
+        return (list(edges.values()), list({id(s): s for s in sources.values()}.values()),
+                list({id(s): s for s in sinks.values()}.values()))
+
+
+def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]]) -> dict[int, tuple]:
+    """Each node under ``module`` -> what it is drawn as when ``depth`` levels are open:
+    ("node", index), or ("module", the folded module or the first block of its run)."""
+    owner: dict[int, tuple] = {}
+
+    def walk(current: _Module, level: int) -> None:
+        for index in current.own:
+            owner[index] = ("node", index)
+        local = runs if current is module else _runs(current)
+        for part, child in current.children.items():
+            first = local.get(part)
+            if first is not None and len(first) > 1:  # a run of alike blocks stays one box
+                for index in child.below:
+                    owner[index] = ("module", first[0])
+            elif level + 1 >= depth:
+                for index in child.below:
+                    owner[index] = ("module", child)
+            else:
+                walk(child, level + 1)
+
+    walk(module, 0)
+    return owner
+
+
+def _runs(module: _Module) -> dict[str, list[_Module]]:
+    """The module's children in runs of alike numbered blocks (``layer.0``, ``layer.1``, ...: the
+    same ops with the same shapes): each child's part -> its run (the first block holds it)."""
+    if module.runs is not None:
+        return module.runs
+    children = list(module.children.values())
+    runs: dict[str, list[_Module]] = {}
+    i = 0
+    while i < len(children):
+        first = children[i]
+        run = [first]
+        match = _NUMBERED.match(first.label)
+        if match:
+            prefix, number = match.group(1), int(match.group(2))
+            signature = _signature(first)
+            j = i + 1
+            while (j < len(children) and children[j].label == f"{prefix}{number + (j - i)}"
+                   and _signature(children[j]) == signature):
+                run.append(children[j])
+                j += 1
+        if len(run) > 1:
+            first.run = run
+        for block in run:
+            runs[block.path[-1]] = run
+        i += len(run)
+    module.runs = runs
+    return runs
+
+
+def _signature(module: _Module) -> tuple:
+    """What alike blocks share: their modules' names, their nodes' op types and output shapes."""
+    return tuple(module.children), tuple(module.kinds)
+
+
+def _fold_structure(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRecord"], producer_of: dict[str, int],
+                    budget: int) -> None:
+    """Give the nodes of a module with more than ``budget`` of its own a synthetic module each:
+    their chain (nodes that each feed only the next), and a part of the model's order."""
+    own: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for index, path in paths.items():
+        own[path].append(index)
+    successors: dict[int, set[int]] = defaultdict(set)
+    predecessors: dict[int, set[int]] = defaultdict(set)
+    for index in paths:
+        for tensor in records[index].inputs:
+            producer = producer_of.get(tensor)
+            if producer is not None:
+                successors[producer].add(index)
+                predecessors[index].add(producer)
+    for path, indices in own.items():
+        if len(indices) <= budget:
+            continue
+        units = _chains(sorted(indices), successors, predecessors, budget)
+        parts = _parts(len(units), budget)
+        spans: dict[tuple[int, ...], list[int]] = {}  # a part (with the parts above it) -> its first and last node
+        for unit, part in zip(units, parts):
+            for level in range(1, len(part) + 1):
+                span = spans.setdefault(part[:level], [unit[0], unit[-1]])
+                span[1] = unit[-1]
+        for unit, part in zip(units, parts):
+            named = tuple(f"{_SYNTHETIC}p{'.'.join(map(str, part[:level]))}{_SYNTHETIC}nodes "
+                          f"{spans[part[:level]][0]}–{spans[part[:level]][1]}" for level in range(1, len(part) + 1))
+            chain = f"{_SYNTHETIC}{unit[0]}{_SYNTHETIC}{_chain_label(records, unit)}" if len(unit) > 1 else None
+            for index in unit:
+                paths[index] = path + named + ((chain,) if chain else ())
+
+
+def _chains(indices: list[int], successors: dict[int, set[int]], predecessors: dict[int, set[int]],
+            longest: int) -> list[list[int]]:
+    """``indices`` (in model order) cut into chains: a node joins the chain of its one
+    predecessor when it is that predecessor's one successor (and the chain is shorter than
+    ``longest``).
+
+    >>> _chains([0, 1, 2, 3], {0: {1}, 1: {2, 3}}, {1: {0}, 2: {1}, 3: {1}}, 10)
+    [[0, 1], [2], [3]]
+    """
+    members = set(indices)
+    chain_of: dict[int, list[int]] = {}
+    chains: list[list[int]] = []
+    for index in indices:
+        before = predecessors.get(index, set())
+        if len(before) == 1:
+            (previous,) = before
+            if (previous in members and previous in chain_of and successors.get(previous) == {index}
+                    and chain_of[previous][-1] == previous and len(chain_of[previous]) < longest):
+                chain_of[previous].append(index)
+                chain_of[index] = chain_of[previous]
+                continue
+        chain_of[index] = [index]
+        chains.append(chain_of[index])
+    return chains
+
+
+def _parts(count: int, budget: int) -> list[tuple[int, ...]]:
+    """For ``count`` boxes in order, the part each falls in at each level of parts (outermost
+    first), so that no view holds more than about ``budget`` boxes: parts of about ``budget / 2``
+    boxes, so the view above them shows the model's course in some fifty steps.
+
+    >>> _parts(2, 2)
+    [(), ()]
+    >>> _parts(5, 2)  # parts of two boxes; three parts are still too many: two parts of parts
+    [(0, 0), (0, 0), (0, 1), (0, 1), (1, 2)]
+    """
+    if count <= budget:
+        return [()] * count
+    size = max(2, math.ceil(count / max(1, budget // 2)))
+    size = min(size, budget)
+    groups = math.ceil(count / size)
+    upper = _parts(groups, budget)
+    return [upper[position // size] + (position // size,) for position in range(count)]
+
+
+def _chain_label(records: Sequence["NodeRecord"], unit: list[int]) -> str:
+    ops = [records[i].op_type for i in unit]
+    return "→".join(ops) if len(ops) <= 3 else f"{ops[0]}→…→{ops[-1]} ({len(ops)})"

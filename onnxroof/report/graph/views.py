@@ -1,0 +1,35 @@
+"""The graph view's entry points: every view of a model drawn (the report's graph section) and
+the top view as a standalone SVG (``onnxroof graph``).
+
+>>> from onnxroof import analyze
+>>> from onnxroof.core.examples import build_example
+>>> text = render_graph_svg(analyze(build_example("shallownet"), targets=["myriad-x"]))
+>>> text.startswith("<svg") and text.count('class="gb gb-node"')  # Conv, Relu, Flatten, Gemm, Softmax
+5
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .costs import target_costs
+from .fold import BOX_BUDGET, folded_views
+from .svg import DrawnView, draw_view, standalone_svg
+
+if TYPE_CHECKING:
+    from ...result import Analysis
+
+
+def drawn_views(analysis: "Analysis", depth: int | None = None, budget: int = BOX_BUDGET) -> list[DrawnView]:
+    """Every view of ``analysis``'s folded graph, laid out and drawn; the whole model's first."""
+    costs = target_costs(analysis)
+    modules: dict[str, int] = {}  # top-level module -> its colour, the same in every view
+    return [draw_view(view, analysis, costs, modules) for view in folded_views(analysis, budget, depth)]
+
+
+def render_graph_svg(analysis: "Analysis", depth: int | None = None) -> str:
+    """The whole model's view as a standalone SVG, coloured by the bound on the first target."""
+    costs = target_costs(analysis)
+    view = folded_views(analysis, BOX_BUDGET, depth)[0]  # only the top view is drawn
+    drawn = draw_view(view, analysis, costs, {})
+    return standalone_svg(drawn, costs[0].name if costs else None)

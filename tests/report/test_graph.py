@@ -1,0 +1,235 @@
+"""The graph view: the layered layout on tiny graphs (layers, gaps, dummy lanes, worked out by
+hand), the folding by module tree and by structure, the colours against `summary --format json`,
+and the `graph` command."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from onnxroof import analyze
+from onnxroof.cli.app import main
+from onnxroof.core.examples import build_example
+from onnxroof.report.graph.fold import folded_views
+from onnxroof.report.graph.layout import BOX_GAP, LAYER_GAP, MARGIN, layered_layout, pack_layer
+from onnxroof.report.graph.views import drawn_views, render_graph_svg
+
+from models import transformer_like  # noqa: E402  (same folder)
+
+SQUARE = (40.0, 20.0)
+
+
+def _overlap(a, b) -> bool:
+    return a.x < b.x + b.width and b.x < a.x + a.width and a.y < b.y + b.height and b.y < a.y + a.height
+
+
+def _segment_crosses(box, p, q) -> bool:
+    """Whether the segment p-q passes through the inside of ``box`` (sampled finely: the segments
+    are short and the boxes tens of pixels)."""
+    for step in range(1, 200):
+        t = step / 200
+        x, y = p[0] + (q[0] - p[0]) * t, p[1] + (q[1] - p[1]) * t
+        if box.x + 0.5 < x < box.x + box.width - 0.5 and box.y + 0.5 < y < box.y + box.height - 0.5:
+            return True
+    return False
+
+
+def assert_clean_layout(layout) -> None:
+    boxes = list(layout.boxes.values())
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not _overlap(a, b), (a, b)
+    for route in layout.routes:
+        for box in boxes:
+            if box.key in (route.source, route.target):
+                continue
+            for p, q in zip(route.points, route.points[1:]):
+                assert not _segment_crosses(box, p, q), (route, box)
+
+
+# ----------------------------------------------------------------------------------- layout
+
+
+def test_a_diamond_takes_three_layers_with_its_branches_side_by_side():
+    layout = layered_layout({k: SQUARE for k in "abcd"}, [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+    box = layout.boxes
+    assert [box[k].layer for k in "abcd"] == [0, 1, 1, 2]
+    # layers 20 px high, LAYER_GAP apart, from the margin
+    assert [box[k].y for k in "abcd"] == [MARGIN, MARGIN + 20 + LAYER_GAP, MARGIN + 20 + LAYER_GAP,
+                                          MARGIN + 2 * (20 + LAYER_GAP)]
+    # b and c exactly BOX_GAP apart, a and d centred above and below them
+    assert box["c"].x - (box["b"].x + 40) == pytest.approx(BOX_GAP)
+    middle = (box["b"].centre_x + box["c"].centre_x) / 2
+    assert box["a"].centre_x == pytest.approx(middle) and box["d"].centre_x == pytest.approx(middle)
+    assert_clean_layout(layout)
+
+
+def test_a_long_edge_gets_a_dummy_lane_beside_the_box_it_skips():
+    # a -> b -> c and a -> c: c is two layers below a, so a -> c crosses layer 1 through a dummy
+    layout = layered_layout({k: SQUARE for k in "abc"}, [("a", "b"), ("b", "c"), ("a", "c")])
+    assert [layout.boxes[k].layer for k in "abc"] == [0, 1, 2]
+    assert len(layout.layers[1]) == 2 and any(key.startswith("~") for key in layout.layers[1])
+    long = next(r for r in layout.routes if (r.source, r.target) == ("a", "c"))
+    assert len(long.points) == 4  # a's bottom, the lane's top and bottom in layer 1, c's top
+    lane_x = long.points[1][0]
+    b = layout.boxes["b"]
+    assert lane_x >= b.x + b.width + BOX_GAP or lane_x <= b.x - BOX_GAP  # beside b, a gap away
+    assert_clean_layout(layout)
+
+
+def test_a_cycle_is_drawn_with_one_edge_turned_back():
+    layout = layered_layout({k: SQUARE for k in "ab"}, [("a", "b"), ("b", "a")])
+    assert [layout.boxes[k].layer for k in "ab"] == [0, 1]
+    back = next(r for r in layout.routes if r.source == "b")
+    assert back.points[0][1] == layout.boxes["b"].y  # it leaves b at its top, going up to a's bottom
+    assert back.points[-1][1] == layout.boxes["a"].y + 20
+
+
+def test_a_source_sits_just_above_what_reads_it():
+    # s feeds only d, three layers down a chain: it is drawn in layer 2, not at the top
+    layout = layered_layout({k: SQUARE for k in "abcds"}, [("a", "b"), ("b", "c"), ("c", "d"), ("s", "d")])
+    assert layout.boxes["s"].layer == 2
+
+
+def test_packing_keeps_order_and_gaps_nearest_the_wanted_centres():
+    # widths 20 and 40, gap 10: centres at least 30 + 10 = 40 apart; both want 100: split the move
+    assert pack_layer([100, 100], [20, 40], gap=10) == [80.0, 120.0]
+    # a heavier box moves less: weights 3 and 1 -> the first moves a quarter of the 40
+    assert pack_layer([100, 100], [20, 40], weights=[3, 1], gap=10) == [90.0, 130.0]
+
+
+def test_crossings_are_undone_by_the_sweeps():
+    # a1 feeds b2, a2 feeds b1: given in crossed order, the sweeps swap one layer
+    layout = layered_layout({"a1": SQUARE, "a2": SQUARE, "b1": SQUARE, "b2": SQUARE},
+                            [("a1", "b2"), ("a2", "b1")])
+    box = layout.boxes
+    assert (box["a1"].x < box["a2"].x) == (box["b2"].x < box["b1"].x)
+
+
+# ----------------------------------------------------------------------------------- folding
+
+
+@pytest.fixture(scope="module")
+def googlenet():
+    return analyze(build_example("minigooglenet"), targets=["h100-sxm", "myriad-x"])
+
+
+def _node_boxes(views):
+    """node name -> (view, its placed box), from the drawn views' SVG."""
+    found = {}
+    for view in views:
+        root = ET.fromstring(f'<svg xmlns="http://www.w3.org/2000/svg">{view.body}</svg>')
+        for group in root.iter("{http://www.w3.org/2000/svg}g"):
+            if group.get("data-gnode") is not None:
+                rect = group.find("{http://www.w3.org/2000/svg}rect")
+                found[int(group.get("data-gnode"))] = (view, group, {k: float(rect.get(k)) for k in ("x", "y", "width", "height")})
+    return found
+
+
+def test_inception_branches_are_side_by_side_between_their_input_and_their_concat(googlenet):
+    from onnxroof.report.graph.svg import lay_out
+    from onnxroof.report.graph.costs import target_costs
+
+    (view,) = folded_views(googlenet)  # 74 nodes, no scopes: one view, every node a box
+    layout, _ = lay_out(view, target_costs(googlenet))
+    index = {r.name: f"n{i}" for i, r in enumerate(googlenet.nodes)}
+    box = {name: layout.boxes[key] for name, key in index.items()}
+    # the first inception module: activation_0 feeds a 1x1 branch (conv2d_1 -> ... -> activation_1)
+    # and a 3x3 branch (conv2d_2 -> ... -> activation_2), both read by concatenate_0
+    for one, three in (("conv2d_1", "conv2d_2"), ("batch_normalization_1", "batch_normalization_2"),
+                       ("activation_1", "activation_2")):
+        assert box[one].layer == box[three].layer
+        assert box[one].x + box[one].width <= box[three].x or box[three].x + box[three].width <= box[one].x
+        assert box["activation_0"].layer < box[one].layer < box["concatenate_0"].layer
+    assert box["concatenate_0"].layer == box["activation_0"].layer + 4
+    assert_clean_layout(layout)
+
+
+def _scoped(model):
+    """transformer_like's names as an exporter with modules writes them: /encoder/layer.3/q/matmul."""
+    for node in model.graph.node:
+        match = re.match(r"layer(\d+)\.(.*)", node.name)
+        if match:
+            node.name = f"/encoder/layer.{match.group(1)}/" + match.group(2).replace(".", "/")
+    return model
+
+
+def test_alike_blocks_are_one_box_with_their_count_and_open_on_the_first():
+    analysis = analyze(_scoped(transformer_like(layers=4, seq=16, dim=32, heads=2, ffn=64)), targets=["h100-sxm"])
+    views = folded_views(analysis)
+    top = views[0]
+    (blocks,) = [item for item in top.items if item.kind == "module"]
+    assert (blocks.label, blocks.repeats) == ("layer.0-3", 4)
+    drawn = [r for r in analysis.nodes if r.status != "constant" and not r.shape_only]
+    assert len(blocks.nodes) == len(drawn)  # the box holds all four blocks' nodes
+    opened = next(v for v in views if v.key == blocks.view)
+    assert opened.title == "encoder/layer.0 (the first of 4 alike blocks)"
+    inside = [i for item in opened.items if item.kind == "node" for i in item.nodes]
+    assert all(analysis.nodes[i].name.startswith("/encoder/layer.0/") for i in inside)
+    assert len(inside) == len(drawn) // 4
+    # every node is drawn in one view only
+    shown = [i for view in views for item in view.items if item.kind == "node" for i in item.nodes]
+    assert len(shown) == len(set(shown))
+
+
+def test_a_large_graph_without_scopes_folds_into_views_of_at_most_the_budget():
+    analysis = analyze(transformer_like(), targets=["h100-sxm"])  # 558 nodes, names without scopes
+    views = folded_views(analysis)
+    for view in views:
+        assert len([i for i in view.items if i.kind in ("node", "module")]) <= 100, view.title
+    shown = sorted(i for view in views for item in view.items if item.kind == "node" for i in item.nodes)
+    drawn = [i for i, r in enumerate(analysis.nodes) if r.status != "constant" and not r.shape_only]
+    assert shown == drawn  # each drawn once, none lost
+    from onnxroof.report.graph.costs import target_costs
+    from onnxroof.report.graph.svg import lay_out
+
+    costs = target_costs(analysis)
+    for view in views[:12]:  # the top view and the first parts: no overlap, no edge through a box
+        assert_clean_layout(lay_out(view, costs)[0])
+    assert len(drawn_views(analysis)) == len(views)
+
+
+# ----------------------------------------------------------------------------------- colours
+
+
+def test_every_box_takes_its_kernels_bound_from_the_summary_json(googlenet, tmp_path, capsys):
+    # the same model and target through the command line: the JSON the user reads
+    assert main(["summary", "--example", "minigooglenet", "--target", "h100-sxm", "--format", "json", "-q"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    names = [node["name"] for node in document["nodes"]]
+    bound_of = {member: kernel["bound"] for kernel in document["targets"][0]["nodes"] for member in kernel["nodes"]}
+    assert len(set(bound_of.values())) >= 1 and any(len(k["nodes"]) > 1 for k in document["targets"][0]["nodes"])
+    out = tmp_path / "g.svg"
+    assert main(["graph", "--example", "minigooglenet", "--target", "h100-sxm", "-o", str(out), "-q"]) == 0
+    root = ET.parse(out).getroot()
+    checked = 0
+    for group in root.iter("{http://www.w3.org/2000/svg}g"):
+        if group.get("data-gnode") is None:
+            continue
+        name = names[int(group.get("data-gnode"))]
+        assert group.get("data-b0") == bound_of.get(name, "unplaced"), name
+        checked += 1
+    assert checked == len(bound_of)  # every kernel's node has a box
+
+
+def test_fused_kernels_are_outlined_on_the_target_that_fuses_them(googlenet):
+    from onnxroof.report.graph.costs import target_costs
+    from onnxroof.report.graph.svg import draw_view
+
+    (view,) = folded_views(googlenet)
+    body = draw_view(view, googlenet, target_costs(googlenet), {}).body
+    outlines = re.findall(r'<rect class="gk" data-t="(\d)"', body)
+    assert outlines and set(outlines) == {"0"}  # h100-sxm fuses Conv+BatchNormalization+Relu; myriad-x fuses nothing
+
+
+def test_the_svg_command_writes_a_standalone_file_with_a_legend(tmp_path):
+    out = tmp_path / "model.svg"
+    assert main(["graph", "--example", "shallownet", "--target", "myriad-x", "-o", str(out), "-q"]) == 0
+    text = out.read_text()
+    root = ET.fromstring(text)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert "bound on myriad-x:" in text and "DRAM" in text
+    assert text == render_graph_svg(analyze(build_example("shallownet"), targets=["myriad-x"]))

@@ -180,10 +180,10 @@ def test_hostile_names_are_escaped():
     assert "<img" not in html.lower()
     page = _parse(html)
     assert not any(tag == "img" for tag, _ in page.tags)
-    # exactly the page's own scripts: the node table and document JSON blocks, and the inline code
+    # exactly the page's own scripts: the graph view's, node table's and document's JSON blocks, and the inline code
     scripts = [attributes for tag, attributes in page.tags if tag == "script"]
     assert [(a.get("type"), a.get("id")) for a in scripts] == [
-        ("application/json", "onnxroof-nodes"), ("application/json", "onnxroof-data"), (None, None)]
+        ("application/json", "onnxroof-graph"), ("application/json", "onnxroof-nodes"), ("application/json", "onnxroof-data"), (None, None)]
     # the names survive, escaped, as text and in the embedded document
     assert page.node_names[0].strip() == IMG_PAYLOAD + SCRIPT_PAYLOAD
     document = json.loads(page.json_text)
@@ -250,10 +250,10 @@ def test_memory_section_on_minigooglenet(minigooglenet_html, minigooglenet_analy
     assert ("At step 1, batch_normalization_0 (BatchNormalization) runs while conv2d_0&#39;s output is still live"
             in section)
     assert "Concat" in section
-    # one path per order in the timeline, nothing else drawn as a path
-    series = [p.get("data-series") for p in page.svg_paths]
-    assert sorted(series) == ["best", "model"]
-    assert all(p.get("d", "").startswith("M") for p in page.svg_paths)
+    # one path per order in the timeline, nothing else drawn as a path (but the graph view's edges)
+    paths = [p for p in page.svg_paths if p.get("class") != "ge"]
+    assert sorted(p.get("data-series") for p in paths) == ["best", "model"]
+    assert all(p.get("d", "").startswith("M") for p in paths)
     # the y axis is in IEC units, x is the step
     assert ">800 KiB</text>" in section and ">70</text>" in section
     # a hover title per step, with its node and exact bytes
@@ -271,7 +271,7 @@ def test_memory_section_reports_a_better_order_and_capacity_lines():
     assert "8,040 bytes" in section and "4,044 bytes" in section  # model-order and best-order peaks
     assert "Reordering helps" in section and "exact search" in section
     assert any(t.startswith("Peak, best order: 4,044 bytes") for t in page.svg_titles)
-    assert sorted(p.get("data-series") for p in page.svg_paths) == ["best", "model"]
+    assert sorted(p.get("data-series") for p in page.svg_paths if p.get("class") != "ge") == ["best", "model"]
     assert any(t == "test SRAM: 6,000 bytes on chip" for t in page.svg_titles)
     assert "Above this chart's scale: huge SRAM" in section  # a capacity that would flatten the chart
 

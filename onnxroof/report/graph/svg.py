@@ -11,6 +11,7 @@ so their width is known here, and every box is as wide as its longest line.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -121,7 +122,7 @@ def draw_view(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCos
     labelled: set[tuple[str, str]] = set()
     labels = []
     for route, edge in zip(_routes_in_edge_order(layout, view), view.edges):
-        path = "M" + " L".join(f"{x:.1f} {y:.1f}" for x, y in route.points)
+        path = "M" + " L".join(f"{x:.1f} {y:.1f}" for x, y in route.points) + _arrow_head(route.points)
         size = f"{edge.bytes:,} bytes ({iec(edge.bytes)})" if edge.bytes is not None else "bytes unknown"
         more = f" and {edge.tensors - 1} more tensors" if edge.tensors > 1 else ""
         parts.append(f'<path class="ge" d="{path}"><title>{escape(edge.tensor)}{more}: {escape(edge.shape)}, '
@@ -138,6 +139,21 @@ def draw_view(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCos
         parts.append(_box(items[key], box, lines[key], analysis, costs, modules))
     parts.append("</g>")
     return DrawnView(view.key, view.title, view.parent, "".join(parts), layout.width, layout.height, len(layout.boxes))
+
+
+def _arrow_head(points: list[tuple[float, float]], length: float = 6.0) -> str:
+    """Two short strokes back from the route's end, along its last segment (no marker: the page
+    refers to nothing, not even a fragment of itself).
+
+    >>> _arrow_head([(0.0, 0.0), (0.0, 10.0)])  # pointing down at (0, 10)
+    ' M-3.0 4.0 L0.0 10.0 L3.0 4.0'
+    """
+    (x0, y0), (x1, y1) = points[-2], points[-1]
+    span = math.hypot(x1 - x0, y1 - y0) or 1.0
+    ux, uy = (x1 - x0) / span, (y1 - y0) / span
+    bx, by = x1 - ux * length, y1 - uy * length
+    px, py = -uy * length / 2, ux * length / 2
+    return f" M{bx + px:.1f} {by + py:.1f} L{x1:.1f} {y1:.1f} L{bx - px:.1f} {by - py:.1f}"
 
 
 def _routes_in_edge_order(layout: Layout, view: "GraphView"):
@@ -176,9 +192,9 @@ def _box(item: "GraphItem", box, text: list[str], analysis: "Analysis", costs: S
     return f'<g {" ".join(attributes)}>{shape}{"".join(words)}<title>{title}</title></g>'
 
 
-def _fused_outlines(view: "GraphView", layout: Layout, costs: Sequence[TargetCosts]) -> list[str]:
-    """A dashed outline around the boxes of each fused kernel (per target), where the rectangle
-    around them holds no other box."""
+def fused_outlines(view: "GraphView", layout: Layout, costs: Sequence[TargetCosts]) -> list[tuple[int, float, float, float, float]]:
+    """(target number, x, y, width, height): a rectangle around the boxes of each kernel that fuses
+    several nodes of the view, on each target, where that rectangle holds no other box."""
     nodes = {item.nodes[0]: item.key for item in view.items if item.kind == "node"}
     outlines = []
     for number, target in enumerate(costs):
@@ -195,15 +211,19 @@ def _fused_outlines(view: "GraphView", layout: Layout, costs: Sequence[TargetCos
             inside = [b for k, b in layout.boxes.items() if k not in keys and b.x < right and b.x + b.width > left
                       and b.y < bottom and b.y + b.height > top]
             if not inside:
-                outlines.append(f'<rect class="gk" data-t="{number}" x="{left:.1f}" y="{top:.1f}" '
-                                f'width="{right - left:.1f}" height="{bottom - top:.1f}" rx="6"/>')
+                outlines.append((number, left, top, right - left, bottom - top))
     return outlines
+
+
+def _fused_outlines(view: "GraphView", layout: Layout, costs: Sequence[TargetCosts]) -> list[str]:
+    return [f'<rect class="gk" data-t="{number}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6"/>'
+            for number, x, y, w, h in fused_outlines(view, layout, costs)]
 
 
 STANDALONE_STYLE = (
     "text{font:11px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;fill:#1d2433}"
-    ".gt-head{font-weight:700}.gl{font-size:9px;fill:#6b7385}"
-    ".ge{fill:none;stroke:#8a93a6;stroke-width:1.2;marker-end:url(#gv-arrow)}"
+    ".gt-head{font-weight:700}.gl{font-size:9px;fill:#6b7385;paint-order:stroke;stroke:#fff;stroke-width:3px}"
+    ".ge{fill:none;stroke:#8a93a6;stroke-width:1.2}"
     ".gk{fill:none;stroke:#4a5366;stroke-dasharray:4 3}"
 )
 
@@ -227,10 +247,7 @@ def standalone_svg(drawn: DrawnView, target: str | None) -> str:
     title = escape(drawn.title)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{drawn.height + legend_height:.0f}" '
             f'viewBox="0 0 {width:.1f} {drawn.height + legend_height:.1f}"><title>{title}</title>'
-            f"<defs>{ARROW_MARKER}</defs><style>{STANDALONE_STYLE}</style>"
+            f"<style>{STANDALONE_STYLE}</style>"
             f'<rect width="100%" height="100%" fill="#ffffff"/>{"".join(legend)}'
             f'<g transform="translate(0 {legend_height})">{drawn.body}</g></svg>\n')
 
-
-ARROW_MARKER = ('<marker id="gv-arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" '
-                'orient="auto-start-reverse"><path d="M0 0 L8 4 L0 8 z" fill="#8a93a6"/></marker>')

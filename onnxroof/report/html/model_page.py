@@ -29,6 +29,7 @@ from ...core.units import iec, intensity, si
 from .chart_context import op_palette
 from ..formatting import count_text, format_value, shape_text, share_percent
 from .findings_section import findings_context
+from .graph_section import graph_context
 from .memory_section import memory_context
 from .model_roofline import roofline_context, top_modules
 from .module_section import modules_context
@@ -78,6 +79,7 @@ class ModelPage:
     rooflines: list[dict]
     profile: dict | None  # "Predicted vs measured", with a profile
     hotspots: dict
+    graph: dict | None  # the graph view: every view of the folded graph, laid out
     modules: dict | None
     formulas: dict | None
     table: dict  # the node table's frame (its rows are nodes_json)
@@ -127,6 +129,7 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
                    for k, r in enumerate(analysis.targets)],
         profile=profile_context(analysis, profile, profiled) if profile is not None else None,
         hotspots=_hotspots_context(analysis),
+        graph=graph_context(analysis),
         modules=modules_context(analysis),
         formulas=_formulas_context(formulas) if formulas is not None and formulas.dims else None,
         table=node_table_context(analysis),

@@ -1,0 +1,91 @@
+"""The graph view as the report page's compact JSON: every view laid out, numbers only.
+
+A node's box carries its node-table row, not its text: its op type, name and figures are in the
+page's node table data already (``#onnxroof-nodes``), and the page's script writes them. So a
+node costs the page some sixty bytes here, and the views together stay linear in the graph.
+
+``views[k]``: ``{"title", "parent" (a view number, -1 for the top), "w", "h", "boxes", "edges",
+"fused"}``, with
+
+- a box: ``[kind, x, y, width, height, ...]``; kind 0, a node: ``..., row, module colour, then
+  per target its bound (a number into ``bounds``) and share step``; kind 1, a folded module:
+  ``..., view to open, module colour, per target bound and step, [lines], tooltip``; kinds 2
+  and 3, a tensor entering or leaving the view: ``..., [lines], tooltip``;
+- an edge: ``[source box, target box, shape, bytes (-1: unknown), x0, y0, x1, y1, ...]`` (its
+  route), the shape a number into ``strings``, or ``-1 - number`` when another edge of the same
+  tensor carries its label;
+- a fused kernel's outline: ``[target, x, y, width, height]``.
+
+>>> from onnxroof import analyze
+>>> from onnxroof.core.examples import build_example
+>>> data = page_data(analyze(build_example("shallownet"), targets=["myriad-x"]))
+>>> [box[0] for box in data["views"][0]["boxes"]]  # input, 5 nodes, output
+[2, 0, 0, 0, 0, 0, 3]
+>>> data["bounds"][data["views"][0]["boxes"][1][7]]  # the Conv on myriad-x
+'compute'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from .costs import box_cost, box_text, target_costs
+from .fold import BOX_BUDGET, folded_views
+from .svg import BOUND_COLOURS, LABEL_CHARS, MODULE_COLOURS, clip_middle, fused_outlines, lay_out, share_step
+
+if TYPE_CHECKING:
+    from ...result import Analysis
+
+BOUNDS = [*BOUND_COLOURS, "unplaced"]
+KINDS = {"node": 0, "module": 1, "input": 2, "output": 3}
+
+
+def page_data(analysis: "Analysis", budget: int = BOX_BUDGET) -> dict:
+    """Every view of the folded graph, laid out, as the page's script reads it."""
+    costs = target_costs(analysis)
+    views = folded_views(analysis, budget)
+    number = {view.key: position for position, view in enumerate(views)}
+    strings: dict[str, int] = {}
+    modules: dict[str, int] = {}
+
+    def text(value: str) -> int:
+        return strings.setdefault(value, len(strings))
+
+    def colour(top: str) -> int:
+        return modules.setdefault(top, len(modules)) % len(MODULE_COLOURS)
+
+    result = []
+    for view in views:
+        layout, lines = lay_out(view, costs)
+        position = {item.key: k for k, item in enumerate(view.items)}
+        boxes = []
+        for item in view.items:
+            placed = layout.boxes[item.key]
+            box: list = [KINDS[item.kind], round(placed.x), round(placed.y), math.ceil(placed.width), round(placed.height)]
+            if item.kind in ("node", "module"):
+                top = (analysis.nodes[item.nodes[0]].name.strip("/").split("/")[0] if item.kind == "node"
+                       else item.name.split("/")[0])
+                box += [item.nodes[0] if item.kind == "node" else number[item.view] if item.view else -1, colour(top)]
+                for target in costs:
+                    cost = box_cost(item, target)
+                    box += [BOUNDS.index(cost.bound or "unplaced"), share_step(cost.share)]
+            if item.kind != "node":
+                box += [lines[item.key], box_text(item, analysis, costs)]
+            boxes.append(box)
+        edges = []
+        labelled: set[tuple[str, str]] = set()
+        routes = {(route.source, route.target): route for route in layout.routes}
+        for edge in view.edges:
+            route = routes[(edge.source, edge.target)]
+            label = text(clip_middle(edge.shape, LABEL_CHARS))
+            if (edge.source, edge.tensor) in labelled:  # one label per tensor, under the box that makes it
+                label = -label - 1  # the shape for the tooltip, no label drawn
+            labelled.add((edge.source, edge.tensor))
+            edges.append([position[edge.source], position[edge.target], label,
+                          -1 if edge.bytes is None else edge.bytes, *(round(v) for point in route.points for v in point)])
+        fused = [[t, round(x), round(y), round(w), round(h)] for t, x, y, w, h in fused_outlines(view, layout, costs)]
+        result.append({"title": view.title, "parent": number[view.parent] if view.parent is not None else -1,
+                       "w": math.ceil(layout.width), "h": math.ceil(layout.height), "boxes": boxes, "edges": edges,
+                       "fused": fused})
+    return {"views": result, "strings": list(strings), "bounds": BOUNDS, "targets": [c.name for c in costs]}

@@ -1,0 +1,71 @@
+"""The report's graph section: the model drawn as a layered DAG, folded by its module tree
+(``report/graph``), each box coloured by its kernel's bound on the selected target.
+
+Every view is laid out here, in Python, and embedded as compact JSON (``report/graph/data.py``);
+the page's script draws a view as SVG when it is opened (the whole model's first, a module's when
+its box is clicked, and back from the breadcrumbs: the same picture again). The colourings (bound per target, share of
+the time, top-level module) are style rules over the boxes' ``data-`` attributes, written
+here from the same colour tables the SVG uses, so a change of colouring draws nothing again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from markupsafe import Markup
+
+from ..bounds import BOUND_LABELS, BOUND_TITLES
+from ..graph.svg import BOUND_COLOURS, MODULE_COLOURS, SHARE_COLOURS, SHARE_STEPS, UNPLACED
+from ..graph.data import page_data
+from .page import script_json
+
+if TYPE_CHECKING:
+    from ...result import Analysis
+
+
+def graph_context(analysis: "Analysis") -> dict | None:
+    """The views (as the script's JSON) and the style rules of the colourings; None for a graph
+    with no node drawn."""
+    data = page_data(analysis)
+    top = data["views"][0]
+    if not any(box[0] in (0, 1) for box in top["boxes"]):
+        return None
+    targets = data["targets"]
+    return {
+        "targets": targets,
+        "boxes": f"{len(top['boxes']):,}",
+        "views": len(data["views"]),
+        "json": Markup(script_json(data)),
+        "style": Markup(_colour_rules(len(targets))),
+        "bounds": [{"key": b, "label": BOUND_LABELS[b], "title": BOUND_TITLES[b], "fill": fill, "stroke": stroke}
+                   for b, (fill, stroke) in BOUND_COLOURS.items() if b != "none"]
+                  + [{"key": "unplaced", "label": "not placed", "title": "no kernel runs it on this target (not counted)",
+                      "fill": UNPLACED[0], "stroke": UNPLACED[1]}],
+        "shares": [{"label": _share_label(step), "fill": colour} for step, colour in enumerate(SHARE_COLOURS)],
+    }
+
+
+def _share_label(step: int) -> str:
+    """The legend of a share step: "< 0.1%", "0.1–0.5%" ... "≥ 15%"."""
+    if step == 0:
+        return f"< {SHARE_STEPS[0]:.1%}"
+    if step == len(SHARE_STEPS):
+        return f"≥ {SHARE_STEPS[-1]:.0%}"
+    return f"{SHARE_STEPS[step - 1]:.1%}–{SHARE_STEPS[step]:.1%}"
+
+
+def _colour_rules(targets: int) -> str:
+    """Style rules: a box's fill from its bound or share on the selected target, or its module;
+    a target's fused-kernel outlines shown on that target only. Only colours and numbers: no
+    text from the model goes in."""
+    rules = []
+    for number in range(targets):
+        scope = f'.gv-wrap[data-target="{number}"]'
+        for bound, (fill, stroke) in [*BOUND_COLOURS.items(), ("unplaced", UNPLACED)]:
+            rules.append(f'{scope}[data-colour="bound"] .gb[data-b{number}="{bound}"]>rect{{fill:{fill};stroke:{stroke}}}')
+        for step, colour in enumerate(SHARE_COLOURS):
+            rules.append(f'{scope}[data-colour="share"] .gb[data-h{number}="{step}"]>rect{{fill:{colour};stroke:#8a93a6}}')
+        rules.append(f'.gv-wrap:not([data-target="{number}"]) .gk[data-t="{number}"]{{display:none}}')
+    for index, colour in enumerate(MODULE_COLOURS):
+        rules.append(f'.gv-wrap[data-colour="module"] .gb[data-m="{index}"]>rect{{fill:{colour};stroke:#8a93a6}}')
+    return "\n".join(rules)

@@ -1,0 +1,145 @@
+"""The report's graph view in a real browser (headless Chromium through Playwright, as
+test_browser.py): no two boxes overlap and every label stays inside its box, as drawn; a click on
+a box selects its node-table row and a click on a row selects its box; opening a module and going
+back restores the same picture; the colouring follows the selected target."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import onnxroof
+from onnxroof.report.html.pages import render_html
+
+from test_browser import CHROMIUM, FLAGS, Report, sync_api  # noqa: E402  (same folder)
+from models import transformer_like  # noqa: E402
+from test_graph import _scoped  # noqa: E402
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (apt-get install chromium)")
+
+# every box and text of the view on screen, in screen pixels
+GEOMETRY = """() => Array.from(document.querySelectorAll('#gv-content .gb')).map(g => {
+  const rect = g.querySelector('rect:last-of-type').getBoundingClientRect();
+  return {key: g.getAttribute('data-key'), box: [rect.left, rect.top, rect.right, rect.bottom],
+          texts: Array.from(g.querySelectorAll('text')).map(t => {
+            const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })};
+})"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        yield instance
+        instance.close()
+
+
+def _page(tmp_path, analysis, name: str):
+    path = tmp_path / f"{name}.html"
+    path.write_text(render_html(analysis), encoding="utf-8")
+    return path
+
+
+def assert_drawn_clean(report: Report) -> list[dict]:
+    """No two boxes overlap on screen; each text lies inside its box."""
+    report.page.click("#gv-fit")  # the whole view on screen (getBoundingClientRect is in screen pixels)
+    boxes = report.page.evaluate(GEOMETRY)
+    assert boxes
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = a["box"][2] <= b["box"][0] or b["box"][2] <= a["box"][0] or a["box"][3] <= b["box"][1] \
+                or b["box"][3] <= a["box"][1]
+            assert apart, (a["key"], b["key"])
+        left, top, right, bottom = a["box"]
+        for text in a["texts"]:
+            slack = 0.5
+            assert left - slack <= text[0] and text[2] <= right + slack and top - slack <= text[1] \
+                and text[3] <= bottom + slack, (a["key"], text, a["box"])
+    return boxes
+
+
+def test_minigooglenet_graph_is_clean_and_a_box_selects_its_row(browser, tmp_path):
+    analysis = onnxroof.analyze(onnxroof.core.examples.build_example("minigooglenet"),
+                                targets=["myriad-x", "h100-sxm"])
+    report = Report(browser, _page(tmp_path, analysis, "minigooglenet"))
+    try:
+        report.assert_clean()
+        boxes = assert_drawn_clean(report)
+        assert len(boxes) == 74 + 2  # every node (none folded or constant) and the input and output stubs
+        index = next(i for i, r in enumerate(analysis.nodes) if r.name == "conv2d_2")
+        report.page.click(f'#gv-content [data-gnode="{index}"]')
+        row = report.page.locator(f'#node-table tbody tr[data-index="{index}"]')
+        assert "selected" in row.get_attribute("class")
+        info = report.page.locator("#gv-info").text_content()
+        assert info.startswith("Conv conv2d_2") and "myriad-x:" in info and "h100-sxm:" in info
+        # and back: a click on another row selects that node's box
+        other = next(i for i, r in enumerate(analysis.nodes) if r.name == "activation_0")
+        report.page.evaluate(f"window.onnxroofReport.showNode({other}, true)")
+        report.page.click(f'#node-table tbody tr[data-index="{other}"] td.idx')
+        assert "selected" in report.page.get_attribute(f'#gv-content [data-gnode="{other}"]', "class")
+        assert report.errors == []
+    finally:
+        report.close()
+
+
+def test_the_colours_follow_the_selected_target(browser, tmp_path):
+    analysis = onnxroof.analyze(onnxroof.core.examples.build_example("minigooglenet"),
+                                targets=["myriad-x", "h100-sxm"])
+    report = Report(browser, _page(tmp_path, analysis, "colours"))
+    try:
+        conv = next(i for i, r in enumerate(analysis.nodes) if r.name == "conv2d_0")
+        rect = f'#gv-content [data-gnode="{conv}"] > rect'
+        fill = lambda: report.page.eval_on_selector(rect, "r => getComputedStyle(r).fill")  # noqa: E731
+        # myriad-x: the conv is compute-bound (#e3f4ea); h100-sxm: its fused kernel is overhead-bound (#eef0f4)
+        assert [p.placement.bound for p in analysis.targets[0].nodes if p.name == "conv2d_0"] == ["compute"]
+        assert fill() == "rgb(227, 244, 234)"
+        report.page.select_option("#gv-target", "1")
+        assert [p.placement.bound for p in analysis.targets[1].nodes if "conv2d_0" in p.nodes] == ["overhead"]
+        assert fill() == "rgb(238, 240, 244)"
+        report.page.select_option("#gv-colour", "module")
+        assert report.page.locator('[data-legend="module"]').is_visible()
+    finally:
+        report.close()
+
+
+def test_opening_a_module_and_going_back_restores_the_picture(browser, tmp_path):
+    analysis = onnxroof.analyze(_scoped(transformer_like(layers=4, seq=16, dim=32, heads=2, ffn=64)),
+                                targets=["h100-sxm"])
+    report = Report(browser, _page(tmp_path, analysis, "scoped"))
+    try:
+        report.assert_clean()
+        before = report.page.inner_html("#gv-content")
+        view_box = report.page.get_attribute("#gv-svg", "viewBox")
+        blocks = report.page.locator("#gv-content .gb-module")
+        assert blocks.count() == 1 and "×4" in blocks.text_content()
+        blocks.click()
+        assert report.page.locator("#gv-crumbs strong").text_content().startswith("encoder/layer.0")
+        assert_drawn_clean(report)
+        assert report.page.locator("#gv-content .gb-node").count() == 31  # one block's nodes
+        report.page.click("#gv-crumbs .gv-crumb")
+        assert report.page.inner_html("#gv-content") == before
+        assert report.page.get_attribute("#gv-svg", "viewBox") == view_box
+    finally:
+        report.close()
+
+
+def test_a_500_node_graph_opens_folded_and_each_view_is_clean(browser, tmp_path):
+    analysis = onnxroof.analyze(transformer_like(), targets=["h100-sxm"])  # 558 nodes, no scopes
+    report = Report(browser, _page(tmp_path, analysis, "large"))
+    try:
+        report.assert_clean()
+        top = assert_drawn_clean(report)
+        assert 10 <= len(top) <= 110
+        first = report.page.locator("#gv-content .gb-module").first
+        label = first.locator("text").first.text_content()
+        assert re.match(r"nodes \d+–\d+", label)
+        first.click()
+        assert_drawn_clean(report)
+        # search: the matches in every view, Enter goes to the next one
+        report.page.fill("#gv-search", "softmax")
+        assert "in all views" in report.page.text_content("#gv-found")
+        report.page.press("#gv-search", "Enter")
+        assert "Softmax" in report.page.text_content("#gv-content .gb.selected")
+    finally:
+        report.close()

@@ -206,6 +206,9 @@ class _Views:
         key = self._key("m")
         self.modules[key] = module
         path = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path)
+        if module.path[-1].startswith(_SYNTHETIC):  # folded by structure: say which nodes, by name
+            first, last = self.records[module.below[0]].name, self.records[module.below[-1]].name
+            path = f"{first} … {last}" if first != last else first
         return GraphItem(key, "module", label, path, [], len(blocks), key)  # a run's box: every block's nodes
 
     def _edges(self, module: _Module, item_of: dict[int, str]) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:

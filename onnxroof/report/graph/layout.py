@@ -175,12 +175,16 @@ def order_layers(layers: list[list[str]], edges: Sequence[tuple[str, str]], swee
         up[v].append(u)
     current = [list(layer) for layer in layers]
 
+    if all(len(layer) < 2 for layer in current):  # a chain: nothing to order
+        return current
+
     def total(order: list[list[str]]) -> int:
         positions = [{k: i for i, k in enumerate(layer)} for layer in order]
         count = 0
         for i in range(len(order) - 1):
-            between = [(u, v) for u in order[i] for v in down[u]]
-            count += _crossings(positions[i], positions[i + 1], between)
+            if len(order[i]) > 1 and len(order[i + 1]) > 1:  # edges into or out of one box never cross
+                between = [(u, v) for u in order[i] for v in down[u]]
+                count += _crossings(positions[i], positions[i + 1], between)
         return count
 
     best, best_count = [list(layer) for layer in current], total(current)
@@ -188,6 +192,8 @@ def order_layers(layers: list[list[str]], edges: Sequence[tuple[str, str]], swee
         downward = sweep % 2 == 0
         indices = range(1, len(current)) if downward else range(len(current) - 2, -1, -1)
         for i in indices:
+            if len(current[i]) < 2:
+                continue
             fixed = current[i - 1] if downward else current[i + 1]
             position = {k: p for p, k in enumerate(fixed)}
             neighbours = up if downward else down
@@ -337,6 +343,9 @@ def _coordinates(layers: list[list[str]], edges: Sequence[tuple[str, str]], widt
             for key in layer:
                 around = [centre[n] for side in sides for n in side[key]]
                 wanted.append(sum(around) / len(around) if around else centre[key])
+            if len(layer) == 1:  # alone in its layer: it goes where it wants
+                centre[layer[0]] = wanted[0]
+                continue
             weights = [DUMMY_WEIGHT if key.startswith("~") else 1.0 for key in layer]
             for key, x in zip(layer, pack_layer(wanted, [width_of[k] for k in layer], weights, gap)):
                 centre[key] = x

@@ -5,7 +5,11 @@ back restores the same picture; the colouring follows the selected target."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -79,6 +83,14 @@ def test_minigooglenet_graph_is_clean_and_a_box_selects_its_row(browser, tmp_pat
         report.page.click(f'#node-table tbody tr[data-index="{other}"] td.idx')
         assert "selected" in report.page.get_attribute(f'#gv-content [data-gnode="{other}"]', "class")
         assert report.errors == []
+        if os.environ.get("ONNXROOF_UPDATE_SCREENSHOTS"):  # the README's picture of the graph view
+            picture = Path(__file__).resolve().parents[2] / "docs" / "report-graph.png"
+            report.page.click("#gv-top")
+            report.page.click(f'#gv-content [data-gnode="{index}"]')
+            report.page.locator("#graph").screenshot(path=str(picture))
+            if shutil.which("pngquant"):
+                subprocess.run(["pngquant", "--force", "--skip-if-larger", "--output", str(picture), str(picture)],
+                               check=False)
     finally:
         report.close()
 

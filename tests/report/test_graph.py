@@ -233,3 +233,26 @@ def test_the_svg_command_writes_a_standalone_file_with_a_legend(tmp_path):
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert "bound on myriad-x:" in text and "DRAM" in text
     assert text == render_graph_svg(analyze(build_example("shallownet"), targets=["myriad-x"]))
+
+
+# ----------------------------------------------------------------------------------- diff
+
+
+def test_the_diff_marks_added_changed_and_removed_boxes_as_the_diff_matched_them():
+    from onnxroof.compare.diff import diff_analyses
+    from onnxroof.report.html.graph_section import diff_graph_context
+
+    base = analyze(build_example("shallownet"), targets=["myriad-x"])
+    head = analyze(build_example("shallownet-separable"), targets=["myriad-x"])
+    diff = diff_analyses(base, head)
+    context = diff_graph_context(diff)
+    head_data, base_data = json.loads(str(context["json"])), json.loads(str(context["base_json"]))
+
+    def marked(data):
+        view = data["views"][0]  # five nodes or so: one view each
+        return {data["nodes"][str(view["boxes"][k][5])][1]: mark for k, mark in view["marks"]}
+
+    # what the diff says, node by node: the head's added and changed, the base's removed and changed
+    assert marked(head_data) == {c.head.name: c.kind for c in diff.nodes if c.kind in ("added", "changed")}
+    assert marked(base_data) == {c.base.name: c.kind for c in diff.nodes if c.kind in ("removed", "changed")}
+    assert "added" in marked(head_data).values()  # the separable conv's second Conv is new

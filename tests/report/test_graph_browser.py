@@ -160,3 +160,28 @@ def test_a_500_node_graph_opens_folded_and_each_view_is_clean(browser, tmp_path)
         assert report.page.text_content("#gv-content .gb-node.selected").startswith("Softmax")
     finally:
         report.close()
+
+
+def test_the_diff_page_marks_what_changed_on_either_model(browser, tmp_path):
+    from onnxroof.cli.app import main
+
+    path = tmp_path / "diff.html"
+    assert main(["diff", "example:shallownet", "example:shallownet-separable", "--target", "myriad-x",
+                 "--format", "html", "-o", str(path), "-q"]) == 0
+    report = Report(browser, path)
+    try:
+        report.assert_clean()
+        assert_drawn_clean(report)
+        convs = """() => Array.from(document.querySelectorAll('#gv-content .gb-node'))
+            .filter(g => g.querySelector('text').textContent === 'Conv')
+            .map(g => [g.querySelectorAll('text')[1].textContent, g.getAttribute('class')])"""
+        # the head: conv2d_0 is now depthwise (changed), conv2d_1 the new pointwise conv (added)
+        assert report.page.evaluate(convs) == [["conv2d_0", "gb gb-node mark-changed"], ["conv2d_1", "gb gb-node mark-added"]]
+        report.page.select_option("#gv-side", "base")
+        assert_drawn_clean(report)
+        assert report.page.evaluate(convs) == [["conv2d_0", "gb gb-node mark-changed"]]  # the base's one conv
+        report.page.click("#gv-content .gb-node")  # no node table on this page: the box's own text
+        assert report.page.locator("#gv-info").is_visible()
+        assert report.errors == []
+    finally:
+        report.close()

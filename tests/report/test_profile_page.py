@@ -28,7 +28,7 @@ def test_the_html_report_draws_a_measured_dot_per_measured_node():
     assert html.count('<a class="node-link" href="#node-table"') == 15 + 10  # this table and the hotspots
     # nothing unescaped: the note's markup is text, the only scripts are the report's own
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert html.count("<script") == render_html(result.analysis).count("<script") == 3
+    assert html.count("<script") == render_html(result.analysis).count("<script") == 4  # graph, nodes, document JSON; the code
     assert "http://" not in html and "https://" not in html
 
 

@@ -41,8 +41,12 @@ BOUNDS = [*BOUND_COLOURS, "unplaced"]
 KINDS = {"node": 0, "module": 1, "input": 2, "output": 3}
 
 
-def page_data(analysis: "Analysis", budget: int = BOX_BUDGET) -> dict:
-    """Every view of the folded graph, laid out, as the page's script reads it."""
+def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, str] | None = None,
+              with_text: bool = False) -> dict:
+    """Every view of the folded graph, laid out, as the page's script reads it. ``marks`` (node
+    row -> "added", "removed" or "changed": a diff) mark the node's box, and a module's when a
+    node inside it is marked, in each view's ``marks`` (``[box, mark]``). ``with_text`` (a page
+    with no node table: the diff's) adds ``nodes``: row -> [op type, name, its tooltip]."""
     costs = target_costs(analysis)
     views = folded_views(analysis, budget)
     number = {view.key: position for position, view in enumerate(views)}
@@ -56,6 +60,7 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET) -> dict:
         return modules.setdefault(top, len(modules)) % len(MODULE_COLOURS)
 
     result = []
+    texts: dict[int, list[str]] = {}
     for view in views:
         layout, lines = lay_out(view, costs)
         position = {item.key: k for k, item in enumerate(view.items)}
@@ -85,7 +90,31 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET) -> dict:
             edges.append([position[edge.source], position[edge.target], label,
                           -1 if edge.bytes is None else edge.bytes, *(round(v) for point in route.points for v in point)])
         fused = [[t, round(x), round(y), round(w), round(h)] for t, x, y, w, h in fused_outlines(view, layout, costs)]
-        result.append({"title": view.title, "parent": number[view.parent] if view.parent is not None else -1,
-                       "w": math.ceil(layout.width), "h": math.ceil(layout.height), "boxes": boxes, "edges": edges,
-                       "fused": fused})
-    return {"views": result, "strings": list(strings), "bounds": BOUNDS, "targets": [c.name for c in costs]}
+        entry = {"title": view.title, "parent": number[view.parent] if view.parent is not None else -1,
+                 "w": math.ceil(layout.width), "h": math.ceil(layout.height), "boxes": boxes, "edges": edges,
+                 "fused": fused}
+        if marks:
+            entry["marks"] = [[k, _mark(item.nodes, marks)] for k, item in enumerate(view.items)
+                              if item.kind in ("node", "module") and _mark(item.nodes, marks)]
+        if with_text:
+            for item in view.items:
+                if item.kind == "node":
+                    record = analysis.nodes[item.nodes[0]]
+                    texts[item.nodes[0]] = [record.op_type, record.name, box_text(item, analysis, costs)]
+        result.append(entry)
+    data = {"views": result, "strings": list(strings), "bounds": BOUNDS, "targets": [c.name for c in costs]}
+    if with_text:
+        data["nodes"] = texts
+    return data
+
+
+def _mark(nodes: list[int], marks: dict[int, str]) -> str:
+    """A box's mark: its node's; a module's "changed" when any node inside is marked.
+
+    >>> _mark([3], {3: "added"}), _mark([1, 2, 3], {3: "added"}), _mark([1], {3: "added"})
+    ('added', 'changed', '')
+    """
+    found = {marks[n] for n in nodes if n in marks}
+    if not found:
+        return ""
+    return found.pop() if len(nodes) == 1 else "changed"

@@ -22,6 +22,7 @@ from .chart_context import (
 from .charts import RooflineChart, roofline_chart
 from .scales import svg_number
 from ..formatting import count_text, format_value, percent_text, shape_text, side_time, signed_change, significant
+from .graph_section import diff_graph_context
 from .page import ModelSide, model_side, render_page, report_on, target_capacities
 
 from ...roofline.verdicts import gain_text
@@ -60,6 +61,7 @@ class DiffPage:
     top_changes: list[dict]
     targets: str
     findings: list[dict]  # the findings that are new, resolved, or whose gain moved
+    graph: dict | None  # the graph view: the head's and the base's, what changed marked
 
 
 def render_diff_html(diff: "ModelDiff", budget_results: Sequence["BudgetResult"] = ()) -> str:
@@ -100,6 +102,7 @@ def diff_page(diff: "ModelDiff", budgets: list["BudgetResult"]) -> DiffPage:
         findings=[{"change": c.kind, "kind": c.finding.kind, "target": c.finding.target, "title": c.finding.title,
                    "gain": gain_text(c.finding), "base_gain": gain_text(c.base) if c.kind == "changed" and c.base else ""}
                   for c in diff.findings],
+        graph=diff_graph_context(diff),
     )
 
 

@@ -20,6 +20,7 @@ from ..graph.data import page_data
 from .page import script_json
 
 if TYPE_CHECKING:
+    from ...compare.diff import ModelDiff
     from ...result import Analysis
 
 
@@ -27,15 +28,36 @@ def graph_context(analysis: "Analysis") -> dict | None:
     """The views (as the script's JSON) and the style rules of the colourings; None for a graph
     with no node drawn."""
     data = page_data(analysis)
-    top = data["views"][0]
-    if not any(box[0] in (0, 1) for box in top["boxes"]):
+    if not any(box[0] in (0, 1) for box in data["views"][0]["boxes"]):
         return None
+    return _context(data, None)
+
+
+def diff_graph_context(diff: "ModelDiff") -> dict | None:
+    """The diff page's graph: the head's, its added and changed nodes marked, and the base's, its
+    removed and changed nodes marked (a selector picks the side)."""
+    head_rows = {r.name: i for i, r in enumerate(diff.head.nodes)}
+    base_rows = {r.name: i for i, r in enumerate(diff.base.nodes)}
+    head_marks = {head_rows[c.head.name]: c.kind for c in diff.nodes
+                  if c.head is not None and c.kind in ("added", "changed") and c.head.name in head_rows}
+    base_marks = {base_rows[c.base.name]: c.kind for c in diff.nodes
+                  if c.base is not None and c.kind in ("removed", "changed") and c.base.name in base_rows}
+    head = page_data(diff.head, marks=head_marks, with_text=True)
+    if not any(box[0] in (0, 1) for box in head["views"][0]["boxes"]):
+        return None
+    base = page_data(diff.base, marks=base_marks, with_text=True)
+    return _context(head, base)
+
+
+def _context(data: dict, base: dict | None) -> dict:
+    top = data["views"][0]
     targets = data["targets"]
     return {
         "targets": targets,
         "boxes": f"{len(top['boxes']):,}",
         "views": len(data["views"]),
         "json": Markup(script_json(data)),
+        "base_json": Markup(script_json(base)) if base is not None else None,
         "style": Markup(_colour_rules(len(targets))),
         "bounds": [{"key": b, "label": BOUND_LABELS[b], "title": BOUND_TITLES[b], "fill": fill, "stroke": stroke}
                    for b, (fill, stroke) in BOUND_COLOURS.items() if b != "none"]

@@ -17,7 +17,7 @@ from onnxroof.report.graph.fold import folded_views
 from onnxroof.report.graph.layout import BOX_GAP, LAYER_GAP, MARGIN, layered_layout, pack_layer
 from onnxroof.report.graph.views import drawn_views, render_graph_svg
 
-from models import transformer_like  # noqa: E402  (same folder)
+from models import random_dag, transformer_like  # noqa: E402  (same folder)
 
 SQUARE = (40.0, 20.0)
 
@@ -27,14 +27,24 @@ def _overlap(a, b) -> bool:
 
 
 def _segment_crosses(box, p, q) -> bool:
-    """Whether the segment p-q passes through the inside of ``box`` (sampled finely: the segments
-    are short and the boxes tens of pixels)."""
-    for step in range(1, 200):
-        t = step / 200
-        x, y = p[0] + (q[0] - p[0]) * t, p[1] + (q[1] - p[1]) * t
-        if box.x + 0.5 < x < box.x + box.width - 0.5 and box.y + 0.5 < y < box.y + box.height - 0.5:
-            return True
-    return False
+    """Whether the segment p-q passes through the inside of ``box`` (Liang-Barsky clipping
+    against the box shrunk by half a pixel: touching its border is not passing through)."""
+    low, high = 0.0, 1.0
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    for step, room in ((-dx, p[0] - (box.x + 0.5)), (dx, (box.x + box.width - 0.5) - p[0]),
+                       (-dy, p[1] - (box.y + 0.5)), (dy, (box.y + box.height - 0.5) - p[1])):
+        if step == 0:
+            if room < 0:
+                return False
+            continue
+        t = room / step
+        if step < 0:
+            low = max(low, t)
+        else:
+            high = min(high, t)
+        if low > high:
+            return False
+    return low < high
 
 
 def assert_clean_layout(layout) -> None:
@@ -233,6 +243,23 @@ def test_the_svg_command_writes_a_standalone_file_with_a_legend(tmp_path):
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert "bound on myriad-x:" in text and "DRAM" in text
     assert text == render_graph_svg(analyze(build_example("shallownet"), targets=["myriad-x"]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_dags_lay_out_with_no_overlap_and_no_edge_through_a_box(seed):
+    # unnamed nodes, fan-outs, wide Concats reading three tensors, several graph outputs
+    from onnxroof.report.graph.costs import target_costs
+    from onnxroof.report.graph.svg import lay_out
+
+    analysis = analyze(random_dag(seed, 60))
+    views = folded_views(analysis, budget=30)  # more than 30 boxes: folded by structure too
+    for view in views:
+        layout, _ = lay_out(view, target_costs(analysis))
+        assert_clean_layout(layout)
+        # an edge goes down from layer to layer, each edge of the view drawn
+        assert len(layout.routes) == len(view.edges)
+    shown = sorted(i for view in views for item in view.items if item.kind == "node" for i in item.nodes)
+    assert shown == list(range(60))
 
 
 # ----------------------------------------------------------------------------------- diff

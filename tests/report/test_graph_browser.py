@@ -185,3 +185,21 @@ def test_the_diff_page_marks_what_changed_on_either_model(browser, tmp_path):
         assert report.errors == []
     finally:
         report.close()
+
+
+def test_the_memory_peak_marks_the_nodes_whose_outputs_are_live_there(browser, tmp_path):
+    analysis = onnxroof.analyze(onnxroof.core.examples.build_example("minigooglenet"), targets=["myriad-x"])
+    report = Report(browser, _page(tmp_path, analysis, "peak"))
+    try:
+        # MiniGoogLeNet's peak (model order) is at step 1: batch_normalization_0 writes its 1x96x32x32
+        # output while conv2d_0's, its input, is still live (test_html's memory test derives the bytes)
+        report.page.click("#memory .marker-model circle")
+        assert report.page.get_attribute("#gv-peak", "aria-pressed") == "true"
+        marked = report.page.eval_on_selector_all(
+            "#graph-view.gv-show-live #gv-content .gb.live", "gs => gs.map(g => g.querySelectorAll('text')[1].textContent)")
+        assert sorted(marked) == ["batch_normalization_0", "conv2d_0"]
+        report.page.click("#gv-peak")
+        assert report.page.locator("#graph-view.gv-show-live").count() == 0
+        assert report.errors == []
+    finally:
+        report.close()

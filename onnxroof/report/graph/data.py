@@ -42,11 +42,13 @@ KINDS = {"node": 0, "module": 1, "input": 2, "output": 3}
 
 
 def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, str] | None = None,
-              with_text: bool = False) -> dict:
+              with_text: bool = False, live: set[int] | None = None) -> dict:
     """Every view of the folded graph, laid out, as the page's script reads it. ``marks`` (node
     row -> "added", "removed" or "changed": a diff) mark the node's box, and a module's when a
     node inside it is marked, in each view's ``marks`` (``[box, mark]``). ``with_text`` (a page
-    with no node table: the diff's) adds ``nodes``: row -> [op type, name, its tooltip]."""
+    with no node table: the diff's) adds ``nodes``: row -> [op type, name, its tooltip]. ``live`` (the
+    rows of the nodes that made the tensors live at the memory peak) gives each view its
+    ``live`` boxes: those holding one of them."""
     costs = target_costs(analysis)
     views = folded_views(analysis, budget)
     number = {view.key: position for position, view in enumerate(views)}
@@ -96,6 +98,8 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
         if marks:
             entry["marks"] = [[k, _mark(item.nodes, marks)] for k, item in enumerate(view.items)
                               if item.kind in ("node", "module") and _mark(item.nodes, marks)]
+        if live:
+            entry["live"] = [k for k, item in enumerate(view.items) if live.intersection(item.nodes)]
         if with_text:
             for item in view.items:
                 if item.kind == "node":

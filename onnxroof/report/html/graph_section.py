@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
+from ...core.units import iec
 from ..bounds import BOUND_LABELS, BOUND_TITLES
 from ..graph.svg import BOUND_COLOURS, MODULE_COLOURS, SHARE_COLOURS, SHARE_STEPS, UNPLACED
 from ..graph.data import page_data
@@ -27,10 +28,25 @@ if TYPE_CHECKING:
 def graph_context(analysis: "Analysis") -> dict | None:
     """The views (as the script's JSON) and the style rules of the colourings; None for a graph
     with no node drawn."""
-    data = page_data(analysis)
+    live, peak = _peak_makers(analysis)
+    data = page_data(analysis, live=live)
     if not any(box[0] in (0, 1) for box in data["views"][0]["boxes"]):
         return None
-    return _context(data, None)
+    return {**_context(data, None), "peak": peak}
+
+
+def _peak_makers(analysis: "Analysis") -> tuple[set[int], str]:
+    """The rows of the nodes whose outputs are live at the memory peak (model order), and the
+    button's words."""
+    memory = analysis.memory
+    if memory is None or not memory.model_order.peak_tensors:
+        return set(), ""
+    order = memory.model_order
+    rows = {record.name: i for i, record in enumerate(analysis.nodes)}
+    tensors = analysis.cost_graph.tensors
+    live = {rows[tensors[name].producer] for name, _ in order.peak_tensors
+            if name in tensors and tensors[name].producer in rows}
+    return live, f"live at the memory peak ({iec(order.peak_bytes)}, step {order.peak_step})"
 
 
 def diff_graph_context(diff: "ModelDiff") -> dict | None:
@@ -46,7 +62,7 @@ def diff_graph_context(diff: "ModelDiff") -> dict | None:
     if not any(box[0] in (0, 1) for box in head["views"][0]["boxes"]):
         return None
     base = page_data(diff.base, marks=base_marks, with_text=True)
-    return _context(head, base)
+    return {**_context(head, base), "peak": ""}
 
 
 def _context(data: dict, base: dict | None) -> dict:

@@ -45,11 +45,26 @@ def _page(tmp_path, analysis, name: str):
     return path
 
 
+LABELS = """() => Array.from(document.querySelectorAll('#gv-content .gl')).map(t => {
+  const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"""
+
+
+def _apart(a, b) -> bool:
+    return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+
+
 def assert_drawn_clean(report: Report) -> list[dict]:
-    """No two boxes overlap on screen; each text lies inside its box."""
-    report.page.click("#gv-fit")  # the whole view on screen (getBoundingClientRect is in screen pixels)
+    """No two boxes overlap on screen; each text lies inside its box; no edge label lies on a box
+    or on another label."""
+    # at full size, where the labels are read (getBoundingClientRect is in screen pixels, off screen too;
+    # zoomed far out, the text's line boxes round up to whole pixels and grow against the boxes)
+    report.page.click("#gv-top")
     boxes = report.page.evaluate(GEOMETRY)
     assert boxes
+    labels = report.page.evaluate(LABELS)
+    for i, label in enumerate(labels):
+        assert all(_apart(label, box["box"]) for box in boxes), (label, [b for b in boxes if not _apart(label, b["box"])])
+        assert all(_apart(label, other) for other in labels[i + 1:]), label
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             apart = a["box"][2] <= b["box"][0] or b["box"][2] <= a["box"][0] or a["box"][3] <= b["box"][1] \

@@ -11,9 +11,9 @@ node costs the page some sixty bytes here, and the views together stay linear in
   per target its bound (a number into ``bounds``) and share step``; kind 1, a folded module:
   ``..., view to open, module colour, per target bound and step, [lines], tooltip``; kinds 2
   and 3, a tensor entering or leaving the view: ``..., [lines], tooltip``;
-- an edge: ``[source box, target box, shape, bytes (-1: unknown), x0, y0, x1, y1, ...]`` (its
-  route), the shape a number into ``strings``, or ``-1 - number`` when another edge of the same
-  tensor carries its label;
+- an edge: ``[source box, target box, shape, bytes (-1: unknown), label x, label y, x0, y0, x1,
+  y1, ...]`` (its route), the shape a number into ``strings``, or ``-1 - number`` when another
+  edge from the same box carries the label under it;
 - a fused kernel's outline: ``[target, x, y, width, height]``.
 
 >>> from onnxroof import analyze
@@ -81,16 +81,17 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
                 box += [lines[item.key], box_text(item, analysis, costs)]
             boxes.append(box)
         edges = []
-        labelled: set[tuple[str, str]] = set()
+        labelled: set[str] = set()
         routes = {(route.source, route.target): route for route in layout.routes}
         for edge in view.edges:
             route = routes[(edge.source, edge.target)]
             label = text(clip_middle(edge.shape, LABEL_CHARS))
-            if (edge.source, edge.tensor) in labelled:  # one label per tensor, under the box that makes it
+            if edge.source in labelled:  # one label under each box: its first tensor's shape (the others' on hover)
                 label = -label - 1  # the shape for the tooltip, no label drawn
-            labelled.add((edge.source, edge.tensor))
+            labelled.add(edge.source)
             edges.append([position[edge.source], position[edge.target], label,
-                          -1 if edge.bytes is None else edge.bytes, *(round(v) for point in route.points for v in point)])
+                          -1 if edge.bytes is None else edge.bytes, *(round(v) for v in layout.label_at(route)),
+                          *(round(v) for point in route.points for v in point)])
         fused = [[t, round(x), round(y), round(w), round(h)] for t, x, y, w, h in fused_outlines(view, layout, costs)]
         entry = {"title": view.title, "parent": number[view.parent] if view.parent is not None else -1,
                  "w": math.ceil(layout.width), "h": math.ceil(layout.height), "boxes": boxes, "edges": edges,

@@ -68,6 +68,13 @@ class Layout:
     width: float
     height: float
     layers: list[list[str]] = field(default_factory=list)  # with the dummy points ("~3" ...)
+    bottoms: list[float] = field(default_factory=list)  # each layer's lowest box edge: an edge's label goes below it
+
+    def label_at(self, route: Route) -> tuple[float, float]:
+        """Where the label of ``route`` goes: beside it, just below its source's layer, where no
+        box is."""
+        source = self.boxes[route.source]
+        return source.centre_x + 4, self.bottoms[source.layer] + 13  # a 9px line box stands 12 above its baseline
 
 
 def acyclic_edges(keys: Sequence[str], edges: Iterable[tuple[str, str]]) -> tuple[list[tuple[str, str]], set[int]]:
@@ -294,7 +301,8 @@ def layered_layout(sizes: Mapping[str, tuple[float, float]], edges: Iterable[tup
         else:
             routes.append(Route(source, target, points))
     right = max((b.x + b.width for b in boxes.values()), default=0.0)
-    return Layout(boxes, routes, right + MARGIN, max(y - layer_gap + MARGIN, 2 * MARGIN), layers)
+    return Layout(boxes, routes, right + MARGIN, max(y - layer_gap + MARGIN, 2 * MARGIN), layers,
+                  [top + height for top, height in zip(tops, heights)])
 
 
 def _depth_first(keys: Sequence[str], edges: Sequence[tuple[str, str]]) -> list[str]:

@@ -44,7 +44,7 @@ CHAR_WIDTH = 6.7  # 11px monospace: 0.6 em a character, rounded up
 LINE_HEIGHT = 13.0
 PAD_X, PAD_Y = 7.0, 6.0
 NAME_CHARS = 30  # a name longer than this is clipped in the middle
-LABEL_CHARS = 16  # an edge's shape label
+LABEL_CHARS = 14  # an edge's shape label: some 75 pixels, less than two boxes' spacing
 
 
 @dataclass
@@ -119,7 +119,7 @@ def draw_view(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCos
     layout, lines = lay_out(view, costs)
     items = {item.key: item for item in view.items}
     parts = ['<g class="gv-edges">']
-    labelled: set[tuple[str, str]] = set()
+    labelled: set[str] = set()
     labels = []
     for route, edge in zip(_routes_in_edge_order(layout, view), view.edges):
         path = "M" + " L".join(f"{x:.1f} {y:.1f}" for x, y in route.points) + _arrow_head(route.points)
@@ -127,10 +127,10 @@ def draw_view(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCos
         more = f" and {edge.tensors - 1} more tensors" if edge.tensors > 1 else ""
         parts.append(f'<path class="ge" d="{path}"><title>{escape(edge.tensor)}{more}: {escape(edge.shape)}, '
                      f'{size}</title></path>')
-        if (edge.source, edge.tensor) not in labelled:  # one label per tensor, under the box that makes it
-            labelled.add((edge.source, edge.tensor))
-            x, y = route.points[0]
-            labels.append(f'<text class="gl" x="{x + 4:.1f}" y="{y + 11:.1f}">{escape(clip_middle(edge.shape, LABEL_CHARS))}</text>')
+        if edge.source not in labelled:  # one label under each box: its first tensor's shape (the others' on hover)
+            labelled.add(edge.source)
+            x, y = layout.label_at(route)
+            labels.append(f'<text class="gl" x="{x:.1f}" y="{y:.1f}">{escape(clip_middle(edge.shape, LABEL_CHARS))}</text>')
     parts.append("</g>")
     parts.append('<g class="gv-labels">' + "".join(labels) + "</g>")
     parts.extend(_fused_outlines(view, layout, costs))

@@ -148,7 +148,8 @@ EXAMPLES = {
     "graph": """examples:
   onnxroof graph model.onnx --target l4 -o model.svg
   onnxroof graph --example minigooglenet --target myriad-x
-  onnxroof graph encoder.onnx --target h100-sxm --depth 3""",
+  onnxroof graph encoder.onnx --target h100-sxm --depth 3
+  onnxroof graph encoder.onnx --target h100-sxm --module encoder/layer.0 -o layer.svg""",
     "explain": """examples:
   onnxroof explain model.onnx /layer1/conv1/Conv --target l4
   onnxroof explain --example shallownet conv2d_0""",

@@ -283,3 +283,16 @@ def test_the_diff_marks_added_changed_and_removed_boxes_as_the_diff_matched_them
     assert marked(head_data) == {c.head.name: c.kind for c in diff.nodes if c.kind in ("added", "changed")}
     assert marked(base_data) == {c.base.name: c.kind for c in diff.nodes if c.kind in ("removed", "changed")}
     assert "added" in marked(head_data).values()  # the separable conv's second Conv is new
+
+
+def test_the_svg_command_draws_one_module_or_says_which_have_a_view(tmp_path, capsys):
+    model = tmp_path / "encoder.onnx"
+    model.write_bytes(_scoped(transformer_like(layers=3, seq=8, dim=16, heads=2, ffn=32)).SerializeToString())
+    out = tmp_path / "layer.svg"
+    assert main(["graph", str(model), "--module", "/encoder/layer.0/", "-o", str(out), "-q"]) == 0
+    text = out.read_text()
+    assert "<title>encoder/layer.0 (the first of 3 alike blocks)</title>" in text
+    assert text.count('class="gb gb-node"') == 31  # one block's nodes (tests/models.py: 31 a layer)
+    assert main(["graph", str(model), "--module", "decoder", "-o", str(tmp_path / "no.svg"), "-q"]) == 2
+    assert "modules with a view: encoder/layer.0" in capsys.readouterr().err
+    assert not (tmp_path / "no.svg").exists()

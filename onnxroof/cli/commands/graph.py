@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     analysis_options(parser)
     parser.add_argument("--depth", type=positive_int, metavar="N",
                         help="open the module tree N levels down (default: as many as keep about 100 boxes)")
+    parser.add_argument("--module", metavar="PATH",
+                        help="draw this module's view (its path, e.g. encoder/layer.0; the first block of a run of "
+                             "alike blocks) instead of the whole model's")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the SVG to FILE (default: MODEL.graph.svg; - is standard output)")
     parser.set_defaults(sweep=[], emit_order=None)
@@ -36,7 +39,7 @@ def _graph(source: str, args: argparse.Namespace) -> int:
 
     analysis = analyze_one(source, args)
     output = args.output or f"{safe_stem(analysis.model.name)}.graph.svg"
-    emit(output, render_graph_svg(analysis, args.depth), args)
+    emit(output, render_graph_svg(analysis, args.depth, args.module), args)
     if not args.quiet and output != "-":
         print(f"onnxroof: wrote {output}", file=sys.stderr)
     return EXIT_OK

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...core.errors import UsageError
 from .costs import target_costs
 from .fold import BOX_BUDGET, folded_views
 from .svg import DrawnView, draw_view, standalone_svg
@@ -27,9 +28,21 @@ def drawn_views(analysis: "Analysis", depth: int | None = None, budget: int = BO
     return [draw_view(view, analysis, costs, modules) for view in folded_views(analysis, budget, depth)]
 
 
-def render_graph_svg(analysis: "Analysis", depth: int | None = None) -> str:
-    """The whole model's view as a standalone SVG, coloured by the bound on the first target."""
+def render_graph_svg(analysis: "Analysis", depth: int | None = None, module: str | None = None) -> str:
+    """The whole model's view (or ``module``'s: its path, ``encoder/layer.0``) as a standalone
+    SVG, coloured by the bound on the first target. A module that is not one of the views (one
+    folded into a run of alike blocks, a single node) raises :class:`UsageError` naming those
+    that are."""
     costs = target_costs(analysis)
-    view = folded_views(analysis, BOX_BUDGET, depth)[0]  # only the top view is drawn
+    views = folded_views(analysis, BOX_BUDGET, depth)
+    view = views[0]
+    if module is not None:
+        wanted = module.strip("/")
+        found = [v for v in views if v.title == wanted or v.title.startswith(wanted + " (")]
+        if not found:
+            names = ", ".join(v.title.split(" (")[0] for v in views[1:6]) or "none: the model has no folded module"
+            raise UsageError(f"--module {module}: no view of that module; modules with a view: {names}"
+                             + (", ..." if len(views) > 6 else ""))
+        view = found[0]
     drawn = draw_view(view, analysis, costs, {})
     return standalone_svg(drawn, costs[0].name if costs else None)

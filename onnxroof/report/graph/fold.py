@@ -10,9 +10,11 @@ views together stay linear in the graph's size.
 
 The module of a node is the path its name (or the exporter's metadata) carries
 (``compare/modules.record_path``). A module with more than :data:`BOX_BUDGET` nodes of its own
-(a graph with no scoped names: all of them at the root) is folded by the structure: chains of
-nodes that each feed only the next become one box (``Conv→BatchNormalization→Relu``), and what is
-still too many is cut, in the model's order, into parts of at most :data:`BOX_BUDGET` boxes.
+(a graph with no scoped names: all of them at the root) is folded by the structure: the longest
+stretch of one block repeated (the same op types and output shapes, in the model's order, three
+times or more) becomes numbered blocks, one box ``block 0-17 ×18``; then chains of nodes that each
+feed only the next become one box (``Conv→BatchNormalization→Relu``), and what is still too many
+is cut, in the model's order, into parts of at most :data:`BOX_BUDGET` boxes.
 
 Folded constants and shape arithmetic (nodes no target runs as a kernel) are not drawn.
 
@@ -343,19 +345,69 @@ def _fold_structure(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRe
     for path, indices in own.items():
         if len(indices) <= budget:
             continue
-        units = _chains(sorted(indices), successors, predecessors, budget)
-        parts = _parts(len(units), budget)
-        spans: dict[tuple[int, ...], list[int]] = {}  # a part (with the parts above it) -> its first and last node
-        for unit, part in zip(units, parts):
-            for level in range(1, len(part) + 1):
-                span = spans.setdefault(part[:level], [unit[0], unit[-1]])
-                span[1] = unit[-1]
-        for unit, part in zip(units, parts):
-            named = tuple(f"{_SYNTHETIC}p{'.'.join(map(str, part[:level]))}{_SYNTHETIC}nodes "
-                          f"{spans[part[:level]][0]}–{spans[part[:level]][1]}" for level in range(1, len(part) + 1))
-            chain = f"{_SYNTHETIC}{unit[0]}{_SYNTHETIC}{_chain_label(records, unit)}" if len(unit) > 1 else None
-            for index in unit:
-                paths[index] = path + named + ((chain,) if chain else ())
+        indices = sorted(indices)
+        groups = [indices]
+        repeat = _repeats([(records[i].op_type, str(records[i].output_shapes)) for i in indices], budget) \
+            if len(indices) <= REPEATS_MAX_NODES else None
+        if repeat is not None:  # alike blocks, one after another: numbered modules, so they fold into one run
+            start, length, count = repeat
+            for block in range(count):
+                for index in indices[start + block * length:start + (block + 1) * length]:
+                    paths[index] = path + (f"{_SYNTHETIC}r{block}{_SYNTHETIC}block {block}",)
+            groups = [indices[:start], indices[start + length * count:]]
+            if sum(len(g) for g in groups) < budget:
+                continue
+        for group in groups:
+            _fold_chains_and_parts(path, group, paths, records, successors, predecessors, budget)
+
+
+REPEATS_MAX_NODES = 20_000  # past this many nodes of its own, a module is not searched for repeats (time: nodes x budget)
+
+
+def _repeats(tokens: Sequence, longest: int) -> tuple[int, int, int] | None:
+    """The longest stretch of ``tokens`` that is one block repeated at least three times, the block
+    at most ``longest`` long: (start, block length, count), or None. The most tokens covered wins,
+    then the shortest block.
+
+    >>> _repeats("xabcabcabcy", 5)  # "abc" three times from position 1
+    (1, 3, 3)
+    >>> _repeats("abcabd", 5) is None, _repeats("aaaa", 5) is None  # "aa" twice only; "a" is one node
+    (True, True)
+    """
+    best: tuple[int, int, int] | None = None
+    covered = 0
+    for length in range(2, min(longest, len(tokens) // 3) + 1):  # a block of one node is no subgraph
+        run = 0  # positions in a row whose token is the one a block later
+        for i in range(len(tokens) - length):
+            if tokens[i] == tokens[i + length]:
+                run += 1
+                count = (run + length) // length
+                if count >= 3 and count * length > covered:
+                    best, covered = (i - run + 1, length, count), count * length
+            else:
+                run = 0
+    return best
+
+
+def _fold_chains_and_parts(path: tuple[str, ...], indices: list[int], paths: dict[int, tuple[str, ...]],
+                           records: Sequence["NodeRecord"], successors: dict[int, set[int]],
+                           predecessors: dict[int, set[int]], budget: int) -> None:
+    """``indices`` (nodes of ``path`` itself, in order) in chains, and the chains in parts."""
+    units = _chains(indices, successors, predecessors, budget)
+    parts = _parts(len(units), budget)
+    spans: dict[tuple[int, ...], list[int]] = {}  # a part (with the parts above it) -> its first and last node
+    for unit, part in zip(units, parts):
+        for level in range(1, len(part) + 1):
+            span = spans.setdefault(part[:level], [unit[0], unit[-1]])
+            span[1] = unit[-1]
+    for unit, part in zip(units, parts):
+        # keyed by the group's first node too: the parts before and after a run of blocks stay apart
+        named = tuple(f"{_SYNTHETIC}p{indices[0]}.{'.'.join(map(str, part[:level]))}"
+                      f"{_SYNTHETIC}nodes {spans[part[:level]][0]}–{spans[part[:level]][1]}"
+                      for level in range(1, len(part) + 1))
+        chain = f"{_SYNTHETIC}{unit[0]}{_SYNTHETIC}{_chain_label(records, unit)}" if len(unit) > 1 else None
+        for index in unit:
+            paths[index] = path + named + ((chain,) if chain else ())
 
 
 def _chains(indices: list[int], successors: dict[int, set[int]], predecessors: dict[int, set[int]],

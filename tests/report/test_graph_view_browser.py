@@ -17,8 +17,8 @@ import onnxroof
 from onnxroof.report.html.pages import render_html
 
 from test_browser import CHROMIUM, FLAGS, Report, sync_api  # noqa: E402  (same folder)
-from models import transformer_like  # noqa: E402
-from test_graph import _scoped  # noqa: E402
+from models import random_dag, transformer_like  # noqa: E402
+from test_graph_view import _scoped  # noqa: E402
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (apt-get install chromium)")
 
@@ -157,22 +157,35 @@ def test_a_500_node_graph_opens_folded_and_each_view_is_clean(browser, tmp_path)
     try:
         report.assert_clean()
         top = assert_drawn_clean(report)
-        assert 10 <= len(top) <= 110
-        first = report.page.locator("#gv-content .gb-module").first
-        label = first.locator("text").first.text_content()
-        assert re.match(r"nodes \d+–\d+", label)
-        first.click()
+        assert len(top) == 3  # the input, the 18 alike layers as one box, the output
+        blocks = report.page.locator("#gv-content .gb-module")
+        assert blocks.locator("text").first.text_content() == "block 0-17 ×18"
+        blocks.click()
         assert_drawn_clean(report)
+        assert report.page.locator("#gv-content .gb-node").count() == 31  # one layer (tests/models.py)
         # search: the matches in every view, Enter goes to the next one
         report.page.fill("#gv-search", "softmax")
         assert "in all views" in report.page.text_content("#gv-found")
         report.page.press("#gv-search", "Enter")
-        assert "softmax" in report.page.text_content("#gv-content .gb.selected").lower()
-        for _ in range(40):  # through the matches (folded parts that hold one, and the nodes) to a node's box
-            if report.page.locator("#gv-content .gb-node.selected").count():
-                break
-            report.page.press("#gv-search", "Enter")
         assert report.page.text_content("#gv-content .gb-node.selected").startswith("Softmax")
+    finally:
+        report.close()
+
+
+def test_a_graph_with_no_repeats_folds_into_parts_and_chains(browser, tmp_path):
+    analysis = onnxroof.analyze(random_dag(1, 300))  # 300 unnamed nodes, no two stretches alike
+    report = Report(browser, _page(tmp_path, analysis, "parts"))
+    try:
+        report.assert_clean()
+        top = assert_drawn_clean(report)
+        assert 10 <= len(top) <= 110
+        first = report.page.locator("#gv-content .gb-module").first
+        assert re.match(r"nodes \d+–\d+", first.locator("text").first.text_content())
+        report.page.click("#gv-fit")  # all of it on screen, to be clicked
+        first.click()
+        assert_drawn_clean(report)
+        report.page.click("#gv-crumbs .gv-crumb")
+        assert len(report.page.evaluate(GEOMETRY)) == len(top)
     finally:
         report.close()
 

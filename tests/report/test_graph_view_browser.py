@@ -126,6 +126,15 @@ def test_the_colours_follow_the_selected_target(browser, tmp_path):
         assert fill() == "rgb(238, 240, 244)"
         report.page.select_option("#gv-colour", "module")
         assert report.page.locator('[data-legend="module"]').is_visible()
+        # no modules in MiniGoogLeNet's names: one colour per op type instead
+        assert report.page.locator("#gv-colour option[value=module]").text_content() == "by op type"
+        fills = report.page.evaluate("""() => Array.from(document.querySelectorAll('#gv-content .gb-node')).map(g =>
+            [g.querySelector('text').textContent, getComputedStyle(g.querySelector('rect')).fill])""")
+        by_op = {}
+        for op, colour in fills:
+            by_op.setdefault(op, set()).add(colour)
+        assert all(len(colours) == 1 for colours in by_op.values()), by_op
+        assert by_op["Conv"] != by_op["Relu"]
     finally:
         report.close()
 

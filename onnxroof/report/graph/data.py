@@ -30,11 +30,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ...compare.modules import has_scopes, record_path
 from .costs import box_cost, box_text, target_costs
 from .fold import BOX_BUDGET, folded_views
 from .svg import BOUND_COLOURS, LABEL_CHARS, MODULE_COLOURS, clip_middle, fused_outlines, lay_out, share_step
 
 if TYPE_CHECKING:
+    from ...cost.records import NodeRecord
     from ...result import Analysis
 
 BOUNDS = [*BOUND_COLOURS, "unplaced"]
@@ -51,6 +53,7 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
     ``live`` boxes: those holding one of them."""
     costs = target_costs(analysis)
     views = folded_views(analysis, budget)
+    scoped = has_scopes(analysis)
     number = {view.key: position for position, view in enumerate(views)}
     strings: dict[str, int] = {}
     modules: dict[str, int] = {}
@@ -71,9 +74,8 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
             placed = layout.boxes[item.key]
             box: list = [KINDS[item.kind], round(placed.x), round(placed.y), math.ceil(placed.width), round(placed.height)]
             if item.kind in ("node", "module"):
-                top = (analysis.nodes[item.nodes[0]].name.strip("/").split("/")[0] if item.kind == "node"
-                       else item.name.split("/")[0])
-                box += [item.nodes[0] if item.kind == "node" else number[item.view] if item.view else -1, colour(top)]
+                box += [item.nodes[0] if item.kind == "node" else number[item.view] if item.view else -1,
+                        colour(_group(analysis.nodes[item.nodes[0]], scoped))]
                 for target in costs:
                     cost = box_cost(item, target)
                     box += [BOUNDS.index(cost.bound or "unplaced"), share_step(cost.share)]
@@ -107,10 +109,20 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
                     record = analysis.nodes[item.nodes[0]]
                     texts[item.nodes[0]] = [record.op_type, record.name, box_text(item, analysis, costs)]
         result.append(entry)
-    data = {"views": result, "strings": list(strings), "bounds": BOUNDS, "targets": [c.name for c in costs]}
+    data = {"views": result, "strings": list(strings), "bounds": BOUNDS, "targets": [c.name for c in costs],
+            "groups": "module" if scoped else "op type"}
     if with_text:
         data["nodes"] = texts
     return data
+
+
+def _group(record: "NodeRecord", scoped: bool) -> str:
+    """What the colouring by group tells apart: the top-level module (``encoder``) when the names
+    carry modules, else the op type (a module box: its first node's)."""
+    if not scoped:
+        return record.op_type
+    path = record_path(record)
+    return path[0] if path else ""
 
 
 def _mark(nodes: list[int], marks: dict[int, str]) -> str:

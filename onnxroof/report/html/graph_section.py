@@ -70,6 +70,7 @@ def _context(data: dict, base: dict | None) -> dict:
     targets = data["targets"]
     return {
         "targets": targets,
+        "groups": data["groups"],  # what the colouring by group tells apart: "module" or "op type"
         "boxes": f"{len(top['boxes']):,}",
         "views": len(data["views"]),
         "json": Markup(script_json(data)),

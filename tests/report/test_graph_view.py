@@ -309,3 +309,16 @@ def test_the_svg_command_draws_one_module_or_says_which_have_a_view(tmp_path, ca
     assert main(["graph", str(model), "--module", "decoder", "-o", str(tmp_path / "no.svg"), "-q"]) == 2
     assert "modules with a view: encoder/layer.0" in capsys.readouterr().err
     assert not (tmp_path / "no.svg").exists()
+
+
+def test_past_eight_tensors_entering_a_view_the_rest_share_one_stub():
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 4]) for i in range(12)]
+    graph = helper.make_graph([helper.make_node("Sum", [f"x{i}" for i in range(12)], ["y"], name="sum")], "g", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    (view,) = folded_views(analyze(helper.make_model(graph)))
+    stubs = [(item.label, item.name) for item in view.items if item.kind == "input"]
+    # 12 inputs: the first 8 a stub each, the other 4 one stub
+    assert stubs == [(f"x{i}", "1×4") for i in range(8)] + [("more tensors", "4 tensors")]
+    assert len([e for e in view.edges if e.target == "n0"]) == 9  # one edge from each stub

@@ -224,9 +224,9 @@ class _Views:
             if tensor not in table:
                 record = self.tensors.get(tensor)
                 if len(table) >= STUB_LIMIT:  # the rest share one stub
-                    others = table.setdefault("*", GraphItem(self._key(kind[0]), kind, "more tensors", "", []))
+                    others = table.setdefault("*", GraphItem(self._key(kind[0]), kind, "more tensors", "0 tensors", []))
                     table[tensor] = others
-                    others.name = f"{sum(1 for t in table.values() if t is others)} tensors"
+                    others.name = f"{int(others.name.split()[0]) + 1} tensors"
                 else:
                     table[tensor] = GraphItem(self._key(kind[0]), kind, tensor,
                                               shape_text(record.shape) if record else "?", [])

@@ -180,8 +180,9 @@ def test_alike_blocks_are_one_box_with_their_count_and_open_on_the_first():
     inside = [i for item in opened.items if item.kind == "node" for i in item.nodes]
     assert all(analysis.nodes[i].name.startswith("/encoder/layer.0/") for i in inside)
     assert len(inside) == len(drawn) // 4
-    # every node is drawn in one view only
-    shown = [i for view in views for item in view.items if item.kind == "node" for i in item.nodes]
+    # every node is drawn in one view only (a variant unfolding a module in place draws it again)
+    shown = [i for view in views if view.unfolds is None for item in view.items if item.kind == "node"
+             for i in item.nodes]
     assert len(shown) == len(set(shown))
 
 
@@ -208,9 +209,10 @@ def test_a_large_graph_without_scopes_folds_into_views_of_at_most_the_budget():
 
 
 def _accounted(views) -> list[int]:
-    """Every node drawn as a box (in one view only), or inside a run of alike blocks (only the
-    first block is drawn, in the run's view)."""
-    shown = [i for view in views for item in view.items if item.kind == "node" for i in item.nodes]
+    """Every node drawn as a box (in one view only, the variants that unfold a module in place
+    aside), or inside a run of alike blocks (only the first block is drawn, in the run's view)."""
+    shown = [i for view in views if view.unfolds is None for item in view.items if item.kind == "node"
+             for i in item.nodes]
     assert len(shown) == len(set(shown))
     in_runs = {i for view in views for item in view.items if item.repeats > 1 for i in item.nodes}
     return sorted(set(shown) | in_runs)
@@ -322,3 +324,35 @@ def test_past_eight_tensors_entering_a_view_the_rest_share_one_stub():
     # 12 inputs: the first 8 a stub each, the other 4 one stub
     assert stubs == [(f"x{i}", "1×4") for i in range(8)] + [("more tensors", "4 tensors")]
     assert len([e for e in view.edges if e.target == "n0"]) == 9  # one edge from each stub
+
+
+def three_modules(length: int = 45):
+    """A chain of Relu in three modules (/alpha/relu_0 ... /gamma/relu_44), not numbered alike."""
+    from onnx import TensorProto, helper
+
+    nodes, x = [], "x"
+    for module in ("alpha", "beta", "gamma"):
+        for i in range(length):
+            nodes.append(helper.make_node("Relu", [x], [f"{module}{i}"], name=f"/{module}/relu_{i}"))
+            x = f"{module}{i}"
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 64])])
+    return helper.make_model(graph)
+
+
+def test_a_module_unfolds_in_place_as_a_variant_of_its_view():
+    views = folded_views(analyze(three_modules()))
+    top = views[0]
+    # 135 nodes: opening the three modules would make 135 boxes, over the budget of 100: three boxes
+    assert [(item.kind, item.label) for item in top.items] == [
+        ("input", "x"), ("module", "alpha"), ("module", "beta"), ("module", "gamma"), ("output", "gamma44")]
+    alpha = top.items[1]
+    variant = next(v for v in views if v.key == alpha.variant)
+    assert variant.unfolds == (top.key, alpha.key)
+    # alpha's 45 nodes in place of its box, beta and gamma still folded, the two stubs
+    assert len(variant.items) == 45 + 2 + 2 and len(variant.inside) == 45
+    assert [i.label for i in variant.items if i.kind == "module"] == ["beta", "gamma"]
+    # its boxes open the same views as the top view's; alpha's own view is still there (double-click)
+    assert {i.label: i.view for i in variant.items if i.kind == "module"} == {
+        i.label: i.view for i in top.items if i.label in ("beta", "gamma")}
+    assert next(v for v in views if v.key == alpha.view).title == "alpha"

@@ -240,3 +240,30 @@ def test_the_memory_peak_marks_the_nodes_whose_outputs_are_live_there(browser, t
         assert report.errors == []
     finally:
         report.close()
+
+
+def test_unfolding_a_module_in_place_and_folding_it_back_restores_the_picture(browser, tmp_path):
+    from test_graph_view import three_modules
+
+    analysis = onnxroof.analyze(three_modules(), targets=["h100-sxm"])
+    report = Report(browser, _page(tmp_path, analysis, "unfold"))
+    try:
+        report.assert_clean()
+        before = report.page.inner_html("#gv-content")
+        view_box = report.page.get_attribute("#gv-svg", "viewBox")
+        assert report.page.locator("#gv-content .gb").count() == 5
+        report.page.click("#gv-content .gb-module >> nth=0")  # alpha
+        assert report.page.text_content("#gv-crumbs") == "the whole model › alpha (unfolded here)"
+        assert report.page.locator("#gv-content .gb").count() == 49
+        assert report.page.locator("#gv-content .gb-inside").count() == 45
+        assert report.page.get_attribute("#gv-svg", "viewBox") == view_box  # it opens where it was
+        assert_drawn_clean(report)
+        report.page.keyboard.press("Escape")  # fold it again: the same picture
+        assert report.page.inner_html("#gv-content") == before
+        assert report.page.get_attribute("#gv-svg", "viewBox") == view_box
+        report.page.dblclick("#gv-content .gb-module >> nth=0")  # alpha's own view
+        assert report.page.text_content("#gv-crumbs") == "the whole model › alpha"
+        assert report.page.locator("#gv-content .gb-node").count() == 45
+        assert report.errors == []
+    finally:
+        report.close()

@@ -14,7 +14,10 @@ node costs the page some sixty bytes here, and the views together stay linear in
 - an edge: ``[source box, target box, shape, bytes (-1: unknown), label x, label y, x0, y0, x1,
   y1, ...]`` (its route), the shape a number into ``strings``, or ``-1 - number`` when another
   edge from the same box carries the label under it;
-- a fused kernel's outline: ``[target, x, y, width, height]``.
+- a fused kernel's outline: ``[target, x, y, width, height]``;
+- ``variants``: ``[module box, view]``, the view that is this one with that module unfolded in
+  place; such a view has ``unfolds`` (``[view, box]``) and ``inside`` (its boxes inside the
+  unfolded module).
 
 >>> from onnxroof import analyze
 >>> from onnxroof.core.examples import build_example
@@ -98,6 +101,14 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
         entry = {"title": view.title, "parent": number[view.parent] if view.parent is not None else -1,
                  "w": math.ceil(layout.width), "h": math.ceil(layout.height), "boxes": boxes, "edges": edges,
                  "fused": fused}
+        variants = [[k, number[item.variant]] for k, item in enumerate(view.items) if item.variant]
+        if variants:
+            entry["variants"] = variants  # [module box, the view with it unfolded in place]
+        if view.unfolds is not None:  # [the view, its box] this one unfolds, and the boxes inside that module
+            parent_view = views[number[view.unfolds[0]]]
+            entry["unfolds"] = [number[view.unfolds[0]],
+                                next(k for k, item in enumerate(parent_view.items) if item.key == view.unfolds[1])]
+            entry["inside"] = [position[key] for key in view.inside]
         if marks:
             entry["marks"] = [[k, _mark(item.nodes, marks)] for k, item in enumerate(view.items)
                               if item.kind in ("node", "module") and _mark(item.nodes, marks)]

@@ -6,7 +6,9 @@ box each (with their totals), and each has a view of its own. A run of alike num
 (``layer.0`` ... ``layer.11``: same ops, same shapes) is one box ``layer.0-11`` with a repeat
 count, never opened in place; its view is the first block's. Tensors that enter or leave the
 view's module are stubs at its top and bottom. Every node is drawn in one view only, so the
-views together stay linear in the graph's size.
+views together stay linear in the graph's size; besides, a small view has a **variant** per
+folded module: the same view with that module unfolded in place (its nodes and sub-modules
+instead of its box), laid out anew, while the variants stay within half the view's nodes.
 
 The module of a node is the path its name (or the exporter's metadata) carries
 (``compare/modules.record_path``). A module with more than :data:`BOX_BUDGET` nodes of its own
@@ -63,6 +65,7 @@ class GraphItem:
     nodes: list[int]  # the node-table rows inside (a run of blocks: all of theirs)
     repeats: int = 1  # alike blocks this box stands for
     view: str | None = None  # a module: the view that opens it
+    variant: str | None = None  # a module: the view that is this one with the module unfolded in place
 
 
 @dataclass
@@ -83,6 +86,8 @@ class GraphView:
     items: list[GraphItem]
     edges: list[GraphEdge]
     depth: int  # module levels opened in place
+    unfolds: tuple[str, str] | None = None  # a variant: (the view, the module box) it unfolds in place
+    inside: list[str] = field(default_factory=list)  # a variant: its boxes that are inside that module
 
 
 @dataclass(eq=False)  # compared and hashed by identity: a module is one place in the tree
@@ -118,15 +123,42 @@ def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | No
     builder = _Views(analysis, index_of, budget)
     views = [builder.view(root, None, depth)]
     queue = [views[0]]
+    view_of: dict[int, str] = {}  # a module (by identity) -> its view: one view a module
+    roots = {views[0].key: root}
+    variant_work = 4 * VARIANT_WORK  # node visits the variants may take in all
     while queue:
         view = queue.pop(0)
         for item in view.items:
-            if item.kind == "module" and item.view is not None:
-                module = builder.modules[item.view]
-                child = builder.view(module, view.key, None)
-                item.view = child.key
-                views.append(child)
-                queue.append(child)
+            if item.kind == "module" and item.view in builder.modules and item.view == item.key:  # not opened yet
+                module = builder.modules[item.key]
+                if id(module) not in view_of and view.unfolds is not None:
+                    # a module inside the one a variant unfolds, opened in place in that module's view
+                    module = builder.modules[view.unfolds[1]]
+                if id(module) not in view_of:
+                    child = builder.view(module, view.key, None)
+                    view_of[id(module)] = child.key
+                    roots[child.key] = module
+                    views.append(child)
+                    queue.append(child)
+                item.view = view_of[id(module)]
+        if view.unfolds is not None:
+            continue
+        # each plain module box of the view unfolded in place: a variant of the view. Every variant
+        # copies the view, so a view has them only while they hold at most half its nodes (or two
+        # budgets) in all: all its modules unfold in place, or none does (they open their own views)
+        plain = [item for item in view.items if item.kind == "module" and item.repeats == 1]
+        room = max(len(roots[view.key].below) // 2, 2 * budget)
+        work = len(plain) * len(roots[view.key].below)  # each variant walks the view's nodes again
+        if not plain or len(plain) * len(view.items) > room or work > min(VARIANT_WORK, variant_work):
+            continue
+        variant_work -= work
+        variants = [builder.view(roots[view.key], view.parent, view.depth, {builder.modules[item.key]},
+                                 (view.key, item.key)) for item in plain]
+        if sum(len(v.items) for v in variants) <= room:
+            for item, variant in zip(plain, variants):
+                item.variant = variant.key
+                views.append(variant)
+                queue.append(variant)
     return views
 
 
@@ -164,7 +196,10 @@ class _Views:
         self.count += 1
         return f"{prefix}{self.count}"
 
-    def view(self, module: _Module, parent: str | None, depth: int | None) -> GraphView:
+    def view(self, module: _Module, parent: str | None, depth: int | None, opened: set[_Module] = frozenset(),
+             unfolds: tuple[str, str] | None = None) -> GraphView:
+        """``module``'s view (``depth`` levels open, else as many as the budget allows); with
+        ``opened``, the modules unfolded in place besides (a variant of the view ``unfolds``)."""
         runs = _runs(module)
         if depth is None:
             depth = 1
@@ -173,7 +208,7 @@ class _Views:
                 if len(set(more.values())) > self.budget or more == _assign(module, depth, runs):
                     break
                 depth += 1
-        owner = _assign(module, depth, runs)
+        owner = _assign(module, depth, runs, opened)
         items: dict[tuple, GraphItem] = {}
         item_of: dict[int, str] = {}
         for index in module.below:
@@ -192,8 +227,10 @@ class _Views:
         title = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path) or "the whole model"
         if module.run:
             title += f" (the first of {len(module.run)} alike blocks)"
-        return GraphView(self._key("v") if parent is not None else "v0", title, parent,
-                         sources + ordered + sinks, edges, depth)
+        inside = set().union(*(m.below for m in opened))
+        return GraphView(self._key("v") if parent is not None or unfolds else "v0", title, parent,
+                         sources + ordered + sinks, edges, depth, unfolds,
+                         [item.key for item in ordered if inside.issuperset(item.nodes)] if opened else [])
 
     def _item(self, where: tuple, index: int) -> GraphItem:
         if where[0] == "node":
@@ -269,9 +306,11 @@ class _Views:
                 list({id(s): s for s in sinks.values()}.values()))
 
 
-def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]]) -> dict[int, tuple]:
-    """Each node under ``module`` -> what it is drawn as when ``depth`` levels are open:
-    ("node", index), or ("module", the folded module or the first block of its run)."""
+def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]],
+            opened: set[_Module] = frozenset()) -> dict[int, tuple]:
+    """Each node under ``module`` -> what it is drawn as when ``depth`` levels are open (and the
+    modules in ``opened`` one level more): ("node", index), or ("module", the folded module or
+    the first block of its run)."""
     owner: dict[int, tuple] = {}
 
     def walk(current: _Module, level: int) -> None:
@@ -283,7 +322,7 @@ def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]]) -> dict
             if first is not None and len(first) > 1:  # a run of alike blocks stays one box
                 for index in child.below:
                     owner[index] = ("module", first[0])
-            elif level + 1 >= depth:
+            elif level + 1 >= depth and child not in opened:
                 for index in child.below:
                     owner[index] = ("module", child)
             else:
@@ -361,6 +400,7 @@ def _fold_structure(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRe
             _fold_chains_and_parts(path, group, paths, records, successors, predecessors, budget)
 
 
+VARIANT_WORK = 100_000  # node visits a view's variants may take (a variant walks the whole view again)
 REPEATS_MAX_NODES = 20_000  # past this many nodes of its own, a module is not searched for repeats (time: nodes x budget)
 
 

@@ -72,7 +72,7 @@ def _context(data: dict, base: dict | None) -> dict:
         "targets": targets,
         "groups": data["groups"],  # what the colouring by group tells apart: "module" or "op type"
         "boxes": f"{len(top['boxes']):,}",
-        "views": len(data["views"]),
+        "views": sum(1 for view in data["views"] if "unfolds" not in view),  # a module unfolded in place is no view of its own
         "json": Markup(script_json(data)),
         "base_json": Markup(script_json(base)) if base is not None else None,
         "style": Markup(_colour_rules(len(targets))),

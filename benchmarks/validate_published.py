@@ -39,6 +39,7 @@ from published.models import (  # noqa: E402
     CHECKS, DECODERS, bert_large, decoder, mobilenet_v1, mobilenet_v2, resnet50, retinanet_resnext50_fpn, ssd_mobilenet_v1,
     ssd_mobilenet_v2, vit_base,
 )
+import published.harness_ops  # noqa: E402,F401  (registers the harness plugin kernels the NVIDIA rows run)
 
 REPO = HERE.parent
 CSV = REPO.parent / "shared" / "data" / "published-measurements.csv"  # the steering repo's shared/, beside the checkout
@@ -187,8 +188,12 @@ def decide(row: dict) -> Spec | str:
     res = 299 if "299" in row["seq_or_resolution"] else 224
     if "resnet-50" in m and "retinanet" not in m:
         v15, slim = "v1.5" in m, "resnet_v1_50" in m  # Hailo's zoo model is TF-slim's resnet_v1_50
-        build = lambda b, r=res, v=v15, sl=slim: resnet50(b, r, v15=v, slim=sl)  # noqa: E731
-        label = f"ResNet-50 {'v1.5' if v15 else 'v1 TF-slim' if slim else 'v1'} {res}"
+        # NVIDIA's harness (which every TensorRT submission runs: Dell's, HPE's, Lenovo's and
+        # Supermicro's code imports its rn50_graphsurgeon) runs the first stage as one plugin
+        # kernel, for int8 on SM 7.5-9.0: every GPU here
+        fused = "TensorRT" in row["software"] and dtype == "int8"
+        build = lambda b, r=res, v=v15, sl=slim, f=fused: resnet50(b, r, v15=v, slim=sl, res2_fused=f)  # noqa: E731
+        label = f"ResNet-50 {'v1.5' if v15 else 'v1 TF-slim' if slim else 'v1'} {res}{', res2 fused' if fused else ''}"
         family = "resnet50"
     elif "retinanet" in m:
         build, label, family = (lambda b: retinanet_resnext50_fpn(b, 800)), "RetinaNet ResNeXt50-FPN 800", "retinanet"

@@ -505,6 +505,7 @@ def placement_entry(point) -> dict:
         "latency_s": point.time_s,
         "bound": point.bound,
         "overhead_s": point.overhead_s,
+        "subnormal_s": point.subnormal_s,  # a masked Softmax's underflowed exps on a CPU's slow path (in time_s)
         "efficiency": point.efficiency,  # the fraction of the roofline the target's runtime reaches
         "op_efficiency": point.op_efficiency,  # its op's by_op figure, on the compute and on-chip roofs (None: none)
         "efficiency_rows": point.efficiency_rows,  # the output rows its efficiency was read at (by_rows; None: none)

@@ -42,6 +42,7 @@ from .largest import largest
 from .launch import launch
 from .memory import spill, weights
 from .precision import precision
+from .subnormal import subnormal
 from .variants import Variants
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ FINDERS: dict[str, Finder] = {
     "fusion": fusion,
     "spill": spill,
     "weights": weights,
+    "subnormal": subnormal,
     "intensity": intensity,
     "largest": largest,
 }

@@ -15,7 +15,9 @@ of ``node_overhead_s`` when the runtime splits it over several threads: a CPU ru
 pool hands each thread its share and waits for them all; added to the kernels an onnxruntime
 profile shows split, and by the rules to the convolutions and matmuls of at least
 ``SPLIT_MACS`` multiply-adds, the work below which onnxruntime's MLAS keeps a product on one
-thread; absent: 0), ``[fusion]`` (``rules``: the rule sets of
+thread; absent: 0), ``subnormal_s_per_element`` (what one exp that underflows to a subnormal
+float costs on the CPU's slow path: charged per element a causal mask hides from a Softmax,
+``cost/masks.py``; absent: 0, as on a GPU, which flushes subnormals to zero), ``[fusion]`` (``rules``: the rule sets of
 ``FUSION_RULES`` the target's runtime fuses, ``[]`` for none; ``source``: why; absent:
 no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of the roofline a kernel
 of that class achieves on the target's runtime, in (0, 1], one of ``EFFICIENCY_CLASSES``; a
@@ -191,6 +193,7 @@ class Target:
     power_w: Figure | None = None
     node_overhead_s: Figure | None = None
     split_overhead_s: Figure | None = None  # on top of node_overhead_s for a kernel split over the threads
+    subnormal_s_per_element: Figure | None = None  # a masked Softmax's underflowed exps (cost/masks.py)
     fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
     fusion_source: str = ""
     efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
@@ -426,6 +429,8 @@ def parse_target(path: Path) -> Target:
         power_w=read_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=read_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
         split_overhead_s=read_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
+        subnormal_s_per_element=read_figure(data, "subnormal_s_per_element", "subnormal_s_per_element", where,
+                                            required=False),
         **_efficiency(data, where),
         parallel=_parallel(data, where),
         **_error_band(data, where),

@@ -366,6 +366,10 @@ def explain_target_lines(report, node: str) -> list[str]:
                      f"of these over {point.efficiency:.2f}")
     if point.overhead_s:
         lines.append(f"  launch   {seconds(point.overhead_s)} per kernel")
+    if point.subnormal_s:
+        per_element_s = target.subnormal_s_per_element.value
+        lines.append(f"  subnormal {round(point.subnormal_s / per_element_s):,} masked exps x {seconds(per_element_s)} = "
+                     f"{seconds(point.subnormal_s)} (a causal mask's hidden positions underflow: the CPU's slow path)")
     lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
     if len(kernel.nodes) > 1:
         lines.append(f"  nodes    {clip(', '.join(kernel.nodes), TERMINAL_COLUMNS - 11)}")

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Callable
 
 from ..core.errors import EXIT_OK, IncompleteAnalysis, OnnxroofError, UsageError
 from .options import formula_options, options_from_flags
-from .output import StageLines, emit, error_text, gate, one_line, safe_stem
+from ..core.text import one_line
+from .output import StageLines, emit, error_text, gate, safe_stem
 
 if TYPE_CHECKING:
     from ..result import Analysis

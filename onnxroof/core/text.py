@@ -18,6 +18,17 @@ def printable(text: object) -> str:
     return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
 
 
+def one_line(text: object) -> str:
+    r"""Text from a model or a user (names, paths, flag values) as one printable line: control
+    characters (newlines, ANSI escapes) are shown escaped, never interpreted by the terminal.
+
+    >>> print(one_line("a\x1b[2Jb\nc"))
+    a\x1b[2Jb\nc
+    """
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet program reads as a formula (OWASP)
 
 

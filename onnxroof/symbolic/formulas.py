@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..core.text import printable
 from ..ops import OpTrait, traits_of
-from ..options import AnalysisOptions
+from ..options import AnalysisOptions, check_progress
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
 from .polynomials import (LARGE, Monomial, Pieces, Polynomial, envelope, evaluate, fit, last_holding, ordered,
@@ -209,7 +209,8 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
     from ..pipeline import dim_values
     from ..core.errors import UsageError
 
-    options = AnalysisOptions.given(options, arguments)
+    options = AnalysisOptions.given(options, arguments, "formulas")
+    check_progress(progress)
     if modules and by is None:
         by = "module"
     # a decoder's phase without its length: the formula is in that length (the export's own dim

@@ -133,8 +133,8 @@ def _guarded(function: Callable, source: str, op_type: str) -> Callable:
             with plugin_code(source):
                 return function(*args, **kwargs)
         except SystemExit as exc:  # a node not counted would let a budget pass: the run stops
-            raise UsageError(f"{source}: the rule of {op_type} tried to end the process ({_what(exc)}); a rule returns an OpCost: "
-                             "fix the plugin") from exc
+            raise UsageError(f"{source}: the rule of {op_type} tried to end the process ({_what(exc)}); "
+                             "a rule returns an OpCost: fix the plugin") from exc
     return guarded
 
 

@@ -19,11 +19,12 @@ model can judge (a dim name, a ``dims`` string's form) is checked by the stage t
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import os
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
 
 from .core.errors import OptionError
 from .core.tensors import MAX_DIM, MAX_DIM_TEXT
@@ -148,10 +149,12 @@ class AnalysisOptions:
             raise OptionError("phase", "{opt.phase} {value}: choose prefill or decode", value=_shown(self.phase))
 
     @classmethod
-    def given(cls, options: AnalysisOptions | None, arguments: Mapping[str, object]) -> AnalysisOptions:
-        """The options of a call that takes them as an object (``options=``) or one by one
-        (analyze()'s keyword arguments), not both."""
+    def given(cls, options: AnalysisOptions | None, arguments: Mapping[str, object],
+              function: str = "analyze") -> AnalysisOptions:
+        """The options of a call (of ``function``) that takes them as an object (``options=``) or
+        one by one (analyze()'s keyword arguments), not both."""
         if options is None:
+            check_call(function, (), arguments)
             return cls(**arguments)  # type: ignore[arg-type]
         if not isinstance(options, AnalysisOptions):
             raise OptionError("options", "options={value}: give an AnalysisOptions (or the options one by one)",
@@ -170,6 +173,30 @@ class AnalysisOptions:
         default = AnalysisOptions()
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if getattr(self, f.name) != getattr(default, f.name)}
+
+
+def check_call(function: str, positional: tuple, keywords: Mapping[str, object], also: Sequence[str] = ()) -> None:
+    """A call of ``function`` (analyze, formulas) that Python would refuse with a bare TypeError
+    (options given by position, a keyword no option has) as an OptionError naming the argument;
+    ``also``: the function's own keywords (progress, options)."""
+    if positional:
+        raise OptionError("model", "{function}() takes the model as its one positional argument and the options by "
+                          "name: {count} more given by position; e.g. {function}(model, dims={{'batch': 1}})",
+                          function=function, count=len(positional))
+    names = [f.name for f in fields(AnalysisOptions)] + list(also)
+    unknown = next((key for key in keywords if key not in names), None)
+    if unknown is not None:
+        close = difflib.get_close_matches(str(unknown), names, 1)
+        raise OptionError(str(unknown), "{function}(): no option named {name}{hint}; the options: {names}",
+                          function=function, name=_shown(unknown), names=", ".join(names),
+                          hint=f" (did you mean {close[0]}?)" if close else "")
+
+
+def check_progress(progress: Callable[[str], None] | None) -> None:
+    """``progress`` is None or called with each stage's name."""
+    if progress is not None and not callable(progress):
+        raise OptionError("progress", "progress={value}: give a function called with each stage's name (or None)",
+                          value=_shown(progress))
 
 
 def _shown(value: object) -> str:

@@ -39,7 +39,7 @@ from .frontend.shapes import infer_shapes
 from .memory.liveness import analyze_memory
 from .ops import output_types
 from .ops.plugins import load_entry_points
-from .options import AnalysisOptions
+from .options import AnalysisOptions, check_progress
 from .result import Analysis, ModelFacts, Totals
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # placing on targets is imported only when targets are given
 
 def analyze(
     model: str | os.PathLike | onnx.ModelProto,
+    *,  # the options by name: analyze(model, dims={"batch": 1})
     input_shapes: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
     dims: Mapping[str, int] | Iterable[str] | None = None,
     loop_trips: int | None = None,
@@ -101,6 +102,7 @@ def analyze(
     ``options`` gives all of these (but ``progress``) at once, as an
     :class:`~onnxroof.options.AnalysisOptions`, instead of one by one.
     """
+    check_progress(progress)
     given = AnalysisOptions(
         input_shapes=input_shapes, dims=dims, loop_trips=loop_trips, elementwise_in_place=elementwise_in_place,
         targets=targets, dtype=dtype, batch=batch, phase=phase, seq=seq, context=context, encoder_seq=encoder_seq,

@@ -101,7 +101,8 @@ def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
                         help="analyse at every value (a dim name, or batch, dtype, seq, context, encoder_seq); repeatable: "
                              "the product of the values")
     parser.add_argument("--emit-order", metavar="FILE",
-                        help="write the lowest-peak execution order found, one node name per line")
+                        help="write the lowest-peak execution order found, one node name per line (a backslash "
+                             "and control characters in a name written as Python escapes: \\\\, \\x0a)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
     if budgets:
         budget_option(parser, relative=False)

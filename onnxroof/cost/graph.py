@@ -532,7 +532,7 @@ def _apply_rule(handler, view: NodeView) -> tuple[NodeStatus, str, OpCost]:
         return NodeStatus.INVALID, str(exc), _NO_COST
     except UnknownShape as exc:
         return NodeStatus.UNKNOWN_SHAPE, str(exc), _NO_COST
-    except SystemExit as exc:  # a plugin's rule that exits: its node is not counted, the run goes on
+    except SystemExit as exc:  # a rule registered in code that exits (a --plugin's stops the run: ops/plugins.py)
         return NodeStatus.UNKNOWN_SHAPE, f"cost rule exited (SystemExit: {exc}); a rule returns an OpCost", _NO_COST
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
         # a node the rule cannot read (a missing attribute, an odd rank): reported, not counted

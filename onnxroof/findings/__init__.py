@@ -27,12 +27,11 @@ arguments, whose result makes its findings on first use (``print(analysis)``, th
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..options import AnalysisOptions
+from ..options import AnalysisOptions, check_call
 from ..pipeline import analyze as analyze_once
 from ..roofline.verdicts import Finding, ranked
 from .capacity import capacity, device_fit
@@ -97,14 +96,12 @@ class Reviewer:
 
 @functools.wraps(analyze_once)
 def analyze(model: str | os.PathLike | onnx.ModelProto, *args: Any, **arguments: Any) -> Analysis:
-    analysis = analyze_once(model, *args, **arguments)
+    # a call Python would refuse with a bare TypeError is refused naming the argument
+    check_call("analyze", args, arguments, also=("progress", "options"))
+    analysis = analyze_once(model, **arguments)
     if analysis.targets:
-        given = _SIGNATURE.bind(model, *args, **arguments).arguments
+        given = dict(arguments)
         options = given.pop("options", None)
-        for name in ("model", "progress"):
-            given.pop(name, None)
+        given.pop("progress", None)
         analysis.reviewer = Reviewer(model, AnalysisOptions.given(options, given))
     return analysis
-
-
-_SIGNATURE = inspect.signature(analyze_once)

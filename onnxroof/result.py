@@ -379,6 +379,8 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
             "time_to_first_token_s": analysis.llm.time_to_first_token_s,
             "recognised": list(analysis.llm.recognised),
         },
+        # on several devices of each target (--devices N > 1): absent with one, as before
+        **({"parallel": [plan.to_dict() for plan in analysis.parallel]} if analysis.parallel else {}),
         "nodes": Encoded(_encoded_nodes(analysis.nodes)) if encoded else [node_entry(r) for r in analysis.nodes],
     }
 

@@ -30,8 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..core.units import iec, seconds
 from ..cost.tensor_parallel import Structure
 from .placement import roofline
+from .verdicts import capacity_text
 
 if TYPE_CHECKING:
     from ..cost.kv_report import LLMReport
@@ -165,7 +167,40 @@ class DevicePlan:
                 "fewest_devices": None if fewest is None else {"tensor": fewest.tensor, "pipeline": fewest.pipeline,
                                                                "devices": fewest.devices},
                 "choices": [c.to_dict() for c in self.choices], "refused": {str(k): v for k, v in self.refused.items()},
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "summary": plan_sentences(self)}
+
+
+def split_name(choice: Choice) -> str:
+    return f"TP={choice.tensor}, PP={choice.pipeline}"
+
+
+def plan_sentences(plan: DevicePlan) -> list[str]:
+    """The answer in words, the same in every output: the fewest devices that fit, the fastest
+    split that fits, and what the all-reduces cost at the widest tensor split.
+
+    >>> c = Choice(1, 1, 10, 0, 0, 100, 1e-3, 0.0, 0.0, 1e-3, 1e-3, 1, 1)
+    >>> plan_sentences(DevicePlan("t", 1, None, "bound", "tokens", 0, 0, 0, (c,)))
+    ['fits on 1 device at the fewest (TP=1, PP=1): 10 B of 100 B each', 'fastest that fits: TP=1, PP=1, 1 ms a step, 1,000 tokens/s']
+    """
+    lines = []
+    fewest, fastest = plan.fewest, plan.fastest
+    if fewest is not None:
+        lines.append(f"fits on {fewest.devices} device{'s' if fewest.devices > 1 else ''} at the fewest "
+                     f"({split_name(fewest)}): {iec(fewest.need_bytes)} of {capacity_text(fewest.capacity_bytes)} each")
+    elif plan.choices and plan.choices[0].capacity_bytes is not None:
+        least = min(plan.choices, key=lambda c: c.need_bytes)
+        lines.append(f"does not fit on up to {plan.devices} devices: the least need is {iec(least.need_bytes)} a device "
+                     f"({split_name(least)}) of {capacity_text(least.capacity_bytes)}")
+    if fastest is not None:
+        lines.append(f"fastest that fits: {split_name(fastest)}, {seconds(fastest.latency_s)} a step, "
+                     f"{fastest.per_s:,.0f} {plan.per_step_unit}/s")
+    widest = max((c for c in plan.choices if c.pipeline == 1 and c.tensor > 1), key=lambda c: c.tensor, default=None)
+    if widest is not None and widest.collective_s > 0:
+        text = f"at TP={widest.tensor} the all-reduces are {widest.collective_share:.0%} of the step"
+        if fastest is not None and fastest is not widest and fastest.latency_s < widest.latency_s:
+            text += (f": {split_name(fastest)} fits and is {widest.latency_s / fastest.latency_s:.2f}x faster a step")
+        lines.append(text)
+    return lines
 
 
 @dataclass(frozen=True)

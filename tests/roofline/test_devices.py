@@ -183,3 +183,43 @@ def test_an_unrecognised_model_replicates_and_says_so():
 def test_one_device_leaves_the_analysis_as_it_was():
     analysis = onnxroof.analyze(gqa_decoder(), phase="decode", context=100, targets=["h100-sxm"])
     assert analysis.parallel == [] and "parallel" not in analysis.to_dict()
+
+
+def test_the_outputs_with_devices(tmp_path, capsys):
+    import json
+
+    import onnx
+    from conftest import run
+
+    model = tmp_path / "gqa.onnx"
+
+    onnx.save(gqa_decoder(), model)
+    flags = [model, "--phase", "decode", "--context", "100", "--target", "h100-sxm", "-q"]
+    plain = [run(capsys, "summary", *flags, *extra)[1] for extra in ([], ["--devices", "1"])]
+    assert plain[0] == plain[1] and "Several devices" not in plain[0]  # one device: every output as it was
+    document = [run(capsys, "summary", *flags, "--format", "json", *extra)[1] for extra in ([], ["--devices", "1"])]
+    assert document[0] == document[1] and "parallel" not in json.loads(document[0])
+    code, text, _ = run(capsys, "summary", *flags, "--devices", "4")
+    assert code == 0 and "Several devices on h100-sxm (up to 4, linked by nvlink" in text
+    assert "2 attention and 2 MLP blocks split" in text and "fits on 1 device at the fewest" in text
+    parallel = json.loads(run(capsys, "summary", *flags, "--devices", "4", "--format", "json")[1])["parallel"][0]
+    assert [(c["tensor"], c["pipeline"]) for c in parallel["choices"]] == [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1)]
+    assert parallel["choices"][3]["all_reduces"] == 4 and parallel["choices"][3]["all_reduce_message_bytes"] == 4 * 256
+    page = tmp_path / "report.html"
+    assert run(capsys, "report", *flags, "--devices", "4", "-o", page)[0] == 0
+    html = page.read_text(encoding="utf-8")
+    assert 'id="devices"' in html and html.count("<tr") >= 7
+    assert run(capsys, "report", *flags, "-o", page)[0] == 0 and 'id="devices"' not in page.read_text(encoding="utf-8")
+
+
+def test_a_target_without_links_plans_one_device():
+    plan = analysed(4, "raspberry-pi-5").parallel[0]
+    assert [(c.tensor, c.pipeline) for c in plan.choices] == [(1, 1)]
+    assert any("states no interconnect" in note for note in plan.notes)
+
+
+def test_devices_is_checked():
+    from onnxroof.core.errors import OptionError
+
+    with pytest.raises(OptionError, match="devices"):
+        onnxroof.analyze(gqa_decoder(), phase="decode", context=100, devices=0)

@@ -265,7 +265,8 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
     reduces = _all_reduces(structure, records, link, tensor) if tensor > 1 and link is not None else {}
     after = {r.after: r for r in reduces}
     step_s = [t + sum(after[n].time_s for n in kernel.nodes if n in after) for t, kernel in zip(kernel_s, report.nodes)]
-    cuts = _cuts(step_s, pipeline)
+    kernel_of = {name: k for k, kernel in enumerate(report.nodes) for name in kernel.nodes}
+    cuts = _cuts(step_s, pipeline, _boundary_bytes(graph, kernel_of, len(step_s)) if pipeline > 1 else None)
     stages = [range(start, end) for start, end in zip((0, *cuts), (*cuts, len(step_s)))]
     stage_of = {name: i for i, stage in enumerate(stages) for k in stage for name in report.nodes[k].nodes}
     sends = [_crossing_bytes(graph, stage_of, i) for i in range(1, pipeline)]
@@ -311,22 +312,51 @@ def _all_reduces(structure: Structure, records: dict, link: Link, tensor: int) -
     return reduces
 
 
-def _cuts(step_s: list[float], pipeline: int) -> tuple[int, ...]:
-    """Where stages 2..p begin: the kernel before which the running time first reaches k / p of
-    the whole, each stage keeping at least one kernel (``pipeline`` at most the kernels).
+def _cuts(step_s: list[float], pipeline: int, boundary_bytes: list[int] | None = None) -> tuple[int, ...]:
+    """Where stages 2..p begin: for stage k, among the kernels before which the running time is
+    within a quarter of a stage of k / p of the whole, the one whose boundary the fewest activation
+    bytes cross (a decoder's layer boundary: the residual stream alone), the nearest to k / p of a
+    tie; each stage keeps at least one kernel (``pipeline`` at most the kernels).
 
     >>> _cuts([1.0, 1.0, 1.0, 1.0], 2), _cuts([3.0, 1.0, 1.0, 1.0], 2), _cuts([0.0, 0.0, 5.0], 3)
     ((2,), (1,), (1, 2))
+    >>> _cuts([1.0] * 8, 2, [0, 9, 9, 1, 9, 9, 9, 9, 0])  # the cut moves to the narrow boundary before kernel 3
+    (3,)
     """
-    total, cuts, running = sum(step_s), [], 0.0
-    for k in range(1, len(step_s)):
-        need = pipeline - 1 - len(cuts)
-        if need == 0:
-            break
-        running += step_s[k - 1]
-        if running >= total * (len(cuts) + 1) / pipeline or len(step_s) - k == need:
-            cuts.append(k)
+    count, total = len(step_s), sum(step_s)
+    before = [0.0]
+    for seconds_ in step_s:
+        before.append(before[-1] + seconds_)
+    window = total / pipeline / 4
+    cuts: list[int] = []
+    for stage in range(1, pipeline):
+        goal = total * stage / pipeline
+        low, high = (cuts[-1] + 1 if cuts else 1), count - (pipeline - stage)  # room for the stages after it
+        near = [k for k in range(low, high + 1) if abs(before[k] - goal) <= window]
+        if not near:  # kernels longer than the window: the boundary nearest the goal
+            near = [min(range(low, high + 1), key=lambda k: (abs(before[k] - goal), k))]
+        cut = min(near, key=lambda k: (boundary_bytes[k] if boundary_bytes else 0, abs(before[k] - goal), k))
+        cuts.append(cut)
     return tuple(cuts)
+
+
+def _boundary_bytes(graph: CostGraph, kernel_of: dict[str, int], count: int) -> list[int]:
+    """The activation bytes that cross the boundary before each kernel (0..count): made by an
+    earlier kernel and read by this one or a later one."""
+    delta = [0] * (count + 2)
+    for tensor in graph.tensors.values():
+        if tensor.kind != "activation" or tensor.producer is None or not tensor.bytes:
+            continue
+        made = kernel_of.get(tensor.producer)
+        last = max((kernel_of.get(c, -1) for c in tensor.consumers), default=-1)
+        if made is not None and last > made:
+            delta[made + 1] += tensor.bytes
+            delta[last + 1] -= tensor.bytes
+    crossing, running = [], 0
+    for k in range(count + 1):
+        running += delta[k]
+        crossing.append(running)
+    return crossing
 
 
 def _crossing_bytes(graph: CostGraph, stage_of: dict[str, int], boundary: int) -> int:

@@ -15,8 +15,8 @@ projections ``F`` that all read the same activation ``X``, and ``S`` writes as m
 - ``S`` is **row-parallel**: device ``d`` holds ``K_s / N`` of its rows and computes a partial sum
   of the whole output, which an all-reduce adds up.
 
-A block whose walk reaches a product of two activations (the attention scores) is an
-``attention`` block, else an ``mlp``. Walks stop at shape computations (a Reshape's shape read
+A block whose walk reaches a product that is not a projection (the attention scores and
+context, or a fused attention op) is an ``attention`` block, else an ``mlp``. Walks stop at shape computations (a Reshape's shape read
 from a tensor's Shape is not data) and give up past :data:`MAX_REGION` nodes.
 
 Everything else (embeddings, norms, residual adds, the LM head) is **replicated**: each device
@@ -93,11 +93,27 @@ class Structure:
 
 
 def is_projection(record: NodeRecord) -> bool:
-    """A product with a stored weight matrix: MACs, and a 2-D parameter operand."""
-    if not record.macs or not record.param_inputs:
+    """A product with a stored weight matrix: MACs, and a 2-D parameter operand ``W`` whose two
+    dims are the activation's last dim (what it contracts) and the output's last dim (what it
+    makes). A fused attention op that reads a stored rotary table is not one: the table's dims are
+    neither.
+
+    >>> from onnxroof.cost.records import NodeRecord
+    >>> def node(shapes, out):
+    ...     return NodeRecord("n", "MatMul", "", 0, "matmul", "ok", "", ["x", "w"], ["y"], shapes, [], [out], [], "",
+    ...                       macs=1, param_inputs=["w"])
+    >>> is_projection(node([[1, 1, 64], [64, 16]], [1, 1, 16])), is_projection(node([[1, 1, 64], [4096, 32]], [1, 1, 64]))
+    (True, False)
+    """
+    if not record.macs or not record.param_inputs or not record.output_shapes:
         return False
-    return any(name in record.param_inputs and shape is not None and len(shape) == 2
-               for name, shape in zip(record.inputs, record.input_shapes))
+    made = _width(record.output_shapes[0])
+    read = [_width(shape) for name, shape in zip(record.inputs, record.input_shapes) if name not in record.param_inputs]
+    for name, shape in zip(record.inputs, record.input_shapes):
+        if name in record.param_inputs and shape is not None and len(shape) == 2:
+            if made is not None and read and read[0] is not None and sorted(shape) == sorted((read[0], made)):
+                return True
+    return False
 
 
 def _activation_input(record: NodeRecord) -> str | None:
@@ -166,7 +182,8 @@ def _block_ending_at(second: NodeRecord, graph: CostGraph, by_name: dict, positi
     inner = tuple(sorted(region, key=position.get))
     columns = {name: _width(by_name[name].output_shapes[0]) or 0 for name in first}
     columns[second.name] = _width(_shape(graph, start)) or 0
-    products = [by_name[name] for name in inner if by_name[name].macs and not by_name[name].param_inputs]
+    # a product that is not a projection: scores and context (or a fused attention op reading a rotary table)
+    products = [by_name[name] for name in inner if by_name[name].macs and not is_projection(by_name[name])]
     kind = "attention" if products else "mlp"
     heads = _heads(products[0], first, columns, head_size) if products else {}
     return Block(kind, tuple(first), second.name, inner, hidden, columns, heads)

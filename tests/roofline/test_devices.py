@@ -223,3 +223,35 @@ def test_devices_is_checked():
 
     with pytest.raises(OptionError, match="devices"):
         onnxroof.analyze(gqa_decoder(), phase="decode", context=100, devices=0)
+
+
+def test_a_fused_attention_op_reading_a_rotary_table_is_an_attention_block():
+    """onnxruntime-genai's form: q (64 x 64), k and v (64 x 32) feeding one GroupQueryAttention that
+    reads stored cos and sin tables [positions, 8] (2-D parameters, but not a projection's weight:
+    neither dim is what the op contracts or makes), then o (64 x 64)."""
+    ms = "com.microsoft"
+    nodes = [helper.make_node("MatMul", ["x", f"w{n}"], [n], name=n) for n in "qkv"] + [
+        helper.make_node("GroupQueryAttention", ["q", "k", "v", "past_key_values.0.key", "past_key_values.0.value",
+                                                 "seqlens_k", "total_sequence_length", "cos", "sin"],
+                         ["attn", "present.0.key", "present.0.value"], name="gqa", domain=ms, num_heads=4,
+                         kv_num_heads=2, do_rotary=1),
+        helper.make_node("MatMul", ["attn", "wo"], ["y"], name="o")]
+    cache = ["batch", 2, "past_sequence_length", 16]
+    model = make_model(
+        nodes,
+        [("x", F32, ["batch", "sequence_length", 64]), ("past_key_values.0.key", F32, cache),
+         ("past_key_values.0.value", F32, cache), ("seqlens_k", TensorProto.INT32, ["batch"]),
+         ("total_sequence_length", TensorProto.INT32, [])],
+        [("y", F32, ["batch", "sequence_length", 64]),
+         ("present.0.key", F32, ["batch", 2, "total_sequence_length", 16]),
+         ("present.0.value", F32, ["batch", 2, "total_sequence_length", 16])],
+        [("wq", zeros(64, 64)), ("wk", zeros(64, 32)), ("wv", zeros(64, 32)), ("wo", zeros(64, 64)),
+         ("cos", zeros(256, 8)), ("sin", zeros(256, 8))])
+    model.opset_import.append(helper.make_opsetid(ms, 1))
+    analysis = onnxroof.analyze(model, phase="decode", context=100, dims={"sequence_length": 1}, targets=["h100-sxm"],
+                                devices=4)
+    structure = find_structure(analysis.cost_graph, analysis.llm.head_size)
+    [block] = structure.blocks
+    assert (block.kind, block.first, block.second, block.inner) == ("attention", ("q", "k", "v"), "o", ("gqa",))
+    assert block.heads == {"q": 4, "k": 2, "v": 2}  # the head size, 16, from the KV cache
+    assert structure.split_ways(4) == {"q": 4, "k": 2, "v": 2, "gqa": 4, "o": 4}

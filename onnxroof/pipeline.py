@@ -218,6 +218,9 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
         analysis.parallel = [plan_devices(facts, report, options.devices, options.micro_batches)
                              for report in analysis.targets]
     analysis.warnings = prepared.notes + shapes.notes + size_notes + _warnings(analysis)
+    if options.devices > 1 and not analysis.targets:  # said, not silently nothing
+        analysis.warnings.append(f"several devices ({options.devices}) are planned on a target's devices, linked by its "
+                                 "interconnect: give a target to plan them")
     return analysis
 
 

@@ -255,3 +255,8 @@ def test_a_fused_attention_op_reading_a_rotary_table_is_an_attention_block():
     assert (block.kind, block.first, block.second, block.inner) == ("attention", ("q", "k", "v"), "o", ("gqa",))
     assert block.heads == {"q": 4, "k": 2, "v": 2}  # the head size, 16, from the KV cache
     assert structure.split_ways(4) == {"q": 4, "k": 2, "v": 2, "gqa": 4, "o": 4}
+
+
+def test_devices_without_a_target_says_so():
+    analysis = onnxroof.analyze(gqa_decoder(), phase="decode", context=100, devices=4)
+    assert analysis.parallel == [] and any("give a target to plan them" in w for w in analysis.warnings)

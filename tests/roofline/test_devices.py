@@ -260,3 +260,16 @@ def test_a_fused_attention_op_reading_a_rotary_table_is_an_attention_block():
 def test_devices_without_a_target_says_so():
     analysis = onnxroof.analyze(gqa_decoder(), phase="decode", context=100, devices=4)
     assert analysis.parallel == [] and any("give a target to plan them" in w for w in analysis.warnings)
+
+
+def test_diff_compares_the_fewest_devices_and_the_fastest_split(tmp_path, capsys):
+    import onnx
+    from conftest import run
+
+    base, head = tmp_path / "base.onnx", tmp_path / "head.onnx"
+    onnx.save(gqa_decoder(), base)
+    onnx.save(gqa_decoder(ffn=1024), head)
+    flags = [base, head, "--phase", "decode", "--context", "100", "--target", "h100-sxm", "-q"]
+    assert "fewest devices" not in run(capsys, "diff", *flags)[1]
+    text = run(capsys, "diff", *flags, "--devices", "4")[1]
+    assert "fewest devices that fit (of 4) [h100-sxm]" in text and "fastest split's step [h100-sxm]" in text

@@ -30,7 +30,8 @@ def devices_context(analysis: "Analysis") -> list[dict] | None:
             "fits_key": {True: "yes", False: "no", None: "unknown"}[c.fits],
             "step": seconds(c.latency_s), "collective": seconds(c.collective_s), "sends": seconds(c.transfer_s),
             "collective_share": f"{c.collective_share:.0%}", "bubble": f"{c.bubble:.0%}", "per_s": f"{c.per_s:,.1f}",
-            "bar": f"{100 * c.latency_s / slowest:.1f}%" if slowest else "0%",
+            "bar": f"{100 * c.compute_s / slowest:.1f}%" if slowest else "0%",  # the kernels, then the links
+            "bar_links": f"{100 * (c.collective_s + c.transfer_s) / slowest:.1f}%" if slowest else "0%",
             "bar_title": f"kernels {seconds(c.compute_s)} + all-reduces {seconds(c.collective_s)} + sends "
                          f"{seconds(c.transfer_s)}",
             "fewest": fewest is c,

@@ -31,12 +31,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core.units import iec, seconds
-from ..cost.tensor_parallel import Structure
-from .placement import roofline
 from .verdicts import capacity_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the renderers import this module's words: `onnxroof targets` loads no numpy)
     from ..cost.kv_report import LLMReport
+    from ..cost.tensor_parallel import Structure
     from ..cost.records import CostGraph
     from .interconnect import Link
     from .placement import NodePlacement, TargetReport
@@ -295,6 +294,7 @@ def _split_time(kernel: NodePlacement, ways: dict[str, int], records: dict, repo
     point = kernel.placement
     if divide == 1:
         return point.time_s
+    from .placement import roofline
     target = report.target
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     return roofline(point.flops / divide, point.dram_bytes / divide, point.peak_flops_per_s,

@@ -91,6 +91,19 @@ class Structure:
                 ways[name] = devices
         return ways
 
+    def byte_ways(self, devices: int) -> dict[str, int]:
+        """node -> over how many devices the bytes it moves divide: its work's ways, but the
+        attention between an attention block's projections reads the KV heads each device holds,
+        so with fewer KV heads than devices it divides over the KV heads (each device reads one
+        head's cache whole), while its FLOPs divide over the devices' query heads."""
+        ways = self.split_ways(devices)
+        for block in self.blocks:
+            if block.kind == "attention" and block.heads:
+                held = min(devices, min(block.heads.values()))
+                for name in block.inner:
+                    ways[name] = held
+        return ways
+
 
 def is_projection(record: NodeRecord) -> bool:
     """A product with a stored weight matrix: MACs, and a 2-D parameter operand ``W`` whose two

@@ -3,7 +3,8 @@ the memory each device holds against its capacity, the time of one step on its r
 collectives, and the fewest devices on which the model fits.
 
 **Tensor parallelism (TP = t).** The blocks of :mod:`onnxroof.cost.tensor_parallel` divide over t devices: each
-split kernel's FLOPs and bytes are divided by its ways (its nodes' :meth:`Structure.split_ways`)
+split kernel's FLOPs are divided by its ways (its nodes' :meth:`Structure.split_ways`) and its bytes
+by its bytes' ways (:meth:`Structure.byte_ways`: the KV heads a device holds, for the attention),
 and placed again on the target's roofs, with the same efficiency and parallel fraction it had
 whole (a split GEMM has fewer tiles, so its fill can only fall: the time is a bound). Each block
 ends with a ring all-reduce of its row-parallel projection's output over the link class that
@@ -249,6 +250,10 @@ def plan_devices(facts: ModelFacts, report: TargetReport, devices: int, micro_ba
                 link_name = link.name
             choices.append(_choice(facts, report, tensor, pipeline, link, kv, capacity, micro_batches, per_step,
                                    attention))
+    kv_heads = llm.kv_heads if llm is not None else None
+    if kv_heads and attention and any(c.tensor > kv_heads for c in choices):
+        notes.append(f"{kv_heads} KV heads: above TP={kv_heads} each device holds one KV head's cache and its share of the "
+                     f"key and value projections, each replicated TP / {kv_heads} times")
     unit = "tokens" if llm is not None else "inferences"
     return DevicePlan(target.name, devices, link_name, str(report.latency_kind), unit, attention,
                       len(structure.blocks) - attention, len(structure.replicated), tuple(choices), tuple(notes),
@@ -259,8 +264,9 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
             capacity: int | None, micro_batches: int, per_step: int, attention: int) -> Choice:
     structure, graph = facts.structure, facts.graph
     ways = structure.split_ways(tensor) if tensor > 1 else {}
+    byte_ways = structure.byte_ways(tensor) if tensor > 1 else {}
     records = {r.name: r for r in graph.records}
-    kernel_s = [_split_time(kernel, ways, records, report) for kernel in report.nodes]
+    kernel_s = [_split_time(kernel, ways, byte_ways, records, report) for kernel in report.nodes]
     reduces = _all_reduces(structure, records, link, tensor) if tensor > 1 and link is not None else {}
     after = {r.after: r for r in reduces}
     step_s = [t + sum(after[n].time_s for n in kernel.nodes if n in after) for t, kernel in zip(kernel_s, report.nodes)]
@@ -287,18 +293,23 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
                   tuple(report.nodes[start].name for start in cuts))
 
 
-def _split_time(kernel: NodePlacement, ways: dict[str, int], records: dict, report: TargetReport) -> float:
-    """The kernel's time with its work divided over its ways, placed again on the same roofs."""
+def _split_time(kernel: NodePlacement, ways: dict[str, int], byte_ways: dict[str, int], records: dict,
+                report: TargetReport) -> float:
+    """The kernel's time with its FLOPs divided over its work's ways and its bytes over its bytes'
+    ways (:meth:`Structure.byte_ways`), placed again on the same roofs; a fused kernel takes the
+    fewest ways of its nodes that do the work (those with multiply-adds, else all)."""
     working = [n for n in kernel.nodes if n in records and records[n].macs] or kernel.nodes
-    divide = min((ways.get(n, 1) for n in working), default=1)
+    flops_divide = min((ways.get(n, 1) for n in working), default=1)
+    bytes_divide = min((byte_ways.get(n, 1) for n in working), default=1)
     point = kernel.placement
-    if divide == 1:
+    if flops_divide == bytes_divide == 1:
         return point.time_s
     from .placement import roofline
+
     target = report.target
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
-    return roofline(point.flops / divide, point.dram_bytes / divide, point.peak_flops_per_s,
-                    target.dram_bytes_per_s.value, point.onchip_bytes / divide, onchip_bw, point.roof,
+    return roofline(point.flops / flops_divide, point.dram_bytes / bytes_divide, point.peak_flops_per_s,
+                    target.dram_bytes_per_s.value, point.onchip_bytes / bytes_divide, onchip_bw, point.roof,
                     point.overhead_s, point.efficiency, point.kernel_class, point.parallel_fraction,
                     point.op_efficiency).time_s
 

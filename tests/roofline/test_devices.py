@@ -93,6 +93,9 @@ def test_the_blocks_are_found_from_the_dataflow():
     ways4 = structure.split_ways(4)
     assert (ways4["l0.q"], ways4["l0.k"], ways4["l0.v"], ways4["l0.o"], ways4["l0.gate"], ways4["l0.down"]) == (4, 2, 2, 4, 4, 4)
     assert ways4["l0.scores"] == ways4["l0.silu"] == 4  # the work between runs on each device's heads / columns
+    # but each device reads one KV head's cache whole: the attention's bytes divide over the 2 KV heads
+    bytes4 = structure.byte_ways(4)
+    assert bytes4["l0.scores"] == bytes4["l0.probs"] == 2 and bytes4["l0.silu"] == 4 and bytes4["l0.q"] == 4
     assert "logits" in structure.replicated and "l0.res1" in structure.replicated and "logits" not in ways4
 
 
@@ -128,6 +131,7 @@ def test_kv_shard_with_fewer_kv_heads_than_devices():
     plan = analysis.parallel[0]
     # N <= KV heads: split by heads; N > KV heads: each device holds one KV head's cache (replicated N / 2 times)
     assert [plan.choice(n).kv_cache_bytes for n in (1, 2, 4, 8)] == [25_600, 12_800, 12_800, 12_800]
+    assert any("2 KV heads: above TP=2 each device holds one KV head's cache" in note for note in plan.notes)
 
 
 def test_a_split_that_does_not_divide_is_refused_and_said():

@@ -267,7 +267,7 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
     byte_ways = structure.byte_ways(tensor) if tensor > 1 else {}
     records = {r.name: r for r in graph.records}
     kernel_s = [_split_time(kernel, ways, byte_ways, records, report) for kernel in report.nodes]
-    reduces = _all_reduces(structure, records, link, tensor) if tensor > 1 and link is not None else {}
+    reduces = _all_reduces(structure, records, link, tensor) if tensor > 1 and link is not None else []
     after = {r.after: r for r in reduces}
     step_s = [t + sum(after[n].time_s for n in kernel.nodes if n in after) for t, kernel in zip(kernel_s, report.nodes)]
     kernel_of = {name: k for k, kernel in enumerate(report.nodes) for name in kernel.nodes}
@@ -288,7 +288,7 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
                  for i in range(pipeline)]
     kv_stage = kv * max(blocks_in) // attention if attention and pipeline > 1 else kv
     return Choice(tensor, pipeline, weights, -(-kv_stage // kv_ways), max(facts.peak_activation_bytes - kv, 0), capacity,
-                  sum(kernel_s), sum(r.time_s for r in reduces), sum(send_s), sum(stage_s) + sum(send_s), period,
+                  sum(kernel_s), sum((r.time_s for r in reduces), 0.0), sum(send_s, 0.0), sum(stage_s) + sum(send_s), period,
                   micro_batches, per_step, tuple(reduces),
                   tuple(report.nodes[start].name for start in cuts))
 

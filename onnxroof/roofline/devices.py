@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core.units import iec, seconds
-from .verdicts import capacity_text
+from .verdicts import BOUND_LABELS, capacity_text
 
 if TYPE_CHECKING:  # (the renderers import this module's words: `onnxroof targets` loads no numpy)
     from ..cost.kv_report import LLMReport
@@ -84,6 +84,8 @@ class Choice:
     per_step: int  # tokens (a decoder) or inferences one step makes
     all_reduces: tuple[AllReduce, ...] = ()
     stage_cuts: tuple[str, ...] = ()  # the first kernel of each stage after the first
+    # where one step's time goes: each kernel's bound (compute, dram, overhead...), "all-reduce" and "sends"
+    seconds_by_bound: dict[str, float] = field(default_factory=dict)
 
     @property
     def devices(self) -> int:
@@ -121,7 +123,12 @@ class Choice:
                 "per_s": self.per_s, "collective_share": self.collective_share,
                 "all_reduces": len(self.all_reduces),
                 "all_reduce_message_bytes": sum(a.message_bytes for a in self.all_reduces),
-                "stage_cuts": list(self.stage_cuts)}
+                "stage_cuts": list(self.stage_cuts), "seconds_by_bound": self.seconds_by_bound}
+
+    @property
+    def time_share(self) -> dict[str, float]:
+        """Each bound's share of the step (the all-reduces and the sends as their own)."""
+        return {k: v / self.latency_s for k, v in self.seconds_by_bound.items()} if self.latency_s else {}
 
 
 @dataclass(frozen=True)
@@ -192,8 +199,10 @@ def plan_sentences(plan: DevicePlan) -> list[str]:
         lines.append(f"does not fit on up to {plan.devices} devices: the least need is {iec(least.need_bytes)} a device "
                      f"({split_name(least)}) of {capacity_text(least.capacity_bytes)}")
     if fastest is not None:
+        shares = sorted(((b, s) for b, s in fastest.time_share.items() if s >= 0.005), key=lambda item: -item[1])
+        split = ", ".join(f"{BOUND_LABELS.get(b, b)} {s:.0%}" for b, s in shares)
         lines.append(f"fastest that fits: {split_name(fastest)}, {seconds(fastest.latency_s)} a step, "
-                     f"{fastest.per_s:,.0f} {plan.per_step_unit}/s")
+                     f"{fastest.per_s:,.0f} {plan.per_step_unit}/s" + (f" (time: {split})" if split else ""))
     widest = max((c for c in plan.choices if c.pipeline == 1 and c.tensor > 1), key=lambda c: c.tensor, default=None)
     if widest is not None and widest.collective_s > 0:
         text = f"at TP={widest.tensor} the all-reduces are {widest.collective_share:.0%} of the step"
@@ -266,7 +275,8 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
     ways = structure.split_ways(tensor) if tensor > 1 else {}
     byte_ways = structure.byte_ways(tensor) if tensor > 1 else {}
     records = {r.name: r for r in graph.records}
-    kernel_s = [_split_time(kernel, ways, byte_ways, records, report) for kernel in report.nodes]
+    placed = [_split_time(kernel, ways, byte_ways, records, report) for kernel in report.nodes]
+    kernel_s = [seconds_ for seconds_, _ in placed]
     reduces = _all_reduces(structure, records, link, tensor) if tensor > 1 and link is not None else []
     after = {r.after: r for r in reduces}
     step_s = [t + sum(after[n].time_s for n in kernel.nodes if n in after) for t, kernel in zip(kernel_s, report.nodes)]
@@ -287,31 +297,36 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
     blocks_in = [sum(stage_of.get(b.second) == i for b in structure.blocks if b.kind == "attention")
                  for i in range(pipeline)]
     kv_stage = kv * max(blocks_in) // attention if attention and pipeline > 1 else kv
+    by_bound: dict[str, float] = {}
+    for seconds_, bound in placed:
+        by_bound[bound] = by_bound.get(bound, 0.0) + seconds_
+    by_bound |= {"all-reduce": sum((r.time_s for r in reduces), 0.0), "sends": sum(send_s, 0.0)}
     return Choice(tensor, pipeline, weights, -(-kv_stage // kv_ways), max(facts.peak_activation_bytes - kv, 0), capacity,
-                  sum(kernel_s), sum((r.time_s for r in reduces), 0.0), sum(send_s, 0.0), sum(stage_s) + sum(send_s), period,
-                  micro_batches, per_step, tuple(reduces),
-                  tuple(report.nodes[start].name for start in cuts))
+                  sum(kernel_s), by_bound["all-reduce"], by_bound["sends"], sum(stage_s) + sum(send_s), period,
+                  micro_batches, per_step, tuple(reduces), tuple(report.nodes[start].name for start in cuts),
+                  {bound: seconds_ for bound, seconds_ in by_bound.items() if seconds_ > 0})
 
 
 def _split_time(kernel: NodePlacement, ways: dict[str, int], byte_ways: dict[str, int], records: dict,
-                report: TargetReport) -> float:
+                report: TargetReport) -> tuple[float, str]:
     """The kernel's time with its FLOPs divided over its work's ways and its bytes over its bytes'
     ways (:meth:`Structure.byte_ways`), placed again on the same roofs; a fused kernel takes the
-    fewest ways of its nodes that do the work (those with multiply-adds, else all)."""
+    fewest ways of its nodes that do the work (those with multiply-adds, else all). With its bound."""
     working = [n for n in kernel.nodes if n in records and records[n].macs] or kernel.nodes
     flops_divide = min((ways.get(n, 1) for n in working), default=1)
     bytes_divide = min((byte_ways.get(n, 1) for n in working), default=1)
     point = kernel.placement
     if flops_divide == bytes_divide == 1:
-        return point.time_s
+        return point.time_s, str(point.bound)
     from .placement import roofline
 
     target = report.target
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
-    return roofline(point.flops / flops_divide, point.dram_bytes / bytes_divide, point.peak_flops_per_s,
-                    target.dram_bytes_per_s.value, point.onchip_bytes / bytes_divide, onchip_bw, point.roof,
-                    point.overhead_s, point.efficiency, point.kernel_class, point.parallel_fraction,
-                    point.op_efficiency).time_s
+    split = roofline(point.flops / flops_divide, point.dram_bytes / bytes_divide, point.peak_flops_per_s,
+                     target.dram_bytes_per_s.value, point.onchip_bytes / bytes_divide, onchip_bw, point.roof,
+                     point.overhead_s, point.efficiency, point.kernel_class, point.parallel_fraction,
+                     point.op_efficiency)
+    return split.time_s, str(split.bound)
 
 
 def _all_reduces(structure: Structure, records: dict, link: Link, tensor: int) -> list[AllReduce]:

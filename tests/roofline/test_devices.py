@@ -277,3 +277,11 @@ def test_diff_compares_the_fewest_devices_and_the_fastest_split(tmp_path, capsys
     assert "fewest devices" not in run(capsys, "diff", *flags)[1]
     text = run(capsys, "diff", *flags, "--devices", "4")[1]
     assert "fewest devices that fit (of 4) [h100-sxm]" in text and "fastest split's step [h100-sxm]" in text
+
+
+def test_where_each_split_s_time_goes():
+    plan = analysed(4).parallel[0]
+    for choice in plan.choices:
+        assert sum(choice.seconds_by_bound.values()) == pytest.approx(choice.latency_s)
+        assert choice.seconds_by_bound.get("all-reduce", 0.0) == pytest.approx(choice.collective_s)
+    assert plan.choice(1).time_share.get("all-reduce") is None and plan.choice(4).time_share["all-reduce"] > 0

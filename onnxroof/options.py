@@ -35,6 +35,8 @@ if TYPE_CHECKING:  # targets are loaded by the pipeline, and only when given
 # the forms the flags give and the API takes: a mapping, or the flags' strings
 InputShapes = Union[Mapping[str, Sequence[int]], Sequence[str]]
 Dims = Union[Mapping[str, int], Sequence[str]]
+# the most devices a plan considers (a rack-scale NVLink domain has 576)
+MAX_DEVICES = 4096
 Values = Union[Mapping[str, Union[Sequence[float], float]], Sequence[str]]
 
 
@@ -81,6 +83,11 @@ class AnalysisOptions:
     """``dims`` may name dims this model lacks (one set of dims for several models)."""
     search_order: bool = True
     """Search the execution order with the lowest peak (False: ``memory.best`` is the model's order)."""
+    devices: int = 1
+    """Plan the model on up to this many devices of each target (tensor and pipeline parallelism
+    over the target's ``[interconnect]``); 1: one device, no plan."""
+    micro_batches: int = 1
+    """Pipeline parallelism: the micro-batches in flight (the bubble is (p - 1) / (m + p - 1))."""
 
     def __post_init__(self) -> None:
         # iterables as tuples: the options are read more than once (a sweep, a formula's grid); a
@@ -134,7 +141,8 @@ class AnalysisOptions:
                                   "file paths or Target objects, e.g. targets=['l4']", target=_shown(target))
         if self.fusion is not None and not isinstance(self.fusion, str):
             _strings("fusion", self.fusion, "'epilogue' or ['epilogue', 'elementwise']")
-        for name, minimum in (("loop_trips", 1), ("batch", 1), ("seq", 1), ("context", 0), ("encoder_seq", 1)):
+        for name, minimum in (("loop_trips", 1), ("batch", 1), ("seq", 1), ("context", 0), ("encoder_seq", 1),
+                              ("devices", 1), ("micro_batches", 1)):
             if getattr(self, name) is not None:
                 _count(name, getattr(self, name), None, minimum)
         for name in ("elementwise_in_place", "overhead", "checker_in_child", "partial", "ignore_missing_dims",
@@ -145,6 +153,9 @@ class AnalysisOptions:
         if not isinstance(self.dtype, str):
             raise OptionError("dtype", "dtype={value}: give a name such as 'fp16' (or 'model': as stored)",
                               value=_shown(self.dtype))
+        if self.devices > MAX_DEVICES:
+            raise OptionError("devices", "{opt.devices} {value}: at most {most:,} devices are planned", value=self.devices,
+                              most=MAX_DEVICES)
         if self.phase is not None and self.phase not in ("prefill", "decode"):
             raise OptionError("phase", "{opt.phase} {value}: choose prefill or decode", value=_shown(self.phase))
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # types only: placing on targets is imported only when target
     from .cost.records import CostGraph, NodeRecord, TensorRecord
     from .cost.kv_report import LLMReport
     from .memory.liveness import MemoryReport
+    from .roofline.devices import DevicePlan
     from .roofline.placement import TargetReport
     from .core.tensors import TensorInfo, UnresolvedDim
 
@@ -100,6 +101,7 @@ class Analysis:
     batch: int | None = None  # --batch, when given
     targets: list[TargetReport] = field(default_factory=list)
     llm: LLMReport | None = None  # KV cache and tokens/s, for a KV-cached decoder
+    parallel: list[DevicePlan] = field(default_factory=list)  # per target, on several devices (--devices > 1)
     warnings: list[str] = field(default_factory=list)
     input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
     assumed_dims: dict[str, int] = field(default_factory=dict)  # batch dims nobody gave, bound to 1
@@ -377,6 +379,8 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
             "time_to_first_token_s": analysis.llm.time_to_first_token_s,
             "recognised": list(analysis.llm.recognised),
         },
+        # on several devices of each target (--devices N > 1): absent with one, as before
+        **({"parallel": [plan.to_dict() for plan in analysis.parallel]} if analysis.parallel else {}),
         "nodes": Encoded(_encoded_nodes(analysis.nodes)) if encoded else [node_entry(r) for r in analysis.nodes],
     }
 

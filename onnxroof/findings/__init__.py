@@ -90,7 +90,8 @@ class Reviewer:
 
         proto = self.model if not isinstance(self.model, (str, os.PathLike)) else load_model(self.model)
         # variants read the model's order (the base gives the best one) and are checked already
-        options = replace(self.options, checker_in_child=False, search_order=False)
+        # (and one device: the variants measure single-device gains)
+        options = replace(self.options, checker_in_child=False, search_order=False, devices=1)
         review(analysis, lambda **changes: analyze_once(proto, options=replace(options, **changes)))
 
 

@@ -61,7 +61,8 @@ by the output channels); ``units.value`` is how many units run such tiles at onc
 no tile is not limited; see ``placement.parallel_fraction``; absent: no limit), ``error_band``
 (a forecast's measured error: the fraction ``|predicted / measured - 1|`` its latencies stayed
 within, its ``source`` naming the measurements; optional ``roofs``: the roofs those measurements
-ran on, so that a model whose time is mostly on other roofs gets no band). A target with no off-chip memory (weights held on chip) sets
+ran on, so that a model whose time is mostly on other roofs gets no band), ``[interconnect]`` (how
+several such devices are linked, one table per link class: ``interconnect.py``). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 
 What its latency is follows from its figures (:class:`LatencyKind`): peak figures give a
@@ -85,6 +86,7 @@ from ..core.files import not_a_file
 from ..core.resources import resource_dir
 from .figures import (FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, read_figure, read_fraction,  # noqa: F401
                       read_points, read_section, shown)
+from .interconnect import Interconnect, read_interconnect
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -212,6 +214,7 @@ class Target:
     parallel: Parallel | None = None  # None: no parallelism limit, the plain roofline
     error_band: Figure | None = None  # a forecast's measured |predicted / measured - 1|, and on what
     error_band_roofs: tuple[str, ...] = ()  # the roofs the band's measurements ran on (): all
+    interconnect: Interconnect | None = None  # how several such devices are linked ([interconnect]); None: not given
 
     @property
     def latency_kind(self) -> LatencyKind:
@@ -436,6 +439,7 @@ def parse_target(path: Path) -> Target:
         **_error_band(data, where),
         **_weights(data, where),
         **_fusion(data, where),
+        interconnect=read_interconnect(data, where),
     )
 
 

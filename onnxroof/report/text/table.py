@@ -16,6 +16,7 @@ from ...roofline.verdicts import capacity_text, finding_lines, fit_text
 from ...core.text import csv_cell, printable
 from ...core.units import iec, intensity, joules, seconds, si
 from ...roofline.targets import LatencyKind
+from .devices import device_plan_lines
 
 if TYPE_CHECKING:
     from ...result import Analysis
@@ -151,6 +152,8 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         lines += ["", *llm_lines(analysis.llm)]
     for report in analysis.targets:
         lines += [""] + target_lines(report)
+    for plan in analysis.parallel:  # --devices N > 1
+        lines += ["", *device_plan_lines(plan)]
     if analysis.warnings:
         lines += ["", "Warnings"] + [f"  ! {printable(w)}" for w in analysis.warnings]
     return ["\n".join(lines) + "\n\n", _node_table(analysis.nodes), "\n"]  # a blank line before the nodes

@@ -326,7 +326,8 @@ def _split_time(kernel: NodePlacement, ways: dict[str, int], byte_ways: dict[str
                      target.dram_bytes_per_s.value, point.onchip_bytes / bytes_divide, onchip_bw, point.roof,
                      point.overhead_s, point.efficiency, point.kernel_class, point.parallel_fraction,
                      point.op_efficiency)
-    return split.time_s, str(split.bound)
+    # a masked Softmax's subnormal exps divide over the heads with its work
+    return split.time_s + point.subnormal_s / flops_divide, str(split.bound)
 
 
 def _all_reduces(structure: Structure, records: dict, link: Link, tensor: int) -> list[AllReduce]:

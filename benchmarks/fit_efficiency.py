@@ -25,6 +25,10 @@ family out leaves at least ``MIN_ROWS`` rows; else its targets stay bounds. A ta
 ``SIBLINGS`` takes another's figures and its own rows are never fitted on: they test the figures
 out of sample.
 
+Never read here: benchmarks/published/unseen-measurements.csv, rows collected after the fit to test
+it out of sample (``validate_published.py --unseen`` compares them). ``vp.numbered_rows`` returns
+the shared CSV's rows and, with --extra, the extra file's; never the unseen file's.
+
     python benchmarks/fit_efficiency.py [--extra] [--write]
 
 --write puts the fitted figures into hardware/<target>.toml (the block between the "# BEGIN

@@ -19,11 +19,12 @@ model can judge (a dim name, a ``dims`` string's form) is checked by the stage t
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import os
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
 
 from .core.errors import OptionError
 from .core.tensors import MAX_DIM, MAX_DIM_TEXT
@@ -34,6 +35,8 @@ if TYPE_CHECKING:  # targets are loaded by the pipeline, and only when given
 # the forms the flags give and the API takes: a mapping, or the flags' strings
 InputShapes = Union[Mapping[str, Sequence[int]], Sequence[str]]
 Dims = Union[Mapping[str, int], Sequence[str]]
+# the most devices a plan considers (a rack-scale NVLink domain has 576)
+MAX_DEVICES = 4096
 Values = Union[Mapping[str, Union[Sequence[float], float]], Sequence[str]]
 
 
@@ -80,6 +83,11 @@ class AnalysisOptions:
     """``dims`` may name dims this model lacks (one set of dims for several models)."""
     search_order: bool = True
     """Search the execution order with the lowest peak (False: ``memory.best`` is the model's order)."""
+    devices: int = 1
+    """Plan the model on up to this many devices of each target (tensor and pipeline parallelism
+    over the target's ``[interconnect]``); 1: one device, no plan."""
+    micro_batches: int = 1
+    """Pipeline parallelism: the micro-batches in flight (the bubble is (p - 1) / (m + p - 1))."""
 
     def __post_init__(self) -> None:
         # iterables as tuples: the options are read more than once (a sweep, a formula's grid); a
@@ -133,7 +141,8 @@ class AnalysisOptions:
                                   "file paths or Target objects, e.g. targets=['l4']", target=_shown(target))
         if self.fusion is not None and not isinstance(self.fusion, str):
             _strings("fusion", self.fusion, "'epilogue' or ['epilogue', 'elementwise']")
-        for name, minimum in (("loop_trips", 1), ("batch", 1), ("seq", 1), ("context", 0), ("encoder_seq", 1)):
+        for name, minimum in (("loop_trips", 1), ("batch", 1), ("seq", 1), ("context", 0), ("encoder_seq", 1),
+                              ("devices", 1), ("micro_batches", 1)):
             if getattr(self, name) is not None:
                 _count(name, getattr(self, name), None, minimum)
         for name in ("elementwise_in_place", "overhead", "checker_in_child", "partial", "ignore_missing_dims",
@@ -144,14 +153,19 @@ class AnalysisOptions:
         if not isinstance(self.dtype, str):
             raise OptionError("dtype", "dtype={value}: give a name such as 'fp16' (or 'model': as stored)",
                               value=_shown(self.dtype))
+        if self.devices > MAX_DEVICES:
+            raise OptionError("devices", "{opt.devices} {value}: at most {most:,} devices are planned", value=self.devices,
+                              most=MAX_DEVICES)
         if self.phase is not None and self.phase not in ("prefill", "decode"):
             raise OptionError("phase", "{opt.phase} {value}: choose prefill or decode", value=_shown(self.phase))
 
     @classmethod
-    def given(cls, options: AnalysisOptions | None, arguments: Mapping[str, object]) -> AnalysisOptions:
-        """The options of a call that takes them as an object (``options=``) or one by one
-        (analyze()'s keyword arguments), not both."""
+    def given(cls, options: AnalysisOptions | None, arguments: Mapping[str, object],
+              function: str = "analyze") -> AnalysisOptions:
+        """The options of a call (of ``function``) that takes them as an object (``options=``) or
+        one by one (analyze()'s keyword arguments), not both."""
         if options is None:
+            check_call(function, (), arguments)
             return cls(**arguments)  # type: ignore[arg-type]
         if not isinstance(options, AnalysisOptions):
             raise OptionError("options", "options={value}: give an AnalysisOptions (or the options one by one)",
@@ -170,6 +184,30 @@ class AnalysisOptions:
         default = AnalysisOptions()
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if getattr(self, f.name) != getattr(default, f.name)}
+
+
+def check_call(function: str, positional: tuple, keywords: Mapping[str, object], also: Sequence[str] = ()) -> None:
+    """A call of ``function`` (analyze, formulas) that Python would refuse with a bare TypeError
+    (options given by position, a keyword no option has) as an OptionError naming the argument;
+    ``also``: the function's own keywords (progress, options)."""
+    if positional:
+        raise OptionError("model", "{function}() takes the model as its one positional argument and the options by "
+                          "name: {count} more given by position; e.g. {function}(model, dims={{'batch': 1}})",
+                          function=function, count=len(positional))
+    names = [f.name for f in fields(AnalysisOptions)] + list(also)
+    unknown = next((key for key in keywords if key not in names), None)
+    if unknown is not None:
+        close = difflib.get_close_matches(str(unknown), names, 1)
+        raise OptionError(str(unknown), "{function}(): no option named {name}{hint}; the options: {names}",
+                          function=function, name=_shown(unknown), names=", ".join(names),
+                          hint=f" (did you mean {close[0]}?)" if close else "")
+
+
+def check_progress(progress: Callable[[str], None] | None) -> None:
+    """``progress`` is None or called with each stage's name."""
+    if progress is not None and not callable(progress):
+        raise OptionError("progress", "progress={value}: give a function called with each stage's name (or None)",
+                          value=_shown(progress))
 
 
 def _shown(value: object) -> str:

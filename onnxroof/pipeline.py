@@ -39,7 +39,7 @@ from .frontend.shapes import infer_shapes
 from .memory.liveness import analyze_memory
 from .ops import output_types
 from .ops.plugins import load_entry_points
-from .options import AnalysisOptions
+from .options import AnalysisOptions, check_progress
 from .result import Analysis, ModelFacts, Totals
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # placing on targets is imported only when targets are given
 
 def analyze(
     model: str | os.PathLike | onnx.ModelProto,
+    *,  # the options by name: analyze(model, dims={"batch": 1})
     input_shapes: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
     dims: Mapping[str, int] | Iterable[str] | None = None,
     loop_trips: int | None = None,
@@ -67,6 +68,8 @@ def analyze(
     partial: bool = False,
     ignore_missing_dims: bool = False,
     search_order: bool = True,
+    devices: int = 1,
+    micro_batches: int = 1,
     options: AnalysisOptions | None = None,
 ) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
@@ -98,14 +101,19 @@ def analyze(
     ``dims`` name dims this model lacks (one set of dims for several models).
     ``search_order=False`` skips the search for the execution order with the lowest peak
     (``memory.best`` is then the model's order): for many analyses that read the model order only.
+    ``devices`` (more than 1) plans the model on up to that many devices of each target, linked
+    by its ``[interconnect]`` (``analysis.parallel``: :mod:`onnxroof.parallel`), a pipeline keeping
+    ``micro_batches`` in flight.
     ``options`` gives all of these (but ``progress``) at once, as an
     :class:`~onnxroof.options.AnalysisOptions`, instead of one by one.
     """
+    check_progress(progress)
     given = AnalysisOptions(
         input_shapes=input_shapes, dims=dims, loop_trips=loop_trips, elementwise_in_place=elementwise_in_place,
         targets=targets, dtype=dtype, batch=batch, phase=phase, seq=seq, context=context, encoder_seq=encoder_seq,
         fusion=fusion, overhead=overhead, checker_in_child=checker_in_child, values=values, partial=partial,
-        ignore_missing_dims=ignore_missing_dims, search_order=search_order)
+        ignore_missing_dims=ignore_missing_dims, search_order=search_order, devices=devices,
+        micro_batches=micro_batches)
     options = AnalysisOptions.given(options, given.changed()) if options is not None else given
     collecting = gc.isenabled()
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
@@ -203,7 +211,18 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
         latencies = {report.target.name: report.latency_s for report in analysis.targets}
         analysis.llm = llm_report(_with_inputs(analysis.tensors, shapes.inputs), layout, phase, new_tokens,
                                   context if phase == "decode" else seq, batch, latencies)
+    if options.devices > 1 and analysis.targets:
+        from .cost.tensor_parallel import find_structure
+        from .roofline.devices import ModelFacts, plan_devices
+
+        structure = find_structure(graph, analysis.llm.head_size if analysis.llm is not None else None)
+        facts = ModelFacts(graph, structure, totals.param_bytes, analysis.memory.model_order.peak_bytes, analysis.llm)
+        analysis.parallel = [plan_devices(facts, report, options.devices, options.micro_batches)
+                             for report in analysis.targets]
     analysis.warnings = prepared.notes + shapes.notes + size_notes + _warnings(analysis)
+    if options.devices > 1 and not analysis.targets:  # said, not silently nothing
+        analysis.warnings.append(f"several devices ({options.devices}) are planned on a target's devices, linked by its "
+                                 "interconnect: give a target to plan them")
     return analysis
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # types only: placing on targets is imported only when target
     from .cost.records import CostGraph, NodeRecord, TensorRecord
     from .cost.kv_report import LLMReport
     from .memory.liveness import MemoryReport
+    from .roofline.devices import DevicePlan
     from .roofline.placement import TargetReport
     from .core.tensors import TensorInfo, UnresolvedDim
 
@@ -100,6 +101,7 @@ class Analysis:
     batch: int | None = None  # --batch, when given
     targets: list[TargetReport] = field(default_factory=list)
     llm: LLMReport | None = None  # KV cache and tokens/s, for a KV-cached decoder
+    parallel: list[DevicePlan] = field(default_factory=list)  # per target, on several devices (--devices > 1)
     warnings: list[str] = field(default_factory=list)
     input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
     assumed_dims: dict[str, int] = field(default_factory=dict)  # batch dims nobody gave, bound to 1
@@ -377,6 +379,8 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
             "time_to_first_token_s": analysis.llm.time_to_first_token_s,
             "recognised": list(analysis.llm.recognised),
         },
+        # on several devices of each target (--devices N > 1): absent with one, as before
+        **({"parallel": [plan.to_dict() for plan in analysis.parallel]} if analysis.parallel else {}),
         "nodes": Encoded(_encoded_nodes(analysis.nodes)) if encoded else [node_entry(r) for r in analysis.nodes],
     }
 
@@ -505,6 +509,7 @@ def placement_entry(point) -> dict:
         "latency_s": point.time_s,
         "bound": point.bound,
         "overhead_s": point.overhead_s,
+        "subnormal_s": point.subnormal_s,  # a masked Softmax's underflowed exps on a CPU's slow path (in time_s)
         "efficiency": point.efficiency,  # the fraction of the roofline the target's runtime reaches
         "op_efficiency": point.op_efficiency,  # its op's by_op figure, on the compute and on-chip roofs (None: none)
         "efficiency_rows": point.efficiency_rows,  # the output rows its efficiency was read at (by_rows; None: none)

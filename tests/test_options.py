@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxroof import AnalysisOptions, analyze
-from onnxroof.core.errors import OptionError, UsageError
+from onnxroof.core.errors import ModelError, OptionError, UsageError
 
 from conftest import make_model, zeros
 
@@ -103,3 +103,27 @@ def test_a_model_of_bytes_is_refused_without_echoing_them():
         analyze(5)
     with pytest.raises(OptionError, match="options=5"):
         analyze(projection(), options=5)
+
+
+def test_calls_python_would_refuse_with_a_bare_type_error_name_the_argument():
+    with pytest.raises(OptionError, match=r"progress=5: give a function called with each stage's name") as error:
+        analyze(projection(), dims={"N": 2}, progress=5)
+    assert error.value.option == "progress"
+    with pytest.raises(OptionError, match=r"analyze\(\): no option named 'dimz' \(did you mean dims\?\)") as error:
+        analyze(projection(), dimz={"N": 2})
+    assert error.value.option == "dimz"
+    with pytest.raises(OptionError, match=r"one positional argument and the options by name: 2 more given by position"):
+        analyze(projection(), None, None)
+    from onnxroof import formulas
+
+    with pytest.raises(OptionError, match=r"formulas\(\): no option named 'nosuch'"):
+        formulas(projection(), nosuch=1)
+
+
+def test_an_error_message_quoting_a_path_shows_its_escapes_on_one_line(tmp_path):
+    path = str(tmp_path / "\x1b[2J\x1b]0;PWNED\x07evil\nFAKE LINE.onnx")
+    with pytest.raises(ModelError) as error:
+        analyze(path)
+    text = str(error.value)  # what a traceback or a log prints
+    assert text.isprintable() and "\\x1b[2J\\x1b]0;PWNED\\x07evil\\nFAKE LINE.onnx: no such file" in text
+    assert path in error.value.args[0]  # the raw text stays in args

@@ -25,6 +25,7 @@ from onnx import TensorProto, helper
 OPSET = 17
 FLOAT = TensorProto.FLOAT
 MS = "com.microsoft"
+NV = "mlperf.nvidia"  # NVIDIA's MLPerf harness plugins, as one op each (harness_ops.py costs them)
 
 
 @dataclass
@@ -101,8 +102,9 @@ class Graph:
     def model(self) -> onnx.ModelProto:
         graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.initializers)
         opsets = [helper.make_opsetid("", OPSET)]
-        if any(n.domain == MS for n in self.nodes):
-            opsets.append(helper.make_opsetid(MS, 1))
+        for domain in (MS, NV):
+            if any(n.domain == domain for n in self.nodes):
+                opsets.append(helper.make_opsetid(domain, 1))
         m = helper.make_model(graph, opset_imports=opsets, producer_name="published-models")
         m.ir_version = 8
         # the outputs' types and shapes as an exporter writes them: ONNX's own inference (shapes only;
@@ -143,17 +145,23 @@ class Graph:
 # ---------------------------------------------------------------- CNNs
 
 
-def resnet50(batch: int = 1, resolution: int = 224, v15: bool = True, slim: bool = False) -> onnx.ModelProto:
+def resnet50(batch: int = 1, resolution: int = 224, v15: bool = True, slim: bool = False,
+             res2_fused: bool = False) -> onnx.ModelProto:
     """ResNet-50 (He et al. 2016), torchvision layout. v1.5 (MLPerf, torchvision) strides in the 3x3
     conv of a stage's first bottleneck; v1 (Keras ResNet50, Coral) in its first 1x1. ``slim``: TF-slim's
     resnet_v1_50 (Hailo's zoo), which strides in the 3x3 of the *last* unit of stages 1-3 and
-    subsamples that unit's identity shortcut (a 1x1 max-pool of stride 2)."""
-    g = Graph(f"resnet50{'_slim' if slim else '_v1.5' if v15 else '_v1'}_{resolution}")
+    subsamples that unit's identity shortcut (a 1x1 max-pool of stride 2). ``res2_fused``: the first
+    stage (res2, three bottlenecks at 56x56) as the one kernel NVIDIA's MLPerf harness runs it as
+    (``RnRes2FullFusion_TRT``, :func:`_res2_full_fusion`)."""
+    g = Graph(f"resnet50{'_slim' if slim else '_v1.5' if v15 else '_v1'}_{resolution}{'_res2fused' if res2_fused else ''}")
     x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
     x = g.op("Relu", [g.conv(x, 3, 64, 7, 2, prefix="conv1")])
     x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     cin = 64
     for stage, (blocks, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512))):
+        if stage == 0 and res2_fused:
+            x, cin = _res2_full_fusion(g, x, cin, width, blocks), 4 * width
+            continue
         for block in range(blocks):
             if slim:
                 stride = 2 if block == blocks - 1 and stage < 3 else 1
@@ -175,8 +183,25 @@ def resnet50(batch: int = 1, resolution: int = 224, v15: bool = True, slim: bool
             cin = 4 * width
     x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
     x = g.op("Gemm", [x, g.weight("fc.weight", [1000, 2048]), g.weight("fc.bias", [1000])], transB=1)
-    g.output(x, "logits")
+    g.output(x, "logits", shape=[batch, 1000] if res2_fused else None)
     return g.model()
+
+
+def _res2_full_fusion(g: Graph, x: str, cin: int, width: int, blocks: int) -> str:
+    """ResNet-50's first stage as NVIDIA's MLPerf harness runs it on GPUs: ``fuse_res2_mega`` in
+    closed/NVIDIA/code/resnet50/tensorrt/rn50_graphsurgeon.py (mlcommons/inference_results_v4.0;
+    the same in v3.0-v4.1) replaces the stage's 22 layers, for int8 on SM 7.5-9.0, with one
+    plugin layer, ``RnRes2FullFusion_TRT`` ("fuses all the res2* layers into one CUDA kernel",
+    the benchmark's README): one node taking the stage's input and every weight and bias (the
+    downsample first, then each bottleneck's three convolutions), with the same parameters."""
+    inputs = [x, g.weight("layer1.0.downsample.weight", [4 * width, cin, 1, 1]),
+              g.weight("layer1.0.downsample.bias", [4 * width])]
+    for block in range(blocks):
+        for index, (c_in, c_out, k) in enumerate(((cin if block == 0 else 4 * width, width, 1), (width, width, 3),
+                                                  (width, 4 * width, 1))):
+            prefix = f"layer1.{block}.conv{index + 1}"
+            inputs += [g.weight(f"{prefix}.weight", [c_out, c_in, k, k]), g.weight(f"{prefix}.bias", [c_out])]
+    return g.op("RnRes2FullFusion_TRT", inputs, stem="res2", domain=NV)
 
 
 def _relu6(g: Graph, t: str) -> str:

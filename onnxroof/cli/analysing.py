@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Callable
 
 from ..core.errors import EXIT_OK, IncompleteAnalysis, OnnxroofError, UsageError
 from .options import formula_options, options_from_flags
-from .output import StageLines, emit, error_text, gate, one_line, safe_stem
+from ..core.text import one_line
+from .output import StageLines, emit, error_text, gate, safe_stem
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -38,18 +39,26 @@ def analyze_source(source: str, args: argparse.Namespace) -> Analysis:
     analysis = analyze(model_from(source), progress=progress, options=options_from_flags(args))
     if getattr(args, "no_findings", False):
         analysis.reviewer = None  # the findings are made on first use: none will be
+    vet(analysis, args)
+    return analysis
+
+
+def vet(analysis: Analysis, args: argparse.Namespace, name: str | None = None) -> None:
+    """An analysis's warnings on stderr (unless -q); refused (exit 2) under --strict when
+    incomplete, and when it counted nothing (no totals to show). ``name``: the model's, when the
+    analysis had its parsed model rather than its file (--symbolic)."""
+    name = name or analysis.model.name
     if not args.quiet:
         for warning in analysis.warnings:
-            print(one_line(f"onnxroof: warning: {analysis.model.name}: {warning}"), file=sys.stderr)
+            print(one_line(f"onnxroof: warning: {name}: {warning}"), file=sys.stderr)
     if args.strict and not analysis.complete:
         raise IncompleteAnalysis(
-            f"{analysis.model.name}: the analysis is incomplete (see the warnings above) and --strict is set; nothing written"
+            f"{name}: the analysis is incomplete (see the warnings above) and --strict is set; nothing written"
         )
     totals = analysis.totals
     if not analysis.complete and totals.flops == 0 and totals.nodes:  # nothing counted: no totals to show
         reason = analysis.warnings[0] if analysis.warnings else "no node could be costed"
-        raise IncompleteAnalysis(f"{analysis.model.name}: nothing could be counted: {reason}")
-    return analysis
+        raise IncompleteAnalysis(f"{name}: nothing could be counted: {reason}")
 
 
 def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]:
@@ -175,6 +184,18 @@ def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
 def formula_progress(source: str, args: argparse.Namespace):
     """Stage lines on stderr once fitting takes over 1.5 s; none under -q."""
     return None if args.quiet else StageLines(Path(source).name)
+
+
+def symbolic_formulas(source: str, args: argparse.Namespace, **arguments):
+    """--symbolic's formulas of one model, whose uncounted nodes are vetted as summary vets
+    them: the same warnings, and the same refusal when nothing is counted (an invalid Conv)."""
+    from ..symbolic.formulas import formulas
+
+    model = model_from(source)
+    found = formulas(model, progress=formula_progress(source, args), options=formula_options(args), **arguments)
+    if found.uncounted is not None:  # its file's stem names it, as in summary (the fits read the parsed model)
+        vet(found.uncounted, args, Path(model).stem if isinstance(model, str) else None)
+    return found
 
 
 def free_formulas(source: str, args: argparse.Namespace):

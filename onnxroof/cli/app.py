@@ -20,7 +20,8 @@ from typing import Sequence
 
 from ..core.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError, UsageError
 from ..core.version import __version__
-from .output import error_text, one_line
+from ..core.text import one_line
+from .output import error_text
 
 # The commands, in the order --help lists them, and the module of each. The pipeline (onnx,
 # networkx, every cost rule) and the renderers are imported by a command's run(): `--help` or

@@ -47,6 +47,11 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
     hardware.add_argument("--no-findings", action="store_true",
                           help="leave out what to change on each target and the memory fit, which analyse the model "
                                "a few times more (a very large model's summary in one analysis)")
+    hardware.add_argument("--devices", type=positive_int, metavar="N",
+                          help="plan the model on up to N devices of each target: tensor and pipeline parallelism over "
+                               "the target's interconnect, memory per device, the fewest devices that fit (default: 1)")
+    hardware.add_argument("--micro-batches", type=positive_int, metavar="M",
+                          help="with --devices: the micro-batches a pipeline keeps in flight (default: 1)")
     hardware.add_argument("--in-place", action="store_true",
                           help="let single-consumer elementwise ops overwrite their input (memory analysis)")
     other = parser.add_argument_group("rules and diagnostics")
@@ -63,7 +68,8 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
 FLAGS = {"input_shapes": "--input-shape", "dims": "--dim", "values": "--value", "loop_trips": "--loop-trips",
          "elementwise_in_place": "--in-place", "targets": "--target", "dtype": "--dtype", "batch": "--batch",
          "phase": "--phase", "seq": "--seq", "context": "--context", "encoder_seq": "--encoder-seq", "fusion": "--fusion",
-         "overhead": "--no-overhead", "partial": "--partial"}
+         "overhead": "--no-overhead", "partial": "--partial", "devices": "--devices",
+         "micro_batches": "--micro-batches"}
 
 
 def options_from_flags(args: argparse.Namespace) -> AnalysisOptions:
@@ -73,6 +79,7 @@ def options_from_flags(args: argparse.Namespace) -> AnalysisOptions:
         elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
         fusion=args.fusion, overhead=not args.no_overhead, phase=args.phase, seq=args.seq, context=args.context,
         encoder_seq=args.encoder_seq, checker_in_child=args.program, partial=args.partial,
+        devices=getattr(args, "devices", None) or 1, micro_batches=getattr(args, "micro_batches", None) or 1,
         # one set of flags for several models: a dim one of them lacks is not an error for it
         ignore_missing_dims=hasattr(args, "models") or hasattr(args, "base"))
 
@@ -80,7 +87,7 @@ def options_from_flags(args: argparse.Namespace) -> AnalysisOptions:
 # what decides the counts a formula is fitted to
 _COUNTING_OPTIONS = ("input_shapes", "values", "loop_trips", "dtype", "phase", "elementwise_in_place")
 _BINDING_OPTIONS = ("dims", "batch", "seq", "context", "encoder_seq")  # values for dims: a formula leaves them free unless bound
-_TIMING_OPTIONS = ("targets", "fusion", "overhead")  # what decides the latency formulas
+_TIMING_OPTIONS = ("targets", "fusion", "overhead")  # (not devices: a formula is one device's)  # what decides the latency formulas
 
 
 def formula_options(args: argparse.Namespace, bound: bool = True) -> AnalysisOptions:
@@ -101,7 +108,8 @@ def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
                         help="analyse at every value (a dim name, or batch, dtype, seq, context, encoder_seq); repeatable: "
                              "the product of the values")
     parser.add_argument("--emit-order", metavar="FILE",
-                        help="write the lowest-peak execution order found, one node name per line")
+                        help="write the lowest-peak execution order found, one node name per line (a backslash "
+                             "and control characters in a name written as Python escapes: \\\\, \\x0a)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
     if budgets:
         budget_option(parser, relative=False)

@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 
 from ..core.errors import EXIT_BUDGET, EXIT_OK, OnnxroofError, OptionError, UnboundDims
 from ..core.files import write_outputs
+from ..core.text import one_line
 from .options import FLAGS
 
 
@@ -24,12 +25,6 @@ def error_text(exc: OnnxroofError) -> str:
         return (f"{exc.head()}; add: {flags}{decoder}, with your values, or --partial to cost only what does not "
                 "depend on them")
     return str(exc)
-
-
-def one_line(text: object) -> str:
-    """Text from a model or a user (names, paths, flag values) as one printable line: control
-    characters (newlines, ANSI escapes) are shown escaped, never interpreted by the terminal."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 class StageLines:

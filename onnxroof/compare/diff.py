@@ -139,6 +139,7 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: 
             Delta("energy_j", "energy", "joules", before and before.energy_j, report.energy_j),
             Delta("dram_bytes", "DRAM traffic", "bytes", before and before.model_point.dram_bytes, report.model_point.dram_bytes),
         ]
+        targets[report.target.name] += _device_deltas(base, head, report.target.name)
         base_times = {n.name: n.placement.time_s for n in before.nodes} if before else {}
         head_times = {n.name: n.placement.time_s for n in report.nodes}
         rows = []
@@ -161,6 +162,24 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: 
         modules=module_changes(base, head),
         findings=finding_changes(base, head, threshold),
     )
+
+
+def _device_deltas(base: "Analysis", head: "Analysis", target: str) -> list[Delta]:
+    """With --devices N > 1: the fewest devices that fit and the fastest split's step, per target."""
+    after = next((p for p in head.parallel if p.target == target), None)
+    if after is None:
+        return []
+    before = next((p for p in base.parallel if p.target == target), None)
+
+    def fewest(plan):
+        return plan.fewest.devices if plan is not None and plan.fewest is not None else None
+
+    def fastest(plan):
+        return plan.fastest.latency_s if plan is not None and plan.fastest is not None else None
+
+    return [Delta("fewest_devices", f"fewest devices that fit (of {after.devices})", "count", fewest(before),
+                  fewest(after)),
+            Delta("fastest_split_s", "fastest split's step", "seconds", fastest(before), fastest(after))]
 
 
 def finding_changes(base: "Analysis", head: "Analysis", threshold: float = SIGNIFICANT) -> list[FindingChange]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from .text import one_line
+
 EXIT_OK = 0
 EXIT_BUDGET = 1  # reserved for budget gates
 EXIT_USAGE = 2  # bad usage, unreadable model, or (with --strict) incomplete analysis
@@ -19,6 +21,12 @@ class OnnxroofError(Exception):
     """
 
     exit_code = EXIT_USAGE
+
+    def __str__(self) -> str:
+        # a message quotes paths and names the user or the model gave, which may hold terminal
+        # escapes or line breaks: one printable line wherever it is shown (a traceback, a log),
+        # escaped as the command line shows it; ``args`` keep the raw text
+        return one_line(super().__str__())
 
     def __reduce__(self):
         return type(self), self.args, self.__dict__

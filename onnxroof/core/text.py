@@ -4,6 +4,8 @@ strings may hold ANSI escapes, BEL, newlines that forge a line, or spreadsheet f
 
 from __future__ import annotations
 
+import re
+
 
 def printable(text: object) -> str:
     """Model-supplied text for a terminal: one line, and control characters (newlines, ANSI
@@ -14,6 +16,17 @@ def printable(text: object) -> str:
     """
     text = str(text)
     return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
+
+
+def one_line(text: object) -> str:
+    r"""Text from a model or a user (names, paths, flag values) as one printable line: control
+    characters (newlines, ANSI escapes) are shown escaped, never interpreted by the terminal.
+
+    >>> print(one_line("a\x1b[2Jb\nc"))
+    a\x1b[2Jb\nc
+    """
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet program reads as a formula (OWASP)
@@ -30,3 +43,37 @@ def csv_cell(text: object) -> str:
     text = str(text)
     quoted = "'" + text if text.startswith(FORMULA_STARTS) else text
     return printable(quoted)
+
+
+def escaped(text: object) -> str:
+    r"""Model-supplied text on one line of a file that is read back (``--emit-order``): each
+    backslash doubled and each control character (newlines, ANSI escapes, BEL) as a Python escape
+    (``\x1b``, ``\u2028``), so nothing is interpreted and :func:`unescaped` gives the text back
+    exactly (:func:`printable`'s ``?`` would lose it). A real node name has neither, and is as it was.
+
+    >>> print(escaped("a\x1b[2J\\b\nc"))
+    a\x1b[2J\\b\x0ac
+    >>> unescaped(escaped("a\x1b[2J\\b\nc\u2028")) == "a\x1b[2J\\b\nc\u2028"
+    True
+    """
+    text = str(text)
+    if text.isprintable() and "\\" not in text:
+        return text
+    return "".join(_escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    if char == "\\":
+        return "\\\\"
+    if char.isprintable():
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+_ESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
+
+
+def unescaped(text: str) -> str:
+    """The text :func:`escaped` was given (a line of an ``--emit-order`` file, its newline removed)."""
+    return _ESCAPE.sub(lambda m: "\\" if m[1] == "\\" else chr(int(m[1][1:], 16)), text)

@@ -30,6 +30,7 @@ from ..ops import InvalidNode, NodeView, OpCost, OpRule, OpTrait, UnknownShape, 
 from ..frontend.shape_arithmetic import settings_tensors
 from ..frontend.shapes import ShapeResult
 from ..core.tensors import TensorInfo
+from .masks import hidden_positions, softmax_axes
 from .records import CostGraph, CostOptions, NodeRecord, NodeStatus, SubgraphCost, TensorRecord
 
 # Ops that only re-lay or re-type a constant: the bytes a node reads of their result per run are
@@ -506,6 +507,10 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
         tensor = tensor_records.get(name)
         if tensor is not None:  # a folded tensor is never a parameter: the roots it comes from are
             tensor.kind = "parameter" if name in coster.parameter_tensors else "constant"
+    opset = next((o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS), 13)
+    hidden = hidden_positions(records, coster.values, softmax_axes(nodes, names, opset))
+    for record in records:
+        record.subnormal_elements = hidden.get(record.name, 0)
     return CostGraph(
         name=model.graph.name,
         records=records,
@@ -527,7 +532,7 @@ def _apply_rule(handler, view: NodeView) -> tuple[NodeStatus, str, OpCost]:
         return NodeStatus.INVALID, str(exc), _NO_COST
     except UnknownShape as exc:
         return NodeStatus.UNKNOWN_SHAPE, str(exc), _NO_COST
-    except SystemExit as exc:  # a plugin's rule that exits: its node is not counted, the run goes on
+    except SystemExit as exc:  # a rule registered in code that exits (a --plugin's stops the run: ops/plugins.py)
         return NodeStatus.UNKNOWN_SHAPE, f"cost rule exited (SystemExit: {exc}); a rule returns an OpCost", _NO_COST
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
         # a node the rule cannot read (a missing attribute, an odd rank): reported, not counted

@@ -329,6 +329,9 @@ def searched_nodes(graph: onnx.GraphProto) -> tuple[list[onnx.NodeProto], dict[s
                 add(branch)
 
     add(graph)
+    # ``add`` calls itself through its closure: a cycle that would keep ``nodes`` (and with them
+    # the whole model's protobuf) alive until a collection, which the CLI does not run (gc paused)
+    del add
     return nodes, aliases, stored
 
 

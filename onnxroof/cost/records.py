@@ -65,6 +65,9 @@ class NodeRecord:
     # tensor -> the bytes this node reads or writes of it, for the tensors it moves only part of
     # (OpCost.activation_reads / output_writes: a shared KV buffer); the others whole
     partial_bytes: dict[str, int] = field(default_factory=dict)
+    # a Softmax's input elements a causal mask of huge negatives hides (cost/masks.py): each exp
+    # gives a subnormal float, which a CPU computes on its slow path
+    subnormal_elements: int = 0
 
     @property
     def counted(self) -> bool:

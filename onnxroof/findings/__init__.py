@@ -27,12 +27,11 @@ arguments, whose result makes its findings on first use (``print(analysis)``, th
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..options import AnalysisOptions
+from ..options import AnalysisOptions, check_call
 from ..pipeline import analyze as analyze_once
 from ..roofline.verdicts import Finding, ranked
 from .capacity import capacity, device_fit
@@ -42,6 +41,7 @@ from .largest import largest
 from .launch import launch
 from .memory import spill, weights
 from .precision import precision
+from .subnormal import subnormal
 from .variants import Variants
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ FINDERS: dict[str, Finder] = {
     "fusion": fusion,
     "spill": spill,
     "weights": weights,
+    "subnormal": subnormal,
     "intensity": intensity,
     "largest": largest,
 }
@@ -89,20 +90,19 @@ class Reviewer:
 
         proto = self.model if not isinstance(self.model, (str, os.PathLike)) else load_model(self.model)
         # variants read the model's order (the base gives the best one) and are checked already
-        options = replace(self.options, checker_in_child=False, search_order=False)
+        # (and one device: the variants measure single-device gains)
+        options = replace(self.options, checker_in_child=False, search_order=False, devices=1)
         review(analysis, lambda **changes: analyze_once(proto, options=replace(options, **changes)))
 
 
 @functools.wraps(analyze_once)
 def analyze(model: str | os.PathLike | onnx.ModelProto, *args: Any, **arguments: Any) -> Analysis:
-    analysis = analyze_once(model, *args, **arguments)
+    # a call Python would refuse with a bare TypeError is refused naming the argument
+    check_call("analyze", args, arguments, also=("progress", "options"))
+    analysis = analyze_once(model, **arguments)
     if analysis.targets:
-        given = _SIGNATURE.bind(model, *args, **arguments).arguments
+        given = dict(arguments)
         options = given.pop("options", None)
-        for name in ("model", "progress"):
-            given.pop(name, None)
+        given.pop("progress", None)
         analysis.reviewer = Reviewer(model, AnalysisOptions.given(options, given))
     return analysis
-
-
-_SIGNATURE = inspect.signature(analyze_once)

@@ -50,7 +50,7 @@ def device_fit(analysis: Analysis, report: TargetReport, variants: Variants) -> 
     other = variants.analysis(batch=larger)
     largest_batch = None
     if not isinstance(other, str):
-        largest_batch = largest_value(report.batch, activations, larger, other.memory.model_order.peak_bytes,
+        largest_batch = largest_value(report.batch, activations, larger, other.peak_bytes,
                                       capacity, parameters)
         how.append(f"batch: the activations at batch {report.batch} and {larger}, extrapolated linearly")
     longest = None
@@ -58,7 +58,7 @@ def device_fit(analysis: Analysis, report: TargetReport, variants: Variants) -> 
         longer = fit.context * CONTEXT_FACTOR
         other = variants.analysis(context=longer)
         if not isinstance(other, str):
-            longest = largest_value(fit.context, activations, longer, other.memory.model_order.peak_bytes,
+            longest = largest_value(fit.context, activations, longer, other.peak_bytes,
                                     capacity, parameters)
             how.append(f"context: the activations at context {fit.context} and {longer}, extrapolated linearly "
                        "(memory only: a limit of the model's own, such as its position table, is not read)")

@@ -4,7 +4,7 @@ and every finder, and one that cannot be analysed says why in one line."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.errors import OnnxroofError
@@ -16,6 +16,17 @@ if TYPE_CHECKING:
     from ..roofline.targets import Target
 
 
+@dataclass
+class Variant:
+    """What the finders read of an analysis with one change: its targets' reports and its
+    model-order peak. Its node, tensor and buffer records (a few KB per node, most of an
+    analysis) are dropped as soon as it is made: a review holds up to eight variants at once, and
+    on a graph of 100,000 nodes each whole one would hold hundreds of MB."""
+
+    targets: list[TargetReport]
+    peak_bytes: int  # the activations' peak in the model's order
+
+
 class Variants:
     """The base analysis and its variants: ``analysis(batch=8)`` re-runs the whole analysis with
     that option changed; ``placed(report, fusion=...)`` re-runs only the placement on one target."""
@@ -23,14 +34,15 @@ class Variants:
     def __init__(self, base: Analysis, reanalyse: Callable[..., Analysis]):
         self.base = base
         self._reanalyse = reanalyse
-        self._runs: dict[tuple, Analysis | str] = {}
+        self._runs: dict[tuple, Variant | str] = {}
 
-    def analysis(self, **changes: Any) -> Analysis | str:
+    def analysis(self, **changes: Any) -> Variant | str:
         """The analysis with ``changes`` (analyze()'s options), or why it failed."""
         key = tuple(sorted(changes.items()))
         if key not in self._runs:
             try:
-                self._runs[key] = self._reanalyse(**changes)
+                found = self._reanalyse(**changes)
+                self._runs[key] = Variant(found.targets, found.memory.model_order.peak_bytes)
             except OnnxroofError as error:
                 self._runs[key] = str(error).splitlines()[0] if str(error) else type(error).__name__
         return self._runs[key]

@@ -23,9 +23,11 @@ import onnx.inliner
 
 from ..core.errors import ModelError
 
-# The most nodes inlining may make: ten times the largest graphs onnxroof is benchmarked on
-# (docs/performance.md: 100,000 nodes in about 5 s and 400 MB), so about a minute and a few GB.
-MAX_INLINED_NODES = 1_000_000
+# The most nodes inlining may make: 2.5 times the 100,000-node chain of benchmarks/scale.py (real
+# exports rarely pass 100,000 nodes). Measured on chains of Relu from doubling functions, with
+# --target l4 --format json (findings included): about 5.7 KB a node at the peak, so 131,072
+# nodes took 0.77 GB and 262,144 nodes 1.5 GB; the limit keeps a hostile file under 2 GB.
+MAX_INLINED_NODES = 250_000
 
 
 def inline_functions(model: onnx.ModelProto, label: str = "model") -> onnx.ModelProto:

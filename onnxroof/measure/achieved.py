@@ -305,11 +305,11 @@ def gemv_slope_s(rows: int, depth: int, columns: int, threads: int | None, budge
     weights of their own, which come from DRAM."""
     feeds = {"x": np.random.default_rng(1).standard_normal((rows, depth)).astype(np.float32)}
     if cached:
-        gemv = fastest_run_s(_session(fan_model(rows, depth, columns, 1, False), threads, True), feeds, budget_s / 2)
-        empty = fastest_run_s(_session(chain_model("Add", (16,), {}, 1), threads, False),
+        gemv = fastest_run_s(cpu_session(fan_model(rows, depth, columns, 1, False), threads, True), feeds, budget_s / 2)
+        empty = fastest_run_s(cpu_session(chain_model("Add", (16,), {}, 1), threads, False),
                               {"x": np.ones(16, np.float32)}, budget_s / 2)
         return max(gemv - empty, 0.0)
-    one, many = (fastest_run_s(_session(fan_model(rows, depth, columns, n, False), threads, True), feeds, budget_s / 2)
+    one, many = (fastest_run_s(cpu_session(fan_model(rows, depth, columns, n, False), threads, True), feeds, budget_s / 2)
                  for n in (1, length))
     return per_kernel_seconds(one, many, length)
 
@@ -328,7 +328,9 @@ def gemv_points(cases: list[Case]) -> tuple[tuple[int, float], ...]:
     return tuple((columns, round(class_efficiency(fractions), 4)) for columns, fractions in sorted(by_columns.items()))
 
 
-def _session(model, threads: int | None, optimize: bool):
+def cpu_session(model, threads: int | None, optimize: bool):
+    """An onnxruntime CPU session of ``model`` on ``threads`` (None: its default), with its graph
+    optimizations or none (a chain measured as written)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -369,7 +371,7 @@ def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: in
     values = np.random.default_rng(1).standard_normal(shape)
     feeds = {"x": (1 + 0.01 * values if near_one else values).astype(np.float32)}
     optimize = op in ("MatMul", "Conv")
-    one, many = (fastest_run_s(_session(builder(op, shape, attributes, n), threads, optimize), feeds, budget_s / 2)
+    one, many = (fastest_run_s(cpu_session(builder(op, shape, attributes, n), threads, optimize), feeds, budget_s / 2)
                  for n in (1, length))
     return per_kernel_seconds(one, many, length)
 

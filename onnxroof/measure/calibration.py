@@ -60,7 +60,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import achieved, op_efficiency, rows_efficiency
+from . import achieved, op_efficiency, rows_efficiency, subnormal
 from .machine import blas_name, cache_text, core_text, cpu_model, fit_in_memory, load_average, size_text, usable_cpus
 from .roof_kernels import (
     MAX_BYTES, MIN_BYTES, ONNXRUNTIME_INT8, STREAM_KERNELS, Timer, StreamArrays, blas_threads, blas_variables, matmul_flops,
@@ -220,6 +220,9 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
         if handoff is not None:
             result.handoff_s, result.handoff_cases = handoff
             say(f"onnxruntime hand-off {result.handoff_s * 1e6:.2f} µs per kernel split over {threads} threads")
+    result.subnormal_s = subnormal.measure_subnormal_s(max(0.04 * budget_s, 0.4), threads)
+    if result.subnormal_s:
+        say(f"onnxruntime softmax {result.subnormal_s * 1e9:.2f} ns per exp underflowed to a subnormal (a causal mask)")
     result.copy_bytes_per_s = achieved.measure_copy_bandwidth(max(0.1 * budget_s, 0.3), threads)
     say(f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "
         f"{size_text(4 * achieved.COPY_ELEMENTS)})")

@@ -102,6 +102,7 @@ class Calibration:
     launch_overhead_s: float | None = None  # onnxruntime's cost per kernel (None: not measured)
     handoff_s: float | None = None  # what a kernel split over the threads costs on top (None: one thread, or not measured)
     handoff_cases: list[tuple[str, float, float]] = field(default_factory=list)  # (op, one-thread slope, slope)
+    subnormal_s: float | None = None  # one exp underflowed to a subnormal in a masked Softmax (None: not measured)
     copy_bytes_per_s: float | None = None  # onnxruntime's elementwise kernel streaming from DRAM (None: not measured)
     efficiency: dict[str, list[achieved.Case]] = field(default_factory=dict)  # class -> sizes measured
     # class -> roof -> sizes measured on that roof (the int8 gemm of a quantized model)
@@ -157,5 +158,6 @@ def measured_roofs(calibration: Calibration, name: str = "this-machine") -> Targ
         onchip_bytes_per_s=measured(levels.onchip_bytes_per_s) if onchip and levels.onchip_bytes_per_s else None,
         node_overhead_s=measured(calibration.launch_overhead_s) if calibration.launch_overhead_s else None,
         split_overhead_s=measured(calibration.handoff_s) if calibration.handoff_s else None,
+        subnormal_s_per_element=measured(calibration.subnormal_s) if calibration.subnormal_s else None,
         weights_resident=bool(levels.onchip_bytes),
     )

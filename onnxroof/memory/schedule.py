@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
+from ..core.text import escaped
 from .problem import MemoryProblem, Schedule, largest_layer_bytes, schedule_peak
 
 # Budget of the exact search: memoized states before it gives way to the heuristic, and the
@@ -270,5 +271,7 @@ class _Budget(Exception):
 
 
 def order_text(order: Iterable[str]) -> str:
-    """The order as written by --emit-order: one node name per line."""
-    return "".join(f"{name}\n" for name in order)
+    """The order as written by --emit-order: one node name per line, escaped (a name holding a
+    line break or a terminal escape is the model's, untrusted: it must not forge lines);
+    ``core.text.unescaped`` reads a line back."""
+    return "".join(f"{escaped(name)}\n" for name in order)

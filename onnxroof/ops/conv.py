@@ -13,14 +13,23 @@ from .elementwise import ELEMENTWISE_FLOPS
 from .tensor import TAPS_PER_AXIS, blend_flops
 
 
-def check_groups(node: NodeView, transposed: bool = False) -> None:
-    """Raise :class:`InvalidNode` unless the node's ``group`` fits its channels, as ONNX defines
-    a convolution and onnxruntime checks it: group >= 1; the input's channels C (input 0, axis 1,
-    or the last axis with ``channels_last``) divisible by the group; a Conv's weight [M, C/group,
-    k...] with C/group at axis 1 and M divisible by the group; a ConvTranspose's weight [C,
-    M/group, k...] with C at axis 0. The one check of every convolution rule (Conv, ConvTranspose,
-    the quantized ones through their float rule, DeformConv, FusedConv). An input of unknown
-    shape is not checked."""
+def check_convolution(node: NodeView, transposed: bool = False) -> None:
+    """Raise :class:`InvalidNode` unless the node's ``group`` fits its channels and its
+    ``kernel_shape`` its weight, as ONNX defines a convolution and onnxruntime checks it: group
+    >= 1; the input's channels C (input 0, axis 1, or the last axis with ``channels_last``)
+    divisible by the group; a Conv's weight [M, C/group, k...] with C/group at axis 1 and M
+    divisible by the group; a ConvTranspose's weight [C, M/group, k...] with C at axis 0; a
+    ``kernel_shape`` given equal to the weight's k... (shape inference sizes the output by the
+    attribute, onnxruntime refuses "kernel_shape is not compatible with W shape"). The one check
+    of every convolution rule (Conv, ConvTranspose, the quantized ones through their float rule,
+    DeformConv, FusedConv). An input of unknown shape is not checked."""
+    kernel_shape = node.attr("kernel_shape", None)
+    weight_info = node.inputs[1] if len(node.inputs) > 1 else None
+    if kernel_shape is not None and weight_info is not None and weight_info.is_known:
+        kernel = tuple(weight_info.shape[2:])
+        if tuple(kernel_shape) != kernel:
+            raise InvalidNode(f"kernel_shape={list(kernel_shape)} is not the weight's kernel "
+                              f"{'x'.join(map(str, kernel)) or '(none)'}")
     group = node.attr("group", 1)
     if group < 1:
         raise InvalidNode(f"group={group}: a convolution has at least 1 group")
@@ -47,7 +56,7 @@ def conv(node: NodeView) -> OpCost:
     The weight is [Co, Ci/group, k1, k2, ...], so groups and depthwise need no special case.
     A group that does not fit the channels makes the node invalid (not counted, the reason given).
     """
-    check_groups(node)
+    check_convolution(node)
     weight = node.input_shape(1)
     output = node.output_shape(0)
     batch, c_out, spatial = output[0], output[1], prod(output[2:])
@@ -60,7 +69,7 @@ def conv_transpose(node: NodeView) -> OpCost:
     """MACs = N x Ci x prod(input spatial) x Co/group x prod(kernel): each input element is
     scattered through the kernel once (not the output-side count, which double counts). A group
     that does not fit the channels makes the node invalid (not counted, the reason given)."""
-    check_groups(node, transposed=True)
+    check_convolution(node, transposed=True)
     data = node.input_shape(0)
     weight = node.input_shape(1)  # [Ci, Co/group, k1, k2, ...]
     batch, c_in, spatial = data[0], data[1], prod(data[2:])

@@ -23,19 +23,31 @@ A package does the same from a module named in its metadata::
     my_ops = "my_package.onnxroof_rules"
 
 If the entry point names a callable instead of a module, it is called with ``register``.
+
+A plugin is the user's own code, run with their rights; onnxroof only keeps it from passing for
+a run that succeeded. While its code runs (its import, its rules), ``sys.exit`` and ``os._exit``
+do not end the process (a budget gate would pass in silence: exit 0, no output) but make a
+one-line plugin error (exit 2), as any exception at import does (KeyboardInterrupt included);
+and what it prints goes to stderr, escaped, so that stdout stays the document (``--format json``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.metadata
 import importlib.util
+import io
+import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 from ..core.errors import UsageError
-from . import register
+from ..core.text import one_line
+from . import COST_RULES, register
 
 ENTRY_POINT_GROUP = "onnxroof.ops"
 _loaded_entry_points = False
@@ -50,12 +62,86 @@ def load_plugin_file(path: str | Path) -> ModuleType:
     if spec is None or spec.loader is None:
         raise UsageError(f"--plugin {file}: not a Python file; pass a .py file")
     module = importlib.util.module_from_spec(spec)
+    before = dict(COST_RULES)
     try:
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # a plugin that calls sys.exit must not end the run as if it passed
-        raise UsageError(f"--plugin {file}: failed to import ({type(exc).__name__}: {exc}); fix the plugin") from exc
+        with plugin_code(f"--plugin {file}"):
+            spec.loader.exec_module(module)
+    except BaseException as exc:  # an exit or an interrupt of its own must not end the run as if it passed
+        raise UsageError(f"--plugin {file}: failed to import ({_what(exc)}); fix the plugin") from exc
+    _guard_new_rules(before, f"--plugin {file}")
     sys.modules[spec.name] = module
     return module
+
+
+class _PluginExit(SystemExit):
+    """``os._exit`` called by a plugin's code, raised instead of ending the process at once."""
+
+
+@contextlib.contextmanager
+def plugin_code(source: str) -> Iterator[None]:
+    """While the code of plugin ``source`` runs: ``os._exit`` raises (``sys.exit`` raises
+    already), and its prints go to stderr, escaped, each line marked as the plugin's."""
+    real_exit = os._exit
+
+    def refused_exit(code: int = 0) -> None:
+        raise _PluginExit(f"os._exit({code})")
+
+    os._exit = refused_exit  # type: ignore[assignment]
+    printed = _EscapedToStderr(f"onnxroof: {source}: ")
+    try:
+        with contextlib.redirect_stdout(printed):
+            yield
+    finally:
+        os._exit = real_exit
+        printed.flush()
+
+
+class _EscapedToStderr(io.TextIOBase):
+    """A plugin's stdout: each line on stderr after ``prefix``, its control characters escaped."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix, self.pending = prefix, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + str(text)).split("\n")
+        for line in lines:
+            print(self.prefix + one_line(line), file=sys.stderr)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            print(self.prefix + one_line(self.pending), file=sys.stderr)
+            self.pending = ""
+
+
+def _guard_new_rules(before: dict, source: str) -> None:
+    """The rules a plugin added or replaced, each run as :func:`plugin_code` (its exit attempts a
+    one-line error naming the plugin and the op)."""
+    for key, rule in list(COST_RULES.items()):
+        if before.get(key) is not rule:
+            COST_RULES[key] = replace(rule, handler=_guarded(rule.handler, source, key[1]),
+                                      shapes=_guarded(rule.shapes, source, key[1]) if rule.shapes is not None else None)
+
+
+def _guarded(function: Callable, source: str, op_type: str) -> Callable:
+    @functools.wraps(function)  # the docstring is the rule's formula (onnxroof ops, explain)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with plugin_code(source):
+                return function(*args, **kwargs)
+        except SystemExit as exc:  # a node not counted would let a budget pass: the run stops
+            raise UsageError(f"{source}: the rule of {op_type} tried to end the process ({_what(exc)}); "
+                             "a rule returns an OpCost: fix the plugin") from exc
+    return guarded
+
+
+def _what(exc: BaseException) -> str:
+    if isinstance(exc, _PluginExit):
+        return f"it called {exc}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def load_entry_points() -> list[str]:
@@ -66,15 +152,18 @@ def load_entry_points() -> list[str]:
     _loaded_entry_points = True
     names = []
     for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        before = dict(COST_RULES)
         try:
-            loaded = entry_point.load()
-            if callable(loaded) and not isinstance(loaded, ModuleType):
-                _call(loaded)
-        except Exception as exc:
+            with plugin_code(f"plugin entry point {entry_point.name!r}"):
+                loaded = entry_point.load()
+                if callable(loaded) and not isinstance(loaded, ModuleType):
+                    _call(loaded)
+        except BaseException as exc:
             raise UsageError(
-                f"plugin entry point {entry_point.name!r} ({entry_point.value}) failed: {type(exc).__name__}: {exc}; "
+                f"plugin entry point {entry_point.name!r} ({entry_point.value}) failed: {_what(exc)}; "
                 "fix or uninstall that package"
             ) from exc
+        _guard_new_rules(before, f"plugin entry point {entry_point.name!r}")
         names.append(entry_point.name)
     return names
 

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..measure import achieved, rows_efficiency
+from ..measure import achieved, rows_efficiency, subnormal
 from ..measure.op_efficiency import MATERIAL_DIFFERENCE, OP_SHAPE, by_op_figures
 from ..measure.achieved import LAUNCH_CHAIN
 from ..measure.machine import size_text
@@ -134,6 +134,16 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                            f"costs beyond the launch and its share of the work (the 16-float Add of the launch never "
                            f"leaves the calling thread): the median over {cases} of the time on {c.threads} threads less "
                            f"the launch and less the one-thread time beyond the launch over {c.threads}"),
+        ]
+    if c.subnormal_s:
+        lines += [
+            "",
+            "[subnormal_s_per_element]",
+            *_figure_lines(c.subnormal_s,
+                           f"{where}: what onnxruntime's CPU softmax spends per exp that underflows to a subnormal "
+                           f"float: an Add of a mask and a Softmax over {'x'.join(map(str, subnormal.SCORES))}, "
+                           f"fastest of repeated runs, with a causal mask of float32's lowest value less with a mask of "
+                           f"zeros, over the {subnormal.hidden_elements():,} positions the causal mask hides"),
         ]
     if levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes:
         lo, hi = levels.onchip_sizes

@@ -66,6 +66,7 @@ class Placement:
     parallel_fraction: float = 1.0  # the share of the roof the kernel's work can fill (parallel_fraction)
     op_efficiency: float | None = None  # the by_op figure that divides its compute and on-chip roofs (None: efficiency)
     efficiency_rows: int | None = None  # the output rows its efficiency was read at (a by_rows curve; None: none)
+    subnormal_s: float = 0.0  # its masked Softmax's underflowed exps on the slow path (in time_s; cost/masks.py)
 
     @property
     def near_efficiency(self) -> float:
@@ -324,6 +325,10 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                          efficiency, kernel_class, parallel, by_op)
         if rows:
             point = replace(point, efficiency_rows=rows)
+        subnormal = sum(m.subnormal_elements for m in members)
+        if subnormal and overhead and target.subnormal_s_per_element:
+            slow_s = subnormal * target.subnormal_s_per_element.value
+            point = replace(point, time_s=point.time_s + slow_s, subnormal_s=slow_s)
         placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
                                         _energy(target, roofs, dram, onchip), kernel.nodes, reuse_of(members),
                                         dict(roofs)))

@@ -15,7 +15,9 @@ of ``node_overhead_s`` when the runtime splits it over several threads: a CPU ru
 pool hands each thread its share and waits for them all; added to the kernels an onnxruntime
 profile shows split, and by the rules to the convolutions and matmuls of at least
 ``SPLIT_MACS`` multiply-adds, the work below which onnxruntime's MLAS keeps a product on one
-thread; absent: 0), ``[fusion]`` (``rules``: the rule sets of
+thread; absent: 0), ``subnormal_s_per_element`` (what one exp that underflows to a subnormal
+float costs on the CPU's slow path: charged per element a causal mask hides from a Softmax,
+``cost/masks.py``; absent: 0, as on a GPU, which flushes subnormals to zero), ``[fusion]`` (``rules``: the rule sets of
 ``FUSION_RULES`` the target's runtime fuses, ``[]`` for none; ``source``: why; absent:
 no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of the roofline a kernel
 of that class achieves on the target's runtime, in (0, 1], one of ``EFFICIENCY_CLASSES``; a
@@ -59,7 +61,8 @@ by the output channels); ``units.value`` is how many units run such tiles at onc
 no tile is not limited; see ``placement.parallel_fraction``; absent: no limit), ``error_band``
 (a forecast's measured error: the fraction ``|predicted / measured - 1|`` its latencies stayed
 within, its ``source`` naming the measurements; optional ``roofs``: the roofs those measurements
-ran on, so that a model whose time is mostly on other roofs gets no band). A target with no off-chip memory (weights held on chip) sets
+ran on, so that a model whose time is mostly on other roofs gets no band), ``[interconnect]`` (how
+several such devices are linked, one table per link class: ``interconnect.py``). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 
 What its latency is follows from its figures (:class:`LatencyKind`): peak figures give a
@@ -83,6 +86,7 @@ from ..core.files import not_a_file
 from ..core.resources import resource_dir
 from .figures import (FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, read_figure, read_fraction,  # noqa: F401
                       read_points, read_section, shown)
+from .interconnect import Interconnect, read_interconnect
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -191,6 +195,7 @@ class Target:
     power_w: Figure | None = None
     node_overhead_s: Figure | None = None
     split_overhead_s: Figure | None = None  # on top of node_overhead_s for a kernel split over the threads
+    subnormal_s_per_element: Figure | None = None  # a masked Softmax's underflowed exps (cost/masks.py)
     fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
     fusion_source: str = ""
     efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
@@ -209,6 +214,7 @@ class Target:
     parallel: Parallel | None = None  # None: no parallelism limit, the plain roofline
     error_band: Figure | None = None  # a forecast's measured |predicted / measured - 1|, and on what
     error_band_roofs: tuple[str, ...] = ()  # the roofs the band's measurements ran on (): all
+    interconnect: Interconnect | None = None  # how several such devices are linked ([interconnect]); None: not given
 
     @property
     def latency_kind(self) -> LatencyKind:
@@ -426,11 +432,14 @@ def parse_target(path: Path) -> Target:
         power_w=read_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=read_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
         split_overhead_s=read_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
+        subnormal_s_per_element=read_figure(data, "subnormal_s_per_element", "subnormal_s_per_element", where,
+                                            required=False),
         **_efficiency(data, where),
         parallel=_parallel(data, where),
         **_error_band(data, where),
         **_weights(data, where),
         **_fusion(data, where),
+        interconnect=read_interconnect(data, where),
     )
 
 

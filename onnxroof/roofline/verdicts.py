@@ -34,6 +34,7 @@ FINDING_KINDS = {
     "fusion": "kernels a fusing runtime would merge",
     "spill": "activations spill off chip; another execution order or a smaller batch keeps them",
     "weights": "parameters that do not stay on chip are streamed every run",
+    "subnormal": "a causal mask's hidden positions computed on the CPU's slow path for subnormal floats",
     "intensity": "kernels below the ridge: their time is bytes, not multiply-adds",
     "largest": "the kernel and the module that take the largest share of the time",
 }

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..core.text import printable
 from ..ops import OpTrait, traits_of
-from ..options import AnalysisOptions
+from ..options import AnalysisOptions, check_progress
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
 from .polynomials import (LARGE, Monomial, Pieces, Polynomial, envelope, evaluate, fit, last_holding, ordered,
@@ -84,6 +84,9 @@ class Formulas:
     latency_changes: list[tuple[str, list | str]] = field(default_factory=list)  # diff: target -> ranges, or why not
     held: dict[str, int] = field(default_factory=dict)  # dims held fixed: they feed sizes non-polynomially
     limits: dict[str, str] = field(default_factory=dict)  # metric -> the range a formula holds over, when bounded
+    # the first analysis of the grid that left nodes not counted: its warnings say why (an invalid
+    # Conv), and the command line refuses as summary does when it counted nothing
+    uncounted: Analysis | None = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         """The text `summary --symbolic` prints: print(onnxroof.formulas(...)) shows the formulas."""
@@ -206,7 +209,8 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
     from ..pipeline import dim_values
     from ..core.errors import UsageError
 
-    options = AnalysisOptions.given(options, arguments)
+    options = AnalysisOptions.given(options, arguments, "formulas")
+    check_progress(progress)
     if modules and by is None:
         by = "module"
     # a decoder's phase without its length: the formula is in that length (the export's own dim
@@ -272,6 +276,7 @@ class _Fitter:
         self.far = (FAR,) * len(dims)  # past the sizes whose values the analysis computes
         self.culprits: dict[str, str] = {}  # dim -> the first node whose cost is no polynomial in it
         self._analyses: dict[tuple[int, ...], "Analysis"] = {}  # beyond the grid: the far checks' (bisections)
+        self.uncounted: "Analysis | None" = None  # the first analysis with nodes not counted
 
     def analysis(self, values: tuple[int, ...]) -> "Analysis":
         """The analysis at ``values``; those past the grid are kept (the bisections of every
@@ -298,6 +303,8 @@ class _Fitter:
         self.sized_by_data.update(r.op_type for r in analysis.nodes
                                   if OpTrait.DATA_DEPENDENT_SIZE in traits_of(r.domain, r.op_type))
         if analysis.unresolved_dims or analysis.totals.not_counted:
+            if analysis.totals.not_counted and self.uncounted is None and values in self._fitted_points:
+                self.uncounted = analysis
             return _Sample({})
         found = {metric: value for metric, read in METRICS.items() if (value := read(analysis)) is not None}
         if self.by:
@@ -311,7 +318,7 @@ class _Fitter:
         self.progress(f"fitting formulas in {', '.join(self.dims) or 'no dim'}: {len(self.grid) + 1} analyses")
         for point in self.grid + [self.check]:
             self.samples[point] = self.measure(point)
-        result = Formulas(self.dims)
+        result = Formulas(self.dims, uncounted=self.uncounted)
         if self.sized_by_data:
             result.notes.append(f"the graph has sizes only the data decides ({', '.join(sorted(self.sized_by_data))}): "
                                 "the formulas take each at its upper bound (every element selected), not what a given "

@@ -10,7 +10,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.cli.output import StageLines, one_line
+from onnxroof.cli.output import StageLines
+from onnxroof.core.text import one_line
 from onnxroof.core.files import write_atomically
 from onnxroof.core.examples import EXAMPLES, build_example
 

@@ -105,3 +105,24 @@ def test_a_phase_flag_without_its_phase_exits_2_saying_what_it_needs(capsys, fla
     code, out, err = run(capsys, "summary", "--example", "shallownet", flag, "128")
     assert (code, out) == (2, "")
     assert err == f"onnxroof: error: {flag} sets a decoder's {needed} step: give --phase {needed} with it\n"
+
+
+def test_the_cache_search_leaves_no_cycle_to_keep_the_model_alive():
+    # the CLI pauses the collector: a cycle holding the node list kept each analysis's protobuf
+    # (every variant the findings make) until the end of the run
+    import gc
+
+    from onnxroof.cost.llm import searched_nodes
+
+    graph = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1])], [("y", F32, [1])]).graph
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        found = searched_nodes(graph)
+        assert len(found[0]) == 1
+        del found
+        assert gc.collect() == 0  # all freed by reference counting
+    finally:
+        if collecting:
+            gc.enable()

@@ -3,9 +3,11 @@ device memory, and the largest batch and longest context that fit. Derived by ha
 
 from __future__ import annotations
 
+from onnx import TensorProto, helper
+
 import onnxroof
 
-from conftest import target_text
+from conftest import make_model, target_text
 from models import decoder_block
 
 
@@ -48,3 +50,17 @@ def test_a_target_without_device_memory_checks_nothing(tmp_path):
     analysis = onnxroof.analyze(decoder_block(), phase="decode", context=100, targets=[str(path)])
     analysis.review()
     assert analysis.targets[0].fit.fits is None
+
+
+def test_a_variant_keeps_its_reports_and_its_peak_not_its_records():
+    # the findings hold several variants at once: each keeps only what they read
+    from onnxroof.findings.variants import Variants
+    from onnxroof.pipeline import analyze as analyze_once
+
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", TensorProto.FLOAT, [1, 16])],
+                       [("y", TensorProto.FLOAT, [1, 16])])
+    base = analyze_once(model, targets=["l4"])
+    variant = Variants(base, lambda **changes: analyze_once(model, targets=["l4"], **changes)).analysis(batch=2)
+    # batch 2: x and y of 2 x 16 floats, both live at the Relu: 2 x 128 B
+    assert variant.peak_bytes == 256 and [r.target.name for r in variant.targets] == ["l4"]
+    assert variant.targets[0].batch == 2 and not hasattr(variant, "nodes")

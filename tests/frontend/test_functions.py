@@ -67,3 +67,13 @@ def test_a_function_calling_itself_is_refused():
     model.functions[1].node[1].op_type = "f2"  # f1 calls f0, then f2, which calls f1
     with pytest.raises(ModelError, match=r"model-local function 'f1' calls itself \(through 'f2'\)"):
         inlined_node_count(model)
+
+
+def test_the_limit_keeps_the_benchmark_chain_and_refuses_the_adversarial_bomb():
+    # benchmarks/scale.py's chain has 100,000 nodes; the adversarial fn-bomb-20 inlines to 2^19 =
+    # 524,288 (it reached 2 GB under --target): refused before inlining, from 21 functions
+    assert 100_000 < functions.MAX_INLINED_NODES < 2**19
+    assert inlined_node_count(doubling_model(17)) == 2**17
+    assert inlined_node_count(doubling_model(19)) == functions.MAX_INLINED_NODES + 1
+    with pytest.raises(ModelError, match=r"would make more than 250,000 nodes"):
+        onnxroof.analyze(doubling_model(19))

@@ -213,3 +213,26 @@ def test_emit_order_writes_the_best_order(tmp_path, capsys):
     assert target.read_text().splitlines()[:2] == ["A1", "A2"]
     assert order_text(["a", "b"]) == "a\nb\n"
     assert "best order" in capsys.readouterr().out
+
+
+def test_emit_order_escapes_names_that_would_forge_lines_and_reads_back(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    from onnxroof.cli.app import main
+    from onnxroof.core.text import unescaped
+
+    from conftest import make_model
+
+    hostile = ["\x1b[2J\x1b]0;PWNED\x07evil\nFAKE LINE: all good", "a\\x0a", "\x9b31mred\u2028x"]
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=name) for i, name in enumerate(hostile)]
+    path = tmp_path / "m.onnx"
+    path.write_bytes(make_model(nodes, [("t0", TensorProto.FLOAT, [1, 4])], [("t3", TensorProto.FLOAT, [1, 4])])
+                     .SerializeToString())
+    target = tmp_path / "order.txt"
+    assert main(["summary", str(path), "--emit-order", str(target), "-q"]) == 0
+    text = target.read_text()
+    # one line per node, nothing a terminal interprets; a real backslash doubled
+    assert text.splitlines() == ["\\x1b[2J\\x1b]0;PWNED\\x07evil\\x0aFAKE LINE: all good", "a\\\\x0a",
+                                 "\\x9b31mred\\u2028x"]
+    assert text.isascii() and [unescaped(line) for line in text.split("\n")[:-1]] == hostile
+    capsys.readouterr()

@@ -100,3 +100,45 @@ def test_the_command_line_says_incomplete_or_refuses_a_model_of_nothing_else(tmp
     assert document["complete"] is False and document["totals"]["macs"] == 0
     assert document["totals"]["flops"] == 192  # the Relu: 1 FLOP on each of 3·8·8 elements
     assert [(n["status"], n["counted"]) for n in document["nodes"]] == [("invalid", False), ("ok", True)]
+
+
+def test_a_kernel_shape_that_contradicts_the_weight_is_invalid():
+    # shape inference sizes the output by the attribute (8 - 5 + 1 = 4); the weight's kernel is 3x3
+    _, record = only_record(conv_model(kernel_shape=[5, 5], y=[1, 4, 4, 4]))
+    assert (record.status, record.reason) == ("invalid", "kernel_shape=[5, 5] is not the weight's kernel 3x3")
+    _, record = only_record(conv_model("ConvTranspose", x=(1, 3, 4, 4), w=(3, 2, 3, 3), kernel_shape=[2, 2]))
+    assert (record.status, record.reason) == ("invalid", "kernel_shape=[2, 2] is not the weight's kernel 3x3")
+    # the attribute as the weight has it: valid, 3,888 MACs as without it
+    _, record = only_record(conv_model(kernel_shape=[3, 3]))
+    assert record.status == "ok" and record.macs == 3_888
+
+
+@pytest.mark.parametrize("x, attributes, reason", [
+    ((1, 3, 8, 8), {"group": 2}, "Conv conv: the input's 3 channels are not divisible by group=2"),
+    (("n", 3, 8, 8), {"group": 2}, "Conv conv: the input's 3 channels are not divisible by group=2"),
+    ((1, 3, 8, 8), {"kernel_shape": [5, 5]}, "Conv conv: kernel_shape=[5, 5] is not the weight's kernel 3x3"),
+    ((1, 3, 8, 8), {"strides": [0, 0]}, "Attribute strides must only contain positive values"),
+])
+def test_symbolic_refuses_an_invalid_conv_as_summary_does(tmp_path, capsys, x, attributes, reason):
+    # with a free dim (n) or none, the formulas' analyses count nothing: the same refusal, exit 2
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(conv_model(x=x, y=["a", "b", "c", "d"], **attributes).SerializeToString())
+    for flags in ([], ["--symbolic"]):
+        if x[0] == "n" and not flags:
+            flags = ["--dim", "n=2"]
+        assert main(["summary", str(path), *flags]) == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert last.startswith("onnxroof: error: bad: nothing could be counted: ") and reason in last
+
+
+def test_symbolic_warns_of_an_invalid_conv_beside_counted_nodes(tmp_path, capsys):
+    model = conv_model(x=("n", 3, 8, 8), y=["a", "b", "c", "d"], group=2)
+    model.graph.node.append(helper.make_node("Relu", ["x"], ["r"], name="relu"))
+    model.graph.output.append(helper.make_tensor_value_info("r", F32, ["n", 3, 8, 8]))
+    path = tmp_path / "half.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["summary", str(path), "--symbolic"]) == 0
+    out, err = capsys.readouterr()
+    assert "onnxroof: warning: half: 1 invalid node(s), which no runtime runs, are not counted: Conv conv" in err
+    assert "some nodes are not counted at these values" in out
+    assert main(["summary", str(path), "--symbolic", "--strict"]) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import onnx
@@ -133,20 +134,50 @@ def test_a_plugin_rule_returning_nan_or_a_negative_count_is_not_counted(tmp_path
     assert document["totals"]["flops"] == 10 + 4 and not document["complete"]
 
 
-def test_a_plugin_that_exits_never_passes_as_a_run(tmp_path, capsys):
-    # issue 32: sys.exit(0) while importing made check exit 0 with no output (a silent pass of a
-    # budget gate); a rule that exits leaves its node not counted, and the run goes on
+@pytest.mark.parametrize("body, words", [
+    ("import sys\nsys.exit(0)\n", "failed to import (SystemExit: 0)"),
+    ("import os\nos._exit(0)\n", "failed to import (it called os._exit(0))"),
+    ("raise SystemExit(3)\n", "failed to import (SystemExit: 3)"),
+    ("raise KeyboardInterrupt\n", "failed to import (KeyboardInterrupt)"),
+])
+def test_a_plugin_that_exits_never_passes_as_a_run(tmp_path, capsys, body, words):
+    # issue 32: sys.exit(0) or os._exit(0) while importing made check exit 0 with no output (a
+    # silent pass of a budget gate), SystemExit(3) exit 3 with nothing said, KeyboardInterrupt 130
     plugin = tmp_path / "exits.py"
-    plugin.write_text("import sys\nsys.exit(0)\n")
+    plugin.write_text(body)
+    real_exit = os._exit
     assert main(["check", "example:shallownet", "--plugin", str(plugin), "--fail-if", "params>1"]) == 2
+    assert os._exit is real_exit  # refused only while the plugin's code runs
     err = capsys.readouterr().err
-    assert "failed to import (SystemExit: 0)" in err and err.count("\n") == 1
+    assert err == f"onnxroof: error: --plugin {plugin}: {words}; fix the plugin\n"
+
+
+@pytest.mark.parametrize("exit_call, words", [("import sys; sys.exit(0)", "(SystemExit: 0)"),
+                                              ("import os; os._exit(0)", "(it called os._exit(0))")])
+def test_a_rule_that_exits_stops_the_run_with_a_plugin_error(tmp_path, capsys, exit_call, words):
+    # a node left not counted would let a budget on the totals pass: the run stops, exit 2
     rule = tmp_path / "rule_exits.py"
     rule.write_text(PLUGIN.replace('return OpCost(flops=11 * node.output_elements(0), formula="11 per element")',
-                                   "import sys; sys.exit(0)"))
+                                   exit_call))
     try:
         path = custom_model_file(tmp_path)
-        assert main(["summary", str(path), "--format", "json", "--plugin", str(rule), "-q"]) == 2
-        assert "nothing could be counted" in capsys.readouterr().err
+        assert main(["check", str(path), "--plugin", str(rule), "--fail-if", "flops>1"]) == 2
+        out = capsys.readouterr().out
+        assert f"--plugin {rule}: the rule of FusedThing tried to end the process {words}" in out
     finally:
         COST_RULES.pop(("acme", "FusedThing"), None)
+
+
+def test_what_a_plugin_prints_goes_to_stderr_escaped_and_the_json_stays_valid(tmp_path, capsys):
+    rule = tmp_path / "chatty.py"
+    rule.write_text("print('\\x1b[2Jloading\\nFAKE LINE')\n" + PLUGIN.replace(
+        "    return OpCost(", "    print('costing', node.node.name)\n    return OpCost("))
+    try:
+        path = custom_model_file(tmp_path)
+        assert main(["summary", str(path), "--plugin", str(rule), "--format", "json", "-q"]) == 0
+        out, err = capsys.readouterr()
+    finally:
+        COST_RULES.pop(("acme", "FusedThing"), None)
+    assert json.loads(out)["totals"]["flops"] == 11 * 10  # nothing but the document on stdout
+    prefix = f"onnxroof: --plugin {rule}: "
+    assert err.splitlines() == [prefix + "\\x1b[2Jloading", prefix + "FAKE LINE", prefix + "costing thing"]

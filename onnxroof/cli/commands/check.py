@@ -20,7 +20,8 @@ from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Onnx
 from ...core.files import LineStream
 from ..analysing import analyze_source
 from ..options import EXAMPLES, analysis_options, budget_option, positive_int, positive_seconds
-from ..output import error_text, one_line
+from ...core.text import one_line
+from ..output import error_text
 
 HELP = "check models against budgets, one line each (pre-commit, CI, a model store)"
 EPILOG = EXAMPLES["check"]

@@ -7,8 +7,8 @@ import argparse
 import json
 
 from ...core.errors import EXIT_OK
-from ..analysing import analyze_source, formula_progress, model_from
-from ..options import EXAMPLES, analysis_options, budget_option, formula_options
+from ..analysing import analyze_source, symbolic_formulas
+from ..options import EXAMPLES, analysis_options, budget_option
 from ..output import emit, emit_page, gate, safe_stem
 
 HELP = "compare a base and a head model (for pull requests)"
@@ -45,11 +45,9 @@ def percent_argument(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     if args.symbolic:
-        from ...symbolic.formulas import difference, formulas, formulas_lines
+        from ...symbolic.formulas import difference, formulas_lines
 
-        options = formula_options(args)
-        change = difference(formulas(model_from(args.base), progress=formula_progress(args.base, args), options=options),
-                            formulas(model_from(args.head), progress=formula_progress(args.head, args), options=options))
+        change = difference(symbolic_formulas(args.base, args), symbolic_formulas(args.head, args))
         emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n", args)
         return EXIT_OK
     from ...compare.budgets import check_budgets, parse_budget

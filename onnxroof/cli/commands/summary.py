@@ -8,8 +8,8 @@ import json
 from typing import TYPE_CHECKING, Iterable
 
 from ...core.errors import EXIT_OK, UsageError
-from ..analysing import analyze_one, formula_progress, free_formulas, model_from, on_one_model, order_output
-from ..options import EXAMPLES, formula_options, positive_int, single_model
+from ..analysing import analyze_one, free_formulas, on_one_model, order_output, symbolic_formulas
+from ..options import EXAMPLES, positive_int, single_model
 from ..output import emit, gate
 
 if TYPE_CHECKING:
@@ -60,12 +60,11 @@ def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
 
 def _symbolic(source: str, args: argparse.Namespace) -> int:
     """`summary --symbolic`: the formulas in the dims the flags leave free (never exit 2 for them)."""
-    from ...symbolic.formulas import formulas, formulas_lines
+    from ...symbolic.formulas import formulas_lines
 
     if args.depth is not None and args.by != "module":
         raise UsageError("--depth goes with --by module")
-    found = formulas(model_from(source), by=args.by, modules=args.depth, progress=formula_progress(source, args),
-                     options=formula_options(args))
+    found = symbolic_formulas(source, args, by=args.by, modules=args.depth)
     if args.format == "json":
         text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
     elif args.format == "table":

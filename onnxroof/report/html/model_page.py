@@ -28,6 +28,7 @@ from ...roofline.placement import node_times
 from ...core.units import iec, intensity, si
 from .chart_context import op_palette
 from ..formatting import count_text, format_value, shape_text, share_percent
+from .devices_section import devices_context
 from .findings_section import findings_context
 from .graph_section import graph_context
 from .memory_section import memory_context
@@ -77,6 +78,7 @@ class ModelPage:
     targets: list[TargetCard]
     findings: dict | None  # "What to change": every target's findings, ranked
     rooflines: list[dict]
+    devices: list[dict] | None  # "Several devices" (--devices N > 1): a table per target
     profile: dict | None  # "Predicted vs measured", with a profile
     hotspots: dict
     graph: dict | None  # the graph view: every view of the folded graph, laid out
@@ -127,6 +129,7 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
         targets=[target_card(r) for r in analysis.targets],
         rooflines=[roofline_context(analysis, r, k, palette, profile if k == profiled else None, groups)
                    for k, r in enumerate(analysis.targets)],
+        devices=devices_context(analysis),
         profile=profile_context(analysis, profile, profiled) if profile is not None else None,
         hotspots=_hotspots_context(analysis),
         graph=graph_context(analysis),

@@ -14,6 +14,8 @@ from ...core.version import __version__
 from ..formatting import as_bound, latency_kind_words
 from ..bounds import bound_label, time_by_bound
 from ...roofline.verdicts import gain_text
+from ...roofline.devices import plan_sentences
+from .devices import structure_line
 from .table import assumed_text, incomplete_line
 from ...core.units import iec, intensity, seconds, si
 
@@ -73,6 +75,15 @@ def findings_list(findings, with_target: bool) -> list[str]:
     return lines
 
 
+def device_plan_markdown(plan) -> list[str]:
+    """Several devices on one target: a row per (TP, PP) split, then the answer in words."""
+    rows = [(str(c.tensor), str(c.pipeline), iec(c.need_bytes), {True: "yes", False: "**no**", None: "?"}[c.fits],
+             seconds(c.latency_s), f"{c.collective_share:.0%}", f"{c.per_s:,.1f}") for c in plan.choices]
+    return [f"**Several devices on {escape(plan.target)}** (up to {plan.devices}; {escape(structure_line(plan))}):", "",
+            table(("TP", "PP", "need a device", "fits", "step", "all-reduce", f"{plan.per_step_unit}/s"), rows,
+                  "rrrlrrr"), "", *(f"- {escape(sentence)}" for sentence in plan_sentences(plan))]
+
+
 def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
     """The summary as a PR comment: totals, per-target table, hotspots; details collapsed."""
     model, totals, memory = analysis.model, analysis.totals, analysis.memory
@@ -108,6 +119,8 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         if findings:
             lines += ["", "**What to change** (each gain measured by analysing the model again with the change):", "",
                       *findings_list(findings[:FINDINGS_SHOWN], with_target=len(analysis.targets) > 1)]
+    for plan in analysis.parallel:  # --devices N > 1
+        lines += ["", *device_plan_markdown(plan)]
     warnings = analysis.warnings
     if warnings:
         lines += ["", "⚠️ " + "<br>⚠️ ".join(escape(w) for w in warnings)]

@@ -16,6 +16,7 @@ from ...roofline.verdicts import capacity_text, finding_lines, fit_text
 from ...core.text import csv_cell, printable
 from ...core.units import iec, intensity, joules, seconds, si
 from ...roofline.targets import LatencyKind
+from .devices import device_plan_lines
 
 if TYPE_CHECKING:
     from ...result import Analysis
@@ -151,6 +152,8 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         lines += ["", *llm_lines(analysis.llm)]
     for report in analysis.targets:
         lines += [""] + target_lines(report)
+    for plan in analysis.parallel:  # --devices N > 1
+        lines += ["", *device_plan_lines(plan)]
     if analysis.warnings:
         lines += ["", "Warnings"] + [f"  ! {printable(w)}" for w in analysis.warnings]
     return ["\n".join(lines) + "\n\n", _node_table(analysis.nodes), "\n"]  # a blank line before the nodes
@@ -366,6 +369,10 @@ def explain_target_lines(report, node: str) -> list[str]:
                      f"of these over {point.efficiency:.2f}")
     if point.overhead_s:
         lines.append(f"  launch   {seconds(point.overhead_s)} per kernel")
+    if point.subnormal_s:
+        per_element_s = target.subnormal_s_per_element.value
+        lines.append(f"  subnormal {round(point.subnormal_s / per_element_s):,} masked exps x {seconds(per_element_s)} = "
+                     f"{seconds(point.subnormal_s)} (a causal mask's hidden positions underflow: the CPU's slow path)")
     lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
     if len(kernel.nodes) > 1:
         lines.append(f"  nodes    {clip(', '.join(kernel.nodes), TERMINAL_COLUMNS - 11)}")

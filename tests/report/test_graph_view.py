@@ -13,7 +13,7 @@ import pytest
 from onnxroof import analyze
 from onnxroof.cli.app import main
 from onnxroof.core.examples import build_example
-from onnxroof.report.graph.fold import folded_views
+from onnxroof.report.graph.fold import folded_views, start_view
 from onnxroof.report.graph.layout import BOX_GAP, LAYER_GAP, MARGIN, layered_layout, pack_layer
 from onnxroof.report.graph.views import drawn_views, render_graph_svg
 
@@ -184,6 +184,30 @@ def test_alike_blocks_are_one_box_with_their_count_and_open_on_the_first():
     shown = [i for view in views if view.unfolds is None for item in view.items if item.kind == "node"
              for i in item.nodes]
     assert len(shown) == len(set(shown))
+
+
+def test_a_run_unfolds_in_place_on_its_first_block_and_the_page_opens_there():
+    analysis = analyze(_scoped(transformer_like(layers=4, seq=16, dim=32, heads=2, ffn=64)), targets=["h100-sxm"])
+    views = folded_views(analysis)
+    top = views[0]
+    (blocks,) = [item for item in top.items if item.kind == "module"]
+    unfolded = next(v for v in views if v.key == blocks.variant)
+    assert unfolded.unfolds == (top.key, blocks.key)
+    drawn = [r for r in analysis.nodes if r.status != "constant" and not r.shape_only]
+    boxes = [item for item in unfolded.items if item.kind in ("node", "module")]
+    # the first block's nodes, each box standing for the same node in all four blocks
+    assert len(boxes) == len(drawn) // 4 and all(item.repeats == 4 and len(item.nodes) == 4 for item in boxes)
+    assert sorted(i for item in boxes for i in item.nodes) == sorted(analysis.nodes.index(r) for r in drawn)
+    assert all(analysis.nodes[item.nodes[0]].name.startswith("/encoder/layer.0/") for item in boxes)
+    # no edge runs from a block to the next (it would point back up): the view stays a DAG of the block
+    from onnxroof.report.graph.costs import target_costs
+    from onnxroof.report.graph.svg import lay_out
+    layout = lay_out(unfolded, target_costs(analysis))[0]
+    assert all(layout.boxes[e.source].layer < layout.boxes[e.target].layer for e in unfolded.edges)
+    assert_clean_layout(layout)
+    # the top view is 3 boxes: the page (and the SVG) open on the run unfolded, 30 boxes and the stubs
+    assert start_view(views) is unfolded
+    assert start_view(views, budget=20) is top
 
 
 def test_a_large_graph_without_scopes_folds_into_views_of_at_most_the_budget():

@@ -145,11 +145,23 @@ def test_opening_a_module_and_going_back_restores_the_picture(browser, tmp_path)
     report = Report(browser, _page(tmp_path, analysis, "scoped"))
     try:
         report.assert_clean()
-        before = report.page.inner_html("#gv-content")
-        view_box = report.page.get_attribute("#gv-svg", "viewBox")
+        # the whole model is 3 boxes (its input, the 4 alike layers, its output): the page opens on
+        # the run unfolded in place, its first block's 31 nodes, each standing for all four
+        assert report.page.locator("#gv-crumbs strong").text_content() == "layer.0-3 ×4 (unfolded here)"
+        assert report.page.locator("#gv-content .gb-node").count() == 31
+        assert report.page.locator("#gv-content .gb-node .gt-head").first.text_content().endswith(" ×4")
+        assert_drawn_clean(report)
+        unfolded = report.page.inner_html("#gv-content")
+        report.page.click("#gv-crumbs .gv-crumb")  # fold it: the whole model's view
         blocks = report.page.locator("#gv-content .gb-module")
         assert blocks.count() == 1 and "×4" in blocks.text_content()
-        blocks.click()
+        before = report.page.inner_html("#gv-content")
+        view_box = report.page.get_attribute("#gv-svg", "viewBox")
+        blocks.click()  # unfolds in place again: the same picture
+        assert report.page.inner_html("#gv-content") == unfolded
+        report.page.click("#gv-crumbs .gv-crumb")
+        assert report.page.inner_html("#gv-content") == before
+        report.page.locator("#gv-content .gb-module").press("Enter")  # the first block's own view
         assert report.page.locator("#gv-crumbs strong").text_content().startswith("encoder/layer.0")
         assert_drawn_clean(report)
         assert report.page.locator("#gv-content .gb-node").count() == 31  # one block's nodes
@@ -165,13 +177,17 @@ def test_a_500_node_graph_opens_folded_and_each_view_is_clean(browser, tmp_path)
     report = Report(browser, _page(tmp_path, analysis, "large"))
     try:
         report.assert_clean()
+        # the input, the 18 alike layers as one box, the output: it opens on the layers unfolded
+        assert_drawn_clean(report)
+        assert report.page.locator("#gv-content .gb-node").count() == 31  # one layer (tests/models.py), x18
+        report.page.click("#gv-crumbs .gv-crumb")
         top = assert_drawn_clean(report)
-        assert len(top) == 3  # the input, the 18 alike layers as one box, the output
+        assert len(top) == 3
         blocks = report.page.locator("#gv-content .gb-module")
         assert blocks.locator("text").first.text_content() == "block 0-17 ×18"
-        blocks.click()
+        blocks.press("Enter")  # its own view: the first layer
         assert_drawn_clean(report)
-        assert report.page.locator("#gv-content .gb-node").count() == 31  # one layer (tests/models.py)
+        assert report.page.locator("#gv-content .gb-node").count() == 31
         # search: the matches in every view, Enter goes to the next one
         report.page.fill("#gv-search", "softmax")
         assert "in all views" in report.page.text_content("#gv-found")

@@ -106,6 +106,8 @@ def box_text(item: "GraphItem", analysis: "Analysis", targets: Sequence[TargetCo
         lines = [f"{record.op_type} {record.name}", f"status: {record.status}" + (f" ({record.reason})" if record.reason else "")]
         if record.formula:
             lines.append(f"FLOPs = {record.formula}")
+        if item.repeats > 1:
+            lines.append(f"the same node in each of {item.repeats} alike blocks: the figures below are theirs summed")
     else:
         blocks = f" ({item.repeats} alike blocks, all counted)" if item.repeats > 1 else ""
         lines = [f"{item.label} {item.name}".strip() + blocks, f"{len(item.nodes):,} nodes"]

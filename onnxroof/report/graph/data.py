@@ -4,7 +4,7 @@ A node's box carries its node-table row, not its text: its op type, name and fig
 page's node table data already (``#onnxroof-nodes``), and the page's script writes them. So a
 node costs the page some sixty bytes here, and the views together stay linear in the graph.
 
-``views[k]``: ``{"title", "parent" (a view number, -1 for the top), "w", "h", "boxes", "edges",
+``start``: the view the page opens on (:func:`fold.start_view`). ``views[k]``: ``{"title", "parent" (a view number, -1 for the top), "w", "h", "boxes", "edges",
 "fused"}``, with
 
 - a box: ``[kind, x, y, width, height, ...]``; kind 0, a node: ``..., row, module colour, then
@@ -15,6 +15,8 @@ node costs the page some sixty bytes here, and the views together stay linear in
   y1, ...]`` (its route), the shape a number into ``strings``, or ``-1 - number`` when another
   edge from the same box carries the label under it;
 - a fused kernel's outline: ``[target, x, y, width, height]``;
+- ``repeats``: ``[node box, blocks]`` for the node boxes of a run unfolded in place (each the
+  same node of every block);
 - ``variants``: ``[module box, view]``, the view that is this one with that module unfolded in
   place; such a view has ``unfolds`` (``[view, box]``) and ``inside`` (its boxes inside the
   unfolded module).
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from ...compare.modules import has_scopes, record_path
 from .costs import box_cost, box_text, target_costs
-from .fold import BOX_BUDGET, folded_views
+from .fold import BOX_BUDGET, folded_views, start_view
 from .svg import BOUND_COLOURS, LABEL_CHARS, MODULE_COLOURS, clip_middle, fused_outlines, lay_out, share_step
 
 if TYPE_CHECKING:
@@ -104,6 +106,9 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
         variants = [[k, number[item.variant]] for k, item in enumerate(view.items) if item.variant]
         if variants:
             entry["variants"] = variants  # [module box, the view with it unfolded in place]
+        repeats = [[k, item.repeats] for k, item in enumerate(view.items) if item.kind == "node" and item.repeats > 1]
+        if repeats:
+            entry["repeats"] = repeats  # [node box, blocks]: the node of every block of a run unfolded in place
         if view.unfolds is not None:  # [the view, its box] this one unfolds, and the boxes inside that module
             parent_view = views[number[view.unfolds[0]]]
             entry["unfolds"] = [number[view.unfolds[0]],
@@ -120,7 +125,8 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
                     record = analysis.nodes[item.nodes[0]]
                     texts[item.nodes[0]] = [record.op_type, record.name, box_text(item, analysis, costs)]
         result.append(entry)
-    data = {"views": result, "strings": list(strings), "bounds": BOUNDS, "targets": [c.name for c in costs],
+    data = {"views": result, "start": number[start_view(views, budget).key], "strings": list(strings),
+            "bounds": BOUNDS, "targets": [c.name for c in costs],
             "groups": "module" if scoped else "op type"}
     if with_text:
         data["nodes"] = texts

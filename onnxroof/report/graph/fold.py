@@ -4,11 +4,15 @@ A **view** opens one module: its boxes are its nodes and the modules inside it, 
 levels down as keep the view within :data:`BOX_BUDGET` boxes; the modules left folded are one
 box each (with their totals), and each has a view of its own. A run of alike numbered blocks
 (``layer.0`` ... ``layer.11``: same ops, same shapes) is one box ``layer.0-11`` with a repeat
-count, never opened in place; its view is the first block's. Tensors that enter or leave the
-view's module are stubs at its top and bottom. Every node is drawn in one view only, so the
-views together stay linear in the graph's size; besides, a small view has a **variant** per
-folded module: the same view with that module unfolded in place (its nodes and sub-modules
-instead of its box), laid out anew, while the variants stay within half the view's nodes.
+count; its view is the first block's. Tensors that enter or leave the view's module are stubs
+at its top and bottom. Every node is drawn in one view only, so the views together stay linear
+in the graph's size; besides, a small view has a **variant** per folded module: the same view
+with that module unfolded in place (its nodes and sub-modules instead of its box), laid out
+anew, while the variants stay within half the view's nodes. A run unfolds on its first block,
+opened as deep as the budget allows, each box standing for the same node or module in every
+block (``MatMul ×12``); the edges from one block to the next are the repeat, not drawn. When the
+whole model's view is a handful of boxes because a run holds nearly everything (a scoped
+encoder), the page opens on that run unfolded (:func:`start_view`).
 
 The module of a node is the path its name (or the exporter's metadata) carries
 (``compare/modules.record_path``). A module with more than :data:`BOX_BUDGET` nodes of its own
@@ -146,20 +150,44 @@ def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | No
         # each plain module box of the view unfolded in place: a variant of the view. Every variant
         # copies the view, so a view has them only while they hold at most half its nodes (or two
         # budgets) in all: all its modules unfold in place, or none does (they open their own views)
-        plain = [item for item in view.items if item.kind == "module" and item.repeats == 1]
+        plain = [item for item in view.items if item.kind == "module"]
         room = max(len(roots[view.key].below) // 2, 2 * budget)
         work = len(plain) * len(roots[view.key].below)  # each variant walks the view's nodes again
         if not plain or len(plain) * len(view.items) > room or work > min(VARIANT_WORK, variant_work):
             continue
         variant_work -= work
-        variants = [builder.view(roots[view.key], view.parent, view.depth, {builder.modules[item.key]},
-                                 (view.key, item.key)) for item in plain]
+        # a run unfolds its first block as deep as the budget allows; a module, one level
+        variants = [builder.view(roots[view.key], view.parent, None if item.repeats > 1 else view.depth,
+                                 {builder.modules[item.key]}, (view.key, item.key)) for item in plain]
         if sum(len(v.items) for v in variants) <= room:
             for item, variant in zip(plain, variants):
                 item.variant = variant.key
                 views.append(variant)
                 queue.append(variant)
     return views
+
+
+def start_view(views: list[GraphView], budget: int = BOX_BUDGET) -> GraphView:
+    """The view a reader sees first: the whole model's; or, when that is a handful of boxes
+    because a run of alike blocks holds nearly everything (a scoped encoder: its input,
+    ``layer.0-11 ×12``, its output), that view with the largest such run unfolded in place
+    (its first block's boxes, each standing for every block's), if it keeps within ``budget``.
+
+    >>> item = lambda kind, variant=None: GraphItem("k", kind, "", "", [], 2 if variant else 1, None, variant)
+    >>> top = GraphView("v0", "top", None, [item("input"), item("module", "v1"), item("output")], [], 1)
+    >>> unfolded = GraphView("v1", "top", None, [item("node")] * 30, [], 2, ("v0", "k"))
+    >>> start_view([top, unfolded]).key, start_view([top, unfolded], budget=20).key
+    ('v1', 'v0')
+    """
+    def boxes(view: GraphView) -> int:
+        return sum(item.kind in ("node", "module") for item in view.items)
+
+    top = views[0]
+    if boxes(top) > budget // 4:
+        return top
+    by_key = {view.key: view for view in views}
+    unfolded = [by_key[item.variant] for item in top.items if item.repeats > 1 and item.variant in by_key]
+    return max((view for view in unfolded if boxes(view) <= budget), key=boxes, default=top)
 
 
 def _tree(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRecord"]) -> _Module:
@@ -202,10 +230,9 @@ class _Views:
         ``opened``, the modules unfolded in place besides (a variant of the view ``unfolds``)."""
         runs = _runs(module)
         if depth is None:
-            depth = 1
-            while depth < 64:  # open one more level while it keeps within the budget and changes something
-                more = _assign(module, depth + 1, runs)
-                if len(set(more.values())) > self.budget or more == _assign(module, depth, runs):
+            depth, height = 1, _height(module)
+            while depth < height:  # open one more level while it keeps within the budget
+                if len(set(_assign(module, depth + 1, runs, opened).values())) > self.budget:
                     break
                 depth += 1
         owner = _assign(module, depth, runs, opened)
@@ -217,17 +244,23 @@ class _Views:
                 items[where] = self._item(where, index)
             items[where].nodes.append(index)
             item_of[index] = items[where].key
+        block_of = {index: (id(m), number) for m in opened if m.run
+                    for number, block in enumerate(m.run) for index in block.below}
+        run_length = {id(m): len(m.run) for m in opened if m.run}
         for item in items.values():
-            if item.kind == "module" and len(item.nodes) == 1 and item.repeats == 1:  # one node: draw the node
-                item.kind, item.view = "node", None
+            in_run = block_of.get(item.nodes[0])
+            if in_run is not None:  # inside an unfolded run: it stands for each block's
+                item.repeats = run_length[in_run[0]]
+            if item.kind == "module" and len(item.nodes) == item.repeats and (item.repeats == 1 or in_run):
+                item.kind, item.view = "node", None  # one node (in each block): draw the node
                 record = self.records[item.nodes[0]]
                 item.label, item.name = record.op_type, record.name
         ordered = list(items.values())
-        edges, sources, sinks = self._edges(module, item_of)
+        edges, sources, sinks = self._edges(module, item_of, block_of)
         title = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path) or "the whole model"
         if module.run:
             title += f" (the first of {len(module.run)} alike blocks)"
-        inside = set().union(*(m.below for m in opened))
+        inside = set().union(*(block.below for m in opened for block in (m.run or [m])))
         return GraphView(self._key("v") if parent is not None or unfolds else "v0", title, parent,
                          sources + ordered + sinks, edges, depth, unfolds,
                          [item.key for item in ordered if inside.issuperset(item.nodes)] if opened else [])
@@ -250,9 +283,12 @@ class _Views:
             path = f"{first} … {last}" if first != last else first
         return GraphItem(key, "module", label, path, [], len(blocks), key)  # a run's box: every block's nodes
 
-    def _edges(self, module: _Module, item_of: dict[int, str]) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:
+    def _edges(self, module: _Module, item_of: dict[int, str], block_of: dict[int, tuple[int, int]]
+               ) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:
         """The edges between the view's boxes, and its stubs: tensors from outside the module
-        (the model's inputs, at the top view) and tensors read outside it (or the model's outputs)."""
+        (the model's inputs, at the top view) and tensors read outside it (or the model's outputs).
+        ``block_of`` (node -> (run, block) for the runs unfolded in place): an edge from one block
+        of a run to the next is the repeat the boxes' count says, not drawn (it would run back up)."""
         edges: dict[tuple[str, str], GraphEdge] = {}
         sources: dict[str, GraphItem] = {}
         sinks: dict[str, GraphItem] = {}
@@ -290,7 +326,9 @@ class _Views:
                     continue
                 producer = self.index_of.get(info.producer) if info.producer else None
                 if producer is not None and producer in item_of:
-                    connect(item_of[producer], target, tensor)
+                    here, there = block_of.get(index), block_of.get(producer)
+                    if here is None or there is None or here == there or here[0] != there[0]:
+                        connect(item_of[producer], target, tensor)
                 elif producer is not None or tensor in self.inputs:  # made outside this module
                     connect(stub(sources, tensor, "input"), target, tensor)
             for tensor in record.outputs:
@@ -319,7 +357,15 @@ def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]],
         local = runs if current is module else _runs(current)
         for part, child in current.children.items():
             first = local.get(part)
-            if first is not None and len(first) > 1:  # a run of alike blocks stays one box
+            if first is not None and len(first) > 1 and first[0] in opened:
+                # a run unfolded in place: its first block's boxes stand for every block (alike:
+                # the same nodes in the same order), each box the node or module in all of them
+                if child is first[0]:
+                    walk(child, level + 1)
+                else:
+                    for index, counterpart in zip(child.below, first[0].below):
+                        owner[index] = owner[counterpart]
+            elif first is not None and len(first) > 1:  # a run of alike blocks stays one box
                 for index in child.below:
                     owner[index] = ("module", first[0])
             elif level + 1 >= depth and child not in opened:
@@ -330,6 +376,11 @@ def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]],
 
     walk(module, 0)
     return owner
+
+
+def _height(module: _Module) -> int:
+    """The levels of modules below ``module`` (0: it has none)."""
+    return 1 + max(map(_height, module.children.values())) if module.children else 0
 
 
 def _runs(module: _Module) -> dict[str, list[_Module]]:

@@ -74,8 +74,9 @@ def clip_middle(text: str, width: int) -> str:
 
 def box_lines(item: "GraphItem", costs: Sequence[TargetCosts]) -> list[str]:
     """The text lines of a box: op type and name; a module's name, repeat count, nodes and time."""
-    if item.kind == "node":
-        return [clip_middle(item.label, NAME_CHARS), clip_middle(item.name.rsplit("/", 1)[-1] or item.name, NAME_CHARS)]
+    if item.kind == "node":  # inside a run unfolded in place: the node of every block, "MatMul ×12"
+        return [clip_middle(item.label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
+                clip_middle(item.name.rsplit("/", 1)[-1] or item.name, NAME_CHARS)]
     if item.kind == "module":
         first = clip_middle(item.label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else "")
         third = f"{len(item.nodes):,} nodes"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import UsageError
 from .costs import target_costs
-from .fold import BOX_BUDGET, folded_views
+from .fold import BOX_BUDGET, folded_views, start_view
 from .svg import DrawnView, draw_view, standalone_svg
 
 if TYPE_CHECKING:
@@ -29,13 +29,13 @@ def drawn_views(analysis: "Analysis", depth: int | None = None, budget: int = BO
 
 
 def render_graph_svg(analysis: "Analysis", depth: int | None = None, module: str | None = None) -> str:
-    """The whole model's view (or ``module``'s: its path, ``encoder/layer.0``) as a standalone
+    """The whole model's view (its start view: :func:`fold.start_view`; or ``module``'s: its path, ``encoder/layer.0``) as a standalone
     SVG, coloured by the bound on the first target. A module that is not one of the views (one
     folded into a run of alike blocks, a single node) raises :class:`UsageError` naming those
     that are."""
     costs = target_costs(analysis)
     views = folded_views(analysis, BOX_BUDGET, depth)
-    view = views[0]
+    view = views[0] if depth is not None else start_view(views)
     if module is not None:
         wanted = module.strip("/")
         found = [v for v in views if v.title == wanted or v.title.startswith(wanted + " (")]

@@ -118,7 +118,7 @@ def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str
     once. A sibling joins only if everything its kernel reads is made before the first one starts."""
     families: dict[tuple, list[int]] = {}
     for index, kernel in enumerate(kernels):
-        anchor = next((m for m in kernel.records if _kind(m) == "mac"), None)
+        anchor = next((m for m in kernel.records if m.macs and _kind(m) == "mac"), None)  # see reuse_of
         shape = anchor.output_shapes[0] if anchor is not None and anchor.output_shapes else None
         if anchor is None or not anchor.param_inputs or not anchor.inputs or not shape or anchor.inputs[0] in anchor.param_inputs:
             continue
@@ -241,7 +241,8 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
 def reuse_of(records: Iterable[NodeRecord]) -> tuple[int, int, int] | None:
     """(MACs, weight elements, output elements) of the kernel's first matmul, convolution or
     attention node: what :func:`reuse_class` decides by; None for a kernel without one."""
-    anchor = next((r for r in records if not r.view and _kind(r) in ("mac", "attention")), None)
+    # MACs first: most nodes have none, and _kind reads the op's traits (a 100,000-node kernel is scanned whole)
+    anchor = next((r for r in records if r.macs and not r.view and _kind(r) in ("mac", "attention")), None)
     if anchor is None:
         return None
     shape = anchor.output_shapes[0] if anchor.output_shapes else None
@@ -556,8 +557,10 @@ def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -
             if not member.view and not leaves(name):
                 output_bytes -= size  # never written out
                 internal.append(name)
-    # a tensor from outside that several members read comes in once
-    for name in {t for m in members for t in m.inputs if t}:
+    # a tensor from outside that several members read comes in once (the members' own outputs
+    # left out by name first: a long chain reads nothing else)
+    made = {t for m in members for t in m.outputs}
+    for name in {t for m in members for t in m.inputs if t and t not in made}:
         tensor = tensors.get(name)
         if tensor is None or tensor.kind in ("parameter", "constant") or tensor.producer in by_name:
             continue

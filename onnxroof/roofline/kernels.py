@@ -509,7 +509,7 @@ def _inputs_ready(candidate: NodeRecord, inside: set[str], start: int, position:
 
 
 def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -> Kernel:
-    members.sort(key=lambda r: r.index)
+    members.sort(key=_index)
     if len(members) == 1:
         record = members[0]
         return Kernel(record.name, [record.name], record.op_type, members, record.flops, record.weight_bytes,

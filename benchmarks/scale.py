@@ -4,12 +4,15 @@ and a chain of Relu under a target whose policy fuses elementwise ops (one kerne
 chain) against the same run with ``--fusion none`` and against bare onnx.
 
     python benchmarks/scale.py [--sizes 1000,10000,30000,100000] [--runs 3] [--gpt2-layers 48]
-                               [--fusion-sizes 10000,30000,100000] [--fusion-target l4]
+                               [--fusion-sizes 10000,30000,100000] [--fusion-target l4] [--fusion-findings 1]
                                [--cache DIR] [--write docs/performance.md]
 
-``--sizes ''`` with ``--gpt2-layers 0`` runs the fusion table alone. Its "analysis alone" columns
-time ``onnxroof.analyze`` placing on the target in a fresh process, without the findings (which
-the command line's JSON makes, analysing the model four times more).
+``--sizes ''`` with ``--gpt2-layers 0`` runs the fusion table alone. Its fused and none runs are
+``summary --target T --format json --no-findings`` (one analysis, placed on the target); the
+findings, which the command makes by default, analyse the model four times more, and have a
+column of their own (``--fusion-findings 0`` leaves it out). Bare onnx and the runs alternate, so
+a busy machine slows them alike; the CPU column (user + system seconds of the children) drifts
+less than the wall clock on a shared machine.
 
 Each figure is the median of ``--runs`` fresh processes (process start included), as a user
 running the command sees it. Peak RSS comes from the child's rusage. Nothing here is a test:
@@ -37,6 +40,12 @@ BARE = ("import sys, onnx; m = onnx.load(sys.argv[1]); "
 
 def timed(command: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one fresh process; the RSS is that child's own (wait4)."""
+    seconds, rss, _ = timed_cpu(command)
+    return seconds, rss
+
+
+def timed_cpu(command: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MiB, CPU seconds: user + system) of one fresh process (wait4)."""
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
@@ -44,7 +53,7 @@ def timed(command: list[str]) -> tuple[float, float]:
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise subprocess.CalledProcessError(process.returncode, command)
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def measure(path: Path, runs: int, flags: tuple[str, ...] = ()) -> dict:
@@ -65,35 +74,32 @@ def measure(path: Path, runs: int, flags: tuple[str, ...] = ()) -> dict:
     }
 
 
-def measure_fusion(path: Path, runs: int, target: str) -> dict:
-    """Bare onnx, then ``summary --target T --format json`` as the target's policy fuses, then the
-    same with ``--fusion none`` (every node its own kernel), alternating."""
+def measure_fusion(path: Path, runs: int, target: str, findings: bool) -> dict:
+    """Bare onnx, then ``summary --target T --format json --no-findings`` as the target's policy
+    fuses, the same with ``--fusion none`` (every node its own kernel) and, with ``findings``, the
+    fused run with its findings (the command's default), alternating."""
     summary = [sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--target", target, "--format", "json",
                "-q", "-o", os.devnull]
-    analysis = [sys.executable, "-c", ANALYSIS, str(path), target]
-    bare, fused, none, fused_alone, none_alone = [], [], [], [], []
+    commands = {"bare": [sys.executable, "-c", BARE, str(path)], "fused": [*summary, "--no-findings"],
+                "none": [*summary, "--no-findings", "--fusion", "none"]}
+    if findings:
+        commands["findings"] = summary
+    times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
     for _ in range(runs):
-        bare.append(timed([sys.executable, "-c", BARE, str(path)]))
-        fused.append(timed(summary))
-        none.append(timed([*summary, "--fusion", "none"]))
-        fused_alone.append(timed(analysis))
-        none_alone.append(timed([*analysis, "none"]))
-    return {"bare_s": statistics.median(s for s, _ in bare), "fused_s": statistics.median(s for s, _ in fused),
-            "none_s": statistics.median(s for s, _ in none), "fused_rss": max(r for _, r in fused),
-            "none_rss": max(r for _, r in none), "fused_alone_s": statistics.median(s for s, _ in fused_alone),
-            "none_alone_s": statistics.median(s for s, _ in none_alone)}
-
-
-# one analysis placed on the target, without the findings (which analyse the model again, docs/performance.md)
-ANALYSIS = ("import sys; from onnxroof.pipeline import analyze; "
-            "analyze(sys.argv[1], targets=[sys.argv[2]], fusion=sys.argv[3] if len(sys.argv) > 3 else None)")
+        for name, command in commands.items():
+            times[name].append(timed_cpu(command))
+    result = {f"{name}_s": statistics.median(s for s, _, _ in found) for name, found in times.items()}
+    result |= {f"{name}_cpu": statistics.median(c for _, _, c in found) for name, found in times.items()}
+    result |= {f"{name}_rss": max(r for _, r, _ in found) for name, found in times.items()}
+    return result
 
 
 def fusion_row(nodes: int, result: dict) -> str:
+    findings = (f"{result['findings_s']:.2f} | {result['findings_s'] / result['bare_s']:.1f}x"
+                if "findings_s" in result else "- | -")
     return (f"| {nodes:,} | {result['bare_s']:.2f} | {result['fused_s']:.2f} | {result['none_s']:.2f} | "
-            f"{result['fused_s'] / result['bare_s']:.1f}x | {result['fused_s'] / result['none_s']:.2f}x | "
-            f"{result['fused_alone_s']:.2f} | {result['none_alone_s']:.2f} | "
-            f"{result['fused_alone_s'] / result['bare_s']:.1f}x | {result['fused_alone_s'] / result['none_alone_s']:.2f}x | "
+            f"{result['fused_s'] / result['bare_s']:.2f}x | {result['fused_s'] / result['none_s']:.2f}x | "
+            f"{result['fused_cpu'] / result['bare_cpu']:.2f}x | {findings} | "
             f"{result['fused_rss']:.0f} MiB | {result['none_rss']:.0f} MiB |")
 
 
@@ -155,6 +161,8 @@ def main() -> None:
     parser.add_argument("--fusion-sizes", default="10000,30000,100000",
                         help="lengths of the Relu chain timed under a fusing target ('' leaves it out)")
     parser.add_argument("--fusion-target", default="l4", help="a target whose policy fuses elementwise ops")
+    parser.add_argument("--fusion-findings", type=int, default=1,
+                        help="1: also time the fused run with its findings (about five analyses); 0: leave it out")
     parser.add_argument("--cache", help="directory keeping the GPT-2 export between runs (it takes minutes)")
     parser.add_argument("--write", help="Markdown file to write the table into")
     args = parser.parse_args()
@@ -185,17 +193,18 @@ def main() -> None:
         if fusion_sizes:
             lines += [
                 "",
-                f"Relu chain on a 1x16 tensor, `summary --target {args.fusion_target} --format json` (the target's "
-                "policy fuses the chain into one kernel) against the same with `--fusion none` and bare onnx:",
+                f"Relu chain on a 1x16 tensor, `summary --target {args.fusion_target} --format json --no-findings` "
+                "(the target's policy fuses the chain into one kernel) against the same with `--fusion none` and "
+                "bare onnx; then the same fused run with its findings (the default):",
                 "",
                 "| nodes | bare load + infer s | fused s | --fusion none s | fused / bare | fused / none "
-                "| analysis alone, fused s | analysis alone, none s | alone fused / bare | alone fused / none "
-                "| fused peak RSS | none peak RSS |",
-                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+                "| fused / bare, CPU | with findings s | with findings / bare | fused peak RSS | none peak RSS |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]
         for size in fusion_sizes:
             path = relu_chain_file(size, Path(directory))
-            lines.append(fusion_row(node_count(path), measure_fusion(path, args.runs, args.fusion_target)))
+            result = measure_fusion(path, args.runs, args.fusion_target, bool(args.fusion_findings))
+            lines.append(fusion_row(node_count(path), result))
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.write:

@@ -269,7 +269,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
     fields = read_node_fields(nodes)  # once, for this stage and the next ones (binding changes no node)
     separate_sibling_scopes(proto, fields)  # sibling If branches may reuse names; every stage keys tensors by name
     shape_flags, dim_flags = _shape_flags(options.input_shapes), dim_values(options.dims)
-    fix_digit_dims(proto)  # a dim written "64" is 64, before anything reads the dims
+    fix_digit_dims(proto, fields)  # a dim written "64" is 64, before anything reads the dims
     name_unnamed_batch_axes(proto)  # skl2onnx's batch axis has no name: give it one to bind it by
     if options.ignore_missing_dims:
         symbols = {d.dim_param for i in real_inputs(proto.graph) for d in i.type.tensor_type.shape.dim if d.dim_param}

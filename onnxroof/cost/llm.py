@@ -115,6 +115,8 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
     branches of one If: its names must be unique model-wide, frontend.scopes)."""
     graph = model.graph
     inputs = {i.name: i for i in real_inputs(graph)}
+    if not prefill_only and all(len(_dims(i)) < 3 for i in inputs.values()):
+        return None  # a cache has rank 3 or more (_caches): no input can be one, known before reading the nodes
     outputs = {o.name: _dims(o) for o in graph.output}
     nodes, aliases, stored = searched_nodes(graph)
     consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}

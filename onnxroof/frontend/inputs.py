@@ -18,7 +18,7 @@ import onnx
 from onnx import helper
 
 from ..core.errors import OptionError
-from ..core.nodes import nested_graphs
+from ..core.nodes import NodeFields, nested_graphs
 from ..core.errors import ModelError
 from ..core.tensors import MAX_DIM, MAX_DIM_TEXT, UnresolvedDim, info_from_value_info
 
@@ -143,11 +143,11 @@ def _dims_of(value_info: onnx.ValueInfoProto) -> list[onnx.TensorShapeProto.Dime
 PLACEHOLDER_DIM_NAMES = frozenset({"?", "-1"})
 
 
-def fix_digit_dims(model: onnx.ModelProto) -> int:
+def fix_digit_dims(model: onnx.ModelProto, fields: Sequence[NodeFields] | None = None) -> int:
     """Write every ``dim_param`` that is a decimal integer (exporters write fixed dims as ``"64"``)
     as that fixed value, and drop the placeholder names (``"?"``) that stand for no value at all, in the graph's inputs, outputs and value_info and in every subgraph's
     (in place): it is no free symbol, so it is never reported unbound or suggested as a flag.
-    Returns how many dims were rewritten.
+    Returns how many dims were rewritten. ``fields``: the main graph's NodeFields, when read already.
 
     >>> from onnx import TensorProto
     >>> model = helper.make_model(helper.make_graph([], "g", [helper.make_tensor_value_info(
@@ -156,7 +156,7 @@ def fix_digit_dims(model: onnx.ModelProto) -> int:
     (1, [('batch', 0), ('', 64)])
     """
     fixed = 0
-    for graph in (model.graph, *nested_graphs(model.graph)):
+    for graph in (model.graph, *nested_graphs(model.graph, fields)):
         for value_info in (*graph.input, *graph.output, *graph.value_info):
             for dim in _dims_of(value_info) or ():
                 text = dim.dim_param

@@ -34,13 +34,9 @@ def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs:
     >>> sorted(settings_tensors(fields[:2], set(), {"y"}))
     ['shape']
     """
-    uses: dict[str, list[tuple[int, int]]] = {}  # tensor -> (reader's position, input slot)
     outer: set[str] = set(outputs)  # read by a subgraph (outer scope): data
     derived = set(constants)  # computed from shapes and constants only
-    for position, node in enumerate(fields):
-        for slot, name in enumerate(node.inputs):
-            if name:
-                uses.setdefault(name, []).append((position, slot))
+    for node in fields:
         has_subgraph = False
         for attribute in node.attributes or ():
             if attribute.type == _GRAPH_ATTRIBUTE:
@@ -50,6 +46,13 @@ def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs:
         shape_source = node.domain in DEFAULT_DOMAINS and OpTrait.READS_SHAPE_ONLY in traits_of("", node.op_type)
         if not has_subgraph and (shape_source or all(n in derived for n in node.inputs if n)):
             derived.update(o for o in node.outputs if o)
+    # who reads each derived tensor (reader's position, input slot): the only readers asked about
+    # below, so the other tensors (nearly all of a large graph's) are not logged
+    uses: dict[str, list[tuple[int, int]]] = {}
+    for position, node in enumerate(fields):
+        for slot, name in enumerate(node.inputs):
+            if name in derived:
+                uses.setdefault(name, []).append((position, slot))
     arithmetic: set[int] = set()  # positions of shape-arithmetic nodes
     settings: set[str] = set()
     for position in range(len(fields) - 1, -1, -1):  # readers before the nodes they read

@@ -26,6 +26,11 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
     them back). The model's inputs start in DRAM and its outputs end there: the roofline charges
     reading the one and writing the other, so neither counts again here, and evicting an output
     costs only its reload, if a later node reads it."""
+    if sum(problem.buffer_bytes) <= capacity_bytes:
+        # every buffer fits at once, so no step streams or evicts: the plan is empty, found
+        # without building the Buffer objects (a fused kernel's internals take no space, so a
+        # long fused chain lands here)
+        return SpillPlan(capacity_bytes, 0)
     position = {node: step for step, node in enumerate(order)}
     buffers = problem.buffers
     uses: dict[int, list[int]] = {}

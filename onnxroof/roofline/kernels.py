@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Iterable
 
 from ..cost.records import NodeStatus
@@ -118,7 +118,7 @@ def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str
     once. A sibling joins only if everything its kernel reads is made before the first one starts."""
     families: dict[tuple, list[int]] = {}
     for index, kernel in enumerate(kernels):
-        anchor = next((m for m in kernel.records if _kind(m) == "mac"), None)
+        anchor = next((m for m in kernel.records if m.macs and _kind(m) == "mac"), None)  # see reuse_of
         shape = anchor.output_shapes[0] if anchor is not None and anchor.output_shapes else None
         if anchor is None or not anchor.param_inputs or not anchor.inputs or not shape or anchor.inputs[0] in anchor.param_inputs:
             continue
@@ -241,7 +241,8 @@ def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
 def reuse_of(records: Iterable[NodeRecord]) -> tuple[int, int, int] | None:
     """(MACs, weight elements, output elements) of the kernel's first matmul, convolution or
     attention node: what :func:`reuse_class` decides by; None for a kernel without one."""
-    anchor = next((r for r in records if not r.view and _kind(r) in ("mac", "attention")), None)
+    # MACs first: most nodes have none, and _kind reads the op's traits (a 100,000-node kernel is scanned whole)
+    anchor = next((r for r in records if r.macs and not r.view and _kind(r) in ("mac", "attention")), None)
     if anchor is None:
         return None
     shape = anchor.output_shapes[0] if anchor.output_shapes else None
@@ -350,7 +351,9 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
     one kernel)."""
     start = members[0].index
     inside = {m.name for m in members}
-    kinds = Counter(_kind(m) for m in members)
+    kinds = dict.fromkeys(KINDS, 0)  # members of each kind
+    for member in members:
+        kinds[_kind(member)] += 1
     pending: dict[str, list[NodeRecord]] = {}  # kind -> candidates, in model order
     queued: dict[str, str] = {}  # candidate (once queued) -> its kind
 
@@ -399,11 +402,10 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
             enqueue(record)
 
 
-def _index(record: NodeRecord) -> int:
-    return record.index
+_index = attrgetter("index")  # a record's position in the model: the candidates' order
 
 
-def _prologue(candidate: NodeRecord, kinds: Counter, rules: frozenset[str], by_name: dict, position: dict[str, int],
+def _prologue(candidate: NodeRecord, kinds: dict[str, int], rules: frozenset[str], by_name: dict, position: dict[str, int],
               tensors: dict, inside: set[str], start: int, assigned: set[str]) -> list[NodeRecord]:
     """The elementwise nodes that make the inputs ``candidate`` lacks, when each reads only what
     is ready when the attention kernel starts: the kernel computes them inline, as a fused
@@ -444,6 +446,7 @@ def _kind(record: NodeRecord, ran: bool = False) -> str:
     return "alone"
 
 
+KINDS = ("view", "alone", "mac", "attention", "layout", "elementwise", "softmax", "reduction")  # what _kind says
 _TRAIT_KINDS: dict[OpTrait, str] = {}  # an op's traits -> _kind_of_traits (a Flag test is slow; graphs are large)
 
 
@@ -458,7 +461,7 @@ def _kind_of_traits(traits: OpTrait) -> str:
     return ""
 
 
-def _joins(kinds: Counter, kind: str, rules: frozenset[str]) -> bool:
+def _joins(kinds: dict[str, int], kind: str, rules: frozenset[str]) -> bool:
     """Whether a node of ``kind`` may join a kernel whose nodes are of ``kinds`` under ``rules``."""
     if kind == "alone":
         return False
@@ -506,7 +509,7 @@ def _inputs_ready(candidate: NodeRecord, inside: set[str], start: int, position:
 
 
 def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -> Kernel:
-    members.sort(key=lambda r: r.index)
+    members.sort(key=_index)
     if len(members) == 1:
         record = members[0]
         return Kernel(record.name, [record.name], record.op_type, members, record.flops, record.weight_bytes,
@@ -550,14 +553,27 @@ def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -
             if tensor is None:
                 continue
             size = tensor.bytes or 0
-            # a member that reads a tensor made inside the kernel reads nothing from outside
-            input_bytes -= size * sum(1 for c in dict.fromkeys(tensor.consumers)
-                                      if c in by_name and by_name[c].input_bytes and not by_name[c].view)
-            if not member.view and not leaves(name):
-                output_bytes -= size  # never written out
-                internal.append(name)
-    # a tensor from outside that several members read comes in once
-    for name in {t for m in members for t in m.inputs if t}:
+            # one look at its readers: those inside the kernel read nothing from outside, and one
+            # outside (or a view inside, followed by leaves) may make it leave the kernel
+            outside = through_view = False
+            for consumer in dict.fromkeys(tensor.consumers):
+                reader = by_name.get(consumer)
+                if reader is None:
+                    outside = True
+                elif reader.view:
+                    through_view = True
+                elif reader.input_bytes:
+                    input_bytes -= size
+            if member.view:
+                continue
+            if name in graph_outputs or outside or (through_view and leaves(name)):
+                continue
+            output_bytes -= size  # never written out
+            internal.append(name)
+    # a tensor from outside that several members read comes in once (the members' own outputs
+    # left out by name first: a long chain reads nothing else)
+    made = {t for m in members for t in m.outputs}
+    for name in {t for m in members for t in m.inputs if t and t not in made}:
         tensor = tensors.get(name)
         if tensor is None or tensor.kind in ("parameter", "constant") or tensor.producer in by_name:
             continue

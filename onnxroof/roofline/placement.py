@@ -297,15 +297,23 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
             read, written = _ran_constant_bytes(members, tensors)
             dram += read if keeps_activations else read + written
             onchip += read + written if keeps_activations else 0
-        roofs: Counter = Counter()  # roof -> FLOPs run on it
-        dtype_of = {m.name: (compute_dtypes or {}).get(m.name, m.dtype) for m in members}
+        # the members' FLOPs by the type they compute in, then each type's roof once (a kernel may
+        # have 100,000 members and one or two types)
+        flops_by_dtype: Counter = Counter()
+        computing: Counter = Counter()  # type -> members with FLOPs in it
         for member in members:
-            roof, _ = target.roof(dtype_of[member.name])
-            roofs[roof] += member.flops
-            if member.flops and roof != target.wanted_roof(dtype_of[member.name]):
-                fallbacks[(target.wanted_roof(dtype_of[member.name]), roof)] += 1
+            member_dtype = compute_dtypes.get(member.name, member.dtype) if compute_dtypes else member.dtype
+            flops_by_dtype[member_dtype] += member.flops
+            computing[member_dtype] += bool(member.flops)
+        roofs: Counter = Counter()  # roof -> FLOPs run on it
+        for member_dtype, flops in flops_by_dtype.items():
+            roof, _ = target.roof(member_dtype)
+            roofs[roof] += flops
+            if computing[member_dtype] and roof != target.wanted_roof(member_dtype):
+                fallbacks[(target.wanted_roof(member_dtype), roof)] += computing[member_dtype]
         anchor = next((m for m in members if m.macs), members[0])
-        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(dtype_of[anchor.name])
+        anchor_dtype = compute_dtypes.get(anchor.name, anchor.dtype) if compute_dtypes else anchor.dtype
+        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor_dtype)
         # views, folded constants and shape arithmetic launch nothing on the device
         works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members))
         launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0

@@ -65,3 +65,18 @@ def test_spill_evicts_the_farthest_next_use_among_several_candidates(tmp_path):
     assert report.spill_bytes == 2 * S == 800
     spill = {n.name: n.spill_bytes for n in report.nodes if n.spill_bytes}
     assert spill == {"C": S, "F": S}
+
+
+def test_a_capacity_that_holds_every_buffer_at_once_spills_nothing_and_builds_no_buffers():
+    from onnxroof.memory.problem import build_problem
+    from onnxroof.memory.spill import spill_plan
+
+    problem = build_problem(onnxroof.analyze(three_fan_out_model()).cost_graph)
+    total = sum(problem.buffer_bytes)  # x, a..f, y: 8 buffers of S
+    assert total == 8 * S
+    plan = spill_plan(problem, problem.model_order, total)
+    assert (plan.extra_dram_bytes, plan.per_node, plan.spilled, plan.streamed) == (0, {}, [], [])
+    assert "buffers" not in vars(problem)  # the shortcut: the Buffer objects were never built
+    # a byte less and the plan is made step by step (the peak is 4 x S: it still spills nothing)
+    assert spill_plan(problem, problem.model_order, total - 1).extra_dram_bytes == 0
+    assert "buffers" in vars(problem)

@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from ..roofline.targets import Target
 
 
+# Past this many nodes a finding does not analyse the model again: a review's variants are 4-8
+# whole analyses (batch x8 and x64, each narrower type, the fit's extrapolation), which on a
+# 100,000-node graph take 4x the analysis itself; re-placing (fusion, order, room on chip) stays
+REANALYSE_NODES = 50_000
+
+
 @dataclass
 class Variant:
     """What the finders read of an analysis with one change: its targets' reports and its
@@ -39,6 +45,9 @@ class Variants:
     def analysis(self, **changes: Any) -> Variant | str:
         """The analysis with ``changes`` (analyze()'s options), or why it failed."""
         key = tuple(sorted(changes.items()))
+        if len(self.base.nodes) > REANALYSE_NODES:
+            return (f"not analysed again: {len(self.base.nodes):,} nodes, over the {REANALYSE_NODES:,} up to which "
+                    "findings measure a change by analysing the model again")
         if key not in self._runs:
             try:
                 found = self._reanalyse(**changes)

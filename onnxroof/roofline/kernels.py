@@ -67,6 +67,23 @@ class Kernel:
         return self.weight_bytes + self.input_bytes + self.output_bytes
 
 
+def kernel_op_type(op_types: list[str]) -> str:
+    """A kernel's op types joined by "+", a run of more than three alike as one ("Relu×100"): a
+    fused chain of 100,000 Relus is named in a few characters, not 500,000.
+
+    >>> kernel_op_type(["Conv", "Relu"]), kernel_op_type(["Add"] * 3), kernel_op_type(["MatMul"] + ["Relu"] * 100)
+    ('Conv+Relu', 'Add+Add+Add', 'MatMul+Relu×100')
+    """
+    parts: list[str] = []
+    start = 0
+    for index in range(1, len(op_types) + 1):
+        if index == len(op_types) or op_types[index] != op_types[start]:
+            count = index - start
+            parts += [f"{op_types[start]}×{count}"] if count > 3 else op_types[start:index]
+            start = index
+    return "+".join(parts)
+
+
 def parse_policy(text: str) -> tuple[str, ...]:
     """The rule sets of a policy name ("none", "epilogue", "all") or a comma-separated list.
 
@@ -579,6 +596,6 @@ def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -
             continue
         readers = sum(1 for c in tensor.consumers if c in by_name and by_name[c].input_bytes and not by_name[c].view)
         input_bytes -= max(readers - 1, 0) * (tensor.bytes or 0)
-    op_type = "+".join(m.op_type for m in members if not m.view) or members[0].op_type
+    op_type = kernel_op_type([m.op_type for m in members if not m.view]) or members[0].op_type
     return Kernel(members[0].name, [m.name for m in members], op_type, members, sum(m.flops for m in members),
                   sum(m.weight_bytes for m in members), input_bytes, output_bytes, internal)

@@ -354,7 +354,8 @@ def explain_target_lines(report, node: str) -> list[str]:
         lines.append(f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = {seconds(point.onchip_s * point.near_efficiency)}")
     if point.op_efficiency is not None:
         table = target.efficiency_by_op.get(point.kernel_class or "", {})
-        ops = [op for op in dict.fromkeys(kernel.op_type.split("+")) if table.get(op) == point.op_efficiency]
+        ops = [op for op in dict.fromkeys(part.split("×")[0] for part in kernel.op_type.split("+"))
+               if table.get(op) == point.op_efficiency]
         near = "compute and on chip" if onchip_bw else "every roof"
         lines.append(f"  efficiency {point.op_efficiency:.2f} on {near} ({'/'.join(ops)} in {point.kernel_class} kernels "
                      f"on this target)" + (f", {point.efficiency:.2f} on DRAM" if onchip_bw else "")

@@ -25,6 +25,7 @@ kernels in order of their first node is a valid schedule.
 
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
@@ -75,12 +76,9 @@ def kernel_op_type(op_types: list[str]) -> str:
     ('Conv+Relu', 'Add+Add+Add', 'MatMul+Relu×100')
     """
     parts: list[str] = []
-    start = 0
-    for index in range(1, len(op_types) + 1):
-        if index == len(op_types) or op_types[index] != op_types[start]:
-            count = index - start
-            parts += [f"{op_types[start]}×{count}"] if count > 3 else op_types[start:index]
-            start = index
+    for op_type, run in itertools.groupby(op_types):
+        count = len(list(run))
+        parts += [f"{op_type}×{count}"] if count > 3 else [op_type] * count
     return "+".join(parts)
 
 

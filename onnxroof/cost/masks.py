@@ -50,12 +50,13 @@ def hidden_positions(records: Iterable[NodeRecord], values: Mapping[str, np.ndar
     {}
     """
     records = list(records)
+    softmaxes = [r for r in records if r.op_type == "Softmax" and r.domain in ("", "ai.onnx") and r.counted]
+    if not softmaxes:  # most graphs: no map of producers to build
+        return {}
     producer = {output: record for record in records for output in record.outputs if output}
     found: dict[str, int] = {}
     causal_masks: dict[str, bool] = {}
-    for record in records:
-        if record.op_type != "Softmax" or record.domain not in ("", "ai.onnx") or not record.counted:
-            continue
+    for record in softmaxes:
         shape = record.input_shapes[0] if record.input_shapes else None
         if not shape or len(shape) < 2 or not all(isinstance(d, int) for d in shape):
             continue

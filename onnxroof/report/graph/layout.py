@@ -115,6 +115,16 @@ def acyclic_edges(keys: Sequence[str], edges: Iterable[tuple[str, str]]) -> tupl
     return result, {kept.index(position) for position in back}
 
 
+def _neighbours(edges: Iterable[tuple[str, str]]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(each box's predecessors, each box's successors), in the edges' order."""
+    predecessors: dict[str, list[str]] = defaultdict(list)
+    successors: dict[str, list[str]] = defaultdict(list)
+    for u, v in edges:
+        predecessors[v].append(u)
+        successors[u].append(v)
+    return predecessors, successors
+
+
 def longest_path_layers(keys: Sequence[str], edges: Iterable[tuple[str, str]]) -> dict[str, int]:
     """Each box's layer on an acyclic graph: one below its lowest predecessor (0 for a source);
     then each source moves down to just above its highest successor.
@@ -122,11 +132,7 @@ def longest_path_layers(keys: Sequence[str], edges: Iterable[tuple[str, str]]) -
     >>> longest_path_layers("abcd", [("a", "b"), ("b", "c"), ("d", "c")])
     {'a': 0, 'b': 1, 'c': 2, 'd': 1}
     """
-    predecessors: dict[str, list[str]] = defaultdict(list)
-    successors: dict[str, list[str]] = defaultdict(list)
-    for u, v in edges:
-        predecessors[v].append(u)
-        successors[u].append(v)
+    predecessors, successors = _neighbours(edges)
     layer: dict[str, int] = {}
     waiting = {k: len(set(predecessors[k])) for k in keys}
     ready = [k for k in keys if waiting[k] == 0]
@@ -175,11 +181,7 @@ def order_layers(layers: list[list[str]], edges: Sequence[tuple[str, str]], swee
     >>> order_layers([["a", "b"], ["c", "d"]], [("a", "d"), ("b", "c")])
     [['a', 'b'], ['d', 'c']]
     """
-    down: dict[str, list[str]] = defaultdict(list)
-    up: dict[str, list[str]] = defaultdict(list)
-    for u, v in edges:
-        down[u].append(v)
-        up[v].append(u)
+    up, down = _neighbours(edges)
     current = [list(layer) for layer in layers]
 
     if all(len(layer) < 2 for layer in current):  # a chain: nothing to order
@@ -308,11 +310,8 @@ def layered_layout(sizes: Mapping[str, tuple[float, float]], edges: Iterable[tup
 def _depth_first(keys: Sequence[str], edges: Sequence[tuple[str, str]]) -> list[str]:
     """The boxes in depth-first order from the first source: the branches of a fork come
     one after the other, which the sweeps then only refine."""
-    successors: dict[str, list[str]] = defaultdict(list)
-    has_predecessor = set()
-    for u, v in edges:
-        successors[u].append(v)
-        has_predecessor.add(v)
+    predecessors, successors = _neighbours(edges)
+    has_predecessor = set(predecessors)
     seen: set[str] = set()
     order: list[str] = []
     for start in [k for k in keys if k not in has_predecessor] + list(keys):
@@ -331,11 +330,7 @@ def _coordinates(layers: list[list[str]], edges: Sequence[tuple[str, str]], widt
                  gap: float) -> dict[str, float]:
     """Centres: packed left to right, then pulled towards their neighbours' mean, sweeping down
     (predecessors), up (successors) and both, with :func:`pack_layer` keeping order and gaps."""
-    up: dict[str, list[str]] = defaultdict(list)
-    down: dict[str, list[str]] = defaultdict(list)
-    for u, v in edges:
-        down[u].append(v)
-        up[v].append(u)
+    up, down = _neighbours(edges)
     centre: dict[str, float] = {}
     for layer in layers:
         x = MARGIN

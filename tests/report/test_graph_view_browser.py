@@ -16,7 +16,7 @@ import pytest
 import onnxroof
 from onnxroof.report.html.pages import render_html
 
-from test_browser import CHROMIUM, FLAGS, Report, sync_api  # noqa: E402  (same folder)
+from test_browser import CHROMIUM, Report, browser  # noqa: E402,F401  (same folder; browser: its fixture)
 from models import random_dag, transformer_like  # noqa: E402
 from test_graph_view import _scoped  # noqa: E402
 
@@ -29,14 +29,6 @@ GEOMETRY = """() => Array.from(document.querySelectorAll('#gv-content .gb')).map
           texts: Array.from(g.querySelectorAll('text')).map(t => {
             const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })};
 })"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield instance
-        instance.close()
 
 
 def _page(tmp_path, analysis, name: str):

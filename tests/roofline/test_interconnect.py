@@ -5,23 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.core.errors import UsageError
 from onnxroof.roofline.targets import load_target
 
-VALID = '''schema = "onnxroof-target/1"
-name = "tiny"
-description = "a test target"
-
-[peak_ops_per_s.fp16]
-value = 1e12
-tag = "vendor"
-source = "datasheet"
-
-[dram.bandwidth_bytes_per_s]
-value = 100e9
-tag = "vendor"
-source = "datasheet"
-'''
+from test_targets import VALID, usage_error, write  # noqa: E402  (same folder: the tiny target and its helpers)
 
 LINK = '''
 [interconnect.nvlink.bandwidth_bytes_per_s]
@@ -77,15 +63,3 @@ def test_ring_all_reduce_by_hand(tmp_path):
 def test_malformed_links_are_one_line(tmp_path, change, words):
     assert words in usage_error(write(tmp_path, VALID + LINK.replace(*change)))
 
-
-def write(tmp_path, text: str):
-    path = tmp_path / "tiny.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def usage_error(path) -> str:
-    with pytest.raises(UsageError) as info:
-        load_target(str(path))
-    assert "\n" not in str(info.value) and str(path) in str(info.value)
-    return str(info.value)

@@ -94,7 +94,8 @@ def one_repeat(args, say) -> tuple[object, dict, dict]:
         if "phase" in options:  # the phase binds the decoder's dims; the manifest's would win over it
             bindings.pop("dims", None)
         analysis = onnxroof.analyze(model, **bindings, **options)
-        result = profile_model(analysis, target, args.runs, model=model, threads=args.threads)
+        result = profile_model(analysis, target, args.runs, model=model, threads=args.threads,
+                               wall_seconds=args.wall_seconds)
         results[label] = result
         class_of = {name: kernel.placement.kernel_class or "no class" for kernel in result.target.nodes
                     for name in kernel.nodes}
@@ -114,6 +115,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="calibration time per repeat (default 30)")
     parser.add_argument("--threads", type=int, default=1, help="threads for calibration and onnxruntime (default 1)")
     parser.add_argument("--runs", type=int, default=30, help="profiled and timed runs per model (default 30)")
+    parser.add_argument("--wall-seconds", type=float, default=2.0,
+                        help="time each model's runs without the profiler for at least this long (default 2)")
     parser.add_argument("--repeats", type=int, default=3, help="calibrate-and-profile rounds (default 3)")
     parser.add_argument("--write", action="store_true", help="replace the generated block of the doc")
     args = parser.parse_args()

@@ -510,6 +510,7 @@ def placement_entry(point) -> dict:
         "bound": point.bound,
         "overhead_s": point.overhead_s,
         "subnormal_s": point.subnormal_s,  # a masked Softmax's underflowed exps on a CPU's slow path (in time_s)
+        "exposed_dram_s": point.exposed_dram_s,  # DRAM time its compute did not hide (the target's dram_stall; in time_s)
         "efficiency": point.efficiency,  # the fraction of the roofline the target's runtime reaches
         "op_efficiency": point.op_efficiency,  # its op's by_op figure, on the compute and on-chip roofs (None: none)
         "efficiency_rows": point.efficiency_rows,  # the output rows its efficiency was read at (by_rows; None: none)
@@ -527,15 +528,14 @@ def target_entry(report, encoded: bool = False) -> dict:
         "path": target.path,
         "dtype": report.dtype,
         "batch": report.batch,
-        "roofs": {
-            roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof), "tag": figure.tag,
-                   "source": figure.source}
-            for roof, figure in target.peak_ops_per_s.items()
-        },
+        "roofs": {roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof), "tag": figure.tag,
+                         "source": figure.source} for roof, figure in target.peak_ops_per_s.items()},
         "dram_bytes_per_s": target.dram_bytes_per_s.value,
         "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
         "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
         "node_overhead_s": target.node_overhead_s.value if target.node_overhead_s else None,
+        "cold_node_overhead_s": target.cold_node_overhead_s.value if target.cold_node_overhead_s else None,
+        "launch_s": report.launch_s,  # what each kernel's launch cost in this run (cold when it streams past on chip)
         "dram_size_bytes": target.dram_size_bytes.value if target.dram_size_bytes else None,  # device memory
         "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
         "efficiency_by_op": target.efficiency_by_op,  # class -> op type -> its figure on the compute and on-chip roofs

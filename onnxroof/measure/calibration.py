@@ -60,7 +60,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import achieved, op_efficiency, rows_efficiency, subnormal
+from . import achieved, cold_launch, dram_stall, op_efficiency, rows_efficiency, subnormal
 from .machine import blas_name, cache_text, core_text, cpu_model, fit_in_memory, load_average, size_text, usable_cpus
 from .roof_kernels import (
     MAX_BYTES, MIN_BYTES, ONNXRUNTIME_INT8, STREAM_KERNELS, Timer, StreamArrays, blas_threads, blas_variables, matmul_flops,
@@ -215,6 +215,9 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
         result.notes.append("onnxruntime is not installed: no launch cost, copy bandwidth or efficiency measured")
         return
     say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
+    result.cold_launch_s = cold_launch.measure_cold_launch_s(result.launch_overhead_s, max(0.08 * budget_s, 0.8), threads)
+    if result.cold_launch_s:
+        say(f"onnxruntime launch {result.cold_launch_s * 1e6:.2f} µs per kernel when the run streams past the caches")
     if threads > 1:
         handoff = achieved.measure_handoff(result.launch_overhead_s, threads, max(0.06 * budget_s, 0.3))
         if handoff is not None:
@@ -239,3 +242,7 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
     result.efficiency_by_op, notes = op_efficiency.measure_op_efficiency(roofs, result.launch_overhead_s,
                                                                          0.35 * budget_s, threads, say)
     result.notes += notes
+    # after the efficiencies: they are fractions of the plain roofline, which this figure is not part of
+    result.dram_stall = dram_stall.measure_dram_stall(roofs.dram_bytes_per_s.value, max(0.1 * budget_s, 1.0), threads)
+    if result.dram_stall:
+        say(f"onnxruntime matmuls stall on {result.dram_stall:.0%} of their weights' DRAM time")

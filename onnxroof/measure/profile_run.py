@@ -64,13 +64,14 @@ DEFAULT_WARMUP = 3
 def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RUNS, *,
                   model: "str | os.PathLike | onnx.ModelProto | None" = None, warmup: int = DEFAULT_WARMUP,
                   optimization: str = "all", threads: int | None = None, keep_profile: str | os.PathLike | None = None,
-                  seed: int = 0) -> ProfileResult:
+                  seed: int = 0, wall_seconds: float = 0.0) -> ProfileResult:
     """Run the model ``warmup + runs`` times with onnxruntime (CPU) and compare each node's
     measured time with its predicted time on ``target``.
 
     ``model`` is what onnxruntime loads (default: the file ``analysis`` was read from; give the
     ModelProto for a model built in memory). ``keep_profile`` copies onnxruntime's raw profile
-    there."""
+    there. The wall times come from the same number of runs without the profiler, and more until
+    ``wall_seconds`` have passed."""
     from ..roofline.placement import place_model, split_kernel_times
 
     ort = import_onnxruntime()
@@ -114,7 +115,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
             options.enable_profiling = False
             options.optimized_model_filepath = ""
             plain = ort.InferenceSession(payload, options, providers=["CPUExecutionProvider"])
-            wall = _wall_times(plain, feeds, warmup, runs)
+            wall = _wall_times(plain, feeds, warmup, runs, wall_seconds)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise onnxruntime_error(exc, analysis) from exc
         text = Path(profile_path).read_text(encoding="utf-8")
@@ -137,7 +138,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
                  f"({len(mapping.unattributed)} with no ONNX node, such as layout reorders, costed from the bytes their "
                  f"profile events record); under the target's fusion policy ({', '.join(by_rules.fusion) or 'none'}) "
                  f"onnxroof predicts {by_rules.latency_s * 1e3:.4g} ms")
-    unattributed_s = sum(unattributed_kernel_s(kernel, target) for kernel in mapping.unattributed)
+    unattributed_s = sum(unattributed_kernel_s(kernel, target, report.launch_s) for kernel in mapping.unattributed)
     return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping, predicted), optimization, threads,
                          warmup, ort.__version__, statistics.median(wall), notes,
                          unattributed_s=unattributed_s, by_rules=by_rules, wall_fastest_s=min(wall))
@@ -149,9 +150,10 @@ _ADDED_KERNEL_CLASSES = {"ReorderInput": "transpose", "ReorderOutput": "transpos
                          "QuantizeLinear": "elementwise", "DequantizeLinear": "elementwise", "Cast": "elementwise"}
 
 
-def unattributed_kernel_s(kernel, target: "Target") -> float:
+def unattributed_kernel_s(kernel, target: "Target", launch_s: float | None = None) -> float:
     """The predicted seconds of a kernel onnxruntime added (no ONNX node: a layout reorder, a
-    transpose around an NHWC kernel, a copy of a shared DequantizeLinear): the launch cost (and
+    transpose around an NHWC kernel, a copy of a shared DequantizeLinear): the launch cost
+    (``launch_s``, what the model's own kernels paid; default the target's ``node_overhead_s``) (and
     the target's split cost if onnxruntime split it over its threads), plus
     the roofline time of the bytes its profile event records (its inputs, its initializers and
     its output, on chip when they fit there, the initializers from DRAM) over the efficiency of
@@ -169,7 +171,9 @@ def unattributed_kernel_s(kernel, target: "Target") -> float:
     """
     from ..roofline.placement import roofline
 
-    launch = target.node_overhead_s.value if target.node_overhead_s else 0.0
+    if launch_s is None:
+        launch_s = target.node_overhead_s.value if target.node_overhead_s else 0.0
+    launch = launch_s
     if getattr(kernel, "split", False) and target.split_overhead_s:
         launch += target.split_overhead_s.value
     if not kernel.sizes:
@@ -213,14 +217,16 @@ def _read_optimized(path: Path, notes: list[str]) -> OptimizedGraph | None:
         return None
 
 
-def _wall_times(session, feeds: dict, warmup: int, runs: int) -> list[float]:
-    """Seconds per run of ``session`` (after ``warmup`` runs), timed around ``session.run``."""
+def _wall_times(session, feeds: dict, warmup: int, runs: int, seconds: float = 0.0) -> list[float]:
+    """Seconds per run of ``session`` (after ``warmup`` runs), timed around ``session.run``: ``runs``
+    runs, and more until ``seconds`` have passed (a longer window finds a run nobody else slowed)."""
     import time
 
     for _ in range(warmup):
         session.run(None, feeds)
-    times = []
-    for _ in range(runs):
+    times: list[float] = []
+    deadline = time.monotonic() + seconds
+    while len(times) < runs or time.monotonic() < deadline:
         start = time.perf_counter()
         session.run(None, feeds)
         times.append(time.perf_counter() - start)

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..measure import achieved, rows_efficiency, subnormal
+from ..measure import achieved, cold_launch, dram_stall, rows_efficiency, subnormal
 from ..measure.op_efficiency import MATERIAL_DIFFERENCE, OP_SHAPE, by_op_figures
 from ..measure.achieved import LAUNCH_CHAIN
 from ..measure.machine import size_text
@@ -122,6 +122,28 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                            f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
                            f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, fastest of batches "
                            "of 50 runs (onnxruntime's profiler adds several µs to each small kernel it times)"),
+        ]
+    if c.cold_launch_s:
+        lines += [
+            "",
+            "[cold_node_overhead_s]",
+            *_figure_lines(c.cold_launch_s,
+                           f"{where}: onnxruntime's run time per kernel when the run moves more data than the caches "
+                           f"hold: the launch above plus what {cold_launch.small_kernels()} small kernels of seven kinds "
+                           f"on 1x{cold_launch.WIDTH} floats cost beside {cold_launch.BLOCKS} one-row MatMuls streaming "
+                           f"a 4 MiB weight each, beyond the MatMuls alone and themselves alone, per kernel; fastest of "
+                           "repeated runs"),
+        ]
+    if c.dram_stall:
+        cases = ", ".join(f"{rows}x{width} by {width}x{width}" for rows, width in dram_stall.CASES)
+        lines += [
+            "",
+            "[dram_stall]",
+            *_figure_lines(c.dram_stall,
+                           f"{where}: the share of a compute-bound product's DRAM time its compute does not hide: "
+                           f"chains of {dram_stall.FAN} MatMuls ({cases}) with a weight of their own each less with "
+                           "one weight shared (on chip), over the DRAM roof's time for the weights; median of the "
+                           "three, each capped at 1; fastest of repeated runs"),
         ]
     if c.handoff_s is not None:
         cases = ", ".join(f"{label} (1 thread {one * 1e6:.3g} µs, {c.threads} threads {many * 1e6:.3g} µs)"

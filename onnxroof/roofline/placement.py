@@ -67,6 +67,7 @@ class Placement:
     op_efficiency: float | None = None  # the by_op figure that divides its compute and on-chip roofs (None: efficiency)
     efficiency_rows: int | None = None  # the output rows its efficiency was read at (a by_rows curve; None: none)
     subnormal_s: float = 0.0  # its masked Softmax's underflowed exps on the slow path (in time_s; cost/masks.py)
+    exposed_dram_s: float = 0.0  # the DRAM time its compute does not hide (in time_s; the target's dram_stall)
 
     @property
     def near_efficiency(self) -> float:
@@ -100,6 +101,7 @@ def roofline(
     kernel_class: str | None = None,
     parallel: float = 1.0,
     op_efficiency: float | None = None,
+    dram_stall: float = 0.0,
 ) -> Placement:
     """Attainable = min(peak x parallel, I x bandwidth); time = max(FLOPs / (peak x parallel),
     DRAM bytes / bandwidth, on-chip bytes / on-chip bandwidth) / efficiency + a fixed per-node
@@ -113,7 +115,10 @@ def roofline(
     target's ``by_op`` figure for an op the kernel runs, ``Target.op_efficiency``) takes its place
     on the compute and on-chip roofs, and on DRAM too when there is no on-chip bandwidth: the
     core's throughput for that op, which data streamed from DRAM do not slow further; a kernel
-    DRAM-bound at the roofline may then be on-chip-bound.
+    DRAM-bound at the roofline may then be on-chip-bound. ``dram_stall`` (in [0, 1]) is the share
+    of a compute-bound kernel's DRAM time its compute does not hide: 0 is the roofline's max; above
+    it, that share of the DRAM time adds to the compute time (a CPU GEMM reading weights past its
+    caches stalls on them), and the kernel stays compute-bound.
 
     >>> erf = roofline(flops=0, dram_bytes=4000, peak_flops_per_s=1e12, dram_bytes_per_s=1e9, onchip_bytes=8000,
     ...                onchip_bytes_per_s=1e10, op_efficiency=0.25)  # DRAM 4 µs; on chip 0.8 µs / 0.25 = 3.2 µs
@@ -122,12 +127,17 @@ def roofline(
     >>> erf = roofline(0, 4000, 1e12, 1e9, 8000, 1e10, op_efficiency=0.125)  # 0.8 µs / 0.125 = 6.4 µs
     >>> round(erf.time_s * 1e6, 3), str(erf.bound)
     (6.4, 'onchip')
+    >>> gemm = roofline(flops=10**6, dram_bytes=1000, peak_flops_per_s=1e11, dram_bytes_per_s=1e9, dram_stall=0.75)
+    >>> round(gemm.time_s * 1e6, 3), round(gemm.exposed_dram_s * 1e6, 3), str(gemm.bound)  # 10 µs + 0.75 x 1 µs
+    (10.75, 0.75, 'compute')
     """
     near = efficiency if op_efficiency is None else op_efficiency
     compute_s = flops / (peak_flops_per_s * parallel) / near
     memory_s = dram_bytes / dram_bytes_per_s / (efficiency if onchip_bytes_per_s else near)
     onchip_s = (onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0) / near
     roof_s = max(compute_s, memory_s, onchip_s)
+    exposed_s = dram_stall * memory_s if compute_s == roof_s else 0.0
+    roof_s += exposed_s
     time_s = roof_s + overhead_s
     intensity = flops / dram_bytes if dram_bytes else None
     attainable = peak_flops_per_s * parallel
@@ -147,7 +157,7 @@ def roofline(
         bound = Bound.DRAM if memory_s >= onchip_s else Bound.ONCHIP
     return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
                      compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class, parallel,
-                     op_efficiency)
+                     op_efficiency, exposed_dram_s=exposed_s)
 
 
 def parallel_fraction(shape: WorkShape | None, tile: tuple[int, int] | None, units: int, systolic: bool) -> float:
@@ -217,6 +227,7 @@ class TargetReport:
     latency_kind: LatencyKind = LatencyKind.BOUND  # a lower bound (peak figures) or a forecast (measured efficiencies)
     band: Figure | None = None  # the forecast's measured error band, when its measurements cover this model's roofs
     findings: list[Finding] = field(default_factory=list)  # ranked; made by onnxroof.findings (re-analyses)
+    launch_s: float = 0.0  # what each kernel's launch costs in this run (cold_launch_s)
     fit: DeviceFit | None = None  # whether the model fits in the device's memory (onnxroof.findings)
 
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
@@ -280,6 +291,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     else:
         notes.append("no on-chip memory figure: every activation is read from and written to DRAM")
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    launch_cost_s = cold_launch_s(target, sum(k.weight_bytes for k in kernels) + memory.model_order.peak_bytes, notes)
     placements: list[NodePlacement] = []
     fallbacks: Counter = Counter()
     for position, kernel in enumerate(kernels):
@@ -316,7 +328,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor_dtype)
         # views, folded constants and shape arithmetic launch nothing on the device
         works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members))
-        launch_s = target.node_overhead_s.value if target.node_overhead_s and works and overhead else 0.0
+        launch_s = launch_cost_s if works and overhead else 0.0
         if target.split_overhead_s and works and overhead and (
                 any(m.name in split_nodes for m in members) if split_nodes is not None else splits_by_rule(members)):
             launch_s += target.split_overhead_s.value
@@ -330,7 +342,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
             parallel = parallel_fraction(shape, target.parallel.tile(roof),
                                          int(target.parallel.units.value), target.parallel.kind == "systolic")
         point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
-                         efficiency, kernel_class, parallel, by_op)
+                         efficiency, kernel_class, parallel, by_op,
+                         target.dram_stall.value if target.dram_stall and overhead else 0.0)
         if rows:
             point = replace(point, efficiency_rows=rows)
         subnormal = sum(m.subnormal_elements for m in members)
@@ -345,11 +358,36 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
                         keeps_activations, notes, rules)
     report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in cached)
+    report.launch_s = launch_cost_s if overhead else 0.0
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = _band(report)
     return report
+
+
+def cold_launch_s(target: Target, run_bytes: int, notes: list[str] | None = None) -> float:
+    """What each kernel's launch costs: ``cold_node_overhead_s`` when a run touches more bytes
+    (``run_bytes``: parameters and peak live activations; a runtime's arena reuses the rest) than
+    the chip holds, which evicts the runtime's own state between kernels, else ``node_overhead_s``
+    (0 without it). A note in ``notes`` says which.
+
+    >>> from onnxroof.roofline.targets import Figure, Target
+    >>> f = lambda v: Figure(v, "measured", "x")
+    >>> t = Target("t", "", "", {"fp32": f(1e11)}, f(1e10), onchip_bytes=f(2**21), node_overhead_s=f(0.3e-6),
+    ...            cold_node_overhead_s=f(1e-6))
+    >>> cold_launch_s(t, 2**20) * 1e6, cold_launch_s(t, 2**22) * 1e6
+    (0.3, 1.0)
+    """
+    warm_s = target.node_overhead_s.value if target.node_overhead_s else 0.0
+    cold = target.cold_node_overhead_s
+    if cold is None or target.onchip_bytes is None or run_bytes <= target.onchip_bytes.value:
+        return warm_s
+    if notes is not None:
+        notes.append(f"a run touches {run_bytes:,} B, more than the {int(target.onchip_bytes.value):,} B on chip: each "
+                     f"kernel's launch costs {cold.value * 1e6:.3g} µs, not {warm_s * 1e6:.3g} µs (the runtime's own "
+                     "state is evicted between kernels)")
+    return cold.value
 
 
 # more of the time than this on roofs the band was not measured on: no band. A quarter, since an

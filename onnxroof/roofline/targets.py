@@ -10,7 +10,11 @@ the parameters, the activations and a decoder's KV cache must fit in), ``onchip.
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
 ``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
 ``power_w``, ``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel
-launch; added to every kernel's roofline time), ``split_overhead_s`` (what a kernel costs on top
+launch; added to every kernel's roofline time), ``dram_stall`` (the share, in (0, 1], of
+a compute-bound kernel's DRAM time its compute does not hide: it adds to the compute time; a CPU
+GEMM stalls on weights read past its caches; absent: 0, the roofline's max), ``cold_node_overhead_s`` (what takes its place
+when a run moves more bytes than ``onchip.size_bytes``: a CPU runtime's own state and code are
+evicted between kernels, so each launch misses the caches; absent: ``node_overhead_s``), ``split_overhead_s`` (what a kernel costs on top
 of ``node_overhead_s`` when the runtime splits it over several threads: a CPU runtime's intra-op
 pool hands each thread its share and waits for them all; added to the kernels an onnxruntime
 profile shows split, and by the rules to the convolutions and matmuls of at least
@@ -195,6 +199,8 @@ class Target:
     power_w: Figure | None = None
     node_overhead_s: Figure | None = None
     split_overhead_s: Figure | None = None  # on top of node_overhead_s for a kernel split over the threads
+    cold_node_overhead_s: Figure | None = None  # node_overhead_s when a run streams past the on-chip memory
+    dram_stall: Figure | None = None  # the share of a compute-bound kernel's DRAM time its compute does not hide
     subnormal_s_per_element: Figure | None = None  # a masked Softmax's underflowed exps (cost/masks.py)
     fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
     fusion_source: str = ""
@@ -432,6 +438,8 @@ def parse_target(path: Path) -> Target:
         power_w=read_figure(data, "power_w", "power_w", where, required=False),
         node_overhead_s=read_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
         split_overhead_s=read_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
+        cold_node_overhead_s=read_figure(data, "cold_node_overhead_s", "cold_node_overhead_s", where, required=False),
+        dram_stall=read_fraction(data, "dram_stall", "dram_stall", where) if "dram_stall" in data else None,
         subnormal_s_per_element=read_figure(data, "subnormal_s_per_element", "subnormal_s_per_element", where,
                                             required=False),
         **_efficiency(data, where),

@@ -369,7 +369,12 @@ def explain_target_lines(report, node: str) -> list[str]:
         lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
                      f"of these over {point.efficiency:.2f}")
     if point.overhead_s:
-        lines.append(f"  launch   {seconds(point.overhead_s)} per kernel")
+        cold = (" (cold: the run touches more data than the on-chip memory holds)"
+                if target.cold_node_overhead_s and report.launch_s == target.cold_node_overhead_s.value else "")
+        lines.append(f"  launch   {seconds(point.overhead_s)} per kernel{cold}")
+    if point.exposed_dram_s:
+        lines.append(f"  stall    {seconds(point.exposed_dram_s)}: {target.dram_stall.value:.0%} of its DRAM time, which "
+                     "its compute does not hide on this target (dram_stall)")
     if point.subnormal_s:
         per_element_s = target.subnormal_s_per_element.value
         lines.append(f"  subnormal {round(point.subnormal_s / per_element_s):,} masked exps x {seconds(per_element_s)} = "
@@ -435,6 +440,8 @@ def render_targets_list(targets) -> str:
         for roof, figure in target.peak_ops_per_s.items():
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
         overhead = f", launch {seconds(target.node_overhead_s.value)} per kernel" if target.node_overhead_s else ""
+        if target.cold_node_overhead_s:
+            overhead += f" ({seconds(target.cold_node_overhead_s.value)} cold)"
         lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
         by_value: dict[str, list[str]] = {}  # classes with the same efficiency, listed together
         for name, figure in target.efficiency.items():

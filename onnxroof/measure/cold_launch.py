@@ -1,0 +1,104 @@
+"""What a kernel's launch costs onnxruntime when a run moves more data than the caches hold
+(``cold_node_overhead_s``): the runtime's own state (each node's kernel object, its shapes, the
+allocator's lists) and the kernels' code are evicted by the streamed bytes, so every small kernel
+pays cache misses the launch measurement's chain of alike Adds (:func:`achieved.measure_launch_overhead`,
+everything hot) never sees.
+
+Measured as an interaction: :data:`BLOCKS` blocks, each a one-row MatMul streaming a 4 MiB weight
+of its own and then :data:`SMALL_CYCLE` (small kernels of seven kinds on one row of 1,024 floats,
+as a decoder runs between its products), timed whole, without the small kernels, without the
+MatMuls, and as one small kernel (the run's own cost). What the small kernels cost beside the
+streaming beyond what they cost alone, per kernel, is added to the warm launch cost:
+
+    cold = launch + (both - MatMuls only - small only + one kernel) / small kernels
+
+On the machine this was written on (one core): 0.43-0.6 µs per kernel alone, 1.0-1.2 µs beside
+the MatMuls; with seven Adds in the cycle instead, only 0.1-0.2 µs more (one op's code stays hot),
+which is why the cycle mixes kinds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import achieved
+
+WIDTH = 1024  # one row of floats; each MatMul's weight is WIDTH x WIDTH floats, 4 MiB
+BLOCKS = 6
+# the small kernels after each MatMul, by op (Where takes a Greater before it)
+# (no Add or Mul next to a MatMul: onnxruntime would fuse it in)
+SMALL_CYCLE = ("Reshape", "Add", "Mul", "Unsqueeze", "Squeeze", "LayerNormalization", "Where", "Softmax") * 2
+
+
+def interleaved_model(blocks: int, matmuls: bool, small: bool):
+    """``blocks`` times: a MatMul of the running row by a weight of its own (with ``matmuls``),
+    then the :data:`SMALL_CYCLE` kernels on its output (with ``small``); a model of neither is one Add."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    initializers = [numpy_helper.from_array(np.array(v, dtype), name) for name, v, dtype in (
+        ("one", [1.0], np.float32), ("half", [0.5], np.float32), ("row", [1, -1], np.int64), ("axis", [0], np.int64),
+        ("scale", np.ones(WIDTH), np.float32), ("bias", np.zeros(WIDTH), np.float32))]
+    nodes, previous = [], "x"
+
+    def add(op: str, inputs: list[str], **attributes) -> None:
+        nonlocal previous
+        previous = f"t{len(nodes)}"
+        nodes.append(helper.make_node(op, inputs, [previous], name=previous, **attributes))
+
+    small_inputs = {"Add": ["one"], "Mul": ["half"], "Reshape": ["row"], "Unsqueeze": ["axis"], "Squeeze": ["axis"],
+                    "LayerNormalization": ["scale", "bias"], "Softmax": []}
+    for block in range(blocks):
+        if matmuls:
+            weight = f"w{block}"
+            initializers.append(numpy_helper.from_array((0.01 * rng.standard_normal((WIDTH, WIDTH))).astype(np.float32),
+                                                        weight))
+            add("MatMul", [previous, weight])
+        for op in SMALL_CYCLE if small else ():
+            if op == "Where":
+                value = previous
+                add("Greater", [value, "one"])
+                add("Where", [previous, value, "one"])
+            else:
+                add(op, [previous, *small_inputs[op]], **({"axis": -1} if op in ("Softmax", "LayerNormalization") else {}))
+    if not nodes:
+        add("Add", ["x", "one"])
+    graph = helper.make_graph(nodes, "interleaved", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, WIDTH))],
+                              [helper.make_tensor_value_info(previous, TensorProto.FLOAT, (1, WIDTH))], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def small_kernels() -> int:
+    """The small kernels of one model's :data:`BLOCKS` blocks (a Where counts its Greater).
+
+    >>> small_kernels()
+    108
+    """
+    return BLOCKS * (len(SMALL_CYCLE) + SMALL_CYCLE.count("Where"))
+
+
+def cold_seconds(launch_s: float, both_s: float, matmuls_s: float, small_s: float, base_s: float, kernels: int) -> float:
+    """The cold launch cost: the warm ``launch_s`` plus what ``kernels`` small kernels cost beside
+    the streaming MatMuls beyond the MatMuls' and their own times, per kernel.
+
+    >>> round(cold_seconds(0.35e-6, both_s=1251e-6, matmuls_s=1074e-6, small_s=94e-6, base_s=4e-6, kernels=150) * 1e6, 3)
+    0.93
+    """
+    return launch_s + (both_s - matmuls_s - small_s + base_s) / kernels
+
+
+def measure_cold_launch_s(launch_s: float, budget_s: float, threads: int | None = None) -> float | None:
+    """Seconds per kernel launch when the run streams past the caches (see the module); None
+    without onnxruntime, or when the small kernels cost no more beside the MatMuls."""
+    if not achieved.onnxruntime_available():
+        return None
+    feeds = {"x": np.random.default_rng(1).standard_normal((1, WIDTH)).astype(np.float32)}
+    shapes = ((True, True), (True, False), (False, True))
+    both_s, matmuls_s, small_s = (
+        achieved.fastest_run_s(achieved.cpu_session(interleaved_model(BLOCKS, matmuls, small), threads, optimize=True),
+                               feeds, budget_s / 4)
+        for matmuls, small in shapes)
+    base_s = achieved.fastest_run_s(achieved.cpu_session(interleaved_model(0, False, False), threads, optimize=True),
+                                    feeds, budget_s / 4)
+    cold_s = cold_seconds(launch_s, both_s, matmuls_s, small_s, base_s, small_kernels())
+    return cold_s if cold_s > launch_s else None

@@ -534,8 +534,8 @@ def target_entry(report, encoded: bool = False) -> dict:
         "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
         "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
         "node_overhead_s": target.node_overhead_s.value if target.node_overhead_s else None,
-        "cold_node_overhead_s": target.cold_node_overhead_s.value if target.cold_node_overhead_s else None,
         "launch_s": report.launch_s,  # what each kernel's launch cost in this run (cold when it streams past on chip)
+        "run_overhead_s": report.run_s,  # what the run cost beyond its kernels (in latency_s)
         "dram_size_bytes": target.dram_size_bytes.value if target.dram_size_bytes else None,  # device memory
         "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
         "efficiency_by_op": target.efficiency_by_op,  # class -> op type -> its figure on the compute and on-chip roofs

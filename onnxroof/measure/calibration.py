@@ -215,6 +215,9 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
         result.notes.append("onnxruntime is not installed: no launch cost, copy bandwidth or efficiency measured")
         return
     say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
+    result.run_overhead_s = achieved.measure_run_overhead(result.launch_overhead_s, max(0.02 * budget_s, 0.2), threads)
+    if result.run_overhead_s:
+        say(f"onnxruntime run {result.run_overhead_s * 1e6:.2f} µs beyond its kernels")
     result.cold_launch_s = cold_launch.measure_cold_launch_s(result.launch_overhead_s, max(0.08 * budget_s, 0.8), threads)
     if result.cold_launch_s:
         say(f"onnxruntime launch {result.cold_launch_s * 1e6:.2f} µs per kernel when the run streams past the caches")

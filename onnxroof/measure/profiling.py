@@ -367,7 +367,8 @@ class ProfileResult:
     notes: list[str] = field(default_factory=list)
     unattributed_s: float = 0.0  # predicted for the kernels with no ONNX node (profile_run.unattributed_kernel_s)
     by_rules: "TargetReport | None" = None  # the prediction under the target's fusion policy (what report says)
-    wall_fastest_s: float | None = None  # the fastest run without the profiler: the statistic calibrate's roofs are
+    # the fastest run without the profiler, or (profile_model's wall_seconds) the fastest ~5 ms batch's mean: the roofs' statistic
+    wall_fastest_s: float | None = None
 
     @property
     def predicted_s(self) -> float:

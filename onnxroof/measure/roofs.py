@@ -101,6 +101,7 @@ class Calibration:
     blas_threads: int | None = None  # the BLAS thread limit during the matmuls (None: BLAS's default)
     launch_overhead_s: float | None = None  # onnxruntime's cost per kernel (None: not measured)
     cold_launch_s: float | None = None  # onnxruntime's cost per kernel when a run streams past the caches
+    run_overhead_s: float | None = None  # onnxruntime's cost per run beyond its kernels (None: not measured)
     dram_stall: float | None = None  # the share of a compute-bound product's DRAM time not hidden (None: not measured)
     handoff_s: float | None = None  # what a kernel split over the threads costs on top (None: one thread, or not measured)
     handoff_cases: list[tuple[str, float, float]] = field(default_factory=list)  # (op, one-thread slope, slope)
@@ -161,6 +162,7 @@ def measured_roofs(calibration: Calibration, name: str = "this-machine") -> Targ
         node_overhead_s=measured(calibration.launch_overhead_s) if calibration.launch_overhead_s else None,
         split_overhead_s=measured(calibration.handoff_s) if calibration.handoff_s else None,
         cold_node_overhead_s=measured(calibration.cold_launch_s) if calibration.cold_launch_s else None,
+        run_overhead_s=measured(calibration.run_overhead_s) if calibration.run_overhead_s else None,
         dram_stall=measured(calibration.dram_stall) if calibration.dram_stall else None,
         subnormal_s_per_element=measured(calibration.subnormal_s) if calibration.subnormal_s else None,
         weights_resident=bool(levels.onchip_bytes),

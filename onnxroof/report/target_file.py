@@ -123,6 +123,15 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                            f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, fastest of batches "
                            "of 50 runs (onnxruntime's profiler adds several µs to each small kernel it times)"),
         ]
+    if c.run_overhead_s:
+        lines += [
+            "",
+            "[run_overhead_s]",
+            *_figure_lines(c.run_overhead_s,
+                           f"{where}: onnxruntime's cost per run beyond its kernels (binding the inputs and outputs, "
+                           "the call from Python): a one-Add model's run on 16 floats less the launch above, the "
+                           "intercept of the launch's line; fastest of batches of runs"),
+        ]
     if c.cold_launch_s:
         lines += [
             "",

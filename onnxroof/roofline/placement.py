@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from ..core.dtypes import bits_of, packed_bytes
 from ..core.enums import TextEnum
 from ..cost.records import NodeStatus
-from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
 from ..memory.spill import spill_plan
+from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
+from .overheads import kernel_launch_s, run_overhead_s
 from .targets import SPLIT_MACS, Figure, LatencyKind, Target
 from .verdicts import DeviceFit, Finding
 
@@ -227,7 +228,8 @@ class TargetReport:
     latency_kind: LatencyKind = LatencyKind.BOUND  # a lower bound (peak figures) or a forecast (measured efficiencies)
     band: Figure | None = None  # the forecast's measured error band, when its measurements cover this model's roofs
     findings: list[Finding] = field(default_factory=list)  # ranked; made by onnxroof.findings (re-analyses)
-    launch_s: float = 0.0  # what each kernel's launch costs in this run (cold_launch_s)
+    launch_s: float = 0.0  # what each kernel's launch costs in this run (overheads.kernel_launch_s)
+    run_s: float = 0.0  # what the run costs beyond its kernels (in latency_s; overheads.run_overhead_s)
     fit: DeviceFit | None = None  # whether the model fits in the device's memory (onnxroof.findings)
 
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
@@ -291,7 +293,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     else:
         notes.append("no on-chip memory figure: every activation is read from and written to DRAM")
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
-    launch_cost_s = cold_launch_s(target, sum(k.weight_bytes for k in kernels) + memory.model_order.peak_bytes, notes)
+    launch_cost_s = kernel_launch_s(target, sum(k.weight_bytes for k in kernels) + memory.model_order.peak_bytes, notes)
     placements: list[NodePlacement] = []
     fallbacks: Counter = Counter()
     for position, kernel in enumerate(kernels):
@@ -356,38 +358,15 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     for (wanted, used), count in sorted(fallbacks.items()):
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
-                        keeps_activations, notes, rules)
+                        keeps_activations, notes, rules, run_overhead_s(target) if overhead else 0.0)
     report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in cached)
     report.launch_s = launch_cost_s if overhead else 0.0
+    report.run_s = run_overhead_s(target) if overhead else 0.0
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = _band(report)
     return report
-
-
-def cold_launch_s(target: Target, run_bytes: int, notes: list[str] | None = None) -> float:
-    """What each kernel's launch costs: ``cold_node_overhead_s`` when a run touches more bytes
-    (``run_bytes``: parameters and peak live activations; a runtime's arena reuses the rest) than
-    the chip holds, which evicts the runtime's own state between kernels, else ``node_overhead_s``
-    (0 without it). A note in ``notes`` says which.
-
-    >>> from onnxroof.roofline.targets import Figure, Target
-    >>> f = lambda v: Figure(v, "measured", "x")
-    >>> t = Target("t", "", "", {"fp32": f(1e11)}, f(1e10), onchip_bytes=f(2**21), node_overhead_s=f(0.3e-6),
-    ...            cold_node_overhead_s=f(1e-6))
-    >>> cold_launch_s(t, 2**20) * 1e6, cold_launch_s(t, 2**22) * 1e6
-    (0.3, 1.0)
-    """
-    warm_s = target.node_overhead_s.value if target.node_overhead_s else 0.0
-    cold = target.cold_node_overhead_s
-    if cold is None or target.onchip_bytes is None or run_bytes <= target.onchip_bytes.value:
-        return warm_s
-    if notes is not None:
-        notes.append(f"a run touches {run_bytes:,} B, more than the {int(target.onchip_bytes.value):,} B on chip: each "
-                     f"kernel's launch costs {cold.value * 1e6:.3g} µs, not {warm_s * 1e6:.3g} µs (the runtime's own "
-                     "state is evicted between kernels)")
-    return cold.value
 
 
 # more of the time than this on roofs the band was not measured on: no band. A quarter, since an
@@ -555,8 +534,9 @@ def _joules(amount: int, picojoules_each: float | None) -> float | None:
 
 
 def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement], spilled: list[str],
-               spill_bytes: int, on_chip: bool, notes: list[str], fusion: tuple[str, ...]) -> TargetReport:
-    latency = sum(n.placement.time_s for n in nodes)
+               spill_bytes: int, on_chip: bool, notes: list[str], fusion: tuple[str, ...],
+               run_s: float = 0.0) -> TargetReport:
+    latency = sum(n.placement.time_s for n in nodes) + run_s  # run_s: the run's own cost, before its kernels
     flops = sum(n.placement.flops for n in nodes)
     dram = sum(n.placement.dram_bytes for n in nodes)
     onchip = sum(n.placement.onchip_bytes for n in nodes)
@@ -576,7 +556,7 @@ def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement
     if missing:
         notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
     energy = None if missing else sum(v for v in split.values() if v is not None)
-    share: Counter = Counter()
+    share: Counter = Counter({Bound.OVERHEAD: run_s} if run_s else {})
     for n in nodes:
         share[n.placement.bound] += n.placement.time_s
     return TargetReport(

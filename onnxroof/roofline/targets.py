@@ -10,7 +10,9 @@ the parameters, the activations and a decoder's KV cache must fit in), ``onchip.
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
 ``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
 ``power_w``, ``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel
-launch; added to every kernel's roofline time), ``dram_stall`` (the share, in (0, 1], of
+launch; added to every kernel's roofline time), ``run_overhead_s`` (what one
+run costs beyond its kernels: the runtime binding the inputs and outputs, the call itself; added
+once to the latency, as overhead), ``dram_stall`` (the share, in (0, 1], of
 a compute-bound kernel's DRAM time its compute does not hide: it adds to the compute time; a CPU
 GEMM stalls on weights read past its caches; absent: 0, the roofline's max), ``cold_node_overhead_s`` (what takes its place
 when a run moves more bytes than ``onchip.size_bytes``: a CPU runtime's own state and code are
@@ -200,6 +202,7 @@ class Target:
     node_overhead_s: Figure | None = None
     split_overhead_s: Figure | None = None  # on top of node_overhead_s for a kernel split over the threads
     cold_node_overhead_s: Figure | None = None  # node_overhead_s when a run streams past the on-chip memory
+    run_overhead_s: Figure | None = None  # what a run costs beyond its kernels (a call's own fixed cost)
     dram_stall: Figure | None = None  # the share of a compute-bound kernel's DRAM time its compute does not hide
     subnormal_s_per_element: Figure | None = None  # a masked Softmax's underflowed exps (cost/masks.py)
     fusion: tuple[str, ...] = ()  # FUSION_RULES the runtime applies; () = one kernel per node
@@ -439,6 +442,7 @@ def parse_target(path: Path) -> Target:
         node_overhead_s=read_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
         split_overhead_s=read_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
         cold_node_overhead_s=read_figure(data, "cold_node_overhead_s", "cold_node_overhead_s", where, required=False),
+        run_overhead_s=read_figure(data, "run_overhead_s", "run_overhead_s", where, required=False),
         dram_stall=read_fraction(data, "dram_stall", "dram_stall", where) if "dram_stall" in data else None,
         subnormal_s_per_element=read_figure(data, "subnormal_s_per_element", "subnormal_s_per_element", where,
                                             required=False),

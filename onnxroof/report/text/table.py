@@ -442,6 +442,8 @@ def render_targets_list(targets) -> str:
         overhead = f", launch {seconds(target.node_overhead_s.value)} per kernel" if target.node_overhead_s else ""
         if target.cold_node_overhead_s:
             overhead += f" ({seconds(target.cold_node_overhead_s.value)} cold)"
+        if target.run_overhead_s:
+            overhead += f", {seconds(target.run_overhead_s.value)} per run"
         lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
         by_value: dict[str, list[str]] = {}  # classes with the same efficiency, listed together
         for name, figure in target.efficiency.items():

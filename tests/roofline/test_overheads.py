@@ -1,6 +1,7 @@
-"""Two CPU figures of issue 29's host work: a kernel's launch when the run streams past the caches
-(``cold_node_overhead_s``) and the share of a compute-bound product's DRAM time its compute does
-not hide (``dram_stall``). Each expected time is worked out by hand in the test."""
+"""The CPU figures of issue 29's host work: a kernel's launch when the run streams past the caches
+(``cold_node_overhead_s``), a run's own cost (``run_overhead_s``) and the share of a
+compute-bound product's DRAM time its compute does not hide (``dram_stall``). Each expected time
+is worked out by hand in the test."""
 
 from __future__ import annotations
 
@@ -44,6 +45,20 @@ def test_every_kernel_launches_cold_when_the_run_touches_more_than_the_chip_hold
 def test_without_a_cold_figure_the_launch_stays_warm(tmp_path):
     report = report_on(tmp_path, matmul_relu(1), **{"onchip.size_bytes": 2**17})
     assert report.launch_s == pytest.approx(1e-6)
+
+
+def test_a_run_costs_its_kernels_and_its_own_overhead_once(tmp_path):
+    report = report_on(tmp_path, matmul_relu(1), **{"onchip.size_bytes": 2**20, "run_overhead_s": 4e-6})
+    # batch 1: the MatMul reads its 262,144 B weight and the 1,024 B input from DRAM in 2.63 µs
+    # (its 131,072 FLOPs take 0.13 µs) and launches in 1 µs; the Relu's 1 KiB output to DRAM takes
+    # 0.01 µs, plus 1 µs
+    kernels_s = 263_168 / 1e11 + 1e-6 + 1_024 / 1e11 + 1e-6
+    assert sum(k.placement.time_s for k in report.nodes) == pytest.approx(kernels_s, rel=1e-3)
+    assert report.run_s == pytest.approx(4e-6) and report.latency_s == pytest.approx(kernels_s + 4e-6, rel=1e-3)
+    # the run's own cost is overhead in the time shares, beside the Relu, whose launch exceeds its
+    # roofs (the MatMul, DRAM-bound, counts as DRAM whole)
+    assert sum(report.time_share.values()) == pytest.approx(1.0)
+    assert report.time_share["overhead"] == pytest.approx((4e-6 + 1e-6 + 1_024 / 1e11) / report.latency_s, rel=1e-3)
 
 
 @pytest.mark.parametrize("stall", [None, 0.5])

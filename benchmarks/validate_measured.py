@@ -115,9 +115,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="calibration time per repeat (default 30)")
     parser.add_argument("--threads", type=int, default=1, help="threads for calibration and onnxruntime (default 1)")
     parser.add_argument("--runs", type=int, default=30, help="profiled and timed runs per model (default 30)")
-    parser.add_argument("--wall-seconds", type=float, default=2.0,
-                        help="time each model without the profiler this long, the fastest ~5 ms batch of runs "
-                             "as calibrate times the roofs (default 2)")
+    parser.add_argument("--wall-seconds", type=float, default=0.15,
+                        help="time each model without the profiler this long (at least --runs runs), the fastest "
+                             "~5 ms batch of runs, as calibrate times each efficiency case (default 0.15: a case's "
+                             "window in a 30 s calibration)")
     parser.add_argument("--repeats", type=int, default=3, help="calibrate-and-profile rounds (default 3)")
     parser.add_argument("--write", action="store_true", help="replace the generated block of the doc")
     args = parser.parse_args()
@@ -137,9 +138,10 @@ def main() -> int:
         f"Each repeat calibrates afresh ({calibration_line}) and profiles every model; the figures are the median "
         "over the repeats, the range in brackets. Error = (predicted - measured) / measured: negative is a "
         "prediction too fast. The acceptance basis, *fastest*, is the roofs' own statistic: runs without the "
-        f"profiler (which adds several µs to each small kernel) in batches of about 5 ms for {args.wall_seconds:g} s, "
-        "the fastest batch's mean per run (one run per batch for a model of 5 ms or more), so both sides are what "
-        f"the machine does when nothing else holds it up; the median of {args.runs} single runs is beside it.",
+        f"profiler (which adds several µs to each small kernel) in batches of about 5 ms for {args.wall_seconds:g} s "
+        f"(a calibration case's window; at least {args.runs} runs), the fastest batch's mean per run (one run per "
+        "batch for a model of 5 ms or more), so both sides are what the machine does when nothing else holds it "
+        f"up; the median of {args.runs} single runs is beside it.",
         "",
         "*Predicted* costs the kernels onnxruntime ran (read off its optimized graph and profile, each paying "
         "the launch cost); *by the target's rules* is what `onnxroof report` says on the calibrated target, "

@@ -9,8 +9,8 @@ from .targets import Target
 
 def kernel_launch_s(target: Target, run_bytes: int, notes: list[str] | None = None) -> float:
     """What each kernel's launch costs: ``cold_node_overhead_s`` when a run touches more bytes
-    (``run_bytes``: parameters and peak live activations; a runtime's arena reuses the rest) than
-    the chip holds, which evicts the runtime's own state between kernels, else ``node_overhead_s``
+    (``run_bytes``: its parameters and every activation it writes, each once) than the chip
+    holds, which evicts the runtime's own state between kernels, else ``node_overhead_s``
     (0 without it). A note in ``notes`` says which.
 
     >>> from onnxroof.roofline.targets import Figure, Target

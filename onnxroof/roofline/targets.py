@@ -15,7 +15,7 @@ run costs beyond its kernels: the runtime binding the inputs and outputs, the ca
 once to the latency, as overhead), ``dram_stall`` (the share, in (0, 1], of
 a compute-bound kernel's DRAM time its compute does not hide: it adds to the compute time; a CPU
 GEMM stalls on weights read past its caches; absent: 0, the roofline's max), ``cold_node_overhead_s`` (what takes its place
-when a run moves more bytes than ``onchip.size_bytes``: a CPU runtime's own state and code are
+when a run touches more bytes (its parameters and every activation, once) than ``onchip.size_bytes``: a CPU runtime's own state and code are
 evicted between kernels, so each launch misses the caches; absent: ``node_overhead_s``), ``split_overhead_s`` (what a kernel costs on top
 of ``node_overhead_s`` when the runtime splits it over several threads: a CPU runtime's intra-op
 pool hands each thread its share and waits for them all; added to the kernels an onnxruntime

@@ -364,6 +364,9 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in cached)
     report.launch_s = launch_cost_s if overhead else 0.0
     report.run_s = run_overhead_s(target) if overhead else 0.0
+    if report.run_s:
+        report.notes.append(f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its inputs "
+                            "and outputs): in the latency once, as overhead")
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:

@@ -90,3 +90,25 @@ def test_a_stall_share_is_a_fraction(tmp_path):
     path.write_text(target_text({**FIGURES, "dram_stall": 1.5}))
     with pytest.raises(UsageError, match="dram_stall.value"):
         parse_target(path)
+
+
+def test_explain_the_json_and_the_listing_show_the_cpu_figures(tmp_path, capsys):
+    import json
+
+    from onnxroof.cli.app import main
+    from onnxroof.report.text.table import explain_target_lines, render_targets_list
+
+    figures = {"onchip.size_bytes": 2**17, "cold_node_overhead_s": 3e-6, "run_overhead_s": 4e-6, "dram_stall": 0.5}
+    report = report_on(tmp_path, matmul_relu(64), **figures)
+    lines = explain_target_lines(report, "matmul")
+    # the weight (262,144 B) and the input (65,536 B) from DRAM: 3.277 µs, half of it stalled
+    assert any(line.startswith("  stall    1.64 µs: 50% of its DRAM time") for line in lines)
+    assert any("launch   3 µs per kernel (cold: the run touches more data" in line for line in lines)
+    assert "launch 1 µs per kernel (3 µs cold), 4 µs per run" in render_targets_list([report.target])
+    model = tmp_path / "matmul.onnx"
+    model.write_bytes(matmul_relu(64).SerializeToString())
+    assert main(["summary", str(model), "--target", str(tmp_path / "cpu.toml"), "--format", "json"]) == 0
+    entry = json.loads(capsys.readouterr().out)["targets"][0]
+    assert entry["launch_s"] == pytest.approx(3e-6) and entry["run_overhead_s"] == pytest.approx(4e-6)
+    matmul = next(n for n in entry["nodes"] if n["name"] == "matmul")
+    assert matmul["exposed_dram_s"] == pytest.approx(0.5 * 327_680 / 1e11)

@@ -286,7 +286,7 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
     stage_of = {name: i for i, stage in enumerate(stages) for k in stage for name in report.nodes[k].nodes}
     sends = [_crossing_bytes(graph, stage_of, i) for i in range(1, pipeline)]
     send_s = [link.send_s(b) if link is not None else 0.0 for b in sends]
-    stage_s = [sum(step_s[k] for k in stage) for stage in stages]
+    stage_s = [report.run_s + sum(step_s[k] for k in stage) for stage in stages]  # each stage's device runs once
     period = max(s + (send_s[i] if i < len(send_s) else 0.0) for i, s in enumerate(stage_s)) if stage_s else 0.0
     readers = _readers(graph)
     unread = facts.parameter_bytes - sum(graph.parameters[root][1] for root in readers)  # held whole, by the first stage
@@ -300,6 +300,7 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
     by_bound: dict[str, float] = {}
     for seconds_, bound in placed:
         by_bound[bound] = by_bound.get(bound, 0.0) + seconds_
+    by_bound["overhead"] = by_bound.get("overhead", 0.0) + pipeline * report.run_s
     by_bound |= {"all-reduce": sum((r.time_s for r in reduces), 0.0), "sends": sum(send_s, 0.0)}
     return Choice(tensor, pipeline, weights, -(-kv_stage // kv_ways), max(facts.peak_activation_bytes - kv, 0), capacity,
                   sum(kernel_s), by_bound["all-reduce"], by_bound["sends"], sum(stage_s) + sum(send_s), period,
@@ -325,7 +326,7 @@ def _split_time(kernel: NodePlacement, ways: dict[str, int], byte_ways: dict[str
     split = roofline(point.flops / flops_divide, point.dram_bytes / bytes_divide, point.peak_flops_per_s,
                      target.dram_bytes_per_s.value, point.onchip_bytes / bytes_divide, onchip_bw, point.roof,
                      point.overhead_s, point.efficiency, point.kernel_class, point.parallel_fraction,
-                     point.op_efficiency)
+                     point.op_efficiency, point.dram_stall)
     # a masked Softmax's subnormal exps divide over the heads with its work
     return split.time_s + point.subnormal_s / flops_divide, str(split.bound)
 

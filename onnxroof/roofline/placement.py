@@ -68,7 +68,12 @@ class Placement:
     op_efficiency: float | None = None  # the by_op figure that divides its compute and on-chip roofs (None: efficiency)
     efficiency_rows: int | None = None  # the output rows its efficiency was read at (a by_rows curve; None: none)
     subnormal_s: float = 0.0  # its masked Softmax's underflowed exps on the slow path (in time_s; cost/masks.py)
-    exposed_dram_s: float = 0.0  # the DRAM time its compute does not hide (in time_s; the target's dram_stall)
+    dram_stall: float = 0.0  # the share of its DRAM time a compute-bound kernel does not hide (the target's)
+
+    @property
+    def exposed_dram_s(self) -> float:
+        """The DRAM time its compute did not hide (in ``time_s``): the stall's share of it, when compute was the longest."""
+        return self.dram_stall * self.memory_s if self.compute_s >= max(self.memory_s, self.onchip_s) else 0.0
 
     @property
     def near_efficiency(self) -> float:
@@ -137,8 +142,7 @@ def roofline(
     memory_s = dram_bytes / dram_bytes_per_s / (efficiency if onchip_bytes_per_s else near)
     onchip_s = (onchip_bytes / onchip_bytes_per_s if onchip_bytes_per_s else 0.0) / near
     roof_s = max(compute_s, memory_s, onchip_s)
-    exposed_s = dram_stall * memory_s if compute_s == roof_s else 0.0
-    roof_s += exposed_s
+    roof_s += dram_stall * memory_s if compute_s == roof_s else 0.0  # Placement.exposed_dram_s
     time_s = roof_s + overhead_s
     intensity = flops / dram_bytes if dram_bytes else None
     attainable = peak_flops_per_s * parallel
@@ -158,7 +162,7 @@ def roofline(
         bound = Bound.DRAM if memory_s >= onchip_s else Bound.ONCHIP
     return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
                      compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class, parallel,
-                     op_efficiency, exposed_dram_s=exposed_s)
+                     op_efficiency, dram_stall=dram_stall)
 
 
 def parallel_fraction(shape: WorkShape | None, tile: tuple[int, int] | None, units: int, systolic: bool) -> float:
@@ -295,7 +299,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     # every activation counts, not the peak: onnxruntime's arena does not keep a run's footprint at
     # the peak (MobileNetV3's 230 small kernels, 0.97 MB at the peak and 13 MB written, launch cold)
-    launch_cost_s = kernel_launch_s(target, sum(k.weight_bytes for k in kernels) + sum(memory.problem.buffer_bytes), notes)
+    launch_cost_s = (kernel_launch_s(target, sum(k.weight_bytes for k in kernels) + sum(memory.problem.buffer_bytes), notes)
+                     if overhead else 0.0)
     placements: list[NodePlacement] = []
     fallbacks: Counter = Counter()
     for position, kernel in enumerate(kernels):
@@ -362,8 +367,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
                         keeps_activations, notes, rules, run_overhead_s(target) if overhead else 0.0)
     report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in cached)
-    report.launch_s = launch_cost_s if overhead else 0.0
-    report.run_s = run_overhead_s(target) if overhead else 0.0
+    report.launch_s = launch_cost_s
     if report.run_s:
         report.notes.append(f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its inputs "
                             "and outputs): in the latency once, as overhead")
@@ -582,4 +586,5 @@ def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement
         activations_on_chip=on_chip,
         notes=notes,
         fusion=fusion,
+        run_s=run_s,
     )

@@ -112,3 +112,23 @@ def test_explain_the_json_and_the_listing_show_the_cpu_figures(tmp_path, capsys)
     assert entry["launch_s"] == pytest.approx(3e-6) and entry["run_overhead_s"] == pytest.approx(4e-6)
     matmul = next(n for n in entry["nodes"] if n["name"] == "matmul")
     assert matmul["exposed_dram_s"] == pytest.approx(0.5 * 327_680 / 1e11)
+
+
+def test_one_device_s_step_is_the_latency_run_cost_and_stall_included(tmp_path):
+    path = tmp_path / "cpu.toml"
+    path.write_text(target_text({**FIGURES, "onchip.size_bytes": 2**22, "run_overhead_s": 4e-6, "dram_stall": 0.5}))
+    analysis = onnxroof.analyze(matmul_relu(64), targets=[str(path)], devices=2)
+    report, plan = analysis.targets[0], analysis.parallel[0]
+    # no attention or MLP block: replicated, and TP 1 x PP 1 is the single-device run, whose
+    # latency holds the 4 µs run cost and the MatMul's 1.64 µs stall (as in the tests above)
+    assert plan.choice(1).latency_s == pytest.approx(report.latency_s)
+    assert report.run_s == pytest.approx(4e-6)
+    assert next(k for k in report.nodes if k.name == "matmul").placement.exposed_dram_s == pytest.approx(1.6384e-6)
+
+
+def test_the_plain_roofline_pays_no_launch_and_says_none(tmp_path):
+    report = report_on(tmp_path, matmul_relu(1), **{"onchip.size_bytes": 2**17, "cold_node_overhead_s": 3e-6,
+                                                   "run_overhead_s": 4e-6})
+    plain = onnxroof.analyze(matmul_relu(1), targets=[str(tmp_path / "cpu.toml")], overhead=False).targets[0]
+    assert report.launch_s == pytest.approx(3e-6) and plain.launch_s == 0.0 and plain.run_s == 0.0
+    assert not any("launch costs" in note or "a run costs" in note for note in plain.notes)

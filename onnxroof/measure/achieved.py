@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -305,12 +305,12 @@ def gemv_slope_s(rows: int, depth: int, columns: int, threads: int | None, budge
     weights of their own, which come from DRAM."""
     feeds = {"x": np.random.default_rng(1).standard_normal((rows, depth)).astype(np.float32)}
     if cached:
-        gemv = fastest_run_s(cpu_session(fan_model(rows, depth, columns, 1, False), threads, True), feeds, budget_s / 2)
-        empty = fastest_run_s(cpu_session(chain_model("Add", (16,), {}, 1), threads, False),
-                              {"x": np.ones(16, np.float32)}, budget_s / 2)
+        gemv, empty = fastest_runs_s([(cpu_session(fan_model(rows, depth, columns, 1, False), threads, True), feeds),
+                                      (cpu_session(chain_model("Add", (16,), {}, 1), threads, False),
+                                       {"x": np.ones(16, np.float32)})], budget_s)
         return max(gemv - empty, 0.0)
-    one, many = (fastest_run_s(cpu_session(fan_model(rows, depth, columns, n, False), threads, True), feeds, budget_s / 2)
-                 for n in (1, length))
+    one, many = fastest_runs_s([(cpu_session(fan_model(rows, depth, columns, n, False), threads, True), feeds)
+                                for n in (1, length)], budget_s)
     return per_kernel_seconds(one, many, length)
 
 
@@ -344,18 +344,40 @@ def cpu_session(model, threads: int | None, optimize: bool):
 
 def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.perf_counter) -> float:
     """Seconds of one run: the fastest of batches of runs (each batch about 5 ms) in ``budget_s``."""
-    for _ in range(3):  # warm up: the first runs allocate
+    return fastest_runs_s([(session, feeds)], budget_s, timer)[0]
+
+
+def fastest_runs_s(runs: Sequence[tuple[object, dict]], budget_s: float, timer: Timer = time.perf_counter) -> list[float]:
+    """Seconds of one run of each (session, feeds) in ``runs``: the fastest of batches of runs (each
+    batch about 5 ms), the sessions taking turns a batch each for ``budget_s`` in all.
+
+    Taking turns is what makes their differences (a chain of 9 less a chain of 1) hold: on a shared
+    machine the pace drifts by tens of percent within seconds, and sessions timed one after the
+    other would each see a different machine.
+
+    >>> ticks = iter(range(10**6))
+    >>> class Session:
+    ...     def __init__(self, cost): self.cost = cost
+    ...     def run(self, outputs, feeds):
+    ...         for _ in range(self.cost): next(ticks)
+    >>> fastest_runs_s([(Session(1), {}), (Session(3), {})], 0.0, timer=lambda: next(ticks))
+    [2.0, 4.0]
+    """
+    batches = []
+    for session, feeds in runs:
+        for _ in range(3):  # warm up: the first runs allocate
+            session.run(None, feeds)
+        start = timer()
         session.run(None, feeds)
-    start = timer()
-    session.run(None, feeds)
-    batch = max(1, int(5e-3 / max(timer() - start, 1e-7)))
-    best = math.inf
+        batches.append(max(1, int(5e-3 / max(timer() - start, 1e-7))))
+    best = [math.inf] * len(runs)
     deadline = time.monotonic() + budget_s
     for attempt in range(1000):
-        start = timer()
-        for _ in range(batch):
-            session.run(None, feeds)
-        best = min(best, (timer() - start) / batch)
+        for index, ((session, feeds), batch) in enumerate(zip(runs, batches)):
+            start = timer()
+            for _ in range(batch):
+                session.run(None, feeds)
+            best[index] = min(best[index], (timer() - start) / batch)
         if attempt >= 2 and time.monotonic() > deadline:
             break
     return best
@@ -371,8 +393,8 @@ def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: in
     values = np.random.default_rng(1).standard_normal(shape)
     feeds = {"x": (1 + 0.01 * values if near_one else values).astype(np.float32)}
     optimize = op in ("MatMul", "Conv")
-    one, many = (fastest_run_s(cpu_session(builder(op, shape, attributes, n), threads, optimize), feeds, budget_s / 2)
-                 for n in (1, length))
+    one, many = fastest_runs_s([(cpu_session(builder(op, shape, attributes, n), threads, optimize), feeds)
+                                for n in (1, length)], budget_s)
     return per_kernel_seconds(one, many, length)
 
 

@@ -7,8 +7,10 @@ everything hot) never sees.
 Measured as an interaction: :data:`BLOCKS` blocks, each a one-row MatMul streaming a 4 MiB weight
 of its own and then :data:`SMALL_CYCLE` (small kernels of seven kinds on one row of 1,024 floats,
 as a decoder runs between its products), timed whole, without the small kernels, without the
-MatMuls, and as one small kernel (the run's own cost). What the small kernels cost beside the
-streaming beyond what they cost alone, per kernel, is added to the warm launch cost:
+MatMuls, and as one small kernel (the run's own cost), the four taking turns a batch of runs
+each (:func:`achieved.fastest_runs_s`), in :data:`WINDOWS` windows. What the small kernels cost
+beside the streaming beyond what they cost alone, per kernel, is added to the warm launch cost
+(the median over the windows):
 
     cold = launch + (both - MatMuls only - small only + one kernel) / small kernels
 
@@ -19,12 +21,15 @@ which is why the cycle mixes kinds.
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 
 from . import achieved
 
 WIDTH = 1024  # one row of floats; each MatMul's weight is WIDTH x WIDTH floats, 4 MiB
 BLOCKS = 6
+WINDOWS = 3  # separate measurements, the median taken
 # the small kernels after each MatMul, by op (Where takes a Greater before it)
 # (no Add or Mul next to a MatMul: onnxruntime would fuse it in)
 SMALL_CYCLE = ("Reshape", "Add", "Mul", "Unsqueeze", "Squeeze", "LayerNormalization", "Where", "Softmax") * 2
@@ -93,12 +98,10 @@ def measure_cold_launch_s(launch_s: float, budget_s: float, threads: int | None 
     if not achieved.onnxruntime_available():
         return None
     feeds = {"x": np.random.default_rng(1).standard_normal((1, WIDTH)).astype(np.float32)}
-    shapes = ((True, True), (True, False), (False, True))
-    both_s, matmuls_s, small_s = (
-        achieved.fastest_run_s(achieved.cpu_session(interleaved_model(BLOCKS, matmuls, small), threads, optimize=True),
-                               feeds, budget_s / 4)
-        for matmuls, small in shapes)
-    base_s = achieved.fastest_run_s(achieved.cpu_session(interleaved_model(0, False, False), threads, optimize=True),
-                                    feeds, budget_s / 4)
-    cold_s = cold_seconds(launch_s, both_s, matmuls_s, small_s, base_s, small_kernels())
+    runs = [(achieved.cpu_session(interleaved_model(BLOCKS, matmuls, small), threads, optimize=True), feeds)
+            for matmuls, small in ((True, True), (True, False), (False, True), (False, False))]
+    # an interaction is a small difference of large times: the median of WINDOWS windows, each
+    # timing the four models in turns, so one window the machine slowed cannot set it
+    cold_s = statistics.median(cold_seconds(launch_s, *achieved.fastest_runs_s(runs, budget_s / WINDOWS), small_kernels())
+                               for _ in range(WINDOWS))
     return cold_s if cold_s > launch_s else None

@@ -61,9 +61,9 @@ def measure_dram_stall(dram_bytes_per_s: float, budget_s: float, threads: int | 
     shares = []
     for rows, width in CASES:
         feeds = {"x": np.random.default_rng(1).standard_normal((rows, width)).astype(np.float32)}
-        shared_s, own_s = (achieved.fastest_run_s(achieved.cpu_session(fan_model(rows, width, own), threads, optimize=True),
-                                                  feeds, budget_s / (2 * len(CASES)))
-                           for own in (False, True))
+        shared_s, own_s = achieved.fastest_runs_s(
+            [(achieved.cpu_session(fan_model(rows, width, own), threads, optimize=True), feeds) for own in (False, True)],
+            budget_s / len(CASES))
         shares.append(stall_share(shared_s, own_s, FAN * width * width * 4, dram_bytes_per_s))
     share = statistics.median(shares)
     return share if share > 0 else None

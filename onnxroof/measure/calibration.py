@@ -245,6 +245,10 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
     result.efficiency_by_op, notes = op_efficiency.measure_op_efficiency(roofs, result.launch_overhead_s,
                                                                          0.35 * budget_s, threads, say)
     result.notes += notes
+    reorder, notes = op_efficiency.measure_reorder_efficiency(roofs, result.launch_overhead_s, 0.03 * budget_s, threads,
+                                                              say)
+    result.efficiency_by_op += [reorder] if reorder else []
+    result.notes += notes
     # after the efficiencies: they are fractions of the plain roofline, which this figure is not part of
     result.dram_stall = dram_stall.measure_dram_stall(roofs.dram_bytes_per_s.value, max(0.1 * budget_s, 1.0), threads)
     if result.dram_stall:

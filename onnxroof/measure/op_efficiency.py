@@ -65,6 +65,14 @@ OP_CASES: tuple[OpCase, ...] = (
     OpCase("SkipLayerNormalization over 256", "reduction", "SkipLayerNormalization", ("SkipLayerNormalization",)),
 )
 _CONTRIB = frozenset({"BiasGelu", "FastGelu", "SkipLayerNormalization"})
+# onnxruntime's own layout kernels (com.microsoft.nchwc), which no ONNX model holds: the NCHWc
+# convolutions' ReorderInput and ReorderOutput, added around every op that cannot run in the
+# blocked layout (80 of MobileNetV3's 230 kernels). They are strided copies, of the transpose
+# class, but MLAS's reorder runs near the on-chip roof where onnxruntime's Transpose reaches a
+# fifth of it; measured as a pair on OP_SHAPE's floats, 64 channels (whole blocks of 8 or 16).
+REORDER_CASE = OpCase("ReorderInput + ReorderOutput, 64 channels of 32x32 (onnxruntime's NCHWc layout)", "transpose",
+                      "Reorder", ("ReorderInput", "ReorderOutput"))
+REORDER_SHAPE = (1, 64, 32, 32)
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,64 @@ def measure_op_efficiency(target: "Target", launch_s: float, budget_s: float, th
         say(f"{case.kernel_class:13} {case.label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: "
             f"{measurement.fraction:.0%}")
     return found, notes
+
+
+def reorder_chain_model(link: str, shape: tuple[int, ...], attributes: dict, length: int):
+    """``length`` links of a ReorderInput into onnxruntime's NCHWc layout and a ReorderOutput back
+    (com.microsoft.nchwc) on a float32 NCHW input ``x`` of ``shape``. (``link`` and ``attributes``:
+    unused, the signature of :func:`achieved.chain_model`.)"""
+    from onnx import TensorProto, helper
+
+    nodes, previous = [], "x"
+    for index in range(length):
+        output = "y" if index == length - 1 else f"t{index}"
+        nodes += [helper.make_node("ReorderInput", [previous], [f"b{index}"], name=f"reorder_input_{index}",
+                                   domain="com.microsoft.nchwc"),
+                  helper.make_node("ReorderOutput", [f"b{index}"], [output], name=f"reorder_output_{index}",
+                                   domain="com.microsoft.nchwc", channels=shape[1])]
+        previous = output
+    graph = helper.make_graph(nodes, "reorder-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft.nchwc", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def reorder_roof_s(target: "Target") -> float:
+    """onnxroof's roofline seconds for one link of :func:`reorder_chain_model` on ``target``: two
+    kernels, each reading and writing :data:`REORDER_SHAPE`'s floats, costed as a profiled reorder
+    is (:func:`profile_run.added_kernel_roof_s`).
+
+    >>> from onnxroof.roofline.targets import Figure, Target
+    >>> f = lambda v: Figure(v, "measured", "x")
+    >>> t = Target("t", "", "", {"fp32": f(1e11)}, f(1e10), onchip_bytes=f(2**21), onchip_bytes_per_s=f(1e11))
+    >>> round(reorder_roof_s(t) * 1e6, 4)  # 4 x 256 KiB at 100 GB/s
+    10.4858
+    """
+    from .profile_run import added_kernel_roof_s
+
+    tensor_bytes = 4 * int(np.prod(REORDER_SHAPE))
+    return sum(added_kernel_roof_s(op, (tensor_bytes, 0, tensor_bytes), target) for op in REORDER_CASE.ops)
+
+
+def measure_reorder_efficiency(target: "Target", launch_s: float, budget_s: float, threads: int | None = None,
+                               progress: Callable[[str], None] | None = None) -> tuple[OpMeasurement | None, list[str]]:
+    """:data:`REORDER_CASE` measured against ``target``'s roofline as :func:`measure_op_efficiency`
+    measures an op (two launches a link): (the measurement, notes); (None, a note) where this
+    onnxruntime has no NCHWc kernels (a CPU without the vector units MLAS blocks for); (None, [])
+    without onnxruntime."""
+    if not achieved.onnxruntime_available():
+        return None, []
+    try:
+        measured = achieved.chain_slope_s(REORDER_CASE.link, REORDER_SHAPE, {}, threads, budget_s,
+                                          builder=reorder_chain_model)
+    except Exception as exc:  # onnxruntime raises its own types
+        return None, [f"{REORDER_CASE.label}: onnxruntime could not run it ({str(exc).splitlines()[0][:120]}): no by_op figure"]
+    roof = reorder_roof_s(target)
+    measurement = OpMeasurement(REORDER_CASE, measured, roof, achieved.efficiency(roof, measured, 2 * launch_s))
+    if progress:
+        progress(f"{REORDER_CASE.kernel_class:13} {REORDER_CASE.label:44} {measured * 1e6:9.2f} µs, roofline "
+                 f"{roof * 1e6:8.2f} µs: {measurement.fraction:.0%}")
+    return measurement, []
 
 
 def by_op_figures(class_value: float, measurements: list[OpMeasurement]) -> dict[str, float]:

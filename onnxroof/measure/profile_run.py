@@ -162,11 +162,8 @@ def unattributed_kernel_s(kernel, target: "Target", launch_s: float | None = Non
     transpose around an NHWC kernel, a copy of a shared DequantizeLinear): the launch cost
     (``launch_s``, what the model's own kernels paid; default the target's ``node_overhead_s``) (and
     the target's split cost if onnxruntime split it over its threads), plus
-    the roofline time of the bytes its profile event records (its inputs, its initializers and
-    its output, on chip when they fit there, the initializers from DRAM) over the efficiency of
-    its class (:data:`_ADDED_KERNEL_CLASSES`, else data movement) and of its op where the class's
-    ``by_op`` names it (a copy of a DequantizeLinear runs at DequantizeLinear's pace); the launch
-    cost alone when the profile records no sizes.
+    :func:`added_kernel_roof_s` of the bytes its profile event records; the launch cost alone
+    when the profile records no sizes.
 
     >>> from types import SimpleNamespace as S
     >>> from onnxroof.roofline.targets import Figure, Target
@@ -176,8 +173,6 @@ def unattributed_kernel_s(kernel, target: "Target", launch_s: float | None = Non
     >>> round(unattributed_kernel_s(S(op_type="ReorderOutput", sizes=(131072, 0, 131072)), t) * 1e6, 4)
     6.2429
     """
-    from ..roofline.placement import roofline
-
     if launch_s is None:
         launch_s = target.node_overhead_s.value if target.node_overhead_s else 0.0
     launch = launch_s
@@ -185,21 +180,39 @@ def unattributed_kernel_s(kernel, target: "Target", launch_s: float | None = Non
         launch += target.split_overhead_s.value
     if not kernel.sizes:
         return launch
-    activations, parameters, output = kernel.sizes
+    return launch + added_kernel_roof_s(kernel.op_type, kernel.sizes, target)
+
+
+def added_kernel_roof_s(op_type: str, sizes: tuple[int, int, int], target: "Target") -> float:
+    """The roofline seconds of a kernel onnxruntime added, of ``op_type``, on ``sizes`` (the bytes
+    of its inputs, its initializers and its output): all of them on chip when its inputs and output
+    fit there, the initializers from DRAM, over the efficiency of its class
+    (:data:`_ADDED_KERNEL_CLASSES`, else data movement) and of its op where the class's ``by_op``
+    names it (a copy of a DequantizeLinear runs at DequantizeLinear's pace, a layout reorder at
+    the reorders' own).
+
+    >>> from onnxroof.roofline.targets import Figure, Target
+    >>> f = lambda v: Figure(v, "measured", "x")
+    >>> t = Target("t", "", "", {"fp32": f(1e11)}, f(1e10), onchip_bytes=f(2**21), onchip_bytes_per_s=f(1e11),
+    ...            efficiency={"transpose": f(0.2)}, efficiency_by_op={"transpose": {"ReorderInput": 0.8}})
+    >>> round(added_kernel_roof_s("ReorderInput", (262144, 0, 262144), t) * 1e6, 4)  # 512 KiB at 100 GB/s / 0.8
+    6.5536
+    """
+    from ..roofline.placement import roofline
+
+    activations, parameters, output = sizes
     moved = activations + parameters + output
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     fits = bool(target.onchip_bytes and onchip_bw and activations + output <= target.onchip_bytes.value)
     dram = parameters if fits else moved
     onchip = moved if onchip_bw else 0
-    kernel_class = _ADDED_KERNEL_CLASSES.get(kernel.op_type, "data_movement")
+    kernel_class = _ADDED_KERNEL_CLASSES.get(op_type, "data_movement")
     point = roofline(0, dram, target.roof("float32")[1], target.dram_bytes_per_s.value, onchip, onchip_bw,
                      efficiency=target.efficiency_of(kernel_class),
-                     op_efficiency=target.op_efficiency(kernel_class, (kernel.op_type,)))
-    return launch + point.time_s
+                     op_efficiency=target.op_efficiency(kernel_class, (op_type,)))
+    return point.time_s
 
 
-# onnxruntime's float32 kernels for convolutions and matmuls (its own fused and layout variants
-# included): a node in one computes in float32 whatever its inputs were quantized as
 FLOAT_KERNELS = frozenset({"Conv", "FusedConv", "NhwcFusedConv", "ConvTranspose", "MatMul", "FusedMatMul", "Gemm",
                            "FusedGemm"})
 

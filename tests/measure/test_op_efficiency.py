@@ -128,3 +128,39 @@ def test_a_chain_near_one_stays_finite_and_off_the_denormals():
     values = 1 + 0.01 * np.random.default_rng(1).standard_normal(OP_SHAPE)
     squared = values.astype(np.float32) ** 512
     assert np.isfinite(squared).all() and squared.min() > np.finfo(np.float32).tiny
+
+
+def test_the_reorder_chain_is_onnxruntime_s_layout_round_trip():
+    # ReorderInput into the NCHWc layout and ReorderOutput back give the input again; a CPU without
+    # the vector units MLAS blocks for has no such kernels, and calibrate leaves the figure out
+    ort = pytest.importorskip("onnxruntime")
+    model = op_efficiency.reorder_chain_model("Reorder", op_efficiency.REORDER_SHAPE, {}, 3)
+    assert [n.op_type for n in model.graph.node] == ["ReorderInput", "ReorderOutput"] * 3
+    x = np.random.default_rng(0).standard_normal(op_efficiency.REORDER_SHAPE).astype(np.float32)
+    try:
+        session = achieved.cpu_session(model, 1, optimize=False)
+    except Exception as exc:
+        pytest.skip(f"this onnxruntime has no NCHWc kernels ({type(exc).__name__})")
+    assert np.array_equal(session.run(None, {"x": x})[0], x) and ort
+
+
+def test_a_reorder_pair_s_roofline_and_fraction_by_hand(tmp_path, monkeypatch):
+    # a link: ReorderInput reads 64 x 32 x 32 floats (262,144 B) and writes as many, ReorderOutput
+    # the same: 4 x 262,144 B = 1,048,576 B on chip at 10 GB/s = 104.8576 µs. Given a slope of
+    # 2 x that + two launches of 1 µs: 50 %, written for both ops under the transpose class
+    target = on_chip_target(tmp_path)
+    assert op_efficiency.reorder_roof_s(target) == pytest.approx(104.8576e-6)
+    monkeypatch.setattr(achieved, "chain_slope_s", lambda *a, **k: 2 * 104.8576e-6 + 2e-6)
+    found, notes = op_efficiency.measure_reorder_efficiency(target, launch_s=1e-6, budget_s=1.0)
+    assert notes == [] and found.fraction == pytest.approx(0.5)
+    assert by_op_figures(0.2, [found]) == {"ReorderInput": 0.5, "ReorderOutput": 0.5}
+
+
+def test_a_reorder_onnxruntime_cannot_run_is_left_out_with_a_note(tmp_path, monkeypatch):
+    def slope(*args, **kwargs):
+        raise RuntimeError("Could not find an implementation for ReorderInput(1) node\nmore")
+
+    monkeypatch.setattr(achieved, "chain_slope_s", slope)
+    found, notes = op_efficiency.measure_reorder_efficiency(on_chip_target(tmp_path), launch_s=1e-6, budget_s=1.0)
+    assert found is None and notes == [f"{op_efficiency.REORDER_CASE.label}: onnxruntime could not run it (Could not "
+                                       "find an implementation for ReorderInput(1) node): no by_op figure"]

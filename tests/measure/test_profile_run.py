@@ -126,6 +126,13 @@ def test_a_kernel_onnxruntime_added_is_costed_from_the_bytes_its_profile_records
     # 100 GB/s = 2.62144 µs, over 0.5 = 5.24288 µs, plus the launch: 6.24288 µs
     reorder = KernelTime("ReorderOutput", "ReorderOutput", 9e-6, sizes=(131072, 0, 131072))
     assert unattributed_kernel_s(reorder, target) == pytest.approx(6.24288e-6)
+    # a target whose transpose class names the reorders in its by_op table (calibrate measures them,
+    # op_efficiency.REORDER_CASE): they run at that figure, 2.62144 / 0.8 = 3.2768 µs + the launch
+    from dataclasses import replace as replaced
+    reorders = replaced(target, efficiency_by_op={"transpose": {"ReorderInput": 0.8, "ReorderOutput": 0.8}})
+    assert unattributed_kernel_s(reorder, reorders) == pytest.approx(4.2768e-6)
+    assert unattributed_kernel_s(KernelTime("t", "Transpose", 9e-6, sizes=(131072, 0, 131072)), reorders) == \
+        pytest.approx(6.24288e-6)
     # a DequantizeLinear of 1 MiB of int8 weights into 4 MiB of floats: its output alone exceeds
     # the 2 MiB on chip, so all 5,242,880 B go through DRAM at 10 GB/s = 524.288 µs (the on-chip
     # pass at 100 GB/s takes a tenth); elementwise is not given (1.0); plus the launch: 525.288 µs

@@ -7,7 +7,8 @@ runs at a fraction of what an Add reaches.
 
 Each op of :data:`OP_CASES` is measured as a class's size is (:mod:`onnxroof.measure.achieved`):
 the slope between a chain of one and a chain of ``CHAIN`` links, without the profiler, against
-onnxroof's roofline slope of the same chain on the roofs just measured, beyond the launch cost.
+onnxroof's roofline slope of the same chain on the roofs just measured, beyond the launch cost
+of each kernel of a link.
 Every chain runs on :data:`OP_SHAPE` (64 Ki floats, 256 KiB: on chip on any CPU with a cache of a
 MiB or more), so the figure is the fraction of the on-chip roofline the op reaches, which is
 what a ``by_op`` figure divides (the DRAM roof keeps the class's figure: the core keeps up with
@@ -132,22 +133,35 @@ def measure_op_efficiency(target: "Target", launch_s: float, budget_s: float, th
     without onnxruntime."""
     if not achieved.onnxruntime_available():
         return [], []
-    say = progress or (lambda text: None)
     per_case = budget_s / max(1, len(cases))
     found, notes = [], []
     for case in cases:
-        try:
-            measured = achieved.chain_slope_s(case.link, OP_SHAPE, {}, threads, per_case, builder=op_chain_model,
-                                              near_one=case.near_one)
-        except Exception as exc:  # onnxruntime raises its own types; a build without contrib ops lacks some
-            notes.append(f"{case.label}: onnxruntime could not run it ({str(exc).splitlines()[0][:120]}): no by_op figure")
-            continue
-        roof = achieved.roof_slope_s(case.link, OP_SHAPE, {}, target, builder=op_chain_model)
-        measurement = OpMeasurement(case, measured, roof, achieved.efficiency(roof, measured, launch_s))
-        found.append(measurement)
-        say(f"{case.kernel_class:13} {case.label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: "
-            f"{measurement.fraction:.0%}")
+        def roof_s(case: OpCase = case) -> float:
+            return achieved.roof_slope_s(case.link, OP_SHAPE, {}, target, builder=op_chain_model)
+
+        measurement = _measured(case, OP_SHAPE, op_chain_model, roof_s, launch_s, per_case, threads, notes, progress)
+        found += [measurement] if measurement else []
     return found, notes
+
+
+def _measured(case: OpCase, shape: tuple[int, ...], builder: Callable, roof_s: Callable[[], float], launch_s: float,
+              budget_s: float, threads: int | None, notes: list[str],
+              progress: Callable[[str], None] | None) -> OpMeasurement | None:
+    """``case``'s chain (``builder`` on ``shape``) timed, against its roofline (``roof_s``), each
+    of the link's kernels paying the launch (a pair's link launches two); None, with a note in
+    ``notes``, when onnxruntime cannot run it (a build without the contrib or the NCHWc kernels)."""
+    try:
+        measured = achieved.chain_slope_s(case.link, shape, {}, threads, budget_s, builder=builder,
+                                          near_one=case.near_one)
+    except Exception as exc:  # onnxruntime raises its own types
+        notes.append(f"{case.label}: onnxruntime could not run it ({str(exc).splitlines()[0][:120]}): no by_op figure")
+        return None
+    roof = roof_s()
+    measurement = OpMeasurement(case, measured, roof, achieved.efficiency(roof, measured, len(case.ops) * launch_s))
+    if progress:
+        progress(f"{case.kernel_class:13} {case.label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: "
+                 f"{measurement.fraction:.0%}")
+    return measurement
 
 
 def reorder_chain_model(link: str, shape: tuple[int, ...], attributes: dict, length: int):
@@ -190,22 +204,15 @@ def reorder_roof_s(target: "Target") -> float:
 def measure_reorder_efficiency(target: "Target", launch_s: float, budget_s: float, threads: int | None = None,
                                progress: Callable[[str], None] | None = None) -> tuple[OpMeasurement | None, list[str]]:
     """:data:`REORDER_CASE` measured against ``target``'s roofline as :func:`measure_op_efficiency`
-    measures an op (two launches a link): (the measurement, notes); (None, a note) where this
+    measures an op: (the measurement, notes); (None, a note) where this
     onnxruntime has no NCHWc kernels (a CPU without the vector units MLAS blocks for); (None, [])
     without onnxruntime."""
     if not achieved.onnxruntime_available():
         return None, []
-    try:
-        measured = achieved.chain_slope_s(REORDER_CASE.link, REORDER_SHAPE, {}, threads, budget_s,
-                                          builder=reorder_chain_model)
-    except Exception as exc:  # onnxruntime raises its own types
-        return None, [f"{REORDER_CASE.label}: onnxruntime could not run it ({str(exc).splitlines()[0][:120]}): no by_op figure"]
-    roof = reorder_roof_s(target)
-    measurement = OpMeasurement(REORDER_CASE, measured, roof, achieved.efficiency(roof, measured, 2 * launch_s))
-    if progress:
-        progress(f"{REORDER_CASE.kernel_class:13} {REORDER_CASE.label:44} {measured * 1e6:9.2f} µs, roofline "
-                 f"{roof * 1e6:8.2f} µs: {measurement.fraction:.0%}")
-    return measurement, []
+    notes: list[str] = []
+    measurement = _measured(REORDER_CASE, REORDER_SHAPE, reorder_chain_model, lambda: reorder_roof_s(target), launch_s,
+                            budget_s, threads, notes, progress)
+    return measurement, notes
 
 
 def by_op_figures(class_value: float, measurements: list[OpMeasurement]) -> dict[str, float]:

@@ -9,8 +9,9 @@ Every figure is a *slope*: a session runs a chain of one op and a session runs a
 Each session is timed as the fastest of batches of runs, without onnxruntime's profiler (it adds
 several µs to each small kernel).
 
-- **Launch** (:func:`measure_launch_overhead`): Adds on a 16-float tensor, where the work is
-  nothing; the slope is what onnxruntime spends per kernel (dispatch, bookkeeping).
+- **Launch** (:func:`measure_launch_line`): Adds on a 16-float tensor, where the work is
+  nothing; the slope is what onnxruntime spends per kernel (dispatch, bookkeeping), the
+  intercept what a run costs before its first kernel.
 - **Hand-off** (:func:`measure_handoff`, on two threads or more): such an Add never leaves the
   calling thread, but a kernel the intra-op pool splits waits for the other threads to take
   their share and finish; small MatMuls and a small Conv, each on one thread and on all, give
@@ -390,12 +391,19 @@ def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: in
     drawn from a standard normal distribution, or with ``near_one`` from 1 + 0.01 x one: positive
     and near 1, so that a chain of square roots, divisions by it or squares stays finite and
     never reaches the denormal floats that slow a CPU's arithmetic down."""
+    return per_kernel_seconds(*chain_times_s(op, shape, attributes, threads, budget_s, length, builder, near_one),
+                              length)
+
+
+def chain_times_s(op: str, shape: tuple[int, ...], attributes: dict, threads: int | None, budget_s: float,
+                  length: int = CHAIN, builder: Callable = chain_model, near_one: bool = False) -> list[float]:
+    """onnxruntime's seconds for a run of the chain of 1 ``op`` and of the chain of ``length``,
+    timed in turns (:func:`fastest_runs_s`); the arguments are :func:`chain_slope_s`'s."""
     values = np.random.default_rng(1).standard_normal(shape)
     feeds = {"x": (1 + 0.01 * values if near_one else values).astype(np.float32)}
     optimize = op in ("MatMul", "Conv")
-    one, many = fastest_runs_s([(cpu_session(builder(op, shape, attributes, n), threads, optimize), feeds)
-                                for n in (1, length)], budget_s)
-    return per_kernel_seconds(one, many, length)
+    return fastest_runs_s([(cpu_session(builder(op, shape, attributes, n), threads, optimize), feeds)
+                           for n in (1, length)], budget_s)
 
 
 def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN,
@@ -424,25 +432,18 @@ def onnxruntime_available() -> bool:
     return True
 
 
-def measure_launch_overhead(budget_s: float, threads: int | None = None) -> float | None:
-    """Seconds onnxruntime spends per kernel beyond the kernel's work: the slope over chains of
-    1 and :data:`LAUNCH_CHAIN` Adds on 16 floats; None without onnxruntime."""
+def measure_launch_line(budget_s: float, threads: int | None = None) -> tuple[float, float | None] | None:
+    """onnxruntime's fixed costs, from chains of 1 and :data:`LAUNCH_CHAIN` Adds on 16 floats:
+    the slope, seconds per kernel beyond its work (the launch), and the intercept, what a run costs
+    beyond its kernels (binding the inputs and outputs, the call from Python into onnxruntime: the
+    one-Add run less one launch; None when it is not above 0); None without onnxruntime.
+
+    On the machine this was written on: 0.25-0.36 µs a kernel, 3.6-5.2 µs a run."""
     if not onnxruntime_available():
         return None
-    return chain_slope_s("Add", (16,), {}, threads, budget_s, length=LAUNCH_CHAIN)
-
-
-def measure_run_overhead(launch_s: float, budget_s: float, threads: int | None = None) -> float | None:
-    """Seconds a run costs beyond its kernels (binding the inputs and outputs, the call from Python
-    into onnxruntime): a one-Add model's run on 16 floats less one launch (``launch_s``), the
-    intercept of the launch measurement's line; None without onnxruntime.
-
-    On the machine this was written on: 4.0-4.3 µs a run, 0.3 µs of it the Add."""
-    if not onnxruntime_available():
-        return None
-    feeds = {"x": np.random.default_rng(1).standard_normal((16,)).astype(np.float32)}
-    one_s = fastest_run_s(cpu_session(chain_model("Add", (16,), {}, 1), threads, optimize=True), feeds, budget_s)
-    return max(one_s - launch_s, 0.0) or None
+    one_s, many_s = chain_times_s("Add", (16,), {}, threads, budget_s, length=LAUNCH_CHAIN)
+    launch_s = per_kernel_seconds(one_s, many_s, LAUNCH_CHAIN)
+    return launch_s, (one_s - launch_s if one_s > launch_s else None)
 
 
 def handoff_seconds(one_s: float, many_s: float, launch_s: float, threads: int) -> float:

@@ -210,12 +210,12 @@ def _measure_int8(result: Calibration, sizes: Sequence[int], round_: int, budget
 def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: int, say: Progress) -> None:
     """onnxruntime's cost per kernel, its copy bandwidth and, against the roofs just measured,
     the fraction of the roofline each kernel class reaches (:mod:`onnxroof.measure.achieved`)."""
-    result.launch_overhead_s = achieved.measure_launch_overhead(max(0.1 * budget_s, 0.2), threads)
-    if result.launch_overhead_s is None:
+    line = achieved.measure_launch_line(max(0.12 * budget_s, 0.4), threads)
+    if line is None:
         result.notes.append("onnxruntime is not installed: no launch cost, copy bandwidth or efficiency measured")
         return
+    result.launch_overhead_s, result.run_overhead_s = line
     say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
-    result.run_overhead_s = achieved.measure_run_overhead(result.launch_overhead_s, max(0.02 * budget_s, 0.2), threads)
     if result.run_overhead_s:
         say(f"onnxruntime run {result.run_overhead_s * 1e6:.2f} µs beyond its kernels")
     result.cold_launch_s = cold_launch.measure_cold_launch_s(result.launch_overhead_s, max(0.08 * budget_s, 0.8), threads)

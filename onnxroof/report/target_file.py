@@ -120,8 +120,9 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
             "[node_overhead_s]",
             *_figure_lines(c.launch_overhead_s,
                            f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
-                           f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, fastest of batches "
-                           "of 50 runs (onnxruntime's profiler adds several µs to each small kernel it times)"),
+                           f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, the two timed in turns, "
+                           "fastest of batches of runs about 5 ms long (onnxruntime's profiler adds several µs to "
+                           "each small kernel it times)"),
         ]
     if c.run_overhead_s:
         lines += [
@@ -140,8 +141,8 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                            f"{where}: onnxruntime's run time per kernel when the run moves more data than the caches "
                            f"hold: the launch above plus what {cold_launch.small_kernels()} small kernels of seven kinds "
                            f"on 1x{cold_launch.WIDTH} floats cost beside {cold_launch.BLOCKS} one-row MatMuls streaming "
-                           f"a 4 MiB weight each, beyond the MatMuls alone and themselves alone, per kernel; fastest of "
-                           "repeated runs"),
+                           f"a 4 MiB weight each, beyond the MatMuls alone and themselves alone, per kernel; the four "
+                           f"timed in turns, fastest of batches of runs, median of {cold_launch.WINDOWS} windows"),
         ]
     if c.dram_stall:
         cases = ", ".join(f"{rows}x{width} by {width}x{width}" for rows, width in dram_stall.CASES)
@@ -152,7 +153,7 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                            f"{where}: the share of a compute-bound product's DRAM time its compute does not hide: "
                            f"chains of {dram_stall.FAN} MatMuls ({cases}) with a weight of their own each less with "
                            "one weight shared (on chip), over the DRAM roof's time for the weights; median of the "
-                           "three, each capped at 1; fastest of repeated runs"),
+                           "three, each capped at 1; the two chains timed in turns, fastest of batches of runs"),
         ]
     if c.handoff_s is not None:
         cases = ", ".join(f"{label} (1 thread {one * 1e6:.3g} µs, {c.threads} threads {many * 1e6:.3g} µs)"
@@ -173,8 +174,9 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
             *_figure_lines(c.subnormal_s,
                            f"{where}: what onnxruntime's CPU softmax spends per exp that underflows to a subnormal "
                            f"float: an Add of a mask and a Softmax over {'x'.join(map(str, subnormal.SCORES))}, "
-                           f"fastest of repeated runs, with a causal mask of float32's lowest value less with a mask of "
-                           f"zeros, over the {subnormal.hidden_elements():,} positions the causal mask hides"),
+                           f"with a causal mask of float32's lowest value less with a mask of zeros (the two timed in "
+                           f"turns, fastest of batches of runs), over the {subnormal.hidden_elements():,} positions "
+                           f"the causal mask hides"),
         ]
     if levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes:
         lo, hi = levels.onchip_sizes

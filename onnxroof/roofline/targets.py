@@ -10,23 +10,24 @@ the parameters, the activations and a decoder's KV cache must fit in), ``onchip.
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
 ``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
 ``power_w``, ``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel
-launch; added to every kernel's roofline time), ``run_overhead_s`` (what one
-run costs beyond its kernels: the runtime binding the inputs and outputs, the call itself; added
-once to the latency, as overhead), ``dram_stall`` (the share, in (0, 1], of
-a compute-bound kernel's DRAM time its compute does not hide: it adds to the compute time; a CPU
-GEMM stalls on weights read past its caches; absent: 0, the roofline's max), ``cold_node_overhead_s`` (what takes its place
-when a run touches more bytes (its parameters and every activation, once) than ``onchip.size_bytes``: a CPU runtime's own state and code are
-evicted between kernels, so each launch misses the caches; absent: ``node_overhead_s``), ``split_overhead_s`` (what a kernel costs on top
-of ``node_overhead_s`` when the runtime splits it over several threads: a CPU runtime's intra-op
-pool hands each thread its share and waits for them all; added to the kernels an onnxruntime
-profile shows split, and by the rules to the convolutions and matmuls of at least
-``SPLIT_MACS`` multiply-adds, the work below which onnxruntime's MLAS keeps a product on one
-thread; absent: 0), ``subnormal_s_per_element`` (what one exp that underflows to a subnormal
-float costs on the CPU's slow path: charged per element a causal mask hides from a Softmax,
-``cost/masks.py``; absent: 0, as on a GPU, which flushes subnormals to zero), ``[fusion]`` (``rules``: the rule sets of
-``FUSION_RULES`` the target's runtime fuses, ``[]`` for none; ``source``: why; absent:
-no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of the roofline a kernel
-of that class achieves on the target's runtime, in (0, 1], one of ``EFFICIENCY_CLASSES``; a
+launch; added to every kernel's roofline time), ``run_overhead_s`` (what one run costs beyond its
+kernels: the runtime binding the inputs and outputs, the call itself; added once to the latency, as
+overhead), ``dram_stall`` (the share, in (0, 1], of a compute-bound kernel's DRAM time its compute
+does not hide: it adds to the compute time; a CPU GEMM stalls on weights read past its caches;
+absent: 0, the roofline's max), ``cold_node_overhead_s`` (what takes its place when a run touches
+more bytes (its parameters and every activation, once) than ``onchip.size_bytes``: a CPU runtime's
+own state and code are evicted between kernels, so each launch misses the caches; absent:
+``node_overhead_s``), ``split_overhead_s`` (what a kernel costs on top of ``node_overhead_s`` when
+the runtime splits it over several threads: a CPU runtime's intra-op pool hands each thread its
+share and waits for them all; added to the kernels an onnxruntime profile shows split, and by the
+rules to the convolutions and matmuls of at least ``SPLIT_MACS`` multiply-adds, the work below which
+onnxruntime's MLAS keeps a product on one thread; absent: 0), ``subnormal_s_per_element`` (what one
+exp that underflows to a subnormal float costs on the CPU's slow path: charged per element a causal
+mask hides from a Softmax, ``cost/masks.py``; absent: 0, as on a GPU, which flushes subnormals to
+zero), ``[fusion]`` (``rules``: the rule sets of ``FUSION_RULES`` the target's runtime fuses, ``[]``
+for none; ``source``: why; absent: no fusion, one kernel per node), ``efficiency.<class>`` (the
+fraction of the roofline a kernel of that class achieves on the target's runtime, in (0, 1], one
+of ``EFFICIENCY_CLASSES``; a
 kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calibrate`` measures
 them for the host, and the bundled vendor targets give none, so they predict at peak; three
 optional refinements, applied before the class's ``value``: ``efficiency.<class>.<roof>``, a

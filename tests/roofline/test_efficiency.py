@@ -188,6 +188,25 @@ def test_efficiency_arithmetic():
     assert np.isclose(achieved.per_kernel_seconds(10e-6, 90e-6, kernels=9), 10e-6)
 
 
+def test_the_launch_line_gives_the_launch_and_the_run_cost_from_one_measurement(monkeypatch):
+    # a chain of 1 Add runs in 4.3 µs, of 65 in 4.3 + 64 x 0.3 = 23.5 µs: 0.3 µs a kernel (the
+    # slope) and 4.3 - 0.3 = 4.0 µs a run beyond its kernels (the intercept); both sessions timed
+    # in one call, in turns
+    calls = []
+
+    def times(runs, budget_s):
+        calls.append(len(runs))
+        return [4.3e-6, 23.5e-6]
+
+    monkeypatch.setattr(achieved, "onnxruntime_available", lambda: True)
+    monkeypatch.setattr(achieved, "cpu_session", lambda model, threads, optimize: len(model.graph.node))
+    monkeypatch.setattr(achieved, "fastest_runs_s", times)
+    launch_s, run_s = achieved.measure_launch_line(1.0)
+    assert launch_s == pytest.approx(0.3e-6) and run_s == pytest.approx(4.0e-6) and calls == [2]
+    monkeypatch.setattr(achieved, "fastest_runs_s", lambda runs, budget_s: [0.2e-6, 19.4e-6])  # no intercept left
+    assert achieved.measure_launch_line(1.0)[1] is None
+
+
 def matmul_model():
     """x [1, 64] -> MatMul by a 64 x 64 weight (16,384 B) -> y [1, 64]."""
     node = helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")

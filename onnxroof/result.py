@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
+from .core.text import model_label
 from .core.version import __version__
 from .roofline.verdicts import BOUND_LABELS, Finding, finding_lines, ranked
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # types only: placing on targets is imported only when target
     from .roofline.devices import DevicePlan
     from .roofline.placement import TargetReport
     from .core.tensors import TensorInfo, UnresolvedDim
+    from .frontend.fixed_batch import FixedBatch
 
 
 @dataclass(frozen=True)
@@ -51,23 +53,6 @@ class ModelFacts:
     @property
     def label(self) -> str:
         return model_label(self.name, self.graph_name)
-
-
-def model_label(name: str, graph_name: str) -> str:
-    """The model's name, with the graph's name beside it when that says more than an exporter's
-    default.
-
-    >>> model_label("resnet18", "main_graph"), model_label("enc", "encoder_v2")
-    ('resnet18', 'enc (graph encoder_v2)')
-    """
-    if graph_name and graph_name != name and graph_name.lower() not in _GENERIC_GRAPH_NAMES:
-        return f"{name} (graph {graph_name})"
-    return name
-
-
-# graph names exporters write whatever the model: they say nothing beside a file's name
-_GENERIC_GRAPH_NAMES = frozenset({"main_graph", "torch_jit", "torch-jit-export", "tf2onnx", "graph", "model",
-                                  "onnx", "mxnet_converted_model", "keras2onnx", "sklearn", "jax2onnx"})
 
 
 @dataclass
@@ -105,6 +90,7 @@ class Analysis:
     warnings: list[str] = field(default_factory=list)
     input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
     assumed_dims: dict[str, int] = field(default_factory=dict)  # batch dims nobody gave, bound to 1
+    fixed_batch: FixedBatch | None = None  # the batch a static export fixes in its inputs and shape constants
     # makes the targets' findings on the first review() (onnxroof.analyze sets it: onnxroof.findings)
     reviewer: Callable[[Analysis], None] | None = field(default=None, compare=False)
 
@@ -207,6 +193,20 @@ class Analysis:
     def complete(self) -> bool:
         """True when every node was costed and every input dim is bound."""
         return not (self.unresolved_dims or self.totals.unsupported or self.totals.not_counted)
+
+    @property
+    def uncounted_nodes(self) -> int:
+        """Nodes with no cost: no rule for their op, or a shape or value nobody knows."""
+        return sum(self.totals.unsupported.values()) + sum(self.totals.not_counted.values())
+
+    def incomplete_text(self) -> str:
+        """Why the analysis is incomplete, in one line ('2,064 of 2,078 nodes not counted (cannot
+        reshape ...)'); '' when it is complete."""
+        if self.complete or not self.uncounted_nodes:
+            return "" if self.complete else "input dims not bound: " + ", ".join(
+                f"{d.input_name}[{d.axis}]" for d in self.unresolved_dims)
+        reason = next((r.reason for r in self.nodes if not r.counted and r.reason), "")
+        return f"{self.uncounted_nodes:,} of {self.totals.nodes:,} nodes not counted" + (f" ({reason})" if reason else "")
 
     def find_node(self, name: str) -> NodeRecord:
         """The record of node ``name`` (subgraph nodes are named ``If_3/then_branch/MatMul_0``)."""
@@ -352,6 +352,7 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
         "dtype": analysis.dtype,
         "batch": analysis.batch,
         "assumed_dims": analysis.assumed_dims,  # batch dims nobody gave, bound to 1
+        "fixed_batch": analysis.fixed_batch.to_dict() if analysis.fixed_batch else None,
         "memory": memory_entry(analysis, encoded),
         # what to change on each target, ranked; each gain measured by analysing again with the change
         "findings": [finding.to_dict() for finding in analysis.review()],

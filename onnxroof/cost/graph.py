@@ -215,6 +215,7 @@ class _Coster:
         if subgraphs:
             for attribute in cost.untaken:
                 subgraphs[attribute].taken = False
+            _mark_runs(subgraphs, cost, derived)
             params += sum(sub.params for sub in subgraphs.values())
             weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
         if is_folded:
@@ -520,6 +521,19 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
         parameters=dict(sorted(coster.parameters.items())),
         roots=coster.roots,
     )
+
+
+def _mark_runs(subgraphs: dict[str, SubgraphCost], cost: OpCost, derived: _Derived) -> None:
+    """Note on each subgraph how many times a target runs it per run of its node (cost/running.py
+    places its nodes that many times); a lone subgraph whose count the rule could not work out
+    (a Loop of unknown trip count) runs once, as a lower bound."""
+    for attribute, times, reason in cost.runs:
+        if attribute in subgraphs:
+            subgraphs[attribute].runs, subgraphs[attribute].runs_reason = times, reason
+    if not cost.runs and derived.status == NodeStatus.UNKNOWN_VALUE and len(subgraphs) == 1:
+        only = next(iter(subgraphs.values()))
+        only.runs, only.runs_bound = 1, True
+        only.runs_reason = f"how many times it runs is not known ({derived.reason}): placed once, a lower bound"
 
 
 def _apply_rule(handler, view: NodeView) -> tuple[NodeStatus, str, OpCost]:

@@ -68,6 +68,9 @@ class NodeRecord:
     # a Softmax's input elements a causal mask of huge negatives hides (cost/masks.py): each exp
     # gives a subnormal float, which a CPU computes on its slow path
     subnormal_elements: int = 0
+    # times the node runs per run of the model: a Loop's body nodes x its trip count, a Scan's x its
+    # length (the records of CostGraph.running; 1 everywhere else). Its figures are one run's
+    runs: int = 1
 
     @property
     def counted(self) -> bool:
@@ -117,6 +120,12 @@ class SubgraphCost:
     activation_bytes: dict[str, int] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
+    # what a target runs (cost/running.py): the times this subgraph runs per run of its node (an If's
+    # branch 1, a Loop's body its trip count, a Scan's its length; 0: not run, not placed), why,
+    # and whether that count is only a lower bound (a Loop whose trip count is unknown: placed once)
+    runs: int = 0
+    runs_reason: str = ""
+    runs_bound: bool = False
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,24 @@ class CostGraph:
     # folded constant -> the stored parameters it is computed from (a tied head's transposed copy
     # -> the embedding); a constant not here is its own root
     roots: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # in the graph of the nodes that run (:attr:`running`): node -> the subgraph it was placed from
+    # ("If_3/then_branch"), for the nodes of control-flow bodies; and what was placed, and why
+    body_of: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    _running: "CostGraph | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def running(self) -> "CostGraph":
+        """The nodes a run executes, as the roofline places them: this graph with each
+        control-flow node replaced by the nodes of the branch or body it runs (``running.py``);
+        the graph itself when it has none. Worked out once."""
+        if self._running is None:
+            if not any(record.subgraphs for record in self.records):
+                return self  # (not stored: a graph holding itself would be a cycle for copy and asdict)
+            from .running import running_graph
+
+            self._running = running_graph(self)
+        return self._running
 
     def edges(self) -> Iterator[tuple[str, str, dict]]:
         """``(producer, consumer, {"tensors": [...], "bytes": n})``: one edge per pair of nodes that

@@ -57,6 +57,7 @@ class Kernel:
     input_bytes: int = 0  # activations read from outside the kernel
     output_bytes: int = 0  # activations written for readers outside the kernel (or graph outputs)
     internal: list[str] = field(default_factory=list)  # tensors made and used inside only: no bytes
+    runs: int = 1  # times it runs per run of the model (a Loop's body x its trip count); the figures are one run's
 
     @property
     def memory_bytes(self) -> int:
@@ -97,10 +98,17 @@ def parse_policy(text: str) -> tuple[str, ...]:
 
 def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
     """The counted nodes of ``graph`` grouped into kernels under the fusion ``rules``, in the
-    order of each kernel's first node. With no rules every counted node is its own kernel."""
+    order of each kernel's first node. With no rules every counted node is its own kernel. The
+    nodes of a control-flow body (``graph.body_of``: the running graph, ``CostGraph.running``)
+    fuse with each other only, as a runtime runs a subgraph on its own."""
     rules = frozenset(rules)
     records = [r for r in graph.records if r.counted]
     by_name = {r.name: r for r in records}
+    body_of = graph.body_of
+    by_body: dict[str, dict[str, NodeRecord]] = {}  # subgraph -> its nodes: the candidates a kernel grows by
+    if body_of:
+        for record in records:
+            by_body.setdefault(body_of.get(record.name, ""), {})[record.name] = record
     position = {r.name: r.index for r in graph.records}
     tensors = graph.tensors
     outputs = set(graph.outputs)
@@ -112,16 +120,18 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
         members = [record]
         assigned.add(record.name)
         if rules and _kind(record) != "alone":
-            _grow(members, rules, by_name, position, tensors, assigned)
+            _grow(members, rules, by_body[body_of.get(record.name, "")] if body_of else by_name, position, tensors,
+                  assigned)
         kernels.append(_kernel(members, tensors, outputs))
     if "horizontal" in rules:
-        kernels = _merge_siblings(kernels, tensors, outputs, position)
+        kernels = _merge_siblings(kernels, tensors, outputs, position, body_of)
     if "attention" in rules:
-        kernels = _absorb_head_layouts(kernels, tensors, outputs)
+        kernels = _absorb_head_layouts(kernels, tensors, outputs, body_of)
     return kernels
 
 
-def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str], position: dict[str, int]) -> list[Kernel]:
+def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str], position: dict[str, int],
+                    body_of: dict[str, str]) -> list[Kernel]:
     """Kernels whose convolution or matmul multiplies the same activation by a stored weight of the
     same depth into outputs of the same shape but for the channels, merged into one GEMM over the
     weights side by side: TensorRT's horizontal fusion (the Q, K and V projections as one QKV
@@ -138,7 +148,7 @@ def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str
         if not outputs:
             continue
         key = (anchor.op_type, anchor.inputs[0], tuple(d for i, d in enumerate(shape) if i != channel),
-               anchor.macs // outputs)  # MACs per output: the same depth
+               anchor.macs // outputs, body_of.get(anchor.name, ""))  # MACs per output: the same depth; one subgraph
         families.setdefault(key, []).append(index)
     merged_into: dict[int, int] = {}
     members: dict[int, list] = {}
@@ -156,7 +166,8 @@ def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str
             for i, k in enumerate(kernels) if i not in merged_into]
 
 
-def _absorb_head_layouts(kernels: list[Kernel], tensors: dict, graph_outputs: set[str]) -> list[Kernel]:
+def _absorb_head_layouts(kernels: list[Kernel], tensors: dict, graph_outputs: set[str],
+                         body_of: dict[str, str]) -> list[Kernel]:
     """Each kernel of transposes alone that only an attention kernel reads, merged into it: a fused
     attention kernel reads Q, K and V in the projections' layout with strides (FlashAttention,
     TensorRT's fused MHA, onnxruntime's Attention take [B, S, N, H] directly), so the transposes
@@ -181,7 +192,8 @@ def _absorb_head_layouts(kernels: list[Kernel], tensors: dict, graph_outputs: se
         readers = {final(owner[c]) if c in owner else None for t in made for c in tensors[t].consumers} - {index}
         if len(readers) == 1 and None not in readers and not any(t in graph_outputs for t in made):
             reader = readers.pop()
-            if any(_kind(m) == "attention" for m in kernels[reader].records):
+            if (any(_kind(m) == "attention" for m in kernels[reader].records)
+                    and body_of.get(kernels[reader].name, "") == body_of.get(kernel.name, "")):
                 into[index] = reader
     members: dict[int, list] = {}  # attention kernel -> its records and the transposes it takes
     for index in sorted(into):
@@ -350,7 +362,7 @@ def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -
     if len(members) == 1:
         record = members[0]
         return Kernel(record.name, [record.name], record.op_type, members, record.flops, record.weight_bytes,
-                      record.input_bytes, record.output_bytes)
+                      record.input_bytes, record.output_bytes, runs=record.runs)
     by_name = {m.name: m for m in members}
     input_bytes = sum(m.input_bytes for m in members)
     output_bytes = sum(m.output_bytes for m in members)
@@ -418,4 +430,4 @@ def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -
         input_bytes -= max(readers - 1, 0) * (tensor.bytes or 0)
     op_type = kernel_op_type([m.op_type for m in members if not m.view]) or members[0].op_type
     return Kernel(members[0].name, [m.name for m in members], op_type, members, sum(m.flops for m in members),
-                  sum(m.weight_bytes for m in members), input_bytes, output_bytes, internal)
+                  sum(m.weight_bytes for m in members), input_bytes, output_bytes, internal, members[0].runs)

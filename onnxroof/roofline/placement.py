@@ -48,6 +48,7 @@ class NodePlacement:
     nodes: list[str] = field(default_factory=list)  # the ONNX nodes it runs, in the model's order
     reuse: tuple[int, int, int] | None = None  # kernels.reuse_of: what its efficiency class is decided by
     flops_by_roof: dict[str, int] = field(default_factory=dict)  # a mixed-type kernel's FLOPs on each roof
+    runs: int = 1  # times it runs per run of the model (a Loop's body): its placement's figures are all of them
 
 
 @dataclass
@@ -102,14 +103,16 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     ``order`` is the execution order the spill plan follows (default: the model's; the memory
     stage's best order, to see what it saves)."""
     rules = ("runtime",) if groups is not None else tuple(target.fusion if fusion is None else fusion)
-    tensors = graph.tensors
-    inputs, outputs = set(graph.inputs), set(graph.outputs)
+    # the nodes that run: control-flow bodies expanded (cost/running.py), unless a runtime's kernels are given
+    placed = graph if groups is not None else graph.running
+    tensors = placed.tensors
+    inputs, outputs = set(placed.inputs), set(placed.outputs)
     onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
-    notes: list[str] = []
+    notes: list[str] = list(placed.notes)
     spill_by_node: dict[str, int] = {}
     spilled: list[str] = []
     keeps_activations = onchip_capacity > 0
-    kernels = group(graph, groups) if groups is not None else fuse(graph, rules)
+    kernels = group(graph, groups) if groups is not None else fuse(placed, rules)
     split_nodes = set(split) if split is not None else None
     cached: set[int] = set()  # kernels (by position) whose parameters stay on chip between runs
     if keeps_activations and target.weights_resident:
@@ -200,9 +203,12 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         if subnormal and overhead and target.subnormal_s_per_element:
             slow_s = subnormal * target.subnormal_s_per_element.value
             point = replace(point, time_s=point.time_s + slow_s, subnormal_s=slow_s)
-        placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill,
-                                        _energy(target, roofs, dram, onchip), kernel.nodes, reuse_of(members),
-                                        dict(roofs)))
+        energy = _energy(target, roofs, dram, onchip)
+        if kernel.runs > 1:  # a Loop's or Scan's body: every figure of one run, that many times
+            point, energy = _repeated(point, kernel.runs), {k: None if v is None else v * kernel.runs for k, v in energy.items()}
+            roofs = Counter({roof: flops * kernel.runs for roof, flops in roofs.items()})
+        placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill, energy, kernel.nodes,
+                                        reuse_of(members), dict(roofs), kernel.runs))
     for (wanted, used), count in sorted(fallbacks.items()):
         notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
@@ -217,6 +223,21 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = _band(report)
     return report
+
+
+def _repeated(point: Placement, runs: int) -> Placement:
+    """A kernel's point run ``runs`` times: its work, bytes and times that many times over; its
+    intensity, rates, efficiency and bound those of one run.
+
+    >>> one = roofline(flops=1000, dram_bytes=100, peak_flops_per_s=1e9, dram_bytes_per_s=1e9, overhead_s=2e-6)
+    >>> twelve = _repeated(one, 12)
+    >>> twelve.flops, round(twelve.time_s * 1e6, 3), round(twelve.overhead_s * 1e6, 3), twelve.bound == one.bound
+    (12000, 36.0, 24.0, True)
+    """
+    return replace(point, flops=point.flops * runs, dram_bytes=point.dram_bytes * runs,
+                   onchip_bytes=point.onchip_bytes * runs, compute_s=point.compute_s * runs,
+                   memory_s=point.memory_s * runs, onchip_s=point.onchip_s * runs, time_s=point.time_s * runs,
+                   overhead_s=point.overhead_s * runs, subnormal_s=point.subnormal_s * runs)
 
 
 # more of the time than this on roofs the band was not measured on: no band. A quarter, since an

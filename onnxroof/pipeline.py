@@ -190,8 +190,9 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
         nodes=records,
         totals=totals,
         unresolved_dims=shapes.unresolved,
+        # the buffers of the nodes a run executes (control-flow bodies expanded, as the targets place them)
         memory=_with_progress(progress, "tracking live activations",
-                              lambda: analyze_memory(graph, elementwise_in_place=options.elementwise_in_place,
+                              lambda: analyze_memory(graph.running, elementwise_in_place=options.elementwise_in_place,
                                                      search=options.search_order)),
         dtype=dtype,
         batch=options.batch,

@@ -12,7 +12,7 @@ names; README documents every key.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from itertools import islice
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
@@ -124,6 +124,19 @@ class Analysis:
     @property
     def tensors(self) -> dict[str, TensorRecord]:
         return self.cost_graph.tensors
+
+    @cached_property
+    def run_view(self) -> Analysis:
+        """This analysis as a run executes it, for the outputs that show nodes one by one (the node
+        tables, ``--by module``, the graph view): its nodes and cost graph those of
+        ``cost_graph.running``, where each control-flow node is replaced by the nodes of the branch
+        or body a target places, named under it as a module (``If_3/then_branch/MatMul_0``; a
+        Loop's body nodes carry their ``runs``). The analysis itself when nothing runs a
+        subgraph. Its findings are the analysis's (``review()`` there)."""
+        running = self.cost_graph.running
+        if running is self.cost_graph:
+            return self
+        return replace(self, cost_graph=running, nodes=running.records, reviewer=None)
 
     @cached_property
     def graph(self) -> nx.DiGraph:

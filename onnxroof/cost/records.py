@@ -164,10 +164,13 @@ class CostGraph:
         the graph itself when it has none. Worked out once."""
         if self._running is None:
             if not any(record.subgraphs for record in self.records):
-                return self  # (not stored: a graph holding itself would be a cycle for copy and asdict)
+                return self
             from .running import running_graph
 
-            self._running = running_graph(self)
+            running = running_graph(self)
+            if running is self:
+                return self  # (not stored: a graph holding itself would be a cycle for copy and asdict)
+            self._running = running
         return self._running
 
     def edges(self) -> Iterator[tuple[str, str, dict]]:

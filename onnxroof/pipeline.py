@@ -296,7 +296,8 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
         dim_flags = implied | dim_flags
         _check_encoder_length(layout, phase, options.encoder_seq, dim_flags)
     if batch is not None:
-        shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
+        valued = set(phase_values) | set(_value_flags(options.values))  # settings (a merged decoder's switch): no batch
+        shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags, valued)
     assumed: dict[str, int] = {}
     if not partial:  # a batch dim nobody gave is 1, and every output says so
         inputs = real_inputs(proto.graph)

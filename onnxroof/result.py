@@ -317,6 +317,10 @@ def subgraph_entry(subgraph) -> dict:
         "flops": subgraph.flops,
         "params": subgraph.params,
         "weight_bytes": subgraph.weight_bytes,
+        # what a target runs: the times per run of its node (0: not run, not placed), why, and whether a bound
+        "runs": subgraph.runs,
+        "runs_reason": subgraph.runs_reason,
+        "runs_bound": subgraph.runs_bound,
         "nodes": [node_entry(r) for r in subgraph.records],
     }
 
@@ -586,8 +590,10 @@ def target_entry(report, encoded: bool = False) -> dict:
 def target_node_entry(node) -> dict:
     # the name and the nodes come first: _encoded_target_nodes writes them, and shares the rest
     # between kernels; "nodes" are the ONNX nodes the kernel runs (its own name alone, unfused)
+    # "runs": the times a Loop's or Scan's body kernel runs per run of the model (its figures are all of
+    # them), written only when more than 1
     return {"name": node.name, "nodes": node.nodes, "op_type": node.op_type, "dtype": node.dtype, "spill_bytes": node.spill_bytes,
-            "energy_j": node.energy_j, **placement_entry(node.placement)}
+            "energy_j": node.energy_j, **({"runs": node.runs} if node.runs > 1 else {}), **placement_entry(node.placement)}
 
 
 def _encoded_target_nodes(nodes: list) -> Iterator[str]:
@@ -600,7 +606,7 @@ def _encoded_target_nodes(nodes: list) -> Iterator[str]:
     placement_fields = attrgetter(*(f.name for f in fields(nodes[0].placement)))
     shared: dict[tuple, str] = {}
     for n in nodes:
-        key = (n.op_type, n.dtype, n.spill_bytes, tuple(n.energy_j.items()), placement_fields(n.placement))
+        key = (n.op_type, n.dtype, n.spill_bytes, tuple(n.energy_j.items()), n.runs, placement_fields(n.placement))
         rest = shared.get(key)
         if rest is None:
             entry = target_node_entry(n)

@@ -228,3 +228,11 @@ def test_batch_leaves_the_merged_decoders_switch_alone():
     assert list(flag.shape) == [1] and analysis.input_values["flag"] == [True] and analysis.complete
     # 8 sequences of one token: 8 x the MACs of one (test_merged: 220,672)
     assert analysis.totals.macs == 8 * 220_672
+
+
+def test_the_json_says_how_many_times_a_body_runs(tmp_path):
+    document = onnxroof.analyze(loop_model(5), targets=[target_file(tmp_path)]).to_dict()
+    (loop,) = document["nodes"]
+    assert (loop["subgraphs"]["body"]["runs"], loop["subgraphs"]["body"]["runs_bound"]) == (5, False)
+    relu = next(k for k in document["targets"][0]["nodes"] if k["name"] == "loop/body/relu")
+    assert relu["runs"] == 5 and relu["time_s"] == pytest.approx(5 * (0.8192e-6 + LAUNCH_S))

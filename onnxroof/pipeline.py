@@ -216,8 +216,9 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
         from .cost.tensor_parallel import find_structure
         from .roofline.devices import ModelFacts, plan_devices
 
-        structure = find_structure(graph, analysis.llm.head_size if analysis.llm is not None else None)
-        facts = ModelFacts(graph, structure, totals.param_bytes, analysis.memory.model_order.peak_bytes, analysis.llm)
+        running = graph.running  # the nodes the targets' kernels run (control-flow bodies expanded)
+        structure = find_structure(running, analysis.llm.head_size if analysis.llm is not None else None)
+        facts = ModelFacts(running, structure, totals.param_bytes, analysis.memory.model_order.peak_bytes, analysis.llm)
         analysis.parallel = [plan_devices(facts, report, options.devices, options.micro_batches)
                              for report in analysis.targets]
     analysis.warnings = prepared.notes + shapes.notes + size_notes + _warnings(analysis)

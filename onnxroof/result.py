@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
-from itertools import islice
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from operator import attrgetter
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
+from .core.json_chunks import Encoded  # the document's long lists, written as JSON chunks (report/json.py)
 from .core.version import __version__
 from .roofline.verdicts import BOUND_LABELS, Finding, finding_lines, ranked
 
@@ -127,16 +127,10 @@ class Analysis:
 
     @cached_property
     def run_view(self) -> Analysis:
-        """This analysis as a run executes it, for the outputs that show nodes one by one (the node
-        tables, ``--by module``, the graph view): its nodes and cost graph those of
-        ``cost_graph.running``, where each control-flow node is replaced by the nodes of the branch
-        or body a target places, named under it as a module (``If_3/then_branch/MatMul_0``; a
-        Loop's body nodes carry their ``runs``). The analysis itself when nothing runs a
-        subgraph. Its findings are the analysis's (``review()`` there)."""
+        """This analysis with the nodes a run executes (``cost_graph.running``: control-flow bodies in
+        their node's place), which the outputs that show nodes one by one read; its findings are this one's."""
         running = self.cost_graph.running
-        if running is self.cost_graph:
-            return self
-        return replace(self, cost_graph=running, nodes=running.records, reviewer=None)
+        return self if running is self.cost_graph else replace(self, cost_graph=running, nodes=running.records, reviewer=None)
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -154,11 +148,12 @@ class Analysis:
             raise UsageError("Analysis.to_pandas needs pandas, which is not installed: pip install pandas") from None
         from .roofline.placement import node_times
 
-        times = node_times(self.nodes, self.targets)
+        nodes = self.run_view.nodes  # the nodes a run executes, as the node tables list them
+        times = node_times(nodes, self.targets)
         bounds = {report.target.name: {name: kernel.placement.bound for kernel in report.nodes for name in kernel.nodes}
                   for report in self.targets}
         rows = []
-        for r in self.nodes:
+        for r in nodes:
             row = {"name": r.name, "op_type": r.op_type, "domain": r.domain, "status": r.status, "dtype": r.dtype,
                    "output_shape": r.output_shapes[0] if r.output_shapes else None, "macs": r.macs,
                    "mac_flops": r.mac_flops, "flops": r.flops, "params": r.params, "weight_bytes": r.weight_bytes,
@@ -317,10 +312,7 @@ def subgraph_entry(subgraph) -> dict:
         "flops": subgraph.flops,
         "params": subgraph.params,
         "weight_bytes": subgraph.weight_bytes,
-        # what a target runs: the times per run of its node (0: not run, not placed), why, and whether a bound
-        "runs": subgraph.runs,
-        "runs_reason": subgraph.runs_reason,
-        "runs_bound": subgraph.runs_bound,
+        "runs": subgraph.runs, "runs_reason": subgraph.runs_reason, "runs_bound": subgraph.runs_bound,  # as placed
         "nodes": [node_entry(r) for r in subgraph.records],
     }
 
@@ -436,35 +428,6 @@ def _timeline(schedule, encoded: bool, twice: bool = False) -> "list[dict] | Enc
         return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps),
                        keep=twice)
     return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
-
-
-class Encoded:
-    """A list already written as compact JSON, one item at a time: :func:`compact_chunks`
-    passes it on in chunks of a few hundred items, so a big model's document never sits in
-    memory whole (each fresh megabyte costs page faults, not just copying). A list the document
-    holds twice (``keep``) keeps its chunks from the first writing for the second."""
-
-    def __init__(self, items: Iterable[str], keep: bool = False):
-        self.items = iter(items)
-        self.kept: list[str] | None = [] if keep else None
-
-    def chunks(self, batch: int = 512) -> Iterator[str]:
-        if self.kept:  # written once already
-            yield from self.kept
-            return
-        for chunk in self._encode(batch):
-            if self.kept is not None:
-                self.kept.append(chunk)
-            yield chunk
-
-    def _encode(self, batch: int) -> Iterator[str]:
-        # the separators are chunks of their own: prefixing one to a joined batch would copy it again
-        separator = "["
-        while part := list(islice(self.items, batch)):
-            yield separator
-            yield ",".join(part)
-            separator = ","
-        yield "[]" if separator == "[" else "]"
 
 
 def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
@@ -590,8 +553,6 @@ def target_entry(report, encoded: bool = False) -> dict:
 def target_node_entry(node) -> dict:
     # the name and the nodes come first: _encoded_target_nodes writes them, and shares the rest
     # between kernels; "nodes" are the ONNX nodes the kernel runs (its own name alone, unfused)
-    # "runs": the times a Loop's or Scan's body kernel runs per run of the model (its figures are all of
-    # them), written only when more than 1
     return {"name": node.name, "nodes": node.nodes, "op_type": node.op_type, "dtype": node.dtype, "spill_bytes": node.spill_bytes,
             "energy_j": node.energy_j, **({"runs": node.runs} if node.runs > 1 else {}), **placement_entry(node.placement)}
 

@@ -14,7 +14,8 @@ the one place that expands them; the roofline fuses and places the result
   the If's output through a view named after the If.
 - A Loop's or Scan's body nodes keep their names and carry ``runs`` (the times they run per run
   of the model; their figures are one run's); their outputs reach the node's outputs through a
-  view named after the node.
+  view named after the node. A Loop's body reads the Loop's condition and initial values where
+  they are (its first run's inputs); a Scan's body reads its slices as inputs of its own.
 - Nested control flow is expanded the same way, the counts multiplied. A body node is named
   ``If_3/then_branch/MatMul_0`` (the cost walk's names): its module is its subgraph.
 
@@ -75,6 +76,11 @@ class _Expansion:
                             links.append((branch_output, node_output))
                 elif record.op_type == "Loop":  # the body returns its condition first, then the carried values
                     links += [(b, n) for b, n in zip(sub.outputs[1:], record.outputs) if n]
+                    # the condition and carried values it reads are the Loop's inputs (its first run's):
+                    # the body reads them where they are (the iteration number has no input)
+                    for formal, actual in zip(sub.inputs[1:], record.inputs[1:]):
+                        if actual and formal not in inner:
+                            inner[formal] = rename.get(actual, actual)
                 else:
                     links += [(b, n) for b, n in returned if n]
                 self.walk(sub.records, times, inner, sub.name)

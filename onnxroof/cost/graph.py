@@ -32,6 +32,7 @@ from ..frontend.shapes import ShapeResult
 from ..core.tensors import TensorInfo
 from .masks import hidden_positions, softmax_axes
 from .records import CostGraph, CostOptions, NodeRecord, NodeStatus, SubgraphCost, TensorRecord
+from .running import running_graph
 
 # Ops that only re-lay or re-type a constant: the bytes a node reads of their result per run are
 # the bytes of the data they read (an int8 weight behind DequantizeLinear is read as int8: runtimes
@@ -512,7 +513,7 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     hidden = hidden_positions(records, coster.values, softmax_axes(nodes, names, opset))
     for record in records:
         record.subnormal_elements = hidden.get(record.name, 0)
-    return CostGraph(
+    graph = CostGraph(
         name=model.graph.name,
         records=records,
         tensors=tensor_records,
@@ -521,6 +522,9 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
         parameters=dict(sorted(coster.parameters.items())),
         roots=coster.roots,
     )
+    running = running_graph(graph)  # the nodes a run executes: control-flow bodies expanded
+    graph.expanded = running if running is not graph else None
+    return graph
 
 
 def _mark_runs(subgraphs: dict[str, SubgraphCost], cost: OpCost, derived: _Derived) -> None:

@@ -155,23 +155,16 @@ class CostGraph:
     # ("If_3/then_branch"), for the nodes of control-flow bodies; and what was placed, and why
     body_of: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    _running: "CostGraph | None" = field(default=None, repr=False, compare=False)
+    # the nodes a run executes when control flow expands them (running.py, set by graph.cost_graph);
+    # None: the graph itself (not stored: a graph holding itself would be a cycle for copy and asdict)
+    expanded: "CostGraph | None" = field(default=None, repr=False, compare=False)
 
     @property
     def running(self) -> "CostGraph":
         """The nodes a run executes, as the roofline places them: this graph with each
         control-flow node replaced by the nodes of the branch or body it runs (``running.py``);
-        the graph itself when it has none. Worked out once."""
-        if self._running is None:
-            if not any(record.subgraphs for record in self.records):
-                return self
-            from .running import running_graph
-
-            running = running_graph(self)
-            if running is self:
-                return self  # (not stored: a graph holding itself would be a cycle for copy and asdict)
-            self._running = running
-        return self._running
+        the graph itself when it has none."""
+        return self.expanded if self.expanded is not None else self
 
     def edges(self) -> Iterator[tuple[str, str, dict]]:
         """``(producer, consumer, {"tensors": [...], "bytes": n})``: one edge per pair of nodes that

@@ -118,7 +118,7 @@ def _link(record: NodeRecord, links: list[tuple[str, str]]) -> NodeRecord:
 def running_graph(graph: CostGraph) -> CostGraph:
     """``graph`` with its control flow expanded (see the module's docstring); ``graph`` itself
     when no node runs a subgraph."""
-    if not any(sub.runs for record in graph.records for sub in record.subgraphs.values()):
+    if not any(sub.runs for record in graph.records if record.subgraphs for sub in record.subgraphs.values()):
         return graph
     expansion = _Expansion(graph)
     expansion.walk(graph.records, 1, {}, "")

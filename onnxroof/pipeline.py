@@ -191,8 +191,9 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
         nodes=records,
         totals=totals,
         unresolved_dims=shapes.unresolved,
+        # the buffers of the nodes a run executes (control-flow bodies expanded, as the targets place them)
         memory=_with_progress(progress, "tracking live activations",
-                              lambda: analyze_memory(graph, elementwise_in_place=options.elementwise_in_place,
+                              lambda: analyze_memory(graph.running, elementwise_in_place=options.elementwise_in_place,
                                                      search=options.search_order)),
         dtype=dtype,
         batch=options.batch,
@@ -217,8 +218,9 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
         from .cost.tensor_parallel import find_structure
         from .roofline.devices import ModelFacts, plan_devices
 
-        structure = find_structure(graph, analysis.llm.head_size if analysis.llm is not None else None)
-        facts = ModelFacts(graph, structure, totals.param_bytes, analysis.memory.model_order.peak_bytes, analysis.llm)
+        running = graph.running  # the nodes the targets' kernels run (control-flow bodies expanded)
+        structure = find_structure(running, analysis.llm.head_size if analysis.llm is not None else None)
+        facts = ModelFacts(running, structure, totals.param_bytes, analysis.memory.model_order.peak_bytes, analysis.llm)
         analysis.parallel = [plan_devices(facts, report, options.devices, options.micro_batches)
                              for report in analysis.targets]
     analysis.warnings = prepared.notes + shapes.notes + size_notes + _warnings(analysis)
@@ -304,7 +306,8 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
         if fixed is not None and (refusal := fixed.refusal(batch)):
             raise OptionError("batch", "{opt.batch} {batch} cannot be analysed: {refusal}", batch=batch,
                               refusal=refusal)
-        shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
+        valued = set(phase_values) | set(_value_flags(options.values))  # settings (a merged decoder's switch): no batch
+        shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags, valued)
     assumed: dict[str, int] = {}
     if not partial:  # a batch dim nobody gave is 1, and every output says so
         inputs = real_inputs(proto.graph)

@@ -12,9 +12,8 @@ names; README documents every key.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
-from itertools import islice
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from operator import attrgetter
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
 from .core.text import model_label
+from .core.json_chunks import Encoded  # the document's long lists, written as JSON chunks (report/json.py)
 from .core.version import __version__
 from .roofline.verdicts import BOUND_LABELS, Finding, finding_lines, ranked
 
@@ -112,6 +112,13 @@ class Analysis:
         return self.cost_graph.tensors
 
     @cached_property
+    def run_view(self) -> Analysis:
+        """This analysis with the nodes a run executes (``cost_graph.running``: control-flow bodies in
+        their node's place), which the outputs that show nodes one by one read; its findings are this one's."""
+        running = self.cost_graph.running
+        return self if running is self.cost_graph else replace(self, cost_graph=running, nodes=running.records, reviewer=None)
+
+    @cached_property
     def graph(self) -> nx.DiGraph:
         """The cost DAG as a networkx DiGraph (node attribute "record", edge attributes "tensors" and
         "bytes"), built on first use: no stage needs networkx, whose import alone takes 0.2 s."""
@@ -127,11 +134,12 @@ class Analysis:
             raise UsageError("Analysis.to_pandas needs pandas, which is not installed: pip install pandas") from None
         from .roofline.placement import node_times
 
-        times = node_times(self.nodes, self.targets)
+        nodes = self.run_view.nodes  # the nodes a run executes, as the node tables list them
+        times = node_times(nodes, self.targets)
         bounds = {report.target.name: {name: kernel.placement.bound for kernel in report.nodes for name in kernel.nodes}
                   for report in self.targets}
         rows = []
-        for r in self.nodes:
+        for r in nodes:
             row = {"name": r.name, "op_type": r.op_type, "domain": r.domain, "status": r.status, "dtype": r.dtype,
                    "output_shape": r.output_shapes[0] if r.output_shapes else None, "macs": r.macs,
                    "mac_flops": r.mac_flops, "flops": r.flops, "params": r.params, "weight_bytes": r.weight_bytes,
@@ -304,6 +312,7 @@ def subgraph_entry(subgraph) -> dict:
         "flops": subgraph.flops,
         "params": subgraph.params,
         "weight_bytes": subgraph.weight_bytes,
+        "runs": subgraph.runs, "runs_reason": subgraph.runs_reason, "runs_bound": subgraph.runs_bound,  # as placed
         "nodes": [node_entry(r) for r in subgraph.records],
     }
 
@@ -420,35 +429,6 @@ def _timeline(schedule, encoded: bool, twice: bool = False) -> "list[dict] | Enc
         return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps),
                        keep=twice)
     return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
-
-
-class Encoded:
-    """A list already written as compact JSON, one item at a time: :func:`compact_chunks`
-    passes it on in chunks of a few hundred items, so a big model's document never sits in
-    memory whole (each fresh megabyte costs page faults, not just copying). A list the document
-    holds twice (``keep``) keeps its chunks from the first writing for the second."""
-
-    def __init__(self, items: Iterable[str], keep: bool = False):
-        self.items = iter(items)
-        self.kept: list[str] | None = [] if keep else None
-
-    def chunks(self, batch: int = 512) -> Iterator[str]:
-        if self.kept:  # written once already
-            yield from self.kept
-            return
-        for chunk in self._encode(batch):
-            if self.kept is not None:
-                self.kept.append(chunk)
-            yield chunk
-
-    def _encode(self, batch: int) -> Iterator[str]:
-        # the separators are chunks of their own: prefixing one to a joined batch would copy it again
-        separator = "["
-        while part := list(islice(self.items, batch)):
-            yield separator
-            yield ",".join(part)
-            separator = ","
-        yield "[]" if separator == "[" else "]"
 
 
 def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
@@ -575,7 +555,7 @@ def target_node_entry(node) -> dict:
     # the name and the nodes come first: _encoded_target_nodes writes them, and shares the rest
     # between kernels; "nodes" are the ONNX nodes the kernel runs (its own name alone, unfused)
     return {"name": node.name, "nodes": node.nodes, "op_type": node.op_type, "dtype": node.dtype, "spill_bytes": node.spill_bytes,
-            "energy_j": node.energy_j, **placement_entry(node.placement)}
+            "energy_j": node.energy_j, **({"runs": node.runs} if node.runs > 1 else {}), **placement_entry(node.placement)}
 
 
 def _encoded_target_nodes(nodes: list) -> Iterator[str]:
@@ -588,7 +568,7 @@ def _encoded_target_nodes(nodes: list) -> Iterator[str]:
     placement_fields = attrgetter(*(f.name for f in fields(nodes[0].placement)))
     shared: dict[tuple, str] = {}
     for n in nodes:
-        key = (n.op_type, n.dtype, n.spill_bytes, tuple(n.energy_j.items()), placement_fields(n.placement))
+        key = (n.op_type, n.dtype, n.spill_bytes, tuple(n.energy_j.items()), n.runs, placement_fields(n.placement))
         rest = shared.get(key)
         if rest is None:
             entry = target_node_entry(n)

@@ -98,18 +98,20 @@ def module_path(name: str) -> tuple[str, ...]:
 
 
 def has_scopes(analysis: "Analysis") -> bool:
-    """Whether most counted nodes' names carry a module scope."""
-    counted = [r for r in analysis.nodes if r.counted]
+    """Whether most counted nodes' names carry a module scope (of the nodes a run executes: a
+    control-flow body's are named under its node, ``Analysis.run_view``)."""
+    counted = [r for r in analysis.run_view.nodes if r.counted]
     return bool(counted) and sum(1 for r in counted if record_path(r)) * 2 >= len(counted)
 
 
 def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times: dict[str, float]) -> None:
+    runs = record.runs  # a Loop's body node: its figures are one run's
     module.nodes += 1
-    module.macs += record.macs
-    module.flops += record.flops
+    module.macs += record.macs * runs
+    module.flops += record.flops * runs
     module.params += params
-    module.weight_bytes += record.weight_bytes
-    module.activation_bytes += record.input_bytes + record.output_bytes
+    module.weight_bytes += record.weight_bytes * runs
+    module.activation_bytes += (record.input_bytes + record.output_bytes) * runs
     module.peak_bytes = max(module.peak_bytes, peak)
     for target, seconds in times.items():
         module.time_s[target] = module.time_s.get(target, 0.0) + seconds
@@ -135,7 +137,9 @@ def _first_reads(records: list["NodeRecord"], graph: "CostGraph | None" = None) 
 
 def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
     """The module tree of ``analysis`` (down to ``depth`` levels below the root; deeper scopes
-    fold into their ancestor at that depth). Nodes without a scope sit at the root."""
+    fold into their ancestor at that depth). Nodes without a scope sit at the root. The nodes are
+    those a run executes (``Analysis.run_view``): a control-flow body is a module under its node."""
+    analysis = analysis.run_view
     records = analysis.nodes
     params = _first_reads(records, analysis.cost_graph)
     live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
@@ -163,7 +167,9 @@ def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
 
 
 def op_breakdown(analysis: "Analysis") -> list[ModuleCost]:
-    """One entry per op type (its ``name``), costliest first (FLOPs, then bytes)."""
+    """One entry per op type (its ``name``), costliest first (FLOPs, then bytes), over the nodes a
+    run executes (``Analysis.run_view``)."""
+    analysis = analysis.run_view
     params = _first_reads(analysis.nodes, analysis.cost_graph)
     live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
     times = _node_times(analysis.nodes, analysis.targets)

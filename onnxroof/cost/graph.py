@@ -32,6 +32,7 @@ from ..frontend.shapes import ShapeResult
 from ..core.tensors import TensorInfo
 from .masks import hidden_positions, softmax_axes
 from .records import CostGraph, CostOptions, NodeRecord, NodeStatus, SubgraphCost, TensorRecord
+from .running import running_graph
 
 # Ops that only re-lay or re-type a constant: the bytes a node reads of their result per run are
 # the bytes of the data they read (an int8 weight behind DequantizeLinear is read as int8: runtimes
@@ -215,6 +216,7 @@ class _Coster:
         if subgraphs:
             for attribute in cost.untaken:
                 subgraphs[attribute].taken = False
+            _mark_runs(subgraphs, cost, derived)
             params += sum(sub.params for sub in subgraphs.values())
             weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
         if is_folded:
@@ -511,7 +513,7 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     hidden = hidden_positions(records, coster.values, softmax_axes(nodes, names, opset))
     for record in records:
         record.subnormal_elements = hidden.get(record.name, 0)
-    return CostGraph(
+    graph = CostGraph(
         name=model.graph.name,
         records=records,
         tensors=tensor_records,
@@ -520,6 +522,22 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
         parameters=dict(sorted(coster.parameters.items())),
         roots=coster.roots,
     )
+    running = running_graph(graph)  # the nodes a run executes: control-flow bodies expanded
+    graph.expanded = running if running is not graph else None
+    return graph
+
+
+def _mark_runs(subgraphs: dict[str, SubgraphCost], cost: OpCost, derived: _Derived) -> None:
+    """Note on each subgraph how many times a target runs it per run of its node (cost/running.py
+    places its nodes that many times); a lone subgraph whose count the rule could not work out
+    (a Loop of unknown trip count) runs once, as a lower bound."""
+    for attribute, times, reason in cost.runs:
+        if attribute in subgraphs:
+            subgraphs[attribute].runs, subgraphs[attribute].runs_reason = times, reason
+    if not cost.runs and derived.status == NodeStatus.UNKNOWN_VALUE and len(subgraphs) == 1:
+        only = next(iter(subgraphs.values()))
+        only.runs, only.runs_bound = 1, True
+        only.runs_reason = f"how many times it runs is not known ({derived.reason}): placed once, a lower bound"
 
 
 def _apply_rule(handler, view: NodeView) -> tuple[NodeStatus, str, OpCost]:

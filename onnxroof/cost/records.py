@@ -68,6 +68,9 @@ class NodeRecord:
     # a Softmax's input elements a causal mask of huge negatives hides (cost/masks.py): each exp
     # gives a subnormal float, which a CPU computes on its slow path
     subnormal_elements: int = 0
+    # times the node runs per run of the model: a Loop's body nodes x its trip count, a Scan's x its
+    # length (the records of CostGraph.running; 1 everywhere else). Its figures are one run's
+    runs: int = 1
 
     @property
     def counted(self) -> bool:
@@ -117,6 +120,12 @@ class SubgraphCost:
     activation_bytes: dict[str, int] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
+    # what a target runs (cost/running.py): the times this subgraph runs per run of its node (an If's
+    # branch 1, a Loop's body its trip count, a Scan's its length; 0: not run, not placed), why,
+    # and whether that count is only a lower bound (a Loop whose trip count is unknown: placed once)
+    runs: int = 0
+    runs_reason: str = ""
+    runs_bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,20 @@ class CostGraph:
     # folded constant -> the stored parameters it is computed from (a tied head's transposed copy
     # -> the embedding); a constant not here is its own root
     roots: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # in the graph of the nodes that run (:attr:`running`): node -> the subgraph it was placed from
+    # ("If_3/then_branch"), for the nodes of control-flow bodies; and what was placed, and why
+    body_of: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    # the nodes a run executes when control flow expands them (running.py, set by graph.cost_graph);
+    # None: the graph itself (not stored: a graph holding itself would be a cycle for copy and asdict)
+    expanded: "CostGraph | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def running(self) -> "CostGraph":
+        """The nodes a run executes, as the roofline places them: this graph with each
+        control-flow node replaced by the nodes of the branch or body it runs (``running.py``);
+        the graph itself when it has none."""
+        return self.expanded if self.expanded is not None else self
 
     def edges(self) -> Iterator[tuple[str, str, dict]]:
         """``(producer, consumer, {"tensors": [...], "bytes": n})``: one edge per pair of nodes that

@@ -23,7 +23,7 @@ SHOWN = 3
 
 
 def intensity(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
-    macs = {r.name: r.macs for r in analysis.nodes}
+    macs = {r.name: r.macs for r in analysis.run_view.nodes}
     low = [k for k in report.nodes if k.placement.bound in (Bound.DRAM, Bound.ONCHIP)
            and sum(macs.get(n, 0) for n in k.nodes) > 0]
     time_s = sum(k.placement.time_s for k in low)

@@ -58,7 +58,7 @@ def weights(analysis: Analysis, report: TargetReport, variants: Variants) -> lis
     target = report.target
     if not target.weights_resident or not target.onchip_bytes:
         return []
-    records = {r.name: r for r in analysis.nodes}
+    records = {r.name: r for r in analysis.run_view.nodes}  # the nodes the kernels run
     parameter_bytes = sum(records[n].weight_bytes for k in report.nodes for n in k.nodes if n in records)
     streamed = parameter_bytes - report.weights_on_chip_bytes
     if streamed <= 0:

@@ -320,14 +320,16 @@ def _expression(text: str) -> ast.AST | None:
 
 
 def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple[str | None, tuple[int, ...]]],
-                dims: dict[str, int]) -> tuple[list[tuple[str | None, tuple[int, ...]]], dict[str, int]]:
+                dims: dict[str, int], valued: Iterable[str] = ()) -> tuple[list[tuple[str | None, tuple[int, ...]]], dict[str, int]]:
     """``--batch N`` as the flags it stands for: axis 0 of every input not shaped explicitly is N
-    (a named batch dim is bound by name, a fixed one is overridden)."""
+    (a named batch dim is bound by name, a fixed one is overridden). An input whose value is
+    given (``valued``: --value, a decoder phase's flag) or a bool of fixed shape [1] is a setting,
+    not data, and keeps its shape (optimum's ``use_cache_branch``)."""
     shapes, named = list(input_shapes), dict(dims)
-    explicit = {name for name, _ in input_shapes}
+    explicit = {name for name, _ in input_shapes} | set(valued)
     for value_info in real_inputs(model.graph):
         old = _dims_of(value_info)
-        if value_info.name in explicit or not old:
+        if value_info.name in explicit or not old or _is_flag(value_info, old):
             continue
         if old[0].dim_param:
             named.setdefault(old[0].dim_param, batch)
@@ -337,6 +339,12 @@ def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple
             raise OptionError("batch", "{opt.batch}: input {input!r} has a fixed batch dim and other unknown dims; "
                               "give its whole shape with {opt.input_shapes} {input}:...", input=value_info.name)
     return shapes, named
+
+
+def _is_flag(value_info: onnx.ValueInfoProto, dims) -> bool:
+    """A bool input of fixed shape [1]: a switch (an If's condition), never a batch of data."""
+    return (value_info.type.tensor_type.elem_type == onnx.TensorProto.BOOL and len(dims) == 1
+            and dims[0].HasField("dim_value") and dims[0].dim_value == 1)
 
 
 def bind_inputs(

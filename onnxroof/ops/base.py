@@ -49,6 +49,9 @@ class OpCost:
     # subgraph attributes the node does not run (an If's other branch once its condition is known):
     # their nodes are shown but neither counted nor reported as uncounted
     untaken: tuple[str, ...] = ()
+    # (subgraph attribute, times it runs per run of the node, why) for the subgraphs a target runs
+    # (cost/running.py places their nodes as kernels): an If's branch, a Loop's or Scan's body
+    runs: tuple[tuple[str, int, str], ...] = ()
     # model numbers stored in the node's attributes (ai.onnx.ml: tree thresholds, coefficients):
     # parameters of the node itself, counted once like a stored tensor
     attribute_params: int = 0

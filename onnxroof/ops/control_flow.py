@@ -12,13 +12,14 @@ from .base import NodeView, OpCost, UnknownValue, register
 _NO_TRIP_LIMIT = 2**62
 
 
-def _repeat(body, times: int, how: str) -> OpCost:
+def _repeat(body, times: int, how: str, attribute: str = "body") -> OpCost:
     """``body`` run ``times`` times, with the MAC part kept apart from the other FLOPs."""
     other = body.flops - 2 * body.macs
     return OpCost(
         macs=body.macs * times,
         flops=other * times,
         formula=f"{how}: {body.flops:,} FLOPs x {times:,} = {body.flops * times:,} FLOPs",
+        runs=((attribute, times, f"{how} = {times:,}"),),
     )
 
 
@@ -36,12 +37,15 @@ def if_rule(node: NodeView) -> OpCost:
             formula=f"condition {bool(condition.reshape(-1)[0])} once the inputs are bound: counted {name} "
                     f"({taken.flops:,} FLOPs); then {then_branch.flops:,}, else {else_branch.flops:,} FLOPs",
             untaken=("else_branch" if name == "then" else "then_branch",),
+            runs=((f"{name}_branch", 1, f"its condition is {bool(condition.reshape(-1)[0])} once the inputs are bound"),),
         )
     taken, name = max((then_branch, "then"), (else_branch, "else"), key=lambda pair: pair[0].flops)
     return OpCost(
         macs=taken.macs,
         flops=taken.flops - 2 * taken.macs,
         formula=f"then {then_branch.flops:,} FLOPs, else {else_branch.flops:,} FLOPs: counted the costlier ({name})",
+        runs=((f"{name}_branch", 1, f"its condition is not known: the costlier branch ({taken.flops:,} FLOPs, the "
+                                    f"other {min(then_branch.flops, else_branch.flops):,}); --value picks one"),),
     )
 
 

@@ -32,20 +32,16 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Iterable
 
-from ..cost.records import NodeStatus
-from ..ops import OpTrait, traits_of
-from .targets import FUSION_RULES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
+from .node_kinds import CONV_OPS as _CONV_OPS, KINDS, node_kind as _kind
+from .targets import FUSION_RULES
+# what a kernel's work is (its class, reuse and GEMM shape): read through this module too
+from .work import REUSE_CLASSES, WorkShape, efficiency_class, reuse_class, reuse_of, work_shape  # noqa: F401
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph, NodeRecord
 
 # named policies for --fusion; a policy may also list rule sets ("epilogue,elementwise")
 POLICIES = {"none": (), "epilogue": ("epilogue",), "all": tuple(FUSION_RULES)}
-
-# The rule families whose MACs make a kernel's anchor (a convolution or matmul its epilogue joins):
-# the registry's families, plus "attention", the family the cost stage gives an activation x
-# activation matmul. What an op is (elementwise, a softmax, a strided copy) its traits say.
-_MAC_FAMILIES = frozenset({"conv", "matmul", "attention", "quantized"})
 
 
 @dataclass
@@ -61,6 +57,7 @@ class Kernel:
     input_bytes: int = 0  # activations read from outside the kernel
     output_bytes: int = 0  # activations written for readers outside the kernel (or graph outputs)
     internal: list[str] = field(default_factory=list)  # tensors made and used inside only: no bytes
+    runs: int = 1  # times it runs per run of the model (a Loop's body x its trip count); the figures are one run's
 
     @property
     def memory_bytes(self) -> int:
@@ -101,10 +98,17 @@ def parse_policy(text: str) -> tuple[str, ...]:
 
 def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
     """The counted nodes of ``graph`` grouped into kernels under the fusion ``rules``, in the
-    order of each kernel's first node. With no rules every counted node is its own kernel."""
+    order of each kernel's first node. With no rules every counted node is its own kernel. The
+    nodes of a control-flow body (``graph.body_of``: the running graph, ``CostGraph.running``)
+    fuse with each other only, as a runtime runs a subgraph on its own."""
     rules = frozenset(rules)
     records = [r for r in graph.records if r.counted]
     by_name = {r.name: r for r in records}
+    body_of = graph.body_of
+    by_body: dict[str, dict[str, NodeRecord]] = {}  # subgraph -> its nodes: the candidates a kernel grows by
+    if body_of:
+        for record in records:
+            by_body.setdefault(body_of.get(record.name, ""), {})[record.name] = record
     position = {r.name: r.index for r in graph.records}
     tensors = graph.tensors
     outputs = set(graph.outputs)
@@ -116,16 +120,18 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
         members = [record]
         assigned.add(record.name)
         if rules and _kind(record) != "alone":
-            _grow(members, rules, by_name, position, tensors, assigned)
+            _grow(members, rules, by_body[body_of.get(record.name, "")] if body_of else by_name, position, tensors,
+                  assigned)
         kernels.append(_kernel(members, tensors, outputs))
     if "horizontal" in rules:
-        kernels = _merge_siblings(kernels, tensors, outputs, position)
+        kernels = _merge_siblings(kernels, tensors, outputs, position, body_of)
     if "attention" in rules:
-        kernels = _absorb_head_layouts(kernels, tensors, outputs)
+        kernels = _absorb_head_layouts(kernels, tensors, outputs, body_of)
     return kernels
 
 
-def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str], position: dict[str, int]) -> list[Kernel]:
+def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str], position: dict[str, int],
+                    body_of: dict[str, str]) -> list[Kernel]:
     """Kernels whose convolution or matmul multiplies the same activation by a stored weight of the
     same depth into outputs of the same shape but for the channels, merged into one GEMM over the
     weights side by side: TensorRT's horizontal fusion (the Q, K and V projections as one QKV
@@ -142,7 +148,7 @@ def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str
         if not outputs:
             continue
         key = (anchor.op_type, anchor.inputs[0], tuple(d for i, d in enumerate(shape) if i != channel),
-               anchor.macs // outputs)  # MACs per output: the same depth
+               anchor.macs // outputs, body_of.get(anchor.name, ""))  # MACs per output: the same depth; one subgraph
         families.setdefault(key, []).append(index)
     merged_into: dict[int, int] = {}
     members: dict[int, list] = {}
@@ -160,7 +166,8 @@ def _merge_siblings(kernels: list[Kernel], tensors: dict, graph_outputs: set[str
             for i, k in enumerate(kernels) if i not in merged_into]
 
 
-def _absorb_head_layouts(kernels: list[Kernel], tensors: dict, graph_outputs: set[str]) -> list[Kernel]:
+def _absorb_head_layouts(kernels: list[Kernel], tensors: dict, graph_outputs: set[str],
+                         body_of: dict[str, str]) -> list[Kernel]:
     """Each kernel of transposes alone that only an attention kernel reads, merged into it: a fused
     attention kernel reads Q, K and V in the projections' layout with strides (FlashAttention,
     TensorRT's fused MHA, onnxruntime's Attention take [B, S, N, H] directly), so the transposes
@@ -185,7 +192,8 @@ def _absorb_head_layouts(kernels: list[Kernel], tensors: dict, graph_outputs: se
         readers = {final(owner[c]) if c in owner else None for t in made for c in tensors[t].consumers} - {index}
         if len(readers) == 1 and None not in readers and not any(t in graph_outputs for t in made):
             reader = readers.pop()
-            if any(_kind(m) == "attention" for m in kernels[reader].records):
+            if (any(_kind(m) == "attention" for m in kernels[reader].records)
+                    and body_of.get(kernels[reader].name, "") == body_of.get(kernel.name, "")):
                 into[index] = reader
     members: dict[int, list] = {}  # attention kernel -> its records and the transposes it takes
     for index in sorted(into):
@@ -216,144 +224,6 @@ def group(graph: CostGraph, groups: Iterable[Iterable[str]]) -> list[Kernel]:
             kernels.append(_kernel(members, tensors, outputs))
     position = {r.name: r.index for r in graph.records}
     return sorted(kernels, key=lambda kernel: position[kernel.nodes[0]])
-
-
-def efficiency_class(records: Iterable[NodeRecord]) -> str | None:
-    """The kernel class (``targets.EFFICIENCY_CLASSES``) of a kernel of these nodes: the class of
-    its heaviest kind of work. A kernel with a convolution or matmul is ``gemm``; ``gemv`` when
-    that node does fewer than 8 multiply-adds per weight element (it streams its weights), or
-    ``depthwise`` when it does fewer than 32 per output element (it reuses too little of what it
-    loads to run at the GEMM rate); else ``reduction`` if it reduces (normalizations,
-    softmax, pooling), ``elementwise`` if it maps elements, ``transpose`` if it permutes axes,
-    ``data_movement`` if it copies contiguous runs; None
-    for work of no class (control flow, shape arithmetic, views only). A folded constant is
-    classed by what it computes: it is in a kernel only when a runtime launched it, computing it
-    on every run (onnxruntime's DequantizeLinear of a QDQ weight it does not fuse: an elementwise
-    kernel, at DequantizeLinear's pace where the target gives one).
-
-    >>> from onnxroof import analyze
-    >>> from onnxroof.core.examples import build_example
-    >>> graph = analyze(build_example("shallownet")).cost_graph
-    >>> [(k.op_type, efficiency_class(k.records)) for k in fuse(graph, ("epilogue",))]
-    [('Conv+Relu', 'depthwise'), ('Gemm', 'gemv'), ('Softmax', 'reduction')]
-    """
-    records = [r for r in records if not r.view]
-    kinds = {_kind(r, ran=True) for r in records}
-    reuse = reuse_of(records)
-    if reuse is not None:
-        return reuse_class(*reuse)
-    if "reduction" in kinds or "softmax" in kinds or any(r.family == "pooling" for r in records):
-        return "reduction"
-    if "elementwise" in kinds:
-        return "elementwise"
-    moves = [r for r in records if r.family == "tensor" and not r.shape_only]
-    if moves:
-        strided = any(OpTrait.STRIDED_COPY in traits_of(r.domain, r.op_type) for r in moves)
-        return "transpose" if strided else "data_movement"
-    return None
-
-
-def reuse_of(records: Iterable[NodeRecord]) -> tuple[int, int, int] | None:
-    """(MACs, weight elements, output elements) of the kernel's first matmul, convolution or
-    attention node: what :func:`reuse_class` decides by; None for a kernel without one."""
-    # MACs first: most nodes have none, and _kind reads the op's traits (a 100,000-node kernel is scanned whole)
-    anchor = next((r for r in records if r.macs and not r.view and _kind(r) in ("mac", "attention")), None)
-    if anchor is None:
-        return None
-    shape = anchor.output_shapes[0] if anchor.output_shapes else None
-    outputs = math.prod(shape) if shape and all(isinstance(d, int) for d in shape) else 0
-    return anchor.macs, anchor.params, outputs
-
-
-@dataclass(frozen=True)
-class WorkShape:
-    """The GEMM a convolution or matmul is: ``batch`` independent products of ``rows`` x
-    ``cols`` outputs, each a dot product of ``depth`` multiply-adds (a convolution: output pixels
-    x output channels, depth Cin x kh x kw)."""
-
-    batch: int
-    rows: int
-    cols: int
-    depth: int
-
-
-_CONV_OPS = frozenset({"Conv", "ConvInteger", "QLinearConv"})
-# where a matmul's second matrix is among its inputs (QLinearMatMul: a, a_scale, a_zero_point, b, ...;
-# MatMulNBits' packed B is slot 1, as for MatMul)
-_SECOND_OPERAND = {"QLinearMatMul": 3}
-
-
-def work_shape(records: Iterable[NodeRecord]) -> WorkShape | None:
-    """The work shape of the kernel's first convolution or matmul, read from its output shape
-    and MACs; None for a kernel without one, an unknown shape, or a grouped convolution (its
-    small per-group products run off the matrix units on most runtimes: not modelled).
-
-    >>> from types import SimpleNamespace as S
-    >>> conv = S(view=False, op_type="Conv", family="conv", macs=1 * 64 * 56 * 56 * 32 * 9,
-    ...          output_shapes=[[1, 64, 56, 56]], input_shapes=[[1, 32, 58, 58], [64, 32, 3, 3]])
-    >>> work_shape([conv])
-    WorkShape(batch=1, rows=3136, cols=64, depth=288)
-    >>> matmul = S(view=False, op_type="MatMul", family="matmul", macs=12 * 128 * 128 * 64, inputs=["q", "k"],
-    ...            param_inputs=[], output_shapes=[[1, 12, 128, 128]], input_shapes=[[1, 12, 128, 64], [1, 12, 64, 128]])
-    >>> work_shape([matmul])
-    WorkShape(batch=12, rows=128, cols=128, depth=64)
-    >>> linear = S(view=False, op_type="MatMul", family="matmul", macs=1024 * 5120 * 13824, inputs=["x", "w"],
-    ...            param_inputs=["w"], output_shapes=[[1024, 1, 13824]], input_shapes=[[1024, 1, 5120], [5120, 13824]])
-    >>> work_shape([linear])  # a decode step's MLP at batch 1,024: one 1,024-row GEMM, not 1,024 one-row ones
-    WorkShape(batch=1, rows=1024, cols=13824, depth=5120)
-    """
-    anchors = [r for r in records if not r.view and r.macs and r.family in _MAC_FAMILIES]
-    shape = _work_shape_of(anchors[0]) if anchors else None
-    if shape is None:
-        return None
-    # sibling products merged into one GEMM (the horizontal rules): their columns side by side
-    for sibling in anchors[1:]:
-        other = _work_shape_of(sibling) if sibling.inputs[:1] == anchors[0].inputs[:1] else None
-        if other is not None and (other.batch, other.rows, other.depth) == (shape.batch, shape.rows, shape.depth):
-            shape = WorkShape(shape.batch, shape.rows, shape.cols + other.cols, shape.depth)
-    return shape
-
-
-def _work_shape_of(anchor: NodeRecord) -> WorkShape | None:
-    """One convolution's or matmul's work shape (see :func:`work_shape`)."""
-    shape = anchor.output_shapes[0] if anchor.output_shapes else None
-    if not shape or len(shape) < 2 or not all(isinstance(d, int) and d > 0 for d in shape):
-        return None
-    if anchor.op_type in _CONV_OPS:
-        data = anchor.input_shapes[0] if anchor.input_shapes else None
-        weight = next((s for s in anchor.input_shapes[1:] if s and len(s) == len(shape) and s[0] == shape[1]), None)
-        if not data or weight is None or data[1] != weight[1]:
-            return None  # grouped (depthwise) or unreadable
-        batch, rows, cols = 1, math.prod(shape) // shape[1], shape[1]
-    elif anchor.family == "conv":
-        return None  # ConvTranspose and other convolutions: not modelled
-    else:
-        slot = _SECOND_OPERAND.get(anchor.op_type, 1)
-        second = anchor.input_shapes[slot] if len(anchor.input_shapes) > slot else None
-        stored = len(anchor.inputs) > slot and anchor.inputs[slot] in anchor.param_inputs
-        if stored or (second is not None and len(second) >= 2 and math.prod(second[:-2]) == 1):
-            # one matrix for every leading index (a Linear layer over [batch, seq, features], a
-            # stored weight however it is packed): runtimes fold the leading dims into one GEMM
-            batch, rows, cols = 1, math.prod(shape[:-1]), shape[-1]
-        else:
-            batch, rows, cols = math.prod(shape[:-2]), shape[-2], shape[-1]
-    depth, rest = divmod(anchor.macs, batch * rows * cols)
-    return WorkShape(batch, rows, cols, depth) if depth and not rest else None
-
-
-REUSE_CLASSES = ("gemv", "depthwise", "gemm")  # what reuse_class decides between
-
-
-def reuse_class(macs: int, weights: int, outputs: int) -> str:
-    """``gemv`` under 8 MACs per weight element, else ``depthwise`` under 32 per output element,
-    else ``gemm``.
-
-    >>> reuse_class(1_024, 256, 64), reuse_class(1_024, 16, 64), reuse_class(4_096, 256, 64)
-    ('gemv', 'depthwise', 'gemm')
-    """
-    if weights and macs < LOW_REUSE_MACS_PER_WEIGHT * weights:
-        return "gemv"
-    return "depthwise" if outputs and macs < LOW_REUSE_MACS_PER_OUTPUT * outputs else "gemm"
 
 
 def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, position: dict[str, int], tensors: dict,
@@ -440,42 +310,6 @@ def _prologue(candidate: NodeRecord, kinds: dict[str, int], rules: frozenset[str
     return pulled
 
 
-def _kind(record: NodeRecord, ran: bool = False) -> str:
-    """What a node does, for fusion (a folded constant runs on the host: it joins no kernel) or,
-    with ``ran``, for the class of a kernel a runtime launched (a constant it computes every run
-    is classed by what it computes)."""
-    if record.view:
-        return "view"
-    if record.subgraphs or record.shape_only or (record.status == NodeStatus.CONSTANT and not ran):
-        return "alone"  # control flow runs its own kernels; shape arithmetic and folded constants run on the host
-    if record.macs and record.family in _MAC_FAMILIES:
-        return "attention" if record.family == "attention" else "mac"
-    traits = traits_of(record.domain, record.op_type)
-    kind = _TRAIT_KINDS.get(traits)
-    if kind is None:
-        kind = _TRAIT_KINDS[traits] = _kind_of_traits(traits)
-    if kind:
-        return kind
-    if record.family in ("reduction", "normalization"):
-        return "reduction"
-    return "alone"
-
-
-KINDS = ("view", "alone", "mac", "attention", "layout", "elementwise", "softmax", "reduction")  # what _kind says
-_TRAIT_KINDS: dict[OpTrait, str] = {}  # an op's traits -> _kind_of_traits (a Flag test is slow; graphs are large)
-
-
-def _kind_of_traits(traits: OpTrait) -> str:
-    """The kind an op's traits make it ("" when they make none)."""
-    if OpTrait.PERMUTES_AXES in traits:
-        return "layout"  # a transpose: a fused attention kernel reads or writes through it
-    if OpTrait.ELEMENTWISE in traits:  # one function per element (or channel): an epilogue
-        return "elementwise"
-    if OpTrait.SOFTMAX in traits:
-        return "softmax"
-    return ""
-
-
 def _joins(kinds: dict[str, int], kind: str, rules: frozenset[str]) -> bool:
     """Whether a node of ``kind`` may join a kernel whose nodes are of ``kinds`` under ``rules``."""
     if kind == "alone":
@@ -528,7 +362,7 @@ def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -
     if len(members) == 1:
         record = members[0]
         return Kernel(record.name, [record.name], record.op_type, members, record.flops, record.weight_bytes,
-                      record.input_bytes, record.output_bytes)
+                      record.input_bytes, record.output_bytes, runs=record.runs)
     by_name = {m.name: m for m in members}
     input_bytes = sum(m.input_bytes for m in members)
     output_bytes = sum(m.output_bytes for m in members)
@@ -596,4 +430,4 @@ def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -
         input_bytes -= max(readers - 1, 0) * (tensor.bytes or 0)
     op_type = kernel_op_type([m.op_type for m in members if not m.view]) or members[0].op_type
     return Kernel(members[0].name, [m.name for m in members], op_type, members, sum(m.flops for m in members),
-                  sum(m.weight_bytes for m in members), input_bytes, output_bytes, internal)
+                  sum(m.weight_bytes for m in members), input_bytes, output_bytes, internal, members[0].runs)

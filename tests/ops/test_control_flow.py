@@ -109,9 +109,11 @@ def test_qdq_conv_is_costed_in_int8_and_its_weight_in_int8_bytes():
     assert analysis.to_dict()["nodes"][-1]["dtype"] == "int8"
 
 
-def test_loop_body_working_set_counts_in_the_peak():
+def test_loop_body_nodes_are_steps_of_the_memory_order():
     memory = onnxroof.analyze(loop_model(constant_trips=True)).memory
-    # body in its order: MatMul holds i (8 B) + cond (1 B) + h (32 B) + m (32 B) = 73 B, the body's peak;
-    # outside, the Loop step holds cond (1 B), h0 (32 B) and h_final (32 B) plus that working set
-    assert memory.model_order.peak_bytes == 1 + 32 + 32 + 73
-    assert ("Loop_0 (subgraph working set)", 73) in memory.model_order.peak_tensors
+    # the memory stage tracks the nodes a run executes (issue 42): the body's MatMul reads the
+    # Loop's h0 (its first run's input), Relu makes h_next, the Loop's output is written from it.
+    # At the MatMul: cond (1 B, read by the body's Identity later) + h0 (32 B) + m (32 B)
+    assert memory.model_order.order == ("Loop_0/body/MatMul_0", "Loop_0/body/Relu_1", "Loop_0/body/Identity_2", "Loop_0")
+    assert memory.model_order.peak_bytes == 1 + 32 + 32
+    assert memory.model_order.peak_node == "Loop_0/body/MatMul_0"

@@ -32,7 +32,9 @@ def render_graph_svg(analysis: "Analysis", depth: int | None = None, module: str
     """The whole model's view (its start view: :func:`fold.start_view`; or ``module``'s: its path, ``encoder/layer.0``) as a standalone
     SVG, coloured by the bound on the first target. A module that is not one of the views (one
     folded into a run of alike blocks, a single node) raises :class:`UsageError` naming those
-    that are."""
+    that are. The nodes drawn are those a run executes (a control-flow body as a module under its
+    node: ``Analysis.run_view``)."""
+    analysis = analysis.run_view
     costs = target_costs(analysis)
     views = folded_views(analysis, BOX_BUDGET, depth)
     view = views[0] if depth is not None else start_view(views)

@@ -109,37 +109,40 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
     if capacities is None:
         capacities = target_capacities(analysis)
     analysis.review()  # the targets' findings and memory fit, before the cards that show them
+    # what shows nodes one by one shows those a run executes: a control-flow node's placed branch
+    # or body in its place, a module under its name (Analysis.run_view)
+    run = analysis.run_view
     profiled = profiled_target(analysis, profile) if profile is not None else None
-    groups = top_modules(analysis) if colour_by == "module" else None
-    palette = op_palette(analysis.nodes, lambda node: groups[node.name]) if groups else op_palette(analysis.nodes)
+    groups = top_modules(run) if colour_by == "module" else None
+    palette = op_palette(run.nodes, lambda node: groups[node.name]) if groups else op_palette(run.nodes)
     totals = analysis.totals
     small = len(analysis.nodes) <= FULL_DOCUMENT_MAX_NODES
     return ModelPage(
         version=__version__,
         schema=SCHEMA,
         complete=analysis.complete,
-        model=_model_context(analysis),
+        model=_model_context(run),
         totals=_totals_context(totals, analysis.memory),
         problems=_problems_context(analysis),
-        ops=_ops_context(analysis.nodes, totals.flops, analysis.targets),
+        ops=_ops_context(run.nodes, totals.flops, analysis.targets),
         op_targets=[r.target.name for r in analysis.targets],
-        node_count=count_text(len(analysis.nodes)),
+        node_count=count_text(len(run.nodes)),
         uncounted_count=totals.nodes - totals.counted_nodes,
-        memory=memory_context(analysis, capacities),
-        findings=findings_context(analysis),
+        memory=memory_context(run, capacities),
+        findings=findings_context(run),
         targets=[target_card(r) for r in analysis.targets],
-        rooflines=[roofline_context(analysis, r, k, palette, profile if k == profiled else None, groups)
+        rooflines=[roofline_context(run, r, k, palette, profile if k == profiled else None, groups)
                    for k, r in enumerate(analysis.targets)],
         devices=devices_context(analysis),
         profile=profile_context(analysis, profile, profiled) if profile is not None else None,
-        hotspots=_hotspots_context(analysis),
-        graph=graph_context(analysis),
+        hotspots=_hotspots_context(run),
+        graph=graph_context(run),
         modules=modules_context(analysis),
         formulas=_formulas_context(formulas) if formulas is not None and formulas.dims else None,
-        table=node_table_context(analysis),
+        table=node_table_context(run),
         # the page embeds the JSON document (summary --format json) for scripts that read it
         document_json=Markup(script_json(analysis.to_dict())) if small else None,
-        nodes_json=Markup(script_json(node_data(analysis))),
+        nodes_json=Markup(script_json(node_data(run))),
         full_document_max=count_text(FULL_DOCUMENT_MAX_NODES),
     )
 

@@ -156,7 +156,8 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         lines += ["", *device_plan_lines(plan)]
     if analysis.warnings:
         lines += ["", "Warnings"] + [f"  ! {printable(w)}" for w in analysis.warnings]
-    return ["\n".join(lines) + "\n\n", _node_table(analysis.nodes), "\n"]  # a blank line before the nodes
+    # the nodes a run executes: a control-flow node's placed branch or body in its place (Analysis.run_view)
+    return ["\n".join(lines) + "\n\n", _node_table(analysis.run_view.nodes), "\n"]  # a blank line before the nodes
 
 
 _NODE_HEADER = ("#", "name", "op", "dtype", "output", "MACs", "FLOPs", "params", "weights", "in", "out", "FLOP/B", "")
@@ -173,7 +174,8 @@ def _node_table(records: list["NodeRecord"]) -> str:
         tail_cells.append((
             printable(r.op_type), r.dtype, shape_text(_output_shape(r)),
             si(r.macs), si(r.flops), si(r.params), iec(r.weight_bytes), iec(r.input_bytes), iec(r.output_bytes),
-            intensity(r.intensity), "" if r.counted else f"NOT COUNTED: {printable(r.reason)}",
+            intensity(r.intensity), f"NOT COUNTED: {printable(r.reason)}" if not r.counted else
+            f"runs x {r.runs:,} (a loop body's: one run's figures)" if r.runs > 1 else "",
         ))
     indices = [_NODE_HEADER[0], *map(str, rows.indices)]
     names = [_NODE_HEADER[1], *rows.names]
@@ -227,7 +229,7 @@ def _look_alike_rows(records: list["NodeRecord"]) -> LookAlikeRows:
         shapes = r.output_shapes
         shape = tuple(shapes[0]) if shapes and shapes[0] is not None else None
         key = (r.op_type, r.domain, r.dtype, shape, r.macs, r.flops, r.params, r.weight_bytes, r.input_bytes,
-               r.output_bytes, r.status, r.reason)
+               r.output_bytes, r.status, r.reason, r.runs)
         group = groups.get(key)
         if group is None:
             group = groups[key] = len(rows.firsts)
@@ -276,7 +278,7 @@ def render_csv(analysis: "Analysis") -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    rows = _look_alike_rows(analysis.nodes)
+    rows = _look_alike_rows(analysis.run_view.nodes)  # the nodes a run executes, as the text table
     tails = [  # each group's cells right of the name
         (csv_cell(r.op_type), csv_cell(r.domain), r.status, r.dtype, csv_cell(shape_text(_output_shape(r))), r.macs, r.mac_flops, r.flops, r.params,
          r.weight_bytes, r.input_bytes, r.output_bytes, "" if r.intensity is None else f"{r.intensity:.6g}")
@@ -324,7 +326,10 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
     elif record.view:
         lines.append("intensity -  (a view: moves no bytes)")
     for attribute, subgraph in record.subgraphs.items():
-        lines.append(f"subgraph {attribute}: {len(subgraph.records)} nodes, {subgraph.flops:,} FLOPs, {subgraph.params:,} params")
+        placed = (f"; placed as kernels{f' x {subgraph.runs:,}' if subgraph.runs > 1 else ''}: {subgraph.runs_reason}"
+                  if subgraph.runs else "; not run, not placed")
+        lines.append(f"subgraph {attribute}: {len(subgraph.records)} nodes, {subgraph.flops:,} FLOPs, "
+                     f"{subgraph.params:,} params{printable(placed)}")
     for report in analysis.targets:
         lines += explain_target_lines(report, record.name)
     return "\n".join(lines) + "\n"
@@ -343,6 +348,8 @@ def explain_target_lines(report, node: str) -> list[str]:
              f"{', '.join(report.fusion)})" if len(kernel.nodes) > 1 else "its own kernel")
     lines = [
         f"target {name}: {fused}",
+        *([f"  runs     x {kernel.runs:,} per run of the model (a loop's body): the figures below are all of them"]
+          if kernel.runs > 1 else []),
         f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof})"
         + (f" x {point.parallel_fraction:.3g} (the share of the parallel units its work fills)"
            if point.parallel_fraction != 1.0 else "") + f" = {seconds(point.compute_s * point.near_efficiency)}",
@@ -371,7 +378,8 @@ def explain_target_lines(report, node: str) -> list[str]:
     if point.overhead_s:
         cold = (" (cold: the run touches more data than the on-chip memory holds)"
                 if target.cold_node_overhead_s and report.launch_s == target.cold_node_overhead_s.value else "")
-        lines.append(f"  launch   {seconds(point.overhead_s)} per kernel{cold}")
+        each = f" ({seconds(point.overhead_s / kernel.runs)} x {kernel.runs:,} launches)" if kernel.runs > 1 else " per kernel"
+        lines.append(f"  launch   {seconds(point.overhead_s)}{each}{cold}")
     if point.exposed_dram_s:
         lines.append(f"  stall    {seconds(point.exposed_dram_s)}: {target.dram_stall.value:.0%} of its DRAM time, which "
                      "its compute does not hide on this target (dram_stall)")

@@ -303,9 +303,16 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                      if overhead else 0.0)
     placements: list[NodePlacement] = []
     fallbacks: Counter = Counter()
+    in_place = memory.problem.in_place_concats if groups is None else frozenset()
     for position, kernel in enumerate(kernels):
         members = kernel.records
-        if keeps_activations:
+        # a Concat whose inputs were written into its buffer (the memory stage's decision) copies
+        # nothing: no bytes, no launch (a spill the plan puts at its step still moves)
+        written_in_place = bool(in_place) and all(m.view or m.name in in_place for m in members)
+        if written_in_place:
+            spill = sum(spill_by_node.get(m.name, 0) for m in members)
+            dram, onchip = spill, 0
+        elif keeps_activations:
             # the model's inputs come from DRAM and its outputs go there; views read nothing
             io_bytes = _io_bytes(members, tensors, inputs, outputs)
             spill = sum(spill_by_node.get(m.name, 0) for m in members)
@@ -336,7 +343,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         anchor_dtype = compute_dtypes.get(anchor.name, anchor.dtype) if compute_dtypes else anchor.dtype
         roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor_dtype)
         # views, folded constants and shape arithmetic launch nothing on the device
-        works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members))
+        works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members)
+                                       and not written_in_place)
         launch_s = launch_cost_s if works and overhead else 0.0
         if target.split_overhead_s and works and overhead and (
                 any(m.name in split_nodes for m in members) if split_nodes is not None else splits_by_rule(members)):

@@ -466,7 +466,8 @@ def render_targets_list(targets) -> str:
             overhead += f" ({seconds(target.cold_node_overhead_s.value)} cold)"
         if target.run_overhead_s:
             overhead += f", {seconds(target.run_overhead_s.value)} per run"
-        lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
+        lines += textwrap.wrap(f"fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}",
+                               TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 29)
         by_value: dict[str, list[str]] = {}  # classes with the same efficiency, listed together
         for name, figure in target.efficiency.items():
             by_value.setdefault(f"{figure.value:.0%}", []).append(name)
@@ -487,7 +488,8 @@ def render_targets_list(targets) -> str:
             band = f", within ±{target.error_band.value:.0%}{on}"
             if "node_overhead_s" in target.borrowed:  # the band's rows had launches under a tenth of their time
                 band += ", not where launches take a tenth of the time (their cost is borrowed)"
-        lines.append(f"{'':18}   latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}{band}")
+        lines += textwrap.wrap(f"latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}"
+                               f"{band}", TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 30)
         if target.fp32_math_roof != "fp32":
             lines.append(f"{'':18}   float32 products run on the {target.fp32_math_roof} roof (the runtime's default)")
         lines.append(f"{'':18}   energy: " + (f"dynamic + static ({target.static_power_w.value:g} W static)"

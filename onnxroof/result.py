@@ -173,9 +173,9 @@ class Analysis:
         for report in self.targets:
             if report.latency_kind == LatencyKind.BOUND:
                 latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: peak figures)"
-            else:
-                band = f" ±{report.band.value:.0%}" if report.band is not None else ""
-                latency = f"latency {seconds(report.latency_s)}{band} (a forecast)"
+            else:  # with its band where it holds, and a launch cost taken from other targets said
+                band = (f" ±{report.band.value:.0%}" if report.band is not None else "") + " (a forecast"
+                latency = f"latency {seconds(report.latency_s)}{band}{'; borrowed figures' * bool(report.borrowed)})"
             shares = sorted(report.time_share.items(), key=lambda kv: -kv[1])
             split = ", ".join(f"{BOUND_LABELS.get(bound, bound)} {share:.0%}" for bound, share in shares if share >= 0.05)
             fit = report.fit
@@ -533,9 +533,10 @@ def target_entry(report, encoded: bool = False) -> dict:
         "latency_kind": report.latency_kind,
         "error_band": ({"value": report.band.value, "source": report.band.source,
                         "roofs": list(target.error_band_roofs)} if report.band is not None else None),
-        "throughput_per_s": report.throughput_per_s,
-        "utilization": report.utilization,
+        "borrowed": {k: {"value": f.value, "source": f.source} for k, f in report.borrowed.items()},  # README: targets
+        "throughput_per_s": report.throughput_per_s, "utilization": report.utilization,
         "energy_j": report.energy_j,
+        "energy_kind": report.energy_kind, "static_power_w": target.static_power_w.value if target.static_power_w else None,
         "energy_split": report.energy_split_j,
         "edp_js": report.edp_js,
         "time_share": report.time_share,

@@ -136,7 +136,7 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: 
         targets[report.target.name] = [
             Delta("latency_s", "latency", "seconds", before and before.latency_s, report.latency_s),
             Delta("throughput_per_s", "throughput", "per_second", before and before.throughput_per_s, report.throughput_per_s),
-            Delta("energy_j", "energy", "joules", before and before.energy_j, report.energy_j),
+            Delta("energy_j", f"{report.energy_kind} energy", "joules", before and before.energy_j, report.energy_j),
             Delta("dram_bytes", "DRAM traffic", "bytes", before and before.model_point.dram_bytes, report.model_point.dram_bytes),
         ]
         targets[report.target.name] += _device_deltas(base, head, report.target.name)

@@ -71,6 +71,9 @@ class MemoryProblem:
     # last step) under the model order, and the bytes each step allocates or reads
     model_spans: tuple[tuple[int, int], ...] | None = field(default=None, repr=False, compare=False)
     model_touched: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
+    # the Concats every input of which is written straight into their buffer: they copy nothing,
+    # so they launch no kernel (the roofline stage reads this decision, placement.place_model)
+    in_place_concats: frozenset[str] = field(default=frozenset(), compare=False)
 
     @cached_property
     def buffers(self) -> tuple[Buffer, ...]:
@@ -170,16 +173,23 @@ def problem_from_records(
         elif elementwise_in_place and _in_place_candidate(record, data, sizes, consumers, outputs, inputs):
             root[record.outputs[0]] = root.get(data[0], data[0])
     concat_owner: dict[str, str] = {}  # tensor -> the concat output it is written into
+    in_place_concats: set[str] = set()  # Concats all of whose inputs are written into their buffer
     if concat_in_place:
         claimed: set[str] = set()
         for record in concats:
             if not record.outputs or record.outputs[0] not in sizes:
                 continue
+            written = 0  # inputs written straight into this Concat's buffer
             for name in record.inputs:
                 source = root.get(name, name)
                 if name in sizes and source not in inputs and source not in claimed and source not in outputs:
                     claimed.add(source)
                     concat_owner[source] = root.get(record.outputs[0], record.outputs[0])
+                    written += 1
+            # an input it must copy (a graph input, a stored constant, one another Concat took, one
+            # given twice) leaves it a copy kernel
+            if record.inputs and written == len(record.inputs):
+                in_place_concats.add(record.name)
 
     def owner(name: str) -> str:
         # a concat slice's own views and in-place results live in the concat buffer too
@@ -283,7 +293,7 @@ def problem_from_records(
     unique = len(set(order)) == len(order)
     return MemoryProblem(order, tuple(names), tuple(sizes_of), uses, concat_in_place, elementwise_in_place,
                          tuple(records), len(concat_owner), tuple(spans) if unique else None,
-                         tuple(touched) if unique else None)
+                         tuple(touched) if unique else None, frozenset(in_place_concats))
 
 
 def subgraph_peak(subgraph) -> int:

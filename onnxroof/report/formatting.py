@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING, Iterable
 
 from ..core.units import iec, si
+from ..roofline.band import BORROWED_LAUNCH_SHARE, launch_share
 from ..roofline.targets import LatencyKind
 
 if TYPE_CHECKING:
@@ -140,14 +141,70 @@ def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
 
 
 def latency_kind_words(report: "TargetReport") -> str:
-    """Why a target's latency is a bound or a forecast, in one phrase."""
+    """Why a target's latency is a bound or a forecast, in one phrase, with the figures it
+    borrowed from other targets (:func:`borrowed_words`)."""
+    borrowed = borrowed_words(report)
     if report.latency_kind == LatencyKind.BOUND:
-        return "a lower bound (≥): the target's figures are peaks, every kernel at its roofs"
-    band = report.band
+        return "a lower bound (≥): the target's figures are peaks, every kernel at its roofs" + (
+            f"; {borrowed}" if borrowed else "")
+    band, stated = report.band, report.target.error_band
     within = (f", within ±{band.value:.0%} ({band.source})" if band is not None else
-              ", its error not measured for this model's roofs" if report.target.error_band is not None else
+              f": ±{stated.value:.0%} on its published rows" if stated is not None and _rests_on_borrowed_launch(report)
+              else ", its error not measured for this model's roofs" if stated is not None else
               ", its error not yet measured")
-    return f"a forecast from efficiencies measured on the target's runtime{within}"
+    return f"a forecast from efficiencies measured on the target's runtime{within}" + (f"; {borrowed}" if borrowed else "")
+
+
+def _rests_on_borrowed_launch(report: "TargetReport") -> bool:
+    return "node_overhead_s" in report.borrowed and launch_share(report) >= BORROWED_LAUNCH_SHARE
+
+
+def borrowed_words(report: "TargetReport") -> str:
+    """The figures of the run taken from other targets (``TargetReport.borrowed``), in words; ""
+    when none.
+
+    >>> from types import SimpleNamespace as S
+    >>> run = S(borrowed={"node_overhead_s": S(value=7.374e-6)}, latency_s=10e-6,
+    ...         nodes=[S(placement=S(overhead_s=7.374e-6))])
+    >>> borrowed_words(run)
+    'the launch cost (7.37 µs a kernel, 74% of this time) is borrowed from other targets, not measured on this one: small models may differ more'
+    >>> borrowed_words(S(borrowed={}))
+    ''
+    """
+    parts = []
+    for key, figure in report.borrowed.items():
+        if key == "node_overhead_s":
+            share = launch_share(report)
+            parts.append(f"the launch cost ({figure.value * 1e6:.3g} µs a kernel, {share:.0%} of this time) is borrowed "
+                         "from other targets, not measured on this one"
+                         + (": small models may differ more" if share >= BORROWED_LAUNCH_SHARE else ""))
+        else:
+            parts.append(f"{key} ({figure.value:.4g}) is borrowed from other targets")
+    return "; ".join(parts)
+
+
+def borrowed_mark(report: "TargetReport") -> str:
+    """A short mark beside a latency that uses a borrowed figure: " (launch cost borrowed)", "" when none.
+
+    >>> from types import SimpleNamespace as S
+    >>> borrowed_mark(S(borrowed={"node_overhead_s": None})), borrowed_mark(S(borrowed={}))
+    (' (launch cost borrowed)', '')
+    """
+    if not report.borrowed:
+        return ""
+    names = ["launch cost" if key == "node_overhead_s" else key for key in report.borrowed]
+    return f" ({', '.join(names)} borrowed)"
+
+
+def energy_words(report: "TargetReport") -> str:
+    """What the energy counts: "dynamic energy" (the work alone: the target states no static
+    power) or "dynamic + static energy" (its static power x the latency added).
+
+    >>> from types import SimpleNamespace as S
+    >>> energy_words(S(energy_kind="dynamic")), energy_words(S(energy_kind="dynamic + static"))
+    ('dynamic energy', 'dynamic + static energy')
+    """
+    return f"{report.energy_kind} energy"
 
 
 def side_time(value_s: float, kind: str | None, side: str) -> str:

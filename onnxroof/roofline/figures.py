@@ -1,6 +1,7 @@
 """A target file's figures: each a table ``{value, tag, source}``, validated as it is read (a
 finite value in :data:`FIGURE_RANGE`, a known tag, a source), and the curves of points some
-efficiency figures give. ``targets.py`` reads the file with them.
+efficiency figures give, and the ``[efficiency]`` section they make (:func:`read_efficiency`).
+``targets.py`` reads the file with them.
 
 >>> read_figure({"x": {"value": 2e9, "tag": "vendor", "source": "datasheet"}}, "x", "x", "t.toml")
 Figure(value=2000000000.0, tag='vendor', source='datasheet')
@@ -10,10 +11,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Iterable
 
 from ..core.errors import UsageError
 
-TAGS = ("vendor", "paper", "estimate", "measured")
+# "borrowed": no measurement of this target stands behind it; the figure is taken from other
+# targets (benchmarks/fit_efficiency.py writes the median of a runtime's other targets' launch
+# cost where this one has no batch-1 row). Every output that uses one says so
+# (TargetReport.borrowed), and a forecast's error band does not cover a latency resting on it.
+TAGS = ("vendor", "paper", "estimate", "measured", "borrowed")
+BORROWED = "borrowed"
 # every figure's value is finite and in this range: a pJ per op or a launch of ns at the bottom, a
 # zetta-op/s at the top (no chip is near either end); beyond, the products and quotients of the
 # model's counts would leave what a float holds
@@ -98,3 +105,55 @@ def shown(value: object) -> str:
     except (RecursionError, ValueError):  # nested too deep; an int too long to print
         return f"a {type(value).__name__} too large to show"
     return text if len(text) <= 60 else text[:40] + f"... ({type(value).__name__} of {len(text):,} characters)"
+
+
+def read_efficiency(data: dict, where: str, classes: Iterable[str], roofs: Iterable[str]) -> dict:
+    """``efficiency``, ``efficiency_on_roof``, ``efficiency_by_columns``, ``efficiency_by_op`` and
+    ``efficiency_by_rows`` for the Target, from its ``[efficiency]``: one figure per kernel class of
+    ``classes`` (``targets.EFFICIENCY_CLASSES``), refined per roof of ``roofs``."""
+    classes, roofs = tuple(classes), tuple(roofs)
+    section = read_section(data, "efficiency", where, required=False)
+    figures, on_roof, by_columns, by_op, by_rows = {}, {}, {}, {}, {}
+    for key in section:
+        if key not in classes:
+            raise UsageError(f"{where}: 'efficiency.{key}' is not a kernel class ({', '.join(classes)})")
+        figures[key] = read_fraction(section, key, f"efficiency.{key}", where)
+        entry = section[key]
+        if "by_rows" in entry and "by_columns" in entry:
+            raise UsageError(f"{where}: 'efficiency.{key}' gives both 'by_rows' and 'by_columns': give one curve per class")
+        for extra in entry:
+            if extra in ("value", "tag", "source"):
+                continue
+            if extra in roofs:
+                label = f"efficiency.{key}.{extra}"
+                on_roof.setdefault(key, {})[extra] = read_fraction(entry, extra, label, where)
+                for inner in entry[extra]:
+                    if inner not in ("value", "tag", "source", "by_rows"):
+                        raise UsageError(f"{where}: '{label}.{inner}' is not a field of a roof's figure "
+                                         "(value, tag, source, by_rows)")
+                if "by_rows" in entry[extra]:
+                    by_rows[f"{key}.{extra}"] = read_points(entry[extra]["by_rows"], f"{label}.by_rows", where, "rows")
+            elif extra == "by_columns":
+                by_columns[key] = read_points(entry[extra], f"efficiency.{key}.by_columns", where, "columns")
+            elif extra == "by_rows":
+                by_rows[key] = read_points(entry[extra], f"efficiency.{key}.by_rows", where, "rows")
+            elif extra == "by_op":
+                by_op[key] = _by_op(entry[extra], f"efficiency.{key}.by_op", where)
+            else:
+                raise UsageError(f"{where}: 'efficiency.{key}.{extra}' is neither a roof ({', '.join(roofs)}) nor "
+                                 "'by_columns', 'by_rows' or 'by_op'")
+    return {"efficiency": figures, "efficiency_on_roof": on_roof, "efficiency_by_columns": by_columns,
+            "efficiency_by_op": by_op, "efficiency_by_rows": by_rows}
+
+
+def _by_op(table, label: str, where: str) -> dict[str, float]:
+    """``{ OpType = fraction, ... }``: op type names, fractions in (0, 1]."""
+    if not isinstance(table, dict) or not table:
+        raise UsageError(f"{where}: '{label}' must be an inline table of op type = fraction "
+                         f"({{ Erf = 0.16, Tanh = 0.25 }}), not {shown(table)}")
+    for op, fraction in table.items():
+        if not op.isidentifier():
+            raise UsageError(f"{where}: '{label}.{op}' is not an op type: name it as the model does (Erf, QuantizeLinear)")
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+            raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {shown(fraction)}")
+    return {op: float(fraction) for op, fraction in table.items()}

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from ..core.dtypes import bits_of, packed_bytes
 from ..cost.records import NodeStatus
 from ..memory.spill import spill_plan
+from .band import band_for
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
 # one kernel's point on the roofline: read through this module too
 from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
@@ -75,8 +76,16 @@ class TargetReport:
     band: Figure | None = None  # the forecast's measured error band, when its measurements cover this model's roofs
     findings: list[Finding] = field(default_factory=list)  # ranked; made by onnxroof.findings (re-analyses)
     launch_s: float = 0.0  # what each kernel's launch costs in this run (overheads.kernel_launch_s)
+    # the target's figures taken from other targets that this run used (Target.borrowed): said in every output
+    borrowed: dict[str, Figure] = field(default_factory=dict)
     run_s: float = 0.0  # what the run costs beyond its kernels (in latency_s; overheads.run_overhead_s)
     fit: DeviceFit | None = None  # whether the model fits in the device's memory (onnxroof.findings)
+
+    @property
+    def energy_kind(self) -> str:
+        """"dynamic" (the work's energy alone: the target states no static power) or "dynamic +
+        static" (its static power x the latency added)."""
+        return "dynamic + static" if "static" in self.energy_split_j else "dynamic"
 
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
@@ -147,9 +156,16 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                      if overhead else 0.0)
     placements: list[NodePlacement] = []
     fallbacks: Counter = Counter()
+    in_place = memory.problem.in_place_concats if groups is None else frozenset()
     for position, kernel in enumerate(kernels):
         members = kernel.records
-        if keeps_activations:
+        # a Concat whose inputs were written into its buffer (the memory stage's decision) copies
+        # nothing: no bytes, no launch (a spill the plan puts at its step still moves)
+        written_in_place = bool(in_place) and all(m.view or m.name in in_place for m in members)
+        if written_in_place:
+            spill = sum(spill_by_node.get(m.name, 0) for m in members)
+            dram, onchip = spill, 0
+        elif keeps_activations:
             # the model's inputs come from DRAM and its outputs go there; views read nothing
             io_bytes = _io_bytes(members, tensors, inputs, outputs)
             spill = sum(spill_by_node.get(m.name, 0) for m in members)
@@ -166,8 +182,12 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         # have 100,000 members and one or two types)
         flops_by_dtype: Counter = Counter()
         computing: Counter = Counter()  # type -> members with FLOPs in it
+        # a kernel with multiply-adds runs its float32 on the runtime's fp32 math roof (TF32 tensor
+        # cores under TensorRT: the target's [fp32_math]), its epilogue with it
+        products = any(m.macs and not m.view for m in members)
         for member in members:
             member_dtype = compute_dtypes.get(member.name, member.dtype) if compute_dtypes else member.dtype
+            member_dtype = target.mac_roof_dtype(member_dtype) if products else member_dtype
             flops_by_dtype[member_dtype] += member.flops
             computing[member_dtype] += bool(member.flops)
         roofs: Counter = Counter()  # roof -> FLOPs run on it
@@ -178,9 +198,11 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                 fallbacks[(target.wanted_roof(member_dtype), roof)] += computing[member_dtype]
         anchor = next((m for m in members if m.macs), members[0])
         anchor_dtype = compute_dtypes.get(anchor.name, anchor.dtype) if compute_dtypes else anchor.dtype
+        anchor_dtype = target.mac_roof_dtype(anchor_dtype) if products else anchor_dtype
         roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor_dtype)
         # views, folded constants and shape arithmetic launch nothing on the device
-        works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members))
+        works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members)
+                                       and not written_in_place)
         launch_s = launch_cost_s if works and overhead else 0.0
         if target.split_overhead_s and works and overhead and (
                 any(m.name in split_nodes for m in members) if split_nodes is not None else splits_by_rule(members)):
@@ -220,8 +242,10 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                             "and outputs): in the latency once, as overhead")
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
+    report.borrowed = {key: figure for key, figure in target.borrowed.items()
+                       if overhead or not key.startswith(("node_overhead", "cold_node", "split_overhead", "efficiency"))}
     if report.latency_kind == LatencyKind.FORECAST:
-        report.band = _band(report)
+        report.band = band_for(report)
     return report
 
 
@@ -238,29 +262,6 @@ def _repeated(point: Placement, runs: int) -> Placement:
                    onchip_bytes=point.onchip_bytes * runs, compute_s=point.compute_s * runs,
                    memory_s=point.memory_s * runs, onchip_s=point.onchip_s * runs, time_s=point.time_s * runs,
                    overhead_s=point.overhead_s * runs, subnormal_s=point.subnormal_s * runs)
-
-
-# more of the time than this on roofs the band was not measured on: no band. A quarter, since an
-# export re-costed with --dtype keeps small kernels in fp32 (mask arithmetic, Erf: a tenth of an
-# int8 BERT on l4) that the measured runs' fused kernels hide
-UNCOVERED_SHARE = 0.25
-
-
-def _band(report: TargetReport) -> Figure | None:
-    """The target's error band, if its measurements ran on the roofs that take this model's time
-    (all but ``UNCOVERED_SHARE`` of it); else None, and a note says why."""
-    target = report.target
-    if target.error_band is None or not target.error_band_roofs:
-        return target.error_band
-    outside = sum(n.placement.time_s for n in report.nodes if n.placement.roof not in target.error_band_roofs)
-    share = outside / report.latency_s if report.latency_s else 0.0
-    if share <= UNCOVERED_SHARE:
-        return target.error_band
-    roofs = sorted({n.placement.roof for n in report.nodes if n.placement.roof not in target.error_band_roofs})
-    report.notes.append(f"the error band (±{target.error_band.value:.0%}) was measured on {', '.join(target.error_band_roofs)} "
-                        f"kernels; {share:.0%} of this model's time runs on {', '.join(roofs)}, which no measurement "
-                        "covered: a forecast without a measured band")
-    return None
 
 
 def splits_by_rule(members: Iterable) -> bool:
@@ -427,6 +428,9 @@ def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement
     if missing:
         notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
     energy = None if missing else sum(v for v in split.values() if v is not None)
+    if target.static_power_w is not None:  # drawn however busy the device is, for as long as the run takes
+        split["static"] = target.static_power_w.value * latency
+        energy = None if energy is None else energy + split["static"]
     share: Counter = Counter({Bound.OVERHEAD: run_s} if run_s else {})
     for n in nodes:
         share[n.placement.bound] += n.placement.time_s

@@ -3,14 +3,19 @@
 Schema ``onnxroof-target/1``. Every figure is a table ``{value, tag, source}``: ``tag`` is
 ``vendor``, ``paper``, ``estimate`` or ``measured`` and ``source`` says where the number comes
 from (for an estimate, the arithmetic). Required: ``name``, ``description``,
-``peak_ops_per_s.<dtype>`` (dense, at least one of fp32 fp16 bf16 fp8 int8 int4) and
+``peak_ops_per_s.<dtype>`` (dense, at least one of fp32 tf32 fp16 bf16 fp8 int8 int4) and
 ``dram.bandwidth_bytes_per_s``. Optional: ``dram.size_bytes`` (the device memory's capacity: what
 the parameters, the activations and a decoder's KV cache must fit in), ``onchip.size_bytes`` and
 ``onchip.bandwidth_bytes_per_s`` (on-chip memory), ``dram.energy_pj_per_byte``,
 ``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
 ``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
-``power_w``, ``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel
-launch; added to every kernel's roofline time), ``run_overhead_s`` (what one run costs beyond its
+``power_w``, ``static_power_w`` (what the device draws doing nothing, its idle or static power:
+added to the energy as static power x latency; absent: the energy is the work's dynamic energy
+only, and every output says "dynamic"), ``[fp32_math]`` (``roof``: the roof the target's runtime
+runs float32 convolutions and matmuls on, ``"tf32"`` where it uses TF32 tensor cores by default,
+as TensorRT does on Ampere, Ada and Hopper; it needs a ``peak_ops_per_s.tf32``; ``source``: where
+the runtime documents it; absent: ``"fp32"``), ``node_overhead_s`` (a fixed cost per kernel that
+does work, such as a GPU kernel launch; added to every kernel's roofline time), ``run_overhead_s`` (what one run costs beyond its
 kernels: the runtime binding the inputs and outputs, the call itself; added once to the latency, as
 overhead), ``dram_stall`` (the share, in (0, 1], of a compute-bound kernel's DRAM time its compute
 does not hide: it adds to the compute time; a CPU GEMM stalls on weights read past its caches;
@@ -72,6 +77,11 @@ ran on, so that a model whose time is mostly on other roofs gets no band), ``[in
 several such devices are linked, one table per link class: ``interconnect.py``). A target with no off-chip memory (weights held on chip) sets
 ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 
+A figure tagged ``borrowed`` was taken from other targets, not measured on this one (a launch
+cost that is the median of the runtime's other targets, where this one has no batch-1 row): every
+output that uses it says so (:attr:`Target.borrowed`), and a forecast's error band does not cover a
+latency that rests on it (``placement``).
+
 What its latency is follows from its figures (:class:`LatencyKind`): peak figures give a
 **bound** (every kernel at its roof: a run takes at least that long), and a runtime's measured
 efficiency for every kernel class it names gives a **forecast**.
@@ -91,8 +101,8 @@ from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.files import not_a_file
 from ..core.resources import resource_dir
-from .figures import (FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, read_figure, read_fraction,  # noqa: F401
-                      read_points, read_section, shown)
+from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, read_efficiency,  # noqa: F401
+                      read_figure, read_fraction, read_section, shown)
 from .interconnect import Interconnect, read_interconnect
 
 if sys.version_info >= (3, 11):
@@ -101,11 +111,15 @@ else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
 SCHEMA = "onnxroof-target/1"
-DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+# the roofs a target may give; tf32 is no ONNX type: a runtime runs float32 products on it where
+# the target's [fp32_math] says so (TensorRT's TF32 tensor cores)
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
+FP32_MATH_ROOFS = ("fp32", "tf32")
 PARALLEL_KINDS = ("tiles", "systolic")
 # the roof a node's element type runs on, then the fallbacks when a target lacks that roof
 ROOF_PREFERENCE = {
     "fp32": ("fp32", "fp16", "bf16", "int8"),
+    "tf32": ("tf32", "fp32", "fp16", "bf16", "int8"),
     "fp16": ("fp16", "bf16", "fp32", "int8"),
     "bf16": ("bf16", "fp16", "fp32", "int8"),
     "fp8": ("fp8", "fp16", "bf16", "int8", "fp32"),  # without fp8 units, a float8 tensor is widened
@@ -200,6 +214,11 @@ class Target:
     process_nm: Figure | None = None
     clock_hz: Figure | None = None
     power_w: Figure | None = None
+    static_power_w: Figure | None = None  # drawn doing nothing: static power x latency joins the energy
+    # the roof float32 convolutions and matmuls run on under the target's runtime ([fp32_math]):
+    # "tf32" where it uses TF32 tensor cores by default; its source says where that is documented
+    fp32_math_roof: str = "fp32"
+    fp32_math_source: str = ""
     node_overhead_s: Figure | None = None
     split_overhead_s: Figure | None = None  # on top of node_overhead_s for a kernel split over the threads
     cold_node_overhead_s: Figure | None = None  # node_overhead_s when a run streams past the on-chip memory
@@ -225,6 +244,38 @@ class Target:
     error_band: Figure | None = None  # a forecast's measured |predicted / measured - 1|, and on what
     error_band_roofs: tuple[str, ...] = ()  # the roofs the band's measurements ran on (): all
     interconnect: Interconnect | None = None  # how several such devices are linked ([interconnect]); None: not given
+
+    @property
+    def borrowed(self) -> dict[str, Figure]:
+        """The figures (by their key in the file) taken from other targets, not measured on this
+        one (tag ``borrowed``).
+
+        >>> f = Figure(1e9, "vendor", "x")
+        >>> Target("t", "", "", {"fp32": f}, f, node_overhead_s=Figure(7e-6, "borrowed", "others' median")).borrowed
+        {'node_overhead_s': Figure(value=7e-06, tag='borrowed', source="others' median")}
+        """
+        found = {}
+        for key in ("node_overhead_s", "cold_node_overhead_s", "split_overhead_s", "run_overhead_s", "error_band",
+                    "static_power_w"):
+            figure = getattr(self, key)
+            if figure is not None and figure.tag == BORROWED:
+                found[key] = figure
+        for name, figure in self.efficiency.items():
+            if figure.tag == BORROWED:
+                found[f"efficiency.{name}"] = figure
+        return found
+
+    def mac_roof_dtype(self, dtype: str) -> str:
+        """The type a convolution or matmul computing in ``dtype`` runs as on this target's
+        runtime: ``"tf32"`` for float32 where the target's ``[fp32_math]`` says its runtime runs
+        them on TF32 tensor cores, else ``dtype``.
+
+        >>> f = Figure(1e12, "vendor", "x")
+        >>> t = Target("t", "", "", {"fp32": f, "tf32": f}, f, fp32_math_roof="tf32")
+        >>> t.mac_roof_dtype("float32"), t.mac_roof_dtype("float16"), Target("u", "", "", {"fp32": f}, f).mac_roof_dtype("float32")
+        ('tf32', 'float16', 'float32')
+        """
+        return "tf32" if self.fp32_math_roof == "tf32" and self.wanted_roof(dtype) == "fp32" else dtype
 
     @property
     def latency_kind(self) -> LatencyKind:
@@ -440,6 +491,8 @@ def parse_target(path: Path) -> Target:
         process_nm=read_figure(data, "process_nm", "process_nm", where, required=False),
         clock_hz=read_figure(data, "clock_hz", "clock_hz", where, required=False),
         power_w=read_figure(data, "power_w", "power_w", where, required=False),
+        static_power_w=read_figure(data, "static_power_w", "static_power_w", where, required=False),
+        **_fp32_math(data, where, peaks),
         node_overhead_s=read_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
         split_overhead_s=read_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
         cold_node_overhead_s=read_figure(data, "cold_node_overhead_s", "cold_node_overhead_s", where, required=False),
@@ -447,13 +500,28 @@ def parse_target(path: Path) -> Target:
         dram_stall=read_fraction(data, "dram_stall", "dram_stall", where) if "dram_stall" in data else None,
         subnormal_s_per_element=read_figure(data, "subnormal_s_per_element", "subnormal_s_per_element", where,
                                             required=False),
-        **_efficiency(data, where),
+        **read_efficiency(data, where, EFFICIENCY_CLASSES, DTYPES),
         parallel=_parallel(data, where),
         **_error_band(data, where),
         **_weights(data, where),
         **_fusion(data, where),
         interconnect=read_interconnect(data, where),
     )
+
+
+def _fp32_math(data: dict, where: str, peaks: dict) -> dict:
+    """``[fp32_math]``: the roof the runtime runs float32 products on, and where that is documented."""
+    section = read_section(data, "fp32_math", where, required=False)
+    if not section:
+        return {}
+    roof, source = section.get("roof"), section.get("source")
+    if roof not in FP32_MATH_ROOFS:
+        raise UsageError(f"{where}: 'fp32_math.roof' must be one of {', '.join(FP32_MATH_ROOFS)}, not {shown(roof)}")
+    if roof not in peaks:
+        raise UsageError(f"{where}: 'fp32_math.roof' is {roof!r}, but the file gives no 'peak_ops_per_s.{roof}'")
+    if not isinstance(source, str) or not source.strip():
+        raise UsageError(f"{where}: 'fp32_math.source' must say where the runtime documents which units run float32")
+    return {"fp32_math_roof": roof, "fp32_math_source": source}
 
 
 def _error_band(data: dict, where: str) -> dict:
@@ -510,56 +578,6 @@ def _parallel(data: dict, where: str) -> Parallel | None:
     if units.value != int(units.value):
         raise UsageError(f"{where}: 'parallel.units.value' must be a whole number, not {units.value:g}")
     return Parallel(kind, units, tiles["tile_rows"], tiles["tile_cols"])
-
-
-def _efficiency(data: dict, where: str) -> dict:
-    """``efficiency``, ``efficiency_on_roof``, ``efficiency_by_columns``, ``efficiency_by_op`` and
-    ``efficiency_by_rows`` for the Target."""
-    section = read_section(data, "efficiency", where, required=False)
-    figures, on_roof, by_columns, by_op, by_rows = {}, {}, {}, {}, {}
-    for key in section:
-        if key not in EFFICIENCY_CLASSES:
-            raise UsageError(f"{where}: 'efficiency.{key}' is not a kernel class ({', '.join(EFFICIENCY_CLASSES)})")
-        figures[key] = read_fraction(section, key, f"efficiency.{key}", where)
-        entry = section[key]
-        if "by_rows" in entry and "by_columns" in entry:
-            raise UsageError(f"{where}: 'efficiency.{key}' gives both 'by_rows' and 'by_columns': give one curve per class")
-        for extra in entry:
-            if extra in ("value", "tag", "source"):
-                continue
-            if extra in DTYPES:
-                label = f"efficiency.{key}.{extra}"
-                on_roof.setdefault(key, {})[extra] = read_fraction(entry, extra, label, where)
-                for inner in entry[extra]:
-                    if inner not in ("value", "tag", "source", "by_rows"):
-                        raise UsageError(f"{where}: '{label}.{inner}' is not a field of a roof's figure "
-                                         "(value, tag, source, by_rows)")
-                if "by_rows" in entry[extra]:
-                    by_rows[f"{key}.{extra}"] = read_points(entry[extra]["by_rows"], f"{label}.by_rows", where, "rows")
-            elif extra == "by_columns":
-                by_columns[key] = read_points(entry[extra], f"efficiency.{key}.by_columns", where, "columns")
-            elif extra == "by_rows":
-                by_rows[key] = read_points(entry[extra], f"efficiency.{key}.by_rows", where, "rows")
-            elif extra == "by_op":
-                by_op[key] = _by_op(entry[extra], f"efficiency.{key}.by_op", where)
-            else:
-                raise UsageError(f"{where}: 'efficiency.{key}.{extra}' is neither a roof ({', '.join(DTYPES)}) nor "
-                                 "'by_columns', 'by_rows' or 'by_op'")
-    return {"efficiency": figures, "efficiency_on_roof": on_roof, "efficiency_by_columns": by_columns,
-            "efficiency_by_op": by_op, "efficiency_by_rows": by_rows}
-
-
-def _by_op(table, label: str, where: str) -> dict[str, float]:
-    """``{ OpType = fraction, ... }``: op type names, fractions in (0, 1]."""
-    if not isinstance(table, dict) or not table:
-        raise UsageError(f"{where}: '{label}' must be an inline table of op type = fraction "
-                         f"({{ Erf = 0.16, Tanh = 0.25 }}), not {shown(table)}")
-    for op, fraction in table.items():
-        if not op.isidentifier():
-            raise UsageError(f"{where}: '{label}.{op}' is not an op type: name it as the model does (Erf, QuantizeLinear)")
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-            raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {shown(fraction)}")
-    return {op: float(fraction) for op, fraction in table.items()}
 
 
 def _fusion(data: dict, where: str) -> dict:

@@ -216,11 +216,13 @@ def test_sorting_and_filtering_the_node_table(browser, minigooglenet):
         assert len(rows) == 19 and {r["op"] for r in rows} == {"Conv"}
         assert page.locator("#node-count").text_content() == "19 of 74 nodes"
         page.select_option("#op-filter", "")
-        page.select_option("#bound-filter", "0:onchip")
+        # (myriad-x's DRAM-bound kernels: the Gemm and the Softmax; its Concats, once on-chip-bound,
+        # are written in place and run no kernel)
+        page.select_option("#bound-filter", "0:dram")
         bounds = {n.name: n.placement.bound for n in analysis.targets[0].nodes}
         rows = report.rows()
-        assert rows and all(bounds[analysis.nodes[r["index"]].name] == "onchip" for r in rows)
-        assert len(rows) == sum(1 for b in bounds.values() if b == "onchip")
+        assert rows and all(bounds[analysis.nodes[r["index"]].name] == "dram" for r in rows)
+        assert len(rows) == sum(1 for b in bounds.values() if b == "dram")
         page.select_option("#bound-filter", "")
         page.fill("#node-filter", "batch_normalization_1")
         names = [analysis.nodes[r["index"]].name for r in report.rows()]
@@ -517,7 +519,9 @@ def test_the_findings_show_above_the_fold_with_names_told_apart(browser, tmp_pat
     # a reviewer opening the report at 1,280 x 800 sees what to change first: the findings panel
     # and its first three findings lie within the first screen; a finding's node links never read
     # alike (the layer index that tells them apart is kept), and no badge overlaps its text
-    analysis = onnxroof.analyze(transformer_like(), targets=["jetson-orin-nano", "h100-sxm"])
+    # (on h100-sxm, whose TensorRT runs the fp32 products on TF32, int8 saves under 5 %: two
+    # findings there; the Xeon gives three of its own)
+    analysis = onnxroof.analyze(transformer_like(), targets=["jetson-orin-nano", "xeon-8480-socket"])
     assert len(analysis.review()) >= 3
     path = tmp_path / "report.html"
     path.write_text(render_html(analysis), encoding="utf-8")

@@ -292,7 +292,7 @@ def test_figure_that_is_not_a_table(tmp_path):
 def test_unknown_dtype_key(tmp_path):
     text = VALID.replace("[peak_ops_per_s.int8]", "[peak_ops_per_s.fp64]")
     message = usage_error(write(tmp_path, text))
-    assert "'peak_ops_per_s.fp64' is not a known dtype" in message and "fp32, fp16, bf16, fp8, int8, int4" in message
+    assert "'peak_ops_per_s.fp64' is not a known dtype" in message and "fp32, tf32, fp16, bf16, fp8, int8, int4" in message
 
 
 def test_unknown_energy_dtype_key(tmp_path):

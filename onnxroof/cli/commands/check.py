@@ -177,7 +177,8 @@ def _record(args: argparse.Namespace, budgets: list, source: str, start: float) 
                    "counted_nodes": totals.counted_nodes},
         "peak_bytes": analysis.memory.model_order.peak_bytes,
         "targets": [{"name": r.target.name, "latency_s": finite(r.latency_s),
-                     "latency_kind": str(getattr(r.latency_kind, "value", r.latency_kind))} for r in analysis.targets],
+                     "latency_kind": str(getattr(r.latency_kind, "value", r.latency_kind)),
+                     "borrowed": sorted(r.borrowed)} for r in analysis.targets],  # figures taken from other targets
         "budgets": [{"budget": r.budget.text, "value": finite(r.value), "broken": r.broken, "text": r.describe()}
                     for r in results],
         "warnings": list(analysis.warnings),

@@ -374,9 +374,9 @@ def roofline_chart(
         if ry - 6 - _LABEL_HEIGHT >= occupied + 1:
             label_ys.append(ry - 6)
             occupied = ry + 1
-        else:
-            label_ys.append(ry + 5 + _LABEL_HEIGHT)
-            occupied = ry + 7 + _LABEL_HEIGHT
+        else:  # below its line, and below the label above it (roofs 2x apart: fp16, tf32)
+            label_ys.append(max(ry + 5 + _LABEL_HEIGHT, occupied + 2 + _LABEL_HEIGHT))
+            occupied = label_ys[-1] + 5  # the descenders under the baseline
     compute = []
     for (label, peak, ridge, ry, rx), ly in zip(raw, label_ys):
         compute.append(ComputeRoof(

@@ -111,6 +111,7 @@ class TargetCard:
     utilization: str
     utilization_title: str
     latency_kind: str  # "lower bound" (peak figures) or "forecast", shown under the latency
+    energy_kind: str = "dynamic"  # "dynamic" (no static power stated) or "dynamic + static", under the energy
     memory: str = ""  # fits / does not fit in the device memory ("" when not checked)
     memory_sub: str = ""  # the largest batch (and context) that fits
     memory_title: str = ""
@@ -142,13 +143,15 @@ def target_card(report: "TargetReport") -> TargetCard:
         point_bound_key=point.bound,
         bound_line=bound_line(point.bound, share),
         energy=format_value(energy, "joules") if energy is not None else "n/a",
-        energy_title=("energy per run: " + ", ".join(
+        energy_title=(f"{report.energy_kind} energy per run: " + ", ".join(
             f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}" for part, value in split.items())
             + (f" ({energy:.6g} J)" if energy is not None else "")) if energy is not None
         else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
         utilization=share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
         utilization_title=f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
-        latency_kind="lower bound" if report.latency_kind == LatencyKind.BOUND else "forecast",
+        latency_kind=("lower bound" if report.latency_kind == LatencyKind.BOUND else "forecast") + (
+            " · launch cost borrowed" if "node_overhead_s" in report.borrowed else ""),
+        energy_kind=report.energy_kind,
         **_memory_fit(report.fit),
     )
 

@@ -192,10 +192,10 @@ def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict
 
 def _compare_rows(analyses: list["Analysis"]) -> tuple[list[str], list[list[str]]]:
     header = ["model", "params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations", "best-order peak"]
-    targets = [r.target.name for r in analyses[0].targets] if analyses else []
-    for target in targets:
+    for first in analyses[0].targets if analyses else []:  # energy: "dynamic" unless the target states static power
+        target = first.target.name
         header += [f"latency [{target}]", f"throughput [{target}]", f"model bound [{target}]",
-                   f"time by bound [{target}]", f"energy [{target}]"]
+                   f"time by bound [{target}]", f"{first.energy_kind} energy [{target}]"]
     rows = []
     for a in analyses:
         row = [a.model.name, si(a.totals.params), iec(a.totals.param_bytes), si(a.totals.mac_flops), si(a.totals.flops),

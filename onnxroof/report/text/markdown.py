@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ...core.version import __version__
-from ..formatting import as_bound, latency_kind_words
+from ..formatting import as_bound, borrowed_mark, latency_kind_words
 from ..bounds import bound_label, time_by_bound
 from ...roofline.verdicts import gain_text
 from ...roofline.devices import plan_sentences
@@ -106,10 +106,10 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         findings = analysis.review()
         rows = []
         for report in analysis.targets:
-            energy = "n/a" if report.energy_j is None else f"{report.energy_j * 1e3:.3g} mJ"
+            energy = "n/a" if report.energy_j is None else f"{report.energy_j * 1e3:.3g} mJ ({report.energy_kind})"
             fit = report.fit
             memory_cell = "–" if fit is None or fit.fits is None else "fits" if fit.fits else "**does not fit**"
-            rows.append((escape(report.target.name), escape(as_bound(seconds(report.latency_s), report)),
+            rows.append((escape(report.target.name), escape(as_bound(seconds(report.latency_s), report) + borrowed_mark(report)),
                          escape(as_bound(f"{report.throughput_per_s:,.1f}", report, at_most=True)),
                          time_by_bound(report.time_share), f"{report.utilization:.1%}", energy, memory_cell))
         lines += ["", table(("target", "latency", "inferences/s", "time by bound", "utilization", "energy",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ...core.version import __version__
 from ...core.dtypes import dtype_name
 from ..bounds import bound_label, time_by_bound
-from ..formatting import as_bound, latency_kind_words
+from ..formatting import as_bound, borrowed_mark, energy_words, latency_kind_words
 from ...roofline.verdicts import capacity_text, finding_lines, fit_text
 from ...core.text import csv_cell, printable
 from ...core.units import iec, intensity, joules, seconds, si
@@ -330,18 +330,22 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
                   if subgraph.runs else "; not run, not placed")
         lines.append(f"subgraph {attribute}: {len(subgraph.records)} nodes, {subgraph.flops:,} FLOPs, "
                      f"{subgraph.params:,} params{printable(placed)}")
+    in_place = analysis.memory.problem.in_place_concats
     for report in analysis.targets:
-        lines += explain_target_lines(report, record.name)
+        lines += explain_target_lines(report, record.name, in_place)
     return "\n".join(lines) + "\n"
 
 
-def explain_target_lines(report, node: str) -> list[str]:
+def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset()) -> list[str]:
     """Where ``node`` runs on one target: its kernel (the nodes fused with it), bytes and time per
-    memory level, the efficiency applied, the launch cost, the time and the bound."""
+    memory level, the efficiency applied, the launch cost, the time and the bound. ``in_place``:
+    the Concats whose inputs the memory stage writes into their buffer (no kernel)."""
     kernel = next((k for k in report.nodes if node in k.nodes), None)
     name = printable(report.target.name)
     if kernel is None:
         return [f"target {name}: not run (a folded constant or shape arithmetic: no kernel)"]
+    if node in in_place and not kernel.placement.time_s:
+        return [f"target {name}: not run (its inputs are written into its buffer in place: no kernel, no launch)"]
     target, point = report.target, kernel.placement
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     fused = (f"kernel {printable(kernel.name)} ({printable(kernel.op_type)}: {len(kernel.nodes)} nodes fused under "
@@ -379,7 +383,9 @@ def explain_target_lines(report, node: str) -> list[str]:
         cold = (" (cold: the run touches more data than the on-chip memory holds)"
                 if target.cold_node_overhead_s and report.launch_s == target.cold_node_overhead_s.value else "")
         each = f" ({seconds(point.overhead_s / kernel.runs)} x {kernel.runs:,} launches)" if kernel.runs > 1 else " per kernel"
-        lines.append(f"  launch   {seconds(point.overhead_s)}{each}{cold}")
+        borrowed = (" (borrowed from other targets: no measurement of this one)"
+                    if "node_overhead_s" in report.borrowed and not cold else "")
+        lines.append(f"  launch   {seconds(point.overhead_s)}{each}{cold}{borrowed}")
     if point.exposed_dram_s:
         lines.append(f"  stall    {seconds(point.exposed_dram_s)}: {target.dram_stall.value:.0%} of its DRAM time, which "
                      "its compute does not hide on this target (dram_stall)")
@@ -406,14 +412,13 @@ def target_lines(report) -> list[str]:
     lines = [
         *textwrap.wrap(f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
                        f"{printable(report.target.description)}", TERMINAL_COLUMNS, subsequent_indent="    "),
-        f"  latency {as_bound(seconds(report.latency_s), report)} · "
+        f"  latency {as_bound(seconds(report.latency_s), report)}{borrowed_mark(report)} · "
         f"{as_bound(f'{report.throughput_per_s:,.1f}', report, at_most=True)} inferences/s · "
         f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
         *textwrap.wrap(f"  latency: {latency_kind_words(report)}", TERMINAL_COLUMNS, subsequent_indent="    "),
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
         f"(ridge {report.target.ridge(point.roof):.3g}): {bound_label(point.bound)}-bound, {seconds(point.time_s)}",
-        f"  energy {joules(report.energy_j)} (compute {joules(split['compute'])}, on-chip {joules(split['onchip'])}, "
-        f"DRAM {joules(split['dram'])})" + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"),
+        *textwrap.wrap(energy_line(report), TERMINAL_COLUMNS, subsequent_indent="    "),
     ]
     if report.fit is not None:
         lines += textwrap.wrap(f"  memory: {fit_text(report.fit)}", TERMINAL_COLUMNS, subsequent_indent="    ")
@@ -435,6 +440,21 @@ def target_lines(report) -> list[str]:
     return lines
 
 
+def energy_line(report) -> str:
+    """The energy of one run, and what it counts: the work's dynamic energy by part, and the
+    static power x latency where the target states its static power (else it says "dynamic")."""
+    split = report.energy_split_j
+    dynamic = (f"compute {joules(split['compute'])}, on-chip {joules(split['onchip'])}, DRAM {joules(split['dram'])}")
+    static = report.target.static_power_w
+    if static is not None and "static" in split:
+        at_least = "≥ " if report.latency_kind == LatencyKind.BOUND else ""  # the latency it multiplies is a bound
+        parts = f"dynamic: {dynamic}; static {at_least}{joules(split['static'])} = {static.value:g} W x the latency"
+    else:
+        parts = f"{dynamic}; the target states no static power"
+    return (f"  {energy_words(report)} {joules(report.energy_j)} ({parts})"
+            + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"))
+
+
 def render_targets_list(targets) -> str:
     """`onnxroof targets`: every target with its roofs and ridge points."""
     import textwrap
@@ -447,12 +467,15 @@ def render_targets_list(targets) -> str:
         lines += textwrap.wrap(target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21)
         for roof, figure in target.peak_ops_per_s.items():
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
-        overhead = f", launch {seconds(target.node_overhead_s.value)} per kernel" if target.node_overhead_s else ""
+        overhead = (f", launch {seconds(target.node_overhead_s.value)} per kernel"
+                    + (" (borrowed from other targets)" if target.node_overhead_s.tag == "borrowed" else "")
+                    if target.node_overhead_s else "")
         if target.cold_node_overhead_s:
             overhead += f" ({seconds(target.cold_node_overhead_s.value)} cold)"
         if target.run_overhead_s:
             overhead += f", {seconds(target.run_overhead_s.value)} per run"
-        lines.append(f"{'':18}   fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}")
+        lines += textwrap.wrap(f"fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}",
+                               TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 29)
         by_value: dict[str, list[str]] = {}  # classes with the same efficiency, listed together
         for name, figure in target.efficiency.items():
             by_value.setdefault(f"{figure.value:.0%}", []).append(name)
@@ -471,7 +494,14 @@ def render_targets_list(targets) -> str:
         if target.error_band and target.latency_kind == LatencyKind.FORECAST:
             on = f" on {', '.join(target.error_band_roofs)} kernels" if target.error_band_roofs else ""
             band = f", within ±{target.error_band.value:.0%}{on}"
-        lines.append(f"{'':18}   latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}{band}")
+            if "node_overhead_s" in target.borrowed:  # the band's rows had launches under a tenth of their time
+                band += ", not where launches take a tenth of the time (their cost is borrowed)"
+        lines += textwrap.wrap(f"latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}"
+                               f"{band}", TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 30)
+        if target.fp32_math_roof != "fp32":
+            lines.append(f"{'':18}   float32 products run on the {target.fp32_math_roof} roof (the runtime's default)")
+        lines.append(f"{'':18}   energy: " + (f"dynamic + static ({target.static_power_w.value:g} W static)"
+                                               if target.static_power_w else "dynamic only (no static power stated)"))
     return "\n".join(lines) + "\n"
 
 

@@ -15,7 +15,8 @@ error is predicted - measured, in points of the time before the change.
 - **This machine** with onnxruntime (CPU, calibrated first as validate_measured.py does): batch 8
   against batch 1 (*launch*), a QDQ int8 model made by onnxruntime's ``quantize_static`` against
   fp32 (*precision*), graph optimizations on against off (*fusion*). The two sessions take turns
-  (``achieved.fastest_runs_s``), round after round; the measured gain is the median over the rounds.
+  (``achieved.fastest_runs_s``), round after round; the measured gain is the median over the rounds
+  (benchmarks/findings_measured.py, which also holds the :class:`Row` record).
 
 The predicted gain is read from the finding where the finding is made (its ``gain_s``,
 ``evidence`` and ``change``: the launch finding's batch x8 and x64, the precision finding's
@@ -31,75 +32,26 @@ at the measured setting directly; each row says which, and why when the finding 
 from __future__ import annotations
 
 import argparse
-import copy
-import os
 import statistics
 import sys
 import tempfile
 import time
-import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-
-import numpy as np
-import onnx
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(HERE)]  # this checkout's onnxroof (not an installed one), and the benchmarks' modules
 
-import onnxroof  # noqa: E402
 from onnxroof.findings.launch import BATCH_FACTOR, FURTHER_FACTOR, LAUNCH_SHARE  # noqa: E402
-from onnxroof.measure import achieved, calibration as cal, machine  # noqa: E402
-from onnxroof.measure.profile_run import random_inputs  # noqa: E402
-from onnxroof.report.target_file import calibrated_target, render_target  # noqa: E402
 
+from findings_measured import MISS, NOISE, Row, finding, gain, launch_share, local_rows  # noqa: E402
 from generated_docs import environment  # noqa: E402
-from published.models import mobilenet_v2, resnet50  # noqa: E402
-from validate_measured import MODELS as MEASURED_MODELS, calibration_text, source_of  # noqa: E402
 from validate_published import (  # noqa: E402
     CSV, Outcome, Runner, decide, numbered_rows, predict, shares, short_target, unseen_rows,
 )
 
 DOC = REPO / "docs" / "validation-findings.md"
-NOISE = 0.02  # a gain within ±2 % has no sign: below what a published or a shared-machine figure repeats to
-MISS = 0.10  # a miss: |error| over 10 points of the time before the change, or the sign wrong
-
-
-@dataclass
-class Row:
-    """One predicted gain against one measured gain."""
-
-    kind: str  # launch | precision | fusion
-    where: str  # "published" | "this machine"
-    system: str
-    model: str
-    change: str  # "batch 1 → 8", "fp16 → int8", "graph optimizations off → on"
-    measured: float  # the gain: 1 - t_after / t_before per inference
-    predicted: float
-    predicted_from: str  # the finding's record, or the re-analysis and why
-    measured_from: str
-    cause: str = ""  # filled for a miss
-
-    @property
-    def error(self) -> float:
-        return self.predicted - self.measured
-
-    @property
-    def sign_right(self) -> bool:
-        if abs(self.measured) <= NOISE:
-            return True  # nothing measured to get the sign of
-        return self.predicted * self.measured > 0 and abs(self.predicted) > NOISE
-
-    @property
-    def miss(self) -> bool:
-        return not self.sign_right or abs(self.error) > MISS
-
-
-def gain(before_s: float, after_s: float) -> float:
-    """The fraction of the per-inference time a change saves."""
-    return 1.0 - after_s / before_s
 
 
 # ---------------------------------------------------------------- published rows
@@ -124,14 +76,6 @@ def per_inference_s(o: Outcome, value: float) -> float:
 def statistic(o: Outcome) -> str:
     metric = o.row["metric"]
     return "p99" if "p99" in metric else "p90" if "p90" in metric else "mean"
-
-
-def launch_share(report) -> float:
-    return sum(k.placement.overhead_s for k in report.nodes) / report.latency_s if report.latency_s else 0.0
-
-
-def finding(report, kind: str):
-    return next((f for f in report.findings if f.kind == kind), None)
 
 
 def launch_after(o: Outcome, factor: int) -> tuple[float | None, str]:
@@ -175,7 +119,7 @@ def published_pairs(rows: list[tuple[str, dict]]) -> tuple[list[tuple[str, Outco
     """(kind, before, after) pairs of rows of the same system, each decided; the rows left out, why;
     and every row decided."""
     decided: list[Outcome] = []
-    apart: list[str] = []
+    apart: list = []
     for index, row in rows:
         key = system_key(row)
         if key is None:
@@ -183,10 +127,13 @@ def published_pairs(rows: list[tuple[str, dict]]) -> tuple[list[tuple[str, Outco
         o = Outcome(index, row)
         spec = decide(row)
         if isinstance(spec, str):
-            apart.append(f"#{index} {short_target(row)}, {row['model']}, {row['scenario']}: {spec}")
+            apart.append((f"#{index} {short_target(row)}, {row['model']}, {row['scenario']}: {spec}", key))
             continue
         o.spec = spec
         decided.append(o)
+    # a refused row matters here only where its system has a batch-1 row it would have been paired with
+    singles = {system_key(o.row) for o in decided if o.spec.kind == "latency" and o.spec.batch == 1}
+    apart = [line for line, key in apart if key in singles]
     pairs = []
     for base in decided:
         for other in decided:
@@ -289,276 +236,6 @@ def published_cause(row: Row, before: Outcome, after: Outcome, direct: float, de
     return "; ".join(parts)
 
 
-# ---------------------------------------------------------------- this machine
-
-
-@dataclass
-class LocalModel:
-    label: str
-    make: Callable[[int], onnx.ModelProto]  # the model at a batch, with weights onnxruntime can run
-    options: dict = field(default_factory=dict)  # the analysis's own options (dims, phase)
-
-
-def at_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
-    """The model with axis 0 of every input set to ``batch`` (the outputs' and value infos' left open)."""
-    if batch == 1:
-        return model
-    changed = copy.deepcopy(model)
-    stored = {t.name for t in changed.graph.initializer}
-    for value in changed.graph.input:
-        if value.name not in stored and value.type.tensor_type.shape.dim:
-            value.type.tensor_type.shape.dim[0].dim_value = batch
-    for value in changed.graph.output:
-        if value.type.tensor_type.shape.dim:
-            value.type.tensor_type.shape.dim[0].dim_param = "batch"
-    del changed.graph.value_info[:]
-    return changed
-
-
-def with_weights(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The weight-free published model with its external weights filled in: He-initialised (so that
-    activations keep their scale through 50 layers, never reaching the subnormal floats that slow
-    a CPU down), seeded by name, so the same weights at every batch; 1-D ones (biases) zero."""
-    for index, tensor in enumerate(model.graph.initializer):
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        dims = list(tensor.dims)
-        rng = np.random.default_rng(zlib.crc32(tensor.name.encode()))
-        if len(dims) == 1:
-            values = np.zeros(dims, np.float32)
-        else:
-            fan_in = dims[0] if len(dims) == 2 else int(np.prod(dims[1:]))  # MatMul [in, out]; Conv [out, in, k, k]
-            values = (rng.standard_normal(dims) * np.sqrt(2.0 / fan_in)).astype(np.float32)
-        model.graph.initializer[index].CopyFrom(onnx.numpy_helper.from_array(values, tensor.name))
-    return model
-
-
-def local_models() -> tuple[list[LocalModel], list[str]]:
-    """validate_measured.py's models that are here (the built-in examples, the corpus's when it is built),
-    and ResNet-50 and MobileNet v2 from the published builders at small sizes with random weights,
-    standing in for the corpus's ResNet-50 and MobileNet when it is not built."""
-    models, skipped = [], []
-    for label, spec, options in MEASURED_MODELS:
-        found = source_of(spec)
-        if found is None:
-            skipped.append(f"{label}: not in the corpus (benchmarks/corpus/*.py builds it, with torch)")
-            continue
-        source, bindings = found
-        proto = source if isinstance(source, onnx.ModelProto) else onnx.load(source)
-        if "phase" in options:
-            bindings.pop("dims", None)
-        models.append(LocalModel(label, lambda b, p=proto: at_batch(p, b), {**bindings, **options}))
-    cache: dict = {}
-
-    def built(builder: Callable[[int], onnx.ModelProto], key: str) -> Callable[[int], onnx.ModelProto]:
-        def make(batch: int) -> onnx.ModelProto:
-            if (key, batch) not in cache:
-                cache[(key, batch)] = with_weights(builder(batch))
-            return cache[(key, batch)]
-        return make
-
-    models.append(LocalModel("ResNet-50 v1.5 at 96x96 (published builder, random weights)",
-                             built(lambda b: resnet50(b, 96), "resnet50")))
-    models.append(LocalModel("MobileNet v2 at 160x160 (published builder, random weights)",
-                             built(lambda b: mobilenet_v2(b, 160), "mobilenet_v2")))
-    return models, skipped
-
-
-def quantized(model: onnx.ModelProto, folder: Path) -> onnx.ModelProto:
-    """QDQ int8 by onnxruntime's quantize_static, as the corpus's ResNet-50 QDQ is made (per-channel
-    int8 weights, int8 activations, MinMax on 4 random inputs), after onnxruntime's own
-    pre-processing (quant_pre_process: BatchNormalization folded into the Conv, as an exporter does,
-    so that no fp32 BatchNormalization sits between a DequantizeLinear and a QuantizeLinear)."""
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    from corpus.build_tools import _reader_class, quiet
-
-    given, source, target = folder / "given.onnx", folder / "fp32.onnx", folder / "qdq.onnx"
-    onnx.save(model, str(given))
-    with quiet():
-        quant_pre_process(str(given), str(source), skip_symbolic_shape=True)
-    stored = {t.name for t in model.graph.initializer}
-    value = next(v for v in model.graph.input if v.name not in stored)
-    shape = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
-    with quiet():
-        quantize_static(str(source), str(target), _reader_class()(value.name, shape, n=4), quant_format=QuantFormat.QDQ,
-                        per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        calibrate_method=CalibrationMethod.MinMax)
-    return onnx.load(str(target))
-
-
-def stored_int8(model: onnx.ModelProto) -> bool:
-    return any(n.op_type in ("QuantizeLinear", "QLinearConv", "QLinearMatMul", "MatMulInteger") for n in model.graph.node)
-
-
-@dataclass
-class Timed:
-    before_s: float  # median over the rounds of the fastest run of each round
-    after_s: float
-    gains: list[float]  # per round
-
-
-def timed(before: tuple, after: tuple, rounds: int, budget_s: float, per: tuple[int, int] = (1, 1),
-          also: tuple | None = None) -> tuple[Timed, Timed | None]:
-    """The two (session, feeds) timed in turns, ``rounds`` times: each round the fastest batch of runs of
-    each (achieved.fastest_runs_s); ``per`` divides each run's time (the batch: per inference). ``also``,
-    a third session taking the same turns, is given as a second pair against ``before``."""
-    sessions = [before, after] + ([also] if also else [])
-    turns = [achieved.fastest_runs_s(sessions, budget_s) for _ in range(rounds)]
-
-    def pair(index: int) -> Timed:
-        return Timed(statistics.median(t[0] for t in turns) / per[0], statistics.median(t[index] for t in turns) / per[1],
-                     [gain(t[0] / per[0], t[index] / per[1]) for t in turns])
-    return pair(1), pair(2) if also else None
-
-
-def session_at(model: onnx.ModelProto, threads: int, level: str):
-    """An onnxruntime CPU session at a graph optimization level (achieved.cpu_session has all or none)."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
-    options.intra_op_num_threads = threads
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-
-
-def local_rows(args, say: Callable[[str], None]) -> tuple[list[Row], list[str], str]:
-    """Calibrate, then for every local model: batch 8 against 1, QDQ int8 against fp32, graph
-    optimizations on against off, each measured with onnxruntime and predicted on the calibrated target."""
-    say(f"calibrating for {args.seconds:g} s on {args.threads} thread(s) (load average {os.getloadavg()[0]:.2f})")
-    calibration = cal.calibrate(seconds=args.seconds, threads=args.threads)
-    models, skipped = local_models()
-    rows: list[Row] = []
-    loads = [os.getloadavg()[0]]
-    system = f"this machine ({machine.cpu_model()}, onnxruntime CPU, {args.threads} thread(s))"
-    with tempfile.TemporaryDirectory(prefix="validate-findings-") as tmp:
-        folder = Path(tmp)
-        toml = folder / "this-machine.toml"
-        toml.write_text(render_target(calibration, "this-machine"), encoding="utf-8")
-        for model in models:
-            try:
-                rows += one_local_model(model, toml, folder, system, args, say)
-            except Exception as error:  # onnxruntime's own exception types; one model's failure is a line
-                skipped.append(f"{model.label}: {type(error).__name__}: {str(error).splitlines()[0][:200]}")
-                say(f"{model.label}: skipped: {error}")
-            loads.append(os.getloadavg()[0])
-    calibration_line = calibration_text(calibrated_target(calibration))
-    note = (f"Calibrated for {args.seconds:g} s on {args.threads} thread(s): {calibration_line}. Load average "
-            f"{min(loads):.2f}-{max(loads):.2f} during the runs ({machine.core_text()}, shared with other sessions); "
-            f"each pair timed in {args.rounds} rounds of {args.budget:g} s, the two sessions taking turns.")
-    return rows, skipped, note
-
-
-def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, args, say) -> list[Row]:
-    one, eight = model.make(1), model.make(BATCH_FACTOR)
-    base = onnxroof.analyze(one, targets=[str(toml)], search_order=False, **model.options)
-    base.review()
-    report = base.targets[0]
-    feeds_one = random_inputs(base)
-    feeds_eight = random_inputs(onnxroof.analyze(eight, search_order=False, **model.options))
-    session = lambda m, optimize=True: achieved.cpu_session(m, args.threads, optimize)  # noqa: E731
-    rows = []
-
-    # launch: batch 8 against batch 1, per inference
-    measured, _ = timed((session(one), feeds_one), (session(eight), feeds_eight), args.rounds, args.budget,
-                        (1, BATCH_FACTOR))
-    f = finding(report, "launch")
-    if f is not None and "larger_batch_latency_s" in f.evidence:
-        after_s = f.evidence["larger_batch_latency_s"] / f.evidence["larger_batch"]
-        how = f"the launch finding's evidence ({f.change}; gain_s {f.gain_s * 1e6:,.1f} µs)"
-    else:
-        other = onnxroof.analyze(one, targets=[str(toml)], search_order=False, batch=BATCH_FACTOR, **model.options)
-        after_s = other.targets[0].latency_s / BATCH_FACTOR
-        why = (f"no launch finding: launches are {launch_share(report):.0%} of the time (the finding needs "
-               f"{LAUNCH_SHARE:.0%})" if f is None else f"the launch finding gives no gain: {f.detail}")
-        how = f"re-analysis at batch {BATCH_FACTOR}: {why}"
-    rows.append(local_row("launch", system, model.label, f"batch 1 → {BATCH_FACTOR}", report.latency_s, after_s, how,
-                          measured, report))
-    say(f"{model.label}: batch: predicted {rows[-1].predicted:+.0%}, measured {rows[-1].measured:+.0%}")
-
-    # precision: QDQ int8 by quantize_static against fp32
-    if not stored_int8(one):
-        qdq = quantized(one, folder)
-        measured, _ = timed((session(one), feeds_one), (session(qdq), feeds_one), args.rounds, args.budget)
-        f = finding(report, "precision")
-        if f is not None and "int8" in f.evidence.get("tried_s", {}):
-            after_s, how = f.evidence["tried_s"]["int8"], f"the precision finding's tried_s ({f.change})"
-        else:
-            other = onnxroof.analyze(one, targets=[str(toml)], search_order=False, dtype="int8", **model.options)
-            after_s = other.targets[0].latency_s
-            why = ("no int8 roof on the calibrated target" if "int8" not in report.target.peak_ops_per_s else
-                   "no precision finding (its gain is under the finding's threshold)" if f is None else
-                   f"the precision finding chose {f.evidence.get('dtype')}")
-            how = f"re-analysis with --dtype int8: {why}"
-        rows.append(local_row("precision", system, model.label, "fp32 → QDQ int8 (quantize_static)", report.latency_s,
-                              after_s, how, measured, report))
-        say(f"{model.label}: int8: predicted {rows[-1].predicted:+.0%}, measured {rows[-1].measured:+.0%}")
-
-    # fusion: onnxruntime's graph optimizations on against off; predicted from the unfused analysis
-    # (and ORT_ENABLE_EXTENDED in the same turns: its fusions without the NCHWc layout of ORT_ENABLE_ALL)
-    measured, extended = timed((session(one, False), feeds_one), (session(one, True), feeds_one), args.rounds,
-                               args.budget, also=(session_at(one, args.threads, "ORT_ENABLE_EXTENDED"), feeds_one))
-    unfused = onnxroof.analyze(one, targets=[str(toml)], search_order=False, fusion="none", **model.options)
-    unfused.review()
-    plain = unfused.targets[0]
-    f = finding(plain, "fusion")
-    if f is not None and f.gain_s:
-        after_s = plain.latency_s - f.gain_s
-        how = f"the fusion finding on the unfused analysis (gain_s {f.gain_s * 1e6:,.1f} µs; {len(f.nodes)} nodes merged)"
-    else:
-        other = onnxroof.analyze(one, targets=[str(toml)], search_order=False, fusion="all", **model.options)
-        after_s = other.targets[0].latency_s
-        how = ("re-analysis with --fusion all: " + ("no fusion finding on the unfused analysis" if f is None else
-                                                     f"the fusion finding gives no gain: {f.detail[:120]}"))
-    policy = ", ".join(report.fusion) or "none"
-    how += (f"; under the calibrated target's own policy ({policy}, standing for onnxruntime's): "
-            f"{gain(plain.latency_s, report.latency_s):+.0%}")
-    rows.append(local_row("fusion", system, model.label, "graph optimizations off → on (ORT_DISABLE_ALL → ORT_ENABLE_ALL)",
-                          plain.latency_s, after_s, how, measured, plain,
-                          f"; ORT_ENABLE_EXTENDED (the fusions without ORT_ENABLE_ALL's NCHWc layout) "
-                          f"{statistics.median(extended.gains):+.0%}"))
-    say(f"{model.label}: fusion: predicted {rows[-1].predicted:+.0%}, measured {rows[-1].measured:+.0%}")
-    return rows
-
-
-def local_row(kind: str, system: str, label: str, change: str, before_s: float, after_s: float, how: str,
-              measured: Timed, report, also_measured: str = "") -> Row:
-    measured_gain = statistics.median(measured.gains)
-    spread = f"[{min(measured.gains):+.0%}..{max(measured.gains):+.0%}]"
-    row = Row(kind, "this machine", system, label, change, measured_gain, gain(before_s, after_s),
-              f"{how}; predicted {before_s * 1e6:,.1f} → {after_s * 1e6:,.1f} µs per inference",
-              f"{measured.before_s * 1e6:,.1f} → {measured.after_s * 1e6:,.1f} µs per inference (medians); "
-              f"per round {spread}{also_measured}")
-    row.cause = local_cause(row, report) if row.miss else ""
-    return row
-
-
-def local_cause(row: Row, report) -> str:
-    """Why a pair measured on this machine misses."""
-    parts = []
-    if row.kind == "launch":
-        parts.append("onnxruntime at batch 8 runs some kernels at a better efficiency than the calibrated one-size "
-                     "figures (larger GEMMs), or worse (activations that leave the cache)"
-                     if row.error < 0 else
-                     "batch 8's activations leave the cache, or its kernels split differently, where the prediction "
-                     "keeps batch 1's efficiencies")
-    elif row.kind == "precision":
-        parts.append("onnxruntime's QDQ model keeps some ops in fp32 between QuantizeLinear/DequantizeLinear pairs "
-                     "(softmax, pooling, the graph's first and last layers' conversions), which --dtype int8 costs "
-                     "as int8 throughout" if row.error > 0 else
-                     "onnxruntime's int8 kernels (VNNI where the CPU has it) run above the calibrated int8 efficiency")
-    else:
-        parts.append("ORT_DISABLE_ALL also drops the NCHWc layout onnxruntime's convolutions run in, so the unfused "
-                     "kernels are slower than the calibrated (optimized) efficiencies say; ORT_ENABLE_ALL also folds "
-                     "constants and BatchNormalization" if row.error < 0 else
-                     "the finding fuses every rule set (elementwise chains, horizontal GEMMs), more than onnxruntime's "
-                     "CPU optimizer does")
-    parts.append(f"predicted bounds before: {shares(report)}")
-    return "; ".join(parts)
-
-
 # ---------------------------------------------------------------- the document
 
 
@@ -614,6 +291,13 @@ def summary_lines(rows: list[Row]) -> list[str]:
                      f"{statistics.median(errors) * 100:.0f} points; sign wrong in {len(wrong)}"
                      + (f" ({', '.join(f'{r.model}, {r.change}' for r in wrong)})" if wrong else "")
                      + f"; misses (over {MISS * 100:.0f} points or the sign wrong): {len(misses)}")
+        changes = sorted({r.change for r in mine if r.where == "this machine"})
+        if kind == "fusion" and len(changes) > 1:
+            for change in changes:
+                v = [r for r in mine if r.change == change]
+                lines.append(f"  - {change}: {len(v)} rows, median |gain error| "
+                             f"{statistics.median(abs(r.error) for r in v) * 100:.0f} points, sign wrong in "
+                             f"{sum(not r.sign_right for r in v)}")
     if rows:
         errors = [abs(r.error) for r in rows]
         lines.append(f"- **all kinds**: {len(rows)} rows; median |gain error| {statistics.median(errors) * 100:.0f} "
@@ -665,7 +349,7 @@ def document(rows: list[Row], apart: list[str], skipped: list[str], local_note: 
     if skipped:
         parts += ["", "## Local models not run", ""] + [f"- {s}" for s in skipped]
     if apart:
-        parts += ["", "## Published rows of a system with a pair that validate_published.py does not compare", ""]
+        parts += ["", "## Published rows not paired: validate_published.py does not compare them", ""]
         parts += [f"- {a}" for a in apart]
     return "\n".join(parts) + "\n"
 

@@ -270,17 +270,19 @@ def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, ar
     measured, _ = timed((session(one), feeds_one), (session(eight), feeds_eight), args.rounds, args.budget,
                         (1, BATCH_FACTOR))
     f = finding(report, "launch")
+    analysed = lambda **change: onnxroof.analyze(one, targets=[str(toml)], search_order=False,  # noqa: E731
+                                                 **change, **model.options).targets[0]
+    other = analysed(batch=BATCH_FACTOR)  # the re-analysis, for the cause of a miss when the finding is made
     if f is not None and "larger_batch_latency_s" in f.evidence:
         after_s = f.evidence["larger_batch_latency_s"] / f.evidence["larger_batch"]
         how = f"the launch finding's evidence ({f.change}; gain_s {f.gain_s * 1e6:,.1f} µs)"
     else:
-        other = onnxroof.analyze(one, targets=[str(toml)], search_order=False, batch=BATCH_FACTOR, **model.options)
-        after_s = other.targets[0].latency_s / BATCH_FACTOR
+        after_s = other.latency_s / BATCH_FACTOR
         why = (f"no launch finding: launches are {launch_share(report):.0%} of the time (the finding needs "
                f"{LAUNCH_SHARE:.0%})" if f is None else f"the launch finding gives no gain: {f.detail}")
         how = f"re-analysis at batch {BATCH_FACTOR}: {why}"
     rows.append(local_row("launch", system, model.label, f"batch 1 → {BATCH_FACTOR}", report.latency_s, after_s, how,
-                          measured, report))
+                          measured, report, other))
     say(f"{model.label}: batch: predicted {rows[-1].predicted:+.0%}, measured {rows[-1].measured:+.0%}")
 
     # precision: QDQ int8 by quantize_static against fp32
@@ -288,11 +290,11 @@ def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, ar
         qdq = quantized(one, folder)
         measured, _ = timed((session(one), feeds_one), (session(qdq), feeds_one), args.rounds, args.budget)
         f = finding(report, "precision")
+        other = analysed(dtype="int8")
         if f is not None and "int8" in f.evidence.get("tried_s", {}):
             after_s, how = f.evidence["tried_s"]["int8"], f"the precision finding's tried_s ({f.change})"
         else:
-            other = onnxroof.analyze(one, targets=[str(toml)], search_order=False, dtype="int8", **model.options)
-            after_s = other.targets[0].latency_s
+            after_s = other.latency_s
             why = ("no int8 roof on the calibrated target" if "int8" not in report.target.peak_ops_per_s else
                    "no precision finding (its gain is under the finding's threshold)" if f is None else
                    f"the precision finding chose {f.evidence.get('dtype')}")
@@ -300,7 +302,7 @@ def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, ar
         ran = (f"; onnxruntime ran {kernels_run(qdq, folder, args.threads)} (with int8 activations, S8S8: "
                f"{kernels_run(quantized(one, folder, 'QInt8'), folder, args.threads)})")
         rows.append(local_row("precision", system, model.label, "fp32 → QDQ int8 (quantize_static, U8S8)",
-                              report.latency_s, after_s, how, measured, report, ran))
+                              report.latency_s, after_s, how, measured, report, other, ran))
         say(f"{model.label}: int8: predicted {rows[-1].predicted:+.0%}, measured {rows[-1].measured:+.0%}")
 
     # fusion: onnxruntime's graph optimizations on against off; predicted from the unfused analysis
@@ -311,47 +313,62 @@ def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, ar
     unfused.review()
     plain = unfused.targets[0]
     f = finding(plain, "fusion")
+    other = analysed(fusion="all")
     if f is not None and f.gain_s:
         after_s = plain.latency_s - f.gain_s
         how = f"the fusion finding on the unfused analysis (gain_s {f.gain_s * 1e6:,.1f} µs; {len(f.nodes)} nodes merged)"
     else:
-        other = onnxroof.analyze(one, targets=[str(toml)], search_order=False, fusion="all", **model.options)
-        after_s = other.targets[0].latency_s
+        after_s = other.latency_s
         how = ("re-analysis with --fusion all: " + ("no fusion finding on the unfused analysis" if f is None else
                                                      f"the fusion finding gives no gain: {f.detail[:120]}"))
     policy = ", ".join(report.fusion) or "none"
     how += (f"; under the calibrated target's own policy ({policy}, standing for onnxruntime's): "
             f"{gain(plain.latency_s, report.latency_s):+.0%}")
     rows.append(local_row("fusion", system, model.label, "graph optimizations off → on (ORT_DISABLE_ALL → ORT_ENABLE_ALL)",
-                          plain.latency_s, after_s, how, measured, plain,
+                          plain.latency_s, after_s, how, measured, plain, other,
                           f"; ORT_ENABLE_EXTENDED (the fusions without ORT_ENABLE_ALL's NCHWc layout) "
                           f"{statistics.median(extended.gains):+.0%}"))
     # the fusions alone: no layout change, which no finding claims
     rows.append(local_row("fusion", system, model.label, f"graph optimizations off → {EXTENDED}", plain.latency_s,
-                          after_s, how, extended, plain))
+                          after_s, how, extended, plain, other))
     say(f"{model.label}: fusion: predicted {rows[-1].predicted:+.0%}, measured {rows[-1].measured:+.0%}")
     return rows
 
 
 def local_row(kind: str, system: str, label: str, change: str, before_s: float, after_s: float, how: str,
-              measured: Timed, report, also_measured: str = "") -> Row:
+              measured: Timed, report, after, also_measured: str = "") -> Row:
+    """``report`` and ``after``: the target's reports before and after the change (the cause of a miss)."""
     measured_gain = statistics.median(measured.gains)
     spread = f"[{min(measured.gains):+.0%}..{max(measured.gains):+.0%}]"
     row = Row(kind, "this machine", system, label, change, measured_gain, gain(before_s, after_s),
               f"{how}; predicted {before_s * 1e6:,.1f} → {after_s * 1e6:,.1f} µs per inference",
               f"{measured.before_s * 1e6:,.1f} → {measured.after_s * 1e6:,.1f} µs per inference (medians); "
               f"per round {spread}{also_measured}")
-    row.cause = local_cause(row, report) if row.miss else ""
+    row.cause = local_cause(row, report) + "; " + class_change(report, after) if row.miss else ""
     return row
+
+
+def class_change(before, after) -> str:
+    """The kernel classes whose predicted time per inference the change moves most: 'gemm 4,410 → 5,290 µs'."""
+    def by_class(report) -> dict:
+        times: dict = {}
+        for kernel in report.nodes:
+            name = f"{kernel.placement.kernel_class or 'no class'} ({kernel.placement.bound})"
+            times[name] = times.get(name, 0.0) + kernel.placement.time_s / max(report.batch, 1)
+        return times
+    first, second = by_class(before), by_class(after)
+    moved = sorted(set(first) | set(second), key=lambda c: -abs(second.get(c, 0.0) - first.get(c, 0.0)))[:2]
+    return "predicted per inference, by kernel class: " + "; ".join(
+        f"{c} {first.get(c, 0.0) * 1e6:,.1f} → {second.get(c, 0.0) * 1e6:,.1f} µs" for c in moved)
 
 
 def local_cause(row: Row, report) -> str:
     """Why a pair measured on this machine misses: what the prediction keeps that onnxruntime changes."""
     parts = []
     if row.kind == "launch":
-        parts.append("the prediction keeps each kernel class's calibrated efficiency at batch 8, where onnxruntime's "
-                     "kernels on 8 times the rows run " + ("closer to their roof" if row.error < 0 else
-                                                           "further from it (activations leave the cache)"))
+        parts.append("the prediction gives batch 8 " + ("less than" if row.error < 0 else "more than") + " onnxruntime's "
+                     "kernels gain on 8 times the rows; the kernel classes named last carry the difference, their "
+                     "calibrated efficiencies by rows (the calibration line below, measured on the loaded machine) set it")
     elif row.kind == "precision":
         int8 = report.target.peak_ops_per_s.get("int8")
         ratio = f" ({int8.value / report.target.peak_ops_per_s['fp32'].value:.1f}x the fp32 roof)" if int8 else ""

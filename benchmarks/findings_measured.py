@@ -367,8 +367,9 @@ def local_cause(row: Row, report) -> str:
     parts = []
     if row.kind == "launch":
         parts.append("the prediction gives batch 8 " + ("less than" if row.error < 0 else "more than") + " onnxruntime's "
-                     "kernels gain on 8 times the rows; the kernel classes named last carry the difference, their "
-                     "calibrated efficiencies by rows (the calibration line below, measured on the loaded machine) set it")
+                     "kernels gain on 8 times the rows; the kernel classes named last carry the difference, set by "
+                     "the calibrated figures at batch 8's sizes (efficiency by rows, the on-chip capacity, the DRAM "
+                     "stall: the calibration line below, measured on the loaded machine)")
     elif row.kind == "precision":
         int8 = report.target.peak_ops_per_s.get("int8")
         ratio = f" ({int8.value / report.target.peak_ops_per_s['fp32'].value:.1f}x the fp32 roof)" if int8 else ""

@@ -282,9 +282,10 @@ def decide(row: dict) -> Spec | str:
 class Runner:
     """Builds each model into a temporary folder and runs onnxroof on it; results are cached."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, findings: bool = False):
         self.folder = folder
         self.cache: dict[tuple, object] = {}
+        self.findings = findings  # make each analysis's findings (validate_findings.py reads them) while its file exists
 
     def report(self, key: tuple, build: Callable[[], onnx.ModelProto], target: str, dtype: str):
         full = key + (target, dtype)
@@ -292,6 +293,8 @@ class Runner:
             path = self.folder / f"model{len(self.cache)}.onnx"
             onnx.save(build(), str(path))  # the proto only: its weights are external data never written
             analysis = onnxroof.analyze(str(path), targets=[target], dtype=dtype, search_order=False)
+            if self.findings:
+                analysis.review()  # set on the target's report; the variants re-read the file
             self.cache[full] = analysis.targets[0]
             path.unlink()
         return self.cache[full]

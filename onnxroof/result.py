@@ -178,7 +178,8 @@ class Analysis:
         findings = [f for f in self.review() if f.kind != "largest"][:3]  # the targets' fit comes with them
         for report in self.targets:
             if report.latency_kind == LatencyKind.BOUND:
-                latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: peak figures)"
+                why = report.missing or "peak figures"
+                latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: {why})"
             else:
                 band = f" ±{report.band.value:.0%}" if report.band is not None else ""
                 latency = f"latency {seconds(report.latency_s)}{band} (a forecast)"
@@ -207,6 +208,18 @@ class Analysis:
     def complete(self) -> bool:
         """True when every node was costed and every input dim is bound."""
         return not (self.unresolved_dims or self.totals.unsupported or self.totals.not_counted)
+
+    @property
+    def uncounted_nodes(self) -> int:
+        """Nodes not costed (unsupported, or of unknown shape or value, invalid, data-dependent)."""
+        return sum(self.totals.unsupported.values()) + sum(self.totals.not_counted.values())
+
+    @property
+    def missing(self) -> str:
+        """What the analysis leaves out, in words ("2,064 node(s) not counted"); "" when complete."""
+        from .roofline.placement import missing_text
+
+        return missing_text(self.uncounted_nodes, len(self.unresolved_dims))
 
     def find_node(self, name: str) -> NodeRecord:
         """The record of node ``name`` (subgraph nodes are named ``If_3/then_branch/MatMul_0``)."""
@@ -332,6 +345,7 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
             "outputs": [tensor_entry(o) for o in analysis.outputs],
         },
         "complete": analysis.complete,
+        "missing": analysis.missing,  # what is not counted, in words ("" when complete): why the figures are bounds
         "warnings": analysis.warnings,
         "unresolved_dims": [
             {"input": d.input_name, "axis": d.axis, "symbol": d.symbol, "fix": d.fix} for d in analysis.unresolved_dims
@@ -547,9 +561,14 @@ def target_entry(report, encoded: bool = False) -> dict:
         "weights_resident": target.weights_resident,  # parameters kept on chip between runs when they fit
         "fusion": list(report.fusion),  # the rule sets the kernels ("nodes" below) were grouped under
         "latency_s": report.latency_s,
-        # "bound": peak figures, a run takes at least latency_s; "forecast": measured efficiencies,
+        # "bound": peak figures or nodes not counted, a run takes at least latency_s; "forecast": measured efficiencies,
         # within error_band (|predicted / measured - 1|) where the target states one
         "latency_kind": report.latency_kind,
+        # false: nodes were not counted (or dims left unbound), so latency_s is at least a bound
+        # and throughput_per_s at most one, whatever the figures; bound_reason says why in words
+        "complete": report.complete,
+        "uncounted_nodes": report.uncounted_nodes,
+        "bound_reason": report.bound_reason,
         "error_band": ({"value": report.band.value, "source": report.band.source,
                         "roofs": list(target.error_band_roofs)} if report.band is not None else None),
         "throughput_per_s": report.throughput_per_s,

@@ -122,8 +122,8 @@ def shape_text(shape: Iterable | None) -> str:
 
 def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
     """A latency (or with ``at_most``, a throughput) as what it is on the report's target: at
-    peak figures a run takes at least the latency and reaches at most the throughput; a forecast
-    carries its measured error band where the target states one.
+    peak figures, or with nodes not counted, a run takes at least the latency and reaches at most
+    the throughput; a forecast carries its measured error band where the target states one.
 
     >>> from types import SimpleNamespace as Fake
     >>> bound = Fake(latency_kind="bound", band=None)
@@ -140,14 +140,26 @@ def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
 
 
 def latency_kind_words(report: "TargetReport") -> str:
-    """Why a target's latency is a bound or a forecast, in one phrase."""
+    """Why a target's latency is a bound or a forecast, in one phrase (the bound's reasons are
+    the report's own: :attr:`TargetReport.bound_reason`)."""
     if report.latency_kind == LatencyKind.BOUND:
+        if not report.complete:
+            peaks = "; the target's figures are peaks" if report.peak_figures else ""
+            return f"a lower bound (≥): {report.missing}, and they take time too{peaks}"
         return "a lower bound (≥): the target's figures are peaks, every kernel at its roofs"
     band = report.band
     within = (f", within ±{band.value:.0%} ({band.source})" if band is not None else
               ", its error not measured for this model's roofs" if report.target.error_band is not None else
               ", its error not yet measured")
     return f"a forecast from efficiencies measured on the target's runtime{within}"
+
+
+def latency_kind_short(report: "TargetReport") -> str:
+    """The kind in a few words, for a card or a table cell: "lower bound · 2 node(s) not counted",
+    "lower bound" (peak figures), "forecast"."""
+    if report.latency_kind != LatencyKind.BOUND:
+        return "forecast"
+    return f"lower bound · {report.missing}" if not report.complete else "lower bound"
 
 
 def side_time(value_s: float, kind: str | None, side: str) -> str:

@@ -209,6 +209,18 @@ class NodePlacement:
     flops_by_roof: dict[str, int] = field(default_factory=dict)  # a mixed-type kernel's FLOPs on each roof
 
 
+def missing_text(nodes: int, dims: int) -> str:
+    """What an analysis leaves out, in the words every output uses.
+
+    >>> missing_text(2064, 0), missing_text(3, 1), missing_text(0, 0)
+    ('2,064 node(s) not counted', '3 node(s) not counted, 1 input dim(s) unbound', '')
+    """
+    parts = [f"{nodes:,} node(s) not counted"] if nodes else []
+    if dims:
+        parts.append(f"{dims} input dim(s) unbound")
+    return ", ".join(parts)
+
+
 @dataclass
 class TargetReport:
     target: Target
@@ -229,8 +241,13 @@ class TargetReport:
     weights_on_chip_bytes: int = 0  # parameters kept on chip between runs ([weights] resident, and they fit)
     notes: list[str] = field(default_factory=list)
     fusion: tuple[str, ...] = ()  # the fusion rule sets the kernels were grouped under
-    latency_kind: LatencyKind = LatencyKind.BOUND  # a lower bound (peak figures) or a forecast (measured efficiencies)
+    # THE decision every output reads: a lower bound (peak figures, or nodes left out: leave_out) or a
+    # forecast (measured efficiencies, everything counted); bound_reason says why it is a bound
+    latency_kind: LatencyKind = LatencyKind.BOUND
     band: Figure | None = None  # the forecast's measured error band, when its measurements cover this model's roofs
+    peak_figures: bool = True  # the kernels ran at the target's peak figures (no measured efficiencies, or no overhead)
+    uncounted_nodes: int = 0  # nodes the cost graph could not count: their time is not in latency_s
+    unbound_dims: int = 0  # input dims left unbound: the nodes depending on them are not counted
     findings: list[Finding] = field(default_factory=list)  # ranked; made by onnxroof.findings (re-analyses)
     launch_s: float = 0.0  # what each kernel's launch costs in this run (overheads.kernel_launch_s)
     run_s: float = 0.0  # what the run costs beyond its kernels (in latency_s; overheads.run_overhead_s)
@@ -238,6 +255,33 @@ class TargetReport:
 
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
+
+    def leave_out(self, nodes: int, dims: int = 0) -> None:
+        """Say that ``nodes`` nodes were not counted (``dims`` input dims unbound): they take time
+        too, so the latency is a lower bound and the throughput an upper one, whatever the figures;
+        a forecast's error band does not cover what is missing, so there is none."""
+        self.uncounted_nodes, self.unbound_dims = nodes, dims
+        if nodes or dims:
+            self.latency_kind, self.band = LatencyKind.BOUND, None
+
+    @property
+    def complete(self) -> bool:
+        """Every node counted, every input dim bound: the latency holds every node's time."""
+        return not (self.uncounted_nodes or self.unbound_dims)
+
+    @property
+    def missing(self) -> str:
+        """What the latency leaves out, in words ("2,064 node(s) not counted"); "" when complete."""
+        return missing_text(self.uncounted_nodes, self.unbound_dims)
+
+    @property
+    def bound_reason(self) -> str:
+        """Why the latency is a lower bound, in words ("2,064 node(s) not counted; the target's
+        figures are peaks"); "" for a forecast."""
+        if self.latency_kind != LatencyKind.BOUND:
+            return ""
+        return "; ".join(part for part in (self.missing, "the target's figures are peaks" if self.peak_figures else "")
+                         if part)
 
 
 def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
@@ -373,6 +417,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                             "and outputs): in the latency once, as overhead")
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
+    report.peak_figures = report.latency_kind == LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = _band(report)
     return report

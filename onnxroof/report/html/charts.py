@@ -449,8 +449,11 @@ def xy_chart(
     margin: tuple[float, float, float, float] = (16, 20, 44, 70),
     y_kind: str = "number",
     log_ratio: float = 30.0,
+    bounds: Sequence[Sequence[bool]] = (),
 ) -> XYChart:
-    """Lay out series sharing the x values ``xs``.
+    """Lay out series sharing the x values ``xs``; ``bounds`` (per series, per value) marks the
+    values that are only bounds (an analysis that left nodes out): the line breaks at them, so no
+    segment joins a bound to a figure.
 
     x is categorical (evenly spaced, labelled by the values) unless every value is a positive
     number, then logarithmic when they span ``log_ratio`` or more, else linear. y starts at 0 and
@@ -490,7 +493,8 @@ def xy_chart(
         y_scale = LinearScale((0, max(present) if present and max(present) > 0 else 1), (plot.bottom, plot.top)).nice(5, y_kind)
         ticks_y = y_scale.ticks(5, y_kind)
     laid = []
-    for key, ys in series:
+    for number, (key, ys) in enumerate(series):
+        bound = bounds[number] if number < len(bounds) else ()
         pixels: list[tuple[float, float] | None] = []
         for index, value in enumerate(ys):
             if value is None or not math.isfinite(value) or (y_mode == "log" and value <= 0):
@@ -499,8 +503,8 @@ def xy_chart(
             px = values[xs[index]] if values is not None else x_scale(index)
             pixels.append((px, y_scale(value)))
         parts, pen = [], False
-        for pixel in pixels:
-            if pixel is None:
+        for index, pixel in enumerate(pixels):
+            if pixel is None or (index < len(bound) and bound[index]):
                 pen = False
                 continue
             parts.append(f"{'L' if pen else 'M'}{svg_number(pixel[0])},{svg_number(pixel[1])}")

@@ -100,12 +100,8 @@ def assumed_text(assumed: dict[str, int]) -> str:
 def incomplete_line(analysis: "Analysis") -> str:
     """The first line of an analysis that could not count everything: what is missing, and that
     the totals are lower bounds (the warnings say why)."""
-    totals = analysis.totals
-    missing = sum(totals.not_counted.values()) + sum(totals.unsupported.values())
-    parts = [f"{missing:,} node(s) not counted"] if missing else []
-    if analysis.unresolved_dims:
-        parts.append(f"{len(analysis.unresolved_dims)} input dim(s) unbound")
-    return f"INCOMPLETE: {', '.join(parts) or 'not everything was counted'}; the totals are lower bounds (see the warnings)"
+    return (f"INCOMPLETE: {analysis.missing or 'not everything was counted'}; the totals and latencies are lower "
+            "bounds (see the warnings)")
 
 
 def render_table(analysis: "Analysis") -> str:
@@ -468,10 +464,12 @@ def render_targets_list(targets) -> str:
 
 
 def render_sweep_table(points) -> str:
-    """One row per sweep point: how compute, bytes, memory and each target's time and bound move."""
+    """One row per sweep point: how compute, bytes, memory and each target's time and bound move.
+    A latency is shown as what it is (``≥`` a bound); a point that left nodes out says how many in
+    its "counted" column, and a line under the table says its figures are bounds."""
     symbols = list(points[0].values) if points else []
     targets = [r.target.name for r in points[0].analysis.targets] if points else []
-    header = [*symbols, "MAC-FLOPs", "FLOPs", "param bytes", "peak act.", "best peak"]
+    header = [*symbols, "counted", "MAC-FLOPs", "FLOPs", "param bytes", "peak act.", "best peak"]
     for target in targets:
         header += [f"{target} latency", "model bound", "time by bound", "FLOP/B"]
     if points and points[0].analysis.llm is not None:
@@ -480,13 +478,17 @@ def render_sweep_table(points) -> str:
     for point in points:
         a = point.analysis
         row = [str(point.values[s]) for s in symbols]
-        row += [si(a.totals.mac_flops), si(a.totals.flops), iec(a.totals.param_bytes),
+        counted = f"{a.totals.counted_nodes:,}/{a.totals.nodes:,}" + ("" if a.complete else " INCOMPLETE")
+        row += [counted, si(a.totals.mac_flops), si(a.totals.flops), iec(a.totals.param_bytes),
                 iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
         for report in a.targets:
-            row += [seconds(report.latency_s), bound_label(report.model_point.bound), time_by_bound(report.time_share),
-                    intensity(report.model_point.intensity)]
+            row += [as_bound(seconds(report.latency_s), report), bound_label(report.model_point.bound),
+                    time_by_bound(report.time_share), intensity(report.model_point.intensity)]
         if a.llm is not None:
-            row += [iec(a.llm.kv_read_bytes), *(f"{a.llm.tokens_per_s.get(t, 0):,.1f}" for t in targets)]
+            row += [iec(a.llm.kv_read_bytes), *(as_bound(f"{a.llm.tokens_per_s.get(t, 0):,.1f}", report, at_most=True)
+                                                for t, report in zip(targets, a.targets))]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows) + "\n"
+    notes = [f"{point.label}: INCOMPLETE, {point.analysis.missing}: its totals and latencies are lower bounds (≥), "
+             "its throughputs upper bounds" for point in points if not point.analysis.complete]
+    return "\n".join(["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows] + notes) + "\n"

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..roofline.placement import TargetReport
 
 BETTER, WORSE, NEUTRAL, SAME = "🟢", "🔴", "🔷", "⚪"
+BOUNDED = "⚠️"  # a side left nodes out: the change is a bound, neither better nor worse for sure
 HIGHER_IS_BETTER = frozenset({"throughput_per_s"})
 NEITHER = frozenset({"nodes"})  # more or fewer nodes is neither good nor bad in itself
 
@@ -47,13 +48,36 @@ def format_value(value: float | None, unit: str) -> str:
 
 
 def signed_change(delta: "Delta") -> str:
+    """The change with its sign; "≥ " or "≤ " before it when a side is a bound, "n/a" when both are.
+
+    >>> from types import SimpleNamespace as D
+    >>> signed_change(D(change=-1e-6, unit="seconds", change_bound="≥"))
+    '≥ −1 µs'
+    """
     change = delta.change
-    if change is None:
+    bound = getattr(delta, "change_bound", "")
+    if change is None or bound == "?":
         return "n/a"
-    if change == 0:
+    if change == 0 and not bound:
         return "0"
     text = format_value(abs(change), delta.unit)
-    return ("+" if change > 0 else "−") + text
+    return (f"{bound} " if bound else "") + ("+" if change > 0 else "−" if change < 0 else "") + text
+
+
+def side_value(delta: "Delta", side: str) -> str:
+    """One side of a delta ("base" or "head"), "≥ "/"≤ " before it where that side's analysis left
+    nodes out (its figure is a bound).
+
+    >>> from types import SimpleNamespace as D
+    >>> d = D(base=2e-6, head=1e-6, unit="seconds", base_missing="", head_missing="2 node(s) not counted")
+    >>> side_value(d, "base"), side_value(d, "head")
+    ('2 µs', '≥ 1 µs')
+    """
+    value = getattr(delta, side)
+    text = format_value(value, delta.unit)
+    if value is None or not getattr(delta, f"{side}_missing", ""):
+        return text
+    return ("≤ " if delta.unit == "per_second" else "≥ ") + text
 
 
 def verdict(key: str, change: float) -> str:
@@ -86,13 +110,16 @@ def percent_text(delta: "Delta", symbols: bool = True, threshold: float = 0.0) -
     """The change in percent, with its mark (better, worse, neither) unless ``symbols`` is off; a
     change below ``threshold`` is marked as no change."""
     percent = delta.percent
+    bound = getattr(delta, "change_bound", "")
     if percent is None:
         return "n/a"
-    mark = verdict(delta.key, percent) if significant(delta, threshold) else SAME
+    if bound == "?":  # both sides left nodes out: the change has no known direction
+        return ("⚠️ " if symbols else "") + "n/a (both bounds)"
+    mark = BOUNDED if bound else verdict(delta.key, percent) if significant(delta, threshold) else SAME
     symbol = "" if not symbols else mark + " "
     if math.isinf(percent):
         return f"{symbol}new"
-    return f"{symbol}{percent:+.1f}%".replace("-", "−")
+    return f"{symbol}{bound + ' ' if bound else ''}{percent:+.1f}%".replace("-", "−")
 
 
 def count_text(value: int) -> str:

@@ -14,7 +14,7 @@ from .chart_context import (
     ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, model_mark, place_mark_labels, roof_groups, roofline_frame,
 )
 from .charts import roofline_chart
-from ..formatting import format_value
+from ..formatting import format_value, latency_kind_short
 from .page import SERIES_COLOURS, not_analysed_cell, render_page, report_on, target_card, value_cell
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def _target_block(number: int, name: str, analyses: list["Analysis"]) -> dict:
             f"{analysis.model.name} on {name}\nintensity: "
             + (f"{intensity(mp.intensity)} FLOP/B" if mp.intensity is not None else "∞")
             + f"\nachieved: {si(achieved_rate(mp.flops, report.latency_s), 'FLOP/s')}"
-            + f"\nlatency: {format_value(report.latency_s, 'seconds')}",
+            + f"\nlatency: {target_card(report).latency} ({latency_kind_short(report)})",
             _colour(k)))
     place_mark_labels(context, chart)
     return {**context, "name": name, "description": reference.description, "rows": rows,

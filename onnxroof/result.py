@@ -190,7 +190,8 @@ class Analysis:
                 "; does not fit in its memory"
             lines.append(f"  {report.target.name}: {latency}; time: {split}{memory}")
         if findings:
-            lines += ["  what to change (each gain measured by analysing again with the change):",
+            caveat = next((f"; {r.findings_caveat}" for r in self.targets if r.findings_caveat), "")
+            lines += [f"  what to change (each gain measured by analysing again with the change{caveat}):",
                       *finding_lines(findings, 110, indent="    ", with_target=len(self.targets) > 1)]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)

@@ -263,6 +263,7 @@ class TargetReport:
         self.uncounted_nodes, self.unbound_dims = nodes, dims
         if nodes or dims:
             self.latency_kind, self.band = LatencyKind.BOUND, None
+            self.notes = [note for note in self.notes if not note.startswith(BAND_NOTE)]  # no forecast to qualify
 
     @property
     def complete(self) -> bool:
@@ -273,6 +274,12 @@ class TargetReport:
     def missing(self) -> str:
         """What the latency leaves out, in words ("2,064 node(s) not counted"); "" when complete."""
         return missing_text(self.uncounted_nodes, self.unbound_dims)
+
+    @property
+    def findings_caveat(self) -> str:
+        """What every output says beside this target's findings when nodes were left out (their
+        times and gains leave those nodes out too); "" when complete."""
+        return f"computed on an incomplete analysis: {self.missing}" if self.missing else ""
 
     @property
     def bound_reason(self) -> str:
@@ -427,6 +434,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
 # export re-costed with --dtype keeps small kernels in fp32 (mask arithmetic, Erf: a tenth of an
 # int8 BERT on l4) that the measured runs' fused kernels hide
 UNCOVERED_SHARE = 0.25
+BAND_NOTE = "the error band ("  # how the note on a band its measurements do not cover starts
 
 
 def _band(report: TargetReport) -> Figure | None:
@@ -440,7 +448,7 @@ def _band(report: TargetReport) -> Figure | None:
     if share <= UNCOVERED_SHARE:
         return target.error_band
     roofs = sorted({n.placement.roof for n in report.nodes if n.placement.roof not in target.error_band_roofs})
-    report.notes.append(f"the error band (±{target.error_band.value:.0%}) was measured on {', '.join(target.error_band_roofs)} "
+    report.notes.append(f"{BAND_NOTE}±{target.error_band.value:.0%}) was measured on {', '.join(target.error_band_roofs)} "
                         f"kernels; {share:.0%} of this model's time runs on {', '.join(roofs)}, which no measurement "
                         "covered: a forecast without a measured band")
     return None

@@ -42,7 +42,7 @@ class SweepPage:
     symbol_headers: list[str]
     point_count: str
     headers: list[str]
-    rows: list[dict]  # point_values, cells, complete
+    rows: list[dict]  # point_values, cells, complete, missing (what an incomplete point left out)
     targets: list[dict]  # a roofline frame with the path and a mark per point, plus name, description, summary
     latency_chart: dict | None
     tokens_chart: dict | None
@@ -122,7 +122,8 @@ def _table_row(point: "SweepPoint", symbols: list[str], target_names: list[str])
             tokens = analysis.llm.tokens_per_s.get(name)
             cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
                           "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
-    return {"point_values": [str(point.values[s]) for s in symbols], "cells": cells, "complete": analysis.complete}
+    return {"point_values": [str(point.values[s]) for s in symbols], "cells": cells, "complete": analysis.complete,
+            "missing": analysis.missing}
 
 
 def _sweep_roofline(number: int, name: str, points: list["SweepPoint"], symbols: list[str], labels: list[str]) -> dict:

@@ -107,8 +107,8 @@ def assumed_text(assumed: dict[str, int]) -> str:
 def incomplete_line(analysis: "Analysis") -> str:
     """The first line of an analysis that could not count everything: what is missing, and that
     the totals are lower bounds (the warnings say why)."""
-    return (f"INCOMPLETE: {analysis.missing or 'not everything was counted'}; the totals and latencies are lower "
-            "bounds (see the warnings)")
+    figures = "the totals and latencies are lower bounds" if analysis.targets else "the totals are lower bounds"
+    return f"INCOMPLETE: {analysis.missing or 'not everything was counted'}; {figures} (see the warnings)"
 
 
 def render_table(analysis: "Analysis") -> str:

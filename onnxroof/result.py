@@ -218,7 +218,7 @@ class Analysis:
     @property
     def missing(self) -> str:
         """What the analysis leaves out, in words ("2,064 node(s) not counted"); "" when complete."""
-        from .roofline.placement import missing_text
+        from .roofline.latency_bound import missing_text
 
         return missing_text(self.uncounted_nodes, len(self.unresolved_dims))
 

@@ -24,6 +24,7 @@ from ..core.enums import TextEnum
 from ..cost.records import NodeStatus
 from ..memory.spill import spill_plan
 from .kernels import Kernel, WorkShape, efficiency_class, fuse, group, reuse_of, work_shape
+from .latency_bound import BAND_NOTE, LatencyBound
 from .overheads import kernel_launch_s, run_overhead_s
 from .targets import SPLIT_MACS, Figure, LatencyKind, Target
 from .verdicts import DeviceFit, Finding
@@ -209,20 +210,10 @@ class NodePlacement:
     flops_by_roof: dict[str, int] = field(default_factory=dict)  # a mixed-type kernel's FLOPs on each roof
 
 
-def missing_text(nodes: int, dims: int) -> str:
-    """What an analysis leaves out, in the words every output uses.
-
-    >>> missing_text(2064, 0), missing_text(3, 1), missing_text(0, 0)
-    ('2,064 node(s) not counted', '3 node(s) not counted, 1 input dim(s) unbound', '')
-    """
-    parts = [f"{nodes:,} node(s) not counted"] if nodes else []
-    if dims:
-        parts.append(f"{dims} input dim(s) unbound")
-    return ", ".join(parts)
-
-
 @dataclass
-class TargetReport:
+class TargetReport(LatencyBound):
+    """One model on one target; whether its latency is a bound, and why: :class:`LatencyBound`."""
+
     target: Target
     dtype: str  # "model" (as stored) or the --dtype the model was re-costed in
     batch: int
@@ -255,40 +246,6 @@ class TargetReport:
 
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
-
-    def leave_out(self, nodes: int, dims: int = 0) -> None:
-        """Say that ``nodes`` nodes were not counted (``dims`` input dims unbound): they take time
-        too, so the latency is a lower bound and the throughput an upper one, whatever the figures;
-        a forecast's error band does not cover what is missing, so there is none."""
-        self.uncounted_nodes, self.unbound_dims = nodes, dims
-        if nodes or dims:
-            self.latency_kind, self.band = LatencyKind.BOUND, None
-            self.notes = [note for note in self.notes if not note.startswith(BAND_NOTE)]  # no forecast to qualify
-
-    @property
-    def complete(self) -> bool:
-        """Every node counted, every input dim bound: the latency holds every node's time."""
-        return not (self.uncounted_nodes or self.unbound_dims)
-
-    @property
-    def missing(self) -> str:
-        """What the latency leaves out, in words ("2,064 node(s) not counted"); "" when complete."""
-        return missing_text(self.uncounted_nodes, self.unbound_dims)
-
-    @property
-    def findings_caveat(self) -> str:
-        """What every output says beside this target's findings when nodes were left out (their
-        times and gains leave those nodes out too); "" when complete."""
-        return f"computed on an incomplete analysis: {self.missing}" if self.missing else ""
-
-    @property
-    def bound_reason(self) -> str:
-        """Why the latency is a lower bound, in words ("2,064 node(s) not counted; the target's
-        figures are peaks"); "" for a forecast."""
-        if self.latency_kind != LatencyKind.BOUND:
-            return ""
-        return "; ".join(part for part in (self.missing, "the target's figures are peaks" if self.peak_figures else "")
-                         if part)
 
 
 def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
@@ -434,7 +391,6 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
 # export re-costed with --dtype keeps small kernels in fp32 (mask arithmetic, Erf: a tenth of an
 # int8 BERT on l4) that the measured runs' fused kernels hide
 UNCOVERED_SHARE = 0.25
-BAND_NOTE = "the error band ("  # how the note on a band its measurements do not cover starts
 
 
 def _band(report: TargetReport) -> Figure | None:

@@ -400,6 +400,17 @@ def test_xy_chart_axes():
     assert series.points[1] is None and series.path.count("M") == 2  # a missing value breaks the line
 
 
+def test_xy_chart_breaks_its_line_at_a_bound():
+    # four points, the second a bound (an incomplete analysis): it keeps its pixel (drawn hollow),
+    # but no segment reaches it: a lone move to the first point, then a segment from the third to the fourth
+    chart = xy_chart([1, 2, 3, 4], [("a", [5, 6, 7, 8]), ("b", [5, 6, 7, 8])],
+                     bounds=[[False, True, False, False]])
+    bounded, plain = chart.series
+    assert bounded.points[1] is not None
+    assert bounded.path.count("M") == 2 and bounded.path.count("L") == 1
+    assert plain.path.count("M") == 1 and plain.path.count("L") == 3  # no bounds given: one unbroken line
+
+
 def test_spread_keeps_order_and_gap():
     assert spread([10, 12, 50], 14, 0, 100) == [10, 24, 50]
     assert spread([95, 96], 14, 0, 100) == [86, 100]

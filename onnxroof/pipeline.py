@@ -32,6 +32,7 @@ from .frontend.inputs import (
     batch_flags, batch_symbols, bind_inputs, fix_digit_dims, input_values, name_unnamed_batch_axes, parse_dim,
     parse_input_shape, parse_value, real_inputs, unbound_dims,
 )
+from .frontend.fixed_batch import FixedBatch, fixed_batch
 from .frontend.functions import inline_functions
 from .frontend.load import PendingCheck, check_in_memory, open_model
 from .frontend.scopes import separate_sibling_scopes
@@ -197,6 +198,7 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
         batch=options.batch,
         input_values={name: value.reshape(-1).tolist() for name, value in given_values.items()},
         assumed_dims=prepared.assumed,
+        fixed_batch=prepared.fixed_batch,
     )
     batch = options.batch or 1
     if chosen:
@@ -251,6 +253,7 @@ class _Prepared:
     explicit_dims: set[str]  # the dims the user gave (the graph binds no dim of these)
     assumed: dict[str, int]  # batch dims nobody gave, bound to 1
     notes: list[str]  # warnings
+    fixed_batch: FixedBatch | None = None  # the batch a static export fixes in its inputs and shapes
 
 
 _CACHE_NAME = re.compile(r"past|cache", re.IGNORECASE)  # only to say a cache-like input was not recognised
@@ -296,7 +299,13 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
         implied, phase_values = phase_dims(layout, phase, options.seq, options.context, batch, options.encoder_seq)
         dim_flags = implied | dim_flags
         _check_encoder_length(layout, phase, options.encoder_seq, dim_flags)
+    fixed = fixed_batch(proto)
+    if fixed is not None and fixed.shapes:
+        notes.append(fixed.text())
     if batch is not None:
+        if fixed is not None and (refusal := fixed.refusal(batch)):
+            raise OptionError("batch", "{opt.batch} {batch} cannot be analysed: {refusal}", batch=batch,
+                              refusal=refusal)
         shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags)
     assumed: dict[str, int] = {}
     if not partial:  # a batch dim nobody gave is 1, and every output says so
@@ -314,7 +323,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
         # (a decoder's phase leaves its head size to the graph: checked once that is bound)
         raise UnboundDims(label, unbound, assumed, decoder=layout is not None)
     progress(f"inferring shapes of {len(nodes):,} nodes")
-    return _Prepared(proto, layout, nodes, fields, phase_values, explicit_dims, assumed, notes)
+    return _Prepared(proto, layout, nodes, fields, phase_values, explicit_dims, assumed, notes, fixed)
 
 
 def _check_encoder_length(layout: DecoderLayout, phase: str, encoder_seq: int | None, dims: dict[str, int]) -> None:

@@ -14,14 +14,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from itertools import islice
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from operator import attrgetter
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .core.dtypes import dtype_name
+from .core.encoded import Encoded
 from .core.errors import UsageError
+from .core.text import model_label
 from .core.version import __version__
+from .roofline.latency_bound import missing_text
 from .roofline.verdicts import BOUND_LABELS, Finding, finding_lines, ranked
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
@@ -33,6 +35,7 @@ if TYPE_CHECKING:  # types only: placing on targets is imported only when target
     from .roofline.devices import DevicePlan
     from .roofline.placement import TargetReport
     from .core.tensors import TensorInfo, UnresolvedDim
+    from .frontend.fixed_batch import FixedBatch
 
 
 @dataclass(frozen=True)
@@ -51,23 +54,6 @@ class ModelFacts:
     @property
     def label(self) -> str:
         return model_label(self.name, self.graph_name)
-
-
-def model_label(name: str, graph_name: str) -> str:
-    """The model's name, with the graph's name beside it when that says more than an exporter's
-    default.
-
-    >>> model_label("resnet18", "main_graph"), model_label("enc", "encoder_v2")
-    ('resnet18', 'enc (graph encoder_v2)')
-    """
-    if graph_name and graph_name != name and graph_name.lower() not in _GENERIC_GRAPH_NAMES:
-        return f"{name} (graph {graph_name})"
-    return name
-
-
-# graph names exporters write whatever the model: they say nothing beside a file's name
-_GENERIC_GRAPH_NAMES = frozenset({"main_graph", "torch_jit", "torch-jit-export", "tf2onnx", "graph", "model",
-                                  "onnx", "mxnet_converted_model", "keras2onnx", "sklearn", "jax2onnx"})
 
 
 @dataclass
@@ -105,6 +91,7 @@ class Analysis:
     warnings: list[str] = field(default_factory=list)
     input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
     assumed_dims: dict[str, int] = field(default_factory=dict)  # batch dims nobody gave, bound to 1
+    fixed_batch: FixedBatch | None = None  # the batch a static export fixes in its inputs and shape constants
     # makes the targets' findings on the first review() (onnxroof.analyze sets it: onnxroof.findings)
     reviewer: Callable[[Analysis], None] | None = field(default=None, compare=False)
 
@@ -178,8 +165,7 @@ class Analysis:
         findings = [f for f in self.review() if f.kind != "largest"][:3]  # the targets' fit comes with them
         for report in self.targets:
             if report.latency_kind == LatencyKind.BOUND:
-                why = report.missing or "peak figures"
-                latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: {why})"
+                latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: {report.missing or 'peak figures'})"
             else:
                 band = f" ±{report.band.value:.0%}" if report.band is not None else ""
                 latency = f"latency {seconds(report.latency_s)}{band} (a forecast)"
@@ -212,14 +198,21 @@ class Analysis:
 
     @property
     def uncounted_nodes(self) -> int:
-        """Nodes not costed (unsupported, or of unknown shape or value, invalid, data-dependent)."""
+        """Nodes with no cost: no rule for their op, or a shape or value nobody knows."""
         return sum(self.totals.unsupported.values()) + sum(self.totals.not_counted.values())
+
+    def incomplete_text(self) -> str:
+        """Why the analysis is incomplete, in one line ('2,064 of 2,078 nodes not counted (cannot
+        reshape ...)'); '' when it is complete."""
+        if self.complete or not self.uncounted_nodes:
+            return "" if self.complete else "input dims not bound: " + ", ".join(
+                f"{d.input_name}[{d.axis}]" for d in self.unresolved_dims)
+        reason = next((r.reason for r in self.nodes if not r.counted and r.reason), "")
+        return f"{self.uncounted_nodes:,} of {self.totals.nodes:,} nodes not counted" + (f" ({reason})" if reason else "")
 
     @property
     def missing(self) -> str:
         """What the analysis leaves out, in words ("2,064 node(s) not counted"); "" when complete."""
-        from .roofline.latency_bound import missing_text
-
         return missing_text(self.uncounted_nodes, len(self.unresolved_dims))
 
     def find_node(self, name: str) -> NodeRecord:
@@ -367,6 +360,7 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
         "dtype": analysis.dtype,
         "batch": analysis.batch,
         "assumed_dims": analysis.assumed_dims,  # batch dims nobody gave, bound to 1
+        "fixed_batch": analysis.fixed_batch.to_dict() if analysis.fixed_batch else None,
         "memory": memory_entry(analysis, encoded),
         # what to change on each target, ranked; each gain measured by analysing again with the change
         "findings": [finding.to_dict() for finding in analysis.review()],
@@ -434,35 +428,6 @@ def _timeline(schedule, encoded: bool, twice: bool = False) -> "list[dict] | Enc
         return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps),
                        keep=twice)
     return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
-
-
-class Encoded:
-    """A list already written as compact JSON, one item at a time: :func:`compact_chunks`
-    passes it on in chunks of a few hundred items, so a big model's document never sits in
-    memory whole (each fresh megabyte costs page faults, not just copying). A list the document
-    holds twice (``keep``) keeps its chunks from the first writing for the second."""
-
-    def __init__(self, items: Iterable[str], keep: bool = False):
-        self.items = iter(items)
-        self.kept: list[str] | None = [] if keep else None
-
-    def chunks(self, batch: int = 512) -> Iterator[str]:
-        if self.kept:  # written once already
-            yield from self.kept
-            return
-        for chunk in self._encode(batch):
-            if self.kept is not None:
-                self.kept.append(chunk)
-            yield chunk
-
-    def _encode(self, batch: int) -> Iterator[str]:
-        # the separators are chunks of their own: prefixing one to a joined batch would copy it again
-        separator = "["
-        while part := list(islice(self.items, batch)):
-            yield separator
-            yield ",".join(part)
-            separator = ","
-        yield "[]" if separator == "[" else "]"
 
 
 def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
@@ -562,14 +527,10 @@ def target_entry(report, encoded: bool = False) -> dict:
         "weights_resident": target.weights_resident,  # parameters kept on chip between runs when they fit
         "fusion": list(report.fusion),  # the rule sets the kernels ("nodes" below) were grouped under
         "latency_s": report.latency_s,
-        # "bound": peak figures or nodes not counted, a run takes at least latency_s; "forecast": measured efficiencies,
-        # within error_band (|predicted / measured - 1|) where the target states one
-        "latency_kind": report.latency_kind,
-        # false: nodes were not counted (or dims left unbound), so latency_s is at least a bound
-        # and throughput_per_s at most one, whatever the figures; bound_reason says why in words
-        "complete": report.complete,
-        "uncounted_nodes": report.uncounted_nodes,
-        "bound_reason": report.bound_reason,
+        # "bound" (peak figures, or complete false: nodes not counted; bound_reason says which): a run takes at least
+        # latency_s; "forecast": measured efficiencies, within error_band (|predicted / measured - 1|) where stated
+        "latency_kind": report.latency_kind, "bound_reason": report.bound_reason,
+        "complete": report.complete, "uncounted_nodes": report.uncounted_nodes,
         "error_band": ({"value": report.band.value, "source": report.band.source,
                         "roofs": list(target.error_band_roofs)} if report.band is not None else None),
         "throughput_per_s": report.throughput_per_s,

@@ -77,3 +77,20 @@ _ESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
 def unescaped(text: str) -> str:
     """The text :func:`escaped` was given (a line of an ``--emit-order`` file, its newline removed)."""
     return _ESCAPE.sub(lambda m: "\\" if m[1] == "\\" else chr(int(m[1][1:], 16)), text)
+
+
+def model_label(name: str, graph_name: str) -> str:
+    """The model's name, with the graph's name beside it when that says more than an exporter's
+    default.
+
+    >>> model_label("resnet18", "main_graph"), model_label("enc", "encoder_v2")
+    ('resnet18', 'enc (graph encoder_v2)')
+    """
+    if graph_name and graph_name != name and graph_name.lower() not in _GENERIC_GRAPH_NAMES:
+        return f"{name} (graph {graph_name})"
+    return name
+
+
+# graph names exporters write whatever the model: they say nothing beside a file's name
+_GENERIC_GRAPH_NAMES = frozenset({"main_graph", "torch_jit", "torch-jit-export", "tf2onnx", "graph", "model",
+                                  "onnx", "mxnet_converted_model", "keras2onnx", "sklearn", "jax2onnx"})

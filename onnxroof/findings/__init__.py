@@ -67,12 +67,13 @@ def review(analysis: Analysis, reanalyse: Callable[..., Analysis]) -> list[Findi
     """Every target's fit and findings, set on its report; all of them, ranked. ``reanalyse``
     analyses the model again with some of analyze()'s options changed."""
     variants = Variants(analysis, reanalyse)
+    incomplete = analysis.incomplete_text()
     for report in analysis.targets:
         report.fit = device_fit(analysis, report, variants)
         found = capacity(analysis, report, report.fit)
         for finder in FINDERS.values() if report.latency_s > 0 else ():  # no time: nothing to save
             found += finder(analysis, report, variants)
-        report.findings = ranked(found)
+        report.findings = ranked([f.on_incomplete(incomplete) for f in found] if incomplete else found)
     return ranked([f for report in analysis.targets for f in report.findings])
 
 

@@ -1,5 +1,9 @@
 """Fusion: the kernels a runtime fusing every rule set (``FUSION_RULES``) would merge, and the
-time that saves, measured by placing the model again under those rules."""
+time that saves, measured by placing the model again under those rules.
+
+Which kernels a runtime fuses is the target's (its runtime or compiler), not a flag of the
+model: the finding says what a runtime or compiler that fuses more would save, and offers no
+``--fusion`` as the fix (that flag only shows the what-if)."""
 
 from __future__ import annotations
 
@@ -30,13 +34,14 @@ def fusion(analysis: Analysis, report: TargetReport, variants: Variants) -> list
     merged = [k for k in fused.nodes if len({kernel_of.get(n) for n in k.nodes}) > 1]
     merged.sort(key=lambda k: -k.placement.time_s)
     nodes = tuple(n for k in merged for n in k.nodes)
-    title = (f"{len(report.nodes) - len(fused.nodes):,} fewer kernels with {', '.join(missing)} fusion: "
-             f"{seconds(base_s - new_s)} less ({(base_s - new_s) / base_s:.0%})")
+    title = (f"{len(report.nodes) - len(fused.nodes):,} fewer kernels with {', '.join(missing)} fusion, in a runtime "
+             f"or compiler that fuses more: {seconds(base_s - new_s)} less ({(base_s - new_s) / base_s:.0%})")
     policy = ", ".join(report.fusion) or "none"
     detail = (f"the target's runtime fuses: {policy}; a runtime or compiler that also fuses {', '.join(missing)} "
-              f"(or a fused op in the graph) merges {len(merged):,} groups, the largest "
-              + "; ".join(f"{k.op_type} ({len(k.nodes)} nodes from {k.nodes[0]})" for k in merged[:SHOWN]))
+              f"(or fused ops written into the graph, as onnxruntime's transformer optimizer does) merges "
+              f"{len(merged):,} groups, the largest "
+              + "; ".join(f"{k.op_type} ({len(k.nodes)} nodes from {k.nodes[0]})" for k in merged[:SHOWN])
+              + "; --fusion all shows that placement")
     return [Finding("fusion", report.target.name, title, detail, nodes=nodes, gain_s=base_s - new_s, latency_s=base_s,
-                    change="--fusion all",
                     evidence={"kernels": len(report.nodes), "kernels_after": len(fused.nodes), "rules": missing,
                               "latency_s_after": fused.latency_s})]

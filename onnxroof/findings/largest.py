@@ -1,12 +1,18 @@
-"""The largest single kernel and the largest module (below the wrappers every node sits in),
-with their shares of the time: where a change pays most. A pointer, not a change: no gain."""
+"""The largest single kernel and the largest module, with their shares of the time: where a
+change pays most. A pointer, not a change: no gain.
+
+The module is found by going down the module tree: from the root, into the module that takes at
+least half the time, until the level where the largest module takes less than half (or has no
+modules below it). A single wrapper (100 %) is gone through the same way. The finding lists only
+that module's nodes, the slowest first."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..compare.modules import ModuleCost, has_scopes, module_tree
+from ..compare.modules import OWN_NODES, ModuleCost, has_scopes, module_tree, record_path
 from ..core.units import seconds
+from ..roofline.placement import node_times
 from ..roofline.verdicts import BOUND_LABELS, Finding
 from .variants import Variants, per_inference_s
 
@@ -15,6 +21,7 @@ if TYPE_CHECKING:
     from ..roofline.placement import TargetReport
 
 MIN_SHARE = 0.05  # a module or kernel under this share of the time is not worth naming
+DOMINANT = 0.5  # a module with at least this share is gone into
 
 
 def largest(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
@@ -28,26 +35,40 @@ def largest(analysis: Analysis, report: TargetReport, variants: Variants) -> lis
     if share >= MIN_SHARE:
         parts.append(f"kernel {top.name} ({top.op_type}) takes {share:.0%} ({seconds(top.placement.time_s)}), "
                      f"{BOUND_LABELS[top.placement.bound]}-bound")
-    module = _largest_module(analysis, report) if has_scopes(analysis) else None
+    nodes: tuple[str, ...] = tuple(top.nodes)
+    module = largest_module(module_tree(analysis), report.target.name) if has_scopes(analysis) else None
     modules: tuple[str, ...] = ()
     if module is not None:
         module_share = module.time_s.get(report.target.name, 0.0) / report.latency_s
         if module_share >= MIN_SHARE:
             parts.append(f"module {module.path} takes {module_share:.0%}")
             modules = (module.path,)
+            nodes = _module_nodes(analysis, report, module)
             evidence |= {"module": module.path, "module_share": module_share}
     if not parts:
         return []
-    return [Finding("largest", report.target.name, "; ".join(parts), nodes=tuple(top.nodes), modules=modules,
+    return [Finding("largest", report.target.name, "; ".join(parts), nodes=nodes, modules=modules,
                     latency_s=per_inference_s(report), evidence=evidence)]
 
 
-def _largest_module(analysis: Analysis, report: TargetReport) -> ModuleCost | None:
-    """The child with the most time of the first module that has several (a model's single
-    wrapper scopes skipped)."""
-    module = module_tree(analysis)
-    while len(module.children) == 1:
-        module = module.children[0]
-    if not module.children:
-        return None
-    return max(module.children, key=lambda m: m.time_s.get(report.target.name, 0.0))
+def largest_module(root: ModuleCost, target: str) -> ModuleCost | None:
+    """Down the tree through the modules that take at least half of their level's time, to the
+    largest module of the first level where none does (or a module with none below it)."""
+    total = root.time_s.get(target, 0.0)
+    module = root
+    while module.children:
+        heaviest = max(module.children, key=lambda m: m.time_s.get(target, 0.0))
+        if heaviest.time_s.get(target, 0.0) < DOMINANT * total or not heaviest.children:
+            return heaviest
+        module = heaviest
+    return None
+
+
+def _module_nodes(analysis: Analysis, report: TargetReport, module: ModuleCost) -> tuple[str, ...]:
+    """The module's nodes, slowest first (an own-nodes row's: those at its parent's path itself)."""
+    prefix = tuple(module.path.split("/"))
+    own = module.name == OWN_NODES
+    times = node_times(analysis.nodes, [report]).get(report.target.name, {})
+    inside = [r.name for r in analysis.nodes
+              if (record_path(r) == prefix[:-1] if own else record_path(r)[:len(prefix)] == prefix)]
+    return tuple(sorted(inside, key=lambda name: -times.get(name, 0.0)))

@@ -4,7 +4,12 @@ the work grows with the batch).
 
 A chain of 100 Adds, each its own kernel, on a target with a 3 µs launch: 300 µs of launches per
 run. At batch 8 the launches are the same 300 µs and the work is 8 times as much, so one
-inference takes 300 / 8 µs of launch instead of 300: 262.5 µs less, whatever the work."""
+inference takes 300 / 8 µs of launch instead of 300: 262.5 µs less, whatever the work.
+
+"Batch up" is advised only where the re-analysis at the larger batch is valid and shows the gain:
+an export that fixes its batch in its shape constants (frontend/fixed_batch.py) is told to
+re-export; a larger batch that analyses incompletely, or takes as long per inference, gives no
+gain and says why."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ if TYPE_CHECKING:
 LAUNCH_SHARE = 0.25  # launches at least this share of the latency: a finding
 BATCH_FACTOR = 8  # the larger batch analysed: 8 times the current; its gain is the finding's
 FURTHER_FACTOR = 64  # and one more, for the throughput it tends to
+MIN_GAIN = 0.05  # a larger batch saving less of the time per inference is no advice
 
 
 def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
@@ -31,20 +37,29 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
     if not report.latency_s or launch_s < LAUNCH_SHARE * report.latency_s:
         return []
     share = launch_s / report.latency_s
-    title = (f"{len(launched):,} kernels x {seconds(launch_s / len(launched))} of launch are {share:.0%} of the time: "
-             "batch up, or fuse")
+    head = f"{len(launched):,} kernels x {seconds(launch_s / len(launched))} of launch are {share:.0%} of the time"
     evidence = {"kernels": len(launched), "launch_s": launch_s, "launch_share": share, "batch": report.batch}
+    base_s = per_inference_s(report)
     larger = report.batch * BATCH_FACTOR
+
+    def no_batch_gain(why: str, title: str = "fuse kernels") -> list[Finding]:
+        return [Finding("launch", report.target.name, f"{head}: {title}", why, latency_s=base_s, evidence=evidence)]
+
+    fixed = analysis.fixed_batch.refusal(larger) if analysis.fixed_batch else None
+    if fixed:
+        return no_batch_gain(f"a larger batch is not measured: {fixed}",
+                             "fuse kernels, or re-export with a dynamic batch and batch up")
     other = variants.report(report.target, batch=larger)
     if isinstance(other, str):
-        return [Finding("launch", report.target.name, title, f"batch {larger} could not be analysed: {other}",
-                        latency_s=per_inference_s(report), evidence=evidence)]
-    base_s, new_s = per_inference_s(report), per_inference_s(other)
+        return no_batch_gain(f"batch {larger} gives no measured gain: {other}")
+    new_s = per_inference_s(other)
     speedup = base_s / new_s if new_s else 0.0
     evidence |= {"larger_batch": larger, "larger_batch_latency_s": other.latency_s,
                  "throughput_per_s": report.throughput_per_s, "larger_batch_throughput_per_s": other.throughput_per_s}
     detail = (f"at batch {larger} one run takes {seconds(other.latency_s)} ({seconds(report.latency_s)} at batch "
               f"{report.batch}): {speedup:.1f}x the throughput, {seconds(new_s)} per inference")
+    if base_s - new_s < MIN_GAIN * base_s:  # its own evidence shows no gain: no "batch up"
+        return no_batch_gain(detail + "; a larger batch does not pay here")
     furthest = report.batch * FURTHER_FACTOR
     further = variants.report(report.target, batch=furthest)
     if not isinstance(further, str):
@@ -53,5 +68,5 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
         detail += (f"; at batch {furthest}, {seconds(further.latency_s)} per run, "
                    f"{further.throughput_per_s / report.throughput_per_s:.1f}x the throughput")
     detail += "; fusing kernels pays fewer launches at any batch"
-    return [Finding("launch", report.target.name, title, detail, gain_s=max(base_s - new_s, 0.0), latency_s=base_s,
-                    change=f"--batch {larger}", evidence=evidence)]
+    return [Finding("launch", report.target.name, f"{head}: batch up, or fuse", detail, gain_s=base_s - new_s,
+                    latency_s=base_s, change=f"--batch {larger}", evidence=evidence)]

@@ -1,6 +1,11 @@
 """Precision: the same model stored and run in a narrower type on this target (``--dtype``),
 re-analysed. Only the types whose roof the target has, and only a gain of at least
-``MIN_GAIN`` of the latency; the accuracy is the user's to check."""
+``MIN_GAIN`` of the latency; the accuracy is the user's to check.
+
+A target with no roof for the type most of the model computes in (the Edge TPU, Hailo and other
+int8 NPUs given an fp32 model) cannot run the model as it is: its compiler refuses, or the model
+falls back to the host. Then converting is the first finding, whatever else saves time, with the
+time the model takes in the type the target runs (re-analysed)."""
 
 from __future__ import annotations
 
@@ -19,7 +24,11 @@ MIN_GAIN = 0.05
 
 
 def precision(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
-    """The narrower type that saves the most time on this target, measured by re-analysis."""
+    """The type the target needs, when it has no roof for the model's; else the narrower type that
+    saves the most time on this target, measured by re-analysis."""
+    missing = _missing_roof(report)
+    if missing is not None:
+        return [_conversion(report, variants, *missing)]
     peaks = report.target.peak_ops_per_s
     tried: dict[str, float] = {}
     best: tuple[float, str, TargetReport] | None = None
@@ -38,8 +47,7 @@ def precision(analysis: Analysis, report: TargetReport, variants: Variants) -> l
     if best is None or base_s - best[0] < MIN_GAIN * base_s:
         return []
     new_s, dtype, other = best
-    base_bytes = sum(k.placement.dram_bytes for k in report.nodes)
-    new_bytes = sum(k.placement.dram_bytes for k in other.nodes)
+    base_bytes, new_bytes = _dram_bytes(report), _dram_bytes(other)
     title = f"{dtype} would take {ratio_text(base_s, new_s)} here ({seconds(base_s)} → {seconds(new_s)}): check the accuracy"
     detail = (f"re-analysed in {dtype} (--dtype {dtype}): DRAM traffic {iec(base_bytes)} → {iec(new_bytes)} per run; "
               + ", ".join(f"{name} {seconds(s)}" for name, s in tried.items()))
@@ -47,6 +55,48 @@ def precision(analysis: Analysis, report: TargetReport, variants: Variants) -> l
                     gain_bytes=max(base_bytes - new_bytes, 0), latency_s=base_s, change=f"--dtype {dtype}",
                     evidence={"dtype": dtype, "latency_s": other.latency_s, "tried_s": tried,
                               "dram_bytes": base_bytes, "dram_bytes_after": new_bytes})]
+
+
+def _conversion(report: TargetReport, variants: Variants, wanted: str, roof: str, share: float) -> Finding:
+    """The model converted to the type the target runs: a must, ranked first, its time re-analysed."""
+    name, base_s = report.target.name, per_inference_s(report)
+    verb = "quantize" if roof.startswith("int") else "convert"
+    head = f"{name} runs {roof}, not {wanted}: {verb} the model"
+    evidence = {"dtype": roof, "model_roof": wanted, "flop_share_without_roof": share}
+    detail = (f"{share:.0%} of the FLOPs are {wanted}, which the target cannot run; as stored they are costed on its "
+              f"{roof} roof ({seconds(base_s)} per inference), an optimistic figure for a model the target's compiler "
+              f"would refuse or leave to the host")
+    other = variants.report(report.target, dtype=roof)
+    if isinstance(other, str):
+        return Finding("precision", name, head + " (check the accuracy)", f"{detail}; {roof} gives no measured time: "
+                       f"{other}", latency_s=base_s, evidence=evidence, blocking=True)
+    new_s = per_inference_s(other)
+    base_bytes, new_bytes = _dram_bytes(report), _dram_bytes(other)
+    evidence |= {"latency_s": other.latency_s, "dram_bytes": base_bytes, "dram_bytes_after": new_bytes}
+    return Finding("precision", name, f"{head}; in {roof} it takes {seconds(new_s)} (check the accuracy)",
+                   f"{detail}; re-analysed in {roof} (--dtype {roof}): DRAM traffic {iec(base_bytes)} → "
+                   f"{iec(new_bytes)} per run", gain_s=max(base_s - new_s, 0.0), gain_bytes=max(base_bytes - new_bytes, 0),
+                   latency_s=base_s, change=f"--dtype {roof}", evidence=evidence, blocking=True)
+
+
+def _missing_roof(report: TargetReport) -> tuple[str, str, float] | None:
+    """(the model's type, the roof it fell back to, their share of the FLOPs) when most of the
+    FLOPs are in a type the target has no roof for."""
+    target, flops = report.target, sum(k.placement.flops for k in report.nodes)
+    fallen: dict[tuple[str, str], int] = {}
+    for kernel in report.nodes:
+        wanted = target.wanted_roof(kernel.dtype)
+        if kernel.placement.flops and wanted not in target.peak_ops_per_s:
+            key = (wanted, kernel.placement.roof)
+            fallen[key] = fallen.get(key, 0) + kernel.placement.flops
+    if not flops or not fallen:
+        return None
+    (wanted, roof), count = max(fallen.items(), key=lambda item: item[1])
+    return (wanted, roof, count / flops) if count > flops / 2 else None
+
+
+def _dram_bytes(report: TargetReport) -> int:
+    return sum(k.placement.dram_bytes for k in report.nodes)
 
 
 def _runs_mostly_on(report: TargetReport, roof: str) -> bool:

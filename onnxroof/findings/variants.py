@@ -51,7 +51,8 @@ class Variants:
         if key not in self._runs:
             try:
                 found = self._reanalyse(**changes)
-                self._runs[key] = Variant(found.targets, found.memory.model_order.peak_bytes)
+                self._runs[key] = _invalid(self.base, found) or Variant(found.targets,
+                                                                         found.memory.model_order.peak_bytes)
             except OnnxroofError as error:
                 self._runs[key] = str(error).splitlines()[0] if str(error) else type(error).__name__
         return self._runs[key]
@@ -68,6 +69,14 @@ class Variants:
         it) with ``changes`` to :func:`place_model`'s arguments (fusion, order)."""
         return place_model(self.base.cost_graph, self.base.memory, target or report.target, report.dtype,
                            report.batch, **changes)
+
+
+def _invalid(base: Analysis, found: Analysis) -> str:
+    """Why a variant gives no number: it counts fewer nodes than the base, or leaves a dim
+    unbound the base had bound (a gain would be the time of the nodes that still analysed)."""
+    if found.uncounted_nodes > base.uncounted_nodes or (found.unresolved_dims and not base.unresolved_dims):
+        return f"analysed incompletely, so no gain is measured: {found.incomplete_text()}"
+    return ""
 
 
 def per_inference_s(report: TargetReport) -> float:

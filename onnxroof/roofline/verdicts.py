@@ -17,7 +17,7 @@ Their words, the same in the text summary, ``print(analysis)``, the Markdown and
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from ..core.units import iec, seconds
@@ -55,6 +55,8 @@ class Finding:
     change: str = ""  # the change as the flags that make it ("--batch 8", "--dtype int8"); "" for none
     evidence: dict = field(default_factory=dict)  # the figures behind it, plain values
     modules: tuple[str, ...] = ()  # the modules it concerns, when it names modules
+    incomplete: str = ""  # why the analysis it was made on is incomplete ('' when complete): no gain then
+    blocking: bool = False  # the target cannot run the model as it is (no roof for its type): ranked first
 
     @property
     def gain_share(self) -> float:
@@ -65,14 +67,22 @@ class Finding:
         return {"kind": self.kind, "target": self.target, "title": self.title, "detail": self.detail,
                 "nodes": list(self.nodes), "modules": list(self.modules), "gain_s": self.gain_s,
                 "gain_share": self.gain_share, "gain_bytes": self.gain_bytes, "latency_s": self.latency_s,
-                "change": self.change, "evidence": self.evidence}
+                "change": self.change, "evidence": self.evidence, "blocking": self.blocking, "complete": not self.incomplete,
+                "incomplete": self.incomplete}
+
+    def on_incomplete(self, why: str) -> Finding:
+        """This finding made on an incomplete analysis: it says so, and claims no gain (the nodes
+        not counted take time the gain does not know of)."""
+        proposed = f"; the change it would measure: {self.change}" if self.change else ""
+        return replace(self, gain_s=0.0, gain_bytes=0 if self.kind != "capacity" else self.gain_bytes, change="",
+                       incomplete=why, detail=f"no gain measured on an incomplete analysis{proposed}. " + self.detail)
 
 
 def ranked(findings: list[Finding]) -> list[Finding]:
-    """A model that does not fit first; then the largest gain (as a share of the latency);
+    """A model that does not fit first, then one the target cannot run as it is; then the largest gain (as a share of the latency);
     findings without one after, by kind."""
     kinds = list(FINDING_KINDS)
-    return sorted(findings, key=lambda f: (f.kind != "capacity", -f.gain_share,
+    return sorted(findings, key=lambda f: (f.kind != "capacity", not f.blocking, -f.gain_share,
                                            kinds.index(f.kind) if f.kind in kinds else len(kinds)))
 
 
@@ -118,7 +128,8 @@ def gain_text(finding: Finding) -> str:
 
 def finding_line(finding: Finding) -> str:
     gain = gain_text(finding)
-    return f"{finding.title}" + (f" [{gain}]" if gain else "")
+    mark = "(incomplete analysis) " if finding.incomplete else ""
+    return f"{mark}{finding.title}" + (f" [{gain}]" if gain else "")
 
 
 def finding_lines(findings: Iterable[Finding], width: int, indent: str = "  ", with_target: bool = False) -> list[str]:

@@ -60,7 +60,7 @@ def test_past_the_node_limit_a_finding_names_its_change_without_analysing_again(
     analysis = onnxroof.analyze(add_chain(), targets=[launch_target(tmp_path)])
     (launch,) = [f for f in analysis.review() if f.kind == "launch"]
     assert launch.gain_s == 0.0 and "larger_batch_latency_s" not in launch.evidence
-    assert launch.detail == ("batch 8 could not be analysed: not analysed again: 100 nodes, over the 50 up to which "
+    assert launch.detail == ("batch 8 gives no measured gain: not analysed again: 100 nodes, over the 50 up to which "
                              "findings measure a change by analysing the model again")
     # placing again is no analysis: the fusion finding still measures its gain (297.0112 µs, above)
     fusion = next(f for f in analysis.review() if f.kind == "fusion")

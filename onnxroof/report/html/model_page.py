@@ -23,7 +23,8 @@ from markupsafe import Markup
 
 from ...core.dtypes import dtype_name
 from ...core.version import __version__
-from ...result import SCHEMA, model_label
+from ...core.text import model_label
+from ...result import SCHEMA
 from ...roofline.placement import node_times
 from ...core.units import iec, intensity, si
 from .chart_context import op_palette

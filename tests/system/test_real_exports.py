@@ -1,0 +1,102 @@
+"""The verdict on real exports (issue 42): weight-free copies of what torch.onnx's dynamo
+exporter, optimum, ultralytics and timm wrote (tests/data/exports/README.md says how each was
+built). No finding may show a gain computed from a variant that did not analyse completely,
+static exports name their fixed batch and the re-export that frees it, and an int8-only target
+asks for int8 first."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import pytest
+
+import onnxroof
+from onnxroof.core.errors import OptionError
+
+from conftest import one_error_line, run
+
+EXPORTS = Path(__file__).resolve().parents[1] / "data" / "exports"
+TARGETS = ["h100-sxm", "l4", "coral-edge-tpu"]
+DECODE = {"phase": "decode", "context": 128}
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("exports")
+
+    def unzipped(name: str) -> Path:
+        path = folder / f"{name}.onnx"
+        if not path.exists():
+            path.write_bytes(gzip.decompress((EXPORTS / f"{name}.onnx.gz").read_bytes()))
+        return path
+
+    return unzipped
+
+
+def change_options(change: str) -> dict:
+    """A finding's change ("--batch 8", "--dtype int8") as analyze()'s keywords."""
+    flag, value = change.split()
+    return {"batch": int(value)} if flag == "--batch" else {"dtype": value}
+
+
+def assert_every_gain_is_from_a_complete_variant(path: Path, **binding) -> list:
+    base = onnxroof.analyze(path, targets=TARGETS, **binding)
+    findings = base.review()
+    for finding in findings:
+        if finding.gain_s > 0 and finding.change:
+            variant = onnxroof.analyze(path, **(binding | change_options(finding.change)))
+            assert variant.complete, (finding.title, variant.incomplete_text())
+        if not base.complete:
+            assert finding.gain_s == 0 and finding.incomplete
+    return findings
+
+
+@pytest.mark.parametrize("name, binding", [
+    ("gpt2-static-small", {}), ("yolov8n-ultralytics", {}), ("bert-optimum", {"dims": {"sequence_length": 128}}),
+    ("timm-resnet18", {}), ("whisper-optimum-decoder-with-past", DECODE | {"encoder_seq": 1500}),
+    ("t5-optimum-decoder-with-past", DECODE | {"encoder_seq": 256})])
+def test_no_finding_shows_a_gain_from_an_incomplete_variant(export, name, binding):
+    findings = assert_every_gain_is_from_a_complete_variant(export(name), **binding)
+    assert findings  # every one of these models has something to change on these targets
+    assert not [f for f in findings if f.change.startswith("--fusion")]  # fusion is the runtime's, not a flag
+
+
+@pytest.mark.parametrize("name, fix", [("gpt2-static-small", "dynamic_shapes={'input_ids'"),
+                                       ("yolov8n-ultralytics", "ultralytics: model.export(format='onnx', dynamic=True)")])
+def test_a_static_export_names_its_batch_and_refuses_another(export, capsys, name, fix):
+    path = export(name)
+    analysis = onnxroof.analyze(path, targets=["h100-sxm"])
+    fixed = analysis.fixed_batch
+    assert fixed.batch == 1 and fixed.shapes.get("Reshape", 0) >= 1 and fix in fixed.fix
+    assert any(w.startswith("this export fixes batch 1 in its inputs and in ") for w in analysis.warnings)
+    # the launch finding asks for the re-export; no finding proposes another batch
+    assert not [f for f in analysis.review() if "--batch" in f.change]
+    launch = [f for f in analysis.review() if f.kind == "launch"]
+    assert all(f.title.endswith("re-export with a dynamic batch and batch up") for f in launch)
+    with pytest.raises(OptionError, match="this export fixes batch 1"):
+        onnxroof.analyze(path, batch=8)
+    code, _, err = run(capsys, "summary", path, "--batch", "8", "--target", "l4")
+    assert code == 2 and one_error_line(err) and "re-export with a dynamic batch" in err
+
+
+def test_a_dynamic_export_still_gets_batch_advice_measured_at_the_larger_batch(export):
+    path = export("timm-resnet18")
+    analysis = onnxroof.analyze(path, targets=["h100-sxm"])
+    assert analysis.fixed_batch is None
+    (launch,) = [f for f in analysis.review() if f.kind == "launch"]
+    assert launch.change == "--batch 8" and launch.gain_s > 0
+    at_8 = onnxroof.analyze(path, targets=["h100-sxm"], batch=8)
+    assert at_8.complete
+    # the gain is the time per inference the batch-8 analysis saves, as it measured it
+    assert launch.gain_s == pytest.approx(analysis.targets[0].latency_s - at_8.targets[0].latency_s / 8)
+
+
+def test_an_int8_only_target_asks_for_int8_first(export):
+    analysis = onnxroof.analyze(export("yolov8n-ultralytics"), targets=["coral-edge-tpu"])
+    first = analysis.review()[0]
+    assert (first.kind, first.blocking, first.change) == ("precision", True, "--dtype int8")
+    assert re.match(r"coral-edge-tpu runs int8, not fp32: quantize the model; in int8 it takes [\d.]+ [mµ]s", first.title)
+    at_int8 = onnxroof.analyze(export("yolov8n-ultralytics"), targets=["coral-edge-tpu"], dtype="int8")
+    assert first.gain_s == pytest.approx(analysis.targets[0].latency_s - at_int8.targets[0].latency_s)

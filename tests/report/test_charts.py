@@ -455,3 +455,24 @@ def test_no_whole_model_label_crosses_a_roof_line():
                         assert not (left < x2 and x1 < right and top < y < bottom), (example, dtype, report.target.name)
     assert placed >= 100  # every chart's whole-model point keeps its label
 
+
+
+def test_a_slope_label_moves_off_a_ridge_label():
+    # on h100-sxm at the report's size, the DRAM label's usual spot (a fifth of the way up the
+    # slope) lies on the fp32 ridge's label: it moves along the line to a clear spot
+    from onnxroof.report.html.chart_context import ROOFLINE_SIZE, bandwidth_roofs, roof_groups, roofline_frame
+    from onnxroof.report.html.charts import _overlaps
+    from onnxroof.roofline.targets import load_target
+
+    target = load_target("h100-sxm")
+    # kernels from 4 to 300,000 FLOP/B (a BERT's Gathers to its masks) stretch the x axis
+    chart = roofline_chart([(label, peak) for label, peak, _ in roof_groups(target)], bandwidth_roofs(target), [],
+                           [(4.0, 1e10), (3e5, 1e10)], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1])
+    context = roofline_frame(target, chart, "r")
+    ridges = [label_rect(float(r["ridge"]["label_x"]), float(r["ridge"]["label_y"]), r["ridge"]["anchor"],
+                         r["ridge"]["label"]) for r in context["roofs"] if r["ridge"]]
+    (dram, *_), (slope, *_) = context["slopes"], chart.slopes
+    placed = slope.label_box(float(dram["label_x"]), float(dram["label_y"]), dram["label"])
+    assert ridges and not any(_overlaps(placed, ridge) for ridge in ridges)
+    usual = slope.label_box(slope.label_x, slope.label_y, dram["label"])
+    assert any(_overlaps(usual, ridge) for ridge in ridges)  # the case this guards: it did overlap

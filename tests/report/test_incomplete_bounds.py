@@ -146,3 +146,21 @@ def test_an_incomplete_sweep_point_is_hollow_and_breaks_its_line(targets):
     assert 'class="sweep-path"' not in html
     # the table: batch 8's row tagged, its latency at least, its throughput at most
     assert ">incomplete</span>" in html and ">≥ 16.8 ms<" in html and ">≤ 476.8/s<" in html
+
+
+def test_compare_and_diff_pages_do_not_rank_or_join_a_bound(targets):
+    from onnxroof.compare.diff import diff_analyses
+    from onnxroof.report.html.pages import render_compare_html, render_diff_html
+
+    peak, _ = targets
+    # on the peak target: batch 1 takes 2.097152 ms (≥ 2.1 ms, complete), batch 8 at least 8.388608 ms
+    one, eight = (onnxroof.analyze(fixed_batch_model(), batch=b, targets=[peak]) for b in (1, 8))
+    html = render_compare_html([one, eight])
+    # batch 1's 2.1 ms would be "best" against 8.39 ms, but a bound is not ranked: no cell is marked
+    assert 'class="num best"' not in html
+    assert ">≥ 8.39 ms<" in html and ">fixed (bound)<" in html and "bound-only" in html
+    page = render_diff_html(diff_analyses(one, eight))
+    assert "head (fixed) is INCOMPLETE: 2 node(s) not counted" in page
+    # 8.388608 - 2.097152 = 6.291456 ms (+300%): at least that, the head a bound
+    assert ">≥ +6.29 ms<" in page and ">≥ +300.0%<" in page
+    assert "Whole head model on peak (bound: 2 node(s) not counted)" in page

@@ -214,7 +214,8 @@ def _diff_roofline(diff: "ModelDiff", before: "TargetReport | None", report: "Ta
     context = roofline_frame(target, chart, f"diff-roofline-{number}")
     context["dots"] += _dot_contexts(chart, sides, palette)
     context["arrows"] += [_node_arrow(chart, change, bp, hp, target.name) for change, bp, hp in arrows_data]
-    _add_model_marks(context, chart, marks, target.name)
+    _add_model_marks(context, chart, marks, target.name,
+                     {"base": before.missing if before else "", "head": report.missing})
     place_mark_labels(context, chart)
     latency = [target_card(before).latency if before else "—", target_card(report).latency]
     return {
@@ -295,14 +296,18 @@ def _node_arrow(chart: RooflineChart, change, bp: "Placement", hp: "Placement", 
     return _arrow(start.x, start.y, end.x, end.y, title, "arrow-node")
 
 
-def _add_model_marks(context: dict, chart: RooflineChart, marks: list[tuple], target: str) -> None:
-    """Both whole-model points, and an arrow from the base's to the head's before every other."""
+def _add_model_marks(context: dict, chart: RooflineChart, marks: list[tuple], target: str,
+                     missing: dict[str, str]) -> None:
+    """Both whole-model points, and an arrow from the base's to the head's before every other; a
+    side that left nodes out (``missing``: role -> what) is labelled a bound."""
     model_marks = {}
     for role, point_intensity, achieved in marks:
         placed = chart.place(point_intensity, achieved)
         model_marks[role] = placed
-        context["marks"].append(model_mark(placed, chart, f"model model-{role}", f"{role} model",
-                                           f"Whole {role} model on {target}: "
+        bound = f" (bound: {missing[role]})" if missing.get(role) else ""
+        label = f"{role} model" + (" (bound)" if bound else "")
+        context["marks"].append(model_mark(placed, chart, f"model model-{role}", label,
+                                           f"Whole {role} model on {target}{bound}: "
                                            f"{intensity(point_intensity) if point_intensity is not None else '∞'} FLOP/B, "
                                            f"{si(achieved, 'FLOP/s')} achieved"))
     if "base" in model_marks and "head" in model_marks:

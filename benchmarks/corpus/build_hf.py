@@ -64,9 +64,13 @@ PHI3 = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_
             bos_token_id=1, eos_token_id=2)
 BERT = dict(vocab_size=1000, hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024,
             max_position_embeddings=512)
+# BERT-base's real size (12 x 768, vocab 30522), random weights: the size issue 42's findings were seen on
+BERT_BASE = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                 max_position_embeddings=512)
 
 ARCH = {"gpt2": ("GPT2Config", GPT2), "llama": ("LlamaConfig", LLAMA), "qwen2": ("Qwen2Config", QWEN2),
-        "phi3": ("Phi3Config", PHI3), "bert": ("BertConfig", BERT)}
+        "phi3": ("Phi3Config", PHI3), "bert": ("BertConfig", BERT),
+        "bert-base": ("BertConfig", BERT_BASE)}
 
 # id -> (stage, arch, recipe)
 MODELS = {
@@ -88,6 +92,7 @@ MODELS = {
     "gpt2-optimum-kv": ("hf4", "gpt2", "optimum-kv"),
     "llama-optimum-kv": ("hf4", "llama", "optimum-kv"),
     "bert-optimum": ("hf4", "bert", "optimum-encoder"),
+    "bert-base-optimum": ("hf4", "bert-base", "optimum-encoder"),
 }
 
 
@@ -255,7 +260,7 @@ def make_model(arch: str, eager: bool = False):
     torch.manual_seed(SEED)
     cfg = make_config(arch)
     kw = {"attn_implementation": "eager"} if eager else {}
-    model = (AutoModel if arch == "bert" else AutoModelForCausalLM).from_config(cfg, **kw).eval()
+    model = (AutoModel if arch.startswith("bert") else AutoModelForCausalLM).from_config(cfg, **kw).eval()
     # perturb every parameter: default init leaves norms at 1 and biases at 0, and exporters that
     # deduplicate bit-identical initializers (onnx-ir's pass) would then store one copy for many
     with torch.no_grad():
@@ -272,7 +277,7 @@ def flop_counter_macs(arch: str, S: int, P: int, static_len: int | None = None) 
     model = make_model(arch, eager=True)
     g = geometry(arch)
     with torch.no_grad():
-        if arch == "bert":
+        if arch.startswith("bert"):
             ids = torch.randint(0, g["vocab"], (1, S))
             with FlopCounterMode(display=False) as fc:
                 model(input_ids=ids, attention_mask=torch.ones_like(ids))
@@ -318,7 +323,7 @@ def save_source(arch: str, folder: Path) -> Path:
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"t{i}": i for i in range(3, V)}}
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Whitespace()
-    extra = {"cls_token": "<s>", "sep_token": "</s>", "mask_token": "<unk>"} if arch == "bert" else {}
+    extra = {"cls_token": "<s>", "sep_token": "</s>", "mask_token": "<unk>"} if arch.startswith("bert") else {}
     PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
                             pad_token="</s>", **extra).save_pretrained(folder)
     return folder
@@ -449,12 +454,12 @@ def build_one(mid: str, out_root: Path, work: Path) -> dict:
     g = geometry(arch)
     cfg = {k: v for k, v in g.items()}
     cfg["arch"], cfg["hf_config"] = arch, ARCH[arch][1]
-    decoder = arch != "bert"
+    decoder = not arch.startswith("bert")
     import onnx
     proto = onnx.load(str(path), load_external_data=False)
     has_past = any(kv_role(i.name) for i in proto.graph.input)
     out_names = [o.name for o in proto.graph.output]
-    pooler = arch == "bert" and any("pooler" in n for n in out_names)
+    pooler = arch.startswith("bert") and any("pooler" in n for n in out_names)
     import transformers
     rot = arch in ("llama", "qwen2", "phi3") and transformers.__version__.startswith("4.") and \
         any(n.op_type == "MatMul" and "rotary" in n.name.lower() for n in proto.graph.node)
@@ -503,7 +508,7 @@ def build_one(mid: str, out_root: Path, work: Path) -> dict:
         manifest["independent_decode"] = {"macs": dm, "macs_source": dsrc, "macs_terms": dterms,
                                           "macs_flopcounter": flop_counter_macs(arch, 1, P_DECODE)["macs"]}
     notes = []
-    if g.get("tied") and decoder and arch != "bert":
+    if g.get("tied") and decoder and not arch.startswith("bert"):
         notes.append("tied embeddings: the framework counts wte/embed_tokens once; the export may store it once "
                      "(shared) or twice (embedding + transposed/quantized lm_head)")
     if arch == "gpt2":
@@ -524,7 +529,7 @@ def build_one(mid: str, out_root: Path, work: Path) -> dict:
                      "QKV fused into one MatMul(NBits) per layer; GroupQueryAttention computes attention + rotary")
     if pooler:
         notes.append("BERT pooler output kept: pooler d*d counted once (token 0)")
-    elif arch == "bert":
+    elif arch.startswith("bert"):
         notes.append("BERT exported for feature-extraction: pooler output pruned from the graph")
     manifest["notes"] = "; ".join(notes)
     manifest["build_seconds"] = round(time.time() - t0, 1)

@@ -51,8 +51,8 @@ class Variants:
         if key not in self._runs:
             try:
                 found = self._reanalyse(**changes)
-                self._runs[key] = _invalid(self.base, found) or Variant(found.targets,
-                                                                         found.memory.model_order.peak_bytes)
+                self._runs[key] = _invalid(self.base, found, changes.get("batch")) or Variant(
+                    found.targets, found.memory.model_order.peak_bytes)
             except OnnxroofError as error:
                 self._runs[key] = str(error).splitlines()[0] if str(error) else type(error).__name__
         return self._runs[key]
@@ -71,11 +71,22 @@ class Variants:
                            report.batch, **changes)
 
 
-def _invalid(base: Analysis, found: Analysis) -> str:
+def _invalid(base: Analysis, found: Analysis, batch: int | None = None) -> str:
     """Why a variant gives no number: it counts fewer nodes than the base, or leaves a dim
-    unbound the base had bound (a gain would be the time of the nodes that still analysed)."""
+    unbound the base had bound (a gain would be the time of the nodes that still analysed); or,
+    at another ``batch``, an output that carried the base's batch does not carry the new one (a
+    shape constant's -1 took it in: the graph analysed is not the model at that batch)."""
     if found.uncounted_nodes > base.uncounted_nodes or (found.unresolved_dims and not base.unresolved_dims):
         return f"analysed incompletely, so no gain is measured: {found.incomplete_text()}"
+    if batch is not None:
+        base_batch = base.batch or 1
+        shapes = {o.name: o.shape for o in found.outputs}
+        for output in base.outputs:
+            shape = shapes.get(output.name)
+            if output.shape and len(output.shape) >= 2 and output.shape[0] == base_batch and shape \
+                    and shape[0] != batch:
+                return (f"at batch {batch} output {output.name} is {'x'.join(map(str, shape))}: the batch does not "
+                        f"reach it, so the graph fixes its batch inside and no gain is measured")
     return ""
 
 

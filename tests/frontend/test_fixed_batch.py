@@ -98,3 +98,23 @@ def test_a_larger_batch_that_analyses_incompletely_gives_no_gain(tmp_path):
     assert launch.gain_s == 0.0 and launch.change == ""
     assert launch.detail.startswith("batch 8 gives no measured gain: analysed incompletely, so no gain is measured: ")
     assert "nodes not counted" in launch.detail
+
+
+def test_a_larger_batch_that_a_minus_one_absorbs_gives_no_gain(tmp_path):
+    """The batch is open, but a Reshape to Concat([1], [-1]) (computed, so no stored shape says
+    it) folds any batch into one row: at batch 8 the output is 1 x 512, not 8 x 64. The variant is
+    complete, yet it is not the model at batch 8: no gain."""
+    target = tmp_path / "launchy.toml"
+    target.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
+                                   "node_overhead_s": 3e-6}, '[fusion]\nrules = []\nsource = "hand"\n', name="launchy"))
+    nodes = [helper.make_node("Concat", ["one", "minus"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["a0"])]
+    nodes += [helper.make_node("Add", [f"a{i}", f"a{i}"], [f"a{i + 1}"]) for i in range(20)]
+    model = make_model(nodes, [("x", F32, ["batch", 64])], [("a20", F32, None)],
+                       [("one", np.array([1])), ("minus", np.array([-1]))])
+    analysis = onnxroof.analyze(model, targets=[str(target)])
+    assert analysis.fixed_batch is None and onnxroof.analyze(model, batch=8).complete
+    (launch,) = [f for f in analysis.review() if f.kind == "launch"]
+    assert launch.gain_s == 0.0 and launch.change == ""
+    assert launch.detail == ("batch 8 gives no measured gain: at batch 8 output a20 is 1x512: the batch does not reach "
+                             "it, so the graph fixes its batch inside and no gain is measured")

@@ -54,7 +54,7 @@ def assert_every_gain_is_from_a_complete_variant(path: Path, **binding) -> list:
 
 
 @pytest.mark.parametrize("name, binding", [
-    ("gpt2-static-small", {}), ("yolov8n-ultralytics", {}), ("bert-optimum", {"dims": {"sequence_length": 128}}),
+    ("gpt2-static-small", {}), ("bert-static-small", {}), ("yolov8n-ultralytics", {}), ("bert-optimum", {"dims": {"sequence_length": 128}}),
     ("timm-resnet18", {}), ("whisper-optimum-decoder-with-past", DECODE | {"encoder_seq": 1500}),
     ("t5-optimum-decoder-with-past", DECODE | {"encoder_seq": 256})])
 def test_no_finding_shows_a_gain_from_an_incomplete_variant(export, name, binding):
@@ -64,6 +64,7 @@ def test_no_finding_shows_a_gain_from_an_incomplete_variant(export, name, bindin
 
 
 @pytest.mark.parametrize("name, fix", [("gpt2-static-small", "dynamic_shapes={'input_ids'"),
+                                       ("bert-static-small", "dynamic_shapes={'input_ids'"),
                                        ("yolov8n-ultralytics", "ultralytics: model.export(format='onnx', dynamic=True)")])
 def test_a_static_export_names_its_batch_and_refuses_another(export, capsys, name, fix):
     path = export(name)

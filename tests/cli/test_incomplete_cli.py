@@ -8,6 +8,7 @@ change as one. The figures are worked out in tests/report/test_incomplete_bounds
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -67,3 +68,33 @@ def test_diff_markdown_marks_a_change_against_a_bound(capsys, tmp_path, files):
     assert "⚠️ **head \\(eight\\) is INCOMPLETE: 2 node\\(s\\) not counted" in out
     # 16.777216 - 4.194304 = 12.582912 ms, +300%: at least that, the head being a bound
     assert "| latency \\[calibrated\\] | 4.19 ms | ≥ 16.8 ms | ≥ +12.6 ms | ⚠️ ≥ +300.0% |" in out
+
+
+def test_a_real_static_export_run_at_batch_8_is_a_bound_everywhere(capsys, tmp_path):
+    # the static dynamo BERT of tests/data/exports: its Reshape shapes fix batch 1, so inputs of
+    # 8 x 128 leave most nodes uncounted; h100-sxm forecasts (measured efficiencies, a band) a
+    # complete analysis, but this one is a lower bound, and every output says so
+    import gzip
+    from pathlib import Path
+
+    path = tmp_path / "bert-static-small.onnx"
+    exports = Path(__file__).resolve().parents[1] / "data" / "exports"
+    path.write_bytes(gzip.decompress((exports / "bert-static-small.onnx.gz").read_bytes()))
+    shapes = ("--input-shape", "input_ids:8,128", "--input-shape", "attention_mask:8,128", "--target", "h100-sxm")
+    code, out, _ = run(capsys, "summary", path, *shapes, "--format", "json", "-q")
+    document = json.loads(out)
+    totals, (target,) = document["totals"], document["targets"]
+    missing = totals["nodes"] - totals["counted_nodes"]
+    assert missing > 0 and document["complete"] is False
+    assert (target["latency_kind"], target["complete"], target["uncounted_nodes"], target["error_band"]) == (
+        "bound", False, missing, None)
+    assert target["bound_reason"] == f"{missing:,} node(s) not counted"
+    code, out, _ = run(capsys, "summary", path, *shapes, "-q")
+    assert f"latency: a lower bound (≥): {missing:,} node(s) not counted, and they take time too" in out
+    assert re.search(r"  latency ≥ [\d.]+ [mµ]s · ≤ [\d,.]+ inferences/s", out) and "forecast" not in out
+    page = tmp_path / "r.html"
+    assert run(capsys, "report", path, *shapes, "-o", page, "-q")[0] == 0
+    html = page.read_text()
+    assert re.findall(r'<dd class="sub latency-kind"[^>]*>([^<]*)</dd>', html) == [
+        f"lower bound · {missing:,} node(s) not counted"]
+    assert re.search(r'<dd class="big"[^>]*>≥ [\d.]+ [mµ]s</dd>', html)

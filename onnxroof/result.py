@@ -215,6 +215,12 @@ class Analysis:
         """What the analysis leaves out, in words ("2,064 node(s) not counted"); "" when complete."""
         return missing_text(self.uncounted_nodes, len(self.unresolved_dims))
 
+    @property
+    def bounds_note(self) -> str:
+        """What an incomplete analysis's figures are, in the words every output uses; "" when complete."""
+        return "" if self.complete else (f"{self.missing}: its totals and latencies are lower bounds, its "
+                                         "throughputs upper bounds")
+
     def find_node(self, name: str) -> NodeRecord:
         """The record of node ``name`` (subgraph nodes are named ``If_3/then_branch/MatMul_0``)."""
         stack = list(self.nodes)

@@ -40,8 +40,7 @@ class SweepPoint:
         """The point's warnings, each named by its label; an incomplete point's first says what it
         leaves out and that its latencies are therefore bounds."""
         analysis = self.analysis
-        first = ([f"{analysis.missing or 'not everything was counted'}: its latencies are lower bounds and its "
-                  "throughputs upper bounds"] if not analysis.complete else [])
+        first = [analysis.bounds_note] if not analysis.complete else []
         return [f"{self.label}: {warning}" for warning in [*first, *analysis.warnings]]
 
 

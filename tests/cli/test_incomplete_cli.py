@@ -28,8 +28,8 @@ def test_sweep_warnings_name_the_point_in_words(capsys, files):
     code, out, err = run(capsys, "summary", model, "--sweep", "batch=1,8", "--target", calibrated)
     assert code == 0
     warnings = [line for line in err.splitlines() if line.startswith("onnxroof: warning:")]
-    assert warnings[0] == ("onnxroof: warning: batch=8: 2 node(s) not counted: its latencies are lower bounds and "
-                           "its throughputs upper bounds")
+    assert warnings[0] == ("onnxroof: warning: batch=8: 2 node(s) not counted: its totals and latencies are lower "
+                           "bounds, its throughputs upper bounds")
     assert all(line.startswith("onnxroof: warning: batch=8: ") for line in warnings)
     assert "{'batch'" not in err
     assert "batch=8: INCOMPLETE, 2 node(s) not counted" in out

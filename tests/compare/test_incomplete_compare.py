@@ -39,8 +39,8 @@ def test_a_sweep_point_is_named_in_words(points):
     one, eight = points
     assert (one.label, eight.label) == ("batch=1", "batch=8")
     assert one.warnings == []
-    assert eight.warnings[0] == ("batch=8: 2 node(s) not counted: its latencies are lower bounds and its throughputs "
-                                 "upper bounds")
+    assert eight.warnings[0] == ("batch=8: 2 node(s) not counted: its totals and latencies are lower bounds, its "
+                                 "throughputs upper bounds")
     assert all(w.startswith("batch=8: ") and "{" not in w for w in eight.warnings)
 
 
@@ -59,7 +59,7 @@ def test_the_sweep_table_marks_the_incomplete_point(points):
     assert lines[0].split()[-2:] == ["nodes", "counted"]
     assert "4.19 ms ±18%" in lines[1] and lines[1].endswith("3/3")
     assert "≥ 16.8 ms" in lines[2] and lines[2].endswith("1/3 INCOMPLETE")
-    assert lines[3] == ("batch=8: INCOMPLETE, 2 node(s) not counted: its totals and latencies are lower bounds (≥), "
+    assert lines[3] == ("batch=8: INCOMPLETE, 2 node(s) not counted: its totals and latencies are lower bounds, "
                         "its throughputs upper bounds")
 
 
@@ -72,8 +72,8 @@ def test_a_diff_against_an_incomplete_head_is_a_bound(calibrated):
     assert (latency.change_bound, throughput.change_bound) == ("≥", "≤")
     assert latency.change == pytest.approx(12.582912e-3) and latency.percent == pytest.approx(300.0)
     text = render_diff_table(diff)
-    assert ("! head (fixed) is INCOMPLETE: 2 node(s) not counted; its latencies are lower bounds and its throughputs "
-            "upper bounds, so each change against it is a bound (≥, ≤)") in text
+    assert ("! head (fixed) is INCOMPLETE: 2 node(s) not counted: its totals and latencies are lower bounds, its "
+            "throughputs upper bounds; each change against it is a bound (≥, ≤)") in text
     row = next(line for line in text.splitlines() if line.strip().startswith("latency [calibrated]"))
     assert row.split()[2:] == ["4.19", "ms", "≥", "16.8", "ms", "≥", "+12.6", "ms", "≥", "+300.0%"]
     row = next(line for line in text.splitlines() if line.strip().startswith("throughput [calibrated]"))
@@ -97,7 +97,7 @@ def test_compare_lists_the_incomplete_model(calibrated):
     analyses = [onnxroof.analyze(fixed_batch_model(), batch=b, targets=[calibrated]) for b in (1, 8)]
     text = render_compare_table(analyses)
     assert "≥ 16.8 ms" in text and "≤ 476.8/s" in text and "4.19 ms ±18%" in text
-    assert text.rstrip().endswith("! fixed is INCOMPLETE: 2 node(s) not counted; its totals and latencies are lower "
+    assert text.rstrip().endswith("! fixed is INCOMPLETE: 2 node(s) not counted: its totals and latencies are lower "
                                   "bounds, its throughputs upper bounds")
 
 

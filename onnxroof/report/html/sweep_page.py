@@ -42,7 +42,7 @@ class SweepPage:
     symbol_headers: list[str]
     point_count: str
     headers: list[str]
-    rows: list[dict]  # point_values, cells, complete, missing (what an incomplete point left out)
+    rows: list[dict]  # point_values, cells, complete, bounds_note (what an incomplete point's figures are)
     targets: list[dict]  # a roofline frame with the path and a mark per point, plus name, description, summary
     latency_chart: dict | None
     tokens_chart: dict | None
@@ -56,16 +56,12 @@ def render_sweep_html(points: Sequence["SweepPoint"]) -> str:
     return render_page(SWEEP_TEMPLATE, sweep_page(list(points)))
 
 
-def _point_label(values: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in values.items())
-
-
 def sweep_page(points: list["SweepPoint"]) -> SweepPage:
     if not points:  # run_sweep always gives at least one; a page of none had no numbers to show
         raise ValueError("a sweep page needs at least one point")
     analyses = [p.analysis for p in points]
     symbols = list(points[0].values)
-    labels = [_point_label(p.values) for p in points]
+    labels = [p.label for p in points]
     target_names = [r.target.name for r in analyses[0].targets]
     decoder = any(a.llm is not None for a in analyses)
     latency_chart, tokens_chart = _xy_charts(points, symbols, labels, target_names, decoder)
@@ -123,7 +119,7 @@ def _table_row(point: "SweepPoint", symbols: list[str], target_names: list[str])
             cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
                           "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
     return {"point_values": [str(point.values[s]) for s in symbols], "cells": cells, "complete": analysis.complete,
-            "missing": analysis.missing}
+            "bounds_note": analysis.bounds_note}
 
 
 def _sweep_roofline(number: int, name: str, points: list["SweepPoint"], symbols: list[str], labels: list[str]) -> dict:
@@ -196,7 +192,7 @@ def _xy_charts(points: list["SweepPoint"], symbols: list[str], labels: list[str]
     if len(symbols) == 2:  # x: the first symbol; one line per target and value of the second
         xs = list(dict.fromkeys(p.values[symbols[0]] for p in points))
         lines = _lines_by_target_and_second(points, symbols, xs, target_names)
-        labels = [_point_label({symbols[0]: x}) for x in xs]
+        labels = [f"{symbols[0]}={x}" for x in xs]
     else:
         lines = [(name, name, [p.analysis for p in points]) for name in target_names]
     single = single or len(symbols) == 2

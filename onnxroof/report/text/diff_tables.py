@@ -40,9 +40,8 @@ def summary_line(diff: "ModelDiff") -> str:
 def incomplete_sides(diff: "ModelDiff") -> list[str]:
     """A line per side whose analysis left nodes out: its latencies, energy and traffic are lower
     bounds, its throughputs upper ones, so a change against it is a bound too."""
-    return [f"{side} ({analysis.model.name}) is INCOMPLETE: {analysis.missing}; its latencies are lower bounds and "
-            "its throughputs upper bounds, so each change against it is a bound (≥, ≤)"
-            for side, analysis in (("base", diff.base), ("head", diff.head)) if not analysis.complete]
+    return [f"{side} ({analysis.model.name}) is INCOMPLETE: {analysis.bounds_note}; each change against it is a "
+            "bound (≥, ≤)" for side, analysis in (("base", diff.base), ("head", diff.head)) if not analysis.complete]
 
 
 def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), rows: int = 15) -> str:
@@ -225,8 +224,7 @@ def _compare_rows(analyses: list["Analysis"]) -> tuple[list[str], list[list[str]
 
 def _incomplete_models(analyses: list["Analysis"]) -> list[str]:
     """A line per model whose analysis left nodes out: its figures in the tables are bounds."""
-    return [f"{a.model.name} is INCOMPLETE: {a.missing}; its totals and latencies are lower bounds, its throughputs "
-            "upper bounds" for a in analyses if not a.complete]
+    return [f"{a.model.name} is INCOMPLETE: {a.bounds_note}" for a in analyses if not a.complete]
 
 
 def render_compare_markdown(analyses: list["Analysis"]) -> str:

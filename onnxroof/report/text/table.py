@@ -499,6 +499,6 @@ def render_sweep_table(points) -> str:
                                                 for t, report in zip(targets, a.targets))]
         rows.append([*row, counted])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    notes = [f"{point.label}: INCOMPLETE, {point.analysis.missing}: its totals and latencies are lower bounds (≥), "
-             "its throughputs upper bounds" for point in points if not point.analysis.complete]
+    notes = [f"{point.label}: INCOMPLETE, {point.analysis.bounds_note}" for point in points
+             if not point.analysis.complete]
     return "\n".join(["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows] + notes) + "\n"

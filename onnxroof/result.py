@@ -23,6 +23,7 @@ from .core.errors import UsageError
 from .core.text import model_label
 from .core.json_chunks import Encoded  # the document's long lists, written as JSON chunks (report/json.py)
 from .core.version import __version__
+from .roofline.latency_bound import missing_text
 from .roofline.verdicts import BOUND_LABELS, Finding, finding_lines, ranked
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
@@ -172,7 +173,7 @@ class Analysis:
         findings = [f for f in self.review() if f.kind != "largest"][:3]  # the targets' fit comes with them
         for report in self.targets:
             if report.latency_kind == LatencyKind.BOUND:
-                latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: peak figures)"
+                latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: {report.missing or 'peak figures'})"
             else:  # with its band where it holds, and a launch cost taken from other targets said
                 band = (f" ±{report.band.value:.0%}" if report.band is not None else "") + " (a forecast"
                 latency = f"latency {seconds(report.latency_s)}{band}{'; borrowed figures' * bool(report.borrowed)})"
@@ -183,7 +184,8 @@ class Analysis:
                 "; does not fit in its memory"
             lines.append(f"  {report.target.name}: {latency}; time: {split}{memory}")
         if findings:
-            lines += ["  what to change (each gain measured by analysing again with the change):",
+            caveat = next((f"; {r.findings_caveat}" for r in self.targets if r.findings_caveat), "")
+            lines += [f"  what to change (each gain measured by analysing again with the change{caveat}):",
                       *finding_lines(findings, 110, indent="    ", with_target=len(self.targets) > 1)]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -208,13 +210,21 @@ class Analysis:
         return sum(self.totals.unsupported.values()) + sum(self.totals.not_counted.values())
 
     def incomplete_text(self) -> str:
-        """Why the analysis is incomplete, in one line ('2,064 of 2,078 nodes not counted (cannot
-        reshape ...)'); '' when it is complete."""
-        if self.complete or not self.uncounted_nodes:
-            return "" if self.complete else "input dims not bound: " + ", ".join(
-                f"{d.input_name}[{d.axis}]" for d in self.unresolved_dims)
-        reason = next((r.reason for r in self.nodes if not r.counted and r.reason), "")
-        return f"{self.uncounted_nodes:,} of {self.totals.nodes:,} nodes not counted" + (f" ({reason})" if reason else "")
+        """What the analysis leaves out and the first node's reason ("2,064 node(s) not counted
+        (cannot reshape ...)"); "" when it is complete."""
+        reason = next((r.reason for r in self.nodes if not r.counted and r.reason), "") if self.missing else ""
+        return self.missing + (f" ({reason})" if reason else "")
+
+    @property
+    def missing(self) -> str:
+        """What the analysis leaves out, in words ("2,064 node(s) not counted"); "" when complete."""
+        return missing_text(self.uncounted_nodes, len(self.unresolved_dims))
+
+    @property
+    def bounds_note(self) -> str:
+        """What an incomplete analysis's figures are, in the words every output uses; "" when complete."""
+        return "" if self.complete else (f"{self.missing}: its totals and latencies are lower bounds, its "
+                                         "throughputs upper bounds")
 
     def find_node(self, name: str) -> NodeRecord:
         """The record of node ``name`` (subgraph nodes are named ``If_3/then_branch/MatMul_0``)."""
@@ -341,6 +351,7 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
             "outputs": [tensor_entry(o) for o in analysis.outputs],
         },
         "complete": analysis.complete,
+        "missing": analysis.missing,  # what is not counted, in words ("" when complete): why the figures are bounds
         "warnings": analysis.warnings,
         "unresolved_dims": [
             {"input": d.input_name, "axis": d.axis, "symbol": d.symbol, "fix": d.fix} for d in analysis.unresolved_dims
@@ -528,9 +539,10 @@ def target_entry(report, encoded: bool = False) -> dict:
         "weights_resident": target.weights_resident,  # parameters kept on chip between runs when they fit
         "fusion": list(report.fusion),  # the rule sets the kernels ("nodes" below) were grouped under
         "latency_s": report.latency_s,
-        # "bound": peak figures, a run takes at least latency_s; "forecast": measured efficiencies,
-        # within error_band (|predicted / measured - 1|) where the target states one
-        "latency_kind": report.latency_kind,
+        # "bound" (peak figures, or complete false: nodes not counted; bound_reason says which): a run takes at least
+        # latency_s; "forecast": measured efficiencies, within error_band (|predicted / measured - 1|) where stated
+        "latency_kind": report.latency_kind, "bound_reason": report.bound_reason,
+        "complete": report.complete, "uncounted_nodes": report.uncounted_nodes,
         "error_band": ({"value": report.band.value, "source": report.band.source,
                         "roofs": list(target.error_band_roofs)} if report.band is not None else None),
         "borrowed": {k: {"value": f.value, "source": f.source} for k, f in report.borrowed.items()},  # README: targets

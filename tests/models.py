@@ -11,6 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.pipeline import analyze
 from onnxroof.memory.problem import MemoryProblem, build_problem
+from onnxroof.roofline.targets import EFFICIENCY_CLASSES
 
 from conftest import make_model, zeros
 
@@ -260,3 +261,39 @@ def transformer_block(layers: int = 2, d: int = 8, vocab: int = 32):
     weights.append(("lm", zeros(d, vocab)))
     nodes.append(helper.make_node("MatMul", [h, "lm"], ["logits"], name="/lm_head/MatMul"))
     return make_model(nodes, [("x", F32, ["batch", "seq", d])], [("logits", F32, ["batch", "seq", vocab])], weights)
+
+
+# Incomplete means a bound (issue 42, item 2): a batch fixed inside the graph
+
+
+def fixed_batch_model(batch: int | str = "N") -> onnx.ModelProto:
+    """x [batch, 128, 64] -> MatMul mm1 (64 x 64) -> Reshape to the constant [1, 128, 64] -> MatMul mm2.
+    At batch 1 every node is counted: each MatMul 128 x 64 x 64 = 524,288 MACs (1,048,576 FLOPs),
+    reading x 32,768 B + W 16,384 B and writing 32,768 B. At batch 8 the Reshape cannot fit
+    8 x 128 x 64 elements into 1 x 128 x 64: it and mm2 behind it are not counted (2 nodes), and
+    mm1 alone is 8 x 524,288 = 4,194,304 MACs (8,388,608 FLOPs; 262,144 + 16,384 + 262,144 B)."""
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m"], name="mm1"),
+             helper.make_node("Reshape", ["m", "shape"], ["r"], name="fix_batch"),
+             helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")]
+    return make_model(nodes, [("x", F32, [batch, 128, 64])], [("y", F32, [batch, 128, 64])],
+                      [("w1", zeros(64, 64)), ("w2", zeros(64, 64)), ("shape", np.array([1, 128, 64], dtype=np.int64))],
+                      name="fixed")
+
+
+# 1 GFLOP/s fp32 and 1 TB/s DRAM, no fusion, no launch cost: a MatMul of the model above is
+# compute-bound (1,048,576 FLOPs take 1.048576 ms; its 81,920 B, 81.92 ns)
+HAND_PEAKS = {"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e12}
+# every efficiency class measured at 0.5, and a measured ±18% band: a forecast, at half the peaks
+HAND_MEASURED = "".join(f'[efficiency.{name}]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n'
+                        for name in EFFICIENCY_CLASSES) \
+    + '[error_band]\nvalue = 0.18\ntag = "measured"\nsource = "12 published rows"\n'
+
+
+def hand_targets(directory) -> tuple[str, str]:
+    """(a peak-figure target "peak", a calibrated target "calibrated") written into ``directory``."""
+    from conftest import target_text
+
+    peak, calibrated = directory / "peak.toml", directory / "calibrated.toml"
+    peak.write_text(target_text(HAND_PEAKS, name="peak"))
+    calibrated.write_text(target_text(HAND_PEAKS, extra=HAND_MEASURED, name="calibrated"))
+    return str(peak), str(calibrated)

@@ -158,8 +158,8 @@ def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
     points = run_sweep(model_from(source), [parse_sweep(text) for text in args.sweep], options)
     if not args.quiet:
         for point in points:
-            for warning in point.analysis.warnings:
-                print(one_line(f"onnxroof: warning: {point.values}: {warning}"), file=sys.stderr)
+            for warning in point.warnings:
+                print(one_line(f"onnxroof: warning: {warning}"), file=sys.stderr)
     if args.strict and not all(p.analysis.complete for p in points):
         raise IncompleteAnalysis("a sweep point is incomplete (see the warnings above) and --strict is set")
     results = [r for p in points for r in check_budgets(budgets, p.analysis)]

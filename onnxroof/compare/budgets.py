@@ -76,9 +76,19 @@ class BudgetResult:
     budget: Budget
     value: float  # the head's value (absolute budgets) or its change in percent (relative ones)
     broken: bool
+    # a target metric on an analysis that left nodes out ("head: 2 node(s) not counted"): the value
+    # is a bound (a latency at least it, a throughput at most it), and the verdict is said on it
+    missing: str = ""
 
     def describe(self) -> str:
+        """"latency[l4]<1ms: latency[l4] is 5.06 µs -> ok"; on an incomplete analysis the value is
+        said as the bound it is: "is ≥ 5.06 µs (a lower bound: head: 2 node(s) not counted)"."""
         shown = f"{self.value:+.2f}%" if self.budget.relative else value_text(self.value, _UNITS.get(self.budget.metric))
+        if self.missing:
+            at_most = self.budget.metric == "throughput"
+            kind = "an upper bound" if at_most else "a lower bound"
+            sign = "" if self.budget.relative else "≤ " if at_most else "≥ "
+            shown = f"{sign}{shown} ({kind}: {self.missing})"
         return f"{self.budget.text}: {self.budget.label()} is {shown} -> {'BROKEN' if self.broken else 'ok'}"
 
 
@@ -150,8 +160,19 @@ def check_budgets(budgets: list[Budget], head: "Analysis", base: "Analysis | Non
                 raise UsageError(f"--fail-if {budget.text!r}: a relative budget needs a base model (onnxroof diff)")
             before = metric_value(base, budget.metric, budget.target)
             value = percent_change(before, value)
-        results.append(BudgetResult(budget, value, bool(_OPS[budget.op](value, budget.limit))))
+        results.append(BudgetResult(budget, value, bool(_OPS[budget.op](value, budget.limit)),
+                                    _missing(budget, head, base)))
     return results
+
+
+def _missing(budget: Budget, head: "Analysis", base: "Analysis | None") -> str:
+    """What the analyses a target budget reads left out, by side ("head: 2 node(s) not counted"):
+    then its value is a bound, not a figure; "" for a model metric or complete analyses."""
+    if budget.target is None:
+        return ""
+    sides = [("head", head)] + ([("base", base)] if budget.relative and base is not None else [])
+    parts = [f"{side}: {analysis.missing}" for side, analysis in sides if not analysis.complete]
+    return "; ".join(parts) if budget.relative else "; ".join(part.split(": ", 1)[1] for part in parts)
 
 
 def percent_change(before: float, after: float) -> float:

@@ -30,6 +30,27 @@ class Delta:
     unit: str  # "count" | "bytes" | "seconds" | "per_second" | "joules"
     base: float | None
     head: float | None
+    # what each side's analysis left out ("2 node(s) not counted"): that side's figure is only a
+    # bound (a latency, energy or traffic at least it, a throughput at most it); "" when complete
+    base_missing: str = ""
+    head_missing: str = ""
+
+    @property
+    def change_bound(self) -> str:
+        """How the change relates to the true one when a side is a bound: "≥" (the change is at
+        least this), "≤" (at most), "?" (both sides bounds: no direction); "" when both are figures.
+
+        >>> Delta("latency_s", "latency", "seconds", 2.0, 1.0, head_missing="2 node(s) not counted").change_bound
+        '≥'
+        >>> Delta("throughput_per_s", "throughput", "per_second", 2.0, 1.0, head_missing="2 node(s)").change_bound
+        '≤'
+        """
+        if not (self.base_missing or self.head_missing):
+            return ""
+        if self.base_missing and self.head_missing:
+            return "?"
+        at_least = self.unit != "per_second"  # a cost's bound is a floor; a throughput's a ceiling
+        return "≥" if bool(self.head_missing) == at_least else "≤"
 
     @property
     def change(self) -> float | None:
@@ -133,11 +154,15 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: 
     top_changes: dict[str, list[tuple[str, float, float]]] = {}
     for report in head.targets:
         before = base_reports.get(report.target.name)
+        # a side that left nodes out shows bounds: its figures miss those nodes' time, energy and bytes
+        sides = {"base_missing": before.missing if before else "", "head_missing": report.missing}
         targets[report.target.name] = [
-            Delta("latency_s", "latency", "seconds", before and before.latency_s, report.latency_s),
-            Delta("throughput_per_s", "throughput", "per_second", before and before.throughput_per_s, report.throughput_per_s),
-            Delta("energy_j", f"{report.energy_kind} energy", "joules", before and before.energy_j, report.energy_j),
-            Delta("dram_bytes", "DRAM traffic", "bytes", before and before.model_point.dram_bytes, report.model_point.dram_bytes),
+            Delta("latency_s", "latency", "seconds", before and before.latency_s, report.latency_s, **sides),
+            Delta("throughput_per_s", "throughput", "per_second", before and before.throughput_per_s,
+                  report.throughput_per_s, **sides),
+            Delta("energy_j", f"{report.energy_kind} energy", "joules", before and before.energy_j, report.energy_j, **sides),
+            Delta("dram_bytes", "DRAM traffic", "bytes", before and before.model_point.dram_bytes,
+                  report.model_point.dram_bytes, **sides),
         ]
         targets[report.target.name] += _device_deltas(base, head, report.target.name)
         base_times = {n.name: n.placement.time_s for n in before.nodes} if before else {}

@@ -30,6 +30,19 @@ class SweepPoint:
     values: dict[str, Any]  # symbol -> value at this point
     analysis: Any  # onnxroof.result.Analysis
 
+    @property
+    def label(self) -> str:
+        """The point in words, as the flags give it: "batch=8", "batch=8, dtype=int8"."""
+        return ", ".join(f"{symbol}={value}" for symbol, value in self.values.items())
+
+    @property
+    def warnings(self) -> list[str]:
+        """The point's warnings, each named by its label; an incomplete point's first says what it
+        leaves out and that its latencies are therefore bounds."""
+        analysis = self.analysis
+        first = [analysis.bounds_note] if not analysis.complete else []
+        return [f"{self.label}: {warning}" for warning in [*first, *analysis.warnings]]
+
 
 def parse_sweep(text: str) -> tuple[str, list]:
     symbol, sep, values = text.partition("=")

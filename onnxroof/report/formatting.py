@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..roofline.placement import TargetReport
 
 BETTER, WORSE, NEUTRAL, SAME = "🟢", "🔴", "🔷", "⚪"
+BOUNDED = "⚠️"  # a side left nodes out: the change is a bound, neither better nor worse for sure
 HIGHER_IS_BETTER = frozenset({"throughput_per_s"})
 NEITHER = frozenset({"nodes"})  # more or fewer nodes is neither good nor bad in itself
 
@@ -48,13 +49,36 @@ def format_value(value: float | None, unit: str) -> str:
 
 
 def signed_change(delta: "Delta") -> str:
+    """The change with its sign; "≥ " or "≤ " before it when a side is a bound, "n/a" when both are.
+
+    >>> from types import SimpleNamespace as D
+    >>> signed_change(D(change=-1e-6, unit="seconds", change_bound="≥"))
+    '≥ −1 µs'
+    """
     change = delta.change
-    if change is None:
+    bound = getattr(delta, "change_bound", "")
+    if change is None or bound == "?":
         return "n/a"
-    if change == 0:
+    if change == 0 and not bound:
         return "0"
     text = format_value(abs(change), delta.unit)
-    return ("+" if change > 0 else "−") + text
+    return (f"{bound} " if bound else "") + ("+" if change > 0 else "−" if change < 0 else "") + text
+
+
+def side_value(delta: "Delta", side: str) -> str:
+    """One side of a delta ("base" or "head"), "≥ "/"≤ " before it where that side's analysis left
+    nodes out (its figure is a bound).
+
+    >>> from types import SimpleNamespace as D
+    >>> d = D(base=2e-6, head=1e-6, unit="seconds", base_missing="", head_missing="2 node(s) not counted")
+    >>> side_value(d, "base"), side_value(d, "head")
+    ('2 µs', '≥ 1 µs')
+    """
+    value = getattr(delta, side)
+    text = format_value(value, delta.unit)
+    if value is None or not getattr(delta, f"{side}_missing", ""):
+        return text
+    return ("≤ " if delta.unit == "per_second" else "≥ ") + text
 
 
 def verdict(key: str, change: float) -> str:
@@ -87,13 +111,16 @@ def percent_text(delta: "Delta", symbols: bool = True, threshold: float = 0.0) -
     """The change in percent, with its mark (better, worse, neither) unless ``symbols`` is off; a
     change below ``threshold`` is marked as no change."""
     percent = delta.percent
+    bound = getattr(delta, "change_bound", "")
     if percent is None:
         return "n/a"
-    mark = verdict(delta.key, percent) if significant(delta, threshold) else SAME
+    if bound == "?":  # both sides left nodes out: the change has no known direction
+        return ("⚠️ " if symbols else "") + "n/a (both bounds)"
+    mark = BOUNDED if bound else verdict(delta.key, percent) if significant(delta, threshold) else SAME
     symbol = "" if not symbols else mark + " "
     if math.isinf(percent):
         return f"{symbol}new"
-    return f"{symbol}{percent:+.1f}%".replace("-", "−")
+    return f"{symbol}{bound + ' ' if bound else ''}{percent:+.1f}%".replace("-", "−")
 
 
 def count_text(value: int) -> str:
@@ -123,8 +150,8 @@ def shape_text(shape: Iterable | None) -> str:
 
 def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
     """A latency (or with ``at_most``, a throughput) as what it is on the report's target: at
-    peak figures a run takes at least the latency and reaches at most the throughput; a forecast
-    carries its measured error band where the target states one.
+    peak figures, or with nodes not counted, a run takes at least the latency and reaches at most
+    the throughput; a forecast carries its measured error band where the target states one.
 
     >>> from types import SimpleNamespace as Fake
     >>> bound = Fake(latency_kind="bound", band=None)
@@ -141,10 +168,15 @@ def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
 
 
 def latency_kind_words(report: "TargetReport") -> str:
-    """Why a target's latency is a bound or a forecast, in one phrase, with the figures it
-    borrowed from other targets (:func:`borrowed_words`)."""
+    """Why a target's latency is a bound or a forecast, in one phrase (the bound's reasons are
+    the report's own: :attr:`TargetReport.bound_reason`), with the figures it borrowed from other
+    targets (:func:`borrowed_words`)."""
     borrowed = borrowed_words(report)
     if report.latency_kind == LatencyKind.BOUND:
+        if not report.complete:
+            peaks = "; the target's figures are peaks" if report.peak_figures else ""
+            return f"a lower bound (≥): {report.missing}, and they take time too{peaks}" + (
+                f"; {borrowed}" if borrowed else "")
         return "a lower bound (≥): the target's figures are peaks, every kernel at its roofs" + (
             f"; {borrowed}" if borrowed else "")
     band, stated = report.band, report.target.error_band
@@ -205,6 +237,14 @@ def energy_words(report: "TargetReport") -> str:
     ('dynamic energy', 'dynamic + static energy')
     """
     return f"{report.energy_kind} energy"
+
+
+def latency_kind_short(report: "TargetReport") -> str:
+    """The kind in a few words, for a card or a table cell: "lower bound · 2 node(s) not counted",
+    "lower bound" (peak figures), "forecast"."""
+    if report.latency_kind != LatencyKind.BOUND:
+        return "forecast"
+    return f"lower bound · {report.missing}" if not report.complete else "lower bound"
 
 
 def side_time(value_s: float, kind: str | None, side: str) -> str:

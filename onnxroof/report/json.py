@@ -73,5 +73,5 @@ def sweep_document(points) -> dict:
         "schema": "onnxroof-sweep/1",
         "version": __version__,
         "symbols": list(points[0].values) if points else [],
-        "points": [{"values": point.values, **to_document(point.analysis)} for point in points],
+        "points": [{"values": point.values, "label": point.label, **to_document(point.analysis)} for point in points],
     }

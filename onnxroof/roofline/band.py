@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from .latency_bound import BAND_NOTE
 from .targets import Figure, Target
 
 
@@ -51,7 +52,7 @@ def band_for(report: TargetRun) -> Figure | None:
     target = report.target
     borrowed = report.borrowed.get("node_overhead_s")
     if target.error_band is not None and borrowed is not None and launch_share(report) >= BORROWED_LAUNCH_SHARE:
-        report.notes.append(f"the error band (±{target.error_band.value:.0%}) holds on this target's published rows; "
+        report.notes.append(f"{BAND_NOTE}±{target.error_band.value:.0%}) holds on this target's published rows; "
                             f"the launch cost ({borrowed.value * 1e6:.3g} µs a kernel) is borrowed from other targets "
                             f"and takes {launch_share(report):.0%} of this model's time: small models may differ more "
                             "(a forecast without a measured band)")
@@ -63,7 +64,7 @@ def band_for(report: TargetRun) -> Figure | None:
     if share <= UNCOVERED_SHARE:
         return target.error_band
     roofs = sorted({n.placement.roof for n in report.nodes if n.placement.roof not in target.error_band_roofs})
-    report.notes.append(f"the error band (±{target.error_band.value:.0%}) was measured on {', '.join(target.error_band_roofs)} "
+    report.notes.append(f"{BAND_NOTE}±{target.error_band.value:.0%}) was measured on {', '.join(target.error_band_roofs)} "
                         f"kernels; {share:.0%} of this model's time runs on {', '.join(roofs)}, which no measurement "
                         "covered: a forecast without a measured band")
     return None

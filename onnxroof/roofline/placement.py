@@ -26,6 +26,7 @@ from .band import band_for
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
 # one kernel's point on the roofline: read through this module too
 from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
+from .latency_bound import LatencyBound
 from .overheads import kernel_launch_s, run_overhead_s
 from .targets import SPLIT_MACS, Figure, LatencyKind, Target
 from .verdicts import DeviceFit, Finding
@@ -53,7 +54,9 @@ class NodePlacement:
 
 
 @dataclass
-class TargetReport:
+class TargetReport(LatencyBound):
+    """One model on one target; whether its latency is a bound, and why: :class:`LatencyBound`."""
+
     target: Target
     dtype: str  # "model" (as stored) or the --dtype the model was re-costed in
     batch: int
@@ -72,8 +75,13 @@ class TargetReport:
     weights_on_chip_bytes: int = 0  # parameters kept on chip between runs ([weights] resident, and they fit)
     notes: list[str] = field(default_factory=list)
     fusion: tuple[str, ...] = ()  # the fusion rule sets the kernels were grouped under
-    latency_kind: LatencyKind = LatencyKind.BOUND  # a lower bound (peak figures) or a forecast (measured efficiencies)
+    # THE decision every output reads: a lower bound (peak figures, or nodes left out: leave_out) or a
+    # forecast (measured efficiencies, everything counted); bound_reason says why it is a bound
+    latency_kind: LatencyKind = LatencyKind.BOUND
     band: Figure | None = None  # the forecast's measured error band, when its measurements cover this model's roofs
+    peak_figures: bool = True  # the kernels ran at the target's peak figures (no measured efficiencies, or no overhead)
+    uncounted_nodes: int = 0  # nodes the cost graph could not count: their time is not in latency_s
+    unbound_dims: int = 0  # input dims left unbound: the nodes depending on them are not counted
     findings: list[Finding] = field(default_factory=list)  # ranked; made by onnxroof.findings (re-analyses)
     launch_s: float = 0.0  # what each kernel's launch costs in this run (overheads.kernel_launch_s)
     # the target's figures taken from other targets that this run used (Target.borrowed): said in every output
@@ -244,6 +252,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     report.borrowed = {key: figure for key, figure in target.borrowed.items()
                        if overhead or not key.startswith(("node_overhead", "cold_node", "split_overhead", "efficiency"))}
+    report.peak_figures = report.latency_kind == LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = band_for(report)
     return report

@@ -127,9 +127,8 @@ def gain_text(finding: Finding) -> str:
 
 
 def finding_line(finding: Finding) -> str:
-    gain = gain_text(finding)
-    mark = "(incomplete analysis) " if finding.incomplete else ""
-    return f"{mark}{finding.title}" + (f" [{gain}]" if gain else "")
+    gain = gain_text(finding)  # (one made on an incomplete analysis has none: the findings' heading says why)
+    return f"{finding.title}" + (f" [{gain}]" if gain else "")
 
 
 def finding_lines(findings: Iterable[Finding], width: int, indent: str = "  ", with_target: bool = False) -> list[str]:

@@ -97,7 +97,7 @@ def test_a_larger_batch_that_analyses_incompletely_gives_no_gain(tmp_path):
     (launch,) = [f for f in analysis.review() if f.kind == "launch"]
     assert launch.gain_s == 0.0 and launch.change == ""
     assert launch.detail.startswith("batch 8 gives no measured gain: analysed incompletely, so no gain is measured: ")
-    assert "nodes not counted" in launch.detail
+    assert "node(s) not counted" in launch.detail
 
 
 def test_a_larger_batch_that_a_minus_one_absorbs_gives_no_gain(tmp_path):

@@ -400,6 +400,17 @@ def test_xy_chart_axes():
     assert series.points[1] is None and series.path.count("M") == 2  # a missing value breaks the line
 
 
+def test_xy_chart_breaks_its_line_at_a_bound():
+    # four points, the second a bound (an incomplete analysis): it keeps its pixel (drawn hollow),
+    # but no segment reaches it: a lone move to the first point, then a segment from the third to the fourth
+    chart = xy_chart([1, 2, 3, 4], [("a", [5, 6, 7, 8]), ("b", [5, 6, 7, 8])],
+                     bounds=[[False, True, False, False]])
+    bounded, plain = chart.series
+    assert bounded.points[1] is not None
+    assert bounded.path.count("M") == 2 and bounded.path.count("L") == 1
+    assert plain.path.count("M") == 1 and plain.path.count("L") == 3  # no bounds given: one unbroken line
+
+
 def test_spread_keeps_order_and_gap():
     assert spread([10, 12, 50], 14, 0, 100) == [10, 24, 50]
     assert spread([95, 96], 14, 0, 100) == [86, 100]
@@ -444,3 +455,24 @@ def test_no_whole_model_label_crosses_a_roof_line():
                         assert not (left < x2 and x1 < right and top < y < bottom), (example, dtype, report.target.name)
     assert placed >= 100  # every chart's whole-model point keeps its label
 
+
+
+def test_a_slope_label_moves_off_a_ridge_label():
+    # on h100-sxm at the report's size, the DRAM label's usual spot (a fifth of the way up the
+    # slope) lies on the fp32 ridge's label: it moves along the line to a clear spot
+    from onnxroof.report.html.chart_context import ROOFLINE_SIZE, bandwidth_roofs, roof_groups, roofline_frame
+    from onnxroof.report.html.charts import _overlaps
+    from onnxroof.roofline.targets import load_target
+
+    target = load_target("h100-sxm")
+    # kernels from 4 to 300,000 FLOP/B (a BERT's Gathers to its masks) stretch the x axis
+    chart = roofline_chart([(label, peak) for label, peak, _ in roof_groups(target)], bandwidth_roofs(target), [],
+                           [(4.0, 1e10), (3e5, 1e10)], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1])
+    context = roofline_frame(target, chart, "r")
+    ridges = [label_rect(float(r["ridge"]["label_x"]), float(r["ridge"]["label_y"]), r["ridge"]["anchor"],
+                         r["ridge"]["label"]) for r in context["roofs"] if r["ridge"]]
+    (dram, *_), (slope, *_) = context["slopes"], chart.slopes
+    placed = slope.label_box(float(dram["label_x"]), float(dram["label_y"]), dram["label"])
+    assert ridges and not any(_overlaps(placed, ridge) for ridge in ridges)
+    usual = slope.label_box(slope.label_x, slope.label_y, dram["label"])
+    assert any(_overlaps(usual, ridge) for ridge in ridges)  # the case this guards: it did overlap

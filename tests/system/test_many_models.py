@@ -131,7 +131,7 @@ def test_check_jsonl_in_this_process_is_the_text_line_s_numbers(tmp_path, capsys
     (record,) = map(json.loads, capsys.readouterr().out.splitlines())
     assert record["status"] == "budget_broken" and record["totals"]["params"] == 32 and record["totals"]["macs"] == 32
     assert record["budgets"] == [{"budget": "params>16", "value": 32, "broken": True,
-                                  "text": "params>16: params is 32 -> BROKEN"}]
+                                  "text": "params>16: params is 32 -> BROKEN", "bound": False}]
     assert main(["check", str(tmp_path), "-q"]) == 0  # a folder: every .onnx file under it
     assert capsys.readouterr().out.startswith(f"{tmp_path / 'a.onnx'}: params 32, MAC-FLOPs 64,")
     (tmp_path / "empty").mkdir()

@@ -178,9 +178,12 @@ def _record(args: argparse.Namespace, budgets: list, source: str, start: float) 
         "peak_bytes": analysis.memory.model_order.peak_bytes,
         "targets": [{"name": r.target.name, "latency_s": finite(r.latency_s),
                      "latency_kind": str(getattr(r.latency_kind, "value", r.latency_kind)),
-                     "borrowed": sorted(r.borrowed)} for r in analysis.targets],  # figures taken from other targets
-        "budgets": [{"budget": r.budget.text, "value": finite(r.value), "broken": r.broken, "text": r.describe()}
-                    for r in results],
+                     "borrowed": sorted(r.borrowed),  # figures taken from other targets
+                     # false: nodes not counted, latency_s is at least a bound (bound_reason says why)
+                     "complete": r.complete, "missing": r.missing, "bound_reason": r.bound_reason}
+                    for r in analysis.targets],
+        "budgets": [{"budget": r.budget.text, "value": finite(r.value), "broken": r.broken, "text": r.describe(),
+                     "bound": bool(r.missing)} for r in results],
         "warnings": list(analysis.warnings),
         "seconds": round(time.monotonic() - start, 3),
     }
@@ -203,7 +206,10 @@ def text_line(record: dict) -> str:
         return one_line(f"{source}: error: {record['error']}")
     totals, results = record["totals"], record["budgets"]
     broken = [r for r in results if r["broken"]]
-    latencies = "".join(f", latency[{t['name']}] {seconds(t['latency_s'] or 0.0)}" for t in record["targets"])
+    # a target that left nodes out: its latency is a bound, said as one ("≥ 5.06 µs (2 node(s) not counted)")
+    latencies = "".join(f", latency[{t['name']}] " + (f"{seconds(t['latency_s'] or 0.0)}" if t.get("complete", True) else
+                        f"≥ {seconds(t['latency_s'] or 0.0)} ({t['missing']})")
+                        for t in record["targets"])
     verdict = (f"; {'; '.join(r['text'] for r in broken)}" if broken
                else f"; {len(results)} budget(s) hold" if results else "")
     return one_line(f"{source}: params {si(totals['params'])}, MAC-FLOPs {si(totals['mac_flops'])}, "

@@ -15,7 +15,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from ...core.units import iec, intensity, si
-from .charts import RooflineChart, RooflinePoint, TimelineChart, timeline_chart
+from .charts import (SLOPE_LABEL_AT, RooflineChart, RooflinePoint, TimelineChart, _overlaps, label_rect,
+                     timeline_chart)
 from .scales import svg_number
 from ..formatting import format_value, share_percent
 from ..bounds import BOUND_LABELS
@@ -116,14 +117,19 @@ def roofline_frame(target: "Target", chart: RooflineChart, chart_id: str) -> dic
                      "left of it a node is DRAM-bound, right of it compute-bound",
         }
     slopes = []
+    taken = [label_rect(float(r["ridge"]["label_x"]), float(r["ridge"]["label_y"]), r["ridge"]["anchor"],
+                        r["ridge"]["label"]) for r in roofs if r["ridge"]]
     for index, slope in enumerate(chart.slopes):
         if not slope.path:
             continue
+        text = f"{slope.label} {si(slope.value, 'B/s')}"
+        label_x, label_y = _slope_label_spot(slope, text, SLOPE_LABEL_AT + 0.2 * index, taken)
+        taken.append(slope.label_box(label_x, label_y, text))
         slopes.append({
             "d": slope.path, "cls": "slope-dram" if index == 0 else "slope-onchip",
-            "label": f"{slope.label} {si(slope.value, 'B/s')}",
-            "label_x": svg_number(slope.label_x), "label_y": svg_number(slope.label_y),
-            "transform": f"rotate({slope.angle:.2f} {svg_number(slope.label_x)} {svg_number(slope.label_y)})",
+            "label": text,
+            "label_x": svg_number(label_x), "label_y": svg_number(label_y),
+            "transform": f"rotate({slope.angle:.2f} {svg_number(label_x)} {svg_number(label_y)})",
             "angle": slope.angle,
             "title": (f"{slope.label} bandwidth roof: {slope.value:,.6g} bytes/s"
                       + ("" if index == 0 else "; it bounds FLOP per on-chip byte (this axis is per DRAM byte)")),
@@ -196,6 +202,17 @@ def kernel_dot_title(kernel: "NodePlacement", latency: float) -> str:
         f"bound: {BOUND_LABELS.get(p.bound, p.bound)}",
     ]
     return "\n".join(lines)
+
+
+def _slope_label_spot(slope, text: str, first: float, taken: list) -> tuple[float, float]:
+    """Where along ``slope`` its label overlaps no label already ``taken`` (the ridges'): its
+    usual spot ``first`` if clear, else the nearest clear one up or down the line."""
+    for t in sorted((first + step * 0.04 for step in range(-4, 18)), key=lambda t: abs(t - first)):
+        if 0.02 <= t <= 0.7:
+            x, y = slope.label_at(t)
+            if not any(_overlaps(slope.label_box(x, y, text), box) for box in taken):
+                return x, y
+    return slope.label_x, slope.label_y
 
 
 def model_mark(placed, chart: RooflineChart, kind: str, label: str, title: str, colour: str = "") -> dict:

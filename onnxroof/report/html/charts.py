@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from .scales import (
@@ -205,6 +205,19 @@ class Slope:
     label_x: float
     label_y: float
     angle: float  # degrees, for rotating its label along the line
+    ends: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # x1, y1, x2, y2: where it enters and ends
+
+    def label_at(self, t: float) -> tuple[float, float]:
+        """Where its label starts, a share ``t`` of the way along the line, just above it."""
+        x1, y1, x2, y2 = self.ends
+        normal = math.radians(self.angle - 90)
+        return x1 + (x2 - x1) * t + 7 * math.cos(normal), y1 + (y2 - y1) * t + 7 * math.sin(normal)
+
+    def label_box(self, x: float, y: float, text: str, char_width: float = 6.2) -> "Rect":
+        """The axis-aligned box around its rotated label starting at (x, y)."""
+        length, angle = len(text) * char_width, math.radians(self.angle)
+        dx, dy = length * math.cos(angle), length * math.sin(angle)
+        return (min(x, x + dx) - 2, min(y, y + dy) - 12, max(x, x + dx) + 2, max(y, y + dy) + 3)
 
 
 @dataclass(frozen=True)
@@ -286,6 +299,7 @@ def _widen(lo: float, hi: float, pixels: float, length: float) -> tuple[float, f
     return lo / 10 ** extra, hi * 10 ** extra
 
 
+SLOPE_LABEL_AT = 0.18  # where along a bandwidth slope its label starts (the second one's further up)
 _CHAR_WIDTH = 6.4  # a label's width per character at the charts' 11.5 px font (estimate for layout)
 _LABEL_HEIGHT = 10.0  # a label's cap height at that font, in pixels
 
@@ -395,11 +409,9 @@ def roofline_chart(
         x1, y1, x2, y2 = x(start), y(start * bandwidth), x(end), y(end * bandwidth)
         angle = math.degrees(math.atan2(y2 - y1, x2 - x1))
         # the label sits along the line, a fifth of the way up (further for the second slope)
-        t = 0.18 + 0.2 * index
-        lx, ly = x1 + (x2 - x1) * t, y1 + (y2 - y1) * t
-        normal = math.radians(angle - 90)
-        slopes.append(Slope(label, bandwidth, f"M{svg_number(x1)},{svg_number(y1)}L{svg_number(x2)},{svg_number(y2)}",
-                            lx + 7 * math.cos(normal), ly + 7 * math.sin(normal), angle))
+        slope = Slope(label, bandwidth, f"M{svg_number(x1)},{svg_number(y1)}L{svg_number(x2)},{svg_number(y2)}",
+                      0.0, 0.0, angle, (x1, y1, x2, y2))
+        slopes.append(replace(slope, **dict(zip(("label_x", "label_y"), slope.label_at(SLOPE_LABEL_AT + 0.2 * index)))))
 
     chart = RooflineChart(
         width=width, height=height, plot=plot, x=x, y=y, x_ticks=x_ticks, y_ticks=y_ticks,
@@ -449,8 +461,11 @@ def xy_chart(
     margin: tuple[float, float, float, float] = (16, 20, 44, 70),
     y_kind: str = "number",
     log_ratio: float = 30.0,
+    bounds: Sequence[Sequence[bool]] = (),
 ) -> XYChart:
-    """Lay out series sharing the x values ``xs``.
+    """Lay out series sharing the x values ``xs``; ``bounds`` (per series, per value) marks the
+    values that are only bounds (an analysis that left nodes out): the line breaks at them, so no
+    segment joins a bound to a figure.
 
     x is categorical (evenly spaced, labelled by the values) unless every value is a positive
     number, then logarithmic when they span ``log_ratio`` or more, else linear. y starts at 0 and
@@ -490,7 +505,8 @@ def xy_chart(
         y_scale = LinearScale((0, max(present) if present and max(present) > 0 else 1), (plot.bottom, plot.top)).nice(5, y_kind)
         ticks_y = y_scale.ticks(5, y_kind)
     laid = []
-    for key, ys in series:
+    for number, (key, ys) in enumerate(series):
+        bound = bounds[number] if number < len(bounds) else ()
         pixels: list[tuple[float, float] | None] = []
         for index, value in enumerate(ys):
             if value is None or not math.isfinite(value) or (y_mode == "log" and value <= 0):
@@ -499,8 +515,8 @@ def xy_chart(
             px = values[xs[index]] if values is not None else x_scale(index)
             pixels.append((px, y_scale(value)))
         parts, pen = [], False
-        for pixel in pixels:
-            if pixel is None:
+        for index, pixel in enumerate(pixels):
+            if pixel is None or (index < len(bound) and bound[index]):
                 pen = False
                 continue
             parts.append(f"{'L' if pen else 'M'}{svg_number(pixel[0])},{svg_number(pixel[1])}")

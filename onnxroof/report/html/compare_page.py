@@ -14,7 +14,7 @@ from .chart_context import (
     ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, model_mark, place_mark_labels, roof_groups, roofline_frame,
 )
 from .charts import roofline_chart
-from ..formatting import format_value
+from ..formatting import format_value, latency_kind_short
 from .page import SERIES_COLOURS, not_analysed_cell, render_page, report_on, target_card, value_cell
 
 if TYPE_CHECKING:
@@ -61,16 +61,16 @@ def _colour(k: int) -> str:
 
 def _model_row(k: int, analysis: "Analysis") -> dict:
     totals, memory = analysis.totals, analysis.memory
+    cells = [value_cell(totals.params, "count", "parameters"), value_cell(totals.param_bytes, "bytes", "bytes"),
+             value_cell(totals.mac_flops, "count", "FLOPs"), value_cell(totals.flops, "count", "FLOPs"),
+             value_cell(memory.model_order.peak_bytes, "bytes", "bytes"),
+             value_cell(memory.best.schedule.peak_bytes, "bytes", "bytes"),
+             {**value_cell(totals.nodes, "count", "nodes"), "value": None}]
     return {
         "name": analysis.model.name, "colour": _colour(k),
         "path": analysis.model.path or "in memory",
-        "cells": [
-            value_cell(totals.params, "count", "parameters"), value_cell(totals.param_bytes, "bytes", "bytes"),
-            value_cell(totals.mac_flops, "count", "FLOPs"), value_cell(totals.flops, "count", "FLOPs"),
-            value_cell(memory.model_order.peak_bytes, "bytes", "bytes"),
-            value_cell(memory.best.schedule.peak_bytes, "bytes", "bytes"),
-            {**value_cell(totals.nodes, "count", "nodes"), "value": None},
-        ],
+        # an incomplete model's sums are lower bounds: shown, not ranked best
+        "cells": cells if analysis.complete else [{**cell, "value": None} for cell in cells],
         "complete": analysis.complete,
     }
 
@@ -98,12 +98,13 @@ def _target_block(number: int, name: str, analyses: list["Analysis"]) -> dict:
     for k, analysis, report in points:
         mp = report.model_point
         placed = chart.place(mp.intensity, achieved_rate(mp.flops, report.latency_s))
-        context["marks"].append(model_mark(
-            placed, chart, "model model-series", analysis.model.name,
+        context["marks"].append(model_mark(  # nodes left out: hollow, labelled a bound
+            placed, chart, "model model-series" + ("" if report.complete else " bound-only"),
+            analysis.model.name + ("" if report.complete else " (bound)"),
             f"{analysis.model.name} on {name}\nintensity: "
             + (f"{intensity(mp.intensity)} FLOP/B" if mp.intensity is not None else "∞")
             + f"\nachieved: {si(achieved_rate(mp.flops, report.latency_s), 'FLOP/s')}"
-            + f"\nlatency: {format_value(report.latency_s, 'seconds')}",
+            + f"\nlatency: {target_card(report).latency} ({latency_kind_short(report)})",
             _colour(k)))
     place_mark_labels(context, chart)
     return {**context, "name": name, "description": reference.description, "rows": rows,
@@ -113,11 +114,13 @@ def _target_block(number: int, name: str, analyses: list["Analysis"]) -> dict:
 def _target_cells(report: "TargetReport") -> list[dict]:
     card = target_card(report)
     point = report.model_point
+    ranked = report.complete  # a bound from nodes left out is not the best of anything: it is not ranked
     return [
-        {"text": card.latency, "title": card.latency_title, "value": report.latency_s, "cls": ""},
-        {"text": card.throughput, "title": card.throughput_title, "value": -report.throughput_per_s, "cls": ""},
+        {"text": card.latency, "title": card.latency_title, "value": report.latency_s if ranked else None, "cls": ""},
+        {"text": card.throughput, "title": card.throughput_title,
+         "value": -report.throughput_per_s if ranked else None, "cls": ""},
         {"text": card.bound_line, "title": card.bound_title, "value": None, "cls": ""},
-        {"text": card.energy, "title": card.energy_title, "value": report.energy_j, "cls": ""},
+        {"text": card.energy, "title": card.energy_title, "value": report.energy_j if ranked else None, "cls": ""},
         {"text": intensity(point.intensity) if point.intensity is not None else "∞",
          "title": f"{point.intensity:.6g} FLOP per DRAM byte" if point.intensity is not None else "no DRAM bytes",
          "value": None, "cls": ""},

@@ -21,11 +21,13 @@ from .chart_context import (
 )
 from .charts import RooflineChart, roofline_chart
 from .scales import svg_number
-from ..formatting import count_text, format_value, percent_text, shape_text, side_time, signed_change, significant
+from ..formatting import (count_text, format_value, percent_text, shape_text, side_time, side_value, signed_change,
+                          significant)
 from .graph_section import diff_graph_context
-from .page import ModelSide, model_side, render_page, report_on, target_capacities
+from .page import ModelSide, model_side, render_page, report_on, target_capacities, target_card
 
 from ...roofline.verdicts import gain_text
+from ..text.diff_tables import incomplete_sides
 
 if TYPE_CHECKING:
     from ...compare.budgets import BudgetResult
@@ -49,6 +51,7 @@ class DiffPage:
     head: ModelSide
     summary: list[dict]  # the headline: label, text, direction
     input_changes: list[str]
+    incomplete: list[str]  # a line per side that left nodes out: its figures are bounds
     budgets: list[dict]
     budgets_broken: int
     deltas: list[dict]
@@ -88,6 +91,7 @@ def diff_page(diff: "ModelDiff", budgets: list["BudgetResult"]) -> DiffPage:
         base=model_side(base, "base"), head=model_side(head, "head"),
         summary=_summary_items(diff),
         input_changes=diff.input_changes,
+        incomplete=incomplete_sides(diff),
         budgets=[{"text": b.describe(), "broken": b.broken} for b in budgets],
         budgets_broken=len(broken),
         deltas=_deltas(diff),
@@ -158,11 +162,11 @@ def _deltas(diff: "ModelDiff") -> list[dict]:
             change = d.change
             # more is worse, except for throughput; below the diff's threshold, neither
             worse = change is not None and (change < 0 if d.unit == "per_second" else change > 0)
-            direction = ("same" if change == 0 or not significant(d, diff.threshold) else "na" if change is None
-                         else "worse" if worse else "better")
+            direction = ("na" if change is None or d.change_bound else "same"
+                         if change == 0 or not significant(d, diff.threshold) else "worse" if worse else "better")
             rows.append({
                 "group": group, "label": d.label,
-                "base": format_value(d.base, d.unit), "head": format_value(d.head, d.unit),
+                "base": side_value(d, "base"), "head": side_value(d, "head"),
                 "base_title": _exact(d.base, d.unit), "head_title": _exact(d.head, d.unit),
                 "change": signed_change(d), "percent": percent_text(d, symbols=False), "direction": direction,
             })
@@ -184,8 +188,8 @@ def _summary_items(diff: "ModelDiff") -> list[dict]:
     deltas += [(f"latency [{t}]", d) for t, ds in diff.targets.items() for d in ds if d.key == "latency_s"]
     for label, d in deltas:
         change = d.change
-        direction = ("same" if not change or not significant(d, diff.threshold) else "na" if change is None
-                     else "worse" if change > 0 else "better")
+        direction = ("na" if change is None or d.change_bound else "same"
+                     if not change or not significant(d, diff.threshold) else "worse" if change > 0 else "better")
         items.append({"label": label, "text": percent_text(d, symbols=False), "direction": direction})
     return items
 
@@ -210,9 +214,10 @@ def _diff_roofline(diff: "ModelDiff", before: "TargetReport | None", report: "Ta
     context = roofline_frame(target, chart, f"diff-roofline-{number}")
     context["dots"] += _dot_contexts(chart, sides, palette)
     context["arrows"] += [_node_arrow(chart, change, bp, hp, target.name) for change, bp, hp in arrows_data]
-    _add_model_marks(context, chart, marks, target.name)
+    _add_model_marks(context, chart, marks, target.name,
+                     {"base": before.missing if before else "", "head": report.missing})
     place_mark_labels(context, chart)
-    latency = [format_value(before.latency_s, "seconds") if before else "—", format_value(report.latency_s, "seconds")]
+    latency = [target_card(before).latency if before else "—", target_card(report).latency]
     return {
         **context, "name": target.name, "description": target.description,
         "legend": [{"op": op, "colour": colour, "count": ""} for op, colour in palette.items()],
@@ -291,14 +296,18 @@ def _node_arrow(chart: RooflineChart, change, bp: "Placement", hp: "Placement", 
     return _arrow(start.x, start.y, end.x, end.y, title, "arrow-node")
 
 
-def _add_model_marks(context: dict, chart: RooflineChart, marks: list[tuple], target: str) -> None:
-    """Both whole-model points, and an arrow from the base's to the head's before every other."""
+def _add_model_marks(context: dict, chart: RooflineChart, marks: list[tuple], target: str,
+                     missing: dict[str, str]) -> None:
+    """Both whole-model points, and an arrow from the base's to the head's before every other; a
+    side that left nodes out (``missing``: role -> what) is labelled a bound."""
     model_marks = {}
     for role, point_intensity, achieved in marks:
         placed = chart.place(point_intensity, achieved)
         model_marks[role] = placed
-        context["marks"].append(model_mark(placed, chart, f"model model-{role}", f"{role} model",
-                                           f"Whole {role} model on {target}: "
+        bound = f" (bound: {missing[role]})" if missing.get(role) else ""
+        label = f"{role} model" + (" (bound)" if bound else "")
+        context["marks"].append(model_mark(placed, chart, f"model model-{role}", label,
+                                           f"Whole {role} model on {target}{bound}: "
                                            f"{intensity(point_intensity) if point_intensity is not None else '∞'} FLOP/B, "
                                            f"{si(achieved, 'FLOP/s')} achieved"))
     if "base" in model_marks and "head" in model_marks:

@@ -35,4 +35,5 @@ def findings_context(analysis: "Analysis") -> dict | None:
             "more_nodes": len(finding.nodes) - len(named),
             "modules": list(finding.modules),
         })
-    return {"shown": rows[:SHOWN], "rest": rows[SHOWN:], "count": len(rows)}
+    caveat = next((r.findings_caveat for r in analysis.targets if r.findings_caveat), "")
+    return {"shown": rows[:SHOWN], "rest": rows[SHOWN:], "count": len(rows), "caveat": caveat}

@@ -122,10 +122,12 @@ def _model_mark(chart: RooflineChart, report: "TargetReport", achieved: float) -
     """The predicted whole-model point: total FLOPs over total DRAM bytes, at FLOPs ÷ latency."""
     point, latency = report.model_point, report.latency_s
     unit = ops_unit([point.roof])
+    # nodes left out: the point is hollow, labelled a bound (its FLOPs and bytes miss theirs)
     return model_mark(
-        chart.place(point.intensity, achieved, 0.0), chart, "model", "whole model",
+        chart.place(point.intensity, achieved, 0.0), chart, "model" + ("" if report.complete else " bound-only"),
+        "whole model" + ("" if report.complete else " (bound)"),
         "\n".join([
-            f"Whole model on {report.target.name}",
+            f"Whole model on {report.target.name}" + ("" if report.complete else f": a bound, {report.missing}"),
             f"FLOPs: {si(point.flops)} ({point.flops:,})",
             f"DRAM bytes: {iec(point.dram_bytes)} ({point.dram_bytes:,})",
             "intensity: " + (f"{intensity(point.intensity)} FLOP/B ({point.intensity:.6g})"

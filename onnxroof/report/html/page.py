@@ -29,9 +29,9 @@ from ...core.version import __version__
 from ...core.dtypes import dtype_name
 from ...core.resources import resource_dir
 from ...core.units import iec, intensity, si
-from ...roofline.targets import LatencyKind
 from ...roofline.verdicts import fit_text
-from ..formatting import as_bound, count_text, format_value, latency_kind_words, shape_text, share_percent
+from ..formatting import (as_bound, count_text, format_value, latency_kind_short, latency_kind_words, shape_text,
+                          share_percent)
 from ..bounds import BOUND_LABELS, bound_line, time_by_bound
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class TargetCard:
     energy_title: str
     utilization: str
     utilization_title: str
-    latency_kind: str  # "lower bound" (peak figures) or "forecast", shown under the latency
+    latency_kind: str  # "lower bound · 2 node(s) not counted", "lower bound" (peak figures) or "forecast"
     energy_kind: str = "dynamic"  # "dynamic" (no static power stated) or "dynamic + static", under the energy
     memory: str = ""  # fits / does not fit in the device memory ("" when not checked)
     memory_sub: str = ""  # the largest batch (and context) that fits
@@ -132,7 +132,8 @@ def target_card(report: "TargetReport") -> TargetCard:
         latency_title=f"{report.latency_s:.6g} s for one run at batch {batch}: every kernel, one after another; "
         + latency_kind_words(report),
         throughput=as_bound(f"{report.throughput_per_s:,.1f}/s", report, at_most=True),
-        throughput_title=f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)",
+        throughput_title=f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)"
+        + (f"; at most: {report.missing}" if not report.complete else ""),
         bound=BOUND_LABELS.get(main, main),
         bound_key=main,
         bound_share=share_percent(share.get(main, 0.0)),
@@ -149,8 +150,7 @@ def target_card(report: "TargetReport") -> TargetCard:
         else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
         utilization=share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
         utilization_title=f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
-        latency_kind=("lower bound" if report.latency_kind == LatencyKind.BOUND else "forecast") + (
-            " · launch cost borrowed" if "node_overhead_s" in report.borrowed else ""),
+        latency_kind=latency_kind_short(report) + (" · launch cost borrowed" if "node_overhead_s" in report.borrowed else ""),
         energy_kind=report.energy_kind,
         **_memory_fit(report.fit),
     )

@@ -17,7 +17,7 @@ from .chart_context import (
 )
 from .charts import RooflineChart, roofline_chart, xy_chart
 from .scales import svg_number
-from ..formatting import count_text, format_value
+from ..formatting import count_text, format_value, latency_kind_short
 from .page import (
     SERIES_COLOURS, ModelSide, model_side, not_analysed_cell, render_page, report_on, target_capacities, target_card,
     value_cell,
@@ -42,7 +42,7 @@ class SweepPage:
     symbol_headers: list[str]
     point_count: str
     headers: list[str]
-    rows: list[dict]  # point_values, cells, complete
+    rows: list[dict]  # point_values, cells, complete, bounds_note (what an incomplete point's figures are)
     targets: list[dict]  # a roofline frame with the path and a mark per point, plus name, description, summary
     latency_chart: dict | None
     tokens_chart: dict | None
@@ -56,16 +56,12 @@ def render_sweep_html(points: Sequence["SweepPoint"]) -> str:
     return render_page(SWEEP_TEMPLATE, sweep_page(list(points)))
 
 
-def _point_label(values: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in values.items())
-
-
 def sweep_page(points: list["SweepPoint"]) -> SweepPage:
     if not points:  # run_sweep always gives at least one; a page of none had no numbers to show
         raise ValueError("a sweep page needs at least one point")
     analyses = [p.analysis for p in points]
     symbols = list(points[0].values)
-    labels = [_point_label(p.values) for p in points]
+    labels = [p.label for p in points]
     target_names = [r.target.name for r in analyses[0].targets]
     decoder = any(a.llm is not None for a in analyses)
     latency_chart, tokens_chart = _xy_charts(points, symbols, labels, target_names, decoder)
@@ -122,7 +118,8 @@ def _table_row(point: "SweepPoint", symbols: list[str], target_names: list[str])
             tokens = analysis.llm.tokens_per_s.get(name)
             cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
                           "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
-    return {"point_values": [str(point.values[s]) for s in symbols], "cells": cells, "complete": analysis.complete}
+    return {"point_values": [str(point.values[s]) for s in symbols], "cells": cells, "complete": analysis.complete,
+            "bounds_note": analysis.bounds_note}
 
 
 def _sweep_roofline(number: int, name: str, points: list["SweepPoint"], symbols: list[str], labels: list[str]) -> dict:
@@ -137,7 +134,7 @@ def _sweep_roofline(number: int, name: str, points: list["SweepPoint"], symbols:
     )
     context = roofline_frame(reference, chart, f"sweep-roofline-{number}")
     placed = [chart.place(*m) if m is not None else None for m in marks]
-    context["paths"] += _sweep_paths(placed, points, symbols)
+    context["paths"] += _sweep_paths(placed, points, symbols, [r is not None and not r.complete for r in per_point])
     for p, label, report in zip(placed, labels, per_point):
         if p is not None and report is not None:
             context["marks"].append(_point_mark(chart, p, label, name, report))
@@ -146,27 +143,38 @@ def _sweep_roofline(number: int, name: str, points: list["SweepPoint"], symbols:
             "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"}
 
 
-def _sweep_paths(placed: list, points: list["SweepPoint"], symbols: list[str]) -> list[dict]:
-    """Two symbols: one path per value of the second, along the first (not one zig-zag)."""
+def _sweep_paths(placed: list, points: list["SweepPoint"], symbols: list[str], bounds: list[bool]) -> list[dict]:
+    """Two symbols: one path per value of the second, along the first (not one zig-zag). A point
+    whose figures are bounds (``bounds``: nodes not counted) breaks its path: no segment joins it."""
     paths = []
     for values, members in _lines_by_second(points, symbols):
-        path = [placed[i] for i in members if placed[i] is not None]
-        if len(path) > 1:
-            paths.append({
-                "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
-                "cls": "sweep-path", "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
-            })
+        runs: list[list] = [[]]
+        for i in members:
+            if placed[i] is None or bounds[i]:
+                runs.append([])
+            else:
+                runs[-1].append(placed[i])
+        for path in runs:
+            if len(path) > 1:
+                paths.append({
+                    "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
+                    "cls": "sweep-path",
+                    "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
+                })
     return paths
 
 
 def _point_mark(chart: RooflineChart, placed, label: str, name: str, report: "TargetReport") -> dict:
     mp = report.model_point
-    mark = model_mark(placed, chart, "model model-sweep", label,
+    card = target_card(report)
+    # nodes left out: the point is hollow (its FLOPs and rate are at most these, its latency at least)
+    mark = model_mark(placed, chart, "model model-sweep" + ("" if report.complete else " bound-only"),
+                      label + ("" if report.complete else " (bound)"),
                       f"{label} on {name}\nintensity: "
                       + (f"{intensity(mp.intensity)} FLOP/B" if mp.intensity is not None else "∞")
                       + f"\nachieved: {si(achieved_rate(mp.flops, report.latency_s), 'FLOP/s')}"
-                      + f"\nlatency: {format_value(report.latency_s, 'seconds')}"
-                      + f"\nbound: {target_card(report).bound}",
+                      + f"\nlatency: {card.latency} ({card.latency_kind})"
+                      + f"\nbound: {card.bound}",
                       SERIES_COLOURS[0])
     mark["d"] = diamond_path(placed.x, placed.y, 5.5)
     return mark
@@ -174,7 +182,8 @@ def _point_mark(chart: RooflineChart, placed, label: str, name: str, report: "Ta
 
 def _xy_charts(points: list["SweepPoint"], symbols: list[str], labels: list[str], target_names: list[str],
                decoder: bool) -> tuple[dict | None, dict | None]:
-    """Latency (and, for a decoder, new tokens per second) against the swept value."""
+    """Latency (and, for a decoder, new tokens per second) against the swept value; a point whose
+    analysis left nodes out is drawn hollow and its line broken at it (its figures are bounds)."""
     single = len(symbols) == 1
     # several symbols: the x axis names the points by their values alone ("16 · int8")
     xs: list = [p.values[symbols[0]] for p in points] if single else [" · ".join(str(v) for v in p.values.values())
@@ -182,36 +191,40 @@ def _xy_charts(points: list["SweepPoint"], symbols: list[str], labels: list[str]
     wide = not decoder
     if len(symbols) == 2:  # x: the first symbol; one line per target and value of the second
         xs = list(dict.fromkeys(p.values[symbols[0]] for p in points))
-        latency_series = _latency_by_second(points, symbols, xs, target_names)
+        lines = _lines_by_target_and_second(points, symbols, xs, target_names)
+        labels = [f"{symbols[0]}={x}" for x in xs]
     else:
-        latency_series = [(name, [_latency(p.analysis, name) for p in points]) for name in target_names]
+        lines = [(name, name, [p.analysis for p in points]) for name in target_names]
     single = single or len(symbols) == 2
     against = ", ".join(symbols) if single else "sweep point"
     x_title = symbols[0] if single else " · ".join(symbols)
+    reports = [(series, [report_on(a, name) if a is not None else None for a in analyses])
+               for series, name, analyses in lines]
     latency_chart = _xy_context(
-        "latency", xs, latency_series, f"latency per run vs {against}", "seconds", labels, wide, x_title,
+        "latency", xs, [(series, [r.latency_s if r else None for r in per_x]) for series, per_x in reports],
+        f"latency per run vs {against}", "seconds", labels, wide, x_title, [per_x for _, per_x in reports],
     ) if target_names else None
     tokens_chart = None
     if decoder and target_names:
-        tokens_chart = _xy_context(
-            "tokens", xs, [(name, [p.analysis.llm.tokens_per_s.get(name) if p.analysis.llm is not None else None
-                                   for p in points]) for name in target_names],
-            f"new tokens per second vs {against}", "per_second", labels, wide, x_title,
-        )
+        tokens = [(series, [a.llm.tokens_per_s.get(name) if a is not None and a.llm is not None else None
+                            for a in analyses]) for series, name, analyses in lines]
+        tokens_chart = _xy_context("tokens", xs, tokens, f"new tokens per second vs {against}", "per_second", labels,
+                                   wide, x_title, [per_x for _, per_x in reports])
     return latency_chart, tokens_chart
 
 
-def _latency_by_second(points: list["SweepPoint"], symbols: list[str], xs: list,
-                       target_names: list[str]) -> list[tuple[str, list[float | None]]]:
-    """One latency line per target and value of the second symbol, over the first's values."""
+def _lines_by_target_and_second(points: list["SweepPoint"], symbols: list[str], xs: list,
+                                target_names: list[str]) -> list[tuple[str, str, list["Analysis | None"]]]:
+    """One line per target and value of the second symbol: (its name, the target, the analysis at
+    each of the first symbol's values, None where the sweep has no such point)."""
     position = {(p.values[symbols[0]], p.values[symbols[1]]): k for k, p in enumerate(points)}
-    series = []
+    lines = []
     for name in target_names:
         for values, members in _lines_by_second(points, symbols):
             second = points[members[0]].values[symbols[1]]
-            series.append((f"{name} · {values}", [_latency(points[position[(x, second)]].analysis, name)
-                                                  if (x, second) in position else None for x in xs]))
-    return series
+            lines.append((f"{name} · {values}", name, [points[position[(x, second)]].analysis
+                                                       if (x, second) in position else None for x in xs]))
+    return lines
 
 
 def _lines_by_second(points: list["SweepPoint"], symbols: list[str]) -> list[tuple[str, list[int]]]:
@@ -225,24 +238,28 @@ def _lines_by_second(points: list["SweepPoint"], symbols: list[str]) -> list[tup
     return [(f"{symbols[1]}={value}", members) for value, members in groups.items()]
 
 
-def _latency(analysis: "Analysis", name: str) -> float | None:
-    report = report_on(analysis, name)
-    return report.latency_s if report else None
-
-
 def _xy_context(key: str, xs: list, series: list[tuple[str, list[float | None]]], title: str, unit: str,
-                labels: list[str], wide: bool = False, x_title: str = "") -> dict:
-    chart = xy_chart(xs, series, width=1240 if wide else 620, height=320 if wide else 300)
+                labels: list[str], wide: bool = False, x_title: str = "",
+                reports: list[list["TargetReport | None"]] | None = None) -> dict:
+    """The chart's view; ``reports`` (per series, per x) are the target reports behind the values:
+    where one is incomplete its point is hollow, titled as the bound it is, and its line breaks."""
+    reports = reports or [[None] * len(values) for _, values in series]
+    bounds = [[report is not None and not report.complete for report in per_x] for per_x in reports]
+    chart = xy_chart(xs, series, width=1240 if wide else 620, height=320 if wide else 300, bounds=bounds)
     plot = chart.plot
     lines = []
-    for k, ((name, values), laid) in enumerate(zip(series, chart.series)):
+    for k, ((name, values), laid, per_x) in enumerate(zip(series, chart.series, reports)):
         colour = SERIES_COLOURS[k % len(SERIES_COLOURS)]
         points = []
-        for value, pixel, label in zip(values, laid.points, labels):
+        for value, pixel, label, report in zip(values, laid.points, labels, per_x):
             if pixel is None:
                 continue
-            points.append({"cx": svg_number(pixel[0]), "cy": svg_number(pixel[1]),
-                           "title": f"{name} · {label}: {format_value(value, unit)} ({value:.6g})"})
+            hollow = report is not None and not report.complete
+            text = format_value(value, unit)
+            if hollow:  # a latency is at least this, a throughput at most
+                text = f"{'≤' if unit == 'per_second' else '≥'} {text}, {latency_kind_short(report)}"
+            points.append({"cx": svg_number(pixel[0]), "cy": svg_number(pixel[1]), "hollow": hollow,
+                           "title": f"{name} · {label}: {text} ({value:.6g})"})
         lines.append({"name": name, "colour": colour, "d": laid.path, "points": points})
     y_ticks = []
     for tick in chart.y_ticks:
@@ -259,4 +276,5 @@ def _xy_context(key: str, xs: list, series: list[tuple[str, list[float | None]]]
         "x_title": x_title + (" (log scale)" if chart.x_mode == "log" else ""), "y_log": chart.y_mode == "log",
         "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
         "lines": lines,
+        "has_bounds": any(p["hollow"] for line in lines for p in line["points"]),
     }

@@ -11,7 +11,7 @@ from ..bounds import bound_label, time_by_bound
 from ...core.units import iec, si
 from ...result import target_entry
 from ...roofline.verdicts import gain_text
-from ..formatting import format_value, percent_text, side_time, signed_change, verdict
+from ..formatting import as_bound, format_value, percent_text, side_time, side_value, signed_change, verdict
 from .markdown import details, escape, html_text, table
 
 if TYPE_CHECKING:
@@ -37,9 +37,17 @@ def summary_line(diff: "ModelDiff") -> str:
     return " · ".join(parts)
 
 
+def incomplete_sides(diff: "ModelDiff") -> list[str]:
+    """A line per side whose analysis left nodes out: its latencies, energy and traffic are lower
+    bounds, its throughputs upper ones, so a change against it is a bound too."""
+    return [f"{side} ({analysis.model.name}) is INCOMPLETE: {analysis.bounds_note}; each change against it is a "
+            "bound (≥, ≤)" for side, analysis in (("base", diff.base), ("head", diff.head)) if not analysis.complete]
+
+
 def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), rows: int = 15) -> str:
     base, head = diff.base.model, diff.head.model
     lines = [f"### onnxroof diff: {escape(base.name)} → {escape(head.name)}", "", f"**{summary_line(diff)}**", ""]
+    lines += [f"⚠️ **{escape(line)}**" for line in incomplete_sides(diff)] + ([""] if incomplete_sides(diff) else [])
     if diff.input_changes:
         lines += ["⚠️ **Inputs changed:** " + "; ".join(escape(c) for c in diff.input_changes), ""]
     broken = [b for b in budgets if b.broken]
@@ -53,13 +61,14 @@ def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), 
     same = [(label, d) for label, d in _deltas(diff) if d.change == 0]
     header = ("metric", "base", "head", "change", "%")
     lines.append(table(header, [
-        (escape(label), format_value(d.base, d.unit), format_value(d.head, d.unit), signed_change(d),
+        (escape(label), side_value(d, "base"), side_value(d, "head"), signed_change(d),
          percent_text(d, threshold=diff.threshold))
         for label, d in changed
     ], "lrrrr") if changed else "No metric changed.")
     if same:
         lines += ["", details(f"Unchanged metrics ({len(same)})", table(header, [
-            (escape(label), format_value(d.base, d.unit), format_value(d.head, d.unit), "0", "0%") for label, d in same
+            (escape(label), side_value(d, "base"), side_value(d, "head"), signed_change(d), percent_text(d, symbols=False))
+            for label, d in same
         ], "lrrrr"))]
     ops = [r for r in diff.op_types if r["base_count"] != r["head_count"] or r["base_flops"] != r["head_flops"]]
     if ops:
@@ -133,10 +142,10 @@ def _percent(before: float, after: float) -> str:
 
 def render_diff_table(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> str:
     lines = [f"onnxroof diff: {diff.base.model.name} -> {diff.head.model.name}", summary_line(diff)]
-    lines += [f"! {c}" for c in diff.input_changes]
+    lines += [f"! {c}" for c in [*incomplete_sides(diff), *diff.input_changes]]
     width = max(len(label) for label, _ in _deltas(diff))
     for label, d in _deltas(diff):
-        lines.append(f"  {label:{width}}  {format_value(d.base, d.unit):>12}  {format_value(d.head, d.unit):>12}  "
+        lines.append(f"  {label:{width}}  {side_value(d, 'base'):>12}  {side_value(d, 'head'):>12}  "
                      f"{signed_change(d):>12}  {percent_text(d, symbols=False):>8}")
     changed = diff.changed_nodes
     lines.append(f"nodes: {sum(n.kind == 'added' for n in changed)} added, {sum(n.kind == 'removed' for n in changed)} "
@@ -159,13 +168,17 @@ def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict
     def delta(d: "Delta") -> dict:
         percent = d.percent
         return {"key": d.key, "unit": d.unit, "base": d.base, "head": d.head, "change": d.change,
-                "percent": None if percent is None or math.isinf(percent) else percent}
+                "percent": None if percent is None or math.isinf(percent) else percent,
+                # a side that left nodes out is a bound: "≥"/"≤" the change is at least / at most this, "?" unknown
+                "base_complete": not d.base_missing, "head_complete": not d.head_missing, "change_bound": d.change_bound}
 
     return {
         "schema": SCHEMA,
         "version": __version__,
-        "base": {"name": diff.base.model.name, "path": diff.base.model.path},
-        "head": {"name": diff.head.model.name, "path": diff.head.model.path},
+        "base": {"name": diff.base.model.name, "path": diff.base.model.path, "complete": diff.base.complete,
+                 "missing": diff.base.missing},
+        "head": {"name": diff.head.model.name, "path": diff.head.model.path, "complete": diff.head.complete,
+                 "missing": diff.head.missing},
         "input_changes": diff.input_changes,
         "threshold": diff.threshold,  # a change below this fraction is marked neither better nor worse
         "totals": [delta(d) for d in diff.totals],
@@ -200,18 +213,25 @@ def _compare_rows(analyses: list["Analysis"]) -> tuple[list[str], list[list[str]
     for a in analyses:
         row = [a.model.name, si(a.totals.params), iec(a.totals.param_bytes), si(a.totals.mac_flops), si(a.totals.flops),
                iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
-        for report in a.targets:
-            row += [format_value(report.latency_s, "seconds"), format_value(report.throughput_per_s, "per_second"),
+        for report in a.targets:  # each as what it is: ≥ a bound (peak figures, or nodes left out)
+            row += [as_bound(format_value(report.latency_s, "seconds"), report),
+                    as_bound(format_value(report.throughput_per_s, "per_second"), report, at_most=True),
                     bound_label(report.model_point.bound), time_by_bound(report.time_share),
                     format_value(report.energy_j, "joules")]
         rows.append(row)
     return header, rows
 
 
+def _incomplete_models(analyses: list["Analysis"]) -> list[str]:
+    """A line per model whose analysis left nodes out: its figures in the tables are bounds."""
+    return [f"{a.model.name} is INCOMPLETE: {a.bounds_note}" for a in analyses if not a.complete]
+
+
 def render_compare_markdown(analyses: list["Analysis"]) -> str:
     header, rows = _compare_rows(analyses)
     escaped = [[escape(row[0]), *row[1:]] for row in rows]
-    return "### onnxroof compare\n\n" + table(header, escaped, "l" + "r" * (len(header) - 1)) + "\n"
+    notes = "".join(f"\n⚠️ **{escape(line)}**\n" for line in _incomplete_models(analyses))
+    return "### onnxroof compare\n\n" + table(header, escaped, "l" + "r" * (len(header) - 1)) + "\n" + notes
 
 
 def render_compare_table(analyses: list["Analysis"]) -> str:
@@ -225,7 +245,7 @@ def render_compare_table(analyses: list["Analysis"]) -> str:
         names = [h.rsplit(" [", 1)[0] for h in header[start:start + 5]]
         blocks.append(f"target {report.target.name}\n"
                       + _aligned([["model", *names], *([row[0], *row[start:start + 5]] for row in rows)]))
-    return "\n".join(blocks)
+    return "\n".join(blocks) + "".join(f"! {line}\n" for line in _incomplete_models(analyses))
 
 
 def _aligned(table: list[list]) -> str:

@@ -117,7 +117,8 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         kinds = {escape(latency_kind_words(report)) for report in analysis.targets}
         lines += ["", "Latency: " + "; ".join(sorted(kinds)) + "."]
         if findings:
-            lines += ["", "**What to change** (each gain measured by analysing the model again with the change):", "",
+            caveat = next((f"; {escape(r.findings_caveat)}" for r in analysis.targets if r.findings_caveat), "")
+            lines += ["", f"**What to change** (each gain measured by analysing the model again with the change{caveat}):", "",
                       *findings_list(findings[:FINDINGS_SHOWN], with_target=len(analysis.targets) > 1)]
     for plan in analysis.parallel:  # --devices N > 1
         lines += ["", *device_plan_markdown(plan)]

@@ -20,6 +20,7 @@ from .devices import device_plan_lines
 
 if TYPE_CHECKING:
     from ...result import Analysis
+    from ...roofline.placement import TargetReport
     from ...cost.records import NodeRecord
 
 CONVENTIONS_LINE = "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds other element ops; counts SI (k M G), bytes IEC (KiB MiB)"
@@ -52,8 +53,10 @@ def inputs_line(analysis: "Analysis") -> str:
     return shown + (f" and {rest:,} more (--format json lists them)" if rest > 0 else "")
 
 
-def llm_lines(llm) -> list[str]:
-    """The KV-cached decoder block: phase, cache figures, rates, and what was recognised."""
+def llm_lines(llm, reports: "list[TargetReport]" = ()) -> list[str]:
+    """The KV-cached decoder block: phase, cache figures, rates (each as the kind of its target's
+    latency, from ``reports``: ≤ tokens/s and ≥ time to first token where that is a bound), and
+    what was recognised."""
     if llm.phase == "prefill" and llm.new_tokens:
         phase = f"prefill of {llm.new_tokens:,} tokens"
     elif llm.phase == "decode" and llm.context:
@@ -77,9 +80,13 @@ def llm_lines(llm) -> list[str]:
                      + (" (computed from the encoder output)" if llm.cross_write_bytes else "")
                      + ("; " + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.cross_cache_bytes.items())
                         if llm.cross_cache_bytes else ""))
+    kinds = {report.target.name: report for report in reports}
     for target, rate in llm.tokens_per_s.items():
-        first = llm.time_to_first_token_s.get(target)
-        lines.append(f"  {target}: {rate:,.1f} tokens/s" + (f", time to first token {first * 1e3:,.3f} ms" if first else ""))
+        first, report = llm.time_to_first_token_s.get(target), kinds.get(target)
+        rate_text, first_text = f"{rate:,.1f}", f"{first * 1e3:,.3f} ms" if first else ""
+        if report is not None and not report.complete:  # nodes left out: the rates are bounds
+            rate_text, first_text = as_bound(rate_text, report, at_most=True), first_text and as_bound(first_text, report)
+        lines.append(f"  {target}: {rate_text} tokens/s" + (f", time to first token {first_text}" if first_text else ""))
     for kind in ("cache ", "cross-attention cache "):  # two of each kind of cache, then the rest
         caches = [line for line in llm.recognised if line.startswith(kind)]
         lines += [f"  recognised: {printable(line)}" for line in caches[:2]]
@@ -100,12 +107,8 @@ def assumed_text(assumed: dict[str, int]) -> str:
 def incomplete_line(analysis: "Analysis") -> str:
     """The first line of an analysis that could not count everything: what is missing, and that
     the totals are lower bounds (the warnings say why)."""
-    totals = analysis.totals
-    missing = sum(totals.not_counted.values()) + sum(totals.unsupported.values())
-    parts = [f"{missing:,} node(s) not counted"] if missing else []
-    if analysis.unresolved_dims:
-        parts.append(f"{len(analysis.unresolved_dims)} input dim(s) unbound")
-    return f"INCOMPLETE: {', '.join(parts) or 'not everything was counted'}; the totals are lower bounds (see the warnings)"
+    figures = "the totals and latencies are lower bounds" if analysis.targets else "the totals are lower bounds"
+    return f"INCOMPLETE: {analysis.missing or 'not everything was counted'}; {figures} (see the warnings)"
 
 
 def render_table(analysis: "Analysis") -> str:
@@ -149,7 +152,7 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         f"  concat copy  {iec(memory.concat_copy_peak_bytes):>10}  (model order, if Concat copied its inputs)",
     ]
     if analysis.llm is not None:
-        lines += ["", *llm_lines(analysis.llm)]
+        lines += ["", *llm_lines(analysis.llm, analysis.targets)]
     for report in analysis.targets:
         lines += [""] + target_lines(report)
     for plan in analysis.parallel:  # --devices N > 1
@@ -425,7 +428,9 @@ def target_lines(report) -> list[str]:
     if report.spilled:
         lines.append(f"  spills {len(report.spilled)} tensor(s) to DRAM: {iec(report.spill_bytes)} extra traffic")
     if report.findings:
-        lines.append("  what to change (each gain measured by analysing again with the change):")
+        caveat = f"; {report.findings_caveat}" if report.findings_caveat else ""
+        lines += textwrap.wrap(f"  what to change (each gain measured by analysing again with the change{caveat}):",
+                               TERMINAL_COLUMNS, subsequent_indent="    ")
         lines += finding_lines([f for f in report.findings if f.kind != "largest"][:SHOWN_FINDINGS] or report.findings[:1],
                                TERMINAL_COLUMNS, indent="    ")
     lines += [line for note in report.notes
@@ -506,7 +511,9 @@ def render_targets_list(targets) -> str:
 
 
 def render_sweep_table(points) -> str:
-    """One row per sweep point: how compute, bytes, memory and each target's time and bound move."""
+    """One row per sweep point: how compute, bytes, memory and each target's time and bound move.
+    A latency is shown as what it is (``≥`` a bound); a point that left nodes out says how many in
+    its "counted" column, and a line under the table says its figures are bounds."""
     symbols = list(points[0].values) if points else []
     targets = [r.target.name for r in points[0].analysis.targets] if points else []
     header = [*symbols, "MAC-FLOPs", "FLOPs", "param bytes", "peak act.", "best peak"]
@@ -514,17 +521,22 @@ def render_sweep_table(points) -> str:
         header += [f"{target} latency", "model bound", "time by bound", "FLOP/B"]
     if points and points[0].analysis.llm is not None:
         header += ["KV read", *(f"{t} tok/s" for t in targets)]
+    header.append("nodes counted")
     rows = [header]
     for point in points:
         a = point.analysis
         row = [str(point.values[s]) for s in symbols]
+        counted = f"{a.totals.counted_nodes:,}/{a.totals.nodes:,}" + ("" if a.complete else " INCOMPLETE")
         row += [si(a.totals.mac_flops), si(a.totals.flops), iec(a.totals.param_bytes),
                 iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
         for report in a.targets:
-            row += [seconds(report.latency_s), bound_label(report.model_point.bound), time_by_bound(report.time_share),
-                    intensity(report.model_point.intensity)]
+            row += [as_bound(seconds(report.latency_s), report), bound_label(report.model_point.bound),
+                    time_by_bound(report.time_share), intensity(report.model_point.intensity)]
         if a.llm is not None:
-            row += [iec(a.llm.kv_read_bytes), *(f"{a.llm.tokens_per_s.get(t, 0):,.1f}" for t in targets)]
-        rows.append(row)
+            row += [iec(a.llm.kv_read_bytes), *(as_bound(f"{a.llm.tokens_per_s.get(t, 0):,.1f}", report, at_most=True)
+                                                for t, report in zip(targets, a.targets))]
+        rows.append([*row, counted])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows) + "\n"
+    notes = [f"{point.label}: INCOMPLETE, {point.analysis.bounds_note}" for point in points
+             if not point.analysis.complete]
+    return "\n".join(["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows] + notes) + "\n"

@@ -34,10 +34,15 @@ def fusion(analysis: Analysis, report: TargetReport, variants: Variants) -> list
     merged = [k for k in fused.nodes if len({kernel_of.get(n) for n in k.nodes}) > 1]
     merged.sort(key=lambda k: -k.placement.time_s)
     nodes = tuple(n for k in merged for n in k.nodes)
-    title = (f"{len(report.nodes) - len(fused.nodes):,} fewer kernels with {', '.join(missing)} fusion, in a runtime "
-             f"or compiler that fuses more: {seconds(base_s - new_s)} less ({(base_s - new_s) / base_s:.0%})")
-    policy = ", ".join(report.fusion) or "none"
-    detail = (f"the target's runtime fuses: {policy}; a runtime or compiler that also fuses {', '.join(missing)} "
+    saved = f"{seconds(base_s - new_s)} less ({(base_s - new_s) / base_s:.0%})"
+    fewer = f"{len(report.nodes) - len(fused.nodes):,} fewer kernels with {', '.join(missing)} fusion"
+    if report.fusion:
+        title = f"{fewer}, in a runtime or compiler that fuses more: {saved}"
+        policy = f"the target's runtime fuses: {', '.join(report.fusion)}"
+    else:  # an unpublished policy: the placement ran one kernel per node, the compiler may fuse these already
+        title = f"{fewer}, if the target's compiler fuses them (what it fuses is not published): up to {saved}"
+        policy = "the target's fusion is not published, so each node was placed as its own kernel"
+    detail = (f"{policy}; a runtime or compiler that also fuses {', '.join(missing)} "
               f"(or fused ops written into the graph, as onnxruntime's transformer optimizer does) merges "
               f"{len(merged):,} groups, the largest "
               + "; ".join(f"{k.op_type} ({len(k.nodes)} nodes from {k.nodes[0]})" for k in merged[:SHOWN])

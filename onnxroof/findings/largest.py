@@ -41,7 +41,8 @@ def largest(analysis: Analysis, report: TargetReport, variants: Variants) -> lis
     if module is not None:
         module_share = module.time_s.get(report.target.name, 0.0) / report.latency_s
         if module_share >= MIN_SHARE:
-            parts.append(f"module {module.path} takes {module_share:.0%}")
+            shown = module.path.replace(f"/{OWN_NODES}", f" {OWN_NODES}")  # "a/b (its own nodes)"
+            parts.append(f"module {shown} takes {module_share:.0%}")
             modules = (module.path,)
             nodes = _module_nodes(analysis, report, module)
             evidence |= {"module": module.path, "module_share": module_share}

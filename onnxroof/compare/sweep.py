@@ -19,6 +19,7 @@ import onnx
 
 from ..core.errors import UsageError
 from ..core.tensors import MAX_DIM, MAX_DIM_TEXT
+from ..frontend.fixed_batch import fixed_batch
 from ..options import AnalysisOptions
 
 MAX_POINTS = 64
@@ -74,6 +75,10 @@ def run_sweep(model: str | onnx.ModelProto, sweeps: list[tuple[str, list]], opti
     if len(points) > MAX_POINTS:
         raise UsageError(f"--sweep: {len(points)} points; at most {MAX_POINTS} (sweep fewer values)")
     proto = model if isinstance(model, onnx.ModelProto) else load_model(model)
+    fixed = fixed_batch(proto) if "batch" in names else None
+    for value in dict(sweeps).get("batch", ()) if fixed else ():  # before any point is analysed
+        if why := fixed.refusal(value):
+            raise UsageError(f"--sweep batch={value} cannot be analysed: {why}")
     results = []
     for point in points:
         values = dict(zip(names, point))

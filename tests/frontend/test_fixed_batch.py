@@ -118,3 +118,13 @@ def test_a_larger_batch_that_a_minus_one_absorbs_gives_no_gain(tmp_path):
     assert launch.gain_s == 0.0 and launch.change == ""
     assert launch.detail == ("batch 8 gives no measured gain: at batch 8 output a20 is 1x512: the batch does not reach "
                              "it, so the graph fixes its batch inside and no gain is measured")
+
+
+def test_a_batch_sweep_of_a_static_export_is_refused_naming_the_point(tmp_path, capsys):
+    import onnx
+
+    path = tmp_path / "static.onnx"
+    onnx.save(static_export(), path)
+    code, _, err = run(capsys, "summary", path, "--sweep", "batch=1,8")
+    assert code == 2 and one_error_line(err)
+    assert err.startswith("onnxroof: error: --sweep batch=8 cannot be analysed: this export fixes batch 1")

@@ -101,3 +101,19 @@ def test_an_int8_only_target_asks_for_int8_first(export):
     assert re.match(r"coral-edge-tpu runs int8, not fp32: quantize the model; in int8 it takes [\d.]+ [mµ]s", first.title)
     at_int8 = onnxroof.analyze(export("yolov8n-ultralytics"), targets=["coral-edge-tpu"], dtype="int8")
     assert first.gain_s == pytest.approx(analysis.targets[0].latency_s - at_int8.targets[0].latency_s)
+
+
+@pytest.mark.parametrize("name, encoder", [("whisper-optimum", 1500), ("t5-optimum", 256)])
+def test_a_merged_decoder_takes_the_time_of_its_twin_with_past_on_every_bundled_target(export, name, encoder):
+    """optimum's merged decoder runs the branch of its If that use_cache_branch selects (True in
+    decode): the same nodes as the decoder exported with past, so the same latency (issue 42's
+    acceptance: within 2 %) on every bundled target."""
+    from onnxroof.roofline.targets import bundled_targets
+
+    targets = sorted(bundled_targets())
+    binding = DECODE | {"encoder_seq": encoder}
+    merged = onnxroof.analyze(export(f"{name}-decoder-merged"), targets=targets, **binding)
+    twin = onnxroof.analyze(export(f"{name}-decoder-with-past"), targets=targets, **binding)
+    assert merged.complete and twin.complete
+    for ours, theirs in zip(merged.targets, twin.targets):
+        assert ours.latency_s == pytest.approx(theirs.latency_s, rel=0.02), ours.target.name

@@ -69,7 +69,7 @@ def _module_nodes(analysis: Analysis, report: TargetReport, module: ModuleCost) 
     """The module's nodes, slowest first (an own-nodes row's: those at its parent's path itself)."""
     prefix = tuple(module.path.split("/"))
     own = module.name == OWN_NODES
-    times = node_times(analysis.nodes, [report]).get(report.target.name, {})
-    inside = [r.name for r in analysis.nodes
-              if (record_path(r) == prefix[:-1] if own else record_path(r)[:len(prefix)] == prefix)]
+    nodes = analysis.run_view.nodes  # the nodes a run executes, as the module tree reads them
+    times = node_times(nodes, [report]).get(report.target.name, {})
+    inside = [r.name for r in nodes if (record_path(r) == prefix[:-1] if own else record_path(r)[:len(prefix)] == prefix)]
     return tuple(sorted(inside, key=lambda name: -times.get(name, 0.0)))

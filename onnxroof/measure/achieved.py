@@ -348,13 +348,18 @@ def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.per
     return fastest_runs_s([(session, feeds)], budget_s, timer)[0]
 
 
-def fastest_runs_s(runs: Sequence[tuple[object, dict]], budget_s: float, timer: Timer = time.perf_counter) -> list[float]:
+def fastest_runs_s(runs: Sequence[tuple[object, dict]], budget_s: float, timer: Timer = time.perf_counter,
+                   rewarm: bool = False) -> list[float]:
     """Seconds of one run of each (session, feeds) in ``runs``: the fastest of batches of runs (each
     batch about 5 ms), the sessions taking turns a batch each for ``budget_s`` in all.
 
     Taking turns is what makes their differences (a chain of 9 less a chain of 1) hold: on a shared
     machine the pace drifts by tens of percent within seconds, and sessions timed one after the
-    other would each see a different machine.
+    other would each see a different machine. With ``rewarm`` each turn starts with one untimed
+    run of its session: a model of 5 ms or more is timed one run per turn, and that run would
+    otherwise find the caches as the other session left them (its weights evicted), where a model
+    run over and over, as a server runs it and as the prediction has it (``[weights] resident``),
+    finds them as its own last run left them.
 
     >>> ticks = iter(range(10**6))
     >>> class Session:
@@ -375,6 +380,8 @@ def fastest_runs_s(runs: Sequence[tuple[object, dict]], budget_s: float, timer: 
     deadline = time.monotonic() + budget_s
     for attempt in range(1000):
         for index, ((session, feeds), batch) in enumerate(zip(runs, batches)):
+            if rewarm:
+                session.run(None, feeds)
             start = timer()
             for _ in range(batch):
                 session.run(None, feeds)

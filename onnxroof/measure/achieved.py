@@ -211,7 +211,8 @@ def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: i
     """``length`` ``op`` nodes (Conv or MatMul) in a chain as a statically quantized model has them:
     the float input quantized once, then per link DequantizeLinear of the int8 weights and of the
     int8 activation, the op, QuantizeLinear of its output (int8, per-tensor scales, zero points 0);
-    the last link's output dequantized. onnxruntime runs each link as one integer kernel."""
+    the last link's output dequantized. onnxruntime runs each link as one integer kernel. A Conv's
+    ``group`` attribute splits its channels (``group`` = channels: a depthwise conv)."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
@@ -223,7 +224,7 @@ def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: i
     for index in range(length):
         if op == "Conv":
             size = attributes.get("kernel", 3)
-            weight = rng.integers(-127, 128, (shape[1], shape[1], size, size), dtype=np.int8)
+            weight = rng.integers(-127, 128, (shape[1], shape[1] // attributes.get("group", 1), size, size), dtype=np.int8)
         else:
             weight = rng.integers(-127, 128, (shape[-1], shape[-1]), dtype=np.int8)
         initializers += [numpy_helper.from_array(weight, f"w{index}"),

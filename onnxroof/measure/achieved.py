@@ -350,17 +350,18 @@ def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.per
 
 
 def fastest_runs_s(runs: Sequence[tuple[object, dict]], budget_s: float, timer: Timer = time.perf_counter,
-                   rewarm: bool = False) -> list[float]:
+                   rewarm_s: float = 0.0) -> list[float]:
     """Seconds of one run of each (session, feeds) in ``runs``: the fastest of batches of runs (each
     batch about 5 ms), the sessions taking turns a batch each for ``budget_s`` in all.
 
     Taking turns is what makes their differences (a chain of 9 less a chain of 1) hold: on a shared
     machine the pace drifts by tens of percent within seconds, and sessions timed one after the
-    other would each see a different machine. With ``rewarm`` each turn starts with one untimed
-    run of its session: a model of 5 ms or more is timed one run per turn, and that run would
-    otherwise find the caches as the other session left them (its weights evicted), where a model
-    run over and over, as a server runs it and as the prediction has it (``[weights] resident``),
-    finds them as its own last run left them.
+    other would each see a different machine. With ``rewarm_s`` each turn starts with untimed runs
+    of its session for at least that long (one run at least): a model of 5 ms or more is timed one
+    run per turn, and that run would otherwise find the caches as the other session left them (its
+    weights evicted; a 4 ms CNN here takes 4-5 runs of its own to get back to its pace), where a
+    model run over and over, as a server runs it and as the prediction has it (``[weights]
+    resident``), finds them as its own last runs left them.
 
     >>> ticks = iter(range(10**6))
     >>> class Session:
@@ -381,8 +382,11 @@ def fastest_runs_s(runs: Sequence[tuple[object, dict]], budget_s: float, timer: 
     deadline = time.monotonic() + budget_s
     for attempt in range(1000):
         for index, ((session, feeds), batch) in enumerate(zip(runs, batches)):
-            if rewarm:
+            if rewarm_s > 0:
+                start = timer()
                 session.run(None, feeds)
+                while timer() - start < rewarm_s:
+                    session.run(None, feeds)
             start = timer()
             for _ in range(batch):
                 session.run(None, feeds)

@@ -338,6 +338,19 @@ def test_the_quantized_chains_are_valid_qdq_models_whose_links_are_int8_gemms():
             assert {efficiency_class([r]) for r in products} == {"gemm"}, op
 
 
+def test_a_quantized_chain_of_depthwise_convs_is_int8_depthwise():
+    import onnx
+
+    # 8 channels of 4x4, group 8, 3x3 kernel padded 1: each output element 9 MACs -> 8 x 16 x 9 = 1,152 per link;
+    # its weights are [8, 1, 3, 3]
+    model = achieved.qdq_chain_model("Conv", (1, 8, 4, 4), {"group": 8, "pads": [1, 1, 1, 1]}, 2)
+    onnx.checker.check_model(model)
+    products = [r for r in analyze(model).nodes if r.macs]
+    assert [r.macs for r in products] == [1152, 1152] and {r.dtype for r in products} == {"int8"}
+    assert {efficiency_class([r]) for r in products} == {"depthwise"}
+    assert [list(t.dims) for t in model.graph.initializer if t.name == "w0"] == [[8, 1, 3, 3]]
+
+
 GEMV_TABLE = (figure("gemv", 0.6) + "by_columns = [[10, 0.2], [1000, 0.8]]\n")
 
 

@@ -99,6 +99,14 @@ ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ..
     "gemm": {"int8": (("QDQ Conv 3x3, 64 channels, 56x56", "Conv", (1, 64, 56, 56), {"pads": [1, 1, 1, 1]}),
                       ("QDQ Conv 1x1, 256 channels, 28x28", "Conv", (1, 256, 28, 28), {"kernel": 1}),
                       ("QDQ MatMul 128x512 by 512x512", "MatMul", (128, 512), {}))},
+    # onnxruntime's integer depthwise kernels are its own, far from its gemm ones (on an EPYC: 3.4x
+    # slower than fp32 at 32 channels, docs/validation-findings.md): measured, not borrowed from gemm
+    "depthwise": {"int8": (("QDQ depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112),
+                            {"pads": [1, 1, 1, 1], "group": 32}),
+                           ("QDQ depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28),
+                            {"pads": [1, 1, 1, 1], "group": 128}),
+                           ("QDQ depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7),
+                            {"pads": [1, 1, 1, 1], "group": 512}))},
 }
 
 Timer = Callable[[], float]

@@ -75,7 +75,8 @@ class Finding:
         not counted take time the gain does not know of)."""
         proposed = f"; the change it would measure: {self.change}" if self.change else ""
         return replace(self, gain_s=0.0, gain_bytes=0 if self.kind != "capacity" else self.gain_bytes, change="",
-                       incomplete=why, detail=f"no gain measured on an incomplete analysis{proposed}. " + self.detail)
+                       incomplete=why, title=f"{self.title} (of the counted nodes only)",
+                       detail=f"no gain measured on an incomplete analysis{proposed}. " + self.detail)
 
 
 def ranked(findings: list[Finding]) -> list[Finding]:

@@ -318,6 +318,21 @@ def test_roofline_labels_of_close_roofs_do_not_collide():
     assert chart.x.domain[1] >= int8.ridge  # every ridge is on the plot
 
 
+def test_a_label_with_no_room_above_or_below_sits_on_its_own_line_and_crosses_no_other():
+    # H100's four roofs: 1.98 POP/s, 990 and 495 TFLOP/s (each 2x apart: about 16 px on this axis of
+    # points down to 1 GFLOP/s, less than a label's 10 px with its margins above and below its
+    # line) and 67 TFLOP/s
+    chart = roofline_chart([("fp8", 1979e12), ("fp16", 990e12), ("tf32", 495e12), ("fp32", 67e12)],
+                           [("DRAM", 3.35e12)], [RooflinePoint(0.5, 1e9, 0.1), RooflinePoint(500, 1e13, 0.1)])
+    boxes = [(r.label_y - 10, r.label_y + 3) for r in chart.roofs]  # cap height, descenders
+    for (top_a, bottom_a), (top_b, bottom_b) in zip(boxes, boxes[1:]):
+        assert bottom_a <= top_b or bottom_b <= top_a  # no two labels overlap
+    for roof, (top, bottom) in zip(chart.roofs, boxes):
+        crossed = [other.label for other in chart.roofs if top < other.y < bottom]
+        assert crossed == ([roof.label] if roof.on_line else []), roof.label
+    assert any(roof.on_line for roof in chart.roofs)  # these roofs are that close
+
+
 def test_roofline_points_without_dram_bytes_go_in_the_strip():
     chart = _fixed_roofline([RooflinePoint(None, 1e10, 0.0), RooflinePoint(None, 1e10, 1.0), RooflinePoint(5, 1e9)])
     assert chart.strip is not None and chart.strip.left > chart.plot.right

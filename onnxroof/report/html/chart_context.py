@@ -97,6 +97,7 @@ def roofline_frame(target: "Target", chart: RooflineChart, chart_id: str) -> dic
             "line": (roof.x1, roof.y, roof.x2),  # where the roof runs: a label must not cross it
             "label": f"{label} · {si(roof.value, unit)}",
             "label_x": svg_number(roof.label_x), "label_y": svg_number(roof.label_y), "anchor": roof.anchor,
+            "on_line": roof.on_line,
             "title": (f"{label} compute roof: {roof.value:,.6g} {unit} ({figure.tag}: {figure.source}); "
                       f"ridge at {roof.ridge:.4g} FLOP per DRAM byte"),
             "ridge": None,

@@ -193,6 +193,7 @@ class ComputeRoof:
     label_x: float  # where its label goes, and its anchor ("start" | "end")
     label_y: float
     anchor: str
+    on_line: bool = False  # its label sits on its own line (roofs too close for room above or below)
 
 
 @dataclass(frozen=True)
@@ -381,22 +382,30 @@ def roofline_chart(
         rx = x(min(max(ridge, x_lo), x_hi))
         raw.append((label, peak, ridge, ry, rx))
     # labels right-aligned at the right edge, just above their roof; one that would touch the
-    # roof (or label) above it goes just below its own line instead
-    label_ys = []
+    # roof (or label) above it goes just below its own line instead, and one that would cross the
+    # next roof there too (three roofs 2x apart: fp8, fp16, tf32) sits on its own line, which its
+    # halo hides behind the text
+    label_ys, on_line = [], []
     occupied = plot.top - 2.0  # the lowest pixel taken by the roofs and labels above
-    for _, _, _, ry, _ in raw:
+    for index, (_, _, _, ry, _) in enumerate(raw):
+        next_ry = raw[index + 1][3] if index + 1 < len(raw) else plot.bottom
+        below = max(ry + 5 + _LABEL_HEIGHT, occupied + 2 + _LABEL_HEIGHT)
         if ry - 6 - _LABEL_HEIGHT >= occupied + 1:
             label_ys.append(ry - 6)
             occupied = ry + 1
-        else:  # below its line, and below the label above it (roofs 2x apart: fp16, tf32)
-            label_ys.append(max(ry + 5 + _LABEL_HEIGHT, occupied + 2 + _LABEL_HEIGHT))
-            occupied = label_ys[-1] + 5  # the descenders under the baseline
+        elif below + 4 <= next_ry:
+            label_ys.append(below)
+            occupied = below + 5  # the descenders under the baseline
+        else:
+            label_ys.append(max(ry + _LABEL_HEIGHT / 2, occupied + 2 + _LABEL_HEIGHT))
+            occupied = label_ys[-1] + 5
+        on_line.append(label_ys[-1] - _LABEL_HEIGHT - 1 < ry < label_ys[-1] + 4)
     compute = []
-    for (label, peak, ridge, ry, rx), ly in zip(raw, label_ys):
+    for (label, peak, ridge, ry, rx), ly, inline in zip(raw, label_ys, on_line):
         compute.append(ComputeRoof(
             label=label, value=peak, ridge=ridge, y=ry, x1=rx, x2=plot.right,
             ridge_x=rx, ridge_y=ry, ridge_visible=x_lo <= ridge <= x_hi,
-            label_x=plot.right - 4, label_y=ly, anchor="end",
+            label_x=plot.right - 4, label_y=ly, anchor="end", on_line=inline,
         ))
 
     slopes = []

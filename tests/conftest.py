@@ -122,3 +122,22 @@ def relu_file(path, shape=(1, 3, 4, 4)):
 def one_error_line(err: str) -> bool:
     """A CLI error as the project promises it: one line, no traceback."""
     return err.startswith("onnxroof: error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def launch_target(tmp_path, rules: str = "[]") -> str:
+    """A target file: 1 TFLOP/s fp32, 1 TB/s DRAM, nothing on chip, 3 µs per kernel, fusing ``rules``
+    (one kernel per node by default)."""
+    path = tmp_path / "launchy.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
+                                 "node_overhead_s": 3e-6}, f'[fusion]\nrules = {rules}\nsource = "hand"\n', name="launchy"))
+    return str(path)
+
+
+def fixed_reshape_chain(adds: int = 20) -> onnx.ModelProto:
+    """x [batch, 128, 64] -> Relu -> Reshape to a stored [1, 128, 64] -> ``adds`` Adds: complete at
+    batch 1; at batch 8 the Reshape meets 8 x 8,192 elements, and it and every Add are not counted."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Reshape", ["r", "fixed"], ["a0"], name="fixed_reshape")]
+    nodes += [helper.make_node("Add", [f"a{i}", f"a{i}"], [f"a{i + 1}"], name=f"add_{i}") for i in range(adds)]
+    return make_model(nodes, [("x", TensorProto.FLOAT, ["batch", 128, 64])], [(f"a{adds}", TensorProto.FLOAT, None)],
+                      [("fixed", np.array([1, 128, 64]))])

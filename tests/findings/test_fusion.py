@@ -8,10 +8,8 @@ import pytest
 
 import onnxroof
 
-from conftest import target_text
+from conftest import launch_target
 from test_launch import add_chain
-
-FIGURES = {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12, "node_overhead_s": 3e-6}
 
 
 @pytest.mark.parametrize("rules, title", [
@@ -20,8 +18,7 @@ FIGURES = {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12, "nod
     ('["epilogue"]', "99 fewer kernels with elementwise, normalization, horizontal, attention fusion, in a runtime or "
                      "compiler that fuses more: 297 µs less (99%)")])
 def test_the_fusion_finding_names_no_flag_and_says_whose_fusion_it_is(tmp_path, rules, title):
-    path = tmp_path / "launchy.toml"
-    path.write_text(target_text(FIGURES, f'[fusion]\nrules = {rules}\nsource = "hand"\n', name="launchy"))
-    (fusion,) = [f for f in onnxroof.analyze(add_chain(), targets=[str(path)]).review() if f.kind == "fusion"]
+    (fusion,) = [f for f in onnxroof.analyze(add_chain(), targets=[launch_target(tmp_path, rules)]).review()
+                 if f.kind == "fusion"]
     assert fusion.title == title and fusion.change == ""
     assert fusion.gain_s == pytest.approx(297.0112e-6)

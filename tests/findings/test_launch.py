@@ -8,17 +8,9 @@ from onnx import TensorProto, helper
 
 import onnxroof
 
-from conftest import make_model, target_text
+from conftest import launch_target, make_model, target_text
 
 F32 = TensorProto.FLOAT
-
-
-def launch_target(tmp_path) -> str:
-    """1 TFLOP/s fp32, 1 TB/s DRAM, nothing on chip, one kernel per node, 3 µs per kernel."""
-    path = tmp_path / "launchy.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
-                                 "node_overhead_s": 3e-6}, '[fusion]\nrules = []\nsource = "hand"\n', name="launchy"))
-    return str(path)
 
 
 def add_chain(length: int = 100):

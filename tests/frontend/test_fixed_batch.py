@@ -12,7 +12,7 @@ import onnxroof
 from onnxroof.core.errors import OptionError
 from onnxroof.frontend.fixed_batch import fixed_batch
 
-from conftest import make_model, one_error_line, run, target_text
+from conftest import fixed_reshape_chain, launch_target, make_model, one_error_line, run
 
 F32 = TensorProto.FLOAT
 
@@ -69,10 +69,8 @@ def test_another_batch_is_refused_in_one_line_and_every_output_says_why(tmp_path
 
 
 def test_the_launch_finding_asks_for_a_re_export_and_claims_no_gain(tmp_path):
-    target = tmp_path / "launchy.toml"
-    target.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
-                                   "node_overhead_s": 3e-6}, '[fusion]\nrules = []\nsource = "hand"\n', name="launchy"))
-    analysis = onnxroof.analyze(static_export(), targets=[str(target)])
+    target = launch_target(tmp_path)
+    analysis = onnxroof.analyze(static_export(), targets=[target])
     (launch,) = [f for f in analysis.review() if f.kind == "launch"]
     # 40 Adds + the Expand are kernels of 3 µs each (the Reshapes are views): launches dominate
     assert launch.title.endswith("fuse kernels, or re-export with a dynamic batch and batch up")
@@ -84,15 +82,9 @@ def test_a_larger_batch_that_analyses_incompletely_gives_no_gain(tmp_path):
     """The input's batch is open but a Reshape's constant shape fixes 1 x 128 x 64 (8,192
     elements): at batch 8 the Reshape meets 65,536 elements and cannot run, so every node after
     it is not counted. The finding says so and claims nothing."""
-    target = tmp_path / "launchy.toml"
-    target.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
-                                   "node_overhead_s": 3e-6}, '[fusion]\nrules = []\nsource = "hand"\n', name="launchy"))
-    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-             helper.make_node("Reshape", ["r", "fixed"], ["a0"], name="fixed_reshape")]
-    nodes += [helper.make_node("Add", [f"a{i}", f"a{i}"], [f"a{i + 1}"], name=f"add_{i}") for i in range(20)]
-    model = make_model(nodes, [("x", F32, ["batch", 128, 64])], [("a20", F32, None)],
-                       [("fixed", np.array([1, 128, 64]))])
-    analysis = onnxroof.analyze(model, targets=[str(target)])
+    target = launch_target(tmp_path)
+    model = fixed_reshape_chain()
+    analysis = onnxroof.analyze(model, targets=[target])
     assert analysis.complete and analysis.fixed_batch is None
     (launch,) = [f for f in analysis.review() if f.kind == "launch"]
     assert launch.gain_s == 0.0 and launch.change == ""
@@ -104,15 +96,13 @@ def test_a_larger_batch_that_a_minus_one_absorbs_gives_no_gain(tmp_path):
     """The batch is open, but a Reshape to Concat([1], [-1]) (computed, so no stored shape says
     it) folds any batch into one row: at batch 8 the output is 1 x 512, not 8 x 64. The variant is
     complete, yet it is not the model at batch 8: no gain."""
-    target = tmp_path / "launchy.toml"
-    target.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
-                                   "node_overhead_s": 3e-6}, '[fusion]\nrules = []\nsource = "hand"\n', name="launchy"))
+    target = launch_target(tmp_path)
     nodes = [helper.make_node("Concat", ["one", "minus"], ["shape"], axis=0),
              helper.make_node("Reshape", ["x", "shape"], ["a0"])]
     nodes += [helper.make_node("Add", [f"a{i}", f"a{i}"], [f"a{i + 1}"]) for i in range(20)]
     model = make_model(nodes, [("x", F32, ["batch", 64])], [("a20", F32, None)],
                        [("one", np.array([1])), ("minus", np.array([-1]))])
-    analysis = onnxroof.analyze(model, targets=[str(target)])
+    analysis = onnxroof.analyze(model, targets=[target])
     assert analysis.fixed_batch is None and onnxroof.analyze(model, batch=8).complete
     (launch,) = [f for f in analysis.review() if f.kind == "launch"]
     assert launch.gain_s == 0.0 and launch.change == ""

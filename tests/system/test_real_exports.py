@@ -55,7 +55,8 @@ def assert_every_gain_is_from_a_complete_variant(path: Path, **binding) -> list:
 
 @pytest.mark.parametrize("name, binding", [
     ("gpt2-static-small", {}), ("bert-static-small", {}), ("yolov8n-ultralytics", {}), ("bert-optimum", {"dims": {"sequence_length": 128}}),
-    ("timm-resnet18", {}), ("whisper-optimum-decoder-with-past", DECODE | {"encoder_seq": 1500}),
+    ("timm-resnet18", {}), ("tf2onnx-keras-fixed", {}), ("tf2onnx-keras-dynamic", {}),
+    ("whisper-optimum-decoder-with-past", DECODE | {"encoder_seq": 1500}),
     ("t5-optimum-decoder-with-past", DECODE | {"encoder_seq": 256})])
 def test_no_finding_shows_a_gain_from_an_incomplete_variant(export, name, binding):
     findings = assert_every_gain_is_from_a_complete_variant(export(name), **binding)
@@ -65,6 +66,7 @@ def test_no_finding_shows_a_gain_from_an_incomplete_variant(export, name, bindin
 
 @pytest.mark.parametrize("name, fix", [("gpt2-static-small", "dynamic_shapes={'input_ids'"),
                                        ("bert-static-small", "dynamic_shapes={'input_ids'"),
+                                       ("tf2onnx-keras-fixed", "tf2onnx: a None batch dim in the input signature"),
                                        ("yolov8n-ultralytics", "ultralytics: model.export(format='onnx', dynamic=True)")])
 def test_a_static_export_names_its_batch_and_refuses_another(export, capsys, name, fix):
     path = export(name)
@@ -82,8 +84,9 @@ def test_a_static_export_names_its_batch_and_refuses_another(export, capsys, nam
     assert code == 2 and one_error_line(err) and "re-export with a dynamic batch" in err
 
 
-def test_a_dynamic_export_still_gets_batch_advice_measured_at_the_larger_batch(export):
-    path = export("timm-resnet18")
+@pytest.mark.parametrize("name", ["timm-resnet18", "tf2onnx-keras-dynamic"])
+def test_a_dynamic_export_still_gets_batch_advice_measured_at_the_larger_batch(export, name):
+    path = export(name)
     analysis = onnxroof.analyze(path, targets=["h100-sxm"])
     assert analysis.fixed_batch is None
     (launch,) = [f for f in analysis.review() if f.kind == "launch"]

@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING, Iterable
 
 from ..core.units import iec, si
-from ..roofline.band import BORROWED_LAUNCH_SHARE, launch_share
+from ..roofline.band import BORROWED_LAUNCH_SHARE, launch_share, rests_on_borrowed_launch
 from ..roofline.targets import LatencyKind
 
 if TYPE_CHECKING:
@@ -181,14 +181,10 @@ def latency_kind_words(report: "TargetReport") -> str:
             f"; {borrowed}" if borrowed else "")
     band, stated = report.band, report.target.error_band
     within = (f", within ±{band.value:.0%} ({band.source})" if band is not None else
-              f": ±{stated.value:.0%} on its published rows" if stated is not None and _rests_on_borrowed_launch(report)
+              f": ±{stated.value:.0%} on its published rows" if stated is not None and rests_on_borrowed_launch(report)
               else ", its error not measured for this model's roofs" if stated is not None else
               ", its error not yet measured")
     return f"a forecast from efficiencies measured on the target's runtime{within}" + (f"; {borrowed}" if borrowed else "")
-
-
-def _rests_on_borrowed_launch(report: "TargetReport") -> bool:
-    return "node_overhead_s" in report.borrowed and launch_share(report) >= BORROWED_LAUNCH_SHARE
 
 
 def borrowed_words(report: "TargetReport") -> str:

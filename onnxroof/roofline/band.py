@@ -45,13 +45,19 @@ def launch_share(report: TargetRun) -> float:
     return launches / report.latency_s if report.latency_s else 0.0
 
 
+def rests_on_borrowed_launch(report: TargetRun) -> bool:
+    """Whether the latency rests on a launch cost borrowed from other targets: launches take
+    ``BORROWED_LAUNCH_SHARE`` of it or more."""
+    return "node_overhead_s" in report.borrowed and launch_share(report) >= BORROWED_LAUNCH_SHARE
+
+
 def band_for(report: TargetRun) -> Figure | None:
     """The target's error band, if its measurements ran on the roofs that take this model's time
     (all but ``UNCOVERED_SHARE`` of it) and the latency does not rest on a borrowed launch cost
     (launches under ``BORROWED_LAUNCH_SHARE`` of it); else None, and a note says why."""
     target = report.target
-    borrowed = report.borrowed.get("node_overhead_s")
-    if target.error_band is not None and borrowed is not None and launch_share(report) >= BORROWED_LAUNCH_SHARE:
+    if target.error_band is not None and rests_on_borrowed_launch(report):
+        borrowed = report.borrowed["node_overhead_s"]
         report.notes.append(f"{BAND_NOTE}±{target.error_band.value:.0%}) holds on this target's published rows; "
                             f"the launch cost ({borrowed.value * 1e6:.3g} µs a kernel) is borrowed from other targets "
                             f"and takes {launch_share(report):.0%} of this model's time: small models may differ more "

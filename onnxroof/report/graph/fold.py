@@ -350,21 +350,27 @@ def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]],
     modules in ``opened`` one level more): ("node", index), or ("module", the folded module or
     the first block of its run)."""
     owner: dict[int, tuple] = {}
-
-    def walk(current: _Module, level: int) -> None:
+    # a stack of tasks, not Python recursion (a tree as deep as the names make it): done in the
+    # order a depth-first walk does them, so a run's first block is drawn before its copies
+    tasks: list[tuple] = [("walk", module, 0)]
+    while tasks:
+        task = tasks.pop()
+        if task[0] == "copy":  # a block of a run unfolded in place: each node as its first block's
+            _, child, first = task
+            for index, counterpart in zip(child.below, first.below):
+                owner[index] = owner[counterpart]
+            continue
+        _, current, level = task
         for index in current.own:
             owner[index] = ("node", index)
         local = runs if current is module else _runs(current)
+        later: list[tuple] = []
         for part, child in current.children.items():
             first = local.get(part)
             if first is not None and len(first) > 1 and first[0] in opened:
                 # a run unfolded in place: its first block's boxes stand for every block (alike:
                 # the same nodes in the same order), each box the node or module in all of them
-                if child is first[0]:
-                    walk(child, level + 1)
-                else:
-                    for index, counterpart in zip(child.below, first[0].below):
-                        owner[index] = owner[counterpart]
+                later.append(("walk", child, level + 1) if child is first[0] else ("copy", child, first[0]))
             elif first is not None and len(first) > 1:  # a run of alike blocks stays one box
                 for index in child.below:
                     owner[index] = ("module", first[0])
@@ -372,15 +378,19 @@ def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]],
                 for index in child.below:
                     owner[index] = ("module", child)
             else:
-                walk(child, level + 1)
-
-    walk(module, 0)
+                later.append(("walk", child, level + 1))
+        tasks.extend(reversed(later))
     return owner
 
 
 def _height(module: _Module) -> int:
-    """The levels of modules below ``module`` (0: it has none)."""
-    return 1 + max(map(_height, module.children.values())) if module.children else 0
+    """The levels of modules below ``module`` (0: it has none); walked with a stack."""
+    height, stack = 0, [(module, 0)]
+    while stack:
+        current, level = stack.pop()
+        height = max(height, level)
+        stack.extend((child, level + 1) for child in current.children.values())
+    return height
 
 
 def _runs(module: _Module) -> dict[str, list[_Module]]:

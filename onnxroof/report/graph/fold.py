@@ -119,7 +119,7 @@ def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | No
     levels down whatever its size (else: as many as keep it within ``budget`` boxes)."""
     records = analysis.nodes
     shown = [i for i, r in enumerate(records) if drawn(r)]
-    paths = {i: record_path(records[i]) for i in shown}
+    paths = {i: _real_path(record_path(records[i])) for i in shown}
     index_of = {records[i].name: i for i in shown}
     producer_of = {tensor: i for i in shown for tensor in records[i].outputs}
     _fold_structure(paths, records, producer_of, budget)
@@ -165,6 +165,16 @@ def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | No
                 views.append(variant)
                 queue.append(variant)
     return views
+
+
+def _real_path(path: tuple[str, ...]) -> tuple[str, ...]:
+    r"""A node's module path with any NUL shown as '?' (as every output shows it): the parts that
+    folding by structure makes start with NUL, so a model's own must hold none.
+
+    >>> _real_path(("enc\x00oder", "layer.0"))
+    ('enc?oder', 'layer.0')
+    """
+    return tuple(part.replace(_SYNTHETIC, "?") for part in path) if any(_SYNTHETIC in p for p in path) else path
 
 
 def start_view(views: list[GraphView], budget: int = BOX_BUDGET) -> GraphView:

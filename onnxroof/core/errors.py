@@ -10,6 +10,13 @@ EXIT_OK = 0
 EXIT_BUDGET = 1  # reserved for budget gates
 EXIT_USAGE = 2  # bad usage, unreadable model, or (with --strict) incomplete analysis
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT (2), as a shell reports it
+EXIT_TERMINATED = 143  # SIGTERM (a scheduler's stop): 128 + 15
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, where a command stops as Ctrl-C stops it (its work cleaned up, what is done kept):
+    an interrupt, so every handler of one applies, but its exit code is SIGTERM's."""
 
 
 class OnnxroofError(Exception):

@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError
+from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError, Terminated
 from ...core.files import LineStream
 from ..analysing import analyze_source
 from ..options import EXAMPLES, analysis_options, budget_option, positive_int, positive_seconds
@@ -235,9 +235,9 @@ def _prepare(plugins: tuple[str, ...]) -> None:
 
 def _stop_on_sigterm():
     """SIGTERM (a scheduler's stop) ends the run as Ctrl-C does: the workers stopped, the lines
-    done kept. Returns what puts the handler it replaced back."""
+    done kept (exit 143, SIGTERM's, not Ctrl-C's 130). Returns what puts the handler it replaced back."""
     def stop(signum, frame):
-        raise KeyboardInterrupt
+        raise Terminated
 
     try:
         previous = signal.signal(signal.SIGTERM, stop)

@@ -64,7 +64,7 @@ def test_path_strings_stay_linear_in_a_100000_level_name():
 @pytest.mark.parametrize("levels", [250, 1000])
 def test_every_tree_output_of_a_deep_name_exits_0(capsys, tmp_path, levels):
     path = tmp_path / "deep.onnx"
-    onnx.save(deep_model(levels), path)
+    onnx.save(deep_model(levels, nodes=2), path)  # two nodes: the folded module is a box, not its one node
     code, out, _ = run(capsys, "summary", path, "--by", "module")
     assert code == 0 and FOLDED_NOTE in out
     # the table's rows: (model) and one per level, 32 of them
@@ -74,7 +74,8 @@ def test_every_tree_output_of_a_deep_name_exits_0(capsys, tmp_path, levels):
                  ["diff", path, "--format", "html", "-o", tmp_path / "d.html"], ["summary", "--target", "l4"]):
         code, _, err = run(capsys, *argv[:1], path, *argv[1:])
         assert code == 0, (argv, err)
-    ET.parse(tmp_path / "g.svg")
+    svg = ET.parse(tmp_path / "g.svg").getroot()
+    assert any(FOLDED_NOTE in text for text in svg.itertext())  # the folded module's box's tooltip says so
 
 
 def test_the_report_nests_one_details_a_level_without_a_recursive_macro():

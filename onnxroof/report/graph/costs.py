@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from ...compare.modules import FOLDED_NOTE
 from ...core.text import printable
 from ...core.units import iec, seconds, si
 from ...roofline.placement import node_times
@@ -113,6 +114,8 @@ def box_text(item: "GraphItem", analysis: "Analysis", targets: Sequence[TargetCo
     else:
         blocks = f" ({item.repeats} alike blocks, all counted)" if item.repeats > 1 else ""
         lines = [printable(f"{item.label} {item.name}".strip()) + blocks, f"{len(item.nodes):,} nodes"]
+        if item.folded:
+            lines.append(FOLDED_NOTE)
     lines.append(f"MACs {si(macs)} · FLOPs {si(flops)} · params {si(params)}")
     lines.append(f"bytes: weights {iec(weights)} · activations in+out {iec(moved)}")
     for costs in targets:

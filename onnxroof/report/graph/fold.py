@@ -44,7 +44,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
-from ...compare.modules import record_path
+from ...compare.modules import MAX_MODULE_DEPTH, record_path
 from ...cost.records import NodeStatus
 from ..formatting import shape_text
 
@@ -70,6 +70,7 @@ class GraphItem:
     repeats: int = 1  # alike blocks this box stands for
     view: str | None = None  # a module: the view that opens it
     variant: str | None = None  # a module: the view that is this one with the module unfolded in place
+    folded: bool = False  # a module whose name holds the rest of a path deeper than MAX_MODULE_DEPTH
 
 
 @dataclass
@@ -291,7 +292,8 @@ class _Views:
         if module.path[-1].startswith(_SYNTHETIC):  # folded by structure: say which nodes, by name
             first, last = self.records[module.below[0]].name, self.records[module.below[-1]].name
             path = f"{first} … {last}" if first != last else first
-        return GraphItem(key, "module", label, path, [], len(blocks), key)  # a run's box: every block's nodes
+        folded = len(module.path) == MAX_MODULE_DEPTH and "/" in module.path[-1]
+        return GraphItem(key, "module", label, path, [], len(blocks), key, folded=folded)  # a run's box: every block's nodes
 
     def _edges(self, module: _Module, item_of: dict[int, str], block_of: dict[int, tuple[int, int]]
                ) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:

@@ -30,7 +30,6 @@ target is split over its nodes by FLOPs (by bytes when it does none), the split 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
@@ -48,7 +47,7 @@ MAX_MODULE_DEPTH = 32
 FOLDED_NOTE = (f"module paths deeper than {MAX_MODULE_DEPTH} levels are folded: "
                f"the rest of such a path is its level {MAX_MODULE_DEPTH}'s name")
 OWN_NODES = "(its own nodes)"  # the nodes of a module that are in none of its children
-_NUMBERED = re.compile(r"^(.*?)(\d+)$")  # layer.11, layers_3, h.0: a block repeated by index
+NUMBER_DIGITS = 18  # a block's index has at most this many digits (a longer run of digits is a name)
 
 
 @dataclass
@@ -231,6 +230,24 @@ def walk(module: ModuleCost) -> Iterator[tuple[ModuleCost, int]]:
         stack.extend((child, level + 1) for child in reversed(entry.children))
 
 
+def numbered(name: str) -> tuple[str, int] | None:
+    """A block repeated by index (``layer.11``, ``layers_3``, ``h.0``): its name's prefix and its
+    trailing number; None when it ends in no digit or in more than :data:`NUMBER_DIGITS` (a
+    name is any text: a backwards scan, linear, where a regular expression backtracked in the
+    square of the digits, and no int() of thousands of digits).
+
+    >>> numbered("layer.11"), numbered("pool"), numbered("1" * 40)
+    (('layer.', 11), None, None)
+    """
+    start = len(name)
+    while start > 0 and len(name) - start <= NUMBER_DIGITS and name[start - 1] in "0123456789":
+        start -= 1
+    digits = len(name) - start
+    if digits == 0 or digits > NUMBER_DIGITS:
+        return None
+    return name[:start], int(name[start:])
+
+
 def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str]]:
     """Siblings in order, with runs of alike numbered blocks (``layer.0`` ... ``layer.11``, the
     same costs) as one entry: (the first block, how many, a label such as ``layer.0-11``).
@@ -243,15 +260,16 @@ def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str
     i = 0
     while i < len(children):
         first = children[i]
-        match = _NUMBERED.match(first.name)
+        index = numbered(first.name)
         j = i + 1
-        if match:
-            prefix, number = match.group(1), int(match.group(2))
+        if index is not None and j < len(children):
+            prefix, number = index
+            signature = first.signature()
             while (j < len(children) and children[j].name == f"{prefix}{number + (j - i)}"
-                   and children[j].signature() == first.signature()):
+                   and children[j].signature() == signature):
                 j += 1
         count = j - i
-        label = first.name if count == 1 else f"{first.name}-{int(match.group(2)) + count - 1}"  # type: ignore[union-attr]
+        label = first.name if count == 1 else f"{first.name}-{index[1] + count - 1}"  # type: ignore[index]
         runs.append((first, count, label))
         i = j
     return runs

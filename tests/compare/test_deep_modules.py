@@ -12,7 +12,7 @@ import onnxroof
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.compare.modules import MAX_MODULE_DEPTH, FOLDED_NOTE, is_folded, module_tree, record_path, walk
+from onnxroof.compare.modules import FOLDED_NOTE, MAX_MODULE_DEPTH, is_folded, module_tree, numbered, record_path, walk
 from onnxroof.report.html.pages import render_html
 
 from conftest import make_model, run
@@ -94,3 +94,25 @@ def test_the_largest_module_finding_names_a_folded_module_s_nodes():
     folded = "/".join(f"m{i}" for i in range(40))
     assert largest and largest[0].modules == (folded,)
     assert largest[0].nodes == (analysis.nodes[0].name,)
+
+
+def test_a_block_index_is_its_trailing_digits_up_to_18():
+    assert numbered("layer.11") == ("layer.", 11) and numbered("h.0") == ("h.", 0)
+    assert numbered("layer.007") == ("layer.", 7)  # the next block is layer.8, as before
+    assert numbered("x" + "9" * 18) == ("x", 10**18 - 1) and numbered("x" + "9" * 19) is None
+    assert numbered("1" * 20_000 + "x") is None  # no digit at the end
+
+
+@pytest.mark.parametrize("segment", ["layer" + "1" * 5000, "1" * 20_000 + "x"])
+def test_module_names_of_many_digits(capsys, tmp_path, segment):
+    """5,000 digits: past Python's 4,300-digit int() limit (it was exit 3); 20,000 digits then a
+    letter: a regular expression backtracked over every suffix (seconds per name)."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name=f"/{segment}/Relu"),
+             helper.make_node("Relu", ["a"], ["y"], name=f"/{segment}b/Relu")]
+    path = tmp_path / "m.onnx"
+    onnx.save(make_model(nodes, [("x", F32, [1, 8])], [("y", F32, [1, 8])]), path)
+    for argv in (["summary", path, "--by", "module"], ["graph", path, "-o", tmp_path / "g.svg"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+    root = module_tree(onnxroof.analyze(onnx.load(path)))
+    assert [m.name for m in root.children] == [segment, segment + "b"]

@@ -39,12 +39,11 @@ Folded constants and shape arithmetic (nodes no target runs as a kernel) are not
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
-from ...compare.modules import MAX_MODULE_DEPTH, record_path
+from ...compare.modules import MAX_MODULE_DEPTH, numbered, record_path
 from ...cost.records import NodeStatus
 from ..formatting import shape_text
 
@@ -54,7 +53,6 @@ if TYPE_CHECKING:
 
 BOX_BUDGET = 100  # at most this many boxes in a view, where folding can make it so
 STUB_LIMIT = 8  # past this many tensors entering (or leaving) a view, the rest share one stub
-_NUMBERED = re.compile(r"^(.*?)(\d+)$")
 _SYNTHETIC = "\x00"  # starts the path parts folding by structure makes: no exporter writes it
 
 
@@ -284,8 +282,8 @@ class _Views:
         blocks = module.run or [module]
         label = module.label
         if len(blocks) > 1:
-            match = _NUMBERED.match(blocks[-1].label)
-            label = f"{module.label}-{match.group(2) if match else blocks[-1].label}"
+            index = numbered(blocks[-1].label)
+            label = f"{module.label}-{index[1] if index else blocks[-1].label}"
         key = self._key("m")
         self.modules[key] = module
         path = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path)
@@ -416,9 +414,9 @@ def _runs(module: _Module) -> dict[str, list[_Module]]:
     while i < len(children):
         first = children[i]
         run = [first]
-        match = _NUMBERED.match(first.label)
-        if match:
-            prefix, number = match.group(1), int(match.group(2))
+        index = numbered(first.label)
+        if index is not None:
+            prefix, number = index
             signature = _signature(first)
             j = i + 1
             while (j < len(children) and children[j].label == f"{prefix}{number + (j - i)}"

@@ -116,3 +116,38 @@ def test_module_names_of_many_digits(capsys, tmp_path, segment):
         assert code == 0, err
     root = module_tree(onnxroof.analyze(onnx.load(path)))
     assert [m.name for m in root.children] == [segment, segment + "b"]
+
+
+def test_the_flat_rows_nest_as_the_tree_does():
+    """/encoder/layer.{0,1}/{fc,act}, /head: (model) > encoder > layer.0-1 > fc, act; (model) > head."""
+    from html.parser import HTMLParser
+
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="/encoder/layer.0/fc/Relu"),
+             helper.make_node("Relu", ["a"], ["b"], name="/encoder/layer.0/act/Relu"),
+             helper.make_node("Relu", ["b"], ["c"], name="/encoder/layer.1/fc/Relu"),
+             helper.make_node("Relu", ["c"], ["d"], name="/encoder/layer.1/act/Relu"),
+             helper.make_node("Relu", ["d"], ["y"], name="/head/Relu")]
+    html = render_html(onnxroof.analyze(make_model(nodes, [("x", F32, [1, 8])], [("y", F32, [1, 8])])))
+    section = html[html.index('id="modules"'):html.index("</section>", html.index('id="modules"'))]
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.depth, self.rows, self.naming = 0, [], False
+
+        def handle_starttag(self, tag, attributes):
+            self.depth += tag == "details"
+            self.naming = tag == "span" and ("class", "module-name mono") in attributes
+
+        def handle_endtag(self, tag):
+            self.depth -= tag == "details"
+
+        def handle_data(self, data):
+            if self.naming:
+                self.rows.append((self.depth, data.strip()))
+                self.naming = False
+
+    rows = Rows()
+    rows.feed(section)
+    assert rows.rows == [(1, "(model)"), (2, "encoder"), (3, "layer.0-1"), (4, "fc"), (4, "act"), (2, "head")]
+    assert rows.depth == 0

@@ -140,18 +140,31 @@ class _Plan:
         kept = "" if self.stdout or not self.atomic else "; nothing was replaced"
         return OutputError(f"{name}: cannot be written ({reason}){kept}; {fix}")
 
-    def write_temporary(self, text: str | Iterable[str]) -> str:
-        """``text`` in a temporary file beside the real file; its name."""
+    def create_temporary(self, prefix: str | None = None, suffix: str = ".tmp") -> tuple[int, str]:
+        """A new, empty file beside the real file, created exclusively under a fresh name (never a
+        planted link, never another run's file), with the permissions a new file gets: its
+        descriptor (open for writing) and its name."""
         try:
-            handle, temporary = tempfile.mkstemp(prefix=f".{self.real.name}.", suffix=".tmp", dir=self.real.parent)
+            handle, temporary = tempfile.mkstemp(prefix=f".{self.real.name}." if prefix is None else prefix,
+                                                 suffix=suffix, dir=self.real.parent)
         except OSError as exc:
             raise self.failure(exc) from None
+        umask = os.umask(0)
+        os.umask(umask)
+        try:
+            os.fchmod(handle, 0o666 & ~umask)  # mkstemp makes it private; a report is not
+        except OSError as exc:
+            os.close(handle)
+            Path(temporary).unlink(missing_ok=True)
+            raise self.failure(exc) from None
+        return handle, temporary
+
+    def write_temporary(self, text: str | Iterable[str]) -> str:
+        """``text`` in a temporary file beside the real file; its name."""
+        handle, temporary = self.create_temporary()
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 stream.writelines(_chunks(text))
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a report is not
         except BaseException as exc:
             Path(temporary).unlink(missing_ok=True)
             if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
@@ -176,14 +189,16 @@ class _Plan:
 
 class LineStream:
     """Lines written as they come, each whole, for a run that may be stopped part way (``check``
-    over many models): to standard output (``path`` None or ``-``), flushed line by line, or to
-    ``PATH.partial`` (beside the real file when ``path`` is a symbolic link), renamed to ``path``
-    by :meth:`finish` once every line is in. A run stopped before that (Ctrl-C, a kill) leaves
-    ``path`` as it was and ``PATH.partial`` with the lines done: whole lines only, each written
-    in one call, so it reads at any moment as a valid JSON Lines file. A device or a pipe
-    (``-o /dev/stdout``) is written through directly. A system error on writing (a full disk)
-    is an :class:`OutputError` naming the file, the old file kept; ``inputs`` (the models read)
-    are refused as ``path``."""
+    over many models): to standard output (``path`` None or ``-``), flushed line by line, or to a
+    fresh ``PATH.XXXXXXXX.partial`` beside the real file (a symbolic link followed), created
+    exclusively as every output's temporary file is (:class:`_Plan`), so that a planted link or a
+    second run on the same ``path`` never shares it; renamed to ``path`` by :meth:`finish` once
+    every line is in. A run stopped before that (Ctrl-C, a kill) leaves ``path`` as it was and the
+    partial file (:attr:`partial`) with the lines done: whole lines only, each written in one
+    call, so it reads at any moment as a valid JSON Lines file. A device or a pipe (``-o
+    /dev/stdout``) is written through directly. A system error on writing (a full disk) is an
+    :class:`OutputError` naming the file, the old file kept; ``inputs`` (the models read) are
+    refused as ``path``."""
 
     def __init__(self, path: str | os.PathLike | None, inputs: Iterable[str | os.PathLike] = ()):
         self.path = None if path is None or str(path) == "-" else Path(path)
@@ -192,15 +207,16 @@ class LineStream:
         self.lines = 0
         if self.path is None:
             return
-        self.real, direct = resolve_output(self.path)
-        refuse_inputs(self.path, self.real, "-o", inputs)
-        written = self.real
-        if not direct:
-            self.partial = written = self.real.with_name(self.real.name + ".partial")
-        try:
-            self.descriptor = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o666)
+        plan = _Plan("-o", self.path, inputs)
+        self.real = plan.real
+        if plan.atomic:
+            self.descriptor, partial = plan.create_temporary(prefix=f"{self.real.name}.", suffix=".partial")
+            self.partial = Path(partial)
+            return
+        try:  # a device or a pipe: written through
+            self.descriptor = os.open(self.real, os.O_WRONLY | os.O_APPEND)
         except OSError as exc:
-            raise OutputError(f"-o {self.path}: cannot write {written} ({exc.strerror}); give a path you can write") from None
+            raise plan.failure(exc) from None
 
     def write(self, line: str) -> None:
         """One line (its newline added), whole."""

@@ -469,7 +469,10 @@ def _totals(records: list[NodeRecord], parameters: dict[str, tuple[int, int]]) -
 
 
 def _warnings(analysis: Analysis) -> list[str]:
-    warnings = []
+    from .roofline.target_paths import origin_note
+
+    # a target not read from onnxroof's own files (./hardware, the user's folder, a path) says so
+    warnings = [note for note in dict.fromkeys(origin_note(r.target.name, r.target.path) for r in analysis.targets) if note]
     if analysis.unresolved_dims:
         fixes = " ".join(dict.fromkeys(d.fix for d in analysis.unresolved_dims))
         names = ", ".join(f"{d.input_name}[{d.axis}]" + (f" ({d.symbol})" if d.symbol else "") for d in analysis.unresolved_dims)

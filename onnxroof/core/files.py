@@ -105,6 +105,38 @@ def refuse_inputs(path: str | os.PathLike, real: Path, flag: str, inputs: Iterab
                              "give another file name")
 
 
+def read_small_file(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes, else a one-line
+    UsageError naming it: a device, a pipe or a folder is refused before it is read and opened
+    non-blocking, so that a FIFO never waits for a writer and ``/dev/zero`` is never read, and no
+    more than ``limit`` bytes are ever read (a file growing as it is read included). ``what``
+    names the kind of file in the message about its size ("target file")."""
+    reason = not_a_file(path)
+    if reason != "a regular file":
+        raise UsageError(f"{path}: {reason}; give a {what}")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
+    try:
+        facts = os.fstat(descriptor)
+        if not stat.S_ISREG(facts.st_mode):  # swapped for a pipe or a device since the check above
+            raise UsageError(f"{path}: not a regular file (a device or a pipe); give a {what}")
+        data = b"" if facts.st_size > limit else os.read(descriptor, limit + 1)
+        while facts.st_size <= limit and len(data) <= limit:  # a short read before the end
+            more = os.read(descriptor, limit + 1 - len(data))
+            if not more:
+                break
+            data += more
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(descriptor)
+    if facts.st_size > limit or len(data) > limit:
+        raise UsageError(f"{path}: over {limit:,} bytes, more than any {what} holds; give a {what}")
+    return data
+
+
 def not_a_file(path: str | os.PathLike) -> str:
     """Why ``path``, given as a file to read, is not one, in words: no such file, a directory, a
     device or a pipe, a dangling link."""

@@ -44,10 +44,20 @@ def incomplete_sides(diff: "ModelDiff") -> list[str]:
             "bound (≥, ≤)" for side, analysis in (("base", diff.base), ("head", diff.head)) if not analysis.complete]
 
 
+def target_origins(diff: "ModelDiff") -> list[str]:
+    """A line per target not read from onnxroof's own files (``./hardware``, the user's folder, a
+    path): the figures the diff and its budgets rest on came from there."""
+    from ...roofline.target_paths import origin_note
+
+    notes = (origin_note(r.target.name, r.target.path) for a in (diff.base, diff.head) for r in a.targets)
+    return [note for note in dict.fromkeys(notes) if note]
+
+
 def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), rows: int = 15) -> str:
     base, head = diff.base.model, diff.head.model
     lines = [f"### onnxroof diff: {escape(base.name)} → {escape(head.name)}", "", f"**{summary_line(diff)}**", ""]
     lines += [f"⚠️ **{escape(line)}**" for line in incomplete_sides(diff)] + ([""] if incomplete_sides(diff) else [])
+    lines += [f"⚠️ {escape(line)}" for line in target_origins(diff)] + ([""] if target_origins(diff) else [])
     if diff.input_changes:
         lines += ["⚠️ **Inputs changed:** " + "; ".join(escape(c) for c in diff.input_changes), ""]
     broken = [b for b in budgets if b.broken]
@@ -142,7 +152,7 @@ def _percent(before: float, after: float) -> str:
 
 def render_diff_table(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> str:
     lines = [f"onnxroof diff: {diff.base.model.name} -> {diff.head.model.name}", summary_line(diff)]
-    lines += [f"! {c}" for c in [*incomplete_sides(diff), *diff.input_changes]]
+    lines += [f"! {c}" for c in [*incomplete_sides(diff), *target_origins(diff), *diff.input_changes]]
     width = max(len(label) for label, _ in _deltas(diff))
     for label, d in _deltas(diff):
         lines.append(f"  {label:{width}}  {side_value(d, 'base'):>12}  {side_value(d, 'head'):>12}  "
@@ -180,6 +190,7 @@ def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict
         "head": {"name": diff.head.model.name, "path": diff.head.model.path, "complete": diff.head.complete,
                  "missing": diff.head.missing},
         "input_changes": diff.input_changes,
+        "target_origins": target_origins(diff),  # targets not read from onnxroof's own files, in words
         "threshold": diff.threshold,  # a change below this fraction is marked neither better nor worse
         "totals": [delta(d) for d in diff.totals],
         "targets": {name: [delta(d) for d in ds] for name, ds in diff.targets.items()},

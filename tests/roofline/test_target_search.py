@@ -92,11 +92,17 @@ def test_a_local_file_hiding_a_bundled_target_says_so_in_every_output(capsys, fo
                  ["diff", model, model, "--target", "l4"], ["diff", model, model, "--target", "l4", "--format", "markdown"]):
         code, out, _ = run(capsys, *argv, "-q")
         assert code == 0 and note in out.replace("\\", ""), argv  # Markdown escapes the path's _
-    code, out, _ = run(capsys, "diff", model, model, "--target", "l4", "--format", "json", "-q")
-    assert json.loads(out)["target_origins"] == [note]
-    for command in ("report", "diff"):
+    for command in ("diff", "compare"):
+        code, out, _ = run(capsys, command, model, model, "--target", "l4", "--format", "json", "-q")
+        assert json.loads(out)["target_origins"] == [note], command
+        code, out, _ = run(capsys, command, model, model, "--target", "l4", "-q")
+        assert code == 0 and note in out, command
+    code, out, _ = run(capsys, "compare", model, model, "--target", "l4", "--format", "markdown", "-q")
+    assert code == 0 and note in out.replace("\\", ""), out
+    for command in ("report", "diff", "compare"):
         page = folder / f"{command}.html"
-        argv = [command, model, *([model, "--format", "html"] if command == "diff" else []), "--target", "l4", "-o", page, "-q"]
+        pair = [model, "--format", "html"] if command != "report" else []
+        argv = [command, model, *pair, "--target", "l4", "-o", page, "-q"]
         assert run(capsys, *argv)[0] == 0
         assert note.replace("'", "&#39;") in page.read_text(), command
 

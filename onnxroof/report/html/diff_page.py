@@ -93,7 +93,7 @@ def diff_page(diff: "ModelDiff", budgets: list["BudgetResult"]) -> DiffPage:
         summary=_summary_items(diff),
         input_changes=diff.input_changes,
         incomplete=incomplete_sides(diff),
-        target_origins=target_origins(diff),
+        target_origins=target_origins((diff.base, diff.head)),
         budgets=[{"text": b.describe(), "broken": b.broken} for b in budgets],
         budgets_broken=len(broken),
         deltas=_deltas(diff),

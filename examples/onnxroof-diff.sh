@@ -80,7 +80,8 @@ number=0
 while IFS= read -r -d '' target; do
   number=$((number + 1))
   if [ "${PR_TARGETS:-false}" != "true" ] && { [[ "$target" == */* ]] || [[ "$target" == *.toml ]] || [ -e "$target" ]; }; then
-    inside=$(realpath -m -s --relative-to=. -- "$target")  # a link is not followed: its own name is read
+    # relative to the checkout, a link not followed (its own name is read at the base commit)
+    inside=$("$python" -c 'import os, sys; print(os.path.relpath(os.path.abspath(sys.argv[1])))' "$target")
     if [[ "$inside" != ../* ]]; then  # a file of the repository: as it is at the base commit
       if [ -z "${BASE_REF:-}" ] || ! git cat-file -e "$BASE_REF:./$inside" 2>/dev/null; then
         setup_failed "the targets input: $target is a file of the pull request's checkout, which is not read unless the workflow sets pr-targets: true; $([ -n "${BASE_REF:-}" ] && echo "base-ref does not have it" || echo "there is no base-ref to read it from")"

@@ -469,10 +469,7 @@ def _totals(records: list[NodeRecord], parameters: dict[str, tuple[int, int]]) -
 
 
 def _warnings(analysis: Analysis) -> list[str]:
-    from .roofline.target_paths import origin_note
-
-    # a target not read from onnxroof's own files (./hardware, the user's folder, a path) says so
-    warnings = [note for note in dict.fromkeys(origin_note(r.target.name, r.target.path) for r in analysis.targets) if note]
+    warnings = []
     if analysis.unresolved_dims:
         fixes = " ".join(dict.fromkeys(d.fix for d in analysis.unresolved_dims))
         names = ", ".join(f"{d.input_name}[{d.axis}]" + (f" ({d.symbol})" if d.symbol else "") for d in analysis.unresolved_dims)
@@ -496,7 +493,11 @@ def _warnings(analysis: Analysis) -> list[str]:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
         reasons = sorted({r.reason for r in analysis.nodes if r.status == NodeStatus.UNKNOWN_VALUE})
         warnings.append(f"nodes not counted (unknown shapes or values, invalid nodes, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
-    return warnings
+    from .roofline.target_paths import origin_note
+
+    # last (the first warning is the reason nothing was counted): a target ./hardware or the user's folder gave
+    return warnings + [note for note in dict.fromkeys(origin_note(r.target.name, r.target.path) for r in analysis.targets)
+                       if note]
 
 
 def _undecided_conditions(analysis: Analysis) -> list[str]:

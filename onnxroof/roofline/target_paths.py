@@ -4,7 +4,7 @@ be, and, in words, where a target was read from when it is not one of onnxroof's
 
 A file found on the search path is read exactly as an explicit ``--target FILE`` is (a regular
 file, at most :data:`MAX_TARGET_FILE_BYTES`: ``targets.parse_target``), and a target read from
-anywhere but the bundled folder says so in every output (:func:`origin_note`): a ``hardware/l4.toml``
+the search path but not the bundled folder says so in every output (:func:`origin_note`): a ``hardware/l4.toml``
 in the current folder hides the bundled ``l4``, which a pull request could otherwise do unseen.
 ``ONNXROOF_CWD_TARGETS=0`` leaves ``./hardware`` out of the search (the PR Action sets it: the
 pull request's checkout is not trusted)."""
@@ -102,9 +102,18 @@ def is_bundled(path: str | os.PathLike) -> bool:
 
 
 def origin_note(name: str, path: str) -> str:
-    """Where a target was read from, in words, when that is not onnxroof's bundled folder; ""
-    for a bundled one or one built in code (no path)."""
+    """Where a target was read from, in words, when it is a file of the search path other than
+    onnxroof's bundled ones (``./hardware``, the user's folder: what ``--target NAME`` finds
+    there, hiding a bundled target of that name or not); "" for a bundled one, one built in code
+    (no path), or a file given by its path elsewhere (the command names it)."""
     if not path or is_bundled(path):
+        return ""
+    try:
+        folder = Path(path).resolve().parent
+        searched = any(folder == candidate.resolve() for candidate in search_folders())
+    except (OSError, RuntimeError):
+        searched = False
+    if not searched:
         return ""
     hidden = Path(path).stem in bundled_targets()
     return (f"target {name} is read from {path}, not from onnxroof's bundled targets"

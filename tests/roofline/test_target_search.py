@@ -1,7 +1,7 @@
 """The targets search path (``./hardware``, the user's folder, the bundled files) read as an
 explicit ``--target FILE`` is (issue 43.5): a regular file of bounded size, never a pipe or a
 device; one broken file does not hide the others from ``onnxroof targets``; a target read from
-anywhere but onnxroof's own files says so in every output; ``ONNXROOF_CWD_TARGETS=0`` leaves
+the search path but not onnxroof's own files says so in every output; ``ONNXROOF_CWD_TARGETS=0`` leaves
 ``./hardware`` out (the PR Action)."""
 
 from __future__ import annotations
@@ -124,3 +124,12 @@ def test_a_calibrated_target_of_its_own_name_is_named_with_its_file(capsys, fold
     (own / "lab-box.toml").write_text(LOCAL_L4.replace('name = "l4"', 'name = "lab-box"'))
     code, out, _ = run(capsys, "targets")
     assert code == 0 and f"target lab-box is read from {own / 'lab-box.toml'}, not from onnxroof's bundled targets\n" in out
+
+
+def test_a_file_given_by_its_path_elsewhere_is_named_by_the_command_not_warned_about(capsys, folder):
+    own = folder / "elsewhere.toml"
+    own.write_text(LOCAL_L4)
+    model = relu_file(folder / "m.onnx")
+    code, out, _ = run(capsys, "summary", model, "--target", own, "--format", "json", "-q")
+    document = json.loads(out)
+    assert code == 0 and document["warnings"] == [] and document["targets"][0]["path"] == str(own)

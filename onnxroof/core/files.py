@@ -211,12 +211,26 @@ class _Plan:
                 sys.stdout.writelines(_chunks(text))
                 sys.stdout.flush()
             else:
-                with open(self.real, "w", encoding="utf-8") as stream:
+                with os.fdopen(open_direct(self.real, os.O_TRUNC), "w", encoding="utf-8") as stream:
                     stream.writelines(_chunks(text))
         except BrokenPipeError:
             raise  # the reader went away: the command line ends quietly
         except OSError as exc:
             raise self.failure(exc) from None
+
+
+def open_direct(path: str | os.PathLike, flags: int = 0) -> int:
+    """A device or a pipe (or standard output by its ``/dev`` name) opened for writing with
+    ``flags`` added: opened non-blocking, so that a FIFO no process reads is an error at once
+    (ENXIO, in words) rather than a wait for ever, then made blocking for the writes."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "a pipe that no process reads") from None
+        raise
+    os.set_blocking(descriptor, True)
+    return descriptor
 
 
 class LineStream:
@@ -246,7 +260,7 @@ class LineStream:
             self.partial = Path(partial)
             return
         try:  # a device or a pipe: written through
-            self.descriptor = os.open(self.real, os.O_WRONLY | os.O_APPEND)
+            self.descriptor = open_direct(self.real, os.O_APPEND)
         except OSError as exc:
             raise plan.failure(exc) from None
 

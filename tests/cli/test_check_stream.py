@@ -54,3 +54,16 @@ def test_a_folder_that_cannot_hold_the_partial_file_is_one_line(capsys, tmp_path
     model = relu_file(tmp_path / "m.onnx")
     code, _, err = run(capsys, "check", str(model), "-o", str(tmp_path / "missing" / "audit.jsonl"))
     assert code == 2 and one_error_line(err), err
+
+
+def test_a_pipe_no_process_reads_is_one_line_not_a_wait(capsys, tmp_path):
+    # written through, as a pipe is, but opened non-blocking: with no reader there is nothing to wait for
+    import os
+
+    model = relu_file(tmp_path / "m.onnx")
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for command in ("check", "summary"):
+        code, _, err = run(capsys, command, str(model), "-o", str(pipe), "-q")
+        assert code == 2 and one_error_line(err), err
+        assert f"-o {pipe}: cannot be written (a pipe that no process reads)" in err

@@ -75,11 +75,12 @@ def test_eight_changed_files_with_hostile_names_are_eight_rows(tmp_path):
 
 
 def test_the_models_input_reads_quoted_names_and_expands_nothing(tmp_path):
-    for width, name in ((8, "a b.onnx"), (9, "*.onnx"), (10, "other.onnx")):
+    for width, name in ((8, "a b.onnx"), (9, "*.onnx"), (10, "other.onnx"), (11, "-x.onnx")):
         onnx.save(relu_model(width), tmp_path / name)
-    done, comment = script(tmp_path, MODELS="'a b.onnx' '*.onnx'")
+    done, comment = script(tmp_path, MODELS="'a b.onnx' '*.onnx' -x.onnx")
     assert done.returncode == 0, done.stderr
-    assert set(rows(comment)) == {"a b.onnx", "*.onnx"}  # other.onnx is not matched by '*'
+    # other.onnx is not matched by '*'; -x.onnx is a model, not a flag
+    assert set(rows(comment)) == {"a b.onnx", "*.onnx", "-x.onnx"}
     done, comment = script(tmp_path, MODELS="'a b.onnx")
     assert done.returncode == 2 and "the models input: No closing quotation: close the quote" in done.stderr
 

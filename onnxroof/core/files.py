@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -219,16 +220,26 @@ class _Plan:
             raise self.failure(exc) from None
 
 
+# how long a FIFO given as -o may go without a reader (one started beside the command: `cat FIFO &`)
+PIPE_READER_WAIT_S = 5.0
+
+
 def open_direct(path: str | os.PathLike, flags: int = 0) -> int:
     """A device or a pipe (or standard output by its ``/dev`` name) opened for writing with
-    ``flags`` added: opened non-blocking, so that a FIFO no process reads is an error at once
-    (ENXIO, in words) rather than a wait for ever, then made blocking for the writes."""
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | flags, 0o666)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise OSError(errno.ENXIO, "a pipe that no process reads") from None
-        raise
+    ``flags`` added: opened non-blocking, so that a FIFO no process reads is an error
+    (ENXIO, in words) after :data:`PIPE_READER_WAIT_S` rather than a wait for ever, then made
+    blocking for the writes."""
+    deadline = time.monotonic() + PIPE_READER_WAIT_S
+    while True:
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | flags, 0o666)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            if time.monotonic() >= deadline:
+                raise OSError(errno.ENXIO, f"a pipe that no process read for {PIPE_READER_WAIT_S:g} s") from None
+            time.sleep(0.05)
     os.set_blocking(descriptor, True)
     return descriptor
 

@@ -493,7 +493,11 @@ def _warnings(analysis: Analysis) -> list[str]:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
         reasons = sorted({r.reason for r in analysis.nodes if r.status == NodeStatus.UNKNOWN_VALUE})
         warnings.append(f"nodes not counted (unknown shapes or values, invalid nodes, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
-    return warnings
+    from .roofline.target_paths import origin_note
+
+    # last (the first warning is the reason nothing was counted): a target ./hardware or the user's folder gave
+    return warnings + [note for note in dict.fromkeys(origin_note(r.target.name, r.target.path) for r in analysis.targets)
+                       if note]
 
 
 def _undecided_conditions(analysis: Analysis) -> list[str]:

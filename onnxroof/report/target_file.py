@@ -300,7 +300,7 @@ def _toml_string(text: str) -> str:
 def calibrated_target(calibration: Calibration, name: str = "this-machine", with_efficiency: bool = True) -> Target:
     """The calibration as a Target, through the same validation a file gets."""
     with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as directory:
-        path = Path(directory) / f"{name}.toml"
+        path = Path(directory) / "target.toml"  # not the name: it is the file's text, not its path
         path.write_text(render_target(calibration, name, with_efficiency), encoding="utf-8")
         target = parse_target(path)
     return target

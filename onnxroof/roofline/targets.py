@@ -99,11 +99,12 @@ from typing import Iterable
 
 from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
-from ..core.files import not_a_file
-from ..core.resources import resource_dir
+from ..core.files import not_a_file, read_small_file
 from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, read_efficiency,  # noqa: F401
                       read_figure, read_fraction, read_section, shown)
 from .interconnect import Interconnect, read_interconnect
+from .target_paths import (USER_TARGETS_VARIABLE, MAX_TARGET_FILE_BYTES, bundled_targets, target_files,  # noqa: F401
+                           user_target_dir)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -390,37 +391,6 @@ def interpolate_log(points: tuple[tuple[int, float], ...], x: float) -> float:
     return points[-1][1]
 
 
-def bundled_targets() -> dict[str, Path]:
-    return {path.stem: path for path in sorted(resource_dir("hardware").glob("*.toml"))}
-
-
-USER_TARGETS_VARIABLE = "ONNXROOF_TARGETS"
-
-
-def user_target_dir() -> Path:
-    """Where a user's own target files live (``onnxroof calibrate --save`` writes there):
-    ``$ONNXROOF_TARGETS``, else ``$XDG_CONFIG_HOME/onnxroof/targets``, else
-    ``~/.config/onnxroof/targets``."""
-    if os.environ.get(USER_TARGETS_VARIABLE):
-        return Path(os.environ[USER_TARGETS_VARIABLE]).expanduser()
-    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config).expanduser() / "onnxroof" / "targets"
-
-
-def target_files() -> dict[str, Path]:
-    """Every target by name: ``./hardware`` first, then :func:`user_target_dir`, then the bundled
-    ones, a name found earlier hiding the same name later (a calibrated ``this-machine`` in the
-    current folder wins)."""
-    found: dict[str, Path] = {}
-    for folder in (Path.cwd() / "hardware", user_target_dir()):
-        if folder.is_dir() and folder.resolve() != resource_dir("hardware").resolve():
-            for path in sorted(folder.glob("*.toml")):
-                found.setdefault(path.stem, path)
-    for name, path in bundled_targets().items():
-        found.setdefault(name, path)
-    return found
-
-
 def load_target(name_or_path: str) -> Target:
     """A target by name (``./hardware``, the user's folder, the bundled ones: :func:`target_files`),
     or a target file by path."""
@@ -441,8 +411,8 @@ def load_target(name_or_path: str) -> Target:
 
 def parse_target(path: Path) -> Target:
     """Read and validate one target file; every problem is a one-line UsageError naming the field."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    try:  # a regular file of a bounded size, as every target file on the search path is read
+        data = tomllib.loads(read_small_file(path, MAX_TARGET_FILE_BYTES, "target file").decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot be read ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:

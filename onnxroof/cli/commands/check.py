@@ -46,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     many.add_argument("--format", choices=("text", "jsonl"), default="text",
                       help=f"text (a line per model) or jsonl (a JSON object per line, {SCHEMA})")
     many.add_argument("-o", "--output", metavar="FILE",
-                      help="write the lines to FILE.partial as models finish, renamed to FILE once every model is done "
-                           "(a stopped run leaves FILE.partial: whole lines, the models done)")
+                      help="write the lines to a new FILE.XXXXXXXX.partial as models finish, renamed to FILE once every "
+                           "model is done (a stopped run leaves it, named on stderr: whole lines, the models done)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -131,7 +131,7 @@ def analyze_keeping_front(model: str | os.PathLike | onnx.ModelProto, options: A
     """:func:`analyze`, and the :class:`Front` it started from (it holds the prepared model and
     its shapes: drop it unless a variant will be analysed from it, :func:`analyze_again`)."""
     progress = progress or (lambda stage: None)
-    with _collector_paused():
+    with collector_paused():
         fusion, chosen = _checked_options(options)
         if not isinstance(model, (str, os.PathLike, onnx.ModelProto)):
             kind = f"{len(model):,} bytes" if isinstance(model, (bytes, bytearray)) else type(model).__name__
@@ -179,7 +179,7 @@ def analyze_again(start: Front | onnx.ModelProto, options: AnalysisOptions) -> A
     (loaded and checked already: it is prepared and its shapes inferred again, not checked)."""
     fusion, chosen = _checked_options(options)
     noop: Callable[[str], None] = lambda stage: None  # noqa: E731
-    with _collector_paused():
+    with collector_paused():
         if isinstance(start, onnx.ModelProto):
             return _back(_front(start, options, noop, checked=True), options, noop, fusion, chosen)
         moved = {f.name for f in fields(AnalysisOptions)
@@ -202,7 +202,8 @@ def place_targets(analysis: Analysis, targets: Sequence[Target], options: Analys
 
 
 @contextmanager
-def _collector_paused():
+def collector_paused():
+    """The garbage collector off for a stage that builds many small objects and no cycles."""
     collecting = gc.isenabled()
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:

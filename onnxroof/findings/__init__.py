@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..options import AnalysisOptions, check_call, check_progress
 from ..pipeline import analyze as analyze_once
-from ..pipeline import analyze_keeping_front, options_of
+from ..pipeline import analyze_keeping_front, collector_paused, options_of
 from ..roofline.verdicts import Finding, ranked
 from .capacity import capacity, device_fit
 from .fusion import fusion
@@ -100,7 +100,8 @@ class Reviewer:
         # variants read the model's order (the base gives the best one) and are checked already
         # (and one device: the variants measure single-device gains)
         options = replace(self.options, checker_in_child=False, search_order=False, devices=1)
-        review(analysis, Reanalyser(self.model, options, self.front))
+        with collector_paused():  # as in analyze(): the variants and placings build many objects, no cycles
+            review(analysis, Reanalyser(self.model, options, self.front))
 
 
 @functools.wraps(analyze_once)

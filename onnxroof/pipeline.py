@@ -182,8 +182,9 @@ def analyze_again(start: Front | onnx.ModelProto, options: AnalysisOptions) -> A
     with collector_paused():
         if isinstance(start, onnx.ModelProto):
             return _back(_front(start, options, noop, checked=True), options, noop, fusion, chosen)
-        moved = {f.name for f in fields(AnalysisOptions)
-                 if getattr(start.options, f.name) != getattr(options, f.name)} - BACK_OPTIONS
+        moved = {f.name for f in fields(AnalysisOptions) if f.name not in BACK_OPTIONS
+                 and getattr(start.options, f.name) is not getattr(options, f.name)
+                 and getattr(start.options, f.name) != getattr(options, f.name)}
         if moved:
             raise ValueError(f"analyze_again: {', '.join(sorted(moved))} changed, which the front was made with")
         return _back(start, options, noop, fusion, chosen)

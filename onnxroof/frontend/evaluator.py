@@ -408,12 +408,13 @@ class PartialEvaluator:
             self._store(name, np.asarray(result))
         return True
 
-    @staticmethod
-    def _small_enough(op_type: str, args: list[np.ndarray | None], node_fields: NodeFields) -> bool:
-        """Whether the op's outputs, predicted before running it, would be kept (MAX_VALUE_ELEMENTS)."""
+    def _small_enough(self, op_type: str, args: list[np.ndarray | None], node_fields: NodeFields) -> bool:
+        """Whether the op's outputs, predicted before running it, would be kept: each no larger than
+        MAX_VALUE_ELEMENTS, and room for them in MAX_KEPT_ELEMENTS."""
         attributes = {a.name: a.i for a in node_fields.attributes if a.type == onnx.AttributeProto.INT}
         predicted = predicted_elements(op_type, args, attributes)
-        return predicted is not None and predicted <= MAX_VALUE_ELEMENTS
+        return (predicted is not None and predicted <= MAX_VALUE_ELEMENTS
+                and self._kept_elements + predicted <= MAX_KEPT_ELEMENTS)
 
     def _run(self, node: onnx.NodeProto, args: list[np.ndarray | None]) -> tuple | None:
         """The results of onnx's reference kernel for ``node`` on ``args``, or None if it fails."""

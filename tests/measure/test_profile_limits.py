@@ -157,3 +157,20 @@ def test_an_orphaned_child_removes_the_folder_and_ends(tmp_path):
     code = f"from onnxroof.measure.ort_child import _watch_parent; _watch_parent(-1, {str(folder)!r})"
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 1
     assert not folder.exists()
+
+
+def test_the_cli_timeout_stops_the_run_in_one_line(tmp_path, capsys, private_tmp):
+    pytest.importorskip("onnxruntime")
+    path = tmp_path / "loop.onnx"
+    onnx.save(endless_loop_model(), path)
+    code = main(["profile", str(path), "--target", "myriad-x", "--runs", "1", "--warmup", "0", "--timeout", "1"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "within --timeout 1 s and was stopped" in err
+    assert [p.name for p in private_tmp.iterdir()] == ["loop.onnx"]  # no onnxroof-profile-* folder left
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "inf"])
+def test_the_cli_timeout_must_be_a_positive_number_of_seconds(capsys, value):
+    code = main(["profile", "example:shallownet", "--timeout", value])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "expected a positive number of seconds" in err

@@ -185,3 +185,30 @@ def test_values_kept_stop_at_the_total_budget(monkeypatch):
     assert [f"y{k}" in result.values for k in range(5)] == [True, True, False, False, False]
     assert result.values["y1"].tolist() == list(range(1, 11))
     assert all(result.tensors[f"y{k}"].shape == (10,) for k in range(5))
+
+
+def test_data_propagation_is_off_when_the_listed_inputs_are_over_the_cap(monkeypatch):
+    # u = Reshape(NonZero([0, 1, 1]), [-1]) = [1, 2]: ONNX cannot size it, the evaluator can;
+    # y = Concat(c, c, c, u) = 4 + 4 + 4 + 2 = 14 elements, over a cap of 8, so it is not run and
+    # is inferred alone, with c and u as constants: onnx's data propagation would hold every
+    # element of every listed input (14 > 8), so it is off, and the shape [14] comes without it
+    monkeypatch.setattr(evaluator, "MAX_VALUE_ELEMENTS", 8)
+    asked = []
+    original = evaluator.onnx.shape_inference.infer_shapes
+
+    def infer_shapes_recorded(model, *args, **kwargs):
+        asked.append(([n.op_type for n in model.graph.node], kwargs.get("data_prop")))
+        return original(model, *args, **kwargs)
+
+    monkeypatch.setattr(evaluator.onnx.shape_inference, "infer_shapes", infer_shapes_recorded)
+    c = numpy_helper.from_array(np.array([1, 2, 3, 4], I64), "c_value")
+    nodes = [helper.make_node("Constant", [], ["c"], value=c),
+             helper.make_node("NonZero", ["m"], ["nz"]),
+             helper.make_node("Reshape", ["nz", "flat"], ["u"]),
+             helper.make_node("Concat", ["c", "c", "c", "u"], ["y"], axis=0)]
+    model = make_model(nodes, [], [("y", T.INT64, None)],
+                       initializers=[("m", np.array([0, 1, 1], I64)), ("flat", np.array([-1], I64))])
+    result = infer_shapes(model, list(model.graph.node))
+    assert result.values["u"].tolist() == [1, 2]
+    assert "y" not in result.values and result.tensors["y"].shape == (14,)
+    assert (["Concat"], False) in asked and (["Concat"], True) not in asked

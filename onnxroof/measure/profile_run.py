@@ -69,6 +69,10 @@ DEFAULT_TIMEOUT_S = 300.0
 # needs as much again for its outputs and activations); 4 GiB where the system does not say.
 INPUT_MEMORY_SHARE = 0.5
 FALLBACK_INPUT_BYTES = 4 * 2**30
+# Runs predicted to take this many times the time limit are not started: a Loop of 10^15 trips
+# would only be stopped at the limit. A prediction on a slow target may be tens of times this
+# machine's time, so only the hopeless are refused.
+HOPELESS_OVER_TIMEOUT = 100
 
 
 def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RUNS, *,
@@ -103,6 +107,8 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     unfused = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, fusion=())
     weights = {n.name: n.placement.time_s for n in unfused.nodes}
     inputs = input_specs(analysis)
+    by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
+    _refuse_hopeless_runs(analysis, by_rules, 2 * (warmup + runs), timeout_s)
     payload, notes = _model_for_onnxruntime(source)
     if analysis.dtype != "model":
         notes.append(f"predicted as if re-costed in {analysis.dtype}; onnxruntime runs the model as stored")
@@ -137,7 +143,6 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups,
                          compute_dtypes=float_computed(analysis, mapping),
                          split=[n for k in mapping.kernels if k.split for n in k.nodes])
-    by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
     predicted = split_kernel_times(report, weights)
     notes.append(f"predicted as onnxruntime ran the model: its {len(mapping.kernels)} kernels, each paying the launch cost "
                  f"({len(mapping.unattributed)} with no ONNX node, such as layout reorders, costed from the bytes their "
@@ -147,6 +152,20 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping, predicted), optimization, threads,
                          warmup, measured.version, statistics.median(wall), notes,
                          unattributed_s=unattributed_s, by_rules=by_rules, wall_fastest_s=fastest)
+
+
+def _refuse_hopeless_runs(analysis: "Analysis", report: "TargetReport", run_count: int, timeout_s: float) -> None:
+    """UsageError, before anything runs, when ``run_count`` runs at the latency predicted on the
+    target (``report``) would take HOPELESS_OVER_TIMEOUT times ``timeout_s`` or more."""
+    from ..core.units import seconds
+
+    total = report.latency_s * run_count
+    if total < HOPELESS_OVER_TIMEOUT * timeout_s:
+        return
+    raise UsageError(f"{analysis.model.name}: onnxroof predicts {seconds(report.latency_s)} per run on "
+                     f"{report.target.name}, so the {run_count} runs profile makes (profiled, then timed) would take "
+                     f"{seconds(total)}, far past --timeout {timeout_s:g} s; nothing was run. Give it fewer "
+                     "--runs and --warmup, smaller inputs, or a longer --timeout")
 
 
 # onnxruntime's own kernels (no ONNX node) by the efficiency class of what they do: layout

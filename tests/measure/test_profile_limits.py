@@ -66,8 +66,9 @@ def test_the_cli_refuses_a_huge_input_in_one_line(tmp_path, capsys):
     assert "--input-shape x:" in err
 
 
-def endless_loop_model():
-    # a Loop of 10^15 trips whose body adds 1 to a [1] float: it would run for days
+def endless_loop_model(trips=10**7):
+    # a Loop of ``trips`` trips whose body adds 1 to a [1] float: onnxruntime takes about 2 µs a
+    # trip here (10^7: 20 s), where myriad-x, which states no launch cost, predicts 0.6 ns (6 ms)
     body = helper.make_graph(
         [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
          helper.make_node("Add", ["v_in", "one"], ["v_out"], name="add")], "body",
@@ -77,7 +78,7 @@ def endless_loop_model():
         [numpy_helper.from_array(np.ones(1, np.float32), "one")])
     return make_model([helper.make_node("Loop", ["trips", "cond", "x"], ["y"], body=body, name="loop")],
                       [("x", F32, [1])], [("y", F32, [1])],
-                      initializers=[("trips", np.array(10**15, np.int64)), ("cond", np.array(True))])
+                      initializers=[("trips", np.array(trips, np.int64)), ("cond", np.array(True))])
 
 
 @pytest.fixture
@@ -162,7 +163,7 @@ def test_an_orphaned_child_removes_the_folder_and_ends(tmp_path):
 def test_the_cli_timeout_stops_the_run_in_one_line(tmp_path, capsys, private_tmp):
     pytest.importorskip("onnxruntime")
     path = tmp_path / "loop.onnx"
-    onnx.save(endless_loop_model(), path)
+    onnx.save(endless_loop_model(10**7), path)
     code = main(["profile", str(path), "--target", "myriad-x", "--runs", "1", "--warmup", "0", "--timeout", "1"])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "within --timeout 1 s and was stopped" in err
@@ -174,3 +175,28 @@ def test_the_cli_timeout_must_be_a_positive_number_of_seconds(capsys, value):
     code = main(["profile", "example:shallownet", "--timeout", value])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "expected a positive number of seconds" in err
+
+
+def test_runs_predicted_hopeless_are_not_started():
+    # 10 s a run predicted, 46 runs: 460 s, which is 100 x a limit of 4.6 s: refused; not 100 x 4.61 s
+    from types import SimpleNamespace
+
+    from onnxroof.measure.profile_run import HOPELESS_OVER_TIMEOUT, _refuse_hopeless_runs
+
+    assert HOPELESS_OVER_TIMEOUT == 100
+    analysis, report = SimpleNamespace(model=SimpleNamespace(name="m")), SimpleNamespace(latency_s=10.0,
+                                                                                         target=SimpleNamespace(name="t"))
+    with pytest.raises(UsageError, match=r"m: onnxroof predicts 10 s per run on t, so the 46 runs .* would take 460 s"):
+        _refuse_hopeless_runs(analysis, report, 46, 4.6)
+    _refuse_hopeless_runs(analysis, report, 46, 4.61)
+
+
+def test_a_loop_of_10_to_the_15_trips_is_refused_before_it_runs(tmp_path, capsys, children):
+    # l4 charges a launch per kernel a trip: about 3e9 s a run, far past 100 x 300 s
+    pytest.importorskip("onnxruntime")
+    path = tmp_path / "loop.onnx"
+    onnx.save(endless_loop_model(10**15), path)
+    code = main(["profile", str(path), "--target", "l4"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "nothing was run" in err and "--timeout 300 s" in err
+    assert children == []

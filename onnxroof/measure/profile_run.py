@@ -73,6 +73,10 @@ FALLBACK_INPUT_BYTES = 4 * 2**30
 # would only be stopped at the limit. A prediction on a slow target may be tens of times this
 # machine's time, so only the hopeless are refused.
 HOPELESS_OVER_TIMEOUT = 100
+# onnxruntime's profiler keeps at most this many events (its max_num_events_), one a kernel run
+# at least: past it the profile is cut short ("Maximum number of events reached"), unmappable,
+# after holding gigabytes.
+ORT_MAX_PROFILE_EVENTS = 1_000_000
 
 
 def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RUNS, *,
@@ -108,6 +112,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     weights = {n.name: n.placement.time_s for n in unfused.nodes}
     inputs = input_specs(analysis)
     by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
+    _refuse_overlong_profile(analysis, warmup + runs)
     _refuse_hopeless_runs(analysis, by_rules, 2 * (warmup + runs), timeout_s)
     payload, notes = _model_for_onnxruntime(source)
     if analysis.dtype != "model":
@@ -152,6 +157,22 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping, predicted), optimization, threads,
                          warmup, measured.version, statistics.median(wall), notes,
                          unattributed_s=unattributed_s, by_rules=by_rules, wall_fastest_s=fastest)
+
+
+def _refuse_overlong_profile(analysis: "Analysis", profiled_runs: int) -> None:
+    """UsageError, before anything runs, when a Loop's or Scan's trips make the ``profiled_runs``
+    record more kernel runs than onnxruntime's profiler keeps (ORT_MAX_PROFILE_EVENTS). A model
+    without them is left to onnxruntime: its nodes overcount the kernels it fuses them into."""
+    records = analysis.cost_graph.running.records
+    if not any(record.runs > 1 for record in records):
+        return
+    kernel_runs = sum(record.runs for record in records)
+    if kernel_runs * profiled_runs <= ORT_MAX_PROFILE_EVENTS:
+        return
+    raise UsageError(f"{analysis.model.name}: a run executes {kernel_runs:,} nodes (a loop's body once a trip), so "
+                     f"the {profiled_runs} profiled runs would record {kernel_runs * profiled_runs:,} kernel events, more "
+                     f"than onnxruntime's profiler keeps ({ORT_MAX_PROFILE_EVENTS:,}); nothing was run. Give it fewer "
+                     "--runs and --warmup, or a model of fewer trips")
 
 
 def _refuse_hopeless_runs(analysis: "Analysis", report: "TargetReport", run_count: int, timeout_s: float) -> None:

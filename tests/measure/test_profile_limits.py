@@ -66,18 +66,20 @@ def test_the_cli_refuses_a_huge_input_in_one_line(tmp_path, capsys):
     assert "--input-shape x:" in err
 
 
-def endless_loop_model(trips=10**7):
-    # a Loop of ``trips`` trips whose body adds 1 to a [1] float: onnxruntime takes about 2 µs a
-    # trip here (10^7: 20 s), where myriad-x, which states no launch cost, predicts 0.6 ns (6 ms)
+def endless_loop_model(trips=10**4, shape=(1024, 1024)):
+    # a Loop of ``trips`` trips whose body adds 1 to a float ``shape``: by default 10^4 trips of
+    # 2^20 additions, about 9 s a run on onnxruntime here; myriad-x predicts 6.6 s, far from the
+    # 100 x 1.5 s that would refuse it, and 2 x 10^4 kernel runs are far from the profiler's cap
+    shape = list(shape)
     body = helper.make_graph(
         [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
          helper.make_node("Add", ["v_in", "one"], ["v_out"], name="add")], "body",
         [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v_in", F32, [1])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", F32, [1])],
+         helper.make_tensor_value_info("v_in", F32, shape)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", F32, shape)],
         [numpy_helper.from_array(np.ones(1, np.float32), "one")])
     return make_model([helper.make_node("Loop", ["trips", "cond", "x"], ["y"], body=body, name="loop")],
-                      [("x", F32, [1])], [("y", F32, [1])],
+                      [("x", F32, shape)], [("y", F32, shape)],
                       initializers=[("trips", np.array(trips, np.int64)), ("cond", np.array(True))])
 
 
@@ -163,7 +165,7 @@ def test_an_orphaned_child_removes_the_folder_and_ends(tmp_path):
 def test_the_cli_timeout_stops_the_run_in_one_line(tmp_path, capsys, private_tmp):
     pytest.importorskip("onnxruntime")
     path = tmp_path / "loop.onnx"
-    onnx.save(endless_loop_model(10**7), path)
+    onnx.save(endless_loop_model(), path)
     code = main(["profile", str(path), "--target", "myriad-x", "--runs", "1", "--warmup", "0", "--timeout", "1"])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "within --timeout 1 s and was stopped" in err
@@ -192,11 +194,22 @@ def test_runs_predicted_hopeless_are_not_started():
 
 
 def test_a_loop_of_10_to_the_15_trips_is_refused_before_it_runs(tmp_path, capsys, children):
-    # l4 charges a launch per kernel a trip: about 3e9 s a run, far past 100 x 300 s
+    # its body (2 nodes) runs 10^15 times, and the Loop once: 2 x 10^15 + 1 kernel runs a run, and
+    # 3 + 20 profiled runs record 23 times as many events, past onnxruntime's 1,000,000
     pytest.importorskip("onnxruntime")
     path = tmp_path / "loop.onnx"
-    onnx.save(endless_loop_model(10**15), path)
+    onnx.save(endless_loop_model(10**15, (1,)), path)
     code = main(["profile", str(path), "--target", "l4"])
     _, err = capsys.readouterr()
-    assert code == 2 and err.count("\n") == 1 and "nothing was run" in err and "--timeout 300 s" in err
+    assert code == 2 and err.count("\n") == 1 and "nothing was run" in err
+    assert "a run executes 2,000,000,000,000,001 nodes" in err and "46,000,000,000,000,023 kernel events" in err
     assert children == []
+
+
+def test_a_loop_within_the_profilers_events_runs():
+    # 10^4 trips: 2 x 10^4 + 1 = 20,001 kernel runs a run, x 23 profiled runs = 460,023 events
+    from onnxroof.measure.profile_run import _refuse_overlong_profile
+
+    _refuse_overlong_profile(onnxroof.analyze(endless_loop_model(10**4, (1,))), 23)
+    with pytest.raises(UsageError, match="would record 1,000,050 kernel events"):
+        _refuse_overlong_profile(onnxroof.analyze(endless_loop_model(10**4, (1,))), 50)

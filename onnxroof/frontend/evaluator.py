@@ -18,11 +18,11 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, has_subgraph, node_names, read_node_fields
-from ..core.tensors import Dim, TensorInfo, has_external_data, info_from_value_info
-from .value_sizes import predicted_elements
+from ..core.tensors import Dim, TensorInfo, info_from_value_info
+from .value_sizes import constant_info, predicted_elements
 
 # Shape arithmetic the partial evaluator runs when all inputs have values: this stage's own
 # choice of what it runs (onnx.reference's kernels, on small values), not a fact about the ops.
@@ -41,15 +41,6 @@ MAX_VALUE_ELEMENTS = 4096
 MAX_KEPT_ELEMENTS = 2**22
 # A value larger than this many bytes is known to a node's signature by its digest, not its bytes.
 _SIGNATURE_BYTES = 256
-# Constant attributes other than "value" / "sparse_value": (element type, is a list).
-_CONSTANT_ATTRIBUTES = {
-    "value_int": (TensorProto.INT64, False),
-    "value_float": (TensorProto.FLOAT, False),
-    "value_string": (TensorProto.STRING, False),
-    "value_ints": (TensorProto.INT64, True),
-    "value_floats": (TensorProto.FLOAT, True),
-    "value_strings": (TensorProto.STRING, True),
-}
 
 
 # What the cost rules say an op without an ONNX schema writes (ops.output_types): the rules sit
@@ -377,7 +368,7 @@ class PartialEvaluator:
 
     def _constant(self, node: onnx.NodeProto, node_fields: NodeFields) -> None:
         """A Constant's shape comes from its attribute; its value is read only when small."""
-        declared = _constant_info(node)
+        declared = constant_info(node)
         if declared is None:
             self._reinfer(node, node_fields)
             return
@@ -585,19 +576,3 @@ _ALWAYS_VISITED = frozenset({"Constant", "Reshape", "Shape", "Size"})
 _RUN_PARAMS = {
     "log": lambda *args: None, "verbose": 0, "new_ops": None, "existing_functions": {}, "evaluator_cls": None
 }
-
-
-def _constant_info(node: onnx.NodeProto) -> tuple[int, tuple[int, ...], bool] | None:
-    """A Constant's (element type, shape, value readable in memory), without reading its data."""
-    for attribute in node.attribute:
-        if attribute.name == "value":
-            return attribute.t.data_type, tuple(attribute.t.dims), not has_external_data(attribute.t)
-        if attribute.name == "sparse_value":
-            return attribute.sparse_tensor.values.data_type, tuple(attribute.sparse_tensor.dims), True
-        if attribute.name in _CONSTANT_ATTRIBUTES:
-            dtype, is_list = _CONSTANT_ATTRIBUTES[attribute.name]
-            if not is_list:
-                return dtype, (), True
-            count = len(attribute.ints) + len(attribute.floats) + len(attribute.strings)
-            return dtype, (count,), True
-    return None

@@ -6,7 +6,8 @@ kernels allocate the whole output first: a Concat listing one 4,096-element cons
 times writes 409,600,000 int64s (3.2 GB) before anything can look at it. So the evaluator asks
 :func:`predicted_elements` first and leaves a value unknown (its shape still comes from ONNX's
 inference) when it would not be kept. The prediction is exact or an upper bound; an op with no
-rule here, or arguments it cannot read, predicts None: not run.
+rule here, or arguments it cannot read, predicts None: not run. A Constant's size is read from
+its attribute, without its data (:func:`constant_info`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import onnx
+from onnx import TensorProto
 
+from ..core.tensors import has_external_data
 from ..ops import OpTrait, traits_of
 
 Args = Sequence["np.ndarray | None"]
@@ -33,6 +37,22 @@ def predicted_elements(op_type: str, args: Args, attributes: dict[str, Any]) -> 
     except Exception:  # malformed arguments (a negative repeat, shapes that do not broadcast)
         return None
     return elements if elements >= 0 else None
+
+
+def constant_info(node: onnx.NodeProto) -> tuple[int, tuple[int, ...], bool] | None:
+    """A Constant's (element type, shape, value readable in memory), without reading its data."""
+    for attribute in node.attribute:
+        if attribute.name == "value":
+            return attribute.t.data_type, tuple(attribute.t.dims), not has_external_data(attribute.t)
+        if attribute.name == "sparse_value":
+            return attribute.sparse_tensor.values.data_type, tuple(attribute.sparse_tensor.dims), True
+        if attribute.name in _CONSTANT_ATTRIBUTES:
+            dtype, is_list = _CONSTANT_ATTRIBUTES[attribute.name]
+            if not is_list:
+                return dtype, (), True
+            count = len(attribute.ints) + len(attribute.floats) + len(attribute.strings)
+            return dtype, (count,), True
+    return None
 
 
 def size_rule(op_type: str) -> Rule | None:
@@ -147,4 +167,15 @@ _RULES: dict[str, Rule] = {
     "Slice": _first, "Split": _first,
     "Tile": _tile,
     "Trilu": _first,
+}
+
+
+# Constant attributes other than "value" / "sparse_value": (element type, is a list).
+_CONSTANT_ATTRIBUTES = {
+    "value_int": (TensorProto.INT64, False),
+    "value_float": (TensorProto.FLOAT, False),
+    "value_string": (TensorProto.STRING, False),
+    "value_ints": (TensorProto.INT64, True),
+    "value_floats": (TensorProto.FLOAT, True),
+    "value_strings": (TensorProto.STRING, True),
 }

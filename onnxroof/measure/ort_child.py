@@ -41,10 +41,9 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class OrtJob:
-    """What the child runs: ``model``, ``inputs`` (random values
-    from ``seed``), onnxruntime's settings, ``warmup + runs`` profiled runs, then as many timed
-    without the profiler (and the fastest batch over ``wall_seconds`` when given), its files in
-    ``directory``."""
+    """What the child runs: ``model`` on random ``inputs`` (from ``seed``) with onnxruntime's
+    settings, ``warmup + runs`` profiled runs, then as many timed without the profiler (and the
+    fastest batch over ``wall_seconds`` when given), its files in ``directory``."""
 
     model: str  # a path: the caller writes a model built in memory into ``directory``
     inputs: tuple[InputSpec, ...]
@@ -142,7 +141,8 @@ def _ended(code: int, log: Path) -> str:
         last = next((line for line in reversed(log.read_text(errors="replace").splitlines()) if line.strip()), "")
     except OSError:
         last = ""
-    return said + (f": {last.strip()[:200]}" if last else "")
+    last = "".join(c if c.isprintable() else "?" for c in last.strip()[:200])  # onnxruntime colours its log
+    return said + (f": {last}" if last else "")
 
 
 @contextmanager

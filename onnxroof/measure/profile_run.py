@@ -2,9 +2,10 @@
 node took with the time onnxroof predicts for it on a target (by default this machine's
 calibrated target, see :mod:`onnxroof.measure.calibration`).
 
-How the times are measured: onnxruntime's CPU execution provider runs the model on random
-inputs of the bound shapes (floats from a normal distribution; integer and bool inputs are all
-ones, a valid index and "keep" in a mask) with ``SessionOptions.enable_profiling``. The first
+How the times are measured: onnxruntime's CPU execution provider runs the model (in a child
+process stopped at a time limit, :mod:`onnxroof.measure.ort_child`) on random inputs of the
+bound shapes (floats from a normal distribution; integer and bool inputs are all ones, a valid
+index and "keep" in a mask) with ``SessionOptions.enable_profiling``. The first
 ``warmup`` runs are dropped; each kernel's time is the median over the other runs of the
 ``<node>_kernel_time`` events (their ``dur``) that fall inside that run's ``model_run`` event.
 Kernel events nested inside another kernel (the nodes of an If/Loop/Scan body) are inside their
@@ -134,7 +135,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
                              "and was stopped (a Loop of many trips, or a slow model); give it longer with --timeout "
                              "SECONDS, or fewer --runs") from None
         text = Path(measured.profile_path).read_text(encoding="utf-8")
-        optimized = _read_optimized(Path(measured.optimized_path), notes) if measured.optimized_path else None
+        optimized = _read_optimized(Path(measured.optimized_path or Path(directory, "optimized.onnx")), notes)
     wall, fastest = measured.wall, measured.fastest_s
     if keep_profile:
         from ..core.files import write_atomically

@@ -56,6 +56,8 @@ def evaluator_models() -> dict[str, onnx.ModelProto]:
                                      helper.make_node("NonZero", ["m"], ["nz"]), _const("flat", np.array([-1], I64)),
                                      helper.make_node("Reshape", ["nz", "flat"], ["u"]),
                                      helper.make_node("Concat", ["c"] * 100_000 + ["u"], ["y"], axis=0)]),
+        # a Max of one 4,096-element value listed 100,000 times: a small output, 409,600,000 reads
+        "max-listed": _model([_const("c", np.arange(4096, dtype=I64)), helper.make_node("Max", ["c"] * 100_000, ["y"])]),
         # [1, 4096] by 4,096 indices: [4096, 4096]
         "gather": _model([_const("d", np.zeros((1, 4096), I64)), _const("i", np.zeros(4096, I64)),
                           helper.make_node("Gather", ["d", "i"], ["y"], axis=0)]),

@@ -39,6 +39,8 @@ MAX_VALUE_ELEMENTS = 4096
 # All the values kept, together, at most (each distinct array counted once): 32 MB of int64s. A
 # graph of 100,000 nodes each computing its own 4,096-element value stops keeping them here.
 MAX_KEPT_ELEMENTS = 2**22
+# An op whose inputs, as listed, hold more than this many times MAX_VALUE_ELEMENTS is not run.
+_READ_FACTOR = 16
 # A value larger than this many bytes is known to a node's signature by its digest, not its bytes.
 _SIGNATURE_BYTES = 256
 
@@ -401,7 +403,10 @@ class PartialEvaluator:
 
     def _small_enough(self, op_type: str, args: list[np.ndarray | None], node_fields: NodeFields) -> bool:
         """Whether the op's outputs, predicted before running it, would be kept: each no larger than
-        MAX_VALUE_ELEMENTS, and room for them in MAX_KEPT_ELEMENTS."""
+        MAX_VALUE_ELEMENTS, and room for them in MAX_KEPT_ELEMENTS; and its inputs as listed are
+        shape arithmetic's size (a Max of one value listed 100,000 times reads 400 million)."""
+        if sum(arg.size for arg in args if arg is not None) > _READ_FACTOR * MAX_VALUE_ELEMENTS:
+            return False
         attributes = {a.name: a.i for a in node_fields.attributes if a.type == onnx.AttributeProto.INT}
         predicted = predicted_elements(op_type, args, attributes)
         return (predicted is not None and predicted <= MAX_VALUE_ELEMENTS

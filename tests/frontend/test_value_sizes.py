@@ -212,3 +212,14 @@ def test_data_propagation_is_off_when_the_listed_inputs_are_over_the_cap(monkeyp
     assert result.values["u"].tolist() == [1, 2]
     assert "y" not in result.values and result.tensors["y"].shape == (14,)
     assert (["Concat"], False) in asked and (["Concat"], True) not in asked
+
+
+def test_an_op_reading_too_much_as_listed_is_not_run(monkeypatch):
+    # cap 8, so inputs may hold 16 x 8 = 128 elements as listed: Max of c [4] listed 32 times
+    # reads 128 and is run (its value is c); listed 33 times it reads 132 and is not (shape [4])
+    monkeypatch.setattr(evaluator, "MAX_VALUE_ELEMENTS", 8)
+    for listed, run in ((32, True), (33, False)):
+        nodes = [helper.make_node("Max", ["c"] * listed, ["y"])]
+        model = make_model(nodes, [], [("y", T.INT64, None)], initializers=[("c", np.array([1, 5, 2, 4], I64))])
+        result = infer_shapes(model, list(model.graph.node))
+        assert ("y" in result.values) == run and result.tensors["y"].shape == (4,)

@@ -119,6 +119,8 @@ def test_ctrl_c_or_sigterm_stops_the_run_and_removes_its_folder(private_tmp, chi
     model = endless_loop_model()
     analysis = onnxroof.analyze(model)
     before = signal.getsignal(signal.SIGTERM)
+    # Python's own Ctrl-C, as the command line has it (an earlier test may have left another)
+    interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signum))  # while the child runs the Loop
     timer.start()
     try:
@@ -126,6 +128,7 @@ def test_ctrl_c_or_sigterm_stops_the_run_and_removes_its_folder(private_tmp, chi
             profile_model(analysis, load_target("myriad-x"), runs=1, warmup=0, model=model, timeout_s=60)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, interrupt)
     assert len(children) == 1 and children[0].poll() is not None
     assert list(private_tmp.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) == before  # the handler profile set is taken back

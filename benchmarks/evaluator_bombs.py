@@ -6,6 +6,7 @@ memory (the command's process and its children, from wait4).
 
     python benchmarks/evaluator_bombs.py                    # every model, summary check report diff
     python benchmarks/evaluator_bombs.py --only concat --keep /tmp/bombs   # one model, its files kept
+    python benchmarks/evaluator_bombs.py --checkout /work/main --commands summary   # another checkout's code
 
 Acceptance: every run exits 0 or 2 with at most one line on stderr, within 10 s and 500 MB.
 """
@@ -131,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", help="run only this model (repeatable)")
     parser.add_argument("--commands", default=",".join(COMMANDS), help="commands to run (default: %(default)s)")
     parser.add_argument("--keep", metavar="DIR", help="write the models here and keep them")
+    parser.add_argument("--checkout", metavar="DIR", default=str(ROOT),
+                        help="run the onnxroof of this checkout (default: this one), to compare before and after")
     args = parser.parse_args(argv)
     folder = Path(args.keep or tempfile.mkdtemp(prefix="onnxroof-bombs-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'model':22} {'command':8} exit   wall s  cpu s  peak MB  stderr")
     failed = 0
     for name, command, run in runs:
-        code, wall, cpu, peak, err = measured(run, ROOT)
+        code, wall, cpu, peak, err = measured(run, Path(args.checkout))
         lines = [line for line in err.splitlines() if line.strip() and not line.rstrip().endswith("s)")]  # progress
         ok = code in (0, 2) and len(lines) <= 1 and wall <= 10 and peak <= 500 * 2**20
         failed += not ok

@@ -21,10 +21,9 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 # How often an orphaned child looks whether its parent is still there.
 _PARENT_CHECK_S = 0.5
@@ -99,7 +98,7 @@ def random_feeds(inputs: tuple[InputSpec, ...] | list[InputSpec], seed: int = 0)
 def run_onnxruntime(job: OrtJob, timeout_s: float) -> OrtRun:
     """The job's runs, in a child process given ``timeout_s`` seconds from its start. Raises
     OrtFailed (onnxruntime raised), OrtStopped (the time ran out, or the child died), or
-    KeyboardInterrupt (Ctrl-C, or SIGTERM under :func:`sigterm_interrupts`); the child is dead
+    KeyboardInterrupt (Ctrl-C, or SIGTERM under :func:`onnxroof.core.errors.sigterm_stops`); the child is dead
     whenever this returns or raises."""
     folder = Path(job.directory)
     (folder / "job.pickle").write_bytes(pickle.dumps(job))
@@ -144,23 +143,6 @@ def _ended(code: int, log: Path) -> str:
     last = "".join(c if c.isprintable() else "?" for c in last.strip()[:200])  # onnxruntime colours its log
     return said + (f": {last}" if last else "")
 
-
-@contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM (a scheduler's stop) stops the run as Ctrl-C does, so that the ``finally`` blocks
-    kill the child and remove the temporary folder; the handler it replaced is put back after."""
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # off the main thread, where no handler can be set
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 # ---------------------------------------------------------------------------------------------

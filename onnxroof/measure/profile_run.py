@@ -42,10 +42,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..core.errors import UsageError
+from ..core.errors import UsageError, sigterm_stops
 from ..core.units import iec
 from .machine import available_memory
-from .ort_child import InputSpec, OrtFailed, OrtJob, OrtStopped, random_feeds, run_onnxruntime, sigterm_interrupts
+from .ort_child import InputSpec, OrtFailed, OrtJob, OrtStopped, random_feeds, run_onnxruntime
 from .ort_events import OptimizedGraph
 from .profiling import Coverage, NodeComparison, ProfileMapping, ProfileResult, map_profile
 
@@ -118,7 +118,7 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     payload, notes = _model_for_onnxruntime(source)
     if analysis.dtype != "model":
         notes.append(f"predicted as if re-costed in {analysis.dtype}; onnxruntime runs the model as stored")
-    with sigterm_interrupts(), tempfile.TemporaryDirectory(prefix="onnxroof-profile-") as directory:
+    with sigterm_stops(), tempfile.TemporaryDirectory(prefix="onnxroof-profile-") as directory:
         if isinstance(payload, bytes):  # renamed in memory: the child reads it from the folder
             Path(directory, "model.onnx").write_bytes(payload)
             payload = str(Path(directory, "model.onnx"))

@@ -59,20 +59,16 @@ def test_a_sigterm_exits_143_with_one_line(capsys, monkeypatch):
     def terminated(*args, **kwargs):
         raise Terminated
 
-    monkeypatch.setattr(onnxroof.findings, "analyze_once", terminated)  # the pipeline, as the CLI runs it
+    monkeypatch.setattr(onnxroof.findings, "analyze_keeping_front", terminated)  # the pipeline, as the CLI runs it
     code, out, err = run(capsys, "summary", "--example", "shallownet")
     assert code == 128 + 15 and out == "" and err == "onnxroof: terminated (SIGTERM)\n"
 
 
 def test_check_turns_sigterm_into_terminated_and_puts_the_old_handler_back():
-    from onnxroof.cli.commands.check import _stop_on_sigterm
+    from onnxroof.core.errors import sigterm_stops
 
     before = signal.getsignal(signal.SIGTERM)
-    restore = _stop_on_sigterm()
-    try:
-        with pytest.raises(Terminated):
-            os.kill(os.getpid(), signal.SIGTERM)
-    finally:
-        restore()
+    with pytest.raises(Terminated), sigterm_stops():
+        os.kill(os.getpid(), signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) == before
     assert issubclass(Terminated, KeyboardInterrupt)  # every clean-up an interrupt gets, SIGTERM gets

@@ -55,7 +55,11 @@ CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
     "gemm": (("MatMul 128x256 by 256x256", "MatMul", (128, 256), {}),
              ("MatMul 128x512 by 512x512", "MatMul", (128, 512), {}),
              ("Conv 3x3, 64 channels, 28x28", "Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})),
-    "depthwise": (("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
+    # few channels too (a separable stem on an RGB image: 3): a depthwise kernel runs its channels
+    # across the vector lanes, so its figure follows them (by_columns, work.efficiency_columns)
+    "depthwise": (("depthwise Conv 3x3, 3 channels, 56x56", "Conv", (1, 3, 56, 56), {"pads": [1, 1, 1, 1], "group": 3}),
+                  ("depthwise Conv 3x3, 8 channels, 56x56", "Conv", (1, 8, 56, 56), {"pads": [1, 1, 1, 1], "group": 8}),
+                  ("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
                   ("depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28), {"pads": [1, 1, 1, 1], "group": 128}),
                   ("depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1], "group": 512})),
     "elementwise": (("Add, 16 Ki floats", "Add", (16384,), {}),
@@ -91,6 +95,9 @@ HANDOFF_CASES: tuple[tuple[str, str, tuple[int, ...], dict], ...] = (
     ("MatMul 96x96 by 96x96", "MatMul", (96, 96), {}),
     ("Conv 3x3, 16 channels, 16x16", "Conv", (1, 16, 16, 16), {"pads": [1, 1, 1, 1]}),
 )
+# the classes whose figure follows the output columns (efficiency.<class>.by_columns): each size's
+# columns as the placement reads them (case_columns); gemv's sizes give theirs in GEMV_CASES
+COLUMNS_CLASSES = ("gemv", "depthwise")
 SIZES_IN_ORDER = ("gemm", "gemv", "depthwise", "elementwise", "reduction", "data_movement", "transpose")
 # class -> roof -> sizes of the class's ops as a quantized model runs them: QDQ chains (int8
 # activations and weights, per-tensor scales, as onnxruntime's static quantizer writes them),
@@ -99,9 +106,14 @@ ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ..
     "gemm": {"int8": (("QDQ Conv 3x3, 64 channels, 56x56", "Conv", (1, 64, 56, 56), {"pads": [1, 1, 1, 1]}),
                       ("QDQ Conv 1x1, 256 channels, 28x28", "Conv", (1, 256, 28, 28), {"kernel": 1}),
                       ("QDQ MatMul 128x512 by 512x512", "MatMul", (128, 512), {}))},
-    # onnxruntime's integer depthwise kernels are its own, far from its gemm ones (on an EPYC: 3.4x
-    # slower than fp32 at 32 channels, docs/validation-findings.md): measured, not borrowed from gemm
-    "depthwise": {"int8": (("QDQ depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112),
+    # onnxruntime's integer depthwise kernels are its own, far from its gemm ones (on an EPYC: 2x
+    # slower than fp32 at 32 channels, 6x at 3, docs/validation-findings.md): measured, not borrowed
+    # from gemm, and by channels as the float ones
+    "depthwise": {"int8": (("QDQ depthwise Conv 3x3, 3 channels, 56x56", "Conv", (1, 3, 56, 56),
+                            {"pads": [1, 1, 1, 1], "group": 3}),
+                           ("QDQ depthwise Conv 3x3, 8 channels, 56x56", "Conv", (1, 8, 56, 56),
+                            {"pads": [1, 1, 1, 1], "group": 8}),
+                           ("QDQ depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112),
                             {"pads": [1, 1, 1, 1], "group": 32}),
                            ("QDQ depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28),
                             {"pads": [1, 1, 1, 1], "group": 128}),
@@ -124,6 +136,19 @@ def case_macs(op: str, shape: tuple[int, ...], attributes: dict, builder: Callab
     from ..pipeline import analyze
 
     return analyze((builder or chain_model)(op, shape, attributes, 1)).totals.macs
+
+
+def case_columns(op: str, shape: tuple[int, ...], attributes: dict, builder: Callable | None = None) -> int | None:
+    """The output columns of one link of a chain as the placement reads them for a ``by_columns``
+    curve (``work.efficiency_columns``: a depthwise convolution's channels).
+
+    >>> case_columns("Conv", (1, 3, 56, 56), {"pads": [1, 1, 1, 1], "group": 3})
+    3
+    """
+    from ..pipeline import analyze
+    from ..roofline.work import efficiency_columns
+
+    return efficiency_columns([r for r in analyze((builder or chain_model)(op, shape, attributes, 1)).nodes if r.macs])
 
 
 def per_kernel_seconds(one_s: float, many_s: float, kernels: int = CHAIN) -> float:
@@ -165,7 +190,7 @@ class Case:
     measured_s: float  # one op (the slope)
     roof_s: float  # one op on the measured roofs
     fraction: float
-    columns: int | None = None  # a matmul's output columns, where the class's figure depends on them (gemv)
+    columns: int | None = None  # its output columns, where the class's figure follows them (COLUMNS_CLASSES)
     cached: bool | None = None  # whether its weights stayed on chip (gemv), None: not a question
     rows: int | None = None  # its product's output rows, on a class's by_rows curve (rows_efficiency); None: not on one
 
@@ -324,18 +349,21 @@ def gemv_slope_s(rows: int, depth: int, columns: int, threads: int | None, budge
     return per_kernel_seconds(one, many, length)
 
 
-def gemv_points(cases: list[Case]) -> tuple[tuple[int, float], ...]:
+def columns_points(cases: list[Case]) -> tuple[tuple[int, float], ...]:
     """The ``by_columns`` points of a class's cases: per output-column count, the geometric mean
-    of its cases' fractions, columns increasing.
+    of its cases' fractions (4 significant digits: a 3-channel int8 depthwise kernel reaches 0.003),
+    columns increasing.
 
-    >>> gemv_points([Case("a", 1, 1, 0.2, 10), Case("b", 1, 1, 0.8, 512), Case("c", 1, 1, 0.5, 10)])
+    >>> columns_points([Case("a", 1, 1, 0.2, 10), Case("b", 1, 1, 0.8, 512), Case("c", 1, 1, 0.5, 10)])
     ((10, 0.3162), (512, 0.8))
+    >>> columns_points([Case("a", 1, 1, 0.0033412, 3)])
+    ((3, 0.003341),)
     """
     by_columns: dict[int, list[float]] = {}
     for case in cases:
         if case.columns:
             by_columns.setdefault(case.columns, []).append(case.fraction)
-    return tuple((columns, round(class_efficiency(fractions), 4)) for columns, fractions in sorted(by_columns.items()))
+    return tuple((columns, float(f"{class_efficiency(fractions):.4g}")) for columns, fractions in sorted(by_columns.items()))
 
 
 def cpu_session(model, threads: int | None, optimize: bool):
@@ -527,7 +555,8 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
             measured = chain_slope_s(op, shape, attributes, threads, per_case)
             roof = roof_slope_s(op, shape, attributes, target)
             fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
-            case = Case(label, measured, roof, efficiency(roof, measured, fixed))
+            columns = case_columns(op, shape, attributes) if kernel_class in COLUMNS_CLASSES else None
+            case = Case(label, measured, roof, efficiency(roof, measured, fixed), columns)
             found.setdefault(kernel_class, []).append(case)
             say(f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
     return found
@@ -552,7 +581,8 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
             measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=qdq_chain_model)
             roofline = roof_slope_s(op, shape, attributes, target, builder=qdq_chain_model, fusion="all")
             fixed = launch_s + (split_s if case_macs(op, shape, attributes, qdq_chain_model) >= SPLIT_MACS else 0.0)
-            case = Case(label, measured, roofline, efficiency(roofline, measured, fixed))
+            columns = case_columns(op, shape, attributes, qdq_chain_model) if kernel_class in COLUMNS_CLASSES else None
+            case = Case(label, measured, roofline, efficiency(roofline, measured, fixed), columns)
             found.setdefault(kernel_class, {}).setdefault(roof, []).append(case)
             say(f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roofline * 1e6:8.2f} µs: "
                 f"{case.fraction:.0%}")

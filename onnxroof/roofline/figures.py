@@ -128,11 +128,16 @@ def read_efficiency(data: dict, where: str, classes: Iterable[str], roofs: Itera
                 label = f"efficiency.{key}.{extra}"
                 on_roof.setdefault(key, {})[extra] = read_fraction(entry, extra, label, where)
                 for inner in entry[extra]:
-                    if inner not in ("value", "tag", "source", "by_rows"):
+                    if inner not in ("value", "tag", "source", "by_rows", "by_columns"):
                         raise UsageError(f"{where}: '{label}.{inner}' is not a field of a roof's figure "
-                                         "(value, tag, source, by_rows)")
+                                         "(value, tag, source, by_rows, by_columns)")
+                if "by_rows" in entry[extra] and "by_columns" in entry[extra]:
+                    raise UsageError(f"{where}: '{label}' gives both 'by_rows' and 'by_columns': give one curve per figure")
                 if "by_rows" in entry[extra]:
                     by_rows[f"{key}.{extra}"] = read_points(entry[extra]["by_rows"], f"{label}.by_rows", where, "rows")
+                if "by_columns" in entry[extra]:
+                    by_columns[f"{key}.{extra}"] = read_points(entry[extra]["by_columns"], f"{label}.by_columns", where,
+                                                               "columns")
             elif extra == "by_columns":
                 by_columns[key] = read_points(entry[extra], f"efficiency.{key}.by_columns", where, "columns")
             elif extra == "by_rows":

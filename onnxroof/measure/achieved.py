@@ -106,9 +106,8 @@ ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ..
     "gemm": {"int8": (("QDQ Conv 3x3, 64 channels, 56x56", "Conv", (1, 64, 56, 56), {"pads": [1, 1, 1, 1]}),
                       ("QDQ Conv 1x1, 256 channels, 28x28", "Conv", (1, 256, 28, 28), {"kernel": 1}),
                       ("QDQ MatMul 128x512 by 512x512", "MatMul", (128, 512), {}))},
-    # onnxruntime's integer depthwise kernels are its own, far from its gemm ones (on an EPYC: 2x
-    # slower than fp32 at 32 channels, 6x at 3, docs/validation-findings.md): measured, not borrowed
-    # from gemm, and by channels as the float ones
+    # onnxruntime's integer depthwise kernels are its own (on an EPYC 2x slower than fp32 at 32
+    # channels, 6x at 3, docs/validation-findings.md): measured, by channels as the float ones
     "depthwise": {"int8": (("QDQ depthwise Conv 3x3, 3 channels, 56x56", "Conv", (1, 3, 56, 56),
                             {"pads": [1, 1, 1, 1], "group": 3}),
                            ("QDQ depthwise Conv 3x3, 8 channels, 56x56", "Conv", (1, 8, 56, 56),
@@ -119,6 +118,11 @@ ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ..
                             {"pads": [1, 1, 1, 1], "group": 128}),
                            ("QDQ depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7),
                             {"pads": [1, 1, 1, 1], "group": 512}))},
+    # a batch-1 quantized Linear layer: onnxruntime's integer GEMM on one row reaches another share
+    # of the int8 roof than its float gemv of the fp32 one; fans, not chains (roof_builder)
+    "gemv": {"int8": (("QDQ MatMul 1x32768 by 32768x10", "MatMul", (1, 32768), {"columns": 10}),
+                      ("QDQ MatMul 1x1024 by 1024x128", "MatMul", (1, 1024), {"columns": 128}),
+                      ("QDQ MatMul 1x1024 by 1024x1024", "MatMul", (1, 1024), {"columns": 1024}))},
 }
 
 Timer = Callable[[], float]
@@ -275,6 +279,14 @@ def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: i
     graph = helper.make_graph(nodes, f"qdq-{op.lower()}-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializers)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def roof_builder(kernel_class: str) -> Callable:
+    """The quantized model a class's :data:`ROOF_CASES` are measured on: a fan of QDQ matmuls for
+    gemv (``qdq_fan.qdq_fan_model``), else a chain (:func:`qdq_chain_model`)."""
+    from .qdq_fan import qdq_fan_model
+
+    return qdq_fan_model if kernel_class == "gemv" else qdq_chain_model
 
 
 def fan_model(rows: int, depth: int, columns: int, length: int, shared: bool = False):
@@ -578,10 +590,11 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
     found: dict[str, dict[str, list[Case]]] = {}
     for kernel_class, roof, cases in wanted:
         for label, op, shape, attributes in cases:
-            measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=qdq_chain_model)
-            roofline = roof_slope_s(op, shape, attributes, target, builder=qdq_chain_model, fusion="all")
-            fixed = launch_s + (split_s if case_macs(op, shape, attributes, qdq_chain_model) >= SPLIT_MACS else 0.0)
-            columns = case_columns(op, shape, attributes, qdq_chain_model) if kernel_class in COLUMNS_CLASSES else None
+            builder = roof_builder(kernel_class)
+            measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=builder)
+            roofline = roof_slope_s(op, shape, attributes, target, builder=builder, fusion="all")
+            fixed = launch_s + (split_s if case_macs(op, shape, attributes, builder) >= SPLIT_MACS else 0.0)
+            columns = case_columns(op, shape, attributes, builder) if kernel_class in COLUMNS_CLASSES else None
             case = Case(label, measured, roofline, efficiency(roofline, measured, fixed), columns)
             found.setdefault(kernel_class, {}).setdefault(roof, []).append(case)
             say(f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roofline * 1e6:8.2f} µs: "

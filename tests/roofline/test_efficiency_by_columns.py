@@ -126,3 +126,43 @@ def test_the_int8_depthwise_curve_is_written_under_its_roof_s_figure(tmp_path):
     assert "by_columns" in target.efficiency_on_roof["depthwise"]["int8"].source
     # 3 channels on int8 at 0.01; on fp32 at 0.1
     assert target.efficiency_of("depthwise", "int8", 3) == 0.01 and target.efficiency_of("depthwise", "fp32", 3) == 0.1
+
+
+def gemv_int8(columns: int):
+    """x [1, 64] uint8 -> QLinearMatMul by a 64 x C int8 weight -> y [1, C] uint8: 64 C MACs, + 4
+    per output to requantize; one row uses each weight once: a gemv."""
+    scale, zero = np.array(0.05, np.float32), np.array(0, np.uint8)
+    node = helper.make_node("QLinearMatMul", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="proj")
+    return make_model([node], [("x", TensorProto.UINT8, [1, 64])], [("y", TensorProto.UINT8, [1, columns])],
+                      [("xs", scale), ("xz", zero), ("w", np.ones((64, columns), np.int8)), ("ws", scale),
+                       ("wz", np.array(0, np.int8)), ("ys", scale), ("yz", zero)])
+
+
+def test_an_int8_gemv_runs_at_its_roof_s_curve_and_a_float_one_at_its_class_s(tmp_path):
+    # 1 x 64 by 64 x 100 in int8: 6,400 MACs = 12,800 ops + 4 x 100 = 13,200 ops at 100 GOP/s =
+    # 132 ns (its 6.6 KB take 6.6 ns at 1 TB/s: compute-bound). 100 columns sit halfway between 10
+    # and 1,000 in log: 0.2 + (0.8 - 0.2) / 2 = 0.5, so 132 / 0.5 = 264 ns
+    gemv = ('[efficiency.gemv]\nvalue = 0.9\ntag = "measured"\nsource = "hand"\n'
+            '[efficiency.gemv.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\n'
+            "by_columns = [[10, 0.2], [1000, 0.8]]\n")
+    path = int8_target(tmp_path, gemv)
+    point = analyze(gemv_int8(100), targets=[path]).targets[0].nodes[0].placement
+    assert (point.kernel_class, point.roof, point.flops) == ("gemv", "int8", 13_200)
+    assert point.efficiency == pytest.approx(0.5) and point.time_s == pytest.approx(264e-9)
+
+
+def test_the_int8_gemv_sizes_are_fans_of_quantized_matmuls_at_their_columns():
+    import onnx
+
+    from onnxroof.measure.qdq_fan import qdq_fan_model
+    from onnxroof.roofline.kernels import efficiency_class
+
+    assert achieved.roof_builder("gemv") is qdq_fan_model and achieved.roof_builder("gemm") is achieved.qdq_chain_model
+    # a fan of 3: 3 products of 1 x 32 by 32 x 10 (320 MACs each) on uint8 activations, a gemv each
+    model = qdq_fan_model("MatMul", (1, 32), {"columns": 10}, 3)
+    onnx.checker.check_model(model)
+    products = [r for r in analyze(model).nodes if r.macs]
+    assert [r.macs for r in products] == [320, 320, 320] and {r.dtype for r in products} == {"uint8"}
+    assert {efficiency_class([r]) for r in products} == {"gemv"}
+    assert [achieved.case_columns(op, shape, attributes, qdq_fan_model) for _, op, shape, attributes
+            in achieved.ROOF_CASES["gemv"]["int8"]] == [10, 128, 1024]

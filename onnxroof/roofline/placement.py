@@ -218,8 +218,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         kernel_class = efficiency_class(members)
         shape = work_shape(members)
         rows = shape.rows if shape and overhead and target.rows_curve(kernel_class, roof) else None
-        efficiency = (target.efficiency_of(kernel_class, roof, efficiency_columns(members, shape), rows) if overhead
-                      else 1.0)
+        columns = efficiency_columns(members, shape)
+        efficiency = target.efficiency_of(kernel_class, roof, columns, rows) if overhead else 1.0
         by_op = target.op_efficiency(kernel_class, (m.op_type for m in members if not m.view)) if overhead else None
         parallel = 1.0
         if overhead and target.parallel is not None and len(roofs) == 1:  # a mixed-roof kernel: not modelled
@@ -230,6 +230,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                          target.dram_stall.value if target.dram_stall and overhead else 0.0)
         if rows:
             point = replace(point, efficiency_rows=rows)
+        elif columns and overhead and target.columns_curve(kernel_class, roof):
+            point = replace(point, efficiency_columns=columns)
         subnormal = sum(m.subnormal_elements for m in members)
         if subnormal and overhead and target.subnormal_s_per_element:
             slow_s = subnormal * target.subnormal_s_per_element.value

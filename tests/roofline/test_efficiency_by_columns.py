@@ -166,3 +166,23 @@ def test_the_int8_gemv_sizes_are_fans_of_quantized_matmuls_at_their_columns():
     assert {efficiency_class([r]) for r in products} == {"gemv"}
     assert [achieved.case_columns(op, shape, attributes, qdq_fan_model) for _, op, shape, attributes
             in achieved.ROOF_CASES["gemv"]["int8"]] == [10, 128, 1024]
+
+
+def test_explain_the_json_and_the_listing_show_the_columns_figure(tmp_path, capsys):
+    import json
+
+    from onnxroof.cli.app import main
+    from onnxroof.report.text.table import explain_target_lines, render_targets_list
+
+    path = int8_target(tmp_path, CURVE + INT8_CURVE)
+    analysis = analyze(depthwise_int8(12), targets=[path])
+    lines = explain_target_lines(analysis.targets[0], "dw")
+    assert any("efficiency 0.055 (depthwise kernels of 12 output columns on this target, "
+               "efficiency.depthwise.int8.by_columns)" in line for line in lines)
+    assert "depthwise int8 by output columns: 3 1%, 48 10%" in render_targets_list([analysis.targets[0].target])
+    model = tmp_path / "dw.onnx"
+    model.write_bytes(depthwise_int8(12).SerializeToString())
+    assert main(["summary", str(model), "--target", path, "--format", "json"]) == 0
+    entry = json.loads(capsys.readouterr().out)["targets"][0]
+    assert entry["efficiency_by_columns"] == {"depthwise.int8": [[3, 0.01], [48, 0.1]]}
+    assert entry["nodes"][0]["efficiency_columns"] == 12 and entry["nodes"][0]["efficiency"] == pytest.approx(0.055)

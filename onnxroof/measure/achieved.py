@@ -144,11 +144,7 @@ def case_macs(op: str, shape: tuple[int, ...], attributes: dict, builder: Callab
 
 def case_columns(op: str, shape: tuple[int, ...], attributes: dict, builder: Callable | None = None) -> int | None:
     """The output columns of one link of a chain as the placement reads them for a ``by_columns``
-    curve (``work.efficiency_columns``: a depthwise convolution's channels).
-
-    >>> case_columns("Conv", (1, 3, 56, 56), {"pads": [1, 1, 1, 1], "group": 3})
-    3
-    """
+    curve (``work.efficiency_columns``: a depthwise convolution's channels)."""
     from ..pipeline import analyze
     from ..roofline.work import efficiency_columns
 

@@ -162,3 +162,19 @@ def _by_op(table, label: str, where: str) -> dict[str, float]:
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
             raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {shown(fraction)}")
     return {op: float(fraction) for op, fraction in table.items()}
+
+
+def interpolate_log(points: tuple[tuple[int, float], ...], x: float) -> float:
+    """The value at ``x`` of ``points`` ((x, value), x increasing): linear in log(x) between two
+    points, the end point's value past either end.
+
+    >>> interpolate_log(((10, 0.2), (1000, 0.8)), 100), interpolate_log(((10, 0.2), (1000, 0.8)), 1)
+    (0.5, 0.2)
+    """
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            share = math.log(x / x0) / math.log(x1 / x0)
+            return y0 + share * (y1 - y0)
+    return points[-1][1]

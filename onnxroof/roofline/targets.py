@@ -94,7 +94,6 @@ efficiency for every kernel class it names gives a **forecast**.
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -105,8 +104,8 @@ from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.files import not_a_file
 from ..core.resources import resource_dir
-from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, read_efficiency,  # noqa: F401
-                      read_figure, read_fraction, read_section, shown)
+from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log,  # noqa: F401
+                      read_efficiency, read_figure, read_fraction, read_section, shown)
 from .interconnect import Interconnect, read_interconnect
 
 if sys.version_info >= (3, 11):
@@ -307,11 +306,6 @@ class Target:
         ...            efficiency_by_rows={"gemm": ((16, 0.6), (256, 1.0))})
         >>> t.efficiency_of("gemm"), t.efficiency_of("gemm", "fp32", rows=64), t.efficiency_of("gemm", "int8", rows=8)
         (0.9, 0.8, 0.6)
-        >>> f = Figure(0.5, "estimate", "x")
-        >>> t = Target("t", "", "", {}, f, efficiency={"depthwise": f}, efficiency_on_roof={"depthwise": {"int8": f}},
-        ...            efficiency_by_columns={"depthwise.int8": ((4, 0.01), (64, 0.1))})
-        >>> round(t.efficiency_of("depthwise", "int8", 16), 6), t.efficiency_of("depthwise", "int8"), t.efficiency_of("depthwise", "fp32", 16)
-        (0.055, 0.5, 0.5)
         """
         if not kernel_class:
             return 1.0
@@ -343,19 +337,11 @@ class Target:
 
     def columns_curve(self, kernel_class: str | None, roof: str | None = None) -> str | None:
         """Which ``by_columns`` curve a kernel of ``kernel_class`` on ``roof`` follows, chosen as
-        :meth:`rows_curve` chooses (``"depthwise.int8"``, ``"gemv"``), or None.
-
-        >>> f = Figure(0.5, "estimate", "x")
-        >>> t = Target("t", "", "", {}, f, efficiency={"depthwise": f}, efficiency_on_roof={"depthwise": {"int8": f}},
-        ...            efficiency_by_columns={"depthwise": ((3, 0.1),), "depthwise.int8": ((3, 0.01),)})
-        >>> t.columns_curve("depthwise", "fp32"), t.columns_curve("depthwise", "int8"), t.columns_curve("gemm", "fp32")
-        ('depthwise', 'depthwise.int8', None)
-        """
+        :meth:`rows_curve` chooses (``"depthwise.int8"``, ``"gemv"``), or None."""
         return self._curve(self.efficiency_by_columns, kernel_class, roof)
 
     def _curve(self, curves: dict[str, tuple], kernel_class: str | None, roof: str | None) -> str | None:
-        """The key of ``curves`` a kernel of ``kernel_class`` on ``roof`` follows: the roof's when
-        the class gives a figure for that roof, else the class's; None when it has none."""
+        """The key of ``curves`` for :meth:`rows_curve` and :meth:`columns_curve`."""
         if not kernel_class:
             return None
         if roof and roof in self.efficiency_on_roof.get(kernel_class, {}):
@@ -400,22 +386,6 @@ class Target:
         if roof in self.mul_pj and roof in self.add_pj:
             return (self.mul_pj[roof].value + self.add_pj[roof].value) / 2
         return None
-
-
-def interpolate_log(points: tuple[tuple[int, float], ...], x: float) -> float:
-    """The value at ``x`` of ``points`` ((x, value), x increasing): linear in log(x) between two
-    points, the end point's value past either end.
-
-    >>> interpolate_log(((10, 0.2), (1000, 0.8)), 100), interpolate_log(((10, 0.2), (1000, 0.8)), 1)
-    (0.5, 0.2)
-    """
-    if x <= points[0][0]:
-        return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if x <= x1:
-            share = math.log(x / x0) / math.log(x1 / x0)
-            return y0 + share * (y1 - y0)
-    return points[-1][1]
 
 
 def bundled_targets() -> dict[str, Path]:

@@ -463,13 +463,15 @@ def chain_times_s(op: str, shape: tuple[int, ...], attributes: dict, threads: in
 
 
 def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN,
-                 builder: Callable = chain_model, fusion: str = "none") -> float:
+                 builder: Callable = chain_model, fusion: str = "none", dtype: str = "model") -> float:
     """onnxroof's roofline seconds for one more ``op`` in the same chain on ``target`` (one kernel
-    per node unless ``fusion`` says otherwise, no launch cost, peak figures)."""
+    per node unless ``fusion`` says otherwise, no launch cost, peak figures); ``dtype`` re-costs it
+    (a quantized chain as ``--dtype int8`` costs an int8 kernel: int8 in and out, where its
+    dequantized float tensors would count 4 bytes an element)."""
     from ..options import AnalysisOptions
     from ..pipeline import analyze
 
-    at_the_roof = AnalysisOptions(targets=(target,), fusion=fusion, overhead=False)
+    at_the_roof = AnalysisOptions(targets=(target,), fusion=fusion, overhead=False, dtype=dtype)
 
     def latency(n: int) -> float:
         return analyze(builder(op, shape, attributes, n), options=at_the_roof).targets[0].latency_s
@@ -588,7 +590,7 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
         for label, op, shape, attributes in cases:
             builder = roof_builder(kernel_class)
             measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=builder)
-            roofline = roof_slope_s(op, shape, attributes, target, builder=builder, fusion="all")
+            roofline = roof_slope_s(op, shape, attributes, target, builder=builder, fusion="all", dtype=roof)
             fixed = launch_s + (split_s if case_macs(op, shape, attributes, builder) >= SPLIT_MACS else 0.0)
             columns = case_columns(op, shape, attributes, builder) if kernel_class in COLUMNS_CLASSES else None
             case = Case(label, measured, roofline, efficiency(roofline, measured, fixed), columns)

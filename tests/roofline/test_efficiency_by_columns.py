@@ -186,3 +186,25 @@ def test_explain_the_json_and_the_listing_show_the_columns_figure(tmp_path, caps
     entry = json.loads(capsys.readouterr().out)["targets"][0]
     assert entry["efficiency_by_columns"] == {"depthwise.int8": [[3, 0.01], [48, 0.1]]}
     assert entry["nodes"][0]["efficiency_columns"] == 12 and entry["nodes"][0]["efficiency"] == pytest.approx(0.055)
+
+
+def test_a_quantized_link_s_roofline_is_its_cost_as_an_int8_kernel(tmp_path):
+    # a QDQ depthwise link of 8 channels of 4x4 (fused: the conv, its QuantizeLinear and the next
+    # link's DequantizeLinear): 1,152 MACs = 2,304 ops + 4 x 128 (quantize) + 2 x 128 (dequantize)
+    # = 3,072 ops at 100 GOP/s = 30.72 ns; re-costed in int8 its 128 B in, 72 B of weights and 128 B
+    # out take 0.33 ns at 1 TB/s: compute-bound
+    target = parse_target(Path(int8_target(tmp_path, CURVE)))
+    link = dict(builder=achieved.qdq_chain_model, fusion="all")
+    args = ("Conv", (1, 8, 4, 4), {"group": 8, "pads": [1, 1, 1, 1]})
+    assert achieved.roof_slope_s(*args, target, dtype="int8", **link) == pytest.approx(30.72e-9)
+    # on chip at 1 GB/s the bytes are the roof: 328 B and the three scales and zero points its
+    # quantize, dequantize and weight's dequantize read (1 B each in int8): 334 B = 334 ns, where
+    # read with its float tensors (the dequantized activations, 4 B an element: 512 B in and out;
+    # the weights' stored 72 B; the scales 4 B each) the same link would be 1,096 + 12 + 3 = 1,111 ns
+    slow = tmp_path / "slow.toml"
+    slow.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "peak_ops_per_s.int8": 1e11,
+                                 "dram.bandwidth_bytes_per_s": 1e12, "onchip.size_bytes": 1 << 30,
+                                 "onchip.bandwidth_bytes_per_s": 1e9}, CURVE))
+    target = parse_target(slow)
+    assert achieved.roof_slope_s(*args, target, dtype="int8", **link) == pytest.approx(334e-9)
+    assert achieved.roof_slope_s(*args, target, **link) == pytest.approx(1111e-9)

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from ..roofline.targets import SPLIT_MACS
+# the quantized models the int8 figures are measured on: read through this module too
+from .quantized_chains import qdq_chain_model, qdq_fan_model  # noqa: F401
 
 if TYPE_CHECKING:
     from ..roofline.targets import Target
@@ -55,11 +57,7 @@ CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
     "gemm": (("MatMul 128x256 by 256x256", "MatMul", (128, 256), {}),
              ("MatMul 128x512 by 512x512", "MatMul", (128, 512), {}),
              ("Conv 3x3, 64 channels, 28x28", "Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})),
-    # few channels too (a separable stem on an RGB image: 3): a depthwise kernel runs its channels
-    # across the vector lanes, so its figure follows them (by_columns, work.efficiency_columns)
-    "depthwise": (("depthwise Conv 3x3, 3 channels, 56x56", "Conv", (1, 3, 56, 56), {"pads": [1, 1, 1, 1], "group": 3}),
-                  ("depthwise Conv 3x3, 8 channels, 56x56", "Conv", (1, 8, 56, 56), {"pads": [1, 1, 1, 1], "group": 8}),
-                  ("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
+    "depthwise": (("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
                   ("depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28), {"pads": [1, 1, 1, 1], "group": 128}),
                   ("depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1], "group": 512})),
     "elementwise": (("Add, 16 Ki floats", "Add", (16384,), {}),
@@ -95,6 +93,13 @@ HANDOFF_CASES: tuple[tuple[str, str, tuple[int, ...], dict], ...] = (
     ("MatMul 96x96 by 96x96", "MatMul", (96, 96), {}),
     ("Conv 3x3, 16 channels, 16x16", "Conv", (1, 16, 16, 16), {"pads": [1, 1, 1, 1]}),
 )
+# class -> roof -> sizes of fewer channels than the class's own, on its by_columns curve only (its
+# figure stays its own sizes'): a depthwise kernel runs the channels across the vector lanes, so 3
+# (a separable stem on an RGB image) fill a fraction of them (work.efficiency_columns)
+FEW_CHANNEL_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]]] = {
+    "depthwise": {roof: tuple((f"{prefix}depthwise Conv 3x3, {c} channels, 56x56", "Conv", (1, c, 56, 56),
+                               {"pads": [1, 1, 1, 1], "group": c}) for c in (3, 8))
+                  for roof, prefix in (("fp32", ""), ("int8", "QDQ "))}}
 # the classes whose figure follows the output columns (efficiency.<class>.by_columns): each size's
 # columns as the placement reads them (case_columns); gemv's sizes give theirs in GEMV_CASES
 COLUMNS_CLASSES = ("gemv", "depthwise")
@@ -108,11 +113,7 @@ ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ..
                       ("QDQ MatMul 128x512 by 512x512", "MatMul", (128, 512), {}))},
     # onnxruntime's integer depthwise kernels are its own (on an EPYC 2x slower than fp32 at 32
     # channels, 6x at 3, docs/validation-findings.md): measured, by channels as the float ones
-    "depthwise": {"int8": (("QDQ depthwise Conv 3x3, 3 channels, 56x56", "Conv", (1, 3, 56, 56),
-                            {"pads": [1, 1, 1, 1], "group": 3}),
-                           ("QDQ depthwise Conv 3x3, 8 channels, 56x56", "Conv", (1, 8, 56, 56),
-                            {"pads": [1, 1, 1, 1], "group": 8}),
-                           ("QDQ depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112),
+    "depthwise": {"int8": (("QDQ depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112),
                             {"pads": [1, 1, 1, 1], "group": 32}),
                            ("QDQ depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28),
                             {"pads": [1, 1, 1, 1], "group": 128}),
@@ -193,6 +194,7 @@ class Case:
     columns: int | None = None  # its output columns, where the class's figure follows them (COLUMNS_CLASSES)
     cached: bool | None = None  # whether its weights stayed on chip (gemv), None: not a question
     rows: int | None = None  # its product's output rows, on a class's by_rows curve (rows_efficiency); None: not on one
+    curve_only: bool = False  # a size of FEW_CHANNEL_CASES: on the class's by_columns curve, not in its figure
 
 
 # --- the chains --------------------------------------------------------------------------------
@@ -240,48 +242,16 @@ def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
-    """``length`` ``op`` nodes (Conv or MatMul) in a chain as a statically quantized model has them:
-    the float input quantized once, then per link DequantizeLinear of the int8 weights and of the
-    int8 activation, the op, QuantizeLinear of its output (int8, per-tensor scales, zero points 0);
-    the last link's output dequantized. onnxruntime runs each link as one integer kernel. A Conv's
-    ``group`` attribute splits its channels (``group`` = channels: a depthwise conv)."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(0)
-    initializers = [numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
-                    numpy_helper.from_array(np.array(0, np.int8), "zero")]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q_x"], name="quantize_x")]
-    previous = "q_x"
-    options = {key: value for key, value in attributes.items() if key != "kernel"}
-    for index in range(length):
-        if op == "Conv":
-            size = attributes.get("kernel", 3)
-            weight = rng.integers(-127, 128, (shape[1], shape[1] // attributes.get("group", 1), size, size), dtype=np.int8)
-        else:
-            weight = rng.integers(-127, 128, (shape[-1], shape[-1]), dtype=np.int8)
-        initializers += [numpy_helper.from_array(weight, f"w{index}"),
-                         numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale")]
-        nodes += [helper.make_node("DequantizeLinear", [f"w{index}", f"w{index}_scale", "zero"], [f"dq_w{index}"],
-                                   name=f"dequantize_w{index}"),
-                  helper.make_node("DequantizeLinear", [previous, "scale", "zero"], [f"dq_a{index}"],
-                                   name=f"dequantize_a{index}"),
-                  helper.make_node(op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}",
-                                   **options),
-                  helper.make_node("QuantizeLinear", [f"f{index}", "scale", "zero"], [f"q{index}"],
-                                   name=f"quantize_{index}")]
-        previous = f"q{index}"
-    nodes.append(helper.make_node("DequantizeLinear", [previous, "scale", "zero"], ["y"], name="dequantize_y"))
-    graph = helper.make_graph(nodes, f"qdq-{op.lower()}-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializers)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+def sizes(kernel_class: str, roof: str) -> tuple:
+    """A class's sizes on ``roof`` (``CASES`` for fp32, else ``ROOF_CASES``), then its
+    :data:`FEW_CHANNEL_CASES` (measured for its curve only)."""
+    own = CASES.get(kernel_class, ()) if roof == "fp32" else ROOF_CASES.get(kernel_class, {}).get(roof, ())
+    return tuple(own) + FEW_CHANNEL_CASES.get(kernel_class, {}).get(roof, ())
 
 
 def roof_builder(kernel_class: str) -> Callable:
     """The quantized model a class's :data:`ROOF_CASES` are measured on: a fan of QDQ matmuls for
-    gemv (``qdq_fan.qdq_fan_model``), else a chain (:func:`qdq_chain_model`)."""
-    from .qdq_fan import qdq_fan_model
-
+    gemv (``quantized_chains.qdq_fan_model``), else a chain (:func:`qdq_chain_model`)."""
     return qdq_fan_model if kernel_class == "gemv" else qdq_chain_model
 
 
@@ -547,7 +517,7 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
         return {}
     say = progress or (lambda text: None)
     split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
-    per_case = budget_s / (sum(len(cases) for cases in CASES.values()) + len(GEMV_CASES))
+    per_case = budget_s / (sum(len(sizes(c, 'fp32')) for c in CASES) + len(GEMV_CASES))
     found: dict[str, list[Case]] = {}
     for kernel_class in SIZES_IN_ORDER:
         if kernel_class == "gemv":
@@ -561,12 +531,13 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
                 say(f"{kernel_class:13} {label + (' (cached)' if cached else ' (DRAM)'):44} {measured * 1e6:9.2f} µs, "
                     f"roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
             continue
-        for label, op, shape, attributes in CASES[kernel_class]:
+        for index, (label, op, shape, attributes) in enumerate(sizes(kernel_class, "fp32")):
             measured = chain_slope_s(op, shape, attributes, threads, per_case)
             roof = roof_slope_s(op, shape, attributes, target)
             fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
             columns = case_columns(op, shape, attributes) if kernel_class in COLUMNS_CLASSES else None
-            case = Case(label, measured, roof, efficiency(roof, measured, fixed), columns)
+            case = Case(label, measured, roof, efficiency(roof, measured, fixed), columns,
+                        curve_only=index >= len(CASES[kernel_class]))
             found.setdefault(kernel_class, []).append(case)
             say(f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
     return found
@@ -582,18 +553,19 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
         return {}
     say = progress or (lambda text: None)
     split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
-    wanted = [(kernel_class, roof, cases) for kernel_class, by_roof in ROOF_CASES.items()
-              for roof, cases in by_roof.items() if roof in target.peak_ops_per_s]
+    wanted = [(kernel_class, roof, sizes(kernel_class, roof)) for kernel_class, by_roof in ROOF_CASES.items()
+              for roof in by_roof if roof in target.peak_ops_per_s]
     per_case = budget_s / max(1, sum(len(cases) for _, _, cases in wanted))
     found: dict[str, dict[str, list[Case]]] = {}
     for kernel_class, roof, cases in wanted:
-        for label, op, shape, attributes in cases:
+        for index, (label, op, shape, attributes) in enumerate(cases):
             builder = roof_builder(kernel_class)
             measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=builder)
             roofline = roof_slope_s(op, shape, attributes, target, builder=builder, fusion="all", dtype=roof)
             fixed = launch_s + (split_s if case_macs(op, shape, attributes, builder) >= SPLIT_MACS else 0.0)
             columns = case_columns(op, shape, attributes, builder) if kernel_class in COLUMNS_CLASSES else None
-            case = Case(label, measured, roofline, efficiency(roofline, measured, fixed), columns)
+            case = Case(label, measured, roofline, efficiency(roofline, measured, fixed), columns,
+                        curve_only=index >= len(ROOF_CASES[kernel_class][roof]))
             found.setdefault(kernel_class, {}).setdefault(roof, []).append(case)
             say(f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roofline * 1e6:8.2f} µs: "
                 f"{case.fraction:.0%}")

@@ -197,11 +197,11 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         lines += ["", "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
                   "# time is divided by it (onnxroof.measure.achieved; --no-overhead leaves it out)."]
         for kernel_class, cases in c.efficiency.items():
-            sizes_text = "; ".join(f"{case.label}{_weights_text(case)}: {case.measured_s * 1e6:.3g} µs against "
+            sizes_text = "; ".join(f"{case.label}{_weights_text(case)}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against "
                                    f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in cases)
             points = achieved.columns_points(cases)
             columns_text = _columns_text(points)
-            value = round(achieved.class_efficiency([case.fraction for case in cases]), 4)
+            value = round(achieved.class_efficiency([case.fraction for case in cases if not case.curve_only]), 4)
             ops = [m for m in c.efficiency_by_op if m.case.kernel_class == kernel_class]
             by_op = by_op_figures(value, ops)
             curve = c.efficiency_by_rows.get(kernel_class, [])
@@ -214,12 +214,12 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
             if by_op:
                 lines.append("by_op = { " + ", ".join(f"{op} = {fraction:.4g}" for op, fraction in by_op.items()) + " }")
             for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
-                roof_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
+                roof_text = "; ".join(f"{case.label}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
                                       f"{case.fraction:.0%}" for case in roof_cases)
                 roof_curve = c.efficiency_by_rows.get(f"{kernel_class}.{roof}", [])
                 roof_points = achieved.columns_points(roof_cases)
                 lines += ["", f"[efficiency.{kernel_class}.{roof}]",
-                          *_figure_lines(float(f"{achieved.class_efficiency([case.fraction for case in roof_cases]):.4g}"),
+                          *_figure_lines(round(achieved.class_efficiency([c.fraction for c in roof_cases if not c.curve_only]), 4),
                                          f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
                                          f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
                                          f"link of the chain one kernel: the op with its quantize and dequantize): the "
@@ -281,6 +281,10 @@ def _rows_lines(curve: list[achieved.Case]) -> list[str]:
     if len(points) < 2:
         return []
     return ["by_rows = [" + ", ".join(f"[{rows}, {fraction:.4g}]" for rows, fraction in points) + "]"]
+
+
+def _curve_only(case: achieved.Case) -> str:
+    return " (on the by_columns curve only)" if case.curve_only else ""
 
 
 def _weights_text(case: achieved.Case) -> str:

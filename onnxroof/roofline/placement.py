@@ -218,7 +218,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         kernel_class = efficiency_class(members)
         shape = work_shape(members)
         rows = shape.rows if shape and overhead and target.rows_curve(kernel_class, roof) else None
-        columns = efficiency_columns(members, shape)
+        columns = efficiency_columns(members, shape, kernel_class)
         efficiency = target.efficiency_of(kernel_class, roof, columns, rows) if overhead else 1.0
         by_op = target.op_efficiency(kernel_class, (m.op_type for m in members if not m.view)) if overhead else None
         parallel = 1.0

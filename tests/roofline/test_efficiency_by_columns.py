@@ -97,32 +97,48 @@ def test_a_roof_s_figure_gives_one_curve(tmp_path):
 
 
 def test_calibrate_measures_the_depthwise_sizes_at_their_channels():
-    # the float and the int8 depthwise sizes: 3, 8, 32, 128 and 512 channels, as the placement reads them
+    # the float and the int8 depthwise sizes: the class's own at 32, 128 and 512 channels, then 3
+    # and 8 for the curve, as the placement reads them
     assert [achieved.case_columns(op, shape, attributes) for _, op, shape, attributes
-            in achieved.CASES["depthwise"]] == [3, 8, 32, 128, 512]
+            in achieved.sizes("depthwise", "fp32")] == [32, 128, 512, 3, 8]
     assert [achieved.case_columns(op, shape, attributes, achieved.qdq_chain_model) for _, op, shape, attributes
-            in achieved.ROOF_CASES["depthwise"]["int8"]] == [3, 8, 32, 128, 512]
+            in achieved.sizes("depthwise", "int8")] == [32, 128, 512, 3, 8]
+    assert achieved.sizes("gemm", "fp32") == achieved.CASES["gemm"]
+
+
+def test_a_dense_conv_of_few_input_channels_runs_at_the_depthwise_figure_not_its_curve(tmp_path):
+    # x [1, 3, 8, 8] -> Conv 3 -> 12, 3x3, pad 1: 27 MACs per output, a depthwise-class kernel, but
+    # no grouped conv (the runtime runs its GEMM kernel): fp32 at the class's 0.5, not the curve
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])
+    model = make_model([node], [("x", TensorProto.FLOAT, [1, 3, 8, 8])], [("y", TensorProto.FLOAT, [1, 12, 8, 8])],
+                       [("w", np.ones((12, 3, 3, 3), np.float32))])
+    float_curve = CURVE + "by_columns = [[3, 0.2], [48, 0.6]]\n"
+    point = analyze(model, targets=[int8_target(tmp_path, float_curve)]).targets[0].nodes[0].placement
+    assert point.kernel_class == "depthwise" and point.efficiency == 0.5 and point.efficiency_columns is None
 
 
 def test_the_int8_depthwise_curve_is_written_under_its_roof_s_figure(tmp_path):
-    # int8 sizes at 3 channels 1%, 32 channels 10%, 512 channels 10%: points [[3, 0.01], [32, 0.1],
-    # [512, 0.1]]; the figure's value is their geometric mean, (0.01 x 0.1 x 0.1)^(1/3) = 0.04642
+    # int8 sizes at 3 channels 1% (on the curve only), 32 channels 10%, 512 channels 40%: points
+    # [[3, 0.01], [32, 0.1], [512, 0.4]]; the figure's value is the geometric mean of the class's own
+    # sizes, (0.1 x 0.4)^(1/2) = 0.2; the float one's, 0.5 (its 3-channel size on the curve only)
     def case(label, fraction, columns):
-        return achieved.Case(label, 100e-6, fraction * 100e-6, fraction, columns)
+        return achieved.Case(label, 100e-6, fraction * 100e-6, fraction, columns, curve_only=columns < 32)
 
     calibration = hand_calibration()
     calibration.launch_overhead_s = 1e-6
     calibration.efficiency = {"depthwise": [case("depthwise 3", 0.1, 3), case("depthwise 32", 0.5, 32)]}
     calibration.efficiency_on_roof = {"depthwise": {"int8": [case("QDQ depthwise 3", 0.01, 3),
                                                              case("QDQ depthwise 32", 0.1, 32),
-                                                             case("QDQ depthwise 512", 0.1, 512)]}}
+                                                             case("QDQ depthwise 512", 0.4, 512)]}}
     calibration.matmul.append(MatmulPoint("int8", 1024, Rate(matmul_flops(1024), 1.073741824e-3, 3), ONNXRUNTIME_INT8))
     path = tmp_path / "c.toml"
     path.write_text(render_target(calibration, "c"), encoding="utf-8")
     target = parse_target(path)
     assert target.efficiency_by_columns["depthwise"] == ((3, 0.1), (32, 0.5))
-    assert target.efficiency_by_columns["depthwise.int8"] == ((3, 0.01), (32, 0.1), (512, 0.1))
-    assert target.efficiency_on_roof["depthwise"]["int8"].value == pytest.approx(0.04642, abs=1e-5)
+    assert target.efficiency_by_columns["depthwise.int8"] == ((3, 0.01), (32, 0.1), (512, 0.4))
+    assert target.efficiency_on_roof["depthwise"]["int8"].value == pytest.approx(0.2)
+    assert target.efficiency["depthwise"].value == pytest.approx(0.5)
+    assert "QDQ depthwise 3 (on the by_columns curve only)" in target.efficiency_on_roof["depthwise"]["int8"].source
     assert "by_columns" in target.efficiency_on_roof["depthwise"]["int8"].source
     # 3 channels on int8 at 0.01; on fp32 at 0.1
     assert target.efficiency_of("depthwise", "int8", 3) == 0.01 and target.efficiency_of("depthwise", "fp32", 3) == 0.1
@@ -154,7 +170,7 @@ def test_an_int8_gemv_runs_at_its_roof_s_curve_and_a_float_one_at_its_class_s(tm
 def test_the_int8_gemv_sizes_are_fans_of_quantized_matmuls_at_their_columns():
     import onnx
 
-    from onnxroof.measure.qdq_fan import qdq_fan_model
+    from onnxroof.measure.quantized_chains import qdq_fan_model
     from onnxroof.roofline.kernels import efficiency_class
 
     assert achieved.roof_builder("gemv") is qdq_fan_model and achieved.roof_builder("gemm") is achieved.qdq_chain_model

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Iterable
 from .node_kinds import CONV_OPS as _CONV_OPS, KINDS, node_kind as _kind
 from .targets import FUSION_RULES
 # what a kernel's work is (its class, reuse and GEMM shape): read through this module too
-from .work import REUSE_CLASSES, WorkShape, efficiency_class, reuse_class, reuse_of, work_shape  # noqa: F401
+from .work import (REUSE_CLASSES, WorkShape, efficiency_class, efficiency_columns, reuse_class, reuse_of,  # noqa: F401
+                   work_shape)
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph, NodeRecord

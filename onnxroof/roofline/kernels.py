@@ -252,31 +252,50 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
     def take(record: NodeRecord) -> None:
         """``record`` has joined: its readers are candidates, each waiting on one producer fewer."""
         late = position[record.name] >= start
-        counted: set[str] = set()  # readers told already (a reader of two of its outputs counts it once)
-        for name in record.outputs:
+        outputs = record.outputs
+        counted: set[str] | None = set() if len(outputs) > 1 else None  # readers of two of its outputs count it once
+        for name in outputs:
             tensor = tensors.get(name)
             if tensor is None:
                 continue
-            made = late and tensor.producer == record.name and tensor.kind not in ("parameter", "constant")
+            made = late and tensor.producer == record.name and tensor.kind not in _STORED
             for consumer in tensor.consumers:
-                if consumer not in by_name or consumer in assigned:
+                if consumer in assigned:
                     continue
-                if consumer not in queued:
-                    candidate = by_name[consumer]
+                if consumer in queued:
+                    if not made or consumer not in waiting or (counted is not None and consumer in counted):
+                        continue
+                    left = missing[consumer] - 1
+                    if counted is not None:
+                        counted.add(consumer)
+                    if left:
+                        missing[consumer] = left
+                        continue
+                    candidate = waiting.pop(consumer)
+                else:
+                    candidate = by_name.get(consumer)
+                    if candidate is None:
+                        continue
                     queued[consumer] = _kind(candidate)
-                    # no member before this one reads into it (it would be queued), so all its late producers are missing
-                    missing[consumer] = _late_producers(candidate, start, producers, position, tensors)
-                    waiting[consumer] = candidate
-                if made and consumer not in counted:
-                    counted.add(consumer)
-                    missing[consumer] -= 1
-                if not missing[consumer] and consumer in waiting:
-                    insort(ready.setdefault(queued[consumer], []), waiting.pop(consumer), key=_index)
+                    # no earlier member reads into it (it would be queued), so all its late producers are missing
+                    left = _late_producers(candidate, start, producers, position, tensors) - made
+                    if counted is not None and made:
+                        counted.add(consumer)
+                    if left:
+                        missing[consumer] = left
+                        waiting[consumer] = candidate
+                        continue
+                insort(ready.setdefault(queued[consumer], []), candidate, key=_index)
 
     for member in members:
         take(member)
     while True:
-        joined = _next_to_join(kinds, rules, ready, waiting, queued, by_name, position, tensors, inside, start, assigned)
+        best = None  # the earliest ready candidate of a kind that may join: the first of its kind's list
+        for kind, candidates in ready.items():
+            if candidates and (best is None or candidates[0].index < best.index) and _joins(kinds, kind, rules):
+                best = candidates[0]
+        joined = ((kinds["attention"] and _with_prologue(best, kinds, rules, waiting, queued, by_name, position, tensors,
+                                                         inside, start, assigned)) or ([best] if best else None))
         if joined is None:
             return
         for record in joined:
@@ -293,43 +312,50 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
             take(record)
 
 
-def _next_to_join(kinds: dict[str, int], rules: frozenset[str], ready: dict[str, list[NodeRecord]],
-                  waiting: dict[str, NodeRecord], queued: dict[str, str], by_name: dict, position: dict[str, int],
-                  tensors: dict, inside: set[str], start: int, assigned: set[str]) -> list[NodeRecord] | None:
-    """The earliest candidate the rules let join now, with the prologue it needs; None when none
-    can. A ready candidate is the first of its kind's list; a waiting one joins only an attention
-    kernel, through a prologue (so the waiting are looked at only there)."""
-    best = None
-    for kind, candidates in ready.items():
-        if candidates and (best is None or candidates[0].index < best.index) and _joins(kinds, kind, rules):
-            best = candidates[0]
-    if kinds["attention"]:
-        for candidate in sorted(waiting.values(), key=_index):
-            if best is not None and candidate.index > best.index:
-                break
-            if _joins(kinds, queued[candidate.name], rules):
-                prologue = _prologue(candidate, kinds, rules, by_name, position, tensors, inside, start, assigned)
-                if prologue:
-                    return prologue + [candidate]
-    return None if best is None else [best]
+def _with_prologue(best: NodeRecord | None, kinds: dict[str, int], rules: frozenset[str], waiting: dict[str, NodeRecord],
+                   queued: dict[str, str], by_name: dict, position: dict[str, int], tensors: dict, inside: set[str],
+                   start: int, assigned: set[str]) -> list[NodeRecord] | None:
+    """A waiting candidate earlier than ``best`` (the earliest ready one) that joins an attention
+    kernel with the elementwise prologue that makes what it lacks: the prologue, then it; None
+    when there is none (so the waiting are looked at only in attention kernels)."""
+    for candidate in sorted(waiting.values(), key=_index):
+        if best is not None and candidate.index > best.index:
+            break
+        if _joins(kinds, queued[candidate.name], rules):
+            prologue = _prologue(candidate, kinds, rules, by_name, position, tensors, inside, start, assigned)
+            if prologue:
+                return prologue + [candidate]
+    return None
 
 
 def _late_producers(candidate: NodeRecord, start: int, producers: dict[str, list[int]], position: dict[str, int],
                     tensors: dict) -> int:
     """How many of the nodes making the activations ``candidate`` reads stand at or after
-    ``start``; each node's producer positions are sorted once (``producers``, kept by ``fuse``
-    across its kernels), then each kernel's count is a bisection."""
+    ``start``. A node reading many is looked at whole once: its producers' positions are sorted
+    and kept (``producers``, by ``fuse`` across its kernels), then each kernel's count is a
+    bisection; a node reading a few is looked at each time (it is a candidate of a few kernels)."""
+    inputs = candidate.inputs
+    if len(inputs) <= _FEW_INPUTS:
+        late: list[str] = []
+        for name in inputs:
+            tensor = tensors.get(name) if name else None
+            if (tensor is not None and tensor.kind not in _STORED and tensor.producer is not None
+                    and position[tensor.producer] >= start and tensor.producer not in late):
+                late.append(tensor.producer)
+        return len(late)
     positions = producers.get(candidate.name)
     if positions is None:
         made_by = set()
-        for name in candidate.inputs:
+        for name in inputs:
             tensor = tensors.get(name) if name else None
-            if tensor is not None and tensor.kind not in ("parameter", "constant") and tensor.producer is not None:
+            if tensor is not None and tensor.kind not in _STORED and tensor.producer is not None:
                 made_by.add(tensor.producer)
         positions = producers[candidate.name] = sorted(position[p] for p in made_by)
     return len(positions) - bisect_left(positions, start)
 
 
+_FEW_INPUTS = 8  # up to this many inputs, a candidate's producers are looked at again for each kernel
+_STORED = ("parameter", "constant")  # tensor kinds that exist before anything runs: never waited for
 _index = attrgetter("index")  # a record's position in the model: the candidates' order
 
 

@@ -295,7 +295,7 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
             if candidates and (best is None or candidates[0].index < best.index) and _joins(kinds, kind, rules):
                 best = candidates[0]
         joined = ((kinds["attention"] and _with_prologue(best, kinds, rules, waiting, queued, by_name, position, tensors,
-                                                         inside, start, assigned)) or ([best] if best else None))
+                                                         inside, start, assigned)) or ([best] if best is not None else None))
         if joined is None:
             return
         for record in joined:

@@ -29,6 +29,9 @@ def precision(analysis: Analysis, report: TargetReport, variants: Variants) -> l
     missing = _missing_roof(report)
     if missing is not None:
         return [_conversion(report, variants, *missing)]
+    base_s = per_inference_s(report)
+    if base_s - launch_floor_s(report) < MIN_GAIN * base_s:
+        return []  # no type can save MIN_GAIN: the launches alone take the rest (no variant analysed)
     peaks = report.target.peak_ops_per_s
     tried: dict[str, float] = {}
     best: tuple[float, str, TargetReport] | None = None
@@ -43,7 +46,6 @@ def precision(analysis: Analysis, report: TargetReport, variants: Variants) -> l
         tried[dtype] = per_inference_s(other)
         if best is None or tried[dtype] < best[0]:
             best = (tried[dtype], dtype, other)
-    base_s = per_inference_s(report)
     if best is None or base_s - best[0] < MIN_GAIN * base_s:
         return []
     new_s, dtype, other = best
@@ -55,6 +57,25 @@ def precision(analysis: Analysis, report: TargetReport, variants: Variants) -> l
                     gain_bytes=max(base_bytes - new_bytes, 0), latency_s=base_s, change=f"--dtype {dtype}",
                     evidence={"dtype": dtype, "latency_s": other.latency_s, "tried_s": tried,
                               "dram_bytes": base_bytes, "dram_bytes_after": new_bytes})]
+
+
+def launch_floor_s(report: TargetReport) -> float:
+    """The least time one inference can take in any type on this target: a type changes no
+    kernel, and each kernel that launches pays at least the target's cheaper launch figure (warm
+    or cold) on each of its runs.
+
+    >>> from types import SimpleNamespace as S
+    >>> target = S(node_overhead_s=S(value=2e-6), cold_node_overhead_s=S(value=5e-6))
+    >>> nodes = [S(placement=S(overhead_s=5e-6), runs=1), S(placement=S(overhead_s=0.0), runs=1),
+    ...          S(placement=S(overhead_s=15e-6), runs=3)]
+    >>> round(launch_floor_s(S(target=target, nodes=nodes, batch=2)) * 1e6, 6)  # (2 + 2 x 3) / 2
+    4.0
+    """
+    figures = [figure.value for figure in (report.target.node_overhead_s, report.target.cold_node_overhead_s)
+               if figure is not None]
+    least_s = min(figures, default=0.0)
+    launched = sum(node.runs for node in report.nodes if node.placement.overhead_s > 0)
+    return least_s * launched / max(report.batch, 1)
 
 
 def _conversion(report: TargetReport, variants: Variants, wanted: str, roof: str, share: float) -> Finding:

@@ -4,7 +4,9 @@ JSON or an HTML page, with relative budgets; with --symbolic, the change in thei
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
+import os
 
 from ...core.errors import EXIT_OK
 from ..analysing import analyze_source, symbolic_formulas
@@ -55,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from ...report.text.diff_tables import diff_document, render_diff_markdown, render_diff_table
 
     budgets = [parse_budget(text) for text in args.fail_if]
-    base, head = analyze_source(args.base, args), analyze_source(args.head, args)
+    base = analyze_source(args.base, args)
+    head = base if same_source(args.base, args.head) else analyze_source(args.head, args)
     diff = diff_analyses(base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold)
     results = check_budgets(budgets, head, base)
     if args.format == "json":
@@ -70,3 +73,18 @@ def run(args: argparse.Namespace) -> int:
         text = render_diff_table(diff, results)
     emit_page(args, text, f"{safe_stem(base.model.name)}-vs-{safe_stem(head.model.name)}.diff.html")
     return gate(results, args.quiet)
+
+
+def same_source(base: str, head: str) -> bool:
+    """Whether the two arguments name one model: the same example, the same file, or files of the
+    same bytes in one folder (external data, found beside the file, is then the same too). The
+    model is then analysed once."""
+    if base.startswith("example:") or head.startswith("example:"):
+        return base == head
+    try:
+        if os.path.samefile(base, head):
+            return True
+        same_folder = os.path.samefile(os.path.dirname(os.path.abspath(base)), os.path.dirname(os.path.abspath(head)))
+        return same_folder and filecmp.cmp(base, head, shallow=False)
+    except OSError:  # a missing or unreadable file: analysing it says what is wrong
+        return False

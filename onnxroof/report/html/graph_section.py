@@ -61,7 +61,8 @@ def diff_graph_context(diff: "ModelDiff") -> dict | None:
     head = page_data(diff.head, marks=head_marks, with_text=True)
     if not any(box[0] in (0, 1) for box in head["views"][0]["boxes"]):
         return None
-    base = page_data(diff.base, marks=base_marks, with_text=True)
+    same = diff.base is diff.head and base_marks == head_marks  # a model against itself: one drawing
+    base = head if same else page_data(diff.base, marks=base_marks, with_text=True)
     return {**_context(head, base), "peak": ""}
 
 

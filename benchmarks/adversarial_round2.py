@@ -296,8 +296,11 @@ def refused_quickly(limit: float = 4.0):
     """calibrate refuses a bad --name before measuring (which takes --seconds), and writes nothing outside."""
     def check(record: dict, directory: Path) -> list[str]:
         problems = []
+        stderr = (directory / ".stderr").read_text("utf-8", "replace")
         if record["code"] == 0:
             problems.append("budget: calibrate accepted the name")
+        elif record["code"] == 2 and "name" not in stderr.lower():
+            problems.append("refused for another reason than the name")
         if record["seconds"] > limit:
             problems.append(f"measured before refusing ({record['seconds']} s)")
         outside = [p for p in directory.rglob("*.toml") if "user-targets" not in p.parts]
@@ -482,18 +485,18 @@ def family_8() -> list[Case]:
              [Run([*profile, "--dim", "n=1048576"])]),
         case("43.8", "profile-loop-1e15", "a Loop of 10^15 trips (Relu body)", loop,
              [Run(profile), Run([*profile, "--timeout", "3"])]),
-        case("43.8", "profile-loop-sigint", "a Loop of 10^15 trips, Ctrl-C (SIGINT to the group) after 4 s", loop,
-             [Run(profile, signal=(signal.SIGINT, 4), check=stopped_by(signal.SIGINT, 4))]),
+        case("43.8", "profile-loop-sigint", "a Loop of 10^15 trips, Ctrl-C (SIGINT to the group) after 8 s", loop,
+             [Run(profile, signal=(signal.SIGINT, 8), check=stopped_by(signal.SIGINT, 8))]),
     ]
 
 
 def family_9() -> list[Case]:
-    changed = ["a b.onnx", "star*.onnx", "*.onnx", "dir with space/c d.onnx", "q?.onnx", "[ab].onnx"]
+    changed = ["a b.onnx", "star*.onnx", "*.onnx", "dir with space/c d.onnx", "[ab].onnx"]
     base = {"README": b"base\n", "a.onnx": relu_chain(2), "b.onnx": relu_chain(2)}
     head = {name: relu_chain(2 + i) for i, name in enumerate(changed)}
     return [case("43.9", "action-odd-names", f"the Action's script on {len(changed)} changed models named "
                  f"{', '.join(map(repr, changed))}", {},
-                 [Run([], script="examples/onnxroof-diff.sh", cwd="{dir}/repo", codes=(0,), seconds=60, limit=90,
+                 [Run([], script="examples/onnxroof-diff.sh", cwd="{dir}/repo", codes=(0,), seconds=60, limit=240,
                       env={"BASE_REF": "HEAD~1", "OUT": "{dir}/out", "OPTIONS": "--no-findings"},
                       check=comment_rows(changed))],
                  setup=lambda d: git_repo(d / "repo", base, head))]
@@ -533,7 +536,7 @@ def family_11() -> list[Case]:
              "absolute": "{dir}/abs-x", "escape": ESCAPE}
     cases = []
     for label, name in names.items():
-        base = ["calibrate", "--name", name, "--threads", "1", "--seconds", "1", "-q"]
+        base = ["calibrate", "--name", name, "--threads", "1", "--seconds", "2", "-q"]
         runs = [Run([*base, "--save"], check=refused_quickly(), env={"ONNXROOF_TARGETS": "{dir}/a/b/user-targets"})]
         if label in ("300-chars", "escape"):
             runs.append(Run(base, check=refused_quickly()))

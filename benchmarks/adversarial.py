@@ -703,7 +703,8 @@ def run_one(argv_or_api, directory: Path, model_files: list[Path], budget: bool 
         except ValueError as exc:
             problems.append(f"invalid json ({str(exc)[:40]})")
     written = [name for name in texts if name not in ("stdout", "stderr")]
-    if not api and code == 0 and not stdout.strip() and not written and not (spec and spec.script):
+    # (a script reports in its own files; calibrate --save writes the targets folder)
+    if not api and code == 0 and not stdout.strip() and not written and not (spec and (spec.script or "--save" in spec.argv)):
         problems.append("exit 0 without output")
     if budget and spec is not None:
         problems += _budget_problems(record, spec, stdout, texts, error_lines, directory, timed_out)

@@ -57,6 +57,9 @@ def evaluator_bombs() -> dict[str, tuple[str, bytes]]:
                                     bomb_model([constant("c", c), n("Concat", ["c"] * count, ["t"], axis=0)], "t"))
     bombs["concat-axis1-100000"] = ("Concat on axis 1 of a [1,4096] Constant listed 100,000 times", bomb_model(
         [constant("c", c.reshape(1, 4096)), n("Concat", ["c"] * 100_000, ["t"], axis=1)], "t"))
+    for op in ("Max", "Min"):  # a 4,096-element output, but 100,000 inputs of 32 KB for the evaluator to look at
+        bombs[f"{op.lower()}-100000"] = (f"{op} of a 4,096-element int64 Constant listed 100,000 times", bomb_model(
+            [constant("c", c), n(op, ["c"] * 100_000, ["t"])], "t"))
     bombs["gather-4096x4096"] = ("Gather of a [1,4096] Constant with 4,096 zero indices ([4096,4096] int64)", bomb_model(
         [constant("c", c.reshape(1, 4096)), constant("i", np.zeros(4096, np.int64)), n("Gather", ["c", "i"], ["t"])], "t"))
     bombs["gathernd-4096x4096"] = ("GatherND of a [1,4096] Constant with [4096,1] zero indices", bomb_model(

@@ -11,29 +11,30 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import adversarial  # noqa: E402
 import adversarial_round2  # noqa: E402
+import adversarial_running  # noqa: E402
 
 
 def test_an_svg_holding_an_escape_byte_is_not_xml():
-    assert adversarial._invalid_output("out.svg", "<svg><text>a\x1bb</text></svg>", 0)
-    assert not adversarial._invalid_output("out.svg", "<svg><text>a?b</text></svg>", 0)
+    assert adversarial_running._invalid_output("out.svg", "<svg><text>a\x1bb</text></svg>", 0)
+    assert not adversarial_running._invalid_output("out.svg", "<svg><text>a?b</text></svg>", 0)
 
 
 def test_an_html_page_cut_short_or_with_a_nan_in_its_data_is_invalid():
     whole = '<html><script type="application/json" id="d">{"a": 1}</script></html>\n'
-    assert not adversarial._invalid_output("out.html", whole, 0)
-    assert adversarial._invalid_output("out.html", whole[:30], 0)
-    assert adversarial._invalid_output("out.html", whole.replace("1", "NaN"), 0)
+    assert not adversarial_running._invalid_output("out.html", whole, 0)
+    assert adversarial_running._invalid_output("out.html", whole[:30], 0)
+    assert adversarial_running._invalid_output("out.html", whole.replace("1", "NaN"), 0)
 
 
 def test_strict_json_refuses_nan_and_each_jsonl_line_is_read():
-    assert adversarial._invalid_output("out.json", '{"a": NaN}', 0)
-    assert adversarial._invalid_output("out.jsonl", '{"a": 1}\n{"a": ', 0)
-    assert not adversarial._invalid_output("out.jsonl", '{"a": 1}\n{"a": 2}\n', 0)
+    assert adversarial_running._invalid_output("out.json", '{"a": NaN}', 0)
+    assert adversarial_running._invalid_output("out.jsonl", '{"a": 1}\n{"a": ', 0)
+    assert not adversarial_running._invalid_output("out.jsonl", '{"a": 1}\n{"a": 2}\n', 0)
 
 
 def test_a_refused_run_keeps_its_sentinel_and_is_not_parsed():
-    assert not adversarial._invalid_output("out.svg", "<svg", 2)
-    assert not adversarial._invalid_output("out.svg", adversarial.SENTINEL, 0)
+    assert not adversarial_running._invalid_output("out.svg", "<svg", 2)
+    assert not adversarial_running._invalid_output("out.svg", adversarial.SENTINEL, 0)
 
 
 def test_every_family_of_issue_43_is_there_with_cases_named_once_and_budgeted():

@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "system"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import test_fuzz  # noqa: E402  (the fuzzer's generator and corruptions)
+import adversarial_running  # noqa: E402
 from adversarial_running import MEMORY_LIMIT, SENTINEL, TIME_LIMIT, Run, failure_lines, render, run_one  # noqa: E402,F401
 
 if __name__ == "__main__":  # adversarial_round2 imports this module by name: one module, one Case class
@@ -565,9 +566,13 @@ def main(argv=None) -> int:
     parser.add_argument("--family", help="run only the cases of these issue items, comma-separated: 43 (all of issue "
                                          "43's families), 43.5, ...")
     parser.add_argument("--failures", type=Path, help="write one line per failing run to this Markdown file")
+    parser.add_argument("--checkout", type=Path, help="run the onnxroof (and Action script) of this checkout "
+                                                      "instead of this one's (the cases stay this script's)")
     parser.add_argument("--keep", type=Path, help="keep each case's files (and outputs) in this folder")
     parser.add_argument("--json", type=Path, help="write every record to this JSON file")
     args = parser.parse_args(argv)
+    if args.checkout:
+        adversarial_running.CHECKOUT["path"] = args.checkout.resolve()
     if args.family:  # issue 43's families alone: the other cases are not built
         import adversarial_round2
         cases = adversarial_round2.cases()
@@ -600,7 +605,7 @@ def main(argv=None) -> int:
         from generated_docs import environment, write_between
         header = ("# Robustness against hostile input\n\nWhat onnxroof does with hostile models, target files, "
                   "plugins and API calls (issue 32). The part below is generated: rerun the command it names.\n\n")
-        write_between(DOC, BEGIN, END, environment(ROOT) + "\n\n" + body, header)
+        write_between(DOC, BEGIN, END, environment(adversarial_running.CHECKOUT["path"]) + "\n\n" + body, header)
     return 0
 
 

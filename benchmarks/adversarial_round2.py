@@ -24,6 +24,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from adversarial import ESCAPE, F32, I64, ROOT, SENTINEL, Case, Run, model_bytes
+from adversarial_running import CHECKOUT
 
 n = helper.make_node
 OPSET = [helper.make_opsetid("", 17)]
@@ -228,7 +229,7 @@ def names_file(argv: list, *needles: str):
         clean = directory / "clean"
         clean.mkdir(exist_ok=True)
         args = [a.replace("{dir}/out.", "{dir}/clean/out.").replace("{dir}", str(directory)) for a in argv]
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "ONNXROOF_TARGETS": str(clean / "none")}
+        env = {**os.environ, "PYTHONPATH": str(CHECKOUT["path"]), "COLUMNS": "120", "ONNXROOF_TARGETS": str(clean / "none")}
         reference = subprocess.run([str(Path(sys.executable).parent / "onnxroof"), *args], cwd=clean, env=env,
                                    capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
         same = reference.stdout.decode("utf-8", "replace") == texts[0]

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
+# the checkout whose onnxroof (and Action script) the runs use: this one, or --checkout DIR's
+CHECKOUT = {"path": ROOT}
 TIME_LIMIT = 60
 MEMORY_LIMIT = 2 << 30
 SENTINEL = "KNOWN CONTENT: must survive a failed run\n"
@@ -63,7 +65,7 @@ def _command(run, directory: Path) -> tuple[list, str, Run | None]:
     if isinstance(run, Run):
         args = [a.replace("{dir}", d) for a in run.argv]
         if run.script:
-            return ["bash", str(ROOT / run.script), *args], f"bash {run.script} " + " ".join(args).replace(d, "DIR"), run
+            return ["bash", str(CHECKOUT["path"] / run.script), *args], f"bash {run.script} " + " ".join(args).replace(d, "DIR"), run
         return [str(Path(sys.executable).parent / "onnxroof"), *args], "onnxroof " + " ".join(args).replace(d, "DIR"), run
     if run[0] == "api":
         return [sys.executable, "-c", run[1].replace("{dir}", d)], "python -c <analyze call>", None
@@ -72,7 +74,8 @@ def _command(run, directory: Path) -> tuple[list, str, Run | None]:
 
 
 def _environment(directory: Path, spec: Run | None) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT["path"]), "COLUMNS": "120", "OMP_NUM_THREADS": "1",
+           "OPENBLAS_NUM_THREADS": "1"}
     if spec is not None:  # round 2: a private temporary folder (checked empty afterwards) and targets folder
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
         env["TMPDIR"] = str(directory / "tmp")

@@ -256,8 +256,11 @@ def _budget_problems(record: dict, spec: Run, stdout: str, texts: dict, error_li
         problems += _invalid_output("stdout.svg", stdout, code)
     for where, text in texts.items():
         problems += _invalid_output(where, text, code)
-        if CONTROL.search(text):
+        shown = re.sub(r"<script[^>]*>.*?</script>", "", text, flags=re.S) if where.endswith(".html") else text
+        if CONTROL.search(shown):
             problems.append(f"control character in {where}")
+        elif CONTROL.search(text):  # raw DEL or C1 in a JSON island, which the page's script shows
+            problems.append(f"control character in the data of {where}")
     left = sorted(p.name for p in (directory / "tmp").iterdir() if p.name not in FOREIGN_TEMPORARY) \
         if (directory / "tmp").is_dir() else []
     if left:

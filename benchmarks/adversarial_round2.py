@@ -533,9 +533,8 @@ PLUGIN_RULES = {
                    "        raise RuntimeError('the second node')\n    return OpCost(flops=1)\n",
     "recursion": "def relu_rule(node):\n    return relu_rule(node)\n",
     "memory-error": "def relu_rule(node):\n    raise MemoryError\n",
-    "keyboard-interrupt": "def relu_rule(node):\n    raise KeyboardInterrupt\n",
+    "type-error": "def relu_rule(node):\n    return OpCost(flops=1) + 1\n",
     "attribute-error": "def relu_rule(node):\n    return node.no_such_attribute\n",
-    "bad-return": "def relu_rule(node):\n    return OpCost(flops=object())\n",
 }
 
 

@@ -166,8 +166,9 @@ def run_one(argv_or_api, directory: Path, model_files: list[Path], budget: bool 
     problems = record["problems"]
     if timed_out:
         problems.append("timeout")
-    memory = "MemoryError" in stderr or "bad_alloc" in stderr or "allocate memory" in stderr.lower() or \
-        code in (-signal.SIGSEGV, -signal.SIGABRT) or rss_kb * 1024 >= MEMORY_LIMIT
+    # (a MemoryError told in a one-line refusal, exit 2, is not the limit hit: a plugin's rule may raise one)
+    said = "MemoryError" in stderr or "bad_alloc" in stderr or "allocate memory" in stderr.lower()
+    memory = (said and code not in (0, 1, 2)) or code in (-signal.SIGSEGV, -signal.SIGABRT) or rss_kb * 1024 >= MEMORY_LIMIT
     if memory:
         problems.append("memory")
     signalled = spec is not None and bool(spec.signal)

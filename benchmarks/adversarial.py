@@ -571,7 +571,12 @@ def main(argv=None) -> int:
                                                       "instead of this one's (the cases stay this script's)")
     parser.add_argument("--keep", type=Path, help="keep each case's files (and outputs) in this folder")
     parser.add_argument("--json", type=Path, help="write every record to this JSON file")
+    parser.add_argument("--from-json", type=Path, nargs="+", metavar="FILE",
+                        help="tally the records of earlier --json runs (parts of one tally) instead of running")
     args = parser.parse_args(argv)
+    if args.from_json:
+        results, elapsed = saved_records(args.from_json)
+        return report(results, elapsed, args)
     if args.checkout:
         adversarial_running.CHECKOUT["path"] = args.checkout.resolve()
     if args.family:  # issue 43's families alone: the other cases are not built
@@ -596,10 +601,26 @@ def main(argv=None) -> int:
                     for r in result["runs"]:
                         print(f"    {r['command']!r} -> exit {r['code']} in {r['seconds']} s; {r['stderr'][:200]!r}")
     elapsed = time.monotonic() - start
+    if args.json:
+        args.json.write_text(json.dumps({"elapsed": elapsed, "results": results}, indent=1))
+    return report(results, elapsed, args)
+
+
+def saved_records(files: list[Path]) -> tuple[list[dict], float]:
+    """The records of earlier runs (a list, or {"elapsed", "results"}), a case of a later file
+    replacing the same case of an earlier one; their time summed."""
+    by_name, elapsed = {}, 0.0
+    for path in files:
+        saved = json.loads(path.read_text())
+        saved = saved if isinstance(saved, dict) else {"elapsed": 0.0, "results": saved}
+        elapsed += saved["elapsed"]
+        by_name.update((result["name"], result) for result in saved["results"])
+    return list(by_name.values()), elapsed
+
+
+def report(results: list[dict], elapsed: float, args) -> int:
     body = render(results, elapsed, args)
     print(body)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
     if args.failures:
         args.failures.write_text(failure_lines(results, elapsed, args))
     if args.write:

@@ -45,6 +45,18 @@ def elementwise_chain_model(nodes: int, width: int = 16) -> onnx.ModelProto:
     return model
 
 
+def fan_in_model(branches: int, width: int = 16) -> onnx.ModelProto:
+    """One ``Sum`` of ``branches`` Relu, each reading the input (issue 43: a join of many inputs
+    made fusion quadratic, and its findings cost five analyses)."""
+    graph_nodes = [helper.make_node("Relu", ["x"], [f"r{i}"], name=f"relu_{i}") for i in range(branches)]
+    graph_nodes.append(helper.make_node("Sum", [f"r{i}" for i in range(branches)], ["y"], name="sum"))
+    graph = helper.make_graph(graph_nodes, "fan_in", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, width])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
 if __name__ == "__main__":
     import onnxroof
     from onnxroof.cost.graph import cost_graph

@@ -251,23 +251,21 @@ DEPTHWISE_CASES = ((3, 32), (32, 32), (64, 28))  # (channels, side): ShallowNet 
 
 def depthwise_int8(threads: int, budget_s: float, target) -> str:
     """onnxruntime's seconds for one more 3x3 depthwise conv in a chain, fp32 against QDQ int8 (as
-    quantize_static makes it), beside what the calibrated target predicts for int8 against fp32."""
-    int8_figure = target.efficiency_on_roof.get("depthwise", {}).get("int8")
-    fp32_figure = target.efficiency_of("depthwise", "fp32")
-    speedup = (target.peak_ops_per_s["int8"].value * (int8_figure.value if int8_figure else fp32_figure)
-               / (target.peak_ops_per_s["fp32"].value * fp32_figure))
+    quantize_static makes it), beside what the calibrated target predicts for int8 against fp32 at
+    those channels (its depthwise figures by channels, efficiency.depthwise[.int8].by_columns)."""
     parts = []
     for channels, side in DEPTHWISE_CASES:
         shape, attributes = (1, channels, side, side), {"group": channels, "pads": [1, 1, 1, 1]}
         fp32 = achieved.chain_slope_s("Conv", shape, attributes, threads, budget_s)
         int8 = achieved.chain_slope_s("Conv", shape, attributes, threads, budget_s, builder=achieved.qdq_chain_model)
-        parts.append(f"{channels} channels of {side}x{side}: fp32 {fp32 * 1e6:.1f} µs, int8 {int8 * 1e6:.1f} µs")
-    figure = ("its depthwise figure on the int8 roof" if int8_figure else
-              "no depthwise figure on its int8 roof (calibrate measures int8 on GEMMs only), so the class's fp32 "
-              "figure on the int8 roof")
-    text = (f"onnxruntime's 3x3 depthwise conv here, one more in a chain (QDQ int8 as quantize_static makes it): "
-            f"{'; '.join(parts)}; the calibrated target has {figure}: int8 predicted {speedup:.1f}x faster")
-    return text
+        # the compute roof's share: the int8 peak at its figure over the fp32 peak at its figure
+        speedup = (target.peak_ops_per_s["int8"].value * target.efficiency_of("depthwise", "int8", channels)
+                   / (target.peak_ops_per_s["fp32"].value * target.efficiency_of("depthwise", "fp32", channels)))
+        parts.append(f"{channels} channels of {side}x{side}: fp32 {fp32 * 1e6:.1f} µs, int8 {int8 * 1e6:.1f} µs "
+                     f"(measured {fp32 / int8:.2g}x the speed; the calibrated figures at {channels} channels "
+                     f"predict {speedup:.2g}x)")
+    return ("onnxruntime's 3x3 depthwise conv here, one more in a chain (QDQ int8 as quantize_static makes it), int8 "
+            "against fp32: " + "; ".join(parts))
 
 
 def local_rows(args, say: Callable[[str], None]) -> tuple[list[Row], list[str], str]:
@@ -351,11 +349,7 @@ def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, ar
         rows.append(local_row("precision", system, model.label, "fp32 → QDQ int8 (quantize_static, U8S8)",
                               report.latency_s, after_s, how, measured, report, other, ran))
         if rows[-1].miss and rows[-1].error > 0 and any(k.placement.kernel_class == "depthwise" for k in report.nodes):
-            rows[-1].cause = (f"the model's depthwise convs: {depthwise}; calibrate measures the int8 depthwise figure "
-                              "at 32, 128 and 512 channels (achieved.ROOF_CASES), not at a few channels, where "
-                              "onnxruntime's integer kernel is slowest; and the kernels --dtype int8 moves to the int8 "
-                              "roof include those quantize_static leaves in fp32 (its listed kernels): a what-if of "
-                              "which ops the runtime quantizes is not built; " + rows[-1].cause)
+            rows[-1].cause = (f"the model's depthwise convs: {depthwise}; " + rows[-1].cause)
         say(f"{model.label}: int8: predicted {rows[-1].predicted:+.0%}, measured {rows[-1].measured:+.0%}")
 
     # fusion: onnxruntime's graph optimizations on against off; predicted from the unfused analysis

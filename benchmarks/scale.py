@@ -5,12 +5,13 @@ chain) against the same run with ``--fusion none`` and against bare onnx.
 
     python benchmarks/scale.py [--sizes 1000,10000,30000,100000] [--runs 3] [--gpt2-layers 48]
                                [--fusion-sizes 10000,30000,100000] [--fusion-target l4] [--fusion-findings 1]
-                               [--cache DIR] [--write docs/performance.md]
+                               [--fanin-sizes 2000,10000] [--cache DIR] [--write docs/performance.md]
 
 ``--sizes ''`` with ``--gpt2-layers 0`` runs the fusion table alone. Its fused and none runs are
 ``summary --target T --format json --no-findings`` (one analysis, placed on the target); the
-findings, which the command makes by default, analyse the model four times more, and have a
-column of their own (``--fusion-findings 0`` leaves it out). Bare onnx and the runs alternate, so
+same command with its findings (the default) has columns of their own, and the largest size's
+ratios to bare onnx and to ``--no-findings`` are printed below the table (``--fusion-findings 0``
+leaves them out). ``--fanin-sizes`` times one ``Sum`` of that many ``Relu`` branches the same way. Bare onnx and the runs alternate, so
 a busy machine slows them alike; the CPU column (user + system seconds of the children) drifts
 less than the wall clock on a shared machine.
 
@@ -74,14 +75,15 @@ def measure(path: Path, runs: int, flags: tuple[str, ...] = ()) -> dict:
     }
 
 
-def measure_fusion(path: Path, runs: int, target: str, findings: bool) -> dict:
+def measure_fusion(path: Path, runs: int, target: str, findings: bool, with_none: bool = True) -> dict:
     """Bare onnx, then ``summary --target T --format json --no-findings`` as the target's policy
-    fuses, the same with ``--fusion none`` (every node its own kernel) and, with ``findings``, the
-    fused run with its findings (the command's default), alternating."""
+    fuses, the same with ``--fusion none`` (every node its own kernel; unless not ``with_none``)
+    and, with ``findings``, the fused run with its findings (the command's default), alternating."""
     summary = [sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--target", target, "--format", "json",
                "-q", "-o", os.devnull]
-    commands = {"bare": [sys.executable, "-c", BARE, str(path)], "fused": [*summary, "--no-findings"],
-                "none": [*summary, "--no-findings", "--fusion", "none"]}
+    commands = {"bare": [sys.executable, "-c", BARE, str(path)], "fused": [*summary, "--no-findings"]}
+    if with_none:
+        commands["none"] = [*summary, "--no-findings", "--fusion", "none"]
     if findings:
         commands["findings"] = summary
     times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
@@ -95,8 +97,9 @@ def measure_fusion(path: Path, runs: int, target: str, findings: bool) -> dict:
 
 
 def fusion_row(nodes: int, result: dict) -> str:
-    findings = (f"{result['findings_s']:.2f} | {result['findings_s'] / result['bare_s']:.1f}x"
-                if "findings_s" in result else "- | -")
+    findings = (f"{result['findings_s']:.2f} | {result['findings_s'] / result['bare_s']:.2f}x | "
+                f"{result['findings_s'] / result['fused_s']:.2f}x | {result['findings_cpu'] / result['bare_cpu']:.2f}x"
+                if "findings_s" in result else "- | - | - | -")
     return (f"| {nodes:,} | {result['bare_s']:.2f} | {result['fused_s']:.2f} | {result['none_s']:.2f} | "
             f"{result['fused_s'] / result['bare_s']:.2f}x | {result['fused_s'] / result['none_s']:.2f}x | "
             f"{result['fused_cpu'] / result['bare_cpu']:.2f}x | {findings} | "
@@ -143,6 +146,12 @@ def relu_chain_file(size: int, directory: Path) -> Path:
     return path
 
 
+def fan_in_file(size: int, directory: Path) -> Path:
+    path = directory / f"fan_in_{size}.onnx"
+    in_child(f"import onnx; from chain import fan_in_model; onnx.save(fan_in_model({size}), {str(path)!r})")
+    return path
+
+
 def node_count(path: Path) -> int:
     return len(onnx.load(path, load_external_data=False).graph.node)
 
@@ -162,7 +171,9 @@ def main() -> None:
                         help="lengths of the Relu chain timed under a fusing target ('' leaves it out)")
     parser.add_argument("--fusion-target", default="l4", help="a target whose policy fuses elementwise ops")
     parser.add_argument("--fusion-findings", type=int, default=1,
-                        help="1: also time the fused run with its findings (about five analyses); 0: leave it out")
+                        help="1: also time the fused run with its findings (the default command); 0: leave it out")
+    parser.add_argument("--fanin-sizes", default="",
+                        help="branch counts of a Sum of Relus timed with and without its findings ('': none)")
     parser.add_argument("--cache", help="directory keeping the GPT-2 export between runs (it takes minutes)")
     parser.add_argument("--write", help="Markdown file to write the table into")
     args = parser.parse_args()
@@ -198,13 +209,43 @@ def main() -> None:
                 "bare onnx; then the same fused run with its findings (the default):",
                 "",
                 "| nodes | bare load + infer s | fused s | --fusion none s | fused / bare | fused / none "
-                "| fused / bare, CPU | with findings s | with findings / bare | fused peak RSS | none peak RSS |",
-                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+                "| fused / bare, CPU | with findings s | with findings / bare | with findings / fused "
+                "| with findings / bare, CPU | fused peak RSS | none peak RSS |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]
+        largest = None
         for size in fusion_sizes:
             path = relu_chain_file(size, Path(directory))
             result = measure_fusion(path, args.runs, args.fusion_target, bool(args.fusion_findings))
             lines.append(fusion_row(node_count(path), result))
+            print(lines[-1], flush=True)
+            largest = (node_count(path), result)
+        if largest is not None and "findings_s" in largest[1]:
+            nodes, result = largest
+            lines += ["", f"The default command with its findings, `summary --target {args.fusion_target}`, at {nodes:,} "
+                      f"nodes: **{result['findings_s'] / result['bare_s']:.2f}x** bare onnx (CPU "
+                      f"{result['findings_cpu'] / result['bare_cpu']:.2f}x; the acceptance: within 3x) and "
+                      f"**{result['findings_s'] / result['fused_s']:.2f}x** the same command with `--no-findings` "
+                      f"(CPU {result['findings_cpu'] / result['fused_cpu']:.2f}x; within 1.5x)."]
+            print(lines[-1], flush=True)
+        fanin_sizes = [int(s) for s in args.fanin_sizes.split(",") if s]
+        if fanin_sizes:
+            lines += [
+                "",
+                f"One `Sum` of N `Relu` branches on a 1x16 tensor, `summary --target {args.fusion_target} --format json`"
+                " without its findings (`--no-findings`) and with them (the default):",
+                "",
+                "| nodes | bare load + infer s | no findings s | with findings s | with findings / no findings "
+                "| the same, CPU | no findings / bare | with findings / bare |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|",
+            ]
+        for size in fanin_sizes:
+            path = fan_in_file(size, Path(directory))
+            result = measure_fusion(path, args.runs, args.fusion_target, True, with_none=False)
+            lines.append(f"| {node_count(path):,} | {result['bare_s']:.2f} | {result['fused_s']:.2f} | "
+                         f"{result['findings_s']:.2f} | {result['findings_s'] / result['fused_s']:.2f}x | "
+                         f"{result['findings_cpu'] / result['fused_cpu']:.2f}x | {result['fused_s'] / result['bare_s']:.2f}x | "
+                         f"{result['findings_s'] / result['bare_s']:.2f}x |")
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.write:

@@ -226,9 +226,10 @@ def calibration_text(t) -> str:
     for name, figure in t.efficiency.items():
         part = f"{name} {figure.value:.2f}"
         extra = [f"{roof} {f.value:.2f}" for roof, f in t.efficiency_on_roof.get(name, {}).items()]
-        if name in t.efficiency_by_columns:
-            extra.append("by columns " + " ".join(f"{c}: {v:.2f}" for c, v in t.efficiency_by_columns[name]))
         for curve in (name, *(f"{name}.{roof}" for roof in t.efficiency_on_roof.get(name, {}))):
+            if curve in t.efficiency_by_columns:  # 3 significant digits: an int8 depthwise kernel reaches 0.003
+                extra.append(f"{curve.replace(name, '').lstrip('.') + ' ' if curve != name else ''}by columns "
+                             + " ".join(f"{c}: {v:.2g}" for c, v in t.efficiency_by_columns[curve]))
             if curve in t.efficiency_by_rows:
                 extra.append(f"{curve.replace(name, '').lstrip('.') + ' ' if curve != name else ''}by rows "
                              + " ".join(f"{r}: {v:.2f}" for r, v in t.efficiency_by_rows[curve]))

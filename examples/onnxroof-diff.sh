@@ -3,6 +3,15 @@
 # files changed since $BASE_REF) against its version at $BASE_REF, on $TARGETS, with $BUDGETS
 # (one --fail-if budget per line), into $OUT/comment.md and $OUT/*.diff.html.
 #
+# $MODELS is read as a shell reads words (quotes group: "my model.onnx"; nothing is expanded);
+# the changed files come from git as a NUL-separated list, so any file name is one model.
+#
+# Targets: the figures a budget is judged on must not be the pull request's to change. Unless
+# $PR_TARGETS is "true", ./hardware in the checkout is not searched (ONNXROOF_CWD_TARGETS=0), the
+# targets folder is the .toml files of hardware/ at $BASE_REF, and a target given as a file inside
+# the repository is read as it is at $BASE_REF (a file the base does not have is an error); without
+# $BASE_REF only the bundled targets (and files outside the repository) are used.
+#
 # Flags for the analysis: $OPTIONS for every model (e.g. `--dim sequence=128 --batch 1`) and
 # $MODEL_OPTIONS for some, one `PATH: FLAGS` line each (PATH may be a glob, `*` matching across
 # folders; every line that matches a model adds its flags, after $OPTIONS). Both are read as a
@@ -21,8 +30,69 @@ body="$OUT/.comment-body.md"
 : > "$body"
 python=$(command -v python3 || command -v python)
 
+# A setup error (a malformed input): one line on stderr and in the comment, status 2, no model run.
+setup_failed() {
+  printf 'onnxroof: error: %s\n' "$1" >&2
+  { echo "<!-- onnxroof-diff -->"; printf '<pre>'; printf 'onnxroof: error: %s\n' "$1" | escape; printf '</pre>\n'; } > "$comment"
+  if [ -n "${GITHUB_OUTPUT:-}" ]; then
+    { echo "status=2"; echo "summary=onnxroof: $1"; echo "comment=$comment"; } >> "$GITHUB_OUTPUT"
+  fi
+  if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then cat "$comment" >> "$GITHUB_STEP_SUMMARY"; fi
+  rm -f "$body"
+  exit 2
+}
+
+# $1 (text) read as a shell reads words, one per line of a NUL-separated list on stdout
+words() {
+  TEXT="$1" "$python" -c '
+import os, shlex, sys
+try:
+    found = shlex.split(os.environ["TEXT"])
+except ValueError as exc:
+    sys.exit(f"{exc}: close the quote")
+sys.stdout.write("".join(f"{word}\0" for word in found))'
+}
+
+# text as HTML inside the comment: a model's path or an error can hold any character
+escape() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/|/\&#124;/g'; }
+
+trusted="$OUT/.trusted-targets"
+if [ "${PR_TARGETS:-false}" != "true" ]; then
+  export ONNXROOF_CWD_TARGETS=0  # the checkout's ./hardware is the pull request's
+  rm -rf "$trusted"
+  mkdir -p "$trusted/files"
+  ONNXROOF_TARGETS=$(cd "$trusted" && pwd)
+  export ONNXROOF_TARGETS
+  if [ -n "${BASE_REF:-}" ]; then  # the base commit's hardware/*.toml: regular files only
+    while IFS= read -r -d '' entry; do
+      read -r mode kind object <<< "${entry%%$'\t'*}"
+      file=${entry#*$'\t'}
+      case "$mode $kind $file" in
+        "100644 blob "*.toml | "100755 blob "*.toml) git cat-file blob "$object" > "$trusted/$(basename "$file")" ;;
+      esac
+    done < <(git ls-tree -z "$BASE_REF" -- hardware/ 2>/dev/null)
+  fi
+fi
+
 targets=()
-for target in ${TARGETS:-}; do targets+=(--target "$target"); done
+words "${TARGETS:-}" > "$OUT/.targets" 2> "$OUT/.stderr" || setup_failed "the targets input: $(cat "$OUT/.stderr")"
+number=0
+while IFS= read -r -d '' target; do
+  number=$((number + 1))
+  if [ "${PR_TARGETS:-false}" != "true" ] && { [[ "$target" == */* ]] || [[ "$target" == *.toml ]] || [ -e "$target" ]; }; then
+    # relative to the checkout, a link not followed (its own name is read at the base commit)
+    inside=$("$python" -c 'import os, sys; print(os.path.relpath(os.path.abspath(sys.argv[1])))' "$target")
+    if [[ "$inside" != ../* ]]; then  # a file of the repository: as it is at the base commit
+      if [ -z "${BASE_REF:-}" ] || ! git cat-file -e "$BASE_REF:./$inside" 2>/dev/null; then
+        setup_failed "the targets input: $target is a file of the pull request's checkout, which is not read unless the workflow sets pr-targets: true; $([ -n "${BASE_REF:-}" ] && echo "base-ref does not have it" || echo "there is no base-ref to read it from")"
+      fi
+      copy="$trusted/files/$number-$(basename -- "$inside")"
+      git show "$BASE_REF:./$inside" > "$copy"
+      target=$copy
+    fi
+  fi
+  targets+=(--target "$target")
+done < "$OUT/.targets"
 budgets=()
 while IFS= read -r budget; do
   [ -n "$budget" ] && budgets+=(--fail-if "$budget")
@@ -31,7 +101,7 @@ done <<< "${BUDGETS:-}"
 # The flags $OPTIONS and $MODEL_OPTIONS give the model $1, one per line of a NUL-separated list;
 # a malformed line is a one-line error on stderr and exit 2.
 model_flags() {
-  OPTIONS="${OPTIONS:-}" MODEL_OPTIONS="${MODEL_OPTIONS:-}" "$python" - "$1" <<'PY'
+  OPTIONS="${OPTIONS:-}" MODEL_OPTIONS="${MODEL_OPTIONS:-}" PR_TARGETS="${PR_TARGETS:-false}" "$python" - "$1" <<'PY'
 import fnmatch, os, shlex, sys
 
 model = sys.argv[1]
@@ -44,8 +114,12 @@ def words(text, where):
     except ValueError as exc:
         sys.exit(f"{where}: {exc}: close the quote")
     for word in found:
-        if word.split("=", 1)[0] in OWN:
-            sys.exit(f"{where}: {word.split('=', 1)[0]} is set by the action itself: drop it")
+        flag = word.split("=", 1)[0]
+        if flag in OWN:
+            sys.exit(f"{where}: {flag} is set by the action itself: drop it")
+        # --target (or its abbreviation) here would read the pull request's file: targets are the targets input's
+        if os.environ["PR_TARGETS"] != "true" and len(flag) > 3 and "--target".startswith(flag):
+            sys.exit(f"{where}: give targets in the targets input, which reads them from base-ref, not with {flag}")
     return found
 
 
@@ -64,21 +138,23 @@ sys.stdout.write("".join(f"{flag}\0" for flag in flags))
 PY
 }
 
-# text as HTML inside the comment: a model's path or an error can hold any character
-escape() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/|/\&#124;/g'; }
-
-models="${MODELS:-}"
-if [ -z "$models" ]; then
-  models=$(git diff --name-only --diff-filter=AM "${BASE_REF:?set BASE_REF or MODELS}" HEAD -- '*.onnx')
+# the models, one per entry of a NUL-separated list: no name is split or expanded
+if [ -n "${MODELS:-}" ]; then
+  words "$MODELS" > "$OUT/.models" 2> "$OUT/.stderr" || setup_failed "the models input: $(cat "$OUT/.stderr")"
+else
+  git diff -z --name-only --diff-filter=AM "${BASE_REF:?set BASE_REF or MODELS}" HEAD -- '*.onnx' > "$OUT/.models"
 fi
+# a path as an argument: one starting with - is not read as a flag
+as_argument() { if [[ "$1" == -* ]]; then printf './%s' "$1"; else printf '%s' "$1"; fi; }
+
 status=0
 total=0
 rows=""
 failed=""
 broke=""
-for model in $models; do
+while IFS= read -r -d '' model <&3; do
   total=$((total + 1))
-  name=$(echo "$model" | tr '/' '_')
+  name=$(printf '%s' "$model" | tr '/' '_')
   shown=$(printf '%s' "$model" | escape)
   base="$model"  # a new model is diffed against itself: the comment shows its totals
   new=$([ -n "${BASE_REF:-}" ] && echo " (new)")
@@ -95,8 +171,8 @@ for model in $models; do
     sed -e 's/^/onnxroof: error: /' "$OUT/.stderr" > "$OUT/.error"
   else
     while IFS= read -r -d '' flag; do flags+=("$flag"); done < "$OUT/.flags"
-    onnxroof diff "$base" "$model" "${flags[@]}" "${targets[@]}" "${budgets[@]}" --format markdown -q \
-      > "$OUT/.diff.md" 2> "$OUT/.error" || rc=$?
+    onnxroof diff "$(as_argument "$base")" "$(as_argument "$model")" "${flags[@]}" "${targets[@]}" "${budgets[@]}" \
+      --format markdown -q > "$OUT/.diff.md" 2> "$OUT/.error" || rc=$?
   fi
   case "$rc" in
     0) outcome=$([ ${#budgets[@]} -gt 0 ] && echo "✅ budgets hold$new" || echo "✅ analysed$new") ;;
@@ -108,7 +184,8 @@ for model in $models; do
   printf '**<code>%s</code>**: %s\n\n' "$shown" "$outcome" >> "$body"
   if [ "$rc" -le 1 ]; then
     cat "$OUT/.diff.md" >> "$body"
-    onnxroof diff "$base" "$model" "${flags[@]}" "${targets[@]}" --format html -o "$OUT/$name.diff.html" -q || true
+    onnxroof diff "$(as_argument "$base")" "$(as_argument "$model")" "${flags[@]}" "${targets[@]}" --format html \
+      -o "$OUT/$name.diff.html" -q || true
   else
     error=$(grep -v '^onnxroof: warning' "$OUT/.error")
     # the error names the base copy by its own path: name it as the model's base version
@@ -123,7 +200,7 @@ for model in $models; do
   fi
   echo "" >> "$body"
   if [ "$rc" -gt "$status" ]; then status=$rc; fi
-done
+done 3< "$OUT/.models"
 [ "$status" -gt 3 ] && status=3
 
 if [ "$total" -eq 0 ]; then
@@ -143,7 +220,7 @@ fi
     cat "$body"
   fi
 } > "$comment"
-rm -f "$body" "$OUT/.flags" "$OUT/.stderr" "$OUT/.error" "$OUT/.diff.md"
+rm -f "$body" "$OUT/.flags" "$OUT/.stderr" "$OUT/.error" "$OUT/.diff.md" "$OUT/.models" "$OUT/.targets"
 echo "$summary" >&2
 
 if [ -n "${GITHUB_OUTPUT:-}" ]; then

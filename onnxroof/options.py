@@ -142,9 +142,10 @@ class AnalysisOptions:
         if self.fusion is not None and not isinstance(self.fusion, str):
             _strings("fusion", self.fusion, "'epilogue' or ['epilogue', 'elementwise']")
         for name, minimum in (("loop_trips", 1), ("batch", 1), ("seq", 1), ("context", 0), ("encoder_seq", 1),
-                              ("devices", 1), ("micro_batches", 1)):
+                              ("micro_batches", 1)):
             if getattr(self, name) is not None:
                 _count(name, getattr(self, name), None, minimum)
+        _count("devices", self.devices, None, 1, MAX_DEVICES)  # a count of devices, not a dim: its own range
         for name in ("elementwise_in_place", "overhead", "checker_in_child", "partial", "ignore_missing_dims",
                      "search_order"):
             if not isinstance(getattr(self, name), bool):
@@ -153,9 +154,6 @@ class AnalysisOptions:
         if not isinstance(self.dtype, str):
             raise OptionError("dtype", "dtype={value}: give a name such as 'fp16' (or 'model': as stored)",
                               value=_shown(self.dtype))
-        if self.devices > MAX_DEVICES:
-            raise OptionError("devices", "{opt.devices} {value}: at most {most:,} devices are planned", value=self.devices,
-                              most=MAX_DEVICES)
         if self.phase is not None and self.phase not in ("prefill", "decode"):
             raise OptionError("phase", "{opt.phase} {value}: choose prefill or decode", value=_shown(self.phase))
 
@@ -246,12 +244,16 @@ def _name(option: str, name: object) -> None:
                           name=option, value=_shown(name))
 
 
-def _count(option: str, value: object, where: str | None, minimum: int) -> None:
-    """A whole number in [minimum, MAX_DIM]: not a bool, a float or a string. ``where`` is the
-    mapping key it is the value of (None: the option's own value, which a flag may have given)."""
+def _count(option: str, value: object, where: str | None, minimum: int, maximum: int | None = None) -> None:
+    """A whole number in [minimum, MAX_DIM] (or [minimum, ``maximum``], a count with a range of its
+    own, said in the message): not a bool, a float or a string. ``where`` is the mapping key it is
+    the value of (None: the option's own value, which a flag may have given)."""
     head = "{opt.%s} {value}" % option if where is None else "%s[{where!r}] = {value}" % option
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise OptionError(option, head + ": give a whole number (an int)", where=where, value=_shown(value))
+    if maximum is not None and not minimum <= value <= maximum:
+        raise OptionError(option, head + ": give a whole number from {minimum} to {maximum:,}", where=where,
+                          value=int(value), minimum=minimum, maximum=maximum)
     if value < minimum:
         raise OptionError(option, head + ": give a whole number of {minimum} or more", where=where, value=int(value),
                           minimum=minimum)

@@ -14,7 +14,8 @@ import gc
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
@@ -29,14 +30,14 @@ from .cost.llm import LOOKED_FOR, DecoderLayout, detect_decoder, dims_fixed_by_t
 from .cost.records import CostOptions, NodeRecord, NodeStatus, TensorRecord
 from .cost.splits import cost_graph_with_sizes
 from .frontend.inputs import (
-    batch_flags, batch_symbols, bind_inputs, fix_digit_dims, input_values, name_unnamed_batch_axes, parse_dim,
-    parse_input_shape, parse_value, real_inputs, unbound_dims,
+    batch_flags, batch_symbols, bind_inputs, dim_values, fix_digit_dims, input_values, name_unnamed_batch_axes,
+    real_inputs, shape_flags, unbound_dims, value_flags,
 )
 from .frontend.fixed_batch import FixedBatch, fixed_batch
 from .frontend.functions import inline_functions
 from .frontend.load import PendingCheck, check_in_memory, open_model
 from .frontend.scopes import separate_sibling_scopes
-from .frontend.shapes import infer_shapes
+from .frontend.shapes import ShapeResult, infer_shapes
 from .memory.liveness import analyze_memory
 from .ops import output_types
 from .ops.plugins import load_entry_points
@@ -44,6 +45,7 @@ from .options import AnalysisOptions, check_progress
 from .result import Analysis, ModelFacts, Totals
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
+    from .roofline.placement import TargetReport
     from .roofline.targets import Target
 
 
@@ -109,42 +111,118 @@ def analyze(
     :class:`~onnxroof.options.AnalysisOptions`, instead of one by one.
     """
     check_progress(progress)
-    given = AnalysisOptions(
+    keywords = dict(
         input_shapes=input_shapes, dims=dims, loop_trips=loop_trips, elementwise_in_place=elementwise_in_place,
         targets=targets, dtype=dtype, batch=batch, phase=phase, seq=seq, context=context, encoder_seq=encoder_seq,
         fusion=fusion, overhead=overhead, checker_in_child=checker_in_child, values=values, partial=partial,
         ignore_missing_dims=ignore_missing_dims, search_order=search_order, devices=devices,
         micro_batches=micro_batches)
-    options = AnalysisOptions.given(options, given.changed()) if options is not None else given
+    return analyze_keeping_front(model, options_of(options, keywords), progress)[0]
+
+
+def options_of(options: AnalysisOptions | None, keywords: Mapping[str, object]) -> AnalysisOptions:
+    """analyze()'s options: ``options``, or its keywords (given both, those not at their defaults are refused)."""
+    given = AnalysisOptions(**keywords)  # type: ignore[arg-type]
+    return AnalysisOptions.given(options, given.changed()) if options is not None else given
+
+
+def analyze_keeping_front(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
+                          progress: Callable[[str], None] | None = None) -> tuple[Analysis, Front]:
+    """:func:`analyze`, and the :class:`Front` it started from (it holds the prepared model and
+    its shapes: drop it unless a variant will be analysed from it, :func:`analyze_again`)."""
+    progress = progress or (lambda stage: None)
+    with collector_paused():
+        fusion, chosen = _checked_options(options)
+        if not isinstance(model, (str, os.PathLike, onnx.ModelProto)):
+            kind = f"{len(model):,} bytes" if isinstance(model, (bytes, bytearray)) else type(model).__name__
+            raise OptionError("model", "model: {kind} is not a model; give a path or an onnx.ModelProto"
+                              + (" (onnx.load_from_string(data) reads bytes)" if isinstance(model, (bytes, bytearray))
+                                 else ""), kind=kind)
+        front = _front(model, options, progress)
+        return _back(front, options, progress, fusion, chosen), front
+
+
+def _checked_options(options: AnalysisOptions) -> tuple[tuple[str, ...] | None, list[Target]]:
+    """The fusion rules and the targets, loaded: a bad one fails before any work."""
+    fusion = _fusion_rules(options.fusion)
+    if options.dtype != "model" and options.dtype not in RECAST_DTYPES:
+        raise OptionError("dtype", "{opt.dtype} {dtype}: choose one of {choices}", dtype=options.dtype,
+                          choices=", ".join(RECAST_DTYPES))
+    chosen = _load_targets(options.targets)
+    load_entry_points()
+    return fusion, chosen
+
+
+@dataclass
+class Front:
+    """The model read, prepared and its shapes inferred, in its stored types: what a change of
+    only the options in :data:`BACK_OPTIONS` leaves as it was, so that an analysis with such a
+    change (the findings' ``--dtype`` variants) starts from here (:func:`analyze_again`)."""
+
+    options: AnalysisOptions  # those it was made with
+    model: onnx.ModelProto  # prepared: functions inlined, inputs bound
+    path: str | None
+    file_bytes: int | None
+    prepared: _Prepared
+    given_values: dict
+    shapes: ShapeResult  # in the model's stored types (--dtype recasts a copy)
+
+
+# the options the stages up to shape inference do not read
+BACK_OPTIONS = frozenset({"dtype", "targets", "fusion", "overhead", "elementwise_in_place", "search_order", "devices",
+                          "micro_batches", "loop_trips", "checker_in_child"})
+
+
+def analyze_again(start: Front | onnx.ModelProto, options: AnalysisOptions) -> Analysis:
+    """An analysis with ``options``: from a :class:`Front` whose options differ from these only
+    in :data:`BACK_OPTIONS` (no loading, no shape inference), or from a model analysed before
+    (loaded and checked already: it is prepared and its shapes inferred again, not checked)."""
+    fusion, chosen = _checked_options(options)
+    noop: Callable[[str], None] = lambda stage: None  # noqa: E731
+    with collector_paused():
+        if isinstance(start, onnx.ModelProto):
+            return _back(_front(start, options, noop, checked=True), options, noop, fusion, chosen)
+        moved = {f.name for f in fields(AnalysisOptions) if f.name not in BACK_OPTIONS
+                 and getattr(start.options, f.name) is not getattr(options, f.name)
+                 and getattr(start.options, f.name) != getattr(options, f.name)}
+        if moved:
+            raise ValueError(f"analyze_again: {', '.join(sorted(moved))} changed, which the front was made with")
+        return _back(start, options, noop, fusion, chosen)
+
+
+def place_targets(analysis: Analysis, targets: Sequence[Target], options: AnalysisOptions) -> list[TargetReport]:
+    """Each target's report of ``analysis`` (made with ``options``): its kernels placed on its roofs."""
+    from .roofline.placement import place_model
+
+    fusion, batch = _fusion_rules(options.fusion), options.batch or 1
+    reports = [place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, fusion,
+                           options.overhead) for target in targets]
+    for report in reports:  # the nodes left out take time too: every latency is a bound
+        report.leave_out(analysis.uncounted_nodes, len(analysis.unresolved_dims))
+    return reports
+
+
+@contextmanager
+def collector_paused():
+    """The garbage collector off for a stage that builds many small objects and no cycles."""
     collecting = gc.isenabled()
     gc.disable()  # the stages build many small objects and no cycles: the collector only slows them
     try:
-        return _analyze(model, options, progress or (lambda stage: None))
+        yield
     finally:
         if collecting:
             gc.enable()
 
 
-def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
-             progress: Callable[[str], None]) -> Analysis:
-    """The stages in their order, on ``options``."""
-    fusion = _fusion_rules(options.fusion)
-    dtype, phase = options.dtype, options.phase
-    if dtype != "model" and dtype not in RECAST_DTYPES:
-        raise OptionError("dtype", "{opt.dtype} {dtype}: choose one of {choices}", dtype=dtype,
-                          choices=", ".join(RECAST_DTYPES))
-    chosen = _load_targets(options.targets)
-    load_entry_points()
-    if not isinstance(model, (str, os.PathLike, onnx.ModelProto)):
-        kind = f"{len(model):,} bytes" if isinstance(model, (bytes, bytearray)) else type(model).__name__
-        raise OptionError("model", "model: {kind} is not a model; give a path or an onnx.ModelProto"
-                          + (" (onnx.load_from_string(data) reads bytes)" if isinstance(model, (bytes, bytearray)) else ""),
-                          kind=kind)
+def _front(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions, progress: Callable[[str], None],
+           checked: bool = False) -> Front:
+    """Load (or copy), check, prepare and infer the shapes: the stages a change of type leaves."""
     if isinstance(model, onnx.ModelProto):
         path, file_bytes, checking = None, None, None
         proto = onnx.ModelProto()
         proto.CopyFrom(model)  # binding writes into the model; leave the caller's untouched
-        check_in_memory(proto, proto.graph.name or "model")  # what would crash onnx's C++ or onnxroof
+        if not checked:  # (a model analysed before passed these already)
+            check_in_memory(proto, proto.graph.name or "model")  # what would crash onnx's C++ or onnxroof
     else:
         path = str(model)
         progress("loading")
@@ -159,32 +237,48 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
     if checking is not None:
         checking.wait()  # before ONNX's shape inference sees the model
     proto, layout = prepared.model, prepared.layout
-    given_values = input_values(proto, prepared.phase_values | _value_flags(options.values))  # explicit values win
-    def infer(assumed_sizes: dict[str, int] | None = None):
-        """The shape stage (again, for sizes only the data decides: splits.py)."""
-        result = infer_shapes(proto, prepared.nodes, prepared.fields, output_types, given_values, assumed_sizes)
-        if dtype != "model":
-            result.tensors = recast_tensors(result.tensors, RECAST_DTYPES[dtype])
-        return result
-
-    shapes = infer()
-    if layout is not None and phase is not None:
+    given_values = input_values(proto, prepared.phase_values | value_flags(options.values))  # explicit values win
+    shapes = _infer(proto, prepared, given_values)
+    if layout is not None and options.phase is not None:
         # dims the export leaves symbolic although the graph fixes them (a head size): bound, and again
         fixed = {d: v for d, v in dims_fixed_by_the_graph(layout, shapes.tensors).items()
                  if d not in prepared.explicit_dims}
         if fixed:
             bind_inputs(proto, (), fixed)
-            shapes = infer()
+            shapes = _infer(proto, prepared, given_values)
         if not options.partial and (unbound := unbound_dims(proto)):
             raise UnboundDims(Path(path).name if path else proto.graph.name or "model", unbound, prepared.assumed,
                               decoder=True)
+    return Front(options, proto, path, file_bytes, prepared, given_values, shapes)
+
+
+def _infer(proto: onnx.ModelProto, prepared: _Prepared, given_values: dict, dtype: str = "model",
+           assumed_sizes: dict[str, int] | None = None) -> ShapeResult:
+    """The shape stage (again, for sizes only the data decides: splits.py), in ``dtype``."""
+    result = infer_shapes(proto, prepared.nodes, prepared.fields, output_types, given_values, assumed_sizes)
+    return _recast(result, dtype)
+
+
+def _recast(shapes: ShapeResult, dtype: str) -> ShapeResult:
+    """``shapes`` with every floating-point tensor in ``dtype`` (a copy: a front's stay as stored)."""
+    if dtype == "model":
+        return shapes
+    return replace(shapes, tensors=recast_tensors(shapes.tensors, RECAST_DTYPES[dtype]))
+
+
+def _back(front: Front, options: AnalysisOptions, progress: Callable[[str], None],
+          fusion: tuple[str, ...] | None, chosen: list[Target]) -> Analysis:
+    """From the shapes on: cost, memory, each target, the decoder's KV cache, several devices."""
+    dtype, phase, prepared, proto = options.dtype, options.phase, front.prepared, front.model
+    layout = prepared.layout
     progress("costing nodes")
-    graph, shapes, size_notes = cost_graph_with_sizes(proto, shapes, CostOptions(loop_trips=options.loop_trips),
-                                                      prepared.fields, infer)
+    graph, shapes, size_notes = cost_graph_with_sizes(
+        proto, _recast(front.shapes, dtype), CostOptions(loop_trips=options.loop_trips), prepared.fields,
+        lambda sizes: _infer(proto, prepared, front.given_values, dtype, sizes))
     records = graph.records
     totals = _totals(records, graph.parameters)
     analysis = Analysis(
-        model=_facts(proto, path, file_bytes),
+        model=_facts(proto, front.path, front.file_bytes),
         inputs=shapes.inputs,
         outputs=[shapes.tensors.get(o.name) or TensorInfo(o.name) for o in proto.graph.output],
         cost_graph=graph,
@@ -197,19 +291,14 @@ def _analyze(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOption
                                                      search=options.search_order)),
         dtype=dtype,
         batch=options.batch,
-        input_values={name: value.reshape(-1).tolist() for name, value in given_values.items()},
+        input_values={name: value.reshape(-1).tolist() for name, value in front.given_values.items()},
         assumed_dims=prepared.assumed,
         fixed_batch=prepared.fixed_batch,
     )
     batch = options.batch or 1
     if chosen:
-        from .roofline.placement import place_model
-
         progress(f"placing on {len(chosen)} target(s)")
-        analysis.targets = [place_model(graph, analysis.memory, target, dtype, batch, fusion, options.overhead)
-                            for target in chosen]
-        for report in analysis.targets:  # the nodes left out take time too: every latency is a bound
-            report.leave_out(analysis.uncounted_nodes, len(analysis.unresolved_dims))
+        analysis.targets = place_targets(analysis, chosen, options)
     if layout is not None:
         seq, context = options.seq, options.context
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
@@ -275,7 +364,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
     nodes = list(proto.graph.node)
     fields = read_node_fields(nodes)  # once, for this stage and the next ones (binding changes no node)
     separate_sibling_scopes(proto, fields)  # sibling If branches may reuse names; every stage keys tensors by name
-    shape_flags, dim_flags = _shape_flags(options.input_shapes), dim_values(options.dims)
+    given_shapes, dim_flags = shape_flags(options.input_shapes), dim_values(options.dims)
     fix_digit_dims(proto, fields)  # a dim written "64" is 64, before anything reads the dims
     name_unnamed_batch_axes(proto)  # skl2onnx's batch axis has no name: give it one to bind it by
     if options.ignore_missing_dims:
@@ -308,12 +397,12 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
         if fixed is not None and (refusal := fixed.refusal(batch)):
             raise OptionError("batch", "{opt.batch} {batch} cannot be analysed: {refusal}", batch=batch,
                               refusal=refusal)
-        valued = set(phase_values) | set(_value_flags(options.values))  # settings (a merged decoder's switch): no batch
-        shape_flags, dim_flags = batch_flags(proto, batch, shape_flags, dim_flags, valued)
+        valued = set(phase_values) | set(value_flags(options.values))  # settings (a merged decoder's switch): no batch
+        given_shapes, dim_flags = batch_flags(proto, batch, given_shapes, dim_flags, valued)
     assumed: dict[str, int] = {}
     if not partial:  # a batch dim nobody gave is 1, and every output says so
         inputs = real_inputs(proto.graph)
-        shaped = {name for name, _ in shape_flags}
+        shaped = {name for name, _ in given_shapes}
         if None in shaped:  # --input-shape 1,3,224,224 names the only input
             shaped |= {i.name for i in inputs}
         for symbol in batch_symbols(proto):
@@ -321,7 +410,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
                         if i.type.tensor_type.shape.dim and i.type.tensor_type.shape.dim[0].dim_param == symbol]
             if symbol not in dim_flags and not all(name in shaped for name in carriers):
                 dim_flags[symbol] = assumed[symbol] = 1
-    bind_inputs(proto, shape_flags, dim_flags)
+    bind_inputs(proto, given_shapes, dim_flags)
     if not partial and not (layout is not None and phase is not None) and (unbound := unbound_dims(proto)):
         # (a decoder's phase leaves its head size to the graph: checked once that is bound)
         raise UnboundDims(label, unbound, assumed, decoder=layout is not None)
@@ -381,40 +470,6 @@ def recast_tensors(tensors: dict[str, TensorInfo], elem_type: int) -> dict[str, 
         name: TensorInfo(info.name, elem_type, info.shape) if info.dtype in _FLOAT_TYPES else info
         for name, info in tensors.items()
     }
-
-
-def _shape_flags(input_shapes) -> list[tuple[str | None, tuple[int, ...]]]:
-    if not input_shapes:
-        return []
-    if isinstance(input_shapes, Mapping):
-        shapes = [(name, tuple(int(d) for d in shape)) for name, shape in input_shapes.items()]
-        negative = next((f"{name}: {list(shape)}" for name, shape in shapes if any(d < 0 for d in shape)), None)
-        if negative:
-            raise OptionError("input_shapes", "{opt.input_shapes} {shape}: dims must be integers of 0 or more",
-                              shape=negative)
-        return shapes
-    return [parse_input_shape(text) for text in input_shapes]
-
-
-def _value_flags(values) -> dict[str, tuple[float, ...]]:
-    if not values:
-        return {}
-    if isinstance(values, Mapping):
-        return {str(k): tuple(v) if isinstance(v, (list, tuple)) else (v,) for k, v in values.items()}
-    return dict(parse_value(text) for text in values)
-
-
-def dim_values(dims) -> dict[str, int]:
-    """``dims`` as analyze() takes them (a mapping, or ``SYMBOL=VALUE`` strings), as a mapping."""
-    if not dims:
-        return {}
-    if isinstance(dims, Mapping):
-        values = {str(k): int(v) for k, v in dims.items()}
-        negative = next((f"{k}={v}" for k, v in values.items() if v < 0), None)
-        if negative:
-            raise OptionError("dims", "{opt.dims} {dim}: a dim must be an integer of 0 or more", dim=negative)
-        return values
-    return dict(parse_dim(text) for text in dims)
 
 
 def _facts(model: onnx.ModelProto, path: str | None, file_bytes: int | None) -> ModelFacts:
@@ -493,7 +548,11 @@ def _warnings(analysis: Analysis) -> list[str]:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
         reasons = sorted({r.reason for r in analysis.nodes if r.status == NodeStatus.UNKNOWN_VALUE})
         warnings.append(f"nodes not counted (unknown shapes or values, invalid nodes, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
-    return warnings
+    from .roofline.target_paths import origin_note
+
+    # last (the first warning is the reason nothing was counted): a target ./hardware or the user's folder gave
+    return warnings + [note for note in dict.fromkeys(origin_note(r.target.name, r.target.path) for r in analysis.targets)
+                       if note]
 
 
 def _undecided_conditions(analysis: Analysis) -> list[str]:

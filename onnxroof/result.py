@@ -506,6 +506,7 @@ def placement_entry(point) -> dict:
         "efficiency": point.efficiency,  # the fraction of the roofline the target's runtime reaches
         "op_efficiency": point.op_efficiency,  # its op's by_op figure, on the compute and on-chip roofs (None: none)
         "efficiency_rows": point.efficiency_rows,  # the output rows its efficiency was read at (by_rows; None: none)
+        "efficiency_columns": point.efficiency_columns,  # the output columns it was read at (by_columns; None: none)
         "kernel_class": point.kernel_class,  # which efficiency figure applies
         "parallel_fraction": point.parallel_fraction,  # the share of the roof its work fills of the parallel units
         "percent_of_peak": point.percent_of_peak,
@@ -533,6 +534,7 @@ def target_entry(report, encoded: bool = False) -> dict:
         "efficiency_by_op": target.efficiency_by_op,  # class -> op type -> its figure on the compute and on-chip roofs
         # "<class>" or "<class>.<roof>" -> [[output rows, fraction], ...]: interpolated in log(rows)
         "efficiency_by_rows": {key: [list(point) for point in points] for key, points in target.efficiency_by_rows.items()},
+        "efficiency_by_columns": {key: [list(point) for point in points] for key, points in target.efficiency_by_columns.items()},
         "parallel": None if target.parallel is None else {  # the units and the tile each takes, per roof
             "kind": target.parallel.kind, "units": target.parallel.units.value,
             "tiles": {roof: target.parallel.tile(roof) for roof in target.parallel.tile_rows}},

@@ -18,7 +18,8 @@ import os
 import sys
 from typing import Sequence
 
-from ..core.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError, UsageError
+from ..core.errors import (EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE, OnnxroofError,
+                           Terminated, UsageError)
 from ..core.version import __version__
 from ..core.text import one_line
 from .output import error_text
@@ -154,9 +155,12 @@ def _main(argv: list[str], kept: list | None = None) -> int:
             _print_traceback()
         print(f"onnxroof: error: {one_line(error_text(exc))}", file=sys.stderr)
         return exc.exit_code
+    except Terminated:
+        print("onnxroof: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("onnxroof: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader of the output went away (`onnxroof summary m.onnx | head`): nothing is left to do
         _discard_stdout()

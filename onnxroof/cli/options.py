@@ -7,7 +7,7 @@ import argparse
 import math
 from dataclasses import replace
 
-from ..options import AnalysisOptions
+from ..options import MAX_DEVICES, AnalysisOptions
 
 
 def analysis_options(parser: argparse.ArgumentParser) -> None:
@@ -47,9 +47,10 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
     hardware.add_argument("--no-findings", action="store_true",
                           help="leave out what to change on each target and the memory fit, which analyse the model "
                                "a few times more (a very large model's summary in one analysis)")
-    hardware.add_argument("--devices", type=positive_int, metavar="N",
+    hardware.add_argument("--devices", type=device_count, metavar="N",
                           help="plan the model on up to N devices of each target: tensor and pipeline parallelism over "
-                               "the target's interconnect, memory per device, the fewest devices that fit (default: 1)")
+                               f"the target's interconnect, memory per device, the fewest devices that fit (1 to "
+                               f"{MAX_DEVICES:,}; default: 1)")
     hardware.add_argument("--micro-batches", type=positive_int, metavar="M",
                           help="with --devices: the micro-batches a pipeline keeps in flight (default: 1)")
     hardware.add_argument("--in-place", action="store_true",
@@ -130,6 +131,14 @@ def non_negative_int(text: str) -> int:
 def positive_int(text: str) -> int:
     if not text.isdigit() or int(text) <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def device_count(text: str) -> int:
+    """``--devices``: a whole number of 1 or more; its upper end (:data:`MAX_DEVICES`) is the
+    analysis options' check, in the same words."""
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"give a whole number from 1 to {MAX_DEVICES:,}, got {text!r}")
     return int(text)
 
 

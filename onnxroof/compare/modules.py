@@ -30,7 +30,6 @@ target is split over its nodes by FLOPs (by bytes when it does none), the split 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
@@ -41,8 +40,14 @@ if TYPE_CHECKING:
     from ..result import Analysis
 
 ROOT = "(model)"
+# a module tree is at most this deep: a longer path folds its rest into its last shown level's
+# name ("m31/m32/.../m249"), so every tree walk and every path string stays bounded whatever
+# the node names hold (a name of 100,000 '/'-separated levels is a 1 MB model)
+MAX_MODULE_DEPTH = 32
+FOLDED_NOTE = (f"module paths deeper than {MAX_MODULE_DEPTH} levels are folded: "
+               f"the rest of such a path is its level {MAX_MODULE_DEPTH}'s name")
 OWN_NODES = "(its own nodes)"  # the nodes of a module that are in none of its children
-_NUMBERED = re.compile(r"^(.*?)(\d+)$")  # layer.11, layers_3, h.0: a block repeated by index
+NUMBER_DIGITS = 18  # a block's index has at most this many digits (a longer run of digits is a name)
 
 
 @dataclass
@@ -60,6 +65,7 @@ class ModuleCost:
     peak_bytes: int = 0  # the most live activation bytes while one of its nodes runs (model order)
     time_s: dict[str, float] = field(default_factory=dict)  # target -> seconds
     children: list["ModuleCost"] = field(default_factory=list)
+    parts: tuple[str, ...] = ()  # the path's levels (a folded level's name holds '/': split no path)
 
     def signature(self) -> tuple:
         """What two repeated blocks share when they are alike (names aside)."""
@@ -80,9 +86,30 @@ EXPORTER_SCOPES = frozenset({"_empty_nn_module_stack_from_metadata_hook"})
 
 def record_path(record: "NodeRecord") -> tuple[str, ...]:
     """A node's module path: the exporter's metadata when it wrote one (PyTorch's dynamo
-    exporter), else the scopes in its name; the exporter's own scopes left out."""
+    exporter), else the scopes in its name; the exporter's own scopes left out; folded to
+    :data:`MAX_MODULE_DEPTH` levels (:func:`fold_path`). Every module tree reads paths here."""
     path = record.scope or module_path(record.name)
-    return tuple(part for part in path if part not in EXPORTER_SCOPES) if EXPORTER_SCOPES.intersection(path) else path
+    if EXPORTER_SCOPES.intersection(path):
+        path = tuple(part for part in path if part not in EXPORTER_SCOPES)
+    return fold_path(path)
+
+
+def fold_path(path: tuple[str, ...]) -> tuple[str, ...]:
+    """``path`` with its levels past :data:`MAX_MODULE_DEPTH` joined into the last shown one.
+
+    >>> fold_path(tuple(f"m{i}" for i in range(MAX_MODULE_DEPTH + 2)))[-2:]
+    ('m30', 'm31/m32/m33')
+    >>> fold_path(("a", "b"))
+    ('a', 'b')
+    """
+    if len(path) <= MAX_MODULE_DEPTH:
+        return path
+    return (*path[:MAX_MODULE_DEPTH - 1], "/".join(path[MAX_MODULE_DEPTH - 1:]))
+
+
+def is_folded(module: "ModuleCost") -> bool:
+    """Whether a tree has a module whose path was folded (:func:`fold_path`): the outputs say so."""
+    return any(level == MAX_MODULE_DEPTH and "/" in entry.name for entry, level in walk(module))
 
 
 def module_path(name: str) -> tuple[str, ...]:
@@ -101,7 +128,19 @@ def has_scopes(analysis: "Analysis") -> bool:
     """Whether most counted nodes' names carry a module scope (of the nodes a run executes: a
     control-flow body's are named under its node, ``Analysis.run_view``)."""
     counted = [r for r in analysis.run_view.nodes if r.counted]
-    return bool(counted) and sum(1 for r in counted if record_path(r)) * 2 >= len(counted)
+    # read until the answer is known: a graph of 100,000 unscoped nodes decides after half of them
+    needed = (len(counted) + 1) // 2  # scoped nodes for "most" (at least half)
+    scoped = unscoped = 0
+    for record in counted:
+        if record_path(record):
+            scoped += 1
+            if scoped >= needed:
+                return True
+        else:
+            unscoped += 1
+            if unscoped > len(counted) - needed:
+                return False
+    return False
 
 
 def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times: dict[str, float]) -> None:
@@ -156,10 +195,14 @@ def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
             key = path[:level]
             module = index.get(key)
             if module is None:
-                module = index[key] = ModuleCost(key[-1], "/".join(key))
-                index[key[:-1]].children.append(module)
+                parent = index[key[:-1]]
+                module = index[key] = ModuleCost(key[-1], f"{parent.path}/{key[-1]}" if parent.path else key[-1],
+                                                 parts=key)
+                parent.children.append(module)
             _add(module, *cost)
-        _add(own.setdefault(path, ModuleCost(OWN_NODES, "/".join((*path, OWN_NODES)))), *cost)
+        if path not in own:
+            own[path] = ModuleCost(OWN_NODES, "/".join((*path, OWN_NODES)), parts=(*path, OWN_NODES))
+        _add(own[path], *cost)
     for path, nodes in own.items():  # beside children, a module's own nodes are one more child
         if index[path].children:
             index[path].children.append(nodes)
@@ -182,10 +225,39 @@ def op_breakdown(analysis: "Analysis") -> list[ModuleCost]:
 
 
 def descendants(module: ModuleCost) -> Iterator[ModuleCost]:
-    """Every module below ``module``, parents before their children (depth first, in order)."""
-    for child in module.children:
-        yield child
-        yield from descendants(child)
+    """Every module below ``module``, parents before their children (depth first, in order);
+    walked with a stack, not Python recursion."""
+    for entry, _level in walk(module):
+        if entry is not module:
+            yield entry
+
+
+def walk(module: ModuleCost) -> Iterator[tuple[ModuleCost, int]]:
+    """``module`` and every module below it with its level (``module``'s is 0), parents before
+    their children, in order, without Python recursion."""
+    stack = [(module, 0)]
+    while stack:
+        entry, level = stack.pop()
+        yield entry, level
+        stack.extend((child, level + 1) for child in reversed(entry.children))
+
+
+def numbered(name: str) -> tuple[str, int] | None:
+    """A block repeated by index (``layer.11``, ``layers_3``, ``h.0``): its name's prefix and its
+    trailing number; None when it ends in no digit or in more than :data:`NUMBER_DIGITS` (a
+    name is any text: a backwards scan, linear, where a regular expression backtracked in the
+    square of the digits, and no int() of thousands of digits).
+
+    >>> numbered("layer.11"), numbered("pool"), numbered("1" * 40)
+    (('layer.', 11), None, None)
+    """
+    start = len(name)
+    while start > 0 and len(name) - start <= NUMBER_DIGITS and name[start - 1] in "0123456789":
+        start -= 1
+    digits = len(name) - start
+    if digits == 0 or digits > NUMBER_DIGITS:
+        return None
+    return name[:start], int(name[start:])
 
 
 def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str]]:
@@ -200,15 +272,29 @@ def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str
     i = 0
     while i < len(children):
         first = children[i]
-        match = _NUMBERED.match(first.name)
+        index = numbered(first.name)
         j = i + 1
-        if match:
-            prefix, number = match.group(1), int(match.group(2))
+        if index is not None and j < len(children):
+            prefix, number = index
+            signature = first.signature()
             while (j < len(children) and children[j].name == f"{prefix}{number + (j - i)}"
-                   and children[j].signature() == first.signature()):
+                   and children[j].signature() == signature):
                 j += 1
         count = j - i
-        label = first.name if count == 1 else f"{first.name}-{int(match.group(2)) + count - 1}"  # type: ignore[union-attr]
+        label = first.name if count == 1 else f"{first.name}-{index[1] + count - 1}"  # type: ignore[index]
         runs.append((first, count, label))
         i = j
     return runs
+
+
+def shown_rows(root: ModuleCost) -> list[tuple[ModuleCost, int, str, int]]:
+    """The tree's rows in order, (module, count, label, level), alike blocks once; walked with a
+    stack, not Python recursion."""
+    rows: list[tuple[ModuleCost, int, str, int]] = []
+    stack = [(root, 1, root.name, 0)]
+    while stack:
+        module, count, label, level = stack.pop()
+        rows.append((module, count, label, level))
+        stack.extend((child, n, text, level + 1) for child, n, text in reversed(repeated_runs(module.children)))
+    return rows
+

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+import signal
+from contextlib import contextmanager
+from typing import Iterator, Mapping
 
 from .text import one_line
 
@@ -10,6 +12,31 @@ EXIT_OK = 0
 EXIT_BUDGET = 1  # reserved for budget gates
 EXIT_USAGE = 2  # bad usage, unreadable model, or (with --strict) incomplete analysis
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT (2), as a shell reports it
+EXIT_TERMINATED = 143  # SIGTERM (a scheduler's stop): 128 + 15
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, where a command stops as Ctrl-C stops it (its work cleaned up, what is done kept):
+    an interrupt, so every handler of one applies, but its exit code is SIGTERM's."""
+
+
+@contextmanager
+def sigterm_stops() -> Iterator[None]:
+    """Within it, SIGTERM (a scheduler's stop) raises :class:`Terminated`, so the ``finally``
+    blocks that clean up after Ctrl-C run for it too; the handler it replaced is put back after."""
+    def stop(signum, frame):
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # off the main thread, where no handler can be set
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 class OnnxroofError(Exception):

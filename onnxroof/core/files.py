@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -105,6 +106,38 @@ def refuse_inputs(path: str | os.PathLike, real: Path, flag: str, inputs: Iterab
                              "give another file name")
 
 
+def read_small_file(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes, else a one-line
+    UsageError naming it: a device, a pipe or a folder is refused before it is read and opened
+    non-blocking, so that a FIFO never waits for a writer and ``/dev/zero`` is never read, and no
+    more than ``limit`` bytes are ever read (a file growing as it is read included). ``what``
+    names the kind of file in the message about its size ("target file")."""
+    reason = not_a_file(path)
+    if reason != "a regular file":
+        raise UsageError(f"{path}: {reason}; give a {what}")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
+    try:
+        facts = os.fstat(descriptor)
+        if not stat.S_ISREG(facts.st_mode):  # swapped for a pipe or a device since the check above
+            raise UsageError(f"{path}: not a regular file (a device or a pipe); give a {what}")
+        data = b"" if facts.st_size > limit else os.read(descriptor, limit + 1)
+        while facts.st_size <= limit and len(data) <= limit:  # a short read before the end
+            more = os.read(descriptor, limit + 1 - len(data))
+            if not more:
+                break
+            data += more
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(descriptor)
+    if facts.st_size > limit or len(data) > limit:
+        raise UsageError(f"{path}: over {limit:,} bytes, more than any {what} holds; give a {what}")
+    return data
+
+
 def not_a_file(path: str | os.PathLike) -> str:
     """Why ``path``, given as a file to read, is not one, in words: no such file, a directory, a
     device or a pipe, a dangling link."""
@@ -140,18 +173,31 @@ class _Plan:
         kept = "" if self.stdout or not self.atomic else "; nothing was replaced"
         return OutputError(f"{name}: cannot be written ({reason}){kept}; {fix}")
 
-    def write_temporary(self, text: str | Iterable[str]) -> str:
-        """``text`` in a temporary file beside the real file; its name."""
+    def create_temporary(self, prefix: str | None = None, suffix: str = ".tmp") -> tuple[int, str]:
+        """A new, empty file beside the real file, created exclusively under a fresh name (never a
+        planted link, never another run's file), with the permissions a new file gets: its
+        descriptor (open for writing) and its name."""
         try:
-            handle, temporary = tempfile.mkstemp(prefix=f".{self.real.name}.", suffix=".tmp", dir=self.real.parent)
+            handle, temporary = tempfile.mkstemp(prefix=f".{self.real.name}." if prefix is None else prefix,
+                                                 suffix=suffix, dir=self.real.parent)
         except OSError as exc:
             raise self.failure(exc) from None
+        umask = os.umask(0)
+        os.umask(umask)
+        try:
+            os.fchmod(handle, 0o666 & ~umask)  # mkstemp makes it private; a report is not
+        except OSError as exc:
+            os.close(handle)
+            Path(temporary).unlink(missing_ok=True)
+            raise self.failure(exc) from None
+        return handle, temporary
+
+    def write_temporary(self, text: str | Iterable[str]) -> str:
+        """``text`` in a temporary file beside the real file; its name."""
+        handle, temporary = self.create_temporary()
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 stream.writelines(_chunks(text))
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; a report is not
         except BaseException as exc:
             Path(temporary).unlink(missing_ok=True)
             if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
@@ -166,7 +212,7 @@ class _Plan:
                 sys.stdout.writelines(_chunks(text))
                 sys.stdout.flush()
             else:
-                with open(self.real, "w", encoding="utf-8") as stream:
+                with os.fdopen(open_direct(self.real, os.O_TRUNC), "w", encoding="utf-8") as stream:
                     stream.writelines(_chunks(text))
         except BrokenPipeError:
             raise  # the reader went away: the command line ends quietly
@@ -174,16 +220,42 @@ class _Plan:
             raise self.failure(exc) from None
 
 
+# how long a FIFO given as -o may go without a reader (one started beside the command: `cat FIFO &`)
+PIPE_READER_WAIT_S = 5.0
+
+
+def open_direct(path: str | os.PathLike, flags: int = 0) -> int:
+    """A device or a pipe (or standard output by its ``/dev`` name) opened for writing with
+    ``flags`` added: opened non-blocking, so that a FIFO no process reads is an error
+    (ENXIO, in words) after :data:`PIPE_READER_WAIT_S` rather than a wait for ever, then made
+    blocking for the writes."""
+    deadline = time.monotonic() + PIPE_READER_WAIT_S
+    while True:
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | flags, 0o666)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            if time.monotonic() >= deadline:
+                raise OSError(errno.ENXIO, f"a pipe that no process read for {PIPE_READER_WAIT_S:g} s") from None
+            time.sleep(0.05)
+    os.set_blocking(descriptor, True)
+    return descriptor
+
+
 class LineStream:
     """Lines written as they come, each whole, for a run that may be stopped part way (``check``
-    over many models): to standard output (``path`` None or ``-``), flushed line by line, or to
-    ``PATH.partial`` (beside the real file when ``path`` is a symbolic link), renamed to ``path``
-    by :meth:`finish` once every line is in. A run stopped before that (Ctrl-C, a kill) leaves
-    ``path`` as it was and ``PATH.partial`` with the lines done: whole lines only, each written
-    in one call, so it reads at any moment as a valid JSON Lines file. A device or a pipe
-    (``-o /dev/stdout``) is written through directly. A system error on writing (a full disk)
-    is an :class:`OutputError` naming the file, the old file kept; ``inputs`` (the models read)
-    are refused as ``path``."""
+    over many models): to standard output (``path`` None or ``-``), flushed line by line, or to a
+    fresh ``PATH.XXXXXXXX.partial`` beside the real file (a symbolic link followed), created
+    exclusively as every output's temporary file is (:class:`_Plan`), so that a planted link or a
+    second run on the same ``path`` never shares it; renamed to ``path`` by :meth:`finish` once
+    every line is in. A run stopped before that (Ctrl-C, a kill) leaves ``path`` as it was and the
+    partial file (:attr:`partial`) with the lines done: whole lines only, each written in one
+    call, so it reads at any moment as a valid JSON Lines file. A device or a pipe (``-o
+    /dev/stdout``) is written through directly. A system error on writing (a full disk) is an
+    :class:`OutputError` naming the file, the old file kept; ``inputs`` (the models read) are
+    refused as ``path``."""
 
     def __init__(self, path: str | os.PathLike | None, inputs: Iterable[str | os.PathLike] = ()):
         self.path = None if path is None or str(path) == "-" else Path(path)
@@ -192,15 +264,16 @@ class LineStream:
         self.lines = 0
         if self.path is None:
             return
-        self.real, direct = resolve_output(self.path)
-        refuse_inputs(self.path, self.real, "-o", inputs)
-        written = self.real
-        if not direct:
-            self.partial = written = self.real.with_name(self.real.name + ".partial")
-        try:
-            self.descriptor = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o666)
+        plan = _Plan("-o", self.path, inputs)
+        self.real = plan.real
+        if plan.atomic:
+            self.descriptor, partial = plan.create_temporary(prefix=f"{self.real.name}.", suffix=".partial")
+            self.partial = Path(partial)
+            return
+        try:  # a device or a pipe: written through
+            self.descriptor = open_direct(self.real, os.O_APPEND)
         except OSError as exc:
-            raise OutputError(f"-o {self.path}: cannot write {written} ({exc.strerror}); give a path you can write") from None
+            raise plan.failure(exc) from None
 
     def write(self, line: str) -> None:
         """One line (its newline added), whole."""

@@ -18,6 +18,18 @@ def printable(text: object) -> str:
     return text if text.isprintable() else "".join(c if c.isprintable() else "?" for c in text)
 
 
+def page_text(text: str) -> str:
+    r"""Text for a web page (HTML, SVG): as :func:`printable`, but a newline or tab stays (a
+    tooltip's lines); the characters XML forbids (NUL, ESC ...), U+2028 and lone surrogates are '?'.
+
+    >>> page_text("a\x00b\x1b[2J\u2028c\nd\te\ud800")
+    'a?b?[2J?c\nd\te?'
+    """
+    if text.isprintable() or text.replace("\n", "").replace("\t", "").isprintable():  # C speed: a tooltip's lines
+        return text
+    return "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
+
+
 def one_line(text: object) -> str:
     r"""Text from a model or a user (names, paths, flag values) as one printable line: control
     characters (newlines, ANSI escapes) are shown escaped, never interpreted by the terminal.

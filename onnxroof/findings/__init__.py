@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..options import AnalysisOptions, check_call
+from ..options import AnalysisOptions, check_call, check_progress
 from ..pipeline import analyze as analyze_once
+from ..pipeline import analyze_keeping_front, collector_paused, options_of
 from ..roofline.verdicts import Finding, ranked
 from .capacity import capacity, device_fit
 from .fusion import fusion
@@ -42,7 +43,7 @@ from .launch import launch
 from .memory import spill, weights
 from .precision import precision
 from .subnormal import subnormal
-from .variants import Variants
+from .variants import REANALYSE_NODES, Reanalyser, Variants
 
 if TYPE_CHECKING:
     import onnx
@@ -81,29 +82,39 @@ def review(analysis: Analysis, reanalyse: Callable[..., Analysis]) -> list[Findi
 class Reviewer:
     """Makes an analysis's findings when they are first asked for, from the model as it was
     given (a path or a ModelProto) and the options it was analysed with; picklable, so an
-    analysis made in a worker process keeps it."""
+    analysis made in a worker process keeps it. ``front`` (the base's prepared model and shapes,
+    :class:`~onnxroof.pipeline.Front`) lets a change of type start from them; it is not pickled."""
 
     model: Any  # str | os.PathLike | onnx.ModelProto
     options: AnalysisOptions
+    front: Any = field(default=None, compare=False)  # Front | None
+
+    def __getstate__(self) -> dict:
+        return {"model": self.model, "options": self.options, "front": None}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
 
     def __call__(self, analysis: Analysis) -> None:
-        from ..frontend.load import load_model
-
-        proto = self.model if not isinstance(self.model, (str, os.PathLike)) else load_model(self.model)
         # variants read the model's order (the base gives the best one) and are checked already
         # (and one device: the variants measure single-device gains)
         options = replace(self.options, checker_in_child=False, search_order=False, devices=1)
-        review(analysis, lambda **changes: analyze_once(proto, options=replace(options, **changes)))
+        with collector_paused():  # as in analyze(): the variants and placings build many objects, no cycles
+            review(analysis, Reanalyser(self.model, options, self.front))
 
 
 @functools.wraps(analyze_once)
 def analyze(model: str | os.PathLike | onnx.ModelProto, *args: Any, **arguments: Any) -> Analysis:
     # a call Python would refuse with a bare TypeError is refused naming the argument
     check_call("analyze", args, arguments, also=("progress", "options"))
-    analysis = analyze_once(model, **arguments)
+    given = dict(arguments)
+    options, progress = given.pop("options", None), given.pop("progress", None)
+    check_progress(progress)
+    options = options_of(options, given)
+    analysis, front = analyze_keeping_front(model, options, progress)
     if analysis.targets:
-        given = dict(arguments)
-        options = given.pop("options", None)
-        given.pop("progress", None)
-        analysis.reviewer = Reviewer(model, AnalysisOptions.given(options, given))
+        # past REANALYSE_NODES no variant is analysed: the front (the prepared model, its shapes) is not kept
+        kept = front if len(analysis.nodes) <= REANALYSE_NODES else None
+        analysis.reviewer = Reviewer(model, options, kept)
     return analysis

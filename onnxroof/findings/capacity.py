@@ -47,19 +47,17 @@ def device_fit(analysis: Analysis, report: TargetReport, variants: Variants) -> 
         return fit
     how = []
     larger = report.batch * BATCH_FACTOR
-    other = variants.analysis(batch=larger)
+    peak = variants.peak_bytes(batch=larger)  # a peak: placed only if a finding asks for its reports
     largest_batch = None
-    if not isinstance(other, str):
-        largest_batch = largest_value(report.batch, activations, larger, other.peak_bytes,
-                                      capacity, parameters)
+    if not isinstance(peak, str):
+        largest_batch = largest_value(report.batch, activations, larger, peak, capacity, parameters)
         how.append(f"batch: the activations at batch {report.batch} and {larger}, extrapolated linearly")
     longest = None
     if fit.context:
         longer = fit.context * CONTEXT_FACTOR
-        other = variants.analysis(context=longer)
-        if not isinstance(other, str):
-            longest = largest_value(fit.context, activations, longer, other.peak_bytes,
-                                    capacity, parameters)
+        peak = variants.peak_bytes(context=longer)
+        if not isinstance(peak, str):
+            longest = largest_value(fit.context, activations, longer, peak, capacity, parameters)
             how.append(f"context: the activations at context {fit.context} and {longer}, extrapolated linearly "
                        "(memory only: a limit of the model's own, such as its position table, is not read)")
     return DeviceFit(target.name, capacity, parameters, activations, kv, report.batch, largest_batch, fit.context,

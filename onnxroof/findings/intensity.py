@@ -23,9 +23,11 @@ SHOWN = 3
 
 
 def intensity(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
+    low = [k for k in report.nodes if k.placement.bound in (Bound.DRAM, Bound.ONCHIP)]
+    if not low:  # (the nodes' MACs are read only when a kernel is below the ridge)
+        return []
     macs = {r.name: r.macs for r in analysis.run_view.nodes}
-    low = [k for k in report.nodes if k.placement.bound in (Bound.DRAM, Bound.ONCHIP)
-           and sum(macs.get(n, 0) for n in k.nodes) > 0]
+    low = [k for k in low if sum(macs.get(n, 0) for n in k.nodes) > 0]
     time_s = sum(k.placement.time_s for k in low)
     if not report.latency_s or time_s < MIN_SHARE * report.latency_s:
         return []

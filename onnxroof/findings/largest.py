@@ -67,7 +67,7 @@ def largest_module(root: ModuleCost, target: str) -> ModuleCost | None:
 
 def _module_nodes(analysis: Analysis, report: TargetReport, module: ModuleCost) -> tuple[str, ...]:
     """The module's nodes, slowest first (an own-nodes row's: those at its parent's path itself)."""
-    prefix = tuple(module.path.split("/"))
+    prefix = module.parts
     own = module.name == OWN_NODES
     nodes = analysis.run_view.nodes  # the nodes a run executes, as the module tree reads them
     times = node_times(nodes, [report]).get(report.target.name, {})

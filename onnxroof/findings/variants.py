@@ -4,10 +4,15 @@ and every finder, and one that cannot be analysed says why in one line."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
+import onnx
+
 from ..core.errors import OnnxroofError
+from ..options import AnalysisOptions
+from ..pipeline import BACK_OPTIONS, Front, analyze_again, place_targets
 from ..roofline.placement import place_model
 
 if TYPE_CHECKING:
@@ -26,35 +31,85 @@ REANALYSE_NODES = 50_000
 class Variant:
     """What the finders read of an analysis with one change: its targets' reports and its
     model-order peak. Its node, tensor and buffer records (a few KB per node, most of an
-    analysis) are dropped as soon as it is made: a review holds up to eight variants at once, and
-    on a graph of 100,000 nodes each whole one would hold hundreds of MB."""
+    analysis) are dropped as soon as it is placed: a review holds up to eight variants at once,
+    and on a graph of 100,000 nodes each whole one would hold hundreds of MB."""
 
-    targets: list[TargetReport]
+    targets: list[TargetReport] | None  # None: not placed yet (only its peak was asked for)
     peak_bytes: int  # the activations' peak in the model's order
 
 
+class Reanalyser:
+    """The model analysed again with some options changed, each from what the change leaves as it
+    was: a change of the type only (``dtype``) costs again from the base's shapes (its
+    :class:`~onnxroof.pipeline.Front`), any other (a batch, a context) prepares the model and infers
+    its shapes again, from the model read once; ``unplaced`` stops before the targets (a peak
+    needs none) and ``place`` places such an analysis on the base's targets afterwards."""
+
+    def __init__(self, model: Any, options: AnalysisOptions, front: Front | None = None):
+        self._model = model  # a path or a ModelProto, read on the first variant that needs it
+        self._options = options
+        self._front = front
+        self._loaded: onnx.ModelProto | None = None
+
+    def __call__(self, **changes: Any) -> Analysis:
+        return analyze_again(self._start(changes), replace(self._options, **changes))
+
+    def unplaced(self, **changes: Any) -> Analysis:
+        return analyze_again(self._start(changes), replace(self._options, targets=(), **changes))
+
+    def place(self, analysis: Analysis, targets: list[Target], **changes: Any) -> list[TargetReport]:
+        return place_targets(analysis, targets, replace(self._options, **changes))
+
+    def _start(self, changes: dict[str, Any]) -> Front | onnx.ModelProto:
+        if self._front is not None and set(changes) <= BACK_OPTIONS:
+            return self._front
+        if self._loaded is None:
+            from ..frontend.load import load_model
+
+            self._loaded = self._model if not isinstance(self._model, (str, os.PathLike)) else load_model(self._model)
+        return self._loaded
+
+
 class Variants:
-    """The base analysis and its variants: ``analysis(batch=8)`` re-runs the whole analysis with
-    that option changed; ``placed(report, fusion=...)`` re-runs only the placement on one target."""
+    """The base analysis and its variants: ``analysis(batch=8)`` re-runs the analysis with that
+    option changed (placed on the targets when a report is asked for: ``peak_bytes`` needs none);
+    ``placed(report, fusion=...)`` re-runs only the placement on one target."""
 
     def __init__(self, base: Analysis, reanalyse: Callable[..., Analysis]):
         self.base = base
         self._reanalyse = reanalyse
         self._runs: dict[tuple, Variant | str] = {}
+        self._unplaced: dict[tuple, Analysis] = {}  # analysed, not yet placed: kept until a report is asked for
 
     def analysis(self, **changes: Any) -> Variant | str:
-        """The analysis with ``changes`` (analyze()'s options), or why it failed."""
+        """The analysis with ``changes`` (analyze()'s options), placed, or why it failed."""
+        return self._variant(changes, placed=True)
+
+    def peak_bytes(self, **changes: Any) -> int | str:
+        """The model-order peak of the analysis with ``changes``, or why there is none."""
+        found = self._variant(changes, placed=False)
+        return found if isinstance(found, str) else found.peak_bytes
+
+    def _variant(self, changes: dict[str, Any], placed: bool) -> Variant | str:
         key = tuple(sorted(changes.items()))
         if len(self.base.nodes) > REANALYSE_NODES:
             return (f"not analysed again: {len(self.base.nodes):,} nodes, over the {REANALYSE_NODES:,} up to which "
                     "findings measure a change by analysing the model again")
-        if key not in self._runs:
-            try:
-                found = self._reanalyse(**changes)
-                self._runs[key] = _invalid(self.base, found, changes.get("batch")) or Variant(
-                    found.targets, found.memory.model_order.peak_bytes)
-            except OnnxroofError as error:
-                self._runs[key] = str(error).splitlines()[0] if str(error) else type(error).__name__
+        lazy = isinstance(self._reanalyse, Reanalyser)
+        try:
+            if key not in self._runs:
+                found = self._reanalyse.unplaced(**changes) if lazy else self._reanalyse(**changes)
+                invalid = _invalid(self.base, found, changes.get("batch"))
+                self._runs[key] = invalid or Variant(None if lazy else found.targets,
+                                                     found.memory.model_order.peak_bytes)
+                if lazy and not invalid:
+                    self._unplaced[key] = found
+            variant = self._runs[key]
+            if placed and isinstance(variant, Variant) and variant.targets is None:
+                targets = [report.target for report in self.base.targets]
+                variant.targets = self._reanalyse.place(self._unplaced.pop(key), targets, **changes)
+        except OnnxroofError as error:
+            self._runs[key] = str(error).splitlines()[0] if str(error) else type(error).__name__
         return self._runs[key]
 
     def report(self, target: Target, **changes: Any) -> TargetReport | str:
@@ -62,7 +117,7 @@ class Variants:
         found = self.analysis(**changes)
         if isinstance(found, str):
             return found
-        return next((r for r in found.targets if r.target.name == target.name), f"{target.name} not analysed")
+        return next((r for r in found.targets or () if r.target.name == target.name), f"{target.name} not analysed")
 
     def placed(self, report: TargetReport, target: Target | None = None, **changes: Any) -> TargetReport:
         """The base analysis placed again on ``report``'s target (or ``target``, a changed copy of

@@ -11,17 +11,18 @@ never converted to arrays (only small initializers and Constant nodes are read).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, has_subgraph, node_names, read_node_fields
-from ..core.tensors import Dim, TensorInfo, has_external_data, info_from_value_info
-from ..ops import OpTrait, traits_of
+from ..core.tensors import Dim, TensorInfo, info_from_value_info
+from .value_sizes import constant_info, predicted_elements
 
 # Shape arithmetic the partial evaluator runs when all inputs have values: this stage's own
 # choice of what it runs (onnx.reference's kernels, on small values), not a fact about the ops.
@@ -33,16 +34,15 @@ EVALUABLE_OPS = frozenset(
     Transpose Trilu Unsqueeze Where Xor""".split()
 )
 # Values larger than this are not kept: shape arithmetic is tiny, weights are not evaluated.
+# An op predicted to write more (value_sizes.py) is not run at all.
 MAX_VALUE_ELEMENTS = 4096
-# Constant attributes other than "value" / "sparse_value": (element type, is a list).
-_CONSTANT_ATTRIBUTES = {
-    "value_int": (TensorProto.INT64, False),
-    "value_float": (TensorProto.FLOAT, False),
-    "value_string": (TensorProto.STRING, False),
-    "value_ints": (TensorProto.INT64, True),
-    "value_floats": (TensorProto.FLOAT, True),
-    "value_strings": (TensorProto.STRING, True),
-}
+# All the values kept, together, at most (each distinct array counted once): 32 MB of int64s. A
+# graph of 100,000 nodes each computing its own 4,096-element value stops keeping them here.
+MAX_KEPT_ELEMENTS = 2**22
+# An op whose inputs, as listed, hold more than this many times MAX_VALUE_ELEMENTS is not run.
+_READ_FACTOR = 16
+# A value larger than this many bytes is known to a node's signature by its digest, not its bytes.
+_SIGNATURE_BYTES = 256
 
 
 # What the cost rules say an op without an ONNX schema writes (ops.output_types): the rules sit
@@ -136,6 +136,8 @@ class PartialEvaluator:
         self._output_types = output_types
         self._assumed = assumed_sizes or {}  # data-dependent symbol -> the size it is taken to be
         self._rule_disagreements: list[tuple[str, TensorInfo, TensorInfo]] = []  # (op, stored, rule's)
+        self._kept_elements = sum(v.size for v in values.values())  # of the values kept (MAX_KEPT_ELEMENTS)
+        self._counted = {id(v) for v in values.values()}  # the arrays counted in it (results are shared)
 
     def run(self) -> None:
         """Visit every node of the order that has anything left to do."""
@@ -368,7 +370,7 @@ class PartialEvaluator:
 
     def _constant(self, node: onnx.NodeProto, node_fields: NodeFields) -> None:
         """A Constant's shape comes from its attribute; its value is read only when small."""
-        declared = _constant_info(node)
+        declared = constant_info(node)
         if declared is None:
             self._reinfer(node, node_fields)
             return
@@ -387,8 +389,8 @@ class PartialEvaluator:
         if not all(name in values for name in inputs if name):
             return False
         args = [values[name] if name else None for name in inputs]
-        if _predicted_elements(op_type, args) > MAX_VALUE_ELEMENTS:
-            return False
+        if op_type != "Constant" and not self._small_enough(op_type, args, node_fields):
+            return False  # not run: its shape is inferred instead (a Constant's size was read first)
         results = self._once(self._runs, node_fields, lambda: self._run(node, args))
         if results is None:
             return False
@@ -398,6 +400,17 @@ class PartialEvaluator:
         for name, result in outputs:
             self._store(name, np.asarray(result))
         return True
+
+    def _small_enough(self, op_type: str, args: list[np.ndarray | None], node_fields: NodeFields) -> bool:
+        """Whether the op's outputs, predicted before running it, would be kept: each no larger than
+        MAX_VALUE_ELEMENTS, and room for them in MAX_KEPT_ELEMENTS; and its inputs as listed are
+        shape arithmetic's size (a Max of one value listed 100,000 times reads 400 million)."""
+        if sum(arg.size for arg in args if arg is not None) > _READ_FACTOR * MAX_VALUE_ELEMENTS:
+            return False
+        attributes = {a.name: a.i for a in node_fields.attributes if a.type == onnx.AttributeProto.INT}
+        predicted = predicted_elements(op_type, args, attributes)
+        return (predicted is not None and predicted <= MAX_VALUE_ELEMENTS
+                and self._kept_elements + predicted <= MAX_KEPT_ELEMENTS)
 
     def _run(self, node: onnx.NodeProto, args: list[np.ndarray | None]) -> tuple | None:
         """The results of onnx's reference kernel for ``node`` on ``args``, or None if it fails."""
@@ -425,16 +438,22 @@ class PartialEvaluator:
         evaluate and infer alike, whatever their names. None for inputs holding Python objects
         (strings), whose bytes do not say what they hold."""
         inputs = []
+        seen: dict[str, tuple] = {}  # an input listed again (a Concat of one name 100,000 times) is read once
         for name in node_fields.inputs:
             if not name:
                 inputs.append(None)
+            elif name in seen:
+                inputs.append(seen[name])
             elif (value := self.values.get(name)) is not None:
                 if value.dtype.hasobject:
                     return None
-                inputs.append((value.dtype.str, value.shape, value.tobytes()))
+                data = value.tobytes()
+                if len(data) > _SIGNATURE_BYTES:
+                    data = hashlib.blake2b(data, digest_size=16).digest()
+                inputs.append(seen.setdefault(name, (value.dtype.str, value.shape, data)))
             else:
                 info = self._info(name)
-                inputs.append((info.dtype, info.shape))
+                inputs.append(seen.setdefault(name, (info.dtype, info.shape)))
         return (node_fields.domain, node_fields.op_type, tuple(bool(o) for o in node_fields.outputs),
                 tuple(a.SerializeToString() for a in node_fields.attributes), tuple(inputs))
 
@@ -463,8 +482,14 @@ class PartialEvaluator:
             except Exception:  # strings, exotic float types
                 dtype = 0
         self.tensors[name] = TensorInfo(name, dtype, tuple(int(d) for d in value.shape))
-        if value.size <= MAX_VALUE_ELEMENTS:
-            self.values[name] = value
+        if value.size > MAX_VALUE_ELEMENTS:
+            return
+        if id(value) not in self._counted:
+            if self._kept_elements + value.size > MAX_KEPT_ELEMENTS:
+                return  # the shape is known; the value is left unknown, as a too-big one is
+            self._kept_elements += value.size
+            self._counted.add(id(value))
+        self.values[name] = value
 
     def _reinfer(self, node: onnx.NodeProto, node_fields: NodeFields) -> str | None:
         """Infer one node alone, feeding every input value the evaluator knows as a constant.
@@ -529,10 +554,15 @@ class PartialEvaluator:
             opset_imports=self.opset_imports,
             ir_version=self.ir_version,
         )
-        # data propagation only over small vectors: onnx's allocates one entry per element
-        small = all(len(i.type.tensor_type.shape.dim) != 1 or 0 <= i.type.tensor_type.shape.dim[0].dim_value
-                    <= MAX_VALUE_ELEMENTS for i in graph_inputs)
-        return single, small
+        # data propagation only over small vectors: onnx's allocates one entry per element, of every
+        # input as often as it is listed (a Concat of one vector 100,000 times), values included
+        listed = 0
+        for name in node.input:
+            info = self._info(name) if name else None
+            if info is not None and info.shape is not None and len(info.shape) <= 1:
+                size = info.shape[0] if info.shape else 1
+                listed += size if isinstance(size, int) else 0  # an unknown length: no data to propagate
+        return single, listed <= MAX_VALUE_ELEMENTS
 
     def _infer_alone(self, node: onnx.NodeProto, names: list[str], outputs: list[str]) -> list[TensorInfo] | None:
         """What onnx infers of ``node``'s named ``outputs`` (in order) in a model of its own."""
@@ -551,39 +581,3 @@ _ALWAYS_VISITED = frozenset({"Constant", "Reshape", "Shape", "Size"})
 _RUN_PARAMS = {
     "log": lambda *args: None, "verbose": 0, "new_ops": None, "existing_functions": {}, "evaluator_cls": None
 }
-
-
-def _constant_info(node: onnx.NodeProto) -> tuple[int, tuple[int, ...], bool] | None:
-    """A Constant's (element type, shape, value readable in memory), without reading its data."""
-    for attribute in node.attribute:
-        if attribute.name == "value":
-            return attribute.t.data_type, tuple(attribute.t.dims), not has_external_data(attribute.t)
-        if attribute.name == "sparse_value":
-            return attribute.sparse_tensor.values.data_type, tuple(attribute.sparse_tensor.dims), True
-        if attribute.name in _CONSTANT_ATTRIBUTES:
-            dtype, is_list = _CONSTANT_ATTRIBUTES[attribute.name]
-            if not is_list:
-                return dtype, (), True
-            count = len(attribute.ints) + len(attribute.floats) + len(attribute.strings)
-            return dtype, (count,), True
-    return None
-
-
-def _predicted_elements(op_type: str, args: list[np.ndarray | None]) -> int:
-    """Output size of ops whose output can dwarf their inputs, before running them."""
-    try:
-        if op_type == "ConstantOfShape":
-            return math.prod(int(d) for d in args[0].reshape(-1)) if args[0] is not None else 1
-        if op_type == "Expand":
-            return math.prod(np.broadcast_shapes(args[0].shape, tuple(int(d) for d in args[1].reshape(-1))))
-        if op_type == "Tile":
-            return args[0].size * math.prod(int(r) for r in args[1].reshape(-1))
-        if op_type == "Range":
-            start, limit, delta = (float(a) for a in args)
-            return max(0, math.ceil((limit - start) / delta)) if delta else MAX_VALUE_ELEMENTS + 1
-        # an op whose output is the broadcast of its inputs (evaluated ops are ONNX's own)
-        if OpTrait.BROADCASTS in traits_of("", op_type):
-            return math.prod(np.broadcast_shapes(*(a.shape for a in args if a is not None)))
-    except Exception:  # malformed arguments: let the node be re-inferred instead
-        return MAX_VALUE_ELEMENTS + 1
-    return 0

@@ -11,7 +11,7 @@ import ast
 import difflib
 import operator
 import re
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -443,3 +443,39 @@ def _suggest(name: str, choices: Iterable[str]) -> str:
 
 def _dims_text(dims: list[onnx.TensorShapeProto.Dimension]) -> str:
     return ",".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims)
+
+
+def shape_flags(input_shapes) -> list[tuple[str | None, tuple[int, ...]]]:
+    """``input_shapes`` as analyze() takes them (a mapping, or ``NAME:1,3,224,224`` strings), as pairs."""
+    if not input_shapes:
+        return []
+    if isinstance(input_shapes, Mapping):
+        shapes = [(name, tuple(int(d) for d in shape)) for name, shape in input_shapes.items()]
+        negative = next((f"{name}: {list(shape)}" for name, shape in shapes if any(d < 0 for d in shape)), None)
+        if negative:
+            raise OptionError("input_shapes", "{opt.input_shapes} {shape}: dims must be integers of 0 or more",
+                              shape=negative)
+        return shapes
+    return [parse_input_shape(text) for text in input_shapes]
+
+
+def value_flags(values) -> dict[str, tuple[float, ...]]:
+    """``values`` as analyze() takes them (a mapping, or ``NAME=V1,V2`` strings), as a mapping."""
+    if not values:
+        return {}
+    if isinstance(values, Mapping):
+        return {str(k): tuple(v) if isinstance(v, (list, tuple)) else (v,) for k, v in values.items()}
+    return dict(parse_value(text) for text in values)
+
+
+def dim_values(dims) -> dict[str, int]:
+    """``dims`` as analyze() takes them (a mapping, or ``SYMBOL=VALUE`` strings), as a mapping."""
+    if not dims:
+        return {}
+    if isinstance(dims, Mapping):
+        values = {str(k): int(v) for k, v in dims.items()}
+        negative = next((f"{k}={v}" for k, v in values.items() if v < 0), None)
+        if negative:
+            raise OptionError("dims", "{opt.dims} {dim}: a dim must be an integer of 0 or more", dim=negative)
+        return values
+    return dict(parse_dim(text) for text in dims)

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from ..roofline.targets import SPLIT_MACS
+# the quantized models the int8 figures are measured on: read through this module too
+from .quantized_chains import qdq_chain_model, qdq_fan_model  # noqa: F401
 
 if TYPE_CHECKING:
     from ..roofline.targets import Target
@@ -91,6 +93,16 @@ HANDOFF_CASES: tuple[tuple[str, str, tuple[int, ...], dict], ...] = (
     ("MatMul 96x96 by 96x96", "MatMul", (96, 96), {}),
     ("Conv 3x3, 16 channels, 16x16", "Conv", (1, 16, 16, 16), {"pads": [1, 1, 1, 1]}),
 )
+# class -> roof -> sizes of fewer channels than the class's own, on its by_columns curve only (its
+# figure stays its own sizes'): a depthwise kernel runs the channels across the vector lanes, so 3
+# (a separable stem on an RGB image) fill a fraction of them (work.efficiency_columns)
+FEW_CHANNEL_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]]] = {
+    "depthwise": {roof: tuple((f"{prefix}depthwise Conv 3x3, {c} channels, 56x56", "Conv", (1, c, 56, 56),
+                               {"pads": [1, 1, 1, 1], "group": c}) for c in (3, 8))
+                  for roof, prefix in (("fp32", ""), ("int8", "QDQ "))}}
+# the classes whose figure follows the output columns (efficiency.<class>.by_columns): each size's
+# columns as the placement reads them (case_columns); gemv's sizes give theirs in GEMV_CASES
+COLUMNS_CLASSES = ("gemv", "depthwise")
 SIZES_IN_ORDER = ("gemm", "gemv", "depthwise", "elementwise", "reduction", "data_movement", "transpose")
 # class -> roof -> sizes of the class's ops as a quantized model runs them: QDQ chains (int8
 # activations and weights, per-tensor scales, as onnxruntime's static quantizer writes them),
@@ -99,14 +111,19 @@ ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ..
     "gemm": {"int8": (("QDQ Conv 3x3, 64 channels, 56x56", "Conv", (1, 64, 56, 56), {"pads": [1, 1, 1, 1]}),
                       ("QDQ Conv 1x1, 256 channels, 28x28", "Conv", (1, 256, 28, 28), {"kernel": 1}),
                       ("QDQ MatMul 128x512 by 512x512", "MatMul", (128, 512), {}))},
-    # onnxruntime's integer depthwise kernels are its own, far from its gemm ones (on an EPYC: 3.4x
-    # slower than fp32 at 32 channels, docs/validation-findings.md): measured, not borrowed from gemm
+    # onnxruntime's integer depthwise kernels are its own (on an EPYC 2x slower than fp32 at 32
+    # channels, 6x at 3, docs/validation-findings.md): measured, by channels as the float ones
     "depthwise": {"int8": (("QDQ depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112),
                             {"pads": [1, 1, 1, 1], "group": 32}),
                            ("QDQ depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28),
                             {"pads": [1, 1, 1, 1], "group": 128}),
                            ("QDQ depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7),
                             {"pads": [1, 1, 1, 1], "group": 512}))},
+    # a batch-1 quantized Linear layer: onnxruntime's integer GEMM on one row reaches another share
+    # of the int8 roof than its float gemv of the fp32 one; fans, not chains (roof_builder)
+    "gemv": {"int8": (("QDQ MatMul 1x32768 by 32768x10", "MatMul", (1, 32768), {"columns": 10}),
+                      ("QDQ MatMul 1x1024 by 1024x128", "MatMul", (1, 1024), {"columns": 128}),
+                      ("QDQ MatMul 1x1024 by 1024x1024", "MatMul", (1, 1024), {"columns": 1024}))},
 }
 
 Timer = Callable[[], float]
@@ -124,6 +141,15 @@ def case_macs(op: str, shape: tuple[int, ...], attributes: dict, builder: Callab
     from ..pipeline import analyze
 
     return analyze((builder or chain_model)(op, shape, attributes, 1)).totals.macs
+
+
+def case_columns(op: str, shape: tuple[int, ...], attributes: dict, builder: Callable | None = None) -> int | None:
+    """The output columns of one link of a chain as the placement reads them for a ``by_columns``
+    curve (``work.efficiency_columns``: a depthwise convolution's channels)."""
+    from ..pipeline import analyze
+    from ..roofline.work import efficiency_columns
+
+    return efficiency_columns([r for r in analyze((builder or chain_model)(op, shape, attributes, 1)).nodes if r.macs])
 
 
 def per_kernel_seconds(one_s: float, many_s: float, kernels: int = CHAIN) -> float:
@@ -165,9 +191,10 @@ class Case:
     measured_s: float  # one op (the slope)
     roof_s: float  # one op on the measured roofs
     fraction: float
-    columns: int | None = None  # a matmul's output columns, where the class's figure depends on them (gemv)
+    columns: int | None = None  # its output columns, where the class's figure follows them (COLUMNS_CLASSES)
     cached: bool | None = None  # whether its weights stayed on chip (gemv), None: not a question
     rows: int | None = None  # its product's output rows, on a class's by_rows curve (rows_efficiency); None: not on one
+    curve_only: bool = False  # a size of FEW_CHANNEL_CASES: on the class's by_columns curve, not in its figure
 
 
 # --- the chains --------------------------------------------------------------------------------
@@ -215,41 +242,17 @@ def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
-    """``length`` ``op`` nodes (Conv or MatMul) in a chain as a statically quantized model has them:
-    the float input quantized once, then per link DequantizeLinear of the int8 weights and of the
-    int8 activation, the op, QuantizeLinear of its output (int8, per-tensor scales, zero points 0);
-    the last link's output dequantized. onnxruntime runs each link as one integer kernel. A Conv's
-    ``group`` attribute splits its channels (``group`` = channels: a depthwise conv)."""
-    from onnx import TensorProto, helper, numpy_helper
+def sizes(kernel_class: str, roof: str) -> tuple:
+    """A class's sizes on ``roof`` (``CASES`` for fp32, else ``ROOF_CASES``), then its
+    :data:`FEW_CHANNEL_CASES` (measured for its curve only)."""
+    own = CASES.get(kernel_class, ()) if roof == "fp32" else ROOF_CASES.get(kernel_class, {}).get(roof, ())
+    return tuple(own) + FEW_CHANNEL_CASES.get(kernel_class, {}).get(roof, ())
 
-    rng = np.random.default_rng(0)
-    initializers = [numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
-                    numpy_helper.from_array(np.array(0, np.int8), "zero")]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q_x"], name="quantize_x")]
-    previous = "q_x"
-    options = {key: value for key, value in attributes.items() if key != "kernel"}
-    for index in range(length):
-        if op == "Conv":
-            size = attributes.get("kernel", 3)
-            weight = rng.integers(-127, 128, (shape[1], shape[1] // attributes.get("group", 1), size, size), dtype=np.int8)
-        else:
-            weight = rng.integers(-127, 128, (shape[-1], shape[-1]), dtype=np.int8)
-        initializers += [numpy_helper.from_array(weight, f"w{index}"),
-                         numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale")]
-        nodes += [helper.make_node("DequantizeLinear", [f"w{index}", f"w{index}_scale", "zero"], [f"dq_w{index}"],
-                                   name=f"dequantize_w{index}"),
-                  helper.make_node("DequantizeLinear", [previous, "scale", "zero"], [f"dq_a{index}"],
-                                   name=f"dequantize_a{index}"),
-                  helper.make_node(op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}",
-                                   **options),
-                  helper.make_node("QuantizeLinear", [f"f{index}", "scale", "zero"], [f"q{index}"],
-                                   name=f"quantize_{index}")]
-        previous = f"q{index}"
-    nodes.append(helper.make_node("DequantizeLinear", [previous, "scale", "zero"], ["y"], name="dequantize_y"))
-    graph = helper.make_graph(nodes, f"qdq-{op.lower()}-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializers)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+def roof_builder(kernel_class: str) -> Callable:
+    """The quantized model a class's :data:`ROOF_CASES` are measured on: a fan of QDQ matmuls for
+    gemv (``quantized_chains.qdq_fan_model``), else a chain (:func:`qdq_chain_model`)."""
+    return qdq_fan_model if kernel_class == "gemv" else qdq_chain_model
 
 
 def fan_model(rows: int, depth: int, columns: int, length: int, shared: bool = False):
@@ -324,18 +327,21 @@ def gemv_slope_s(rows: int, depth: int, columns: int, threads: int | None, budge
     return per_kernel_seconds(one, many, length)
 
 
-def gemv_points(cases: list[Case]) -> tuple[tuple[int, float], ...]:
+def columns_points(cases: list[Case]) -> tuple[tuple[int, float], ...]:
     """The ``by_columns`` points of a class's cases: per output-column count, the geometric mean
-    of its cases' fractions, columns increasing.
+    of its cases' fractions (4 significant digits: a 3-channel int8 depthwise kernel reaches 0.003),
+    columns increasing.
 
-    >>> gemv_points([Case("a", 1, 1, 0.2, 10), Case("b", 1, 1, 0.8, 512), Case("c", 1, 1, 0.5, 10)])
+    >>> columns_points([Case("a", 1, 1, 0.2, 10), Case("b", 1, 1, 0.8, 512), Case("c", 1, 1, 0.5, 10)])
     ((10, 0.3162), (512, 0.8))
+    >>> columns_points([Case("a", 1, 1, 0.0033412, 3)])
+    ((3, 0.003341),)
     """
     by_columns: dict[int, list[float]] = {}
     for case in cases:
         if case.columns:
             by_columns.setdefault(case.columns, []).append(case.fraction)
-    return tuple((columns, round(class_efficiency(fractions), 4)) for columns, fractions in sorted(by_columns.items()))
+    return tuple((columns, float(f"{class_efficiency(fractions):.4g}")) for columns, fractions in sorted(by_columns.items()))
 
 
 def cpu_session(model, threads: int | None, optimize: bool):
@@ -427,13 +433,15 @@ def chain_times_s(op: str, shape: tuple[int, ...], attributes: dict, threads: in
 
 
 def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN,
-                 builder: Callable = chain_model, fusion: str = "none") -> float:
+                 builder: Callable = chain_model, fusion: str = "none", dtype: str = "model") -> float:
     """onnxroof's roofline seconds for one more ``op`` in the same chain on ``target`` (one kernel
-    per node unless ``fusion`` says otherwise, no launch cost, peak figures)."""
+    per node unless ``fusion`` says otherwise, no launch cost, peak figures); ``dtype`` re-costs it
+    (a quantized chain as ``--dtype int8`` costs an int8 kernel: int8 in and out, where its
+    dequantized float tensors would count 4 bytes an element)."""
     from ..options import AnalysisOptions
     from ..pipeline import analyze
 
-    at_the_roof = AnalysisOptions(targets=(target,), fusion=fusion, overhead=False)
+    at_the_roof = AnalysisOptions(targets=(target,), fusion=fusion, overhead=False, dtype=dtype)
 
     def latency(n: int) -> float:
         return analyze(builder(op, shape, attributes, n), options=at_the_roof).targets[0].latency_s
@@ -509,7 +517,7 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
         return {}
     say = progress or (lambda text: None)
     split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
-    per_case = budget_s / (sum(len(cases) for cases in CASES.values()) + len(GEMV_CASES))
+    per_case = budget_s / (sum(len(sizes(c, 'fp32')) for c in CASES) + len(GEMV_CASES))
     found: dict[str, list[Case]] = {}
     for kernel_class in SIZES_IN_ORDER:
         if kernel_class == "gemv":
@@ -523,11 +531,13 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
                 say(f"{kernel_class:13} {label + (' (cached)' if cached else ' (DRAM)'):44} {measured * 1e6:9.2f} µs, "
                     f"roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
             continue
-        for label, op, shape, attributes in CASES[kernel_class]:
+        for index, (label, op, shape, attributes) in enumerate(sizes(kernel_class, "fp32")):
             measured = chain_slope_s(op, shape, attributes, threads, per_case)
             roof = roof_slope_s(op, shape, attributes, target)
             fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
-            case = Case(label, measured, roof, efficiency(roof, measured, fixed))
+            columns = case_columns(op, shape, attributes) if kernel_class in COLUMNS_CLASSES else None
+            case = Case(label, measured, roof, efficiency(roof, measured, fixed), columns,
+                        curve_only=index >= len(CASES[kernel_class]))
             found.setdefault(kernel_class, []).append(case)
             say(f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
     return found
@@ -543,16 +553,19 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
         return {}
     say = progress or (lambda text: None)
     split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
-    wanted = [(kernel_class, roof, cases) for kernel_class, by_roof in ROOF_CASES.items()
-              for roof, cases in by_roof.items() if roof in target.peak_ops_per_s]
+    wanted = [(kernel_class, roof, sizes(kernel_class, roof)) for kernel_class, by_roof in ROOF_CASES.items()
+              for roof in by_roof if roof in target.peak_ops_per_s]
     per_case = budget_s / max(1, sum(len(cases) for _, _, cases in wanted))
     found: dict[str, dict[str, list[Case]]] = {}
     for kernel_class, roof, cases in wanted:
-        for label, op, shape, attributes in cases:
-            measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=qdq_chain_model)
-            roofline = roof_slope_s(op, shape, attributes, target, builder=qdq_chain_model, fusion="all")
-            fixed = launch_s + (split_s if case_macs(op, shape, attributes, qdq_chain_model) >= SPLIT_MACS else 0.0)
-            case = Case(label, measured, roofline, efficiency(roofline, measured, fixed))
+        for index, (label, op, shape, attributes) in enumerate(cases):
+            builder = roof_builder(kernel_class)
+            measured = chain_slope_s(op, shape, attributes, threads, per_case, builder=builder)
+            roofline = roof_slope_s(op, shape, attributes, target, builder=builder, fusion="all", dtype=roof)
+            fixed = launch_s + (split_s if case_macs(op, shape, attributes, builder) >= SPLIT_MACS else 0.0)
+            columns = case_columns(op, shape, attributes, builder) if kernel_class in COLUMNS_CLASSES else None
+            case = Case(label, measured, roofline, efficiency(roofline, measured, fixed), columns,
+                        curve_only=index >= len(ROOF_CASES[kernel_class][roof]))
             found.setdefault(kernel_class, {}).setdefault(roof, []).append(case)
             say(f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roofline * 1e6:8.2f} µs: "
                 f"{case.fraction:.0%}")

@@ -234,7 +234,7 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
         f"{size_text(4 * achieved.COPY_ELEMENTS)})")
     roofs = measured_roofs(result)
     result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say)
-    result.efficiency_on_roof = achieved.measure_roof_efficiency(roofs, result.launch_overhead_s, 0.1 * budget_s,
+    result.efficiency_on_roof = achieved.measure_roof_efficiency(roofs, result.launch_overhead_s, 0.2 * budget_s,
                                                                  threads, say)
     # the gemm sizes of fewer rows, and the class's own sizes that join their curves
     measured = {"gemm": result.efficiency.get("gemm", []),

@@ -92,15 +92,21 @@ def load_average() -> float | None:
         return None
 
 
-def fit_in_memory(largest: int) -> tuple[int, str]:
-    """Shrink the sweep's largest working set until its arrays (1.33x) fit in half the free memory."""
-    available = None
+def available_memory() -> int | None:
+    """The bytes of memory this machine has free for a new program (Linux's MemAvailable), or None
+    where it does not say."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
+                return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def fit_in_memory(largest: int) -> tuple[int, str]:
+    """Shrink the sweep's largest working set until its arrays (1.33x) fit in half the free memory."""
+    available = available_memory()
     if available is None:
         return largest, ""
     wanted = largest

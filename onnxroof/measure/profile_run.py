@@ -2,9 +2,10 @@
 node took with the time onnxroof predicts for it on a target (by default this machine's
 calibrated target, see :mod:`onnxroof.measure.calibration`).
 
-How the times are measured: onnxruntime's CPU execution provider runs the model on random
-inputs of the bound shapes (floats from a normal distribution; integer and bool inputs are all
-ones, a valid index and "keep" in a mask) with ``SessionOptions.enable_profiling``. The first
+How the times are measured: onnxruntime's CPU execution provider runs the model (in a child
+process stopped at a time limit, :mod:`onnxroof.measure.ort_child`) on random inputs of the
+bound shapes (floats from a normal distribution; integer and bool inputs are all ones, a valid
+index and "keep" in a mask) with ``SessionOptions.enable_profiling``. The first
 ``warmup`` runs are dropped; each kernel's time is the median over the other runs of the
 ``<node>_kernel_time`` events (their ``dur``) that fall inside that run's ``model_run`` event.
 Kernel events nested inside another kernel (the nodes of an If/Loop/Scan body) are inside their
@@ -33,6 +34,7 @@ one kernel per compute node when the per-node split matters more than the total.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import statistics
@@ -40,8 +42,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..core.errors import UsageError
-from . import achieved
+from ..core.errors import UsageError, sigterm_stops
+from ..core.units import iec
+from .machine import available_memory
+from .ort_child import InputSpec, OrtFailed, OrtJob, OrtStopped, random_feeds, run_onnxruntime
 from .ort_events import OptimizedGraph
 from .profiling import Coverage, NodeComparison, ProfileMapping, ProfileResult, map_profile
 
@@ -60,12 +64,26 @@ OPTIMIZATION_LEVELS = {
 }
 DEFAULT_RUNS = 20
 DEFAULT_WARMUP = 3
+# Seconds onnxruntime is given for all its runs before it is stopped (`profile --timeout`).
+DEFAULT_TIMEOUT_S = 300.0
+# The random inputs may take at most this share of the memory free when the run starts (the run
+# needs as much again for its outputs and activations); 4 GiB where the system does not say.
+INPUT_MEMORY_SHARE = 0.5
+FALLBACK_INPUT_BYTES = 4 * 2**30
+# Runs predicted to take this many times the time limit are not started: a Loop of 10^15 trips
+# would only be stopped at the limit. A prediction on a slow target may be tens of times this
+# machine's time, so only the hopeless are refused.
+HOPELESS_OVER_TIMEOUT = 100
+# onnxruntime's profiler keeps at most this many events (its max_num_events_), one a kernel run
+# at least: past it the profile is cut short ("Maximum number of events reached"), unmappable,
+# after holding gigabytes.
+ORT_MAX_PROFILE_EVENTS = 1_000_000
 
 
 def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RUNS, *,
                   model: "str | os.PathLike | onnx.ModelProto | None" = None, warmup: int = DEFAULT_WARMUP,
                   optimization: str = "all", threads: int | None = None, keep_profile: str | os.PathLike | None = None,
-                  seed: int = 0, wall_seconds: float = 0.0) -> ProfileResult:
+                  seed: int = 0, wall_seconds: float = 0.0, timeout_s: float = DEFAULT_TIMEOUT_S) -> ProfileResult:
     """Run the model ``warmup + runs`` times with onnxruntime (CPU) and compare each node's
     measured time with its predicted time on ``target``.
 
@@ -75,10 +93,13 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     ``wall_seconds``, the fastest is instead calibrate's own statistic over that long (or as long
     as those runs took, if longer): the fastest mean of a batch of runs about 5 ms long
     (:func:`achieved.fastest_run_s`, what the roofs are), so a 100 µs model is judged as the roofs
-    were, not on its one luckiest run."""
+    were, not on its one luckiest run.
+
+    onnxruntime runs in a child process, stopped after ``timeout_s`` seconds (a UsageError), or at
+    Ctrl-C or SIGTERM; its temporary folder is removed on every way out."""
     from ..roofline.placement import place_model, split_kernel_times
 
-    ort = import_onnxruntime()
+    import_onnxruntime()
     if optimization not in OPTIMIZATION_LEVELS:
         raise UsageError(f"--optimization {optimization}: choose one of {', '.join(OPTIMIZATION_LEVELS)}")
     if runs < 1 or warmup < 0:
@@ -90,43 +111,32 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     # one kernel per node first: the weights that split a fused kernel's time over its nodes
     unfused = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, fusion=())
     weights = {n.name: n.placement.time_s for n in unfused.nodes}
-    feeds = random_inputs(analysis, seed)
+    inputs = input_specs(analysis)
+    by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
+    _refuse_overlong_profile(analysis, warmup + runs)
+    _refuse_hopeless_runs(analysis, by_rules, 2 * (warmup + runs), timeout_s)
     payload, notes = _model_for_onnxruntime(source)
     if analysis.dtype != "model":
         notes.append(f"predicted as if re-costed in {analysis.dtype}; onnxruntime runs the model as stored")
-    with tempfile.TemporaryDirectory(prefix="onnxroof-profile-") as directory:
-        options = ort.SessionOptions()
-        options.enable_profiling = True
-        options.profile_file_prefix = str(Path(directory) / "ort")
-        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, OPTIMIZATION_LEVELS[optimization])
-        options.log_severity_level = 3
-        if threads:
-            options.intra_op_num_threads = threads
-        optimized_path = Path(directory) / "optimized.onnx"
-        options.optimized_model_filepath = str(optimized_path)  # the graph it runs, weights kept apart
-        options.add_session_config_entry("session.optimized_model_external_initializers_file_name", "optimized.data")
-        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "64")
+    with sigterm_stops(), tempfile.TemporaryDirectory(prefix="onnxroof-profile-") as directory:
+        if isinstance(payload, bytes):  # renamed in memory: the child reads it from the folder
+            Path(directory, "model.onnx").write_bytes(payload)
+            payload = str(Path(directory, "model.onnx"))
+        job = OrtJob(str(payload), tuple(inputs), seed, OPTIMIZATION_LEVELS[optimization], threads, warmup, runs,
+                     wall_seconds, directory)
         try:
-            try:
-                session = ort.InferenceSession(payload, options, providers=["CPUExecutionProvider"])
-            except Exception:  # perhaps only the saving of the optimized graph failed: once more without
-                options.optimized_model_filepath = ""
-                session = ort.InferenceSession(payload, options, providers=["CPUExecutionProvider"])
-            for _ in range(warmup + runs):
-                session.run(None, feeds)
-            profile_path = session.end_profiling()
-            # the same runs without the profiler: what the model takes when nobody is watching
-            options.enable_profiling = False
-            options.optimized_model_filepath = ""
-            plain = ort.InferenceSession(payload, options, providers=["CPUExecutionProvider"])
-            wall = _wall_times(plain, feeds, warmup, runs)
-            # (at least as long as the single runs took: a 50 ms model still gets its 30 tries)
-            fastest = (achieved.fastest_run_s(plain, feeds, max(wall_seconds, sum(wall))) if wall_seconds
-                       else min(wall))
-        except Exception as exc:  # onnxruntime raises its own exception types
-            raise onnxruntime_error(exc, analysis) from exc
-        text = Path(profile_path).read_text(encoding="utf-8")
-        optimized = _read_optimized(optimized_path, notes)
+            measured = run_onnxruntime(job, timeout_s)
+        except OrtFailed as exc:
+            raise onnxruntime_error(exc, analysis) from None
+        except OrtStopped as exc:
+            if not exc.timed_out:
+                raise UsageError(f"onnxruntime could not run {analysis.model.name}: {exc}") from None
+            raise UsageError(f"{analysis.model.name}: onnxruntime did not finish its runs within --timeout {timeout_s:g} s "
+                             "and was stopped (a Loop of many trips, or a slow model); give it longer with --timeout "
+                             "SECONDS, or fewer --runs") from None
+        text = Path(measured.profile_path).read_text(encoding="utf-8")
+        optimized = _read_optimized(Path(measured.optimized_path or Path(directory, "optimized.onnx")), notes)
+    wall, fastest = measured.wall, measured.fastest_s
     if keep_profile:
         from ..core.files import write_atomically
 
@@ -139,7 +149,6 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups,
                          compute_dtypes=float_computed(analysis, mapping),
                          split=[n for k in mapping.kernels if k.split for n in k.nodes])
-    by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
     predicted = split_kernel_times(report, weights)
     notes.append(f"predicted as onnxruntime ran the model: its {len(mapping.kernels)} kernels, each paying the launch cost "
                  f"({len(mapping.unattributed)} with no ONNX node, such as layout reorders, costed from the bytes their "
@@ -147,8 +156,38 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
                  f"onnxroof predicts {by_rules.latency_s * 1e3:.4g} ms")
     unattributed_s = sum(unattributed_kernel_s(kernel, target, report.launch_s) for kernel in mapping.unattributed)
     return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping, predicted), optimization, threads,
-                         warmup, ort.__version__, statistics.median(wall), notes,
+                         warmup, measured.version, statistics.median(wall), notes,
                          unattributed_s=unattributed_s, by_rules=by_rules, wall_fastest_s=fastest)
+
+
+def _refuse_overlong_profile(analysis: "Analysis", profiled_runs: int) -> None:
+    """UsageError, before anything runs, when a Loop's or Scan's trips make the ``profiled_runs``
+    record more kernel runs than onnxruntime's profiler keeps (ORT_MAX_PROFILE_EVENTS). A model
+    without them is left to onnxruntime: its nodes overcount the kernels it fuses them into."""
+    records = analysis.cost_graph.running.records
+    if not any(record.runs > 1 for record in records):
+        return
+    kernel_runs = sum(record.runs for record in records)
+    if kernel_runs * profiled_runs <= ORT_MAX_PROFILE_EVENTS:
+        return
+    raise UsageError(f"{analysis.model.name}: a run executes {kernel_runs:,} nodes (a loop's body once a trip), so "
+                     f"the {profiled_runs} profiled runs would record {kernel_runs * profiled_runs:,} kernel events, more "
+                     f"than onnxruntime's profiler keeps ({ORT_MAX_PROFILE_EVENTS:,}); nothing was run. Give it fewer "
+                     "--runs and --warmup, or a model of fewer trips")
+
+
+def _refuse_hopeless_runs(analysis: "Analysis", report: "TargetReport", run_count: int, timeout_s: float) -> None:
+    """UsageError, before anything runs, when ``run_count`` runs at the latency predicted on the
+    target (``report``) would take HOPELESS_OVER_TIMEOUT times ``timeout_s`` or more."""
+    from ..core.units import seconds
+
+    total = report.latency_s * run_count
+    if total < HOPELESS_OVER_TIMEOUT * timeout_s:
+        return
+    raise UsageError(f"{analysis.model.name}: onnxroof predicts {seconds(report.latency_s)} per run on "
+                     f"{report.target.name}, so the {run_count} runs profile makes (profiled, then timed) would take "
+                     f"{seconds(total)}, far past --timeout {timeout_s:g} s; nothing was run. Give it fewer "
+                     "--runs and --warmup, smaller inputs, or a longer --timeout")
 
 
 # onnxruntime's own kernels (no ONNX node) by the efficiency class of what they do: layout
@@ -237,20 +276,6 @@ def _read_optimized(path: Path, notes: list[str]) -> OptimizedGraph | None:
         return None
 
 
-def _wall_times(session, feeds: dict, warmup: int, runs: int) -> list[float]:
-    """Seconds per run of ``session`` (after ``warmup`` runs), timed around ``session.run``."""
-    import time
-
-    for _ in range(warmup):
-        session.run(None, feeds)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        session.run(None, feeds)
-        times.append(time.perf_counter() - start)
-    return times
-
-
 def kernel_placements(report: "TargetReport") -> dict[str, "Placement"]:
     """Each ONNX node's kernel's placement on the target (its own, when nothing fuses it)."""
     return {name: kernel.placement for kernel in report.nodes for name in kernel.nodes}
@@ -297,28 +322,48 @@ def import_onnxruntime():
 def random_inputs(analysis: "Analysis", seed: int = 0) -> dict:
     """One random array per model input, of the shape the analysis bound (floats ~ N(0, 1);
     integers and bools are ones: a valid index and "keep" in a mask)."""
+    return random_feeds(input_specs(analysis), seed)
+
+
+def input_specs(analysis: "Analysis", limit_bytes: int | None = None) -> list[InputSpec]:
+    """What to make random values of, for each model input: its bound shape and numpy dtype.
+    UsageError, before anything is allocated, when a shape is not bound or the inputs together
+    would take more than ``limit_bytes`` (default: :func:`input_memory_limit`)."""
     import numpy as np
     from onnx import helper
 
+    name = analysis.model.name
     if analysis.unresolved_dims:
         fixes = " ".join(dict.fromkeys(d.fix for d in analysis.unresolved_dims))
-        raise UsageError(f"{analysis.model.name}: input dims are not bound, so there is nothing to run; fix (with your values): {fixes}")
-    rng = np.random.default_rng(seed)
-    feeds = {}
+        raise UsageError(f"{name}: input dims are not bound, so there is nothing to run; fix (with your values): {fixes}")
+    specs, sizes = [], []
     for info in analysis.inputs:
         if info.shape is None or not all(isinstance(d, int) for d in info.shape):
-            raise UsageError(f"{analysis.model.name}: input {info.name!r} has no known shape; give it with --input-shape {info.name}:...")
+            raise UsageError(f"{name}: input {info.name!r} has no known shape; give it with --input-shape {info.name}:...")
         try:
             dtype = np.dtype(helper.tensor_dtype_to_np_dtype(info.dtype))
         except (KeyError, TypeError, ValueError):
-            raise UsageError(f"{analysis.model.name}: input {info.name!r} has an element type onnxroof cannot make random values of") from None
-        if dtype.kind == "f":
-            feeds[info.name] = rng.standard_normal(info.shape).astype(dtype)
-        elif dtype.kind in "iub":
-            feeds[info.name] = np.ones(info.shape, dtype)
-        else:
-            raise UsageError(f"{analysis.model.name}: input {info.name!r} is {dtype}: onnxroof profile cannot make random values of it")
-    return feeds
+            raise UsageError(f"{name}: input {info.name!r} has an element type onnxroof cannot make random values of") from None
+        if dtype.kind not in "fiub":
+            raise UsageError(f"{name}: input {info.name!r} is {dtype}: onnxroof profile cannot make random values of it")
+        specs.append(InputSpec(info.name, dtype.str, tuple(info.shape)))
+        sizes.append(math.prod(info.shape) * dtype.itemsize)
+    limit = input_memory_limit() if limit_bytes is None else limit_bytes
+    if specs and sum(sizes) > limit:
+        largest = max(range(len(specs)), key=sizes.__getitem__)
+        spec = specs[largest]
+        dims = ",".join(str(d) for d in spec.shape)
+        raise UsageError(f"{name}: input {spec.name!r} of shape [{dims}] ({np.dtype(spec.dtype).name}) takes "
+                         f"{iec(sizes[largest])}" + (f" ({iec(sum(sizes))} with the other inputs)" if len(specs) > 1 else "")
+                         + f", more than profile makes random inputs of here ({iec(limit)}); give a smaller shape with "
+                         f"--input-shape {spec.name}:D1,D2,... (or --dim, --batch)")
+    return specs
+
+
+def input_memory_limit() -> int:
+    """The bytes the random inputs may take: INPUT_MEMORY_SHARE of the memory free now."""
+    available = available_memory()
+    return int(available * INPUT_MEMORY_SHARE) if available else FALLBACK_INPUT_BYTES
 
 
 def _model_for_onnxruntime(source) -> tuple[Any, list[str]]:

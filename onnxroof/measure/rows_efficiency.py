@@ -118,7 +118,8 @@ def measure_rows_efficiency(target: "Target", launch_s: float, budget_s: float, 
                 found.setdefault(curve, []).append(_at_rows(case, case_rows(op, shape, attributes, builder)))
         for label, op, shape, attributes in ROWS_CASES[curve]:
             slope = achieved.chain_slope_s(op, shape, attributes, threads, per_case, builder=builder)
-            roof = achieved.roof_slope_s(op, shape, attributes, target, builder=builder, fusion="all" if quantized else "none")
+            roof = achieved.roof_slope_s(op, shape, attributes, target, builder=builder, fusion="all" if quantized else "none",
+                                         dtype=curve.partition(".")[2] or "model")
             fixed = launch_s + (split_s if achieved.case_macs(op, shape, attributes, builder) >= SPLIT_MACS else 0.0)
             case = achieved.Case(label, slope, roof, achieved.efficiency(roof, slope, fixed),
                                  rows=case_rows(op, shape, attributes, builder))

@@ -4,6 +4,8 @@ target's capacity, and the DRAM bytes that costs (Belady's policy)."""
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -56,6 +58,18 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
         later = bisect.bisect_right(steps, step)
         return steps[later] if later < len(steps) else (len(order) + 1 if buffers[index].to_end else 10**18)
 
+    # the resident buffers, farthest next use first, ties in the order they became resident: a
+    # heap of (-next use, arrival, buffer) with stale entries skipped (``key`` holds the live
+    # one), so an eviction does not sort every resident buffer again (20,000 branches a Sum
+    # joins are resident at once)
+    heap: list[tuple[int, int, int]] = []
+    key: dict[int, tuple[int, int]] = {}  # resident buffer -> its entry in the heap
+    arrivals = itertools.count()
+
+    def mark(index: int, step: int) -> None:
+        entry = key[index] = (-next_use(index, step), key[index][1] if index in key else next(arrivals))
+        heapq.heappush(heap, (*entry, index))
+
     for step, node in enumerate(order):
         working = needed[step]
         working_bytes = sum(buffers[i].bytes for i in working)
@@ -68,6 +82,7 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
                 if not (buffer.from_start or (buffer.to_end and node in buffer.allocators)):
                     extra += buffer.bytes
                 resident_bytes -= resident.pop(index, 0)
+                key.pop(index, None)
                 if not buffer.from_start:
                     evicted.add(index)  # now in DRAM: its next reader reads it back
         else:
@@ -78,14 +93,20 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
                 if index not in resident:
                     resident[index] = buffers[index].bytes
                     resident_bytes += buffers[index].bytes
+                mark(index, step)  # used now: its next use moves on
             if resident_bytes > capacity_bytes:
                 in_use = set(working)
-                # farthest next use first; ties keep the order buffers became resident
-                victims = sorted((i for i in resident if i not in in_use), key=lambda i: -next_use(i, step))
-                for victim in victims:
-                    if resident_bytes <= capacity_bytes:
-                        break
-                    if next_use(victim, step) < 10**18:
+                held = []  # entries of the buffers this step uses: not victims, kept for later steps
+                while resident_bytes > capacity_bytes and heap:
+                    entry = heapq.heappop(heap)
+                    victim = entry[2]
+                    if key.get(victim) != entry[:2]:
+                        continue  # stale: evicted, dead, or used since
+                    if victim in in_use:
+                        held.append(entry)
+                        continue
+                    del key[victim]
+                    if -entry[0] < 10**18:
                         # written back to be read again later; a model output is written to DRAM
                         # anyway (the roofline charges that write), so it costs only its reload
                         if not buffers[victim].to_end:
@@ -95,9 +116,12 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
                             spilled.add(buffers[victim].name)
                             plan.spilled.append(buffers[victim].name)
                     resident_bytes -= resident.pop(victim)
+                for entry in held:
+                    heapq.heappush(heap, entry)
         for index in dying[step]:
             if index in resident and not buffers[index].to_end:
                 resident_bytes -= resident.pop(index)
+                del key[index]
         if extra:
             plan.per_node[node] = extra
             plan.extra_dram_bytes += extra

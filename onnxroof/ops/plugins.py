@@ -40,6 +40,7 @@ import importlib.util
 import io
 import os
 import sys
+import traceback
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -48,6 +49,10 @@ from typing import Any, Callable, Iterator
 from ..core.errors import UsageError
 from ..core.text import one_line
 from . import COST_RULES, register
+from .base import InvalidNode, UnknownShape, UnknownValue
+
+# what a rule raises to say a node cannot be costed (the cost walk reports it, not counted)
+RULE_SIGNALS = (UnknownShape, UnknownValue, InvalidNode)
 
 ENTRY_POINT_GROUP = "onnxroof.ops"
 _loaded_entry_points = False
@@ -68,7 +73,7 @@ def load_plugin_file(path: str | Path) -> ModuleType:
             spec.loader.exec_module(module)
     except BaseException as exc:  # an exit or an interrupt of its own must not end the run as if it passed
         raise UsageError(f"--plugin {file}: failed to import ({_what(exc)}); fix the plugin") from exc
-    _guard_new_rules(before, f"--plugin {file}")
+    _guard_new_rules(before, f"--plugin {file}", file)
     sys.modules[spec.name] = module
     return module
 
@@ -117,25 +122,44 @@ class _EscapedToStderr(io.TextIOBase):
             self.pending = ""
 
 
-def _guard_new_rules(before: dict, source: str) -> None:
-    """The rules a plugin added or replaced, each run as :func:`plugin_code` (its exit attempts a
-    one-line error naming the plugin and the op)."""
+def _guard_new_rules(before: dict, source: str, file: Path | None = None) -> None:
+    """The rules a plugin added or replaced, each run as :func:`plugin_code`: its exit attempts,
+    and any exception but the rule's own ways of saying a node cannot be costed, are a one-line
+    plugin error naming the plugin (``file``, when it is one: the line that raised) and the op."""
     for key, rule in list(COST_RULES.items()):
         if before.get(key) is not rule:
-            COST_RULES[key] = replace(rule, handler=_guarded(rule.handler, source, key[1]),
-                                      shapes=_guarded(rule.shapes, source, key[1]) if rule.shapes is not None else None)
+            op = key[1] + (f" ({key[0]})" if key[0] else "")
+            COST_RULES[key] = replace(rule, handler=_guarded(rule.handler, source, op, "rule", file),
+                                      shapes=_guarded(rule.shapes, source, op, "shape rule", file)
+                                      if rule.shapes is not None else None)
 
 
-def _guarded(function: Callable, source: str, op_type: str) -> Callable:
+def _guarded(function: Callable, source: str, op_type: str, kind: str = "rule", file: Path | None = None) -> Callable:
     @functools.wraps(function)  # the docstring is the rule's formula (onnxroof ops, explain)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         try:
             with plugin_code(source):
                 return function(*args, **kwargs)
         except SystemExit as exc:  # a node not counted would let a budget pass: the run stops
-            raise UsageError(f"{source}: the rule of {op_type} tried to end the process ({_what(exc)}); "
+            raise UsageError(f"{source}: the {kind} of {op_type} tried to end the process ({_what(exc)}); "
                              "a rule returns an OpCost: fix the plugin") from exc
+        except RULE_SIGNALS:
+            raise  # the rule saying the node's shape or value is unknown, or the node invalid
+        except Exception as exc:  # the plugin's bug, not onnxroof's (exit 2, not "report it")
+            where = _line_in(exc, file)
+            raise UsageError(f"{source}: the {kind} of {op_type} ({getattr(function, '__name__', 'rule')}{where}) "
+                             f"raised {_what(exc)}; fix the plugin") from None
     return guarded
+
+
+def _line_in(exc: BaseException, file: Path | None) -> str:
+    """", line N": the last line of ``file`` the exception passed through ("" if none)."""
+    if file is None:
+        return ""
+    real = os.path.realpath(file)
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if os.path.realpath(frame.filename) == real]
+    return f", line {lines[-1]}" if lines else ""
 
 
 def _what(exc: BaseException) -> str:

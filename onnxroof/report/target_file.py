@@ -197,12 +197,11 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         lines += ["", "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
                   "# time is divided by it (onnxroof.measure.achieved; --no-overhead leaves it out)."]
         for kernel_class, cases in c.efficiency.items():
-            sizes_text = "; ".join(f"{case.label}{_weights_text(case)}: {case.measured_s * 1e6:.3g} µs against "
+            sizes_text = "; ".join(f"{case.label}{_weights_text(case)}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against "
                                    f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in cases)
-            points = achieved.gemv_points(cases)
-            columns_text = ("; by_columns: per output-column count, the geometric mean of its sizes' fractions (a "
-                            "kernel between two counts is interpolated in log(columns))" if len(points) > 1 else "")
-            value = round(achieved.class_efficiency([case.fraction for case in cases]), 4)
+            points = achieved.columns_points(cases)
+            columns_text = _columns_text(points)
+            value = round(achieved.class_efficiency([case.fraction for case in cases if not case.curve_only]), 4)
             ops = [m for m in c.efficiency_by_op if m.case.kernel_class == kernel_class]
             by_op = by_op_figures(value, ops)
             curve = c.efficiency_by_rows.get(kernel_class, [])
@@ -211,24 +210,23 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
                                             f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above "
                                             f"over the time beyond the launch cost, geometric mean of "
                                             f"{sizes_text}{columns_text}{_by_op_text(ops, by_op)}{_rows_text(curve)}")]
-            if len(points) > 1:
-                lines.append("by_columns = [" + ", ".join(f"[{columns}, {fraction:.4g}]" for columns, fraction in points)
-                             + "]")
-            lines += _rows_lines(curve)
+            lines += _columns_lines(points) + _rows_lines(curve)
             if by_op:
                 lines.append("by_op = { " + ", ".join(f"{op} = {fraction:.4g}" for op, fraction in by_op.items()) + " }")
             for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
-                roof_text = "; ".join(f"{case.label}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
+                roof_text = "; ".join(f"{case.label}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
                                       f"{case.fraction:.0%}" for case in roof_cases)
                 roof_curve = c.efficiency_by_rows.get(f"{kernel_class}.{roof}", [])
+                roof_points = achieved.columns_points(roof_cases)
                 lines += ["", f"[efficiency.{kernel_class}.{roof}]",
-                          *_figure_lines(round(achieved.class_efficiency([case.fraction for case in roof_cases]), 4),
+                          *_figure_lines(round(achieved.class_efficiency([c.fraction for c in roof_cases if not c.curve_only]), 4),
                                          f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
                                          f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
                                          f"link of the chain one kernel: the op with its quantize and dequantize): the "
                                          f"roofline time on the {roof} roof over the time beyond the launch cost, "
-                                         f"geometric mean of {roof_text}{_rows_text(roof_curve)}"),
-                          *_rows_lines(roof_curve)]
+                                         f"geometric mean of {roof_text}{_columns_text(roof_points)}"
+                                         f"{_rows_text(roof_curve)}"),
+                          *_columns_lines(roof_points), *_rows_lines(roof_curve)]
     if levels.onchip_bytes:
         lines += ["", "[weights]", "resident = true",
                   "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they fit "
@@ -252,6 +250,21 @@ def _by_op_text(measurements: list, by_op: dict[str, float]) -> str:
             + (f" ({', '.join(left)}: within {MATERIAL_DIFFERENCE:.0%} of the class's figure, not written)" if left else ""))
 
 
+def _columns_text(points: tuple[tuple[int, float], ...]) -> str:
+    """What a ``by_columns`` curve comes from (nothing when it has fewer than two column counts)."""
+    if len(points) < 2:
+        return ""
+    return ("; by_columns: per output-column count (a matmul's columns, a convolution's output channels, a depthwise "
+            "convolution's channels), the geometric mean of its sizes' fractions (a kernel between two counts is "
+            "interpolated in log(columns))")
+
+
+def _columns_lines(points: tuple[tuple[int, float], ...]) -> list[str]:
+    if len(points) < 2:
+        return []
+    return ["by_columns = [" + ", ".join(f"[{columns}, {fraction:.4g}]" for columns, fraction in points) + "]"]
+
+
 def _rows_text(curve: list[achieved.Case]) -> str:
     """What a ``by_rows`` curve comes from: each of its sizes at its rows (nothing when it has no
     curve: fewer than two row counts)."""
@@ -268,6 +281,10 @@ def _rows_lines(curve: list[achieved.Case]) -> list[str]:
     if len(points) < 2:
         return []
     return ["by_rows = [" + ", ".join(f"[{rows}, {fraction:.4g}]" for rows, fraction in points) + "]"]
+
+
+def _curve_only(case: achieved.Case) -> str:
+    return " (on the by_columns curve only)" if case.curve_only else ""
 
 
 def _weights_text(case: achieved.Case) -> str:
@@ -300,7 +317,7 @@ def _toml_string(text: str) -> str:
 def calibrated_target(calibration: Calibration, name: str = "this-machine", with_efficiency: bool = True) -> Target:
     """The calibration as a Target, through the same validation a file gets."""
     with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as directory:
-        path = Path(directory) / f"{name}.toml"
+        path = Path(directory) / "target.toml"  # not the name: it is the file's text, not its path
         path.write_text(render_target(calibration, name, with_efficiency), encoding="utf-8")
         target = parse_target(path)
     return target

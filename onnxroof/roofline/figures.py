@@ -128,11 +128,16 @@ def read_efficiency(data: dict, where: str, classes: Iterable[str], roofs: Itera
                 label = f"efficiency.{key}.{extra}"
                 on_roof.setdefault(key, {})[extra] = read_fraction(entry, extra, label, where)
                 for inner in entry[extra]:
-                    if inner not in ("value", "tag", "source", "by_rows"):
+                    if inner not in ("value", "tag", "source", "by_rows", "by_columns"):
                         raise UsageError(f"{where}: '{label}.{inner}' is not a field of a roof's figure "
-                                         "(value, tag, source, by_rows)")
+                                         "(value, tag, source, by_rows, by_columns)")
+                if "by_rows" in entry[extra] and "by_columns" in entry[extra]:
+                    raise UsageError(f"{where}: '{label}' gives both 'by_rows' and 'by_columns': give one curve per figure")
                 if "by_rows" in entry[extra]:
                     by_rows[f"{key}.{extra}"] = read_points(entry[extra]["by_rows"], f"{label}.by_rows", where, "rows")
+                if "by_columns" in entry[extra]:
+                    by_columns[f"{key}.{extra}"] = read_points(entry[extra]["by_columns"], f"{label}.by_columns", where,
+                                                               "columns")
             elif extra == "by_columns":
                 by_columns[key] = read_points(entry[extra], f"efficiency.{key}.by_columns", where, "columns")
             elif extra == "by_rows":
@@ -157,3 +162,19 @@ def _by_op(table, label: str, where: str) -> dict[str, float]:
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
             raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {shown(fraction)}")
     return {op: float(fraction) for op, fraction in table.items()}
+
+
+def interpolate_log(points: tuple[tuple[int, float], ...], x: float) -> float:
+    """The value at ``x`` of ``points`` ((x, value), x increasing): linear in log(x) between two
+    points, the end point's value past either end.
+
+    >>> interpolate_log(((10, 0.2), (1000, 0.8)), 100), interpolate_log(((10, 0.2), (1000, 0.8)), 1)
+    (0.5, 0.2)
+    """
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            share = math.log(x / x0) / math.log(x1 / x0)
+            return y0 + share * (y1 - y0)
+    return points[-1][1]

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Iterable
 from .node_kinds import CONV_OPS as _CONV_OPS, KINDS, node_kind as _kind
 from .targets import FUSION_RULES
 # what a kernel's work is (its class, reuse and GEMM shape): read through this module too
-from .work import REUSE_CLASSES, WorkShape, efficiency_class, reuse_class, reuse_of, work_shape  # noqa: F401
+from .work import (REUSE_CLASSES, WorkShape, efficiency_class, efficiency_columns, reuse_class, reuse_of,  # noqa: F401
+                   work_shape)
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph, NodeRecord
@@ -113,6 +114,7 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
     tensors = graph.tensors
     outputs = set(graph.outputs)
     assigned: set[str] = set()  # nodes already in a kernel
+    producers: dict[str, list[int]] = {}  # node -> where the nodes making what it reads stand (_late_producers)
     kernels: list[Kernel] = []
     for record in records:
         if record.name in assigned:
@@ -121,7 +123,7 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
         assigned.add(record.name)
         if rules and _kind(record) != "alone":
             _grow(members, rules, by_body[body_of.get(record.name, "")] if body_of else by_name, position, tensors,
-                  assigned)
+                  assigned, producers)
         kernels.append(_kernel(members, tensors, outputs))
     if "horizontal" in rules:
         kernels = _merge_siblings(kernels, tensors, outputs, position, body_of)
@@ -227,50 +229,74 @@ def group(graph: CostGraph, groups: Iterable[Iterable[str]]) -> list[Kernel]:
 
 
 def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, position: dict[str, int], tensors: dict,
-          assigned: set[str]) -> None:
+          assigned: set[str], producers: dict[str, list[int]]) -> None:
     """Add to ``members`` every node the rules let join, earliest candidate first.
 
     The candidates (the unassigned readers of what the members make) are kept from one step to
     the next, by kind and in model order, so that a step looks only at the kinds that may join
     now: growing a kernel of n nodes is linear in n, not quadratic (a chain of 100,000 Relu is
-    one kernel)."""
+    one kernel). Each candidate counts its producers that are neither before the kernel's start
+    nor inside it (``_inputs_ready``'s rule), one fewer as each joins: each edge is looked at
+    once, and a join of 20,000 branches is not checked whole by each branch's kernel. Only the
+    candidates with none missing are ready; the others wait (an attention kernel may still pull
+    in, as a prologue, the elementwise nodes that make what they lack)."""
     start = members[0].index
     inside = {m.name for m in members}
     kinds = dict.fromkeys(KINDS, 0)  # members of each kind
     for member in members:
         kinds[_kind(member)] += 1
-    pending: dict[str, list[NodeRecord]] = {}  # kind -> candidates, in model order
+    ready: dict[str, list[NodeRecord]] = {}  # kind -> candidates with every input ready, in model order
+    waiting: dict[str, NodeRecord] = {}  # candidates with an input made after the start, outside the kernel
+    missing: dict[str, int] = {}  # candidate -> its producers after the start not inside the kernel
     queued: dict[str, str] = {}  # candidate (once queued) -> its kind
 
-    def enqueue(record: NodeRecord) -> None:
-        for name in record.outputs:
+    def take(record: NodeRecord) -> None:
+        """``record`` has joined: its readers are candidates, each waiting on one producer fewer."""
+        late = position[record.name] >= start
+        outputs = record.outputs
+        counted: set[str] | None = set() if len(outputs) > 1 else None  # readers of two of its outputs count it once
+        for name in outputs:
             tensor = tensors.get(name)
             if tensor is None:
                 continue
+            made = late and tensor.producer == record.name and tensor.kind not in _STORED
             for consumer in tensor.consumers:
-                if consumer in by_name and consumer not in assigned and consumer not in queued:
-                    candidate = by_name[consumer]
-                    queued[consumer] = kind = _kind(candidate)
-                    insort(pending.setdefault(kind, []), candidate, key=_index)
+                if consumer in assigned:
+                    continue
+                if consumer in queued:
+                    if not made or consumer not in waiting or (counted is not None and consumer in counted):
+                        continue
+                    left = missing[consumer] - 1
+                    if counted is not None:
+                        counted.add(consumer)
+                    if left:
+                        missing[consumer] = left
+                        continue
+                    candidate = waiting.pop(consumer)
+                else:
+                    candidate = by_name.get(consumer)
+                    if candidate is None:
+                        continue
+                    queued[consumer] = _kind(candidate)
+                    # no earlier member reads into it (it would be queued), so all its late producers are missing
+                    left = _late_producers(candidate, start, producers, position, tensors) - made
+                    if counted is not None and made:
+                        counted.add(consumer)
+                    if left:
+                        missing[consumer] = left
+                        waiting[consumer] = candidate
+                        continue
+                insort(ready.setdefault(queued[consumer], []), candidate, key=_index)
 
     for member in members:
-        enqueue(member)
+        take(member)
     while True:
-        joined = None
-        for kind, candidates in pending.items():
-            if not candidates or not _joins(kinds, kind, rules):
-                continue
-            for candidate in candidates:  # the earliest of this kind that can join
-                if joined is not None and candidate.index > joined[-1].index:
-                    break  # an earlier candidate of another kind joins first
-                if _inputs_ready(candidate, inside, start, position, tensors):
-                    joined = [candidate]
-                    break
-                prologue = (_prologue(candidate, kinds, rules, by_name, position, tensors, inside, start, assigned)
-                            if kinds["attention"] else [])
-                if prologue:
-                    joined = prologue + [candidate]
-                    break
+        best = None  # the earliest ready candidate of a kind that may join: the first of its kind's list
+        for kind, candidates in ready.items():
+            if candidates and (best is None or candidates[0].index < best.index) and _joins(kinds, kind, rules):
+                best = candidates[0]
+        joined = ((kinds["attention"] and _with_prologue(best, kinds, rules, waiting, queued, by_name, position, tensors,
+                                                         inside, start, assigned)) or ([best] if best is not None else None))
         if joined is None:
             return
         for record in joined:
@@ -278,15 +304,59 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
             inside.add(record.name)
             assigned.add(record.name)
             kind = queued.get(record.name)
-            if kind is not None:
-                candidates = pending[kind]
-                del candidates[bisect_left(candidates, record.index, key=_index)]
-            else:  # a prologue node, not read by the kernel
+            if kind is None:  # a prologue node, not read by the kernel
                 kind = queued[record.name] = _kind(record)
+            elif waiting.pop(record.name, None) is None:
+                candidates = ready[kind]
+                del candidates[bisect_left(candidates, record.index, key=_index)]
             kinds[kind] += 1
-            enqueue(record)
+            take(record)
 
 
+def _with_prologue(best: NodeRecord | None, kinds: dict[str, int], rules: frozenset[str], waiting: dict[str, NodeRecord],
+                   queued: dict[str, str], by_name: dict, position: dict[str, int], tensors: dict, inside: set[str],
+                   start: int, assigned: set[str]) -> list[NodeRecord] | None:
+    """A waiting candidate earlier than ``best`` (the earliest ready one) that joins an attention
+    kernel with the elementwise prologue that makes what it lacks: the prologue, then it; None
+    when there is none (so the waiting are looked at only in attention kernels)."""
+    for candidate in sorted(waiting.values(), key=_index):
+        if best is not None and candidate.index > best.index:
+            break
+        if _joins(kinds, queued[candidate.name], rules):
+            prologue = _prologue(candidate, kinds, rules, by_name, position, tensors, inside, start, assigned)
+            if prologue:
+                return prologue + [candidate]
+    return None
+
+
+def _late_producers(candidate: NodeRecord, start: int, producers: dict[str, list[int]], position: dict[str, int],
+                    tensors: dict) -> int:
+    """How many of the nodes making the activations ``candidate`` reads stand at or after
+    ``start``. A node reading many is looked at whole once: its producers' positions are sorted
+    and kept (``producers``, by ``fuse`` across its kernels), then each kernel's count is a
+    bisection; a node reading a few is looked at each time (it is a candidate of a few kernels)."""
+    inputs = candidate.inputs
+    if len(inputs) <= _FEW_INPUTS:
+        late: list[str] = []
+        for name in inputs:
+            tensor = tensors.get(name) if name else None
+            if (tensor is not None and tensor.kind not in _STORED and tensor.producer is not None
+                    and position[tensor.producer] >= start and tensor.producer not in late):
+                late.append(tensor.producer)
+        return len(late)
+    positions = producers.get(candidate.name)
+    if positions is None:
+        made_by = set()
+        for name in inputs:
+            tensor = tensors.get(name) if name else None
+            if tensor is not None and tensor.kind not in _STORED and tensor.producer is not None:
+                made_by.add(tensor.producer)
+        positions = producers[candidate.name] = sorted(position[p] for p in made_by)
+    return len(positions) - bisect_left(positions, start)
+
+
+_FEW_INPUTS = 8  # up to this many inputs, a candidate's producers are looked at again for each kernel
+_STORED = ("parameter", "constant")  # tensor kinds that exist before anything runs: never waited for
 _index = attrgetter("index")  # a record's position in the model: the candidates' order
 
 
@@ -420,14 +490,20 @@ def _kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[str]) -
             output_bytes -= size  # never written out
             internal.append(name)
     # a tensor from outside that several members read comes in once (the members' own outputs
-    # left out by name first: a long chain reads nothing else)
+    # left out by name first: a long chain reads nothing else); its readers counted from the
+    # members' side, so a tensor 20,000 kernels read is not walked by each of them
     made = {t for m in members for t in m.outputs}
-    for name in {t for m in members for t in m.inputs if t and t not in made}:
+    readers: dict[str, int] = {}  # tensor from outside -> the members reading it that count input bytes
+    for member in members:
+        if member.input_bytes and not member.view:
+            for name in dict.fromkeys(member.inputs):
+                if name and name not in made:
+                    readers[name] = readers.get(name, 0) + 1
+    for name, count in readers.items():
         tensor = tensors.get(name)
-        if tensor is None or tensor.kind in ("parameter", "constant") or tensor.producer in by_name:
+        if count < 2 or tensor is None or tensor.kind in ("parameter", "constant") or tensor.producer in by_name:
             continue
-        readers = sum(1 for c in tensor.consumers if c in by_name and by_name[c].input_bytes and not by_name[c].view)
-        input_bytes -= max(readers - 1, 0) * (tensor.bytes or 0)
+        input_bytes -= (count - 1) * (tensor.bytes or 0)
     op_type = kernel_op_type([m.op_type for m in members if not m.view]) or members[0].op_type
     return Kernel(members[0].name, [m.name for m in members], op_type, members, sum(m.flops for m in members),
                   sum(m.weight_bytes for m in members), input_bytes, output_bytes, internal, members[0].runs)

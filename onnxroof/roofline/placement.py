@@ -23,7 +23,7 @@ from ..core.dtypes import bits_of, packed_bytes
 from ..cost.records import NodeStatus
 from ..memory.spill import spill_plan
 from .band import band_for
-from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
+from .kernels import Kernel, efficiency_class, efficiency_columns, fuse, group, reuse_of, work_shape
 # one kernel's point on the roofline: read through this module too
 from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
 from .latency_bound import LatencyBound
@@ -218,7 +218,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
         kernel_class = efficiency_class(members)
         shape = work_shape(members)
         rows = shape.rows if shape and overhead and target.rows_curve(kernel_class, roof) else None
-        efficiency = target.efficiency_of(kernel_class, roof, shape.cols if shape else None, rows) if overhead else 1.0
+        columns = efficiency_columns(members, shape, kernel_class)
+        efficiency = target.efficiency_of(kernel_class, roof, columns, rows) if overhead else 1.0
         by_op = target.op_efficiency(kernel_class, (m.op_type for m in members if not m.view)) if overhead else None
         parallel = 1.0
         if overhead and target.parallel is not None and len(roofs) == 1:  # a mixed-roof kernel: not modelled
@@ -229,6 +230,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
                          target.dram_stall.value if target.dram_stall and overhead else 0.0)
         if rows:
             point = replace(point, efficiency_rows=rows)
+        elif columns and overhead and target.columns_curve(kernel_class, roof):
+            point = replace(point, efficiency_columns=columns)
         subnormal = sum(m.subnormal_elements for m in members)
         if subnormal and overhead and target.subnormal_s_per_element:
             slow_s = subnormal * target.subnormal_s_per_element.value

@@ -52,6 +52,7 @@ class Placement:
     parallel_fraction: float = 1.0  # the share of the roof the kernel's work can fill (parallel_fraction)
     op_efficiency: float | None = None  # the by_op figure that divides its compute and on-chip roofs (None: efficiency)
     efficiency_rows: int | None = None  # the output rows its efficiency was read at (a by_rows curve; None: none)
+    efficiency_columns: int | None = None  # the output columns it was read at (a by_columns curve; None: none)
     subnormal_s: float = 0.0  # its masked Softmax's underflowed exps on the slow path (in time_s; cost/masks.py)
     dram_stall: float = 0.0  # the share of its DRAM time a compute-bound kernel does not hide (the target's)
 

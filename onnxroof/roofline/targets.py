@@ -38,11 +38,15 @@ them for the host, and the bundled vendor targets give none, so they predict at 
 optional refinements, applied before the class's ``value``: ``efficiency.<class>.<roof>``, a
 figure for the kernels of that class that run on that compute roof (one of ``DTYPES``: int8
 convolutions reach a different share of the int8 peak than float32 ones of the fp32 peak), and
-``efficiency.<class>.by_columns``, a list of ``[output columns, fraction]`` points, columns
-increasing, for the convolutions and matmuls of that class: a kernel's fraction is interpolated
-linearly in log(columns) between them and held at the end points past them, its columns being
-its work shape's (a matmul's N, a convolution's output channels; a one-row matmul over 10 columns
-runs a fraction of one over 512 on a CPU's vector units), and ``efficiency.<class>.by_op``, an
+``efficiency.<class>.by_columns`` (also under a roof's figure:
+``efficiency.<class>.<roof>.by_columns``), a list of ``[output columns, fraction]`` points, columns
+increasing, for the convolutions and matmuls of that class (on that roof): a kernel's fraction is
+interpolated linearly in log(columns) between them and held at the end points past them, its
+columns being ``work.efficiency_columns``' (a matmul's N, a convolution's output channels, a
+grouped convolution's channels; a one-row matmul over 10 columns runs a fraction of one over 512
+on a CPU's vector units, and a depthwise kernel, which runs the channels across the vector lanes,
+a fraction over 3 channels of what it reaches over 32; :meth:`Target.columns_curve` says which
+curve a kernel follows, as :meth:`Target.rows_curve` does for rows), and ``efficiency.<class>.by_op``, an
 inline table of op type -> fraction in (0, 1] (``by_op = { Erf = 0.16, QuantizeLinear = 0.3 }``)
 for the kernels of that class that run those ops (a fused kernel takes the lowest figure among
 its ops that have one: it runs at the pace of its slowest op; :meth:`Target.op_efficiency`): it
@@ -90,7 +94,6 @@ efficiency for every kernel class it names gives a **forecast**.
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -99,11 +102,12 @@ from typing import Iterable
 
 from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
-from ..core.files import not_a_file
-from ..core.resources import resource_dir
-from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, read_efficiency,  # noqa: F401
-                      read_figure, read_fraction, read_section, shown)
+from ..core.files import not_a_file, read_small_file
+from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log,  # noqa: F401
+                      read_efficiency, read_figure, read_fraction, read_section, shown)
 from .interconnect import Interconnect, read_interconnect
+from .target_paths import (USER_TARGETS_VARIABLE, MAX_TARGET_FILE_BYTES, bundled_targets, target_files,  # noqa: F401
+                           user_target_dir)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -230,7 +234,8 @@ class Target:
     efficiency: dict[str, Figure] = field(default_factory=dict)  # EFFICIENCY_CLASSES -> fraction of the roofline
     # class -> roof -> the fraction for that class's kernels on that roof (efficiency.<class>.<roof>)
     efficiency_on_roof: dict[str, dict[str, Figure]] = field(default_factory=dict)
-    # class -> ((output columns, fraction), ...) increasing: interpolated in log(columns) (efficiency.<class>.by_columns)
+    # "<class>" or "<class>.<roof>" -> ((output columns, fraction), ...) increasing: interpolated in log(columns)
+    # (efficiency.<class>.by_columns, efficiency.<class>.<roof>.by_columns); columns_curve picks one
     efficiency_by_columns: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     # class -> op type -> the fraction for that class's kernels running that op (efficiency.<class>.by_op)
     efficiency_by_op: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -289,9 +294,10 @@ class Target:
                       rows: int | None = None) -> float:
         """The fraction of the roofline a kernel of ``kernel_class`` achieves (1.0: not given): the
         ``by_rows`` points of :meth:`rows_curve` at the kernel's output ``rows`` if there are such
-        points and the kernel has a work shape; else the class's figure for ``roof`` if it gives
-        one, else its ``by_columns`` points at the kernel's output ``columns`` (given them and a
-        work shape), else its value.
+        points and the kernel has a work shape; else the ``by_columns`` points of
+        :meth:`columns_curve` at its output ``columns`` (``work.efficiency_columns``: a product's
+        columns, a grouped convolution's channels); else the class's figure for ``roof`` if it
+        gives one, else its value.
 
         >>> t = Target("t", "", "", {}, Figure(1e9, "estimate", "x"), efficiency={"gemv": Figure(0.5, "estimate", "x")},
         ...            efficiency_by_columns={"gemv": ((10, 0.2), (1000, 0.8))})
@@ -307,12 +313,12 @@ class Target:
         curve = self.rows_curve(kernel_class, roof)
         if curve and rows:
             return interpolate_log(self.efficiency_by_rows[curve], rows)
+        curve = self.columns_curve(kernel_class, roof)
+        if curve and columns:
+            return interpolate_log(self.efficiency_by_columns[curve], columns)
         on_roof = self.efficiency_on_roof.get(kernel_class, {}).get(roof) if roof else None
         if on_roof is not None:
             return on_roof.value
-        points = self.efficiency_by_columns.get(kernel_class)
-        if points and columns:
-            return interpolate_log(points, columns)
         figure = self.efficiency.get(kernel_class)
         return figure.value if figure else 1.0
 
@@ -328,12 +334,21 @@ class Target:
         >>> t.rows_curve("gemm", "fp32"), t.rows_curve("gemm", "int8"), t.rows_curve("gemm", "fp16"), t.rows_curve("gemv")
         ('gemm', 'gemm.int8', None, None)
         """
+        return self._curve(self.efficiency_by_rows, kernel_class, roof)
+
+    def columns_curve(self, kernel_class: str | None, roof: str | None = None) -> str | None:
+        """Which ``by_columns`` curve a kernel of ``kernel_class`` on ``roof`` follows, chosen as
+        :meth:`rows_curve` chooses (``"depthwise.int8"``, ``"gemv"``), or None."""
+        return self._curve(self.efficiency_by_columns, kernel_class, roof)
+
+    def _curve(self, curves: dict[str, tuple], kernel_class: str | None, roof: str | None) -> str | None:
+        """The key of ``curves`` for :meth:`rows_curve` and :meth:`columns_curve`."""
         if not kernel_class:
             return None
         if roof and roof in self.efficiency_on_roof.get(kernel_class, {}):
             key = f"{kernel_class}.{roof}"
-            return key if key in self.efficiency_by_rows else None
-        return kernel_class if kernel_class in self.efficiency_by_rows else None
+            return key if key in curves else None
+        return kernel_class if kernel_class in curves else None
 
     def op_efficiency(self, kernel_class: str | None, op_types: Iterable[str]) -> float | None:
         """The ``by_op`` figure of a kernel of ``kernel_class`` running ``op_types``: the lowest
@@ -374,51 +389,6 @@ class Target:
         return None
 
 
-def interpolate_log(points: tuple[tuple[int, float], ...], x: float) -> float:
-    """The value at ``x`` of ``points`` ((x, value), x increasing): linear in log(x) between two
-    points, the end point's value past either end.
-
-    >>> interpolate_log(((10, 0.2), (1000, 0.8)), 100), interpolate_log(((10, 0.2), (1000, 0.8)), 1)
-    (0.5, 0.2)
-    """
-    if x <= points[0][0]:
-        return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if x <= x1:
-            share = math.log(x / x0) / math.log(x1 / x0)
-            return y0 + share * (y1 - y0)
-    return points[-1][1]
-
-
-def bundled_targets() -> dict[str, Path]:
-    return {path.stem: path for path in sorted(resource_dir("hardware").glob("*.toml"))}
-
-
-USER_TARGETS_VARIABLE = "ONNXROOF_TARGETS"
-
-
-def user_target_dir() -> Path:
-    """Where a user's own target files live (``onnxroof calibrate --save`` writes there):
-    ``$ONNXROOF_TARGETS``, else ``$XDG_CONFIG_HOME/onnxroof/targets``, else
-    ``~/.config/onnxroof/targets``."""
-    if os.environ.get(USER_TARGETS_VARIABLE):
-        return Path(os.environ[USER_TARGETS_VARIABLE]).expanduser()
-    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config).expanduser() / "onnxroof" / "targets"
-
-
-def target_files() -> dict[str, Path]:
-    """Every target by name: ``./hardware`` first, then :func:`user_target_dir`, then the bundled
-    ones, a name found earlier hiding the same name later (a calibrated ``this-machine`` in the
-    current folder wins)."""
-    found: dict[str, Path] = {}
-    for folder in (Path.cwd() / "hardware", user_target_dir()):
-        if folder.is_dir() and folder.resolve() != resource_dir("hardware").resolve():
-            for path in sorted(folder.glob("*.toml")):
-                found.setdefault(path.stem, path)
-    for name, path in bundled_targets().items():
-        found.setdefault(name, path)
-    return found
 
 
 def load_target(name_or_path: str) -> Target:
@@ -441,8 +411,8 @@ def load_target(name_or_path: str) -> Target:
 
 def parse_target(path: Path) -> Target:
     """Read and validate one target file; every problem is a one-line UsageError naming the field."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    try:  # a regular file of a bounded size, as every target file on the search path is read
+        data = tomllib.loads(read_small_file(path, MAX_TARGET_FILE_BYTES, "target file").decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot be read ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:

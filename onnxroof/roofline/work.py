@@ -139,6 +139,40 @@ def _work_shape_of(anchor: NodeRecord) -> WorkShape | None:
     return WorkShape(batch, rows, cols, depth) if depth and not rest else None
 
 
+def efficiency_columns(records: Iterable[NodeRecord], shape: WorkShape | None = None,
+                       kernel_class: str | None = None) -> int | None:
+    """The output columns a kernel's ``by_columns`` efficiency curve is read at
+    (``Target.efficiency_of``): its work shape's (``shape``, else :func:`work_shape`: a matmul's N,
+    a convolution's output channels), or for a grouped convolution, which has none, its output
+    channels: a CPU runs a depthwise convolution with the channels across its vector lanes
+    (onnxruntime's NCHWc float kernels take blocks of 8 or 16 channels and leave fewer to a
+    generic path; its channels-last integer kernel, microsoft/onnxruntime
+    onnxruntime/core/providers/cpu/quantization/qlinearconv.cc, MlasConvDepthwise, loops over the
+    channels at each output pixel), so 3 channels fill a fraction of what 32 do. None without
+    a convolution or matmul, with an unknown output shape, or for a ``depthwise``-class kernel
+    that is no grouped convolution: that class's curve is measured on depthwise kernels, and a
+    dense convolution of few input channels (ShallowNet's 3-channel 3x3: 27 multiply-adds per
+    output) runs the runtime's GEMM kernel, at the class's figure.
+
+    >>> from types import SimpleNamespace as S
+    >>> depthwise = S(view=False, op_type="Conv", family="conv", macs=3 * 32 * 32 * 9,
+    ...               output_shapes=[[1, 3, 32, 32]], input_shapes=[[1, 3, 32, 32], [3, 1, 3, 3]])
+    >>> efficiency_columns([depthwise])  # no work shape (grouped): its 3 channels
+    3
+    >>> pointwise = S(view=False, op_type="Conv", family="conv", macs=32 * 32 * 32 * 3,
+    ...               output_shapes=[[1, 32, 32, 32]], input_shapes=[[1, 3, 32, 32], [32, 3, 1, 1]])
+    >>> efficiency_columns([pointwise]), efficiency_columns([pointwise], kernel_class="depthwise")
+    (32, None)
+    """
+    records = [r for r in records if not r.view]
+    shape = shape or work_shape(records)
+    if shape is not None:
+        return None if kernel_class == "depthwise" else shape.cols
+    conv = next((r for r in records if r.macs and r.op_type in CONV_OPS), None)
+    output = conv.output_shapes[0] if conv is not None and conv.output_shapes else None
+    return output[1] if output and len(output) > 2 and isinstance(output[1], int) and output[1] > 0 else None
+
+
 REUSE_CLASSES = ("gemv", "depthwise", "gemm")  # what reuse_class decides between
 
 

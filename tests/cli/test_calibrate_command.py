@@ -76,4 +76,31 @@ def test_output_folders_are_made_and_save_writes_where_target_finds_it(capsys, f
     monkeypatch.chdir(elsewhere)
     assert load_target("lab-box").path == str(tmp_path / "mine" / "lab-box.toml")
     capsys.readouterr()
-    assert main(["targets"]) == 0 and "lab-box (" in capsys.readouterr().out
+    assert main(["targets"]) == 0 and f"target lab-box is read from {tmp_path / 'mine' / 'lab-box.toml'}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["calibrate", "--name", "x" * 300], "is 300 characters long; a target name has at most 64"),
+    (["calibrate", "--save", "--name", "../../x"], "may hold only letters, digits"),
+    (["calibrate", "--name", ".hidden"], "start with a letter or digit"),
+    (["calibrate", "--name", ""], "may hold only letters, digits"),
+    (["calibrate", "-o", "{tmp}/my box.toml"], "the file's stem, the target's name by default, may hold only"),
+])
+def test_a_bad_name_is_refused_before_any_measuring(capsys, monkeypatch, tmp_path, argv, message):
+    # the measuring must not start: a name that cannot name a target is known from the flags alone
+    def measuring(*_, **__):
+        raise AssertionError("measured before checking the name")
+
+    monkeypatch.setattr(calibration, "calibrate", measuring)
+    monkeypatch.setenv("ONNXROOF_TARGETS", str(tmp_path / "mine"))
+    code = main([arg.replace("{tmp}", str(tmp_path)) for arg in argv])
+    _, stderr = capsys.readouterr()
+    assert code == 2 and message in stderr and stderr.count("\n") == 1, stderr
+    assert not (tmp_path / "mine").exists() and not (tmp_path.parent / "x.toml").exists()  # nothing written
+
+
+def test_a_name_of_64_characters_is_a_target_name(capsys, fake_calibration, tmp_path, monkeypatch):
+    monkeypatch.setenv("ONNXROOF_TARGETS", str(tmp_path))
+    name = "a" * 64  # the longest name: 64 characters
+    assert main(["calibrate", "-q", "--save", "--name", name]) == 0
+    assert parse_target(tmp_path / f"{name}.toml").name == name

@@ -212,7 +212,7 @@ def test_an_interrupt_exits_130_with_one_line(capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(onnxroof.findings, "analyze_once", interrupted)  # the pipeline, as the CLI runs it
+    monkeypatch.setattr(onnxroof.findings, "analyze_keeping_front", interrupted)  # the pipeline, as the CLI runs it
     code, out, err = run(capsys, "summary", "--example", "shallownet")
     assert code == 130 and out == "" and err == "onnxroof: interrupted\n"
 

@@ -163,7 +163,7 @@ def test_a_rule_that_exits_stops_the_run_with_a_plugin_error(tmp_path, capsys, e
         path = custom_model_file(tmp_path)
         assert main(["check", str(path), "--plugin", str(rule), "--fail-if", "flops>1"]) == 2
         out = capsys.readouterr().out
-        assert f"--plugin {rule}: the rule of FusedThing tried to end the process {words}" in out
+        assert f"--plugin {rule}: the rule of FusedThing (acme) tried to end the process {words}" in out
     finally:
         COST_RULES.pop(("acme", "FusedThing"), None)
 

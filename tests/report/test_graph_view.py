@@ -9,6 +9,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from onnx import TensorProto, helper
 
 from onnxroof import analyze
 from onnxroof.cli.app import main
@@ -273,6 +274,47 @@ def test_fused_kernels_are_outlined_on_the_target_that_fuses_them(googlenet):
     body = draw_view(view, googlenet, target_costs(googlenet), {}).body
     outlines = re.findall(r'<rect class="gk" data-t="(\d)"', body)
     assert outlines and set(outlines) == {"0"}  # h100-sxm fuses Conv+BatchNormalization+Relu; myriad-x fuses nothing
+
+
+class _CountingMembers(tuple):
+    """A kernel's members, counting the ones anything walks through (time is not measured)."""
+
+    walked = 0
+
+    def __iter__(self):
+        for member in super().__iter__():
+            _CountingMembers.walked += 1
+            yield member
+
+
+def test_a_kernel_of_2000_nodes_is_outlined_in_each_view_without_walking_it_per_box():
+    import random
+
+    from onnxroof.report.graph.costs import target_costs
+    from onnxroof.report.graph.fold import BOX_BUDGET
+    from onnxroof.report.graph.svg import fused_outlines, lay_out
+
+    from conftest import make_model
+
+    # a chain of 2,000 unary elementwise ops in no repeating order (a repeated block would fold
+    # into one run box): folding cuts it into 2,000 / 100 = 20 views of 100 node boxes
+    count, rng = 2_000, random.Random(0)
+    ops = ["Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Exp", "Sqrt", "Floor"]
+    nodes = [helper.make_node(rng.choice(ops), ["x" if i == 0 else f"t{i - 1}"], [f"t{i}"], name=f"n{i}")
+             for i in range(count)]
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 16])], [(f"t{count - 1}", TensorProto.FLOAT, [1, 16])])
+    analysis = analyze(model, targets=["l4"])  # l4 fuses elementwise chains: the 2,000 nodes are one kernel
+    (costs,) = target_costs(analysis)
+    assert set(costs.kernel_members) == {tuple(range(count))}
+    costs.kernel_members = [_CountingMembers(range(count))] * count
+    _CountingMembers.walked = 0
+    outlines = []
+    for view in folded_views(analysis):
+        layout, _ = lay_out(view, [costs])
+        outlines += fused_outlines(view, layout, [costs])
+    assert len(outlines) == count // BOX_BUDGET  # one around the 100 boxes of each of the 20 views
+    # walking the kernel's 2,000 members for each of its 2,000 boxes made 4,000,000 steps
+    assert _CountingMembers.walked < 10 * count
 
 
 def test_the_svg_command_writes_a_standalone_file_with_a_legend(tmp_path):

@@ -331,10 +331,11 @@ def test_the_quantized_chains_are_valid_qdq_models_whose_links_are_int8_kernels_
 
     for kernel_class, by_roof in achieved.ROOF_CASES.items():
         for _, op, shape, attributes in by_roof["int8"]:
-            model = achieved.qdq_chain_model(op, shape, attributes, 3)
+            model = achieved.roof_builder(kernel_class)(op, shape, attributes, 3)
             onnx.checker.check_model(model)
             products = [r for r in analyze(model).nodes if r.macs]
-            assert len(products) == 3 and {r.dtype for r in products} == {"int8"}, op
+            # int8 activations in the chains, uint8 in the gemv fans (onnxruntime fuses those): the int8 roof
+            assert len(products) == 3 and {r.dtype for r in products} <= {"int8", "uint8"}, op
             assert {efficiency_class([r]) for r in products} == {kernel_class}, op
 
 

@@ -93,7 +93,7 @@ def test_a_roof_s_figure_takes_its_own_curve_or_none(tmp_path):
     (figure("gemm", 0.9, "by_rows = [[16, 0.5]]\nby_columns = [[10, 0.5]]\n"),
      r"'efficiency.gemm' gives both 'by_rows' and 'by_columns': give one curve per class"),
     (figure("gemm", 0.9) + '[efficiency.gemm.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\nby_cols = 1\n',
-     r"'efficiency.gemm.int8.by_cols' is not a field of a roof's figure \(value, tag, source, by_rows\)"),
+     r"'efficiency.gemm.int8.by_cols' is not a field of a roof's figure \(value, tag, source, by_rows, by_columns\)"),
     (figure("gemm", 0.9) + '[efficiency.gemm.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\nby_rows = [[0, 0.5]]\n',
      r"'efficiency.gemm.int8.by_rows' point \[0, 0.5\]: rows at least 1"),
     (figure("gemm", 0.9, "by_row = [[16, 0.5]]\n"), r"'efficiency.gemm.by_row' is neither a roof .* nor 'by_columns', "

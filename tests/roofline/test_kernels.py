@@ -378,6 +378,53 @@ def test_a_chain_of_2000_relu_is_one_kernel_built_in_linear_work():
     assert _CountingTensors.lookups < 10 * count
 
 
+def _fan_in(branches: int):
+    """x [1,16] -> ``branches`` Relu side by side -> one Sum of all their outputs -> y."""
+    nodes = [helper.make_node("Relu", ["x"], [f"r{i}"], name=f"relu_{i}") for i in range(branches)]
+    nodes.append(helper.make_node("Sum", [f"r{i}" for i in range(branches)], ["y"], name="sum"))
+    return make_model(nodes, [("x", F32, [1, 16])], [("y", F32, [1, 16])])
+
+
+def test_a_fan_in_join_waits_for_its_last_branch_and_fuses_with_it():
+    graph = analyze(_fan_in(4)).cost_graph
+    kernels = fuse(graph, ("elementwise",))
+    # relu_0's kernel starts before relu_1, relu_2 and relu_3 make the Sum's other inputs, so the
+    # Sum cannot join it, nor relu_1's or relu_2's; in relu_3's kernel r0, r1 and r2 are made
+    # before the start and r3 inside: the Sum joins. 4 kernels, the last of 2 nodes
+    assert [k.nodes for k in kernels] == [["relu_0"], ["relu_1"], ["relu_2"], ["relu_3", "sum"]]
+    # 64 B per [1,16] float32: relu_3 reads x (64) and the Sum r0, r1, r2 (192); r3 stays
+    # inside; y is written (64)
+    last = kernels[-1]
+    assert (last.input_bytes, last.output_bytes, last.internal) == (64 + 3 * 64, 64, ["r3"])
+
+
+def test_a_join_of_two_branches_of_one_kernel_joins_once_both_are_inside():
+    # x -> Relu -> r; Neg(r) and Abs(r); Add of the two: the Add waits for Neg and Abs, both of
+    # which join the Relu's kernel, then it joins too: 4 nodes, r, n and a inside
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Neg", ["r"], ["n"], name="neg"),
+             helper.make_node("Abs", ["r"], ["a"], name="abs"),
+             helper.make_node("Add", ["n", "a"], ["y"], name="add")]
+    graph = analyze(make_model(nodes, [("x", F32, [1, 16])], [("y", F32, [1, 16])])).cost_graph
+    (kernel,) = fuse(graph, ("elementwise",))
+    assert kernel.nodes == ["relu", "neg", "abs", "add"]
+    # x read once (64 B), y written once (64 B)
+    assert (kernel.input_bytes, kernel.output_bytes, sorted(kernel.internal)) == (64, 64, ["a", "n", "r"])
+
+
+def test_a_join_of_2000_branches_is_fused_in_linear_work():
+    count = 2_000
+    graph = analyze(_fan_in(count)).cost_graph
+    graph.tensors = _CountingTensors(graph.tensors)
+    _CountingTensors.lookups = 0
+    kernels = fuse(graph, ("elementwise",))
+    # as with 4 branches: a kernel per Relu, the last with the Sum
+    assert len(kernels) == count and kernels[-1].nodes == [f"relu_{count - 1}", "sum"]
+    # a few lookups per edge (2,000 x -> Relu, 2,000 Relu -> Sum): each branch's kernel checking
+    # every input of the Sum made about count^2 / 2 = 2,000,000
+    assert _CountingTensors.lookups < 10 * 2 * count
+
+
 def test_a_long_run_of_views_inside_a_kernel_is_followed_without_recursion():
     # Relu -> 3,000 Identity -> Relu: the first Relu's output reaches the second Relu through the
     # views only, so it stays inside (issue 32: this was a RecursionError, exit 3)

@@ -52,11 +52,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...roofline.targets import user_target_dir
+    from ...roofline.target_paths import check_target_name, target_name_problem, user_target_dir
 
     if args.save and args.output:
         raise UsageError("--save writes to your targets folder and -o to a file: give one of them")
-    name = args.name or (Path(args.output).stem if args.output else "this-machine")
+    # the name is checked before the measuring (it names NAME.toml under --save, and --target NAME)
+    name = Path(args.output).stem if args.output and args.output != "-" else "this-machine"
+    if args.name is not None:
+        name = check_target_name(args.name, "--name")
+    elif target_name_problem(name):
+        raise UsageError(f"-o {args.output}: the file's stem, the target's name by default, "
+                         f"{target_name_problem(name)}; give --name NAME")
     if args.save:
         args.output = str(user_target_dir() / f"{name}.toml")
     if args.output:

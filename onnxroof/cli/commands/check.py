@@ -10,13 +10,12 @@ import functools
 import gc
 import json
 import math
-import signal
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError
+from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError, sigterm_stops
 from ...core.files import LineStream
 from ..analysing import analyze_source
 from ..options import EXAMPLES, analysis_options, budget_option, positive_int, positive_seconds
@@ -46,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     many.add_argument("--format", choices=("text", "jsonl"), default="text",
                       help=f"text (a line per model) or jsonl (a JSON object per line, {SCHEMA})")
     many.add_argument("-o", "--output", metavar="FILE",
-                      help="write the lines to FILE.partial as models finish, renamed to FILE once every model is done "
-                           "(a stopped run leaves FILE.partial: whole lines, the models done)")
+                      help="write the lines to a new FILE.XXXXXXXX.partial as models finish, renamed to FILE once every "
+                           "model is done (a stopped run leaves it, named on stderr: whole lines, the models done)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,19 +70,17 @@ def run(args: argparse.Namespace) -> int:
         stream.write(line)
         worst = max(worst, EXIT_CODES[record["status"]])
 
-    restore = _stop_on_sigterm()
     try:
-        for record in missing:
-            write(record)
-        for record in records(sources, args, budgets):
-            write(record)
+        with sigterm_stops():  # exit 143, SIGTERM's, the lines done kept
+            for record in missing:
+                write(record)
+            for record in records(sources, args, budgets):
+                write(record)
     except KeyboardInterrupt:
         stream.close()
         if stream.partial is not None:
             print(one_line(f"onnxroof: stopped: the {stream.lines} model(s) done are in {stream.partial}"), file=sys.stderr)
         raise
-    finally:
-        restore()
     stream.finish()
     return worst
 
@@ -232,15 +229,3 @@ def _prepare(plugins: tuple[str, ...]) -> None:
         if f"onnxroof_plugin_{Path(plugin).stem}" not in sys.modules:
             load_plugin_file(plugin)
 
-
-def _stop_on_sigterm():
-    """SIGTERM (a scheduler's stop) ends the run as Ctrl-C does: the workers stopped, the lines
-    done kept. Returns what puts the handler it replaced back."""
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # off the main thread, where no handler can be set: nothing to restore
-        return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.errors import EXIT_OK, UsageError
 from ...core.files import write_atomically
-from ...measure.profile_run import DEFAULT_RUNS, DEFAULT_WARMUP, OPTIMIZATION_LEVELS
+from ...measure.profile_run import DEFAULT_RUNS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, OPTIMIZATION_LEVELS
+from ..options import positive_seconds
 
 if TYPE_CHECKING:
     from ...roofline.targets import Target
@@ -51,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="onnxruntime's graph optimization level (default all, what onnxruntime runs by default)")
     parser.add_argument("--threads", type=_positive, metavar="N",
                         help="onnxruntime intra-op threads (default: onnxruntime's, one per physical core)")
+    parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"stop onnxruntime if its runs take longer than this, an error (default {DEFAULT_TIMEOUT_S:g})")
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the output to FILE; a FILE ending in .html gets the HTML report with the measured "
@@ -85,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)
     target, note = resolve_target(args.target, args.quiet)
     result = profile.profile_model(analysis, target, args.runs, model=source, warmup=args.warmup,
-                           optimization=args.optimization, threads=args.threads, keep_profile=args.keep_profile)
+                           optimization=args.optimization, threads=args.threads, keep_profile=args.keep_profile,
+                           timeout_s=args.timeout)
     if note:
         result.notes.append(note)
     if args.output and args.output.lower().endswith(".html"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...core.errors import EXIT_OK
+from ...core.errors import EXIT_OK, UsageError
 
 HELP = "list the hardware targets (./hardware, your targets folder, the bundled ones) with their roofs and ridge points"
 
@@ -18,13 +18,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ...core.text import one_line
     from ...report.text.table import render_targets_list
-    from ...roofline.targets import bundled_targets, parse_target, target_files, user_target_dir
+    from ...roofline.target_paths import origin_note, search_folders
+    from ...roofline.targets import parse_target, target_files
 
-    files, bundled = target_files(), bundled_targets()
-    sys.stdout.write(render_targets_list(parse_target(path) for path in files.values()))
-    own = {name: path for name, path in files.items() if bundled.get(name) != path}
+    targets, broken, own = [], [], []
+    for name, path in target_files().items():
+        try:  # read as --target NAME reads it: one broken file is listed as broken, the rest still listed
+            target = parse_target(path)
+        except UsageError as error:
+            broken.append(one_line(f"{name}: broken, --target {name} fails: {error}"))
+            continue
+        targets.append(target)
+        note = origin_note(target.name, str(path))
+        if note:
+            own.append(one_line(note))
+    sys.stdout.write(render_targets_list(targets))
+    folders = " then ".join(str(folder) for folder in search_folders())
     if own:
-        sys.stdout.write("\nyour own targets (./hardware, then " + str(user_target_dir()) + "): "
-                         + ", ".join(f"{name} ({path})" for name, path in own.items()) + "\n")
+        sys.stdout.write(f"\nyour own targets ({folders}):\n" + "".join(f"  {line}\n" for line in own))
+    if broken:
+        sys.stdout.write(f"\nbroken target files ({folders}), not usable:\n" + "".join(f"  {line}\n" for line in broken))
     return EXIT_OK

@@ -13,6 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from ...compare.modules import FOLDED_NOTE
+from ...core.text import printable
 from ...core.units import iec, seconds, si
 from ...roofline.placement import node_times
 from ..bounds import bound_label
@@ -95,7 +97,7 @@ def box_text(item: "GraphItem", analysis: "Analysis", targets: Sequence[TargetCo
     records = analysis.nodes
     if item.kind in ("input", "output"):
         where = "enters" if item.kind == "input" else "leaves"
-        return f"{item.label}\n{item.name}: a tensor that {where} this view"
+        return f"{printable(item.label)}\n{printable(item.name)}: a tensor that {where} this view"
     macs = sum(records[i].macs for i in item.nodes)
     flops = sum(records[i].flops for i in item.nodes)
     params = sum(records[i].params for i in item.nodes)
@@ -103,14 +105,17 @@ def box_text(item: "GraphItem", analysis: "Analysis", targets: Sequence[TargetCo
     moved = sum(records[i].input_bytes + records[i].output_bytes for i in item.nodes)
     if item.kind == "node":
         record = records[item.nodes[0]]
-        lines = [f"{record.op_type} {record.name}", f"status: {record.status}" + (f" ({record.reason})" if record.reason else "")]
+        lines = [printable(f"{record.op_type} {record.name}"),
+                 f"status: {record.status}" + (f" ({printable(record.reason)})" if record.reason else "")]
         if record.formula:
-            lines.append(f"FLOPs = {record.formula}")
+            lines.append(f"FLOPs = {printable(record.formula)}")
         if item.repeats > 1:
             lines.append(f"the same node in each of {item.repeats} alike blocks: the figures below are theirs summed")
     else:
         blocks = f" ({item.repeats} alike blocks, all counted)" if item.repeats > 1 else ""
-        lines = [f"{item.label} {item.name}".strip() + blocks, f"{len(item.nodes):,} nodes"]
+        lines = [printable(f"{item.label} {item.name}".strip()) + blocks, f"{len(item.nodes):,} nodes"]
+        if item.folded:
+            lines.append(FOLDED_NOTE)
     lines.append(f"MACs {si(macs)} · FLOPs {si(flops)} · params {si(params)}")
     lines.append(f"bytes: weights {iec(weights)} · activations in+out {iec(moved)}")
     for costs in targets:
@@ -121,7 +126,7 @@ def box_text(item: "GraphItem", analysis: "Analysis", targets: Sequence[TargetCo
                 lines.append(f"{costs.name}: not placed (not counted, or no kernel)")
                 continue
             lines.append(f"{costs.name}: {seconds(box.time_s)} ({box.share:.1%} of the latency), "
-                         f"{bound_label(box.bound or 'none')}-bound, kernel {kernel}")
+                         f"{bound_label(box.bound or 'none')}-bound, kernel {printable(kernel)}")
         else:
             split = ", ".join(f"{bound_label(b)} {t / box.time_s:.0%}" for b, t in
                               sorted(box.bound_time.items(), key=lambda kv: -kv[1]) if box.time_s and t)

@@ -36,6 +36,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ...compare.modules import has_scopes, record_path
+from ...core.text import printable
 from .costs import box_cost, box_text, target_costs
 from .fold import BOX_BUDGET, folded_views, start_view
 from .svg import BOUND_COLOURS, LABEL_CHARS, MODULE_COLOURS, clip_middle, fused_outlines, lay_out, share_step
@@ -64,7 +65,7 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
     modules: dict[str, int] = {}
 
     def text(value: str) -> int:
-        return strings.setdefault(value, len(strings))
+        return strings.setdefault(printable(value), len(strings))
 
     def colour(top: str) -> int:
         return modules.setdefault(top, len(modules)) % len(MODULE_COLOURS)
@@ -100,7 +101,7 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
                           -1 if edge.bytes is None else edge.bytes, *(round(v) for v in layout.label_at(route)),
                           *(round(v) for point in route.points for v in point)])
         fused = [[t, round(x), round(y), round(w), round(h)] for t, x, y, w, h in fused_outlines(view, layout, costs)]
-        entry = {"title": view.title, "parent": number[view.parent] if view.parent is not None else -1,
+        entry = {"title": printable(view.title), "parent": number[view.parent] if view.parent is not None else -1,
                  "w": math.ceil(layout.width), "h": math.ceil(layout.height), "boxes": boxes, "edges": edges,
                  "fused": fused}
         variants = [[k, number[item.variant]] for k, item in enumerate(view.items) if item.variant]
@@ -123,7 +124,7 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
             for item in view.items:
                 if item.kind == "node":
                     record = analysis.nodes[item.nodes[0]]
-                    texts[item.nodes[0]] = [record.op_type, record.name, box_text(item, analysis, costs)]
+                    texts[item.nodes[0]] = [printable(record.op_type), printable(record.name), box_text(item, analysis, costs)]
         result.append(entry)
     data = {"views": result, "start": number[start_view(views, budget).key], "strings": list(strings),
             "bounds": BOUNDS, "targets": [c.name for c in costs],

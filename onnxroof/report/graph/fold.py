@@ -39,12 +39,11 @@ Folded constants and shape arithmetic (nodes no target runs as a kernel) are not
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
-from ...compare.modules import record_path
+from ...compare.modules import MAX_MODULE_DEPTH, numbered, record_path
 from ...cost.records import NodeStatus
 from ..formatting import shape_text
 
@@ -54,7 +53,6 @@ if TYPE_CHECKING:
 
 BOX_BUDGET = 100  # at most this many boxes in a view, where folding can make it so
 STUB_LIMIT = 8  # past this many tensors entering (or leaving) a view, the rest share one stub
-_NUMBERED = re.compile(r"^(.*?)(\d+)$")
 _SYNTHETIC = "\x00"  # starts the path parts folding by structure makes: no exporter writes it
 
 
@@ -70,6 +68,7 @@ class GraphItem:
     repeats: int = 1  # alike blocks this box stands for
     view: str | None = None  # a module: the view that opens it
     variant: str | None = None  # a module: the view that is this one with the module unfolded in place
+    folded: bool = False  # a module whose name holds the rest of a path deeper than MAX_MODULE_DEPTH
 
 
 @dataclass
@@ -119,7 +118,7 @@ def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | No
     levels down whatever its size (else: as many as keep it within ``budget`` boxes)."""
     records = analysis.nodes
     shown = [i for i, r in enumerate(records) if drawn(r)]
-    paths = {i: record_path(records[i]) for i in shown}
+    paths = {i: _real_path(record_path(records[i])) for i in shown}
     index_of = {records[i].name: i for i in shown}
     producer_of = {tensor: i for i in shown for tensor in records[i].outputs}
     _fold_structure(paths, records, producer_of, budget)
@@ -165,6 +164,16 @@ def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | No
                 views.append(variant)
                 queue.append(variant)
     return views
+
+
+def _real_path(path: tuple[str, ...]) -> tuple[str, ...]:
+    r"""A node's module path with any NUL shown as '?' (as every output shows it): the parts that
+    folding by structure makes start with NUL, so a model's own must hold none.
+
+    >>> _real_path(("enc\x00oder", "layer.0"))
+    ('enc?oder', 'layer.0')
+    """
+    return tuple(part.replace(_SYNTHETIC, "?") for part in path) if any(_SYNTHETIC in p for p in path) else path
 
 
 def start_view(views: list[GraphView], budget: int = BOX_BUDGET) -> GraphView:
@@ -273,15 +282,16 @@ class _Views:
         blocks = module.run or [module]
         label = module.label
         if len(blocks) > 1:
-            match = _NUMBERED.match(blocks[-1].label)
-            label = f"{module.label}-{match.group(2) if match else blocks[-1].label}"
+            index = numbered(blocks[-1].label)
+            label = f"{module.label}-{index[1] if index else blocks[-1].label}"
         key = self._key("m")
         self.modules[key] = module
         path = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path)
         if module.path[-1].startswith(_SYNTHETIC):  # folded by structure: say which nodes, by name
             first, last = self.records[module.below[0]].name, self.records[module.below[-1]].name
             path = f"{first} … {last}" if first != last else first
-        return GraphItem(key, "module", label, path, [], len(blocks), key)  # a run's box: every block's nodes
+        folded = len(module.path) == MAX_MODULE_DEPTH and "/" in module.path[-1]
+        return GraphItem(key, "module", label, path, [], len(blocks), key, folded=folded)  # a run's box: every block's nodes
 
     def _edges(self, module: _Module, item_of: dict[int, str], block_of: dict[int, tuple[int, int]]
                ) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:
@@ -350,21 +360,27 @@ def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]],
     modules in ``opened`` one level more): ("node", index), or ("module", the folded module or
     the first block of its run)."""
     owner: dict[int, tuple] = {}
-
-    def walk(current: _Module, level: int) -> None:
+    # a stack of tasks, not Python recursion (a tree as deep as the names make it): done in the
+    # order a depth-first walk does them, so a run's first block is drawn before its copies
+    tasks: list[tuple] = [("walk", module, 0)]
+    while tasks:
+        task = tasks.pop()
+        if task[0] == "copy":  # a block of a run unfolded in place: each node as its first block's
+            _, child, first = task
+            for index, counterpart in zip(child.below, first.below):
+                owner[index] = owner[counterpart]
+            continue
+        _, current, level = task
         for index in current.own:
             owner[index] = ("node", index)
         local = runs if current is module else _runs(current)
+        later: list[tuple] = []
         for part, child in current.children.items():
             first = local.get(part)
             if first is not None and len(first) > 1 and first[0] in opened:
                 # a run unfolded in place: its first block's boxes stand for every block (alike:
                 # the same nodes in the same order), each box the node or module in all of them
-                if child is first[0]:
-                    walk(child, level + 1)
-                else:
-                    for index, counterpart in zip(child.below, first[0].below):
-                        owner[index] = owner[counterpart]
+                later.append(("walk", child, level + 1) if child is first[0] else ("copy", child, first[0]))
             elif first is not None and len(first) > 1:  # a run of alike blocks stays one box
                 for index in child.below:
                     owner[index] = ("module", first[0])
@@ -372,15 +388,19 @@ def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]],
                 for index in child.below:
                     owner[index] = ("module", child)
             else:
-                walk(child, level + 1)
-
-    walk(module, 0)
+                later.append(("walk", child, level + 1))
+        tasks.extend(reversed(later))
     return owner
 
 
 def _height(module: _Module) -> int:
-    """The levels of modules below ``module`` (0: it has none)."""
-    return 1 + max(map(_height, module.children.values())) if module.children else 0
+    """The levels of modules below ``module`` (0: it has none); walked with a stack."""
+    height, stack = 0, [(module, 0)]
+    while stack:
+        current, level = stack.pop()
+        height = max(height, level)
+        stack.extend((child, level + 1) for child in current.children.values())
+    return height
 
 
 def _runs(module: _Module) -> dict[str, list[_Module]]:
@@ -394,9 +414,9 @@ def _runs(module: _Module) -> dict[str, list[_Module]]:
     while i < len(children):
         first = children[i]
         run = [first]
-        match = _NUMBERED.match(first.label)
-        if match:
-            prefix, number = match.group(1), int(match.group(2))
+        index = numbered(first.label)
+        if index is not None:
+            prefix, number = index
             signature = _signature(first)
             j = i + 1
             while (j < len(children) and children[j].label == f"{prefix}{number + (j - i)}"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from markupsafe import escape
 
+from ...core.text import page_text, printable
 from ...core.units import iec, seconds
 from ..bounds import BOUND_LABELS
 from .costs import TargetCosts, box_cost, box_text
@@ -60,6 +61,17 @@ class DrawnView:
     boxes: int
 
 
+def _markup(text: object, lines: bool = False) -> str:
+    r"""Model-supplied text in SVG: printable first (control characters, U+2028, lone surrogates as
+    '?': XML allows none of them, and ``-o -`` must not send escapes to a terminal), then escaped;
+    with ``lines`` (a tooltip) its newlines and tabs stay (:func:`~onnxroof.core.text.page_text`).
+
+    >>> _markup('a\x00<b>&"\u2028\x1b\n'), _markup('a\x7f\nb', lines=True)
+    ('a?&lt;b&gt;&amp;&#34;???', 'a?\nb')
+    """
+    return str(escape(page_text(str(text)) if lines else printable(text)))
+
+
 def clip_middle(text: str, width: int) -> str:
     """``text`` at most ``width`` characters, its middle replaced by "…" when longer.
 
@@ -73,17 +85,19 @@ def clip_middle(text: str, width: int) -> str:
 
 
 def box_lines(item: "GraphItem", costs: Sequence[TargetCosts]) -> list[str]:
-    """The text lines of a box: op type and name; a module's name, repeat count, nodes and time."""
+    """The text lines of a box: op type and name; a module's name, repeat count, nodes and time
+    (model text printable: the SVG and the page's graph data draw these lines)."""
+    label, name = printable(item.label), printable(item.name)
     if item.kind == "node":  # inside a run unfolded in place: the node of every block, "MatMul ×12"
-        return [clip_middle(item.label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
-                clip_middle(item.name.rsplit("/", 1)[-1] or item.name, NAME_CHARS)]
+        return [clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
+                clip_middle(name.rsplit("/", 1)[-1] or name, NAME_CHARS)]
     if item.kind == "module":
-        first = clip_middle(item.label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else "")
+        first = clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else "")
         third = f"{len(item.nodes):,} nodes"
         if costs:
             third += f" · {seconds(box_cost(item, costs[0]).time_s)}"
-        return [first, clip_middle(item.name, NAME_CHARS), third]
-    return [clip_middle(item.label, NAME_CHARS), clip_middle(item.name, NAME_CHARS)]
+        return [first, clip_middle(name, NAME_CHARS), third]
+    return [clip_middle(label, NAME_CHARS), clip_middle(name, NAME_CHARS)]
 
 
 def box_size(lines: Sequence[str]) -> tuple[float, float]:
@@ -126,12 +140,12 @@ def draw_view(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCos
         path = "M" + " L".join(f"{x:.1f} {y:.1f}" for x, y in route.points) + _arrow_head(route.points)
         size = f"{edge.bytes:,} bytes ({iec(edge.bytes)})" if edge.bytes is not None else "bytes unknown"
         more = f" and {edge.tensors - 1} more tensors" if edge.tensors > 1 else ""
-        parts.append(f'<path class="ge" d="{path}"><title>{escape(edge.tensor)}{more}: {escape(edge.shape)}, '
+        parts.append(f'<path class="ge" d="{path}"><title>{_markup(edge.tensor)}{more}: {_markup(edge.shape)}, '
                      f'{size}</title></path>')
         if edge.source not in labelled:  # one label under each box: its first tensor's shape (the others' on hover)
             labelled.add(edge.source)
             x, y = layout.label_at(route)
-            labels.append(f'<text class="gl" x="{x:.1f}" y="{y:.1f}">{escape(clip_middle(edge.shape, LABEL_CHARS))}</text>')
+            labels.append(f'<text class="gl" x="{x:.1f}" y="{y:.1f}">{_markup(clip_middle(edge.shape, LABEL_CHARS))}</text>')
     parts.append("</g>")
     parts.append('<g class="gv-labels">' + "".join(labels) + "</g>")
     parts.extend(_fused_outlines(view, layout, costs))
@@ -175,7 +189,7 @@ def _box(item: "GraphItem", box, text: list[str], analysis: "Analysis", costs: S
         top = analysis.nodes[item.nodes[0]].name.strip("/").split("/")[0] if item.kind == "node" else item.name.split("/")[0]
         attributes.append(f'data-m="{modules.setdefault(top, len(modules)) % len(MODULE_COLOURS)}"')
         search = f"{item.label} {item.name}".lower()
-        attributes.append(f'data-find="{escape(search)}"')
+        attributes.append(f'data-find="{_markup(search)}"')
     if item.kind == "node":
         attributes.append(f'data-gnode="{item.nodes[0]}"')
     if item.kind == "module" and item.view:
@@ -188,30 +202,33 @@ def _box(item: "GraphItem", box, text: list[str], analysis: "Analysis", costs: S
     for number, line in enumerate(text):
         cls = ' class="gt-head"' if number == 0 else ""
         words.append(f'<text{cls} x="{box.x + PAD_X:.1f}" y="{box.y + PAD_Y + LINE_HEIGHT * (number + 1) - 3:.1f}">'
-                     f"{escape(line)}</text>")
-    title = escape(box_text(item, analysis, costs))
+                     f"{_markup(line)}</text>")
+    title = _markup(box_text(item, analysis, costs), lines=True)
     return f'<g {" ".join(attributes)}>{shape}{"".join(words)}<title>{title}</title></g>'
 
 
 def fused_outlines(view: "GraphView", layout: Layout, costs: Sequence[TargetCosts]) -> list[tuple[int, float, float, float, float]]:
     """(target number, x, y, width, height): a rectangle around the boxes of each kernel that fuses
-    several nodes of the view, on each target, where that rectangle holds no other box."""
-    nodes = {item.nodes[0]: item.key for item in view.items if item.kind == "node"}
+    several nodes of the view, on each target, where that rectangle holds no other box. The view's
+    node boxes are grouped by kernel in one pass, so a kernel of 100,000 nodes costs its boxes in
+    this view, not its length once per box."""
+    nodes = [(item.nodes[0], item.key) for item in view.items if item.kind == "node"]
     outlines = []
     for number, target in enumerate(costs):
-        seen: set[tuple[int, ...]] = set()
-        for index in nodes:
+        by_kernel: dict[int, list[str]] = {}  # a fused kernel (its first node) -> its boxes here, in view order
+        for index, key in nodes:
             members = target.kernel_members[index]
-            keys = [nodes[m] for m in members if m in nodes]
-            if len(keys) < 2 or members in seen:
+            if len(members) > 1:
+                by_kernel.setdefault(members[0], []).append(key)
+        for keys in by_kernel.values():
+            if len(keys) < 2:
                 continue
-            seen.add(members)
             boxes = [layout.boxes[k] for k in keys]
             left, top = min(b.x for b in boxes) - 4, min(b.y for b in boxes) - 4
             right, bottom = max(b.x + b.width for b in boxes) + 4, max(b.y + b.height for b in boxes) + 4
-            inside = [b for k, b in layout.boxes.items() if k not in keys and b.x < right and b.x + b.width > left
-                      and b.y < bottom and b.y + b.height > top]
-            if not inside:
+            own = set(keys)
+            if not any(k not in own and b.x < right and b.x + b.width > left and b.y < bottom and b.y + b.height > top
+                       for k, b in layout.boxes.items()):
                 outlines.append((number, left, top, right - left, bottom - top))
     return outlines
 
@@ -236,16 +253,16 @@ def standalone_svg(drawn: DrawnView, target: str | None) -> str:
     legend = []
     x = 12.0
     caption = f"bound on {target}:" if target else "no target: no bound"
-    legend.append(f'<text x="{x}" y="19">{escape(caption)}</text>')
+    legend.append(f'<text x="{x}" y="19">{_markup(caption)}</text>')
     x += len(caption) * CHAR_WIDTH + 10
     if target:
         for bound, (fill, stroke) in BOUND_COLOURS.items():
             if bound == "none":
                 continue
             legend.append(f'<rect x="{x:.1f}" y="8" width="14" height="14" rx="3" fill="{fill}" stroke="{stroke}"/>')
-            legend.append(f'<text x="{x + 18:.1f}" y="19">{escape(BOUND_LABELS[bound])}</text>')
+            legend.append(f'<text x="{x + 18:.1f}" y="19">{_markup(BOUND_LABELS[bound])}</text>')
             x += 18 + len(BOUND_LABELS[bound]) * CHAR_WIDTH + 14
-    title = escape(drawn.title)
+    title = _markup(drawn.title)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{drawn.height + legend_height:.0f}" '
             f'viewBox="0 0 {width:.1f} {drawn.height + legend_height:.1f}"><title>{title}</title>'
             f"<style>{STANDALONE_STYLE}</style>"

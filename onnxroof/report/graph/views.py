@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import UsageError
 from .costs import target_costs
-from .fold import BOX_BUDGET, folded_views, start_view
+from .fold import BOX_BUDGET, GraphView, folded_views, start_view
 from .svg import DrawnView, draw_view, standalone_svg
 
 if TYPE_CHECKING:
@@ -39,12 +39,21 @@ def render_graph_svg(analysis: "Analysis", depth: int | None = None, module: str
     views = folded_views(analysis, BOX_BUDGET, depth)
     view = views[0] if depth is not None else start_view(views)
     if module is not None:
-        wanted = module.strip("/")
-        found = [v for v in views if v.title == wanted or v.title.startswith(wanted + " (")]
-        if not found:
-            names = ", ".join(v.title.split(" (")[0] for v in views[1:6]) or "none: the model has no folded module"
-            raise UsageError(f"--module {module}: no view of that module; modules with a view: {names}"
-                             + (", ..." if len(views) > 6 else ""))
-        view = found[0]
+        view = _module_view(views, module)
     drawn = draw_view(view, analysis, costs, {})
     return standalone_svg(drawn, costs[0].name if costs else None)
+
+
+def _module_view(views: list[GraphView], module: str) -> GraphView:
+    """The view that opens ``module`` (its path; a run's first block), else :class:`UsageError`
+    naming up to five modules that have one, each once (a variant, the same view with one box
+    unfolded in place, carries its view's title: not a module of its own)."""
+    wanted = module.strip("/")
+    opened = [v for v in views[1:] if v.unfolds is None]
+    found = [v for v in opened if v.title == wanted or v.title.startswith(wanted + " (")]
+    if found:
+        return found[0]
+    names = list(dict.fromkeys(v.title.split(" (")[0] for v in opened))
+    listed = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") if names \
+        else "none: the model has no folded module"
+    raise UsageError(f"--module {module}: no view of that module; modules with a view: {listed}")

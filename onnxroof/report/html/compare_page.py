@@ -15,6 +15,7 @@ from .chart_context import (
 )
 from .charts import roofline_chart
 from ..formatting import format_value, latency_kind_short
+from ..text.diff_tables import target_origins
 from .page import SERIES_COLOURS, not_analysed_cell, render_page, report_on, target_card, value_cell
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ class ComparePage:
     target_headers: list[str]
     targets: list[dict]  # a roofline frame with its marks, plus name, description, rows, summary
     target_names: str
+    target_origins: list[str]  # a line per target not read from onnxroof's own files
 
 
 def render_compare_html(analyses: Sequence["Analysis"]) -> str:
@@ -52,6 +54,7 @@ def compare_page(analyses: list["Analysis"]) -> ComparePage:
         target_headers=["Latency", "Throughput", "Bound", "Energy", "Intensity (FLOP/B)"],
         targets=[_target_block(number, name, analyses) for number, name in enumerate(target_names)],
         target_names=", ".join(target_names) or "none",
+        target_origins=target_origins(analyses),
     )
 
 

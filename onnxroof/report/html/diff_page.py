@@ -27,7 +27,7 @@ from .graph_section import diff_graph_context
 from .page import ModelSide, model_side, render_page, report_on, target_capacities, target_card
 
 from ...roofline.verdicts import gain_text
-from ..text.diff_tables import incomplete_sides
+from ..text.diff_tables import incomplete_sides, target_origins
 
 if TYPE_CHECKING:
     from ...compare.budgets import BudgetResult
@@ -52,6 +52,7 @@ class DiffPage:
     summary: list[dict]  # the headline: label, text, direction
     input_changes: list[str]
     incomplete: list[str]  # a line per side that left nodes out: its figures are bounds
+    target_origins: list[str]  # a line per target not read from onnxroof's own files
     budgets: list[dict]
     budgets_broken: int
     deltas: list[dict]
@@ -92,6 +93,7 @@ def diff_page(diff: "ModelDiff", budgets: list["BudgetResult"]) -> DiffPage:
         summary=_summary_items(diff),
         input_changes=diff.input_changes,
         incomplete=incomplete_sides(diff),
+        target_origins=target_origins((diff.base, diff.head)),
         budgets=[{"text": b.describe(), "broken": b.broken} for b in budgets],
         budgets_broken=len(broken),
         deltas=_deltas(diff),

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ...cost.records import NodeStatus
+from ...core.text import printable
 from ..formatting import count_text, format_value, shape_text
 from ..bounds import BOUND_LABELS, BOUND_TITLES
 from .page import metric_cell
@@ -50,12 +51,13 @@ def node_data(analysis: "Analysis") -> dict:
     with_formulas = len(nodes) <= FORMULAS_MAX_NODES
     rows = []
     for node in nodes:
-        shape = "; ".join(shape_text(s) for s in node.output_shapes) or "-"
-        op = ops((node.op_type, f"{node.domain or 'ai.onnx'}::{node.op_type} ({node.family})"))
+        # model text as the page shows it: control characters as '?' (the JSON keeps them exactly)
+        shape = printable("; ".join(shape_text(s) for s in node.output_shapes) or "-")
+        op = ops((printable(node.op_type), printable(f"{node.domain or 'ai.onnx'}::{node.op_type} ({node.family})")))
         rows.append([
-            node.name, op, dtypes(node.dtype), shapes(shape), statuses(node.status),
+            printable(node.name), op, dtypes(node.dtype), shapes(shape), statuses(node.status),
             node.macs, node.flops, node.params, node.weight_bytes, node.input_bytes, node.output_bytes,
-            (node.formula or "") if with_formulas else "", node.reason or "",
+            printable(node.formula or "") if with_formulas else "", printable(node.reason or ""),
         ])
     index = {node.name: position for position, node in enumerate(nodes)}
     return {

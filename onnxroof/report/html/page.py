@@ -28,6 +28,7 @@ from markupsafe import Markup
 from ...core.version import __version__
 from ...core.dtypes import dtype_name
 from ...core.resources import resource_dir
+from ...core.text import page_text
 from ...core.units import iec, intensity, si
 from ...roofline.verdicts import fit_text
 from ..formatting import (as_bound, count_text, format_value, latency_kind_short, latency_kind_words, shape_text,
@@ -80,6 +81,9 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # model text (names, doc strings) with control characters is shown with '?', as in
+        # every output; Markup is this package's own markup, already made safe where it was built
+        finalize=lambda value: page_text(value) if type(value) is str else value,
     )
 
 

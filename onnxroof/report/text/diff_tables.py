@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from ...core.version import __version__
 from ..bounds import bound_label, time_by_bound
@@ -44,10 +44,20 @@ def incomplete_sides(diff: "ModelDiff") -> list[str]:
             "bound (≥, ≤)" for side, analysis in (("base", diff.base), ("head", diff.head)) if not analysis.complete]
 
 
+def target_origins(analyses: "Iterable[Analysis]") -> list[str]:
+    """A line per target not read from onnxroof's own files (``./hardware``, the user's folder, a
+    path): the figures a diff or a comparison, and its budgets, rest on came from there."""
+    from ...roofline.target_paths import origin_note
+
+    notes = (origin_note(r.target.name, r.target.path) for a in analyses for r in a.targets)
+    return [note for note in dict.fromkeys(notes) if note]
+
+
 def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), rows: int = 15) -> str:
     base, head = diff.base.model, diff.head.model
     lines = [f"### onnxroof diff: {escape(base.name)} → {escape(head.name)}", "", f"**{summary_line(diff)}**", ""]
     lines += [f"⚠️ **{escape(line)}**" for line in incomplete_sides(diff)] + ([""] if incomplete_sides(diff) else [])
+    lines += [f"⚠️ {escape(line)}" for line in target_origins((diff.base, diff.head))] + ([""] if target_origins((diff.base, diff.head)) else [])
     if diff.input_changes:
         lines += ["⚠️ **Inputs changed:** " + "; ".join(escape(c) for c in diff.input_changes), ""]
     broken = [b for b in budgets if b.broken]
@@ -142,7 +152,7 @@ def _percent(before: float, after: float) -> str:
 
 def render_diff_table(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> str:
     lines = [f"onnxroof diff: {diff.base.model.name} -> {diff.head.model.name}", summary_line(diff)]
-    lines += [f"! {c}" for c in [*incomplete_sides(diff), *diff.input_changes]]
+    lines += [f"! {c}" for c in [*incomplete_sides(diff), *target_origins((diff.base, diff.head)), *diff.input_changes]]
     width = max(len(label) for label, _ in _deltas(diff))
     for label, d in _deltas(diff):
         lines.append(f"  {label:{width}}  {side_value(d, 'base'):>12}  {side_value(d, 'head'):>12}  "
@@ -180,6 +190,7 @@ def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict
         "head": {"name": diff.head.model.name, "path": diff.head.model.path, "complete": diff.head.complete,
                  "missing": diff.head.missing},
         "input_changes": diff.input_changes,
+        "target_origins": target_origins((diff.base, diff.head)),  # targets not read from onnxroof's own files, in words
         "threshold": diff.threshold,  # a change below this fraction is marked neither better nor worse
         "totals": [delta(d) for d in diff.totals],
         "targets": {name: [delta(d) for d in ds] for name, ds in diff.targets.items()},
@@ -231,6 +242,7 @@ def render_compare_markdown(analyses: list["Analysis"]) -> str:
     header, rows = _compare_rows(analyses)
     escaped = [[escape(row[0]), *row[1:]] for row in rows]
     notes = "".join(f"\n⚠️ **{escape(line)}**\n" for line in _incomplete_models(analyses))
+    notes += "".join(f"\n⚠️ {escape(line)}\n" for line in target_origins(analyses))
     return "### onnxroof compare\n\n" + table(header, escaped, "l" + "r" * (len(header) - 1)) + "\n" + notes
 
 
@@ -245,7 +257,7 @@ def render_compare_table(analyses: list["Analysis"]) -> str:
         names = [h.rsplit(" [", 1)[0] for h in header[start:start + 5]]
         blocks.append(f"target {report.target.name}\n"
                       + _aligned([["model", *names], *([row[0], *row[start:start + 5]] for row in rows)]))
-    return "\n".join(blocks) + "".join(f"! {line}\n" for line in _incomplete_models(analyses))
+    return "\n".join(blocks) + "".join(f"! {line}\n" for line in [*_incomplete_models(analyses), *target_origins(analyses)])
 
 
 def _aligned(table: list[list]) -> str:
@@ -258,6 +270,7 @@ def compare_document(analyses: list["Analysis"]) -> dict:
     return {
         "schema": "onnxroof-compare/1",
         "version": __version__,
+        "target_origins": target_origins(analyses),  # targets not read from onnxroof's own files, in words
         "models": [
             {"name": a.model.name, "path": a.model.path,
              "totals": {"params": a.totals.params, "param_bytes": a.totals.param_bytes, "mac_flops": a.totals.mac_flops,

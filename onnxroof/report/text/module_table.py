@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...compare.modules import ModuleCost, has_scopes, module_tree, op_breakdown, repeated_runs
+from ...compare.modules import FOLDED_NOTE, ModuleCost, has_scopes, is_folded, module_tree, op_breakdown, shown_rows
 from ...core.units import iec, seconds, si
 from .table import TERMINAL_COLUMNS, clip, printable
 
@@ -20,17 +20,10 @@ def by_module_lines(analysis: "Analysis", depth: int | None = None) -> list[str]
         return ["By op type (the node names carry no module scopes, such as /encoder/layer.0/...)",
                 *_rows(analysis, [(entry, 1, entry.name, 0) for entry in op_breakdown(analysis)])]
     root = module_tree(analysis, depth)
-    rows: list[tuple[ModuleCost, int, str, int]] = [(root, 1, root.name, 0)]
-
-    def walk(module: ModuleCost, level: int) -> None:
-        for child, count, label, in repeated_runs(module.children):
-            rows.append((child, count, label, level))
-            walk(child, level + 1)
-
-    walk(root, 1)
     title = "By module (from the node names" + (f"; {depth} level(s) deep" if depth is not None else "") + \
-            "; a block repeated alike is shown once: its count, then one block's figures)"
-    return [title, *_rows(analysis, rows)]
+            "; a block repeated alike is shown once: its count, then one block's figures" + \
+            (f"; {FOLDED_NOTE}" if is_folded(root) else "") + ")"
+    return [title, *_rows(analysis, shown_rows(root))]
 
 
 def by_op_lines(analysis: "Analysis") -> list[str]:

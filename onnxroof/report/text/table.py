@@ -379,6 +379,11 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
         lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels of {point.efficiency_rows:,} "
                      f"output rows on this target, efficiency.{curve}.by_rows): the longest of these over "
                      f"{point.efficiency:.2f}")
+    elif point.efficiency_columns is not None:
+        curve = target.columns_curve(point.kernel_class, point.roof)
+        lines.append(f"  efficiency {point.efficiency:.3g} ({point.kernel_class} kernels of {point.efficiency_columns:,} "
+                     f"output columns on this target, efficiency.{curve}.by_columns): the longest of these over "
+                     f"{point.efficiency:.3g}")
     elif point.efficiency != 1.0:
         lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
                      f"of these over {point.efficiency:.2f}")
@@ -491,6 +496,10 @@ def render_targets_list(targets) -> str:
             ops = ", ".join(f"{op} {fraction:.0%}" for op, fraction in sorted(table.items(), key=lambda item: item[1]))
             lines += textwrap.wrap(f"{name} by op: {ops}", TERMINAL_COLUMNS, initial_indent=" " * 33,
                                    subsequent_indent=" " * 35)
+        for name, points in target.efficiency_by_columns.items():  # few columns (channels) run below the class's figure
+            curve = ", ".join(f"{columns:,} {fraction * 100:.2g}%" for columns, fraction in points)
+            lines += textwrap.wrap(f"{name.replace('.', ' ')} by output columns: {curve}", TERMINAL_COLUMNS,
+                                   initial_indent=" " * 33, subsequent_indent=" " * 35)
         for name, points in target.efficiency_by_rows.items():  # products of few rows run below the class's figure
             curve = ", ".join(f"{rows:,} {fraction:.0%}" for rows, fraction in points)
             lines += textwrap.wrap(f"{name.replace('.', ' ')} by output rows: {curve}", TERMINAL_COLUMNS,

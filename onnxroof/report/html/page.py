@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import math
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -45,6 +46,9 @@ SCRIPT_TEMPLATE = "partials/_script.js.j2"
 SERIES_COLOURS = ("#3f6fd8", "#e8772e", "#2f9e6e", "#d64545", "#8a5cc9", "#c9a227", "#17a2b8", "#d46aa8")
 
 
+_RAW_CONTROLS = re.compile("[\x7f-\x9f]")
+
+
 def script_json(value: Any) -> str:
     """JSON safe inside an HTML ``<script>`` element: no ``<``, ``>``, ``&`` or line separators."""
     try:  # nearly always: no NaN or infinity anywhere, and no need to copy the whole value
@@ -55,7 +59,8 @@ def script_json(value: Any) -> str:
     for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)
-    return text
+    # DEL and the C1 controls, which JSON leaves raw and HTML calls a parse error: escaped, the value kept
+    return _RAW_CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def render_page(template: str, view: Any) -> str:

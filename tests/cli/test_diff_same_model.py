@@ -1,5 +1,5 @@
-"""diff analyses a model once when base and head name the same one (the same file, or the same
-bytes in one folder), and its page draws it once; the figures are those of two analyses."""
+"""diff analyses a model once when base and head name the same one (the same file or example),
+and its page draws it once; two files of the same bytes stay two models (named by their files)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def test_same_source_reads_paths_and_bytes(tmp_path):
     other_folder.mkdir()
     shutil.copy(model, other_folder / "m.onnx")
     assert same_source(str(model), str(model)) and same_source(str(model), str(tmp_path / "." / "m.onnx"))
-    assert same_source(str(model), str(copy))  # the same bytes beside each other
-    assert not same_source(str(model), str(other_folder / "m.onnx"))  # its external data could differ
+    assert not same_source(str(model), str(copy))  # the same bytes, another name
+    assert not same_source(str(model), str(other_folder / "m.onnx"))
     assert same_source("example:shallownet", "example:shallownet")
     assert not same_source("example:shallownet", str(model))
     assert not same_source(str(model), str(tmp_path / "missing.onnx"))

@@ -4,7 +4,6 @@ JSON or an HTML page, with relative budgets; with --symbolic, the change in thei
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
 import os
 
@@ -76,15 +75,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def same_source(base: str, head: str) -> bool:
-    """Whether the two arguments name one model: the same example, the same file, or files of the
-    same bytes in one folder (external data, found beside the file, is then the same too). The
-    model is then analysed once."""
+    """Whether the two arguments name one model: the same example, or the same file (two files
+    of the same bytes are two models, told apart by their names). It is then analysed once."""
     if base.startswith("example:") or head.startswith("example:"):
         return base == head
     try:
-        if os.path.samefile(base, head):
-            return True
-        same_folder = os.path.samefile(os.path.dirname(os.path.abspath(base)), os.path.dirname(os.path.abspath(head)))
-        return same_folder and filecmp.cmp(base, head, shallow=False)
+        return os.path.samefile(base, head)
     except OSError:  # a missing or unreadable file: analysing it says what is wrong
         return False

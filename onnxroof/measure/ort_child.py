@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.text import printable
+
 # How often an orphaned child looks whether its parent is still there.
 _PARENT_CHECK_S = 0.5
 
@@ -140,7 +142,7 @@ def _ended(code: int, log: Path) -> str:
         last = next((line for line in reversed(log.read_text(errors="replace").splitlines()) if line.strip()), "")
     except OSError:
         last = ""
-    last = "".join(c if c.isprintable() else "?" for c in last.strip()[:200])  # onnxruntime colours its log
+    last = printable(last.strip()[:200])  # onnxruntime colours its log
     return said + (f": {last}" if last else "")
 
 

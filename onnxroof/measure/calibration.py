@@ -24,7 +24,7 @@ actually reach on this machine, not the datasheet.
   not the CPU. Without that roof a fp16 node falls back to the fp32 roof
   (``targets.ROOF_PREFERENCE``), which is what a CPU without native fp16 arithmetic does (F16C
   converts, the FMA runs in fp32).
-- **Memory roofs**: a STREAM-style sweep (McCalpin) over working sets from 32 KiB to 1 GiB
+- **Memory roofs**: a STREAM-style sweep (McCalpin) over working sets from 32 KiB to 8 last-level caches (at least 256 MiB, at most 1 GiB)
   (steps of sqrt 2), one thread per usable CPU, each on its own float64 arrays (numpy releases
   the GIL inside its loops). Kernels and the bytes counted per element, as STREAM counts them
   (write-allocate traffic not counted): copy ``b = a`` 2 x 8, add ``c = a + b`` 3 x 8, triad
@@ -61,7 +61,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import achieved, cold_launch, dram_stall, op_efficiency, rows_efficiency, subnormal
-from .machine import blas_name, cache_text, core_text, cpu_model, fit_in_memory, load_average, size_text, usable_cpus
+from .machine import blas_name, cache_text, last_level_cache_bytes, core_text, cpu_model, fit_in_memory, load_average, size_text, usable_cpus
 from .roof_kernels import (
     MAX_BYTES, MIN_BYTES, ONNXRUNTIME_INT8, STREAM_KERNELS, Timer, StreamArrays, blas_threads, blas_variables, matmul_flops,
     measure_matmul, measure_stream, numpy_in_clean_environment, sweep_sizes,
@@ -77,6 +77,9 @@ MATMUL_ORDER = (1024, 2048, 512, 256, 128)
 INT8_ORDER = (1024, 2048, 512)  # onnxruntime's MatMulInteger, in the same way
 QUICK_UNDER_S = 20.0  # below this --seconds: one round, and the sweep stops at QUICK_LARGEST
 QUICK_LARGEST = 256 * 2**20
+# the sweep's largest working set, in last-level caches: DRAM bandwidth shows well before 8x (the
+# sweep's 1 GiB default held 1.3 GiB at once on a 32 MiB-cache machine, for no other figure)
+CACHES_SWEPT = 8
 
 Progress = Callable[[str], None]
 
@@ -106,6 +109,9 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
     quick_rounds = 1
     if seconds < QUICK_UNDER_S and largest > QUICK_LARGEST:
         largest = QUICK_LARGEST  # still 8x a 32 MiB last-level cache
+    cache = last_level_cache_bytes()
+    if cache:
+        largest = min(largest, max(QUICK_LARGEST, CACHES_SWEPT * cache))
     largest, memory_note = fit_in_memory(largest)
     result = Calibration(
         date=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

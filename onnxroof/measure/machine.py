@@ -76,6 +76,24 @@ def cache_text() -> str:
     return ", ".join(parts)
 
 
+def last_level_cache_bytes() -> int | None:
+    """The size of CPU 0's largest data or unified cache as sysfs gives it ("32768K"), or None
+    where it does not say."""
+    sizes = []
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            text = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=None)
+
+
 def blas_name() -> str:
     try:
         config = np.show_config(mode="dicts")  # numpy >= 1.25

@@ -7,7 +7,10 @@ its manifest, or --corpus DIR) through `summary --format json`, `summary` (the t
 each output to a file of DIR. The version stamp and the time of day are masked.
 
     python benchmarks/same_outputs.py record DIR [--tree SRC] [--corpus DIR]... [--jobs N]
-    python benchmarks/same_outputs.py compare BEFORE AFTER
+    python benchmarks/same_outputs.py compare BEFORE AFTER [--only REGEX]
+
+--only REGEX (both commands) keeps the outputs whose file name matches: a quick check of a part
+(`--only 'example_|report'`) before the whole recording.
 
 --tree runs the onnxroof of another source tree (a `git worktree` of the base commit), so the
 before and the after can be recorded from one checkout. `compare` exits 1 when any file differs
@@ -142,7 +145,7 @@ def model_pairs_and_commands(scratch: Path) -> list[tuple[str, list[str], Path |
     ]
 
 
-def record(out: Path, tree: str | None, corpora: list[str], jobs: int, built_in: bool = True) -> None:
+def record(out: Path, tree: str | None, corpora: list[str], jobs: int, built_in: bool = True, only: str = "") -> None:
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="same-outputs-"))
     cases = corpus_models(corpora)
@@ -155,6 +158,7 @@ def record(out: Path, tree: str | None, corpora: list[str], jobs: int, built_in:
             work.append((file, argv, scratch / f"{name}.report.html" if argv[0] == "report" else None))
     if built_in:
         work += model_pairs_and_commands(scratch)
+    work = [item for item in work if re.search(only, item[0])]
 
     def one(item):
         file, argv, output_file = item
@@ -166,8 +170,9 @@ def record(out: Path, tree: str | None, corpora: list[str], jobs: int, built_in:
             print(f"[{done}/{len(work)}] {file}", file=sys.stderr)
 
 
-def compare(before: Path, after: Path) -> int:
-    names = sorted({p.name for p in before.iterdir()} | {p.name for p in after.iterdir()})
+def compare(before: Path, after: Path, only: str = "") -> int:
+    names = sorted(name for name in {p.name for p in before.iterdir()} | {p.name for p in after.iterdir()}
+                   if re.search(only, name))
     bad = 0
     for name in names:
         a, b = before / name, after / name
@@ -193,14 +198,16 @@ def main() -> int:
     rec.add_argument("--corpus", action="append", help="a corpus folder (default: /work/corpus/*)")
     rec.add_argument("--jobs", type=int, default=2)
     rec.add_argument("--corpus-only", action="store_true", help="leave out the examples and the test models")
+    rec.add_argument("--only", default="", help="only the outputs whose file name matches this regex")
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("before", type=Path)
     cmp_.add_argument("after", type=Path)
+    cmp_.add_argument("--only", default="", help="only the outputs whose file name matches this regex")
     args = parser.parse_args()
     if args.command == "compare":
-        return compare(args.before, args.after)
+        return compare(args.before, args.after, args.only)
     corpora = args.corpus if args.corpus is not None else sorted(glob.glob("/work/corpus/*"))
-    record(args.out, args.tree, corpora, args.jobs, built_in=not args.corpus_only)
+    record(args.out, args.tree, corpora, args.jobs, built_in=not args.corpus_only, only=args.only)
     return 0
 
 

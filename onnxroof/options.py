@@ -1,6 +1,12 @@
 """Every option of one analysis, in one typed object: what ``analyze()`` takes as keyword
 arguments and the command line as flags.
 
+Each option is declared once, as a field of :class:`AnalysisOptions` made by :func:`option`:
+its default, its words (``doc``), its check, the flag that sets it (:class:`Flag`: its name,
+help, group and place in ``--help``), its role in a formula's analyses and whether the stages
+before shape inference read it. The command line's flags and ``FLAGS``, ``analyze()``'s
+documentation, the formula option sets and the pipeline's ``BACK_OPTIONS`` are made from them.
+
 The fields are named as analyze()'s arguments, and an :class:`~onnxroof.core.errors.OptionError`
 names the option at fault by its field: the Python API words it as is, the command line as the
 flag that sets it. Every value's type and range is checked once, here, when the object is made
@@ -23,8 +29,8 @@ import difflib
 import math
 import numbers
 import os
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from .core.errors import OptionError
 from .core.tensors import MAX_DIM, MAX_DIM_TEXT
@@ -38,124 +44,249 @@ Dims = Union[Mapping[str, int], Sequence[str]]
 # the most devices a plan considers (a rack-scale NVLink domain has 576)
 MAX_DEVICES = 4096
 Values = Union[Mapping[str, Union[Sequence[float], float]], Sequence[str]]
+Check = Callable[[str, Any], None]  # (the option's name, its value): raises an OptionError naming it
+
+# the groups --help lists the flags in (the command line adds its own flags to them)
+SHAPES = "shapes and values (a batch dim left open is 1; any other open dim exits 2)"
+TIMING = "targets and timing"
+# an option's role in the analyses a formula is fitted to (symbolic.formulas.formula_options)
+COUNTING = "counting"  # decides the counts a formula is fitted to
+BINDING = "binding"  # values for dims: a formula leaves them free unless bound
+TIMING_ROLE = "timing"  # decides the latency formulas (not devices: a formula is one device's)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """The command-line flag that sets an option: its name, its help, and where ``--help`` lists
+    it (its group, and its place among the group's flags)."""
+
+    name: str
+    group: str
+    place: int
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None  # (a Choice check's choices are the flag's, unless given)
+    repeatable: bool = False  # given once per item (--dim a=1 --dim b=2): the option is the list
+    switch: bool = False  # takes no value: the option is whether it is given
+    negated: bool = False  # a switch that turns the option off (--no-overhead)
+
+
+@dataclass(frozen=True)
+class Option:
+    """An analysis option's declaration (a field's metadata: :func:`option` makes it)."""
+
+    doc: str
+    check: Check
+    flag: Flag | None = None
+    role: str | None = None  # COUNTING, BINDING or TIMING_ROLE: kept in a formula's analyses
+    back: bool = False  # read only by the stages after shape inference (pipeline.BACK_OPTIONS)
+    convert: Callable[[str, Any], Any] | None = None  # the value as kept (a list as a tuple)
+
+
+def option(default: Any, doc: str, check: Check, flag: Flag | None = None, role: str | None = None,
+           back: bool = False, convert: Callable[[str, Any], Any] | None = None) -> Any:
+    """A field of :class:`AnalysisOptions` with its declaration (:class:`Option`) as metadata."""
+    return field(default=default, metadata={"option": Option(doc, check, flag, role, back, convert)})
+
+
+@dataclass(frozen=True)
+class Count:
+    """A whole number in [minimum, MAX_DIM] (or [minimum, ``maximum``], a count with a range of
+    its own); None is no value unless ``required``."""
+
+    minimum: int
+    maximum: int | None = None
+    required: bool = False
+
+    def __call__(self, option: str, value: object) -> None:
+        if value is not None or self.required:
+            _count(option, value, None, self.minimum, self.maximum)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """None or one of ``choices``."""
+
+    choices: tuple[str, ...]
+
+    def __call__(self, option: str, value: object) -> None:
+        if value is not None and value not in self.choices:
+            raise OptionError(option, "{opt.%s} {value}: choose %s" % (option, " or ".join(self.choices)),
+                              value=_shown(value))
+
+
+def _switch(option: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise OptionError(option, "{name}={value}: give True or False", name=option, value=_shown(value))
+
+
+def _dtype_name(option: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise OptionError(option, "dtype={value}: give a name such as 'fp16' (or 'model': as stored)",
+                          value=_shown(value))
+
+
+def _mapping_or_strings(entry: Callable[[str, str, Any], None], example: str) -> Check:
+    """A mapping whose keys are names and whose values ``entry`` checks, or the flags' strings."""
+    def check(option: str, given: object) -> None:
+        if isinstance(given, Mapping):
+            for name, value in given.items():
+                _name(option, name)
+                entry(option, name, value)
+        elif given is not None:
+            _strings(option, given, example)  # type: ignore[arg-type]  # (a tuple: _listed made it one)
+    return check
+
+
+def _shape(option: str, name: str, shape: Any) -> None:
+    if isinstance(shape, (str, bytes)) or not (isinstance(shape, Sequence) or hasattr(shape, "tolist")):
+        raise OptionError(option, "input_shapes[{name!r}] = {shape}: give the shape as a list of integers, e.g. "
+                          "input_shapes={{{name!r}: [1, 3, 224, 224]}}", name=name, shape=_shown(shape))
+    for dim in shape:
+        _count(option, dim, name, minimum=0)
+
+
+def _dim(option: str, name: str, value: Any) -> None:
+    _count(option, value, name, minimum=0)
+
+
+def _value(option: str, name: str, value: Any) -> None:
+    if hasattr(value, "tolist"):  # a numpy array or scalar
+        import numpy as np
+
+        value = np.asarray(value).reshape(-1).tolist()
+    for number in (value if isinstance(value, (list, tuple)) else (value,)):
+        if not isinstance(number, numbers.Real) or not math.isfinite(number):
+            raise OptionError(option, "values[{name!r}] = {value}: give a finite number or a list of them", name=name,
+                              value=_shown(value))
+
+
+def _targets(option: str, targets: Sequence[object]) -> None:
+    for target in targets:
+        if not isinstance(target, (str, os.PathLike)) and not _is_target(target):
+            raise OptionError(option, "targets: {target} is not a target: give bundled target names, target file "
+                              "paths or Target objects, e.g. targets=['l4']", target=_shown(target))
+
+
+def _fusion(option: str, fusion: object) -> None:
+    if fusion is not None and not isinstance(fusion, str):
+        _strings(option, fusion, "'epilogue' or ['epilogue', 'elementwise']")  # type: ignore[arg-type]
+
+
+def _listed(option: str, given: object) -> object:
+    """A mapping as given, anything else as a tuple of items (the options are read more than
+    once: a sweep, a formula's grid)."""
+    return given if given is None or isinstance(given, Mapping) else _items(option, given)
+
+
+def _target_items(option: str, targets: object) -> tuple:
+    """A lone string, path or Target is one target (targets="l4" is one target, not four)."""
+    return (targets,) if isinstance(targets, (str, os.PathLike)) or _is_target(targets) else _items(option, targets)
+
+
+def _policy_items(option: str, fusion: object) -> object:
+    return fusion if fusion is None or isinstance(fusion, str) else _items(option, fusion)
 
 
 @dataclass(frozen=True)
 class AnalysisOptions:
     """How one model is analysed. Defaults: the model as stored, no target, every dim bound."""
 
-    input_shapes: InputShapes | None = None
-    """Input name -> shape, or ``NAME:1,3,224,224`` strings (``--input-shape``)."""
-    dims: Dims | None = None
-    """Symbolic dim name -> value, or ``SYMBOL=VALUE`` strings (``--dim``)."""
-    loop_trips: int | None = None
-    """The trip count of Loops whose count the model does not fix (``--loop-trips``)."""
-    elementwise_in_place: bool = False
-    """Single-consumer elementwise ops may overwrite their input (memory; ``--in-place``)."""
-    targets: Sequence[str | Target] = ()
-    """Bundled target names, target file paths or Target objects to place the model on."""
-    dtype: str = "model"
-    """"model" (as stored) or fp32 fp16 bf16 fp8 int8 int4: re-cost as if stored and run in it."""
-    batch: int | None = None
-    """Axis 0 of every input (``--batch``)."""
-    phase: str | None = None
-    """A KV-cached decoder's phase: "prefill" (with ``seq``) or "decode" (with ``context``)."""
-    seq: int | None = None
-    """Prefill: the prompt length."""
-    context: int | None = None
-    """Decode: the tokens attended, the new one included."""
-    encoder_seq: int | None = None
-    """A seq2seq decoder's phase: the length of the encoder output its cross-attention reads."""
-    fusion: str | Sequence[str] | None = None
-    """A fusion policy for every target ("none", "epilogue", "all", rule sets such as
-    "epilogue,elementwise", or a list of rule sets); None: each target's own policy."""
-    overhead: bool = True
-    """False leaves out every target's launch cost per kernel and its efficiency figures."""
-    checker_in_child: bool = False
-    """Run the ONNX checker on a model file in a forked child while the analysis goes on (the
-    onnxroof program does; a process holding much memory should not fork)."""
-    values: Values | None = None
-    """Input name -> the values the graph computes with, or ``NAME=V1,V2`` strings (``--value``)."""
-    partial: bool = False
-    """Leave input dims unbound (nothing assumed; the nodes depending on them not counted)
-    instead of raising :class:`~onnxroof.core.errors.UnboundDims`."""
-    ignore_missing_dims: bool = False
-    """``dims`` may name dims this model lacks (one set of dims for several models)."""
-    search_order: bool = True
-    """Search the execution order with the lowest peak (False: ``memory.best`` is the model's order)."""
-    devices: int = 1
-    """Plan the model on up to this many devices of each target (tensor and pipeline parallelism
-    over the target's ``[interconnect]``); 1: one device, no plan."""
-    micro_batches: int = 1
-    """Pipeline parallelism: the micro-batches in flight (the bubble is (p - 1) / (m + p - 1))."""
+    input_shapes: InputShapes | None = option(
+        None, "Input name -> shape, or ``NAME:1,3,224,224`` strings (``--input-shape``).",
+        _mapping_or_strings(_shape, "{'input': [1, 3, 224, 224]} or ['input:1,3,224,224']"),
+        Flag("--input-shape", SHAPES, 1, "set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 "
+             "(repeatable)", metavar="NAME:D1,D2,...", repeatable=True), COUNTING, convert=_listed)
+    dims: Dims | None = option(
+        None, "Symbolic dim name -> value, or ``SYMBOL=VALUE`` strings (``--dim``).",
+        _mapping_or_strings(_dim, "{'batch': 1} or ['batch=1']"),
+        Flag("--dim", SHAPES, 2, "bind a named (symbolic) dim everywhere, e.g. batch=1 (repeatable)",
+             metavar="SYMBOL=VALUE", repeatable=True), BINDING, convert=_listed)
+    loop_trips: int | None = option(
+        None, "The trip count of Loops whose count the model does not fix (``--loop-trips``).", Count(1),
+        Flag("--loop-trips", SHAPES, 5, "trip count for Loops whose count is not a constant in the model",
+             metavar="N"), COUNTING, back=True)
+    elementwise_in_place: bool = option(
+        False, "Single-consumer elementwise ops may overwrite their input (memory; ``--in-place``).", _switch,
+        Flag("--in-place", TIMING, 8, "let single-consumer elementwise ops overwrite their input (memory analysis)",
+             switch=True), COUNTING, back=True)
+    targets: Sequence[str | Target] = option(
+        (), "Bundled target names, target file paths or Target objects to place the model on.", _targets,
+        Flag("--target", TIMING, 1, "place the model on a hardware target's roofline (repeatable; `onnxroof targets` "
+             "lists them)", metavar="NAME|FILE.toml", repeatable=True), TIMING_ROLE, back=True, convert=_target_items)
+    dtype: str = option(
+        "model", '"model" (as stored) or fp32 fp16 bf16 fp8 int8 int4: re-cost as if stored and run in it.',
+        _dtype_name, Flag("--dtype", TIMING, 2, "re-cost the model as if stored and run in this type (default: as "
+                          "stored)", choices=("fp32", "fp16", "bf16", "fp8", "int8", "int4")), COUNTING, back=True)
+    batch: int | None = option(
+        None, "Axis 0 of every input (``--batch``).", Count(1),
+        Flag("--batch", SHAPES, 3, "set axis 0 of every input to N", metavar="N"), BINDING)
+    phase: str | None = option(
+        None, 'A KV-cached decoder\'s phase: "prefill" (with ``seq``) or "decode" (with ``context``).',
+        Choice(("prefill", "decode")), Flag("--phase", SHAPES, 6, "a KV-cached decoder's phase: prefill (with --seq) "
+                                            "or decode (with --context)"), COUNTING)
+    seq: int | None = option(
+        None, "Prefill: the prompt length.", Count(1),
+        Flag("--seq", SHAPES, 7, "prefill: the prompt length", metavar="N"), BINDING)
+    context: int | None = option(
+        None, "Decode: the tokens attended, the new one included.", Count(0),
+        Flag("--context", SHAPES, 8, "decode: the tokens attended in the step, the new one included (N - 1 cached)",
+             metavar="N"), BINDING)
+    encoder_seq: int | None = option(
+        None, "A seq2seq decoder's phase: the length of the encoder output its cross-attention reads.", Count(1),
+        Flag("--encoder-seq", SHAPES, 9, "with --phase, for a seq2seq decoder (Whisper, T5): the encoder output's "
+             "length its cross-attention reads, when the model leaves it open", metavar="N"), BINDING)
+    fusion: str | Sequence[str] | None = option(
+        None, 'A fusion policy for every target ("none", "epilogue", "all", rule sets such as '
+        '"epilogue,elementwise", or a list of rule sets); None: each target\'s own policy.', _fusion,
+        Flag("--fusion", TIMING, 3, "group nodes into kernels as a runtime does, on every target: none (one kernel "
+             "per node), epilogue, all, or rule sets such as epilogue,elementwise (default: each target's policy)",
+             metavar="POLICY"), TIMING_ROLE, back=True, convert=_policy_items)
+    overhead: bool = option(
+        True, "False leaves out every target's launch cost per kernel and its efficiency figures.", _switch,
+        Flag("--no-overhead", TIMING, 4, "leave out every target's launch cost per kernel and its efficiency figures "
+             "(every kernel at the roofline; with --fusion none: the plain per-node roofline)", switch=True,
+             negated=True), TIMING_ROLE, back=True)
+    checker_in_child: bool = option(
+        False, "Run the ONNX checker on a model file in a forked child while the analysis goes on (the "
+        "onnxroof program does; a process holding much memory should not fork).", _switch, back=True)
+    values: Values | None = option(
+        None, "Input name -> the values the graph computes with, or ``NAME=V1,V2`` strings (``--value``).",
+        _mapping_or_strings(_value, "{'sr': 16000} or ['sr=16000']"),
+        Flag("--value", SHAPES, 4, "the value of an input the graph computes with, e.g. sr=16000 (an If on the "
+             "sample rate is then costed on the branch it takes); repeatable", metavar="NAME=V1,V2,...",
+             repeatable=True), COUNTING, convert=_listed)
+    partial: bool = option(
+        False, "Leave input dims unbound (nothing assumed; the nodes depending on them not counted) "
+        "instead of raising :class:`~onnxroof.core.errors.UnboundDims`.", _switch,
+        Flag("--partial", SHAPES, 10, "analyse with input dims left unbound: nothing assumed, and the nodes "
+             "depending on them not counted", switch=True))
+    ignore_missing_dims: bool = option(
+        False, "``dims`` may name dims this model lacks (one set of dims for several models).", _switch)
+    search_order: bool = option(
+        True, "Search the execution order with the lowest peak (False: ``memory.best`` is the model's order).",
+        _switch, back=True)
+    devices: int = option(
+        1, "Plan the model on up to this many devices of each target (tensor and pipeline parallelism "
+        "over the target's ``[interconnect]``); 1: one device, no plan.", Count(1, MAX_DEVICES, required=True),
+        Flag("--devices", TIMING, 6, "plan the model on up to N devices of each target: tensor and pipeline "
+             "parallelism over the target's interconnect, memory per device, the fewest devices that fit (1 to "
+             f"{MAX_DEVICES:,}; default: 1)", metavar="N"), back=True)
+    micro_batches: int = option(
+        1, "Pipeline parallelism: the micro-batches in flight (the bubble is (p - 1) / (m + p - 1)).", Count(1),
+        Flag("--micro-batches", TIMING, 7, "with --devices: the micro-batches a pipeline keeps in flight (default: "
+             "1)", metavar="M"), back=True)
 
     def __post_init__(self) -> None:
-        # iterables as tuples: the options are read more than once (a sweep, a formula's grid); a
-        # lone string is one item (targets="l4" is one target, not four)
-        for name in ("input_shapes", "dims", "values"):
-            given = getattr(self, name)
-            if given is not None and not isinstance(given, Mapping):
-                object.__setattr__(self, name, _items(name, given))
-        targets = self.targets
-        object.__setattr__(self, "targets", (targets,) if isinstance(targets, (str, os.PathLike)) or
-                           _is_target(targets) else _items("targets", targets))
-        if self.fusion is not None and not isinstance(self.fusion, str):
-            object.__setattr__(self, "fusion", _items("fusion", self.fusion))
+        for name, declared in OPTIONS.items():
+            if declared.convert is not None:
+                object.__setattr__(self, name, declared.convert(name, getattr(self, name)))
         self._check()
 
     def _check(self) -> None:
         """Every value of the right type and in range, or an OptionError naming the argument."""
-        if isinstance(self.input_shapes, Mapping):
-            for name, shape in self.input_shapes.items():
-                _name("input_shapes", name)
-                if isinstance(shape, (str, bytes)) or not (isinstance(shape, Sequence) or hasattr(shape, "tolist")):
-                    raise OptionError("input_shapes", "input_shapes[{name!r}] = {shape}: give the shape as a list of "
-                                      "integers, e.g. input_shapes={{{name!r}: [1, 3, 224, 224]}}", name=name,
-                                      shape=_shown(shape))
-                for dim in shape:
-                    _count("input_shapes", dim, name, minimum=0)
-        elif self.input_shapes is not None:
-            _strings("input_shapes", self.input_shapes, "{'input': [1, 3, 224, 224]} or ['input:1,3,224,224']")
-        if isinstance(self.dims, Mapping):
-            for name, value in self.dims.items():
-                _name("dims", name)
-                _count("dims", value, name, minimum=0)
-        elif self.dims is not None:
-            _strings("dims", self.dims, "{'batch': 1} or ['batch=1']")
-        if isinstance(self.values, Mapping):
-            for name, value in self.values.items():
-                _name("values", name)
-                if hasattr(value, "tolist"):  # a numpy array or scalar
-                    import numpy as np
-
-                    value = np.asarray(value).reshape(-1).tolist()
-                for number in (value if isinstance(value, (list, tuple)) else (value,)):
-                    if not isinstance(number, numbers.Real) or not math.isfinite(number):
-                        raise OptionError("values", "values[{name!r}] = {value}: give a finite number or a list of "
-                                          "them", name=name, value=_shown(value))
-        elif self.values is not None:
-            _strings("values", self.values, "{'sr': 16000} or ['sr=16000']")
-        for target in self.targets:
-            if not isinstance(target, (str, os.PathLike)) and not _is_target(target):
-                raise OptionError("targets", "targets: {target} is not a target: give bundled target names, target "
-                                  "file paths or Target objects, e.g. targets=['l4']", target=_shown(target))
-        if self.fusion is not None and not isinstance(self.fusion, str):
-            _strings("fusion", self.fusion, "'epilogue' or ['epilogue', 'elementwise']")
-        for name, minimum in (("loop_trips", 1), ("batch", 1), ("seq", 1), ("context", 0), ("encoder_seq", 1),
-                              ("micro_batches", 1)):
-            if getattr(self, name) is not None:
-                _count(name, getattr(self, name), None, minimum)
-        _count("devices", self.devices, None, 1, MAX_DEVICES)  # a count of devices, not a dim: its own range
-        for name in ("elementwise_in_place", "overhead", "checker_in_child", "partial", "ignore_missing_dims",
-                     "search_order"):
-            if not isinstance(getattr(self, name), bool):
-                raise OptionError(name, "{name}={value}: give True or False", name=name,
-                                  value=_shown(getattr(self, name)))
-        if not isinstance(self.dtype, str):
-            raise OptionError("dtype", "dtype={value}: give a name such as 'fp16' (or 'model': as stored)",
-                              value=_shown(self.dtype))
-        if self.phase is not None and self.phase not in ("prefill", "decode"):
-            raise OptionError("phase", "{opt.phase} {value}: choose prefill or decode", value=_shown(self.phase))
+        for name, declared in OPTIONS.items():
+            declared.check(name, getattr(self, name))
 
     @classmethod
     def given(cls, options: AnalysisOptions | None, arguments: Mapping[str, object],
@@ -182,6 +313,24 @@ class AnalysisOptions:
         default = AnalysisOptions()
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if getattr(self, f.name) != getattr(default, f.name)}
+
+
+# each option's declaration, by name (AnalysisOptions' field), in the fields' order
+OPTIONS: dict[str, Option] = {f.name: f.metadata["option"] for f in fields(AnalysisOptions)}
+# each option the command line sets -> the flag that sets it (an OptionError names it so there)
+FLAGS: dict[str, str] = {name: declared.flag.name for name, declared in OPTIONS.items() if declared.flag}
+# the options the stages up to shape inference do not read
+BACK_OPTIONS = frozenset(name for name, declared in OPTIONS.items() if declared.back)
+
+
+def with_role(*roles: str) -> tuple[str, ...]:
+    """The options of these roles in a formula's analyses (COUNTING, BINDING, TIMING_ROLE)."""
+    return tuple(name for name, declared in OPTIONS.items() if declared.role in roles)
+
+
+def options_doc(indent: str = "") -> str:
+    """Each option, one paragraph each as its declaration words it: the keywords' documentation."""
+    return "\n".join(f"{indent}``{name}``: {declared.doc}" for name, declared in OPTIONS.items())
 
 
 def check_call(function: str, positional: tuple, keywords: Mapping[str, object], also: Sequence[str] = ()) -> None:

@@ -17,7 +17,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import onnx
 
@@ -41,7 +41,7 @@ from .frontend.shapes import ShapeResult, infer_shapes
 from .memory.liveness import analyze_memory
 from .ops import output_types
 from .ops.plugins import load_entry_points
-from .options import AnalysisOptions, check_progress
+from .options import BACK_OPTIONS, AnalysisOptions, check_call, check_progress, options_doc
 from .result import Analysis, ModelFacts, Totals
 
 if TYPE_CHECKING:  # placing on targets is imported only when targets are given
@@ -49,80 +49,39 @@ if TYPE_CHECKING:  # placing on targets is imported only when targets are given
     from .roofline.targets import Target
 
 
-def analyze(
-    model: str | os.PathLike | onnx.ModelProto,
-    *,  # the options by name: analyze(model, dims={"batch": 1})
-    input_shapes: Mapping[str, Sequence[int]] | Iterable[str] | None = None,
-    dims: Mapping[str, int] | Iterable[str] | None = None,
-    loop_trips: int | None = None,
-    elementwise_in_place: bool = False,
-    targets: Iterable[str | Target] = (),
-    dtype: str = "model",
-    batch: int | None = None,
-    phase: str | None = None,
-    seq: int | None = None,
-    context: int | None = None,
-    encoder_seq: int | None = None,
-    fusion: str | Iterable[str] | None = None,
-    overhead: bool = True,
-    progress: Callable[[str], None] | None = None,
-    checker_in_child: bool = False,
-    values: Mapping[str, Sequence[float] | float] | Iterable[str] | None = None,
-    partial: bool = False,
-    ignore_missing_dims: bool = False,
-    search_order: bool = True,
-    devices: int = 1,
-    micro_batches: int = 1,
-    options: AnalysisOptions | None = None,
-) -> Analysis:
+def analyze(model: str | os.PathLike | onnx.ModelProto, *, options: AnalysisOptions | None = None,
+            progress: Callable[[str], None] | None = None, **changes: Any) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
-    ``input_shapes`` maps input names to shapes (or is a list of ``NAME:1,3,224,224`` strings);
-    ``dims`` maps symbolic dim names to values (or is a list of ``SYMBOL=VALUE`` strings);
-    ``loop_trips`` is the trip count of Loops whose count the model does not fix;
-    ``elementwise_in_place`` lets single-consumer elementwise ops overwrite their input;
-    ``targets`` (names of bundled targets, target file paths or Target objects) are placed on
-    their rooflines; ``dtype`` (fp32 fp16 bf16 int8 int4) re-costs the model as if stored and run
-    in that type; ``batch`` sets axis 0 of every input; ``phase`` ("prefill" with ``seq``, or
-    "decode" with ``context``) binds a KV-cached decoder's dims (explicit ``dims`` win), and
-    ``encoder_seq`` a seq2seq decoder's encoder length where the model leaves it open;
-    ``fusion`` (a policy, "none", "epilogue", "all" or rule sets such as "epilogue,elementwise",
-    or a list of rule sets) groups nodes into kernels on every target instead of each target's
-    own policy; ``overhead=False`` leaves out every target's launch cost per kernel and its
-    efficiency figures (with ``fusion="none"``, the plain roofline); ``values`` maps input names to the values the graph computes with (a sample rate that picks an
-    If branch, a ``total_sequence_length``), or is a list of ``NAME=V1,V2,...`` strings;
-    ``progress`` is called with the name of each stage as it starts; ``checker_in_child`` runs
-    the ONNX checker on a model file in a forked child process while the analysis goes on (on
-    Linux, in a process with no other thread): the onnxroof program does, as forking a process
-    that already holds much memory costs more than the checker.
+    The options (below, as :class:`~onnxroof.options.AnalysisOptions` declares them) are given
+    whole as ``options``, or one by one as keyword arguments (``analyze(model, dims={"batch":
+    1})``), each checked against the declarations (a keyword no option has is an
+    :class:`~onnxroof.core.errors.OptionError` naming it); ``progress`` is called with the name of
+    each stage as it starts.
 
     Unbound input dims: a dim name that stands only for the leading axis of the inputs (a batch
     dim; an unnamed leading axis is named ``batch``) is bound to 1 unless given, and
     ``analysis.assumed_dims`` says so; any other input dim left without a value raises
-    :class:`~onnxroof.core.errors.UnboundDims`, naming each, unless ``partial=True`` (then nothing is
-    assumed and the nodes that depend on them are not counted). ``ignore_missing_dims`` lets
-    ``dims`` name dims this model lacks (one set of dims for several models).
-    ``search_order=False`` skips the search for the execution order with the lowest peak
-    (``memory.best`` is then the model's order): for many analyses that read the model order only.
+    :class:`~onnxroof.core.errors.UnboundDims`, naming each, unless ``partial=True``.
     ``devices`` (more than 1) plans the model on up to that many devices of each target, linked
-    by its ``[interconnect]`` (``analysis.parallel``: :mod:`onnxroof.parallel`), a pipeline keeping
-    ``micro_batches`` in flight.
-    ``options`` gives all of these (but ``progress``) at once, as an
-    :class:`~onnxroof.options.AnalysisOptions`, instead of one by one.
-    """
+    by its ``[interconnect]`` (``analysis.parallel``: :mod:`onnxroof.parallel`).
+
+    The options:
+
+"""
+    check_call("analyze", (), changes, also=("progress", "options"))
     check_progress(progress)
-    keywords = dict(
-        input_shapes=input_shapes, dims=dims, loop_trips=loop_trips, elementwise_in_place=elementwise_in_place,
-        targets=targets, dtype=dtype, batch=batch, phase=phase, seq=seq, context=context, encoder_seq=encoder_seq,
-        fusion=fusion, overhead=overhead, checker_in_child=checker_in_child, values=values, partial=partial,
-        ignore_missing_dims=ignore_missing_dims, search_order=search_order, devices=devices,
-        micro_batches=micro_batches)
-    return analyze_keeping_front(model, options_of(options, keywords), progress)[0]
+    return analyze_keeping_front(model, options_of(options, changes), progress)[0]
 
 
-def options_of(options: AnalysisOptions | None, keywords: Mapping[str, object]) -> AnalysisOptions:
-    """analyze()'s options: ``options``, or its keywords (given both, those not at their defaults are refused)."""
-    given = AnalysisOptions(**keywords)  # type: ignore[arg-type]
+if analyze.__doc__ is not None:  # (none under python -OO)
+    analyze.__doc__ += options_doc("    ") + "\n"
+
+
+def options_of(options: AnalysisOptions | None, changes: Mapping[str, object]) -> AnalysisOptions:
+    """analyze()'s options: ``options``, or its keyword arguments (given both, those not at their
+    defaults are refused)."""
+    given = AnalysisOptions(**changes)  # type: ignore[arg-type]
     return AnalysisOptions.given(options, given.changed()) if options is not None else given
 
 
@@ -168,9 +127,6 @@ class Front:
     shapes: ShapeResult  # in the model's stored types (--dtype recasts a copy)
 
 
-# the options the stages up to shape inference do not read
-BACK_OPTIONS = frozenset({"dtype", "targets", "fusion", "overhead", "elementwise_in_place", "search_order", "devices",
-                          "micro_batches", "loop_trips", "checker_in_child"})
 
 
 def analyze_again(start: Front | onnx.ModelProto, options: AnalysisOptions) -> Analysis:
@@ -354,7 +310,7 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
              progress: Callable[[str], None], label: str = "model") -> _Prepared:
     """The model with its functions inlined and its inputs bound, its decoder layout, its nodes
     and their fields: the work done while the ONNX checker judges the model in a child process."""
-    phase, batch, partial = options.phase, options.batch, options.partial
+    phase, partial = options.phase, options.partial
     notes: list[str] = []
     if proto.functions:
         if checking is not None:
@@ -372,50 +328,78 @@ def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: Ana
         dim_flags = {symbol: value for symbol, value in dim_flags.items() if symbol in symbols}
     layout = detect_decoder(proto, prefill_only=phase == "prefill")
     if layout is None:
-        looks_like = [i.name for i in real_inputs(proto.graph) if _CACHE_NAME.search(i.name)]
-        if looks_like:
-            notes.append(f"input(s) {', '.join(looks_like[:3])} are named like a KV cache, but none is one (looked for "
-                         f"{LOOKED_FOR}): no decoder phase applies; bind the dims with --dim")
+        notes += _cache_like_inputs(proto)
     explicit_dims = set(dim_flags)
-    phase_values: dict[str, list[int]] = {}
-    if phase is None and (options.seq or options.context or options.encoder_seq):  # a flag that would do nothing
-        given = "seq" if options.seq else "context" if options.context else "encoder_seq"
-        needed = {"seq": "prefill", "context": "decode", "encoder_seq": "prefill or decode"}[given]
-        raise OptionError(given, "{opt.%s} sets a decoder's %s step: give {opt.phase} %s with it" % (
-            given, needed.replace(" or ", "/"), needed.replace(" or ", "|")))
-    if phase is not None:
-        if layout is None:
-            raise OptionError("phase", "{opt.phase} {phase}: no KV cache found (looked for {looked_for}); "
-                              "bind the model's dims with {opt.dims} instead", phase=phase, looked_for=LOOKED_FOR)
-        implied, phase_values = phase_dims(layout, phase, options.seq, options.context, batch, options.encoder_seq)
-        dim_flags = implied | dim_flags
-        _check_encoder_length(layout, phase, options.encoder_seq, dim_flags)
+    phase_values, dim_flags = _phase_binding(layout, options, dim_flags)
     fixed = fixed_batch(proto)
     if fixed is not None and fixed.shapes:
         notes.append(fixed.text())
-    if batch is not None:
-        if fixed is not None and (refusal := fixed.refusal(batch)):
-            raise OptionError("batch", "{opt.batch} {batch} cannot be analysed: {refusal}", batch=batch,
-                              refusal=refusal)
-        valued = set(phase_values) | set(value_flags(options.values))  # settings (a merged decoder's switch): no batch
-        given_shapes, dim_flags = batch_flags(proto, batch, given_shapes, dim_flags, valued)
-    assumed: dict[str, int] = {}
-    if not partial:  # a batch dim nobody gave is 1, and every output says so
-        inputs = real_inputs(proto.graph)
-        shaped = {name for name, _ in given_shapes}
-        if None in shaped:  # --input-shape 1,3,224,224 names the only input
-            shaped |= {i.name for i in inputs}
-        for symbol in batch_symbols(proto):
-            carriers = [i.name for i in inputs
-                        if i.type.tensor_type.shape.dim and i.type.tensor_type.shape.dim[0].dim_param == symbol]
-            if symbol not in dim_flags and not all(name in shaped for name in carriers):
-                dim_flags[symbol] = assumed[symbol] = 1
+    if options.batch is not None:
+        given_shapes, dim_flags = _batch_binding(proto, fixed, options, given_shapes, dim_flags, phase_values)
+    # a batch dim nobody gave is 1, and every output says so
+    assumed = {} if partial else _assumed_batch_dims(proto, given_shapes, dim_flags)
     bind_inputs(proto, given_shapes, dim_flags)
     if not partial and not (layout is not None and phase is not None) and (unbound := unbound_dims(proto)):
         # (a decoder's phase leaves its head size to the graph: checked once that is bound)
         raise UnboundDims(label, unbound, assumed, decoder=layout is not None)
     progress(f"inferring shapes of {len(nodes):,} nodes")
     return _Prepared(proto, layout, nodes, fields, phase_values, explicit_dims, assumed, notes, fixed)
+
+
+def _cache_like_inputs(proto: onnx.ModelProto) -> list[str]:
+    """A note when inputs are named like a KV cache although no decoder layout was found."""
+    looks_like = [i.name for i in real_inputs(proto.graph) if _CACHE_NAME.search(i.name)]
+    if not looks_like:
+        return []
+    return [f"input(s) {', '.join(looks_like[:3])} are named like a KV cache, but none is one (looked for "
+            f"{LOOKED_FOR}): no decoder phase applies; bind the dims with --dim"]
+
+
+def _phase_binding(layout: DecoderLayout | None, options: AnalysisOptions,
+                   dims: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """The input values a decoder's phase stands for, and the dims with those it implies (the
+    explicit ones win); a phase's length without a phase, or a phase without a cache, refused."""
+    phase = options.phase
+    if phase is None and (options.seq or options.context or options.encoder_seq):  # a flag that would do nothing
+        given = "seq" if options.seq else "context" if options.context else "encoder_seq"
+        needed = {"seq": "prefill", "context": "decode", "encoder_seq": "prefill or decode"}[given]
+        raise OptionError(given, "{opt.%s} sets a decoder's %s step: give {opt.phase} %s with it" % (
+            given, needed.replace(" or ", "/"), needed.replace(" or ", "|")))
+    if phase is None:
+        return {}, dims
+    if layout is None:
+        raise OptionError("phase", "{opt.phase} {phase}: no KV cache found (looked for {looked_for}); "
+                          "bind the model's dims with {opt.dims} instead", phase=phase, looked_for=LOOKED_FOR)
+    implied, phase_values = phase_dims(layout, phase, options.seq, options.context, options.batch, options.encoder_seq)
+    dims = implied | dims
+    _check_encoder_length(layout, phase, options.encoder_seq, dims)
+    return phase_values, dims
+
+
+def _batch_binding(proto: onnx.ModelProto, fixed: FixedBatch | None, options: AnalysisOptions, given_shapes: list,
+                   dims: dict[str, int], phase_values: dict[str, list[int]]) -> tuple[list, dict[str, int]]:
+    """The shapes and dims with ``options.batch`` on axis 0 of every input (a batch a static
+    export fixes in its shapes refused where it cannot be changed)."""
+    batch = options.batch
+    if fixed is not None and (refusal := fixed.refusal(batch)):
+        raise OptionError("batch", "{opt.batch} {batch} cannot be analysed: {refusal}", batch=batch, refusal=refusal)
+    valued = set(phase_values) | set(value_flags(options.values))  # settings (a merged decoder's switch): no batch
+    return batch_flags(proto, batch, given_shapes, dims, valued)
+
+
+def _assumed_batch_dims(proto: onnx.ModelProto, given_shapes: list, dims: dict[str, int]) -> dict[str, int]:
+    """The batch dims nobody gave (by a dim or every input's shape), bound to 1: added to ``dims``."""
+    assumed: dict[str, int] = {}
+    inputs = real_inputs(proto.graph)
+    shaped = {name for name, _ in given_shapes}
+    if None in shaped:  # --input-shape 1,3,224,224 names the only input
+        shaped |= {i.name for i in inputs}
+    for symbol in batch_symbols(proto):
+        carriers = [i.name for i in inputs
+                    if i.type.tensor_type.shape.dim and i.type.tensor_type.shape.dim[0].dim_param == symbol]
+        if symbol not in dims and not all(name in shaped for name in carriers):
+            dims[symbol] = assumed[symbol] = 1
+    return assumed
 
 
 def _check_encoder_length(layout: DecoderLayout, phase: str, encoder_seq: int | None, dims: dict[str, int]) -> None:

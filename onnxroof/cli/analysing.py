@@ -1,6 +1,10 @@
 """The steps the analysing commands share: a model from its source, one analysis with the flags'
 options (its warnings printed, --strict enforced), several in parallel processes, a sweep, and
-the formulas' progress. The pipeline itself is imported when an analysis starts."""
+the formulas' progress. The pipeline itself is imported when an analysis starts.
+
+A command turns its flags into typed values at its edge (:meth:`Analysing.from_flags`: the
+analysis options and the command line's own settings for analysing); the steps here take those,
+not the flags."""
 
 from __future__ import annotations
 
@@ -9,17 +13,38 @@ import json
 import os
 import pickle
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..core.errors import EXIT_OK, IncompleteAnalysis, OnnxroofError, UsageError
-from .options import formula_options, options_from_flags
 from ..core.text import one_line
+from ..options import AnalysisOptions
+from .options import options_from_flags
 from .output import StageLines, emit, error_text, gate, safe_stem
 
 if TYPE_CHECKING:
     from ..result import Analysis
+
+
+@dataclass(frozen=True)
+class Analysing:
+    """What an analysing command was asked, typed: the analysis options and the command line's
+    own settings for analysing (made once, at the command's edge; it pickles, for the workers)."""
+
+    options: AnalysisOptions
+    quiet: bool = False  # -q: no progress or warnings on stderr
+    strict: bool = False  # --strict: an incomplete analysis exits 2
+    findings: bool = True  # not --no-findings
+    debug: bool = False  # --debug: tracebacks
+    kept: list | None = field(default=None, compare=False)  # receives the analysis of a process about to end
+
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace, several_models: bool) -> Analysing:
+        """The flags of :func:`~onnxroof.cli.options.analysis_options` as typed values;
+        ``several_models``: the command analyses several models with one set of flags."""
+        return cls(options_from_flags(args, several_models), quiet=args.quiet, strict=args.strict,
+                   findings=not args.no_findings, debug=args.debug, kept=args.kept)
 
 
 def model_from(source: str):
@@ -31,27 +56,27 @@ def model_from(source: str):
     return source
 
 
-def analyze_source(source: str, args: argparse.Namespace) -> Analysis:
+def analyze_source(source: str, asked: Analysing) -> Analysis:
     """One model analysed with the flags' options; its warnings on stderr (unless -q)."""
     from ..findings import analyze
 
-    progress = None if args.quiet else StageLines(Path(source).name)
-    analysis = analyze(model_from(source), progress=progress, options=options_from_flags(args))
-    if getattr(args, "no_findings", False):
+    progress = None if asked.quiet else StageLines(Path(source).name)
+    analysis = analyze(model_from(source), progress=progress, options=asked.options)
+    if not asked.findings:
         analysis.reviewer = None  # the findings are made on first use: none will be
-    vet(analysis, args)
+    vet(analysis, asked)
     return analysis
 
 
-def vet(analysis: Analysis, args: argparse.Namespace, name: str | None = None) -> None:
+def vet(analysis: Analysis, asked: Analysing, name: str | None = None) -> None:
     """An analysis's warnings on stderr (unless -q); refused (exit 2) under --strict when
     incomplete, and when it counted nothing (no totals to show). ``name``: the model's, when the
     analysis had its parsed model rather than its file (--symbolic)."""
     name = name or analysis.model.name
-    if not args.quiet:
+    if not asked.quiet:
         for warning in analysis.warnings:
             print(one_line(f"onnxroof: warning: {name}: {warning}"), file=sys.stderr)
-    if args.strict and not analysis.complete:
+    if asked.strict and not analysis.complete:
         raise IncompleteAnalysis(
             f"{name}: the analysis is incomplete (see the warnings above) and --strict is set; nothing written"
         )
@@ -61,23 +86,23 @@ def vet(analysis: Analysis, args: argparse.Namespace, name: str | None = None) -
         raise IncompleteAnalysis(f"{name}: nothing could be counted: {reason}")
 
 
-def analyze_many(sources: list[str], args: argparse.Namespace) -> list[Analysis]:
-    """Analyse several models in parallel processes (one per core), keeping their order."""
-    jobs = min(len(sources), args.jobs or os.cpu_count() or 1)
+def analyze_many(sources: list[str], asked: Analysing, jobs: int | None) -> list[Analysis]:
+    """Analyse several models in parallel processes (``jobs``, default one per core), keeping their order."""
+    jobs = min(len(sources), jobs or os.cpu_count() or 1)
     if jobs <= 1:
-        return [analyze_source(source, args) for source in sources]
+        return [analyze_source(source, asked) for source in sources]
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_analyze_in_worker, sources, [args] * len(sources)))
+        return list(pool.map(_analyze_in_worker, sources, [asked] * len(sources)))
 
 
-def _analyze_in_worker(source: str, args: argparse.Namespace) -> Analysis:
+def _analyze_in_worker(source: str, asked: Analysing) -> Analysis:
     """:func:`analyze_source` in a worker process, whose error must reach the main process: one
     that would not be rebuilt there (which breaks the whole pool) is sent as its text, an
     OnnxroofError still as one (exit 2), anything else as a RuntimeError (an internal error)."""
     try:
-        return analyze_source(source, args)
+        return analyze_source(source, asked)
     except Exception as exc:
         try:
             pickle.loads(pickle.dumps(exc))
@@ -110,7 +135,7 @@ def on_one_model(args: argparse.Namespace, work: Callable[[str, list], int]) -> 
     source = f"example:{args.example}" if args.example else args.model
     _check_not_a_flag_value(args, source)
     if args.sweep:
-        return _sweep(source, args, budgets)
+        return _sweep(source, args, Analysing.from_flags(args, several_models=False), budgets)
     return work(source, budgets)
 
 
@@ -130,11 +155,11 @@ def _check_not_a_flag_value(args: argparse.Namespace, source: str) -> None:
                          f"drop {source!r}, or give the model's path")
 
 
-def analyze_one(source: str, args: argparse.Namespace) -> Analysis:
-    """The analysis of summary, report or explain, kept for a process about to end (``args.kept``)."""
-    analysis = analyze_source(source, args)
-    if args.kept is not None:
-        args.kept.append(analysis)
+def analyze_one(source: str, asked: Analysing) -> Analysis:
+    """The analysis of summary, report or explain, kept for a process about to end (``asked.kept``)."""
+    analysis = analyze_source(source, asked)
+    if asked.kept is not None:
+        asked.kept.append(analysis)
     return analysis
 
 
@@ -148,19 +173,19 @@ def order_output(args: argparse.Namespace, analysis: Analysis) -> list[tuple[str
     return [("--emit-order", args.emit_order, order_text(analysis.memory.best.schedule.order))]
 
 
-def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
+def _sweep(source: str, args: argparse.Namespace, asked: Analysing, budgets: list) -> int:
     """summary or report --sweep: one analysis per point, as one table, document or page."""
     from ..compare.budgets import check_budgets
     from ..compare.sweep import parse_sweep, run_sweep
     from ..frontend.inputs import parse_dim
 
-    options = replace(options_from_flags(args), dims=dict(parse_dim(text) for text in args.dim))
+    options = replace(asked.options, dims=dict(parse_dim(text) for text in args.dim))
     points = run_sweep(model_from(source), [parse_sweep(text) for text in args.sweep], options)
-    if not args.quiet:
+    if not asked.quiet:
         for point in points:
             for warning in point.warnings:
                 print(one_line(f"onnxroof: warning: {warning}"), file=sys.stderr)
-    if args.strict and not all(p.analysis.complete for p in points):
+    if asked.strict and not all(p.analysis.complete for p in points):
         raise IncompleteAnalysis("a sweep point is incomplete (see the warnings above) and --strict is set")
     results = [r for p in points for r in check_budgets(budgets, p.analysis)]
     if args.command == "report":
@@ -181,28 +206,28 @@ def _sweep(source: str, args: argparse.Namespace, budgets: list) -> int:
     return gate(results, args.quiet)
 
 
-def formula_progress(source: str, args: argparse.Namespace):
+def formula_progress(source: str, quiet: bool):
     """Stage lines on stderr once fitting takes over 1.5 s; none under -q."""
-    return None if args.quiet else StageLines(Path(source).name)
+    return None if quiet else StageLines(Path(source).name)
 
 
-def symbolic_formulas(source: str, args: argparse.Namespace, **arguments):
+def symbolic_formulas(source: str, asked: Analysing, **arguments):
     """--symbolic's formulas of one model, whose uncounted nodes are vetted as summary vets
     them: the same warnings, and the same refusal when nothing is counted (an invalid Conv)."""
-    from ..symbolic.formulas import formulas
+    from ..symbolic.formulas import formula_options, formulas
 
     model = model_from(source)
-    found = formulas(model, progress=formula_progress(source, args), options=formula_options(args), **arguments)
+    found = formulas(model, progress=formula_progress(source, asked.quiet), options=formula_options(asked.options),
+                     **arguments)
     if found.uncounted is not None:  # its file's stem names it, as in summary (the fits read the parsed model)
-        vet(found.uncounted, args, Path(model).stem if isinstance(model, str) else None)
+        vet(found.uncounted, asked, Path(model).stem if isinstance(model, str) else None)
     return found
 
 
-def free_formulas(source: str, args: argparse.Namespace):
+def free_formulas(source: str, asked: Analysing):
     """The formulas in the dims the model leaves free, whatever values the flags give them
     (--formulas of summary and report)."""
-    from ..symbolic.formulas import formulas
+    from ..symbolic.formulas import formula_options, formulas
 
-    return formulas(model_from(source), progress=formula_progress(source, args),
-                    options=formula_options(args, bound=False))
-
+    return formulas(model_from(source), progress=formula_progress(source, asked.quiet),
+                    options=formula_options(asked.options, bound=False))

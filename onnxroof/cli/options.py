@@ -4,101 +4,86 @@ the groups --help shows, and each command's examples; :mod:`onnxroof.cli.app` bu
 from __future__ import annotations
 
 import argparse
+import functools
 import math
-from dataclasses import replace
+from typing import Callable
 
-from ..options import MAX_DEVICES, AnalysisOptions
+from ..options import FLAGS as FLAGS  # (the flag of each option: error_text words errors with it)
+from ..options import MAX_DEVICES, OPTIONS, SHAPES, TIMING, AnalysisOptions, Choice, Count, Option
 
 
 def analysis_options(parser: argparse.ArgumentParser) -> None:
-    """How a model is costed: the same flags for one model or several, in groups as --help shows them."""
-    shapes = parser.add_argument_group("shapes and values (a batch dim left open is 1; any other open dim exits 2)")
-    shapes.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
-                        help="set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 (repeatable)")
-    shapes.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
-                        help="bind a named (symbolic) dim everywhere, e.g. batch=1 (repeatable)")
-    shapes.add_argument("--batch", type=positive_int, metavar="N", help="set axis 0 of every input to N")
-    shapes.add_argument("--value", action="append", default=[], metavar="NAME=V1,V2,...",
-                        help="the value of an input the graph computes with, e.g. sr=16000 (an If on the sample "
-                             "rate is then costed on the branch it takes); repeatable")
-    shapes.add_argument("--loop-trips", type=positive_int, metavar="N",
-                        help="trip count for Loops whose count is not a constant in the model")
-    shapes.add_argument("--phase", choices=("prefill", "decode"),
-                        help="a KV-cached decoder's phase: prefill (with --seq) or decode (with --context)")
-    shapes.add_argument("--seq", type=positive_int, metavar="N", help="prefill: the prompt length")
-    shapes.add_argument("--context", type=non_negative_int, metavar="N", help="decode: the tokens attended in the step, the new one included (N - 1 cached)")
-    shapes.add_argument("--encoder-seq", type=positive_int, metavar="N",
-                        help="with --phase, for a seq2seq decoder (Whisper, T5): the encoder output's length its "
-                             "cross-attention reads, when the model leaves it open")
-    shapes.add_argument("--partial", action="store_true",
-                        help="analyse with input dims left unbound: nothing assumed, and the nodes depending on them "
-                             "not counted")
-    hardware = parser.add_argument_group("targets and timing")
-    hardware.add_argument("--target", action="append", default=[], metavar="NAME|FILE.toml",
-                          help="place the model on a hardware target's roofline (repeatable; `onnxroof targets` lists them)")
-    hardware.add_argument("--dtype", choices=("fp32", "fp16", "bf16", "fp8", "int8", "int4"),
-                          help="re-cost the model as if stored and run in this type (default: as stored)")
-    hardware.add_argument("--fusion", metavar="POLICY",
-                          help="group nodes into kernels as a runtime does, on every target: none (one kernel per node), "
-                               "epilogue, all, or rule sets such as epilogue,elementwise (default: each target's policy)")
-    hardware.add_argument("--no-overhead", action="store_true",
-                          help="leave out every target's launch cost per kernel and its efficiency figures (every kernel at "
-                               "the roofline; with --fusion none: the plain per-node roofline)")
-    hardware.add_argument("--no-findings", action="store_true",
-                          help="leave out what to change on each target and the memory fit, which analyse the model "
-                               "a few times more (a very large model's summary in one analysis)")
-    hardware.add_argument("--devices", type=device_count, metavar="N",
-                          help="plan the model on up to N devices of each target: tensor and pipeline parallelism over "
-                               f"the target's interconnect, memory per device, the fewest devices that fit (1 to "
-                               f"{MAX_DEVICES:,}; default: 1)")
-    hardware.add_argument("--micro-batches", type=positive_int, metavar="M",
-                          help="with --devices: the micro-batches a pipeline keeps in flight (default: 1)")
-    hardware.add_argument("--in-place", action="store_true",
-                          help="let single-consumer elementwise ops overwrite their input (memory analysis)")
-    other = parser.add_argument_group("rules and diagnostics")
-    other.add_argument("--plugin", action="append", default=[], metavar="FILE.py",
-                       help="a Python file that registers cost rules with onnxroof.register (repeatable); it is run "
-                            "as Python with your rights: pass only files you trust")
-    other.add_argument("--strict", action="store_true",
-                       help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")
-    other.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
-    other.add_argument("--debug", action="store_true", help="show tracebacks")
+    """How a model is costed: the same flags for one model or several, in groups as --help shows
+    them: each analysis option's flag as its declaration (:mod:`onnxroof.options`) says, among the
+    command line's own flags (``COMMAND_FLAGS``)."""
+    groups = {title: parser.add_argument_group(title) for title in (SHAPES, TIMING, _DIAGNOSTICS)}
+    placed: list[tuple[str, int, Callable[[argparse._ArgumentGroup], object]]] = [
+        (declared.flag.group, declared.flag.place, functools.partial(_add_flag, declared))
+        for declared in OPTIONS.values() if declared.flag is not None]
+    for group, place, add in sorted(placed + COMMAND_FLAGS, key=lambda flag: (list(groups).index(flag[0]), flag[1])):
+        add(groups[group])
 
 
-# each analysis option (an AnalysisOptions field, as an OptionError names it) -> the flag that sets it
-FLAGS = {"input_shapes": "--input-shape", "dims": "--dim", "values": "--value", "loop_trips": "--loop-trips",
-         "elementwise_in_place": "--in-place", "targets": "--target", "dtype": "--dtype", "batch": "--batch",
-         "phase": "--phase", "seq": "--seq", "context": "--context", "encoder_seq": "--encoder-seq", "fusion": "--fusion",
-         "overhead": "--no-overhead", "partial": "--partial", "devices": "--devices",
-         "micro_batches": "--micro-batches"}
+def _add_flag(declared: Option, group: argparse._ArgumentGroup) -> None:
+    """An option's flag, its value checked as the option's check would (a count's range, a choice)."""
+    flag = declared.flag
+    assert flag is not None
+    if flag.switch:
+        group.add_argument(flag.name, action="store_true", help=flag.help)
+    elif flag.repeatable:
+        group.add_argument(flag.name, action="append", default=[], metavar=flag.metavar, help=flag.help)
+    else:
+        check = declared.check
+        choices = flag.choices or (check.choices if isinstance(check, Choice) else None)
+        group.add_argument(flag.name, type=_count_argument(check) if isinstance(check, Count) else None,
+                           choices=choices, metavar=flag.metavar, help=flag.help)
 
 
-def options_from_flags(args: argparse.Namespace) -> AnalysisOptions:
-    """The analysis options the flags give (those of :func:`analysis_options`)."""
-    return AnalysisOptions(
-        input_shapes=args.input_shape, dims=args.dim, values=args.value, loop_trips=args.loop_trips,
-        elementwise_in_place=args.in_place, targets=args.target, dtype=args.dtype or "model", batch=args.batch,
-        fusion=args.fusion, overhead=not args.no_overhead, phase=args.phase, seq=args.seq, context=args.context,
-        encoder_seq=args.encoder_seq, checker_in_child=args.program, partial=args.partial,
-        devices=getattr(args, "devices", None) or 1, micro_batches=getattr(args, "micro_batches", None) or 1,
-        # one set of flags for several models: a dim one of them lacks is not an error for it
-        ignore_missing_dims=hasattr(args, "models") or hasattr(args, "base"))
+def _count_argument(count: Count) -> Callable[[str], int]:
+    """A count's flag value: a whole number of the count's minimum or more (its upper end, if it
+    has one, is the options' check)."""
+    if count.maximum is not None:
+        return device_count
+    return positive_int if count.minimum >= 1 else non_negative_int
 
 
-# what decides the counts a formula is fitted to
-_COUNTING_OPTIONS = ("input_shapes", "values", "loop_trips", "dtype", "phase", "elementwise_in_place")
-_BINDING_OPTIONS = ("dims", "batch", "seq", "context", "encoder_seq")  # values for dims: a formula leaves them free unless bound
-_TIMING_OPTIONS = ("targets", "fusion", "overhead")  # (not devices: a formula is one device's)  # what decides the latency formulas
+_DIAGNOSTICS = "rules and diagnostics"
+# the command line's own flags among the analysis options' (group, place in it, how it is added)
+COMMAND_FLAGS: list[tuple[str, int, Callable[[argparse._ArgumentGroup], object]]] = [
+    (TIMING, 5, lambda group: group.add_argument(
+        "--no-findings", action="store_true", help="leave out what to change on each target and the memory fit, which "
+        "analyse the model a few times more (a very large model's summary in one analysis)")),
+    (_DIAGNOSTICS, 1, lambda group: group.add_argument(
+        "--plugin", action="append", default=[], metavar="FILE.py", help="a Python file that registers cost rules "
+        "with onnxroof.register (repeatable); it is run as Python with your rights: pass only files you trust")),
+    (_DIAGNOSTICS, 2, lambda group: group.add_argument(
+        "--strict", action="store_true", help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")),
+    (_DIAGNOSTICS, 3, lambda group: group.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress or warnings on stderr")),
+    (_DIAGNOSTICS, 4, lambda group: group.add_argument("--debug", action="store_true", help="show tracebacks")),
+]
 
 
-def formula_options(args: argparse.Namespace, bound: bool = True) -> AnalysisOptions:
-    """The options of the analyses a formula is fitted to: the flags that change the counts, with
-    the dims the flags bind (``bound``) or without (the report's formulas are in every dim the
-    model leaves free, whatever values its numbers take), and the targets for their latency
-    formulas; every other option at its default."""
-    given = options_from_flags(args)
-    kept = _COUNTING_OPTIONS + (_BINDING_OPTIONS if bound else ()) + (_TIMING_OPTIONS if given.targets else ())
-    return replace(AnalysisOptions(), **{name: getattr(given, name) for name in kept})
+def options_from_flags(args: argparse.Namespace, several_models: bool) -> AnalysisOptions:
+    """The analysis options the flags of :func:`analysis_options` give: each option's flag, read
+    as its declaration says (a switch, negated or not; a value, or the option's default when the
+    flag is not given). ``several_models``: the command's one set of flags is for several models
+    (compare, check, diff), so a dim one of them lacks is not an error for it."""
+    given = {name: _flag_value(args, name, declared) for name, declared in OPTIONS.items() if declared.flag}
+    # the onnxroof program itself (not main() called in a larger process) may fork a small child
+    return AnalysisOptions(**given, checker_in_child=args.program, ignore_missing_dims=several_models)
+
+
+def _flag_value(args: argparse.Namespace, name: str, declared: Option) -> object:
+    flag = declared.flag
+    assert flag is not None
+    value = getattr(args, flag.name.lstrip("-").replace("-", "_"))
+    if flag.negated:
+        return not value
+    return getattr(_DEFAULTS, name) if value is None else value
+
+
+_DEFAULTS = AnalysisOptions()
 
 
 def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:

@@ -53,76 +53,105 @@ def run_in_workers(function: Callable[[Any], Any], items: Iterable[Any], jobs: i
     an exception it raises anyway reaches here as a "raised" failure, and the worker goes on.
     ``initializer`` runs in each worker as it starts (imports, plugins), before its clock does."""
     pending = deque(items)
-    context = multiprocessing.get_context()
-    workers: list[_Worker] = []
+    pool = _Pool(function, jobs, timeout, initializer)
+    try:
+        while pending or pool.busy():
+            pool.hand_out(pending)
+            yield from pool.collect()
+    finally:
+        pool.close()
 
-    def start() -> _Worker:
-        here, there = context.Pipe()
-        process = context.Process(target=_serve, args=(there, function, initializer), daemon=True,
-                                  name="onnxroof-worker")
+
+class _Pool:
+    """The worker processes of one :func:`run_in_workers`, and which item each one holds."""
+
+    def __init__(self, function: Callable[[Any], Any], jobs: int, timeout: float | None,
+                 initializer: Callable[[], None] | None):
+        self.function, self.jobs, self.timeout, self.initializer = function, jobs, timeout, initializer
+        self.context = multiprocessing.get_context()
+        self.workers: list[_Worker] = []
+
+    def busy(self) -> list[_Worker]:
+        return [w for w in self.workers if w.busy]
+
+    def start(self) -> _Worker:
+        here, there = self.context.Pipe()
+        process = self.context.Process(target=_serve, args=(there, self.function, self.initializer), daemon=True,
+                                       name="onnxroof-worker")
         process.start()
         there.close()
         worker = _Worker(process, here)
-        workers.append(worker)
+        self.workers.append(worker)
         try:  # ready: a fresh interpreter (spawn) imports before it counts against a time limit
             if here.poll(_START_S) and here.recv() == _READY:
                 return worker
         except (EOFError, OSError):
             pass
-        retire(worker)
+        self.retire(worker)
         raise RuntimeError(ended(process.exitcode, "a worker process, starting,"))
 
-    def retire(worker: _Worker) -> None:
-        workers.remove(worker)
+    def retire(self, worker: _Worker) -> None:
+        self.workers.remove(worker)
         worker.connection.close()
         if worker.process.is_alive():
             worker.process.kill()
         worker.process.join()
 
-    try:
-        while pending or any(w.busy for w in workers):
-            for worker in [w for w in workers if not w.busy and not w.process.is_alive()]:
-                retire(worker)  # it ended after its last result: the next item goes to a new one
-            while pending and (len(workers) < jobs or any(not w.busy for w in workers)):
-                worker = next((w for w in workers if not w.busy), None) or start()
-                worker.item, worker.busy, worker.started = pending.popleft(), True, time.monotonic()
-                try:
-                    worker.connection.send(worker.item)
-                except (BrokenPipeError, EOFError, OSError):  # it died before taking it: noticed below
-                    pass
-            busy = [w for w in workers if w.busy]
-            now = time.monotonic()
-            deadlines = [w.started + timeout - now for w in busy] if timeout else []
-            ready = wait([w.connection for w in busy] + [w.process.sentinel for w in busy],
-                         timeout=max(0.0, min(deadlines)) if deadlines else None)
-            for worker in busy:
-                elapsed = time.monotonic() - worker.started
-                outcome = None
-                if worker.connection in ready or worker.process.sentinel in ready:
-                    try:
-                        if worker.connection.poll():
-                            received = worker.connection.recv()
-                            outcome = (Outcome(worker.item, failure=received.text, kind="raised", seconds=elapsed)
-                                       if isinstance(received, Raised) else
-                                       Outcome(worker.item, result=received, seconds=elapsed))
-                    except (EOFError, OSError):
-                        pass
-                    if outcome is None:  # the sentinel, or a pipe closed: the process ended
-                        worker.process.join(timeout=5)
-                        outcome = Outcome(worker.item, failure=ended(worker.process.exitcode), kind="died",
-                                          seconds=elapsed)
-                        retire(worker)
-                elif timeout and elapsed >= timeout:
-                    outcome = Outcome(worker.item, failure=f"over the time limit: not done in {timeout:g} s",
-                                      kind="timeout", seconds=elapsed)
-                    retire(worker)
-                if outcome is not None:
-                    worker.busy, worker.item = False, None
-                    yield outcome
-    finally:
-        # an idle worker is told to stop (the pipe's end would not reach it while a worker forked
-        # later holds a copy of it); a busy one is killed
-        for worker in workers:
+    def hand_out(self, pending: deque) -> None:
+        """An item to each idle worker, and to new workers up to ``jobs``."""
+        for worker in [w for w in self.workers if not w.busy and not w.process.is_alive()]:
+            self.retire(worker)  # it ended after its last result: the next item goes to a new one
+        while pending and (len(self.workers) < self.jobs or any(not w.busy for w in self.workers)):
+            worker = next((w for w in self.workers if not w.busy), None) or self.start()
+            worker.item, worker.busy, worker.started = pending.popleft(), True, time.monotonic()
+            try:
+                worker.connection.send(worker.item)
+            except (BrokenPipeError, EOFError, OSError):  # it died before taking it: noticed below
+                pass
+
+    def collect(self) -> Iterator[Outcome]:
+        """The outcomes of the items done (or over their time) once one is, or a deadline passes."""
+        busy = self.busy()
+        now = time.monotonic()
+        deadlines = [w.started + self.timeout - now for w in busy] if self.timeout else []
+        ready = wait([w.connection for w in busy] + [w.process.sentinel for w in busy],
+                     timeout=max(0.0, min(deadlines)) if deadlines else None)
+        for worker in busy:
+            outcome = self._outcome(worker, ready)
+            if outcome is not None:
+                worker.busy, worker.item = False, None
+                yield outcome
+
+    def _outcome(self, worker: _Worker, ready: list) -> Outcome | None:
+        elapsed = time.monotonic() - worker.started
+        if worker.connection in ready or worker.process.sentinel in ready:
+            return self._received(worker, elapsed)
+        if self.timeout and elapsed >= self.timeout:
+            outcome = Outcome(worker.item, failure=f"over the time limit: not done in {self.timeout:g} s",
+                              kind="timeout", seconds=elapsed)
+            self.retire(worker)
+            return outcome
+        return None
+
+    def _received(self, worker: _Worker, elapsed: float) -> Outcome:
+        """What a worker that is ready sent: its result, the error it raised, or (it ended) why none."""
+        try:
+            if worker.connection.poll():
+                received = worker.connection.recv()
+                return (Outcome(worker.item, failure=received.text, kind="raised", seconds=elapsed)
+                        if isinstance(received, Raised) else Outcome(worker.item, result=received, seconds=elapsed))
+        except (EOFError, OSError):
+            pass
+        # the sentinel, or a pipe closed: the process ended
+        worker.process.join(timeout=5)
+        outcome = Outcome(worker.item, failure=ended(worker.process.exitcode), kind="died", seconds=elapsed)
+        self.retire(worker)
+        return outcome
+
+    def close(self) -> None:
+        """An idle worker is told to stop (the pipe's end would not reach it while a worker forked
+        later holds a copy of it); a busy one is killed."""
+        for worker in self.workers:
             if worker.busy:
                 worker.process.kill()
             else:
@@ -131,7 +160,7 @@ def run_in_workers(function: Callable[[Any], Any], items: Iterable[Any], jobs: i
                 except OSError:
                     pass
             worker.connection.close()
-        for worker in workers:
+        for worker in self.workers:
             worker.process.join(timeout=5)
             if worker.process.is_alive():
                 worker.process.kill()

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..core.text import printable
 from ..ops import OpTrait, traits_of
-from ..options import AnalysisOptions, check_progress
+from ..options import BINDING, COUNTING, TIMING_ROLE, AnalysisOptions, check_progress, with_role
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
 from .polynomials import (LARGE, Monomial, Pieces, Polynomial, envelope, evaluate, fit, last_holding, ordered,
@@ -169,6 +169,15 @@ def candidates_text(candidates: list[Polynomial], dims: list[str]) -> str:
     return f"the largest of: {'; '.join(shown)}{more}"
 
 
+def formula_options(given: AnalysisOptions, bound: bool = True) -> AnalysisOptions:
+    """The options of the analyses a formula is fitted to: those that change the counts, with the
+    dims ``given`` binds (``bound``) or without (the report's formulas are in every dim the model
+    leaves free, whatever values its numbers take), and the targets' for their latency formulas;
+    every other option at its default. The roles are the options' declarations'."""
+    roles = (COUNTING,) + ((BINDING,) if bound else ()) + ((TIMING_ROLE,) if given.targets else ())
+    return replace(AnalysisOptions(), **{name: getattr(given, name) for name in with_role(*roles)})
+
+
 def free_dims(model: Any, options: AnalysisOptions) -> tuple[list[str], bool]:
     """The named input dims the options leave unbound (the dims a formula is in), and whether the
     model is a KV-cached decoder: one partial analysis, not placed on any target."""
@@ -207,30 +216,12 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
     :data:`HELD` for the others' formulas. ``progress`` hears each step (the grid, the checks
     past it, each target's latency)."""
     from ..pipeline import dim_values
-    from ..core.errors import UsageError
 
     options = AnalysisOptions.given(options, arguments, "formulas")
     check_progress(progress)
     if modules and by is None:
         by = "module"
-    # a decoder's phase without its length: the formula is in that length (the export's own dim
-    # names, one per cache, are tied by the phase)
-    phase_length = {"decode": "context", "prefill": "seq"}.get(options.phase or "")
-    decoder = False
-    if phase_length and getattr(options, phase_length) is None:
-        dims = [phase_length]
-    else:
-        phase_length = None
-        dims, decoder = free_dims(model, options)
-    decode_note = None
-    if len(dims) > MAX_DIMS and decoder and options.phase is None:
-        # each cache's length is a dim of its own: one decode step ties them to the attended length
-        options = replace(options, phase="decode")
-        phase_length, dims = "context", ["context"]
-        decode_note = ("a KV-cached decoder: the formulas are for one decode step, in the attended length (context); "
-                       "--phase prefill gives the prompt's, in seq")
-    if len(dims) > MAX_DIMS:
-        raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
+    dims, phase_length, options, decode_note = _dims_to_fit(model, options)
     given = dim_values(options.dims)
     options = replace(options, dims=None)  # each analysis of the grid gives them, with the free ones
     if isinstance(model, (str, os.PathLike)):
@@ -249,15 +240,47 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
             result.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
                                    f"({fitter.culprit_text()}): bind {'it' if len(held) == 1 else 'them'} with --dim")
         elif held:
-            kept = [d for d in dims if d not in held]
-            again = _Fitter(model, kept, {**given, **{d: HELD for d in held}}, None, options, by, modules or 2,
-                            progress).run()
-            again.held = {d: HELD for d in held}
-            again.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
-                                  f"({fitter.culprit_text()}): held at {HELD} for the formulas in the others; "
-                                  f"give --dim {held[0]}=N for another value")
-            return again
+            return _held_fixed(fitter, held, given)
     return result
+
+
+def _dims_to_fit(model: Any, options: AnalysisOptions) -> tuple[list[str], str | None, AnalysisOptions, str | None]:
+    """The dims the formulas are in, the decoder phase's length among them (or None), the options
+    (a KV-cached decoder with more free dims than :data:`MAX_DIMS`: its decode step's), and a note
+    saying that phase was chosen."""
+    from ..core.errors import UsageError
+
+    # a decoder's phase without its length: the formula is in that length (the export's own dim
+    # names, one per cache, are tied by the phase)
+    phase_length = {"decode": "context", "prefill": "seq"}.get(options.phase or "")
+    decoder = False
+    if phase_length and getattr(options, phase_length) is None:
+        dims = [phase_length]
+    else:
+        phase_length = None
+        dims, decoder = free_dims(model, options)
+    decode_note = None
+    if len(dims) > MAX_DIMS and decoder and options.phase is None:
+        # each cache's length is a dim of its own: one decode step ties them to the attended length
+        options = replace(options, phase="decode")
+        phase_length, dims = "context", ["context"]
+        decode_note = ("a KV-cached decoder: the formulas are for one decode step, in the attended length (context); "
+                       "--phase prefill gives the prompt's, in seq")
+    if len(dims) > MAX_DIMS:
+        raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
+    return dims, phase_length, options, decode_note
+
+
+def _held_fixed(fitter: _Fitter, held: list[str], given: dict[str, int]) -> Formulas:
+    """The formulas in the dims that feed the sizes polynomially, the others held at :data:`HELD`."""
+    kept = [d for d in fitter.dims if d not in held]
+    again = _Fitter(fitter.model, kept, {**given, **{d: HELD for d in held}}, None, fitter.options, fitter.by,
+                    fitter.depth, fitter.progress).run()
+    again.held = {d: HELD for d in held}
+    again.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
+                          f"({fitter.culprit_text()}): held at {HELD} for the formulas in the others; "
+                          f"give --dim {held[0]}=N for another value")
+    return again
 
 
 class _Fitter:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError, sigterm_stops
 from ...core.files import LineStream
-from ..analysing import analyze_source
+from ..analysing import Analysing, analyze_source
 from ..options import EXAMPLES, analysis_options, budget_option, positive_int, positive_seconds
 from ...core.text import one_line
 from ..output import error_text
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             line = json.dumps(record, ensure_ascii=False) if jsonl else text_line(record)
         except Exception as exc:  # a bug in writing this model's line: the line says so, and the run goes on
-            record = failed(str(record.get("model")), "internal_error", _internal(exc, args))
+            record = failed(str(record.get("model")), "internal_error", _internal(exc, args.debug))
             line = json.dumps(record, ensure_ascii=False) if jsonl else text_line(record)
         stream.write(line)
         worst = max(worst, EXIT_CODES[record["status"]])
@@ -104,6 +104,12 @@ def models_of(sources: list[str]) -> tuple[list[str], list[dict]]:
 
 def records(sources: list[str], args: argparse.Namespace, budgets: list):
     """Each model's record, as each finishes: here one by one, or in worker processes."""
+    try:
+        asked = Analysing.from_flags(args, several_models=True)
+    except OnnxroofError as exc:  # the flags' options: every model's error, as each analysis would find
+        for source in sources:
+            yield failed(source, "error", error_text(exc))
+        return
     if args.jobs <= 1 and args.timeout is None:
         # the collector on between models (the program turns it off for one big analysis): each
         # analysis leaves some cyclic garbage, which over hundreds of models adds up
@@ -111,7 +117,7 @@ def records(sources: list[str], args: argparse.Namespace, budgets: list):
         gc.enable()
         try:
             for source in sources:
-                yield check_one(args, budgets, source)
+                yield check_one(asked, budgets, source)
         finally:
             if not collecting:
                 gc.disable()
@@ -120,7 +126,7 @@ def records(sources: list[str], args: argparse.Namespace, budgets: list):
 
     _prepare(())  # the pipeline imported once, before the workers fork from this process
     # the flags go to each worker once, as it starts; each model is then only its path
-    for outcome in run_in_workers(functools.partial(check_one, args, budgets), sources,
+    for outcome in run_in_workers(functools.partial(check_one, asked, budgets), sources,
                                   jobs=min(args.jobs, len(sources)) or 1, timeout=args.timeout,
                                   initializer=functools.partial(_prepare, tuple(args.plugin))):
         source = outcome.item
@@ -137,32 +143,32 @@ def records(sources: list[str], args: argparse.Namespace, budgets: list):
                                          f"(onnxroof check {source})", outcome.seconds)
 
 
-def check_one(args: argparse.Namespace, budgets: list, source: str) -> dict:
+def check_one(asked: Analysing, budgets: list, source: str) -> dict:
     """One model's record: its totals, targets and budgets, or the error that stopped it. It
     raises nothing but an interrupt: any failure (a bug in onnxroof, a plugin that calls
     sys.exit) is this model's record, and the run goes on."""
     start = time.monotonic()
     try:
-        return _record(args, budgets, source, start)
+        return _record(asked, budgets, source, start)
     except OnnxroofError as exc:
         return failed(source, "error", error_text(exc), time.monotonic() - start)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a bug in onnxroof (or a plugin's exit): this model's line says so
-        return failed(source, "internal_error", _internal(exc, args), time.monotonic() - start)
+        return failed(source, "internal_error", _internal(exc, asked.debug), time.monotonic() - start)
 
 
-def _internal(exc: BaseException, args: argparse.Namespace) -> str:
+def _internal(exc: BaseException, debug: bool) -> str:
     """An internal error as a model's line (its traceback on stderr with --debug)."""
-    if args.debug:
+    if debug:
         traceback.print_exception(exc)
     return f"{type(exc).__name__}: {exc} (rerun with --debug and report it)"
 
 
-def _record(args: argparse.Namespace, budgets: list, source: str, start: float) -> dict:
+def _record(asked: Analysing, budgets: list, source: str, start: float) -> dict:
     from ...compare.budgets import check_budgets
 
-    analysis = analyze_source(source, args)
+    analysis = analyze_source(source, asked)
     results = check_budgets(budgets, analysis)
     totals = analysis.totals
     return {

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from ...core.errors import EXIT_OK
-from ..analysing import analyze_many
+from ..analysing import Analysing, analyze_many
 from ..options import EXAMPLES, analysis_options, positive_int
 from ..output import emit_page
 
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ...report.text.diff_tables import compare_document, render_compare_markdown, render_compare_table
 
-    analyses = analyze_many(args.models, args)
+    analyses = analyze_many(args.models, Analysing.from_flags(args, several_models=True), args.jobs)
     if args.format == "json":
         text = json.dumps(compare_document(analyses), indent=2) + "\n"
     elif args.format == "markdown":

@@ -8,7 +8,7 @@ import json
 import os
 
 from ...core.errors import EXIT_OK
-from ..analysing import analyze_source, symbolic_formulas
+from ..analysing import Analysing, analyze_source, symbolic_formulas
 from ..options import EXAMPLES, analysis_options, budget_option
 from ..output import emit, emit_page, gate, safe_stem
 
@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     if args.symbolic:
         from ...symbolic.formulas import difference, formulas_lines
 
-        change = difference(symbolic_formulas(args.base, args), symbolic_formulas(args.head, args))
+        asked = Analysing.from_flags(args, several_models=True)
+        change = difference(symbolic_formulas(args.base, asked), symbolic_formulas(args.head, asked))
         emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n", args)
         return EXIT_OK
     from ...compare.budgets import check_budgets, parse_budget
@@ -56,8 +57,9 @@ def run(args: argparse.Namespace) -> int:
     from ...report.text.diff_tables import diff_document, render_diff_markdown, render_diff_table
 
     budgets = [parse_budget(text) for text in args.fail_if]
-    base = analyze_source(args.base, args)
-    head = base if same_source(args.base, args.head) else analyze_source(args.head, args)
+    asked = Analysing.from_flags(args, several_models=True)
+    base = analyze_source(args.base, asked)
+    head = base if same_source(args.base, args.head) else analyze_source(args.head, asked)
     diff = diff_analyses(base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold)
     results = check_budgets(budgets, head, base)
     if args.format == "json":

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ...core.errors import EXIT_OK
-from ..analysing import analyze_one, on_one_model
+from ..analysing import Analysing, analyze_one, on_one_model
 from ..options import EXAMPLES, analysis_options
 
 HELP = "show how one node's numbers were computed"
@@ -31,6 +31,6 @@ def run(args: argparse.Namespace) -> int:
 def _explain(source: str, args: argparse.Namespace) -> int:
     from ...report.text.table import render_explain
 
-    analysis = analyze_one(source, args)
+    analysis = analyze_one(source, Analysing.from_flags(args, several_models=False))
     sys.stdout.write(render_explain(analysis, analysis.find_node(args.node)))
     return EXIT_OK

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ...core.errors import EXIT_OK
-from ..analysing import analyze_one, on_one_model
+from ..analysing import Analysing, analyze_one, on_one_model
 from ..options import EXAMPLES, analysis_options, positive_int
 from ..output import emit, safe_stem
 
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 def _graph(source: str, args: argparse.Namespace) -> int:
     from ...report.graph.views import render_graph_svg
 
-    analysis = analyze_one(source, args)
+    analysis = analyze_one(source, Analysing.from_flags(args, several_models=False))
     output = args.output or f"{safe_stem(analysis.model.name)}.graph.svg"
     emit(output, render_graph_svg(analysis, args.depth, args.module), args)
     if not args.quiet and output != "-":

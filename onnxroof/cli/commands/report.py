@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..analysing import analyze_one, free_formulas, on_one_model, order_output
+from ..analysing import Analysing, analyze_one, free_formulas, on_one_model, order_output
 from ..options import EXAMPLES, single_model
 from ..output import emit, gate, safe_stem
 
@@ -32,9 +32,10 @@ def _report(source: str, budgets: list, args: argparse.Namespace) -> int:
     from ...compare.budgets import check_budgets
     from ...report.html.pages import render_html
 
-    analysis = analyze_one(source, args)
+    asked = Analysing.from_flags(args, several_models=False)
+    analysis = analyze_one(source, asked)
     output = args.output or f"{safe_stem(analysis.model.name)}.report.html"
-    found = free_formulas(source, args) if args.formulas else None
+    found = free_formulas(source, asked) if args.formulas else None
     results = check_budgets(budgets, analysis)
     # every output produced before any is written: the order file is not replaced by a run that fails
     emit(output, render_html(analysis, colour_by=args.colour_by, formulas=found), args, also=order_output(args, analysis))

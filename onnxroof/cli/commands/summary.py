@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING, Iterable
 
 from ...core.errors import EXIT_OK, UsageError
-from ..analysing import analyze_one, free_formulas, on_one_model, order_output, symbolic_formulas
+from ..analysing import Analysing, analyze_one, free_formulas, on_one_model, order_output, symbolic_formulas
 from ..options import EXAMPLES, positive_int, single_model
 from ..output import emit, gate
 
@@ -49,8 +49,9 @@ def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
 
     if args.symbolic:
         return _symbolic(source, args)
-    analysis = analyze_one(source, args)
-    found = free_formulas(source, args) if args.formulas else None
+    asked = Analysing.from_flags(args, several_models=False)
+    analysis = analyze_one(source, asked)
+    found = free_formulas(source, asked) if args.formulas else None
     results = check_budgets(budgets, analysis)
     # every output produced before any is written: the order file is not replaced by a run that fails
     emit(args.output, summary_chunks(analysis, args.format, args.by or "node", args.depth, found), args,
@@ -64,7 +65,8 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
 
     if args.depth is not None and args.by != "module":
         raise UsageError("--depth goes with --by module")
-    found = symbolic_formulas(source, args, by=args.by, modules=args.depth)
+    found = symbolic_formulas(source, Analysing.from_flags(args, several_models=False), by=args.by,
+                              modules=args.depth)
     if args.format == "json":
         text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
     elif args.format == "table":

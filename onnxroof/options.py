@@ -29,8 +29,9 @@ import difflib
 import math
 import numbers
 import os
-from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 from .core.errors import OptionError
 from .core.tensors import MAX_DIM, MAX_DIM_TEXT
@@ -39,11 +40,11 @@ if TYPE_CHECKING:  # targets are loaded by the pipeline, and only when given
     from .roofline.targets import Target
 
 # the forms the flags give and the API takes: a mapping, or the flags' strings
-InputShapes = Union[Mapping[str, Sequence[int]], Sequence[str]]
-Dims = Union[Mapping[str, int], Sequence[str]]
+InputShapes = Mapping[str, Sequence[int]] | Sequence[str]
+Dims = Mapping[str, int] | Sequence[str]
 # the most devices a plan considers (a rack-scale NVLink domain has 576)
 MAX_DEVICES = 4096
-Values = Union[Mapping[str, Union[Sequence[float], float]], Sequence[str]]
+Values = Mapping[str, Sequence[float] | float] | Sequence[str]
 Check = Callable[[str, Any], None]  # (the option's name, its value): raises an OptionError naming it
 
 # the groups --help lists the flags in (the command line adds its own flags to them)
@@ -111,7 +112,7 @@ class Choice:
 
     def __call__(self, option: str, value: object) -> None:
         if value is not None and value not in self.choices:
-            raise OptionError(option, "{opt.%s} {value}: choose %s" % (option, " or ".join(self.choices)),
+            raise OptionError(option, f"{{opt.{option}}} {{value}}: choose {' or '.join(self.choices)}",
                               value=_shown(value))
 
 
@@ -397,9 +398,10 @@ def _count(option: str, value: object, where: str | None, minimum: int, maximum:
     """A whole number in [minimum, MAX_DIM] (or [minimum, ``maximum``], a count with a range of its
     own, said in the message): not a bool, a float or a string. ``where`` is the mapping key it is
     the value of (None: the option's own value, which a flag may have given)."""
-    head = "{opt.%s} {value}" % option if where is None else "%s[{where!r}] = {value}" % option
+    head = f"{{opt.{option}}} {{value}}" if where is None else f"{option}[{{where!r}}] = {{value}}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise OptionError(option, head + ": give a whole number (an int)", where=where, value=_shown(value))
+    value = int(value)  # (a numpy integer: compared as a Python int)
     if maximum is not None and not minimum <= value <= maximum:
         raise OptionError(option, head + ": give a whole number from {minimum} to {maximum:,}", where=where,
                           value=int(value), minimum=minimum, maximum=maximum)

@@ -14,10 +14,11 @@ import gc
 import os
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import onnx
 
@@ -29,12 +30,21 @@ from .cost.kv_report import llm_report
 from .cost.llm import LOOKED_FOR, DecoderLayout, detect_decoder, dims_fixed_by_the_graph, phase_dims
 from .cost.records import CostOptions, NodeRecord, NodeStatus, TensorRecord
 from .cost.splits import cost_graph_with_sizes
-from .frontend.inputs import (
-    batch_flags, batch_symbols, bind_inputs, dim_values, fix_digit_dims, input_values, name_unnamed_batch_axes,
-    real_inputs, shape_flags, unbound_dims, value_flags,
-)
 from .frontend.fixed_batch import FixedBatch, fixed_batch
 from .frontend.functions import inline_functions
+from .frontend.inputs import (
+    batch_flags,
+    batch_symbols,
+    bind_inputs,
+    dim_values,
+    fix_digit_dims,
+    input_values,
+    name_unnamed_batch_axes,
+    real_inputs,
+    shape_flags,
+    unbound_dims,
+    value_flags,
+)
 from .frontend.load import PendingCheck, check_in_memory, open_model
 from .frontend.scopes import separate_sibling_scopes
 from .frontend.shapes import ShapeResult, infer_shapes
@@ -185,7 +195,8 @@ def _front(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
         proto, checking = open_model(path, options.checker_in_child)
         file_bytes = Path(path).stat().st_size
     try:
-        prepared = _prepare(proto, checking, options, progress, Path(path).name if path else proto.graph.name or "model")
+        prepared = _prepare(proto, checking, options, progress,
+                            Path(path).name if path else proto.graph.name or "model")
     except BaseException:
         if checking is not None:
             checking.wait()  # the checker's verdict comes first, as when it ran before anything else
@@ -193,7 +204,8 @@ def _front(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
     if checking is not None:
         checking.wait()  # before ONNX's shape inference sees the model
     proto, layout = prepared.model, prepared.layout
-    given_values = input_values(proto, prepared.phase_values | value_flags(options.values))  # explicit values win
+    given: dict[str, Sequence[float]] = {**prepared.phase_values, **value_flags(options.values)}  # explicit ones win
+    given_values = input_values(proto, given)
     shapes = _infer(proto, prepared, given_values)
     if layout is not None and options.phase is not None:
         # dims the export leaves symbolic although the graph fixes them (a head size): bound, and again
@@ -272,7 +284,8 @@ def _back(front: Front, options: AnalysisOptions, progress: Callable[[str], None
                              for report in analysis.targets]
     analysis.warnings = prepared.notes + shapes.notes + size_notes + _warnings(analysis)
     if options.devices > 1 and not analysis.targets:  # said, not silently nothing
-        analysis.warnings.append(f"several devices ({options.devices}) are planned on a target's devices, linked by its "
+        analysis.warnings.append(f"several devices ({options.devices}) are planned on a target's devices, linked by "
+                                 "its "
                                  "interconnect: give a target to plan them")
     return analysis
 
@@ -284,7 +297,8 @@ def _with_inputs(tensors: dict[str, TensorRecord], inputs: list[TensorInfo]) -> 
     if not missing:
         return tensors
     return tensors | {i.name: TensorRecord(i.name, dtype_name(i.dtype), i.shape,
-                                           tensor_bytes(i.numel, i.dtype) if i.numel is not None else None, "input", None)
+                                           tensor_bytes(i.numel, i.dtype) if i.numel is not None else None, "input",
+                                           None)
                       for i in missing}
 
 
@@ -363,8 +377,8 @@ def _phase_binding(layout: DecoderLayout | None, options: AnalysisOptions,
     if phase is None and (options.seq or options.context or options.encoder_seq):  # a flag that would do nothing
         given = "seq" if options.seq else "context" if options.context else "encoder_seq"
         needed = {"seq": "prefill", "context": "decode", "encoder_seq": "prefill or decode"}[given]
-        raise OptionError(given, "{opt.%s} sets a decoder's %s step: give {opt.phase} %s with it" % (
-            given, needed.replace(" or ", "/"), needed.replace(" or ", "|")))
+        raise OptionError(given, f"{{opt.{given}}} sets a decoder's {needed.replace(' or ', '/')} step: give "
+                          f"{{opt.phase}} {needed.replace(' or ', '|')} with it")
     if phase is None:
         return {}, dims
     if layout is None:
@@ -381,6 +395,7 @@ def _batch_binding(proto: onnx.ModelProto, fixed: FixedBatch | None, options: An
     """The shapes and dims with ``options.batch`` on axis 0 of every input (a batch a static
     export fixes in its shapes refused where it cannot be changed)."""
     batch = options.batch
+    assert batch is not None  # (called only when a batch is given)
     if fixed is not None and (refusal := fixed.refusal(batch)):
         raise OptionError("batch", "{opt.batch} {batch} cannot be analysed: {refusal}", batch=batch, refusal=refusal)
     valued = set(phase_values) | set(value_flags(options.values))  # settings (a merged decoder's switch): no batch
@@ -511,8 +526,10 @@ def _warnings(analysis: Analysis) -> list[str]:
     warnings = []
     if analysis.unresolved_dims:
         fixes = " ".join(dict.fromkeys(d.fix for d in analysis.unresolved_dims))
-        names = ", ".join(f"{d.input_name}[{d.axis}]" + (f" ({d.symbol})" if d.symbol else "") for d in analysis.unresolved_dims)
-        warnings.append(f"input dims not bound: {names}; nodes depending on them are not counted. Fix (with your values): {fixes}")
+        names = ", ".join(f"{d.input_name}[{d.axis}]" + (f" ({d.symbol})" if d.symbol else "")
+                          for d in analysis.unresolved_dims)
+        warnings.append(f"input dims not bound: {names}; nodes depending on them are not counted. Fix (with your "
+                        f"values): {fixes}")
     if analysis.totals.unsupported:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unsupported.items())
         warnings.append(f"unsupported ops (not counted): {ops}")
@@ -531,11 +548,13 @@ def _warnings(analysis: Analysis) -> list[str]:
     if analysis.totals.not_counted:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
         reasons = sorted({r.reason for r in analysis.nodes if r.status == NodeStatus.UNKNOWN_VALUE})
-        warnings.append(f"nodes not counted (unknown shapes or values, invalid nodes, or sizes only the data decides): {ops}" + (f"; {reasons[0]}" if reasons else ""))
+        warnings.append("nodes not counted (unknown shapes or values, invalid nodes, or sizes only the data decides): "
+                        f"{ops}" + (f"; {reasons[0]}" if reasons else ""))
     from .roofline.target_paths import origin_note
 
     # last (the first warning is the reason nothing was counted): a target ./hardware or the user's folder gave
-    return warnings + [note for note in dict.fromkeys(origin_note(r.target.name, r.target.path) for r in analysis.targets)
+    return warnings + [note for note in dict.fromkeys(origin_note(r.target.name, r.target.path)
+                                                      for r in analysis.targets)
                        if note]
 
 
@@ -561,7 +580,8 @@ def _undecided_conditions(analysis: Analysis) -> list[str]:
                 stack.extend(producer[tensor.producer].inputs)
         if deciding:
             flags = " ".join(f"--value {name}=V" for name in sorted(deciding))
-            found.append(f"If {record.name}: its condition depends on the value of input {', '.join(sorted(deciding))}, "
+            found.append(f"If {record.name}: its condition depends on the value of input "
+                         f"{', '.join(sorted(deciding))}, "
                          f"which was not given: the costlier branch is counted; give it ({flags}, values= in Python) "
                          "to cost the branch the model takes")
     return found

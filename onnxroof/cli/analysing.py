@@ -13,9 +13,10 @@ import json
 import os
 import pickle
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..core.errors import EXIT_OK, IncompleteAnalysis, OnnxroofError, UsageError
 from ..core.text import one_line

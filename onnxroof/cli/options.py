@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..options import FLAGS as FLAGS  # (the flag of each option: error_text words errors with it)
 from ..options import MAX_DEVICES, OPTIONS, SHAPES, TIMING, AnalysisOptions, Choice, Count, Option
@@ -20,7 +21,7 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
     placed: list[tuple[str, int, Callable[[argparse._ArgumentGroup], object]]] = [
         (declared.flag.group, declared.flag.place, functools.partial(_add_flag, declared))
         for declared in OPTIONS.values() if declared.flag is not None]
-    for group, place, add in sorted(placed + COMMAND_FLAGS, key=lambda flag: (list(groups).index(flag[0]), flag[1])):
+    for group, _, add in sorted(placed + COMMAND_FLAGS, key=lambda flag: (list(groups).index(flag[0]), flag[1])):
         add(groups[group])
 
 
@@ -35,8 +36,8 @@ def _add_flag(declared: Option, group: argparse._ArgumentGroup) -> None:
     else:
         check = declared.check
         choices = flag.choices or (check.choices if isinstance(check, Choice) else None)
-        group.add_argument(flag.name, type=_count_argument(check) if isinstance(check, Count) else None,
-                           choices=choices, metavar=flag.metavar, help=flag.help)
+        typed: dict[str, Any] = {"type": _count_argument(check)} if isinstance(check, Count) else {}  # else text
+        group.add_argument(flag.name, choices=choices, metavar=flag.metavar, help=flag.help, **typed)
 
 
 def _count_argument(count: Count) -> Callable[[str], int]:
@@ -57,7 +58,8 @@ COMMAND_FLAGS: list[tuple[str, int, Callable[[argparse._ArgumentGroup], object]]
         "--plugin", action="append", default=[], metavar="FILE.py", help="a Python file that registers cost rules "
         "with onnxroof.register (repeatable); it is run as Python with your rights: pass only files you trust")),
     (_DIAGNOSTICS, 2, lambda group: group.add_argument(
-        "--strict", action="store_true", help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")),
+        "--strict", action="store_true",
+        help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")),
     (_DIAGNOSTICS, 3, lambda group: group.add_argument(
         "-q", "--quiet", action="store_true", help="no progress or warnings on stderr")),
     (_DIAGNOSTICS, 4, lambda group: group.add_argument("--debug", action="store_true", help="show tracebacks")),
@@ -74,7 +76,7 @@ def options_from_flags(args: argparse.Namespace, several_models: bool) -> Analys
     return AnalysisOptions(**given, checker_in_child=args.program, ignore_missing_dims=several_models)
 
 
-def _flag_value(args: argparse.Namespace, name: str, declared: Option) -> object:
+def _flag_value(args: argparse.Namespace, name: str, declared: Option) -> Any:
     flag = declared.flag
     assert flag is not None
     value = getattr(args, flag.name.lstrip("-").replace("-", "_"))
@@ -91,12 +93,14 @@ def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
     parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
     analysis_options(parser)
     parser.add_argument("--sweep", action="append", default=[], metavar="SYMBOL=V1,V2,...",
-                        help="analyse at every value (a dim name, or batch, dtype, seq, context, encoder_seq); repeatable: "
+                        help="analyse at every value (a dim name, or batch, dtype, seq, context, encoder_seq); "
+                             "repeatable: "
                              "the product of the values")
     parser.add_argument("--emit-order", metavar="FILE",
                         help="write the lowest-peak execution order found, one node name per line (a backslash "
                              "and control characters in a name written as Python escapes: \\\\, \\x0a)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the output to FILE (whole or not at all; - is standard output)")
     if budgets:
         budget_option(parser, relative=False)
 
@@ -104,7 +108,8 @@ def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
 def budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
     example = "'flops>+5%%', 'latency[myriad-x]>+2%%', " if relative else ""
     parser.add_argument("--fail-if", action="append", default=[], metavar="BUDGET",
-                        help=f"exit 1 if a budget is broken, e.g. {example}'params>5M', 'peak_memory>2MiB' (repeatable)")
+                        help=f"exit 1 if a budget is broken, e.g. {example}'params>5M', 'peak_memory>2MiB' "
+                             "(repeatable)")
 
 
 def non_negative_int(text: str) -> int:

@@ -17,9 +17,10 @@ import signal
 import sys
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 
 @dataclass
@@ -189,7 +190,7 @@ class Raised:
     text: str
 
     @classmethod
-    def of(cls, exc: BaseException) -> "Raised":
+    def of(cls, exc: BaseException) -> Raised:
         return cls(f"{type(exc).__name__}: {exc}")
 
 

@@ -27,20 +27,35 @@ with a step) is named and held at :data:`HELD` for the others' formulas.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
 import textwrap
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..core.text import printable
 from ..ops import OpTrait, traits_of
 from ..options import BINDING, COUNTING, TIMING_ROLE, AnalysisOptions, check_progress, with_role
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
-from .polynomials import (LARGE, Monomial, Pieces, Polynomial, envelope, evaluate, fit, last_holding, ordered,
-                          piecewise_difference, polynomial_text, power_text, span_text, undominated)
+from .polynomials import (
+    LARGE,
+    Pieces,
+    Polynomial,
+    envelope,
+    evaluate,
+    fit,
+    last_holding,
+    ordered,
+    piecewise_difference,
+    polynomial_text,
+    power_text,
+    span_text,
+    undominated,
+)
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -51,7 +66,7 @@ MAX_DIMS = 3  # 4^3 = 64 analyses; beyond, bind some dims
 HELD = 64  # the value a dim is held at when it feeds sizes non-polynomially, for the others' formulas
 COLUMNS = 120  # the terminal width the formulas wrap to
 PIECES_SHOWN = 4  # a piecewise peak's candidates listed, in several dims
-METRICS: dict[str, Callable[["Analysis"], int | None]] = {
+METRICS: dict[str, Callable[[Analysis], int | None]] = {
     "macs": lambda a: a.totals.macs,
     "flops": lambda a: a.totals.flops,
     "params": lambda a: a.totals.params,
@@ -75,7 +90,7 @@ class Formulas:
     ``candidates`` (those no other one dominates, the largest at large dims first)."""
 
     dims: list[str]
-    polynomials: dict[str, dict[Monomial, int] | None] = field(default_factory=dict)
+    polynomials: dict[str, Polynomial | None] = field(default_factory=dict)
     refuted: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the formulas assume (a data-dependent size's bound)
     pieces: dict[str, Pieces] = field(default_factory=dict)
@@ -120,6 +135,7 @@ class Formulas:
         dim) or its largest candidate's at large dims."""
         if metric not in ("macs", "peak_bytes"):
             return None
+        polynomial: Polynomial | None
         if metric in self.pieces:
             polynomial = self.pieces[metric][-1][2]
         elif metric in self.candidates:
@@ -139,7 +155,9 @@ class Formulas:
     def to_dict(self) -> dict:
         def entry(metric: str) -> dict:
             if metric in self.pieces or metric in self.candidates:
-                pieces = self.pieces.get(metric) or [(None, None, p) for p in self.candidates[metric]]
+                given = self.pieces.get(metric)
+                pieces: list[tuple[int | None, int | None, Polynomial]] = (
+                    list(given) if given else [(None, None, p) for p in self.candidates[metric]])
                 return {"text": self.text(metric), "largest_of": [
                     {"from": start, "to": end, "text": polynomial_text(p, self.dims), "terms": _terms(p, self.dims)}
                     for start, end, p in pieces]}
@@ -189,7 +207,8 @@ def free_dims(model: Any, options: AnalysisOptions) -> tuple[list[str], bool]:
     if unnamed:
         from ..core.errors import UsageError
 
-        raise UsageError(f"--symbolic: {unnamed[0].input_name} axis {unnamed[0].axis} has no name to write a formula in; "
+        raise UsageError(f"--symbolic: {unnamed[0].input_name} axis {unnamed[0].axis} has no name to write a formula "
+                         "in; "
                          f"bind it with {unnamed[0].fix}")
     return list(dict.fromkeys(d.symbol for d in partial.unresolved_dims if d.symbol)), partial.llm is not None
 
@@ -298,10 +317,10 @@ class _Fitter:
         self.samples: dict[tuple[int, ...], _Sample] = {}
         self.far = (FAR,) * len(dims)  # past the sizes whose values the analysis computes
         self.culprits: dict[str, str] = {}  # dim -> the first node whose cost is no polynomial in it
-        self._analyses: dict[tuple[int, ...], "Analysis"] = {}  # beyond the grid: the far checks' (bisections)
-        self.uncounted: "Analysis | None" = None  # the first analysis with nodes not counted
+        self._analyses: dict[tuple[int, ...], Analysis] = {}  # beyond the grid: the far checks' (bisections)
+        self.uncounted: Analysis | None = None  # the first analysis with nodes not counted
 
-    def analysis(self, values: tuple[int, ...]) -> "Analysis":
+    def analysis(self, values: tuple[int, ...]) -> Analysis:
         """The analysis at ``values``; those past the grid are kept (the bisections of every
         metric and target share them), the grid's are read once into their samples."""
         if values in self._analyses:
@@ -311,13 +330,14 @@ class _Fitter:
             self._analyses[values] = analysis
         return analysis
 
-    def _analyze(self, values: tuple[int, ...]) -> "Analysis":
+    def _analyze(self, values: tuple[int, ...]) -> Analysis:
         from ..pipeline import analyze
 
         # the formulas read the model order's peak only: no search for a better order
         grid = replace(self.options, partial=True, search_order=False)
         if self.phase_length:
-            return analyze(self.model, options=replace(grid, dims=self.given or None, **{self.phase_length: values[0]}))
+            length: dict[str, Any] = {self.phase_length: values[0]}
+            return analyze(self.model, options=replace(grid, dims=self.given or None, **length))
         return analyze(self.model, options=replace(grid, dims={**self.given, **dict(zip(self.dims, values))}))
 
     def measure(self, values: tuple[int, ...]) -> _Sample:
@@ -357,7 +377,7 @@ class _Fitter:
             self.progress(f"the latency formula on {name}")
             reports = {point: sample.placements[name] for point, sample in self.samples.items()}
             result.latency.append(latency_formula(name, self.dims, reports, SAMPLES, self.check, peak,
-                                                  (lambda point, name=name: self._report_at(point, name))
+                                                  functools.partial(self._report_at, target=name)
                                                   if self.dims else None, self.progress))
         return result
 
@@ -375,10 +395,12 @@ class _Fitter:
 
         def holds(value: int, metric: str) -> bool:
             found = self.measure((value,) * len(self.dims)).metrics
-            return metric in found and result.evaluate(metric, dict(zip(self.dims, (value,) * len(self.dims)))) == found[metric]
+            return (metric in found
+                    and result.evaluate(metric, dict(zip(self.dims, (value,) * len(self.dims)))) == found[metric])
 
         for metric in result.polynomials:
-            if result.evaluate(metric, dict(zip(self.dims, self.far))) is None or metric not in far or holds(FAR, metric):
+            if (result.evaluate(metric, dict(zip(self.dims, self.far))) is None or metric not in far
+                    or holds(FAR, metric)):
                 continue
 
             last = last_holding(CHECK, FAR, lambda value, metric=metric: holds(value, metric))
@@ -398,8 +420,9 @@ class _Fitter:
         predicted, actual = evaluate(polynomial, self.check), self.samples[self.check].metrics[metric]
         if predicted != actual:
             result.polynomials[metric] = None
-            result.refuted[metric] = (f"at {', '.join(f'{d}={CHECK}' for d in self.dims)} the analysis gives {actual:,}, "
-                                      f"the fitted polynomial {predicted:,}: the cost is piecewise or data-dependent here")
+            result.refuted[metric] = (f"at {', '.join(f'{d}={CHECK}' for d in self.dims)} the analysis gives "
+                                      f"{actual:,}, the fitted polynomial {predicted:,}: the cost is piecewise or "
+                                      "data-dependent here")
             return
         result.polynomials[metric] = polynomial  # type: ignore[assignment]
 
@@ -422,7 +445,8 @@ class _Fitter:
                 return None
             candidates.append(polynomial)
         kept = [candidates[i] for i in undominated(candidates)]
-        pieces = [(piece.start, piece.end, kept[piece.index]) for piece in envelope(kept)] if len(self.dims) == 1 else []
+        pieces = ([(piece.start, piece.end, kept[piece.index]) for piece in envelope(kept)] if len(self.dims) == 1
+                  else [])
         if len(kept) == 1 or len(pieces) == 1:  # one polynomial is the largest everywhere
             result.polynomials["peak_bytes"] = (pieces[0][2] if pieces else kept[0])  # type: ignore[assignment]
             result.refuted.pop("peak_bytes", None)
@@ -465,7 +489,7 @@ def _line_fails(values: list[int], beyond: int) -> bool:
     return polynomial is None or evaluate(polynomial, (CHECK,)) != beyond
 
 
-def _breakdown(analysis: "Analysis", by: str, depth: int) -> dict[str, int]:
+def _breakdown(analysis: Analysis, by: str, depth: int) -> dict[str, int]:
     """MACs per module (down to ``depth``), per node or per op type, keyed ``macs@<name>``."""
     if by == "node":
         return {f"macs@{r.name}": r.macs for r in analysis.nodes if r.macs}
@@ -485,7 +509,7 @@ def label(metric: str) -> str:
     return f"MACs of {metric.split('@', 1)[1]}" if metric.startswith("macs@") else LABELS[metric]
 
 
-def reading(polynomial: dict[Monomial, int], dims: list[str]) -> str:
+def reading(polynomial: Polynomial, dims: list[str]) -> str:
     """What a formula says in words: its leading term, and from which value of the fastest-growing
     dim that term alone outweighs the rest (the other dims at 1).
 
@@ -533,7 +557,8 @@ def difference(base: Formulas, head: Formulas) -> Formulas:
             result.polynomials[metric] = None
             result.refuted[metric] = base.refuted.get(metric) or head.refuted.get(metric, "")
             continue
-        result.polynomials[metric] = {m: h.get(m, 0) - b.get(m, 0) for m in b.keys() | h.keys() if h.get(m, 0) != b.get(m, 0)}
+        result.polynomials[metric] = {m: h.get(m, 0) - b.get(m, 0) for m in b.keys() | h.keys()
+                                      if h.get(m, 0) != b.get(m, 0)}
     for b_latency, h_latency in zip(base.latency, head.latency):  # the same targets, in order
         result.latency_changes.append((h_latency.target, _latency_change(b_latency, h_latency)))
     return result
@@ -574,9 +599,10 @@ def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
             lines += textwrap.wrap(f"({words})", COLUMNS, initial_indent=indent, subsequent_indent=indent)
     for formula in found.latency:
         lines += latency_lines(formula, COLUMNS)
-    for target, change in found.latency_changes:
-        text = change if isinstance(change, str) else "; ".join(
-            f"{polynomial_text(p, found.dims, 's')} for {span_text(found.dims[0], start, end)}" for start, end, p in change)
+    for target, ranges in found.latency_changes:
+        text = ranges if isinstance(ranges, str) else "; ".join(
+            f"{polynomial_text(p, found.dims, 's')} for {span_text(found.dims[0], start, end)}"
+            for start, end, p in ranges)
         lines += textwrap.wrap(f"  latency on {target} += {text}", COLUMNS, subsequent_indent=" " * 6,
                                break_on_hyphens=False)
     for note in found.notes:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError, sigterm_stops
 from ...core.files import LineStream
+from ...core.text import one_line
 from ..analysing import Analysing, analyze_source
 from ..options import EXAMPLES, analysis_options, budget_option, positive_int, positive_seconds
-from ...core.text import one_line
 from ..output import error_text
 
 HELP = "check models against budgets, one line each (pre-commit, CI, a model store)"
@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     many.add_argument("--format", choices=("text", "jsonl"), default="text",
                       help=f"text (a line per model) or jsonl (a JSON object per line, {SCHEMA})")
     many.add_argument("-o", "--output", metavar="FILE",
-                      help="write the lines to a new FILE.XXXXXXXX.partial as models finish, renamed to FILE once every "
+                      help="write the lines to a new FILE.XXXXXXXX.partial as models finish, renamed to FILE once "
+                           "every "
                            "model is done (a stopped run leaves it, named on stderr: whole lines, the models done)")
 
 
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stream.close()
         if stream.partial is not None:
-            print(one_line(f"onnxroof: stopped: the {stream.lines} model(s) done are in {stream.partial}"), file=sys.stderr)
+            print(one_line(f"onnxroof: stopped: the {stream.lines} model(s) done are in {stream.partial}"),
+                  file=sys.stderr)
         raise
     stream.finish()
     return worst
@@ -210,7 +212,8 @@ def text_line(record: dict) -> str:
     totals, results = record["totals"], record["budgets"]
     broken = [r for r in results if r["broken"]]
     # a target that left nodes out: its latency is a bound, said as one ("≥ 5.06 µs (2 node(s) not counted)")
-    latencies = "".join(f", latency[{t['name']}] " + (f"{seconds(t['latency_s'] or 0.0)}" if t.get("complete", True) else
+    latencies = "".join(f", latency[{t['name']}] "
+                        + (f"{seconds(t['latency_s'] or 0.0)}" if t.get("complete", True) else
                         f"≥ {seconds(t['latency_s'] or 0.0)} ({t['missing']})")
                         for t in record["targets"])
     verdict = (f"; {'; '.join(r['text'] for r in broken)}" if broken

@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
                         help="table (terminal), markdown (a PR comment), json, or html (a page, written to "
                              "BASE-vs-HEAD.diff.html without -o)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the output to FILE (whole or not at all; - is standard output)")
     parser.add_argument("--symbolic", action="store_true",
                         help="the change in the formulas of the free input dims (summary --symbolic), term by term")
     budget_option(parser, relative=True)

@@ -38,7 +38,8 @@ def _report(source: str, budgets: list, args: argparse.Namespace) -> int:
     found = free_formulas(source, asked) if args.formulas else None
     results = check_budgets(budgets, analysis)
     # every output produced before any is written: the order file is not replaced by a run that fails
-    emit(output, render_html(analysis, colour_by=args.colour_by, formulas=found), args, also=order_output(args, analysis))
+    emit(output, render_html(analysis, colour_by=args.colour_by, formulas=found), args,
+         also=order_output(args, analysis))
     if not args.quiet and output != "-":
         print(f"onnxroof: wrote {output}", file=sys.stderr)
     return gate(results, args.quiet)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ...core.errors import EXIT_OK, UsageError
 from ..analysing import Analysing, analyze_one, free_formulas, on_one_model, order_output, symbolic_formulas

@@ -30,7 +30,7 @@ import math
 import numbers
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .core.errors import OptionError
@@ -194,21 +194,21 @@ class AnalysisOptions:
     """How one model is analysed. Defaults: the model as stored, no target, every dim bound."""
 
     input_shapes: InputShapes | None = option(
-        None, "Input name -> shape, or ``NAME:1,3,224,224`` strings (``--input-shape``).",
+        None, "Input name -> shape, or ``NAME:1,3,224,224`` strings.",
         _mapping_or_strings(_shape, "{'input': [1, 3, 224, 224]} or ['input:1,3,224,224']"),
         Flag("--input-shape", SHAPES, 1, "set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 "
              "(repeatable)", metavar="NAME:D1,D2,...", repeatable=True), COUNTING, convert=_listed)
     dims: Dims | None = option(
-        None, "Symbolic dim name -> value, or ``SYMBOL=VALUE`` strings (``--dim``).",
+        None, "Symbolic dim name -> value, or ``SYMBOL=VALUE`` strings.",
         _mapping_or_strings(_dim, "{'batch': 1} or ['batch=1']"),
         Flag("--dim", SHAPES, 2, "bind a named (symbolic) dim everywhere, e.g. batch=1 (repeatable)",
              metavar="SYMBOL=VALUE", repeatable=True), BINDING, convert=_listed)
     loop_trips: int | None = option(
-        None, "The trip count of Loops whose count the model does not fix (``--loop-trips``).", Count(1),
+        None, "The trip count of Loops whose count the model does not fix.", Count(1),
         Flag("--loop-trips", SHAPES, 5, "trip count for Loops whose count is not a constant in the model",
              metavar="N"), COUNTING, back=True)
     elementwise_in_place: bool = option(
-        False, "Single-consumer elementwise ops may overwrite their input (memory; ``--in-place``).", _switch,
+        False, "Single-consumer elementwise ops may overwrite their input (memory).", _switch,
         Flag("--in-place", TIMING, 8, "let single-consumer elementwise ops overwrite their input (memory analysis)",
              switch=True), COUNTING, back=True)
     targets: Sequence[str | Target] = option(
@@ -220,7 +220,7 @@ class AnalysisOptions:
         _dtype_name, Flag("--dtype", TIMING, 2, "re-cost the model as if stored and run in this type (default: as "
                           "stored)", choices=("fp32", "fp16", "bf16", "fp8", "int8", "int4")), COUNTING, back=True)
     batch: int | None = option(
-        None, "Axis 0 of every input (``--batch``).", Count(1),
+        None, "Axis 0 of every input.", Count(1),
         Flag("--batch", SHAPES, 3, "set axis 0 of every input to N", metavar="N"), BINDING)
     phase: str | None = option(
         None, 'A KV-cached decoder\'s phase: "prefill" (with ``seq``) or "decode" (with ``context``).',
@@ -252,7 +252,7 @@ class AnalysisOptions:
         False, "Run the ONNX checker on a model file in a forked child while the analysis goes on (the "
         "onnxroof program does; a process holding much memory should not fork).", _switch, back=True)
     values: Values | None = option(
-        None, "Input name -> the values the graph computes with, or ``NAME=V1,V2`` strings (``--value``).",
+        None, "Input name -> the values the graph computes with, or ``NAME=V1,V2`` strings.",
         _mapping_or_strings(_value, "{'sr': 16000} or ['sr=16000']"),
         Flag("--value", SHAPES, 4, "the value of an input the graph computes with, e.g. sr=16000 (an If on the "
              "sample rate is then costed on the branch it takes); repeatable", metavar="NAME=V1,V2,...",
@@ -324,14 +324,36 @@ FLAGS: dict[str, str] = {name: declared.flag.name for name, declared in OPTIONS.
 BACK_OPTIONS = frozenset(name for name, declared in OPTIONS.items() if declared.back)
 
 
+def _documented() -> None:
+    """The class's documentation lists the options, as analyze()'s does."""
+    if AnalysisOptions.__doc__ is not None:  # (none under python -OO)
+        AnalysisOptions.__doc__ += "\n\n    The options:\n\n" + options_doc("    ") + "\n"
+
 def with_role(*roles: str) -> tuple[str, ...]:
     """The options of these roles in a formula's analyses (COUNTING, BINDING, TIMING_ROLE)."""
     return tuple(name for name, declared in OPTIONS.items() if declared.role in roles)
 
 
+def formula_options(given: AnalysisOptions, bound: bool = True) -> AnalysisOptions:
+    """The options of the analyses a formula is fitted to: those that change the counts, with the
+    dims ``given`` binds (``bound``) or without (the report's formulas are in every dim the model
+    leaves free, whatever values its numbers take), and the targets' for their latency formulas;
+    every other option at its default. The roles are the options' declarations'
+    (``role``)."""
+    roles = (COUNTING,) + ((BINDING,) if bound else ()) + ((TIMING_ROLE,) if given.targets else ())
+    return replace(AnalysisOptions(), **{name: getattr(given, name) for name in with_role(*roles)})
+
+
 def options_doc(indent: str = "") -> str:
-    """Each option, one paragraph each as its declaration words it: the keywords' documentation."""
-    return "\n".join(f"{indent}``{name}``: {declared.doc}" for name, declared in OPTIONS.items())
+    """Each option, a paragraph each as its declaration words it: the keywords' documentation."""
+    import textwrap
+
+    def paragraph(name: str, declared: Option) -> str:
+        flag = f" Its flag: ``{declared.flag.name}``." if declared.flag else ""
+        return textwrap.fill(f"``{name}``: {declared.doc}{flag}", 96, initial_indent=indent,
+                             subsequent_indent=indent + "    ", break_on_hyphens=False, break_long_words=False)
+
+    return "\n".join(paragraph(name, declared) for name, declared in OPTIONS.items())
 
 
 def check_call(function: str, positional: tuple, keywords: Mapping[str, object], also: Sequence[str] = ()) -> None:
@@ -410,3 +432,6 @@ def _count(option: str, value: object, where: str | None, minimum: int, maximum:
                           minimum=minimum)
     if value > MAX_DIM:
         raise OptionError(option, head + ": over the limit, {limit}", where=where, value=int(value), limit=MAX_DIM_TEXT)
+
+
+_documented()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import EXIT_OK, IncompleteAnalysis, OnnxroofError, UsageError
 from ..core.text import one_line
-from ..options import AnalysisOptions
+from ..options import AnalysisOptions, formula_options
 from .options import options_from_flags
 from .output import StageLines, emit, error_text, gate, safe_stem
 
@@ -215,7 +215,7 @@ def formula_progress(source: str, quiet: bool):
 def symbolic_formulas(source: str, asked: Analysing, **arguments):
     """--symbolic's formulas of one model, whose uncounted nodes are vetted as summary vets
     them: the same warnings, and the same refusal when nothing is counted (an invalid Conv)."""
-    from ..symbolic.formulas import formula_options, formulas
+    from ..symbolic.formulas import formulas
 
     model = model_from(source)
     found = formulas(model, progress=formula_progress(source, asked.quiet), options=formula_options(asked.options),
@@ -228,7 +228,7 @@ def symbolic_formulas(source: str, asked: Analysing, **arguments):
 def free_formulas(source: str, asked: Analysing):
     """The formulas in the dims the model leaves free, whatever values the flags give them
     (--formulas of summary and report)."""
-    from ..symbolic.formulas import formula_options, formulas
+    from ..symbolic.formulas import formulas
 
     return formulas(model_from(source), progress=formula_progress(source, asked.quiet),
                     options=formula_options(asked.options, bound=False))

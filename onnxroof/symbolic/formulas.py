@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.text import printable
 from ..ops import OpTrait, traits_of
-from ..options import BINDING, COUNTING, TIMING_ROLE, AnalysisOptions, check_progress, with_role
+from ..options import AnalysisOptions, check_progress
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
 from .polynomials import (
@@ -187,15 +187,6 @@ def candidates_text(candidates: list[Polynomial], dims: list[str]) -> str:
     return f"the largest of: {'; '.join(shown)}{more}"
 
 
-def formula_options(given: AnalysisOptions, bound: bool = True) -> AnalysisOptions:
-    """The options of the analyses a formula is fitted to: those that change the counts, with the
-    dims ``given`` binds (``bound``) or without (the report's formulas are in every dim the model
-    leaves free, whatever values its numbers take), and the targets' for their latency formulas;
-    every other option at its default. The roles are the options' declarations'."""
-    roles = (COUNTING,) + ((BINDING,) if bound else ()) + ((TIMING_ROLE,) if given.targets else ())
-    return replace(AnalysisOptions(), **{name: getattr(given, name) for name in with_role(*roles)})
-
-
 def free_dims(model: Any, options: AnalysisOptions) -> tuple[list[str], bool]:
     """The named input dims the options leave unbound (the dims a formula is in), and whether the
     model is a KV-cached decoder: one partial analysis, not placed on any target."""
@@ -265,8 +256,7 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
 
 def _dims_to_fit(model: Any, options: AnalysisOptions) -> tuple[list[str], str | None, AnalysisOptions, str | None]:
     """The dims the formulas are in, the decoder phase's length among them (or None), the options
-    (a KV-cached decoder with more free dims than :data:`MAX_DIMS`: its decode step's), and a note
-    saying that phase was chosen."""
+    (a KV-cached decoder with too many free dims: its decode step's), and a note saying so."""
     from ..core.errors import UsageError
 
     # a decoder's phase without its length: the formula is in that length (the export's own dim

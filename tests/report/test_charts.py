@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from onnxroof.report.html.charts import (
-    Box, RooflinePoint, label_rect, place_labels, roofline_chart, spread, timeline_chart, xy_chart,
+    Box, RooflinePoint, label_rect, place_labels, roofline_chart, spread, timeline_chart,
 )
+from onnxroof.report.html.xy_chart import xy_chart
 from onnxroof.report.html.scales import Bucket, LinearScale, LogScale, area_points, downsample, line_path, step_path
 
 # ---------------------------------------------------------------------------------------------

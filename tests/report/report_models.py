@@ -1,0 +1,38 @@
+"""A small model and a target the report's tests share, each figure worked out by hand.
+
+x [1, 4] -> MatMul with a stored W [4, 8] -> y [1, 8] -> Relu -> z [1, 8], all float32:
+- MatMul: 1 x 4 x 8 = 32 MACs, 64 MAC-FLOPs; W is 32 parameters, 128 bytes;
+- Relu: 8 FLOPs (one per element); the model: 72 FLOPs;
+- live bytes (graph inputs live from step 0, a tensor until its last reader): step 0 (matmul)
+  x 16 + y 32 = 48; step 1 (relu) y 32 + z 32 = 64, the peak; the largest layer, relu, is 64 too;
+- on the target below (1 GFLOP/s fp32, 1 GB/s DRAM, nothing on chip, no launch cost, one kernel
+  per node), every byte goes through DRAM: the MatMul moves 128 + 16 + 32 = 176 bytes (176 ns,
+  against 64 ns of compute: DRAM-bound), the Relu 32 + 32 = 64 bytes (64 ns, against 8 ns): the
+  latency is 240 ns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import make_model, target_text
+from onnx import TensorProto, helper
+
+MACS, MAC_FLOPS, FLOPS, PARAMS, PARAM_BYTES = 32, 64, 72, 32, 128
+PEAK_BYTES, PEAK_STEP = 64, 1
+MATMUL_S, RELU_S = 176e-9, 64e-9
+LATENCY_S = MATMUL_S + RELU_S
+
+
+def matmul_relu(name: str = "matmul_relu"):
+    return make_model([helper.make_node("MatMul", ["x", "W"], ["y"], name="matmul"),
+                       helper.make_node("Relu", ["y"], ["z"], name="relu")],
+                      [("x", TensorProto.FLOAT, [1, 4])], [("z", TensorProto.FLOAT, [1, 8])],
+                      [("W", np.ones((4, 8), np.float32))], name=name)
+
+
+def hand_target(directory, name: str = "hand") -> str:
+    """1 GFLOP/s fp32, 1 GB/s DRAM, nothing on chip, no launch cost, one kernel per node."""
+    path = directory / f"{name}.toml"
+    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9},
+                                '[fusion]\nrules = []\nsource = "hand"\n', name=name))
+    return str(path)

@@ -23,11 +23,13 @@ MATMUL_S, RELU_S = 176e-9, 64e-9
 LATENCY_S = MATMUL_S + RELU_S
 
 
-def matmul_relu(name: str = "matmul_relu"):
+def matmul_relu(name: str = "matmul_relu", columns: int = 8, batch: int | str = 1):
+    """The model above; with another number of ``columns`` n: 4n MACs, 8n + n FLOPs, 4n parameters;
+    a ``batch`` b multiplies the MACs, FLOPs and activations by b (a name leaves it open)."""
     return make_model([helper.make_node("MatMul", ["x", "W"], ["y"], name="matmul"),
                        helper.make_node("Relu", ["y"], ["z"], name="relu")],
-                      [("x", TensorProto.FLOAT, [1, 4])], [("z", TensorProto.FLOAT, [1, 8])],
-                      [("W", np.ones((4, 8), np.float32))], name=name)
+                      [("x", TensorProto.FLOAT, [batch, 4])], [("z", TensorProto.FLOAT, [batch, columns])],
+                      [("W", np.ones((4, columns), np.float32))], name=name)
 
 
 def hand_target(directory, name: str = "hand") -> str:

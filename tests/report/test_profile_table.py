@@ -4,28 +4,15 @@ onnxruntime): the small model of report_models.py, its MatMul measured at twice 
 from __future__ import annotations
 
 import pytest
-from report_models import MATMUL_S, RELU_S, hand_target, matmul_relu
+from report_models import MATMUL_S, RELU_S, hand_profile
 
-import onnxroof
-from onnxroof.measure.profiling import Coverage, KernelTime, NodeComparison, ProfileMapping, ProfileResult
+from onnxroof.measure.profiling import Coverage, NodeComparison, ProfileResult
 from onnxroof.report.text.profile_table import render_profile_table
 
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory) -> ProfileResult:
-    analysis = onnxroof.analyze(matmul_relu(), targets=[hand_target(tmp_path_factory.mktemp("targets"))])
-    # the MatMul measured at 352 ns (2 x 176 ns), the Relu at its 64 ns, and a copy onnxruntime
-    # inserted (16 ns, no ONNX node): 432 ns measured against 240 ns predicted
-    kernels = [KernelTime("matmul", "MatMul", 2 * MATMUL_S, ["matmul"]),
-               KernelTime("relu", "Relu", RELU_S, ["relu"]), KernelTime("copy_in", "MemcpyFromHost", 16e-9)]
-    mapping = ProfileMapping(seconds={"matmul": 2 * MATMUL_S, "relu": RELU_S}, kernels=kernels,
-                             kernel_of={"matmul": "matmul", "relu": "relu"}, removed=[], not_seen=[], runs=10,
-                             run_seconds=None)
-    nodes = [NodeComparison("matmul", "MatMul", "dram", MATMUL_S, 2 * MATMUL_S, "matmul", "MatMul", False,
-                            Coverage.OWN),
-             NodeComparison("relu", "Relu", "dram", RELU_S, RELU_S, "relu", "Relu", False, Coverage.OWN)]
-    return ProfileResult(analysis, analysis.targets[0], mapping, nodes, optimization="disable", threads=1, warmup=2,
-                         ort_version="1.0", notes=["a note"])
+    return hand_profile(tmp_path_factory.mktemp("targets"))
 
 
 def test_a_row_per_node_with_its_times_and_ratio(result):

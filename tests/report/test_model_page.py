@@ -8,13 +8,8 @@ import pytest
 from report_models import hand_target, matmul_relu
 
 import onnxroof
-from onnxroof.report.html.model_page import (
-    ModelHeader,
-    _hotspots_context,
-    _model_context,
-    _ops_context,
-    _totals_context,
-)
+from onnxroof.report.html import model_page
+from onnxroof.report.html.model_page import ModelHeader
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +18,7 @@ def analysis(tmp_path_factory):
 
 
 def test_the_header_names_the_model_its_type_batch_and_targets(analysis):
-    header = _model_context(analysis)
+    header = model_page._model_context(analysis)
     assert isinstance(header, ModelHeader)
     assert (header.name, header.opset, header.file_size, header.nodes) == ("matmul_relu", "17", "in memory", "2")
     assert header.inputs == [{"name": "x", "shape": "1×4", "dtype": "float32"}]
@@ -34,14 +29,14 @@ def test_the_header_names_the_model_its_type_batch_and_targets(analysis):
 
 
 def test_an_open_batch_is_assumed_and_a_dtype_recosts():
-    header = _model_context(onnxroof.analyze(matmul_relu(batch="n"), dtype="fp16"))
+    header = model_page._model_context(onnxroof.analyze(matmul_relu(batch="n"), dtype="fp16"))
     assert header.batch == "n=1 (assumed)" and header.batch_title.startswith("n=1 (a batch dim the inputs leave open")
     assert header.dtype == "fp16 (re-costed)"
     assert (header.targets, header.targets_title) == ("none", "no --target given: no roofline, latency or energy")
 
 
 def test_the_totals_cards(analysis):
-    totals = _totals_context(analysis.totals, analysis.memory)
+    totals = model_page._totals_context(analysis.totals, analysis.memory)
     cards = (totals["params"], totals["param_bytes"], totals["mac_flops"], totals["flops"])
     assert cards == ("32", "128 B", "64", "72")
     assert totals["other_flops"] == "8"  # the Relu's, outside multiply-accumulates
@@ -49,7 +44,7 @@ def test_the_totals_cards(analysis):
 
 
 def test_the_hotspots_are_the_slowest_kernels_on_the_first_target(analysis):
-    hotspots = _hotspots_context(analysis)
+    hotspots = model_page._hotspots_context(analysis)
     first, second = hotspots["rows"]
     assert (first["name"], first["time"], first["share"], first["dram"]) == ("matmul", "176 ns", "73.3%", "176 B")
     assert (second["name"], second["share"]) == ("relu", "26.7%")  # 64 of 240 ns
@@ -57,6 +52,6 @@ def test_the_hotspots_are_the_slowest_kernels_on_the_first_target(analysis):
 
 
 def test_an_op_type_row_has_its_share_of_the_flops_and_of_each_target_s_time(analysis):
-    matmul, relu = _ops_context(analysis.nodes, analysis.totals.flops, analysis.targets)
+    matmul, relu = model_page._ops_context(analysis.nodes, analysis.totals.flops, analysis.targets)
     assert (matmul["op"], matmul["share"], matmul["share_title"]) == ("MatMul", "88.9%", "64 of 72 FLOPs")
     assert matmul["times"][0]["share"] == "73.3%" and relu["times"][0]["share"] == "26.7%"

@@ -11,9 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from onnxroof.report.html.charts import (
-    Box, RooflinePoint, label_rect, place_labels, roofline_chart, spread, timeline_chart, xy_chart,
+    Box,
+    RooflinePoint,
+    label_rect,
+    place_labels,
+    roofline_chart,
+    spread,
+    timeline_chart,
 )
 from onnxroof.report.html.scales import Bucket, LinearScale, LogScale, area_points, downsample, line_path, step_path
+from onnxroof.report.html.xy_chart import xy_chart
 
 # ---------------------------------------------------------------------------------------------
 # Linear scale
@@ -55,8 +62,10 @@ def test_byte_ticks_use_one_iec_unit():
 
 def test_count_and_number_ticks():
     assert [t.label for t in LinearScale((0, 73), (0, 1)).ticks(10)] == [str(v) for v in range(0, 80, 10)]
-    assert [t.label for t in LinearScale((0, 2500), (0, 1)).ticks(5)] == ["0", "500", "1,000", "1,500", "2,000", "2,500"]
-    assert [t.label for t in LinearScale((0, 2.5e6), (0, 1)).ticks(5, "count")] == ["0", "0.5 M", "1 M", "1.5 M", "2 M", "2.5 M"]
+    labels = [t.label for t in LinearScale((0, 2500), (0, 1)).ticks(5)]
+    assert labels == ["0", "500", "1,000", "1,500", "2,000", "2,500"]
+    labels = [t.label for t in LinearScale((0, 2.5e6), (0, 1)).ticks(5, "count")]
+    assert labels == ["0", "0.5 M", "1 M", "1.5 M", "2 M", "2.5 M"]
     with pytest.raises(ValueError):
         LinearScale((0, 1), (0, 1)).ticks(kind="furlongs")
 
@@ -437,7 +446,8 @@ def test_place_labels_avoid_each_other():
     points = [(200, 150, "batch=1"), (204, 152, "batch=4"), (208, 150, "batch=16"), (60, 290, ""), (390, 10, "edge")]
     labels = place_labels(points, box)
     assert labels[3] is None  # no text, no label
-    rects = [label_rect(l.x, l.y, l.anchor, text) for l, (_, _, text) in zip(labels, points) if l is not None]
+    rects = [label_rect(spot.x, spot.y, spot.anchor, text) for spot, (_, _, text) in zip(labels, points)
+             if spot is not None]
     assert len(rects) == 4
     for k, a in enumerate(rects):
         assert box.left <= a[0] and a[2] <= box.right and box.top <= a[1] and a[3] <= box.bottom
@@ -463,8 +473,8 @@ def test_no_whole_model_label_crosses_a_roof_line():
                 context = roofline_context(analysis, report, number, {})
                 for mark in (m for m in context["marks"] if m.get("label")):
                     placed += 1
-                    left, top, right, bottom = label_rect(float(mark["label_x"]), float(mark["label_y"]), mark["anchor"],
-                                                          mark["label"], 7.3)
+                    left, top, right, bottom = label_rect(float(mark["label_x"]), float(mark["label_y"]),
+                                                          mark["anchor"], mark["label"], 7.3)
                     for roof in context["roofs"]:
                         x1, y, x2 = map(float, re.match(r"M([-\d.]+),([-\d.]+)H([-\d.]+)", roof["d"]).groups())
                         assert not (left < x2 and x1 < right and top < y < bottom), (example, dtype, report.target.name)

@@ -219,7 +219,7 @@ def test_the_models_type_is_its_floats_not_the_conditions():
     from onnxroof.report.html.model_page import model_page
 
     analysis = onnxroof.analyze(merged_decoder(), phase="decode", context=128, encoder_seq=1500)
-    assert model_page(analysis).model["dtype"] == "float32 (as stored)"  # the If's own type is its condition's, bool
+    assert model_page(analysis).model.dtype == "float32 (as stored)"  # the If's own type is its condition's, bool
 
 
 def test_batch_leaves_the_merged_decoders_switch_alone():

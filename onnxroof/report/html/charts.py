@@ -7,25 +7,32 @@
   dot per point with its area proportional to a weight, an "∞" strip for points that move no DRAM
   bytes); :meth:`RooflineChart.place` puts any further mark (a model point, a sweep path, an
   arrow's end) on the same axes.
-- :func:`xy_chart`: lines through (x, y) points on linear, log or categorical axes (a sweep).
+- ``xy_chart.py`` (beside it): lines through (x, y) points on linear, log or categorical axes (a sweep).
 - :func:`place_labels`: a spot beside each point for its label, clear of the others.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 from .scales import (
-    Bucket, LinearScale, LogScale, Tick, area_points, check_kind, downsample, fixed_decimals, partition, step_path,
+    Bucket,
+    LinearScale,
+    LogScale,
+    Tick,
+    area_points,
+    downsample,
+    partition,
+    step_path,
     svg_number,
 )
 
 __all__ = [
     "Box", "Marker", "SeriesGeometry", "ReferenceLine", "Column", "TimelineChart", "timeline_chart", "RooflinePoint",
-    "PlacedPoint", "ComputeRoof", "Slope", "RooflineChart", "roofline_chart", "XYSeries", "XYChart", "xy_chart",
-    "spread", "Label", "label_rect", "place_labels",
+    "PlacedPoint", "ComputeRoof", "Slope", "RooflineChart", "roofline_chart", "spread", "Label",
+    "label_rect", "place_labels",
 ]
 
 
@@ -214,7 +221,7 @@ class Slope:
         normal = math.radians(self.angle - 90)
         return x1 + (x2 - x1) * t + 7 * math.cos(normal), y1 + (y2 - y1) * t + 7 * math.sin(normal)
 
-    def label_box(self, x: float, y: float, text: str, char_width: float = 6.2) -> "Rect":
+    def label_box(self, x: float, y: float, text: str, char_width: float = 6.2) -> Rect:
         """The axis-aligned box around its rotated label starting at (x, y)."""
         length, angle = len(text) * char_width, math.radians(self.angle)
         dx, dy = length * math.cos(angle), length * math.sin(angle)
@@ -335,7 +342,6 @@ def roofline_chart(
         raise ValueError("a roofline needs at least one compute roof and one bandwidth")
     if any(not (v > 0 and math.isfinite(v)) for _, v in (*roofs, *bandwidths)):
         raise ValueError("roofs and bandwidths must be positive and finite")
-    dram = bandwidths[0][1]
     everything = [(p.intensity, p.performance) for p in points] + [tuple(m) for m in marks]
     needs_strip = any(i is None for i, _ in everything)
     top, right, bottom, left = margin
@@ -343,8 +349,35 @@ def roofline_chart(
     plot = Box(left, top, plot_right, height - bottom)
     strip = Box(plot_right + 12, top, plot_right + 12 + strip_width, height - bottom) if needs_strip else None
 
+    ridges = [v / bandwidths[0][1] for _, v in roofs]  # where the DRAM slope meets each roof
+    x_lo, x_hi, y_lo, y_hi = _roofline_domain(roofs, bandwidths, ridges, everything, pad, max_decades)
+    # room for the largest dot's radius on every side, so no dot hangs off the plot
+    largest = max((max(min_radius, max_radius * math.sqrt(min(max(p.weight, 0.0), 1.0))) for p in points), default=0.0)
+    if largest:
+        x_lo, x_hi = _widen(x_lo, x_hi, largest + 2, plot.width)
+        y_lo, y_hi = _widen(y_lo, y_hi, largest + 2, plot.height)
+    if x_domain is not None:
+        x_lo, x_hi = x_domain
+    if y_domain is not None:
+        y_lo, y_hi = y_domain
+    x = LogScale((x_lo, x_hi), (plot.left, plot.right))
+    y = LogScale((y_lo, y_hi), (plot.bottom, plot.top))
+    chart = RooflineChart(
+        width=width, height=height, plot=plot, x=x, y=y,
+        x_ticks=tuple(x.ticks(12, "count")), y_ticks=tuple(y.ticks(12, "count")),
+        x_minor=tuple(x(v) for v in x.minor_ticks()) if x_hi / x_lo <= 1e7 else (),
+        y_minor=tuple(y(v) for v in y.minor_ticks()) if y_hi / y_lo <= 1e7 else (),
+        roofs=_compute_roofs(roofs, ridges, x, y, plot), slopes=_slopes(bandwidths, max(v for _, v in roofs), x, y),
+        points=(), strip=strip, max_radius=max_radius, min_radius=min_radius,
+    )
+    return replace(chart, points=_placed_points(chart, points))
+
+
+def _roofline_domain(roofs: Sequence[tuple[str, float]], bandwidths: Sequence[tuple[str, float]], ridges: list[float],
+                     everything: list, pad: float,
+                     max_decades: tuple[float, float]) -> tuple[float, float, float, float]:
+    """x_lo, x_hi (FLOP/B), y_lo, y_hi (FLOP/s): every ridge, roof and point with a margin."""
     peaks = [v for _, v in roofs]
-    ridges = [v / dram for v in peaks]
     intensities = [i for i, _ in everything if i is not None and i > 0 and math.isfinite(i)]
     # every ridge, and where each further slope meets the top roof, so that every line shows
     xs = intensities + ridges + [max(peaks) / b for _, b in bandwidths[1:]]
@@ -357,57 +390,54 @@ def roofline_chart(
     performances = [p for _, p in everything if p and p > 0 and math.isfinite(p)]
     y_hi = max(peaks + performances) * pad * 1.2
     y_lo = max(min(performances + [min(peaks)]) / pad, y_hi / 10 ** max_decades[1])
-    # room for the largest dot's radius on every side, so no dot hangs off the plot
-    largest = max((max(min_radius, max_radius * math.sqrt(min(max(p.weight, 0.0), 1.0))) for p in points), default=0.0)
-    if largest:
-        x_lo, x_hi = _widen(x_lo, x_hi, largest + 2, plot.width)
-        y_lo, y_hi = _widen(y_lo, y_hi, largest + 2, plot.height)
-    if x_domain is not None:
-        x_lo, x_hi = x_domain
-    if y_domain is not None:
-        y_lo, y_hi = y_domain
-    x = LogScale((x_lo, x_hi), (plot.left, plot.right))
-    y = LogScale((y_lo, y_hi), (plot.bottom, plot.top))
-    x_ticks = tuple(x.ticks(12, "count"))
-    y_ticks = tuple(y.ticks(12, "count"))
-    x_minor = tuple(x(v) for v in x.minor_ticks()) if x_hi / x_lo <= 1e7 else ()
-    y_minor = tuple(y(v) for v in y.minor_ticks()) if y_hi / y_lo <= 1e7 else ()
+    return x_lo, x_hi, y_lo, y_hi
 
-    # compute roofs, highest first; each from its ridge to the right edge
+
+def _compute_roofs(roofs: Sequence[tuple[str, float]], ridges: list[float], x: LogScale, y: LogScale,
+                   plot: Box) -> tuple[ComputeRoof, ...]:
+    """The compute roofs, highest first; each from its ridge to the right edge."""
+    x_lo, x_hi = x.domain
     ordered = sorted(zip(roofs, ridges), key=lambda item: -item[0][1])
-    top_peak = ordered[0][0][1]
-    raw = []
-    for (label, peak), ridge in ordered:
-        ry = y(peak)
-        rx = x(min(max(ridge, x_lo), x_hi))
-        raw.append((label, peak, ridge, ry, rx))
-    # labels right-aligned at the right edge, just above their roof; one that would touch the
-    # roof (or label) above it goes just below its own line instead, and one that would cross the
-    # next roof there too (three roofs 2x apart: fp8, fp16, tf32) sits on its own line, which its
-    # halo hides behind the text
-    label_ys, on_line = [], []
-    occupied = plot.top - 2.0  # the lowest pixel taken by the roofs and labels above
-    for index, (_, _, _, ry, _) in enumerate(raw):
-        next_ry = raw[index + 1][3] if index + 1 < len(raw) else plot.bottom
-        below = max(ry + 5 + _LABEL_HEIGHT, occupied + 2 + _LABEL_HEIGHT)
-        if ry - 6 - _LABEL_HEIGHT >= occupied + 1:
-            label_ys.append(ry - 6)
-            occupied = ry + 1
-        elif below + 4 <= next_ry:
-            label_ys.append(below)
-            occupied = below + 5  # the descenders under the baseline
-        else:
-            label_ys.append(max(ry + _LABEL_HEIGHT / 2, occupied + 2 + _LABEL_HEIGHT))
-            occupied = label_ys[-1] + 5
-        on_line.append(label_ys[-1] - _LABEL_HEIGHT - 1 < ry < label_ys[-1] + 4)
-    compute = []
-    for (label, peak, ridge, ry, rx), ly, inline in zip(raw, label_ys, on_line):
-        compute.append(ComputeRoof(
+    raw = [(label, peak, ridge, y(peak), x(min(max(ridge, x_lo), x_hi))) for (label, peak), ridge in ordered]
+    rows = _roof_label_rows([ry for *_, ry, _ in raw], plot)
+    return tuple(
+        ComputeRoof(
             label=label, value=peak, ridge=ridge, y=ry, x1=rx, x2=plot.right,
             ridge_x=rx, ridge_y=ry, ridge_visible=x_lo <= ridge <= x_hi,
             label_x=plot.right - 4, label_y=ly, anchor="end", on_line=inline,
-        ))
+        )
+        for (label, peak, ridge, ry, rx), (ly, inline) in zip(raw, rows)
+    )
 
+
+def _roof_label_rows(roof_ys: list[float], plot: Box) -> list[tuple[float, bool]]:
+    """Each roof's label baseline (top roof first) and whether it sits on its own line.
+
+    Labels are right-aligned at the right edge, just above their roof; one that would touch the
+    roof (or label) above it goes just below its own line instead, and one that would cross the
+    next roof there too (three roofs 2x apart: fp8, fp16, tf32) sits on its own line, which its
+    halo hides behind the text."""
+    rows = []
+    occupied = plot.top - 2.0  # the lowest pixel taken by the roofs and labels above
+    for index, ry in enumerate(roof_ys):
+        next_ry = roof_ys[index + 1] if index + 1 < len(roof_ys) else plot.bottom
+        below = max(ry + 5 + _LABEL_HEIGHT, occupied + 2 + _LABEL_HEIGHT)
+        if ry - 6 - _LABEL_HEIGHT >= occupied + 1:
+            label_y = ry - 6
+            occupied = ry + 1
+        elif below + 4 <= next_ry:
+            label_y = below
+            occupied = below + 5  # the descenders under the baseline
+        else:
+            label_y = max(ry + _LABEL_HEIGHT / 2, occupied + 2 + _LABEL_HEIGHT)
+            occupied = label_y + 5
+        rows.append((label_y, label_y - _LABEL_HEIGHT - 1 < ry < label_y + 4))
+    return rows
+
+
+def _slopes(bandwidths: Sequence[tuple[str, float]], top_peak: float, x: LogScale, y: LogScale) -> tuple[Slope, ...]:
+    """The bandwidth slopes, each from where it enters the plot up to the highest roof."""
+    (x_lo, x_hi), (y_lo, y_hi) = x.domain, y.domain
     slopes = []
     for index, (label, bandwidth) in enumerate(bandwidths):
         start = max(x_lo, y_lo / bandwidth)  # where the slope enters the plot
@@ -421,117 +451,18 @@ def roofline_chart(
         slope = Slope(label, bandwidth, f"M{svg_number(x1)},{svg_number(y1)}L{svg_number(x2)},{svg_number(y2)}",
                       0.0, 0.0, angle, (x1, y1, x2, y2))
         slopes.append(replace(slope, **dict(zip(("label_x", "label_y"), slope.label_at(SLOPE_LABEL_AT + 0.2 * index)))))
+    return tuple(slopes)
 
-    chart = RooflineChart(
-        width=width, height=height, plot=plot, x=x, y=y, x_ticks=x_ticks, y_ticks=y_ticks,
-        x_minor=x_minor, y_minor=y_minor, roofs=tuple(compute), slopes=tuple(slopes), points=(), strip=strip,
-        max_radius=max_radius, min_radius=min_radius,
-    )
+
+def _placed_points(chart: RooflineChart, points: Sequence[RooflinePoint]) -> tuple[PlacedPoint, ...]:
+    """The points on the chart, in order; those with no intensity spread across the strip."""
     placed = []
     unbounded = 0
     for point in points:
         placed.append(chart.place(point.intensity, point.performance, point.weight, unbounded))
         if point.intensity is None:
             unbounded += 1
-    return RooflineChart(**{**chart.__dict__, "points": tuple(placed)})
-
-
-# ---------------------------------------------------------------------------------------------
-# Lines through (x, y) points
-
-
-@dataclass(frozen=True)
-class XYSeries:
-    key: str
-    path: str
-    points: tuple[tuple[float, float] | None, ...]  # pixels, None where the value is missing
-
-
-@dataclass(frozen=True)
-class XYChart:
-    width: float
-    height: float
-    plot: Box
-    x_mode: str  # "linear" | "log" | "category"
-    y_mode: str  # "linear" | "log"
-    x: "LinearScale | LogScale"
-    y: "LinearScale | LogScale"
-    x_ticks: tuple[Tick, ...]
-    y_ticks: tuple[Tick, ...]
-    series: tuple[XYSeries, ...]
-
-
-def xy_chart(
-    xs: Sequence[float | str],
-    series: Sequence[tuple[str, Sequence[float | None]]],
-    *,
-    width: float = 620,
-    height: float = 300,
-    margin: tuple[float, float, float, float] = (16, 20, 44, 70),
-    y_kind: str = "number",
-    log_ratio: float = 30.0,
-    bounds: Sequence[Sequence[bool]] = (),
-) -> XYChart:
-    """Lay out series sharing the x values ``xs``; ``bounds`` (per series, per value) marks the
-    values that are only bounds (an analysis that left nodes out): the line breaks at them, so no
-    segment joins a bound to a figure.
-
-    x is categorical (evenly spaced, labelled by the values) unless every value is a positive
-    number, then logarithmic when they span ``log_ratio`` or more, else linear. y starts at 0 and
-    is linear unless the values span ``log_ratio`` or more, then logarithmic. Missing values
-    (None) break the line.
-    """
-    check_kind(y_kind)
-    top, right, bottom, left = margin
-    plot = Box(left, top, width - right, height - bottom)
-    numeric = bool(xs) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in xs)
-    if numeric and len(set(xs)) == len(xs) and list(xs) == sorted(xs) and max(xs) / min(xs) >= log_ratio:
-        x_mode = "log"
-        x_scale: LinearScale | LogScale = LogScale((min(xs), max(xs)), (plot.left + 14, plot.right - 14))
-        ticks_x = x_scale.ticks(8, "count")
-        values = {v: x_scale(v) for v in xs}
-        # the swept values themselves are the clearest ticks when there are few
-        if len(xs) <= 10:
-            ticks_x = [Tick(float(v), x_scale(v), fixed_decimals(float(v), 6)) for v in xs]
-    elif numeric and len(set(xs)) == len(xs) and list(xs) == sorted(xs) and len(xs) > 1:
-        x_mode = "linear"
-        x_scale = LinearScale((min(xs), max(xs)), (plot.left + 14, plot.right - 14))
-        ticks_x = [Tick(float(v), x_scale(v), fixed_decimals(float(v), 6)) for v in xs] if len(xs) <= 10 else x_scale.ticks(8)
-        values = {v: x_scale(v) for v in xs}
-    else:
-        x_mode = "category"
-        x_scale = LinearScale((-0.5, max(len(xs), 1) - 0.5), (plot.left, plot.right))
-        ticks_x = [Tick(float(i), x_scale(i), str(v)) for i, v in enumerate(xs)]
-        values = None
-    present = [v for _, ys in series for v in ys if v is not None and math.isfinite(v)]
-    positive = [v for v in present if v > 0]
-    if positive and len(positive) == len(present) and max(positive) / min(positive) >= log_ratio:
-        y_mode = "log"
-        y_scale: LinearScale | LogScale = LogScale((min(positive), max(positive)), (plot.bottom, plot.top)).nice()
-        ticks_y = y_scale.ticks(6, y_kind)
-    else:
-        y_mode = "linear"
-        y_scale = LinearScale((0, max(present) if present and max(present) > 0 else 1), (plot.bottom, plot.top)).nice(5, y_kind)
-        ticks_y = y_scale.ticks(5, y_kind)
-    laid = []
-    for number, (key, ys) in enumerate(series):
-        bound = bounds[number] if number < len(bounds) else ()
-        pixels: list[tuple[float, float] | None] = []
-        for index, value in enumerate(ys):
-            if value is None or not math.isfinite(value) or (y_mode == "log" and value <= 0):
-                pixels.append(None)
-                continue
-            px = values[xs[index]] if values is not None else x_scale(index)
-            pixels.append((px, y_scale(value)))
-        parts, pen = [], False
-        for index, pixel in enumerate(pixels):
-            if pixel is None or (index < len(bound) and bound[index]):
-                pen = False
-                continue
-            parts.append(f"{'L' if pen else 'M'}{svg_number(pixel[0])},{svg_number(pixel[1])}")
-            pen = True
-        laid.append(XYSeries(key, "".join(parts), tuple(pixels)))
-    return XYChart(width, height, plot, x_mode, y_mode, x_scale, y_scale, tuple(ticks_x), tuple(ticks_y), tuple(laid))
+    return tuple(placed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -577,7 +508,8 @@ def place_labels(points: Sequence[tuple[float, float, str]], box: Box, obstacles
         found = None
         for rise in (1, 2.6, 4.2):
             for dx, dy, anchor in ((gap, -gap * rise, "start"), (-gap, -gap * rise, "end"),
-                                   (gap, gap * rise + _LABEL_HEIGHT, "start"), (-gap, gap * rise + _LABEL_HEIGHT, "end")):
+                                   (gap, gap * rise + _LABEL_HEIGHT, "start"),
+                                   (-gap, gap * rise + _LABEL_HEIGHT, "end")):
                 label = Label(x + dx, y + dy, anchor)
                 rect = label_rect(label.x, label.y, anchor, text, char_width)
                 if rect[0] < box.left or rect[2] > box.right or rect[1] < box.top or rect[3] > box.bottom:

@@ -8,14 +8,15 @@ one column per pixel.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ...core.units import iec
-from .chart_context import MEMORY_CHART_SIZE, peak_marker, capacity_lines, timeline_frame
-from .charts import TimelineChart, timeline_chart
-from .scales import svg_number
 from ..formatting import shape_text, share_percent
+from .chart_context import MEMORY_CHART_SIZE, capacity_lines, peak_marker, timeline_frame
+from .charts import TimelineChart, timeline_chart
 from .page import bar_width
+from .scales import svg_number
 
 if TYPE_CHECKING:
     from ...memory.liveness import MemoryReport
@@ -31,7 +32,7 @@ METHOD_LABELS = {
 _LABEL_CHARS = 36  # node names longer than this are cut on the chart (the titles keep them whole)
 
 
-def memory_context(analysis: "Analysis", capacities: Sequence[tuple[str, int]] = ()) -> dict | None:
+def memory_context(analysis: Analysis, capacities: Sequence[tuple[str, int]] = ()) -> dict | None:
     report = analysis.memory
     if report is None:
         return None
@@ -49,9 +50,11 @@ def memory_context(analysis: "Analysis", capacities: Sequence[tuple[str, int]] =
     concats = sum(1 for r in analysis.nodes if r.op_type == "Concat")
     method = report.best.method
     # a KV-cached decoder holds a hundred caches at its peak: the biggest show, the rest are summed
-    rows = [_peak_row(name, size, model, buffers, tensors, position) for name, size in model.peak_tensors[:PEAK_ROWS_SHOWN]]
+    rows = [_peak_row(name, size, model, buffers, tensors, position)
+            for name, size in model.peak_tensors[:PEAK_ROWS_SHOWN]]
     rest = model.peak_tensors[PEAK_ROWS_SHOWN:]
-    rest_row = {"count": f"{len(rest):,}", **_share_cells(sum(size for _, size in rest), model.peak_bytes)} if rest else None
+    rest_row = ({"count": f"{len(rest):,}", **_share_cells(sum(size for _, size in rest), model.peak_bytes)}
+                if rest else None)
     chart = timeline_chart(
         [("model", list(model.live_bytes)), ("best", list(best.live_bytes))],
         [(label, size) for label, size in capacities],
@@ -61,8 +64,8 @@ def memory_context(analysis: "Analysis", capacities: Sequence[tuple[str, int]] =
     return {
         "empty": False,
         "bound": bound,
-        "unknown": (f"{len(unknown):,} activation tensor(s) of unknown size are left out: every figure here is a lower bound"
-                    if unknown else ""),
+        "unknown": (f"{len(unknown):,} activation tensor(s) of unknown size are left out: "
+                    "every figure here is a lower bound" if unknown else ""),
         "cards": _cards(report, records, bound, same_order, concats),
         "explanation": _memory_explanation(
             report, problem_buffers=buffers, position=position, records=records, tensors=tensors, concats=concats,
@@ -82,7 +85,7 @@ def memory_context(analysis: "Analysis", capacities: Sequence[tuple[str, int]] =
     }
 
 
-def _peak_row(name: str, size: int, model: "Schedule", buffers: dict, tensors: dict, position: dict[str, int]) -> dict:
+def _peak_row(name: str, size: int, model: Schedule, buffers: dict, tensors: dict, position: dict[str, int]) -> dict:
     """A tensor live at the peak: what produced it, its shape, what the peak node does with it."""
     buffer = buffers.get(name)
     tensor = tensors.get(name)
@@ -104,7 +107,7 @@ def _peak_row(name: str, size: int, model: "Schedule", buffers: dict, tensors: d
     }
 
 
-def _cards(report: "MemoryReport", records: dict, bound: str, same_order: bool, concats: int) -> list[dict]:
+def _cards(report: MemoryReport, records: dict, bound: str, same_order: bool, concats: int) -> list[dict]:
     """The four cards: the model-order peak, the best order found, the largest-layer lower bound
     and the peak if Concat copied."""
     model, best = report.model_order, report.best.schedule
@@ -220,13 +223,32 @@ def _join(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _memory_explanation(report: "MemoryReport", *, problem_buffers: dict, position: dict[str, int], records: dict,
+def _memory_explanation(report: MemoryReport, *, problem_buffers: dict, position: dict[str, int], records: dict,
                         tensors: dict, concats: int) -> str:
     """One plain-language paragraph from the memory numbers (the template only places it)."""
     model = report.model_order
     peak, step, node = model.peak_bytes, model.peak_step, model.peak_node
     op = records[node].op_type if node in records else "?"
-    read, written, held = [], [], []  # (phrase, bytes)
+    read, written, held = _peak_buffers(model, problem_buffers, position, records, tensors)
+    others = [phrase for phrase, *_ in read + held if phrase != "its own output"]
+    if len(others) > 3:
+        others = [f"{len(others)} other buffers"]
+    text = f"At step {step}, {node} ({op}) runs"
+    if others:
+        verb = "is" if len(others) == 1 and "buffers" not in others[0] else "are"
+        text += f" while {_join(others)} {verb} still live"
+    actions = _peak_actions(read, written, held)
+    exact = f"{iec(peak)} ({peak:,} bytes)" if peak >= 1024 else f"{peak:,} bytes"
+    text += (": " + "; ".join(actions) if actions else "") + f". That is {exact} live in all."
+    return text + _ties_sentence(model) + _order_sentence(report) + (_concat_sentence(report) if concats else "")
+
+
+def _peak_buffers(model: Schedule, problem_buffers: dict, position: dict[str, int], records: dict,
+                  tensors: dict) -> tuple[list, list, list]:
+    """The buffers live at the peak, as (phrase, bytes): those the peak node reads, those it
+    writes, and those held for later nodes (phrase, bytes, ", needed by NODE at step N")."""
+    step, node = model.peak_step, model.peak_node
+    read, written, held = [], [], []
     for name, size in model.peak_tensors:
         buffer = problem_buffers.get(name)
         item = (_buffer_phrase(name, buffer, tensors, node, records), size)
@@ -237,38 +259,42 @@ def _memory_explanation(report: "MemoryReport", *, problem_buffers: dict, positi
         else:
             later = sorted((position[r], r) for r in buffer.readers if position.get(r, -1) > step) if buffer else []
             held.append((item[0], item[1], f", needed by {later[0][1]} at step {later[0][0]}" if later else ""))
+    return read, written, held
 
-    def sized(items) -> str:
-        return _join([f"{phrase} ({iec(size)}{extra[0] if extra else ''})" for phrase, size, *extra in items])
 
-    others = [phrase for phrase, *_ in read + held if phrase != "its own output"]
-    if len(others) > 3:
-        others = [f"{len(others)} other buffers"]
-    text = f"At step {step}, {node} ({op}) runs"
-    if others:
-        text += f" while {_join(others)} {'is' if len(others) == 1 and 'buffers' not in others[0] else 'are'} still live"
+def _sized(items: list) -> str:
+    """``a (1 KiB) and b (2 KiB, needed by ...)``."""
+    return _join([f"{phrase} ({iec(size)}{extra[0] if extra else ''})" for phrase, size, *extra in items])
+
+
+def _peak_actions(read: list, written: list, held: list) -> list[str]:
+    """What the peak node does: reads, writes (one clause when it does both), and what waits."""
     actions = []
     if read:
-        actions.append(f"it reads {sized(read)}")
+        actions.append(f"it reads {_sized(read)}")
     if written:
-        actions.append(("and writes " if read else "it writes ") + sized(written))
+        actions.append(("and writes " if read else "it writes ") + _sized(written))
     if read and written:
         actions[0:2] = [actions[0] + " " + actions[1]]
     if len(held) > 2:
         waiting = sum(size for _, size, _ in held)
         actions.append(f"{len(held)} more ({iec(waiting)}) wait for later nodes")
     elif held:
-        actions.append(f"{sized(held)} {'waits' if len(held) == 1 else 'wait'} for a later node")
-    exact = f"{iec(peak)} ({peak:,} bytes)" if peak >= 1024 else f"{peak:,} bytes"
-    text += (": " + "; ".join(actions) if actions else "") + f". That is {exact} live in all."
+        actions.append(f"{_sized(held)} {'waits' if len(held) == 1 else 'wait'} for a later node")
+    return actions
+
+
+def _ties_sentence(model: Schedule) -> str:
+    """The other steps with the same live total as the peak, the first six named."""
+    peak, step = model.peak_bytes, model.peak_step
     ties = [s for s, live in enumerate(model.live_bytes) if live == peak and s != step]
-    if ties:
-        listed = _join([str(t) for t in ties[:6]]) + (f" and {len(ties) - 6} more" if len(ties) > 6 else "")
-        text += f" The same total recurs at step{'s' if len(ties) > 1 else ''} {listed}."
-    return text + _order_sentence(report) + (_concat_sentence(report) if concats else "")
+    if not ties:
+        return ""
+    listed = _join([str(t) for t in ties[:6]]) + (f" and {len(ties) - 6} more" if len(ties) > 6 else "")
+    return f" The same total recurs at step{'s' if len(ties) > 1 else ''} {listed}."
 
 
-def _order_sentence(report: "MemoryReport") -> str:
+def _order_sentence(report: MemoryReport) -> str:
     """Whether another execution order peaks lower, and whether any could."""
     peak, node = report.model_order.peak_bytes, report.model_order.peak_node
     text = ""
@@ -294,7 +320,7 @@ def _order_sentence(report: "MemoryReport") -> str:
     return text
 
 
-def _concat_sentence(report: "MemoryReport") -> str:
+def _concat_sentence(report: MemoryReport) -> str:
     """What the peak would be if Concat copied its inputs rather than taking them in place."""
     peak, copy = report.model_order.peak_bytes, report.concat_copy_peak_bytes
     if copy == peak:
@@ -308,7 +334,7 @@ def _short(name: str) -> str:
     return name if len(name) <= _LABEL_CHARS else name[: _LABEL_CHARS - 1] + "…"
 
 
-def _chart_context(chart: TimelineChart, report: "MemoryReport", records: dict, same_order: bool) -> dict:
+def _chart_context(chart: TimelineChart, report: MemoryReport, records: dict, same_order: bool) -> dict:
     """Strings for the timeline SVG: every coordinate already a number, every title already text."""
     model_order, best_order = report.model_order, report.best.schedule
     plot = chart.plot
@@ -317,7 +343,7 @@ def _chart_context(chart: TimelineChart, report: "MemoryReport", records: dict, 
     def op_of(node: str) -> str:
         return records[node].op_type if node in records else "?"
 
-    def describe(schedule: "Schedule", first: int, last: int) -> str:
+    def describe(schedule: Schedule, first: int, last: int) -> str:
         live = schedule.live_bytes
         if first == last:
             node = schedule.order[first]
@@ -333,15 +359,16 @@ def _chart_context(chart: TimelineChart, report: "MemoryReport", records: dict, 
         if same_order:
             lines.append("best order: the same")
         elif column.first < len(best_order.order):
-            lines.append("best order: " + describe(best_order, column.first, min(column.last, len(best_order.order) - 1)))
+            last = min(column.last, len(best_order.order) - 1)
+            lines.append("best order: " + describe(best_order, column.first, last))
         columns.append({"x": svg_number(column.x), "width": svg_number(column.width), "title": "\n".join(lines)})
 
     markers = []
     peak_title = (f"Peak, model order: {model_order.peak_bytes:,} bytes ({iec(model_order.peak_bytes)}) at step "
                   f"{model_order.peak_step}, {model_order.peak_node}")
     if model.peak is not None:
-        markers.append(peak_marker(model.peak, plot, "model", peak_title,
-                                   f"peak {iec(model.peak.value)} · step {model.peak.step} · {_short(model_order.peak_node)}"))
+        label = f"peak {iec(model.peak.value)} · step {model.peak.step} · {_short(model_order.peak_node)}"
+        markers.append(peak_marker(model.peak, plot, "model", peak_title, label))
     if best.peak is not None and (best.peak.step, best.peak.value) != (model.peak.step, model.peak.value):
         title = (f"Peak, best order: {best_order.peak_bytes:,} bytes "
                  f"({iec(best_order.peak_bytes)}) at step {best_order.peak_step}, "

@@ -68,7 +68,7 @@ class ModelPage:
     version: str
     schema: str
     complete: bool
-    model: dict  # the header: name, file, producer, opsets, inputs and outputs, dtype, batch, targets
+    model: ModelHeader  # the header: name, file, producer, opsets, inputs and outputs, dtype, batch, targets
     totals: dict
     problems: dict
     ops: list[dict]  # a row per op type
@@ -147,43 +147,83 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
     )
 
 
-def _model_context(analysis: "Analysis") -> dict:
+@dataclass
+class ModelHeader:
+    """The page's header, formatted: the model and its file, inputs and outputs, the element type
+    and batch it was analysed in (each with its tooltip), and the targets."""
+
+    name: str
+    path: str | None
+    producer: str
+    ir_version: str
+    opset: str
+    other_opsets: str
+    file_size: str
+    file_size_title: str
+    nodes: str
+    doc_string: str
+    inputs: list[dict]  # name, shape, dtype
+    outputs: list[dict]
+    dtype: str
+    dtype_title: str
+    batch: str
+    batch_title: str
+    targets: str
+    targets_title: str
+
+
+def _model_context(analysis: Analysis) -> ModelHeader:
     model = analysis.model
     file_bytes = model.file_bytes
-    other_opsets = [f"{domain} {version}" for domain, version in model.opsets.items() if domain != "ai.onnx"]
+    targets = [r.target for r in analysis.targets]
+    dtype, dtype_title = _dtype_cell(analysis)
+    batch, batch_title = _batch_cell(analysis)
+    return ModelHeader(
+        name=model_label(model.name, model.graph_name),
+        path=model.path,
+        producer=model.producer or "unknown",
+        ir_version=str(model.ir_version),
+        opset=str(model.opset) if model.opset else "none",
+        other_opsets=", ".join(f"{domain} {version}" for domain, version in model.opsets.items()
+                               if domain != "ai.onnx"),
+        file_size=iec(file_bytes) if file_bytes is not None else "in memory",
+        file_size_title=(f"{file_bytes:,} bytes" if file_bytes is not None
+                         else "analysed from a ModelProto, not a file"),
+        nodes=count_text(model.node_count),
+        doc_string=model.doc_string.strip(),
+        inputs=[_tensor_context(t, analysis.input_values.get(t.name)) for t in analysis.inputs],
+        outputs=[_tensor_context(t) for t in analysis.outputs],
+        dtype=dtype,
+        dtype_title=dtype_title,
+        batch=batch,
+        batch_title=batch_title,
+        targets=", ".join(t.name for t in targets) if targets else "none",
+        targets_title="; ".join(f"{t.name}: {t.description}" for t in targets)
+                      or "no --target given: no roofline, latency or energy",
+    )
+
+
+def _dtype_cell(analysis: Analysis) -> tuple[str, str]:
+    """The element type the page's figures are in, and its tooltip: the model's own (the most
+    common among the costed nodes), or the one --dtype re-costed it in."""
+    if analysis.dtype != "model":
+        return f"{analysis.dtype} (re-costed)", f"--dtype {analysis.dtype}: stored and run as if in this type"
     dtypes = Counter(n.dtype for n in analysis.nodes if n.counted and n.flops)
     main_dtype = dtypes.most_common(1)[0][0] if dtypes else "—"
-    if analysis.dtype == "model":
-        dtype, dtype_title = f"{main_dtype} (as stored)", "the model's own element types; " + (
-            ", ".join(f"{d}: {c:,} costed nodes" for d, c in dtypes.most_common()) or "no costed node")
-    else:
-        dtype, dtype_title = f"{analysis.dtype} (re-costed)", f"--dtype {analysis.dtype}: stored and run as if in this type"
+    return f"{main_dtype} (as stored)", "the model's own element types; " + (
+        ", ".join(f"{d}: {c:,} costed nodes" for d, c in dtypes.most_common()) or "no costed node")
+
+
+def _batch_cell(analysis: Analysis) -> tuple[str, str]:
+    """The batch, and its tooltip: --batch, dims assumed for a batch the inputs leave open, or
+    the input shapes'."""
     batch = analysis.batch
+    if batch:
+        return str(batch), f"--batch {batch}: axis 0 of every input"
     assumed = ", ".join(f"{symbol}={value}" for symbol, value in analysis.assumed_dims.items())
-    targets = [r.target for r in analysis.targets]
-    return {
-        "name": model_label(model.name, model.graph_name),
-        "path": model.path,
-        "producer": model.producer or "unknown",
-        "ir_version": str(model.ir_version),
-        "opset": str(model.opset) if model.opset else "none",
-        "other_opsets": ", ".join(other_opsets),
-        "file_size": iec(file_bytes) if file_bytes is not None else "in memory",
-        "file_size_title": f"{file_bytes:,} bytes" if file_bytes is not None else "analysed from a ModelProto, not a file",
-        "nodes": count_text(model.node_count),
-        "doc_string": model.doc_string.strip(),
-        "inputs": [_tensor_context(t, analysis.input_values.get(t.name)) for t in analysis.inputs],
-        "outputs": [_tensor_context(t) for t in analysis.outputs],
-        "dtype": dtype,
-        "dtype_title": dtype_title,
-        "batch": str(batch) if batch else (f"{assumed} (assumed)" if assumed else "from the input shapes"),
-        "batch_title": (f"--batch {batch}: axis 0 of every input" if batch else
-                        f"{assumed_text(analysis.assumed_dims)}" if assumed else
-                        "no --batch: axis 0 as the input shapes give it"),
-        "targets": ", ".join(t.name for t in targets) if targets else "none",
-        "targets_title": "; ".join(f"{t.name}: {t.description}" for t in targets)
-                         or "no --target given: no roofline, latency or energy",
-    }
+    if assumed:
+        return f"{assumed} (assumed)", f"{assumed_text(analysis.assumed_dims)}"
+    return "from the input shapes", "no --batch: axis 0 as the input shapes give it"
 
 
 def _tensor_context(tensor: "TensorInfo", value: list | None = None) -> dict:

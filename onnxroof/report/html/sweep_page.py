@@ -7,21 +7,37 @@ latency and tokens/s against the swept value, and the points' live-activation ti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ...core.units import intensity, si
-from .chart_context import (
-    ROOFLINE_SIZE, achieved_rate, bandwidth_roofs, diamond_path, model_mark, overlay_timeline_context,
-    place_mark_labels, roof_groups, roofline_frame,
-)
-from .charts import RooflineChart, roofline_chart, xy_chart
-from .scales import svg_number
 from ..formatting import count_text, format_value, latency_kind_short
+from .chart_context import (
+    ROOFLINE_SIZE,
+    achieved_rate,
+    bandwidth_roofs,
+    diamond_path,
+    model_mark,
+    overlay_timeline_context,
+    place_mark_labels,
+    roof_groups,
+    roofline_frame,
+)
+from .charts import RooflineChart, roofline_chart
 from .page import (
-    SERIES_COLOURS, ModelSide, model_side, not_analysed_cell, render_page, report_on, target_capacities, target_card,
+    SERIES_COLOURS,
+    ModelSide,
+    model_side,
+    not_analysed_cell,
+    render_page,
+    report_on,
+    target_capacities,
+    target_card,
     value_cell,
 )
+from .scales import svg_number
+from .xy_chart import xy_chart
 
 if TYPE_CHECKING:
     from ...compare.sweep import SweepPoint
@@ -51,12 +67,12 @@ class SweepPage:
     target_names: str
 
 
-def render_sweep_html(points: Sequence["SweepPoint"]) -> str:
+def render_sweep_html(points: Sequence[SweepPoint]) -> str:
     """One model at every sweep point: the model point's path and latency against the value."""
     return render_page(SWEEP_TEMPLATE, sweep_page(list(points)))
 
 
-def sweep_page(points: list["SweepPoint"]) -> SweepPage:
+def sweep_page(points: list[SweepPoint]) -> SweepPage:
     if not points:  # run_sweep always gives at least one; a page of none had no numbers to show
         raise ValueError("a sweep page needs at least one point")
     analyses = [p.analysis for p in points]
@@ -96,7 +112,7 @@ def _table_headers(target_names: list[str], decoder: bool) -> list[str]:
     return headers
 
 
-def _table_row(point: "SweepPoint", symbols: list[str], target_names: list[str]) -> dict:
+def _table_row(point: SweepPoint, symbols: list[str], target_names: list[str]) -> dict:
     """One sweep point's row: its totals, then latency, throughput and bound per target (and
     tokens per second for a decoder)."""
     analysis = point.analysis
@@ -122,7 +138,7 @@ def _table_row(point: "SweepPoint", symbols: list[str], target_names: list[str])
             "bounds_note": analysis.bounds_note}
 
 
-def _sweep_roofline(number: int, name: str, points: list["SweepPoint"], symbols: list[str], labels: list[str]) -> dict:
+def _sweep_roofline(number: int, name: str, points: list[SweepPoint], symbols: list[str], labels: list[str]) -> dict:
     """The model point's path across one target's roofline: a diamond per sweep point."""
     per_point = [report_on(p.analysis, name) for p in points]
     reference = next(r for r in per_point if r is not None).target
@@ -143,7 +159,7 @@ def _sweep_roofline(number: int, name: str, points: list["SweepPoint"], symbols:
             "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"}
 
 
-def _sweep_paths(placed: list, points: list["SweepPoint"], symbols: list[str], bounds: list[bool]) -> list[dict]:
+def _sweep_paths(placed: list, points: list[SweepPoint], symbols: list[str], bounds: list[bool]) -> list[dict]:
     """Two symbols: one path per value of the second, along the first (not one zig-zag). A point
     whose figures are bounds (``bounds``: nodes not counted) breaks its path: no segment joins it."""
     paths = []
@@ -157,14 +173,15 @@ def _sweep_paths(placed: list, points: list["SweepPoint"], symbols: list[str], b
         for path in runs:
             if len(path) > 1:
                 paths.append({
-                    "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)),
+                    "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}"
+                                 for i, p in enumerate(path)),
                     "cls": "sweep-path",
                     "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
                 })
     return paths
 
 
-def _point_mark(chart: RooflineChart, placed, label: str, name: str, report: "TargetReport") -> dict:
+def _point_mark(chart: RooflineChart, placed, label: str, name: str, report: TargetReport) -> dict:
     mp = report.model_point
     card = target_card(report)
     # nodes left out: the point is hollow (its FLOPs and rate are at most these, its latency at least)
@@ -180,41 +197,47 @@ def _point_mark(chart: RooflineChart, placed, label: str, name: str, report: "Ta
     return mark
 
 
-def _xy_charts(points: list["SweepPoint"], symbols: list[str], labels: list[str], target_names: list[str],
+def _xy_charts(points: list[SweepPoint], symbols: list[str], labels: list[str], target_names: list[str],
                decoder: bool) -> tuple[dict | None, dict | None]:
     """Latency (and, for a decoder, new tokens per second) against the swept value; a point whose
     analysis left nodes out is drawn hollow and its line broken at it (its figures are bounds)."""
-    single = len(symbols) == 1
-    # several symbols: the x axis names the points by their values alone ("16 · int8")
-    xs: list = [p.values[symbols[0]] for p in points] if single else [" · ".join(str(v) for v in p.values.values())
-                                                                        for p in points]
+    if not target_names:
+        return None, None
+    xs, labels, lines = _xy_lines(points, symbols, labels, target_names)
     wide = not decoder
-    if len(symbols) == 2:  # x: the first symbol; one line per target and value of the second
-        xs = list(dict.fromkeys(p.values[symbols[0]] for p in points))
-        lines = _lines_by_target_and_second(points, symbols, xs, target_names)
-        labels = [f"{symbols[0]}={x}" for x in xs]
-    else:
-        lines = [(name, name, [p.analysis for p in points]) for name in target_names]
-    single = single or len(symbols) == 2
+    single = len(symbols) in (1, 2)
     against = ", ".join(symbols) if single else "sweep point"
     x_title = symbols[0] if single else " · ".join(symbols)
-    reports = [(series, [report_on(a, name) if a is not None else None for a in analyses])
-               for series, name, analyses in lines]
-    latency_chart = _xy_context(
-        "latency", xs, [(series, [r.latency_s if r else None for r in per_x]) for series, per_x in reports],
-        f"latency per run vs {against}", "seconds", labels, wide, x_title, [per_x for _, per_x in reports],
-    ) if target_names else None
-    tokens_chart = None
-    if decoder and target_names:
-        tokens = [(series, [a.llm.tokens_per_s.get(name) if a is not None and a.llm is not None else None
-                            for a in analyses]) for series, name, analyses in lines]
-        tokens_chart = _xy_context("tokens", xs, tokens, f"new tokens per second vs {against}", "per_second", labels,
-                                   wide, x_title, [per_x for _, per_x in reports])
+    reports = [[report_on(a, name) if a is not None else None for a in analyses] for _, name, analyses in lines]
+    latencies = [(series, [r.latency_s if r else None for r in per_x]) for (series, _, _), per_x in zip(lines, reports)]
+    latency_chart = _xy_context("latency", xs, latencies, f"latency per run vs {against}", "seconds", labels, wide,
+                                x_title, reports)
+    if not decoder:
+        return latency_chart, None
+    tokens = [(series, [a.llm.tokens_per_s.get(name) if a is not None and a.llm is not None else None
+                        for a in analyses]) for series, name, analyses in lines]
+    tokens_chart = _xy_context("tokens", xs, tokens, f"new tokens per second vs {against}", "per_second", labels,
+                               wide, x_title, reports)
     return latency_chart, tokens_chart
 
 
-def _lines_by_target_and_second(points: list["SweepPoint"], symbols: list[str], xs: list,
-                                target_names: list[str]) -> list[tuple[str, str, list["Analysis | None"]]]:
+def _xy_lines(points: list[SweepPoint], symbols: list[str], labels: list[str],
+              target_names: list[str]) -> tuple[list, list[str], list[tuple[str, str, list[Analysis | None]]]]:
+    """The x values, their labels, and the lines (name, target, the analysis at each x): with two
+    symbols x is the first and there is a line per target and value of the second; with one, a
+    line per target; with more, the x axis names the points by their values alone ("16 · int8")."""
+    if len(symbols) == 2:
+        xs: list = list(dict.fromkeys(p.values[symbols[0]] for p in points))
+        return xs, [f"{symbols[0]}={x}" for x in xs], _lines_by_target_and_second(points, symbols, xs, target_names)
+    if len(symbols) == 1:
+        xs = [p.values[symbols[0]] for p in points]
+    else:
+        xs = [" · ".join(str(v) for v in p.values.values()) for p in points]
+    return xs, labels, [(name, name, [p.analysis for p in points]) for name in target_names]
+
+
+def _lines_by_target_and_second(points: list[SweepPoint], symbols: list[str], xs: list,
+                                target_names: list[str]) -> list[tuple[str, str, list[Analysis | None]]]:
     """One line per target and value of the second symbol: (its name, the target, the analysis at
     each of the first symbol's values, None where the sweep has no such point)."""
     position = {(p.values[symbols[0]], p.values[symbols[1]]): k for k, p in enumerate(points)}
@@ -227,7 +250,7 @@ def _lines_by_target_and_second(points: list["SweepPoint"], symbols: list[str], 
     return lines
 
 
-def _lines_by_second(points: list["SweepPoint"], symbols: list[str]) -> list[tuple[str, list[int]]]:
+def _lines_by_second(points: list[SweepPoint], symbols: list[str]) -> list[tuple[str, list[int]]]:
     """The points grouped into lines: by the second symbol's value when there are exactly two
     ("dtype=int8", the indices of its points in order), else one line of them all."""
     if len(symbols) != 2:
@@ -240,7 +263,7 @@ def _lines_by_second(points: list["SweepPoint"], symbols: list[str]) -> list[tup
 
 def _xy_context(key: str, xs: list, series: list[tuple[str, list[float | None]]], title: str, unit: str,
                 labels: list[str], wide: bool = False, x_title: str = "",
-                reports: list[list["TargetReport | None"]] | None = None) -> dict:
+                reports: list[list[TargetReport | None]] | None = None) -> dict:
     """The chart's view; ``reports`` (per series, per x) are the target reports behind the values:
     where one is incomplete its point is hollow, titled as the bound it is, and its line breaks."""
     reports = reports or [[None] * len(values) for _, values in series]

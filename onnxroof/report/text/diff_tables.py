@@ -4,32 +4,33 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from ...core.version import __version__
-from ..bounds import bound_label, time_by_bound
 from ...core.units import iec, si
+from ...core.version import __version__
 from ...result import target_entry
 from ...roofline.verdicts import gain_text
+from ..bounds import bound_label, time_by_bound
 from ..formatting import as_bound, format_value, percent_text, side_time, side_value, signed_change, verdict
 from .markdown import details, escape, html_text, table
 
 if TYPE_CHECKING:
-    from ...result import Analysis
     from ...compare.budgets import BudgetResult
     from ...compare.diff import Delta, ModelDiff
+    from ...result import Analysis
 
 SCHEMA = "onnxroof-diff/1"
 
 
-def _deltas(diff: "ModelDiff") -> list[tuple[str, "Delta"]]:
+def _deltas(diff: ModelDiff) -> list[tuple[str, Delta]]:
     rows = [(d.label, d) for d in diff.totals]
     for target, deltas in diff.targets.items():
         rows += [(f"{d.label} [{target}]", d) for d in deltas]
     return rows
 
 
-def summary_line(diff: "ModelDiff") -> str:
+def summary_line(diff: ModelDiff) -> str:
     keys = {"params", "flops", "peak_memory"}
     parts = [f"{d.label} {percent_text(d, threshold=diff.threshold)}" for d in diff.totals if d.key in keys]
     parts += [f"latency [{t}] {percent_text(d, threshold=diff.threshold)}" for t, ds in diff.targets.items()
@@ -37,14 +38,14 @@ def summary_line(diff: "ModelDiff") -> str:
     return " · ".join(parts)
 
 
-def incomplete_sides(diff: "ModelDiff") -> list[str]:
+def incomplete_sides(diff: ModelDiff) -> list[str]:
     """A line per side whose analysis left nodes out: its latencies, energy and traffic are lower
     bounds, its throughputs upper ones, so a change against it is a bound too."""
     return [f"{side} ({analysis.model.name}) is INCOMPLETE: {analysis.bounds_note}; each change against it is a "
             "bound (≥, ≤)" for side, analysis in (("base", diff.base), ("head", diff.head)) if not analysis.complete]
 
 
-def target_origins(analyses: "Iterable[Analysis]") -> list[str]:
+def target_origins(analyses: Iterable[Analysis]) -> list[str]:
     """A line per target not read from onnxroof's own files (``./hardware``, the user's folder, a
     path): the figures a diff or a comparison, and its budgets, rest on came from there."""
     from ...roofline.target_paths import origin_note
@@ -53,73 +54,109 @@ def target_origins(analyses: "Iterable[Analysis]") -> list[str]:
     return [note for note in dict.fromkeys(notes) if note]
 
 
-def render_diff_markdown(diff: "ModelDiff", budgets: list["BudgetResult"] = (), rows: int = 15) -> str:
+def render_diff_markdown(diff: ModelDiff, budgets: list[BudgetResult] = (), rows: int = 15) -> str:
     base, head = diff.base.model, diff.head.model
     lines = [f"### onnxroof diff: {escape(base.name)} → {escape(head.name)}", "", f"**{summary_line(diff)}**", ""]
-    lines += [f"⚠️ **{escape(line)}**" for line in incomplete_sides(diff)] + ([""] if incomplete_sides(diff) else [])
-    lines += [f"⚠️ {escape(line)}" for line in target_origins((diff.base, diff.head))] + ([""] if target_origins((diff.base, diff.head)) else [])
+    lines += _warning_lines(diff, budgets)
+    if diff.findings:
+        lines += ["**Findings that changed** (each gain measured by analysing the model again with the change):", "",
+                  *_finding_change_lines(diff), ""]
+    lines += _metric_tables(diff)
+    for section in (_op_type_table(diff), _module_table(diff, rows), _node_table(diff, rows), *_time_tables(diff)):
+        if section:
+            lines += ["", section]
+    lines += ["", f"<sub>onnxroof {__version__} · MAC-FLOPs = 2 x MACs · bytes IEC, counts SI</sub>"]
+    return "\n".join(lines) + "\n"
+
+
+def _warning_lines(diff: ModelDiff, budgets: list[BudgetResult]) -> list[str]:
+    """Incomplete sides, targets from elsewhere, changed inputs and the budgets, each a paragraph."""
+    lines = []
+    incomplete, origins = incomplete_sides(diff), target_origins((diff.base, diff.head))
+    lines += [f"⚠️ **{escape(line)}**" for line in incomplete] + ([""] if incomplete else [])
+    lines += [f"⚠️ {escape(line)}" for line in origins] + ([""] if origins else [])
     if diff.input_changes:
         lines += ["⚠️ **Inputs changed:** " + "; ".join(escape(c) for c in diff.input_changes), ""]
     broken = [b for b in budgets if b.broken]
     if budgets:
         lines += [("❌ **Budgets broken:** " + "; ".join(escape(b.describe()) for b in broken)) if broken
                   else f"✅ All {len(budgets)} budget(s) hold.", ""]
-    if diff.findings:
-        lines += ["**Findings that changed** (each gain measured by analysing the model again with the change):", "",
-                  *_finding_change_lines(diff), ""]
+    return lines
+
+
+def _metric_tables(diff: ModelDiff) -> list[str]:
+    """The metrics that changed, then those that did not, folded away."""
     changed = [(label, d) for label, d in _deltas(diff) if d.change != 0]
     same = [(label, d) for label, d in _deltas(diff) if d.change == 0]
     header = ("metric", "base", "head", "change", "%")
-    lines.append(table(header, [
+    lines = [table(header, [
         (escape(label), side_value(d, "base"), side_value(d, "head"), signed_change(d),
          percent_text(d, threshold=diff.threshold))
         for label, d in changed
-    ], "lrrrr") if changed else "No metric changed.")
+    ], "lrrrr") if changed else "No metric changed."]
     if same:
         lines += ["", details(f"Unchanged metrics ({len(same)})", table(header, [
-            (escape(label), side_value(d, "base"), side_value(d, "head"), signed_change(d), percent_text(d, symbols=False))
+            (escape(label), side_value(d, "base"), side_value(d, "head"), signed_change(d),
+             percent_text(d, symbols=False))
             for label, d in same
         ], "lrrrr"))]
+    return lines
+
+
+def _op_type_table(diff: ModelDiff) -> str:
+    """The op types whose count or FLOPs changed, folded away ("" when none did)."""
     ops = [r for r in diff.op_types if r["base_count"] != r["head_count"] or r["base_flops"] != r["head_flops"]]
-    if ops:
-        lines += ["", details(f"Op types that changed ({len(ops)})", table(
-            ("op", "count", "FLOPs base", "FLOPs head", "%"),
-            [(escape(r["op_type"]), f"{r['base_count']} → {r['head_count']}", si(r["base_flops"]), si(r["head_flops"]),
-              _percent(r["base_flops"], r["head_flops"])) for r in ops],
-            "lrrrr"))]
-    if diff.modules:
-        target = diff.head.targets[0].target.name if diff.head.targets else None
-        lines += ["", details(f"Modules that changed ({len(diff.modules)})" + (f", by time on {html_text(target)}" if target else ""),
-                              table(("module", "change", "params", "FLOPs", *(("time",) if target else ())),
-                                    [_module_cells(row, target is not None) for row in diff.modules[:rows]], "llrrr"))]
+    if not ops:
+        return ""
+    return details(f"Op types that changed ({len(ops)})", table(
+        ("op", "count", "FLOPs base", "FLOPs head", "%"),
+        [(escape(r["op_type"]), f"{r['base_count']} → {r['head_count']}", si(r["base_flops"]), si(r["head_flops"]),
+          _percent(r["base_flops"], r["head_flops"])) for r in ops],
+        "lrrrr"))
+
+
+def _module_table(diff: ModelDiff, rows: int) -> str:
+    """The modules that changed, by time on head's first target when it has one."""
+    if not diff.modules:
+        return ""
+    target = diff.head.targets[0].target.name if diff.head.targets else None
+    title = f"Modules that changed ({len(diff.modules)})" + (f", by time on {html_text(target)}" if target else "")
+    return details(title, table(("module", "change", "params", "FLOPs", *(("time",) if target else ())),
+                                [_module_cells(row, target is not None) for row in diff.modules[:rows]], "llrrr"))
+
+
+def _node_table(diff: ModelDiff, rows: int) -> str:
+    """The first ``rows`` nodes added, removed or changed, and how many more."""
     changed_nodes = diff.changed_nodes
-    if changed_nodes:
-        counts = {kind: sum(1 for n in changed_nodes if n.kind == kind) for kind in ("added", "removed", "changed")}
-        title = f"Nodes: {counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
-        body = table(("node", "op", "change", "FLOPs base", "FLOPs head"), [
-            (escape(n.name), escape((n.head or n.base).op_type), n.kind + (f" ({', '.join(n.changes)})" if n.changes else ""),
-             si(n.base.flops) if n.base else "-", si(n.head.flops) if n.head else "-")
-            for n in changed_nodes[:rows]
-        ], "lllrr")
-        if len(changed_nodes) > rows:
-            body += f"\n\n… and {len(changed_nodes) - rows} more (`onnxroof diff --format json` lists all)."
-        lines += ["", details(title, body)]
+    if not changed_nodes:
+        return ""
+    counts = {kind: sum(1 for n in changed_nodes if n.kind == kind) for kind in ("added", "removed", "changed")}
+    title = f"Nodes: {counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
+    body = table(("node", "op", "change", "FLOPs base", "FLOPs head"), [
+        (escape(n.name), escape((n.head or n.base).op_type),
+         n.kind + (f" ({', '.join(n.changes)})" if n.changes else ""),
+         si(n.base.flops) if n.base else "-", si(n.head.flops) if n.head else "-")
+        for n in changed_nodes[:rows]
+    ], "lllrr")
+    if len(changed_nodes) > rows:
+        body += f"\n\n… and {len(changed_nodes) - rows} more (`onnxroof diff --format json` lists all)."
+    return details(title, body)
+
+
+def _time_tables(diff: ModelDiff) -> list[str]:
+    """Per target, the nodes whose time changed most."""
     kinds = {n.name: n.kind for n in diff.nodes}
-    for target, top in diff.top_time_changes.items():
-        if top:
-            lines += ["", details(f"Largest time changes on {html_text(target)}", table(
-                ("node", "base", "head", "change"),
-                [(escape(name), side_time(b, kinds.get(name), "base"), side_time(h, kinds.get(name), "head"),
-                  ("+" if h > b else "−") + format_value(abs(h - b), "seconds")) for name, b, h in top],
-                "lrrr"))]
-    lines += ["", f"<sub>onnxroof {__version__} · MAC-FLOPs = 2 x MACs · bytes IEC, counts SI</sub>"]
-    return "\n".join(lines) + "\n"
+    return [details(f"Largest time changes on {html_text(target)}", table(
+        ("node", "base", "head", "change"),
+        [(escape(name), side_time(b, kinds.get(name), "base"), side_time(h, kinds.get(name), "head"),
+          ("+" if h > b else "−") + format_value(abs(h - b), "seconds")) for name, b, h in top],
+        "lrrr")) for target, top in diff.top_time_changes.items() if top]
 
 
 FINDING_WORDS = {"new": "🆕 new", "resolved": "✅ resolved", "changed": "↕️ changed"}
 
 
-def _finding_change_lines(diff: "ModelDiff") -> list[str]:
+def _finding_change_lines(diff: ModelDiff) -> list[str]:
     """A Markdown list: new and changed findings as head has them (a changed one with base's gain
     beside), resolved ones as base had them."""
     several = len({c.finding.target for c in diff.findings}) > 1
@@ -150,7 +187,7 @@ def _percent(before: float, after: float) -> str:
     return "new" if math.isinf(change) else f"{change:+.1f}%".replace("-", "−")
 
 
-def render_diff_table(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> str:
+def render_diff_table(diff: ModelDiff, budgets: list[BudgetResult] = ()) -> str:
     lines = [f"onnxroof diff: {diff.base.model.name} -> {diff.head.model.name}", summary_line(diff)]
     lines += [f"! {c}" for c in [*incomplete_sides(diff), *target_origins((diff.base, diff.head)), *diff.input_changes]]
     width = max(len(label) for label, _ in _deltas(diff))
@@ -162,25 +199,30 @@ def render_diff_table(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> 
                  f"removed, {sum(n.kind == 'changed' for n in changed)} changed, "
                  f"{sum(n.kind == 'unchanged' for n in diff.nodes)} unchanged")
     for n in changed[:20]:
-        lines.append(f"  {n.kind:9} {n.name} ({(n.head or n.base).op_type})" + (f": {', '.join(n.changes)}" if n.changes else ""))
+        lines.append(f"  {n.kind:9} {n.name} ({(n.head or n.base).op_type})"
+                     + (f": {', '.join(n.changes)}" if n.changes else ""))
     if diff.modules:
         lines.append(f"modules that changed ({len(diff.modules)}, the largest first):")
         for row in diff.modules[:10]:
-            lines.append(f"  {row['kind']:9} {row['module']}: params {si(row['base_params'])} -> {si(row['head_params'])}, "
+            lines.append(f"  {row['kind']:9} {row['module']}: "
+                         f"params {si(row['base_params'])} -> {si(row['head_params'])}, "
                          f"FLOPs {si(row['base_flops'])} -> {si(row['head_flops'])}"
-                         + (f", time {format_value(row['base_time_s'], 'seconds')} -> {format_value(row['head_time_s'], 'seconds')}"
+                         + (f", time {format_value(row['base_time_s'], 'seconds')} -> "
+                            f"{format_value(row['head_time_s'], 'seconds')}"
                             if row["head_time_s"] is not None or row["base_time_s"] is not None else ""))
     lines += [b.describe() for b in budgets]
     return "\n".join(lines) + "\n"
 
 
-def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict:
-    def delta(d: "Delta") -> dict:
+def diff_document(diff: ModelDiff, budgets: list[BudgetResult] = ()) -> dict:
+    def delta(d: Delta) -> dict:
         percent = d.percent
         return {"key": d.key, "unit": d.unit, "base": d.base, "head": d.head, "change": d.change,
                 "percent": None if percent is None or math.isinf(percent) else percent,
-                # a side that left nodes out is a bound: "≥"/"≤" the change is at least / at most this, "?" unknown
-                "base_complete": not d.base_missing, "head_complete": not d.head_missing, "change_bound": d.change_bound}
+                # a side that left nodes out is a bound: "≥"/"≤" the change is at least / at most this,
+                # "?" unknown
+                "base_complete": not d.base_missing, "head_complete": not d.head_missing,
+                "change_bound": d.change_bound}
 
     return {
         "schema": SCHEMA,
@@ -190,7 +232,8 @@ def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict
         "head": {"name": diff.head.model.name, "path": diff.head.model.path, "complete": diff.head.complete,
                  "missing": diff.head.missing},
         "input_changes": diff.input_changes,
-        "target_origins": target_origins((diff.base, diff.head)),  # targets not read from onnxroof's own files, in words
+        # targets not read from onnxroof's own files, in words
+        "target_origins": target_origins((diff.base, diff.head)),
         "threshold": diff.threshold,  # a change below this fraction is marked neither better nor worse
         "totals": [delta(d) for d in diff.totals],
         "targets": {name: [delta(d) for d in ds] for name, ds in diff.targets.items()},
@@ -214,7 +257,7 @@ def diff_document(diff: "ModelDiff", budgets: list["BudgetResult"] = ()) -> dict
 # compare: several candidates side by side
 
 
-def _compare_rows(analyses: list["Analysis"]) -> tuple[list[str], list[list[str]]]:
+def _compare_rows(analyses: list[Analysis]) -> tuple[list[str], list[list[str]]]:
     header = ["model", "params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations", "best-order peak"]
     for first in analyses[0].targets if analyses else []:  # energy: "dynamic" unless the target states static power
         target = first.target.name
@@ -233,12 +276,12 @@ def _compare_rows(analyses: list["Analysis"]) -> tuple[list[str], list[list[str]
     return header, rows
 
 
-def _incomplete_models(analyses: list["Analysis"]) -> list[str]:
+def _incomplete_models(analyses: list[Analysis]) -> list[str]:
     """A line per model whose analysis left nodes out: its figures in the tables are bounds."""
     return [f"{a.model.name} is INCOMPLETE: {a.bounds_note}" for a in analyses if not a.complete]
 
 
-def render_compare_markdown(analyses: list["Analysis"]) -> str:
+def render_compare_markdown(analyses: list[Analysis]) -> str:
     header, rows = _compare_rows(analyses)
     escaped = [[escape(row[0]), *row[1:]] for row in rows]
     notes = "".join(f"\n⚠️ **{escape(line)}**\n" for line in _incomplete_models(analyses))
@@ -246,7 +289,7 @@ def render_compare_markdown(analyses: list["Analysis"]) -> str:
     return "### onnxroof compare\n\n" + table(header, escaped, "l" + "r" * (len(header) - 1)) + "\n" + notes
 
 
-def render_compare_table(analyses: list["Analysis"]) -> str:
+def render_compare_table(analyses: list[Analysis]) -> str:
     """The models' totals, then one block per target: each fits a 120-column terminal, however
     many targets are compared (the Markdown and HTML tables put them side by side)."""
     header, rows = _compare_rows(analyses)
@@ -257,16 +300,18 @@ def render_compare_table(analyses: list["Analysis"]) -> str:
         names = [h.rsplit(" [", 1)[0] for h in header[start:start + 5]]
         blocks.append(f"target {report.target.name}\n"
                       + _aligned([["model", *names], *([row[0], *row[start:start + 5]] for row in rows)]))
-    return "\n".join(blocks) + "".join(f"! {line}\n" for line in [*_incomplete_models(analyses), *target_origins(analyses)])
+    notes = [*_incomplete_models(analyses), *target_origins(analyses)]
+    return "\n".join(blocks) + "".join(f"! {line}\n" for line in notes)
 
 
 def _aligned(table: list[list]) -> str:
     widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(str(cell).rjust(w) if i else str(cell).ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
+    return "\n".join("  ".join(str(cell).rjust(w) if i else str(cell).ljust(w)
+                               for i, (cell, w) in enumerate(zip(r, widths)))
                      for r in table) + "\n"
 
 
-def compare_document(analyses: list["Analysis"]) -> dict:
+def compare_document(analyses: list[Analysis]) -> dict:
     return {
         "schema": "onnxroof-compare/1",
         "version": __version__,

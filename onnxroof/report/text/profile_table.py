@@ -12,7 +12,7 @@ from ...measure.profiling import Coverage
 from .table import clip, inputs_line
 
 if TYPE_CHECKING:
-    from ...measure.profiling import ProfileResult
+    from ...measure.profiling import NodeComparison, ProfileResult
 
 
 def _ratio(value: float | None) -> str:
@@ -20,39 +20,60 @@ def _ratio(value: float | None) -> str:
 
 
 def render_profile_table(result: ProfileResult) -> str:
-    analysis, mapping, report = result.analysis, result.mapping, result.target
-    target = report.target
+    lines = [*_header_lines(result), "", *_node_lines(result), "", *_summary_lines(result)]
+    return "\n".join(map(printable, lines)) + "\n"  # names are the model's (and onnxruntime's, from them)
+
+
+def _header_lines(result: ProfileResult) -> list[str]:
+    """The model and its inputs, how it was measured, and the target it was predicted on."""
+    analysis, target = result.analysis, result.target.target
     tags = sorted({f.tag for f in target.peak_ops_per_s.values()} | {target.dram_bytes_per_s.tag})
     threads = f"{result.threads} intra-op threads" if result.threads else "default threads"
-    lines = [
+    return [
         f"onnxroof profile · {analysis.model.name} · inputs: {inputs_line(analysis)}",
         f"measured: onnxruntime {result.ort_version} CPU, optimization {result.optimization}, {threads}, "
-        f"median of {mapping.runs} runs after {result.warmup} warm-up",
+        f"median of {result.mapping.runs} runs after {result.warmup} warm-up",
         f"predicted: target {target.name} ({', '.join(tags)}): {target.description}",
-        "",
     ]
+
+
+def _coverage_note(n: NodeComparison) -> str:
+    """How onnxruntime ran the node: in its own kernel, split with others, removed, or not seen."""
+    if n.status == Coverage.SPLIT:
+        if n.kernel != n.name:
+            return f"in {n.kernel} ({n.kernel_op}), split"
+        return f"{n.kernel_op}, split with fused nodes"
+    if n.status == Coverage.OWN:
+        return "" if n.kernel == n.name and n.kernel_op == n.op_type else f"as {n.kernel} ({n.kernel_op})"
+    if n.status == Coverage.REMOVED:
+        return "not run by onnxruntime (view or folded)"
+    return "no kernel found for it"
+
+
+def _node_lines(result: ProfileResult) -> list[str]:
+    """The table, a row per node (the time columns right-aligned), then the kernels onnxruntime
+    inserted."""
     header = ("name", "op", "bound", "predicted", "measured", "meas/pred", "")
     rows = [header]
     for n in result.nodes:
-        if n.status == Coverage.SPLIT:
-            note = f"in {n.kernel} ({n.kernel_op}), split" if n.kernel != n.name else f"{n.kernel_op}, split with fused nodes"
-        elif n.status == Coverage.OWN:
-            note = "" if n.kernel == n.name and n.kernel_op == n.op_type else f"as {n.kernel} ({n.kernel_op})"
-        elif n.status == Coverage.REMOVED:
-            note = "not run by onnxruntime (view or folded)"
-        else:
-            note = "no kernel found for it"
         rows.append((clip(n.name, 36), printable(n.op_type), n.bound or "-", seconds(n.predicted_s),
-                     seconds(n.measured_s), _ratio(n.ratio), note))
+                     seconds(n.measured_s), _ratio(n.ratio), _coverage_note(n)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     right = {3, 4, 5}
+    lines = []
     for row in rows:
         cells = [row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i]) for i in range(len(widths))]
         lines.append("  ".join(cells + [row[-1]]).rstrip())
-    for kernel in mapping.unattributed:
-        lines.append(f"  + {kernel.name} ({kernel.op_type}): {seconds(kernel.seconds)}, inserted by onnxruntime, no ONNX node")
-    lines += [
-        "",
+    for kernel in result.mapping.unattributed:
+        lines.append(f"  + {kernel.name} ({kernel.op_type}): {seconds(kernel.seconds)}, inserted by onnxruntime, "
+                     "no ONNX node")
+    return lines
+
+
+def _summary_lines(result: ProfileResult) -> list[str]:
+    """The totals predicted and measured, and the notes."""
+    mapping = result.mapping
+    lines = [
         f"predicted {seconds(result.predicted_s)} · measured {seconds(result.measured_s)} (sum of kernel medians"
         + (f"; {seconds(mapping.run_seconds)} per profiled run" if mapping.run_seconds else "")
         + (f"; {seconds(result.wall_s)} per run without the profiler" if result.wall_s else "") + ")"
@@ -66,5 +87,5 @@ def render_profile_table(result: ProfileResult) -> str:
     if mapping.not_seen:
         lines.append(f"note: no kernel covers {len(mapping.not_seen)} node(s): " + ", ".join(mapping.not_seen[:5])
                      + (" ..." if len(mapping.not_seen) > 5 else ""))
-    lines += [f"note: {note}" for note in result.notes + report.notes]
-    return "\n".join(map(printable, lines)) + "\n"  # names are the model's (and onnxruntime's, from them)
+    lines += [f"note: {note}" for note in result.notes + result.target.notes]
+    return lines

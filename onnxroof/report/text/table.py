@@ -8,22 +8,23 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING
 
-from ...core.version import __version__
 from ...core.dtypes import dtype_name
-from ..bounds import bound_label, time_by_bound
-from ..formatting import as_bound, borrowed_mark, energy_words, latency_kind_words
-from ...roofline.verdicts import capacity_text, finding_lines, fit_text
 from ...core.text import csv_cell, printable
 from ...core.units import iec, intensity, joules, seconds, si
+from ...core.version import __version__
 from ...roofline.targets import LatencyKind
+from ...roofline.verdicts import capacity_text, finding_lines, fit_text
+from ..bounds import bound_label, time_by_bound
+from ..formatting import as_bound, borrowed_mark, energy_words, latency_kind_words
 from .devices import device_plan_lines
 
 if TYPE_CHECKING:
+    from ...cost.records import NodeRecord
     from ...result import Analysis
     from ...roofline.placement import TargetReport
-    from ...cost.records import NodeRecord
 
-CONVENTIONS_LINE = "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds other element ops; counts SI (k M G), bytes IEC (KiB MiB)"
+CONVENTIONS_LINE = ("MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds other element ops; counts SI (k M G), "
+                    "bytes IEC (KiB MiB)")
 TERMINAL_COLUMNS = 120  # what the text outputs fit in: long descriptions wrap, long names are clipped
 SHOWN_FINDINGS = 3  # per target in the summary: the others are in the JSON, the Markdown and the HTML report
 
@@ -42,7 +43,7 @@ def shape_text(shape: list | None) -> str:
 INPUTS_SHOWN = 6  # a KV-cached decoder has a hundred inputs: one line names the first few
 
 
-def inputs_line(analysis: "Analysis") -> str:
+def inputs_line(analysis: Analysis) -> str:
     values = analysis.input_values
     shown = ", ".join(
         f"{printable(i.name)} {shape_text(None if i.shape is None else list(i.shape))} {dtype_name(i.dtype)}"
@@ -53,19 +54,27 @@ def inputs_line(analysis: "Analysis") -> str:
     return shown + (f" and {rest:,} more (--format json lists them)" if rest > 0 else "")
 
 
-def llm_lines(llm, reports: "list[TargetReport]" = ()) -> list[str]:
+def llm_lines(llm, reports: list[TargetReport] = ()) -> list[str]:
     """The KV-cached decoder block: phase, cache figures, rates (each as the kind of its target's
     latency, from ``reports``: ≤ tokens/s and ≥ time to first token where that is a bound), and
     what was recognised."""
-    if llm.phase == "prefill" and llm.new_tokens:
-        phase = f"prefill of {llm.new_tokens:,} tokens"
-    elif llm.phase == "decode" and llm.context:
-        phase = f"decode of 1 token at context {llm.context:,}, {llm.context - 1:,} cached"
-    else:
-        phase = "phase not set: --phase prefill|decode"
     heads = f", {llm.kv_heads} KV heads x {llm.head_size}" if llm.kv_heads and llm.head_size else ""
+    lines = [f"KV-cached decoder ({_phase_text(llm)}): {llm.layers} layers{heads}", *_cache_lines(llm)]
+    return lines + _rate_lines(llm, reports) + _recognised_lines(llm)
+
+
+def _phase_text(llm) -> str:
+    if llm.phase == "prefill" and llm.new_tokens:
+        return f"prefill of {llm.new_tokens:,} tokens"
+    if llm.phase == "decode" and llm.context:
+        return f"decode of 1 token at context {llm.context:,}, {llm.context - 1:,} cached"
+    return "phase not set: --phase prefill|decode"
+
+
+def _cache_lines(llm) -> list[str]:
+    """The KV cache read and written per step, its size at the context, and a seq2seq decoder's
+    cross-attention cache."""
     lines = [
-        f"KV-cached decoder ({phase}): {llm.layers} layers{heads}",
         f"  cache read {iec(llm.kv_read_bytes)} per step (the attended positions, the new ones included); written "
         f"{iec(llm.kv_write_bytes)} ({llm.kv_write_mode})"
         + (f"; {iec(llm.kv_bytes_per_token)} per token" if llm.kv_bytes_per_token else ""),
@@ -80,14 +89,28 @@ def llm_lines(llm, reports: "list[TargetReport]" = ()) -> list[str]:
                      + (" (computed from the encoder output)" if llm.cross_write_bytes else "")
                      + ("; " + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.cross_cache_bytes.items())
                         if llm.cross_cache_bytes else ""))
+    return lines
+
+
+def _rate_lines(llm, reports: list[TargetReport]) -> list[str]:
+    """Tokens/s and time to first token per target, as bounds where the target's report is one."""
+    lines = []
     kinds = {report.target.name: report for report in reports}
     for target, rate in llm.tokens_per_s.items():
         first, report = llm.time_to_first_token_s.get(target), kinds.get(target)
         rate_text, first_text = f"{rate:,.1f}", f"{first * 1e3:,.3f} ms" if first else ""
         if report is not None and not report.complete:  # nodes left out: the rates are bounds
-            rate_text, first_text = as_bound(rate_text, report, at_most=True), first_text and as_bound(first_text, report)
-        lines.append(f"  {target}: {rate_text} tokens/s" + (f", time to first token {first_text}" if first_text else ""))
-    for kind in ("cache ", "cross-attention cache "):  # two of each kind of cache, then the rest
+            rate_text = as_bound(rate_text, report, at_most=True)
+            first_text = first_text and as_bound(first_text, report)
+        lines.append(f"  {target}: {rate_text} tokens/s"
+                     + (f", time to first token {first_text}" if first_text else ""))
+    return lines
+
+
+def _recognised_lines(llm) -> list[str]:
+    """What the search recognised: two of each kind of cache, then the rest."""
+    lines = []
+    for kind in ("cache ", "cross-attention cache "):
         caches = [line for line in llm.recognised if line.startswith(kind)]
         lines += [f"  recognised: {printable(line)}" for line in caches[:2]]
         if len(caches) > 2:
@@ -104,18 +127,18 @@ def assumed_text(assumed: dict[str, int]) -> str:
     return f"{pairs} (a batch dim the inputs leave open; {flags} or --batch N to change)"
 
 
-def incomplete_line(analysis: "Analysis") -> str:
+def incomplete_line(analysis: Analysis) -> str:
     """The first line of an analysis that could not count everything: what is missing, and that
     the totals are lower bounds (the warnings say why)."""
     figures = "the totals and latencies are lower bounds" if analysis.targets else "the totals are lower bounds"
     return f"INCOMPLETE: {analysis.missing or 'not everything was counted'}; {figures} (see the warnings)"
 
 
-def render_table(analysis: "Analysis") -> str:
+def render_table(analysis: Analysis) -> str:
     return "".join(table_chunks(analysis))
 
 
-def table_chunks(analysis: "Analysis") -> list[str]:
+def table_chunks(analysis: Analysis) -> list[str]:
     """The text table in chunks to write one after the other: the summary, then the node table. Kept
     apart, a big model's node table (ASCII for most models) is encoded by plain copying, and is not
     copied again into one string with the summary's "·"."""
@@ -130,7 +153,8 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         f"conventions: {CONVENTIONS_LINE}",
         "",
         "Totals",
-        f"  params     {si(totals.params):>10}  ({totals.params:,}; {iec(totals.param_bytes)} = {totals.param_bytes:,} B stored)",
+        f"  params     {si(totals.params):>10}  ({totals.params:,}; {iec(totals.param_bytes)} = "
+        f"{totals.param_bytes:,} B stored)",
         *([f"  weights read {iec(totals.weight_bytes_read):>8}  ({totals.weight_bytes_read:,} B per run: the nodes "
            "read folded or partial constants, not the stored tensors)"]
           if totals.weight_bytes_read != totals.param_bytes else []),
@@ -147,8 +171,10 @@ def table_chunks(analysis: "Analysis") -> list[str]:
         f"  model order  {iec(memory.model_order.peak_bytes):>10}  at step {memory.model_order.peak_step} "
         f"({clip(memory.model_order.peak_node or '-', 40)}): "
         + ", ".join(f"{clip(n, 30)} {iec(b)}" for n, b in memory.model_order.peak_tensors[:4]),
-        f"  best order   {iec(best.peak_bytes):>10}  ({memory.best.method}{'; ' + memory.best.note if memory.best.note else ''})",
-        f"  lower bound  {iec(memory.largest_layer_bytes):>10}  (largest single layer: {clip(memory.largest_layer_node or '-', 40)})",
+        f"  best order   {iec(best.peak_bytes):>10}  "
+        f"({memory.best.method}{'; ' + memory.best.note if memory.best.note else ''})",
+        f"  lower bound  {iec(memory.largest_layer_bytes):>10}  "
+        f"(largest single layer: {clip(memory.largest_layer_node or '-', 40)})",
         f"  concat copy  {iec(memory.concat_copy_peak_bytes):>10}  (model order, if Concat copied its inputs)",
     ]
     if analysis.llm is not None:
@@ -167,7 +193,7 @@ _NODE_HEADER = ("#", "name", "op", "dtype", "output", "MACs", "FLOPs", "params",
 _RIGHT_ALIGNED = frozenset({0, 5, 6, 7, 8, 9, 10, 11})
 
 
-def _node_table(records: list["NodeRecord"]) -> str:
+def _node_table(records: list[NodeRecord]) -> str:
     """One aligned row per node. Rows differ in index and name; everything right of the name (the
     "tail": op, dtype, shape, numbers, reason) repeats wherever a model repeats a layer, so each
     distinct tail is formatted once."""
@@ -208,7 +234,7 @@ def _node_table(records: list["NodeRecord"]) -> str:
                                          map(str.ljust, names, repeat(widths[1])), tails)))
 
 
-def _output_shape(record: "NodeRecord") -> list | None:
+def _output_shape(record: NodeRecord) -> list | None:
     return record.output_shapes[0] if record.output_shapes else None
 
 
@@ -219,10 +245,10 @@ class LookAlikeRows:
     indices: list[int]
     names: list[str]
     groups: list[int]  # each row's group: its position in ``firsts``
-    firsts: list["NodeRecord"]  # each group's first node
+    firsts: list[NodeRecord]  # each group's first node
 
 
-def _look_alike_rows(records: list["NodeRecord"]) -> LookAlikeRows:
+def _look_alike_rows(records: list[NodeRecord]) -> LookAlikeRows:
     """One pass over the nodes (a big model's records do not fit in the cache, so every pass costs):
     each row's index, name and group. Dims are ints or names, so equal shapes print alike."""
     rows = LookAlikeRows([], [], [], [])
@@ -272,7 +298,7 @@ def distinct_clips(names: list[str], width: int) -> list[str]:
     return [clip("…" + name[cut:], width) if cut > 1 else clip(name, width) for name in names]
 
 
-def render_csv(analysis: "Analysis") -> str:
+def render_csv(analysis: Analysis) -> str:
     """One row per node. The model's text (names, op types, domains, dims) is made safe for a
     terminal and a spreadsheet program: control characters as '?', and a cell that starts as a
     formula (= + - @, tab, carriage return) prefixed with ' (the OWASP rule)."""
@@ -283,8 +309,9 @@ def render_csv(analysis: "Analysis") -> str:
     writer.writerow(CSV_COLUMNS)
     rows = _look_alike_rows(analysis.run_view.nodes)  # the nodes a run executes, as the text table
     tails = [  # each group's cells right of the name
-        (csv_cell(r.op_type), csv_cell(r.domain), r.status, r.dtype, csv_cell(shape_text(_output_shape(r))), r.macs, r.mac_flops, r.flops, r.params,
-         r.weight_bytes, r.input_bytes, r.output_bytes, "" if r.intensity is None else f"{r.intensity:.6g}")
+        (csv_cell(r.op_type), csv_cell(r.domain), r.status, r.dtype, csv_cell(shape_text(_output_shape(r))),
+         r.macs, r.mac_flops, r.flops, r.params, r.weight_bytes, r.input_bytes, r.output_bytes,
+         "" if r.intensity is None else f"{r.intensity:.6g}")
         for r in rows.firsts
     ]
     for index, name, group in zip(rows.indices, rows.names, rows.groups):
@@ -292,7 +319,7 @@ def render_csv(analysis: "Analysis") -> str:
     return buffer.getvalue()
 
 
-def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
+def render_explain(analysis: Analysis, record: NodeRecord) -> str:
     """How one node's numbers were computed: shapes in, the rule, the rule with its numbers."""
     from ...ops import rule_for
 
@@ -318,8 +345,8 @@ def render_explain(analysis: "Analysis", record: "NodeRecord") -> str:
         f"applied {printable(record.formula or '-')}",
         f"MACs {record.macs:,} · MAC-FLOPs {record.mac_flops:,} · FLOPs {record.flops:,}"
         f" (other element ops {record.flops - record.mac_flops:,})",
-        f"params {record.params:,} (stored) · weight bytes read {record.weight_bytes:,} · input bytes {record.input_bytes:,}"
-        f" · output bytes {record.output_bytes:,}",
+        f"params {record.params:,} (stored) · weight bytes read {record.weight_bytes:,}"
+        f" · input bytes {record.input_bytes:,} · output bytes {record.output_bytes:,}",
     ]
     if record.intensity is not None:
         lines.append(

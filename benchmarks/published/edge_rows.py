@@ -41,7 +41,7 @@ from published.edge_models import (  # noqa: E402
     vgg16,  # noqa: E402
     vit,
 )
-from published.edge_yolo import yolo11, yolov8  # noqa: E402
+from published.edge_yolo import yolo11, yolov8, yolox  # noqa: E402
 
 SHARED = HERE.parents[2] / "shared" / "data" / "published-measurements.csv"
 if not SHARED.exists():  # a worktree beside the main checkout: /work/wt-x/benchmarks/published
@@ -69,6 +69,9 @@ HAILO: dict[str, tuple[str, Build]] = {
        for name in ("vit", "deit") for size in ("tiny", "small", "base") for bn in ("", "_bn")},
     **{f"yolov8{s}": (f"YOLOv8{s}", lambda b, r, s=s: yolov8(s, b, r)) for s in "nsmlx"},
     **{f"yolov11{s}": (f"YOLO11{s}", lambda b, r, s=s: yolo11(s, b, r)) for s in "nsmlx"},
+    "yolox_tiny": ("YOLOX-Tiny", lambda b, r: yolox("tiny", b, r)),
+    **{f"yolox_{s}_leaky": (f"YOLOX-{s.upper()} LeakyReLU", lambda b, r, s=s: yolox(s, b, r, leaky=True))
+       for s in "sl"},
 }
 NCNN: dict[str, tuple[str, Build]] = {  # benchncnn's param graphs as the standard networks they are
     "resnet18": HAILO["resnet_v1_18"], "squeezenet": HAILO["squeezenet_v1.1"], "googlenet": HAILO["inception_v1"],
@@ -91,6 +94,8 @@ GENERIC: list[tuple[str, tuple[str, Build]]] = [  # (model name prefix, lower ca
     ("squeezenet", ("SqueezeNet 1.1 (version assumed)", lambda b, r: squeezenet_v11(b, r))),
     ("vit-base", ("ViT-B/16", lambda b, r: base.vit_base(b, r))),
     ("mlp 784-512-200-10", ("MLP 784-512-200-10", lambda b, r: mlp(b))),
+    *((f"yolox-{s}", (f"YOLOX-{s}", lambda b, r, s=s: yolox(s, b, 416 if s in ("nano", "tiny") else 640)))
+      for s in ("nano", "tiny", "s", "m", "l", "x")),
 ]
 
 

@@ -202,7 +202,14 @@ def _ultralytics(params_m: float, gflops: float, name: str, hailo_ops: float) ->
 
 def yolo_checks() -> list:
     from published.models import Check
+    yx = "Megvii-BaseDetection/YOLOX README: "
     return [
+        Check("YOLOX-Nano, 416", lambda: yolox("nano", 1, 416), 0.91e6, 1.08e9 / 2,
+              yx + "0.91 M params, 1.08 GFLOPs (2 x MACs); the built graph counts 15 % fewer MACs, cause not found"),
+        Check("YOLOX-Tiny, 416", lambda: yolox("tiny", 1, 416), 5.06e6, 6.45e9 / 2,
+              yx + "5.06 M, 6.45 GFLOPs; Hailo model zoo yolox_tiny: 5.05 M, 6.44 G OPS"),
+        Check("YOLOX-S, 640", lambda: yolox("s"), 9.0e6, 26.8e9 / 2, yx + "9.0 M, 26.8 GFLOPs"),
+        Check("YOLOX-L, 640", lambda: yolox("l"), 54.2e6, 155.6e9 / 2, yx + "54.2 M, 155.6 GFLOPs"),
         Check("YOLOv8n, 640", lambda: yolov8("n"), 3.2e6, 8.7e9 / 2, _ultralytics(3.2, 8.7, "YOLOv8n", 8.74)),
         Check("YOLOv8s, 640", lambda: yolov8("s"), 11.2e6, 28.6e9 / 2, _ultralytics(11.2, 28.6, "YOLOv8s", 28.6)),
         Check("YOLOv8m, 640", lambda: yolov8("m"), 25.9e6, 78.9e9 / 2, _ultralytics(25.9, 78.9, "YOLOv8m", 78.93)),
@@ -211,3 +218,79 @@ def yolo_checks() -> list:
         Check("YOLO11m, 640", lambda: yolo11("m"), 20.1e6, 68.0e9 / 2, _ultralytics(20.1, 68.0, "YOLO11m", 68.1)),
         Check("YOLO11x, 640", lambda: yolo11("x"), 56.9e6, 194.9e9 / 2, _ultralytics(56.9, 194.9, "YOLO11x", 195.29)),
     ]
+
+
+YOLOX_SCALES = {"nano": (0.33, 0.25, True), "tiny": (0.33, 0.375, False), "s": (0.33, 0.50, False),
+                "m": (0.67, 0.75, False), "l": (1.0, 1.0, False), "x": (1.33, 1.25, False)}
+
+
+class _YoloX(_Yolo):
+    """YOLOX's blocks (Megvii-BaseDetection/YOLOX, yolox/models/network_blocks.py): SiLU or LeakyReLU(0.1),
+    depthwise 3x3 + pointwise pairs in the nano model."""
+
+    def __init__(self, name: str, depthwise: bool, leaky: bool):
+        super().__init__(name, (1.0, 1.0, 1 << 30))
+        self.depthwise, self.leaky = depthwise, leaky
+
+    def conv(self, x: str, cin: int, cout: int, k: int = 1, s: int = 1, group: int = 1, act: bool = True,
+             p: str = "") -> str:
+        if self.depthwise and k > 1 and group == 1:  # DWConv: a depthwise k x k, then a 1x1
+            x = self.conv(x, cin, cin, k, s, group=cin, p=f"{p}.dw")
+            k, s = 1, 1
+        y = self.g.conv(x, cin, cout, k, s, group, prefix=p)
+        if not act:
+            return y
+        if self.leaky:
+            return self.g.op("LeakyRelu", [y], alpha=0.1)
+        return self.g.op("Mul", [y, self.g.op("Sigmoid", [y])])
+
+    def csp(self, x: str, cin: int, cout: int, n: int, shortcut: bool, p: str) -> str:
+        hidden = int(cout * 0.5)
+        a = self.conv(x, cin, hidden, p=f"{p}.conv1")
+        for i in range(n):
+            y = self.conv(self.conv(a, hidden, hidden, p=f"{p}.m{i}.conv1"), hidden, hidden, 3, p=f"{p}.m{i}.conv2")
+            a = self.g.op("Add", [y, a]) if shortcut else y
+        b = self.conv(x, cin, hidden, p=f"{p}.conv2")
+        return self.conv(self.g.op("Concat", [a, b], axis=1), 2 * hidden, cout, p=f"{p}.conv3")
+
+
+def yolox(scale: str = "s", batch: int = 1, resolution: int = 640, leaky: bool = False) -> onnx.ModelProto:
+    """YOLOX nano/tiny/s/m/l/x (Ge et al. 2021, Megvii-BaseDetection/YOLOX: yolox/models/darknet.py
+    CSPDarknet, yolo_pafpn.py, yolo_head.py): a Focus stem (space-to-depth), CSP stages, SPP (5/9/13),
+    a PAFPN and a decoupled head (a 1x1 stem, two 3x3 convs per branch, class, box and objectness).
+    ``leaky``: Hailo's *_leaky variants (LeakyReLU 0.1 in place of SiLU)."""
+    depth, width, depthwise = YOLOX_SCALES[scale]
+    y = _YoloX(f"yolox_{scale}_{resolution}", depthwise, leaky)
+    g, base, n = y.g, int(width * 64), max(round(depth * 3), 1)
+    x = g.input("images", FLOAT, [batch, 3, resolution, resolution])
+    quarters = [g.op("Slice", [x, g.ints([r, c]), g.ints([resolution, resolution]), g.ints([2, 3]), g.ints([2, 2])])
+                for r, c in ((0, 0), (1, 0), (0, 1), (1, 1))]  # Focus: four strided slices, then a conv
+    x = y.conv(g.op("Concat", quarters, axis=1), 12, base, 3, p="stem")
+    x = y.csp(y.conv(x, base, 2 * base, 3, 2, p="dark2.0"), 2 * base, 2 * base, n, True, "dark2.1")
+    c3 = y.csp(y.conv(x, 2 * base, 4 * base, 3, 2, p="dark3.0"), 4 * base, 4 * base, 3 * n, True, "dark3.1")
+    c4 = y.csp(y.conv(c3, 4 * base, 8 * base, 3, 2, p="dark4.0"), 8 * base, 8 * base, 3 * n, True, "dark4.1")
+    x = y.conv(c4, 8 * base, 16 * base, 3, 2, p="dark5.0")
+    spp = [y.conv(x, 16 * base, 8 * base, p="dark5.spp.conv1")]
+    spp += [g.op("MaxPool", [spp[0]], kernel_shape=[k, k], strides=[1, 1], pads=[k // 2] * 4) for k in (5, 9, 13)]
+    x = y.conv(g.op("Concat", spp, axis=1), 32 * base, 16 * base, p="dark5.spp.conv2")
+    c5 = y.csp(x, 16 * base, 16 * base, n, False, "dark5.2")
+    f5 = y.conv(c5, 16 * base, 8 * base, p="lateral_conv0")
+    p4 = y.csp(g.op("Concat", [y.upsample(f5), c4], axis=1), 16 * base, 8 * base, n, False, "C3_p4")
+    f4 = y.conv(p4, 8 * base, 4 * base, p="reduce_conv1")
+    out3 = y.csp(g.op("Concat", [y.upsample(f4), c3], axis=1), 8 * base, 4 * base, n, False, "C3_p3")
+    out4 = y.csp(g.op("Concat", [y.conv(out3, 4 * base, 4 * base, 3, 2, p="bu_conv2"), f4], axis=1), 8 * base,
+                 8 * base, n, False, "C3_n3")
+    out5 = y.csp(g.op("Concat", [y.conv(out4, 8 * base, 8 * base, 3, 2, p="bu_conv1"), f5], axis=1), 16 * base,
+                 16 * base, n, False, "C3_n4")
+    head, outs = int(256 * width), []
+    for i, (t, c) in enumerate(((out3, 4 * base), (out4, 8 * base), (out5, 16 * base))):
+        s = y.conv(t, c, head, p=f"head.stem{i}")
+        cls = y.conv(y.conv(s, head, head, 3, p=f"head.cls{i}.0"), head, head, 3, p=f"head.cls{i}.1")
+        reg = y.conv(y.conv(s, head, head, 3, p=f"head.reg{i}.0"), head, head, 3, p=f"head.reg{i}.1")
+        box, obj = g.conv(reg, head, 4, 1, prefix=f"head.box{i}"), g.conv(reg, head, 1, 1, prefix=f"head.obj{i}")
+        score = g.conv(cls, head, CLASSES, 1, prefix=f"head.cls_pred{i}")
+        level = g.op("Concat", [box, g.op("Sigmoid", [obj]), g.op("Sigmoid", [score])], axis=1)
+        side = resolution // (8 << i)
+        outs.append(g.op("Reshape", [level, g.ints([batch, 5 + CLASSES, side * side])]))
+    g.output(g.op("Transpose", [g.op("Concat", outs, axis=2)], perm=[0, 2, 1]), "output")
+    return g.model()

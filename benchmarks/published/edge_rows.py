@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 from published import models as base  # noqa: E402
 from published.edge_models import (  # noqa: E402
     efficientnet,
+    efficientnet_edgetpu,
     inception_v1,
     mlp,
     mobilenet_v3_large,
@@ -70,6 +71,8 @@ HAILO: dict[str, tuple[str, Build]] = {
     **{f"yolov8{s}": (f"YOLOv8{s}", lambda b, r, s=s: yolov8(s, b, r)) for s in "nsmlx"},
     **{f"yolov11{s}": (f"YOLO11{s}", lambda b, r, s=s: yolo11(s, b, r)) for s in "nsmlx"},
     "yolox_tiny": ("YOLOX-Tiny", lambda b, r: yolox("tiny", b, r)),
+    **{f"efficientnet_{z}": (f"EfficientNet-EdgeTPU-{z.upper()}",
+                             lambda b, r, z=z: efficientnet_edgetpu(z.upper(), b, r)) for z in "sml"},
     **{f"yolox_{s}_leaky": (f"YOLOX-{s.upper()} LeakyReLU", lambda b, r, s=s: yolox(s, b, r, leaky=True))
        for s in "sl"},
 }
@@ -91,6 +94,9 @@ GENERIC: list[tuple[str, tuple[str, Build]]] = [  # (model name prefix, lower ca
     ("ssd mobilenet v2", ("SSD MobileNet v2", lambda b, r: base.ssd_mobilenet_v2(b, 300))),
     ("mobilenet v1", HAILO["mobilenet_v1"]), ("mobilenet v2", HAILO["mobilenet_v2_1.0"]),
     ("inception v1", HAILO["inception_v1"]), ("vgg16", NCNN["vgg16"]),
+    *((f"efficientnet-edgetpu-{z}", (f"EfficientNet-EdgeTPU-{z.upper()}",
+                                     lambda b, r, z=z: efficientnet_edgetpu(z.upper(), b)))
+      for z in "sml"),
     ("squeezenet", ("SqueezeNet 1.1 (version assumed)", lambda b, r: squeezenet_v11(b, r))),
     ("vit-base", ("ViT-B/16", lambda b, r: base.vit_base(b, r))),
     ("mlp 784-512-200-10", ("MLP 784-512-200-10", lambda b, r: mlp(b))),

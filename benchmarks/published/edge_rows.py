@@ -100,7 +100,7 @@ GENERIC: list[tuple[str, tuple[str, Build]]] = [  # (model name prefix, lower ca
     ("squeezenet", ("SqueezeNet 1.1 (version assumed)", lambda b, r: squeezenet_v11(b, r))),
     ("vit-base", ("ViT-B/16", lambda b, r: base.vit_base(b, r))),
     ("mlp 784-512-200-10", ("MLP 784-512-200-10", lambda b, r: mlp(b))),
-    *((f"yolox-{s}", (f"YOLOX-{s}", lambda b, r, s=s: yolox(s, b, 416 if s in ("nano", "tiny") else 640)))
+    *((f"yolox-{s}", (f"YOLOX-{s}", lambda b, r, s=s: yolox(s, b, r or (416 if s in ("nano", "tiny") else 640))))
       for s in ("nano", "tiny", "s", "m", "l", "x")),
 ]
 
@@ -174,8 +174,9 @@ def dtype_of(precision: str) -> str | None:
 
 
 def resolution_of(text: str) -> int:
+    """The input side a row states, or 0 where it states none (the builder's default then)."""
     head = text.split("x")[0].strip().strip("[")
-    return int(head) if head.isdigit() else 224
+    return int(head) if head.isdigit() else 0
 
 
 def decide(data: dict, origin: str) -> Row:
@@ -242,13 +243,16 @@ def chip_name(target: str) -> str:
 
 
 def runtime(row: Row) -> str:
-    """The runtime a row measured, in a word or two (the first words of its software column)."""
-    software = row.data["software"]
-    for key in ("ncnn Vulkan", "ncnn", "onnxruntime", "TensorRT", "OpenVINO", "TFLite", "MNN", "Hailo", "edgetpu",
-                "Edge TPU"):
-        if key in software:
-            return key
-    return software.split(",")[0][:30]
+    """The runtime a row measured, in a word or two (found in its software column)."""
+    software = row.data["software"].lower()
+    for needle, name in (("edge tpu runtime", "Edge TPU C++"), ("ncnn vulkan", "ncnn Vulkan"), ("ncnn", "ncnn"),
+                         ("onnx runtime", "onnxruntime"),
+                         ("onnxruntime", "onnxruntime"), ("tensorrt", "TensorRT"), ("openvino", "OpenVINO"),
+                         ("tflite", "TFLite"), ("mnn", "MNN"), ("hailo", "HailoRT"),
+                         ("edgetpu python", "edgetpu Python"), ("pycoral", "edgetpu Python")):
+        if needle in software:
+            return name
+    return row.data["software"].split(",")[0][:30]
 
 
 def summary_table(rows: list[Row], by: Callable[[Row], str]) -> str:
@@ -279,8 +283,8 @@ def rows_table(rows: list[Row]) -> str:
              "| runtime |",
              "|---|---|---|---|---|---|---|---|---|"]
     for row in sorted((r for r in rows if r.factor is not None), key=lambda r: (r.target, r.label, r.batch)):
-        d = row.data
-        lines.append(f"| {d['target']} | {d['model']} ({row.label} {row.resolution}) | {row.dtype} | {row.batch} | "
+        d, side = row.data, row.resolution or "default"
+        lines.append(f"| {d['target']} | {d['model']} ({row.label} {side}) | {row.dtype} | {row.batch} | "
                      f"{d['metric']} | {d['value']} {d['unit']} | {row.predicted:.4g} | {row.factor:.2f} "
                      f"| {runtime(row)} |")
     return "\n".join(lines)

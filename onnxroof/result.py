@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from operator import attrgetter
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
@@ -24,7 +24,7 @@ from .core.text import model_label
 from .core.json_chunks import Encoded  # the document's long lists, written as JSON chunks (report/json.py)
 from .core.version import __version__
 from .roofline.latency_bound import missing_text
-from .roofline.verdicts import BOUND_LABELS, Finding, finding_lines, ranked
+from .roofline.verdicts import BOUND_LABELS
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
     import networkx as nx
@@ -92,21 +92,7 @@ class Analysis:
     input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
     assumed_dims: dict[str, int] = field(default_factory=dict)  # batch dims nobody gave, bound to 1
     fixed_batch: FixedBatch | None = None  # the batch a static export fixes in its inputs and shape constants
-    # makes the targets' findings on the first review() (onnxroof.analyze sets it: onnxroof.findings)
-    reviewer: Callable[[Analysis], None] | None = field(default=None, compare=False)
-
-    def review(self) -> list[Finding]:
-        """Every target's findings, ranked (a model that does not fit first, then by the time each
-        saves), made on the first call by analysing the model again with each change; an analysis
-        without targets, or made by the pipeline alone, has none."""
-        if self.reviewer is not None:
-            reviewer, self.reviewer = self.reviewer, None
-            reviewer(self)
-        return ranked([f for report in self.targets for f in report.findings])
-
-    @property
-    def findings(self) -> list[Finding]:
-        return self.review()
+    # (the findings are not part of an analysis: the findings stage, onnxroof.findings.review, makes them from it)
 
     @property
     def tensors(self) -> dict[str, TensorRecord]:
@@ -115,9 +101,9 @@ class Analysis:
     @cached_property
     def run_view(self) -> Analysis:
         """This analysis with the nodes a run executes (``cost_graph.running``: control-flow bodies in
-        their node's place), which the outputs that show nodes one by one read; its findings are this one's."""
+        their node's place), which the outputs that show nodes one by one read."""
         running = self.cost_graph.running
-        return self if running is self.cost_graph else replace(self, cost_graph=running, nodes=running.records, reviewer=None)
+        return self if running is self.cost_graph else replace(self, cost_graph=running, nodes=running.records)
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -160,9 +146,15 @@ class Analysis:
                 f"{si(t.mac_flops)} MAC-FLOPs" + (f"; targets {targets}" if targets else "") + ">")
 
     def __str__(self) -> str:
-        """The short summary ``print(analysis)`` shows: the totals, the peak activation memory, each
-        target's latency, said as the bound or the forecast it is, and whether the model fits in its
-        memory, and the top three findings; ``onnxroof summary`` prints the full one."""
+        """The short summary ``print(analysis)`` shows (:meth:`summary_text`); ``onnxroof.analyze``'s
+        analysis adds each target's memory fit and the top findings."""
+        return self.summary_text()
+
+    def summary_text(self, fits: Sequence[bool | None] = (), findings: Sequence[str] = ()) -> str:
+        """The short summary: the totals, the peak activation memory, each target's latency, said
+        as the bound or the forecast it is, and, given them, whether the model fits in each
+        target's memory (``fits``, per target in order; None: not checked) and the lines of what to
+        change (``findings``, worded by the findings stage); ``onnxroof summary`` prints the full one."""
         from .core.units import iec, seconds, si
         from .roofline.targets import LatencyKind
 
@@ -170,8 +162,7 @@ class Analysis:
         lines = [f"onnxroof: {self.model.label} ({t.nodes:,} nodes, {t.counted_nodes:,} counted)",
                  f"  parameters {si(t.params)} · MACs {si(t.macs)} · MAC-FLOPs {si(t.mac_flops)} · FLOPs {si(t.flops)}",
                  f"  peak activations {iec(self.memory.model_order.peak_bytes)} (model order)"]
-        findings = [f for f in self.review() if f.kind != "largest"][:3]  # the targets' fit comes with them
-        for report in self.targets:
+        for index, report in enumerate(self.targets):
             if report.latency_kind == LatencyKind.BOUND:
                 latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: {report.missing or 'peak figures'})"
             else:  # with its band where it holds, and a launch cost taken from other targets said
@@ -179,22 +170,17 @@ class Analysis:
                 latency = f"latency {seconds(report.latency_s)}{band}{'; borrowed figures' * bool(report.borrowed)})"
             shares = sorted(report.time_share.items(), key=lambda kv: -kv[1])
             split = ", ".join(f"{BOUND_LABELS.get(bound, bound)} {share:.0%}" for bound, share in shares if share >= 0.05)
-            fit = report.fit
-            memory = "" if fit is None or fit.fits is None else "; fits in its memory" if fit.fits else \
+            fits_memory = fits[index] if index < len(fits) else None
+            memory = "" if fits_memory is None else "; fits in its memory" if fits_memory else \
                 "; does not fit in its memory"
             lines.append(f"  {report.target.name}: {latency}; time: {split}{memory}")
-        if findings:
-            caveat = next((f"; {r.findings_caveat}" for r in self.targets if r.findings_caveat), "")
-            lines += [f"  what to change (each gain measured by analysing again with the change{caveat}):",
-                      *finding_lines(findings, 110, indent="    ", with_target=len(self.targets) > 1)]
+        lines += findings
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        """What a notebook shows: the findings, the totals and each target's card and roofline
-        (the report's view, :data:`notebook_view`); without it, the short summary."""
-        if notebook_view is not None:
-            return notebook_view(self)
+        """What a notebook shows: the short summary (``onnxroof.analyze``'s analysis shows the
+        report's view: the findings, the totals and each target's card and roofline)."""
         from html import escape
 
         return f"<pre>{escape(str(self))}</pre>"
@@ -245,11 +231,6 @@ class Analysis:
         """The JSON document (schema onnxroof/1) that ``summary --format json`` prints."""
         return to_document(self)
 
-
-
-# The notebook's view of an analysis (Analysis._repr_html_): the HTML report's, which this layer
-# cannot import; the package's root (onnxroof/__init__.py) sets it when the API is first used
-notebook_view: Callable[["Analysis"], str] | None = None
 
 
 # --- the document ----------------------------------------------------------------------------
@@ -327,9 +308,12 @@ def subgraph_entry(subgraph) -> dict:
     }
 
 
-def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
+def to_document(analysis: "Analysis", encoded: bool = False, findings: Sequence[dict] = (),
+                fits: Sequence[dict | None] = ()) -> dict:
     """The document as plain values; with ``encoded``, its per-node lists (nodes, memory
-    timelines, each target's nodes) are compact JSON chunks, written once by :func:`document_json`."""
+    timelines, each target's nodes) are compact JSON chunks, written once by :func:`document_json`.
+    ``findings`` (ranked) and ``fits`` (per target, in order) are the findings stage's, as plain
+    values (``report/json.document`` gives them from a review); without them, none."""
     model, totals = analysis.model, analysis.totals
     return {
         "schema": SCHEMA,
@@ -375,8 +359,9 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
         "fixed_batch": analysis.fixed_batch.to_dict() if analysis.fixed_batch else None,
         "memory": memory_entry(analysis, encoded),
         # what to change on each target, ranked; each gain measured by analysing again with the change
-        "findings": [finding.to_dict() for finding in analysis.review()],
-        "targets": [target_entry(report, encoded) for report in analysis.targets],
+        "findings": list(findings),
+        "targets": [target_entry(report, encoded, fits[index] if index < len(fits) else None)
+                    for index, report in enumerate(analysis.targets)],
         "llm": None if analysis.llm is None else {
             "phase": analysis.llm.phase,
             "new_tokens": analysis.llm.new_tokens,
@@ -513,7 +498,8 @@ def placement_entry(point) -> dict:
     }
 
 
-def target_entry(report, encoded: bool = False) -> dict:
+def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict:
+    """A target's entry; ``fit``: the findings stage's memory fit as plain values (None: not reviewed)."""
     target = report.target
     return {
         "name": target.name,
@@ -559,7 +545,7 @@ def target_entry(report, encoded: bool = False) -> dict:
         "spilled_tensors": report.spilled,
         "spill_bytes": report.spill_bytes,
         # parameters + peak activations against the device memory, the largest batch and context that fit
-        "fit": report.fit.to_dict() if report.fit is not None else None,
+        "fit": fit,
         "notes": report.notes,
         "model_point": placement_entry(report.model_point),
         "nodes": Encoded(_encoded_target_nodes(report.nodes)) if encoded else [target_node_entry(n) for n in report.nodes],

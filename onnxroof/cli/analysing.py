@@ -19,6 +19,7 @@ from ..core.text import one_line
 from .output import StageLines, emit, error_text, gate, safe_stem
 
 if TYPE_CHECKING:
+    from ..findings import Review
     from ..result import Analysis
 
 
@@ -32,15 +33,24 @@ def model_from(source: str):
 
 
 def analyze_source(source: str, args: argparse.Namespace) -> Analysis:
-    """One model analysed with the flags' options; its warnings on stderr (unless -q)."""
-    from ..findings import analyze
+    """One model analysed with the flags' options (``onnxroof.analyze``'s analysis, which
+    :func:`review_of` reviews); its warnings on stderr (unless -q)."""
+    from ..api import analyze
 
     progress = None if args.quiet else StageLines(Path(source).name)
     analysis = analyze(model_from(source), progress=progress, options=options_from_flags(args))
-    if getattr(args, "no_findings", False):
-        analysis.reviewer = None  # the findings are made on first use: none will be
     vet(analysis, args)
     return analysis
+
+
+def review_of(analysis: Analysis, args: argparse.Namespace) -> Review:
+    """The findings stage's review of an analysis made by :func:`analyze_source` (made once: the
+    same review for the same analysis), which the outputs that show findings take; none under
+    --no-findings."""
+    from ..api import review
+    from ..findings import NO_REVIEW
+
+    return NO_REVIEW if getattr(args, "no_findings", False) else review(analysis)
 
 
 def vet(analysis: Analysis, args: argparse.Namespace, name: str | None = None) -> None:

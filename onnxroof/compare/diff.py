@@ -11,12 +11,11 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from .budgets import percent_change
 
 if TYPE_CHECKING:
-    from ..roofline.verdicts import Finding
     from ..result import Analysis
     from ..cost.records import NodeRecord
 
@@ -79,6 +78,28 @@ class NodeChange:
     @property
     def name(self) -> str:
         return (self.head or self.base).name  # type: ignore[union-attr]
+
+
+class Finding(Protocol):
+    """What a diff reads of a finding (``onnxroof.findings.Finding``, made by the findings stage,
+    which sits above this layer: the command passes each side's findings in)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def gain_share(self) -> float: ...
+
+    @property
+    def gain_bytes(self) -> int: ...
+
+    def to_dict(self) -> dict: ...
 
 
 @dataclass(frozen=True)
@@ -147,7 +168,10 @@ class ModelDiff:
 SIGNIFICANT = 0.02  # the default threshold: a 2 % change is one a reviewer would call a change
 
 
-def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: float = SIGNIFICANT) -> ModelDiff:
+def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: float = SIGNIFICANT,
+                  findings: tuple[Sequence[Finding], Sequence[Finding]] = ((), ())) -> ModelDiff:
+    """The two analyses compared; ``findings``: base's and head's, each ranked (the findings
+    stage's reviews, ``Review.findings``), whose changes the diff lists (none without them)."""
     nodes = match_nodes(base.nodes, head.nodes)
     targets: dict[str, list[Delta]] = {}
     base_reports = {r.target.name: r for r in base.targets}
@@ -185,7 +209,7 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: 
         top_time_changes=top_changes,
         threshold=threshold,
         modules=module_changes(base, head),
-        findings=finding_changes(base, head, threshold),
+        findings=finding_changes(*findings, threshold=threshold),
     )
 
 
@@ -207,12 +231,12 @@ def _device_deltas(base: "Analysis", head: "Analysis", target: str) -> list[Delt
             Delta("fastest_split_s", "fastest split's step", "seconds", fastest(before), fastest(after))]
 
 
-def finding_changes(base: "Analysis", head: "Analysis", threshold: float = SIGNIFICANT) -> list[FindingChange]:
+def finding_changes(base: Sequence[Finding], head: Sequence[Finding], threshold: float = SIGNIFICANT) -> list[FindingChange]:
     """The findings head has and base has not (new), base has and head has not (resolved), and
     those whose gain moved by at least ``threshold`` of the latency (changed), in head's ranking
-    then base's."""
-    before = {(f.target, f.kind): f for f in base.review()}
-    after = {(f.target, f.kind): f for f in head.review()}
+    then base's (each side's findings ranked)."""
+    before = {(f.target, f.kind): f for f in base}
+    after = {(f.target, f.kind): f for f in head}
     changes = []
     for key, finding in after.items():
         old = before.get(key)

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import iec
-from ..roofline.verdicts import DeviceFit, Finding, capacity_text
+from ..roofline.verdicts import capacity_text
+from .records import DeviceFit, Finding
 from .launch import BATCH_FACTOR
 from .variants import Variants, per_inference_s
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from ..compare.modules import OWN_NODES, ModuleCost, has_scopes, module_tree, record_path
 from ..core.units import seconds
 from ..roofline.placement import node_times
-from ..roofline.verdicts import BOUND_LABELS, Finding
+from ..roofline.verdicts import BOUND_LABELS
+from .records import Finding
 from .variants import Variants, per_inference_s
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import iec, seconds
-from ..roofline.verdicts import Finding
+from .records import Finding
 from .variants import Variants, changed_target, per_inference_s
 
 if TYPE_CHECKING:

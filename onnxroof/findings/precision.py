@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import iec, seconds
-from ..roofline.verdicts import Finding
+from .records import Finding
 from .variants import Variants, per_inference_s, ratio_text
 
 if TYPE_CHECKING:

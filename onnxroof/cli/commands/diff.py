@@ -8,7 +8,7 @@ import json
 import os
 
 from ...core.errors import EXIT_OK
-from ..analysing import analyze_source, symbolic_formulas
+from ..analysing import analyze_source, review_of, symbolic_formulas
 from ..options import EXAMPLES, analysis_options, budget_option
 from ..output import emit, emit_page, gate, safe_stem
 
@@ -58,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
     budgets = [parse_budget(text) for text in args.fail_if]
     base = analyze_source(args.base, args)
     head = base if same_source(args.base, args.head) else analyze_source(args.head, args)
-    diff = diff_analyses(base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold)
+    findings = review_of(base, args).findings, review_of(head, args).findings  # one review when base is head
+    diff = diff_analyses(base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold,
+                         findings=findings)
     results = check_budgets(budgets, head, base)
     if args.format == "json":
         text = json.dumps(diff_document(diff, results), indent=2) + "\n"

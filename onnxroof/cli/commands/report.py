@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..analysing import analyze_one, free_formulas, on_one_model, order_output
+from ..analysing import analyze_one, free_formulas, on_one_model, order_output, review_of
 from ..options import EXAMPLES, single_model
 from ..output import emit, gate, safe_stem
 
@@ -37,7 +37,8 @@ def _report(source: str, budgets: list, args: argparse.Namespace) -> int:
     found = free_formulas(source, args) if args.formulas else None
     results = check_budgets(budgets, analysis)
     # every output produced before any is written: the order file is not replaced by a run that fails
-    emit(output, render_html(analysis, colour_by=args.colour_by, formulas=found), args, also=order_output(args, analysis))
+    page = render_html(analysis, colour_by=args.colour_by, formulas=found, review=review_of(analysis, args))
+    emit(output, page, args, also=order_output(args, analysis))
     if not args.quiet and output != "-":
         print(f"onnxroof: wrote {output}", file=sys.stderr)
     return gate(results, args.quiet)

@@ -12,16 +12,17 @@ names; README documents every key.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from operator import attrgetter
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
-from .core.text import model_label
 from .core.json_chunks import Encoded  # the document's long lists, written as JSON chunks (report/json.py)
+from .core.text import model_label
 from .core.version import __version__
 from .roofline.latency_bound import missing_text
 from .roofline.verdicts import BOUND_LABELS
@@ -29,13 +30,13 @@ from .roofline.verdicts import BOUND_LABELS
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
     import networkx as nx
 
-    from .cost.records import CostGraph, NodeRecord, TensorRecord
+    from .core.tensors import TensorInfo, UnresolvedDim
     from .cost.kv_report import LLMReport
+    from .cost.records import CostGraph, NodeRecord, TensorRecord
+    from .frontend.fixed_batch import FixedBatch
     from .memory.liveness import MemoryReport
     from .roofline.devices import DevicePlan
     from .roofline.placement import TargetReport
-    from .core.tensors import TensorInfo, UnresolvedDim
-    from .frontend.fixed_batch import FixedBatch
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,8 @@ class Analysis:
                 band = (f" ±{report.band.value:.0%}" if report.band is not None else "") + " (a forecast"
                 latency = f"latency {seconds(report.latency_s)}{band}{'; borrowed figures' * bool(report.borrowed)})"
             shares = sorted(report.time_share.items(), key=lambda kv: -kv[1])
-            split = ", ".join(f"{BOUND_LABELS.get(bound, bound)} {share:.0%}" for bound, share in shares if share >= 0.05)
+            split = ", ".join(f"{BOUND_LABELS.get(bound, bound)} {share:.0%}"
+                              for bound, share in shares if share >= 0.05)
             fits_memory = fits[index] if index < len(fits) else None
             memory = "" if fits_memory is None else "; fits in its memory" if fits_memory else \
                 "; does not fit in its memory"
@@ -224,7 +226,8 @@ class Analysis:
 
         names = [r.name for r in self.nodes]
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "run `onnxroof summary` to list node names"
+        hint = (f"did you mean {', '.join(repr(c) for c in close)}?" if close
+                else "run `onnxroof summary` to list node names")
         raise UsageError(f"the model has no node named {name!r}; {hint}")
 
     def to_dict(self) -> dict:
@@ -260,11 +263,12 @@ CONVENTIONS = {
 }
 
 
-def tensor_entry(info: "TensorInfo") -> dict:
-    return {"name": info.name, "shape": None if info.shape is None else list(info.shape), "dtype": dtype_name(info.dtype)}
+def tensor_entry(info: TensorInfo) -> dict:
+    return {"name": info.name, "shape": None if info.shape is None else list(info.shape),
+            "dtype": dtype_name(info.dtype)}
 
 
-def node_entry(record: "NodeRecord") -> dict:
+def node_entry(record: NodeRecord) -> dict:
     # a new field read from the record joins the key in _encoded_nodes, which shares encoded text
     # between nodes with equal keys
     entry = {
@@ -308,7 +312,7 @@ def subgraph_entry(subgraph) -> dict:
     }
 
 
-def to_document(analysis: "Analysis", encoded: bool = False, findings: Sequence[dict] = (),
+def to_document(analysis: Analysis, encoded: bool = False, findings: Sequence[dict] = (),
                 fits: Sequence[dict | None] = ()) -> dict:
     """The document as plain values; with ``encoded``, its per-node lists (nodes, memory
     timelines, each target's nodes) are compact JSON chunks, written once by :func:`document_json`.
@@ -391,7 +395,7 @@ def to_document(analysis: "Analysis", encoded: bool = False, findings: Sequence[
     }
 
 
-def memory_entry(analysis: "Analysis", encoded: bool = False) -> dict:
+def memory_entry(analysis: Analysis, encoded: bool = False) -> dict:
     memory = analysis.memory
     model, best = memory.model_order, memory.best.schedule
     shared = encoded and best is model  # see best_order_timeline
@@ -419,15 +423,16 @@ def memory_entry(analysis: "Analysis", encoded: bool = False) -> dict:
     }
 
 
-def _timeline(schedule, encoded: bool, twice: bool = False) -> "list[dict] | Encoded":
+def _timeline(schedule, encoded: bool, twice: bool = False) -> list[dict] | Encoded:
     steps = enumerate(zip(schedule.order, schedule.live_bytes))
     if encoded:  # steps and live bytes are ints, which format as JSON writes them
-        return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps),
+        return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}'
+                        for step, (node, live) in steps),
                        keep=twice)
     return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
 
 
-def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
+def _encoded_nodes(records: list[NodeRecord]) -> Iterator[str]:
     """The nodes as compact JSON, one by one. A node's index, name, inputs and outputs are its own; the
     rest (op, status, shapes, numbers, formula) repeats wherever a model repeats a layer, so each
     distinct rest is encoded once."""
@@ -460,13 +465,14 @@ def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
                f'"inputs":[{inputs_text}],"outputs":[{outputs_text}],{shared[1]}}}')
 
 
-def _shared_fields(record: "NodeRecord") -> tuple[str, str]:
+def _shared_fields(record: NodeRecord) -> tuple[str, str]:
     """A node's compact JSON between "name" and "inputs", and after "outputs", without the
     separating commas: node_entry's fields in node_entry's order."""
     entry = node_entry(record)
     keys = list(entry)
     between, after = keys[keys.index("name") + 1:keys.index("inputs")], keys[keys.index("outputs") + 1:]
-    return (compact_json({key: entry[key] for key in between})[1:-1], compact_json({key: entry[key] for key in after})[1:-1])
+    return (compact_json({key: entry[key] for key in between})[1:-1],
+            compact_json({key: entry[key] for key in after})[1:-1])
 
 
 def placement_entry(point) -> dict:
@@ -487,7 +493,8 @@ def placement_entry(point) -> dict:
         "bound": point.bound,
         "overhead_s": point.overhead_s,
         "subnormal_s": point.subnormal_s,  # a masked Softmax's underflowed exps on a CPU's slow path (in time_s)
-        "exposed_dram_s": point.exposed_dram_s,  # DRAM time its compute did not hide (the target's dram_stall; in time_s)
+        # DRAM time its compute did not hide (the target's dram_stall; in time_s)
+        "exposed_dram_s": point.exposed_dram_s,
         "efficiency": point.efficiency,  # the fraction of the roofline the target's runtime reaches
         "op_efficiency": point.op_efficiency,  # its op's by_op figure, on the compute and on-chip roofs (None: none)
         "efficiency_rows": point.efficiency_rows,  # the output rows its efficiency was read at (by_rows; None: none)
@@ -507,7 +514,8 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "path": target.path,
         "dtype": report.dtype,
         "batch": report.batch,
-        "roofs": {roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof), "tag": figure.tag,
+        "roofs": {roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof),
+                         "tag": figure.tag,
                          "source": figure.source} for roof, figure in target.peak_ops_per_s.items()},
         "dram_bytes_per_s": target.dram_bytes_per_s.value,
         "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
@@ -519,8 +527,10 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
         "efficiency_by_op": target.efficiency_by_op,  # class -> op type -> its figure on the compute and on-chip roofs
         # "<class>" or "<class>.<roof>" -> [[output rows, fraction], ...]: interpolated in log(rows)
-        "efficiency_by_rows": {key: [list(point) for point in points] for key, points in target.efficiency_by_rows.items()},
-        "efficiency_by_columns": {key: [list(point) for point in points] for key, points in target.efficiency_by_columns.items()},
+        "efficiency_by_rows": {key: [list(point) for point in points]
+                               for key, points in target.efficiency_by_rows.items()},
+        "efficiency_by_columns": {key: [list(point) for point in points]
+                                  for key, points in target.efficiency_by_columns.items()},
         "parallel": None if target.parallel is None else {  # the units and the tile each takes, per roof
             "kind": target.parallel.kind, "units": target.parallel.units.value,
             "tiles": {roof: target.parallel.tile(roof) for roof in target.parallel.tile_rows}},
@@ -536,7 +546,8 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "borrowed": {k: {"value": f.value, "source": f.source} for k, f in report.borrowed.items()},  # README: targets
         "throughput_per_s": report.throughput_per_s, "utilization": report.utilization,
         "energy_j": report.energy_j,
-        "energy_kind": report.energy_kind, "static_power_w": target.static_power_w.value if target.static_power_w else None,
+        "energy_kind": report.energy_kind,
+        "static_power_w": target.static_power_w.value if target.static_power_w else None,
         "energy_split": report.energy_split_j,
         "edp_js": report.edp_js,
         "time_share": report.time_share,
@@ -548,15 +559,17 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "fit": fit,
         "notes": report.notes,
         "model_point": placement_entry(report.model_point),
-        "nodes": Encoded(_encoded_target_nodes(report.nodes)) if encoded else [target_node_entry(n) for n in report.nodes],
+        "nodes": (Encoded(_encoded_target_nodes(report.nodes)) if encoded
+                  else [target_node_entry(n) for n in report.nodes]),
     }
 
 
 def target_node_entry(node) -> dict:
     # the name and the nodes come first: _encoded_target_nodes writes them, and shares the rest
     # between kernels; "nodes" are the ONNX nodes the kernel runs (its own name alone, unfused)
-    return {"name": node.name, "nodes": node.nodes, "op_type": node.op_type, "dtype": node.dtype, "spill_bytes": node.spill_bytes,
-            "energy_j": node.energy_j, **({"runs": node.runs} if node.runs > 1 else {}), **placement_entry(node.placement)}
+    return {"name": node.name, "nodes": node.nodes, "op_type": node.op_type, "dtype": node.dtype,
+            "spill_bytes": node.spill_bytes, "energy_j": node.energy_j,
+            **({"runs": node.runs} if node.runs > 1 else {}), **placement_entry(node.placement)}
 
 
 def _encoded_target_nodes(nodes: list) -> Iterator[str]:

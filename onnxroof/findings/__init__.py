@@ -31,8 +31,9 @@ analysing the model again starts from.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..options import AnalysisOptions
 from ..pipeline import analyze_keeping_front, collector_paused
@@ -84,7 +85,9 @@ def _target_review(analysis: Analysis, report: TargetReport, variants: Variants)
     for finder in FINDERS.values() if report.latency_s > 0 else ():  # no time: nothing to save
         found += finder(analysis, report, variants)
     incomplete = analysis.incomplete_text()
-    return TargetReview(report, fit, tuple(ranked([f.on_incomplete(incomplete) for f in found] if incomplete else found)))
+    if incomplete:
+        found = [f.on_incomplete(incomplete) for f in found]
+    return TargetReview(report, fit, tuple(ranked(found)))
 
 
 @dataclass(frozen=True)

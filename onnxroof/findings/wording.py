@@ -3,14 +3,17 @@ HTML report:
 
 >>> gain_text(Finding("precision", "l4", "int8", gain_s=44e-6, latency_s=149e-6, change="--dtype int8"))
 'saves 44 µs per inference (30%): --dtype int8'
->>> fit_text(DeviceFit("l4", 24_000_000_000, 6_625_000, 786_432, batch=1, largest_batch=30_509))
-'fits: 6.32 MiB of parameters + 768 KiB of peak activations in 22.4 GiB (24 GB) of device memory (the largest batch that fits: 30,509)'
+>>> print(fit_text(DeviceFit("l4", 24_000_000_000, 6_625_000, 786_432, batch=1, largest_batch=30_509)))
+... # doctest: +NORMALIZE_WHITESPACE
+fits: 6.32 MiB of parameters + 768 KiB of peak activations in 22.4 GiB (24 GB) of device memory
+(the largest batch that fits: 30,509)
 """
 
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..core.units import iec, seconds
 from ..roofline.verdicts import capacity_text

@@ -15,11 +15,11 @@ from .core.version import __version__
 __all__ = ["Analysis", "AnalysisOptions", "analyze", "formulas", "register", "review", "__version__"]
 
 if TYPE_CHECKING:
-    from .options import AnalysisOptions
     from .api import analyze, review
+    from .ops import register
+    from .options import AnalysisOptions
     from .result import Analysis
     from .symbolic.formulas import formulas
-    from .ops import register
 
 # The pipeline (onnx, networkx, every cost rule) is imported on first use of these names, not by
 # `import onnxroof`: the CLI's quick commands (--help, targets) never need it.

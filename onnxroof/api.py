@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .findings import NO_REVIEW, Finding, Review, Source, analyze_for_review
 from .findings import review as findings_review
-from .options import check_call, check_progress
+from .options import AnalysisOptions, check_call, check_progress
 from .pipeline import analyze as analyze_once
 from .pipeline import options_of
 from .result import Analysis
@@ -38,7 +39,11 @@ class ReviewableAnalysis(Analysis):
     @cached_property
     def _review(self) -> Review:
         # made once: each review analyses the model again a few times
-        return NO_REVIEW if self.source is None else findings_review(self, self.source.reanalyser())
+        if self.source is None:
+            return NO_REVIEW
+        made = findings_review(self, self.source.reanalyser())
+        self.source = self.source.without_front()  # the prepared model and its shapes, freed once they served
+        return made
 
     def review(self) -> list[Finding]:
         """Every target's findings, ranked: ``onnxroof.review(analysis).findings``, kept for the
@@ -83,5 +88,14 @@ def analyze(model: str | os.PathLike | onnx.ModelProto, *args: Any, **arguments:
     given = dict(arguments)
     options, progress = given.pop("options", None), given.pop("progress", None)
     check_progress(progress)
-    analysis, source = analyze_for_review(model, options_of(options, given), progress)
-    return ReviewableAnalysis(**{f.name: getattr(analysis, f.name) for f in fields(Analysis)}, source=source)
+    return reviewable(model, options_of(options, given), progress)
+
+
+def reviewable(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
+               progress: Callable[[str], None] | None = None, findings: bool = True) -> ReviewableAnalysis:
+    """:func:`analyze` with its options typed (the command line's); without ``findings``
+    (``--no-findings``) it keeps no :class:`~onnxroof.findings.Source`: it has no review, and the
+    prepared model is freed at once."""
+    analysis, source = analyze_for_review(model, options, progress)
+    return ReviewableAnalysis(**{f.name: getattr(analysis, f.name) for f in fields(Analysis)},
+                              source=source if findings else None)

@@ -9,17 +9,17 @@ import json
 import os
 import pickle
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..core.errors import EXIT_OK, IncompleteAnalysis, OnnxroofError, UsageError
-from .options import formula_options, options_from_flags
 from ..core.text import one_line
+from .options import formula_options, options_from_flags
 from .output import StageLines, emit, error_text, gate, safe_stem
 
 if TYPE_CHECKING:
-    from ..findings import Review
     from ..result import Analysis
 
 
@@ -33,24 +33,18 @@ def model_from(source: str):
 
 
 def analyze_source(source: str, args: argparse.Namespace) -> Analysis:
-    """One model analysed with the flags' options (``onnxroof.analyze``'s analysis, which
-    :func:`review_of` reviews); its warnings on stderr (unless -q)."""
-    from ..api import analyze
+    """One model analysed with the flags' options (``onnxroof.analyze``'s analysis: the commands
+    whose outputs show findings review it once, ``onnxroof.api.review``); its warnings on stderr
+    (unless -q)."""
+    from ..api import reviewable
 
     progress = None if args.quiet else StageLines(Path(source).name)
-    analysis = analyze(model_from(source), progress=progress, options=options_from_flags(args))
+    # --no-findings: no review will be made, the prepared model is not kept for one
+    analysis = reviewable(model_from(source), options_from_flags(args), progress,
+                          findings=not getattr(args, "no_findings", False))
     vet(analysis, args)
     return analysis
 
-
-def review_of(analysis: Analysis, args: argparse.Namespace) -> Review:
-    """The findings stage's review of an analysis made by :func:`analyze_source` (made once: the
-    same review for the same analysis), which the outputs that show findings take; none under
-    --no-findings."""
-    from ..api import review
-    from ..findings import NO_REVIEW
-
-    return NO_REVIEW if getattr(args, "no_findings", False) else review(analysis)
 
 
 def vet(analysis: Analysis, args: argparse.Namespace, name: str | None = None) -> None:

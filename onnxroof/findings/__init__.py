@@ -108,6 +108,10 @@ class Source:
         for name, value in state.items():
             object.__setattr__(self, name, value)
 
+    def without_front(self) -> Source:
+        """This source without the base's front (a review made: the prepared model is no more needed)."""
+        return replace(self, front=None)
+
     def reanalyser(self) -> Reanalyser:
         """The model analysed again as a review's variants are: from the model's order (the base
         gives the best one), checked already, on one device (the variants measure single-device gains)."""

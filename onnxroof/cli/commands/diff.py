@@ -8,7 +8,7 @@ import json
 import os
 
 from ...core.errors import EXIT_OK
-from ..analysing import analyze_source, review_of, symbolic_formulas
+from ..analysing import analyze_source, symbolic_formulas
 from ..options import EXAMPLES, analysis_options, budget_option
 from ..output import emit, emit_page, gate, safe_stem
 
@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         change = difference(symbolic_formulas(args.base, args), symbolic_formulas(args.head, args))
         emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n", args)
         return EXIT_OK
+    from ...api import review
     from ...compare.budgets import check_budgets, parse_budget
     from ...compare.diff import SIGNIFICANT, diff_analyses
     from ...report.text.diff_tables import diff_document, render_diff_markdown, render_diff_table
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     budgets = [parse_budget(text) for text in args.fail_if]
     base = analyze_source(args.base, args)
     head = base if same_source(args.base, args.head) else analyze_source(args.head, args)
-    findings = review_of(base, args).findings, review_of(head, args).findings  # one review when base is head
+    findings = review(base).findings, review(head).findings  # (one review when base is head)
     diff = diff_analyses(base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold,
                          findings=findings)
     results = check_budgets(budgets, head, base)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..analysing import analyze_one, free_formulas, on_one_model, order_output, review_of
+from ..analysing import analyze_one, free_formulas, on_one_model, order_output
 from ..options import EXAMPLES, single_model
 from ..output import emit, gate, safe_stem
 
@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(source: str, budgets: list, args: argparse.Namespace) -> int:
+    from ...api import review
     from ...compare.budgets import check_budgets
     from ...report.html.pages import render_html
 
@@ -37,7 +38,7 @@ def _report(source: str, budgets: list, args: argparse.Namespace) -> int:
     found = free_formulas(source, args) if args.formulas else None
     results = check_budgets(budgets, analysis)
     # every output produced before any is written: the order file is not replaced by a run that fails
-    page = render_html(analysis, colour_by=args.colour_by, formulas=found, review=review_of(analysis, args))
+    page = render_html(analysis, colour_by=args.colour_by, formulas=found, review=review(analysis))
     emit(output, page, args, also=order_output(args, analysis))
     if not args.quiet and output != "-":
         print(f"onnxroof: wrote {output}", file=sys.stderr)

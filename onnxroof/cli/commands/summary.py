@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ...core.errors import EXIT_OK, UsageError
-from ..analysing import analyze_one, free_formulas, on_one_model, order_output, review_of, symbolic_formulas
+from ..analysing import analyze_one, free_formulas, on_one_model, order_output, symbolic_formulas
 from ..options import EXAMPLES, positive_int, single_model
 from ..output import emit, gate
 
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
+    from ...api import review
     from ...compare.budgets import check_budgets
 
     if args.symbolic:
@@ -55,9 +57,9 @@ def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
     results = check_budgets(budgets, analysis)
     by = args.by or "node"
     refuse_combination(args.format, by, args.depth, found)
-    review = review_of(analysis, args) if args.format != "csv" else None  # every output but the CSV shows findings
+    reviewed = review(analysis) if args.format != "csv" else None  # every output but the CSV shows findings
     # every output produced before any is written: the order file is not replaced by a run that fails
-    emit(args.output, summary_chunks(analysis, args.format, by, args.depth, found, review), args,
+    emit(args.output, summary_chunks(analysis, args.format, by, args.depth, found, reviewed), args,
          also=order_output(args, analysis))
     return gate(results, args.quiet)
 

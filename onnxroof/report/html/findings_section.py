@@ -19,7 +19,7 @@ LINKED_NODES = 3  # the first few nodes a finding names, each a link to its row
 NAME_WIDTH = 40
 
 
-def findings_context(analysis: "Analysis", review: "Review | None") -> dict | None:
+def findings_context(analysis: Analysis, review: Review | None) -> dict | None:
     """The section's rows, from the review's findings (none without a review: no section)."""
     findings = review.findings if review is not None else []
     if not findings:

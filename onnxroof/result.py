@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from operator import attrgetter
@@ -102,9 +102,13 @@ class Analysis:
     @cached_property
     def run_view(self) -> Analysis:
         """This analysis with the nodes a run executes (``cost_graph.running``: control-flow bodies in
-        their node's place), which the outputs that show nodes one by one read."""
+        their node's place), which the outputs that show nodes one by one read. A plain Analysis: an
+        API analysis's view keeps none of what its review is made from (onnxroof/api.py)."""
         running = self.cost_graph.running
-        return self if running is self.cost_graph else replace(self, cost_graph=running, nodes=running.records)
+        if running is self.cost_graph:
+            return self
+        kept = {f.name: getattr(self, f.name) for f in fields(Analysis)}
+        return Analysis(**{**kept, "cost_graph": running, "nodes": running.records})
 
     @cached_property
     def graph(self) -> nx.DiGraph:

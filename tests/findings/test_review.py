@@ -53,3 +53,13 @@ def test_onnxroof_review_is_made_once():
     made = onnxroof.review(analysis)
     assert onnxroof.review(analysis) is made and analysis.review() == made.findings
     assert analysis.source.front is None  # the prepared model is freed once the review read it
+
+
+def test_the_run_view_keeps_no_source():
+    # an If whose branch runs: the view of the nodes a run executes is another Analysis, which
+    # must not keep the prepared model alive after the review
+    from models import if_model
+
+    analysis = onnxroof.analyze(if_model(), targets=["l4"])
+    view = analysis.run_view
+    assert view is not analysis and type(view) is onnxroof.Analysis and not hasattr(view, "source")

@@ -94,8 +94,9 @@ def launch_share(report) -> float:
     return sum(k.placement.overhead_s for k in report.nodes) / report.latency_s if report.latency_s else 0.0
 
 
-def finding(report, kind: str):
-    return next((f for f in report.findings if f.kind == kind), None)
+def finding(reviewed, kind: str):
+    """The finding of ``kind`` in a target's part of a review (``onnxroof.review(analysis).of(report)``), or None."""
+    return next((f for f in reviewed.findings if f.kind == kind), None)
 
 
 @dataclass
@@ -304,8 +305,8 @@ def local_rows(args, say: Callable[[str], None]) -> tuple[list[Row], list[str], 
 def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, args, say, depthwise: str = "") -> list[Row]:
     one, eight = model.make(1), model.make(BATCH_FACTOR)
     base = onnxroof.analyze(one, targets=[str(toml)], search_order=False, **model.options)
-    base.review()
     report = base.targets[0]
+    reviewed = onnxroof.review(base).of(report)
     feeds_one = random_inputs(base)
     feeds_eight = random_inputs(onnxroof.analyze(eight, search_order=False, **model.options))
     session = lambda m, optimize=True: achieved.cpu_session(m, args.threads, optimize)  # noqa: E731
@@ -314,7 +315,7 @@ def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, ar
     # launch: batch 8 against batch 1, per inference
     measured, _ = timed((session(one), feeds_one), (session(eight), feeds_eight), args.rounds, args.budget,
                         (1, BATCH_FACTOR))
-    f = finding(report, "launch")
+    f = finding(reviewed, "launch")
     analysed = lambda **change: onnxroof.analyze(one, targets=[str(toml)], search_order=False,  # noqa: E731
                                                  **change, **model.options).targets[0]
     other = analysed(batch=BATCH_FACTOR)  # the re-analysis, for the cause of a miss when the finding is made
@@ -334,7 +335,7 @@ def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, ar
     if not stored_int8(one):
         qdq = quantized(one, folder)
         measured, _ = timed((session(one), feeds_one), (session(qdq), feeds_one), args.rounds, args.budget)
-        f = finding(report, "precision")
+        f = finding(reviewed, "precision")
         other = analysed(dtype="int8")
         if f is not None and "int8" in f.evidence.get("tried_s", {}):
             after_s, how = f.evidence["tried_s"]["int8"], f"the precision finding's tried_s ({f.change})"
@@ -357,9 +358,8 @@ def one_local_model(model: LocalModel, toml: Path, folder: Path, system: str, ar
     measured, extended = timed((session(one, False), feeds_one), (session(one, True), feeds_one), args.rounds,
                                args.budget, also=(session_at(one, args.threads, "ORT_ENABLE_EXTENDED"), feeds_one))
     unfused = onnxroof.analyze(one, targets=[str(toml)], search_order=False, fusion="none", **model.options)
-    unfused.review()
     plain = unfused.targets[0]
-    f = finding(plain, "fusion")
+    f = finding(onnxroof.review(unfused).of(plain), "fusion")
     other = analysed(fusion="all")
     if f is not None and f.gain_s:
         after_s = plain.latency_s - f.gain_s

@@ -78,12 +78,13 @@ def statistic(o: Outcome) -> str:
     return "p99" if "p99" in metric else "p90" if "p90" in metric else "mean"
 
 
-def launch_after(o: Outcome, factor: int) -> tuple[float | None, str]:
+def launch_after(o: Outcome, factor: int, reviewed: dict) -> tuple[float | None, str]:
     """Seconds per inference at ``factor`` x the batch, read off the launch finding of every analysis
-    the row's prediction sums; None and why when a finding is not made or does not analyse it."""
+    the row's prediction sums (``reviewed``: each report's part of its review, ``Runner.reviewed``);
+    None and why when a finding is not made or does not analyse it."""
     afters = {}
     for _, report in o.terms:
-        f = finding(report, "launch")
+        f = finding(reviewed[id(report)], "launch")
         if f is None:
             return None, (f"no launch finding: launches are {launch_share(report):.0%} of the time at batch "
                           f"{report.batch} (the finding needs {LAUNCH_SHARE:.0%})")
@@ -95,15 +96,15 @@ def launch_after(o: Outcome, factor: int) -> tuple[float | None, str]:
             return None, f"the launch finding gives no gain at batch x{factor}: {f.detail}"
         afters[id(report)] = evidence[f"{key}_latency_s"] / evidence[key] * report.batch  # per run of the base's batch
     after = o.evaluate(lambda report: afters[id(report)])
-    first = finding(o.terms[0][1], "launch")
+    first = finding(reviewed[id(o.terms[0][1])], "launch")
     return per_inference_s(o, after), f"the launch finding's evidence at batch x{factor} ({first.change} and beyond)"
 
 
-def precision_after(o: Outcome, dtype: str) -> tuple[float | None, str]:
+def precision_after(o: Outcome, dtype: str, reviewed: dict) -> tuple[float | None, str]:
     """Seconds per inference in ``dtype``, read off the precision finding's ``tried_s``."""
     tried = {}
     for _, report in o.terms:
-        f = finding(report, "precision")
+        f = finding(reviewed[id(report)], "precision")
         if dtype not in report.target.peak_ops_per_s:
             return None, f"no precision finding: {report.target.name} has no {dtype} roof"
         if f is None or dtype not in f.evidence.get("tried_s", {}):
@@ -111,7 +112,7 @@ def precision_after(o: Outcome, dtype: str) -> tuple[float | None, str]:
                           "type won)" if f is None else f"the precision finding did not try {dtype}")
         tried[id(report)] = f.evidence["tried_s"][dtype] * report.batch
     after = o.evaluate(lambda report: tried[id(report)])
-    first = finding(o.terms[0][1], "precision")
+    first = finding(reviewed[id(o.terms[0][1])], "precision")
     return per_inference_s(o, after), f"the precision finding's tried_s ({first.change})"
 
 
@@ -165,10 +166,10 @@ def published_rows(runner: Runner, say: Callable[[str], None]) -> tuple[list[Row
         measured = gain(per_inference_s(before, before.measured), per_inference_s(after, after.measured))
         if kind == "launch":
             change = f"batch {before.spec.batch} → {after.spec.batch}"
-            from_finding, why = launch_after(before, after.spec.batch // before.spec.batch)
+            from_finding, why = launch_after(before, after.spec.batch // before.spec.batch, runner.reviewed)
         else:
             change = f"{before.spec.dtype} → {after.spec.dtype}" + (f" at batch {before.spec.batch}" if before.spec.kind == "latency" else "")
-            from_finding, why = precision_after(before, after.spec.dtype)
+            from_finding, why = precision_after(before, after.spec.dtype, runner.reviewed)
             if from_finding is not None and after.spec.batch != before.spec.batch:
                 why += f", at the {before.spec.dtype} row's batch {before.spec.batch} (the int8 row ran {after.spec.batch})"
         direct = gain(t_before, t_after)

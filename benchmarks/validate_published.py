@@ -286,6 +286,7 @@ class Runner:
         self.folder = folder
         self.cache: dict[tuple, object] = {}
         self.findings = findings  # make each analysis's findings (validate_findings.py reads them) while its file exists
+        self.reviewed: dict[int, object] = {}  # id(report) -> its part of its analysis's review
 
     def report(self, key: tuple, build: Callable[[], onnx.ModelProto], target: str, dtype: str):
         full = key + (target, dtype)
@@ -293,8 +294,8 @@ class Runner:
             path = self.folder / f"model{len(self.cache)}.onnx"
             onnx.save(build(), str(path))  # the proto only: its weights are external data never written
             analysis = onnxroof.analyze(str(path), targets=[target], dtype=dtype, search_order=False)
-            if self.findings:
-                analysis.review()  # set on the target's report; the variants re-read the file
+            if self.findings:  # the variants re-read the file
+                self.reviewed[id(analysis.targets[0])] = onnxroof.review(analysis).of(analysis.targets[0])
             self.cache[full] = analysis.targets[0]
             path.unlink()
         return self.cache[full]

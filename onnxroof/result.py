@@ -12,30 +12,31 @@ names; README documents every key.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from json.encoder import encode_basestring_ascii as _string  # what json.dumps writes for a str
 from operator import attrgetter
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from .core.dtypes import dtype_name
 from .core.errors import UsageError
-from .core.text import model_label
 from .core.json_chunks import Encoded  # the document's long lists, written as JSON chunks (report/json.py)
+from .core.text import model_label
 from .core.version import __version__
 from .roofline.latency_bound import missing_text
-from .roofline.verdicts import BOUND_LABELS, Finding, finding_lines, ranked
+from .roofline.verdicts import BOUND_LABELS
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
     import networkx as nx
 
-    from .cost.records import CostGraph, NodeRecord, TensorRecord
+    from .core.tensors import TensorInfo, UnresolvedDim
     from .cost.kv_report import LLMReport
+    from .cost.records import CostGraph, NodeRecord, TensorRecord
+    from .frontend.fixed_batch import FixedBatch
     from .memory.liveness import MemoryReport
     from .roofline.devices import DevicePlan
     from .roofline.placement import TargetReport
-    from .core.tensors import TensorInfo, UnresolvedDim
-    from .frontend.fixed_batch import FixedBatch
 
 
 @dataclass(frozen=True)
@@ -92,21 +93,7 @@ class Analysis:
     input_values: dict[str, list] = field(default_factory=dict)  # values given for inputs (--value), flattened
     assumed_dims: dict[str, int] = field(default_factory=dict)  # batch dims nobody gave, bound to 1
     fixed_batch: FixedBatch | None = None  # the batch a static export fixes in its inputs and shape constants
-    # makes the targets' findings on the first review() (onnxroof.analyze sets it: onnxroof.findings)
-    reviewer: Callable[[Analysis], None] | None = field(default=None, compare=False)
-
-    def review(self) -> list[Finding]:
-        """Every target's findings, ranked (a model that does not fit first, then by the time each
-        saves), made on the first call by analysing the model again with each change; an analysis
-        without targets, or made by the pipeline alone, has none."""
-        if self.reviewer is not None:
-            reviewer, self.reviewer = self.reviewer, None
-            reviewer(self)
-        return ranked([f for report in self.targets for f in report.findings])
-
-    @property
-    def findings(self) -> list[Finding]:
-        return self.review()
+    # (the findings are not part of an analysis: the findings stage, onnxroof.findings.review, makes them from it)
 
     @property
     def tensors(self) -> dict[str, TensorRecord]:
@@ -115,9 +102,13 @@ class Analysis:
     @cached_property
     def run_view(self) -> Analysis:
         """This analysis with the nodes a run executes (``cost_graph.running``: control-flow bodies in
-        their node's place), which the outputs that show nodes one by one read; its findings are this one's."""
+        their node's place), which the outputs that show nodes one by one read. A plain Analysis: an
+        API analysis's view keeps none of what its review is made from (onnxroof/api.py)."""
         running = self.cost_graph.running
-        return self if running is self.cost_graph else replace(self, cost_graph=running, nodes=running.records, reviewer=None)
+        if running is self.cost_graph:
+            return self
+        kept = {f.name: getattr(self, f.name) for f in fields(Analysis)}
+        return Analysis(**{**kept, "cost_graph": running, "nodes": running.records})
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -160,9 +151,15 @@ class Analysis:
                 f"{si(t.mac_flops)} MAC-FLOPs" + (f"; targets {targets}" if targets else "") + ">")
 
     def __str__(self) -> str:
-        """The short summary ``print(analysis)`` shows: the totals, the peak activation memory, each
-        target's latency, said as the bound or the forecast it is, and whether the model fits in its
-        memory, and the top three findings; ``onnxroof summary`` prints the full one."""
+        """The short summary ``print(analysis)`` shows (:meth:`summary_text`); ``onnxroof.analyze``'s
+        analysis adds each target's memory fit and the top findings."""
+        return self.summary_text()
+
+    def summary_text(self, fits: Sequence[bool | None] = (), findings: Sequence[str] = ()) -> str:
+        """The short summary: the totals, the peak activation memory, each target's latency, said
+        as the bound or the forecast it is, and, given them, whether the model fits in each
+        target's memory (``fits``, per target in order; None: not checked) and the lines of what to
+        change (``findings``, worded by the findings stage); ``onnxroof summary`` prints the full one."""
         from .core.units import iec, seconds, si
         from .roofline.targets import LatencyKind
 
@@ -170,31 +167,26 @@ class Analysis:
         lines = [f"onnxroof: {self.model.label} ({t.nodes:,} nodes, {t.counted_nodes:,} counted)",
                  f"  parameters {si(t.params)} · MACs {si(t.macs)} · MAC-FLOPs {si(t.mac_flops)} · FLOPs {si(t.flops)}",
                  f"  peak activations {iec(self.memory.model_order.peak_bytes)} (model order)"]
-        findings = [f for f in self.review() if f.kind != "largest"][:3]  # the targets' fit comes with them
-        for report in self.targets:
+        for index, report in enumerate(self.targets):
             if report.latency_kind == LatencyKind.BOUND:
                 latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: {report.missing or 'peak figures'})"
             else:  # with its band where it holds, and a launch cost taken from other targets said
                 band = (f" ±{report.band.value:.0%}" if report.band is not None else "") + " (a forecast"
                 latency = f"latency {seconds(report.latency_s)}{band}{'; borrowed figures' * bool(report.borrowed)})"
             shares = sorted(report.time_share.items(), key=lambda kv: -kv[1])
-            split = ", ".join(f"{BOUND_LABELS.get(bound, bound)} {share:.0%}" for bound, share in shares if share >= 0.05)
-            fit = report.fit
-            memory = "" if fit is None or fit.fits is None else "; fits in its memory" if fit.fits else \
+            split = ", ".join(f"{BOUND_LABELS.get(bound, bound)} {share:.0%}"
+                              for bound, share in shares if share >= 0.05)
+            fits_memory = fits[index] if index < len(fits) else None
+            memory = "" if fits_memory is None else "; fits in its memory" if fits_memory else \
                 "; does not fit in its memory"
             lines.append(f"  {report.target.name}: {latency}; time: {split}{memory}")
-        if findings:
-            caveat = next((f"; {r.findings_caveat}" for r in self.targets if r.findings_caveat), "")
-            lines += [f"  what to change (each gain measured by analysing again with the change{caveat}):",
-                      *finding_lines(findings, 110, indent="    ", with_target=len(self.targets) > 1)]
+        lines += findings
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        """What a notebook shows: the findings, the totals and each target's card and roofline
-        (the report's view, :data:`notebook_view`); without it, the short summary."""
-        if notebook_view is not None:
-            return notebook_view(self)
+        """What a notebook shows: the short summary (``onnxroof.analyze``'s analysis shows the
+        report's view: the findings, the totals and each target's card and roofline)."""
         from html import escape
 
         return f"<pre>{escape(str(self))}</pre>"
@@ -238,18 +230,14 @@ class Analysis:
 
         names = [r.name for r in self.nodes]
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "run `onnxroof summary` to list node names"
+        hint = (f"did you mean {', '.join(repr(c) for c in close)}?" if close
+                else "run `onnxroof summary` to list node names")
         raise UsageError(f"the model has no node named {name!r}; {hint}")
 
     def to_dict(self) -> dict:
         """The JSON document (schema onnxroof/1) that ``summary --format json`` prints."""
         return to_document(self)
 
-
-
-# The notebook's view of an analysis (Analysis._repr_html_): the HTML report's, which this layer
-# cannot import; the package's root (onnxroof/__init__.py) sets it when the API is first used
-notebook_view: Callable[["Analysis"], str] | None = None
 
 
 # --- the document ----------------------------------------------------------------------------
@@ -279,11 +267,12 @@ CONVENTIONS = {
 }
 
 
-def tensor_entry(info: "TensorInfo") -> dict:
-    return {"name": info.name, "shape": None if info.shape is None else list(info.shape), "dtype": dtype_name(info.dtype)}
+def tensor_entry(info: TensorInfo) -> dict:
+    return {"name": info.name, "shape": None if info.shape is None else list(info.shape),
+            "dtype": dtype_name(info.dtype)}
 
 
-def node_entry(record: "NodeRecord") -> dict:
+def node_entry(record: NodeRecord) -> dict:
     # a new field read from the record joins the key in _encoded_nodes, which shares encoded text
     # between nodes with equal keys
     entry = {
@@ -327,9 +316,12 @@ def subgraph_entry(subgraph) -> dict:
     }
 
 
-def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
+def to_document(analysis: Analysis, encoded: bool = False, findings: Sequence[dict] = (),
+                fits: Sequence[dict | None] = ()) -> dict:
     """The document as plain values; with ``encoded``, its per-node lists (nodes, memory
-    timelines, each target's nodes) are compact JSON chunks, written once by :func:`document_json`."""
+    timelines, each target's nodes) are compact JSON chunks, written once by :func:`document_json`.
+    ``findings`` (ranked) and ``fits`` (per target, in order) are the findings stage's, as plain
+    values (``report/json.document`` gives them from a review); without them, none."""
     model, totals = analysis.model, analysis.totals
     return {
         "schema": SCHEMA,
@@ -375,8 +367,9 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
         "fixed_batch": analysis.fixed_batch.to_dict() if analysis.fixed_batch else None,
         "memory": memory_entry(analysis, encoded),
         # what to change on each target, ranked; each gain measured by analysing again with the change
-        "findings": [finding.to_dict() for finding in analysis.review()],
-        "targets": [target_entry(report, encoded) for report in analysis.targets],
+        "findings": list(findings),
+        "targets": [target_entry(report, encoded, fits[index] if index < len(fits) else None)
+                    for index, report in enumerate(analysis.targets)],
         "llm": None if analysis.llm is None else {
             "phase": analysis.llm.phase,
             "new_tokens": analysis.llm.new_tokens,
@@ -406,7 +399,7 @@ def to_document(analysis: "Analysis", encoded: bool = False) -> dict:
     }
 
 
-def memory_entry(analysis: "Analysis", encoded: bool = False) -> dict:
+def memory_entry(analysis: Analysis, encoded: bool = False) -> dict:
     memory = analysis.memory
     model, best = memory.model_order, memory.best.schedule
     shared = encoded and best is model  # see best_order_timeline
@@ -434,15 +427,16 @@ def memory_entry(analysis: "Analysis", encoded: bool = False) -> dict:
     }
 
 
-def _timeline(schedule, encoded: bool, twice: bool = False) -> "list[dict] | Encoded":
+def _timeline(schedule, encoded: bool, twice: bool = False) -> list[dict] | Encoded:
     steps = enumerate(zip(schedule.order, schedule.live_bytes))
     if encoded:  # steps and live bytes are ints, which format as JSON writes them
-        return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps),
+        return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}'
+                        for step, (node, live) in steps),
                        keep=twice)
     return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
 
 
-def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
+def _encoded_nodes(records: list[NodeRecord]) -> Iterator[str]:
     """The nodes as compact JSON, one by one. A node's index, name, inputs and outputs are its own; the
     rest (op, status, shapes, numbers, formula) repeats wherever a model repeats a layer, so each
     distinct rest is encoded once."""
@@ -475,13 +469,14 @@ def _encoded_nodes(records: list["NodeRecord"]) -> Iterator[str]:
                f'"inputs":[{inputs_text}],"outputs":[{outputs_text}],{shared[1]}}}')
 
 
-def _shared_fields(record: "NodeRecord") -> tuple[str, str]:
+def _shared_fields(record: NodeRecord) -> tuple[str, str]:
     """A node's compact JSON between "name" and "inputs", and after "outputs", without the
     separating commas: node_entry's fields in node_entry's order."""
     entry = node_entry(record)
     keys = list(entry)
     between, after = keys[keys.index("name") + 1:keys.index("inputs")], keys[keys.index("outputs") + 1:]
-    return (compact_json({key: entry[key] for key in between})[1:-1], compact_json({key: entry[key] for key in after})[1:-1])
+    return (compact_json({key: entry[key] for key in between})[1:-1],
+            compact_json({key: entry[key] for key in after})[1:-1])
 
 
 def placement_entry(point) -> dict:
@@ -502,7 +497,8 @@ def placement_entry(point) -> dict:
         "bound": point.bound,
         "overhead_s": point.overhead_s,
         "subnormal_s": point.subnormal_s,  # a masked Softmax's underflowed exps on a CPU's slow path (in time_s)
-        "exposed_dram_s": point.exposed_dram_s,  # DRAM time its compute did not hide (the target's dram_stall; in time_s)
+        # DRAM time its compute did not hide (the target's dram_stall; in time_s)
+        "exposed_dram_s": point.exposed_dram_s,
         "efficiency": point.efficiency,  # the fraction of the roofline the target's runtime reaches
         "op_efficiency": point.op_efficiency,  # its op's by_op figure, on the compute and on-chip roofs (None: none)
         "efficiency_rows": point.efficiency_rows,  # the output rows its efficiency was read at (by_rows; None: none)
@@ -513,7 +509,8 @@ def placement_entry(point) -> dict:
     }
 
 
-def target_entry(report, encoded: bool = False) -> dict:
+def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict:
+    """A target's entry; ``fit``: the findings stage's memory fit as plain values (None: not reviewed)."""
     target = report.target
     return {
         "name": target.name,
@@ -521,7 +518,8 @@ def target_entry(report, encoded: bool = False) -> dict:
         "path": target.path,
         "dtype": report.dtype,
         "batch": report.batch,
-        "roofs": {roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof), "tag": figure.tag,
+        "roofs": {roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof),
+                         "tag": figure.tag,
                          "source": figure.source} for roof, figure in target.peak_ops_per_s.items()},
         "dram_bytes_per_s": target.dram_bytes_per_s.value,
         "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
@@ -533,8 +531,10 @@ def target_entry(report, encoded: bool = False) -> dict:
         "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
         "efficiency_by_op": target.efficiency_by_op,  # class -> op type -> its figure on the compute and on-chip roofs
         # "<class>" or "<class>.<roof>" -> [[output rows, fraction], ...]: interpolated in log(rows)
-        "efficiency_by_rows": {key: [list(point) for point in points] for key, points in target.efficiency_by_rows.items()},
-        "efficiency_by_columns": {key: [list(point) for point in points] for key, points in target.efficiency_by_columns.items()},
+        "efficiency_by_rows": {key: [list(point) for point in points]
+                               for key, points in target.efficiency_by_rows.items()},
+        "efficiency_by_columns": {key: [list(point) for point in points]
+                                  for key, points in target.efficiency_by_columns.items()},
         "parallel": None if target.parallel is None else {  # the units and the tile each takes, per roof
             "kind": target.parallel.kind, "units": target.parallel.units.value,
             "tiles": {roof: target.parallel.tile(roof) for roof in target.parallel.tile_rows}},
@@ -550,7 +550,8 @@ def target_entry(report, encoded: bool = False) -> dict:
         "borrowed": {k: {"value": f.value, "source": f.source} for k, f in report.borrowed.items()},  # README: targets
         "throughput_per_s": report.throughput_per_s, "utilization": report.utilization,
         "energy_j": report.energy_j,
-        "energy_kind": report.energy_kind, "static_power_w": target.static_power_w.value if target.static_power_w else None,
+        "energy_kind": report.energy_kind,
+        "static_power_w": target.static_power_w.value if target.static_power_w else None,
         "energy_split": report.energy_split_j,
         "edp_js": report.edp_js,
         "time_share": report.time_share,
@@ -559,18 +560,20 @@ def target_entry(report, encoded: bool = False) -> dict:
         "spilled_tensors": report.spilled,
         "spill_bytes": report.spill_bytes,
         # parameters + peak activations against the device memory, the largest batch and context that fit
-        "fit": report.fit.to_dict() if report.fit is not None else None,
+        "fit": fit,
         "notes": report.notes,
         "model_point": placement_entry(report.model_point),
-        "nodes": Encoded(_encoded_target_nodes(report.nodes)) if encoded else [target_node_entry(n) for n in report.nodes],
+        "nodes": (Encoded(_encoded_target_nodes(report.nodes)) if encoded
+                  else [target_node_entry(n) for n in report.nodes]),
     }
 
 
 def target_node_entry(node) -> dict:
     # the name and the nodes come first: _encoded_target_nodes writes them, and shares the rest
     # between kernels; "nodes" are the ONNX nodes the kernel runs (its own name alone, unfused)
-    return {"name": node.name, "nodes": node.nodes, "op_type": node.op_type, "dtype": node.dtype, "spill_bytes": node.spill_bytes,
-            "energy_j": node.energy_j, **({"runs": node.runs} if node.runs > 1 else {}), **placement_entry(node.placement)}
+    return {"name": node.name, "nodes": node.nodes, "op_type": node.op_type, "dtype": node.dtype,
+            "spill_bytes": node.spill_bytes, "energy_j": node.energy_j,
+            **({"runs": node.runs} if node.runs > 1 else {}), **placement_entry(node.placement)}
 
 
 def _encoded_target_nodes(nodes: list) -> Iterator[str]:

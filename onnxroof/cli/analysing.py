@@ -58,13 +58,14 @@ def model_from(source: str):
 
 
 def analyze_source(source: str, asked: Analysing) -> Analysis:
-    """One model analysed with the flags' options; its warnings on stderr (unless -q)."""
-    from ..findings import analyze
+    """One model analysed with the flags' options (``onnxroof.analyze``'s analysis: the commands
+    whose outputs show findings review it once, ``onnxroof.api.review``); its warnings on stderr
+    (unless -q)."""
+    from ..api import reviewable
 
     progress = None if asked.quiet else StageLines(Path(source).name)
-    analysis = analyze(model_from(source), progress=progress, options=asked.options)
-    if not asked.findings:
-        analysis.reviewer = None  # the findings are made on first use: none will be
+    # --no-findings: no review will be made, the prepared model is not kept for one
+    analysis = reviewable(model_from(source), asked.options, progress, findings=asked.findings)
     vet(analysis, asked)
     return analysis
 

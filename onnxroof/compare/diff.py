@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .budgets import percent_change
 
 if TYPE_CHECKING:
-    from ..roofline.verdicts import Finding
-    from ..result import Analysis
     from ..cost.records import NodeRecord
+    from ..result import Analysis
 
 _REFINEMENTS = 3
 
@@ -63,8 +63,8 @@ class Delta:
 
 @dataclass
 class NodeChange:
-    base: "NodeRecord | None"
-    head: "NodeRecord | None"
+    base: NodeRecord | None
+    head: NodeRecord | None
     matched_by: str  # "name" | "structure" | "" (added or removed)
     changes: list[str] = field(default_factory=list)  # what differs: "macs", "output_shape", ...
 
@@ -81,17 +81,39 @@ class NodeChange:
         return (self.head or self.base).name  # type: ignore[union-attr]
 
 
+class Finding(Protocol):
+    """What a diff reads of a finding (``onnxroof.findings.Finding``, made by the findings stage,
+    which sits above this layer: the command passes each side's findings in)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def gain_share(self) -> float: ...
+
+    @property
+    def gain_bytes(self) -> int: ...
+
+    def to_dict(self) -> dict: ...
+
+
 @dataclass(frozen=True)
 class FindingChange:
     """A finding that appeared, went away, or whose gain moved between base and head (one finding
     per kind and target)."""
 
     kind: str  # "new" | "resolved" | "changed"
-    base: "Finding | None"
-    head: "Finding | None"
+    base: Finding | None
+    head: Finding | None
 
     @property
-    def finding(self) -> "Finding":
+    def finding(self) -> Finding:
         return self.head or self.base  # type: ignore[return-value]
 
     def to_dict(self) -> dict:
@@ -101,8 +123,8 @@ class FindingChange:
 
 @dataclass
 class ModelDiff:
-    base: "Analysis"
-    head: "Analysis"
+    base: Analysis
+    head: Analysis
     input_changes: list[str]
     totals: list[Delta]
     targets: dict[str, list[Delta]]
@@ -147,7 +169,10 @@ class ModelDiff:
 SIGNIFICANT = 0.02  # the default threshold: a 2 % change is one a reviewer would call a change
 
 
-def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: float = SIGNIFICANT) -> ModelDiff:
+def diff_analyses(base: Analysis, head: Analysis, top: int = 10, threshold: float = SIGNIFICANT,
+                  findings: tuple[Sequence[Finding], Sequence[Finding]] = ((), ())) -> ModelDiff:
+    """The two analyses compared; ``findings``: base's and head's, each ranked (the findings
+    stage's reviews, ``Review.findings``), whose changes the diff lists (none without them)."""
     nodes = match_nodes(base.nodes, head.nodes)
     targets: dict[str, list[Delta]] = {}
     base_reports = {r.target.name: r for r in base.targets}
@@ -157,11 +182,12 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: 
         # a side that left nodes out shows bounds: its figures miss those nodes' time, energy and bytes
         sides = {"base_missing": before.missing if before else "", "head_missing": report.missing}
         targets[report.target.name] = [
-            Delta("latency_s", "latency", "seconds", before and before.latency_s, report.latency_s, **sides),
-            Delta("throughput_per_s", "throughput", "per_second", before and before.throughput_per_s,
+            Delta("latency_s", "latency", "seconds", before.latency_s if before else None, report.latency_s, **sides),
+            Delta("throughput_per_s", "throughput", "per_second", before.throughput_per_s if before else None,
                   report.throughput_per_s, **sides),
-            Delta("energy_j", f"{report.energy_kind} energy", "joules", before and before.energy_j, report.energy_j, **sides),
-            Delta("dram_bytes", "DRAM traffic", "bytes", before and before.model_point.dram_bytes,
+            Delta("energy_j", f"{report.energy_kind} energy", "joules", before.energy_j if before else None,
+                  report.energy_j, **sides),
+            Delta("dram_bytes", "DRAM traffic", "bytes", before.model_point.dram_bytes if before else None,
                   report.model_point.dram_bytes, **sides),
         ]
         targets[report.target.name] += _device_deltas(base, head, report.target.name)
@@ -185,11 +211,11 @@ def diff_analyses(base: "Analysis", head: "Analysis", top: int = 10, threshold: 
         top_time_changes=top_changes,
         threshold=threshold,
         modules=module_changes(base, head),
-        findings=finding_changes(base, head, threshold),
+        findings=finding_changes(*findings, threshold=threshold),
     )
 
 
-def _device_deltas(base: "Analysis", head: "Analysis", target: str) -> list[Delta]:
+def _device_deltas(base: Analysis, head: Analysis, target: str) -> list[Delta]:
     """With --devices N > 1: the fewest devices that fit and the fastest split's step, per target."""
     after = next((p for p in head.parallel if p.target == target), None)
     if after is None:
@@ -207,12 +233,13 @@ def _device_deltas(base: "Analysis", head: "Analysis", target: str) -> list[Delt
             Delta("fastest_split_s", "fastest split's step", "seconds", fastest(before), fastest(after))]
 
 
-def finding_changes(base: "Analysis", head: "Analysis", threshold: float = SIGNIFICANT) -> list[FindingChange]:
+def finding_changes(base: Sequence[Finding], head: Sequence[Finding],
+                    threshold: float = SIGNIFICANT) -> list[FindingChange]:
     """The findings head has and base has not (new), base has and head has not (resolved), and
     those whose gain moved by at least ``threshold`` of the latency (changed), in head's ranking
-    then base's."""
-    before = {(f.target, f.kind): f for f in base.review()}
-    after = {(f.target, f.kind): f for f in head.review()}
+    then base's (each side's findings ranked)."""
+    before = {(f.target, f.kind): f for f in base}
+    after = {(f.target, f.kind): f for f in head}
     changes = []
     for key, finding in after.items():
         old = before.get(key)
@@ -224,7 +251,7 @@ def finding_changes(base: "Analysis", head: "Analysis", threshold: float = SIGNI
     return changes
 
 
-def _moved(old: "Finding", new: "Finding", threshold: float) -> bool:
+def _moved(old: Finding, new: Finding, threshold: float) -> bool:
     """The gain moved by ``threshold`` of the latency, or its bytes by ``threshold`` of theirs
     (a model that does not fit by more or less)."""
     return (abs(new.gain_share - old.gain_share) >= threshold
@@ -234,7 +261,7 @@ def _moved(old: "Finding", new: "Finding", threshold: float) -> bool:
 MODULE_DIFF_DEPTH = 2
 
 
-def module_changes(base: "Analysis", head: "Analysis", depth: int = MODULE_DIFF_DEPTH) -> list[dict]:
+def module_changes(base: Analysis, head: Analysis, depth: int = MODULE_DIFF_DEPTH) -> list[dict]:
     """The modules (down to ``depth`` levels) whose cost changed, matched by path, the largest
     change first (time on the head's first target, then FLOPs, then parameters); [] when
     neither model's node names carry module scopes."""
@@ -248,51 +275,54 @@ def module_changes(base: "Analysis", head: "Analysis", depth: int = MODULE_DIFF_
     rows = []
     for path in before.keys() | after.keys():
         b, h = before.get(path), after.get(path)
-        row = {"module": path, "kind": "added" if b is None else "removed" if h is None else "changed"}
+        row: dict[str, Any] = {"module": path, "kind": "added" if b is None else "removed" if h is None else "changed"}
         for key in ("params", "macs", "flops"):
             row[f"base_{key}"], row[f"head_{key}"] = getattr(b, key, 0), getattr(h, key, 0)
         row["base_time_s"] = b.time_s.get(target, 0.0) if b and target else None
         row["head_time_s"] = h.time_s.get(target, 0.0) if h and target else None
-        if b is not None and h is not None and all(row[f"base_{k}"] == row[f"head_{k}"] for k in ("params", "macs", "flops")) \
-                and row["base_time_s"] == row["head_time_s"]:
+        same = all(row[f"base_{k}"] == row[f"head_{k}"] for k in ("params", "macs", "flops"))
+        if b is not None and h is not None and same and row["base_time_s"] == row["head_time_s"]:
             continue
         rows.append(row)
 
     def impact(row: dict) -> tuple:
         time = abs((row["head_time_s"] or 0.0) - (row["base_time_s"] or 0.0))
-        return -time, -abs(row["head_flops"] - row["base_flops"]), -abs(row["head_params"] - row["base_params"]), row["module"]
+        return (-time, -abs(row["head_flops"] - row["base_flops"]), -abs(row["head_params"] - row["base_params"]),
+                row["module"])
 
     return sorted(rows, key=impact)
 
 
-def _total_deltas(base: "Analysis", head: "Analysis") -> list[Delta]:
+def _total_deltas(base: Analysis, head: Analysis) -> list[Delta]:
     b, h = base.totals, head.totals
     return [
         Delta("params", "parameters", "count", b.params, h.params),
         Delta("param_bytes", "parameter bytes", "bytes", b.param_bytes, h.param_bytes),
         Delta("mac_flops", "MAC-FLOPs", "count", b.mac_flops, h.mac_flops),
         Delta("flops", "FLOPs", "count", b.flops, h.flops),
-        Delta("peak_memory", "peak activations", "bytes", base.memory.model_order.peak_bytes, head.memory.model_order.peak_bytes),
+        Delta("peak_memory", "peak activations", "bytes", base.memory.model_order.peak_bytes,
+              head.memory.model_order.peak_bytes),
         Delta("best_peak_memory", "peak activations (best order)", "bytes",
               base.memory.best.schedule.peak_bytes, head.memory.best.schedule.peak_bytes),
         Delta("nodes", "nodes", "count", b.nodes, h.nodes),
     ]
 
 
-def _input_changes(base: "Analysis", head: "Analysis") -> list[str]:
+def _input_changes(base: Analysis, head: Analysis) -> list[str]:
     before = {i.name: i for i in base.inputs}
     after = {i.name: i for i in head.inputs}
     lines = []
     for name in sorted(before.keys() | after.keys()):
         b, h = before.get(name), after.get(name)
-        if b is None:
+        if b is None and h is not None:
             lines.append(f"input {name} added: {h.shape_text()} {_dtype(h)}")
-        elif h is None:
+        elif h is None and b is not None:
             lines.append(f"input {name} removed (was {b.shape_text()} {_dtype(b)})")
-        elif b.shape != h.shape or b.dtype != h.dtype:
+        elif b is not None and h is not None and (b.shape != h.shape or b.dtype != h.dtype):
             lines.append(f"input {name}: {b.shape_text()} {_dtype(b)} -> {h.shape_text()} {_dtype(h)}")
     if base.dtype != head.dtype or base.batch != head.batch:
-        lines.append(f"costed as dtype {base.dtype}, batch {base.batch or 1} -> dtype {head.dtype}, batch {head.batch or 1}")
+        lines.append(f"costed as dtype {base.dtype}, batch {base.batch or 1} -> dtype {head.dtype}, "
+                     f"batch {head.batch or 1}")
     return lines
 
 
@@ -302,7 +332,7 @@ def _dtype(info) -> str:
     return dtype_name(info.dtype)
 
 
-def _op_type_rows(base: "Analysis", head: "Analysis") -> list[dict]:
+def _op_type_rows(base: Analysis, head: Analysis) -> list[dict]:
     rows: dict[str, dict] = defaultdict(lambda: {"base_count": 0, "head_count": 0, "base_flops": 0, "head_flops": 0})
     for side, analysis in (("base", base), ("head", head)):
         for record in analysis.nodes:
@@ -317,7 +347,7 @@ def _op_type_rows(base: "Analysis", head: "Analysis") -> list[dict]:
 # Node matching
 
 
-def match_nodes(base: list["NodeRecord"], head: list["NodeRecord"]) -> list[NodeChange]:
+def match_nodes(base: list[NodeRecord], head: list[NodeRecord]) -> list[NodeChange]:
     """Pair the nodes of two models: by name, then by structure; the rest are added or removed."""
     head_by_name = {r.name: r for r in head}
     pairs: list[NodeChange] = []
@@ -334,7 +364,7 @@ def match_nodes(base: list["NodeRecord"], head: list["NodeRecord"]) -> list[Node
     if unmatched_base and unmatched_head:
         base_signatures = structural_signatures(base)
         head_signatures = structural_signatures(head)
-        waiting: dict[str, list["NodeRecord"]] = defaultdict(list)
+        waiting: dict[str, list[NodeRecord]] = defaultdict(list)
         for record in unmatched_head:
             waiting[head_signatures[record.name]].append(record)
         still_base = []
@@ -350,10 +380,12 @@ def match_nodes(base: list["NodeRecord"], head: list["NodeRecord"]) -> list[Node
     pairs += [NodeChange(r, None, "") for r in unmatched_base]
     pairs += [NodeChange(None, r, "") for r in unmatched_head]
     order = {r.name: i for i, r in enumerate(head)}
-    return sorted(pairs, key=lambda p: (order.get(p.head.name, len(order)) if p.head else len(order) + p.base.index))
+    # head's order; a node head has not after them, in base's order
+    return sorted(pairs, key=lambda p: (order.get(p.head.name, len(order)) if p.head
+                                        else len(order) + (p.base.index if p.base else 0)))
 
 
-def structural_signatures(records: list["NodeRecord"]) -> dict[str, str]:
+def structural_signatures(records: list[NodeRecord]) -> dict[str, str]:
     """A name-free signature per node: op type and output shapes, refined with the producers'."""
     producer = {name: r.name for r in records for name in r.outputs if name}
     signature = {r.name: f"{r.op_type}|{r.output_shapes}|{r.params}" for r in records}
@@ -372,7 +404,7 @@ def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def _changes(base: "NodeRecord", head: "NodeRecord") -> list[str]:
+def _changes(base: NodeRecord, head: NodeRecord) -> list[str]:
     fields = ("macs", "flops", "params", "weight_bytes", "input_bytes", "output_bytes", "dtype", "status")
     changes = [f for f in fields if getattr(base, f) != getattr(head, f)]
     if base.output_shapes != head.output_shapes:

@@ -19,22 +19,24 @@ largest    the largest kernel and module                                    (a p
 
 ``capacity`` (the model does not fit in the device memory) comes first whenever it applies.
 
-:func:`analyze` is ``onnxroof.analyze``: :func:`onnxroof.pipeline.analyze`, with the same
-arguments, whose result makes its findings on first use (``print(analysis)``, the JSON document,
-``analysis.review()``), since they cost a few analyses more.
+The stage: :func:`review` takes an analysis and a way to analyse its model again with some of
+analyze()'s options changed, and returns a :class:`Review` (per target: the memory fit and the
+findings, ranked); it writes nothing into the analysis. The commands call it once, before
+rendering, and pass the review to every output that shows findings; ``onnxroof.review(analysis)``
+does it for an analysis made by ``onnxroof.analyze``. :func:`analyze_for_review` is the analysis
+the command line and ``onnxroof.analyze`` make: the pipeline's, and the :class:`Source` that
+analysing the model again starts from.
 """
 
 from __future__ import annotations
 
-import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from ..options import AnalysisOptions, check_call, check_progress
-from ..pipeline import analyze as analyze_once
-from ..pipeline import analyze_keeping_front, collector_paused, options_of
-from ..roofline.verdicts import Finding, ranked
+from ..options import AnalysisOptions
+from ..pipeline import analyze_keeping_front, collector_paused
 from .capacity import capacity, device_fit
 from .fusion import fusion
 from .intensity import intensity
@@ -42,6 +44,7 @@ from .largest import largest
 from .launch import launch
 from .memory import spill, weights
 from .precision import precision
+from .records import NO_REVIEW, DeviceFit, Finding, Review, TargetReview, ranked
 from .subnormal import subnormal
 from .variants import REANALYSE_NODES, Reanalyser, Variants
 
@@ -50,6 +53,9 @@ if TYPE_CHECKING:
 
     from ..result import Analysis
     from ..roofline.placement import TargetReport
+
+__all__ = ["FINDERS", "NO_REVIEW", "DeviceFit", "Finding", "Review", "Source", "TargetReview", "analyze_for_review",
+           "review"]
 
 Finder = Callable[["Analysis", "TargetReport", Variants], list[Finding]]
 FINDERS: dict[str, Finder] = {
@@ -64,25 +70,31 @@ FINDERS: dict[str, Finder] = {
 }
 
 
-def review(analysis: Analysis, reanalyse: Callable[..., Analysis]) -> list[Finding]:
-    """Every target's fit and findings, set on its report; all of them, ranked. ``reanalyse``
-    analyses the model again with some of analyze()'s options changed."""
+def review(analysis: Analysis, reanalyse: Callable[..., Analysis]) -> Review:
+    """Every target's fit and findings (ranked), the analysis left as it was. ``reanalyse``
+    analyses the model again with some of analyze()'s options changed (a :class:`Reanalyser`,
+    :meth:`Source.reanalyser`, or any ``(**changes) -> Analysis``)."""
     variants = Variants(analysis, reanalyse)
+    with collector_paused():  # as in analyze(): the variants and placings build many objects, no cycles
+        return Review(tuple(_target_review(analysis, report, variants) for report in analysis.targets))
+
+
+def _target_review(analysis: Analysis, report: TargetReport, variants: Variants) -> TargetReview:
+    fit = device_fit(analysis, report, variants)
+    found = capacity(analysis, report, fit)
+    for finder in FINDERS.values() if report.latency_s > 0 else ():  # no time: nothing to save
+        found += finder(analysis, report, variants)
     incomplete = analysis.incomplete_text()
-    for report in analysis.targets:
-        report.fit = device_fit(analysis, report, variants)
-        found = capacity(analysis, report, report.fit)
-        for finder in FINDERS.values() if report.latency_s > 0 else ():  # no time: nothing to save
-            found += finder(analysis, report, variants)
-        report.findings = ranked([f.on_incomplete(incomplete) for f in found] if incomplete else found)
-    return ranked([f for report in analysis.targets for f in report.findings])
+    if incomplete:
+        found = [f.on_incomplete(incomplete) for f in found]
+    return TargetReview(report, fit, tuple(ranked(found)))
 
 
 @dataclass(frozen=True)
-class Reviewer:
-    """Makes an analysis's findings when they are first asked for, from the model as it was
-    given (a path or a ModelProto) and the options it was analysed with; picklable, so an
-    analysis made in a worker process keeps it. ``front`` (the base's prepared model and shapes,
+class Source:
+    """What analysing a model again starts from: the model as it was given (a path or a
+    ModelProto) and the options it was analysed with; picklable, so an analysis made in a worker
+    process can be reviewed in the parent. ``front`` (the base's prepared model and shapes,
     :class:`~onnxroof.pipeline.Front`) lets a change of type start from them; it is not pickled."""
 
     model: Any  # str | os.PathLike | onnx.ModelProto
@@ -96,25 +108,23 @@ class Reviewer:
         for name, value in state.items():
             object.__setattr__(self, name, value)
 
-    def __call__(self, analysis: Analysis) -> None:
-        # variants read the model's order (the base gives the best one) and are checked already
-        # (and one device: the variants measure single-device gains)
+    def without_front(self) -> Source:
+        """This source without the base's front (a review made: the prepared model is no more needed)."""
+        return replace(self, front=None)
+
+    def reanalyser(self) -> Reanalyser:
+        """The model analysed again as a review's variants are: from the model's order (the base
+        gives the best one), checked already, on one device (the variants measure single-device gains)."""
         options = replace(self.options, checker_in_child=False, search_order=False, devices=1)
-        with collector_paused():  # as in analyze(): the variants and placings build many objects, no cycles
-            review(analysis, Reanalyser(self.model, options, self.front))
+        return Reanalyser(self.model, options, self.front)
 
 
-@functools.wraps(analyze_once)
-def analyze(model: str | os.PathLike | onnx.ModelProto, *args: Any, **arguments: Any) -> Analysis:
-    # a call Python would refuse with a bare TypeError is refused naming the argument
-    check_call("analyze", args, arguments, also=("progress", "options"))
-    given = dict(arguments)
-    options, progress = given.pop("options", None), given.pop("progress", None)
-    check_progress(progress)
-    options = options_of(options, given)
+def analyze_for_review(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
+                       progress: Callable[[str], None] | None = None) -> tuple[Analysis, Source | None]:
+    """The pipeline's analysis of ``model`` and the :class:`Source` a review analyses it again from
+    (None without targets: nothing to review)."""
     analysis, front = analyze_keeping_front(model, options, progress)
-    if analysis.targets:
-        # past REANALYSE_NODES no variant is analysed: the front (the prepared model, its shapes) is not kept
-        kept = front if len(analysis.nodes) <= REANALYSE_NODES else None
-        analysis.reviewer = Reviewer(model, options, kept)
-    return analysis
+    if not analysis.targets:
+        return analysis, None
+    # past REANALYSE_NODES no variant is analysed: the front (the prepared model, its shapes) is not kept
+    return analysis, Source(model, options, front if len(analysis.nodes) <= REANALYSE_NODES else None)

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import iec
-from ..roofline.verdicts import DeviceFit, Finding, capacity_text
+from ..roofline.verdicts import capacity_text
 from .launch import BATCH_FACTOR
+from .records import DeviceFit, Finding
 from .variants import Variants, per_inference_s
 
 if TYPE_CHECKING:
@@ -66,16 +67,18 @@ def device_fit(analysis: Analysis, report: TargetReport, variants: Variants) -> 
 
 def capacity(analysis: Analysis, report: TargetReport, fit: DeviceFit) -> list[Finding]:
     """A finding when the model does not fit."""
-    if fit.fits is not False:
+    capacity_bytes = fit.capacity_bytes
+    if fit.fits is not False or capacity_bytes is None:  # (a fit without a capacity is not checked)
         return []
     kv = f", of which the KV cache {iec(fit.kv_cache_bytes)}" if fit.kv_cache_bytes else ""
     title = (f"does not fit: parameters {iec(fit.parameter_bytes)} + peak activations {iec(fit.activation_bytes)}{kv}"
-             f"{',' if kv else ''} need {iec(fit.need_bytes)} of the {capacity_text(fit.capacity_bytes)} device memory")
+             f"{',' if kv else ''} need {iec(fit.need_bytes)} of the {capacity_text(capacity_bytes)} device memory")
     room = []
     if fit.largest_batch is not None:
         room.append(f"the largest batch that fits is {fit.largest_batch:,}" if fit.largest_batch else
                     "no batch fits (the parameters alone, or the fixed activations, exceed it)")
     if fit.longest_context is not None:
         room.append(f"the longest context that fits is {fit.longest_context:,}")
-    return [Finding("capacity", report.target.name, title, "; ".join(room), gain_bytes=fit.need_bytes - fit.capacity_bytes,
-                    latency_s=per_inference_s(report), evidence=fit.to_dict())]
+    return [Finding("capacity", report.target.name, title, "; ".join(room),
+                    gain_bytes=fit.need_bytes - capacity_bytes, latency_s=per_inference_s(report),
+                    evidence=fit.to_dict())]

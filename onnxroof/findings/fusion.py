@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..core.units import seconds
 from ..roofline.targets import FUSION_RULES
-from ..roofline.verdicts import Finding
+from .records import Finding
 from .variants import Variants, per_inference_s
 
 if TYPE_CHECKING:

@@ -11,42 +11,53 @@ from typing import TYPE_CHECKING
 from ..core.units import seconds
 from ..roofline.placement import Bound
 from ..roofline.verdicts import BOUND_LABELS
-from ..roofline.verdicts import Finding
+from .records import Finding
 from .variants import Variants, per_inference_s
 
 if TYPE_CHECKING:
     from ..result import Analysis
-    from ..roofline.placement import TargetReport
+    from ..roofline.placement import NodePlacement, TargetReport
 
 MIN_SHARE = 0.10  # of the latency, below the ridge: a finding
 SHOWN = 3
 
 
 def intensity(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
-    low = [k for k in report.nodes if k.placement.bound in (Bound.DRAM, Bound.ONCHIP)]
-    if not low:  # (the nodes' MACs are read only when a kernel is below the ridge)
-        return []
-    macs = {r.name: r.macs for r in analysis.run_view.nodes}
-    low = [k for k in low if sum(macs.get(n, 0) for n in k.nodes) > 0]
+    low = _low_kernels(analysis, report)
     time_s = sum(k.placement.time_s for k in low)
-    if not report.latency_s or time_s < MIN_SHARE * report.latency_s:
+    if not low or not report.latency_s or time_s < MIN_SHARE * report.latency_s:
         return []
     low.sort(key=lambda k: -k.placement.time_s)
     excess_s = sum(k.placement.time_s - k.placement.compute_s - k.placement.overhead_s for k in low)
-    kinds = Counter(k.op_type for k in low)
-    bounds = Counter(k.placement.bound for k in low)
-    what = ", ".join(f"{count} {op}" for op, count in kinds.most_common(3)) + (" and more" if len(kinds) > 3 else "")
     share = time_s / report.latency_s
-    kernels = f"{len(low)} kernel{'s' if len(low) > 1 else ''} with multiply-adds ({what}) {'sit' if len(low) > 1 else 'sits'}"
-    title = (f"{kernels} below the ridge, {share:.0%} of the time: "
-             f"{'their' if len(low) > 1 else 'its'} time is {BOUND_LABELS[bounds.most_common(1)[0][0]]} bytes, not MACs")
-    detail = ("fewer MACs would not make them faster, fewer bytes would: keep their activations on chip (fuse them with "
-              "their neighbours), reuse their weights over a larger batch, or a narrower type; their bytes add "
-              f"{seconds(excess_s)} beyond their multiply-adds; the largest: "
-              + "; ".join(f"{k.name} ({k.op_type}, {k.placement.intensity or 0:.3g} FLOP/B, {seconds(k.placement.time_s)})"
-                          for k in low[:SHOWN]))
-    return [Finding("intensity", report.target.name, title, detail, nodes=tuple(n for k in low for n in k.nodes),
+    largest = "; ".join(f"{k.name} ({k.op_type}, {k.placement.intensity or 0:.3g} FLOP/B, "
+                        f"{seconds(k.placement.time_s)})" for k in low[:SHOWN])
+    detail = ("fewer MACs would not make them faster, fewer bytes would: keep their activations on chip (fuse them "
+              "with their neighbours), reuse their weights over a larger batch, or a narrower type; their bytes add "
+              f"{seconds(excess_s)} beyond their multiply-adds; the largest: " + largest)
+    return [Finding("intensity", report.target.name, _title(low, share), detail,
+                    nodes=tuple(n for k in low for n in k.nodes),
                     gain_s=excess_s / max(report.batch, 1), latency_s=per_inference_s(report),
                     evidence={"kernels": [k.name for k in low], "time_s": time_s, "share": share,
                               "bytes_excess_s": excess_s, "ridge": {roof: report.target.ridge(roof)
                                                                     for roof in {k.placement.roof for k in low}}})]
+
+
+def _low_kernels(analysis: Analysis, report: TargetReport) -> list[NodePlacement]:
+    """The kernels with multiply-adds bound by DRAM or on-chip bytes, in the target's order."""
+    low = [k for k in report.nodes if k.placement.bound in (Bound.DRAM, Bound.ONCHIP)]
+    if not low:  # (the nodes' MACs are read only when a kernel is below the ridge)
+        return []
+    macs = {r.name: r.macs for r in analysis.run_view.nodes}
+    return [k for k in low if sum(macs.get(n, 0) for n in k.nodes) > 0]
+
+
+def _title(low: list[NodePlacement], share: float) -> str:
+    """"2 kernels with multiply-adds (2 Conv) sit below the ridge, 40% of the time: ..." """
+    kinds = Counter(k.op_type for k in low)
+    bounds = Counter(k.placement.bound for k in low)
+    what = ", ".join(f"{count} {op}" for op, count in kinds.most_common(3)) + (" and more" if len(kinds) > 3 else "")
+    several = len(low) > 1
+    kernels = f"{len(low)} kernel{'s' if several else ''} with multiply-adds ({what}) {'sit' if several else 'sits'}"
+    return (f"{kernels} below the ridge, {share:.0%} of the time: "
+            f"{'their' if several else 'its'} time is {BOUND_LABELS[bounds.most_common(1)[0][0]]} bytes, not MACs")

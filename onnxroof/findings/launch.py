@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import seconds
-from ..roofline.verdicts import Finding
+from .records import Finding
 from .variants import Variants, per_inference_s
 
 if TYPE_CHECKING:

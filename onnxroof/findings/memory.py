@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import iec, seconds
-from ..roofline.verdicts import Finding
+from .records import Finding
 from .variants import Variants, changed_target, per_inference_s
 
 if TYPE_CHECKING:
@@ -67,7 +67,8 @@ def weights(analysis: Analysis, report: TargetReport, variants: Variants) -> lis
     base_s, new_s = per_inference_s(report), per_inference_s(roomy)
     title = (f"{iec(streamed)} of the {iec(parameter_bytes)} of parameters do not fit on chip and are read from DRAM "
              f"every run: {seconds(base_s - new_s)} of the time")
-    detail = (f"{iec(int(target.onchip_bytes.value))} on chip hold the peak activations and {iec(report.weights_on_chip_bytes)} "
+    detail = (f"{iec(int(target.onchip_bytes.value))} on chip hold the peak activations and "
+              f"{iec(report.weights_on_chip_bytes)} "
               "of parameters; with room for them all the model would take "
               f"{seconds(new_s)}: narrower parameters (--dtype int8) or a smaller model keep more")
     return [Finding("weights", target.name, title, detail, gain_s=base_s - new_s, gain_bytes=streamed, latency_s=base_s,

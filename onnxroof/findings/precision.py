@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.units import iec, seconds
-from ..roofline.verdicts import Finding
+from .records import Finding
 from .variants import Variants, per_inference_s, ratio_text
 
 if TYPE_CHECKING:
@@ -50,7 +50,8 @@ def precision(analysis: Analysis, report: TargetReport, variants: Variants) -> l
         return []
     new_s, dtype, other = best
     base_bytes, new_bytes = _dram_bytes(report), _dram_bytes(other)
-    title = f"{dtype} would take {ratio_text(base_s, new_s)} here ({seconds(base_s)} → {seconds(new_s)}): check the accuracy"
+    title = (f"{dtype} would take {ratio_text(base_s, new_s)} here ({seconds(base_s)} → {seconds(new_s)}): "
+             "check the accuracy")
     detail = (f"re-analysed in {dtype} (--dtype {dtype}): DRAM traffic {iec(base_bytes)} → {iec(new_bytes)} per run; "
               + ", ".join(f"{name} {seconds(s)}" for name, s in tried.items()))
     return [Finding("precision", report.target.name, title, detail, gain_s=base_s - new_s,
@@ -96,7 +97,8 @@ def _conversion(report: TargetReport, variants: Variants, wanted: str, roof: str
     evidence |= {"latency_s": other.latency_s, "dram_bytes": base_bytes, "dram_bytes_after": new_bytes}
     return Finding("precision", name, f"{head}; in {roof} it takes {seconds(new_s)} (check the accuracy)",
                    f"{detail}; re-analysed in {roof} (--dtype {roof}): DRAM traffic {iec(base_bytes)} → "
-                   f"{iec(new_bytes)} per run", gain_s=max(base_s - new_s, 0.0), gain_bytes=max(base_bytes - new_bytes, 0),
+                   f"{iec(new_bytes)} per run", gain_s=max(base_s - new_s, 0.0),
+                   gain_bytes=max(base_bytes - new_bytes, 0),
                    latency_s=base_s, change=f"--dtype {roof}", evidence=evidence, blocking=True)
 
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.units import seconds
-from ..roofline.verdicts import Finding
+from .records import Finding
 from .variants import Variants, per_inference_s
 
 if TYPE_CHECKING:
@@ -23,7 +23,8 @@ FLUSH_TO_ZERO = 'session.set_denormal_as_zero = "1"'  # onnxruntime's SessionOpt
 def subnormal(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
     """The masked Softmax kernels' time on the slow path, and the latency with subnormals flushed."""
     slow = [k for k in report.nodes if k.placement.subnormal_s]
-    if not slow:
+    per_element = report.target.subnormal_s_per_element  # (a kernel pays a subnormal time only with it)
+    if not slow or per_element is None:
         return []
     slow_s = sum(k.placement.subnormal_s for k in slow)
     flushed = variants.placed(report, target=replace(report.target, subnormal_s_per_element=None))
@@ -35,5 +36,5 @@ def subnormal(analysis: Analysis, report: TargetReport, variants: Variants) -> l
     return [Finding("subnormal", report.target.name, title, detail, nodes=tuple(k.name for k in slow),
                     gain_s=base_s - new_s, latency_s=base_s, change=FLUSH_TO_ZERO,
                     evidence={"kernels": len(slow), "subnormal_s": slow_s,
-                              "per_element_s": report.target.subnormal_s_per_element.value,
+                              "per_element_s": per_element.value,
                               "latency_s_flushed": flushed.latency_s})]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import onnx
 
@@ -95,19 +96,20 @@ class Variants:
         if len(self.base.nodes) > REANALYSE_NODES:
             return (f"not analysed again: {len(self.base.nodes):,} nodes, over the {REANALYSE_NODES:,} up to which "
                     "findings measure a change by analysing the model again")
-        lazy = isinstance(self._reanalyse, Reanalyser)
+        # a Reanalyser places a variant only when a report is asked for; any other function places it at once
+        lazy = self._reanalyse if isinstance(self._reanalyse, Reanalyser) else None
         try:
             if key not in self._runs:
-                found = self._reanalyse.unplaced(**changes) if lazy else self._reanalyse(**changes)
+                found = lazy.unplaced(**changes) if lazy is not None else self._reanalyse(**changes)
                 invalid = _invalid(self.base, found, changes.get("batch"))
-                self._runs[key] = invalid or Variant(None if lazy else found.targets,
+                self._runs[key] = invalid or Variant(None if lazy is not None else found.targets,
                                                      found.memory.model_order.peak_bytes)
-                if lazy and not invalid:
+                if lazy is not None and not invalid:
                     self._unplaced[key] = found
             variant = self._runs[key]
-            if placed and isinstance(variant, Variant) and variant.targets is None:
+            if placed and isinstance(variant, Variant) and variant.targets is None and lazy is not None:
                 targets = [report.target for report in self.base.targets]
-                variant.targets = self._reanalyse.place(self._unplaced.pop(key), targets, **changes)
+                variant.targets = lazy.place(self._unplaced.pop(key), targets, **changes)
         except OnnxroofError as error:
             self._runs[key] = str(error).splitlines()[0] if str(error) else type(error).__name__
         return self._runs[key]

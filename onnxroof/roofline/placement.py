@@ -29,7 +29,6 @@ from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline 
 from .latency_bound import LatencyBound
 from .overheads import kernel_launch_s, run_overhead_s
 from .targets import SPLIT_MACS, Figure, LatencyKind, Target
-from .verdicts import DeviceFit, Finding
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
@@ -82,12 +81,10 @@ class TargetReport(LatencyBound):
     peak_figures: bool = True  # the kernels ran at the target's peak figures (no measured efficiencies, or no overhead)
     uncounted_nodes: int = 0  # nodes the cost graph could not count: their time is not in latency_s
     unbound_dims: int = 0  # input dims left unbound: the nodes depending on them are not counted
-    findings: list[Finding] = field(default_factory=list)  # ranked; made by onnxroof.findings (re-analyses)
     launch_s: float = 0.0  # what each kernel's launch costs in this run (overheads.kernel_launch_s)
     # the target's figures taken from other targets that this run used (Target.borrowed): said in every output
     borrowed: dict[str, Figure] = field(default_factory=dict)
     run_s: float = 0.0  # what the run costs beyond its kernels (in latency_s; overheads.run_overhead_s)
-    fit: DeviceFit | None = None  # whether the model fits in the device's memory (onnxroof.findings)
 
     @property
     def energy_kind(self) -> str:

@@ -24,8 +24,7 @@ def test_a_decoder_fits_at_one_context_and_not_at_another(tmp_path):
     # present keys and values are all live: 2 x 256 x (C - 1) + 2 x 256 x C B, with the new
     # token's q and v (256 B each): 1,024 C B. In 1 MiB: 65,536 + 1,024 C <= 1,048,576 up to C = 960
     short = onnxroof.analyze(decoder_block(), phase="decode", context=100, targets=[small_device(tmp_path)])
-    short.review()
-    fit = short.targets[0].fit
+    fit = onnxroof.review(short).fit(short.targets[0])
     assert (fit.parameter_bytes, fit.activation_bytes, fit.kv_cache_bytes) == (65_536, 102_400, 51_200)
     assert fit.fits is True
     assert fit.longest_context == 960
@@ -35,7 +34,7 @@ def test_a_decoder_fits_at_one_context_and_not_at_another(tmp_path):
 
     long = onnxroof.analyze(decoder_block(), phase="decode", context=1000, targets=[small_device(tmp_path)])
     (first, *_) = long.review()
-    fit = long.targets[0].fit
+    fit = onnxroof.review(long).fit(long.targets[0])
     assert fit.need_bytes == 65_536 + 1_024_000 and fit.fits is False
     assert (fit.longest_context, fit.largest_batch) == (960, 0)
     assert first.kind == "capacity" and first.gain_bytes == 65_536 + 1_024_000 - 1_048_576
@@ -48,8 +47,7 @@ def test_a_target_without_device_memory_checks_nothing(tmp_path):
     path = tmp_path / "open.toml"
     path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e11}, name="open"))
     analysis = onnxroof.analyze(decoder_block(), phase="decode", context=100, targets=[str(path)])
-    analysis.review()
-    assert analysis.targets[0].fit.fits is None
+    assert onnxroof.review(analysis).fit(analysis.targets[0]).fits is None
 
 
 def test_a_variant_keeps_its_reports_and_its_peak_not_its_records():

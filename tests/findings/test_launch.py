@@ -39,7 +39,7 @@ def test_a_chain_of_adds_is_launch_bound_and_batching_is_measured(tmp_path):
     # fusing the chain into one kernel saves more: one launch (3 µs) and one kernel reading a0
     # and writing a100 (128 B, 0.128 ns) doing 1,600 FLOPs (1.6 ns), against 300 µs + 100 x
     # 0.128 ns: 297.0112 µs less
-    fusion, second = report.findings[:2]
+    fusion, second = onnxroof.review(analysis).of(report).findings[:2]
     assert (fusion.kind, second) == ("fusion", launch)
     assert fusion.title.startswith("99 fewer kernels with epilogue, elementwise, normalization, horizontal, attention")
     assert fusion.gain_s == pytest.approx(297.0112e-6)

@@ -60,11 +60,11 @@ def test_a_peak_is_measured_without_placing_and_placed_when_a_report_is_asked_fo
     assert variants._unplaced == {}  # its records dropped once placed
 
 
-def test_the_reviewer_pickles_without_the_front():
+def test_the_source_pickles_without_the_front():
     analysis = onnxroof.analyze(relu_model(), targets=["l4"])
-    reviewer = pickle.loads(pickle.dumps(analysis.reviewer))
-    assert analysis.reviewer.front is not None and reviewer.front is None
-    assert reviewer.options == analysis.reviewer.options
+    source = pickle.loads(pickle.dumps(analysis.source))
+    assert analysis.source.front is not None and source.front is None
+    assert source.options == analysis.source.options
 
 
 def test_the_model_file_is_read_again_only_for_a_variant_that_needs_it(tmp_path, monkeypatch):

@@ -325,8 +325,9 @@ def test_diff_compare_and_sweep_pages(browser, tmp_path):
 
     base = onnxroof.analyze(build_example("minigooglenet"), targets=TARGETS)
     head = onnxroof.analyze(build_example("minigooglenet"), targets=TARGETS, batch=4)
+    reviewed = onnxroof.review(base).findings, onnxroof.review(head).findings
     pages = {
-        "diff": render_diff_html(diff_analyses(base, head)),
+        "diff": render_diff_html(diff_analyses(base, head, findings=reviewed)),
         "compare": render_compare_html([base, head, onnxroof.analyze(build_example("shallownet"), targets=TARGETS)]),
         "sweep": render_sweep_html(run_sweep(build_example("minigooglenet"), [("batch", [1, 4, 16])], targets=TARGETS)),
     }
@@ -343,7 +344,7 @@ def test_diff_compare_and_sweep_pages(browser, tmp_path):
             if kind == "diff":
                 assert page.locator("svg.roofline").first.locator(".arrow-node").count() == 10
                 # the findings that changed with the batch (the launch-bound one on every target, at least)
-                changes = diff_analyses(base, head).findings
+                changes = diff_analyses(base, head, findings=reviewed).findings
                 assert changes and page.locator("#findings .finding").count() == len(changes)
         finally:
             report.close()
@@ -522,9 +523,10 @@ def test_the_findings_show_above_the_fold_with_names_told_apart(browser, tmp_pat
     # (on h100-sxm, whose TensorRT runs the fp32 products on TF32, int8 saves under 5 %: two
     # findings there; the Xeon gives three of its own)
     analysis = onnxroof.analyze(transformer_like(), targets=["jetson-orin-nano", "xeon-8480-socket"])
-    assert len(analysis.review()) >= 3
+    review = onnxroof.review(analysis)
+    assert len(review.findings) >= 3
     path = tmp_path / "report.html"
-    path.write_text(render_html(analysis), encoding="utf-8")
+    path.write_text(render_html(analysis, review=review), encoding="utf-8")
     report = Report(browser, path, width=1280, height=800)
     report.assert_clean()
     boxes = _boxes(report, "#findings .finding")

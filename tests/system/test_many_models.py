@@ -139,13 +139,13 @@ def test_check_jsonl_in_this_process_is_the_text_line_s_numbers(tmp_path, capsys
     assert "empty: error: " in capsys.readouterr().out
 
 
-def test_an_analysis_pickles_with_its_reviewer_and_reviews_on_the_other_side(tmp_path):
+def test_an_analysis_pickles_with_its_source_and_reviews_on_the_other_side(tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(matmul(64), path)
     for model in (str(path), onnx.load(path)):
         analysis = onnxroof.analyze(model, targets=["l4"])
         copy = pickle.loads(pickle.dumps(analysis))
-        assert copy.totals.macs == 256 and copy.reviewer == analysis.reviewer  # not reviewed yet: it travels
+        assert copy.totals.macs == 256 and copy.source == analysis.source  # not reviewed yet: it travels
         assert [f.title for f in copy.review()] == [f.title for f in analysis.review()] != []
 
 

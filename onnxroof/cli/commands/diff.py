@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         change = difference(symbolic_formulas(args.base, asked), symbolic_formulas(args.head, asked))
         emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n", args)
         return EXIT_OK
+    from ...api import review
     from ...compare.budgets import check_budgets, parse_budget
     from ...compare.diff import SIGNIFICANT, diff_analyses
     from ...report.text.diff_tables import diff_document, render_diff_markdown, render_diff_table
@@ -61,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     asked = Analysing.from_flags(args, several_models=True)
     base = analyze_source(args.base, asked)
     head = base if same_source(args.base, args.head) else analyze_source(args.head, asked)
-    diff = diff_analyses(base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold)
+    findings = review(base).findings, review(head).findings  # (one review when base is head)
+    diff = diff_analyses(base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold,
+                         findings=findings)
     results = check_budgets(budgets, head, base)
     if args.format == "json":
         text = json.dumps(diff_document(diff, results), indent=2) + "\n"

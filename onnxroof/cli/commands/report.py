@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(source: str, budgets: list, args: argparse.Namespace) -> int:
+    from ...api import review
     from ...compare.budgets import check_budgets
     from ...report.html.pages import render_html
 
@@ -38,8 +39,8 @@ def _report(source: str, budgets: list, args: argparse.Namespace) -> int:
     found = free_formulas(source, asked) if args.formulas else None
     results = check_budgets(budgets, analysis)
     # every output produced before any is written: the order file is not replaced by a run that fails
-    emit(output, render_html(analysis, colour_by=args.colour_by, formulas=found), args,
-         also=order_output(args, analysis))
+    page = render_html(analysis, colour_by=args.colour_by, formulas=found, review=review(analysis))
+    emit(output, page, args, also=order_output(args, analysis))
     if not args.quiet and output != "-":
         print(f"onnxroof: wrote {output}", file=sys.stderr)
     return gate(results, args.quiet)

@@ -14,6 +14,7 @@ from ..options import EXAMPLES, positive_int, single_model
 from ..output import emit, gate
 
 if TYPE_CHECKING:
+    from ...findings import Review
     from ...result import Analysis
 
 HELP = "print totals and a per-node table"
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
+    from ...api import review
     from ...compare.budgets import check_budgets
 
     if args.symbolic:
@@ -54,8 +56,11 @@ def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
     analysis = analyze_one(source, asked)
     found = free_formulas(source, asked) if args.formulas else None
     results = check_budgets(budgets, analysis)
+    by = args.by or "node"
+    refuse_combination(args.format, by, args.depth, found)
+    reviewed = review(analysis) if args.format != "csv" else None  # every output but the CSV shows findings
     # every output produced before any is written: the order file is not replaced by a run that fails
-    emit(args.output, summary_chunks(analysis, args.format, args.by or "node", args.depth, found), args,
+    emit(args.output, summary_chunks(analysis, args.format, by, args.depth, found, reviewed), args,
          also=order_output(args, analysis))
     return gate(results, args.quiet)
 
@@ -78,12 +83,24 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def summary_chunks(analysis: Analysis, fmt: str, by: str = "node", depth: int | None = None,
-                   formulas=None) -> Iterable[str]:
-    """What `summary` writes, in chunks to write one after the other (a big model's JSON is
-    written as it is encoded); ``formulas`` (``--formulas``) after the table or in the JSON."""
+def refuse_combination(fmt: str, by: str, depth: int | None, formulas) -> None:
+    """The flags that do not go together, refused (exit 2) before anything is made."""
     if depth is not None and by != "module":
         raise UsageError("--depth goes with --by module")
+    if fmt == "json":
+        return
+    if formulas is not None and fmt != "table":
+        raise UsageError(f"--formulas goes with --format table or json, not {fmt}")
+    if by != "node" and fmt in ("csv", "markdown"):
+        raise UsageError(f"--by {by} prints a table or JSON: use --format table or json")
+
+
+def summary_chunks(analysis: Analysis, fmt: str, by: str = "node", depth: int | None = None,
+                   formulas=None, review: Review | None = None) -> Iterable[str]:
+    """What `summary` writes, in chunks to write one after the other (a big model's JSON is
+    written as it is encoded); ``formulas`` (``--formulas``) after the table or in the JSON;
+    ``review``: the findings stage's, which every output but the CSV shows (none without it)."""
+    refuse_combination(fmt, by, depth, formulas)
     extra = {"formulas": formulas.to_dict()} if formulas is not None else {}
     if fmt == "json":
         from ...report.json import document_json
@@ -91,26 +108,23 @@ def summary_chunks(analysis: Analysis, fmt: str, by: str = "node", depth: int | 
         if by != "node":
             from ...report.json import grouped_document
 
-            return [json.dumps({**grouped_document(analysis, by, depth), **extra}, indent=2) + "\n"]
-        return document_json(analysis, compact=len(analysis.nodes) > PRETTY_JSON_NODES, extra=extra)
+            return [json.dumps({**grouped_document(analysis, by, depth, review), **extra}, indent=2) + "\n"]
+        return document_json(analysis, compact=len(analysis.nodes) > PRETTY_JSON_NODES, extra=extra, review=review)
     if formulas is not None:
-        if fmt != "table":
-            raise UsageError(f"--formulas goes with --format table or json, not {fmt}")
         from ...symbolic.formulas import formulas_lines
 
-        return [*summary_chunks(analysis, fmt, by, depth), "\n" + "\n".join(formulas_lines(formulas)) + "\n"]
-    if by != "node" and fmt in ("csv", "markdown"):
-        raise UsageError(f"--by {by} prints a table or JSON: use --format table or json")
+        return [*summary_chunks(analysis, fmt, by, depth, review=review),
+                "\n" + "\n".join(formulas_lines(formulas)) + "\n"]
     if by != "node":
         from ...report.text.module_table import by_module_lines, by_op_lines
         from ...report.text.table import table_chunks
 
         lines = by_module_lines(analysis, depth) if by == "module" else by_op_lines(analysis)
-        return [table_chunks(analysis)[0], "\n".join(lines) + "\n"]
+        return [table_chunks(analysis, review)[0], "\n".join(lines) + "\n"]
     if fmt == "markdown":
         from ...report.text.markdown import render_markdown
 
-        return [render_markdown(analysis)]
+        return [render_markdown(analysis, review=review)]
     from ...report.text.table import render_csv, table_chunks
 
-    return [render_csv(analysis)] if fmt == "csv" else table_chunks(analysis)
+    return [render_csv(analysis)] if fmt == "csv" else table_chunks(analysis, review)

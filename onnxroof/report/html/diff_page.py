@@ -26,7 +26,7 @@ from ..formatting import (count_text, format_value, percent_text, shape_text, si
 from .graph_section import diff_graph_context
 from .page import ModelSide, model_side, render_page, report_on, target_capacities, target_card
 
-from ...roofline.verdicts import gain_text
+from ...findings.wording import gain_text
 from ..text.diff_tables import incomplete_sides, target_origins
 
 if TYPE_CHECKING:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...roofline.verdicts import FINDING_KINDS, gain_text
+from ...findings.records import FINDING_KINDS
+from ...findings.wording import gain_text
 from ..text.table import distinct_clips
 
 if TYPE_CHECKING:
+    from ...findings import Review
     from ...result import Analysis
 
 SHOWN = 5  # open at the top of the page; the rest fold under them
@@ -17,8 +19,9 @@ LINKED_NODES = 3  # the first few nodes a finding names, each a link to its row
 NAME_WIDTH = 40
 
 
-def findings_context(analysis: "Analysis") -> dict | None:
-    findings = analysis.review()
+def findings_context(analysis: Analysis, review: Review | None) -> dict | None:
+    """The section's rows, from the review's findings (none without a review: no section)."""
+    findings = review.findings if review is not None else []
     if not findings:
         return None
     index = {n.name: i for i, n in enumerate(analysis.nodes)}

@@ -37,6 +37,7 @@ from .model_roofline import roofline_context, top_modules
 from .module_section import modules_context
 from .node_table import node_data, node_table_context
 from ..bounds import BOUND_LABELS, BOUND_TITLES
+from ..json import document
 from ..text.table import assumed_text, distinct_clips
 from .page import TargetCard, bar_width, metric_cell, render_page, script_json, target_capacities, target_card
 from .profile_section import profile_context, profiled_target
@@ -44,6 +45,7 @@ from .profile_section import profile_context, profiled_target
 if TYPE_CHECKING:
     from ...core.tensors import TensorInfo
     from ...cost.records import NodeRecord
+    from ...findings import Review
     from ...memory.liveness import MemoryReport
     from ...result import Totals
     from ...roofline.placement import TargetReport
@@ -92,7 +94,8 @@ class ModelPage:
 
 
 def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
-                profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None) -> str:
+                profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None,
+                review: "Review | None" = None) -> str:
     """Render ``analysis`` as one self-contained HTML page (no network, opens from file://).
 
     ``capacities`` are ``(label, bytes)`` on-chip memory sizes drawn as lines on the memory
@@ -100,15 +103,17 @@ def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | No
     profile``'s result, whose target must be one of ``analysis.targets``) adds the measured
     nodes to that target's roofline, hollow beside the predicted ones, and a "Predicted vs
     measured" section. ``colour_by`` "module" colours the roofline's dots by the top-level
-    module of the node names (``encoder``, ``decoder``, ``lm_head``) instead of by op type."""
-    return render_page(TEMPLATE, model_page(analysis, capacities, profile, colour_by, formulas))
+    module of the node names (``encoder``, ``decoder``, ``lm_head``) instead of by op type.
+    ``review`` (the findings stage's) gives the "What to change" section and each card's memory
+    fit; without it, neither."""
+    return render_page(TEMPLATE, model_page(analysis, capacities, profile, colour_by, formulas, review))
 
 
 def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
-               profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None) -> ModelPage:
+               profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None,
+               review: "Review | None" = None) -> ModelPage:
     if capacities is None:
         capacities = target_capacities(analysis)
-    analysis.review()  # the targets' findings and memory fit, before the cards that show them
     # what shows nodes one by one shows those a run executes: a control-flow node's placed branch
     # or body in its place, a module under its name (Analysis.run_view)
     run = analysis.run_view
@@ -129,8 +134,8 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
         node_count=count_text(len(run.nodes)),
         uncounted_count=totals.nodes - totals.counted_nodes,
         memory=memory_context(run, capacities),
-        findings=findings_context(run),
-        targets=[target_card(r) for r in analysis.targets],
+        findings=findings_context(run, review),
+        targets=[target_card(r, review.fit(r) if review is not None else None) for r in analysis.targets],
         rooflines=[roofline_context(run, r, k, palette, profile if k == profiled else None, groups)
                    for k, r in enumerate(analysis.targets)],
         devices=devices_context(analysis),
@@ -141,7 +146,7 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
         formulas=_formulas_context(formulas) if formulas is not None and formulas.dims else None,
         table=node_table_context(run),
         # the page embeds the JSON document (summary --format json) for scripts that read it
-        document_json=Markup(script_json(analysis.to_dict())) if small else None,
+        document_json=Markup(script_json(document(analysis, review))) if small else None,
         nodes_json=Markup(script_json(node_data(run))),
         full_document_max=count_text(FULL_DOCUMENT_MAX_NODES),
     )

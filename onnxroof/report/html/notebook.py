@@ -8,6 +8,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ...findings import Review
     from ...result import Analysis
 
 TEMPLATE = "notebook.html.j2"
@@ -16,12 +17,13 @@ HEADING_PX, FINDING_PX, CARDS_PX, TARGET_PX, ROOFLINE_PX = 60, 64, 150, 180, 560
 MAX_HEIGHT_PX = 1400
 
 
-def notebook_html(analysis: Analysis) -> str:
+def notebook_html(analysis: Analysis, review: Review | None = None) -> str:
+    """The notebook's frame: the model page's findings (``review``'s), totals and rooflines."""
     from .model_page import model_page
     from .page import render_page
 
-    page = render_page(TEMPLATE, model_page(analysis))
-    shown = min(len(analysis.review()), 6)
+    page = render_page(TEMPLATE, model_page(analysis, review=review))
+    shown = min(len(review.findings), 6) if review is not None else 0
     height = (HEADING_PX + FINDING_PX * shown + CARDS_PX
               + (TARGET_PX + ROOFLINE_PX) * len(analysis.targets))
     return (f'<iframe title="onnxroof: {escape(analysis.model.label)}" srcdoc="{escape(page, quote=True)}" '

@@ -31,7 +31,6 @@ from ...core.dtypes import dtype_name
 from ...core.resources import resource_dir
 from ...core.text import page_text
 from ...core.units import iec, intensity, si
-from ...roofline.verdicts import fit_text
 from ..formatting import (as_bound, count_text, format_value, latency_kind_short, latency_kind_words, shape_text,
                           share_percent)
 from ..bounds import BOUND_LABELS, bound_line, time_by_bound
@@ -39,7 +38,7 @@ from ..bounds import BOUND_LABELS, bound_line, time_by_bound
 if TYPE_CHECKING:
     from ...result import Analysis
     from ...roofline.placement import TargetReport
-    from ...roofline.verdicts import DeviceFit
+    from ...findings import DeviceFit
 
 SCRIPT_TEMPLATE = "partials/_script.js.j2"
 # a few distinct colours for models in compare / sweep / diff pages
@@ -126,8 +125,9 @@ class TargetCard:
     memory_title: str = ""
 
 
-def target_card(report: "TargetReport") -> TargetCard:
-    """One target's card: latency, throughput, bound, energy."""
+def target_card(report: "TargetReport", fit: "DeviceFit | None" = None) -> TargetCard:
+    """One target's card: latency, throughput, bound, energy; whether the model fits in its memory
+    (``fit``, the findings stage's; None: not shown)."""
     share = report.time_share
     main = max(share.items(), key=lambda kv: kv[1])[0] if share else "none"
     point = report.model_point
@@ -161,7 +161,7 @@ def target_card(report: "TargetReport") -> TargetCard:
         utilization_title=f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
         latency_kind=latency_kind_short(report) + (" · launch cost borrowed" if "node_overhead_s" in report.borrowed else ""),
         energy_kind=report.energy_kind,
-        **_memory_fit(report.fit),
+        **_memory_fit(fit),
     )
 
 
@@ -169,6 +169,8 @@ def _memory_fit(fit: "DeviceFit | None") -> dict:
     """The card's memory entry: whether the model fits in the device memory, the largest batch."""
     if fit is None or fit.fits is None:
         return {}
+    from ...findings.wording import fit_text  # (loaded once an analysis was reviewed)
+
     room = [f"batch ≤ {fit.largest_batch:,}" if fit.largest_batch is not None else "",
             f"context ≤ {fit.longest_context:,}" if fit.longest_context is not None else ""]
     return {"memory": "fits" if fit.fits else "does not fit", "memory_sub": ", ".join(r for r in room if r),

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from ...core.version import __version__
 from ..formatting import as_bound, borrowed_mark, latency_kind_words
 from ..bounds import bound_label, time_by_bound
-from ...roofline.verdicts import gain_text
+from ...findings.wording import gain_text
 from ...roofline.devices import plan_sentences
 from .devices import structure_line
 from .table import assumed_text, incomplete_line
 from ...core.units import iec, intensity, seconds, si
 
 if TYPE_CHECKING:
+    from ...findings import Review
     from ...result import Analysis
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
@@ -84,8 +85,9 @@ def device_plan_markdown(plan) -> list[str]:
                   "rrrlrrr"), "", *(f"- {escape(sentence)}" for sentence in plan_sentences(plan))]
 
 
-def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
-    """The summary as a PR comment: totals, per-target table, hotspots; details collapsed."""
+def render_markdown(analysis: "Analysis", hotspots: int = 10, review: "Review | None" = None) -> str:
+    """The summary as a PR comment: totals, per-target table, hotspots; details collapsed.
+    ``review``: the findings stage's, whose fits and findings it shows (none without it)."""
     model, totals, memory = analysis.model, analysis.totals, analysis.memory
     # escaped names stay out of code spans, where backslash escapes and entities show literally
     inputs = ", ".join(f"{escape(i.name)} {escape(i.shape_text())}" for i in analysis.inputs)
@@ -103,11 +105,11 @@ def render_markdown(analysis: "Analysis", hotspots: int = 10) -> str:
         )], "rrrrrr"),
     ]
     if analysis.targets:
-        findings = analysis.review()
+        findings = review.findings if review is not None else []
         rows = []
         for report in analysis.targets:
             energy = "n/a" if report.energy_j is None else f"{report.energy_j * 1e3:.3g} mJ ({report.energy_kind})"
-            fit = report.fit
+            fit = review.fit(report) if review is not None else None
             memory_cell = "–" if fit is None or fit.fits is None else "fits" if fit.fits else "**does not fit**"
             rows.append((escape(report.target.name), escape(as_bound(seconds(report.latency_s), report) + borrowed_mark(report)),
                          escape(as_bound(f"{report.throughput_per_s:,.1f}", report, at_most=True)),

@@ -13,13 +13,14 @@ from ...core.text import csv_cell, printable
 from ...core.units import iec, intensity, joules, seconds, si
 from ...core.version import __version__
 from ...roofline.targets import LatencyKind
-from ...roofline.verdicts import capacity_text, finding_lines, fit_text
+from ...roofline.verdicts import capacity_text
 from ..bounds import bound_label, time_by_bound
 from ..formatting import as_bound, borrowed_mark, energy_words, latency_kind_words
 from .devices import device_plan_lines
 
 if TYPE_CHECKING:
     from ...cost.records import NodeRecord
+    from ...findings import Review, TargetReview
     from ...result import Analysis
     from ...roofline.placement import TargetReport
 
@@ -134,16 +135,16 @@ def incomplete_line(analysis: Analysis) -> str:
     return f"INCOMPLETE: {analysis.missing or 'not everything was counted'}; {figures} (see the warnings)"
 
 
-def render_table(analysis: Analysis) -> str:
-    return "".join(table_chunks(analysis))
+def render_table(analysis: Analysis, review: Review | None = None) -> str:
+    return "".join(table_chunks(analysis, review))
 
 
-def table_chunks(analysis: Analysis) -> list[str]:
+def table_chunks(analysis: Analysis, review: Review | None = None) -> list[str]:
     """The text table in chunks to write one after the other: the summary, then the node table. Kept
     apart, a big model's node table (ASCII for most models) is encoded by plain copying, and is not
-    copied again into one string with the summary's "·"."""
+    copied again into one string with the summary's "·". ``review``: the findings stage's, whose fit
+    and findings each target's block shows (none without it)."""
     model, totals = analysis.model, analysis.totals
-    analysis.review()  # the targets' findings and fit
     lines = [
         *([incomplete_line(analysis)] if not analysis.complete else []),
         f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
@@ -180,7 +181,7 @@ def table_chunks(analysis: Analysis) -> list[str]:
     if analysis.llm is not None:
         lines += ["", *llm_lines(analysis.llm, analysis.targets)]
     for report in analysis.targets:
-        lines += [""] + target_lines(report)
+        lines += [""] + target_lines(report, review.of(report) if review is not None else None)
     for plan in analysis.parallel:  # --devices N > 1
         lines += ["", *device_plan_lines(plan)]
     if analysis.warnings:
@@ -438,8 +439,9 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
 
 
 
-def target_lines(report) -> list[str]:
-    """One target: latency, frame rate, bound shares, energy, the model point, top-5 nodes."""
+def target_lines(report, reviewed: "TargetReview | None" = None) -> list[str]:
+    """One target: latency, frame rate, bound shares, energy, the model point, top-5 nodes; with
+    ``reviewed`` (its part of the review), whether the model fits in its memory and what to change."""
     point = report.model_point
     split = report.energy_split_j
     import textwrap
@@ -455,15 +457,20 @@ def target_lines(report) -> list[str]:
         f"(ridge {report.target.ridge(point.roof):.3g}): {bound_label(point.bound)}-bound, {seconds(point.time_s)}",
         *textwrap.wrap(energy_line(report), TERMINAL_COLUMNS, subsequent_indent="    "),
     ]
-    if report.fit is not None:
-        lines += textwrap.wrap(f"  memory: {fit_text(report.fit)}", TERMINAL_COLUMNS, subsequent_indent="    ")
+    fit, findings = (reviewed.fit, reviewed.findings) if reviewed is not None else (None, ())
+    if fit is not None:
+        from ...findings.wording import fit_text  # (the findings package is loaded once an analysis was reviewed)
+
+        lines += textwrap.wrap(f"  memory: {fit_text(fit)}", TERMINAL_COLUMNS, subsequent_indent="    ")
     if report.spilled:
         lines.append(f"  spills {len(report.spilled)} tensor(s) to DRAM: {iec(report.spill_bytes)} extra traffic")
-    if report.findings:
+    if findings:
+        from ...findings.wording import finding_lines
+
         caveat = f"; {report.findings_caveat}" if report.findings_caveat else ""
         lines += textwrap.wrap(f"  what to change (each gain measured by analysing again with the change{caveat}):",
                                TERMINAL_COLUMNS, subsequent_indent="    ")
-        lines += finding_lines([f for f in report.findings if f.kind != "largest"][:SHOWN_FINDINGS] or report.findings[:1],
+        lines += finding_lines([f for f in findings if f.kind != "largest"][:SHOWN_FINDINGS] or list(findings[:1]),
                                TERMINAL_COLUMNS, indent="    ")
     lines += [line for note in report.notes
               for line in textwrap.wrap(f"  note: {printable(note)}", TERMINAL_COLUMNS, subsequent_indent="        ")]

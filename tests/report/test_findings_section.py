@@ -10,7 +10,8 @@ from onnxroof.report.html.pages import render_html
 
 
 def test_the_section_ranks_the_findings_with_their_measured_gain(tmp_path):
-    html = render_html(onnxroof.analyze(matmul_relu(), targets=[hand_target(tmp_path)]))
+    analysis = onnxroof.analyze(matmul_relu(), targets=[hand_target(tmp_path)])
+    html = render_html(analysis, review=onnxroof.review(analysis))
     assert 'id="findings"' in html
     # the MatMul moves 176 bytes (176 ns) for 64 FLOPs (64 ns): below the ridge, 176 / 240 = 73% of
     # the time, and its bytes take 176 - 64 = 112 ns beyond its multiply-adds

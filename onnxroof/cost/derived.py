@@ -68,7 +68,7 @@ class ValueReads(Mapping):
 
 
 def computed_from_constants(op_type: str, domain: str, traits: OpTrait, inputs: list[str], has_subgraph: bool,
-               constant: set[str]) -> bool:
+                            constant: set[str]) -> bool:
     """A node computed only from constants: folded at load time, its outputs are parameters."""
     if OpTrait.NONDETERMINISTIC in traits or has_subgraph:  # its output is not a function of its inputs
         return False
@@ -84,7 +84,7 @@ def computed_from_constants(op_type: str, domain: str, traits: OpTrait, inputs: 
 
 
 def split_inputs(inputs: list[str], constant: set[str], reads_parameters: bool,
-                  arg_slots: frozenset[int]) -> tuple[list[int], list[str]]:
+                 arg_slots: frozenset[int]) -> tuple[list[int], list[str]]:
     """A node's inputs, each name once: the slots it reads as parameters (constants other than its
     settings, unless it is folded or computes shape arithmetic) and its activations."""
     param_slots: list[int] = []
@@ -124,7 +124,7 @@ def op_family(rule: OpRule | None, param_inputs: list[str], activation_inputs: l
 
 
 def shapes_and_dtypes(input_infos: tuple[TensorInfo | None, ...], output_infos: tuple[TensorInfo, ...],
-                       ) -> tuple[list[list | None], list[str], list[list | None], list[str]]:
+                      ) -> tuple[list[list | None], list[str], list[list | None], list[str]]:
     """The shapes and dtype names of a node's inputs (None: an absent input) and outputs, as its record holds them."""
     return ([None if i is None or i.shape is None else list(i.shape) for i in input_infos],
             [dtype_name(i.dtype) if i else "" for i in input_infos],

@@ -17,19 +17,32 @@ initializers and constants are parameters, not activations, and their producers 
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from typing import cast
 
-import numpy as np
 import onnx
 
 from ..core.dtypes import dtype_name, tensor_bytes
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, node_names, read_node_fields
-from ..ops import InvalidNode, NodeView, OpCost, OpRule, OpTrait, UnknownShape, UnknownValue, checked_cost, rule_for
+from ..core.tensors import TensorInfo
 from ..frontend.shape_arithmetic import settings_tensors
 from ..frontend.shapes import ShapeResult
-from ..core.tensors import TensorInfo
+from ..ops import NodeView, OpCost, OpRule, OpTrait, rule_for
+from .derived import (
+    NO_COST,
+    NO_TRAFFIC,
+    Derived,
+    Traffic,
+    ValueReads,
+    apply_rule,
+    computed_from_constants,
+    not_costed_ops,
+    op_family,
+    partial_bytes,
+    shapes_and_dtypes,
+    split_inputs,
+    with_subgraphs,
+)
 from .masks import hidden_positions, softmax_axes
 from .records import CostGraph, CostOptions, NodeRecord, NodeStatus, SubgraphCost, TensorRecord
 from .running import running_graph
@@ -40,12 +53,11 @@ from .running import running_graph
 _STORAGE_PRESERVING = OpTrait.RESHAPE | OpTrait.IDENTITY | OpTrait.RETYPE | OpTrait.PERMUTES_AXES | OpTrait.DEQUANTIZE
 _NO_TRAITS = OpTrait.NONE
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
-_NO_COST = OpCost()
 _NO_INFO = TensorInfo("")  # a tensor nothing is known about
 # the parameter inputs and subgraphs of a record that has none: one shared empty object (no reader
 # of a record mutates them) instead of one per node
 _NO_PARAMETERS: list[str] = []
-_NO_SUBGRAPHS: dict[str, "SubgraphCost"] = {}
+_NO_SUBGRAPHS: dict[str, SubgraphCost] = {}
 _NO_PARTIAL: dict[str, int] = {}  # the partial reads and writes of a record that has none
 _NO_SCOPE: tuple[str, ...] = ()
 
@@ -80,69 +92,6 @@ def _name_scopes(node: onnx.NodeProto) -> tuple[str, ...]:
         parent = scope
     return tuple(path)
 
-@dataclass(frozen=True, slots=True)
-class _Derived:
-    """The fields of a node's record that follow from its signature (:meth:`_Coster._signature`):
-    the same for every node that looks alike, so computed once and shared (lists included; no
-    reader of a record mutates them)."""
-
-    status: NodeStatus
-    reason: str
-    cost: OpCost
-    family: str
-    dtype: str
-    input_shapes: list[list | None]
-    input_dtypes: list[str]
-    output_shapes: list[list | None]
-    output_dtypes: list[str]
-    param_slots: tuple[int, ...]  # input slots read as parameters (the first slot of a repeated name)
-    input_bytes: int
-    output_bytes: int
-    # (slot, bytes) of the inputs / outputs the node moves only part of (OpCost.activation_reads,
-    # output_writes), as the record's partial_bytes names them
-    partial_inputs: tuple[tuple[int, int], ...]
-    partial_outputs: tuple[tuple[int, int], ...]
-    shape_only: bool
-    shareable: bool  # False when the reason names the node's tensors or the rule read a known value
-
-
-class _ValueReads(Mapping):
-    """The known values as a rule sees them, noting whether it read one: its result then depends
-    on that value, not only on the node's signature."""
-
-    def __init__(self, values: Mapping[str, np.ndarray]):
-        self.values = values
-        self.read = False
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        value = self.values[name]  # a KeyError (no value known) reads nothing
-        self.read = True
-        return value
-
-    def __iter__(self):
-        self.read = True
-        return iter(self.values)
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-
-def _is_folded(op_type: str, domain: str, traits: OpTrait, inputs: list[str], has_subgraph: bool,
-               constant: set[str]) -> bool:
-    """A node computed only from constants: folded at load time, its outputs are parameters."""
-    if OpTrait.NONDETERMINISTIC in traits or has_subgraph:  # its output is not a function of its inputs
-        return False
-    if op_type == "Constant" and domain in DEFAULT_DOMAINS:
-        return True
-    folded = False  # it reads at least one tensor, and only constants
-    for name in inputs:
-        if name:
-            if name not in constant:
-                return False
-            folded = True
-    return folded
-
-
 class _Coster:
     """Costs the nodes of a graph and, recursively, of its subgraphs (one pass per graph)."""
 
@@ -156,7 +105,7 @@ class _Coster:
         self.roots: dict[str, tuple[str, ...]] = {}
         self.parameter_tensors: set[str] = set()  # every stored root some costed node reads
         self.options = options
-        self._derived: dict[tuple, _Derived] = {}  # node signature -> what its record derives from it
+        self._derived: dict[tuple, Derived] = {}  # node signature -> what its record derives from it
         self.constant: set[str] = set()
         self.stored: dict[str, int] = {}  # constant tensor -> bytes a node reads of it per run
         # stored root -> (elements, stored bytes): the model's parameters, each counted once
@@ -189,36 +138,19 @@ class _Coster:
             # for the QDQ compute dtype; nodes come in topological order (load checks it), so this
             # is known before any consumer is costed
             self.dequantized_from[outputs[0]] = inputs[0]
-        failures = self.failures
-        failure = next((failures[o] for o in outputs if o in failures), None) if failures else None
         rule = rule_for(domain, op_type)
         traits = rule.traits if rule is not None else _NO_TRAITS
-        is_folded = _is_folded(op_type, domain, traits, inputs, bool(graph_attributes), self.constant)
-        key = None
-        if not graph_attributes and failure is None and (rule is None or rule.builtin):
-            key = self._signature(op_type, domain, None if is_folded else attributes, inputs, outputs)
-        derived = self._derived.get(key) if key is not None else None
+        is_folded = computed_from_constants(op_type, domain, traits, inputs, bool(graph_attributes), self.constant)
         subgraphs = ({a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes}
                      if graph_attributes else _NO_SUBGRAPHS)
-        if derived is None:
-            derived = self._derive(node, op_type, domain, inputs, outputs, rule, is_folded, failure, subgraphs)
-            if key is not None and derived.shareable:
-                self._derived[key] = derived
+        derived = self._derived_for(node, fields, rule, is_folded, subgraphs)
         cost = derived.cost
         param_inputs = [inputs[slot] for slot in derived.param_slots] if derived.param_slots else _NO_PARAMETERS
         params, weight_bytes = self._read_parameters(param_inputs, inputs, cost) if param_inputs else (0, 0)
         if cost.attribute_params:  # stored in the node itself (ai.onnx.ml), read on every run
-            params += cost.attribute_params
-            # counted at 4 bytes a number: onnxruntime's ml kernels hold them as float32 (int64
-            # attributes such as node ids are 8 in the file; an estimate, stated in docs/ops.md)
-            weight_bytes += 4 * cost.attribute_params
-            self.parameters[f"{name}.attributes"] = (cost.attribute_params, 4 * cost.attribute_params)
+            params, weight_bytes = self._attribute_parameters(name, cost.attribute_params, params, weight_bytes)
         if subgraphs:
-            for attribute in cost.untaken:
-                subgraphs[attribute].taken = False
-            _mark_runs(subgraphs, cost, derived)
-            params += sum(sub.params for sub in subgraphs.values())
-            weight_bytes += sum(sub.weight_bytes for sub in subgraphs.values())
+            params, weight_bytes = with_subgraphs(subgraphs, cost, derived, params, weight_bytes)
         if is_folded:
             self._track_storage(traits, domain, inputs, outputs, rule.arg_inputs if rule else frozenset())
         # positional, in field order: matching 25 keywords costs as much as the rest of a cache hit
@@ -228,9 +160,34 @@ class _Coster:
             cost.macs, 2 * cost.macs + cost.flops, params, weight_bytes, derived.input_bytes, derived.output_bytes,
             cost.formula, cost.view, param_inputs, derived.shape_only, subgraphs,
             _name_scopes(node) if node.metadata_props else _NO_SCOPE,
-            ({inputs[slot]: n for slot, n in derived.partial_inputs} | {outputs[slot]: n for slot, n in derived.partial_outputs})
-            if derived.partial_inputs or derived.partial_outputs else _NO_PARTIAL,
+            partial_bytes(derived, inputs, outputs) if derived.partial_inputs or derived.partial_outputs
+            else _NO_PARTIAL,
         )
+
+    def _derived_for(self, node: onnx.NodeProto, fields: NodeFields, rule: OpRule | None, is_folded: bool,
+                     subgraphs: dict[str, SubgraphCost]) -> Derived:
+        """The node's derived fields: shared with an alike node costed before, when its rule is
+        built in and nothing about it is its own (subgraphs, a failed shape inference)."""
+        _, op_type, domain, inputs, outputs, attributes = fields
+        failures = self.failures
+        failure = next((failures[o] for o in outputs if o in failures), None) if failures else None
+        key = None
+        if not subgraphs and failure is None and (rule is None or rule.builtin):
+            key = self._signature(op_type, domain, None if is_folded else attributes, inputs, outputs)
+            derived = self._derived.get(key)
+            if derived is not None:
+                return derived
+        derived = self._derive(node, op_type, domain, inputs, outputs, rule, is_folded, failure, subgraphs)
+        if key is not None and derived.shareable:
+            self._derived[key] = derived
+        return derived
+
+    def _attribute_parameters(self, name: str, elements: int, params: int, weight_bytes: int) -> tuple[int, int]:
+        """Add the parameters stored in the node itself (ai.onnx.ml), read on every run: counted at
+        4 bytes a number, as onnxruntime's ml kernels hold them as float32 (int64 attributes such as
+        node ids are 8 in the file; an estimate, stated in docs/ops.md)."""
+        self.parameters[f"{name}.attributes"] = (elements, 4 * elements)
+        return params + elements, weight_bytes + 4 * elements
 
     def _signature(self, op_type: str, domain: str, attributes, inputs: list[str], outputs: list[str]) -> tuple:
         """Everything :meth:`_derive` reads of a node with a built-in rule (``attributes`` None for a
@@ -245,13 +202,13 @@ class _Coster:
         caller never shares those nodes) and per-analysis settings (the memo is per analysis).
         """
         tensors, constant, values, dequantized_from = self.tensors, self.constant, self.values, self.dequantized_from
-        input_key = []
+        input_key: list[tuple | None] = []
         for tensor_name in inputs:
             if not tensor_name:
                 input_key.append(None)
                 continue
             info = tensors.get(tensor_name) or _NO_INFO
-            known = (info.dtype, info.shape, tensor_name in constant, tensor_name in values)
+            known: tuple = (info.dtype, info.shape, tensor_name in constant, tensor_name in values)
             if dequantized_from:
                 source = dequantized_from.get(tensor_name)
                 known += (source and self.info(source).dtype,)
@@ -260,82 +217,85 @@ class _Coster:
         for tensor_name in outputs:
             info = tensors.get(tensor_name) or _NO_INFO
             output_key.append((info.dtype, info.shape, tensor_name in self.settings) if tensor_name else None)
-        repeats = tuple([inputs.index(n) for n in inputs]) if len(inputs) > 1 and len(set(inputs)) < len(inputs) else None
+        repeated = len(inputs) > 1 and len(set(inputs)) < len(inputs)
+        repeats = tuple([inputs.index(n) for n in inputs]) if repeated else None
         attribute_key = tuple([a.SerializeToString() for a in attributes]) if attributes else None
         return op_type, domain, attribute_key, tuple(input_key), tuple(output_key), repeats
 
     def _derive(self, node: onnx.NodeProto, op_type: str, domain: str, inputs: list[str], outputs: list[str],
-                rule: OpRule | None, is_folded: bool, failure: str | None, subgraphs: dict[str, SubgraphCost]) -> _Derived:
+                rule: OpRule | None, is_folded: bool, failure: str | None,
+                subgraphs: dict[str, SubgraphCost]) -> Derived:
         """Apply the node's rule and work out the record fields that follow from its tensors."""
-        constant, tensors, values = self.constant, self.tensors, self.values
-        values_read = _ValueReads(values)
-        arg_slots = rule.arg_inputs if rule else frozenset()
+        tensors = self.tensors
+        values_read = ValueReads(self.values)
         input_infos = tuple([(tensors.get(n) or TensorInfo(n)) if n else None for n in inputs])
         output_infos = tuple([tensors.get(n) or TensorInfo(n) for n in outputs])
-        if is_folded:
-            status, reason, cost = NodeStatus.CONSTANT, "computed from constants only: folded, costs nothing", _NO_COST
-        elif rule is None:
-            status, reason, cost = NodeStatus.UNSUPPORTED, f"no cost rule for {domain or 'ai.onnx'}::{op_type}", _NO_COST
-        elif failure is not None and not all(o in self.uninferred for o in outputs if o in self.failures):
-            # downstream of a node whose shape inference failed, or inconsistent itself: not costed
-            status, reason, cost = NodeStatus.UNKNOWN_SHAPE, failure, _NO_COST
-        else:
-            view = NodeView(node, input_infos, output_infos, values_read, subgraphs, self.options.loop_trips)
-            status, reason, cost = _apply_rule(rule.handler, view)
-            if status == NodeStatus.UNKNOWN_SHAPE and failure is not None:
-                reason = failure  # onnx could not infer this node: say why
+        status, reason, cost = self._outcome(
+            op_type, domain, outputs, rule, is_folded, failure,
+            lambda: NodeView(node, input_infos, output_infos, values_read, subgraphs, self.options.loop_trips))
         # a node computing shape arithmetic (settings_tensors: from shapes, read as settings) reads
         # settings such as Concat's [-1], not weights
         shape_only = bool(outputs) and all(o in self.settings for o in outputs if o)
-        param_slots: list[int] = []
-        activation_inputs: list[str] = []
-        seen: set[str] = set()
-        for slot, tensor_name in enumerate(inputs):
-            if not tensor_name or tensor_name in seen:
-                continue
-            seen.add(tensor_name)
-            if tensor_name not in constant:
-                activation_inputs.append(tensor_name)
-            elif not is_folded and not shape_only and slot not in arg_slots:
-                param_slots.append(slot)
+        param_slots, activation_inputs = split_inputs(inputs, self.constant, not (is_folded or shape_only),
+                                                       rule.arg_inputs if rule else frozenset())
         param_inputs = [inputs[slot] for slot in param_slots]
-        family = rule.family if rule else "unsupported"
-        if family == "matmul" and not param_inputs and len(activation_inputs) >= 2:
-            family = "attention"  # activation x activation: Q·K^T and A·V, not a projection
-        input_bytes = output_bytes = 0
-        partial_inputs: tuple[tuple[int, int], ...] = ()
-        partial_outputs: tuple[tuple[int, int], ...] = ()
-        if not (is_folded or cost.view):  # folded constants and views move no bytes
-            size = self.size
-            if cost.activation_reads or cost.output_writes:
-                partial_inputs = self._partial(cost.activation_reads, inputs)
-                partial_outputs = self._partial(cost.output_writes, outputs)
-            read = {inputs[slot]: n for slot, n in partial_inputs}
-            written = {outputs[slot]: n for slot, n in partial_outputs}
-            for tensor_name in activation_inputs:
-                input_bytes += read[tensor_name] if tensor_name in read else size(tensor_name) or 0
-            for tensor_name in outputs:
-                if tensor_name:
-                    output_bytes += written[tensor_name] if tensor_name in written else size(tensor_name) or 0
-        return _Derived(
+        # folded constants and views move no bytes
+        traffic = NO_TRAFFIC if is_folded or cost.view else self._traffic(cost, inputs, outputs, activation_inputs)
+        input_shapes, input_dtypes, output_shapes, output_dtypes = shapes_and_dtypes(input_infos, output_infos)
+        return Derived(
             status=status,
             reason=reason,
             cost=cost,
-            family=family,
+            family=op_family(rule, param_inputs, activation_inputs),
             dtype=self._compute_dtype(op_type, rule, inputs, outputs, activation_inputs, param_inputs),
-            input_shapes=[None if i is None or i.shape is None else list(i.shape) for i in input_infos],
-            input_dtypes=[dtype_name(i.dtype) if i else "" for i in input_infos],
-            output_shapes=[None if o.shape is None else list(o.shape) for o in output_infos],
-            output_dtypes=[dtype_name(o.dtype) for o in output_infos],
+            input_shapes=input_shapes,
+            input_dtypes=input_dtypes,
+            output_shapes=output_shapes,
+            output_dtypes=output_dtypes,
             param_slots=tuple(param_slots),
-            input_bytes=input_bytes,
-            output_bytes=output_bytes,
-            partial_inputs=partial_inputs,
-            partial_outputs=partial_outputs,
+            input_bytes=traffic.input_bytes,
+            output_bytes=traffic.output_bytes,
+            partial_inputs=traffic.partial_inputs,
+            partial_outputs=traffic.partial_outputs,
             shape_only=shape_only,
             # a reason naming the node's tensors, or a result depending on a value: this node's own
             shareable=status not in (NodeStatus.UNKNOWN_SHAPE, NodeStatus.UNKNOWN_VALUE) and not values_read.read,
         )
+
+    def _outcome(self, op_type: str, domain: str, outputs: list[str], rule: OpRule | None, is_folded: bool,
+                 failure: str | None, view: Callable[[], NodeView]) -> tuple[NodeStatus, str, OpCost]:
+        """The node's status, its reason and its cost: folded, unsupported, downstream of a failed
+        shape inference, or what its rule gives on ``view()``."""
+        if is_folded:
+            return NodeStatus.CONSTANT, "computed from constants only: folded, costs nothing", NO_COST
+        if rule is None:
+            return NodeStatus.UNSUPPORTED, f"no cost rule for {domain or 'ai.onnx'}::{op_type}", NO_COST
+        if failure is not None and not all(o in self.uninferred for o in outputs if o in self.failures):
+            # downstream of a node whose shape inference failed, or inconsistent itself: not costed
+            return NodeStatus.UNKNOWN_SHAPE, failure, NO_COST
+        status, reason, cost = apply_rule(rule.handler, view())
+        if status == NodeStatus.UNKNOWN_SHAPE and failure is not None:
+            reason = failure  # onnx could not infer this node: say why
+        return status, reason, cost
+
+    def _traffic(self, cost: OpCost, inputs: list[str], outputs: list[str],
+                 activation_inputs: list[str]) -> Traffic:
+        """The bytes a node reads of its activations and writes, the partial ones in proportion."""
+        size = self.size
+        partial_inputs: tuple[tuple[int, int], ...] = ()
+        partial_outputs: tuple[tuple[int, int], ...] = ()
+        if cost.activation_reads or cost.output_writes:
+            partial_inputs = self._partial(cost.activation_reads, inputs)
+            partial_outputs = self._partial(cost.output_writes, outputs)
+        read = {inputs[slot]: n for slot, n in partial_inputs}
+        written = {outputs[slot]: n for slot, n in partial_outputs}
+        input_bytes = output_bytes = 0
+        for tensor_name in activation_inputs:
+            input_bytes += read[tensor_name] if tensor_name in read else size(tensor_name) or 0
+        for tensor_name in outputs:
+            if tensor_name:
+                output_bytes += written[tensor_name] if tensor_name in written else size(tensor_name) or 0
+        return Traffic(input_bytes, output_bytes, partial_inputs, partial_outputs)
 
     def _partial(self, elements_by_slot: tuple[tuple[int, int], ...], names: list[str]) -> tuple[tuple[int, int], ...]:
         """(slot, bytes) of the tensors at ``names``' slots of which a node moves only the given
@@ -368,15 +328,16 @@ class _Coster:
                 self.parameter_tensors.add(root)
                 params += elements
         if cost.weight_reads:
-            part = {inputs[slot]: elements for slot, elements in cost.weight_reads if slot < len(inputs) and inputs[slot]}
+            part = {inputs[slot]: elements for slot, elements in cost.weight_reads
+                    if slot < len(inputs) and inputs[slot]}
             for index, tensor_name in enumerate(param_inputs):
-                elements = self.info(tensor_name).numel if tensor_name in part else None
-                if elements:
-                    read_bytes[index] = min(read_bytes[index], -(-read_bytes[index] * part[tensor_name] // elements))
+                numel = self.info(tensor_name).numel if tensor_name in part else None
+                if numel:
+                    read_bytes[index] = min(read_bytes[index], -(-read_bytes[index] * part[tensor_name] // numel))
         if cost.weight_elements_read is not None:
-            elements = self.info(param_inputs[0]).numel
-            if elements:  # each parameter read in the first one's proportion, rounded up
-                read_bytes = [min(b, -(-b * cost.weight_elements_read // elements)) for b in read_bytes]
+            first_numel = self.info(param_inputs[0]).numel
+            if first_numel:  # each parameter read in the first one's proportion, rounded up
+                read_bytes = [min(b, -(-b * cost.weight_elements_read // first_numel)) for b in read_bytes]
         return params, sum(read_bytes)
 
     def subgraph(self, graph: onnx.GraphProto, name: str) -> SubgraphCost:
@@ -386,25 +347,15 @@ class _Coster:
         nodes = graph.node
         fields = read_node_fields(nodes)
         self.settings |= settings_tensors(fields, self.constant, {o.name for o in graph.output})
-        records = [self.cost_node(node, node_fields, f"{name}/{node_name}", index) for index, (node, node_fields, node_name)
-                   in enumerate(zip(nodes, fields, node_names(fields)))]
+        records = [self.cost_node(node, node_fields, f"{name}/{node_name}", index)
+                   for index, (node, node_fields, node_name) in enumerate(zip(nodes, fields, node_names(fields)))]
         own = [self.parameters[p] for p in set(self.parameters) - before]
-        unsupported: Counter = Counter(r.op_type for r in records if r.status == NodeStatus.UNSUPPORTED)
-        not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != NodeStatus.UNSUPPORTED)
-        for record in records:
-            for sub in record.subgraphs.values():
-                if sub.taken:
-                    unsupported.update(sub.unsupported)
-                    not_counted.update(sub.not_counted)
+        unsupported, not_counted = not_costed_ops(records)
         formal_inputs = [i.name for i in graph.input]
-        produced = [n for r in records if r.status != NodeStatus.CONSTANT for n in r.outputs if n]
-        activation_bytes = {
-            n: self.size(n) for n in (*formal_inputs, *produced) if n not in self.constant and self.size(n) is not None
-        }
         return SubgraphCost(
             name=name,
             records=records,
-            activation_bytes=activation_bytes,  # type: ignore[arg-type]
+            activation_bytes=self._activation_bytes(formal_inputs, records),
             inputs=formal_inputs,
             outputs=[o.name for o in graph.output],
             macs=sum(r.macs for r in records if r.counted),
@@ -414,6 +365,12 @@ class _Coster:
             unsupported=unsupported,
             not_counted=not_counted,
         )
+
+    def _activation_bytes(self, formal_inputs: list[str], records: list[NodeRecord]) -> dict[str, int]:
+        """A subgraph's activations (its inputs and what its costed nodes write) -> their bytes."""
+        produced = [n for r in records if r.status != NodeStatus.CONSTANT for n in r.outputs if n]
+        sized = {n: self.size(n) for n in (*formal_inputs, *produced) if n not in self.constant}
+        return {n: size for n, size in sized.items() if size is not None}
 
     def _track_storage(self, traits: OpTrait, domain: str, inputs: list[str], outputs: list[str],
                        arg_slots: frozenset[int]) -> None:
@@ -450,7 +407,7 @@ class _Coster:
         if self.dequantized_from and data_inputs and op_type not in ("DequantizeLinear", "QuantizeLinear"):
             sources = [self.dequantized_from.get(n) for n in data_inputs]
             if all(sources):
-                return dtype_name(self.info(sources[0]).dtype)
+                return dtype_name(self.info(cast(str, sources[0])).dtype)
         tensors = self.tensors
         # a gather's activation input is its indices: it moves and computes in its data's type
         gathers = rule is not None and OpTrait.GATHER in rule.traits
@@ -472,37 +429,9 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     # an input whose value the user gave (--value sr=16000) is a setting's source, as a constant is
     given = {i.name for i in model.graph.input if i.name in shapes.values}
     coster.settings = settings_tensors(fields, coster.constant | given, {o.name for o in model.graph.output})
-    size, tensors, stored = coster.size, coster.tensors, coster.stored
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = {i.name for i in model.graph.input} - initializers
-    tensor_records: dict[str, TensorRecord] = {}
-
-    def tensor_record(name: str, dtype: str, producer: str | None) -> TensorRecord:
-        # constants and parameters are marked once every node is costed (below)
-        tensor = tensors.get(name)
-        record = TensorRecord(name, dtype, tensor.shape if tensor else None,
-                              stored[name] if name in stored else size(name),
-                              "input" if name in graph_inputs else "activation", producer)
-        tensor_records[name] = record
-        return record
-
-    # One pass: each node costed, then the records of the tensors it writes and reads. The nodes
-    # are in topological order (load checks it): a tensor a node reads that has no record yet is
-    # a graph input or an initializer.
-    records = []
-    for index, (node, node_fields, consumer) in enumerate(zip(nodes, fields, names)):
-        record = coster.cost_node(node, node_fields, consumer, index)
-        records.append(record)
-        for output, dtype in zip(record.outputs, record.output_dtypes):
-            if output and output not in tensor_records:
-                tensor_record(output, dtype, consumer)
-        inputs = record.inputs
-        for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
-            if tensor_name:
-                tensor = tensor_records.get(tensor_name)
-                if tensor is None:  # a graph input or an initializer
-                    tensor = tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
-                tensor.consumers.append(consumer)
+    records, tensor_records = _cost_and_link(coster, nodes, fields, names, graph_inputs)
     # constants (initializers, folded outputs) are known once their producer is costed, before
     # their record is made; those some node reads as parameters only once every node is
     for name in coster.constant:
@@ -527,31 +456,35 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     return graph
 
 
-def _mark_runs(subgraphs: dict[str, SubgraphCost], cost: OpCost, derived: _Derived) -> None:
-    """Note on each subgraph how many times a target runs it per run of its node (cost/running.py
-    places its nodes that many times); a lone subgraph whose count the rule could not work out
-    (a Loop of unknown trip count) runs once, as a lower bound."""
-    for attribute, times, reason in cost.runs:
-        if attribute in subgraphs:
-            subgraphs[attribute].runs, subgraphs[attribute].runs_reason = times, reason
-    if not cost.runs and derived.status == NodeStatus.UNKNOWN_VALUE and len(subgraphs) == 1:
-        only = next(iter(subgraphs.values()))
-        only.runs, only.runs_bound = 1, True
-        only.runs_reason = f"how many times it runs is not known ({derived.reason}): placed once, a lower bound"
+def _cost_and_link(coster: _Coster, nodes: Sequence[onnx.NodeProto], fields: Sequence[NodeFields],
+                   names: list[str], graph_inputs: set[str]) -> tuple[list[NodeRecord], dict[str, TensorRecord]]:
+    """One pass: each node costed, then the records of the tensors it writes and reads. The nodes
+    are in topological order (load checks it): a tensor a node reads that has no record yet is
+    a graph input or an initializer."""
+    size, tensors, stored = coster.size, coster.tensors, coster.stored
+    tensor_records: dict[str, TensorRecord] = {}
 
+    def tensor_record(name: str, dtype: str, producer: str | None) -> TensorRecord:
+        # constants and parameters are marked once every node is costed (cost_graph)
+        tensor = tensors.get(name)
+        record = TensorRecord(name, dtype, tensor.shape if tensor else None,
+                              stored[name] if name in stored else size(name),
+                              "input" if name in graph_inputs else "activation", producer)
+        tensor_records[name] = record
+        return record
 
-def _apply_rule(handler, view: NodeView) -> tuple[NodeStatus, str, OpCost]:
-    try:
-        cost, problem = checked_cost(handler(view))  # a plugin's rule may return NaN or a negative count
-        return (NodeStatus.OK, "", cost) if cost is not None else (NodeStatus.UNKNOWN_SHAPE, problem, _NO_COST)
-    except UnknownValue as exc:
-        return NodeStatus.UNKNOWN_VALUE, str(exc), _NO_COST
-    except InvalidNode as exc:
-        return NodeStatus.INVALID, str(exc), _NO_COST
-    except UnknownShape as exc:
-        return NodeStatus.UNKNOWN_SHAPE, str(exc), _NO_COST
-    except SystemExit as exc:  # a rule registered in code that exits (a --plugin's stops the run: ops/plugins.py)
-        return NodeStatus.UNKNOWN_SHAPE, f"cost rule exited (SystemExit: {exc}); a rule returns an OpCost", _NO_COST
-    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
-        # a node the rule cannot read (a missing attribute, an odd rank): reported, not counted
-        return NodeStatus.UNKNOWN_SHAPE, f"cost rule could not read this node ({type(exc).__name__}: {exc})", _NO_COST
+    records = []
+    for index, (node, node_fields, consumer) in enumerate(zip(nodes, fields, names)):
+        record = coster.cost_node(node, node_fields, consumer, index)
+        records.append(record)
+        for output, dtype in zip(record.outputs, record.output_dtypes):
+            if output and output not in tensor_records:
+                tensor_record(output, dtype, consumer)
+        inputs = record.inputs
+        for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
+            if tensor_name:
+                tensor = tensor_records.get(tensor_name)
+                if tensor is None:  # a graph input or an initializer
+                    tensor = tensor_record(tensor_name, dtype_name(coster.info(tensor_name).dtype), None)
+                tensor.consumers.append(consumer)
+    return records, tensor_records

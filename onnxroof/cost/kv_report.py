@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from .llm import DecoderLayout
+from .llm_graph import CacheTensor
 from .records import TensorRecord
 
 
@@ -45,31 +46,11 @@ def llm_report(tensors: dict[str, TensorRecord], layout: DecoderLayout, phase: s
     found (``tensors``); ``latencies_s`` (target name -> the step's predicted seconds) gives the
     tokens per second."""
     latencies_s = latencies_s or {}
-    read = elements_per_token = present_elements = 0
-    per_token: int | None = 0
-    heads = head = None
-    for cache in layout.caches:
-        present = tensors.get(cache.present or "")
-        shape = present.shape if present is not None else None
-        if present is None or present.bytes is None or not shape or not all(isinstance(d, int) for d in shape):
-            per_token = None
-            continue
-        read += present.bytes  # the attended positions, the new ones included
-        present_elements += math.prod(shape)  # type: ignore[arg-type]
-        length = shape[cache.axis]
-        if length and per_token is not None:
-            per_token += present.bytes // (length * batch)
-            elements_per_token += math.prod(shape) // (length * batch)  # type: ignore[arg-type]
-            # [B, H, L, D], [B, L, H, D] or packed [2, B, H, L, D]: heads and head size are what is left
-            packed = cache.kind == "key+value"
-            rest = [d for axis, d in enumerate(shape) if axis != cache.axis and axis != (1 if packed else 0)
-                    and not (packed and axis == 0)]
-            if len(rest) == 2:
-                heads, head = rest
+    cache = _self_cache(tensors, layout.caches, batch)
+    per_token = cache.per_token
     shared = any(c.shared for c in layout.caches)
-    new_bytes = per_token * (new_tokens or 0) * batch if per_token is not None and new_tokens is not None else 0
-    write = new_bytes if shared else sum(
-        (tensors[c.present].bytes or 0) for c in layout.caches if c.present and c.present in tensors)
+    # a shared past/present buffer is written at the new positions; else the graph copies the past into the presents
+    write = _new_positions_bytes(per_token, new_tokens, batch) if shared else _presents_bytes(tensors, layout)
     keys = [c for c in layout.caches if c.kind in ("key", "key+value")]
     tokens = (new_tokens or 1) * batch
     return LLMReport(
@@ -77,21 +58,68 @@ def llm_report(tensors: dict[str, TensorRecord], layout: DecoderLayout, phase: s
         new_tokens=new_tokens,
         context=context,
         layers=len(keys) or len(layout.caches) // 2,
-        kv_read_bytes=read,
+        kv_read_bytes=cache.read,
         kv_write_bytes=write,
         kv_write_mode="new positions" if shared else "whole present",
         kv_bytes_per_token=per_token or None,
-        kv_heads=heads,
-        head_size=head,
+        kv_heads=cache.heads,
+        head_size=cache.head,
         # the cache after this step is its presents: the context's positions, or a static buffer's capacity
-        kv_cache_bytes=({dtype: present_elements * size for dtype, size in _KV_DTYPES.items()}
-                        if present_elements and per_token is not None else {}),
+        kv_cache_bytes=({dtype: cache.present_elements * size for dtype, size in _KV_DTYPES.items()}
+                        if cache.present_elements and per_token is not None else {}),
         tokens_per_s={name: tokens / seconds for name, seconds in latencies_s.items() if seconds},
         time_to_first_token_s=({name: seconds for name, seconds in latencies_s.items() if seconds}
                                if phase == "prefill" else {}),
         recognised=layout.recognised,
         **_cross_figures(tensors, layout, phase),
     )
+
+
+def _new_positions_bytes(per_token: int | None, new_tokens: int | None, batch: int) -> int:
+    return per_token * (new_tokens or 0) * batch if per_token is not None and new_tokens is not None else 0
+
+
+def _presents_bytes(tensors: dict[str, TensorRecord], layout: DecoderLayout) -> int:
+    return sum((tensors[c.present].bytes or 0) for c in layout.caches if c.present and c.present in tensors)
+
+
+@dataclass
+class _SelfCache:
+    """The self-attention cache's presents, summed over the layers."""
+
+    read: int = 0  # their bytes: the attended positions, the new ones included
+    per_token: int | None = 0  # the bytes one token adds; None when a present's size is not known
+    present_elements: int = 0
+    heads: int | None = None  # kv heads and head size, read off a present's shape
+    head: int | None = None
+
+
+def _self_cache(tensors: dict[str, TensorRecord], caches: tuple[CacheTensor, ...], batch: int) -> _SelfCache:
+    found = _SelfCache()
+    for cache in caches:
+        present = tensors.get(cache.present or "")
+        shape = present.shape if present is not None else None
+        if present is None or present.bytes is None or not shape or not all(isinstance(d, int) for d in shape):
+            found.per_token = None
+            continue
+        found.read += present.bytes
+        found.present_elements += math.prod(shape)  # type: ignore[arg-type]  # all ints, checked above
+        length = shape[cache.axis]
+        if length and found.per_token is not None:
+            found.per_token += present.bytes // (length * batch)
+            heads = _heads_and_size(shape, cache)
+            if heads is not None:
+                found.heads, found.head = heads
+    return found
+
+
+def _heads_and_size(shape: tuple, cache: CacheTensor) -> tuple[int, int] | None:
+    """[B, H, L, D], [B, L, H, D] or packed [2, B, H, L, D]: heads and head size are what is left
+    besides the length and the batch (and the packing)."""
+    packed = cache.kind == "key+value"
+    rest = [d for axis, d in enumerate(shape) if axis != cache.axis and axis != (1 if packed else 0)
+            and not (packed and axis == 0)]
+    return (rest[0], rest[1]) if len(rest) == 2 else None
 
 
 def _cross_figures(tensors: dict[str, TensorRecord], layout: DecoderLayout, phase: str | None) -> dict:

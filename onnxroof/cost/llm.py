@@ -31,49 +31,32 @@ from dataclasses import dataclass
 import onnx
 
 from ..core.errors import OptionError
-from ..frontend.inputs import expression_names, real_inputs
 from ..core.tensors import TensorInfo
-from ..ops import OpTrait, traits_of
+from ..frontend.inputs import expression_names, real_inputs
+from ..ops import OpTrait
+from .llm_graph import (
+    CACHE_SLOTS,
+    CACHE_STEPS,
+    MS,
+    PASS_THROUGH,
+    VALUES_THROUGH,
+    CacheTensor,
+    branch_condition,
+    cache_kind,
+    has_trait,
+    is_stored,
+    reached_nodes,
+    returned_as,
+    searched_nodes,
+    value_dims,
+)
 
 # what a decoder phase needs to know, for the message when none is found
 LOOKED_FOR = ("a past input the graph appends the new keys/values to (a Concat along one axis, or an attention "
               "op's past_key/past_value) and returns as a graph output")
-_KEY = re.compile(r"(^|[._/\-])(key|keys|k)($|[._/\-])", re.IGNORECASE)
-_VALUE = re.compile(r"(^|[._/\-])(value|values|v)($|[._/\-])", re.IGNORECASE)
 _POSITION = re.compile(r"position", re.IGNORECASE)
 _EMBEDS = re.compile(r"embed", re.IGNORECASE)
-# ops a cache or an index passes through unchanged but for its type (Identity, Cast, CastLike)
-_PASS_THROUGH = OpTrait.IDENTITY | OpTrait.RETYPE
 _INTEGER = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
-# ops that keep an index tensor's values (token ids flattened before the embedding Gather)
-_VALUES_THROUGH = _PASS_THROUGH | OpTrait.RESHAPE
-# what a returned cache may pass through on its way to the attention's MatMul besides re-layouts:
-# this stage's reading of how exporters build attention (GQA repeats, scaling), not op facts
-_CACHE_STEPS = frozenset({"Expand", "Concat", "Mul", "Div"})
-MS = "com.microsoft"
-_SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # ONNX's ops that hold subgraphs
-# attention ops that take a KV cache: op -> ((past input slot, present output slot, kind), ...),
-# past and present [B, H, length, D] unless noted
-_CACHE_SLOTS = {
-    (MS, "GroupQueryAttention"): ((3, 1, "key"), (4, 2, "value")),
-    (MS, "MultiHeadAttention"): ((6, 1, "key"), (7, 2, "value")),
-    (MS, "DecoderMaskedMultiHeadAttention"): ((5, 1, "key"), (6, 2, "value")),
-    (MS, "Attention"): ((4, 1, "key+value"),),  # past [2, B, H, length, D]
-    ("", "Attention"): ((4, 1, "key"), (5, 2, "value")),
-}
-
-
-@dataclass(frozen=True)
-class CacheTensor:
-    """One past input the graph appends to, and the present output it returns."""
-
-    past: str  # "" for a cache a prompt step returns with no past input
-    present: str | None
-    axis: int  # the cache-length axis of the past input
-    kind: str  # "key" | "value" | "key+value" (a packed cache)
-    how: str  # "Concat axis 2", "GroupQueryAttention past_key", ...
-    shared: bool = False  # past and present are one max-length buffer, updated in place
-    cross: bool = False  # cross-attention: computed once from the encoder output, read every step, never appended
 
 
 @dataclass(frozen=True)
@@ -100,13 +83,6 @@ class DecoderLayout:
         return tuple(c.present for c in self.caches if c.present)
 
 
-def _dims(value_info: onnx.ValueInfoProto) -> list[str | int | None]:
-    tensor_type = value_info.type.tensor_type
-    if not value_info.type.HasField("tensor_type") or not tensor_type.HasField("shape"):
-        return []
-    return [d.dim_param or (d.dim_value if d.HasField("dim_value") else None) for d in tensor_type.shape.dim]
-
-
 def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> DecoderLayout | None:
     """The KV-cache layout of ``model`` read from its structure, or None when no input is a cache.
     ``prefill_only``: a graph with no past input but token ids (a decoder's prompt step, exported
@@ -115,15 +91,11 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
     branches of one If: its names must be unique model-wide, frontend.scopes)."""
     graph = model.graph
     inputs = {i.name: i for i in real_inputs(graph)}
-    if not prefill_only and all(len(_dims(i)) < 3 for i in inputs.values()):
+    if not prefill_only and all(len(value_dims(i)) < 3 for i in inputs.values()):
         return None  # a cache has rank 3 or more (_caches): no input can be one, known before reading the nodes
-    outputs = {o.name: _dims(o) for o in graph.output}
+    outputs = {o.name: value_dims(o) for o in graph.output}
     nodes, aliases, stored = searched_nodes(graph)
-    consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
-    for node in nodes:
-        for slot, name in enumerate(node.input):
-            if name:
-                consumers.setdefault(name, []).append((node, slot))
+    consumers = _consumers(nodes)
     sequence_axes: dict[str, int] = {}
     caches = _caches(inputs, outputs, consumers, sequence_axes, aliases)
     values = _attention_values(inputs, consumers)
@@ -131,28 +103,10 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
     if not caches and not (prefill_only and "token ids" in tokens.values()):
         return None
     roles: dict[str, str] = {}
-    recognised = []
-    for cache in caches:
-        if not cache.past:
-            continue
-        dims = _dims(inputs[cache.past])
-        batch_axis = 1 if cache.kind == "key+value" else 0
-        if cache.axis < len(dims) and isinstance(dims[cache.axis], str):
-            roles.setdefault(dims[cache.axis], "total" if cache.shared else "past")  # type: ignore[arg-type]
-        if batch_axis < len(dims) and isinstance(dims[batch_axis], str):
-            roles.setdefault(dims[batch_axis], "batch")  # type: ignore[arg-type]
-        recognised.append(f"cache {cache.past} axis {cache.axis} ({cache.kind}, {cache.how}"
-                          + (f" -> {cache.present}" if cache.present else "") + (", shared buffer" if cache.shared else "")
-                          + ")")
-    for name, axis in sequence_axes.items():
-        dims = _dims(inputs[name])
-        if isinstance(dims[axis], str):
-            roles.setdefault(dims[axis], "sequence")  # type: ignore[arg-type]
-        if isinstance(dims[0], str):
-            roles.setdefault(dims[0], "batch")  # type: ignore[arg-type]
-        recognised.append(f"new tokens {name} axis {axis}")
-    for name, role in values.items():
-        recognised.append(f"value input {name} ({role})")
+    recognised: list[str] = []
+    _cache_roles(caches, inputs, roles, recognised)
+    _new_token_roles(sequence_axes, inputs, roles, recognised)
+    recognised.extend(f"value input {name} ({role})" for name, role in values.items())
     if not caches:
         caches = _returned_caches(nodes, inputs, graph.output, consumers, aliases, stored)
         recognised.append("no past input: a prompt (prefill) step exported on its own; caches it returns: "
@@ -160,19 +114,9 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
     cross = tuple(c for c in caches if c.cross) + tuple(cross_caches(inputs, graph.output, caches, consumers))
     caches = [c for c in caches if not c.cross]
     encoder = _encoder_roles(cross, inputs, outputs, roles, recognised)
-    for name, role in tokens.items():
-        dims = _dims(inputs[name])
-        if len(dims) > 1 and dims[1] in encoder:
-            role = "encoder attention mask"
-        if dims and isinstance(dims[0], str):
-            roles.setdefault(dims[0], "batch")
-        if len(dims) > 1 and isinstance(dims[1], str):
-            roles.setdefault(dims[1], "total" if role == "attention mask" else "sequence")
-        recognised.append(f"{role} {name}" + (f" axis 1 ({dims[1]})" if len(dims) > 1 else ""))
+    _token_roles(tokens, encoder, inputs, roles, recognised)
     for name in values:  # seqlens_k [batch]
-        dims = _dims(inputs[name])
-        if dims and isinstance(dims[0], str):
-            roles.setdefault(dims[0], "batch")
+        _set_role(roles, value_dims(inputs[name]), 0, "batch")
     branch = branch_condition(graph, inputs, {c.past for c in (*caches, *cross) if c.past})
     if branch is not None:
         recognised.append(f"merged decoder: If {branch[2]} on input {branch[0]}: its "
@@ -182,6 +126,61 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
                          branch[:2] if branch is not None else None)
 
 
+def _consumers(nodes: list[onnx.NodeProto]) -> dict[str, list[tuple[onnx.NodeProto, int]]]:
+    """tensor -> (node, input slot) of every read of it."""
+    consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for node in nodes:
+        for slot, name in enumerate(node.input):
+            if name:
+                consumers.setdefault(name, []).append((node, slot))
+    return consumers
+
+
+def _set_role(roles: dict[str, str], dims: list[str | int | None], axis: int, role: str) -> None:
+    """The symbol at ``dims[axis]`` (if it is one) has ``role``, unless an earlier finding gave it one."""
+    if axis < len(dims):
+        symbol = dims[axis]
+        if isinstance(symbol, str):
+            roles.setdefault(symbol, role)
+
+
+def _cache_roles(caches: list[CacheTensor], inputs: dict[str, onnx.ValueInfoProto], roles: dict[str, str],
+                 recognised: list[str]) -> None:
+    """Each past input's length axis (past, or total for a shared buffer) and batch axis."""
+    for cache in caches:
+        if not cache.past:
+            continue
+        dims = value_dims(inputs[cache.past])
+        _set_role(roles, dims, cache.axis, "total" if cache.shared else "past")
+        _set_role(roles, dims, 1 if cache.kind == "key+value" else 0, "batch")
+        recognised.append(f"cache {cache.past} axis {cache.axis} ({cache.kind}, {cache.how}"
+                          + (f" -> {cache.present}" if cache.present else "")
+                          + (", shared buffer" if cache.shared else "") + ")")
+
+
+def _new_token_roles(sequence_axes: dict[str, int], inputs: dict[str, onnx.ValueInfoProto], roles: dict[str, str],
+                     recognised: list[str]) -> None:
+    """The attention's query, key and value inputs: their length axis holds the new tokens."""
+    for name, axis in sequence_axes.items():
+        dims = value_dims(inputs[name])
+        _set_role(roles, dims, axis, "sequence")
+        _set_role(roles, dims, 0, "batch")
+        recognised.append(f"new tokens {name} axis {axis}")
+
+
+def _token_roles(tokens: dict[str, str], encoder: set[str], inputs: dict[str, onnx.ValueInfoProto],
+                 roles: dict[str, str], recognised: list[str]) -> None:
+    """The token inputs' [batch, length]: the length is new tokens, or all attended for a mask
+    (one as long as the encoder is the encoder's mask)."""
+    for name, role in tokens.items():
+        dims = value_dims(inputs[name])
+        if len(dims) > 1 and dims[1] in encoder:
+            role = "encoder attention mask"
+        _set_role(roles, dims, 0, "batch")
+        _set_role(roles, dims, 1, "total" if role == "attention mask" else "sequence")
+        recognised.append(f"{role} {name}" + (f" axis 1 ({dims[1]})" if len(dims) > 1 else ""))
+
+
 def _encoder_roles(cross: tuple[CacheTensor, ...], inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
                    roles: dict[str, str], recognised: list[str]) -> set[str]:
     """The encoder's length: the dim at the cross-attention caches' length axis (role "encoder",
@@ -189,7 +188,7 @@ def _encoder_roles(cross: tuple[CacheTensor, ...], inputs: dict[str, onnx.ValueI
     symbols, and one line per cross cache and encoder output for the outputs."""
     encoder: set[str] = set()
     for cache in cross:
-        dims = _dims(inputs[cache.past]) if cache.past else outputs.get(cache.present or "", [])
+        dims = value_dims(inputs[cache.past]) if cache.past else outputs.get(cache.present or "", [])
         length = dims[cache.axis] if cache.axis < len(dims) else None
         if isinstance(length, str):
             encoder.add(length)
@@ -199,10 +198,24 @@ def _encoder_roles(cross: tuple[CacheTensor, ...], inputs: dict[str, onnx.ValueI
         recognised.append(f"cross-attention cache {cache.past or cache.present} axis {cache.axis} ({cache.kind}, "
                           f"{cache.how})")
     for name, value_info in inputs.items():  # the encoder's output, [batch, encoder length, hidden]
-        dims = _dims(value_info)
+        dims = value_dims(value_info)
         if len(dims) == 3 and dims[1] in encoder and value_info.type.tensor_type.elem_type not in _INTEGER:
             recognised.append(f"encoder output {name} axis 1 ({dims[1]})")
     return encoder
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """What the search for past inputs reads of the graph."""
+
+    inputs: dict[str, onnx.ValueInfoProto]  # the real graph inputs
+    outputs: dict[str, list]  # graph output -> its dims
+    consumers: dict[str, list[tuple[onnx.NodeProto, int]]]  # tensor -> (node, slot) reading it
+    aliases: dict[str, str]  # a branch's output -> the If output it becomes
+
+    def present(self, tensor: str) -> str | None:
+        """The graph output ``tensor`` is returned as, if any."""
+        return returned_as(tensor, self.outputs, self.consumers, self.aliases)
 
 
 def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
@@ -210,52 +223,69 @@ def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
             sequence_axes: dict[str, int], aliases: dict[str, str]) -> list[CacheTensor]:
     """The caches among ``inputs``; fills ``sequence_axes`` (input -> its new-token axis) with the
     query, key and value inputs of the attention ops that take a cache."""
+    reads = _Reads(inputs, outputs, consumers, aliases)
     found = []
     for name, value_info in inputs.items():
-        rank = len(_dims(value_info))
+        rank = len(value_dims(value_info))
         if rank < 3:
             continue
-        for node, slot, perm in _reached(name, consumers):
-            op = (node.domain if node.domain not in ("", "ai.onnx") else "", node.op_type)
-            if node.op_type == "Concat" and op[0] == "" and slot == 0 and len(node.input) >= 2:
-                present = _to_output(node.output[0], outputs, consumers, aliases)
-                if present is None:
-                    continue
-                axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % rank
-                axis = perm[axis] if perm else axis
-                found.append(CacheTensor(name, present, axis, _kind(name, present), f"Concat axis {axis}"))
+        for node, slot, perm in reached_nodes(name, consumers):  # the first node that appends to it
+            cache = _cache_read_by(reads, name, rank, node, slot, perm, sequence_axes)
+            if cache is not None:
+                found.append(cache)
                 break
-            if node.op_type in ("ScatterND", "ScatterElements") and op[0] == "" and slot == 0:
-                # a static cache: a max-length buffer the new positions are written into, in place
-                present = _to_output(node.output[0], outputs, consumers, aliases)
-                if present is None:
-                    continue
-                dims = _dims(inputs[name])
-                free = [a for a, d in enumerate(dims) if a > 0 and isinstance(d, str)]
-                axis = free[0] if len(free) == 1 else 2  # read off the input itself: no permutation
-                found.append(CacheTensor(name, present, axis, _kind(name, present), f"{node.op_type} input 0", True))
-                break
-            for past_slot, present_slot, kind in _CACHE_SLOTS.get(op, ()):
-                if slot == past_slot:
-                    # the op's query, key and value graph inputs hold the new tokens: their length axis
-                    for new in node.input[:3]:
-                        new_dims = _dims(inputs[new]) if new in inputs else []
-                        if len(new_dims) in (3, 4):
-                            sequence_axes.setdefault(new, 1 if len(new_dims) == 3 else 2)
-                    present = node.output[present_slot] if present_slot < len(node.output) else ""
-                    present = _to_output(present, outputs, consumers, aliases) if present else None
-                    axis = 3 if kind == "key+value" else 2
-                    # one max-length buffer: the present has the past's length (the same dim)
-                    past_length = _dims(inputs[name])[axis] if axis < rank else None
-                    shared = present is not None and past_length is not None and axis < len(outputs[present]) \
-                        and outputs[present][axis] == past_length
-                    found.append(CacheTensor(name, present, perm[axis] if perm else axis, kind,
-                                             f"{node.op_type} input {past_slot}", shared))
-                    break
-            else:
-                continue
-            break
     return found
+
+
+def _cache_read_by(reads: _Reads, name: str, rank: int, node: onnx.NodeProto, slot: int, perm: list[int] | None,
+                   sequence_axes: dict[str, int]) -> CacheTensor | None:
+    """The cache ``name`` is, if ``node`` (reading it at ``slot``, through ``perm``) appends to it
+    and returns the result."""
+    default = node.domain in ("", "ai.onnx")
+    if node.op_type == "Concat" and default and slot == 0 and len(node.input) >= 2:
+        present = reads.present(node.output[0])
+        if present is None:
+            return None
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % rank
+        axis = perm[axis] if perm else axis
+        return CacheTensor(name, present, axis, cache_kind(name, present), f"Concat axis {axis}")
+    if node.op_type in ("ScatterND", "ScatterElements") and default and slot == 0:
+        # a static cache: a max-length buffer the new positions are written into, in place
+        present = reads.present(node.output[0])
+        if present is None:
+            return None
+        free = [a for a, d in enumerate(value_dims(reads.inputs[name])) if a > 0 and isinstance(d, str)]
+        axis = free[0] if len(free) == 1 else 2  # read off the input itself: no permutation
+        return CacheTensor(name, present, axis, cache_kind(name, present), f"{node.op_type} input 0", True)
+    slots = next((s for s in CACHE_SLOTS.get(("" if default else node.domain, node.op_type), ()) if s[0] == slot),
+                 None)
+    if slots is None:
+        return None
+    _note_new_tokens(reads.inputs, node, sequence_axes)
+    return _attention_cache(reads, name, rank, node, perm, slots)
+
+
+def _note_new_tokens(inputs: dict[str, onnx.ValueInfoProto], node: onnx.NodeProto,
+                     sequence_axes: dict[str, int]) -> None:
+    """An attention op's query, key and value graph inputs hold the new tokens: their length axis."""
+    for new in node.input[:3]:
+        new_dims = value_dims(inputs[new]) if new in inputs else []
+        if len(new_dims) in (3, 4):
+            sequence_axes.setdefault(new, 1 if len(new_dims) == 3 else 2)
+
+
+def _attention_cache(reads: _Reads, name: str, rank: int, node: onnx.NodeProto, perm: list[int] | None,
+                     slots: tuple[int, int, str]) -> CacheTensor:
+    """The cache an attention op takes as its past at ``slots`` (past slot, present slot, kind)."""
+    past_slot, present_slot, kind = slots
+    present = node.output[present_slot] if present_slot < len(node.output) else ""
+    present = reads.present(present) if present else None
+    axis = 3 if kind == "key+value" else 2
+    # one max-length buffer: the present has the past's length (the same dim)
+    past_length = value_dims(reads.inputs[name])[axis] if axis < rank else None
+    shared = present is not None and past_length is not None and axis < len(reads.outputs[present]) \
+        and reads.outputs[present][axis] == past_length
+    return CacheTensor(name, present, perm[axis] if perm else axis, kind, f"{node.op_type} input {past_slot}", shared)
 
 
 def _returned_caches(nodes: list[onnx.NodeProto], inputs: dict[str, onnx.ValueInfoProto], graph_outputs,
@@ -265,100 +295,63 @@ def _returned_caches(nodes: list[onnx.NodeProto], inputs: dict[str, onnx.ValueIn
     ids' length symbol; those the attention reads with another length at that axis are a
     seq2seq decoder's cross-attention caches (computed from the encoder output)."""
     tokens = [n for n, role in _token_inputs(inputs, consumers, set()).items() if role == "token ids"]
-    length = _dims(inputs[tokens[0]])[1] if tokens and len(_dims(inputs[tokens[0]])) > 1 else None
+    length = value_dims(inputs[tokens[0]])[1] if tokens and len(value_dims(inputs[tokens[0]])) > 1 else None
     producers = {o: n for n in nodes for o in n.output}
     found, other = [], []
     for output in graph_outputs:
-        dims = _dims(output)
+        dims = value_dims(output)
         if len(dims) != 4:
             continue
-        names = [output.name] + [inner for inner, outer in aliases.items() if outer == output.name]  # a branch's
-        for name in names[:]:  # and what it is a re-layout of: a present key beside the K^T the attention reads
-            producer = producers.get(name)
-            while producer is not None and _is(producer, _VALUES_THROUGH | OpTrait.PERMUTES_AXES) and len(names) < 16:
-                names.append(producer.input[0])
-                producer = producers.get(producer.input[0])
-        reached = [r for name in names for r in _reached(name, consumers, _VALUES_THROUGH, _CACHE_STEPS)] \
-            if length else []
-        # its length: the token ids' symbol, or an expression of it (optimum's "past + sequence")
-        axis = next((a for a, d in enumerate(dims) if d == length or (
-            isinstance(d, str) and length in (expression_names(d) or ()))), None) if length else None
-        if axis is not None and any(n.op_type == "MatMul" for n, _, _ in reached):
-            found.append(CacheTensor("", output.name, axis, _kind(output.name, output.name),
+        read_by_matmul = bool(length) and _read_by_matmul(output.name, producers, consumers, aliases)
+        axis = _length_axis(dims, length) if length else None
+        if axis is not None and read_by_matmul:
+            found.append(CacheTensor("", output.name, axis, cache_kind(output.name, output.name),
                                      "returned by the prompt step"))
             continue
-        # a static cache: a stored max-length buffer the prompt's keys are scattered into ([B, H, L, D])
-        producer = producers.get(output.name)
-        while producer is not None and _is(producer, _PASS_THROUGH | OpTrait.PERMUTES_AXES):
-            producer = producers.get(producer.input[0])
-        if producer is not None and producer.op_type in ("ScatterND", "ScatterElements") and _is_stored(
-                producer.input[0], producers, stored):
-            found.append(CacheTensor("", output.name, 2, _kind(output.name, output.name),
-                                     f"a stored buffer {producer.op_type} writes the prompt into"))
-        elif any(n.op_type == "MatMul" for n, _, _ in reached):
+        scatter = _stored_buffer_scatter(output.name, producers, stored)
+        if scatter is not None:
+            found.append(CacheTensor("", output.name, 2, cache_kind(output.name, output.name),
+                                     f"a stored buffer {scatter} writes the prompt into"))
+        elif read_by_matmul:
             other.append(output)  # read by the attention at another length: a cross cache, if there are self caches
     if found:  # read by the attention with a length of its own at the self caches' length axis
         axis = found[0].axis
         for output in other:
-            dims = _dims(output)
+            dims = value_dims(output)
             if isinstance(dims[axis], str) and dims[axis] != length:
-                found.append(CacheTensor("", output.name, axis, _kind(output.name, output.name),
+                found.append(CacheTensor("", output.name, axis, cache_kind(output.name, output.name),
                                          "computed from the encoder output and returned", cross=True))
     return found
 
 
-def searched_nodes(graph: onnx.GraphProto) -> tuple[list[onnx.NodeProto], dict[str, str], set[str]]:
-    """The nodes the cache search reads: the main graph's and, for each If in it, its branches'
-    (nested subgraphs too); each branch output -> the If output it becomes; the initializers."""
-    nodes: list[onnx.NodeProto] = []
-    aliases: dict[str, str] = {}
-    stored = {t.name for t in graph.initializer}
-
-    def add(scope: onnx.GraphProto) -> None:
-        nodes.extend(scope.node)
-        for node in scope.node:
-            if node.op_type not in _SUBGRAPH_OPS and node.domain in ("", "ai.onnx"):
-                continue  # (most nodes: an op type is read faster than the attributes)
-            for attribute in node.attribute:
-                if attribute.type != onnx.AttributeProto.GRAPH:
-                    continue
-                branch = attribute.g
-                stored.update(t.name for t in branch.initializer)
-                if node.op_type == "If":
-                    made = {o for n in branch.node for o in n.output}
-                    aliases.update((inner.name, outer) for inner, outer in zip(branch.output, node.output)
-                                   if outer and inner.name in made)
-                add(branch)
-
-    add(graph)
-    # ``add`` calls itself through its closure: a cycle that would keep ``nodes`` (and with them
-    # the whole model's protobuf) alive until a collection, which the CLI does not run (gc paused)
-    del add
-    return nodes, aliases, stored
+def _read_by_matmul(output: str, producers: dict[str, onnx.NodeProto], consumers, aliases: dict[str, str]) -> bool:
+    """Whether a MatMul reads ``output`` (or the branch output it is, or what it is a re-layout of:
+    a present key beside the K^T the attention reads) through re-layouts and the cache steps."""
+    names = [output] + [inner for inner, outer in aliases.items() if outer == output]  # a branch's
+    for name in names[:]:
+        producer = producers.get(name)
+        while producer is not None and has_trait(producer, VALUES_THROUGH | OpTrait.PERMUTES_AXES) and len(names) < 16:
+            names.append(producer.input[0])
+            producer = producers.get(producer.input[0])
+    return any(n.op_type == "MatMul" for name in names for n, _, _ in reached_nodes(name, consumers, VALUES_THROUGH,
+                                                                                CACHE_STEPS))
 
 
-def _outer_reads(scope: onnx.GraphProto) -> set[str]:
-    """The names ``scope``'s nodes (and their subgraphs') read from outside it."""
-    read, made = set(), {t.name for t in scope.initializer} | {i.name for i in scope.input}
-    for node in scope.node:
-        read.update(name for name in node.input if name)
-        made.update(node.output)
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                read |= _outer_reads(attribute.g)
-    return read - made
+def _length_axis(dims: list, length: str | int) -> int | None:
+    """The axis holding the token ids' length symbol, or an expression of it (optimum's "past + sequence")."""
+    return next((a for a, d in enumerate(dims) if d == length or (
+        isinstance(d, str) and length in (expression_names(d) or ()))), None)
 
 
-def branch_condition(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoProto],
-                     pasts: set[str]) -> tuple[str, bool, str] | None:
-    """A merged decoder's If: one whose condition is a graph input and of whose two branches only
-    one reads the past inputs. (its condition input, the value taking that branch, the If's name)."""
-    for index, node in enumerate(graph.node):
-        if node.op_type != "If" or node.domain not in ("", "ai.onnx") or not node.input or node.input[0] not in inputs:
-            continue
-        reads = {a.name: bool(_outer_reads(a.g) & pasts) for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
-        if reads.get("then_branch") != reads.get("else_branch") and len(reads) == 2:
-            return node.input[0], reads["then_branch"], node.name or f"If_{index}"
+def _stored_buffer_scatter(output: str, producers: dict[str, onnx.NodeProto], stored: set[str]) -> str | None:
+    """A static cache: the Scatter op writing the prompt's keys into a stored max-length buffer
+    ([B, H, L, D]) that ``output`` is (through Identity/Cast/Transpose), if any."""
+    producer = producers.get(output)
+    while producer is not None and has_trait(producer, PASS_THROUGH | OpTrait.PERMUTES_AXES):
+        producer = producers.get(producer.input[0])
+    if producer is not None and producer.op_type in ("ScatterND", "ScatterElements") and is_stored(
+            producer.input[0], producers, stored):
+        return producer.op_type
     return None
 
 
@@ -373,89 +366,23 @@ def cross_caches(inputs: dict[str, onnx.ValueInfoProto], graph_outputs, caches: 
     taken = {c.past for c in caches}
     found: list[CacheTensor] = []
     for name, value_info in inputs.items():
-        dims = _dims(value_info)
+        dims = value_dims(value_info)
         for cache in selves:
-            own, axis = _dims(inputs[cache.past]), cache.axis
+            own, axis = value_dims(inputs[cache.past]), cache.axis
             if name in taken or len(dims) != len(own) or axis >= len(dims) or dims[axis] == own[axis] \
                     or any(a != b for i, (a, b) in enumerate(zip(dims, own)) if i != axis):
                 continue
-            if any(n.op_type == "MatMul" for n, _, _ in _reached(name, consumers, _VALUES_THROUGH, _CACHE_STEPS)):
-                found.append(CacheTensor(name, None, axis, _kind(name, name), "read by MatMul, never appended",
+            if any(n.op_type == "MatMul" for n, _, _ in reached_nodes(name, consumers, VALUES_THROUGH, CACHE_STEPS)):
+                found.append(CacheTensor(name, None, axis, cache_kind(name, name), "read by MatMul, never appended",
                                          cross=True))
                 break
-    past_dims = [_dims(inputs[c.past]) for c in found]
+    past_dims = [value_dims(inputs[c.past]) for c in found]
     presents = {c.present for c in caches}
     for output in graph_outputs:
-        if output.name not in presents and _dims(output) in past_dims:
-            found.append(CacheTensor("", output.name, found[0].axis, _kind(output.name, output.name),
+        if output.name not in presents and value_dims(output) in past_dims:
+            found.append(CacheTensor("", output.name, found[0].axis, cache_kind(output.name, output.name),
                                      "computed from the encoder output when there is no cache", cross=True))
     return found
-
-
-def _is_stored(name: str, producers, stored: set[str]) -> bool:
-    """Whether ``name`` is an initializer, directly or through Identity/Cast/Transpose."""
-    while name not in stored and name in producers and _is(producers[name], _PASS_THROUGH | OpTrait.PERMUTES_AXES):
-        name = producers[name].input[0]
-    return name in stored
-
-
-def _is(node: onnx.NodeProto, traits: OpTrait) -> bool:
-    """Whether the registry gives ``node``'s op one of ``traits``."""
-    return bool(traits_of(node.domain, node.op_type) & traits)
-
-
-def _reached(name: str, consumers, through: OpTrait = _PASS_THROUGH,
-             also: frozenset[str] = frozenset()) -> list[tuple[onnx.NodeProto, int, list[int] | None]]:
-    """The nodes reading ``name`` directly or through ops with one of the traits ``through``
-    (default Identity/Cast) or named in ``also``, and Transpose, with the Transpose's permutation
-    (reader axis -> axis of ``name``)."""
-    found, frontier = [], [(name, None)]
-    while frontier:
-        tensor, perm = frontier.pop()
-        for node, slot in consumers.get(tensor, ()):
-            passes = node.op_type in also or _is(node, through) or (node.op_type == "Concat" and len(node.input) == 1)
-            if passes and slot == 0:
-                frontier.append((node.output[0], perm))  # a one-input Concat is a copy
-            elif node.op_type == "Transpose" and slot == 0:
-                step = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
-                if step is not None:
-                    frontier.append((node.output[0], [perm[s] if perm else s for s in step]))
-            else:
-                found.append((node, slot, perm))
-    return found
-
-
-def _to_output(tensor: str, outputs: dict[str, list], consumers, aliases: dict[str, str]) -> str | None:
-    """The graph output ``tensor`` is, directly or through Identity/Cast/Transpose (a cache's
-    present), or as a branch's output an If returns (``aliases``)."""
-    seen = 0
-    while tensor not in outputs and seen < 8:
-        if tensor in aliases:
-            tensor, seen = aliases[tensor], seen + 1
-            continue
-        passing = [n for n, slot in consumers.get(tensor, ())
-                   if _is(n, _PASS_THROUGH | OpTrait.PERMUTES_AXES) and slot == 0]
-        if not passing:
-            return None
-        tensor, seen = passing[0].output[0], seen + 1
-    return tensor if tensor in outputs else None
-
-
-def _kind(past: str, present: str) -> str:
-    """A key or a value cache, by name (names tell only this; structure found the cache): the
-    last part of a dotted name first (``past_key_values.0.encoder.value``), then the whole."""
-    for text in (past, present):
-        tail = re.split(r"[./]", text)[-1]
-        if _KEY.search(tail) and not _VALUE.search(tail):
-            return "key"
-        if _VALUE.search(tail) and not _KEY.search(tail):
-            return "value"
-    for text in (past, present):
-        if _KEY.search(text) and not _VALUE.search(text):
-            return "key"
-        if _VALUE.search(text) and not _KEY.search(text):
-            return "value"
-    return "key" if re.search(r"key", past, re.IGNORECASE) else "value" if re.search(r"val", past, re.IGNORECASE) else "cache"
 
 
 def _attention_values(inputs: dict[str, onnx.ValueInfoProto], consumers) -> dict[str, str]:
@@ -475,10 +402,10 @@ def _token_inputs(inputs: dict[str, onnx.ValueInfoProto], consumers, skip: set[s
     roles = {}
     for name, value_info in inputs.items():
         tensor_type = value_info.type.tensor_type
-        dims = _dims(value_info)
+        dims = value_dims(value_info)
         if name in skip or len(dims) != 2 or tensor_type.elem_type not in _INTEGER:
             continue
-        readers = [n.op_type for n, _, _ in _reached(name, consumers, _VALUES_THROUGH)]
+        readers = [n.op_type for n, _, _ in reached_nodes(name, consumers, VALUES_THROUGH)]
         if _POSITION.search(name) or "RotaryEmbedding" in readers:
             roles[name] = "position ids"
         elif any(op in ("Gather", "GatherBlockQuantized") for op in readers) and "token ids" not in roles.values():
@@ -486,7 +413,7 @@ def _token_inputs(inputs: dict[str, onnx.ValueInfoProto], consumers, skip: set[s
         else:
             roles[name] = "attention mask"
     if "token ids" not in roles.values():
-        embeds = next((n for n, v in inputs.items() if _EMBEDS.search(n) and len(_dims(v)) == 3), None)
+        embeds = next((n for n, v in inputs.items() if _EMBEDS.search(n) and len(value_dims(v)) == 3), None)
         if embeds:
             roles[embeds] = "token embeddings"
     return roles

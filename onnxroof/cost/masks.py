@@ -60,20 +60,34 @@ def hidden_positions(records: Iterable[NodeRecord], values: Mapping[str, np.ndar
         shape = record.input_shapes[0] if record.input_shapes else None
         if not shape or len(shape) < 2 or not all(isinstance(d, int) for d in shape):
             continue
-        axis = axes.get(record.name)
-        source = producer.get(record.inputs[0])
-        while source is not None and source.op_type in _PASSING and source.inputs:  # T5 upcasts the scores
-            source = producer.get(source.inputs[0])
-        if axis is None or axis % len(shape) != len(shape) - 1 or source is None or source.op_type not in _MASKING:
+        source = _masked_scores(record, shape, axes.get(record.name), producer)
+        if source is None:
             continue
         masks = [name for name in source.inputs if name and not _made_by_scores(name, producer)]
         if not any(_is_causal_mask(name, producer, values, causal_masks) for name in masks):
             continue
-        queries, keys = shape[-2], shape[-1]
-        hidden = queries * (queries - 1) // 2 if keys >= queries else 0
+        hidden = _hidden_per_matrix(shape[-2], shape[-1])
         if hidden:
             found[record.name] = prod(shape[:-2]) * hidden
     return found
+
+
+def _hidden_per_matrix(queries: int, keys: int) -> int:
+    """The scores a causal mask hides of one [queries, keys] matrix (no padding): the
+    q(q - 1)/2 above the diagonal, when the keys are at least the queries."""
+    return queries * (queries - 1) // 2 if keys >= queries else 0
+
+
+def _masked_scores(softmax: NodeRecord, shape: list, axis: int | None,
+                   producer: Mapping[str, NodeRecord]) -> NodeRecord | None:
+    """The Add or Where that masks the scores a Softmax over the last axis reads (through casts:
+    T5 upcasts the scores), if it reads one."""
+    source = producer.get(softmax.inputs[0])
+    while source is not None and source.op_type in _PASSING and source.inputs:
+        source = producer.get(source.inputs[0])
+    if axis is None or axis % len(shape) != len(shape) - 1 or source is None or source.op_type not in _MASKING:
+        return None
+    return source
 
 
 def softmax_axes(nodes: Iterable[onnx.NodeProto], names: Iterable[str], opset: int) -> dict[str, int]:

@@ -25,7 +25,8 @@ the one place that expands them; the roofline fuses and places the result
 ...                                       [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4])])
 >>> node = helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch("Relu"), else_branch=branch("Neg"))
 >>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-...     helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+...     helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
 >>> running = analyze(helper.make_model(graph), values={"c": 0}).cost_graph.running
 >>> [(r.name, r.op_type, r.inputs, r.outputs) for r in running.records]
 [('if/else_branch/Neg', 'Neg', ['x'], ['y'])]
@@ -66,23 +67,7 @@ class _Expansion:
                 times = runs * sub.runs
                 self.sizes.update(sub.activation_bytes)
                 inner = dict(rename)
-                returned = list(zip(sub.outputs, record.outputs))
-                if record.op_type == "If" and record.domain in DEFAULT_DOMAINS:
-                    made = {name for r in sub.records for name in r.outputs if name}
-                    for branch_output, node_output in returned:
-                        if node_output and branch_output in made and branch_output not in inner:
-                            inner[branch_output] = rename.get(node_output, node_output)
-                        elif node_output:
-                            links.append((branch_output, node_output))
-                elif record.op_type == "Loop":  # the body returns its condition first, then the carried values
-                    links += [(b, n) for b, n in zip(sub.outputs[1:], record.outputs) if n]
-                    # the condition and carried values it reads are the Loop's inputs (its first run's):
-                    # the body reads them where they are (the iteration number has no input)
-                    for formal, actual in zip(sub.inputs[1:], record.inputs[1:]):
-                        if actual and formal not in inner:
-                            inner[formal] = rename.get(actual, actual)
-                else:
-                    links += [(b, n) for b, n in returned if n]
+                links += _bind_subgraph(record, sub, rename, inner)
                 self.walk(sub.records, times, inner, sub.name)
                 count = len(sub.records)
                 repeat = f", x {times:,}" if times > 1 else ""
@@ -96,7 +81,8 @@ class _Expansion:
         if rename:
             inputs = [rename.get(n, n) for n in record.inputs]
             outputs = [rename.get(n, n) for n in record.outputs]
-            partial = {rename.get(n, n): b for n, b in record.partial_bytes.items()} if record.partial_bytes else record.partial_bytes
+            partial = ({rename.get(n, n): b for n, b in record.partial_bytes.items()} if record.partial_bytes
+                       else record.partial_bytes)
         else:
             inputs, outputs, partial = record.inputs, record.outputs, record.partial_bytes
         if (index != record.index or runs != record.runs or inputs is not record.inputs
@@ -105,6 +91,32 @@ class _Expansion:
         self.records.append(record)
         if body:
             self.body_of[record.name] = body
+
+
+def _bind_subgraph(record: NodeRecord, sub: SubgraphCost, rename: dict[str, str],
+                   inner: dict[str, str]) -> list[tuple[str, str]]:
+    """How ``record``'s subgraph ``sub`` meets the outer graph: names it reads or makes that are
+    the node's own go into ``inner`` (the subgraph's renames); returns the links (what the
+    subgraph returns, the node output it becomes) a view passes on."""
+    returned = list(zip(sub.outputs, record.outputs))
+    links: list[tuple[str, str]] = []
+    if record.op_type == "If" and record.domain in DEFAULT_DOMAINS:
+        made = {name for r in sub.records for name in r.outputs if name}
+        for branch_output, node_output in returned:
+            if node_output and branch_output in made and branch_output not in inner:
+                inner[branch_output] = rename.get(node_output, node_output)
+            elif node_output:
+                links.append((branch_output, node_output))
+    elif record.op_type == "Loop":  # the body returns its condition first, then the carried values
+        links += [(b, n) for b, n in zip(sub.outputs[1:], record.outputs) if n]
+        # the condition and carried values it reads are the Loop's inputs (its first run's):
+        # the body reads them where they are (the iteration number has no input)
+        for formal, actual in zip(sub.inputs[1:], record.inputs[1:]):
+            if actual and formal not in inner:
+                inner[formal] = rename.get(actual, actual)
+    else:
+        links += [(b, n) for b, n in returned if n]
+    return links
 
 
 def _link(record: NodeRecord, links: list[tuple[str, str]]) -> NodeRecord:
@@ -156,7 +168,8 @@ def _tensors(records: list[NodeRecord], graph: CostGraph, sizes: dict[str, int])
                 known = main.get(name)
                 if known is not None:
                     tensor = TensorRecord(name, known.dtype, known.shape, known.bytes, known.kind, None)
-                elif name in graph_inputs or name in sizes:  # a graph input only a subgraph reads; a body's formal input
+                # a graph input only a subgraph reads; a body's formal input
+                elif name in graph_inputs or name in sizes:
                     shape = record.input_shapes[slot] if slot < len(record.input_shapes) else None
                     dtype = record.input_dtypes[slot] if slot < len(record.input_dtypes) else ""
                     tensor = TensorRecord(name, dtype, tuple(shape) if shape else None,

@@ -35,12 +35,12 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ..core.nodes import NodeFields, node_names
+from ..core.tensors import Dim, TensorInfo
+from ..frontend.shapes import ShapeResult
 from ..ops import OpTrait, traits_of
 from .graph import cost_graph
 from .records import CostGraph, CostOptions, NodeStatus
-from ..core.nodes import NodeFields, node_names
-from ..frontend.shapes import ShapeResult
-from ..core.tensors import Dim, TensorInfo
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ class DataDependentSizes:
     bounds: dict[str, int] = field(default_factory=dict)  # symbol in no split -> its upper bound
 
 
+_Shape = Callable[[str], "tuple[Dim, ...] | None"]  # a tensor's shape, None when unknown
+
 # A data-dependent count of an op's output is at most the extent it selects from (this stage's
 # reading of each op's spec, for the bound it states; TopK and Split are sized by a value, not data).
 _BOUNDED_BY_INPUT = {"NonZero": "elements", "Compress": "axis", "Unique": "elements", "TopK": "axis",
@@ -84,29 +86,9 @@ def find_splits(fields: Sequence[NodeFields], names: Sequence[str], tensors: dic
         return None if info is None else info.shape
 
     for node, label in zip(fields, names):
-        input_dims = {d for n in node.inputs for d in (shape(n) or ()) if isinstance(d, str)}
-        for output in node.outputs:
-            for dim in shape(output) or ():
-                if isinstance(dim, str) and dim not in input_dims and dim not in input_symbols:
-                    found.origins.setdefault(dim, f"{node.op_type} {label!r}")
-                    bound = _bound(node, shape)
-                    if bound is not None:
-                        found.bounds.setdefault(dim, bound)
+        _note_origins(node, label, shape, input_symbols, found)
         partitions.visit(node, label, shape)
-        axis = _axis(node)
-        if node.op_type == "Split" and node.inputs and (data := shape(node.inputs[0])) is not None:
-            total = data[axis % len(data)] if data else None
-            pieces = [(shape(o) or (None,) * len(data))[axis % len(data)] for o in node.outputs if o]
-            if isinstance(total, int):
-                sums.append((f"Split {label!r} input", total, pieces))
-        elif node.op_type == "Concat" and (out := shape(node.outputs[0])) is not None and out:
-            parts = [shape(n) for n in node.inputs if n]
-            if all(p is not None and len(p) == len(out) for p in parts):
-                sums.append((f"Concat {label!r}", out[axis % len(out)], [p[axis % len(out)] for p in parts]))
-        elif node.op_type == "Reshape" and len(node.inputs) > 1:
-            _solve_reshape(shape(node.inputs[0]), shape(node.outputs[0]), solved, found.origins)
-        elif OpTrait.BROADCASTS in traits_of(node.domain, node.op_type):
-            _solve_broadcast([shape(n) for n in node.inputs if n], shape(node.outputs[0]), solved, found.origins)
+        _read_sizes(node, label, shape, sums, solved, found.origins)
     sums += partitions.sums(shape)
     found.values = dict(solved)
     found.splits = _splits(sums, found.values, found.origins)
@@ -114,11 +96,46 @@ def find_splits(fields: Sequence[NodeFields], names: Sequence[str], tensors: dic
     for split in found.splits:
         _share(split, found.values, extra=0)
         _share(split, found.plus_one, extra=1)
-    for values in (found.values, found.plus_one):  # a Concat of pieces is their sum
-        _add_sums(sums, values, found.origins)
+    for sizes in (found.values, found.plus_one):  # a Concat of pieces is their sum
+        _add_sums(sums, sizes, found.origins)
     in_split = {piece for split in found.splits for piece in split.pieces}
     found.bounds = {s: b for s, b in found.bounds.items() if s not in in_split and s not in found.values}
     return found
+
+
+def _note_origins(node: NodeFields, label: str, shape: _Shape, input_symbols: set[str],
+                  found: DataDependentSizes) -> None:
+    """The symbols ``node``'s outputs have and its inputs do not (and no input dim is): sized by
+    the data, at ``node``; with the most they can be."""
+    input_dims = {d for n in node.inputs for d in (shape(n) or ()) if isinstance(d, str)}
+    for output in node.outputs:
+        for dim in shape(output) or ():
+            if isinstance(dim, str) and dim not in input_dims and dim not in input_symbols:
+                found.origins.setdefault(dim, f"{node.op_type} {label!r}")
+                bound = _bound(node, shape)
+                if bound is not None:
+                    found.bounds.setdefault(dim, bound)
+
+
+def _read_sizes(node: NodeFields, label: str, shape: _Shape, sums: list[tuple[str, Dim, list[Dim]]],
+                solved: dict[str, int], origins: dict[str, str]) -> None:
+    """What ``node`` tells of the sizes: a Split's or a Concat's total as the sum of its pieces, a
+    Reshape's or a broadcast's data-dependent dim solved."""
+    op = node.op_type
+    axis = _axis(node)
+    if op == "Split" and node.inputs and (data := shape(node.inputs[0])) is not None:
+        total = data[axis % len(data)] if data else None
+        pieces = [(shape(o) or (None,) * len(data))[axis % len(data)] for o in node.outputs if o]
+        if isinstance(total, int):
+            sums.append((f"Split {label!r} input", total, pieces))
+    elif op == "Concat" and (out := shape(node.outputs[0])) is not None and out:
+        parts = [shape(n) for n in node.inputs if n]
+        if all(p is not None and len(p) == len(out) for p in parts):
+            sums.append((f"Concat {label!r}", out[axis % len(out)], [p[axis % len(out)] for p in parts if p]))
+    elif op == "Reshape" and len(node.inputs) > 1:
+        _solve_reshape(shape(node.inputs[0]), shape(node.outputs[0]), solved, origins)
+    elif OpTrait.BROADCASTS in traits_of(node.domain, op):
+        _solve_broadcast([shape(n) for n in node.inputs if n], shape(node.outputs[0]), solved, origins)
 
 
 def _axis(node: NodeFields, default: int = 0) -> int:
@@ -150,15 +167,14 @@ class _Partitions:
         value = self.values.get(name) if name else None
         return int(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
 
-    def visit(self, node: NodeFields, label: str, shape) -> None:
+    def visit(self, node: NodeFields, label: str, shape: _Shape) -> None:
         op, inputs, outputs = node.op_type, node.inputs, node.outputs
         if not inputs or not outputs:
             return
         source = inputs[0]
-        if op in ("TopK", "ArgMax", "ArgMin") and (data := shape(source)):
-            size = data[_axis(node, -1 if op == "TopK" else 0) % len(data)]
-            if isinstance(size, int):
-                self.classes[outputs[1] if op == "TopK" and len(outputs) > 1 else outputs[0]] = (size, label)
+        # (no index op keeps its input's values: the first branch taken is the only one that applies)
+        if op in ("TopK", "ArgMax", "ArgMin"):
+            self._index_op(node, label, shape)
         elif source in self.classes and _keeps_values(node):
             self.classes[outputs[0]] = self.classes[source]
         elif source in self.masks and _keeps_values(node):
@@ -168,30 +184,56 @@ class _Partitions:
                 c = self._constant(other)
                 if index in self.classes and c is not None:
                     self.masks[outputs[0]] = (index, c)
-        elif op == "OneHot" and source in self.classes and (indices := shape(source)) is not None:
-            self.one_hot[outputs[0]] = (source, _axis(node, -1) % (len(indices) + 1))
+        elif op == "OneHot" and source in self.classes:
+            if (indices := shape(source)) is not None:
+                self.one_hot[outputs[0]] = (source, _axis(node, -1) % (len(indices) + 1))
         elif op == "Transpose" and source in self.one_hot:
-            index, axis = self.one_hot[source]
-            perm = next((list(helper.get_attribute_value(a)) for a in node.attributes if a.name == "perm"), None)
-            if perm is not None and axis in perm:
-                self.one_hot[outputs[0]] = (index, perm.index(axis))
+            self._transposed(node)
         elif op == "Gather" and source in self.one_hot and len(inputs) > 1:
-            index, axis = self.one_hot[source]
-            c = self._constant(inputs[1])
-            if c is not None and (data := shape(source)) and _axis(node) % len(data) == axis:
-                self.masks[outputs[0]] = (index, c)
-        elif op == "NonZero" and source in self.masks and (found := shape(outputs[0])) and len(found) == 2:
-            index, c = self.masks[source]
+            self._class_slice(node, shape)
+        elif op == "NonZero" and source in self.masks:
+            self._count(node, shape)
+
+    def _index_op(self, node: NodeFields, label: str, shape: _Shape) -> None:
+        """A TopK's indices (output 1), an ArgMax's or ArgMin's: indices into the classes of its axis."""
+        op, outputs = node.op_type, node.outputs
+        data = shape(node.inputs[0])
+        if data:
+            size = data[_axis(node, -1 if op == "TopK" else 0) % len(data)]
+            if isinstance(size, int):
+                self.classes[outputs[1] if op == "TopK" and len(outputs) > 1 else outputs[0]] = (size, label)
+
+    def _transposed(self, node: NodeFields) -> None:
+        """A transposed one-hot: its class axis where the permutation moves it."""
+        index, axis = self.one_hot[node.inputs[0]]
+        perm = next((list(helper.get_attribute_value(a)) for a in node.attributes if a.name == "perm"), None)
+        if perm is not None and axis in perm:
+            self.one_hot[node.outputs[0]] = (index, perm.index(axis))
+
+    def _class_slice(self, node: NodeFields, shape: _Shape) -> None:
+        """A Gather of one constant class along a one-hot's class axis: the mask ``X == c``."""
+        source = node.inputs[0]
+        index, axis = self.one_hot[source]
+        c = self._constant(node.inputs[1])
+        if c is not None and (data := shape(source)) and _axis(node) % len(data) == axis:
+            self.masks[node.outputs[0]] = (index, c)
+
+    def _count(self, node: NodeFields, shape: _Shape) -> None:
+        """A NonZero of a mask ``X == c``: its count (the symbol of its output's axis 1) is class c's."""
+        found = shape(node.outputs[0])
+        if found and len(found) == 2:
+            index, c = self.masks[node.inputs[0]]
             if isinstance(found[1], str):
                 self.counts.setdefault(index, []).append((c, found[1]))
 
-    def sums(self, shape) -> list[tuple[str, Dim, list[Dim]]]:
-        found = []
+    def sums(self, shape: _Shape) -> list[tuple[str, Dim, list[Dim]]]:
+        found: list[tuple[str, Dim, list[Dim]]] = []
         for index, counted in self.counts.items():
             classes, producer = self.classes[index]
             data = shape(index)
-            if sorted(c for c, _ in counted) == list(range(classes)) and data and all(isinstance(d, int) for d in data):
-                found.append((f"the {classes} classes of {producer}'s indices, each index in one", math.prod(data),
+            sizes = [d for d in data or () if isinstance(d, int)]
+            if sorted(c for c, _ in counted) == list(range(classes)) and data and len(sizes) == len(data):
+                found.append((f"the {classes} classes of {producer}'s indices, each index in one", math.prod(sizes),
                               [symbol for _, symbol in counted]))
         return found
 
@@ -236,7 +278,8 @@ def _solve_broadcast(operands: list[tuple[Dim, ...] | None], result: tuple[Dim, 
                 solved.setdefault(dim, out)
 
 
-def _splits(sums: list[tuple[str, Dim, list[Dim]]], solved: dict[str, int], data_dependent: dict[str, str]) -> list[Split]:
+def _splits(sums: list[tuple[str, Dim, list[Dim]]], solved: dict[str, int],
+            data_dependent: dict[str, str]) -> list[Split]:
     """Sums with a known total and unknown, data-dependent pieces, each piece in one split only."""
     splits: list[Split] = []
     taken: set[str] = set()
@@ -329,7 +372,8 @@ def _label_splits(graph: CostGraph, plus_one: CostGraph, sizes: DataDependentSiz
     exact = {split.source: len({per_row[p] for p in split.pieces}) == 1 for split in sizes.splits}
     for record, symbol in touching:
         split = by_symbol[symbol]
-        verdict = "total exact" if exact[split.source] else "estimate: the pieces cost differently per row, rows split evenly"
+        verdict = ("total exact" if exact[split.source]
+                   else "estimate: the pieces cost differently per row, rows split evenly")
         record.formula += (f" [data-dependent split, {verdict}: {split.total:,} rows in {len(split.pieces)} pieces "
                            f"({split.source}), {sizes.values[symbol]:,} assumed here]")
     sources = "; ".join(f"{s.source}: {s.total:,} rows in {len(s.pieces)} pieces" for s in sizes.splits[:3])

@@ -16,8 +16,8 @@ projections ``F`` that all read the same activation ``X``, and ``S`` writes as m
   of the whole output, which an all-reduce adds up.
 
 A block whose walk reaches a product that is not a projection (the attention scores and
-context, or a fused attention op) is an ``attention`` block, else an ``mlp``. Walks stop at shape computations (a Reshape's shape read
-from a tensor's Shape is not data) and give up past :data:`MAX_REGION` nodes.
+context, or a fused attention op) is an ``attention`` block, else an ``mlp``. Walks stop at shape
+computations (a Reshape's shape read from a tensor's Shape is not data) and give up past :data:`MAX_REGION` nodes.
 
 Everything else (embeddings, norms, residual adds, the LM head) is **replicated**: each device
 runs it whole. A model with no block is not split at all, and says so.
@@ -61,7 +61,7 @@ class Block:
             query = max(self.heads.values())  # the query projection holds the most heads
             if query % devices:
                 return f"{query} attention heads do not divide over {devices} devices"
-            for name, heads in self.heads.items():
+            for heads in self.heads.values():
                 if (heads % devices) if heads >= devices else (devices % heads):
                     return f"{heads} key/value heads neither divide over nor replicate evenly onto {devices} devices"
             return None
@@ -115,7 +115,8 @@ def is_projection(record: NodeRecord) -> bool:
     >>> def node(shapes, out):
     ...     return NodeRecord("n", "MatMul", "", 0, "matmul", "ok", "", ["x", "w"], ["y"], shapes, [], [out], [], "",
     ...                       macs=1, param_inputs=["w"])
-    >>> is_projection(node([[1, 1, 64], [64, 16]], [1, 1, 16])), is_projection(node([[1, 1, 64], [4096, 32]], [1, 1, 64]))
+    >>> (is_projection(node([[1, 1, 64], [64, 16]], [1, 1, 16])),
+    ...  is_projection(node([[1, 1, 64], [4096, 32]], [1, 1, 64])))
     (True, False)
     """
     if not record.macs or not record.param_inputs or not record.output_shapes:
@@ -158,11 +159,42 @@ def find_structure(graph: CostGraph, head_size: int | None = None) -> Structure:
     return Structure(tuple(blocks), replicated, notes)
 
 
-def _block_ending_at(second: NodeRecord, graph: CostGraph, by_name: dict, position: dict, taken: set[str],
+def _block_ending_at(second: NodeRecord, graph: CostGraph, by_name: dict, position: dict[str, int], taken: set[str],
                      head_size: int | None) -> Block | None:
+    """The block whose row-parallel projection is ``second``: the nodes between it and the
+    column-parallel projections that all read one source, if they make a block."""
     start = _activation_input(second)
     if start is None:
         return None
+    found = _region_above(start, graph, by_name)
+    if found is None:
+        return None
+    region, firsts = found
+    if not firsts or firsts & taken:
+        return None
+    first = sorted(firsts, key=position.__getitem__)
+    sources = {_activation_input(by_name[name]) for name in first}
+    if len(sources) != 1:
+        return None
+    source = sources.pop()
+    if any(source in by_name[name].inputs for name in region):  # a path around the projections: no split
+        return None
+    hidden = _width(_shape(graph, source))
+    if hidden is None or _width(second.output_shapes[0] if second.output_shapes else None) != hidden:
+        return None
+    inner = tuple(sorted(region, key=position.__getitem__))
+    columns = {name: _width(by_name[name].output_shapes[0]) or 0 for name in first}
+    columns[second.name] = _width(_shape(graph, start)) or 0
+    # a product that is not a projection: scores and context (or a fused attention op reading a rotary table)
+    products = [by_name[name] for name in inner if by_name[name].macs and not is_projection(by_name[name])]
+    kind = "attention" if products else "mlp"
+    heads = _heads(products[0], first, columns, head_size) if products else {}
+    return Block(kind, tuple(first), second.name, inner, hidden, columns, heads)
+
+
+def _region_above(start: str, graph: CostGraph, by_name: dict) -> tuple[set[str], set[str]] | None:
+    """The nodes ``start`` is computed from, up to the projections (shape arithmetic left out):
+    (the region, the projections that bound it); None past MAX_REGION nodes."""
     region: set[str] = set()
     firsts: set[str] = set()
     stack = [start]
@@ -180,30 +212,11 @@ def _block_ending_at(second: NodeRecord, graph: CostGraph, by_name: dict, positi
         if len(region) > MAX_REGION:
             return None
         stack.extend(name for name in producer.inputs if name and name not in producer.param_inputs)
-    if not firsts or firsts & taken:
-        return None
-    first = sorted(firsts, key=position.get)
-    sources = {_activation_input(by_name[name]) for name in first}
-    if len(sources) != 1:
-        return None
-    source = sources.pop()
-    if any(source in by_name[name].inputs for name in region):  # a path around the projections: no split
-        return None
-    hidden = _width(_shape(graph, source))
-    if hidden is None or _width(second.output_shapes[0] if second.output_shapes else None) != hidden:
-        return None
-    inner = tuple(sorted(region, key=position.get))
-    columns = {name: _width(by_name[name].output_shapes[0]) or 0 for name in first}
-    columns[second.name] = _width(_shape(graph, start)) or 0
-    # a product that is not a projection: scores and context (or a fused attention op reading a rotary table)
-    products = [by_name[name] for name in inner if by_name[name].macs and not is_projection(by_name[name])]
-    kind = "attention" if products else "mlp"
-    heads = _heads(products[0], first, columns, head_size) if products else {}
-    return Block(kind, tuple(first), second.name, inner, hidden, columns, heads)
+    return region, firsts
 
 
-def _shape(graph: CostGraph, tensor: str) -> list | None:
-    record = graph.tensors.get(tensor)
+def _shape(graph: CostGraph, tensor: str | None) -> list | None:
+    record = graph.tensors.get(tensor) if tensor else None
     return list(record.shape) if record is not None and record.shape else None
 
 

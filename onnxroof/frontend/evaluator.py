@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -22,6 +23,7 @@ from onnx import helper, numpy_helper
 
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, has_subgraph, node_names, read_node_fields
 from ..core.tensors import Dim, TensorInfo, info_from_value_info
+from .bodies import bind_body_inputs, taken_branch
 from .value_sizes import constant_info, predicted_elements
 
 # Shape arithmetic the partial evaluator runs when all inputs have values: this stage's own
@@ -175,8 +177,8 @@ class PartialEvaluator:
             return
         for output in outputs:
             rows = f"{output}_rows"
-            self.tensors[output] = TensorInfo(output, data.dtype,
-                                              (*data.shape[:axis], self._assumed.get(rows, rows), *data.shape[axis + 1:]))
+            self.tensors[output] = TensorInfo(
+                output, data.dtype, (*data.shape[:axis], self._assumed.get(rows, rows), *data.shape[axis + 1:]))
 
     def _ruled(self, node_fields: NodeFields) -> bool:
         """Whether the node's outputs are sized by its cost rule: ops with no ONNX schema, and the
@@ -255,48 +257,33 @@ class PartialEvaluator:
         condition is known, its outputs are the taken branch's (with their values)."""
         label = (labels if labels is not None else self._node_labels())[index]
         bodies = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
-        op_type, inputs = node_fields.op_type, node_fields.inputs
-        if op_type == "If":
-            condition = self.values.get(inputs[0]) if inputs and inputs[0] else None
-            taken = None if condition is None or condition.size != 1 else (
-                "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch")
-            for name, body in bodies.items():
-                self.run_graph(body, f"{label}/{name}")
-                if taken and name != taken:  # shown, not counted: its failures are noted as such
-                    self.untaken.append(f"{label}/{name}/")
-            branches = [bodies[taken]] if taken else list(bodies.values())
-            for slot, output in enumerate(node_fields.outputs):
-                results = [self._info(b.output[slot].name) for b in branches if slot < len(b.output)]
-                if output and results and all(r.is_known and r.shape == results[0].shape for r in results):
-                    self.tensors[output] = TensorInfo(output, results[0].dtype or self._info(output).dtype,
-                                                      results[0].shape)
-                    value = self.values.get(branches[0].output[slot].name) if taken else None
-                    if value is not None:
-                        self.values[output] = value
+        if node_fields.op_type == "If":
+            self._visit_branches(node_fields, bodies, label)
             return
         body = bodies.get("body")
         if body is None:
             return
-        if op_type == "Loop":  # (trip count, condition, carried...) -> (iteration, condition, carried...)
-            carried = list(zip(body.input[2:], inputs[2:]))
-        elif op_type == "Scan":  # states, then scan inputs sliced along their scan axis
-            scan_inputs = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "num_scan_inputs"), 0)
-            states = len(inputs) - scan_inputs
-            axes = next((list(helper.get_attribute_value(a)) for a in node.attribute if a.name == "scan_input_axes"),
-                        [0] * scan_inputs)
-            carried = list(zip(body.input[:states], inputs[:states]))
-            for formal, actual, axis in zip(body.input[states:], inputs[states:], axes):
-                outer = self._info(actual)
-                if outer.shape is not None and not self._info(formal.name).is_known:
-                    sliced = outer.shape[:axis % len(outer.shape)] + outer.shape[axis % len(outer.shape) + 1:]
-                    self.tensors[formal.name] = TensorInfo(formal.name, outer.dtype, sliced)
-        else:
-            carried = []
-        for formal, actual in carried:  # a loop-carried value keeps its initial shape, not its value
-            outer = self._info(actual) if actual else None
-            if outer is not None and outer.shape is not None and not self._info(formal.name).is_known:
-                self.tensors[formal.name] = TensorInfo(formal.name, outer.dtype, outer.shape)
+        bind_body_inputs(node_fields.op_type, node, node_fields.inputs, body, self._info, self.tensors)
         self.run_graph(body, f"{label}/body")
+
+    def _visit_branches(self, node_fields: NodeFields, bodies: dict[str, onnx.GraphProto], label: str) -> None:
+        """Both branches of an If visited; its outputs those its branches agree on (the taken one's
+        when its condition is known, with their values)."""
+        inputs = node_fields.inputs
+        taken = taken_branch(self.values.get(inputs[0]) if inputs and inputs[0] else None)
+        for name, body in bodies.items():
+            self.run_graph(body, f"{label}/{name}")
+            if taken and name != taken:  # shown, not counted: its failures are noted as such
+                self.untaken.append(f"{label}/{name}/")
+        branches = [bodies[taken]] if taken else list(bodies.values())
+        for slot, output in enumerate(node_fields.outputs):
+            results = [self._info(b.output[slot].name) for b in branches if slot < len(b.output)]
+            if output and results and all(r.is_known and r.shape == results[0].shape for r in results):
+                self.tensors[output] = TensorInfo(output, results[0].dtype or self._info(output).dtype,
+                                                  results[0].shape)
+                value = self.values.get(branches[0].output[slot].name) if taken else None
+                if value is not None:
+                    self.values[output] = value
 
     def run_graph(self, graph: onnx.GraphProto, prefix: str) -> None:
         """Visit the nodes of a subgraph (names are model-wide, so its tensors share the maps)."""
@@ -437,7 +424,7 @@ class PartialEvaluator:
         outputs, and each input's value (when known) or type and shape. Nodes alike in these
         evaluate and infer alike, whatever their names. None for inputs holding Python objects
         (strings), whose bytes do not say what they hold."""
-        inputs = []
+        inputs: list[tuple | None] = []
         seen: dict[str, tuple] = {}  # an input listed again (a Concat of one name 100,000 times) is read once
         for name in node_fields.inputs:
             if not name:
@@ -499,23 +486,12 @@ class PartialEvaluator:
             return None
         outputs = [o for o in node_fields.outputs if o]
         names = list(dict.fromkeys(n for n in node_fields.inputs if n))
-        for name in names:
-            if name not in self.values:
-                info = self._info(name)
-                if info.shape is None or not info.dtype:
-                    return None
+        if not self._typed(names):
+            return None
         inferred = self._once(self._inferences, node_fields, lambda: self._infer_alone(node, names, outputs))
         if inferred is None:
             return None
-        # a dim onnx names afresh (unk__0: a NonZero's count) is this node's own: named after its
-        # output, since onnx restarts its names in every one-node model and look-alike nodes share a result
-        input_symbols = {d for n in names for d in (self._info(n).shape or ()) if isinstance(d, str)}
-        for output, info in zip(outputs, inferred):
-            shape = info.shape
-            if shape is not None and any(isinstance(d, str) and d not in input_symbols for d in shape):
-                shape = tuple(self._assumed.get(f"{output}_{axis}", f"{output}_{axis}")
-                              if isinstance(d, str) and d not in input_symbols else d for axis, d in enumerate(shape))
-            self._update(TensorInfo(output, info.dtype, shape))
+        self._take_inferred(names, outputs, inferred)
         if all(self._info(o).shape is not None for o in outputs) or not has_schema(node_fields.domain,
                                                                                     node_fields.op_type):
             return None
@@ -527,6 +503,27 @@ class PartialEvaluator:
         except Exception:
             return None
         return None
+
+    def _typed(self, names: list[str]) -> bool:
+        """Whether every input has a value, or a shape and a type (what a model of the node alone needs)."""
+        for name in names:
+            if name not in self.values:
+                info = self._info(name)
+                if info.shape is None or not info.dtype:
+                    return False
+        return True
+
+    def _take_inferred(self, names: list[str], outputs: list[str], inferred: list[TensorInfo]) -> None:
+        """Merge what onnx inferred of the node alone. A dim onnx names afresh (unk__0: a NonZero's
+        count) is this node's own: named after its output, since onnx restarts its names in every
+        one-node model and look-alike nodes share a result."""
+        input_symbols = {d for n in names for d in (self._info(n).shape or ()) if isinstance(d, str)}
+        for output, info in zip(outputs, inferred):
+            shape = info.shape
+            if shape is not None and any(isinstance(d, str) and d not in input_symbols for d in shape):
+                shape = tuple(self._assumed.get(f"{output}_{axis}", f"{output}_{axis}")
+                              if isinstance(d, str) and d not in input_symbols else d for axis, d in enumerate(shape))
+            self._update(TensorInfo(output, info.dtype, shape))
 
     def _nothing_to_learn(self, node_fields: NodeFields) -> bool:
         """Whether inferring the node alone can tell no more than onnx's whole-graph inference did:
@@ -547,7 +544,7 @@ class PartialEvaluator:
                 initializers.append(numpy_helper.from_array(self.values[name], name))
             else:
                 info = self._info(name)
-                graph_inputs.append(helper.make_tensor_value_info(name, info.dtype, list(info.shape)))
+                graph_inputs.append(helper.make_tensor_value_info(name, info.dtype, list(info.shape or ())))
         single = helper.make_model(
             helper.make_graph([node], "single", graph_inputs, [onnx.ValueInfoProto(name=o) for o in outputs],
                               initializers),
@@ -558,9 +555,9 @@ class PartialEvaluator:
         # input as often as it is listed (a Concat of one vector 100,000 times), values included
         listed = 0
         for name in node.input:
-            info = self._info(name) if name else None
-            if info is not None and info.shape is not None and len(info.shape) <= 1:
-                size = info.shape[0] if info.shape else 1
+            listed_info = self._info(name) if name else None
+            if listed_info is not None and listed_info.shape is not None and len(listed_info.shape) <= 1:
+                size = listed_info.shape[0] if listed_info.shape else 1
                 listed += size if isinstance(size, int) else 0  # an unknown length: no data to propagate
         return single, listed <= MAX_VALUE_ELEMENTS
 

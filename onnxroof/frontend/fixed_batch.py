@@ -74,15 +74,28 @@ class FixedBatch:
 
 def fixed_batch(model: onnx.ModelProto) -> FixedBatch | None:
     """The batch the model's inputs and shape constants fix, or None (a dynamic or unnamed batch)."""
+    leading = _fixed_leading_dims(model)
+    if not leading:
+        return None
+    batch = Counter(leading.values()).most_common(1)[0][0]
+    graphs = [model.graph, *nested_graphs(model.graph)]
+    shapes = _shapes_holding(batch, graphs, _shape_constants(graphs))
+    inputs = tuple(name for name, value in leading.items() if value == batch)
+    return FixedBatch(batch, inputs, dict(shapes.most_common()), reexport_fix(model, inputs[0]))
+
+
+def _fixed_leading_dims(model: onnx.ModelProto) -> dict[str, int]:
+    """input -> its fixed axis 0, for the inputs of rank 2 or more that have one."""
     leading = {}
     for value_info in real_inputs(model.graph):
         dims = _dims_of(value_info)
         if dims and len(dims) >= 2 and dims[0].HasField("dim_value") and not dims[0].dim_param:
             leading[value_info.name] = dims[0].dim_value
-    if not leading:
-        return None
-    batch = Counter(leading.values()).most_common(1)[0][0]
-    graphs = [model.graph, *nested_graphs(model.graph)]
+    return leading
+
+
+def _shape_constants(graphs: list[onnx.GraphProto]) -> dict[str, onnx.TensorProto]:
+    """tensor -> the stored shape-like vector it holds (an initializer or a Constant's value)."""
     constants = {t.name: t for g in graphs for t in g.initializer if _shape_like(t)}
     for graph in graphs:
         for node in graph.node:
@@ -90,6 +103,11 @@ def fixed_batch(model: onnx.ModelProto) -> FixedBatch | None:
                 value = next((a.t for a in node.attribute if a.name == "value"), None)
                 if value is not None and _shape_like(value):
                     constants[node.output[0]] = value
+    return constants
+
+
+def _shapes_holding(batch: int, graphs: list[onnx.GraphProto], constants: dict[str, onnx.TensorProto]) -> Counter[str]:
+    """op type -> its nodes whose shape operand is a constant starting with ``batch``."""
     shapes: Counter[str] = Counter()
     for graph in graphs:
         for node in graph.node:
@@ -98,8 +116,7 @@ def fixed_batch(model: onnx.ModelProto) -> FixedBatch | None:
                 tensor = constants.get(node.input[operand])
                 if tensor is not None and _first_element(tensor) == batch:
                     shapes[node.op_type] += 1
-    inputs = tuple(name for name, value in leading.items() if value == batch)
-    return FixedBatch(batch, inputs, dict(shapes.most_common()), reexport_fix(model, inputs[0]))
+    return shapes
 
 
 def _shape_like(tensor: onnx.TensorProto) -> bool:

@@ -11,15 +11,14 @@ import ast
 import difflib
 import operator
 import re
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from ..core.errors import OptionError
+from ..core.errors import ModelError, OptionError
 from ..core.nodes import NodeFields, nested_graphs
-from ..core.errors import ModelError
 from ..core.tensors import MAX_DIM, MAX_DIM_TEXT, UnresolvedDim, info_from_value_info
 
 # ---------------------------------------------------------------------------------------------
@@ -46,14 +45,15 @@ def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
     (None, (1, 3, 32, 32))
     """
     name, _, dims_text = text.rpartition(":")
-    dims = [_whole_number(part) for part in _DIM_SEPARATORS.split(dims_text)] if dims_text.strip() else []
-    if not dims or None in dims:
+    read = [_whole_number(part) for part in _DIM_SEPARATORS.split(dims_text)] if dims_text.strip() else []
+    dims = [d for d in read if d is not None]
+    if not dims or len(dims) != len(read):
         raise OptionError("input_shapes", "{opt.input_shapes} {text!r}: expected NAME:D1,D2,... with non-negative "
                           "integer dims, e.g. {opt.input_shapes} input:1,3,224,224", text=text)
     if (large := next((d for d in dims if d > MAX_DIM), None)) is not None:
         raise OptionError("input_shapes", "{opt.input_shapes} {text!r}: {value} is over the limit, {limit}", text=text,
                           value=large, limit=MAX_DIM_TEXT)
-    return (name or None), tuple(dims)  # type: ignore[arg-type]
+    return (name or None), tuple(dims)
 
 
 def parse_dim(text: str) -> tuple[str, int]:
@@ -145,8 +145,9 @@ PLACEHOLDER_DIM_NAMES = frozenset({"?", "-1"})
 
 def fix_digit_dims(model: onnx.ModelProto, fields: Sequence[NodeFields] | None = None) -> int:
     """Write every ``dim_param`` that is a decimal integer (exporters write fixed dims as ``"64"``)
-    as that fixed value, and drop the placeholder names (``"?"``) that stand for no value at all, in the graph's inputs, outputs and value_info and in every subgraph's
-    (in place): it is no free symbol, so it is never reported unbound or suggested as a flag.
+    as that fixed value, and drop the placeholder names (``"?"``) that stand for no value at all,
+    in the graph's inputs, outputs and value_info and in every subgraph's (in place): it is no
+    free symbol, so it is never reported unbound or suggested as a flag.
     Returns how many dims were rewritten. ``fields``: the main graph's NodeFields, when read already.
 
     >>> from onnx import TensorProto
@@ -320,7 +321,8 @@ def _expression(text: str) -> ast.AST | None:
 
 
 def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple[str | None, tuple[int, ...]]],
-                dims: dict[str, int], valued: Iterable[str] = ()) -> tuple[list[tuple[str | None, tuple[int, ...]]], dict[str, int]]:
+                dims: dict[str, int], valued: Iterable[str] = (),
+                ) -> tuple[list[tuple[str | None, tuple[int, ...]]], dict[str, int]]:
     """``--batch N`` as the flags it stands for: axis 0 of every input not shaped explicitly is N
     (a named batch dim is bound by name, a fixed one is overridden). An input whose value is
     given (``valued``: --value, a decoder phase's flag) or a bool of fixed shape [1] is a setting,
@@ -360,27 +362,8 @@ def bind_inputs(
     """
     graph = model.graph
     inputs = {i.name: i for i in real_inputs(graph)}
-    given: dict[str, tuple[int, ...]] = {}
-    for name, shape in input_shapes:
-        name = _input_name(name, inputs)
-        old = _dims_of(inputs[name])
-        if old is not None and len(old) != len(shape):
-            raise OptionError("input_shapes", "{opt.input_shapes} {input}: the model's input has rank {rank} "
-                              "({dims}) but {given} dims were given", input=name, rank=len(old), dims=_dims_text(old),
-                              given=len(shape))
-        given[name] = shape
-    written = {d.dim_param for i in inputs.values() for d in (_dims_of(i) or []) if d.dim_param}
-    # a dim written as an expression stands for its names, never for itself
-    symbols = {name for text in written for name in (expression_names(text) or [text])}
-    for symbol in dims or {}:
-        if symbol not in symbols and (names := expression_names(symbol)):
-            raise OptionError("dims", "{opt.dims} {dim}: a dim written as an expression takes its value from its "
-                              "names; give each of them ({names}) with {opt.dims} NAME=N instead", dim=symbol,
-                              names=", ".join(names))
-        if symbol not in symbols:
-            known = ", ".join(sorted(symbols)) or "none"
-            raise OptionError("dims", "{opt.dims} {dim}: the model's inputs have no dim named {dim!r} "
-                              "(named dims: {known})", dim=symbol, known=known)
+    given = _given_shapes(inputs, input_shapes)
+    _check_dim_names(inputs, dims or {})
     values = _symbol_values(inputs, given, dict(dims or {}))
     for name, shape in given.items():
         tensor_shape = inputs[name].type.tensor_type.shape
@@ -391,16 +374,53 @@ def bind_inputs(
         for scope in (graph, *nested_graphs(graph)):
             for value_info in (*scope.input, *scope.output, *scope.value_info):
                 for dim in _dims_of(value_info) or []:
-                    if dim.dim_param in values:
-                        dim.dim_value = values[dim.dim_param]
-                    elif dim.dim_param and (found := expression_value(dim.dim_param, values)) is not None:
-                        if found > MAX_DIM:
-                            raise OptionError("dims", "{opt.dims}: the dim {dim!r} of {input!r} comes to {value}, "
-                                              "over the limit, {limit}", dim=dim.dim_param, input=value_info.name,
-                                              value=found, limit=MAX_DIM_TEXT)
-                        dim.dim_value = found  # its names are bound: it is their value
-                    elif dim.dim_param and expression_names(dim.dim_param):
-                        dim.dim_param = _substituted(dim.dim_param, values)  # what is left to give
+                    _bind_dim(dim, values, value_info.name)
+
+
+def _given_shapes(inputs: dict[str, onnx.ValueInfoProto],
+                  input_shapes: Sequence[tuple[str | None, tuple[int, ...]]]) -> dict[str, tuple[int, ...]]:
+    """input name -> the shape ``--input-shape`` gives it, checked against the model's rank."""
+    given: dict[str, tuple[int, ...]] = {}
+    for name, shape in input_shapes:
+        name = _input_name(name, inputs)
+        old = _dims_of(inputs[name])
+        if old is not None and len(old) != len(shape):
+            raise OptionError("input_shapes", "{opt.input_shapes} {input}: the model's input has rank {rank} "
+                              "({dims}) but {given} dims were given", input=name, rank=len(old), dims=_dims_text(old),
+                              given=len(shape))
+        given[name] = shape
+    return given
+
+
+def _check_dim_names(inputs: dict[str, onnx.ValueInfoProto], dims: dict[str, int]) -> None:
+    """Every ``--dim`` names a symbol of the inputs' dims (a dim written as an expression stands
+    for its names, never for itself)."""
+    written = {d.dim_param for i in inputs.values() for d in (_dims_of(i) or []) if d.dim_param}
+    symbols = {name for text in written for name in (expression_names(text) or [text])}
+    for symbol in dims:
+        if symbol not in symbols and (names := expression_names(symbol)):
+            raise OptionError("dims", "{opt.dims} {dim}: a dim written as an expression takes its value from its "
+                              "names; give each of them ({names}) with {opt.dims} NAME=N instead", dim=symbol,
+                              names=", ".join(names))
+        if symbol not in symbols:
+            known = ", ".join(sorted(symbols)) or "none"
+            raise OptionError("dims", "{opt.dims} {dim}: the model's inputs have no dim named {dim!r} "
+                              "(named dims: {known})", dim=symbol, known=known)
+
+
+def _bind_dim(dim: onnx.TensorShapeProto.Dimension, values: dict[str, int], tensor: str) -> None:
+    """A named dim of ``tensor`` given its value: its own, or an expression's of bound names (an
+    expression with names left unbound keeps those)."""
+    if dim.dim_param in values:
+        dim.dim_value = values[dim.dim_param]
+    elif dim.dim_param and (found := expression_value(dim.dim_param, values)) is not None:
+        if found > MAX_DIM:
+            raise OptionError("dims", "{opt.dims}: the dim {dim!r} of {input!r} comes to {value}, "
+                              "over the limit, {limit}", dim=dim.dim_param, input=tensor,
+                              value=found, limit=MAX_DIM_TEXT)
+        dim.dim_value = found  # its names are bound: it is their value
+    elif dim.dim_param and expression_names(dim.dim_param):
+        dim.dim_param = _substituted(dim.dim_param, values)  # what is left to give
 
 
 def _input_name(name: str | None, inputs: dict[str, onnx.ValueInfoProto]) -> str:

@@ -35,7 +35,21 @@ def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs:
     ['shape']
     """
     outer: set[str] = set(outputs)  # read by a subgraph (outer scope): data
-    derived = set(constants)  # computed from shapes and constants only
+    derived = _shape_derived(fields, constants, outer)
+    # who reads each derived tensor (reader's position, input slot): the only readers asked about
+    # below, so the other tensors (nearly all of a large graph's) are not logged
+    uses: dict[str, list[tuple[int, int]]] = {}
+    for position, node in enumerate(fields):
+        for slot, name in enumerate(node.inputs):
+            if name in derived:
+                uses.setdefault(name, []).append((position, slot))
+    return _read_as_settings(fields, derived, outer, uses)
+
+
+def _shape_derived(fields: Sequence[NodeFields], constants: set[str], outer: set[str]) -> set[str]:
+    """The tensors computed from shapes and constants only; adds to ``outer`` what subgraphs read
+    from their outer scope."""
+    derived = set(constants)
     for node in fields:
         has_subgraph = False
         for attribute in node.attributes or ():
@@ -46,27 +60,27 @@ def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs:
         shape_source = node.domain in DEFAULT_DOMAINS and OpTrait.READS_SHAPE_ONLY in traits_of("", node.op_type)
         if not has_subgraph and (shape_source or all(n in derived for n in node.inputs if n)):
             derived.update(o for o in node.outputs if o)
-    # who reads each derived tensor (reader's position, input slot): the only readers asked about
-    # below, so the other tensors (nearly all of a large graph's) are not logged
-    uses: dict[str, list[tuple[int, int]]] = {}
-    for position, node in enumerate(fields):
-        for slot, name in enumerate(node.inputs):
-            if name in derived:
-                uses.setdefault(name, []).append((position, slot))
+    return derived
+
+
+def _read_as_settings(fields: Sequence[NodeFields], derived: set[str], outer: set[str],
+                      uses: dict[str, list[tuple[int, int]]]) -> set[str]:
+    """Of the ``derived`` tensors (none of them ``outer``), those every reader reads in a setting
+    slot or is shape arithmetic itself: walked from the last node back, readers first."""
     arithmetic: set[int] = set()  # positions of shape-arithmetic nodes
     settings: set[str] = set()
+
+    def a_setting(use: tuple[int, int]) -> bool:
+        reader, slot = use
+        if reader in arithmetic:
+            return True
+        rule = rule_for(fields[reader].domain, fields[reader].op_type)
+        return rule is not None and slot in rule.arg_inputs
+
     for position in range(len(fields) - 1, -1, -1):  # readers before the nodes they read
         made = [o for o in fields[position].outputs if o]
         if not made or any(o not in derived or o in outer for o in made):
             continue
-
-        def a_setting(use: tuple[int, int]) -> bool:
-            reader, slot = use
-            if reader in arithmetic:
-                return True
-            rule = rule_for(fields[reader].domain, fields[reader].op_type)
-            return rule is not None and slot in rule.arg_inputs
-
         if all(a_setting(use) for o in made for use in uses.get(o, ())):
             arithmetic.add(position)
             settings.update(made)

@@ -11,20 +11,19 @@ contrib ops and the like), and only fill in what inference leaves unknown.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .evaluator import MAX_VALUE_ELEMENTS, OutputTypes, PartialEvaluator, has_schema
-from .inputs import real_inputs
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, has_subgraph, nested_graphs, read_node_fields
 from ..core.tensors import TensorInfo, UnresolvedDim, has_external_data, info_from_value_info
+from .evaluator import MAX_VALUE_ELEMENTS, OutputTypes, PartialEvaluator, has_schema
+from .inputs import real_inputs
 
 # Initializers larger than this are not read as values (the evaluator keeps up to MAX_VALUE_ELEMENTS).
 MAX_INITIALIZER_VALUE_ELEMENTS = 64
@@ -102,13 +101,39 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
     graph = model.graph
     read = _ValueInfoReader()
     stored = {v.name: read(v) for v in (*graph.value_info, *graph.output)}
-    # outputs of ops without a schema: their stored shapes stay visible
-    opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version for o in model.opset_import}
-    unknown_ops = {kind for kind in {(f.domain, f.op_type) for f in fields} if not has_schema(*kind, opsets)}
-    opaque = {o for f in fields if (f.domain, f.op_type) in unknown_ops for o in f.outputs if o} if unknown_ops else set()
     nested = any(has_subgraph(f.attributes) for f in fields if f.attributes)  # any If, Loop, Scan to look into
     notes: list[str] = []
     tensors: dict[str, TensorInfo] = {}
+    found, subgraphs = _onnx_inference(model, _opaque_outputs(model, fields), nested, notes)
+    read.read_into(found, tensors)
+    _read_subgraphs(subgraphs, read, tensors)
+    if assumed_sizes:
+        _assume_sizes(tensors, assumed_sizes)
+    values = _known_values(graph, subgraphs, tensors, given_values or {})
+    evaluator = PartialEvaluator(model, tensors, values, stored, order, fields, nested, output_types,
+                                 assumed_sizes or {})
+    evaluator.run()
+    notes += _stale_note(stored, tensors)
+    notes += evaluator.rule_notes()
+    notes += _failure_notes(evaluator)
+    inputs = [tensors.get(i.name) or read(i) for i in real_inputs(graph) if i.type.HasField("tensor_type")]
+    return ShapeResult(tensors, values, inputs, _unresolved(inputs), notes, evaluator.failures, evaluator.uninferred)
+
+
+def _opaque_outputs(model: onnx.ModelProto, fields: Sequence[NodeFields]) -> set[str]:
+    """The outputs of ops ONNX has no schema for: their stored shapes stay visible to its inference."""
+    opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version for o in model.opset_import}
+    unknown_ops = {kind for kind in {(f.domain, f.op_type) for f in fields} if not has_schema(*kind, opsets)}
+    if not unknown_ops:
+        return set()
+    return {o for f in fields if (f.domain, f.op_type) in unknown_ops for o in f.outputs if o}
+
+
+def _onnx_inference(model: onnx.ModelProto, opaque: set[str], nested: bool,
+                    notes: list[str]) -> tuple[Iterable[onnx.ValueInfoProto], list[onnx.GraphProto]]:
+    """ONNX's inference over the whole model: the value infos it found and the subgraphs to read
+    (the model's own inputs and subgraphs, with a note, when it fails)."""
+    graph = model.graph
     try:
         with _stored_shapes_hidden(graph, keep=opaque):
             # no data propagation: onnx's allocates one entry per element of every 1-D tensor (an
@@ -120,39 +145,43 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
         found: Iterable[onnx.ValueInfoProto] = chain(
             inferred.graph.value_info, inferred.graph.output, inferred.graph.input
         )
-        subgraphs = list(nested_graphs(inferred.graph)) if nested else []
+        return found, list(nested_graphs(inferred.graph)) if nested else []
     except Exception as exc:  # e.g. a contrib op whose domain the model does not import
         notes.append(
             f"ONNX shape inference failed ({_one_line(exc)}); inferred each node on its own instead, "
             "using the model's stored shapes where that failed"
         )
-        found = graph.input
-        subgraphs = list(nested_graphs(graph))
-    read.read_into(found, tensors)
-    # If branches and Loop/Scan bodies: what inference found inside them (names are model-wide)
+        return graph.input, list(nested_graphs(graph))
+
+
+def _read_subgraphs(subgraphs: list[onnx.GraphProto], read: _ValueInfoReader, tensors: dict[str, TensorInfo]) -> None:
+    """If branches and Loop/Scan bodies: what inference found inside them (names are model-wide)."""
     for subgraph in subgraphs:
         for value_info in (*subgraph.input, *subgraph.value_info, *subgraph.output):
             info = read(value_info)
             if info.name not in tensors or (info.shape is not None and tensors[info.name].shape is None):
                 tensors[info.name] = info
-    if assumed_sizes:
-        _assume_sizes(tensors, assumed_sizes)
+
+
+def _known_values(graph: onnx.GraphProto, subgraphs: list[onnx.GraphProto], tensors: dict[str, TensorInfo],
+                  given_values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The values known before evaluation: small initializers' (of the graph and its subgraphs) and
+    the given inputs'; sets their tensors' shapes."""
     values: dict[str, np.ndarray] = {}
     for tensor in (*graph.initializer, *(t for g in subgraphs for t in g.initializer)):
         tensors[tensor.name] = TensorInfo(tensor.name, tensor.data_type, tuple(tensor.dims))
         if math.prod(tensor.dims) <= MAX_INITIALIZER_VALUE_ELEMENTS and not has_external_data(tensor):
             values[tensor.name] = numpy_helper.to_array(tensor)
-    for name, value in (given_values or {}).items():
+    for name, value in given_values.items():
         values[name] = value
         tensors[name] = TensorInfo(name, tensors[name].dtype if name in tensors else 0, value.shape)
+    return values
 
-    evaluator = PartialEvaluator(model, tensors, values, stored, order, fields, nested, output_types,
-                                  assumed_sizes or {})
-    evaluator.run()
-    notes += _stale_note(stored, tensors)
-    notes += evaluator.rule_notes()
+
+def _failure_notes(evaluator: PartialEvaluator) -> list[str]:
+    """One note per node whose shape inference failed (in an untaken If branch: not counted either way)."""
     untaken = tuple(evaluator.untaken)
-    notes += [
+    return [
         f"shape inference failed on node {label!r} ({op_type}) in an If branch its condition does not take (shown, "
         f"not counted either way): {complaint}" if untaken and label.startswith(untaken) else
         f"shape inference failed on node {label!r} ({op_type}): {complaint}"
@@ -160,19 +189,16 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
         for label, op_type, complaint, count in evaluator.roots
     ]
 
-    inputs = [
-        tensors.get(i.name) or read(i)
-        for i in real_inputs(graph)
-        if i.type.HasField("tensor_type")
-    ]
+
+def _unresolved(inputs: list[TensorInfo]) -> list[UnresolvedDim]:
+    """The graph inputs' dims left without a size (a symbol, or no shape at all)."""
     unresolved = [
         UnresolvedDim(info.name, axis, dim if isinstance(dim, str) else None, info.shape)
         for info in inputs
         for axis, dim in enumerate(info.shape or ())
         if not isinstance(dim, int)
     ]
-    unresolved += [UnresolvedDim(info.name, -1, None) for info in inputs if info.shape is None]
-    return ShapeResult(tensors, values, inputs, unresolved, notes, evaluator.failures, evaluator.uninferred)
+    return unresolved + [UnresolvedDim(info.name, -1, None) for info in inputs if info.shape is None]
 
 
 # Inline weight data above this many bytes is left out of the copy handed to ONNX's inference,

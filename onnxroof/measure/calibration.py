@@ -24,13 +24,13 @@ actually reach on this machine, not the datasheet.
   not the CPU. Without that roof a fp16 node falls back to the fp32 roof
   (``targets.ROOF_PREFERENCE``), which is what a CPU without native fp16 arithmetic does (F16C
   converts, the FMA runs in fp32).
-- **Memory roofs**: a STREAM-style sweep (McCalpin) over working sets from 32 KiB to 8 last-level caches (at least 256 MiB, at most 1 GiB)
-  (steps of sqrt 2), one thread per usable CPU, each on its own float64 arrays (numpy releases
-  the GIL inside its loops). Kernels and the bytes counted per element, as STREAM counts them
-  (write-allocate traffic not counted): copy ``b = a`` 2 x 8, add ``c = a + b`` 3 x 8, triad
-  ``a = b + s c`` 3 x 8 (numpy has no fused multiply-add, so the triad runs in cache-sized
-  blocks through a scratch block that stays in L1/L2; the arrays are streamed once). Each point
-  is the fastest of several repetitions, and the best kernel at each working set is kept.
+- **Memory roofs**: a STREAM-style sweep (McCalpin) over working sets from 32 KiB to 8 last-level
+  caches (at least 256 MiB, at most 1 GiB) (steps of sqrt 2), one thread per usable CPU, each on
+  its own float64 arrays (numpy releases the GIL inside its loops). Kernels and the bytes counted
+  per element, as STREAM counts them (write-allocate traffic not counted): copy ``b = a`` 2 x 8,
+  add ``c = a + b`` 3 x 8, triad ``a = b + s c`` 3 x 8 (numpy has no fused multiply-add, so the
+  triad runs in cache-sized blocks through a scratch block that stays in L1/L2; the arrays are
+  streamed once). Each point is the fastest of several repetitions, and the best kernel at each working set is kept.
 - **Levels** (:func:`onnxroof.measure.roofs.memory_levels`): the DRAM bandwidth is the best over the largest working
   sets (within 4x of the largest); the largest cache plateau is the last run of points at least
   1.3x faster than DRAM; its bandwidth is the best over its top two octaves, and its size is
@@ -56,15 +56,36 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from . import achieved, cold_launch, dram_stall, op_efficiency, rows_efficiency, subnormal
-from .machine import blas_name, cache_text, last_level_cache_bytes, core_text, cpu_model, fit_in_memory, load_average, size_text, usable_cpus
+from .machine import (
+    blas_name,
+    cache_text,
+    core_text,
+    cpu_model,
+    fit_in_memory,
+    last_level_cache_bytes,
+    load_average,
+    size_text,
+    usable_cpus,
+)
 from .roof_kernels import (
-    MAX_BYTES, MIN_BYTES, ONNXRUNTIME_INT8, STREAM_KERNELS, Timer, StreamArrays, blas_threads, blas_variables, matmul_flops,
-    measure_matmul, measure_stream, numpy_in_clean_environment, sweep_sizes,
+    MAX_BYTES,
+    MIN_BYTES,
+    ONNXRUNTIME_INT8,
+    STREAM_KERNELS,
+    StreamArrays,
+    Timer,
+    blas_threads,
+    blas_variables,
+    matmul_flops,
+    measure_matmul,
+    measure_stream,
+    numpy_in_clean_environment,
+    sweep_sizes,
 )
 from .roofs import ROUNDS, Calibration, measured_roofs
 
@@ -98,7 +119,8 @@ def calibrate(seconds: float = DEFAULT_SECONDS, threads: int | None = None, larg
     with blas_threads(threads) as limited:
         result = _calibrate(seconds, threads or usable_cpus(), largest, say, timer, matmul_sizes, smallest, int8_sizes)
     if threads is not None and not limited:
-        result.notes.append(f"--threads {threads} limits the bandwidth sweep only: onnxroof cannot set this BLAS's threads")
+        result.notes.append(f"--threads {threads} limits the bandwidth sweep only: onnxroof cannot set this BLAS's "
+                            "threads")
     result.blas_threads = threads if threads is not None and limited else None
     result.seconds = time.monotonic() - started
     return result
@@ -136,38 +158,11 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
             say(f"round {round_} of {rounds}")
             # compute roof: fp32 over sizes, by numpy and by onnxruntime's MatMul; fp64 and fp16
             # once (comments in the file)
-            measured = [p for p in result.matmul if p.dtype == "float32" and p.method == "numpy"]
-            for n in matmul_sizes:
-                if _left_out(result, measured, n, round_, per_size / 2, f"fp32 matmul n={n}", f"--seconds {seconds:g}"):
-                    continue
-                point = measure_matmul("float32", n, timer, per_size / 2)
-                result.matmul.append(point)
-                measured.append(point)
-                say(f"fp32 matmul n={n:<5} {point.rate.per_second / 1e9:8.1f} GFLOP/s (numpy)")
-                runtime = measure_matmul("float32", n, timer, per_size / 2, method="onnxruntime", threads=threads)
-                if runtime is not None:
-                    result.matmul.append(runtime)
-                    say(f"fp32 matmul n={n:<5} {runtime.rate.per_second / 1e9:8.1f} GFLOP/s (onnxruntime)")
+            _measure_fp32(result, matmul_sizes, round_, per_size / 2, f"--seconds {seconds:g}", threads, timer, say)
             _measure_int8(result, int8_sizes, round_, per_size / 2, threads, timer, say)
             if round_ == 1:
-                for dtype, n in (("float64", min(1024, max(matmul_sizes))), ("float16", min(64, min(matmul_sizes)))):
-                    point = measure_matmul(dtype, n, timer, matmul_budget * 0.075, minimum_call_s=0.01)
-                    result.matmul.append(point)
-                    say(f"{'fp64' if dtype == 'float64' else 'fp16'} matmul n={n:<5} {point.rate.per_second / 1e9:8.2f} GFLOP/s"
-                        + ("  (numpy's float16 matmul is a generic loop, not BLAS: not written as a roof)"
-                           if dtype == "float16" else ""))
-            # memory roofs: the sweep
-            for size in sizes:
-                best = None
-                for kernel in STREAM_KERNELS:
-                    point = measure_stream(arrays, kernel, size, timer, slice_s)
-                    if point is None:
-                        continue
-                    result.stream.append(point)
-                    if best is None or point.rate.per_second > best.rate.per_second:
-                        best = point
-                if best is not None:
-                    say(f"bandwidth {size_text(size):>9} {best.rate.per_second / 1e9:8.1f} GB/s  ({best.kernel})")
+                _measure_fp64_fp16(result, matmul_sizes, matmul_budget * 0.075, timer, say)
+            _sweep(result, arrays, sizes, slice_s, timer, say)  # memory roofs
     finally:
         arrays.close()
     result.matmul.sort(key=lambda p: (p.dtype != "float32", p.dtype, p.method, p.n))
@@ -181,6 +176,53 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
                 f"(numpy in a child process without {', '.join(blas_variables())})")
     _measure_onnxruntime_kernels(result, 0.27 * seconds, threads, say)
     return result
+
+
+def _measure_fp32(result: Calibration, sizes: Sequence[int], round_: int, budget_s: float, limit: str, threads: int,
+                  timer: Timer, say: Progress) -> None:
+    """One round of fp32 matmuls over ``sizes``, by numpy and by onnxruntime's MatMul (a size that
+    would not fit in ``budget_s`` left out)."""
+    measured = [p for p in result.matmul if p.dtype == "float32" and p.method == "numpy"]
+    for n in sizes:
+        if _left_out(result, measured, n, round_, budget_s, f"fp32 matmul n={n}", limit):
+            continue
+        point = measure_matmul("float32", n, timer, budget_s)
+        assert point is not None  # numpy's is always measured (None: onnxruntime missing)
+        result.matmul.append(point)
+        measured.append(point)
+        say(f"fp32 matmul n={n:<5} {point.rate.per_second / 1e9:8.1f} GFLOP/s (numpy)")
+        runtime = measure_matmul("float32", n, timer, budget_s, method="onnxruntime", threads=threads)
+        if runtime is not None:
+            result.matmul.append(runtime)
+            say(f"fp32 matmul n={n:<5} {runtime.rate.per_second / 1e9:8.1f} GFLOP/s (onnxruntime)")
+
+
+def _measure_fp64_fp16(result: Calibration, sizes: Sequence[int], budget_s: float, timer: Timer,
+                       say: Progress) -> None:
+    """One fp64 matmul (at most n = 1024) and one fp16 (at most n = 64), in the first round."""
+    for dtype, n in (("float64", min(1024, max(sizes))), ("float16", min(64, min(sizes)))):
+        point = measure_matmul(dtype, n, timer, budget_s, minimum_call_s=0.01)
+        assert point is not None  # numpy's is always measured (None: onnxruntime missing)
+        result.matmul.append(point)
+        say(f"{'fp64' if dtype == 'float64' else 'fp16'} matmul n={n:<5} {point.rate.per_second / 1e9:8.2f} GFLOP/s"
+            + ("  (numpy's float16 matmul is a generic loop, not BLAS: not written as a roof)"
+               if dtype == "float16" else ""))
+
+
+def _sweep(result: Calibration, arrays: StreamArrays, sizes: Sequence[int], slice_s: float, timer: Timer,
+           say: Progress) -> None:
+    """One round of the bandwidth sweep: every stream kernel at every size."""
+    for size in sizes:
+        best = None
+        for kernel in STREAM_KERNELS:
+            point = measure_stream(arrays, kernel, size, timer, slice_s)
+            if point is None:
+                continue
+            result.stream.append(point)
+            if best is None or point.rate.per_second > best.rate.per_second:
+                best = point
+        if best is not None:
+            say(f"bandwidth {size_text(size):>9} {best.rate.per_second / 1e9:8.1f} GB/s  ({best.kernel})")
 
 
 def _left_out(result: Calibration, measured: list, n: int, round_: int, budget_s: float, what: str, limit: str) -> bool:
@@ -224,7 +266,8 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
     say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
     if result.run_overhead_s:
         say(f"onnxruntime run {result.run_overhead_s * 1e6:.2f} µs beyond its kernels")
-    result.cold_launch_s = cold_launch.measure_cold_launch_s(result.launch_overhead_s, max(0.08 * budget_s, 0.8), threads)
+    result.cold_launch_s = cold_launch.measure_cold_launch_s(result.launch_overhead_s, max(0.08 * budget_s, 0.8),
+                                                             threads)
     if result.cold_launch_s:
         say(f"onnxruntime launch {result.cold_launch_s * 1e6:.2f} µs per kernel when the run streams past the caches")
     if threads > 1:
@@ -236,7 +279,8 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
     if result.subnormal_s:
         say(f"onnxruntime softmax {result.subnormal_s * 1e9:.2f} ns per exp underflowed to a subnormal (a causal mask)")
     result.copy_bytes_per_s = achieved.measure_copy_bandwidth(max(0.1 * budget_s, 0.3), threads)
-    say(f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "
+    # (not None: onnxruntime is there, its launch line was measured)
+    say(f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "  # type: ignore[operator]
         f"{size_text(4 * achieved.COPY_ELEMENTS)})")
     roofs = measured_roofs(result)
     result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say)

@@ -10,9 +10,10 @@ import os
 import statistics
 from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
 
@@ -52,6 +53,18 @@ def kernel_medians(events: Iterable[dict], warmup: int = 0) -> tuple[dict[str, t
     events = list(events)
     windows = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
                      if e.get("cat") == "Session" and e.get("name") == "model_run" and "ts" in e and "dur" in e)
+    per_run, ops = _kernel_seconds_per_run(events, windows, warmup)
+    measured = sorted(per_run)
+    medians = {name: (op, statistics.median(per_run[run].get(name, 0.0) for run in measured))
+               for name, op in ops.items() if any(name in per_run[run] for run in measured)}
+    wall = [(end - start) * 1e-6 for run, (start, end) in enumerate(windows) if run >= warmup]
+    return medians, len(measured), statistics.median(wall) if wall else None
+
+
+def _kernel_seconds_per_run(events: list[dict], windows: list[tuple[float, float]],
+                            warmup: int) -> tuple[dict[int, dict[str, float]], dict[str, str]]:
+    """run -> kernel -> its seconds in that run (the runs from ``warmup`` on; one run 0 when the
+    profile has no run ``windows``), and kernel -> its op, of every top-level kernel event."""
     kernels = sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith(_KERNEL_SUFFIX)
                       and "ts" in e and "dur" in e), key=lambda e: (e["ts"], -e["dur"]))
     starts = [start for start, _ in windows]
@@ -59,12 +72,9 @@ def kernel_medians(events: Iterable[dict], warmup: int = 0) -> tuple[dict[str, t
     ops: dict[str, str] = {}
     enclosing: dict[Any, float] = {}  # thread -> end of the last top-level kernel
     for event in kernels:
-        if windows:
-            run = bisect_right(starts, event["ts"]) - 1
-            if run < 0 or event["ts"] > windows[run][1]:
-                continue  # outside every run (e.g. a kernel run while initializing)
-        else:
-            run = 0
+        run = _run_of(event["ts"], starts, windows)
+        if run is None:
+            continue  # outside every run (e.g. a kernel run while initializing)
         thread = event.get("tid")
         end = enclosing.get(thread, -math.inf)
         if event["ts"] < end and event["ts"] + event["dur"] <= end:
@@ -74,11 +84,15 @@ def kernel_medians(events: Iterable[dict], warmup: int = 0) -> tuple[dict[str, t
         ops.setdefault(name, str(event.get("args", {}).get("op_name", "")))
         if run >= warmup or not windows:
             per_run[run][name] += event["dur"] * 1e-6
-    measured = sorted(per_run)
-    medians = {name: (op, statistics.median(per_run[run].get(name, 0.0) for run in measured)) for name, op in ops.items()
-               if any(name in per_run[run] for run in measured)}
-    wall = [(end - start) * 1e-6 for run, (start, end) in enumerate(windows) if run >= warmup]
-    return medians, len(measured), statistics.median(wall) if wall else None
+    return per_run, ops
+
+
+def _run_of(start: float, starts: list[float], windows: list[tuple[float, float]]) -> int | None:
+    """The run whose window holds an event starting at ``start`` (0 with no windows), or None."""
+    if not windows:
+        return 0
+    run = bisect_right(starts, start) - 1
+    return None if run < 0 or start > windows[run][1] else run
 
 
 def kernel_sizes(events: Iterable[dict]) -> dict[str, tuple[int, int, int]]:
@@ -96,7 +110,8 @@ def kernel_sizes(events: Iterable[dict]) -> dict[str, tuple[int, int, int]]:
         if name in sizes or "output_size" not in args:
             continue
         try:
-            sizes[name] = (int(args.get("activation_size", 0)), int(args.get("parameter_size", 0)), int(args["output_size"]))
+            sizes[name] = (int(args.get("activation_size", 0)), int(args.get("parameter_size", 0)),
+                           int(args["output_size"]))
         except (TypeError, ValueError):
             continue
     return sizes
@@ -136,13 +151,13 @@ class OptimizedGraph:
     inputs: frozenset[str] = frozenset()
 
     @classmethod
-    def from_model(cls, model: "onnx.ModelProto") -> "OptimizedGraph":
+    def from_model(cls, model: onnx.ModelProto) -> OptimizedGraph:
         graph = model.graph
         return cls({node.name: (tuple(node.input), tuple(node.output), node.op_type) for node in graph.node},
                    frozenset(t.name for t in graph.initializer), frozenset(i.name for i in graph.input))
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "OptimizedGraph":
+    def from_dict(cls, data: Mapping) -> OptimizedGraph:
         return cls({name: (tuple(io[0]), tuple(io[1]), io[2]) for name, io in data["nodes"].items()},
                    frozenset(data.get("initializers", ())), frozenset(data.get("inputs", ())))
 

@@ -36,8 +36,9 @@ tensor names survive and step 2 decides.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..core.enums import TextEnum
 from ..cost.records import NodeStatus
@@ -107,7 +108,7 @@ def _moves_data(op_type: str) -> bool:
     return op_type in _ONNXRUNTIME_MOVEMENT_OPS or bool(traits_of("", op_type) & _REARRANGES)
 
 
-def map_profile(events: Any, analysis: "Analysis", warmup: int = 0,
+def map_profile(events: Any, analysis: Analysis, warmup: int = 0,
                 weights: Mapping[str, float] | None = None, optimized: OptimizedGraph | None = None) -> ProfileMapping:
     """Map an onnxruntime profile's kernels to ``analysis``'s nodes (see the module docstring).
 
@@ -119,24 +120,72 @@ def map_profile(events: Any, analysis: "Analysis", warmup: int = 0,
     medians, runs, wall = kernel_medians(loaded, warmup)
     sizes, split = kernel_sizes(loaded), kernel_splits(loaded)
     records = {r.name: r for r in analysis.nodes}
-    tensors = analysis.tensors
     kernels = [KernelTime(name, op, seconds, sizes=sizes.get(name), split=name in split)
                for name, (op, seconds) in medians.items()]
-    owner: dict[str, KernelTime] = {}  # node -> kernel covering it
-    named: dict[str, KernelTime] = {}  # node -> the kernel that carries its name
+    claims = _Claims(records, analysis.tensors)
+    claims.by_name(kernels)
+    if optimized is not None:
+        claims.by_structure(kernels, optimized)
+    claims.by_op(kernels)
+    removed, waiting = claims.by_neighbourhood([r.name for r in analysis.nodes if r.name not in claims.owner])
+    seconds: dict[str, float] = {name: 0.0 for name in removed}
     for kernel in kernels:
-        node = _node_for_kernel(kernel.name, records, tensors)
-        if node is not None and node not in named:
-            named[node] = owner[node] = kernel
-            kernel.nodes.append(node)
+        kernel.nodes.sort(key=lambda n: records[n].index)
+        kernel.shares = _split(kernel, records, weights, claims.named)
+        for node, share in kernel.shares.items():
+            seconds[node] = seconds.get(node, 0.0) + share
+    order = {r.name: r.index for r in analysis.nodes}
+    return ProfileMapping(
+        seconds=dict(sorted(seconds.items(), key=lambda item: order[item[0]])),
+        kernels=kernels,
+        kernel_of={node: kernel.name for node, kernel in claims.owner.items()},
+        removed=removed,
+        not_seen=waiting,
+        runs=runs,
+        run_seconds=wall,
+    )
 
-    def claim(kernel: KernelTime, nodes: Iterable[str]) -> None:
+
+class _Claims:
+    """Which kernel covers each node, claimed step by step (the first claim of a node holds)."""
+
+    def __init__(self, records: Mapping, tensors: Mapping):
+        self.records = records  # node name -> its record
+        self.tensors = tensors
+        self.owner: dict[str, KernelTime] = {}  # node -> kernel covering it
+        self.named: dict[str, KernelTime] = {}  # node -> the kernel that carries its name
+
+    def claim(self, kernel: KernelTime, nodes: Iterable[str]) -> None:
         for node in nodes:
-            if node not in owner:
-                owner[node] = kernel
+            if node not in self.owner:
+                self.owner[node] = kernel
                 kernel.nodes.append(node)
 
-    if optimized is not None:  # by structure: the nodes between a kernel's inputs and outputs
+    def single_consumer_producers(self, name: str) -> list[str]:
+        """Producers of ``name``'s activation inputs of which ``name`` is the only consumer."""
+        found = []
+        for tensor_name in dict.fromkeys(self.records[name].inputs):
+            tensor = self.tensors.get(tensor_name)
+            if tensor and tensor.producer in self.records and set(tensor.consumers) == {name}:
+                found.append(tensor.producer)
+        return found
+
+    def only_consumer(self, name: str) -> str | None:
+        tensors = self.tensors
+        consumers = {c for out in self.records[name].outputs if out in tensors for c in tensors[out].consumers}
+        return next(iter(consumers)) if len(consumers) == 1 and next(iter(consumers)) in self.records else None
+
+    def by_name(self, kernels: list[KernelTime]) -> None:
+        """Step 1: each kernel covers the node it is named after (the first kernel so named)."""
+        for kernel in kernels:
+            node = _node_for_kernel(kernel.name, self.records, self.tensors)
+            if node is not None and node not in self.named:
+                self.named[node] = self.owner[node] = kernel
+                kernel.nodes.append(node)
+
+    def by_structure(self, kernels: list[KernelTime], optimized: OptimizedGraph) -> None:
+        """Step 2: each kernel covers the original nodes between its inputs and outputs."""
+        records, tensors = self.records, self.tensors
         available = optimized.available()
         by_name = {k.name: k for k in kernels}
         producer_of = {t: name for name, (_, outputs, _) in optimized.nodes.items() for t in outputs}
@@ -146,72 +195,48 @@ def map_profile(events: Any, analysis: "Analysis", warmup: int = 0,
             for tensor in optimized.nodes[kernel.name][1]:
                 if tensor not in tensors or tensors[tensor].producer not in records:
                     continue  # a tensor onnxruntime made up: nothing of the original graph ends here
-                target = _structural_owner(kernel, records[tensors[tensor].producer].op_type, optimized, producer_of, by_name)
+                op_type = records[tensors[tensor].producer].op_type
+                target = _structural_owner(kernel, op_type, optimized, producer_of, by_name)
                 if target is not None:
-                    claim(target, _walk_up(tensor, target, optimized.nodes[target.name][0], available, records,
-                                           tensors, owner))
+                    self.claim(target, _walk_up(tensor, target, optimized.nodes[target.name][0], available, records,
+                                                tensors, self.owner))
 
-    def single_consumer_producers(name: str) -> list[str]:
-        """Producers of ``name``'s activation inputs of which ``name`` is the only consumer."""
-        found = []
-        for tensor_name in dict.fromkeys(records[name].inputs):
-            tensor = tensors.get(tensor_name)
-            if tensor and tensor.producer in records and set(tensor.consumers) == {name}:
-                found.append(tensor.producer)
-        return found
+    def by_op(self, kernels: list[KernelTime]) -> None:
+        """Step 3: a renamed kernel whose op is not its node's (activation_0_nchwc is a Conv)
+        covers the chain above its node up to the node of its op."""
+        for kernel in kernels:
+            if len(kernel.nodes) != 1:
+                continue
+            node = kernel.nodes[0]
+            wanted = _FUSED_OPS.get(kernel.op_type, kernel.op_type)
+            if not wanted or self.records[node].op_type == wanted:
+                continue
+            self.claim(kernel, _chain_up_to(node, wanted, self.single_consumer_producers, self.records, self.owner))
 
-    def only_consumer(name: str) -> str | None:
-        consumers = {c for out in records[name].outputs if out in tensors for c in tensors[out].consumers}
-        return next(iter(consumers)) if len(consumers) == 1 and next(iter(consumers)) in records else None
-
-    # a renamed kernel whose op is not its node's (activation_0_nchwc is a Conv) covers the chain
-    # above its node up to the node of its op
-    for kernel in kernels:
-        if len(kernel.nodes) != 1:
-            continue
-        node = kernel.nodes[0]
-        wanted = _FUSED_OPS.get(kernel.op_type, kernel.op_type)
-        if not wanted or records[node].op_type == wanted:
-            continue
-        claim(kernel, _chain_up_to(node, wanted, single_consumer_producers, records, owner))
-    removed: list[str] = []
-    pending = [r.name for r in analysis.nodes if r.name not in owner]
-    for name in pending:
-        if not _does_work(records[name]):
-            removed.append(name)
-    waiting = [name for name in pending if name not in set(removed)]
-    changed = True
-    while waiting and changed:
-        changed = False
-        for name in waiting:  # join the producer's kernel (model order: producers first)
-            for producer in single_consumer_producers(name):
-                if producer in owner:
-                    claim(owner[producer], [name])
+    def by_neighbourhood(self, pending: list[str]) -> tuple[list[str], list[str]]:
+        """Step 4: of the nodes no kernel covers yet, those that do no work were removed; the others
+        join their producer's or their only consumer's kernel, until none does. Returns the removed
+        nodes and those left without a kernel."""
+        removed = [name for name in pending if not _does_work(self.records[name])]
+        waiting = [name for name in pending if name not in set(removed)]
+        owner = self.owner
+        changed = True
+        while waiting and changed:
+            changed = False
+            for name in waiting:  # join the producer's kernel (model order: producers first)
+                for producer in self.single_consumer_producers(name):
+                    if producer in owner:
+                        self.claim(owner[producer], [name])
+                        changed = True
+                        break
+            waiting = [name for name in waiting if name not in owner]
+            for name in reversed(waiting):  # else the only consumer's kernel
+                consumer = self.only_consumer(name)
+                if consumer is not None and consumer in owner:
+                    self.claim(owner[consumer], [name])
                     changed = True
-                    break
-        waiting = [name for name in waiting if name not in owner]
-        for name in reversed(waiting):  # else the only consumer's kernel
-            consumer = only_consumer(name)
-            if consumer is not None and consumer in owner:
-                claim(owner[consumer], [name])
-                changed = True
-        waiting = [name for name in waiting if name not in owner]
-    seconds: dict[str, float] = {name: 0.0 for name in removed}
-    for kernel in kernels:
-        kernel.nodes.sort(key=lambda n: records[n].index)
-        kernel.shares = _split(kernel, records, weights, named)
-        for node, share in kernel.shares.items():
-            seconds[node] = seconds.get(node, 0.0) + share
-    order = {r.name: r.index for r in analysis.nodes}
-    return ProfileMapping(
-        seconds=dict(sorted(seconds.items(), key=lambda item: order[item[0]])),
-        kernels=kernels,
-        kernel_of={node: kernel.name for node, kernel in owner.items()},
-        removed=removed,
-        not_seen=waiting,
-        runs=runs,
-        run_seconds=wall,
-    )
+            waiting = [name for name in waiting if name not in owner]
+        return removed, waiting
 
 
 def _does_work(record) -> bool:
@@ -258,8 +283,8 @@ def _walk_up(tensor: str, kernel: KernelTime, inputs: Iterable[str], available: 
     return covered
 
 
-def parse_profile(events_json: Any, analysis: "Analysis", warmup: int = 0,
-                  weights: Mapping[str, float] | None = None, optimized: OptimizedGraph | None = None) -> dict[str, float]:
+def parse_profile(events_json: Any, analysis: Analysis, warmup: int = 0, weights: Mapping[str, float] | None = None,
+                  optimized: OptimizedGraph | None = None) -> dict[str, float]:
     """{node name: measured seconds} from an onnxruntime profile (a path, JSON text or the
     parsed events): the median over the runs after ``warmup`` (see :func:`map_profile`)."""
     return map_profile(events_json, analysis, warmup, weights, optimized).seconds
@@ -305,7 +330,8 @@ def _chain_up_to(node: str, op_type: str, producers, records: Mapping, owner: Ma
     return []
 
 
-def _split(kernel: KernelTime, records: Mapping, weights: Mapping[str, float] | None, named: Mapping) -> dict[str, float]:
+def _split(kernel: KernelTime, records: Mapping, weights: Mapping[str, float] | None,
+           named: Mapping) -> dict[str, float]:
     """The kernel's time over its nodes, in proportion to ``weights`` (else FLOPs); all of it to
     the node it is named after when the weights are all zero."""
     if not kernel.nodes:
@@ -355,8 +381,8 @@ class NodeComparison:
 
 @dataclass
 class ProfileResult:
-    analysis: "Analysis"
-    target: "TargetReport"  # onnxroof's prediction
+    analysis: Analysis
+    target: TargetReport  # onnxroof's prediction
     mapping: ProfileMapping
     nodes: list[NodeComparison]
     optimization: str
@@ -366,8 +392,9 @@ class ProfileResult:
     wall_s: float | None = None  # median seconds per run without the profiler (session.run, timed in Python)
     notes: list[str] = field(default_factory=list)
     unattributed_s: float = 0.0  # predicted for the kernels with no ONNX node (profile_run.unattributed_kernel_s)
-    by_rules: "TargetReport | None" = None  # the prediction under the target's fusion policy (what report says)
-    # the fastest run without the profiler, or (profile_model's wall_seconds) the fastest ~5 ms batch's mean: the roofs' statistic
+    by_rules: TargetReport | None = None  # the prediction under the target's fusion policy (what report says)
+    # the fastest run without the profiler, or (profile_model's wall_seconds) the fastest ~5 ms batch's mean:
+    # the roofs' statistic
     wall_fastest_s: float | None = None
 
     @property

@@ -18,11 +18,12 @@ searches the orders, ``spill.py`` plans the spills, ``liveness.py`` runs the who
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate
 from operator import attrgetter
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..ops import OpTrait, traits_of
 
@@ -90,7 +91,8 @@ class MemoryProblem:
         return tuple(
             Buffer(name, size, frozenset(made), frozenset(read), uses.tensors.get(index, (name,)),
                    index < uses.from_start, index in uses.to_end)
-            for index, (name, size, made, read) in enumerate(zip(self.buffer_names, self.buffer_bytes, made_by, read_by))
+            for index, (name, size, made, read)
+            in enumerate(zip(self.buffer_names, self.buffer_bytes, made_by, read_by))
         )
 
     @cached_property
@@ -129,7 +131,8 @@ class Schedule:
 # Buffers
 
 
-def build_problem(graph: CostGraph, *, concat_in_place: bool = True, elementwise_in_place: bool = False) -> MemoryProblem:
+def build_problem(graph: CostGraph, *, concat_in_place: bool = True,
+                  elementwise_in_place: bool = False) -> MemoryProblem:
     """The buffers of a cost DAG (graph stage), one pass over its nodes and tensors."""
     tensors = graph.tensors
     sizes = {
@@ -150,13 +153,58 @@ def problem_from_records(
     activation (tensors missing from it are parameters, constants or of unknown size)."""
     inputs, outputs = set(inputs), set(outputs)
     if consumers is None and elementwise_in_place:
-        consumers = {}
-        for record in records:
-            for name in dict.fromkeys(n for n in record.inputs if n):
-                consumers[name] = consumers.get(name, 0) + 1
+        consumers = _count_consumers(records)
+    aliases = _find_aliases(records, sizes, inputs, outputs, consumers, elementwise_in_place)
+    slices = _concat_slices(aliases, sizes, inputs, outputs) if concat_in_place else _ConcatSlices({}, set())
+    table = _BufferTable(sizes, outputs)
+    for name in inputs & sizes.keys():
+        table.new_buffer(name)
+    table.uses.from_start = len(table.names)
+    # without views or slices, every tensor owns its buffer
+    owner = _owner_function(aliases.root, slices.owner) if aliases.root or slices.owner else None
+    touched = _walk_steps(table, records, sizes, outputs, owner)
+    _add_subgraph_scratch(table, aliases.nested, touched)
+    uses, index_of = table.uses, table.index_of
+    for buffer, tensors_in in table.guests.items():
+        uses.tensors[index_of[buffer]] = tuple(dict.fromkeys([buffer, *tensors_in]))
+    last = len(records) - 1
+    ends = uses.to_end
+    spans = [
+        _span(index < uses.from_start, index in ends or read < 0, first, made, read, last)
+        for index, (first, made, read) in enumerate(zip(table.first_made, table.last_made, table.last_read))
+    ]
+    order = tuple(map(attrgetter("name"), records))
+    # with a node name repeated, lifetimes() and the lower bound go by names, not steps: leave it to them
+    unique = len(set(order)) == len(order)
+    return MemoryProblem(order, tuple(table.names), tuple(table.sizes_of), uses, concat_in_place,
+                         elementwise_in_place, tuple(records), len(slices.owner), tuple(spans) if unique else None,
+                         tuple(touched) if unique else None, frozenset(slices.in_place_concats))
 
-    root: dict[str, str] = {}  # tensor -> the tensor owning its memory
-    concats, nested = [], []
+
+def _count_consumers(records: list) -> dict[str, int]:
+    """tensor -> the number of nodes reading it (a node reading it twice counts once)."""
+    consumers: dict[str, int] = {}
+    for record in records:
+        for name in dict.fromkeys(n for n in record.inputs if n):
+            consumers[name] = consumers.get(name, 0) + 1
+    return consumers
+
+
+@dataclass(slots=True)
+class _Aliases:
+    """What one pass over the nodes finds before the buffers: who shares whose memory."""
+
+    root: dict[str, str] = field(default_factory=dict)  # tensor -> the tensor owning its memory
+    concats: list = field(default_factory=list)  # the Concat nodes, in order
+    nested: list = field(default_factory=list)  # (step, node) of the nodes with subgraphs
+
+
+def _find_aliases(records: list, sizes: dict[str, int], inputs: set[str], outputs: set[str],
+                  consumers: dict[str, int] | None, elementwise_in_place: bool) -> _Aliases:
+    """Views (and, with ``elementwise_in_place``, single-consumer elementwise ops) write into
+    their input 0's buffer; also collects the Concats and the nodes with subgraphs."""
+    aliases = _Aliases()
+    root, concats, nested = aliases.root, aliases.concats, aliases.nested
     for step, record in enumerate(records):
         if record.subgraphs:
             nested.append((step, record))
@@ -170,26 +218,42 @@ def problem_from_records(
         data = [n for n in record.inputs if n in sizes]
         if aliasing and data and record.outputs and record.outputs[0] in sizes:
             root[record.outputs[0]] = root.get(data[0], data[0])
-        elif elementwise_in_place and _in_place_candidate(record, data, sizes, consumers, outputs, inputs):
+        elif elementwise_in_place and _in_place_candidate(record, data, sizes, consumers or {}, outputs, inputs):
             root[record.outputs[0]] = root.get(data[0], data[0])
-    concat_owner: dict[str, str] = {}  # tensor -> the concat output it is written into
-    in_place_concats: set[str] = set()  # Concats all of whose inputs are written into their buffer
-    if concat_in_place:
-        claimed: set[str] = set()
-        for record in concats:
-            if not record.outputs or record.outputs[0] not in sizes:
-                continue
-            written = 0  # inputs written straight into this Concat's buffer
-            for name in record.inputs:
-                source = root.get(name, name)
-                if name in sizes and source not in inputs and source not in claimed and source not in outputs:
-                    claimed.add(source)
-                    concat_owner[source] = root.get(record.outputs[0], record.outputs[0])
-                    written += 1
-            # an input it must copy (a graph input, a stored constant, one another Concat took, one
-            # given twice) leaves it a copy kernel
-            if record.inputs and written == len(record.inputs):
-                in_place_concats.add(record.name)
+    return aliases
+
+
+@dataclass(slots=True)
+class _ConcatSlices:
+    owner: dict[str, str]  # tensor -> the concat output it is written into
+    in_place_concats: set[str]  # Concats all of whose inputs are written into their buffer
+
+
+def _concat_slices(aliases: _Aliases, sizes: dict[str, int], inputs: set[str], outputs: set[str]) -> _ConcatSlices:
+    """Each Concat input written straight into a slice of the Concat's buffer: one made by a node
+    of this graph, not an output, and not already taken by an earlier Concat."""
+    root = aliases.root
+    slices = _ConcatSlices({}, set())
+    claimed: set[str] = set()
+    for record in aliases.concats:
+        if not record.outputs or record.outputs[0] not in sizes:
+            continue
+        written = 0  # inputs written straight into this Concat's buffer
+        for name in record.inputs:
+            source = root.get(name, name)
+            if name in sizes and source not in inputs and source not in claimed and source not in outputs:
+                claimed.add(source)
+                slices.owner[source] = root.get(record.outputs[0], record.outputs[0])
+                written += 1
+        # an input it must copy (a graph input, a stored constant, one another Concat took, one
+        # given twice) leaves it a copy kernel
+        if record.inputs and written == len(record.inputs):
+            slices.in_place_concats.add(record.name)
+    return slices
+
+
+def _owner_function(root: dict[str, str], concat_owner: dict[str, str]) -> Callable[[str], str]:
+    """tensor -> the tensor owning the buffer it lives in."""
 
     def owner(name: str) -> str:
         # a concat slice's own views and in-place results live in the concat buffer too
@@ -202,44 +266,54 @@ def problem_from_records(
             name = root.get(concat_owner[name], concat_owner[name])
         return name
 
-    # One pass over the nodes in order gives each buffer's columns (name, bytes, first and last
-    # step allocating it, last step reading it: the model order's lifetimes), the bytes each step
-    # touches (the lower bound's terms), and a log of who allocates and reads what, from which
-    # the Buffer objects are built only if a later stage asks for them. Plain lists of ints, as
-    # a hundred thousand small objects per graph would cost more than all the rest.
-    index_of: dict[str, int] = {}  # buffer (its owning tensor) -> its index
-    names: list[str] = []
-    sizes_of: list[int] = []
-    first_made: list[int] = []  # 0 when nothing allocates it
-    last_made: list[int] = []  # -1 when nothing allocates it
-    last_read: list[int] = []  # -1 when nothing reads it
-    uses = _Uses()
-    ends = uses.to_end  # buffers holding a graph output
-    guests: dict[str, list[str]] = {}  # buffer -> the other tensors living in it (views, slices)
+    return owner
 
-    def new_buffer(name: str) -> int:
-        index_of[name] = index = len(names)
-        names.append(name)
-        sizes_of.append(sizes[name])
-        first_made.append(0)
-        last_made.append(-1)
-        last_read.append(-1)
-        if name in outputs:
-            ends.add(index)
+
+@dataclass(slots=True)
+class _BufferTable:
+    """The buffers' columns as they are found: name, bytes, first and last step allocating it,
+    last step reading it (the model order's lifetimes), and the log of who allocates and reads
+    what, from which the Buffer objects are built only if a later stage asks for them. Plain
+    lists of ints, as a hundred thousand small objects per graph would cost more than all the rest."""
+
+    sizes: dict[str, int]  # every activation's bytes
+    outputs: set[str]  # the graph's outputs
+    index_of: dict[str, int] = field(default_factory=dict)  # buffer (its owning tensor) -> its index
+    names: list[str] = field(default_factory=list)
+    sizes_of: list[int] = field(default_factory=list)
+    first_made: list[int] = field(default_factory=list)  # 0 when nothing allocates it
+    last_made: list[int] = field(default_factory=list)  # -1 when nothing allocates it
+    last_read: list[int] = field(default_factory=list)  # -1 when nothing reads it
+    uses: _Uses = field(default_factory=_Uses)
+    guests: dict[str, list[str]] = field(default_factory=dict)  # buffer -> the other tensors living in it
+
+    def new_buffer(self, name: str) -> int:
+        self.index_of[name] = index = len(self.names)
+        self.names.append(name)
+        self.sizes_of.append(self.sizes[name])
+        self.first_made.append(0)
+        self.last_made.append(-1)
+        self.last_read.append(-1)
+        if name in self.outputs:
+            self.uses.to_end.add(index)
         return index
 
-    for name in inputs & sizes.keys():
-        new_buffer(name)
-    uses.from_start = len(names)
-    shared = bool(root or concat_owner)  # without views or slices, every tensor owns its buffer
+
+def _walk_steps(table: _BufferTable, records: list, sizes: dict[str, int], outputs: set[str],
+                owner: Callable[[str], str] | None) -> list[int]:
+    """Runs the nodes in order into ``table``; returns the bytes each step touches (the buffers
+    it allocates or reads, each once: the lower bound's terms)."""
+    index_of, new_buffer, guests = table.index_of, table.new_buffer, table.guests
+    sizes_of, first_made, last_made, last_read = table.sizes_of, table.first_made, table.last_made, table.last_read
+    ends = table.uses.to_end
+    log_node, log_event = table.uses.nodes, table.uses.events
     touched: list[int] = []
-    log_node, log_event = uses.nodes, uses.events
     for step, record in enumerate(records):
         node = record.name
-        touches = 0  # bytes of the buffers this node allocates or reads, each once
+        touches = 0
         for name in record.outputs:
             if name in sizes:
-                buffer = owner(name) if shared else name
+                buffer = owner(name) if owner else name
                 index = index_of.get(buffer)
                 if index is None:
                     index = new_buffer(buffer)
@@ -256,7 +330,7 @@ def problem_from_records(
                     log_event.append(index)
         for name in record.inputs:
             if name in sizes:
-                buffer = owner(name) if shared else name
+                buffer = owner(name) if owner else name
                 index = index_of.get(buffer)
                 if index is None:
                     index = new_buffer(buffer)
@@ -267,33 +341,25 @@ def problem_from_records(
                     log_node.append(node)
                     log_event.append(~index)
         touched.append(touches)
-    # If/Loop/Scan: while the node runs, its subgraph's own peak is live too (a scratch buffer)
+    return touched
+
+
+def _add_subgraph_scratch(table: _BufferTable, nested: list, touched: list[int]) -> None:
+    """If/Loop/Scan: while the node runs, its subgraph's own peak is live too (a scratch buffer)."""
+    uses = table.uses
     for step, record in nested:
         scratch = max((subgraph_peak(sub) for sub in record.subgraphs.values()), default=0)
         if scratch:
-            index = len(names)
-            names.append(f"{record.name} (subgraph working set)")
-            sizes_of.append(scratch)
-            first_made.append(step)
-            last_made.append(step)
-            last_read.append(step)
+            index = len(table.names)
+            table.names.append(f"{record.name} (subgraph working set)")
+            table.sizes_of.append(scratch)
+            table.first_made.append(step)
+            table.last_made.append(step)
+            table.last_read.append(step)
             uses.tensors[index] = ()
-            log_node += (record.name, record.name)
-            log_event += (index, ~index)
+            uses.nodes += (record.name, record.name)
+            uses.events += (index, ~index)
             touched[step] += scratch
-    for buffer, tensors_in in guests.items():
-        uses.tensors[index_of[buffer]] = tuple(dict.fromkeys([buffer, *tensors_in]))
-    last = len(records) - 1
-    spans = [
-        _span(index < uses.from_start, index in ends or read < 0, first, made, read, last)
-        for index, (first, made, read) in enumerate(zip(first_made, last_made, last_read))
-    ]
-    order = tuple(map(attrgetter("name"), records))
-    # with a node name repeated, lifetimes() and the lower bound go by names, not steps: leave it to them
-    unique = len(set(order)) == len(order)
-    return MemoryProblem(order, tuple(names), tuple(sizes_of), uses, concat_in_place, elementwise_in_place,
-                         tuple(records), len(concat_owner), tuple(spans) if unique else None,
-                         tuple(touched) if unique else None, frozenset(in_place_concats))
 
 
 def subgraph_peak(subgraph) -> int:
@@ -317,7 +383,7 @@ def _in_place_candidate(record, data: list[str], sizes: dict[str, int], consumer
 # Liveness of one order
 
 
-def lifetimes(problem: MemoryProblem, order: Sequence[str]) -> list[tuple[int, int]]:
+def lifetimes(problem: MemoryProblem, order: Sequence[str]) -> Sequence[tuple[int, int]]:
     """(first step, last step) each buffer is live under ``order``."""
     if order is problem.model_order and problem.model_spans is not None:
         return problem.model_spans

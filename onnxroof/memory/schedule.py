@@ -16,8 +16,8 @@ from __future__ import annotations
 import heapq
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..core.text import escaped
 from .problem import MemoryProblem, Schedule, largest_layer_bytes, schedule_peak
@@ -101,64 +101,82 @@ def greedy_order(problem: MemoryProblem) -> list[str]:
     touches (a buffer they allocate is now allocated; the one user left now frees it), so only
     those are re-keyed: near-linear in the graph, however many nodes are ready at once.
     """
-    nodes = problem.model_order
-    rank = {node: i for i, node in enumerate(nodes)}
-    buffers = problem.buffers
-    allocates: dict[str, list[int]] = {n: [] for n in nodes}
-    touches: dict[str, list[int]] = {n: [] for n in nodes}
-    users_of: list[frozenset[str]] = []
-    remaining = []  # nodes that still have to run before a buffer can be freed
-    for index, buffer in enumerate(buffers):
-        for node in buffer.allocators:
-            allocates[node].append(index)
-        users = buffer.readers | buffer.allocators
-        for node in users:
-            touches[node].append(index)
-        users_of.append(users)
-        remaining.append(len(users))
-    allocated = [b.from_start or not b.allocators for b in buffers]
-    freeable = [not b.to_end and bool(b.readers) for b in buffers]
-    waiting = {node: len(problem.predecessors[node]) for node in nodes}
-    successors: dict[str, list[str]] = {node: [] for node in nodes}
-    for node, preds in problem.predecessors.items():
-        for pred in preds:
-            successors[pred].append(node)
-
-    keys: dict[str, tuple[int, int, int]] = {}  # ready node -> its current key
-    heap: list[tuple[int, int, int, str]] = []
-
-    def push(node: str) -> None:
-        new = sum(buffers[i].bytes for i in allocates[node] if not allocated[i])
-        freed = sum(buffers[i].bytes for i in touches[node] if remaining[i] == 1 and freeable[i])
-        keys[node] = key = (new, new - freed, rank[node])
-        heapq.heappush(heap, (*key, node))
-
-    for node in nodes:
-        if waiting[node] == 0:
-            push(node)
+    ready = _ReadyNodes(problem)
+    for node in problem.model_order:
+        if ready.waiting[node] == 0:
+            ready.push(node)
     order = []
-    while heap:
-        new, net, position, best = heapq.heappop(heap)
-        if keys.get(best) != (new, net, position):
-            continue  # stale: the node was re-keyed since this entry was pushed
-        del keys[best]
+    while (best := ready.pop()) is not None:
         order.append(best)
-        rekey: set[str] = set()
-        for i in allocates[best]:
-            if not allocated[i]:
-                allocated[i] = True
-                rekey.update(n for n in buffers[i].allocators if n in keys)
-        for i in touches[best]:
-            remaining[i] -= 1
-            if remaining[i] == 1 and freeable[i]:
-                rekey.update(n for n in users_of[i] if n in keys)
-        for node in rekey:
-            push(node)
-        for successor in successors[best]:
-            waiting[successor] -= 1
-            if waiting[successor] == 0:
-                push(successor)
+        ready.run(best)
     return order
+
+
+class _ReadyNodes:
+    """The greedy order's state: the ready nodes in a heap by key, and what decides the keys."""
+
+    def __init__(self, problem: MemoryProblem):
+        nodes = problem.model_order
+        self.rank = {node: i for i, node in enumerate(nodes)}
+        self.buffers = buffers = problem.buffers
+        self.allocates: dict[str, list[int]] = {n: [] for n in nodes}  # node -> buffers it allocates
+        self.touches: dict[str, list[int]] = {n: [] for n in nodes}  # node -> buffers it allocates or reads
+        self.users_of: list[frozenset[str]] = []
+        self.remaining: list[int] = []  # nodes that still have to run before a buffer can be freed
+        for index, buffer in enumerate(buffers):
+            for node in buffer.allocators:
+                self.allocates[node].append(index)
+            users = buffer.readers | buffer.allocators
+            for node in users:
+                self.touches[node].append(index)
+            self.users_of.append(users)
+            self.remaining.append(len(users))
+        self.allocated = [b.from_start or not b.allocators for b in buffers]
+        self.freeable = [not b.to_end and bool(b.readers) for b in buffers]
+        self.waiting = {node: len(problem.predecessors[node]) for node in nodes}
+        self.successors: dict[str, list[str]] = {node: [] for node in nodes}
+        for node, preds in problem.predecessors.items():
+            for pred in preds:
+                self.successors[pred].append(node)
+        self.keys: dict[str, tuple[int, int, int]] = {}  # ready node -> its current key
+        self.heap: list[tuple[int, int, int, str]] = []
+
+    def push(self, node: str) -> None:
+        """(Re-)key a ready node: the bytes it allocates, those minus what it frees, its position."""
+        buffers, allocated, remaining, freeable = self.buffers, self.allocated, self.remaining, self.freeable
+        new = sum(buffers[i].bytes for i in self.allocates[node] if not allocated[i])
+        freed = sum(buffers[i].bytes for i in self.touches[node] if remaining[i] == 1 and freeable[i])
+        self.keys[node] = key = (new, new - freed, self.rank[node])
+        heapq.heappush(self.heap, (*key, node))
+
+    def pop(self) -> str | None:
+        """The ready node of the lowest key, taken off the heap; None when none is ready."""
+        while self.heap:
+            new, net, position, best = heapq.heappop(self.heap)
+            if self.keys.get(best) == (new, net, position):
+                del self.keys[best]
+                return best
+            # else stale: the node was re-keyed since this entry was pushed
+        return None
+
+    def run(self, best: str) -> None:
+        """``best`` runs: re-key the other users of the buffers it touches, push what it made ready."""
+        buffers, keys = self.buffers, self.keys
+        rekey: set[str] = set()
+        for i in self.allocates[best]:
+            if not self.allocated[i]:
+                self.allocated[i] = True
+                rekey.update(n for n in buffers[i].allocators if n in keys)
+        for i in self.touches[best]:
+            self.remaining[i] -= 1
+            if self.remaining[i] == 1 and self.freeable[i]:
+                rekey.update(n for n in self.users_of[i] if n in keys)
+        for node in rekey:
+            self.push(node)
+        for successor in self.successors[best]:
+            self.waiting[successor] -= 1
+            if self.waiting[successor] == 0:
+                self.push(successor)
 
 
 def best_order(problem: MemoryProblem, state_limit: int = EXACT_STATE_LIMIT) -> SearchResult:
@@ -182,11 +200,13 @@ def best_order_from(problem: MemoryProblem, model: Schedule, lower_bound: int, s
         return SearchResult(incumbent, method, 0, "meets the largest-layer lower bound: optimal")
     bounds = f"between the lower bound {lower_bound:,} B and the model-order peak {model.peak_bytes:,} B"
     if len(problem.model_order) > EXACT_NODE_LIMIT:
-        note = f"{len(problem.model_order):,} nodes: over the exact search's {EXACT_NODE_LIMIT:,}; heuristic result, {bounds}"
+        note = (f"{len(problem.model_order):,} nodes: over the exact search's {EXACT_NODE_LIMIT:,}; "
+                f"heuristic result, {bounds}")
         return SearchResult(incumbent, method, 0, note)
     exact = _exact(problem, incumbent.peak_bytes, state_limit)
     if exact is None:
-        note = f"exact search ran out of its budget ({state_limit:,} states or {EXACT_SECONDS:g} s); heuristic result, {bounds}"
+        note = (f"exact search ran out of its budget ({state_limit:,} states or {EXACT_SECONDS:g} s); "
+                f"heuristic result, {bounds}")
         return SearchResult(incumbent, method, state_limit, note)
     order, states = exact
     if order is None:  # nothing beats the incumbent: it came from elsewhere, the search proved it optimal
@@ -258,9 +278,11 @@ def _exact(problem: MemoryProblem, bound: int, state_limit: int,
         sys.setrecursionlimit(depth)
     if peak >= bound:
         return None, len(memo)
-    order, done = [], 0
+    order: list[str] = []
+    done = 0
     while done != search.full:
         node = memo[done][1]
+        assert node is not None  # the memo's chain from the empty set reaches every node: peak < bound
         order.append(node)
         done |= search.bit[node]
     return order, len(memo)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
-from .problem import MemoryProblem
+from .problem import Buffer, MemoryProblem
+
 
 @dataclass
 class SpillPlan:
@@ -33,96 +34,133 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
         # without building the Buffer objects (a fused kernel's internals take no space, so a
         # long fused chain lands here)
         return SpillPlan(capacity_bytes, 0)
-    position = {node: step for step, node in enumerate(order)}
-    buffers = problem.buffers
-    uses: dict[int, list[int]] = {}
-    needed: list[list[int]] = [[] for _ in order]
-    for index, buffer in enumerate(buffers):
-        steps = sorted({position[n] for n in buffer.readers | buffer.allocators})
-        uses[index] = steps
-        for step in steps:
-            needed[step].append(index)
-    plan = SpillPlan(capacity_bytes, 0)
-    resident: dict[int, int] = {}  # buffer -> bytes, on chip
-    resident_bytes = 0
-    evicted: set[int] = set()
-    spilled: set[str] = set()
-    # the step after which a buffer is dead (never, for the model's outputs)
-    last = {index: (len(order) if buffers[index].to_end else (steps[-1] if steps else 0)) for index, steps in uses.items()}
-    dying: list[list[int]] = [[] for _ in range(len(order) + 1)]
-    for index, step in last.items():
-        dying[min(step, len(order))].append(index)
-
-    def next_use(index: int, step: int) -> int:
-        steps = uses[index]
-        later = bisect.bisect_right(steps, step)
-        return steps[later] if later < len(steps) else (len(order) + 1 if buffers[index].to_end else 10**18)
-
-    # the resident buffers, farthest next use first, ties in the order they became resident: a
-    # heap of (-next use, arrival, buffer) with stale entries skipped (``key`` holds the live
-    # one), so an eviction does not sort every resident buffer again (20,000 branches a Sum
-    # joins are resident at once)
-    heap: list[tuple[int, int, int]] = []
-    key: dict[int, tuple[int, int]] = {}  # resident buffer -> its entry in the heap
-    arrivals = itertools.count()
-
-    def mark(index: int, step: int) -> None:
-        entry = key[index] = (-next_use(index, step), key[index][1] if index in key else next(arrivals))
-        heapq.heappush(heap, (*entry, index))
-
+    chip = _OnChip(problem.buffers, order, capacity_bytes)
+    plan = chip.plan
     for step, node in enumerate(order):
-        working = needed[step]
-        working_bytes = sum(buffers[i].bytes for i in working)
-        extra = 0
-        if working_bytes > capacity_bytes:
+        working = chip.needed[step]
+        if sum(chip.buffers[i].bytes for i in working) > capacity_bytes:
             plan.streamed.append(node)
-            for index in working:
-                buffer = buffers[index]
-                # the roofline already charges reading the model's inputs and writing its outputs
-                if not (buffer.from_start or (buffer.to_end and node in buffer.allocators)):
-                    extra += buffer.bytes
-                resident_bytes -= resident.pop(index, 0)
-                key.pop(index, None)
-                if not buffer.from_start:
-                    evicted.add(index)  # now in DRAM: its next reader reads it back
+            extra = chip.stream(node, working)
         else:
-            for index in working:
-                if index in evicted and index not in resident:
-                    extra += buffers[index].bytes  # reload
-                    evicted.discard(index)
-                if index not in resident:
-                    resident[index] = buffers[index].bytes
-                    resident_bytes += buffers[index].bytes
-                mark(index, step)  # used now: its next use moves on
-            if resident_bytes > capacity_bytes:
-                in_use = set(working)
-                held = []  # entries of the buffers this step uses: not victims, kept for later steps
-                while resident_bytes > capacity_bytes and heap:
-                    entry = heapq.heappop(heap)
-                    victim = entry[2]
-                    if key.get(victim) != entry[:2]:
-                        continue  # stale: evicted, dead, or used since
-                    if victim in in_use:
-                        held.append(entry)
-                        continue
-                    del key[victim]
-                    if -entry[0] < 10**18:
-                        # written back to be read again later; a model output is written to DRAM
-                        # anyway (the roofline charges that write), so it costs only its reload
-                        if not buffers[victim].to_end:
-                            extra += buffers[victim].bytes
-                        evicted.add(victim)
-                        if buffers[victim].name not in spilled:
-                            spilled.add(buffers[victim].name)
-                            plan.spilled.append(buffers[victim].name)
-                    resident_bytes -= resident.pop(victim)
-                for entry in held:
-                    heapq.heappush(heap, entry)
-        for index in dying[step]:
-            if index in resident and not buffers[index].to_end:
-                resident_bytes -= resident.pop(index)
-                del key[index]
+            extra = chip.load(working, step)
+            if chip.resident_bytes > capacity_bytes:
+                extra += chip.evict(set(working))
+        chip.drop_dead(step)
         if extra:
             plan.per_node[node] = extra
             plan.extra_dram_bytes += extra
     return plan
+
+
+_NEVER = 10**18  # the next use of a buffer nothing reads again
+
+
+class _OnChip:
+    """The buffers resident on chip as the steps of ``order`` run, and the plan they make."""
+
+    def __init__(self, buffers: Sequence[Buffer], order: Sequence[str], capacity_bytes: int):
+        self.buffers = buffers
+        self.steps = len(order)
+        self.capacity_bytes = capacity_bytes
+        self.plan = SpillPlan(capacity_bytes, 0)
+        position = {node: step for step, node in enumerate(order)}
+        self.uses: dict[int, list[int]] = {}  # buffer -> the steps using it, in order
+        self.needed: list[list[int]] = [[] for _ in order]  # step -> the buffers it uses
+        for index, buffer in enumerate(buffers):
+            steps = sorted({position[n] for n in buffer.readers | buffer.allocators})
+            self.uses[index] = steps
+            for step in steps:
+                self.needed[step].append(index)
+        # the step after which a buffer is dead (never, for the model's outputs)
+        last = {index: (len(order) if buffers[index].to_end else (steps[-1] if steps else 0))
+                for index, steps in self.uses.items()}
+        self.dying: list[list[int]] = [[] for _ in range(len(order) + 1)]
+        for index, step in last.items():
+            self.dying[min(step, len(order))].append(index)
+        self.resident: dict[int, int] = {}  # buffer -> bytes, on chip
+        self.resident_bytes = 0
+        self.evicted: set[int] = set()
+        self.spilled: set[str] = set()
+        # the resident buffers, farthest next use first, ties in the order they became resident: a
+        # heap of (-next use, arrival, buffer) with stale entries skipped (``key`` holds the live
+        # one), so an eviction does not sort every resident buffer again (20,000 branches a Sum
+        # joins are resident at once)
+        self.heap: list[tuple[int, int, int]] = []
+        self.key: dict[int, tuple[int, int]] = {}  # resident buffer -> its entry in the heap
+        self.arrivals = itertools.count()
+
+    def next_use(self, index: int, step: int) -> int:
+        steps = self.uses[index]
+        later = bisect.bisect_right(steps, step)
+        return steps[later] if later < len(steps) else (self.steps + 1 if self.buffers[index].to_end else _NEVER)
+
+    def mark(self, index: int, step: int) -> None:
+        key = self.key
+        entry = key[index] = (-self.next_use(index, step), key[index][1] if index in key else next(self.arrivals))
+        heapq.heappush(self.heap, (*entry, index))
+
+    def stream(self, node: str, working: list[int]) -> int:
+        """A step whose working set does not fit streams it from DRAM: the extra bytes."""
+        extra = 0
+        for index in working:
+            buffer = self.buffers[index]
+            # the roofline already charges reading the model's inputs and writing its outputs
+            if not (buffer.from_start or (buffer.to_end and node in buffer.allocators)):
+                extra += buffer.bytes
+            self.resident_bytes -= self.resident.pop(index, 0)
+            self.key.pop(index, None)
+            if not buffer.from_start:
+                self.evicted.add(index)  # now in DRAM: its next reader reads it back
+        return extra
+
+    def load(self, working: list[int], step: int) -> int:
+        """The step's buffers made resident (an evicted one read back): the extra bytes."""
+        extra = 0
+        for index in working:
+            size = self.buffers[index].bytes
+            if index in self.evicted and index not in self.resident:
+                extra += size  # reload
+                self.evicted.discard(index)
+            if index not in self.resident:
+                self.resident[index] = size
+                self.resident_bytes += size
+            self.mark(index, step)  # used now: its next use moves on
+        return extra
+
+    def evict(self, in_use: set[int]) -> int:
+        """Evict the farthest-used buffers not ``in_use`` until the rest fit: the extra bytes."""
+        extra = 0
+        held = []  # entries of the buffers this step uses: not victims, kept for later steps
+        heap, key, buffers = self.heap, self.key, self.buffers
+        while self.resident_bytes > self.capacity_bytes and heap:
+            entry = heapq.heappop(heap)
+            victim = entry[2]
+            if key.get(victim) != entry[:2]:
+                continue  # stale: evicted, dead, or used since
+            if victim in in_use:
+                held.append(entry)
+                continue
+            del key[victim]
+            if -entry[0] < _NEVER:
+                # written back to be read again later; a model output is written to DRAM
+                # anyway (the roofline charges that write), so it costs only its reload
+                if not buffers[victim].to_end:
+                    extra += buffers[victim].bytes
+                self.evicted.add(victim)
+                self._note_spilled(buffers[victim].name)
+            self.resident_bytes -= self.resident.pop(victim)
+        for entry in held:
+            heapq.heappush(heap, entry)
+        return extra
+
+    def _note_spilled(self, name: str) -> None:
+        if name not in self.spilled:
+            self.spilled.add(name)
+            self.plan.spilled.append(name)
+
+    def drop_dead(self, step: int) -> None:
+        """The buffers dead after ``step`` leave the chip (a model output stays to the end)."""
+        for index in self.dying[step]:
+            if index in self.resident and not self.buffers[index].to_end:
+                self.resident_bytes -= self.resident.pop(index)
+                del self.key[index]

@@ -20,10 +20,11 @@ output bin per input sample.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from math import log2, prod
 
-from .base import NodeView, OpCost, OutputType, UnknownValue, register
 from . import _shapes as shape_rules
+from .base import NodeView, OpCost, OutputType, UnknownValue, register
 from .elementwise import FAST_GELU_FLOPS
 
 # ------------------------------------------------------------------------------------ Gemm, MatMul
@@ -49,9 +50,10 @@ def matmul(node: NodeView) -> OpCost:
     k = a[-1]
     output = node.outputs[0] if node.outputs else None
     b = node.inputs[1] if len(node.inputs) > 1 else None
-    if (output is None or not output.is_known) and b is not None and b.is_known \
-            and b.shape[-2 if len(b.shape) > 1 else 0] == k:  # a contrib op's output (MatMulInteger16, ...)
-        outputs = prod(shape_rules.matmul(a, b.shape))  # type: ignore[arg-type]
+    b_shape = b.shape if b is not None and b.is_known else None
+    if (output is None or not output.is_known) and b_shape is not None \
+            and b_shape[-2 if len(b_shape) > 1 else 0] == k:  # a contrib op's output (MatMulInteger16, ...)
+        outputs = prod(shape_rules.matmul(a, b_shape))  # type: ignore[arg-type]
     else:
         outputs = node.output_elements(0)
     macs = outputs * k
@@ -134,59 +136,82 @@ def einsum_plan(equation: str, shapes: list[tuple[int, ...]]) -> tuple[list[str]
     equation = equation.replace(" ", "")
     lhs, arrow, rhs = equation.partition("->")
     terms = [_term_labels(term, len(shape)) for term, shape in zip(lhs.split(","), shapes)]
+    output = _output_labels(terms, rhs if arrow else None)
+    operands = [list(dict.fromkeys(labels)) for labels in terms]  # a repeated label is a diagonal: a view
+    last_use = {label: index for index, labels in enumerate(operands) for label in labels}
+    plan = _EinsumPlan(_label_sizes(terms, shapes))
+    first = operands[0]
+    current = plan.sum_out(first, {label for label in first if last_use[label] == 0 and label not in output})
+    for index in range(1, len(operands)):
+        reduced = {label for label, last in last_use.items() if last == index and label not in output}
+        current = plan.contract(current, operands[index], reduced)
+    return plan.steps, plan.macs, plan.reduce_flops
+
+
+def _label_sizes(terms: list[list[str]], shapes: list[tuple[int, ...]]) -> dict[str, int]:
+    """label -> its size (broadcast: a 1 meets the real size)."""
     sizes: dict[str, int] = {}
     for labels, shape in zip(terms, shapes):
         for label, size in zip(labels, shape):
-            sizes[label] = max(sizes.get(label, 1), size)  # broadcast: a 1 meets the real size
-    ellipsis_rank = max((sum(1 for label in labels if label.startswith(".")) for labels in terms), default=0)
-    if arrow:
+            sizes[label] = max(sizes.get(label, 1), size)
+    return sizes
+
+
+def _output_labels(terms: list[list[str]], rhs: str | None) -> set[str]:
+    """The labels the result keeps: the right-hand side's, or (implicit mode, ``rhs`` None) the
+    ellipsis dims and the labels used exactly once."""
+    if rhs is not None:
+        ellipsis_rank = max((sum(1 for label in labels if label.startswith(".")) for labels in terms), default=0)
         explicit_rank = len(rhs.replace(_ELLIPSIS, "")) + (ellipsis_rank if _ELLIPSIS in rhs else 0)
-        output = set(_term_labels(rhs, explicit_rank))
-    else:  # implicit mode: the ellipsis dims and the labels used exactly once
-        counts: dict[str, int] = {}
-        for labels in terms:
-            for label in labels:
-                counts[label] = counts.get(label, 0) + 1
-        output = {label for label, count in counts.items() if count == 1 or label.startswith(".")}
-    operands = [list(dict.fromkeys(labels)) for labels in terms]  # a repeated label is a diagonal: a view
-    last_use = {label: index for index, labels in enumerate(operands) for label in labels}
+        return set(_term_labels(rhs, explicit_rank))
+    counts: dict[str, int] = {}
+    for labels in terms:
+        for label in labels:
+            counts[label] = counts.get(label, 0) + 1
+    return {label for label, count in counts.items() if count == 1 or label.startswith(".")}
 
-    def size_of(labels: list[str]) -> int:
-        return prod(sizes[label] for label in labels)
 
-    def name(labels: list[str]) -> str:
-        text = "".join("…" if label.startswith(".") else label for label in labels)
-        while "……" in text:  # one mark for the whole ellipsis
-            text = text.replace("……", "…")
-        return text or "scalar"
+@dataclass
+class _EinsumPlan:
+    """The steps of a left-to-right plan as they are taken, and their MACs and adds."""
 
-    steps: list[str] = []
-    reduce_flops = 0
+    sizes: dict[str, int]  # label -> size
+    steps: list[str] = field(default_factory=list)
+    macs: int = 0
+    reduce_flops: int = 0
 
-    def sum_out(labels: list[str], drop: set[str]) -> list[str]:
-        nonlocal reduce_flops
+    def size_of(self, labels: list[str]) -> int:
+        return prod(self.sizes[label] for label in labels)
+
+    def sum_out(self, labels: list[str], drop: set[str]) -> list[str]:
+        """``labels`` with ``drop`` summed out (size(labels) - size(kept) adds)."""
         kept = [label for label in labels if label not in drop]
         if len(kept) < len(labels):
-            adds = size_of(labels) - size_of(kept)
-            reduce_flops += adds
-            steps.append(f"sum {name(labels)}->{name(kept)}: {adds:,} adds")
+            adds = self.size_of(labels) - self.size_of(kept)
+            self.reduce_flops += adds
+            self.steps.append(f"sum {_labels_name(labels)}->{_labels_name(kept)}: {adds:,} adds")
         return kept
 
-    current = sum_out(operands[0], {label for label in operands[0] if last_use[label] == 0 and label not in output})
-    macs = 0
-    for index in range(1, len(operands)):
-        right = operands[index]
-        reduced = {label for label, last in last_use.items() if last == index and label not in output}
-        current = sum_out(current, {label for label in reduced if label not in right})
-        right = sum_out(right, {label for label in reduced if label not in current})
+    def contract(self, current: list[str], right: list[str], reduced: set[str]) -> list[str]:
+        """One pair: each side first sums out the reduced labels the other lacks; then the product
+        of every label of the pair, in MACs."""
+        current = self.sum_out(current, {label for label in reduced if label not in right})
+        right = self.sum_out(right, {label for label in reduced if label not in current})
         union = list(dict.fromkeys([*current, *right]))
-        step_macs = size_of(union)
-        macs += step_macs
+        step_macs = self.size_of(union)
+        self.macs += step_macs
         result = [label for label in union if label not in reduced]
-        steps.append(f"{name(current)},{name(right)}->{name(result)}: "
-                     f"{'·'.join(str(sizes[label]) for label in union) or '1'} = {step_macs:,} MACs")
-        current = result
-    return steps, macs, reduce_flops
+        self.steps.append(f"{_labels_name(current)},{_labels_name(right)}->{_labels_name(result)}: "
+                          f"{'·'.join(str(self.sizes[label]) for label in union) or '1'} = {step_macs:,} MACs")
+        return result
+
+
+def _labels_name(labels: list[str]) -> str:
+    """The labels as an equation writes them, one mark for the whole ellipsis."""
+    text = "".join("…" if label.startswith(".") else label for label in labels)
+    while "……" in text:
+        text = text.replace("……", "…")
+    return text or "scalar"
 
 
 def einsum(node: NodeView) -> OpCost:

@@ -22,22 +22,33 @@ at every sample (a formula is refused where its class, and so its figures, chang
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from ..roofline.kernels import REUSE_CLASSES, reuse_class
-from .polynomials import (LARGE, Polynomial, common_factor, divided, envelope, evaluate, fit, monomial_text, ordered,
-                          polynomial_text, si_text, span_text)
-from ..roofline.targets import EFFICIENCY_CLASSES, LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
-
+from ..roofline.kernels import reuse_class
 from ..roofline.placement import Bound
+from ..roofline.targets import LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT
+from .polynomials import (
+    LARGE,
+    Polynomial,
+    common_factor,
+    divided,
+    envelope,
+    evaluate,
+    monomial_text,
+    ordered,
+    polynomial_text,
+    si_text,
+    span_text,
+)
 
 if TYPE_CHECKING:
-    from ..roofline.placement import TargetReport
+    pass
 
 BOUNDS = (Bound.COMPUTE, Bound.DRAM, Bound.ONCHIP)  # a kernel's roofs; on a tie, the first wins
-BOUND_WORDS = {Bound.COMPUTE: "compute-bound", Bound.DRAM: "DRAM-bound", Bound.ONCHIP: "on-chip-bound"}
+BOUND_WORDS: dict[str, str] = {Bound.COMPUTE: "compute-bound", Bound.DRAM: "DRAM-bound", Bound.ONCHIP: "on-chip-bound"}
 SHOWN_KERNELS = 6  # the kernels whose bound the text states: those with the largest shares
 
 
@@ -121,7 +132,7 @@ class LatencyFormula:
     holds_from: int | None = None  # the first value (every dim alike) it holds at, when not 1
     holds_from_text: str | None = None
     stop_reason: str | None = None  # why it stops holding past holds_to
-    beyond: "LatencyFormula | None" = None  # past a spill's start: the settled spill plan's formula
+    beyond: LatencyFormula | None = None  # past a spill's start: the settled spill plan's formula
     # kernels whose fill of the target's parallel units changes with the dims (whole waves of
     # tiles, a step function): their compute is at the full roof, so the formula is a lower bound
     waves_left_out: list[str] = field(default_factory=list)
@@ -167,8 +178,8 @@ class LatencyFormula:
         large = (LARGE,) * len(self.dims)
         polynomial: Polynomial = {}
         for group in self.groups:
-            _add(polynomial, {(0,) * len(self.dims): group.launch_s}, group.count)
-            _add(polynomial, group.roof_time(large), group.count)
+            add_into(polynomial, {(0,) * len(self.dims): group.launch_s}, group.count)
+            add_into(polynomial, group.roof_time(large), group.count)
         return {m: c for m, c in polynomial.items() if c}
 
     def bound_text(self, group: KernelTerms) -> str:
@@ -208,184 +219,7 @@ class LatencyFormula:
                                   for g in dominant + [g for g in self.switching() if g not in dominant]]}
 
 
-def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
-           samples: tuple[int, ...], check: tuple[int, ...]) -> LatencyFormula:
-    """The latency formula the placements ``reports`` (at every point of the grid of ``samples``
-    per dim, and at ``check``) give: each kernel's work fitted exactly, alike kernels grouped,
-    and in one dim the ranges; ``refuted`` says why not (a kernel that changes between the
-    samples). ``latency_ranges`` checks where it holds."""
-    result = LatencyFormula(target, dims)
-    grid = [p for p in reports if p != check]
-    names = {p: [k.name for k in r.nodes] for p, r in reports.items()}
-    if len({tuple(n) for n in names.values()}) > 1:
-        result.refuted = "the kernels differ between the dims' values (fusion decided by sizes)"
-        return result
-    spilled = [p for p, r in reports.items() if r.spill_bytes]
-    result.spills = bool(spilled)
-    first = reports[grid[0]]
-    dram_rate = Fraction(first.target.dram_bytes_per_s.value)
-    onchip_rate = Fraction(first.target.onchip_bytes_per_s.value) if first.target.onchip_bytes_per_s else None
-    rates = {Bound.DRAM: dram_rate, Bound.ONCHIP: onchip_rate}
-    kernels: list[KernelTerms] = []
-    for position, name in enumerate(names[grid[0]]):
-        kernel_of = {p: r.nodes[position] for p, r in reports.items()}
-        placements = {p: k.placement for p, k in kernel_of.items()}
-        launches = {q.overhead_s for q in placements.values()}
-        efficiencies = {q.efficiency for q in placements.values()}
-        if len(launches) > 1:
-            with_launch = next(p for p in placements if placements[p].overhead_s)
-            without = next(p for p in placements if not placements[p].overhead_s)
-            result.refuted = f"kernel {name} launches at {point_text(dims, with_launch)} but not at {point_text(dims, without)}"
-            return result
-        launch = launches.pop()
-        rows = {q.efficiency_rows for q in placements.values()} - {None}
-        if rows and len(efficiencies) > 1:  # a curve in log(rows) is no polynomial: refuse, do not fit it
-            curve = first.target.rows_curve(first.nodes[position].placement.kernel_class,
-                                            first.nodes[position].placement.roof)
-            result.refuted = (f"kernel {name}'s efficiency follows its output rows ({min(rows):,} to {max(rows):,} at "
-                              f"the fitted values) along efficiency.{curve}.by_rows, a curve in log(rows): no "
-                              "polynomial in the dims")
-            return result
-        fills = {q.parallel_fraction for q in placements.values()}
-        if len(fills) > 1:  # whole waves of tiles: a step function of the sizes, no polynomial
-            result.waves_left_out.append(name)  # at the full roof: the formula is a lower bound
-            fill = Fraction(1)
-        else:
-            fill = Fraction(fills.pop())  # the same share everywhere: the compute roof is lower by it
-        # a mixed-type kernel (int8 with its fp32 dequantization) runs each roof's FLOPs at that
-        # roof's peak: its compute time is the sum of each share over its peak
-        roofs = sorted({r for k in kernel_of.values() for r in k.flops_by_roof})
-        works = {(Bound.COMPUTE, roof): (lambda k, roof=roof: k.flops_by_roof.get(roof, 0)) for roof in roofs}
-        works[(Bound.DRAM, None)] = lambda k: k.placement.dram_bytes
-        works[(Bound.ONCHIP, None)] = lambda k: k.placement.onchip_bytes
-        terms: dict[str, Polynomial] = {}
-        for (bound, roof), read in works.items():
-            polynomial = fit(grid, [read(kernel_of[p]) for p in grid], samples)
-            if polynomial is None or evaluate(polynomial, check) != read(kernel_of[check]):
-                work = f"FLOPs on the {roof} roof" if roof else f"{bound.replace('onchip', 'on-chip')} bytes"
-                result.refuted = (f"activations spill off chip at {point_text(dims, spilled[0])}, and the spill plan "
-                                  "changes between the fitted values" if spilled and bound == Bound.DRAM else
-                                  f"kernel {name}'s {work} are no polynomial in {', '.join(dims)}")
-                return result
-            rate = Fraction(first.target.peak_ops_per_s[roof].value) * fill if roof else rates[bound]
-            if polynomial and rate:
-                _add(terms.setdefault(bound, {}), {m: Fraction(c) / rate for m, c in polynomial.items()}, 1)
-        by_op = {q.op_efficiency for q in placements.values()}
-        if by_op != {None} and (len(by_op) > 1 or len(efficiencies) > 1):
-            result.refuted = f"kernel {name}: its by_op and class efficiencies change with the dims"
-            return result
-        kernel = KernelTerms(name, reports[grid[0]].nodes[position].op_type, 1, terms,
-                             Fraction(launch) if terms or launch else Fraction(0), Fraction(efficiencies.pop()))
-        op_efficiency = by_op.pop()
-        if op_efficiency is not None:  # the op's figure on the near roofs: their times over it, not the class's
-            _scale_near_terms(terms, kernel.efficiency / Fraction(op_efficiency), onchip_rate is not None)
-            kernels.append(kernel)
-            continue
-        # where the target's gemv, depthwise and gemm efficiencies differ, the efficiency follows the
-        # class the kernel's reuse decides, also past the samples (attention's AV is depthwise below
-        # 32 attended positions)
-        target_applies = all(q.efficiency == first.target.efficiency_of(q.kernel_class) for q in placements.values())
-        by_reuse = len({first.target.efficiency_of(c) for c in REUSE_CLASSES}) > 1 and target_applies
-        if efficiencies or (by_reuse and all(k.reuse is not None for k in kernel_of.values())):
-            refused = _class_efficiency(kernel, kernel_of, grid, check, samples, first.target)
-            if refused and efficiencies:
-                result.refuted = f"kernel {name}: {refused}"
-                return result
-            if refused:
-                kernel.reuse = None
-        kernels.append(kernel)
-    result.kernels = len(kernels)
-    result.kernel_names = names[grid[0]]
-    result.launches = sum(1 for k in reports[grid[0]].nodes if k.placement.overhead_s)
-    result.weights_on_chip_bytes = first.weights_on_chip_bytes
-    result.per_kernel = kernels
-    result.groups = _alike(kernels)
-    if len(dims) == 1:
-        result.ranges = _ranges(result.groups)
-    return result
-
-
-def _scale_near_terms(terms: dict[str, Polynomial], ratio: Fraction, has_onchip: bool) -> None:
-    """Scale the compute and on-chip terms (and DRAM's on a target with no on-chip level) by
-    ``ratio`` (class efficiency / op efficiency), so that over the class's efficiency they give
-    the time at the op's, as ``placement.roofline`` does."""
-    for bound, polynomial in terms.items():
-        if bound != Bound.DRAM or not has_onchip:
-            terms[bound] = {m: c * ratio for m, c in polynomial.items()}
-
-
-def _class_efficiency(kernel: KernelTerms, kernel_of: Mapping, grid: list, check: tuple, samples: tuple, target) -> str | None:
-    """Give ``kernel`` its class's efficiency as a function of the dims: fit the MACs, weights and
-    outputs its class is decided by, and check that the class they give at every sample is the
-    one the placement ran at. Returns why not, or None."""
-    if any(kernel_of[p].reuse is None for p in grid + [check]):
-        return "its efficiency changes with the dims, not by its class"
-    if any(kernel_of[p].placement.efficiency_rows is not None for p in grid + [check]):
-        return "its efficiency follows its output rows (a by_rows curve) as well as its class"
-    reuse = []
-    for index in range(3):
-        polynomial = fit(grid, [kernel_of[p].reuse[index] for p in grid], samples)
-        if polynomial is None or evaluate(polynomial, check) != kernel_of[check].reuse[index]:
-            return "the figures its class is decided by are no polynomial"
-        reuse.append(polynomial)
-    kernel.reuse = (reuse[0], reuse[1], reuse[2])
-    kernel.class_efficiency = {name: Fraction(target.efficiency_of(name)) for name in EFFICIENCY_CLASSES}
-    for point in grid + [check]:
-        if kernel.efficiency_at(point) != Fraction(kernel_of[point].placement.efficiency):
-            return "its efficiency is not its class's"
-    return None
-
-
-def _alike(kernels: list[KernelTerms]) -> list[KernelTerms]:
-    groups: dict[tuple, KernelTerms] = {}
-    for kernel in kernels:
-        reuse = tuple(tuple(sorted(p.items())) for p in kernel.reuse) if kernel.reuse else None
-        key = (tuple(sorted((b, tuple(sorted(t.items()))) for b, t in kernel.terms.items())), kernel.launch_s,
-               kernel.efficiency, reuse)
-        if key in groups:
-            groups[key].count += 1
-        else:
-            groups[key] = replace(kernel, count=1)
-    return list(groups.values())
-
-
-def _ranges(groups: list[KernelTerms]) -> list[Range]:
-    """One dim: cut the dim where any kernel's bound changes; over each range the latency is one
-    polynomial."""
-    cuts = {1}
-    per_group = [bound_pieces(group) for group in groups]
-    for group, pieces in zip(groups, per_group):
-        cuts.update(p.start for p in pieces)
-        cuts.update(group.class_cuts())
-    ranges: list[Range] = []
-    ordered_cuts = sorted(cuts)
-    for position, start in enumerate(ordered_cuts):
-        end = ordered_cuts[position + 1] - 1 if position + 1 < len(ordered_cuts) else None
-        polynomial: Polynomial = {}
-        counts: Counter = Counter()
-        for group, pieces in zip(groups, per_group):  # each kernel's bound and class hold over the range
-            _add(polynomial, {(0,): group.launch_s}, group.count)
-            if pieces:
-                # the envelope's piece, not the bound at ``start``: at a tie it is the roof that holds after
-                bound = list(group.terms)[next(p for p in reversed(pieces) if p.start <= start).index]
-                _add(polynomial, group.roof_time((start,), bound), group.count)
-                counts[bound] += group.count
-        ranges.append(Range(start, end, {m: c for m, c in polynomial.items() if c}, counts))
-    return _merged(ranges)
-
-
-def _merged(ranges: list[Range]) -> list[Range]:
-    """Adjacent ranges with the same polynomial and bounds as one (a class cut that changed nothing)."""
-    merged: list[Range] = []
-    for r in ranges:
-        if merged and merged[-1].polynomial == r.polynomial and merged[-1].bounds == r.bounds:
-            merged[-1] = Range(merged[-1].start, r.end, r.polynomial, r.bounds)
-        else:
-            merged.append(r)
-    return merged
-
-
-def _add(total: Polynomial, polynomial: Polynomial, times: int) -> None:
+def add_into(total: Polynomial, polynomial: Polynomial, times: int) -> None:
     for monomial, coefficient in polynomial.items():
         total[monomial] = total.get(monomial, 0) + times * coefficient
 
@@ -456,7 +290,8 @@ def _bounds_text(group: KernelTerms, dims: list[str], start: int = 1, end: int |
     small, large = group.bound((1,) * len(dims)), group.bound((LARGE,) * len(dims))
     if small == large:
         return f"{BOUND_WORDS[large]} (at every dim = 1 and at large dims)"
-    return f"{BOUND_WORDS[large]} where {_inequality(group.terms[large], group.terms[small], dims)}, else {BOUND_WORDS[small]}"
+    where = _inequality(group.terms[large], group.terms[small], dims)
+    return f"{BOUND_WORDS[large]} where {where}, else {BOUND_WORDS[small]}"
 
 
 def _inequality(larger: Polynomial, smaller: Polynomial, dims: list[str]) -> str:
@@ -506,7 +341,8 @@ def latency_lines(formula: LatencyFormula, columns: int = 120) -> list[str]:
         for span, text in formula.shown_ranges():
             lines += wrap(f"    {span}: {text}")
     else:
-        lines += wrap(f"    at large dims (each kernel bound as there): {polynomial_text(formula.at_large_dims(), dims, 's')}")
+        large = polynomial_text(formula.at_large_dims(), dims, 's')
+        lines += wrap(f"    at large dims (each kernel bound as there): {large}")
     dominant = formula.dominant()
     for group in dominant:
         lines += wrap(f"    {kernel_label(group)}: {formula.bound_text(group)}")

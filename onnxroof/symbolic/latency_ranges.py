@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..frontend.evaluator import MAX_VALUE_ELEMENTS
-from .latency_formulas import LatencyFormula, fitted
+from .latency_fit import fitted
+from .latency_formulas import LatencyFormula
 from .polynomials import Polynomial, evaluate, last_holding, shifted
 
 if TYPE_CHECKING:
     from ..roofline.placement import TargetReport
 
 FAR = MAX_VALUE_ELEMENTS + 3  # past the sizes whose values the analysis computes (a [1, seq] mask)
-ReportAt = Callable[[tuple[int, ...]], "TargetReport | None"]  # the placement at a point of the dims (None: not all counted)
+# the placement at a point of the dims (None: not all counted)
+ReportAt = Callable[[tuple[int, ...]], "TargetReport | None"]
 
 
-def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ...], "TargetReport"],
+def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ...], TargetReport],
                     samples: tuple[int, ...], check: tuple[int, ...], peak: Sequence[Polynomial] | None,
                     report_at: ReportAt | None = None,
                     progress: Callable[[str], None] = lambda step: None) -> LatencyFormula:
@@ -105,13 +108,14 @@ def _agreement(result: LatencyFormula, report_at: ReportAt, value: int) -> tuple
                     if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)), None)
     moved = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
                   if placed.placement.efficiency_rows is not None
-                  and not math.isclose(float(kernel.efficiency_at(point)), placed.placement.efficiency, rel_tol=1e-9)), None)
+                  and not math.isclose(float(kernel.efficiency_at(point)), placed.placement.efficiency,
+                                       rel_tol=1e-9)), None)
     if moved is not None:  # its rows reached another point of its target's by_rows curve
         return False, f"kernel {moved}'s efficiency follows its output rows (a by_rows curve) to another figure"
     return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, say)"
 
 
-def _bounds_the_kernels(result: LatencyFormula, report: "TargetReport", point: tuple[int, ...]) -> bool:
+def _bounds_the_kernels(result: LatencyFormula, report: TargetReport, point: tuple[int, ...]) -> bool:
     """Whether a formula that leaves some kernels' whole waves out gives every other kernel's time
     and at most the time of those, for the same kernels as at the fitted values."""
     if [k.name for k in report.nodes] != result.kernel_names or bool(report.spill_bytes) != result.spills:
@@ -154,12 +158,13 @@ def _check_far(result: LatencyFormula, report_at: ReportAt, checked: int, far: i
         every = "" if len(result.dims) == 1 else " (every dim alike)"
         result.holds_to, result.stop_reason = low, reason
         result.holds = f"holds to {', '.join(result.dims)} = {low:,}{every}; from {high:,} on {reason}"
-        result.ranges = [replace(r, end=low if r.end is None else min(r.end, low)) for r in result.ranges if r.start <= low]
+        result.ranges = [replace(r, end=low if r.end is None else min(r.end, low))
+                         for r in result.ranges if r.start <= low]
     if result.holds_from_text:
         result.holds = f"{result.holds_from_text}; {result.holds}" if result.holds else result.holds_from_text
 
 
-def _holds(report: "TargetReport", dims: list[str], peak: Sequence[Polynomial] | None) -> tuple[str | None, int | None]:
+def _holds(report: TargetReport, dims: list[str], peak: Sequence[Polynomial] | None) -> tuple[str | None, int | None]:
     """The condition for nothing to spill: the peak live activations (and the parameters kept
     beside them) within the target's on-chip memory; in one dim, up to which value."""
     if not report.activations_on_chip or report.target.onchip_bytes is None:
@@ -174,7 +179,8 @@ def _holds(report: "TargetReport", dims: list[str], peak: Sequence[Polynomial] |
         top = _last_within(peak, room)
         if top is None:
             return f"holds for every {dims[0]}: the activations always fit on chip{beside}", None
-        return f"holds at least while the activations fit in the {room:,} B on chip{beside}: to {dims[0]} = {top:,}", top
+        return (f"holds at least while the activations fit in the {room:,} B on chip{beside}: "
+                f"to {dims[0]} = {top:,}"), top
     return f"holds while the peak activations (the formula above) stay within the {room:,} B on chip{beside}", None
 
 

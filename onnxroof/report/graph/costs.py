@@ -77,6 +77,11 @@ def box_cost(item: "GraphItem", costs: TargetCosts) -> BoxCost:
     >>> box.bound, box.share, box.bound_time  # DRAM 2 s against compute 2 s: the tie goes to the first seen
     ('dram', 1.0, {'dram': 2.0, 'compute': 2.0})
     """
+    if item.kind == "node" and len(item.nodes) == 1:  # the common case, a node's own box: no sums
+        index = item.nodes[0]
+        total, bound = 0.0 + costs.time_s[index], costs.bound[index]
+        return BoxCost(total, total / costs.latency_s if costs.latency_s else 0.0, bound,
+                       {} if bound is None else {bound: total})
     spent: dict[str, float] = defaultdict(float)
     total = 0.0
     for index in item.nodes:

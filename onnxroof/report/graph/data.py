@@ -33,19 +33,25 @@ node costs the page some sixty bytes here, and the views together stay linear in
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from ...compare.modules import has_scopes, record_path
+from ...compare.modules import has_scopes, module_of
 from ...core.text import printable
 from .costs import box_cost, box_text, target_costs
 from .fold import BOX_BUDGET, folded_views, start_view
+from .layout import LayoutCache
 from .svg import BOUND_COLOURS, LABEL_CHARS, MODULE_COLOURS, clip_middle, fused_outlines, lay_out, share_step
 
 if TYPE_CHECKING:
     from ...cost.records import NodeRecord
     from ...result import Analysis
+    from .fold import GraphView
 
 BOUNDS = [*BOUND_COLOURS, "unplaced"]
+PAGE_BOXES = 20_000  # the page holds its views' levels while they hold at most this many boxes in all
+NOT_DRAWN = (f"its view is not drawn: the page draws the views' levels while they hold at most {PAGE_BOXES:,} "
+             "boxes (onnxroof graph --module draws any module's view)")
 KINDS = {"node": 0, "module": 1, "input": 2, "output": 3}
 
 
@@ -58,7 +64,8 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
     rows of the nodes that made the tensors live at the memory peak) gives each view its
     ``live`` boxes: those holding one of them."""
     costs = target_costs(analysis)
-    views = folded_views(analysis, budget)
+    every = folded_views(analysis, budget)
+    views = _levels_within(every, PAGE_BOXES)
     scoped = has_scopes(analysis)
     number = {view.key: position for position, view in enumerate(views)}
     strings: dict[str, int] = {}
@@ -72,21 +79,25 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
 
     result = []
     texts: dict[int, list[str]] = {}
+    cache = LayoutCache()
     for view in views:
-        layout, lines = lay_out(view, costs)
+        layout, lines = lay_out(view, costs, cache)
         position = {item.key: k for k, item in enumerate(view.items)}
         boxes = []
         for item in view.items:
             placed = layout.boxes[item.key]
             box: list = [KINDS[item.kind], round(placed.x), round(placed.y), math.ceil(placed.width), round(placed.height)]
             if item.kind in ("node", "module"):
-                box += [item.nodes[0] if item.kind == "node" else number[item.view] if item.view else -1,
+                box += [item.nodes[0] if item.kind == "node" else number.get(item.view, -1) if item.view else -1,
                         colour(_group(analysis.nodes[item.nodes[0]], scoped))]
                 for target in costs:
                     cost = box_cost(item, target)
                     box += [BOUNDS.index(cost.bound or "unplaced"), share_step(cost.share)]
             if item.kind != "node":
-                box += [lines[item.key], box_text(item, analysis, costs)]
+                tooltip = box_text(item, analysis, costs)
+                if item.kind == "module" and item.view and item.view not in number:
+                    tooltip += "\n" + NOT_DRAWN
+                box += [lines[item.key], tooltip]
             boxes.append(box)
         edges = []
         labelled: set[str] = set()
@@ -104,7 +115,7 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
         entry = {"title": printable(view.title), "parent": number[view.parent] if view.parent is not None else -1,
                  "w": math.ceil(layout.width), "h": math.ceil(layout.height), "boxes": boxes, "edges": edges,
                  "fused": fused}
-        variants = [[k, number[item.variant]] for k, item in enumerate(view.items) if item.variant]
+        variants = [[k, number[item.variant]] for k, item in enumerate(view.items) if item.variant in number]
         if variants:
             entry["variants"] = variants  # [module box, the view with it unfolded in place]
         repeats = [[k, item.repeats] for k, item in enumerate(view.items) if item.kind == "node" and item.repeats > 1]
@@ -131,7 +142,31 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
             "groups": "module" if scoped else "op type"}
     if with_text:
         data["nodes"] = texts
+    if len(views) < len(every):
+        data["hidden"] = len(every) - len(views)  # views left out: the page says so
     return data
+
+
+def _levels_within(views: list[GraphView], most: int) -> list[GraphView]:
+    """``views`` (parents first) level by level — the whole model's, the views its modules open,
+    theirs ... (a module unfolded in place: its view's level) — while they hold at most ``most``
+    boxes in all; the whole model's level always. A graph of tens of thousands of nodes drawn
+    down to its last box would make a page of tens of megabytes that no one reads box by box."""
+    level: dict[str, int] = {}
+    boxes: dict[int, int] = defaultdict(int)
+    for view in views:
+        if view.unfolds is not None:
+            level[view.key] = level[view.unfolds[0]]
+        else:
+            level[view.key] = 0 if view.parent is None else level[view.parent] + 1
+        boxes[level[view.key]] += len(view.items)
+    deepest, total = 0, boxes[0]
+    while deepest + 1 in boxes and total + boxes[deepest + 1] <= most:
+        deepest += 1
+        total += boxes[deepest]
+    if deepest + 1 not in boxes:
+        return views
+    return [view for view in views if level[view.key] <= deepest]
 
 
 def _group(record: "NodeRecord", scoped: bool) -> str:
@@ -139,7 +174,7 @@ def _group(record: "NodeRecord", scoped: bool) -> str:
     carry modules, else the op type (a module box: its first node's)."""
     if not scoped:
         return record.op_type
-    path = record_path(record)
+    path = module_of(record)
     return path[0] if path else ""
 
 

@@ -21,7 +21,7 @@ from ...core.text import page_text, printable
 from ...core.units import iec, seconds
 from ..bounds import BOUND_LABELS
 from .costs import TargetCosts, box_cost, box_text
-from .layout import Layout, layered_layout
+from .layout import Layout, LayoutCache, layered_layout
 
 if TYPE_CHECKING:
     from ...result import Analysis
@@ -119,12 +119,13 @@ def share_step(share: float) -> int:
     return sum(1 for step in SHARE_STEPS if share >= step)
 
 
-def lay_out(view: "GraphView", costs: Sequence[TargetCosts]) -> tuple[Layout, dict[str, list[str]]]:
-    """The view's layout and each box's text lines."""
+def lay_out(view: "GraphView", costs: Sequence[TargetCosts], cache: LayoutCache | None = None
+            ) -> tuple[Layout, dict[str, list[str]]]:
+    """The view's layout and each box's text lines (``cache``: the layouts of views alike in shape)."""
     lines = {item.key: box_lines(item, costs) for item in view.items}
-    layout = layered_layout({key: box_size(text) for key, text in lines.items()},
-                            [(edge.source, edge.target) for edge in view.edges])
-    return layout, lines
+    sizes = {key: box_size(text) for key, text in lines.items()}
+    edges = [(edge.source, edge.target) for edge in view.edges]
+    return (cache.layout(sizes, edges) if cache is not None else layered_layout(sizes, edges)), lines
 
 
 def draw_view(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCosts],

@@ -69,13 +69,16 @@ def diff_graph_context(diff: "ModelDiff") -> dict | None:
 def _context(data: dict, base: dict | None) -> dict:
     top = data["views"][0]
     targets = data["targets"]
+    text = script_json(data)
     return {
         "targets": targets,
         "groups": data["groups"],  # what the colouring by group tells apart: "module" or "op type"
         "boxes": f"{len(top['boxes']):,}",
         "views": sum(1 for view in data["views"] if "unfolds" not in view),  # a module unfolded in place is no view of its own
-        "json": Markup(script_json(data)),
-        "base_json": Markup(script_json(base)) if base is not None else None,
+        "hidden": f"{data['hidden']:,}" if "hidden" in data else "",
+        "json": Markup(text),
+        # a model against itself: the one drawing's text twice, written once (tens of MB on a large model)
+        "base_json": None if base is None else Markup(text if base is data else script_json(base)),
         "style": Markup(_colour_rules(len(targets))),
         "bounds": [{"key": b, "label": BOUND_LABELS[b], "title": BOUND_TITLES[b], "fill": fill, "stroke": stroke}
                    for b, (fill, stroke) in BOUND_COLOURS.items() if b != "none"]

@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from ...core.units import iec
 from ..bounds import BOUND_LABELS, BOUND_TITLES
-from ..graph.svg import BOUND_COLOURS, MODULE_COLOURS, SHARE_COLOURS, SHARE_STEPS, UNPLACED
+from ..graph.scene import BOUND_COLOURS, MODULE_COLOURS, SHARE_COLOURS, SHARE_STEPS, UNPLACED
 from ..graph.data import page_data
 from .page import script_json
 

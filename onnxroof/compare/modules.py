@@ -30,8 +30,9 @@ target is split over its nodes by FLOPs (by bytes when it does none), the split 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Hashable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..roofline.placement import node_times as _node_times
 
@@ -65,7 +66,7 @@ class ModuleCost:
     activation_bytes: int = 0  # activation bytes its nodes read and write
     peak_bytes: int = 0  # the most live activation bytes while one of its nodes runs (model order)
     time_s: dict[str, float] = field(default_factory=dict)  # target -> seconds
-    children: list["ModuleCost"] = field(default_factory=list)
+    children: list[ModuleCost] = field(default_factory=list)
     parts: tuple[str, ...] = ()  # the path's levels (a folded level's name holds '/': split no path)
 
     def signature(self) -> tuple:
@@ -85,7 +86,7 @@ class ModuleCost:
 EXPORTER_SCOPES = frozenset({"_empty_nn_module_stack_from_metadata_hook"})
 
 
-def module_of(record: "NodeRecord") -> tuple[str, ...]:
+def module_of(record: NodeRecord) -> tuple[str, ...]:
     """A node's module path (the one definition: the module table, the graph view, findings and
     symbolic read it here): the exporter's metadata when it wrote one (PyTorch's dynamo
     exporter), else the scopes in its name; the exporter's own scopes left out; folded to
@@ -109,7 +110,7 @@ def fold_path(path: tuple[str, ...]) -> tuple[str, ...]:
     return (*path[:MAX_MODULE_DEPTH - 1], "/".join(path[MAX_MODULE_DEPTH - 1:]))
 
 
-def is_folded(module: "ModuleCost") -> bool:
+def is_folded(module: ModuleCost) -> bool:
     """Whether a tree has a module whose path was folded (:func:`fold_path`): the outputs say so."""
     return any(level == MAX_MODULE_DEPTH and "/" in entry.name for entry, level in walk(module))
 
@@ -126,7 +127,7 @@ def module_path(name: str) -> tuple[str, ...]:
     return tuple(parts[:-1])
 
 
-def has_scopes(analysis: "Analysis") -> bool:
+def has_scopes(analysis: Analysis) -> bool:
     """Whether most counted nodes' names carry a module scope (of the nodes a run executes: a
     control-flow body's are named under its node, ``Analysis.run_view``)."""
     counted = [r for r in analysis.run_view.nodes if r.counted]
@@ -145,7 +146,7 @@ def has_scopes(analysis: "Analysis") -> bool:
     return False
 
 
-def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times: dict[str, float]) -> None:
+def _add(module: ModuleCost, record: NodeRecord, params: int, peak: int, times: dict[str, float]) -> None:
     runs = record.runs  # a Loop's body node: its figures are one run's
     module.nodes += 1
     module.macs += record.macs * runs
@@ -158,7 +159,7 @@ def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times
         module.time_s[target] = module.time_s.get(target, 0.0) + seconds
 
 
-def _first_reads(records: list["NodeRecord"], graph: "CostGraph | None" = None) -> dict[str, int]:
+def _first_reads(records: list[NodeRecord], graph: CostGraph | None = None) -> dict[str, int]:
     """Each node's parameters, counted at the first node that reads each stored root: a folded
     constant (the legacy exporter's transposed copy of a tied embedding) counts as the roots it is
     computed from (``CostGraph.roots``), as the model's totals count them."""
@@ -176,7 +177,7 @@ def _first_reads(records: list["NodeRecord"], graph: "CostGraph | None" = None) 
     return counted
 
 
-def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
+def module_tree(analysis: Analysis, depth: int | None = None) -> ModuleCost:
     """The module tree of ``analysis`` (down to ``depth`` levels below the root; deeper scopes
     fold into their ancestor at that depth). Nodes without a scope sit at the root. The nodes are
     those a run executes (``Analysis.run_view``): a control-flow body is a module under its node."""
@@ -211,7 +212,7 @@ def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
     return root
 
 
-def op_breakdown(analysis: "Analysis") -> list[ModuleCost]:
+def op_breakdown(analysis: Analysis) -> list[ModuleCost]:
     """One entry per op type (its ``name``), costliest first (FLOPs, then bytes), over the nodes a
     run executes (``Analysis.run_view``)."""
     analysis = analysis.run_view

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..compare.modules import OWN_NODES, ModuleCost, has_scopes, module_tree, module_of
+from ..compare.modules import OWN_NODES, ModuleCost, has_scopes, module_of, module_tree
 from ..core.units import seconds
 from ..roofline.placement import node_times
 from ..roofline.verdicts import BOUND_LABELS, Finding

@@ -10,8 +10,9 @@ A node no target runs (not counted) has no bound there: ``None``.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ...compare.modules import FOLDED_NOTE
 from ...core.text import printable
@@ -46,7 +47,7 @@ class BoxCost:
     bound_time: dict[str, float]  # bound -> seconds of the box under it
 
 
-def target_costs(analysis: "Analysis") -> list[TargetCosts]:
+def target_costs(analysis: Analysis) -> list[TargetCosts]:
     """Each target's per-node time, bound and kernel."""
     index = {record.name: i for i, record in enumerate(analysis.nodes)}
     count = len(analysis.nodes)
@@ -68,7 +69,7 @@ def target_costs(analysis: "Analysis") -> list[TargetCosts]:
     return result
 
 
-def box_cost(item: "GraphItem", costs: TargetCosts) -> BoxCost:
+def box_cost(item: GraphItem, costs: TargetCosts) -> BoxCost:
     """A box on one target: a node's kernel bound; a module's time summed by bound.
 
     >>> from types import SimpleNamespace as S
@@ -96,7 +97,7 @@ def box_cost(item: "GraphItem", costs: TargetCosts) -> BoxCost:
     return BoxCost(total, total / costs.latency_s if costs.latency_s else 0.0, bound, dict(spent))
 
 
-def box_text(item: "GraphItem", analysis: "Analysis", targets: Sequence[TargetCosts]) -> str:
+def box_text(item: GraphItem, analysis: Analysis, targets: Sequence[TargetCosts]) -> str:
     """The box's tooltip and detail panel: what it is, its counts, its time and bound per target
     (for a node, ``explain``'s key figures)."""
     records = analysis.nodes

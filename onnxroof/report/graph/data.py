@@ -45,8 +45,18 @@ from ...core.text import printable
 from .costs import TargetCosts, box_text, target_costs
 from .fold import BOX_BUDGET, folded_views, start_view
 from .layout import LayoutCache
-from .scene import (BOUND_COLOURS, LABEL_CHARS, MODULE_COLOURS, Scene, SceneBox, SceneEdge, arrow_head, build_scene,
-                    clip_middle, size_text)
+from .scene import (
+    BOUND_COLOURS,
+    LABEL_CHARS,
+    MODULE_COLOURS,
+    Scene,
+    SceneBox,
+    SceneEdge,
+    arrow_head,
+    build_scene,
+    clip_middle,
+    size_text,
+)
 
 if TYPE_CHECKING:
     from ...result import Analysis
@@ -59,7 +69,7 @@ NOT_DRAWN = (f"its view is not drawn: the page draws the views' levels while the
 KINDS = {"node": 0, "module": 1, "input": 2, "output": 3}
 
 
-def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, str] | None = None,
+def page_data(analysis: Analysis, budget: int = BOX_BUDGET, marks: dict[int, str] | None = None,
               with_text: bool = False, live: set[int] | None = None) -> dict:
     """Every view of the folded graph, laid out, as the page's script reads it. ``marks`` (node
     row -> "added", "removed" or "changed": a diff) mark the node's box, and a module's when a
@@ -94,7 +104,7 @@ def page_data(analysis: "Analysis", budget: int = BOX_BUDGET, marks: dict[int, s
 class _PageWriter:
     """Writes scenes as the page's arrays, numbering views, strings and colour groups across the page."""
 
-    def __init__(self, analysis: "Analysis", costs: Sequence[TargetCosts], views: list["GraphView"]):
+    def __init__(self, analysis: Analysis, costs: Sequence[TargetCosts], views: list[GraphView]):
         self.analysis = analysis
         self.costs = costs
         self.views = views
@@ -150,7 +160,7 @@ class _PageWriter:
         tip = self.text(f"{clip_middle(drawn.edge.shape, LABEL_CHARS)}, {size_text(drawn.edge.bytes)}")
         return [drawn.source, drawn.target, label, tip, *(round(v) for v in drawn.label_at), path]
 
-    def node_texts(self, view: "GraphView") -> dict[int, list[str]]:
+    def node_texts(self, view: GraphView) -> dict[int, list[str]]:
         """Each node box's [op type, name, tooltip]: the diff page has no node table to take them from."""
         texts = {}
         for item in view.items:
@@ -170,7 +180,7 @@ def _js(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def _marked(entry: dict, view: "GraphView", marks: dict[int, str] | None, live: set[int] | None) -> None:
+def _marked(entry: dict, view: GraphView, marks: dict[int, str] | None, live: set[int] | None) -> None:
     """A diff's marks and the memory peak's makers on the view's boxes."""
     if marks:
         entry["marks"] = [[k, _mark(item.nodes, marks)] for k, item in enumerate(view.items)

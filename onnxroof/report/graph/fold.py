@@ -20,7 +20,7 @@ The module of a node is the path its name (or the exporter's metadata) carries
 stretch of one block repeated (the same op types and output shapes, in the model's order, three
 times or more) becomes numbered blocks, one box ``block 0-17 ×18``; then chains of nodes that each
 feed only the next become one box (``Conv→BatchNormalization→Relu``), and what is still too many
-is cut, in the model's order, into parts of at most :data:`BOX_BUDGET` boxes.
+is cut, in the model's order, into parts of at most :data:`BOX_BUDGET` boxes (``structure.py``).
 
 Folded constants and shape arithmetic (nodes no target runs as a kernel) are not drawn.
 
@@ -38,22 +38,23 @@ Folded constants and shape arithmetic (nodes no target runs as a kernel) are not
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ...compare.modules import MAX_MODULE_DEPTH, module_of, run_label, runs
 from ...cost.records import NodeStatus
 from ..formatting import shape_text
+from .structure import SYNTHETIC as _SYNTHETIC
+from .structure import fold_structure
 
 if TYPE_CHECKING:
     from ...cost.records import NodeRecord
     from ...result import Analysis
 
 BOX_BUDGET = 100  # at most this many boxes in a view, where folding can make it so
+VARIANT_WORK = 100_000  # node visits a view's variants may take (a variant walks the whole view again)
 STUB_LIMIT = 8  # past this many tensors entering (or leaving) a view, the rest share one stub
-_SYNTHETIC = "\x00"  # starts the path parts folding by structure makes: no exporter writes it
 
 
 @dataclass
@@ -99,20 +100,20 @@ class _Module:
 
     path: tuple[str, ...]
     label: str
-    children: dict[str, "_Module"] = field(default_factory=dict)
+    children: dict[str, _Module] = field(default_factory=dict)
     own: list[int] = field(default_factory=list)  # node indices at this module itself
     below: list[int] = field(default_factory=list)  # every node index under it, in model order
-    run: "list[_Module] | None" = None  # the first block of a run: every block of it
+    run: list[_Module] | None = None  # the first block of a run: every block of it
     kinds: list[tuple] = field(default_factory=list)  # (op type, output shapes) of the nodes under it
-    runs: "dict[str, list[_Module]] | None" = None  # its children's runs, once worked out
+    runs: dict[str, list[_Module]] | None = None  # its children's runs, once worked out
 
 
-def drawn(record: "NodeRecord") -> bool:
+def drawn(record: NodeRecord) -> bool:
     """Whether a node gets a box: not a folded constant, not shape arithmetic (no kernel)."""
     return record.status != NodeStatus.CONSTANT and not record.shape_only
 
 
-def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | None = None) -> list[GraphView]:
+def folded_views(analysis: Analysis, budget: int = BOX_BUDGET, depth: int | None = None) -> list[GraphView]:
     """The views of ``analysis``'s graph, the whole model's first, then each module's in the
     order they are reached (breadth first). ``depth`` opens the top view that many module
     levels down whatever its size (else: as many as keep it within ``budget`` boxes)."""
@@ -121,7 +122,7 @@ def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | No
     paths = {i: _real_path(module_of(records[i])) for i in shown}
     index_of = {records[i].name: i for i in shown}
     producer_of = {tensor: i for i in shown for tensor in records[i].outputs}
-    _fold_structure(paths, records, producer_of, budget)
+    fold_structure(paths, records, producer_of, budget)
     root = _tree(paths, records)
     builder = _Views(analysis, index_of, budget)
     views = [builder.view(root, None, depth)]
@@ -142,7 +143,7 @@ def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | No
     return views
 
 
-def _open_modules(builder: "_Views", view: GraphView, view_of: dict[int, str]) -> list[tuple[GraphView, _Module]]:
+def _open_modules(builder: _Views, view: GraphView, view_of: dict[int, str]) -> list[tuple[GraphView, _Module]]:
     """Point each of ``view``'s folded modules at its view, building the views not built yet
     (returned in order, each with its module): one view a module."""
     built = []
@@ -160,7 +161,7 @@ def _open_modules(builder: "_Views", view: GraphView, view_of: dict[int, str]) -
     return built
 
 
-def _variants(builder: "_Views", view: GraphView, root: _Module, work_left: list[int]) -> list[GraphView]:
+def _variants(builder: _Views, view: GraphView, root: _Module, work_left: list[int]) -> list[GraphView]:
     """Each plain module box of ``view`` unfolded in place: a variant of the view. Every variant
     copies the view, so a view has them only while they hold at most half its nodes (or two
     budgets) in all: all its modules unfold in place, or none does (they open their own views).
@@ -222,7 +223,7 @@ def start_view(views: list[GraphView], budget: int = BOX_BUDGET) -> GraphView:
     return max((view for view in unfolded if boxes(view) <= budget), key=boxes, default=top)
 
 
-def _tree(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRecord"]) -> _Module:
+def _tree(paths: dict[int, tuple[str, ...]], records: Sequence[NodeRecord]) -> _Module:
     root = _Module((), "(model)")
     for index in sorted(paths):
         module = root
@@ -242,7 +243,7 @@ def _tree(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRecord"]) ->
 class _Views:
     """Builds the views, numbering items and views across the page."""
 
-    def __init__(self, analysis: "Analysis", index_of: dict[str, int], budget: int):
+    def __init__(self, analysis: Analysis, index_of: dict[str, int], budget: int):
         self.records = analysis.nodes
         self.tensors = analysis.cost_graph.tensors
         self.budget = budget
@@ -328,7 +329,8 @@ class _Views:
             first, last = self.records[module.below[0]].name, self.records[module.below[-1]].name
             path = f"{first} … {last}" if first != last else first
         folded = len(module.path) == MAX_MODULE_DEPTH and "/" in module.path[-1]
-        return GraphItem(key, "module", label, path, [], len(blocks), key, folded=folded)  # a run's box: every block's nodes
+        # a run's box: every block's nodes
+        return GraphItem(key, "module", label, path, [], len(blocks), key, folded=folded)
 
     def _edges(self, module: _Module, item_of: dict[int, str], block_of: dict[int, tuple[int, int]]
                ) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:
@@ -495,137 +497,3 @@ def _runs(module: _Module) -> dict[str, list[_Module]]:
 def _signature(module: _Module) -> tuple:
     """What alike blocks share: their modules' names, their nodes' op types and output shapes."""
     return tuple(module.children), tuple(module.kinds)
-
-
-def _fold_structure(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRecord"], producer_of: dict[str, int],
-                    budget: int) -> None:
-    """Give the nodes of a module with more than ``budget`` of its own a synthetic module each:
-    their chain (nodes that each feed only the next), and a part of the model's order."""
-    own: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for index, path in paths.items():
-        own[path].append(index)
-    successors: dict[int, set[int]] = defaultdict(set)
-    predecessors: dict[int, set[int]] = defaultdict(set)
-    for index in paths:
-        for tensor in records[index].inputs:
-            producer = producer_of.get(tensor)
-            if producer is not None:
-                successors[producer].add(index)
-                predecessors[index].add(producer)
-    for path, indices in own.items():
-        if len(indices) <= budget:
-            continue
-        indices = sorted(indices)
-        groups = [indices]
-        repeat = _repeats([(records[i].op_type, str(records[i].output_shapes)) for i in indices], budget) \
-            if len(indices) <= REPEATS_MAX_NODES else None
-        if repeat is not None:  # alike blocks, one after another: numbered modules, so they fold into one run
-            start, length, count = repeat
-            for block in range(count):
-                for index in indices[start + block * length:start + (block + 1) * length]:
-                    paths[index] = path + (f"{_SYNTHETIC}r{block}{_SYNTHETIC}block {block}",)
-            groups = [indices[:start], indices[start + length * count:]]
-            if sum(len(g) for g in groups) < budget:
-                continue
-        for group in groups:
-            _fold_chains_and_parts(path, group, paths, records, successors, predecessors, budget)
-
-
-VARIANT_WORK = 100_000  # node visits a view's variants may take (a variant walks the whole view again)
-REPEATS_MAX_NODES = 20_000  # past this many nodes of its own, a module is not searched for repeats (time: nodes x budget)
-
-
-def _repeats(tokens: Sequence, longest: int) -> tuple[int, int, int] | None:
-    """The longest stretch of ``tokens`` that is one block repeated at least three times, the block
-    at most ``longest`` long: (start, block length, count), or None. The most tokens covered wins,
-    then the shortest block.
-
-    >>> _repeats("xabcabcabcy", 5)  # "abc" three times from position 1
-    (1, 3, 3)
-    >>> _repeats("abcabd", 5) is None, _repeats("aaaa", 5) is None  # "aa" twice only; "a" is one node
-    (True, True)
-    """
-    best: tuple[int, int, int] | None = None
-    covered = 0
-    for length in range(2, min(longest, len(tokens) // 3) + 1):  # a block of one node is no subgraph
-        run = 0  # positions in a row whose token is the one a block later
-        for i in range(len(tokens) - length):
-            if tokens[i] == tokens[i + length]:
-                run += 1
-                count = (run + length) // length
-                if count >= 3 and count * length > covered:
-                    best, covered = (i - run + 1, length, count), count * length
-            else:
-                run = 0
-    return best
-
-
-def _fold_chains_and_parts(path: tuple[str, ...], indices: list[int], paths: dict[int, tuple[str, ...]],
-                           records: Sequence["NodeRecord"], successors: dict[int, set[int]],
-                           predecessors: dict[int, set[int]], budget: int) -> None:
-    """``indices`` (nodes of ``path`` itself, in order) in chains, and the chains in parts."""
-    units = _chains(indices, successors, predecessors, budget)
-    parts = _parts(len(units), budget)
-    spans: dict[tuple[int, ...], list[int]] = {}  # a part (with the parts above it) -> its first and last node
-    for unit, part in zip(units, parts):
-        for level in range(1, len(part) + 1):
-            span = spans.setdefault(part[:level], [unit[0], unit[-1]])
-            span[1] = unit[-1]
-    for unit, part in zip(units, parts):
-        # keyed by the group's first node too: the parts before and after a run of blocks stay apart
-        named = tuple(f"{_SYNTHETIC}p{indices[0]}.{'.'.join(map(str, part[:level]))}"
-                      f"{_SYNTHETIC}nodes {spans[part[:level]][0]}–{spans[part[:level]][1]}"
-                      for level in range(1, len(part) + 1))
-        chain = f"{_SYNTHETIC}{unit[0]}{_SYNTHETIC}{_chain_label(records, unit)}" if len(unit) > 1 else None
-        for index in unit:
-            paths[index] = path + named + ((chain,) if chain else ())
-
-
-def _chains(indices: list[int], successors: dict[int, set[int]], predecessors: dict[int, set[int]],
-            longest: int) -> list[list[int]]:
-    """``indices`` (in model order) cut into chains: a node joins the chain of its one
-    predecessor when it is that predecessor's one successor (and the chain is shorter than
-    ``longest``).
-
-    >>> _chains([0, 1, 2, 3], {0: {1}, 1: {2, 3}}, {1: {0}, 2: {1}, 3: {1}}, 10)
-    [[0, 1], [2], [3]]
-    """
-    members = set(indices)
-    chain_of: dict[int, list[int]] = {}
-    chains: list[list[int]] = []
-    for index in indices:
-        before = predecessors.get(index, set())
-        if len(before) == 1:
-            (previous,) = before
-            if (previous in members and previous in chain_of and successors.get(previous) == {index}
-                    and chain_of[previous][-1] == previous and len(chain_of[previous]) < longest):
-                chain_of[previous].append(index)
-                chain_of[index] = chain_of[previous]
-                continue
-        chain_of[index] = [index]
-        chains.append(chain_of[index])
-    return chains
-
-
-def _parts(count: int, budget: int) -> list[tuple[int, ...]]:
-    """For ``count`` boxes in order, the part each falls in at each level of parts (outermost
-    first), so that no view holds more than about ``budget`` boxes: parts of about ``budget / 2``
-    boxes, so the view above them shows the model's course in some fifty steps.
-
-    >>> _parts(2, 2)
-    [(), ()]
-    >>> _parts(5, 2)  # parts of two boxes; three parts are still too many: two parts of parts
-    [(0, 0), (0, 0), (0, 1), (0, 1), (1, 2)]
-    """
-    if count <= budget:
-        return [()] * count
-    size = max(2, math.ceil(count / max(1, budget // 2)))
-    size = min(size, budget)
-    groups = math.ceil(count / size)
-    upper = _parts(groups, budget)
-    return [upper[position // size] + (position // size,) for position in range(count)]
-
-
-def _chain_label(records: Sequence["NodeRecord"], unit: list[int]) -> str:
-    ops = [records[i].op_type for i in unit]
-    return "→".join(ops) if len(ops) <= 3 else f"{ops[0]}→…→{ops[-1]} ({len(ops)})"

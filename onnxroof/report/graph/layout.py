@@ -24,8 +24,8 @@ True
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 BOX_GAP = 24.0  # pixels between two boxes of a layer
 LAYER_GAP = 40.0  # pixels between two layers: room for the edges and their labels

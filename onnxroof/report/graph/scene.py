@@ -61,7 +61,7 @@ ARROW = 6.0  # an arrow head's strokes, in pixels
 class SceneBox:
     """One box as drawn: its place (top-left corner) and size, text and colourings."""
 
-    item: "GraphItem"
+    item: GraphItem
     x: float
     y: float
     width: float
@@ -81,7 +81,7 @@ class SceneBox:
 class SceneEdge:
     """One edge as drawn."""
 
-    edge: "GraphEdge"
+    edge: GraphEdge
     source: int  # box positions in the scene
     target: int
     points: list[tuple[float, float]]  # its route, top to bottom
@@ -91,7 +91,7 @@ class SceneEdge:
 
 @dataclass
 class Scene:
-    view: "GraphView"
+    view: GraphView
     width: float
     height: float
     boxes: list[SceneBox]  # in the view's order
@@ -112,7 +112,7 @@ def clip_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
-def box_lines(item: "GraphItem", costs: Sequence[TargetCosts]) -> list[str]:
+def box_lines(item: GraphItem, costs: Sequence[TargetCosts]) -> list[str]:
     """The text lines of a box: op type and name; a module's name, repeat count, nodes and time
     (model text printable)."""
     label, name = printable(item.label), printable(item.name)
@@ -171,7 +171,7 @@ def arrow_head(points: Sequence[tuple[float, float]], length: float = ARROW) -> 
     return [(bx + px, by + py), (x1, y1), (bx - px, by - py)]
 
 
-def lay_out(view: "GraphView", costs: Sequence[TargetCosts], cache: LayoutCache | None = None
+def lay_out(view: GraphView, costs: Sequence[TargetCosts], cache: LayoutCache | None = None
             ) -> tuple[Layout, dict[str, list[str]]]:
     """The view's layout and each box's text lines (``cache``: the layouts of views alike in shape)."""
     lines = {item.key: box_lines(item, costs) for item in view.items}
@@ -180,7 +180,7 @@ def lay_out(view: "GraphView", costs: Sequence[TargetCosts], cache: LayoutCache 
     return (cache.layout(sizes, edges) if cache is not None else layered_layout(sizes, edges)), lines
 
 
-def build_scene(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCosts], scoped: bool = True,
+def build_scene(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts], scoped: bool = True,
                 cache: LayoutCache | None = None) -> Scene:
     """``view`` laid out and dressed. ``scoped`` (the names carry modules: ``compare/modules.
     has_scopes``) makes the colour groups top-level modules, else op types."""
@@ -202,7 +202,7 @@ def build_scene(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetC
                  fused_outlines(view, layout, costs))
 
 
-def _scene_box(item: "GraphItem", layout: Layout, lines: list[str], analysis: "Analysis",
+def _scene_box(item: GraphItem, layout: Layout, lines: list[str], analysis: Analysis,
                costs: Sequence[TargetCosts], scoped: bool) -> SceneBox:
     placed = layout.boxes[item.key]
     bounds, shares, group = [], [], ""
@@ -220,7 +220,7 @@ def _scene_box(item: "GraphItem", layout: Layout, lines: list[str], analysis: "A
     return SceneBox(item, placed.x, placed.y, placed.width, placed.height, lines, bounds, shares, group)
 
 
-def fused_outlines(view: "GraphView", layout: Layout, costs: Sequence[TargetCosts]
+def fused_outlines(view: GraphView, layout: Layout, costs: Sequence[TargetCosts]
                    ) -> list[tuple[int, float, float, float, float]]:
     """(target number, x, y, width, height): a rectangle around the boxes of each kernel that fuses
     several nodes of the view, on each target, where that rectangle holds no other box. The view's

@@ -20,8 +20,20 @@ from markupsafe import escape
 from ...core.text import page_text, printable
 from ..bounds import BOUND_LABELS
 from .costs import TargetCosts, box_text
-from .scene import (BOUND_COLOURS, CHAR_WIDTH, LINE_HEIGHT, MODULE_COLOURS, PAD_X, PAD_Y, STUB, UNPLACED, Scene,
-                    SceneBox, arrow_head, build_scene, size_text)
+from .scene import (
+    BOUND_COLOURS,
+    CHAR_WIDTH,
+    LINE_HEIGHT,
+    MODULE_COLOURS,
+    PAD_X,
+    PAD_Y,
+    STUB,
+    UNPLACED,
+    SceneBox,
+    arrow_head,
+    build_scene,
+    size_text,
+)
 
 if TYPE_CHECKING:
     from ...result import Analysis
@@ -52,7 +64,7 @@ def _markup(text: object, lines: bool = False) -> str:
     return str(escape(page_text(str(text)) if lines else printable(text)))
 
 
-def draw_view(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCosts],
+def draw_view(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts],
               modules: dict[str, int]) -> DrawnView:
     """``view`` as SVG markup: edges, their shape labels, then boxes (each a ``g`` with its
     tooltip); ``modules`` numbers the top-level modules for the colouring by module."""
@@ -81,7 +93,7 @@ def draw_view(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCos
     return DrawnView(view.key, view.title, view.parent, "".join(parts), scene.width, scene.height, len(scene.boxes))
 
 
-def _box(box: SceneBox, analysis: "Analysis", costs: Sequence[TargetCosts], modules: dict[str, int]) -> str:
+def _box(box: SceneBox, analysis: Analysis, costs: Sequence[TargetCosts], modules: dict[str, int]) -> str:
     item = box.item
     attributes = [f'class="gb gb-{item.kind}"', f'data-key="{item.key}"']
     fill, stroke = STUB if item.kind in ("input", "output") else UNPLACED
@@ -110,14 +122,16 @@ def _box(box: SceneBox, analysis: "Analysis", costs: Sequence[TargetCosts], modu
     return f'<g {" ".join(attributes)}>{shape}{"".join(words)}<title>{title}</title></g>'
 
 
-def _top(box: SceneBox, analysis: "Analysis") -> str:
+def _top(box: SceneBox, analysis: Analysis) -> str:
     """The SVG's group for ``data-m``: the first part of a node's name, or of a module box's path.
     TODO(47): the page colours by the scene's ``group`` (``compare/modules.module_of``: the
     exporter's metadata first, op types when the names carry no modules); this older reading
     differs on dynamo exports and unscoped graphs, kept so that ``onnxroof graph``'s output stays
     the same in issue 44. It only numbers ``data-m``, which no style in the standalone file reads."""
     item = box.item
-    return analysis.nodes[item.nodes[0]].name.strip("/").split("/")[0] if item.kind == "node" else item.name.split("/")[0]
+    if item.kind == "node":
+        return analysis.nodes[item.nodes[0]].name.strip("/").split("/")[0]
+    return item.name.split("/")[0]
 
 
 STANDALONE_STYLE = (

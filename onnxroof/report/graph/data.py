@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 BOUNDS = [*BOUND_COLOURS, "unplaced"]
 PAGE_BOXES = 20_000  # the page holds its views' levels while they hold at most this many boxes in all
 NOT_DRAWN = (f"its view is not drawn: the page draws the views' levels while they hold at most {PAGE_BOXES:,} "
-             "boxes (onnxroof graph --module draws any module's view)")
+             "boxes (onnxroof graph --module PATH draws a named module's view)")
 KINDS = {"node": 0, "module": 1, "input": 2, "output": 3}
 
 

@@ -30,8 +30,9 @@ target is split over its nodes by FLOPs (by bytes when it does none), the split 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 from ..roofline.placement import node_times as _node_times
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ..cost.records import CostGraph, NodeRecord
     from ..result import Analysis
 
+Block = TypeVar("Block")  # a sibling in the module tree: a ModuleCost, or the graph view's module
 ROOT = "(model)"
 # a module tree is at most this deep: a longer path folds its rest into its last shown level's
 # name ("m31/m32/.../m249"), so every tree walk and every path string stays bounded whatever
@@ -64,7 +66,7 @@ class ModuleCost:
     activation_bytes: int = 0  # activation bytes its nodes read and write
     peak_bytes: int = 0  # the most live activation bytes while one of its nodes runs (model order)
     time_s: dict[str, float] = field(default_factory=dict)  # target -> seconds
-    children: list["ModuleCost"] = field(default_factory=list)
+    children: list[ModuleCost] = field(default_factory=list)
     parts: tuple[str, ...] = ()  # the path's levels (a folded level's name holds '/': split no path)
 
     def signature(self) -> tuple:
@@ -84,8 +86,9 @@ class ModuleCost:
 EXPORTER_SCOPES = frozenset({"_empty_nn_module_stack_from_metadata_hook"})
 
 
-def record_path(record: "NodeRecord") -> tuple[str, ...]:
-    """A node's module path: the exporter's metadata when it wrote one (PyTorch's dynamo
+def module_of(record: NodeRecord) -> tuple[str, ...]:
+    """A node's module path (the one definition: the module table, the graph view, findings and
+    symbolic read it here): the exporter's metadata when it wrote one (PyTorch's dynamo
     exporter), else the scopes in its name; the exporter's own scopes left out; folded to
     :data:`MAX_MODULE_DEPTH` levels (:func:`fold_path`). Every module tree reads paths here."""
     path = record.scope or module_path(record.name)
@@ -107,7 +110,7 @@ def fold_path(path: tuple[str, ...]) -> tuple[str, ...]:
     return (*path[:MAX_MODULE_DEPTH - 1], "/".join(path[MAX_MODULE_DEPTH - 1:]))
 
 
-def is_folded(module: "ModuleCost") -> bool:
+def is_folded(module: ModuleCost) -> bool:
     """Whether a tree has a module whose path was folded (:func:`fold_path`): the outputs say so."""
     return any(level == MAX_MODULE_DEPTH and "/" in entry.name for entry, level in walk(module))
 
@@ -124,7 +127,7 @@ def module_path(name: str) -> tuple[str, ...]:
     return tuple(parts[:-1])
 
 
-def has_scopes(analysis: "Analysis") -> bool:
+def has_scopes(analysis: Analysis) -> bool:
     """Whether most counted nodes' names carry a module scope (of the nodes a run executes: a
     control-flow body's are named under its node, ``Analysis.run_view``)."""
     counted = [r for r in analysis.run_view.nodes if r.counted]
@@ -132,7 +135,7 @@ def has_scopes(analysis: "Analysis") -> bool:
     needed = (len(counted) + 1) // 2  # scoped nodes for "most" (at least half)
     scoped = unscoped = 0
     for record in counted:
-        if record_path(record):
+        if module_of(record):
             scoped += 1
             if scoped >= needed:
                 return True
@@ -143,7 +146,7 @@ def has_scopes(analysis: "Analysis") -> bool:
     return False
 
 
-def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times: dict[str, float]) -> None:
+def _add(module: ModuleCost, record: NodeRecord, params: int, peak: int, times: dict[str, float]) -> None:
     runs = record.runs  # a Loop's body node: its figures are one run's
     module.nodes += 1
     module.macs += record.macs * runs
@@ -156,7 +159,7 @@ def _add(module: ModuleCost, record: "NodeRecord", params: int, peak: int, times
         module.time_s[target] = module.time_s.get(target, 0.0) + seconds
 
 
-def _first_reads(records: list["NodeRecord"], graph: "CostGraph | None" = None) -> dict[str, int]:
+def _first_reads(records: list[NodeRecord], graph: CostGraph | None = None) -> dict[str, int]:
     """Each node's parameters, counted at the first node that reads each stored root: a folded
     constant (the legacy exporter's transposed copy of a tied embedding) counts as the roots it is
     computed from (``CostGraph.roots``), as the model's totals count them."""
@@ -174,7 +177,7 @@ def _first_reads(records: list["NodeRecord"], graph: "CostGraph | None" = None) 
     return counted
 
 
-def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
+def module_tree(analysis: Analysis, depth: int | None = None) -> ModuleCost:
     """The module tree of ``analysis`` (down to ``depth`` levels below the root; deeper scopes
     fold into their ancestor at that depth). Nodes without a scope sit at the root. The nodes are
     those a run executes (``Analysis.run_view``): a control-flow body is a module under its node."""
@@ -187,7 +190,7 @@ def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
     index: dict[tuple[str, ...], ModuleCost] = {(): root}
     own: dict[tuple[str, ...], ModuleCost] = {}  # the nodes that sit at a module itself, not in a child
     for record in records:
-        path = record_path(record)[:depth] if depth is not None else record_path(record)
+        path = module_of(record)[:depth] if depth is not None else module_of(record)
         node_time = {target: per_node.get(record.name, 0.0) for target, per_node in times.items()}
         cost = (record, params[record.name], live.get(record.name, 0), node_time)
         _add(root, *cost)
@@ -209,7 +212,7 @@ def module_tree(analysis: "Analysis", depth: int | None = None) -> ModuleCost:
     return root
 
 
-def op_breakdown(analysis: "Analysis") -> list[ModuleCost]:
+def op_breakdown(analysis: Analysis) -> list[ModuleCost]:
     """One entry per op type (its ``name``), costliest first (FLOPs, then bytes), over the nodes a
     run executes (``Analysis.run_view``)."""
     analysis = analysis.run_view
@@ -260,6 +263,44 @@ def numbered(name: str) -> tuple[str, int] | None:
     return name[:start], int(name[start:])
 
 
+def runs(siblings: Sequence[Block], name: Callable[[Block], str], signature: Callable[[Block], Hashable]
+         ) -> list[list[Block]]:
+    """Siblings in order cut into runs of alike numbered blocks: ``layer.0``, ``layer.1``, ...
+    (each named the first's prefix and the next index) whose ``signature`` is the first's; a
+    sibling in no such run is a run of one. The one definition of "alike blocks": the module
+    table compares the blocks' costs, the graph view their ops and shapes.
+
+    >>> [len(run) for run in runs(["layer.0", "layer.1", "layer.3", "pool"], str, len)]
+    [2, 1, 1]
+    """
+    found: list[list[Block]] = []
+    i = 0
+    while i < len(siblings):
+        run = [siblings[i]]
+        index = numbered(name(siblings[i]))
+        if index is not None and i + 1 < len(siblings):
+            prefix, number = index
+            alike = signature(siblings[i])
+            j = i + 1
+            while (j < len(siblings) and name(siblings[j]) == f"{prefix}{number + (j - i)}"
+                   and signature(siblings[j]) == alike):
+                run.append(siblings[j])
+                j += 1
+        found.append(run)
+        i += len(run)
+    return found
+
+
+def run_label(first: str, count: int) -> str:
+    """A run's name: its first block's, with the last index (``layer.0-11``).
+
+    >>> run_label("layer.0", 12), run_label("pool", 1)
+    ('layer.0-11', 'pool')
+    """
+    index = numbered(first)
+    return first if count == 1 or index is None else f"{first}-{index[1] + count - 1}"
+
+
 def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str]]:
     """Siblings in order, with runs of alike numbered blocks (``layer.0`` ... ``layer.11``, the
     same costs) as one entry: (the first block, how many, a label such as ``layer.0-11``).
@@ -268,23 +309,8 @@ def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str
     >>> [(m.name, count, label) for m, count, label in repeated_runs(blocks + [ModuleCost("pool", "pool")])]
     [('layer.0', 3, 'layer.0-2'), ('pool', 1, 'pool')]
     """
-    runs: list[tuple[ModuleCost, int, str]] = []
-    i = 0
-    while i < len(children):
-        first = children[i]
-        index = numbered(first.name)
-        j = i + 1
-        if index is not None and j < len(children):
-            prefix, number = index
-            signature = first.signature()
-            while (j < len(children) and children[j].name == f"{prefix}{number + (j - i)}"
-                   and children[j].signature() == signature):
-                j += 1
-        count = j - i
-        label = first.name if count == 1 else f"{first.name}-{index[1] + count - 1}"  # type: ignore[index]
-        runs.append((first, count, label))
-        i = j
-    return runs
+    return [(run[0], len(run), run_label(run[0].name, len(run)))
+            for run in runs(children, lambda m: m.name, ModuleCost.signature)]
 
 
 def shown_rows(root: ModuleCost) -> list[tuple[ModuleCost, int, str, int]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..compare.modules import OWN_NODES, ModuleCost, has_scopes, module_tree, record_path
+from ..compare.modules import OWN_NODES, ModuleCost, has_scopes, module_of, module_tree
 from ..core.units import seconds
 from ..roofline.placement import node_times
 from ..roofline.verdicts import BOUND_LABELS
@@ -73,5 +73,5 @@ def _module_nodes(analysis: Analysis, report: TargetReport, module: ModuleCost) 
     nodes = analysis.run_view.nodes  # the nodes a run executes, as the module tree reads them
     times = node_times(nodes, [report]).get(report.target.name, {})
     inside = [r.name for r in nodes
-              if (record_path(r) == prefix[:-1] if own else record_path(r)[:len(prefix)] == prefix)]
+              if (module_of(r) == prefix[:-1] if own else module_of(r)[:len(prefix)] == prefix)]
     return tuple(sorted(inside, key=lambda name: -times.get(name, 0.0)))

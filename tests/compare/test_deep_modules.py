@@ -12,7 +12,7 @@ import onnxroof
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.compare.modules import FOLDED_NOTE, MAX_MODULE_DEPTH, is_folded, module_tree, numbered, record_path, walk
+from onnxroof.compare.modules import FOLDED_NOTE, MAX_MODULE_DEPTH, is_folded, module_tree, numbered, module_of, walk
 from onnxroof.report.html.pages import render_html
 
 from conftest import make_model, run
@@ -31,7 +31,7 @@ def deep_model(levels: int, nodes: int = 1, part: str = "m"):
 
 def test_a_path_past_the_cap_folds_its_rest_into_the_last_shown_level():
     analysis = onnxroof.analyze(deep_model(250))
-    path = record_path(analysis.nodes[0])
+    path = module_of(analysis.nodes[0])
     # levels m0 ... m30 as they are (31 levels), then m31 ... m249 joined: 32 levels in all
     assert len(path) == MAX_MODULE_DEPTH == 32
     assert path[:31] == tuple(f"m{i}" for i in range(31))

@@ -141,7 +141,7 @@ def _node_boxes(views):
 
 
 def test_inception_branches_are_side_by_side_between_their_input_and_their_concat(googlenet):
-    from onnxroof.report.graph.svg import lay_out
+    from onnxroof.report.graph.scene import lay_out
     from onnxroof.report.graph.costs import target_costs
 
     (view,) = folded_views(googlenet)  # 74 nodes, no scopes: one view, every node a box
@@ -202,7 +202,7 @@ def test_a_run_unfolds_in_place_on_its_first_block_and_the_page_opens_there():
     assert all(analysis.nodes[item.nodes[0]].name.startswith("/encoder/layer.0/") for item in boxes)
     # no edge runs from a block to the next (it would point back up): the view stays a DAG of the block
     from onnxroof.report.graph.costs import target_costs
-    from onnxroof.report.graph.svg import lay_out
+    from onnxroof.report.graph.scene import lay_out
     layout = lay_out(unfolded, target_costs(analysis))[0]
     assert all(layout.boxes[e.source].layer < layout.boxes[e.target].layer for e in unfolded.edges)
     assert_clean_layout(layout)
@@ -225,7 +225,7 @@ def test_a_large_graph_without_scopes_folds_into_views_of_at_most_the_budget():
     opened = next(v for v in views if v.key == blocks.view)
     assert len([i for i in opened.items if i.kind == "node"]) == len(drawn) // 18
     from onnxroof.report.graph.costs import target_costs
-    from onnxroof.report.graph.svg import lay_out
+    from onnxroof.report.graph.scene import lay_out
 
     costs = target_costs(analysis)
     for view in views[:12]:  # the top view and the first parts: no overlap, no edge through a box
@@ -292,7 +292,7 @@ def test_a_kernel_of_2000_nodes_is_outlined_in_each_view_without_walking_it_per_
 
     from onnxroof.report.graph.costs import target_costs
     from onnxroof.report.graph.fold import BOX_BUDGET
-    from onnxroof.report.graph.svg import fused_outlines, lay_out
+    from onnxroof.report.graph.scene import fused_outlines, lay_out
 
     from conftest import make_model
 
@@ -331,7 +331,7 @@ def test_the_svg_command_writes_a_standalone_file_with_a_legend(tmp_path):
 def test_random_dags_lay_out_with_no_overlap_and_no_edge_through_a_box(seed):
     # unnamed nodes, fan-outs, wide Concats reading three tensors, several graph outputs
     from onnxroof.report.graph.costs import target_costs
-    from onnxroof.report.graph.svg import lay_out
+    from onnxroof.report.graph.scene import lay_out
 
     analysis = analyze(random_dag(seed, 60))
     views = folded_views(analysis, budget=30)  # more than 30 boxes: folded by structure too

@@ -125,13 +125,13 @@ def test_a_merged_decoder_takes_the_time_of_its_twin_with_past_on_every_bundled_
 @pytest.mark.parametrize("name, binding", [("whisper-optimum-decoder-merged", DECODE | {"encoder_seq": 1500}),
                                            ("gpt2-static-small", {}), ("yolov8n-ultralytics", {})])
 def test_the_largest_module_lists_only_its_own_nodes(export, name, binding):
-    from onnxroof.compare.modules import OWN_NODES, record_path
+    from onnxroof.compare.modules import OWN_NODES, module_of
 
     analysis = onnxroof.analyze(export(name), targets=["l4"], **binding)
     (largest,) = [f for f in analysis.review() if f.kind == "largest"]
     (module,) = largest.modules
     prefix = tuple(module.removesuffix(f"/{OWN_NODES}").split("/"))
-    paths = {r.name: record_path(r) for r in analysis.run_view.nodes}
+    paths = {r.name: module_of(r) for r in analysis.run_view.nodes}
     assert largest.nodes and all(paths[n][:len(prefix)] == prefix for n in largest.nodes)
     # down the tree to the first level where the largest module is under half the time
     assert largest.evidence["module_share"] < 0.5

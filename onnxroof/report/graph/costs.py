@@ -10,8 +10,9 @@ A node no target runs (not counted) has no bound there: ``None``.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ...compare.modules import FOLDED_NOTE
 from ...core.text import printable
@@ -46,11 +47,11 @@ class BoxCost:
     bound_time: dict[str, float]  # bound -> seconds of the box under it
 
 
-def target_costs(analysis: "Analysis") -> list[TargetCosts]:
+def target_costs(analysis: Analysis) -> list[TargetCosts]:
     """Each target's per-node time, bound and kernel."""
     index = {record.name: i for i, record in enumerate(analysis.nodes)}
     count = len(analysis.nodes)
-    times = node_times(analysis.nodes, analysis.targets)
+    times = node_times(analysis.nodes, analysis.targets)  # TODO(44): read the placement's per-node time
     result = []
     for report in analysis.targets:
         per_node = times[report.target.name]
@@ -68,7 +69,7 @@ def target_costs(analysis: "Analysis") -> list[TargetCosts]:
     return result
 
 
-def box_cost(item: "GraphItem", costs: TargetCosts) -> BoxCost:
+def box_cost(item: GraphItem, costs: TargetCosts) -> BoxCost:
     """A box on one target: a node's kernel bound; a module's time summed by bound.
 
     >>> from types import SimpleNamespace as S
@@ -77,6 +78,11 @@ def box_cost(item: "GraphItem", costs: TargetCosts) -> BoxCost:
     >>> box.bound, box.share, box.bound_time  # DRAM 2 s against compute 2 s: the tie goes to the first seen
     ('dram', 1.0, {'dram': 2.0, 'compute': 2.0})
     """
+    if item.kind == "node" and len(item.nodes) == 1:  # the common case, a node's own box: no sums
+        index = item.nodes[0]
+        total, bound = 0.0 + costs.time_s[index], costs.bound[index]
+        return BoxCost(total, total / costs.latency_s if costs.latency_s else 0.0, bound,
+                       {} if bound is None else {bound: total})
     spent: dict[str, float] = defaultdict(float)
     total = 0.0
     for index in item.nodes:
@@ -91,7 +97,7 @@ def box_cost(item: "GraphItem", costs: TargetCosts) -> BoxCost:
     return BoxCost(total, total / costs.latency_s if costs.latency_s else 0.0, bound, dict(spent))
 
 
-def box_text(item: "GraphItem", analysis: "Analysis", targets: Sequence[TargetCosts]) -> str:
+def box_text(item: GraphItem, analysis: Analysis, targets: Sequence[TargetCosts]) -> str:
     """The box's tooltip and detail panel: what it is, its counts, its time and bound per target
     (for a node, ``explain``'s key figures)."""
     records = analysis.nodes

@@ -15,12 +15,12 @@ whole model's view is a handful of boxes because a run holds nearly everything (
 encoder), the page opens on that run unfolded (:func:`start_view`).
 
 The module of a node is the path its name (or the exporter's metadata) carries
-(``compare/modules.record_path``). A module with more than :data:`BOX_BUDGET` nodes of its own
+(``compare/modules.module_of``). A module with more than :data:`BOX_BUDGET` nodes of its own
 (a graph with no scoped names: all of them at the root) is folded by the structure: the longest
 stretch of one block repeated (the same op types and output shapes, in the model's order, three
 times or more) becomes numbered blocks, one box ``block 0-17 ×18``; then chains of nodes that each
 feed only the next become one box (``Conv→BatchNormalization→Relu``), and what is still too many
-is cut, in the model's order, into parts of at most :data:`BOX_BUDGET` boxes.
+is cut, in the model's order, into parts of at most :data:`BOX_BUDGET` boxes (``structure.py``).
 
 Folded constants and shape arithmetic (nodes no target runs as a kernel) are not drawn.
 
@@ -38,22 +38,23 @@ Folded constants and shape arithmetic (nodes no target runs as a kernel) are not
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
-from ...compare.modules import MAX_MODULE_DEPTH, numbered, record_path
+from ...compare.modules import MAX_MODULE_DEPTH, module_of, run_label, runs
 from ...cost.records import NodeStatus
 from ..formatting import shape_text
+from .structure import SYNTHETIC as _SYNTHETIC
+from .structure import fold_structure
 
 if TYPE_CHECKING:
     from ...cost.records import NodeRecord
     from ...result import Analysis
 
 BOX_BUDGET = 100  # at most this many boxes in a view, where folding can make it so
+VARIANT_WORK = 100_000  # node visits a view's variants may take (a variant walks the whole view again)
 STUB_LIMIT = 8  # past this many tensors entering (or leaving) a view, the rest share one stub
-_SYNTHETIC = "\x00"  # starts the path parts folding by structure makes: no exporter writes it
 
 
 @dataclass
@@ -99,71 +100,94 @@ class _Module:
 
     path: tuple[str, ...]
     label: str
-    children: dict[str, "_Module"] = field(default_factory=dict)
+    children: dict[str, _Module] = field(default_factory=dict)
     own: list[int] = field(default_factory=list)  # node indices at this module itself
     below: list[int] = field(default_factory=list)  # every node index under it, in model order
-    run: "list[_Module] | None" = None  # the first block of a run: every block of it
+    run: list[_Module] | None = None  # the first block of a run: every block of it
     kinds: list[tuple] = field(default_factory=list)  # (op type, output shapes) of the nodes under it
-    runs: "dict[str, list[_Module]] | None" = None  # its children's runs, once worked out
+    runs: dict[str, list[_Module]] | None = None  # its children's runs, once worked out
 
 
-def drawn(record: "NodeRecord") -> bool:
+def drawn(record: NodeRecord) -> bool:
     """Whether a node gets a box: not a folded constant, not shape arithmetic (no kernel)."""
     return record.status != NodeStatus.CONSTANT and not record.shape_only
 
 
-def folded_views(analysis: "Analysis", budget: int = BOX_BUDGET, depth: int | None = None) -> list[GraphView]:
+def folded_views(analysis: Analysis, budget: int = BOX_BUDGET, depth: int | None = None) -> list[GraphView]:
     """The views of ``analysis``'s graph, the whole model's first, then each module's in the
     order they are reached (breadth first). ``depth`` opens the top view that many module
     levels down whatever its size (else: as many as keep it within ``budget`` boxes)."""
     records = analysis.nodes
     shown = [i for i, r in enumerate(records) if drawn(r)]
-    paths = {i: _real_path(record_path(records[i])) for i in shown}
+    paths = {i: _real_path(module_of(records[i])) for i in shown}
     index_of = {records[i].name: i for i in shown}
     producer_of = {tensor: i for i in shown for tensor in records[i].outputs}
-    _fold_structure(paths, records, producer_of, budget)
+    fold_structure(paths, records, producer_of, budget)
     root = _tree(paths, records)
     builder = _Views(analysis, index_of, budget)
     views = [builder.view(root, None, depth)]
     queue = [views[0]]
     view_of: dict[int, str] = {}  # a module (by identity) -> its view: one view a module
     roots = {views[0].key: root}
-    variant_work = 4 * VARIANT_WORK  # node visits the variants may take in all
+    variant_work = [4 * VARIANT_WORK]  # node visits the variants may take in all
     while queue:
         view = queue.pop(0)
-        for item in view.items:
-            if item.kind == "module" and item.view in builder.modules and item.view == item.key:  # not opened yet
-                module = builder.modules[item.key]
-                if id(module) not in view_of and view.unfolds is not None:
-                    # a module inside the one a variant unfolds, opened in place in that module's view
-                    module = builder.modules[view.unfolds[1]]
-                if id(module) not in view_of:
-                    child = builder.view(module, view.key, None)
-                    view_of[id(module)] = child.key
-                    roots[child.key] = module
-                    views.append(child)
-                    queue.append(child)
-                item.view = view_of[id(module)]
-        if view.unfolds is not None:
-            continue
-        # each plain module box of the view unfolded in place: a variant of the view. Every variant
-        # copies the view, so a view has them only while they hold at most half its nodes (or two
-        # budgets) in all: all its modules unfold in place, or none does (they open their own views)
-        plain = [item for item in view.items if item.kind == "module"]
-        room = max(len(roots[view.key].below) // 2, 2 * budget)
-        work = len(plain) * len(roots[view.key].below)  # each variant walks the view's nodes again
-        if not plain or len(plain) * len(view.items) > room or work > min(VARIANT_WORK, variant_work):
-            continue
-        variant_work -= work
-        # a run unfolds its first block as deep as the budget allows; a module, one level
-        variants = [builder.view(roots[view.key], view.parent, None if item.repeats > 1 else view.depth,
-                                 {builder.modules[item.key]}, (view.key, item.key)) for item in plain]
-        if sum(len(v.items) for v in variants) <= room:
-            for item, variant in zip(plain, variants):
-                item.variant = variant.key
+        for child, module in _open_modules(builder, view, view_of):
+            roots[child.key] = module
+            views.append(child)
+            queue.append(child)
+        if view.unfolds is None:
+            for variant in _variants(builder, view, roots[view.key], variant_work):
                 views.append(variant)
                 queue.append(variant)
     return views
+
+
+def _open_modules(builder: _Views, view: GraphView, view_of: dict[int, str]) -> list[tuple[GraphView, _Module]]:
+    """Point each of ``view``'s folded modules at its view, building the views not built yet
+    (returned in order, each with its module): one view a module."""
+    built = []
+    for item in view.items:
+        if item.kind == "module" and item.view in builder.modules and item.view == item.key:  # not opened yet
+            module = builder.modules[item.key]
+            if id(module) not in view_of and view.unfolds is not None:
+                # a module inside the one a variant unfolds, opened in place in that module's view
+                module = builder.modules[view.unfolds[1]]
+            if id(module) not in view_of:
+                child = builder.view(module, view.key, None)
+                view_of[id(module)] = child.key
+                built.append((child, module))
+            item.view = view_of[id(module)]
+    return built
+
+
+def _variants(builder: _Views, view: GraphView, root: _Module, work_left: list[int]) -> list[GraphView]:
+    """Each plain module box of ``view`` unfolded in place: a variant of the view. Every variant
+    copies the view, so a view has them only while they hold at most half its nodes (or two
+    budgets) in all: all its modules unfold in place, or none does (they open their own views).
+    ``work_left`` (node visits the variants may still take, a one-item list) is drawn on."""
+    plain = [item for item in view.items if item.kind == "module"]
+    room = max(len(root.below) // 2, 2 * builder.budget)
+    work = len(plain) * len(root.below)  # each variant walks the view's nodes again
+    if not plain or len(plain) * len(view.items) > room or work > min(VARIANT_WORK, work_left[0]):
+        return []
+    work_left[0] -= work
+    # a run unfolds its first block as deep as the budget allows; a module, one level
+    wanted = [(None if item.repeats > 1 else view.depth, {builder.modules[item.key]}) for item in plain]
+    # the boxes first: when the variants would not fit, their edges are never walked (the keys
+    # they would have taken are skipped, so every later box keeps its key)
+    start = builder.count
+    boxes = sum(len(builder.boxes(root, depth, opened)[0]) for depth, opened in wanted)
+    stubs = builder.stub_keys[view.key]  # a variant has its view's stubs: the same module
+    if boxes + len(plain) * builder.stub_items[view.key] > room:
+        builder.count += len(plain) * (stubs + 1)
+        return []
+    builder.count = start
+    variants = [builder.view(root, view.parent, depth, opened, (view.key, item.key))
+                for item, (depth, opened) in zip(plain, wanted)]
+    for item, variant in zip(plain, variants):
+        item.variant = variant.key
+    return variants
 
 
 def _real_path(path: tuple[str, ...]) -> tuple[str, ...]:
@@ -199,7 +223,7 @@ def start_view(views: list[GraphView], budget: int = BOX_BUDGET) -> GraphView:
     return max((view for view in unfolded if boxes(view) <= budget), key=boxes, default=top)
 
 
-def _tree(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRecord"]) -> _Module:
+def _tree(paths: dict[int, tuple[str, ...]], records: Sequence[NodeRecord]) -> _Module:
     root = _Module((), "(model)")
     for index in sorted(paths):
         module = root
@@ -219,15 +243,17 @@ def _tree(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRecord"]) ->
 class _Views:
     """Builds the views, numbering items and views across the page."""
 
-    def __init__(self, analysis: "Analysis", index_of: dict[str, int], budget: int):
+    def __init__(self, analysis: Analysis, index_of: dict[str, int], budget: int):
         self.records = analysis.nodes
         self.tensors = analysis.cost_graph.tensors
-        self.inputs = set(analysis.cost_graph.inputs)
-        self.outputs = set(analysis.cost_graph.outputs)
-        self.index_of = index_of
         self.budget = budget
         self.modules: dict[str, _Module] = {}  # a folded box's pending view -> its module
         self.count = 0
+        self.stub_keys: dict[str, int] = {}  # a view -> the keys its stubs took (one a tensor)
+        self.stub_items: dict[str, int] = {}  # a view -> its stub boxes
+        self.index_of = index_of
+        self.shapes: dict[tuple | None, str] = {}
+        self.inputs, self.outputs = set(analysis.cost_graph.inputs), set(analysis.cost_graph.outputs)
 
     def _key(self, prefix: str) -> str:
         self.count += 1
@@ -237,42 +263,57 @@ class _Views:
              unfolds: tuple[str, str] | None = None) -> GraphView:
         """``module``'s view (``depth`` levels open, else as many as the budget allows); with
         ``opened``, the modules unfolded in place besides (a variant of the view ``unfolds``)."""
-        runs = _runs(module)
-        if depth is None:
-            depth, height = 1, _height(module)
-            while depth < height:  # open one more level while it keeps within the budget
-                if len(set(_assign(module, depth + 1, runs, opened).values())) > self.budget:
-                    break
-                depth += 1
-        owner = _assign(module, depth, runs, opened)
+        ordered, depth = self.boxes(module, depth, opened)
+        item_of = {index: item.key for item in ordered for index in item.nodes}
+        block_of = {index: (id(m), number) for m in opened if m.run
+                    for number, block in enumerate(m.run) for index in block.below}
+        before = self.count
+        edges, sources, sinks = self._edges(module, item_of, block_of)
+        stub_keys = self.count - before
+        title = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path) or "the whole model"
+        if module.run:
+            title += f" (the first of {len(module.run)} alike blocks)"
+        inside = set().union(*(block.below for m in opened for block in (m.run or [m])))
+        key = self._key("v") if parent is not None or unfolds else "v0"
+        self.stub_keys[key], self.stub_items[key] = stub_keys, len(sources) + len(sinks)
+        return GraphView(key, title, parent, sources + ordered + sinks, edges, depth, unfolds,
+                         [item.key for item in ordered if inside.issuperset(item.nodes)] if opened else [])
+
+    def boxes(self, module: _Module, depth: int | None, opened: set[_Module] = frozenset()
+              ) -> tuple[list[GraphItem], int]:
+        """The node and module boxes of ``module``'s view, in the model's order, and the levels
+        open (``depth``, else as many as keep within the budget)."""
+        depth, owner = self._owner(module, depth, opened)
         items: dict[tuple, GraphItem] = {}
-        item_of: dict[int, str] = {}
         for index in module.below:
             where = owner[index]
             if where not in items:
                 items[where] = self._item(where, index)
             items[where].nodes.append(index)
-            item_of[index] = items[where].key
-        block_of = {index: (id(m), number) for m in opened if m.run
-                    for number, block in enumerate(m.run) for index in block.below}
-        run_length = {id(m): len(m.run) for m in opened if m.run}
+        run_of = {index: len(m.run) for m in opened if m.run for block in m.run for index in block.below}
         for item in items.values():
-            in_run = block_of.get(item.nodes[0])
-            if in_run is not None:  # inside an unfolded run: it stands for each block's
-                item.repeats = run_length[in_run[0]]
-            if item.kind == "module" and len(item.nodes) == item.repeats and (item.repeats == 1 or in_run):
+            blocks = run_of.get(item.nodes[0])
+            if blocks is not None:  # inside an unfolded run: it stands for each block's
+                item.repeats = blocks
+            if item.kind == "module" and len(item.nodes) == item.repeats and (item.repeats == 1 or blocks):
                 item.kind, item.view = "node", None  # one node (in each block): draw the node
                 record = self.records[item.nodes[0]]
                 item.label, item.name = record.op_type, record.name
-        ordered = list(items.values())
-        edges, sources, sinks = self._edges(module, item_of, block_of)
-        title = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path) or "the whole model"
-        if module.run:
-            title += f" (the first of {len(module.run)} alike blocks)"
-        inside = set().union(*(block.below for m in opened for block in (m.run or [m])))
-        return GraphView(self._key("v") if parent is not None or unfolds else "v0", title, parent,
-                         sources + ordered + sinks, edges, depth, unfolds,
-                         [item.key for item in ordered if inside.issuperset(item.nodes)] if opened else [])
+        return list(items.values()), depth
+
+    def _owner(self, module: _Module, depth: int | None, opened: set[_Module]) -> tuple[int, dict[int, tuple]]:
+        """The levels open and what each node is drawn as (:func:`_assign`): ``depth``, else one
+        more level while the boxes keep within the budget (each depth tried assigned once)."""
+        runs = _runs(module)
+        if depth is not None:
+            return depth, _assign(module, depth, runs, opened)
+        depth, height, owner = 1, _height(module), None
+        while depth < height:
+            deeper = _assign(module, depth + 1, runs, opened)
+            if len(set(deeper.values())) > self.budget:
+                break
+            depth, owner = depth + 1, deeper
+        return depth, owner if owner is not None else _assign(module, depth, runs, opened)
 
     def _item(self, where: tuple, index: int) -> GraphItem:
         if where[0] == "node":
@@ -280,10 +321,7 @@ class _Views:
             return GraphItem(f"n{index}", "node", record.op_type, record.name, [])
         module: _Module = where[1]
         blocks = module.run or [module]
-        label = module.label
-        if len(blocks) > 1:
-            index = numbered(blocks[-1].label)
-            label = f"{module.label}-{index[1] if index else blocks[-1].label}"
+        label = run_label(module.label, len(blocks))
         key = self._key("m")
         self.modules[key] = module
         path = "/".join(part.split(_SYNTHETIC)[-1] for part in module.path)
@@ -291,7 +329,8 @@ class _Views:
             first, last = self.records[module.below[0]].name, self.records[module.below[-1]].name
             path = f"{first} … {last}" if first != last else first
         folded = len(module.path) == MAX_MODULE_DEPTH and "/" in module.path[-1]
-        return GraphItem(key, "module", label, path, [], len(blocks), key, folded=folded)  # a run's box: every block's nodes
+        # a run's box: every block's nodes
+        return GraphItem(key, "module", label, path, [], len(blocks), key, folded=folded)
 
     def _edges(self, module: _Module, item_of: dict[int, str], block_of: dict[int, tuple[int, int]]
                ) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:
@@ -300,58 +339,94 @@ class _Views:
         ``block_of`` (node -> (run, block) for the runs unfolded in place): an edge from one block
         of a run to the next is the repeat the boxes' count says, not drawn (it would run back up)."""
         edges: dict[tuple[str, str], GraphEdge] = {}
-        sources: dict[str, GraphItem] = {}
-        sinks: dict[str, GraphItem] = {}
-
-        def stub(table: dict, tensor: str, kind: str) -> str:
-            if tensor not in table:
-                record = self.tensors.get(tensor)
-                if len(table) >= STUB_LIMIT:  # the rest share one stub
-                    others = table.setdefault("*", GraphItem(self._key(kind[0]), kind, "more tensors", "0 tensors", []))
-                    table[tensor] = others
-                    others.name = f"{int(others.name.split()[0]) + 1} tensors"
-                else:
-                    table[tensor] = GraphItem(self._key(kind[0]), kind, tensor,
-                                              shape_text(record.shape) if record else "?", [])
-            return table[tensor].key
-
-        def connect(source: str, target: str, tensor: str) -> None:
-            if source == target:
-                return
-            edge = edges.get((source, target))
-            if edge is not None:
-                if edge.tensor != tensor:
-                    edge.tensors += 1
-                return
-            record = self.tensors.get(tensor)
-            edges[(source, target)] = GraphEdge(source, target, tensor, shape_text(record.shape) if record else "?",
-                                                record.bytes if record else None)
-
+        stubs = _Stubs(self)
+        tensors, index_of = self.tensors, self.index_of
         for index in module.below:
             record = self.records[index]
             target = item_of[index]
-            for tensor in dict.fromkeys(record.inputs):
-                info = self.tensors.get(tensor)
+            for tensor in dict.fromkeys(record.inputs) if len(record.inputs) > 1 else record.inputs:
+                info = tensors.get(tensor)
                 if not tensor or info is None or info.kind not in ("input", "activation"):
                     continue
-                producer = self.index_of.get(info.producer) if info.producer else None
+                producer = index_of.get(info.producer) if info.producer else None
                 if producer is not None and producer in item_of:
-                    here, there = block_of.get(index), block_of.get(producer)
+                    source = item_of[producer]
+                    if source == target:  # inside one box (most of a large view's nodes)
+                        continue
+                    here, there = (block_of.get(index), block_of.get(producer)) if block_of else (None, None)
                     if here is None or there is None or here == there or here[0] != there[0]:
-                        connect(item_of[producer], target, tensor)
+                        self._connect(edges, source, target, tensor)
                 elif producer is not None or tensor in self.inputs:  # made outside this module
-                    connect(stub(sources, tensor, "input"), target, tensor)
+                    self._connect(edges, stubs.source(tensor), target, tensor)
             for tensor in record.outputs:
-                info = self.tensors.get(tensor)
-                if info is None:
-                    continue
-                read_outside = any(self.index_of.get(c) is not None and self.index_of[c] not in item_of
-                                   for c in info.consumers)
-                if read_outside or tensor in self.outputs:
-                    connect(target, stub(sinks, tensor, "output"), tensor)
-        # a shared "more tensors" stub stands for several: each stub once
-        return (list(edges.values()), list({id(s): s for s in sources.values()}.values()),
-                list({id(s): s for s in sinks.values()}.values()))
+                info = tensors.get(tensor)
+                if info is not None and (tensor in self.outputs or _read_outside(info.consumers, index_of, item_of)):
+                    self._connect(edges, target, stubs.sink(tensor), tensor)
+        return list(edges.values()), stubs.boxes(stubs.sources), stubs.boxes(stubs.sinks)
+
+    def _connect(self, edges: dict[tuple[str, str], GraphEdge], source: str, target: str, tensor: str) -> None:
+        """An edge from box ``source`` to box ``target`` carrying ``tensor`` (counted once more
+        when the two are joined already)."""
+        if source == target:
+            return
+        edge = edges.get((source, target))
+        if edge is not None:
+            if edge.tensor != tensor:
+                edge.tensors += 1
+            return
+        record = self.tensors.get(tensor)
+        edges[(source, target)] = GraphEdge(source, target, tensor, self._shape(record.shape) if record else "?",
+                                            record.bytes if record else None)
+
+    def _shape(self, shape: Sequence | None) -> str:
+        """``shape_text(shape)``, each shape written once (a long model has few)."""
+        key = tuple(shape) if shape is not None else None
+        text = self.shapes.get(key)
+        if text is None:
+            text = self.shapes[key] = shape_text(shape)
+        return text
+
+
+def _read_outside(consumers: Sequence[str], index_of: dict[str, int], item_of: dict[int, str]) -> bool:
+    """Whether a drawn node outside the view (not in ``item_of``) reads the tensor."""
+    for consumer in consumers:
+        reader = index_of.get(consumer)
+        if reader is not None and reader not in item_of:
+            return True
+    return False
+
+
+class _Stubs:
+    """A view's stubs: a box per tensor entering (or leaving) it, up to :data:`STUB_LIMIT`, the
+    rest sharing one "more tensors" box."""
+
+    def __init__(self, builder: _Views):
+        self.builder = builder
+        self.sources: dict[str, GraphItem] = {}
+        self.sinks: dict[str, GraphItem] = {}
+
+    def source(self, tensor: str) -> str:
+        return self._stub(self.sources, tensor, "input")
+
+    def sink(self, tensor: str) -> str:
+        return self._stub(self.sinks, tensor, "output")
+
+    def _stub(self, table: dict[str, GraphItem], tensor: str, kind: str) -> str:
+        if tensor not in table:
+            key = self.builder._key(kind[0])  # a key a tensor, even one the shared box stands for
+            if len(table) >= STUB_LIMIT:  # the rest share one stub
+                others = table.setdefault("*", GraphItem(key, kind, "more tensors", "0 tensors", []))
+                table[tensor] = others
+                others.name = f"{int(others.name.split()[0]) + 1} tensors"
+            else:
+                record = self.builder.tensors.get(tensor)
+                table[tensor] = GraphItem(key, kind, tensor, shape_text(record.shape) if record else "?", [])
+        return table[tensor].key
+
+    @staticmethod
+    def boxes(table: dict[str, GraphItem]) -> list[GraphItem]:
+        """Each stub once (a shared "more tensors" stub stands for several)."""
+        return list({id(s): s for s in table.values()}.values())
 
 
 def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]],
@@ -405,167 +480,20 @@ def _height(module: _Module) -> int:
 
 def _runs(module: _Module) -> dict[str, list[_Module]]:
     """The module's children in runs of alike numbered blocks (``layer.0``, ``layer.1``, ...: the
-    same ops with the same shapes): each child's part -> its run (the first block holds it)."""
+    same ops with the same shapes, ``compare/modules.runs``): each child's part -> its run (the
+    first block holds it)."""
     if module.runs is not None:
         return module.runs
-    children = list(module.children.values())
-    runs: dict[str, list[_Module]] = {}
-    i = 0
-    while i < len(children):
-        first = children[i]
-        run = [first]
-        index = numbered(first.label)
-        if index is not None:
-            prefix, number = index
-            signature = _signature(first)
-            j = i + 1
-            while (j < len(children) and children[j].label == f"{prefix}{number + (j - i)}"
-                   and _signature(children[j]) == signature):
-                run.append(children[j])
-                j += 1
+    found: dict[str, list[_Module]] = {}
+    for run in runs(list(module.children.values()), lambda child: child.label, _signature):
         if len(run) > 1:
-            first.run = run
+            run[0].run = run
         for block in run:
-            runs[block.path[-1]] = run
-        i += len(run)
-    module.runs = runs
-    return runs
+            found[block.path[-1]] = run
+    module.runs = found
+    return found
 
 
 def _signature(module: _Module) -> tuple:
     """What alike blocks share: their modules' names, their nodes' op types and output shapes."""
     return tuple(module.children), tuple(module.kinds)
-
-
-def _fold_structure(paths: dict[int, tuple[str, ...]], records: Sequence["NodeRecord"], producer_of: dict[str, int],
-                    budget: int) -> None:
-    """Give the nodes of a module with more than ``budget`` of its own a synthetic module each:
-    their chain (nodes that each feed only the next), and a part of the model's order."""
-    own: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for index, path in paths.items():
-        own[path].append(index)
-    successors: dict[int, set[int]] = defaultdict(set)
-    predecessors: dict[int, set[int]] = defaultdict(set)
-    for index in paths:
-        for tensor in records[index].inputs:
-            producer = producer_of.get(tensor)
-            if producer is not None:
-                successors[producer].add(index)
-                predecessors[index].add(producer)
-    for path, indices in own.items():
-        if len(indices) <= budget:
-            continue
-        indices = sorted(indices)
-        groups = [indices]
-        repeat = _repeats([(records[i].op_type, str(records[i].output_shapes)) for i in indices], budget) \
-            if len(indices) <= REPEATS_MAX_NODES else None
-        if repeat is not None:  # alike blocks, one after another: numbered modules, so they fold into one run
-            start, length, count = repeat
-            for block in range(count):
-                for index in indices[start + block * length:start + (block + 1) * length]:
-                    paths[index] = path + (f"{_SYNTHETIC}r{block}{_SYNTHETIC}block {block}",)
-            groups = [indices[:start], indices[start + length * count:]]
-            if sum(len(g) for g in groups) < budget:
-                continue
-        for group in groups:
-            _fold_chains_and_parts(path, group, paths, records, successors, predecessors, budget)
-
-
-VARIANT_WORK = 100_000  # node visits a view's variants may take (a variant walks the whole view again)
-REPEATS_MAX_NODES = 20_000  # past this many nodes of its own, a module is not searched for repeats (time: nodes x budget)
-
-
-def _repeats(tokens: Sequence, longest: int) -> tuple[int, int, int] | None:
-    """The longest stretch of ``tokens`` that is one block repeated at least three times, the block
-    at most ``longest`` long: (start, block length, count), or None. The most tokens covered wins,
-    then the shortest block.
-
-    >>> _repeats("xabcabcabcy", 5)  # "abc" three times from position 1
-    (1, 3, 3)
-    >>> _repeats("abcabd", 5) is None, _repeats("aaaa", 5) is None  # "aa" twice only; "a" is one node
-    (True, True)
-    """
-    best: tuple[int, int, int] | None = None
-    covered = 0
-    for length in range(2, min(longest, len(tokens) // 3) + 1):  # a block of one node is no subgraph
-        run = 0  # positions in a row whose token is the one a block later
-        for i in range(len(tokens) - length):
-            if tokens[i] == tokens[i + length]:
-                run += 1
-                count = (run + length) // length
-                if count >= 3 and count * length > covered:
-                    best, covered = (i - run + 1, length, count), count * length
-            else:
-                run = 0
-    return best
-
-
-def _fold_chains_and_parts(path: tuple[str, ...], indices: list[int], paths: dict[int, tuple[str, ...]],
-                           records: Sequence["NodeRecord"], successors: dict[int, set[int]],
-                           predecessors: dict[int, set[int]], budget: int) -> None:
-    """``indices`` (nodes of ``path`` itself, in order) in chains, and the chains in parts."""
-    units = _chains(indices, successors, predecessors, budget)
-    parts = _parts(len(units), budget)
-    spans: dict[tuple[int, ...], list[int]] = {}  # a part (with the parts above it) -> its first and last node
-    for unit, part in zip(units, parts):
-        for level in range(1, len(part) + 1):
-            span = spans.setdefault(part[:level], [unit[0], unit[-1]])
-            span[1] = unit[-1]
-    for unit, part in zip(units, parts):
-        # keyed by the group's first node too: the parts before and after a run of blocks stay apart
-        named = tuple(f"{_SYNTHETIC}p{indices[0]}.{'.'.join(map(str, part[:level]))}"
-                      f"{_SYNTHETIC}nodes {spans[part[:level]][0]}–{spans[part[:level]][1]}"
-                      for level in range(1, len(part) + 1))
-        chain = f"{_SYNTHETIC}{unit[0]}{_SYNTHETIC}{_chain_label(records, unit)}" if len(unit) > 1 else None
-        for index in unit:
-            paths[index] = path + named + ((chain,) if chain else ())
-
-
-def _chains(indices: list[int], successors: dict[int, set[int]], predecessors: dict[int, set[int]],
-            longest: int) -> list[list[int]]:
-    """``indices`` (in model order) cut into chains: a node joins the chain of its one
-    predecessor when it is that predecessor's one successor (and the chain is shorter than
-    ``longest``).
-
-    >>> _chains([0, 1, 2, 3], {0: {1}, 1: {2, 3}}, {1: {0}, 2: {1}, 3: {1}}, 10)
-    [[0, 1], [2], [3]]
-    """
-    members = set(indices)
-    chain_of: dict[int, list[int]] = {}
-    chains: list[list[int]] = []
-    for index in indices:
-        before = predecessors.get(index, set())
-        if len(before) == 1:
-            (previous,) = before
-            if (previous in members and previous in chain_of and successors.get(previous) == {index}
-                    and chain_of[previous][-1] == previous and len(chain_of[previous]) < longest):
-                chain_of[previous].append(index)
-                chain_of[index] = chain_of[previous]
-                continue
-        chain_of[index] = [index]
-        chains.append(chain_of[index])
-    return chains
-
-
-def _parts(count: int, budget: int) -> list[tuple[int, ...]]:
-    """For ``count`` boxes in order, the part each falls in at each level of parts (outermost
-    first), so that no view holds more than about ``budget`` boxes: parts of about ``budget / 2``
-    boxes, so the view above them shows the model's course in some fifty steps.
-
-    >>> _parts(2, 2)
-    [(), ()]
-    >>> _parts(5, 2)  # parts of two boxes; three parts are still too many: two parts of parts
-    [(0, 0), (0, 0), (0, 1), (0, 1), (1, 2)]
-    """
-    if count <= budget:
-        return [()] * count
-    size = max(2, math.ceil(count / max(1, budget // 2)))
-    size = min(size, budget)
-    groups = math.ceil(count / size)
-    upper = _parts(groups, budget)
-    return [upper[position // size] + (position // size,) for position in range(count)]
-
-
-def _chain_label(records: Sequence["NodeRecord"], unit: list[int]) -> str:
-    ops = [records[i].op_type for i in unit]
-    return "→".join(ops) if len(ops) <= 3 else f"{ops[0]}→…→{ops[-1]} ({len(ops)})"

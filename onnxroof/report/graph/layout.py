@@ -24,8 +24,8 @@ True
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 BOX_GAP = 24.0  # pixels between two boxes of a layer
 LAYER_GAP = 40.0  # pixels between two layers: room for the edges and their labels
@@ -354,3 +354,35 @@ def _coordinates(layers: list[list[str]], edges: Sequence[tuple[str, str]], widt
                 centre[key] = x
     left = min((centre[k] - width_of[k] / 2 for layer in layers for k in layer), default=MARGIN)
     return {k: x - left + MARGIN for k, x in centre.items()}
+
+
+class LayoutCache:
+    """Layouts kept by their problem's shape: the boxes' sizes in order and the edges between
+    positions. The layout reads a box's key only to tell it apart (a tie never goes by key), so
+    views alike in shape (the thousand chains of a long model folded by structure) are laid out
+    once, and each gets that layout under its own keys."""
+
+    def __init__(self) -> None:
+        self.done: dict[tuple, Layout] = {}
+
+    def layout(self, sizes: Mapping[str, tuple[float, float]], edges: Iterable[tuple[str, str]]) -> Layout:
+        keys = list(sizes)
+        position = {key: str(number) for number, key in enumerate(keys)}  # no key starts with "~": a dummy's
+        joined = tuple((position[u], position[v]) for u, v in edges if u in position and v in position)
+        problem = (tuple(sizes.values()), joined)
+        found = self.done.get(problem)
+        if found is None:
+            found = self.done[problem] = layered_layout(dict(zip(position.values(), sizes.values())), joined)
+        return _relabelled(found, keys)
+
+
+def _relabelled(layout: Layout, keys: Sequence[str]) -> Layout:
+    """``layout`` (its boxes keyed by their positions in ``keys``) under ``keys``; the routes'
+    points are shared, not copied (nothing changes them)."""
+    boxes = {}
+    for key, box in layout.boxes.items():
+        real = keys[int(key)]
+        boxes[real] = PlacedBox(real, box.x, box.y, box.width, box.height, box.layer, box.order)
+    routes = [Route(keys[int(route.source)], keys[int(route.target)], route.points) for route in layout.routes]
+    layers = [[k if k[0] == "~" else keys[int(k)] for k in layer] for layer in layout.layers]
+    return Layout(boxes, routes, layout.width, layout.height, layers, layout.bottoms)

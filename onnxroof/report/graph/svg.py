@@ -11,41 +11,33 @@ so their width is known here, and every box is as wide as its longest line.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from markupsafe import escape
 
 from ...core.text import page_text, printable
-from ...core.units import iec, seconds
 from ..bounds import BOUND_LABELS
-from .costs import TargetCosts, box_cost, box_text
-from .layout import Layout, layered_layout
+from .costs import TargetCosts, box_text
+from .scene import (
+    BOUND_COLOURS,
+    CHAR_WIDTH,
+    LINE_HEIGHT,
+    MODULE_COLOURS,
+    PAD_X,
+    PAD_Y,
+    STUB,
+    UNPLACED,
+    SceneBox,
+    arrow_head,
+    build_scene,
+    size_text,
+)
 
 if TYPE_CHECKING:
     from ...result import Analysis
-    from .fold import GraphItem, GraphView
-
-# the report's bound colours (partials/_styles.css.j2, .bound-*): (fill, outline and text)
-BOUND_COLOURS = {
-    "compute": ("#e3f4ea", "#1f7a4d"),
-    "parallelism": ("#e4eefb", "#1f5aa6"),
-    "dram": ("#fdeee3", "#a4490b"),
-    "onchip": ("#f0e9fb", "#6b3fb0"),
-    "overhead": ("#eef0f4", "#4a5366"),
-    "none": ("#ffffff", "#9aa3b2"),
-}
-UNPLACED = ("#f6f7f9", "#b8bfcc")  # no target, or a node no kernel runs
-STUB = ("#ffffff", "#9aa3b2")
-SHARE_STEPS = (0.001, 0.005, 0.02, 0.05, 0.15)  # share of the latency: step 0 below the first ... 5 above the last
-SHARE_COLOURS = ("#ffffff", "#fff3e0", "#ffd8a8", "#ffa94d", "#f76707", "#c92a2a")
-MODULE_COLOURS = ("#dbe4ff", "#d3f9d8", "#ffe3e3", "#fff3bf", "#e5dbff", "#c5f6fa", "#ffdeeb", "#e9ecef")
-CHAR_WIDTH = 6.7  # 11px monospace: 0.6 em a character, rounded up
-LINE_HEIGHT = 13.0
-PAD_X, PAD_Y = 7.0, 6.0
-NAME_CHARS = 30  # a name longer than this is clipped in the middle
-LABEL_CHARS = 14  # an edge's shape label: some 75 pixels, less than two boxes' spacing
+    from .fold import GraphView
 
 
 @dataclass
@@ -72,134 +64,57 @@ def _markup(text: object, lines: bool = False) -> str:
     return str(escape(page_text(str(text)) if lines else printable(text)))
 
 
-def clip_middle(text: str, width: int) -> str:
-    """``text`` at most ``width`` characters, its middle replaced by "…" when longer.
-
-    >>> clip_middle("encoder/layer.0/attention/self", 16)
-    'encoder…ion/self'
-    """
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
-
-
-def box_lines(item: "GraphItem", costs: Sequence[TargetCosts]) -> list[str]:
-    """The text lines of a box: op type and name; a module's name, repeat count, nodes and time
-    (model text printable: the SVG and the page's graph data draw these lines)."""
-    label, name = printable(item.label), printable(item.name)
-    if item.kind == "node":  # inside a run unfolded in place: the node of every block, "MatMul ×12"
-        return [clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
-                clip_middle(name.rsplit("/", 1)[-1] or name, NAME_CHARS)]
-    if item.kind == "module":
-        first = clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else "")
-        third = f"{len(item.nodes):,} nodes"
-        if costs:
-            third += f" · {seconds(box_cost(item, costs[0]).time_s)}"
-        return [first, clip_middle(name, NAME_CHARS), third]
-    return [clip_middle(label, NAME_CHARS), clip_middle(name, NAME_CHARS)]
-
-
-def box_size(lines: Sequence[str]) -> tuple[float, float]:
-    """A box just wide enough for its longest line, at least 56 pixels.
-
-    >>> box_size(["Conv", "conv2d_0"])  # 8 characters x 6.7 + 2 x 7
-    (67.6, 38.0)
-    """
-    width = max(56.0, round(max(len(line) for line in lines) * CHAR_WIDTH + 2 * PAD_X, 1))
-    return width, len(lines) * LINE_HEIGHT + 2 * PAD_Y
-
-
-def share_step(share: float) -> int:
-    """Which of the six share colours a share of the latency takes.
-
-    >>> share_step(0.0), share_step(0.03), share_step(0.5)
-    (0, 3, 5)
-    """
-    return sum(1 for step in SHARE_STEPS if share >= step)
-
-
-def lay_out(view: "GraphView", costs: Sequence[TargetCosts]) -> tuple[Layout, dict[str, list[str]]]:
-    """The view's layout and each box's text lines."""
-    lines = {item.key: box_lines(item, costs) for item in view.items}
-    layout = layered_layout({key: box_size(text) for key, text in lines.items()},
-                            [(edge.source, edge.target) for edge in view.edges])
-    return layout, lines
-
-
-def draw_view(view: "GraphView", analysis: "Analysis", costs: Sequence[TargetCosts],
+def draw_view(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts],
               modules: dict[str, int]) -> DrawnView:
     """``view`` as SVG markup: edges, their shape labels, then boxes (each a ``g`` with its
     tooltip); ``modules`` numbers the top-level modules for the colouring by module."""
-    layout, lines = lay_out(view, costs)
-    items = {item.key: item for item in view.items}
+    scene = build_scene(view, analysis, costs)
     parts = ['<g class="gv-edges">']
-    labelled: set[str] = set()
     labels = []
-    for route, edge in zip(_routes_in_edge_order(layout, view), view.edges):
-        path = "M" + " L".join(f"{x:.1f} {y:.1f}" for x, y in route.points) + _arrow_head(route.points)
-        size = f"{edge.bytes:,} bytes ({iec(edge.bytes)})" if edge.bytes is not None else "bytes unknown"
+    for drawn in scene.edges:
+        edge = drawn.edge
+        path = "M" + " L".join(f"{x:.1f} {y:.1f}" for x, y in drawn.points)
+        path += " M{:.1f} {:.1f} L{:.1f} {:.1f} L{:.1f} {:.1f}".format(*(v for point in arrow_head(drawn.points)
+                                                                          for v in point))
         more = f" and {edge.tensors - 1} more tensors" if edge.tensors > 1 else ""
         parts.append(f'<path class="ge" d="{path}"><title>{_markup(edge.tensor)}{more}: {_markup(edge.shape)}, '
-                     f'{size}</title></path>')
-        if edge.source not in labelled:  # one label under each box: its first tensor's shape (the others' on hover)
-            labelled.add(edge.source)
-            x, y = layout.label_at(route)
-            labels.append(f'<text class="gl" x="{x:.1f}" y="{y:.1f}">{_markup(clip_middle(edge.shape, LABEL_CHARS))}</text>')
+                     f'{size_text(edge.bytes)}</title></path>')
+        if drawn.label is not None:
+            x, y = drawn.label_at
+            labels.append(f'<text class="gl" x="{x:.1f}" y="{y:.1f}">{_markup(drawn.label)}</text>')
     parts.append("</g>")
     parts.append('<g class="gv-labels">' + "".join(labels) + "</g>")
-    parts.extend(_fused_outlines(view, layout, costs))
+    parts.extend(f'<rect class="gk" data-t="{number}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6"/>'
+                 for number, x, y, w, h in scene.outlines)
     parts.append('<g class="gv-boxes">')
-    for key, box in layout.boxes.items():
-        parts.append(_box(items[key], box, lines[key], analysis, costs, modules))
+    for position in scene.order:
+        parts.append(_box(scene.boxes[position], analysis, costs, modules))
     parts.append("</g>")
-    return DrawnView(view.key, view.title, view.parent, "".join(parts), layout.width, layout.height, len(layout.boxes))
+    return DrawnView(view.key, view.title, view.parent, "".join(parts), scene.width, scene.height, len(scene.boxes))
 
 
-def _arrow_head(points: list[tuple[float, float]], length: float = 6.0) -> str:
-    """Two short strokes back from the route's end, along its last segment (no marker: the page
-    refers to nothing, not even a fragment of itself).
-
-    >>> _arrow_head([(0.0, 0.0), (0.0, 10.0)])  # pointing down at (0, 10)
-    ' M-3.0 4.0 L0.0 10.0 L3.0 4.0'
-    """
-    (x0, y0), (x1, y1) = points[-2], points[-1]
-    span = math.hypot(x1 - x0, y1 - y0) or 1.0
-    ux, uy = (x1 - x0) / span, (y1 - y0) / span
-    bx, by = x1 - ux * length, y1 - uy * length
-    px, py = -uy * length / 2, ux * length / 2
-    return f" M{bx + px:.1f} {by + py:.1f} L{x1:.1f} {y1:.1f} L{bx - px:.1f} {by - py:.1f}"
-
-
-def _routes_in_edge_order(layout: Layout, view: "GraphView"):
-    by_ends = {(route.source, route.target): route for route in layout.routes}
-    return [by_ends[(edge.source, edge.target)] for edge in view.edges]
-
-
-def _box(item: "GraphItem", box, text: list[str], analysis: "Analysis", costs: Sequence[TargetCosts],
-         modules: dict[str, int]) -> str:
+def _box(box: SceneBox, analysis: Analysis, costs: Sequence[TargetCosts], modules: dict[str, int]) -> str:
+    item = box.item
     attributes = [f'class="gb gb-{item.kind}"', f'data-key="{item.key}"']
     fill, stroke = STUB if item.kind in ("input", "output") else UNPLACED
     if item.kind in ("node", "module"):
-        for number, target in enumerate(costs):
-            cost = box_cost(item, target)
-            attributes.append(f'data-b{number}="{cost.bound or "unplaced"}" data-h{number}="{share_step(cost.share)}"')
-            if number == 0 and cost.bound is not None:
-                fill, stroke = BOUND_COLOURS.get(cost.bound, UNPLACED)
-        top = analysis.nodes[item.nodes[0]].name.strip("/").split("/")[0] if item.kind == "node" else item.name.split("/")[0]
-        attributes.append(f'data-m="{modules.setdefault(top, len(modules)) % len(MODULE_COLOURS)}"')
-        search = f"{item.label} {item.name}".lower()
-        attributes.append(f'data-find="{_markup(search)}"')
+        for number, (bound, step) in enumerate(zip(box.bounds, box.shares)):
+            attributes.append(f'data-b{number}="{bound}" data-h{number}="{step}"')
+        if box.bounds and box.bounds[0] != "unplaced":
+            fill, stroke = BOUND_COLOURS.get(box.bounds[0], UNPLACED)
+        attributes.append(f'data-m="{modules.setdefault(_top(box, analysis), len(modules)) % len(MODULE_COLOURS)}"')
+        attributes.append(f'data-find="{_markup(f"{item.label} {item.name}".lower())}"')
     if item.kind == "node":
         attributes.append(f'data-gnode="{item.nodes[0]}"')
     if item.kind == "module" and item.view:
         attributes.append(f'data-view="{item.view}" tabindex="0" role="button"')
-    shape = f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.width:.1f}" height="{box.height:.1f}" rx="{8 if item.kind == "module" else 3}" fill="{fill}" stroke="{stroke}"/>'
-    if item.repeats > 1:  # a stack: the blocks behind the first
+    frame = f'x="{box.x:.1f}" y="{box.y:.1f}" width="{box.width:.1f}" height="{box.height:.1f}"'
+    shape = f'<rect {frame} rx="{8 if item.kind == "module" else 3}" fill="{fill}" stroke="{stroke}"/>'
+    if box.stacked:  # a stack: the blocks behind the first
         shape = (f'<rect class="gb-behind" x="{box.x + 4:.1f}" y="{box.y + 4:.1f}" width="{box.width:.1f}" '
                  f'height="{box.height:.1f}" rx="8" fill="{fill}" stroke="{stroke}"/>') + shape
     words = []
-    for number, line in enumerate(text):
+    for number, line in enumerate(box.lines):
         cls = ' class="gt-head"' if number == 0 else ""
         words.append(f'<text{cls} x="{box.x + PAD_X:.1f}" y="{box.y + PAD_Y + LINE_HEIGHT * (number + 1) - 3:.1f}">'
                      f"{_markup(line)}</text>")
@@ -207,35 +122,16 @@ def _box(item: "GraphItem", box, text: list[str], analysis: "Analysis", costs: S
     return f'<g {" ".join(attributes)}>{shape}{"".join(words)}<title>{title}</title></g>'
 
 
-def fused_outlines(view: "GraphView", layout: Layout, costs: Sequence[TargetCosts]) -> list[tuple[int, float, float, float, float]]:
-    """(target number, x, y, width, height): a rectangle around the boxes of each kernel that fuses
-    several nodes of the view, on each target, where that rectangle holds no other box. The view's
-    node boxes are grouped by kernel in one pass, so a kernel of 100,000 nodes costs its boxes in
-    this view, not its length once per box."""
-    nodes = [(item.nodes[0], item.key) for item in view.items if item.kind == "node"]
-    outlines = []
-    for number, target in enumerate(costs):
-        by_kernel: dict[int, list[str]] = {}  # a fused kernel (its first node) -> its boxes here, in view order
-        for index, key in nodes:
-            members = target.kernel_members[index]
-            if len(members) > 1:
-                by_kernel.setdefault(members[0], []).append(key)
-        for keys in by_kernel.values():
-            if len(keys) < 2:
-                continue
-            boxes = [layout.boxes[k] for k in keys]
-            left, top = min(b.x for b in boxes) - 4, min(b.y for b in boxes) - 4
-            right, bottom = max(b.x + b.width for b in boxes) + 4, max(b.y + b.height for b in boxes) + 4
-            own = set(keys)
-            if not any(k not in own and b.x < right and b.x + b.width > left and b.y < bottom and b.y + b.height > top
-                       for k, b in layout.boxes.items()):
-                outlines.append((number, left, top, right - left, bottom - top))
-    return outlines
-
-
-def _fused_outlines(view: "GraphView", layout: Layout, costs: Sequence[TargetCosts]) -> list[str]:
-    return [f'<rect class="gk" data-t="{number}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6"/>'
-            for number, x, y, w, h in fused_outlines(view, layout, costs)]
+def _top(box: SceneBox, analysis: Analysis) -> str:
+    """The SVG's group for ``data-m``: the first part of a node's name, or of a module box's path.
+    TODO(47): the page colours by the scene's ``group`` (``compare/modules.module_of``: the
+    exporter's metadata first, op types when the names carry no modules); this older reading
+    differs on dynamo exports and unscoped graphs, kept so that ``onnxroof graph``'s output stays
+    the same in issue 44. It only numbers ``data-m``, which no style in the standalone file reads."""
+    item = box.item
+    if item.kind == "node":
+        return analysis.nodes[item.nodes[0]].name.strip("/").split("/")[0]
+    return item.name.split("/")[0]
 
 
 STANDALONE_STYLE = (

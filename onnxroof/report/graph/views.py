@@ -21,19 +21,19 @@ if TYPE_CHECKING:
     from ...result import Analysis
 
 
-def drawn_views(analysis: "Analysis", depth: int | None = None, budget: int = BOX_BUDGET) -> list[DrawnView]:
+def drawn_views(analysis: Analysis, depth: int | None = None, budget: int = BOX_BUDGET) -> list[DrawnView]:
     """Every view of ``analysis``'s folded graph, laid out and drawn; the whole model's first."""
     costs = target_costs(analysis)
     modules: dict[str, int] = {}  # top-level module -> its colour, the same in every view
     return [draw_view(view, analysis, costs, modules) for view in folded_views(analysis, budget, depth)]
 
 
-def render_graph_svg(analysis: "Analysis", depth: int | None = None, module: str | None = None) -> str:
-    """The whole model's view (its start view: :func:`fold.start_view`; or ``module``'s: its path, ``encoder/layer.0``) as a standalone
-    SVG, coloured by the bound on the first target. A module that is not one of the views (one
-    folded into a run of alike blocks, a single node) raises :class:`UsageError` naming those
-    that are. The nodes drawn are those a run executes (a control-flow body as a module under its
-    node: ``Analysis.run_view``)."""
+def render_graph_svg(analysis: Analysis, depth: int | None = None, module: str | None = None) -> str:
+    """The whole model's view (its start view: :func:`fold.start_view`; or ``module``'s: its path,
+    ``encoder/layer.0``) as a standalone SVG, coloured by the bound on the first target. A module
+    that is not one of the views (one folded into a run of alike blocks, a single node) raises
+    :class:`UsageError` naming those that are. The nodes drawn are those a run executes (a
+    control-flow body as a module under its node: ``Analysis.run_view``)."""
     analysis = analysis.run_view
     costs = target_costs(analysis)
     views = folded_views(analysis, BOX_BUDGET, depth)

@@ -16,8 +16,8 @@ from markupsafe import Markup
 
 from ...core.units import iec
 from ..bounds import BOUND_LABELS, BOUND_TITLES
-from ..graph.svg import BOUND_COLOURS, MODULE_COLOURS, SHARE_COLOURS, SHARE_STEPS, UNPLACED
 from ..graph.data import page_data
+from ..graph.scene import BOUND_COLOURS, MODULE_COLOURS, SHARE_COLOURS, SHARE_STEPS, UNPLACED
 from .page import script_json
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ...result import Analysis
 
 
-def graph_context(analysis: "Analysis") -> dict | None:
+def graph_context(analysis: Analysis) -> dict | None:
     """The views (as the script's JSON) and the style rules of the colourings; None for a graph
     with no node drawn."""
     live, peak = _peak_makers(analysis)
@@ -35,7 +35,7 @@ def graph_context(analysis: "Analysis") -> dict | None:
     return {**_context(data, None), "peak": peak}
 
 
-def _peak_makers(analysis: "Analysis") -> tuple[set[int], str]:
+def _peak_makers(analysis: Analysis) -> tuple[set[int], str]:
     """The rows of the nodes whose outputs are live at the memory peak (model order), and the
     button's words."""
     memory = analysis.memory
@@ -49,7 +49,7 @@ def _peak_makers(analysis: "Analysis") -> tuple[set[int], str]:
     return live, f"live at the memory peak ({iec(order.peak_bytes)}, step {order.peak_step})"
 
 
-def diff_graph_context(diff: "ModelDiff") -> dict | None:
+def diff_graph_context(diff: ModelDiff) -> dict | None:
     """The diff page's graph: the head's, its added and changed nodes marked, and the base's, its
     removed and changed nodes marked (a selector picks the side)."""
     head_rows = {r.name: i for i, r in enumerate(diff.head.nodes)}
@@ -69,17 +69,22 @@ def diff_graph_context(diff: "ModelDiff") -> dict | None:
 def _context(data: dict, base: dict | None) -> dict:
     top = data["views"][0]
     targets = data["targets"]
+    text = script_json(data)
     return {
         "targets": targets,
         "groups": data["groups"],  # what the colouring by group tells apart: "module" or "op type"
         "boxes": f"{len(top['boxes']):,}",
-        "views": sum(1 for view in data["views"] if "unfolds" not in view),  # a module unfolded in place is no view of its own
-        "json": Markup(script_json(data)),
-        "base_json": Markup(script_json(base)) if base is not None else None,
+        # a module unfolded in place is no view of its own
+        "views": sum(1 for view in data["views"] if "unfolds" not in view),
+        "hidden": f"{data['hidden']:,}" if "hidden" in data else "",
+        "json": Markup(text),
+        # a model against itself: the one drawing's text twice, written once (tens of MB on a large model)
+        "base_json": None if base is None else Markup(text if base is data else script_json(base)),
         "style": Markup(_colour_rules(len(targets))),
         "bounds": [{"key": b, "label": BOUND_LABELS[b], "title": BOUND_TITLES[b], "fill": fill, "stroke": stroke}
                    for b, (fill, stroke) in BOUND_COLOURS.items() if b != "none"]
-                  + [{"key": "unplaced", "label": "not placed", "title": "no kernel runs it on this target (not counted)",
+                  + [{"key": "unplaced", "label": "not placed",
+                      "title": "no kernel runs it on this target (not counted)",
                       "fill": UNPLACED[0], "stroke": UNPLACED[1]}],
         "shares": [{"label": _share_label(step), "fill": colour} for step, colour in enumerate(SHARE_COLOURS)],
     }
@@ -102,9 +107,11 @@ def _colour_rules(targets: int) -> str:
     for number in range(targets):
         scope = f'.gv-wrap[data-target="{number}"]'
         for bound, (fill, stroke) in [*BOUND_COLOURS.items(), ("unplaced", UNPLACED)]:
-            rules.append(f'{scope}[data-colour="bound"] .gb[data-b{number}="{bound}"]>rect{{fill:{fill};stroke:{stroke}}}')
+            rules.append(f'{scope}[data-colour="bound"] .gb[data-b{number}="{bound}"]>rect'
+                         f'{{fill:{fill};stroke:{stroke}}}')
         for step, colour in enumerate(SHARE_COLOURS):
-            rules.append(f'{scope}[data-colour="share"] .gb[data-h{number}="{step}"]>rect{{fill:{colour};stroke:#8a93a6}}')
+            rules.append(f'{scope}[data-colour="share"] .gb[data-h{number}="{step}"]>rect'
+                         f'{{fill:{colour};stroke:#8a93a6}}')
         rules.append(f'.gv-wrap:not([data-target="{number}"]) .gk[data-t="{number}"]{{display:none}}')
     for index, colour in enumerate(MODULE_COLOURS):
         rules.append(f'.gv-wrap[data-colour="module"] .gb[data-m="{index}"]>rect{{fill:{colour};stroke:#8a93a6}}')

@@ -229,9 +229,9 @@ def _level_dot(dot: dict, chart, palette: dict[str, str], target: "Target") -> d
 
 def top_modules(analysis: "Analysis") -> dict[str, str] | None:
     """Each node's top-level module (None when the names carry no scopes)."""
-    from ...compare.modules import has_scopes, record_path
+    from ...compare.modules import has_scopes, module_of
 
     if not has_scopes(analysis):
         return None
-    return {r.name: (record_path(r) or (NO_MODULE,))[0] for r in analysis.nodes}
+    return {r.name: (module_of(r) or (NO_MODULE,))[0] for r in analysis.nodes}
 

@@ -1,0 +1,254 @@
+"""The graph view's scene: one view laid out and dressed, once, for every writer.
+
+A scene holds what a view looks like — each box's place, size, text lines, bound and share step
+per target and colour group; each edge's route, the shape label under its source and its size;
+the fused kernels' outlines — worked out here from the fold (``fold.GraphView``) and the layout
+(``layout.py``). Two writers serialise it and decide nothing: ``svg.py`` (``onnxroof graph``) as SVG
+markup, ``data.py`` as the report page's JSON, which the page's script only paints, pans, zooms
+and selects. The colours, the text metrics and the clipping of long names live here too, so a box
+is as wide as its text in both.
+
+>>> from onnxroof import analyze
+>>> from onnxroof.core.examples import build_example
+>>> from onnxroof.report.graph.costs import target_costs
+>>> from onnxroof.report.graph.fold import folded_views
+>>> analysis = analyze(build_example("shallownet"), targets=["myriad-x"])
+>>> scene = build_scene(folded_views(analysis)[0], analysis, target_costs(analysis))
+>>> [(box.item.kind, box.lines[0], box.bounds) for box in scene.boxes[1:3]]
+[('node', 'Conv', ['compute']), ('node', 'Relu', ['compute'])]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...compare.modules import module_of
+from ...core.text import printable
+from ...core.units import iec, seconds
+from .costs import TargetCosts, box_cost
+from .layout import Layout, LayoutCache, layered_layout
+
+if TYPE_CHECKING:
+    from ...result import Analysis
+    from .fold import GraphEdge, GraphItem, GraphView
+
+# the report's bound colours (partials/_styles.css.j2, .bound-*): (fill, outline and text)
+BOUND_COLOURS = {
+    "compute": ("#e3f4ea", "#1f7a4d"),
+    "parallelism": ("#e4eefb", "#1f5aa6"),
+    "dram": ("#fdeee3", "#a4490b"),
+    "onchip": ("#f0e9fb", "#6b3fb0"),
+    "overhead": ("#eef0f4", "#4a5366"),
+    "none": ("#ffffff", "#9aa3b2"),
+}
+UNPLACED = ("#f6f7f9", "#b8bfcc")  # no target, or a node no kernel runs
+STUB = ("#ffffff", "#9aa3b2")
+SHARE_STEPS = (0.001, 0.005, 0.02, 0.05, 0.15)  # share of the latency: step 0 below the first ... 5 above the last
+SHARE_COLOURS = ("#ffffff", "#fff3e0", "#ffd8a8", "#ffa94d", "#f76707", "#c92a2a")
+MODULE_COLOURS = ("#dbe4ff", "#d3f9d8", "#ffe3e3", "#fff3bf", "#e5dbff", "#c5f6fa", "#ffdeeb", "#e9ecef")
+CHAR_WIDTH = 6.7  # 11px monospace: 0.6 em a character, rounded up
+LINE_HEIGHT = 13.0
+PAD_X, PAD_Y = 7.0, 6.0
+NAME_CHARS = 30  # a name longer than this is clipped in the middle
+LABEL_CHARS = 14  # an edge's shape label: some 75 pixels, less than two boxes' spacing
+ARROW = 6.0  # an arrow head's strokes, in pixels
+
+
+@dataclass
+class SceneBox:
+    """One box as drawn: its place (top-left corner) and size, text and colourings."""
+
+    item: GraphItem
+    x: float
+    y: float
+    width: float
+    height: float
+    lines: list[str]  # printable, clipped: the first is the head line
+    bounds: list[str]  # per target: its bound ("unplaced": no kernel there); empty for a stub
+    shares: list[int]  # per target: its step of the share of the latency (:func:`share_step`)
+    group: str  # what the colouring by group tells apart: its top-level module, else its op type
+
+    @property
+    def stacked(self) -> bool:
+        """Drawn as a stack: it stands for the alike blocks of a run."""
+        return self.item.repeats > 1
+
+
+@dataclass
+class SceneEdge:
+    """One edge as drawn."""
+
+    edge: GraphEdge
+    source: int  # box positions in the scene
+    target: int
+    points: list[tuple[float, float]]  # its route, top to bottom
+    label: str | None  # the shape written under its source box: the first edge from a box only
+    label_at: tuple[float, float]
+
+
+@dataclass
+class Scene:
+    view: GraphView
+    width: float
+    height: float
+    boxes: list[SceneBox]  # in the view's order
+    order: list[int]  # the boxes' positions in drawing order (layer by layer)
+    edges: list[SceneEdge]
+    outlines: list[tuple[int, float, float, float, float]]  # (target, x, y, width, height) of a fused kernel
+
+
+def clip_middle(text: str, width: int) -> str:
+    """``text`` at most ``width`` characters, its middle replaced by "…" when longer.
+
+    >>> clip_middle("encoder/layer.0/attention/self", 16)
+    'encoder…ion/self'
+    """
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def box_lines(item: GraphItem, costs: Sequence[TargetCosts]) -> list[str]:
+    """The text lines of a box: op type and name; a module's name, repeat count, nodes and time
+    (model text printable)."""
+    label, name = printable(item.label), printable(item.name)
+    if item.kind == "node":  # inside a run unfolded in place: the node of every block, "MatMul ×12"
+        return [clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
+                clip_middle(name.rsplit("/", 1)[-1] or name, NAME_CHARS)]
+    if item.kind == "module":
+        first = clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else "")
+        third = f"{len(item.nodes):,} nodes"
+        if costs:
+            third += f" · {seconds(box_cost(item, costs[0]).time_s)}"
+        return [first, clip_middle(name, NAME_CHARS), third]
+    return [clip_middle(label, NAME_CHARS), clip_middle(name, NAME_CHARS)]
+
+
+def box_size(lines: Sequence[str]) -> tuple[float, float]:
+    """A box just wide enough for its longest line, at least 56 pixels.
+
+    >>> box_size(["Conv", "conv2d_0"])  # 8 characters x 6.7 + 2 x 7
+    (67.6, 38.0)
+    """
+    width = max(56.0, round(max(len(line) for line in lines) * CHAR_WIDTH + 2 * PAD_X, 1))
+    return width, len(lines) * LINE_HEIGHT + 2 * PAD_Y
+
+
+def share_step(share: float) -> int:
+    """Which of the six share colours a share of the latency takes.
+
+    >>> share_step(0.0), share_step(0.03), share_step(0.5)
+    (0, 3, 5)
+    """
+    return sum(1 for step in SHARE_STEPS if share >= step)
+
+
+def size_text(size: int | None) -> str:
+    """A tensor's bytes as an edge's tooltip says them.
+
+    >>> size_text(2048), size_text(None)
+    ('2,048 bytes (2 KiB)', 'bytes unknown')
+    """
+    return f"{size:,} bytes ({iec(size)})" if size is not None else "bytes unknown"
+
+
+def arrow_head(points: Sequence[tuple[float, float]], length: float = ARROW) -> list[tuple[float, float]]:
+    """Two short strokes back from the route's end, along its last segment: (one end, the tip,
+    the other end).
+
+    >>> arrow_head([(0.0, 0.0), (0.0, 10.0)])  # pointing down at (0, 10)
+    [(-3.0, 4.0), (0.0, 10.0), (3.0, 4.0)]
+    """
+    (x0, y0), (x1, y1) = points[-2], points[-1]
+    span = math.hypot(x1 - x0, y1 - y0) or 1.0
+    ux, uy = (x1 - x0) / span, (y1 - y0) / span
+    bx, by = x1 - ux * length, y1 - uy * length
+    px, py = -uy * length / 2, ux * length / 2
+    return [(bx + px, by + py), (x1, y1), (bx - px, by - py)]
+
+
+def lay_out(view: GraphView, costs: Sequence[TargetCosts], cache: LayoutCache | None = None
+            ) -> tuple[Layout, dict[str, list[str]]]:
+    """The view's layout and each box's text lines (``cache``: the layouts of views alike in shape)."""
+    lines = {item.key: box_lines(item, costs) for item in view.items}
+    sizes = {key: box_size(text) for key, text in lines.items()}
+    edges = [(edge.source, edge.target) for edge in view.edges]
+    return (cache.layout(sizes, edges) if cache is not None else layered_layout(sizes, edges)), lines
+
+
+def build_scene(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts], scoped: bool = True,
+                cache: LayoutCache | None = None) -> Scene:
+    """``view`` laid out and dressed. ``scoped`` (the names carry modules: ``compare/modules.
+    has_scopes``) makes the colour groups top-level modules, else op types."""
+    layout, lines = lay_out(view, costs, cache)
+    position = {item.key: k for k, item in enumerate(view.items)}
+    boxes = [_scene_box(item, layout, lines[item.key], analysis, costs, scoped) for item in view.items]
+    edges = []
+    labelled: set[str] = set()
+    routes = {(route.source, route.target): route for route in layout.routes}
+    for edge in view.edges:
+        route = routes[(edge.source, edge.target)]
+        label = None
+        if edge.source not in labelled:  # one label under each box: its first tensor's shape (the others' on hover)
+            labelled.add(edge.source)
+            label = clip_middle(edge.shape, LABEL_CHARS)
+        edges.append(SceneEdge(edge, position[edge.source], position[edge.target], route.points, label,
+                               layout.label_at(route)))
+    return Scene(view, layout.width, layout.height, boxes, [position[key] for key in layout.boxes], edges,
+                 fused_outlines(view, layout, costs))
+
+
+def _scene_box(item: GraphItem, layout: Layout, lines: list[str], analysis: Analysis,
+               costs: Sequence[TargetCosts], scoped: bool) -> SceneBox:
+    placed = layout.boxes[item.key]
+    bounds, shares, group = [], [], ""
+    if item.kind in ("node", "module"):
+        for target in costs:
+            cost = box_cost(item, target)
+            bounds.append(cost.bound or "unplaced")
+            shares.append(share_step(cost.share))
+        record = analysis.nodes[item.nodes[0]]  # a module box: its first node's
+        if scoped:
+            path = module_of(record)
+            group = path[0] if path else ""
+        else:
+            group = record.op_type
+    return SceneBox(item, placed.x, placed.y, placed.width, placed.height, lines, bounds, shares, group)
+
+
+def fused_outlines(view: GraphView, layout: Layout, costs: Sequence[TargetCosts]
+                   ) -> list[tuple[int, float, float, float, float]]:
+    """(target number, x, y, width, height): a rectangle around the boxes of each kernel that fuses
+    several nodes of the view, on each target, where that rectangle holds no other box. The view's
+    node boxes are grouped by kernel in one pass, so a kernel of 100,000 nodes costs its boxes in
+    this view, not its length once per box."""
+    nodes = [(item.nodes[0], item.key) for item in view.items if item.kind == "node"]
+    outlines = []
+    for number, target in enumerate(costs):
+        by_kernel: dict[int, list[str]] = {}  # a fused kernel (its first node) -> its boxes here, in view order
+        for index, key in nodes:
+            members = target.kernel_members[index]
+            if len(members) > 1:
+                by_kernel.setdefault(members[0], []).append(key)
+        for keys in by_kernel.values():
+            if len(keys) > 1:
+                outline = _outline(layout, keys)
+                if outline is not None:
+                    outlines.append((number, *outline))
+    return outlines
+
+
+def _outline(layout: Layout, keys: list[str]) -> tuple[float, float, float, float] | None:
+    """A rectangle 4 pixels around the boxes ``keys``, or None when it would hold another box."""
+    boxes = [layout.boxes[k] for k in keys]
+    left, top = min(b.x for b in boxes) - 4, min(b.y for b in boxes) - 4
+    right, bottom = max(b.x + b.width for b in boxes) + 4, max(b.y + b.height for b in boxes) + 4
+    own = set(keys)
+    if any(k not in own and b.x < right and b.x + b.width > left and b.y < bottom and b.y + b.height > top
+           for k, b in layout.boxes.items()):
+        return None
+    return left, top, right - left, bottom - top

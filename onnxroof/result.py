@@ -136,7 +136,7 @@ class Analysis:
         from .roofline.placement import node_times
 
         nodes = self.run_view.nodes  # the nodes a run executes, as the node tables list them
-        times = node_times(nodes, self.targets)
+        times = node_times(self.targets)
         bounds = {report.target.name: {name: kernel.placement.bound for kernel in report.nodes for name in kernel.nodes}
                   for report in self.targets}
         rows = []

@@ -16,6 +16,7 @@ from ...roofline.verdicts import capacity_text, finding_lines, fit_text
 from ...core.text import csv_cell, printable
 from ...core.units import iec, intensity, joules, seconds, si
 from ...roofline.targets import LatencyKind
+from ...roofline.terms import explain_term_lines
 from .devices import device_plan_lines
 
 if TYPE_CHECKING:
@@ -349,58 +350,15 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
         return [f"target {name}: not run (a folded constant or shape arithmetic: no kernel)"]
     if node in in_place and not kernel.placement.time_s:
         return [f"target {name}: not run (its inputs are written into its buffer in place: no kernel, no launch)"]
-    target, point = report.target, kernel.placement
-    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    point = kernel.placement
     fused = (f"kernel {printable(kernel.name)} ({printable(kernel.op_type)}: {len(kernel.nodes)} nodes fused under "
              f"{', '.join(report.fusion)})" if len(kernel.nodes) > 1 else "its own kernel")
     lines = [
         f"target {name}: {fused}",
         *([f"  runs     x {kernel.runs:,} per run of the model (a loop's body): the figures below are all of them"]
           if kernel.runs > 1 else []),
-        f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof})"
-        + (f" x {point.parallel_fraction:.3g} (the share of the parallel units its work fills)"
-           if point.parallel_fraction != 1.0 else "") + f" = {seconds(point.compute_s * point.near_efficiency)}",
-        f"  DRAM     {point.dram_bytes:,} B / {si(target.dram_bytes_per_s.value, 'B/s')} = "
-        f"{seconds(point.memory_s * (point.efficiency if onchip_bw else point.near_efficiency))}"
-        + (f" (of which {kernel.spill_bytes:,} B spilled)" if kernel.spill_bytes else ""),
+        *explain_term_lines(report, kernel),  # compute, DRAM, on chip, efficiency, launch, stall, subnormal
     ]
-    if onchip_bw:
-        lines.append(f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = {seconds(point.onchip_s * point.near_efficiency)}")
-    if point.op_efficiency is not None:
-        table = target.efficiency_by_op.get(point.kernel_class or "", {})
-        ops = [op for op in dict.fromkeys(part.split("×")[0] for part in kernel.op_type.split("+"))
-               if table.get(op) == point.op_efficiency]
-        near = "compute and on chip" if onchip_bw else "every roof"
-        lines.append(f"  efficiency {point.op_efficiency:.2f} on {near} ({'/'.join(ops)} in {point.kernel_class} kernels "
-                     f"on this target)" + (f", {point.efficiency:.2f} on DRAM" if onchip_bw else "")
-                     + ": the longest of these over its figure")
-    elif point.efficiency_rows is not None:
-        curve = target.rows_curve(point.kernel_class, point.roof)
-        lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels of {point.efficiency_rows:,} "
-                     f"output rows on this target, efficiency.{curve}.by_rows): the longest of these over "
-                     f"{point.efficiency:.2f}")
-    elif point.efficiency_columns is not None:
-        curve = target.columns_curve(point.kernel_class, point.roof)
-        lines.append(f"  efficiency {point.efficiency:.3g} ({point.kernel_class} kernels of {point.efficiency_columns:,} "
-                     f"output columns on this target, efficiency.{curve}.by_columns): the longest of these over "
-                     f"{point.efficiency:.3g}")
-    elif point.efficiency != 1.0:
-        lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
-                     f"of these over {point.efficiency:.2f}")
-    if point.overhead_s:
-        cold = (" (cold: the run touches more data than the on-chip memory holds)"
-                if target.cold_node_overhead_s and report.launch_s == target.cold_node_overhead_s.value else "")
-        each = f" ({seconds(point.overhead_s / kernel.runs)} x {kernel.runs:,} launches)" if kernel.runs > 1 else " per kernel"
-        borrowed = (" (borrowed from other targets: no measurement of this one)"
-                    if "node_overhead_s" in report.borrowed and not cold else "")
-        lines.append(f"  launch   {seconds(point.overhead_s)}{each}{cold}{borrowed}")
-    if point.exposed_dram_s:
-        lines.append(f"  stall    {seconds(point.exposed_dram_s)}: {target.dram_stall.value:.0%} of its DRAM time, which "
-                     "its compute does not hide on this target (dram_stall)")
-    if point.subnormal_s:
-        per_element_s = target.subnormal_s_per_element.value
-        lines.append(f"  subnormal {round(point.subnormal_s / per_element_s):,} masked exps x {seconds(per_element_s)} = "
-                     f"{seconds(point.subnormal_s)} (a causal mask's hidden positions underflow: the CPU's slow path)")
     lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
     if len(kernel.nodes) > 1:
         lines.append(f"  nodes    {clip(', '.join(kernel.nodes), TERMINAL_COLUMNS - 11)}")

@@ -480,6 +480,24 @@ def _joules(amount: int, picojoules_each: float | None) -> float | None:
     return None if picojoules_each is None else amount * picojoules_each * 1e-12
 
 
+def _run_energy(target: Target, nodes: list[NodePlacement], latency: float,
+                notes: list[str]) -> tuple[float | None, dict[str, float | None]]:
+    """(joules of one run or None, joules by part): the kernels' parts summed (None where one has no
+    figure, said in a note), and the static power x the latency where the target states it."""
+    split: dict[str, float | None] = {}
+    for part in ("compute", "onchip", "dram"):
+        values = [n.energy_j[part] for n in nodes]
+        split[part] = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+    missing = [part for part, value in split.items() if value is None]
+    if missing:
+        notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
+    energy = None if missing else sum(v for v in split.values() if v is not None)
+    if target.static_power_w is not None:  # drawn however busy the device is, for as long as the run takes
+        split["static"] = target.static_power_w.value * latency
+        energy = None if energy is None else energy + split["static"]
+    return energy, split
+
+
 def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement], spilled: list[str],
                spill_bytes: int, on_chip: bool, notes: list[str], fusion: tuple[str, ...],
                run_s: float = 0.0) -> TargetReport:
@@ -495,17 +513,7 @@ def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement
     roof, peak = _blended_peak(target, flops_by_roof) if flops_by_roof else target.roof("fp32")
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     model_point = roofline(flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
-    split: dict[str, float | None] = {}
-    for part in ("compute", "onchip", "dram"):
-        values = [n.energy_j[part] for n in nodes]
-        split[part] = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
-    missing = [part for part, value in split.items() if value is None]
-    if missing:
-        notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
-    energy = None if missing else sum(v for v in split.values() if v is not None)
-    if target.static_power_w is not None:  # drawn however busy the device is, for as long as the run takes
-        split["static"] = target.static_power_w.value * latency
-        energy = None if energy is None else energy + split["static"]
+    energy, split = _run_energy(target, nodes, latency, notes)
     share: Counter = Counter({Bound.OVERHEAD: run_s} if run_s else {})
     for n in nodes:
         share[n.placement.bound] += n.placement.time_s

@@ -103,9 +103,12 @@ from typing import Iterable
 from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.files import not_a_file, read_small_file
-from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log,  # noqa: F401
-                      read_efficiency, read_figure, read_fraction, read_section, shown)
-from .interconnect import Interconnect, read_interconnect
+from .figures import BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log  # noqa: F401
+from .interconnect import Interconnect
+# the file's fields, declared once, and the names they are checked against: read through this module too
+from .target_schema import (DTYPES, EFFICIENCY_CLASSES, FP32_MATH_ROOFS, FUSION_RULES,  # noqa: F401
+                            LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT, PARALLEL_KINDS, SCHEMA, Parallel,
+                            read_fields)
 from .target_paths import (USER_TARGETS_VARIABLE, MAX_TARGET_FILE_BYTES, bundled_targets, target_files,  # noqa: F401
                            user_target_dir)
 
@@ -114,12 +117,6 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
-SCHEMA = "onnxroof-target/1"
-# the roofs a target may give; tf32 is no ONNX type: a runtime runs float32 products on it where
-# the target's [fp32_math] says so (TensorRT's TF32 tensor cores)
-DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
-FP32_MATH_ROOFS = ("fp32", "tf32")
-PARALLEL_KINDS = ("tiles", "systolic")
 # the roof a node's element type runs on, then the fallbacks when a target lacks that roof
 ROOF_PREFERENCE = {
     "fp32": ("fp32", "fp16", "bf16", "int8"),
@@ -138,17 +135,6 @@ _ROOF_OF_DTYPE = {
     "float8e5m2fnuz": "fp8",
 }
 
-# The rule sets a target's [fusion] policy may name; kernels.py applies them.
-FUSION_RULES = {
-    "epilogue": "a Conv, Gemm or MatMul with the elementwise ops after it (bias, BatchNormalization, activation, residual Add)",
-    "elementwise": "chains of elementwise ops (activations, arithmetic, casts, quantize/dequantize)",
-    "normalization": "reductions with the elementwise ops around them: decomposed LayerNorm, RMSNorm, Softmax",
-    "horizontal": "convolutions or matmuls that multiply the same activation by stored weights of the same depth "
-                  "(the Q, K and V projections; an Inception block's 1x1 branches) as one GEMM over the weights side by side",
-    "attention": "QK^T, its scale and mask, the softmax and the AV product as one kernel, reading Q, K and V "
-                 "through the transposes that split the heads and writing through the one that merges them",
-}
-
 # onnxruntime's MLAS gives a GEMM or convolution one more thread per 65,536 multiply-adds
 # (MLAS_SGEMM_THREAD_COMPLEXITY and MLAS_QGEMM_THREAD_COMPLEXITY, microsoft/onnxruntime
 # onnxruntime/core/mlas/lib/mlasi.h@7c8b095): from this many a product is split over two threads
@@ -156,48 +142,12 @@ FUSION_RULES = {
 # Gemm, 200,704 multiply-adds, split; 1x256 by 256x128, 32,768, did not)
 SPLIT_MACS = 65_536
 
-# The kernel classes a target's [efficiency] may name; kernels.efficiency_class assigns them.
-# 32 multiply-adds per output element: a 3x3 depthwise conv has 9, a 3-channel 3x3 conv 27, a
-# dense 3x3 conv over 16 channels 144; below it a kernel reuses too little of what it loads to
-# run at the GEMM rate.
-LOW_REUSE_MACS_PER_OUTPUT = 32
-# 8 multiply-adds per weight element: a matmul over fewer than 8 rows (decode, a batch-1 MLP)
-# streams its weights, bound by memory whatever the peak
-LOW_REUSE_MACS_PER_WEIGHT = 8
-EFFICIENCY_CLASSES = {
-    "gemm": f"convolutions and matmuls with at least {LOW_REUSE_MACS_PER_OUTPUT} multiply-adds per output element",
-    "gemv": f"matmuls and convolutions with fewer than {LOW_REUSE_MACS_PER_WEIGHT} multiply-adds per weight element "
-            "(matrix-vector products: decode steps, batch-1 MLPs): they stream their weights",
-    "depthwise": "convolutions and matmuls with fewer (depthwise, few input channels): little reuse",
-    "elementwise": "elementwise kernels: activations, arithmetic, casts, quantize/dequantize",
-    "reduction": "reductions, normalizations, softmax and pooling",
-    "data_movement": "contiguous copies: concatenations, gathers, slices, splits, pads, resizes",
-    "transpose": "strided copies: transposes, depth-to-space and space-to-depth",
-}
-
-
 class LatencyKind(TextEnum):
     """What a predicted latency is: at peak figures a kernel can go no faster than its roofs, so
     the latency is a lower bound; scaled by measured efficiencies it is a forecast."""
 
     BOUND = "bound"
     FORECAST = "forecast"
-
-
-@dataclass(frozen=True)
-class Parallel:
-    """A target's parallel compute units and the tile of work each takes per step (per roof)."""
-
-    kind: str  # PARALLEL_KINDS: "tiles" (output rows x columns) or "systolic" (reduction depth x output channels)
-    units: Figure
-    tile_rows: dict[str, Figure]  # roof -> rows of a tile (systolic: the array's height)
-    tile_cols: dict[str, Figure]  # roof -> columns of a tile (systolic: the array's width)
-
-    def tile(self, roof: str) -> tuple[int, int] | None:
-        """(rows, columns) of the tile on ``roof``; None: work on that roof is not limited."""
-        if roof in self.tile_rows and roof in self.tile_cols:
-            return int(self.tile_rows[roof].value), int(self.tile_cols[roof].value)
-        return None
 
 
 @dataclass(frozen=True)
@@ -421,146 +371,6 @@ def parse_target(path: Path) -> Target:
         problem = "nested too deeply" if isinstance(exc, RecursionError) else "too large" if isinstance(
             exc, MemoryError) else str(exc).splitlines()[0][:120]
         raise UsageError(f"{path}: cannot be read as a target file ({problem})") from None
-    where = str(path)
-
-    def text(key: str) -> str:
-        value = data.get(key)
-        if not isinstance(value, str) or not value.strip():
-            raise UsageError(f"{where}: '{key}' must be a non-empty string")
-        return value
-
-    if data.get("schema", SCHEMA) != SCHEMA:
-        raise UsageError(f"{where}: 'schema' is {shown(data.get('schema'))}; this onnxroof reads {SCHEMA!r}")
-    peaks = data.get("peak_ops_per_s")
-    if not isinstance(peaks, dict) or not peaks:
-        raise UsageError(f"{where}: 'peak_ops_per_s' is missing: give at least one of {', '.join(DTYPES)}")
-    for key in peaks:
-        if key not in DTYPES:
-            raise UsageError(f"{where}: 'peak_ops_per_s.{key}' is not a known dtype ({', '.join(DTYPES)})")
-    dram = read_section(data, "dram", where)
-    onchip = read_section(data, "onchip", where, required=False)
-    energy = read_section(data, "energy", where, required=False)
-    for kind in ("mul_pj", "add_pj"):
-        for key in energy.get(kind, {}):
-            if key not in DTYPES:
-                raise UsageError(f"{where}: 'energy.{kind}.{key}' is not a known dtype ({', '.join(DTYPES)})")
-    return Target(
-        name=text("name"),
-        description=text("description"),
-        path=where,
-        peak_ops_per_s={key: read_figure(peaks, key, f"peak_ops_per_s.{key}", where) for key in peaks},
-        dram_bytes_per_s=read_figure(dram, "bandwidth_bytes_per_s", "dram.bandwidth_bytes_per_s", where),
-        dram_pj_per_byte=read_figure(dram, "energy_pj_per_byte", "dram.energy_pj_per_byte", where, required=False),
-        dram_size_bytes=read_figure(dram, "size_bytes", "dram.size_bytes", where, required=False),
-        onchip_bytes=read_figure(onchip, "size_bytes", "onchip.size_bytes", where, required=False),
-        onchip_bytes_per_s=read_figure(onchip, "bandwidth_bytes_per_s", "onchip.bandwidth_bytes_per_s", where, required=False),
-        onchip_pj_per_byte=read_figure(onchip, "energy_pj_per_byte", "onchip.energy_pj_per_byte", where, required=False),
-        mul_pj={k: read_figure(energy["mul_pj"], k, f"energy.mul_pj.{k}", where) for k in energy.get("mul_pj", {})},
-        add_pj={k: read_figure(energy["add_pj"], k, f"energy.add_pj.{k}", where) for k in energy.get("add_pj", {})},
-        energy_table=str(energy.get("table", "")),
-        process_nm=read_figure(data, "process_nm", "process_nm", where, required=False),
-        clock_hz=read_figure(data, "clock_hz", "clock_hz", where, required=False),
-        power_w=read_figure(data, "power_w", "power_w", where, required=False),
-        static_power_w=read_figure(data, "static_power_w", "static_power_w", where, required=False),
-        **_fp32_math(data, where, peaks),
-        node_overhead_s=read_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
-        split_overhead_s=read_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
-        cold_node_overhead_s=read_figure(data, "cold_node_overhead_s", "cold_node_overhead_s", where, required=False),
-        run_overhead_s=read_figure(data, "run_overhead_s", "run_overhead_s", where, required=False),
-        dram_stall=read_fraction(data, "dram_stall", "dram_stall", where) if "dram_stall" in data else None,
-        subnormal_s_per_element=read_figure(data, "subnormal_s_per_element", "subnormal_s_per_element", where,
-                                            required=False),
-        **read_efficiency(data, where, EFFICIENCY_CLASSES, DTYPES),
-        parallel=_parallel(data, where),
-        **_error_band(data, where),
-        **_weights(data, where),
-        **_fusion(data, where),
-        interconnect=read_interconnect(data, where),
-    )
-
-
-def _fp32_math(data: dict, where: str, peaks: dict) -> dict:
-    """``[fp32_math]``: the roof the runtime runs float32 products on, and where that is documented."""
-    section = read_section(data, "fp32_math", where, required=False)
-    if not section:
-        return {}
-    roof, source = section.get("roof"), section.get("source")
-    if roof not in FP32_MATH_ROOFS:
-        raise UsageError(f"{where}: 'fp32_math.roof' must be one of {', '.join(FP32_MATH_ROOFS)}, not {shown(roof)}")
-    if roof not in peaks:
-        raise UsageError(f"{where}: 'fp32_math.roof' is {roof!r}, but the file gives no 'peak_ops_per_s.{roof}'")
-    if not isinstance(source, str) or not source.strip():
-        raise UsageError(f"{where}: 'fp32_math.source' must say where the runtime documents which units run float32")
-    return {"fp32_math_roof": roof, "fp32_math_source": source}
-
-
-def _error_band(data: dict, where: str) -> dict:
-    figure = read_figure(data, "error_band", "error_band", where, required=False)
-    if figure is None:
-        return {}
-    if not 0 < figure.value <= 10:
-        raise UsageError(f"{where}: 'error_band.value' is the fraction |predicted / measured - 1| a forecast stays "
-                         f"within (0.18 for +-18%), not {shown(figure.value)}")
-    roofs = data["error_band"].get("roofs", [])
-    if not isinstance(roofs, list) or any(roof not in DTYPES for roof in roofs):
-        raise UsageError(f"{where}: 'error_band.roofs' must list the roofs its measurements ran on ({', '.join(DTYPES)}), "
-                         f"not {shown(roofs)}")
-    return {"error_band": figure, "error_band_roofs": tuple(roofs)}
-
-
-def _weights(data: dict, where: str) -> dict:
-    section = read_section(data, "weights", where, required=False)
-    if not section:
-        return {}
-    resident, source = section.get("resident"), section.get("source")
-    if not isinstance(resident, bool):
-        raise UsageError(f"{where}: 'weights.resident' must be true or false, not {shown(resident)}")
-    if not isinstance(source, str) or not source.strip():
-        raise UsageError(f"{where}: 'weights.source' must say why the parameters stay on chip (or do not)")
-    partial = section.get("partial", True)
-    if not isinstance(partial, bool):
-        raise UsageError(f"{where}: 'weights.partial' must be true or false, not {shown(partial)}")
-    return {"weights_resident": resident, "weights_source": source, "weights_partial": partial}
-
-
-def _parallel(data: dict, where: str) -> Parallel | None:
-    section = read_section(data, "parallel", where, required=False)
-    if not section:
-        return None
-    kind = section.get("kind")
-    if kind not in PARALLEL_KINDS:
-        raise UsageError(f"{where}: 'parallel.kind' must be one of {', '.join(PARALLEL_KINDS)}, not {shown(kind)}")
-    tiles = {}
-    for side in ("tile_rows", "tile_cols"):
-        table = section.get(side)
-        if not isinstance(table, dict) or not table:
-            raise UsageError(f"{where}: 'parallel.{side}' is missing: give it per roof ({', '.join(DTYPES)})")
-        for key in table:
-            if key not in DTYPES:
-                raise UsageError(f"{where}: 'parallel.{side}.{key}' is not a known dtype ({', '.join(DTYPES)})")
-        tiles[side] = {key: read_figure(table, key, f"parallel.{side}.{key}", where) for key in table}
-        for key, figure in tiles[side].items():
-            if figure.value != int(figure.value):
-                raise UsageError(f"{where}: 'parallel.{side}.{key}.value' must be a whole number, not {figure.value:g}")
-    if set(tiles["tile_rows"]) != set(tiles["tile_cols"]):
-        raise UsageError(f"{where}: 'parallel.tile_rows' and 'parallel.tile_cols' must name the same roofs")
-    units = read_figure(section, "units", "parallel.units", where)
-    if units.value != int(units.value):
-        raise UsageError(f"{where}: 'parallel.units.value' must be a whole number, not {units.value:g}")
-    return Parallel(kind, units, tiles["tile_rows"], tiles["tile_cols"])
-
-
-def _fusion(data: dict, where: str) -> dict:
-    section = read_section(data, "fusion", where, required=False)
-    if not section:
-        return {}
-    rules = section.get("rules")
-    if not isinstance(rules, list) or any(rule not in FUSION_RULES for rule in rules):
-        raise UsageError(f"{where}: 'fusion.rules' must be a list of {', '.join(FUSION_RULES)} (or [] for none), "
-                         f"not {shown(rules)}")
-    source = section.get("source")
-    if not isinstance(source, str) or not source.strip():
-        raise UsageError(f"{where}: 'fusion.source' must say which runtime fuses these and where that is documented")
-    return {"fusion": tuple(dict.fromkeys(rules)), "fusion_source": source}
+    return Target(path=str(path), **read_fields(data, str(path)))
 
 

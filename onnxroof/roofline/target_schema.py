@@ -386,9 +386,11 @@ def field_of(attribute: str) -> TargetField:
     return next(f for f in FIELDS if f.attribute == attribute or attribute in f.also)
 
 
-def section_header(attribute: str) -> str:
-    """The TOML table a one-figure field is written under (``[node_overhead_s]``)."""
-    return f"[{field_of(attribute).path}]"
+def section_header(attribute: str, dtype: str | None = None) -> str:
+    """The TOML table a one-figure field is written under (``[node_overhead_s]``; with ``dtype``,
+    a roof's figure: ``[peak_ops_per_s.fp32]``)."""
+    path = field_of(attribute).path
+    return f"[{path.replace('<dtype>', dtype) if dtype else path}]"
 
 
 def field_table_markdown() -> str:

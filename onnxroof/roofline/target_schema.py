@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from ..core.errors import UsageError
+from .fusion_rules import FUSION_RULES  # the names a [fusion] policy may give
 from .figures import read_efficiency, read_figure, read_fraction, read_section, shown
 from .interconnect import read_interconnect
 
@@ -29,17 +30,6 @@ SCHEMA = "onnxroof-target/1"
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
 FP32_MATH_ROOFS = ("fp32", "tf32")
 PARALLEL_KINDS = ("tiles", "systolic")
-
-# The rule sets a target's [fusion] policy may name; kernels.py applies them.
-FUSION_RULES = {
-    "epilogue": "a Conv, Gemm or MatMul with the elementwise ops after it (bias, BatchNormalization, activation, residual Add)",
-    "elementwise": "chains of elementwise ops (activations, arithmetic, casts, quantize/dequantize)",
-    "normalization": "reductions with the elementwise ops around them: decomposed LayerNorm, RMSNorm, Softmax",
-    "horizontal": "convolutions or matmuls that multiply the same activation by stored weights of the same depth "
-                  "(the Q, K and V projections; an Inception block's 1x1 branches) as one GEMM over the weights side by side",
-    "attention": "QK^T, its scale and mask, the softmax and the AV product as one kernel, reading Q, K and V "
-                 "through the transposes that split the heads and writing through the one that merges them",
-}
 
 # The kernel classes a target's [efficiency] may name; kernels.efficiency_class assigns them.
 # 32 multiply-adds per output element: a 3x3 depthwise conv has 9, a 3-channel 3x3 conv 27, a

@@ -28,16 +28,17 @@ upper bound: the split blocks' activations are smaller).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from ..core.units import iec, seconds
 from .verdicts import BOUND_LABELS, capacity_text
 
 if TYPE_CHECKING:  # (the renderers import this module's words: `onnxroof targets` loads no numpy)
     from ..cost.kv_report import LLMReport
-    from ..cost.tensor_parallel import Structure
     from ..cost.records import CostGraph
+    from ..cost.tensor_parallel import Structure
     from .interconnect import Link
     from .placement import NodePlacement, TargetReport
 

@@ -15,14 +15,11 @@ if it merges kernels after they are grown).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
 
 from .kernel_build import Kernel, build_kernel, inputs_ready
 from .node_kinds import CONV_OPS, node_kind
-
-if TYPE_CHECKING:
-    from ..cost.records import NodeRecord
 
 
 @dataclass(frozen=True)
@@ -124,7 +121,8 @@ def merge_siblings(kernels: list[Kernel], context: FuseContext) -> list[Kernel]:
     return _merged(kernels, members, merged_into, context)
 
 
-def _merged(kernels: list[Kernel], members: dict[int, list], gone: dict[int, int], context: FuseContext) -> list[Kernel]:
+def _merged(kernels: list[Kernel], members: dict[int, list], gone: dict[int, int],
+            context: FuseContext) -> list[Kernel]:
     """The kernels with each of ``members`` rebuilt from its records and those in ``gone`` left out."""
     if not gone:
         return kernels
@@ -172,7 +170,7 @@ def _layout_reader(kernels: list[Kernel], index: int, owner: dict[str, int], fin
     if len(readers) != 1 or None in readers or any(t in context.graph_outputs for t in made):
         return None
     reader = readers.pop()
-    if (any(node_kind(m) == "attention" for m in kernels[reader].records)
+    if reader is not None and (any(node_kind(m) == "attention" for m in kernels[reader].records)
             and context.body_of.get(kernels[reader].name, "") == context.body_of.get(kernel.name, "")):
         return reader
     return None
@@ -189,8 +187,8 @@ RULES: tuple[FusionRule, ...] = (
     FusionRule("horizontal", "convolutions or matmuls that multiply the same activation by stored weights of the same "
                "depth (the Q, K and V projections; an Inception block's 1x1 branches) as one GEMM over the weights "
                "side by side", lambda kinds, kind: False, merge_siblings),
-    FusionRule("attention", "QK^T, its scale and mask, the softmax and the AV product as one kernel, reading Q, K and V "
-               "through the transposes that split the heads and writing through the one that merges them",
+    FusionRule("attention", "QK^T, its scale and mask, the softmax and the AV product as one kernel, reading Q, K "
+               "and V through the transposes that split the heads and writing through the one that merges them",
                _attention, absorb_head_layouts),
 )
 FUSION_RULES = {rule.name: rule.doc for rule in RULES}  # name -> what it fuses: what a target's [fusion] may name
@@ -216,6 +214,3 @@ def post_passes(kernels: list[Kernel], rules: frozenset[str], context: FuseConte
         if rule.post_pass is not None and rule.name in rules:
             kernels = rule.post_pass(kernels, context)
     return kernels
-
-
-__all__ = ["FUSION_RULES", "RULES", "FuseContext", "FusionRule", "NodeRecord", "joins", "post_passes"]

@@ -26,15 +26,19 @@ kernels in order of their first node is a valid schedule.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 # a kernel and how it is built, and the rules that say which nodes join one: read through this module too
 from .fusion_rules import FUSION_RULES, RULES, FuseContext, FusionRule, joins, post_passes  # noqa: F401
-from .kernel_build import STORED as _STORED, Kernel, build_kernel, by_index as _index, inputs_ready  # noqa: F401
-from .node_kinds import KINDS, node_kind as _kind
+from .kernel_build import STORED as _STORED  # noqa: F401
+from .kernel_build import Kernel, build_kernel, inputs_ready
+from .kernel_build import by_index as _index
+from .node_kinds import KINDS
+from .node_kinds import node_kind as _kind
+
 # what a kernel's work is (its class, reuse and GEMM shape): read through this module too
-from .work import (REUSE_CLASSES, WorkShape, efficiency_class, efficiency_columns, reuse_class, reuse_of,  # noqa: F401
-                   work_shape)
+from .work import REUSE_CLASSES, WorkShape, efficiency_class, efficiency_columns, reuse_class, reuse_of, work_shape  # noqa: F401
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph, NodeRecord
@@ -104,7 +108,8 @@ def group(graph: CostGraph, groups: Iterable[Iterable[str]]) -> list[Kernel]:
     """
     by_name = {r.name: r for r in graph.records if r.counted}
     tensors, outputs = graph.tensors, set(graph.outputs)
-    kernels, placed = [], set()
+    kernels: list[Kernel] = []
+    placed: set[str] = set()
     for names in groups:
         members = [by_name[n] for n in dict.fromkeys(names) if n in by_name and n not in placed]
         if members:
@@ -160,9 +165,10 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
                         continue
                     candidate = waiting.pop(consumer)
                 else:
-                    candidate = by_name.get(consumer)
-                    if candidate is None:
+                    found = by_name.get(consumer)
+                    if found is None:
                         continue
+                    candidate = found
                     queued[consumer] = _kind(candidate)
                     # no earlier member reads into it (it would be queued), so all its late producers are missing
                     left = _late_producers(candidate, start, producers, position, tensors) - made
@@ -189,12 +195,14 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
             members.append(record)
             inside.add(record.name)
             assigned.add(record.name)
-            kind = queued.get(record.name)
-            if kind is None:  # a prologue node, not read by the kernel
+            queued_kind = queued.get(record.name)
+            if queued_kind is None:  # a prologue node, not read by the kernel
                 kind = queued[record.name] = _kind(record)
-            elif waiting.pop(record.name, None) is None:
-                candidates = ready[kind]
-                del candidates[bisect_left(candidates, record.index, key=_index)]
+            else:
+                kind = queued_kind
+                if waiting.pop(record.name, None) is None:
+                    candidates = ready[kind]
+                    del candidates[bisect_left(candidates, record.index, key=_index)]
             kinds[kind] += 1
             take(record)
 

@@ -16,24 +16,26 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from ..core.dtypes import bits_of, packed_bytes
 from ..cost.records import NodeStatus
 from ..memory.spill import spill_plan
 from .band import band_for
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
-# one kernel's point on the roofline: read through this module too
-from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
-from .terms import KernelWork, kernel_point
 from .latency_bound import LatencyBound
 from .overheads import kernel_launch_s, run_overhead_s
+
+# one kernel's point on the roofline: read through this module too
+from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
 from .targets import SPLIT_MACS, Figure, LatencyKind, Target
+from .terms import KernelWork, kernel_point
 from .verdicts import DeviceFit, Finding
 
 if TYPE_CHECKING:
-    from ..cost.records import CostGraph
+    from ..cost.records import CostGraph, NodeRecord
     from ..memory.liveness import MemoryReport
     from ..memory.problem import MemoryProblem
 
@@ -194,7 +196,8 @@ class _Placer:
             return
         onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
         if target.weights_resident:
-            self.cached = _cached_kernels(kernels, onchip_capacity - memory.model_order.peak_bytes)
+            # whole bytes: the kernels' parameter bytes are whole, so the same ones fit
+            self.cached = _cached_kernels(kernels, int(onchip_capacity - memory.model_order.peak_bytes))
             kept_bytes = _weights_note(kernels, self.cached, target, notes)
             if not kept_bytes:
                 self.cached = set()
@@ -248,7 +251,7 @@ class _Placer:
             onchip += read + written if keeps else 0
         return dram, onchip, spill, written_in_place
 
-    def _roofs(self, members: list) -> tuple[Counter, str, object]:
+    def _roofs(self, members: list[NodeRecord]) -> tuple[Counter, str, NodeRecord]:
         """(roof -> FLOPs run on it, the type the kernel's anchor computes in, the anchor): the
         members' FLOPs by the type they compute in, then each type's roof once (a kernel may have
         100,000 members and one or two types)."""
@@ -493,8 +496,8 @@ def _run_energy(target: Target, nodes: list[NodePlacement], latency: float,
         notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
     energy = None if missing else sum(v for v in split.values() if v is not None)
     if target.static_power_w is not None:  # drawn however busy the device is, for as long as the run takes
-        split["static"] = target.static_power_w.value * latency
-        energy = None if energy is None else energy + split["static"]
+        static_j = split["static"] = target.static_power_w.value * latency
+        energy = None if energy is None else energy + static_j
     return energy, split
 
 
@@ -514,9 +517,9 @@ def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     model_point = roofline(flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
     energy, split = _run_energy(target, nodes, latency, notes)
-    share: Counter = Counter({Bound.OVERHEAD: run_s} if run_s else {})
+    share: dict[Bound, float] = {Bound.OVERHEAD: run_s} if run_s else {}
     for n in nodes:
-        share[n.placement.bound] += n.placement.time_s
+        share[n.placement.bound] = share.get(n.placement.bound, 0) + n.placement.time_s
     return TargetReport(
         target=target,
         dtype=dtype,

@@ -12,17 +12,20 @@ uses it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
-from .fusion_rules import FUSION_RULES  # the names a [fusion] policy may give
 from .figures import read_efficiency, read_figure, read_fraction, read_section, shown
+from .fusion_rules import FUSION_RULES  # the names a [fusion] policy may give
 from .interconnect import read_interconnect
 
 if TYPE_CHECKING:
     from .figures import Figure
-    from .targets import Target
+
+# a targets.Target (not imported: targets.py reads its fields through this module)
+Target = Any
 
 SCHEMA = "onnxroof-target/1"
 # the roofs a target may give; tf32 is no ONNX type: a runtime runs float32 products on it where
@@ -157,8 +160,8 @@ def _error_band(data: dict, where: str) -> dict:
                          f"within (0.18 for +-18%), not {shown(figure.value)}")
     roofs = data["error_band"].get("roofs", [])
     if not isinstance(roofs, list) or any(roof not in DTYPES for roof in roofs):
-        raise UsageError(f"{where}: 'error_band.roofs' must list the roofs its measurements ran on ({', '.join(DTYPES)}), "
-                         f"not {shown(roofs)}")
+        raise UsageError(f"{where}: 'error_band.roofs' must list the roofs its measurements ran on "
+                         f"({', '.join(DTYPES)}), not {shown(roofs)}")
     return {"error_band": figure, "error_band_roofs": tuple(roofs)}
 
 
@@ -185,11 +188,17 @@ def _tiles(section: dict, side: str, where: str) -> dict[str, Figure]:
     for key in table:
         if key not in DTYPES:
             raise UsageError(f"{where}: 'parallel.{side}.{key}' is not a known dtype ({', '.join(DTYPES)})")
-    tiles = {key: read_figure(table, key, f"parallel.{side}.{key}", where) for key in table}
+    tiles = {key: _required_figure(table, key, f"parallel.{side}.{key}", where) for key in table}
     for key, figure in tiles.items():
         if figure.value != int(figure.value):
             raise UsageError(f"{where}: 'parallel.{side}.{key}.value' must be a whole number, not {figure.value:g}")
-    return tiles  # type: ignore[return-value]  # read_figure gives a Figure: required
+    return tiles
+
+
+def _required_figure(table: dict, key: str, label: str, where: str) -> Figure:
+    figure = read_figure(table, key, label, where)
+    assert figure is not None  # a required figure: read_figure raises when it is missing
+    return figure
 
 
 def _parallel(data: dict, where: str) -> dict:
@@ -202,10 +211,10 @@ def _parallel(data: dict, where: str) -> dict:
     rows, cols = _tiles(section, "tile_rows", where), _tiles(section, "tile_cols", where)
     if set(rows) != set(cols):
         raise UsageError(f"{where}: 'parallel.tile_rows' and 'parallel.tile_cols' must name the same roofs")
-    units = read_figure(section, "units", "parallel.units", where)
-    if units.value != int(units.value):  # type: ignore[union-attr]  # required: never None
-        raise UsageError(f"{where}: 'parallel.units.value' must be a whole number, not {units.value:g}")  # type: ignore[union-attr]
-    return {"parallel": Parallel(kind, units, rows, cols)}  # type: ignore[arg-type]  # required: never None
+    units = _required_figure(section, "units", "parallel.units", where)
+    if units.value != int(units.value):
+        raise UsageError(f"{where}: 'parallel.units.value' must be a whole number, not {units.value:g}")
+    return {"parallel": Parallel(kind, units, rows, cols)}
 
 
 def _fusion(data: dict, where: str) -> dict:
@@ -246,7 +255,8 @@ def _efficiency_json(target: Target) -> dict:
         "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
         "efficiency_by_op": target.efficiency_by_op,  # class -> op type -> its figure on the compute and on-chip roofs
         # "<class>" or "<class>.<roof>" -> [[output rows, fraction], ...]: interpolated in log(rows)
-        "efficiency_by_rows": {key: [list(point) for point in points] for key, points in target.efficiency_by_rows.items()},
+        "efficiency_by_rows": {key: [list(point) for point in points]
+                               for key, points in target.efficiency_by_rows.items()},
         "efficiency_by_columns": {key: [list(point) for point in points]
                                   for key, points in target.efficiency_by_columns.items()},
     }
@@ -302,7 +312,8 @@ FIELDS: tuple[TargetField, ...] = (
     TargetField("node_overhead_s", "node_overhead_s", "s", False, "a fixed cost per kernel that does work (a launch)",
                 _figure("node_overhead_s", "node_overhead_s"), _value("node_overhead_s")),
     TargetField("split_overhead_s", "split_overhead_s", "s", False,
-                "on top of the launch for a kernel split over the threads", _figure("split_overhead_s", "split_overhead_s")),
+                "on top of the launch for a kernel split over the threads",
+                _figure("split_overhead_s", "split_overhead_s")),
     TargetField("cold_node_overhead_s", "cold_node_overhead_s", "s", False,
                 "the launch when a run streams past the on-chip memory",
                 _figure("cold_node_overhead_s", "cold_node_overhead_s")),

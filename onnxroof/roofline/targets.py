@@ -96,21 +96,36 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.files import not_a_file, read_small_file
 from .figures import BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log  # noqa: F401
 from .interconnect import Interconnect
+from .target_paths import (  # noqa: F401
+    MAX_TARGET_FILE_BYTES,
+    USER_TARGETS_VARIABLE,
+    bundled_targets,
+    target_files,
+    user_target_dir,
+)
+
 # the file's fields, declared once, and the names they are checked against: read through this module too
-from .target_schema import (DTYPES, EFFICIENCY_CLASSES, FP32_MATH_ROOFS, FUSION_RULES,  # noqa: F401
-                            LOW_REUSE_MACS_PER_OUTPUT, LOW_REUSE_MACS_PER_WEIGHT, PARALLEL_KINDS, SCHEMA, Parallel,
-                            read_fields)
-from .target_paths import (USER_TARGETS_VARIABLE, MAX_TARGET_FILE_BYTES, bundled_targets, target_files,  # noqa: F401
-                           user_target_dir)
+from .target_schema import (  # noqa: F401
+    DTYPES,
+    EFFICIENCY_CLASSES,
+    FP32_MATH_ROOFS,
+    FUSION_RULES,
+    LOW_REUSE_MACS_PER_OUTPUT,
+    LOW_REUSE_MACS_PER_WEIGHT,
+    PARALLEL_KINDS,
+    SCHEMA,
+    Parallel,
+    read_fields,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -11,8 +11,9 @@ Adding a term: a function setting a field of :class:`KernelTime` (and the line o
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..core.units import seconds, si
 from .point import Placement, parallel_fraction, roofline
@@ -151,7 +152,8 @@ def _onchip_line(report, kernel) -> list[str]:
     onchip_bw, point = _onchip_bw(report), kernel.placement
     if not onchip_bw:
         return []
-    return [f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = {seconds(point.onchip_s * point.near_efficiency)}"]
+    return [f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = "
+            f"{seconds(point.onchip_s * point.near_efficiency)}"]
 
 
 def _efficiency_line(report, kernel) -> list[str]:
@@ -186,7 +188,8 @@ def _launch_line(report, kernel) -> list[str]:
         return []
     cold = (" (cold: the run touches more data than the on-chip memory holds)"
             if target.cold_node_overhead_s and report.launch_s == target.cold_node_overhead_s.value else "")
-    each = f" ({seconds(point.overhead_s / kernel.runs)} x {kernel.runs:,} launches)" if kernel.runs > 1 else " per kernel"
+    each = (f" ({seconds(point.overhead_s / kernel.runs)} x {kernel.runs:,} launches)" if kernel.runs > 1
+            else " per kernel")
     borrowed = (" (borrowed from other targets: no measurement of this one)"
                 if "node_overhead_s" in report.borrowed and not cold else "")
     return [f"  launch   {seconds(point.overhead_s)}{each}{cold}{borrowed}"]

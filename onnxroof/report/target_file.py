@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..measure import achieved, cold_launch, dram_stall, rows_efficiency, subnormal
-from ..measure.op_efficiency import MATERIAL_DIFFERENCE, OP_SHAPE, by_op_figures
 from ..measure.achieved import LAUNCH_CHAIN
 from ..measure.machine import size_text
+from ..measure.op_efficiency import MATERIAL_DIFFERENCE, OP_SHAPE, by_op_figures
 from ..measure.roof_kernels import CLEAN, blas_variables
 from ..measure.roofs import Calibration
 from ..roofline.target_schema import section_header
@@ -53,8 +53,9 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         lines += _efficiency_lines(c, where)
     if c.levels().onchip_bytes:
         lines += ["", "[weights]", "resident = true",
-                  "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they fit "
-                                             "beside the activations; onnxroof profile measures such warm, repeated runs")]
+                  "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they "
+                                             "fit beside the activations; onnxroof profile measures such warm, "
+                                             "repeated runs")]
     if c.launch_overhead_s:
         lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
                   "source = " + _toml_string(HOST_FUSION_SOURCE)]
@@ -75,10 +76,11 @@ def _comment_lines(c: Calibration, has_int8: bool) -> list[str]:
     ]
     for point in c.matmul:
         if point.dtype == "float64":
-            lines.append(f"# fp64 matmul n={point.n}: {point.rate.per_second / 1e9:.1f} GFLOP/s (the schema has no fp64 roof)")
+            lines.append(f"# fp64 matmul n={point.n}: {point.rate.per_second / 1e9:.1f} GFLOP/s "
+                         "(the schema has no fp64 roof)")
         elif point.dtype == "float16":
-            lines.append(f"# fp16 matmul n={point.n}: {point.rate.per_second / 1e9:.2f} GFLOP/s in numpy (a generic loop, "
-                         "not BLAS): not written as a roof; fp16 nodes fall back to the fp32 roof"
+            lines.append(f"# fp16 matmul n={point.n}: {point.rate.per_second / 1e9:.2f} GFLOP/s in numpy "
+                         "(a generic loop, not BLAS): not written as a roof; fp16 nodes fall back to the fp32 roof"
                          + ("" if has_int8 else ", and int8 nodes too (no int8 roof: onnxruntime is not installed)"))
     return lines + [f"# note: {note}" for note in c.notes]
 
@@ -239,8 +241,8 @@ def _efficiency_lines(c: Calibration, where: str) -> list[str]:
 
 
 def _class_lines(c: Calibration, where: str, kernel_class: str, cases: list) -> list[str]:
-    sizes_text = "; ".join(f"{case.label}{_weights_text(case)}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against "
-                           f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in cases)
+    sizes_text = "; ".join(f"{case.label}{_weights_text(case)}{_curve_only(case)}: {case.measured_s * 1e6:.3g} "
+                           f"µs against {case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in cases)
     points = achieved.columns_points(cases)
     value = round(achieved.class_efficiency([case.fraction for case in cases if not case.curve_only]), 4)
     ops = [m for m in c.efficiency_by_op if m.case.kernel_class == kernel_class]
@@ -258,12 +260,13 @@ def _class_lines(c: Calibration, where: str, kernel_class: str, cases: list) -> 
 
 
 def _roof_lines(c: Calibration, where: str, kernel_class: str, roof: str, roof_cases: list) -> list[str]:
-    roof_text = "; ".join(f"{case.label}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
-                          f"{case.fraction:.0%}" for case in roof_cases)
+    roof_text = "; ".join(f"{case.label}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against "
+                          f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in roof_cases)
     roof_curve = c.efficiency_by_rows.get(f"{kernel_class}.{roof}", [])
     roof_points = achieved.columns_points(roof_cases)
     return ["", f"[efficiency.{kernel_class}.{roof}]",
-            *_figure_lines(round(achieved.class_efficiency([case.fraction for case in roof_cases if not case.curve_only]), 4),
+            *_figure_lines(round(achieved.class_efficiency([case.fraction for case in roof_cases
+                                                            if not case.curve_only]), 4),
                            f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
                            f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
                            f"link of the chain one kernel: the op with its quantize and dequantize): the "
@@ -281,9 +284,10 @@ def _by_op_text(measurements: list, by_op: dict[str, float]) -> str:
     each = "; ".join(f"{m.case.label}: {m.measured_s * 1e6:.3g} µs against {m.roof_s * 1e6:.3g} µs, {m.fraction:.0%}"
                      for m in measurements)
     left = [m.case.label for m in measurements if not any(op in by_op for op in m.case.ops)]
-    return (f"; by_op: per op, a chain of {elements:,} floats on chip (its figure divides the compute and on-chip roofs "
-            f"of the kernels running it, the DRAM roof keeps the class's): {each}"
-            + (f" ({', '.join(left)}: within {MATERIAL_DIFFERENCE:.0%} of the class's figure, not written)" if left else ""))
+    not_written = f" ({', '.join(left)}: within {MATERIAL_DIFFERENCE:.0%} of the class's figure, not written)"
+    return (f"; by_op: per op, a chain of {elements:,} floats on chip (its figure divides the compute and on-chip "
+            f"roofs of the kernels running it, the DRAM roof keeps the class's): {each}"
+            + (not_written if left else ""))
 
 
 def _columns_text(points: tuple[tuple[int, float], ...]) -> str:

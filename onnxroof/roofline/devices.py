@@ -187,8 +187,10 @@ def plan_sentences(plan: DevicePlan) -> list[str]:
     split that fits, and what the all-reduces cost at the widest tensor split.
 
     >>> c = Choice(1, 1, 10, 0, 0, 100, 1e-3, 0.0, 0.0, 1e-3, 1e-3, 1, 1)
-    >>> plan_sentences(DevicePlan("t", 1, None, "bound", "tokens", 0, 0, 0, (c,)))
-    ['fits on 1 device at the fewest (TP=1, PP=1): 10 B of 100 B each', 'fastest that fits: TP=1, PP=1, 1 ms a step, 1,000 tokens/s']
+    >>> for line in plan_sentences(DevicePlan("t", 1, None, "bound", "tokens", 0, 0, 0, (c,))):
+    ...     print(line)
+    fits on 1 device at the fewest (TP=1, PP=1): 10 B of 100 B each
+    fastest that fits: TP=1, PP=1, 1 ms a step, 1,000 tokens/s
     """
     lines = []
     fewest, fastest = plan.fewest, plan.fastest
@@ -197,8 +199,8 @@ def plan_sentences(plan: DevicePlan) -> list[str]:
                      f"({split_name(fewest)}): {iec(fewest.need_bytes)} of {capacity_text(fewest.capacity_bytes)} each")
     elif plan.choices and plan.choices[0].capacity_bytes is not None:
         least = min(plan.choices, key=lambda c: c.need_bytes)
-        lines.append(f"does not fit on up to {plan.devices} devices: the least need is {iec(least.need_bytes)} a device "
-                     f"({split_name(least)}) of {capacity_text(least.capacity_bytes)}")
+        lines.append(f"does not fit on up to {plan.devices} devices: the least need is "
+                     f"{iec(least.need_bytes)} a device ({split_name(least)}) of {capacity_text(least.capacity_bytes)}")
     if fastest is not None:
         shares = sorted(((b, s) for b, s in fastest.time_share.items() if s >= 0.005), key=lambda item: -item[1])
         split = ", ".join(f"{BOUND_LABELS.get(b, b)} {s:.0%}" for b, s in shares)
@@ -246,8 +248,8 @@ def plan_devices(facts: ModelFacts, report: TargetReport, devices: int, micro_ba
         choices.append(_choice(facts, report, tensor, pipeline, link, kv, capacity, micro_batches, per_step, attention))
     kv_heads = llm.kv_heads if llm is not None else None
     if kv_heads and attention and any(c.tensor > kv_heads for c in choices):
-        notes.append(f"{kv_heads} KV heads: above TP={kv_heads} each device holds one KV head's cache and its share of the "
-                     f"key and value projections, each replicated TP / {kv_heads} times")
+        notes.append(f"{kv_heads} KV heads: above TP={kv_heads} each device holds one KV head's cache and its "
+                     f"share of the key and value projections, each replicated TP / {kv_heads} times")
     unit = "tokens" if llm is not None else "inferences"
     return DevicePlan(target.name, devices, link_name, str(report.latency_kind), unit, attention,
                       len(structure.blocks) - attention, len(structure.replicated), tuple(choices), tuple(notes),
@@ -321,7 +323,8 @@ def _device_memory(facts: ModelFacts, ways: dict[str, int], stage_of: dict[str, 
     """(the parameter bytes the fullest stage's device holds, the KV cache bytes a device holds)."""
     graph, structure = facts.graph, facts.structure
     readers = _readers(graph)
-    unread = facts.parameter_bytes - sum(graph.parameters[root][1] for root in readers)  # held whole, by the first stage
+    # the parameters no node reads: held whole, by the first stage
+    unread = facts.parameter_bytes - sum(graph.parameters[root][1] for root in readers)
     weights = max(_stage_weights(graph, readers, ways, stage_of, i) + (max(unread, 0) if i == 0 else 0)
                   for i in range(pipeline))
     kv_heads = facts.llm.kv_heads if facts.llm is not None else None

@@ -187,8 +187,9 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
         for kind, candidates in ready.items():
             if candidates and (best is None or candidates[0].index < best.index) and joins(kinds, kind, rules):
                 best = candidates[0]
-        joined = ((kinds["attention"] and _with_prologue(best, kinds, rules, waiting, queued, by_name, position, tensors,
-                                                         inside, start, assigned)) or ([best] if best is not None else None))
+        joined = ((kinds["attention"] and _with_prologue(best, kinds, rules, waiting, queued, by_name, position,
+                                                         tensors, inside, start, assigned))
+                  or ([best] if best is not None else None))
         if joined is None:
             return
         for record in joined:
@@ -207,7 +208,8 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
             take(record)
 
 
-def _with_prologue(best: NodeRecord | None, kinds: dict[str, int], rules: frozenset[str], waiting: dict[str, NodeRecord],
+def _with_prologue(best: NodeRecord | None, kinds: dict[str, int], rules: frozenset[str],
+                   waiting: dict[str, NodeRecord],
                    queued: dict[str, str], by_name: dict, position: dict[str, int], tensors: dict, inside: set[str],
                    start: int, assigned: set[str]) -> list[NodeRecord] | None:
     """A waiting candidate earlier than ``best`` (the earliest ready one) that joins an attention
@@ -252,7 +254,8 @@ def _late_producers(candidate: NodeRecord, start: int, producers: dict[str, list
 _FEW_INPUTS = 8  # up to this many inputs, a candidate's producers are looked at again for each kernel
 
 
-def _prologue(candidate: NodeRecord, kinds: dict[str, int], rules: frozenset[str], by_name: dict, position: dict[str, int],
+def _prologue(candidate: NodeRecord, kinds: dict[str, int], rules: frozenset[str], by_name: dict,
+              position: dict[str, int],
               tensors: dict, inside: set[str], start: int, assigned: set[str]) -> list[NodeRecord]:
     """The elementwise nodes that make the inputs ``candidate`` lacks, when each reads only what
     is ready when the attention kernel starts: the kernel computes them inline, as a fused
@@ -266,7 +269,8 @@ def _prologue(candidate: NodeRecord, kinds: dict[str, int], rules: frozenset[str
             continue
         producer = by_name.get(tensor.producer)
         if (producer is None or producer.name in assigned or _kind(producer) != "elementwise"
-                or not joins(kinds, "elementwise", rules) or not inputs_ready(producer, inside, start, position, tensors)):
+                or not joins(kinds, "elementwise", rules)
+                or not inputs_ready(producer, inside, start, position, tensors)):
             return []
         pulled.append(producer)
     return pulled

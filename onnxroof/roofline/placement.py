@@ -113,8 +113,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
     none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
-    runs below the roofline (its ``efficiency`` figures, its ``parallel`` units' fill), which with no fusion is the plain
-    roofline. The spill plan starts from the memory stage's buffer
+    runs below the roofline (its ``efficiency`` figures, its ``parallel`` units' fill), which with no
+    fusion is the plain roofline. The spill plan starts from the memory stage's buffer
     problem (``memory``: same graph, order and in-place setting). ``groups`` gives the kernels
     instead, as a runtime ran them (``kernels.group``: lists of node names, one per kernel the
     runtime launched); then every kernel pays the launch cost, views and shape arithmetic
@@ -152,12 +152,13 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
 def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:
     """The run's own cost said in a note, and what the latency is: a bound or a forecast (with its band)."""
     if report.run_s:
-        report.notes.append(f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its inputs "
-                            "and outputs): in the latency once, as overhead")
+        report.notes.append(f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its "
+                            "inputs and outputs): in the latency once, as overhead")
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
+    runtime_figures = ("node_overhead", "cold_node", "split_overhead", "efficiency")  # unused without overhead
     report.borrowed = {key: figure for key, figure in target.borrowed.items()
-                       if overhead or not key.startswith(("node_overhead", "cold_node", "split_overhead", "efficiency"))}
+                       if overhead or not key.startswith(runtime_figures)}
     report.peak_figures = report.latency_kind == LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = band_for(report)
@@ -221,7 +222,8 @@ class _Placer:
         point = kernel_point(work)
         energy = _energy(target, roofs, dram, onchip)
         if kernel.runs > 1:  # a Loop's or Scan's body: every figure of one run, that many times
-            point, energy = _repeated(point, kernel.runs), {k: None if v is None else v * kernel.runs for k, v in energy.items()}
+            point = _repeated(point, kernel.runs)
+            energy = {k: None if v is None else v * kernel.runs for k, v in energy.items()}
             roofs = Counter({roof: flops * kernel.runs for roof, flops in roofs.items()})
         return NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill, energy, kernel.nodes,
                              reuse_of(members), dict(roofs), kernel.runs, _node_times_s(point.time_s, members))
@@ -299,7 +301,8 @@ def _weights_note(kernels: list[Kernel], cached: set[int], target: Target, notes
     if kept_bytes < parameter_bytes and not target.weights_partial:
         kept_bytes = 0  # the runtime reloads them all each run (HailoRT's contexts)
     if kept_bytes == parameter_bytes:
-        notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak activations")
+        notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak "
+                     "activations")
     elif kept_bytes:
         notes.append(f"{kept_bytes:,} B of the {parameter_bytes:,} B of parameters stay on chip between runs (the "
                      f"kernels' in model order, as long as they fit beside the peak activations); the rest are read "
@@ -341,8 +344,9 @@ def splits_by_rule(members: Iterable) -> bool:
 def _ran_constant_bytes(members: list, tensors: dict) -> tuple[int, int]:
     """(bytes read, bytes written) by the members onnxroof folds as constants, which a runtime
     that launched them computes on every run: onnxruntime keeps a QDQ model's DequantizeLinear of
-    the weights it does not fuse, turning int8 weights into float ones each run. A folded tensor's record gives the bytes stored for it (the int8 source of a dequantized
-    weight); what the runtime writes is its elements in its own type.
+    the weights it does not fuse, turning int8 weights into float ones each run. A folded tensor's
+    record gives the bytes stored for it (the int8 source of a dequantized weight); what the
+    runtime writes is its elements in its own type.
 
     >>> from types import SimpleNamespace as S
     >>> from onnxroof.cost.records import NodeStatus

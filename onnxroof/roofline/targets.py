@@ -1,85 +1,83 @@
 """Hardware targets: one TOML file per target (``hardware/``), validated on load.
 
 Schema ``onnxroof-target/1``. Every figure is a table ``{value, tag, source}``: ``tag`` is
-``vendor``, ``paper``, ``estimate`` or ``measured`` and ``source`` says where the number comes
-from (for an estimate, the arithmetic). Required: ``name``, ``description``,
-``peak_ops_per_s.<dtype>`` (dense, at least one of fp32 tf32 fp16 bf16 fp8 int8 int4) and
-``dram.bandwidth_bytes_per_s``. Optional: ``dram.size_bytes`` (the device memory's capacity: what
-the parameters, the activations and a decoder's KV cache must fit in), ``onchip.size_bytes`` and
-``onchip.bandwidth_bytes_per_s`` (on-chip memory), ``dram.energy_pj_per_byte``,
-``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
-``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
-``power_w``, ``static_power_w`` (what the device draws doing nothing, its idle or static power:
-added to the energy as static power x latency; absent: the energy is the work's dynamic energy
-only, and every output says "dynamic"), ``[fp32_math]`` (``roof``: the roof the target's runtime
-runs float32 convolutions and matmuls on, ``"tf32"`` where it uses TF32 tensor cores by default,
-as TensorRT does on Ampere, Ada and Hopper; it needs a ``peak_ops_per_s.tf32``; ``source``: where
-the runtime documents it; absent: ``"fp32"``), ``node_overhead_s`` (a fixed cost per kernel that
-does work, such as a GPU kernel launch; added to every kernel's roofline time), ``run_overhead_s`` (what one run costs beyond its
-kernels: the runtime binding the inputs and outputs, the call itself; added once to the latency, as
-overhead), ``dram_stall`` (the share, in (0, 1], of a compute-bound kernel's DRAM time its compute
-does not hide: it adds to the compute time; a CPU GEMM stalls on weights read past its caches;
-absent: 0, the roofline's max), ``cold_node_overhead_s`` (what takes its place when a run touches
-more bytes (its parameters and every activation, once) than ``onchip.size_bytes``: a CPU runtime's
-own state and code are evicted between kernels, so each launch misses the caches; absent:
-``node_overhead_s``), ``split_overhead_s`` (what a kernel costs on top of ``node_overhead_s`` when
-the runtime splits it over several threads: a CPU runtime's intra-op pool hands each thread its
-share and waits for them all; added to the kernels an onnxruntime profile shows split, and by the
-rules to the convolutions and matmuls of at least ``SPLIT_MACS`` multiply-adds, the work below which
-onnxruntime's MLAS keeps a product on one thread; absent: 0), ``subnormal_s_per_element`` (what one
-exp that underflows to a subnormal float costs on the CPU's slow path: charged per element a causal
-mask hides from a Softmax, ``cost/masks.py``; absent: 0, as on a GPU, which flushes subnormals to
-zero), ``[fusion]`` (``rules``: the rule sets of ``FUSION_RULES`` the target's runtime fuses, ``[]``
-for none; ``source``: why; absent: no fusion, one kernel per node), ``efficiency.<class>`` (the
-fraction of the roofline a kernel of that class achieves on the target's runtime, in (0, 1], one
-of ``EFFICIENCY_CLASSES``; a
-kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calibrate`` measures
-them for the host, and the bundled vendor targets give none, so they predict at peak; three
-optional refinements, applied before the class's ``value``: ``efficiency.<class>.<roof>``, a
-figure for the kernels of that class that run on that compute roof (one of ``DTYPES``: int8
-convolutions reach a different share of the int8 peak than float32 ones of the fp32 peak), and
-``efficiency.<class>.by_columns`` (also under a roof's figure:
+``vendor``, ``paper``, ``estimate`` or ``measured`` and ``source`` says where the number comes from
+(for an estimate, the arithmetic). Required: ``name``, ``description``, ``peak_ops_per_s.<dtype>``
+(dense, at least one of fp32 tf32 fp16 bf16 fp8 int8 int4) and ``dram.bandwidth_bytes_per_s``.
+Optional: ``dram.size_bytes`` (the device memory's capacity: what the parameters, the activations
+and a decoder's KV cache must fit in), ``onchip.size_bytes`` and ``onchip.bandwidth_bytes_per_s``
+(on-chip memory), ``dram.energy_pj_per_byte``, ``onchip.energy_pj_per_byte``,
+``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``, ``energy.table`` (which process node's table
+the energies use), ``process_nm``, ``clock_hz``, ``power_w``, ``static_power_w`` (what the device
+draws doing nothing, its idle or static power: added to the energy as static power x latency;
+absent: the energy is the work's dynamic energy only, and every output says "dynamic"),
+``[fp32_math]`` (``roof``: the roof the target's runtime runs float32 convolutions and matmuls on,
+``"tf32"`` where it uses TF32 tensor cores by default, as TensorRT does on Ampere, Ada and Hopper;
+it needs a ``peak_ops_per_s.tf32``; ``source``: where the runtime documents it; absent: ``"fp32"``),
+``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel launch; added to
+every kernel's roofline time), ``run_overhead_s`` (what one run costs beyond its kernels: the
+runtime binding the inputs and outputs, the call itself; added once to the latency, as overhead),
+``dram_stall`` (the share, in (0, 1], of a compute-bound kernel's DRAM time its compute does not
+hide: it adds to the compute time; a CPU GEMM stalls on weights read past its caches; absent: 0, the
+roofline's max), ``cold_node_overhead_s`` (what takes its place when a run touches more bytes (its
+parameters and every activation, once) than ``onchip.size_bytes``: a CPU runtime's own state and
+code are evicted between kernels, so each launch misses the caches; absent: ``node_overhead_s``),
+``split_overhead_s`` (what a kernel costs on top of ``node_overhead_s`` when the runtime splits it
+over several threads: a CPU runtime's intra-op pool hands each thread its share and waits for them
+all; added to the kernels an onnxruntime profile shows split, and by the rules to the convolutions
+and matmuls of at least ``SPLIT_MACS`` multiply-adds, the work below which onnxruntime's MLAS keeps
+a product on one thread; absent: 0), ``subnormal_s_per_element`` (what one exp that underflows to a
+subnormal float costs on the CPU's slow path: charged per element a causal mask hides from a
+Softmax, ``cost/masks.py``; absent: 0, as on a GPU, which flushes subnormals to zero), ``[fusion]``
+(``rules``: the rule sets of ``FUSION_RULES`` the target's runtime fuses, ``[]`` for none;
+``source``: why; absent: no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of
+the roofline a kernel of that class achieves on the target's runtime, in (0, 1], one of
+``EFFICIENCY_CLASSES``; a kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof
+calibrate`` measures them for the host, and the bundled vendor targets give none, so they predict at
+peak; three optional refinements, applied before the class's ``value``:
+``efficiency.<class>.<roof>``, a figure for the kernels of that class that run on that compute roof
+(one of ``DTYPES``: int8 convolutions reach a different share of the int8 peak than float32 ones of
+the fp32 peak), and ``efficiency.<class>.by_columns`` (also under a roof's figure:
 ``efficiency.<class>.<roof>.by_columns``), a list of ``[output columns, fraction]`` points, columns
 increasing, for the convolutions and matmuls of that class (on that roof): a kernel's fraction is
-interpolated linearly in log(columns) between them and held at the end points past them, its
-columns being ``work.efficiency_columns``' (a matmul's N, a convolution's output channels, a
-grouped convolution's channels; a one-row matmul over 10 columns runs a fraction of one over 512
-on a CPU's vector units, and a depthwise kernel, which runs the channels across the vector lanes,
-a fraction over 3 channels of what it reaches over 32; :meth:`Target.columns_curve` says which
-curve a kernel follows, as :meth:`Target.rows_curve` does for rows), and ``efficiency.<class>.by_op``, an
-inline table of op type -> fraction in (0, 1] (``by_op = { Erf = 0.16, QuantizeLinear = 0.3 }``)
-for the kernels of that class that run those ops (a fused kernel takes the lowest figure among
-its ops that have one: it runs at the pace of its slowest op; :meth:`Target.op_efficiency`): it
-divides the kernel's compute and on-chip roofs in place of the class's figure, while its DRAM
-roof keeps the class's (a transcendental function's or a conversion's kernel is bound by the
-core's throughput, measured with its data on chip, and the core keeps up with data streamed
-from DRAM: an Erf over 4 MiB takes its on-chip time over its figure, not its DRAM time over
-it); on a target with no on-chip bandwidth it divides the DRAM roof too; their tag and source
-are the figure's; and ``efficiency.<class>.by_rows`` (also under a roof's figure:
-``efficiency.<class>.<roof>.by_rows``), a list of ``[output rows, fraction]`` points, rows
-increasing, for the convolutions and matmuls of that class (on that roof): a kernel's fraction is
-interpolated linearly in log(rows) between them and held past the end points, its rows being its
-work shape's (a matmul's M per product, a convolution's output pixels): a CPU GEMM kernel runs
-its rows in strips of a few (onnxruntime's AVX-512 SGEMM: 12) against a panel of the weights, so
-a product of 32 rows leaves more of its time in the strips' fixed work than one of 512 does
-(:meth:`Target.rows_curve` says which curve a kernel follows: its roof's, else its class's; a
-class gives ``by_rows`` or ``by_columns``, not both),
-``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
-next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
-repeated runs; ``partial``: when they do not all fit, whether those that do stay (true, the
-default: the Edge TPU compiler caches what fits) or all of them stream (false: HailoRT reloads
-every context each frame); ``source``: why; absent: false, parameters are read from DRAM every run),
-``[parallel]`` (the parallel compute units and the unit of work each takes: ``kind`` is
-``tiles`` (GPU SMs or CPU cores: a convolution's or matmul's output rows x columns split into
-tiles of ``tile_rows.<roof>`` x ``tile_cols.<roof>``) or ``systolic`` (a weight-stationary
-array: ``tile_rows`` is its height, taken by the reduction depth, ``tile_cols`` its width, taken
-by the output channels); ``units.value`` is how many units run such tiles at once; a roof with
-no tile is not limited; see ``placement.parallel_fraction``; absent: no limit), ``error_band``
-(a forecast's measured error: the fraction ``|predicted / measured - 1|`` its latencies stayed
-within, its ``source`` naming the measurements; optional ``roofs``: the roofs those measurements
-ran on, so that a model whose time is mostly on other roofs gets no band), ``[interconnect]`` (how
-several such devices are linked, one table per link class: ``interconnect.py``). A target with no off-chip memory (weights held on chip) sets
-``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
+interpolated linearly in log(columns) between them and held at the end points past them, its columns
+being ``work.efficiency_columns``' (a matmul's N, a convolution's output channels, a grouped
+convolution's channels; a one-row matmul over 10 columns runs a fraction of one over 512 on a CPU's
+vector units, and a depthwise kernel, which runs the channels across the vector lanes, a fraction
+over 3 channels of what it reaches over 32; :meth:`Target.columns_curve` says which curve a kernel
+follows, as :meth:`Target.rows_curve` does for rows), and ``efficiency.<class>.by_op``, an inline
+table of op type -> fraction in (0, 1] (``by_op = { Erf = 0.16, QuantizeLinear = 0.3 }``) for the
+kernels of that class that run those ops (a fused kernel takes the lowest figure among its ops that
+have one: it runs at the pace of its slowest op; :meth:`Target.op_efficiency`): it divides the
+kernel's compute and on-chip roofs in place of the class's figure, while its DRAM roof keeps the
+class's (a transcendental function's or a conversion's kernel is bound by the core's throughput,
+measured with its data on chip, and the core keeps up with data streamed from DRAM: an Erf over 4
+MiB takes its on-chip time over its figure, not its DRAM time over it); on a target with no on-chip
+bandwidth it divides the DRAM roof too; their tag and source are the figure's; and
+``efficiency.<class>.by_rows`` (also under a roof's figure: ``efficiency.<class>.<roof>.by_rows``),
+a list of ``[output rows, fraction]`` points, rows increasing, for the convolutions and matmuls of
+that class (on that roof): a kernel's fraction is interpolated linearly in log(rows) between them
+and held past the end points, its rows being its work shape's (a matmul's M per product, a
+convolution's output pixels): a CPU GEMM kernel runs its rows in strips of a few (onnxruntime's
+AVX-512 SGEMM: 12) against a panel of the weights, so a product of 32 rows leaves more of its time
+in the strips' fixed work than one of 512 does (:meth:`Target.rows_curve` says which curve a kernel
+follows: its roof's, else its class's; a class gives ``by_rows`` or ``by_columns``, not both),
+``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the next
+when they fit beside the peak activations, as a CPU's last-level cache keeps them over repeated
+runs; ``partial``: when they do not all fit, whether those that do stay (true, the default: the Edge
+TPU compiler caches what fits) or all of them stream (false: HailoRT reloads every context each
+frame); ``source``: why; absent: false, parameters are read from DRAM every run), ``[parallel]``
+(the parallel compute units and the unit of work each takes: ``kind`` is ``tiles`` (GPU SMs or CPU
+cores: a convolution's or matmul's output rows x columns split into tiles of ``tile_rows.<roof>`` x
+``tile_cols.<roof>``) or ``systolic`` (a weight-stationary array: ``tile_rows`` is its height, taken
+by the reduction depth, ``tile_cols`` its width, taken by the output channels); ``units.value`` is
+how many units run such tiles at once; a roof with no tile is not limited; see
+``placement.parallel_fraction``; absent: no limit), ``error_band`` (a forecast's measured error: the
+fraction ``|predicted / measured - 1|`` its latencies stayed within, its ``source`` naming the
+measurements; optional ``roofs``: the roofs those measurements ran on, so that a model whose time is
+mostly on other roofs gets no band), ``[interconnect]`` (how several such devices are linked, one
+table per link class: ``interconnect.py``). A target with no off-chip memory (weights held on chip)
+sets ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 
 A figure tagged ``borrowed`` was taken from other targets, not measured on this one (a launch
 cost that is the median of the runtime's other targets, where this one has no batch-1 row): every
@@ -242,7 +240,8 @@ class Target:
 
         >>> f = Figure(1e12, "vendor", "x")
         >>> t = Target("t", "", "", {"fp32": f, "tf32": f}, f, fp32_math_roof="tf32")
-        >>> t.mac_roof_dtype("float32"), t.mac_roof_dtype("float16"), Target("u", "", "", {"fp32": f}, f).mac_roof_dtype("float32")
+        >>> u = Target("u", "", "", {"fp32": f}, f)
+        >>> t.mac_roof_dtype("float32"), t.mac_roof_dtype("float16"), u.mac_roof_dtype("float32")
         ('tf32', 'float16', 'float32')
         """
         return "tf32" if self.fp32_math_roof == "tf32" and self.wanted_roof(dtype) == "fp32" else dtype
@@ -251,7 +250,8 @@ class Target:
     def latency_kind(self) -> LatencyKind:
         """A forecast when every efficiency the target gives was measured on its runtime
         (``onnxroof calibrate`` writes them), else a bound: the roofs are peaks."""
-        figures = [*self.efficiency.values(), *(f for roofs in self.efficiency_on_roof.values() for f in roofs.values())]
+        on_roofs = (f for roofs in self.efficiency_on_roof.values() for f in roofs.values())
+        figures = [*self.efficiency.values(), *on_roofs]
         measured = self.efficiency and all(figure.tag == "measured" for figure in figures)
         return LatencyKind.FORECAST if measured else LatencyKind.BOUND
 
@@ -296,8 +296,8 @@ class Target:
         >>> f = Figure(0.5, "estimate", "x")
         >>> t = Target("t", "", "", {}, f, efficiency={"gemm": f}, efficiency_on_roof={"gemm": {"int8": f, "fp16": f}},
         ...            efficiency_by_rows={"gemm": ((16, 0.6),), "gemm.int8": ((49, 0.25),)})
-        >>> t.rows_curve("gemm", "fp32"), t.rows_curve("gemm", "int8"), t.rows_curve("gemm", "fp16"), t.rows_curve("gemv")
-        ('gemm', 'gemm.int8', None, None)
+        >>> [t.rows_curve("gemm", roof) for roof in ("fp32", "int8", "fp16")], t.rows_curve("gemv")
+        (['gemm', 'gemm.int8', None], None)
         """
         return self._curve(self.efficiency_by_rows, kernel_class, roof)
 
@@ -321,10 +321,13 @@ class Target:
         slowest op); None when it names none of them, and the kernel runs at :meth:`efficiency_of`.
         It divides the kernel's compute and on-chip roofs (``placement.roofline``).
 
-        >>> t = Target("t", "", "", {}, Figure(1e9, "estimate", "x"), efficiency={"elementwise": Figure(1.0, "estimate", "x")},
+        >>> t = Target("t", "", "", {}, Figure(1e9, "estimate", "x"),
+        ...            efficiency={"elementwise": Figure(1.0, "estimate", "x")},
         ...            efficiency_by_op={"elementwise": {"Erf": 0.25, "Tanh": 0.5}})
-        >>> t.op_efficiency("elementwise", ["Erf", "Add"]), t.op_efficiency("elementwise", ["Add"]), t.op_efficiency("gemm", ["Erf"])
-        (0.25, None, None)
+        >>> t.op_efficiency("elementwise", ["Erf", "Add"]), t.op_efficiency("elementwise", ["Add"])
+        (0.25, None)
+        >>> t.op_efficiency("gemm", ["Erf"]) is None
+        True
         """
         table = self.efficiency_by_op.get(kernel_class or "", {})
         found = [table[op] for op in op_types if op in table]

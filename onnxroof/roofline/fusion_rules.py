@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .kernel_build import Kernel, build_kernel, inputs_ready
-from .node_kinds import CONV_OPS, node_kind
 
 
 @dataclass(frozen=True)
@@ -83,6 +82,8 @@ def _sibling_key(kernel: Kernel, body_of: dict[str, str]) -> tuple | None:
     """What a kernel's convolution or matmul shares with those it may merge with: its op, the
     activation it reads, its output shape but for the channels, its depth, its subgraph; None when
     it has no such product by a stored weight."""
+    from .node_kinds import CONV_OPS, node_kind  # here: node_kinds reads the op registry (onnx), which
+    # `onnxroof targets`, reading FUSION_RULES through the target schema, must not import
     anchor = next((m for m in kernel.records if m.macs and node_kind(m) == "mac"), None)  # see reuse_of
     if anchor is None or not anchor.param_inputs or not anchor.inputs or anchor.inputs[0] in anchor.param_inputs:
         return None
@@ -161,6 +162,7 @@ def _layout_reader(kernels: list[Kernel], index: int, owner: dict[str, int], fin
                    context: FuseContext) -> int | None:
     """The attention kernel (in the same subgraph) that alone reads what kernel ``index`` makes,
     when that kernel is transposes alone (views aside); else None."""
+    from .node_kinds import node_kind  # here, as in _sibling_key
     kernel, tensors = kernels[index], context.tensors
     layout = [m for m in kernel.records if not m.view]
     if not layout or any(node_kind(m) != "layout" for m in layout):

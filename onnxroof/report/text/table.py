@@ -17,7 +17,6 @@ from ...roofline.verdicts import capacity_text, finding_lines, fit_text
 from ...core.text import csv_cell, printable
 from ...core.units import iec, intensity, joules, seconds, si
 from ...roofline.targets import LatencyKind
-from ...roofline.terms import explain_term_lines
 from .devices import device_plan_lines
 
 if TYPE_CHECKING:
@@ -345,6 +344,8 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
     """Where ``node`` runs on one target: its kernel (the nodes fused with it), bytes and time per
     memory level, the efficiency applied, the launch cost, the time and the bound. ``in_place``:
     the Concats whose inputs the memory stage writes into their buffer (no kernel)."""
+    from ...roofline.terms import explain_term_lines  # here: terms reads the op registry, which `targets` skips
+
     kernel = next((k for k in report.nodes if node in k.nodes), None)
     name = printable(report.target.name)
     if kernel is None:

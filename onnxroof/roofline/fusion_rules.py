@@ -14,6 +14,7 @@ if it merges kernels after they are grown).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -207,7 +208,16 @@ def joins(kinds: Kinds, kind: str, rules: frozenset[str]) -> bool:
         return True
     if kind != "layout" and kinds["layout"] and not kinds["attention"]:
         return False
-    return any(rule.joins(kinds, kind) for rule in RULES if rule.name in rules)
+    for test in _tests(rules):
+        if test(kinds, kind):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _tests(rules: frozenset[str]) -> tuple[Callable[[Kinds, str], bool], ...]:
+    """The join tests of the rules in force, once per policy: a kernel of 100,000 nodes asks at each step."""
+    return tuple(rule.joins for rule in RULES if rule.name in rules)
 
 
 def post_passes(kernels: list[Kernel], rules: frozenset[str], context: FuseContext) -> list[Kernel]:

@@ -184,10 +184,8 @@ class _Placer:
 
     def __post_init__(self) -> None:
         self.inputs, self.outputs = set(self.placed.inputs), set(self.placed.outputs)
-
-    @property
-    def keeps_activations(self) -> bool:
-        return bool(self.target.onchip_bytes and self.target.onchip_bytes.value > 0)
+        # the target has on-chip memory to keep activations in (else every one goes through DRAM)
+        self.keeps_activations = bool(self.target.onchip_bytes and self.target.onchip_bytes.value > 0)
 
     def plan_memory(self, kernels: list[Kernel], memory: MemoryReport, order: Iterable[str] | None) -> None:
         """Which parameters stay on chip between runs, then which activations spill to DRAM."""
@@ -415,6 +413,9 @@ def _node_times_s(time_s: float, members: list) -> dict[str, float]:
     >>> _node_times_s(9.0, [S(name="reshape", flops=0, memory_bytes=0), S(name="view", flops=0, memory_bytes=0)])
     {'reshape': 9.0, 'view': 0.0}
     """
+    if len(members) == 1:  # most kernels: the same arithmetic, without the lists
+        weight = float(members[0].flops or members[0].memory_bytes)
+        return {members[0].name: time_s * weight / weight if weight > 0 else time_s}
     weights = [float(m.flops or m.memory_bytes) for m in members]
     total = sum(weights)
     if total > 0:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .work import WorkShape
 
 
-@dataclass
+@dataclass(slots=True)  # one per kernel: a model may have 100,000
 class KernelWork:
     """What one kernel does on a target, as placement decided it: what its terms read."""
 
@@ -43,7 +43,7 @@ class KernelWork:
     launch_s: float  # what its launch costs: 0 for a kernel that launches nothing
 
 
-@dataclass
+@dataclass(slots=True)
 class KernelTime:
     """The parts of one kernel's time its terms set, before :func:`kernel_point` adds them up."""
 
@@ -64,10 +64,6 @@ def _compute(work: KernelWork, time: KernelTime) -> None:
     if work.overhead and target.parallel is not None and len(work.roofs) == 1:
         time.parallel = parallel_fraction(work.shape, target.parallel.tile(work.roof),
                                           int(target.parallel.units.value), target.parallel.kind == "systolic")
-
-
-def _no_part(work: KernelWork, time: KernelTime) -> None:
-    """A roof read from the kernel's bytes alone: nothing to set."""
 
 
 def _efficiency(work: KernelWork, time: KernelTime) -> None:
@@ -109,8 +105,8 @@ def kernel_point(work: KernelWork) -> Placement:
     """The kernel's point: every term of :data:`TERMS` set, the roofs' longest over the efficiency
     plus the stall and the launch (:func:`point.roofline`), then the subnormal slow path."""
     time = KernelTime()
-    for term in TERMS:
-        term.settle(work, time)
+    for settle in _SETTLES:
+        settle(work, time)
     target = work.target
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     point = roofline(work.flops, work.dram_bytes, work.peak_flops_per_s, target.dram_bytes_per_s.value,
@@ -218,15 +214,16 @@ class Term:
 
     name: str  # as `explain` prints it
     doc: str
-    settle: Callable[[KernelWork, KernelTime], None]  # sets its part of the kernel's time
+    settle: Callable[[KernelWork, KernelTime], None] | None  # sets its part of the kernel's time (None: the
+    # roof is the kernel's bytes over the target's bandwidth, nothing to set)
     explain: Callable[..., list[str]]  # (report, kernel) -> its explain lines ([] when it adds nothing)
 
 
 # in the order `explain` lists them
 TERMS: tuple[Term, ...] = (
     Term("compute", "FLOPs / (the roof's peak x the parallel units' fill)", _compute, _compute_line),
-    Term("DRAM", "DRAM bytes / DRAM bandwidth", _no_part, _dram_line),
-    Term("on chip", "on-chip bytes / on-chip bandwidth", _no_part, _onchip_line),
+    Term("DRAM", "DRAM bytes / DRAM bandwidth", None, _dram_line),
+    Term("on chip", "on-chip bytes / on-chip bandwidth", None, _onchip_line),
     Term("efficiency", "the roofs' longest over the fraction its class (or op) reaches", _efficiency, _efficiency_line),
     Term("launch", "a fixed cost per kernel that does work", _launch, _launch_line),
     Term("stall", "the DRAM time a compute-bound kernel does not hide", _stall, _stall_line),
@@ -237,3 +234,7 @@ TERMS: tuple[Term, ...] = (
 def explain_term_lines(report, kernel) -> list[str]:
     """Every term's explain lines for one kernel, in :data:`TERMS`' order."""
     return [line for term in TERMS for line in term.explain(report, kernel)]
+
+
+# kernel_point's loop, without a lookup per kernel and term (a model may have 100,000 kernels)
+_SETTLES = tuple(term.settle for term in TERMS if term.settle is not None)

@@ -25,6 +25,7 @@ from .core.json_chunks import Encoded  # the document's long lists, written as J
 from .core.text import model_label
 from .core.version import __version__
 from .roofline.latency_bound import missing_text
+from .roofline.target_schema import target_json
 from .roofline.verdicts import BOUND_LABELS
 
 if TYPE_CHECKING:  # types only: placing on targets is imported only when targets are given
@@ -127,7 +128,7 @@ class Analysis:
         from .roofline.placement import node_times
 
         nodes = self.run_view.nodes  # the nodes a run executes, as the node tables list them
-        times = node_times(nodes, self.targets)
+        times = node_times(self.targets)
         bounds = {report.target.name: {name: kernel.placement.bound for kernel in report.nodes for name in kernel.nodes}
                   for report in self.targets}
         rows = []
@@ -512,33 +513,24 @@ def placement_entry(point) -> dict:
 def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict:
     """A target's entry; ``fit``: the findings stage's memory fit as plain values (None: not reviewed)."""
     target = report.target
+    own = target_json(target)  # the target's own fields (roofline/target_schema.py), placed among the run's
+
+    def take(*keys: str) -> dict:
+        return {key: own.pop(key) for key in keys}
+
     return {
-        "name": target.name,
-        "description": target.description,
+        **take("name", "description"),
         "path": target.path,
         "dtype": report.dtype,
         "batch": report.batch,
-        "roofs": {roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof),
-                         "tag": figure.tag,
-                         "source": figure.source} for roof, figure in target.peak_ops_per_s.items()},
-        "dram_bytes_per_s": target.dram_bytes_per_s.value,
-        "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
-        "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
-        "node_overhead_s": target.node_overhead_s.value if target.node_overhead_s else None,
+        **take("roofs", "dram_bytes_per_s", "onchip_bytes", "onchip_bytes_per_s", "node_overhead_s"),
         "launch_s": report.launch_s,  # what each kernel's launch cost in this run (cold when it streams past on chip)
         "run_overhead_s": report.run_s,  # what the run cost beyond its kernels (in latency_s)
-        "dram_size_bytes": target.dram_size_bytes.value if target.dram_size_bytes else None,  # device memory
-        "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
-        "efficiency_by_op": target.efficiency_by_op,  # class -> op type -> its figure on the compute and on-chip roofs
-        # "<class>" or "<class>.<roof>" -> [[output rows, fraction], ...]: interpolated in log(rows)
-        "efficiency_by_rows": {key: [list(point) for point in points]
-                               for key, points in target.efficiency_by_rows.items()},
-        "efficiency_by_columns": {key: [list(point) for point in points]
-                                  for key, points in target.efficiency_by_columns.items()},
-        "parallel": None if target.parallel is None else {  # the units and the tile each takes, per roof
-            "kind": target.parallel.kind, "units": target.parallel.units.value,
-            "tiles": {roof: target.parallel.tile(roof) for roof in target.parallel.tile_rows}},
-        "weights_resident": target.weights_resident,  # parameters kept on chip between runs when they fit
+        **take("dram_size_bytes"),  # device memory
+        # efficiency (absent: 1.0, peak), by_op, by_rows and by_columns; the parallel units and their tiles
+        **take("efficiency", "efficiency_by_op", "efficiency_by_rows", "efficiency_by_columns", "parallel"),
+        **take("weights_resident"),  # parameters kept on chip between runs when they fit
+        **{key: value for key, value in own.items() if key != "static_power_w"},  # fields added since
         "fusion": list(report.fusion),  # the rule sets the kernels ("nodes" below) were grouped under
         "latency_s": report.latency_s,
         # "bound" (peak figures, or complete false: nodes not counted; bound_reason says which): a run takes at least
@@ -550,8 +542,7 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "borrowed": {k: {"value": f.value, "source": f.source} for k, f in report.borrowed.items()},  # README: targets
         "throughput_per_s": report.throughput_per_s, "utilization": report.utilization,
         "energy_j": report.energy_j,
-        "energy_kind": report.energy_kind,
-        "static_power_w": target.static_power_w.value if target.static_power_w else None,
+        "energy_kind": report.energy_kind, **take("static_power_w"),
         "energy_split": report.energy_split_j,
         "edp_js": report.edp_js,
         "time_share": report.time_share,

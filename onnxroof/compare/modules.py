@@ -185,7 +185,7 @@ def module_tree(analysis: Analysis, depth: int | None = None) -> ModuleCost:
     records = analysis.nodes
     params = _first_reads(records, analysis.cost_graph)
     live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
-    times = _node_times(analysis.nodes, analysis.targets)
+    times = _node_times(analysis.targets)
     root = ModuleCost(ROOT, "")
     index: dict[tuple[str, ...], ModuleCost] = {(): root}
     own: dict[tuple[str, ...], ModuleCost] = {}  # the nodes that sit at a module itself, not in a child
@@ -218,7 +218,7 @@ def op_breakdown(analysis: Analysis) -> list[ModuleCost]:
     analysis = analysis.run_view
     params = _first_reads(analysis.nodes, analysis.cost_graph)
     live = dict(zip(analysis.memory.model_order.order, analysis.memory.model_order.live_bytes))
-    times = _node_times(analysis.nodes, analysis.targets)
+    times = _node_times(analysis.targets)
     by_op: dict[str, ModuleCost] = {}
     for record in analysis.nodes:
         entry = by_op.setdefault(record.op_type, ModuleCost(record.op_type, record.op_type))

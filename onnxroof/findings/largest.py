@@ -71,7 +71,7 @@ def _module_nodes(analysis: Analysis, report: TargetReport, module: ModuleCost) 
     prefix = module.parts
     own = module.name == OWN_NODES
     nodes = analysis.run_view.nodes  # the nodes a run executes, as the module tree reads them
-    times = node_times(nodes, [report]).get(report.target.name, {})
+    times = node_times([report]).get(report.target.name, {})
     inside = [r.name for r in nodes
               if (module_of(r) == prefix[:-1] if own else module_of(r)[:len(prefix)] == prefix)]
     return tuple(sorted(inside, key=lambda name: -times.get(name, 0.0)))

@@ -7,28 +7,86 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..measure import achieved, cold_launch, dram_stall, rows_efficiency, subnormal
-from ..measure.op_efficiency import MATERIAL_DIFFERENCE, OP_SHAPE, by_op_figures
 from ..measure.achieved import LAUNCH_CHAIN
 from ..measure.machine import size_text
+from ..measure.op_efficiency import MATERIAL_DIFFERENCE, OP_SHAPE, by_op_figures
 from ..measure.roof_kernels import CLEAN, blas_variables
 from ..measure.roofs import Calibration
+from ..roofline.target_schema import section_header
 from ..roofline.targets import EFFICIENCY_CLASSES, SCHEMA, Target, parse_target
 
 
 def render_target(calibration: Calibration, name: str = "this-machine", with_efficiency: bool = True) -> str:
     """The target file (schema onnxroof-target/1), every figure tagged ``measured`` (without
-    ``with_efficiency``: the roofs alone)."""
+    ``with_efficiency``: the roofs alone). Each one-figure section is written under its field's
+    path in the schema (``roofline/target_schema.py``)."""
     c = calibration
     fp32 = c.peak("float32")
     if fp32 is None:
         raise ValueError("no fp32 matmul was measured")
     int8 = c.peak("int8")
-    levels = c.levels()
     where = (f"onnxroof calibrate {c.date} on {c.cpu} ({c.cores}; {c.threads} thread(s)"
              + (f"; load average {c.load_average:.2f} at the start" if c.load_average is not None else "") + ")")
+    dram, dram_source = _dram_figure(c, where)
+    description = (f"{c.cpu}, {c.cores}: roofs measured by onnxroof calibrate on {c.date}"
+                   + (f" with {c.blas_threads} thread(s)" if c.blas_threads else ""))
+    lines = [
+        *_comment_lines(c, int8 is not None),
+        f'schema = "{SCHEMA}"',
+        f"name = {_toml_string(name)}",
+        f"description = {_toml_string(description)}",
+        *_section("peak_ops_per_s", fp32.rate.per_second, _peak_source(c, where, fp32), dtype="fp32"),
+        *_section("dram_bytes_per_s", dram, dram_source),
+    ]
+    if int8 is not None:
+        lines += _section("peak_ops_per_s", int8.rate.per_second, _int8_source(c, where, int8, fp32),
+                          dtype="int8")
+    for attribute, value, written, source in _overhead_figures(c):
+        if written:
+            lines += _section(attribute, value or 0.0, source(c, where))
+    lines += _onchip_lines(c, where)
+    if with_efficiency and c.efficiency:
+        lines += _efficiency_lines(c, where)
+    if c.levels().onchip_bytes:
+        lines += ["", "[weights]", "resident = true",
+                  "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they "
+                                             "fit beside the activations; onnxroof profile measures such warm, "
+                                             "repeated runs")]
+    if c.launch_overhead_s:
+        lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
+                  "source = " + _toml_string(HOST_FUSION_SOURCE)]
+    return "\n".join(lines) + "\n"
+
+
+def _section(attribute: str, value: float, source: str, dtype: str | None = None) -> list[str]:
+    """One figure's table, under its field's path in the schema (``dtype``: a roof's figure)."""
+    return ["", section_header(attribute, dtype), *_figure_lines(value, source)]
+
+
+def _comment_lines(c: Calibration, has_int8: bool) -> list[str]:
+    """The file's head: the sweep, the matmuls the schema has no roof for, the calibration's notes."""
+    lines = [
+        "# Measured by `onnxroof calibrate` on this machine: re-run it rather than edit the figures.",
+        "# Sweep (working set -> best GB/s): "
+        + ", ".join(f"{size_text(size)} {bw / 1e9:.1f}" for size, bw in c.bandwidth_points()),
+    ]
+    for point in c.matmul:
+        if point.dtype == "float64":
+            lines.append(f"# fp64 matmul n={point.n}: {point.rate.per_second / 1e9:.1f} GFLOP/s "
+                         "(the schema has no fp64 roof)")
+        elif point.dtype == "float16":
+            lines.append(f"# fp16 matmul n={point.n}: {point.rate.per_second / 1e9:.2f} GFLOP/s in numpy "
+                         "(a generic loop, not BLAS): not written as a roof; fp16 nodes fall back to the fp32 roof"
+                         + ("" if has_int8 else ", and int8 nodes too (no int8 roof: onnxruntime is not installed)"))
+    return lines + [f"# note: {note}" for note in c.notes]
+
+
+def _peak_source(c: Calibration, where: str, fp32) -> str:
+    """How the fp32 roof was measured: each method's rate per size, the best, and how the others compare."""
     best: dict[tuple[str, int], float] = {}
     for p in c.matmul:
         if p.dtype == "float32":
@@ -38,203 +96,184 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         return ", ".join(f"n={n}: {rate / 1e9:.1f}" for (m, n), rate in sorted(best.items()) if m == method)
 
     blas = c.blas + (f", {c.blas_threads} thread(s)" if c.blas_threads else ", its default threads")
-    peak_source = (f"{where}: float32 n x n matmuls, FLOPs = 2 n^3, fastest of repeated runs in {c.rounds} "
-                   f"rounds per size; numpy {c.numpy_version} ({blas}) GFLOP/s {sizes('numpy')}")
+    source = (f"{where}: float32 n x n matmuls, FLOPs = 2 n^3, fastest of repeated runs in {c.rounds} "
+              f"rounds per size; numpy {c.numpy_version} ({blas}) GFLOP/s {sizes('numpy')}")
     if any(m == "onnxruntime" for m, _ in best):
-        peak_source += f"; onnxruntime's MatMul ({c.threads} thread(s)) GFLOP/s {sizes('onnxruntime')}"
+        source += f"; onnxruntime's MatMul ({c.threads} thread(s)) GFLOP/s {sizes('onnxruntime')}"
     if any(m == CLEAN for m, _ in best):
-        peak_source += f"; numpy in a child process without {', '.join(blas_variables())} GFLOP/s {sizes(CLEAN)}"
-    peak_source += f"; the roof is the best: {fp32.method} at n={fp32.n}"
+        source += f"; numpy in a child process without {', '.join(blas_variables())} GFLOP/s {sizes(CLEAN)}"
+    source += f"; the roof is the best: {fp32.method} at n={fp32.n}"
     slower: dict[str, float] = {}  # every other method's best
     for (method, _), rate in best.items():
         if method != fp32.method:
             slower[method] = max(slower.get(method, 0.0), rate)
     if slower and min(slower.values()) >= 0.9 * fp32.rate.per_second:
-        peak_source += " (the methods agree within 10%)"
+        source += " (the methods agree within 10%)"
     for method, rate in sorted(slower.items()):
         if rate < 0.9 * fp32.rate.per_second:
             variables = [f"{v}={os.environ[v]}" for v in blas_variables()] if method == "numpy" else []
-            peak_source += (f" ({method} reaches {rate / fp32.rate.per_second:.0%} of it: its GEMM is built or configured "
-                            "for less" + (f"; {', '.join(variables)} is set here" if variables else "") + ")")
-    stream_source = (f"{where}: STREAM-style sweep (copy 2x8, add 3x8, triad 3x8 bytes per float64 element, "
-                     f"no write-allocate), {c.threads} thread(s) on their own arrays, fastest of repeated passes "
-                     f"in {c.rounds} rounds, best kernel per working set")
-    dram_source = (f"{stream_source}; best over working sets {size_text(levels.dram_sizes[0])}"
-                   f"..{size_text(levels.dram_sizes[1])}")
+            source += (f" ({method} reaches {rate / fp32.rate.per_second:.0%} of it: its GEMM is built or configured "
+                       "for less" + (f"; {', '.join(variables)} is set here" if variables else "") + ")")
+    return source
+
+
+def _stream_source(c: Calibration, where: str) -> str:
+    return (f"{where}: STREAM-style sweep (copy 2x8, add 3x8, triad 3x8 bytes per float64 element, "
+            f"no write-allocate), {c.threads} thread(s) on their own arrays, fastest of repeated passes "
+            f"in {c.rounds} rounds, best kernel per working set")
+
+
+def _dram_figure(c: Calibration, where: str) -> tuple[float, str]:
+    """The DRAM roof and its source: the STREAM sweep's, or onnxruntime's own copy where it is faster."""
+    levels = c.levels()
+    source = (f"{_stream_source(c, where)}; best over working sets {size_text(levels.dram_sizes[0])}"
+              f"..{size_text(levels.dram_sizes[1])}")
     dram = levels.dram_bytes_per_s
     if c.copy_bytes_per_s:
         copy = (f"onnxruntime's Mul by a scalar over {size_text(4 * achieved.COPY_ELEMENTS)} of float32 (8 B per "
                 f"element, a slope over chains of 1 and 5) {c.copy_bytes_per_s / 1e9:.1f} GB/s")
         if c.copy_bytes_per_s > dram:
-            dram_source = f"{where}: {copy}, the best; the STREAM sweep reached {levels.dram_bytes_per_s / 1e9:.1f} GB/s"
+            source = f"{where}: {copy}, the best; the STREAM sweep reached {levels.dram_bytes_per_s / 1e9:.1f} GB/s"
             dram = c.copy_bytes_per_s
         else:
-            dram_source += (f"; {copy}, {c.copy_bytes_per_s / dram:.0%} of it (its elementwise kernels stream less "
-                            "well than STREAM: efficiency.elementwise carries that)")
-    description = (f"{c.cpu}, {c.cores}: roofs measured by onnxroof calibrate on {c.date}"
-                   + (f" with {c.blas_threads} thread(s)" if c.blas_threads else ""))
-    lines = [
-        "# Measured by `onnxroof calibrate` on this machine: re-run it rather than edit the figures.",
-        "# Sweep (working set -> best GB/s): "
-        + ", ".join(f"{size_text(size)} {bw / 1e9:.1f}" for size, bw in c.bandwidth_points()),
+            source += (f"; {copy}, {c.copy_bytes_per_s / dram:.0%} of it (its elementwise kernels stream less "
+                       "well than STREAM: efficiency.elementwise carries that)")
+    return dram, source
+
+
+def _int8_source(c: Calibration, where: str, int8, fp32) -> str:
+    int8_best: dict[int, float] = {}
+    for p in c.matmul:
+        if p.dtype == "int8":
+            int8_best[p.n] = max(int8_best.get(p.n, 0.0), p.rate.per_second)
+    return (f"{where}: onnxruntime's MatMulInteger ({c.threads} thread(s)), n x n uint8 activations by "
+            f"int8 weights into int32 (the pair onnxruntime's quantizers give a CPU model, its integer "
+            f"GEMM's native one), ops = 2 n^3 as onnxroof counts a quantized product, fastest of repeated "
+            f"runs in {c.rounds} rounds per size; GOP/s "
+            + ", ".join(f"n={n}: {rate / 1e9:.1f}" for n, rate in sorted(int8_best.items()))
+            + f"; the roof is the best, at n={int8.n} ({int8.rate.per_second / fp32.rate.per_second:.1f}x "
+            "the fp32 roof)")
+
+
+def _launch_source(c: Calibration, where: str) -> str:
+    return (f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
+            f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, the two timed in turns, "
+            "fastest of batches of runs about 5 ms long (onnxruntime's profiler adds several µs to "
+            "each small kernel it times)")
+
+
+def _run_source(c: Calibration, where: str) -> str:
+    return (f"{where}: onnxruntime's cost per run beyond its kernels (binding the inputs and outputs, "
+            "the call from Python): a one-Add model's run on 16 floats less the launch above, the "
+            "intercept of the launch's line; fastest of batches of runs")
+
+
+def _cold_source(c: Calibration, where: str) -> str:
+    return (f"{where}: onnxruntime's run time per kernel when the run moves more data than the caches "
+            f"hold: the launch above plus what {cold_launch.small_kernels()} small kernels of seven kinds "
+            f"on 1x{cold_launch.WIDTH} floats cost beside {cold_launch.BLOCKS} one-row MatMuls streaming "
+            f"a 4 MiB weight each, beyond the MatMuls alone and themselves alone, per kernel; the four "
+            f"timed in turns, fastest of batches of runs, median of {cold_launch.WINDOWS} windows")
+
+
+def _stall_source(c: Calibration, where: str) -> str:
+    cases = ", ".join(f"{rows}x{width} by {width}x{width}" for rows, width in dram_stall.CASES)
+    return (f"{where}: the share of a compute-bound product's DRAM time its compute does not hide: "
+            f"chains of {dram_stall.FAN} MatMuls ({cases}) with a weight of their own each less with "
+            "one weight shared (on chip), over the DRAM roof's time for the weights; median of the "
+            "three, each capped at 1; the two chains timed in turns, fastest of batches of runs")
+
+
+def _split_source(c: Calibration, where: str) -> str:
+    cases = ", ".join(f"{label} (1 thread {one * 1e6:.3g} µs, {c.threads} threads {many * 1e6:.3g} µs)"
+                      for label, one, many in c.handoff_cases)
+    return (f"{where}: what a kernel onnxruntime's intra-op pool splits over the {c.threads} threads "
+            f"costs beyond the launch and its share of the work (the 16-float Add of the launch never "
+            f"leaves the calling thread): the median over {cases} of the time on {c.threads} threads less "
+            f"the launch and less the one-thread time beyond the launch over {c.threads}")
+
+
+def _subnormal_source(c: Calibration, where: str) -> str:
+    return (f"{where}: what onnxruntime's CPU softmax spends per exp that underflows to a subnormal "
+            f"float: an Add of a mask and a Softmax over {'x'.join(map(str, subnormal.SCORES))}, "
+            f"with a causal mask of float32's lowest value less with a mask of zeros (the two timed in "
+            f"turns, fastest of batches of runs), over the {subnormal.hidden_elements():,} positions "
+            f"the causal mask hides")
+
+
+def _overhead_figures(c: Calibration) -> list[tuple[str, float | None, bool, Callable[[Calibration, str], str]]]:
+    """(Target attribute, the figure, whether it was measured, how its source reads), in the file's order."""
+    return [
+        ("node_overhead_s", c.launch_overhead_s, bool(c.launch_overhead_s), _launch_source),
+        ("run_overhead_s", c.run_overhead_s, bool(c.run_overhead_s), _run_source),
+        ("cold_node_overhead_s", c.cold_launch_s, bool(c.cold_launch_s), _cold_source),
+        ("dram_stall", c.dram_stall, bool(c.dram_stall), _stall_source),
+        ("split_overhead_s", c.handoff_s, c.handoff_s is not None, _split_source),
+        ("subnormal_s_per_element", c.subnormal_s, bool(c.subnormal_s), _subnormal_source),
     ]
-    for point in c.matmul:
-        if point.dtype == "float64":
-            lines.append(f"# fp64 matmul n={point.n}: {point.rate.per_second / 1e9:.1f} GFLOP/s (the schema has no fp64 roof)")
-        elif point.dtype == "float16":
-            lines.append(f"# fp16 matmul n={point.n}: {point.rate.per_second / 1e9:.2f} GFLOP/s in numpy (a generic loop, "
-                         "not BLAS): not written as a roof; fp16 nodes fall back to the fp32 roof"
-                         + ("" if int8 else ", and int8 nodes too (no int8 roof: onnxruntime is not installed)"))
-    lines += [f"# note: {note}" for note in c.notes]
-    lines += [
-        f'schema = "{SCHEMA}"',
-        f"name = {_toml_string(name)}",
-        f"description = {_toml_string(description)}",
-        "",
-        "[peak_ops_per_s.fp32]",
-        *_figure_lines(fp32.rate.per_second, peak_source),
-        "",
-        "[dram.bandwidth_bytes_per_s]",
-        *_figure_lines(dram, dram_source),
+
+
+def _onchip_lines(c: Calibration, where: str) -> list[str]:
+    levels = c.levels()
+    if not (levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes):
+        return []
+    lo, hi = levels.onchip_sizes
+    return [
+        *_section("onchip_bytes", levels.onchip_bytes,
+                  f"{where}: the working set where the sweep drops through the geometric mean of the last "
+                  f"cache plateau's and DRAM's bandwidth, interpolated in log size between the sweep's points "
+                  f"on either side" + (f" (the OS reports {c.caches})" if c.caches else "")),
+        *_section("onchip_bytes_per_s", levels.onchip_bytes_per_s,
+                  f"{_stream_source(c, where)}; best over the last cache plateau, working sets "
+                  f"{size_text(lo)}..{size_text(hi)}"),
     ]
-    if int8 is not None:
-        int8_best: dict[int, float] = {}
-        for p in c.matmul:
-            if p.dtype == "int8":
-                int8_best[p.n] = max(int8_best.get(p.n, 0.0), p.rate.per_second)
-        lines += [
-            "",
-            "[peak_ops_per_s.int8]",
-            *_figure_lines(int8.rate.per_second,
-                           f"{where}: onnxruntime's MatMulInteger ({c.threads} thread(s)), n x n uint8 activations by "
-                           f"int8 weights into int32 (the pair onnxruntime's quantizers give a CPU model, its integer "
-                           f"GEMM's native one), ops = 2 n^3 as onnxroof counts a quantized product, fastest of repeated "
-                           f"runs in {c.rounds} rounds per size; GOP/s "
-                           + ", ".join(f"n={n}: {rate / 1e9:.1f}" for n, rate in sorted(int8_best.items()))
-                           + f"; the roof is the best, at n={int8.n} ({int8.rate.per_second / fp32.rate.per_second:.1f}x "
-                           "the fp32 roof)"),
-        ]
-    if c.launch_overhead_s:
-        lines += [
-            "",
-            "[node_overhead_s]",
-            *_figure_lines(c.launch_overhead_s,
-                           f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
-                           f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, the two timed in turns, "
-                           "fastest of batches of runs about 5 ms long (onnxruntime's profiler adds several µs to "
-                           "each small kernel it times)"),
-        ]
-    if c.run_overhead_s:
-        lines += [
-            "",
-            "[run_overhead_s]",
-            *_figure_lines(c.run_overhead_s,
-                           f"{where}: onnxruntime's cost per run beyond its kernels (binding the inputs and outputs, "
-                           "the call from Python): a one-Add model's run on 16 floats less the launch above, the "
-                           "intercept of the launch's line; fastest of batches of runs"),
-        ]
-    if c.cold_launch_s:
-        lines += [
-            "",
-            "[cold_node_overhead_s]",
-            *_figure_lines(c.cold_launch_s,
-                           f"{where}: onnxruntime's run time per kernel when the run moves more data than the caches "
-                           f"hold: the launch above plus what {cold_launch.small_kernels()} small kernels of seven kinds "
-                           f"on 1x{cold_launch.WIDTH} floats cost beside {cold_launch.BLOCKS} one-row MatMuls streaming "
-                           f"a 4 MiB weight each, beyond the MatMuls alone and themselves alone, per kernel; the four "
-                           f"timed in turns, fastest of batches of runs, median of {cold_launch.WINDOWS} windows"),
-        ]
-    if c.dram_stall:
-        cases = ", ".join(f"{rows}x{width} by {width}x{width}" for rows, width in dram_stall.CASES)
-        lines += [
-            "",
-            "[dram_stall]",
-            *_figure_lines(c.dram_stall,
-                           f"{where}: the share of a compute-bound product's DRAM time its compute does not hide: "
-                           f"chains of {dram_stall.FAN} MatMuls ({cases}) with a weight of their own each less with "
-                           "one weight shared (on chip), over the DRAM roof's time for the weights; median of the "
-                           "three, each capped at 1; the two chains timed in turns, fastest of batches of runs"),
-        ]
-    if c.handoff_s is not None:
-        cases = ", ".join(f"{label} (1 thread {one * 1e6:.3g} µs, {c.threads} threads {many * 1e6:.3g} µs)"
-                          for label, one, many in c.handoff_cases)
-        lines += [
-            "",
-            "[split_overhead_s]",
-            *_figure_lines(c.handoff_s,
-                           f"{where}: what a kernel onnxruntime's intra-op pool splits over the {c.threads} threads "
-                           f"costs beyond the launch and its share of the work (the 16-float Add of the launch never "
-                           f"leaves the calling thread): the median over {cases} of the time on {c.threads} threads less "
-                           f"the launch and less the one-thread time beyond the launch over {c.threads}"),
-        ]
-    if c.subnormal_s:
-        lines += [
-            "",
-            "[subnormal_s_per_element]",
-            *_figure_lines(c.subnormal_s,
-                           f"{where}: what onnxruntime's CPU softmax spends per exp that underflows to a subnormal "
-                           f"float: an Add of a mask and a Softmax over {'x'.join(map(str, subnormal.SCORES))}, "
-                           f"with a causal mask of float32's lowest value less with a mask of zeros (the two timed in "
-                           f"turns, fastest of batches of runs), over the {subnormal.hidden_elements():,} positions "
-                           f"the causal mask hides"),
-        ]
-    if levels.onchip_bytes and levels.onchip_bytes_per_s and levels.onchip_sizes:
-        lo, hi = levels.onchip_sizes
-        lines += [
-            "",
-            "[onchip.size_bytes]",
-            *_figure_lines(levels.onchip_bytes,
-                           f"{where}: the working set where the sweep drops through the geometric mean of the last "
-                           f"cache plateau's and DRAM's bandwidth, interpolated in log size between the sweep's points "
-                           f"on either side" + (f" (the OS reports {c.caches})" if c.caches else "")),
-            "",
-            "[onchip.bandwidth_bytes_per_s]",
-            *_figure_lines(levels.onchip_bytes_per_s,
-                           f"{stream_source}; best over the last cache plateau, working sets "
-                           f"{size_text(lo)}..{size_text(hi)}"),
-        ]
-    if with_efficiency and c.efficiency:
-        lines += ["", "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
-                  "# time is divided by it (onnxroof.measure.achieved; --no-overhead leaves it out)."]
-        for kernel_class, cases in c.efficiency.items():
-            sizes_text = "; ".join(f"{case.label}{_weights_text(case)}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against "
-                                   f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in cases)
-            points = achieved.columns_points(cases)
-            columns_text = _columns_text(points)
-            value = round(achieved.class_efficiency([case.fraction for case in cases if not case.curve_only]), 4)
-            ops = [m for m in c.efficiency_by_op if m.case.kernel_class == kernel_class]
-            by_op = by_op_figures(value, ops)
-            curve = c.efficiency_by_rows.get(kernel_class, [])
-            lines += ["", f"[efficiency.{kernel_class}]",
-                      *_figure_lines(value, f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
-                                            f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above "
-                                            f"over the time beyond the launch cost, geometric mean of "
-                                            f"{sizes_text}{columns_text}{_by_op_text(ops, by_op)}{_rows_text(curve)}")]
-            lines += _columns_lines(points) + _rows_lines(curve)
-            if by_op:
-                lines.append("by_op = { " + ", ".join(f"{op} = {fraction:.4g}" for op, fraction in by_op.items()) + " }")
-            for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
-                roof_text = "; ".join(f"{case.label}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against {case.roof_s * 1e6:.3g} µs, "
-                                      f"{case.fraction:.0%}" for case in roof_cases)
-                roof_curve = c.efficiency_by_rows.get(f"{kernel_class}.{roof}", [])
-                roof_points = achieved.columns_points(roof_cases)
-                lines += ["", f"[efficiency.{kernel_class}.{roof}]",
-                          *_figure_lines(round(achieved.class_efficiency([c.fraction for c in roof_cases if not c.curve_only]), 4),
-                                         f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
-                                         f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
-                                         f"link of the chain one kernel: the op with its quantize and dequantize): the "
-                                         f"roofline time on the {roof} roof over the time beyond the launch cost, "
-                                         f"geometric mean of {roof_text}{_columns_text(roof_points)}"
-                                         f"{_rows_text(roof_curve)}"),
-                          *_columns_lines(roof_points), *_rows_lines(roof_curve)]
-    if levels.onchip_bytes:
-        lines += ["", "[weights]", "resident = true",
-                  "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they fit "
-                                             "beside the activations; onnxroof profile measures such warm, repeated runs")]
-    if c.launch_overhead_s:
-        lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
-                  "source = " + _toml_string(HOST_FUSION_SOURCE)]
-    return "\n".join(lines) + "\n"
+
+
+def _efficiency_lines(c: Calibration, where: str) -> list[str]:
+    """The measured efficiency sections: per class, then per roof of the class."""
+    lines = ["", "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
+             "# time is divided by it (onnxroof.measure.achieved; --no-overhead leaves it out)."]
+    for kernel_class, cases in c.efficiency.items():
+        lines += _class_lines(c, where, kernel_class, cases)
+        for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
+            lines += _roof_lines(c, where, kernel_class, roof, roof_cases)
+    return lines
+
+
+def _class_lines(c: Calibration, where: str, kernel_class: str, cases: list) -> list[str]:
+    sizes_text = "; ".join(f"{case.label}{_weights_text(case)}{_curve_only(case)}: {case.measured_s * 1e6:.3g} "
+                           f"µs against {case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in cases)
+    points = achieved.columns_points(cases)
+    value = round(achieved.class_efficiency([case.fraction for case in cases if not case.curve_only]), 4)
+    ops = [m for m in c.efficiency_by_op if m.case.kernel_class == kernel_class]
+    by_op = by_op_figures(value, ops)
+    curve = c.efficiency_by_rows.get(kernel_class, [])
+    lines = ["", f"[efficiency.{kernel_class}]",
+             *_figure_lines(value, f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
+                                   f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above "
+                                   f"over the time beyond the launch cost, geometric mean of "
+                                   f"{sizes_text}{_columns_text(points)}{_by_op_text(ops, by_op)}{_rows_text(curve)}")]
+    lines += _columns_lines(points) + _rows_lines(curve)
+    if by_op:
+        lines.append("by_op = { " + ", ".join(f"{op} = {fraction:.4g}" for op, fraction in by_op.items()) + " }")
+    return lines
+
+
+def _roof_lines(c: Calibration, where: str, kernel_class: str, roof: str, roof_cases: list) -> list[str]:
+    roof_text = "; ".join(f"{case.label}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against "
+                          f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in roof_cases)
+    roof_curve = c.efficiency_by_rows.get(f"{kernel_class}.{roof}", [])
+    roof_points = achieved.columns_points(roof_cases)
+    return ["", f"[efficiency.{kernel_class}.{roof}]",
+            *_figure_lines(round(achieved.class_efficiency([case.fraction for case in roof_cases
+                                                            if not case.curve_only]), 4),
+                           f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
+                           f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
+                           f"link of the chain one kernel: the op with its quantize and dequantize): the "
+                           f"roofline time on the {roof} roof over the time beyond the launch cost, "
+                           f"geometric mean of {roof_text}{_columns_text(roof_points)}"
+                           f"{_rows_text(roof_curve)}"),
+            *_columns_lines(roof_points), *_rows_lines(roof_curve)]
 
 
 def _by_op_text(measurements: list, by_op: dict[str, float]) -> str:
@@ -245,9 +284,10 @@ def _by_op_text(measurements: list, by_op: dict[str, float]) -> str:
     each = "; ".join(f"{m.case.label}: {m.measured_s * 1e6:.3g} µs against {m.roof_s * 1e6:.3g} µs, {m.fraction:.0%}"
                      for m in measurements)
     left = [m.case.label for m in measurements if not any(op in by_op for op in m.case.ops)]
-    return (f"; by_op: per op, a chain of {elements:,} floats on chip (its figure divides the compute and on-chip roofs "
-            f"of the kernels running it, the DRAM roof keeps the class's): {each}"
-            + (f" ({', '.join(left)}: within {MATERIAL_DIFFERENCE:.0%} of the class's figure, not written)" if left else ""))
+    not_written = f" ({', '.join(left)}: within {MATERIAL_DIFFERENCE:.0%} of the class's figure, not written)"
+    return (f"; by_op: per op, a chain of {elements:,} floats on chip (its figure divides the compute and on-chip "
+            f"roofs of the kernels running it, the DRAM roof keeps the class's): {each}"
+            + (not_written if left else ""))
 
 
 def _columns_text(points: tuple[tuple[int, float], ...]) -> str:

@@ -28,6 +28,7 @@ upper bound: the split blocks' activations are smaller).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,8 +37,8 @@ from .verdicts import BOUND_LABELS, capacity_text
 
 if TYPE_CHECKING:  # (the renderers import this module's words: `onnxroof targets` loads no numpy)
     from ..cost.kv_report import LLMReport
-    from ..cost.tensor_parallel import Structure
     from ..cost.records import CostGraph
+    from ..cost.tensor_parallel import Structure
     from .interconnect import Link
     from .placement import NodePlacement, TargetReport
 
@@ -186,8 +187,10 @@ def plan_sentences(plan: DevicePlan) -> list[str]:
     split that fits, and what the all-reduces cost at the widest tensor split.
 
     >>> c = Choice(1, 1, 10, 0, 0, 100, 1e-3, 0.0, 0.0, 1e-3, 1e-3, 1, 1)
-    >>> plan_sentences(DevicePlan("t", 1, None, "bound", "tokens", 0, 0, 0, (c,)))
-    ['fits on 1 device at the fewest (TP=1, PP=1): 10 B of 100 B each', 'fastest that fits: TP=1, PP=1, 1 ms a step, 1,000 tokens/s']
+    >>> for line in plan_sentences(DevicePlan("t", 1, None, "bound", "tokens", 0, 0, 0, (c,))):
+    ...     print(line)
+    fits on 1 device at the fewest (TP=1, PP=1): 10 B of 100 B each
+    fastest that fits: TP=1, PP=1, 1 ms a step, 1,000 tokens/s
     """
     lines = []
     fewest, fastest = plan.fewest, plan.fastest
@@ -196,8 +199,8 @@ def plan_sentences(plan: DevicePlan) -> list[str]:
                      f"({split_name(fewest)}): {iec(fewest.need_bytes)} of {capacity_text(fewest.capacity_bytes)} each")
     elif plan.choices and plan.choices[0].capacity_bytes is not None:
         least = min(plan.choices, key=lambda c: c.need_bytes)
-        lines.append(f"does not fit on up to {plan.devices} devices: the least need is {iec(least.need_bytes)} a device "
-                     f"({split_name(least)}) of {capacity_text(least.capacity_bytes)}")
+        lines.append(f"does not fit on up to {plan.devices} devices: the least need is "
+                     f"{iec(least.need_bytes)} a device ({split_name(least)}) of {capacity_text(least.capacity_bytes)}")
     if fastest is not None:
         shares = sorted(((b, s) for b, s in fastest.time_share.items() if s >= 0.005), key=lambda item: -item[1])
         split = ", ".join(f"{BOUND_LABELS.get(b, b)} {s:.0%}" for b, s in shares)
@@ -239,6 +242,25 @@ def plan_devices(facts: ModelFacts, report: TargetReport, devices: int, micro_ba
     if devices > 1 and interconnect is None:
         notes.append(f"{target.name} states no interconnect ([interconnect] in its target file): only one device is "
                      "planned")
+    for tensor, pipeline, link in _splits(report, devices, structure, refused):
+        if link is not None:
+            link_name = link.name
+        choices.append(_choice(facts, report, tensor, pipeline, link, kv, capacity, micro_batches, per_step, attention))
+    kv_heads = llm.kv_heads if llm is not None else None
+    if kv_heads and attention and any(c.tensor > kv_heads for c in choices):
+        notes.append(f"{kv_heads} KV heads: above TP={kv_heads} each device holds one KV head's cache and its "
+                     f"share of the key and value projections, each replicated TP / {kv_heads} times")
+    unit = "tokens" if llm is not None else "inferences"
+    return DevicePlan(target.name, devices, link_name, str(report.latency_kind), unit, attention,
+                      len(structure.blocks) - attention, len(structure.replicated), tuple(choices), tuple(notes),
+                      refused)
+
+
+def _splits(report: TargetReport, devices: int, structure: Structure,
+            refused: dict[int, str]) -> Iterator[tuple[int, int, Link | None]]:
+    """Every (TP, PP, the link between its devices) the model and the target's interconnect allow
+    on at most ``devices`` devices; each refused group of devices says why in ``refused``."""
+    target, interconnect = report.target, report.target.interconnect
     for tensor in ways_to_split(devices):
         reason = next((r for b in structure.blocks if (r := b.splits_over(tensor))), None) if tensor > 1 else None
         if reason is not None:
@@ -255,18 +277,7 @@ def plan_devices(facts: ModelFacts, report: TargetReport, devices: int, micro_ba
                     refused.setdefault(group, f"no link class of {target.name} links {group} devices (the most: "
                                               f"{interconnect.most_devices}); several nodes are not modelled")
                 continue
-            if link is not None:
-                link_name = link.name
-            choices.append(_choice(facts, report, tensor, pipeline, link, kv, capacity, micro_batches, per_step,
-                                   attention))
-    kv_heads = llm.kv_heads if llm is not None else None
-    if kv_heads and attention and any(c.tensor > kv_heads for c in choices):
-        notes.append(f"{kv_heads} KV heads: above TP={kv_heads} each device holds one KV head's cache and its share of the "
-                     f"key and value projections, each replicated TP / {kv_heads} times")
-    unit = "tokens" if llm is not None else "inferences"
-    return DevicePlan(target.name, devices, link_name, str(report.latency_kind), unit, attention,
-                      len(structure.blocks) - attention, len(structure.replicated), tuple(choices), tuple(notes),
-                      refused)
+            yield tensor, pipeline, link
 
 
 def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int, link: Link | None, kv: int,
@@ -280,6 +291,23 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
     reduces = _all_reduces(structure, records, link, tensor) if tensor > 1 and link is not None else []
     after = {r.after: r for r in reduces}
     step_s = [t + sum(after[n].time_s for n in kernel.nodes if n in after) for t, kernel in zip(kernel_s, report.nodes)]
+    cuts, stage_of, stage_s, send_s = _stages(graph, report, step_s, pipeline, link)
+    period = max(s + (send_s[i] if i < len(send_s) else 0.0) for i, s in enumerate(stage_s)) if stage_s else 0.0
+    weights, kv_device = _device_memory(facts, ways, stage_of, tensor, pipeline, kv, attention)
+    by_bound: dict[str, float] = {}
+    for seconds_, bound in placed:
+        by_bound[bound] = by_bound.get(bound, 0.0) + seconds_
+    by_bound["overhead"] = by_bound.get("overhead", 0.0) + pipeline * report.run_s
+    by_bound |= {"all-reduce": sum((r.time_s for r in reduces), 0.0), "sends": sum(send_s, 0.0)}
+    return Choice(tensor, pipeline, weights, kv_device, max(facts.peak_activation_bytes - kv, 0), capacity,
+                  sum(kernel_s), by_bound["all-reduce"], by_bound["sends"], sum(stage_s) + sum(send_s), period,
+                  micro_batches, per_step, tuple(reduces), tuple(report.nodes[start].name for start in cuts),
+                  {bound: seconds_ for bound, seconds_ in by_bound.items() if seconds_ > 0})
+
+
+def _stages(graph: CostGraph, report: TargetReport, step_s: list[float], pipeline: int,
+            link: Link | None) -> tuple[tuple[int, ...], dict[str, int], list[float], list[float]]:
+    """(where stages 2..p begin, node -> its stage, each stage's time, each send's time between stages)."""
     kernel_of = {name: k for k, kernel in enumerate(report.nodes) for name in kernel.nodes}
     cuts = _cuts(step_s, pipeline, _boundary_bytes(graph, kernel_of, len(step_s)) if pipeline > 1 else None)
     stages = [range(start, end) for start, end in zip((0, *cuts), (*cuts, len(step_s)))]
@@ -287,9 +315,16 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
     sends = [_crossing_bytes(graph, stage_of, i) for i in range(1, pipeline)]
     send_s = [link.send_s(b) if link is not None else 0.0 for b in sends]
     stage_s = [report.run_s + sum(step_s[k] for k in stage) for stage in stages]  # each stage's device runs once
-    period = max(s + (send_s[i] if i < len(send_s) else 0.0) for i, s in enumerate(stage_s)) if stage_s else 0.0
+    return cuts, stage_of, stage_s, send_s
+
+
+def _device_memory(facts: ModelFacts, ways: dict[str, int], stage_of: dict[str, int], tensor: int, pipeline: int,
+                   kv: int, attention: int) -> tuple[int, int]:
+    """(the parameter bytes the fullest stage's device holds, the KV cache bytes a device holds)."""
+    graph, structure = facts.graph, facts.structure
     readers = _readers(graph)
-    unread = facts.parameter_bytes - sum(graph.parameters[root][1] for root in readers)  # held whole, by the first stage
+    # the parameters no node reads: held whole, by the first stage
+    unread = facts.parameter_bytes - sum(graph.parameters[root][1] for root in readers)
     weights = max(_stage_weights(graph, readers, ways, stage_of, i) + (max(unread, 0) if i == 0 else 0)
                   for i in range(pipeline))
     kv_heads = facts.llm.kv_heads if facts.llm is not None else None
@@ -297,15 +332,7 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
     blocks_in = [sum(stage_of.get(b.second) == i for b in structure.blocks if b.kind == "attention")
                  for i in range(pipeline)]
     kv_stage = kv * max(blocks_in) // attention if attention and pipeline > 1 else kv
-    by_bound: dict[str, float] = {}
-    for seconds_, bound in placed:
-        by_bound[bound] = by_bound.get(bound, 0.0) + seconds_
-    by_bound["overhead"] = by_bound.get("overhead", 0.0) + pipeline * report.run_s
-    by_bound |= {"all-reduce": sum((r.time_s for r in reduces), 0.0), "sends": sum(send_s, 0.0)}
-    return Choice(tensor, pipeline, weights, -(-kv_stage // kv_ways), max(facts.peak_activation_bytes - kv, 0), capacity,
-                  sum(kernel_s), by_bound["all-reduce"], by_bound["sends"], sum(stage_s) + sum(send_s), period,
-                  micro_batches, per_step, tuple(reduces), tuple(report.nodes[start].name for start in cuts),
-                  {bound: seconds_ for bound, seconds_ in by_bound.items() if seconds_ > 0})
+    return weights, -(-kv_stage // kv_ways)
 
 
 def _split_time(kernel: NodePlacement, ways: dict[str, int], byte_ways: dict[str, int], records: dict,

@@ -16,22 +16,25 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from ..core.dtypes import bits_of, packed_bytes
 from ..cost.records import NodeStatus
 from ..memory.spill import spill_plan
 from .band import band_for
-from .kernels import Kernel, efficiency_class, efficiency_columns, fuse, group, reuse_of, work_shape
-# one kernel's point on the roofline: read through this module too
-from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
+from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
 from .latency_bound import LatencyBound
 from .overheads import kernel_launch_s, run_overhead_s
+
+# one kernel's point on the roofline: read through this module too
+from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
 from .targets import SPLIT_MACS, Figure, LatencyKind, Target
+from .terms import KernelWork, kernel_point
 
 if TYPE_CHECKING:
-    from ..cost.records import CostGraph
+    from ..cost.records import CostGraph, NodeRecord
     from ..memory.liveness import MemoryReport
     from ..memory.problem import MemoryProblem
 
@@ -50,6 +53,9 @@ class NodePlacement:
     reuse: tuple[int, int, int] | None = None  # kernels.reuse_of: what its efficiency class is decided by
     flops_by_roof: dict[str, int] = field(default_factory=dict)  # a mixed-type kernel's FLOPs on each roof
     runs: int = 1  # times it runs per run of the model (a Loop's body): its placement's figures are all of them
+    # each of its nodes' share of its time (placement.time_s split by FLOPs, by bytes for a node that
+    # does none: the split a profile makes of a fused kernel's time); node_times reads it
+    node_time_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -104,8 +110,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
     none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
-    runs below the roofline (its ``efficiency`` figures, its ``parallel`` units' fill), which with no fusion is the plain
-    roofline. The spill plan starts from the memory stage's buffer
+    runs below the roofline (its ``efficiency`` figures, its ``parallel`` units' fill), which with no
+    fusion is the plain roofline. The spill plan starts from the memory stage's buffer
     problem (``memory``: same graph, order and in-place setting). ``groups`` gives the kernels
     instead, as a runtime ran them (``kernels.group``: lists of node names, one per kernel the
     runtime launched); then every kernel pays the launch cost, views and shape arithmetic
@@ -119,72 +125,134 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     rules = ("runtime",) if groups is not None else tuple(target.fusion if fusion is None else fusion)
     # the nodes that run: control-flow bodies expanded (cost/running.py), unless a runtime's kernels are given
     placed = graph if groups is not None else graph.running
-    tensors = placed.tensors
-    inputs, outputs = set(placed.inputs), set(placed.outputs)
-    onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
-    notes: list[str] = list(placed.notes)
-    spill_by_node: dict[str, int] = {}
-    spilled: list[str] = []
-    keeps_activations = onchip_capacity > 0
     kernels = group(graph, groups) if groups is not None else fuse(placed, rules)
-    split_nodes = set(split) if split is not None else None
-    cached: set[int] = set()  # kernels (by position) whose parameters stay on chip between runs
-    if keeps_activations and target.weights_resident:
-        cached = _cached_kernels(kernels, onchip_capacity - memory.model_order.peak_bytes)
-        parameter_bytes = sum(kernel.weight_bytes for kernel in kernels)
-        kept_bytes = sum(kernels[i].weight_bytes for i in cached)
-        if kept_bytes < parameter_bytes and not target.weights_partial:
-            cached, kept_bytes = set(), 0  # the runtime reloads them all each run (HailoRT's contexts)
-        if kept_bytes == parameter_bytes:
-            notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak activations")
-        elif kept_bytes:
-            notes.append(f"{kept_bytes:,} B of the {parameter_bytes:,} B of parameters stay on chip between runs (the "
-                         f"kernels' in model order, as long as they fit beside the peak activations); the rest are read "
-                         "from DRAM every run")
-        else:
-            notes.append(f"parameters ({parameter_bytes:,} B) do not fit on chip beside the peak activations: read from "
-                         "DRAM every run")
-        onchip_capacity -= kept_bytes
-    if keeps_activations:
+    placer = _Placer(target, placed, overhead, groups is not None, compute_dtypes,
+                     set(split) if split is not None else None, notes=list(placed.notes))
+    placer.plan_memory(kernels, memory, order)
+    # every activation counts, not the peak: onnxruntime's arena does not keep a run's footprint at
+    # the peak (MobileNetV3's 230 small kernels, 0.97 MB at the peak and 13 MB written, launch cold)
+    if overhead:
+        placer.launch_cost_s = kernel_launch_s(
+            target, sum(k.weight_bytes for k in kernels) + sum(memory.problem.buffer_bytes), placer.notes)
+    placer.in_place = memory.problem.in_place_concats if groups is None else frozenset()
+    placements = [placer.place(position, kernel) for position, kernel in enumerate(kernels)]
+    for (wanted, used), count in sorted(placer.fallbacks.items()):
+        placer.notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
+    report = _summarize(target, dtype, batch, placements, placer.spilled, sum(placer.spill_by_node.values()),
+                        placer.keeps_activations, placer.notes, rules, run_overhead_s(target) if overhead else 0.0)
+    report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in placer.cached)
+    report.launch_s = placer.launch_cost_s
+    _settle_kind(report, target, overhead)
+    return report
+
+
+def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:
+    """The run's own cost said in a note, and what the latency is: a bound or a forecast (with its band)."""
+    if report.run_s:
+        report.notes.append(f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its "
+                            "inputs and outputs): in the latency once, as overhead")
+    # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
+    report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
+    runtime_figures = ("node_overhead", "cold_node", "split_overhead", "efficiency")  # unused without overhead
+    report.borrowed = {key: figure for key, figure in target.borrowed.items()
+                       if overhead or not key.startswith(runtime_figures)}
+    report.peak_figures = report.latency_kind == LatencyKind.BOUND
+    if report.latency_kind == LatencyKind.FORECAST:
+        report.band = band_for(report)
+
+
+@dataclass
+class _Placer:
+    """What placing one model's kernels on one target shares from kernel to kernel."""
+
+    target: Target
+    placed: CostGraph  # the graph whose nodes the kernels run
+    overhead: bool
+    ran: bool  # the kernels are a runtime's (groups): each launched, constants it computed included
+    compute_dtypes: Mapping[str, str] | None
+    split_nodes: set[str] | None
+    notes: list[str]
+    spill_by_node: dict[str, int] = field(default_factory=dict)
+    spilled: list[str] = field(default_factory=list)
+    cached: set[int] = field(default_factory=set)  # kernels (by position) whose parameters stay on chip between runs
+    launch_cost_s: float = 0.0
+    in_place: frozenset[str] = frozenset()
+    fallbacks: Counter = field(default_factory=Counter)  # (wanted roof, roof used) -> nodes
+
+    def __post_init__(self) -> None:
+        self.inputs, self.outputs = set(self.placed.inputs), set(self.placed.outputs)
+        # the target has on-chip memory to keep activations in (else every one goes through DRAM)
+        self.keeps_activations = bool(self.target.onchip_bytes and self.target.onchip_bytes.value > 0)
+
+    def plan_memory(self, kernels: list[Kernel], memory: MemoryReport, order: Iterable[str] | None) -> None:
+        """Which parameters stay on chip between runs, then which activations spill to DRAM."""
+        target, notes = self.target, self.notes
+        if not self.keeps_activations:
+            notes.append("no on-chip memory figure: every activation is read from and written to DRAM")
+            return
+        onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
+        if target.weights_resident:
+            # whole bytes: the kernels' parameter bytes are whole, so the same ones fit
+            self.cached = _cached_kernels(kernels, int(onchip_capacity - memory.model_order.peak_bytes))
+            kept_bytes = _weights_note(kernels, self.cached, target, notes)
+            if not kept_bytes:
+                self.cached = set()
+            onchip_capacity -= kept_bytes
         problem = _without_kernel_internals(memory.problem, kernels)
         plan = spill_plan(problem, tuple(order) if order is not None else problem.model_order, int(onchip_capacity))
-        spill_by_node, spilled = plan.per_node, plan.spilled
+        self.spill_by_node, self.spilled = plan.per_node, plan.spilled
         if plan.streamed:
             notes.append(f"{len(plan.streamed)} node(s) need more than the {int(onchip_capacity):,} B on chip at once "
                          "and stream their activations from DRAM")
-    else:
-        notes.append("no on-chip memory figure: every activation is read from and written to DRAM")
-    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
-    # every activation counts, not the peak: onnxruntime's arena does not keep a run's footprint at
-    # the peak (MobileNetV3's 230 small kernels, 0.97 MB at the peak and 13 MB written, launch cold)
-    launch_cost_s = (kernel_launch_s(target, sum(k.weight_bytes for k in kernels) + sum(memory.problem.buffer_bytes), notes)
-                     if overhead else 0.0)
-    placements: list[NodePlacement] = []
-    fallbacks: Counter = Counter()
-    in_place = memory.problem.in_place_concats if groups is None else frozenset()
-    for position, kernel in enumerate(kernels):
-        members = kernel.records
+
+    def place(self, position: int, kernel: Kernel) -> NodePlacement:
+        """One kernel: its bytes on each level, its roofs, its terms' time, its energy."""
+        members, target = kernel.records, self.target
+        dram, onchip, spill, written_in_place = self._bytes(position, kernel)
+        roofs, anchor_dtype, anchor = self._roofs(members)
+        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor_dtype)
+        kernel_class = efficiency_class(members)
+        work = KernelWork(target, members, kernel.flops, dram, onchip, roofs, roof, peak, kernel_class,
+                          work_shape(members), self.overhead, self._launch_s(kernel, dram, onchip, written_in_place))
+        point = kernel_point(work)
+        energy = _energy(target, roofs, dram, onchip)
+        if kernel.runs > 1:  # a Loop's or Scan's body: every figure of one run, that many times
+            point = _repeated(point, kernel.runs)
+            energy = {k: None if v is None else v * kernel.runs for k, v in energy.items()}
+            roofs = Counter({roof: flops * kernel.runs for roof, flops in roofs.items()})
+        return NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill, energy, kernel.nodes,
+                             reuse_of(members), dict(roofs), kernel.runs, _node_times_s(point.time_s, members))
+
+    def _bytes(self, position: int, kernel: Kernel) -> tuple[int, int, int, bool]:
+        """(DRAM bytes, on-chip bytes, spilled bytes, whether it is a Concat written in place)."""
+        members, tensors = kernel.records, self.placed.tensors
         # a Concat whose inputs were written into its buffer (the memory stage's decision) copies
         # nothing: no bytes, no launch (a spill the plan puts at its step still moves)
-        written_in_place = bool(in_place) and all(m.view or m.name in in_place for m in members)
+        written_in_place = bool(self.in_place) and all(m.view or m.name in self.in_place for m in members)
+        keeps = self.keeps_activations
         if written_in_place:
-            spill = sum(spill_by_node.get(m.name, 0) for m in members)
+            spill = sum(self.spill_by_node.get(m.name, 0) for m in members)
             dram, onchip = spill, 0
-        elif keeps_activations:
+        elif keeps:
             # the model's inputs come from DRAM and its outputs go there; views read nothing
-            io_bytes = _io_bytes(members, tensors, inputs, outputs)
-            spill = sum(spill_by_node.get(m.name, 0) for m in members)
-            dram = (0 if position in cached else kernel.weight_bytes) + io_bytes + spill
+            io_bytes = _io_bytes(members, tensors, self.inputs, self.outputs)
+            spill = sum(self.spill_by_node.get(m.name, 0) for m in members)
+            dram = (0 if position in self.cached else kernel.weight_bytes) + io_bytes + spill
             onchip = kernel.memory_bytes
         else:
             spill = 0
             dram, onchip = kernel.memory_bytes, 0
-        if groups is not None:  # constants the runtime computes on every run (a QDQ weight's dequantization)
+        if self.ran:  # constants the runtime computes on every run (a QDQ weight's dequantization)
             read, written = _ran_constant_bytes(members, tensors)
-            dram += read if keeps_activations else read + written
-            onchip += read + written if keeps_activations else 0
-        # the members' FLOPs by the type they compute in, then each type's roof once (a kernel may
-        # have 100,000 members and one or two types)
+            dram += read if keeps else read + written
+            onchip += read + written if keeps else 0
+        return dram, onchip, spill, written_in_place
+
+    def _roofs(self, members: list[NodeRecord]) -> tuple[Counter, str, NodeRecord]:
+        """(roof -> FLOPs run on it, the type the kernel's anchor computes in, the anchor): the
+        members' FLOPs by the type they compute in, then each type's roof once (a kernel may have
+        100,000 members and one or two types)."""
+        target, compute_dtypes = self.target, self.compute_dtypes
         flops_by_dtype: Counter = Counter()
         computing: Counter = Counter()  # type -> members with FLOPs in it
         # a kernel with multiply-adds runs its float32 on the runtime's fp32 math roof (TF32 tensor
@@ -200,62 +268,44 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
             roof, _ = target.roof(member_dtype)
             roofs[roof] += flops
             if computing[member_dtype] and roof != target.wanted_roof(member_dtype):
-                fallbacks[(target.wanted_roof(member_dtype), roof)] += computing[member_dtype]
+                self.fallbacks[(target.wanted_roof(member_dtype), roof)] += computing[member_dtype]
         anchor = next((m for m in members if m.macs), members[0])
         anchor_dtype = compute_dtypes.get(anchor.name, anchor.dtype) if compute_dtypes else anchor.dtype
-        anchor_dtype = target.mac_roof_dtype(anchor_dtype) if products else anchor_dtype
-        roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor_dtype)
-        # views, folded constants and shape arithmetic launch nothing on the device
-        works = groups is not None or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members)
-                                       and not written_in_place)
-        launch_s = launch_cost_s if works and overhead else 0.0
-        if target.split_overhead_s and works and overhead and (
-                any(m.name in split_nodes for m in members) if split_nodes is not None else splits_by_rule(members)):
+        return roofs, target.mac_roof_dtype(anchor_dtype) if products else anchor_dtype, anchor
+
+    def _launch_s(self, kernel: Kernel, dram: int, onchip: int, written_in_place: bool) -> float:
+        """What the kernel's launch costs: views, folded constants and shape arithmetic launch
+        nothing on the device; a kernel split over the threads pays the split on top."""
+        members, target = kernel.records, self.target
+        works = self.ran or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members)
+                             and not written_in_place)
+        if not (works and self.overhead):
+            return 0.0
+        launch_s = self.launch_cost_s
+        split = self.split_nodes
+        if target.split_overhead_s and (
+                any(m.name in split for m in members) if split is not None else splits_by_rule(members)):
             launch_s += target.split_overhead_s.value
-        kernel_class = efficiency_class(members)
-        shape = work_shape(members)
-        rows = shape.rows if shape and overhead and target.rows_curve(kernel_class, roof) else None
-        columns = efficiency_columns(members, shape, kernel_class)
-        efficiency = target.efficiency_of(kernel_class, roof, columns, rows) if overhead else 1.0
-        by_op = target.op_efficiency(kernel_class, (m.op_type for m in members if not m.view)) if overhead else None
-        parallel = 1.0
-        if overhead and target.parallel is not None and len(roofs) == 1:  # a mixed-roof kernel: not modelled
-            parallel = parallel_fraction(shape, target.parallel.tile(roof),
-                                         int(target.parallel.units.value), target.parallel.kind == "systolic")
-        point = roofline(kernel.flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof, launch_s,
-                         efficiency, kernel_class, parallel, by_op,
-                         target.dram_stall.value if target.dram_stall and overhead else 0.0)
-        if rows:
-            point = replace(point, efficiency_rows=rows)
-        elif columns and overhead and target.columns_curve(kernel_class, roof):
-            point = replace(point, efficiency_columns=columns)
-        subnormal = sum(m.subnormal_elements for m in members)
-        if subnormal and overhead and target.subnormal_s_per_element:
-            slow_s = subnormal * target.subnormal_s_per_element.value
-            point = replace(point, time_s=point.time_s + slow_s, subnormal_s=slow_s)
-        energy = _energy(target, roofs, dram, onchip)
-        if kernel.runs > 1:  # a Loop's or Scan's body: every figure of one run, that many times
-            point, energy = _repeated(point, kernel.runs), {k: None if v is None else v * kernel.runs for k, v in energy.items()}
-            roofs = Counter({roof: flops * kernel.runs for roof, flops in roofs.items()})
-        placements.append(NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill, energy, kernel.nodes,
-                                        reuse_of(members), dict(roofs), kernel.runs))
-    for (wanted, used), count in sorted(fallbacks.items()):
-        notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
-    report = _summarize(target, dtype, batch, placements, spilled, sum(spill_by_node.values()),
-                        keeps_activations, notes, rules, run_overhead_s(target) if overhead else 0.0)
-    report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in cached)
-    report.launch_s = launch_cost_s
-    if report.run_s:
-        report.notes.append(f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its inputs "
-                            "and outputs): in the latency once, as overhead")
-    # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
-    report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
-    report.borrowed = {key: figure for key, figure in target.borrowed.items()
-                       if overhead or not key.startswith(("node_overhead", "cold_node", "split_overhead", "efficiency"))}
-    report.peak_figures = report.latency_kind == LatencyKind.BOUND
-    if report.latency_kind == LatencyKind.FORECAST:
-        report.band = band_for(report)
-    return report
+        return launch_s
+
+
+def _weights_note(kernels: list[Kernel], cached: set[int], target: Target, notes: list[str]) -> int:
+    """The parameter bytes kept on chip between runs (0: none, the runtime reloads them all), said in a note."""
+    parameter_bytes = sum(kernel.weight_bytes for kernel in kernels)
+    kept_bytes = sum(kernels[i].weight_bytes for i in cached)
+    if kept_bytes < parameter_bytes and not target.weights_partial:
+        kept_bytes = 0  # the runtime reloads them all each run (HailoRT's contexts)
+    if kept_bytes == parameter_bytes:
+        notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak "
+                     "activations")
+    elif kept_bytes:
+        notes.append(f"{kept_bytes:,} B of the {parameter_bytes:,} B of parameters stay on chip between runs (the "
+                     f"kernels' in model order, as long as they fit beside the peak activations); the rest are read "
+                     "from DRAM every run")
+    else:
+        notes.append(f"parameters ({parameter_bytes:,} B) do not fit on chip beside the peak activations: read from "
+                     "DRAM every run")
+    return kept_bytes
 
 
 def _repeated(point: Placement, runs: int) -> Placement:
@@ -289,8 +339,9 @@ def splits_by_rule(members: Iterable) -> bool:
 def _ran_constant_bytes(members: list, tensors: dict) -> tuple[int, int]:
     """(bytes read, bytes written) by the members onnxroof folds as constants, which a runtime
     that launched them computes on every run: onnxruntime keeps a QDQ model's DequantizeLinear of
-    the weights it does not fuse, turning int8 weights into float ones each run. A folded tensor's record gives the bytes stored for it (the int8 source of a dequantized
-    weight); what the runtime writes is its elements in its own type.
+    the weights it does not fuse, turning int8 weights into float ones each run. A folded tensor's
+    record gives the bytes stored for it (the int8 source of a dequantized weight); what the
+    runtime writes is its elements in its own type.
 
     >>> from types import SimpleNamespace as S
     >>> from onnxroof.cost.records import NodeStatus
@@ -349,9 +400,30 @@ def _cached_kernels(kernels: list[Kernel], budget_bytes: int) -> set[int]:
     return cached
 
 
+def _node_times_s(time_s: float, members: list) -> dict[str, float]:
+    """Each member's share of its kernel's ``time_s``, in proportion to its FLOPs (its bytes when it
+    does none; all of it to the first member when none weighs anything).
+
+    >>> from types import SimpleNamespace as S
+    >>> _node_times_s(9.0, [S(name="conv", flops=8, memory_bytes=0), S(name="relu", flops=0, memory_bytes=4)])
+    {'conv': 6.0, 'relu': 3.0}
+    >>> _node_times_s(9.0, [S(name="reshape", flops=0, memory_bytes=0), S(name="view", flops=0, memory_bytes=0)])
+    {'reshape': 9.0, 'view': 0.0}
+    """
+    if len(members) == 1:  # most kernels: the same arithmetic, without the lists
+        weight = float(members[0].flops or members[0].memory_bytes)
+        return {members[0].name: time_s * weight / weight if weight > 0 else time_s}
+    weights = [float(m.flops or m.memory_bytes) for m in members]
+    total = sum(weights)
+    if total > 0:
+        return {m.name: time_s * weight / total for m, weight in zip(members, weights)}
+    return {m.name: time_s if index == 0 else 0.0 for index, m in enumerate(members)}
+
+
 def split_kernel_times(report: TargetReport, weights: Mapping[str, float]) -> dict[str, float]:
     """Each ONNX node's share of its kernel's predicted time, in proportion to ``weights`` (all of
-    it to the kernel's first node when its nodes weigh nothing).
+    it to the kernel's first node when its nodes weigh nothing): a profile's split, by its own
+    measured weights (:attr:`NodePlacement.node_time_s` is placement's, by FLOPs).
 
     >>> from types import SimpleNamespace as S
     >>> kernel = S(nodes=["conv", "relu"], placement=S(time_s=9.0))
@@ -369,11 +441,10 @@ def split_kernel_times(report: TargetReport, weights: Mapping[str, float]) -> di
     return shares
 
 
-def node_times(records, reports: Iterable[TargetReport]) -> dict[str, dict[str, float]]:
-    """target -> node -> seconds: each kernel's time split over its nodes by FLOPs (by bytes
-    for a node that does none), the split a profile makes of a fused kernel's time."""
-    weights = {r.name: float(r.flops or r.memory_bytes) for r in records}
-    return {report.target.name: split_kernel_times(report, weights) for report in reports}
+def node_times(reports: Iterable[TargetReport]) -> dict[str, dict[str, float]]:
+    """target -> node -> seconds: each kernel's time split over its nodes (``NodePlacement.node_time_s``)."""
+    return {report.target.name: {name: s for kernel in report.nodes for name, s in kernel.node_time_s.items()}
+            for report in reports}
 
 
 def _without_kernel_internals(problem: MemoryProblem, kernels: list[Kernel]) -> MemoryProblem:
@@ -414,6 +485,24 @@ def _joules(amount: int, picojoules_each: float | None) -> float | None:
     return None if picojoules_each is None else amount * picojoules_each * 1e-12
 
 
+def _run_energy(target: Target, nodes: list[NodePlacement], latency: float,
+                notes: list[str]) -> tuple[float | None, dict[str, float | None]]:
+    """(joules of one run or None, joules by part): the kernels' parts summed (None where one has no
+    figure, said in a note), and the static power x the latency where the target states it."""
+    split: dict[str, float | None] = {}
+    for part in ("compute", "onchip", "dram"):
+        values = [n.energy_j[part] for n in nodes]
+        split[part] = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+    missing = [part for part, value in split.items() if value is None]
+    if missing:
+        notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
+    energy = None if missing else sum(v for v in split.values() if v is not None)
+    if target.static_power_w is not None:  # drawn however busy the device is, for as long as the run takes
+        static_j = split["static"] = target.static_power_w.value * latency
+        energy = None if energy is None else energy + static_j
+    return energy, split
+
+
 def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement], spilled: list[str],
                spill_bytes: int, on_chip: bool, notes: list[str], fusion: tuple[str, ...],
                run_s: float = 0.0) -> TargetReport:
@@ -429,20 +518,10 @@ def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement
     roof, peak = _blended_peak(target, flops_by_roof) if flops_by_roof else target.roof("fp32")
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     model_point = roofline(flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
-    split: dict[str, float | None] = {}
-    for part in ("compute", "onchip", "dram"):
-        values = [n.energy_j[part] for n in nodes]
-        split[part] = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
-    missing = [part for part, value in split.items() if value is None]
-    if missing:
-        notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
-    energy = None if missing else sum(v for v in split.values() if v is not None)
-    if target.static_power_w is not None:  # drawn however busy the device is, for as long as the run takes
-        split["static"] = target.static_power_w.value * latency
-        energy = None if energy is None else energy + split["static"]
-    share: Counter = Counter({Bound.OVERHEAD: run_s} if run_s else {})
+    energy, split = _run_energy(target, nodes, latency, notes)
+    share: dict[Bound, float] = {Bound.OVERHEAD: run_s} if run_s else {}
     for n in nodes:
-        share[n.placement.bound] += n.placement.time_s
+        share[n.placement.bound] = share.get(n.placement.bound, 0) + n.placement.time_s
     return TargetReport(
         target=target,
         dtype=dtype,

@@ -1,85 +1,83 @@
 """Hardware targets: one TOML file per target (``hardware/``), validated on load.
 
 Schema ``onnxroof-target/1``. Every figure is a table ``{value, tag, source}``: ``tag`` is
-``vendor``, ``paper``, ``estimate`` or ``measured`` and ``source`` says where the number comes
-from (for an estimate, the arithmetic). Required: ``name``, ``description``,
-``peak_ops_per_s.<dtype>`` (dense, at least one of fp32 tf32 fp16 bf16 fp8 int8 int4) and
-``dram.bandwidth_bytes_per_s``. Optional: ``dram.size_bytes`` (the device memory's capacity: what
-the parameters, the activations and a decoder's KV cache must fit in), ``onchip.size_bytes`` and
-``onchip.bandwidth_bytes_per_s`` (on-chip memory), ``dram.energy_pj_per_byte``,
-``onchip.energy_pj_per_byte``, ``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``,
-``energy.table`` (which process node's table the energies use), ``process_nm``, ``clock_hz``,
-``power_w``, ``static_power_w`` (what the device draws doing nothing, its idle or static power:
-added to the energy as static power x latency; absent: the energy is the work's dynamic energy
-only, and every output says "dynamic"), ``[fp32_math]`` (``roof``: the roof the target's runtime
-runs float32 convolutions and matmuls on, ``"tf32"`` where it uses TF32 tensor cores by default,
-as TensorRT does on Ampere, Ada and Hopper; it needs a ``peak_ops_per_s.tf32``; ``source``: where
-the runtime documents it; absent: ``"fp32"``), ``node_overhead_s`` (a fixed cost per kernel that
-does work, such as a GPU kernel launch; added to every kernel's roofline time), ``run_overhead_s`` (what one run costs beyond its
-kernels: the runtime binding the inputs and outputs, the call itself; added once to the latency, as
-overhead), ``dram_stall`` (the share, in (0, 1], of a compute-bound kernel's DRAM time its compute
-does not hide: it adds to the compute time; a CPU GEMM stalls on weights read past its caches;
-absent: 0, the roofline's max), ``cold_node_overhead_s`` (what takes its place when a run touches
-more bytes (its parameters and every activation, once) than ``onchip.size_bytes``: a CPU runtime's
-own state and code are evicted between kernels, so each launch misses the caches; absent:
-``node_overhead_s``), ``split_overhead_s`` (what a kernel costs on top of ``node_overhead_s`` when
-the runtime splits it over several threads: a CPU runtime's intra-op pool hands each thread its
-share and waits for them all; added to the kernels an onnxruntime profile shows split, and by the
-rules to the convolutions and matmuls of at least ``SPLIT_MACS`` multiply-adds, the work below which
-onnxruntime's MLAS keeps a product on one thread; absent: 0), ``subnormal_s_per_element`` (what one
-exp that underflows to a subnormal float costs on the CPU's slow path: charged per element a causal
-mask hides from a Softmax, ``cost/masks.py``; absent: 0, as on a GPU, which flushes subnormals to
-zero), ``[fusion]`` (``rules``: the rule sets of ``FUSION_RULES`` the target's runtime fuses, ``[]``
-for none; ``source``: why; absent: no fusion, one kernel per node), ``efficiency.<class>`` (the
-fraction of the roofline a kernel of that class achieves on the target's runtime, in (0, 1], one
-of ``EFFICIENCY_CLASSES``; a
-kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof calibrate`` measures
-them for the host, and the bundled vendor targets give none, so they predict at peak; three
-optional refinements, applied before the class's ``value``: ``efficiency.<class>.<roof>``, a
-figure for the kernels of that class that run on that compute roof (one of ``DTYPES``: int8
-convolutions reach a different share of the int8 peak than float32 ones of the fp32 peak), and
-``efficiency.<class>.by_columns`` (also under a roof's figure:
+``vendor``, ``paper``, ``estimate`` or ``measured`` and ``source`` says where the number comes from
+(for an estimate, the arithmetic). Required: ``name``, ``description``, ``peak_ops_per_s.<dtype>``
+(dense, at least one of fp32 tf32 fp16 bf16 fp8 int8 int4) and ``dram.bandwidth_bytes_per_s``.
+Optional: ``dram.size_bytes`` (the device memory's capacity: what the parameters, the activations
+and a decoder's KV cache must fit in), ``onchip.size_bytes`` and ``onchip.bandwidth_bytes_per_s``
+(on-chip memory), ``dram.energy_pj_per_byte``, ``onchip.energy_pj_per_byte``,
+``energy.mul_pj.<dtype>``, ``energy.add_pj.<dtype>``, ``energy.table`` (which process node's table
+the energies use), ``process_nm``, ``clock_hz``, ``power_w``, ``static_power_w`` (what the device
+draws doing nothing, its idle or static power: added to the energy as static power x latency;
+absent: the energy is the work's dynamic energy only, and every output says "dynamic"),
+``[fp32_math]`` (``roof``: the roof the target's runtime runs float32 convolutions and matmuls on,
+``"tf32"`` where it uses TF32 tensor cores by default, as TensorRT does on Ampere, Ada and Hopper;
+it needs a ``peak_ops_per_s.tf32``; ``source``: where the runtime documents it; absent: ``"fp32"``),
+``node_overhead_s`` (a fixed cost per kernel that does work, such as a GPU kernel launch; added to
+every kernel's roofline time), ``run_overhead_s`` (what one run costs beyond its kernels: the
+runtime binding the inputs and outputs, the call itself; added once to the latency, as overhead),
+``dram_stall`` (the share, in (0, 1], of a compute-bound kernel's DRAM time its compute does not
+hide: it adds to the compute time; a CPU GEMM stalls on weights read past its caches; absent: 0, the
+roofline's max), ``cold_node_overhead_s`` (what takes its place when a run touches more bytes (its
+parameters and every activation, once) than ``onchip.size_bytes``: a CPU runtime's own state and
+code are evicted between kernels, so each launch misses the caches; absent: ``node_overhead_s``),
+``split_overhead_s`` (what a kernel costs on top of ``node_overhead_s`` when the runtime splits it
+over several threads: a CPU runtime's intra-op pool hands each thread its share and waits for them
+all; added to the kernels an onnxruntime profile shows split, and by the rules to the convolutions
+and matmuls of at least ``SPLIT_MACS`` multiply-adds, the work below which onnxruntime's MLAS keeps
+a product on one thread; absent: 0), ``subnormal_s_per_element`` (what one exp that underflows to a
+subnormal float costs on the CPU's slow path: charged per element a causal mask hides from a
+Softmax, ``cost/masks.py``; absent: 0, as on a GPU, which flushes subnormals to zero), ``[fusion]``
+(``rules``: the rule sets of ``FUSION_RULES`` the target's runtime fuses, ``[]`` for none;
+``source``: why; absent: no fusion, one kernel per node), ``efficiency.<class>`` (the fraction of
+the roofline a kernel of that class achieves on the target's runtime, in (0, 1], one of
+``EFFICIENCY_CLASSES``; a kernel's roofline time is divided by it; absent: 1.0, the peak; ``onnxroof
+calibrate`` measures them for the host, and the bundled vendor targets give none, so they predict at
+peak; three optional refinements, applied before the class's ``value``:
+``efficiency.<class>.<roof>``, a figure for the kernels of that class that run on that compute roof
+(one of ``DTYPES``: int8 convolutions reach a different share of the int8 peak than float32 ones of
+the fp32 peak), and ``efficiency.<class>.by_columns`` (also under a roof's figure:
 ``efficiency.<class>.<roof>.by_columns``), a list of ``[output columns, fraction]`` points, columns
 increasing, for the convolutions and matmuls of that class (on that roof): a kernel's fraction is
-interpolated linearly in log(columns) between them and held at the end points past them, its
-columns being ``work.efficiency_columns``' (a matmul's N, a convolution's output channels, a
-grouped convolution's channels; a one-row matmul over 10 columns runs a fraction of one over 512
-on a CPU's vector units, and a depthwise kernel, which runs the channels across the vector lanes,
-a fraction over 3 channels of what it reaches over 32; :meth:`Target.columns_curve` says which
-curve a kernel follows, as :meth:`Target.rows_curve` does for rows), and ``efficiency.<class>.by_op``, an
-inline table of op type -> fraction in (0, 1] (``by_op = { Erf = 0.16, QuantizeLinear = 0.3 }``)
-for the kernels of that class that run those ops (a fused kernel takes the lowest figure among
-its ops that have one: it runs at the pace of its slowest op; :meth:`Target.op_efficiency`): it
-divides the kernel's compute and on-chip roofs in place of the class's figure, while its DRAM
-roof keeps the class's (a transcendental function's or a conversion's kernel is bound by the
-core's throughput, measured with its data on chip, and the core keeps up with data streamed
-from DRAM: an Erf over 4 MiB takes its on-chip time over its figure, not its DRAM time over
-it); on a target with no on-chip bandwidth it divides the DRAM roof too; their tag and source
-are the figure's; and ``efficiency.<class>.by_rows`` (also under a roof's figure:
-``efficiency.<class>.<roof>.by_rows``), a list of ``[output rows, fraction]`` points, rows
-increasing, for the convolutions and matmuls of that class (on that roof): a kernel's fraction is
-interpolated linearly in log(rows) between them and held past the end points, its rows being its
-work shape's (a matmul's M per product, a convolution's output pixels): a CPU GEMM kernel runs
-its rows in strips of a few (onnxruntime's AVX-512 SGEMM: 12) against a panel of the weights, so
-a product of 32 rows leaves more of its time in the strips' fixed work than one of 512 does
-(:meth:`Target.rows_curve` says which curve a kernel follows: its roof's, else its class's; a
-class gives ``by_rows`` or ``by_columns``, not both),
-``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the
-next when they fit beside the peak activations, as a CPU's last-level cache keeps them over
-repeated runs; ``partial``: when they do not all fit, whether those that do stay (true, the
-default: the Edge TPU compiler caches what fits) or all of them stream (false: HailoRT reloads
-every context each frame); ``source``: why; absent: false, parameters are read from DRAM every run),
-``[parallel]`` (the parallel compute units and the unit of work each takes: ``kind`` is
-``tiles`` (GPU SMs or CPU cores: a convolution's or matmul's output rows x columns split into
-tiles of ``tile_rows.<roof>`` x ``tile_cols.<roof>``) or ``systolic`` (a weight-stationary
-array: ``tile_rows`` is its height, taken by the reduction depth, ``tile_cols`` its width, taken
-by the output channels); ``units.value`` is how many units run such tiles at once; a roof with
-no tile is not limited; see ``placement.parallel_fraction``; absent: no limit), ``error_band``
-(a forecast's measured error: the fraction ``|predicted / measured - 1|`` its latencies stayed
-within, its ``source`` naming the measurements; optional ``roofs``: the roofs those measurements
-ran on, so that a model whose time is mostly on other roofs gets no band), ``[interconnect]`` (how
-several such devices are linked, one table per link class: ``interconnect.py``). A target with no off-chip memory (weights held on chip) sets
-``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
+interpolated linearly in log(columns) between them and held at the end points past them, its columns
+being ``work.efficiency_columns``' (a matmul's N, a convolution's output channels, a grouped
+convolution's channels; a one-row matmul over 10 columns runs a fraction of one over 512 on a CPU's
+vector units, and a depthwise kernel, which runs the channels across the vector lanes, a fraction
+over 3 channels of what it reaches over 32; :meth:`Target.columns_curve` says which curve a kernel
+follows, as :meth:`Target.rows_curve` does for rows), and ``efficiency.<class>.by_op``, an inline
+table of op type -> fraction in (0, 1] (``by_op = { Erf = 0.16, QuantizeLinear = 0.3 }``) for the
+kernels of that class that run those ops (a fused kernel takes the lowest figure among its ops that
+have one: it runs at the pace of its slowest op; :meth:`Target.op_efficiency`): it divides the
+kernel's compute and on-chip roofs in place of the class's figure, while its DRAM roof keeps the
+class's (a transcendental function's or a conversion's kernel is bound by the core's throughput,
+measured with its data on chip, and the core keeps up with data streamed from DRAM: an Erf over 4
+MiB takes its on-chip time over its figure, not its DRAM time over it); on a target with no on-chip
+bandwidth it divides the DRAM roof too; their tag and source are the figure's; and
+``efficiency.<class>.by_rows`` (also under a roof's figure: ``efficiency.<class>.<roof>.by_rows``),
+a list of ``[output rows, fraction]`` points, rows increasing, for the convolutions and matmuls of
+that class (on that roof): a kernel's fraction is interpolated linearly in log(rows) between them
+and held past the end points, its rows being its work shape's (a matmul's M per product, a
+convolution's output pixels): a CPU GEMM kernel runs its rows in strips of a few (onnxruntime's
+AVX-512 SGEMM: 12) against a panel of the weights, so a product of 32 rows leaves more of its time
+in the strips' fixed work than one of 512 does (:meth:`Target.rows_curve` says which curve a kernel
+follows: its roof's, else its class's; a class gives ``by_rows`` or ``by_columns``, not both),
+``[weights]`` (``resident``: whether the parameters stay in on-chip memory from one run to the next
+when they fit beside the peak activations, as a CPU's last-level cache keeps them over repeated
+runs; ``partial``: when they do not all fit, whether those that do stay (true, the default: the Edge
+TPU compiler caches what fits) or all of them stream (false: HailoRT reloads every context each
+frame); ``source``: why; absent: false, parameters are read from DRAM every run), ``[parallel]``
+(the parallel compute units and the unit of work each takes: ``kind`` is ``tiles`` (GPU SMs or CPU
+cores: a convolution's or matmul's output rows x columns split into tiles of ``tile_rows.<roof>`` x
+``tile_cols.<roof>``) or ``systolic`` (a weight-stationary array: ``tile_rows`` is its height, taken
+by the reduction depth, ``tile_cols`` its width, taken by the output channels); ``units.value`` is
+how many units run such tiles at once; a roof with no tile is not limited; see
+``placement.parallel_fraction``; absent: no limit), ``error_band`` (a forecast's measured error: the
+fraction ``|predicted / measured - 1|`` its latencies stayed within, its ``source`` naming the
+measurements; optional ``roofs``: the roofs those measurements ran on, so that a model whose time is
+mostly on other roofs gets no band), ``[interconnect]`` (how several such devices are linked, one
+table per link class: ``interconnect.py``). A target with no off-chip memory (weights held on chip)
+sets ``dram.bandwidth_bytes_per_s`` to the on-chip figure and says so in its source.
 
 A figure tagged ``borrowed`` was taken from other targets, not measured on this one (a launch
 cost that is the median of the runtime's other targets, where this one has no batch-1 row): every
@@ -96,30 +94,42 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.files import not_a_file, read_small_file
-from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log,  # noqa: F401
-                      read_efficiency, read_figure, read_fraction, read_section, shown)
-from .interconnect import Interconnect, read_interconnect
-from .target_paths import (USER_TARGETS_VARIABLE, MAX_TARGET_FILE_BYTES, bundled_targets, target_files,  # noqa: F401
-                           user_target_dir)
+from .figures import BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log  # noqa: F401
+from .interconnect import Interconnect
+from .target_paths import (  # noqa: F401
+    MAX_TARGET_FILE_BYTES,
+    USER_TARGETS_VARIABLE,
+    bundled_targets,
+    target_files,
+    user_target_dir,
+)
+
+# the file's fields, declared once, and the names they are checked against: read through this module too
+from .target_schema import (  # noqa: F401
+    DTYPES,
+    EFFICIENCY_CLASSES,
+    FP32_MATH_ROOFS,
+    FUSION_RULES,
+    LOW_REUSE_MACS_PER_OUTPUT,
+    LOW_REUSE_MACS_PER_WEIGHT,
+    PARALLEL_KINDS,
+    SCHEMA,
+    Parallel,
+    read_fields,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
-SCHEMA = "onnxroof-target/1"
-# the roofs a target may give; tf32 is no ONNX type: a runtime runs float32 products on it where
-# the target's [fp32_math] says so (TensorRT's TF32 tensor cores)
-DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
-FP32_MATH_ROOFS = ("fp32", "tf32")
-PARALLEL_KINDS = ("tiles", "systolic")
 # the roof a node's element type runs on, then the fallbacks when a target lacks that roof
 ROOF_PREFERENCE = {
     "fp32": ("fp32", "fp16", "bf16", "int8"),
@@ -138,17 +148,6 @@ _ROOF_OF_DTYPE = {
     "float8e5m2fnuz": "fp8",
 }
 
-# The rule sets a target's [fusion] policy may name; kernels.py applies them.
-FUSION_RULES = {
-    "epilogue": "a Conv, Gemm or MatMul with the elementwise ops after it (bias, BatchNormalization, activation, residual Add)",
-    "elementwise": "chains of elementwise ops (activations, arithmetic, casts, quantize/dequantize)",
-    "normalization": "reductions with the elementwise ops around them: decomposed LayerNorm, RMSNorm, Softmax",
-    "horizontal": "convolutions or matmuls that multiply the same activation by stored weights of the same depth "
-                  "(the Q, K and V projections; an Inception block's 1x1 branches) as one GEMM over the weights side by side",
-    "attention": "QK^T, its scale and mask, the softmax and the AV product as one kernel, reading Q, K and V "
-                 "through the transposes that split the heads and writing through the one that merges them",
-}
-
 # onnxruntime's MLAS gives a GEMM or convolution one more thread per 65,536 multiply-adds
 # (MLAS_SGEMM_THREAD_COMPLEXITY and MLAS_QGEMM_THREAD_COMPLEXITY, microsoft/onnxruntime
 # onnxruntime/core/mlas/lib/mlasi.h@7c8b095): from this many a product is split over two threads
@@ -156,48 +155,12 @@ FUSION_RULES = {
 # Gemm, 200,704 multiply-adds, split; 1x256 by 256x128, 32,768, did not)
 SPLIT_MACS = 65_536
 
-# The kernel classes a target's [efficiency] may name; kernels.efficiency_class assigns them.
-# 32 multiply-adds per output element: a 3x3 depthwise conv has 9, a 3-channel 3x3 conv 27, a
-# dense 3x3 conv over 16 channels 144; below it a kernel reuses too little of what it loads to
-# run at the GEMM rate.
-LOW_REUSE_MACS_PER_OUTPUT = 32
-# 8 multiply-adds per weight element: a matmul over fewer than 8 rows (decode, a batch-1 MLP)
-# streams its weights, bound by memory whatever the peak
-LOW_REUSE_MACS_PER_WEIGHT = 8
-EFFICIENCY_CLASSES = {
-    "gemm": f"convolutions and matmuls with at least {LOW_REUSE_MACS_PER_OUTPUT} multiply-adds per output element",
-    "gemv": f"matmuls and convolutions with fewer than {LOW_REUSE_MACS_PER_WEIGHT} multiply-adds per weight element "
-            "(matrix-vector products: decode steps, batch-1 MLPs): they stream their weights",
-    "depthwise": "convolutions and matmuls with fewer (depthwise, few input channels): little reuse",
-    "elementwise": "elementwise kernels: activations, arithmetic, casts, quantize/dequantize",
-    "reduction": "reductions, normalizations, softmax and pooling",
-    "data_movement": "contiguous copies: concatenations, gathers, slices, splits, pads, resizes",
-    "transpose": "strided copies: transposes, depth-to-space and space-to-depth",
-}
-
-
 class LatencyKind(TextEnum):
     """What a predicted latency is: at peak figures a kernel can go no faster than its roofs, so
     the latency is a lower bound; scaled by measured efficiencies it is a forecast."""
 
     BOUND = "bound"
     FORECAST = "forecast"
-
-
-@dataclass(frozen=True)
-class Parallel:
-    """A target's parallel compute units and the tile of work each takes per step (per roof)."""
-
-    kind: str  # PARALLEL_KINDS: "tiles" (output rows x columns) or "systolic" (reduction depth x output channels)
-    units: Figure
-    tile_rows: dict[str, Figure]  # roof -> rows of a tile (systolic: the array's height)
-    tile_cols: dict[str, Figure]  # roof -> columns of a tile (systolic: the array's width)
-
-    def tile(self, roof: str) -> tuple[int, int] | None:
-        """(rows, columns) of the tile on ``roof``; None: work on that roof is not limited."""
-        if roof in self.tile_rows and roof in self.tile_cols:
-            return int(self.tile_rows[roof].value), int(self.tile_cols[roof].value)
-        return None
 
 
 @dataclass(frozen=True)
@@ -277,7 +240,8 @@ class Target:
 
         >>> f = Figure(1e12, "vendor", "x")
         >>> t = Target("t", "", "", {"fp32": f, "tf32": f}, f, fp32_math_roof="tf32")
-        >>> t.mac_roof_dtype("float32"), t.mac_roof_dtype("float16"), Target("u", "", "", {"fp32": f}, f).mac_roof_dtype("float32")
+        >>> u = Target("u", "", "", {"fp32": f}, f)
+        >>> t.mac_roof_dtype("float32"), t.mac_roof_dtype("float16"), u.mac_roof_dtype("float32")
         ('tf32', 'float16', 'float32')
         """
         return "tf32" if self.fp32_math_roof == "tf32" and self.wanted_roof(dtype) == "fp32" else dtype
@@ -286,7 +250,8 @@ class Target:
     def latency_kind(self) -> LatencyKind:
         """A forecast when every efficiency the target gives was measured on its runtime
         (``onnxroof calibrate`` writes them), else a bound: the roofs are peaks."""
-        figures = [*self.efficiency.values(), *(f for roofs in self.efficiency_on_roof.values() for f in roofs.values())]
+        on_roofs = (f for roofs in self.efficiency_on_roof.values() for f in roofs.values())
+        figures = [*self.efficiency.values(), *on_roofs]
         measured = self.efficiency and all(figure.tag == "measured" for figure in figures)
         return LatencyKind.FORECAST if measured else LatencyKind.BOUND
 
@@ -331,8 +296,8 @@ class Target:
         >>> f = Figure(0.5, "estimate", "x")
         >>> t = Target("t", "", "", {}, f, efficiency={"gemm": f}, efficiency_on_roof={"gemm": {"int8": f, "fp16": f}},
         ...            efficiency_by_rows={"gemm": ((16, 0.6),), "gemm.int8": ((49, 0.25),)})
-        >>> t.rows_curve("gemm", "fp32"), t.rows_curve("gemm", "int8"), t.rows_curve("gemm", "fp16"), t.rows_curve("gemv")
-        ('gemm', 'gemm.int8', None, None)
+        >>> [t.rows_curve("gemm", roof) for roof in ("fp32", "int8", "fp16")], t.rows_curve("gemv")
+        (['gemm', 'gemm.int8', None], None)
         """
         return self._curve(self.efficiency_by_rows, kernel_class, roof)
 
@@ -356,10 +321,13 @@ class Target:
         slowest op); None when it names none of them, and the kernel runs at :meth:`efficiency_of`.
         It divides the kernel's compute and on-chip roofs (``placement.roofline``).
 
-        >>> t = Target("t", "", "", {}, Figure(1e9, "estimate", "x"), efficiency={"elementwise": Figure(1.0, "estimate", "x")},
+        >>> t = Target("t", "", "", {}, Figure(1e9, "estimate", "x"),
+        ...            efficiency={"elementwise": Figure(1.0, "estimate", "x")},
         ...            efficiency_by_op={"elementwise": {"Erf": 0.25, "Tanh": 0.5}})
-        >>> t.op_efficiency("elementwise", ["Erf", "Add"]), t.op_efficiency("elementwise", ["Add"]), t.op_efficiency("gemm", ["Erf"])
-        (0.25, None, None)
+        >>> t.op_efficiency("elementwise", ["Erf", "Add"]), t.op_efficiency("elementwise", ["Add"])
+        (0.25, None)
+        >>> t.op_efficiency("gemm", ["Erf"]) is None
+        True
         """
         table = self.efficiency_by_op.get(kernel_class or "", {})
         found = [table[op] for op in op_types if op in table]
@@ -421,146 +389,6 @@ def parse_target(path: Path) -> Target:
         problem = "nested too deeply" if isinstance(exc, RecursionError) else "too large" if isinstance(
             exc, MemoryError) else str(exc).splitlines()[0][:120]
         raise UsageError(f"{path}: cannot be read as a target file ({problem})") from None
-    where = str(path)
-
-    def text(key: str) -> str:
-        value = data.get(key)
-        if not isinstance(value, str) or not value.strip():
-            raise UsageError(f"{where}: '{key}' must be a non-empty string")
-        return value
-
-    if data.get("schema", SCHEMA) != SCHEMA:
-        raise UsageError(f"{where}: 'schema' is {shown(data.get('schema'))}; this onnxroof reads {SCHEMA!r}")
-    peaks = data.get("peak_ops_per_s")
-    if not isinstance(peaks, dict) or not peaks:
-        raise UsageError(f"{where}: 'peak_ops_per_s' is missing: give at least one of {', '.join(DTYPES)}")
-    for key in peaks:
-        if key not in DTYPES:
-            raise UsageError(f"{where}: 'peak_ops_per_s.{key}' is not a known dtype ({', '.join(DTYPES)})")
-    dram = read_section(data, "dram", where)
-    onchip = read_section(data, "onchip", where, required=False)
-    energy = read_section(data, "energy", where, required=False)
-    for kind in ("mul_pj", "add_pj"):
-        for key in energy.get(kind, {}):
-            if key not in DTYPES:
-                raise UsageError(f"{where}: 'energy.{kind}.{key}' is not a known dtype ({', '.join(DTYPES)})")
-    return Target(
-        name=text("name"),
-        description=text("description"),
-        path=where,
-        peak_ops_per_s={key: read_figure(peaks, key, f"peak_ops_per_s.{key}", where) for key in peaks},
-        dram_bytes_per_s=read_figure(dram, "bandwidth_bytes_per_s", "dram.bandwidth_bytes_per_s", where),
-        dram_pj_per_byte=read_figure(dram, "energy_pj_per_byte", "dram.energy_pj_per_byte", where, required=False),
-        dram_size_bytes=read_figure(dram, "size_bytes", "dram.size_bytes", where, required=False),
-        onchip_bytes=read_figure(onchip, "size_bytes", "onchip.size_bytes", where, required=False),
-        onchip_bytes_per_s=read_figure(onchip, "bandwidth_bytes_per_s", "onchip.bandwidth_bytes_per_s", where, required=False),
-        onchip_pj_per_byte=read_figure(onchip, "energy_pj_per_byte", "onchip.energy_pj_per_byte", where, required=False),
-        mul_pj={k: read_figure(energy["mul_pj"], k, f"energy.mul_pj.{k}", where) for k in energy.get("mul_pj", {})},
-        add_pj={k: read_figure(energy["add_pj"], k, f"energy.add_pj.{k}", where) for k in energy.get("add_pj", {})},
-        energy_table=str(energy.get("table", "")),
-        process_nm=read_figure(data, "process_nm", "process_nm", where, required=False),
-        clock_hz=read_figure(data, "clock_hz", "clock_hz", where, required=False),
-        power_w=read_figure(data, "power_w", "power_w", where, required=False),
-        static_power_w=read_figure(data, "static_power_w", "static_power_w", where, required=False),
-        **_fp32_math(data, where, peaks),
-        node_overhead_s=read_figure(data, "node_overhead_s", "node_overhead_s", where, required=False),
-        split_overhead_s=read_figure(data, "split_overhead_s", "split_overhead_s", where, required=False),
-        cold_node_overhead_s=read_figure(data, "cold_node_overhead_s", "cold_node_overhead_s", where, required=False),
-        run_overhead_s=read_figure(data, "run_overhead_s", "run_overhead_s", where, required=False),
-        dram_stall=read_fraction(data, "dram_stall", "dram_stall", where) if "dram_stall" in data else None,
-        subnormal_s_per_element=read_figure(data, "subnormal_s_per_element", "subnormal_s_per_element", where,
-                                            required=False),
-        **read_efficiency(data, where, EFFICIENCY_CLASSES, DTYPES),
-        parallel=_parallel(data, where),
-        **_error_band(data, where),
-        **_weights(data, where),
-        **_fusion(data, where),
-        interconnect=read_interconnect(data, where),
-    )
-
-
-def _fp32_math(data: dict, where: str, peaks: dict) -> dict:
-    """``[fp32_math]``: the roof the runtime runs float32 products on, and where that is documented."""
-    section = read_section(data, "fp32_math", where, required=False)
-    if not section:
-        return {}
-    roof, source = section.get("roof"), section.get("source")
-    if roof not in FP32_MATH_ROOFS:
-        raise UsageError(f"{where}: 'fp32_math.roof' must be one of {', '.join(FP32_MATH_ROOFS)}, not {shown(roof)}")
-    if roof not in peaks:
-        raise UsageError(f"{where}: 'fp32_math.roof' is {roof!r}, but the file gives no 'peak_ops_per_s.{roof}'")
-    if not isinstance(source, str) or not source.strip():
-        raise UsageError(f"{where}: 'fp32_math.source' must say where the runtime documents which units run float32")
-    return {"fp32_math_roof": roof, "fp32_math_source": source}
-
-
-def _error_band(data: dict, where: str) -> dict:
-    figure = read_figure(data, "error_band", "error_band", where, required=False)
-    if figure is None:
-        return {}
-    if not 0 < figure.value <= 10:
-        raise UsageError(f"{where}: 'error_band.value' is the fraction |predicted / measured - 1| a forecast stays "
-                         f"within (0.18 for +-18%), not {shown(figure.value)}")
-    roofs = data["error_band"].get("roofs", [])
-    if not isinstance(roofs, list) or any(roof not in DTYPES for roof in roofs):
-        raise UsageError(f"{where}: 'error_band.roofs' must list the roofs its measurements ran on ({', '.join(DTYPES)}), "
-                         f"not {shown(roofs)}")
-    return {"error_band": figure, "error_band_roofs": tuple(roofs)}
-
-
-def _weights(data: dict, where: str) -> dict:
-    section = read_section(data, "weights", where, required=False)
-    if not section:
-        return {}
-    resident, source = section.get("resident"), section.get("source")
-    if not isinstance(resident, bool):
-        raise UsageError(f"{where}: 'weights.resident' must be true or false, not {shown(resident)}")
-    if not isinstance(source, str) or not source.strip():
-        raise UsageError(f"{where}: 'weights.source' must say why the parameters stay on chip (or do not)")
-    partial = section.get("partial", True)
-    if not isinstance(partial, bool):
-        raise UsageError(f"{where}: 'weights.partial' must be true or false, not {shown(partial)}")
-    return {"weights_resident": resident, "weights_source": source, "weights_partial": partial}
-
-
-def _parallel(data: dict, where: str) -> Parallel | None:
-    section = read_section(data, "parallel", where, required=False)
-    if not section:
-        return None
-    kind = section.get("kind")
-    if kind not in PARALLEL_KINDS:
-        raise UsageError(f"{where}: 'parallel.kind' must be one of {', '.join(PARALLEL_KINDS)}, not {shown(kind)}")
-    tiles = {}
-    for side in ("tile_rows", "tile_cols"):
-        table = section.get(side)
-        if not isinstance(table, dict) or not table:
-            raise UsageError(f"{where}: 'parallel.{side}' is missing: give it per roof ({', '.join(DTYPES)})")
-        for key in table:
-            if key not in DTYPES:
-                raise UsageError(f"{where}: 'parallel.{side}.{key}' is not a known dtype ({', '.join(DTYPES)})")
-        tiles[side] = {key: read_figure(table, key, f"parallel.{side}.{key}", where) for key in table}
-        for key, figure in tiles[side].items():
-            if figure.value != int(figure.value):
-                raise UsageError(f"{where}: 'parallel.{side}.{key}.value' must be a whole number, not {figure.value:g}")
-    if set(tiles["tile_rows"]) != set(tiles["tile_cols"]):
-        raise UsageError(f"{where}: 'parallel.tile_rows' and 'parallel.tile_cols' must name the same roofs")
-    units = read_figure(section, "units", "parallel.units", where)
-    if units.value != int(units.value):
-        raise UsageError(f"{where}: 'parallel.units.value' must be a whole number, not {units.value:g}")
-    return Parallel(kind, units, tiles["tile_rows"], tiles["tile_cols"])
-
-
-def _fusion(data: dict, where: str) -> dict:
-    section = read_section(data, "fusion", where, required=False)
-    if not section:
-        return {}
-    rules = section.get("rules")
-    if not isinstance(rules, list) or any(rule not in FUSION_RULES for rule in rules):
-        raise UsageError(f"{where}: 'fusion.rules' must be a list of {', '.join(FUSION_RULES)} (or [] for none), "
-                         f"not {shown(rules)}")
-    source = section.get("source")
-    if not isinstance(source, str) or not source.strip():
-        raise UsageError(f"{where}: 'fusion.source' must say which runtime fuses these and where that is documented")
-    return {"fusion": tuple(dict.fromkeys(rules)), "fusion_source": source}
+    return Target(path=str(path), **read_fields(data, str(path)))
 
 

@@ -207,50 +207,43 @@ def test_valid_file_loads_by_path(tmp_path):
     assert target.energy_per_op_pj("int8") is None
 
 
-def test_missing_dram_bandwidth(tmp_path):
-    text = VALID.replace('[dram.bandwidth_bytes_per_s]\nvalue = 100e9\ntag = "vendor"\nsource = "datasheet"\n',
-                         '[dram]\n')
-    message = usage_error(write(tmp_path, text))
-    assert "'dram.bandwidth_bytes_per_s' is missing" in message
+_DRAM_FIGURE = '[dram.bandwidth_bytes_per_s]\nvalue = 100e9\ntag = "vendor"\nsource = "datasheet"\n'
+
+# (what is replaced in VALID, by what, how many times (0: all), what the one-line error says)
+BROKEN_FILES = {
+    "missing dram bandwidth": (_DRAM_FIGURE, "[dram]\n", 0, ["'dram.bandwidth_bytes_per_s' is missing"]),
+    "missing dram section": (_DRAM_FIGURE, "", 0, ["'[dram]' is missing"]),
+    "negative figure": ("value = 4e12", "value = -4e12", 0, ["'peak_ops_per_s.int8.value' must be positive", "-4"]),
+    "zero figure": ("value = 100e9", "value = 0", 0, ["'dram.bandwidth_bytes_per_s.value' must be positive"]),
+    "missing source": ('value = 4e12\ntag = "vendor"\nsource = "datasheet"\n', 'value = 4e12\ntag = "vendor"\n', 0,
+                       ["'peak_ops_per_s.int8.source' must say where the figure comes from"]),
+    "blank source": ('source = "Horowitz, ISSCC 2014"', 'source = "  "', 1, ["'energy.mul_pj.fp32.source'"]),
+    "bad tag": ('value = 100e9\ntag = "vendor"', 'value = 100e9\ntag = "guess"', 0,
+                ["'dram.bandwidth_bytes_per_s.tag' must be one of vendor, paper, estimate, measured", "'guess'"]),
+    "non-number value": ("value = 1e12", 'value = "1 TFLOPS"', 0,
+                         ["'peak_ops_per_s.fp32.value' must be a number", "1 TFLOPS"]),
+    "boolean is not a number": ("value = 1e12", "value = true", 0, ["'peak_ops_per_s.fp32.value' must be a number"]),
+    "figure that is not a table": (_DRAM_FIGURE, "[dram]\nbandwidth_bytes_per_s = 100e9\n", 0,
+                                   ["'dram.bandwidth_bytes_per_s' must be a table {value, tag, source}"]),
+    "unknown dtype key": ("[peak_ops_per_s.int8]", "[peak_ops_per_s.fp64]", 0,
+                          ["'peak_ops_per_s.fp64' is not a known dtype", "fp32, tf32, fp16, bf16, fp8, int8, int4"]),
+    "unknown energy dtype key": ("[energy.add_pj.fp32]", "[energy.add_pj.float32]", 0,
+                                 ["'energy.add_pj.float32' is not a known dtype"]),
+    "no peaks": ("[peak_ops_per_s.", "[unused.", 0, ["'peak_ops_per_s' is missing"]),
+    "missing name": ('name = "tiny"\n', "", 0, ["'name' must be a non-empty string"]),
+    "wrong schema": ('schema = "onnxroof-target/1"', 'schema = "onnxroof-target/9"', 0,
+                     ["'schema' is 'onnxroof-target/9'"]),
+    "invalid toml": ('tag = "vendor"', 'tag = "vendor', 1, ["not valid TOML"]),
+}
 
 
-def test_missing_dram_section(tmp_path):
-    text = VALID.replace('[dram.bandwidth_bytes_per_s]\nvalue = 100e9\ntag = "vendor"\nsource = "datasheet"\n', "")
-    assert "'[dram]' is missing" in usage_error(write(tmp_path, text))
-
-
-def test_negative_figure(tmp_path):
-    text = VALID.replace("value = 4e12", "value = -4e12")
-    message = usage_error(write(tmp_path, text))
-    assert "'peak_ops_per_s.int8.value' must be positive" in message and "-4" in message
-
-
-def test_zero_figure(tmp_path):
-    text = VALID.replace("value = 100e9", "value = 0")
-    assert "'dram.bandwidth_bytes_per_s.value' must be positive" in usage_error(write(tmp_path, text))
-
-
-def test_missing_source(tmp_path):
-    text = VALID.replace('value = 4e12\ntag = "vendor"\nsource = "datasheet"\n', 'value = 4e12\ntag = "vendor"\n')
-    assert "'peak_ops_per_s.int8.source' must say where the figure comes from" in usage_error(write(tmp_path, text))
-
-
-def test_blank_source(tmp_path):
-    text = VALID.replace('source = "Horowitz, ISSCC 2014"', 'source = "  "', 1)
-    assert "'energy.mul_pj.fp32.source'" in usage_error(write(tmp_path, text))
-
-
-def test_bad_tag(tmp_path):
-    text = VALID.replace('value = 100e9\ntag = "vendor"', 'value = 100e9\ntag = "guess"')
-    message = usage_error(write(tmp_path, text))
-    assert "'dram.bandwidth_bytes_per_s.tag' must be one of vendor, paper, estimate, measured" in message
-    assert "'guess'" in message
-
-
-def test_non_number_value(tmp_path):
-    text = VALID.replace("value = 1e12", 'value = "1 TFLOPS"')
-    message = usage_error(write(tmp_path, text))
-    assert "'peak_ops_per_s.fp32.value' must be a number" in message and "1 TFLOPS" in message
+@pytest.mark.parametrize("case", list(BROKEN_FILES))
+def test_a_broken_file_gets_one_line_naming_the_field(tmp_path, case):
+    old, new, count, expected = BROKEN_FILES[case]
+    assert old in VALID  # the case still breaks what it means to
+    message = usage_error(write(tmp_path, VALID.replace(old, new, count or -1)))
+    for fragment in expected:
+        assert fragment in message
 
 
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e308", "5e-324", "9" * 400])
@@ -276,48 +269,6 @@ def test_a_huge_point_count_is_refused(tmp_path):
                     f'by_rows = [[1, 0.2], [{"9" * 400}, 0.5]]\n')
     message = usage_error(write(tmp_path, text))
     assert "efficiency.gemm.by_rows" in message and len(message) < 300
-
-
-def test_boolean_is_not_a_number(tmp_path):
-    text = VALID.replace("value = 1e12", "value = true")
-    assert "'peak_ops_per_s.fp32.value' must be a number" in usage_error(write(tmp_path, text))
-
-
-def test_figure_that_is_not_a_table(tmp_path):
-    text = VALID.replace('[dram.bandwidth_bytes_per_s]\nvalue = 100e9\ntag = "vendor"\nsource = "datasheet"\n',
-                         '[dram]\nbandwidth_bytes_per_s = 100e9\n')
-    assert "'dram.bandwidth_bytes_per_s' must be a table {value, tag, source}" in usage_error(write(tmp_path, text))
-
-
-def test_unknown_dtype_key(tmp_path):
-    text = VALID.replace("[peak_ops_per_s.int8]", "[peak_ops_per_s.fp64]")
-    message = usage_error(write(tmp_path, text))
-    assert "'peak_ops_per_s.fp64' is not a known dtype" in message and "fp32, tf32, fp16, bf16, fp8, int8, int4" in message
-
-
-def test_unknown_energy_dtype_key(tmp_path):
-    text = VALID.replace("[energy.add_pj.fp32]", "[energy.add_pj.float32]")
-    assert "'energy.add_pj.float32' is not a known dtype" in usage_error(write(tmp_path, text))
-
-
-def test_no_peaks(tmp_path):
-    text = VALID.replace("[peak_ops_per_s.", "[unused.")
-    assert "'peak_ops_per_s' is missing" in usage_error(write(tmp_path, text))
-
-
-def test_missing_name(tmp_path):
-    text = VALID.replace('name = "tiny"\n', "")
-    assert "'name' must be a non-empty string" in usage_error(write(tmp_path, text))
-
-
-def test_wrong_schema(tmp_path):
-    text = VALID.replace('schema = "onnxroof-target/1"', 'schema = "onnxroof-target/9"')
-    assert "'schema' is 'onnxroof-target/9'" in usage_error(write(tmp_path, text))
-
-
-def test_invalid_toml(tmp_path):
-    text = VALID.replace('tag = "vendor"', 'tag = "vendor', 1)
-    assert "not valid TOML" in usage_error(write(tmp_path, text))
 
 
 def test_missing_file():

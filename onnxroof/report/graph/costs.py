@@ -51,7 +51,7 @@ def target_costs(analysis: Analysis) -> list[TargetCosts]:
     """Each target's per-node time, bound and kernel."""
     index = {record.name: i for i, record in enumerate(analysis.nodes)}
     count = len(analysis.nodes)
-    times = node_times(analysis.nodes, analysis.targets)  # TODO(44): read the placement's per-node time
+    times = node_times(analysis.targets)
     result = []
     for report in analysis.targets:
         per_node = times[report.target.name]

@@ -322,7 +322,7 @@ def _ops_context(nodes: "list[NodeRecord]", total_flops: int, reports: "list[Tar
     times: list[dict[str, float]] = []
     for report in reports:
         per_op: dict[str, float] = defaultdict(float)
-        for name, seconds in node_times(nodes, [report])[report.target.name].items():
+        for name, seconds in node_times([report])[report.target.name].items():
             per_op[op_of.get(name, name)] += seconds
         times.append(per_op)
     ordered = sorted(groups.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["nodes"], kv[0].lower()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import textwrap
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -371,64 +372,23 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
     """Where ``node`` runs on one target: its kernel (the nodes fused with it), bytes and time per
     memory level, the efficiency applied, the launch cost, the time and the bound. ``in_place``:
     the Concats whose inputs the memory stage writes into their buffer (no kernel)."""
+    from ...roofline.terms import explain_term_lines  # here: terms reads the op registry, which `targets` skips
+
     kernel = next((k for k in report.nodes if node in k.nodes), None)
     name = printable(report.target.name)
     if kernel is None:
         return [f"target {name}: not run (a folded constant or shape arithmetic: no kernel)"]
     if node in in_place and not kernel.placement.time_s:
         return [f"target {name}: not run (its inputs are written into its buffer in place: no kernel, no launch)"]
-    target, point = report.target, kernel.placement
-    onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    point = kernel.placement
     fused = (f"kernel {printable(kernel.name)} ({printable(kernel.op_type)}: {len(kernel.nodes)} nodes fused under "
              f"{', '.join(report.fusion)})" if len(kernel.nodes) > 1 else "its own kernel")
     lines = [
         f"target {name}: {fused}",
         *([f"  runs     x {kernel.runs:,} per run of the model (a loop's body): the figures below are all of them"]
           if kernel.runs > 1 else []),
-        f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof})"
-        + (f" x {point.parallel_fraction:.3g} (the share of the parallel units its work fills)"
-           if point.parallel_fraction != 1.0 else "") + f" = {seconds(point.compute_s * point.near_efficiency)}",
-        f"  DRAM     {point.dram_bytes:,} B / {si(target.dram_bytes_per_s.value, 'B/s')} = "
-        f"{seconds(point.memory_s * (point.efficiency if onchip_bw else point.near_efficiency))}"
-        + (f" (of which {kernel.spill_bytes:,} B spilled)" if kernel.spill_bytes else ""),
+        *explain_term_lines(report, kernel),  # compute, DRAM, on chip, efficiency, launch, stall, subnormal
     ]
-    if onchip_bw:
-        lines.append(f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = {seconds(point.onchip_s * point.near_efficiency)}")
-    if point.op_efficiency is not None:
-        table = target.efficiency_by_op.get(point.kernel_class or "", {})
-        ops = [op for op in dict.fromkeys(part.split("×")[0] for part in kernel.op_type.split("+"))
-               if table.get(op) == point.op_efficiency]
-        near = "compute and on chip" if onchip_bw else "every roof"
-        lines.append(f"  efficiency {point.op_efficiency:.2f} on {near} ({'/'.join(ops)} in {point.kernel_class} kernels "
-                     f"on this target)" + (f", {point.efficiency:.2f} on DRAM" if onchip_bw else "")
-                     + ": the longest of these over its figure")
-    elif point.efficiency_rows is not None:
-        curve = target.rows_curve(point.kernel_class, point.roof)
-        lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels of {point.efficiency_rows:,} "
-                     f"output rows on this target, efficiency.{curve}.by_rows): the longest of these over "
-                     f"{point.efficiency:.2f}")
-    elif point.efficiency_columns is not None:
-        curve = target.columns_curve(point.kernel_class, point.roof)
-        lines.append(f"  efficiency {point.efficiency:.3g} ({point.kernel_class} kernels of {point.efficiency_columns:,} "
-                     f"output columns on this target, efficiency.{curve}.by_columns): the longest of these over "
-                     f"{point.efficiency:.3g}")
-    elif point.efficiency != 1.0:
-        lines.append(f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
-                     f"of these over {point.efficiency:.2f}")
-    if point.overhead_s:
-        cold = (" (cold: the run touches more data than the on-chip memory holds)"
-                if target.cold_node_overhead_s and report.launch_s == target.cold_node_overhead_s.value else "")
-        each = f" ({seconds(point.overhead_s / kernel.runs)} x {kernel.runs:,} launches)" if kernel.runs > 1 else " per kernel"
-        borrowed = (" (borrowed from other targets: no measurement of this one)"
-                    if "node_overhead_s" in report.borrowed and not cold else "")
-        lines.append(f"  launch   {seconds(point.overhead_s)}{each}{cold}{borrowed}")
-    if point.exposed_dram_s:
-        lines.append(f"  stall    {seconds(point.exposed_dram_s)}: {target.dram_stall.value:.0%} of its DRAM time, which "
-                     "its compute does not hide on this target (dram_stall)")
-    if point.subnormal_s:
-        per_element_s = target.subnormal_s_per_element.value
-        lines.append(f"  subnormal {round(point.subnormal_s / per_element_s):,} masked exps x {seconds(per_element_s)} = "
-                     f"{seconds(point.subnormal_s)} (a causal mask's hidden positions underflow: the CPU's slow path)")
     lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
     if len(kernel.nodes) > 1:
         lines.append(f"  nodes    {clip(', '.join(kernel.nodes), TERMINAL_COLUMNS - 11)}")
@@ -520,37 +480,51 @@ def render_targets_list(targets) -> str:
             overhead += f", {seconds(target.run_overhead_s.value)} per run"
         lines += textwrap.wrap(f"fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}",
                                TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 29)
-        by_value: dict[str, list[str]] = {}  # classes with the same efficiency, listed together
-        for name, figure in target.efficiency.items():
-            by_value.setdefault(f"{figure.value:.0%}", []).append(name)
-        achieved = "; ".join(f"{', '.join(names)} {value}" for value, names in by_value.items())
-        lines += textwrap.wrap(f"efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}",
-                               TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 33)
-        for name, table in target.efficiency_by_op.items():  # the ops whose kernels run at a figure of their own
-            ops = ", ".join(f"{op} {fraction:.0%}" for op, fraction in sorted(table.items(), key=lambda item: item[1]))
-            lines += textwrap.wrap(f"{name} by op: {ops}", TERMINAL_COLUMNS, initial_indent=" " * 33,
-                                   subsequent_indent=" " * 35)
-        for name, points in target.efficiency_by_columns.items():  # few columns (channels) run below the class's figure
-            curve = ", ".join(f"{columns:,} {fraction * 100:.2g}%" for columns, fraction in points)
-            lines += textwrap.wrap(f"{name.replace('.', ' ')} by output columns: {curve}", TERMINAL_COLUMNS,
-                                   initial_indent=" " * 33, subsequent_indent=" " * 35)
-        for name, points in target.efficiency_by_rows.items():  # products of few rows run below the class's figure
-            curve = ", ".join(f"{rows:,} {fraction:.0%}" for rows, fraction in points)
-            lines += textwrap.wrap(f"{name.replace('.', ' ')} by output rows: {curve}", TERMINAL_COLUMNS,
-                                   initial_indent=" " * 33, subsequent_indent=" " * 35)
-        band = ""
-        if target.error_band and target.latency_kind == LatencyKind.FORECAST:
-            on = f" on {', '.join(target.error_band_roofs)} kernels" if target.error_band_roofs else ""
-            band = f", within ±{target.error_band.value:.0%}{on}"
-            if "node_overhead_s" in target.borrowed:  # the band's rows had launches under a tenth of their time
-                band += ", not where launches take a tenth of the time (their cost is borrowed)"
-        lines += textwrap.wrap(f"latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}"
-                               f"{band}", TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 30)
+        lines += _efficiency_list_lines(target) + _latency_list_lines(target)
         if target.fp32_math_roof != "fp32":
             lines.append(f"{'':18}   float32 products run on the {target.fp32_math_roof} roof (the runtime's default)")
         lines.append(f"{'':18}   energy: " + (f"dynamic + static ({target.static_power_w.value:g} W static)"
                                                if target.static_power_w else "dynamic only (no static power stated)"))
     return "\n".join(lines) + "\n"
+
+
+def _efficiency_list_lines(target) -> list[str]:
+    """`onnxroof targets`: a target's efficiencies, classes of one figure together, then its
+    ``by_op`` tables and its curves by output columns and rows."""
+    lines: list[str] = []
+    by_value: dict[str, list[str]] = {}  # classes with the same efficiency, listed together
+    for name, figure in target.efficiency.items():
+        by_value.setdefault(f"{figure.value:.0%}", []).append(name)
+    achieved = "; ".join(f"{', '.join(names)} {value}" for value, names in by_value.items())
+    lines += textwrap.wrap(f"efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}",
+                           TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 33)
+    for name, table in target.efficiency_by_op.items():  # the ops whose kernels run at a figure of their own
+        ops = ", ".join(f"{op} {fraction:.0%}" for op, fraction in sorted(table.items(), key=lambda item: item[1]))
+        lines += textwrap.wrap(f"{name} by op: {ops}", TERMINAL_COLUMNS, initial_indent=" " * 33,
+                               subsequent_indent=" " * 35)
+    for name, points in target.efficiency_by_columns.items():  # few columns (channels) run below the class's figure
+        curve = ", ".join(f"{columns:,} {fraction * 100:.2g}%" for columns, fraction in points)
+        lines += textwrap.wrap(f"{name.replace('.', ' ')} by output columns: {curve}", TERMINAL_COLUMNS,
+                               initial_indent=" " * 33, subsequent_indent=" " * 35)
+    for name, points in target.efficiency_by_rows.items():  # products of few rows run below the class's figure
+        curve = ", ".join(f"{rows:,} {fraction:.0%}" for rows, fraction in points)
+        lines += textwrap.wrap(f"{name.replace('.', ' ')} by output rows: {curve}", TERMINAL_COLUMNS,
+                               initial_indent=" " * 33, subsequent_indent=" " * 35)
+    return lines
+
+
+def _latency_list_lines(target) -> list[str]:
+    """`onnxroof targets`: whether a target's latencies are bounds or forecasts, and their band."""
+    lines: list[str] = []
+    band = ""
+    if target.error_band and target.latency_kind == LatencyKind.FORECAST:
+        on = f" on {', '.join(target.error_band_roofs)} kernels" if target.error_band_roofs else ""
+        band = f", within ±{target.error_band.value:.0%}{on}"
+        if "node_overhead_s" in target.borrowed:  # the band's rows had launches under a tenth of their time
+            band += ", not where launches take a tenth of the time (their cost is borrowed)"
+    lines += textwrap.wrap(f"latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}"
+                           f"{band}", TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 30)
+    return lines
 
 
 def render_sweep_table(points) -> str:

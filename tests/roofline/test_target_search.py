@@ -133,3 +133,14 @@ def test_a_file_given_by_its_path_elsewhere_is_named_by_the_command_not_warned_a
     code, out, _ = run(capsys, "summary", model, "--target", own, "--format", "json", "-q")
     document = json.loads(out)
     assert code == 0 and document["warnings"] == [] and document["targets"][0]["path"] == str(own)
+
+
+def test_the_suite_reads_no_target_of_the_user_s():
+    # issue 47: tests/conftest.py gives the run an empty targets folder and config of its own and
+    # leaves the working folder's ./hardware out, so a user's `calibrate --save` changes no test
+    from onnxroof.roofline.target_paths import search_folders, target_files, user_target_dir
+
+    home = Path(os.environ["XDG_CONFIG_HOME"]).parent
+    assert user_target_dir() == home / "targets" and not user_target_dir().exists()
+    assert Path.home() not in user_target_dir().parents and search_folders() == [user_target_dir()]
+    assert all(is_bundled(path) for path in target_files().values())

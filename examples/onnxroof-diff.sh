@@ -4,7 +4,9 @@
 # (one --fail-if budget per line), into $OUT/comment.md and $OUT/*.diff.html.
 #
 # $MODELS is read as a shell reads words (quotes group: "my model.onnx"; nothing is expanded);
-# the changed files come from git as a NUL-separated list, so any file name is one model.
+# the changed files come from git as a NUL-separated list, so any file name is one model. A model
+# the pull request renamed is diffed against its base version at the old path ("renamed from OLD").
+# A base version kept in Git LFS is read through `git lfs smudge`, not diffed as its pointer.
 #
 # Targets: the figures a budget is judged on must not be the pull request's to change. Unless
 # $PR_TARGETS is "true", ./hardware in the checkout is not searched (ONNXROOF_CWD_TARGETS=0), the
@@ -138,12 +140,55 @@ sys.stdout.write("".join(f"{flag}\0" for flag in flags))
 PY
 }
 
+# The models changed since $BASE_REF, renames found: a model moved (and perhaps edited) is diffed
+# against its base version at the old path (renamed_from), not shown as new.
+declare -A renamed_from=()
+changed=()
+if [ -n "${BASE_REF:-}" ]; then
+  git diff -z --name-status -M --diff-filter=AMR "$BASE_REF" HEAD -- '*.onnx' > "$OUT/.changed" 2> "$OUT/.stderr" \
+    || setup_failed "git diff $BASE_REF HEAD: $(head -n 1 "$OUT/.stderr")"
+  while IFS= read -r -d '' change; do
+    IFS= read -r -d '' path
+    if [[ "$change" == R* ]]; then  # R<similarity> OLD NEW
+      old_path=$path
+      IFS= read -r -d '' path
+      renamed_from["$path"]=$old_path
+    fi
+    changed+=("$path")
+  done < "$OUT/.changed"
+  rm -f "$OUT/.changed"
+fi
 # the models, one per entry of a NUL-separated list: no name is split or expanded
 if [ -n "${MODELS:-}" ]; then
   words "$MODELS" > "$OUT/.models" 2> "$OUT/.stderr" || setup_failed "the models input: $(cat "$OUT/.stderr")"
 else
-  git diff -z --name-only --diff-filter=AM "${BASE_REF:?set BASE_REF or MODELS}" HEAD -- '*.onnx' > "$OUT/.models"
+  : "${BASE_REF:?set BASE_REF or MODELS}"
+  : > "$OUT/.models"
+  [ ${#changed[@]} -eq 0 ] || printf '%s\0' "${changed[@]}" > "$OUT/.models"
 fi
+
+# Git LFS: `git show BASE:PATH` of a model kept in LFS is its pointer. The base version of the
+# model at $1 (its path at $BASE_REF) into the file $2: the object, through `git lfs smudge` (from
+# .git/lfs, else fetched from the remote); 1 with one line on stderr when it cannot be had.
+LFS_POINTER="version https://git-lfs.github.com/spec/v1"
+is_lfs_pointer() { [ "$(head -c ${#LFS_POINTER} "$1" 2>/dev/null)" = "$LFS_POINTER" ]; }
+base_version() {
+  git show "$BASE_REF:$1" > "$2" || return 1
+  is_lfs_pointer "$2" || return 0
+  local fix="in a GitHub workflow, actions/checkout with lfs: true, then git lfs fetch origin $BASE_REF"
+  if ! git lfs version > /dev/null 2>&1; then
+    printf 'onnxroof: error: %s at %s is a Git LFS pointer and git-lfs is not installed: install it (%s)\n' \
+      "$1" "$BASE_REF" "$fix" >&2
+    return 1
+  fi
+  if ! git lfs smudge -- "$1" < "$2" > "$2.object" 2> /dev/null || is_lfs_pointer "$2.object"; then
+    printf 'onnxroof: error: %s at %s is a Git LFS pointer whose object is not here and could not be fetched: %s\n' \
+      "$1" "$BASE_REF" "git lfs fetch origin $BASE_REF ($fix)" >&2
+    rm -f "$2.object"
+    return 1
+  fi
+  mv "$2.object" "$2"
+}
 # a path as an argument: one starting with - is not read as a flag
 as_argument() { if [[ "$1" == -* ]]; then printf './%s' "$1"; else printf '%s' "$1"; fi; }
 
@@ -158,15 +203,21 @@ while IFS= read -r -d '' model <&3; do
   shown=$(printf '%s' "$model" | escape)
   base="$model"  # a new model is diffed against itself: the comment shows its totals
   new=$([ -n "${BASE_REF:-}" ] && echo " (new)")
-  if [ -n "${BASE_REF:-}" ] && git cat-file -e "$BASE_REF:$model" 2>/dev/null; then
-    base="$OUT/base/$model"  # the same file name: the comment names the model once
-    mkdir -p "$(dirname "$base")"
-    git show "$BASE_REF:$model" > "$base"
-    new=""
-  fi
+  old_path=${renamed_from["$model"]:-$model}
   flags=()
   rc=0
-  if ! model_flags "$model" > "$OUT/.flags" 2> "$OUT/.stderr"; then
+  if [ -n "${BASE_REF:-}" ] && git cat-file -e "$BASE_REF:$old_path" 2>/dev/null; then
+    base="$OUT/base/$model"  # the same file name: the comment names the model once
+    mkdir -p "$(dirname "$base")"
+    new=""
+    if [ "$old_path" != "$model" ]; then
+      new=" (renamed from <code>$(printf '%s' "$old_path" | escape)</code>)"
+    fi
+    base_version "$old_path" "$base" 2> "$OUT/.error" || rc=2
+  fi
+  if [ "$rc" -ne 0 ]; then
+    :  # the base version could not be had: its error line is in .error
+  elif ! model_flags "$model" > "$OUT/.flags" 2> "$OUT/.stderr"; then
     rc=2
     sed -e 's/^/onnxroof: error: /' "$OUT/.stderr" > "$OUT/.error"
   else
@@ -189,7 +240,7 @@ while IFS= read -r -d '' model <&3; do
   else
     error=$(grep -v '^onnxroof: warning' "$OUT/.error")
     # the error names the base copy by its own path: name it as the model's base version
-    [ "$base" = "$model" ] || error=${error//"$base"/"$model (its base version)"}
+    [ "$base" = "$model" ] || error=${error//"$base"/"$old_path (its base version)"}
     [ -n "$error" ] || error="onnxroof: exited $rc without a message"
     printf '%s\n' "$error" >&2
     { printf '<pre>'; printf '%s\n' "$error" | escape; printf '</pre>\n'; } >> "$body"

@@ -1,11 +1,44 @@
-"""Shared builders: tiny ONNX graphs made with onnx.helper (no weights stored on disk)."""
+"""Shared builders: tiny ONNX graphs made with onnx.helper (no weights stored on disk); and the
+run's environment, which holds no target of the user's."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import tempfile
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
+
+# The suite reads onnxroof's bundled targets and the files its tests write, never the user's (issue
+# 47: after `onnxroof calibrate --save`, `onnxroof targets` listed this-machine): the user's targets
+# folder and config (the only paths onnxroof finds from $HOME: roofline/target_paths.py) are empty
+# folders of the run's own, and ./hardware of the folder pytest runs in is not searched. A test
+# that means a ./hardware of its own deletes ONNXROOF_CWD_TARGETS; subprocesses inherit all three.
+ISOLATED = {"ONNXROOF_TARGETS": "targets", "XDG_CONFIG_HOME": "config"}
+_saved_environment: dict[str, str | None] = {}
+
+
+def pytest_configure(config):
+    home = tempfile.mkdtemp(prefix="onnxroof-tests-")
+    settings = {variable: os.path.join(home, folder) for variable, folder in ISOLATED.items()}
+    settings["ONNXROOF_CWD_TARGETS"] = "0"
+    for variable, value in settings.items():
+        _saved_environment.setdefault(variable, os.environ.get(variable))
+        os.environ[variable] = value
+    config.onnxroof_test_home = home
+
+
+def pytest_unconfigure(config):
+    for variable, value in _saved_environment.items():
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = value
+    shutil.rmtree(getattr(config, "onnxroof_test_home", ""), ignore_errors=True)
 
 
 def make_model(nodes, inputs, outputs, initializers=(), opset: int = 17, name: str = "test") -> onnx.ModelProto:

@@ -223,7 +223,11 @@ def _may_fork() -> bool:
 
 
 def _what_else(data: bytes) -> str | None:
-    """'a serialized GraphProto', ... when ``data`` clearly is another ONNX message, else None."""
+    """'a serialized GraphProto', ... when ``data`` clearly is another ONNX message (or a Git LFS
+    pointer), else None."""
+    if bytes(data[:len(_LFS_POINTER)]) == _LFS_POINTER:  # a checkout made without Git LFS
+        return ("the file is a Git LFS pointer, not the model (checked out without Git LFS): run git lfs pull "
+                "(in a GitHub workflow: actions/checkout with lfs: true)")
     graph = onnx.GraphProto()
     try:
         graph.ParseFromString(data)
@@ -248,6 +252,7 @@ def _what_else(data: bytes) -> str | None:
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"  # the first line of every Git LFS pointer file
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from ..measure.machine import size_text
 from ..measure.op_efficiency import MATERIAL_DIFFERENCE, OP_SHAPE, by_op_figures
 from ..measure.roof_kernels import CLEAN, blas_variables
 from ..measure.roofs import Calibration
+from ..roofline.figures import FIGURE_RANGE
 from ..roofline.target_schema import section_header
 from ..roofline.targets import EFFICIENCY_CLASSES, SCHEMA, Target, parse_target
 
@@ -341,6 +342,14 @@ HOST_FUSION_SOURCE = (
 
 
 def _figure_lines(value: float, source: str) -> list[str]:
+    # a measurement outside what a target file accepts (on a loaded machine a difference of two
+    # timings can come out near 0) is written at the range's end, and the source says so
+    low, high = FIGURE_RANGE
+    if not low <= value <= high:
+        written = min(max(value, low), high)
+        source += (f"; measured {value:.4g}, outside the range a figure may take ({low:g} to {high:g}): "
+                   f"written as {written:g}")
+        value = written
     if float(value).is_integer() and value < 2**53:
         number = str(int(value))
     else:  # a fraction as it reads (0.8063), a rate or a time in exponent form

@@ -576,7 +576,7 @@ def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
                 "summary's numbers"]
     held = "".join(f", {d} held at {v}" for d, v in found.held.items())
     lines = [f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; fitted at "
-             f"{', '.join(map(str, SAMPLES))} per dim, checked at {CHECK}{held})"]
+             f"{', '.join(map(str, SAMPLES))} per dim, checked at {CHECK} and {FAR:,}{held})"]
     width = min(40, max(len(label(m)) for m in found.polynomials))
     for metric in found.polynomials:
         polynomial = found.polynomials[metric]

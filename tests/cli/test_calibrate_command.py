@@ -66,6 +66,7 @@ def test_output_folders_are_made_and_save_writes_where_target_finds_it(capsys, f
     from onnxroof.roofline.targets import load_target
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ONNXROOF_CWD_TARGETS")  # ./hardware searched, as a user's shell does (conftest.py)
     monkeypatch.setenv("ONNXROOF_TARGETS", str(tmp_path / "mine"))
     assert main(["calibrate", "-q", "-o", "hardware/this-machine.toml"]) == 0
     assert (tmp_path / "hardware" / "this-machine.toml").is_file()

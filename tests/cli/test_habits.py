@@ -92,3 +92,22 @@ def test_a_word_after_a_switch_is_not_silently_the_model(capsys):
     assert code == 2 and "--partial takes no value, so 'yes' was read as the model path" in err
     code, _, err = run(capsys, "summary", "no-such-model.onnx")
     assert code == 2 and "no such file" in err  # a missing file after no switch: the usual message
+
+
+def test_targets_fits_120_columns_whatever_the_names_and_paths(capsys, tmp_path, monkeypatch):
+    # issue 47: a user's own target (a 60-character name, in a deep folder whose path the notes
+    # name) and a broken file there: every line within 120 columns, the name whole on its own line
+    from conftest import target_text
+
+    name = "a-calibrated-workstation-in-the-lab-with-a-long-descriptive-n"[:60]
+    folder = tmp_path.joinpath(*["a-deep-folder-of-targets"] * 4)
+    folder.mkdir(parents=True)
+    figures = {"peak_ops_per_s.fp32": 1.23456e20, "dram.bandwidth_bytes_per_s": 3.35e12, "dram.size_bytes": 85899345920,
+               "onchip.size_bytes": 52428800, "onchip.bandwidth_bytes_per_s": 1e13, "node_overhead_s": 3e-6}
+    (folder / f"{name}.toml").write_text(target_text(figures, name=name, description="x" * 200))
+    (folder / f"{'b' * 60}.toml").write_text("not a target")
+    monkeypatch.setenv("ONNXROOF_TARGETS", str(folder))
+    code, out, _ = run(capsys, "targets")
+    assert code == 0 and len(name) == 60
+    assert [line for line in out.splitlines() if len(line) > 120] == []
+    assert any(line.startswith(f"{name} ") or line == name for line in out.splitlines())

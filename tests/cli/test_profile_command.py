@@ -36,6 +36,7 @@ def test_the_calibrated_target_in_hardware_is_used(tmp_path, monkeypatch):
     (tmp_path / "hardware").mkdir()
     (tmp_path / "hardware" / "this-machine.toml").write_text(render_target(hand_calibration()), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ONNXROOF_CWD_TARGETS")  # ./hardware searched, as a user's shell does (conftest.py)
     monkeypatch.setattr(calibration, "calibrate", lambda **_: pytest.fail("calibrated although a target file exists"))
     target, note = resolve_target(None, quiet=True)
     assert target.name == "this-machine" and note is None

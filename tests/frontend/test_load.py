@@ -156,3 +156,16 @@ def test_the_program_reports_the_checkers_verdict_in_one_line(tmp_path):
     assert result.returncode == 2 and not (tmp_path / "out.json").exists()
     (line,) = result.stderr.splitlines()
     assert line.startswith("onnxroof: error: ") and "fails the ONNX checker" in line and "bogus" in line
+
+
+def test_a_git_lfs_pointer_is_one_line_that_says_run_git_lfs_pull(tmp_path):
+    # issue 47: a model in Git LFS checked out without it is a 3-line pointer file (the LFS spec's
+    # format), not a corrupt protobuf; onnxroof says what it is and the fix
+    path = tmp_path / "detector.onnx"
+    path.write_text("version https://git-lfs.github.com/spec/v1\n"
+                    "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
+    with pytest.raises(ModelError) as caught:
+        load.load_model(path)
+    assert str(caught.value) == (f"{path}: not an ONNX model: the file is a Git LFS pointer, not the model "
+                                 "(checked out without Git LFS): run git lfs pull (in a GitHub workflow: "
+                                 "actions/checkout with lfs: true)")

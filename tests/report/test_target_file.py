@@ -169,3 +169,18 @@ def test_the_gemv_efficiency_is_written_with_its_points_by_output_columns(tmp_pa
     assert target.efficiency_of("gemv", "fp32", 10) == pytest.approx(0.3)
     assert target.efficiency_of("gemv", "fp32", 512) == pytest.approx(0.9)
     assert target.efficiency_of("gemv", "fp32", 71.55) == pytest.approx(0.6, abs=1e-3)
+
+
+def test_a_measurement_outside_the_accepted_range_is_written_at_its_end_with_a_note():
+    # issue 47: on a loaded machine calibrate measured a subnormal exp at 7.563492e-13 s, under the
+    # 1e-12 a figure may take (roofline/figures.py FIGURE_RANGE), and then refused its own file
+    calibration = hand_calibration()
+    calibration.subnormal_s = 7.563492e-13
+    target = calibrated_target(calibration)  # validates: no UsageError
+    figure = target.subnormal_s_per_element
+    assert figure.value == 1e-12 and figure.tag == "measured"
+    assert figure.source.endswith("; measured 7.563e-13, outside the range a figure may take (1e-12 to 1e+21): "
+                                  "written as 1e-12")
+    calibration.subnormal_s = 3e-9  # within the range: written as measured, no note
+    assert calibrated_target(calibration).subnormal_s_per_element.value == 3e-9
+    assert "outside the range" not in calibrated_target(calibration).subnormal_s_per_element.source

@@ -69,12 +69,24 @@ def test_a_hostile_file_on_the_search_path_is_one_line_exit_2(folder, kind, mess
     assert f"hardware/l4.toml: {message}" in process.stderr
 
 
-def test_targets_lists_each_broken_file_on_one_line_and_the_rest(folder):
+def _entries(listing: str) -> list[str]:
+    """The lines of ``onnxroof targets``' notes, each entry whole: a long one wraps onto lines
+    indented by four spaces to fit 120 columns (issue 47)."""
+    entries: list[str] = []
+    for line in listing.splitlines():
+        if line.startswith("    ") and entries and entries[-1].startswith("  "):
+            entries[-1] += " " + line.strip()
+        else:
+            entries.append(line)
+    return entries
+
+
+def test_targets_lists_each_broken_file_as_one_entry_and_the_rest(folder):
     for kind in ("fifo", "zero", "huge", "broken"):
         _plant(folder / "hardware" / f"{kind}.toml", kind)
     process = _cli(folder, "targets")
     assert process.returncode == 0, process.stderr
-    broken = [line for line in process.stdout.splitlines() if ": broken, --target " in line]
+    broken = [line for line in _entries(process.stdout) if ": broken, --target " in line]
     assert sorted(line.split(":")[0].strip() for line in broken) == ["broken", "fifo", "huge", "zero"]
     assert all(str(folder / "hardware") in line for line in broken)
     assert "h100-sxm" in process.stdout and "myriad-x" in process.stdout  # the bundled ones still listed
@@ -123,7 +135,8 @@ def test_a_calibrated_target_of_its_own_name_is_named_with_its_file(capsys, fold
     own.mkdir()
     (own / "lab-box.toml").write_text(LOCAL_L4.replace('name = "l4"', 'name = "lab-box"'))
     code, out, _ = run(capsys, "targets")
-    assert code == 0 and f"target lab-box is read from {own / 'lab-box.toml'}, not from onnxroof's bundled targets\n" in out
+    note = f"  target lab-box is read from {own / 'lab-box.toml'}, not from onnxroof's bundled targets"
+    assert code == 0 and note in _entries(out)
 
 
 def test_a_file_given_by_its_path_elsewhere_is_named_by_the_command_not_warned_about(capsys, folder):
@@ -133,3 +146,14 @@ def test_a_file_given_by_its_path_elsewhere_is_named_by_the_command_not_warned_a
     code, out, _ = run(capsys, "summary", model, "--target", own, "--format", "json", "-q")
     document = json.loads(out)
     assert code == 0 and document["warnings"] == [] and document["targets"][0]["path"] == str(own)
+
+
+def test_the_suite_reads_no_target_of_the_user_s():
+    # issue 47: tests/conftest.py gives the run an empty targets folder and config of its own and
+    # leaves the working folder's ./hardware out, so a user's `calibrate --save` changes no test
+    from onnxroof.roofline.target_paths import search_folders, target_files, user_target_dir
+
+    home = Path(os.environ["XDG_CONFIG_HOME"]).parent
+    assert user_target_dir() == home / "targets" and not user_target_dir().exists()
+    assert Path.home() not in user_target_dir().parents and search_folders() == [user_target_dir()]
+    assert all(is_bundled(path) for path in target_files().values())

@@ -37,7 +37,21 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render_targets_list(targets))
     folders = " then ".join(str(folder) for folder in search_folders())
     if own:
-        sys.stdout.write(f"\nyour own targets ({folders}):\n" + "".join(f"  {line}\n" for line in own))
+        sys.stdout.write("\n" + _within_columns(f"your own targets ({folders}):", own))
     if broken:
-        sys.stdout.write(f"\nbroken target files ({folders}), not usable:\n" + "".join(f"  {line}\n" for line in broken))
+        sys.stdout.write("\n" + _within_columns(f"broken target files ({folders}), not usable:", broken))
     return EXIT_OK
+
+
+def _within_columns(heading: str, items: list[str]) -> str:
+    """``heading`` and its items (indented), wrapped to the terminal's columns: a name or a path
+    may be long."""
+    import textwrap
+
+    from ...report.text.table import TERMINAL_COLUMNS
+
+    lines = textwrap.wrap(heading, TERMINAL_COLUMNS, subsequent_indent="  ", break_on_hyphens=False)
+    for item in items:
+        lines += textwrap.wrap(item, TERMINAL_COLUMNS, initial_indent="  ", subsequent_indent="    ",
+                               break_on_hyphens=False)
+    return "\n".join(lines) + "\n"

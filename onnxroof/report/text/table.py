@@ -467,7 +467,8 @@ def render_targets_list(targets) -> str:
     for target in targets:
         onchip = f", on chip {iec(target.onchip_bytes.value)}" if target.onchip_bytes else ""
         device = f", device memory {capacity_text(int(target.dram_size_bytes.value))}" if target.dram_size_bytes else ""
-        lines.append(f"{target.name:18} DRAM {si(target.dram_bytes_per_s.value, 'B/s')}{onchip}{device}")
+        lines += textwrap.wrap(f"{target.name:18} DRAM {si(target.dram_bytes_per_s.value, 'B/s')}{onchip}{device}",
+                               TERMINAL_COLUMNS, subsequent_indent=" " * 21)  # a name may be 64 characters long
         lines += textwrap.wrap(target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21)
         for roof, figure in target.peak_ops_per_s.items():
             lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")

@@ -72,7 +72,7 @@ def _node_figures(record: NodeRecord, placed: dict[str, dict[str, NodeOnTarget]]
     """(metric, value) of one node: its own figures, then its kernel on each target."""
     figures: list[tuple[str, object]] = [
         ("MACs", record.macs), ("FLOPs", record.flops), ("parameters", record.params),
-        ("bytes", record.memory_bytes), ("intensity (FLOP/byte)", intensity(record.intensity))]
+        ("bytes", record.memory_bytes), ("intensity", f"{intensity(record.intensity)} FLOP/byte")]
     if not record.counted:
         figures.append(("not counted", record.reason or str(record.status)))
     for target, nodes in placed.items():

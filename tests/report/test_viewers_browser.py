@@ -1,0 +1,159 @@
+"""`onnxroof export` read back from the real viewers, in headless Chromium driven by Playwright: Netron
+(the `netron` package serves its web app) shows the attachment's figures in a node's sidebar, and Model
+Explorer (`ai-edge-model-explorer` with the `model-explorer-onnx` adapter, its server started as a
+child process) shows the node data in its "Node data" table. Every request that leaves the local
+server is refused (Netron's analytics, Model Explorer's web fonts). The figures are report_models'
+hand-worked ones: the MatMul 32 MACs, 176 ns of 240 (73.3%), DRAM-bound.
+
+``ONNXROOF_UPDATE_SCREENSHOTS=1`` also writes docs/images/export-netron.png and
+docs/images/export-model-explorer.png (shrunk with pngquant when it is installed).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import onnx
+import pytest
+from report_models import hand_target, matmul_relu
+
+from onnxroof.cli.app import main
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (pip install playwright)")
+
+CHROMIUM = os.environ.get("ONNXROOF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser") \
+    or shutil.which("google-chrome")
+# root in a container: no sandbox; nothing that phones home. The GPU stays on (SwiftShader, in
+# software): Model Explorer draws with WebGL and never finishes without it.
+FLAGS = ["--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--use-angle=swiftshader",
+         "--enable-unsafe-swiftshader"]
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+UPDATE = os.environ.get("ONNXROOF_UPDATE_SCREENSHOTS") == "1"
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def exported(tmp_path):
+    """The model, its Netron attachment and its Model Explorer files on the hand target."""
+    model = tmp_path / "matmul_relu.onnx"
+    onnx.save(matmul_relu(), str(model))
+    target = hand_target(tmp_path)
+    assert main(["export", str(model), "--to", "netron", "--target", target, "-q"]) == 0
+    assert main(["export", str(model), "--to", "model-explorer", "--target", target, "-q"]) == 0
+    return model
+
+
+def _local_only(context, base: str) -> None:
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else route.abort())
+
+
+def _screenshot(page, name: str) -> None:
+    if not UPDATE:
+        return
+    IMAGES.mkdir(exist_ok=True)
+    path = IMAGES / name
+    page.screenshot(path=str(path))
+    if shutil.which("pngquant"):
+        subprocess.run(["pngquant", "--force", "--skip-if-larger", "--ext", ".png", "16", str(path)], check=False)
+
+
+def test_netron_shows_the_attachment_on_the_node(browser, exported):
+    netron = pytest.importorskip("netron", reason="the Netron test needs netron (pip install netron)")
+    # served without a model: Netron opens an attachment only from its file dialog, which it does
+    # not set up when it starts on a served model
+    address = netron.start(None, browse=False, address=("127.0.0.1", 0))
+    base = f"http://{address[0]}:{address[1]}/"
+    context = browser.new_context(viewport={"width": 1200, "height": 720})
+    try:
+        # the consent cookie set, so no banner covers the page (and the analytics are refused anyway)
+        context.add_cookies([{"name": "consent", "value": str(int(time.time() * 1000)), "url": base}])
+        _local_only(context, base)
+        page = context.new_page()
+        page.goto(base)
+        page.locator("#open-file-button").wait_for(timeout=30000)
+        page.set_input_files("#open-file-dialog", str(exported))
+        page.locator("#node-name-matmul").wait_for(timeout=30000)
+        page.set_input_files("#open-file-dialog", str(exported.with_suffix(".onnxroof.json")))  # after the model
+        page.locator("#node-name-matmul").click()
+
+        def row(name: str) -> str:
+            item = page.locator(".sidebar-item", has=page.locator(f'input[title="{name}"]'))
+            return item.locator(".sidebar-item-value-list").inner_text(timeout=10000).strip()
+
+        assert (row("MACs"), row("FLOPs"), row("bytes")) == ("32", "64", "176")
+        assert (row("hand: time"), row("hand: share"), row("hand: bound")) == ("176 ns", "73.3%", "DRAM")
+        _screenshot(page, "export-netron.png")
+    finally:
+        context.close()
+        netron.stop(address)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _server_url(server: subprocess.Popen, seconds: float) -> str:
+    """The page's address, as the server prints it once it answers."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in server.stdout], daemon=True).start()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=1)
+        except queue.Empty:
+            continue
+        if line.startswith("http://"):
+            return line.strip()
+    pytest.fail(f"Model Explorer's server printed no address in {seconds:.0f} s")
+
+
+def test_model_explorer_shows_the_node_data(browser, exported):
+    pytest.importorskip("model_explorer", reason="the Model Explorer test needs ai-edge-model-explorer")
+    pytest.importorskip("model_explorer_onnx", reason="the Model Explorer test needs model-explorer-onnx")
+    command = shutil.which("model-explorer")
+    if command is None:
+        pytest.skip("no model-explorer command on PATH")
+    share, bound = (exported.with_name(f"matmul_relu.hand.{metric}.json") for metric in ("share", "bound"))
+    port = _free_port()
+    server = subprocess.Popen(
+        [command, str(exported), "--extensions=model_explorer_onnx", f"--node_data_paths={share},{bound}",
+         "--no_open_in_browser", "--host=127.0.0.1", f"--port={port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    context = browser.new_context(viewport={"width": 1200, "height": 720})
+    try:
+        url = _server_url(server, 60)
+        _local_only(context, f"http://127.0.0.1:{port}/")
+        page = context.new_page()
+        page.goto(url)
+        # the "Node data" table: one row per node (its label, exactly), a column per file (share, then bound)
+        def cells(node: str) -> list[str]:
+            row = page.locator("tr", has=page.locator(f"td:text-is('{node}')")).last
+            return [text.strip() for text in row.locator("td").all_inner_texts()]
+
+        page.locator("td:text-is('73.3333')").first.wait_for(timeout=60000)
+        assert {"73.3333", "DRAM"} <= set(cells("MatMul"))  # 100 x 176/240, and the MatMul's bound
+        assert {"26.6667", "DRAM"} <= set(cells("Relu"))  # 100 x 64/240
+        _screenshot(page, "export-model-explorer.png")
+    finally:
+        context.close()
+        server.terminate()
+        server.wait(timeout=30)

@@ -26,10 +26,12 @@ from report_models import hand_target, matmul_relu
 
 from onnxroof.cli.app import main
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="the browser tests need playwright (pip install playwright)")
 
-CHROMIUM = os.environ.get("ONNXROOF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser") \
-    or shutil.which("google-chrome")
+# as tests/report/test_browser.py finds it: $ONNXROOF_CHROMIUM, else the system's
+CHROMIUM = next(filter(None, (os.environ.get("ONNXROOF_CHROMIUM"),
+                              *map(shutil.which, ("chromium", "chromium-browser", "google-chrome")))), None)
 # root in a container: no sandbox; nothing that phones home. The GPU stays on (SwiftShader, in
 # software): Model Explorer draws with WebGL and never finishes without it.
 FLAGS = ["--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -44,9 +46,11 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (apt
 @pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield instance
-        instance.close()
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ metric, loaded beside the model (its "Node data" panel, or ``--node_data_paths``
 The format (ai-edge-model-explorer's ``node_data_builder``: ``ModelNodeData`` of ``GraphNodeData``):
 ``{GRAPH_ID: {"results": {KEY: {"value": V, "bgColor": ...}}, "gradient": [...], ...}}``. The web app
 finds a result's node by KEY, as an output tensor's ``tensor_name`` or else as the node's id; the ONNX
-adapter (model-explorer-onnx) gives each node its name as id and the graph's name as the graph's id
-("<main>" when it has none), and records output tensors as ``__tensor_tag``, which the lookup does not
+adapter (model-explorer-onnx) gives each node its name as id and the graph's name, as stored, as the
+graph's id, and records output tensors as ``__tensor_tag``, which the lookup does not
 read: so the results are keyed by node name. The nodes the adapter names itself (none given, or
 repeated: onnx_ir's NameFixPass) are keyed by their first output tensor, which adapters that record
 ``tensor_name`` find. Group nodes (the ``/``-scoped layers) show the web app's own aggregates:
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from ..result import Analysis
 
 METRICS = ("share", "bound")
-MAIN_GRAPH = "<main>"  # the adapter's id for a graph without a name
 # white at the smallest share, red at the largest (the report's share colours)
 SHARE_GRADIENT = [{"stop": 0, "bgColor": "#ffffff"}, {"stop": 0.5, "bgColor": "#ffa94d"},
                   {"stop": 1, "bgColor": "#c92a2a"}]
@@ -38,7 +37,7 @@ def node_data_files(analysis: Analysis) -> dict[tuple[str, str], dict]:
     """(target, metric) -> its ModelNodeData as a JSON-ready dict, in target order."""
     placed = placed_nodes(analysis)
     keys = _result_keys(analysis)
-    graph = analysis.model.graph_name or MAIN_GRAPH
+    graph = analysis.model.graph_name  # "" for a graph without a name, as onnx_ir reads it
     files = {}
     for target, nodes in placed.items():
         files[(target, "share")] = {graph: _share_data(target, nodes, keys)}

@@ -30,12 +30,12 @@ if TYPE_CHECKING:
 SIGNATURE = "netron:attachment"
 
 
-def netron_attachment(analysis: Analysis) -> dict:
-    """The attachment as a JSON-ready dict."""
+def netron_attachment(analysis: Analysis, findings: bool = True) -> dict:
+    """The attachment as a JSON-ready dict; without ``findings`` (--no-findings) no verdict."""
     records = analysis.nodes
     names = viewer_names(records)
     placed = placed_nodes(analysis)
-    metrics = _model_items(analysis)
+    metrics = _model_items(analysis, findings)
     by_output = 0
     for record in records:
         kind, target = ("node", names[record.name]) if record.name in names else ("value", _first_output(record))
@@ -50,9 +50,9 @@ def netron_attachment(analysis: Analysis) -> dict:
     return {"signature": SIGNATURE, "metadata": metadata, "metrics": metrics}
 
 
-def render_netron(analysis: Analysis) -> str:
+def render_netron(analysis: Analysis, findings: bool = True) -> str:
     """The attachment's text: one item a line, so that two of them diff line by line."""
-    attachment = netron_attachment(analysis)
+    attachment = netron_attachment(analysis, findings)
     parts = [f' "signature": {json.dumps(attachment["signature"])}']
     for key in ("metadata", "metrics"):
         items = ",\n".join(f"  {json.dumps(item, ensure_ascii=False)}" for item in attachment[key])
@@ -85,15 +85,16 @@ def _node_figures(record: NodeRecord, placed: dict[str, dict[str, NodeOnTarget]]
     return figures
 
 
-def _model_items(analysis: Analysis) -> list[dict]:
+def _model_items(analysis: Analysis, findings: bool) -> list[dict]:
     t = analysis.totals
     items = [_item("model", "", name, value) for name, value in (
         ("MACs", t.macs), ("FLOPs", t.flops), ("parameters", t.params), ("parameter bytes", t.param_bytes),
         ("nodes", t.nodes), ("counted nodes", t.counted_nodes))]
-    found = verdicts(analysis)
+    found = verdicts(analysis) if findings else {}
     for report in analysis.targets:
         name = report.target.name
         items.append(_item("model", "", f"{name}: latency", f"{seconds(report.latency_s)} ({report.latency_kind})"))
-        finding = found.get(name)
-        items.append(_item("model", "", f"{name}: verdict", finding.title if finding else "nothing to change"))
+        if findings:
+            finding = found.get(name)
+            items.append(_item("model", "", f"{name}: verdict", finding.title if finding else "nothing to change"))
     return items

@@ -66,3 +66,10 @@ def test_unknown_viewer_and_missing_to_are_one_line_exit_2(tmp_path, capsys):
     for argv in (["export", model, "--to", "tensorboard"], ["export", model]):
         assert main(argv) == 2
         assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_no_findings_leaves_the_verdict_out(tmp_path):
+    out = tmp_path / "out.json"
+    argv = ["export", _model(tmp_path), "--to", "netron", "--target", "l4", "-o", str(out), "-q"]
+    assert main(argv) == 0 and "l4: verdict" in out.read_text()
+    assert main([*argv, "--no-findings"]) == 0 and "l4: verdict" not in out.read_text()

@@ -53,15 +53,15 @@ def browser():
             chromium.close()
 
 
-@pytest.fixture
-def exported(tmp_path):
-    """The model, its Netron attachment and its Model Explorer files on the hand target."""
-    model = tmp_path / "matmul_relu.onnx"
-    onnx.save(matmul_relu(), str(model))
-    target = hand_target(tmp_path)
-    assert main(["export", str(model), "--to", "netron", "--target", target, "-q"]) == 0
-    assert main(["export", str(model), "--to", "model-explorer", "--target", target, "-q"]) == 0
-    return model
+def _exported(directory: Path, to: str, unnamed_relu: bool = False) -> Path:
+    """The model, exported to ``to`` on the hand target beside it; its Relu without a name if asked."""
+    model = matmul_relu()
+    if unnamed_relu:
+        model.graph.node[1].name = ""
+    path = directory / "matmul_relu.onnx"
+    onnx.save(model, str(path))
+    assert main(["export", str(path), "--to", to, "--target", hand_target(directory), "-q"]) == 0
+    return path
 
 
 def _local_only(context, base: str) -> None:
@@ -78,8 +78,9 @@ def _screenshot(page, name: str) -> None:
         subprocess.run(["pngquant", "--force", "--skip-if-larger", "--ext", ".png", "16", str(path)], check=False)
 
 
-def test_netron_shows_the_attachment_on_the_node(browser, exported):
+def test_netron_shows_the_attachment_on_the_node(browser, tmp_path):
     netron = pytest.importorskip("netron", reason="the Netron test needs netron (pip install netron)")
+    exported = _exported(tmp_path, "netron", unnamed_relu=True)
     # served without a model: Netron opens an attachment only from its file dialog, which it does
     # not set up when it starts on a served model
     address = netron.start(None, browse=False, address=("127.0.0.1", 0))
@@ -104,6 +105,11 @@ def test_netron_shows_the_attachment_on_the_node(browser, exported):
         assert (row("MACs"), row("FLOPs"), row("bytes")) == ("32", "64", "176")
         assert (row("hand: time"), row("hand: share"), row("hand: bound")) == ("176 ns", "73.3%", "DRAM")
         _screenshot(page, "export-netron.png")
+        # the Relu has no name, which Netron finds nodes by: its figures are on its output, z (the
+        # edge from it to the graph's output; a click on the edge opens the value's sidebar)
+        edge = page.locator("#edge-z").bounding_box()
+        page.mouse.click(edge["x"] + edge["width"] / 2, edge["y"] + edge["height"] / 2)
+        assert (row("FLOPs"), row("bytes"), row("hand: time"), row("hand: share")) == ("8", "64", "64 ns", "26.7%")
     finally:
         context.close()
         netron.stop(address)
@@ -130,12 +136,13 @@ def _server_url(server: subprocess.Popen, seconds: float) -> str:
     pytest.fail(f"Model Explorer's server printed no address in {seconds:.0f} s")
 
 
-def test_model_explorer_shows_the_node_data(browser, exported):
+def test_model_explorer_shows_the_node_data(browser, tmp_path):
     pytest.importorskip("model_explorer", reason="the Model Explorer test needs ai-edge-model-explorer")
     pytest.importorskip("model_explorer_onnx", reason="the Model Explorer test needs model-explorer-onnx")
     command = shutil.which("model-explorer")
     if command is None:
         pytest.skip("no model-explorer command on PATH")
+    exported = _exported(tmp_path, "model-explorer")
     share, bound = (exported.with_name(f"matmul_relu.hand.{metric}.json") for metric in ("share", "bound"))
     port = _free_port()
     server = subprocess.Popen(

@@ -38,7 +38,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _export(source: str, args: argparse.Namespace) -> int:
     analysis = analyze_one(source, Analysing.from_flags(args, several_models=False))
-    outputs = (_netron_outputs if args.to == "netron" else _model_explorer_outputs)(analysis, args.output)
+    if args.to == "netron":
+        outputs = _netron_outputs(analysis, args.output, findings=not args.no_findings)
+    else:
+        outputs = _model_explorer_outputs(analysis, args.output)
     write_outputs(outputs, model_inputs(args))  # whole files, all or none
     if not args.quiet:
         for _, path, _ in outputs:
@@ -46,10 +49,10 @@ def _export(source: str, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _netron_outputs(analysis, output: str | None) -> list[tuple[str, str, str]]:
+def _netron_outputs(analysis, output: str | None, findings: bool) -> list[tuple[str, str, str]]:
     from ...report.netron import render_netron
 
-    return [("-o", output or str(_beside_model(analysis, "onnxroof.json")), render_netron(analysis))]
+    return [("-o", output or str(_beside_model(analysis, "onnxroof.json")), render_netron(analysis, findings))]
 
 
 def _model_explorer_outputs(analysis, folder: str | None) -> list[tuple[str, str, str]]:

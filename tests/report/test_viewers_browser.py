@@ -110,6 +110,10 @@ def test_netron_shows_the_attachment_on_the_node(browser, tmp_path):
         edge = page.locator("#edge-z").bounding_box()
         page.mouse.click(edge["x"] + edge["width"] / 2, edge["y"] + edge["height"] / 2)
         assert (row("FLOPs"), row("bytes"), row("hand: time"), row("hand: share")) == ("8", "64", "64 ns", "26.7%")
+        # the model's items: the totals (64 + 8 FLOPs) and the target's latency, in Model Properties
+        page.locator("#sidebar-model-button").click()
+        assert (row("MACs"), row("FLOPs"), row("parameters")) == ("32", "72", "32")
+        assert row("hand: latency").startswith("240 ns") and row("hand: verdict")
     finally:
         context.close()
         netron.stop(address)

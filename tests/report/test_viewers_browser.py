@@ -11,6 +11,7 @@ docs/images/export-model-explorer.png (shrunk with pngquant when it is installed
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+from models import transformer_block
 from report_models import hand_target, matmul_relu
 
 from onnxroof.cli.app import main
@@ -140,35 +142,63 @@ def _server_url(server: subprocess.Popen, seconds: float) -> str:
     pytest.fail(f"Model Explorer's server printed no address in {seconds:.0f} s")
 
 
-def test_model_explorer_shows_the_node_data(browser, tmp_path):
+@contextlib.contextmanager
+def _model_explorer(browser, model: Path, data: list[Path]):
+    """Model Explorer's page on ``model`` with the node data files ``data``, its server a child process."""
     pytest.importorskip("model_explorer", reason="the Model Explorer test needs ai-edge-model-explorer")
     pytest.importorskip("model_explorer_onnx", reason="the Model Explorer test needs model-explorer-onnx")
     command = shutil.which("model-explorer")
     if command is None:
         pytest.skip("no model-explorer command on PATH")
-    exported = _exported(tmp_path, "model-explorer")
-    share, bound = (exported.with_name(f"matmul_relu.hand.{metric}.json") for metric in ("share", "bound"))
     port = _free_port()
     server = subprocess.Popen(
-        [command, str(exported), "--extensions=model_explorer_onnx", f"--node_data_paths={share},{bound}",
+        [command, str(model), "--extensions=model_explorer_onnx", f"--node_data_paths={','.join(map(str, data))}",
          "--no_open_in_browser", "--host=127.0.0.1", f"--port={port}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    context = browser.new_context(viewport={"width": 1200, "height": 720})
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
     try:
         url = _server_url(server, 60)
         _local_only(context, f"http://127.0.0.1:{port}/")
         page = context.new_page()
         page.goto(url)
-        # the "Node data" table: one row per node (its label, exactly), a column per file (share, then bound)
-        def cells(node: str) -> list[str]:
-            row = page.locator("tr", has=page.locator(f"td:text-is('{node}')")).last
-            return [text.strip() for text in row.locator("td").all_inner_texts()]
-
-        page.locator("td:text-is('73.3333')").first.wait_for(timeout=60000)
-        assert {"73.3333", "DRAM"} <= set(cells("MatMul"))  # 100 x 176/240, and the MatMul's bound
-        assert {"26.6667", "DRAM"} <= set(cells("Relu"))  # 100 x 64/240
-        _screenshot(page, "export-model-explorer.png")
+        yield page
     finally:
         context.close()
         server.terminate()
         server.wait(timeout=30)
+
+
+def _cells(page, node: str) -> list[str]:
+    """A row of Model Explorer's tables, found by its node's label (exactly): a column per file."""
+    row = page.locator("tr", has=page.locator(f"td:text-is('{node}')")).last
+    return [text.strip() for text in row.locator("td").all_inner_texts()]
+
+
+def test_model_explorer_shows_the_node_data(browser, tmp_path):
+    exported = _exported(tmp_path, "model-explorer")
+    data = [exported.with_name(f"matmul_relu.hand.{metric}.json") for metric in ("share", "bound")]
+    with _model_explorer(browser, exported, data) as page:
+        page.locator("td:text-is('73.3333')").first.wait_for(timeout=60000)
+        assert {"73.3333", "DRAM"} <= set(_cells(page, "MatMul"))  # 100 x 176/240, and the MatMul's bound
+        assert {"26.6667", "DRAM"} <= set(_cells(page, "Relu"))  # 100 x 64/240
+
+
+def test_model_explorer_folds_the_scoped_layers(browser, tmp_path):
+    """A model whose node names are scoped (/layers.0/..., /layers.1/..., /lm_head/...): each scope is a
+    group node, and the graph's group lists each child's sum of shares and its count per bound (the
+    README's picture)."""
+    path = tmp_path / "block.onnx"
+    onnx.save(transformer_block(), str(path))
+    argv = ["export", str(path), "--to", "model-explorer", "--target", "coral-edge-tpu", "--dim", "seq=64", "-q"]
+    assert main(argv) == 0
+    data = [tmp_path / f"block.coral-edge-tpu.{metric}.json" for metric in ("share", "bound")]
+    with _model_explorer(browser, path, data) as page:
+        page.locator("td:text-is('Softmax')").first.wait_for(timeout=60000)
+        page.get_by_text("unfold_more_double", exact=True).click()  # expand every layer
+        page.wait_for_timeout(1500)
+        page.mouse.click(415, 404)  # the graph's own group, which the expanded layers fill: select it
+        page.locator("td:text-is('lm_head')").first.wait_for(timeout=30000)
+        sums = [float(_cells(page, layer)[2]) for layer in ("layers.0", "layers.1", "lm_head")]
+        # every node's share sums to the latency's 100%, and these three groups hold every node that runs
+        assert all(share > 0 for share in sums) and abs(sum(sums) - 100) < 0.2
+        _screenshot(page, "export-model-explorer.png")

@@ -13,7 +13,7 @@ from ..analysing import Analysing, analyze_one, on_one_model
 from ..options import EXAMPLES, analysis_options
 from ..output import model_inputs, safe_stem
 
-HELP = "write the analysis as a Netron attachment or Model Explorer node data"
+HELP = "write the figures as a Netron or Model Explorer overlay"
 EPILOG = EXAMPLES["export"]
 VIEWERS = ("netron", "model-explorer")
 

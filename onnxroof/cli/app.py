@@ -28,7 +28,8 @@ from .output import error_text
 # networkx, every cost rule) and the renderers are imported by a command's run(): `--help` or
 # `targets` should not wait for them.
 COMMANDS = {name: f"onnxroof.cli.commands.{name}" for name in (
-    "summary", "report", "graph", "explain", "diff", "compare", "check", "calibrate", "profile", "targets", "ops")}
+    "summary", "report", "graph", "export", "explain", "diff", "compare", "check", "calibrate", "profile", "targets",
+    "ops")}
 # Commands whose module itself is slow to import (numpy kernels, onnxruntime): added to the
 # parser only when they run (or when the command is unknown, for the list of choices).
 _SLOW_COMMANDS = frozenset({"calibrate", "profile"})

@@ -157,6 +157,11 @@ EXAMPLES = {
   onnxroof graph --example minigooglenet --target myriad-x
   onnxroof graph encoder.onnx --target h100-sxm --depth 3
   onnxroof graph encoder.onnx --target h100-sxm --module encoder/layer.0 -o layer.svg""",
+    "export": """examples:
+  onnxroof export model.onnx --to netron --target l4            (writes model.onnxroof.json beside the model)
+  onnxroof export model.onnx --to model-explorer --target l4 --target myriad-x -o overlays/
+  then: open the model in Netron and open the .json after it; or load the .json files in Model Explorer's
+  "Node data" panel (model-explorer model.onnx --node_data_paths=FILE)""",
     "explain": """examples:
   onnxroof explain model.onnx /layer1/conv1/Conv --target l4
   onnxroof explain --example shallownet conv2d_0""",

@@ -47,7 +47,8 @@ def percent_argument(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     if args.symbolic:
-        from ...symbolic.formulas import difference, formulas_lines
+        from ...symbolic.difference import difference
+        from ...symbolic.formulas import formulas_lines
 
         asked = Analysing.from_flags(args, several_models=True)
         change = difference(symbolic_formulas(args.base, asked), symbolic_formulas(args.head, asked))

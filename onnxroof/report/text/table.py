@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import textwrap
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -132,6 +133,25 @@ def incomplete_line(analysis: Analysis) -> str:
     the totals are lower bounds (the warnings say why)."""
     figures = "the totals and latencies are lower bounds" if analysis.targets else "the totals are lower bounds"
     return f"INCOMPLETE: {analysis.missing or 'not everything was counted'}; {figures} (see the warnings)"
+
+
+def formulas_header(declared: Analysis, formulas) -> list[str]:
+    """The first lines of `summary --symbolic`, as every output starts: the model, its inputs as
+    ``declared`` (a partial analysis: the free dims by name) and the dims the fits assumed."""
+    model = declared.model
+    assumed = formulas.context.assumed_dims if formulas.context is not None else {}
+    return [f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
+            + (f" · {printable(model.producer)}" if model.producer else ""),
+            *textwrap.wrap(f"inputs: {_declared_inputs_text(declared)}", 120, subsequent_indent="  "),
+            *([f"assumed: {assumed_text(assumed)}"] if assumed else []), ""]
+
+
+def _declared_inputs_text(declared: Analysis) -> str:
+    """``images batch x 3 x height x width float32``: spaced, as dim names run into an x."""
+    shown = [f"{printable(i.name)} {' x '.join(map(str, i.shape)) if i.shape else 'unknown'} {dtype_name(i.dtype)}"
+             for i in declared.inputs[:INPUTS_SHOWN]]
+    rest = len(declared.inputs) - INPUTS_SHOWN
+    return ", ".join(shown) + (f" and {rest:,} more" if rest > 0 else "")
 
 
 def render_table(analysis: Analysis) -> str:

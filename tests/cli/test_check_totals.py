@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import onnx
-from onnx import TensorProto, helper
-
 from conftest import make_model, run, zeros
+from onnx import TensorProto, helper
 
 F32 = TensorProto.FLOAT
 

@@ -16,7 +16,7 @@ from ...core.version import __version__
 from ...roofline.targets import LatencyKind
 from ...roofline.verdicts import capacity_text, finding_lines, fit_text
 from ..bounds import bound_label, time_by_bound
-from ..formatting import as_bound, borrowed_mark, energy_words, latency_kind_words
+from ..formatting import as_bound, borrowed_mark, energy_words, latency_kind_words, rate_text
 from .devices import device_plan_lines
 
 if TYPE_CHECKING:
@@ -99,11 +99,12 @@ def _rate_lines(llm, reports: list[TargetReport]) -> list[str]:
     kinds = {report.target.name: report for report in reports}
     for target, rate in llm.tokens_per_s.items():
         first, report = llm.time_to_first_token_s.get(target), kinds.get(target)
-        rate_text, first_text = f"{rate:,.1f}", f"{first * 1e3:,.3f} ms" if first else ""
+        rate_shown = rate_text(rate, report) if report is not None else f"{rate:,.1f}"
+        first_text = f"{first * 1e3:,.3f} ms" if first else ""
         if report is not None and not report.complete:  # nodes left out: the rates are bounds
-            rate_text = as_bound(rate_text, report, at_most=True)
+            rate_shown = as_bound(rate_shown, report, at_most=True)
             first_text = first_text and as_bound(first_text, report)
-        lines.append(f"  {target}: {rate_text} tokens/s"
+        lines.append(f"  {target}: {rate_shown} tokens/s"
                      + (f", time to first token {first_text}" if first_text else ""))
     return lines
 
@@ -199,8 +200,10 @@ def table_chunks(analysis: Analysis) -> list[str]:
     ]
     if analysis.llm is not None:
         lines += ["", *llm_lines(analysis.llm, analysis.targets)]
+    # a decode step makes one token per batch row: its rate in tokens/s, as its KV section gives it
+    unit = "tokens/s" if analysis.llm is not None and analysis.llm.phase == "decode" else "inferences/s"
     for report in analysis.targets:
-        lines += [""] + target_lines(report)
+        lines += [""] + target_lines(report, unit)
     for plan in analysis.parallel:  # --devices N > 1
         lines += ["", *device_plan_lines(plan)]
     if analysis.warnings:
@@ -229,7 +232,7 @@ def _node_table(records: list[NodeRecord]) -> str:
     indices = [_NODE_HEADER[0], *map(str, rows.indices)]
     names = [_NODE_HEADER[1], *rows.names]
     if max(map(len, names)) > 40 or not all(map(str.isprintable, names)):  # most models: no name to clip
-        names = [clip(name, 40) for name in names]
+        names = apart_clips(names, 40)
     columns = len(_NODE_HEADER) - 1  # the last column (the reason) is not padded
     widths = [max(map(len, indices)), max(map(len, names))]
     widths += [max(len(cells[i]) for cells in tail_cells) for i in range(columns - 2)]
@@ -239,7 +242,7 @@ def _node_table(records: list[NodeRecord]) -> str:
         widths[column] -= cut
         excess -= cut
     if widths[1] < max(map(len, names)):
-        names = [clip(name, widths[1]) for name in names]  # middle-clipped: the scope's end stays
+        names = apart_clips(names, widths[1])  # middle-clipped, but never two rows alike
     if widths[2] < max(len(cells[0]) for cells in tail_cells):
         tail_cells = [(clip(cells[0], widths[2]), *cells[1:]) for cells in tail_cells]
     tail_texts = [
@@ -316,6 +319,47 @@ def distinct_clips(names: list[str], width: int) -> list[str]:
     shared = os.path.commonprefix(names)
     cut = shared.rfind("/") + 1
     return [clip("…" + name[cut:], width) if cut > 1 else clip(name, width) for name in names]
+
+
+def apart_clips(names: list[str], width: int) -> list[str]:
+    """``names`` middle-clipped to ``width`` (:func:`clip`), except where two different names would
+    clip alike: those keep the part that tells them apart (what follows their shared start, up to
+    their shared end), and the cut falls in what they share.
+
+    >>> apart_clips(["/model/layers.10/self_attn/q_proj/MatMul", "/model/layers.11/self_attn/q_proj/MatMul"], 20)
+    ['…layers.10…oj/MatMul', '…layers.11…oj/MatMul']
+    """
+    clips = [clip(name, width) for name in names]
+    alike: dict[str, set[str]] = {}
+    for name, short in zip(names, clips):
+        alike.setdefault(short, set()).add(name)
+    for short, group in alike.items():
+        if len(group) < 2:
+            continue
+        start = len(os.path.commonprefix(list(group)))
+        end = len(os.path.commonprefix([n[::-1] for n in group]))
+        for index, name in enumerate(names):
+            if clips[index] == short and name in group:
+                clips[index] = _around(printable(name), start, len(name) - end, width)
+    return clips
+
+
+def _around(name: str, start: int, end: int, width: int) -> str:
+    """``name`` cut to ``width`` keeping ``name[start:end]`` whole where it fits, with the end of
+    what precedes it and the end of what follows (the op), half the room each, cuts marked '…'."""
+    start = min(start, end)
+    middle, before, after = name[start:end], name[:start], name[end:]
+    if len(middle) >= width - 2:
+        return clip(name[start:], width)
+    room = width - len(middle)
+    before_room = min(len(before), room // 2)
+    after_room = min(len(after), room - before_room)
+    before_room = min(len(before), room - after_room)  # what the end does not need goes to the start
+
+    def tail(text: str, keep: int) -> str:
+        return text if len(text) <= keep else ("…" + text[len(text) - keep + 1:] if keep > 1 else "")
+
+    return tail(before, before_room) + middle + tail(after, after_room)
 
 
 def render_csv(analysis: Analysis) -> str:
@@ -450,7 +494,9 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
                      f"{seconds(point.subnormal_s)} (a causal mask's hidden positions underflow: the CPU's slow path)")
     lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
     if len(kernel.nodes) > 1:
-        lines.append(f"  nodes    {clip(', '.join(kernel.nodes), TERMINAL_COLUMNS - 11)}")
+        # every name whole: a clip of the list merged two of them
+        lines += textwrap.wrap(f"  nodes    {', '.join(map(printable, kernel.nodes))}", TERMINAL_COLUMNS,
+                               subsequent_indent=" " * 11, break_on_hyphens=False, break_long_words=False)
     return lines
 
 
@@ -458,8 +504,9 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
 
 
 
-def target_lines(report) -> list[str]:
-    """One target: latency, frame rate, bound shares, energy, the model point, top-5 nodes."""
+def target_lines(report, unit: str = "inferences/s") -> list[str]:
+    """One target: latency, frame rate (``unit``: a decode step's is tokens/s), bound shares,
+    energy, the model point, top-5 nodes."""
     point = report.model_point
     split = report.energy_split_j
     import textwrap
@@ -468,11 +515,12 @@ def target_lines(report) -> list[str]:
         *textwrap.wrap(f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
                        f"{printable(report.target.description)}", TERMINAL_COLUMNS, subsequent_indent="    "),
         f"  latency {as_bound(seconds(report.latency_s), report)}{borrowed_mark(report)} · "
-        f"{as_bound(f'{report.throughput_per_s:,.1f}', report, at_most=True)} inferences/s · "
+        f"{as_bound(rate_text(report.throughput_per_s, report), report, at_most=True)} {unit} · "
         f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
         *textwrap.wrap(f"  latency: {latency_kind_words(report)}", TERMINAL_COLUMNS, subsequent_indent="    "),
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
-        f"(ridge {report.target.ridge(point.roof):.3g}): {bound_label(point.bound)}-bound, {seconds(point.time_s)}",
+        f"(ridge {intensity(report.target.ridge(point.roof))}): {bound_label(point.bound)}-bound, "
+        f"{seconds(point.time_s)}",
         *textwrap.wrap(energy_line(report), TERMINAL_COLUMNS, subsequent_indent="    "),
     ]
     if report.fit is not None:
@@ -523,7 +571,7 @@ def render_targets_list(targets) -> str:
         lines.append(f"{target.name:18} DRAM {si(target.dram_bytes_per_s.value, 'B/s')}{onchip}{device}")
         lines += textwrap.wrap(target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21)
         for roof, figure in target.peak_ops_per_s.items():
-            lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
+            lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {intensity(target.ridge(roof))} FLOP/B  [{figure.tag}]")
         overhead = (f", launch {seconds(target.node_overhead_s.value)} per kernel"
                     + (" (borrowed from other targets)" if target.node_overhead_s.tag == "borrowed" else "")
                     if target.node_overhead_s else "")

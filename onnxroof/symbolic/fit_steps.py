@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .polynomials import Number, Polynomial
 
 if TYPE_CHECKING:
+    from ..options import AnalysisOptions
     from ..result import Analysis
 
 MAX_STEP = 64  # the largest step tried: a stride-64 backbone is rare; beyond, the user binds the dims
@@ -97,3 +99,26 @@ def no_step_note(dims: Sequence[str]) -> str:
     return (f"no values of {names} count every node (tried multiples of 1 to {MAX_STEP} per dim; the warnings name "
             f"the first node that fails): the graph fixes a size (a Reshape or an anchor table made for one input "
             f"size); bind {names} with --dim, or re-export with dynamic shapes")
+
+
+def phase_batch_notes(model: Any, options: AnalysisOptions) -> list[str]:
+    """A decoder's phase binds its batch dim (1 unless --batch): the formulas say so, as they
+    name every other dim."""
+    from ..cost.llm import detect_decoder
+
+    layout = detect_decoder(model)
+    batch = [symbol for symbol, role in (layout.roles if layout else {}).items() if role == "batch"]
+    if not batch:
+        return []
+    rows = options.batch or 1
+    return [f"{', '.join(batch)} = {rows} (the phase's batch{'' if options.batch else ', by default'}; --batch N "
+            "for another)"]
+
+
+def probe(model: Any, dims: list[str], given: dict[str, int], options: AnalysisOptions):
+    """The step per dim the fit points are multiples of (``fit_steps``): one analysis when the
+    first probe counts every node, a few more for a strided CNN."""
+    from ..pipeline import analyze
+
+    probing = replace(options, partial=True, search_order=False, targets=())
+    return probe_steps(lambda values: analyze(model, options=replace(probing, dims={**given, **values})), dims)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.text import printable
 from ..ops import OpTrait, traits_of
 from ..options import AnalysisOptions, check_progress
-from .fit_steps import no_step_note, points_text, probe_steps, rescale
+from .fit_steps import no_step_note, phase_batch_notes, points_text, probe, rescale
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
 from .polynomials import (
@@ -245,7 +245,7 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
         model = load_model(model)
     steps: dict[str, int] | None = {d: 1 for d in dims}
     if dims and not phase_length:
-        steps, uncounted = _probe(model, dims, given, options)
+        steps, uncounted = probe(model, dims, given, options)
         if steps is None:
             return _no_step(dims, uncounted)
     fitter = _Fitter(model, dims, given, phase_length, options, by, modules or 2, progress, steps)
@@ -253,7 +253,7 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
     if decode_note:
         result.notes.insert(0, decode_note)
     if phase_length:
-        result.notes += _phase_batch_notes(model, options)
+        result.notes += phase_batch_notes(model, options)
     if any(p is None for m, p in result.polynomials.items() if m not in result.pieces):
         held = fitter.non_polynomial_dims()
         if held and len(held) == len(dims):
@@ -262,29 +262,6 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
         elif held:
             return _held_fixed(fitter, held, given)
     return result
-
-
-def _phase_batch_notes(model: Any, options: AnalysisOptions) -> list[str]:
-    """A decoder's phase binds its batch dim (1 unless --batch): the formulas say so, as they
-    name every other dim."""
-    from ..cost.llm import detect_decoder
-
-    layout = detect_decoder(model)
-    batch = [symbol for symbol, role in (layout.roles if layout else {}).items() if role == "batch"]
-    if not batch:
-        return []
-    rows = options.batch or 1
-    return [f"{', '.join(batch)} = {rows} (the phase's batch{'' if options.batch else ', by default'}; --batch N "
-            "for another)"]
-
-
-def _probe(model: Any, dims: list[str], given: dict[str, int], options: AnalysisOptions):
-    """The step per dim the fit points are multiples of (``fit_steps``): one analysis when the
-    first probe counts every node, a few more for a strided CNN."""
-    from ..pipeline import analyze
-
-    probing = replace(options, partial=True, search_order=False, targets=())
-    return probe_steps(lambda values: analyze(model, options=replace(probing, dims={**given, **values})), dims)
 
 
 def _no_step(dims: list[str], uncounted: Analysis | None) -> Formulas:
@@ -355,6 +332,7 @@ class _Fitter:
         self._analyses: dict[tuple[int, ...], Analysis] = {}  # beyond the grid: the far checks' (bisections)
         self.uncounted: Analysis | None = None  # the first analysis with nodes not counted
         self.context: Analysis | None = None  # the first analysis of the grid
+        self.past_the_table: str | None = None  # a length past a table's rows, when a point reached one
 
     def analysis(self, values: tuple[int, ...]) -> Analysis:
         """The analysis at ``values``; those past the grid are kept (the bisections of every
@@ -378,7 +356,13 @@ class _Fitter:
         return analyze(self.model, options=replace(grid, dims={**self.given, **real}))
 
     def measure(self, values: tuple[int, ...]) -> _Sample:
-        analysis = self.analysis(values)
+        from ..frontend.table_bounds import PastTheTable
+
+        try:
+            analysis = self.analysis(values)
+        except PastTheTable as exc:  # past a positional table: no point of the formulas (they stop before)
+            self.past_the_table = self.past_the_table or str(exc).split(": ", 1)[-1].split("; give")[0]
+            return _Sample({})
         self.context = self.context or analysis
         # ops whose output size follows from the data: the analysis costs them at their upper bound
         self.sized_by_data.update(r.op_type for r in analysis.nodes
@@ -411,6 +395,8 @@ class _Fitter:
         if self.dims:
             self.progress("checking the formulas past the fitted values")
             self._check_far(result)
+            if self.past_the_table:
+                result.notes.append(self.past_the_table)
         strided = any(s > 1 for s in self.steps.values())
         if strided:
             self._in_dims(result)
@@ -438,7 +424,12 @@ class _Fitter:
             result.candidates[metric] = [rescale(p, steps) for p in candidates]
 
     def _report_at(self, point: tuple[int, ...], target: str):
-        analysis = self.analysis(point)
+        from ..frontend.table_bounds import PastTheTable
+
+        try:
+            analysis = self.analysis(point)
+        except PastTheTable:
+            return None
         if analysis.unresolved_dims or analysis.totals.not_counted:
             return None
         return next(r for r in analysis.targets if r.target.name == target)
@@ -454,9 +445,10 @@ class _Fitter:
             return (metric in found
                     and result.evaluate(metric, dict(zip(self.dims, (value,) * len(self.dims)))) == found[metric])
 
+        table = not far and self.past_the_table is not None  # the far point is past a table: where does it end?
         for metric in result.polynomials:
-            if (result.evaluate(metric, dict(zip(self.dims, self.far))) is None or metric not in far
-                    or holds(FAR, metric)):
+            if result.evaluate(metric, dict(zip(self.dims, self.far))) is None or (
+                    not table and (metric not in far or holds(FAR, metric))):
                 continue
 
             last = last_holding(CHECK, FAR, lambda value, metric=metric: holds(value, metric))
@@ -465,7 +457,7 @@ class _Fitter:
                 at = f"{' = '.join(self.dims)} = {last * self.steps[self.dims[0]]:,}{every}"
             else:
                 at = ", ".join(f"{d} = {last * s:,}" for d, s in self.steps.items())
-            result.limits[metric] = f"holds to {at}, not beyond"
+            result.limits[metric] = f"holds to {at}, not beyond" + (": the graph's table ends there" if table else "")
 
     def _fit_metric(self, result: Formulas, metric: str) -> None:
         if metric == "kv_cache_bytes" and all(metric not in s.metrics for s in self.samples.values()):

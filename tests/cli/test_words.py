@@ -10,13 +10,12 @@ from types import SimpleNamespace as Fake
 
 import onnx
 import pytest
+from conftest import make_model, run, zeros
 from onnx import TensorProto, helper
 
 from onnxroof.core.units import intensity
 from onnxroof.report.formatting import rate_text
 from onnxroof.report.text.table import apart_clips
-
-from conftest import make_model, run, zeros
 
 F32 = TensorProto.FLOAT
 EXPORTS = Path(__file__).resolve().parents[1] / "data" / "exports"
@@ -41,7 +40,8 @@ def matmul_file(tmp_path):
 def test_diff_symbolic_refuses_a_format_it_cannot_write(capsys, matmul_file):
     code, out, err = run(capsys, "diff", matmul_file, matmul_file, "--symbolic", "--format", "html")
     assert code == 2 and out == ""
-    assert err.strip() == "onnxroof: error: diff --symbolic prints a table or JSON, not html: use --format table or json"
+    assert err.strip() == ("onnxroof: error: diff --symbolic prints a table or JSON, not html: "
+                           "use --format table or json")
 
 
 def test_batch_and_an_input_shape_that_disagree_are_refused(capsys, matmul_file):
@@ -109,3 +109,24 @@ def test_a_decode_step_s_rate_is_in_tokens_per_second_everywhere(capsys, tmp_pat
     assert code == 0, err
     headline = next(line for line in out.splitlines() if line.startswith("  latency "))
     assert "tokens/s" in headline and "inferences/s" not in out
+
+
+def test_a_length_past_the_positional_table_is_refused(capsys, tmp_path):
+    # Whisper's decoder reads its positions from a 448-row table: decode at context 2,048 reads
+    # row 2,047; at context 448, row 447, the last
+    path = unzip("whisper-optimum-decoder-with-past.onnx", tmp_path)
+    common = ("--phase", "decode", "--encoder-seq", "1500", "-q")
+    code, out, err = run(capsys, "summary", path, "--context", "2048", *common)
+    assert code == 2 and out == ""
+    assert "reads row 2,047 of the 448-row table" in err and "give --context 448 or less" in err
+    code, out, err = run(capsys, "summary", path, "--context", "448", *common)
+    assert code == 0, err
+
+
+def test_the_formulas_of_a_bounded_length_say_where_they_stop(capsys, tmp_path):
+    path = unzip("whisper-optimum-decoder-with-past.onnx", tmp_path)
+    code, out, err = run(capsys, "summary", path, "--symbolic", "--phase", "decode", "--encoder-seq", "1500", "-q")
+    assert code == 0, err
+    text = " ".join(out.split())
+    # the cache: 2 layers x (key + value) x 4 heads x 16 x 4 B = 1,024 B per position
+    assert "KV cache bytes = 1,024·context (holds to context = 448, not beyond: the graph's table ends there)" in text

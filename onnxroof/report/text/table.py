@@ -149,7 +149,9 @@ def formulas_header(declared: Analysis, formulas) -> list[str]:
 
 def _declared_inputs_text(declared: Analysis) -> str:
     """``images batch x 3 x height x width float32``: spaced, as dim names run into an x."""
-    shown = [f"{printable(i.name)} {' x '.join(map(str, i.shape)) if i.shape else 'unknown'} {dtype_name(i.dtype)}"
+    shown = [f"{printable(i.name)} "
+             f"{'unknown' if i.shape is None else printable(' x '.join(map(str, i.shape))) or 'scalar'} "
+             f"{dtype_name(i.dtype)}"
              for i in declared.inputs[:INPUTS_SHOWN]]
     rest = len(declared.inputs) - INPUTS_SHOWN
     return ", ".join(shown) + (f" and {rest:,} more" if rest > 0 else "")

@@ -97,8 +97,8 @@ def no_step_note(dims: Sequence[str]) -> str:
     """What to do when no multiple of any step counts every node: the graph fixes a size."""
     names = ", ".join(dims)
     return (f"no values of {names} count every node (tried multiples of 1 to {MAX_STEP} per dim; the warnings name "
-            f"the first node that fails): the graph fixes a size (a Reshape or an anchor table made for one input "
-            f"size); bind {names} with --dim, or re-export with dynamic shapes")
+            f"the node that fails): an invalid node, or a size the graph fixes (a Reshape or an anchor table made "
+            f"for one input size); bind {names} with --dim, or re-export with dynamic shapes")
 
 
 def phase_batch_notes(model: Any, options: AnalysisOptions) -> list[str]:

@@ -269,7 +269,7 @@ def _no_step(dims: list[str], uncounted: Analysis | None) -> Formulas:
     result = Formulas(dims, uncounted=uncounted, notes=[no_step_note(dims)], context=uncounted)
     for metric in METRICS:
         if metric != "kv_cache_bytes":
-            result.polynomials[metric], result.refuted[metric] = None, "no values of the dims count every node"
+            result.polynomials[metric], result.refuted[metric] = None, "some nodes are not counted at these values"
     return result
 
 

@@ -48,6 +48,7 @@ from .frontend.inputs import (
 from .frontend.load import PendingCheck, check_in_memory, open_model
 from .frontend.scopes import separate_sibling_scopes
 from .frontend.shapes import ShapeResult, infer_shapes
+from .frontend.table_bounds import check_table_rows
 from .memory.liveness import analyze_memory
 from .ops import output_types
 from .ops.plugins import load_entry_points
@@ -217,6 +218,7 @@ def _front(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
         if not options.partial and (unbound := unbound_dims(proto)):
             raise UnboundDims(Path(path).name if path else proto.graph.name or "model", unbound, prepared.assumed,
                               decoder=True)
+    check_table_rows(proto, shapes.values, options.phase)  # a length past a positional table's rows
     return Front(options, proto, path, file_bytes, prepared, given_values, shapes)
 
 

@@ -34,6 +34,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from ..cost.records import NodeStatus
 from ..roofline.placement import node_times as _node_times
 
 if TYPE_CHECKING:
@@ -162,18 +163,29 @@ def _add(module: ModuleCost, record: NodeRecord, params: int, peak: int, times: 
 def _first_reads(records: list[NodeRecord], graph: CostGraph | None = None) -> dict[str, int]:
     """Each node's parameters, counted at the first node that reads each stored root: a folded
     constant (the legacy exporter's transposed copy of a tied embedding) counts as the roots it is
-    computed from (``CostGraph.roots``), as the model's totals count them."""
+    computed from (``CostGraph.roots``), as the model's totals count them, and at the node that
+    folded it (a position table's Gather on constant positions), not at the node that reads it:
+    the module tree puts a table where its Gather is."""
     seen: set[str] = set()
-    counted = {}
+    counted = {record.name: 0 for record in records}
     roots_of = graph.roots if graph is not None else {}
     elements = graph.parameters if graph is not None else {}
+    folded_by = {output: record.name for record in records if record.status == NodeStatus.CONSTANT
+                 for output in record.outputs}
     for record in records:
-        roots = tuple(dict.fromkeys(r for name in record.param_inputs for r in roots_of.get(name, (name,))))
-        sizes = {r: elements[r][0] if r in elements else 1 for r in roots}
-        fresh = sum(size for r, size in sizes.items() if r not in seen)
-        seen.update(roots)
-        share = fresh / sum(sizes.values()) if sum(sizes.values()) else 1.0
-        counted[record.name] = round(record.params * share)
+        owners = {r: folded_by.get(name, record.name) for name in record.param_inputs
+                  for r in roots_of.get(name, (name,))}
+        sizes = {r: elements[r][0] if r in elements else 1 for r in owners}
+        total = sum(sizes.values())
+        fresh = {r: size for r, size in sizes.items() if r not in seen}
+        seen.update(owners)
+        mine = round(record.params * sum(fresh.values()) / total) if total else record.params
+        for root, size in fresh.items():  # the share of a table another node folded: that node's
+            if owners[root] != record.name:
+                moved = round(record.params * size / total)
+                counted[owners[root]] += moved
+                mine -= moved
+        counted[record.name] += mine
     return counted
 
 

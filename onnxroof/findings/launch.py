@@ -37,7 +37,9 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
     if not report.latency_s or launch_s < LAUNCH_SHARE * report.latency_s:
         return []
     share = launch_s / report.latency_s
-    head = f"{len(launched):,} kernels x {seconds(launch_s / len(launched))} of launch are {share:.0%} of the time"
+    kernels = f"{len(launched):,} kernel{'' if len(launched) == 1 else 's'}"
+    head = (f"{kernels} x {seconds(launch_s / len(launched))} of launch {'is' if len(launched) == 1 else 'are'} "
+            f"{share:.0%} of the time")
     evidence = {"kernels": len(launched), "launch_s": launch_s, "launch_share": share, "batch": report.batch}
     base_s = per_inference_s(report)
     larger = report.batch * BATCH_FACTOR

@@ -328,6 +328,12 @@ def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple
     given (``valued``: --value, a decoder phase's flag) or a bool of fixed shape [1] is a setting,
     not data, and keeps its shape (optimum's ``use_cache_branch``)."""
     shapes, named = list(input_shapes), dict(dims)
+    for name, shape in input_shapes:  # both flags set this batch: never one silently over the other
+        if len(shape) >= 2 and shape[0] != batch:
+            raise OptionError("batch", "{opt.batch} {batch} and {opt.input_shapes} {input} (batch {given}) disagree: "
+                              "drop {opt.batch}, or give the shape with batch {batch}", batch=batch,
+                              input=f"{name}:{','.join(map(str, shape))}" if name else ",".join(map(str, shape)),
+                              given=shape[0])
     explicit = {name for name, _ in input_shapes} | set(valued)
     for value_info in real_inputs(model.graph):
         old = _dims_of(value_info)

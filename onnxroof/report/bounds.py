@@ -5,8 +5,10 @@ share of the latency each bound takes. Outputs state both: the point's bound and
 
 >>> time_by_bound({"compute": 0.73, "overhead": 0.27, "none": 0.0})
 'compute 73%, overhead 27%'
->>> bound_line("dram", {"compute": 0.73, "overhead": 0.27})
-'whole model DRAM-bound; time: compute 73%, overhead 27%'
+>>> bound_line("dram", {"dram": 0.73, "overhead": 0.27})
+'whole model DRAM-bound; time: DRAM 73%, overhead 27%'
+>>> bound_line("compute", {"overhead": 1.0})
+'time overhead-bound: overhead 100%; the whole-model point (its FLOPs over its DRAM bytes) is in the compute region'
 """
 
 from __future__ import annotations
@@ -36,5 +38,12 @@ def time_by_bound(time_share: Mapping[str, float]) -> str:
 
 
 def bound_line(model_bound: str, time_share: Mapping[str, float]) -> str:
-    """The whole-model point's bound and where the time goes."""
-    return f"whole model {bound_label(model_bound)}-bound; time: {time_by_bound(time_share)}"
+    """The whole-model point's bound and where the time goes; where the kernels' time goes to
+    another bound than the point's (each kernel launch-bound, the whole model's FLOPs over its
+    bytes compute-bound), the time's bound first and the point's region after, never a
+    contradiction."""
+    top = max(time_share.items(), key=lambda item: item[1], default=(model_bound, 0.0))
+    if top[1] <= time_share.get(model_bound, 0.0):
+        return f"whole model {bound_label(model_bound)}-bound; time: {time_by_bound(time_share)}"
+    return (f"time {bound_label(top[0])}-bound: {time_by_bound(time_share)}; the whole-model point (its FLOPs over "
+            f"its DRAM bytes) is in the {bound_label(model_bound)} region")

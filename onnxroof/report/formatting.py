@@ -167,6 +167,24 @@ def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
     return f"{text} ±{band.value:.0%}" if band is not None else text
 
 
+def rate_text(value: float, report: "TargetReport") -> str:
+    """A rate (inferences or tokens per second) with no more digits than the report's error band
+    allows: rounded to the power of ten of the error it states (90,152.1 ±17% is 90,000 ±17%:
+    the error is 15,000); one decimal where no band is stated.
+
+    >>> from types import SimpleNamespace as Fake
+    >>> rate_text(90152.1, Fake(latency_kind="forecast", band=Fake(value=0.17)))
+    '90,000'
+    >>> rate_text(1234.56, Fake(latency_kind="forecast", band=Fake(value=0.06))), rate_text(74466.7, Fake(band=None))
+    ('1,230', '74,466.7')
+    """
+    band = getattr(report, "band", None)
+    if band is None or report.latency_kind == LatencyKind.BOUND or value <= 0 or band.value <= 0:
+        return f"{value:,.1f}"
+    step = 10 ** math.floor(math.log10(value * band.value))
+    return f"{round(value / step) * step:,.0f}" if step >= 1 else f"{value:,.{min(3, -math.floor(math.log10(step)))}f}"
+
+
 def latency_kind_words(report: "TargetReport") -> str:
     """Why a target's latency is a bound or a forecast, in one phrase (the bound's reasons are
     the report's own: :attr:`TargetReport.bound_reason`), with the figures it borrowed from other

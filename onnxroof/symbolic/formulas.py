@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 import os
 import textwrap
 from collections.abc import Callable, Mapping
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.text import printable
 from ..ops import OpTrait, traits_of
 from ..options import AnalysisOptions, check_progress
+from .fit_steps import no_step_note, phase_batch_notes, points_text, probe, rescale
 from .latency_formulas import LatencyFormula, latency_lines
 from .latency_ranges import FAR, latency_formula
 from .polynomials import (
@@ -50,9 +50,8 @@ from .polynomials import (
     fit,
     last_holding,
     ordered,
-    piecewise_difference,
     polynomial_text,
-    power_text,
+    reading,
     span_text,
     undominated,
 )
@@ -102,6 +101,8 @@ class Formulas:
     # the first analysis of the grid that left nodes not counted: its warnings say why (an invalid
     # Conv), and the command line refuses as summary does when it counted nothing
     uncounted: Analysis | None = field(default=None, repr=False, compare=False)
+    steps: dict[str, int] = field(default_factory=dict)  # dim -> the step its fit points are multiples of
+    context: Analysis | None = field(default=None, repr=False, compare=False)  # the first fit's: the dims it assumed
 
     def __str__(self) -> str:
         """The text `summary --symbolic` prints: print(onnxroof.formulas(...)) shows the formulas."""
@@ -166,13 +167,15 @@ class Formulas:
                 return {"text": None, "refuted": self.refuted[metric]}
             return {"text": self.text(metric), "terms": _terms(polynomial, self.dims), "holds": self.limits.get(metric)}
 
-        return {"dims": self.dims, "held": self.held, "notes": self.notes,
+        return {"dims": self.dims, "held": self.held, "steps": self.steps, "notes": self.notes,
                 "formulas": {metric: entry(metric) for metric in self.polynomials},
                 "latency": [formula.to_dict() for formula in self.latency]}
 
 
 def _terms(polynomial: Polynomial, dims: list[str]) -> list[dict]:
-    return [{"coefficient": c, "powers": dict(zip(dims, m))} for m, c in ordered(polynomial)]
+    # a fit at multiples of a step has fractional coefficients: a float (their denominators are powers of two)
+    return [{"coefficient": c if isinstance(c, int) else float(c), "powers": dict(zip(dims, m))}
+            for m, c in ordered(polynomial)]
 
 
 def pieces_text(pieces: Pieces, dims: list[str]) -> str:
@@ -240,10 +243,17 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
         # read and check the file once (its weights are parsed with it): the grid's analyses,
         # 17-100 of them, then copy the parsed model instead of reading it again
         model = load_model(model)
-    fitter = _Fitter(model, dims, given, phase_length, options, by, modules or 2, progress)
+    steps: dict[str, int] | None = {d: 1 for d in dims}
+    if dims and not phase_length:
+        steps, uncounted = probe(model, dims, given, options)
+        if steps is None:
+            return _no_step(dims, uncounted)
+    fitter = _Fitter(model, dims, given, phase_length, options, by, modules or 2, progress, steps)
     result = fitter.run()
     if decode_note:
         result.notes.insert(0, decode_note)
+    if phase_length:
+        result.notes += phase_batch_notes(model, options)
     if any(p is None for m, p in result.polynomials.items() if m not in result.pieces):
         held = fitter.non_polynomial_dims()
         if held and len(held) == len(dims):
@@ -251,6 +261,15 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
                                    f"({fitter.culprit_text()}): bind {'it' if len(held) == 1 else 'them'} with --dim")
         elif held:
             return _held_fixed(fitter, held, given)
+    return result
+
+
+def _no_step(dims: list[str], uncounted: Analysis | None) -> Formulas:
+    """No formula: no values of the dims count every node."""
+    result = Formulas(dims, uncounted=uncounted, notes=[no_step_note(dims)], context=uncounted)
+    for metric in METRICS:
+        if metric != "kv_cache_bytes":
+            result.polynomials[metric], result.refuted[metric] = None, "some nodes are not counted at these values"
     return result
 
 
@@ -284,7 +303,7 @@ def _held_fixed(fitter: _Fitter, held: list[str], given: dict[str, int]) -> Form
     """The formulas in the dims that feed the sizes polynomially, the others held at :data:`HELD`."""
     kept = [d for d in fitter.dims if d not in held]
     again = _Fitter(fitter.model, kept, {**given, **{d: HELD for d in held}}, None, fitter.options, fitter.by,
-                    fitter.depth, fitter.progress).run()
+                    fitter.depth, fitter.progress, {d: fitter.steps[d] for d in kept}).run()
     again.held = {d: HELD for d in held}
     again.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
                           f"({fitter.culprit_text()}): held at {HELD} for the formulas in the others; "
@@ -296,8 +315,11 @@ class _Fitter:
     """The grid of analyses for one set of free dims, and the fits made from it."""
 
     def __init__(self, model: Any, dims: list[str], given: dict[str, int], phase_length: str | None,
-                 options: AnalysisOptions, by: str | None, depth: int, progress: Callable[[str], None] | None = None):
+                 options: AnalysisOptions, by: str | None, depth: int, progress: Callable[[str], None] | None = None,
+                 steps: Mapping[str, int] | None = None):
         self.model, self.dims, self.given, self.phase_length = model, dims, given, phase_length
+        # the grid is in dim / step: every point multiplies by the steps before it is analysed
+        self.steps = {d: (steps or {}).get(d, 1) for d in dims}
         self.options, self.by, self.depth = options, by, depth
         self.progress = progress or (lambda step: None)
         self.sized_by_data: set[str] = set()  # ops whose output size the data decides, seen in any analysis
@@ -309,6 +331,8 @@ class _Fitter:
         self.culprits: dict[str, str] = {}  # dim -> the first node whose cost is no polynomial in it
         self._analyses: dict[tuple[int, ...], Analysis] = {}  # beyond the grid: the far checks' (bisections)
         self.uncounted: Analysis | None = None  # the first analysis with nodes not counted
+        self.context: Analysis | None = None  # the first analysis of the grid
+        self.past_the_table: str | None = None  # a length past a table's rows, when a point reached one
 
     def analysis(self, values: tuple[int, ...]) -> Analysis:
         """The analysis at ``values``; those past the grid are kept (the bisections of every
@@ -328,10 +352,18 @@ class _Fitter:
         if self.phase_length:
             length: dict[str, Any] = {self.phase_length: values[0]}
             return analyze(self.model, options=replace(grid, dims=self.given or None, **length))
-        return analyze(self.model, options=replace(grid, dims={**self.given, **dict(zip(self.dims, values))}))
+        real = {d: v * self.steps[d] for d, v in zip(self.dims, values)}
+        return analyze(self.model, options=replace(grid, dims={**self.given, **real}))
 
     def measure(self, values: tuple[int, ...]) -> _Sample:
-        analysis = self.analysis(values)
+        from ..frontend.table_bounds import PastTheTable
+
+        try:
+            analysis = self.analysis(values)
+        except PastTheTable as exc:  # past a positional table: no point of the formulas (they stop before)
+            self.past_the_table = self.past_the_table or str(exc).split(": ", 1)[-1].split("; give")[0]
+            return _Sample({})
+        self.context = self.context or analysis
         # ops whose output size follows from the data: the analysis costs them at their upper bound
         self.sized_by_data.update(r.op_type for r in analysis.nodes
                                   if OpTrait.DATA_DEPENDENT_SIZE in traits_of(r.domain, r.op_type))
@@ -351,7 +383,7 @@ class _Fitter:
         self.progress(f"fitting formulas in {', '.join(self.dims) or 'no dim'}: {len(self.grid) + 1} analyses")
         for point in self.grid + [self.check]:
             self.samples[point] = self.measure(point)
-        result = Formulas(self.dims, uncounted=self.uncounted)
+        result = Formulas(self.dims, uncounted=self.uncounted, steps=self.steps, context=self.context)
         if self.sized_by_data:
             result.notes.append(f"the graph has sizes only the data decides ({', '.join(sorted(self.sized_by_data))}): "
                                 "the formulas take each at its upper bound (every element selected), not what a given "
@@ -363,7 +395,15 @@ class _Fitter:
         if self.dims:
             self.progress("checking the formulas past the fitted values")
             self._check_far(result)
-        for name in self.samples[self.check].placements if self.dims else ():
+            if self.past_the_table:
+                result.notes.append(self.past_the_table)
+        strided = any(s > 1 for s in self.steps.values())
+        if strided:
+            self._in_dims(result)
+            if self.samples[self.check].placements:
+                result.notes.append("no latency formula at multiples of a step: place the model at one size with "
+                                    "--dim and the targets")
+        for name in self.samples[self.check].placements if self.dims and not strided else ():
             self.progress(f"the latency formula on {name}")
             reports = {point: sample.placements[name] for point, sample in self.samples.items()}
             result.latency.append(latency_formula(name, self.dims, reports, SAMPLES, self.check, peak,
@@ -371,8 +411,25 @@ class _Fitter:
                                                   if self.dims else None, self.progress))
         return result
 
+    def _in_dims(self, result: Formulas) -> None:
+        """The fits, made in dim / step, written in the dims."""
+        steps = [self.steps[d] for d in self.dims]
+        for metric, polynomial in result.polynomials.items():
+            if polynomial is not None:
+                result.polynomials[metric] = rescale(polynomial, steps)
+        for metric, pieces in result.pieces.items():  # one dim
+            result.pieces[metric] = [(start * steps[0], None if end is None else end * steps[0], rescale(p, steps))
+                                     for start, end, p in pieces]
+        for metric, candidates in result.candidates.items():
+            result.candidates[metric] = [rescale(p, steps) for p in candidates]
+
     def _report_at(self, point: tuple[int, ...], target: str):
-        analysis = self.analysis(point)
+        from ..frontend.table_bounds import PastTheTable
+
+        try:
+            analysis = self.analysis(point)
+        except PastTheTable:
+            return None
         if analysis.unresolved_dims or analysis.totals.not_counted:
             return None
         return next(r for r in analysis.targets if r.target.name == target)
@@ -388,14 +445,19 @@ class _Fitter:
             return (metric in found
                     and result.evaluate(metric, dict(zip(self.dims, (value,) * len(self.dims)))) == found[metric])
 
+        table = not far and self.past_the_table is not None  # the far point is past a table: where does it end?
         for metric in result.polynomials:
-            if (result.evaluate(metric, dict(zip(self.dims, self.far))) is None or metric not in far
-                    or holds(FAR, metric)):
+            if result.evaluate(metric, dict(zip(self.dims, self.far))) is None or (
+                    not table and (metric not in far or holds(FAR, metric))):
                 continue
 
             last = last_holding(CHECK, FAR, lambda value, metric=metric: holds(value, metric))
-            every = "" if len(self.dims) == 1 else " (every dim alike)"
-            result.limits[metric] = f"holds to {' = '.join(self.dims)} = {last:,}{every}, not beyond"
+            if len(set(self.steps.values())) == 1:
+                every = "" if len(self.dims) == 1 else " (every dim alike)"
+                at = f"{' = '.join(self.dims)} = {last * self.steps[self.dims[0]]:,}{every}"
+            else:
+                at = ", ".join(f"{d} = {last * s:,}" for d, s in self.steps.items())
+            result.limits[metric] = f"holds to {at}, not beyond" + (": the graph's table ends there" if table else "")
 
     def _fit_metric(self, result: Formulas, metric: str) -> None:
         if metric == "kv_cache_bytes" and all(metric not in s.metrics for s in self.samples.values()):
@@ -499,84 +561,15 @@ def label(metric: str) -> str:
     return f"MACs of {metric.split('@', 1)[1]}" if metric.startswith("macs@") else LABELS[metric]
 
 
-def reading(polynomial: Polynomial, dims: list[str]) -> str:
-    """What a formula says in words: its leading term, and from which value of the fastest-growing
-    dim that term alone outweighs the rest (the other dims at 1).
-
-    >>> reading({(1, 2): 32, (1, 1): 512}, ["batch", "seq"])
-    'grows as batch·seq²; the seq² term is the larger from seq = 16 on'
-    """
-    terms = ordered(polynomial)
-    if not terms or sum(terms[0][0]) == 0:
-        return "constant"
-    top, coefficient = terms[0]
-    factor = "·".join(power_text(d, e) for d, e in zip(dims, top) if e)
-    lower = [(m, c) for m, c in terms[1:] if sum(m) < sum(top)]
-    if not lower:
-        return f"grows as {factor}"
-    axis = max(range(len(dims)), key=lambda i: top[i])
-    for value in range(1, 1 << 20):
-        at = [1] * len(dims)
-        at[axis] = value
-        lead = coefficient * math.prod(v ** e for v, e in zip(at, top))
-        rest = sum(abs(c) * math.prod(v ** e for v, e in zip(at, m)) for m, c in lower)
-        if lead >= rest and value == 1:
-            return f"grows as {factor}"
-        if lead >= rest:
-            return (f"grows as {factor}; the {power_text(dims[axis], top[axis])} term is the "
-                    f"larger from {dims[axis]} = {value:,} on")
-    return f"grows as {factor}"
-
-
-def difference(base: Formulas, head: Formulas) -> Formulas:
-    """head - base, term by term, where both are in the same dims (``diff --symbolic``)."""
-    if base.dims != head.dims:
-        from ..core.errors import UsageError
-
-        raise UsageError(f"diff --symbolic: the models' free dims differ ({', '.join(base.dims) or 'none'} against "
-                         f"{', '.join(head.dims) or 'none'}); bind the ones one of them lacks with --dim")
-    result = Formulas(head.dims, notes=base.notes + [n for n in head.notes if n not in base.notes])
-    for metric in head.polynomials:
-        b, h = base.polynomials.get(metric), head.polynomials.get(metric)
-        if len(head.dims) == 1 and (metric in base.pieces or metric in head.pieces) and \
-                None not in (base.pieces_of(metric), head.pieces_of(metric)):
-            result.polynomials[metric] = None
-            result.pieces[metric] = piecewise_difference(base.pieces_of(metric), head.pieces_of(metric))  # type: ignore[arg-type]
-            continue
-        if b is None or h is None:
-            result.polynomials[metric] = None
-            result.refuted[metric] = base.refuted.get(metric) or head.refuted.get(metric, "")
-            continue
-        result.polynomials[metric] = {m: h.get(m, 0) - b.get(m, 0) for m in b.keys() | h.keys()
-                                      if h.get(m, 0) != b.get(m, 0)}
-    for b_latency, h_latency in zip(base.latency, head.latency):  # the same targets, in order
-        result.latency_changes.append((h_latency.target, _latency_change(b_latency, h_latency)))
-    return result
-
-
-def _latency_change(base: LatencyFormula, head: LatencyFormula) -> list | str:
-    """head - base as ranges of the one dim, over the values both formulas hold on; or why not."""
-    if base.refuted or head.refuted:
-        return f"no formula for {'the base' if base.refuted else 'the head'}: {base.refuted or head.refuted}"
-    if len(head.dims) != 1:
-        return "a change in several dims is given per model: run summary --symbolic on each"
-    pieces = []
-    for formula in (base, head):
-        ranges = [(r.start, r.end, r.polynomial) for r in formula.ranges]
-        if formula.holds_to is not None and formula.stop_reason:
-            ranges = [(s_, min(e, formula.holds_to) if e is not None else formula.holds_to, p) for s_, e, p in ranges]
-        pieces.append(ranges)
-    return piecewise_difference(pieces[0], pieces[1])
-
-
 def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
     """The terminal block: one metric per line, in the model's own dim names."""
     if not found.dims:
         return ["Formulas: no input dim is left free (the model fixes each, or a flag binds it): the costs are "
                 "summary's numbers"]
     held = "".join(f", {d} held at {v}" for d, v in found.held.items())
-    lines = [f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; fitted at "
-             f"{', '.join(map(str, SAMPLES))} per dim, checked at {CHECK} and {FAR:,}{held})"]
+    points = points_text(found.dims, found.steps, SAMPLES, CHECK, FAR)
+    lines = textwrap.wrap(f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; "
+                          f"{points}{held})", COLUMNS, subsequent_indent="  ", break_on_hyphens=False)
     width = min(40, max(len(label(m)) for m in found.polynomials))
     for metric in found.polynomials:
         polynomial = found.polynomials[metric]

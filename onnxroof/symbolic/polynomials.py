@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
-from typing import Mapping, Sequence, Union
+from functools import cache
+from typing import Union
 
 import numpy as np
 
@@ -30,7 +31,7 @@ Polynomial = dict[Monomial, Number]
 Pieces = list[tuple[int, "int | None", Polynomial]]  # (start, end or None: on and on, polynomial), one dim
 
 
-@lru_cache(maxsize=None)
+@cache
 def _inverse_vandermonde(samples: tuple[int, ...]) -> tuple[tuple[Fraction, ...], ...]:
     """V⁻¹ for V[i][j] = samples[i] ** j, exactly: Lagrange's basis in powers of x."""
     size = len(samples)
@@ -95,6 +96,28 @@ def monomial_text(monomial: Monomial, dims: Sequence[str]) -> str:
     return "·".join(power_text(d, e) for d, e in zip(dims, monomial) if e)
 
 
+def count_text(value: Number) -> str:
+    """An exact count with thousands separators; a fraction (a fit at multiples of a step) as its
+    exact decimal where its denominator has no factor but 2 and 5, else as n/d.
+
+    >>> count_text(12288), count_text(Fraction(2169, 16)), count_text(Fraction(1, 3))
+    ('12,288', '135.5625', '1/3')
+    """
+    if isinstance(value, int) or value.denominator == 1:
+        return f"{int(value):,}"
+    rest = value.denominator
+    for factor in (2, 5):
+        while rest % factor == 0:
+            rest //= factor
+    if rest != 1:
+        return f"{value.numerator:,}/{value.denominator:,}"
+    places = 0
+    while (value * 10 ** places).denominator != 1:
+        places += 1
+    whole, fraction = divmod(value.numerator * 10 ** places // value.denominator, 10 ** places)
+    return f"{whole:,}.{fraction:0{places}d}"
+
+
 def polynomial_text(polynomial: Mapping[Monomial, Number], dims: Sequence[str], unit: str | None = None) -> str:
     """Highest degree first, integer coefficients with thousands separators: ``12,288·seq² + 64·seq``;
     with ``unit`` (``"s"``), each coefficient to 3 figures with its own SI prefix.
@@ -107,11 +130,11 @@ def polynomial_text(polynomial: Mapping[Monomial, Number], dims: Sequence[str], 
     terms = []
     for monomial, coefficient in ordered(polynomial):
         factors = monomial_text(monomial, dims)
-        magnitude = abs(coefficient)
+        magnitude: Number = -coefficient if coefficient < 0 else coefficient
         if unit is not None:
             number = si_text(float(magnitude), unit)
         else:
-            number = f"{magnitude:,}" if magnitude != 1 or not factors else ""
+            number = count_text(magnitude) if magnitude != 1 or not factors else ""
         body = "·".join(part for part in (number, factors) if part)
         terms.append(("- " if coefficient < 0 else "+ ") + body)
     if not terms:
@@ -267,3 +290,32 @@ def piecewise_difference(first: Pieces, second: Pieces) -> Pieces:
         else:
             result.append((cut, until, change))
     return result
+
+
+def reading(polynomial: Polynomial, dims: list[str]) -> str:
+    """What a formula says in words: its leading term, and from which value of the fastest-growing
+    dim that term alone outweighs the rest (the other dims at 1).
+
+    >>> reading({(1, 2): 32, (1, 1): 512}, ["batch", "seq"])
+    'grows as batch·seq²; the seq² term is the larger from seq = 16 on'
+    """
+    terms = ordered(polynomial)
+    if not terms or sum(terms[0][0]) == 0:
+        return "constant"
+    top, coefficient = terms[0]
+    factor = "·".join(power_text(d, e) for d, e in zip(dims, top) if e)
+    lower = [(m, c) for m, c in terms[1:] if sum(m) < sum(top)]
+    if not lower:
+        return f"grows as {factor}"
+    axis = max(range(len(dims)), key=lambda i: top[i])
+    for value in range(1, 1 << 20):
+        at = [1] * len(dims)
+        at[axis] = value
+        lead = coefficient * math.prod(v ** e for v, e in zip(at, top))
+        rest = sum(abs(c) * math.prod(v ** e for v, e in zip(at, m)) for m, c in lower)
+        if lead >= rest and value == 1:
+            return f"grows as {factor}"
+        if lead >= rest:
+            return (f"grows as {factor}; the {power_text(dims[axis], top[axis])} term is the "
+                    f"larger from {dims[axis]} = {value:,} on")
+    return f"grows as {factor}"

@@ -125,3 +125,25 @@ def test_the_roofline_can_colour_its_dots_by_top_level_module():
     assert "encoder" in legend and "head" in legend
     assert 'data-op="encoder"' in html and 'data-op="head"' in html
     assert 'data-op="MatMul"' in render_html(analysis)  # by op type unless asked
+
+
+def test_a_table_gathered_at_constant_positions_counts_where_its_gather_is():
+    """/emb/pos/Gather reads a 16 x 8 position table at the constant positions 0..3 (folded: the
+    analysis knows its output), /emb/Add adds it to x [1, 4, 8]. The table's 16·8 = 128 params
+    belong to emb/pos, where the Gather is, not to the Add that reads the folded rows (issue 47)."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    from onnxroof.compare.modules import descendants, module_tree
+    from onnxroof.pipeline import analyze
+
+    from conftest import make_model
+
+    nodes = [helper.make_node("Gather", ["table", "positions"], ["rows"], name="/emb/pos/Gather"),
+             helper.make_node("Add", ["x", "rows"], ["y"], name="/emb/Add")]
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 4, 8])], [("y", TensorProto.FLOAT, [1, 4, 8])],
+                       [("table", np.ones((16, 8), np.float32)), ("positions", np.arange(4, dtype=np.int64))])
+    analysis = analyze(model)
+    modules = {m.path: m for m in descendants(module_tree(analysis))}
+    assert modules["emb/pos"].params == 16 * 8
+    assert module_tree(analysis).params == analysis.totals.params == 16 * 8

@@ -27,3 +27,11 @@ def test_the_model_line_names_the_point_s_bound_then_the_shares():
 
 def test_every_bound_the_roofline_names_has_a_title():
     assert set(BOUND_TITLES) == {"compute", "dram", "onchip", "parallelism", "overhead", "none"}
+
+
+def test_a_point_s_bound_the_time_does_not_follow_is_no_contradiction():
+    # every kernel launch-bound (overhead 100%) while the whole model's FLOPs over its bytes is
+    # past the ridge: the time's bound is named first, the point's region after (issue 47)
+    line = bound_line("compute", {"overhead": 1.0})
+    assert line.startswith("time overhead-bound: overhead 100%;")
+    assert "compute-bound" not in line and "in the compute region" in line

@@ -40,3 +40,12 @@ def test_the_structure_line_counts_the_blocks_split_or_says_everything_is_replic
     assert structure_line(plan).startswith("tensor parallelism: 2 attention and 2 MLP blocks split")
     assert structure_line(SimpleNamespace(recognised=False)) == (
         "tensor parallelism: no attention or MLP block found: every node replicated")
+
+
+def test_the_per_s_column_is_explained_with_its_formula(plan):
+    # per s = m x inferences per step / ((m + PP - 1) x the slowest stage): 1 micro-batch here, and the
+    # block (no KV cache: inferences) makes batch 1 = 1 inference per step (issue 47)
+    text = " ".join(" ".join(device_plan_lines(plan)).split())
+    assert ("per s: inferences a second with 1 micro-batch in flight, = 1 x 1 inferences / ((1 + PP - 1) x the "
+            "slowest stage's time)") in text
+    assert "at PP > 1 it is not 1 / step" in text

@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError, sigterm_stops
+from ...core.errors import EXIT_BUDGET, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, OnnxroofError, UnboundDims, sigterm_stops
 from ...core.files import LineStream
 from ...core.text import one_line
 from ..analysing import Analysing, analyze_source
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     stream = LineStream(args.output, inputs=sources)
     worst = EXIT_OK
     jsonl = args.format == "jsonl"
+    tally: dict[str, int] = {}  # each kind of outcome (tally_kind) -> how many models
 
     def write(record: dict) -> None:
         nonlocal worst
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
             line = json.dumps(record, ensure_ascii=False) if jsonl else text_line(record)
         stream.write(line)
         worst = max(worst, EXIT_CODES[record["status"]])
+        tally[tally_kind(record)] = tally.get(tally_kind(record), 0) + 1
 
     try:
         with sigterm_stops():  # exit 143, SIGTERM's, the lines done kept
@@ -83,8 +85,31 @@ def run(args: argparse.Namespace) -> int:
             print(one_line(f"onnxroof: stopped: the {stream.lines} model(s) done are in {stream.partial}"),
                   file=sys.stderr)
         raise
+    if worst != EXIT_OK or not args.quiet:  # the counts for a person; the lines stay one per model, for parsers
+        print(one_line(f"onnxroof check: {tally_line(tally)}"), file=sys.stderr)
     stream.finish()
     return worst
+
+
+# each kind of outcome in the totals line, in this order, and what to do about it
+TALLY_WORDS = {"ok": ("ok", ""), "budget_broken": ("over budget", ""),
+               "needs_dims": ("need dims", "add --dim NAME=N (each line names its dims; check such models "
+                                           "apart, or give each its own flags with the Action's model-options)"),
+               "error": ("errors", ""), "timeout": ("over the time limit", ""), "died": ("died", ""),
+               "internal_error": ("internal errors", "")}
+
+
+def tally_kind(record: dict) -> str:
+    """A record's kind in the totals: its status, a model needing dims apart from other errors."""
+    return "needs_dims" if record.get("needs_dims") else record["status"]
+
+
+def tally_line(tally: dict[str, int]) -> str:
+    """``21 models: 10 ok, 11 need dims: add --dim NAME=N ...``."""
+    models = sum(tally.values())
+    parts = [f"{tally[kind]} {words}" + (f": {advice}" if advice else "")
+             for kind, (words, advice) in TALLY_WORDS.items() if tally.get(kind)]
+    return f"{models} model{'' if models == 1 else 's'}: {'; '.join(parts) or 'none'}"
 
 
 def models_of(sources: list[str]) -> tuple[list[str], list[dict]]:
@@ -152,6 +177,9 @@ def check_one(asked: Analysing, budgets: list, source: str) -> dict:
     start = time.monotonic()
     try:
         return _record(asked, budgets, source, start)
+    except UnboundDims as exc:  # the user's values are needed: counted apart in the totals
+        return {**failed(source, "error", error_text(exc), time.monotonic() - start),
+                "needs_dims": exc.symbols() or [d.fix for d in exc.dims]}
     except OnnxroofError as exc:
         return failed(source, "error", error_text(exc), time.monotonic() - start)
     except KeyboardInterrupt:
@@ -205,10 +233,13 @@ def text_line(record: dict) -> str:
     from ...core.units import iec, seconds, si
 
     source = record["model"]
-    if record["status"] == "internal_error":
-        return one_line(f"{source}: internal error: {record['error']}")
     if "error" in record:
-        return one_line(f"{source}: error: {record['error']}")
+        # the error names the model as its file: once is enough, on the line's left
+        error = record["error"]
+        for prefix in (f"{source}: ", f"{Path(source).name}: ", f"{Path(source).stem}: "):
+            error = error[len(prefix):] if error.startswith(prefix) else error
+        kind = "internal error" if record["status"] == "internal_error" else "error"
+        return one_line(f"{source}: {kind}: {error}")
     totals, results = record["totals"], record["budgets"]
     broken = [r for r in results if r["broken"]]
     # a target that left nodes out: its latency is a bound, said as one ("≥ 5.06 µs (2 node(s) not counted)")

@@ -7,7 +7,7 @@ import argparse
 import json
 import os
 
-from ...core.errors import EXIT_OK
+from ...core.errors import EXIT_OK, UsageError
 from ..analysing import Analysing, analyze_source, symbolic_formulas
 from ..options import EXAMPLES, analysis_options, budget_option
 from ..output import emit, emit_page, gate, safe_stem
@@ -47,11 +47,17 @@ def percent_argument(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     if args.symbolic:
-        from ...symbolic.formulas import difference, formulas_lines
+        from ...symbolic.difference import difference
+        from ...symbolic.formulas import formulas_lines
 
+        if args.format not in ("table", "json"):  # refused before any analysis: never another format than asked
+            raise UsageError(f"diff --symbolic prints a table or JSON, not {args.format}: use --format table or json")
         asked = Analysing.from_flags(args, several_models=True)
         change = difference(symbolic_formulas(args.base, asked), symbolic_formulas(args.head, asked))
-        emit(args.output, "\n".join(formulas_lines(change, change=True)) + "\n", args)
+        text = (json.dumps({"schema": "onnxroof-formulas-change/1", "base": args.base, "head": args.head,
+                            **change.to_dict()}, indent=2) if args.format == "json"
+                else "\n".join(formulas_lines(change, change=True)))
+        emit(args.output, text + "\n", args)
         return EXIT_OK
     from ...api import review
     from ...compare.budgets import check_budgets, parse_budget

@@ -67,6 +67,7 @@ def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
 
 def _symbolic(source: str, args: argparse.Namespace) -> int:
     """`summary --symbolic`: the formulas in the dims the flags leave free (never exit 2 for them)."""
+    from ...report.text.table import formulas_header
     from ...symbolic.formulas import formulas_lines
 
     if args.depth is not None and args.by != "module":
@@ -76,11 +77,24 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
     elif args.format == "table":
-        text = "\n".join(formulas_lines(found)) + "\n"
+        text = "\n".join(formulas_header(declared_inputs(source, args), found) + formulas_lines(found)) + "\n"
     else:
         raise UsageError("--symbolic prints a table or JSON: use --format table or json")
     emit(args.output, text, args)
     return EXIT_OK
+
+
+def declared_inputs(source: str, args: argparse.Namespace) -> Analysis:
+    """The model as the flags bind it, its free dims by name (a partial analysis, no phase): the
+    header of the formulas."""
+    from dataclasses import replace
+
+    from ...pipeline import analyze
+    from ..analysing import model_from
+
+    options = Analysing.from_flags(args, several_models=False).options
+    return analyze(model_from(source), options=replace(options, partial=True, search_order=False, targets=(),
+                                                       phase=None, seq=None, context=None, encoder_seq=None))
 
 
 def refuse_combination(fmt: str, by: str, depth: int | None, formulas) -> None:

@@ -423,6 +423,7 @@ def _largest_nodes(nodes: "list[NodeRecord]", total: int, index: dict[str, int])
 def _formulas_context(found: "Formulas") -> dict:
     """The formulas section: one row per metric (module formulas are summary --symbolic's), and
     each target's latency: its ranges and the bound of its dominant kernels."""
+    from ...symbolic.fit_steps import points_text
     from ...symbolic.formulas import CHECK, FAR, LABELS, SAMPLES
 
     rows = [{"metric": LABELS[metric], "formula": found.text(metric), "reading": found.reading(metric) or "",
@@ -444,7 +445,7 @@ def _formulas_context(found: "Formulas") -> dict:
                         "holds": holds})
     held = "".join(f", {d} held at {v}" for d, v in found.held.items())
     return {"dims": ", ".join(found.dims) + held, "rows": rows, "notes": found.notes, "latency": latency,
-            "method": f"fitted exactly at {', '.join(map(str, SAMPLES))} per dim and checked at {CHECK} and {FAR:,}"}
+            "method": f"exact: {points_text(found.dims, found.steps, SAMPLES, CHECK, FAR)}"}
 
 
 def _latency_rows(formula, dims: list[str]) -> list[dict]:

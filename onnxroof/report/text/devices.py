@@ -23,8 +23,9 @@ def structure_line(plan: DevicePlan) -> str:
     """What tensor parallelism splits, from the graph."""
     if not plan.recognised:
         return "tensor parallelism: no attention or MLP block found: every node replicated"
+    replicated = f"{plan.replicated_nodes:,} node{'' if plan.replicated_nodes == 1 else 's'}"
     return (f"tensor parallelism: {plan.attention_blocks} attention and {plan.mlp_blocks} MLP blocks split (first "
-            f"projections by columns, second by rows, then an all-reduce); {plan.replicated_nodes:,} nodes replicated")
+            f"projections by columns, second by rows, then an all-reduce); {replicated} replicated")
 
 
 def device_plan_lines(plan: DevicePlan) -> list[str]:
@@ -41,8 +42,13 @@ def device_plan_lines(plan: DevicePlan) -> list[str]:
         lines.append("  " + "  ".join(cell.rjust(width) for cell, width in zip(row, widths)))
     unit = plan.per_step_unit
     micro = plan.choices[0].micro_batches if plan.choices else 1
-    lines.append(f"  (per device; activations other than the KV cache whole: an upper bound; per s: {unit} a second "
-                 f"with {micro} micro-batch{'es' if micro > 1 else ''} in flight)")
+    per_step = plan.choices[0].per_step if plan.choices else 1
+    # per s is not 1 / step: with PP stages, m micro-batches take (m + PP - 1) periods of the slowest stage
+    lines += textwrap.wrap(
+        f"(per device; activations other than the KV cache whole: an upper bound; per s: {unit} a second with "
+        f"{micro} micro-batch{'es' if micro > 1 else ''} in flight, = {micro} x {per_step:,} {unit} / (({micro} + PP - "
+        f"1) x the slowest stage's time): the stages take turns, so at PP > 1 it is not 1 / step; bubble: the share "
+        "of that time a stage idles)", COLUMNS, initial_indent="  ", subsequent_indent="   ")
     for sentence in plan_sentences(plan):
         lines += textwrap.wrap(sentence, COLUMNS, initial_indent="  ", subsequent_indent="    ")
     for degree, reason in sorted(plan.refused.items()):

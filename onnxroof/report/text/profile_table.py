@@ -73,13 +73,16 @@ def _node_lines(result: ProfileResult) -> list[str]:
 def _summary_lines(result: ProfileResult) -> list[str]:
     """The totals predicted and measured, and the notes."""
     mapping = result.mapping
-    lines = [
-        f"predicted {seconds(result.predicted_s)} · measured {seconds(result.measured_s)} (sum of kernel medians"
-        + (f"; {seconds(mapping.run_seconds)} per profiled run" if mapping.run_seconds else "")
-        + (f"; {seconds(result.wall_s)} per run without the profiler" if result.wall_s else "") + ")"
-        + (f" · measured/predicted {result.ratio:.2f}x · prediction error {result.error:+.0%}"
-           if result.ratio is not None and result.error is not None else ""),
-    ]
+    # one line: which measurement the error is against (the kernels' sum, as the prediction is a sum of
+    # kernel times), and the whole runs beside it, whose extra is the runtime's time between kernels
+    runs = [f"{seconds(result.wall_s)} without the profiler" if result.wall_s else "",
+            f"{seconds(mapping.run_seconds)} profiled" if mapping.run_seconds else ""]
+    whole = f"; a whole run takes {', '.join(r for r in runs if r)} (the rest: time between kernels)" \
+        if any(runs) else ""
+    error = (f" · prediction error {result.error:+.0%} against that sum (measured/predicted {result.ratio:.2f}x)"
+             if result.ratio is not None and result.error is not None else "")
+    lines = [f"predicted {seconds(result.predicted_s)} · measured {seconds(result.measured_s)} as the sum of kernel "
+             f"medians (the prediction is a sum of kernel times){error}{whole}"]
     shared = sum(1 for n in result.nodes if n.shared)
     if shared:
         lines.append(f"note: {shared} node(s) ran inside fused kernels; a fused kernel's time is split in proportion "

@@ -16,8 +16,9 @@ from ...core.version import __version__
 from ...roofline.targets import LatencyKind
 from ...roofline.verdicts import capacity_text
 from ..bounds import bound_label, time_by_bound
-from ..formatting import as_bound, borrowed_mark, energy_words, latency_kind_words
+from ..formatting import as_bound, borrowed_mark, energy_words, latency_kind_words, rate_text
 from .devices import device_plan_lines
+from .names import apart_clips, clip, distinct_clips
 
 if TYPE_CHECKING:
     from ...cost.records import NodeRecord
@@ -100,11 +101,12 @@ def _rate_lines(llm, reports: list[TargetReport]) -> list[str]:
     kinds = {report.target.name: report for report in reports}
     for target, rate in llm.tokens_per_s.items():
         first, report = llm.time_to_first_token_s.get(target), kinds.get(target)
-        rate_text, first_text = f"{rate:,.1f}", f"{first * 1e3:,.3f} ms" if first else ""
+        rate_shown = rate_text(rate, report) if report is not None else f"{rate:,.1f}"
+        first_text = f"{first * 1e3:,.3f} ms" if first else ""
         if report is not None and not report.complete:  # nodes left out: the rates are bounds
-            rate_text = as_bound(rate_text, report, at_most=True)
+            rate_shown = as_bound(rate_shown, report, at_most=True)
             first_text = first_text and as_bound(first_text, report)
-        lines.append(f"  {target}: {rate_text} tokens/s"
+        lines.append(f"  {target}: {rate_shown} tokens/s"
                      + (f", time to first token {first_text}" if first_text else ""))
     return lines
 
@@ -134,6 +136,27 @@ def incomplete_line(analysis: Analysis) -> str:
     the totals are lower bounds (the warnings say why)."""
     figures = "the totals and latencies are lower bounds" if analysis.targets else "the totals are lower bounds"
     return f"INCOMPLETE: {analysis.missing or 'not everything was counted'}; {figures} (see the warnings)"
+
+
+def formulas_header(declared: Analysis, formulas) -> list[str]:
+    """The first lines of `summary --symbolic`, as every output starts: the model, its inputs as
+    ``declared`` (a partial analysis: the free dims by name) and the dims the fits assumed."""
+    model = declared.model
+    assumed = formulas.context.assumed_dims if formulas.context is not None else {}
+    return [f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
+            + (f" · {printable(model.producer)}" if model.producer else ""),
+            *textwrap.wrap(f"inputs: {_declared_inputs_text(declared)}", 120, subsequent_indent="  "),
+            *([f"assumed: {assumed_text(assumed)}"] if assumed else []), ""]
+
+
+def _declared_inputs_text(declared: Analysis) -> str:
+    """``images batch x 3 x height x width float32``: spaced, as dim names run into an x."""
+    shown = [f"{printable(i.name)} "
+             f"{'unknown' if i.shape is None else printable(' x '.join(map(str, i.shape))) or 'scalar'} "
+             f"{dtype_name(i.dtype)}"
+             for i in declared.inputs[:INPUTS_SHOWN]]
+    rest = len(declared.inputs) - INPUTS_SHOWN
+    return ", ".join(shown) + (f" and {rest:,} more" if rest > 0 else "")
 
 
 def render_table(analysis: Analysis, review: Review | None = None) -> str:
@@ -181,8 +204,10 @@ def table_chunks(analysis: Analysis, review: Review | None = None) -> list[str]:
     ]
     if analysis.llm is not None:
         lines += ["", *llm_lines(analysis.llm, analysis.targets)]
+    # a decode step makes one token per batch row: its rate in tokens/s, as its KV section gives it
+    unit = "tokens/s" if analysis.llm is not None and analysis.llm.phase == "decode" else "inferences/s"
     for report in analysis.targets:
-        lines += [""] + target_lines(report, review.of(report) if review is not None else None)
+        lines += [""] + target_lines(report, review.of(report) if review is not None else None, unit)
     for plan in analysis.parallel:  # --devices N > 1
         lines += ["", *device_plan_lines(plan)]
     if analysis.warnings:
@@ -211,7 +236,7 @@ def _node_table(records: list[NodeRecord]) -> str:
     indices = [_NODE_HEADER[0], *map(str, rows.indices)]
     names = [_NODE_HEADER[1], *rows.names]
     if max(map(len, names)) > 40 or not all(map(str.isprintable, names)):  # most models: no name to clip
-        names = [clip(name, 40) for name in names]
+        names = apart_clips(names, 40)
     columns = len(_NODE_HEADER) - 1  # the last column (the reason) is not padded
     widths = [max(map(len, indices)), max(map(len, names))]
     widths += [max(len(cells[i]) for cells in tail_cells) for i in range(columns - 2)]
@@ -221,7 +246,7 @@ def _node_table(records: list[NodeRecord]) -> str:
         widths[column] -= cut
         excess -= cut
     if widths[1] < max(map(len, names)):
-        names = [clip(name, widths[1]) for name in names]  # middle-clipped: the scope's end stays
+        names = apart_clips(names, widths[1])  # middle-clipped, but never two rows alike
     if widths[2] < max(len(cells[0]) for cells in tail_cells):
         tail_cells = [(clip(cells[0], widths[2]), *cells[1:]) for cells in tail_cells]
     tail_texts = [
@@ -269,35 +294,6 @@ def _look_alike_rows(records: list[NodeRecord]) -> LookAlikeRows:
         add_name(r.name)
         add_group(group)
     return rows
-
-
-def clip(text: str, width: int) -> str:
-    if len(text) <= width and text.isprintable():  # most names: nothing to replace or cut
-        return text
-    text = printable(text)  # model names are untrusted
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2  # middle-clipped: a scoped name keeps its start and its op at the end
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
-
-
-def distinct_clips(names: list[str], width: int) -> list[str]:
-    """``names`` clipped to ``width`` so that rows stay told apart: when a name is too long, the
-    path all of them share (up to its last '/') is dropped first, since a middle clip of scoped
-    names cuts what differs between them (the layer index); what is still too long is clipped in
-    the middle (:func:`clip`).
-
-    >>> distinct_clips(["/m/encoder/layer.11/intermediate/dense/MatMul",
-    ...                 "/m/encoder/layer.2/intermediate/dense/MatMul"], 36)
-    ['…layer.11/intermediate/dense/MatMul', '…layer.2/intermediate/dense/MatMul']
-    >>> distinct_clips(["conv2d_13", "conv2d_4"], 36)
-    ['conv2d_13', 'conv2d_4']
-    """
-    if all(len(name) <= width for name in names) or len(names) < 2:
-        return [clip(name, width) for name in names]
-    shared = os.path.commonprefix(names)
-    cut = shared.rfind("/") + 1
-    return [clip("…" + name[cut:], width) if cut > 1 else clip(name, width) for name in names]
 
 
 def render_csv(analysis: Analysis) -> str:
@@ -391,7 +387,9 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
     ]
     lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
     if len(kernel.nodes) > 1:
-        lines.append(f"  nodes    {clip(', '.join(kernel.nodes), TERMINAL_COLUMNS - 11)}")
+        # every name whole: a clip of the list merged two of them
+        lines += textwrap.wrap(f"  nodes    {', '.join(map(printable, kernel.nodes))}", TERMINAL_COLUMNS,
+                               subsequent_indent=" " * 11, break_on_hyphens=False, break_long_words=False)
     return lines
 
 
@@ -399,9 +397,10 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
 
 
 
-def target_lines(report, reviewed: "TargetReview | None" = None) -> list[str]:
-    """One target: latency, frame rate, bound shares, energy, the model point, top-5 nodes; with
-    ``reviewed`` (its part of the review), whether the model fits in its memory and what to change."""
+def target_lines(report, reviewed: TargetReview | None = None, unit: str = "inferences/s") -> list[str]:
+    """One target: latency, frame rate (``unit``: a decode step's is tokens/s), bound shares, energy,
+    the model point, top-5 nodes; with ``reviewed`` (its part of the review), whether the model fits
+    in its memory and what to change."""
     point = report.model_point
     split = report.energy_split_j
     import textwrap
@@ -410,11 +409,12 @@ def target_lines(report, reviewed: "TargetReview | None" = None) -> list[str]:
         *textwrap.wrap(f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
                        f"{printable(report.target.description)}", TERMINAL_COLUMNS, subsequent_indent="    "),
         f"  latency {as_bound(seconds(report.latency_s), report)}{borrowed_mark(report)} · "
-        f"{as_bound(f'{report.throughput_per_s:,.1f}', report, at_most=True)} inferences/s · "
+        f"{as_bound(rate_text(report.throughput_per_s, report), report, at_most=True)} {unit} · "
         f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
         *textwrap.wrap(f"  latency: {latency_kind_words(report)}", TERMINAL_COLUMNS, subsequent_indent="    "),
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
-        f"(ridge {report.target.ridge(point.roof):.3g}): {bound_label(point.bound)}-bound, {seconds(point.time_s)}",
+        f"(ridge {intensity(report.target.ridge(point.roof))}): {bound_label(point.bound)}-bound, "
+        f"{seconds(point.time_s)}",
         *textwrap.wrap(energy_line(report), TERMINAL_COLUMNS, subsequent_indent="    "),
     ]
     fit, findings = (reviewed.fit, reviewed.findings) if reviewed is not None else (None, ())
@@ -471,7 +471,7 @@ def render_targets_list(targets) -> str:
                                TERMINAL_COLUMNS, subsequent_indent=" " * 21)  # a name may be 64 characters long
         lines += textwrap.wrap(target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21)
         for roof, figure in target.peak_ops_per_s.items():
-            lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {target.ridge(roof):,.4g} FLOP/B  [{figure.tag}]")
+            lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {intensity(target.ridge(roof))} FLOP/B  [{figure.tag}]")
         overhead = (f", launch {seconds(target.node_overhead_s.value)} per kernel"
                     + (" (borrowed from other targets)" if target.node_overhead_s.tag == "borrowed" else "")
                     if target.node_overhead_s else "")

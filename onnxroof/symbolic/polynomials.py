@@ -107,7 +107,7 @@ def polynomial_text(polynomial: Mapping[Monomial, Number], dims: Sequence[str], 
     terms = []
     for monomial, coefficient in ordered(polynomial):
         factors = monomial_text(monomial, dims)
-        magnitude = abs(coefficient)
+        magnitude = -coefficient if coefficient < 0 else coefficient  # abs() of the Union types as object
         if unit is not None:
             number = si_text(float(magnitude), unit)
         else:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from math import prod
 
 from .base import NodeView, OpCost, OutputType, UnknownValue, register, same_as_input
+from ..core.tensors import Dim
 from ._shapes import FLOAT, add, dims, dtype, scale
 from .normalization import RMS_NORM_FLOPS, SOFTMAX_FLOPS
 from .quantized import with_inputs
@@ -496,6 +497,7 @@ def group_query_attention_shapes(node: NodeView) -> list[OutputType | None]:
     head = scale(q[2], 1, heads + 2 * kv_heads if packed else heads)
     kv_len = q[1] if packed else dims(node, 1)[1]
     total = _scalar(node, 6)
+    length: Dim
     if node.has_input(3):
         buffer_len = dims(node, 3)[2]
         length = max(buffer_len, total) if isinstance(buffer_len, int) and total is not None else None

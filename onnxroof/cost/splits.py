@@ -246,8 +246,8 @@ def _bound(node: NodeFields, shape) -> int | None:
     if data is None or not all(isinstance(d, int) for d in data):
         return None
     if kind == "elements" or not data:
-        return math.prod(data)  # type: ignore[arg-type]
-    return data[_axis(node) % len(data)]  # type: ignore[return-value]
+        return math.prod(data)
+    return data[_axis(node) % len(data)]
 
 
 def _solve_reshape(source: tuple[Dim, ...] | None, result: tuple[Dim, ...] | None, solved: dict[str, int],

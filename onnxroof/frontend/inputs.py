@@ -118,7 +118,7 @@ def input_values(model: onnx.ModelProto, given: dict[str, Sequence[float]]) -> d
                 raise OptionError("values", "{opt.values} {input}: the input has shape {shape} ({wanted} values) "
                                   "but {given} were given", input=name, shape=info.shape_text(), wanted=info.numel,
                                   given=array.size)
-            array = array.reshape(info.shape)  # type: ignore[arg-type]
+            array = array.reshape(info.shape)
         elif info.shape == () or (info.shape is None and array.size == 1):
             array = array.reshape(())
         arrays[name] = array

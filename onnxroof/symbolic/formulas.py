@@ -414,7 +414,7 @@ class _Fitter:
                                       f"{actual:,}, the fitted polynomial {predicted:,}: the cost is piecewise or "
                                       "data-dependent here")
             return
-        result.polynomials[metric] = polynomial  # type: ignore[assignment]
+        result.polynomials[metric] = polynomial
 
     def _peak(self, result: Formulas) -> list[Polynomial] | None:
         """The model-order peak as the largest of each step's live bytes (each a polynomial), so
@@ -438,7 +438,7 @@ class _Fitter:
         pieces = ([(piece.start, piece.end, kept[piece.index]) for piece in envelope(kept)] if len(self.dims) == 1
                   else [])
         if len(kept) == 1 or len(pieces) == 1:  # one polynomial is the largest everywhere
-            result.polynomials["peak_bytes"] = (pieces[0][2] if pieces else kept[0])  # type: ignore[assignment]
+            result.polynomials["peak_bytes"] = (pieces[0][2] if pieces else kept[0])
             result.refuted.pop("peak_bytes", None)
             return kept
         result.polynomials["peak_bytes"] = None

@@ -36,7 +36,7 @@ def add(*terms: Dim) -> Dim:
     """The sum of dims: a number when all are; a symbol plus zeros is the symbol; else None."""
     nonzero = [t for t in terms if t != 0]
     if all(isinstance(t, int) for t in nonzero):
-        return sum(nonzero)  # type: ignore[arg-type]
+        return sum(nonzero)  # type: ignore[arg-type]  # all ints: checked just above
     return nonzero[0] if len(nonzero) == 1 else None
 
 

@@ -321,6 +321,7 @@ def group_query_attention(node: NodeView) -> OpCost:
     if node.has_input(3):
         buffer_len = node.input_shape(3)[2]
         present = node.outputs[1] if len(node.outputs) > 1 else None
+        # (type: ignore below) is_known: the shape is set
         shared = present is not None and present.is_known and present.shape[2] == buffer_len  # type: ignore[index]
     if total is None and node.has_input(3):
         if shared:

@@ -145,13 +145,11 @@ class Formulas:
         return reading(polynomial, self.dims) if polynomial is not None else None
 
     def evaluate(self, metric: str, values: Mapping[str, int]) -> int | None:
-        point = tuple(values[d] for d in self.dims)
+        point = tuple(values[d] for d in self.dims)  # (evaluate() types int | Fraction: the ignores below)
         if metric in self.pieces or metric in self.candidates:  # the largest of them is the value
             choices = [p for _, _, p in self.pieces[metric]] if metric in self.pieces else self.candidates[metric]
-            # (type: ignore below) evaluate() is typed int | Fraction; read as a number
             return max(evaluate(p, point) for p in choices)  # type: ignore[return-value]
         polynomial = self.polynomials.get(metric)
-        # (type: ignore below) evaluate() is typed int | Fraction; read as a number
         return None if polynomial is None else evaluate(polynomial, point)  # type: ignore[return-value]
 
     def to_dict(self) -> dict:
@@ -465,8 +463,7 @@ class _Fitter:
                 values = [self.samples[p].node_costs.get(name) for p in line]
                 if any(v is None for v in values):
                     continue
-                # (type: ignore below) the None values were skipped just above
-                if any(_line_fails([v[k] for v in values], cost[k]) for k in (0, 1)):  # type: ignore[index]
+                if any(_line_fails([v[k] for v in values if v is not None], cost[k]) for k in (0, 1)):
                     blamed.append(dim)
                     self.culprits[dim] = name
                     break
@@ -542,9 +539,8 @@ def difference(base: Formulas, head: Formulas) -> Formulas:
     for metric in head.polynomials:
         b, h = base.polynomials.get(metric), head.polynomials.get(metric)
         if len(head.dims) == 1 and (metric in base.pieces or metric in head.pieces) and \
-                None not in (base.pieces_of(metric), head.pieces_of(metric)):
+                None not in (base.pieces_of(metric), head.pieces_of(metric)):  # (so the ignore below)
             result.polynomials[metric] = None
-            # (type: ignore below) neither is None: checked in the condition
             result.pieces[metric] = piecewise_difference(base.pieces_of(metric), head.pieces_of(metric))  # type: ignore[arg-type]
             continue
         if b is None or h is None:

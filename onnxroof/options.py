@@ -171,6 +171,7 @@ def _targets(option: str, targets: Sequence[object]) -> None:
 
 def _fusion(option: str, fusion: object) -> None:
     if fusion is not None and not isinstance(fusion, str):
+        # (type: ignore below) not a str: _policy_items made it a tuple
         _strings(option, fusion, "'epilogue' or ['epilogue', 'elementwise']")  # type: ignore[arg-type]
 
 
@@ -296,6 +297,7 @@ class AnalysisOptions:
         one by one (analyze()'s keyword arguments), not both."""
         if options is None:
             check_call(function, (), arguments)
+            # (type: ignore below) each keyword is checked by check_call and the field's check, not by type
             return cls(**arguments)  # type: ignore[arg-type]
         if not isinstance(options, AnalysisOptions):
             raise OptionError("options", "options={value}: give an AnalysisOptions (or the options one by one)",

@@ -92,6 +92,7 @@ if analyze.__doc__ is not None:  # (none under python -OO)
 def options_of(options: AnalysisOptions | None, changes: Mapping[str, object]) -> AnalysisOptions:
     """analyze()'s options: ``options``, or its keyword arguments (given both, those not at their
     defaults are refused)."""
+    # (type: ignore below) the keywords' values are checked by AnalysisOptions at run time
     given = AnalysisOptions(**changes)  # type: ignore[arg-type]
     return AnalysisOptions.given(options, given.changed()) if options is not None else given
 

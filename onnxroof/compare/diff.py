@@ -78,7 +78,7 @@ class NodeChange:
 
     @property
     def name(self) -> str:
-        return (self.head or self.base).name  # type: ignore[union-attr]
+        return (self.head or self.base).name  # type: ignore[union-attr]  # a change has a base, a head or both
 
 
 class Finding(Protocol):
@@ -114,7 +114,7 @@ class FindingChange:
 
     @property
     def finding(self) -> Finding:
-        return self.head or self.base  # type: ignore[return-value]
+        return self.head or self.base  # type: ignore[return-value]  # a change has a base, a head or both
 
     def to_dict(self) -> dict:
         return {"change": self.kind, "base": self.base.to_dict() if self.base else None,

@@ -20,6 +20,7 @@ import onnx
 from ..core.errors import UsageError
 from ..core.tensors import MAX_DIM, MAX_DIM_TEXT
 from ..frontend.fixed_batch import fixed_batch
+from ..frontend.inputs import dim_values
 from ..options import AnalysisOptions
 
 MAX_POINTS = 64
@@ -77,12 +78,12 @@ def run_sweep(model: str | onnx.ModelProto, sweeps: list[tuple[str, list]], opti
     proto = model if isinstance(model, onnx.ModelProto) else load_model(model)
     fixed = fixed_batch(proto) if "batch" in names else None
     for value in dict(sweeps).get("batch", ()) if fixed else ():  # before any point is analysed
-        if why := fixed.refusal(value):
+        if why := fixed.refusal(value):  # type: ignore[union-attr]  # fixed is set: the loop runs only then
             raise UsageError(f"--sweep batch={value} cannot be analysed: {why}")
     results = []
     for point in points:
         values = dict(zip(names, point))
-        dims = dict(options.dims or {})
+        dims = dim_values(options.dims)  # a mapping, or SYMBOL=VALUE strings
         pseudo = {}
         for symbol, value in values.items():
             if symbol in PSEUDO:

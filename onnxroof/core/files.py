@@ -37,7 +37,7 @@ def write_outputs(outputs: Sequence[tuple[str, str | os.PathLike, str | Iterable
     seen: dict[str, _Plan] = {}
     for plan in plans:
         if plan.atomic:
-            other = seen.setdefault(os.path.realpath(plan.real), plan)
+            other = seen.setdefault(os.path.realpath(plan.file), plan)
             if other is not plan:
                 raise UsageError(f"{other.flag} and {plan.flag} name the same file ({plan.path}); give each its own")
     temporaries: list[tuple[_Plan, str]] = []
@@ -51,7 +51,7 @@ def write_outputs(outputs: Sequence[tuple[str, str | os.PathLike, str | Iterable
         while temporaries:
             plan, temporary = temporaries[0]
             try:
-                os.replace(temporary, plan.real)
+                os.replace(temporary, plan.file)
             except OSError as exc:
                 raise plan.failure(exc) from None
             temporaries.pop(0)
@@ -165,6 +165,12 @@ class _Plan:
         self.atomic = not direct
         refuse_inputs(path, self.real, flag, inputs)
 
+    @property
+    def file(self) -> Path:
+        """The real file, for a plan that writes one (not standard output)."""
+        assert self.real is not None, "standard output has no file"  # callers check stdout or atomic first
+        return self.real
+
     def failure(self, exc: OSError) -> OutputError:
         reason = exc.strerror or str(exc)
         name = "standard output" if self.stdout else f"{self.flag} {self.path}"
@@ -178,8 +184,8 @@ class _Plan:
         planted link, never another run's file), with the permissions a new file gets: its
         descriptor (open for writing) and its name."""
         try:
-            handle, temporary = tempfile.mkstemp(prefix=f".{self.real.name}." if prefix is None else prefix,
-                                                 suffix=suffix, dir=self.real.parent)
+            handle, temporary = tempfile.mkstemp(prefix=f".{self.file.name}." if prefix is None else prefix,
+                                                 suffix=suffix, dir=self.file.parent)
         except OSError as exc:
             raise self.failure(exc) from None
         umask = os.umask(0)
@@ -212,7 +218,7 @@ class _Plan:
                 sys.stdout.writelines(_chunks(text))
                 sys.stdout.flush()
             else:
-                with os.fdopen(open_direct(self.real, os.O_TRUNC), "w", encoding="utf-8") as stream:
+                with os.fdopen(open_direct(self.file, os.O_TRUNC), "w", encoding="utf-8") as stream:
                     stream.writelines(_chunks(text))
         except BrokenPipeError:
             raise  # the reader went away: the command line ends quietly
@@ -265,7 +271,7 @@ class LineStream:
         if self.path is None:
             return
         plan = _Plan("-o", self.path, inputs)
-        self.real = plan.real
+        self.real = plan.file
         if plan.atomic:
             self.descriptor, partial = plan.create_temporary(prefix=f"{self.real.name}.", suffix=".partial")
             self.partial = Path(partial)

@@ -30,7 +30,7 @@ def read_node_fields(nodes: Iterable[onnx.NodeProto]) -> list[NodeFields]:
             for node in nodes]
 
 
-def node_names(nodes: Sequence[onnx.NodeProto] | Sequence[NodeFields]) -> list[str]:
+def node_names(nodes: Sequence[onnx.NodeProto | NodeFields]) -> list[str]:
     """Unique, stable names: the node's own, or ``OpType_index`` when empty or repeated.
     Every stage names nodes with this, so a shape failure and a cost record agree. ``nodes`` may
     be NodeProtos or their NodeFields (which read faster)."""

@@ -34,7 +34,7 @@ class TensorInfo:
     def __post_init__(self) -> None:
         shape = self.shape  # dims are ints, names (str) or None
         self.is_known = known = shape is not None and None not in shape and str not in map(type, shape)
-        self.numel = math.prod(shape) if known else None  # type: ignore[arg-type]
+        self.numel = math.prod(shape) if known else None  # type: ignore[arg-type]  # known: every dim an int
 
     def renamed(self, name: str) -> TensorInfo:
         """The same type and shape for tensor ``name``: a copy of every field but the name (a big

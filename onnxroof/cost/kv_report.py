@@ -103,7 +103,7 @@ def _self_cache(tensors: dict[str, TensorRecord], caches: tuple[CacheTensor, ...
             found.per_token = None
             continue
         found.read += present.bytes
-        found.present_elements += math.prod(shape)  # type: ignore[arg-type]  # all ints, checked above
+        found.present_elements += math.prod(shape)  # all ints, checked above
         length = shape[cache.axis]
         if length and found.per_token is not None:
             found.per_token += present.bytes // (length * batch)
@@ -134,7 +134,7 @@ def _cross_figures(tensors: dict[str, TensorRecord], layout: DecoderLayout, phas
     source = [t for t in (pasts if phase == "decode" or not written else presents) if t is not None]
     axis = layout.cross[0].axis
     shapes = [t.shape for t in source if t.shape is not None and all(isinstance(d, int) for d in t.shape)]
-    elements = sum(math.prod(shape) for shape in shapes)  # type: ignore[misc]
+    elements = sum(math.prod(shape) for shape in shapes)
     return dict(
         cross_read_bytes=sum(t.bytes or 0 for t in source),
         cross_write_bytes=written,

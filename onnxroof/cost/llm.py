@@ -194,7 +194,7 @@ def _encoder_roles(cross: tuple[CacheTensor, ...], inputs: dict[str, onnx.ValueI
             encoder.add(length)
             roles.setdefault(length, "encoder")
         if dims and isinstance(dims[0], str):
-            roles.setdefault(dims[0], "batch")  # type: ignore[arg-type]
+            roles.setdefault(dims[0], "batch")
         recognised.append(f"cross-attention cache {cache.past or cache.present} axis {cache.axis} ({cache.kind}, "
                           f"{cache.how})")
     for name, value_info in inputs.items():  # the encoder's output, [batch, encoder length, hidden]

@@ -246,8 +246,8 @@ def _bound(node: NodeFields, shape) -> int | None:
     if data is None or not all(isinstance(d, int) for d in data):
         return None
     if kind == "elements" or not data:
-        return math.prod(data)  # type: ignore[arg-type]
-    return data[_axis(node) % len(data)]  # type: ignore[return-value]
+        return math.prod(data)
+    return data[_axis(node) % len(data)]
 
 
 def _solve_reshape(source: tuple[Dim, ...] | None, result: tuple[Dim, ...] | None, solved: dict[str, int],
@@ -260,7 +260,7 @@ def _solve_reshape(source: tuple[Dim, ...] | None, result: tuple[Dim, ...] | Non
     if len(symbols) != 1 or symbols[0] not in data_dependent:
         return
     rest = math.prod(d for d in source if isinstance(d, int))
-    elements = math.prod(result)  # type: ignore[arg-type]
+    elements = math.prod(result)  # type: ignore[arg-type]  # the result's dims are all known here
     if rest and elements % rest == 0:
         solved.setdefault(symbols[0], elements // rest)
 
@@ -290,21 +290,22 @@ def _splits(sums: list[tuple[str, Dim, list[Dim]]], solved: dict[str, int],
             total_value = total if isinstance(total, int) else solved.get(total) if isinstance(total, str) else None
             if total_value is None:
                 continue
+            # (type: ignore below) a part not an int is a name or None, and get(None) is None
             known = [p if isinstance(p, int) else solved.get(p) for p in parts]  # type: ignore[arg-type]
             pieces = tuple(p for p, k in zip(parts, known) if k is None)
             if any(not isinstance(p, str) or p not in data_dependent for p in pieces):
                 continue  # an unnamed piece cannot be followed; an unbound input dim is no split
             if not pieces:
                 if isinstance(total, str) and total in data_dependent and total not in solved:
-                    solved[total] = sum(known)  # type: ignore[arg-type]
+                    solved[total] = sum(known)  # type: ignore[arg-type]  # no piece: every part has a value
                     changed = True
                 continue
             if len(set(pieces)) != len(pieces) or taken & set(pieces):
                 continue
             rest = total_value - sum(k for k in known if k is not None)
             if rest >= 0:
-                splits.append(Split(source, pieces, rest))  # type: ignore[arg-type]
-                taken.update(pieces)  # type: ignore[arg-type]
+                splits.append(Split(source, pieces, rest))  # type: ignore[arg-type]  # pieces are names: checked above
+                taken.update(pieces)  # type: ignore[arg-type]  # pieces are names: checked above
     return splits
 
 
@@ -320,9 +321,10 @@ def _add_sums(sums: list[tuple[str, Dim, list[Dim]]], values: dict[str, int], da
     """A data-dependent total whose pieces all have values is their sum."""
     for _, total, parts in sums:
         if isinstance(total, str) and total in data_dependent and total not in values:
+            # (type: ignore below) a part not an int is a name or None, and get(None) is None
             known = [p if isinstance(p, int) else values.get(p) for p in parts]  # type: ignore[arg-type]
             if None not in known:
-                values[total] = sum(known)  # type: ignore[arg-type]
+                values[total] = sum(known)  # type: ignore[arg-type]  # None not in known: checked just above
 
 
 def cost_graph_with_sizes(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions,

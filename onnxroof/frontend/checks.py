@@ -439,14 +439,14 @@ def _gather_attributes(node: onnx.NodeProto, graphs: list, tensors: list) -> Non
 
 _T = onnx.TensorProto
 # element type -> (the field holding typed values, values per element); raw_data bytes per element
-_BYTES_PER_ELEMENT = {
+_BYTES_PER_ELEMENT: dict[int, int] = {  # keyed by a TensorProto's data_type, a plain int
     _T.FLOAT: 4, _T.UINT8: 1, _T.INT8: 1, _T.UINT16: 2, _T.INT16: 2, _T.INT32: 4, _T.INT64: 8, _T.BOOL: 1,
     _T.FLOAT16: 2, _T.DOUBLE: 8, _T.UINT32: 4, _T.UINT64: 8, _T.COMPLEX64: 8, _T.COMPLEX128: 16, _T.BFLOAT16: 2,
 }
 _BYTES_PER_ELEMENT.update({getattr(_T, n): 1 for n in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
                                                         "FLOAT8E5M2FNUZ", "FLOAT8E8M0") if hasattr(_T, n)})
 _HALF_BYTE = frozenset(getattr(_T, n) for n in ("INT4", "UINT4", "FLOAT4E2M1") if hasattr(_T, n))
-TYPED_FIELD = {
+TYPED_FIELD: dict[int, tuple[str, int]] = {
     _T.FLOAT: ("float_data", 1), _T.COMPLEX64: ("float_data", 2), _T.DOUBLE: ("double_data", 1),
     _T.COMPLEX128: ("double_data", 2), _T.INT64: ("int64_data", 1), _T.UINT32: ("uint64_data", 1),
     _T.UINT64: ("uint64_data", 1),

@@ -228,6 +228,7 @@ class PartialEvaluator:
         A shape the rule derives wins over the stored one (stale once inputs are re-bound); the
         disagreement is noted."""
         inputs = tuple(self._info(n) if n else None for n in node_fields.inputs)
+        # (type: ignore below) only nodes _ruled accepts come here, which needs a rule
         found = self._output_types(node, inputs, self.values)  # type: ignore[misc]
         for info in found or ():
             if info is None:
@@ -448,7 +449,7 @@ class PartialEvaluator:
         info = self._info(node_fields.inputs[0])
         if not info.is_known:
             return False
-        shape: tuple[int, ...] = info.shape  # type: ignore[assignment]
+        shape: tuple[int, ...] = info.shape  # type: ignore[assignment]  # is_known: every dim an int
         if node_fields.op_type == "Size":
             self._store(node_fields.outputs[0], np.array(math.prod(shape), dtype=np.int64))
             return True

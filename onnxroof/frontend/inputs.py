@@ -118,7 +118,7 @@ def input_values(model: onnx.ModelProto, given: dict[str, Sequence[float]]) -> d
                 raise OptionError("values", "{opt.values} {input}: the input has shape {shape} ({wanted} values) "
                                   "but {given} were given", input=name, shape=info.shape_text(), wanted=info.numel,
                                   given=array.size)
-            array = array.reshape(info.shape)  # type: ignore[arg-type]
+            array = array.reshape(info.shape)
         elif info.shape == () or (info.shape is None and array.size == 1):
             array = array.reshape(())
         arrays[name] = array
@@ -193,6 +193,7 @@ def name_unnamed_batch_axes(model: onnx.ModelProto) -> tuple[str | None, list[st
     used = {d.dim_param for i in inputs for d in _dims_of(i) or () if d.dim_param}
     name = next(candidate for candidate in ("batch", "batch_size", "N", "onnxroof_batch") if candidate not in used)
     for value_info in unnamed:
+        # (type: ignore below) unnamed holds only inputs whose dims _dims_of found
         _dims_of(value_info)[0].dim_param = name  # type: ignore[index]
     return name, [i.name for i in unnamed]
 

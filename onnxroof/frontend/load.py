@@ -222,7 +222,7 @@ def _may_fork() -> bool:
 # What a file that is not a ModelProto holds
 
 
-def _what_else(data: bytes) -> str | None:
+def _what_else(data: bytes | memoryview) -> str | None:
     """'a serialized GraphProto', ... when ``data`` clearly is another ONNX message (or a Git LFS
     pointer), else None."""
     if bytes(data[:len(_LFS_POINTER)]) == _LFS_POINTER:  # a checkout made without Git LFS

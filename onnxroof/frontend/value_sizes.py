@@ -83,9 +83,18 @@ def _present(args: Args) -> list[np.ndarray]:
     return [a for a in args if a is not None]
 
 
+def _given(args: Args, index: int) -> np.ndarray:
+    """Input ``index``, which the rule needs: an omitted one raises, so the size is unknown
+    (:func:`predicted_elements` catches it)."""
+    value = args[index]
+    if value is None:
+        raise ValueError(f"input {index} is omitted")
+    return value
+
+
 def _first(args: Args, attributes: dict[str, Any]) -> int:
     """As many as its first input (or fewer: a slice, the pieces of a split)."""
-    return int(args[0].size)  # type: ignore[union-attr]
+    return int(_given(args, 0).size)
 
 
 def _broadcast(args: Args, attributes: dict[str, Any]) -> int:
@@ -99,14 +108,14 @@ def _concat(args: Args, attributes: dict[str, Any]) -> int:
 
 def _gather(args: Args, attributes: dict[str, Any]) -> int:
     """data[:axis] + indices + data[axis + 1:]."""
-    data, indices = args[0], args[1]
+    data, indices = _given(args, 0), _given(args, 1)
     axis = int(attributes.get("axis", 0)) % data.ndim  # a 0-d data raises: nothing to gather from
     return math.prod(data.shape[:axis]) * int(indices.size) * math.prod(data.shape[axis + 1:])
 
 
 def _gather_nd(args: Args, attributes: dict[str, Any]) -> int:
     """indices[:-1] (its batch dims among them) + data[batch_dims + indices[-1]:]."""
-    data, indices = args[0], args[1]
+    data, indices = _given(args, 0), _given(args, 1)
     depth = int(attributes.get("batch_dims", 0)) + int(indices.shape[-1])
     return math.prod(indices.shape[:-1]) * math.prod(data.shape[depth:])
 
@@ -114,12 +123,12 @@ def _gather_nd(args: Args, attributes: dict[str, Any]) -> int:
 def _reduced(args: Args, attributes: dict[str, Any]) -> int:
     """Some of its first input's dims: at most their product with each empty dim taken as 1 (a sum
     over the empty axis of a [0, 10^12] input writes 10^12 zeros)."""
-    return math.prod(max(int(d), 1) for d in args[0].shape)  # type: ignore[union-attr]
+    return math.prod(max(int(d), 1) for d in _given(args, 0).shape)
 
 
 def _nonzero(args: Args, attributes: dict[str, Any]) -> int:
     """[rank, count of nonzeros]: at most rank x the input's size."""
-    return max(args[0].ndim, 1) * int(args[0].size)  # type: ignore[union-attr]
+    return max(_given(args, 0).ndim, 1) * int(_given(args, 0).size)
 
 
 def _constant_of_shape(args: Args, attributes: dict[str, Any]) -> int:
@@ -128,11 +137,11 @@ def _constant_of_shape(args: Args, attributes: dict[str, Any]) -> int:
 
 def _expand(args: Args, attributes: dict[str, Any]) -> int:
     shape = tuple(int(d) for d in np.asarray(args[1]).reshape(-1))
-    return math.prod(np.broadcast_shapes(args[0].shape, shape))  # type: ignore[union-attr]
+    return math.prod(np.broadcast_shapes(_given(args, 0).shape, shape))
 
 
 def _tile(args: Args, attributes: dict[str, Any]) -> int:
-    return int(args[0].size) * _count(args[1])  # type: ignore[union-attr]
+    return int(_given(args, 0).size) * _count(args[1])
 
 
 def _range(args: Args, attributes: dict[str, Any]) -> int:
@@ -157,7 +166,7 @@ _RULES: dict[str, Rule] = {
     "CumSum": _first,
     "Expand": _expand,
     "Gather": _gather,
-    "GatherElements": lambda args, attributes: int(args[1].size),  # the indices' shape
+    "GatherElements": lambda args, attributes: int(_given(args, 1).size),  # the indices' shape
     "GatherND": _gather_nd,
     "NonZero": _nonzero,
     "Range": _range,

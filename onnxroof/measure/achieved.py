@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -127,6 +127,12 @@ ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ..
 }
 
 Timer = Callable[[], float]
+
+
+class Runnable(Protocol):
+    """What is timed: an onnxruntime InferenceSession, or a test's stand-in with its ``run``."""
+
+    def run(self, outputs: list[str] | None, feeds: dict) -> object: ...
 
 
 def case_macs(op: str, shape: tuple[int, ...], attributes: dict, builder: Callable | None = None) -> int:
@@ -363,7 +369,7 @@ def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.per
     return fastest_runs_s([(session, feeds)], budget_s, timer)[0]
 
 
-def fastest_runs_s(runs: Sequence[tuple[object, dict]], budget_s: float, timer: Timer = time.perf_counter,
+def fastest_runs_s(runs: Sequence[tuple[Runnable, dict]], budget_s: float, timer: Timer = time.perf_counter,
                    rewarm_s: float = 0.0) -> list[float]:
     """Seconds of one run of each (session, feeds) in ``runs``: the fastest of batches of runs (each
     batch about 5 ms), the sessions taking turns a batch each for ``budget_s`` in all.
@@ -417,8 +423,8 @@ def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: in
     drawn from a standard normal distribution, or with ``near_one`` from 1 + 0.01 x one: positive
     and near 1, so that a chain of square roots, divisions by it or squares stays finite and
     never reaches the denormal floats that slow a CPU's arithmetic down."""
-    return per_kernel_seconds(*chain_times_s(op, shape, attributes, threads, budget_s, length, builder, near_one),
-                              length)
+    one_s, many_s = chain_times_s(op, shape, attributes, threads, budget_s, length, builder, near_one)
+    return per_kernel_seconds(one_s, many_s, length)
 
 
 def chain_times_s(op: str, shape: tuple[int, ...], attributes: dict, threads: int | None, budget_s: float,
@@ -535,8 +541,8 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
             measured = chain_slope_s(op, shape, attributes, threads, per_case)
             roof = roof_slope_s(op, shape, attributes, target)
             fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
-            columns = case_columns(op, shape, attributes) if kernel_class in COLUMNS_CLASSES else None
-            case = Case(label, measured, roof, efficiency(roof, measured, fixed), columns,
+            by_columns = case_columns(op, shape, attributes) if kernel_class in COLUMNS_CLASSES else None
+            case = Case(label, measured, roof, efficiency(roof, measured, fixed), by_columns,
                         curve_only=index >= len(CASES[kernel_class]))
             found.setdefault(kernel_class, []).append(case)
             say(f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")

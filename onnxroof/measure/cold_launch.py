@@ -22,10 +22,14 @@ which is why the cycle mixes kinds.
 from __future__ import annotations
 
 import statistics
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import achieved
+
+if TYPE_CHECKING:
+    import onnx
 
 WIDTH = 1024  # one row of floats; each MatMul's weight is WIDTH x WIDTH floats, 4 MiB
 BLOCKS = 6
@@ -44,7 +48,8 @@ def interleaved_model(blocks: int, matmuls: bool, small: bool):
     initializers = [numpy_helper.from_array(np.array(v, dtype), name) for name, v, dtype in (
         ("one", [1.0], np.float32), ("half", [0.5], np.float32), ("row", [1, -1], np.int64), ("axis", [0], np.int64),
         ("scale", np.ones(WIDTH), np.float32), ("bias", np.zeros(WIDTH), np.float32))]
-    nodes, previous = [], "x"
+    nodes: list[onnx.NodeProto] = []
+    previous = "x"
 
     def add(op: str, inputs: list[str], **attributes) -> None:
         nonlocal previous
@@ -102,6 +107,9 @@ def measure_cold_launch_s(launch_s: float, budget_s: float, threads: int | None 
             for matmuls, small in ((True, True), (True, False), (False, True), (False, False))]
     # an interaction is a small difference of large times: the median of WINDOWS windows, each
     # timing the four models in turns, so one window the machine slowed cannot set it
-    cold_s = statistics.median(cold_seconds(launch_s, *achieved.fastest_runs_s(runs, budget_s / WINDOWS), small_kernels())
-                               for _ in range(WINDOWS))
+    def window() -> float:
+        both_s, matmuls_s, small_s, base_s = achieved.fastest_runs_s(runs, budget_s / WINDOWS)  # the runs' order
+        return cold_seconds(launch_s, both_s, matmuls_s, small_s, base_s, small_kernels())
+
+    cold_s = statistics.median(window() for _ in range(WINDOWS))
     return cold_s if cold_s > launch_s else None

@@ -134,7 +134,8 @@ def measure_op_efficiency(target: "Target", launch_s: float, budget_s: float, th
     if not achieved.onnxruntime_available():
         return [], []
     per_case = budget_s / max(1, len(cases))
-    found, notes = [], []
+    found: list[OpMeasurement] = []
+    notes: list[str] = []
     for case in cases:
         def roof_s(case: OpCase = case) -> float:
             return achieved.roof_slope_s(case.link, OP_SHAPE, {}, target, builder=op_chain_model)

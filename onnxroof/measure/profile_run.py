@@ -40,7 +40,7 @@ import re
 import statistics
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from ..core.errors import UsageError, sigterm_stops
 from ..core.units import iec
@@ -346,8 +346,9 @@ def input_specs(analysis: "Analysis", limit_bytes: int | None = None) -> list[In
             raise UsageError(f"{name}: input {info.name!r} has an element type onnxroof cannot make random values of") from None
         if dtype.kind not in "fiub":
             raise UsageError(f"{name}: input {info.name!r} is {dtype}: onnxroof profile cannot make random values of it")
-        specs.append(InputSpec(info.name, dtype.str, tuple(info.shape)))
-        sizes.append(math.prod(info.shape) * dtype.itemsize)
+        shape = cast("tuple[int, ...]", info.shape)  # every dim an int: checked above
+        specs.append(InputSpec(info.name, dtype.str, tuple(shape)))
+        sizes.append(math.prod(shape) * dtype.itemsize)
     limit = input_memory_limit() if limit_bytes is None else limit_bytes
     if specs and sum(sizes) > limit:
         largest = max(range(len(specs)), key=sizes.__getitem__)

@@ -15,6 +15,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -297,13 +298,13 @@ class StreamArrays:
 
     def runner(self, kernel: str, elements: int) -> Callable[[int], None]:
         """One call runs ``iterations`` passes of ``kernel`` on every thread at once."""
-        work = []
+        work: list[Callable[[], None]] = []
         for index in range(self.threads):
             a, b, c = (x[:elements] for x in self.arrays[index])
             if kernel == "copy":
-                work.append(lambda a=a, b=b: np.copyto(b, a))
+                work.append(partial(np.copyto, b, a))
             elif kernel == "add":
-                work.append(lambda a=a, b=b, c=c: np.add(a, b, out=c))
+                work.append(partial(np.add, a, b, out=c))
             else:
                 scratch = self.scratch[index]
                 blocks = [(a[i:i + TRIAD_BLOCK], b[i:i + TRIAD_BLOCK], c[i:i + TRIAD_BLOCK],

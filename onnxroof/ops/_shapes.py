@@ -7,7 +7,7 @@ helpers here are shared by every family module; a family's shape rule sits next 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 from onnx import TensorProto
 
@@ -36,7 +36,7 @@ def add(*terms: Dim) -> Dim:
     """The sum of dims: a number when all are; a symbol plus zeros is the symbol; else None."""
     nonzero = [t for t in terms if t != 0]
     if all(isinstance(t, int) for t in nonzero):
-        return sum(nonzero)  # type: ignore[arg-type]
+        return sum(nonzero)  # type: ignore[arg-type]  # all ints: checked just above
     return nonzero[0] if len(nonzero) == 1 else None
 
 
@@ -120,7 +120,8 @@ def conv_dims(node: NodeView, x_slot: int, w_slot: int, *, channels_last: bool =
     kernel = node.attr("kernel_shape") or weight[2:]
     if not all(isinstance(k, int) for k in kernel):
         raise UnknownShape(node.node.input[w_slot])
-    return windowed(node, dims(node, x_slot), kernel, weight[0], channels_last=channels_last)
+    # every dim of kernel is an int: checked just above
+    return windowed(node, dims(node, x_slot), cast("Sequence[int]", kernel), weight[0], channels_last=channels_last)
 
 
 def concat(shapes: Sequence[Dims], axis: int) -> Dims:

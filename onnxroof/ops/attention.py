@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from math import prod
 
 from .base import NodeView, OpCost, OutputType, UnknownValue, register, same_as_input
+from ..core.tensors import Dim
 from ._shapes import FLOAT, add, dims, dtype, scale
 from .normalization import RMS_NORM_FLOPS, SOFTMAX_FLOPS
 from .quantized import with_inputs
@@ -320,6 +321,7 @@ def group_query_attention(node: NodeView) -> OpCost:
     if node.has_input(3):
         buffer_len = node.input_shape(3)[2]
         present = node.outputs[1] if len(node.outputs) > 1 else None
+        # (type: ignore below) is_known: the shape is set
         shared = present is not None and present.is_known and present.shape[2] == buffer_len  # type: ignore[index]
     if total is None and node.has_input(3):
         if shared:
@@ -496,6 +498,7 @@ def group_query_attention_shapes(node: NodeView) -> list[OutputType | None]:
     head = scale(q[2], 1, heads + 2 * kv_heads if packed else heads)
     kv_len = q[1] if packed else dims(node, 1)[1]
     total = _scalar(node, 6)
+    length: Dim
     if node.has_input(3):
         buffer_len = dims(node, 3)[2]
         length = max(buffer_len, total) if isinstance(buffer_len, int) and total is not None else None

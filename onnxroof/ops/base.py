@@ -155,6 +155,7 @@ def _known_shape(info: TensorInfo | None, names: Iterable[str], index: int) -> t
     if info is None or not info.is_known:
         names = list(names)
         raise UnknownShape(names[index] if index < len(names) else f"#{index}")
+    # (type: ignore below) is_known: every dim an int (a plain bool field, which mypy cannot narrow by)
     return info.shape  # type: ignore[return-value]
 
 

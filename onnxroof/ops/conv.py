@@ -26,7 +26,7 @@ def check_convolution(node: NodeView, transposed: bool = False) -> None:
     kernel_shape = node.attr("kernel_shape", None)
     weight_info = node.inputs[1] if len(node.inputs) > 1 else None
     if kernel_shape is not None and weight_info is not None and weight_info.is_known:
-        kernel = tuple(weight_info.shape[2:])
+        kernel = tuple(node.input_shape(1)[2:])  # known: its dims are numbers
         if tuple(kernel_shape) != kernel:
             raise InvalidNode(f"kernel_shape={list(kernel_shape)} is not the weight's kernel "
                               f"{'x'.join(map(str, kernel)) or '(none)'}")
@@ -34,9 +34,10 @@ def check_convolution(node: NodeView, transposed: bool = False) -> None:
     if group < 1:
         raise InvalidNode(f"group={group}: a convolution has at least 1 group")
     data = node.inputs[0] if node.inputs else None
-    if data is None or not data.is_known or len(data.shape) < 2:
+    if data is None or not data.is_known or len(node.input_shape(0)) < 2:
         return
-    channels = data.shape[-1] if node.attr("channels_last", 0) else data.shape[1]
+    shape = node.input_shape(0)
+    channels = shape[-1] if node.attr("channels_last", 0) else shape[1]
     if channels % group:
         raise InvalidNode(f"the input's {channels} channels are not divisible by group={group}")
     weight = node.input_shape(1)

@@ -53,6 +53,7 @@ def matmul(node: NodeView) -> OpCost:
     b_shape = b.shape if b is not None and b.is_known else None
     if (output is None or not output.is_known) and b_shape is not None \
             and b_shape[-2 if len(b_shape) > 1 else 0] == k:  # a contrib op's output (MatMulInteger16, ...)
+        # (type: ignore below) a and b_shape known: the product's dims are ints
         outputs = prod(shape_rules.matmul(a, b_shape))  # type: ignore[arg-type]
     else:
         outputs = node.output_elements(0)
@@ -69,6 +70,7 @@ def fused_matmul(node: NodeView) -> OpCost:
     a, b = _fused_operands(node, a, b)
     m, k = (a[-1], a[-2]) if node.attr("transA", 0) else (a[-2], a[-1])
     n = b[-2] if node.attr("transB", 0) else b[-1]
+    # (type: ignore below) input_shape's dims are ints, so their broadcast's are
     batch = prod(shape_rules.broadcast(a[:-2], b[:-2]))  # type: ignore[arg-type]
     macs = batch * m * k * n
     return OpCost(macs=macs, formula=f"{batch}·{m}·{k}·{n} = {macs:,} MACs")

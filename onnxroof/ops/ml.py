@@ -23,11 +23,11 @@ classes or targets. Conventions:
 from __future__ import annotations
 
 from math import prod
-from typing import Sequence
+from typing import Callable, Sequence, cast
 
 from onnx import TensorProto
 
-from .base import NodeView, OpCost, OutputType, register, zero_cost
+from .base import NodeView, OpCost, OutputType, ShapeHandler, register, zero_cost
 
 ML = "ai.onnx.ml"
 
@@ -253,8 +253,8 @@ def svm_cost(node: NodeView, support: int, dual_per_vector: int, decisions: int,
     per_element, per_value, rule = KERNEL_FLOPS.get(kernel, KERNEL_FLOPS["LINEAR"])
     kernel_macs = n * support * f
     dual_macs = n * support * dual_per_vector
-    post, post_text = post_transform(node, n * scores)
-    flops = n * support * (per_element * f + per_value) + n * decisions * decision_flops + post
+    post_flops, post_text = post_transform(node, n * scores)
+    flops = n * support * (per_element * f + per_value) + n * decisions * decision_flops + post_flops
     return OpCost(macs=kernel_macs + dual_macs, flops=flops, attribute_params=params,
                   formula=f"kernel {kernel} N·SV·F = {n}·{support}·{f} = {kernel_macs:,} MACs ({rule}) + dual "
                           f"N·SV·{dual_per_vector} = {dual_macs:,} MACs; {flops:,} FLOPs incl. {post_text}; "
@@ -304,7 +304,7 @@ def _rows(node: NodeView) -> tuple | None:
     return tuple(info.shape[:-1]) if len(info.shape) > 1 else (1,)
 
 
-def rows_by(width) -> "callable":
+def rows_by(width: Callable[[NodeView], int]) -> ShapeHandler:
     """A shape rule: one float output [rows, width(node)]."""
 
     def shapes(node: NodeView) -> list[OutputType | None]:
@@ -347,7 +347,7 @@ def array_feature_extractor_shapes(node: NodeView) -> list[OutputType | None]:
     y = node.inputs[1] if len(node.inputs) > 1 else None
     if x is None or x.shape is None or y is None or y.shape is None:
         return [None]
-    k = prod(y.shape) if all(isinstance(d, int) for d in y.shape) else None
+    k = prod(cast("tuple[int, ...]", y.shape)) if all(isinstance(d, int) for d in y.shape) else None  # ints: checked
     return [(x.dtype, (1, k) if len(x.shape) == 1 else (*x.shape[:-1], k))]
 
 
@@ -359,7 +359,7 @@ def linear_classifier_shapes(node: NodeView) -> list[OutputType | None]:
     """label [rows], scores [rows, C]: C = coefficients / F, 2 for a binary model stored as one row."""
     rows = _rows(node)
     info = node.inputs[0]
-    if rows is None or not info.shape or not isinstance(info.shape[-1], int) or not info.shape[-1]:
+    if rows is None or info is None or not info.shape or not isinstance(info.shape[-1], int) or not info.shape[-1]:
         return [None, None]
     c = count(node, "coefficients") // info.shape[-1]
     c = 2 if c == 1 and classes(node) == 2 else c

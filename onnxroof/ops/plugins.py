@@ -91,7 +91,7 @@ def plugin_code(source: str) -> Iterator[None]:
     def refused_exit(code: int = 0) -> None:
         raise _PluginExit(f"os._exit({code})")
 
-    os._exit = refused_exit  # type: ignore[assignment]
+    os._exit = refused_exit  # type: ignore[assignment]  # the stub's os._exit never returns; this one raises
     printed = _EscapedToStderr(f"onnxroof: {source}: ")
     try:
         with contextlib.redirect_stdout(printed):

@@ -267,7 +267,7 @@ def gather_block_quantized(node: NodeView) -> OpCost:
     packed = [(0, table * per_element)]
     zero_points = node.inputs[3] if len(node.inputs) > 3 else None
     if zero_points is not None and zero_points.dtype == onnx.TensorProto.UINT8 and zero_points.is_known:
-        packed.append((3, zero_points.numel * per_element))  # type: ignore[operator]
+        packed.append((3, zero_points.numel * per_element))  # type: ignore[operator]  # is_known: numel is set
     return OpCost(flops=flops, formula=f"dequantize {DEQUANTIZE_FLOPS}·{outputs:,} gathered values = {flops:,} FLOPs "
                                        f"({node.attr('bits', 4)}-bit, block {node.attr('block_size', 128)})",
                   param_elements=tuple(packed), weight_elements_read=outputs // per_element)

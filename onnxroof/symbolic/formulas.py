@@ -146,7 +146,7 @@ class Formulas:
         return reading(polynomial, self.dims) if polynomial is not None else None
 
     def evaluate(self, metric: str, values: Mapping[str, int]) -> int | None:
-        point = tuple(values[d] for d in self.dims)
+        point = tuple(values[d] for d in self.dims)  # (evaluate() types int | Fraction: the ignores below)
         if metric in self.pieces or metric in self.candidates:  # the largest of them is the value
             choices = [p for _, _, p in self.pieces[metric]] if metric in self.pieces else self.candidates[metric]
             return max(evaluate(p, point) for p in choices)  # type: ignore[return-value]
@@ -476,7 +476,7 @@ class _Fitter:
                                       f"{actual:,}, the fitted polynomial {predicted:,}: the cost is piecewise or "
                                       "data-dependent here")
             return
-        result.polynomials[metric] = polynomial  # type: ignore[assignment]
+        result.polynomials[metric] = polynomial
 
     def _peak(self, result: Formulas) -> list[Polynomial] | None:
         """The model-order peak as the largest of each step's live bytes (each a polynomial), so
@@ -500,7 +500,7 @@ class _Fitter:
         pieces = ([(piece.start, piece.end, kept[piece.index]) for piece in envelope(kept)] if len(self.dims) == 1
                   else [])
         if len(kept) == 1 or len(pieces) == 1:  # one polynomial is the largest everywhere
-            result.polynomials["peak_bytes"] = (pieces[0][2] if pieces else kept[0])  # type: ignore[assignment]
+            result.polynomials["peak_bytes"] = (pieces[0][2] if pieces else kept[0])
             result.refuted.pop("peak_bytes", None)
             return kept
         result.polynomials["peak_bytes"] = None
@@ -525,7 +525,7 @@ class _Fitter:
                 values = [self.samples[p].node_costs.get(name) for p in line]
                 if any(v is None for v in values):
                     continue
-                if any(_line_fails([v[k] for v in values], cost[k]) for k in (0, 1)):  # type: ignore[index]
+                if any(_line_fails([v[k] for v in values if v is not None], cost[k]) for k in (0, 1)):
                     blamed.append(dim)
                     self.culprits[dim] = name
                     break

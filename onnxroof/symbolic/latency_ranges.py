@@ -75,6 +75,7 @@ def _spill_regime(target: str, dims: list[str], samples: tuple[int, ...], check:
         reports = {point: report_at(point) for point in points}
         if any(r is None for r in reports.values()):
             return None
+        # (type: ignore below) no report is None: returned above
         result = fitted(target, dims, reports, scaled, scaled_check)  # type: ignore[arg-type]
         if not result.refuted:
             _check_from(result, report_at, 1, min(scaled))

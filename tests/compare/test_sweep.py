@@ -24,6 +24,21 @@ def test_batch_and_dtype_sweep_is_the_product():
     assert [p.analysis.totals.param_bytes for p in points] == [1_314_344, 328_586, 1_314_344, 328_586]
 
 
+def test_a_sweep_takes_dims_as_strings_too():
+    import onnx
+    from onnx import TensorProto, helper
+
+    # y[rows, 4] = x[rows, n] @ w[n, 4]: rows x n x 4 MACs
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["rows", "n"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", 4])],
+                              [helper.make_tensor("w", TensorProto.FLOAT, [3, 4], [0.0] * 12)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    for dims in (["n=3"], {"n": 3}):  # the strings once crashed: dict() of a tuple of strings
+        points = run_sweep(onnx.ModelProto.FromString(model.SerializeToString()), [("rows", [1, 2])], dims=dims)
+        assert [p.analysis.totals.macs for p in points] == [1 * 3 * 4, 2 * 3 * 4]
+
+
 def test_decode_context_sweep_grows_the_attention_and_the_cache(capsys):
     points = run_sweep(decoder_block(), [parse_sweep("context=16,256")], phase="decode")
     small, large = (p.analysis for p in points)

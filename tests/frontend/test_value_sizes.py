@@ -84,6 +84,8 @@ def test_output_sizes_predicted_by_hand(op_type, args, attributes, expected):
     ("Range", [scalar(0), scalar(5), scalar(0)]),  # a step of 0
     ("Range", [scalar(0.0), scalar(np.inf), scalar(1.0)]),  # an infinite bound
     ("Pad", [zeros(2), np.array([1, 1], I64)]),  # an op the evaluator does not run: no rule
+    ("Gather", [None, np.array([0], I64)]),  # an omitted input the rule needs
+    ("GatherElements", [zeros(2), None]),
 ])
 def test_what_cannot_be_predicted_is_not_run(op_type, args):
     assert predicted_elements(op_type, args, {}) is None

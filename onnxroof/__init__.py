@@ -23,8 +23,14 @@ if TYPE_CHECKING:
 
 # The pipeline (onnx, networkx, every cost rule) is imported on first use of these names, not by
 # `import onnxroof`: the CLI's quick commands (--help, targets) never need it.
-_LAZY = {"Analysis": ".result", "AnalysisOptions": ".options", "analyze": ".api", "formulas": ".symbolic.formulas",
-         "register": ".ops", "review": ".api"}
+_LAZY = {
+    "Analysis": ".result",
+    "AnalysisOptions": ".options",
+    "analyze": ".api",
+    "formulas": ".symbolic.formulas",
+    "register": ".ops",
+    "review": ".api",
+}
 
 
 def __getattr__(name: str):

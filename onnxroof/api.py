@@ -57,8 +57,9 @@ class ReviewableAnalysis(Analysis):
     def __str__(self) -> str:
         from .findings.wording import summary_findings_lines, summary_fits
 
-        return self.summary_text(summary_fits(self._review, self.targets),
-                                 summary_findings_lines(self._review, self.targets))
+        return self.summary_text(
+            summary_fits(self._review, self.targets), summary_findings_lines(self._review, self.targets)
+        )
 
     def _repr_html_(self) -> str:
         """What a notebook shows: the findings, the totals and each target's card and roofline."""
@@ -91,11 +92,16 @@ def analyze(model: str | os.PathLike | onnx.ModelProto, *args: Any, **arguments:
     return reviewable(model, options_of(options, given), progress)
 
 
-def reviewable(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
-               progress: Callable[[str], None] | None = None, findings: bool = True) -> ReviewableAnalysis:
+def reviewable(
+    model: str | os.PathLike | onnx.ModelProto,
+    options: AnalysisOptions,
+    progress: Callable[[str], None] | None = None,
+    findings: bool = True,
+) -> ReviewableAnalysis:
     """:func:`analyze` with its options typed (the command line's); without ``findings``
     (``--no-findings``) it keeps no :class:`~onnxroof.findings.Source`: it has no review, and the
     prepared model is freed at once."""
     analysis, source = analyze_for_review(model, options, progress)
-    return ReviewableAnalysis(**{f.name: getattr(analysis, f.name) for f in fields(Analysis)},
-                              source=source if findings else None)
+    return ReviewableAnalysis(
+        **{f.name: getattr(analysis, f.name) for f in fields(Analysis)}, source=source if findings else None
+    )

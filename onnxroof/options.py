@@ -84,8 +84,15 @@ class Option:
     convert: Callable[[str, Any], Any] | None = None  # the value as kept (a list as a tuple)
 
 
-def option(default: Any, doc: str, check: Check, flag: Flag | None = None, role: str | None = None,
-           back: bool = False, convert: Callable[[str, Any], Any] | None = None) -> Any:
+def option(
+    default: Any,
+    doc: str,
+    check: Check,
+    flag: Flag | None = None,
+    role: str | None = None,
+    back: bool = False,
+    convert: Callable[[str, Any], Any] | None = None,
+) -> Any:
     """A field of :class:`AnalysisOptions` with its declaration (:class:`Option`) as metadata."""
     return field(default=default, metadata={"option": Option(doc, check, flag, role, back, convert)})
 
@@ -112,8 +119,9 @@ class Choice:
 
     def __call__(self, option: str, value: object) -> None:
         if value is not None and value not in self.choices:
-            raise OptionError(option, f"{{opt.{option}}} {{value}}: choose {' or '.join(self.choices)}",
-                              value=_shown(value))
+            raise OptionError(
+                option, f"{{opt.{option}}} {{value}}: choose {' or '.join(self.choices)}", value=_shown(value)
+            )
 
 
 def _switch(option: str, value: object) -> None:
@@ -123,12 +131,14 @@ def _switch(option: str, value: object) -> None:
 
 def _dtype_name(option: str, value: object) -> None:
     if not isinstance(value, str):
-        raise OptionError(option, "dtype={value}: give a name such as 'fp16' (or 'model': as stored)",
-                          value=_shown(value))
+        raise OptionError(
+            option, "dtype={value}: give a name such as 'fp16' (or 'model': as stored)", value=_shown(value)
+        )
 
 
 def _mapping_or_strings(entry: Callable[[str, str, Any], None], example: str) -> Check:
     """A mapping whose keys are names and whose values ``entry`` checks, or the flags' strings."""
+
     def check(option: str, given: object) -> None:
         if isinstance(given, Mapping):
             for name, value in given.items():
@@ -136,13 +146,19 @@ def _mapping_or_strings(entry: Callable[[str, str, Any], None], example: str) ->
                 entry(option, name, value)
         elif given is not None:
             _strings(option, given, example)  # type: ignore[arg-type]  # (a tuple: _listed made it one)
+
     return check
 
 
 def _shape(option: str, name: str, shape: Any) -> None:
     if isinstance(shape, (str, bytes)) or not (isinstance(shape, Sequence) or hasattr(shape, "tolist")):
-        raise OptionError(option, "input_shapes[{name!r}] = {shape}: give the shape as a list of integers, e.g. "
-                          "input_shapes={{{name!r}: [1, 3, 224, 224]}}", name=name, shape=_shown(shape))
+        raise OptionError(
+            option,
+            "input_shapes[{name!r}] = {shape}: give the shape as a list of integers, e.g. "
+            "input_shapes={{{name!r}: [1, 3, 224, 224]}}",
+            name=name,
+            shape=_shown(shape),
+        )
     for dim in shape:
         _count(option, dim, name, minimum=0)
 
@@ -156,17 +172,25 @@ def _value(option: str, name: str, value: Any) -> None:
         import numpy as np
 
         value = np.asarray(value).reshape(-1).tolist()
-    for number in (value if isinstance(value, (list, tuple)) else (value,)):
+    for number in value if isinstance(value, (list, tuple)) else (value,):
         if not isinstance(number, numbers.Real) or not math.isfinite(number):
-            raise OptionError(option, "values[{name!r}] = {value}: give a finite number or a list of them", name=name,
-                              value=_shown(value))
+            raise OptionError(
+                option,
+                "values[{name!r}] = {value}: give a finite number or a list of them",
+                name=name,
+                value=_shown(value),
+            )
 
 
 def _targets(option: str, targets: Sequence[object]) -> None:
     for target in targets:
         if not isinstance(target, (str, os.PathLike)) and not _is_target(target):
-            raise OptionError(option, "targets: {target} is not a target: give bundled target names, target file "
-                              "paths or Target objects, e.g. targets=['l4']", target=_shown(target))
+            raise OptionError(
+                option,
+                "targets: {target} is not a target: give bundled target names, target file "
+                "paths or Target objects, e.g. targets=['l4']",
+                target=_shown(target),
+            )
 
 
 def _fusion(option: str, fusion: object) -> None:
@@ -195,89 +219,242 @@ class AnalysisOptions:
     """How one model is analysed. Defaults: the model as stored, no target, every dim bound."""
 
     input_shapes: InputShapes | None = option(
-        None, "Input name -> shape, or ``NAME:1,3,224,224`` strings.",
+        None,
+        "Input name -> shape, or ``NAME:1,3,224,224`` strings.",
         _mapping_or_strings(_shape, "{'input': [1, 3, 224, 224]} or ['input:1,3,224,224']"),
-        Flag("--input-shape", SHAPES, 1, "set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 "
-             "(repeatable)", metavar="NAME:D1,D2,...", repeatable=True), COUNTING, convert=_listed)
+        Flag(
+            "--input-shape",
+            SHAPES,
+            1,
+            "set an input's shape, e.g. input:1,3,224,224 or input:1x3x224x224 (repeatable)",
+            metavar="NAME:D1,D2,...",
+            repeatable=True,
+        ),
+        COUNTING,
+        convert=_listed,
+    )
     dims: Dims | None = option(
-        None, "Symbolic dim name -> value, or ``SYMBOL=VALUE`` strings.",
+        None,
+        "Symbolic dim name -> value, or ``SYMBOL=VALUE`` strings.",
         _mapping_or_strings(_dim, "{'batch': 1} or ['batch=1']"),
-        Flag("--dim", SHAPES, 2, "bind a named (symbolic) dim everywhere, e.g. batch=1 (repeatable)",
-             metavar="SYMBOL=VALUE", repeatable=True), BINDING, convert=_listed)
+        Flag(
+            "--dim",
+            SHAPES,
+            2,
+            "bind a named (symbolic) dim everywhere, e.g. batch=1 (repeatable)",
+            metavar="SYMBOL=VALUE",
+            repeatable=True,
+        ),
+        BINDING,
+        convert=_listed,
+    )
     loop_trips: int | None = option(
-        None, "The trip count of Loops whose count the model does not fix.", Count(1),
-        Flag("--loop-trips", SHAPES, 5, "trip count for Loops whose count is not a constant in the model",
-             metavar="N"), COUNTING, back=True)
+        None,
+        "The trip count of Loops whose count the model does not fix.",
+        Count(1),
+        Flag("--loop-trips", SHAPES, 5, "trip count for Loops whose count is not a constant in the model", metavar="N"),
+        COUNTING,
+        back=True,
+    )
     elementwise_in_place: bool = option(
-        False, "Single-consumer elementwise ops may overwrite their input (memory).", _switch,
-        Flag("--in-place", TIMING, 8, "let single-consumer elementwise ops overwrite their input (memory analysis)",
-             switch=True), COUNTING, back=True)
+        False,
+        "Single-consumer elementwise ops may overwrite their input (memory).",
+        _switch,
+        Flag(
+            "--in-place",
+            TIMING,
+            8,
+            "let single-consumer elementwise ops overwrite their input (memory analysis)",
+            switch=True,
+        ),
+        COUNTING,
+        back=True,
+    )
     targets: Sequence[str | Target] = option(
-        (), "Bundled target names, target file paths or Target objects to place the model on.", _targets,
-        Flag("--target", TIMING, 1, "place the model on a hardware target's roofline (repeatable; `onnxroof targets` "
-             "lists them)", metavar="NAME|FILE.toml", repeatable=True), TIMING_ROLE, back=True, convert=_target_items)
+        (),
+        "Bundled target names, target file paths or Target objects to place the model on.",
+        _targets,
+        Flag(
+            "--target",
+            TIMING,
+            1,
+            "place the model on a hardware target's roofline (repeatable; `onnxroof targets` lists them)",
+            metavar="NAME|FILE.toml",
+            repeatable=True,
+        ),
+        TIMING_ROLE,
+        back=True,
+        convert=_target_items,
+    )
     dtype: str = option(
-        "model", '"model" (as stored) or fp32 fp16 bf16 fp8 int8 int4: re-cost as if stored and run in it.',
-        _dtype_name, Flag("--dtype", TIMING, 2, "re-cost the model as if stored and run in this type (default: as "
-                          "stored)", choices=("fp32", "fp16", "bf16", "fp8", "int8", "int4")), COUNTING, back=True)
+        "model",
+        '"model" (as stored) or fp32 fp16 bf16 fp8 int8 int4: re-cost as if stored and run in it.',
+        _dtype_name,
+        Flag(
+            "--dtype",
+            TIMING,
+            2,
+            "re-cost the model as if stored and run in this type (default: as stored)",
+            choices=("fp32", "fp16", "bf16", "fp8", "int8", "int4"),
+        ),
+        COUNTING,
+        back=True,
+    )
     batch: int | None = option(
-        None, "Axis 0 of every input.", Count(1),
-        Flag("--batch", SHAPES, 3, "set axis 0 of every input to N", metavar="N"), BINDING)
+        None,
+        "Axis 0 of every input.",
+        Count(1),
+        Flag("--batch", SHAPES, 3, "set axis 0 of every input to N", metavar="N"),
+        BINDING,
+    )
     phase: str | None = option(
-        None, 'A KV-cached decoder\'s phase: "prefill" (with ``seq``) or "decode" (with ``context``).',
-        Choice(("prefill", "decode")), Flag("--phase", SHAPES, 6, "a KV-cached decoder's phase: prefill (with --seq) "
-                                            "or decode (with --context)"), COUNTING)
+        None,
+        'A KV-cached decoder\'s phase: "prefill" (with ``seq``) or "decode" (with ``context``).',
+        Choice(("prefill", "decode")),
+        Flag("--phase", SHAPES, 6, "a KV-cached decoder's phase: prefill (with --seq) or decode (with --context)"),
+        COUNTING,
+    )
     seq: int | None = option(
-        None, "Prefill: the prompt length.", Count(1),
-        Flag("--seq", SHAPES, 7, "prefill: the prompt length", metavar="N"), BINDING)
+        None,
+        "Prefill: the prompt length.",
+        Count(1),
+        Flag("--seq", SHAPES, 7, "prefill: the prompt length", metavar="N"),
+        BINDING,
+    )
     context: int | None = option(
-        None, "Decode: the tokens attended, the new one included.", Count(0),
-        Flag("--context", SHAPES, 8, "decode: the tokens attended in the step, the new one included (N - 1 cached)",
-             metavar="N"), BINDING)
+        None,
+        "Decode: the tokens attended, the new one included.",
+        Count(0),
+        Flag(
+            "--context",
+            SHAPES,
+            8,
+            "decode: the tokens attended in the step, the new one included (N - 1 cached)",
+            metavar="N",
+        ),
+        BINDING,
+    )
     encoder_seq: int | None = option(
-        None, "A seq2seq decoder's phase: the length of the encoder output its cross-attention reads.", Count(1),
-        Flag("--encoder-seq", SHAPES, 9, "with --phase, for a seq2seq decoder (Whisper, T5): the encoder output's "
-             "length its cross-attention reads, when the model leaves it open", metavar="N"), BINDING)
+        None,
+        "A seq2seq decoder's phase: the length of the encoder output its cross-attention reads.",
+        Count(1),
+        Flag(
+            "--encoder-seq",
+            SHAPES,
+            9,
+            "with --phase, for a seq2seq decoder (Whisper, T5): the encoder output's "
+            "length its cross-attention reads, when the model leaves it open",
+            metavar="N",
+        ),
+        BINDING,
+    )
     fusion: str | Sequence[str] | None = option(
-        None, 'A fusion policy for every target ("none", "epilogue", "all", rule sets such as '
-        '"epilogue,elementwise", or a list of rule sets); None: each target\'s own policy.', _fusion,
-        Flag("--fusion", TIMING, 3, "group nodes into kernels as a runtime does, on every target: none (one kernel "
-             "per node), epilogue, all, or rule sets such as epilogue,elementwise (default: each target's policy)",
-             metavar="POLICY"), TIMING_ROLE, back=True, convert=_policy_items)
+        None,
+        'A fusion policy for every target ("none", "epilogue", "all", rule sets such as '
+        '"epilogue,elementwise", or a list of rule sets); None: each target\'s own policy.',
+        _fusion,
+        Flag(
+            "--fusion",
+            TIMING,
+            3,
+            "group nodes into kernels as a runtime does, on every target: none (one kernel "
+            "per node), epilogue, all, or rule sets such as epilogue,elementwise (default: each target's policy)",
+            metavar="POLICY",
+        ),
+        TIMING_ROLE,
+        back=True,
+        convert=_policy_items,
+    )
     overhead: bool = option(
-        True, "False leaves out every target's launch cost per kernel and its efficiency figures.", _switch,
-        Flag("--no-overhead", TIMING, 4, "leave out every target's launch cost per kernel and its efficiency figures "
-             "(every kernel at the roofline; with --fusion none: the plain per-node roofline)", switch=True,
-             negated=True), TIMING_ROLE, back=True)
+        True,
+        "False leaves out every target's launch cost per kernel and its efficiency figures.",
+        _switch,
+        Flag(
+            "--no-overhead",
+            TIMING,
+            4,
+            "leave out every target's launch cost per kernel and its efficiency figures "
+            "(every kernel at the roofline; with --fusion none: the plain per-node roofline)",
+            switch=True,
+            negated=True,
+        ),
+        TIMING_ROLE,
+        back=True,
+    )
     checker_in_child: bool = option(
-        False, "Run the ONNX checker on a model file in a forked child while the analysis goes on (the "
-        "onnxroof program does; a process holding much memory should not fork).", _switch, back=True)
+        False,
+        "Run the ONNX checker on a model file in a forked child while the analysis goes on (the "
+        "onnxroof program does; a process holding much memory should not fork).",
+        _switch,
+        back=True,
+    )
     values: Values | None = option(
-        None, "Input name -> the values the graph computes with, or ``NAME=V1,V2`` strings.",
+        None,
+        "Input name -> the values the graph computes with, or ``NAME=V1,V2`` strings.",
         _mapping_or_strings(_value, "{'sr': 16000} or ['sr=16000']"),
-        Flag("--value", SHAPES, 4, "the value of an input the graph computes with, e.g. sr=16000 (an If on the "
-             "sample rate is then costed on the branch it takes); repeatable", metavar="NAME=V1,V2,...",
-             repeatable=True), COUNTING, convert=_listed)
+        Flag(
+            "--value",
+            SHAPES,
+            4,
+            "the value of an input the graph computes with, e.g. sr=16000 (an If on the "
+            "sample rate is then costed on the branch it takes); repeatable",
+            metavar="NAME=V1,V2,...",
+            repeatable=True,
+        ),
+        COUNTING,
+        convert=_listed,
+    )
     partial: bool = option(
-        False, "Leave input dims unbound (nothing assumed; the nodes depending on them not counted) "
-        "instead of raising :class:`~onnxroof.core.errors.UnboundDims`.", _switch,
-        Flag("--partial", SHAPES, 10, "analyse with input dims left unbound: nothing assumed, and the nodes "
-             "depending on them not counted", switch=True))
+        False,
+        "Leave input dims unbound (nothing assumed; the nodes depending on them not counted) "
+        "instead of raising :class:`~onnxroof.core.errors.UnboundDims`.",
+        _switch,
+        Flag(
+            "--partial",
+            SHAPES,
+            10,
+            "analyse with input dims left unbound: nothing assumed, and the nodes depending on them not counted",
+            switch=True,
+        ),
+    )
     ignore_missing_dims: bool = option(
-        False, "``dims`` may name dims this model lacks (one set of dims for several models).", _switch)
+        False, "``dims`` may name dims this model lacks (one set of dims for several models).", _switch
+    )
     search_order: bool = option(
-        True, "Search the execution order with the lowest peak (False: ``memory.best`` is the model's order).",
-        _switch, back=True)
+        True,
+        "Search the execution order with the lowest peak (False: ``memory.best`` is the model's order).",
+        _switch,
+        back=True,
+    )
     devices: int = option(
-        1, "Plan the model on up to this many devices of each target (tensor and pipeline parallelism "
-        "over the target's ``[interconnect]``); 1: one device, no plan.", Count(1, MAX_DEVICES, required=True),
-        Flag("--devices", TIMING, 6, "plan the model on up to N devices of each target: tensor and pipeline "
-             "parallelism over the target's interconnect, memory per device, the fewest devices that fit (1 to "
-             f"{MAX_DEVICES:,}; default: 1)", metavar="N"), back=True)
+        1,
+        "Plan the model on up to this many devices of each target (tensor and pipeline parallelism "
+        "over the target's ``[interconnect]``); 1: one device, no plan.",
+        Count(1, MAX_DEVICES, required=True),
+        Flag(
+            "--devices",
+            TIMING,
+            6,
+            "plan the model on up to N devices of each target: tensor and pipeline "
+            "parallelism over the target's interconnect, memory per device, the fewest devices that fit (1 to "
+            f"{MAX_DEVICES:,}; default: 1)",
+            metavar="N",
+        ),
+        back=True,
+    )
     micro_batches: int = option(
-        1, "Pipeline parallelism: the micro-batches in flight (the bubble is (p - 1) / (m + p - 1)).", Count(1),
-        Flag("--micro-batches", TIMING, 7, "with --devices: the micro-batches a pipeline keeps in flight (default: "
-             "1)", metavar="M"), back=True)
+        1,
+        "Pipeline parallelism: the micro-batches in flight (the bubble is (p - 1) / (m + p - 1)).",
+        Count(1),
+        Flag(
+            "--micro-batches",
+            TIMING,
+            7,
+            "with --devices: the micro-batches a pipeline keeps in flight (default: 1)",
+            metavar="M",
+        ),
+        back=True,
+    )
 
     def __post_init__(self) -> None:
         for name, declared in OPTIONS.items():
@@ -291,8 +468,9 @@ class AnalysisOptions:
             declared.check(name, getattr(self, name))
 
     @classmethod
-    def given(cls, options: AnalysisOptions | None, arguments: Mapping[str, object],
-              function: str = "analyze") -> AnalysisOptions:
+    def given(
+        cls, options: AnalysisOptions | None, arguments: Mapping[str, object], function: str = "analyze"
+    ) -> AnalysisOptions:
         """The options of a call (of ``function``) that takes them as an object (``options=``) or
         one by one (analyze()'s keyword arguments), not both."""
         if options is None:
@@ -300,11 +478,13 @@ class AnalysisOptions:
             # (type: ignore below) each keyword is checked by check_call and the field's check, not by type
             return cls(**arguments)  # type: ignore[arg-type]
         if not isinstance(options, AnalysisOptions):
-            raise OptionError("options", "options={value}: give an AnalysisOptions (or the options one by one)",
-                              value=_shown(options))
+            raise OptionError(
+                "options", "options={value}: give an AnalysisOptions (or the options one by one)", value=_shown(options)
+            )
         if arguments:
-            raise OptionError("options", "give the options as options= or one by one, not both ({given})",
-                              given=", ".join(arguments))
+            raise OptionError(
+                "options", "give the options as options= or one by one, not both ({given})", given=", ".join(arguments)
+            )
         return options
 
     def changed(self) -> dict[str, object]:
@@ -314,8 +494,9 @@ class AnalysisOptions:
         {'dims': {}, 'batch': 2}
         """
         default = AnalysisOptions()
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) != getattr(default, f.name)}
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(default, f.name)
+        }
 
 
 # each option's declaration, by name (AnalysisOptions' field), in the fields' order
@@ -330,6 +511,7 @@ def _documented() -> None:
     """The class's documentation lists the options, as analyze()'s does."""
     if AnalysisOptions.__doc__ is not None:  # (none under python -OO)
         AnalysisOptions.__doc__ += "\n\n    The options:\n\n" + options_doc("    ") + "\n"
+
 
 def with_role(*roles: str) -> tuple[str, ...]:
     """The options of these roles in a formula's analyses (COUNTING, BINDING, TIMING_ROLE)."""
@@ -352,8 +534,14 @@ def options_doc(indent: str = "") -> str:
 
     def paragraph(name: str, declared: Option) -> str:
         flag = f" Its flag: ``{declared.flag.name}``." if declared.flag else ""
-        return textwrap.fill(f"``{name}``: {declared.doc}{flag}", 96, initial_indent=indent,
-                             subsequent_indent=indent + "    ", break_on_hyphens=False, break_long_words=False)
+        return textwrap.fill(
+            f"``{name}``: {declared.doc}{flag}",
+            96,
+            initial_indent=indent,
+            subsequent_indent=indent + "    ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
 
     return "\n".join(paragraph(name, declared) for name, declared in OPTIONS.items())
 
@@ -363,23 +551,35 @@ def check_call(function: str, positional: tuple, keywords: Mapping[str, object],
     (options given by position, a keyword no option has) as an OptionError naming the argument;
     ``also``: the function's own keywords (progress, options)."""
     if positional:
-        raise OptionError("model", "{function}() takes the model as its one positional argument and the options by "
-                          "name: {count} more given by position; e.g. {function}(model, dims={{'batch': 1}})",
-                          function=function, count=len(positional))
+        raise OptionError(
+            "model",
+            "{function}() takes the model as its one positional argument and the options by "
+            "name: {count} more given by position; e.g. {function}(model, dims={{'batch': 1}})",
+            function=function,
+            count=len(positional),
+        )
     names = [f.name for f in fields(AnalysisOptions)] + list(also)
     unknown = next((key for key in keywords if key not in names), None)
     if unknown is not None:
         close = difflib.get_close_matches(str(unknown), names, 1)
-        raise OptionError(str(unknown), "{function}(): no option named {name}{hint}; the options: {names}",
-                          function=function, name=_shown(unknown), names=", ".join(names),
-                          hint=f" (did you mean {close[0]}?)" if close else "")
+        raise OptionError(
+            str(unknown),
+            "{function}(): no option named {name}{hint}; the options: {names}",
+            function=function,
+            name=_shown(unknown),
+            names=", ".join(names),
+            hint=f" (did you mean {close[0]}?)" if close else "",
+        )
 
 
 def check_progress(progress: Callable[[str], None] | None) -> None:
     """``progress`` is None or called with each stage's name."""
     if progress is not None and not callable(progress):
-        raise OptionError("progress", "progress={value}: give a function called with each stage's name (or None)",
-                          value=_shown(progress))
+        raise OptionError(
+            "progress",
+            "progress={value}: give a function called with each stage's name (or None)",
+            value=_shown(progress),
+        )
 
 
 def _shown(value: object) -> str:
@@ -400,22 +600,25 @@ def _items(option: str, given: object) -> tuple:
         return (given,)
     if isinstance(given, (bytes, bytearray)) or not hasattr(given, "__iter__"):
         mapping = " (or a mapping)" if option in ("input_shapes", "dims", "values") else ""
-        raise OptionError(option, "{name}={value}: give a list{mapping}", name=option, value=_shown(given),
-                          mapping=mapping)
+        raise OptionError(
+            option, "{name}={value}: give a list{mapping}", name=option, value=_shown(given), mapping=mapping
+        )
     return tuple(given)
 
 
 def _strings(option: str, items: tuple, example: str) -> None:
     wrong = next((item for item in items if not isinstance(item, str)), None)
     if wrong is not None:
-        raise OptionError(option, "{name}: {value} is not a string; give {example}", name=option,
-                          value=_shown(wrong), example=example)
+        raise OptionError(
+            option, "{name}: {value} is not a string; give {example}", name=option, value=_shown(wrong), example=example
+        )
 
 
 def _name(option: str, name: object) -> None:
     if not isinstance(name, str) or not name:
-        raise OptionError(option, "{name}: the key {value} is not a name; give a non-empty string",
-                          name=option, value=_shown(name))
+        raise OptionError(
+            option, "{name}: the key {value} is not a name; give a non-empty string", name=option, value=_shown(name)
+        )
 
 
 def _count(option: str, value: object, where: str | None, minimum: int, maximum: int | None = None) -> None:
@@ -427,11 +630,18 @@ def _count(option: str, value: object, where: str | None, minimum: int, maximum:
         raise OptionError(option, head + ": give a whole number (an int)", where=where, value=_shown(value))
     value = int(value)  # (a numpy integer: compared as a Python int)
     if maximum is not None and not minimum <= value <= maximum:
-        raise OptionError(option, head + ": give a whole number from {minimum} to {maximum:,}", where=where,
-                          value=int(value), minimum=minimum, maximum=maximum)
+        raise OptionError(
+            option,
+            head + ": give a whole number from {minimum} to {maximum:,}",
+            where=where,
+            value=int(value),
+            minimum=minimum,
+            maximum=maximum,
+        )
     if value < minimum:
-        raise OptionError(option, head + ": give a whole number of {minimum} or more", where=where, value=int(value),
-                          minimum=minimum)
+        raise OptionError(
+            option, head + ": give a whole number of {minimum} or more", where=where, value=int(value), minimum=minimum
+        )
     if value > MAX_DIM:
         raise OptionError(option, head + ": over the limit, {limit}", where=where, value=int(value), limit=MAX_DIM_TEXT)
 

@@ -60,8 +60,13 @@ if TYPE_CHECKING:  # placing on targets is imported only when targets are given
     from .roofline.targets import Target
 
 
-def analyze(model: str | os.PathLike | onnx.ModelProto, *, options: AnalysisOptions | None = None,
-            progress: Callable[[str], None] | None = None, **changes: Any) -> Analysis:
+def analyze(
+    model: str | os.PathLike | onnx.ModelProto,
+    *,
+    options: AnalysisOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+    **changes: Any,
+) -> Analysis:
     """Analyse an ONNX model given as a path or a ModelProto.
 
     The options (below, as :class:`~onnxroof.options.AnalysisOptions` declares them) are given
@@ -79,7 +84,7 @@ def analyze(model: str | os.PathLike | onnx.ModelProto, *, options: AnalysisOpti
 
     The options:
 
-"""
+    """
     check_call("analyze", (), changes, also=("progress", "options"))
     check_progress(progress)
     return analyze_keeping_front(model, options_of(options, changes), progress)[0]
@@ -97,8 +102,9 @@ def options_of(options: AnalysisOptions | None, changes: Mapping[str, object]) -
     return AnalysisOptions.given(options, given.changed()) if options is not None else given
 
 
-def analyze_keeping_front(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
-                          progress: Callable[[str], None] | None = None) -> tuple[Analysis, Front]:
+def analyze_keeping_front(
+    model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions, progress: Callable[[str], None] | None = None
+) -> tuple[Analysis, Front]:
     """:func:`analyze`, and the :class:`Front` it started from (it holds the prepared model and
     its shapes: drop it unless a variant will be analysed from it, :func:`analyze_again`)."""
     progress = progress or (lambda stage: None)
@@ -106,9 +112,12 @@ def analyze_keeping_front(model: str | os.PathLike | onnx.ModelProto, options: A
         fusion, chosen = _checked_options(options)
         if not isinstance(model, (str, os.PathLike, onnx.ModelProto)):
             kind = f"{len(model):,} bytes" if isinstance(model, (bytes, bytearray)) else type(model).__name__
-            raise OptionError("model", "model: {kind} is not a model; give a path or an onnx.ModelProto"
-                              + (" (onnx.load_from_string(data) reads bytes)" if isinstance(model, (bytes, bytearray))
-                                 else ""), kind=kind)
+            raise OptionError(
+                "model",
+                "model: {kind} is not a model; give a path or an onnx.ModelProto"
+                + (" (onnx.load_from_string(data) reads bytes)" if isinstance(model, (bytes, bytearray)) else ""),
+                kind=kind,
+            )
         front = _front(model, options, progress)
         return _back(front, options, progress, fusion, chosen), front
 
@@ -117,8 +126,12 @@ def _checked_options(options: AnalysisOptions) -> tuple[tuple[str, ...] | None, 
     """The fusion rules and the targets, loaded: a bad one fails before any work."""
     fusion = _fusion_rules(options.fusion)
     if options.dtype != "model" and options.dtype not in RECAST_DTYPES:
-        raise OptionError("dtype", "{opt.dtype} {dtype}: choose one of {choices}", dtype=options.dtype,
-                          choices=", ".join(RECAST_DTYPES))
+        raise OptionError(
+            "dtype",
+            "{opt.dtype} {dtype}: choose one of {choices}",
+            dtype=options.dtype,
+            choices=", ".join(RECAST_DTYPES),
+        )
     chosen = _load_targets(options.targets)
     load_entry_points()
     return fusion, chosen
@@ -139,8 +152,6 @@ class Front:
     shapes: ShapeResult  # in the model's stored types (--dtype recasts a copy)
 
 
-
-
 def analyze_again(start: Front | onnx.ModelProto, options: AnalysisOptions) -> Analysis:
     """An analysis with ``options``: from a :class:`Front` whose options differ from these only
     in :data:`BACK_OPTIONS` (no loading, no shape inference), or from a model analysed before
@@ -150,9 +161,13 @@ def analyze_again(start: Front | onnx.ModelProto, options: AnalysisOptions) -> A
     with collector_paused():
         if isinstance(start, onnx.ModelProto):
             return _back(_front(start, options, noop, checked=True), options, noop, fusion, chosen)
-        moved = {f.name for f in fields(AnalysisOptions) if f.name not in BACK_OPTIONS
-                 and getattr(start.options, f.name) is not getattr(options, f.name)
-                 and getattr(start.options, f.name) != getattr(options, f.name)}
+        moved = {
+            f.name
+            for f in fields(AnalysisOptions)
+            if f.name not in BACK_OPTIONS
+            and getattr(start.options, f.name) is not getattr(options, f.name)
+            and getattr(start.options, f.name) != getattr(options, f.name)
+        }
         if moved:
             raise ValueError(f"analyze_again: {', '.join(sorted(moved))} changed, which the front was made with")
         return _back(start, options, noop, fusion, chosen)
@@ -163,8 +178,10 @@ def place_targets(analysis: Analysis, targets: Sequence[Target], options: Analys
     from .roofline.placement import place_model
 
     fusion, batch = _fusion_rules(options.fusion), options.batch or 1
-    reports = [place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, fusion,
-                           options.overhead) for target in targets]
+    reports = [
+        place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, fusion, options.overhead)
+        for target in targets
+    ]
     for report in reports:  # the nodes left out take time too: every latency is a bound
         report.leave_out(analysis.uncounted_nodes, len(analysis.unresolved_dims))
     return reports
@@ -182,8 +199,12 @@ def collector_paused():
             gc.enable()
 
 
-def _front(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions, progress: Callable[[str], None],
-           checked: bool = False) -> Front:
+def _front(
+    model: str | os.PathLike | onnx.ModelProto,
+    options: AnalysisOptions,
+    progress: Callable[[str], None],
+    checked: bool = False,
+) -> Front:
     """Load (or copy), check, prepare and infer the shapes: the stages a change of type leaves."""
     if isinstance(model, onnx.ModelProto):
         path, file_bytes, checking = None, None, None
@@ -197,8 +218,9 @@ def _front(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
         proto, checking = open_model(path, options.checker_in_child)
         file_bytes = Path(path).stat().st_size
     try:
-        prepared = _prepare(proto, checking, options, progress,
-                            Path(path).name if path else proto.graph.name or "model")
+        prepared = _prepare(
+            proto, checking, options, progress, Path(path).name if path else proto.graph.name or "model"
+        )
     except BaseException:
         if checking is not None:
             checking.wait()  # the checker's verdict comes first, as when it ran before anything else
@@ -211,20 +233,27 @@ def _front(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
     shapes = _infer(proto, prepared, given_values)
     if layout is not None and options.phase is not None:
         # dims the export leaves symbolic although the graph fixes them (a head size): bound, and again
-        fixed = {d: v for d, v in dims_fixed_by_the_graph(layout, shapes.tensors).items()
-                 if d not in prepared.explicit_dims}
+        fixed = {
+            d: v for d, v in dims_fixed_by_the_graph(layout, shapes.tensors).items() if d not in prepared.explicit_dims
+        }
         if fixed:
             bind_inputs(proto, (), fixed)
             shapes = _infer(proto, prepared, given_values)
         if not options.partial and (unbound := unbound_dims(proto)):
-            raise UnboundDims(Path(path).name if path else proto.graph.name or "model", unbound, prepared.assumed,
-                              decoder=True)
+            raise UnboundDims(
+                Path(path).name if path else proto.graph.name or "model", unbound, prepared.assumed, decoder=True
+            )
     check_table_rows(proto, shapes.values, options.phase)  # a length past a positional table's rows
     return Front(options, proto, path, file_bytes, prepared, given_values, shapes)
 
 
-def _infer(proto: onnx.ModelProto, prepared: _Prepared, given_values: dict, dtype: str = "model",
-           assumed_sizes: dict[str, int] | None = None) -> ShapeResult:
+def _infer(
+    proto: onnx.ModelProto,
+    prepared: _Prepared,
+    given_values: dict,
+    dtype: str = "model",
+    assumed_sizes: dict[str, int] | None = None,
+) -> ShapeResult:
     """The shape stage (again, for sizes only the data decides: splits.py), in ``dtype``."""
     result = infer_shapes(proto, prepared.nodes, prepared.fields, output_types, given_values, assumed_sizes)
     return _recast(result, dtype)
@@ -237,15 +266,24 @@ def _recast(shapes: ShapeResult, dtype: str) -> ShapeResult:
     return replace(shapes, tensors=recast_tensors(shapes.tensors, RECAST_DTYPES[dtype]))
 
 
-def _back(front: Front, options: AnalysisOptions, progress: Callable[[str], None],
-          fusion: tuple[str, ...] | None, chosen: list[Target]) -> Analysis:
+def _back(
+    front: Front,
+    options: AnalysisOptions,
+    progress: Callable[[str], None],
+    fusion: tuple[str, ...] | None,
+    chosen: list[Target],
+) -> Analysis:
     """From the shapes on: cost, memory, each target, the decoder's KV cache, several devices."""
     dtype, phase, prepared, proto = options.dtype, options.phase, front.prepared, front.model
     layout = prepared.layout
     progress("costing nodes")
     graph, shapes, size_notes = cost_graph_with_sizes(
-        proto, _recast(front.shapes, dtype), CostOptions(loop_trips=options.loop_trips), prepared.fields,
-        lambda sizes: _infer(proto, prepared, front.given_values, dtype, sizes))
+        proto,
+        _recast(front.shapes, dtype),
+        CostOptions(loop_trips=options.loop_trips),
+        prepared.fields,
+        lambda sizes: _infer(proto, prepared, front.given_values, dtype, sizes),
+    )
     records = graph.records
     totals = _totals(records, graph.parameters)
     analysis = Analysis(
@@ -257,9 +295,13 @@ def _back(front: Front, options: AnalysisOptions, progress: Callable[[str], None
         totals=totals,
         unresolved_dims=shapes.unresolved,
         # the buffers of the nodes a run executes (control-flow bodies expanded, as the targets place them)
-        memory=_with_progress(progress, "tracking live activations",
-                              lambda: analyze_memory(graph.running, elementwise_in_place=options.elementwise_in_place,
-                                                     search=options.search_order)),
+        memory=_with_progress(
+            progress,
+            "tracking live activations",
+            lambda: analyze_memory(
+                graph.running, elementwise_in_place=options.elementwise_in_place, search=options.search_order
+            ),
+        ),
         dtype=dtype,
         batch=options.batch,
         input_values={name: value.reshape(-1).tolist() for name, value in front.given_values.items()},
@@ -274,8 +316,15 @@ def _back(front: Front, options: AnalysisOptions, progress: Callable[[str], None
         seq, context = options.seq, options.context
         new_tokens = seq if phase == "prefill" else 1 if phase == "decode" else None
         latencies = {report.target.name: report.latency_s for report in analysis.targets}
-        analysis.llm = llm_report(_with_inputs(analysis.tensors, shapes.inputs), layout, phase, new_tokens,
-                                  context if phase == "decode" else seq, batch, latencies)
+        analysis.llm = llm_report(
+            _with_inputs(analysis.tensors, shapes.inputs),
+            layout,
+            phase,
+            new_tokens,
+            context if phase == "decode" else seq,
+            batch,
+            latencies,
+        )
     if options.devices > 1 and analysis.targets:
         from .cost.tensor_parallel import find_structure
         from .roofline.devices import ModelFacts, plan_devices
@@ -283,13 +332,16 @@ def _back(front: Front, options: AnalysisOptions, progress: Callable[[str], None
         running = graph.running  # the nodes the targets' kernels run (control-flow bodies expanded)
         structure = find_structure(running, analysis.llm.head_size if analysis.llm is not None else None)
         facts = ModelFacts(running, structure, totals.param_bytes, analysis.memory.model_order.peak_bytes, analysis.llm)
-        analysis.parallel = [plan_devices(facts, report, options.devices, options.micro_batches)
-                             for report in analysis.targets]
+        analysis.parallel = [
+            plan_devices(facts, report, options.devices, options.micro_batches) for report in analysis.targets
+        ]
     analysis.warnings = prepared.notes + shapes.notes + size_notes + _warnings(analysis)
     if options.devices > 1 and not analysis.targets:  # said, not silently nothing
-        analysis.warnings.append(f"several devices ({options.devices}) are planned on a target's devices, linked by "
-                                 "its "
-                                 "interconnect: give a target to plan them")
+        analysis.warnings.append(
+            f"several devices ({options.devices}) are planned on a target's devices, linked by "
+            "its "
+            "interconnect: give a target to plan them"
+        )
     return analysis
 
 
@@ -299,10 +351,17 @@ def _with_inputs(tensors: dict[str, TensorRecord], inputs: list[TensorInfo]) -> 
     missing = [i for i in inputs if i.name not in tensors]
     if not missing:
         return tensors
-    return tensors | {i.name: TensorRecord(i.name, dtype_name(i.dtype), i.shape,
-                                           tensor_bytes(i.numel, i.dtype) if i.numel is not None else None, "input",
-                                           None)
-                      for i in missing}
+    return tensors | {
+        i.name: TensorRecord(
+            i.name,
+            dtype_name(i.dtype),
+            i.shape,
+            tensor_bytes(i.numel, i.dtype) if i.numel is not None else None,
+            "input",
+            None,
+        )
+        for i in missing
+    }
 
 
 @dataclass
@@ -323,8 +382,13 @@ class _Prepared:
 _CACHE_NAME = re.compile(r"past|cache", re.IGNORECASE)  # only to say a cache-like input was not recognised
 
 
-def _prepare(proto: onnx.ModelProto, checking: PendingCheck | None, options: AnalysisOptions,
-             progress: Callable[[str], None], label: str = "model") -> _Prepared:
+def _prepare(
+    proto: onnx.ModelProto,
+    checking: PendingCheck | None,
+    options: AnalysisOptions,
+    progress: Callable[[str], None],
+    label: str = "model",
+) -> _Prepared:
     """The model with its functions inlined and its inputs bound, its decoder layout, its nodes
     and their fields: the work done while the ONNX checker judges the model in a child process."""
     phase, partial = options.phase, options.partial
@@ -368,33 +432,50 @@ def _cache_like_inputs(proto: onnx.ModelProto) -> list[str]:
     looks_like = [i.name for i in real_inputs(proto.graph) if _CACHE_NAME.search(i.name)]
     if not looks_like:
         return []
-    return [f"input(s) {', '.join(looks_like[:3])} are named like a KV cache, but none is one (looked for "
-            f"{LOOKED_FOR}): no decoder phase applies; bind the dims with --dim"]
+    return [
+        f"input(s) {', '.join(looks_like[:3])} are named like a KV cache, but none is one (looked for "
+        f"{LOOKED_FOR}): no decoder phase applies; bind the dims with --dim"
+    ]
 
 
-def _phase_binding(layout: DecoderLayout | None, options: AnalysisOptions,
-                   dims: dict[str, int]) -> tuple[dict[str, list[int]], dict[str, int]]:
+def _phase_binding(
+    layout: DecoderLayout | None, options: AnalysisOptions, dims: dict[str, int]
+) -> tuple[dict[str, list[int]], dict[str, int]]:
     """The input values a decoder's phase stands for, and the dims with those it implies (the
     explicit ones win); a phase's length without a phase, or a phase without a cache, refused."""
     phase = options.phase
     if phase is None and (options.seq or options.context or options.encoder_seq):  # a flag that would do nothing
         given = "seq" if options.seq else "context" if options.context else "encoder_seq"
         needed = {"seq": "prefill", "context": "decode", "encoder_seq": "prefill or decode"}[given]
-        raise OptionError(given, f"{{opt.{given}}} sets a decoder's {needed.replace(' or ', '/')} step: give "
-                          f"{{opt.phase}} {needed.replace(' or ', '|')} with it")
+        raise OptionError(
+            given,
+            f"{{opt.{given}}} sets a decoder's {needed.replace(' or ', '/')} step: give "
+            f"{{opt.phase}} {needed.replace(' or ', '|')} with it",
+        )
     if phase is None:
         return {}, dims
     if layout is None:
-        raise OptionError("phase", "{opt.phase} {phase}: no KV cache found (looked for {looked_for}); "
-                          "bind the model's dims with {opt.dims} instead", phase=phase, looked_for=LOOKED_FOR)
+        raise OptionError(
+            "phase",
+            "{opt.phase} {phase}: no KV cache found (looked for {looked_for}); "
+            "bind the model's dims with {opt.dims} instead",
+            phase=phase,
+            looked_for=LOOKED_FOR,
+        )
     implied, phase_values = phase_dims(layout, phase, options.seq, options.context, options.batch, options.encoder_seq)
     dims = implied | dims
     _check_encoder_length(layout, phase, options.encoder_seq, dims)
     return phase_values, dims
 
 
-def _batch_binding(proto: onnx.ModelProto, fixed: FixedBatch | None, options: AnalysisOptions, given_shapes: list,
-                   dims: dict[str, int], phase_values: dict[str, list[int]]) -> tuple[list, dict[str, int]]:
+def _batch_binding(
+    proto: onnx.ModelProto,
+    fixed: FixedBatch | None,
+    options: AnalysisOptions,
+    given_shapes: list,
+    dims: dict[str, int],
+    phase_values: dict[str, list[int]],
+) -> tuple[list, dict[str, int]]:
     """The shapes and dims with ``options.batch`` on axis 0 of every input (a batch a static
     export fixes in its shapes refused where it cannot be changed)."""
     batch = options.batch
@@ -413,8 +494,11 @@ def _assumed_batch_dims(proto: onnx.ModelProto, given_shapes: list, dims: dict[s
     if None in shaped:  # --input-shape 1,3,224,224 names the only input
         shaped |= {i.name for i in inputs}
     for symbol in batch_symbols(proto):
-        carriers = [i.name for i in inputs
-                    if i.type.tensor_type.shape.dim and i.type.tensor_type.shape.dim[0].dim_param == symbol]
+        carriers = [
+            i.name
+            for i in inputs
+            if i.type.tensor_type.shape.dim and i.type.tensor_type.shape.dim[0].dim_param == symbol
+        ]
         if symbol not in dims and not all(name in shaped for name in carriers):
             dims[symbol] = assumed[symbol] = 1
     return assumed
@@ -425,13 +509,19 @@ def _check_encoder_length(layout: DecoderLayout, phase: str, encoder_seq: int | 
     model); --encoder-seq on a decoder without cross-attention is an error."""
     encoder = [symbol for symbol, role in layout.roles.items() if role == "encoder"]
     if encoder_seq is not None and not encoder and not any(c.cross for c in layout.cross):
-        raise OptionError("encoder_seq", "{opt.encoder_seq}: this decoder has no cross-attention cache, so no encoder "
-                          "length to bind")
+        raise OptionError(
+            "encoder_seq", "{opt.encoder_seq}: this decoder has no cross-attention cache, so no encoder length to bind"
+        )
     open_ = [symbol for symbol in encoder if symbol not in dims]
     if open_:
-        raise OptionError("encoder_seq", "{opt.phase} {phase}: the decoder's cross-attention reads an encoder output "
-                          "of length {symbol}, which the model leaves open: give {opt.encoder_seq} N (or {opt.dims} "
-                          "{symbol}=N)", phase=phase, symbol=open_[0])
+        raise OptionError(
+            "encoder_seq",
+            "{opt.phase} {phase}: the decoder's cross-attention reads an encoder output "
+            "of length {symbol}, which the model leaves open: give {opt.encoder_seq} N (or {opt.dims} "
+            "{symbol}=N)",
+            phase=phase,
+            symbol=open_[0],
+        )
 
 
 # --dtype choices -> the ONNX element type every floating-point tensor is re-costed in
@@ -529,10 +619,12 @@ def _warnings(analysis: Analysis) -> list[str]:
     warnings = []
     if analysis.unresolved_dims:
         fixes = " ".join(dict.fromkeys(d.fix for d in analysis.unresolved_dims))
-        names = ", ".join(f"{d.input_name}[{d.axis}]" + (f" ({d.symbol})" if d.symbol else "")
-                          for d in analysis.unresolved_dims)
-        warnings.append(f"input dims not bound: {names}; nodes depending on them are not counted. Fix (with your "
-                        f"values): {fixes}")
+        names = ", ".join(
+            f"{d.input_name}[{d.axis}]" + (f" ({d.symbol})" if d.symbol else "") for d in analysis.unresolved_dims
+        )
+        warnings.append(
+            f"input dims not bound: {names}; nodes depending on them are not counted. Fix (with your values): {fixes}"
+        )
     if analysis.totals.unsupported:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.unsupported.items())
         warnings.append(f"unsupported ops (not counted): {ops}")
@@ -540,25 +632,30 @@ def _warnings(analysis: Analysis) -> list[str]:
     if unsized:
         warnings.append(
             f"{len(unsized)} parameter tensor(s) of unknown shape are left out of the parameter totals: "
-            + ", ".join(unsized[:5]) + (" ..." if len(unsized) > 5 else "")
+            + ", ".join(unsized[:5])
+            + (" ..." if len(unsized) > 5 else "")
         )
     warnings += _undecided_conditions(analysis)
     invalid = [r for r in analysis.nodes if r.status == NodeStatus.INVALID]
     if invalid:
         more = f" (and {len(invalid) - 1} more)" if len(invalid) > 1 else ""
-        warnings.append(f"{len(invalid)} invalid node(s), which no runtime runs, are not counted: {invalid[0].op_type} "
-                        f"{invalid[0].name}: {invalid[0].reason}{more}; fix the export")
+        warnings.append(
+            f"{len(invalid)} invalid node(s), which no runtime runs, are not counted: {invalid[0].op_type} "
+            f"{invalid[0].name}: {invalid[0].reason}{more}; fix the export"
+        )
     if analysis.totals.not_counted:
         ops = ", ".join(f"{op} x{count}" for op, count in analysis.totals.not_counted.items())
         reasons = sorted({r.reason for r in analysis.nodes if r.status == NodeStatus.UNKNOWN_VALUE})
-        warnings.append("nodes not counted (unknown shapes or values, invalid nodes, or sizes only the data decides): "
-                        f"{ops}" + (f"; {reasons[0]}" if reasons else ""))
+        warnings.append(
+            "nodes not counted (unknown shapes or values, invalid nodes, or sizes only the data decides): "
+            f"{ops}" + (f"; {reasons[0]}" if reasons else "")
+        )
     from .roofline.target_paths import origin_note
 
     # last (the first warning is the reason nothing was counted): a target ./hardware or the user's folder gave
-    return warnings + [note for note in dict.fromkeys(origin_note(r.target.name, r.target.path)
-                                                      for r in analysis.targets)
-                       if note]
+    return warnings + [
+        note for note in dict.fromkeys(origin_note(r.target.name, r.target.path) for r in analysis.targets) if note
+    ]
 
 
 def _undecided_conditions(analysis: Analysis) -> list[str]:
@@ -583,10 +680,12 @@ def _undecided_conditions(analysis: Analysis) -> list[str]:
                 stack.extend(producer[tensor.producer].inputs)
         if deciding:
             flags = " ".join(f"--value {name}=V" for name in sorted(deciding))
-            found.append(f"If {record.name}: its condition depends on the value of input "
-                         f"{', '.join(sorted(deciding))}, "
-                         f"which was not given: the costlier branch is counted; give it ({flags}, values= in Python) "
-                         "to cost the branch the model takes")
+            found.append(
+                f"If {record.name}: its condition depends on the value of input "
+                f"{', '.join(sorted(deciding))}, "
+                f"which was not given: the costlier branch is counted; give it ({flags}, values= in Python) "
+                "to cost the branch the model takes"
+            )
     return found
 
 

@@ -129,14 +129,28 @@ class Analysis:
 
         nodes = self.run_view.nodes  # the nodes a run executes, as the node tables list them
         times = node_times(self.targets)
-        bounds = {report.target.name: {name: kernel.placement.bound for kernel in report.nodes for name in kernel.nodes}
-                  for report in self.targets}
+        bounds = {
+            report.target.name: {name: kernel.placement.bound for kernel in report.nodes for name in kernel.nodes}
+            for report in self.targets
+        }
         rows = []
         for r in nodes:
-            row = {"name": r.name, "op_type": r.op_type, "domain": r.domain, "status": r.status, "dtype": r.dtype,
-                   "output_shape": r.output_shapes[0] if r.output_shapes else None, "macs": r.macs,
-                   "mac_flops": r.mac_flops, "flops": r.flops, "params": r.params, "weight_bytes": r.weight_bytes,
-                   "input_bytes": r.input_bytes, "output_bytes": r.output_bytes, "intensity": r.intensity}
+            row = {
+                "name": r.name,
+                "op_type": r.op_type,
+                "domain": r.domain,
+                "status": r.status,
+                "dtype": r.dtype,
+                "output_shape": r.output_shapes[0] if r.output_shapes else None,
+                "macs": r.macs,
+                "mac_flops": r.mac_flops,
+                "flops": r.flops,
+                "params": r.params,
+                "weight_bytes": r.weight_bytes,
+                "input_bytes": r.input_bytes,
+                "output_bytes": r.output_bytes,
+                "intensity": r.intensity,
+            }
             for target in times:
                 row[f"time_s[{target}]"] = times[target].get(r.name, 0.0)
                 row[f"bound[{target}]"] = bounds[target].get(r.name)
@@ -148,8 +162,10 @@ class Analysis:
         from .core.units import si
 
         t, targets = self.totals, ", ".join(r.target.name for r in self.targets)
-        return (f"<onnxroof.Analysis of {self.model.label}: {t.nodes:,} nodes, {si(t.params)} parameters, "
-                f"{si(t.mac_flops)} MAC-FLOPs" + (f"; targets {targets}" if targets else "") + ">")
+        return (
+            f"<onnxroof.Analysis of {self.model.label}: {t.nodes:,} nodes, {si(t.params)} parameters, "
+            f"{si(t.mac_flops)} MAC-FLOPs" + (f"; targets {targets}" if targets else "") + ">"
+        )
 
     def __str__(self) -> str:
         """The short summary ``print(analysis)`` shows (:meth:`summary_text`); ``onnxroof.analyze``'s
@@ -165,9 +181,11 @@ class Analysis:
         from .roofline.targets import LatencyKind
 
         t = self.totals
-        lines = [f"onnxroof: {self.model.label} ({t.nodes:,} nodes, {t.counted_nodes:,} counted)",
-                 f"  parameters {si(t.params)} · MACs {si(t.macs)} · MAC-FLOPs {si(t.mac_flops)} · FLOPs {si(t.flops)}",
-                 f"  peak activations {iec(self.memory.model_order.peak_bytes)} (model order)"]
+        lines = [
+            f"onnxroof: {self.model.label} ({t.nodes:,} nodes, {t.counted_nodes:,} counted)",
+            f"  parameters {si(t.params)} · MACs {si(t.macs)} · MAC-FLOPs {si(t.mac_flops)} · FLOPs {si(t.flops)}",
+            f"  peak activations {iec(self.memory.model_order.peak_bytes)} (model order)",
+        ]
         for index, report in enumerate(self.targets):
             if report.latency_kind == LatencyKind.BOUND:
                 latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: {report.missing or 'peak figures'})"
@@ -175,11 +193,13 @@ class Analysis:
                 band = (f" ±{report.band.value:.0%}" if report.band is not None else "") + " (a forecast"
                 latency = f"latency {seconds(report.latency_s)}{band}{'; borrowed figures' * bool(report.borrowed)})"
             shares = sorted(report.time_share.items(), key=lambda kv: -kv[1])
-            split = ", ".join(f"{BOUND_LABELS.get(bound, bound)} {share:.0%}"
-                              for bound, share in shares if share >= 0.05)
+            split = ", ".join(
+                f"{BOUND_LABELS.get(bound, bound)} {share:.0%}" for bound, share in shares if share >= 0.05
+            )
             fits_memory = fits[index] if index < len(fits) else None
-            memory = "" if fits_memory is None else "; fits in its memory" if fits_memory else \
-                "; does not fit in its memory"
+            memory = (
+                "" if fits_memory is None else "; fits in its memory" if fits_memory else "; does not fit in its memory"
+            )
             lines.append(f"  {report.target.name}: {latency}; time: {split}{memory}")
         lines += findings
         lines += [f"  warning: {w}" for w in self.warnings]
@@ -216,8 +236,11 @@ class Analysis:
     @property
     def bounds_note(self) -> str:
         """What an incomplete analysis's figures are, in the words every output uses; "" when complete."""
-        return "" if self.complete else (f"{self.missing}: its totals and latencies are lower bounds, its "
-                                         "throughputs upper bounds")
+        return (
+            ""
+            if self.complete
+            else (f"{self.missing}: its totals and latencies are lower bounds, its throughputs upper bounds")
+        )
 
     def find_node(self, name: str) -> NodeRecord:
         """The record of node ``name`` (subgraph nodes are named ``If_3/then_branch/MatMul_0``)."""
@@ -231,14 +254,16 @@ class Analysis:
 
         names = [r.name for r in self.nodes]
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-        hint = (f"did you mean {', '.join(repr(c) for c in close)}?" if close
-                else "run `onnxroof summary` to list node names")
+        hint = (
+            f"did you mean {', '.join(repr(c) for c in close)}?"
+            if close
+            else "run `onnxroof summary` to list node names"
+        )
         raise UsageError(f"the model has no node named {name!r}; {hint}")
 
     def to_dict(self) -> dict:
         """The JSON document (schema onnxroof/1) that ``summary --format json`` prints."""
         return to_document(self)
-
 
 
 # --- the document ----------------------------------------------------------------------------
@@ -269,8 +294,11 @@ CONVENTIONS = {
 
 
 def tensor_entry(info: TensorInfo) -> dict:
-    return {"name": info.name, "shape": None if info.shape is None else list(info.shape),
-            "dtype": dtype_name(info.dtype)}
+    return {
+        "name": info.name,
+        "shape": None if info.shape is None else list(info.shape),
+        "dtype": dtype_name(info.dtype),
+    }
 
 
 def node_entry(record: NodeRecord) -> dict:
@@ -312,13 +340,16 @@ def subgraph_entry(subgraph) -> dict:
         "flops": subgraph.flops,
         "params": subgraph.params,
         "weight_bytes": subgraph.weight_bytes,
-        "runs": subgraph.runs, "runs_reason": subgraph.runs_reason, "runs_bound": subgraph.runs_bound,  # as placed
+        "runs": subgraph.runs,
+        "runs_reason": subgraph.runs_reason,
+        "runs_bound": subgraph.runs_bound,  # as placed
         "nodes": [node_entry(r) for r in subgraph.records],
     }
 
 
-def to_document(analysis: Analysis, encoded: bool = False, findings: Sequence[dict] = (),
-                fits: Sequence[dict | None] = ()) -> dict:
+def to_document(
+    analysis: Analysis, encoded: bool = False, findings: Sequence[dict] = (), fits: Sequence[dict | None] = ()
+) -> dict:
     """The document as plain values; with ``encoded``, its per-node lists (nodes, memory
     timelines, each target's nodes) are compact JSON chunks, written once by :func:`document_json`.
     ``findings`` (ranked) and ``fits`` (per target, in order) are the findings stage's, as plain
@@ -339,8 +370,10 @@ def to_document(analysis: Analysis, encoded: bool = False, findings: Sequence[di
             "opset": model.opset,
             "opsets": model.opsets,
             "nodes": model.node_count,
-            "inputs": [tensor_entry(i) | ({"value": analysis.input_values[i.name]} if i.name in analysis.input_values
-                                          else {}) for i in analysis.inputs],
+            "inputs": [
+                tensor_entry(i) | ({"value": analysis.input_values[i.name]} if i.name in analysis.input_values else {})
+                for i in analysis.inputs
+            ],
             "outputs": [tensor_entry(o) for o in analysis.outputs],
         },
         "complete": analysis.complete,
@@ -369,9 +402,13 @@ def to_document(analysis: Analysis, encoded: bool = False, findings: Sequence[di
         "memory": memory_entry(analysis, encoded),
         # what to change on each target, ranked; each gain measured by analysing again with the change
         "findings": list(findings),
-        "targets": [target_entry(report, encoded, fits[index] if index < len(fits) else None)
-                    for index, report in enumerate(analysis.targets)],
-        "llm": None if analysis.llm is None else {
+        "targets": [
+            target_entry(report, encoded, fits[index] if index < len(fits) else None)
+            for index, report in enumerate(analysis.targets)
+        ],
+        "llm": None
+        if analysis.llm is None
+        else {
             "phase": analysis.llm.phase,
             "new_tokens": analysis.llm.new_tokens,
             "context": analysis.llm.context,
@@ -384,7 +421,9 @@ def to_document(analysis: Analysis, encoded: bool = False, findings: Sequence[di
             "head_size": analysis.llm.head_size,
             "kv_cache_bytes_at_context": analysis.llm.kv_cache_bytes,
             # a seq2seq decoder's cross-attention cache (read every step, never appended), apart
-            "cross_attention_cache": None if not (analysis.llm.cross_read_bytes or analysis.llm.cross_length) else {
+            "cross_attention_cache": None
+            if not (analysis.llm.cross_read_bytes or analysis.llm.cross_length)
+            else {
                 "read_bytes": analysis.llm.cross_read_bytes,
                 "write_bytes": analysis.llm.cross_write_bytes,
                 "encoder_length": analysis.llm.cross_length,
@@ -431,9 +470,10 @@ def memory_entry(analysis: Analysis, encoded: bool = False) -> dict:
 def _timeline(schedule, encoded: bool, twice: bool = False) -> list[dict] | Encoded:
     steps = enumerate(zip(schedule.order, schedule.live_bytes))
     if encoded:  # steps and live bytes are ints, which format as JSON writes them
-        return Encoded((f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}'
-                        for step, (node, live) in steps),
-                       keep=twice)
+        return Encoded(
+            (f'{{"step":{step},"node":{_string(node)},"live_bytes":{live}}}' for step, (node, live) in steps),
+            keep=twice,
+        )
     return [{"step": step, "node": node, "live_bytes": live} for step, (node, live) in steps]
 
 
@@ -449,8 +489,22 @@ def _encoded_nodes(records: list[NodeRecord]) -> Iterator[str]:
             continue
         # everything node_entry reads but the node's own fields and the shapes (counted, mac_flops and
         # intensity follow from these)
-        key = (r.op_type, r.domain, r.family, r.status, r.reason, r.dtype, r.view, r.macs, r.flops, r.params,
-               r.weight_bytes, r.input_bytes, r.output_bytes, r.formula)
+        key = (
+            r.op_type,
+            r.domain,
+            r.family,
+            r.status,
+            r.reason,
+            r.dtype,
+            r.view,
+            r.macs,
+            r.flops,
+            r.params,
+            r.weight_bytes,
+            r.input_bytes,
+            r.output_bytes,
+            r.formula,
+        )
         known = first.get(key)
         if known is None:
             known = first[key] = (r.input_shapes, r.output_shapes, _shared_fields(r))
@@ -466,8 +520,10 @@ def _encoded_nodes(records: list[NodeRecord]) -> Iterator[str]:
         inputs, outputs = r.inputs, r.outputs
         inputs_text = _string(inputs[0]) if len(inputs) == 1 else ",".join(map(_string, inputs))
         outputs_text = _string(outputs[0]) if len(outputs) == 1 else ",".join(map(_string, outputs))
-        yield (f'{{"index":{r.index},"name":{_string(r.name)},{shared[0]},'
-               f'"inputs":[{inputs_text}],"outputs":[{outputs_text}],{shared[1]}}}')
+        yield (
+            f'{{"index":{r.index},"name":{_string(r.name)},{shared[0]},'
+            f'"inputs":[{inputs_text}],"outputs":[{outputs_text}],{shared[1]}}}'
+        )
 
 
 def _shared_fields(record: NodeRecord) -> tuple[str, str]:
@@ -475,9 +531,11 @@ def _shared_fields(record: NodeRecord) -> tuple[str, str]:
     separating commas: node_entry's fields in node_entry's order."""
     entry = node_entry(record)
     keys = list(entry)
-    between, after = keys[keys.index("name") + 1:keys.index("inputs")], keys[keys.index("outputs") + 1:]
-    return (compact_json({key: entry[key] for key in between})[1:-1],
-            compact_json({key: entry[key] for key in after})[1:-1])
+    between, after = keys[keys.index("name") + 1 : keys.index("inputs")], keys[keys.index("outputs") + 1 :]
+    return (
+        compact_json({key: entry[key] for key in between})[1:-1],
+        compact_json({key: entry[key] for key in after})[1:-1],
+    )
 
 
 def placement_entry(point) -> dict:
@@ -535,14 +593,21 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "latency_s": report.latency_s,
         # "bound" (peak figures, or complete false: nodes not counted; bound_reason says which): a run takes at least
         # latency_s; "forecast": measured efficiencies, within error_band (|predicted / measured - 1|) where stated
-        "latency_kind": report.latency_kind, "bound_reason": report.bound_reason,
-        "complete": report.complete, "uncounted_nodes": report.uncounted_nodes,
-        "error_band": ({"value": report.band.value, "source": report.band.source,
-                        "roofs": list(target.error_band_roofs)} if report.band is not None else None),
+        "latency_kind": report.latency_kind,
+        "bound_reason": report.bound_reason,
+        "complete": report.complete,
+        "uncounted_nodes": report.uncounted_nodes,
+        "error_band": (
+            {"value": report.band.value, "source": report.band.source, "roofs": list(target.error_band_roofs)}
+            if report.band is not None
+            else None
+        ),
         "borrowed": {k: {"value": f.value, "source": f.source} for k, f in report.borrowed.items()},  # README: targets
-        "throughput_per_s": report.throughput_per_s, "utilization": report.utilization,
+        "throughput_per_s": report.throughput_per_s,
+        "utilization": report.utilization,
         "energy_j": report.energy_j,
-        "energy_kind": report.energy_kind, **take("static_power_w"),
+        "energy_kind": report.energy_kind,
+        **take("static_power_w"),
         "energy_split": report.energy_split_j,
         "edp_js": report.edp_js,
         "time_share": report.time_share,
@@ -554,17 +619,25 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "fit": fit,
         "notes": report.notes,
         "model_point": placement_entry(report.model_point),
-        "nodes": (Encoded(_encoded_target_nodes(report.nodes)) if encoded
-                  else [target_node_entry(n) for n in report.nodes]),
+        "nodes": (
+            Encoded(_encoded_target_nodes(report.nodes)) if encoded else [target_node_entry(n) for n in report.nodes]
+        ),
     }
 
 
 def target_node_entry(node) -> dict:
     # the name and the nodes come first: _encoded_target_nodes writes them, and shares the rest
     # between kernels; "nodes" are the ONNX nodes the kernel runs (its own name alone, unfused)
-    return {"name": node.name, "nodes": node.nodes, "op_type": node.op_type, "dtype": node.dtype,
-            "spill_bytes": node.spill_bytes, "energy_j": node.energy_j,
-            **({"runs": node.runs} if node.runs > 1 else {}), **placement_entry(node.placement)}
+    return {
+        "name": node.name,
+        "nodes": node.nodes,
+        "op_type": node.op_type,
+        "dtype": node.dtype,
+        "spill_bytes": node.spill_bytes,
+        "energy_j": node.energy_j,
+        **({"runs": node.runs} if node.runs > 1 else {}),
+        **placement_entry(node.placement),
+    }
 
 
 def _encoded_target_nodes(nodes: list) -> Iterator[str]:
@@ -584,6 +657,3 @@ def _encoded_target_nodes(nodes: list) -> Iterator[str]:
             del entry["name"], entry["nodes"]
             rest = shared[key] = compact_json(entry)[1:-1]
         yield f'{{"name":{_string(n.name)},"nodes":[{",".join(map(_string, n.nodes))}],{rest}}}'
-
-
-

@@ -12,7 +12,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-
 # The suite reads onnxroof's bundled targets and the files its tests write, never the user's (issue
 # 47: after `onnxroof calibrate --save`, `onnxroof targets` listed this-machine): the user's targets
 # folder and config (the only paths onnxroof finds from $HOME: roofline/target_paths.py) are empty
@@ -64,7 +63,9 @@ def float_type():
     return TensorProto.FLOAT
 
 
-def analyse_node(node, inputs, outputs, initializers=(), opset: int = 17, contrib: bool = False, expect_ok: bool = True):
+def analyse_node(
+    node, inputs, outputs, initializers=(), opset: int = 17, contrib: bool = False, expect_ok: bool = True
+):
     """Analyse a one-node model; ``contrib`` imports the com.microsoft domain."""
     import onnxroof
 
@@ -136,10 +137,15 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 def conv_relu(tmp_path):
     """x [n, 2, 8, 8] -> Conv 2 -> 4, 3x3, pad 1 -> Relu, saved. Per batch item: 4 x 64 x 2 x 9 =
     4,608 MACs (9,216 MAC-FLOPs) + 256 Relu = 9,472 FLOPs."""
-    model = make_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-                        helper.make_node("Relu", ["c"], ["y"], name="relu")],
-                       [("x", TensorProto.FLOAT, ["n", 2, 8, 8])], [("y", TensorProto.FLOAT, ["n", 4, 8, 8])],
-                       [("w", np.zeros((4, 2, 3, 3), np.float32)), ("b", np.zeros(4, np.float32))])
+    model = make_model(
+        [
+            helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["y"], name="relu"),
+        ],
+        [("x", TensorProto.FLOAT, ["n", 2, 8, 8])],
+        [("y", TensorProto.FLOAT, ["n", 4, 8, 8])],
+        [("w", np.zeros((4, 2, 3, 3), np.float32)), ("b", np.zeros(4, np.float32))],
+    )
     path = tmp_path / "conv_relu.onnx"
     onnx.save(model, path)
     return path
@@ -147,8 +153,14 @@ def conv_relu(tmp_path):
 
 def relu_file(path, shape=(1, 3, 4, 4)):
     """A one-Relu model at ``path`` (a name in ``shape`` is a dim without a value)."""
-    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", TensorProto.FLOAT, list(shape))],
-                         [("y", TensorProto.FLOAT, list(shape))]), path)
+    onnx.save(
+        make_model(
+            [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+            [("x", TensorProto.FLOAT, list(shape))],
+            [("y", TensorProto.FLOAT, list(shape))],
+        ),
+        path,
+    )
     return path
 
 
@@ -161,16 +173,27 @@ def launch_target(tmp_path, rules: str = "[]") -> str:
     """A target file: 1 TFLOP/s fp32, 1 TB/s DRAM, nothing on chip, 3 µs per kernel, fusing ``rules``
     (one kernel per node by default)."""
     path = tmp_path / "launchy.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
-                                 "node_overhead_s": 3e-6}, f'[fusion]\nrules = {rules}\nsource = "hand"\n', name="launchy"))
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12, "node_overhead_s": 3e-6},
+            f'[fusion]\nrules = {rules}\nsource = "hand"\n',
+            name="launchy",
+        )
+    )
     return str(path)
 
 
 def fixed_reshape_chain(adds: int = 20) -> onnx.ModelProto:
     """x [batch, 128, 64] -> Relu -> Reshape to a stored [1, 128, 64] -> ``adds`` Adds: complete at
     batch 1; at batch 8 the Reshape meets 8 x 8,192 elements, and it and every Add are not counted."""
-    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-             helper.make_node("Reshape", ["r", "fixed"], ["a0"], name="fixed_reshape")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Reshape", ["r", "fixed"], ["a0"], name="fixed_reshape"),
+    ]
     nodes += [helper.make_node("Add", [f"a{i}", f"a{i}"], [f"a{i + 1}"], name=f"add_{i}") for i in range(adds)]
-    return make_model(nodes, [("x", TensorProto.FLOAT, ["batch", 128, 64])], [(f"a{adds}", TensorProto.FLOAT, None)],
-                      [("fixed", np.array([1, 128, 64]))])
+    return make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, ["batch", 128, 64])],
+        [(f"a{adds}", TensorProto.FLOAT, None)],
+        [("fixed", np.array([1, 128, 64]))],
+    )

@@ -45,9 +45,16 @@ def sweep(levels, sizes=None):
 
 def hand_calibration(peak=150e9, levels=((1 * MiB, 200e9), (32 * MiB, 60e9), (None, 20e9))) -> Calibration:
     """A plausible machine's measurements, built by hand."""
-    c = Calibration(date="2026-01-02 03:04 UTC", cpu='Test CPU "X" 9000', cores="4 cores, 8 logical CPUs",
-                    threads=8, load_average=0.1, numpy_version="2.0", blas="OpenBLAS 0.3",
-                    caches="L1d 32K, L2 1024K, L3 32768K (CPUs 0-7)")
+    c = Calibration(
+        date="2026-01-02 03:04 UTC",
+        cpu='Test CPU "X" 9000',
+        cores="4 cores, 8 logical CPUs",
+        threads=8,
+        load_average=0.1,
+        numpy_version="2.0",
+        blas="OpenBLAS 0.3",
+        caches="L1d 32K, L2 1024K, L3 32768K (CPUs 0-7)",
+    )
     for n, share in ((128, 0.3), (1024, 0.9), (2048, 1.0)):
         c.matmul.append(MatmulPoint("float32", n, Rate(matmul_flops(n), matmul_flops(n) / (peak * share), 5)))
     c.matmul.append(MatmulPoint("float64", 1024, Rate(matmul_flops(1024), matmul_flops(1024) / (peak / 2), 3)))
@@ -61,8 +68,15 @@ def hand_calibration(peak=150e9, levels=((1 * MiB, 200e9), (32 * MiB, 60e9), (No
 
 def kernel_event(name, op, ts, dur, tid=1) -> dict:
     """An onnxruntime profile event: kernel ``name`` ran from ``ts`` for ``dur`` µs."""
-    return {"cat": "Node", "name": f"{name}_kernel_time", "ph": "X", "ts": ts, "dur": dur, "tid": tid,
-            "args": {"op_name": op, "provider": "CPUExecutionProvider"}}
+    return {
+        "cat": "Node",
+        "name": f"{name}_kernel_time",
+        "ph": "X",
+        "ts": ts,
+        "dur": dur,
+        "tid": tid,
+        "args": {"op_name": op, "provider": "CPUExecutionProvider"},
+    }
 
 
 def run_event(ts, dur) -> dict:
@@ -78,9 +92,11 @@ def recorded_profile(level: str) -> dict:
 def expected_median(document: dict, kernel: str) -> float:
     """The median per measured run of one kernel of a recorded profile, computed straight from its events."""
     events = document["traceEvents"]
-    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "model_run")[document["warmup"]:]
-    per_run = [sum(e["dur"] for e in events if e["name"] == f"{kernel}_kernel_time" and start <= e["ts"] <= end)
-               for start, end in runs]
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "model_run")[document["warmup"] :]
+    per_run = [
+        sum(e["dur"] for e in events if e["name"] == f"{kernel}_kernel_time" and start <= e["ts"] <= end)
+        for start, end in runs
+    ]
     return statistics.median(per_run) * 1e-6
 
 
@@ -90,5 +106,15 @@ def recorded_result(note: str = "") -> ProfileResult:
     report = analysis.targets[0]
     predicted = {n.name: n.placement.time_s for n in report.nodes}
     mapping = map_profile(PROFILES / "minigooglenet-ort-all.json", analysis, warmup=1, weights=predicted)
-    return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping), "all", None, 1,
-                         "1.x", None, [note] if note else [])
+    return ProfileResult(
+        analysis,
+        report,
+        mapping,
+        compare(analysis, report, mapping),
+        "all",
+        None,
+        1,
+        "1.x",
+        None,
+        [note] if note else [],
+    )

@@ -7,13 +7,12 @@ import random
 
 import numpy as np
 import onnx
+from conftest import make_model, zeros
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxroof.pipeline import analyze
 from onnxroof.memory.problem import MemoryProblem, build_problem
+from onnxroof.pipeline import analyze
 from onnxroof.roofline.targets import EFFICIENCY_CLASSES
-
-from conftest import make_model, zeros
 
 F32, BOOL, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
 
@@ -33,7 +32,9 @@ def chain_model():
             helper.make_node("Relu", ["b"], ["c"], name="relu_c"),
             helper.make_node("MatMul", ["c", "w2"], ["d"], name="matmul_d"),
         ],
-        [("x", F32, [1, 1000])], [("d", F32, [1, 500])], [("w1", zeros(1000, 2000)), ("w2", zeros(2000, 500))],
+        [("x", F32, [1, 1000])],
+        [("d", F32, [1, 500])],
+        [("w1", zeros(1000, 2000)), ("w2", zeros(2000, 500))],
     )
 
 
@@ -61,10 +62,10 @@ def random_dag(seed: int, size: int):
         picks = rng.sample(tensors, min(len(tensors), 3 if kind == "concat" else 2))
         name = f"t{index}"
         if kind == "unary":
-            (source, width), = picks[:1]
+            ((source, width),) = picks[:1]
             nodes.append(helper.make_node("Relu", [source], [name]))
         elif kind == "wide":  # a wider tensor, so sizes differ and ordering matters
-            (source, width), = picks[:1]
+            ((source, width),) = picks[:1]
             nodes.append(helper.make_node("Concat", [source, source], [name], axis=1))
             width *= 2
         elif kind == "binary" and len(picks) == 2 and picks[0][1] == picks[1][1]:
@@ -93,7 +94,10 @@ def random_dag_problems(seed: int, size: int) -> list[MemoryProblem]:
 
 def branch(name, nodes, output, initializers=()):
     return helper.make_graph(
-        nodes, name, [], [helper.make_tensor_value_info(output, F32, [4, 16])],
+        nodes,
+        name,
+        [],
+        [helper.make_tensor_value_info(output, F32, [4, 16])],
         [numpy_helper.from_array(a, n) for n, a in initializers],
     )
 
@@ -118,8 +122,11 @@ def loop_model(constant_trips: bool):
             helper.make_node("Identity", ["cond_in"], ["cond_out"]),
         ],
         "body",
-        [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", BOOL, []),
-         helper.make_tensor_value_info("h", F32, [1, 8])],
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("cond_in", BOOL, []),
+            helper.make_tensor_value_info("h", F32, [1, 8]),
+        ],
         [helper.make_tensor_value_info("cond_out", BOOL, []), helper.make_tensor_value_info("h_next", F32, [1, 8])],
         [numpy_helper.from_array(zeros(8, 8), "w")],
     )
@@ -179,10 +186,16 @@ def decoder_block(heads: int = HEADS, head: int = HEAD):
     present = ["batch", heads, "total_sequence_length", head]
     return make_model(
         nodes,
-        [("inputs_embeds", F32, ["batch", "sequence_length", hidden]),
-         ("past_key_values.0.key", F32, cache), ("past_key_values.0.value", F32, cache)],
-        [("logits", F32, ["batch", "sequence_length", hidden]),
-         ("present.0.key", F32, present), ("present.0.value", F32, present)],
+        [
+            ("inputs_embeds", F32, ["batch", "sequence_length", hidden]),
+            ("past_key_values.0.key", F32, cache),
+            ("past_key_values.0.value", F32, cache),
+        ],
+        [
+            ("logits", F32, ["batch", "sequence_length", hidden]),
+            ("present.0.key", F32, present),
+            ("present.0.value", F32, present),
+        ],
         initializers,
     )
 
@@ -195,14 +208,16 @@ def zero_weights(name: str, shape, initializers: list) -> str:
     return name
 
 
-def transformer_like(layers: int = 18, seq: int = 128, dim: int = 256, heads: int = 4, ffn: int = 1024) -> onnx.ModelProto:
+def transformer_like(
+    layers: int = 18, seq: int = 128, dim: int = 256, heads: int = 4, ffn: int = 1024
+) -> onnx.ModelProto:
     """A pre-norm encoder: 31 nodes a layer (LayerNorm, Q/K/V MatMuls, head reshapes and transposes,
     scaled softmax attention, output projection, sigmoid-GELU FFN, residual Adds); 18 layers: 558 nodes."""
     nodes, inits = [], []
     head = dim // heads
     inits.append(numpy_helper.from_array(np.array([1, seq, heads, head], np.int64), "heads_shape"))
     inits.append(numpy_helper.from_array(np.array([1, seq, dim], np.int64), "model_shape"))
-    inits.append(numpy_helper.from_array(np.array(1 / head ** 0.5, np.float32), "scale"))
+    inits.append(numpy_helper.from_array(np.array(1 / head**0.5, np.float32), "scale"))
     inits.append(numpy_helper.from_array(np.array(1.702, np.float32), "gelu_k"))
 
     def node(op, inputs, name, **attrs):
@@ -214,8 +229,12 @@ def transformer_like(layers: int = 18, seq: int = 128, dim: int = 256, heads: in
         return node("Add", [y, zero_weights(f"{name}.b", (c_out,), inits)], f"{name}.bias")
 
     def norm(x, name):
-        return node("LayerNormalization", [x, zero_weights(f"{name}.g", (dim,), inits), zero_weights(f"{name}.b", (dim,), inits)],
-                    name, axis=-1)
+        return node(
+            "LayerNormalization",
+            [x, zero_weights(f"{name}.g", (dim,), inits), zero_weights(f"{name}.b", (dim,), inits)],
+            name,
+            axis=-1,
+        )
 
     x = "tokens"
     for layer in range(layers):
@@ -228,15 +247,26 @@ def transformer_like(layers: int = 18, seq: int = 128, dim: int = 256, heads: in
         v = node("Transpose", [v], f"{p}.v.t", perm=[0, 2, 1, 3])
         scores = node("Mul", [node("MatMul", [q, k], f"{p}.scores"), "scale"], f"{p}.scaled")
         context = node("MatMul", [node("Softmax", [scores], f"{p}.softmax", axis=-1), v], f"{p}.context")
-        context = node("Reshape", [node("Transpose", [context], f"{p}.context.t", perm=[0, 2, 1, 3]), "model_shape"],
-                       f"{p}.context.merge")
+        context = node(
+            "Reshape",
+            [node("Transpose", [context], f"{p}.context.t", perm=[0, 2, 1, 3]), "model_shape"],
+            f"{p}.context.merge",
+        )
         x = node("Add", [x, linear(context, dim, dim, f"{p}.out")], f"{p}.residual1")
         h = linear(norm(x, f"{p}.ln2"), dim, ffn, f"{p}.ffn1")
-        h = node("Mul", [h, node("Sigmoid", [node("Mul", [h, "gelu_k"], f"{p}.gelu.scale")], f"{p}.gelu.sigmoid")],
-                 f"{p}.gelu")
+        h = node(
+            "Mul",
+            [h, node("Sigmoid", [node("Mul", [h, "gelu_k"], f"{p}.gelu.scale")], f"{p}.gelu.sigmoid")],
+            f"{p}.gelu",
+        )
         x = node("Add", [x, linear(h, ffn, dim, f"{p}.ffn2")], f"{p}.residual2")
-    graph = helper.make_graph(nodes, "transformer_like", [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [1, seq, dim])],
-                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, seq, dim])], inits)
+    graph = helper.make_graph(
+        nodes,
+        "transformer_like",
+        [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [1, seq, dim])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, seq, dim])],
+        inits,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onnxroof tests")
 
 
@@ -245,16 +275,23 @@ def transformer_block(layers: int = 2, d: int = 8, vocab: int = 32):
     q·kᵀ; softmax; ·v; FFN d -> 4d -> d) and an LM head d x vocab."""
     nodes, weights, h = [], [], "x"
     for layer in range(layers):
+
         def proj(name, source, rows, columns):
             weights.append((f"w_{layer}_{name}", zeros(rows, columns)))
-            nodes.append(helper.make_node("MatMul", [source, f"w_{layer}_{name}"], [f"{name}{layer}"],
-                                          name=f"/layers.{layer}/{name}/MatMul"))
+            nodes.append(
+                helper.make_node(
+                    "MatMul", [source, f"w_{layer}_{name}"], [f"{name}{layer}"], name=f"/layers.{layer}/{name}/MatMul"
+                )
+            )
             return f"{name}{layer}"
+
         q, k, v = proj("q", h, d, d), proj("k", h, d, d), proj("v", h, d, d)
-        nodes += [helper.make_node("Transpose", [k], [f"kt{layer}"], perm=[0, 2, 1], name=f"/layers.{layer}/kt"),
-                  helper.make_node("MatMul", [q, f"kt{layer}"], [f"s{layer}"], name=f"/layers.{layer}/scores/MatMul"),
-                  helper.make_node("Softmax", [f"s{layer}"], [f"p{layer}"], axis=-1, name=f"/layers.{layer}/softmax"),
-                  helper.make_node("MatMul", [f"p{layer}", v], [f"a{layer}"], name=f"/layers.{layer}/av/MatMul")]
+        nodes += [
+            helper.make_node("Transpose", [k], [f"kt{layer}"], perm=[0, 2, 1], name=f"/layers.{layer}/kt"),
+            helper.make_node("MatMul", [q, f"kt{layer}"], [f"s{layer}"], name=f"/layers.{layer}/scores/MatMul"),
+            helper.make_node("Softmax", [f"s{layer}"], [f"p{layer}"], axis=-1, name=f"/layers.{layer}/softmax"),
+            helper.make_node("MatMul", [f"p{layer}", v], [f"a{layer}"], name=f"/layers.{layer}/av/MatMul"),
+        ]
         o = proj("o", f"a{layer}", d, d)
         up = proj("up", o, d, 4 * d)
         h = proj("down", up, 4 * d, d)
@@ -272,21 +309,28 @@ def fixed_batch_model(batch: int | str = "N") -> onnx.ModelProto:
     reading x 32,768 B + W 16,384 B and writing 32,768 B. At batch 8 the Reshape cannot fit
     8 x 128 x 64 elements into 1 x 128 x 64: it and mm2 behind it are not counted (2 nodes), and
     mm1 alone is 8 x 524,288 = 4,194,304 MACs (8,388,608 FLOPs; 262,144 + 16,384 + 262,144 B)."""
-    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m"], name="mm1"),
-             helper.make_node("Reshape", ["m", "shape"], ["r"], name="fix_batch"),
-             helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")]
-    return make_model(nodes, [("x", F32, [batch, 128, 64])], [("y", F32, [batch, 128, 64])],
-                      [("w1", zeros(64, 64)), ("w2", zeros(64, 64)), ("shape", np.array([1, 128, 64], dtype=np.int64))],
-                      name="fixed")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["m"], name="mm1"),
+        helper.make_node("Reshape", ["m", "shape"], ["r"], name="fix_batch"),
+        helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2"),
+    ]
+    return make_model(
+        nodes,
+        [("x", F32, [batch, 128, 64])],
+        [("y", F32, [batch, 128, 64])],
+        [("w1", zeros(64, 64)), ("w2", zeros(64, 64)), ("shape", np.array([1, 128, 64], dtype=np.int64))],
+        name="fixed",
+    )
 
 
 # 1 GFLOP/s fp32 and 1 TB/s DRAM, no fusion, no launch cost: a MatMul of the model above is
 # compute-bound (1,048,576 FLOPs take 1.048576 ms; its 81,920 B, 81.92 ns)
 HAND_PEAKS = {"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e12}
 # every efficiency class measured at 0.5, and a measured ±18% band: a forecast, at half the peaks
-HAND_MEASURED = "".join(f'[efficiency.{name}]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n'
-                        for name in EFFICIENCY_CLASSES) \
+HAND_MEASURED = (
+    "".join(f'[efficiency.{name}]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n' for name in EFFICIENCY_CLASSES)
     + '[error_band]\nvalue = 0.18\ntag = "measured"\nsource = "12 published rows"\n'
+)
 
 
 def hand_targets(directory) -> tuple[str, str]:

@@ -8,23 +8,31 @@ from dataclasses import FrozenInstanceError, replace
 
 import numpy as np
 import pytest
+from conftest import make_model, zeros
 from onnx import TensorProto, helper
 
 from onnxroof import AnalysisOptions, analyze
 from onnxroof.core.errors import ModelError, OptionError, UsageError
 
-from conftest import make_model, zeros
-
 
 def projection():
     """x [N, 4] @ w [4, 8]: 4 x 8 = 32 MACs per row of x."""
-    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
-                      [("x", TensorProto.FLOAT, ["N", 4])], [("y", TensorProto.FLOAT, ["N", 8])], [("w", zeros(4, 8))])
+    return make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+        [("x", TensorProto.FLOAT, ["N", 4])],
+        [("y", TensorProto.FLOAT, ["N", 8])],
+        [("w", zeros(4, 8))],
+    )
 
 
 def test_the_flags_strings_are_kept_as_a_tuple_and_a_mapping_as_given():
-    options = AnalysisOptions(input_shapes=["x:2,4"], dims=iter(["N=2"]), values={"sr": 16000}, targets=["l4"],
-                              fusion=["epilogue", "elementwise"])
+    options = AnalysisOptions(
+        input_shapes=["x:2,4"],
+        dims=iter(["N=2"]),
+        values={"sr": 16000},
+        targets=["l4"],
+        fusion=["epilogue", "elementwise"],
+    )
     assert options.input_shapes == ("x:2,4",) and options.dims == ("N=2",)
     assert options.values == {"sr": 16000} and options.targets == ("l4",)
     assert options.fusion == ("epilogue", "elementwise")
@@ -54,29 +62,32 @@ def test_changed_names_the_options_off_their_defaults():
 # an OptionError naming the argument, never rounded, iterated letter by letter or a bare TypeError
 
 
-@pytest.mark.parametrize("arguments, words", [
-    ({"dims": {"N": 12.7}}, "dims['N'] = 12.7: give a whole number"),
-    ({"dims": {"N": True}}, "dims['N'] = True: give a whole number"),
-    ({"dims": {"N": None}}, "dims['N'] = None"),
-    ({"dims": {"N": -1}}, "dims['N'] = -1: give a whole number of 0 or more"),
-    ({"dims": {"N": 2**63}}, "dims['N'] = 9223372036854775808: over the limit, 2^63 - 1"),
-    ({"dims": 5}, "dims=5: give a list"),
-    ({"input_shapes": {"x": [2.0, 4]}}, "input_shapes['x'] = 2.0"),
-    ({"input_shapes": {"x": 5}}, "input_shapes['x'] = 5: give the shape as a list"),
-    ({"input_shapes": [1, 3, 32, 32]}, "input_shapes: 1 is not a string"),
-    ({"values": {"x": float("nan")}}, "values['x'] = nan"),
-    ({"partial": "no"}, "partial='no': give True or False"),
-    ({"overhead": 0}, "overhead=0: give True or False"),
-    ({"targets": [5]}, "targets: 5 is not a target"),
-    ({"batch": "4"}, "batch '4': give a whole number"),
-    ({"batch": 2.5}, "batch 2.5: give a whole number"),
-    ({"batch": 0}, "batch 0: give a whole number of 1 or more"),
-    ({"batch": 2**63}, "batch 9223372036854775808: over the limit"),
-    ({"loop_trips": True}, "loop_trips True"),
-    ({"fusion": [1]}, "fusion: 1 is not a string"),
-    ({"phase": "pre"}, "phase 'pre': choose prefill or decode"),
-    ({"dtype": 16}, "dtype=16"),
-])
+@pytest.mark.parametrize(
+    "arguments, words",
+    [
+        ({"dims": {"N": 12.7}}, "dims['N'] = 12.7: give a whole number"),
+        ({"dims": {"N": True}}, "dims['N'] = True: give a whole number"),
+        ({"dims": {"N": None}}, "dims['N'] = None"),
+        ({"dims": {"N": -1}}, "dims['N'] = -1: give a whole number of 0 or more"),
+        ({"dims": {"N": 2**63}}, "dims['N'] = 9223372036854775808: over the limit, 2^63 - 1"),
+        ({"dims": 5}, "dims=5: give a list"),
+        ({"input_shapes": {"x": [2.0, 4]}}, "input_shapes['x'] = 2.0"),
+        ({"input_shapes": {"x": 5}}, "input_shapes['x'] = 5: give the shape as a list"),
+        ({"input_shapes": [1, 3, 32, 32]}, "input_shapes: 1 is not a string"),
+        ({"values": {"x": float("nan")}}, "values['x'] = nan"),
+        ({"partial": "no"}, "partial='no': give True or False"),
+        ({"overhead": 0}, "overhead=0: give True or False"),
+        ({"targets": [5]}, "targets: 5 is not a target"),
+        ({"batch": "4"}, "batch '4': give a whole number"),
+        ({"batch": 2.5}, "batch 2.5: give a whole number"),
+        ({"batch": 0}, "batch 0: give a whole number of 1 or more"),
+        ({"batch": 2**63}, "batch 9223372036854775808: over the limit"),
+        ({"loop_trips": True}, "loop_trips True"),
+        ({"fusion": [1]}, "fusion: 1 is not a string"),
+        ({"phase": "pre"}, "phase 'pre': choose prefill or decode"),
+        ({"dtype": 16}, "dtype=16"),
+    ],
+)
 def test_wrong_types_and_ranges_are_refused_naming_the_argument(arguments, words):
     with pytest.raises(OptionError) as error:
         AnalysisOptions(**arguments)
@@ -96,7 +107,9 @@ def test_numpy_integers_are_whole_numbers():
 
 
 def test_a_model_of_bytes_is_refused_without_echoing_them():
-    with pytest.raises(OptionError, match=r"model: 3,000 bytes is not a model; give a path or an onnx.ModelProto") as error:
+    with pytest.raises(
+        OptionError, match=r"model: 3,000 bytes is not a model; give a path or an onnx.ModelProto"
+    ) as error:
         analyze(b"abc" * 1000)
     assert "abcabc" not in str(error.value)
     with pytest.raises(OptionError, match="model: int is not a model"):

@@ -6,19 +6,22 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from conftest import make_model, zeros
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
 from onnxroof.cli.output import error_text
 from onnxroof.core.errors import OptionError, UnboundDims
 
-from conftest import make_model, zeros
-
 
 def projection():
     """x [N, 4] @ w [4, 8]."""
-    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
-                      [("x", TensorProto.FLOAT, ["N", 4])], [("y", TensorProto.FLOAT, ["N", 8])], [("w", zeros(4, 8))])
+    return make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+        [("x", TensorProto.FLOAT, ["N", 4])],
+        [("y", TensorProto.FLOAT, ["N", 8])],
+        [("w", zeros(4, 8))],
+    )
 
 
 def test_an_option_error_carries_its_option_and_facts_and_each_interface_words_it():
@@ -44,13 +47,21 @@ def test_errors_survive_pickling():
     assert type(again) is OptionError and again.option == "values" and again.facts == caught.value.facts
     assert str(again) == str(caught.value) and error_text(again) == error_text(caught.value)
     # B leads the only input: a batch dim, assumed 1; S has no value
-    sequence = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, ["B", "S"])],
-                          [("y", TensorProto.FLOAT, ["B", "S"])], name="seq")
+    sequence = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", TensorProto.FLOAT, ["B", "S"])],
+        [("y", TensorProto.FLOAT, ["B", "S"])],
+        name="seq",
+    )
     with pytest.raises(UnboundDims) as unbound:
         analyze(sequence)
     again = pickle.loads(pickle.dumps(unbound.value))
     assert str(again) == str(unbound.value) and again.assumed == {"B": 1}
-    assert str(again) == ("seq: input dims without a value: S (x axis 1) (B=1 assumed); give them: analyze(..., dims={'S': N}), "
-                          "or partial=True to cost only what does not depend on them")
-    assert error_text(again) == ("seq: input dims without a value: S (x axis 1) (B=1 assumed); add: --dim S=N, with your values, "
-                                 "or --partial to cost only what does not depend on them")
+    assert str(again) == (
+        "seq: input dims without a value: S (x axis 1) (B=1 assumed); give them: analyze(..., dims={'S': N}), "
+        "or partial=True to cost only what does not depend on them"
+    )
+    assert error_text(again) == (
+        "seq: input dims without a value: S (x axis 1) (B=1 assumed); add: --dim S=N, with your values, "
+        "or --partial to cost only what does not depend on them"
+    )

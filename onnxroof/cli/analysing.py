@@ -44,8 +44,14 @@ class Analysing:
     def from_flags(cls, args: argparse.Namespace, several_models: bool) -> Analysing:
         """The flags of :func:`~onnxroof.cli.options.analysis_options` as typed values;
         ``several_models``: the command analyses several models with one set of flags."""
-        return cls(options_from_flags(args, several_models), quiet=args.quiet, strict=args.strict,
-                   findings=not args.no_findings, debug=args.debug, kept=args.kept)
+        return cls(
+            options_from_flags(args, several_models),
+            quiet=args.quiet,
+            strict=args.strict,
+            findings=not args.no_findings,
+            debug=args.debug,
+            kept=args.kept,
+        )
 
 
 def model_from(source: str):
@@ -153,8 +159,10 @@ def _check_not_a_flag_value(args: argparse.Namespace, source: str) -> None:
     position = args.argv.index(source)
     previous = args.argv[position - 1] if position > 0 else ""
     if previous in args.switches:
-        raise UsageError(f"{previous} takes no value, so {source!r} was read as the model path: "
-                         f"drop {source!r}, or give the model's path")
+        raise UsageError(
+            f"{previous} takes no value, so {source!r} was read as the model path: "
+            f"drop {source!r}, or give the model's path"
+        )
 
 
 def analyze_one(source: str, asked: Analysing) -> Analysis:
@@ -219,8 +227,9 @@ def symbolic_formulas(source: str, asked: Analysing, **arguments):
     from ..symbolic.formulas import formulas
 
     model = model_from(source)
-    found = formulas(model, progress=formula_progress(source, asked.quiet), options=formula_options(asked.options),
-                     **arguments)
+    found = formulas(
+        model, progress=formula_progress(source, asked.quiet), options=formula_options(asked.options), **arguments
+    )
     if found.uncounted is not None:  # its file's stem names it, as in summary (the fits read the parsed model)
         vet(found.uncounted, asked, Path(model).stem if isinstance(model, str) else None)
     return found
@@ -231,5 +240,8 @@ def free_formulas(source: str, asked: Analysing):
     (--formulas of summary and report)."""
     from ..symbolic.formulas import formulas
 
-    return formulas(model_from(source), progress=formula_progress(source, asked.quiet),
-                    options=formula_options(asked.options, bound=False))
+    return formulas(
+        model_from(source),
+        progress=formula_progress(source, asked.quiet),
+        options=formula_options(asked.options, bound=False),
+    )

@@ -16,20 +16,42 @@ import gc
 import importlib
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
-from ..core.errors import (EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE, OnnxroofError,
-                           Terminated, UsageError)
-from ..core.version import __version__
+from ..core.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    OnnxroofError,
+    Terminated,
+    UsageError,
+)
 from ..core.text import one_line
+from ..core.version import __version__
 from .output import error_text
 
 # The commands, in the order --help lists them, and the module of each. The pipeline (onnx,
 # networkx, every cost rule) and the renderers are imported by a command's run(): `--help` or
 # `targets` should not wait for them.
-COMMANDS = {name: f"onnxroof.cli.commands.{name}" for name in (
-    "summary", "report", "graph", "export", "explain", "diff", "compare", "check", "calibrate", "profile", "targets",
-    "ops")}
+COMMANDS = {
+    name: f"onnxroof.cli.commands.{name}"
+    for name in (
+        "summary",
+        "report",
+        "graph",
+        "export",
+        "explain",
+        "diff",
+        "compare",
+        "check",
+        "calibrate",
+        "profile",
+        "targets",
+        "ops",
+    )
+}
 # Commands whose module itself is slow to import (numpy kernels, onnxruntime): added to the
 # parser only when they run (or when the command is unknown, for the list of choices).
 _SLOW_COMMANDS = frozenset({"calibrate", "profile"})
@@ -57,7 +79,7 @@ def _with_suggestion(message: str) -> str:
     close = difflib.get_close_matches(match.group(1), choices, n=1, cutoff=0.6)
     if not close:
         return message
-    return f"{message[:match.end(1) + 1]}: did you mean '{close[0]}'? (choose from {match.group(2)})"
+    return f"{message[: match.end(1) + 1]}: did you mean '{close[0]}'? (choose from {match.group(2)})"
 
 
 def _all_option_strings(parser: argparse.ArgumentParser) -> list[str]:
@@ -72,7 +94,7 @@ def _all_option_strings(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def _option_suggestion(message: str, options: list[str]) -> str:
-    """"unrecognized arguments: --taget x" with "did you mean --target?" for each close option.
+    """ "unrecognized arguments: --taget x" with "did you mean --target?" for each close option.
 
     >>> _option_suggestion("unrecognized arguments: --taget l4", ["--target", "--dtype"])
     'unrecognized arguments: --taget l4 (--taget: did you mean --target?)'
@@ -96,7 +118,9 @@ def _option_suggestion(message: str, options: list[str]) -> str:
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line. With ``command``, the one about to run, a slow command's module is
     imported only if it is that one."""
-    parser = _Parser(prog="onnxroof", description="ONNX model analyzer: compute, parameters, bytes and roofline placement.")
+    parser = _Parser(
+        prog="onnxroof", description="ONNX model analyzer: compute, parameters, bytes and roofline placement."
+    )
     parser.add_argument("--version", action="version", version=f"onnxroof {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module_name in COMMANDS.items():
@@ -104,8 +128,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             continue  # another command runs: this one's module is not needed
         module = importlib.import_module(module_name)
         epilog = getattr(module, "EPILOG", None)
-        sub = commands.add_parser(name, help=module.HELP, **(
-            {"epilog": epilog, "formatter_class": argparse.RawDescriptionHelpFormatter} if epilog else {}))
+        sub = commands.add_parser(
+            name,
+            help=module.HELP,
+            **({"epilog": epilog, "formatter_class": argparse.RawDescriptionHelpFormatter} if epilog else {}),
+        )
         module.add_arguments(sub)
         if "--debug" not in sub._option_string_actions:  # every command shows tracebacks on request
             sub.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -193,8 +220,10 @@ def _internal_error(exc: Exception, debug: bool) -> int:
     """A bug in onnxroof: one line unless --debug."""
     if debug:
         _print_traceback()
-    print(f"onnxroof: internal error: {type(exc).__name__}: {one_line(exc)} (rerun with --debug and report it)",
-          file=sys.stderr)
+    print(
+        f"onnxroof: internal error: {type(exc).__name__}: {one_line(exc)} (rerun with --debug and report it)",
+        file=sys.stderr,
+    )
     return EXIT_INTERNAL
 
 
@@ -227,8 +256,12 @@ def _run(parser: argparse.ArgumentParser, argv: list[str], kept: list | None = N
     args.kept = kept  # receives the analysis of a single-model command
     # what a command needs of the command line itself: a model path that is a switch's value
     args.argv = tuple(argv)
-    args.switches = frozenset(option for action in _command_actions(parser, args.command) if action.nargs == 0
-                              for option in action.option_strings)
+    args.switches = frozenset(
+        option
+        for action in _command_actions(parser, args.command)
+        if action.nargs == 0
+        for option in action.option_strings
+    )
     if args.plugin:
         from ..ops.plugins import load_plugin_file
 
@@ -249,7 +282,11 @@ def _explain_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.
     positionals only where they first appear: ``explain m.onnx --batch 1 NODE``)."""
     args, extras = parser.parse_known_args(argv)
     unknown = [word for word in extras if word.startswith("-")]
-    elsewhere = [w.split("=")[0] for w in unknown if w.split("=")[0] in ("--sweep", "--emit-order", "-o", "--output", "--fail-if")]
+    elsewhere = [
+        w.split("=")[0]
+        for w in unknown
+        if w.split("=")[0] in ("--sweep", "--emit-order", "-o", "--output", "--fail-if")
+    ]
     if elsewhere:
         raise UsageError(f"explain takes no {elsewhere[0]}: {elsewhere[0]} is for summary and report")
     if unknown:
@@ -257,7 +294,9 @@ def _explain_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.
     words = [w for w in (args.model, args.node, *extras) if w is not None]
     wanted = 1 if args.example else 2
     if len(words) != wanted:
-        raise UsageError("explain takes a model and a node name: onnxroof explain MODEL NODE [flags] "
-                         "(or --example NAME NODE); `onnxroof summary MODEL` lists the node names")
+        raise UsageError(
+            "explain takes a model and a node name: onnxroof explain MODEL NODE [flags] "
+            "(or --example NAME NODE); `onnxroof summary MODEL` lists the node names"
+        )
     args.model, args.node = (None, words[0]) if args.example else words
     return args

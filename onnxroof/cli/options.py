@@ -20,7 +20,9 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
     groups = {title: parser.add_argument_group(title) for title in (SHAPES, TIMING, _DIAGNOSTICS)}
     placed: list[tuple[str, int, Callable[[argparse._ArgumentGroup], object]]] = [
         (declared.flag.group, declared.flag.place, functools.partial(_add_flag, declared))
-        for declared in OPTIONS.values() if declared.flag is not None]
+        for declared in OPTIONS.values()
+        if declared.flag is not None
+    ]
     for group, _, add in sorted(placed + COMMAND_FLAGS, key=lambda flag: (list(groups).index(flag[0]), flag[1])):
         add(groups[group])
 
@@ -51,17 +53,44 @@ def _count_argument(count: Count) -> Callable[[str], int]:
 _DIAGNOSTICS = "rules and diagnostics"
 # the command line's own flags among the analysis options' (group, place in it, how it is added)
 COMMAND_FLAGS: list[tuple[str, int, Callable[[argparse._ArgumentGroup], object]]] = [
-    (TIMING, 5, lambda group: group.add_argument(
-        "--no-findings", action="store_true", help="leave out what to change on each target and the memory fit, which "
-        "analyse the model a few times more (a very large model's summary in one analysis)")),
-    (_DIAGNOSTICS, 1, lambda group: group.add_argument(
-        "--plugin", action="append", default=[], metavar="FILE.py", help="a Python file that registers cost rules "
-        "with onnxroof.register (repeatable); it is run as Python with your rights: pass only files you trust")),
-    (_DIAGNOSTICS, 2, lambda group: group.add_argument(
-        "--strict", action="store_true",
-        help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)")),
-    (_DIAGNOSTICS, 3, lambda group: group.add_argument(
-        "-q", "--quiet", action="store_true", help="no progress or warnings on stderr")),
+    (
+        TIMING,
+        5,
+        lambda group: group.add_argument(
+            "--no-findings",
+            action="store_true",
+            help="leave out what to change on each target and the memory fit, which "
+            "analyse the model a few times more (a very large model's summary in one analysis)",
+        ),
+    ),
+    (
+        _DIAGNOSTICS,
+        1,
+        lambda group: group.add_argument(
+            "--plugin",
+            action="append",
+            default=[],
+            metavar="FILE.py",
+            help="a Python file that registers cost rules "
+            "with onnxroof.register (repeatable); it is run as Python with your rights: pass only files you trust",
+        ),
+    ),
+    (
+        _DIAGNOSTICS,
+        2,
+        lambda group: group.add_argument(
+            "--strict",
+            action="store_true",
+            help="exit 2 if the analysis is incomplete (unsupported ops, unknown shapes)",
+        ),
+    ),
+    (
+        _DIAGNOSTICS,
+        3,
+        lambda group: group.add_argument(
+            "-q", "--quiet", action="store_true", help="no progress or warnings on stderr"
+        ),
+    ),
     (_DIAGNOSTICS, 4, lambda group: group.add_argument("--debug", action="store_true", help="show tracebacks")),
 ]
 
@@ -92,24 +121,37 @@ def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
     parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
     parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
     analysis_options(parser)
-    parser.add_argument("--sweep", action="append", default=[], metavar="SYMBOL=V1,V2,...",
-                        help="analyse at every value (a dim name, or batch, dtype, seq, context, encoder_seq); "
-                             "repeatable: "
-                             "the product of the values")
-    parser.add_argument("--emit-order", metavar="FILE",
-                        help="write the lowest-peak execution order found, one node name per line (a backslash "
-                             "and control characters in a name written as Python escapes: \\\\, \\x0a)")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the output to FILE (whole or not at all; - is standard output)")
+    parser.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="SYMBOL=V1,V2,...",
+        help="analyse at every value (a dim name, or batch, dtype, seq, context, encoder_seq); "
+        "repeatable: "
+        "the product of the values",
+    )
+    parser.add_argument(
+        "--emit-order",
+        metavar="FILE",
+        help="write the lowest-peak execution order found, one node name per line (a backslash "
+        "and control characters in a name written as Python escapes: \\\\, \\x0a)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)"
+    )
     if budgets:
         budget_option(parser, relative=False)
 
 
 def budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
     example = "'flops>+5%%', 'latency[myriad-x]>+2%%', " if relative else ""
-    parser.add_argument("--fail-if", action="append", default=[], metavar="BUDGET",
-                        help=f"exit 1 if a budget is broken, e.g. {example}'params>5M', 'peak_memory>2MiB' "
-                             "(repeatable)")
+    parser.add_argument(
+        "--fail-if",
+        action="append",
+        default=[],
+        metavar="BUDGET",
+        help=f"exit 1 if a budget is broken, e.g. {example}'params>5M', 'peak_memory>2MiB' (repeatable)",
+    )
 
 
 def non_negative_int(text: str) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..core.errors import EXIT_BUDGET, EXIT_OK, OnnxroofError, OptionError, UnboundDims
 from ..core.files import write_outputs
@@ -19,11 +19,15 @@ def error_text(exc: OnnxroofError) -> str:
     if isinstance(exc, OptionError):
         return exc.worded(FLAGS)
     if isinstance(exc, UnboundDims):
-        flags = " ".join([f"--dim {symbol}=N" for symbol in exc.symbols()]
-                         + list(dict.fromkeys(d.fix for d in exc.dims if not d.symbol)))
+        flags = " ".join(
+            [f"--dim {symbol}=N" for symbol in exc.symbols()]
+            + list(dict.fromkeys(d.fix for d in exc.dims if not d.symbol))
+        )
         decoder = " (a KV-cached decoder: or --phase decode --context N)" if exc.decoder else ""
-        return (f"{exc.head()}; add: {flags}{decoder}, with your values, or --partial to cost only what does not "
-                "depend on them")
+        return (
+            f"{exc.head()}; add: {flags}{decoder}, with your values, or --partial to cost only what does not "
+            "depend on them"
+        )
     return str(exc)
 
 
@@ -46,20 +50,27 @@ class StageLines:
 
 def model_inputs(args: argparse.Namespace) -> list[str]:
     """The model files the command reads: no output may replace one of them."""
-    found = [getattr(args, name, None) for name in ("model", "base", "head")] + list(getattr(args, "models", None) or [])
+    found = [getattr(args, name, None) for name in ("model", "base", "head")] + list(
+        getattr(args, "models", None) or []
+    )
     return [source for source in found if source]
 
 
-def emit(output: str | None, text: str | Iterable[str], args: argparse.Namespace | None = None,
-         also: Sequence[tuple[str, str, str | Iterable[str]]] = ()) -> None:
+def emit(
+    output: str | None,
+    text: str | Iterable[str],
+    args: argparse.Namespace | None = None,
+    also: Sequence[tuple[str, str, str | Iterable[str]]] = (),
+) -> None:
     """``text`` (or its chunks) to the file ``output``, written whole, or to standard output;
     ``also`` the other outputs of the run (``(flag, path, text)``: --emit-order), written with it,
     all or none."""
     write_outputs([*also, ("-o", output or "-", text)], model_inputs(args) if args is not None else ())
 
 
-def emit_page(args: argparse.Namespace, text: str, default_name: str,
-              also: Sequence[tuple[str, str, str | Iterable[str]]] = ()) -> None:
+def emit_page(
+    args: argparse.Namespace, text: str, default_name: str, also: Sequence[tuple[str, str, str | Iterable[str]]] = ()
+) -> None:
     """An HTML page goes to a file (``default_name`` without -o, as `report` does); any other
     format to -o or standard output."""
     output = args.output or (default_name if args.format == "html" else None)

@@ -45,8 +45,13 @@ class _Worker:
     started: float = field(default=0.0)
 
 
-def run_in_workers(function: Callable[[Any], Any], items: Iterable[Any], jobs: int,
-                   timeout: float | None = None, initializer: Callable[[], None] | None = None) -> Iterator[Outcome]:
+def run_in_workers(
+    function: Callable[[Any], Any],
+    items: Iterable[Any],
+    jobs: int,
+    timeout: float | None = None,
+    initializer: Callable[[], None] | None = None,
+) -> Iterator[Outcome]:
     """``function(item)`` for each item in up to ``jobs`` worker processes, yielded as each one
     finishes. A worker that ends without a result, or is still at its item ``timeout`` seconds
     after it took it (then it is killed), yields an Outcome with the ``failure`` and is replaced.
@@ -66,8 +71,9 @@ def run_in_workers(function: Callable[[Any], Any], items: Iterable[Any], jobs: i
 class _Pool:
     """The worker processes of one :func:`run_in_workers`, and which item each one holds."""
 
-    def __init__(self, function: Callable[[Any], Any], jobs: int, timeout: float | None,
-                 initializer: Callable[[], None] | None):
+    def __init__(
+        self, function: Callable[[Any], Any], jobs: int, timeout: float | None, initializer: Callable[[], None] | None
+    ):
         self.function, self.jobs, self.timeout, self.initializer = function, jobs, timeout, initializer
         self.context = multiprocessing.get_context()
         self.workers: list[_Worker] = []
@@ -77,8 +83,9 @@ class _Pool:
 
     def start(self) -> _Worker:
         here, there = self.context.Pipe()
-        process = self.context.Process(target=_serve, args=(there, self.function, self.initializer), daemon=True,
-                                       name="onnxroof-worker")
+        process = self.context.Process(
+            target=_serve, args=(there, self.function, self.initializer), daemon=True, name="onnxroof-worker"
+        )
         process.start()
         there.close()
         worker = _Worker(process, here)
@@ -115,8 +122,10 @@ class _Pool:
         busy = self.busy()
         now = time.monotonic()
         deadlines = [w.started + self.timeout - now for w in busy] if self.timeout else []
-        ready = wait([w.connection for w in busy] + [w.process.sentinel for w in busy],
-                     timeout=max(0.0, min(deadlines)) if deadlines else None)
+        ready = wait(
+            [w.connection for w in busy] + [w.process.sentinel for w in busy],
+            timeout=max(0.0, min(deadlines)) if deadlines else None,
+        )
         for worker in busy:
             outcome = self._outcome(worker, ready)
             if outcome is not None:
@@ -128,8 +137,12 @@ class _Pool:
         if worker.connection in ready or worker.process.sentinel in ready:
             return self._received(worker, elapsed)
         if self.timeout and elapsed >= self.timeout:
-            outcome = Outcome(worker.item, failure=f"over the time limit: not done in {self.timeout:g} s",
-                              kind="timeout", seconds=elapsed)
+            outcome = Outcome(
+                worker.item,
+                failure=f"over the time limit: not done in {self.timeout:g} s",
+                kind="timeout",
+                seconds=elapsed,
+            )
             self.retire(worker)
             return outcome
         return None
@@ -139,8 +152,11 @@ class _Pool:
         try:
             if worker.connection.poll():
                 received = worker.connection.recv()
-                return (Outcome(worker.item, failure=received.text, kind="raised", seconds=elapsed)
-                        if isinstance(received, Raised) else Outcome(worker.item, result=received, seconds=elapsed))
+                return (
+                    Outcome(worker.item, failure=received.text, kind="raised", seconds=elapsed)
+                    if isinstance(received, Raised)
+                    else Outcome(worker.item, result=received, seconds=elapsed)
+                )
         except (EOFError, OSError):
             pass
         # the sentinel, or a pipe closed: the process ended

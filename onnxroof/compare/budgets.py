@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..core.errors import UsageError
 from ..core.units import iec, joules, seconds, si
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from ..result import Analysis
 
 # metric -> (needs a target, how to read it from an Analysis (and the target's report))
-MODEL_METRICS: dict[str, Callable[["Analysis"], float]] = {
+MODEL_METRICS: dict[str, Callable[[Analysis], float]] = {
     "params": lambda a: a.totals.params,
     "param_bytes": lambda a: a.totals.param_bytes,
     "macs": lambda a: a.totals.macs,
@@ -43,14 +44,41 @@ TARGET_METRICS: dict[str, Callable] = {
     "dram_bytes": lambda r: r.model_point.dram_bytes,
 }
 # how each metric's value reads in a message ("params is 11.7 M (11,680,912)"); counts otherwise
-_UNITS = {"param_bytes": "bytes", "peak_memory": "bytes", "best_peak_memory": "bytes", "dram_bytes": "bytes",
-          "latency": "seconds", "throughput": "per_second", "energy": "joules"}
+_UNITS = {
+    "param_bytes": "bytes",
+    "peak_memory": "bytes",
+    "best_peak_memory": "bytes",
+    "dram_bytes": "bytes",
+    "latency": "seconds",
+    "throughput": "per_second",
+    "energy": "joules",
+}
 MAX_LIMIT = 1e300  # a budget's limit: any count, byte size or time a model can reach, far from float's end
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 _SUFFIXES = {
-    "": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-    "B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
-    "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "J": 1, "mJ": 1e-3, "uJ": 1e-6,
+    "": 1,
+    "k": 1e3,
+    "K": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "B": 1,
+    "kB": 1e3,
+    "KB": 1e3,
+    "MB": 1e6,
+    "GB": 1e9,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+    "s": 1,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ns": 1e-9,
+    "J": 1,
+    "mJ": 1e-3,
+    "uJ": 1e-6,
 }
 _PATTERN = re.compile(
     r"^\s*(?P<metric>[a-z_]+)\s*(?:\[(?P<target>[^\]]+)\])?\s*(?P<op>>=|<=|>|<)\s*"
@@ -81,9 +109,11 @@ class BudgetResult:
     missing: str = ""
 
     def describe(self) -> str:
-        """"latency[l4]<1ms: latency[l4] is 5.06 µs -> ok"; on an incomplete analysis the value is
+        """ "latency[l4]<1ms: latency[l4] is 5.06 µs -> ok"; on an incomplete analysis the value is
         said as the bound it is: "is ≥ 5.06 µs (a lower bound: head: 2 node(s) not counted)"."""
-        shown = f"{self.value:+.2f}%" if self.budget.relative else value_text(self.value, _UNITS.get(self.budget.metric))
+        shown = (
+            f"{self.value:+.2f}%" if self.budget.relative else value_text(self.value, _UNITS.get(self.budget.metric))
+        )
         if self.missing:
             at_most = self.budget.metric == "throughput"
             kind = "an upper bound" if at_most else "a lower bound"
@@ -141,7 +171,7 @@ def parse_budget(text: str) -> Budget:
     return Budget(metric, target, match["op"], number, relative, text.strip())
 
 
-def metric_value(analysis: "Analysis", metric: str, target: str | None) -> float:
+def metric_value(analysis: Analysis, metric: str, target: str | None) -> float:
     if target is None:
         return float(MODEL_METRICS[metric](analysis))
     for report in analysis.targets:
@@ -150,7 +180,7 @@ def metric_value(analysis: "Analysis", metric: str, target: str | None) -> float
     raise UsageError(f"--fail-if {metric}[{target}]: that target was not analysed; add --target {target}")
 
 
-def check_budgets(budgets: list[Budget], head: "Analysis", base: "Analysis | None" = None) -> list[BudgetResult]:
+def check_budgets(budgets: list[Budget], head: Analysis, base: Analysis | None = None) -> list[BudgetResult]:
     """Evaluate every budget on ``head`` (relative ones against ``base``)."""
     results = []
     for budget in budgets:
@@ -160,12 +190,13 @@ def check_budgets(budgets: list[Budget], head: "Analysis", base: "Analysis | Non
                 raise UsageError(f"--fail-if {budget.text!r}: a relative budget needs a base model (onnxroof diff)")
             before = metric_value(base, budget.metric, budget.target)
             value = percent_change(before, value)
-        results.append(BudgetResult(budget, value, bool(_OPS[budget.op](value, budget.limit)),
-                                    _missing(budget, head, base)))
+        results.append(
+            BudgetResult(budget, value, bool(_OPS[budget.op](value, budget.limit)), _missing(budget, head, base))
+        )
     return results
 
 
-def _missing(budget: Budget, head: "Analysis", base: "Analysis | None") -> str:
+def _missing(budget: Budget, head: Analysis, base: Analysis | None) -> str:
     """What the analyses a target budget reads left out, by side ("head: 2 node(s) not counted"):
     then its value is a bound, not a figure; "" for a model metric or complete analyses."""
     if budget.target is None:

@@ -117,8 +117,11 @@ class FindingChange:
         return self.head or self.base  # type: ignore[return-value]  # a change has a base, a head or both
 
     def to_dict(self) -> dict:
-        return {"change": self.kind, "base": self.base.to_dict() if self.base else None,
-                "head": self.head.to_dict() if self.head else None}
+        return {
+            "change": self.kind,
+            "base": self.base.to_dict() if self.base else None,
+            "head": self.head.to_dict() if self.head else None,
+        }
 
 
 @dataclass
@@ -162,15 +165,22 @@ class ModelDiff:
             return {}, {}
         name = self.head.targets[0].target.name
         before = next((r for r in self.base.targets if r.target.name == name), None)
-        return ({n.name: n.placement.time_s for n in before.nodes} if before else {},
-                {n.name: n.placement.time_s for n in self.head.targets[0].nodes})
+        return (
+            {n.name: n.placement.time_s for n in before.nodes} if before else {},
+            {n.name: n.placement.time_s for n in self.head.targets[0].nodes},
+        )
 
 
 SIGNIFICANT = 0.02  # the default threshold: a 2 % change is one a reviewer would call a change
 
 
-def diff_analyses(base: Analysis, head: Analysis, top: int = 10, threshold: float = SIGNIFICANT,
-                  findings: tuple[Sequence[Finding], Sequence[Finding]] = ((), ())) -> ModelDiff:
+def diff_analyses(
+    base: Analysis,
+    head: Analysis,
+    top: int = 10,
+    threshold: float = SIGNIFICANT,
+    findings: tuple[Sequence[Finding], Sequence[Finding]] = ((), ()),
+) -> ModelDiff:
     """The two analyses compared; ``findings``: base's and head's, each ranked (the findings
     stage's reviews, ``Review.findings``), whose changes the diff lists (none without them)."""
     nodes = match_nodes(base.nodes, head.nodes)
@@ -183,12 +193,30 @@ def diff_analyses(base: Analysis, head: Analysis, top: int = 10, threshold: floa
         sides = {"base_missing": before.missing if before else "", "head_missing": report.missing}
         targets[report.target.name] = [
             Delta("latency_s", "latency", "seconds", before.latency_s if before else None, report.latency_s, **sides),
-            Delta("throughput_per_s", "throughput", "per_second", before.throughput_per_s if before else None,
-                  report.throughput_per_s, **sides),
-            Delta("energy_j", f"{report.energy_kind} energy", "joules", before.energy_j if before else None,
-                  report.energy_j, **sides),
-            Delta("dram_bytes", "DRAM traffic", "bytes", before.model_point.dram_bytes if before else None,
-                  report.model_point.dram_bytes, **sides),
+            Delta(
+                "throughput_per_s",
+                "throughput",
+                "per_second",
+                before.throughput_per_s if before else None,
+                report.throughput_per_s,
+                **sides,
+            ),
+            Delta(
+                "energy_j",
+                f"{report.energy_kind} energy",
+                "joules",
+                before.energy_j if before else None,
+                report.energy_j,
+                **sides,
+            ),
+            Delta(
+                "dram_bytes",
+                "DRAM traffic",
+                "bytes",
+                before.model_point.dram_bytes if before else None,
+                report.model_point.dram_bytes,
+                **sides,
+            ),
         ]
         targets[report.target.name] += _device_deltas(base, head, report.target.name)
         base_times = {n.name: n.placement.time_s for n in before.nodes} if before else {}
@@ -228,13 +256,17 @@ def _device_deltas(base: Analysis, head: Analysis, target: str) -> list[Delta]:
     def fastest(plan):
         return plan.fastest.latency_s if plan is not None and plan.fastest is not None else None
 
-    return [Delta("fewest_devices", f"fewest devices that fit (of {after.devices})", "count", fewest(before),
-                  fewest(after)),
-            Delta("fastest_split_s", "fastest split's step", "seconds", fastest(before), fastest(after))]
+    return [
+        Delta(
+            "fewest_devices", f"fewest devices that fit (of {after.devices})", "count", fewest(before), fewest(after)
+        ),
+        Delta("fastest_split_s", "fastest split's step", "seconds", fastest(before), fastest(after)),
+    ]
 
 
-def finding_changes(base: Sequence[Finding], head: Sequence[Finding],
-                    threshold: float = SIGNIFICANT) -> list[FindingChange]:
+def finding_changes(
+    base: Sequence[Finding], head: Sequence[Finding], threshold: float = SIGNIFICANT
+) -> list[FindingChange]:
     """The findings head has and base has not (new), base has and head has not (resolved), and
     those whose gain moved by at least ``threshold`` of the latency (changed), in head's ranking
     then base's (each side's findings ranked)."""
@@ -254,8 +286,9 @@ def finding_changes(base: Sequence[Finding], head: Sequence[Finding],
 def _moved(old: Finding, new: Finding, threshold: float) -> bool:
     """The gain moved by ``threshold`` of the latency, or its bytes by ``threshold`` of theirs
     (a model that does not fit by more or less)."""
-    return (abs(new.gain_share - old.gain_share) >= threshold
-            or abs(new.gain_bytes - old.gain_bytes) >= threshold * max(old.gain_bytes, 1))
+    return abs(new.gain_share - old.gain_share) >= threshold or abs(new.gain_bytes - old.gain_bytes) >= threshold * max(
+        old.gain_bytes, 1
+    )
 
 
 MODULE_DIFF_DEPTH = 2
@@ -287,8 +320,12 @@ def module_changes(base: Analysis, head: Analysis, depth: int = MODULE_DIFF_DEPT
 
     def impact(row: dict) -> tuple:
         time = abs((row["head_time_s"] or 0.0) - (row["base_time_s"] or 0.0))
-        return (-time, -abs(row["head_flops"] - row["base_flops"]), -abs(row["head_params"] - row["base_params"]),
-                row["module"])
+        return (
+            -time,
+            -abs(row["head_flops"] - row["base_flops"]),
+            -abs(row["head_params"] - row["base_params"]),
+            row["module"],
+        )
 
     return sorted(rows, key=impact)
 
@@ -300,10 +337,20 @@ def _total_deltas(base: Analysis, head: Analysis) -> list[Delta]:
         Delta("param_bytes", "parameter bytes", "bytes", b.param_bytes, h.param_bytes),
         Delta("mac_flops", "MAC-FLOPs", "count", b.mac_flops, h.mac_flops),
         Delta("flops", "FLOPs", "count", b.flops, h.flops),
-        Delta("peak_memory", "peak activations", "bytes", base.memory.model_order.peak_bytes,
-              head.memory.model_order.peak_bytes),
-        Delta("best_peak_memory", "peak activations (best order)", "bytes",
-              base.memory.best.schedule.peak_bytes, head.memory.best.schedule.peak_bytes),
+        Delta(
+            "peak_memory",
+            "peak activations",
+            "bytes",
+            base.memory.model_order.peak_bytes,
+            head.memory.model_order.peak_bytes,
+        ),
+        Delta(
+            "best_peak_memory",
+            "peak activations (best order)",
+            "bytes",
+            base.memory.best.schedule.peak_bytes,
+            head.memory.best.schedule.peak_bytes,
+        ),
         Delta("nodes", "nodes", "count", b.nodes, h.nodes),
     ]
 
@@ -321,8 +368,9 @@ def _input_changes(base: Analysis, head: Analysis) -> list[str]:
         elif b is not None and h is not None and (b.shape != h.shape or b.dtype != h.dtype):
             lines.append(f"input {name}: {b.shape_text()} {_dtype(b)} -> {h.shape_text()} {_dtype(h)}")
     if base.dtype != head.dtype or base.batch != head.batch:
-        lines.append(f"costed as dtype {base.dtype}, batch {base.batch or 1} -> dtype {head.dtype}, "
-                     f"batch {head.batch or 1}")
+        lines.append(
+            f"costed as dtype {base.dtype}, batch {base.batch or 1} -> dtype {head.dtype}, batch {head.batch or 1}"
+        )
     return lines
 
 
@@ -381,8 +429,10 @@ def match_nodes(base: list[NodeRecord], head: list[NodeRecord]) -> list[NodeChan
     pairs += [NodeChange(None, r, "") for r in unmatched_head]
     order = {r.name: i for i, r in enumerate(head)}
     # head's order; a node head has not after them, in base's order
-    return sorted(pairs, key=lambda p: (order.get(p.head.name, len(order)) if p.head
-                                        else len(order) + (p.base.index if p.base else 0)))
+    return sorted(
+        pairs,
+        key=lambda p: order.get(p.head.name, len(order)) if p.head else len(order) + (p.base.index if p.base else 0),
+    )
 
 
 def structural_signatures(records: list[NodeRecord]) -> dict[str, str]:
@@ -391,10 +441,14 @@ def structural_signatures(records: list[NodeRecord]) -> dict[str, str]:
     signature = {r.name: f"{r.op_type}|{r.output_shapes}|{r.params}" for r in records}
     for _ in range(_REFINEMENTS):
         signature = {
-            r.name: _hash(signature[r.name] + "<" + ",".join(
-                signature[producer[n]] if n in producer else f"in:{shape}"
-                for n, shape in zip(r.inputs, r.input_shapes)
-            ))
+            r.name: _hash(
+                signature[r.name]
+                + "<"
+                + ",".join(
+                    signature[producer[n]] if n in producer else f"in:{shape}"
+                    for n, shape in zip(r.inputs, r.input_shapes)
+                )
+            )
             for r in records
         }
     return signature

@@ -47,8 +47,10 @@ ROOT = "(model)"
 # name ("m31/m32/.../m249"), so every tree walk and every path string stays bounded whatever
 # the node names hold (a name of 100,000 '/'-separated levels is a 1 MB model)
 MAX_MODULE_DEPTH = 32
-FOLDED_NOTE = (f"module paths deeper than {MAX_MODULE_DEPTH} levels are folded: "
-               f"the rest of such a path is its level {MAX_MODULE_DEPTH}'s name")
+FOLDED_NOTE = (
+    f"module paths deeper than {MAX_MODULE_DEPTH} levels are folded: "
+    f"the rest of such a path is its level {MAX_MODULE_DEPTH}'s name"
+)
 OWN_NODES = "(its own nodes)"  # the nodes of a module that are in none of its children
 NUMBER_DIGITS = 18  # a block's index has at most this many digits (a longer run of digits is a name)
 
@@ -72,14 +74,30 @@ class ModuleCost:
 
     def signature(self) -> tuple:
         """What two repeated blocks share when they are alike (names aside)."""
-        return (self.nodes, self.macs, self.flops, self.params, self.weight_bytes, self.activation_bytes,
-                tuple(c.signature() for c in self.children))
+        return (
+            self.nodes,
+            self.macs,
+            self.flops,
+            self.params,
+            self.weight_bytes,
+            self.activation_bytes,
+            tuple(c.signature() for c in self.children),
+        )
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "path": self.path, "nodes": self.nodes, "macs": self.macs, "flops": self.flops,
-                "params": self.params, "weight_bytes": self.weight_bytes, "activation_bytes": self.activation_bytes,
-                "peak_bytes": self.peak_bytes, "time_s": self.time_s,
-                "children": [c.to_dict() for c in self.children]}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "nodes": self.nodes,
+            "macs": self.macs,
+            "flops": self.flops,
+            "params": self.params,
+            "weight_bytes": self.weight_bytes,
+            "activation_bytes": self.activation_bytes,
+            "peak_bytes": self.peak_bytes,
+            "time_s": self.time_s,
+            "children": [c.to_dict() for c in self.children],
+        }
 
 
 # scopes an exporter writes for its own machinery, not the user's modules: PyTorch's dynamo
@@ -108,7 +126,7 @@ def fold_path(path: tuple[str, ...]) -> tuple[str, ...]:
     """
     if len(path) <= MAX_MODULE_DEPTH:
         return path
-    return (*path[:MAX_MODULE_DEPTH - 1], "/".join(path[MAX_MODULE_DEPTH - 1:]))
+    return (*path[: MAX_MODULE_DEPTH - 1], "/".join(path[MAX_MODULE_DEPTH - 1 :]))
 
 
 def is_folded(module: ModuleCost) -> bool:
@@ -170,11 +188,13 @@ def _first_reads(records: list[NodeRecord], graph: CostGraph | None = None) -> d
     counted = {record.name: 0 for record in records}
     roots_of = graph.roots if graph is not None else {}
     elements = graph.parameters if graph is not None else {}
-    folded_by = {output: record.name for record in records if record.status == NodeStatus.CONSTANT
-                 for output in record.outputs}
+    folded_by = {
+        output: record.name for record in records if record.status == NodeStatus.CONSTANT for output in record.outputs
+    }
     for record in records:
-        owners = {r: folded_by.get(name, record.name) for name in record.param_inputs
-                  for r in roots_of.get(name, (name,))}
+        owners = {
+            r: folded_by.get(name, record.name) for name in record.param_inputs for r in roots_of.get(name, (name,))
+        }
         sizes = {r: elements[r][0] if r in elements else 1 for r in owners}
         total = sum(sizes.values())
         fresh = {r: size for r, size in sizes.items() if r not in seen}
@@ -211,8 +231,9 @@ def module_tree(analysis: Analysis, depth: int | None = None) -> ModuleCost:
             module = index.get(key)
             if module is None:
                 parent = index[key[:-1]]
-                module = index[key] = ModuleCost(key[-1], f"{parent.path}/{key[-1]}" if parent.path else key[-1],
-                                                 parts=key)
+                module = index[key] = ModuleCost(
+                    key[-1], f"{parent.path}/{key[-1]}" if parent.path else key[-1], parts=key
+                )
                 parent.children.append(module)
             _add(module, *cost)
         if path not in own:
@@ -234,8 +255,13 @@ def op_breakdown(analysis: Analysis) -> list[ModuleCost]:
     by_op: dict[str, ModuleCost] = {}
     for record in analysis.nodes:
         entry = by_op.setdefault(record.op_type, ModuleCost(record.op_type, record.op_type))
-        _add(entry, record, params[record.name], live.get(record.name, 0),
-             {target: per_node.get(record.name, 0.0) for target, per_node in times.items()})
+        _add(
+            entry,
+            record,
+            params[record.name],
+            live.get(record.name, 0),
+            {target: per_node.get(record.name, 0.0) for target, per_node in times.items()},
+        )
     return sorted(by_op.values(), key=lambda m: (-m.flops, -(m.weight_bytes + m.activation_bytes), m.name))
 
 
@@ -275,8 +301,9 @@ def numbered(name: str) -> tuple[str, int] | None:
     return name[:start], int(name[start:])
 
 
-def runs(siblings: Sequence[Block], name: Callable[[Block], str], signature: Callable[[Block], Hashable]
-         ) -> list[list[Block]]:
+def runs(
+    siblings: Sequence[Block], name: Callable[[Block], str], signature: Callable[[Block], Hashable]
+) -> list[list[Block]]:
     """Siblings in order cut into runs of alike numbered blocks: ``layer.0``, ``layer.1``, ...
     (each named the first's prefix and the next index) whose ``signature`` is the first's; a
     sibling in no such run is a run of one. The one definition of "alike blocks": the module
@@ -294,8 +321,11 @@ def runs(siblings: Sequence[Block], name: Callable[[Block], str], signature: Cal
             prefix, number = index
             alike = signature(siblings[i])
             j = i + 1
-            while (j < len(siblings) and name(siblings[j]) == f"{prefix}{number + (j - i)}"
-                   and signature(siblings[j]) == alike):
+            while (
+                j < len(siblings)
+                and name(siblings[j]) == f"{prefix}{number + (j - i)}"
+                and signature(siblings[j]) == alike
+            ):
                 run.append(siblings[j])
                 j += 1
         found.append(run)
@@ -321,8 +351,10 @@ def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str
     >>> [(m.name, count, label) for m, count, label in repeated_runs(blocks + [ModuleCost("pool", "pool")])]
     [('layer.0', 3, 'layer.0-2'), ('pool', 1, 'pool')]
     """
-    return [(run[0], len(run), run_label(run[0].name, len(run)))
-            for run in runs(children, lambda m: m.name, ModuleCost.signature)]
+    return [
+        (run[0], len(run), run_label(run[0].name, len(run)))
+        for run in runs(children, lambda m: m.name, ModuleCost.signature)
+    ]
 
 
 def shown_rows(root: ModuleCost) -> list[tuple[ModuleCost, int, str, int]]:
@@ -335,4 +367,3 @@ def shown_rows(root: ModuleCost) -> list[tuple[ModuleCost, int, str, int]]:
         rows.append((module, count, label, level))
         stack.extend((child, n, text, level + 1) for child, n, text in reversed(repeated_runs(module.children)))
     return rows
-

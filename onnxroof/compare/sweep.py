@@ -61,13 +61,17 @@ def parse_sweep(text: str) -> tuple[str, list]:
     return symbol, [int(v) for v in items]
 
 
-def run_sweep(model: str | onnx.ModelProto, sweeps: list[tuple[str, list]], options: AnalysisOptions | None = None,
-              **arguments: Any) -> list[SweepPoint]:
+def run_sweep(
+    model: str | onnx.ModelProto,
+    sweeps: list[tuple[str, list]],
+    options: AnalysisOptions | None = None,
+    **arguments: Any,
+) -> list[SweepPoint]:
     """Analyse ``model`` at every point of the sweeps, with ``options`` (or analyze()'s other
     arguments, one by one); a point's values replace theirs."""
     options = AnalysisOptions.given(options, arguments)
-    from ..pipeline import analyze
     from ..frontend.load import load_model
+    from ..pipeline import analyze
 
     names = [symbol for symbol, _ in sweeps]
     if len(set(names)) != len(names):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Iterator, Mapping
 
 from .text import one_line
 
@@ -25,6 +25,7 @@ class Terminated(KeyboardInterrupt):
 def sigterm_stops() -> Iterator[None]:
     """Within it, SIGTERM (a scheduler's stop) raises :class:`Terminated`, so the ``finally``
     blocks that clean up after Ctrl-C run for it too; the handler it replaced is put back after."""
+
     def stop(signum, frame):
         raise Terminated
 
@@ -128,8 +129,10 @@ class UnboundDims(UsageError):
         api = [f"dims={{{', '.join(f'{s!r}: N' for s in symbols)}}}"] if symbols else []
         api += [f"input_shapes={{{fix.split(' ', 1)[1].split(':')[0]!r}: [...]}}" for fix in shapes]
         decoder_api = " (a KV-cached decoder: or phase='decode', context=N)" if decoder else ""
-        super().__init__(f"{self.head()}; give them: analyze(..., {', '.join(api)}){decoder_api}, "
-                         "or partial=True to cost only what does not depend on them")
+        super().__init__(
+            f"{self.head()}; give them: analyze(..., {', '.join(api)}){decoder_api}, "
+            "or partial=True to cost only what does not depend on them"
+        )
 
     def symbols(self) -> list[str]:
         """The names of the dims without a value, each once."""
@@ -142,8 +145,11 @@ class UnboundDims(UsageError):
             place = f"{d.input_name} axis {d.axis}" if d.axis >= 0 else f"{d.input_name} (no shape)"
             places.setdefault(d.symbol or place, []).append(place)
         where = ", ".join(
-            key if key == found[0] else f"{key} ({found[0]}" + (f" and {len(found) - 1} more)" if len(found) > 1 else ")")
-            for key, found in places.items())
+            key
+            if key == found[0]
+            else f"{key} ({found[0]}" + (f" and {len(found) - 1} more)" if len(found) > 1 else ")")
+            for key, found in places.items()
+        )
         assumed_text = f" ({', '.join(f'{k}={v}' for k, v in self.assumed.items())} assumed)" if self.assumed else ""
         return f"{self.model}: input dims without a value: {where}{assumed_text}"
 

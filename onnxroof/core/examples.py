@@ -8,7 +8,7 @@ that the models also run in onnxruntime.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import onnx
@@ -43,15 +43,33 @@ class _Builder:
         self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
         return name
 
-    def conv(self, x: str, c_in: int, c_out: int, kernel: int, stride: int = 1, pad: int = 0,
-             group: int = 1, bias: bool = True, kind: str = "conv2d") -> str:
+    def conv(
+        self,
+        x: str,
+        c_in: int,
+        c_out: int,
+        kernel: int,
+        stride: int = 1,
+        pad: int = 0,
+        group: int = 1,
+        bias: bool = True,
+        kind: str = "conv2d",
+    ) -> str:
         name = self._name(kind)
         inputs = [x, self.weight(f"{name}.weight", (c_out, c_in // group, kernel, kernel))]
         if bias:
             inputs.append(self.weight(f"{name}.bias", (c_out,)))
         self.nodes.append(
-            helper.make_node("Conv", inputs, [name], name=name, kernel_shape=[kernel, kernel],
-                             strides=[stride, stride], pads=[pad] * 4, group=group)
+            helper.make_node(
+                "Conv",
+                inputs,
+                [name],
+                name=name,
+                kernel_shape=[kernel, kernel],
+                strides=[stride, stride],
+                pads=[pad] * 4,
+                group=group,
+            )
         )
         return name
 
@@ -74,16 +92,19 @@ class _Builder:
         self.nodes.append(helper.make_node("Gemm", [x, w, b], [name], name=name))
         return name
 
-    def model(self, graph_name: str, x: str, input_shape: list[int], output: str, classes: int,
-              doc: str) -> onnx.ModelProto:
+    def model(
+        self, graph_name: str, x: str, input_shape: list[int], output: str, classes: int, doc: str
+    ) -> onnx.ModelProto:
         graph = helper.make_graph(
-            self.nodes, graph_name,
+            self.nodes,
+            graph_name,
             [helper.make_tensor_value_info(x, TensorProto.FLOAT, input_shape)],
             [helper.make_tensor_value_info(output, TensorProto.FLOAT, [input_shape[0], classes])],
             self.initializers,
         )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                                  producer_name="onnxroof.examples", doc_string=doc)
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="onnxroof.examples", doc_string=doc
+        )
         model.ir_version = 8
         onnx.checker.check_model(model)
         return model
@@ -161,7 +182,10 @@ EXAMPLES: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
     "shallownet": (shallownet, "Conv 3x3 + ReLU + Dense, 32x32x3 input (328,586 params)"),
     "shallownet-separable": (lambda: shallownet(separable=True), "ShallowNet with a depthwise-separable conv"),
     "minigooglenet": (minigooglenet, "MiniGoogLeNet, Inception + downsample modules with concat (1.66 M params)"),
-    "minigooglenet-separable": (lambda: minigooglenet(separable=True), "MiniGoogLeNet with depthwise-separable 3x3 convs"),
+    "minigooglenet-separable": (
+        lambda: minigooglenet(separable=True),
+        "MiniGoogLeNet with depthwise-separable 3x3 convs",
+    ),
 }
 
 

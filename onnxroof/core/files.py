@@ -8,8 +8,8 @@ import stat
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .errors import OutputError, UsageError
 
@@ -17,14 +17,16 @@ from .errors import OutputError, UsageError
 _NO_ROOM = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
 
-def write_atomically(path: str | os.PathLike, text: str | Iterable[str], flag: str = "-o",
-                     inputs: Iterable[str | os.PathLike] = ()) -> None:
+def write_atomically(
+    path: str | os.PathLike, text: str | Iterable[str], flag: str = "-o", inputs: Iterable[str | os.PathLike] = ()
+) -> None:
     """Write ``text`` (or its chunks) to ``path`` whole or not at all (:func:`write_outputs`)."""
     write_outputs([(flag, path, text)], inputs)
 
 
-def write_outputs(outputs: Sequence[tuple[str, str | os.PathLike, str | Iterable[str]]],
-                  inputs: Iterable[str | os.PathLike] = ()) -> None:
+def write_outputs(
+    outputs: Sequence[tuple[str, str | os.PathLike, str | Iterable[str]]], inputs: Iterable[str | os.PathLike] = ()
+) -> None:
     """Write each ``(flag, path, text)``, the text a string or its chunks, whole or not at all,
     all of them or none: each file's text goes to a temporary file beside the real file (a
     symbolic link is followed, and stays a link), and only once every text is produced and
@@ -83,7 +85,9 @@ def resolve_output(path: str | os.PathLike, flag: str = "-o") -> tuple[Path, boo
     except FileNotFoundError:
         mode = None  # a new file
     except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot be written ({exc.strerror or exc}); give a path you can write") from None
+        raise UsageError(
+            f"{flag} {path}: cannot be written ({exc.strerror or exc}); give a path you can write"
+        ) from None
     if mode is not None and stat.S_ISDIR(mode):
         raise UsageError(f"{flag} {path}: is a directory; give the name of a file to write")
     if mode is not None and not stat.S_ISREG(mode):
@@ -102,8 +106,9 @@ def refuse_inputs(path: str | os.PathLike, real: Path, flag: str, inputs: Iterab
         except (OSError, ValueError):
             same = False
         if same:
-            raise UsageError(f"{flag} {path}: is the input model {source}, which the output would replace; "
-                             "give another file name")
+            raise UsageError(
+                f"{flag} {path}: is the input model {source}, which the output would replace; give another file name"
+            )
 
 
 def read_small_file(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
@@ -174,8 +179,7 @@ class _Plan:
     def failure(self, exc: OSError) -> OutputError:
         reason = exc.strerror or str(exc)
         name = "standard output" if self.stdout else f"{self.flag} {self.path}"
-        fix = ("free some space, or write elsewhere" if exc.errno in _NO_ROOM
-               else "give a path you can write")
+        fix = "free some space, or write elsewhere" if exc.errno in _NO_ROOM else "give a path you can write"
         kept = "" if self.stdout or not self.atomic else "; nothing was replaced"
         return OutputError(f"{name}: cannot be written ({reason}){kept}; {fix}")
 
@@ -184,8 +188,9 @@ class _Plan:
         planted link, never another run's file), with the permissions a new file gets: its
         descriptor (open for writing) and its name."""
         try:
-            handle, temporary = tempfile.mkstemp(prefix=f".{self.file.name}." if prefix is None else prefix,
-                                                 suffix=suffix, dir=self.file.parent)
+            handle, temporary = tempfile.mkstemp(
+                prefix=f".{self.file.name}." if prefix is None else prefix, suffix=suffix, dir=self.file.parent
+            )
         except OSError as exc:
             raise self.failure(exc) from None
         umask = os.umask(0)
@@ -296,7 +301,7 @@ class LineStream:
             view = memoryview(text.encode("utf-8"))
             try:
                 while view:  # a regular file takes it in one call; a pipe may take it in parts
-                    view = view[os.write(self.descriptor, view):]
+                    view = view[os.write(self.descriptor, view) :]
             except BrokenPipeError:
                 raise
             except OSError as exc:

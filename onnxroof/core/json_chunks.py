@@ -4,8 +4,8 @@ passes them on)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Iterable, Iterator
 
 
 class Encoded:

@@ -4,8 +4,8 @@ Scan bodies)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 import onnx
 
@@ -26,8 +26,10 @@ class NodeFields(NamedTuple):
 
 def read_node_fields(nodes: Iterable[onnx.NodeProto]) -> list[NodeFields]:
     """The NodeFields of each of ``nodes``, in order."""
-    return [NodeFields(node.name, node.op_type, node.domain, node.input[:], node.output[:], node.attribute or ())
-            for node in nodes]
+    return [
+        NodeFields(node.name, node.op_type, node.domain, node.input[:], node.output[:], node.attribute or ())
+        for node in nodes
+    ]
 
 
 def node_names(nodes: Sequence[onnx.NodeProto | NodeFields]) -> list[str]:

@@ -41,7 +41,12 @@ class TensorInfo:
         graph's tensors share a few types, so working out is_known and numel again is wasted)."""
         info = object.__new__(TensorInfo)
         info.name, info.dtype, info.shape, info.is_known, info.numel = (
-            name, self.dtype, self.shape, self.is_known, self.numel)
+            name,
+            self.dtype,
+            self.shape,
+            self.is_known,
+            self.numel,
+        )
         return info
 
     def shape_text(self) -> str:

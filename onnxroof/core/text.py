@@ -104,5 +104,18 @@ def model_label(name: str, graph_name: str) -> str:
 
 
 # graph names exporters write whatever the model: they say nothing beside a file's name
-_GENERIC_GRAPH_NAMES = frozenset({"main_graph", "torch_jit", "torch-jit-export", "tf2onnx", "graph", "model",
-                                  "onnx", "mxnet_converted_model", "keras2onnx", "sklearn", "jax2onnx"})
+_GENERIC_GRAPH_NAMES = frozenset(
+    {
+        "main_graph",
+        "torch_jit",
+        "torch-jit-export",
+        "tf2onnx",
+        "graph",
+        "model",
+        "onnx",
+        "mxnet_converted_model",
+        "keras2onnx",
+        "sklearn",
+        "jax2onnx",
+    }
+)

@@ -67,8 +67,9 @@ class ValueReads(Mapping):
         return len(self._known)
 
 
-def computed_from_constants(op_type: str, domain: str, traits: OpTrait, inputs: list[str], has_subgraph: bool,
-                            constant: set[str]) -> bool:
+def computed_from_constants(
+    op_type: str, domain: str, traits: OpTrait, inputs: list[str], has_subgraph: bool, constant: set[str]
+) -> bool:
     """A node computed only from constants: folded at load time, its outputs are parameters."""
     if OpTrait.NONDETERMINISTIC in traits or has_subgraph:  # its output is not a function of its inputs
         return False
@@ -83,8 +84,9 @@ def computed_from_constants(op_type: str, domain: str, traits: OpTrait, inputs: 
     return folded
 
 
-def split_inputs(inputs: list[str], constant: set[str], reads_parameters: bool,
-                 arg_slots: frozenset[int]) -> tuple[list[int], list[str]]:
+def split_inputs(
+    inputs: list[str], constant: set[str], reads_parameters: bool, arg_slots: frozenset[int]
+) -> tuple[list[int], list[str]]:
     """A node's inputs, each name once: the slots it reads as parameters (constants other than its
     settings, unless it is folded or computes shape arithmetic) and its activations."""
     param_slots: list[int] = []
@@ -123,23 +125,29 @@ def op_family(rule: OpRule | None, param_inputs: list[str], activation_inputs: l
     return family
 
 
-def shapes_and_dtypes(input_infos: tuple[TensorInfo | None, ...], output_infos: tuple[TensorInfo, ...],
-                      ) -> tuple[list[list | None], list[str], list[list | None], list[str]]:
+def shapes_and_dtypes(
+    input_infos: tuple[TensorInfo | None, ...],
+    output_infos: tuple[TensorInfo, ...],
+) -> tuple[list[list | None], list[str], list[list | None], list[str]]:
     """The shapes and dtype names of a node's inputs (None: an absent input) and outputs, as its record holds them."""
-    return ([None if i is None or i.shape is None else list(i.shape) for i in input_infos],
-            [dtype_name(i.dtype) if i else "" for i in input_infos],
-            [None if o.shape is None else list(o.shape) for o in output_infos],
-            [dtype_name(o.dtype) for o in output_infos])
+    return (
+        [None if i is None or i.shape is None else list(i.shape) for i in input_infos],
+        [dtype_name(i.dtype) if i else "" for i in input_infos],
+        [None if o.shape is None else list(o.shape) for o in output_infos],
+        [dtype_name(o.dtype) for o in output_infos],
+    )
 
 
 def partial_bytes(derived: Derived, inputs: list[str], outputs: list[str]) -> dict[str, int]:
     """tensor -> the bytes a node moves of it, for those it moves only part of."""
-    return ({inputs[slot]: n for slot, n in derived.partial_inputs}
-            | {outputs[slot]: n for slot, n in derived.partial_outputs})
+    return {inputs[slot]: n for slot, n in derived.partial_inputs} | {
+        outputs[slot]: n for slot, n in derived.partial_outputs
+    }
 
 
-def with_subgraphs(subgraphs: dict[str, SubgraphCost], cost: OpCost, derived: Derived, params: int,
-                    weight_bytes: int) -> tuple[int, int]:
+def with_subgraphs(
+    subgraphs: dict[str, SubgraphCost], cost: OpCost, derived: Derived, params: int, weight_bytes: int
+) -> tuple[int, int]:
     """Mark which subgraphs the node takes and how often it runs them; add their parameters."""
     for attribute in cost.untaken:
         subgraphs[attribute].taken = False
@@ -153,14 +161,14 @@ def not_costed_ops(records: list[NodeRecord]) -> tuple[Counter, Counter]:
     """op type -> nodes with no cost rule, and -> nodes with a rule left uncounted, in a subgraph
     and the subgraphs it takes."""
     unsupported: Counter = Counter(r.op_type for r in records if r.status == NodeStatus.UNSUPPORTED)
-    not_counted: Counter = Counter(r.op_type for r in records
-                                   if not r.counted and r.status != NodeStatus.UNSUPPORTED)
+    not_counted: Counter = Counter(r.op_type for r in records if not r.counted and r.status != NodeStatus.UNSUPPORTED)
     for record in records:
         for sub in record.subgraphs.values():
             if sub.taken:
                 unsupported.update(sub.unsupported)
                 not_counted.update(sub.not_counted)
     return unsupported, not_counted
+
 
 def _mark_runs(subgraphs: dict[str, SubgraphCost], cost: OpCost, derived: Derived) -> None:
     """Note on each subgraph how many times a target runs it per run of its node (cost/running.py

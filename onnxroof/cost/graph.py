@@ -87,10 +87,11 @@ def _name_scopes(node: onnx.NodeProto) -> tuple[str, ...]:
     for scope in scopes[:-1]:  # the last entry is the node itself
         if not scope:
             continue
-        own = scope[len(parent) + 1:] if parent and scope.startswith(parent + ".") else scope
+        own = scope[len(parent) + 1 :] if parent and scope.startswith(parent + ".") else scope
         path.append(own)
         parent = scope
     return tuple(path)
+
 
 class _Coster:
     """Costs the nodes of a graph and, recursively, of its subgraphs (one pass per graph)."""
@@ -141,8 +142,11 @@ class _Coster:
         rule = rule_for(domain, op_type)
         traits = rule.traits if rule is not None else _NO_TRAITS
         is_folded = computed_from_constants(op_type, domain, traits, inputs, bool(graph_attributes), self.constant)
-        subgraphs = ({a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes}
-                     if graph_attributes else _NO_SUBGRAPHS)
+        subgraphs = (
+            {a.name: self.subgraph(a.g, f"{name}/{a.name}") for a in graph_attributes}
+            if graph_attributes
+            else _NO_SUBGRAPHS
+        )
         derived = self._derived_for(node, fields, rule, is_folded, subgraphs)
         cost = derived.cost
         param_inputs = [inputs[slot] for slot in derived.param_slots] if derived.param_slots else _NO_PARAMETERS
@@ -155,17 +159,45 @@ class _Coster:
             self._track_storage(traits, domain, inputs, outputs, rule.arg_inputs if rule else frozenset())
         # positional, in field order: matching 25 keywords costs as much as the rest of a cache hit
         return NodeRecord(
-            name, op_type, domain, index, derived.family, derived.status, derived.reason, inputs, outputs,
-            derived.input_shapes, derived.input_dtypes, derived.output_shapes, derived.output_dtypes, derived.dtype,
-            cost.macs, 2 * cost.macs + cost.flops, params, weight_bytes, derived.input_bytes, derived.output_bytes,
-            cost.formula, cost.view, param_inputs, derived.shape_only, subgraphs,
+            name,
+            op_type,
+            domain,
+            index,
+            derived.family,
+            derived.status,
+            derived.reason,
+            inputs,
+            outputs,
+            derived.input_shapes,
+            derived.input_dtypes,
+            derived.output_shapes,
+            derived.output_dtypes,
+            derived.dtype,
+            cost.macs,
+            2 * cost.macs + cost.flops,
+            params,
+            weight_bytes,
+            derived.input_bytes,
+            derived.output_bytes,
+            cost.formula,
+            cost.view,
+            param_inputs,
+            derived.shape_only,
+            subgraphs,
             _name_scopes(node) if node.metadata_props else _NO_SCOPE,
-            partial_bytes(derived, inputs, outputs) if derived.partial_inputs or derived.partial_outputs
+            partial_bytes(derived, inputs, outputs)
+            if derived.partial_inputs or derived.partial_outputs
             else _NO_PARTIAL,
         )
 
-    def _derived_for(self, node: onnx.NodeProto, fields: NodeFields, rule: OpRule | None, is_folded: bool,
-                     subgraphs: dict[str, SubgraphCost]) -> Derived:
+    def _derived_for(
+        self,
+        node: onnx.NodeProto,
+        fields: NodeFields,
+        rule: OpRule | None,
+        is_folded: bool,
+        subgraphs: dict[str, SubgraphCost],
+    ) -> Derived:
         """The node's derived fields: shared with an alike node costed before, when its rule is
         built in and nothing about it is its own (subgraphs, a failed shape inference)."""
         _, op_type, domain, inputs, outputs, attributes = fields
@@ -222,22 +254,38 @@ class _Coster:
         attribute_key = tuple([a.SerializeToString() for a in attributes]) if attributes else None
         return op_type, domain, attribute_key, tuple(input_key), tuple(output_key), repeats
 
-    def _derive(self, node: onnx.NodeProto, op_type: str, domain: str, inputs: list[str], outputs: list[str],
-                rule: OpRule | None, is_folded: bool, failure: str | None,
-                subgraphs: dict[str, SubgraphCost]) -> Derived:
+    def _derive(
+        self,
+        node: onnx.NodeProto,
+        op_type: str,
+        domain: str,
+        inputs: list[str],
+        outputs: list[str],
+        rule: OpRule | None,
+        is_folded: bool,
+        failure: str | None,
+        subgraphs: dict[str, SubgraphCost],
+    ) -> Derived:
         """Apply the node's rule and work out the record fields that follow from its tensors."""
         tensors = self.tensors
         values_read = ValueReads(self.values)
         input_infos = tuple([(tensors.get(n) or TensorInfo(n)) if n else None for n in inputs])
         output_infos = tuple([tensors.get(n) or TensorInfo(n) for n in outputs])
         status, reason, cost = self._outcome(
-            op_type, domain, outputs, rule, is_folded, failure,
-            lambda: NodeView(node, input_infos, output_infos, values_read, subgraphs, self.options.loop_trips))
+            op_type,
+            domain,
+            outputs,
+            rule,
+            is_folded,
+            failure,
+            lambda: NodeView(node, input_infos, output_infos, values_read, subgraphs, self.options.loop_trips),
+        )
         # a node computing shape arithmetic (settings_tensors: from shapes, read as settings) reads
         # settings such as Concat's [-1], not weights
         shape_only = bool(outputs) and all(o in self.settings for o in outputs if o)
-        param_slots, activation_inputs = split_inputs(inputs, self.constant, not (is_folded or shape_only),
-                                                       rule.arg_inputs if rule else frozenset())
+        param_slots, activation_inputs = split_inputs(
+            inputs, self.constant, not (is_folded or shape_only), rule.arg_inputs if rule else frozenset()
+        )
         param_inputs = [inputs[slot] for slot in param_slots]
         # folded constants and views move no bytes
         traffic = NO_TRAFFIC if is_folded or cost.view else self._traffic(cost, inputs, outputs, activation_inputs)
@@ -262,8 +310,16 @@ class _Coster:
             shareable=status not in (NodeStatus.UNKNOWN_SHAPE, NodeStatus.UNKNOWN_VALUE) and not values_read.read,
         )
 
-    def _outcome(self, op_type: str, domain: str, outputs: list[str], rule: OpRule | None, is_folded: bool,
-                 failure: str | None, view: Callable[[], NodeView]) -> tuple[NodeStatus, str, OpCost]:
+    def _outcome(
+        self,
+        op_type: str,
+        domain: str,
+        outputs: list[str],
+        rule: OpRule | None,
+        is_folded: bool,
+        failure: str | None,
+        view: Callable[[], NodeView],
+    ) -> tuple[NodeStatus, str, OpCost]:
         """The node's status, its reason and its cost: folded, unsupported, downstream of a failed
         shape inference, or what its rule gives on ``view()``."""
         if is_folded:
@@ -278,8 +334,7 @@ class _Coster:
             reason = failure  # onnx could not infer this node: say why
         return status, reason, cost
 
-    def _traffic(self, cost: OpCost, inputs: list[str], outputs: list[str],
-                 activation_inputs: list[str]) -> Traffic:
+    def _traffic(self, cost: OpCost, inputs: list[str], outputs: list[str], activation_inputs: list[str]) -> Traffic:
         """The bytes a node reads of its activations and writes, the partial ones in proportion."""
         size = self.size
         partial_inputs: tuple[tuple[int, int], ...] = ()
@@ -312,8 +367,11 @@ class _Coster:
         """Note the stored roots behind the constants a node reads; return the roots' elements
         (each once) and the bytes the node reads of those constants per run (a partial read, a
         Gather's, scales the first one; a folded constant is read at its folded size)."""
-        packed = ({inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
-                  if cost.param_elements else None)
+        packed = (
+            {inputs[slot]: elements for slot, elements in cost.param_elements if slot < len(inputs)}
+            if cost.param_elements
+            else None
+        )
         stored, size, parameters, roots = self.stored, self.size, self.parameters, self.roots
         params, read_bytes, counted = 0, [], set()
         for tensor_name in param_inputs:
@@ -328,8 +386,9 @@ class _Coster:
                 self.parameter_tensors.add(root)
                 params += elements
         if cost.weight_reads:
-            part = {inputs[slot]: elements for slot, elements in cost.weight_reads
-                    if slot < len(inputs) and inputs[slot]}
+            part = {
+                inputs[slot]: elements for slot, elements in cost.weight_reads if slot < len(inputs) and inputs[slot]
+            }
             for index, tensor_name in enumerate(param_inputs):
                 numel = self.info(tensor_name).numel if tensor_name in part else None
                 if numel:
@@ -347,8 +406,10 @@ class _Coster:
         nodes = graph.node
         fields = read_node_fields(nodes)
         self.settings |= settings_tensors(fields, self.constant, {o.name for o in graph.output})
-        records = [self.cost_node(node, node_fields, f"{name}/{node_name}", index)
-                   for index, (node, node_fields, node_name) in enumerate(zip(nodes, fields, node_names(fields)))]
+        records = [
+            self.cost_node(node, node_fields, f"{name}/{node_name}", index)
+            for index, (node, node_fields, node_name) in enumerate(zip(nodes, fields, node_names(fields)))
+        ]
         own = [self.parameters[p] for p in set(self.parameters) - before]
         unsupported, not_counted = not_costed_ops(records)
         formal_inputs = [i.name for i in graph.input]
@@ -372,8 +433,9 @@ class _Coster:
         sized = {n: self.size(n) for n in (*formal_inputs, *produced) if n not in self.constant}
         return {n: size for n, size in sized.items() if size is not None}
 
-    def _track_storage(self, traits: OpTrait, domain: str, inputs: list[str], outputs: list[str],
-                       arg_slots: frozenset[int]) -> None:
+    def _track_storage(
+        self, traits: OpTrait, domain: str, inputs: list[str], outputs: list[str], arg_slots: frozenset[int]
+    ) -> None:
         """A folded node's outputs: the stored roots they come from (its data inputs' roots; a
         Constant or ConstantOfShape is a root itself) and the bytes a node reads of them per run
         (its data inputs' for re-layouts and re-types, else its own size)."""
@@ -396,8 +458,15 @@ class _Coster:
         for output in outputs:
             stored[output] = total if total is not None else size(output) or 0
 
-    def _compute_dtype(self, op_type: str, rule: OpRule | None, inputs: list[str], outputs: list[str],
-                       activation_inputs: list[str], param_inputs: list[str]) -> str:
+    def _compute_dtype(
+        self,
+        op_type: str,
+        rule: OpRule | None,
+        inputs: list[str],
+        outputs: list[str],
+        activation_inputs: list[str],
+        param_inputs: list[str],
+    ) -> str:
         """The element type the node computes in.
 
         In a QDQ graph a float op whose every data input comes out of DequantizeLinear runs in
@@ -418,8 +487,13 @@ class _Coster:
                 return dtype_name(tensor.dtype)
         return "unknown"
 
-def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions | None = None,
-               fields: Sequence[NodeFields] | None = None) -> CostGraph:
+
+def cost_graph(
+    model: onnx.ModelProto,
+    shapes: ShapeResult,
+    options: CostOptions | None = None,
+    fields: Sequence[NodeFields] | None = None,
+) -> CostGraph:
     """Cost every node of ``model``'s main graph and link them by the tensors they exchange.
     ``fields`` are its nodes' fields when the caller has read them already (:func:`read_node_fields`)."""
     nodes = model.graph.node
@@ -456,8 +530,13 @@ def cost_graph(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions
     return graph
 
 
-def _cost_and_link(coster: _Coster, nodes: Sequence[onnx.NodeProto], fields: Sequence[NodeFields],
-                   names: list[str], graph_inputs: set[str]) -> tuple[list[NodeRecord], dict[str, TensorRecord]]:
+def _cost_and_link(
+    coster: _Coster,
+    nodes: Sequence[onnx.NodeProto],
+    fields: Sequence[NodeFields],
+    names: list[str],
+    graph_inputs: set[str],
+) -> tuple[list[NodeRecord], dict[str, TensorRecord]]:
     """One pass: each node costed, then the records of the tensors it writes and reads. The nodes
     are in topological order (load checks it): a tensor a node reads that has no record yet is
     a graph input or an initializer."""
@@ -467,9 +546,14 @@ def _cost_and_link(coster: _Coster, nodes: Sequence[onnx.NodeProto], fields: Seq
     def tensor_record(name: str, dtype: str, producer: str | None) -> TensorRecord:
         # constants and parameters are marked once every node is costed (cost_graph)
         tensor = tensors.get(name)
-        record = TensorRecord(name, dtype, tensor.shape if tensor else None,
-                              stored[name] if name in stored else size(name),
-                              "input" if name in graph_inputs else "activation", producer)
+        record = TensorRecord(
+            name,
+            dtype,
+            tensor.shape if tensor else None,
+            stored[name] if name in stored else size(name),
+            "input" if name in graph_inputs else "activation",
+            producer,
+        )
         tensor_records[name] = record
         return record
 
@@ -481,7 +565,7 @@ def _cost_and_link(coster: _Coster, nodes: Sequence[onnx.NodeProto], fields: Seq
             if output and output not in tensor_records:
                 tensor_record(output, dtype, consumer)
         inputs = record.inputs
-        for tensor_name in (dict.fromkeys(inputs) if len(inputs) > 1 else inputs):
+        for tensor_name in dict.fromkeys(inputs) if len(inputs) > 1 else inputs:
             if tensor_name:
                 tensor = tensor_records.get(tensor_name)
                 if tensor is None:  # a graph input or an initializer

@@ -40,8 +40,15 @@ class LLMReport:
 _KV_DTYPES = {"fp32": 4, "fp16": 2, "int8": 1}
 
 
-def llm_report(tensors: dict[str, TensorRecord], layout: DecoderLayout, phase: str | None, new_tokens: int | None,
-               context: int | None, batch: int = 1, latencies_s: dict[str, float] | None = None) -> LLMReport:
+def llm_report(
+    tensors: dict[str, TensorRecord],
+    layout: DecoderLayout,
+    phase: str | None,
+    new_tokens: int | None,
+    context: int | None,
+    batch: int = 1,
+    latencies_s: dict[str, float] | None = None,
+) -> LLMReport:
     """The KV cache's traffic and size for one step of ``phase``, from the tensors the shape stage
     found (``tensors``); ``latencies_s`` (target name -> the step's predicted seconds) gives the
     tokens per second."""
@@ -65,11 +72,15 @@ def llm_report(tensors: dict[str, TensorRecord], layout: DecoderLayout, phase: s
         kv_heads=cache.heads,
         head_size=cache.head,
         # the cache after this step is its presents: the context's positions, or a static buffer's capacity
-        kv_cache_bytes=({dtype: cache.present_elements * size for dtype, size in _KV_DTYPES.items()}
-                        if cache.present_elements and per_token is not None else {}),
+        kv_cache_bytes=(
+            {dtype: cache.present_elements * size for dtype, size in _KV_DTYPES.items()}
+            if cache.present_elements and per_token is not None
+            else {}
+        ),
         tokens_per_s={name: tokens / seconds for name, seconds in latencies_s.items() if seconds},
-        time_to_first_token_s=({name: seconds for name, seconds in latencies_s.items() if seconds}
-                               if phase == "prefill" else {}),
+        time_to_first_token_s=(
+            {name: seconds for name, seconds in latencies_s.items() if seconds} if phase == "prefill" else {}
+        ),
         recognised=layout.recognised,
         **_cross_figures(tensors, layout, phase),
     )
@@ -117,8 +128,11 @@ def _heads_and_size(shape: tuple, cache: CacheTensor) -> tuple[int, int] | None:
     """[B, H, L, D], [B, L, H, D] or packed [2, B, H, L, D]: heads and head size are what is left
     besides the length and the batch (and the packing)."""
     packed = cache.kind == "key+value"
-    rest = [d for axis, d in enumerate(shape) if axis != cache.axis and axis != (1 if packed else 0)
-            and not (packed and axis == 0)]
+    rest = [
+        d
+        for axis, d in enumerate(shape)
+        if axis != cache.axis and axis != (1 if packed else 0) and not (packed and axis == 0)
+    ]
     return (rest[0], rest[1]) if len(rest) == 2 else None
 
 

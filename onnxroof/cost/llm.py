@@ -52,8 +52,10 @@ from .llm_graph import (
 )
 
 # what a decoder phase needs to know, for the message when none is found
-LOOKED_FOR = ("a past input the graph appends the new keys/values to (a Concat along one axis, or an attention "
-              "op's past_key/past_value) and returns as a graph output")
+LOOKED_FOR = (
+    "a past input the graph appends the new keys/values to (a Concat along one axis, or an attention "
+    "op's past_key/past_value) and returns as a graph output"
+)
 _POSITION = re.compile(r"position", re.IGNORECASE)
 _EMBEDS = re.compile(r"embed", re.IGNORECASE)
 _INTEGER = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
@@ -109,8 +111,10 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
     recognised.extend(f"value input {name} ({role})" for name, role in values.items())
     if not caches:
         caches = _returned_caches(nodes, inputs, graph.output, consumers, aliases, stored)
-        recognised.append("no past input: a prompt (prefill) step exported on its own; caches it returns: "
-                          + (", ".join(f"{c.present} axis {c.axis}" for c in caches if not c.cross) or "none found"))
+        recognised.append(
+            "no past input: a prompt (prefill) step exported on its own; caches it returns: "
+            + (", ".join(f"{c.present} axis {c.axis}" for c in caches if not c.cross) or "none found")
+        )
     cross = tuple(c for c in caches if c.cross) + tuple(cross_caches(inputs, graph.output, caches, consumers))
     caches = [c for c in caches if not c.cross]
     encoder = _encoder_roles(cross, inputs, outputs, roles, recognised)
@@ -119,11 +123,14 @@ def detect_decoder(model: onnx.ModelProto, prefill_only: bool = False) -> Decode
         _set_role(roles, value_dims(inputs[name]), 0, "batch")
     branch = branch_condition(graph, inputs, {c.past for c in (*caches, *cross) if c.past})
     if branch is not None:
-        recognised.append(f"merged decoder: If {branch[2]} on input {branch[0]}: its "
-                          f"{'then' if branch[1] else 'else'} branch reads the past inputs (decode sets "
-                          f"{branch[0]}={int(branch[1])}, prefill {int(not branch[1])})")
-    return DecoderLayout(tuple(caches), roles, values, tuple(recognised), cross,
-                         branch[:2] if branch is not None else None)
+        recognised.append(
+            f"merged decoder: If {branch[2]} on input {branch[0]}: its "
+            f"{'then' if branch[1] else 'else'} branch reads the past inputs (decode sets "
+            f"{branch[0]}={int(branch[1])}, prefill {int(not branch[1])})"
+        )
+    return DecoderLayout(
+        tuple(caches), roles, values, tuple(recognised), cross, branch[:2] if branch is not None else None
+    )
 
 
 def _consumers(nodes: list[onnx.NodeProto]) -> dict[str, list[tuple[onnx.NodeProto, int]]]:
@@ -144,8 +151,9 @@ def _set_role(roles: dict[str, str], dims: list[str | int | None], axis: int, ro
             roles.setdefault(symbol, role)
 
 
-def _cache_roles(caches: list[CacheTensor], inputs: dict[str, onnx.ValueInfoProto], roles: dict[str, str],
-                 recognised: list[str]) -> None:
+def _cache_roles(
+    caches: list[CacheTensor], inputs: dict[str, onnx.ValueInfoProto], roles: dict[str, str], recognised: list[str]
+) -> None:
     """Each past input's length axis (past, or total for a shared buffer) and batch axis."""
     for cache in caches:
         if not cache.past:
@@ -153,13 +161,17 @@ def _cache_roles(caches: list[CacheTensor], inputs: dict[str, onnx.ValueInfoProt
         dims = value_dims(inputs[cache.past])
         _set_role(roles, dims, cache.axis, "total" if cache.shared else "past")
         _set_role(roles, dims, 1 if cache.kind == "key+value" else 0, "batch")
-        recognised.append(f"cache {cache.past} axis {cache.axis} ({cache.kind}, {cache.how}"
-                          + (f" -> {cache.present}" if cache.present else "")
-                          + (", shared buffer" if cache.shared else "") + ")")
+        recognised.append(
+            f"cache {cache.past} axis {cache.axis} ({cache.kind}, {cache.how}"
+            + (f" -> {cache.present}" if cache.present else "")
+            + (", shared buffer" if cache.shared else "")
+            + ")"
+        )
 
 
-def _new_token_roles(sequence_axes: dict[str, int], inputs: dict[str, onnx.ValueInfoProto], roles: dict[str, str],
-                     recognised: list[str]) -> None:
+def _new_token_roles(
+    sequence_axes: dict[str, int], inputs: dict[str, onnx.ValueInfoProto], roles: dict[str, str], recognised: list[str]
+) -> None:
     """The attention's query, key and value inputs: their length axis holds the new tokens."""
     for name, axis in sequence_axes.items():
         dims = value_dims(inputs[name])
@@ -168,8 +180,13 @@ def _new_token_roles(sequence_axes: dict[str, int], inputs: dict[str, onnx.Value
         recognised.append(f"new tokens {name} axis {axis}")
 
 
-def _token_roles(tokens: dict[str, str], encoder: set[str], inputs: dict[str, onnx.ValueInfoProto],
-                 roles: dict[str, str], recognised: list[str]) -> None:
+def _token_roles(
+    tokens: dict[str, str],
+    encoder: set[str],
+    inputs: dict[str, onnx.ValueInfoProto],
+    roles: dict[str, str],
+    recognised: list[str],
+) -> None:
     """The token inputs' [batch, length]: the length is new tokens, or all attended for a mask
     (one as long as the encoder is the encoder's mask)."""
     for name, role in tokens.items():
@@ -181,8 +198,13 @@ def _token_roles(tokens: dict[str, str], encoder: set[str], inputs: dict[str, on
         recognised.append(f"{role} {name}" + (f" axis 1 ({dims[1]})" if len(dims) > 1 else ""))
 
 
-def _encoder_roles(cross: tuple[CacheTensor, ...], inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
-                   roles: dict[str, str], recognised: list[str]) -> set[str]:
+def _encoder_roles(
+    cross: tuple[CacheTensor, ...],
+    inputs: dict[str, onnx.ValueInfoProto],
+    outputs: dict[str, list],
+    roles: dict[str, str],
+    recognised: list[str],
+) -> set[str]:
     """The encoder's length: the dim at the cross-attention caches' length axis (role "encoder",
     set before the token inputs' roles: T5's encoder attention mask has that length); the
     symbols, and one line per cross cache and encoder output for the outputs."""
@@ -195,8 +217,9 @@ def _encoder_roles(cross: tuple[CacheTensor, ...], inputs: dict[str, onnx.ValueI
             roles.setdefault(length, "encoder")
         if dims and isinstance(dims[0], str):
             roles.setdefault(dims[0], "batch")
-        recognised.append(f"cross-attention cache {cache.past or cache.present} axis {cache.axis} ({cache.kind}, "
-                          f"{cache.how})")
+        recognised.append(
+            f"cross-attention cache {cache.past or cache.present} axis {cache.axis} ({cache.kind}, {cache.how})"
+        )
     for name, value_info in inputs.items():  # the encoder's output, [batch, encoder length, hidden]
         dims = value_dims(value_info)
         if len(dims) == 3 and dims[1] in encoder and value_info.type.tensor_type.elem_type not in _INTEGER:
@@ -218,9 +241,13 @@ class _Reads:
         return returned_as(tensor, self.outputs, self.consumers, self.aliases)
 
 
-def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
-            consumers: dict[str, list[tuple[onnx.NodeProto, int]]],
-            sequence_axes: dict[str, int], aliases: dict[str, str]) -> list[CacheTensor]:
+def _caches(
+    inputs: dict[str, onnx.ValueInfoProto],
+    outputs: dict[str, list],
+    consumers: dict[str, list[tuple[onnx.NodeProto, int]]],
+    sequence_axes: dict[str, int],
+    aliases: dict[str, str],
+) -> list[CacheTensor]:
     """The caches among ``inputs``; fills ``sequence_axes`` (input -> its new-token axis) with the
     query, key and value inputs of the attention ops that take a cache."""
     reads = _Reads(inputs, outputs, consumers, aliases)
@@ -237,8 +264,15 @@ def _caches(inputs: dict[str, onnx.ValueInfoProto], outputs: dict[str, list],
     return found
 
 
-def _cache_read_by(reads: _Reads, name: str, rank: int, node: onnx.NodeProto, slot: int, perm: list[int] | None,
-                   sequence_axes: dict[str, int]) -> CacheTensor | None:
+def _cache_read_by(
+    reads: _Reads,
+    name: str,
+    rank: int,
+    node: onnx.NodeProto,
+    slot: int,
+    perm: list[int] | None,
+    sequence_axes: dict[str, int],
+) -> CacheTensor | None:
     """The cache ``name`` is, if ``node`` (reading it at ``slot``, through ``perm``) appends to it
     and returns the result."""
     default = node.domain in ("", "ai.onnx")
@@ -257,16 +291,16 @@ def _cache_read_by(reads: _Reads, name: str, rank: int, node: onnx.NodeProto, sl
         free = [a for a, d in enumerate(value_dims(reads.inputs[name])) if a > 0 and isinstance(d, str)]
         axis = free[0] if len(free) == 1 else 2  # read off the input itself: no permutation
         return CacheTensor(name, present, axis, cache_kind(name, present), f"{node.op_type} input 0", True)
-    slots = next((s for s in CACHE_SLOTS.get(("" if default else node.domain, node.op_type), ()) if s[0] == slot),
-                 None)
+    slots = next((s for s in CACHE_SLOTS.get(("" if default else node.domain, node.op_type), ()) if s[0] == slot), None)
     if slots is None:
         return None
     _note_new_tokens(reads.inputs, node, sequence_axes)
     return _attention_cache(reads, name, rank, node, perm, slots)
 
 
-def _note_new_tokens(inputs: dict[str, onnx.ValueInfoProto], node: onnx.NodeProto,
-                     sequence_axes: dict[str, int]) -> None:
+def _note_new_tokens(
+    inputs: dict[str, onnx.ValueInfoProto], node: onnx.NodeProto, sequence_axes: dict[str, int]
+) -> None:
     """An attention op's query, key and value graph inputs hold the new tokens: their length axis."""
     for new in node.input[:3]:
         new_dims = value_dims(inputs[new]) if new in inputs else []
@@ -274,8 +308,9 @@ def _note_new_tokens(inputs: dict[str, onnx.ValueInfoProto], node: onnx.NodeProt
             sequence_axes.setdefault(new, 1 if len(new_dims) == 3 else 2)
 
 
-def _attention_cache(reads: _Reads, name: str, rank: int, node: onnx.NodeProto, perm: list[int] | None,
-                     slots: tuple[int, int, str]) -> CacheTensor:
+def _attention_cache(
+    reads: _Reads, name: str, rank: int, node: onnx.NodeProto, perm: list[int] | None, slots: tuple[int, int, str]
+) -> CacheTensor:
     """The cache an attention op takes as its past at ``slots`` (past slot, present slot, kind)."""
     past_slot, present_slot, kind = slots
     present = node.output[present_slot] if present_slot < len(node.output) else ""
@@ -283,13 +318,23 @@ def _attention_cache(reads: _Reads, name: str, rank: int, node: onnx.NodeProto, 
     axis = 3 if kind == "key+value" else 2
     # one max-length buffer: the present has the past's length (the same dim)
     past_length = value_dims(reads.inputs[name])[axis] if axis < rank else None
-    shared = present is not None and past_length is not None and axis < len(reads.outputs[present]) \
+    shared = (
+        present is not None
+        and past_length is not None
+        and axis < len(reads.outputs[present])
         and reads.outputs[present][axis] == past_length
+    )
     return CacheTensor(name, present, perm[axis] if perm else axis, kind, f"{node.op_type} input {past_slot}", shared)
 
 
-def _returned_caches(nodes: list[onnx.NodeProto], inputs: dict[str, onnx.ValueInfoProto], graph_outputs,
-                     consumers, aliases: dict[str, str], stored: set[str]) -> list[CacheTensor]:
+def _returned_caches(
+    nodes: list[onnx.NodeProto],
+    inputs: dict[str, onnx.ValueInfoProto],
+    graph_outputs,
+    consumers,
+    aliases: dict[str, str],
+    stored: set[str],
+) -> list[CacheTensor]:
     """In a prompt step with no past input, the caches it returns: rank-4 graph outputs that the
     graph's own attention also reads (a MatMul, through re-layouts), their length axis the token
     ids' length symbol; those the attention reads with another length at that axis are a
@@ -305,13 +350,21 @@ def _returned_caches(nodes: list[onnx.NodeProto], inputs: dict[str, onnx.ValueIn
         read_by_matmul = bool(length) and _read_by_matmul(output.name, producers, consumers, aliases)
         axis = _length_axis(dims, length) if length else None
         if axis is not None and read_by_matmul:
-            found.append(CacheTensor("", output.name, axis, cache_kind(output.name, output.name),
-                                     "returned by the prompt step"))
+            found.append(
+                CacheTensor("", output.name, axis, cache_kind(output.name, output.name), "returned by the prompt step")
+            )
             continue
         scatter = _stored_buffer_scatter(output.name, producers, stored)
         if scatter is not None:
-            found.append(CacheTensor("", output.name, 2, cache_kind(output.name, output.name),
-                                     f"a stored buffer {scatter} writes the prompt into"))
+            found.append(
+                CacheTensor(
+                    "",
+                    output.name,
+                    2,
+                    cache_kind(output.name, output.name),
+                    f"a stored buffer {scatter} writes the prompt into",
+                )
+            )
         elif read_by_matmul:
             other.append(output)  # read by the attention at another length: a cross cache, if there are self caches
     if found:  # read by the attention with a length of its own at the self caches' length axis
@@ -319,8 +372,16 @@ def _returned_caches(nodes: list[onnx.NodeProto], inputs: dict[str, onnx.ValueIn
         for output in other:
             dims = value_dims(output)
             if isinstance(dims[axis], str) and dims[axis] != length:
-                found.append(CacheTensor("", output.name, axis, cache_kind(output.name, output.name),
-                                         "computed from the encoder output and returned", cross=True))
+                found.append(
+                    CacheTensor(
+                        "",
+                        output.name,
+                        axis,
+                        cache_kind(output.name, output.name),
+                        "computed from the encoder output and returned",
+                        cross=True,
+                    )
+                )
     return found
 
 
@@ -333,14 +394,23 @@ def _read_by_matmul(output: str, producers: dict[str, onnx.NodeProto], consumers
         while producer is not None and has_trait(producer, VALUES_THROUGH | OpTrait.PERMUTES_AXES) and len(names) < 16:
             names.append(producer.input[0])
             producer = producers.get(producer.input[0])
-    return any(n.op_type == "MatMul" for name in names for n, _, _ in reached_nodes(name, consumers, VALUES_THROUGH,
-                                                                                CACHE_STEPS))
+    return any(
+        n.op_type == "MatMul"
+        for name in names
+        for n, _, _ in reached_nodes(name, consumers, VALUES_THROUGH, CACHE_STEPS)
+    )
 
 
 def _length_axis(dims: list, length: str | int) -> int | None:
     """The axis holding the token ids' length symbol, or an expression of it (optimum's "past + sequence")."""
-    return next((a for a, d in enumerate(dims) if d == length or (
-        isinstance(d, str) and length in (expression_names(d) or ()))), None)
+    return next(
+        (
+            a
+            for a, d in enumerate(dims)
+            if d == length or (isinstance(d, str) and length in (expression_names(d) or ()))
+        ),
+        None,
+    )
 
 
 def _stored_buffer_scatter(output: str, producers: dict[str, onnx.NodeProto], stored: set[str]) -> str | None:
@@ -349,14 +419,18 @@ def _stored_buffer_scatter(output: str, producers: dict[str, onnx.NodeProto], st
     producer = producers.get(output)
     while producer is not None and has_trait(producer, PASS_THROUGH | OpTrait.PERMUTES_AXES):
         producer = producers.get(producer.input[0])
-    if producer is not None and producer.op_type in ("ScatterND", "ScatterElements") and is_stored(
-            producer.input[0], producers, stored):
+    if (
+        producer is not None
+        and producer.op_type in ("ScatterND", "ScatterElements")
+        and is_stored(producer.input[0], producers, stored)
+    ):
         return producer.op_type
     return None
 
 
-def cross_caches(inputs: dict[str, onnx.ValueInfoProto], graph_outputs, caches: list[CacheTensor],
-                 consumers) -> list[CacheTensor]:
+def cross_caches(
+    inputs: dict[str, onnx.ValueInfoProto], graph_outputs, caches: list[CacheTensor], consumers
+) -> list[CacheTensor]:
     """A seq2seq decoder's cross-attention caches among the inputs that are not self caches: each
     has a self cache's rank and dims but at the cache axis, where its length is its own (the
     encoder's), and the attention reads it (a MatMul, through re-layouts) and never appends to it.
@@ -369,19 +443,33 @@ def cross_caches(inputs: dict[str, onnx.ValueInfoProto], graph_outputs, caches: 
         dims = value_dims(value_info)
         for cache in selves:
             own, axis = value_dims(inputs[cache.past]), cache.axis
-            if name in taken or len(dims) != len(own) or axis >= len(dims) or dims[axis] == own[axis] \
-                    or any(a != b for i, (a, b) in enumerate(zip(dims, own)) if i != axis):
+            if (
+                name in taken
+                or len(dims) != len(own)
+                or axis >= len(dims)
+                or dims[axis] == own[axis]
+                or any(a != b for i, (a, b) in enumerate(zip(dims, own)) if i != axis)
+            ):
                 continue
             if any(n.op_type == "MatMul" for n, _, _ in reached_nodes(name, consumers, VALUES_THROUGH, CACHE_STEPS)):
-                found.append(CacheTensor(name, None, axis, cache_kind(name, name), "read by MatMul, never appended",
-                                         cross=True))
+                found.append(
+                    CacheTensor(name, None, axis, cache_kind(name, name), "read by MatMul, never appended", cross=True)
+                )
                 break
     past_dims = [value_dims(inputs[c.past]) for c in found]
     presents = {c.present for c in caches}
     for output in graph_outputs:
         if output.name not in presents and value_dims(output) in past_dims:
-            found.append(CacheTensor("", output.name, found[0].axis, cache_kind(output.name, output.name),
-                                     "computed from the encoder output when there is no cache", cross=True))
+            found.append(
+                CacheTensor(
+                    "",
+                    output.name,
+                    found[0].axis,
+                    cache_kind(output.name, output.name),
+                    "computed from the encoder output when there is no cache",
+                    cross=True,
+                )
+            )
     return found
 
 
@@ -419,8 +507,14 @@ def _token_inputs(inputs: dict[str, onnx.ValueInfoProto], consumers, skip: set[s
     return roles
 
 
-def phase_dims(layout: DecoderLayout, phase: str, seq: int | None, context: int | None,
-               batch: int | None = None, encoder: int | None = None) -> tuple[dict[str, int], dict[str, list[int]]]:
+def phase_dims(
+    layout: DecoderLayout,
+    phase: str,
+    seq: int | None,
+    context: int | None,
+    batch: int | None = None,
+    encoder: int | None = None,
+) -> tuple[dict[str, int], dict[str, list[int]]]:
     """The dim values and input values a phase stands for (explicit --dim and --value win):
     ``encoder`` is the encoder's length a seq2seq decoder's cross-attention reads (left out when
     None); a merged decoder's condition takes the branch with the cache in decode, the other in
@@ -431,8 +525,9 @@ def phase_dims(layout: DecoderLayout, phase: str, seq: int | None, context: int 
         new, cached = seq, 0
     elif phase == "decode":
         if not context:
-            raise OptionError("context", "{opt.phase} decode needs {opt.context} N, N >= 1: the tokens attended, "
-                              "the new one included")
+            raise OptionError(
+                "context", "{opt.phase} decode needs {opt.context} N, N >= 1: the tokens attended, the new one included"
+            )
         new, cached = 1, context - 1
     else:
         raise OptionError("phase", "{opt.phase} {phase}: choose prefill or decode", phase=phase)
@@ -442,10 +537,13 @@ def phase_dims(layout: DecoderLayout, phase: str, seq: int | None, context: int 
         sizes["encoder"] = encoder
     # a dim written as an expression ("past_sequence_length + sequence_length") takes its value from
     # its names once they are bound (frontend.inputs), never as a flag of its own
-    dims = {symbol: sizes[role] for symbol, role in layout.roles.items()
-            if role in sizes and not expression_names(symbol)}
-    values = {name: [new + cached - 1] * rows if role == "seqlens_k" else [new + cached]
-              for name, role in layout.values.items()}
+    dims = {
+        symbol: sizes[role] for symbol, role in layout.roles.items() if role in sizes and not expression_names(symbol)
+    }
+    values = {
+        name: [new + cached - 1] * rows if role == "seqlens_k" else [new + cached]
+        for name, role in layout.values.items()
+    }
     if layout.branch is not None:
         condition, cached_branch = layout.branch
         values[condition] = [int(cached_branch if phase == "decode" else not cached_branch)]

@@ -79,8 +79,11 @@ def _add_scope(scope: onnx.GraphProto, nodes: list[onnx.NodeProto], aliases: dic
             stored.update(t.name for t in branch.initializer)
             if node.op_type == "If":
                 made = {o for n in branch.node for o in n.output}
-                aliases.update((inner.name, outer) for inner, outer in zip(branch.output, node.output)
-                               if outer and inner.name in made)
+                aliases.update(
+                    (inner.name, outer)
+                    for inner, outer in zip(branch.output, node.output)
+                    if outer and inner.name in made
+                )
             _add_scope(branch, nodes, aliases, stored)
 
 
@@ -97,8 +100,9 @@ def _outer_reads(scope: onnx.GraphProto) -> set[str]:
     return read - made
 
 
-def branch_condition(graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoProto],
-                     pasts: set[str]) -> tuple[str, bool, str] | None:
+def branch_condition(
+    graph: onnx.GraphProto, inputs: dict[str, onnx.ValueInfoProto], pasts: set[str]
+) -> tuple[str, bool, str] | None:
     """A merged decoder's If: one whose condition is a graph input and of whose two branches only
     one reads the past inputs. (its condition input, the value taking that branch, the If's name)."""
     for index, node in enumerate(graph.node):
@@ -122,8 +126,9 @@ def has_trait(node: onnx.NodeProto, traits: OpTrait) -> bool:
     return bool(traits_of(node.domain, node.op_type) & traits)
 
 
-def reached_nodes(name: str, consumers, through: OpTrait = PASS_THROUGH,
-                  also: frozenset[str] = frozenset()) -> list[tuple[onnx.NodeProto, int, list[int] | None]]:
+def reached_nodes(
+    name: str, consumers, through: OpTrait = PASS_THROUGH, also: frozenset[str] = frozenset()
+) -> list[tuple[onnx.NodeProto, int, list[int] | None]]:
     """The nodes reading ``name`` directly or through ops with one of the traits ``through``
     (default Identity/Cast) or named in ``also``, and Transpose, with the Transpose's permutation
     (reader axis -> axis of ``name``)."""
@@ -132,8 +137,9 @@ def reached_nodes(name: str, consumers, through: OpTrait = PASS_THROUGH,
     while frontier:
         tensor, perm = frontier.pop()
         for node, slot in consumers.get(tensor, ()):
-            passes = (node.op_type in also or has_trait(node, through)
-                      or (node.op_type == "Concat" and len(node.input) == 1))
+            passes = (
+                node.op_type in also or has_trait(node, through) or (node.op_type == "Concat" and len(node.input) == 1)
+            )
             if passes and slot == 0:
                 frontier.append((node.output[0], perm))  # a one-input Concat is a copy
             elif node.op_type == "Transpose" and slot == 0:
@@ -153,8 +159,11 @@ def returned_as(tensor: str, outputs: dict[str, list], consumers, aliases: dict[
         if tensor in aliases:
             tensor, seen = aliases[tensor], seen + 1
             continue
-        passing = [n for n, slot in consumers.get(tensor, ())
-                   if has_trait(n, PASS_THROUGH | OpTrait.PERMUTES_AXES) and slot == 0]
+        passing = [
+            n
+            for n, slot in consumers.get(tensor, ())
+            if has_trait(n, PASS_THROUGH | OpTrait.PERMUTES_AXES) and slot == 0
+        ]
         if not passing:
             return None
         tensor, seen = passing[0].output[0], seen + 1

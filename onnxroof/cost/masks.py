@@ -36,8 +36,9 @@ _CAUSAL_COMPARISONS = frozenset({"LessOrEqual", "Less", "GreaterOrEqual", "Great
 ANCESTRY_LIMIT = 400  # nodes read back from one mask: an exporter's mask takes 20-150
 
 
-def hidden_positions(records: Iterable[NodeRecord], values: Mapping[str, np.ndarray],
-                     axes: Mapping[str, int]) -> dict[str, int]:
+def hidden_positions(
+    records: Iterable[NodeRecord], values: Mapping[str, np.ndarray], axes: Mapping[str, int]
+) -> dict[str, int]:
     """Softmax node name -> the elements of its input a causal mask of huge negatives hides (no
     padding assumed), for each Softmax over the last axis whose input is an Add or Where of the
     scores and such a mask. ``values``: the tensors whose values are known (initializers,
@@ -78,8 +79,9 @@ def _hidden_per_matrix(queries: int, keys: int) -> int:
     return queries * (queries - 1) // 2 if keys >= queries else 0
 
 
-def _masked_scores(softmax: NodeRecord, shape: list, axis: int | None,
-                   producer: Mapping[str, NodeRecord]) -> NodeRecord | None:
+def _masked_scores(
+    softmax: NodeRecord, shape: list, axis: int | None, producer: Mapping[str, NodeRecord]
+) -> NodeRecord | None:
     """The Add or Where that masks the scores a Softmax over the last axis reads (through casts:
     T5 upcasts the scores), if it reads one."""
     source = producer.get(softmax.inputs[0])
@@ -114,8 +116,9 @@ def _made_by_scores(name: str, producer: Mapping[str, NodeRecord]) -> bool:
     return False
 
 
-def _is_causal_mask(name: str, producer: Mapping[str, NodeRecord], values: Mapping[str, np.ndarray],
-                    cache: dict[str, bool]) -> bool:
+def _is_causal_mask(
+    name: str, producer: Mapping[str, NodeRecord], values: Mapping[str, np.ndarray], cache: dict[str, bool]
+) -> bool:
     """Whether ``name`` is (or is made from) a value below :data:`UNDERFLOW` and a causal
     pattern: a Trilu, or a comparison of two tensors that Range made."""
     if name in cache:
@@ -131,8 +134,9 @@ def _is_causal_mask(name: str, producer: Mapping[str, NodeRecord], values: Mappi
             continue
         seen.add(tensor)
         huge_negative = huge_negative or any(_huge_negative(values.get(i)) for i in record.inputs)
-        if record.op_type == "Trilu" or (record.op_type in _CAUSAL_COMPARISONS
-                                         and all(_from_range(i, producer) for i in record.inputs[:2])):
+        if record.op_type == "Trilu" or (
+            record.op_type in _CAUSAL_COMPARISONS and all(_from_range(i, producer) for i in record.inputs[:2])
+        ):
             causal = True
         stack.extend(i for i in record.inputs if i)
     cache[name] = huge_negative and causal
@@ -140,8 +144,12 @@ def _is_causal_mask(name: str, producer: Mapping[str, NodeRecord], values: Mappi
 
 
 def _huge_negative(value: np.ndarray | None) -> bool:
-    return (value is not None and value.size > 0 and np.issubdtype(value.dtype, np.floating)
-            and float(np.min(value)) < UNDERFLOW)
+    return (
+        value is not None
+        and value.size > 0
+        and np.issubdtype(value.dtype, np.floating)
+        and float(np.min(value)) < UNDERFLOW
+    )
 
 
 def _from_range(name: str, producer: Mapping[str, NodeRecord], limit: int = 40) -> bool:

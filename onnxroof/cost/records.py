@@ -58,7 +58,7 @@ class NodeRecord:
     # all outputs known at analysis time (shape arithmetic once the dims are bound): runtimes
     # fold or run these on the host, so no target charges a kernel launch for them
     shape_only: bool = False
-    subgraphs: dict[str, "SubgraphCost"] = field(default_factory=dict)  # If branches, Loop/Scan bodies
+    subgraphs: dict[str, SubgraphCost] = field(default_factory=dict)  # If branches, Loop/Scan bodies
     # the module path the exporter wrote in the node's metadata (PyTorch's dynamo exporter:
     # pkg.torch.onnx.name_scopes), innermost last; () when it wrote none
     scope: tuple[str, ...] = ()
@@ -157,10 +157,10 @@ class CostGraph:
     notes: list[str] = field(default_factory=list)
     # the nodes a run executes when control flow expands them (running.py, set by graph.cost_graph);
     # None: the graph itself (not stored: a graph holding itself would be a cycle for copy and asdict)
-    expanded: "CostGraph | None" = field(default=None, repr=False, compare=False)
+    expanded: CostGraph | None = field(default=None, repr=False, compare=False)
 
     @property
-    def running(self) -> "CostGraph":
+    def running(self) -> CostGraph:
         """The nodes a run executes, as the roofline places them: this graph with each
         control-flow node replaced by the nodes of the branch or body it runs (``running.py``);
         the graph itself when it has none."""
@@ -198,8 +198,9 @@ class CostGraph:
         here: no stage needs it, and importing it alone takes 0.2 s."""
         import networkx as nx
 
-        graph = nx.DiGraph(name=self.name, tensors=self.tensors, inputs=self.inputs, outputs=self.outputs,
-                           parameters=self.parameters)
+        graph = nx.DiGraph(
+            name=self.name, tensors=self.tensors, inputs=self.inputs, outputs=self.outputs, parameters=self.parameters
+        )
         graph.add_nodes_from(record.name for record in self.records)
         # each record goes into its node's attribute dict ((name, attributes) pairs make networkx
         # raise and catch a TypeError per node)

@@ -71,8 +71,10 @@ class _Expansion:
                 self.walk(sub.records, times, inner, sub.name)
                 count = len(sub.records)
                 repeat = f", x {times:,}" if times > 1 else ""
-                self.notes.append(f"{record.op_type} {record.name}: {attribute} placed as kernels ({count:,} node"
-                                  f"{'s' if count != 1 else ''}{repeat}): {sub.runs_reason}")
+                self.notes.append(
+                    f"{record.op_type} {record.name}: {attribute} placed as kernels ({count:,} node"
+                    f"{'s' if count != 1 else ''}{repeat}): {sub.runs_reason}"
+                )
             if links:
                 self.add(_link(record, links), runs, rename, body)
 
@@ -81,20 +83,23 @@ class _Expansion:
         if rename:
             inputs = [rename.get(n, n) for n in record.inputs]
             outputs = [rename.get(n, n) for n in record.outputs]
-            partial = ({rename.get(n, n): b for n, b in record.partial_bytes.items()} if record.partial_bytes
-                       else record.partial_bytes)
+            partial = (
+                {rename.get(n, n): b for n, b in record.partial_bytes.items()}
+                if record.partial_bytes
+                else record.partial_bytes
+            )
         else:
             inputs, outputs, partial = record.inputs, record.outputs, record.partial_bytes
-        if (index != record.index or runs != record.runs or inputs is not record.inputs
-                or outputs is not record.outputs):
+        if index != record.index or runs != record.runs or inputs is not record.inputs or outputs is not record.outputs:
             record = replace(record, index=index, inputs=inputs, outputs=outputs, partial_bytes=partial, runs=runs)
         self.records.append(record)
         if body:
             self.body_of[record.name] = body
 
 
-def _bind_subgraph(record: NodeRecord, sub: SubgraphCost, rename: dict[str, str],
-                   inner: dict[str, str]) -> list[tuple[str, str]]:
+def _bind_subgraph(
+    record: NodeRecord, sub: SubgraphCost, rename: dict[str, str], inner: dict[str, str]
+) -> list[tuple[str, str]]:
     """How ``record``'s subgraph ``sub`` meets the outer graph: names it reads or makes that are
     the node's own go into ``inner`` (the subgraph's renames); returns the links (what the
     subgraph returns, the node output it becomes) a view passes on."""
@@ -121,10 +126,25 @@ def _bind_subgraph(record: NodeRecord, sub: SubgraphCost, rename: dict[str, str]
 
 def _link(record: NodeRecord, links: list[tuple[str, str]]) -> NodeRecord:
     """A view named after the control-flow node: what its subgraph returns, as the node's outputs."""
-    return replace(record, inputs=[b for b, _ in links], outputs=[n for _, n in links], macs=0, flops=0, params=0,
-                   weight_bytes=0, input_bytes=0, output_bytes=0, view=True, param_inputs=[], subgraphs=_NO_SUBGRAPHS,
-                   partial_bytes={}, formula="its subgraph's outputs, passed on", subnormal_elements=0,
-                   status=NodeStatus.OK, reason="")
+    return replace(
+        record,
+        inputs=[b for b, _ in links],
+        outputs=[n for _, n in links],
+        macs=0,
+        flops=0,
+        params=0,
+        weight_bytes=0,
+        input_bytes=0,
+        output_bytes=0,
+        view=True,
+        param_inputs=[],
+        subgraphs=_NO_SUBGRAPHS,
+        partial_bytes={},
+        formula="its subgraph's outputs, passed on",
+        subnormal_elements=0,
+        status=NodeStatus.OK,
+        reason="",
+    )
 
 
 def running_graph(graph: CostGraph) -> CostGraph:
@@ -134,10 +154,17 @@ def running_graph(graph: CostGraph) -> CostGraph:
         return graph
     expansion = _Expansion(graph)
     expansion.walk(graph.records, 1, {}, "")
-    return CostGraph(name=graph.name, records=expansion.records,
-                     tensors=_tensors(expansion.records, graph, expansion.sizes), inputs=graph.inputs,
-                     outputs=graph.outputs, parameters=graph.parameters, roots=graph.roots, body_of=expansion.body_of,
-                     notes=expansion.notes)
+    return CostGraph(
+        name=graph.name,
+        records=expansion.records,
+        tensors=_tensors(expansion.records, graph, expansion.sizes),
+        inputs=graph.inputs,
+        outputs=graph.outputs,
+        parameters=graph.parameters,
+        roots=graph.roots,
+        body_of=expansion.body_of,
+        notes=expansion.notes,
+    )
 
 
 def _tensors(records: list[NodeRecord], graph: CostGraph, sizes: dict[str, int]) -> dict[str, TensorRecord]:
@@ -172,9 +199,14 @@ def _tensors(records: list[NodeRecord], graph: CostGraph, sizes: dict[str, int])
                 elif name in graph_inputs or name in sizes:
                     shape = record.input_shapes[slot] if slot < len(record.input_shapes) else None
                     dtype = record.input_dtypes[slot] if slot < len(record.input_dtypes) else ""
-                    tensor = TensorRecord(name, dtype, tuple(shape) if shape else None,
-                                          sizes.get(name, _bytes(shape, dtype)),
-                                          "input" if name in graph_inputs else "activation", None)
+                    tensor = TensorRecord(
+                        name,
+                        dtype,
+                        tuple(shape) if shape else None,
+                        sizes.get(name, _bytes(shape, dtype)),
+                        "input" if name in graph_inputs else "activation",
+                        None,
+                    )
                 else:
                     continue
                 tensors[name] = tensor

@@ -67,12 +67,16 @@ _Shape = Callable[[str], "tuple[Dim, ...] | None"]  # a tensor's shape, None whe
 
 # A data-dependent count of an op's output is at most the extent it selects from (this stage's
 # reading of each op's spec, for the bound it states; TopK and Split are sized by a value, not data).
-_BOUNDED_BY_INPUT = {"NonZero": "elements", "Compress": "axis", "Unique": "elements", "TopK": "axis",
-                     "Split": "axis"}
+_BOUNDED_BY_INPUT = {"NonZero": "elements", "Compress": "axis", "Unique": "elements", "TopK": "axis", "Split": "axis"}
 
 
-def find_splits(fields: Sequence[NodeFields], names: Sequence[str], tensors: dict[str, TensorInfo],
-                input_symbols: set[str], values: Mapping[str, np.ndarray] | None = None) -> DataDependentSizes:
+def find_splits(
+    fields: Sequence[NodeFields],
+    names: Sequence[str],
+    tensors: dict[str, TensorInfo],
+    input_symbols: set[str],
+    values: Mapping[str, np.ndarray] | None = None,
+) -> DataDependentSizes:
     """The data-dependent symbols of a graph (its nodes' ``fields`` and ``names``, in order, with the
     shapes in ``tensors`` and the known small ``values``; ``input_symbols`` are the input dims left
     unbound, which are not data dependent), the splits they form and the values they are costed at."""
@@ -103,8 +107,9 @@ def find_splits(fields: Sequence[NodeFields], names: Sequence[str], tensors: dic
     return found
 
 
-def _note_origins(node: NodeFields, label: str, shape: _Shape, input_symbols: set[str],
-                  found: DataDependentSizes) -> None:
+def _note_origins(
+    node: NodeFields, label: str, shape: _Shape, input_symbols: set[str], found: DataDependentSizes
+) -> None:
     """The symbols ``node``'s outputs have and its inputs do not (and no input dim is): sized by
     the data, at ``node``; with the most they can be."""
     input_dims = {d for n in node.inputs for d in (shape(n) or ()) if isinstance(d, str)}
@@ -117,8 +122,14 @@ def _note_origins(node: NodeFields, label: str, shape: _Shape, input_symbols: se
                     found.bounds.setdefault(dim, bound)
 
 
-def _read_sizes(node: NodeFields, label: str, shape: _Shape, sums: list[tuple[str, Dim, list[Dim]]],
-                solved: dict[str, int], origins: dict[str, str]) -> None:
+def _read_sizes(
+    node: NodeFields,
+    label: str,
+    shape: _Shape,
+    sums: list[tuple[str, Dim, list[Dim]]],
+    solved: dict[str, int],
+    origins: dict[str, str],
+) -> None:
     """What ``node`` tells of the sizes: a Split's or a Concat's total as the sum of its pieces, a
     Reshape's or a broadcast's data-dependent dim solved."""
     op = node.op_type
@@ -233,8 +244,13 @@ class _Partitions:
             data = shape(index)
             sizes = [d for d in data or () if isinstance(d, int)]
             if sorted(c for c, _ in counted) == list(range(classes)) and data and len(sizes) == len(data):
-                found.append((f"the {classes} classes of {producer}'s indices, each index in one", math.prod(sizes),
-                              [symbol for _, symbol in counted]))
+                found.append(
+                    (
+                        f"the {classes} classes of {producer}'s indices, each index in one",
+                        math.prod(sizes),
+                        [symbol for _, symbol in counted],
+                    )
+                )
         return found
 
 
@@ -250,8 +266,12 @@ def _bound(node: NodeFields, shape) -> int | None:
     return data[_axis(node) % len(data)]
 
 
-def _solve_reshape(source: tuple[Dim, ...] | None, result: tuple[Dim, ...] | None, solved: dict[str, int],
-                   data_dependent: dict[str, str]) -> None:
+def _solve_reshape(
+    source: tuple[Dim, ...] | None,
+    result: tuple[Dim, ...] | None,
+    solved: dict[str, int],
+    data_dependent: dict[str, str],
+) -> None:
     """A Reshape keeps the element count: one data-dependent symbol in its input, with the output
     known, is fixed (an unbound input dim is the user's to bind, never solved here)."""
     if source is None or result is None or not all(isinstance(d, int) for d in result):
@@ -265,8 +285,12 @@ def _solve_reshape(source: tuple[Dim, ...] | None, result: tuple[Dim, ...] | Non
         solved.setdefault(symbols[0], elements // rest)
 
 
-def _solve_broadcast(operands: list[tuple[Dim, ...] | None], result: tuple[Dim, ...] | None, solved: dict[str, int],
-                     data_dependent: dict[str, str]) -> None:
+def _solve_broadcast(
+    operands: list[tuple[Dim, ...] | None],
+    result: tuple[Dim, ...] | None,
+    solved: dict[str, int],
+    data_dependent: dict[str, str],
+) -> None:
     """A data-dependent dim broadcast to a number k > 1 in the output is k (rows routed back meet
     their weights, [rows, d] x [64, 1] -> [64, d]): it could be 1 only if a single row were
     broadcast, which no exporter's routing relies on."""
@@ -278,8 +302,9 @@ def _solve_broadcast(operands: list[tuple[Dim, ...] | None], result: tuple[Dim, 
                 solved.setdefault(dim, out)
 
 
-def _splits(sums: list[tuple[str, Dim, list[Dim]]], solved: dict[str, int],
-            data_dependent: dict[str, str]) -> list[Split]:
+def _splits(
+    sums: list[tuple[str, Dim, list[Dim]]], solved: dict[str, int], data_dependent: dict[str, str]
+) -> list[Split]:
     """Sums with a known total and unknown, data-dependent pieces, each piece in one split only."""
     splits: list[Split] = []
     taken: set[str] = set()
@@ -313,8 +338,10 @@ def _share(split: Split, values: dict[str, int], extra: int) -> None:
     """The split's rows spread evenly over its pieces, each with ``extra`` rows more (costing with
     one more tells each piece's cost per row: the total is exact when they are all alike)."""
     count = len(split.pieces)
-    values.update((piece, split.total // count + (1 if i < split.total % count else 0) + extra)
-                  for i, piece in enumerate(split.pieces))
+    values.update(
+        (piece, split.total // count + (1 if i < split.total % count else 0) + extra)
+        for i, piece in enumerate(split.pieces)
+    )
 
 
 def _add_sums(sums: list[tuple[str, Dim, list[Dim]]], values: dict[str, int], data_dependent: dict[str, str]) -> None:
@@ -327,9 +354,13 @@ def _add_sums(sums: list[tuple[str, Dim, list[Dim]]], values: dict[str, int], da
                 values[total] = sum(known)  # type: ignore[arg-type]  # None not in known: checked just above
 
 
-def cost_graph_with_sizes(model: onnx.ModelProto, shapes: ShapeResult, options: CostOptions,
-                          fields: Sequence[NodeFields],
-                          reinfer: Callable[[dict[str, int]], ShapeResult]) -> tuple[CostGraph, ShapeResult, list[str]]:
+def cost_graph_with_sizes(
+    model: onnx.ModelProto,
+    shapes: ShapeResult,
+    options: CostOptions,
+    fields: Sequence[NodeFields],
+    reinfer: Callable[[dict[str, int]], ShapeResult],
+) -> tuple[CostGraph, ShapeResult, list[str]]:
     """The cost DAG (graph.cost_graph) with the sizes only the data decides costed where their total
     is known and bounded where it is not, the shapes it was costed with, and notes saying so.
     ``reinfer`` runs the shape stage
@@ -339,8 +370,12 @@ def cost_graph_with_sizes(model: onnx.ModelProto, shapes: ShapeResult, options: 
     input_symbols = {d.symbol for d in shapes.unresolved if d.symbol}
     # most graphs have no such size: every shape known (is_known is worked out already) or symbolic
     # in the unbound input dims only
-    if not any(isinstance(d, str) and d not in input_symbols for info in shapes.tensors.values()
-               if not info.is_known and info.shape is not None for d in info.shape):
+    if not any(
+        isinstance(d, str) and d not in input_symbols
+        for info in shapes.tensors.values()
+        if not info.is_known and info.shape is not None
+        for d in info.shape
+    ):
         return cost_graph(model, shapes, options, fields), shapes, []
     sizes = find_splits(fields, node_names(fields), shapes.tensors, input_symbols, shapes.values)
     if not sizes.values and not sizes.bounds:
@@ -357,16 +392,25 @@ def cost_graph_with_sizes(model: onnx.ModelProto, shapes: ShapeResult, options: 
     return graph, sized, notes
 
 
-def _label_splits(graph: CostGraph, plus_one: CostGraph, sizes: DataDependentSizes,
-                  tensors: dict[str, TensorInfo]) -> str:
+def _label_splits(
+    graph: CostGraph, plus_one: CostGraph, sizes: DataDependentSizes, tensors: dict[str, TensorInfo]
+) -> str:
     """Say on each node working on a piece which split it is in and whether the split's total is
     exact: every piece costs alike per row (one row more in each changes each piece alike)."""
     by_symbol = {piece: split for split in sizes.splits for piece in split.pieces}
     touching = []  # (record, the piece it works on)
     per_row: dict[str, tuple[int, int]] = dict.fromkeys(by_symbol, (0, 0))  # piece -> (MACs, FLOPs) per row
     for record, more in zip(graph.records, plus_one.records):
-        symbol = next((d for n in (*record.inputs, *record.outputs) if n in tensors
-                       for d in tensors[n].shape or () if d in by_symbol), None)
+        symbol = next(
+            (
+                d
+                for n in (*record.inputs, *record.outputs)
+                if n in tensors
+                for d in tensors[n].shape or ()
+                if d in by_symbol
+            ),
+            None,
+        )
         if record.status == NodeStatus.OK and symbol is not None:
             touching.append((record, symbol))
             macs, flops = per_row[symbol]
@@ -374,15 +418,23 @@ def _label_splits(graph: CostGraph, plus_one: CostGraph, sizes: DataDependentSiz
     exact = {split.source: len({per_row[p] for p in split.pieces}) == 1 for split in sizes.splits}
     for record, symbol in touching:
         split = by_symbol[symbol]
-        verdict = ("total exact" if exact[split.source]
-                   else "estimate: the pieces cost differently per row, rows split evenly")
-        record.formula += (f" [data-dependent split, {verdict}: {split.total:,} rows in {len(split.pieces)} pieces "
-                           f"({split.source}), {sizes.values[symbol]:,} assumed here]")
+        verdict = (
+            "total exact" if exact[split.source] else "estimate: the pieces cost differently per row, rows split evenly"
+        )
+        record.formula += (
+            f" [data-dependent split, {verdict}: {split.total:,} rows in {len(split.pieces)} pieces "
+            f"({split.source}), {sizes.values[symbol]:,} assumed here]"
+        )
     sources = "; ".join(f"{s.source}: {s.total:,} rows in {len(s.pieces)} pieces" for s in sizes.splits[:3])
-    return (f"{len(touching)} node(s) work on data-dependent pieces of a known extent (routed rows, e.g. MoE experts; "
-            f"{sources}{' ...' if len(sizes.splits) > 3 else ''}): costed with the rows split evenly, "
-            + ("the totals are exact (every piece costs alike per row)" if all(exact.values()) else
-               "an estimate where the pieces cost differently per row (see the nodes' formulas)"))
+    return (
+        f"{len(touching)} node(s) work on data-dependent pieces of a known extent (routed rows, e.g. MoE experts; "
+        f"{sources}{' ...' if len(sizes.splits) > 3 else ''}): costed with the rows split evenly, "
+        + (
+            "the totals are exact (every piece costs alike per row)"
+            if all(exact.values())
+            else "an estimate where the pieces cost differently per row (see the nodes' formulas)"
+        )
+    )
 
 
 def _bound_the_rest(graph: CostGraph, bounded: CostGraph, sizes: DataDependentSizes) -> list[str]:
@@ -391,17 +443,25 @@ def _bound_the_rest(graph: CostGraph, bounded: CostGraph, sizes: DataDependentSi
     dependent = 0
     for record, at_bound in zip(graph.records, bounded.records):
         # a size of its own, or one computed from such sizes (a Slice whose bounds come from them)
-        symbols = [d for shape in (*record.input_shapes, *record.output_shapes) for d in shape or ()
-                   if isinstance(d, str) and d in sizes.origins]
+        symbols = [
+            d
+            for shape in (*record.input_shapes, *record.output_shapes)
+            for d in shape or ()
+            if isinstance(d, str) and d in sizes.origins
+        ]
         if record.status == NodeStatus.UNKNOWN_SHAPE and symbols and at_bound.counted:
             symbol = next((d for d in symbols if d in sizes.bounds), symbols[0])
             bound = f", at most {sizes.bounds[symbol]:,}" if symbol in sizes.bounds else ""
             record.status = NodeStatus.DATA_DEPENDENT
-            record.reason = (f"data-dependent size {symbol} (from {sizes.origins[symbol]}{bound}): not counted; "
-                             f"at most {at_bound.macs:,} MACs, {at_bound.flops:,} FLOPs with every such size at "
-                             "its bound")
+            record.reason = (
+                f"data-dependent size {symbol} (from {sizes.origins[symbol]}{bound}): not counted; "
+                f"at most {at_bound.macs:,} MACs, {at_bound.flops:,} FLOPs with every such size at "
+                "its bound"
+            )
             dependent += 1
     if not dependent:
         return []
-    return [f"{dependent} node(s) have sizes only the data decides and no known total: not counted, their bounds "
-            "are in their reasons"]
+    return [
+        f"{dependent} node(s) have sizes only the data decides and no known total: not counted, their bounds "
+        "are in their reasons"
+    ]

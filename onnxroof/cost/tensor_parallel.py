@@ -152,15 +152,30 @@ def find_structure(graph: CostGraph, head_size: int | None = None) -> Structure:
         if block is not None:
             blocks.append(block)
             taken.update(block.first, block.inner, (block.second,))
-    replicated = tuple(r.name for r in graph.records if r.name not in taken and (r.flops or r.memory_bytes)
-                       and not r.shape_only and not r.view)
-    notes = () if blocks else ("no attention or MLP block found (column-parallel projections feeding a row-parallel "
-                               "one): the model is not split by tensor parallelism; every node is replicated",)
+    replicated = tuple(
+        r.name
+        for r in graph.records
+        if r.name not in taken and (r.flops or r.memory_bytes) and not r.shape_only and not r.view
+    )
+    notes = (
+        ()
+        if blocks
+        else (
+            "no attention or MLP block found (column-parallel projections feeding a row-parallel "
+            "one): the model is not split by tensor parallelism; every node is replicated",
+        )
+    )
     return Structure(tuple(blocks), replicated, notes)
 
 
-def _block_ending_at(second: NodeRecord, graph: CostGraph, by_name: dict, position: dict[str, int], taken: set[str],
-                     head_size: int | None) -> Block | None:
+def _block_ending_at(
+    second: NodeRecord,
+    graph: CostGraph,
+    by_name: dict,
+    position: dict[str, int],
+    taken: set[str],
+    head_size: int | None,
+) -> Block | None:
     """The block whose row-parallel projection is ``second``: the nodes between it and the
     column-parallel projections that all read one source, if they make a block."""
     start = _activation_input(second)

@@ -54,8 +54,17 @@ if TYPE_CHECKING:
     from ..result import Analysis
     from ..roofline.placement import TargetReport
 
-__all__ = ["FINDERS", "NO_REVIEW", "DeviceFit", "Finding", "Review", "Source", "TargetReview", "analyze_for_review",
-           "review"]
+__all__ = [
+    "FINDERS",
+    "NO_REVIEW",
+    "DeviceFit",
+    "Finding",
+    "Review",
+    "Source",
+    "TargetReview",
+    "analyze_for_review",
+    "review",
+]
 
 Finder = Callable[["Analysis", "TargetReport", Variants], list[Finding]]
 FINDERS: dict[str, Finder] = {
@@ -119,8 +128,9 @@ class Source:
         return Reanalyser(self.model, options, self.front)
 
 
-def analyze_for_review(model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions,
-                       progress: Callable[[str], None] | None = None) -> tuple[Analysis, Source | None]:
+def analyze_for_review(
+    model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions, progress: Callable[[str], None] | None = None
+) -> tuple[Analysis, Source | None]:
     """The pipeline's analysis of ``model`` and the :class:`Source` a review analyses it again from
     (None without targets: nothing to review)."""
     analysis, front = analyze_keeping_front(model, options, progress)

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 CONTEXT_FACTOR = 2  # the second context analysed: twice the given one
 
 
-def largest_value(value0: int, activations0: int, value1: int, activations1: int, capacity: int,
-                  parameters: int) -> int | None:
+def largest_value(
+    value0: int, activations0: int, value1: int, activations1: int, capacity: int, parameters: int
+) -> int | None:
     """The largest value whose parameters + activations (linear through the two points) fit."""
     if value1 == value0 or activations1 <= activations0:
         return None
@@ -42,8 +43,15 @@ def device_fit(analysis: Analysis, report: TargetReport, variants: Variants) -> 
     llm = analysis.llm
     kv = llm.kv_read_bytes + llm.cross_read_bytes if llm is not None else 0  # a seq2seq decoder holds both caches
     capacity = int(target.dram_size_bytes.value) if target.dram_size_bytes else None
-    fit = DeviceFit(target.name, capacity, parameters, activations, kv, report.batch,
-                    context=llm.context if llm is not None and llm.phase == "decode" else None)
+    fit = DeviceFit(
+        target.name,
+        capacity,
+        parameters,
+        activations,
+        kv,
+        report.batch,
+        context=llm.context if llm is not None and llm.phase == "decode" else None,
+    )
     if capacity is None:
         return fit
     how = []
@@ -59,10 +67,22 @@ def device_fit(analysis: Analysis, report: TargetReport, variants: Variants) -> 
         peak = variants.peak_bytes(context=longer)
         if not isinstance(peak, str):
             longest = largest_value(fit.context, activations, longer, peak, capacity, parameters)
-            how.append(f"context: the activations at context {fit.context} and {longer}, extrapolated linearly "
-                       "(memory only: a limit of the model's own, such as its position table, is not read)")
-    return DeviceFit(target.name, capacity, parameters, activations, kv, report.batch, largest_batch, fit.context,
-                     longest, "; ".join(how))
+            how.append(
+                f"context: the activations at context {fit.context} and {longer}, extrapolated linearly "
+                "(memory only: a limit of the model's own, such as its position table, is not read)"
+            )
+    return DeviceFit(
+        target.name,
+        capacity,
+        parameters,
+        activations,
+        kv,
+        report.batch,
+        largest_batch,
+        fit.context,
+        longest,
+        "; ".join(how),
+    )
 
 
 def capacity(analysis: Analysis, report: TargetReport, fit: DeviceFit) -> list[Finding]:
@@ -71,14 +91,27 @@ def capacity(analysis: Analysis, report: TargetReport, fit: DeviceFit) -> list[F
     if fit.fits is not False or capacity_bytes is None:  # (a fit without a capacity is not checked)
         return []
     kv = f", of which the KV cache {iec(fit.kv_cache_bytes)}" if fit.kv_cache_bytes else ""
-    title = (f"does not fit: parameters {iec(fit.parameter_bytes)} + peak activations {iec(fit.activation_bytes)}{kv}"
-             f"{',' if kv else ''} need {iec(fit.need_bytes)} of the {capacity_text(capacity_bytes)} device memory")
+    title = (
+        f"does not fit: parameters {iec(fit.parameter_bytes)} + peak activations {iec(fit.activation_bytes)}{kv}"
+        f"{',' if kv else ''} need {iec(fit.need_bytes)} of the {capacity_text(capacity_bytes)} device memory"
+    )
     room = []
     if fit.largest_batch is not None:
-        room.append(f"the largest batch that fits is {fit.largest_batch:,}" if fit.largest_batch else
-                    "no batch fits (the parameters alone, or the fixed activations, exceed it)")
+        room.append(
+            f"the largest batch that fits is {fit.largest_batch:,}"
+            if fit.largest_batch
+            else "no batch fits (the parameters alone, or the fixed activations, exceed it)"
+        )
     if fit.longest_context is not None:
         room.append(f"the longest context that fits is {fit.longest_context:,}")
-    return [Finding("capacity", report.target.name, title, "; ".join(room),
-                    gain_bytes=fit.need_bytes - capacity_bytes, latency_s=per_inference_s(report),
-                    evidence=fit.to_dict())]
+    return [
+        Finding(
+            "capacity",
+            report.target.name,
+            title,
+            "; ".join(room),
+            gain_bytes=fit.need_bytes - capacity_bytes,
+            latency_s=per_inference_s(report),
+            evidence=fit.to_dict(),
+        )
+    ]

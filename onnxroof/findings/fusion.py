@@ -42,11 +42,27 @@ def fusion(analysis: Analysis, report: TargetReport, variants: Variants) -> list
     else:  # an unpublished policy: the placement ran one kernel per node, the compiler may fuse these already
         title = f"{fewer}, if the target's compiler fuses them (what it fuses is not published): up to {saved}"
         policy = "the target's fusion is not published, so each node was placed as its own kernel"
-    detail = (f"{policy}; a runtime or compiler that also fuses {', '.join(missing)} "
-              f"(or fused ops written into the graph, as onnxruntime's transformer optimizer does) merges "
-              f"{len(merged):,} groups, the largest "
-              + "; ".join(f"{k.op_type} ({len(k.nodes)} nodes from {k.nodes[0]})" for k in merged[:SHOWN])
-              + "; --fusion all shows that placement")
-    return [Finding("fusion", report.target.name, title, detail, nodes=nodes, gain_s=base_s - new_s, latency_s=base_s,
-                    evidence={"kernels": len(report.nodes), "kernels_after": len(fused.nodes), "rules": missing,
-                              "latency_s_after": fused.latency_s})]
+    detail = (
+        f"{policy}; a runtime or compiler that also fuses {', '.join(missing)} "
+        f"(or fused ops written into the graph, as onnxruntime's transformer optimizer does) merges "
+        f"{len(merged):,} groups, the largest "
+        + "; ".join(f"{k.op_type} ({len(k.nodes)} nodes from {k.nodes[0]})" for k in merged[:SHOWN])
+        + "; --fusion all shows that placement"
+    )
+    return [
+        Finding(
+            "fusion",
+            report.target.name,
+            title,
+            detail,
+            nodes=nodes,
+            gain_s=base_s - new_s,
+            latency_s=base_s,
+            evidence={
+                "kernels": len(report.nodes),
+                "kernels_after": len(fused.nodes),
+                "rules": missing,
+                "latency_s_after": fused.latency_s,
+            },
+        )
+    ]

@@ -30,17 +30,33 @@ def intensity(analysis: Analysis, report: TargetReport, variants: Variants) -> l
     low.sort(key=lambda k: -k.placement.time_s)
     excess_s = sum(k.placement.time_s - k.placement.compute_s - k.placement.overhead_s for k in low)
     share = time_s / report.latency_s
-    largest = "; ".join(f"{k.name} ({k.op_type}, {k.placement.intensity or 0:.3g} FLOP/B, "
-                        f"{seconds(k.placement.time_s)})" for k in low[:SHOWN])
-    detail = ("fewer MACs would not make them faster, fewer bytes would: keep their activations on chip (fuse them "
-              "with their neighbours), reuse their weights over a larger batch, or a narrower type; their bytes add "
-              f"{seconds(excess_s)} beyond their multiply-adds; the largest: " + largest)
-    return [Finding("intensity", report.target.name, _title(low, share), detail,
-                    nodes=tuple(n for k in low for n in k.nodes),
-                    gain_s=excess_s / max(report.batch, 1), latency_s=per_inference_s(report),
-                    evidence={"kernels": [k.name for k in low], "time_s": time_s, "share": share,
-                              "bytes_excess_s": excess_s, "ridge": {roof: report.target.ridge(roof)
-                                                                    for roof in {k.placement.roof for k in low}}})]
+    largest = "; ".join(
+        f"{k.name} ({k.op_type}, {k.placement.intensity or 0:.3g} FLOP/B, {seconds(k.placement.time_s)})"
+        for k in low[:SHOWN]
+    )
+    detail = (
+        "fewer MACs would not make them faster, fewer bytes would: keep their activations on chip (fuse them "
+        "with their neighbours), reuse their weights over a larger batch, or a narrower type; their bytes add "
+        f"{seconds(excess_s)} beyond their multiply-adds; the largest: " + largest
+    )
+    return [
+        Finding(
+            "intensity",
+            report.target.name,
+            _title(low, share),
+            detail,
+            nodes=tuple(n for k in low for n in k.nodes),
+            gain_s=excess_s / max(report.batch, 1),
+            latency_s=per_inference_s(report),
+            evidence={
+                "kernels": [k.name for k in low],
+                "time_s": time_s,
+                "share": share,
+                "bytes_excess_s": excess_s,
+                "ridge": {roof: report.target.ridge(roof) for roof in {k.placement.roof for k in low}},
+            },
+        )
+    ]
 
 
 def _low_kernels(analysis: Analysis, report: TargetReport) -> list[NodePlacement]:
@@ -53,11 +69,13 @@ def _low_kernels(analysis: Analysis, report: TargetReport) -> list[NodePlacement
 
 
 def _title(low: list[NodePlacement], share: float) -> str:
-    """"2 kernels with multiply-adds (2 Conv) sit below the ridge, 40% of the time: ..." """
+    """ "2 kernels with multiply-adds (2 Conv) sit below the ridge, 40% of the time: ..." """
     kinds = Counter(k.op_type for k in low)
     bounds = Counter(k.placement.bound for k in low)
     what = ", ".join(f"{count} {op}" for op, count in kinds.most_common(3)) + (" and more" if len(kinds) > 3 else "")
     several = len(low) > 1
     kernels = f"{len(low)} kernel{'s' if several else ''} with multiply-adds ({what}) {'sit' if several else 'sits'}"
-    return (f"{kernels} below the ridge, {share:.0%} of the time: "
-            f"{'their' if several else 'its'} time is {BOUND_LABELS[bounds.most_common(1)[0][0]]} bytes, not MACs")
+    return (
+        f"{kernels} below the ridge, {share:.0%} of the time: "
+        f"{'their' if several else 'its'} time is {BOUND_LABELS[bounds.most_common(1)[0][0]]} bytes, not MACs"
+    )

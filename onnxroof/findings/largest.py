@@ -31,11 +31,17 @@ def largest(analysis: Analysis, report: TargetReport, variants: Variants) -> lis
     top = max(report.nodes, key=lambda k: k.placement.time_s)
     share = top.placement.time_s / report.latency_s
     parts = []
-    evidence: dict = {"kernel": top.name, "kernel_op": top.op_type, "kernel_time_s": top.placement.time_s,
-                      "kernel_share": share}
+    evidence: dict = {
+        "kernel": top.name,
+        "kernel_op": top.op_type,
+        "kernel_time_s": top.placement.time_s,
+        "kernel_share": share,
+    }
     if share >= MIN_SHARE:
-        parts.append(f"kernel {top.name} ({top.op_type}) takes {share:.0%} ({seconds(top.placement.time_s)}), "
-                     f"{BOUND_LABELS[top.placement.bound]}-bound")
+        parts.append(
+            f"kernel {top.name} ({top.op_type}) takes {share:.0%} ({seconds(top.placement.time_s)}), "
+            f"{BOUND_LABELS[top.placement.bound]}-bound"
+        )
     nodes: tuple[str, ...] = tuple(top.nodes)
     module = largest_module(module_tree(analysis), report.target.name) if has_scopes(analysis) else None
     modules: tuple[str, ...] = ()
@@ -49,8 +55,17 @@ def largest(analysis: Analysis, report: TargetReport, variants: Variants) -> lis
             evidence |= {"module": module.path, "module_share": module_share}
     if not parts:
         return []
-    return [Finding("largest", report.target.name, "; ".join(parts), nodes=nodes, modules=modules,
-                    latency_s=per_inference_s(report), evidence=evidence)]
+    return [
+        Finding(
+            "largest",
+            report.target.name,
+            "; ".join(parts),
+            nodes=nodes,
+            modules=modules,
+            latency_s=per_inference_s(report),
+            evidence=evidence,
+        )
+    ]
 
 
 def largest_module(root: ModuleCost, target: str) -> ModuleCost | None:
@@ -72,6 +87,5 @@ def _module_nodes(analysis: Analysis, report: TargetReport, module: ModuleCost) 
     own = module.name == OWN_NODES
     nodes = analysis.run_view.nodes  # the nodes a run executes, as the module tree reads them
     times = node_times([report]).get(report.target.name, {})
-    inside = [r.name for r in nodes
-              if (module_of(r) == prefix[:-1] if own else module_of(r)[:len(prefix)] == prefix)]
+    inside = [r.name for r in nodes if (module_of(r) == prefix[:-1] if own else module_of(r)[: len(prefix)] == prefix)]
     return tuple(sorted(inside, key=lambda name: -times.get(name, 0.0)))

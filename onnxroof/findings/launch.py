@@ -38,8 +38,10 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
         return []
     share = launch_s / report.latency_s
     kernels = f"{len(launched):,} kernel{'' if len(launched) == 1 else 's'}"
-    head = (f"{kernels} x {seconds(launch_s / len(launched))} of launch {'is' if len(launched) == 1 else 'are'} "
-            f"{share:.0%} of the time")
+    head = (
+        f"{kernels} x {seconds(launch_s / len(launched))} of launch {'is' if len(launched) == 1 else 'are'} "
+        f"{share:.0%} of the time"
+    )
     evidence = {"kernels": len(launched), "launch_s": launch_s, "launch_share": share, "batch": report.batch}
     base_s = per_inference_s(report)
     larger = report.batch * BATCH_FACTOR
@@ -49,26 +51,48 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
 
     fixed = analysis.fixed_batch.refusal(larger) if analysis.fixed_batch else None
     if fixed:
-        return no_batch_gain(f"a larger batch is not measured: {fixed}",
-                             "fuse kernels, or re-export with a dynamic batch and batch up")
+        return no_batch_gain(
+            f"a larger batch is not measured: {fixed}", "fuse kernels, or re-export with a dynamic batch and batch up"
+        )
     other = variants.report(report.target, batch=larger)
     if isinstance(other, str):
         return no_batch_gain(f"batch {larger} gives no measured gain: {other}")
     new_s = per_inference_s(other)
     speedup = base_s / new_s if new_s else 0.0
-    evidence |= {"larger_batch": larger, "larger_batch_latency_s": other.latency_s,
-                 "throughput_per_s": report.throughput_per_s, "larger_batch_throughput_per_s": other.throughput_per_s}
-    detail = (f"at batch {larger} one run takes {seconds(other.latency_s)} ({seconds(report.latency_s)} at batch "
-              f"{report.batch}): {speedup:.1f}x the throughput, {seconds(new_s)} per inference")
+    evidence |= {
+        "larger_batch": larger,
+        "larger_batch_latency_s": other.latency_s,
+        "throughput_per_s": report.throughput_per_s,
+        "larger_batch_throughput_per_s": other.throughput_per_s,
+    }
+    detail = (
+        f"at batch {larger} one run takes {seconds(other.latency_s)} ({seconds(report.latency_s)} at batch "
+        f"{report.batch}): {speedup:.1f}x the throughput, {seconds(new_s)} per inference"
+    )
     if base_s - new_s < MIN_GAIN * base_s:  # its own evidence shows no gain: no "batch up"
         return no_batch_gain(detail + "; a larger batch does not pay here")
     furthest = report.batch * FURTHER_FACTOR
     further = variants.report(report.target, batch=furthest)
     if not isinstance(further, str):
-        evidence |= {"further_batch": furthest, "further_batch_latency_s": further.latency_s,
-                     "further_batch_throughput_per_s": further.throughput_per_s}
-        detail += (f"; at batch {furthest}, {seconds(further.latency_s)} per run, "
-                   f"{further.throughput_per_s / report.throughput_per_s:.1f}x the throughput")
+        evidence |= {
+            "further_batch": furthest,
+            "further_batch_latency_s": further.latency_s,
+            "further_batch_throughput_per_s": further.throughput_per_s,
+        }
+        detail += (
+            f"; at batch {furthest}, {seconds(further.latency_s)} per run, "
+            f"{further.throughput_per_s / report.throughput_per_s:.1f}x the throughput"
+        )
     detail += "; fusing kernels pays fewer launches at any batch"
-    return [Finding("launch", report.target.name, f"{head}: batch up, or fuse", detail, gain_s=base_s - new_s,
-                    latency_s=base_s, change=f"--batch {larger}", evidence=evidence)]
+    return [
+        Finding(
+            "launch",
+            report.target.name,
+            f"{head}: batch up, or fuse",
+            detail,
+            gain_s=base_s - new_s,
+            latency_s=base_s,
+            change=f"--batch {larger}",
+            evidence=evidence,
+        )
+    ]

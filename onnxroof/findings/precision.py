@@ -50,14 +50,33 @@ def precision(analysis: Analysis, report: TargetReport, variants: Variants) -> l
         return []
     new_s, dtype, other = best
     base_bytes, new_bytes = _dram_bytes(report), _dram_bytes(other)
-    title = (f"{dtype} would take {ratio_text(base_s, new_s)} here ({seconds(base_s)} → {seconds(new_s)}): "
-             "check the accuracy")
-    detail = (f"re-analysed in {dtype} (--dtype {dtype}): DRAM traffic {iec(base_bytes)} → {iec(new_bytes)} per run; "
-              + ", ".join(f"{name} {seconds(s)}" for name, s in tried.items()))
-    return [Finding("precision", report.target.name, title, detail, gain_s=base_s - new_s,
-                    gain_bytes=max(base_bytes - new_bytes, 0), latency_s=base_s, change=f"--dtype {dtype}",
-                    evidence={"dtype": dtype, "latency_s": other.latency_s, "tried_s": tried,
-                              "dram_bytes": base_bytes, "dram_bytes_after": new_bytes})]
+    title = (
+        f"{dtype} would take {ratio_text(base_s, new_s)} here ({seconds(base_s)} → {seconds(new_s)}): "
+        "check the accuracy"
+    )
+    detail = (
+        f"re-analysed in {dtype} (--dtype {dtype}): DRAM traffic {iec(base_bytes)} → {iec(new_bytes)} per run; "
+        + ", ".join(f"{name} {seconds(s)}" for name, s in tried.items())
+    )
+    return [
+        Finding(
+            "precision",
+            report.target.name,
+            title,
+            detail,
+            gain_s=base_s - new_s,
+            gain_bytes=max(base_bytes - new_bytes, 0),
+            latency_s=base_s,
+            change=f"--dtype {dtype}",
+            evidence={
+                "dtype": dtype,
+                "latency_s": other.latency_s,
+                "tried_s": tried,
+                "dram_bytes": base_bytes,
+                "dram_bytes_after": new_bytes,
+            },
+        )
+    ]
 
 
 def launch_floor_s(report: TargetReport) -> float:
@@ -72,8 +91,11 @@ def launch_floor_s(report: TargetReport) -> float:
     >>> round(launch_floor_s(S(target=target, nodes=nodes, batch=2)) * 1e6, 6)  # (2 + 2 x 3) / 2
     4.0
     """
-    figures = [figure.value for figure in (report.target.node_overhead_s, report.target.cold_node_overhead_s)
-               if figure is not None]
+    figures = [
+        figure.value
+        for figure in (report.target.node_overhead_s, report.target.cold_node_overhead_s)
+        if figure is not None
+    ]
     least_s = min(figures, default=0.0)
     launched = sum(node.runs for node in report.nodes if node.placement.overhead_s > 0)
     return least_s * launched / max(report.batch, 1)
@@ -85,21 +107,37 @@ def _conversion(report: TargetReport, variants: Variants, wanted: str, roof: str
     verb = "quantize" if roof.startswith("int") else "convert"
     head = f"{name} runs {roof}, not {wanted}: {verb} the model"
     evidence = {"dtype": roof, "model_roof": wanted, "flop_share_without_roof": share}
-    detail = (f"{share:.0%} of the FLOPs are {wanted}, which the target cannot run; as stored they are costed on its "
-              f"{roof} roof ({seconds(base_s)} per inference), an optimistic figure for a model the target's compiler "
-              f"would refuse or leave to the host")
+    detail = (
+        f"{share:.0%} of the FLOPs are {wanted}, which the target cannot run; as stored they are costed on its "
+        f"{roof} roof ({seconds(base_s)} per inference), an optimistic figure for a model the target's compiler "
+        f"would refuse or leave to the host"
+    )
     other = variants.report(report.target, dtype=roof)
     if isinstance(other, str):
-        return Finding("precision", name, head + " (check the accuracy)", f"{detail}; {roof} gives no measured time: "
-                       f"{other}", latency_s=base_s, evidence=evidence, blocking=True)
+        return Finding(
+            "precision",
+            name,
+            head + " (check the accuracy)",
+            f"{detail}; {roof} gives no measured time: {other}",
+            latency_s=base_s,
+            evidence=evidence,
+            blocking=True,
+        )
     new_s = per_inference_s(other)
     base_bytes, new_bytes = _dram_bytes(report), _dram_bytes(other)
     evidence |= {"latency_s": other.latency_s, "dram_bytes": base_bytes, "dram_bytes_after": new_bytes}
-    return Finding("precision", name, f"{head}; in {roof} it takes {seconds(new_s)} (check the accuracy)",
-                   f"{detail}; re-analysed in {roof} (--dtype {roof}): DRAM traffic {iec(base_bytes)} → "
-                   f"{iec(new_bytes)} per run", gain_s=max(base_s - new_s, 0.0),
-                   gain_bytes=max(base_bytes - new_bytes, 0),
-                   latency_s=base_s, change=f"--dtype {roof}", evidence=evidence, blocking=True)
+    return Finding(
+        "precision",
+        name,
+        f"{head}; in {roof} it takes {seconds(new_s)} (check the accuracy)",
+        f"{detail}; re-analysed in {roof} (--dtype {roof}): DRAM traffic {iec(base_bytes)} → {iec(new_bytes)} per run",
+        gain_s=max(base_s - new_s, 0.0),
+        gain_bytes=max(base_bytes - new_bytes, 0),
+        latency_s=base_s,
+        change=f"--dtype {roof}",
+        evidence=evidence,
+        blocking=True,
+    )
 
 
 def _missing_roof(report: TargetReport) -> tuple[str, str, float] | None:

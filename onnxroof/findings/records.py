@@ -55,27 +55,52 @@ class Finding:
         return self.gain_s / self.latency_s if self.latency_s else 0.0
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "target": self.target, "title": self.title, "detail": self.detail,
-                "nodes": list(self.nodes), "modules": list(self.modules), "gain_s": self.gain_s,
-                "gain_share": self.gain_share, "gain_bytes": self.gain_bytes, "latency_s": self.latency_s,
-                "change": self.change, "evidence": self.evidence, "blocking": self.blocking,
-                "complete": not self.incomplete, "incomplete": self.incomplete}
+        return {
+            "kind": self.kind,
+            "target": self.target,
+            "title": self.title,
+            "detail": self.detail,
+            "nodes": list(self.nodes),
+            "modules": list(self.modules),
+            "gain_s": self.gain_s,
+            "gain_share": self.gain_share,
+            "gain_bytes": self.gain_bytes,
+            "latency_s": self.latency_s,
+            "change": self.change,
+            "evidence": self.evidence,
+            "blocking": self.blocking,
+            "complete": not self.incomplete,
+            "incomplete": self.incomplete,
+        }
 
     def on_incomplete(self, why: str) -> Finding:
         """This finding made on an incomplete analysis: it says so, and claims no gain (the nodes
         not counted take time the gain does not know of)."""
         proposed = f"; the change it would measure: {self.change}" if self.change else ""
-        return replace(self, gain_s=0.0, gain_bytes=0 if self.kind != "capacity" else self.gain_bytes, change="",
-                       incomplete=why, title=f"{self.title} (of the counted nodes only)",
-                       detail=f"no gain measured on an incomplete analysis{proposed}. " + self.detail)
+        return replace(
+            self,
+            gain_s=0.0,
+            gain_bytes=0 if self.kind != "capacity" else self.gain_bytes,
+            change="",
+            incomplete=why,
+            title=f"{self.title} (of the counted nodes only)",
+            detail=f"no gain measured on an incomplete analysis{proposed}. " + self.detail,
+        )
 
 
 def ranked(findings: list[Finding]) -> list[Finding]:
     """A model that does not fit first, then one the target cannot run as it is; then the largest
     gain (as a share of the latency); findings without one after, by kind."""
     kinds = list(FINDING_KINDS)
-    return sorted(findings, key=lambda f: (f.kind != "capacity", not f.blocking, -f.gain_share,
-                                           kinds.index(f.kind) if f.kind in kinds else len(kinds)))
+    return sorted(
+        findings,
+        key=lambda f: (
+            f.kind != "capacity",
+            not f.blocking,
+            -f.gain_share,
+            kinds.index(f.kind) if f.kind in kinds else len(kinds),
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -103,11 +128,20 @@ class DeviceFit:
         return None if self.capacity_bytes is None else self.need_bytes <= self.capacity_bytes
 
     def to_dict(self) -> dict:
-        return {"target": self.target, "capacity_bytes": self.capacity_bytes, "need_bytes": self.need_bytes,
-                "parameter_bytes": self.parameter_bytes, "activation_bytes": self.activation_bytes,
-                "kv_cache_bytes": self.kv_cache_bytes, "fits": self.fits, "batch": self.batch,
-                "largest_batch": self.largest_batch, "context": self.context,
-                "longest_context": self.longest_context, "how": self.how}
+        return {
+            "target": self.target,
+            "capacity_bytes": self.capacity_bytes,
+            "need_bytes": self.need_bytes,
+            "parameter_bytes": self.parameter_bytes,
+            "activation_bytes": self.activation_bytes,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "fits": self.fits,
+            "batch": self.batch,
+            "largest_batch": self.largest_batch,
+            "context": self.context,
+            "longest_context": self.longest_context,
+            "how": self.how,
+        }
 
 
 @dataclass(frozen=True)

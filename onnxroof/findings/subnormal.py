@@ -29,12 +29,29 @@ def subnormal(analysis: Analysis, report: TargetReport, variants: Variants) -> l
     slow_s = sum(k.placement.subnormal_s for k in slow)
     flushed = variants.placed(report, target=replace(report.target, subnormal_s_per_element=None))
     base_s, new_s = per_inference_s(report), per_inference_s(flushed)
-    title = (f"{len(slow)} masked Softmax kernel(s) spend {seconds(slow_s)} ({slow_s / report.latency_s:.0%} of the "
-             "time) on subnormal floats: a causal mask's hidden positions underflow in exp")
-    detail = (f"with subnormals flushed to zero ({FLUSH_TO_ZERO} in onnxruntime's SessionOptions) the model takes "
-              f"{seconds(new_s)} per inference; the hidden positions' weights are 0 either way")
-    return [Finding("subnormal", report.target.name, title, detail, nodes=tuple(k.name for k in slow),
-                    gain_s=base_s - new_s, latency_s=base_s, change=FLUSH_TO_ZERO,
-                    evidence={"kernels": len(slow), "subnormal_s": slow_s,
-                              "per_element_s": per_element.value,
-                              "latency_s_flushed": flushed.latency_s})]
+    title = (
+        f"{len(slow)} masked Softmax kernel(s) spend {seconds(slow_s)} ({slow_s / report.latency_s:.0%} of the "
+        "time) on subnormal floats: a causal mask's hidden positions underflow in exp"
+    )
+    detail = (
+        f"with subnormals flushed to zero ({FLUSH_TO_ZERO} in onnxruntime's SessionOptions) the model takes "
+        f"{seconds(new_s)} per inference; the hidden positions' weights are 0 either way"
+    )
+    return [
+        Finding(
+            "subnormal",
+            report.target.name,
+            title,
+            detail,
+            nodes=tuple(k.name for k in slow),
+            gain_s=base_s - new_s,
+            latency_s=base_s,
+            change=FLUSH_TO_ZERO,
+            evidence={
+                "kernels": len(slow),
+                "subnormal_s": slow_s,
+                "per_element_s": per_element.value,
+                "latency_s_flushed": flushed.latency_s,
+            },
+        )
+    ]

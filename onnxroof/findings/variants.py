@@ -94,16 +94,19 @@ class Variants:
     def _variant(self, changes: dict[str, Any], placed: bool) -> Variant | str:
         key = tuple(sorted(changes.items()))
         if len(self.base.nodes) > REANALYSE_NODES:
-            return (f"not analysed again: {len(self.base.nodes):,} nodes, over the {REANALYSE_NODES:,} up to which "
-                    "findings measure a change by analysing the model again")
+            return (
+                f"not analysed again: {len(self.base.nodes):,} nodes, over the {REANALYSE_NODES:,} up to which "
+                "findings measure a change by analysing the model again"
+            )
         # a Reanalyser places a variant only when a report is asked for; any other function places it at once
         lazy = self._reanalyse if isinstance(self._reanalyse, Reanalyser) else None
         try:
             if key not in self._runs:
                 found = lazy.unplaced(**changes) if lazy is not None else self._reanalyse(**changes)
                 invalid = _invalid(self.base, found, changes.get("batch"))
-                self._runs[key] = invalid or Variant(None if lazy is not None else found.targets,
-                                                     found.memory.model_order.peak_bytes)
+                self._runs[key] = invalid or Variant(
+                    None if lazy is not None else found.targets, found.memory.model_order.peak_bytes
+                )
                 if lazy is not None and not invalid:
                     self._unplaced[key] = found
             variant = self._runs[key]
@@ -124,8 +127,9 @@ class Variants:
     def placed(self, report: TargetReport, target: Target | None = None, **changes: Any) -> TargetReport:
         """The base analysis placed again on ``report``'s target (or ``target``, a changed copy of
         it) with ``changes`` to :func:`place_model`'s arguments (fusion, order)."""
-        return place_model(self.base.cost_graph, self.base.memory, target or report.target, report.dtype,
-                           report.batch, **changes)
+        return place_model(
+            self.base.cost_graph, self.base.memory, target or report.target, report.dtype, report.batch, **changes
+        )
 
 
 def _invalid(base: Analysis, found: Analysis, batch: int | None = None) -> str:
@@ -140,10 +144,17 @@ def _invalid(base: Analysis, found: Analysis, batch: int | None = None) -> str:
         shapes = {o.name: o.shape for o in found.outputs}
         for output in base.outputs:
             shape = shapes.get(output.name)
-            if output.shape and len(output.shape) >= 2 and output.shape[0] == base_batch and shape \
-                    and shape[0] != batch:
-                return (f"at batch {batch} output {output.name} is {'x'.join(map(str, shape))}: the batch does not "
-                        f"reach it, so the graph fixes its batch inside and no gain is measured")
+            if (
+                output.shape
+                and len(output.shape) >= 2
+                and output.shape[0] == base_batch
+                and shape
+                and shape[0] != batch
+            ):
+                return (
+                    f"at batch {batch} output {output.name} is {'x'.join(map(str, shape))}: the batch does not "
+                    f"reach it, so the graph fixes its batch inside and no gain is measured"
+                )
     return ""
 
 

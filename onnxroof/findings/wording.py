@@ -46,8 +46,9 @@ def finding_lines(findings: Iterable[Finding], width: int, indent: str = "  ", w
         text = finding_line(finding)
         if finding.change:
             text = text.replace(finding.change, finding.change.replace(" ", NO_BREAK))
-        lines += [line.replace(NO_BREAK, " ")
-                  for line in textwrap.wrap(head + text, width, subsequent_indent=" " * len(head))]
+        lines += [
+            line.replace(NO_BREAK, " ") for line in textwrap.wrap(head + text, width, subsequent_indent=" " * len(head))
+        ]
     return lines
 
 
@@ -78,8 +79,10 @@ def summary_findings_lines(review: Review, reports: Sequence[TargetReport]) -> l
     if not findings:
         return []
     caveat = next((f"; {r.findings_caveat}" for r in reports if r.findings_caveat), "")
-    return [f"  what to change (each gain measured by analysing again with the change{caveat}):",
-            *finding_lines(findings, 110, indent="    ", with_target=len(reports) > 1)]
+    return [
+        f"  what to change (each gain measured by analysing again with the change{caveat}):",
+        *finding_lines(findings, 110, indent="    ", with_target=len(reports) > 1),
+    ]
 
 
 def summary_fits(review: Review, reports: Sequence[TargetReport]) -> list[bool | None]:

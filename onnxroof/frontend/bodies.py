@@ -20,8 +20,14 @@ def taken_branch(condition: np.ndarray | None) -> str | None:
     return "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch"
 
 
-def bind_body_inputs(op_type: str, node: onnx.NodeProto, inputs: Sequence[str], body: onnx.GraphProto,
-                     info: Callable[[str], TensorInfo], tensors: dict[str, TensorInfo]) -> None:
+def bind_body_inputs(
+    op_type: str,
+    node: onnx.NodeProto,
+    inputs: Sequence[str],
+    body: onnx.GraphProto,
+    info: Callable[[str], TensorInfo],
+    tensors: dict[str, TensorInfo],
+) -> None:
     """Give a Loop's or Scan's body inputs the shapes they start from, where nothing knows them yet
     (``info`` reads a tensor as the evaluator does)."""
     if op_type == "Loop":  # (trip count, condition, carried...) -> (iteration, condition, carried...)
@@ -36,18 +42,23 @@ def bind_body_inputs(op_type: str, node: onnx.NodeProto, inputs: Sequence[str], 
             tensors[formal.name] = TensorInfo(formal.name, outer.dtype, outer.shape)
 
 
-def _scan_inputs(node: onnx.NodeProto, inputs: Sequence[str], body: onnx.GraphProto,
-                 info: Callable[[str], TensorInfo],
-                 tensors: dict[str, TensorInfo]) -> list[tuple[onnx.ValueInfoProto, str]]:
+def _scan_inputs(
+    node: onnx.NodeProto,
+    inputs: Sequence[str],
+    body: onnx.GraphProto,
+    info: Callable[[str], TensorInfo],
+    tensors: dict[str, TensorInfo],
+) -> list[tuple[onnx.ValueInfoProto, str]]:
     """A Scan's scan inputs bound to their slices along their scan axes; returns its states
     (formal, actual), carried as a Loop's are."""
     scan_inputs = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "num_scan_inputs"), 0)
     states = len(inputs) - scan_inputs
-    axes = next((list(helper.get_attribute_value(a)) for a in node.attribute if a.name == "scan_input_axes"),
-                [0] * scan_inputs)
+    axes = next(
+        (list(helper.get_attribute_value(a)) for a in node.attribute if a.name == "scan_input_axes"), [0] * scan_inputs
+    )
     for formal, actual, axis in zip(body.input[states:], inputs[states:], axes):
         outer = info(actual)
         if outer.shape is not None and not info(formal.name).is_known:
-            sliced = outer.shape[:axis % len(outer.shape)] + outer.shape[axis % len(outer.shape) + 1:]
+            sliced = outer.shape[: axis % len(outer.shape)] + outer.shape[axis % len(outer.shape) + 1 :]
             tensors[formal.name] = TensorInfo(formal.name, outer.dtype, sliced)
     return list(zip(body.input[:states], inputs[:states]))

@@ -12,9 +12,9 @@ from __future__ import annotations
 import operator
 import os
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Iterator
 
 import onnx
 
@@ -72,13 +72,17 @@ def _nodes_invalid_text(nodes, where: str) -> str | None:
         if node.SerializeToString().isascii():
             continue
         suspect = bytes in map(type, (*node_texts(node), *node.input, *node.output)) or (
-            _NODE_HAS_METADATA and len(node.metadata_props) > 0)
+            _NODE_HAS_METADATA and len(node.metadata_props) > 0
+        )
         for attribute in node.attribute if not suspect else ():
             kind = attribute.type
             if kind == tensor_type:  # a Constant's value: its own text fields, nothing nested
                 tensor = attribute.t
-                suspect = (bytes in map(type, (*attribute_texts(attribute), *tensor_texts(tensor)))
-                           or len(tensor.external_data) > 0 or (_TENSOR_HAS_METADATA and len(tensor.metadata_props) > 0))
+                suspect = (
+                    bytes in map(type, (*attribute_texts(attribute), *tensor_texts(tensor)))
+                    or len(tensor.external_data) > 0
+                    or (_TENSOR_HAS_METADATA and len(tensor.metadata_props) > 0)
+                )
             else:
                 suspect = kind not in plain or bytes in map(type, attribute_texts(attribute))
             if suspect:
@@ -96,8 +100,11 @@ def _value_infos_invalid_text(values, where: str) -> str | None:
     clean_types: set[bytes] = set()
     for index, value in enumerate(values):
         type_key = value.type.SerializeToString()
-        if (type_key in clean_types and bytes not in map(type, (value.name, value.doc_string))
-                and not (_VALUE_INFO_HAS_METADATA and value.metadata_props)):
+        if (
+            type_key in clean_types
+            and bytes not in map(type, (value.name, value.doc_string))
+            and not (_VALUE_INFO_HAS_METADATA and value.metadata_props)
+        ):
             continue
         found = first_invalid_text(value, f"{where}[{index}].")
         if found:
@@ -129,8 +136,13 @@ def _node_invalid_text(node: onnx.NodeProto, where: str) -> str | None:
 
 
 # the string fields _node_invalid_text reads, each as one getter (overload: onnx >= 1.16 only)
-_NODE_TEXTS = operator.attrgetter(*(name for name in ("name", "op_type", "domain", "overload", "doc_string")
-                                    if name in onnx.NodeProto.DESCRIPTOR.fields_by_name))
+_NODE_TEXTS = operator.attrgetter(
+    *(
+        name
+        for name in ("name", "op_type", "domain", "overload", "doc_string")
+        if name in onnx.NodeProto.DESCRIPTOR.fields_by_name
+    )
+)
 _ATTRIBUTE_TEXTS = operator.attrgetter("name", "ref_attr_name", "doc_string")
 _SERIALIZED = onnx.NodeProto.SerializeToString
 _TENSOR_TEXTS = operator.attrgetter("name", "doc_string")
@@ -140,10 +152,16 @@ _VALUE_INFO_HAS_METADATA = "metadata_props" in onnx.ValueInfoProto.DESCRIPTOR.fi
 _LIST_WALKS = {onnx.NodeProto: _nodes_invalid_text, onnx.ValueInfoProto: _value_infos_invalid_text}
 
 # attributes that hold only numbers or bytes: nothing more in them to check
-_PLAIN_ATTRIBUTES = frozenset({
-    onnx.AttributeProto.FLOAT, onnx.AttributeProto.INT, onnx.AttributeProto.STRING, onnx.AttributeProto.FLOATS,
-    onnx.AttributeProto.INTS, onnx.AttributeProto.STRINGS,
-})
+_PLAIN_ATTRIBUTES = frozenset(
+    {
+        onnx.AttributeProto.FLOAT,
+        onnx.AttributeProto.INT,
+        onnx.AttributeProto.STRING,
+        onnx.AttributeProto.FLOATS,
+        onnx.AttributeProto.INTS,
+        onnx.AttributeProto.STRINGS,
+    }
+)
 _TEXT_FIELDS: dict = {}
 
 
@@ -278,7 +296,9 @@ def check_graph(graph: onnx.GraphProto, outer: set[str], label: str, where: str)
             cycle = _find_cycle(graph, producer)
             if cycle:
                 path = " -> ".join(_quote(names[i]) for i in cycle)
-                raise ModelError(f"{label}: the graph has a cycle ({path}); an ONNX graph must be acyclic: fix the export")
+                raise ModelError(
+                    f"{label}: the graph has a cycle ({path}); an ONNX graph must be acyclic: fix the export"
+                )
             raise ModelError(
                 f"{label}: node {_quote(names[index])} reads {_quote(name)} before node "
                 f"{_quote(names[producer[name]])} produces it: the nodes are not in topological order, as ONNX "
@@ -325,7 +345,7 @@ def _find_cycle(graph: onnx.GraphProto, producer: dict[str, int]) -> list[int] |
                 path.pop()
                 state[node] = 2
             elif state.get(child) == 1:
-                return path[path.index(child):] + [child]
+                return path[path.index(child) :] + [child]
             elif child not in state:
                 state[child] = 1
                 path.append(child)
@@ -347,8 +367,9 @@ def _reads(node: onnx.NodeProto) -> Iterator[str]:
 # External data: never read, but never allowed to point outside the model's directory
 
 
-def check_external_locations(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None,
-                             contents: Contents | None = None) -> None:
+def check_external_locations(
+    model: onnx.ModelProto, label: str, directory: str | os.PathLike | None, contents: Contents | None = None
+) -> None:
     """Refuse a model whose external data would be read from outside ``directory`` (the model's
     own): an absolute path, a ``..`` component, or (when ``directory`` is known) a path that
     resolves, through symlinks, outside it. The data itself is never opened."""
@@ -425,8 +446,10 @@ def _gather_attributes(node: onnx.NodeProto, graphs: list, tensors: list) -> Non
         if attribute.HasField("t"):
             tensors.append(attribute.t)
         tensors += attribute.tensors
-        for sparse in (*([attribute.sparse_tensor] if attribute.HasField("sparse_tensor") else []),
-                       *attribute.sparse_tensors):
+        for sparse in (
+            *([attribute.sparse_tensor] if attribute.HasField("sparse_tensor") else []),
+            *attribute.sparse_tensors,
+        ):
             tensors += (sparse.values, sparse.indices)
         if attribute.HasField("g"):
             _gather(attribute.g, graphs, tensors)
@@ -440,18 +463,42 @@ def _gather_attributes(node: onnx.NodeProto, graphs: list, tensors: list) -> Non
 _T = onnx.TensorProto
 # element type -> (the field holding typed values, values per element); raw_data bytes per element
 _BYTES_PER_ELEMENT: dict[int, int] = {  # keyed by a TensorProto's data_type, a plain int
-    _T.FLOAT: 4, _T.UINT8: 1, _T.INT8: 1, _T.UINT16: 2, _T.INT16: 2, _T.INT32: 4, _T.INT64: 8, _T.BOOL: 1,
-    _T.FLOAT16: 2, _T.DOUBLE: 8, _T.UINT32: 4, _T.UINT64: 8, _T.COMPLEX64: 8, _T.COMPLEX128: 16, _T.BFLOAT16: 2,
+    _T.FLOAT: 4,
+    _T.UINT8: 1,
+    _T.INT8: 1,
+    _T.UINT16: 2,
+    _T.INT16: 2,
+    _T.INT32: 4,
+    _T.INT64: 8,
+    _T.BOOL: 1,
+    _T.FLOAT16: 2,
+    _T.DOUBLE: 8,
+    _T.UINT32: 4,
+    _T.UINT64: 8,
+    _T.COMPLEX64: 8,
+    _T.COMPLEX128: 16,
+    _T.BFLOAT16: 2,
 }
-_BYTES_PER_ELEMENT.update({getattr(_T, n): 1 for n in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-                                                        "FLOAT8E5M2FNUZ", "FLOAT8E8M0") if hasattr(_T, n)})
+_BYTES_PER_ELEMENT.update(
+    {
+        getattr(_T, n): 1
+        for n in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT8E8M0")
+        if hasattr(_T, n)
+    }
+)
 _HALF_BYTE = frozenset(getattr(_T, n) for n in ("INT4", "UINT4", "FLOAT4E2M1") if hasattr(_T, n))
 TYPED_FIELD: dict[int, tuple[str, int]] = {
-    _T.FLOAT: ("float_data", 1), _T.COMPLEX64: ("float_data", 2), _T.DOUBLE: ("double_data", 1),
-    _T.COMPLEX128: ("double_data", 2), _T.INT64: ("int64_data", 1), _T.UINT32: ("uint64_data", 1),
+    _T.FLOAT: ("float_data", 1),
+    _T.COMPLEX64: ("float_data", 2),
+    _T.DOUBLE: ("double_data", 1),
+    _T.COMPLEX128: ("double_data", 2),
+    _T.INT64: ("int64_data", 1),
+    _T.UINT32: ("uint64_data", 1),
     _T.UINT64: ("uint64_data", 1),
-    **{t: ("int32_data", 1) for t in (_T.INT32, _T.INT16, _T.INT8, _T.UINT16, _T.UINT8, _T.BOOL, _T.FLOAT16,
-                                      _T.BFLOAT16)},
+    **{
+        t: ("int32_data", 1)
+        for t in (_T.INT32, _T.INT16, _T.INT8, _T.UINT16, _T.UINT8, _T.BOOL, _T.FLOAT16, _T.BFLOAT16)
+    },
 }
 
 

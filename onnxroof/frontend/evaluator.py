@@ -159,8 +159,11 @@ class PartialEvaluator:
             return False
         root = self.roots[root_of[tainted]]
         root[3] += 1
-        self._fail(node_fields.outputs, root_of[tainted],
-                   f"depends on node {root[0]!r}, whose shape inference failed: {root[2]}")
+        self._fail(
+            node_fields.outputs,
+            root_of[tainted],
+            f"depends on node {root[0]!r}, whose shape inference failed: {root[2]}",
+        )
         return True
 
     def _split_pieces(self, node: onnx.NodeProto, node_fields: NodeFields) -> None:
@@ -178,7 +181,8 @@ class PartialEvaluator:
         for output in outputs:
             rows = f"{output}_rows"
             self.tensors[output] = TensorInfo(
-                output, data.dtype, (*data.shape[:axis], self._assumed.get(rows, rows), *data.shape[axis + 1:]))
+                output, data.dtype, (*data.shape[:axis], self._assumed.get(rows, rows), *data.shape[axis + 1 :])
+            )
 
     def _ruled(self, node_fields: NodeFields) -> bool:
         """Whether the node's outputs are sized by its cost rule: ops with no ONNX schema, and the
@@ -191,8 +195,9 @@ class PartialEvaluator:
             ruled = self._ruled_ops[kind] = kind[0] == "ai.onnx.ml" or not has_schema(*kind, self.opsets)
         return ruled
 
-    def visit(self, node: onnx.NodeProto, node_fields: NodeFields, index: int,
-              labels: Sequence[str] | None = None) -> None:
+    def visit(
+        self, node: onnx.NodeProto, node_fields: NodeFields, index: int, labels: Sequence[str] | None = None
+    ) -> None:
         """Evaluate or re-infer ``node`` (of fields ``node_fields``), the ``index``-th of the order
         (of a subgraph's order when ``labels``, its nodes' names, are given)."""
         op_type, outputs = node_fields.op_type, node_fields.outputs
@@ -246,12 +251,15 @@ class PartialEvaluator:
         if not self._rule_disagreements:
             return []
         op_type, stored, derived = self._rule_disagreements[0]
-        return [f"{len(self._rule_disagreements)} stored shape(s) of contrib-op outputs differ from what the op's "
-                f"rule derives from its inputs (e.g. {op_type} output {stored.name}: stored {stored.shape_text()}, "
-                f"derived {derived.shape_text()}); the derived ones are used"]
+        return [
+            f"{len(self._rule_disagreements)} stored shape(s) of contrib-op outputs differ from what the op's "
+            f"rule derives from its inputs (e.g. {op_type} output {stored.name}: stored {stored.shape_text()}, "
+            f"derived {derived.shape_text()}); the derived ones are used"
+        ]
 
-    def _visit_subgraphs(self, node: onnx.NodeProto, node_fields: NodeFields, labels: Sequence[str] | None,
-                         index: int) -> None:
+    def _visit_subgraphs(
+        self, node: onnx.NodeProto, node_fields: NodeFields, labels: Sequence[str] | None, index: int
+    ) -> None:
         """Evaluate the nodes of an If's branches or a Loop's or Scan's body, which see the outer
         scope's values. Both branches of an If are evaluated (both are shown and their stored
         tensors counted, so what is a setting must not depend on the branch taken); when its
@@ -280,8 +288,9 @@ class PartialEvaluator:
         for slot, output in enumerate(node_fields.outputs):
             results = [self._info(b.output[slot].name) for b in branches if slot < len(b.output)]
             if output and results and all(r.is_known and r.shape == results[0].shape for r in results):
-                self.tensors[output] = TensorInfo(output, results[0].dtype or self._info(output).dtype,
-                                                  results[0].shape)
+                self.tensors[output] = TensorInfo(
+                    output, results[0].dtype or self._info(output).dtype, results[0].shape
+                )
                 value = self.values.get(branches[0].output[slot].name) if taken else None
                 if value is not None:
                     self.values[output] = value
@@ -327,8 +336,9 @@ class PartialEvaluator:
         return True
 
     def _root(self, node_fields: NodeFields, index: int, complaint: str, labels: Sequence[str] | None = None) -> None:
-        self.roots.append([(labels if labels is not None else self._node_labels())[index], node_fields.op_type,
-                           complaint, 1])
+        self.roots.append(
+            [(labels if labels is not None else self._node_labels())[index], node_fields.op_type, complaint, 1]
+        )
         self._fail(node_fields.outputs, len(self.roots) - 1, f"shape inference failed on this node: {complaint}")
 
     def _fail(self, outputs: Iterable[str], root: int, reason: str) -> None:
@@ -345,8 +355,10 @@ class PartialEvaluator:
         source, result = self._info(node_fields.inputs[0]), self._info(node_fields.outputs[0])
         if not (source.is_known and result.is_known) or source.numel == result.numel:
             return None
-        return (f"cannot reshape {source.shape_text()} ({source.numel:,} elements) to {result.shape_text()} "
-                f"({result.numel:,} elements)")
+        return (
+            f"cannot reshape {source.shape_text()} ({source.numel:,} elements) to {result.shape_text()} "
+            f"({result.numel:,} elements)"
+        )
 
     def _info(self, name: str) -> TensorInfo:
         return self.tensors.setdefault(name, TensorInfo(name))
@@ -397,8 +409,11 @@ class PartialEvaluator:
             return False
         attributes = {a.name: a.i for a in node_fields.attributes if a.type == onnx.AttributeProto.INT}
         predicted = predicted_elements(op_type, args, attributes)
-        return (predicted is not None and predicted <= MAX_VALUE_ELEMENTS
-                and self._kept_elements + predicted <= MAX_KEPT_ELEMENTS)
+        return (
+            predicted is not None
+            and predicted <= MAX_VALUE_ELEMENTS
+            and self._kept_elements + predicted <= MAX_KEPT_ELEMENTS
+        )
 
     def _run(self, node: onnx.NodeProto, args: list[np.ndarray | None]) -> tuple | None:
         """The results of onnx's reference kernel for ``node`` on ``args``, or None if it fails."""
@@ -442,8 +457,13 @@ class PartialEvaluator:
             else:
                 info = self._info(name)
                 inputs.append(seen.setdefault(name, (info.dtype, info.shape)))
-        return (node_fields.domain, node_fields.op_type, tuple(bool(o) for o in node_fields.outputs),
-                tuple(a.SerializeToString() for a in node_fields.attributes), tuple(inputs))
+        return (
+            node_fields.domain,
+            node_fields.op_type,
+            tuple(bool(o) for o in node_fields.outputs),
+            tuple(a.SerializeToString() for a in node_fields.attributes),
+            tuple(inputs),
+        )
 
     def _shape_value(self, node_fields: NodeFields) -> bool:
         info = self._info(node_fields.inputs[0])
@@ -493,8 +513,9 @@ class PartialEvaluator:
         if inferred is None:
             return None
         self._take_inferred(names, outputs, inferred)
-        if all(self._info(o).shape is not None for o in outputs) or not has_schema(node_fields.domain,
-                                                                                    node_fields.op_type):
+        if all(self._info(o).shape is not None for o in outputs) or not has_schema(
+            node_fields.domain, node_fields.op_type
+        ):
             return None
         try:  # still no shape, with every input known: ask again, strictly, to hear why
             single, small = self._alone(node, names, outputs)
@@ -522,8 +543,12 @@ class PartialEvaluator:
         for output, info in zip(outputs, inferred):
             shape = info.shape
             if shape is not None and any(isinstance(d, str) and d not in input_symbols for d in shape):
-                shape = tuple(self._assumed.get(f"{output}_{axis}", f"{output}_{axis}")
-                              if isinstance(d, str) and d not in input_symbols else d for axis, d in enumerate(shape))
+                shape = tuple(
+                    self._assumed.get(f"{output}_{axis}", f"{output}_{axis}")
+                    if isinstance(d, str) and d not in input_symbols
+                    else d
+                    for axis, d in enumerate(shape)
+                )
             self._update(TensorInfo(output, info.dtype, shape))
 
     def _nothing_to_learn(self, node_fields: NodeFields) -> bool:
@@ -547,8 +572,9 @@ class PartialEvaluator:
                 info = self._info(name)
                 graph_inputs.append(helper.make_tensor_value_info(name, info.dtype, list(info.shape or ())))
         single = helper.make_model(
-            helper.make_graph([node], "single", graph_inputs, [onnx.ValueInfoProto(name=o) for o in outputs],
-                              initializers),
+            helper.make_graph(
+                [node], "single", graph_inputs, [onnx.ValueInfoProto(name=o) for o in outputs], initializers
+            ),
             opset_imports=self.opset_imports,
             ir_version=self.ir_version,
         )
@@ -577,5 +603,9 @@ class PartialEvaluator:
 _ALWAYS_VISITED = frozenset({"Constant", "Reshape", "Shape", "Size"})
 # What onnx.reference's kernels expect from their evaluator (no logging, no custom ops).
 _RUN_PARAMS = {
-    "log": lambda *args: None, "verbose": 0, "new_ops": None, "existing_functions": {}, "evaluator_cls": None
+    "log": lambda *args: None,
+    "verbose": 0,
+    "new_ops": None,
+    "existing_functions": {},
+    "evaluator_cls": None,
 }

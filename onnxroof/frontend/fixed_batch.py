@@ -68,8 +68,13 @@ class FixedBatch:
         return self.text()
 
     def to_dict(self) -> dict:
-        return {"batch": self.batch, "inputs": list(self.inputs), "shapes": dict(self.shapes),
-                "nodes_with_batch_in_shape": self.in_shapes, "fix": self.fix}
+        return {
+            "batch": self.batch,
+            "inputs": list(self.inputs),
+            "shapes": dict(self.shapes),
+            "nodes_with_batch_in_shape": self.in_shapes,
+            "fix": self.fix,
+        }
 
 
 def fixed_batch(model: onnx.ModelProto) -> FixedBatch | None:
@@ -121,8 +126,12 @@ def _shapes_holding(batch: int, graphs: list[onnx.GraphProto], constants: dict[s
 
 def _shape_like(tensor: onnx.TensorProto) -> bool:
     """A stored 1-D int64/int32 vector of 2 to 8 elements, held in the file (not external)."""
-    return (tensor.data_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32) and len(tensor.dims) == 1
-            and 2 <= tensor.dims[0] <= _MAX_SHAPE_RANK and tensor.data_location != onnx.TensorProto.EXTERNAL)
+    return (
+        tensor.data_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
+        and len(tensor.dims) == 1
+        and 2 <= tensor.dims[0] <= _MAX_SHAPE_RANK
+        and tensor.data_location != onnx.TensorProto.EXTERNAL
+    )
 
 
 def _first_element(tensor: onnx.TensorProto) -> int | None:
@@ -139,8 +148,10 @@ def reexport_fix(model: onnx.ModelProto, name: str) -> str:
     if "ultralytics" in metadata.get("author", "").lower():
         return "ultralytics: model.export(format='onnx', dynamic=True)"
     if producer == "pytorch":
-        return (f"torch.onnx.export(..., dynamic_shapes={{'{name}': {{0: torch.export.Dim('batch')}}}}) with "
-                f"dynamo=True, or dynamic_axes={{'{name}': {{0: 'batch'}}}} with dynamo=False")
+        return (
+            f"torch.onnx.export(..., dynamic_shapes={{'{name}': {{0: torch.export.Dim('batch')}}}}) with "
+            f"dynamo=True, or dynamic_axes={{'{name}': {{0: 'batch'}}}} with dynamo=False"
+        )
     if producer.startswith("tf2onnx"):
         return "tf2onnx: a None batch dim in the input signature, or --inputs name:0[-1,...]"
     if producer.startswith("paddle"):

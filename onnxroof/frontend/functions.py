@@ -6,7 +6,8 @@ refused in one line, as is a function that calls itself.
 
 >>> from onnx import helper
 >>> def twice(name, callee):
-...     calls = [helper.make_node(callee, ["x"], ["h"], domain="local"), helper.make_node(callee, ["h"], ["y"], domain="local")]
+...     calls = [helper.make_node(callee, ["x"], ["h"], domain="local"),
+...              helper.make_node(callee, ["h"], ["y"], domain="local")]
 ...     return helper.make_function("local", name, ["x"], ["y"], calls, [helper.make_opsetid("", 17)])
 >>> leaf = helper.make_function("local", "f0", ["x"], ["y"], [helper.make_node("Relu", ["x"], ["y"])],
 ...                             [helper.make_opsetid("", 17)])
@@ -39,7 +40,8 @@ def inline_functions(model: onnx.ModelProto, label: str = "model") -> onnx.Model
         raise ModelError(
             f"{label}: inlining its {len(model.functions)} model-local functions would make more than {limit:,} "
             f"nodes (functions that call each other several times over multiply); onnxroof refuses models past that: "
-            "check the export, or inline the functions yourself (onnx.inliner) if the model really is that large")
+            "check the export, or inline the functions yourself (onnx.inliner) if the model really is that large"
+        )
     return onnx.inliner.inline_local_functions(model)
 
 
@@ -53,7 +55,9 @@ def inlined_node_count(model: onnx.ModelProto, limit: int = MAX_INLINED_NODES, l
         if key in sizes:
             continue
         # depth-first over the call graph, without Python recursion (a chain of many functions)
-        stack: list[tuple[tuple[str, str, str], list[tuple[str, str, str]]]] = [(key, _callees(functions[key], functions))]
+        stack: list[tuple[tuple[str, str, str], list[tuple[str, str, str]]]] = [
+            (key, _callees(functions[key], functions))
+        ]
         on_path = {key}
         while stack:
             current, pending = stack[-1]
@@ -63,8 +67,10 @@ def inlined_node_count(model: onnx.ModelProto, limit: int = MAX_INLINED_NODES, l
                 on_path.discard(current)
                 stack.pop()
             elif callee in on_path:
-                raise ModelError(f"{label}: model-local function {callee[1]!r} calls itself (through "
-                                 f"{current[1]!r}), so it cannot be inlined: fix the export")
+                raise ModelError(
+                    f"{label}: model-local function {callee[1]!r} calls itself (through "
+                    f"{current[1]!r}), so it cannot be inlined: fix the export"
+                )
             else:
                 pending.remove(callee)
                 on_path.add(callee)

@@ -48,11 +48,20 @@ def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
     read = [_whole_number(part) for part in _DIM_SEPARATORS.split(dims_text)] if dims_text.strip() else []
     dims = [d for d in read if d is not None]
     if not dims or len(dims) != len(read):
-        raise OptionError("input_shapes", "{opt.input_shapes} {text!r}: expected NAME:D1,D2,... with non-negative "
-                          "integer dims, e.g. {opt.input_shapes} input:1,3,224,224", text=text)
+        raise OptionError(
+            "input_shapes",
+            "{opt.input_shapes} {text!r}: expected NAME:D1,D2,... with non-negative "
+            "integer dims, e.g. {opt.input_shapes} input:1,3,224,224",
+            text=text,
+        )
     if (large := next((d for d in dims if d > MAX_DIM), None)) is not None:
-        raise OptionError("input_shapes", "{opt.input_shapes} {text!r}: {value} is over the limit, {limit}", text=text,
-                          value=large, limit=MAX_DIM_TEXT)
+        raise OptionError(
+            "input_shapes",
+            "{opt.input_shapes} {text!r}: {value} is over the limit, {limit}",
+            text=text,
+            value=large,
+            limit=MAX_DIM_TEXT,
+        )
     return (name or None), tuple(dims)
 
 
@@ -65,11 +74,19 @@ def parse_dim(text: str) -> tuple[str, int]:
     symbol, sep, value_text = text.partition("=")
     value = _whole_number(value_text)
     if not sep or not symbol.strip() or value is None:
-        raise OptionError("dims", "{opt.dims} {text!r}: expected SYMBOL=VALUE with a non-negative integer, "
-                          "e.g. {opt.dims} batch=1", text=text)
+        raise OptionError(
+            "dims",
+            "{opt.dims} {text!r}: expected SYMBOL=VALUE with a non-negative integer, e.g. {opt.dims} batch=1",
+            text=text,
+        )
     if value > MAX_DIM:
-        raise OptionError("dims", "{opt.dims} {text!r}: {value} is over the limit, {limit}", text=text, value=value,
-                          limit=MAX_DIM_TEXT)
+        raise OptionError(
+            "dims",
+            "{opt.dims} {text!r}: {value} is over the limit, {limit}",
+            text=text,
+            value=value,
+            limit=MAX_DIM_TEXT,
+        )
     return symbol.strip(), value
 
 
@@ -88,8 +105,11 @@ def parse_value(text: str) -> tuple[str, tuple[float, ...]]:
     except ValueError:
         values = ()
     if not sep or not name.strip() or not values:
-        raise OptionError("values", "{opt.values} {text!r}: expected NAME=V1,V2,... with numbers, "
-                          "e.g. {opt.values} sr=16000", text=text)
+        raise OptionError(
+            "values",
+            "{opt.values} {text!r}: expected NAME=V1,V2,... with numbers, e.g. {opt.values} sr=16000",
+            text=text,
+        )
     return name.strip(), values
 
 
@@ -105,19 +125,29 @@ def input_values(model: onnx.ModelProto, given: dict[str, Sequence[float]]) -> d
     arrays = {}
     for name, numbers in given.items():
         if name not in inputs:
-            raise OptionError("values", "{opt.values}: the model has no input {input!r}; {suggestion}", input=name,
-                              suggestion=_suggest(name, inputs))
+            raise OptionError(
+                "values",
+                "{opt.values}: the model has no input {input!r}; {suggestion}",
+                input=name,
+                suggestion=_suggest(name, inputs),
+            )
         info = info_from_value_info(inputs[name])
         try:
             array = np.array(numbers, dtype=helper.tensor_dtype_to_np_dtype(info.dtype))
         except Exception:
-            raise OptionError("values", "{opt.values} {input}: input {input!r} is not a numeric tensor",
-                              input=name) from None
+            raise OptionError(
+                "values", "{opt.values} {input}: input {input!r} is not a numeric tensor", input=name
+            ) from None
         if info.shape is not None and info.is_known:
             if array.size != info.numel:
-                raise OptionError("values", "{opt.values} {input}: the input has shape {shape} ({wanted} values) "
-                                  "but {given} were given", input=name, shape=info.shape_text(), wanted=info.numel,
-                                  given=array.size)
+                raise OptionError(
+                    "values",
+                    "{opt.values} {input}: the input has shape {shape} ({wanted} values) but {given} were given",
+                    input=name,
+                    shape=info.shape_text(),
+                    wanted=info.numel,
+                    given=array.size,
+                )
             array = array.reshape(info.shape)
         elif info.shape == () or (info.shape is None and array.size == 1):
             array = array.reshape(())
@@ -163,8 +193,10 @@ def fix_digit_dims(model: onnx.ModelProto, fields: Sequence[NodeFields] | None =
                 text = dim.dim_param
                 if text and text.isascii() and text.strip().isdigit():
                     if int(text) > MAX_DIM:
-                        raise ModelError(f"tensor {value_info.name!r} has the dim {text.strip()!r}, over the limit, "
-                                         f"{MAX_DIM_TEXT}; fix the export")
+                        raise ModelError(
+                            f"tensor {value_info.name!r} has the dim {text.strip()!r}, over the limit, "
+                            f"{MAX_DIM_TEXT}; fix the export"
+                        )
                     dim.dim_value = int(text)  # the oneof: clears dim_param
                     fixed += 1
                 elif text.strip() in PLACEHOLDER_DIM_NAMES:
@@ -186,8 +218,11 @@ def name_unnamed_batch_axes(model: onnx.ModelProto) -> tuple[str | None, list[st
     (('batch', ['x']), 'batch')
     """
     inputs = real_inputs(model.graph)
-    unnamed = [i for i in inputs if (dims := _dims_of(i)) and len(dims) >= 2 and not dims[0].dim_param
-               and not dims[0].HasField("dim_value")]
+    unnamed = [
+        i
+        for i in inputs
+        if (dims := _dims_of(i)) and len(dims) >= 2 and not dims[0].dim_param and not dims[0].HasField("dim_value")
+    ]
     if not unnamed:
         return None, []
     used = {d.dim_param for i in inputs for d in _dims_of(i) or () if d.dim_param}
@@ -316,14 +351,19 @@ def _expression(text: str) -> ast.AST | None:
         return None
     allowed = (ast.BinOp, ast.Name, ast.Constant, ast.Load, *_OPERATORS)
     if all(isinstance(node, allowed) for node in ast.walk(tree)) and all(
-            type(node.value) is int for node in ast.walk(tree) if isinstance(node, ast.Constant)):
+        type(node.value) is int for node in ast.walk(tree) if isinstance(node, ast.Constant)
+    ):
         return tree
     return None
 
 
-def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple[str | None, tuple[int, ...]]],
-                dims: dict[str, int], valued: Iterable[str] = (),
-                ) -> tuple[list[tuple[str | None, tuple[int, ...]]], dict[str, int]]:
+def batch_flags(
+    model: onnx.ModelProto,
+    batch: int,
+    input_shapes: Sequence[tuple[str | None, tuple[int, ...]]],
+    dims: dict[str, int],
+    valued: Iterable[str] = (),
+) -> tuple[list[tuple[str | None, tuple[int, ...]]], dict[str, int]]:
     """``--batch N`` as the flags it stands for: axis 0 of every input not shaped explicitly is N
     (a named batch dim is bound by name, a fixed one is overridden). An input whose value is
     given (``valued``: --value, a decoder phase's flag) or a bool of fixed shape [1] is a setting,
@@ -331,10 +371,14 @@ def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple
     shapes, named = list(input_shapes), dict(dims)
     for name, shape in input_shapes:  # both flags set this batch: never one silently over the other
         if len(shape) >= 2 and shape[0] != batch:
-            raise OptionError("batch", "{opt.batch} {batch} and {opt.input_shapes} {input} (batch {given}) disagree: "
-                              "drop {opt.batch}, or give the shape with batch {batch}", batch=batch,
-                              input=f"{name}:{','.join(map(str, shape))}" if name else ",".join(map(str, shape)),
-                              given=shape[0])
+            raise OptionError(
+                "batch",
+                "{opt.batch} {batch} and {opt.input_shapes} {input} (batch {given}) disagree: "
+                "drop {opt.batch}, or give the shape with batch {batch}",
+                batch=batch,
+                input=f"{name}:{','.join(map(str, shape))}" if name else ",".join(map(str, shape)),
+                given=shape[0],
+            )
     explicit = {name for name, _ in input_shapes} | set(valued)
     for value_info in real_inputs(model.graph):
         old = _dims_of(value_info)
@@ -345,15 +389,23 @@ def batch_flags(model: onnx.ModelProto, batch: int, input_shapes: Sequence[tuple
         elif all(d.HasField("dim_value") for d in old):
             shapes.append((value_info.name, (batch, *(d.dim_value for d in old[1:]))))
         else:
-            raise OptionError("batch", "{opt.batch}: input {input!r} has a fixed batch dim and other unknown dims; "
-                              "give its whole shape with {opt.input_shapes} {input}:...", input=value_info.name)
+            raise OptionError(
+                "batch",
+                "{opt.batch}: input {input!r} has a fixed batch dim and other unknown dims; "
+                "give its whole shape with {opt.input_shapes} {input}:...",
+                input=value_info.name,
+            )
     return shapes, named
 
 
 def _is_flag(value_info: onnx.ValueInfoProto, dims) -> bool:
     """A bool input of fixed shape [1]: a switch (an If's condition), never a batch of data."""
-    return (value_info.type.tensor_type.elem_type == onnx.TensorProto.BOOL and len(dims) == 1
-            and dims[0].HasField("dim_value") and dims[0].dim_value == 1)
+    return (
+        value_info.type.tensor_type.elem_type == onnx.TensorProto.BOOL
+        and len(dims) == 1
+        and dims[0].HasField("dim_value")
+        and dims[0].dim_value == 1
+    )
 
 
 def bind_inputs(
@@ -384,17 +436,23 @@ def bind_inputs(
                     _bind_dim(dim, values, value_info.name)
 
 
-def _given_shapes(inputs: dict[str, onnx.ValueInfoProto],
-                  input_shapes: Sequence[tuple[str | None, tuple[int, ...]]]) -> dict[str, tuple[int, ...]]:
+def _given_shapes(
+    inputs: dict[str, onnx.ValueInfoProto], input_shapes: Sequence[tuple[str | None, tuple[int, ...]]]
+) -> dict[str, tuple[int, ...]]:
     """input name -> the shape ``--input-shape`` gives it, checked against the model's rank."""
     given: dict[str, tuple[int, ...]] = {}
     for name, shape in input_shapes:
         name = _input_name(name, inputs)
         old = _dims_of(inputs[name])
         if old is not None and len(old) != len(shape):
-            raise OptionError("input_shapes", "{opt.input_shapes} {input}: the model's input has rank {rank} "
-                              "({dims}) but {given} dims were given", input=name, rank=len(old), dims=_dims_text(old),
-                              given=len(shape))
+            raise OptionError(
+                "input_shapes",
+                "{opt.input_shapes} {input}: the model's input has rank {rank} ({dims}) but {given} dims were given",
+                input=name,
+                rank=len(old),
+                dims=_dims_text(old),
+                given=len(shape),
+            )
         given[name] = shape
     return given
 
@@ -406,13 +464,21 @@ def _check_dim_names(inputs: dict[str, onnx.ValueInfoProto], dims: dict[str, int
     symbols = {name for text in written for name in (expression_names(text) or [text])}
     for symbol in dims:
         if symbol not in symbols and (names := expression_names(symbol)):
-            raise OptionError("dims", "{opt.dims} {dim}: a dim written as an expression takes its value from its "
-                              "names; give each of them ({names}) with {opt.dims} NAME=N instead", dim=symbol,
-                              names=", ".join(names))
+            raise OptionError(
+                "dims",
+                "{opt.dims} {dim}: a dim written as an expression takes its value from its "
+                "names; give each of them ({names}) with {opt.dims} NAME=N instead",
+                dim=symbol,
+                names=", ".join(names),
+            )
         if symbol not in symbols:
             known = ", ".join(sorted(symbols)) or "none"
-            raise OptionError("dims", "{opt.dims} {dim}: the model's inputs have no dim named {dim!r} "
-                              "(named dims: {known})", dim=symbol, known=known)
+            raise OptionError(
+                "dims",
+                "{opt.dims} {dim}: the model's inputs have no dim named {dim!r} (named dims: {known})",
+                dim=symbol,
+                known=known,
+            )
 
 
 def _bind_dim(dim: onnx.TensorShapeProto.Dimension, values: dict[str, int], tensor: str) -> None:
@@ -422,9 +488,14 @@ def _bind_dim(dim: onnx.TensorShapeProto.Dimension, values: dict[str, int], tens
         dim.dim_value = values[dim.dim_param]
     elif dim.dim_param and (found := expression_value(dim.dim_param, values)) is not None:
         if found > MAX_DIM:
-            raise OptionError("dims", "{opt.dims}: the dim {dim!r} of {input!r} comes to {value}, "
-                              "over the limit, {limit}", dim=dim.dim_param, input=tensor,
-                              value=found, limit=MAX_DIM_TEXT)
+            raise OptionError(
+                "dims",
+                "{opt.dims}: the dim {dim!r} of {input!r} comes to {value}, over the limit, {limit}",
+                dim=dim.dim_param,
+                input=tensor,
+                value=found,
+                limit=MAX_DIM_TEXT,
+            )
         dim.dim_value = found  # its names are bound: it is their value
     elif dim.dim_param and expression_names(dim.dim_param):
         dim.dim_param = _substituted(dim.dim_param, values)  # what is left to give
@@ -433,12 +504,20 @@ def _bind_dim(dim: onnx.TensorShapeProto.Dimension, values: dict[str, int], tens
 def _input_name(name: str | None, inputs: dict[str, onnx.ValueInfoProto]) -> str:
     if name is None:
         if len(inputs) != 1:
-            raise OptionError("input_shapes", "{opt.input_shapes} without a name needs a model with one input; "
-                              "this one has {inputs}: use NAME:D1,D2,...", inputs=", ".join(inputs) or "none")
+            raise OptionError(
+                "input_shapes",
+                "{opt.input_shapes} without a name needs a model with one input; "
+                "this one has {inputs}: use NAME:D1,D2,...",
+                inputs=", ".join(inputs) or "none",
+            )
         return next(iter(inputs))
     if name not in inputs:
-        raise OptionError("input_shapes", "{opt.input_shapes}: the model has no input {input!r}; {suggestion}",
-                          input=name, suggestion=_suggest(name, inputs))
+        raise OptionError(
+            "input_shapes",
+            "{opt.input_shapes}: the model has no input {input!r}; {suggestion}",
+            input=name,
+            suggestion=_suggest(name, inputs),
+        )
     return name
 
 
@@ -451,9 +530,16 @@ def _symbol_values(
         for axis, (dim, value) in enumerate(zip(_dims_of(inputs[name]) or [], shape)):
             symbol = dim.dim_param
             if symbol in explicit and explicit[symbol] != value:
-                raise OptionError("dims", "{opt.dims} {dim}={value} contradicts {opt.input_shapes} "
-                                  "{input}:{shape}, whose axis {axis} is {dim}", dim=symbol, value=explicit[symbol],
-                                  input=name, shape=",".join(map(str, shape)), axis=axis)
+                raise OptionError(
+                    "dims",
+                    "{opt.dims} {dim}={value} contradicts {opt.input_shapes} "
+                    "{input}:{shape}, whose axis {axis} is {dim}",
+                    dim=symbol,
+                    value=explicit[symbol],
+                    input=name,
+                    shape=",".join(map(str, shape)),
+                    axis=axis,
+                )
             if symbol:
                 implied.setdefault(symbol, set()).add(value)
     unambiguous = {symbol: next(iter(found)) for symbol, found in implied.items() if len(found) == 1}
@@ -480,8 +566,9 @@ def shape_flags(input_shapes) -> list[tuple[str | None, tuple[int, ...]]]:
         shapes = [(name, tuple(int(d) for d in shape)) for name, shape in input_shapes.items()]
         negative = next((f"{name}: {list(shape)}" for name, shape in shapes if any(d < 0 for d in shape)), None)
         if negative:
-            raise OptionError("input_shapes", "{opt.input_shapes} {shape}: dims must be integers of 0 or more",
-                              shape=negative)
+            raise OptionError(
+                "input_shapes", "{opt.input_shapes} {shape}: dims must be integers of 0 or more", shape=negative
+            )
         return shapes
     return [parse_input_shape(text) for text in input_shapes]
 

@@ -21,19 +21,28 @@ import signal
 import sys
 import threading
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import onnx
 from google.protobuf.message import DecodeError
 
-from .checks import (
-    TYPED_FIELD, Contents, check_dims, check_external_locations, check_graph, check_tensor_sizes, check_versions, clean,
-    contents_of, first_invalid_text, has_external_data,
-)
 from ..core.errors import ModelError
 from ..core.nodes import DEFAULT_DOMAINS
+from .checks import (
+    TYPED_FIELD,
+    Contents,
+    check_dims,
+    check_external_locations,
+    check_graph,
+    check_tensor_sizes,
+    check_versions,
+    clean,
+    contents_of,
+    first_invalid_text,
+    has_external_data,
+)
 from .shapes import without_weight_data
 
 _ONNX_MAGIC_HINT = "is it an .onnx model file?"
@@ -122,16 +131,18 @@ def check_in_memory(model: onnx.ModelProto, label: str = "model") -> None:
         raise ModelError(f"{label}: the model's {invalid} is not valid UTF-8 text; fix the code that built it")
     graph = model.graph
     if not (graph.node or graph.input or graph.output or graph.initializer):
-        raise ModelError(f"{label}: the ModelProto is empty (no nodes, inputs or outputs); pass the model you built "
-                         "or loaded")
+        raise ModelError(
+            f"{label}: the ModelProto is empty (no nodes, inputs or outputs); pass the model you built or loaded"
+        )
     check_graph(model.graph, set(), label, "")
     contents = contents_of(model)
     check_dims(model, label, contents)
     check_tensor_sizes(model, label, contents)
 
 
-def check_model(model: onnx.ModelProto, label: str, directory: str | os.PathLike | None = None,
-                checker_in_child: bool = False) -> PendingCheck:
+def check_model(
+    model: onnx.ModelProto, label: str, directory: str | os.PathLike | None = None, checker_in_child: bool = False
+) -> PendingCheck:
     """Judge ``model`` (read from ``directory``, if from a file), turning every verdict into one
     ModelError line that names the problem and the fix (the node, for a graph that is not a DAG).
     The ONNX checker sees large inline weights as empty tensors (their sizes are checked here
@@ -186,8 +197,11 @@ class PendingCheck:
             if report:
                 self._verdict = json.loads(report)
             else:  # the child died before reporting: the checker crashed on this model
-                how = (signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status)
-                       else f"exit status {os.waitstatus_to_exitcode(status)}")
+                how = (
+                    signal.Signals(os.WTERMSIG(status)).name
+                    if os.WIFSIGNALED(status)
+                    else f"exit status {os.waitstatus_to_exitcode(status)}"
+                )
                 self._verdict = ("crash", f"it crashed ({how}); the file is corrupt or hits an onnx bug: re-export it")
         if self._verdict is not None:
             kind, message = self._verdict
@@ -195,7 +209,9 @@ class PendingCheck:
                 # a graph that is not a DAG of single-producer tensors: name the node (the checker's
                 # own message stops short of it); walked only on failure, as it costs a pass over the nodes
                 check_graph(self._model.graph, set(), self._label, "")
-                raise ModelError(f"{self._label}: fails the ONNX checker: {message}; fix the export or run onnx.checker on it")
+                raise ModelError(
+                    f"{self._label}: fails the ONNX checker: {message}; fix the export or run onnx.checker on it"
+                )
             raise ModelError(f"{self._label}: fails the ONNX checker ({message})")
 
 
@@ -225,9 +241,11 @@ def _may_fork() -> bool:
 def _what_else(data: bytes | memoryview) -> str | None:
     """'a serialized GraphProto', ... when ``data`` clearly is another ONNX message (or a Git LFS
     pointer), else None."""
-    if bytes(data[:len(_LFS_POINTER)]) == _LFS_POINTER:  # a checkout made without Git LFS
-        return ("the file is a Git LFS pointer, not the model (checked out without Git LFS): run git lfs pull "
-                "(in a GitHub workflow: actions/checkout with lfs: true)")
+    if bytes(data[: len(_LFS_POINTER)]) == _LFS_POINTER:  # a checkout made without Git LFS
+        return (
+            "the file is a Git LFS pointer, not the model (checked out without Git LFS): run git lfs pull "
+            "(in a GitHub workflow: actions/checkout with lfs: true)"
+        )
     graph = onnx.GraphProto()
     try:
         graph.ParseFromString(data)
@@ -235,19 +253,31 @@ def _what_else(data: bytes | memoryview) -> str | None:
         pass
     else:
         if graph.node and all(isinstance(n.op_type, str) and _IDENTIFIER.match(n.op_type) for n in graph.node):
-            return ("the file holds a bare GraphProto, not a ModelProto; wrap it with "
-                    "onnx.helper.make_model(graph, opset_imports=[...]) and save that")
+            return (
+                "the file holds a bare GraphProto, not a ModelProto; wrap it with "
+                "onnx.helper.make_model(graph, opset_imports=[...]) and save that"
+            )
     tensor = onnx.TensorProto()
     try:
         tensor.ParseFromString(data)
     except DecodeError:
         return None
     known_type = tensor.data_type in onnx.TensorProto.DataType.values() and tensor.data_type != 0
-    has_data = bool(tensor.raw_data or tensor.float_data or tensor.int32_data or tensor.int64_data
-                    or tensor.double_data or tensor.string_data or tensor.uint64_data or tensor.external_data)
+    has_data = bool(
+        tensor.raw_data
+        or tensor.float_data
+        or tensor.int32_data
+        or tensor.int64_data
+        or tensor.double_data
+        or tensor.string_data
+        or tensor.uint64_data
+        or tensor.external_data
+    )
     if known_type and has_data and (tensor.dims or tensor.name):
-        return ("the file holds one serialized TensorProto (a weight or a test input), not a model; "
-                "pass the .onnx model file")
+        return (
+            "the file holds one serialized TensorProto (a weight or a test input), not a model; "
+            "pass the .onnx model file"
+        )
     return None
 
 

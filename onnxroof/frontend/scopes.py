@@ -17,8 +17,8 @@ kept; so are names defined once.
 >>> model = helper.make_model(helper.make_graph([node], "g", [], []))
 >>> separate_sibling_scopes(model)  # t, in each branch
 2
->>> {a.name: [list(n.input) + list(n.output) for n in a.g.node] for a in model.graph.node[0].attribute}
-{'else_branch': [['x', 't@else_branch'], ['t@else_branch', 'out_else']], 'then_branch': [['x', 't@then_branch'], ['t@then_branch', 'out_then']]}
+>>> [[list(n.input) + list(n.output) for n in a.g.node] for a in model.graph.node[0].attribute]  # else, then
+[[['x', 't@else_branch'], ['t@else_branch', 'out_else']], [['x', 't@then_branch'], ['t@then_branch', 'out_then']]]
 """
 
 from __future__ import annotations
@@ -36,8 +36,11 @@ _CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # ONNX's ops t
 
 def _defined(graph: onnx.GraphProto) -> list[str]:
     """The names ``graph`` itself defines: its formal inputs, initializers and node outputs."""
-    return ([i.name for i in graph.input] + [t.name for t in graph.initializer]
-            + [o for node in graph.node for o in node.output if o])
+    return (
+        [i.name for i in graph.input]
+        + [t.name for t in graph.initializer]
+        + [o for node in graph.node for o in node.output if o]
+    )
 
 
 def separate_sibling_scopes(model: onnx.ModelProto, fields: Sequence[NodeFields] | None = None) -> int:
@@ -47,8 +50,11 @@ def separate_sibling_scopes(model: onnx.ModelProto, fields: Sequence[NodeFields]
     (nor any op of another domain) is left as it is after reading its nodes' op types alone."""
     graph = model.graph
     fields = read_node_fields(graph.node) if fields is None else fields
-    if not any(f.attributes and has_subgraph(f.attributes) for f in fields
-               if f.op_type in _CONTROL_FLOW or f.domain not in DEFAULT_DOMAINS):
+    if not any(
+        f.attributes and has_subgraph(f.attributes)
+        for f in fields
+        if f.op_type in _CONTROL_FLOW or f.domain not in DEFAULT_DOMAINS
+    ):
         return 0
     counts: Counter = Counter()
     for scope in (graph, *nested_graphs(graph)):

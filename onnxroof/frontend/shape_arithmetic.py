@@ -63,8 +63,9 @@ def _shape_derived(fields: Sequence[NodeFields], constants: set[str], outer: set
     return derived
 
 
-def _read_as_settings(fields: Sequence[NodeFields], derived: set[str], outer: set[str],
-                      uses: dict[str, list[tuple[int, int]]]) -> set[str]:
+def _read_as_settings(
+    fields: Sequence[NodeFields], derived: set[str], outer: set[str], uses: dict[str, list[tuple[int, int]]]
+) -> set[str]:
     """Of the ``derived`` tensors (none of them ``outer``), those every reader reads in a setting
     slot or is shape arithmetic itself: walked from the last node back, readers first."""
     arithmetic: set[int] = set()  # positions of shape-arithmetic nodes

@@ -80,14 +80,19 @@ def _assume_sizes(tensors: dict[str, TensorInfo], sizes: dict[str, int]) -> None
     for name, info in list(tensors.items()):
         shape = info.shape
         if shape is not None and not info.is_known and any(isinstance(d, str) and d in sizes for d in shape):
-            tensors[name] = TensorInfo(name, info.dtype, tuple(sizes.get(d, d) if isinstance(d, str) else d
-                                                               for d in shape))
+            tensors[name] = TensorInfo(
+                name, info.dtype, tuple(sizes.get(d, d) if isinstance(d, str) else d for d in shape)
+            )
 
 
-def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
-                 fields: Sequence[NodeFields] | None = None, output_types: OutputTypes | None = None,
-                 given_values: dict[str, np.ndarray] | None = None,
-                 assumed_sizes: dict[str, int] | None = None) -> ShapeResult:
+def infer_shapes(
+    model: onnx.ModelProto,
+    order: Sequence[onnx.NodeProto],
+    fields: Sequence[NodeFields] | None = None,
+    output_types: OutputTypes | None = None,
+    given_values: dict[str, np.ndarray] | None = None,
+    assumed_sizes: dict[str, int] | None = None,
+) -> ShapeResult:
     """Infer every tensor's type and shape in ``model`` (inputs already bound).
 
     ``order`` is the graph's nodes in their topological order (the model's own, which load
@@ -110,8 +115,9 @@ def infer_shapes(model: onnx.ModelProto, order: Sequence[onnx.NodeProto],
     if assumed_sizes:
         _assume_sizes(tensors, assumed_sizes)
     values = _known_values(graph, subgraphs, tensors, given_values or {})
-    evaluator = PartialEvaluator(model, tensors, values, stored, order, fields, nested, output_types,
-                                 assumed_sizes or {})
+    evaluator = PartialEvaluator(
+        model, tensors, values, stored, order, fields, nested, output_types, assumed_sizes or {}
+    )
     evaluator.run()
     notes += _stale_note(stored, tensors)
     notes += evaluator.rule_notes()
@@ -129,8 +135,9 @@ def _opaque_outputs(model: onnx.ModelProto, fields: Sequence[NodeFields]) -> set
     return {o for f in fields if (f.domain, f.op_type) in unknown_ops for o in f.outputs if o}
 
 
-def _onnx_inference(model: onnx.ModelProto, opaque: set[str], nested: bool,
-                    notes: list[str]) -> tuple[Iterable[onnx.ValueInfoProto], list[onnx.GraphProto]]:
+def _onnx_inference(
+    model: onnx.ModelProto, opaque: set[str], nested: bool, notes: list[str]
+) -> tuple[Iterable[onnx.ValueInfoProto], list[onnx.GraphProto]]:
     """ONNX's inference over the whole model: the value infos it found and the subgraphs to read
     (the model's own inputs and subgraphs, with a note, when it fails)."""
     graph = model.graph
@@ -163,8 +170,12 @@ def _read_subgraphs(subgraphs: list[onnx.GraphProto], read: _ValueInfoReader, te
                 tensors[info.name] = info
 
 
-def _known_values(graph: onnx.GraphProto, subgraphs: list[onnx.GraphProto], tensors: dict[str, TensorInfo],
-                  given_values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _known_values(
+    graph: onnx.GraphProto,
+    subgraphs: list[onnx.GraphProto],
+    tensors: dict[str, TensorInfo],
+    given_values: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
     """The values known before evaluation: small initializers' (of the graph and its subgraphs) and
     the given inputs'; sets their tensors' shapes."""
     values: dict[str, np.ndarray] = {}
@@ -183,8 +194,9 @@ def _failure_notes(evaluator: PartialEvaluator) -> list[str]:
     untaken = tuple(evaluator.untaken)
     return [
         f"shape inference failed on node {label!r} ({op_type}) in an If branch its condition does not take (shown, "
-        f"not counted either way): {complaint}" if untaken and label.startswith(untaken) else
-        f"shape inference failed on node {label!r} ({op_type}): {complaint}"
+        f"not counted either way): {complaint}"
+        if untaken and label.startswith(untaken)
+        else f"shape inference failed on node {label!r} ({op_type}): {complaint}"
         + (f"; the {count - 1} node(s) depending on it are not counted" if count > 1 else "")
         for label, op_type, complaint, count in evaluator.roots
     ]
@@ -221,8 +233,11 @@ def without_weight_data(
         name = descriptor.name
         if name == "graph":
             continue
-        repeated = (descriptor.is_repeated if hasattr(descriptor, "is_repeated")
-                    else descriptor.label == descriptor.LABEL_REPEATED)
+        repeated = (
+            descriptor.is_repeated
+            if hasattr(descriptor, "is_repeated")
+            else descriptor.label == descriptor.LABEL_REPEATED
+        )
         if repeated:
             getattr(light, name).extend(value)
         elif descriptor.message_type:
@@ -294,8 +309,12 @@ def _stale_note(stored: dict[str, TensorInfo], tensors: dict[str, TensorInfo]) -
     return [
         f"{len(differing)} shape(s) stored in the model differ from the inferred ones (e.g. {old.name}: "
         f"stored {old.shape_text()}, inferred {new.shape_text()}); the inferred ones are used"
-        + (": empty tensors the graph returns as placeholders (a merged decoder's cached branch returns them for "
-           "the cross-attention caches it does not recompute)" if empty else "")
+        + (
+            ": empty tensors the graph returns as placeholders (a merged decoder's cached branch returns them for "
+            "the cross-attention caches it does not recompute)"
+            if empty
+            else ""
+        )
     ]
 
 

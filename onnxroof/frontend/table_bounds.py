@@ -32,12 +32,16 @@ def check_table_rows(model: onnx.ModelProto, values: dict[str, np.ndarray], phas
         beyond = int(np.max(indices)) if np.max(indices) >= rows else int(np.min(indices))
         if -rows <= beyond < rows:
             continue
-        where = (f"node {printable(node.name or node.output[0])} reads row {beyond:,} of the {rows:,}-row table "
-                 f"{printable(node.input[0])}: the graph bounds this length at {rows:,}")
+        where = (
+            f"node {printable(node.name or node.output[0])} reads row {beyond:,} of the {rows:,}-row table "
+            f"{printable(node.input[0])}: the graph bounds this length at {rows:,}"
+        )
         if phase == "decode":
-            raise PastTheTable("context", "{opt.context}: {where}; give {opt.context} {rows} or less",
-                              where=where, rows=rows)
+            raise PastTheTable(
+                "context", "{opt.context}: {where}; give {opt.context} {rows} or less", where=where, rows=rows
+            )
         if phase == "prefill":
             raise PastTheTable("seq", "{opt.seq}: {where}; give {opt.seq} {rows} or less", where=where, rows=rows)
-        raise PastTheTable("dims", "the input sizes are past what the model allows: {where}; give {opt.dims} within "
-                           "it", where=where)
+        raise PastTheTable(
+            "dims", "the input sizes are past what the model allows: {where}; give {opt.dims} within it", where=where
+        )

@@ -13,7 +13,8 @@ its attribute, without its data (:func:`constant_info`).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -110,7 +111,7 @@ def _gather(args: Args, attributes: dict[str, Any]) -> int:
     """data[:axis] + indices + data[axis + 1:]."""
     data, indices = _given(args, 0), _given(args, 1)
     axis = int(attributes.get("axis", 0)) % data.ndim  # a 0-d data raises: nothing to gather from
-    return math.prod(data.shape[:axis]) * int(indices.size) * math.prod(data.shape[axis + 1:])
+    return math.prod(data.shape[:axis]) * int(indices.size) * math.prod(data.shape[axis + 1 :])
 
 
 def _gather_nd(args: Args, attributes: dict[str, Any]) -> int:
@@ -160,7 +161,8 @@ def _shape(args: Args, attributes: dict[str, Any]) -> int:
 
 
 _RULES: dict[str, Rule] = {
-    "Cast": _first, "CastLike": _first,  # the output has input 0's shape; input 1 gives only a type
+    "Cast": _first,
+    "CastLike": _first,  # the output has input 0's shape; input 1 gives only a type
     "Concat": _concat,
     "ConstantOfShape": _constant_of_shape,
     "CumSum": _first,
@@ -170,10 +172,16 @@ _RULES: dict[str, Rule] = {
     "GatherND": _gather_nd,
     "NonZero": _nonzero,
     "Range": _range,
-    "ReduceMax": _reduced, "ReduceMin": _reduced, "ReduceProd": _reduced, "ReduceSum": _reduced,
-    "ScatterElements": _first, "ScatterND": _first,  # the data's shape
-    "Shape": _shape, "Size": _shape,
-    "Slice": _first, "Split": _first,
+    "ReduceMax": _reduced,
+    "ReduceMin": _reduced,
+    "ReduceProd": _reduced,
+    "ReduceSum": _reduced,
+    "ScatterElements": _first,
+    "ScatterND": _first,  # the data's shape
+    "Shape": _shape,
+    "Size": _shape,
+    "Slice": _first,
+    "Split": _first,
     "Tile": _tile,
     "Trilu": _first,
 }

@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from ..roofline.targets import SPLIT_MACS
+
 # the quantized models the int8 figures are measured on: read through this module too
 from .quantized_chains import qdq_chain_model, qdq_fan_model  # noqa: F401
 
@@ -54,25 +56,36 @@ LAUNCH_CHAIN = 65  # tiny Adds in the launch measurement's long chain: its slope
 COPY_ELEMENTS = 16 * 2**20  # float32 elements of the copy-bandwidth tensor: 64 MiB, beyond any L3
 # class -> (label, op, shape, attributes) per size; shapes of the op's input
 CASES: dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]] = {
-    "gemm": (("MatMul 128x256 by 256x256", "MatMul", (128, 256), {}),
-             ("MatMul 128x512 by 512x512", "MatMul", (128, 512), {}),
-             ("Conv 3x3, 64 channels, 28x28", "Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]})),
-    "depthwise": (("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
-                  ("depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28), {"pads": [1, 1, 1, 1], "group": 128}),
-                  ("depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1], "group": 512})),
-    "elementwise": (("Add, 16 Ki floats", "Add", (16384,), {}),
-                    ("Add, 64 Ki floats", "Add", (65536,), {}),
-                    ("Add, 256 Ki floats", "Add", (262144,), {})),
-    "reduction": (("Softmax over 128, 1,536 rows", "Softmax", (1536, 128), {"axis": -1}),
-                  ("LayerNormalization over 768, 128 rows", "LayerNormalization", (128, 768), {"axis": -1}),
-                  ("MaxPool 3x3, 64 channels, 56x56", "MaxPool", (1, 64, 56, 56),
-                   {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})),
-    "data_movement": (("Gather of 256 rows of 64 floats", "Gather", (256, 64), {"axis": 0}),
-                      ("Gather of 4,096 rows of 64 floats", "Gather", (4096, 64), {"axis": 0}),
-                      ("Gather of 1,024 rows of 256 floats", "Gather", (1024, 256), {"axis": 0})),
-    "transpose": (("Transpose 64x3136", "Transpose", (64, 3136), {"perm": [1, 0]}),
-                  ("Transpose 256x1024", "Transpose", (256, 1024), {"perm": [1, 0]}),
-                  ("Transpose 512x512", "Transpose", (512, 512), {"perm": [1, 0]})),
+    "gemm": (
+        ("MatMul 128x256 by 256x256", "MatMul", (128, 256), {}),
+        ("MatMul 128x512 by 512x512", "MatMul", (128, 512), {}),
+        ("Conv 3x3, 64 channels, 28x28", "Conv", (1, 64, 28, 28), {"pads": [1, 1, 1, 1]}),
+    ),
+    "depthwise": (
+        ("depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112), {"pads": [1, 1, 1, 1], "group": 32}),
+        ("depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28), {"pads": [1, 1, 1, 1], "group": 128}),
+        ("depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1], "group": 512}),
+    ),
+    "elementwise": (
+        ("Add, 16 Ki floats", "Add", (16384,), {}),
+        ("Add, 64 Ki floats", "Add", (65536,), {}),
+        ("Add, 256 Ki floats", "Add", (262144,), {}),
+    ),
+    "reduction": (
+        ("Softmax over 128, 1,536 rows", "Softmax", (1536, 128), {"axis": -1}),
+        ("LayerNormalization over 768, 128 rows", "LayerNormalization", (128, 768), {"axis": -1}),
+        ("MaxPool 3x3, 64 channels, 56x56", "MaxPool", (1, 64, 56, 56), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ),
+    "data_movement": (
+        ("Gather of 256 rows of 64 floats", "Gather", (256, 64), {"axis": 0}),
+        ("Gather of 4,096 rows of 64 floats", "Gather", (4096, 64), {"axis": 0}),
+        ("Gather of 1,024 rows of 256 floats", "Gather", (1024, 256), {"axis": 0}),
+    ),
+    "transpose": (
+        ("Transpose 64x3136", "Transpose", (64, 3136), {"perm": [1, 0]}),
+        ("Transpose 256x1024", "Transpose", (256, 1024), {"perm": [1, 0]}),
+        ("Transpose 512x512", "Transpose", (512, 512), {"perm": [1, 0]}),
+    ),
 }
 # gemv: (label, rows, depth, columns) of matrix-vector products, from 10 columns (ShallowNet's
 # 32,768 x 10 Dense) to 1,024, each measured as a model runs it: weights that fit on chip stay in
@@ -97,9 +110,19 @@ HANDOFF_CASES: tuple[tuple[str, str, tuple[int, ...], dict], ...] = (
 # figure stays its own sizes'): a depthwise kernel runs the channels across the vector lanes, so 3
 # (a separable stem on an RGB image) fill a fraction of them (work.efficiency_columns)
 FEW_CHANNEL_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]]] = {
-    "depthwise": {roof: tuple((f"{prefix}depthwise Conv 3x3, {c} channels, 56x56", "Conv", (1, c, 56, 56),
-                               {"pads": [1, 1, 1, 1], "group": c}) for c in (3, 8))
-                  for roof, prefix in (("fp32", ""), ("int8", "QDQ "))}}
+    "depthwise": {
+        roof: tuple(
+            (
+                f"{prefix}depthwise Conv 3x3, {c} channels, 56x56",
+                "Conv",
+                (1, c, 56, 56),
+                {"pads": [1, 1, 1, 1], "group": c},
+            )
+            for c in (3, 8)
+        )
+        for roof, prefix in (("fp32", ""), ("int8", "QDQ "))
+    }
+}
 # the classes whose figure follows the output columns (efficiency.<class>.by_columns): each size's
 # columns as the placement reads them (case_columns); gemv's sizes give theirs in GEMV_CASES
 COLUMNS_CLASSES = ("gemv", "depthwise")
@@ -108,22 +131,41 @@ SIZES_IN_ORDER = ("gemm", "gemv", "depthwise", "elementwise", "reduction", "data
 # activations and weights, per-tensor scales, as onnxruntime's static quantizer writes them),
 # which onnxruntime turns into its integer kernels (QLinearConv, QLinearMatMul)
 ROOF_CASES: dict[str, dict[str, tuple[tuple[str, str, tuple[int, ...], dict], ...]]] = {
-    "gemm": {"int8": (("QDQ Conv 3x3, 64 channels, 56x56", "Conv", (1, 64, 56, 56), {"pads": [1, 1, 1, 1]}),
-                      ("QDQ Conv 1x1, 256 channels, 28x28", "Conv", (1, 256, 28, 28), {"kernel": 1}),
-                      ("QDQ MatMul 128x512 by 512x512", "MatMul", (128, 512), {}))},
+    "gemm": {
+        "int8": (
+            ("QDQ Conv 3x3, 64 channels, 56x56", "Conv", (1, 64, 56, 56), {"pads": [1, 1, 1, 1]}),
+            ("QDQ Conv 1x1, 256 channels, 28x28", "Conv", (1, 256, 28, 28), {"kernel": 1}),
+            ("QDQ MatMul 128x512 by 512x512", "MatMul", (128, 512), {}),
+        )
+    },
     # onnxruntime's integer depthwise kernels are its own (on an EPYC 2x slower than fp32 at 32
     # channels, 6x at 3, docs/validation-findings.md): measured, by channels as the float ones
-    "depthwise": {"int8": (("QDQ depthwise Conv 3x3, 32 channels, 112x112", "Conv", (1, 32, 112, 112),
-                            {"pads": [1, 1, 1, 1], "group": 32}),
-                           ("QDQ depthwise Conv 3x3, 128 channels, 28x28", "Conv", (1, 128, 28, 28),
-                            {"pads": [1, 1, 1, 1], "group": 128}),
-                           ("QDQ depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7),
-                            {"pads": [1, 1, 1, 1], "group": 512}))},
+    "depthwise": {
+        "int8": (
+            (
+                "QDQ depthwise Conv 3x3, 32 channels, 112x112",
+                "Conv",
+                (1, 32, 112, 112),
+                {"pads": [1, 1, 1, 1], "group": 32},
+            ),
+            (
+                "QDQ depthwise Conv 3x3, 128 channels, 28x28",
+                "Conv",
+                (1, 128, 28, 28),
+                {"pads": [1, 1, 1, 1], "group": 128},
+            ),
+            ("QDQ depthwise Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1], "group": 512}),
+        )
+    },
     # a batch-1 quantized Linear layer: onnxruntime's integer GEMM on one row reaches another share
     # of the int8 roof than its float gemv of the fp32 one; fans, not chains (roof_builder)
-    "gemv": {"int8": (("QDQ MatMul 1x32768 by 32768x10", "MatMul", (1, 32768), {"columns": 10}),
-                      ("QDQ MatMul 1x1024 by 1024x128", "MatMul", (1, 1024), {"columns": 128}),
-                      ("QDQ MatMul 1x1024 by 1024x1024", "MatMul", (1, 1024), {"columns": 1024}))},
+    "gemv": {
+        "int8": (
+            ("QDQ MatMul 1x32768 by 32768x10", "MatMul", (1, 32768), {"columns": 10}),
+            ("QDQ MatMul 1x1024 by 1024x128", "MatMul", (1, 1024), {"columns": 128}),
+            ("QDQ MatMul 1x1024 by 1024x1024", "MatMul", (1, 1024), {"columns": 1024}),
+        )
+    },
 }
 
 Timer = Callable[[], float]
@@ -214,8 +256,10 @@ def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
     rng = np.random.default_rng(0)
     nodes, initializers, previous = [], [], "x"
     if op == "LayerNormalization":
-        initializers += [numpy_helper.from_array(np.ones(shape[-1], np.float32), "scale"),
-                         numpy_helper.from_array(np.zeros(shape[-1], np.float32), "bias")]
+        initializers += [
+            numpy_helper.from_array(np.ones(shape[-1], np.float32), "scale"),
+            numpy_helper.from_array(np.zeros(shape[-1], np.float32), "bias"),
+        ]
     if op == "Gather":
         initializers.append(numpy_helper.from_array(np.arange(shape[0] - 1, -1, -1, dtype=np.int64), "rows"))
     if op == "Mul":
@@ -224,8 +268,11 @@ def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
         output = "y" if index == length - 1 else f"t{index}"
         name = f"{op.lower()}_{index}"
         if op == "MatMul":
-            initializers.append(numpy_helper.from_array(
-                (rng.standard_normal((shape[-1], shape[-1])) * 0.01).astype(np.float32), f"w{index}"))
+            initializers.append(
+                numpy_helper.from_array(
+                    (rng.standard_normal((shape[-1], shape[-1])) * 0.01).astype(np.float32), f"w{index}"
+                )
+            )
             nodes.append(helper.make_node("MatMul", [previous, f"w{index}"], [output], name=name))
         elif op == "Conv":
             channels, group = shape[1], attributes.get("group", 1)
@@ -243,8 +290,13 @@ def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
         else:
             nodes.append(helper.make_node(op, [previous], [output], name=name, **attributes))
         previous = output
-    graph = helper.make_graph(nodes, f"{op.lower()}-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializers)
+    graph = helper.make_graph(
+        nodes,
+        f"{op.lower()}-chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        initializers,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -272,16 +324,22 @@ def fan_model(rows: int, depth: int, columns: int, length: int, shared: bool = F
     for index in range(length):
         weight = "w0" if shared else f"w{index}"
         if index == 0 or not shared:
-            initializers.append(numpy_helper.from_array(
-                (rng.standard_normal((depth, columns)) * 0.01).astype(np.float32), weight))
+            initializers.append(
+                numpy_helper.from_array((rng.standard_normal((depth, columns)) * 0.01).astype(np.float32), weight)
+            )
         nodes.append(helper.make_node("MatMul", ["x", weight], [f"p{index}"], name=f"matmul_{index}"))
     nodes.append(helper.make_node("Sum", [f"p{index}" for index in range(length)], ["y"], name="sum"))
-    graph = helper.make_graph(nodes, "gemv-fan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, depth))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (rows, columns))], initializers)
+    graph = helper.make_graph(
+        nodes,
+        "gemv-fan",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, depth))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (rows, columns))],
+        initializers,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def gemv_fits(rows: int, depth: int, columns: int, target: "Target") -> bool:
+def gemv_fits(rows: int, depth: int, columns: int, target: Target) -> bool:
     """Whether a gemv's weights, input and output (float32) fit in ``target``'s on-chip memory,
     and it keeps weights there between runs: then its weights come from cache, as the placement
     reads a model's whose parameters fit."""
@@ -289,7 +347,7 @@ def gemv_fits(rows: int, depth: int, columns: int, target: "Target") -> bool:
     return bool(target.weights_resident and target.onchip_bytes and size <= target.onchip_bytes.value)
 
 
-def gemv_roof_s(rows: int, depth: int, columns: int, target: "Target") -> float:
+def gemv_roof_s(rows: int, depth: int, columns: int, target: Target) -> float:
     """The roofline seconds of one ``rows`` x ``depth`` by ``depth`` x ``columns`` float32 matmul
     inside a model on ``target``: 2 rows depth columns FLOPs; its weights, input and output on chip
     (when the target gives on-chip memory), the weights also from DRAM unless they fit
@@ -314,8 +372,9 @@ def gemv_roof_s(rows: int, depth: int, columns: int, target: "Target") -> float:
     return roofline(2 * rows * depth * columns, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw).time_s
 
 
-def gemv_slope_s(rows: int, depth: int, columns: int, threads: int | None, budget_s: float, cached: bool,
-                 length: int = CHAIN) -> float:
+def gemv_slope_s(
+    rows: int, depth: int, columns: int, threads: int | None, budget_s: float, cached: bool, length: int = CHAIN
+) -> float:
     """onnxruntime's seconds for one gemv (no profiler), as a model runs it. ``cached``: a model of
     one gemv (its output through a one-input Sum) against a model of one Add on 16 floats, both
     run over and over: the weights are read once per run and kept in cache from one run to the
@@ -324,12 +383,17 @@ def gemv_slope_s(rows: int, depth: int, columns: int, threads: int | None, budge
     weights of their own, which come from DRAM."""
     feeds = {"x": np.random.default_rng(1).standard_normal((rows, depth)).astype(np.float32)}
     if cached:
-        gemv, empty = fastest_runs_s([(cpu_session(fan_model(rows, depth, columns, 1, False), threads, True), feeds),
-                                      (cpu_session(chain_model("Add", (16,), {}, 1), threads, False),
-                                       {"x": np.ones(16, np.float32)})], budget_s)
+        gemv, empty = fastest_runs_s(
+            [
+                (cpu_session(fan_model(rows, depth, columns, 1, False), threads, True), feeds),
+                (cpu_session(chain_model("Add", (16,), {}, 1), threads, False), {"x": np.ones(16, np.float32)}),
+            ],
+            budget_s,
+        )
         return max(gemv - empty, 0.0)
-    one, many = fastest_runs_s([(cpu_session(fan_model(rows, depth, columns, n, False), threads, True), feeds)
-                                for n in (1, length)], budget_s)
+    one, many = fastest_runs_s(
+        [(cpu_session(fan_model(rows, depth, columns, n, False), threads, True), feeds) for n in (1, length)], budget_s
+    )
     return per_kernel_seconds(one, many, length)
 
 
@@ -347,7 +411,9 @@ def columns_points(cases: list[Case]) -> tuple[tuple[int, float], ...]:
     for case in cases:
         if case.columns:
             by_columns.setdefault(case.columns, []).append(case.fraction)
-    return tuple((columns, float(f"{class_efficiency(fractions):.4g}")) for columns, fractions in sorted(by_columns.items()))
+    return tuple(
+        (columns, float(f"{class_efficiency(fractions):.4g}")) for columns, fractions in sorted(by_columns.items())
+    )
 
 
 def cpu_session(model, threads: int | None, optimize: bool):
@@ -357,8 +423,9 @@ def cpu_session(model, threads: int | None, optimize: bool):
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize
-                                        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    options.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )
     if threads:
         options.intra_op_num_threads = threads
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
@@ -369,8 +436,9 @@ def fastest_run_s(session, feeds: dict, budget_s: float, timer: Timer = time.per
     return fastest_runs_s([(session, feeds)], budget_s, timer)[0]
 
 
-def fastest_runs_s(runs: Sequence[tuple[Runnable, dict]], budget_s: float, timer: Timer = time.perf_counter,
-                   rewarm_s: float = 0.0) -> list[float]:
+def fastest_runs_s(
+    runs: Sequence[tuple[Runnable, dict]], budget_s: float, timer: Timer = time.perf_counter, rewarm_s: float = 0.0
+) -> list[float]:
     """Seconds of one run of each (session, feeds) in ``runs``: the fastest of batches of runs (each
     batch about 5 ms), the sessions taking turns a batch each for ``budget_s`` in all.
 
@@ -416,8 +484,16 @@ def fastest_runs_s(runs: Sequence[tuple[Runnable, dict]], budget_s: float, timer
     return best
 
 
-def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: int | None, budget_s: float,
-                  length: int = CHAIN, builder: Callable = chain_model, near_one: bool = False) -> float:
+def chain_slope_s(
+    op: str,
+    shape: tuple[int, ...],
+    attributes: dict,
+    threads: int | None,
+    budget_s: float,
+    length: int = CHAIN,
+    builder: Callable = chain_model,
+    near_one: bool = False,
+) -> float:
     """onnxruntime's seconds for one more ``op`` in a chain (no profiler); ``builder`` makes the
     chain (:func:`chain_model`, or :func:`qdq_chain_model` for the quantized one). The input is
     drawn from a standard normal distribution, or with ``near_one`` from 1 + 0.01 x one: positive
@@ -427,19 +503,36 @@ def chain_slope_s(op: str, shape: tuple[int, ...], attributes: dict, threads: in
     return per_kernel_seconds(one_s, many_s, length)
 
 
-def chain_times_s(op: str, shape: tuple[int, ...], attributes: dict, threads: int | None, budget_s: float,
-                  length: int = CHAIN, builder: Callable = chain_model, near_one: bool = False) -> list[float]:
+def chain_times_s(
+    op: str,
+    shape: tuple[int, ...],
+    attributes: dict,
+    threads: int | None,
+    budget_s: float,
+    length: int = CHAIN,
+    builder: Callable = chain_model,
+    near_one: bool = False,
+) -> list[float]:
     """onnxruntime's seconds for a run of the chain of 1 ``op`` and of the chain of ``length``,
     timed in turns (:func:`fastest_runs_s`); the arguments are :func:`chain_slope_s`'s."""
     values = np.random.default_rng(1).standard_normal(shape)
     feeds = {"x": (1 + 0.01 * values if near_one else values).astype(np.float32)}
     optimize = op in ("MatMul", "Conv")
-    return fastest_runs_s([(cpu_session(builder(op, shape, attributes, n), threads, optimize), feeds)
-                           for n in (1, length)], budget_s)
+    return fastest_runs_s(
+        [(cpu_session(builder(op, shape, attributes, n), threads, optimize), feeds) for n in (1, length)], budget_s
+    )
 
 
-def roof_slope_s(op: str, shape: tuple[int, ...], attributes: dict, target: "Target", length: int = CHAIN,
-                 builder: Callable = chain_model, fusion: str = "none", dtype: str = "model") -> float:
+def roof_slope_s(
+    op: str,
+    shape: tuple[int, ...],
+    attributes: dict,
+    target: Target,
+    length: int = CHAIN,
+    builder: Callable = chain_model,
+    fusion: str = "none",
+    dtype: str = "model",
+) -> float:
     """onnxroof's roofline seconds for one more ``op`` in the same chain on ``target`` (one kernel
     per node unless ``fusion`` says otherwise, no launch cost, peak figures); ``dtype`` re-costs it
     (a quantized chain as ``--dtype int8`` costs an int8 kernel: int8 in and out, where its
@@ -491,7 +584,9 @@ def handoff_seconds(one_s: float, many_s: float, launch_s: float, threads: int) 
     return max(0.0, many_s - launch_s - (one_s - launch_s) / threads)
 
 
-def measure_handoff(launch_s: float, threads: int, budget_s: float) -> tuple[float, list[tuple[str, float, float]]] | None:
+def measure_handoff(
+    launch_s: float, threads: int, budget_s: float
+) -> tuple[float, list[tuple[str, float, float]]] | None:
     """The hand-off cost of a kernel onnxruntime's intra-op thread pool splits over ``threads``
     (> 1) threads: the median over :data:`HANDOFF_CASES` of :func:`handoff_seconds` from each op's
     chain slope on one thread and on ``threads``; with it, (label, one-thread slope, slope) per
@@ -500,8 +595,14 @@ def measure_handoff(launch_s: float, threads: int, budget_s: float) -> tuple[flo
     if not onnxruntime_available():
         return None
     per_slope = budget_s / (2 * len(HANDOFF_CASES))
-    found = [(label, chain_slope_s(op, shape, attributes, 1, per_slope),
-              chain_slope_s(op, shape, attributes, threads, per_slope)) for label, op, shape, attributes in HANDOFF_CASES]
+    found = [
+        (
+            label,
+            chain_slope_s(op, shape, attributes, 1, per_slope),
+            chain_slope_s(op, shape, attributes, threads, per_slope),
+        )
+        for label, op, shape, attributes in HANDOFF_CASES
+    ]
     costs = sorted(handoff_seconds(one, many, launch_s, threads) for _, one, many in found)
     return costs[len(costs) // 2], found
 
@@ -515,15 +616,20 @@ def measure_copy_bandwidth(budget_s: float, threads: int | None = None) -> float
     return 2 * 4 * COPY_ELEMENTS / chain_slope_s("Mul", (COPY_ELEMENTS,), {}, threads, budget_s, length=5)
 
 
-def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threads: int | None = None,
-                       progress: Callable[[str], None] | None = None) -> dict[str, list[Case]]:
+def measure_efficiency(
+    target: Target,
+    launch_s: float,
+    budget_s: float,
+    threads: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, list[Case]]:
     """Per kernel class, each size of :data:`CASES` measured against ``target``'s roofline (the
     roofs just measured, no efficiency); {} without onnxruntime."""
     if not onnxruntime_available():
         return {}
     say = progress or (lambda text: None)
     split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
-    per_case = budget_s / (sum(len(sizes(c, 'fp32')) for c in CASES) + len(GEMV_CASES))
+    per_case = budget_s / (sum(len(sizes(c, "fp32")) for c in CASES) + len(GEMV_CASES))
     found: dict[str, list[Case]] = {}
     for kernel_class in SIZES_IN_ORDER:
         if kernel_class == "gemv":
@@ -534,23 +640,39 @@ def measure_efficiency(target: "Target", launch_s: float, budget_s: float, threa
                 fixed = launch_s + (split_s if rows * depth * columns >= SPLIT_MACS else 0.0)
                 case = Case(label, measured, roof, efficiency(roof, measured, fixed), columns, cached)
                 found.setdefault(kernel_class, []).append(case)
-                say(f"{kernel_class:13} {label + (' (cached)' if cached else ' (DRAM)'):44} {measured * 1e6:9.2f} µs, "
-                    f"roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
+                say(
+                    f"{kernel_class:13} {label + (' (cached)' if cached else ' (DRAM)'):44} {measured * 1e6:9.2f} µs, "
+                    f"roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}"
+                )
             continue
         for index, (label, op, shape, attributes) in enumerate(sizes(kernel_class, "fp32")):
             measured = chain_slope_s(op, shape, attributes, threads, per_case)
             roof = roof_slope_s(op, shape, attributes, target)
             fixed = launch_s + (split_s if case_macs(op, shape, attributes) >= SPLIT_MACS else 0.0)
             by_columns = case_columns(op, shape, attributes) if kernel_class in COLUMNS_CLASSES else None
-            case = Case(label, measured, roof, efficiency(roof, measured, fixed), by_columns,
-                        curve_only=index >= len(CASES[kernel_class]))
+            case = Case(
+                label,
+                measured,
+                roof,
+                efficiency(roof, measured, fixed),
+                by_columns,
+                curve_only=index >= len(CASES[kernel_class]),
+            )
             found.setdefault(kernel_class, []).append(case)
-            say(f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}")
+            say(
+                f"{kernel_class:13} {label:44} {measured * 1e6:9.2f} µs, "
+                f"roofline {roof * 1e6:8.2f} µs: {case.fraction:.0%}"
+            )
     return found
 
 
-def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, threads: int | None = None,
-                            progress: Callable[[str], None] | None = None) -> dict[str, dict[str, list[Case]]]:
+def measure_roof_efficiency(
+    target: Target,
+    launch_s: float,
+    budget_s: float,
+    threads: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, dict[str, list[Case]]]:
     """Per class and roof of :data:`ROOF_CASES` that ``target`` has, each size measured against its
     roofline as :func:`measure_efficiency` does, the quantized chain's links each one kernel
     (a convolution or matmul with the quantize and dequantize after it, as onnxruntime fuses
@@ -559,8 +681,12 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
         return {}
     say = progress or (lambda text: None)
     split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
-    wanted = [(kernel_class, roof, sizes(kernel_class, roof)) for kernel_class, by_roof in ROOF_CASES.items()
-              for roof in by_roof if roof in target.peak_ops_per_s]
+    wanted = [
+        (kernel_class, roof, sizes(kernel_class, roof))
+        for kernel_class, by_roof in ROOF_CASES.items()
+        for roof in by_roof
+        if roof in target.peak_ops_per_s
+    ]
     per_case = budget_s / max(1, sum(len(cases) for _, _, cases in wanted))
     found: dict[str, dict[str, list[Case]]] = {}
     for kernel_class, roof, cases in wanted:
@@ -570,9 +696,18 @@ def measure_roof_efficiency(target: "Target", launch_s: float, budget_s: float, 
             roofline = roof_slope_s(op, shape, attributes, target, builder=builder, fusion="all", dtype=roof)
             fixed = launch_s + (split_s if case_macs(op, shape, attributes, builder) >= SPLIT_MACS else 0.0)
             columns = case_columns(op, shape, attributes, builder) if kernel_class in COLUMNS_CLASSES else None
-            case = Case(label, measured, roofline, efficiency(roofline, measured, fixed), columns,
-                        curve_only=index >= len(ROOF_CASES[kernel_class][roof]))
+            case = Case(
+                label,
+                measured,
+                roofline,
+                efficiency(roofline, measured, fixed),
+                columns,
+                curve_only=index >= len(ROOF_CASES[kernel_class][roof]),
+            )
             found.setdefault(kernel_class, {}).setdefault(roof, []).append(case)
-            say(f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, roofline {roofline * 1e6:8.2f} µs: "
-                f"{case.fraction:.0%}")
+            say(
+                f"{kernel_class + ' ' + roof:13} {label:44} {measured * 1e6:9.2f} µs, "
+                f"roofline {roofline * 1e6:8.2f} µs: "
+                f"{case.fraction:.0%}"
+            )
     return found

@@ -105,10 +105,16 @@ CACHES_SWEPT = 8
 Progress = Callable[[str], None]
 
 
-def calibrate(seconds: float = DEFAULT_SECONDS, threads: int | None = None, largest: int = MAX_BYTES,
-              progress: Progress | None = None, timer: Timer = time.perf_counter,
-              matmul_sizes: Sequence[int] = MATMUL_ORDER, smallest: int = MIN_BYTES,
-              int8_sizes: Sequence[int] = INT8_ORDER) -> Calibration:
+def calibrate(
+    seconds: float = DEFAULT_SECONDS,
+    threads: int | None = None,
+    largest: int = MAX_BYTES,
+    progress: Progress | None = None,
+    timer: Timer = time.perf_counter,
+    matmul_sizes: Sequence[int] = MATMUL_ORDER,
+    smallest: int = MIN_BYTES,
+    int8_sizes: Sequence[int] = INT8_ORDER,
+) -> Calibration:
     """Measure this machine's roofs in about ``seconds`` (see the module docstring).
 
     ``largest`` and ``smallest`` bound the bandwidth sweep's working sets, ``matmul_sizes`` the
@@ -119,15 +125,24 @@ def calibrate(seconds: float = DEFAULT_SECONDS, threads: int | None = None, larg
     with blas_threads(threads) as limited:
         result = _calibrate(seconds, threads or usable_cpus(), largest, say, timer, matmul_sizes, smallest, int8_sizes)
     if threads is not None and not limited:
-        result.notes.append(f"--threads {threads} limits the bandwidth sweep only: onnxroof cannot set this BLAS's "
-                            "threads")
+        result.notes.append(
+            f"--threads {threads} limits the bandwidth sweep only: onnxroof cannot set this BLAS's threads"
+        )
     result.blas_threads = threads if threads is not None and limited else None
     result.seconds = time.monotonic() - started
     return result
 
 
-def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer: Timer, matmul_sizes: Sequence[int],
-               smallest: int, int8_sizes: Sequence[int] = INT8_ORDER) -> Calibration:
+def _calibrate(
+    seconds: float,
+    threads: int,
+    largest: int,
+    say: Progress,
+    timer: Timer,
+    matmul_sizes: Sequence[int],
+    smallest: int,
+    int8_sizes: Sequence[int] = INT8_ORDER,
+) -> Calibration:
     quick_rounds = 1
     if seconds < QUICK_UNDER_S and largest > QUICK_LARGEST:
         largest = QUICK_LARGEST  # still 8x a 32 MiB last-level cache
@@ -137,8 +152,13 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
     largest, memory_note = fit_in_memory(largest)
     result = Calibration(
         date=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        cpu=cpu_model(), cores=core_text(), threads=threads, load_average=load_average(),
-        numpy_version=np.__version__, blas=blas_name(), caches=cache_text(),
+        cpu=cpu_model(),
+        cores=core_text(),
+        threads=threads,
+        load_average=load_average(),
+        numpy_version=np.__version__,
+        blas=blas_name(),
+        caches=cache_text(),
     )
     if memory_note:
         result.notes.append(memory_note)
@@ -172,14 +192,24 @@ def _calibrate(seconds: float, threads: int, largest: int, say: Progress, timer:
         clean = numpy_in_clean_environment(min(1024, max(matmul_sizes)), threads, 0.03 * seconds)
         if clean is not None:
             result.matmul.insert(0, clean)
-            say(f"fp32 matmul n={clean.n:<5} {clean.rate.per_second / 1e9:8.1f} GFLOP/s "
-                f"(numpy in a child process without {', '.join(blas_variables())})")
+            say(
+                f"fp32 matmul n={clean.n:<5} {clean.rate.per_second / 1e9:8.1f} GFLOP/s "
+                f"(numpy in a child process without {', '.join(blas_variables())})"
+            )
     _measure_onnxruntime_kernels(result, 0.27 * seconds, threads, say)
     return result
 
 
-def _measure_fp32(result: Calibration, sizes: Sequence[int], round_: int, budget_s: float, limit: str, threads: int,
-                  timer: Timer, say: Progress) -> None:
+def _measure_fp32(
+    result: Calibration,
+    sizes: Sequence[int],
+    round_: int,
+    budget_s: float,
+    limit: str,
+    threads: int,
+    timer: Timer,
+    say: Progress,
+) -> None:
     """One round of fp32 matmuls over ``sizes``, by numpy and by onnxruntime's MatMul (a size that
     would not fit in ``budget_s`` left out)."""
     measured = [p for p in result.matmul if p.dtype == "float32" and p.method == "numpy"]
@@ -197,20 +227,25 @@ def _measure_fp32(result: Calibration, sizes: Sequence[int], round_: int, budget
             say(f"fp32 matmul n={n:<5} {runtime.rate.per_second / 1e9:8.1f} GFLOP/s (onnxruntime)")
 
 
-def _measure_fp64_fp16(result: Calibration, sizes: Sequence[int], budget_s: float, timer: Timer,
-                       say: Progress) -> None:
+def _measure_fp64_fp16(result: Calibration, sizes: Sequence[int], budget_s: float, timer: Timer, say: Progress) -> None:
     """One fp64 matmul (at most n = 1024) and one fp16 (at most n = 64), in the first round."""
     for dtype, n in (("float64", min(1024, max(sizes))), ("float16", min(64, min(sizes)))):
         point = measure_matmul(dtype, n, timer, budget_s, minimum_call_s=0.01)
         assert point is not None  # numpy's is always measured (None: onnxruntime missing)
         result.matmul.append(point)
-        say(f"{'fp64' if dtype == 'float64' else 'fp16'} matmul n={n:<5} {point.rate.per_second / 1e9:8.2f} GFLOP/s"
-            + ("  (numpy's float16 matmul is a generic loop, not BLAS: not written as a roof)"
-               if dtype == "float16" else ""))
+        say(
+            f"{'fp64' if dtype == 'float64' else 'fp16'} matmul n={n:<5} {point.rate.per_second / 1e9:8.2f} GFLOP/s"
+            + (
+                "  (numpy's float16 matmul is a generic loop, not BLAS: not written as a roof)"
+                if dtype == "float16"
+                else ""
+            )
+        )
 
 
-def _sweep(result: Calibration, arrays: StreamArrays, sizes: Sequence[int], slice_s: float, timer: Timer,
-           say: Progress) -> None:
+def _sweep(
+    result: Calibration, arrays: StreamArrays, sizes: Sequence[int], slice_s: float, timer: Timer, say: Progress
+) -> None:
     """One round of the bandwidth sweep: every stream kernel at every size."""
     for size in sizes:
         best = None
@@ -238,8 +273,9 @@ def _left_out(result: Calibration, measured: list, n: int, round_: int, budget_s
     return round_ > 1 and not any(p.n == n for p in measured)
 
 
-def _measure_int8(result: Calibration, sizes: Sequence[int], round_: int, budget_s: float, threads: int, timer: Timer,
-                  say: Progress) -> None:
+def _measure_int8(
+    result: Calibration, sizes: Sequence[int], round_: int, budget_s: float, threads: int, timer: Timer, say: Progress
+) -> None:
     """onnxruntime's MatMulInteger at ``sizes`` (in round 1 a size whose predicted time does not
     fit ``budget_s`` is left out, as the fp32 ones; later rounds measure the sizes round 1 did);
     nothing without onnxruntime."""
@@ -266,8 +302,9 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
     say(f"onnxruntime launch {result.launch_overhead_s * 1e6:.2f} µs per kernel")
     if result.run_overhead_s:
         say(f"onnxruntime run {result.run_overhead_s * 1e6:.2f} µs beyond its kernels")
-    result.cold_launch_s = cold_launch.measure_cold_launch_s(result.launch_overhead_s, max(0.08 * budget_s, 0.8),
-                                                             threads)
+    result.cold_launch_s = cold_launch.measure_cold_launch_s(
+        result.launch_overhead_s, max(0.08 * budget_s, 0.8), threads
+    )
     if result.cold_launch_s:
         say(f"onnxruntime launch {result.cold_launch_s * 1e6:.2f} µs per kernel when the run streams past the caches")
     if threads > 1:
@@ -280,23 +317,31 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
         say(f"onnxruntime softmax {result.subnormal_s * 1e9:.2f} ns per exp underflowed to a subnormal (a causal mask)")
     result.copy_bytes_per_s = achieved.measure_copy_bandwidth(max(0.1 * budget_s, 0.3), threads)
     # (not None: onnxruntime is there, its launch line was measured)
-    say(f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "  # type: ignore[operator]
-        f"{size_text(4 * achieved.COPY_ELEMENTS)})")
+    say(
+        f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "  # type: ignore[operator]
+        f"{size_text(4 * achieved.COPY_ELEMENTS)})"
+    )
     roofs = measured_roofs(result)
     result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say)
-    result.efficiency_on_roof = achieved.measure_roof_efficiency(roofs, result.launch_overhead_s, 0.2 * budget_s,
-                                                                 threads, say)
+    result.efficiency_on_roof = achieved.measure_roof_efficiency(
+        roofs, result.launch_overhead_s, 0.2 * budget_s, threads, say
+    )
     # the gemm sizes of fewer rows, and the class's own sizes that join their curves
-    measured = {"gemm": result.efficiency.get("gemm", []),
-                "gemm.int8": result.efficiency_on_roof.get("gemm", {}).get("int8", [])}
+    measured = {
+        "gemm": result.efficiency.get("gemm", []),
+        "gemm.int8": result.efficiency_on_roof.get("gemm", {}).get("int8", []),
+    }
     result.efficiency_by_rows = rows_efficiency.measure_rows_efficiency(
-        roofs, result.launch_overhead_s, 0.15 * budget_s, {k: v for k, v in measured.items() if v}, threads, say)
+        roofs, result.launch_overhead_s, 0.15 * budget_s, {k: v for k, v in measured.items() if v}, threads, say
+    )
     # on top of the budget's share above: the ops whose kernels run at a figure of their own
-    result.efficiency_by_op, notes = op_efficiency.measure_op_efficiency(roofs, result.launch_overhead_s,
-                                                                         0.35 * budget_s, threads, say)
+    result.efficiency_by_op, notes = op_efficiency.measure_op_efficiency(
+        roofs, result.launch_overhead_s, 0.35 * budget_s, threads, say
+    )
     result.notes += notes
-    reorder, notes = op_efficiency.measure_reorder_efficiency(roofs, result.launch_overhead_s, 0.03 * budget_s, threads,
-                                                              say)
+    reorder, notes = op_efficiency.measure_reorder_efficiency(
+        roofs, result.launch_overhead_s, 0.03 * budget_s, threads, say
+    )
     result.efficiency_by_op += [reorder] if reorder else []
     result.notes += notes
     # after the efficiencies: they are fractions of the plain roofline, which this figure is not part of

@@ -45,9 +45,17 @@ def interleaved_model(blocks: int, matmuls: bool, small: bool):
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    initializers = [numpy_helper.from_array(np.array(v, dtype), name) for name, v, dtype in (
-        ("one", [1.0], np.float32), ("half", [0.5], np.float32), ("row", [1, -1], np.int64), ("axis", [0], np.int64),
-        ("scale", np.ones(WIDTH), np.float32), ("bias", np.zeros(WIDTH), np.float32))]
+    initializers = [
+        numpy_helper.from_array(np.array(v, dtype), name)
+        for name, v, dtype in (
+            ("one", [1.0], np.float32),
+            ("half", [0.5], np.float32),
+            ("row", [1, -1], np.int64),
+            ("axis", [0], np.int64),
+            ("scale", np.ones(WIDTH), np.float32),
+            ("bias", np.zeros(WIDTH), np.float32),
+        )
+    ]
     nodes: list[onnx.NodeProto] = []
     previous = "x"
 
@@ -56,13 +64,21 @@ def interleaved_model(blocks: int, matmuls: bool, small: bool):
         previous = f"t{len(nodes)}"
         nodes.append(helper.make_node(op, inputs, [previous], name=previous, **attributes))
 
-    small_inputs = {"Add": ["one"], "Mul": ["half"], "Reshape": ["row"], "Unsqueeze": ["axis"], "Squeeze": ["axis"],
-                    "LayerNormalization": ["scale", "bias"], "Softmax": []}
+    small_inputs = {
+        "Add": ["one"],
+        "Mul": ["half"],
+        "Reshape": ["row"],
+        "Unsqueeze": ["axis"],
+        "Squeeze": ["axis"],
+        "LayerNormalization": ["scale", "bias"],
+        "Softmax": [],
+    }
     for block in range(blocks):
         if matmuls:
             weight = f"w{block}"
-            initializers.append(numpy_helper.from_array((0.01 * rng.standard_normal((WIDTH, WIDTH))).astype(np.float32),
-                                                        weight))
+            initializers.append(
+                numpy_helper.from_array((0.01 * rng.standard_normal((WIDTH, WIDTH))).astype(np.float32), weight)
+            )
             add("MatMul", [previous, weight])
         for op in SMALL_CYCLE if small else ():
             if op == "Where":
@@ -70,11 +86,20 @@ def interleaved_model(blocks: int, matmuls: bool, small: bool):
                 add("Greater", [value, "one"])
                 add("Where", [previous, value, "one"])
             else:
-                add(op, [previous, *small_inputs[op]], **({"axis": -1} if op in ("Softmax", "LayerNormalization") else {}))
+                add(
+                    op,
+                    [previous, *small_inputs[op]],
+                    **({"axis": -1} if op in ("Softmax", "LayerNormalization") else {}),
+                )
     if not nodes:
         add("Add", ["x", "one"])
-    graph = helper.make_graph(nodes, "interleaved", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, WIDTH))],
-                              [helper.make_tensor_value_info(previous, TensorProto.FLOAT, (1, WIDTH))], initializers)
+    graph = helper.make_graph(
+        nodes,
+        "interleaved",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, WIDTH))],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, (1, WIDTH))],
+        initializers,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -87,11 +112,14 @@ def small_kernels() -> int:
     return BLOCKS * (len(SMALL_CYCLE) + SMALL_CYCLE.count("Where"))
 
 
-def cold_seconds(launch_s: float, both_s: float, matmuls_s: float, small_s: float, base_s: float, kernels: int) -> float:
+def cold_seconds(
+    launch_s: float, both_s: float, matmuls_s: float, small_s: float, base_s: float, kernels: int
+) -> float:
     """The cold launch cost: the warm ``launch_s`` plus what ``kernels`` small kernels cost beside
     the streaming MatMuls beyond the MatMuls' and their own times, per kernel.
 
-    >>> round(cold_seconds(0.35e-6, both_s=1251e-6, matmuls_s=1074e-6, small_s=94e-6, base_s=4e-6, kernels=150) * 1e6, 3)
+    >>> cold = cold_seconds(0.35e-6, both_s=1251e-6, matmuls_s=1074e-6, small_s=94e-6, base_s=4e-6, kernels=150)
+    >>> round(cold * 1e6, 3)
     0.93
     """
     return launch_s + (both_s - matmuls_s - small_s + base_s) / kernels
@@ -103,8 +131,11 @@ def measure_cold_launch_s(launch_s: float, budget_s: float, threads: int | None 
     if not achieved.onnxruntime_available():
         return None
     feeds = {"x": np.random.default_rng(1).standard_normal((1, WIDTH)).astype(np.float32)}
-    runs = [(achieved.cpu_session(interleaved_model(BLOCKS, matmuls, small), threads, optimize=True), feeds)
-            for matmuls, small in ((True, True), (True, False), (False, True), (False, False))]
+    runs = [
+        (achieved.cpu_session(interleaved_model(BLOCKS, matmuls, small), threads, optimize=True), feeds)
+        for matmuls, small in ((True, True), (True, False), (False, True), (False, False))
+    ]
+
     # an interaction is a small difference of large times: the median of WINDOWS windows, each
     # timing the four models in turns, so one window the machine slowed cannot set it
     def window() -> float:

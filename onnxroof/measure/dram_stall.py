@@ -34,12 +34,21 @@ def fan_model(rows: int, width: int, own_weights: bool):
 
     rng = np.random.default_rng(0)
     count = FAN if own_weights else 1
-    weights = [numpy_helper.from_array((0.05 * rng.standard_normal((width, width))).astype(np.float32), f"w{i}")
-               for i in range(count)]
-    nodes = [helper.make_node("MatMul", [f"y{i - 1}" if i else "x", f"w{i % count}"], [f"y{i}"], name=f"matmul{i}")
-             for i in range(FAN)]
-    graph = helper.make_graph(nodes, "fan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, width))],
-                              [helper.make_tensor_value_info(f"y{FAN - 1}", TensorProto.FLOAT, (rows, width))], weights)
+    weights = [
+        numpy_helper.from_array((0.05 * rng.standard_normal((width, width))).astype(np.float32), f"w{i}")
+        for i in range(count)
+    ]
+    nodes = [
+        helper.make_node("MatMul", [f"y{i - 1}" if i else "x", f"w{i % count}"], [f"y{i}"], name=f"matmul{i}")
+        for i in range(FAN)
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "fan",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, width))],
+        [helper.make_tensor_value_info(f"y{FAN - 1}", TensorProto.FLOAT, (rows, width))],
+        weights,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -62,8 +71,12 @@ def measure_dram_stall(dram_bytes_per_s: float, budget_s: float, threads: int | 
     for rows, width in CASES:
         feeds = {"x": np.random.default_rng(1).standard_normal((rows, width)).astype(np.float32)}
         shared_s, own_s = achieved.fastest_runs_s(
-            [(achieved.cpu_session(fan_model(rows, width, own), threads, optimize=True), feeds) for own in (False, True)],
-            budget_s / len(CASES))
+            [
+                (achieved.cpu_session(fan_model(rows, width, own), threads, optimize=True), feeds)
+                for own in (False, True)
+            ],
+            budget_s / len(CASES),
+        )
         shares.append(stall_share(shared_s, own_s, FAN * width * width * 4, dram_bytes_per_s))
     share = statistics.median(shares)
     return share if share > 0 else None

@@ -21,8 +21,9 @@ An op's figure is written only where it differs from its class's by more than
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -71,8 +72,12 @@ _CONTRIB = frozenset({"BiasGelu", "FastGelu", "SkipLayerNormalization"})
 # blocked layout (80 of MobileNetV3's 230 kernels). They are strided copies, of the transpose
 # class, but MLAS's reorder runs near the on-chip roof where onnxruntime's Transpose reaches a
 # fifth of it; measured as a pair on OP_SHAPE's floats, 64 channels (whole blocks of 8 or 16).
-REORDER_CASE = OpCase("ReorderInput + ReorderOutput, 64 channels of 32x32 (onnxruntime's NCHWc layout)", "transpose",
-                      "Reorder", ("ReorderInput", "ReorderOutput"))
+REORDER_CASE = OpCase(
+    "ReorderInput + ReorderOutput, 64 channels of 32x32 (onnxruntime's NCHWc layout)",
+    "transpose",
+    "Reorder",
+    ("ReorderInput", "ReorderOutput"),
+)
 REORDER_SHAPE = (1, 64, 32, 32)
 
 
@@ -97,37 +102,62 @@ def op_chain_model(link: str, shape: tuple[int, ...], attributes: dict, length: 
     width = shape[-1]
     initializers = {
         "Pow": [numpy_helper.from_array(np.array(2.0, np.float32), "two")],
-        "QDQ": [numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
-                numpy_helper.from_array(np.array(0, np.int8), "zero")],
+        "QDQ": [
+            numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
+            numpy_helper.from_array(np.array(0, np.int8), "zero"),
+        ],
         "BiasGelu": [numpy_helper.from_array(np.full(width, 0.1, np.float32), "bias")],
         "FastGelu": [numpy_helper.from_array(np.full(width, 0.1, np.float32), "bias")],
-        "SkipLayerNormalization": [numpy_helper.from_array(np.ones(width, np.float32), "gamma"),
-                                   numpy_helper.from_array(np.zeros(width, np.float32), "beta")],
+        "SkipLayerNormalization": [
+            numpy_helper.from_array(np.ones(width, np.float32), "gamma"),
+            numpy_helper.from_array(np.zeros(width, np.float32), "beta"),
+        ],
     }.get(link, [])
-    extra = {"Div": ["x"], "Pow": ["two"], "BiasGelu": ["bias"], "FastGelu": ["bias"],
-             "SkipLayerNormalization": ["x", "gamma", "beta"]}.get(link, [])
+    extra = {
+        "Div": ["x"],
+        "Pow": ["two"],
+        "BiasGelu": ["bias"],
+        "FastGelu": ["bias"],
+        "SkipLayerNormalization": ["x", "gamma", "beta"],
+    }.get(link, [])
     domain = "com.microsoft" if link in _CONTRIB else ""
     nodes, previous = [], "x"
     for index in range(length):
         output = "y" if index == length - 1 else f"t{index}"
         if link == "QDQ":
-            nodes += [helper.make_node("QuantizeLinear", [previous, "scale", "zero"], [f"q{index}"], name=f"quantize_{index}"),
-                      helper.make_node("DequantizeLinear", [f"q{index}", "scale", "zero"], [output],
-                                       name=f"dequantize_{index}")]
+            nodes += [
+                helper.make_node(
+                    "QuantizeLinear", [previous, "scale", "zero"], [f"q{index}"], name=f"quantize_{index}"
+                ),
+                helper.make_node(
+                    "DequantizeLinear", [f"q{index}", "scale", "zero"], [output], name=f"dequantize_{index}"
+                ),
+            ]
         else:
-            nodes.append(helper.make_node(link, [previous, *extra], [output], name=f"{link.lower()}_{index}",
-                                          domain=domain))
+            nodes.append(
+                helper.make_node(link, [previous, *extra], [output], name=f"{link.lower()}_{index}", domain=domain)
+            )
         previous = output
-    graph = helper.make_graph(nodes, f"{link.lower()}-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializers)
+    graph = helper.make_graph(
+        nodes,
+        f"{link.lower()}-chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        initializers,
+    )
     # opset 20 for Gelu (an ai.onnx op from 20 on), 17 for the rest: what older onnxruntimes run
     opsets = [helper.make_opsetid("", 20 if link == "Gelu" else 17), helper.make_opsetid("com.microsoft", 1)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=9 if link == "Gelu" else 8)
 
 
-def measure_op_efficiency(target: "Target", launch_s: float, budget_s: float, threads: int | None = None,
-                          progress: Callable[[str], None] | None = None,
-                          cases: tuple[OpCase, ...] = OP_CASES) -> tuple[list[OpMeasurement], list[str]]:
+def measure_op_efficiency(
+    target: Target,
+    launch_s: float,
+    budget_s: float,
+    threads: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    cases: tuple[OpCase, ...] = OP_CASES,
+) -> tuple[list[OpMeasurement], list[str]]:
     """Each op of ``cases`` measured against ``target``'s roofline (the roofs just measured, no
     efficiency): (the measurements, notes on the ops this onnxruntime could not run); ([], [])
     without onnxruntime."""
@@ -137,6 +167,7 @@ def measure_op_efficiency(target: "Target", launch_s: float, budget_s: float, th
     found: list[OpMeasurement] = []
     notes: list[str] = []
     for case in cases:
+
         def roof_s(case: OpCase = case) -> float:
             return achieved.roof_slope_s(case.link, OP_SHAPE, {}, target, builder=op_chain_model)
 
@@ -145,23 +176,34 @@ def measure_op_efficiency(target: "Target", launch_s: float, budget_s: float, th
     return found, notes
 
 
-def _measured(case: OpCase, shape: tuple[int, ...], builder: Callable, roof_s: Callable[[], float], launch_s: float,
-              budget_s: float, threads: int | None, notes: list[str],
-              progress: Callable[[str], None] | None) -> OpMeasurement | None:
+def _measured(
+    case: OpCase,
+    shape: tuple[int, ...],
+    builder: Callable,
+    roof_s: Callable[[], float],
+    launch_s: float,
+    budget_s: float,
+    threads: int | None,
+    notes: list[str],
+    progress: Callable[[str], None] | None,
+) -> OpMeasurement | None:
     """``case``'s chain (``builder`` on ``shape``) timed, against its roofline (``roof_s``), each
     of the link's kernels paying the launch (a pair's link launches two); None, with a note in
     ``notes``, when onnxruntime cannot run it (a build without the contrib or the NCHWc kernels)."""
     try:
-        measured = achieved.chain_slope_s(case.link, shape, {}, threads, budget_s, builder=builder,
-                                          near_one=case.near_one)
+        measured = achieved.chain_slope_s(
+            case.link, shape, {}, threads, budget_s, builder=builder, near_one=case.near_one
+        )
     except Exception as exc:  # onnxruntime raises its own types
         notes.append(f"{case.label}: onnxruntime could not run it ({str(exc).splitlines()[0][:120]}): no by_op figure")
         return None
     roof = roof_s()
     measurement = OpMeasurement(case, measured, roof, achieved.efficiency(roof, measured, len(case.ops) * launch_s))
     if progress:
-        progress(f"{case.kernel_class:13} {case.label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: "
-                 f"{measurement.fraction:.0%}")
+        progress(
+            f"{case.kernel_class:13} {case.label:44} {measured * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: "
+            f"{measurement.fraction:.0%}"
+        )
     return measurement
 
 
@@ -174,18 +216,31 @@ def reorder_chain_model(link: str, shape: tuple[int, ...], attributes: dict, len
     nodes, previous = [], "x"
     for index in range(length):
         output = "y" if index == length - 1 else f"t{index}"
-        nodes += [helper.make_node("ReorderInput", [previous], [f"b{index}"], name=f"reorder_input_{index}",
-                                   domain="com.microsoft.nchwc"),
-                  helper.make_node("ReorderOutput", [f"b{index}"], [output], name=f"reorder_output_{index}",
-                                   domain="com.microsoft.nchwc", channels=shape[1])]
+        nodes += [
+            helper.make_node(
+                "ReorderInput", [previous], [f"b{index}"], name=f"reorder_input_{index}", domain="com.microsoft.nchwc"
+            ),
+            helper.make_node(
+                "ReorderOutput",
+                [f"b{index}"],
+                [output],
+                name=f"reorder_output_{index}",
+                domain="com.microsoft.nchwc",
+                channels=shape[1],
+            ),
+        ]
         previous = output
-    graph = helper.make_graph(nodes, "reorder-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    graph = helper.make_graph(
+        nodes,
+        "reorder-chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+    )
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft.nchwc", 1)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=8)
 
 
-def reorder_roof_s(target: "Target") -> float:
+def reorder_roof_s(target: Target) -> float:
     """onnxroof's roofline seconds for one link of :func:`reorder_chain_model` on ``target``: two
     kernels, each reading and writing :data:`REORDER_SHAPE`'s floats, costed as a profiled reorder
     is (:func:`profile_run.added_kernel_roof_s`).
@@ -202,8 +257,13 @@ def reorder_roof_s(target: "Target") -> float:
     return sum(added_kernel_roof_s(op, (tensor_bytes, 0, tensor_bytes), target) for op in REORDER_CASE.ops)
 
 
-def measure_reorder_efficiency(target: "Target", launch_s: float, budget_s: float, threads: int | None = None,
-                               progress: Callable[[str], None] | None = None) -> tuple[OpMeasurement | None, list[str]]:
+def measure_reorder_efficiency(
+    target: Target,
+    launch_s: float,
+    budget_s: float,
+    threads: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[OpMeasurement | None, list[str]]:
     """:data:`REORDER_CASE` measured against ``target``'s roofline as :func:`measure_op_efficiency`
     measures an op: (the measurement, notes); (None, a note) where this
     onnxruntime has no NCHWc kernels (a CPU without the vector units MLAS blocks for); (None, [])
@@ -211,8 +271,17 @@ def measure_reorder_efficiency(target: "Target", launch_s: float, budget_s: floa
     if not achieved.onnxruntime_available():
         return None, []
     notes: list[str] = []
-    measurement = _measured(REORDER_CASE, REORDER_SHAPE, reorder_chain_model, lambda: reorder_roof_s(target), launch_s,
-                            budget_s, threads, notes, progress)
+    measurement = _measured(
+        REORDER_CASE,
+        REORDER_SHAPE,
+        reorder_chain_model,
+        lambda: reorder_roof_s(target),
+        launch_s,
+        budget_s,
+        threads,
+        notes,
+        progress,
+    )
     return measurement, notes
 
 

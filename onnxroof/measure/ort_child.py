@@ -105,11 +105,17 @@ def run_onnxruntime(job: OrtJob, timeout_s: float) -> OrtRun:
     folder = Path(job.directory)
     (folder / "job.pickle").write_bytes(pickle.dumps(job))
     # the onnxroof the parent imported, whatever the current folder holds
-    start = f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); " \
-            f"from {__name__} import main; main()"
+    start = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); "
+        f"from {__name__} import main; main()"
+    )
     with open(folder / "child.log", "wb") as log:
-        child = subprocess.Popen([sys.executable, "-c", start, str(folder), str(os.getpid())],
-                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        child = subprocess.Popen(
+            [sys.executable, "-c", start, str(folder), str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
     try:
         try:
             code = child.wait(timeout=timeout_s)
@@ -144,7 +150,6 @@ def _ended(code: int, log: Path) -> str:
         last = ""
     last = printable(last.strip()[:200])  # onnxruntime colours its log
     return said + (f": {last}" if last else "")
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,8 +216,7 @@ def _run(job: OrtJob) -> OrtRun:
     plain = ort.InferenceSession(job.model, options, providers=["CPUExecutionProvider"])
     wall = _wall_times(plain, feeds, job.warmup, job.runs)
     # (at least as long as the single runs took: a 50 ms model still gets its 30 tries)
-    fastest = (achieved.fastest_run_s(plain, feeds, max(job.wall_seconds, sum(wall))) if job.wall_seconds
-               else min(wall))
+    fastest = achieved.fastest_run_s(plain, feeds, max(job.wall_seconds, sum(wall))) if job.wall_seconds else min(wall)
     return OrtRun(profile_path, optimized_path, wall, fastest, ort.__version__)
 
 

@@ -51,22 +51,35 @@ def kernel_medians(events: Iterable[dict], warmup: int = 0) -> tuple[dict[str, t
     A kernel that did not run in some run (an If branch) counts 0 there; kernel events nested
     inside another kernel's span (subgraph nodes) are inside the parent's time and skipped."""
     events = list(events)
-    windows = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                     if e.get("cat") == "Session" and e.get("name") == "model_run" and "ts" in e and "dur" in e)
+    windows = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("cat") == "Session" and e.get("name") == "model_run" and "ts" in e and "dur" in e
+    )
     per_run, ops = _kernel_seconds_per_run(events, windows, warmup)
     measured = sorted(per_run)
-    medians = {name: (op, statistics.median(per_run[run].get(name, 0.0) for run in measured))
-               for name, op in ops.items() if any(name in per_run[run] for run in measured)}
+    medians = {
+        name: (op, statistics.median(per_run[run].get(name, 0.0) for run in measured))
+        for name, op in ops.items()
+        if any(name in per_run[run] for run in measured)
+    }
     wall = [(end - start) * 1e-6 for run, (start, end) in enumerate(windows) if run >= warmup]
     return medians, len(measured), statistics.median(wall) if wall else None
 
 
-def _kernel_seconds_per_run(events: list[dict], windows: list[tuple[float, float]],
-                            warmup: int) -> tuple[dict[int, dict[str, float]], dict[str, str]]:
+def _kernel_seconds_per_run(
+    events: list[dict], windows: list[tuple[float, float]], warmup: int
+) -> tuple[dict[int, dict[str, float]], dict[str, str]]:
     """run -> kernel -> its seconds in that run (the runs from ``warmup`` on; one run 0 when the
     profile has no run ``windows``), and kernel -> its op, of every top-level kernel event."""
-    kernels = sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith(_KERNEL_SUFFIX)
-                      and "ts" in e and "dur" in e), key=lambda e: (e["ts"], -e["dur"]))
+    kernels = sorted(
+        (
+            e
+            for e in events
+            if e.get("cat") == "Node" and str(e.get("name", "")).endswith(_KERNEL_SUFFIX) and "ts" in e and "dur" in e
+        ),
+        key=lambda e: (e["ts"], -e["dur"]),
+    )
     starts = [start for start, _ in windows]
     per_run: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     ops: dict[str, str] = {}
@@ -110,8 +123,11 @@ def kernel_sizes(events: Iterable[dict]) -> dict[str, tuple[int, int, int]]:
         if name in sizes or "output_size" not in args:
             continue
         try:
-            sizes[name] = (int(args.get("activation_size", 0)), int(args.get("parameter_size", 0)),
-                           int(args["output_size"]))
+            sizes[name] = (
+                int(args.get("activation_size", 0)),
+                int(args.get("parameter_size", 0)),
+                int(args["output_size"]),
+            )
         except (TypeError, ValueError):
             continue
     return sizes
@@ -153,19 +169,27 @@ class OptimizedGraph:
     @classmethod
     def from_model(cls, model: onnx.ModelProto) -> OptimizedGraph:
         graph = model.graph
-        return cls({node.name: (tuple(node.input), tuple(node.output), node.op_type) for node in graph.node},
-                   frozenset(t.name for t in graph.initializer), frozenset(i.name for i in graph.input))
+        return cls(
+            {node.name: (tuple(node.input), tuple(node.output), node.op_type) for node in graph.node},
+            frozenset(t.name for t in graph.initializer),
+            frozenset(i.name for i in graph.input),
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping) -> OptimizedGraph:
-        return cls({name: (tuple(io[0]), tuple(io[1]), io[2]) for name, io in data["nodes"].items()},
-                   frozenset(data.get("initializers", ())), frozenset(data.get("inputs", ())))
+        return cls(
+            {name: (tuple(io[0]), tuple(io[1]), io[2]) for name, io in data["nodes"].items()},
+            frozenset(data.get("initializers", ())),
+            frozenset(data.get("inputs", ())),
+        )
 
     def to_dict(self) -> dict:
-        return {"nodes": {name: [list(i), list(o), op] for name, (i, o, op) in self.nodes.items()},
-                "initializers": sorted(self.initializers), "inputs": sorted(self.inputs)}
+        return {
+            "nodes": {name: [list(i), list(o), op] for name, (i, o, op) in self.nodes.items()},
+            "initializers": sorted(self.initializers),
+            "inputs": sorted(self.inputs),
+        }
 
     def available(self) -> set[str]:
         """Tensors that exist in the optimized graph: produced by one of its nodes, or given."""
         return {t for _, outputs, _ in self.nodes.values() for t in outputs} | set(self.initializers) | set(self.inputs)
-

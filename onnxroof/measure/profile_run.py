@@ -39,8 +39,9 @@ import os
 import re
 import statistics
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.errors import UsageError, sigterm_stops
 from ..core.units import iec
@@ -80,10 +81,20 @@ HOPELESS_OVER_TIMEOUT = 100
 ORT_MAX_PROFILE_EVENTS = 1_000_000
 
 
-def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RUNS, *,
-                  model: "str | os.PathLike | onnx.ModelProto | None" = None, warmup: int = DEFAULT_WARMUP,
-                  optimization: str = "all", threads: int | None = None, keep_profile: str | os.PathLike | None = None,
-                  seed: int = 0, wall_seconds: float = 0.0, timeout_s: float = DEFAULT_TIMEOUT_S) -> ProfileResult:
+def profile_model(
+    analysis: Analysis,
+    target: Target,
+    runs: int = DEFAULT_RUNS,
+    *,
+    model: str | os.PathLike | onnx.ModelProto | None = None,
+    warmup: int = DEFAULT_WARMUP,
+    optimization: str = "all",
+    threads: int | None = None,
+    keep_profile: str | os.PathLike | None = None,
+    seed: int = 0,
+    wall_seconds: float = 0.0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> ProfileResult:
     """Run the model ``warmup + runs`` times with onnxruntime (CPU) and compare each node's
     measured time with its predicted time on ``target``.
 
@@ -122,8 +133,17 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
         if isinstance(payload, bytes):  # renamed in memory: the child reads it from the folder
             Path(directory, "model.onnx").write_bytes(payload)
             payload = str(Path(directory, "model.onnx"))
-        job = OrtJob(str(payload), tuple(inputs), seed, OPTIMIZATION_LEVELS[optimization], threads, warmup, runs,
-                     wall_seconds, directory)
+        job = OrtJob(
+            str(payload),
+            tuple(inputs),
+            seed,
+            OPTIMIZATION_LEVELS[optimization],
+            threads,
+            warmup,
+            runs,
+            wall_seconds,
+            directory,
+        )
         try:
             measured = run_onnxruntime(job, timeout_s)
         except OrtFailed as exc:
@@ -131,9 +151,11 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
         except OrtStopped as exc:
             if not exc.timed_out:
                 raise UsageError(f"onnxruntime could not run {analysis.model.name}: {exc}") from None
-            raise UsageError(f"{analysis.model.name}: onnxruntime did not finish its runs within --timeout {timeout_s:g} s "
-                             "and was stopped (a Loop of many trips, or a slow model); give it longer with --timeout "
-                             "SECONDS, or fewer --runs") from None
+            raise UsageError(
+                f"{analysis.model.name}: onnxruntime did not finish its runs within --timeout {timeout_s:g} s "
+                "and was stopped (a Loop of many trips, or a slow model); give it longer with --timeout "
+                "SECONDS, or fewer --runs"
+            ) from None
         text = Path(measured.profile_path).read_text(encoding="utf-8")
         optimized = _read_optimized(Path(measured.optimized_path or Path(directory, "optimized.onnx")), notes)
     wall, fastest = measured.wall, measured.fastest_s
@@ -146,21 +168,42 @@ def profile_model(analysis: "Analysis", target: "Target", runs: int = DEFAULT_RU
     # kernel it launched, each paying the launch cost; a kernel's predicted time is split over its
     # nodes as its measured time is. The target's own fusion policy is given beside it.
     groups = [[n for n in k.nodes if mapping.kernel_of.get(n) == k.name] for k in mapping.kernels if k.nodes]
-    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups,
-                         compute_dtypes=float_computed(analysis, mapping),
-                         split=[n for k in mapping.kernels if k.split for n in k.nodes])
+    report = place_model(
+        analysis.cost_graph,
+        analysis.memory,
+        target,
+        analysis.dtype,
+        batch,
+        groups=groups,
+        compute_dtypes=float_computed(analysis, mapping),
+        split=[n for k in mapping.kernels if k.split for n in k.nodes],
+    )
     predicted = split_kernel_times(report, weights)
-    notes.append(f"predicted as onnxruntime ran the model: its {len(mapping.kernels)} kernels, each paying the launch cost "
-                 f"({len(mapping.unattributed)} with no ONNX node, such as layout reorders, costed from the bytes their "
-                 f"profile events record); under the target's fusion policy ({', '.join(by_rules.fusion) or 'none'}) "
-                 f"onnxroof predicts {by_rules.latency_s * 1e3:.4g} ms")
+    notes.append(
+        f"predicted as onnxruntime ran the model: its {len(mapping.kernels)} kernels, each paying the launch cost "
+        f"({len(mapping.unattributed)} with no ONNX node, such as layout reorders, costed from the bytes their "
+        f"profile events record); under the target's fusion policy ({', '.join(by_rules.fusion) or 'none'}) "
+        f"onnxroof predicts {by_rules.latency_s * 1e3:.4g} ms"
+    )
     unattributed_s = sum(unattributed_kernel_s(kernel, target, report.launch_s) for kernel in mapping.unattributed)
-    return ProfileResult(analysis, report, mapping, compare(analysis, report, mapping, predicted), optimization, threads,
-                         warmup, measured.version, statistics.median(wall), notes,
-                         unattributed_s=unattributed_s, by_rules=by_rules, wall_fastest_s=fastest)
+    return ProfileResult(
+        analysis,
+        report,
+        mapping,
+        compare(analysis, report, mapping, predicted),
+        optimization,
+        threads,
+        warmup,
+        measured.version,
+        statistics.median(wall),
+        notes,
+        unattributed_s=unattributed_s,
+        by_rules=by_rules,
+        wall_fastest_s=fastest,
+    )
 
 
-def _refuse_overlong_profile(analysis: "Analysis", profiled_runs: int) -> None:
+def _refuse_overlong_profile(analysis: Analysis, profiled_runs: int) -> None:
     """UsageError, before anything runs, when a Loop's or Scan's trips make the ``profiled_runs``
     record more kernel runs than onnxruntime's profiler keeps (ORT_MAX_PROFILE_EVENTS). A model
     without them is left to onnxruntime: its nodes overcount the kernels it fuses them into."""
@@ -170,13 +213,15 @@ def _refuse_overlong_profile(analysis: "Analysis", profiled_runs: int) -> None:
     kernel_runs = sum(record.runs for record in records)
     if kernel_runs * profiled_runs <= ORT_MAX_PROFILE_EVENTS:
         return
-    raise UsageError(f"{analysis.model.name}: a run executes {kernel_runs:,} nodes (a loop's body once a trip), so "
-                     f"the {profiled_runs} profiled runs would record {kernel_runs * profiled_runs:,} kernel events, more "
-                     f"than onnxruntime's profiler keeps ({ORT_MAX_PROFILE_EVENTS:,}); nothing was run. Give it fewer "
-                     "--runs and --warmup, or a model of fewer trips")
+    raise UsageError(
+        f"{analysis.model.name}: a run executes {kernel_runs:,} nodes (a loop's body once a trip), so "
+        f"the {profiled_runs} profiled runs would record {kernel_runs * profiled_runs:,} kernel events, more "
+        f"than onnxruntime's profiler keeps ({ORT_MAX_PROFILE_EVENTS:,}); nothing was run. Give it fewer "
+        "--runs and --warmup, or a model of fewer trips"
+    )
 
 
-def _refuse_hopeless_runs(analysis: "Analysis", report: "TargetReport", run_count: int, timeout_s: float) -> None:
+def _refuse_hopeless_runs(analysis: Analysis, report: TargetReport, run_count: int, timeout_s: float) -> None:
     """UsageError, before anything runs, when ``run_count`` runs at the latency predicted on the
     target (``report``) would take HOPELESS_OVER_TIMEOUT times ``timeout_s`` or more."""
     from ..core.units import seconds
@@ -184,19 +229,27 @@ def _refuse_hopeless_runs(analysis: "Analysis", report: "TargetReport", run_coun
     total = report.latency_s * run_count
     if total < HOPELESS_OVER_TIMEOUT * timeout_s:
         return
-    raise UsageError(f"{analysis.model.name}: onnxroof predicts {seconds(report.latency_s)} per run on "
-                     f"{report.target.name}, so the {run_count} runs profile makes (profiled, then timed) would take "
-                     f"{seconds(total)}, far past --timeout {timeout_s:g} s; nothing was run. Give it fewer "
-                     "--runs and --warmup, smaller inputs, or a longer --timeout")
+    raise UsageError(
+        f"{analysis.model.name}: onnxroof predicts {seconds(report.latency_s)} per run on "
+        f"{report.target.name}, so the {run_count} runs profile makes (profiled, then timed) would take "
+        f"{seconds(total)}, far past --timeout {timeout_s:g} s; nothing was run. Give it fewer "
+        "--runs and --warmup, smaller inputs, or a longer --timeout"
+    )
 
 
 # onnxruntime's own kernels (no ONNX node) by the efficiency class of what they do: layout
 # reorders and transposes are strided copies, quantize/dequantize and casts map elements
-_ADDED_KERNEL_CLASSES = {"ReorderInput": "transpose", "ReorderOutput": "transpose", "Transpose": "transpose",
-                         "QuantizeLinear": "elementwise", "DequantizeLinear": "elementwise", "Cast": "elementwise"}
+_ADDED_KERNEL_CLASSES = {
+    "ReorderInput": "transpose",
+    "ReorderOutput": "transpose",
+    "Transpose": "transpose",
+    "QuantizeLinear": "elementwise",
+    "DequantizeLinear": "elementwise",
+    "Cast": "elementwise",
+}
 
 
-def unattributed_kernel_s(kernel, target: "Target", launch_s: float | None = None) -> float:
+def unattributed_kernel_s(kernel, target: Target, launch_s: float | None = None) -> float:
     """The predicted seconds of a kernel onnxruntime added (no ONNX node: a layout reorder, a
     transpose around an NHWC kernel, a copy of a shared DequantizeLinear): the launch cost
     (``launch_s``, what the model's own kernels paid; default the target's ``node_overhead_s``) (and
@@ -222,7 +275,7 @@ def unattributed_kernel_s(kernel, target: "Target", launch_s: float | None = Non
     return launch + added_kernel_roof_s(kernel.op_type, kernel.sizes, target)
 
 
-def added_kernel_roof_s(op_type: str, sizes: tuple[int, int, int], target: "Target") -> float:
+def added_kernel_roof_s(op_type: str, sizes: tuple[int, int, int], target: Target) -> float:
     """The roofline seconds of a kernel onnxruntime added, of ``op_type``, on ``sizes`` (the bytes
     of its inputs, its initializers and its output): all of them on chip when its inputs and output
     fit there, the initializers from DRAM, over the efficiency of its class
@@ -246,23 +299,36 @@ def added_kernel_roof_s(op_type: str, sizes: tuple[int, int, int], target: "Targ
     dram = parameters if fits else moved
     onchip = moved if onchip_bw else 0
     kernel_class = _ADDED_KERNEL_CLASSES.get(op_type, "data_movement")
-    point = roofline(0, dram, target.roof("float32")[1], target.dram_bytes_per_s.value, onchip, onchip_bw,
-                     efficiency=target.efficiency_of(kernel_class),
-                     op_efficiency=target.op_efficiency(kernel_class, (op_type,)))
+    point = roofline(
+        0,
+        dram,
+        target.roof("float32")[1],
+        target.dram_bytes_per_s.value,
+        onchip,
+        onchip_bw,
+        efficiency=target.efficiency_of(kernel_class),
+        op_efficiency=target.op_efficiency(kernel_class, (op_type,)),
+    )
     return point.time_s
 
 
-FLOAT_KERNELS = frozenset({"Conv", "FusedConv", "NhwcFusedConv", "ConvTranspose", "MatMul", "FusedMatMul", "Gemm",
-                           "FusedGemm"})
+FLOAT_KERNELS = frozenset(
+    {"Conv", "FusedConv", "NhwcFusedConv", "ConvTranspose", "MatMul", "FusedMatMul", "Gemm", "FusedGemm"}
+)
 
 
-def float_computed(analysis: "Analysis", mapping: ProfileMapping) -> dict[str, str]:
+def float_computed(analysis: Analysis, mapping: ProfileMapping) -> dict[str, str]:
     """The nodes onnxroof reads as integer that onnxruntime ran in one of its float kernels (a
     QDQ convolution it did not turn into a QLinearConv: it dequantizes the weights at run time
     and convolves in float32): node name -> "float32", for the placement's roof."""
     integer = {r.name for r in analysis.cost_graph.records if r.macs and r.dtype.startswith(("int", "uint"))}
-    return {name: "float32" for kernel in mapping.kernels if kernel.op_type in FLOAT_KERNELS
-            for name in kernel.nodes if name in integer and mapping.kernel_of.get(name) == kernel.name}
+    return {
+        name: "float32"
+        for kernel in mapping.kernels
+        if kernel.op_type in FLOAT_KERNELS
+        for name in kernel.nodes
+        if name in integer and mapping.kernel_of.get(name) == kernel.name
+    }
 
 
 def _read_optimized(path: Path, notes: list[str]) -> OptimizedGraph | None:
@@ -272,17 +338,20 @@ def _read_optimized(path: Path, notes: list[str]) -> OptimizedGraph | None:
     try:
         return OptimizedGraph.from_model(onnx.load(str(path), load_external_data=False))
     except Exception as exc:  # a missing or unreadable file only costs the structural mapping
-        notes.append(f"onnxruntime's optimized graph could not be read ({type(exc).__name__}); kernels mapped by name only")
+        notes.append(
+            f"onnxruntime's optimized graph could not be read ({type(exc).__name__}); kernels mapped by name only"
+        )
         return None
 
 
-def kernel_placements(report: "TargetReport") -> dict[str, "Placement"]:
+def kernel_placements(report: TargetReport) -> dict[str, Placement]:
     """Each ONNX node's kernel's placement on the target (its own, when nothing fuses it)."""
     return {name: kernel.placement for kernel in report.nodes for name in kernel.nodes}
 
 
-def compare(analysis: "Analysis", report: "TargetReport", mapping: ProfileMapping,
-            predicted: Mapping[str, float] | None = None) -> list[NodeComparison]:
+def compare(
+    analysis: Analysis, report: TargetReport, mapping: ProfileMapping, predicted: Mapping[str, float] | None = None
+) -> list[NodeComparison]:
     """Each node's predicted (``predicted``, default its kernel's time) against measured time."""
     placements = kernel_placements(report)
     predicted = predicted if predicted is not None else {n: p.time_s for n, p in placements.items()}
@@ -296,17 +365,20 @@ def compare(analysis: "Analysis", report: "TargetReport", mapping: ProfileMappin
             status = Coverage.SPLIT if len(kernel.nodes) > 1 else Coverage.OWN
         else:
             status = Coverage.REMOVED if record.name in removed else Coverage.NOT_SEEN
-        rows.append(NodeComparison(
-            name=record.name, op_type=record.op_type,
-            bound=placement.bound if placement else None,
-            # a counted node in no kernel was removed or folded by the runtime: nothing to run
-            predicted_s=predicted.get(record.name) if placement else (0.0 if record.counted else None),
-            measured_s=mapping.seconds.get(record.name),
-            kernel=kernel.name if kernel else None,
-            kernel_op=kernel.op_type if kernel else None,
-            shared=bool(kernel and len(kernel.nodes) > 1),
-            status=status,
-        ))
+        rows.append(
+            NodeComparison(
+                name=record.name,
+                op_type=record.op_type,
+                bound=placement.bound if placement else None,
+                # a counted node in no kernel was removed or folded by the runtime: nothing to run
+                predicted_s=predicted.get(record.name) if placement else (0.0 if record.counted else None),
+                measured_s=mapping.seconds.get(record.name),
+                kernel=kernel.name if kernel else None,
+                kernel_op=kernel.op_type if kernel else None,
+                shared=bool(kernel and len(kernel.nodes) > 1),
+                status=status,
+            )
+        )
     return rows
 
 
@@ -314,18 +386,20 @@ def import_onnxruntime():
     try:
         import onnxruntime
     except ImportError:
-        raise UsageError("onnxroof profile needs onnxruntime, which is not installed: pip install onnxroof[profile] "
-                         "(or pip install onnxruntime)") from None
+        raise UsageError(
+            "onnxroof profile needs onnxruntime, which is not installed: pip install onnxroof[profile] "
+            "(or pip install onnxruntime)"
+        ) from None
     return onnxruntime
 
 
-def random_inputs(analysis: "Analysis", seed: int = 0) -> dict:
+def random_inputs(analysis: Analysis, seed: int = 0) -> dict:
     """One random array per model input, of the shape the analysis bound (floats ~ N(0, 1);
     integers and bools are ones: a valid index and "keep" in a mask)."""
     return random_feeds(input_specs(analysis), seed)
 
 
-def input_specs(analysis: "Analysis", limit_bytes: int | None = None) -> list[InputSpec]:
+def input_specs(analysis: Analysis, limit_bytes: int | None = None) -> list[InputSpec]:
     """What to make random values of, for each model input: its bound shape and numpy dtype.
     UsageError, before anything is allocated, when a shape is not bound or the inputs together
     would take more than ``limit_bytes`` (default: :func:`input_memory_limit`)."""
@@ -335,17 +409,25 @@ def input_specs(analysis: "Analysis", limit_bytes: int | None = None) -> list[In
     name = analysis.model.name
     if analysis.unresolved_dims:
         fixes = " ".join(dict.fromkeys(d.fix for d in analysis.unresolved_dims))
-        raise UsageError(f"{name}: input dims are not bound, so there is nothing to run; fix (with your values): {fixes}")
+        raise UsageError(
+            f"{name}: input dims are not bound, so there is nothing to run; fix (with your values): {fixes}"
+        )
     specs, sizes = [], []
     for info in analysis.inputs:
         if info.shape is None or not all(isinstance(d, int) for d in info.shape):
-            raise UsageError(f"{name}: input {info.name!r} has no known shape; give it with --input-shape {info.name}:...")
+            raise UsageError(
+                f"{name}: input {info.name!r} has no known shape; give it with --input-shape {info.name}:..."
+            )
         try:
             dtype = np.dtype(helper.tensor_dtype_to_np_dtype(info.dtype))
         except (KeyError, TypeError, ValueError):
-            raise UsageError(f"{name}: input {info.name!r} has an element type onnxroof cannot make random values of") from None
+            raise UsageError(
+                f"{name}: input {info.name!r} has an element type onnxroof cannot make random values of"
+            ) from None
         if dtype.kind not in "fiub":
-            raise UsageError(f"{name}: input {info.name!r} is {dtype}: onnxroof profile cannot make random values of it")
+            raise UsageError(
+                f"{name}: input {info.name!r} is {dtype}: onnxroof profile cannot make random values of it"
+            )
         shape = cast("tuple[int, ...]", info.shape)  # every dim an int: checked above
         specs.append(InputSpec(info.name, dtype.str, tuple(shape)))
         sizes.append(math.prod(shape) * dtype.itemsize)
@@ -354,10 +436,13 @@ def input_specs(analysis: "Analysis", limit_bytes: int | None = None) -> list[In
         largest = max(range(len(specs)), key=sizes.__getitem__)
         spec = specs[largest]
         dims = ",".join(str(d) for d in spec.shape)
-        raise UsageError(f"{name}: input {spec.name!r} of shape [{dims}] ({np.dtype(spec.dtype).name}) takes "
-                         f"{iec(sizes[largest])}" + (f" ({iec(sum(sizes))} with the other inputs)" if len(specs) > 1 else "")
-                         + f", more than profile makes random inputs of here ({iec(limit)}); give a smaller shape with "
-                         f"--input-shape {spec.name}:D1,D2,... (or --dim, --batch)")
+        raise UsageError(
+            f"{name}: input {spec.name!r} of shape [{dims}] ({np.dtype(spec.dtype).name}) takes "
+            f"{iec(sizes[largest])}"
+            + (f" ({iec(sum(sizes))} with the other inputs)" if len(specs) > 1 else "")
+            + f", more than profile makes random inputs of here ({iec(limit)}); give a smaller shape with "
+            f"--input-shape {spec.name}:D1,D2,... (or --dim, --batch)"
+        )
     return specs
 
 
@@ -395,7 +480,9 @@ def _model_for_onnxruntime(source) -> tuple[Any, list[str]]:
     if proto.functions:
         from ..frontend.functions import inline_functions
 
-        proto = inline_functions(proto, Path(source).name if isinstance(source, (str, os.PathLike)) else "model")  # as onnxroof costs it: node names match
+        proto = inline_functions(
+            proto, Path(source).name if isinstance(source, (str, os.PathLike)) else "model"
+        )  # as onnxroof costs it: node names match
     for node, name in zip(proto.graph.node, node_names(list(proto.graph.node))):
         node.name = name
     try:
@@ -409,7 +496,7 @@ _NO_KERNEL = re.compile(r"Could not find an implementation for (\S+?)\((\d+)\) n
 _NO_OP = re.compile(r"([\w.\-]*):(\w+)\(-?\d+\) is not a registered function/op")
 
 
-def onnxruntime_error(exc: BaseException, analysis: "Analysis") -> UsageError:
+def onnxruntime_error(exc: BaseException, analysis: Analysis) -> UsageError:
     """One line saying which node or op onnxruntime could not run."""
     message = str(exc)
     if match := _NO_KERNEL.search(message):
@@ -418,15 +505,23 @@ def onnxruntime_error(exc: BaseException, analysis: "Analysis") -> UsageError:
             types = ", ".join(t for t in analysis.find_node(node).input_dtypes if t) or "?"
         except UsageError:
             types = "?"
-        return UsageError(f"onnxruntime has no CPU kernel for node {node!r} ({op}, opset {version}, inputs {types}); "
-                          "onnxroof summary still predicts it, but it cannot be profiled here")
+        return UsageError(
+            f"onnxruntime has no CPU kernel for node {node!r} ({op}, opset {version}, inputs {types}); "
+            "onnxroof summary still predicts it, but it cannot be profiled here"
+        )
     if match := _NO_OP.search(message):
         domain, op = match.groups()
         nodes = [r.name for r in analysis.nodes if r.op_type == op and (r.domain or "") == domain]
         where = f" (node {nodes[0]!r}" + (f" and {len(nodes) - 1} more)" if len(nodes) > 1 else ")") if nodes else ""
-        return UsageError(f"onnxruntime does not know op {op} of domain {domain or 'ai.onnx'}{where}: a custom op needs "
-                          "its kernel library registered with onnxruntime; it cannot be profiled here")
-    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", message.strip().splitlines()[0] if message.strip() else type(exc).__name__)
+        return UsageError(
+            f"onnxruntime does not know op {op} of domain {domain or 'ai.onnx'}{where}: a custom op needs "
+            "its kernel library registered with onnxruntime; it cannot be profiled here"
+        )
+    text = re.sub(
+        r"^\[ONNXRuntimeError\] : \d+ : \w+ : ",
+        "",
+        message.strip().splitlines()[0] if message.strip() else type(exc).__name__,
+    )
     if len(text) > 300:
         text = text[:297] + "..."
     return UsageError(f"onnxruntime cannot run {analysis.model.name}: {text}")

@@ -33,7 +33,6 @@ step 2 cannot see through them and steps 1 and 3 do the work; at ``basic`` and `
 tensor names survive and step 2 decides.
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -52,8 +51,16 @@ if TYPE_CHECKING:
 # what onnxruntime puts around the name of a node it rewrites ("fused X": Gemm+activation)
 _NAME_PREFIXES = ("fused ",)
 _NAME_SUFFIXES = ("_nchwc",)
-_FUSED_OPS = {"FusedConv": "Conv", "FusedGemm": "Gemm", "FusedMatMul": "MatMul", "NhwcFusedConv": "Conv",
-              "NhwcConv": "Conv", "NhwcMaxPool": "MaxPool", "QLinearConv": "Conv", "QLinearMatMul": "MatMul"}
+_FUSED_OPS = {
+    "FusedConv": "Conv",
+    "FusedGemm": "Gemm",
+    "FusedMatMul": "MatMul",
+    "NhwcFusedConv": "Conv",
+    "NhwcConv": "Conv",
+    "NhwcMaxPool": "MaxPool",
+    "QLinearConv": "Conv",
+    "QLinearMatMul": "MatMul",
+}
 _UPSTREAM_DEPTH = 8  # how far up a renamed kernel's chain may reach for its op
 
 
@@ -96,7 +103,6 @@ class ProfileMapping:
         return sum(k.seconds for k in self.kernels)
 
 
-
 # Kernels that move data around (onnxruntime inserts some): such a kernel covers only original
 # nodes of its own op. They are the ONNX ops that only rearrange or retype their input (the
 # registry's traits), and onnxruntime's own layout and copy ops, which ONNX does not define.
@@ -108,8 +114,13 @@ def _moves_data(op_type: str) -> bool:
     return op_type in _ONNXRUNTIME_MOVEMENT_OPS or bool(traits_of("", op_type) & _REARRANGES)
 
 
-def map_profile(events: Any, analysis: Analysis, warmup: int = 0,
-                weights: Mapping[str, float] | None = None, optimized: OptimizedGraph | None = None) -> ProfileMapping:
+def map_profile(
+    events: Any,
+    analysis: Analysis,
+    warmup: int = 0,
+    weights: Mapping[str, float] | None = None,
+    optimized: OptimizedGraph | None = None,
+) -> ProfileMapping:
     """Map an onnxruntime profile's kernels to ``analysis``'s nodes (see the module docstring).
 
     ``weights`` (node -> predicted seconds) split a kernel that covers several nodes; without
@@ -120,8 +131,10 @@ def map_profile(events: Any, analysis: Analysis, warmup: int = 0,
     medians, runs, wall = kernel_medians(loaded, warmup)
     sizes, split = kernel_sizes(loaded), kernel_splits(loaded)
     records = {r.name: r for r in analysis.nodes}
-    kernels = [KernelTime(name, op, seconds, sizes=sizes.get(name), split=name in split)
-               for name, (op, seconds) in medians.items()]
+    kernels = [
+        KernelTime(name, op, seconds, sizes=sizes.get(name), split=name in split)
+        for name, (op, seconds) in medians.items()
+    ]
     claims = _Claims(records, analysis.tensors)
     claims.by_name(kernels)
     if optimized is not None:
@@ -198,8 +211,12 @@ class _Claims:
                 op_type = records[tensors[tensor].producer].op_type
                 target = _structural_owner(kernel, op_type, optimized, producer_of, by_name)
                 if target is not None:
-                    self.claim(target, _walk_up(tensor, target, optimized.nodes[target.name][0], available, records,
-                                                tensors, self.owner))
+                    self.claim(
+                        target,
+                        _walk_up(
+                            tensor, target, optimized.nodes[target.name][0], available, records, tensors, self.owner
+                        ),
+                    )
 
     def by_op(self, kernels: list[KernelTime]) -> None:
         """Step 3: a renamed kernel whose op is not its node's (activation_0_nchwc is a Conv)
@@ -244,8 +261,9 @@ def _does_work(record) -> bool:
     return not (record.view or record.status == NodeStatus.CONSTANT or not (record.flops or record.memory_bytes))
 
 
-def _structural_owner(kernel: KernelTime, op_type: str, optimized: OptimizedGraph, producer_of: Mapping,
-                      by_name: Mapping) -> KernelTime | None:
+def _structural_owner(
+    kernel: KernelTime, op_type: str, optimized: OptimizedGraph, producer_of: Mapping, by_name: Mapping
+) -> KernelTime | None:
     """The kernel an original tensor that ``kernel`` outputs belongs to: ``kernel`` itself, unless
     it only moves data (a Reshape or Squeeze onnxruntime inserted after a fusion) and the tensor's
     original producer is another op: then the kernel that computed the moved data."""
@@ -261,8 +279,15 @@ def _structural_owner(kernel: KernelTime, op_type: str, optimized: OptimizedGrap
     return None
 
 
-def _walk_up(tensor: str, kernel: KernelTime, inputs: Iterable[str], available: set[str], records: Mapping,
-             tensors: Mapping, owner: Mapping) -> list[str]:
+def _walk_up(
+    tensor: str,
+    kernel: KernelTime,
+    inputs: Iterable[str],
+    available: set[str],
+    records: Mapping,
+    tensors: Mapping,
+    owner: Mapping,
+) -> list[str]:
     """Original nodes from ``tensor``'s producer upward, through tensors the optimized graph no
     longer has, up to the kernel's inputs; never into a node another kernel covers."""
     stop = set(inputs)
@@ -277,14 +302,24 @@ def _walk_up(tensor: str, kernel: KernelTime, inputs: Iterable[str], available: 
         else:
             covered.append(producer)
         for name in records[producer].inputs:
-            if name and name not in stop and name not in available and name in tensors \
-                    and tensors[name].producer in records:
+            if (
+                name
+                and name not in stop
+                and name not in available
+                and name in tensors
+                and tensors[name].producer in records
+            ):
                 stack.append(name)
     return covered
 
 
-def parse_profile(events_json: Any, analysis: Analysis, warmup: int = 0, weights: Mapping[str, float] | None = None,
-                  optimized: OptimizedGraph | None = None) -> dict[str, float]:
+def parse_profile(
+    events_json: Any,
+    analysis: Analysis,
+    warmup: int = 0,
+    weights: Mapping[str, float] | None = None,
+    optimized: OptimizedGraph | None = None,
+) -> dict[str, float]:
     """{node name: measured seconds} from an onnxruntime profile (a path, JSON text or the
     parsed events): the median over the runs after ``warmup`` (see :func:`map_profile`)."""
     return map_profile(events_json, analysis, warmup, weights, optimized).seconds
@@ -308,8 +343,12 @@ def _node_for_kernel(kernel: str, records: Mapping, tensors: Mapping) -> str | N
         return tensor.producer
     best = None
     for name in records:
-        if len(kernel) > len(name) and kernel.startswith(name) and kernel[len(name)] in "_/:." and (
-                best is None or len(name) > len(best)):
+        if (
+            len(kernel) > len(name)
+            and kernel.startswith(name)
+            and kernel[len(name)] in "_/:."
+            and (best is None or len(name) > len(best))
+        ):
             best = name
     return best
 
@@ -330,8 +369,9 @@ def _chain_up_to(node: str, op_type: str, producers, records: Mapping, owner: Ma
     return []
 
 
-def _split(kernel: KernelTime, records: Mapping, weights: Mapping[str, float] | None,
-           named: Mapping) -> dict[str, float]:
+def _split(
+    kernel: KernelTime, records: Mapping, weights: Mapping[str, float] | None, named: Mapping
+) -> dict[str, float]:
     """The kernel's time over its nodes, in proportion to ``weights`` (else FLOPs); all of it to
     the node it is named after when the weights are all zero."""
     if not kernel.nodes:
@@ -344,7 +384,6 @@ def _split(kernel: KernelTime, records: Mapping, weights: Mapping[str, float] | 
         head = next((n for n in kernel.nodes if named.get(n) is kernel), kernel.nodes[0])
         return {n: (kernel.seconds if n == head else 0.0) for n in kernel.nodes}
     return {n: kernel.seconds * w / total for n, w in share.items()}
-
 
 
 # --- what profile finds --------------------------------------------------------------------------
@@ -415,4 +454,3 @@ class ProfileResult:
     def error(self) -> float | None:
         """(predicted - measured) / measured: -0.4 means the prediction is 40 % too fast."""
         return (self.predicted_s - self.measured_s) / self.measured_s if self.measured_s else None
-

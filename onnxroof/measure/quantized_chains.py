@@ -33,25 +33,43 @@ def qdq_fan_model(op: str, shape: tuple[int, ...], attributes: dict, length: int
     rows, depth = shape
     columns = attributes["columns"]
     rng = np.random.default_rng(0)
-    initializers = [numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
-                    numpy_helper.from_array(np.array(0, np.int8), "zero"),  # the weights'
-                    numpy_helper.from_array(np.array(128, np.uint8), "activation_zero")]
+    initializers = [
+        numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
+        numpy_helper.from_array(np.array(0, np.int8), "zero"),  # the weights'
+        numpy_helper.from_array(np.array(128, np.uint8), "activation_zero"),
+    ]
     nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "activation_zero"], ["q_x"], name="quantize_x")]
     for index in range(length):
-        initializers += [numpy_helper.from_array(rng.integers(-127, 128, (depth, columns), dtype=np.int8), f"w{index}"),
-                         numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale")]
-        nodes += [helper.make_node("DequantizeLinear", [f"w{index}", f"w{index}_scale", "zero"], [f"dq_w{index}"],
-                                   name=f"dequantize_w{index}"),
-                  helper.make_node("DequantizeLinear", ["q_x", "scale", "activation_zero"], [f"dq_a{index}"],
-                                   name=f"dequantize_a{index}"),
-                  helper.make_node(op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}"),
-                  helper.make_node("QuantizeLinear", [f"f{index}", "scale", "activation_zero"], [f"q{index}"],
-                                   name=f"quantize_{index}"),
-                  helper.make_node("DequantizeLinear", [f"q{index}", "scale", "activation_zero"], [f"p{index}"],
-                                   name=f"dequantize_{index}")]
+        initializers += [
+            numpy_helper.from_array(rng.integers(-127, 128, (depth, columns), dtype=np.int8), f"w{index}"),
+            numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale"),
+        ]
+        nodes += [
+            helper.make_node(
+                "DequantizeLinear",
+                [f"w{index}", f"w{index}_scale", "zero"],
+                [f"dq_w{index}"],
+                name=f"dequantize_w{index}",
+            ),
+            helper.make_node(
+                "DequantizeLinear", ["q_x", "scale", "activation_zero"], [f"dq_a{index}"], name=f"dequantize_a{index}"
+            ),
+            helper.make_node(op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}"),
+            helper.make_node(
+                "QuantizeLinear", [f"f{index}", "scale", "activation_zero"], [f"q{index}"], name=f"quantize_{index}"
+            ),
+            helper.make_node(
+                "DequantizeLinear", [f"q{index}", "scale", "activation_zero"], [f"p{index}"], name=f"dequantize_{index}"
+            ),
+        ]
     nodes.append(helper.make_node("Sum", [f"p{index}" for index in range(length)], ["y"], name="sum"))
-    graph = helper.make_graph(nodes, "qdq-gemv-fan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, depth))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (rows, columns))], initializers)
+    graph = helper.make_graph(
+        nodes,
+        "qdq-gemv-fan",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, depth))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (rows, columns))],
+        initializers,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -64,29 +82,47 @@ def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: i
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    initializers = [numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
-                    numpy_helper.from_array(np.array(0, np.int8), "zero")]
+    initializers = [
+        numpy_helper.from_array(np.array(0.05, np.float32), "scale"),
+        numpy_helper.from_array(np.array(0, np.int8), "zero"),
+    ]
     nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q_x"], name="quantize_x")]
     previous = "q_x"
     options = {key: value for key, value in attributes.items() if key != "kernel"}
     for index in range(length):
         if op == "Conv":
             size = attributes.get("kernel", 3)
-            weight = rng.integers(-127, 128, (shape[1], shape[1] // attributes.get("group", 1), size, size), dtype=np.int8)
+            weight = rng.integers(
+                -127, 128, (shape[1], shape[1] // attributes.get("group", 1), size, size), dtype=np.int8
+            )
         else:
             weight = rng.integers(-127, 128, (shape[-1], shape[-1]), dtype=np.int8)
-        initializers += [numpy_helper.from_array(weight, f"w{index}"),
-                         numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale")]
-        nodes += [helper.make_node("DequantizeLinear", [f"w{index}", f"w{index}_scale", "zero"], [f"dq_w{index}"],
-                                   name=f"dequantize_w{index}"),
-                  helper.make_node("DequantizeLinear", [previous, "scale", "zero"], [f"dq_a{index}"],
-                                   name=f"dequantize_a{index}"),
-                  helper.make_node(op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}",
-                                   **options),
-                  helper.make_node("QuantizeLinear", [f"f{index}", "scale", "zero"], [f"q{index}"],
-                                   name=f"quantize_{index}")]
+        initializers += [
+            numpy_helper.from_array(weight, f"w{index}"),
+            numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale"),
+        ]
+        nodes += [
+            helper.make_node(
+                "DequantizeLinear",
+                [f"w{index}", f"w{index}_scale", "zero"],
+                [f"dq_w{index}"],
+                name=f"dequantize_w{index}",
+            ),
+            helper.make_node(
+                "DequantizeLinear", [previous, "scale", "zero"], [f"dq_a{index}"], name=f"dequantize_a{index}"
+            ),
+            helper.make_node(
+                op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}", **options
+            ),
+            helper.make_node("QuantizeLinear", [f"f{index}", "scale", "zero"], [f"q{index}"], name=f"quantize_{index}"),
+        ]
         previous = f"q{index}"
     nodes.append(helper.make_node("DequantizeLinear", [previous, "scale", "zero"], ["y"], name="dequantize_y"))
-    graph = helper.make_graph(nodes, f"qdq-{op.lower()}-chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializers)
+    graph = helper.make_graph(
+        nodes,
+        f"qdq-{op.lower()}-chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        initializers,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)

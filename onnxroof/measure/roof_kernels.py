@@ -13,10 +13,10 @@ import ctypes
 import math
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
 
 import numpy as np
 
@@ -155,7 +155,6 @@ class StreamPoint:
     rate: Rate
 
 
-
 def _matmul_runner(dtype, n: int, rng: np.random.Generator, deadline: float):
     """``run(iterations)``: that many matmuls back to back, or fewer if the wall clock passes
     ``deadline`` (a multithreaded BLAS on a busy machine can stall a small matmul for a long
@@ -236,8 +235,13 @@ def _onnxruntime_matmul_runner(n: int, threads: int | None, deadline: float, dty
         b = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np.float32), "b")
         node = helper.make_node("MatMul", ["a", "b"], ["c"])
         types, feeds = (TensorProto.FLOAT, TensorProto.FLOAT), {"a": rng.standard_normal((n, n)).astype(np.float32)}
-    graph = helper.make_graph([node], "matmul", [helper.make_tensor_value_info("a", types[0], [n, n])],
-                              [helper.make_tensor_value_info("c", types[1], [n, n])], [b])
+    graph = helper.make_graph(
+        [node],
+        "matmul",
+        [helper.make_tensor_value_info("a", types[0], [n, n])],
+        [helper.make_tensor_value_info("c", types[1], [n, n])],
+        [b],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -257,8 +261,15 @@ def _onnxruntime_matmul_runner(n: int, threads: int | None, deadline: float, dty
     return run
 
 
-def measure_matmul(dtype: str, n: int, timer: Timer, budget_s: float, minimum_call_s: float = 0.02,
-                   method: str = "numpy", threads: int | None = None) -> MatmulPoint | None:
+def measure_matmul(
+    dtype: str,
+    n: int,
+    timer: Timer,
+    budget_s: float,
+    minimum_call_s: float = 0.02,
+    method: str = "numpy",
+    threads: int | None = None,
+) -> MatmulPoint | None:
     """The fastest ``n x n`` matmul in ``dtype`` within about ``budget_s`` (cut short at twice
     that: after the deadline every timed call does one matmul), by numpy or, with ``method``
     "onnxruntime", by onnxruntime's MatMul on ``threads`` threads, or for ``dtype`` "int8" with
@@ -287,8 +298,14 @@ class StreamArrays:
     def __init__(self, threads: int, largest: int):
         self.threads = threads
         self.capacity = largest // (2 * 8 * threads)  # elements: copy's two arrays fill ``largest``
-        self.arrays = [(np.full(self.capacity, 1.0), np.full(self.capacity, 2.0),
-                        np.full(max(1, largest // (3 * 8 * threads)), 3.0)) for _ in range(threads)]
+        self.arrays = [
+            (
+                np.full(self.capacity, 1.0),
+                np.full(self.capacity, 2.0),
+                np.full(max(1, largest // (3 * 8 * threads)), 3.0),
+            )
+            for _ in range(threads)
+        ]
         self.scratch = [np.empty(TRIAD_BLOCK) for _ in range(threads)]
         self.pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
 
@@ -307,8 +324,15 @@ class StreamArrays:
                 work.append(partial(np.add, a, b, out=c))
             else:
                 scratch = self.scratch[index]
-                blocks = [(a[i:i + TRIAD_BLOCK], b[i:i + TRIAD_BLOCK], c[i:i + TRIAD_BLOCK],
-                           scratch[: min(TRIAD_BLOCK, elements - i)]) for i in range(0, elements, TRIAD_BLOCK)]
+                blocks = [
+                    (
+                        a[i : i + TRIAD_BLOCK],
+                        b[i : i + TRIAD_BLOCK],
+                        c[i : i + TRIAD_BLOCK],
+                        scratch[: min(TRIAD_BLOCK, elements - i)],
+                    )
+                    for i in range(0, elements, TRIAD_BLOCK)
+                ]
 
                 def triad(blocks=blocks) -> None:
                     for x, y, z, t in blocks:  # a = b + 3 c, one block at a time
@@ -331,8 +355,9 @@ class StreamArrays:
         return run
 
 
-def measure_stream(arrays: StreamArrays, kernel: str, working_set: int, timer: Timer, budget_s: float,
-                   minimum_call_s: float = 2e-3) -> StreamPoint | None:
+def measure_stream(
+    arrays: StreamArrays, kernel: str, working_set: int, timer: Timer, budget_s: float, minimum_call_s: float = 2e-3
+) -> StreamPoint | None:
     """The fastest pass of ``kernel`` over ``working_set`` bytes (all threads together)."""
     elements = stream_elements(kernel, working_set, arrays.threads)
     a, _, c = arrays.arrays[0]
@@ -348,8 +373,15 @@ def measure_stream(arrays: StreamArrays, kernel: str, working_set: int, timer: T
 
 
 # BLAS settings in the environment that change which kernels the BLAS runs
-BLAS_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_VERBOSE", "GOTOBLAS_CORETYPE", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR",
-                  "MKL_DEBUG_CPU_TYPE", "NPY_DISABLE_CPU_FEATURES")
+BLAS_VARIABLES = (
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_VERBOSE",
+    "GOTOBLAS_CORETYPE",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_CBWR",
+    "MKL_DEBUG_CPU_TYPE",
+    "NPY_DISABLE_CPU_FEATURES",
+)
 
 
 def blas_variables() -> list[str]:
@@ -364,21 +396,27 @@ def numpy_in_clean_environment(n: int, threads: int, budget_s: float) -> MatmulP
     import subprocess
     import sys
 
-    script = ("import time, numpy as np\n"
-              f"n = {n}\na = np.ones((n, n), np.float32); b = np.ones((n, n), np.float32); c = np.empty((n, n), np.float32)\n"
-              "np.matmul(a, b, out=c); best = 1e9; end = time.monotonic() + " + repr(max(budget_s, 0.2)) + "\n"
-              "for i in range(200):\n"
-              "    t = time.perf_counter(); np.matmul(a, b, out=c); best = min(best, time.perf_counter() - t)\n"
-              "    if i >= 2 and time.monotonic() > end: break\n"
-              "print(best)\n")
+    script = (
+        "import time, numpy as np\n"
+        f"n = {n}\na = np.ones((n, n), np.float32); b = np.ones((n, n), np.float32); c = np.empty((n, n), np.float32)\n"
+        "np.matmul(a, b, out=c); best = 1e9; end = time.monotonic() + " + repr(max(budget_s, 0.2)) + "\n"
+        "for i in range(200):\n"
+        "    t = time.perf_counter(); np.matmul(a, b, out=c); best = min(best, time.perf_counter() - t)\n"
+        "    if i >= 2 and time.monotonic() > end: break\n"
+        "print(best)\n"
+    )
     environment = {k: v for k, v in os.environ.items() if k not in BLAS_VARIABLES}
     environment["OPENBLAS_NUM_THREADS"] = str(threads)
     try:
-        done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True,
-                              timeout=30 + 2 * budget_s, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=30 + 2 * budget_s,
+            check=True,
+        )
         seconds = float(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
     return MatmulPoint("float32", n, Rate(matmul_flops(n), seconds, 1), CLEAN)
-
-

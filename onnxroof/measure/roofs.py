@@ -7,13 +7,13 @@ that carries them with their sources is written by :mod:`onnxroof.report.target_
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
+from ..roofline.targets import Figure, Target
 from . import achieved
 from .op_efficiency import OpMeasurement
 from .roof_kernels import MatmulPoint, StreamPoint
-from ..roofline.targets import Figure, Target
 
 FAST_FACTOR = 1.3  # a cache plateau runs at least this much faster than DRAM
 ROUNDS = 3  # every point is measured this many times, a whole round apart; the best is kept
@@ -81,7 +81,6 @@ def memory_levels(points: Sequence[tuple[int, float]], fast_factor: float = FAST
     return Levels(dram, (tail[0][0], largest), edge, cache, (top[0][0], end))
 
 
-
 @dataclass
 class Calibration:
     """Everything one calibration measured, and where."""
@@ -103,7 +102,9 @@ class Calibration:
     cold_launch_s: float | None = None  # onnxruntime's cost per kernel when a run streams past the caches
     run_overhead_s: float | None = None  # onnxruntime's cost per run beyond its kernels (None: not measured)
     dram_stall: float | None = None  # the share of a compute-bound product's DRAM time not hidden (None: not measured)
-    handoff_s: float | None = None  # what a kernel split over the threads costs on top (None: one thread, or not measured)
+    handoff_s: float | None = (
+        None  # what a kernel split over the threads costs on top (None: one thread, or not measured)
+    )
     handoff_cases: list[tuple[str, float, float]] = field(default_factory=list)  # (op, one-thread slope, slope)
     subnormal_s: float | None = None  # one exp underflowed to a subnormal in a masked Softmax (None: not measured)
     copy_bytes_per_s: float | None = None  # onnxruntime's elementwise kernel streaming from DRAM (None: not measured)
@@ -154,8 +155,10 @@ def measured_roofs(calibration: Calibration, name: str = "this-machine") -> Targ
     if int8 is not None:
         peaks["int8"] = measured(int8.rate.per_second)
     return Target(
-        name=name, description=f"{calibration.cpu}, {calibration.cores}: roofs measured by onnxroof calibrate",
-        path="", peak_ops_per_s=peaks,
+        name=name,
+        description=f"{calibration.cpu}, {calibration.cores}: roofs measured by onnxroof calibrate",
+        path="",
+        peak_ops_per_s=peaks,
         dram_bytes_per_s=measured(calibration.dram_bytes_per_s()),
         onchip_bytes=measured(levels.onchip_bytes) if onchip and levels.onchip_bytes else None,
         onchip_bytes_per_s=measured(levels.onchip_bytes_per_s) if onchip and levels.onchip_bytes_per_s else None,

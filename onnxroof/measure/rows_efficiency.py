@@ -25,7 +25,8 @@ curve's points are those sizes and the class's own sizes that run the same kerne
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..roofline.targets import SPLIT_MACS
 from . import achieved
@@ -38,13 +39,17 @@ Spec = tuple[str, str, tuple[int, ...], dict]  # (label, op, input shape, attrib
 ROWS_CASES: dict[str, tuple[Spec, ...]] = {
     # the class's first size (128 x 256 by 256 x 256) with 8 to 64 rows: 8 is the fewest a gemm has
     # (fewer than 8 multiply-adds per weight element is a gemv)
-    "gemm": (("MatMul 8x256 by 256x256", "MatMul", (8, 256), {}),
-             ("MatMul 16x256 by 256x256", "MatMul", (16, 256), {}),
-             ("MatMul 32x256 by 256x256", "MatMul", (32, 256), {}),
-             ("MatMul 64x256 by 256x256", "MatMul", (64, 256), {})),
+    "gemm": (
+        ("MatMul 8x256 by 256x256", "MatMul", (8, 256), {}),
+        ("MatMul 16x256 by 256x256", "MatMul", (16, 256), {}),
+        ("MatMul 32x256 by 256x256", "MatMul", (32, 256), {}),
+        ("MatMul 64x256 by 256x256", "MatMul", (64, 256), {}),
+    ),
     # ResNet-50's last stage in QDQ int8: 7 x 7 output pixels, a 3x3 and a 1x1 convolution
-    "gemm.int8": (("QDQ Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1]}),
-                  ("QDQ Conv 1x1, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"kernel": 1})),
+    "gemm.int8": (
+        ("QDQ Conv 3x3, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"pads": [1, 1, 1, 1]}),
+        ("QDQ Conv 1x1, 512 channels, 7x7", "Conv", (1, 512, 7, 7), {"kernel": 1}),
+    ),
 }
 # which of the class's own sizes join a curve: every gemm size; of the int8 ones the convolutions.
 # The int8 MatMul runs another kernel (MLAS's integer GEMM on the CPU's matrix units, 0.6 of the
@@ -64,7 +69,9 @@ def own_sizes(curve: str) -> tuple[Spec, ...]:
     return achieved.ROOF_CASES.get(kernel_class, {}).get(roof, ()) if roof else achieved.CASES.get(kernel_class, ())
 
 
-def case_rows(op: str, shape: tuple[int, ...], attributes: dict, builder: Callable = achieved.chain_model) -> int | None:
+def case_rows(
+    op: str, shape: tuple[int, ...], attributes: dict, builder: Callable = achieved.chain_model
+) -> int | None:
     """The output rows of one link of a chain, as the placement reads them (its product's work
     shape: a matmul's rows, a convolution's output pixels); None without a work shape.
 
@@ -95,9 +102,14 @@ def rows_points(cases: list[achieved.Case]) -> tuple[tuple[int, float], ...]:
     return tuple((rows, round(achieved.class_efficiency(fractions), 4)) for rows, fractions in sorted(by_rows.items()))
 
 
-def measure_rows_efficiency(target: "Target", launch_s: float, budget_s: float, measured: dict[str, list[achieved.Case]],
-                            threads: int | None = None,
-                            progress: Callable[[str], None] | None = None) -> dict[str, list[achieved.Case]]:
+def measure_rows_efficiency(
+    target: Target,
+    launch_s: float,
+    budget_s: float,
+    measured: dict[str, list[achieved.Case]],
+    threads: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, list[achieved.Case]]:
     """Per curve of :data:`ROWS_CASES` whose class (and roof) ``target`` has and ``measured`` holds
     (curve -> the class's sizes just measured, in the order of their specs), the curve's cases:
     those of the class's sizes that join it (:data:`CURVE_OPS`) at their rows, and each size of
@@ -107,8 +119,11 @@ def measure_rows_efficiency(target: "Target", launch_s: float, budget_s: float, 
         return {}
     say = progress or (lambda text: None)
     split_s = target.split_overhead_s.value if target.split_overhead_s else 0.0
-    wanted = [curve for curve in ROWS_CASES if curve in measured
-              and (("." not in curve) or curve.partition(".")[2] in target.peak_ops_per_s)]
+    wanted = [
+        curve
+        for curve in ROWS_CASES
+        if curve in measured and (("." not in curve) or curve.partition(".")[2] in target.peak_ops_per_s)
+    ]
     per_case = budget_s / max(1, sum(len(ROWS_CASES[curve]) for curve in wanted))
     found: dict[str, list[achieved.Case]] = {}
     for curve in wanted:
@@ -118,14 +133,29 @@ def measure_rows_efficiency(target: "Target", launch_s: float, budget_s: float, 
                 found.setdefault(curve, []).append(_at_rows(case, case_rows(op, shape, attributes, builder)))
         for label, op, shape, attributes in ROWS_CASES[curve]:
             slope = achieved.chain_slope_s(op, shape, attributes, threads, per_case, builder=builder)
-            roof = achieved.roof_slope_s(op, shape, attributes, target, builder=builder, fusion="all" if quantized else "none",
-                                         dtype=curve.partition(".")[2] or "model")
+            roof = achieved.roof_slope_s(
+                op,
+                shape,
+                attributes,
+                target,
+                builder=builder,
+                fusion="all" if quantized else "none",
+                dtype=curve.partition(".")[2] or "model",
+            )
             fixed = launch_s + (split_s if achieved.case_macs(op, shape, attributes, builder) >= SPLIT_MACS else 0.0)
-            case = achieved.Case(label, slope, roof, achieved.efficiency(roof, slope, fixed),
-                                 rows=case_rows(op, shape, attributes, builder))
+            case = achieved.Case(
+                label,
+                slope,
+                roof,
+                achieved.efficiency(roof, slope, fixed),
+                rows=case_rows(op, shape, attributes, builder),
+            )
             found.setdefault(curve, []).append(case)
-            say(f"{curve.replace('.', ' ') + ' rows':13} {label:44} {slope * 1e6:9.2f} µs, roofline {roof * 1e6:8.2f} µs: "
-                f"{case.fraction:.0%}")
+            say(
+                f"{curve.replace('.', ' ') + ' rows':13} {label:44} {slope * 1e6:9.2f} µs, "
+                f"roofline {roof * 1e6:8.2f} µs: "
+                f"{case.fraction:.0%}"
+            )
     return found
 
 

@@ -19,11 +19,17 @@ def masked_softmax_model(mask: np.ndarray):
     """y = Softmax(x + mask) over the last axis, ``mask`` [1, 1, queries, keys] an initializer."""
     from onnx import TensorProto, helper, numpy_helper
 
-    nodes = [helper.make_node("Add", ["x", "mask"], ["masked"], name="add_mask"),
-             helper.make_node("Softmax", ["masked"], ["y"], name="softmax", axis=-1)]
-    graph = helper.make_graph(nodes, "masked-softmax", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SCORES)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, SCORES)],
-                              [numpy_helper.from_array(mask, "mask")])
+    nodes = [
+        helper.make_node("Add", ["x", "mask"], ["masked"], name="add_mask"),
+        helper.make_node("Softmax", ["masked"], ["y"], name="softmax", axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "masked-softmax",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, SCORES)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, SCORES)],
+        [numpy_helper.from_array(mask, "mask")],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -47,7 +53,11 @@ def measure_subnormal_s(budget_s: float, threads: int | None = None) -> float | 
     causal = np.triu(np.full((queries, keys), np.finfo(np.float32).min, np.float32), 1)[None, None]
     scores = {"x": np.random.default_rng(0).standard_normal(SCORES).astype(np.float32)}
     plain_s, masked_s = achieved.fastest_runs_s(
-        [(achieved.cpu_session(masked_softmax_model(mask), threads, optimize=True), scores)
-         for mask in (np.zeros_like(causal), causal)], budget_s)
+        [
+            (achieved.cpu_session(masked_softmax_model(mask), threads, optimize=True), scores)
+            for mask in (np.zeros_like(causal), causal)
+        ],
+        budget_s,
+    )
     slow_s = (masked_s - plain_s) / hidden_elements()
     return slow_s if slow_s > 0 else None

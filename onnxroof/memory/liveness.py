@@ -35,8 +35,9 @@ class MemoryReport:
     problem: MemoryProblem = field(repr=False, compare=False)
 
 
-def analyze_memory(graph: CostGraph, *, elementwise_in_place: bool = False,
-                   state_limit: int = EXACT_STATE_LIMIT, search: bool = True) -> MemoryReport:
+def analyze_memory(
+    graph: CostGraph, *, elementwise_in_place: bool = False, state_limit: int = EXACT_STATE_LIMIT, search: bool = True
+) -> MemoryReport:
     """Peak live activations under the model's order and the best order found (without
     ``search``, the model's order stands for it: the formulas' grid reads the model order only)."""
     problem = build_problem(graph, concat_in_place=True, elementwise_in_place=elementwise_in_place)
@@ -49,8 +50,11 @@ def analyze_memory(graph: CostGraph, *, elementwise_in_place: bool = False,
     lower_bound, node = largest_layer_bytes(problem)
     return MemoryReport(
         model_order=model_order,
-        best=(best_order_from(problem, model_order, lower_bound, state_limit) if search
-              else SearchResult(model_order, "model order", 0, "not searched")),
+        best=(
+            best_order_from(problem, model_order, lower_bound, state_limit)
+            if search
+            else SearchResult(model_order, "model order", 0, "not searched")
+        ),
         concat_copy_peak_bytes=copy_peak,
         largest_layer_bytes=lower_bound,
         largest_layer_node=node,

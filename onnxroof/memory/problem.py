@@ -30,6 +30,7 @@ from ..ops import OpTrait, traits_of
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
 
+
 @dataclass(slots=True)  # not frozen: one per tensor, and frozen dataclasses are slow to build
 class Buffer:
     """Memory owned by one tensor (and by the views and concat slices that share it). Treat as
@@ -89,10 +90,18 @@ class MemoryProblem:
             else:
                 read_by[~event].append(node)
         return tuple(
-            Buffer(name, size, frozenset(made), frozenset(read), uses.tensors.get(index, (name,)),
-                   index < uses.from_start, index in uses.to_end)
-            for index, (name, size, made, read)
-            in enumerate(zip(self.buffer_names, self.buffer_bytes, made_by, read_by))
+            Buffer(
+                name,
+                size,
+                frozenset(made),
+                frozenset(read),
+                uses.tensors.get(index, (name,)),
+                index < uses.from_start,
+                index in uses.to_end,
+            )
+            for index, (name, size, made, read) in enumerate(
+                zip(self.buffer_names, self.buffer_bytes, made_by, read_by)
+            )
         )
 
     @cached_property
@@ -103,7 +112,8 @@ class MemoryProblem:
         for record in self.records:
             node = record.name
             predecessors[node] = frozenset(
-                [made_by for n in record.inputs if (made_by := producer.get(n)) is not None and made_by != node])
+                [made_by for n in record.inputs if (made_by := producer.get(n)) is not None and made_by != node]
+            )
         return predecessors
 
     @property
@@ -131,23 +141,38 @@ class Schedule:
 # Buffers
 
 
-def build_problem(graph: CostGraph, *, concat_in_place: bool = True,
-                  elementwise_in_place: bool = False) -> MemoryProblem:
+def build_problem(
+    graph: CostGraph, *, concat_in_place: bool = True, elementwise_in_place: bool = False
+) -> MemoryProblem:
     """The buffers of a cost DAG (graph stage), one pass over its nodes and tensors."""
     tensors = graph.tensors
     sizes = {
-        name: tensor.bytes for name, tensor in tensors.items()
+        name: tensor.bytes
+        for name, tensor in tensors.items()
         if tensor.kind in ("input", "activation") and tensor.bytes is not None
     }
     # consumer counts only decide elementwise in-place updates
     consumers = {name: len(tensor.consumers) for name, tensor in tensors.items()} if elementwise_in_place else None
-    return problem_from_records(graph.records, sizes, graph.inputs, graph.outputs, consumers,
-                                concat_in_place=concat_in_place, elementwise_in_place=elementwise_in_place)
+    return problem_from_records(
+        graph.records,
+        sizes,
+        graph.inputs,
+        graph.outputs,
+        consumers,
+        concat_in_place=concat_in_place,
+        elementwise_in_place=elementwise_in_place,
+    )
 
 
 def problem_from_records(
-    records: list, sizes: dict[str, int], inputs: Iterable[str], outputs: Iterable[str],
-    consumers: dict[str, int] | None = None, *, concat_in_place: bool = True, elementwise_in_place: bool = False,
+    records: list,
+    sizes: dict[str, int],
+    inputs: Iterable[str],
+    outputs: Iterable[str],
+    consumers: dict[str, int] | None = None,
+    *,
+    concat_in_place: bool = True,
+    elementwise_in_place: bool = False,
 ) -> MemoryProblem:
     """The buffers of a node list in execution order. ``sizes`` holds the bytes of every
     activation (tensors missing from it are parameters, constants or of unknown size)."""
@@ -176,9 +201,19 @@ def problem_from_records(
     order = tuple(map(attrgetter("name"), records))
     # with a node name repeated, lifetimes() and the lower bound go by names, not steps: leave it to them
     unique = len(set(order)) == len(order)
-    return MemoryProblem(order, tuple(table.names), tuple(table.sizes_of), uses, concat_in_place,
-                         elementwise_in_place, tuple(records), len(slices.owner), tuple(spans) if unique else None,
-                         tuple(touched) if unique else None, frozenset(slices.in_place_concats))
+    return MemoryProblem(
+        order,
+        tuple(table.names),
+        tuple(table.sizes_of),
+        uses,
+        concat_in_place,
+        elementwise_in_place,
+        tuple(records),
+        len(slices.owner),
+        tuple(spans) if unique else None,
+        tuple(touched) if unique else None,
+        frozenset(slices.in_place_concats),
+    )
 
 
 def _count_consumers(records: list) -> dict[str, int]:
@@ -199,8 +234,14 @@ class _Aliases:
     nested: list = field(default_factory=list)  # (step, node) of the nodes with subgraphs
 
 
-def _find_aliases(records: list, sizes: dict[str, int], inputs: set[str], outputs: set[str],
-                  consumers: dict[str, int] | None, elementwise_in_place: bool) -> _Aliases:
+def _find_aliases(
+    records: list,
+    sizes: dict[str, int],
+    inputs: set[str],
+    outputs: set[str],
+    consumers: dict[str, int] | None,
+    elementwise_in_place: bool,
+) -> _Aliases:
     """Views (and, with ``elementwise_in_place``, single-consumer elementwise ops) write into
     their input 0's buffer; also collects the Concats and the nodes with subgraphs."""
     aliases = _Aliases()
@@ -299,8 +340,9 @@ class _BufferTable:
         return index
 
 
-def _walk_steps(table: _BufferTable, records: list, sizes: dict[str, int], outputs: set[str],
-                owner: Callable[[str], str] | None) -> list[int]:
+def _walk_steps(
+    table: _BufferTable, records: list, sizes: dict[str, int], outputs: set[str], owner: Callable[[str], str] | None
+) -> list[int]:
     """Runs the nodes in order into ``table``; returns the bytes each step touches (the buffers
     it allocates or reads, each once: the lower bound's terms)."""
     index_of, new_buffer, guests = table.index_of, table.new_buffer, table.guests
@@ -368,14 +410,17 @@ def subgraph_peak(subgraph) -> int:
     return schedule_peak(problem, problem.model_order).peak_bytes
 
 
-def _in_place_candidate(record, data: list[str], sizes: dict[str, int], consumers: dict[str, int],
-                        outputs: set[str], inputs: set[str]) -> bool:
+def _in_place_candidate(
+    record, data: list[str], sizes: dict[str, int], consumers: dict[str, int], outputs: set[str], inputs: set[str]
+) -> bool:
     """A single-consumer elementwise op may overwrite its input: same size, read only here."""
     if record.family != "elementwise" or not data or len(record.outputs) != 1:
         return False
     return (
-        sizes.get(record.outputs[0]) == sizes[data[0]] and consumers.get(data[0], 0) == 1
-        and data[0] not in outputs and data[0] not in inputs
+        sizes.get(record.outputs[0]) == sizes[data[0]]
+        and consumers.get(data[0], 0) == 1
+        and data[0] not in outputs
+        and data[0] not in inputs
     )
 
 
@@ -412,8 +457,9 @@ def lifetimes(problem: MemoryProblem, order: Sequence[str]) -> Sequence[tuple[in
     return spans
 
 
-def _span(from_start: bool, live_to_end: bool, first_made: int, last_made: int, last_read: int,
-          last: int) -> tuple[int, int]:
+def _span(
+    from_start: bool, live_to_end: bool, first_made: int, last_made: int, last_read: int, last: int
+) -> tuple[int, int]:
     """A buffer's (first step, last step) live: from its first allocation (step 0 for the model's
     inputs) to its last read or allocation (the last step for outputs and buffers nothing reads)."""
     end = last if live_to_end else last_read
@@ -436,8 +482,11 @@ def schedule_peak(problem: MemoryProblem, order: Sequence[str]) -> Schedule:
     peak_step = live_bytes.index(peak_bytes)  # the first step at the peak
     peak_tensors = sorted(
         # by index: reading every buffer's name would touch a hundred thousand scattered strings
-        [(names[index], sizes[index]) for index, (start, end) in enumerate(spans)
-         if start <= peak_step <= end and sizes[index]],
+        [
+            (names[index], sizes[index])
+            for index, (start, end) in enumerate(spans)
+            if start <= peak_step <= end and sizes[index]
+        ],
         key=lambda item: (-item[1], item[0]),
     )
     return Schedule(tuple(order), live_bytes, peak_bytes, peak_step, order[peak_step], peak_tensors)

@@ -184,8 +184,9 @@ def best_order(problem: MemoryProblem, state_limit: int = EXACT_STATE_LIMIT) -> 
     pruned by the best peak known) when it finishes within ``state_limit`` states, otherwise the
     better of the greedy heuristic and the model's order. Either way the result is never worse
     than the model order and never below :func:`largest_layer_bytes`."""
-    return best_order_from(problem, schedule_peak(problem, problem.model_order), largest_layer_bytes(problem)[0],
-                           state_limit)
+    return best_order_from(
+        problem, schedule_peak(problem, problem.model_order), largest_layer_bytes(problem)[0], state_limit
+    )
 
 
 def best_order_from(problem: MemoryProblem, model: Schedule, lower_bound: int, state_limit: int) -> SearchResult:
@@ -200,13 +201,17 @@ def best_order_from(problem: MemoryProblem, model: Schedule, lower_bound: int, s
         return SearchResult(incumbent, method, 0, "meets the largest-layer lower bound: optimal")
     bounds = f"between the lower bound {lower_bound:,} B and the model-order peak {model.peak_bytes:,} B"
     if len(problem.model_order) > EXACT_NODE_LIMIT:
-        note = (f"{len(problem.model_order):,} nodes: over the exact search's {EXACT_NODE_LIMIT:,}; "
-                f"heuristic result, {bounds}")
+        note = (
+            f"{len(problem.model_order):,} nodes: over the exact search's {EXACT_NODE_LIMIT:,}; "
+            f"heuristic result, {bounds}"
+        )
         return SearchResult(incumbent, method, 0, note)
     exact = _exact(problem, incumbent.peak_bytes, state_limit)
     if exact is None:
-        note = (f"exact search ran out of its budget ({state_limit:,} states or {EXACT_SECONDS:g} s); "
-                f"heuristic result, {bounds}")
+        note = (
+            f"exact search ran out of its budget ({state_limit:,} states or {EXACT_SECONDS:g} s); "
+            f"heuristic result, {bounds}"
+        )
         return SearchResult(incumbent, method, state_limit, note)
     order, states = exact
     if order is None:  # nothing beats the incumbent: it came from elsewhere, the search proved it optimal
@@ -231,8 +236,9 @@ def _only_order(problem: MemoryProblem) -> bool:
     return True
 
 
-def _exact(problem: MemoryProblem, bound: int, state_limit: int,
-           seconds: float = EXACT_SECONDS) -> tuple[list[str] | None, int] | None:
+def _exact(
+    problem: MemoryProblem, bound: int, state_limit: int, seconds: float = EXACT_SECONDS
+) -> tuple[list[str] | None, int] | None:
     """min over orders of the peak, as f(done) = min over ready v of max(during(v), f(done + v)).
 
     Memoized on the set of scheduled nodes (live bytes are a function of it); branches whose

@@ -72,8 +72,10 @@ class _OnChip:
             for step in steps:
                 self.needed[step].append(index)
         # the step after which a buffer is dead (never, for the model's outputs)
-        last = {index: (len(order) if buffers[index].to_end else (steps[-1] if steps else 0))
-                for index, steps in self.uses.items()}
+        last = {
+            index: (len(order) if buffers[index].to_end else (steps[-1] if steps else 0))
+            for index, steps in self.uses.items()
+        }
         self.dying: list[list[int]] = [[] for _ in range(len(order) + 1)]
         for index, step in last.items():
             self.dying[min(step, len(order))].append(index)

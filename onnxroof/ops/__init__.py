@@ -21,6 +21,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+# The families register themselves on import; order does not matter.
+from . import (  # noqa: F401
+    attention,
+    control_flow,
+    conv,
+    elementwise,
+    matmul,
+    ml,
+    normalization,
+    pooling,
+    quantized,
+    recurrent,
+    reduction,
+    tensor,
+)
 from .base import (  # noqa: F401  (the package's interface)
     COST_RULES,
     Handler,
@@ -41,22 +56,6 @@ from .base import (  # noqa: F401  (the package's interface)
     same_as_input,
     traits_of,
     zero_cost,
-)
-
-# The families register themselves on import; order does not matter.
-from . import (  # noqa: F401
-    attention,
-    control_flow,
-    conv,
-    elementwise,
-    matmul,
-    ml,
-    normalization,
-    pooling,
-    quantized,
-    recurrent,
-    reduction,
-    tensor,
 )
 
 # Every rule so far is built in. Rules registered from here on (plugins, users) may read anything

@@ -7,7 +7,8 @@ helpers here are shared by every family module; a family's shape rule sits next 
 
 from __future__ import annotations
 
-from typing import Sequence, cast
+from collections.abc import Sequence
+from typing import cast
 
 from onnx import TensorProto
 
@@ -82,8 +83,9 @@ def trans_batch(shape: Dims) -> Dims:
     return (*shape[1:-1], shape[0], shape[-1])
 
 
-def window_output(size: Dim, kernel: int, stride: int, dilation: int, pads: tuple[int, int],
-                  auto_pad: str, ceil_mode: bool = False) -> Dim:
+def window_output(
+    size: Dim, kernel: int, stride: int, dilation: int, pads: tuple[int, int], auto_pad: str, ceil_mode: bool = False
+) -> Dim:
     """One spatial output dim of a conv or pool (ONNX Conv / AveragePool formulas)."""
     if not isinstance(size, int):
         return None
@@ -99,8 +101,15 @@ def window_output(size: Dim, kernel: int, stride: int, dilation: int, pads: tupl
     return out
 
 
-def windowed(node: NodeView, data: Dims, kernel: Sequence[int], channels: Dim, *,
-             channels_last: bool = False, ceil_mode: bool = False) -> Dims:
+def windowed(
+    node: NodeView,
+    data: Dims,
+    kernel: Sequence[int],
+    channels: Dim,
+    *,
+    channels_last: bool = False,
+    ceil_mode: bool = False,
+) -> Dims:
     """A conv's or pool's output from its data [N, C, *spatial] ([N, *spatial, C] with channels_last),
     its kernel and the node's strides, pads, dilations and auto_pad."""
     spatial = data[1:-1] if channels_last else data[2:]
@@ -109,8 +118,10 @@ def windowed(node: NodeView, data: Dims, kernel: Sequence[int], channels: Dim, *
     dilations = node.attr("dilations") or [1] * rank
     pads = node.attr("pads") or [0] * (2 * rank)
     auto_pad = node.attr("auto_pad", "NOTSET")
-    out = tuple(window_output(spatial[i], kernel[i], strides[i], dilations[i], (pads[i], pads[i + rank]),
-                              auto_pad, ceil_mode) for i in range(rank))
+    out = tuple(
+        window_output(spatial[i], kernel[i], strides[i], dilations[i], (pads[i], pads[i + rank]), auto_pad, ceil_mode)
+        for i in range(rank)
+    )
     return (data[0], *out, channels) if channels_last else (data[0], channels, *out)
 
 
@@ -152,7 +163,7 @@ def with_derived_outputs(node: NodeView) -> NodeView:
     for index, info in enumerate(derived):
         known = outputs[index] if index < len(outputs) else None
         if info is not None and info.shape is not None and not (known is not None and known.is_known):
-            outputs[index:index + 1] = [info]
+            outputs[index : index + 1] = [info]
     return NodeView(node.node, node.inputs, tuple(outputs), node.values, node.subgraphs, node.loop_trips)
 
 
@@ -168,8 +179,10 @@ def broadcast_of(slots: Sequence[int], dtype_slot: int | None = None) -> ShapeHa
         present = [dims(node, s) for s in slots if node.has_input(s)]
         return [typed(dtype(node, slots[0] if dtype_slot is None else dtype_slot), broadcast(*present))]
 
-    shapes.__doc__ = (f"output 0: the broadcast of inputs {', '.join(map(str, slots))}, input "
-                      f"{slots[0] if dtype_slot is None else dtype_slot}'s type")
+    shapes.__doc__ = (
+        f"output 0: the broadcast of inputs {', '.join(map(str, slots))}, input "
+        f"{slots[0] if dtype_slot is None else dtype_slot}'s type"
+    )
     return shapes
 
 

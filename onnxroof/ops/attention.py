@@ -34,9 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from .base import NodeView, OpCost, OutputType, UnknownValue, register, same_as_input
 from ..core.tensors import Dim
 from ._shapes import FLOAT, add, dims, dtype, scale
+from .base import NodeView, OpCost, OutputType, UnknownValue, register, same_as_input
 from .normalization import RMS_NORM_FLOPS, SOFTMAX_FLOPS
 from .quantized import with_inputs
 
@@ -202,8 +202,9 @@ def _rotary(node: NodeView, cos_slot: int) -> OpCost:
 # --- com.microsoft contrib ops ------------------------------------------------------------------
 
 
-def _fused_qkv_attention(node: NodeView, *, past_slot: int, mask_slots: tuple[int, ...],
-                         past_length_slot: int | None, dequantize: bool) -> OpCost:
+def _fused_qkv_attention(
+    node: NodeView, *, past_slot: int, mask_slots: tuple[int, ...], past_length_slot: int | None, dequantize: bool
+) -> OpCost:
     """Shared by contrib Attention and QAttention: packed projection, then attention."""
     x, weights = node.input_shape(0), node.input_shape(1)
     batch, seq, hidden_in = x[0], x[1], x[-1]
@@ -356,8 +357,9 @@ def group_query_attention(node: NodeView) -> OpCost:
     return cost
 
 
-def _in_place(cost: OpCost, node: NodeView, past_slots: tuple[int, ...], present_slots: tuple[int, ...],
-              past: int, new: int) -> OpCost:
+def _in_place(
+    cost: OpCost, node: NodeView, past_slots: tuple[int, ...], present_slots: tuple[int, ...], past: int, new: int
+) -> OpCost:
     """``cost`` with a KV buffer [B, N, L, H] shared by past and present: each past input read at its
     first ``past`` positions (min(past, L)), each present output written at the ``new`` positions."""
     reads, writes = [], []
@@ -371,10 +373,13 @@ def _in_place(cost: OpCost, node: NodeView, past_slots: tuple[int, ...], present
             per_position = prod(shape) // shape[2] if shape[2] else 0
             writes.append((slot, per_position * min(new, shape[2])))
     length = node.input_shape(past_slots[0])[2]
-    formula = (f"{cost.formula}; one {length}-long buffer for past and present, updated in place: "
-               f"{past} past positions read, {new} new written")
-    return OpCost(macs=cost.macs, flops=cost.flops, formula=formula, activation_reads=tuple(reads),
-                  output_writes=tuple(writes))
+    formula = (
+        f"{cost.formula}; one {length}-long buffer for past and present, updated in place: "
+        f"{past} past positions read, {new} new written"
+    )
+    return OpCost(
+        macs=cost.macs, flops=cost.flops, formula=formula, activation_reads=tuple(reads), output_writes=tuple(writes)
+    )
 
 
 # DecoderMaskedMultiHeadAttention's inputs in MultiHeadAttention's order: query, key, value, bias (10),
@@ -510,16 +515,42 @@ def group_query_attention_shapes(node: NodeView) -> list[OutputType | None]:
 
 register("Attention", attention, family="attention", arg_inputs=(3, 6))  # attn_mask, nonpad_kv_seqlen
 register("RotaryEmbedding", rotary_embedding, family="attention", arg_inputs=(3,))  # position_ids
-register("Attention", contrib_attention, family="attention", domain=MS, arg_inputs=(3, 6),
-         shapes=contrib_attention_shapes)
+register(
+    "Attention", contrib_attention, family="attention", domain=MS, arg_inputs=(3, 6), shapes=contrib_attention_shapes
+)
 register("QAttention", qattention, family="attention", domain=MS, arg_inputs=(5,), shapes=qattention_shapes)
-register("MultiHeadAttention", multi_head_attention, family="attention", domain=MS, arg_inputs=(4, 8, 9),
-         shapes=multi_head_attention_shapes)
-register("GroupQueryAttention", group_query_attention, family="attention", domain=MS, arg_inputs=(5, 6, 9),
-         shapes=group_query_attention_shapes)
-register("RotaryEmbedding", contrib_rotary_embedding, family="attention", domain=MS, arg_inputs=(1,),
-         shapes=same_as_input(0))
-register("DecoderMaskedMultiHeadAttention", decoder_masked_multi_head_attention, family="attention", domain=MS,
-         arg_inputs=(3, 7, 8, 9), shapes=decoder_masked_multi_head_attention_shapes)
-register("DecoderMaskedSelfAttention", decoder_masked_self_attention, family="attention", domain=MS,
-         arg_inputs=(3, 6, 7, 8), shapes=contrib_attention_shapes)
+register(
+    "MultiHeadAttention",
+    multi_head_attention,
+    family="attention",
+    domain=MS,
+    arg_inputs=(4, 8, 9),
+    shapes=multi_head_attention_shapes,
+)
+register(
+    "GroupQueryAttention",
+    group_query_attention,
+    family="attention",
+    domain=MS,
+    arg_inputs=(5, 6, 9),
+    shapes=group_query_attention_shapes,
+)
+register(
+    "RotaryEmbedding", contrib_rotary_embedding, family="attention", domain=MS, arg_inputs=(1,), shapes=same_as_input(0)
+)
+register(
+    "DecoderMaskedMultiHeadAttention",
+    decoder_masked_multi_head_attention,
+    family="attention",
+    domain=MS,
+    arg_inputs=(3, 7, 8, 9),
+    shapes=decoder_masked_multi_head_attention_shapes,
+)
+register(
+    "DecoderMaskedSelfAttention",
+    decoder_masked_self_attention,
+    family="attention",
+    domain=MS,
+    arg_inputs=(3, 6, 7, 8),
+    shapes=contrib_attention_shapes,
+)

@@ -1,15 +1,16 @@
 """The cost rules' vocabulary and registry: :class:`OpCost`, :class:`NodeView`, :class:`OpTrait`,
-:class:`OpRule`, :func:`register`, :func:`rule_for` and :func:`traits_of`. The families (one module each) import from here; the
-package imports them all, so that every rule is registered once ``onnxroof.ops`` is imported."""
-
+:class:`OpRule`, :func:`register`, :func:`rule_for` and :func:`traits_of`. The families (one
+module each) import from here; the package imports them all, so that every rule is registered
+once ``onnxroof.ops`` is imported."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Flag, auto
-import math
 from math import prod
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -67,10 +68,20 @@ def checked_cost(cost: object) -> tuple[OpCost | None, str]:
     0 to MAX_COUNT (a plugin's rule may return NaN, a negative count or a float); (None, the reason)
     when it is not, and the node is then not counted. A whole float or a numpy integer is taken as
     the int it is."""
-    if (type(cost) is OpCost and type(cost.macs) is int and type(cost.flops) is int and 0 <= cost.macs <= MAX_COUNT
-            and 0 <= cost.flops <= MAX_COUNT and type(cost.attribute_params) is int and cost.attribute_params >= 0
-            and cost.weight_elements_read is None and not cost.param_elements and not cost.weight_reads
-            and not cost.activation_reads and not cost.output_writes):
+    if (
+        type(cost) is OpCost
+        and type(cost.macs) is int
+        and type(cost.flops) is int
+        and 0 <= cost.macs <= MAX_COUNT
+        and 0 <= cost.flops <= MAX_COUNT
+        and type(cost.attribute_params) is int
+        and cost.attribute_params >= 0
+        and cost.weight_elements_read is None
+        and not cost.param_elements
+        and not cost.weight_reads
+        and not cost.activation_reads
+        and not cost.output_writes
+    ):
         return cost, ""  # what the built-in rules return: nothing to convert
     if not isinstance(cost, OpCost):
         return None, f"the cost rule returned {type(cost).__name__}, not an OpCost"
@@ -275,7 +286,6 @@ def zero_cost(reason: str) -> Handler:
 COST_RULES: dict[tuple[str, str], OpRule] = {}
 
 
-
 # What a new op of a family is when its rule declares no traits: plugins written before traits
 # existed said "elementwise" through the family alone, and fused as epilogues by it.
 FAMILY_TRAITS = {"elementwise": OpTrait.ELEMENTWISE}
@@ -299,8 +309,13 @@ def register(
     for op_type in [op_types] if isinstance(op_types, str) else op_types:
         key = ("" if domain in DEFAULT_DOMAINS else domain, op_type)
         replaced = COST_RULES.get(key)
-        kept = (traits if traits is not None else replaced.traits if replaced is not None
-                else FAMILY_TRAITS.get(family, OpTrait.NONE))
+        kept = (
+            traits
+            if traits is not None
+            else replaced.traits
+            if replaced is not None
+            else FAMILY_TRAITS.get(family, OpTrait.NONE)
+        )
         COST_RULES[key] = OpRule(handler, family, frozenset(arg_inputs), shapes=shapes, traits=kept)
 
 
@@ -314,8 +329,9 @@ def traits_of(domain: str, op_type: str) -> OpTrait:
     return rule.traits if rule is not None else OpTrait.NONE
 
 
-def output_types(node: onnx.NodeProto, inputs: tuple[TensorInfo | None, ...],
-                 values: Mapping[str, np.ndarray]) -> list[TensorInfo | None] | None:
+def output_types(
+    node: onnx.NodeProto, inputs: tuple[TensorInfo | None, ...], values: Mapping[str, np.ndarray]
+) -> list[TensorInfo | None] | None:
     """What the rule of ``node``'s op says its outputs are (one TensorInfo, or None where it cannot
     tell, per output), or None when the op has no shape rule. The shape stage calls this for ops
     ONNX has no schema for at the model's opset, and for the ai.onnx.ml ops (whose schemas infer
@@ -329,8 +345,10 @@ def output_types(node: onnx.NodeProto, inputs: tuple[TensorInfo | None, ...],
     except (UnknownShape, UnknownValue, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
         return None
     found += [None] * (len(node.output) - len(found))
-    return [None if not name or typed is None else TensorInfo(name, typed[0], None if typed[1] is None else tuple(typed[1]))
-            for name, typed in zip(node.output, found)]
+    return [
+        None if not name or typed is None else TensorInfo(name, typed[0], None if typed[1] is None else tuple(typed[1]))
+        for name, typed in zip(node.output, found)
+    ]
 
 
 def same_as_input(index: int = 0, dtype: int | None = None) -> ShapeHandler:
@@ -345,5 +363,3 @@ def same_as_input(index: int = 0, dtype: int | None = None) -> ShapeHandler:
 
     shapes.__doc__ = f"output 0: input {index}'s shape and {'type' if dtype is None else f'type {dtype}'}"
     return shapes
-
-

@@ -35,17 +35,25 @@ def if_rule(node: NodeView) -> OpCost:
             macs=taken.macs,
             flops=taken.flops - 2 * taken.macs,
             formula=f"condition {bool(condition.reshape(-1)[0])} once the inputs are bound: counted {name} "
-                    f"({taken.flops:,} FLOPs); then {then_branch.flops:,}, else {else_branch.flops:,} FLOPs",
+            f"({taken.flops:,} FLOPs); then {then_branch.flops:,}, else {else_branch.flops:,} FLOPs",
             untaken=("else_branch" if name == "then" else "then_branch",),
-            runs=((f"{name}_branch", 1, f"its condition is {bool(condition.reshape(-1)[0])} once the inputs are bound"),),
+            runs=(
+                (f"{name}_branch", 1, f"its condition is {bool(condition.reshape(-1)[0])} once the inputs are bound"),
+            ),
         )
     taken, name = max((then_branch, "then"), (else_branch, "else"), key=lambda pair: pair[0].flops)
     return OpCost(
         macs=taken.macs,
         flops=taken.flops - 2 * taken.macs,
         formula=f"then {then_branch.flops:,} FLOPs, else {else_branch.flops:,} FLOPs: counted the costlier ({name})",
-        runs=((f"{name}_branch", 1, f"its condition is not known: the costlier branch ({taken.flops:,} FLOPs, the "
-                                    f"other {min(then_branch.flops, else_branch.flops):,}); --value picks one"),),
+        runs=(
+            (
+                f"{name}_branch",
+                1,
+                f"its condition is not known: the costlier branch ({taken.flops:,} FLOPs, the "
+                f"other {min(then_branch.flops, else_branch.flops):,}); --value picks one",
+            ),
+        ),
     )
 
 

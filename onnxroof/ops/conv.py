@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from math import prod
 
-from .base import InvalidNode, NodeView, OpCost, OutputType, register
 from ._shapes import conv_dims, dtype, with_derived_outputs
+from .base import InvalidNode, NodeView, OpCost, OutputType, register
 from .elementwise import ELEMENTWISE_FLOPS
 from .tensor import TAPS_PER_AXIS, blend_flops
 
@@ -28,8 +28,9 @@ def check_convolution(node: NodeView, transposed: bool = False) -> None:
     if kernel_shape is not None and weight_info is not None and weight_info.is_known:
         kernel = tuple(node.input_shape(1)[2:])  # known: its dims are numbers
         if tuple(kernel_shape) != kernel:
-            raise InvalidNode(f"kernel_shape={list(kernel_shape)} is not the weight's kernel "
-                              f"{'x'.join(map(str, kernel)) or '(none)'}")
+            raise InvalidNode(
+                f"kernel_shape={list(kernel_shape)} is not the weight's kernel {'x'.join(map(str, kernel)) or '(none)'}"
+            )
     group = node.attr("group", 1)
     if group < 1:
         raise InvalidNode(f"group={group}: a convolution has at least 1 group")
@@ -45,8 +46,10 @@ def check_convolution(node: NodeView, transposed: bool = False) -> None:
         if weight[0] != channels:
             raise InvalidNode(f"the weight's {weight[0]} input channels (axis 0) are not the input's {channels}")
     elif weight[1] != channels // group:
-        raise InvalidNode(f"the weight's {weight[1]} input channels (axis 1) are not the input's {channels} channels "
-                          f"/ group={group} = {channels // group}")
+        raise InvalidNode(
+            f"the weight's {weight[1]} input channels (axis 1) are not the input's {channels} channels "
+            f"/ group={group} = {channels // group}"
+        )
     elif weight[0] % group:
         raise InvalidNode(f"the weight's {weight[0]} output channels (axis 0) are not divisible by group={group}")
 
@@ -93,8 +96,11 @@ def deform_conv(node: NodeView) -> OpCost:
     per_sample = blend_flops(TAPS_PER_AXIS["linear"] ** spatial_rank) + (1 if node.has_input(4) else 0)
     offsets = node.input_elements(2)
     flops = offsets + per_sample * samples
-    return OpCost(macs=cost.macs, flops=flops,
-                  formula=f"{cost.formula}; {offsets:,} offset adds + {per_sample}·{samples:,} samples = {flops:,} FLOPs")
+    return OpCost(
+        macs=cost.macs,
+        flops=flops,
+        formula=f"{cost.formula}; {offsets:,} offset adds + {per_sample}·{samples:,} samples = {flops:,} FLOPs",
+    )
 
 
 # per output element of the fused activation: SiLU/Swish x·sigmoid(x) = sigmoid (3) + multiply
@@ -112,8 +118,11 @@ def causal_conv_with_state(node: NodeView) -> OpCost:
     activation = node.attr("activation", "none")
     per_output = CAUSAL_CONV_ACTIVATION_FLOPS.get(activation, 0)
     flops = per_output * outputs
-    return OpCost(macs=macs, flops=flops,
-                  formula=f"{outputs:,} outputs·{kernel} = {macs:,} MACs + {per_output}·{outputs:,} ({activation}) FLOPs")
+    return OpCost(
+        macs=macs,
+        flops=flops,
+        formula=f"{outputs:,} outputs·{kernel} = {macs:,} MACs + {per_output}·{outputs:,} ({activation}) FLOPs",
+    )
 
 
 def fused_conv(node: NodeView) -> OpCost:
@@ -127,9 +136,12 @@ def fused_conv(node: NodeView) -> OpCost:
     per_output = (ELEMENTWISE_FLOPS[activation][0] if activation else 0) + (1 if node.has_input(3) else 0)
     outputs = node.output_elements(0)
     flops = per_output * outputs
-    return OpCost(macs=cost.macs, flops=flops,
-                  formula=f"{cost.formula}; {per_output}·{outputs:,} outputs ({activation or 'no activation'}"
-                          f"{' + Z' if node.has_input(3) else ''}) = {flops:,} FLOPs")
+    return OpCost(
+        macs=cost.macs,
+        flops=flops,
+        formula=f"{cost.formula}; {per_output}·{outputs:,} outputs ({activation or 'no activation'}"
+        f"{' + Z' if node.has_input(3) else ''}) = {flops:,} FLOPs",
+    )
 
 
 def fused_conv_shapes(node: NodeView) -> list[OutputType | None]:

@@ -16,30 +16,62 @@ per-element formula over their output.
 
 from __future__ import annotations
 
-from .base import Handler, NodeView, OpCost, OpTrait, OutputType, per_element_flop_counter, register, same_as_input
 from ._shapes import dims, dtype, scale
+from .base import Handler, NodeView, OpCost, OpTrait, OutputType, per_element_flop_counter, register, same_as_input
 
 # op -> (operations per output element, the formula they come from)
 ELEMENTWISE_FLOPS: dict[str, tuple[int, str]] = {
     # binary arithmetic (broadcast: one operation per output element)
-    "Add": (1, "a + b"), "Sub": (1, "a - b"), "Mul": (1, "a · b"), "Div": (1, "a / b"),
-    "Pow": (1, "a ^ b"), "Mod": (1, "a mod b"), "BitShift": (1, "a << b"),
+    "Add": (1, "a + b"),
+    "Sub": (1, "a - b"),
+    "Mul": (1, "a · b"),
+    "Div": (1, "a / b"),
+    "Pow": (1, "a ^ b"),
+    "Mod": (1, "a mod b"),
+    "BitShift": (1, "a << b"),
     "PRelu": (2, "x < 0 ? slope·x : x (compare, multiply)"),
-    "Equal": (1, "a == b"), "Less": (1, "a < b"), "LessOrEqual": (1, "a <= b"),
-    "Greater": (1, "a > b"), "GreaterOrEqual": (1, "a >= b"),
-    "And": (1, "a and b"), "Or": (1, "a or b"), "Xor": (1, "a xor b"),
-    "BitwiseAnd": (1, "a & b"), "BitwiseOr": (1, "a | b"), "BitwiseXor": (1, "a ^ b"),
+    "Equal": (1, "a == b"),
+    "Less": (1, "a < b"),
+    "LessOrEqual": (1, "a <= b"),
+    "Greater": (1, "a > b"),
+    "GreaterOrEqual": (1, "a >= b"),
+    "And": (1, "a and b"),
+    "Or": (1, "a or b"),
+    "Xor": (1, "a xor b"),
+    "BitwiseAnd": (1, "a & b"),
+    "BitwiseOr": (1, "a | b"),
+    "BitwiseXor": (1, "a ^ b"),
     # a select counts 1, like Relu's max(x, 0); its bytes are counted by the graph stage as for any op
     "Where": (1, "c ? a : b (one select)"),
     # unary
-    "Relu": (1, "max(x, 0)"), "Abs": (1, "|x|"), "Neg": (1, "-x"), "Sign": (1, "sign(x)"),
-    "Ceil": (1, "ceil(x)"), "Floor": (1, "floor(x)"), "Round": (1, "round(x)"),
-    "Reciprocal": (1, "1 / x"), "Sqrt": (1, "sqrt(x)"), "Exp": (1, "exp(x)"), "Log": (1, "log(x)"),
-    "Erf": (1, "erf(x)"), "Tanh": (1, "tanh(x)"), "Sin": (1, "sin(x)"), "Cos": (1, "cos(x)"),
-    "Tan": (1, "tan(x)"), "Asin": (1, "asin(x)"), "Acos": (1, "acos(x)"), "Atan": (1, "atan(x)"),
-    "Sinh": (1, "sinh(x)"), "Cosh": (1, "cosh(x)"), "Asinh": (1, "asinh(x)"), "Acosh": (1, "acosh(x)"),
-    "Atanh": (1, "atanh(x)"), "Not": (1, "not x"), "BitwiseNot": (1, "~x"),
-    "IsNaN": (1, "x != x"), "IsInf": (1, "x == ±inf"),
+    "Relu": (1, "max(x, 0)"),
+    "Abs": (1, "|x|"),
+    "Neg": (1, "-x"),
+    "Sign": (1, "sign(x)"),
+    "Ceil": (1, "ceil(x)"),
+    "Floor": (1, "floor(x)"),
+    "Round": (1, "round(x)"),
+    "Reciprocal": (1, "1 / x"),
+    "Sqrt": (1, "sqrt(x)"),
+    "Exp": (1, "exp(x)"),
+    "Log": (1, "log(x)"),
+    "Erf": (1, "erf(x)"),
+    "Tanh": (1, "tanh(x)"),
+    "Sin": (1, "sin(x)"),
+    "Cos": (1, "cos(x)"),
+    "Tan": (1, "tan(x)"),
+    "Asin": (1, "asin(x)"),
+    "Acos": (1, "acos(x)"),
+    "Atan": (1, "atan(x)"),
+    "Sinh": (1, "sinh(x)"),
+    "Cosh": (1, "cosh(x)"),
+    "Asinh": (1, "asinh(x)"),
+    "Acosh": (1, "acosh(x)"),
+    "Atanh": (1, "atanh(x)"),
+    "Not": (1, "not x"),
+    "BitwiseNot": (1, "~x"),
+    "IsNaN": (1, "x != x"),
+    "IsInf": (1, "x == ±inf"),
     "Sigmoid": (3, "1 / (1 + exp(-x)): exp, add, divide"),
     "HardSigmoid": (4, "max(0, min(1, alpha·x + beta)): multiply, add, min, max"),
     "HardSwish": (5, "x · max(0, min(1, x/6 + 1/2)): multiply, add, min, max, multiply"),
@@ -60,8 +92,13 @@ ELEMENTWISE_FLOPS: dict[str, tuple[int, str]] = {
 # Gelu by its ``approximate`` attribute
 GELU_FLOPS: dict[str, tuple[int, str]] = {
     "none": (5, "0.5·x·(1 + erf(x/√2)): divide, erf, add, multiply, multiply"),
-    "tanh": (9, ("0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): 2 multiplies (x³), multiply, add, multiply, "
-                 "tanh, add, multiply, multiply")),
+    "tanh": (
+        9,
+        (
+            "0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): 2 multiplies (x³), multiply, add, multiply, "
+            "tanh, add, multiply, multiply"
+        ),
+    ),
 }
 
 FAST_GELU_FLOPS = 9  # 0.5·x·(1 + tanh(0.797885·x + 0.035677·x³)), see fast_gelu
@@ -77,7 +114,9 @@ CONTRIB_FLOPS: dict[str, tuple[int, str]] = {
 
 # variadic ops: (n_inputs - 1) pairwise operations per output element, plus ``extra``
 VARIADIC_EXTRA: dict[str, tuple[int, str]] = {
-    "Sum": (0, "x1 + x2 + ..."), "Max": (0, "max(x1, x2, ...)"), "Min": (0, "min(x1, x2, ...)"),
+    "Sum": (0, "x1 + x2 + ..."),
+    "Max": (0, "max(x1, x2, ...)"),
+    "Min": (0, "min(x1, x2, ...)"),
     "Mean": (1, "(x1 + x2 + ...) / n"),
 }
 
@@ -114,8 +153,10 @@ def gelu(node: NodeView) -> OpCost:
     approximate = node.attr("approximate", "none")
     per_element, rule = GELU_FLOPS.get(approximate, GELU_FLOPS["none"])
     elements = node.output_elements(0)
-    return OpCost(flops=per_element * elements,
-                  formula=f"{per_element}·{elements:,} outputs = {per_element * elements:,} FLOPs (Gelu {approximate}: {rule})")
+    return OpCost(
+        flops=per_element * elements,
+        formula=f"{per_element}·{elements:,} outputs = {per_element * elements:,} FLOPs (Gelu {approximate}: {rule})",
+    )
 
 
 def fast_gelu(node: NodeView) -> OpCost:
@@ -124,7 +165,9 @@ def fast_gelu(node: NodeView) -> OpCost:
     bias adds one add (com.microsoft FastGelu)."""
     per_element = FAST_GELU_FLOPS + (1 if node.has_input(1) else 0)
     elements = node.input_elements(0)  # output shape = X's; contrib outputs may have no inferred shape
-    return OpCost(flops=per_element * elements, formula=f"{per_element}·{elements:,} elements = {per_element * elements:,} FLOPs")
+    return OpCost(
+        flops=per_element * elements, formula=f"{per_element}·{elements:,} elements = {per_element * elements:,} FLOPs"
+    )
 
 
 def bias_split_gelu(node: NodeView) -> OpCost:
@@ -169,8 +212,9 @@ def mel_weight_matrix(node: NodeView) -> OpCost:
 # broadcast of their inputs are BROADCASTS too. PRelu, BitShift, the Bitwise ops, Sum and Mean
 # broadcast as well but are not declared yet: the split solver (cost/splits.py) would then infer
 # more from them, a change of its results for a commit of its own.
-BROADCASTING = frozenset("Add And Div Equal Greater GreaterOrEqual Less LessOrEqual Max Min Mod Mul Or Pow Sub Where "
-                         "Xor".split())
+BROADCASTING = frozenset(
+    "Add And Div Equal Greater GreaterOrEqual Less LessOrEqual Max Min Mod Mul Or Pow Sub Where Xor".split()
+)
 
 
 def _traits(op_type: str) -> OpTrait:
@@ -178,19 +222,42 @@ def _traits(op_type: str) -> OpTrait:
 
 
 for _op, (_count, _rule) in ELEMENTWISE_FLOPS.items():
-    register(_op, elementwise_flop_counter(_count, _rule), family="elementwise",
-             arg_inputs=(1, 2) if _op == "Clip" else (), traits=_traits(_op))
+    register(
+        _op,
+        elementwise_flop_counter(_count, _rule),
+        family="elementwise",
+        arg_inputs=(1, 2) if _op == "Clip" else (),
+        traits=_traits(_op),
+    )
 register("Gelu", gelu, family="elementwise", traits=OpTrait.ELEMENTWISE)
 for _op, (_extra, _rule) in VARIADIC_EXTRA.items():
     register(_op, variadic_flop_counter(_extra, _rule), family="elementwise", traits=_traits(_op))
 for _op, (_count, _rule) in CONTRIB_FLOPS.items():
     # contrib outputs keep X's shape; count on input 0 so a missing stored output shape does not matter
-    register(_op, per_element_flop_counter(_count, _rule, on="input"), family="elementwise", domain="com.microsoft",
-             shapes=same_as_input(0), traits=OpTrait.ELEMENTWISE)
-register("FastGelu", fast_gelu, family="elementwise", domain="com.microsoft", shapes=same_as_input(0),
-         traits=OpTrait.ELEMENTWISE)
-register("BiasSplitGelu", bias_split_gelu, family="elementwise", domain="com.microsoft", shapes=bias_split_gelu_shapes,
-         traits=OpTrait.ELEMENTWISE)
+    register(
+        _op,
+        per_element_flop_counter(_count, _rule, on="input"),
+        family="elementwise",
+        domain="com.microsoft",
+        shapes=same_as_input(0),
+        traits=OpTrait.ELEMENTWISE,
+    )
+register(
+    "FastGelu",
+    fast_gelu,
+    family="elementwise",
+    domain="com.microsoft",
+    shapes=same_as_input(0),
+    traits=OpTrait.ELEMENTWISE,
+)
+register(
+    "BiasSplitGelu",
+    bias_split_gelu,
+    family="elementwise",
+    domain="com.microsoft",
+    shapes=bias_split_gelu_shapes,
+    traits=OpTrait.ELEMENTWISE,
+)
 for _op, (_count, _rule) in WINDOW_FLOPS.items():
     register(_op, window(_count, _rule), family="signal", arg_inputs=(0,))
 register("MelWeightMatrix", mel_weight_matrix, family="signal", arg_inputs=(0, 1, 2, 3, 4))

@@ -51,8 +51,9 @@ def matmul(node: NodeView) -> OpCost:
     output = node.outputs[0] if node.outputs else None
     b = node.inputs[1] if len(node.inputs) > 1 else None
     b_shape = b.shape if b is not None and b.is_known else None
-    if (output is None or not output.is_known) and b_shape is not None \
-            and b_shape[-2 if len(b_shape) > 1 else 0] == k:  # a contrib op's output (MatMulInteger16, ...)
+    if (
+        (output is None or not output.is_known) and b_shape is not None and b_shape[-2 if len(b_shape) > 1 else 0] == k
+    ):  # a contrib op's output (MatMulInteger16, ...)
         # (type: ignore below) a and b_shape known: the product's dims are ints
         outputs = prod(shape_rules.matmul(a, b_shape))  # type: ignore[arg-type]
     else:
@@ -83,8 +84,11 @@ def gemm_fast_gelu(node: NodeView) -> OpCost:
     product = matmul(node)
     outputs = product.macs // node.input_shape(0)[-1] if node.input_shape(0)[-1] else 0
     flops = FAST_GELU_FLOPS * outputs
-    return OpCost(macs=product.macs, flops=flops,
-                  formula=f"{product.formula}; FastGelu {FAST_GELU_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs")
+    return OpCost(
+        macs=product.macs,
+        flops=flops,
+        formula=f"{product.formula}; FastGelu {FAST_GELU_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs",
+    )
 
 
 def matmul_shapes(node: NodeView) -> list[OutputType | None]:
@@ -203,8 +207,10 @@ class _EinsumPlan:
         step_macs = self.size_of(union)
         self.macs += step_macs
         result = [label for label in union if label not in reduced]
-        self.steps.append(f"{_labels_name(current)},{_labels_name(right)}->{_labels_name(result)}: "
-                          f"{'·'.join(str(self.sizes[label]) for label in union) or '1'} = {step_macs:,} MACs")
+        self.steps.append(
+            f"{_labels_name(current)},{_labels_name(right)}->{_labels_name(result)}: "
+            f"{'·'.join(str(self.sizes[label]) for label in union) or '1'} = {step_macs:,} MACs"
+        )
         return result
 
 
@@ -313,8 +319,13 @@ register("MatMul", matmul, family="matmul")
 register("Einsum", einsum, family="matmul")
 register("Det", det, family="matmul")
 # onnxruntime runs TransposeMatMul with the FusedMatMul kernel (same attributes)
-register(["FusedMatMul", "TransposeMatMul"], fused_matmul, family="matmul", domain="com.microsoft",
-         shapes=fused_matmul_shapes)
+register(
+    ["FusedMatMul", "TransposeMatMul"],
+    fused_matmul,
+    family="matmul",
+    domain="com.microsoft",
+    shapes=fused_matmul_shapes,
+)
 register("GemmFastGelu", gemm_fast_gelu, family="matmul", domain="com.microsoft", shapes=matmul_shapes)
 register("DFT", dft, family="signal", arg_inputs=(1, 2))  # dft_length, axis
 register("STFT", stft, family="signal", arg_inputs=(1, 3))  # frame_step, frame_length

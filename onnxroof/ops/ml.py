@@ -22,8 +22,9 @@ classes or targets. Conventions:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from math import prod
-from typing import Callable, Sequence, cast
+from typing import cast
 
 from onnx import TensorProto
 
@@ -72,6 +73,7 @@ def classes(node: NodeView) -> int:
 
 # -- linear models ------------------------------------------------------------------------------
 
+
 def linear(node: NodeView) -> OpCost:
     """MACs = N x F x C (C = coefficients / F: classes or targets); FLOPs = post_transform per
     output score (N x C: SOFTMAX 5, LOGISTIC 4, PROBIT 4, NONE 0; the label's argmax not
@@ -82,11 +84,16 @@ def linear(node: NodeView) -> OpCost:
     macs = n * f * c
     flops, post = post_transform(node, n * c)
     params = coefficients + count(node, "intercepts")
-    return OpCost(macs=macs, flops=flops, attribute_params=params,
-                  formula=f"N·F·C = {n}·{f}·{c} = {macs:,} MACs; {post}; {params:,} stored numbers")
+    return OpCost(
+        macs=macs,
+        flops=flops,
+        attribute_params=params,
+        formula=f"N·F·C = {n}·{f}·{c} = {macs:,} MACs; {post}; {params:,} stored numbers",
+    )
 
 
 # -- per-element preprocessing ------------------------------------------------------------------
+
 
 def per_element(flops_per_element: int, rule: str, *tables: str):
     """A rule counting ``flops_per_element`` per element of input 0, with the attributes ``tables``
@@ -96,17 +103,22 @@ def per_element(flops_per_element: int, rule: str, *tables: str):
         elements = node.input_elements(0)
         flops = flops_per_element * elements
         params = count(node, *tables)
-        return OpCost(flops=flops, attribute_params=params,
-                      formula=f"{flops_per_element}·{elements:,} elements = {flops:,} FLOPs ({rule}); "
-                              f"{params:,} stored numbers")
+        return OpCost(
+            flops=flops,
+            attribute_params=params,
+            formula=f"{flops_per_element}·{elements:,} elements = {flops:,} FLOPs ({rule}); {params:,} stored numbers",
+        )
 
     stored = " + ".join(tables) if tables else "0"
     handler.__doc__ = f"FLOPs = {flops_per_element} x input elements ({rule}); attribute params = {stored}"
     return handler
 
 
-NORMALIZER_FLOPS = {"MAX": (2, "running max, divide"), "L1": (3, "abs, add, divide"),
-                    "L2": (3, "square, add, divide; + 1 sqrt per row")}
+NORMALIZER_FLOPS = {
+    "MAX": (2, "running max, divide"),
+    "L1": (3, "abs, add, divide"),
+    "L2": (3, "square, add, divide; + 1 sqrt per row"),
+}
 
 
 def normalizer(node: NodeView) -> OpCost:
@@ -117,8 +129,11 @@ def normalizer(node: NodeView) -> OpCost:
     n, _ = rows_features(node)
     elements = node.input_elements(0)
     flops = per * elements + (n if norm == "L2" else 0)
-    return OpCost(flops=flops, formula=f"{norm}: {per}·{elements:,} elements{f' + {n} sqrt' if norm == 'L2' else ''}"
-                                       f" = {flops:,} FLOPs ({rule})")
+    return OpCost(
+        flops=flops,
+        formula=f"{norm}: {per}·{elements:,} elements{f' + {n} sqrt' if norm == 'L2' else ''}"
+        f" = {flops:,} FLOPs ({rule})",
+    )
 
 
 def lookup(what: str, *tables: str):
@@ -134,8 +149,14 @@ def lookup(what: str, *tables: str):
 
 # -- trees --------------------------------------------------------------------------------------
 
-def max_depths(roots: Sequence[int], true_ids: Sequence[int], false_ids: Sequence[int],
-               true_leaf: Sequence[bool], false_leaf: Sequence[bool]) -> list[int]:
+
+def max_depths(
+    roots: Sequence[int],
+    true_ids: Sequence[int],
+    false_ids: Sequence[int],
+    true_leaf: Sequence[bool],
+    false_leaf: Sequence[bool],
+) -> list[int]:
     """The maximum depth (comparisons on the longest root-to-leaf path) of each tree, nodes given
     as flat arrays: node i's children are true_ids[i] and false_ids[i], a leaf where the flag says
     so. A cycle (a malformed model) stops at the node met again."""
@@ -147,8 +168,10 @@ def max_depths(roots: Sequence[int], true_ids: Sequence[int], false_ids: Sequenc
             i, done = stack.pop()
             if done:
                 path.discard(i)
-                depth[i] = 1 + max(0 if leaf else depth.get(child, 0)
-                                   for child, leaf in ((true_ids[i], true_leaf[i]), (false_ids[i], false_leaf[i])))
+                depth[i] = 1 + max(
+                    0 if leaf else depth.get(child, 0)
+                    for child, leaf in ((true_ids[i], true_leaf[i]), (false_ids[i], false_leaf[i]))
+                )
                 continue
             if i in depth or i in path:
                 continue
@@ -195,9 +218,12 @@ def tree_cost(node: NodeView, depths: Sequence[int], outputs: int, params: int) 
     adds = len(depths) * outputs
     post, post_text = post_transform(node, n * outputs)
     flops = n * (comparisons + adds) + post
-    return OpCost(flops=flops, attribute_params=params,
-                  formula=f"N·(Σ max depth + trees·outputs) = {n}·({comparisons:,} + {len(depths)}·{outputs}) "
-                          f"+ {post_text} = {flops:,} FLOPs; {params:,} stored numbers")
+    return OpCost(
+        flops=flops,
+        attribute_params=params,
+        formula=f"N·(Σ max depth + trees·outputs) = {n}·({comparisons:,} + {len(depths)}·{outputs}) "
+        f"+ {post_text} = {flops:,} FLOPs; {params:,} stored numbers",
+    )
 
 
 def tree_ensemble_v1(node: NodeView) -> OpCost:
@@ -234,31 +260,42 @@ def tree_ensemble_v5(node: NodeView) -> OpCost:
 # -- support vector machines --------------------------------------------------------------------
 
 # kernel -> (FLOPs per support-vector element beyond its MAC, per kernel value, text)
-KERNEL_FLOPS = {"LINEAR": (0, 0, "x·s"), "POLY": (0, 3, "(gamma·x·s + coef0)^degree: multiply, add, power"),
-                "RBF": (1, 2, "exp(-gamma·|x - s|²): subtract per element, then multiply, exp"),
-                "SIGMOID": (0, 3, "tanh(gamma·x·s + coef0): multiply, add, tanh")}
+KERNEL_FLOPS = {
+    "LINEAR": (0, 0, "x·s"),
+    "POLY": (0, 3, "(gamma·x·s + coef0)^degree: multiply, add, power"),
+    "RBF": (1, 2, "exp(-gamma·|x - s|²): subtract per element, then multiply, exp"),
+    "SIGMOID": (0, 3, "tanh(gamma·x·s + coef0): multiply, add, tanh"),
+}
 
 
-def svm_cost(node: NodeView, support: int, dual_per_vector: int, decisions: int,
-             decision_flops: int, scores: int, params: int) -> OpCost:
+def svm_cost(
+    node: NodeView, support: int, dual_per_vector: int, decisions: int, decision_flops: int, scores: int, params: int
+) -> OpCost:
     n, f = rows_features(node)
     if support == 0:  # linear mode: coefficients are C x F weights, no kernel
         macs = n * f * dual_per_vector
         flops, post = post_transform(node, n * scores)
         flops += n * decisions * decision_flops
-        return OpCost(macs=macs, flops=flops, attribute_params=params,
-                      formula=f"linear: N·F·C = {n}·{f}·{dual_per_vector} = {macs:,} MACs; {post}; "
-                              f"{params:,} stored numbers")
+        return OpCost(
+            macs=macs,
+            flops=flops,
+            attribute_params=params,
+            formula=f"linear: N·F·C = {n}·{f}·{dual_per_vector} = {macs:,} MACs; {post}; {params:,} stored numbers",
+        )
     kernel = node.attr("kernel_type", "LINEAR")
     per_element, per_value, rule = KERNEL_FLOPS.get(kernel, KERNEL_FLOPS["LINEAR"])
     kernel_macs = n * support * f
     dual_macs = n * support * dual_per_vector
     post_flops, post_text = post_transform(node, n * scores)
     flops = n * support * (per_element * f + per_value) + n * decisions * decision_flops + post_flops
-    return OpCost(macs=kernel_macs + dual_macs, flops=flops, attribute_params=params,
-                  formula=f"kernel {kernel} N·SV·F = {n}·{support}·{f} = {kernel_macs:,} MACs ({rule}) + dual "
-                          f"N·SV·{dual_per_vector} = {dual_macs:,} MACs; {flops:,} FLOPs incl. {post_text}; "
-                          f"{params:,} stored numbers")
+    return OpCost(
+        macs=kernel_macs + dual_macs,
+        flops=flops,
+        attribute_params=params,
+        formula=f"kernel {kernel} N·SV·F = {n}·{support}·{f} = {kernel_macs:,} MACs ({rule}) + dual "
+        f"N·SV·{dual_per_vector} = {dual_macs:,} MACs; {flops:,} FLOPs incl. {post_text}; "
+        f"{params:,} stored numbers",
+    )
 
 
 def svm_classifier(node: NodeView) -> OpCost:
@@ -277,8 +314,15 @@ def svm_classifier(node: NodeView) -> OpCost:
         weights = count(node, "coefficients") // max(f, 1)
         return svm_cost(node, 0, weights, 0, 0, weights, params)
     probabilities = bool(count(node, "prob_a"))
-    return svm_cost(node, support, n_classes - 1, pairs, 2 + (6 if probabilities else 0),
-                    n_classes if probabilities or n_classes == 2 else pairs, params)
+    return svm_cost(
+        node,
+        support,
+        n_classes - 1,
+        pairs,
+        2 + (6 if probabilities else 0),
+        n_classes if probabilities or n_classes == 2 else pairs,
+        params,
+    )
 
 
 def svm_regressor(node: NodeView) -> OpCost:
@@ -296,6 +340,7 @@ def svm_regressor(node: NodeView) -> OpCost:
 # ArrayFeatureExtractor on a 1-D X; the others it infers only once, in the whole-graph pass, from
 # inputs that may still be unknown then. The shape stage asks a rule's ``shapes`` only for ops
 # without a schema; these say what the outputs are, for when it also asks for ai.onnx.ml ops.
+
 
 def _rows(node: NodeView) -> tuple | None:
     info = node.inputs[0] if node.inputs else None
@@ -380,18 +425,34 @@ _register("LinearRegressor", linear, rows_by(lambda node: node.attr("targets", 1
 _register("Scaler", per_element(2, "(x - offset) · scale", "offset", "scale"), float_like_input)
 _register("Normalizer", normalizer, float_like_input)
 _register("Binarizer", per_element(1, "x > threshold ? 1 : 0: one compare"), like_input)
-_register("Imputer", per_element(2, "x == replaced ? imputed : x: compare, select",
-                                 "imputed_value_floats", "imputed_value_int64s"), like_input)
-_register("LabelEncoder", lookup("one table lookup per element", "keys_strings", "keys_int64s", "keys_floats",
-                                 "keys_tensor", "values_strings", "values_int64s", "values_floats", "values_tensor"))
-_register("OneHotEncoder", lookup("one category lookup per element, one-hot rows written", "cats_strings",
-                                  "cats_int64s"))
+_register(
+    "Imputer",
+    per_element(2, "x == replaced ? imputed : x: compare, select", "imputed_value_floats", "imputed_value_int64s"),
+    like_input,
+)
+_register(
+    "LabelEncoder",
+    lookup(
+        "one table lookup per element",
+        "keys_strings",
+        "keys_int64s",
+        "keys_floats",
+        "keys_tensor",
+        "values_strings",
+        "values_int64s",
+        "values_floats",
+        "values_tensor",
+    ),
+)
+_register(
+    "OneHotEncoder", lookup("one category lookup per element, one-hot rows written", "cats_strings", "cats_int64s")
+)
 _register("CategoryMapper", lookup("one table lookup per element", "cats_strings", "cats_int64s"))
 _register("DictVectorizer", lookup("map entries scattered into a dense row", "string_vocabulary", "int64_vocabulary"))
-_register("FeatureVectorizer", zero_cost("concatenates its inputs into one row per sample"),
-          feature_vectorizer_shapes)
-_register("ArrayFeatureExtractor", zero_cost("gathers the indexed elements of the last axis"),
-          array_feature_extractor_shapes)
+_register("FeatureVectorizer", zero_cost("concatenates its inputs into one row per sample"), feature_vectorizer_shapes)
+_register(
+    "ArrayFeatureExtractor", zero_cost("gathers the indexed elements of the last axis"), array_feature_extractor_shapes
+)
 _register("ZipMap", zero_cost("packs each row of scores into a map from class label to score"))
 _register("CastMap", zero_cost("converts a map's values into a dense tensor"))
 _register("TreeEnsembleClassifier", tree_ensemble_v1, tree_classifier_shapes)

@@ -49,10 +49,10 @@ int32 and the optional embedding sum.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
-from .base import Handler, NodeView, OpCost, OpTrait, OutputType, register, same_as_input
 from ._shapes import FLOAT, INT32, dims, dtype
+from .base import Handler, NodeView, OpCost, OpTrait, OutputType, register, same_as_input
 
 SOFTMAX_FLOPS = 5  # max, subtract, exp, sum, divide (shared with the attention rules)
 LOG_SOFTMAX_FLOPS = 5  # max, subtract, exp, sum, subtract the log-sum (one log per row, not counted)
@@ -96,8 +96,9 @@ def embed_layer_normalization(node: NodeView) -> OpCost:
     word + position (+ segment) embedding rows added, then LayerNormalization with gamma and beta.
     The row gathers cost nothing; the embedding tables are parameters (inputs 2-4), of which it
     reads the gathered rows, as a Gather does: B x S rows of the word and segment tables, S rows
-    of the position table (B x S with position_ids), each at most the table. Inputs: input_ids, segment_ids, word_embedding, position_embedding, segment_embedding, gamma,
-    beta, mask, position_ids (onnxruntime contrib schema)."""
+    of the position table (B x S with position_ids), each at most the table. Inputs: input_ids,
+    segment_ids, word_embedding, position_embedding, segment_embedding, gamma, beta, mask,
+    position_ids (onnxruntime contrib schema)."""
     elements = _embedded_elements(node)
     adds = 1 + (1 if node.has_input(4) else 0)
     per_element = adds + LAYER_NORM_FLOPS + 1
@@ -128,8 +129,11 @@ def qembed_layer_normalization(node: NodeView) -> OpCost:
     elements = _embedded_elements(node)
     tables = 2 + (1 if node.has_input(4) else 0)
     dequantize = 2 * tables * elements
-    return OpCost(flops=cost.flops + dequantize, weight_reads=cost.weight_reads,
-                  formula=f"{cost.formula} + dequantize 2·{tables} tables·{elements:,} = {cost.flops + dequantize:,} FLOPs")
+    return OpCost(
+        flops=cost.flops + dequantize,
+        weight_reads=cost.weight_reads,
+        formula=f"{cost.formula} + dequantize 2·{tables} tables·{elements:,} = {cost.flops + dequantize:,} FLOPs",
+    )
 
 
 # --- shape rules of the com.microsoft norms (and the default-domain SimplifiedLayerNormalization, which
@@ -204,27 +208,53 @@ CONTRIB_NORM_FLOPS: dict[str, tuple[int, str, dict[int, str]]] = {
     "SimplifiedLayerNormalization": (RMS_NORM_FLOPS, _RMS, {}),
 }
 _CONTRIB_NORM_SHAPES = {
-    "SkipLayerNormalization": skip_norm_shapes, "SkipSimplifiedLayerNormalization": skip_norm_shapes,
+    "SkipLayerNormalization": skip_norm_shapes,
+    "SkipSimplifiedLayerNormalization": skip_norm_shapes,
     "SimplifiedLayerNormalization": layer_norm_shapes,
 }
 # Default-domain ops onnxruntime defines itself: SimplifiedLayerNormalization (no ONNX schema at all),
 # and LayerNormalization at opsets below 17, where ONNX has none but onnxruntime's opset-1 schema
 # lets its transformers optimizer emit it (opset 12-16 BERT and GPT-2 exports).
-_ORT_DEFAULT_DOMAIN_SHAPES = {"SimplifiedLayerNormalization": layer_norm_shapes, "LayerNormalization": layer_norm_shapes}
+_ORT_DEFAULT_DOMAIN_SHAPES = {
+    "SimplifiedLayerNormalization": layer_norm_shapes,
+    "LayerNormalization": layer_norm_shapes,
+}
 
 # inference BatchNormalization is a per-channel scale and shift: it joins a kernel as its epilogue
 _NORM_TRAITS = {"BatchNormalization": OpTrait.ELEMENTWISE, "Softmax": OpTrait.SOFTMAX, "LogSoftmax": OpTrait.SOFTMAX}
 
 for _op, (_flops, _rule, _optional) in NORM_FLOPS.items():
-    register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization",
-             shapes=_ORT_DEFAULT_DOMAIN_SHAPES.get(_op), traits=_NORM_TRAITS.get(_op, OpTrait.NONE))
+    register(
+        _op,
+        norm_flop_counter(_flops, _rule, _optional),
+        family="normalization",
+        shapes=_ORT_DEFAULT_DOMAIN_SHAPES.get(_op),
+        traits=_NORM_TRAITS.get(_op, OpTrait.NONE),
+    )
 for _op, (_flops, _rule, _optional) in CONTRIB_NORM_FLOPS.items():
-    register(_op, norm_flop_counter(_flops, _rule, _optional), family="normalization", domain=MS,
-             shapes=_CONTRIB_NORM_SHAPES[_op])
+    register(
+        _op,
+        norm_flop_counter(_flops, _rule, _optional),
+        family="normalization",
+        domain=MS,
+        shapes=_CONTRIB_NORM_SHAPES[_op],
+    )
 register("LRN", lrn, family="normalization")
 # input_ids, segment_ids, mask and position_ids are indices: constants there are not parameters
-register("EmbedLayerNormalization", embed_layer_normalization, family="normalization", domain=MS,
-         arg_inputs=(0, 1, 7, 8), shapes=embed_layer_norm_shapes)
-register("QEmbedLayerNormalization", qembed_layer_normalization, family="normalization", domain=MS,
-         arg_inputs=(0, 1, 7), shapes=embed_layer_norm_shapes)
+register(
+    "EmbedLayerNormalization",
+    embed_layer_normalization,
+    family="normalization",
+    domain=MS,
+    arg_inputs=(0, 1, 7, 8),
+    shapes=embed_layer_norm_shapes,
+)
+register(
+    "QEmbedLayerNormalization",
+    qembed_layer_normalization,
+    family="normalization",
+    domain=MS,
+    arg_inputs=(0, 1, 7),
+    shapes=embed_layer_norm_shapes,
+)
 register("GroupNorm", group_norm, family="normalization", domain=MS, shapes=same_as_input(0))

@@ -41,10 +41,11 @@ import io
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..core.errors import UsageError
 from ..core.text import one_line
@@ -129,9 +130,11 @@ def _guard_new_rules(before: dict, source: str, file: Path | None = None) -> Non
     for key, rule in list(COST_RULES.items()):
         if before.get(key) is not rule:
             op = key[1] + (f" ({key[0]})" if key[0] else "")
-            COST_RULES[key] = replace(rule, handler=_guarded(rule.handler, source, op, "rule", file),
-                                      shapes=_guarded(rule.shapes, source, op, "shape rule", file)
-                                      if rule.shapes is not None else None)
+            COST_RULES[key] = replace(
+                rule,
+                handler=_guarded(rule.handler, source, op, "rule", file),
+                shapes=_guarded(rule.shapes, source, op, "shape rule", file) if rule.shapes is not None else None,
+            )
 
 
 def _guarded(function: Callable, source: str, op_type: str, kind: str = "rule", file: Path | None = None) -> Callable:
@@ -141,24 +144,30 @@ def _guarded(function: Callable, source: str, op_type: str, kind: str = "rule", 
             with plugin_code(source):
                 return function(*args, **kwargs)
         except SystemExit as exc:  # a node not counted would let a budget pass: the run stops
-            raise UsageError(f"{source}: the {kind} of {op_type} tried to end the process ({_what(exc)}); "
-                             "a rule returns an OpCost: fix the plugin") from exc
+            raise UsageError(
+                f"{source}: the {kind} of {op_type} tried to end the process ({_what(exc)}); "
+                "a rule returns an OpCost: fix the plugin"
+            ) from exc
         except RULE_SIGNALS:
             raise  # the rule saying the node's shape or value is unknown, or the node invalid
         except Exception as exc:  # the plugin's bug, not onnxroof's (exit 2, not "report it")
             where = _line_in(exc, file)
-            raise UsageError(f"{source}: the {kind} of {op_type} ({getattr(function, '__name__', 'rule')}{where}) "
-                             f"raised {_what(exc)}; fix the plugin") from None
+            raise UsageError(
+                f"{source}: the {kind} of {op_type} ({getattr(function, '__name__', 'rule')}{where}) "
+                f"raised {_what(exc)}; fix the plugin"
+            ) from None
+
     return guarded
 
 
 def _line_in(exc: BaseException, file: Path | None) -> str:
-    """", line N": the last line of ``file`` the exception passed through ("" if none)."""
+    """ ", line N": the last line of ``file`` the exception passed through ("" if none)."""
     if file is None:
         return ""
     real = os.path.realpath(file)
-    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
-             if os.path.realpath(frame.filename) == real]
+    lines = [
+        frame.lineno for frame in traceback.extract_tb(exc.__traceback__) if os.path.realpath(frame.filename) == real
+    ]
     return f", line {lines[-1]}" if lines else ""
 
 

@@ -115,8 +115,11 @@ def non_max_suppression(node: NodeView) -> OpCost:
     per_class = boxes + sort + IOU_FLOPS * boxes * (boxes - 1) // 2
     per_box = BOX_AREA_FLOPS + (CENTER_TO_CORNER_FLOPS if node.attr("center_point_box", 0) else 0)
     flops = batches * classes * per_class + batches * boxes * per_box
-    return OpCost(flops=flops, formula=f"{batches}·{classes}·({boxes} + {sort} + 13·{boxes}·{boxes - 1}/2) + "
-                                       f"{batches}·{boxes}·{per_box} = {flops:,} FLOPs (worst case)")
+    return OpCost(
+        flops=flops,
+        formula=f"{batches}·{classes}·({boxes} + {sort} + 13·{boxes}·{boxes - 1}/2) + "
+        f"{batches}·{boxes}·{per_box} = {flops:,} FLOPs (worst case)",
+    )
 
 
 register("MaxPool", max_pool, family="pooling")
@@ -128,5 +131,10 @@ register("GlobalLpPool", global_lp_pool, family="pooling")
 register("MaxUnpool", data_movement, family="pooling", arg_inputs=(1, 2))  # a scatter: indices, output_shape
 register("RoiAlign", roi_align, family="pooling", arg_inputs=(2,))  # batch_indices
 register("MaxRoiPool", max_roi_pool, family="pooling")
-register("NonMaxSuppression", non_max_suppression, family="detection", arg_inputs=(2, 3, 4),
-         traits=OpTrait.DATA_DEPENDENT_SIZE)  # as many boxes as survive
+register(
+    "NonMaxSuppression",
+    non_max_suppression,
+    family="detection",
+    arg_inputs=(2, 3, 4),
+    traits=OpTrait.DATA_DEPENDENT_SIZE,
+)  # as many boxes as survive

@@ -50,16 +50,27 @@ from the shape rule (``_shapes.with_derived_outputs``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import Sequence
 
 import onnx
 from onnx import TensorProto
 
-from .base import Handler, NodeView, OpCost, OpTrait, OutputType, ShapeHandler, per_element_flop_counter, register, \
-    rule_for, same_as_input, zero_cost
 from . import _shapes as shape_rules
 from ._shapes import FLOAT, broadcast_of, dims, dtype, with_derived_outputs
+from .base import (
+    Handler,
+    NodeView,
+    OpCost,
+    OpTrait,
+    OutputType,
+    ShapeHandler,
+    per_element_flop_counter,
+    register,
+    rule_for,
+    same_as_input,
+    zero_cost,
+)
 from .conv import conv
 from .matmul import gemm, matmul
 
@@ -82,8 +93,9 @@ def with_inputs(node: NodeView, slots: Sequence[int]) -> NodeView:
     return NodeView(proto, inputs, node.outputs, node.values)
 
 
-def product_counter(float_rule: Handler, slots: Sequence[int], per_output: int, rule: str,
-                    per_a_element: int = 0) -> Handler:
+def product_counter(
+    float_rule: Handler, slots: Sequence[int], per_output: int, rule: str, per_a_element: int = 0
+) -> Handler:
     """A rule costing a quantized product as ``float_rule`` (conv, matmul, gemm) on the inputs at
     ``slots``, plus ``per_output`` FLOPs per output element and ``per_a_element`` per element of
     input ``slots[0]``."""
@@ -129,7 +141,7 @@ def dequantize_op_quantize(float_op: str, data_slots: Sequence[int], op_text: st
             macs=inner.macs,
             flops=flops,
             formula=f"dequantize {DEQUANTIZE_FLOPS}·{inputs:,} inputs + {float_op} [{inner.formula}] + "
-                    f"quantize {QUANTIZE_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs",
+            f"quantize {QUANTIZE_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs",
         )
 
     handler.__doc__ = (
@@ -143,8 +155,9 @@ def matmul_nbits(node: NodeView) -> OpCost:
     """MACs = M x K x N (M = prod(A's leading dims), K and N the attributes); FLOPs add 2 x K x N,
     each weight dequantized once per call ((q - zero point) · scale). B is packed uint8
     [N, ceil(K / block_size), block_size·bits/8]: the K x N weights it holds, the scales and the zero
-    points (one per block, packed at ``bits`` bits in a uint8 tensor) are the parameters. Inputs: A, B, scales, zero_points, g_idx, bias (MatMulBnb4: A, a
-    1-D packed B, absmax; same K, N attributes and count)."""
+    points (one per block, packed at ``bits`` bits in a uint8 tensor) are the parameters. Inputs:
+    A, B, scales, zero_points, g_idx, bias (MatMulBnb4: A, a 1-D packed B, absmax; same K, N
+    attributes and count)."""
     a = node.input_shape(0)
     k, n = int(node.attr("K")), int(node.attr("N"))
     rows = prod(a[:-1])
@@ -159,7 +172,7 @@ def matmul_nbits(node: NodeView) -> OpCost:
         macs=macs,
         flops=dequantize,
         formula=f"M·K·N = {rows}·{k}·{n} = {macs:,} MACs; dequantize {DEQUANTIZE_FLOPS}·{k}·{n} = "
-                f"{dequantize:,} FLOPs ({bits}-bit weights, block {block})",
+        f"{dequantize:,} FLOPs ({bits}-bit weights, block {block})",
         param_elements=tuple(packed),
     )
 
@@ -215,8 +228,14 @@ def qlinear_average_pool_shapes(node: NodeView) -> list[OutputType | None]:
     ([N, *spatial, C] with channels_last); x's type."""
     x = dims(node, 0)
     channels_last = bool(node.attr("channels_last", 0))
-    shape = shape_rules.windowed(node, x, node.attr("kernel_shape"), x[-1] if channels_last else x[1],
-                                 channels_last=channels_last, ceil_mode=bool(node.attr("ceil_mode", 0)))
+    shape = shape_rules.windowed(
+        node,
+        x,
+        node.attr("kernel_shape"),
+        x[-1] if channels_last else x[1],
+        channels_last=channels_last,
+        ceil_mode=bool(node.attr("ceil_mode", 0)),
+    )
     return [(dtype(node, 0), shape)]
 
 
@@ -244,7 +263,7 @@ def _gathered_dims(node: NodeView) -> tuple:
     data, indices = dims(node, 0), dims(node, 1)
     axis = int(node.attr("gather_axis", 0))
     axis = axis + len(data) if axis < 0 else axis
-    shape = (*data[:axis], *indices, *data[axis + 1:])
+    shape = (*data[:axis], *indices, *data[axis + 1 :])
     return (*shape[:-1], shape_rules.scale(shape[-1], _values_per_element(node)))
 
 
@@ -268,41 +287,87 @@ def gather_block_quantized(node: NodeView) -> OpCost:
     zero_points = node.inputs[3] if len(node.inputs) > 3 else None
     if zero_points is not None and zero_points.dtype == onnx.TensorProto.UINT8 and zero_points.is_known:
         packed.append((3, zero_points.numel * per_element))  # type: ignore[operator]  # is_known: numel is set
-    return OpCost(flops=flops, formula=f"dequantize {DEQUANTIZE_FLOPS}·{outputs:,} gathered values = {flops:,} FLOPs "
-                                       f"({node.attr('bits', 4)}-bit, block {node.attr('block_size', 128)})",
-                  param_elements=tuple(packed), weight_elements_read=outputs // per_element)
+    return OpCost(
+        flops=flops,
+        formula=f"dequantize {DEQUANTIZE_FLOPS}·{outputs:,} gathered values = {flops:,} FLOPs "
+        f"({node.attr('bits', 4)}-bit, block {node.attr('block_size', 128)})",
+        param_elements=tuple(packed),
+        weight_elements_read=outputs // per_element,
+    )
 
 
-register("DynamicQuantizeLinear", per_element_flop_counter(
-    DYNAMIC_QUANTIZE_FLOPS, "min and max over x, then x / scale, round, + zero point, saturate", on="input"),
-    family="quantized")
+register(
+    "DynamicQuantizeLinear",
+    per_element_flop_counter(
+        DYNAMIC_QUANTIZE_FLOPS, "min and max over x, then x / scale, round, + zero point, saturate", on="input"
+    ),
+    family="quantized",
+)
 for _domain in ("", MS):  # the default-domain ops have ONNX schemas: ONNX sizes their outputs
     _ms = _domain == MS
-    register("QuantizeLinear", per_element_flop_counter(QUANTIZE_FLOPS, "x / scale, round, + zero point, saturate",
-                                                        on="input"), family="quantized", domain=_domain,
-             shapes=quantize_linear_shapes if _ms else None, traits=OpTrait.ELEMENTWISE)
-    register("DequantizeLinear", per_element_flop_counter(DEQUANTIZE_FLOPS, "(x - zero point) · scale", on="input"),
-             family="quantized", domain=_domain, shapes=dequantize_linear_shapes if _ms else None,
-             traits=OpTrait.ELEMENTWISE | OpTrait.DEQUANTIZE)
+    register(
+        "QuantizeLinear",
+        per_element_flop_counter(QUANTIZE_FLOPS, "x / scale, round, + zero point, saturate", on="input"),
+        family="quantized",
+        domain=_domain,
+        shapes=quantize_linear_shapes if _ms else None,
+        traits=OpTrait.ELEMENTWISE,
+    )
+    register(
+        "DequantizeLinear",
+        per_element_flop_counter(DEQUANTIZE_FLOPS, "(x - zero point) · scale", on="input"),
+        family="quantized",
+        domain=_domain,
+        shapes=dequantize_linear_shapes if _ms else None,
+        traits=OpTrait.ELEMENTWISE | OpTrait.DEQUANTIZE,
+    )
     # x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
-    register("QLinearConv", product_counter(conv, (0, 3), REQUANTIZE_FLOPS, "int8 conv, requantized output"),
-             family="quantized", domain=_domain, shapes=qlinear_conv_shapes if _ms else None)
+    register(
+        "QLinearConv",
+        product_counter(conv, (0, 3), REQUANTIZE_FLOPS, "int8 conv, requantized output"),
+        family="quantized",
+        domain=_domain,
+        shapes=qlinear_conv_shapes if _ms else None,
+    )
 
 register("ConvInteger", product_counter(conv, (0, 1), 0, "int8 conv, int32 output"), family="quantized")
 register("MatMulInteger", product_counter(matmul, (0, 1), 0, "int8 matmul, int32 output"), family="quantized")
 # a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
-register("QLinearMatMul", product_counter(matmul, (0, 3), REQUANTIZE_FLOPS, "int8 matmul, requantized output"),
-         family="quantized")
+register(
+    "QLinearMatMul",
+    product_counter(matmul, (0, 3), REQUANTIZE_FLOPS, "int8 matmul, requantized output"),
+    family="quantized",
+)
 
 # com.microsoft
-register("MatMulInteger16", product_counter(matmul, (0, 1), 0, "int16 matmul, int32 output"),
-         family="quantized", domain=MS, shapes=matmul_shapes(TensorProto.INT32))
+register(
+    "MatMulInteger16",
+    product_counter(matmul, (0, 1), 0, "int16 matmul, int32 output"),
+    family="quantized",
+    domain=MS,
+    shapes=matmul_shapes(TensorProto.INT32),
+)
 # A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias: Y is a_scale's float type
-register("MatMulIntegerToFloat", product_counter(matmul, (0, 1), TO_FLOAT_FLOPS, "int8 matmul, float output"),
-         family="quantized", domain=MS, shapes=matmul_shapes(type_slot=2))
-register("DynamicQuantizeMatMul", product_counter(
-    matmul, (0, 1), TO_FLOAT_FLOPS, "A quantized on the fly, int8 matmul, float output",
-    per_a_element=DYNAMIC_QUANTIZE_FLOPS), family="quantized", domain=MS, shapes=matmul_shapes(type_slot=0))
+register(
+    "MatMulIntegerToFloat",
+    product_counter(matmul, (0, 1), TO_FLOAT_FLOPS, "int8 matmul, float output"),
+    family="quantized",
+    domain=MS,
+    shapes=matmul_shapes(type_slot=2),
+)
+register(
+    "DynamicQuantizeMatMul",
+    product_counter(
+        matmul,
+        (0, 1),
+        TO_FLOAT_FLOPS,
+        "A quantized on the fly, int8 matmul, float output",
+        per_a_element=DYNAMIC_QUANTIZE_FLOPS,
+    ),
+    family="quantized",
+    domain=MS,
+    shapes=matmul_shapes(type_slot=0),
+)
 
 
 _QGEMM_REQUANTIZED = product_counter(gemm, (0, 3), REQUANTIZE_FLOPS, "int8 gemm, requantized output")
@@ -321,30 +386,70 @@ def qlinear_global_average_pool(node: NodeView) -> OpCost:
     output: window x outputs = inputs) + 4 x output elements (quantize); NCHW or channels_last."""
     inputs, outputs = node.input_elements(0), with_derived_outputs(node).output_elements(0)
     flops = (DEQUANTIZE_FLOPS + 1) * inputs + QUANTIZE_FLOPS * outputs
-    return OpCost(flops=flops, formula=f"({DEQUANTIZE_FLOPS} + 1)·{inputs:,} inputs + "
-                                       f"{QUANTIZE_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs")
+    return OpCost(
+        flops=flops,
+        formula=f"({DEQUANTIZE_FLOPS} + 1)·{inputs:,} inputs + {QUANTIZE_FLOPS}·{outputs:,} outputs = {flops:,} FLOPs",
+    )
 
 
 register("QGemm", qgemm, family="quantized", domain=MS, shapes=qgemm_shapes)
 register(["MatMulNBits", "MatMulBnb4"], matmul_nbits, family="quantized", domain=MS, shapes=matmul_nbits_shapes)
 # A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point: C broadcasts A and B
 for _op in ("Add", "Mul"):
-    register(f"QLinear{_op}", dequantize_op_quantize(_op, (0, 3), f"QLinear{_op}"), family="quantized", domain=MS,
-             shapes=broadcast_of((0, 3)))
+    register(
+        f"QLinear{_op}",
+        dequantize_op_quantize(_op, (0, 3), f"QLinear{_op}"),
+        family="quantized",
+        domain=MS,
+        shapes=broadcast_of((0, 3)),
+    )
 # X, X_scale, X_zero_point, Y_scale, Y_zero_point: Y has X's shape and type
 for _op in ("Sigmoid", "LeakyRelu", "Softmax"):
-    register(f"QLinear{_op}", dequantize_op_quantize(_op, (0,), f"QLinear{_op}"), family="quantized", domain=MS,
-             shapes=same_as_input(0))
-register("QLinearAveragePool", dequantize_op_quantize("AveragePool", (0,), "QLinearAveragePool"),
-         family="quantized", domain=MS, shapes=qlinear_average_pool_shapes)
-register("QLinearGlobalAveragePool", qlinear_global_average_pool, family="quantized", domain=MS,
-         shapes=qlinear_global_average_pool_shapes)
+    register(
+        f"QLinear{_op}",
+        dequantize_op_quantize(_op, (0,), f"QLinear{_op}"),
+        family="quantized",
+        domain=MS,
+        shapes=same_as_input(0),
+    )
+register(
+    "QLinearAveragePool",
+    dequantize_op_quantize("AveragePool", (0,), "QLinearAveragePool"),
+    family="quantized",
+    domain=MS,
+    shapes=qlinear_average_pool_shapes,
+)
+register(
+    "QLinearGlobalAveragePool",
+    qlinear_global_average_pool,
+    family="quantized",
+    domain=MS,
+    shapes=qlinear_global_average_pool_shapes,
+)
 # Y_scale, Y_zero_point, then (tensor, scale, zero point) per input
-register("QLinearConcat", zero_cost("copies its inputs into the output (a runtime requantizing an input whose scale "
-                                    "differs uses a 256-entry lookup table)"), family="quantized", domain=MS,
-         shapes=qlinear_concat_shapes)
+register(
+    "QLinearConcat",
+    zero_cost(
+        "copies its inputs into the output (a runtime requantizing an input whose scale "
+        "differs uses a 256-entry lookup table)"
+    ),
+    family="quantized",
+    domain=MS,
+    shapes=qlinear_concat_shapes,
+)
 # condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale, z_zero_point (the quantizer's Where)
-register("QLinearWhere", dequantize_op_quantize("Where", (1, 4), "QLinearWhere"), family="quantized", domain=MS,
-         shapes=broadcast_of((0, 1, 4), dtype_slot=1))
-register("GatherBlockQuantized", gather_block_quantized, family="quantized", domain=MS, arg_inputs=(1,),
-         shapes=gather_block_quantized_shapes)
+register(
+    "QLinearWhere",
+    dequantize_op_quantize("Where", (1, 4), "QLinearWhere"),
+    family="quantized",
+    domain=MS,
+    shapes=broadcast_of((0, 1, 4), dtype_slot=1),
+)
+register(
+    "GatherBlockQuantized",
+    gather_block_quantized,
+    family="quantized",
+    domain=MS,
+    arg_inputs=(1,),
+    shapes=gather_block_quantized_shapes,
+)

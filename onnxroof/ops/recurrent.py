@@ -28,15 +28,27 @@ and 2 x 4H rescaling both int32 products to float. Outputs Y [T, D, B, H], Y_h a
 
 from __future__ import annotations
 
-from .base import Handler, NodeView, OpCost, OutputType, register
 from ._shapes import dims, dtype
+from .base import Handler, NodeView, OpCost, OutputType, register
 from .elementwise import ELEMENTWISE_FLOPS
 from .quantized import DYNAMIC_QUANTIZE_FLOPS, TO_FLOAT_FLOPS
 
 # RNN-family activation names -> FLOPs per element (the spec's list; Affine and ScaledTanh are RNN-only)
 ACTIVATION_FLOPS: dict[str, int] = {
-    **{name.lower(): ELEMENTWISE_FLOPS[name][0] for name in
-       ("Relu", "Tanh", "Sigmoid", "LeakyRelu", "ThresholdedRelu", "HardSigmoid", "Elu", "Softsign", "Softplus")},
+    **{
+        name.lower(): ELEMENTWISE_FLOPS[name][0]
+        for name in (
+            "Relu",
+            "Tanh",
+            "Sigmoid",
+            "LeakyRelu",
+            "ThresholdedRelu",
+            "HardSigmoid",
+            "Elu",
+            "Softsign",
+            "Softplus",
+        )
+    },
     "affine": 2,  # alpha·x + beta
     "scaledtanh": 3,  # alpha·tanh(beta·x)
 }
@@ -54,7 +66,7 @@ PER_UNIT_DOC: dict[str, str] = {
     "RNN": "f (default Tanh: 1)",
     "GRU": "(2·f + g + 1 + 4, + 1 if linear_before_reset) = 12 with the default Sigmoid, Tanh",
     "LSTM": "(3·f + g + h + 3 + 1, + 6 with peepholes, f replaced by 1 - i with input_forget) = 15 with the "
-            "default Sigmoid, Tanh, Tanh",
+    "default Sigmoid, Tanh, Tanh",
 }
 
 
@@ -65,7 +77,7 @@ def _activation_costs(node: NodeView, defaults: tuple[str, ...], directions: int
     per_direction = len(defaults)
     costs = []
     for direction in range(directions):
-        chosen = names[direction * per_direction:(direction + 1) * per_direction] or list(defaults)
+        chosen = names[direction * per_direction : (direction + 1) * per_direction] or list(defaults)
         costs.append([ACTIVATION_FLOPS.get(name.lower(), 1) for name in chosen])
     return costs
 
@@ -110,24 +122,32 @@ def recurrent_counter(op_type: str, *, quantized: bool = False) -> Handler:
         activations = _activation_costs(node, defaults, directions)
         per_unit = [_gate_flops(op_type, node, activation) for activation in activations]
         flops = steps * hidden * sum(per_unit)
-        formula = (f"{directions} dir·({steps_text})·{gates}·{hidden}·({input_size} + {hidden}) = {macs:,} MACs; "
-                   f"gates {'+'.join(map(str, per_unit))}·{steps}·{hidden} = {flops:,} FLOPs")
+        formula = (
+            f"{directions} dir·({steps_text})·{gates}·{hidden}·({input_size} + {hidden}) = {macs:,} MACs; "
+            f"gates {'+'.join(map(str, per_unit))}·{steps}·{hidden} = {flops:,} FLOPs"
+        )
         if quantized:
             per_step = DYNAMIC_QUANTIZE_FLOPS * (input_size + hidden) + 2 * TO_FLOAT_FLOPS * gates * hidden
             flops += directions * steps * per_step
-            formula += (f"; dynamic quantization {directions} dir·{steps}·({DYNAMIC_QUANTIZE_FLOPS}·({input_size} + "
-                        f"{hidden}) + 2·{gates * hidden}) = {directions * steps * per_step:,} FLOPs")
+            formula += (
+                f"; dynamic quantization {directions} dir·{steps}·({DYNAMIC_QUANTIZE_FLOPS}·({input_size} + "
+                f"{hidden}) + 2·{gates * hidden}) = {directions * steps * per_step:,} FLOPs"
+            )
         return OpCost(macs=macs, flops=flops, formula=formula)
 
     layout = "W [D, I, 4H], R [D, H, 4H] (transposed), " if quantized else ""
-    handler.__doc__ = (f"MACs = D x S x {gates}·H x (I + H), D directions, S = T x B or the sum of sequence_lens "
-                       f"(biases folded in); FLOPs = D x S x H x {PER_UNIT_DOC[op_type]}; clip adds 2 per activation")
+    handler.__doc__ = (
+        f"MACs = D x S x {gates}·H x (I + H), D directions, S = T x B or the sum of sequence_lens "
+        f"(biases folded in); FLOPs = D x S x H x {PER_UNIT_DOC[op_type]}; clip adds 2 per activation"
+    )
     if quantized:
-        handler.__doc__ += (f"; {layout}+ D x S x ({DYNAMIC_QUANTIZE_FLOPS} x (I + H) (x_t and h_t-1 quantized on "
-                            f"the fly: min, max, quantize) + 2 x 4H (both int32 products rescaled to float)). "
-                            "Outputs: Y [T, D, B, H], Y_h and Y_c [D, B, H] (com.microsoft DynamicQuantizeLSTM; "
-                            "inputs X, W, R, B, sequence_lens, initial_h, initial_c, P, then W's and R's scales "
-                            "and zero points)")
+        handler.__doc__ += (
+            f"; {layout}+ D x S x ({DYNAMIC_QUANTIZE_FLOPS} x (I + H) (x_t and h_t-1 quantized on "
+            f"the fly: min, max, quantize) + 2 x 4H (both int32 products rescaled to float)). "
+            "Outputs: Y [T, D, B, H], Y_h and Y_c [D, B, H] (com.microsoft DynamicQuantizeLSTM; "
+            "inputs X, W, R, B, sequence_lens, initial_h, initial_c, P, then W's and R's scales "
+            "and zero points)"
+        )
     return handler
 
 
@@ -160,13 +180,22 @@ def linear_attention(node: NodeView) -> OpCost:
     macs = tokens * (state + q_heads * dk * dv + (state if delta else 0))
     decay = node.input_shape(4)[-1] if gated and node.has_input(4) else 0
     flops = tokens * (q_heads * dv + ((decay + state) if gated else 0) + (2 * kv_heads * dv if delta else 0))
-    return OpCost(macs=macs, flops=flops,
-                  formula=f"{rule}: {tokens:,} tokens, Hq={q_heads}, Hkv={kv_heads}, dk={dk}, dv={dv}: "
-                          f"{macs:,} MACs + {flops:,} FLOPs")
+    return OpCost(
+        macs=macs,
+        flops=flops,
+        formula=f"{rule}: {tokens:,} tokens, Hq={q_heads}, Hkv={kv_heads}, dk={dk}, dv={dv}: "
+        f"{macs:,} MACs + {flops:,} FLOPs",
+    )
 
 
 for _op in RECURRENT:
     register(_op, recurrent_counter(_op), family="recurrent", arg_inputs=(4,))  # sequence_lens
 register("LinearAttention", linear_attention, family="recurrent")
-register("DynamicQuantizeLSTM", recurrent_counter("LSTM", quantized=True), family="recurrent",
-         domain="com.microsoft", arg_inputs=(4,), shapes=dynamic_quantize_lstm_shapes)
+register(
+    "DynamicQuantizeLSTM",
+    recurrent_counter("LSTM", quantized=True),
+    family="recurrent",
+    domain="com.microsoft",
+    arg_inputs=(4,),
+    shapes=dynamic_quantize_lstm_shapes,
+)

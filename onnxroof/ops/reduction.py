@@ -39,8 +39,11 @@ REDUCTIONS: dict[str, tuple[int, int, str]] = {
     "ReduceL1": (2, -1, "in abs + in - out adds"),
     "ReduceL2": (2, 0, "in squares + in - out adds + out square roots"),
     "ReduceLogSum": (1, 0, "in - out adds + out logs"),
-    "ReduceLogSumExp": (4, 0, ("numerically stable: in - out max + in subtracts + in exps + in - out adds "
-                               "+ out logs + out adds of the max")),
+    "ReduceLogSumExp": (
+        4,
+        0,
+        ("numerically stable: in - out max + in subtracts + in exps + in - out adds + out logs + out adds of the max"),
+    ),
 }
 
 
@@ -178,13 +181,19 @@ def tf_idf_vectorizer(node: NodeView) -> OpCost:
     skips = int(node.attr("max_skip_count", 0)) + 1
     weighting = node.output_elements(0) if node.attr("mode", "TF") != "TF" else 0
     flops = positions * sizes * skips + weighting
-    return OpCost(flops=flops, formula=f"{positions:,}·{sizes}·{skips} increments + {weighting:,} weights = {flops:,} FLOPs")
+    return OpCost(
+        flops=flops, formula=f"{positions:,}·{sizes}·{skips} increments + {weighting:,} weights = {flops:,} FLOPs"
+    )
 
 
 for _op, (_per_input, _per_output, _rule) in REDUCTIONS.items():
     # ReduceX-18 (ReduceSum-13) take axes as input 1: a setting, not a parameter
-    register(_op, reduction_flop_counter(_per_input, _per_output, _rule), family="reduction",
-             arg_inputs=() if _op.startswith("Arg") else (1,))
+    register(
+        _op,
+        reduction_flop_counter(_per_input, _per_output, _rule),
+        family="reduction",
+        arg_inputs=() if _op.startswith("Arg") else (1,),
+    )
 register(["CumSum", "CumProd"], scan, family="reduction", arg_inputs=(1,))  # axis
 register("TopK", top_k, family="reduction", arg_inputs=(1,))  # K
 register("Hardmax", hardmax, family="reduction")

@@ -89,8 +89,11 @@ def resize(node: NodeView) -> OpCost:
     taps = _resized_taps(node, mode)
     per_output = blend_flops(prod(taps))
     flops = per_output * outputs
-    return OpCost(flops=flops, formula=f"{mode} over {len(taps)} axes, {prod(taps)} taps: "
-                                       f"(2·{prod(taps)} - 1)·{outputs:,} outputs = {flops:,} FLOPs")
+    return OpCost(
+        flops=flops,
+        formula=f"{mode} over {len(taps)} axes, {prod(taps)} taps: "
+        f"(2·{prod(taps)} - 1)·{outputs:,} outputs = {flops:,} FLOPs",
+    )
 
 
 def grid_sample(node: NodeView) -> OpCost:
@@ -106,8 +109,11 @@ def grid_sample(node: NodeView) -> OpCost:
     grid_coordinates = prod(grid)
     blend = blend_flops(taps)
     flops = blend * outputs + 2 * grid_coordinates
-    return OpCost(flops=flops, formula=f"{mode}, {taps} taps: {blend}·{outputs:,} outputs + 2·{grid_coordinates:,} "
-                                       f"grid coordinates = {flops:,} FLOPs")
+    return OpCost(
+        flops=flops,
+        formula=f"{mode}, {taps} taps: {blend}·{outputs:,} outputs + 2·{grid_coordinates:,} "
+        f"grid coordinates = {flops:,} FLOPs",
+    )
 
 
 def affine_grid(node: NodeView) -> OpCost:
@@ -130,39 +136,71 @@ def col2im(node: NodeView) -> OpCost:
 
 # op -> input slots that hold shapes or settings rather than data
 DATA_MOVEMENT: dict[str, tuple[int, ...]] = {
-    "Concat": (), "Transpose": (), "GatherElements": (1,), "GatherND": (1,),
-    "Slice": (1, 2, 3, 4), "Split": (1,), "Pad": (1, 2, 3), "Expand": (1,), "Tile": (1,),
-    "Cast": (), "CastLike": (1,), "DepthToSpace": (), "SpaceToDepth": (), "ReverseSequence": (1,),
-    "Compress": (1,), "Trilu": (1,), "OneHot": (1, 2), "CenterCropPad": (1,),
+    "Concat": (),
+    "Transpose": (),
+    "GatherElements": (1,),
+    "GatherND": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Split": (1,),
+    "Pad": (1, 2, 3),
+    "Expand": (1,),
+    "Tile": (1,),
+    "Cast": (),
+    "CastLike": (1,),
+    "DepthToSpace": (),
+    "SpaceToDepth": (),
+    "ReverseSequence": (1,),
+    "Compress": (1,),
+    "Trilu": (1,),
+    "OneHot": (1, 2),
+    "CenterCropPad": (1,),
     "EyeLike": (0,),  # reads only its input's shape, writes the identity
     "TensorScatter": (2,),  # KV-cache write: copies the update into the cache
     # sequences: onnxruntime copies tensors into and out of the container
-    "SequenceConstruct": (), "SequenceInsert": (2,), "SequenceAt": (1,), "SequenceErase": (1,),
-    "ConcatFromSequence": (), "SplitToSequence": (1,),
+    "SequenceConstruct": (),
+    "SequenceInsert": (2,),
+    "SequenceAt": (1,),
+    "SequenceErase": (1,),
+    "ConcatFromSequence": (),
+    "SplitToSequence": (1,),
 }
 VIEWS: dict[str, tuple[int, ...]] = {
-    "Reshape": (1,), "Flatten": (), "Squeeze": (1,), "Unsqueeze": (1,), "Identity": (),
+    "Reshape": (1,),
+    "Flatten": (),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "Identity": (),
     "Dropout": (1, 2),  # inference: the identity
     "BitCast": (),  # reinterprets the same bits as another type of the same width
-    "Optional": (), "OptionalGetElement": (),  # wrap / unwrap a reference
+    "Optional": (),
+    "OptionalGetElement": (),  # wrap / unwrap a reference
 }
 SCATTERS: dict[str, tuple[int, ...]] = {"ScatterElements": (1,), "ScatterND": (1,), "Scatter": (1,)}
 # what the copies and views above are, beyond moving (or aliasing) their data (OpTrait)
 _RESHAPE_VIEW = OpTrait.VIEW | OpTrait.RESHAPE
 TRAITS: dict[str, OpTrait] = {
-    "Reshape": _RESHAPE_VIEW, "Flatten": _RESHAPE_VIEW, "Squeeze": _RESHAPE_VIEW, "Unsqueeze": _RESHAPE_VIEW,
+    "Reshape": _RESHAPE_VIEW,
+    "Flatten": _RESHAPE_VIEW,
+    "Squeeze": _RESHAPE_VIEW,
+    "Unsqueeze": _RESHAPE_VIEW,
     "Identity": OpTrait.VIEW | OpTrait.IDENTITY,
     "Transpose": OpTrait.PERMUTES_AXES | OpTrait.STRIDED_COPY,
-    "DepthToSpace": OpTrait.STRIDED_COPY, "SpaceToDepth": OpTrait.STRIDED_COPY,
+    "DepthToSpace": OpTrait.STRIDED_COPY,
+    "SpaceToDepth": OpTrait.STRIDED_COPY,
     # a conversion per element: joins a kernel as its epilogue
-    "Cast": OpTrait.RETYPE | OpTrait.ELEMENTWISE, "CastLike": OpTrait.RETYPE | OpTrait.ELEMENTWISE,
-    "GatherElements": OpTrait.GATHER, "GatherND": OpTrait.GATHER,
+    "Cast": OpTrait.RETYPE | OpTrait.ELEMENTWISE,
+    "CastLike": OpTrait.RETYPE | OpTrait.ELEMENTWISE,
+    "GatherElements": OpTrait.GATHER,
+    "GatherND": OpTrait.GATHER,
     "Compress": OpTrait.DATA_DEPENDENT_SIZE,  # as many rows as the condition selects
 }
 
 RANDOM_REASON = "random draws: RNG work is not counted as arithmetic; the output's bytes are counted"
 STRING_REASON = "string handling: character work, not numeric arithmetic"
-IMAGE_DECODE_REASON = "entropy decoding of an encoded image (JPEG, PNG, ...): not tensor arithmetic; output bytes counted"
+IMAGE_DECODE_REASON = (
+    "entropy decoding of an encoded image (JPEG, PNG, ...): not tensor arithmetic; output bytes counted"
+)
+
 
 def gather(node: NodeView) -> OpCost:
     """FLOPs = 0: data movement that reads only the gathered rows: an embedding lookup reads one row of
@@ -190,9 +228,20 @@ register("GridSample", grid_sample, family="tensor")
 register("AffineGrid", affine_grid, family="tensor", arg_inputs=(1,))  # size
 register("Col2Im", col2im, family="tensor", arg_inputs=(1, 2))  # image_shape, block_shape
 _random: Handler = zero_cost(RANDOM_REASON)
-register(["RandomNormal", "RandomUniform", "Bernoulli", "Multinomial"], _random, family="random",
-         traits=OpTrait.NONDETERMINISTIC)
-register(["RandomNormalLike", "RandomUniformLike"], _random, family="random", arg_inputs=(0,),
-         traits=OpTrait.NONDETERMINISTIC)  # shape source only
-register(["RegexFullMatch", "StringConcat", "StringNormalizer", "StringSplit"], zero_cost(STRING_REASON), family="string")
+register(
+    ["RandomNormal", "RandomUniform", "Bernoulli", "Multinomial"],
+    _random,
+    family="random",
+    traits=OpTrait.NONDETERMINISTIC,
+)
+register(
+    ["RandomNormalLike", "RandomUniformLike"],
+    _random,
+    family="random",
+    arg_inputs=(0,),
+    traits=OpTrait.NONDETERMINISTIC,
+)  # shape source only
+register(
+    ["RegexFullMatch", "StringConcat", "StringNormalizer", "StringSplit"], zero_cost(STRING_REASON), family="string"
+)
 register("ImageDecoder", zero_cost(IMAGE_DECODE_REASON), family="image")

@@ -13,15 +13,16 @@ share of the latency each bound takes. Outputs state both: the point's bound and
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..roofline.verdicts import BOUND_LABELS  # noqa: F401  (the renderers take the words from here)
+
 BOUND_TITLES = {
     "compute": "compute-bound: FLOPs ÷ the roof's peak is the longest time",
     "dram": "DRAM-bound: DRAM bytes ÷ DRAM bandwidth is the longest time",
     "onchip": "on-chip-bound: on-chip bytes ÷ on-chip bandwidth is the longest time",
     "parallelism": "parallelism-bound: FLOPs ÷ (the roof's peak x the share of the parallel units its work fills, "
-                   "in whole waves of tiles) is the longest time",
+    "in whole waves of tiles) is the longest time",
     "overhead": "overhead-bound: the target's fixed cost per kernel (a launch) is longer than the work",
     "none": "no work on this target",
 }
@@ -45,5 +46,7 @@ def bound_line(model_bound: str, time_share: Mapping[str, float]) -> str:
     top = max(time_share.items(), key=lambda item: item[1], default=(model_bound, 0.0))
     if top[1] <= time_share.get(model_bound, 0.0):
         return f"whole model {bound_label(model_bound)}-bound; time: {time_by_bound(time_share)}"
-    return (f"time {bound_label(top[0])}-bound: {time_by_bound(time_share)}; the whole-model point (its FLOPs over "
-            f"its DRAM bytes) is in the {bound_label(model_bound)} region")
+    return (
+        f"time {bound_label(top[0])}-bound: {time_by_bound(time_share)}; the whole-model point (its FLOPs over "
+        f"its DRAM bytes) is in the {bound_label(model_bound)} region"
+    )

@@ -9,7 +9,8 @@ for joules, SI for counts); :func:`signed_change` and :func:`percent_text` word 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..core.units import iec, si
 from ..roofline.band import BORROWED_LAUNCH_SHARE, launch_share, rests_on_borrowed_launch
@@ -48,7 +49,7 @@ def format_value(value: float | None, unit: str) -> str:
     return si(value)
 
 
-def signed_change(delta: "Delta") -> str:
+def signed_change(delta: Delta) -> str:
     """The change with its sign; "≥ " or "≤ " before it when a side is a bound, "n/a" when both are.
 
     >>> from types import SimpleNamespace as D
@@ -65,7 +66,7 @@ def signed_change(delta: "Delta") -> str:
     return (f"{bound} " if bound else "") + ("+" if change > 0 else "−" if change < 0 else "") + text
 
 
-def side_value(delta: "Delta", side: str) -> str:
+def side_value(delta: Delta, side: str) -> str:
     """One side of a delta ("base" or "head"), "≥ "/"≤ " before it where that side's analysis left
     nodes out (its figure is a bound).
 
@@ -95,7 +96,7 @@ def verdict(key: str, change: float) -> str:
     return BETTER if (change > 0) == (key in HIGHER_IS_BETTER) else WORSE
 
 
-def significant(delta: "Delta", threshold: float) -> bool:
+def significant(delta: Delta, threshold: float) -> bool:
     """Whether a metric's change reaches ``threshold`` (a fraction: 0.02 for 2 %); a metric that
     appears or disappears always does.
 
@@ -107,7 +108,7 @@ def significant(delta: "Delta", threshold: float) -> bool:
     return percent is None or math.isinf(percent) or abs(percent) >= 100 * threshold
 
 
-def percent_text(delta: "Delta", symbols: bool = True, threshold: float = 0.0) -> str:
+def percent_text(delta: Delta, symbols: bool = True, threshold: float = 0.0) -> str:
     """The change in percent, with its mark (better, worse, neither) unless ``symbols`` is off; a
     change below ``threshold`` is marked as no change."""
     percent = delta.percent
@@ -148,7 +149,7 @@ def shape_text(shape: Iterable | None) -> str:
     return "×".join(dims) if dims else "scalar"
 
 
-def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
+def as_bound(text: str, report: TargetReport, at_most: bool = False) -> str:
     """A latency (or with ``at_most``, a throughput) as what it is on the report's target: at
     peak figures, or with nodes not counted, a run takes at least the latency and reaches at most
     the throughput; a forecast carries its measured error band where the target states one.
@@ -167,7 +168,7 @@ def as_bound(text: str, report: "TargetReport", at_most: bool = False) -> str:
     return f"{text} ±{band.value:.0%}" if band is not None else text
 
 
-def rate_text(value: float, report: "TargetReport") -> str:
+def rate_text(value: float, report: TargetReport) -> str:
     """A rate (inferences or tokens per second) with no more digits than the report's error band
     allows: rounded to the power of ten of the error it states (90,152.1 ±17% is 90,000 ±17%:
     the error is 15,000); one decimal where no band is stated.
@@ -185,7 +186,7 @@ def rate_text(value: float, report: "TargetReport") -> str:
     return f"{round(value / step) * step:,.0f}" if step >= 1 else f"{value:,.{min(3, -math.floor(math.log10(step)))}f}"
 
 
-def latency_kind_words(report: "TargetReport") -> str:
+def latency_kind_words(report: TargetReport) -> str:
     """Why a target's latency is a bound or a forecast, in one phrase (the bound's reasons are
     the report's own: :attr:`TargetReport.bound_reason`), with the figures it borrowed from other
     targets (:func:`borrowed_words`)."""
@@ -194,26 +195,37 @@ def latency_kind_words(report: "TargetReport") -> str:
         if not report.complete:
             peaks = "; the target's figures are peaks" if report.peak_figures else ""
             return f"a lower bound (≥): {report.missing}, and they take time too{peaks}" + (
-                f"; {borrowed}" if borrowed else "")
+                f"; {borrowed}" if borrowed else ""
+            )
         return "a lower bound (≥): the target's figures are peaks, every kernel at its roofs" + (
-            f"; {borrowed}" if borrowed else "")
+            f"; {borrowed}" if borrowed else ""
+        )
     band, stated = report.band, report.target.error_band
-    within = (f", within ±{band.value:.0%} ({band.source})" if band is not None else
-              f": ±{stated.value:.0%} on its published rows" if stated is not None and rests_on_borrowed_launch(report)
-              else ", its error not measured for this model's roofs" if stated is not None else
-              ", its error not yet measured")
-    return f"a forecast from efficiencies measured on the target's runtime{within}" + (f"; {borrowed}" if borrowed else "")
+    within = (
+        f", within ±{band.value:.0%} ({band.source})"
+        if band is not None
+        else f": ±{stated.value:.0%} on its published rows"
+        if stated is not None and rests_on_borrowed_launch(report)
+        else ", its error not measured for this model's roofs"
+        if stated is not None
+        else ", its error not yet measured"
+    )
+    return f"a forecast from efficiencies measured on the target's runtime{within}" + (
+        f"; {borrowed}" if borrowed else ""
+    )
 
 
-def borrowed_words(report: "TargetReport") -> str:
+def borrowed_words(report: TargetReport) -> str:
     """The figures of the run taken from other targets (``TargetReport.borrowed``), in words; ""
     when none.
 
     >>> from types import SimpleNamespace as S
     >>> run = S(borrowed={"node_overhead_s": S(value=7.374e-6)}, latency_s=10e-6,
     ...         nodes=[S(placement=S(overhead_s=7.374e-6))])
-    >>> borrowed_words(run)
-    'the launch cost (7.37 µs a kernel, 74% of this time) is borrowed from other targets, not measured on this one: small models may differ more'
+    >>> import textwrap
+    >>> print(textwrap.fill(borrowed_words(run), 100))
+    the launch cost (7.37 µs a kernel, 74% of this time) is borrowed from other targets, not measured on
+    this one: small models may differ more
     >>> borrowed_words(S(borrowed={}))
     ''
     """
@@ -221,15 +233,17 @@ def borrowed_words(report: "TargetReport") -> str:
     for key, figure in report.borrowed.items():
         if key == "node_overhead_s":
             share = launch_share(report)
-            parts.append(f"the launch cost ({figure.value * 1e6:.3g} µs a kernel, {share:.0%} of this time) is borrowed "
-                         "from other targets, not measured on this one"
-                         + (": small models may differ more" if share >= BORROWED_LAUNCH_SHARE else ""))
+            parts.append(
+                f"the launch cost ({figure.value * 1e6:.3g} µs a kernel, {share:.0%} of this time) is borrowed "
+                "from other targets, not measured on this one"
+                + (": small models may differ more" if share >= BORROWED_LAUNCH_SHARE else "")
+            )
         else:
             parts.append(f"{key} ({figure.value:.4g}) is borrowed from other targets")
     return "; ".join(parts)
 
 
-def borrowed_mark(report: "TargetReport") -> str:
+def borrowed_mark(report: TargetReport) -> str:
     """A short mark beside a latency that uses a borrowed figure: " (launch cost borrowed)", "" when none.
 
     >>> from types import SimpleNamespace as S
@@ -242,7 +256,7 @@ def borrowed_mark(report: "TargetReport") -> str:
     return f" ({', '.join(names)} borrowed)"
 
 
-def energy_words(report: "TargetReport") -> str:
+def energy_words(report: TargetReport) -> str:
     """What the energy counts: "dynamic energy" (the work alone: the target states no static
     power) or "dynamic + static energy" (its static power x the latency added).
 
@@ -253,7 +267,7 @@ def energy_words(report: "TargetReport") -> str:
     return f"{report.energy_kind} energy"
 
 
-def latency_kind_short(report: "TargetReport") -> str:
+def latency_kind_short(report: TargetReport) -> str:
     """The kind in a few words, for a card or a table cell: "lower bound · 2 node(s) not counted",
     "lower bound" (peak figures), "forecast"."""
     if report.latency_kind != LatencyKind.BOUND:

@@ -23,8 +23,12 @@ def document(analysis: Analysis, review: Review | None = None, encoded: bool = F
     if review is None:
         return to_document(analysis, encoded)
     fits = [review.fit(report) for report in analysis.targets]
-    return to_document(analysis, encoded, [finding.to_dict() for finding in review.findings],
-                       [fit.to_dict() if fit is not None else None for fit in fits])
+    return to_document(
+        analysis,
+        encoded,
+        [finding.to_dict() for finding in review.findings],
+        [fit.to_dict() if fit is not None else None for fit in fits],
+    )
 
 
 def compact_chunks(value: object) -> Iterator[str]:
@@ -50,8 +54,9 @@ def compact_chunks(value: object) -> Iterator[str]:
         yield compact_json(value)
 
 
-def document_json(analysis: Analysis, compact: bool, extra: dict | None = None,
-                  review: Review | None = None) -> Iterable[str]:
+def document_json(
+    analysis: Analysis, compact: bool, extra: dict | None = None, review: Review | None = None
+) -> Iterable[str]:
     """The document as JSON text, in chunks to write one after the other: indented, or on one
     line for a big model (indenting makes Python's encoder ten times slower). ``extra``: more
     top-level entries (``formulas``); ``review``: the findings stage's (none without it)."""

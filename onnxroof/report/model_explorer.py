@@ -29,8 +29,11 @@ if TYPE_CHECKING:
 
 METRICS = ("share", "bound")
 # white at the smallest share, red at the largest (the report's share colours)
-SHARE_GRADIENT = [{"stop": 0, "bgColor": "#ffffff"}, {"stop": 0.5, "bgColor": "#ffa94d"},
-                  {"stop": 1, "bgColor": "#c92a2a"}]
+SHARE_GRADIENT = [
+    {"stop": 0, "bgColor": "#ffffff"},
+    {"stop": 0.5, "bgColor": "#ffa94d"},
+    {"stop": 1, "bgColor": "#c92a2a"},
+]
 
 
 def node_data_files(analysis: Analysis) -> dict[tuple[str, str], dict]:
@@ -67,5 +70,9 @@ def _bound_data(target: str, nodes: dict[str, NodeOnTarget], keys: dict[str, str
         if name in keys:
             fill, text = BOUND_COLOURS.get(on.bound, BOUND_COLOURS["none"])
             results[keys[name]] = {"value": bound_label(on.bound), "bgColor": fill, "textColor": text}
-    return {"name": f"{target}: bound", "results": results, "showExpandedSummaryOnGroupNode": True,
-            "showLabelCountColumnsInChildrenStatsTable": True}
+    return {
+        "name": f"{target}: bound",
+        "results": results,
+        "showExpandedSummaryOnGroupNode": True,
+        "showLabelCountColumnsInChildrenStatsTable": True,
+    }

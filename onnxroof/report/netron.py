@@ -47,8 +47,14 @@ def netron_attachment(analysis: Analysis, review: Review | None = None) -> dict:
         metrics += [_item(kind, target, name, value) for name, value in _node_figures(record, placed)]
     metadata = [_item("model", "", "onnxroof", "figures per node under Metrics (onnxroof export --to netron)")]
     if by_output:
-        metadata.append(_item("model", "", "onnxroof: nodes shown on their output",
-                              f"{by_output} (no name of their own, or a name several nodes share)"))
+        metadata.append(
+            _item(
+                "model",
+                "",
+                "onnxroof: nodes shown on their output",
+                f"{by_output} (no name of their own, or a name several nodes share)",
+            )
+        )
     return {"signature": SIGNATURE, "metadata": metadata, "metrics": metrics}
 
 
@@ -73,8 +79,12 @@ def _first_output(record: NodeRecord) -> str:
 def _node_figures(record: NodeRecord, placed: dict[str, dict[str, NodeOnTarget]]) -> list[tuple[str, object]]:
     """(metric, value) of one node: its own figures, then its kernel on each target."""
     figures: list[tuple[str, object]] = [
-        ("MACs", record.macs), ("FLOPs", record.flops), ("parameters", record.params),
-        ("bytes", record.memory_bytes), ("intensity", f"{intensity(record.intensity)} FLOP/byte")]
+        ("MACs", record.macs),
+        ("FLOPs", record.flops),
+        ("parameters", record.params),
+        ("bytes", record.memory_bytes),
+        ("intensity", f"{intensity(record.intensity)} FLOP/byte"),
+    ]
     if not record.counted:
         figures.append(("not counted", record.reason or str(record.status)))
     for target, nodes in placed.items():
@@ -82,16 +92,28 @@ def _node_figures(record: NodeRecord, placed: dict[str, dict[str, NodeOnTarget]]
         if on is None:
             continue
         kernel = on.kernel if on.kernel_op == record.op_type else f"{on.kernel} ({on.kernel_op})"
-        figures += [(f"{target}: kernel", kernel), (f"{target}: time", seconds(on.time_s)),
-                    (f"{target}: share", share_percent(on.share)), (f"{target}: bound", bound_label(on.bound))]
+        figures += [
+            (f"{target}: kernel", kernel),
+            (f"{target}: time", seconds(on.time_s)),
+            (f"{target}: share", share_percent(on.share)),
+            (f"{target}: bound", bound_label(on.bound)),
+        ]
     return figures
 
 
 def _model_items(analysis: Analysis, review: Review | None) -> list[dict]:
     t = analysis.totals
-    items = [_item("model", "", name, value) for name, value in (
-        ("MACs", t.macs), ("FLOPs", t.flops), ("parameters", t.params), ("parameter bytes", t.param_bytes),
-        ("nodes", t.nodes), ("counted nodes", t.counted_nodes))]
+    items = [
+        _item("model", "", name, value)
+        for name, value in (
+            ("MACs", t.macs),
+            ("FLOPs", t.flops),
+            ("parameters", t.params),
+            ("parameter bytes", t.param_bytes),
+            ("nodes", t.nodes),
+            ("counted nodes", t.counted_nodes),
+        )
+    ]
     found = verdicts(analysis, review) if review is not None else {}
     for report in analysis.targets:
         name = report.target.name

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..cost.records import NodeRecord
-    from ..result import Analysis
     from ..findings import Finding, Review
+    from ..result import Analysis
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,17 @@ def placed_nodes(analysis: Analysis) -> dict[str, dict[str, NodeOnTarget]]:
     for report in analysis.targets:
         node_s, latency = times[report.target.name], report.latency_s
         placed[report.target.name] = {
-            name: NodeOnTarget(kernel.name, kernel.op_type, kernel.placement.time_s, node_s.get(name, 0.0),
-                               node_s.get(name, 0.0) / latency if latency else 0.0, str(kernel.placement.bound))
-            for kernel in report.nodes for name in kernel.nodes}
+            name: NodeOnTarget(
+                kernel.name,
+                kernel.op_type,
+                kernel.placement.time_s,
+                node_s.get(name, 0.0),
+                node_s.get(name, 0.0) / latency if latency else 0.0,
+                str(kernel.placement.bound),
+            )
+            for kernel in report.nodes
+            for name in kernel.nodes
+        }
     return placed
 
 
@@ -45,8 +53,10 @@ def verdicts(analysis: Analysis, review: Review) -> dict[str, Finding | None]:
     """target name -> its first finding in ``review`` (the change that saves the most), None when it
     has none. The only reader of the findings in the overlays."""
     findings = review.findings
-    return {report.target.name: next((f for f in findings if f.target == report.target.name), None)
-            for report in analysis.targets}
+    return {
+        report.target.name: next((f for f in findings if f.target == report.target.name), None)
+        for report in analysis.targets
+    }
 
 
 def viewer_names(records: list[NodeRecord]) -> dict[str, str]:

@@ -23,31 +23,55 @@ def profile_document(result: ProfileResult) -> dict:
 
     def node_entry(n: NodeComparison) -> dict:
         point = placements.get(n.name)
-        return {"name": n.name, "op_type": n.op_type, "bound": n.bound, "predicted_s": n.predicted_s,
-                "measured_s": n.measured_s, "ratio": n.ratio, "kernel": n.kernel, "kernel_op": n.kernel_op,
-                "status": n.status, "flops": flops[n.name],
-                "intensity": point.intensity if point else None,  # FLOP per DRAM byte of its kernel on the target
-                "predicted_flops_per_s": achieved(flops[n.name], n.predicted_s),
-                "measured_flops_per_s": achieved(flops[n.name], n.measured_s)}
+        return {
+            "name": n.name,
+            "op_type": n.op_type,
+            "bound": n.bound,
+            "predicted_s": n.predicted_s,
+            "measured_s": n.measured_s,
+            "ratio": n.ratio,
+            "kernel": n.kernel,
+            "kernel_op": n.kernel_op,
+            "status": n.status,
+            "flops": flops[n.name],
+            "intensity": point.intensity if point else None,  # FLOP per DRAM byte of its kernel on the target
+            "predicted_flops_per_s": achieved(flops[n.name], n.predicted_s),
+            "measured_flops_per_s": achieved(flops[n.name], n.measured_s),
+        }
 
     total_flops = sum(n.placement.flops for n in report.nodes)
     return {
         "schema": SCHEMA,
-        "model": {"name": analysis.model.name, "path": analysis.model.path,
-                  "inputs": [tensor_entry(i) for i in analysis.inputs]},
+        "model": {
+            "name": analysis.model.name,
+            "path": analysis.model.path,
+            "inputs": [tensor_entry(i) for i in analysis.inputs],
+        },
         "target": {
-            "name": target.name, "path": target.path, "description": target.description,
-            "roofs": {roof: {"peak_flops_per_s": figure.value, "tag": figure.tag} for roof, figure in target.peak_ops_per_s.items()},
+            "name": target.name,
+            "path": target.path,
+            "description": target.description,
+            "roofs": {
+                roof: {"peak_flops_per_s": figure.value, "tag": figure.tag}
+                for roof, figure in target.peak_ops_per_s.items()
+            },
             "dram_bytes_per_s": target.dram_bytes_per_s.value,
             "onchip_bytes": target.onchip_bytes.value if target.onchip_bytes else None,
             "onchip_bytes_per_s": target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None,
         },
-        "onnxruntime": {"version": result.ort_version, "provider": "CPUExecutionProvider",
-                        "optimization": result.optimization, "intra_op_threads": result.threads,
-                        "runs": mapping.runs, "warmup": result.warmup},
+        "onnxruntime": {
+            "version": result.ort_version,
+            "provider": "CPUExecutionProvider",
+            "optimization": result.optimization,
+            "intra_op_threads": result.threads,
+            "runs": mapping.runs,
+            "warmup": result.warmup,
+        },
         "totals": {
             "predicted_s": result.predicted_s,  # the kernels onnxruntime ran, costed on the target
-            "predicted_by_rules_s": result.by_rules.latency_s if result.by_rules else None,  # the target's fusion policy
+            "predicted_by_rules_s": result.by_rules.latency_s
+            if result.by_rules
+            else None,  # the target's fusion policy
             "measured_s": result.measured_s,  # sum of the kernels' medians
             "measured_nodes_s": sum(mapping.seconds.values()),
             "unattributed_s": sum(k.seconds for k in mapping.unattributed),
@@ -62,10 +86,18 @@ def profile_document(result: ProfileResult) -> dict:
             "measured_flops_per_s": achieved(total_flops, result.measured_s),
         },
         "nodes": [node_entry(n) for n in result.nodes],
-        "kernels": [{"name": k.name, "op_type": k.op_type, "measured_s": k.seconds, "nodes": k.nodes,
-                     "shares_s": k.shares, "flops": sum(flops[n] for n in k.nodes),
-                     "measured_flops_per_s": achieved(sum(flops[n] for n in k.nodes), k.seconds)}
-                    for k in mapping.kernels],
+        "kernels": [
+            {
+                "name": k.name,
+                "op_type": k.op_type,
+                "measured_s": k.seconds,
+                "nodes": k.nodes,
+                "shares_s": k.shares,
+                "flops": sum(flops[n] for n in k.nodes),
+                "measured_flops_per_s": achieved(sum(flops[n] for n in k.nodes), k.seconds),
+            }
+            for k in mapping.kernels
+        ],
         "unattributed": [{"name": k.name, "op_type": k.op_type, "measured_s": k.seconds} for k in mapping.unattributed],
         "removed": mapping.removed,
         "not_seen": mapping.not_seen,

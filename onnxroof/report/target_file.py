@@ -30,11 +30,15 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
     if fp32 is None:
         raise ValueError("no fp32 matmul was measured")
     int8 = c.peak("int8")
-    where = (f"onnxroof calibrate {c.date} on {c.cpu} ({c.cores}; {c.threads} thread(s)"
-             + (f"; load average {c.load_average:.2f} at the start" if c.load_average is not None else "") + ")")
+    where = (
+        f"onnxroof calibrate {c.date} on {c.cpu} ({c.cores}; {c.threads} thread(s)"
+        + (f"; load average {c.load_average:.2f} at the start" if c.load_average is not None else "")
+        + ")"
+    )
     dram, dram_source = _dram_figure(c, where)
-    description = (f"{c.cpu}, {c.cores}: roofs measured by onnxroof calibrate on {c.date}"
-                   + (f" with {c.blas_threads} thread(s)" if c.blas_threads else ""))
+    description = f"{c.cpu}, {c.cores}: roofs measured by onnxroof calibrate on {c.date}" + (
+        f" with {c.blas_threads} thread(s)" if c.blas_threads else ""
+    )
     lines = [
         *_comment_lines(c, int8 is not None),
         f'schema = "{SCHEMA}"',
@@ -44,8 +48,7 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         *_section("dram_bytes_per_s", dram, dram_source),
     ]
     if int8 is not None:
-        lines += _section("peak_ops_per_s", int8.rate.per_second, _int8_source(c, where, int8, fp32),
-                          dtype="int8")
+        lines += _section("peak_ops_per_s", int8.rate.per_second, _int8_source(c, where, int8, fp32), dtype="int8")
     for attribute, value, written, source in _overhead_figures(c):
         if written:
             lines += _section(attribute, value or 0.0, source(c, where))
@@ -53,13 +56,24 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
     if with_efficiency and c.efficiency:
         lines += _efficiency_lines(c, where)
     if c.levels().onchip_bytes:
-        lines += ["", "[weights]", "resident = true",
-                  "source = " + _toml_string("a CPU's caches keep the parameters from one run to the next when they "
-                                             "fit beside the activations; onnxroof profile measures such warm, "
-                                             "repeated runs")]
+        lines += [
+            "",
+            "[weights]",
+            "resident = true",
+            "source = "
+            + _toml_string(
+                "a CPU's caches keep the parameters from one run to the next when they "
+                "fit beside the activations; onnxroof profile measures such warm, "
+                "repeated runs"
+            ),
+        ]
     if c.launch_overhead_s:
-        lines += ["", "[fusion]", 'rules = ["epilogue", "normalization"]',
-                  "source = " + _toml_string(HOST_FUSION_SOURCE)]
+        lines += [
+            "",
+            "[fusion]",
+            'rules = ["epilogue", "normalization"]',
+            "source = " + _toml_string(HOST_FUSION_SOURCE),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -77,12 +91,15 @@ def _comment_lines(c: Calibration, has_int8: bool) -> list[str]:
     ]
     for point in c.matmul:
         if point.dtype == "float64":
-            lines.append(f"# fp64 matmul n={point.n}: {point.rate.per_second / 1e9:.1f} GFLOP/s "
-                         "(the schema has no fp64 roof)")
+            lines.append(
+                f"# fp64 matmul n={point.n}: {point.rate.per_second / 1e9:.1f} GFLOP/s (the schema has no fp64 roof)"
+            )
         elif point.dtype == "float16":
-            lines.append(f"# fp16 matmul n={point.n}: {point.rate.per_second / 1e9:.2f} GFLOP/s in numpy "
-                         "(a generic loop, not BLAS): not written as a roof; fp16 nodes fall back to the fp32 roof"
-                         + ("" if has_int8 else ", and int8 nodes too (no int8 roof: onnxruntime is not installed)"))
+            lines.append(
+                f"# fp16 matmul n={point.n}: {point.rate.per_second / 1e9:.2f} GFLOP/s in numpy "
+                "(a generic loop, not BLAS): not written as a roof; fp16 nodes fall back to the fp32 roof"
+                + ("" if has_int8 else ", and int8 nodes too (no int8 roof: onnxruntime is not installed)")
+            )
     return lines + [f"# note: {note}" for note in c.notes]
 
 
@@ -97,8 +114,10 @@ def _peak_source(c: Calibration, where: str, fp32) -> str:
         return ", ".join(f"n={n}: {rate / 1e9:.1f}" for (m, n), rate in sorted(best.items()) if m == method)
 
     blas = c.blas + (f", {c.blas_threads} thread(s)" if c.blas_threads else ", its default threads")
-    source = (f"{where}: float32 n x n matmuls, FLOPs = 2 n^3, fastest of repeated runs in {c.rounds} "
-              f"rounds per size; numpy {c.numpy_version} ({blas}) GFLOP/s {sizes('numpy')}")
+    source = (
+        f"{where}: float32 n x n matmuls, FLOPs = 2 n^3, fastest of repeated runs in {c.rounds} "
+        f"rounds per size; numpy {c.numpy_version} ({blas}) GFLOP/s {sizes('numpy')}"
+    )
     if any(m == "onnxruntime" for m, _ in best):
         source += f"; onnxruntime's MatMul ({c.threads} thread(s)) GFLOP/s {sizes('onnxruntime')}"
     if any(m == CLEAN for m, _ in best):
@@ -113,32 +132,42 @@ def _peak_source(c: Calibration, where: str, fp32) -> str:
     for method, rate in sorted(slower.items()):
         if rate < 0.9 * fp32.rate.per_second:
             variables = [f"{v}={os.environ[v]}" for v in blas_variables()] if method == "numpy" else []
-            source += (f" ({method} reaches {rate / fp32.rate.per_second:.0%} of it: its GEMM is built or configured "
-                       "for less" + (f"; {', '.join(variables)} is set here" if variables else "") + ")")
+            source += (
+                f" ({method} reaches {rate / fp32.rate.per_second:.0%} of it: its GEMM is built or configured "
+                "for less" + (f"; {', '.join(variables)} is set here" if variables else "") + ")"
+            )
     return source
 
 
 def _stream_source(c: Calibration, where: str) -> str:
-    return (f"{where}: STREAM-style sweep (copy 2x8, add 3x8, triad 3x8 bytes per float64 element, "
-            f"no write-allocate), {c.threads} thread(s) on their own arrays, fastest of repeated passes "
-            f"in {c.rounds} rounds, best kernel per working set")
+    return (
+        f"{where}: STREAM-style sweep (copy 2x8, add 3x8, triad 3x8 bytes per float64 element, "
+        f"no write-allocate), {c.threads} thread(s) on their own arrays, fastest of repeated passes "
+        f"in {c.rounds} rounds, best kernel per working set"
+    )
 
 
 def _dram_figure(c: Calibration, where: str) -> tuple[float, str]:
     """The DRAM roof and its source: the STREAM sweep's, or onnxruntime's own copy where it is faster."""
     levels = c.levels()
-    source = (f"{_stream_source(c, where)}; best over working sets {size_text(levels.dram_sizes[0])}"
-              f"..{size_text(levels.dram_sizes[1])}")
+    source = (
+        f"{_stream_source(c, where)}; best over working sets {size_text(levels.dram_sizes[0])}"
+        f"..{size_text(levels.dram_sizes[1])}"
+    )
     dram = levels.dram_bytes_per_s
     if c.copy_bytes_per_s:
-        copy = (f"onnxruntime's Mul by a scalar over {size_text(4 * achieved.COPY_ELEMENTS)} of float32 (8 B per "
-                f"element, a slope over chains of 1 and 5) {c.copy_bytes_per_s / 1e9:.1f} GB/s")
+        copy = (
+            f"onnxruntime's Mul by a scalar over {size_text(4 * achieved.COPY_ELEMENTS)} of float32 (8 B per "
+            f"element, a slope over chains of 1 and 5) {c.copy_bytes_per_s / 1e9:.1f} GB/s"
+        )
         if c.copy_bytes_per_s > dram:
             source = f"{where}: {copy}, the best; the STREAM sweep reached {levels.dram_bytes_per_s / 1e9:.1f} GB/s"
             dram = c.copy_bytes_per_s
         else:
-            source += (f"; {copy}, {c.copy_bytes_per_s / dram:.0%} of it (its elementwise kernels stream less "
-                       "well than STREAM: efficiency.elementwise carries that)")
+            source += (
+                f"; {copy}, {c.copy_bytes_per_s / dram:.0%} of it (its elementwise kernels stream less "
+                "well than STREAM: efficiency.elementwise carries that)"
+            )
     return dram, source
 
 
@@ -147,59 +176,75 @@ def _int8_source(c: Calibration, where: str, int8, fp32) -> str:
     for p in c.matmul:
         if p.dtype == "int8":
             int8_best[p.n] = max(int8_best.get(p.n, 0.0), p.rate.per_second)
-    return (f"{where}: onnxruntime's MatMulInteger ({c.threads} thread(s)), n x n uint8 activations by "
-            f"int8 weights into int32 (the pair onnxruntime's quantizers give a CPU model, its integer "
-            f"GEMM's native one), ops = 2 n^3 as onnxroof counts a quantized product, fastest of repeated "
-            f"runs in {c.rounds} rounds per size; GOP/s "
-            + ", ".join(f"n={n}: {rate / 1e9:.1f}" for n, rate in sorted(int8_best.items()))
-            + f"; the roof is the best, at n={int8.n} ({int8.rate.per_second / fp32.rate.per_second:.1f}x "
-            "the fp32 roof)")
+    return (
+        f"{where}: onnxruntime's MatMulInteger ({c.threads} thread(s)), n x n uint8 activations by "
+        f"int8 weights into int32 (the pair onnxruntime's quantizers give a CPU model, its integer "
+        f"GEMM's native one), ops = 2 n^3 as onnxroof counts a quantized product, fastest of repeated "
+        f"runs in {c.rounds} rounds per size; GOP/s "
+        + ", ".join(f"n={n}: {rate / 1e9:.1f}" for n, rate in sorted(int8_best.items()))
+        + f"; the roof is the best, at n={int8.n} ({int8.rate.per_second / fp32.rate.per_second:.1f}x "
+        "the fp32 roof)"
+    )
 
 
 def _launch_source(c: Calibration, where: str) -> str:
-    return (f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
-            f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, the two timed in turns, "
-            "fastest of batches of runs about 5 ms long (onnxruntime's profiler adds several µs to "
-            "each small kernel it times)")
+    return (
+        f"{where}: onnxruntime's CPU run time per extra kernel, without its profiler: the slope "
+        f"from a chain of 1 to {LAUNCH_CHAIN} Add nodes on a 16-float tensor, the two timed in turns, "
+        "fastest of batches of runs about 5 ms long (onnxruntime's profiler adds several µs to "
+        "each small kernel it times)"
+    )
 
 
 def _run_source(c: Calibration, where: str) -> str:
-    return (f"{where}: onnxruntime's cost per run beyond its kernels (binding the inputs and outputs, "
-            "the call from Python): a one-Add model's run on 16 floats less the launch above, the "
-            "intercept of the launch's line; fastest of batches of runs")
+    return (
+        f"{where}: onnxruntime's cost per run beyond its kernels (binding the inputs and outputs, "
+        "the call from Python): a one-Add model's run on 16 floats less the launch above, the "
+        "intercept of the launch's line; fastest of batches of runs"
+    )
 
 
 def _cold_source(c: Calibration, where: str) -> str:
-    return (f"{where}: onnxruntime's run time per kernel when the run moves more data than the caches "
-            f"hold: the launch above plus what {cold_launch.small_kernels()} small kernels of seven kinds "
-            f"on 1x{cold_launch.WIDTH} floats cost beside {cold_launch.BLOCKS} one-row MatMuls streaming "
-            f"a 4 MiB weight each, beyond the MatMuls alone and themselves alone, per kernel; the four "
-            f"timed in turns, fastest of batches of runs, median of {cold_launch.WINDOWS} windows")
+    return (
+        f"{where}: onnxruntime's run time per kernel when the run moves more data than the caches "
+        f"hold: the launch above plus what {cold_launch.small_kernels()} small kernels of seven kinds "
+        f"on 1x{cold_launch.WIDTH} floats cost beside {cold_launch.BLOCKS} one-row MatMuls streaming "
+        f"a 4 MiB weight each, beyond the MatMuls alone and themselves alone, per kernel; the four "
+        f"timed in turns, fastest of batches of runs, median of {cold_launch.WINDOWS} windows"
+    )
 
 
 def _stall_source(c: Calibration, where: str) -> str:
     cases = ", ".join(f"{rows}x{width} by {width}x{width}" for rows, width in dram_stall.CASES)
-    return (f"{where}: the share of a compute-bound product's DRAM time its compute does not hide: "
-            f"chains of {dram_stall.FAN} MatMuls ({cases}) with a weight of their own each less with "
-            "one weight shared (on chip), over the DRAM roof's time for the weights; median of the "
-            "three, each capped at 1; the two chains timed in turns, fastest of batches of runs")
+    return (
+        f"{where}: the share of a compute-bound product's DRAM time its compute does not hide: "
+        f"chains of {dram_stall.FAN} MatMuls ({cases}) with a weight of their own each less with "
+        "one weight shared (on chip), over the DRAM roof's time for the weights; median of the "
+        "three, each capped at 1; the two chains timed in turns, fastest of batches of runs"
+    )
 
 
 def _split_source(c: Calibration, where: str) -> str:
-    cases = ", ".join(f"{label} (1 thread {one * 1e6:.3g} µs, {c.threads} threads {many * 1e6:.3g} µs)"
-                      for label, one, many in c.handoff_cases)
-    return (f"{where}: what a kernel onnxruntime's intra-op pool splits over the {c.threads} threads "
-            f"costs beyond the launch and its share of the work (the 16-float Add of the launch never "
-            f"leaves the calling thread): the median over {cases} of the time on {c.threads} threads less "
-            f"the launch and less the one-thread time beyond the launch over {c.threads}")
+    cases = ", ".join(
+        f"{label} (1 thread {one * 1e6:.3g} µs, {c.threads} threads {many * 1e6:.3g} µs)"
+        for label, one, many in c.handoff_cases
+    )
+    return (
+        f"{where}: what a kernel onnxruntime's intra-op pool splits over the {c.threads} threads "
+        f"costs beyond the launch and its share of the work (the 16-float Add of the launch never "
+        f"leaves the calling thread): the median over {cases} of the time on {c.threads} threads less "
+        f"the launch and less the one-thread time beyond the launch over {c.threads}"
+    )
 
 
 def _subnormal_source(c: Calibration, where: str) -> str:
-    return (f"{where}: what onnxruntime's CPU softmax spends per exp that underflows to a subnormal "
-            f"float: an Add of a mask and a Softmax over {'x'.join(map(str, subnormal.SCORES))}, "
-            f"with a causal mask of float32's lowest value less with a mask of zeros (the two timed in "
-            f"turns, fastest of batches of runs), over the {subnormal.hidden_elements():,} positions "
-            f"the causal mask hides")
+    return (
+        f"{where}: what onnxruntime's CPU softmax spends per exp that underflows to a subnormal "
+        f"float: an Add of a mask and a Softmax over {'x'.join(map(str, subnormal.SCORES))}, "
+        f"with a causal mask of float32's lowest value less with a mask of zeros (the two timed in "
+        f"turns, fastest of batches of runs), over the {subnormal.hidden_elements():,} positions "
+        f"the causal mask hides"
+    )
 
 
 def _overhead_figures(c: Calibration) -> list[tuple[str, float | None, bool, Callable[[Calibration, str], str]]]:
@@ -220,20 +265,29 @@ def _onchip_lines(c: Calibration, where: str) -> list[str]:
         return []
     lo, hi = levels.onchip_sizes
     return [
-        *_section("onchip_bytes", levels.onchip_bytes,
-                  f"{where}: the working set where the sweep drops through the geometric mean of the last "
-                  f"cache plateau's and DRAM's bandwidth, interpolated in log size between the sweep's points "
-                  f"on either side" + (f" (the OS reports {c.caches})" if c.caches else "")),
-        *_section("onchip_bytes_per_s", levels.onchip_bytes_per_s,
-                  f"{_stream_source(c, where)}; best over the last cache plateau, working sets "
-                  f"{size_text(lo)}..{size_text(hi)}"),
+        *_section(
+            "onchip_bytes",
+            levels.onchip_bytes,
+            f"{where}: the working set where the sweep drops through the geometric mean of the last "
+            f"cache plateau's and DRAM's bandwidth, interpolated in log size between the sweep's points "
+            f"on either side" + (f" (the OS reports {c.caches})" if c.caches else ""),
+        ),
+        *_section(
+            "onchip_bytes_per_s",
+            levels.onchip_bytes_per_s,
+            f"{_stream_source(c, where)}; best over the last cache plateau, working sets "
+            f"{size_text(lo)}..{size_text(hi)}",
+        ),
     ]
 
 
 def _efficiency_lines(c: Calibration, where: str) -> list[str]:
     """The measured efficiency sections: per class, then per roof of the class."""
-    lines = ["", "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
-             "# time is divided by it (onnxroof.measure.achieved; --no-overhead leaves it out)."]
+    lines = [
+        "",
+        "# The fraction of the roofline onnxruntime's kernels reach per kernel class: a kernel's roofline",
+        "# time is divided by it (onnxroof.measure.achieved; --no-overhead leaves it out).",
+    ]
     for kernel_class, cases in c.efficiency.items():
         lines += _class_lines(c, where, kernel_class, cases)
         for roof, roof_cases in c.efficiency_on_roof.get(kernel_class, {}).items():
@@ -242,18 +296,27 @@ def _efficiency_lines(c: Calibration, where: str) -> list[str]:
 
 
 def _class_lines(c: Calibration, where: str, kernel_class: str, cases: list) -> list[str]:
-    sizes_text = "; ".join(f"{case.label}{_weights_text(case)}{_curve_only(case)}: {case.measured_s * 1e6:.3g} "
-                           f"µs against {case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in cases)
+    sizes_text = "; ".join(
+        f"{case.label}{_weights_text(case)}{_curve_only(case)}: {case.measured_s * 1e6:.3g} "
+        f"µs against {case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}"
+        for case in cases
+    )
     points = achieved.columns_points(cases)
     value = round(achieved.class_efficiency([case.fraction for case in cases if not case.curve_only]), 4)
     ops = [m for m in c.efficiency_by_op if m.case.kernel_class == kernel_class]
     by_op = by_op_figures(value, ops)
     curve = c.efficiency_by_rows.get(kernel_class, [])
-    lines = ["", f"[efficiency.{kernel_class}]",
-             *_figure_lines(value, f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
-                                   f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above "
-                                   f"over the time beyond the launch cost, geometric mean of "
-                                   f"{sizes_text}{_columns_text(points)}{_by_op_text(ops, by_op)}{_rows_text(curve)}")]
+    lines = [
+        "",
+        f"[efficiency.{kernel_class}]",
+        *_figure_lines(
+            value,
+            f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on "
+            f"{EFFICIENCY_CLASSES[kernel_class]}: the roofline time on the roofs above "
+            f"over the time beyond the launch cost, geometric mean of "
+            f"{sizes_text}{_columns_text(points)}{_by_op_text(ops, by_op)}{_rows_text(curve)}",
+        ),
+    ]
     lines += _columns_lines(points) + _rows_lines(curve)
     if by_op:
         lines.append("by_op = { " + ", ".join(f"{op} = {fraction:.4g}" for op, fraction in by_op.items()) + " }")
@@ -261,20 +324,28 @@ def _class_lines(c: Calibration, where: str, kernel_class: str, cases: list) -> 
 
 
 def _roof_lines(c: Calibration, where: str, kernel_class: str, roof: str, roof_cases: list) -> list[str]:
-    roof_text = "; ".join(f"{case.label}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against "
-                          f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in roof_cases)
+    roof_text = "; ".join(
+        f"{case.label}{_curve_only(case)}: {case.measured_s * 1e6:.3g} µs against "
+        f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}"
+        for case in roof_cases
+    )
     roof_curve = c.efficiency_by_rows.get(f"{kernel_class}.{roof}", [])
     roof_points = achieved.columns_points(roof_cases)
-    return ["", f"[efficiency.{kernel_class}.{roof}]",
-            *_figure_lines(round(achieved.class_efficiency([case.fraction for case in roof_cases
-                                                            if not case.curve_only]), 4),
-                           f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
-                           f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
-                           f"link of the chain one kernel: the op with its quantize and dequantize): the "
-                           f"roofline time on the {roof} roof over the time beyond the launch cost, "
-                           f"geometric mean of {roof_text}{_columns_text(roof_points)}"
-                           f"{_rows_text(roof_curve)}"),
-            *_columns_lines(roof_points), *_rows_lines(roof_curve)]
+    return [
+        "",
+        f"[efficiency.{kernel_class}.{roof}]",
+        *_figure_lines(
+            round(achieved.class_efficiency([case.fraction for case in roof_cases if not case.curve_only]), 4),
+            f"{where}: onnxruntime ({c.threads} thread(s), no profiler) on its {roof} "
+            f"kernels of the class, as a statically quantized (QDQ) model runs them (each "
+            f"link of the chain one kernel: the op with its quantize and dequantize): the "
+            f"roofline time on the {roof} roof over the time beyond the launch cost, "
+            f"geometric mean of {roof_text}{_columns_text(roof_points)}"
+            f"{_rows_text(roof_curve)}",
+        ),
+        *_columns_lines(roof_points),
+        *_rows_lines(roof_curve),
+    ]
 
 
 def _by_op_text(measurements: list, by_op: dict[str, float]) -> str:
@@ -282,22 +353,27 @@ def _by_op_text(measurements: list, by_op: dict[str, float]) -> str:
     if not measurements:
         return ""
     elements = OP_SHAPE[0] * OP_SHAPE[1]
-    each = "; ".join(f"{m.case.label}: {m.measured_s * 1e6:.3g} µs against {m.roof_s * 1e6:.3g} µs, {m.fraction:.0%}"
-                     for m in measurements)
+    each = "; ".join(
+        f"{m.case.label}: {m.measured_s * 1e6:.3g} µs against {m.roof_s * 1e6:.3g} µs, {m.fraction:.0%}"
+        for m in measurements
+    )
     left = [m.case.label for m in measurements if not any(op in by_op for op in m.case.ops)]
     not_written = f" ({', '.join(left)}: within {MATERIAL_DIFFERENCE:.0%} of the class's figure, not written)"
-    return (f"; by_op: per op, a chain of {elements:,} floats on chip (its figure divides the compute and on-chip "
-            f"roofs of the kernels running it, the DRAM roof keeps the class's): {each}"
-            + (not_written if left else ""))
+    return (
+        f"; by_op: per op, a chain of {elements:,} floats on chip (its figure divides the compute and on-chip "
+        f"roofs of the kernels running it, the DRAM roof keeps the class's): {each}" + (not_written if left else "")
+    )
 
 
 def _columns_text(points: tuple[tuple[int, float], ...]) -> str:
     """What a ``by_columns`` curve comes from (nothing when it has fewer than two column counts)."""
     if len(points) < 2:
         return ""
-    return ("; by_columns: per output-column count (a matmul's columns, a convolution's output channels, a depthwise "
-            "convolution's channels), the geometric mean of its sizes' fractions (a kernel between two counts is "
-            "interpolated in log(columns))")
+    return (
+        "; by_columns: per output-column count (a matmul's columns, a convolution's output channels, a depthwise "
+        "convolution's channels), the geometric mean of its sizes' fractions (a kernel between two counts is "
+        "interpolated in log(columns))"
+    )
 
 
 def _columns_lines(points: tuple[tuple[int, float], ...]) -> list[str]:
@@ -311,10 +387,15 @@ def _rows_text(curve: list[achieved.Case]) -> str:
     curve: fewer than two row counts)."""
     if len(rows_efficiency.rows_points(curve)) < 2:
         return ""
-    each = "; ".join(f"{case.label} ({case.rows:,} rows): {case.measured_s * 1e6:.3g} µs against "
-                     f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}" for case in curve)
-    return (f"; by_rows: per output-row count (a matmul's rows, a convolution's output pixels), the geometric mean "
-            f"of its sizes' fractions, a kernel between two counts interpolated in log(rows): {each}")
+    each = "; ".join(
+        f"{case.label} ({case.rows:,} rows): {case.measured_s * 1e6:.3g} µs against "
+        f"{case.roof_s * 1e6:.3g} µs, {case.fraction:.0%}"
+        for case in curve
+    )
+    return (
+        f"; by_rows: per output-row count (a matmul's rows, a convolution's output pixels), the geometric mean "
+        f"of its sizes' fractions, a kernel between two counts interpolated in log(rows): {each}"
+    )
 
 
 def _rows_lines(curve: list[achieved.Case]) -> list[str]:
@@ -338,7 +419,8 @@ HOST_FUSION_SOURCE = (
     "onnxruntime's CPU graph optimizations at its default level (onnxruntime.ai/docs/performance/model-optimizations/"
     "graph-optimizations.html): BatchNormalization and Add folded into the Conv before it, Conv/Gemm + activation, "
     "MatMul + Add into Gemm, LayerNormalization and GELU fusions; it fuses no general elementwise chain, and attention "
-    "only in models its transformer optimizer rewrote offline")
+    "only in models its transformer optimizer rewrote offline"
+)
 
 
 def _figure_lines(value: float, source: str) -> list[str]:
@@ -347,8 +429,9 @@ def _figure_lines(value: float, source: str) -> list[str]:
     low, high = FIGURE_RANGE
     if not low <= value <= high:
         written = min(max(value, low), high)
-        source += (f"; measured {value:.4g}, outside the range a figure may take ({low:g} to {high:g}): "
-                   f"written as {written:g}")
+        source += (
+            f"; measured {value:.4g}, outside the range a figure may take ({low:g} to {high:g}): written as {written:g}"
+        )
         value = written
     if float(value).is_integer() and value < 2**53:
         number = str(int(value))
@@ -362,7 +445,6 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=True)
 
 
-
 def calibrated_target(calibration: Calibration, name: str = "this-machine", with_efficiency: bool = True) -> Target:
     """The calibration as a Target, through the same validation a file gets."""
     with tempfile.TemporaryDirectory(prefix="onnxroof-calibrate-") as directory:
@@ -370,4 +452,3 @@ def calibrated_target(calibration: Calibration, name: str = "this-machine", with
         path.write_text(render_target(calibration, name, with_efficiency), encoding="utf-8")
         target = parse_target(path)
     return target
-

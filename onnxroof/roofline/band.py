@@ -38,7 +38,8 @@ def launch_share(report: TargetRun) -> float:
     """The share of the latency the kernels' launches take.
 
     >>> from types import SimpleNamespace as S
-    >>> round(launch_share(S(latency_s=10e-6, nodes=[S(placement=S(overhead_s=3e-6)), S(placement=S(overhead_s=1e-6))])), 6)
+    >>> kernels = [S(placement=S(overhead_s=3e-6)), S(placement=S(overhead_s=1e-6))]
+    >>> round(launch_share(S(latency_s=10e-6, nodes=kernels)), 6)
     0.4
     """
     launches = sum(n.placement.overhead_s for n in report.nodes)
@@ -58,10 +59,12 @@ def band_for(report: TargetRun) -> Figure | None:
     target = report.target
     if target.error_band is not None and rests_on_borrowed_launch(report):
         borrowed = report.borrowed["node_overhead_s"]
-        report.notes.append(f"{BAND_NOTE}±{target.error_band.value:.0%}) holds on this target's published rows; "
-                            f"the launch cost ({borrowed.value * 1e6:.3g} µs a kernel) is borrowed from other targets "
-                            f"and takes {launch_share(report):.0%} of this model's time: small models may differ more "
-                            "(a forecast without a measured band)")
+        report.notes.append(
+            f"{BAND_NOTE}±{target.error_band.value:.0%}) holds on this target's published rows; "
+            f"the launch cost ({borrowed.value * 1e6:.3g} µs a kernel) is borrowed from other targets "
+            f"and takes {launch_share(report):.0%} of this model's time: small models may differ more "
+            "(a forecast without a measured band)"
+        )
         return None
     if target.error_band is None or not target.error_band_roofs:
         return target.error_band
@@ -70,7 +73,9 @@ def band_for(report: TargetRun) -> Figure | None:
     if share <= UNCOVERED_SHARE:
         return target.error_band
     roofs = sorted({n.placement.roof for n in report.nodes if n.placement.roof not in target.error_band_roofs})
-    report.notes.append(f"{BAND_NOTE}±{target.error_band.value:.0%}) was measured on {', '.join(target.error_band_roofs)} "
-                        f"kernels; {share:.0%} of this model's time runs on {', '.join(roofs)}, which no measurement "
-                        "covered: a forecast without a measured band")
+    report.notes.append(
+        f"{BAND_NOTE}±{target.error_band.value:.0%}) was measured on {', '.join(target.error_band_roofs)} "
+        f"kernels; {share:.0%} of this model's time runs on {', '.join(roofs)}, which no measurement "
+        "covered: a forecast without a measured band"
+    )
     return None

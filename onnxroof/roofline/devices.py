@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # (the renderers import this module's words: `onnxroof target
     from .interconnect import Link
     from .placement import NodePlacement, TargetReport
 
+
 def bubble_fraction(stages: int, micro_batches: int) -> float:
     """The share of a pipeline's time its stages idle: (p - 1) / (m + p - 1)."""
     return (stages - 1) / (micro_batches + stages - 1)
@@ -115,16 +116,30 @@ class Choice:
         return self.collective_s / self.latency_s if self.latency_s else 0.0
 
     def to_dict(self) -> dict:
-        return {"tensor": self.tensor, "pipeline": self.pipeline, "devices": self.devices,
-                "weight_bytes": self.weight_bytes, "kv_cache_bytes": self.kv_cache_bytes,
-                "activation_bytes": self.activation_bytes, "need_bytes": self.need_bytes,
-                "capacity_bytes": self.capacity_bytes, "fits": self.fits, "compute_s": self.compute_s,
-                "collective_s": self.collective_s, "transfer_s": self.transfer_s, "latency_s": self.latency_s,
-                "period_s": self.period_s, "micro_batches": self.micro_batches, "bubble": self.bubble,
-                "per_s": self.per_s, "collective_share": self.collective_share,
-                "all_reduces": len(self.all_reduces),
-                "all_reduce_message_bytes": sum(a.message_bytes for a in self.all_reduces),
-                "stage_cuts": list(self.stage_cuts), "seconds_by_bound": self.seconds_by_bound}
+        return {
+            "tensor": self.tensor,
+            "pipeline": self.pipeline,
+            "devices": self.devices,
+            "weight_bytes": self.weight_bytes,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "activation_bytes": self.activation_bytes,
+            "need_bytes": self.need_bytes,
+            "capacity_bytes": self.capacity_bytes,
+            "fits": self.fits,
+            "compute_s": self.compute_s,
+            "collective_s": self.collective_s,
+            "transfer_s": self.transfer_s,
+            "latency_s": self.latency_s,
+            "period_s": self.period_s,
+            "micro_batches": self.micro_batches,
+            "bubble": self.bubble,
+            "per_s": self.per_s,
+            "collective_share": self.collective_share,
+            "all_reduces": len(self.all_reduces),
+            "all_reduce_message_bytes": sum(a.message_bytes for a in self.all_reduces),
+            "stage_cuts": list(self.stage_cuts),
+            "seconds_by_bound": self.seconds_by_bound,
+        }
 
     @property
     def time_share(self) -> dict[str, float]:
@@ -168,14 +183,24 @@ class DevicePlan:
 
     def to_dict(self) -> dict:
         fewest = self.fewest
-        return {"target": self.target, "devices": self.devices, "link": self.link, "latency_kind": self.latency_kind,
-                "per_step_unit": self.per_step_unit, "recognised": self.recognised,
-                "attention_blocks": self.attention_blocks, "mlp_blocks": self.mlp_blocks,
-                "replicated_nodes": self.replicated_nodes,
-                "fewest_devices": None if fewest is None else {"tensor": fewest.tensor, "pipeline": fewest.pipeline,
-                                                               "devices": fewest.devices},
-                "choices": [c.to_dict() for c in self.choices], "refused": {str(k): v for k, v in self.refused.items()},
-                "notes": list(self.notes), "summary": plan_sentences(self)}
+        return {
+            "target": self.target,
+            "devices": self.devices,
+            "link": self.link,
+            "latency_kind": self.latency_kind,
+            "per_step_unit": self.per_step_unit,
+            "recognised": self.recognised,
+            "attention_blocks": self.attention_blocks,
+            "mlp_blocks": self.mlp_blocks,
+            "replicated_nodes": self.replicated_nodes,
+            "fewest_devices": None
+            if fewest is None
+            else {"tensor": fewest.tensor, "pipeline": fewest.pipeline, "devices": fewest.devices},
+            "choices": [c.to_dict() for c in self.choices],
+            "refused": {str(k): v for k, v in self.refused.items()},
+            "notes": list(self.notes),
+            "summary": plan_sentences(self),
+        }
 
 
 def split_name(choice: Choice) -> str:
@@ -195,22 +220,28 @@ def plan_sentences(plan: DevicePlan) -> list[str]:
     lines = []
     fewest, fastest = plan.fewest, plan.fastest
     if fewest is not None:
-        lines.append(f"fits on {fewest.devices} device{'s' if fewest.devices > 1 else ''} at the fewest "
-                     f"({split_name(fewest)}): {iec(fewest.need_bytes)} of {capacity_text(fewest.capacity_bytes)} each")
+        lines.append(
+            f"fits on {fewest.devices} device{'s' if fewest.devices > 1 else ''} at the fewest "
+            f"({split_name(fewest)}): {iec(fewest.need_bytes)} of {capacity_text(fewest.capacity_bytes)} each"
+        )
     elif plan.choices and plan.choices[0].capacity_bytes is not None:
         least = min(plan.choices, key=lambda c: c.need_bytes)
-        lines.append(f"does not fit on up to {plan.devices} devices: the least need is "
-                     f"{iec(least.need_bytes)} a device ({split_name(least)}) of {capacity_text(least.capacity_bytes)}")
+        lines.append(
+            f"does not fit on up to {plan.devices} devices: the least need is "
+            f"{iec(least.need_bytes)} a device ({split_name(least)}) of {capacity_text(least.capacity_bytes)}"
+        )
     if fastest is not None:
         shares = sorted(((b, s) for b, s in fastest.time_share.items() if s >= 0.005), key=lambda item: -item[1])
         split = ", ".join(f"{BOUND_LABELS.get(b, b)} {s:.0%}" for b, s in shares)
-        lines.append(f"fastest that fits: {split_name(fastest)}, {seconds(fastest.latency_s)} a step, "
-                     f"{fastest.per_s:,.0f} {plan.per_step_unit}/s" + (f" (time: {split})" if split else ""))
+        lines.append(
+            f"fastest that fits: {split_name(fastest)}, {seconds(fastest.latency_s)} a step, "
+            f"{fastest.per_s:,.0f} {plan.per_step_unit}/s" + (f" (time: {split})" if split else "")
+        )
     widest = max((c for c in plan.choices if c.pipeline == 1 and c.tensor > 1), key=lambda c: c.tensor, default=None)
     if widest is not None and widest.collective_s > 0:
         text = f"at TP={widest.tensor} the all-reduces are {widest.collective_share:.0%} of the step"
         if fastest is not None and fastest is not widest and fastest.latency_s < widest.latency_s:
-            text += (f": {split_name(fastest)} fits and is {widest.latency_s / fastest.latency_s:.2f}x faster a step")
+            text += f": {split_name(fastest)} fits and is {widest.latency_s / fastest.latency_s:.2f}x faster a step"
         lines.append(text)
     return lines
 
@@ -240,24 +271,38 @@ def plan_devices(facts: ModelFacts, report: TargetReport, devices: int, micro_ba
     link_name = None
     interconnect = target.interconnect
     if devices > 1 and interconnect is None:
-        notes.append(f"{target.name} states no interconnect ([interconnect] in its target file): only one device is "
-                     "planned")
+        notes.append(
+            f"{target.name} states no interconnect ([interconnect] in its target file): only one device is planned"
+        )
     for tensor, pipeline, link in _splits(report, devices, structure, refused):
         if link is not None:
             link_name = link.name
         choices.append(_choice(facts, report, tensor, pipeline, link, kv, capacity, micro_batches, per_step, attention))
     kv_heads = llm.kv_heads if llm is not None else None
     if kv_heads and attention and any(c.tensor > kv_heads for c in choices):
-        notes.append(f"{kv_heads} KV heads: above TP={kv_heads} each device holds one KV head's cache and its "
-                     f"share of the key and value projections, each replicated TP / {kv_heads} times")
+        notes.append(
+            f"{kv_heads} KV heads: above TP={kv_heads} each device holds one KV head's cache and its "
+            f"share of the key and value projections, each replicated TP / {kv_heads} times"
+        )
     unit = "tokens" if llm is not None else "inferences"
-    return DevicePlan(target.name, devices, link_name, str(report.latency_kind), unit, attention,
-                      len(structure.blocks) - attention, len(structure.replicated), tuple(choices), tuple(notes),
-                      refused)
+    return DevicePlan(
+        target.name,
+        devices,
+        link_name,
+        str(report.latency_kind),
+        unit,
+        attention,
+        len(structure.blocks) - attention,
+        len(structure.replicated),
+        tuple(choices),
+        tuple(notes),
+        refused,
+    )
 
 
-def _splits(report: TargetReport, devices: int, structure: Structure,
-            refused: dict[int, str]) -> Iterator[tuple[int, int, Link | None]]:
+def _splits(
+    report: TargetReport, devices: int, structure: Structure, refused: dict[int, str]
+) -> Iterator[tuple[int, int, Link | None]]:
     """Every (TP, PP, the link between its devices) the model and the target's interconnect allow
     on at most ``devices`` devices; each refused group of devices says why in ``refused``."""
     target, interconnect = report.target, report.target.interconnect
@@ -274,14 +319,27 @@ def _splits(report: TargetReport, devices: int, structure: Structure,
             link = interconnect.link_for(group) if interconnect is not None and group > 1 else None
             if group > 1 and link is None:
                 if interconnect is not None and tensor * pipeline <= devices:
-                    refused.setdefault(group, f"no link class of {target.name} links {group} devices (the most: "
-                                              f"{interconnect.most_devices}); several nodes are not modelled")
+                    refused.setdefault(
+                        group,
+                        f"no link class of {target.name} links {group} devices (the most: "
+                        f"{interconnect.most_devices}); several nodes are not modelled",
+                    )
                 continue
             yield tensor, pipeline, link
 
 
-def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int, link: Link | None, kv: int,
-            capacity: int | None, micro_batches: int, per_step: int, attention: int) -> Choice:
+def _choice(
+    facts: ModelFacts,
+    report: TargetReport,
+    tensor: int,
+    pipeline: int,
+    link: Link | None,
+    kv: int,
+    capacity: int | None,
+    micro_batches: int,
+    per_step: int,
+    attention: int,
+) -> Choice:
     structure, graph = facts.structure, facts.graph
     ways = structure.split_ways(tensor) if tensor > 1 else {}
     byte_ways = structure.byte_ways(tensor) if tensor > 1 else {}
@@ -299,14 +357,29 @@ def _choice(facts: ModelFacts, report: TargetReport, tensor: int, pipeline: int,
         by_bound[bound] = by_bound.get(bound, 0.0) + seconds_
     by_bound["overhead"] = by_bound.get("overhead", 0.0) + pipeline * report.run_s
     by_bound |= {"all-reduce": sum((r.time_s for r in reduces), 0.0), "sends": sum(send_s, 0.0)}
-    return Choice(tensor, pipeline, weights, kv_device, max(facts.peak_activation_bytes - kv, 0), capacity,
-                  sum(kernel_s), by_bound["all-reduce"], by_bound["sends"], sum(stage_s) + sum(send_s), period,
-                  micro_batches, per_step, tuple(reduces), tuple(report.nodes[start].name for start in cuts),
-                  {bound: seconds_ for bound, seconds_ in by_bound.items() if seconds_ > 0})
+    return Choice(
+        tensor,
+        pipeline,
+        weights,
+        kv_device,
+        max(facts.peak_activation_bytes - kv, 0),
+        capacity,
+        sum(kernel_s),
+        by_bound["all-reduce"],
+        by_bound["sends"],
+        sum(stage_s) + sum(send_s),
+        period,
+        micro_batches,
+        per_step,
+        tuple(reduces),
+        tuple(report.nodes[start].name for start in cuts),
+        {bound: seconds_ for bound, seconds_ in by_bound.items() if seconds_ > 0},
+    )
 
 
-def _stages(graph: CostGraph, report: TargetReport, step_s: list[float], pipeline: int,
-            link: Link | None) -> tuple[tuple[int, ...], dict[str, int], list[float], list[float]]:
+def _stages(
+    graph: CostGraph, report: TargetReport, step_s: list[float], pipeline: int, link: Link | None
+) -> tuple[tuple[int, ...], dict[str, int], list[float], list[float]]:
     """(where stages 2..p begin, node -> its stage, each stage's time, each send's time between stages)."""
     kernel_of = {name: k for k, kernel in enumerate(report.nodes) for name in kernel.nodes}
     cuts = _cuts(step_s, pipeline, _boundary_bytes(graph, kernel_of, len(step_s)) if pipeline > 1 else None)
@@ -318,25 +391,35 @@ def _stages(graph: CostGraph, report: TargetReport, step_s: list[float], pipelin
     return cuts, stage_of, stage_s, send_s
 
 
-def _device_memory(facts: ModelFacts, ways: dict[str, int], stage_of: dict[str, int], tensor: int, pipeline: int,
-                   kv: int, attention: int) -> tuple[int, int]:
+def _device_memory(
+    facts: ModelFacts,
+    ways: dict[str, int],
+    stage_of: dict[str, int],
+    tensor: int,
+    pipeline: int,
+    kv: int,
+    attention: int,
+) -> tuple[int, int]:
     """(the parameter bytes the fullest stage's device holds, the KV cache bytes a device holds)."""
     graph, structure = facts.graph, facts.structure
     readers = _readers(graph)
     # the parameters no node reads: held whole, by the first stage
     unread = facts.parameter_bytes - sum(graph.parameters[root][1] for root in readers)
-    weights = max(_stage_weights(graph, readers, ways, stage_of, i) + (max(unread, 0) if i == 0 else 0)
-                  for i in range(pipeline))
+    weights = max(
+        _stage_weights(graph, readers, ways, stage_of, i) + (max(unread, 0) if i == 0 else 0) for i in range(pipeline)
+    )
     kv_heads = facts.llm.kv_heads if facts.llm is not None else None
     kv_ways = min(tensor, kv_heads) if kv_heads else (tensor if attention else 1)
-    blocks_in = [sum(stage_of.get(b.second) == i for b in structure.blocks if b.kind == "attention")
-                 for i in range(pipeline)]
+    blocks_in = [
+        sum(stage_of.get(b.second) == i for b in structure.blocks if b.kind == "attention") for i in range(pipeline)
+    ]
     kv_stage = kv * max(blocks_in) // attention if attention and pipeline > 1 else kv
     return weights, -(-kv_stage // kv_ways)
 
 
-def _split_time(kernel: NodePlacement, ways: dict[str, int], byte_ways: dict[str, int], records: dict,
-                report: TargetReport) -> tuple[float, str]:
+def _split_time(
+    kernel: NodePlacement, ways: dict[str, int], byte_ways: dict[str, int], records: dict, report: TargetReport
+) -> tuple[float, str]:
     """The kernel's time with its FLOPs divided over its work's ways and its bytes over its bytes'
     ways (:meth:`Structure.byte_ways`), placed again on the same roofs; a fused kernel takes the
     fewest ways of its nodes that do the work (those with multiply-adds, else all). With its bound."""
@@ -350,10 +433,21 @@ def _split_time(kernel: NodePlacement, ways: dict[str, int], byte_ways: dict[str
 
     target = report.target
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
-    split = roofline(point.flops / flops_divide, point.dram_bytes / bytes_divide, point.peak_flops_per_s,
-                     target.dram_bytes_per_s.value, point.onchip_bytes / bytes_divide, onchip_bw, point.roof,
-                     point.overhead_s, point.efficiency, point.kernel_class, point.parallel_fraction,
-                     point.op_efficiency, point.dram_stall)
+    split = roofline(
+        point.flops / flops_divide,
+        point.dram_bytes / bytes_divide,
+        point.peak_flops_per_s,
+        target.dram_bytes_per_s.value,
+        point.onchip_bytes / bytes_divide,
+        onchip_bw,
+        point.roof,
+        point.overhead_s,
+        point.efficiency,
+        point.kernel_class,
+        point.parallel_fraction,
+        point.op_efficiency,
+        point.dram_stall,
+    )
     # a masked Softmax's subnormal exps divide over the heads with its work
     return split.time_s + point.subnormal_s / flops_divide, str(split.bound)
 
@@ -362,8 +456,9 @@ def _all_reduces(structure: Structure, records: dict, link: Link, tensor: int) -
     reduces = []
     for block in structure.blocks:
         message = records[block.second].output_bytes
-        reduces.append(AllReduce(block.second, message, link.ring_bytes(message, tensor),
-                                 link.all_reduce_s(message, tensor)))
+        reduces.append(
+            AllReduce(block.second, message, link.ring_bytes(message, tensor), link.all_reduce_s(message, tensor))
+        )
     return reduces
 
 
@@ -437,8 +532,9 @@ def _readers(graph: CostGraph) -> dict[str, list[str]]:
     return readers
 
 
-def _stage_weights(graph: CostGraph, readers: dict[str, list[str]], ways: dict[str, int], stage_of: dict[str, int],
-                   stage: int) -> int:
+def _stage_weights(
+    graph: CostGraph, readers: dict[str, list[str]], ways: dict[str, int], stage_of: dict[str, int], stage: int
+) -> int:
     """The parameters stage ``stage``'s nodes read, each divided over the fewest ways of its readers
     when every reader splits, else whole; a parameter read in two stages is held by both."""
     held = 0

@@ -10,8 +10,8 @@ Figure(value=2000000000.0, tag='vendor', source='datasheet')
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..core.errors import UsageError
 
@@ -26,12 +26,13 @@ BORROWED = "borrowed"
 # model's counts would leave what a float holds
 FIGURE_RANGE = (1e-12, 1e21)
 MAX_POINT_COUNT = 2**63 - 1  # an efficiency curve's output rows or columns
+
+
 @dataclass(frozen=True)
 class Figure:
     value: float
     tag: str
     source: str
-
 
 
 def read_section(data: dict, key: str, where: str, required: bool = True) -> dict:
@@ -58,8 +59,9 @@ def read_figure(table: dict, key: str, label: str, where: str, required: bool = 
         raise UsageError(f"{where}: '{label}.value' must be positive, not {shown(value)}")
     low, high = FIGURE_RANGE
     if not (low <= value <= high and math.isfinite(value)):  # (an int is compared exactly, however long)
-        raise UsageError(f"{where}: '{label}.value' is {shown(value)}, out of range: a figure is finite, from "
-                         f"{low:g} to {high:g}")
+        raise UsageError(
+            f"{where}: '{label}.value' is {shown(value)}, out of range: a figure is finite, from {low:g} to {high:g}"
+        )
     tag = entry.get("tag")
     if tag not in TAGS:
         raise UsageError(f"{where}: '{label}.tag' must be one of {', '.join(TAGS)}, not {shown(tag)}")
@@ -83,8 +85,13 @@ def read_points(points, label: str, where: str, unit: str) -> tuple[tuple[int, f
         raise UsageError(f"{where}: '{label}' must be a list of [output {unit}, fraction] points, not {shown(points)}")
     parsed = []
     for point in points:
-        if (not isinstance(point, list) or len(point) != 2 or any(isinstance(v, bool) for v in point)
-                or not isinstance(point[0], int) or not isinstance(point[1], (int, float))):
+        if (
+            not isinstance(point, list)
+            or len(point) != 2
+            or any(isinstance(v, bool) for v in point)
+            or not isinstance(point[0], int)
+            or not isinstance(point[1], (int, float))
+        ):
             raise UsageError(f"{where}: '{label}' point {shown(point)} must be [whole output {unit}, fraction]")
         count, fraction = point
         if count < 1 or not 0 < fraction <= 1:
@@ -120,7 +127,9 @@ def read_efficiency(data: dict, where: str, classes: Iterable[str], roofs: Itera
         figures[key] = read_fraction(section, key, f"efficiency.{key}", where)
         entry = section[key]
         if "by_rows" in entry and "by_columns" in entry:
-            raise UsageError(f"{where}: 'efficiency.{key}' gives both 'by_rows' and 'by_columns': give one curve per class")
+            raise UsageError(
+                f"{where}: 'efficiency.{key}' gives both 'by_rows' and 'by_columns': give one curve per class"
+            )
         for extra in entry:
             if extra in ("value", "tag", "source"):
                 continue
@@ -129,15 +138,20 @@ def read_efficiency(data: dict, where: str, classes: Iterable[str], roofs: Itera
                 on_roof.setdefault(key, {})[extra] = read_fraction(entry, extra, label, where)
                 for inner in entry[extra]:
                     if inner not in ("value", "tag", "source", "by_rows", "by_columns"):
-                        raise UsageError(f"{where}: '{label}.{inner}' is not a field of a roof's figure "
-                                         "(value, tag, source, by_rows, by_columns)")
+                        raise UsageError(
+                            f"{where}: '{label}.{inner}' is not a field of a roof's figure "
+                            "(value, tag, source, by_rows, by_columns)"
+                        )
                 if "by_rows" in entry[extra] and "by_columns" in entry[extra]:
-                    raise UsageError(f"{where}: '{label}' gives both 'by_rows' and 'by_columns': give one curve per figure")
+                    raise UsageError(
+                        f"{where}: '{label}' gives both 'by_rows' and 'by_columns': give one curve per figure"
+                    )
                 if "by_rows" in entry[extra]:
                     by_rows[f"{key}.{extra}"] = read_points(entry[extra]["by_rows"], f"{label}.by_rows", where, "rows")
                 if "by_columns" in entry[extra]:
-                    by_columns[f"{key}.{extra}"] = read_points(entry[extra]["by_columns"], f"{label}.by_columns", where,
-                                                               "columns")
+                    by_columns[f"{key}.{extra}"] = read_points(
+                        entry[extra]["by_columns"], f"{label}.by_columns", where, "columns"
+                    )
             elif extra == "by_columns":
                 by_columns[key] = read_points(entry[extra], f"efficiency.{key}.by_columns", where, "columns")
             elif extra == "by_rows":
@@ -145,22 +159,35 @@ def read_efficiency(data: dict, where: str, classes: Iterable[str], roofs: Itera
             elif extra == "by_op":
                 by_op[key] = _by_op(entry[extra], f"efficiency.{key}.by_op", where)
             else:
-                raise UsageError(f"{where}: 'efficiency.{key}.{extra}' is neither a roof ({', '.join(roofs)}) nor "
-                                 "'by_columns', 'by_rows' or 'by_op'")
-    return {"efficiency": figures, "efficiency_on_roof": on_roof, "efficiency_by_columns": by_columns,
-            "efficiency_by_op": by_op, "efficiency_by_rows": by_rows}
+                raise UsageError(
+                    f"{where}: 'efficiency.{key}.{extra}' is neither a roof ({', '.join(roofs)}) nor "
+                    "'by_columns', 'by_rows' or 'by_op'"
+                )
+    return {
+        "efficiency": figures,
+        "efficiency_on_roof": on_roof,
+        "efficiency_by_columns": by_columns,
+        "efficiency_by_op": by_op,
+        "efficiency_by_rows": by_rows,
+    }
 
 
 def _by_op(table, label: str, where: str) -> dict[str, float]:
     """``{ OpType = fraction, ... }``: op type names, fractions in (0, 1]."""
     if not isinstance(table, dict) or not table:
-        raise UsageError(f"{where}: '{label}' must be an inline table of op type = fraction "
-                         f"({{ Erf = 0.16, Tanh = 0.25 }}), not {shown(table)}")
+        raise UsageError(
+            f"{where}: '{label}' must be an inline table of op type = fraction "
+            f"({{ Erf = 0.16, Tanh = 0.25 }}), not {shown(table)}"
+        )
     for op, fraction in table.items():
         if not op.isidentifier():
-            raise UsageError(f"{where}: '{label}.{op}' is not an op type: name it as the model does (Erf, QuantizeLinear)")
+            raise UsageError(
+                f"{where}: '{label}.{op}' is not an op type: name it as the model does (Erf, QuantizeLinear)"
+            )
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-            raise UsageError(f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {shown(fraction)}")
+            raise UsageError(
+                f"{where}: '{label}.{op}' must be a fraction of the roofline in (0, 1], not {shown(fraction)}"
+            )
     return {op: float(fraction) for op, fraction in table.items()}
 
 

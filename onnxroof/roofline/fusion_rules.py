@@ -84,6 +84,7 @@ def _sibling_key(kernel: Kernel, body_of: dict[str, str]) -> tuple | None:
     activation it reads, its output shape but for the channels, its depth, its subgraph; None when
     it has no such product by a stored weight."""
     from .node_kinds import CONV_OPS, node_kind  # here: node_kinds reads the op registry (onnx), which
+
     # `onnxroof targets`, reading FUSION_RULES through the target schema, must not import
     anchor = next((m for m in kernel.records if m.macs and node_kind(m) == "mac"), None)  # see reuse_of
     if anchor is None or not anchor.param_inputs or not anchor.inputs or anchor.inputs[0] in anchor.param_inputs:
@@ -95,8 +96,13 @@ def _sibling_key(kernel: Kernel, body_of: dict[str, str]) -> tuple | None:
     outputs = math.prod(d if isinstance(d, int) else 0 for d in shape)
     if not outputs:
         return None
-    return (anchor.op_type, anchor.inputs[0], tuple(d for i, d in enumerate(shape) if i != channel),
-            anchor.macs // outputs, body_of.get(anchor.name, ""))  # MACs per output: the same depth; one subgraph
+    return (
+        anchor.op_type,
+        anchor.inputs[0],
+        tuple(d for i, d in enumerate(shape) if i != channel),
+        anchor.macs // outputs,
+        body_of.get(anchor.name, ""),
+    )  # MACs per output: the same depth; one subgraph
 
 
 def merge_siblings(kernels: list[Kernel], context: FuseContext) -> list[Kernel]:
@@ -123,13 +129,17 @@ def merge_siblings(kernels: list[Kernel], context: FuseContext) -> list[Kernel]:
     return _merged(kernels, members, merged_into, context)
 
 
-def _merged(kernels: list[Kernel], members: dict[int, list], gone: dict[int, int],
-            context: FuseContext) -> list[Kernel]:
+def _merged(
+    kernels: list[Kernel], members: dict[int, list], gone: dict[int, int], context: FuseContext
+) -> list[Kernel]:
     """The kernels with each of ``members`` rebuilt from its records and those in ``gone`` left out."""
     if not gone:
         return kernels
-    return [build_kernel(members[i], context.tensors, context.graph_outputs) if i in members else k
-            for i, k in enumerate(kernels) if i not in gone]
+    return [
+        build_kernel(members[i], context.tensors, context.graph_outputs) if i in members else k
+        for i, k in enumerate(kernels)
+        if i not in gone
+    ]
 
 
 def absorb_head_layouts(kernels: list[Kernel], context: FuseContext) -> list[Kernel]:
@@ -159,11 +169,13 @@ def absorb_head_layouts(kernels: list[Kernel], context: FuseContext) -> list[Ker
     return _merged(kernels, members, into, context)
 
 
-def _layout_reader(kernels: list[Kernel], index: int, owner: dict[str, int], final: Callable[[int], int],
-                   context: FuseContext) -> int | None:
+def _layout_reader(
+    kernels: list[Kernel], index: int, owner: dict[str, int], final: Callable[[int], int], context: FuseContext
+) -> int | None:
     """The attention kernel (in the same subgraph) that alone reads what kernel ``index`` makes,
     when that kernel is transposes alone (views aside); else None."""
     from .node_kinds import node_kind  # here, as in _sibling_key
+
     kernel, tensors = kernels[index], context.tensors
     layout = [m for m in kernel.records if not m.view]
     if not layout or any(node_kind(m) != "layout" for m in layout):
@@ -173,26 +185,44 @@ def _layout_reader(kernels: list[Kernel], index: int, owner: dict[str, int], fin
     if len(readers) != 1 or None in readers or any(t in context.graph_outputs for t in made):
         return None
     reader = readers.pop()
-    if reader is not None and (any(node_kind(m) == "attention" for m in kernels[reader].records)
-            and context.body_of.get(kernels[reader].name, "") == context.body_of.get(kernel.name, "")):
+    if reader is not None and (
+        any(node_kind(m) == "attention" for m in kernels[reader].records)
+        and context.body_of.get(kernels[reader].name, "") == context.body_of.get(kernel.name, "")
+    ):
         return reader
     return None
 
 
 # in the order their post-passes run
 RULES: tuple[FusionRule, ...] = (
-    FusionRule("epilogue", "a Conv, Gemm or MatMul with the elementwise ops after it (bias, BatchNormalization, "
-               "activation, residual Add)", _epilogue),
-    FusionRule("elementwise", "chains of elementwise ops (activations, arithmetic, casts, quantize/dequantize)",
-               _elementwise),
-    FusionRule("normalization", "reductions with the elementwise ops around them: decomposed LayerNorm, RMSNorm, "
-               "Softmax", _normalization),
-    FusionRule("horizontal", "convolutions or matmuls that multiply the same activation by stored weights of the same "
-               "depth (the Q, K and V projections; an Inception block's 1x1 branches) as one GEMM over the weights "
-               "side by side", lambda kinds, kind: False, merge_siblings),
-    FusionRule("attention", "QK^T, its scale and mask, the softmax and the AV product as one kernel, reading Q, K "
-               "and V through the transposes that split the heads and writing through the one that merges them",
-               _attention, absorb_head_layouts),
+    FusionRule(
+        "epilogue",
+        "a Conv, Gemm or MatMul with the elementwise ops after it (bias, BatchNormalization, activation, residual Add)",
+        _epilogue,
+    ),
+    FusionRule(
+        "elementwise", "chains of elementwise ops (activations, arithmetic, casts, quantize/dequantize)", _elementwise
+    ),
+    FusionRule(
+        "normalization",
+        "reductions with the elementwise ops around them: decomposed LayerNorm, RMSNorm, Softmax",
+        _normalization,
+    ),
+    FusionRule(
+        "horizontal",
+        "convolutions or matmuls that multiply the same activation by stored weights of the same "
+        "depth (the Q, K and V projections; an Inception block's 1x1 branches) as one GEMM over the weights "
+        "side by side",
+        lambda kinds, kind: False,
+        merge_siblings,
+    ),
+    FusionRule(
+        "attention",
+        "QK^T, its scale and mask, the softmax and the AV product as one kernel, reading Q, K "
+        "and V through the transposes that split the heads and writing through the one that merges them",
+        _attention,
+        absorb_head_layouts,
+    ),
 )
 FUSION_RULES = {rule.name: rule.doc for rule in RULES}  # name -> what it fuses: what a target's [fusion] may name
 

@@ -53,8 +53,11 @@ class Link:
         if devices <= 1:
             return 0.0
         fixed = self.overhead_s.value if self.overhead_s else 0.0
-        return (2 * (devices - 1) * self.latency_s.value + self.ring_bytes(message_bytes, devices)
-                / self.bandwidth_bytes_per_s.value + fixed)
+        return (
+            2 * (devices - 1) * self.latency_s.value
+            + self.ring_bytes(message_bytes, devices) / self.bandwidth_bytes_per_s.value
+            + fixed
+        )
 
     def send_s(self, message_bytes: int) -> float:
         """One point-to-point transfer (a pipeline stage handing its activations to the next)."""
@@ -84,12 +87,16 @@ def read_interconnect(data: dict, where: str) -> Interconnect | None:
     for name, table in section.items():
         label = f"interconnect.{name}"
         if not isinstance(table, dict):
-            raise UsageError(f"{where}: '{label}' must be a table of a link class (bandwidth_bytes_per_s, "
-                             f"latency_s, devices), not {shown(table)}")
+            raise UsageError(
+                f"{where}: '{label}' must be a table of a link class (bandwidth_bytes_per_s, "
+                f"latency_s, devices), not {shown(table)}"
+            )
         for key in table:
             if key not in ("bandwidth_bytes_per_s", "latency_s", "devices", "overhead_s"):
-                raise UsageError(f"{where}: '{label}.{key}' is not a field of a link class "
-                                 "(bandwidth_bytes_per_s, latency_s, devices, overhead_s)")
+                raise UsageError(
+                    f"{where}: '{label}.{key}' is not a field of a link class "
+                    "(bandwidth_bytes_per_s, latency_s, devices, overhead_s)"
+                )
         bandwidth = read_figure(table, "bandwidth_bytes_per_s", f"{label}.bandwidth_bytes_per_s", where)
         latency = read_figure(table, "latency_s", f"{label}.latency_s", where)
         overhead = read_figure(table, "overhead_s", f"{label}.overhead_s", where, required=False)
@@ -99,8 +106,10 @@ def read_interconnect(data: dict, where: str) -> Interconnect | None:
         if overhead is not None:
             _in_range(overhead, LATENCY_RANGE, f"{label}.overhead_s", where, "seconds")
         if devices.value != int(devices.value) or not 2 <= devices.value <= MAX_LINKED_DEVICES:
-            raise UsageError(f"{where}: '{label}.devices.value' must be a whole number of devices from 2 to "
-                             f"{MAX_LINKED_DEVICES:,}, not {devices.value:g}")
+            raise UsageError(
+                f"{where}: '{label}.devices.value' must be a whole number of devices from 2 to "
+                f"{MAX_LINKED_DEVICES:,}, not {devices.value:g}"
+            )
         links.append(Link(name, bandwidth, latency, int(devices.value), overhead))
     return Interconnect(tuple(links))
 
@@ -108,5 +117,6 @@ def read_interconnect(data: dict, where: str) -> Interconnect | None:
 def _in_range(figure: Figure, bounds: tuple[float, float], label: str, where: str, unit: str) -> None:
     low, high = bounds
     if not low <= figure.value <= high:
-        raise UsageError(f"{where}: '{label}.value' is {figure.value:g}, out of range for a link ({low:g} to "
-                         f"{high:g} {unit})")
+        raise UsageError(
+            f"{where}: '{label}.value' is {figure.value:g}, out of range for a link ({low:g} to {high:g} {unit})"
+        )

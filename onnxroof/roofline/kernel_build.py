@@ -54,8 +54,7 @@ def kernel_op_type(op_types: list[str]) -> str:
     return "+".join(parts)
 
 
-def inputs_ready(candidate: NodeRecord, inside: set[str], start: int, position: dict[str, int],
-                 tensors: dict) -> bool:
+def inputs_ready(candidate: NodeRecord, inside: set[str], start: int, position: dict[str, int], tensors: dict) -> bool:
     """Every activation ``candidate`` reads is made inside the kernel or before it starts; a folded
     constant (an exporter's inline Constant, a mask sliced from a stored buffer at known sizes)
     exists before anything runs, wherever its node stands."""
@@ -74,8 +73,17 @@ def build_kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[st
     members.sort(key=by_index)
     if len(members) == 1:
         record = members[0]
-        return Kernel(record.name, [record.name], record.op_type, members, record.flops, record.weight_bytes,
-                      record.input_bytes, record.output_bytes, runs=record.runs)
+        return Kernel(
+            record.name,
+            [record.name],
+            record.op_type,
+            members,
+            record.flops,
+            record.weight_bytes,
+            record.input_bytes,
+            record.output_bytes,
+            runs=record.runs,
+        )
     by_name = {m.name: m for m in members}
     input_bytes = sum(m.input_bytes for m in members)
     output_bytes = sum(m.output_bytes for m in members)
@@ -95,8 +103,18 @@ def build_kernel(members: list[NodeRecord], tensors: dict, graph_outputs: set[st
             internal.append(name)
     input_bytes -= _shared_input_bytes(members, by_name, tensors)
     op_type = kernel_op_type([m.op_type for m in members if not m.view]) or members[0].op_type
-    return Kernel(members[0].name, [m.name for m in members], op_type, members, sum(m.flops for m in members),
-                  sum(m.weight_bytes for m in members), input_bytes, output_bytes, internal, members[0].runs)
+    return Kernel(
+        members[0].name,
+        [m.name for m in members],
+        op_type,
+        members,
+        sum(m.flops for m in members),
+        sum(m.weight_bytes for m in members),
+        input_bytes,
+        output_bytes,
+        internal,
+        members[0].runs,
+    )
 
 
 def _readers(tensor, by_name: dict) -> tuple[int, bool, bool]:

@@ -89,8 +89,15 @@ def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
         members = [record]
         assigned.add(record.name)
         if rules and _kind(record) != "alone":
-            _grow(members, rules, by_body[body_of.get(record.name, "")] if body_of else by_name, position, tensors,
-                  assigned, producers)
+            _grow(
+                members,
+                rules,
+                by_body[body_of.get(record.name, "")] if body_of else by_name,
+                position,
+                tensors,
+                assigned,
+                producers,
+            )
         kernels.append(build_kernel(members, tensors, outputs))
     return post_passes(kernels, rules, FuseContext(tensors, outputs, position, body_of))
 
@@ -119,8 +126,15 @@ def group(graph: CostGraph, groups: Iterable[Iterable[str]]) -> list[Kernel]:
     return sorted(kernels, key=lambda kernel: position[kernel.nodes[0]])
 
 
-def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, position: dict[str, int], tensors: dict,
-          assigned: set[str], producers: dict[str, list[int]]) -> None:
+def _grow(
+    members: list[NodeRecord],
+    rules: frozenset[str],
+    by_name: dict,
+    position: dict[str, int],
+    tensors: dict,
+    assigned: set[str],
+    producers: dict[str, list[int]],
+) -> None:
     """Add to ``members`` every node the rules let join, earliest candidate first.
 
     The candidates (the unassigned readers of what the members make) are kept from one step to
@@ -187,9 +201,10 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
         for kind, candidates in ready.items():
             if candidates and (best is None or candidates[0].index < best.index) and joins(kinds, kind, rules):
                 best = candidates[0]
-        joined = ((kinds["attention"] and _with_prologue(best, kinds, rules, waiting, queued, by_name, position,
-                                                         tensors, inside, start, assigned))
-                  or ([best] if best is not None else None))
+        joined = (
+            kinds["attention"]
+            and _with_prologue(best, kinds, rules, waiting, queued, by_name, position, tensors, inside, start, assigned)
+        ) or ([best] if best is not None else None)
         if joined is None:
             return
         for record in joined:
@@ -208,10 +223,19 @@ def _grow(members: list[NodeRecord], rules: frozenset[str], by_name: dict, posit
             take(record)
 
 
-def _with_prologue(best: NodeRecord | None, kinds: dict[str, int], rules: frozenset[str],
-                   waiting: dict[str, NodeRecord],
-                   queued: dict[str, str], by_name: dict, position: dict[str, int], tensors: dict, inside: set[str],
-                   start: int, assigned: set[str]) -> list[NodeRecord] | None:
+def _with_prologue(
+    best: NodeRecord | None,
+    kinds: dict[str, int],
+    rules: frozenset[str],
+    waiting: dict[str, NodeRecord],
+    queued: dict[str, str],
+    by_name: dict,
+    position: dict[str, int],
+    tensors: dict,
+    inside: set[str],
+    start: int,
+    assigned: set[str],
+) -> list[NodeRecord] | None:
     """A waiting candidate earlier than ``best`` (the earliest ready one) that joins an attention
     kernel with the elementwise prologue that makes what it lacks: the prologue, then it; None
     when there is none (so the waiting are looked at only in attention kernels)."""
@@ -225,8 +249,9 @@ def _with_prologue(best: NodeRecord | None, kinds: dict[str, int], rules: frozen
     return None
 
 
-def _late_producers(candidate: NodeRecord, start: int, producers: dict[str, list[int]], position: dict[str, int],
-                    tensors: dict) -> int:
+def _late_producers(
+    candidate: NodeRecord, start: int, producers: dict[str, list[int]], position: dict[str, int], tensors: dict
+) -> int:
     """How many of the nodes making the activations ``candidate`` reads stand at or after
     ``start``. A node reading many is looked at whole once: its producers' positions are sorted
     and kept (``producers``, by ``fuse`` across its kernels), then each kernel's count is a
@@ -236,8 +261,13 @@ def _late_producers(candidate: NodeRecord, start: int, producers: dict[str, list
         late: list[str] = []
         for name in inputs:
             tensor = tensors.get(name) if name else None
-            if (tensor is not None and tensor.kind not in _STORED and tensor.producer is not None
-                    and position[tensor.producer] >= start and tensor.producer not in late):
+            if (
+                tensor is not None
+                and tensor.kind not in _STORED
+                and tensor.producer is not None
+                and position[tensor.producer] >= start
+                and tensor.producer not in late
+            ):
                 late.append(tensor.producer)
         return len(late)
     positions = producers.get(candidate.name)
@@ -254,9 +284,17 @@ def _late_producers(candidate: NodeRecord, start: int, producers: dict[str, list
 _FEW_INPUTS = 8  # up to this many inputs, a candidate's producers are looked at again for each kernel
 
 
-def _prologue(candidate: NodeRecord, kinds: dict[str, int], rules: frozenset[str], by_name: dict,
-              position: dict[str, int],
-              tensors: dict, inside: set[str], start: int, assigned: set[str]) -> list[NodeRecord]:
+def _prologue(
+    candidate: NodeRecord,
+    kinds: dict[str, int],
+    rules: frozenset[str],
+    by_name: dict,
+    position: dict[str, int],
+    tensors: dict,
+    inside: set[str],
+    start: int,
+    assigned: set[str],
+) -> list[NodeRecord]:
     """The elementwise nodes that make the inputs ``candidate`` lacks, when each reads only what
     is ready when the attention kernel starts: the kernel computes them inline, as a fused
     attention kernel builds its causal mask on the fly. [] when an input is made any other way."""
@@ -268,9 +306,13 @@ def _prologue(candidate: NodeRecord, kinds: dict[str, int], rules: frozenset[str
         if tensor.producer in inside or position[tensor.producer] < start:
             continue
         producer = by_name.get(tensor.producer)
-        if (producer is None or producer.name in assigned or _kind(producer) != "elementwise"
-                or not joins(kinds, "elementwise", rules)
-                or not inputs_ready(producer, inside, start, position, tensors)):
+        if (
+            producer is None
+            or producer.name in assigned
+            or _kind(producer) != "elementwise"
+            or not joins(kinds, "elementwise", rules)
+            or not inputs_ready(producer, inside, start, position, tensors)
+        ):
             return []
         pulled.append(producer)
     return pulled

@@ -69,5 +69,6 @@ class LatencyBound:
         figures are peaks"); "" for a forecast."""
         if self.latency_kind != LatencyKind.BOUND:
             return ""
-        return "; ".join(part for part in (self.missing, "the target's figures are peaks" if self.peak_figures else "")
-                         if part)
+        return "; ".join(
+            part for part in (self.missing, "the target's figures are peaks" if self.peak_figures else "") if part
+        )

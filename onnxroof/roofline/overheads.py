@@ -25,9 +25,11 @@ def kernel_launch_s(target: Target, run_bytes: int, notes: list[str] | None = No
     if cold is None or target.onchip_bytes is None or run_bytes <= target.onchip_bytes.value:
         return warm_s
     if notes is not None:
-        notes.append(f"a run touches {run_bytes:,} B, more than the {int(target.onchip_bytes.value):,} B on chip: each "
-                     f"kernel's launch costs {cold.value * 1e6:.3g} µs, not {warm_s * 1e6:.3g} µs (the runtime's own "
-                     "state is evicted between kernels)")
+        notes.append(
+            f"a run touches {run_bytes:,} B, more than the {int(target.onchip_bytes.value):,} B on chip: each "
+            f"kernel's launch costs {cold.value * 1e6:.3g} µs, not {warm_s * 1e6:.3g} µs (the runtime's own "
+            "state is evicted between kernels)"
+        )
     return cold.value
 
 

@@ -58,7 +58,8 @@ class Placement:
 
     @property
     def exposed_dram_s(self) -> float:
-        """The DRAM time its compute did not hide (in ``time_s``): the stall's share of it, when compute was the longest."""
+        """The DRAM time its compute did not hide (in ``time_s``): the stall's share of it, when compute
+        was the longest."""
         return self.dram_stall * self.memory_s if self.compute_s >= max(self.memory_s, self.onchip_s) else 0.0
 
     @property
@@ -142,13 +143,33 @@ def roofline(
         # filling them would make another roof the longest; the few idle slots of a large
         # kernel's last wave leave it compute-bound (nothing to act on)
         at_full_roof_s = compute_s * parallel
-        bound = (Bound.PARALLELISM if parallel <= MATERIAL_FILL or at_full_roof_s < max(memory_s, onchip_s)
-                 else Bound.COMPUTE)
+        bound = (
+            Bound.PARALLELISM
+            if parallel <= MATERIAL_FILL or at_full_roof_s < max(memory_s, onchip_s)
+            else Bound.COMPUTE
+        )
     else:
         bound = Bound.DRAM if memory_s >= onchip_s else Bound.ONCHIP
-    return Placement(flops, dram_bytes, onchip_bytes, roof, peak_flops_per_s, intensity, attainable,
-                     compute_s, memory_s, onchip_s, time_s, bound, overhead_s, efficiency, kernel_class, parallel,
-                     op_efficiency, dram_stall=dram_stall)
+    return Placement(
+        flops,
+        dram_bytes,
+        onchip_bytes,
+        roof,
+        peak_flops_per_s,
+        intensity,
+        attainable,
+        compute_s,
+        memory_s,
+        onchip_s,
+        time_s,
+        bound,
+        overhead_s,
+        efficiency,
+        kernel_class,
+        parallel,
+        op_efficiency,
+        dram_stall=dram_stall,
+    )
 
 
 def parallel_fraction(shape: WorkShape | None, tile: tuple[int, int] | None, units: int, systolic: bool) -> float:

@@ -116,5 +116,6 @@ def origin_note(name: str, path: str) -> str:
     if not searched:
         return ""
     hidden = Path(path).stem in bundled_targets()
-    return (f"target {name} is read from {path}, not from onnxroof's bundled targets"
-            + (f": it hides the bundled {Path(path).stem}" if hidden else ""))
+    return f"target {name} is read from {path}, not from onnxroof's bundled targets" + (
+        f": it hides the bundled {Path(path).stem}" if hidden else ""
+    )

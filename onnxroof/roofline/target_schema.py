@@ -45,7 +45,7 @@ LOW_REUSE_MACS_PER_WEIGHT = 8
 EFFICIENCY_CLASSES = {
     "gemm": f"convolutions and matmuls with at least {LOW_REUSE_MACS_PER_OUTPUT} multiply-adds per output element",
     "gemv": f"matmuls and convolutions with fewer than {LOW_REUSE_MACS_PER_WEIGHT} multiply-adds per weight element "
-            "(matrix-vector products: decode steps, batch-1 MLPs): they stream their weights",
+    "(matrix-vector products: decode steps, batch-1 MLPs): they stream their weights",
     "depthwise": "convolutions and matmuls with fewer (depthwise, few input channels): little reuse",
     "elementwise": "elementwise kernels: activations, arithmetic, casts, quantize/dequantize",
     "reduction": "reductions, normalizations, softmax and pooling",
@@ -97,6 +97,7 @@ def _text(key: str) -> Reader:
         if not isinstance(value, str) or not value.strip():
             raise UsageError(f"{where}: '{key}' must be a non-empty string")
         return {key: value}
+
     return read
 
 
@@ -107,6 +108,7 @@ def _figure(path: str, attribute: str, required: bool = False) -> Reader:
     def read(data: dict, where: str) -> dict:
         table = (data.get(section) or {}) if section else data
         return {attribute: read_figure(table, key, path, where, required=required)}
+
     return read
 
 
@@ -119,12 +121,14 @@ def _figures_by_dtype(path: str, attribute: str) -> Reader:
         for section in (*sections, last):
             table = table.get(section) or {}
         return {attribute: {k: read_figure(table, k, f"{path}.{k}", where) for k in table}}
+
     return read
 
 
 def _fraction(key: str) -> Reader:
     def read(data: dict, where: str) -> dict:
         return {key: read_fraction(data, key, key, where) if key in data else None}
+
     return read
 
 
@@ -156,12 +160,16 @@ def _error_band(data: dict, where: str) -> dict:
     if figure is None:
         return {}
     if not 0 < figure.value <= 10:
-        raise UsageError(f"{where}: 'error_band.value' is the fraction |predicted / measured - 1| a forecast stays "
-                         f"within (0.18 for +-18%), not {shown(figure.value)}")
+        raise UsageError(
+            f"{where}: 'error_band.value' is the fraction |predicted / measured - 1| a forecast stays "
+            f"within (0.18 for +-18%), not {shown(figure.value)}"
+        )
     roofs = data["error_band"].get("roofs", [])
     if not isinstance(roofs, list) or any(roof not in DTYPES for roof in roofs):
-        raise UsageError(f"{where}: 'error_band.roofs' must list the roofs its measurements ran on "
-                         f"({', '.join(DTYPES)}), not {shown(roofs)}")
+        raise UsageError(
+            f"{where}: 'error_band.roofs' must list the roofs its measurements ran on "
+            f"({', '.join(DTYPES)}), not {shown(roofs)}"
+        )
     return {"error_band": figure, "error_band_roofs": tuple(roofs)}
 
 
@@ -223,8 +231,9 @@ def _fusion(data: dict, where: str) -> dict:
         return {}
     rules = section.get("rules")
     if not isinstance(rules, list) or any(rule not in FUSION_RULES for rule in rules):
-        raise UsageError(f"{where}: 'fusion.rules' must be a list of {', '.join(FUSION_RULES)} (or [] for none), "
-                         f"not {shown(rules)}")
+        raise UsageError(
+            f"{where}: 'fusion.rules' must be a list of {', '.join(FUSION_RULES)} (or [] for none), not {shown(rules)}"
+        )
     source = section.get("source")
     if not isinstance(source, str) or not source.strip():
         raise UsageError(f"{where}: 'fusion.source' must say which runtime fuses these and where that is documented")
@@ -237,17 +246,27 @@ def _interconnect(data: dict, where: str) -> dict:
 
 # --- what the JSON target entry shows (result.target_entry places these keys among the report's)
 
+
 def _value(attribute: str, key: str | None = None) -> Callable[[Target], dict]:
     def show(target: Target) -> dict:
         figure = getattr(target, attribute)
         return {key or attribute: figure.value if figure else None}
+
     return show
 
 
 def _roofs_json(target: Target) -> dict:
-    return {"roofs": {roof: {"peak_flops_per_s": figure.value, "ridge_flops_per_byte": target.ridge(roof),
-                             "tag": figure.tag, "source": figure.source}
-                      for roof, figure in target.peak_ops_per_s.items()}}
+    return {
+        "roofs": {
+            roof: {
+                "peak_flops_per_s": figure.value,
+                "ridge_flops_per_byte": target.ridge(roof),
+                "tag": figure.tag,
+                "source": figure.source,
+            }
+            for roof, figure in target.peak_ops_per_s.items()
+        }
+    }
 
 
 def _efficiency_json(target: Target) -> dict:
@@ -255,18 +274,26 @@ def _efficiency_json(target: Target) -> dict:
         "efficiency": {name: figure.value for name, figure in target.efficiency.items()},  # absent: 1.0 (peak)
         "efficiency_by_op": target.efficiency_by_op,  # class -> op type -> its figure on the compute and on-chip roofs
         # "<class>" or "<class>.<roof>" -> [[output rows, fraction], ...]: interpolated in log(rows)
-        "efficiency_by_rows": {key: [list(point) for point in points]
-                               for key, points in target.efficiency_by_rows.items()},
-        "efficiency_by_columns": {key: [list(point) for point in points]
-                                  for key, points in target.efficiency_by_columns.items()},
+        "efficiency_by_rows": {
+            key: [list(point) for point in points] for key, points in target.efficiency_by_rows.items()
+        },
+        "efficiency_by_columns": {
+            key: [list(point) for point in points] for key, points in target.efficiency_by_columns.items()
+        },
     }
 
 
 def _parallel_json(target: Target) -> dict:
     parallel = target.parallel
-    return {"parallel": None if parallel is None else {  # the units and the tile each takes, per roof
-        "kind": parallel.kind, "units": parallel.units.value,
-        "tiles": {roof: parallel.tile(roof) for roof in parallel.tile_rows}}}
+    return {
+        "parallel": None
+        if parallel is None
+        else {  # the units and the tile each takes, per roof
+            "kind": parallel.kind,
+            "units": parallel.units.value,
+            "tiles": {roof: parallel.tile(roof) for roof in parallel.tile_rows},
+        }
+    }
 
 
 def _attribute_json(attribute: str) -> Callable[[Target], dict]:
@@ -276,70 +303,215 @@ def _attribute_json(attribute: str) -> Callable[[Target], dict]:
 # In the order a file is validated: the first problem found is the one reported.
 FIELDS: tuple[TargetField, ...] = (
     TargetField("name", "name", "", True, "the target's name", _text("name"), _attribute_json("name")),
-    TargetField("description", "description", "", True, "what the device and its runtime are", _text("description"),
-                _attribute_json("description")),
-    TargetField("peak_ops_per_s.<dtype>", "peak_ops_per_s", "op/s", True,
-                "dense peak per roof, at least one of " + ", ".join(DTYPES),
-                _figures_by_dtype("peak_ops_per_s", "peak_ops_per_s"), _roofs_json),
-    TargetField("dram.bandwidth_bytes_per_s", "dram_bytes_per_s", "B/s", True, "DRAM bandwidth",
-                _figure("dram.bandwidth_bytes_per_s", "dram_bytes_per_s", required=True), _value("dram_bytes_per_s")),
-    TargetField("dram.energy_pj_per_byte", "dram_pj_per_byte", "pJ/B", False, "energy of a DRAM byte",
-                _figure("dram.energy_pj_per_byte", "dram_pj_per_byte")),
-    TargetField("dram.size_bytes", "dram_size_bytes", "B", False,
-                "the device memory's capacity (parameters, activations, a KV cache)",
-                _figure("dram.size_bytes", "dram_size_bytes"), _value("dram_size_bytes")),
-    TargetField("onchip.size_bytes", "onchip_bytes", "B", False, "on-chip memory",
-                _figure("onchip.size_bytes", "onchip_bytes"), _value("onchip_bytes")),
-    TargetField("onchip.bandwidth_bytes_per_s", "onchip_bytes_per_s", "B/s", False, "on-chip bandwidth",
-                _figure("onchip.bandwidth_bytes_per_s", "onchip_bytes_per_s"), _value("onchip_bytes_per_s")),
-    TargetField("onchip.energy_pj_per_byte", "onchip_pj_per_byte", "pJ/B", False, "energy of an on-chip byte",
-                _figure("onchip.energy_pj_per_byte", "onchip_pj_per_byte")),
-    TargetField("energy.mul_pj.<dtype>", "mul_pj", "pJ", False, "energy of a multiply per roof",
-                _figures_by_dtype("energy.mul_pj", "mul_pj")),
-    TargetField("energy.add_pj.<dtype>", "add_pj", "pJ", False, "energy of an add per roof",
-                _figures_by_dtype("energy.add_pj", "add_pj")),
-    TargetField("energy.table", "energy_table", "", False, "which process node's table the energies use",
-                _energy_table),
+    TargetField(
+        "description",
+        "description",
+        "",
+        True,
+        "what the device and its runtime are",
+        _text("description"),
+        _attribute_json("description"),
+    ),
+    TargetField(
+        "peak_ops_per_s.<dtype>",
+        "peak_ops_per_s",
+        "op/s",
+        True,
+        "dense peak per roof, at least one of " + ", ".join(DTYPES),
+        _figures_by_dtype("peak_ops_per_s", "peak_ops_per_s"),
+        _roofs_json,
+    ),
+    TargetField(
+        "dram.bandwidth_bytes_per_s",
+        "dram_bytes_per_s",
+        "B/s",
+        True,
+        "DRAM bandwidth",
+        _figure("dram.bandwidth_bytes_per_s", "dram_bytes_per_s", required=True),
+        _value("dram_bytes_per_s"),
+    ),
+    TargetField(
+        "dram.energy_pj_per_byte",
+        "dram_pj_per_byte",
+        "pJ/B",
+        False,
+        "energy of a DRAM byte",
+        _figure("dram.energy_pj_per_byte", "dram_pj_per_byte"),
+    ),
+    TargetField(
+        "dram.size_bytes",
+        "dram_size_bytes",
+        "B",
+        False,
+        "the device memory's capacity (parameters, activations, a KV cache)",
+        _figure("dram.size_bytes", "dram_size_bytes"),
+        _value("dram_size_bytes"),
+    ),
+    TargetField(
+        "onchip.size_bytes",
+        "onchip_bytes",
+        "B",
+        False,
+        "on-chip memory",
+        _figure("onchip.size_bytes", "onchip_bytes"),
+        _value("onchip_bytes"),
+    ),
+    TargetField(
+        "onchip.bandwidth_bytes_per_s",
+        "onchip_bytes_per_s",
+        "B/s",
+        False,
+        "on-chip bandwidth",
+        _figure("onchip.bandwidth_bytes_per_s", "onchip_bytes_per_s"),
+        _value("onchip_bytes_per_s"),
+    ),
+    TargetField(
+        "onchip.energy_pj_per_byte",
+        "onchip_pj_per_byte",
+        "pJ/B",
+        False,
+        "energy of an on-chip byte",
+        _figure("onchip.energy_pj_per_byte", "onchip_pj_per_byte"),
+    ),
+    TargetField(
+        "energy.mul_pj.<dtype>",
+        "mul_pj",
+        "pJ",
+        False,
+        "energy of a multiply per roof",
+        _figures_by_dtype("energy.mul_pj", "mul_pj"),
+    ),
+    TargetField(
+        "energy.add_pj.<dtype>",
+        "add_pj",
+        "pJ",
+        False,
+        "energy of an add per roof",
+        _figures_by_dtype("energy.add_pj", "add_pj"),
+    ),
+    TargetField(
+        "energy.table", "energy_table", "", False, "which process node's table the energies use", _energy_table
+    ),
     TargetField("process_nm", "process_nm", "nm", False, "process node", _figure("process_nm", "process_nm")),
     TargetField("clock_hz", "clock_hz", "Hz", False, "clock", _figure("clock_hz", "clock_hz")),
     TargetField("power_w", "power_w", "W", False, "power", _figure("power_w", "power_w")),
-    TargetField("static_power_w", "static_power_w", "W", False,
-                "drawn doing nothing: static power x latency joins the energy (absent: dynamic energy only)",
-                _figure("static_power_w", "static_power_w"), _value("static_power_w")),
-    TargetField("[fp32_math]", "fp32_math_roof", "", False,
-                "roof and source: the roof the runtime runs float32 products on (tf32 under TensorRT)", _fp32_math,
-                also=("fp32_math_source",)),
-    TargetField("node_overhead_s", "node_overhead_s", "s", False, "a fixed cost per kernel that does work (a launch)",
-                _figure("node_overhead_s", "node_overhead_s"), _value("node_overhead_s")),
-    TargetField("split_overhead_s", "split_overhead_s", "s", False,
-                "on top of the launch for a kernel split over the threads",
-                _figure("split_overhead_s", "split_overhead_s")),
-    TargetField("cold_node_overhead_s", "cold_node_overhead_s", "s", False,
-                "the launch when a run streams past the on-chip memory",
-                _figure("cold_node_overhead_s", "cold_node_overhead_s")),
-    TargetField("run_overhead_s", "run_overhead_s", "s", False, "what a run costs beyond its kernels",
-                _figure("run_overhead_s", "run_overhead_s")),
-    TargetField("dram_stall", "dram_stall", "fraction", False,
-                "the share of a compute-bound kernel's DRAM time its compute does not hide", _fraction("dram_stall")),
-    TargetField("subnormal_s_per_element", "subnormal_s_per_element", "s", False,
-                "a masked Softmax's exp that underflows, on the CPU's slow path",
-                _figure("subnormal_s_per_element", "subnormal_s_per_element")),
-    TargetField("[efficiency.<class>]", "efficiency", "fraction", False,
-                "the fraction of the roofline a kernel class reaches; per roof, by_op, by_rows, by_columns",
-                _efficiency, _efficiency_json,
-                also=("efficiency_on_roof", "efficiency_by_columns", "efficiency_by_op", "efficiency_by_rows")),
-    TargetField("[parallel]", "parallel", "", False, "kind, units, tile_rows.<dtype>, tile_cols.<dtype>", _parallel,
-                _parallel_json),
-    TargetField("[error_band]", "error_band", "fraction", False,
-                "a forecast's measured |predicted / measured - 1|, and the roofs it covers", _error_band,
-                also=("error_band_roofs",)),
-    TargetField("[weights]", "weights_resident", "", False,
-                "resident, partial, source: whether the parameters stay on chip between runs", _weights,
-                _attribute_json("weights_resident"), also=("weights_source", "weights_partial")),
-    TargetField("[fusion]", "fusion", "", False, "rules, source: the rule sets the runtime fuses", _fusion,
-                also=("fusion_source",)),
-    TargetField("[interconnect.<link>]", "interconnect", "", False, "how several such devices are linked",
-                _interconnect),
+    TargetField(
+        "static_power_w",
+        "static_power_w",
+        "W",
+        False,
+        "drawn doing nothing: static power x latency joins the energy (absent: dynamic energy only)",
+        _figure("static_power_w", "static_power_w"),
+        _value("static_power_w"),
+    ),
+    TargetField(
+        "[fp32_math]",
+        "fp32_math_roof",
+        "",
+        False,
+        "roof and source: the roof the runtime runs float32 products on (tf32 under TensorRT)",
+        _fp32_math,
+        also=("fp32_math_source",),
+    ),
+    TargetField(
+        "node_overhead_s",
+        "node_overhead_s",
+        "s",
+        False,
+        "a fixed cost per kernel that does work (a launch)",
+        _figure("node_overhead_s", "node_overhead_s"),
+        _value("node_overhead_s"),
+    ),
+    TargetField(
+        "split_overhead_s",
+        "split_overhead_s",
+        "s",
+        False,
+        "on top of the launch for a kernel split over the threads",
+        _figure("split_overhead_s", "split_overhead_s"),
+    ),
+    TargetField(
+        "cold_node_overhead_s",
+        "cold_node_overhead_s",
+        "s",
+        False,
+        "the launch when a run streams past the on-chip memory",
+        _figure("cold_node_overhead_s", "cold_node_overhead_s"),
+    ),
+    TargetField(
+        "run_overhead_s",
+        "run_overhead_s",
+        "s",
+        False,
+        "what a run costs beyond its kernels",
+        _figure("run_overhead_s", "run_overhead_s"),
+    ),
+    TargetField(
+        "dram_stall",
+        "dram_stall",
+        "fraction",
+        False,
+        "the share of a compute-bound kernel's DRAM time its compute does not hide",
+        _fraction("dram_stall"),
+    ),
+    TargetField(
+        "subnormal_s_per_element",
+        "subnormal_s_per_element",
+        "s",
+        False,
+        "a masked Softmax's exp that underflows, on the CPU's slow path",
+        _figure("subnormal_s_per_element", "subnormal_s_per_element"),
+    ),
+    TargetField(
+        "[efficiency.<class>]",
+        "efficiency",
+        "fraction",
+        False,
+        "the fraction of the roofline a kernel class reaches; per roof, by_op, by_rows, by_columns",
+        _efficiency,
+        _efficiency_json,
+        also=("efficiency_on_roof", "efficiency_by_columns", "efficiency_by_op", "efficiency_by_rows"),
+    ),
+    TargetField(
+        "[parallel]",
+        "parallel",
+        "",
+        False,
+        "kind, units, tile_rows.<dtype>, tile_cols.<dtype>",
+        _parallel,
+        _parallel_json,
+    ),
+    TargetField(
+        "[error_band]",
+        "error_band",
+        "fraction",
+        False,
+        "a forecast's measured |predicted / measured - 1|, and the roofs it covers",
+        _error_band,
+        also=("error_band_roofs",),
+    ),
+    TargetField(
+        "[weights]",
+        "weights_resident",
+        "",
+        False,
+        "resident, partial, source: whether the parameters stay on chip between runs",
+        _weights,
+        _attribute_json("weights_resident"),
+        also=("weights_source", "weights_partial"),
+    ),
+    TargetField(
+        "[fusion]",
+        "fusion",
+        "",
+        False,
+        "rules, source: the rule sets the runtime fuses",
+        _fusion,
+        also=("fusion_source",),
+    ),
+    TargetField(
+        "[interconnect.<link>]", "interconnect", "", False, "how several such devices are linked", _interconnect
+    ),
 )
 
 

@@ -62,8 +62,12 @@ def _compute(work: KernelWork, time: KernelTime) -> None:
     kernel's fill is not modelled)."""
     target = work.target
     if work.overhead and target.parallel is not None and len(work.roofs) == 1:
-        time.parallel = parallel_fraction(work.shape, target.parallel.tile(work.roof),
-                                          int(target.parallel.units.value), target.parallel.kind == "systolic")
+        time.parallel = parallel_fraction(
+            work.shape,
+            target.parallel.tile(work.roof),
+            int(target.parallel.units.value),
+            target.parallel.kind == "systolic",
+        )
 
 
 def _efficiency(work: KernelWork, time: KernelTime) -> None:
@@ -109,9 +113,21 @@ def kernel_point(work: KernelWork) -> Placement:
         settle(work, time)
     target = work.target
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
-    point = roofline(work.flops, work.dram_bytes, work.peak_flops_per_s, target.dram_bytes_per_s.value,
-                     work.onchip_bytes, onchip_bw, work.roof, time.launch_s, time.efficiency, work.kernel_class,
-                     time.parallel, time.op_efficiency, time.dram_stall)
+    point = roofline(
+        work.flops,
+        work.dram_bytes,
+        work.peak_flops_per_s,
+        target.dram_bytes_per_s.value,
+        work.onchip_bytes,
+        onchip_bw,
+        work.roof,
+        time.launch_s,
+        time.efficiency,
+        work.kernel_class,
+        time.parallel,
+        time.op_efficiency,
+        time.dram_stall,
+    )
     if time.rows:
         point = replace(point, efficiency_rows=time.rows)
     elif time.columns:
@@ -123,6 +139,7 @@ def kernel_point(work: KernelWork) -> Placement:
 
 # --- explain: each term's line for one kernel (report: a placement.TargetReport, kernel: its NodePlacement)
 
+
 def _onchip_bw(report) -> float | None:
     target = report.target
     return target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
@@ -130,51 +147,72 @@ def _onchip_bw(report) -> float | None:
 
 def _compute_line(report, kernel) -> list[str]:
     point = kernel.placement
-    fill = (f" x {point.parallel_fraction:.3g} (the share of the parallel units its work fills)"
-            if point.parallel_fraction != 1.0 else "")
-    return [f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof})"
-            f"{fill} = {seconds(point.compute_s * point.near_efficiency)}"]
+    fill = (
+        f" x {point.parallel_fraction:.3g} (the share of the parallel units its work fills)"
+        if point.parallel_fraction != 1.0
+        else ""
+    )
+    return [
+        f"  compute  {point.flops:,} FLOPs / {si(point.peak_flops_per_s, 'FLOP/s')} ({point.roof})"
+        f"{fill} = {seconds(point.compute_s * point.near_efficiency)}"
+    ]
 
 
 def _dram_line(report, kernel) -> list[str]:
     point = kernel.placement
     near = point.efficiency if _onchip_bw(report) else point.near_efficiency
-    return [f"  DRAM     {point.dram_bytes:,} B / {si(report.target.dram_bytes_per_s.value, 'B/s')} = "
-            f"{seconds(point.memory_s * near)}"
-            + (f" (of which {kernel.spill_bytes:,} B spilled)" if kernel.spill_bytes else "")]
+    return [
+        f"  DRAM     {point.dram_bytes:,} B / {si(report.target.dram_bytes_per_s.value, 'B/s')} = "
+        f"{seconds(point.memory_s * near)}"
+        + (f" (of which {kernel.spill_bytes:,} B spilled)" if kernel.spill_bytes else "")
+    ]
 
 
 def _onchip_line(report, kernel) -> list[str]:
     onchip_bw, point = _onchip_bw(report), kernel.placement
     if not onchip_bw:
         return []
-    return [f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = "
-            f"{seconds(point.onchip_s * point.near_efficiency)}"]
+    return [
+        f"  on chip  {point.onchip_bytes:,} B / {si(onchip_bw, 'B/s')} = "
+        f"{seconds(point.onchip_s * point.near_efficiency)}"
+    ]
 
 
 def _efficiency_line(report, kernel) -> list[str]:
     target, point, onchip_bw = report.target, kernel.placement, _onchip_bw(report)
     if point.op_efficiency is not None:
         table = target.efficiency_by_op.get(point.kernel_class or "", {})
-        ops = [op for op in dict.fromkeys(part.split("×")[0] for part in kernel.op_type.split("+"))
-               if table.get(op) == point.op_efficiency]
+        ops = [
+            op
+            for op in dict.fromkeys(part.split("×")[0] for part in kernel.op_type.split("+"))
+            if table.get(op) == point.op_efficiency
+        ]
         near = "compute and on chip" if onchip_bw else "every roof"
-        return [f"  efficiency {point.op_efficiency:.2f} on {near} ({'/'.join(ops)} in {point.kernel_class} kernels "
-                f"on this target)" + (f", {point.efficiency:.2f} on DRAM" if onchip_bw else "")
-                + ": the longest of these over its figure"]
+        return [
+            f"  efficiency {point.op_efficiency:.2f} on {near} ({'/'.join(ops)} in {point.kernel_class} kernels "
+            f"on this target)"
+            + (f", {point.efficiency:.2f} on DRAM" if onchip_bw else "")
+            + ": the longest of these over its figure"
+        ]
     if point.efficiency_rows is not None:
         curve = target.rows_curve(point.kernel_class, point.roof)
-        return [f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels of {point.efficiency_rows:,} "
-                f"output rows on this target, efficiency.{curve}.by_rows): the longest of these over "
-                f"{point.efficiency:.2f}"]
+        return [
+            f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels of {point.efficiency_rows:,} "
+            f"output rows on this target, efficiency.{curve}.by_rows): the longest of these over "
+            f"{point.efficiency:.2f}"
+        ]
     if point.efficiency_columns is not None:
         curve = target.columns_curve(point.kernel_class, point.roof)
-        return [f"  efficiency {point.efficiency:.3g} ({point.kernel_class} kernels of {point.efficiency_columns:,} "
-                f"output columns on this target, efficiency.{curve}.by_columns): the longest of these over "
-                f"{point.efficiency:.3g}"]
+        return [
+            f"  efficiency {point.efficiency:.3g} ({point.kernel_class} kernels of {point.efficiency_columns:,} "
+            f"output columns on this target, efficiency.{curve}.by_columns): the longest of these over "
+            f"{point.efficiency:.3g}"
+        ]
     if point.efficiency != 1.0:
-        return [f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
-                f"of these over {point.efficiency:.2f}"]
+        return [
+            f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
+            f"of these over {point.efficiency:.2f}"
+        ]
     return []
 
 
@@ -182,12 +220,19 @@ def _launch_line(report, kernel) -> list[str]:
     target, point = report.target, kernel.placement
     if not point.overhead_s:
         return []
-    cold = (" (cold: the run touches more data than the on-chip memory holds)"
-            if target.cold_node_overhead_s and report.launch_s == target.cold_node_overhead_s.value else "")
-    each = (f" ({seconds(point.overhead_s / kernel.runs)} x {kernel.runs:,} launches)" if kernel.runs > 1
-            else " per kernel")
-    borrowed = (" (borrowed from other targets: no measurement of this one)"
-                if "node_overhead_s" in report.borrowed and not cold else "")
+    cold = (
+        " (cold: the run touches more data than the on-chip memory holds)"
+        if target.cold_node_overhead_s and report.launch_s == target.cold_node_overhead_s.value
+        else ""
+    )
+    each = (
+        f" ({seconds(point.overhead_s / kernel.runs)} x {kernel.runs:,} launches)" if kernel.runs > 1 else " per kernel"
+    )
+    borrowed = (
+        " (borrowed from other targets: no measurement of this one)"
+        if "node_overhead_s" in report.borrowed and not cold
+        else ""
+    )
     return [f"  launch   {seconds(point.overhead_s)}{each}{cold}{borrowed}"]
 
 
@@ -195,8 +240,10 @@ def _stall_line(report, kernel) -> list[str]:
     point = kernel.placement
     if not point.exposed_dram_s:
         return []
-    return [f"  stall    {seconds(point.exposed_dram_s)}: {report.target.dram_stall.value:.0%} of its DRAM time, which "
-            "its compute does not hide on this target (dram_stall)"]
+    return [
+        f"  stall    {seconds(point.exposed_dram_s)}: {report.target.dram_stall.value:.0%} of its DRAM time, which "
+        "its compute does not hide on this target (dram_stall)"
+    ]
 
 
 def _subnormal_line(report, kernel) -> list[str]:
@@ -204,8 +251,10 @@ def _subnormal_line(report, kernel) -> list[str]:
     if not point.subnormal_s:
         return []
     per_element_s = report.target.subnormal_s_per_element.value
-    return [f"  subnormal {round(point.subnormal_s / per_element_s):,} masked exps x {seconds(per_element_s)} = "
-            f"{seconds(point.subnormal_s)} (a causal mask's hidden positions underflow: the CPU's slow path)"]
+    return [
+        f"  subnormal {round(point.subnormal_s / per_element_s):,} masked exps x {seconds(per_element_s)} = "
+        f"{seconds(point.subnormal_s)} (a causal mask's hidden positions underflow: the CPU's slow path)"
+    ]
 
 
 @dataclass(frozen=True)

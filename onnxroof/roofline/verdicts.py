@@ -11,8 +11,14 @@ from __future__ import annotations
 from ..core.units import iec
 
 # each bound (placement.Bound) in words, the same in every output: report/bounds.py, the findings
-BOUND_LABELS = {"compute": "compute", "dram": "DRAM", "onchip": "on-chip", "parallelism": "parallelism",
-                "overhead": "overhead", "none": "no work"}
+BOUND_LABELS = {
+    "compute": "compute",
+    "dram": "DRAM",
+    "onchip": "on-chip",
+    "parallelism": "parallelism",
+    "overhead": "overhead",
+    "none": "no work",
+}
 
 
 def capacity_text(capacity_bytes: int) -> str:

@@ -5,8 +5,9 @@ matmul (cost-model.md section 5). Read by the placement of each kernel."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from ..ops import OpTrait, traits_of
 from .node_kinds import CONV_OPS, MAC_FAMILIES, node_kind
@@ -92,7 +93,8 @@ def work_shape(records: Iterable[NodeRecord]) -> WorkShape | None:
     >>> work_shape([conv])
     WorkShape(batch=1, rows=3136, cols=64, depth=288)
     >>> matmul = S(view=False, op_type="MatMul", family="matmul", macs=12 * 128 * 128 * 64, inputs=["q", "k"],
-    ...            param_inputs=[], output_shapes=[[1, 12, 128, 128]], input_shapes=[[1, 12, 128, 64], [1, 12, 64, 128]])
+    ...            param_inputs=[], output_shapes=[[1, 12, 128, 128]],
+    ...            input_shapes=[[1, 12, 128, 64], [1, 12, 64, 128]])
     >>> work_shape([matmul])
     WorkShape(batch=12, rows=128, cols=128, depth=64)
     >>> linear = S(view=False, op_type="MatMul", family="matmul", macs=1024 * 5120 * 13824, inputs=["x", "w"],
@@ -139,8 +141,9 @@ def _work_shape_of(anchor: NodeRecord) -> WorkShape | None:
     return WorkShape(batch, rows, cols, depth) if depth and not rest else None
 
 
-def efficiency_columns(records: Iterable[NodeRecord], shape: WorkShape | None = None,
-                       kernel_class: str | None = None) -> int | None:
+def efficiency_columns(
+    records: Iterable[NodeRecord], shape: WorkShape | None = None, kernel_class: str | None = None
+) -> int | None:
     """The output columns a kernel's ``by_columns`` efficiency curve is read at
     (``Target.efficiency_of``): its work shape's (``shape``, else :func:`work_shape`: a matmul's N,
     a convolution's output channels), or for a grouped convolution, which has none, its output

@@ -13,13 +13,18 @@ def difference(base: Formulas, head: Formulas) -> Formulas:
     if base.dims != head.dims:
         from ..core.errors import UsageError
 
-        raise UsageError(f"diff --symbolic: the models' free dims differ ({', '.join(base.dims) or 'none'} against "
-                         f"{', '.join(head.dims) or 'none'}); bind the ones one of them lacks with --dim")
+        raise UsageError(
+            f"diff --symbolic: the models' free dims differ ({', '.join(base.dims) or 'none'} against "
+            f"{', '.join(head.dims) or 'none'}); bind the ones one of them lacks with --dim"
+        )
     result = Formulas(head.dims, notes=base.notes + [n for n in head.notes if n not in base.notes], steps=head.steps)
     for metric in head.polynomials:
         b, h = base.polynomials.get(metric), head.polynomials.get(metric)
-        if len(head.dims) == 1 and (metric in base.pieces or metric in head.pieces) and \
-                None not in (base.pieces_of(metric), head.pieces_of(metric)):
+        if (
+            len(head.dims) == 1
+            and (metric in base.pieces or metric in head.pieces)
+            and None not in (base.pieces_of(metric), head.pieces_of(metric))
+        ):
             result.polynomials[metric] = None
             result.pieces[metric] = piecewise_difference(base.pieces_of(metric), head.pieces_of(metric))  # type: ignore[arg-type]
             continue
@@ -27,8 +32,9 @@ def difference(base: Formulas, head: Formulas) -> Formulas:
             result.polynomials[metric] = None
             result.refuted[metric] = base.refuted.get(metric) or head.refuted.get(metric, "")
             continue
-        result.polynomials[metric] = {m: h.get(m, 0) - b.get(m, 0) for m in b.keys() | h.keys()
-                                      if h.get(m, 0) != b.get(m, 0)}
+        result.polynomials[metric] = {
+            m: h.get(m, 0) - b.get(m, 0) for m in b.keys() | h.keys() if h.get(m, 0) != b.get(m, 0)
+        }
     for b_latency, h_latency in zip(base.latency, head.latency):  # the same targets, in order
         result.latency_changes.append((h_latency.target, _latency_change(b_latency, h_latency)))
     return result

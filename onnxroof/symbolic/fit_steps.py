@@ -36,6 +36,7 @@ STEPS = tuple(1 << k for k in range(MAX_STEP.bit_length()))  # 1, 2, 4, ..., MAX
 def fit_steps(counts: Callable[[dict[str, int]], bool], dims: Sequence[str]) -> dict[str, int] | None:
     """The step per dim (``counts(values)``: every node is counted at these dim values); None
     when no common step up to :data:`MAX_STEP` counts every node."""
+
     def every_dim(step: int, changed: Sequence[str] = dims, others: int = 1) -> bool:
         # every multiple the fit uses: with a convolution's rounding up, 3·s can pass where 5·s fails
         return all(counts({d: v * (step if d in changed else others) for d in dims}) for v in MULTIPLES)
@@ -55,19 +56,22 @@ def rescale(polynomial: Polynomial, steps: Sequence[int]) -> Polynomial:
     powers of its monomial, an int where it divides."""
     scaled: dict[tuple[int, ...], Number] = {}
     for monomial, coefficient in polynomial.items():
-        value = Fraction(coefficient) / math.prod(s ** e for s, e in zip(steps, monomial))
+        value = Fraction(coefficient) / math.prod(s**e for s, e in zip(steps, monomial))
         scaled[monomial] = int(value) if value.denominator == 1 else value
     return scaled
 
 
-def points_text(dims: Sequence[str], steps: Mapping[str, int], samples: Sequence[int], check: int,
-                far: int | None = None) -> str:
+def points_text(
+    dims: Sequence[str], steps: Mapping[str, int], samples: Sequence[int], check: int, far: int | None = None
+) -> str:
     """Where the formulas were fitted: ``fitted at 2, 3, 5, 7 per dim, checked at 11 and 4,099``
     (``far``: the check past the sizes whose values the analysis computes), or per step
     ``fitted at height, width = 64, 96, 160, 224 and batch = 2, 3, 5, 7 (the graph counts every node
     at multiples of 32 of height, width only), checked at height, width = 352 and batch = 11``."""
     if all(steps.get(d, 1) == 1 for d in dims):
-        return f"fitted at {', '.join(map(str, samples))} per dim, checked at {check}" + (f" and {far:,}" if far else "")
+        return f"fitted at {', '.join(map(str, samples))} per dim, checked at {check}" + (
+            f" and {far:,}" if far else ""
+        )
     by_step: dict[int, list[str]] = {}
     for d in dims:
         by_step.setdefault(steps.get(d, 1), []).append(d)
@@ -78,8 +82,9 @@ def points_text(dims: Sequence[str], steps: Mapping[str, int], samples: Sequence
     return f"fitted at {fitted} (the graph counts every node at {why} only), checked at {checked}"
 
 
-def probe_steps(analyze_at: Callable[[dict[str, int]], Analysis],
-                dims: Sequence[str]) -> tuple[dict[str, int] | None, Analysis | None]:
+def probe_steps(
+    analyze_at: Callable[[dict[str, int]], Analysis], dims: Sequence[str]
+) -> tuple[dict[str, int] | None, Analysis | None]:
     """:func:`fit_steps` with ``analyze_at`` (the dims' values -> an analysis), and the last
     analysis that left nodes not counted (at the largest step tried: its warnings name the node
     that fixes a size), to vet when no step works."""
@@ -98,9 +103,11 @@ def probe_steps(analyze_at: Callable[[dict[str, int]], Analysis],
 def no_step_note(dims: Sequence[str]) -> str:
     """What to do when no multiple of any step counts every node: the graph fixes a size."""
     names = ", ".join(dims)
-    return (f"no values of {names} count every node (tried multiples of 1 to {MAX_STEP} per dim; the warnings name "
-            f"the node that fails): an invalid node, or a size the graph fixes (a Reshape or an anchor table made "
-            f"for one input size); bind {names} with --dim, or re-export with dynamic shapes")
+    return (
+        f"no values of {names} count every node (tried multiples of 1 to {MAX_STEP} per dim; the warnings name "
+        f"the node that fails): an invalid node, or a size the graph fixes (a Reshape or an anchor table made "
+        f"for one input size); bind {names} with --dim, or re-export with dynamic shapes"
+    )
 
 
 def phase_batch_notes(model: Any, options: AnalysisOptions) -> list[str]:
@@ -113,8 +120,10 @@ def phase_batch_notes(model: Any, options: AnalysisOptions) -> list[str]:
     if not batch:
         return []
     rows = options.batch or 1
-    return [f"{', '.join(batch)} = {rows} (the phase's batch{'' if options.batch else ', by default'}; --batch N "
-            "for another)"]
+    return [
+        f"{', '.join(batch)} = {rows} (the phase's batch{'' if options.batch else ', by default'}; --batch N "
+        "for another)"
+    ]
 
 
 def probe(model: Any, dims: list[str], given: dict[str, int], options: AnalysisOptions):

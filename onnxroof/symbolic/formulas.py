@@ -75,9 +75,15 @@ METRICS: dict[str, Callable[[Analysis], int | None]] = {
     # a decoder's cache after this step, in the model's dtype (its presents)
     "kv_cache_bytes": lambda a: a.llm.kv_read_bytes if a.llm is not None and a.llm.kv_read_bytes else None,
 }
-LABELS = {"macs": "MACs", "flops": "FLOPs", "params": "parameters", "weight_bytes": "weight bytes read",
-          "activation_bytes": "activation bytes", "peak_bytes": "peak activations (model order)",
-          "kv_cache_bytes": "KV cache bytes"}
+LABELS = {
+    "macs": "MACs",
+    "flops": "FLOPs",
+    "params": "parameters",
+    "weight_bytes": "weight bytes read",
+    "activation_bytes": "activation bytes",
+    "peak_bytes": "peak activations (model order)",
+    "kv_cache_bytes": "KV cache bytes",
+}
 BREAKDOWNS = ("module", "node", "op")  # what the MACs can be split by (``by``)
 
 
@@ -158,24 +164,36 @@ class Formulas:
             if metric in self.pieces or metric in self.candidates:
                 given = self.pieces.get(metric)
                 pieces: list[tuple[int | None, int | None, Polynomial]] = (
-                    list(given) if given else [(None, None, p) for p in self.candidates[metric]])
-                return {"text": self.text(metric), "largest_of": [
-                    {"from": start, "to": end, "text": polynomial_text(p, self.dims), "terms": _terms(p, self.dims)}
-                    for start, end, p in pieces]}
+                    list(given) if given else [(None, None, p) for p in self.candidates[metric]]
+                )
+                return {
+                    "text": self.text(metric),
+                    "largest_of": [
+                        {"from": start, "to": end, "text": polynomial_text(p, self.dims), "terms": _terms(p, self.dims)}
+                        for start, end, p in pieces
+                    ],
+                }
             polynomial = self.polynomials.get(metric)
             if polynomial is None:
                 return {"text": None, "refuted": self.refuted[metric]}
             return {"text": self.text(metric), "terms": _terms(polynomial, self.dims), "holds": self.limits.get(metric)}
 
-        return {"dims": self.dims, "held": self.held, "steps": self.steps, "notes": self.notes,
-                "formulas": {metric: entry(metric) for metric in self.polynomials},
-                "latency": [formula.to_dict() for formula in self.latency]}
+        return {
+            "dims": self.dims,
+            "held": self.held,
+            "steps": self.steps,
+            "notes": self.notes,
+            "formulas": {metric: entry(metric) for metric in self.polynomials},
+            "latency": [formula.to_dict() for formula in self.latency],
+        }
 
 
 def _terms(polynomial: Polynomial, dims: list[str]) -> list[dict]:
     # a fit at multiples of a step has fractional coefficients: a float (their denominators are powers of two)
-    return [{"coefficient": c if isinstance(c, int) else float(c), "powers": dict(zip(dims, m))}
-            for m, c in ordered(polynomial)]
+    return [
+        {"coefficient": c if isinstance(c, int) else float(c), "powers": dict(zip(dims, m))}
+        for m, c in ordered(polynomial)
+    ]
 
 
 def pieces_text(pieces: Pieces, dims: list[str]) -> str:
@@ -201,9 +219,11 @@ def free_dims(model: Any, options: AnalysisOptions) -> tuple[list[str], bool]:
     if unnamed:
         from ..core.errors import UsageError
 
-        raise UsageError(f"--symbolic: {unnamed[0].input_name} axis {unnamed[0].axis} has no name to write a formula "
-                         "in; "
-                         f"bind it with {unnamed[0].fix}")
+        raise UsageError(
+            f"--symbolic: {unnamed[0].input_name} axis {unnamed[0].axis} has no name to write a formula "
+            "in; "
+            f"bind it with {unnamed[0].fix}"
+        )
     return list(dict.fromkeys(d.symbol for d in partial.unresolved_dims if d.symbol)), partial.llm is not None
 
 
@@ -218,9 +238,14 @@ class _Sample:
     placements: dict = field(default_factory=dict)  # target name -> TargetReport
 
 
-def formulas(model: Any, modules: int | None = None, by: str | None = None,
-             progress: Callable[[str], None] | None = None, options: AnalysisOptions | None = None,
-             **arguments: Any) -> Formulas:
+def formulas(
+    model: Any,
+    modules: int | None = None,
+    by: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    options: AnalysisOptions | None = None,
+    **arguments: Any,
+) -> Formulas:
     """Every metric of :data:`METRICS` as a polynomial in the free input dims of ``model`` (the
     dims ``options``, or analyze()'s arguments given one by one, leave unbound), and each
     target's latency when they name targets. ``by`` (one of :data:`BREAKDOWNS`) adds the MACs of
@@ -257,8 +282,11 @@ def formulas(model: Any, modules: int | None = None, by: str | None = None,
     if any(p is None for m, p in result.polynomials.items() if m not in result.pieces):
         held = fitter.non_polynomial_dims()
         if held and len(held) == len(dims):
-            result.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
-                                   f"({fitter.culprit_text()}): bind {'it' if len(held) == 1 else 'them'} with --dim")
+            result.notes.insert(
+                0,
+                f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
+                f"({fitter.culprit_text()}): bind {'it' if len(held) == 1 else 'them'} with --dim",
+            )
         elif held:
             return _held_fixed(fitter, held, given)
     return result
@@ -292,8 +320,10 @@ def _dims_to_fit(model: Any, options: AnalysisOptions) -> tuple[list[str], str |
         # each cache's length is a dim of its own: one decode step ties them to the attended length
         options = replace(options, phase="decode")
         phase_length, dims = "context", ["context"]
-        decode_note = ("a KV-cached decoder: the formulas are for one decode step, in the attended length (context); "
-                       "--phase prefill gives the prompt's, in seq")
+        decode_note = (
+            "a KV-cached decoder: the formulas are for one decode step, in the attended length (context); "
+            "--phase prefill gives the prompt's, in seq"
+        )
     if len(dims) > MAX_DIMS:
         raise UsageError(f"--symbolic: {len(dims)} free dims ({', '.join(dims)}); bind all but {MAX_DIMS} with --dim")
     return dims, phase_length, options, decode_note
@@ -302,21 +332,42 @@ def _dims_to_fit(model: Any, options: AnalysisOptions) -> tuple[list[str], str |
 def _held_fixed(fitter: _Fitter, held: list[str], given: dict[str, int]) -> Formulas:
     """The formulas in the dims that feed the sizes polynomially, the others held at :data:`HELD`."""
     kept = [d for d in fitter.dims if d not in held]
-    again = _Fitter(fitter.model, kept, {**given, **{d: HELD for d in held}}, None, fitter.options, fitter.by,
-                    fitter.depth, fitter.progress, {d: fitter.steps[d] for d in kept}).run()
+    again = _Fitter(
+        fitter.model,
+        kept,
+        {**given, **{d: HELD for d in held}},
+        None,
+        fitter.options,
+        fitter.by,
+        fitter.depth,
+        fitter.progress,
+        {d: fitter.steps[d] for d in kept},
+    ).run()
     again.held = {d: HELD for d in held}
-    again.notes.insert(0, f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
-                          f"({fitter.culprit_text()}): held at {HELD} for the formulas in the others; "
-                          f"give --dim {held[0]}=N for another value")
+    again.notes.insert(
+        0,
+        f"{', '.join(held)} feed{'s' if len(held) == 1 else ''} the sizes non-polynomially "
+        f"({fitter.culprit_text()}): held at {HELD} for the formulas in the others; "
+        f"give --dim {held[0]}=N for another value",
+    )
     return again
 
 
 class _Fitter:
     """The grid of analyses for one set of free dims, and the fits made from it."""
 
-    def __init__(self, model: Any, dims: list[str], given: dict[str, int], phase_length: str | None,
-                 options: AnalysisOptions, by: str | None, depth: int, progress: Callable[[str], None] | None = None,
-                 steps: Mapping[str, int] | None = None):
+    def __init__(
+        self,
+        model: Any,
+        dims: list[str],
+        given: dict[str, int],
+        phase_length: str | None,
+        options: AnalysisOptions,
+        by: str | None,
+        depth: int,
+        progress: Callable[[str], None] | None = None,
+        steps: Mapping[str, int] | None = None,
+    ):
         self.model, self.dims, self.given, self.phase_length = model, dims, given, phase_length
         # the grid is in dim / step: every point multiplies by the steps before it is analysed
         self.steps = {d: (steps or {}).get(d, 1) for d in dims}
@@ -365,8 +416,9 @@ class _Fitter:
             return _Sample({})
         self.context = self.context or analysis
         # ops whose output size follows from the data: the analysis costs them at their upper bound
-        self.sized_by_data.update(r.op_type for r in analysis.nodes
-                                  if OpTrait.DATA_DEPENDENT_SIZE in traits_of(r.domain, r.op_type))
+        self.sized_by_data.update(
+            r.op_type for r in analysis.nodes if OpTrait.DATA_DEPENDENT_SIZE in traits_of(r.domain, r.op_type)
+        )
         if analysis.unresolved_dims or analysis.totals.not_counted:
             if analysis.totals.not_counted and self.uncounted is None and values in self._fitted_points:
                 self.uncounted = analysis
@@ -375,9 +427,13 @@ class _Fitter:
         if self.by:
             found.update(_breakdown(analysis, self.by, self.depth))
         schedule = analysis.memory.model_order
-        return _Sample(found, schedule.order, tuple(schedule.live_bytes),
-                       {r.name: (r.macs, r.input_bytes + r.output_bytes) for r in analysis.nodes},
-                       {report.target.name: report for report in analysis.targets})
+        return _Sample(
+            found,
+            schedule.order,
+            tuple(schedule.live_bytes),
+            {r.name: (r.macs, r.input_bytes + r.output_bytes) for r in analysis.nodes},
+            {report.target.name: report for report in analysis.targets},
+        )
 
     def run(self) -> Formulas:
         self.progress(f"fitting formulas in {', '.join(self.dims) or 'no dim'}: {len(self.grid) + 1} analyses")
@@ -385,9 +441,11 @@ class _Fitter:
             self.samples[point] = self.measure(point)
         result = Formulas(self.dims, uncounted=self.uncounted, steps=self.steps, context=self.context)
         if self.sized_by_data:
-            result.notes.append(f"the graph has sizes only the data decides ({', '.join(sorted(self.sized_by_data))}): "
-                                "the formulas take each at its upper bound (every element selected), not what a given "
-                                "input costs")
+            result.notes.append(
+                f"the graph has sizes only the data decides ({', '.join(sorted(self.sized_by_data))}): "
+                "the formulas take each at its upper bound (every element selected), not what a given "
+                "input costs"
+            )
         first = self.samples[self.grid[0]].metrics
         for metric in list(METRICS) + [k for k in first if k not in METRICS]:
             self._fit_metric(result, metric)
@@ -401,14 +459,24 @@ class _Fitter:
         if strided:
             self._in_dims(result)
             if self.samples[self.check].placements:
-                result.notes.append("no latency formula at multiples of a step: place the model at one size with "
-                                    "--dim and the targets")
+                result.notes.append(
+                    "no latency formula at multiples of a step: place the model at one size with --dim and the targets"
+                )
         for name in self.samples[self.check].placements if self.dims and not strided else ():
             self.progress(f"the latency formula on {name}")
             reports = {point: sample.placements[name] for point, sample in self.samples.items()}
-            result.latency.append(latency_formula(name, self.dims, reports, SAMPLES, self.check, peak,
-                                                  functools.partial(self._report_at, target=name)
-                                                  if self.dims else None, self.progress))
+            result.latency.append(
+                latency_formula(
+                    name,
+                    self.dims,
+                    reports,
+                    SAMPLES,
+                    self.check,
+                    peak,
+                    functools.partial(self._report_at, target=name) if self.dims else None,
+                    self.progress,
+                )
+            )
         return result
 
     def _in_dims(self, result: Formulas) -> None:
@@ -418,8 +486,10 @@ class _Fitter:
             if polynomial is not None:
                 result.polynomials[metric] = rescale(polynomial, steps)
         for metric, pieces in result.pieces.items():  # one dim
-            result.pieces[metric] = [(start * steps[0], None if end is None else end * steps[0], rescale(p, steps))
-                                     for start, end, p in pieces]
+            result.pieces[metric] = [
+                (start * steps[0], None if end is None else end * steps[0], rescale(p, steps))
+                for start, end, p in pieces
+            ]
         for metric, candidates in result.candidates.items():
             result.candidates[metric] = [rescale(p, steps) for p in candidates]
 
@@ -442,13 +512,16 @@ class _Fitter:
 
         def holds(value: int, metric: str) -> bool:
             found = self.measure((value,) * len(self.dims)).metrics
-            return (metric in found
-                    and result.evaluate(metric, dict(zip(self.dims, (value,) * len(self.dims)))) == found[metric])
+            return (
+                metric in found
+                and result.evaluate(metric, dict(zip(self.dims, (value,) * len(self.dims)))) == found[metric]
+            )
 
         table = not far and self.past_the_table is not None  # the far point is past a table: where does it end?
         for metric in result.polynomials:
             if result.evaluate(metric, dict(zip(self.dims, self.far))) is None or (
-                    not table and (metric not in far or holds(FAR, metric))):
+                not table and (metric not in far or holds(FAR, metric))
+            ):
                 continue
 
             last = last_holding(CHECK, FAR, lambda value, metric=metric: holds(value, metric))
@@ -472,9 +545,11 @@ class _Fitter:
         predicted, actual = evaluate(polynomial, self.check), self.samples[self.check].metrics[metric]
         if predicted != actual:
             result.polynomials[metric] = None
-            result.refuted[metric] = (f"at {', '.join(f'{d}={CHECK}' for d in self.dims)} the analysis gives "
-                                      f"{actual:,}, the fitted polynomial {predicted:,}: the cost is piecewise or "
-                                      "data-dependent here")
+            result.refuted[metric] = (
+                f"at {', '.join(f'{d}={CHECK}' for d in self.dims)} the analysis gives "
+                f"{actual:,}, the fitted polynomial {predicted:,}: the cost is piecewise or "
+                "data-dependent here"
+            )
             return
         result.polynomials[metric] = polynomial
 
@@ -488,8 +563,10 @@ class _Fitter:
         orders = {s.steps for s in self.samples.values()}
         if len(orders) > 1:
             return None
-        series = {tuple(self.samples[p].live_bytes[i] for p in self.grid + [self.check])
-                  for i in range(len(self.samples[self.check].live_bytes))}
+        series = {
+            tuple(self.samples[p].live_bytes[i] for p in self.grid + [self.check])
+            for i in range(len(self.samples[self.check].live_bytes))
+        }
         candidates: list[Polynomial] = []
         for values in series:
             polynomial = fit(self.grid, values[:-1], SAMPLES)
@@ -497,10 +574,11 @@ class _Fitter:
                 return None
             candidates.append(polynomial)
         kept = [candidates[i] for i in undominated(candidates)]
-        pieces = ([(piece.start, piece.end, kept[piece.index]) for piece in envelope(kept)] if len(self.dims) == 1
-                  else [])
+        pieces = (
+            [(piece.start, piece.end, kept[piece.index]) for piece in envelope(kept)] if len(self.dims) == 1 else []
+        )
         if len(kept) == 1 or len(pieces) == 1:  # one polynomial is the largest everywhere
-            result.polynomials["peak_bytes"] = (pieces[0][2] if pieces else kept[0])
+            result.polynomials["peak_bytes"] = pieces[0][2] if pieces else kept[0]
             result.refuted.pop("peak_bytes", None)
             return kept
         result.polynomials["peak_bytes"] = None
@@ -532,8 +610,9 @@ class _Fitter:
         return blamed
 
     def culprit_text(self) -> str:
-        return "first at node " + ", ".join(f"{node} ({dim})" if len(self.culprits) > 1 else node
-                                            for dim, node in self.culprits.items())
+        return "first at node " + ", ".join(
+            f"{node} ({dim})" if len(self.culprits) > 1 else node for dim, node in self.culprits.items()
+        )
 
 
 def _line_fails(values: list[int], beyond: int) -> bool:
@@ -564,30 +643,46 @@ def label(metric: str) -> str:
 def formulas_lines(found: Formulas, change: bool = False) -> list[str]:
     """The terminal block: one metric per line, in the model's own dim names."""
     if not found.dims:
-        return ["Formulas: no input dim is left free (the model fixes each, or a flag binds it): the costs are "
-                "summary's numbers"]
+        return [
+            "Formulas: no input dim is left free (the model fixes each, or a flag binds it): the costs are "
+            "summary's numbers"
+        ]
     held = "".join(f", {d} held at {v}" for d, v in found.held.items())
     points = points_text(found.dims, found.steps, SAMPLES, CHECK, FAR)
-    lines = textwrap.wrap(f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; "
-                          f"{points}{held})", COLUMNS, subsequent_indent="  ", break_on_hyphens=False)
+    lines = textwrap.wrap(
+        f"{'Change in the formulas' if change else 'Formulas'} in {', '.join(found.dims)} (exact; {points}{held})",
+        COLUMNS,
+        subsequent_indent="  ",
+        break_on_hyphens=False,
+    )
     width = min(40, max(len(label(m)) for m in found.polynomials))
     for metric in found.polynomials:
         polynomial = found.polynomials[metric]
         if metric.startswith("macs@") and polynomial == {}:
             continue  # a module without multiply-adds: nothing to say
         indent = " " * (width + 6)  # under the formula, past "label  = "
-        lines += textwrap.wrap(f"  {label(metric):{width}}  {'+=' if change else '='} {found.text(metric)}", COLUMNS,
-                               subsequent_indent=indent, break_on_hyphens=False)
+        lines += textwrap.wrap(
+            f"  {label(metric):{width}}  {'+=' if change else '='} {found.text(metric)}",
+            COLUMNS,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
         if not change and (words := found.reading(metric)):
             lines += textwrap.wrap(f"({words})", COLUMNS, initial_indent=indent, subsequent_indent=indent)
     for formula in found.latency:
         lines += latency_lines(formula, COLUMNS)
     for target, ranges in found.latency_changes:
-        text = ranges if isinstance(ranges, str) else "; ".join(
-            f"{polynomial_text(p, found.dims, 's')} for {span_text(found.dims[0], start, end)}"
-            for start, end, p in ranges)
-        lines += textwrap.wrap(f"  latency on {target} += {text}", COLUMNS, subsequent_indent=" " * 6,
-                               break_on_hyphens=False)
+        text = (
+            ranges
+            if isinstance(ranges, str)
+            else "; ".join(
+                f"{polynomial_text(p, found.dims, 's')} for {span_text(found.dims[0], start, end)}"
+                for start, end, p in ranges
+            )
+        )
+        lines += textwrap.wrap(
+            f"  latency on {target} += {text}", COLUMNS, subsequent_indent=" " * 6, break_on_hyphens=False
+        )
     for note in found.notes:
         lines += textwrap.wrap(f"  note: {note}", COLUMNS, subsequent_indent="    ")
     return [printable(line) for line in lines]  # the dim and node names are the model's

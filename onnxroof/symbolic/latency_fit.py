@@ -24,8 +24,13 @@ if TYPE_CHECKING:
     from ..roofline.placement import TargetReport
 
 
-def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], TargetReport],
-           samples: tuple[int, ...], check: tuple[int, ...]) -> LatencyFormula:
+def fitted(
+    target: str,
+    dims: list[str],
+    reports: Mapping[tuple[int, ...], TargetReport],
+    samples: tuple[int, ...],
+    check: tuple[int, ...],
+) -> LatencyFormula:
     """The latency formula the placements ``reports`` (at every point of the grid of ``samples``
     per dim, and at ``check``) give: each kernel's work fitted exactly, alike kernels grouped,
     and in one dim the ranges; ``refuted`` says why not (a kernel that changes between the
@@ -40,8 +45,9 @@ def fitted(target: str, dims: list[str], reports: Mapping[tuple[int, ...], Targe
     result.spills = bool(spilled)
     fit_at = _Samples(dims, reports, grid, samples, check, spilled)
     try:
-        kernels = [_kernel_terms(fit_at, position, name, result.waves_left_out)
-                   for position, name in enumerate(names[grid[0]])]
+        kernels = [
+            _kernel_terms(fit_at, position, name, result.waves_left_out) for position, name in enumerate(names[grid[0]])
+        ]
     except _Refused as refused:
         result.refuted = str(refused)
         return result
@@ -98,8 +104,14 @@ def _kernel_terms(fit_at: _Samples, position: int, name: str, waves_left_out: li
     if by_op != {None} and (len(by_op) > 1 or len(efficiencies) > 1):
         raise _Refused(f"kernel {name}: its by_op and class efficiencies change with the dims")
     varies = len(efficiencies) > 1
-    kernel = KernelTerms(name, fit_at.first.nodes[position].op_type, 1, terms,
-                         Fraction(launch) if terms or launch else Fraction(0), Fraction(efficiencies.pop()))
+    kernel = KernelTerms(
+        name,
+        fit_at.first.nodes[position].op_type,
+        1,
+        terms,
+        Fraction(launch) if terms or launch else Fraction(0),
+        Fraction(efficiencies.pop()),
+    )
     op_efficiency = by_op.pop()
     if op_efficiency is not None:  # the op's figure on the near roofs: their times over it, not the class's
         has_onchip = bool(fit_at.first.target.onchip_bytes_per_s)
@@ -115,21 +127,26 @@ def _launch(dims: list[str], name: str, placements: Mapping) -> float:
     if len(launches) > 1:
         with_launch = next(p for p in placements if placements[p].overhead_s)
         without = next(p for p in placements if not placements[p].overhead_s)
-        raise _Refused(f"kernel {name} launches at {point_text(dims, with_launch)} but not at "
-                       f"{point_text(dims, without)}")
+        raise _Refused(
+            f"kernel {name} launches at {point_text(dims, with_launch)} but not at {point_text(dims, without)}"
+        )
     return launches.pop()
 
 
-def _refuse_rows_curve(first: TargetReport, position: int, name: str, placements: Mapping,
-                       efficiencies: set[float]) -> None:
+def _refuse_rows_curve(
+    first: TargetReport, position: int, name: str, placements: Mapping, efficiencies: set[float]
+) -> None:
     """A curve in log(rows) is no polynomial: refuse, do not fit it."""
     rows = {q.efficiency_rows for q in placements.values()} - {None}
     if rows and len(efficiencies) > 1:
-        curve = first.target.rows_curve(first.nodes[position].placement.kernel_class,
-                                        first.nodes[position].placement.roof)
-        raise _Refused(f"kernel {name}'s efficiency follows its output rows ({min(rows):,} to {max(rows):,} at "
-                       f"the fitted values) along efficiency.{curve}.by_rows, a curve in log(rows): no "
-                       "polynomial in the dims")
+        curve = first.target.rows_curve(
+            first.nodes[position].placement.kernel_class, first.nodes[position].placement.roof
+        )
+        raise _Refused(
+            f"kernel {name}'s efficiency follows its output rows ({min(rows):,} to {max(rows):,} at "
+            f"the fitted values) along efficiency.{curve}.by_rows, a curve in log(rows): no "
+            "polynomial in the dims"
+        )
 
 
 def _parallel_fill(name: str, placements: Mapping, waves_left_out: list[str]) -> Fraction:
@@ -146,12 +163,14 @@ def _roof_terms(fit_at: _Samples, name: str, kernel_of: Mapping, fill: Fraction)
     target = fit_at.first.target
     rates: dict[str, Fraction | None] = {
         Bound.DRAM: Fraction(target.dram_bytes_per_s.value),
-        Bound.ONCHIP: Fraction(target.onchip_bytes_per_s.value) if target.onchip_bytes_per_s else None}
+        Bound.ONCHIP: Fraction(target.onchip_bytes_per_s.value) if target.onchip_bytes_per_s else None,
+    }
     # a mixed-type kernel (int8 with its fp32 dequantization) runs each roof's FLOPs at that
     # roof's peak: its compute time is the sum of each share over its peak
     roofs = sorted({r for k in kernel_of.values() for r in k.flops_by_roof})
-    works: dict[tuple[str, str | None], Callable[[Any], int]] = {(Bound.COMPUTE, roof): _flops_on(roof)
-                                                                 for roof in roofs}
+    works: dict[tuple[str, str | None], Callable[[Any], int]] = {
+        (Bound.COMPUTE, roof): _flops_on(roof) for roof in roofs
+    }
     works[(Bound.DRAM, None)] = lambda k: k.placement.dram_bytes
     works[(Bound.ONCHIP, None)] = lambda k: k.placement.onchip_bytes
     terms: dict[str, Polynomial] = {}
@@ -159,9 +178,12 @@ def _roof_terms(fit_at: _Samples, name: str, kernel_of: Mapping, fill: Fraction)
         polynomial = fit_at.fits(read, kernel_of)
         if polynomial is None:
             work = f"FLOPs on the {roof} roof" if roof else f"{bound.replace('onchip', 'on-chip')} bytes"
-            raise _Refused(f"activations spill off chip at {point_text(fit_at.dims, fit_at.spilled[0])}, and the "
-                           "spill plan changes between the fitted values" if fit_at.spilled and bound == Bound.DRAM
-                           else f"kernel {name}'s {work} are no polynomial in {', '.join(fit_at.dims)}")
+            raise _Refused(
+                f"activations spill off chip at {point_text(fit_at.dims, fit_at.spilled[0])}, and the "
+                "spill plan changes between the fitted values"
+                if fit_at.spilled and bound == Bound.DRAM
+                else f"kernel {name}'s {work} are no polynomial in {', '.join(fit_at.dims)}"
+            )
         rate = Fraction(target.peak_ops_per_s[roof].value) * fill if roof else rates[bound]
         if polynomial and rate:
             add_into(terms.setdefault(bound, {}), {m: Fraction(c) / rate for m, c in polynomial.items()}, 1)
@@ -177,8 +199,9 @@ def _follow_class(fit_at: _Samples, kernel: KernelTerms, kernel_of: Mapping, var
     class the kernel's reuse decides, also past the samples (attention's AV is depthwise below 32
     attended positions). ``varies``: the kernel's efficiency is not the same at every point."""
     target = fit_at.first.target
-    target_applies = all(k.placement.efficiency == target.efficiency_of(k.placement.kernel_class)
-                         for k in kernel_of.values())
+    target_applies = all(
+        k.placement.efficiency == target.efficiency_of(k.placement.kernel_class) for k in kernel_of.values()
+    )
     by_reuse = len({target.efficiency_of(c) for c in REUSE_CLASSES}) > 1 and target_applies
     if varies or (by_reuse and all(k.reuse is not None for k in kernel_of.values())):
         refused = _class_efficiency(kernel, kernel_of, fit_at.grid, fit_at.check, fit_at.samples, target)
@@ -197,8 +220,9 @@ def _scale_near_terms(terms: dict[str, Polynomial], ratio: Fraction, has_onchip:
             terms[bound] = {m: c * ratio for m, c in polynomial.items()}
 
 
-def _class_efficiency(kernel: KernelTerms, kernel_of: Mapping, grid: list, check: tuple, samples: tuple,
-                      target) -> str | None:
+def _class_efficiency(
+    kernel: KernelTerms, kernel_of: Mapping, grid: list, check: tuple, samples: tuple, target
+) -> str | None:
     """Give ``kernel`` its class's efficiency as a function of the dims: fit the MACs, weights and
     outputs its class is decided by, and check that the class they give at every sample is the
     one the placement ran at. Returns why not, or None."""
@@ -224,8 +248,12 @@ def _alike(kernels: list[KernelTerms]) -> list[KernelTerms]:
     groups: dict[tuple, KernelTerms] = {}
     for kernel in kernels:
         reuse = tuple(tuple(sorted(p.items())) for p in kernel.reuse) if kernel.reuse else None
-        key = (tuple(sorted((b, tuple(sorted(t.items()))) for b, t in kernel.terms.items())), kernel.launch_s,
-               kernel.efficiency, reuse)
+        key = (
+            tuple(sorted((b, tuple(sorted(t.items()))) for b, t in kernel.terms.items())),
+            kernel.launch_s,
+            kernel.efficiency,
+            reuse,
+        )
         if key in groups:
             groups[key].count += 1
         else:

@@ -146,8 +146,11 @@ class LatencyFormula:
     def shares(self) -> dict[int, Fraction]:
         """Each group's largest share of the time on the roofs (launches aside): at every range's
         start and at large dims (one dim), or at every dim = 1, 11 and large (several)."""
-        points = [(r.start,) for r in self.ranges] + [(LARGE,)] if len(self.dims) == 1 else \
-            [(1,) * len(self.dims), (11,) * len(self.dims), (LARGE,) * len(self.dims)]
+        points = (
+            [(r.start,) for r in self.ranges] + [(LARGE,)]
+            if len(self.dims) == 1
+            else [(1,) * len(self.dims), (11,) * len(self.dims), (LARGE,) * len(self.dims)]
+        )
         share: dict[int, Fraction] = {}
         for point in points:
             roofs = [g.count * (g.seconds(point) - g.launch_s) for g in self.groups]  # launches are alike
@@ -168,9 +171,16 @@ class LatencyFormula:
         share = self.shares()
         large = (LARGE,) * len(self.dims)
         end = self.holds_to if self.stop_reason else None
-        changes = [i for i, g in enumerate(self.groups) if g.terms and (
-            len(bound_pieces(g, self.holds_from or 1, end)) > 1 if len(self.dims) == 1
-            else g.bound((1,) * len(self.dims)) != g.bound(large))]
+        changes = [
+            i
+            for i, g in enumerate(self.groups)
+            if g.terms
+            and (
+                len(bound_pieces(g, self.holds_from or 1, end)) > 1
+                if len(self.dims) == 1
+                else g.bound((1,) * len(self.dims)) != g.bound(large)
+            )
+        ]
         return [self.groups[i] for i in sorted(changes, key=lambda i: -share[i])]
 
     def at_large_dims(self) -> Polynomial:
@@ -203,20 +213,31 @@ class LatencyFormula:
             return {"target": self.target, "text": None, "refuted": self.refuted}
 
         def entry(polynomial: Polynomial) -> dict:
-            return {"text": polynomial_text(polynomial, self.dims, "s"),
-                    "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))} for m, c in ordered(polynomial)]}
+            return {
+                "text": polynomial_text(polynomial, self.dims, "s"),
+                "terms": [{"seconds": float(c), "powers": dict(zip(self.dims, m))} for m, c in ordered(polynomial)],
+            }
 
         dominant = self.dominant()
-        return {"target": self.target, "kernels": self.kernels, "holds": self.holds, "holds_from": self.holds_from,
-                "holds_to": self.holds_to,
-                # "bound": kernels' whole waves of tiles left out (waves_left_out), so at least this
-                "kind": "bound" if self.waves_left_out else "exact", "waves_left_out": self.waves_left_out,
-                "ranges": [{"from": r.start, "to": r.end, **entry(r.polynomial), "bounds": dict(r.bounds)}
-                           for r in self.ranges],
-                "at_large_dims": None if len(self.dims) == 1 else entry(self.at_large_dims()),
-                "beyond": self.beyond.to_dict() if self.beyond is not None else None,
-                "kernel_bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": self.bound_text(g)}
-                                  for g in dominant + [g for g in self.switching() if g not in dominant]]}
+        return {
+            "target": self.target,
+            "kernels": self.kernels,
+            "holds": self.holds,
+            "holds_from": self.holds_from,
+            "holds_to": self.holds_to,
+            # "bound": kernels' whole waves of tiles left out (waves_left_out), so at least this
+            "kind": "bound" if self.waves_left_out else "exact",
+            "waves_left_out": self.waves_left_out,
+            "ranges": [
+                {"from": r.start, "to": r.end, **entry(r.polynomial), "bounds": dict(r.bounds)} for r in self.ranges
+            ],
+            "at_large_dims": None if len(self.dims) == 1 else entry(self.at_large_dims()),
+            "beyond": self.beyond.to_dict() if self.beyond is not None else None,
+            "kernel_bounds": [
+                {"kernel": g.name, "op": g.op_type, "count": g.count, "bound": self.bound_text(g)}
+                for g in dominant + [g for g in self.switching() if g not in dominant]
+            ],
+        }
 
 
 def add_into(total: Polynomial, polynomial: Polynomial, times: int) -> None:
@@ -249,9 +270,11 @@ def _classes_text(group: KernelTerms, dims: list[str]) -> str:
             spans.append([found, start])
         if len(spans) < 2:
             return ""
-        parts = [f"{name} (efficiency {float(group.class_efficiency[name]):.3g}) "
-                 + (f"to {dims[0]} = {spans[i + 1][1] - 1:,}" if i + 1 < len(spans) else f"from {start:,} on")
-                 for i, (name, start) in enumerate(spans)]
+        parts = [
+            f"{name} (efficiency {float(group.class_efficiency[name]):.3g}) "
+            + (f"to {dims[0]} = {spans[i + 1][1] - 1:,}" if i + 1 < len(spans) else f"from {start:,} on")
+            for i, (name, start) in enumerate(spans)
+        ]
         return "; runs as " + ", ".join(parts)
     small, large = group.kernel_class((1,) * len(dims)), group.kernel_class((LARGE,) * len(dims))
     return f"; runs as {small} at every dim = 1, {large} at large dims" if small != large else ""
@@ -262,9 +285,11 @@ def bound_pieces(group: KernelTerms, start: int = 1, end: int | None = None) -> 
     ``start``..``end`` (``Piece.index`` into its terms, in order)."""
     if not group.terms:
         return []
-    return [replace(p, start=max(p.start, start), end=p.end if end is None else min(p.end or end, end))
-            for p in envelope(list(group.terms.values()))
-            if (p.end is None or p.end >= start) and (end is None or p.start <= end)]
+    return [
+        replace(p, start=max(p.start, start), end=p.end if end is None else min(p.end or end, end))
+        for p in envelope(list(group.terms.values()))
+        if (p.end is None or p.end >= start) and (end is None or p.start <= end)
+    ]
 
 
 def _bounds_text(group: KernelTerms, dims: list[str], start: int = 1, end: int | None = None) -> str:
@@ -332,22 +357,28 @@ def latency_lines(formula: LatencyFormula, columns: int = 120) -> list[str]:
     if formula.refuted:
         return wrap(f"  latency on {formula.target}: not a formula: {formula.refuted}")
     launch = next((g.launch_s for g in formula.groups if g.launch_s), None)
-    lines = wrap(f"  latency on {formula.target}: the sum over its {formula.kernels} kernels of each one's slowest roof"
-                 + (f", {formula.launches} launches of {si_text(float(launch), 's')} included" if launch else "")
-                 + " (3 figures)"
-                 + (f"; at least this: {len(formula.waves_left_out)} kernel(s) fill a share of the parallel units "
-                    "that changes with the dims (whole waves of tiles), left out" if formula.waves_left_out else ""))
+    lines = wrap(
+        f"  latency on {formula.target}: the sum over its {formula.kernels} kernels of each one's slowest roof"
+        + (f", {formula.launches} launches of {si_text(float(launch), 's')} included" if launch else "")
+        + " (3 figures)"
+        + (
+            f"; at least this: {len(formula.waves_left_out)} kernel(s) fill a share of the parallel units "
+            "that changes with the dims (whole waves of tiles), left out"
+            if formula.waves_left_out
+            else ""
+        )
+    )
     if len(dims) == 1:
         for span, text in formula.shown_ranges():
             lines += wrap(f"    {span}: {text}")
     else:
-        large = polynomial_text(formula.at_large_dims(), dims, 's')
+        large = polynomial_text(formula.at_large_dims(), dims, "s")
         lines += wrap(f"    at large dims (each kernel bound as there): {large}")
     dominant = formula.dominant()
     for group in dominant:
         lines += wrap(f"    {kernel_label(group)}: {formula.bound_text(group)}")
     switching = [g for g in formula.switching() if g not in dominant]
-    for group in switching[:SHOWN_KERNELS - 2]:
+    for group in switching[: SHOWN_KERNELS - 2]:
         lines += wrap(f"    {kernel_label(group)}, small: {formula.bound_text(group)}")
     if len(switching) > SHOWN_KERNELS - 2:
         lines.append(f"    and {len(switching) - SHOWN_KERNELS + 2} more small kernels whose bound changes")

@@ -26,10 +26,16 @@ FAR = MAX_VALUE_ELEMENTS + 3  # past the sizes whose values the analysis compute
 ReportAt = Callable[[tuple[int, ...]], "TargetReport | None"]
 
 
-def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ...], TargetReport],
-                    samples: tuple[int, ...], check: tuple[int, ...], peak: Sequence[Polynomial] | None,
-                    report_at: ReportAt | None = None,
-                    progress: Callable[[str], None] = lambda step: None) -> LatencyFormula:
+def latency_formula(
+    target: str,
+    dims: list[str],
+    reports: Mapping[tuple[int, ...], TargetReport],
+    samples: tuple[int, ...],
+    check: tuple[int, ...],
+    peak: Sequence[Polynomial] | None,
+    report_at: ReportAt | None = None,
+    progress: Callable[[str], None] = lambda step: None,
+) -> LatencyFormula:
     """Fit the latency formula from ``reports`` (a placement on the target at every point of the
     grid of ``samples`` per dim, and at ``check``). ``peak``: the candidates whose largest is the
     peak live bytes (None when it is not known as a formula), for the range nothing spills over.
@@ -62,8 +68,14 @@ def latency_formula(target: str, dims: list[str], reports: Mapping[tuple[int, ..
 REGIME_SCALES = (512, 4096)
 
 
-def _spill_regime(target: str, dims: list[str], samples: tuple[int, ...], check: tuple[int, ...],
-                  report_at: ReportAt, progress: Callable[[str], None] = lambda step: None) -> LatencyFormula | None:
+def _spill_regime(
+    target: str,
+    dims: list[str],
+    samples: tuple[int, ...],
+    check: tuple[int, ...],
+    report_at: ReportAt,
+    progress: Callable[[str], None] = lambda step: None,
+) -> LatencyFormula | None:
     """The formula of the spill plan at large dims, fitted on the grid and check of ``samples``
     and ``check`` scaled by each of :data:`REGIME_SCALES` in turn, and the value from which it
     holds (None when it fits on none of them)."""
@@ -103,14 +115,27 @@ def _agreement(result: LatencyFormula, report_at: ReportAt, value: int) -> tuple
         return False, "the parameters no longer fit on chip beside the activations: read from DRAM every run"
     launches = sum(1 for k in report.nodes if k.placement.overhead_s)
     if [k.name for k in report.nodes] != result.kernel_names or launches != result.launches:
-        return False, (f"the kernels differ ({len(report.nodes)} kernels and {launches} launches, against "
-                       f"{result.kernels} and {result.launches} at the fitted values)")
-    changed = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
-                    if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)), None)
-    moved = next((name for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
-                  if placed.placement.efficiency_rows is not None
-                  and not math.isclose(float(kernel.efficiency_at(point)), placed.placement.efficiency,
-                                       rel_tol=1e-9)), None)
+        return False, (
+            f"the kernels differ ({len(report.nodes)} kernels and {launches} launches, against "
+            f"{result.kernels} and {result.launches} at the fitted values)"
+        )
+    changed = next(
+        (
+            name
+            for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
+            if not math.isclose(float(kernel.seconds(point)), placed.placement.time_s, rel_tol=1e-9)
+        ),
+        None,
+    )
+    moved = next(
+        (
+            name
+            for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes)
+            if placed.placement.efficiency_rows is not None
+            and not math.isclose(float(kernel.efficiency_at(point)), placed.placement.efficiency, rel_tol=1e-9)
+        ),
+        None,
+    )
     if moved is not None:  # its rows reached another point of its target's by_rows curve
         return False, f"kernel {moved}'s efficiency follows its output rows (a by_rows curve) to another figure"
     return False, f"kernel {changed}'s work is no longer its formula (a read capped at its table, say)"
@@ -124,8 +149,9 @@ def _bounds_the_kernels(result: LatencyFormula, report: TargetReport, point: tup
     left_out = set(result.waves_left_out)
     for name, kernel, placed in zip(result.kernel_names, result.per_kernel, report.nodes):
         formula_s, placed_s = float(kernel.seconds(point)), placed.placement.time_s
-        if not (math.isclose(formula_s, placed_s, rel_tol=1e-9)
-                or (name in left_out and formula_s <= placed_s * (1 + 1e-9))):
+        if not (
+            math.isclose(formula_s, placed_s, rel_tol=1e-9) or (name in left_out and formula_s <= placed_s * (1 + 1e-9))
+        ):
             return False
     return True
 
@@ -159,8 +185,9 @@ def _check_far(result: LatencyFormula, report_at: ReportAt, checked: int, far: i
         every = "" if len(result.dims) == 1 else " (every dim alike)"
         result.holds_to, result.stop_reason = low, reason
         result.holds = f"holds to {', '.join(result.dims)} = {low:,}{every}; from {high:,} on {reason}"
-        result.ranges = [replace(r, end=low if r.end is None else min(r.end, low))
-                         for r in result.ranges if r.start <= low]
+        result.ranges = [
+            replace(r, end=low if r.end is None else min(r.end, low)) for r in result.ranges if r.start <= low
+        ]
     if result.holds_from_text:
         result.holds = f"{result.holds_from_text}; {result.holds}" if result.holds else result.holds_from_text
 
@@ -180,13 +207,15 @@ def _holds(report: TargetReport, dims: list[str], peak: Sequence[Polynomial] | N
         top = _last_within(peak, room)
         if top is None:
             return f"holds for every {dims[0]}: the activations always fit on chip{beside}", None
-        return (f"holds at least while the activations fit in the {room:,} B on chip{beside}: "
-                f"to {dims[0]} = {top:,}"), top
+        return (
+            f"holds at least while the activations fit in the {room:,} B on chip{beside}: to {dims[0]} = {top:,}"
+        ), top
     return f"holds while the peak activations (the formula above) stay within the {room:,} B on chip{beside}", None
 
 
 def _last_within(peak: Sequence[Polynomial], room: int) -> int | None:
     """The largest n with every candidate at n within ``room`` (None: never exceeded)."""
+
     def fits(n: int) -> bool:
         return all(evaluate(p, (n,)) <= room for p in peak)
 
@@ -196,5 +225,3 @@ def _last_within(peak: Sequence[Polynomial], room: int) -> int | None:
     while fits(high):
         high *= 2
     return last_holding(1, high, fits) if fits(1) else 0
-
-

@@ -20,13 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
-from typing import Union
 
 import numpy as np
 
 LARGE = 1 << 20  # every dim at this value stands for "at large dims"
 Monomial = tuple[int, ...]  # the exponent of each dim
-Number = Union[int, Fraction]
+Number = int | Fraction
 Polynomial = dict[Monomial, Number]
 Pieces = list[tuple[int, "int | None", Polynomial]]  # (start, end or None: on and on, polynomial), one dim
 
@@ -35,8 +34,10 @@ Pieces = list[tuple[int, "int | None", Polynomial]]  # (start, end or None: on a
 def _inverse_vandermonde(samples: tuple[int, ...]) -> tuple[tuple[Fraction, ...], ...]:
     """V⁻¹ for V[i][j] = samples[i] ** j, exactly: Lagrange's basis in powers of x."""
     size = len(samples)
-    rows = [[Fraction(s) ** j for j in range(size)] + [Fraction(int(i == k)) for k in range(size)]
-            for i, s in enumerate(samples)]
+    rows = [
+        [Fraction(s) ** j for j in range(size)] + [Fraction(int(i == k)) for k in range(size)]
+        for i, s in enumerate(samples)
+    ]
     for column in range(size):
         pivot = next(r for r in range(column, size) if rows[r][column] != 0)
         rows[column], rows[pivot] = rows[pivot], rows[column]
@@ -76,7 +77,7 @@ def fit(points: Sequence[Monomial], values: Sequence[Number], samples: tuple[int
 
 
 def evaluate(polynomial: Mapping[Monomial, Number], point: Sequence[int]) -> Number:
-    return sum(c * math.prod(v ** e for v, e in zip(point, m)) for m, c in polynomial.items())
+    return sum(c * math.prod(v**e for v, e in zip(point, m)) for m, c in polynomial.items())
 
 
 def ordered(polynomial: Mapping[Monomial, Number]) -> list[tuple[Monomial, Number]]:
@@ -112,9 +113,9 @@ def count_text(value: Number) -> str:
     if rest != 1:
         return f"{value.numerator:,}/{value.denominator:,}"
     places = 0
-    while (value * 10 ** places).denominator != 1:
+    while (value * 10**places).denominator != 1:
         places += 1
-    whole, fraction = divmod(value.numerator * 10 ** places // value.denominator, 10 ** places)
+    whole, fraction = divmod(value.numerator * 10**places // value.denominator, 10**places)
     return f"{whole:,}.{fraction:0{places}d}"
 
 
@@ -262,7 +263,6 @@ def span_text(dim: str, start: int, end: int | None) -> str:
     return f"{dim} {start:,}" if end == start else f"{dim} {start:,} to {end:,}"
 
 
-
 def piecewise_difference(first: Pieces, second: Pieces) -> Pieces:
     """``second - first`` over the values both cover, one polynomial per range (adjacent equal
     ones merged).
@@ -273,8 +273,11 @@ def piecewise_difference(first: Pieces, second: Pieces) -> Pieces:
     start = max(first[0][0], second[0][0])
     ends = [pieces[-1][1] for pieces in (first, second) if pieces[-1][1] is not None]
     end = min(ends) if ends else None
-    cuts = sorted(c for c in {s for s, _, _ in first} | {s for s, _, _ in second} | {start}
-                  if c >= start and (end is None or c <= end))
+    cuts = sorted(
+        c
+        for c in {s for s, _, _ in first} | {s for s, _, _ in second} | {start}
+        if c >= start and (end is None or c <= end)
+    )
 
     def at(pieces: Pieces, value: int) -> Polynomial:
         return next(p for s, e, p in pieces if s <= value and (e is None or value <= e))
@@ -311,11 +314,13 @@ def reading(polynomial: Polynomial, dims: list[str]) -> str:
     for value in range(1, 1 << 20):
         at = [1] * len(dims)
         at[axis] = value
-        lead = coefficient * math.prod(v ** e for v, e in zip(at, top))
-        rest = sum(abs(c) * math.prod(v ** e for v, e in zip(at, m)) for m, c in lower)
+        lead = coefficient * math.prod(v**e for v, e in zip(at, top))
+        rest = sum(abs(c) * math.prod(v**e for v, e in zip(at, m)) for m, c in lower)
         if lead >= rest and value == 1:
             return f"grows as {factor}"
         if lead >= rest:
-            return (f"grows as {factor}; the {power_text(dims[axis], top[axis])} term is the "
-                    f"larger from {dims[axis]} = {value:,} on")
+            return (
+                f"grows as {factor}; the {power_text(dims[axis], top[axis])} term is the "
+                f"larger from {dims[axis]} = {value:,} on"
+            )
     return f"grows as {factor}"

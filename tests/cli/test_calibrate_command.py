@@ -4,12 +4,11 @@ and its errors."""
 from __future__ import annotations
 
 import pytest
+from measurements import hand_calibration
 
 from onnxroof.cli.app import main
 from onnxroof.measure import calibration
 from onnxroof.roofline.targets import parse_target
-
-from measurements import hand_calibration
 
 
 @pytest.fixture
@@ -46,13 +45,16 @@ def test_cli_prints_to_stdout_and_is_quiet_with_q(capsys, fake_calibration):
     assert fake_calibration["seconds"] == calibration.DEFAULT_SECONDS
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["calibrate", "--seconds", "0.5"], "at least 2 seconds"),
-    (["calibrate", "--seconds", "soon"], "expected a number of seconds"),
-    (["calibrate", "--threads", "0"], "positive integer"),
-    (["calibrate", "-o", "{tmp}/a-file/x.toml"], "cannot make the folder"),  # a folder where a file is
-    (["calibrate", "-o", "{tmp}/x.toml", "--save"], "give one of them"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["calibrate", "--seconds", "0.5"], "at least 2 seconds"),
+        (["calibrate", "--seconds", "soon"], "expected a number of seconds"),
+        (["calibrate", "--threads", "0"], "positive integer"),
+        (["calibrate", "-o", "{tmp}/a-file/x.toml"], "cannot make the folder"),  # a folder where a file is
+        (["calibrate", "-o", "{tmp}/x.toml", "--save"], "give one of them"),
+    ],
+)
 def test_cli_errors_are_one_line_with_exit_2(capsys, fake_calibration, argv, message, tmp_path):
     (tmp_path / "a-file").write_text("")
     code = main([arg.replace("{tmp}", str(tmp_path)) for arg in argv])
@@ -77,16 +79,22 @@ def test_output_folders_are_made_and_save_writes_where_target_finds_it(capsys, f
     monkeypatch.chdir(elsewhere)
     assert load_target("lab-box").path == str(tmp_path / "mine" / "lab-box.toml")
     capsys.readouterr()
-    assert main(["targets"]) == 0 and f"target lab-box is read from {tmp_path / 'mine' / 'lab-box.toml'}" in capsys.readouterr().out
+    assert (
+        main(["targets"]) == 0
+        and f"target lab-box is read from {tmp_path / 'mine' / 'lab-box.toml'}" in capsys.readouterr().out
+    )
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["calibrate", "--name", "x" * 300], "is 300 characters long; a target name has at most 64"),
-    (["calibrate", "--save", "--name", "../../x"], "may hold only letters, digits"),
-    (["calibrate", "--name", ".hidden"], "start with a letter or digit"),
-    (["calibrate", "--name", ""], "may hold only letters, digits"),
-    (["calibrate", "-o", "{tmp}/my box.toml"], "the file's stem, the target's name by default, may hold only"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["calibrate", "--name", "x" * 300], "is 300 characters long; a target name has at most 64"),
+        (["calibrate", "--save", "--name", "../../x"], "may hold only letters, digits"),
+        (["calibrate", "--name", ".hidden"], "start with a letter or digit"),
+        (["calibrate", "--name", ""], "may hold only letters, digits"),
+        (["calibrate", "-o", "{tmp}/my box.toml"], "the file's stem, the target's name by default, may hold only"),
+    ],
+)
 def test_a_bad_name_is_refused_before_any_measuring(capsys, monkeypatch, tmp_path, argv, message):
     # the measuring must not start: a name that cannot name a target is known from the flags alone
     def measuring(*_, **__):

@@ -7,9 +7,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-from onnx import TensorProto
-
 from conftest import relu_file, run
+from onnx import TensorProto
 
 F32 = TensorProto.FLOAT
 

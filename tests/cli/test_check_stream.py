@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from conftest import one_error_line, relu_file, run
+
 from onnxroof.core.files import LineStream
 
 

@@ -8,21 +8,18 @@ import json
 
 import onnx
 import pytest
+from conftest import make_model, run
+from models import decoder_block
 from onnx import TensorProto, helper
 
 from onnxroof.cli.app import main
 from onnxroof.core.examples import build_example
 from onnxroof.roofline.targets import parse_target
 
-from conftest import make_model, run
-from models import decoder_block
-
 F32 = TensorProto.FLOAT
 SHALLOWNET_PARAMS, SHALLOWNET_MAC_FLOPS = 328_586, 2_424_832
 SEPARABLE_PARAMS = SHALLOWNET_PARAMS - 741  # 155 conv parameters instead of 896 (see cli/test_formats.py)
 PAIR = ("example:shallownet", "example:shallownet-separable")
-
-
 
 
 def document(capsys, *argv) -> dict:
@@ -39,8 +36,12 @@ def one_line_error(err: str, *fragments: str) -> bool:
 def relu_n4(tmp_path):
     """x [n, 4] -> Relu: n x 4 FLOPs (one per element)."""
     path = tmp_path / "relu.onnx"
-    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", F32, ["n", 4])],
-                         [("y", F32, ["n", 4])]), path)
+    onnx.save(
+        make_model(
+            [helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", F32, ["n", 4])], [("y", F32, ["n", 4])]
+        ),
+        path,
+    )
     return path
 
 
@@ -251,7 +252,9 @@ def test_compare_analysis_flags_apply_to_every_model(capsys):
     assert code == 0
     # batch 2 doubles the MAC-FLOPs (4,849,664 and 2 x 907,264), not the parameters
     assert [(m["totals"]["mac_flops"], m["totals"]["params"]) for m in json.loads(out)["models"]] == [
-        (2 * SHALLOWNET_MAC_FLOPS, SHALLOWNET_PARAMS), (2 * 907_264, SEPARABLE_PARAMS)]
+        (2 * SHALLOWNET_MAC_FLOPS, SHALLOWNET_PARAMS),
+        (2 * 907_264, SEPARABLE_PARAMS),
+    ]
 
 
 def test_compare_with_a_bad_model_is_exit_2_and_writes_nothing(capsys, tmp_path):
@@ -273,10 +276,12 @@ def test_ops_plugin_lists_the_plugins_rule_with_its_formula(capsys, tmp_path):
     from onnxroof.ops import COST_RULES
 
     plugin = tmp_path / "my_ops.py"
-    plugin.write_text("from onnxroof.ops import OpCost, register\n\n"
-                      "def my_attention(node):\n    \"\"\"MACs = 2 x B x S^2 x D.\"\"\"\n"
-                      "    b, s, d = node.input_shape(0)\n    return OpCost(macs=2 * b * s * s * d)\n\n"
-                      "register('MyAttention', my_attention, family='attention', domain='my.domain')\n")
+    plugin.write_text(
+        "from onnxroof.ops import OpCost, register\n\n"
+        'def my_attention(node):\n    """MACs = 2 x B x S^2 x D."""\n'
+        "    b, s, d = node.input_shape(0)\n    return OpCost(macs=2 * b * s * s * d)\n\n"
+        "register('MyAttention', my_attention, family='attention', domain='my.domain')\n"
+    )
     code, out, _ = run(capsys, "ops")
     assert code == 0 and "MyAttention" not in out
     try:
@@ -303,8 +308,6 @@ def test_calibrate_name_wins_over_the_output_files_stem(capsys, tmp_path, monkey
 
 
 # --- profile (onnxruntime on a two-node model, one run: structure, never timings) ------------------
-
-
 
 
 def profile(capsys, model, *flags) -> dict:
@@ -342,8 +345,9 @@ def test_profile_keep_profile_saves_onnxruntimes_raw_trace(capsys, conv_relu, tm
     assert any(e.get("cat") == "Node" and e["name"].endswith("_kernel_time") for e in events)
 
 
-@pytest.mark.parametrize("flags, batch", [(["--dim", "n=2"], 2), (["--input-shape", "x:3,2,8,8"], 3),
-                                          (["--batch", "4"], 4)])
+@pytest.mark.parametrize(
+    "flags, batch", [(["--dim", "n=2"], 2), (["--input-shape", "x:3,2,8,8"], 3), (["--batch", "4"], 4)]
+)
 def test_profile_binds_the_inputs_it_runs_and_predicts(capsys, conv_relu, flags, batch):
     result = profile(capsys, conv_relu, "--runs", "1", "--warmup", "0", *flags)
     assert result["model"]["inputs"][0]["shape"] == [batch, 2, 8, 8]
@@ -374,9 +378,11 @@ def test_quick_commands_import_neither_the_pipeline_nor_the_measuring_modules():
     import subprocess
     import sys
 
-    program = ("import sys\nfrom onnxroof.cli.app import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
-               "    pass\nprint(sorted(m for m in ('numpy', 'onnxruntime', 'onnx', 'onnxroof.pipeline', "
-               "'onnxroof.measure.calibrate', 'onnxroof.measure.profiling') if m in sys.modules))")
+    program = (
+        "import sys\nfrom onnxroof.cli.app import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
+        "    pass\nprint(sorted(m for m in ('numpy', 'onnxruntime', 'onnx', 'onnxroof.pipeline', "
+        "'onnxroof.measure.calibrate', 'onnxroof.measure.profiling') if m in sys.modules))"
+    )
     for argv in (["targets"], ["summary", "--help"], ["diff", "--help"]):
         run = subprocess.run([sys.executable, "-c", program, *argv], capture_output=True, text=True, check=False)
         assert run.stdout.splitlines()[-1] == "[]", (argv, run.stdout[-300:], run.stderr[-300:])

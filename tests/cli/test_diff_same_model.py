@@ -6,12 +6,11 @@ from __future__ import annotations
 import shutil
 
 import onnx
+from conftest import run
 
 import onnxroof.findings
 from onnxroof.cli.commands.diff import same_source
 from onnxroof.core.examples import build_example
-
-from conftest import run
 
 
 def test_same_source_reads_paths_and_bytes(tmp_path):

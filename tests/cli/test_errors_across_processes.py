@@ -7,15 +7,21 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from conftest import one_error_line, relu_file, run
 from onnx import TensorProto
 
 from onnxroof.core import errors
-from onnxroof.core.errors import (IncompleteAnalysis, ModelError, OnnxroofError, OptionError, OutputError,
-                                  UnboundDims, UsageError)
+from onnxroof.core.errors import (
+    IncompleteAnalysis,
+    ModelError,
+    OnnxroofError,
+    OptionError,
+    OutputError,
+    UnboundDims,
+    UsageError,
+)
 from onnxroof.core.tensors import UnresolvedDim
 from onnxroof.ops.base import UnknownShape
-
-from conftest import one_error_line, relu_file, run
 
 F32 = TensorProto.FLOAT
 
@@ -23,8 +29,11 @@ F32 = TensorProto.FLOAT
 def _every_error():
     dims = [UnresolvedDim("x", 1, "seq", ("batch", "seq")), UnresolvedDim("mask", -1, None)]
     return [
-        OnnxroofError("plain"), ModelError("m.onnx: no such file"), UsageError("bad flag"),
-        IncompleteAnalysis("incomplete"), OutputError("-o x: cannot be written (No space left on device)"),
+        OnnxroofError("plain"),
+        ModelError("m.onnx: no such file"),
+        UsageError("bad flag"),
+        IncompleteAnalysis("incomplete"),
+        OutputError("-o x: cannot be written (No space left on device)"),
         OptionError("dims", "{opt.dims} {text!r}: expected SYMBOL=VALUE", text="batch"),
         UnboundDims("m.onnx", dims, {"batch": 1}, decoder=True),
     ]

@@ -22,8 +22,9 @@ def test_netron_attachment_beside_the_model(tmp_path):
     attachment = json.loads((tmp_path / "chain.onnxroof.json").read_text(encoding="utf-8"))
     assert attachment["signature"] == "netron:attachment"
     # matmul_b: x [1, 1000] after relu_a times w1 [1000, 2000]: 1 x 1000 x 2000 MACs
-    figures = {i["name"]: i["value"] for i in attachment["metrics"]
-               if i["kind"] == "node" and i["target"] == "matmul_b"}
+    figures = {
+        i["name"]: i["value"] for i in attachment["metrics"] if i["kind"] == "node" and i["target"] == "matmul_b"
+    }
     assert figures["MACs"] == 2_000_000 and figures["parameters"] == 2_000_000
     assert {"myriad-x: kernel", "myriad-x: time", "myriad-x: share", "myriad-x: bound"} <= set(figures)
 
@@ -38,11 +39,26 @@ def test_netron_without_a_target_has_the_nodes_figures(tmp_path):
 def test_model_explorer_one_file_per_target_and_metric(tmp_path):
     folder = tmp_path / "overlays"
     folder.mkdir()
-    argv = ["export", _model(tmp_path), "--to", "model-explorer", "--target", "myriad-x", "--target", "l4",
-            "-o", str(folder), "-q"]
+    argv = [
+        "export",
+        _model(tmp_path),
+        "--to",
+        "model-explorer",
+        "--target",
+        "myriad-x",
+        "--target",
+        "l4",
+        "-o",
+        str(folder),
+        "-q",
+    ]
     assert main(argv) == 0
     assert sorted(p.name for p in folder.iterdir()) == [
-        "chain.l4.bound.json", "chain.l4.share.json", "chain.myriad-x.bound.json", "chain.myriad-x.share.json"]
+        "chain.l4.bound.json",
+        "chain.l4.share.json",
+        "chain.myriad-x.bound.json",
+        "chain.myriad-x.share.json",
+    ]
     share = json.loads((folder / "chain.myriad-x.share.json").read_text())["test"]["results"]
     # the shares of the nodes that run, in percent, add up to the latency's 100%
     assert abs(sum(r["value"] for r in share.values()) - 100) < 0.01

@@ -9,16 +9,13 @@ import json
 import numpy as np
 import onnx
 import pytest
+from conftest import make_model, run
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.core.examples import build_example
 
-from conftest import make_model, run
-
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 SHALLOWNET_MAC_FLOPS, SHALLOWNET_PARAMS = 2_424_832, 328_586  # cost-model.md section 2
-
-
 
 
 def totals(capsys, *argv) -> dict:
@@ -49,9 +46,17 @@ def test_in_place_lets_a_single_consumer_elementwise_op_overwrite_its_input(caps
     # x [1, 4] -> Tile -> a [1, 1024] (4 KiB) -> Relu b -> Relu c -> ReduceSum: without --in-place
     # a and b are live together (8,192 B); with it b and c overwrite a, and the peak is step 0's
     # x + a = 16 + 4,096 B
-    model = make_model([helper.make_node("Tile", ["x", "reps"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
-                        helper.make_node("Relu", ["b"], ["c"]), helper.make_node("ReduceSum", ["c"], ["y"], keepdims=0)],
-                       [("x", F32, [1, 4])], [("y", F32, [])], [("reps", np.array([1, 256], np.int64))])
+    model = make_model(
+        [
+            helper.make_node("Tile", ["x", "reps"], ["a"]),
+            helper.make_node("Relu", ["a"], ["b"]),
+            helper.make_node("Relu", ["b"], ["c"]),
+            helper.make_node("ReduceSum", ["c"], ["y"], keepdims=0),
+        ],
+        [("x", F32, [1, 4])],
+        [("y", F32, [])],
+        [("reps", np.array([1, 256], np.int64))],
+    )
     path = tmp_path / "chain.onnx"
     onnx.save(model, path)
 
@@ -68,8 +73,11 @@ def loop_with_a_computed_trip_count():
     body = helper.make_graph(
         [helper.make_node("MatMul", ["h", "w"], ["h_next"]), helper.make_node("Identity", ["cond_in"], ["cond_out"])],
         "body",
-        [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", BOOL, []),
-         helper.make_tensor_value_info("h", F32, [1, 8])],
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("cond_in", BOOL, []),
+            helper.make_tensor_value_info("h", F32, [1, 8]),
+        ],
         [helper.make_tensor_value_info("cond_out", BOOL, []), helper.make_tensor_value_info("h_next", F32, [1, 8])],
         [numpy_helper.from_array(np.zeros((8, 8), np.float32), "w")],
     )
@@ -87,8 +95,14 @@ def test_loop_trips_gives_a_computed_count(capsys, tmp_path):
 
 def test_quiet_silences_the_warnings(capsys, tmp_path):
     path = tmp_path / "free.onnx"
-    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["z"], ["w"])],
-                         [("x", F32, ["n", 4]), ("z", F32, [2, 4])], [("y", F32, ["n", 4]), ("w", F32, [2, 4])]), path)
+    onnx.save(
+        make_model(
+            [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["z"], ["w"])],
+            [("x", F32, ["n", 4]), ("z", F32, [2, 4])],
+            [("y", F32, ["n", 4]), ("w", F32, [2, 4])],
+        ),
+        path,
+    )
     code, _, err = run(capsys, "summary", path, "--partial")
     assert code == 0 and "warning" in err and "--dim n=1" in err
     code, _, err = run(capsys, "summary", path, "--partial", "-q")
@@ -104,8 +118,13 @@ def test_diff_budget_on_a_relative_change_is_the_pr_gate(capsys):
     assert code == 1 and "flops>+5%" in err
 
 
-@pytest.mark.parametrize("command", [["diff", "example:shallownet", "example:shallownet-separable"],
-                                     ["compare", "example:shallownet", "example:shallownet-separable"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["diff", "example:shallownet", "example:shallownet-separable"],
+        ["compare", "example:shallownet", "example:shallownet-separable"],
+    ],
+)
 def test_diff_and_compare_write_html_when_asked(capsys, tmp_path, command):
     path = tmp_path / "page.html"
     code, _, err = run(capsys, *command, "--format", "html", "-o", path)
@@ -137,9 +156,11 @@ def test_a_rule_that_raises_is_an_internal_error_exit_3(capsys, tmp_path, monkey
 
     monkeypatch.setattr(registry, "COST_RULES", dict(registry.COST_RULES))  # the plugin's rule goes with this test
     plugin = tmp_path / "broken_rule.py"
-    plugin.write_text("from onnxroof.ops import register\n\n"
-                      "def relu(node):\n    raise RuntimeError('this rule is broken')\n\n"
-                      "register('Relu', relu, family='elementwise')\n")
+    plugin.write_text(
+        "from onnxroof.ops import register\n\n"
+        "def relu(node):\n    raise RuntimeError('this rule is broken')\n\n"
+        "register('Relu', relu, family='elementwise')\n"
+    )
     code, out, err = run(capsys, "summary", "--example", "shallownet", "--plugin", plugin)
     assert code == 3 and "internal error" in err and out == ""
 

@@ -12,13 +12,12 @@ import json
 import re
 
 import pytest
+from conftest import run
 from onnx import TensorProto
 
 import onnxroof
 from onnxroof.core.examples import build_example
 from onnxroof.roofline.targets import parse_target
-
-from conftest import run
 
 F32 = TensorProto.FLOAT
 SHALLOWNET_NODES = ["conv2d_0", "activation_0", "flatten_0", "dense_0", "softmax_0"]
@@ -28,8 +27,6 @@ SHALLOWNET_MAC_FLOPS, SHALLOWNET_PARAMS = 2_424_832, 328_586
 # 32 x 32 x 3 x (9 + 32) = 125,952, so 251,904 MAC-FLOPs + the dense layer's 655,360 = 907,264
 SEPARABLE_PARAMS, SEPARABLE_MAC_FLOPS = SHALLOWNET_PARAMS - 741, 907_264
 PAIR = ("example:shallownet", "example:shallownet-separable")
-
-
 
 
 def complete_html_page(text: str) -> bool:
@@ -65,8 +62,21 @@ def test_summary_json_is_exactly_the_python_apis_document(capsys):
     document = json.loads(out)
     expected = onnxroof.analyze(build_example("shallownet"), targets=["myriad-x"]).to_dict()
     assert document == json.loads(json.dumps(expected))
-    documented = {"schema", "version", "conventions", "model", "complete", "warnings", "unresolved_dims", "totals",
-                  "nodes", "dtype", "batch", "memory", "targets"}
+    documented = {
+        "schema",
+        "version",
+        "conventions",
+        "model",
+        "complete",
+        "warnings",
+        "unresolved_dims",
+        "totals",
+        "nodes",
+        "dtype",
+        "batch",
+        "memory",
+        "targets",
+    }
     assert documented <= set(document) and document["schema"] == "onnxroof/1"
     assert {"peak_bytes", "best_order", "timeline"} <= set(document["memory"])
     assert document["targets"][0]["name"] == "myriad-x" and "model_point" in document["targets"][0]
@@ -94,8 +104,9 @@ def test_summary_markdown_is_a_totals_table_and_a_node_table(capsys):
 
 
 def test_summary_sweep_table_has_one_row_per_point_of_the_product(capsys):
-    code, out, _ = run(capsys, "summary", "--example", "shallownet", "--sweep", "batch=1,2",
-                       "--sweep", "dtype=model,int8", "-q")
+    code, out, _ = run(
+        capsys, "summary", "--example", "shallownet", "--sweep", "batch=1,2", "--sweep", "dtype=model,int8", "-q"
+    )
     assert code == 0
     rows = [line.split() for line in out.splitlines()[1:] if line.strip()]
     # 2 batches x 2 dtypes; the param bytes: 328,586 x 4 B = 1.25 MiB stored, x 1 B = 321 KiB in int8
@@ -159,7 +170,10 @@ def test_diff_json_is_the_diff_document_with_exact_changes_and_budgets(capsys):
     assert {"base", "head", "totals", "targets", "op_types", "nodes", "budgets"} <= set(document)
     totals = {d["key"]: d for d in document["totals"]}
     assert (totals["params"]["base"], totals["params"]["head"], totals["params"]["change"]) == (
-        SHALLOWNET_PARAMS, SEPARABLE_PARAMS, -741)
+        SHALLOWNET_PARAMS,
+        SEPARABLE_PARAMS,
+        -741,
+    )
     assert totals["mac_flops"]["head"] == SEPARABLE_MAC_FLOPS
     assert list(document["targets"]) == ["myriad-x"]
     assert document["budgets"] == [{"budget": "params>5M", "value": SEPARABLE_PARAMS, "broken": False}]
@@ -192,7 +206,9 @@ def test_diff_markdown_is_a_metric_table_with_its_header_row(capsys):
 
 def test_diff_html_is_a_complete_page_with_a_roofline_per_target(capsys, tmp_path):
     page = tmp_path / "diff.html"
-    code, _, _ = run(capsys, "diff", *PAIR, "--target", "myriad-x", "--target", "h100-sxm", "--format", "html", "-o", page)
+    code, _, _ = run(
+        capsys, "diff", *PAIR, "--target", "myriad-x", "--target", "h100-sxm", "--format", "html", "-o", page
+    )
     assert code == 0
     text = page.read_text()
     assert complete_html_page(text) and 'id="deltas"' in text and "shallownet_separable" in text
@@ -219,8 +235,9 @@ def test_compare_table_has_a_header_and_one_row_per_model_in_the_order_given(cap
 def test_compare_markdown_is_one_table_with_a_row_per_model(capsys):
     code, out, _ = run(capsys, "compare", *PAIR, "--format", "markdown")
     assert code == 0
-    assert markdown_tables(out) == [["model", "params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations",
-                                     "best-order peak"]]
+    assert markdown_tables(out) == [
+        ["model", "params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations", "best-order peak"]
+    ]
     assert "| shallownet | 329 k |" in out and "| shallownet\\_separable | 328 k |" in out
 
 
@@ -231,7 +248,8 @@ def test_compare_json_lists_the_models_in_the_order_given_with_exact_totals(caps
     assert document["schema"] == "onnxroof-compare/1"
     assert [(m["name"], m["totals"]["params"], m["totals"]["mac_flops"]) for m in document["models"]] == [
         ("shallownet_separable", SEPARABLE_PARAMS, SEPARABLE_MAC_FLOPS),
-        ("shallownet", SHALLOWNET_PARAMS, SHALLOWNET_MAC_FLOPS)]
+        ("shallownet", SHALLOWNET_PARAMS, SHALLOWNET_MAC_FLOPS),
+    ]
 
 
 def test_compare_html_is_a_complete_page_with_totals_and_a_roofline_per_target(capsys, tmp_path):
@@ -266,25 +284,38 @@ def test_ops_is_markdown_with_one_table_per_family(capsys):
 # --- profile and calibrate (real runs on tiny inputs; structure only, nothing timed) ------------
 
 
-
-
 def test_profile_table_has_a_row_per_node_and_the_totals_line(capsys, conv_relu):
     pytest.importorskip("onnxruntime")
-    code, out, _ = run(capsys, "profile", conv_relu, "--dim", "n=1", "--target", "myriad-x", "--runs", "1",
-                       "--warmup", "0", "-q")
+    code, out, _ = run(
+        capsys, "profile", conv_relu, "--dim", "n=1", "--target", "myriad-x", "--runs", "1", "--warmup", "0", "-q"
+    )
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith("onnxroof profile · ") and lines[0].endswith("inputs: x 1x2x8x8 float32")
     assert "target myriad-x" in lines[2]
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["name", "op"])
-    assert [line.split()[0] for line in lines[header + 1:header + 3]] == ["conv", "relu"]
+    assert [line.split()[0] for line in lines[header + 1 : header + 3]] == ["conv", "relu"]
     assert any(line.startswith("predicted ") and " measured " in line for line in lines)
 
 
 def test_profile_json_is_the_profile_document(capsys, conv_relu):
     pytest.importorskip("onnxruntime")
-    code, out, _ = run(capsys, "profile", conv_relu, "--dim", "n=1", "--target", "myriad-x", "--runs", "1",
-                       "--warmup", "0", "--format", "json", "-q")
+    code, out, _ = run(
+        capsys,
+        "profile",
+        conv_relu,
+        "--dim",
+        "n=1",
+        "--target",
+        "myriad-x",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--format",
+        "json",
+        "-q",
+    )
     assert code == 0
     document = json.loads(out)
     assert document["schema"] == "onnxroof-profile/1"

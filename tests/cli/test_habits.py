@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from conftest import run
+
 from onnxroof.cli.app import build_parser
 
-from conftest import run
 
 def _subparsers(parser):
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -17,9 +18,12 @@ def _subparsers(parser):
 
 
 def test_every_option_of_every_command_has_help():
-    missing = [f"{name} {action.option_strings or action.dest}"
-               for name, sub in _subparsers(build_parser()).items()
-               for action in sub._actions if action.help is None]
+    missing = [
+        f"{name} {action.option_strings or action.dest}"
+        for name, sub in _subparsers(build_parser()).items()
+        for action in sub._actions
+        if action.help is None
+    ]
     assert missing == []
 
 
@@ -54,16 +58,20 @@ def test_diff_as_html_without_output_writes_a_page(capsys, tmp_path, monkeypatch
 
 def test_fp8_runs_on_the_fp8_roof_where_a_target_gives_one(capsys):
     # ShallowNet's 328,586 parameters stored in fp8 take one byte each; H100 lists an fp8 peak
-    code, out, _ = run(capsys, "summary", "example:shallownet", "--dtype", "fp8", "--target", "h100-sxm",
-                       "--format", "json")
+    code, out, _ = run(
+        capsys, "summary", "example:shallownet", "--dtype", "fp8", "--target", "h100-sxm", "--format", "json"
+    )
     document = json.loads(out)
     assert code == 0 and document["totals"]["param_bytes"] == 328_586
     assert document["targets"][0]["model_point"]["roof"] == "fp8"
 
 
 def test_terminal_lines_fit_120_columns(capsys):
-    for argv in (("targets",), ("summary", "example:minigooglenet", "--target", "l4", "--target", "jetson-orin-nano"),
-                 ("compare", "example:shallownet", "example:minigooglenet", "--target", "l4", "--target", "h100-sxm")):
+    for argv in (
+        ("targets",),
+        ("summary", "example:minigooglenet", "--target", "l4", "--target", "jetson-orin-nano"),
+        ("compare", "example:shallownet", "example:minigooglenet", "--target", "l4", "--target", "h100-sxm"),
+    ):
         code, out, _ = run(capsys, *argv, "-q") if argv[0] != "targets" else run(capsys, *argv)
         assert code == 0
         assert max(len(line) for line in out.splitlines()) <= 120, argv
@@ -73,9 +81,11 @@ def test_explain_takes_its_flags_anywhere_and_shows_the_node_on_a_target(capsys,
     # ShallowNet's conv2d_0: 884,736 MACs; on myriad-x it is fused with its ReLU and the Flatten
     code, out, _ = run(capsys, "explain", "example:shallownet", "--batch", "1", "conv2d_0", "--target", "myriad-x")
     assert code == 0 and "applied 1·32·1024·3·9 = 884,736 MACs" in out
-    block = out[out.index("target myriad-x"):]
+    block = out[out.index("target myriad-x") :]
     assert "compute " in block and "DRAM " in block and "-bound" in block
-    code, again, _ = run(capsys, "explain", "--example", "shallownet", "conv2d_0", "--batch", "1", "--target", "myriad-x")
+    code, again, _ = run(
+        capsys, "explain", "--example", "shallownet", "conv2d_0", "--batch", "1", "--target", "myriad-x"
+    )
     assert code == 0 and again == out
     code, _, err = run(capsys, "explain", "example:shallownet")
     assert code == 2 and "explain takes a model and a node name" in err
@@ -102,8 +112,14 @@ def test_targets_fits_120_columns_whatever_the_names_and_paths(capsys, tmp_path,
     name = "a-calibrated-workstation-in-the-lab-with-a-long-descriptive-n"[:60]
     folder = tmp_path.joinpath(*["a-deep-folder-of-targets"] * 4)
     folder.mkdir(parents=True)
-    figures = {"peak_ops_per_s.fp32": 1.23456e20, "dram.bandwidth_bytes_per_s": 3.35e12, "dram.size_bytes": 85899345920,
-               "onchip.size_bytes": 52428800, "onchip.bandwidth_bytes_per_s": 1e13, "node_overhead_s": 3e-6}
+    figures = {
+        "peak_ops_per_s.fp32": 1.23456e20,
+        "dram.bandwidth_bytes_per_s": 3.35e12,
+        "dram.size_bytes": 85899345920,
+        "onchip.size_bytes": 52428800,
+        "onchip.bandwidth_bytes_per_s": 1e13,
+        "node_overhead_s": 3e-6,
+    }
     (folder / f"{name}.toml").write_text(target_text(figures, name=name, description="x" * 200))
     (folder / f"{'b' * 60}.toml").write_text("not a target")
     monkeypatch.setenv("ONNXROOF_TARGETS", str(folder))

@@ -11,7 +11,6 @@ import json
 import re
 
 import pytest
-
 from conftest import run
 from models import fixed_batch_model, hand_targets
 
@@ -28,8 +27,10 @@ def test_sweep_warnings_name_the_point_in_words(capsys, files):
     code, out, err = run(capsys, "summary", model, "--sweep", "batch=1,8", "--target", calibrated)
     assert code == 0
     warnings = [line for line in err.splitlines() if line.startswith("onnxroof: warning:")]
-    assert warnings[0] == ("onnxroof: warning: batch=8: 2 node(s) not counted: its totals and latencies are lower "
-                           "bounds, its throughputs upper bounds")
+    assert warnings[0] == (
+        "onnxroof: warning: batch=8: 2 node(s) not counted: its totals and latencies are lower "
+        "bounds, its throughputs upper bounds"
+    )
     assert all(line.startswith("onnxroof: warning: batch=8: ") for line in warnings)
     assert "{'batch'" not in err
     assert "batch=8: INCOMPLETE, 2 node(s) not counted" in out
@@ -37,17 +38,21 @@ def test_sweep_warnings_name_the_point_in_words(capsys, files):
 
 def test_the_sweep_json_says_complete_per_point(capsys, files):
     model, calibrated = files
-    code, out, _ = run(capsys, "summary", model, "--sweep", "batch=1,8", "--target", calibrated, "--format", "json",
-                       "-q")
+    code, out, _ = run(
+        capsys, "summary", model, "--sweep", "batch=1,8", "--target", calibrated, "--format", "json", "-q"
+    )
     points = json.loads(out)["points"]
     assert [(p["label"], p["complete"], p["targets"][0]["complete"]) for p in points] == [
-        ("batch=1", True, True), ("batch=8", False, False)]
+        ("batch=1", True, True),
+        ("batch=8", False, False),
+    ]
 
 
 def test_check_says_a_latency_on_an_incomplete_analysis_is_a_bound(capsys, files):
     model, calibrated = files
-    code, out, _ = run(capsys, "check", model, "--batch", "8", "--target", calibrated,
-                       "--fail-if", "latency[calibrated]>10ms", "-q")
+    code, out, _ = run(
+        capsys, "check", model, "--batch", "8", "--target", calibrated, "--fail-if", "latency[calibrated]>10ms", "-q"
+    )
     assert code == 1  # the budget is broken: at least 16.8 ms is over 10 ms whatever mm2 takes
     assert ", latency[calibrated] ≥ 16.8 ms (2 node(s) not counted); " in out
     assert "latency[calibrated] is ≥ 16.8 ms (a lower bound: 2 node(s) not counted) -> BROKEN" in out
@@ -87,7 +92,11 @@ def test_a_real_static_export_run_at_batch_8_is_a_bound_everywhere(capsys, tmp_p
     missing = totals["nodes"] - totals["counted_nodes"]
     assert missing > 0 and document["complete"] is False
     assert (target["latency_kind"], target["complete"], target["uncounted_nodes"], target["error_band"]) == (
-        "bound", False, missing, None)
+        "bound",
+        False,
+        missing,
+        None,
+    )
     assert target["bound_reason"] == f"{missing:,} node(s) not counted"
     code, out, _ = run(capsys, "summary", path, *shapes, "-q")
     assert f"latency: a lower bound (≥): {missing:,} node(s) not counted, and they take time too" in out
@@ -98,5 +107,6 @@ def test_a_real_static_export_run_at_batch_8_is_a_bound_everywhere(capsys, tmp_p
     assert run(capsys, "report", path, *shapes, "-o", page, "-q")[0] == 0
     html = page.read_text()
     assert re.findall(r'<dd class="sub latency-kind"[^>]*>([^<]*)</dd>', html) == [
-        f"lower bound · {missing:,} node(s) not counted · launch cost borrowed"]
+        f"lower bound · {missing:,} node(s) not counted · launch cost borrowed"
+    ]
     assert re.search(r'<dd class="big"[^>]*>≥ [\d.]+ [mµ]s</dd>', html)

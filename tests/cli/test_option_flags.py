@@ -56,10 +56,14 @@ def test_every_flag_of_an_analysing_command_is_its_options_declaration(command):
 
 def test_the_flags_are_listed_in_each_groups_declared_order():
     for group in command_parser("summary")._action_groups:
-        listed = [a.option_strings[-1] for a in group._group_actions
-                  if a.option_strings and a.option_strings[-1] in FLAGS.values()]
-        declared = sorted((d.flag.place, d.flag.name) for d in OPTIONS.values()
-                          if d.flag and d.flag.group == group.title)
+        listed = [
+            a.option_strings[-1]
+            for a in group._group_actions
+            if a.option_strings and a.option_strings[-1] in FLAGS.values()
+        ]
+        declared = sorted(
+            (d.flag.place, d.flag.name) for d in OPTIONS.values() if d.flag and d.flag.group == group.title
+        )
         assert listed == [flag for _, flag in declared], group.title
 
 
@@ -71,23 +75,40 @@ def test_every_option_refuses_a_value_of_no_type_it_takes_naming_itself(name):
 
 
 def test_the_flags_give_typed_options_and_the_command_says_whether_they_are_for_several_models():
-    args = parsed("summary", "m.onnx", "--batch", "4", "--no-overhead", "--dim", "N=3", "--dim", "M=2",
-                  "--dtype", "fp16", "--context", "0")
+    args = parsed(
+        "summary",
+        "m.onnx",
+        "--batch",
+        "4",
+        "--no-overhead",
+        "--dim",
+        "N=3",
+        "--dim",
+        "M=2",
+        "--dtype",
+        "fp16",
+        "--context",
+        "0",
+    )
     options = options_from_flags(args, several_models=False)
     assert options.batch == 4 and options.overhead is False and options.dims == ("N=3", "M=2")
     assert options.dtype == "fp16" and options.context == 0 and options.devices == 1  # --devices not given: 1
     assert options.ignore_missing_dims is False and options.checker_in_child is False
     assert options_from_flags(parsed("compare", "a.onnx", "b.onnx"), several_models=True).ignore_missing_dims
     assert options_from_flags(parsed("summary", "m.onnx"), several_models=False) == AnalysisOptions(
-        input_shapes=(), dims=(), values=(), targets=())  # no flag: every option at its default (lists empty)
+        input_shapes=(), dims=(), values=(), targets=()
+    )  # no flag: every option at its default (lists empty)
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--seq", "0"], "expected a positive integer, got '0'"),  # Count(1)
-    (["--context", "-1"], "expected a non-negative integer, got '-1'"),  # Count(0)
-    (["--devices", "0"], "give a whole number from 1 to 4,096, got '0'"),  # Count(1, MAX_DEVICES)
-    (["--phase", "pre"], "invalid choice: 'pre'"),  # Choice(("prefill", "decode"))
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--seq", "0"], "expected a positive integer, got '0'"),  # Count(1)
+        (["--context", "-1"], "expected a non-negative integer, got '-1'"),  # Count(0)
+        (["--devices", "0"], "give a whole number from 1 to 4,096, got '0'"),  # Count(1, MAX_DEVICES)
+        (["--phase", "pre"], "invalid choice: 'pre'"),  # Choice(("prefill", "decode"))
+    ],
+)
 def test_a_flags_value_is_checked_as_its_options_check_says(capsys, argv, words):
     code, _, err = run(capsys, "summary", "--example", "shallownet", *argv)
     assert code == 2 and words in err

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import onnx
 import pytest
-from onnx import TensorProto, helper
-
 from conftest import make_model, run
+from onnx import TensorProto, helper
 
 TOO_LARGE = str(2**63)  # one past the largest dim ONNX stores (an int64)
 
@@ -15,20 +14,29 @@ TOO_LARGE = str(2**63)  # one past the largest dim ONNX stores (an int64)
 @pytest.fixture
 def free_dims(tmp_path):
     path = tmp_path / "m.onnx"
-    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, ["n", "s"])],
-                         [("y", TensorProto.FLOAT, ["n", "s"])]), path)
+    onnx.save(
+        make_model(
+            [helper.make_node("Relu", ["x"], ["y"])],
+            [("x", TensorProto.FLOAT, ["n", "s"])],
+            [("y", TensorProto.FLOAT, ["n", "s"])],
+        ),
+        path,
+    )
     return str(path)
 
 
-@pytest.mark.parametrize("flags, value", [
-    (["--dim", f"s={TOO_LARGE}"], TOO_LARGE),
-    (["--input-shape", f"x:1,{TOO_LARGE}"], TOO_LARGE),
-    (["--dim", "s=4", "--batch", TOO_LARGE], TOO_LARGE),
-    (["--dim", "s=4", "--seq", TOO_LARGE], TOO_LARGE),
-    (["--dim", "s=4", "--sweep", f"batch=1,{TOO_LARGE}"], TOO_LARGE),
-    (["--dim", "s=4", "--fail-if", "params>1e999"], "1e999"),
-    (["--dim", "s=4", "--fail-if", "params>" + "9" * 400], "9" * 400),
-])
+@pytest.mark.parametrize(
+    "flags, value",
+    [
+        (["--dim", f"s={TOO_LARGE}"], TOO_LARGE),
+        (["--input-shape", f"x:1,{TOO_LARGE}"], TOO_LARGE),
+        (["--dim", "s=4", "--batch", TOO_LARGE], TOO_LARGE),
+        (["--dim", "s=4", "--seq", TOO_LARGE], TOO_LARGE),
+        (["--dim", "s=4", "--sweep", f"batch=1,{TOO_LARGE}"], TOO_LARGE),
+        (["--dim", "s=4", "--fail-if", "params>1e999"], "1e999"),
+        (["--dim", "s=4", "--fail-if", "params>" + "9" * 400], "9" * 400),
+    ],
+)
 def test_a_flag_value_past_its_limit_exits_2_naming_it(capsys, free_dims, flags, value):
     code, out, err = run(capsys, "summary", free_dims, *flags)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
@@ -43,8 +51,12 @@ def test_the_largest_dim_onnx_stores_is_still_counted(capsys, free_dims):
 def test_a_model_dim_written_as_a_huge_number_exits_2(capsys, tmp_path):
     path = tmp_path / "huge.onnx"
     dims = [1, "99999999999999999999999"]
-    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, dims)],
-                         [("y", TensorProto.FLOAT, dims)]), path)
+    onnx.save(
+        make_model(
+            [helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, dims)], [("y", TensorProto.FLOAT, dims)]
+        ),
+        path,
+    )
     code, out, err = run(capsys, "summary", path)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "'99999999999999999999999', over the limit, 2^63 - 1" in err
@@ -52,7 +64,13 @@ def test_a_model_dim_written_as_a_huge_number_exits_2(capsys, tmp_path):
 
 def test_a_dim_expression_that_comes_past_the_limit_exits_2(capsys, tmp_path):
     path = tmp_path / "sum.onnx"
-    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"])],
-                         [("x", TensorProto.FLOAT, [1, "a + b"])], [("y", TensorProto.FLOAT, [1, "a + b"])]), path)
+    onnx.save(
+        make_model(
+            [helper.make_node("Relu", ["x"], ["y"])],
+            [("x", TensorProto.FLOAT, [1, "a + b"])],
+            [("y", TensorProto.FLOAT, [1, "a + b"])],
+        ),
+        path,
+    )
     code, _, err = run(capsys, "summary", path, "--dim", f"a={2**62}", "--dim", f"b={2**62}")
     assert code == 2 and "comes to 9223372036854775808, over the limit" in err

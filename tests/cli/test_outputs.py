@@ -11,16 +11,13 @@ import sys
 import numpy as np
 import onnx
 import pytest
+from conftest import make_model, run
 from onnx import TensorProto, helper
 
 from onnxroof.cli.app import main
 from onnxroof.core.examples import build_example
 
-from conftest import make_model, run
-
 F32 = TensorProto.FLOAT
-
-
 
 
 @pytest.fixture
@@ -60,8 +57,19 @@ def test_summary_json_contract(capsys, shallownet_file):
     totals = document["totals"]
     assert totals["mac_flops"] == 2_424_832 and totals["params"] == 328_586 and totals["param_bytes"] == 1_314_344
     assert totals["unsupported"] == {}
-    node_keys = {"name", "op_type", "domain", "counted", "macs", "flops", "params", "weight_bytes",
-                 "input_bytes", "output_bytes", "intensity"}
+    node_keys = {
+        "name",
+        "op_type",
+        "domain",
+        "counted",
+        "macs",
+        "flops",
+        "params",
+        "weight_bytes",
+        "input_bytes",
+        "output_bytes",
+        "intensity",
+    }
     assert all(node_keys <= set(node) for node in document["nodes"])
     # totals are the sums of the node records
     assert totals["flops"] == sum(n["flops"] for n in document["nodes"])
@@ -156,7 +164,9 @@ def test_bad_flags(capsys, argv, fragment):
 def test_subprocess_exit_codes_and_no_traceback(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08\x07garbage")
-    process = subprocess.run([sys.executable, "-m", "onnxroof.cli", "summary", str(bad)], capture_output=True, text=True)
+    process = subprocess.run(
+        [sys.executable, "-m", "onnxroof.cli", "summary", str(bad)], capture_output=True, text=True
+    )
     assert process.returncode == 2 and "Traceback" not in process.stderr
     assert len(process.stderr.strip().splitlines()) == 1
     version = subprocess.run([sys.executable, "-m", "onnxroof.cli", "--version"], capture_output=True, text=True)
@@ -170,13 +180,18 @@ def test_debug_shows_traceback(capsys, tmp_path):
 
 def test_inputs_line_names_the_first_six(tmp_path, capsys):
     nodes = [helper.make_node("Relu", [f"x{i}"], [f"y{i}"]) for i in range(10)]
-    model = make_model(nodes, [(f"x{i}", TensorProto.FLOAT, [2, 3]) for i in range(10)],
-                       [(f"y{i}", TensorProto.FLOAT, [2, 3]) for i in range(10)])
+    model = make_model(
+        nodes,
+        [(f"x{i}", TensorProto.FLOAT, [2, 3]) for i in range(10)],
+        [(f"y{i}", TensorProto.FLOAT, [2, 3]) for i in range(10)],
+    )
     onnx.save(model, tmp_path / "ten.onnx")
     assert main(["summary", str(tmp_path / "ten.onnx"), "-q"]) == 0
     line = next(text for text in capsys.readouterr().out.splitlines() if text.startswith("inputs:"))
-    assert line == ("inputs: x0 2x3 float32, x1 2x3 float32, x2 2x3 float32, x3 2x3 float32, x4 2x3 float32, "
-                    "x5 2x3 float32 and 4 more (--format json lists them)")
+    assert line == (
+        "inputs: x0 2x3 float32, x1 2x3 float32, x2 2x3 float32, x3 2x3 float32, x4 2x3 float32, "
+        "x5 2x3 float32 and 4 more (--format json lists them)"
+    )
 
 
 def test_output_through_a_symlink_or_a_pipe_keeps_it_what_it_is(capsys, tmp_path):
@@ -190,8 +205,11 @@ def test_output_through_a_symlink_or_a_pipe_keeps_it_what_it_is(capsys, tmp_path
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    reader = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdout.write(open({str(fifo)!r}).read())"],
-                              stdout=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", f"import sys; sys.stdout.write(open({str(fifo)!r}).read())"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert run(capsys, "summary", "--example", "shallownet", "-o", str(fifo))[0] == 0
     assert reader.communicate(timeout=60)[0].startswith("onnxroof ")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -210,8 +228,12 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
 
     # 3,000 Relus: a node table of a few hundred KiB, written in chunks, more than a pipe holds
     nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=f"relu_{i}") for i in range(3000)]
-    graph = helper.make_graph(nodes, "relus", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
-                              [helper.make_tensor_value_info("t3000", TensorProto.FLOAT, [1, 8])])
+    graph = helper.make_graph(
+        nodes,
+        "relus",
+        [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("t3000", TensorProto.FLOAT, [1, 8])],
+    )
     path = tmp_path / "relus.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
     program = [sys.executable, "-c", "from onnxroof.cli.app import main; main()", "summary", str(path), "-q"]

@@ -11,9 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from onnx import TensorProto
-
 from conftest import one_error_line, relu_file, run
+from onnx import TensorProto
 
 F32 = TensorProto.FLOAT
 
@@ -23,8 +22,10 @@ F32 = TensorProto.FLOAT
 
 def _full_disk(limit: int = 2000):
     """A child process whose files cannot grow past ``limit`` bytes (EFBIG, as a full disk's ENOSPC)."""
+
     def limit_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return limit_files
 
 
@@ -34,8 +35,12 @@ def test_output_through_a_link_on_a_full_disk_keeps_the_real_file(tmp_path):
     real, link = tmp_path / "real" / "r.html", tmp_path / "link.html"
     real.write_text("good content")
     link.symlink_to(real)
-    process = subprocess.run([sys.executable, "-m", "onnxroof.cli", "report", str(model), "-o", str(link), "-q"],
-                             capture_output=True, text=True, preexec_fn=_full_disk())
+    process = subprocess.run(
+        [sys.executable, "-m", "onnxroof.cli", "report", str(model), "-o", str(link), "-q"],
+        capture_output=True,
+        text=True,
+        preexec_fn=_full_disk(),
+    )
     assert process.returncode == 2 and one_error_line(process.stderr), process.stderr
     assert f"-o {link}: cannot be written (File too large)" in process.stderr
     assert real.read_text() == "good content" and link.is_symlink()
@@ -113,14 +118,17 @@ def test_two_outputs_to_the_same_file_are_refused(capsys, tmp_path):
 # 11. a write error is the user's: exit 2, one line naming the file and the reason
 
 
-@pytest.mark.parametrize("argv", [
-    ["summary", "{m}", "-o", "/dev/full"],
-    ["summary", "{m}", "--emit-order", "/dev/full", "-q"],
-    ["report", "{m}", "-o", "/dev/full", "-q"],
-    ["compare", "{m}", "{m}", "--jobs", "1", "-o", "/dev/full"],
-    ["diff", "{m}", "{m}", "-o", "/dev/full"],
-    ["check", "{m}", "-o", "/dev/full"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["summary", "{m}", "-o", "/dev/full"],
+        ["summary", "{m}", "--emit-order", "/dev/full", "-q"],
+        ["report", "{m}", "-o", "/dev/full", "-q"],
+        ["compare", "{m}", "{m}", "--jobs", "1", "-o", "/dev/full"],
+        ["diff", "{m}", "{m}", "-o", "/dev/full"],
+        ["check", "{m}", "-o", "/dev/full"],
+    ],
+)
 def test_writing_to_a_full_device_is_exit_2_in_one_line(capsys, tmp_path, argv):
     model = relu_file(tmp_path / "m.onnx")
     code, _, err = run(capsys, *[word.format(m=model) for word in argv])
@@ -133,15 +141,17 @@ def test_standard_output_on_a_full_device_is_exit_2_in_one_line(tmp_path):
     model = relu_file(tmp_path / "m.onnx")
     for argv in (["summary", str(model)], ["check", str(model)]):
         with open("/dev/full", "w") as full:
-            process = subprocess.run([sys.executable, "-m", "onnxroof.cli", *argv, "-q"], stdout=full,
-                                     stderr=subprocess.PIPE, text=True)
+            process = subprocess.run(
+                [sys.executable, "-m", "onnxroof.cli", *argv, "-q"], stdout=full, stderr=subprocess.PIPE, text=True
+            )
         assert process.returncode == 2 and one_error_line(process.stderr), process.stderr
         assert "standard output: cannot be written (No space left on device)" in process.stderr
     # commands that print (a short text, flushed as the program ends, or a long one as it goes)
     for argv in (["explain", str(model), "relu"], ["targets"], ["ops"]):
         with open("/dev/full", "w") as full:
-            process = subprocess.run([sys.executable, "-m", "onnxroof.cli", *argv], stdout=full,
-                                     stderr=subprocess.PIPE, text=True)
+            process = subprocess.run(
+                [sys.executable, "-m", "onnxroof.cli", *argv], stdout=full, stderr=subprocess.PIPE, text=True
+            )
         assert process.returncode == 2 and one_error_line(process.stderr), process.stderr
         assert "a write failed (No space left on device)" in process.stderr
 
@@ -150,8 +160,23 @@ def test_check_on_a_full_disk_keeps_the_old_file(tmp_path):
     models = [relu_file(tmp_path / f"m{i}.onnx") for i in range(30)]
     output = tmp_path / "audit.jsonl"
     output.write_text("old\n")
-    process = subprocess.run([sys.executable, "-m", "onnxroof.cli", "check", *map(str, models), "--format", "jsonl",
-                              "-o", str(output), "-q"], capture_output=True, text=True, preexec_fn=_full_disk(1500))
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "onnxroof.cli",
+            "check",
+            *map(str, models),
+            "--format",
+            "jsonl",
+            "-o",
+            str(output),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=_full_disk(1500),
+    )
     assert process.returncode == 2 and one_error_line(process.stderr), process.stderr
     assert output.read_text() == "old\n" and not list(tmp_path.glob("audit.jsonl*.partial"))
 
@@ -184,8 +209,11 @@ def test_a_target_that_is_a_directory_or_a_pipe_says_so(capsys, tmp_path):
     model = relu_file(tmp_path / "m.onnx")
     (tmp_path / "dir.toml").mkdir()
     os.mkfifo(tmp_path / "pipe.toml")
-    for path, words in ((tmp_path / "dir.toml", "is a directory"), (tmp_path, "is a directory"),
-                        (tmp_path / "pipe.toml", "not a regular file (a device or a pipe)"),
-                        (tmp_path / "none.toml", "no such file")):
+    for path, words in (
+        (tmp_path / "dir.toml", "is a directory"),
+        (tmp_path, "is a directory"),
+        (tmp_path / "pipe.toml", "not a regular file (a device or a pipe)"),
+        (tmp_path / "none.toml", "no such file"),
+    ):
         code, _, err = run(capsys, "summary", model, "--target", path)
         assert code == 2 and one_error_line(err) and f"--target {path}: {words}" in err, err

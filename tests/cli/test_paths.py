@@ -8,23 +8,30 @@ import json
 
 import onnx
 import pytest
+from conftest import make_model, run
+from models import interleaved_branches_model
 from onnx import TensorProto, helper
 
 from onnxroof.cli.output import StageLines
-from onnxroof.core.text import one_line
-from onnxroof.core.files import write_atomically
 from onnxroof.core.examples import EXAMPLES, build_example
-
-from conftest import make_model, run
-from models import interleaved_branches_model
+from onnxroof.core.files import write_atomically
+from onnxroof.core.text import one_line
 
 F32 = TensorProto.FLOAT
 
 
-
-
-@pytest.mark.parametrize("flag, value", [("--batch", "0"), ("--batch", "-1"), ("--batch", "two"), ("--seq", "0"),
-                                         ("--loop-trips", "0"), ("--context", "-1"), ("--context", "x")])
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--batch", "0"),
+        ("--batch", "-1"),
+        ("--batch", "two"),
+        ("--seq", "0"),
+        ("--loop-trips", "0"),
+        ("--context", "-1"),
+        ("--context", "x"),
+    ],
+)
 def test_counts_that_must_be_positive_or_non_negative_are_refused(capsys, flag, value):
     code, out, err = run(capsys, "summary", "--example", "shallownet", f"{flag}={value}")
     expected = "non-negative integer" if flag == "--context" else "positive integer"
@@ -85,8 +92,9 @@ def test_an_example_given_as_a_path_is_the_example(capsys):
 
 def test_report_writes_next_to_the_working_directory_under_the_models_name(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1, 4])], [("y", F32, [1, 4])],
-                       name="main_graph")
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1, 4])], [("y", F32, [1, 4])], name="main_graph"
+    )
     path = tmp_path / "my model+v2.onnx"
     onnx.save(model, path)
     code, out, err = run(capsys, "report", path)
@@ -144,8 +152,9 @@ def test_a_sweep_as_json_has_one_point_per_value(capsys):
 
 def test_a_sweep_breaking_a_budget_exits_1(capsys):
     # batch 2: 2 x 2,424,832 = 4,849,664 MAC-FLOPs is above a 3M budget, batch 1 is not
-    code, _, err = run(capsys, "summary", "--example", "shallownet", "--sweep", "batch=1,2", "-q",
-                       "--fail-if", "mac_flops>3M")
+    code, _, err = run(
+        capsys, "summary", "--example", "shallownet", "--sweep", "batch=1,2", "-q", "--fail-if", "mac_flops>3M"
+    )
     assert code == 1 and err.count("budget broken") == 1
 
 
@@ -241,7 +250,9 @@ def test_a_written_report_is_readable_like_any_new_file(tmp_path):
     assert os.listdir(tmp_path) == ["r.txt"]  # no temporary left beside it
 
 
-@pytest.mark.parametrize("dtype, bytes_per_parameter", [("fp32", 4), ("fp16", 2), ("bf16", 2), ("int8", 1), ("int4", 0.5)])
+@pytest.mark.parametrize(
+    "dtype, bytes_per_parameter", [("fp32", 4), ("fp16", 2), ("bf16", 2), ("int8", 1), ("int4", 0.5)]
+)
 def test_every_documented_dtype_recosts_the_parameters(capsys, dtype, bytes_per_parameter):
     # ShallowNet's 328,586 parameters (cost-model.md section 2) at the element size of each type
     code, out, err = run(capsys, "summary", "--example", "shallownet", "--dtype", dtype, "--format", "json", "-q")
@@ -265,8 +276,10 @@ def test_explain_takes_no_budget(capsys):
 
 def test_markdown_is_not_the_table(capsys):
     # diff and compare in Markdown: pipe tables, not the aligned text table
-    for command in (["diff", "example:shallownet", "example:minigooglenet"],
-                    ["compare", "example:shallownet", "example:minigooglenet"]):
+    for command in (
+        ["diff", "example:shallownet", "example:minigooglenet"],
+        ["compare", "example:shallownet", "example:minigooglenet"],
+    ):
         markdown = run(capsys, *command, "--format", "markdown", "-q")[1]
         table = run(capsys, *command, "--format", "table", "-q")[1]
         assert markdown != table and any(line.startswith("|") for line in markdown.splitlines())
@@ -278,4 +291,4 @@ def test_an_error_of_the_command_line_itself_points_to_no_subcommand(capsys):
 
 
 def test_one_line_keeps_printable_characters_as_they_are():
-    assert one_line("it's \"ok\" ✓") == "it's \"ok\" ✓"
+    assert one_line('it\'s "ok" ✓') == 'it\'s "ok" ✓'

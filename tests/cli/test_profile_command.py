@@ -8,6 +8,8 @@ import sys
 
 import onnx
 import pytest
+from conftest import make_model
+from measurements import hand_calibration
 from onnx import TensorProto, helper
 
 from onnxroof.cli.app import main
@@ -15,9 +17,6 @@ from onnxroof.cli.commands.profile import resolve_target
 from onnxroof.core.examples import build_example
 from onnxroof.measure import calibration
 from onnxroof.report.target_file import render_target
-
-from conftest import make_model
-from measurements import hand_calibration
 
 F32 = TensorProto.FLOAT
 
@@ -66,8 +65,22 @@ def test_without_a_calibrated_target_a_quick_calibration_runs(tmp_path, monkeypa
 
 def test_profile_cli_json_and_output_file(tmp_path, capsys):
     pytest.importorskip("onnxruntime")
-    code = main(["profile", "--example", "shallownet", "--target", "myriad-x", "--runs", "2", "--warmup", "1",
-                 "--format", "json", "-q"])
+    code = main(
+        [
+            "profile",
+            "--example",
+            "shallownet",
+            "--target",
+            "myriad-x",
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+            "--format",
+            "json",
+            "-q",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
     document = json.loads(out)
@@ -76,14 +89,19 @@ def test_profile_cli_json_and_output_file(tmp_path, capsys):
     path = tmp_path / "shallownet.onnx"
     onnx.save(build_example("shallownet"), path)
     out_file = tmp_path / "profile.txt"
-    code = main(["profile", str(path), "--target", "myriad-x", "--runs", "1", "--warmup", "0", "-o", str(out_file), "-q"])
+    code = main(
+        ["profile", str(path), "--target", "myriad-x", "--runs", "1", "--warmup", "0", "-o", str(out_file), "-q"]
+    )
     assert code == 0 and "measured/predicted" in out_file.read_text()
 
 
 def test_profile_cli_names_an_op_onnxruntime_cannot_run(tmp_path, capsys):
     pytest.importorskip("onnxruntime")
-    model = make_model([helper.make_node("MyOp", ["x"], ["y"], name="custom_0", domain="my.domain")],
-                       [("x", F32, [2, 3])], [("y", F32, [2, 3])])
+    model = make_model(
+        [helper.make_node("MyOp", ["x"], ["y"], name="custom_0", domain="my.domain")],
+        [("x", F32, [2, 3])],
+        [("y", F32, [2, 3])],
+    )
     model.opset_import.append(helper.make_opsetid("my.domain", 1))
     path = tmp_path / "custom.onnx"
     onnx.save(model, path)
@@ -96,8 +114,22 @@ def test_profile_cli_names_an_op_onnxruntime_cannot_run(tmp_path, capsys):
 def test_profile_cli_writes_the_html_report(tmp_path, capsys):
     pytest.importorskip("onnxruntime")
     out_file = tmp_path / "report.html"
-    code = main(["profile", "--example", "shallownet", "--target", "myriad-x", "--runs", "2", "--warmup", "1",
-                 "-o", str(out_file), "-q"])
+    code = main(
+        [
+            "profile",
+            "--example",
+            "shallownet",
+            "--target",
+            "myriad-x",
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+            "-o",
+            str(out_file),
+            "-q",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0 and out == "" and err == ""
     html = out_file.read_text()

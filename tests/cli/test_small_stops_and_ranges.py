@@ -8,13 +8,12 @@ import signal
 
 import onnx
 import pytest
+from conftest import make_model, one_error_line, run
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.core.errors import OptionError, Terminated
 from onnxroof.core.examples import build_example
-
-from conftest import make_model, one_error_line, run
 
 
 @pytest.mark.parametrize("value", [str(2**63), str(2**64 + 1), "4097", "0", "-1"])
@@ -36,8 +35,11 @@ def three_modules(path):
     nodes, previous = [], "x"
     for module in "abc":
         for i in range(60):
-            nodes.append(helper.make_node("Relu" if i % 2 else "Sigmoid", [previous], [f"{module}{i}"],
-                                          name=f"/{module}/n{i}/Op"))
+            nodes.append(
+                helper.make_node(
+                    "Relu" if i % 2 else "Sigmoid", [previous], [f"{module}{i}"], name=f"/{module}/n{i}/Op"
+                )
+            )
             previous = f"{module}{i}"
     nodes.append(helper.make_node("Identity", [previous], ["y"], name="/out/Identity"))
     onnx.save(make_model(nodes, [("x", TensorProto.FLOAT, [1, 8])], [("y", TensorProto.FLOAT, [1, 8])]), path)

@@ -32,16 +32,19 @@ def unzip(name: str, folder: Path) -> Path:
 def matmul_file(tmp_path):
     node = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
     path = tmp_path / "mm.onnx"
-    onnx.save(make_model([node], [("x", F32, ["batch", "seq", 8])], [("y", F32, ["batch", "seq", 4])],
-                         [("w", zeros(8, 4))]), path)
+    onnx.save(
+        make_model([node], [("x", F32, ["batch", "seq", 8])], [("y", F32, ["batch", "seq", 4])], [("w", zeros(8, 4))]),
+        path,
+    )
     return path
 
 
 def test_diff_symbolic_refuses_a_format_it_cannot_write(capsys, matmul_file):
     code, out, err = run(capsys, "diff", matmul_file, matmul_file, "--symbolic", "--format", "html")
     assert code == 2 and out == ""
-    assert err.strip() == ("onnxroof: error: diff --symbolic prints a table or JSON, not html: "
-                           "use --format table or json")
+    assert err.strip() == (
+        "onnxroof: error: diff --symbolic prints a table or JSON, not html: use --format table or json"
+    )
 
 
 def test_batch_and_an_input_shape_that_disagree_are_refused(capsys, matmul_file):
@@ -104,8 +107,9 @@ def test_one_launch_bound_kernel_is_singular(capsys, tmp_path):
 
 def test_a_decode_step_s_rate_is_in_tokens_per_second_everywhere(capsys, tmp_path):
     path = unzip("whisper-optimum-decoder-with-past.onnx", tmp_path)
-    code, out, err = run(capsys, "summary", path, "--phase", "decode", "--context", "64", "--encoder-seq", "1500",
-                         "--target", "l4", "-q")
+    code, out, err = run(
+        capsys, "summary", path, "--phase", "decode", "--context", "64", "--encoder-seq", "1500", "--target", "l4", "-q"
+    )
     assert code == 0, err
     headline = next(line for line in out.splitlines() if line.startswith("  latency "))
     assert "tokens/s" in headline and "inferences/s" not in out

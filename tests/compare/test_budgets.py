@@ -7,14 +7,22 @@ import math
 
 import pytest
 
-from onnxroof.compare.budgets import check_budgets, parse_budget, percent_change
 from onnxroof.cli.app import main
+from onnxroof.compare.budgets import check_budgets, parse_budget, percent_change
 
 
-@pytest.mark.parametrize("before, after, change", [
-    (10, 15, 50.0), (10, 5, -50.0), (-10, -5, 50.0),  # relative to the size of the base
-    (0, 0, 0.0), (0, 3, math.inf), (0, 0.5, math.inf), (0, -3, -math.inf),  # from zero: none, or infinite
-])
+@pytest.mark.parametrize(
+    "before, after, change",
+    [
+        (10, 15, 50.0),
+        (10, 5, -50.0),
+        (-10, -5, 50.0),  # relative to the size of the base
+        (0, 0, 0.0),
+        (0, 3, math.inf),
+        (0, 0.5, math.inf),
+        (0, -3, -math.inf),  # from zero: none, or infinite
+    ],
+)
 def test_percent_change(before, after, change):
     assert percent_change(before, after) == change
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import onnx
-import onnxroof
 import pytest
+from conftest import make_model, run
 from onnx import TensorProto, helper
 
-from onnxroof.compare.modules import FOLDED_NOTE, MAX_MODULE_DEPTH, is_folded, module_tree, numbered, module_of, walk
+import onnxroof
+from onnxroof.compare.modules import FOLDED_NOTE, MAX_MODULE_DEPTH, is_folded, module_of, module_tree, numbered, walk
 from onnxroof.report.html.pages import render_html
-
-from conftest import make_model, run
 
 F32 = TensorProto.FLOAT
 
@@ -24,8 +23,12 @@ def deep_model(levels: int, nodes: int = 1, part: str = "m"):
     """``nodes`` Relus in a chain, each named /m0/m1/.../m{levels-1}/Relu_i: all in one module
     ``levels`` deep. x [1, 8]: each Relu 8 FLOPs."""
     path = "/" + "/".join(f"{part}{level}" for level in range(levels))
-    chain = [helper.make_node("Relu", ["x" if i == 0 else f"t{i - 1}"], ["y" if i == nodes - 1 else f"t{i}"],
-                              name=f"{path}/Relu_{i}") for i in range(nodes)]
+    chain = [
+        helper.make_node(
+            "Relu", ["x" if i == 0 else f"t{i - 1}"], ["y" if i == nodes - 1 else f"t{i}"], name=f"{path}/Relu_{i}"
+        )
+        for i in range(nodes)
+    ]
     return make_model(chain, [("x", F32, [1, 8])], [("y", F32, [1, 8])])
 
 
@@ -68,10 +71,14 @@ def test_every_tree_output_of_a_deep_name_exits_0(capsys, tmp_path, levels):
     code, out, _ = run(capsys, "summary", path, "--by", "module")
     assert code == 0 and FOLDED_NOTE in out
     # the table's rows: (model) and one per level, 32 of them
-    table = out[out.index("By module"):].splitlines()
+    table = out[out.index("By module") :].splitlines()
     assert len(table) == 2 + 1 + 32
-    for argv in (["report", "-o", tmp_path / "r.html"], ["graph", "-o", tmp_path / "g.svg"],
-                 ["diff", path, "--format", "html", "-o", tmp_path / "d.html"], ["summary", "--target", "l4"]):
+    for argv in (
+        ["report", "-o", tmp_path / "r.html"],
+        ["graph", "-o", tmp_path / "g.svg"],
+        ["diff", path, "--format", "html", "-o", tmp_path / "d.html"],
+        ["summary", "--target", "l4"],
+    ):
         code, _, err = run(capsys, *argv[:1], path, *argv[1:])
         assert code == 0, (argv, err)
     svg = ET.parse(tmp_path / "g.svg").getroot()
@@ -80,7 +87,7 @@ def test_every_tree_output_of_a_deep_name_exits_0(capsys, tmp_path, levels):
 
 def test_the_report_nests_one_details_a_level_without_a_recursive_macro():
     html = render_html(onnxroof.analyze(deep_model(250)))
-    section = html[html.index('id="modules"'):html.index("</section>", html.index('id="modules"'))]
+    section = html[html.index('id="modules"') : html.index("</section>", html.index('id="modules"'))]
     # the model's row and one per level (32), each opened and closed once
     assert section.count("<details") == section.count("</details>") == 1 + 32
     assert FOLDED_NOTE.replace("'", "&#39;") in section
@@ -107,8 +114,10 @@ def test_a_block_index_is_its_trailing_digits_up_to_18():
 def test_module_names_of_many_digits(capsys, tmp_path, segment):
     """5,000 digits: past Python's 4,300-digit int() limit (it was exit 3); 20,000 digits then a
     letter: a regular expression backtracked over every suffix (seconds per name)."""
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name=f"/{segment}/Relu"),
-             helper.make_node("Relu", ["a"], ["y"], name=f"/{segment}b/Relu")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name=f"/{segment}/Relu"),
+        helper.make_node("Relu", ["a"], ["y"], name=f"/{segment}b/Relu"),
+    ]
     path = tmp_path / "m.onnx"
     onnx.save(make_model(nodes, [("x", F32, [1, 8])], [("y", F32, [1, 8])]), path)
     for argv in (["summary", path, "--by", "module"], ["graph", path, "-o", tmp_path / "g.svg"]):
@@ -122,13 +131,15 @@ def test_the_flat_rows_nest_as_the_tree_does():
     """/encoder/layer.{0,1}/{fc,act}, /head: (model) > encoder > layer.0-1 > fc, act; (model) > head."""
     from html.parser import HTMLParser
 
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="/encoder/layer.0/fc/Relu"),
-             helper.make_node("Relu", ["a"], ["b"], name="/encoder/layer.0/act/Relu"),
-             helper.make_node("Relu", ["b"], ["c"], name="/encoder/layer.1/fc/Relu"),
-             helper.make_node("Relu", ["c"], ["d"], name="/encoder/layer.1/act/Relu"),
-             helper.make_node("Relu", ["d"], ["y"], name="/head/Relu")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="/encoder/layer.0/fc/Relu"),
+        helper.make_node("Relu", ["a"], ["b"], name="/encoder/layer.0/act/Relu"),
+        helper.make_node("Relu", ["b"], ["c"], name="/encoder/layer.1/fc/Relu"),
+        helper.make_node("Relu", ["c"], ["d"], name="/encoder/layer.1/act/Relu"),
+        helper.make_node("Relu", ["d"], ["y"], name="/head/Relu"),
+    ]
     html = render_html(onnxroof.analyze(make_model(nodes, [("x", F32, [1, 8])], [("y", F32, [1, 8])])))
-    section = html[html.index('id="modules"'):html.index("</section>", html.index('id="modules"'))]
+    section = html[html.index('id="modules"') : html.index("</section>", html.index('id="modules"'))]
 
     class Rows(HTMLParser):
         def __init__(self):

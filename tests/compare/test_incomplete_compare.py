@@ -13,6 +13,7 @@ a bound; the throughput by 476.837 - 238.419 = 238.4/s (+100%): at most that.
 from __future__ import annotations
 
 import pytest
+from models import fixed_batch_model, hand_targets
 
 import onnxroof
 from onnxroof.compare.budgets import check_budgets, parse_budget
@@ -21,8 +22,6 @@ from onnxroof.compare.sweep import run_sweep
 from onnxroof.report.json import sweep_document
 from onnxroof.report.text.diff_tables import render_compare_table, render_diff_table
 from onnxroof.report.text.table import render_sweep_table
-
-from models import fixed_batch_model, hand_targets
 
 
 @pytest.fixture
@@ -39,8 +38,9 @@ def test_a_sweep_point_is_named_in_words(points):
     one, eight = points
     assert (one.label, eight.label) == ("batch=1", "batch=8")
     assert one.warnings == []
-    assert eight.warnings[0] == ("batch=8: 2 node(s) not counted: its totals and latencies are lower bounds, its "
-                                 "throughputs upper bounds")
+    assert eight.warnings[0] == (
+        "batch=8: 2 node(s) not counted: its totals and latencies are lower bounds, its throughputs upper bounds"
+    )
     assert all(w.startswith("batch=8: ") and "{" not in w for w in eight.warnings)
 
 
@@ -50,7 +50,9 @@ def test_the_sweep_document_says_complete_per_point_and_per_target(points):
     assert (one["label"], one["complete"], one["missing"]) == ("batch=1", True, "")
     assert (eight["label"], eight["complete"], eight["missing"]) == ("batch=8", False, "2 node(s) not counted")
     assert [(t["complete"], t["latency_kind"]) for t in (one["targets"][0], eight["targets"][0])] == [
-        (True, "forecast"), (False, "bound")]
+        (True, "forecast"),
+        (False, "bound"),
+    ]
     assert eight["targets"][0]["latency_s"] == pytest.approx(16.777216e-3)
 
 
@@ -59,8 +61,10 @@ def test_the_sweep_table_marks_the_incomplete_point(points):
     assert lines[0].split()[-2:] == ["nodes", "counted"]
     assert "4.19 ms ±18%" in lines[1] and lines[1].endswith("3/3")
     assert "≥ 16.8 ms" in lines[2] and lines[2].endswith("1/3 INCOMPLETE")
-    assert lines[3] == ("batch=8: INCOMPLETE, 2 node(s) not counted: its totals and latencies are lower bounds, "
-                        "its throughputs upper bounds")
+    assert lines[3] == (
+        "batch=8: INCOMPLETE, 2 node(s) not counted: its totals and latencies are lower bounds, "
+        "its throughputs upper bounds"
+    )
 
 
 def test_a_diff_against_an_incomplete_head_is_a_bound(calibrated):
@@ -72,8 +76,10 @@ def test_a_diff_against_an_incomplete_head_is_a_bound(calibrated):
     assert (latency.change_bound, throughput.change_bound) == ("≥", "≤")
     assert latency.change == pytest.approx(12.582912e-3) and latency.percent == pytest.approx(300.0)
     text = render_diff_table(diff)
-    assert ("! head (fixed) is INCOMPLETE: 2 node(s) not counted: its totals and latencies are lower bounds, its "
-            "throughputs upper bounds; each change against it is a bound (≥, ≤)") in text
+    assert (
+        "! head (fixed) is INCOMPLETE: 2 node(s) not counted: its totals and latencies are lower bounds, its "
+        "throughputs upper bounds; each change against it is a bound (≥, ≤)"
+    ) in text
     row = next(line for line in text.splitlines() if line.strip().startswith("latency [calibrated]"))
     assert row.split()[2:] == ["4.19", "ms", "≥", "16.8", "ms", "≥", "+12.6", "ms", "≥", "+300.0%"]
     row = next(line for line in text.splitlines() if line.strip().startswith("throughput [calibrated]"))
@@ -97,20 +103,24 @@ def test_compare_lists_the_incomplete_model(calibrated):
     analyses = [onnxroof.analyze(fixed_batch_model(), batch=b, targets=[calibrated]) for b in (1, 8)]
     text = render_compare_table(analyses)
     assert "≥ 16.8 ms" in text and "≤ 476.8/s" in text and "4.19 ms ±18%" in text
-    assert text.rstrip().endswith("! fixed is INCOMPLETE: 2 node(s) not counted: its totals and latencies are lower "
-                                  "bounds, its throughputs upper bounds")
+    assert text.rstrip().endswith(
+        "! fixed is INCOMPLETE: 2 node(s) not counted: its totals and latencies are lower "
+        "bounds, its throughputs upper bounds"
+    )
 
 
 def test_a_latency_budget_on_a_bound_says_bound(calibrated):
     head = onnxroof.analyze(fixed_batch_model(), batch=8, targets=[calibrated])
     latency, flops = check_budgets([parse_budget("latency[calibrated]>10ms"), parse_budget("flops>1G")], head)
     assert latency.broken and latency.missing == "2 node(s) not counted"
-    assert latency.describe() == ("latency[calibrated]>10ms: latency[calibrated] is ≥ 16.8 ms (a lower bound: "
-                                  "2 node(s) not counted) -> BROKEN")
+    assert latency.describe() == (
+        "latency[calibrated]>10ms: latency[calibrated] is ≥ 16.8 ms (a lower bound: 2 node(s) not counted) -> BROKEN"
+    )
     assert flops.missing == ""  # a model metric: the INCOMPLETE line says the totals are lower bounds
     (throughput,) = check_budgets([parse_budget("throughput[calibrated]<100")], head)
-    assert throughput.describe() == ("throughput[calibrated]<100: throughput[calibrated] is ≤ 476.8/s (an upper bound: "
-                                     "2 node(s) not counted) -> ok")
+    assert throughput.describe() == (
+        "throughput[calibrated]<100: throughput[calibrated] is ≤ 476.8/s (an upper bound: 2 node(s) not counted) -> ok"
+    )
     complete = onnxroof.analyze(fixed_batch_model(), batch=1, targets=[calibrated])
     (budget,) = check_budgets([parse_budget("latency[calibrated]>10ms")], complete)
     assert budget.describe() == "latency[calibrated]>10ms: latency[calibrated] is 4.19 ms -> ok"

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 
-import onnxroof
+from conftest import make_model, run, zeros
 from onnx import TensorProto, helper
 
+import onnxroof
 from onnxroof.compare.modules import module_tree, repeated_runs
 from onnxroof.report.html.pages import render_html
-
-from conftest import make_model, run, zeros
 
 F32 = TensorProto.FLOAT
 
@@ -21,7 +20,9 @@ def two_layer_model():
     -> /head/MatMul (16 x 4) -> y. Each layer: 256 MACs, 512 + 16 FLOPs, 256 params; the head 64 MACs."""
     nodes, previous, weights = [], "x", []
     for layer in range(2):
-        nodes.append(helper.make_node("MatMul", [previous, f"w{layer}"], [f"h{layer}"], name=f"/encoder/layer.{layer}/fc/MatMul"))
+        nodes.append(
+            helper.make_node("MatMul", [previous, f"w{layer}"], [f"h{layer}"], name=f"/encoder/layer.{layer}/fc/MatMul")
+        )
         nodes.append(helper.make_node("Relu", [f"h{layer}"], [f"r{layer}"], name=f"/encoder/layer.{layer}/act/Relu"))
         weights.append((f"w{layer}", zeros(16, 16)))
         previous = f"r{layer}"
@@ -44,14 +45,16 @@ def test_children_sum_to_their_parent_and_the_root_to_the_totals():
 
 def test_alike_blocks_are_shown_once_with_their_count():
     encoder = module_tree(onnxroof.analyze(two_layer_model())).children[0]
-    assert [(m.name, count, label) for m, count, label in repeated_runs(encoder.children)] == [("layer.0", 2, "layer.0-1")]
+    assert [(m.name, count, label) for m, count, label in repeated_runs(encoder.children)] == [
+        ("layer.0", 2, "layer.0-1")
+    ]
 
 
 def test_summary_by_module_prints_the_tree_and_json_has_it(capsys, tmp_path):
     path = tmp_path / "m.onnx"
     path.write_bytes(two_layer_model().SerializeToString())
     code, out, _ = run(capsys, "summary", str(path), "--by", "module", "--target", "l4")
-    tree = out[out.index("By module"):]
+    tree = out[out.index("By module") :]
     assert code == 0 and "layer.0-1" in tree and "x2" in tree and "time [l4]" in tree
     code, out, _ = run(capsys, "summary", str(path), "--by", "module", "--format", "json")
     modules = json.loads(out)["modules"]
@@ -77,10 +80,14 @@ def test_names_without_scopes_fall_back_to_op_types(capsys):
 
 def test_the_report_has_a_collapsible_module_tree():
     html = render_html(onnxroof.analyze(two_layer_model()))
-    section = html[html.index('id="modules"'):html.index("</section>", html.index('id="modules"'))]
-    assert section.count("<details") == 1 + 2 + 1 + 2  # the model, encoder and head, one row for both layers, fc and act
+    section = html[html.index('id="modules"') : html.index("</section>", html.index('id="modules"'))]
+    assert (
+        section.count("<details") == 1 + 2 + 1 + 2
+    )  # the model, encoder and head, one row for both layers, fc and act
     assert "layer.0-1" in section and "x2" in section
-    assert 'id="modules"' not in render_html(onnxroof.analyze(__import__("onnxroof.core.examples", fromlist=["x"]).build_example("shallownet")))
+    assert 'id="modules"' not in render_html(
+        onnxroof.analyze(__import__("onnxroof.core.examples", fromlist=["x"]).build_example("shallownet"))
+    )
 
 
 def test_the_dynamo_exporter_s_metadata_gives_the_path():
@@ -98,10 +105,14 @@ def test_a_tied_weight_counts_once_in_the_module_tree_through_its_folded_copy():
     # the legacy exporter's tied LM head: the embedding table E [10, 4] is gathered by /embed and
     # its transpose, folded to a constant, multiplies by /lm_head. The model has 40 parameters:
     # /embed counts them (it reads E first), /lm_head none, and the root sums to the totals
-    nodes = [helper.make_node("Gather", ["E", "ids"], ["h"], name="/embed/Gather"),
-             helper.make_node("Transpose", ["E"], ["Et"], name="/lm_head/Transpose", perm=[1, 0]),
-             helper.make_node("MatMul", ["h", "Et"], ["logits"], name="/lm_head/MatMul")]
-    model = make_model(nodes, [("ids", TensorProto.INT64, [1, 3])], [("logits", F32, [1, 3, 10])], [("E", zeros(10, 4))])
+    nodes = [
+        helper.make_node("Gather", ["E", "ids"], ["h"], name="/embed/Gather"),
+        helper.make_node("Transpose", ["E"], ["Et"], name="/lm_head/Transpose", perm=[1, 0]),
+        helper.make_node("MatMul", ["h", "Et"], ["logits"], name="/lm_head/MatMul"),
+    ]
+    model = make_model(
+        nodes, [("ids", TensorProto.INT64, [1, 3])], [("logits", F32, [1, 3, 10])], [("E", zeros(10, 4))]
+    )
     analysis = onnxroof.analyze(model)
     root = module_tree(analysis)
     params = {child.name: child.params for child in root.children}
@@ -121,7 +132,7 @@ def test_the_exporter_s_own_scope_is_not_a_module():
 def test_the_roofline_can_colour_its_dots_by_top_level_module():
     analysis = onnxroof.analyze(two_layer_model(), targets=["l4"])
     html = render_html(analysis, colour_by="module")
-    legend = html[html.index('id="roofline-0"') - 3000:html.index('id="roofline-0"')]
+    legend = html[html.index('id="roofline-0"') - 3000 : html.index('id="roofline-0"')]
     assert "encoder" in legend and "head" in legend
     assert 'data-op="encoder"' in html and 'data-op="head"' in html
     assert 'data-op="MatMul"' in render_html(analysis)  # by op type unless asked
@@ -132,17 +143,22 @@ def test_a_table_gathered_at_constant_positions_counts_where_its_gather_is():
     analysis knows its output), /emb/Add adds it to x [1, 4, 8]. The table's 16·8 = 128 params
     belong to emb/pos, where the Gather is, not to the Add that reads the folded rows (issue 47)."""
     import numpy as np
+    from conftest import make_model
     from onnx import TensorProto, helper
 
     from onnxroof.compare.modules import descendants, module_tree
     from onnxroof.pipeline import analyze
 
-    from conftest import make_model
-
-    nodes = [helper.make_node("Gather", ["table", "positions"], ["rows"], name="/emb/pos/Gather"),
-             helper.make_node("Add", ["x", "rows"], ["y"], name="/emb/Add")]
-    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 4, 8])], [("y", TensorProto.FLOAT, [1, 4, 8])],
-                       [("table", np.ones((16, 8), np.float32)), ("positions", np.arange(4, dtype=np.int64))])
+    nodes = [
+        helper.make_node("Gather", ["table", "positions"], ["rows"], name="/emb/pos/Gather"),
+        helper.make_node("Add", ["x", "rows"], ["y"], name="/emb/Add"),
+    ]
+    model = make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, [1, 4, 8])],
+        [("y", TensorProto.FLOAT, [1, 4, 8])],
+        [("table", np.ones((16, 8), np.float32)), ("positions", np.arange(4, dtype=np.int64))],
+    )
     analysis = analyze(model)
     modules = {m.path: m for m in descendants(module_tree(analysis))}
     assert modules["emb/pos"].params == 16 * 8

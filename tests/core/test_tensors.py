@@ -4,8 +4,8 @@ read exactly like a TensorInfo built from scratch for the new name."""
 import pytest
 from onnx import TensorProto, helper
 
-from onnxroof.frontend.shapes import _ValueInfoReader
 from onnxroof.core.tensors import TensorInfo
+from onnxroof.frontend.shapes import _ValueInfoReader
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 4), (), ("batch", 8), (None, 5), None])

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import make_model, minigooglenet_by_hand, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.core.examples import build_example
-
-from conftest import make_model, minigooglenet_by_hand, zeros
 
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 
@@ -168,7 +167,9 @@ def test_tied_weight_used_directly_and_transposed_is_one_parameter():
             helper.make_node("Transpose", ["wte"], ["wte_t"], perm=[1, 0]),
             helper.make_node("MatMul", ["h", "wte_t"], ["logits"]),
         ],
-        [("ids", TensorProto.INT64, [1, 4])], [("logits", F32, [1, 4, 1000])], [("wte", zeros(1000, 64))],
+        [("ids", TensorProto.INT64, [1, 4])],
+        [("logits", F32, [1, 4, 1000])],
+        [("wte", zeros(1000, 64))],
     )
     result = onnxroof.analyze(model)
     assert result.totals.params == 1000 * 64 and result.totals.param_bytes == 1000 * 64 * 4
@@ -184,7 +185,8 @@ def test_constants_in_shape_arithmetic_are_not_parameters():
             helper.make_node("Concat", ["n1", "minus_one"], ["shape"], axis=0),
             helper.make_node("Reshape", ["x", "shape"], ["y"]),
         ],
-        [("x", F32, [2, 3, 4])], [("y", F32, [2, 12])],
+        [("x", F32, [2, 3, 4])],
+        [("y", F32, [2, 12])],
         [("zero", np.array(0, np.int64)), ("axes", np.array([0], np.int64)), ("minus_one", np.array([-1], np.int64))],
     )
     assert onnxroof.analyze(model).totals.params == 0
@@ -195,11 +197,21 @@ def test_a_separable_conv_has_6_6x_fewer_parameters_than_the_standard_one():
     # biases = 3,584. Separable: a depthwise 3x3 (3 x 9 = 27 weights, no bias) and a pointwise 1x1
     # (3 x 128 = 384 weights + 128 biases): 411 weights + 128 biases = 539. 3,584 / 539 = 6.6x
     x, y = ("x", TensorProto.FLOAT, [1, 3, 32, 32]), ("y", TensorProto.FLOAT, [1, 128, 32, 32])
-    standard = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], [x], [y],
-                          [("w", zeros(128, 3, 3, 3)), ("b", np.zeros(128, np.float32))])
-    separable = make_model([helper.make_node("Conv", ["x", "dw"], ["d"], pads=[1, 1, 1, 1], group=3),
-                            helper.make_node("Conv", ["d", "pw", "b"], ["y"])], [x], [y],
-                           [("dw", zeros(3, 1, 3, 3)), ("pw", zeros(128, 3, 1, 1)), ("b", np.zeros(128, np.float32))])
+    standard = make_model(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])],
+        [x],
+        [y],
+        [("w", zeros(128, 3, 3, 3)), ("b", np.zeros(128, np.float32))],
+    )
+    separable = make_model(
+        [
+            helper.make_node("Conv", ["x", "dw"], ["d"], pads=[1, 1, 1, 1], group=3),
+            helper.make_node("Conv", ["d", "pw", "b"], ["y"]),
+        ],
+        [x],
+        [y],
+        [("dw", zeros(3, 1, 3, 3)), ("pw", zeros(128, 3, 1, 1)), ("b", np.zeros(128, np.float32))],
+    )
     standard_params = onnxroof.analyze(standard).totals.params
     separable_params = onnxroof.analyze(separable).totals.params
     assert (standard_params, separable_params) == (3_456 + 128, 27 + 384 + 128)

@@ -44,14 +44,14 @@ def test_a_matmul_of_two_activations_is_attention():
 def test_shapes_and_dtypes_as_the_record_holds_them():
     inputs = (TensorInfo("x", 1, (2, 3)), None, TensorInfo("y", 7, None))
     outputs = (TensorInfo("z", 1, (2, 3)),)
-    assert shapes_and_dtypes(inputs, outputs) == ([[2, 3], None, None], ["float32", "", "int64"], [[2, 3]],
-                                                  ["float32"])
+    assert shapes_and_dtypes(inputs, outputs) == ([[2, 3], None, None], ["float32", "", "int64"], [[2, 3]], ["float32"])
 
 
 def test_a_rules_failures_become_statuses():
     def failing(error):
         def handler(view):
             raise error
+
         return handler
 
     assert apply_rule(lambda view: OpCost(macs=6), None)[:2] == (NodeStatus.OK, "")

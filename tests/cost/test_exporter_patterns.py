@@ -4,12 +4,11 @@ roots (cost-model.md section 3), digit-string dims are fixed dims, zero-length d
 from __future__ import annotations
 
 import numpy as np
+from conftest import make_model, zeros
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
 from onnxroof.cli import app as cli
-
-from conftest import make_model, zeros
 
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -21,8 +20,12 @@ def test_gather_over_a_constant_index_range_counts_the_stored_table():
         helper.make_node("Gather", ["wpe", "positions"], ["pos"]),
         helper.make_node("Add", ["tokens", "pos"], ["y"]),
     ]
-    model = make_model(nodes, [("tokens", F32, [128, 768])], [("y", F32, [128, 768])],
-                       [("wpe", zeros(1024, 768)), ("positions", np.arange(128, dtype=np.int64))])
+    model = make_model(
+        nodes,
+        [("tokens", F32, [128, 768])],
+        [("y", F32, [128, 768])],
+        [("wpe", zeros(1024, 768)), ("positions", np.arange(128, dtype=np.int64))],
+    )
     analysis = onnxroof.analyze(model)
     # the table is what the file stores; the index tensor is a setting (Gather's indices)
     assert analysis.totals.params == 1024 * 768
@@ -40,8 +43,12 @@ def test_constant_broadcast_add_of_two_stored_tensors_counts_both_once():
         helper.make_node("Add", ["bias", "mask"], ["bias_and_mask"]),
         helper.make_node("Add", ["scores", "bias_and_mask"], ["y"]),
     ]
-    model = make_model(nodes, [("scores", F32, [4, 3, 49, 49])], [("y", F32, [4, 3, 49, 49])],
-                       [("bias", zeros(3, 49, 49)), ("mask", zeros(4, 1, 49, 49))])
+    model = make_model(
+        nodes,
+        [("scores", F32, [4, 3, 49, 49])],
+        [("y", F32, [4, 3, 49, 49])],
+        [("bias", zeros(3, 49, 49)), ("mask", zeros(4, 1, 49, 49))],
+    )
     analysis = onnxroof.analyze(model)
     assert analysis.totals.params == 3 * 49 * 49 + 4 * 49 * 49  # 7,203 + 9,604, not 28,812
     assert analysis.nodes[0].status == "constant" and analysis.nodes[0].params == 0
@@ -57,14 +64,23 @@ def test_weights_rebuilt_in_both_if_branches_count_the_stored_weights_once():
                 helper.make_node("Concat", [f"{name}_b", f"{name}_a"], [f"{name}_w"], axis=1),
                 helper.make_node("MatMul", ["x", f"{name}_w"], [f"{name}_y"]),
             ],
-            name, [], [helper.make_tensor_value_info(f"{name}_y", F32, [2, 16])],
+            name,
+            [],
+            [helper.make_tensor_value_info(f"{name}_y", F32, [2, 16])],
         )
 
     node = helper.make_node("If", ["cond"], ["y"], then_branch=branch("then"), else_branch=branch("else"))
     model = make_model(
-        [node], [("cond", BOOL, []), ("x", F32, [2, 8])], [("y", F32, [2, 16])],
-        [("w", zeros(8, 16)), ("s0", np.array([0], np.int64)), ("s1", np.array([8], np.int64)),
-         ("s2", np.array([16], np.int64)), ("axis", np.array([1], np.int64))],
+        [node],
+        [("cond", BOOL, []), ("x", F32, [2, 8])],
+        [("y", F32, [2, 16])],
+        [
+            ("w", zeros(8, 16)),
+            ("s0", np.array([0], np.int64)),
+            ("s1", np.array([8], np.int64)),
+            ("s2", np.array([16], np.int64)),
+            ("axis", np.array([1], np.int64)),
+        ],
     )
     analysis = onnxroof.analyze(model)
     assert analysis.totals.params == 8 * 16  # the stored weight, once; no branch's rebuilt copy
@@ -92,8 +108,12 @@ def test_constant_of_shape_output_is_a_stored_root():
         helper.make_node("Mul", ["filled", "half"], ["mask"]),
         helper.make_node("Add", ["x", "mask"], ["y"]),
     ]
-    model = make_model(nodes, [("x", F32, [4, 4])], [("y", F32, [4, 4])],
-                       [("shape", np.array([4, 4], np.int64)), ("half", np.array(0.5, np.float32))])
+    model = make_model(
+        nodes,
+        [("x", F32, [4, 4])],
+        [("y", F32, [4, 4])],
+        [("shape", np.array([4, 4], np.int64)), ("half", np.array(0.5, np.float32))],
+    )
     analysis = onnxroof.analyze(model)
     assert analysis.totals.params == 16 + 1  # the fill and the scalar it is scaled by
 
@@ -108,7 +128,11 @@ def decoder_step(past_dim, head_dim="64"):
     ]
     return make_model(
         nodes,
-        [("q", F32, [1, "seq", head_dim]), ("k_new", F32, [1, "seq", head_dim]), ("past", F32, [1, past_dim, head_dim])],
+        [
+            ("q", F32, [1, "seq", head_dim]),
+            ("k_new", F32, [1, "seq", head_dim]),
+            ("past", F32, [1, past_dim, head_dim]),
+        ],
         [("scores", F32, [1, "seq", None]), ("present", F32, [1, None, head_dim])],
     )
 
@@ -164,20 +188,32 @@ def sample_rate_if_model():
                 helper.make_node("Reshape", [f"{name}_padded", f"{name}_frame_shape"], [f"{name}_framed"]),
                 helper.make_node("MatMul", [f"{name}_framed", f"{name}_w"], [f"{name}_y"]),
             ],
-            name, [], [helper.make_tensor_value_info(f"{name}_y", F32, [None, 8])],
-            [weight, pads, numpy_helper.from_array(np.array(width, np.int64), f"{name}_width"),
-             numpy_helper.from_array(np.array([width], np.int64), f"{name}_width_1d")],
+            name,
+            [],
+            [helper.make_tensor_value_info(f"{name}_y", F32, [None, 8])],
+            [
+                weight,
+                pads,
+                numpy_helper.from_array(np.array(width, np.int64), f"{name}_width"),
+                numpy_helper.from_array(np.array([width], np.int64), f"{name}_width_1d"),
+            ],
         )
 
     nodes = [
         helper.make_node("Equal", ["sr", "sixteen_k"], ["is_16k"]),
-        helper.make_node("If", ["is_16k"], ["y"], then_branch=branch("wide", 32, 64),
-                         else_branch=branch("narrow", 16, 32)),
+        helper.make_node(
+            "If", ["is_16k"], ["y"], then_branch=branch("wide", 32, 64), else_branch=branch("narrow", 16, 32)
+        ),
     ]
     return make_model(
-        nodes, [("audio", F32, ["batch", "samples"]), ("sr", I64, [])], [("y", F32, [None, 8])],
-        [("sixteen_k", np.array(16000, np.int64)), ("one", np.array(1, np.int64)),
-         ("minus_one", np.array([-1], np.int64))],
+        nodes,
+        [("audio", F32, ["batch", "samples"]), ("sr", I64, [])],
+        [("y", F32, [None, 8])],
+        [
+            ("sixteen_k", np.array(16000, np.int64)),
+            ("one", np.array(1, np.int64)),
+            ("minus_one", np.array([-1], np.int64)),
+        ],
     )
 
 
@@ -206,9 +242,13 @@ def test_if_with_an_unknown_condition_counts_the_costlier_branch_both_evaluated(
 def test_if_condition_known_from_a_bound_input_dim():
     # If (Shape(x)[0] == 1): then MatMul x [b, 8] x [8, 4], else MatMul x [b, 8] x [8, 16]
     def branch(name, width):
-        return helper.make_graph([helper.make_node("MatMul", ["x", f"{name}_w"], [f"{name}_y"])], name, [],
-                                 [helper.make_tensor_value_info(f"{name}_y", F32, [None, width])],
-                                 [numpy_helper.from_array(zeros(8, width), f"{name}_w")])
+        return helper.make_graph(
+            [helper.make_node("MatMul", ["x", f"{name}_w"], [f"{name}_y"])],
+            name,
+            [],
+            [helper.make_tensor_value_info(f"{name}_y", F32, [None, width])],
+            [numpy_helper.from_array(zeros(8, width), f"{name}_w")],
+        )
 
     nodes = [
         helper.make_node("Shape", ["x"], ["shape"]),
@@ -216,8 +256,12 @@ def test_if_condition_known_from_a_bound_input_dim():
         helper.make_node("Equal", ["batch", "one"], ["single"]),
         helper.make_node("If", ["single"], ["y"], then_branch=branch("one_row", 4), else_branch=branch("rows", 16)),
     ]
-    model = make_model(nodes, [("x", F32, ["b", 8])], [("y", F32, [None, None])],
-                       [("zero", np.array(0, np.int64)), ("one", np.array(1, np.int64))])
+    model = make_model(
+        nodes,
+        [("x", F32, ["b", 8])],
+        [("y", F32, [None, None])],
+        [("zero", np.array(0, np.int64)), ("one", np.array(1, np.int64))],
+    )
     assert onnxroof.analyze(model, dims={"b": 1}).nodes[-1].macs == 1 * 8 * 4
     assert onnxroof.analyze(model, dims={"b": 3}).nodes[-1].macs == 3 * 8 * 16
 
@@ -225,7 +269,11 @@ def test_if_condition_known_from_a_bound_input_dim():
 def test_bad_values_get_one_line_errors(tmp_path, capsys):
     path = tmp_path / "vad.onnx"
     path.write_bytes(sample_rate_if_model().SerializeToString())
-    for flag, fragment in (("sr", "expected NAME=V1,V2"), ("rate=16000", "no input 'rate'"), ("sr=1,2", "2 were given")):
+    for flag, fragment in (
+        ("sr", "expected NAME=V1,V2"),
+        ("rate=16000", "no input 'rate'"),
+        ("sr=1,2", "2 were given"),
+    ):
         code = cli.main(["summary", str(path), "--dim", "batch=1", "--dim", "samples=512", "--value", flag])
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1 and fragment in err, err
@@ -233,8 +281,12 @@ def test_bad_values_get_one_line_errors(tmp_path, capsys):
 
 def test_minus_one_declared_dim_is_an_unknown_dim_to_bind():
     # Paddle2ONNX writes unknown dims as -1: [-1, 8] is bound like any free dim
-    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", F32, [-1, 8])], [("y", F32, [-1, 4])],
-                       [("w", zeros(8, 4))])
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [("x", F32, [-1, 8])],
+        [("y", F32, [-1, 4])],
+        [("w", zeros(8, 4))],
+    )
     path_model = model.SerializeToString()
     unbound = onnxroof.analyze(onnx_model(path_model), partial=True)
     assert [(d.input_name, d.axis) for d in unbound.unresolved_dims] == [("x", 0)]
@@ -251,11 +303,22 @@ def onnx_model(data: bytes):
 def test_matmul_nbits_counts_its_packed_4bit_zero_points_one_per_block():
     # K 64, N 8, block 32: B uint8 [8, 2, 16] holds 512 weights; 16 float scales; 16 zero points
     # packed two per byte in a uint8 [8]: 512 + 16 + 16 parameters
-    node = helper.make_node("MatMulNBits", ["a", "b", "scales", "zero_points"], ["y"], domain="com.microsoft",
-                            K=64, N=8, bits=4, block_size=32)
-    model = make_model([node], [("a", F32, [1, 64])], [("y", F32, [1, 8])],
-                       [("b", zeros(8, 2, 16, dtype=np.uint8)), ("scales", zeros(16)),
-                        ("zero_points", zeros(8, dtype=np.uint8))])
+    node = helper.make_node(
+        "MatMulNBits",
+        ["a", "b", "scales", "zero_points"],
+        ["y"],
+        domain="com.microsoft",
+        K=64,
+        N=8,
+        bits=4,
+        block_size=32,
+    )
+    model = make_model(
+        [node],
+        [("a", F32, [1, 64])],
+        [("y", F32, [1, 8])],
+        [("b", zeros(8, 2, 16, dtype=np.uint8)), ("scales", zeros(16)), ("zero_points", zeros(8, dtype=np.uint8))],
+    )
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     analysis = onnxroof.analyze(model)
     assert analysis.totals.macs == 64 * 8
@@ -276,8 +339,9 @@ def test_given_values_are_stated_with_the_inputs(tmp_path, capsys):
     assert [i.get("value") for i in inputs] == [None, [16000]]
 
 
-def routed_experts(experts=4, tokens=8, top_k=2, hidden=8, width=4, fixed_by_reshape=True, deeper_last=False,
-                   classes=None):
+def routed_experts(
+    experts=4, tokens=8, top_k=2, hidden=8, width=4, fixed_by_reshape=True, deeper_last=False, classes=None
+):
     """A Mixture-of-Experts layer as exporters write it: TopK picks top_k of the experts per token;
     expert e gathers the rows routed to it (NonZero of idx == e: a data-dependent count) and runs
     its MatMul [rows, hidden] x [hidden, width] (``deeper_last``: the last expert a second one,
@@ -301,10 +365,15 @@ def routed_experts(experts=4, tokens=8, top_k=2, hidden=8, width=4, fixed_by_res
     if fixed_by_reshape:
         nodes.append(helper.make_node("Reshape", ["y", "shape"], ["out"]))
     return make_model(
-        nodes, [("x", F32, [tokens, hidden]), ("router", F32, [tokens, classes or experts])],
+        nodes,
+        [("x", F32, [tokens, hidden]), ("router", F32, [tokens, classes or experts])],
         [("out" if fixed_by_reshape else "y", F32, None)],
-        [("k", np.array([top_k], np.int64)), ("zero", np.array(0, np.int64)),
-         ("shape", np.array([tokens, top_k, width], np.int64)), *weights],
+        [
+            ("k", np.array([top_k], np.int64)),
+            ("zero", np.array(0, np.int64)),
+            ("shape", np.array([tokens, top_k, width], np.int64)),
+            *weights,
+        ],
     )
 
 
@@ -321,11 +390,13 @@ def test_four_experts_whose_rows_sum_to_a_known_concat_are_costed_exactly():
 def test_pieces_of_a_split_by_computed_sizes_are_costed_with_its_total():
     # x [12, 8] split along rows by sizes the graph computes, each piece x [8, 4], concatenated
     pieces = [f"piece{i}" for i in range(3)]
-    nodes = [helper.make_node("Cast", ["counts"], ["sizes"], to=TensorProto.INT64),
-             helper.make_node("Split", ["x", "sizes"], pieces, axis=0),
-             *[helper.make_node("MatMul", [p, "w"], [f"y{i}"]) for i, p in enumerate(pieces)],
-             helper.make_node("Concat", [f"y{i}" for i in range(3)], ["y"], axis=0),
-             helper.make_node("Relu", ["y"], ["out"])]
+    nodes = [
+        helper.make_node("Cast", ["counts"], ["sizes"], to=TensorProto.INT64),
+        helper.make_node("Split", ["x", "sizes"], pieces, axis=0),
+        *[helper.make_node("MatMul", [p, "w"], [f"y{i}"]) for i, p in enumerate(pieces)],
+        helper.make_node("Concat", [f"y{i}" for i in range(3)], ["y"], axis=0),
+        helper.make_node("Relu", ["y"], ["out"]),
+    ]
     model = make_model(nodes, [("x", F32, [12, 8]), ("counts", F32, [3])], [("out", F32, None)], [("w", zeros(8, 4))])
     analysis = onnxroof.analyze(model)
     assert analysis.complete
@@ -362,11 +433,26 @@ def test_data_dependent_rows_with_no_known_total_are_bounded_never_zero():
 def test_gather_block_quantized_counts_its_packed_zero_points_and_reads_its_rows_of_them():
     # table uint8 [100, 16] = 32 4-bit values per row, blocks of 16: scales [100, 2] float32 and
     # zero points packed two per byte, uint8 [100, 1]; 3 ids gather 3 rows
-    node = helper.make_node("GatherBlockQuantized", ["table", "ids", "scales", "zero_points"], ["y"],
-                            domain="com.microsoft", gather_axis=0, quantize_axis=1, block_size=16, bits=4)
-    model = make_model([node], [("ids", I64, [3])], [("y", F32, None)],
-                       [("table", zeros(100, 16, dtype=np.uint8)), ("scales", zeros(100, 2)),
-                        ("zero_points", zeros(100, 1, dtype=np.uint8))])
+    node = helper.make_node(
+        "GatherBlockQuantized",
+        ["table", "ids", "scales", "zero_points"],
+        ["y"],
+        domain="com.microsoft",
+        gather_axis=0,
+        quantize_axis=1,
+        block_size=16,
+        bits=4,
+    )
+    model = make_model(
+        [node],
+        [("ids", I64, [3])],
+        [("y", F32, None)],
+        [
+            ("table", zeros(100, 16, dtype=np.uint8)),
+            ("scales", zeros(100, 2)),
+            ("zero_points", zeros(100, 1, dtype=np.uint8)),
+        ],
+    )
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     (record,) = onnxroof.analyze(model).nodes
     assert record.params == 100 * 32 + 100 * 2 + 100 * 2  # values, scales, zero points (2 per byte)

@@ -4,11 +4,10 @@ import subprocess
 import sys
 
 import networkx as nx
+from conftest import make_model
 from onnx import TensorProto, helper
 
 import onnxroof
-
-from conftest import make_model
 
 
 def _split_and_join():
@@ -20,9 +19,14 @@ def _split_and_join():
         helper.make_node("Add", ["r", "r"], ["z"], name="add"),
     ]
     graph = helper.make_graph(
-        nodes, "split_and_join", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12]),
-         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])])
+        nodes,
+        "split_and_join",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12]),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4]),
+        ],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
@@ -57,9 +61,11 @@ def test_the_networkx_graph_is_the_same_dag():
 
 def test_summary_does_not_import_networkx():
     """No stage needs networkx: importing it alone costs 0.2 s of every command."""
-    code = ("import sys; from onnxroof.cli.app import main; "
-            "main(['summary', '--example', 'minigooglenet', '-q', '-o', '/dev/null']); "
-            "print('networkx' in sys.modules)")
+    code = (
+        "import sys; from onnxroof.cli.app import main; "
+        "main(['summary', '--example', 'minigooglenet', '-q', '-o', '/dev/null']); "
+        "print('networkx' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
@@ -67,14 +73,17 @@ def test_summary_does_not_import_networkx():
 def test_an_embedding_gather_computes_in_its_tables_type_not_its_indices():
     # Gather(table float32 [100, 8], ids int64 [1, 3]): it reads and writes float32 rows
     import numpy as np
+    from conftest import make_model
     from onnx import TensorProto, helper
 
     import onnxroof
-    from conftest import make_model
 
-    model = make_model([helper.make_node("Gather", ["table", "ids"], ["rows"], name="embed")],
-                       [("ids", TensorProto.INT64, [1, 3])], [("rows", TensorProto.FLOAT, [1, 3, 8])],
-                       [("table", np.zeros((100, 8), np.float32))])
+    model = make_model(
+        [helper.make_node("Gather", ["table", "ids"], ["rows"], name="embed")],
+        [("ids", TensorProto.INT64, [1, 3])],
+        [("rows", TensorProto.FLOAT, [1, 3, 8])],
+        [("table", np.zeros((100, 8), np.float32))],
+    )
     (record,) = onnxroof.analyze(model).nodes
     assert record.dtype == "float32"
 
@@ -84,10 +93,17 @@ def test_a_computed_tensor_that_data_flows_from_is_no_shape_arithmetic_at_any_si
     # while small (4,096 elements), but data flows from them: ConstantOfShape is a kernel at
     # every size (it used to launch nothing below 4,096 elements, and one kernel above). The
     # Shape only sets ConstantOfShape's shape: shape arithmetic at every size
-    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
-             helper.make_node("ConstantOfShape", ["shape"], ["ones"], name="ones",
-                              value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])),
-             helper.make_node("Add", ["x", "ones"], ["y"], name="add")]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node(
+            "ConstantOfShape",
+            ["shape"],
+            ["ones"],
+            name="ones",
+            value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]),
+        ),
+        helper.make_node("Add", ["x", "ones"], ["y"], name="add"),
+    ]
     model = make_model(nodes, [("x", TensorProto.FLOAT, [1, "s"])], [("y", TensorProto.FLOAT, [1, "s"])])
     for s in (4, 5000):
         records = {r.name: r for r in onnxroof.analyze(model, dims={"s": s}).nodes}

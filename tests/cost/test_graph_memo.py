@@ -12,8 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxroof.cost import graph as graph_module
 from onnxroof.cost.graph import cost_graph
-from onnxroof.ops import COST_RULES, OpCost, register
 from onnxroof.frontend.shapes import infer_shapes
+from onnxroof.ops import COST_RULES, OpCost, register
 
 FLOAT, HALF = TensorProto.FLOAT, TensorProto.FLOAT16
 
@@ -39,14 +39,22 @@ def _layers(count: int, width: int = 16, dtype: int = FLOAT) -> onnx.ModelProto:
     numpy_type = np.float16 if dtype == HALF else np.float32
     nodes, initializers, x = [], [], "x"
     for i in range(count):
-        initializers += [numpy_helper.from_array(np.ones((width, width), numpy_type), f"w{i}"),
-                         numpy_helper.from_array(np.ones(width, numpy_type), f"b{i}")]
-        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"], name=f"matmul_{i}"),
-                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add_{i}"),
-                  helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"relu_{i}")]
+        initializers += [
+            numpy_helper.from_array(np.ones((width, width), numpy_type), f"w{i}"),
+            numpy_helper.from_array(np.ones(width, numpy_type), f"b{i}"),
+        ]
+        nodes += [
+            helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"], name=f"matmul_{i}"),
+            helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add_{i}"),
+            helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"relu_{i}"),
+        ]
         x = f"r{i}"
-    return _model(nodes, [helper.make_tensor_value_info("x", dtype, [2, width])],
-                  [helper.make_tensor_value_info(x, dtype, [2, width])], initializers)
+    return _model(
+        nodes,
+        [helper.make_tensor_value_info("x", dtype, [2, width])],
+        [helper.make_tensor_value_info(x, dtype, [2, width])],
+        initializers,
+    )
 
 
 @pytest.mark.parametrize("dtype, element_bytes", [(FLOAT, 4), (HALF, 2)])
@@ -57,7 +65,11 @@ def test_repeated_layers_match_hand_derived_numbers(dtype, element_bytes):
         matmul, add, relu = records[f"matmul_{i}"], records[f"add_{i}"], records[f"relu_{i}"]
         # [2, 16] x [16, 16]: 2·16·16 MACs, the weight 16·16 elements
         assert (matmul.macs, matmul.flops, matmul.params) == (512, 1024, 256)
-        assert (matmul.weight_bytes, matmul.input_bytes, matmul.output_bytes) == (256 * element_bytes, activation, activation)
+        assert (matmul.weight_bytes, matmul.input_bytes, matmul.output_bytes) == (
+            256 * element_bytes,
+            activation,
+            activation,
+        )
         assert matmul.param_inputs == [f"w{i}"] and matmul.inputs == [f"r{i - 1}" if i else "x", f"w{i}"]
         assert (add.flops, add.params, add.weight_bytes) == (32, 16, 16 * element_bytes)
         assert add.param_inputs == [f"b{i}"] and add.outputs == [f"a{i}"]
@@ -68,19 +80,22 @@ def test_repeated_layers_match_hand_derived_numbers(dtype, element_bytes):
 
 def test_every_layer_weight_is_a_parameter():
     graph = cost_graph(model := _layers(4), infer_shapes(model, model.graph.node))
-    assert graph.parameters == {
-        **{f"b{i}": (16, 64) for i in range(4)}, **{f"w{i}": (256, 1024) for i in range(4)}}
+    assert graph.parameters == {**{f"b{i}": (16, 64) for i in range(4)}, **{f"w{i}": (256, 1024) for i in range(4)}}
     assert {n: t.kind for n, t in graph.tensors.items() if n.startswith(("w", "b"))} == {
-        **{f"w{i}": "parameter" for i in range(4)}, **{f"b{i}": "parameter" for i in range(4)}}
+        **{f"w{i}": "parameter" for i in range(4)},
+        **{f"b{i}": "parameter" for i in range(4)},
+    }
 
 
 def _variants() -> onnx.ModelProto:
     """Pairs of nodes alike in all but one thing the rule or the record depends on."""
     value = helper.make_tensor_value_info
     x, y = "x", "y"
-    initializers = [numpy_helper.from_array(np.ones((4, 4), np.float32), "b"),
-                    numpy_helper.from_array(np.array(1, np.int64), "axis1"),
-                    numpy_helper.from_array(np.array(2, np.int64), "axis2")]
+    initializers = [
+        numpy_helper.from_array(np.ones((4, 4), np.float32), "b"),
+        numpy_helper.from_array(np.array(1, np.int64), "axis1"),
+        numpy_helper.from_array(np.array(2, np.int64), "axis2"),
+    ]
     nodes = [
         # an attribute: one Einsum contracts j (4·4·4 MACs), the other multiplies elementwise (4·4)
         helper.make_node("Einsum", [x, y], ["contract"], name="einsum_contract", equation="ij,jk->ik"),
@@ -100,11 +115,30 @@ def _variants() -> onnx.ModelProto:
     ]
     return _model(
         nodes,
-        [value("x", FLOAT, [4, 4]), value("y", FLOAT, [4, 4]), value("h", HALF, [4, 4]),
-         value("signal", FLOAT, [1, 8, 4, 2])],
-        [value(n, FLOAT, None) for n in ("contract", "product", "add_param", "add_activation", "square",
-                                         "product2", "relu32", "dft1", "dft2")] + [value("relu16", HALF, None)],
-        initializers, opset=20)
+        [
+            value("x", FLOAT, [4, 4]),
+            value("y", FLOAT, [4, 4]),
+            value("h", HALF, [4, 4]),
+            value("signal", FLOAT, [1, 8, 4, 2]),
+        ],
+        [
+            value(n, FLOAT, None)
+            for n in (
+                "contract",
+                "product",
+                "add_param",
+                "add_activation",
+                "square",
+                "product2",
+                "relu32",
+                "dft1",
+                "dft2",
+            )
+        ]
+        + [value("relu16", HALF, None)],
+        initializers,
+        opset=20,
+    )
 
 
 def test_nodes_differing_in_one_thing_get_their_own_numbers(monkeypatch):
@@ -143,7 +177,8 @@ def test_a_plugin_rule_runs_for_every_node():
         model = _model(
             [helper.make_node("Named", ["x"], [f"o{i}"], name="n" * (i + 1), domain="test.memo") for i in range(3)],
             [helper.make_tensor_value_info("x", FLOAT, [4])],
-            [helper.make_tensor_value_info(f"o{i}", FLOAT, [4]) for i in range(3)])
+            [helper.make_tensor_value_info(f"o{i}", FLOAT, [4]) for i in range(3)],
+        )
         model.opset_import.append(helper.make_opsetid("test.memo", 1))
         records = _records(model)
     finally:
@@ -156,13 +191,19 @@ def test_qdq_compute_dtype_follows_the_dequantized_source(monkeypatch):
     """Two Relus alike in shape and dtype; one reads a DequantizeLinear output, so it runs in int8."""
     value = helper.make_tensor_value_info
     model = _model(
-        [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q"], name="quantize"),
-         helper.make_node("DequantizeLinear", ["q", "scale", "zero"], ["dq"], name="dequantize"),
-         helper.make_node("Relu", ["dq"], ["relu_q"], name="relu_quantized"),
-         helper.make_node("Relu", ["x"], ["relu_f"], name="relu_float")],
-        [value("x", FLOAT, [4, 4])], [value("relu_q", FLOAT, None), value("relu_f", FLOAT, None)],
-        [numpy_helper.from_array(np.array(0.5, np.float32), "scale"),
-         numpy_helper.from_array(np.array(0, np.int8), "zero")])
+        [
+            helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q"], name="quantize"),
+            helper.make_node("DequantizeLinear", ["q", "scale", "zero"], ["dq"], name="dequantize"),
+            helper.make_node("Relu", ["dq"], ["relu_q"], name="relu_quantized"),
+            helper.make_node("Relu", ["x"], ["relu_f"], name="relu_float"),
+        ],
+        [value("x", FLOAT, [4, 4])],
+        [value("relu_q", FLOAT, None), value("relu_f", FLOAT, None)],
+        [
+            numpy_helper.from_array(np.array(0.5, np.float32), "scale"),
+            numpy_helper.from_array(np.array(0, np.int8), "zero"),
+        ],
+    )
     records = _records(model)
     assert (records["relu_quantized"].dtype, records["relu_float"].dtype) == ("int8", "float32")
     assert records == _records_unshared(model, monkeypatch)

@@ -5,24 +5,32 @@ counted."""
 from __future__ import annotations
 
 import numpy as np
+from conftest import make_model, run, zeros
+from models import branch
 from onnx import TensorProto, helper
 
 import onnxroof
-
-from conftest import make_model, run, zeros
-from models import branch
 
 
 def rate_switch():
     """sr (an int64 scalar) == 16000 picks a branch: then x·W1 (4 x 8 by 8 x 16), else x·W2 + b2."""
     then_branch = branch("then", [helper.make_node("MatMul", ["x", "w1"], ["t"])], "t", [("w1", zeros(8, 16))])
-    else_branch = branch("else", [helper.make_node("MatMul", ["x", "w2"], ["e0"]),
-                                  helper.make_node("Add", ["e0", "b2"], ["e"])], "e",
-                         [("w2", zeros(8, 16)), ("b2", zeros(16))])
-    nodes = [helper.make_node("Equal", ["sr", "rate"], ["cond"], name="is_16k"),
-             helper.make_node("If", ["cond"], ["y"], name="switch", then_branch=then_branch, else_branch=else_branch)]
-    return make_model(nodes, [("sr", TensorProto.INT64, []), ("x", TensorProto.FLOAT, [4, 8])],
-                      [("y", TensorProto.FLOAT, [4, 16])], [("rate", np.array(16000, np.int64))])
+    else_branch = branch(
+        "else",
+        [helper.make_node("MatMul", ["x", "w2"], ["e0"]), helper.make_node("Add", ["e0", "b2"], ["e"])],
+        "e",
+        [("w2", zeros(8, 16)), ("b2", zeros(16))],
+    )
+    nodes = [
+        helper.make_node("Equal", ["sr", "rate"], ["cond"], name="is_16k"),
+        helper.make_node("If", ["cond"], ["y"], name="switch", then_branch=then_branch, else_branch=else_branch),
+    ]
+    return make_model(
+        nodes,
+        [("sr", TensorProto.INT64, []), ("x", TensorProto.FLOAT, [4, 8])],
+        [("y", TensorProto.FLOAT, [4, 16])],
+        [("rate", np.array(16000, np.int64))],
+    )
 
 
 def test_an_if_on_an_input_s_value_names_the_input_and_the_flag():
@@ -37,8 +45,12 @@ def test_an_if_on_an_input_s_value_names_the_input_and_the_flag():
 
 
 def unbound_matmul():
-    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", TensorProto.FLOAT, ["n", 8])],
-                      [("y", TensorProto.FLOAT, ["n", 16])], [("w", zeros(8, 16))])
+    return make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        [("x", TensorProto.FLOAT, ["n", 8])],
+        [("y", TensorProto.FLOAT, ["n", 16])],
+        [("w", zeros(8, 16))],
+    )
 
 
 def test_a_run_that_counted_nothing_exits_2_with_the_reason(tmp_path, capsys):
@@ -52,16 +64,23 @@ def test_a_run_that_counted_nothing_exits_2_with_the_reason(tmp_path, capsys):
 def test_an_incomplete_run_says_so_on_its_first_line(tmp_path, capsys):
     # one MatMul on a bound input (4 x 8 by 8 x 16: 512 MACs) and one on an input whose rows are
     # left unbound with --partial: that one is not counted, and the first line says so
-    nodes = [helper.make_node("MatMul", ["a", "w"], ["y"], name="bound"),
-             helper.make_node("MatMul", ["b", "w"], ["z"], name="open")]
-    model = make_model(nodes, [("a", TensorProto.FLOAT, [4, 8]), ("b", TensorProto.FLOAT, ["n", 8])],
-                       [("y", TensorProto.FLOAT, [4, 16]), ("z", TensorProto.FLOAT, ["n", 16])], [("w", zeros(8, 16))])
+    nodes = [
+        helper.make_node("MatMul", ["a", "w"], ["y"], name="bound"),
+        helper.make_node("MatMul", ["b", "w"], ["z"], name="open"),
+    ]
+    model = make_model(
+        nodes,
+        [("a", TensorProto.FLOAT, [4, 8]), ("b", TensorProto.FLOAT, ["n", 8])],
+        [("y", TensorProto.FLOAT, [4, 16]), ("z", TensorProto.FLOAT, ["n", 16])],
+        [("w", zeros(8, 16))],
+    )
     path = tmp_path / "half.onnx"
     path.write_bytes(model.SerializeToString())
     code, out, _ = run(capsys, "summary", str(path), "--partial", "-q")
     assert code == 0
-    assert out.splitlines()[0] == ("INCOMPLETE: 1 node(s) not counted, 1 input dim(s) unbound; the totals are lower "
-                                   "bounds (see the warnings)")
+    assert out.splitlines()[0] == (
+        "INCOMPLETE: 1 node(s) not counted, 1 input dim(s) unbound; the totals are lower bounds (see the warnings)"
+    )
     assert any(line.split()[:2] == ["MACs", "512"] for line in out.splitlines())  # the bound MatMul's
     code, out, _ = run(capsys, "summary", str(path), "--partial", "-q", "--format", "markdown")
     assert out.splitlines()[2].startswith("⚠️ **INCOMPLETE: 1 node\\(s\\) not counted")  # escaped for GitHub

@@ -15,15 +15,19 @@ PRESENT_BYTES = math.prod(SHAPE) * 4  # 320 elements x 4 bytes = 1,280
 
 
 def layout(shared: bool = False) -> DecoderLayout:
-    caches = (CacheTensor("past_key", "present_key", 2, "key", "Concat axis 2", shared),
-              CacheTensor("past_value", "present_value", 2, "value", "Concat axis 2", shared))
+    caches = (
+        CacheTensor("past_key", "present_key", 2, "key", "Concat axis 2", shared),
+        CacheTensor("past_value", "present_value", 2, "value", "Concat axis 2", shared),
+    )
     return DecoderLayout(caches, {}, {}, ("two caches",))
 
 
 def presents(shape: tuple | None = SHAPE) -> dict[str, TensorRecord]:
     size = PRESENT_BYTES if shape is not None else None
-    return {name: TensorRecord(name, "float32", shape, size, "activation", "attention")
-            for name in ("present_key", "present_value")}
+    return {
+        name: TensorRecord(name, "float32", shape, size, "activation", "attention")
+        for name in ("present_key", "present_value")
+    }
 
 
 def test_a_decode_step_reads_and_copies_both_presents():
@@ -42,8 +46,9 @@ def test_a_decode_step_reads_and_copies_both_presents():
 def test_a_shared_buffer_is_written_at_the_new_positions_only():
     # a token adds 1,280 / (10 positions x batch 2) = 64 bytes to each cache: 128 for both;
     # 3 new tokens in each of the 2 sequences write 128 x 3 x 2
-    report = llm_report(presents(), layout(shared=True), "prefill", new_tokens=3, context=3, batch=2,
-                        latencies_s={"cpu": 0.5})
+    report = llm_report(
+        presents(), layout(shared=True), "prefill", new_tokens=3, context=3, batch=2, latencies_s={"cpu": 0.5}
+    )
     assert report.kv_write_mode == "new positions"
     assert report.kv_bytes_per_token == 128
     assert report.kv_write_bytes == 128 * 3 * 2

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from conftest import make_model
+from models import HEAD, HEADS, D, decoder_block
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.cli.output import error_text
 from onnxroof.core.errors import UsageError
 from onnxroof.cost.llm import detect_decoder
-
-from conftest import make_model
-from models import D, HEAD, HEADS, decoder_block
 
 F32 = TensorProto.FLOAT
 
@@ -21,7 +20,10 @@ def test_layout_is_detected():
     assert layout.past_inputs == ("past_key_values.0.key", "past_key_values.0.value")
     assert layout.present_outputs == ("present.0.key", "present.0.value")
     # found from the graph: both past inputs are appended to by a Concat along axis 2 and returned
-    assert [(c.axis, c.kind, c.how) for c in layout.caches] == [(2, "key", "Concat axis 2"), (2, "value", "Concat axis 2")]
+    assert [(c.axis, c.kind, c.how) for c in layout.caches] == [
+        (2, "key", "Concat axis 2"),
+        (2, "value", "Concat axis 2"),
+    ]
     assert layout.roles == {"past_sequence_length": "past", "batch": "batch", "sequence_length": "sequence"}
 
 
@@ -67,8 +69,11 @@ def test_phase_errors():
         onnxroof.analyze(decoder_block(), phase="prefill")
     assert "--seq" not in str(caught.value) and "--seq" in error_text(caught.value)
     with pytest.raises(UsageError, match="no KV cache found"):
-        onnxroof.analyze(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1])], [("y", F32, [1])]),
-                         phase="decode", context=4)
+        onnxroof.analyze(
+            make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1])], [("y", F32, [1])]),
+            phase="decode",
+            context=4,
+        )
 
 
 def test_decode_is_memory_bound_and_long_prefill_compute_bound_on_h100():

@@ -37,9 +37,11 @@ def test_an_inputs_dims_are_its_symbols_and_numbers():
 
 
 def test_a_reader_through_a_copy_and_a_transpose_comes_with_the_permutation():
-    nodes = [helper.make_node("Identity", ["k"], ["k1"]),
-             helper.make_node("Transpose", ["k1"], ["kt"], perm=[0, 2, 1]),
-             helper.make_node("MatMul", ["q", "kt"], ["scores"])]
+    nodes = [
+        helper.make_node("Identity", ["k"], ["k1"]),
+        helper.make_node("Transpose", ["k1"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+    ]
     ((node, slot, perm),) = reached_nodes("k", readers(nodes))
     assert (node.op_type, slot, perm) == ("MatMul", 1, [0, 2, 1])
 
@@ -54,13 +56,20 @@ def test_a_tensor_is_returned_through_a_cast_or_as_an_if_output():
 
 def test_a_merged_decoders_if_takes_the_branch_reading_the_past():
     def branch(name, reads):
-        return helper.make_graph([helper.make_node("Identity", [reads], [f"{name}_out"])], name, [],
-                                 [helper.make_tensor_value_info(f"{name}_out", FLOAT, None)])
+        return helper.make_graph(
+            [helper.make_node("Identity", [reads], [f"{name}_out"])],
+            name,
+            [],
+            [helper.make_tensor_value_info(f"{name}_out", FLOAT, None)],
+        )
 
-    node = helper.make_node("If", ["use_cache"], ["y"], name="merge", then_branch=branch("then", "past"),
-                            else_branch=branch("else", "x"))
-    inputs = [helper.make_tensor_value_info(n, t, None) for n, t in
-              (("use_cache", TensorProto.BOOL), ("past", FLOAT), ("x", FLOAT))]
+    node = helper.make_node(
+        "If", ["use_cache"], ["y"], name="merge", then_branch=branch("then", "past"), else_branch=branch("else", "x")
+    )
+    inputs = [
+        helper.make_tensor_value_info(n, t, None)
+        for n, t in (("use_cache", TensorProto.BOOL), ("past", FLOAT), ("x", FLOAT))
+    ]
     graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", FLOAT, None)])
     assert branch_condition(graph, {i.name: i for i in inputs}, {"past"}) == ("use_cache", True, "merge")
     nodes, aliases, _ = searched_nodes(graph)

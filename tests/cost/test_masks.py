@@ -4,28 +4,34 @@ prefill, whose masked Softmax took 6x its unmasked time)."""
 
 import numpy as np
 import pytest
+from conftest import make_model, target_text
 from onnx import TensorProto, helper
 
 import onnxroof
-
-from conftest import make_model, target_text
 
 F = TensorProto.FLOAT
 LOWEST = float(np.finfo(np.float32).min)
 
 
-def attention(queries: int, keys: int, heads: int = 2, mask: str = "causal", fill: float = LOWEST,
-              cast: bool = False):
+def attention(queries: int, keys: int, heads: int = 2, mask: str = "causal", fill: float = LOWEST, cast: bool = False):
     """Scores q[1,h,q,8] x k[1,h,8,k], plus a mask, then Softmax over the keys.
     mask="causal": key j hidden from query i when j > i + (keys - queries), built as the
     exporters do: Range over the keys and the queries, LessOrEqual, Where(visible, 0, fill).
     mask="padding": (1 - attention_mask) x fill, BERT's. ``cast``: the masked scores cast to
     float before the Softmax (T5's)."""
     nodes = [helper.make_node("MatMul", ["q", "k"], ["scores"], name="qk")]
-    inits = [("zero", np.array(0, np.int64)), ("one", np.array(1, np.int64)), ("nk", np.array(keys, np.int64)),
-             ("past", np.array(keys - queries, np.int64)), ("nq_end", np.array(keys, np.int64)),
-             ("fill", np.array(fill, np.float32)), ("nothing", np.array(0.0, np.float32)),
-             ("one_f", np.array(1.0, np.float32)), ("axis0", np.array([0], np.int64)), ("axis1", np.array([1], np.int64))]
+    inits = [
+        ("zero", np.array(0, np.int64)),
+        ("one", np.array(1, np.int64)),
+        ("nk", np.array(keys, np.int64)),
+        ("past", np.array(keys - queries, np.int64)),
+        ("nq_end", np.array(keys, np.int64)),
+        ("fill", np.array(fill, np.float32)),
+        ("nothing", np.array(0.0, np.float32)),
+        ("one_f", np.array(1.0, np.float32)),
+        ("axis0", np.array([0], np.int64)),
+        ("axis1", np.array([1], np.int64)),
+    ]
     inputs = [("q", F, [1, heads, queries, 8]), ("k", F, [1, heads, 8, keys])]
     if mask == "causal":
         nodes += [
@@ -37,8 +43,10 @@ def attention(queries: int, keys: int, heads: int = 2, mask: str = "causal", fil
         ]
     else:
         inputs.append(("attention_mask", F, [1, 1, 1, keys]))
-        nodes += [helper.make_node("Sub", ["one_f", "attention_mask"], ["inverted"], name="invert"),
-                  helper.make_node("Mul", ["inverted", "fill"], ["mask"], name="mask")]
+        nodes += [
+            helper.make_node("Sub", ["one_f", "attention_mask"], ["inverted"], name="invert"),
+            helper.make_node("Mul", ["inverted", "fill"], ["mask"], name="mask"),
+        ]
     nodes.append(helper.make_node("Add", ["scores", "mask"], ["masked"], name="add_mask"))
     if cast:
         nodes.append(helper.make_node("Cast", ["masked"], ["masked_float"], name="upcast", to=F))

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import make_model, zeros
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
 from onnxroof.core.errors import UsageError
 from onnxroof.cost.llm import detect_decoder
 from onnxroof.frontend.scopes import separate_sibling_scopes
-
-from conftest import make_model, zeros
 
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 HEADS, HEAD = 4, 16
@@ -29,19 +28,23 @@ PROMPT = 128  # the prompt length the branch without a cache was written for (it
 
 def _heads(x: str, out: str) -> list:
     """[B, L, 64] -> [B, 4, L, 16]."""
-    return [helper.make_node("Reshape", [x, "to_heads"], [out + "_bshd"]),
-            helper.make_node("Transpose", [out + "_bshd"], [out], perm=[0, 2, 1, 3])]
+    return [
+        helper.make_node("Reshape", [x, "to_heads"], [out + "_bshd"]),
+        helper.make_node("Transpose", [out + "_bshd"], [out], perm=[0, 2, 1, 3]),
+    ]
 
 
 def _attention(q: str, keys: str, values: str, out: str) -> list:
     """softmax(q . keys^T) . values: 2 x 4 heads x S x L x 16 MACs."""
-    return [helper.make_node("Transpose", [keys], [out + "_kt"], perm=[0, 1, 3, 2]),
-            helper.make_node("MatMul", [q, out + "_kt"], [out + "_scores"]),
-            helper.make_node("Softmax", [out + "_scores"], [out + "_probs"], axis=-1),
-            helper.make_node("MatMul", [out + "_probs", values], [out])]
+    return [
+        helper.make_node("Transpose", [keys], [out + "_kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", [q, out + "_kt"], [out + "_scores"]),
+        helper.make_node("Softmax", [out + "_scores"], [out + "_probs"], axis=-1),
+        helper.make_node("MatMul", [out + "_probs", values], [out]),
+    ]
 
 
-def _branch(cached: bool, cross: bool) -> "helper.GraphProto":
+def _branch(cached: bool, cross: bool) -> helper.GraphProto:
     """One branch of the merged decoder; both branches use the same tensor names, as optimum's
     do (each branch is a scope of its own)."""
     nodes = [helper.make_node("Gather", ["embedding", "input_ids"], ["h"])]
@@ -51,49 +54,73 @@ def _branch(cached: bool, cross: bool) -> "helper.GraphProto":
     for n in "qkv":
         nodes += [helper.make_node("MatMul", [source, f"w{n}"], [f"{n}_flat"]), *_heads(f"{n}_flat", f"{n}_new")]
     if cached:
-        nodes += [helper.make_node("Concat", ["past.0.self.key", "k_new"], ["present_k"], axis=2),
-                  helper.make_node("Concat", ["past.0.self.value", "v_new"], ["present_v"], axis=2)]
+        nodes += [
+            helper.make_node("Concat", ["past.0.self.key", "k_new"], ["present_k"], axis=2),
+            helper.make_node("Concat", ["past.0.self.value", "v_new"], ["present_v"], axis=2),
+        ]
     else:
-        nodes += [helper.make_node("Identity", ["k_new"], ["present_k"]),
-                  helper.make_node("Identity", ["v_new"], ["present_v"])]
+        nodes += [
+            helper.make_node("Identity", ["k_new"], ["present_k"]),
+            helper.make_node("Identity", ["v_new"], ["present_v"]),
+        ]
     nodes += _attention("q_new", "present_k", "present_v", "self_out")
     outputs = ["self_out", "present_k", "present_v"]
     if cross:
         if cached:  # read from the cache; the presents are empty placeholders [0, 4, 1, 16]
             keys, values = "past.0.cross.key", "past.0.cross.value"
-            nodes += [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(zeros(0, HEADS, 1, HEAD)))
-                      for name in ("cross_k", "cross_v")]
+            nodes += [
+                helper.make_node("Constant", [], [name], value=numpy_helper.from_array(zeros(0, HEADS, 1, HEAD)))
+                for name in ("cross_k", "cross_v")
+            ]
         else:  # computed from the encoder output: 2 x E x 64 x 64 MACs
-            nodes += [helper.make_node("MatMul", ["encoder_hidden_states", "wck"], ["ck_flat"]), *_heads("ck_flat", "cross_k"),
-                      helper.make_node("MatMul", ["encoder_hidden_states", "wcv"], ["cv_flat"]), *_heads("cv_flat", "cross_v")]
+            nodes += [
+                helper.make_node("MatMul", ["encoder_hidden_states", "wck"], ["ck_flat"]),
+                *_heads("ck_flat", "cross_k"),
+                helper.make_node("MatMul", ["encoder_hidden_states", "wcv"], ["cv_flat"]),
+                *_heads("cv_flat", "cross_v"),
+            ]
             keys, values = "cross_k", "cross_v"
         nodes += _attention("q_new", keys, values, "cross_out")
         nodes.append(helper.make_node("Add", ["self_out", "cross_out"], ["out"]))
         outputs = ["out", "present_k", "present_v", "cross_k", "cross_v"]
-    return helper.make_graph(nodes, "cached" if cached else "uncached", [],
-                             [helper.make_tensor_value_info(o, F32, None) for o in outputs])
+    return helper.make_graph(
+        nodes, "cached" if cached else "uncached", [], [helper.make_tensor_value_info(o, F32, None) for o in outputs]
+    )
 
 
 def merged_decoder(cached_in_then: bool = True, cross: bool = True, condition: str = "flag"):
     """One file with and without a cache: an If on ``condition`` whose ``then`` (or ``else``)
     branch reads the past inputs."""
     cached, uncached = _branch(True, cross), _branch(False, cross)
-    branches = dict(then_branch=cached, else_branch=uncached) if cached_in_then else dict(
-        then_branch=uncached, else_branch=cached)
+    branches = (
+        dict(then_branch=cached, else_branch=uncached)
+        if cached_in_then
+        else dict(then_branch=uncached, else_branch=cached)
+    )
     cache, grown = ["batch", HEADS, "past", HEAD], ["batch", HEADS, "past + sequence", HEAD]
-    inputs = [("input_ids", I64, ["batch", "sequence"]),
-              ("past.0.self.key", F32, cache), ("past.0.self.value", F32, cache), (condition, BOOL, [1])]
-    outputs = [("out", F32, ["batch", "sequence", HEADS, HEAD]), ("present.0.self.key", F32, grown),
-               ("present.0.self.value", F32, grown)]
+    inputs = [
+        ("input_ids", I64, ["batch", "sequence"]),
+        ("past.0.self.key", F32, cache),
+        ("past.0.self.value", F32, cache),
+        (condition, BOOL, [1]),
+    ]
+    outputs = [
+        ("out", F32, ["batch", "sequence", HEADS, HEAD]),
+        ("present.0.self.key", F32, grown),
+        ("present.0.self.value", F32, grown),
+    ]
     if cross:
         encoder = ["batch", HEADS, "encoder_length", HEAD]
         inputs[1:1] = [("encoder_hidden_states", F32, ["batch", "encoder_length", D])]
         inputs[-1:-1] = [("past.0.cross.key", F32, encoder), ("past.0.cross.value", F32, encoder)]
         outputs += [("present.0.cross.key", F32, encoder), ("present.0.cross.value", F32, encoder)]
     node = helper.make_node("If", [condition], [name for name, _, _ in outputs], **branches)
-    weights = [("embedding", zeros(100, D)), *[(f"w{n}", zeros(D, D)) for n in ("q", "k", "v", "ck", "cv")],
-               ("to_heads", np.array([0, 0, HEADS, HEAD], np.int64)),
-               ("prompt_shape", np.array([1, PROMPT, D], np.int64))]
+    weights = [
+        ("embedding", zeros(100, D)),
+        *[(f"w{n}", zeros(D, D)) for n in ("q", "k", "v", "ck", "cv")],
+        ("to_heads", np.array([0, 0, HEADS, HEAD], np.int64)),
+        ("prompt_shape", np.array([1, PROMPT, D], np.int64)),
+    ]
     return make_model([node], inputs, outputs, weights)
 
 
@@ -106,8 +133,11 @@ def test_the_branch_with_the_cache_is_found_from_the_graph_not_from_names():
         assert layout.past_inputs == ("past.0.self.key", "past.0.self.value")
         assert layout.present_outputs == ("present.0.self.key", "present.0.self.value")
         assert [(c.past, c.present, c.kind) for c in layout.cross] == [
-            ("past.0.cross.key", None, "key"), ("past.0.cross.value", None, "value"),
-            ("", "present.0.cross.key", "key"), ("", "present.0.cross.value", "value")]
+            ("past.0.cross.key", None, "key"),
+            ("past.0.cross.value", None, "value"),
+            ("", "present.0.cross.key", "key"),
+            ("", "present.0.cross.value", "value"),
+        ]
         assert layout.roles == {"past": "past", "batch": "batch", "encoder_length": "encoder", "sequence": "sequence"}
 
 
@@ -137,8 +167,16 @@ def test_merged_decoder_prefill():
     # 128 tokens: projections 3 x 128 x 64 x 64 = 1,572,864; self-attention 2 x 4 x 128 x 128 x 16
     # = 2,097,152; the cross keys and values from the encoder output 2 x 1,500 x 64 x 64 =
     # 12,288,000; cross-attention 2 x 4 x 128 x 1,500 x 16 = 24,576,000
-    assert analysis.totals.macs == (3 * PROMPT * D * D + 2 * HEADS * PROMPT * PROMPT * HEAD + 2 * 1500 * D * D
-                                    + 2 * HEADS * PROMPT * 1500 * HEAD) == 40_534_016
+    assert (
+        analysis.totals.macs
+        == (
+            3 * PROMPT * D * D
+            + 2 * HEADS * PROMPT * PROMPT * HEAD
+            + 2 * 1500 * D * D
+            + 2 * HEADS * PROMPT * 1500 * HEAD
+        )
+        == 40_534_016
+    )
     llm = analysis.llm
     assert llm.kv_read_bytes == llm.kv_write_bytes == 2 * HEADS * PROMPT * HEAD * 4  # the prompt's keys and values
     # the cross cache is computed this step: written once, and read by the attention
@@ -158,17 +196,28 @@ def cross_decoder():
     cache, encoder = ["batch", HEADS, "past", HEAD], ["batch", HEADS, "encoder_length", HEAD]
     nodes = [n for n in branch.node if n.op_type != "Constant"]
     for node in nodes:  # the branch's outputs, renamed as a graph's
-        node.output[:] = [{"present_k": "present.0.self.key", "present_v": "present.0.self.value"}.get(o, o)
-                          for o in node.output]
-        node.input[:] = [{"present_k": "present.0.self.key", "present_v": "present.0.self.value"}.get(i, i)
-                         for i in node.input]
+        node.output[:] = [
+            {"present_k": "present.0.self.key", "present_v": "present.0.self.value"}.get(o, o) for o in node.output
+        ]
+        node.input[:] = [
+            {"present_k": "present.0.self.key", "present_v": "present.0.self.value"}.get(i, i) for i in node.input
+        ]
     return make_model(
         nodes,
-        [("input_ids", I64, ["batch", "sequence"]), ("past.0.self.key", F32, cache), ("past.0.self.value", F32, cache),
-         ("past.0.cross.key", F32, encoder), ("past.0.cross.value", F32, encoder)],
+        [
+            ("input_ids", I64, ["batch", "sequence"]),
+            ("past.0.self.key", F32, cache),
+            ("past.0.self.value", F32, cache),
+            ("past.0.cross.key", F32, encoder),
+            ("past.0.cross.value", F32, encoder),
+        ],
         [("out", F32, None), ("present.0.self.key", F32, None), ("present.0.self.value", F32, None)],
-        [("embedding", zeros(100, D)), *[(f"w{n}", zeros(D, D)) for n in "qkv"],
-         ("to_heads", np.array([0, 0, HEADS, HEAD], np.int64))])
+        [
+            ("embedding", zeros(100, D)),
+            *[(f"w{n}", zeros(D, D)) for n in "qkv"],
+            ("to_heads", np.array([0, 0, HEADS, HEAD], np.int64)),
+        ],
+    )
 
 
 def test_cross_cache_is_read_and_not_appended():
@@ -183,9 +232,12 @@ def test_cross_cache_is_read_and_not_appended():
     assert (llm.cross_read_bytes, llm.cross_write_bytes, llm.cross_length) == (51_200, 0, 100)
     document = analysis.to_dict()["llm"]
     assert document["kv_cache_read_bytes"] == 16_384
-    assert document["cross_attention_cache"] == {"read_bytes": 51_200, "write_bytes": 0, "encoder_length": 100,
-                                                 "bytes_at_encoder_length": {"fp32": 51_200, "fp16": 25_600,
-                                                                             "int8": 12_800}}
+    assert document["cross_attention_cache"] == {
+        "read_bytes": 51_200,
+        "write_bytes": 0,
+        "encoder_length": 100,
+        "bytes_at_encoder_length": {"fp32": 51_200, "fp16": 25_600, "int8": 12_800},
+    }
 
 
 def test_encoder_length_flags():
@@ -206,16 +258,21 @@ def test_encoder_seq_through_the_command_line(tmp_path, capsys):
 
     path = tmp_path / "merged.onnx"
     path.write_bytes(merged_decoder().SerializeToString())
-    code, out, err = run(capsys, "summary", path, "--phase", "decode", "--context", "128", "--encoder-seq", "1500",
-                         "--format", "json")
+    code, out, err = run(
+        capsys, "summary", path, "--phase", "decode", "--context", "128", "--encoder-seq", "1500", "--format", "json"
+    )
     assert code == 0, err
     document = json.loads(out)
     assert document["totals"]["macs"] == 220_672 and document["complete"]  # as test_merged_decoder_decode
     assert document["llm"]["cross_attention_cache"]["read_bytes"] == 768_000
     code, out, _ = run(capsys, "summary", path, "--phase", "prefill", "--seq", "128", "--encoder-seq", "1500")
     # the text block: the cross cache computed and written by the prompt step, 768,000 B = 750 KiB
-    assert code == 0 and "cross-attention cache of 1,500 encoder positions (never appended): read 750 KiB per step; " \
-                         "written 750 KiB (computed from the encoder output)" in out
+    assert (
+        code == 0
+        and "cross-attention cache of 1,500 encoder positions (never appended): read 750 KiB per step; "
+        "written 750 KiB (computed from the encoder output)"
+        in out
+    )
     code, _, err = run(capsys, "summary", path, "--phase", "decode", "--context", "128")
     assert code == 2 and err.count("\n") == 1 and "--encoder-seq N" in err  # one line, naming the flag
 

@@ -11,14 +11,22 @@ from onnxroof.cost.tensor_parallel import find_structure
 
 
 def mlp(second_columns: int = 64):
-    weights = [numpy_helper.from_array(np.zeros((64, 256), np.float32), "w1"),
-               numpy_helper.from_array(np.zeros((256, second_columns), np.float32), "w2")]
-    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="up"),
-             helper.make_node("Relu", ["h"], ["a"], name="act"),
-             helper.make_node("MatMul", ["a", "w2"], ["y"], name="down")]
-    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 64])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, second_columns])],
-                              weights)
+    weights = [
+        numpy_helper.from_array(np.zeros((64, 256), np.float32), "w1"),
+        numpy_helper.from_array(np.zeros((256, second_columns), np.float32), "w2"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="up"),
+        helper.make_node("Relu", ["h"], ["a"], name="act"),
+        helper.make_node("MatMul", ["a", "w2"], ["y"], name="down"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, second_columns])],
+        weights,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 

@@ -3,18 +3,21 @@ device memory, and the largest batch and longest context that fit. Derived by ha
 
 from __future__ import annotations
 
+from conftest import make_model, target_text
+from models import decoder_block
 from onnx import TensorProto, helper
 
 import onnxroof
 
-from conftest import make_model, target_text
-from models import decoder_block
-
 
 def small_device(tmp_path) -> str:
     path = tmp_path / "small.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e11,
-                                 "dram.size_bytes": 1_048_576}, name="small"))
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e11, "dram.size_bytes": 1_048_576},
+            name="small",
+        )
+    )
     return str(path)
 
 
@@ -38,8 +41,10 @@ def test_a_decoder_fits_at_one_context_and_not_at_another(tmp_path):
     assert fit.need_bytes == 65_536 + 1_024_000 and fit.fits is False
     assert (fit.longest_context, fit.largest_batch) == (960, 0)
     assert first.kind == "capacity" and first.gain_bytes == 65_536 + 1_024_000 - 1_048_576
-    assert first.title.startswith("does not fit: parameters 64 KiB + peak activations 1,000 KiB, of which the KV cache "
-                                  "500 KiB, need 1.04 MiB of the 1 MiB device memory")
+    assert first.title.startswith(
+        "does not fit: parameters 64 KiB + peak activations 1,000 KiB, of which the KV cache "
+        "500 KiB, need 1.04 MiB of the 1 MiB device memory"
+    )
     assert "the longest context that fits is 960" in first.detail
 
 
@@ -55,8 +60,11 @@ def test_a_variant_keeps_its_reports_and_its_peak_not_its_records():
     from onnxroof.findings.variants import Variants
     from onnxroof.pipeline import analyze as analyze_once
 
-    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", TensorProto.FLOAT, [1, 16])],
-                       [("y", TensorProto.FLOAT, [1, 16])])
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [("x", TensorProto.FLOAT, [1, 16])],
+        [("y", TensorProto.FLOAT, [1, 16])],
+    )
     base = analyze_once(model, targets=["l4"])
     variant = Variants(base, lambda **changes: analyze_once(model, targets=["l4"], **changes)).analysis(batch=2)
     # batch 2: x and y of 2 x 16 floats, both live at the Relu: 2 x 128 B

@@ -3,9 +3,9 @@ nodes not counted take time the gain does not know of."""
 
 from __future__ import annotations
 
-import onnxroof
-
 from conftest import fixed_reshape_chain, launch_target
+
+import onnxroof
 
 
 def test_findings_on_an_incomplete_analysis_claim_no_gain_and_say_why(tmp_path):
@@ -15,7 +15,8 @@ def test_findings_on_an_incomplete_analysis_claim_no_gain_and_say_why(tmp_path):
     assert not analysis.complete and analysis.missing == "21 node(s) not counted"
     assert analysis.incomplete_text().startswith("21 node(s) not counted (")
     findings = analysis.review()
-    assert findings and all(f.gain_s == 0 and f.change == "" and f.incomplete == analysis.incomplete_text()
-                            for f in findings)
+    assert findings and all(
+        f.gain_s == 0 and f.change == "" and f.incomplete == analysis.incomplete_text() for f in findings
+    )
     assert all(f.title.endswith("(of the counted nodes only)") for f in findings)
     assert all(entry["complete"] is False for entry in analysis.to_dict()["findings"])

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import onnxroof
-
 from conftest import target_text
 from test_intensity import convs
+
+import onnxroof
 
 
 def test_the_largest_kernel_and_its_share(tmp_path):
     # the 3x3 convolution (75.497472 µs) and the 1x1 (27.0336 µs) of test_intensity, on the same
     # target: the 3x3 takes 75.497472 / 102.531072 = 74 % of the time, compute-bound
     path = tmp_path / "narrow.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 20e9},
-                                '[fusion]\nrules = []\nsource = "hand"\n', name="narrow"))
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 20e9},
+            '[fusion]\nrules = []\nsource = "hand"\n',
+            name="narrow",
+        )
+    )
     analysis = onnxroof.analyze(convs(), targets=[str(path)])
     (finding,) = [f for f in analysis.review() if f.kind == "largest"]
     assert finding.title == "kernel conv3x3 (Conv) takes 74% (75.5 µs), compute-bound"
@@ -29,18 +34,25 @@ def test_the_largest_module_is_found_down_the_tree_and_lists_only_its_nodes(tmp_
     s0 (500 ns, 25 %, first of the tie), is under half. The single largest kernel is the head's
     (26 %), outside that module: its node is not listed."""
     import numpy as np
-    from onnx import TensorProto, helper
-
     from conftest import make_model
+    from onnx import TensorProto, helper
 
     widths = {"/stages/s0/MatMul": 250, "/stages/s1/MatMul": 250, "/stages/s2/MatMul": 240, "/head/MatMul": 260}
     nodes = [helper.make_node("MatMul", ["x", f"w{i}"], [f"y{i}"], name=name) for i, name in enumerate(widths)]
-    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 1000])],
-                       [(f"y{i}", TensorProto.FLOAT, [1, n]) for i, n in enumerate(widths.values())],
-                       [(f"w{i}", np.zeros((1000, n), np.float32)) for i, n in enumerate(widths.values())])
+    model = make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, [1, 1000])],
+        [(f"y{i}", TensorProto.FLOAT, [1, n]) for i, n in enumerate(widths.values())],
+        [(f"w{i}", np.zeros((1000, n), np.float32)) for i, n in enumerate(widths.values())],
+    )
     path = tmp_path / "fast.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e18},
-                                '[fusion]\nrules = []\nsource = "hand"\n', name="fast"))
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e18},
+            '[fusion]\nrules = []\nsource = "hand"\n',
+            name="fast",
+        )
+    )
     analysis = onnxroof.analyze(model, targets=[str(path)])
     (finding,) = [f for f in analysis.review() if f.kind == "largest"]
     assert finding.title == "kernel /head/MatMul (MatMul) takes 26% (520 ns), compute-bound; module stages/s0 takes 25%"

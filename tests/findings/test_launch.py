@@ -4,11 +4,10 @@ of a larger batch measured by analysing again. Expected values are derived by ha
 from __future__ import annotations
 
 import pytest
+from conftest import launch_target, make_model, target_text
 from onnx import TensorProto, helper
 
 import onnxroof
-
-from conftest import launch_target, make_model, target_text
 
 F32 = TensorProto.FLOAT
 
@@ -52,8 +51,10 @@ def test_past_the_node_limit_a_finding_names_its_change_without_analysing_again(
     analysis = onnxroof.analyze(add_chain(), targets=[launch_target(tmp_path)])
     (launch,) = [f for f in analysis.review() if f.kind == "launch"]
     assert launch.gain_s == 0.0 and "larger_batch_latency_s" not in launch.evidence
-    assert launch.detail == ("batch 8 gives no measured gain: not analysed again: 100 nodes, over the 50 up to which "
-                             "findings measure a change by analysing the model again")
+    assert launch.detail == (
+        "batch 8 gives no measured gain: not analysed again: 100 nodes, over the 50 up to which "
+        "findings measure a change by analysing the model again"
+    )
     # placing again is no analysis: the fusion finding still measures its gain (297.0112 µs, above)
     fusion = next(f for f in analysis.review() if f.kind == "fusion")
     assert fusion.gain_s == pytest.approx(297.0112e-6)
@@ -74,8 +75,9 @@ def test_no_findings_leaves_them_out_of_every_output(tmp_path, capsys):
 
     path = tmp_path / "chain.onnx"
     path.write_bytes(add_chain(10).SerializeToString())
-    code, out, _ = run(capsys, "summary", str(path), "--target", launch_target(tmp_path), "--no-findings",
-                       "--format", "json", "-q")
+    code, out, _ = run(
+        capsys, "summary", str(path), "--target", launch_target(tmp_path), "--no-findings", "--format", "json", "-q"
+    )
     document = json.loads(out)
     assert code == 0 and document["findings"] == [] and document["targets"][0]["fit"] is None
     code, out, _ = run(capsys, "summary", str(path), "--target", launch_target(tmp_path), "--format", "json", "-q")

@@ -4,11 +4,10 @@ streamed because they do not fit on chip. Derived by hand."""
 from __future__ import annotations
 
 import pytest
+from conftest import make_model, target_text, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
-
-from conftest import make_model, target_text, zeros
 
 F32 = TensorProto.FLOAT
 
@@ -28,9 +27,18 @@ def test_a_spill_the_lowest_peak_order_avoids(tmp_path):
     # x, la, lb and lc are live at C1: 40 + 3 x 4,000 = 12,040 B > 8,192; branch by branch the
     # peak is 40 + 4,000 + 2 x 4 = 4,048 B: nothing spills
     path = tmp_path / "small.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e9,
-                                 "onchip.size_bytes": 8192, "onchip.bandwidth_bytes_per_s": 1e12},
-                                '[fusion]\nrules = []\nsource = "hand"\n', name="small"))
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "dram.bandwidth_bytes_per_s": 1e9,
+                "onchip.size_bytes": 8192,
+                "onchip.bandwidth_bytes_per_s": 1e12,
+            },
+            '[fusion]\nrules = []\nsource = "hand"\n',
+            name="small",
+        )
+    )
     analysis = onnxroof.analyze(three_branches(), targets=[str(path)])
     (report,) = analysis.targets
     (finding,) = [f for f in analysis.review() if f.kind == "spill"]
@@ -50,10 +58,18 @@ def test_parameters_that_do_not_fit_on_chip_are_streamed_and_what_that_costs(tmp
     # 40,000 B do not fit, nor B1's or C1's, A2's 4,000 B do, B2's and C2's no longer: 4,000 B kept,
     # 128,000 B streamed
     path = tmp_path / "resident.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e9,
-                                 "onchip.size_bytes": 16384, "onchip.bandwidth_bytes_per_s": 1e12},
-                                '[fusion]\nrules = []\nsource = "hand"\n'
-                                '[weights]\nresident = true\nsource = "hand"\n', name="resident"))
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "dram.bandwidth_bytes_per_s": 1e9,
+                "onchip.size_bytes": 16384,
+                "onchip.bandwidth_bytes_per_s": 1e12,
+            },
+            '[fusion]\nrules = []\nsource = "hand"\n[weights]\nresident = true\nsource = "hand"\n',
+            name="resident",
+        )
+    )
     analysis = onnxroof.analyze(three_branches(), targets=[str(path)])
     (finding,) = [f for f in analysis.review() if f.kind == "weights"]
     assert finding.evidence["kept_bytes"] == 4_000 and finding.gain_bytes == 128_000

@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import pytest
+from conftest import make_model, target_text, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
-
-from conftest import make_model, target_text, zeros
 
 F32 = TensorProto.FLOAT
 
 
 def matmul():
     """x [256, 1024] by W [1024, 1024]: 268,435,456 MACs."""
-    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", F32, [256, 1024])],
-                      [("y", F32, [256, 1024])], [("w", zeros(1024, 1024))])
+    return make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        [("x", F32, [256, 1024])],
+        [("y", F32, [256, 1024])],
+        [("w", zeros(1024, 1024))],
+    )
 
 
 def test_int8_on_a_compute_bound_target_is_measured_by_re_analysis(tmp_path):
     path = tmp_path / "int8.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "peak_ops_per_s.int8": 4e12,
-                                 "dram.bandwidth_bytes_per_s": 1e12}, name="int8"))
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "peak_ops_per_s.int8": 4e12, "dram.bandwidth_bytes_per_s": 1e12}, name="int8"
+        )
+    )
     analysis = onnxroof.analyze(matmul(), targets=[str(path)])
     (finding,) = [f for f in analysis.review() if f.kind == "precision"]
     # fp32: 536,870,912 FLOPs at 1 TFLOP/s = 536.870912 µs, against 6 MiB (6.29 µs) of bytes:

@@ -15,8 +15,11 @@ from onnxroof.pipeline import analyze as analyze_once
 
 
 def relu_model():
-    return make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", TensorProto.FLOAT, ["N", 16])],
-                      [("y", TensorProto.FLOAT, ["N", 16])])
+    return make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [("x", TensorProto.FLOAT, ["N", 16])],
+        [("y", TensorProto.FLOAT, ["N", 16])],
+    )
 
 
 def test_the_review_leaves_the_analysis_as_it_was():

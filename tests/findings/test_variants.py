@@ -8,18 +8,20 @@ import pickle
 from dataclasses import replace
 
 import pytest
+from conftest import make_model
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.options import AnalysisOptions
 
-from conftest import make_model
-
 
 def relu_model():
     # one Relu on 1 x 16 floats: 64 B read, 64 B written
-    return make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", TensorProto.FLOAT, ["N", 16])],
-                      [("y", TensorProto.FLOAT, ["N", 16])])
+    return make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [("x", TensorProto.FLOAT, ["N", 16])],
+        [("y", TensorProto.FLOAT, ["N", 16])],
+    )
 
 
 def test_a_change_of_type_costs_again_from_the_shapes_and_leaves_them_as_stored():

@@ -26,8 +26,9 @@ def body(*names: str) -> onnx.GraphProto:
 
 def bind(node: onnx.NodeProto, graph: onnx.GraphProto, known: dict[str, TensorInfo]) -> dict[str, TensorInfo]:
     tensors = dict(known)
-    bind_body_inputs(node.op_type, node, list(node.input), graph, lambda n: tensors.setdefault(n, TensorInfo(n)),
-                     tensors)
+    bind_body_inputs(
+        node.op_type, node, list(node.input), graph, lambda n: tensors.setdefault(n, TensorInfo(n)), tensors
+    )
     return tensors
 
 

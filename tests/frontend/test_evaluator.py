@@ -19,14 +19,21 @@ def model(nodes, inputs, outputs, initializers=()):
 
 def test_a_reshape_target_computed_from_a_shape_is_evaluated():
     # Shape(x) = [2, 3, 4]; its first dim, [2], with -1: Reshape(x, [2, -1]) is [2, 12]
-    nodes = [helper.make_node("Shape", ["x"], ["s"]),
-             helper.make_node("Gather", ["s", "first"], ["b"]),
-             helper.make_node("Concat", ["b", "rest"], ["target"], axis=0),
-             helper.make_node("Reshape", ["x", "target"], ["y"])]
-    built = model(nodes, [helper.make_tensor_value_info("x", FLOAT, [2, 3, 4])],
-                  [helper.make_tensor_value_info("y", FLOAT, None)],
-                  [numpy_helper.from_array(np.array([0], np.int64), "first"),
-                   numpy_helper.from_array(np.array([-1], np.int64), "rest")])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "first"], ["b"]),
+        helper.make_node("Concat", ["b", "rest"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    built = model(
+        nodes,
+        [helper.make_tensor_value_info("x", FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", FLOAT, None)],
+        [
+            numpy_helper.from_array(np.array([0], np.int64), "first"),
+            numpy_helper.from_array(np.array([-1], np.int64), "rest"),
+        ],
+    )
     result = infer_shapes(built, built.graph.node)
     assert result.values["target"].tolist() == [2, -1]
     assert result.tensors["y"].shape == (2, 12)
@@ -34,14 +41,24 @@ def test_a_reshape_target_computed_from_a_shape_is_evaluated():
 
 def if_model():
     def branch(name, op):
-        return helper.make_graph([helper.make_node(op, ["x"], [f"{name}_y"])], name, [],
-                                 [helper.make_tensor_value_info(f"{name}_y", FLOAT, None)])
+        return helper.make_graph(
+            [helper.make_node(op, ["x"], [f"{name}_y"])],
+            name,
+            [],
+            [helper.make_tensor_value_info(f"{name}_y", FLOAT, None)],
+        )
 
-    node = helper.make_node("If", ["c"], ["y"], name="choose", then_branch=branch("then", "Identity"),
-                            else_branch=branch("else", "Flatten"))
-    return model([node], [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-                          helper.make_tensor_value_info("x", FLOAT, [2, 3, 4])],
-                 [helper.make_tensor_value_info("y", FLOAT, None)])
+    node = helper.make_node(
+        "If", ["c"], ["y"], name="choose", then_branch=branch("then", "Identity"), else_branch=branch("else", "Flatten")
+    )
+    return model(
+        [node],
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", FLOAT, [2, 3, 4]),
+        ],
+        [helper.make_tensor_value_info("y", FLOAT, None)],
+    )
 
 
 def test_an_if_of_a_known_condition_has_its_taken_branchs_shape():

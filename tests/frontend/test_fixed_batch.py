@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import fixed_reshape_chain, launch_target, make_model, one_error_line, run
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.core.errors import OptionError
 from onnxroof.frontend.fixed_batch import fixed_batch
-
-from conftest import fixed_reshape_chain, launch_target, make_model, one_error_line, run
 
 F32 = TensorProto.FLOAT
 
@@ -22,13 +21,23 @@ def static_export(length: int = 40, producer: str = "pytorch"):
     torch.onnx export does) -> Reshape back to [1, 128, 64] -> a chain of ``length`` Adds. Two
     Reshape shapes and the input carry batch 1; the Expand's [4, 4] does not (its first element is
     not the batch)."""
-    nodes = [helper.make_node("Reshape", ["x", "heads"], ["h"], name="split_heads"),
-             helper.make_node("Reshape", ["h", "merged"], ["a0"], name="merge_heads"),
-             helper.make_node("Expand", ["one", "square"], ["sq"], name="expand")]
+    nodes = [
+        helper.make_node("Reshape", ["x", "heads"], ["h"], name="split_heads"),
+        helper.make_node("Reshape", ["h", "merged"], ["a0"], name="merge_heads"),
+        helper.make_node("Expand", ["one", "square"], ["sq"], name="expand"),
+    ]
     nodes += [helper.make_node("Add", [f"a{i}", f"a{i}"], [f"a{i + 1}"], name=f"add_{i}") for i in range(length)]
-    model = make_model(nodes, [("x", F32, [1, 128, 64])], [(f"a{length}", F32, [1, 128, 64]), ("sq", F32, [4, 4])],
-                       [("heads", np.array([1, 128, 4, 16])), ("merged", np.array([1, 128, 64])),
-                        ("one", np.ones(1, np.float32)), ("square", np.array([4, 4]))])
+    model = make_model(
+        nodes,
+        [("x", F32, [1, 128, 64])],
+        [(f"a{length}", F32, [1, 128, 64]), ("sq", F32, [4, 4])],
+        [
+            ("heads", np.array([1, 128, 4, 16])),
+            ("merged", np.array([1, 128, 64])),
+            ("one", np.ones(1, np.float32)),
+            ("square", np.array([4, 4])),
+        ],
+    )
     model.producer_name = producer
     return model
 
@@ -36,8 +45,10 @@ def static_export(length: int = 40, producer: str = "pytorch"):
 def test_a_static_export_names_its_batch_the_shapes_that_carry_it_and_the_fix():
     fixed = fixed_batch(static_export())
     assert (fixed.batch, fixed.inputs, fixed.shapes) == (1, ("x",), {"Reshape": 2})
-    assert fixed.text().startswith("this export fixes batch 1 in its inputs and in 2 Reshape shapes: re-export with a "
-                                   "dynamic batch (torch.onnx.export(..., dynamic_shapes=")
+    assert fixed.text().startswith(
+        "this export fixes batch 1 in its inputs and in 2 Reshape shapes: re-export with a "
+        "dynamic batch (torch.onnx.export(..., dynamic_shapes="
+    )
     assert fixed.refusal(1) is None and fixed.refusal(8) == fixed.text()
     # tf2onnx words its fix in its own terms
     assert "tf2onnx: a None batch dim" in fixed_batch(static_export(producer="tf2onnx")).fix
@@ -97,17 +108,22 @@ def test_a_larger_batch_that_a_minus_one_absorbs_gives_no_gain(tmp_path):
     it) folds any batch into one row: at batch 8 the output is 1 x 512, not 8 x 64. The variant is
     complete, yet it is not the model at batch 8: no gain."""
     target = launch_target(tmp_path)
-    nodes = [helper.make_node("Concat", ["one", "minus"], ["shape"], axis=0),
-             helper.make_node("Reshape", ["x", "shape"], ["a0"])]
+    nodes = [
+        helper.make_node("Concat", ["one", "minus"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["a0"]),
+    ]
     nodes += [helper.make_node("Add", [f"a{i}", f"a{i}"], [f"a{i + 1}"]) for i in range(20)]
-    model = make_model(nodes, [("x", F32, ["batch", 64])], [("a20", F32, None)],
-                       [("one", np.array([1])), ("minus", np.array([-1]))])
+    model = make_model(
+        nodes, [("x", F32, ["batch", 64])], [("a20", F32, None)], [("one", np.array([1])), ("minus", np.array([-1]))]
+    )
     analysis = onnxroof.analyze(model, targets=[target])
     assert analysis.fixed_batch is None and onnxroof.analyze(model, batch=8).complete
     (launch,) = [f for f in analysis.review() if f.kind == "launch"]
     assert launch.gain_s == 0.0 and launch.change == ""
-    assert launch.detail == ("batch 8 gives no measured gain: at batch 8 output a20 is 1x512: the batch does not reach "
-                             "it, so the graph fixes its batch inside and no gain is measured")
+    assert launch.detail == (
+        "batch 8 gives no measured gain: at batch 8 output a20 is 1x512: the batch does not reach "
+        "it, so the graph fixes its batch inside and no gain is measured"
+    )
 
 
 def test_a_batch_sweep_of_a_static_export_is_refused_naming_the_point(tmp_path, capsys):

@@ -20,12 +20,17 @@ def doubling_model(depth: int) -> onnx.ModelProto:
     """f0 is one Relu; f(i) calls f(i-1) twice; the graph calls f(depth) once: 2^depth Relu inlined."""
     made = [helper.make_function("local", "f0", ["x"], ["y"], [helper.make_node("Relu", ["x"], ["y"])], OPSETS[:1])]
     for i in range(1, depth + 1):
-        calls = [helper.make_node(f"f{i - 1}", ["x"], ["h"], domain="local"),
-                 helper.make_node(f"f{i - 1}", ["h"], ["y"], domain="local")]
+        calls = [
+            helper.make_node(f"f{i - 1}", ["x"], ["h"], domain="local"),
+            helper.make_node(f"f{i - 1}", ["h"], ["y"], domain="local"),
+        ]
         made.append(helper.make_function("local", f"f{i}", ["x"], ["y"], calls, OPSETS))
-    graph = helper.make_graph([helper.make_node(f"f{depth}", ["x"], ["y"], domain="local", name="call")], "doubling",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])])
+    graph = helper.make_graph(
+        [helper.make_node(f"f{depth}", ["x"], ["y"], domain="local", name="call")],
+        "doubling",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+    )
     model = helper.make_model(graph, opset_imports=OPSETS, functions=made)
     model.ir_version = 8
     return model
@@ -56,10 +61,12 @@ def test_the_41_function_model_of_the_issue_exits_2_in_one_line(tmp_path, capsys
     assert path.stat().st_size < 8_000
     assert main(["summary", str(path)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line == (f"onnxroof: error: doubling.onnx: inlining its 41 model-local functions would make more than "
-                    f"{functions.MAX_INLINED_NODES:,} nodes (functions that call each other several times over "
-                    "multiply); onnxroof refuses models past that: check the export, or inline the functions "
-                    "yourself (onnx.inliner) if the model really is that large")
+    assert line == (
+        f"onnxroof: error: doubling.onnx: inlining its 41 model-local functions would make more than "
+        f"{functions.MAX_INLINED_NODES:,} nodes (functions that call each other several times over "
+        "multiply); onnxroof refuses models past that: check the export, or inline the functions "
+        "yourself (onnx.inliner) if the model really is that large"
+    )
 
 
 def test_a_function_calling_itself_is_refused():

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import make_model, run, zeros
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
 from onnxroof.core.errors import OptionError, UnboundDims
-
-from conftest import make_model, run, zeros
 
 F32 = TensorProto.FLOAT
 
@@ -20,14 +19,17 @@ F32 = TensorProto.FLOAT
 def conv_model(batch_dim="N"):
     """x [batch_dim, 3, 8, 8] -> Conv 3x3 pad 1 to 4 channels: 4 x 8 x 8 outputs x 27 MACs = 6,912 per image."""
     node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])
-    return make_model([node], [("x", F32, [batch_dim, 3, 8, 8])], [("y", F32, [batch_dim, 4, 8, 8])],
-                      [("w", zeros(4, 3, 3, 3))])
+    return make_model(
+        [node], [("x", F32, [batch_dim, 3, 8, 8])], [("y", F32, [batch_dim, 4, 8, 8])], [("w", zeros(4, 3, 3, 3))]
+    )
 
 
 def sequence_model():
     """x [batch, seq, 8] -> MatMul by 8 x 2: batch x seq x 16 MACs."""
     node = helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")
-    return make_model([node], [("x", F32, ["batch", "seq", 8])], [("y", F32, ["batch", "seq", 2])], [("w", zeros(8, 2))])
+    return make_model(
+        [node], [("x", F32, ["batch", "seq", 8])], [("y", F32, ["batch", "seq", 2])], [("w", zeros(8, 2))]
+    )
 
 
 def save(tmp_path, model, name="m"):
@@ -93,8 +95,16 @@ def test_partial_with_nothing_countable_exits_2_with_the_reason(tmp_path, capsys
 
 
 def test_compare_binds_a_dim_only_the_models_that_have_it(tmp_path, capsys):
-    code, out, _ = run(capsys, "compare", save(tmp_path, sequence_model(), "a"), save(tmp_path, conv_model(), "b"),
-                       "--dim", "seq=5", "--format", "json")
+    code, out, _ = run(
+        capsys,
+        "compare",
+        save(tmp_path, sequence_model(), "a"),
+        save(tmp_path, conv_model(), "b"),
+        "--dim",
+        "seq=5",
+        "--format",
+        "json",
+    )
     assert code == 0
     assert [m["totals"]["mac_flops"] for m in json.loads(out)["models"]] == [2 * 80, 2 * 6912]
 
@@ -115,7 +125,9 @@ def test_a_question_mark_names_no_dim(tmp_path, capsys):
     code, out, _ = run(capsys, "summary", model, "--format", "json")
     assert code == 0 and json.loads(out)["totals"]["macs"] == 6912
     node = helper.make_node("Relu", ["x"], ["y"], name="relu")
-    image = save(tmp_path, make_model([node], [("x", F32, ["?", 3, "?", "?"])], [("y", F32, ["?", 3, "?", "?"])]), "img")
+    image = save(
+        tmp_path, make_model([node], [("x", F32, ["?", 3, "?", "?"])], [("y", F32, ["?", 3, "?", "?"])]), "img"
+    )
     code, _, err = run(capsys, "summary", image)
     assert code == 2 and "x axis 2, x axis 3 (batch=1 assumed); add: --input-shape x:1,3,1,1" in err
 
@@ -128,9 +140,14 @@ def test_a_question_mark_names_no_dim(tmp_path, capsys):
 def masked_step():
     """x [batch, sequence_length, 8] -> Relu; mask [batch, "past_sequence_length + sequence_length"] -> Cast."""
     nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Cast", ["mask"], ["m"], to=TensorProto.FLOAT)]
-    return make_model(nodes, [("x", TensorProto.FLOAT, ["batch", "sequence_length", 8]),
-                              ("mask", TensorProto.INT64, ["batch", "past_sequence_length + sequence_length"])],
-                      [("y", TensorProto.FLOAT, None), ("m", TensorProto.FLOAT, None)])
+    return make_model(
+        nodes,
+        [
+            ("x", TensorProto.FLOAT, ["batch", "sequence_length", 8]),
+            ("mask", TensorProto.INT64, ["batch", "past_sequence_length + sequence_length"]),
+        ],
+        [("y", TensorProto.FLOAT, None), ("m", TensorProto.FLOAT, None)],
+    )
 
 
 def test_a_dim_written_as_an_expression_is_its_names_value():
@@ -146,8 +163,11 @@ def test_an_expression_asks_for_its_unbound_names_never_for_itself(capsys):
         analyze(masked_step(), dims={"sequence_length": 1})
     message = str(raised.value)
     assert "past_sequence_length (mask axis 1)" in message and "dims={'past_sequence_length': N})" in message
-    with pytest.raises(OptionError, match=r"a dim written as an expression takes its value from its names; give each "
-                                          r"of them \(past_sequence_length, sequence_length\)"):
+    with pytest.raises(
+        OptionError,
+        match=r"a dim written as an expression takes its value from its names; give each "
+        r"of them \(past_sequence_length, sequence_length\)",
+    ):
         analyze(masked_step(), dims={"past_sequence_length + sequence_length": 128})
 
 

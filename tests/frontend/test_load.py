@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conftest import make_model
 from onnx import TensorProto, helper
 from onnx.external_data_helper import convert_model_to_external_data
 
 import onnxroof
-from onnxroof.frontend import load
 from onnxroof.core.errors import ModelError
-
-from conftest import make_model
+from onnxroof.frontend import load
 
 
 def test_external_data_absent_still_counts_params(tmp_path):
@@ -35,7 +34,9 @@ def test_external_data_absent_still_counts_params(tmp_path):
 
 def test_analyze_leaves_the_callers_model_untouched():
     model = make_model(
-        [helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, ["n", 4])], [("y", TensorProto.FLOAT, ["n", 4])]
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", TensorProto.FLOAT, ["n", 4])],
+        [("y", TensorProto.FLOAT, ["n", 4])],
     )
     result = onnxroof.analyze(model, dims={"n": 3})
     assert result.nodes[0].flops == 12
@@ -47,7 +48,8 @@ def test_a_model_in_memory_out_of_topological_order_is_refused():
     # lists a consumer before its producer gets the loader's one-line verdict, not a wrong DAG
     model = make_model(
         [helper.make_node("Relu", ["a"], ["y"], name="second"), helper.make_node("Relu", ["x"], ["a"], name="first")],
-        [("x", TensorProto.FLOAT, [1, 8])], [("y", TensorProto.FLOAT, [1, 8])],
+        [("x", TensorProto.FLOAT, [1, 8])],
+        [("y", TensorProto.FLOAT, [1, 8])],
     )
     with pytest.raises(ModelError, match="'second' reads 'a' before node 'first' produces it.*topological order"):
         onnxroof.analyze(model)
@@ -74,8 +76,9 @@ def _heavy_model(extra_nodes=(), weight=None):
     checker is shown weights as empty tensors."""
     weight = np.ones((4500, 1000), np.float32) if weight is None else weight
     nodes = [helper.make_node("MatMul", ["x", "W"], ["y"]), *extra_nodes]
-    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 4500])], [("y", TensorProto.FLOAT, [1, 1000])],
-                       [("W", weight)])
+    model = make_model(
+        nodes, [("x", TensorProto.FLOAT, [1, 4500])], [("y", TensorProto.FLOAT, [1, 1000])], [("W", weight)]
+    )
     return model
 
 
@@ -103,8 +106,11 @@ def test_heavy_inline_weights_are_counted_and_still_checked(tmp_path):
 
 def _fails_the_checker(tmp_path):
     """A Relu with an attribute Relu does not have: only the ONNX checker refuses it."""
-    model = make_model([helper.make_node("Relu", ["x"], ["y"], bogus=1)],
-                       [("x", TensorProto.FLOAT, ["n", 8])], [("y", TensorProto.FLOAT, ["n", 8])])
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"], bogus=1)],
+        [("x", TensorProto.FLOAT, ["n", 8])],
+        [("y", TensorProto.FLOAT, ["n", 8])],
+    )
     path = tmp_path / "bogus.onnx"
     onnx.save(model, path)
     return path
@@ -137,8 +143,14 @@ def test_a_checker_crash_takes_only_the_child_down(tmp_path, monkeypatch):
         os.kill(os.getpid(), signal.SIGSEGV)
 
     path = tmp_path / "fine.onnx"
-    onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, [1, 8])],
-                         [("y", TensorProto.FLOAT, [1, 8])]), path)
+    onnx.save(
+        make_model(
+            [helper.make_node("Relu", ["x"], ["y"])],
+            [("x", TensorProto.FLOAT, [1, 8])],
+            [("y", TensorProto.FLOAT, [1, 8])],
+        ),
+        path,
+    )
     # the child inherits this stand-in for the checker, which dies as a C++ crash would
     monkeypatch.setattr(load, "_checker_verdict", crash)
     with pytest.raises(ModelError, match=r"fails the ONNX checker \(it crashed \(SIGSEGV\)"):
@@ -150,8 +162,17 @@ def test_the_program_reports_the_checkers_verdict_in_one_line(tmp_path):
     import sys
 
     path = _fails_the_checker(tmp_path)
-    program = [sys.executable, "-c", "from onnxroof.cli.app import main; main()", "summary", str(path), "-o",
-               str(tmp_path / "out.json"), "--format", "json"]
+    program = [
+        sys.executable,
+        "-c",
+        "from onnxroof.cli.app import main; main()",
+        "summary",
+        str(path),
+        "-o",
+        str(tmp_path / "out.json"),
+        "--format",
+        "json",
+    ]
     result = subprocess.run(program, capture_output=True, text=True)
     assert result.returncode == 2 and not (tmp_path / "out.json").exists()
     (line,) = result.stderr.splitlines()
@@ -162,10 +183,14 @@ def test_a_git_lfs_pointer_is_one_line_that_says_run_git_lfs_pull(tmp_path):
     # issue 47: a model in Git LFS checked out without it is a 3-line pointer file (the LFS spec's
     # format), not a corrupt protobuf; onnxroof says what it is and the fix
     path = tmp_path / "detector.onnx"
-    path.write_text("version https://git-lfs.github.com/spec/v1\n"
-                    "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
+    path.write_text(
+        "version https://git-lfs.github.com/spec/v1\n"
+        "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n"
+    )
     with pytest.raises(ModelError) as caught:
         load.load_model(path)
-    assert str(caught.value) == (f"{path}: not an ONNX model: the file is a Git LFS pointer, not the model "
-                                 "(checked out without Git LFS): run git lfs pull (in a GitHub workflow: "
-                                 "actions/checkout with lfs: true)")
+    assert str(caught.value) == (
+        f"{path}: not an ONNX model: the file is a Git LFS pointer, not the model "
+        "(checked out without Git LFS): run git lfs pull (in a GitHub workflow: "
+        "actions/checkout with lfs: true)"
+    )

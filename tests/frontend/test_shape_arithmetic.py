@@ -14,10 +14,12 @@ def node(name: str, op_type: str, inputs: list[str], outputs: list[str], attribu
 
 
 # x -> Shape -> Gather(axis 0 of the shape) -> Concat with a constant -> Reshape's shape
-CHAIN = [node("s", "Shape", ["x"], ["shape"]),
-         node("g", "Gather", ["shape", "zero"], ["batch"]),
-         node("c", "Concat", ["batch", "minus_one"], ["target"]),
-         node("r", "Reshape", ["x", "target"], ["y"])]
+CHAIN = [
+    node("s", "Shape", ["x"], ["shape"]),
+    node("g", "Gather", ["shape", "zero"], ["batch"]),
+    node("c", "Concat", ["batch", "minus_one"], ["target"]),
+    node("r", "Reshape", ["x", "target"], ["y"]),
+]
 
 
 def test_a_reshape_target_computed_from_a_shape_is_settings_all_the_way_up():

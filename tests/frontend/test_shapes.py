@@ -15,9 +15,9 @@ from onnx import helper, numpy_helper
 
 from onnxroof import analyze
 from onnxroof.core.errors import OptionError, UsageError
+from onnxroof.core.nodes import node_names, read_node_fields
 from onnxroof.frontend.evaluator import MAX_VALUE_ELEMENTS
 from onnxroof.frontend.inputs import bind_inputs, parse_dim, parse_input_shape
-from onnxroof.core.nodes import node_names, read_node_fields
 from onnxroof.frontend.shapes import infer_shapes
 
 OPSET = 17
@@ -312,7 +312,10 @@ def test_causal_mask_from_constant_of_shape_and_where():
         helper.make_node("Add", ["scores", "mask4"], ["y"]),
     ]
     initializers = [
-        int64s("start0", [0]), int64s("start1", [1]), int64s("end1", [1]), int64s("end2", [2]),
+        int64s("start0", [0]),
+        int64s("start1", [1]),
+        int64s("end1", [1]),
+        int64s("end2", [2]),
         numpy_helper.from_array(np.array(0.0, np.float32), "fzero"),
         numpy_helper.from_array(np.array(-np.inf, np.float32), "ninf"),
     ]
@@ -391,8 +394,12 @@ def fused_matmul_model(import_contrib_domain=True):
     initializers = [numpy_helper.from_array(np.zeros((8, 16), np.float32), "w"), int64s("shape", [-1, 16])]
     opsets = [("", OPSET)] + ([("com.microsoft", 1)] if import_contrib_domain else [])
     return make_model(
-        nodes, [tensor_input("a", [2, 4, 8])], [any_output("y")], initializers,
-        value_info=[helper.make_tensor_value_info("mm", T.FLOAT, [2, 4, 16])], opsets=opsets,
+        nodes,
+        [tensor_input("a", [2, 4, 8])],
+        [any_output("y")],
+        initializers,
+        value_info=[helper.make_tensor_value_info("mm", T.FLOAT, [2, 4, 16])],
+        opsets=opsets,
     )
 
 
@@ -481,12 +488,15 @@ def test_inference_copy_leaves_large_weight_data_out():
     from onnxroof.frontend.shapes import WEIGHT_DATA_LIMIT, without_weight_data
 
     rows = WEIGHT_DATA_LIMIT // (4 * 1000) + 1  # just over the limit of inline float data
-    model = helper.make_model(helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", T.FLOAT, ["n", rows])],
-        [helper.make_tensor_value_info("y", T.FLOAT, None)],
-        [numpy_helper.from_array(np.zeros((rows, 1000), np.float32), "w")],
-    ))
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["y"])],
+            "g",
+            [helper.make_tensor_value_info("x", T.FLOAT, ["n", rows])],
+            [helper.make_tensor_value_info("y", T.FLOAT, None)],
+            [numpy_helper.from_array(np.zeros((rows, 1000), np.float32), "w")],
+        )
+    )
     light = without_weight_data(model)
     assert light.ByteSize() < 10_000 and list(light.graph.initializer[0].dims) == [rows, 1000]
     assert light.opset_import == model.opset_import
@@ -516,5 +526,12 @@ def test_read_node_fields_holds_each_nodes_own_fields():
     assert (clip.name, clip.op_type, clip.domain, clip.inputs, clip.outputs) == ("", "Clip", "", ["y", "", "hi"], ["z"])
     assert clip.attributes == ()
     assert (mine.name, mine.op_type, mine.domain, mine.inputs, mine.outputs) == (
-        "mine", "MyOp", "my.domain", ["z"], ["u", "", "v"])
-    assert all(type(value) is str for f in (conv, clip, mine) for value in (f.name, f.op_type, f.domain, *f.inputs, *f.outputs))
+        "mine",
+        "MyOp",
+        "my.domain",
+        ["z"],
+        ["u", "", "v"],
+    )
+    assert all(
+        type(value) is str for f in (conv, clip, mine) for value in (f.name, f.op_type, f.domain, *f.inputs, *f.outputs)
+    )

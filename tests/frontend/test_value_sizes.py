@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import make_model
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
@@ -18,8 +19,6 @@ from onnxroof.frontend import evaluator
 from onnxroof.frontend.evaluator import EVALUABLE_OPS, PartialEvaluator
 from onnxroof.frontend.shapes import infer_shapes
 from onnxroof.frontend.value_sizes import predicted_elements, size_rule
-
-from conftest import make_model
 
 I64 = np.int64
 
@@ -32,61 +31,67 @@ def scalar(value):
     return np.array(value)
 
 
-@pytest.mark.parametrize("op_type, args, attributes, expected", [
-    # Concat: 4 + 4 + 4 elements
-    ("Concat", [zeros(4)] * 3, {"axis": 0}, 12),
-    # Gather of data [2,3,5] along axis 1 by indices [4,6]: [2,4,6,5] = 240
-    ("Gather", [zeros(2, 3, 5), zeros(4, 6)], {"axis": 1}, 240),
-    # ... along axis -1 (= 2): [2,3,4,6] = 144
-    ("Gather", [zeros(2, 3, 5), zeros(4, 6)], {"axis": -1}, 144),
-    # GatherElements: the indices' shape [3,7] = 21
-    ("GatherElements", [zeros(3, 2), zeros(3, 7)], {"axis": 1}, 21),
-    # GatherND of data [2,3,4] by indices [5,2]: indices[:-1] = [5], data[2:] = [4]: 20
-    ("GatherND", [zeros(2, 3, 4), zeros(5, 2)], {}, 20),
-    # ... with batch_dims 1, indices [2,1]: [2] + data[1 + 1:] = [2,4]: 8
-    ("GatherND", [zeros(2, 3, 4), zeros(2, 1)], {"batch_dims": 1}, 8),
-    # NonZero of [3,4]: at most [2, 12] = 24
-    ("NonZero", [zeros(3, 4)], {}, 24),
-    # Expand [3,1] to [2,1,4]: [2,3,4] = 24
-    ("Expand", [zeros(3, 1), np.array([2, 1, 4], I64)], {}, 24),
-    # Tile [2,3] by [2,3]: [4,9] = 36
-    ("Tile", [zeros(2, 3), np.array([2, 3], I64)], {}, 36),
-    # Range(0, 10, 3) = 0 3 6 9; Range(10, 0, -3) = 10 7 4 1; Range(0.0, 1.0, 0.3) = 0 .3 .6 .9; Range(5, 0, 1) = empty
-    ("Range", [scalar(0), scalar(10), scalar(3)], {}, 4),
-    ("Range", [scalar(10), scalar(0), scalar(-3)], {}, 4),
-    ("Range", [scalar(0.0), scalar(1.0), scalar(0.3)], {}, 4),
-    ("Range", [scalar(5), scalar(0), scalar(1)], {}, 0),
-    # ConstantOfShape [2,3,4] = 24; of an empty shape: a scalar, 1
-    ("ConstantOfShape", [np.array([2, 3, 4], I64)], {}, 24),
-    ("ConstantOfShape", [np.array([], I64)], {}, 1),
-    # Where of [3,1,1], [1,4,1], [1,1,5]: [3,4,5] = 60
-    ("Where", [zeros(3, 1, 1, dtype=bool), zeros(1, 4, 1), zeros(1, 1, 5)], {}, 60),
-    # Max of four inputs broadcast: [2,1] [1,3] [1] [4,1,1]: [4,2,3] = 24
-    ("Max", [zeros(2, 1), zeros(1, 3), zeros(1), zeros(4, 1, 1)], {}, 24),
-    # a unary elementwise op: its input's 6
-    ("Neg", [zeros(2, 3)], {}, 6),
-    # Clip with min and max: its input broadcast with them, [2,3] = 6
-    ("Clip", [zeros(2, 3), scalar(0), scalar(1)], {}, 6),
-    # a reshape keeps the 6 elements; a cast too, whatever its second input (CastLike)
-    ("Reshape", [zeros(2, 3), np.array([3, 2], I64)], {}, 6),
-    ("CastLike", [zeros(2, 3), zeros(5)], {}, 6),
-    # a sum over the empty axis of [0, 7] writes 7 zeros: at most 1 x 7
-    ("ReduceSum", [zeros(0, 7), np.array([0], I64)], {"keepdims": 0}, 7),
-])
+@pytest.mark.parametrize(
+    "op_type, args, attributes, expected",
+    [
+        # Concat: 4 + 4 + 4 elements
+        ("Concat", [zeros(4)] * 3, {"axis": 0}, 12),
+        # Gather of data [2,3,5] along axis 1 by indices [4,6]: [2,4,6,5] = 240
+        ("Gather", [zeros(2, 3, 5), zeros(4, 6)], {"axis": 1}, 240),
+        # ... along axis -1 (= 2): [2,3,4,6] = 144
+        ("Gather", [zeros(2, 3, 5), zeros(4, 6)], {"axis": -1}, 144),
+        # GatherElements: the indices' shape [3,7] = 21
+        ("GatherElements", [zeros(3, 2), zeros(3, 7)], {"axis": 1}, 21),
+        # GatherND of data [2,3,4] by indices [5,2]: indices[:-1] = [5], data[2:] = [4]: 20
+        ("GatherND", [zeros(2, 3, 4), zeros(5, 2)], {}, 20),
+        # ... with batch_dims 1, indices [2,1]: [2] + data[1 + 1:] = [2,4]: 8
+        ("GatherND", [zeros(2, 3, 4), zeros(2, 1)], {"batch_dims": 1}, 8),
+        # NonZero of [3,4]: at most [2, 12] = 24
+        ("NonZero", [zeros(3, 4)], {}, 24),
+        # Expand [3,1] to [2,1,4]: [2,3,4] = 24
+        ("Expand", [zeros(3, 1), np.array([2, 1, 4], I64)], {}, 24),
+        # Tile [2,3] by [2,3]: [4,9] = 36
+        ("Tile", [zeros(2, 3), np.array([2, 3], I64)], {}, 36),
+        # Range(0, 10, 3) = 0 3 6 9; Range(10, 0, -3) = 10 7 4 1; Range(0.0, 1.0, 0.3) = 0 .3 .6 .9; Range(5, 0, 1) = empty
+        ("Range", [scalar(0), scalar(10), scalar(3)], {}, 4),
+        ("Range", [scalar(10), scalar(0), scalar(-3)], {}, 4),
+        ("Range", [scalar(0.0), scalar(1.0), scalar(0.3)], {}, 4),
+        ("Range", [scalar(5), scalar(0), scalar(1)], {}, 0),
+        # ConstantOfShape [2,3,4] = 24; of an empty shape: a scalar, 1
+        ("ConstantOfShape", [np.array([2, 3, 4], I64)], {}, 24),
+        ("ConstantOfShape", [np.array([], I64)], {}, 1),
+        # Where of [3,1,1], [1,4,1], [1,1,5]: [3,4,5] = 60
+        ("Where", [zeros(3, 1, 1, dtype=bool), zeros(1, 4, 1), zeros(1, 1, 5)], {}, 60),
+        # Max of four inputs broadcast: [2,1] [1,3] [1] [4,1,1]: [4,2,3] = 24
+        ("Max", [zeros(2, 1), zeros(1, 3), zeros(1), zeros(4, 1, 1)], {}, 24),
+        # a unary elementwise op: its input's 6
+        ("Neg", [zeros(2, 3)], {}, 6),
+        # Clip with min and max: its input broadcast with them, [2,3] = 6
+        ("Clip", [zeros(2, 3), scalar(0), scalar(1)], {}, 6),
+        # a reshape keeps the 6 elements; a cast too, whatever its second input (CastLike)
+        ("Reshape", [zeros(2, 3), np.array([3, 2], I64)], {}, 6),
+        ("CastLike", [zeros(2, 3), zeros(5)], {}, 6),
+        # a sum over the empty axis of [0, 7] writes 7 zeros: at most 1 x 7
+        ("ReduceSum", [zeros(0, 7), np.array([0], I64)], {"keepdims": 0}, 7),
+    ],
+)
 def test_output_sizes_predicted_by_hand(op_type, args, attributes, expected):
     assert predicted_elements(op_type, args, attributes) == expected
 
 
-@pytest.mark.parametrize("op_type, args", [
-    ("Tile", [zeros(2), np.array([-1], I64)]),  # a negative repeat
-    ("ConstantOfShape", [np.array([3, -2], I64)]),  # a negative dim
-    ("Expand", [zeros(3), np.array([4], I64)]),  # 3 does not broadcast to 4
-    ("Range", [scalar(0), scalar(5), scalar(0)]),  # a step of 0
-    ("Range", [scalar(0.0), scalar(np.inf), scalar(1.0)]),  # an infinite bound
-    ("Pad", [zeros(2), np.array([1, 1], I64)]),  # an op the evaluator does not run: no rule
-    ("Gather", [None, np.array([0], I64)]),  # an omitted input the rule needs
-    ("GatherElements", [zeros(2), None]),
-])
+@pytest.mark.parametrize(
+    "op_type, args",
+    [
+        ("Tile", [zeros(2), np.array([-1], I64)]),  # a negative repeat
+        ("ConstantOfShape", [np.array([3, -2], I64)]),  # a negative dim
+        ("Expand", [zeros(3), np.array([4], I64)]),  # 3 does not broadcast to 4
+        ("Range", [scalar(0), scalar(5), scalar(0)]),  # a step of 0
+        ("Range", [scalar(0.0), scalar(np.inf), scalar(1.0)]),  # an infinite bound
+        ("Pad", [zeros(2), np.array([1, 1], I64)]),  # an op the evaluator does not run: no rule
+        ("Gather", [None, np.array([0], I64)]),  # an omitted input the rule needs
+        ("GatherElements", [zeros(2), None]),
+    ],
+)
 def test_what_cannot_be_predicted_is_not_run(op_type, args):
     assert predicted_elements(op_type, args, {}) is None
 
@@ -99,11 +104,13 @@ def concat_model(listed):
     # Constant c = [1, 2, 3, 4] (4 int64); y = Concat(c listed `listed` times) = [4 x listed];
     # s = Shape(y) = [4 x listed]; yf = Cast(y) to float; z = Add(x [4 x listed], yf)
     c = numpy_helper.from_array(np.array([1, 2, 3, 4], I64), "c_value")
-    nodes = [helper.make_node("Constant", [], ["c"], value=c, name="c"),
-             helper.make_node("Concat", ["c"] * listed, ["y"], axis=0, name="cat"),
-             helper.make_node("Shape", ["y"], ["s"], name="shape"),
-             helper.make_node("Cast", ["y"], ["yf"], to=T.FLOAT, name="cast"),
-             helper.make_node("Add", ["x", "yf"], ["z"], name="add")]
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=c, name="c"),
+        helper.make_node("Concat", ["c"] * listed, ["y"], axis=0, name="cat"),
+        helper.make_node("Shape", ["y"], ["s"], name="shape"),
+        helper.make_node("Cast", ["y"], ["yf"], to=T.FLOAT, name="cast"),
+        helper.make_node("Add", ["x", "yf"], ["z"], name="add"),
+    ]
     return make_model(nodes, [("x", T.FLOAT, [4 * listed])], [("z", T.FLOAT, None), ("s", T.INT64, None)])
 
 
@@ -148,24 +155,45 @@ def test_a_value_not_evaluated_still_counts_what_reads_it(monkeypatch):
     assert analysis.find_node("cat").output_shapes == [[20]]
 
 
-@pytest.mark.parametrize("nodes, skipped", [
-    # Expand [1] to [64, 64]: 4,096 > 100
-    ([helper.make_node("Constant", [], ["sh"], value=numpy_helper.from_array(np.array([64, 64], I64), "v")),
-      helper.make_node("Expand", ["one", "sh"], ["y"])], "Expand"),
-    # Gather of data [1, 16] by 16 zero indices along axis 0: [16, 16] = 256 > 100
-    ([helper.make_node("Constant", [], ["d"], value=numpy_helper.from_array(np.zeros((1, 16), I64), "v")),
-      helper.make_node("Constant", [], ["i"], value=numpy_helper.from_array(np.zeros(16, I64), "w")),
-      helper.make_node("Gather", ["d", "i"], ["y"], axis=0)], "Gather"),
-    # Range(0, 1000, 1): 1,000 > 100
-    ([helper.make_node("Constant", [], ["hi"], value=numpy_helper.from_array(np.array(1000, I64), "v")),
-      helper.make_node("Range", ["zero", "hi", "one0"], ["y"])], "Range"),
-])
+@pytest.mark.parametrize(
+    "nodes, skipped",
+    [
+        # Expand [1] to [64, 64]: 4,096 > 100
+        (
+            [
+                helper.make_node("Constant", [], ["sh"], value=numpy_helper.from_array(np.array([64, 64], I64), "v")),
+                helper.make_node("Expand", ["one", "sh"], ["y"]),
+            ],
+            "Expand",
+        ),
+        # Gather of data [1, 16] by 16 zero indices along axis 0: [16, 16] = 256 > 100
+        (
+            [
+                helper.make_node("Constant", [], ["d"], value=numpy_helper.from_array(np.zeros((1, 16), I64), "v")),
+                helper.make_node("Constant", [], ["i"], value=numpy_helper.from_array(np.zeros(16, I64), "w")),
+                helper.make_node("Gather", ["d", "i"], ["y"], axis=0),
+            ],
+            "Gather",
+        ),
+        # Range(0, 1000, 1): 1,000 > 100
+        (
+            [
+                helper.make_node("Constant", [], ["hi"], value=numpy_helper.from_array(np.array(1000, I64), "v")),
+                helper.make_node("Range", ["zero", "hi", "one0"], ["y"]),
+            ],
+            "Range",
+        ),
+    ],
+)
 def test_ops_whose_output_outgrows_the_cap_are_not_run(monkeypatch, nodes, skipped):
     monkeypatch.setattr(evaluator, "MAX_VALUE_ELEMENTS", 100)
     refuse_to_run(monkeypatch, skipped)
-    model = make_model(nodes + [helper.make_node("Shape", ["y"], ["s"])], [], [("s", T.INT64, None)],
-                       initializers=[("one", np.array([1], I64)), ("zero", np.array(0, I64)),
-                                     ("one0", np.array(1, I64))])
+    model = make_model(
+        nodes + [helper.make_node("Shape", ["y"], ["s"])],
+        [],
+        [("s", T.INT64, None)],
+        initializers=[("one", np.array([1], I64)), ("zero", np.array(0, I64)), ("one0", np.array(1, I64))],
+    )
     result = infer_shapes(model, list(model.graph.node))
     assert "y" not in result.values
     assert result.values["s"].tolist() in ([64, 64], [16, 16], [1000])
@@ -178,11 +206,14 @@ def test_values_kept_stop_at_the_total_budget(monkeypatch):
     monkeypatch.setattr(evaluator, "MAX_KEPT_ELEMENTS", 35)
     nodes = []
     for k in range(5):
-        nodes.append(helper.make_node("Constant", [], [f"k{k}"], value=numpy_helper.from_array(np.array(k, I64), f"v{k}")))
+        nodes.append(
+            helper.make_node("Constant", [], [f"k{k}"], value=numpy_helper.from_array(np.array(k, I64), f"v{k}"))
+        )
     for k in range(5):
         nodes.append(helper.make_node("Add", ["base", f"k{k}"], [f"y{k}"]))
-    model = make_model(nodes, [], [(f"y{k}", T.INT64, None) for k in range(5)],
-                       initializers=[("base", np.arange(10, dtype=I64))])
+    model = make_model(
+        nodes, [], [(f"y{k}", T.INT64, None) for k in range(5)], initializers=[("base", np.arange(10, dtype=I64))]
+    )
     result = infer_shapes(model, list(model.graph.node))
     assert [f"y{k}" in result.values for k in range(5)] == [True, True, False, False, False]
     assert result.values["y1"].tolist() == list(range(1, 11))
@@ -204,12 +235,15 @@ def test_data_propagation_is_off_when_the_listed_inputs_are_over_the_cap(monkeyp
 
     monkeypatch.setattr(evaluator.onnx.shape_inference, "infer_shapes", infer_shapes_recorded)
     c = numpy_helper.from_array(np.array([1, 2, 3, 4], I64), "c_value")
-    nodes = [helper.make_node("Constant", [], ["c"], value=c),
-             helper.make_node("NonZero", ["m"], ["nz"]),
-             helper.make_node("Reshape", ["nz", "flat"], ["u"]),
-             helper.make_node("Concat", ["c", "c", "c", "u"], ["y"], axis=0)]
-    model = make_model(nodes, [], [("y", T.INT64, None)],
-                       initializers=[("m", np.array([0, 1, 1], I64)), ("flat", np.array([-1], I64))])
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=c),
+        helper.make_node("NonZero", ["m"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "flat"], ["u"]),
+        helper.make_node("Concat", ["c", "c", "c", "u"], ["y"], axis=0),
+    ]
+    model = make_model(
+        nodes, [], [("y", T.INT64, None)], initializers=[("m", np.array([0, 1, 1], I64)), ("flat", np.array([-1], I64))]
+    )
     result = infer_shapes(model, list(model.graph.node))
     assert result.values["u"].tolist() == [1, 2]
     assert "y" not in result.values and result.tensors["y"].shape == (14,)

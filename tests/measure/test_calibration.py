@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from measurements import FakeClock, KiB, MiB
 
 from onnxroof.measure.calibration import calibrate
 from onnxroof.measure.op_efficiency import OP_CASES
@@ -10,22 +11,29 @@ from onnxroof.measure.roof_kernels import STREAM_KERNELS, matmul_flops, stream_b
 from onnxroof.report.target_file import render_target
 from onnxroof.roofline.targets import parse_target
 
-from measurements import KiB, MiB, FakeClock
-
 
 def test_calibrate_end_to_end_with_a_mocked_timer(tmp_path):
     """The whole pipeline on tiny sizes; the clock says every timed call takes 1 ms, so every
     figure is the work of one call per millisecond, and the file it makes validates."""
     clock = FakeClock(step=1e-3)
     messages = []
-    result = calibrate(seconds=2, threads=2, largest=1 * MiB, progress=messages.append, timer=clock,
-                           matmul_sizes=(32, 64), int8_sizes=(16, 32))
+    result = calibrate(
+        seconds=2,
+        threads=2,
+        largest=1 * MiB,
+        progress=messages.append,
+        timer=clock,
+        matmul_sizes=(32, 64),
+        int8_sizes=(16, 32),
+    )
     # int8 by onnxruntime's MatMulInteger (installed with the test extras)
     assert {p.dtype for p in result.matmul} == {"float32", "float64", "float16", "int8"}
     assert sorted(p.n for p in result.matmul if p.dtype == "int8") == [16, 32]
     # every size in every round, by numpy and by onnxruntime's MatMul (installed with the test extras)
     for method in ("numpy", "onnxruntime"):
-        assert [p.n for p in result.matmul if p.dtype == "float32" and p.method == method] == sorted([32, 64] * result.rounds)
+        assert [p.n for p in result.matmul if p.dtype == "float32" and p.method == method] == sorted(
+            [32, 64] * result.rounds
+        )
     for point in result.matmul:
         assert point.rate.seconds == pytest.approx(1e-3)
         assert point.rate.work % matmul_flops(point.n) == 0
@@ -43,10 +51,12 @@ def test_calibrate_end_to_end_with_a_mocked_timer(tmp_path):
     path = tmp_path / "mocked.toml"
     path.write_text(render_target(result, "mocked"), encoding="utf-8")
     target = parse_target(path)
-    assert target.peak_ops_per_s["fp32"].value == pytest.approx(max(p.rate.per_second for p in result.matmul
-                                                                     if p.dtype == "float32"))
+    assert target.peak_ops_per_s["fp32"].value == pytest.approx(
+        max(p.rate.per_second for p in result.matmul if p.dtype == "float32")
+    )
     # every call "lasts" 1 ms: the int8 roof is the larger size's 2 x 32^3 = 65,536 ops per call
     # times the calls the 1 ms probe asks for, per ms; the best int8 point is the roof
-    assert target.peak_ops_per_s["int8"].value == pytest.approx(max(p.rate.per_second for p in result.matmul
-                                                                     if p.dtype == "int8"))
+    assert target.peak_ops_per_s["int8"].value == pytest.approx(
+        max(p.rate.per_second for p in result.matmul if p.dtype == "int8")
+    )
     assert target.peak_ops_per_s["int8"].tag == "measured"

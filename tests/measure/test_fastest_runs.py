@@ -38,8 +38,9 @@ class CachedSession:
 def timed(rewarm_s: float) -> list[float]:
     clock = Clock()
     # budget 0: three rounds of turns, a batch of one run each (5e-3 over the 2+ ticks of a run is under 1)
-    return fastest_runs_s([(CachedSession(clock), {}), (CachedSession(clock), {})], 0.0, timer=clock.timer,
-                          rewarm_s=rewarm_s)
+    return fastest_runs_s(
+        [(CachedSession(clock), {}), (CachedSession(clock), {})], 0.0, timer=clock.timer, rewarm_s=rewarm_s
+    )
 
 
 def test_turns_without_rewarm_time_each_run_after_the_other_sessions():

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conftest import target_text
+from measurements import hand_calibration
 
 from onnxroof import analyze
 from onnxroof.measure import achieved, op_efficiency
@@ -16,15 +18,20 @@ from onnxroof.report.target_file import render_target
 from onnxroof.roofline.kernels import efficiency_class
 from onnxroof.roofline.targets import parse_target
 
-from conftest import target_text
-from measurements import hand_calibration
-
 
 def on_chip_target(tmp_path):
     """1 TFLOP/s fp32, 1 TB/s DRAM, 1 GiB on chip at 10 GB/s: an elementwise chain is on-chip-bound."""
     path = tmp_path / "t.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
-                                 "onchip.size_bytes": 1 << 30, "onchip.bandwidth_bytes_per_s": 1e10}))
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "dram.bandwidth_bytes_per_s": 1e12,
+                "onchip.size_bytes": 1 << 30,
+                "onchip.bandwidth_bytes_per_s": 1e10,
+            }
+        )
+    )
     return parse_target(path)
 
 
@@ -67,19 +74,30 @@ def test_an_op_s_fraction_is_its_roofline_over_its_slope_beyond_the_launch(tmp_p
     assert [m.case.link for m in found] == ["Erf", "QDQ"]
     assert [m.fraction for m in found] == pytest.approx([0.25, 0.25])
     assert found[0].roof_s == pytest.approx(52.4288e-6) and found[0].measured_s == pytest.approx(4 * 52.4288e-6 + 1e-6)
-    assert notes == ["BiasGelu (com.microsoft): onnxruntime could not run it (NOT_IMPLEMENTED: Could not find an "
-                     "implementation for BiasGelu(1)): no by_op figure"]
+    assert notes == [
+        "BiasGelu (com.microsoft): onnxruntime could not run it (NOT_IMPLEMENTED: Could not find an "
+        "implementation for BiasGelu(1)): no by_op figure"
+    ]
 
 
-def measurement(ops: tuple[str, ...], fraction: float, kernel_class: str = "elementwise", label: str = "") -> OpMeasurement:
+def measurement(
+    ops: tuple[str, ...], fraction: float, kernel_class: str = "elementwise", label: str = ""
+) -> OpMeasurement:
     return OpMeasurement(OpCase(label or ops[0], kernel_class, ops[0], ops), 100e-6, fraction * 100e-6, fraction)
 
 
 def test_a_class_s_table_keeps_the_ops_more_than_a_tenth_off_its_figure():
     # class at 0.5: 0.56 is 12 % above (kept), 0.46 8 % below (left out), 0.44 12 % below (kept);
     # a pair's figure goes to both its ops
-    found = by_op_figures(0.5, [measurement(("Exp",), 0.56), measurement(("Sqrt",), 0.46), measurement(("Erf",), 0.44),
-                                measurement(("QuantizeLinear", "DequantizeLinear"), 0.3)])
+    found = by_op_figures(
+        0.5,
+        [
+            measurement(("Exp",), 0.56),
+            measurement(("Sqrt",), 0.46),
+            measurement(("Erf",), 0.44),
+            measurement(("QuantizeLinear", "DequantizeLinear"), 0.3),
+        ],
+    )
     assert found == {"Exp": 0.56, "Erf": 0.44, "QuantizeLinear": 0.3, "DequantizeLinear": 0.3}
 
 
@@ -92,22 +110,31 @@ def test_the_target_file_carries_each_class_s_by_op_table_and_reads_it_back(tmp_
 
     calibration = hand_calibration()
     calibration.launch_overhead_s = 1e-6
-    calibration.efficiency = {"elementwise": [case("Add, 16 Ki floats", 1.0), case("Add, 64 Ki floats", 1.0)],
-                              "reduction": [case("Softmax", 0.2), case("MaxPool", 0.05)]}
-    calibration.efficiency_by_op = [measurement(("Erf",), 0.16), measurement(("Exp",), 0.95),
-                                    measurement(("QuantizeLinear", "DequantizeLinear"), 0.3, label="QDQ pair"),
-                                    measurement(("SkipLayerNormalization",), 0.03, "reduction")]
+    calibration.efficiency = {
+        "elementwise": [case("Add, 16 Ki floats", 1.0), case("Add, 64 Ki floats", 1.0)],
+        "reduction": [case("Softmax", 0.2), case("MaxPool", 0.05)],
+    }
+    calibration.efficiency_by_op = [
+        measurement(("Erf",), 0.16),
+        measurement(("Exp",), 0.95),
+        measurement(("QuantizeLinear", "DequantizeLinear"), 0.3, label="QDQ pair"),
+        measurement(("SkipLayerNormalization",), 0.03, "reduction"),
+    ]
     text = render_target(calibration, "m")
     assert "by_op = { Erf = 0.16, QuantizeLinear = 0.3, DequantizeLinear = 0.3 }" in text
     path = tmp_path / "m.toml"
     path.write_text(text, encoding="utf-8")
     target = parse_target(path)
-    assert target.efficiency_by_op == {"elementwise": {"Erf": 0.16, "QuantizeLinear": 0.3, "DequantizeLinear": 0.3},
-                                       "reduction": {"SkipLayerNormalization": 0.03}}
+    assert target.efficiency_by_op == {
+        "elementwise": {"Erf": 0.16, "QuantizeLinear": 0.3, "DequantizeLinear": 0.3},
+        "reduction": {"SkipLayerNormalization": 0.03},
+    }
     assert target.efficiency["reduction"].value == pytest.approx(0.1)
     source = target.efficiency["elementwise"].source
     assert "by_op: per op, a chain of 65,536 floats on chip" in source
-    assert "Erf: 100 µs against 16 µs, 16%" in source and "(Exp: within 10% of the class's figure, not written)" in source
+    assert (
+        "Erf: 100 µs against 16 µs, 16%" in source and "(Exp: within 10% of the class's figure, not written)" in source
+    )
     assert target.latency_kind == "forecast"  # the by_op figures carry the class's measured tag
     assert target.op_efficiency("elementwise", ["DequantizeLinear", "Erf"]) == 0.16
     assert target.op_efficiency("elementwise", ["Exp"]) is None and target.efficiency_of("elementwise") == 1.0
@@ -164,5 +191,7 @@ def test_a_reorder_onnxruntime_cannot_run_is_left_out_with_a_note(tmp_path, monk
 
     monkeypatch.setattr(achieved, "chain_slope_s", slope)
     found, notes = op_efficiency.measure_reorder_efficiency(on_chip_target(tmp_path), launch_s=1e-6, budget_s=1.0)
-    assert found is None and notes == [f"{op_efficiency.REORDER_CASE.label}: onnxruntime could not run it (Could not "
-                                       "find an implementation for ReorderInput(1) node): no by_op figure"]
+    assert found is None and notes == [
+        f"{op_efficiency.REORDER_CASE.label}: onnxruntime could not run it (Could not "
+        "find an implementation for ReorderInput(1) node): no by_op figure"
+    ]

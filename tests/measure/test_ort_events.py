@@ -6,17 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from measurements import PROFILES, kernel_event, recorded_profile, run_event
 
 from onnxroof.core.errors import UsageError
 from onnxroof.measure.ort_events import OptimizedGraph, kernel_medians, load_events
-
-from measurements import PROFILES, kernel_event, recorded_profile, run_event
 
 
 def test_recorded_profiles_are_small():
     for path in PROFILES.glob("minigooglenet-ort-*.json"):
         assert path.stat().st_size < 100_000
-
 
 
 def test_load_events_accepts_paths_text_and_lists():
@@ -32,10 +30,19 @@ def test_load_events_accepts_paths_text_and_lists():
 def test_warmup_missing_runs_nested_kernels_and_events_outside_runs():
     events = [
         kernel_event("c1", "Conv", 0, 7),  # during initialization: outside every run
-        run_event(100, 100), kernel_event("c1", "Conv", 110, 50), kernel_event("r2", "Relu", 170, 10),  # warm-up
-        run_event(300, 100), kernel_event("c1", "Conv", 310, 20), kernel_event("sub", "Add", 312, 5), kernel_event("r2", "Relu", 340, 4),
-        run_event(500, 100), kernel_event("c1", "Conv", 510, 30), kernel_event("bn1", "Add", 540, 0), kernel_event("r2", "Relu", 545, 6),
-        run_event(700, 100), kernel_event("c1", "Conv", 710, 40),  # r2 did not run (an If branch, say)
+        run_event(100, 100),
+        kernel_event("c1", "Conv", 110, 50),
+        kernel_event("r2", "Relu", 170, 10),  # warm-up
+        run_event(300, 100),
+        kernel_event("c1", "Conv", 310, 20),
+        kernel_event("sub", "Add", 312, 5),
+        kernel_event("r2", "Relu", 340, 4),
+        run_event(500, 100),
+        kernel_event("c1", "Conv", 510, 30),
+        kernel_event("bn1", "Add", 540, 0),
+        kernel_event("r2", "Relu", 545, 6),
+        run_event(700, 100),
+        kernel_event("c1", "Conv", 710, 40),  # r2 did not run (an If branch, say)
     ]
     medians, runs, wall = kernel_medians(events, warmup=1)
     assert runs == 3 and wall == pytest.approx(100e-6)
@@ -49,7 +56,10 @@ def test_warmup_missing_runs_nested_kernels_and_events_outside_runs():
 
 
 def test_the_optimized_graph_knows_which_tensors_still_exist():
-    graph = OptimizedGraph({"gemm": (("x", "W"), ("y",), "Gemm"), "relu": (("y",), ("z",), "Relu")},
-                           initializers=frozenset({"W"}), inputs=frozenset({"x"}))
+    graph = OptimizedGraph(
+        {"gemm": (("x", "W"), ("y",), "Gemm"), "relu": (("y",), ("z",), "Relu")},
+        initializers=frozenset({"W"}),
+        inputs=frozenset({"x"}),
+    )
     assert graph.available() == {"x", "W", "y", "z"}  # produced by a node, an initializer or a graph input
     assert OptimizedGraph.from_dict(json.loads(json.dumps(graph.to_dict()))) == graph

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 import onnx
 import pytest
+from conftest import make_model
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
@@ -22,8 +23,6 @@ from onnxroof.core.errors import UsageError
 from onnxroof.measure import ort_child
 from onnxroof.measure.profile_run import input_specs, profile_model
 from onnxroof.roofline.targets import load_target
-
-from conftest import make_model
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -45,9 +44,14 @@ def test_an_input_too_large_to_make_is_refused_before_it_is_allocated():
 def test_the_inputs_are_limited_together():
     # a [1000] float32 = 4,000 bytes (/ 1,024 = 3.91 KiB) and b [10] int64 = 80 bytes: 4,080 bytes
     # in all (3.98 KiB); the message names the larger
-    model = make_model([helper.make_node("Cast", ["b"], ["bf"], to=F32, name="c"),
-                        helper.make_node("Add", ["a", "bf"], ["y"], name="add")],
-                       [("a", F32, [1000]), ("b", I64, [10])], [("y", F32, [1000])])
+    model = make_model(
+        [
+            helper.make_node("Cast", ["b"], ["bf"], to=F32, name="c"),
+            helper.make_node("Add", ["a", "bf"], ["y"], name="add"),
+        ],
+        [("a", F32, [1000]), ("b", I64, [10])],
+        [("y", F32, [1000])],
+    )
     analysis = onnxroof.analyze(model, partial=True)
     with pytest.raises(UsageError, match=r"input 'a' of shape \[1000\] \(float32\) takes 3.91 KiB \(3.98 KiB with"):
         input_specs(analysis, limit_bytes=4079)
@@ -72,15 +76,28 @@ def endless_loop_model(trips=10**4, shape=(1024, 1024)):
     # 100 x 1.5 s that would refuse it, and 2 x 10^4 kernel runs are far from the profiler's cap
     shape = list(shape)
     body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
-         helper.make_node("Add", ["v_in", "one"], ["v_out"], name="add")], "body",
-        [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v_in", F32, shape)],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", F32, shape)],
-        [numpy_helper.from_array(np.ones(1, np.float32), "one")])
-    return make_model([helper.make_node("Loop", ["trips", "cond", "x"], ["y"], body=body, name="loop")],
-                      [("x", F32, shape)], [("y", F32, shape)],
-                      initializers=[("trips", np.array(trips, np.int64)), ("cond", np.array(True))])
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+            helper.make_node("Add", ["v_in", "one"], ["v_out"], name="add"),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_in", F32, shape),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", F32, shape),
+        ],
+        [numpy_helper.from_array(np.ones(1, np.float32), "one")],
+    )
+    return make_model(
+        [helper.make_node("Loop", ["trips", "cond", "x"], ["y"], body=body, name="loop")],
+        [("x", F32, shape)],
+        [("y", F32, shape)],
+        initializers=[("trips", np.array(trips, np.int64)), ("cond", np.array(True))],
+    )
 
 
 @pytest.fixture
@@ -145,8 +162,12 @@ def test_a_finished_run_leaves_no_folder(private_tmp, children):
 def test_onnxruntime_refusing_the_model_is_one_line(private_tmp):
     pytest.importorskip("onnxruntime")
     # a Reshape to a shape onnxroof reads as given but onnxruntime finds wrong: 6 elements into [4]
-    model = make_model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="bad")], [("x", F32, [2, 3])],
-                       [("y", F32, None)], initializers=[("shape", np.array([4], np.int64))])
+    model = make_model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="bad")],
+        [("x", F32, [2, 3])],
+        [("y", F32, None)],
+        initializers=[("shape", np.array([4], np.int64))],
+    )
     analysis = onnxroof.analyze(model, partial=True)
     with pytest.raises(UsageError, match="onnxruntime cannot run") as raised:
         profile_model(analysis, load_target("myriad-x"), runs=1, warmup=0, model=model)
@@ -189,8 +210,10 @@ def test_runs_predicted_hopeless_are_not_started():
     from onnxroof.measure.profile_run import HOPELESS_OVER_TIMEOUT, _refuse_hopeless_runs
 
     assert HOPELESS_OVER_TIMEOUT == 100
-    analysis, report = SimpleNamespace(model=SimpleNamespace(name="m")), SimpleNamespace(latency_s=10.0,
-                                                                                         target=SimpleNamespace(name="t"))
+    analysis, report = (
+        SimpleNamespace(model=SimpleNamespace(name="m")),
+        SimpleNamespace(latency_s=10.0, target=SimpleNamespace(name="t")),
+    )
     with pytest.raises(UsageError, match=r"m: onnxroof predicts 10 s per run on t, so the 46 runs .* would take 460 s"):
         _refuse_hopeless_runs(analysis, report, 46, 4.6)
     _refuse_hopeless_runs(analysis, report, 46, 4.61)

@@ -8,15 +8,14 @@ import statistics
 
 import numpy as np
 import pytest
+from conftest import make_model
+from measurements import PROFILES, expected_median, kernel_event, recorded_profile, run_event
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.core.examples import build_example
 from onnxroof.measure.ort_events import OptimizedGraph
 from onnxroof.measure.profiling import map_profile, parse_profile
-
-from conftest import make_model
-from measurements import PROFILES, expected_median, kernel_event, recorded_profile, run_event
 
 F32 = TensorProto.FLOAT
 
@@ -60,8 +59,10 @@ def test_a_fused_nchwc_kernel_covers_its_conv_chain_split_by_flops(minigooglenet
     # the measured total is every kernel's median: the nodes' times plus the unattributed kernel
     assert mapping.measured_s == pytest.approx(sum(mapping.seconds.values()) + mapping.unattributed[0].seconds)
     runs = sorted(e["dur"] for e in document["traceEvents"] if e["name"] == "model_run")
-    walls = [e["dur"] * 1e-6 for e in sorted((e for e in document["traceEvents"] if e["name"] == "model_run"),
-                                             key=lambda e: e["ts"])[1:]]
+    walls = [
+        e["dur"] * 1e-6
+        for e in sorted((e for e in document["traceEvents"] if e["name"] == "model_run"), key=lambda e: e["ts"])[1:]
+    ]
     assert len(runs) == 4 and mapping.run_seconds == pytest.approx(statistics.median(walls))
 
 
@@ -110,7 +111,9 @@ def plain_cnn():
     for i in (1, 2):
         nodes += [
             helper.make_node("Conv", [x, f"w{i}"], [f"t_c{i}"], name=f"c{i}", pads=[1, 1, 1, 1]),
-            helper.make_node("BatchNormalization", [f"t_c{i}", f"s{i}", f"b{i}", f"m{i}", f"v{i}"], [f"t_bn{i}"], name=f"bn{i}"),
+            helper.make_node(
+                "BatchNormalization", [f"t_c{i}", f"s{i}", f"b{i}", f"m{i}", f"v{i}"], [f"t_bn{i}"], name=f"bn{i}"
+            ),
             helper.make_node("Relu", [f"t_bn{i}"], [f"t_r{i}"], name=f"r{i}"),
         ]
         inits += [(f"w{i}", rng.standard_normal((c, c if i > 1 else 3, 3, 3)).astype(np.float32))]
@@ -123,8 +126,12 @@ def plain_cnn():
 def test_an_nchwc_kernel_named_after_its_output_tensor_takes_the_conv_above_it(plain_cnn):
     # at level all, r1's producer chain is c1 -> bn1; c2 reads r1's output and is its only
     # consumer, but belongs to the kernel of r2, not r1's
-    events = [run_event(0, 1000), kernel_event("t_r1_nchwc", "Conv", 10, 100), kernel_event("t_r2_nchwc", "Conv", 120, 300),
-              kernel_event("ReorderOutput", "ReorderOutput", 430, 20)]
+    events = [
+        run_event(0, 1000),
+        kernel_event("t_r1_nchwc", "Conv", 10, 100),
+        kernel_event("t_r2_nchwc", "Conv", 120, 300),
+        kernel_event("ReorderOutput", "ReorderOutput", 430, 20),
+    ]
     mapping = map_profile(events, plain_cnn)
     kernels = {k.name: k.nodes for k in mapping.kernels}
     assert kernels == {"t_r1_nchwc": ["c1", "bn1", "r1"], "t_r2_nchwc": ["c2", "bn2", "r2"], "ReorderOutput": []}
@@ -139,8 +146,12 @@ def test_a_fused_conv_named_after_the_conv_takes_what_follows(plain_cnn):
 
 
 def test_gemm_activation_fusion_named_fused_x(plain_cnn):
-    events = [run_event(0, 1000), kernel_event("fused c1", "FusedConv", 10, 100), kernel_event("c2", "Conv", 120, 300),
-              kernel_event("r2", "Relu", 430, 5)]
+    events = [
+        run_event(0, 1000),
+        kernel_event("fused c1", "FusedConv", 10, 100),
+        kernel_event("c2", "Conv", 120, 300),
+        kernel_event("r2", "Relu", 430, 5),
+    ]
     mapping = map_profile(events, plain_cnn)
     kernels = {k.name: k.nodes for k in mapping.kernels}
     assert kernels == {"fused c1": ["c1", "bn1", "r1"], "c2": ["c2", "bn2"], "r2": ["r2"]}
@@ -157,26 +168,42 @@ def residual_block():
         helper.make_node("Add", ["t_a1", "x"], ["t_a2"], name="a2"),
         helper.make_node("LayerNormalization", ["t_a2", "g", "b"], ["y"], name="ln", axis=-1),
     ]
-    inits = [("W", rng.standard_normal((8, 8)).astype(np.float32)), ("B", np.zeros(8, np.float32)),
-             ("g", np.ones(8, np.float32)), ("b", np.zeros(8, np.float32))]
+    inits = [
+        ("W", rng.standard_normal((8, 8)).astype(np.float32)),
+        ("B", np.zeros(8, np.float32)),
+        ("g", np.ones(8, np.float32)),
+        ("b", np.zeros(8, np.float32)),
+    ]
     return onnxroof.analyze(make_model(nodes, [("x", F32, [1, 4, 8])], [("y", F32, [1, 4, 8])], inits))
 
 
 def test_kernels_with_made_up_names_are_placed_by_the_optimized_graph(residual_block):
     # onnxruntime 1.2x: MatMul+Add -> Gemm between two inserted Reshapes; Add+LayerNorm -> SkipLayerNormalization
-    optimized = OptimizedGraph({
-        "gemm_input_reshape": (("x", "shape_in"), ("reshaped_in",), "Reshape"),
-        "m1/MatMulAddFusion": (("reshaped_in", "W", "B"), ("gemm_out",), "Gemm"),
-        "gemm_output_reshape": (("gemm_out", "shape_out"), ("t_a1",), "Reshape"),
-        "SkipLayerNormalization_token_7": (("t_a1", "x", "g", "b"), ("y",), "SkipLayerNormalization"),
-    }, initializers=frozenset({"W", "B", "g", "b", "shape_in", "shape_out"}), inputs=frozenset({"x"}))
-    events = [run_event(0, 1000), kernel_event("gemm_input_reshape", "Reshape", 10, 2),
-              kernel_event("m1/MatMulAddFusion", "Gemm", 20, 50), kernel_event("gemm_output_reshape", "Reshape", 80, 3),
-              kernel_event("SkipLayerNormalization_token_7", "SkipLayerNormalization", 90, 8)]
+    optimized = OptimizedGraph(
+        {
+            "gemm_input_reshape": (("x", "shape_in"), ("reshaped_in",), "Reshape"),
+            "m1/MatMulAddFusion": (("reshaped_in", "W", "B"), ("gemm_out",), "Gemm"),
+            "gemm_output_reshape": (("gemm_out", "shape_out"), ("t_a1",), "Reshape"),
+            "SkipLayerNormalization_token_7": (("t_a1", "x", "g", "b"), ("y",), "SkipLayerNormalization"),
+        },
+        initializers=frozenset({"W", "B", "g", "b", "shape_in", "shape_out"}),
+        inputs=frozenset({"x"}),
+    )
+    events = [
+        run_event(0, 1000),
+        kernel_event("gemm_input_reshape", "Reshape", 10, 2),
+        kernel_event("m1/MatMulAddFusion", "Gemm", 20, 50),
+        kernel_event("gemm_output_reshape", "Reshape", 80, 3),
+        kernel_event("SkipLayerNormalization_token_7", "SkipLayerNormalization", 90, 8),
+    ]
     mapping = map_profile(events, residual_block, optimized=optimized)
     kernels = {k.name: k.nodes for k in mapping.kernels}
-    assert kernels == {"gemm_input_reshape": [], "m1/MatMulAddFusion": ["m1", "a1"], "gemm_output_reshape": [],
-                       "SkipLayerNormalization_token_7": ["a2", "ln"]}
+    assert kernels == {
+        "gemm_input_reshape": [],
+        "m1/MatMulAddFusion": ["m1", "a1"],
+        "gemm_output_reshape": [],
+        "SkipLayerNormalization_token_7": ["a2", "ln"],
+    }
     assert mapping.seconds["a2"] + mapping.seconds["ln"] == pytest.approx(8e-6)
     assert [k.name for k in mapping.unattributed] == ["gemm_input_reshape", "gemm_output_reshape"]
     # by names alone the made-up name matches nothing, and a2 and ln join the Gemm before them

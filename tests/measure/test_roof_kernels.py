@@ -4,13 +4,24 @@
 from __future__ import annotations
 
 import pytest
+from measurements import FakeClock, GiB, KiB, MiB
 
 from onnxroof.measure.roof_kernels import (
-    ONNXRUNTIME_INT8, TRIAD_BLOCK, StreamArrays, _openblas_thread_functions, best_rate, blas_threads, inner_iterations, matmul_flops,
-    measure_matmul, measure_stream, repetitions_for, stream_bytes, stream_elements, sweep_sizes,
+    ONNXRUNTIME_INT8,
+    TRIAD_BLOCK,
+    StreamArrays,
+    _openblas_thread_functions,
+    best_rate,
+    blas_threads,
+    inner_iterations,
+    matmul_flops,
+    measure_matmul,
+    measure_stream,
+    repetitions_for,
+    stream_bytes,
+    stream_elements,
+    sweep_sizes,
 )
-
-from measurements import GiB, KiB, MiB, FakeClock
 
 
 def test_matmul_flops_is_two_n_cubed():
@@ -136,7 +147,6 @@ def test_the_stream_kernels_compute_what_they_say():
         arrays.close()
 
 
-
 def test_blas_threads_are_limited_and_restored():
     with blas_threads(None) as limited:
         assert limited
@@ -148,4 +158,3 @@ def test_blas_threads_are_limited_and_restored():
             assert getter() == 1
     if getter:
         assert getter() == before
-

@@ -7,6 +7,8 @@ import random
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import make_model, zeros
+from models import chain_model, interleaved_branches_model
 from onnx import TensorProto, helper
 
 import onnxroof
@@ -14,9 +16,6 @@ from onnxroof.core.examples import build_example
 from onnxroof.memory.problem import build_problem, largest_layer_bytes, schedule_peak
 from onnxroof.memory.schedule import best_order, greedy_order, order_text
 from onnxroof.memory.spill import spill_plan
-
-from conftest import make_model, zeros
-from models import chain_model, interleaved_branches_model
 
 F32 = TensorProto.FLOAT
 
@@ -44,7 +43,8 @@ def test_diamond_keeps_the_fan_out_alive_until_both_branches_ran():
             helper.make_node("Neg", ["a"], ["c"], name="C"),
             helper.make_node("Add", ["b", "c"], ["y"], name="D"),
         ],
-        [("x", F32, [64])], [("y", F32, [64])],
+        [("x", F32, [64])],
+        [("y", F32, [64])],
     )
     schedule = schedule_peak(problem := problem_of(model), problem.model_order)
     # A: x+a; B: a+b; C: a+b+c (a still needed by C); D: b+c+y
@@ -59,7 +59,9 @@ def inception_model():
             helper.make_node("MatMul", ["x", "w2"], ["q"], name="branch_2"),
             helper.make_node("Concat", ["p", "q"], ["cat"], name="concat", axis=1),
         ],
-        [("x", F32, [1, 10])], [("cat", F32, [1, 2000])], [("w1", zeros(10, 1000)), ("w2", zeros(10, 1000))],
+        [("x", F32, [1, 10])],
+        [("cat", F32, [1, 2000])],
+        [("w1", zeros(10, 1000)), ("w2", zeros(10, 1000))],
     )
 
 
@@ -82,7 +84,9 @@ def test_views_add_nothing():
             helper.make_node("Reshape", ["a", "shape"], ["r"], name="reshape"),
             helper.make_node("Relu", ["r"], ["b"], name="relu_b"),
         ],
-        [("x", F32, [4, 25])], [("b", F32, [100])], [("shape", np.array([100], np.int64))],
+        [("x", F32, [4, 25])],
+        [("b", F32, [100])],
+        [("shape", np.array([100], np.int64))],
     )
     schedule = schedule_peak(problem := problem_of(model), problem.model_order)
     # 400 B each: x+a; the reshape allocates nothing (a alone); a(=r)+b
@@ -176,10 +180,16 @@ def test_spill_plan_leaves_the_model_inputs_in_dram():
     # needs at most 2,008 B. The inputs start in DRAM (the roofline charges their reads to the nodes
     # that read them), so nothing spills; were both on chip at the start (4,000 B), x2 would be
     # written out to make room and read back: 4,000 B of traffic that does not exist.
-    nodes = [helper.make_node("ReduceMax", ["x1"], ["p"], name="P"), helper.make_node("ReduceMax", ["x2"], ["q"], name="Q"),
-             helper.make_node("Add", ["p", "q"], ["y"], name="Add")]
-    model = make_model(nodes, [("x1", TensorProto.FLOAT, [1, 500]), ("x2", TensorProto.FLOAT, [1, 500])],
-                       [("y", TensorProto.FLOAT, [1, 1])])
+    nodes = [
+        helper.make_node("ReduceMax", ["x1"], ["p"], name="P"),
+        helper.make_node("ReduceMax", ["x2"], ["q"], name="Q"),
+        helper.make_node("Add", ["p", "q"], ["y"], name="Add"),
+    ]
+    model = make_model(
+        nodes,
+        [("x1", TensorProto.FLOAT, [1, 500]), ("x2", TensorProto.FLOAT, [1, 500])],
+        [("y", TensorProto.FLOAT, [1, 1])],
+    )
     problem = problem_of(model)
     plan = spill_plan(problem, problem.model_order, 3_000)
     assert plan.per_node == {} and plan.extra_dram_bytes == 0 and plan.spilled == []
@@ -192,10 +202,17 @@ def test_spill_plan_charges_an_evicted_output_only_its_reload():
     # model output, whose DRAM write the roofline already charges, so Q pays nothing. The Add
     # needs p + r + y (6,000 B > 4,500 B) and streams them: it reads p and r back (4,000 B); y is
     # a model output, whose write the roofline charges already (as it does for Q's eviction).
-    nodes = [helper.make_node("Relu", ["x"], ["p"], name="P"), helper.make_node("Relu", ["x"], ["q"], name="Q"),
-             helper.make_node("Relu", ["q"], ["r"], name="R"), helper.make_node("Add", ["p", "r"], ["y"], name="Add")]
-    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 500])],
-                       [("p", TensorProto.FLOAT, [1, 500]), ("y", TensorProto.FLOAT, [1, 500])])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["p"], name="P"),
+        helper.make_node("Relu", ["x"], ["q"], name="Q"),
+        helper.make_node("Relu", ["q"], ["r"], name="R"),
+        helper.make_node("Add", ["p", "r"], ["y"], name="Add"),
+    ]
+    model = make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, [1, 500])],
+        [("p", TensorProto.FLOAT, [1, 500]), ("y", TensorProto.FLOAT, [1, 500])],
+    )
     problem = problem_of(model)
     assert spill_plan(problem, problem.model_order, 6_500).extra_dram_bytes == 0
     plan = spill_plan(problem, problem.model_order, 4_500)
@@ -203,8 +220,9 @@ def test_spill_plan_charges_an_evicted_output_only_its_reload():
 
 
 def test_emit_order_writes_the_best_order(tmp_path, capsys):
-    from onnxroof.cli.app import main
     import onnx
+
+    from onnxroof.cli.app import main
 
     path = tmp_path / "m.onnx"
     onnx.save(interleaved_branches_model(), path)
@@ -216,23 +234,26 @@ def test_emit_order_writes_the_best_order(tmp_path, capsys):
 
 
 def test_emit_order_escapes_names_that_would_forge_lines_and_reads_back(tmp_path, capsys):
+    from conftest import make_model
     from onnx import TensorProto, helper
 
     from onnxroof.cli.app import main
     from onnxroof.core.text import unescaped
 
-    from conftest import make_model
-
     hostile = ["\x1b[2J\x1b]0;PWNED\x07evil\nFAKE LINE: all good", "a\\x0a", "\x9b31mred\u2028x"]
     nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=name) for i, name in enumerate(hostile)]
     path = tmp_path / "m.onnx"
-    path.write_bytes(make_model(nodes, [("t0", TensorProto.FLOAT, [1, 4])], [("t3", TensorProto.FLOAT, [1, 4])])
-                     .SerializeToString())
+    path.write_bytes(
+        make_model(nodes, [("t0", TensorProto.FLOAT, [1, 4])], [("t3", TensorProto.FLOAT, [1, 4])]).SerializeToString()
+    )
     target = tmp_path / "order.txt"
     assert main(["summary", str(path), "--emit-order", str(target), "-q"]) == 0
     text = target.read_text()
     # one line per node, nothing a terminal interprets; a real backslash doubled
-    assert text.splitlines() == ["\\x1b[2J\\x1b]0;PWNED\\x07evil\\x0aFAKE LINE: all good", "a\\\\x0a",
-                                 "\\x9b31mred\\u2028x"]
+    assert text.splitlines() == [
+        "\\x1b[2J\\x1b]0;PWNED\\x07evil\\x0aFAKE LINE: all good",
+        "a\\\\x0a",
+        "\\x9b31mred\\u2028x",
+    ]
     assert text.isascii() and [unescaped(line) for line in text.split("\n")[:-1]] == hostile
     capsys.readouterr()

@@ -6,15 +6,14 @@ number is derived in the comments, S = 400 B = one [1, 100] float tensor."""
 
 from __future__ import annotations
 
+from conftest import make_model, zeros
+from models import interleaved_branches_model
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.memory.problem import build_problem, schedule_peak
 from onnxroof.memory.schedule import best_order
 from onnxroof.memory.spill import spill_plan
-
-from conftest import make_model, zeros
-from models import interleaved_branches_model
 
 F32 = TensorProto.FLOAT
 S = 400
@@ -35,10 +34,15 @@ def relu(source, out, name=None):
 
 def wide_then_narrow_model():
     # A: a = Relu(x); M: L = x . w (1,500 floats, 6,000 B); N: n = L . w2; F: y = a + n
-    nodes = [relu("x", "a", "A"), helper.make_node("MatMul", ["x", "w"], ["L"], name="M"),
-             helper.make_node("MatMul", ["L", "w2"], ["n"], name="N"), helper.make_node("Add", ["a", "n"], ["y"], name="F")]
-    return make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])],
-                      [("w", zeros(100, 1_500)), ("w2", zeros(1_500, 100))])
+    nodes = [
+        relu("x", "a", "A"),
+        helper.make_node("MatMul", ["x", "w"], ["L"], name="M"),
+        helper.make_node("MatMul", ["L", "w2"], ["n"], name="N"),
+        helper.make_node("Add", ["a", "n"], ["y"], name="F"),
+    ]
+    return make_model(
+        nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])], [("w", zeros(100, 1_500)), ("w2", zeros(1_500, 100))]
+    )
 
 
 # A node that does not fit streams: what it and the next reader pay
@@ -62,9 +66,11 @@ def test_a_target_whose_on_chip_memory_holds_nothing_costs_what_one_without_it_c
     # with no on-chip memory at all.
     def target(name, onchip):
         path = tmp_path / f"{name}.toml"
-        text = (f'schema = "onnxroof-target/1"\nname = "{name}"\ndescription = "test"\n'
-                '[peak_ops_per_s.fp32]\nvalue = 1e12\ntag = "estimate"\nsource = "test"\n'
-                '[dram.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "test"\n')
+        text = (
+            f'schema = "onnxroof-target/1"\nname = "{name}"\ndescription = "test"\n'
+            '[peak_ops_per_s.fp32]\nvalue = 1e12\ntag = "estimate"\nsource = "test"\n'
+            '[dram.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "test"\n'
+        )
         if onchip:
             text += f'[onchip.size_bytes]\nvalue = {onchip}\ntag = "estimate"\nsource = "test"\n'
         path.write_text(text)
@@ -81,9 +87,15 @@ def test_a_target_whose_on_chip_memory_holds_nothing_costs_what_one_without_it_c
 
 def three_fan_out_model():
     # A, B, C read x; D = a + c; E = Relu(d); F = e + b; G = Relu(f) -> y
-    nodes = [relu("x", "a", "A"), relu("x", "b", "B"), relu("x", "c", "C"),
-             helper.make_node("Add", ["a", "c"], ["d"], name="D"), relu("d", "e", "E"),
-             helper.make_node("Add", ["e", "b"], ["f"], name="F"), relu("f", "y", "G")]
+    nodes = [
+        relu("x", "a", "A"),
+        relu("x", "b", "B"),
+        relu("x", "c", "C"),
+        helper.make_node("Add", ["a", "c"], ["d"], name="D"),
+        relu("d", "e", "E"),
+        helper.make_node("Add", ["e", "b"], ["f"], name="F"),
+        relu("f", "y", "G"),
+    ]
     return make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])])
 
 
@@ -105,8 +117,13 @@ def test_an_output_nobody_reads_again_is_evicted_first_and_for_free():
     # Q: + q = 1,600: b (next use S, step 4) or p (never used again, a model output): p goes. Its
     # DRAM write is the roofline's (every output ends in DRAM) and nobody reads it back: 0 B.
     # Evicting b instead would cost writing it and reading it back at S: 800 B.
-    nodes = [relu("x", "b", "B"), relu("x", "p", "P"), relu("x", "q", "Q"), relu("q", "r", "R"),
-             helper.make_node("Add", ["r", "b"], ["y"], name="S")]
+    nodes = [
+        relu("x", "b", "B"),
+        relu("x", "p", "P"),
+        relu("x", "q", "Q"),
+        relu("q", "r", "R"),
+        helper.make_node("Add", ["r", "b"], ["y"], name="S"),
+    ]
     model = make_model(nodes, [("x", F32, [1, 100])], [("p", F32, [1, 100]), ("y", F32, [1, 100])])
     plan = plan_of(model, 1_200)
     assert plan.spilled == ["p"]
@@ -118,14 +135,21 @@ def test_a_buffer_evicted_twice_is_charged_twice_and_listed_once():
     # 4,400 B) force it out, 5,000 B on chip. M1: x, a, L1 = 5,200: a goes (400). x dies. N1:
     # L1, n1 = 4,800. P reads a back (400). M2: a, p, L2 = 5,200: a goes again (400). Q reads it
     # back (400). Four moves of 400 B; a is one spilled buffer.
-    nodes = [relu("x", "a", "A"),
-             helper.make_node("MatMul", ["x", "w1"], ["L1"], name="M1"),
-             helper.make_node("MatMul", ["L1", "v1"], ["n1"], name="N1"),
-             helper.make_node("Add", ["a", "n1"], ["p"], name="P"),
-             helper.make_node("MatMul", ["p", "w2"], ["L2"], name="M2"),
-             helper.make_node("MatMul", ["L2", "v2"], ["n2"], name="N2"),
-             helper.make_node("Add", ["a", "n2"], ["y"], name="Q")]
-    weights = [("w1", zeros(100, 1_100)), ("v1", zeros(1_100, 100)), ("w2", zeros(100, 1_100)), ("v2", zeros(1_100, 100))]
+    nodes = [
+        relu("x", "a", "A"),
+        helper.make_node("MatMul", ["x", "w1"], ["L1"], name="M1"),
+        helper.make_node("MatMul", ["L1", "v1"], ["n1"], name="N1"),
+        helper.make_node("Add", ["a", "n1"], ["p"], name="P"),
+        helper.make_node("MatMul", ["p", "w2"], ["L2"], name="M2"),
+        helper.make_node("MatMul", ["L2", "v2"], ["n2"], name="N2"),
+        helper.make_node("Add", ["a", "n2"], ["y"], name="Q"),
+    ]
+    weights = [
+        ("w1", zeros(100, 1_100)),
+        ("v1", zeros(1_100, 100)),
+        ("w2", zeros(100, 1_100)),
+        ("v2", zeros(1_100, 100)),
+    ]
     plan = plan_of(make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])], weights), 5_000)
     assert plan.spilled == ["a"]
     assert plan.per_node == {"M1": S, "P": S, "M2": S, "Q": S} and plan.extra_dram_bytes == 4 * S
@@ -135,12 +159,16 @@ def test_two_buffers_read_back_at_one_step_are_both_charged():
     # a = Relu(x), b = Neg(x), both read by the final Sum; M writes L (1,100 floats, 4,400 B),
     # 5,000 B on chip. M: x, a, b, L = 5,600: a goes (5,200, still over), then b (4,800): 800 B
     # written. N: L, n = 4,800. F = Sum(a, b, n) reads a and b back: 800 B at one step.
-    nodes = [relu("x", "a", "A"), helper.make_node("Neg", ["x"], ["b"], name="B"),
-             helper.make_node("MatMul", ["x", "w"], ["L"], name="M"),
-             helper.make_node("MatMul", ["L", "v"], ["n"], name="N"),
-             helper.make_node("Sum", ["a", "b", "n"], ["y"], name="F")]
-    model = make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])],
-                       [("w", zeros(100, 1_100)), ("v", zeros(1_100, 100))])
+    nodes = [
+        relu("x", "a", "A"),
+        helper.make_node("Neg", ["x"], ["b"], name="B"),
+        helper.make_node("MatMul", ["x", "w"], ["L"], name="M"),
+        helper.make_node("MatMul", ["L", "v"], ["n"], name="N"),
+        helper.make_node("Sum", ["a", "b", "n"], ["y"], name="F"),
+    ]
+    model = make_model(
+        nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])], [("w", zeros(100, 1_100)), ("v", zeros(1_100, 100))]
+    )
     plan = plan_of(model, 5_000)
     assert sorted(plan.spilled) == ["a", "b"]
     assert plan.per_node == {"M": 2 * S, "F": 2 * S}
@@ -158,8 +186,9 @@ def test_a_chain_of_elementwise_ops_overwrites_one_buffer_but_not_the_model_inpu
     # x -> A -> a -> B -> b -> C -> c. A may not overwrite x (a model input): x + a = 800.
     # B overwrites a (its only reader), C overwrites that again: 400 B at B and at C.
     # Without --in-place every step holds an input and an output: 800 B.
-    model = make_model([relu("x", "a", "A"), relu("a", "b", "B"), relu("b", "c", "C")],
-                       [("x", F32, [1, 100])], [("c", F32, [1, 100])])
+    model = make_model(
+        [relu("x", "a", "A"), relu("a", "b", "B"), relu("b", "c", "C")], [("x", F32, [1, 100])], [("c", F32, [1, 100])]
+    )
     assert live(model, elementwise_in_place=True) == [2 * S, S, S]
     assert live(model) == [2 * S, 2 * S, 2 * S]
 
@@ -167,8 +196,12 @@ def test_a_chain_of_elementwise_ops_overwrites_one_buffer_but_not_the_model_inpu
 def test_an_input_read_twice_is_not_overwritten():
     # a is read by B and by C: neither overwrites it. D = b + c overwrites b (its only reader):
     # A: x, a; B: a, b; C: a, b, c; D: b, c (y lives in b's buffer) = 800 instead of 1,200
-    nodes = [relu("x", "a", "A"), relu("a", "b", "B"), helper.make_node("Neg", ["a"], ["c"], name="C"),
-             helper.make_node("Add", ["b", "c"], ["y"], name="D")]
+    nodes = [
+        relu("x", "a", "A"),
+        relu("a", "b", "B"),
+        helper.make_node("Neg", ["a"], ["c"], name="C"),
+        helper.make_node("Add", ["b", "c"], ["y"], name="D"),
+    ]
     model = make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])])
     assert live(model, elementwise_in_place=True) == [2 * S, 2 * S, 3 * S, 2 * S]
     assert live(model) == [2 * S, 2 * S, 3 * S, 3 * S]
@@ -176,8 +209,9 @@ def test_an_input_read_twice_is_not_overwritten():
 
 def test_a_model_output_is_not_overwritten():
     # a is a model output read by B: B writes b beside it (800 B), never over it
-    model = make_model([relu("x", "a", "A"), relu("a", "b", "B")], [("x", F32, [1, 100])],
-                       [("a", F32, [1, 100]), ("b", F32, [1, 100])])
+    model = make_model(
+        [relu("x", "a", "A"), relu("a", "b", "B")], [("x", F32, [1, 100])], [("a", F32, [1, 100]), ("b", F32, [1, 100])]
+    )
     assert live(model, elementwise_in_place=True) == [2 * S, 2 * S]
 
 
@@ -203,8 +237,9 @@ def test_a_matmul_never_overwrites_its_input():
 
 def test_the_best_order_of_a_chain_is_the_chain_itself():
     # a chain has one order: x -> A -> a -> B -> b -> C -> c, S each, peaks at 2 S at every step
-    model = make_model([relu("x", "a", "A"), relu("a", "b", "B"), relu("b", "c", "C")],
-                       [("x", F32, [1, 100])], [("c", F32, [1, 100])])
+    model = make_model(
+        [relu("x", "a", "A"), relu("a", "b", "B"), relu("b", "c", "C")], [("x", F32, [1, 100])], [("c", F32, [1, 100])]
+    )
     problem = problem_of(model)
     result = best_order(problem)
     assert result.schedule.order == ("A", "B", "C") and result.schedule.peak_bytes == 2 * S
@@ -243,7 +278,9 @@ def test_a_repeated_node_name_still_gives_the_peak_and_the_largest_layer():
     from onnxroof.memory.problem import largest_layer_bytes
 
     nodes = [relu("x", "a", "A"), relu("y", "b", "Z"), relu("b", "c", "Z")]
-    model = make_model(nodes, [("x", F32, [1, 1_000]), ("y", F32, [1, 10])], [("a", F32, [1, 1_000]), ("c", F32, [1, 10])])
+    model = make_model(
+        nodes, [("x", F32, [1, 1_000]), ("y", F32, [1, 10])], [("a", F32, [1, 1_000]), ("c", F32, [1, 10])]
+    )
     problem = problem_of(model)
     assert schedule_peak(problem, problem.model_order).live_bytes == [8_040, 4_080, 4_080]
     assert largest_layer_bytes(problem) == (8_000, "A")
@@ -252,9 +289,12 @@ def test_a_repeated_node_name_still_gives_the_peak_and_the_largest_layer():
 def test_the_tensors_at_the_peak_are_listed_largest_first():
     # a small tensor named "a" and a large one named "z" live at the peak together:
     # A: a = Relu(x) [1, 10]; Z: z = MatMul(x, w) [1, 1000]; R: s = ReduceSum(z); S: y = a + s
-    nodes = [relu("x", "a", "A"), helper.make_node("MatMul", ["x", "w"], ["z"], name="Z"),
-             helper.make_node("ReduceSum", ["z"], ["s"], name="R", keepdims=1),
-             helper.make_node("Add", ["a", "s"], ["y"], name="S")]
+    nodes = [
+        relu("x", "a", "A"),
+        helper.make_node("MatMul", ["x", "w"], ["z"], name="Z"),
+        helper.make_node("ReduceSum", ["z"], ["s"], name="R", keepdims=1),
+        helper.make_node("Add", ["a", "s"], ["y"], name="S"),
+    ]
     model = make_model(nodes, [("x", F32, [1, 10])], [("y", F32, [1, 10])], [("w", zeros(10, 1_000))])
     problem = problem_of(model)
     # Z: x (40) + a (40) + z (4,000) = 4,080 B, the peak
@@ -278,8 +318,9 @@ def test_a_model_with_no_nodes_has_no_step_and_no_largest_layer():
 def test_the_memory_report_states_its_figures_and_settings():
     # x -> A -> a -> B -> b -> C -> c with --in-place: A 2 S, B and C S each (see above); the
     # largest layer is A's x + a = 2 S; no Concat, so copying concats changes nothing
-    model = make_model([relu("x", "a", "A"), relu("a", "b", "B"), relu("b", "c", "C")],
-                       [("x", F32, [1, 100])], [("c", F32, [1, 100])])
+    model = make_model(
+        [relu("x", "a", "A"), relu("a", "b", "B"), relu("b", "c", "C")], [("x", F32, [1, 100])], [("c", F32, [1, 100])]
+    )
     memory = onnxroof.analyze(model, elementwise_in_place=True).memory
     assert memory.elementwise_in_place is True
     assert memory.model_order.live_bytes == [2 * S, S, S]
@@ -290,8 +331,9 @@ def test_the_memory_report_states_its_figures_and_settings():
 def test_analyze_memory_does_not_overwrite_inputs_unless_asked():
     from onnxroof.memory.liveness import analyze_memory
 
-    model = make_model([relu("x", "a", "A"), relu("a", "b", "B"), relu("b", "c", "C")],
-                       [("x", F32, [1, 100])], [("c", F32, [1, 100])])
+    model = make_model(
+        [relu("x", "a", "A"), relu("a", "b", "B"), relu("b", "c", "C")], [("x", F32, [1, 100])], [("c", F32, [1, 100])]
+    )
     graph = onnxroof.analyze(model).cost_graph
     assert analyze_memory(graph).model_order.live_bytes == [2 * S, 2 * S, 2 * S]
     assert analyze_memory(graph).elementwise_in_place is False
@@ -301,9 +343,9 @@ def test_an_order_only_the_exact_search_finds_is_reported_as_exact():
     # random_dag(0, 6) (tests/models.py): the greedy order is not the best one; the lowest peak over
     # every topological order, by brute force, is what the exact search returns
     import networkx as nx
+    from models import random_dag
 
     from onnxroof.memory.schedule import greedy_order
-    from models import random_dag
 
     problem = problem_of(random_dag(0, 6))
     dag = nx.DiGraph()
@@ -323,12 +365,20 @@ def test_after_a_streaming_node_the_live_set_on_chip_is_counted_right():
     # chip (400 B), n comes back (400) and big is written: 5,400 B > 5,398: a goes (400 written).
     # Q: big + q = 5,000 fits. F reads a back (400). Counting the live set wrong after M by as
     # little as 2 B (5,398 instead of 5,400) would keep a on chip.
-    nodes = [relu("x", "a", "A"), helper.make_node("MatMul", ["x", "w"], ["L"], name="M"),
-             helper.make_node("MatMul", ["L", "w2"], ["n"], name="N"),
-             helper.make_node("MatMul", ["n", "w3"], ["big"], name="P"),
-             helper.make_node("MatMul", ["big", "w4"], ["q"], name="Q"),
-             helper.make_node("Add", ["a", "q"], ["y"], name="F")]
-    weights = [("w", zeros(100, 1_500)), ("w2", zeros(1_500, 100)), ("w3", zeros(100, 1_150)), ("w4", zeros(1_150, 100))]
+    nodes = [
+        relu("x", "a", "A"),
+        helper.make_node("MatMul", ["x", "w"], ["L"], name="M"),
+        helper.make_node("MatMul", ["L", "w2"], ["n"], name="N"),
+        helper.make_node("MatMul", ["n", "w3"], ["big"], name="P"),
+        helper.make_node("MatMul", ["big", "w4"], ["q"], name="Q"),
+        helper.make_node("Add", ["a", "q"], ["y"], name="F"),
+    ]
+    weights = [
+        ("w", zeros(100, 1_500)),
+        ("w2", zeros(1_500, 100)),
+        ("w3", zeros(100, 1_150)),
+        ("w4", zeros(1_150, 100)),
+    ]
     plan = plan_of(make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])], weights), 5_398)
     assert plan.streamed == ["M", "N"] and plan.spilled == ["a"]
     assert plan.per_node == {"M": 6_000, "N": 6_400, "P": 2 * S, "F": S}
@@ -337,8 +387,9 @@ def test_after_a_streaming_node_the_live_set_on_chip_is_counted_right():
 def test_a_heuristic_order_that_meets_the_lower_bound_is_optimal_without_a_search():
     # random_dag(27, 4) (tests/models.py): the model order peaks above the largest layer, the
     # greedy order peaks at it; no order can go lower, so no exact search is run (0 states)
-    from onnxroof.memory.problem import largest_layer_bytes
     from models import random_dag
+
+    from onnxroof.memory.problem import largest_layer_bytes
 
     problem = problem_of(random_dag(27, 4))
     bound = largest_layer_bytes(problem)[0]

@@ -13,19 +13,23 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import make_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from models import VARIANTS, chain_model, loop_model, random_dag_problems
 from onnx import TensorProto, helper
 
-from onnxroof.pipeline import analyze
 from onnxroof.core.examples import build_example
 from onnxroof.memory.problem import (
-    MemoryProblem, build_problem, largest_layer_bytes, lifetimes, problem_from_records, schedule_peak,
+    MemoryProblem,
+    build_problem,
+    largest_layer_bytes,
+    lifetimes,
+    problem_from_records,
+    schedule_peak,
 )
 from onnxroof.ops import COST_RULES, OpCost, OpTrait, register, same_as_input
-
-from conftest import make_model
-from models import VARIANTS, chain_model, loop_model, random_dag_problems
+from onnxroof.pipeline import analyze
 
 
 def spans_by_definition(problem: MemoryProblem) -> list[tuple[int, int]]:
@@ -59,9 +63,15 @@ def test_model_spans_of_examples_and_views():
         helper.make_node("Relu", ["e"], ["f"]),
     ]
     shape = ("shape", np.array([1, 8], dtype=np.int64))
-    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 8])],
-                       [("e", TensorProto.FLOAT, [1, 8]), ("f", TensorProto.FLOAT, [1, 8])], initializers=[shape])
-    graphs = [analyze(model).cost_graph] + [analyze(build_example(name)).cost_graph for name in ("shallownet", "minigooglenet")]
+    model = make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, [1, 8])],
+        [("e", TensorProto.FLOAT, [1, 8]), ("f", TensorProto.FLOAT, [1, 8])],
+        initializers=[shape],
+    )
+    graphs = [analyze(model).cost_graph] + [
+        analyze(build_example(name)).cost_graph for name in ("shallownet", "minigooglenet")
+    ]
     for graph in graphs:
         for variant in VARIANTS:
             problem = build_problem(graph, **variant)
@@ -69,8 +79,9 @@ def test_model_spans_of_examples_and_views():
 
 
 def largest_layer_by_definition(problem: MemoryProblem) -> tuple[int, str | None]:
-    touched = {node: sum(b.bytes for b in problem.buffers if node in b.allocators | b.readers)
-               for node in problem.model_order}
+    touched = {
+        node: sum(b.bytes for b in problem.buffers if node in b.allocators | b.readers) for node in problem.model_order
+    }
     if not touched:
         return 0, None
     most = max(touched.values())
@@ -115,12 +126,15 @@ def _view_plugin_model():
     return model
 
 
-@pytest.mark.parametrize("traits, peak", [
-    # a view: b is a's buffer. relu: x + a = 800 B; view: nothing new, a = 400; add: a(b) + c = 800
-    (OpTrait.VIEW, 800),
-    # not declared a view: b owns 400 B; the add holds a, b and c: 1,200 B
-    (OpTrait.NONE, 1_200),
-])
+@pytest.mark.parametrize(
+    "traits, peak",
+    [
+        # a view: b is a's buffer. relu: x + a = 800 B; view: nothing new, a = 400; add: a(b) + c = 800
+        (OpTrait.VIEW, 800),
+        # not declared a view: b owns 400 B; the add holds a, b and c: 1,200 B
+        (OpTrait.NONE, 1_200),
+    ],
+)
 def test_a_plugin_op_declared_a_view_shares_its_inputs_buffer(traits, peak):
     def my_view(node):
         """FLOPs = 0."""

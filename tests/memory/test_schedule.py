@@ -8,17 +8,16 @@
 
 from __future__ import annotations
 
+from conftest import make_model, zeros
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from models import random_dag
 from onnx import TensorProto, helper
 
 import onnxroof
-from onnxroof.pipeline import analyze
 from onnxroof.memory.problem import MemoryProblem, build_problem, schedule_peak
 from onnxroof.memory.schedule import greedy_order
-
-from conftest import make_model, zeros
-from models import random_dag
+from onnxroof.pipeline import analyze
 
 
 def greedy_by_definition(problem: MemoryProblem) -> list[str]:
@@ -37,7 +36,8 @@ def greedy_by_definition(problem: MemoryProblem) -> list[str]:
         def score(node: str) -> tuple[int, int, int]:
             new = sum(b.bytes for i, b in enumerate(buffers) if node in b.allocators and not allocated[i])
             freed = sum(
-                b.bytes for i, b in enumerate(buffers)
+                b.bytes
+                for i, b in enumerate(buffers)
                 if node in users[i] and users[i] - done == {node} and not b.to_end and b.readers
             )
             return new, new - freed, rank[node]

@@ -3,17 +3,16 @@ on a graph where the eviction step has several candidates with different next us
 
 from __future__ import annotations
 
+from conftest import make_model
 from onnx import TensorProto, helper
 
 import onnxroof
-
-from conftest import make_model
 
 F32 = TensorProto.FLOAT
 S = 400  # every activation: 100 floats
 CAPACITY = 1_400  # 3.5 x S: three buffers fit, four do not
 
-TARGET = f'''schema = "onnxroof-target/1"
+TARGET = f"""schema = "onnxroof-target/1"
 name = "small-sram"
 description = "a test target with 1,400 B on chip"
 
@@ -31,7 +30,7 @@ source = "test"
 value = {CAPACITY}
 tag = "estimate"
 source = "test"
-'''
+"""
 
 
 def three_fan_out_model():

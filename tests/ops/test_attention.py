@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
-
-
 from conftest import analyse_node, zeros
+from onnx import TensorProto, helper
 
 F32 = TensorProto.FLOAT
 I32 = TensorProto.INT32
@@ -45,8 +43,13 @@ def test_attention_4d_multi_head():
 def test_attention_4d_grouped_query_with_past_kv():
     # 8 query heads over 2 kv heads; 4 new tokens after 12 cached ones; Dqk = 16, Dv = 32
     node = helper.make_node("Attention", ["q", "k", "v", "", "past_k", "past_v"], ["y", "present_k", "present_v"])
-    inputs = [("q", F32, [1, 8, 4, 16]), ("k", F32, [1, 2, 4, 16]), ("v", F32, [1, 2, 4, 32]),
-              ("past_k", F32, [1, 2, 12, 16]), ("past_v", F32, [1, 2, 12, 32])]
+    inputs = [
+        ("q", F32, [1, 8, 4, 16]),
+        ("k", F32, [1, 2, 4, 16]),
+        ("v", F32, [1, 2, 4, 32]),
+        ("past_k", F32, [1, 2, 12, 16]),
+        ("past_v", F32, [1, 2, 12, 32]),
+    ]
     outputs = [("y", F32, [1, 8, 4, 32]), ("present_k", F32, [1, 2, 16, 16]), ("present_v", F32, [1, 2, 16, 32])]
     record = ok(analyse(node, inputs, outputs))
     # T = 12 + 4 = 16: scores 1·8·4·16 = 512; MACs = 512 x (16 + 32) = 24,576
@@ -60,10 +63,20 @@ def test_attention_4d_grouped_query_with_past_kv():
 def test_attention_3d_grouped_query_with_past_kv():
     # 3D inputs: heads from the attributes. q_hidden 32 = 8 heads x 4; k_hidden 8 = 2 heads x 4;
     # v_hidden 12 = 2 heads x 6. Past length 3 (past_key is always 4D).
-    node = helper.make_node("Attention", ["q", "k", "v", "", "past_k", "past_v"], ["y", "present_k", "present_v"],
-                            q_num_heads=8, kv_num_heads=2)
-    inputs = [("q", F32, [2, 5, 32]), ("k", F32, [2, 7, 8]), ("v", F32, [2, 7, 12]),
-              ("past_k", F32, [2, 2, 3, 4]), ("past_v", F32, [2, 2, 3, 6])]
+    node = helper.make_node(
+        "Attention",
+        ["q", "k", "v", "", "past_k", "past_v"],
+        ["y", "present_k", "present_v"],
+        q_num_heads=8,
+        kv_num_heads=2,
+    )
+    inputs = [
+        ("q", F32, [2, 5, 32]),
+        ("k", F32, [2, 7, 8]),
+        ("v", F32, [2, 7, 12]),
+        ("past_k", F32, [2, 2, 3, 4]),
+        ("past_v", F32, [2, 2, 3, 6]),
+    ]
     outputs = [("y", F32, [2, 5, 48]), ("present_k", F32, [2, 2, 10, 4]), ("present_v", F32, [2, 2, 10, 6])]
     record = ok(analyse(node, inputs, outputs))
     # T = 3 + 7 = 10: scores 2·8·5·10 = 800; MACs = 800 x (4 + 6) = 8,000
@@ -92,8 +105,13 @@ def test_attention_causal_counts_the_full_rectangle_and_states_the_unmasked_pair
 def test_attention_causal_with_cache_is_offset_by_the_past():
     # 2 new queries after 3 cached keys: query 0 sees keys 0..3, query 1 sees keys 0..4
     node = helper.make_node("Attention", ["q", "k", "v", "", "past_k", "past_v"], ["y", "pk", "pv"], is_causal=1)
-    inputs = [("q", F32, [1, 1, 2, 4]), ("k", F32, [1, 1, 2, 4]), ("v", F32, [1, 1, 2, 4]),
-              ("past_k", F32, [1, 1, 3, 4]), ("past_v", F32, [1, 1, 3, 4])]
+    inputs = [
+        ("q", F32, [1, 1, 2, 4]),
+        ("k", F32, [1, 1, 2, 4]),
+        ("v", F32, [1, 1, 2, 4]),
+        ("past_k", F32, [1, 1, 3, 4]),
+        ("past_v", F32, [1, 1, 3, 4]),
+    ]
     record = ok(analyse(node, inputs, [("y", F32, [1, 1, 2, 4]), ("pk", F32, None), ("pv", F32, None)]))
     assert record.macs == 1 * 1 * 2 * 5 * 8  # T = 5
     assert "9 of 10 score pairs unmasked" in record.formula
@@ -102,8 +120,9 @@ def test_attention_causal_with_cache_is_offset_by_the_past():
 def test_attention_mask_and_softcap():
     shape = [1, 2, 3, 4]
     node = helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"], softcap=30.0)
-    record = ok(analyse(node, [(n, F32, shape) for n in "qkv"], [("y", F32, shape)],
-                        [("mask", np.zeros((3, 3), dtype=bool))]))
+    record = ok(
+        analyse(node, [(n, F32, shape) for n in "qkv"], [("y", F32, shape)], [("mask", np.zeros((3, 3), dtype=bool))])
+    )
     # scores 1·2·3·3 = 18; MACs = 18 x 8 = 144; per score 1 scale + 1 mask + 3 softcap + 5 softmax = 10
     assert record.macs == 144 and record.flops == 2 * 144 + 10 * 18
     assert record.params == 0  # a constant mask is a setting, not a parameter
@@ -121,8 +140,14 @@ def test_rotary_embedding_default_domain():
     assert record.flops == 3 * 96
     # 3D input with num_heads: [1, 6, 32] is 4 heads of 8
     node = helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"], num_heads=4)
-    record = ok(analyse(node, [("x", F32, [1, 6, 32]), ("pos", I64, [1, 6])], [("y", F32, [1, 6, 32])],
-                        [("cos", zeros(6, 4)), ("sin", zeros(6, 4))]))
+    record = ok(
+        analyse(
+            node,
+            [("x", F32, [1, 6, 32]), ("pos", I64, [1, 6])],
+            [("y", F32, [1, 6, 32])],
+            [("cos", zeros(6, 4)), ("sin", zeros(6, 4))],
+        )
+    )
     assert record.flops == 3 * 192
 
 
@@ -132,8 +157,15 @@ def test_rotary_embedding_default_domain():
 def test_contrib_attention_counts_its_packed_projection():
     # input [2, 6, 16], weights [16, 48] = Q, K, V of 16 each, 4 heads of 4
     node = helper.make_node("Attention", ["x", "w", "b"], ["y"], domain=MS, num_heads=4)
-    record = ok(analyse(node, [("x", F32, [2, 6, 16])], [("y", F32, [2, 6, 16])],
-                        [("w", zeros(16, 48)), ("b", zeros(48))], contrib=True))
+    record = ok(
+        analyse(
+            node,
+            [("x", F32, [2, 6, 16])],
+            [("y", F32, [2, 6, 16])],
+            [("w", zeros(16, 48)), ("b", zeros(48))],
+            contrib=True,
+        )
+    )
     projection = 2 * 6 * 16 * 48  # B·S·Hin·(Dq + Dk + Dv) = 9,216
     scores = 2 * 4 * 6 * 6  # B·N·S·S = 288
     assert record.macs == projection + scores * (4 + 4)  # 9,216 + 2,304
@@ -143,11 +175,18 @@ def test_contrib_attention_counts_its_packed_projection():
 
 def test_contrib_attention_with_past_and_unidirectional():
     # past [2, B, N, P, H] with P = 3: T = 3 + 6 = 9
-    node = helper.make_node("Attention", ["x", "w", "b", "", "past"], ["y", "present"], domain=MS,
-                            num_heads=4, unidirectional=1)
-    record = ok(analyse(node, [("x", F32, [2, 6, 16]), ("past", F32, [2, 2, 4, 3, 4])],
-                        [("y", F32, [2, 6, 16]), ("present", F32, [2, 2, 4, 9, 4])],
-                        [("w", zeros(16, 48)), ("b", zeros(48))], contrib=True))
+    node = helper.make_node(
+        "Attention", ["x", "w", "b", "", "past"], ["y", "present"], domain=MS, num_heads=4, unidirectional=1
+    )
+    record = ok(
+        analyse(
+            node,
+            [("x", F32, [2, 6, 16]), ("past", F32, [2, 2, 4, 3, 4])],
+            [("y", F32, [2, 6, 16]), ("present", F32, [2, 2, 4, 9, 4])],
+            [("w", zeros(16, 48)), ("b", zeros(48))],
+            contrib=True,
+        )
+    )
     scores = 2 * 4 * 6 * 9  # 432
     assert record.macs == 2 * 6 * 16 * 48 + scores * 8
     assert record.flops == 2 * record.macs + 7 * scores  # scale, causal mask, softmax
@@ -164,26 +203,51 @@ def test_multi_head_attention_separate_qkv_with_bias():
 
 
 def test_multi_head_attention_with_past():
-    node = helper.make_node("MultiHeadAttention", ["q", "k", "v", "", "", "", "pk", "pv"], ["y", "prk", "prv"],
-                            domain=MS, num_heads=2)
-    inputs = [("q", F32, [1, 1, 8]), ("k", F32, [1, 1, 8]), ("v", F32, [1, 1, 8]),
-              ("pk", F32, [1, 2, 9, 4]), ("pv", F32, [1, 2, 9, 4])]
-    record = ok(analyse(node, inputs, [("y", F32, [1, 1, 8]), ("prk", F32, [1, 2, 10, 4]),
-                                       ("prv", F32, [1, 2, 10, 4])], contrib=True))
+    node = helper.make_node(
+        "MultiHeadAttention", ["q", "k", "v", "", "", "", "pk", "pv"], ["y", "prk", "prv"], domain=MS, num_heads=2
+    )
+    inputs = [
+        ("q", F32, [1, 1, 8]),
+        ("k", F32, [1, 1, 8]),
+        ("v", F32, [1, 1, 8]),
+        ("pk", F32, [1, 2, 9, 4]),
+        ("pv", F32, [1, 2, 9, 4]),
+    ]
+    record = ok(
+        analyse(
+            node,
+            inputs,
+            [("y", F32, [1, 1, 8]), ("prk", F32, [1, 2, 10, 4]), ("prv", F32, [1, 2, 10, 4])],
+            contrib=True,
+        )
+    )
     assert record.macs == 1 * 2 * 1 * 10 * (4 + 4)  # decode: one query against 9 + 1 keys
 
 
 def gqa_model(past_len=6, total=10, shared_buffer=False, total_as_input=False, **attributes):
     """Query [1, 4, 64] = 8 heads of 8; key/value [1, 4, 16] = 2 kv heads of 8; past [1, 2, P, 8]."""
     node = helper.make_node(
-        "GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"],
-        ["y", "present_k", "present_v"], domain=MS, num_heads=8, kv_num_heads=2, **attributes,
+        "GroupQueryAttention",
+        ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"],
+        ["y", "present_k", "present_v"],
+        domain=MS,
+        num_heads=8,
+        kv_num_heads=2,
+        **attributes,
     )
     present_len = past_len if shared_buffer else total
-    inputs = [("q", F32, [1, 4, 64]), ("k", F32, [1, 4, 16]), ("v", F32, [1, 4, 16]),
-              ("past_k", F32, [1, 2, past_len, 8]), ("past_v", F32, [1, 2, past_len, 8])]
-    outputs = [("y", F32, [1, 4, 64]), ("present_k", F32, [1, 2, present_len, 8]),
-               ("present_v", F32, [1, 2, present_len, 8])]
+    inputs = [
+        ("q", F32, [1, 4, 64]),
+        ("k", F32, [1, 4, 16]),
+        ("v", F32, [1, 4, 16]),
+        ("past_k", F32, [1, 2, past_len, 8]),
+        ("past_v", F32, [1, 2, past_len, 8]),
+    ]
+    outputs = [
+        ("y", F32, [1, 4, 64]),
+        ("present_k", F32, [1, 2, present_len, 8]),
+        ("present_v", F32, [1, 2, present_len, 8]),
+    ]
     initializers = [("seqlens_k", np.array([total - 1], dtype=np.int32))]
     if total_as_input:
         inputs.append(("total", I32, []))
@@ -229,8 +293,10 @@ def test_group_query_attention_shared_buffer_reads_the_attended_past_and_writes_
     assert record.partial_bytes == {"past_k": 384, "past_v": 384, "present_k": 256, "present_v": 256}
     assert record.input_bytes == q + k + v + 2 * past_read == 2_304  # seqlens_k, total: constants
     assert record.output_bytes == 1 * 4 * 64 * 4 + 2 * new_written == 1_536
-    assert "one 32-long buffer for past and present, updated in place: 6 past positions read, 4 new written" \
+    assert (
+        "one 32-long buffer for past and present, updated in place: 6 past positions read, 4 new written"
         in record.formula
+    )
     # a growing cache (present [1, 2, 10, 8]) reads the same 6 past positions but writes its
     # present whole: 1,024 + 2 x (1·2·10·8·4 = 640) B
     record = ok(analyse(*gqa_model(past_len=6, total=10), contrib=True))
@@ -245,12 +311,29 @@ def test_group_query_attention_shared_buffer_reads_the_attended_past_and_writes_
 def test_group_query_attention_packed_qkv_rotary_softcap():
     # packed QKV [1, 4, (8 + 2·2)·8 = 96], no past; rotary over the whole head (cos [32, 4])
     node = helper.make_node(
-        "GroupQueryAttention", ["qkv", "", "", "", "", "seqlens_k", "total", "cos", "sin"], ["y"],
-        domain=MS, num_heads=8, kv_num_heads=2, do_rotary=1, softcap=50.0,
+        "GroupQueryAttention",
+        ["qkv", "", "", "", "", "seqlens_k", "total", "cos", "sin"],
+        ["y"],
+        domain=MS,
+        num_heads=8,
+        kv_num_heads=2,
+        do_rotary=1,
+        softcap=50.0,
     )
-    record = ok(analyse(node, [("qkv", F32, [1, 4, 96])], [("y", F32, [1, 4, 64])],
-                        [("seqlens_k", np.array([3], np.int32)), ("total", np.array(4, np.int32)),
-                         ("cos", zeros(32, 4)), ("sin", zeros(32, 4))], contrib=True))
+    record = ok(
+        analyse(
+            node,
+            [("qkv", F32, [1, 4, 96])],
+            [("y", F32, [1, 4, 64])],
+            [
+                ("seqlens_k", np.array([3], np.int32)),
+                ("total", np.array(4, np.int32)),
+                ("cos", zeros(32, 4)),
+                ("sin", zeros(32, 4)),
+            ],
+            contrib=True,
+        )
+    )
     scores = 1 * 8 * 4 * 4  # 128
     assert record.macs == scores * 16
     rotated = 1 * 4 * (8 + 2) * 8  # new Q and K elements = 320
@@ -262,17 +345,27 @@ def test_group_query_attention_packed_qkv_rotary_softcap():
 def test_contrib_rotary_embedding():
     # input [1, 6, 32] without num_heads: head size 2 x cos width (4) = 8, all rotated
     node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain=MS)
-    record = ok(analyse(node, [("x", F32, [1, 6, 32]), ("pos", I64, [1, 6])], [("y", F32, [1, 6, 32])],
-                        [("cos", zeros(16, 4)), ("sin", zeros(16, 4))], contrib=True))
+    record = ok(
+        analyse(
+            node,
+            [("x", F32, [1, 6, 32]), ("pos", I64, [1, 6])],
+            [("y", F32, [1, 6, 32])],
+            [("cos", zeros(16, 4)), ("sin", zeros(16, 4))],
+            contrib=True,
+        )
+    )
     assert record.flops == 3 * 192
 
 
-@pytest.mark.parametrize("q_len, total, offset, window, expected", [
-    (4, 4, 0, 0, 10),  # square prefill: the lower triangle, 1 + 2 + 3 + 4
-    (1, 9, 8, 0, 9),  # decode: the one query sees every key
-    (3, 5, 2, 0, 3 + 4 + 5),  # 3 new tokens after 2 cached
-    (4, 4, 0, 1, 1 + 2 + 2 + 2),  # local window 1: itself and one key back
-])
+@pytest.mark.parametrize(
+    "q_len, total, offset, window, expected",
+    [
+        (4, 4, 0, 0, 10),  # square prefill: the lower triangle, 1 + 2 + 3 + 4
+        (1, 9, 8, 0, 9),  # decode: the one query sees every key
+        (3, 5, 2, 0, 3 + 4 + 5),  # 3 new tokens after 2 cached
+        (4, 4, 0, 1, 1 + 2 + 2 + 2),  # local window 1: itself and one key back
+    ],
+)
 def test_causal_pairs(q_len, total, offset, window, expected):
     from onnxroof.ops.attention import causal_pairs
 

@@ -10,9 +10,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
+from onnxroof.core.tensors import TensorInfo
 from onnxroof.ops import COST_RULES, NodeView, output_types, rule_for
 from onnxroof.ops.quantized import qgemm
-from onnxroof.core.tensors import TensorInfo
 
 F32, F16, U8, I8 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.UINT8, TensorProto.INT8
 I32, I64, I16 = TensorProto.INT32, TensorProto.INT64, TensorProto.INT16
@@ -23,7 +23,9 @@ def shapes_of(op, inputs, outputs=("y",), domain=MS, values=None, **attrs):
     """The shape rule's answer for a node: inputs are (elem_type, shape) or None for an omitted slot."""
     names = [f"i{k}" if spec is not None else "" for k, spec in enumerate(inputs)]
     node = helper.make_node(op, names, list(outputs), domain=domain, **attrs)
-    infos = tuple(None if spec is None else TensorInfo(name, spec[0], tuple(spec[1])) for name, spec in zip(names, inputs))
+    infos = tuple(
+        None if spec is None else TensorInfo(name, spec[0], tuple(spec[1])) for name, spec in zip(names, inputs)
+    )
     found = output_types(node, infos, {f"i{k}": np.asarray(v) for k, v in (values or {}).items()})
     assert found is not None, f"{op}: no shape rule, or it failed"
     return [None if info is None else (info.dtype, info.shape) for info in found]
@@ -88,8 +90,9 @@ def test_qlinear_average_pool_nchw_and_channels_last():
     # 7 + 1 + 1 pad - 3 kernel = 6, / stride 2 = 3, + 1 = 4
     args = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     assert shapes_of("QLinearAveragePool", [(U8, (1, 8, 7, 7)), SCALE, ZP, SCALE, ZP], **args) == [(U8, (1, 8, 4, 4))]
-    assert shapes_of("QLinearAveragePool", [(U8, (1, 7, 7, 8)), SCALE, ZP, SCALE, ZP], channels_last=1,
-                     **args) == [(U8, (1, 4, 4, 8))]
+    assert shapes_of("QLinearAveragePool", [(U8, (1, 7, 7, 8)), SCALE, ZP, SCALE, ZP], channels_last=1, **args) == [
+        (U8, (1, 4, 4, 8))
+    ]
 
 
 def test_qlinear_average_pool_ceil_mode():
@@ -100,10 +103,12 @@ def test_qlinear_average_pool_ceil_mode():
 
 
 def test_qlinear_global_average_pool_both_layouts():
-    assert shapes_of("QLinearGlobalAveragePool", [(U8, ("N", 2048, 7, 7)), SCALE, ZP, SCALE, ZP]) == \
-        [(U8, ("N", 2048, 1, 1))]
-    assert shapes_of("QLinearGlobalAveragePool", [(U8, ("N", 7, 7, 2048)), SCALE, ZP, SCALE, ZP], channels_last=1) == \
-        [(U8, ("N", 1, 1, 2048))]
+    assert shapes_of("QLinearGlobalAveragePool", [(U8, ("N", 2048, 7, 7)), SCALE, ZP, SCALE, ZP]) == [
+        (U8, ("N", 2048, 1, 1))
+    ]
+    assert shapes_of("QLinearGlobalAveragePool", [(U8, ("N", 7, 7, 2048)), SCALE, ZP, SCALE, ZP], channels_last=1) == [
+        (U8, ("N", 1, 1, 2048))
+    ]
 
 
 def test_qlinear_concat_adds_the_axis():
@@ -136,19 +141,23 @@ def test_qgemm_shape_from_a_and_transposed_b():
 
 
 def test_integer_matmuls():
-    assert shapes_of("DynamicQuantizeMatMul", [(F32, ("B", 128, 768)), (I8, (768, 3072)), SCALE]) == \
-        [(F32, ("B", 128, 3072))]
-    assert shapes_of("MatMulIntegerToFloat", [(U8, (2, 5, 8)), (I8, (8, 6)), (F16, ()), (F16, ())]) == \
-        [(F16, (2, 5, 6))]
+    assert shapes_of("DynamicQuantizeMatMul", [(F32, ("B", 128, 768)), (I8, (768, 3072)), SCALE]) == [
+        (F32, ("B", 128, 3072))
+    ]
+    assert shapes_of("MatMulIntegerToFloat", [(U8, (2, 5, 8)), (I8, (8, 6)), (F16, ()), (F16, ())]) == [
+        (F16, (2, 5, 6))
+    ]
     assert shapes_of("MatMulInteger16", [(I16, (3, 4)), (I16, (4, 5))]) == [(I32, (3, 5))]
 
 
 def test_matmul_nbits_and_bnb4_take_n_from_the_attribute():
     b = (U8, (11008, 128, 16))
-    assert shapes_of("MatMulNBits", [(F16, (1, "S", 4096)), b, (F16, (11008 * 128,))], K=4096, N=11008,
-                     bits=4, block_size=32) == [(F16, (1, "S", 11008))]
-    assert shapes_of("MatMulBnb4", [(F32, (2, 64)), (U8, (4096,)), (F32, (128,))], K=64, N=128, block_size=64,
-                     quant_type=1) == [(F32, (2, 128))]
+    assert shapes_of(
+        "MatMulNBits", [(F16, (1, "S", 4096)), b, (F16, (11008 * 128,))], K=4096, N=11008, bits=4, block_size=32
+    ) == [(F16, (1, "S", 11008))]
+    assert shapes_of(
+        "MatMulBnb4", [(F32, (2, 64)), (U8, (4096,)), (F32, (128,))], K=64, N=128, block_size=64, quant_type=1
+    ) == [(F32, (2, 128))]
 
 
 def test_qlinear_where_broadcasts_condition_and_both_values():
@@ -159,11 +168,13 @@ def test_qlinear_where_broadcasts_condition_and_both_values():
 def test_gather_block_quantized_unpacks_two_4bit_values_per_byte():
     # data uint8 [1000, 64]: 128 4-bit values per row; indices [2, 7] -> [2, 7, 128], the scales' float16
     inputs = [(U8, (1000, 64)), (I64, ("B", 7)), (F16, (1000, 4))]
-    assert shapes_of("GatherBlockQuantized", inputs, gather_axis=0, quantize_axis=1, block_size=32, bits=4) == \
-        [(F16, ("B", 7, 128))]
+    assert shapes_of("GatherBlockQuantized", inputs, gather_axis=0, quantize_axis=1, block_size=32, bits=4) == [
+        (F16, ("B", 7, 128))
+    ]
     # an int4 tensor holds one value per element: no unpacking
-    assert shapes_of("GatherBlockQuantized", [(TensorProto.INT4, (1000, 128)), (I64, (3,)), (F32, (1000, 4))],
-                     block_size=32) == [(F32, (3, 128))]
+    assert shapes_of(
+        "GatherBlockQuantized", [(TensorProto.INT4, (1000, 128)), (I64, (3,)), (F32, (1000, 4))], block_size=32
+    ) == [(F32, (3, 128))]
 
 
 # ------------------------------------------------------------------------- attention family
@@ -172,16 +183,28 @@ def test_gather_block_quantized_unpacks_two_4bit_values_per_byte():
 def test_contrib_attention_output_and_present():
     x, w = (F32, (2, 8, 768)), (F32, (768, 2304))
     # no past: present [2, B, N, S, H] = [2, 2, 12, 8, 64]
-    assert shapes_of("Attention", [x, w, (F32, (2304,))], outputs=("y", "present"), num_heads=12) == \
-        [(F32, (2, 8, 768)), (F32, (2, 2, 12, 8, 64))]
+    assert shapes_of("Attention", [x, w, (F32, (2304,))], outputs=("y", "present"), num_heads=12) == [
+        (F32, (2, 8, 768)),
+        (F32, (2, 2, 12, 8, 64)),
+    ]
     # past of 5: present holds 5 + 8 = 13
     past = (F32, (2, 2, 12, 5, 64))
-    assert shapes_of("Attention", [x, w, (F32, (2304,)), None, past], outputs=("y", "present"),
-                     num_heads=12)[1] == (F32, (2, 2, 12, 13, 64))
+    assert shapes_of("Attention", [x, w, (F32, (2304,)), None, past], outputs=("y", "present"), num_heads=12)[1] == (
+        F32,
+        (2, 2, 12, 13, 64),
+    )
     # one shared buffer: present is past's own shape
     shared = (F32, (2, 2, 12, 32, 64))
-    assert shapes_of("Attention", [x, w, (F32, (2304,)), None, shared, None, (I32, ())], outputs=("y", "present"),
-                     num_heads=12, past_present_share_buffer=1)[1] == shared
+    assert (
+        shapes_of(
+            "Attention",
+            [x, w, (F32, (2304,)), None, shared, None, (I32, ())],
+            outputs=("y", "present"),
+            num_heads=12,
+            past_present_share_buffer=1,
+        )[1]
+        == shared
+    )
 
 
 def test_contrib_attention_unequal_hidden_sizes():
@@ -192,21 +215,30 @@ def test_contrib_attention_unequal_hidden_sizes():
 
 def test_qattention_output_is_float():
     inputs = [(U8, (1, 4, 64)), (U8, (64, 192)), (F32, (192,)), SCALE, SCALE]
-    assert shapes_of("QAttention", inputs, outputs=("y", "present"), num_heads=4) == \
-        [(F32, (1, 4, 64)), (F32, (2, 1, 4, 4, 16))]
+    assert shapes_of("QAttention", inputs, outputs=("y", "present"), num_heads=4) == [
+        (F32, (1, 4, 64)),
+        (F32, (2, 1, 4, 4, 16)),
+    ]
 
 
 def test_multi_head_attention_self_with_past_and_cross():
     q, k, v = (F32, (1, 4, 64)), (F32, (1, 6, 64)), (F32, (1, 6, 64))
     outputs = ("y", "present_key", "present_value")
-    assert shapes_of("MultiHeadAttention", [q, k, v], outputs=outputs, num_heads=8) == \
-        [(F32, (1, 4, 64)), (F32, (1, 8, 6, 8)), (F32, (1, 8, 6, 8))]
+    assert shapes_of("MultiHeadAttention", [q, k, v], outputs=outputs, num_heads=8) == [
+        (F32, (1, 4, 64)),
+        (F32, (1, 8, 6, 8)),
+        (F32, (1, 8, 6, 8)),
+    ]
     past = (F32, (1, 8, 10, 8))  # 10 cached + 6 new = 16
-    assert shapes_of("MultiHeadAttention", [q, k, v, None, None, None, past, past], outputs=outputs,
-                     num_heads=8)[1] == (F32, (1, 8, 16, 8))
+    assert shapes_of("MultiHeadAttention", [q, k, v, None, None, None, past, past], outputs=outputs, num_heads=8)[
+        1
+    ] == (F32, (1, 8, 16, 8))
     cached_k, cached_v = (F32, (1, 8, 20, 8)), (F32, (1, 8, 20, 16))  # cross attention: Hv = 16
-    assert shapes_of("MultiHeadAttention", [q, cached_k, cached_v], outputs=outputs, num_heads=8) == \
-        [(F32, (1, 4, 128)), cached_k, cached_v]
+    assert shapes_of("MultiHeadAttention", [q, cached_k, cached_v], outputs=outputs, num_heads=8) == [
+        (F32, (1, 4, 128)),
+        cached_k,
+        cached_v,
+    ]
 
 
 def test_group_query_attention_present_length():
@@ -218,12 +250,16 @@ def test_group_query_attention_present_length():
     lens, total = (I32, (1,)), (I32, ())
     inputs = [q, k, v, past, past, lens, total]
     # a growing cache: 10 past + 3 new = total 13 > 10
-    assert shapes_of("GroupQueryAttention", inputs, outputs=outputs, values={6: 13}, **attrs) == \
-        [(F16, (1, 3, 256)), (F16, (1, 2, 13, 32)), (F16, (1, 2, 13, 32))]
+    assert shapes_of("GroupQueryAttention", inputs, outputs=outputs, values={6: 13}, **attrs) == [
+        (F16, (1, 3, 256)),
+        (F16, (1, 2, 13, 32)),
+        (F16, (1, 2, 13, 32)),
+    ]
     # a shared 64-long buffer keeps its length
     shared = (F16, (1, 2, 64, 32))
-    assert shapes_of("GroupQueryAttention", [q, k, v, shared, shared, lens, total], outputs=outputs,
-                     values={6: 13}, **attrs)[1] == (F16, (1, 2, 64, 32))
+    assert shapes_of(
+        "GroupQueryAttention", [q, k, v, shared, shared, lens, total], outputs=outputs, values={6: 13}, **attrs
+    )[1] == (F16, (1, 2, 64, 32))
     # the value unknown: the present length is unknown (growing or shared cannot be told)
     assert shapes_of("GroupQueryAttention", inputs, outputs=outputs, **attrs)[1] == (F16, (1, 2, None, 32))
 
@@ -259,11 +295,14 @@ def test_skip_norm_with_omitted_middle_outputs():
 
 def test_simplified_layer_norm_and_onnxruntime_layer_norm():
     x = (F16, (2, 4, 8))
-    assert shapes_of("SimplifiedLayerNormalization", [x, (F16, (8,))], outputs=("y", "inv_std_var"), domain="") == \
-        [x, (F32, (2, 4, 1))]
+    assert shapes_of("SimplifiedLayerNormalization", [x, (F16, (8,))], outputs=("y", "inv_std_var"), domain="") == [
+        x,
+        (F32, (2, 4, 1)),
+    ]
     # axis 1: the statistics keep the leading dim only
-    assert shapes_of("LayerNormalization", [x, (F16, (4, 8)), (F16, (4, 8))], outputs=("y", "mean", "inv"),
-                     axis=1, domain="") == [x, (F32, (2, 1, 1)), (F32, (2, 1, 1))]
+    assert shapes_of(
+        "LayerNormalization", [x, (F16, (4, 8)), (F16, (4, 8))], outputs=("y", "mean", "inv"), axis=1, domain=""
+    ) == [x, (F32, (2, 1, 1)), (F32, (2, 1, 1))]
 
 
 def test_embed_layer_normalization_outputs():
@@ -320,8 +359,9 @@ def test_fused_conv_shape():
 def test_dynamic_quantize_lstm_shapes():
     # X [T=5, B=2, I=10], W [D=2, I, 4H = 32], R [2, H = 8, 32]
     inputs = [(F32, (5, 2, 10)), (I8, (2, 10, 32)), (I8, (2, 8, 32))]
-    found = shapes_of("DynamicQuantizeLSTM", inputs, outputs=("y", "y_h", "y_c"), hidden_size=8,
-                      direction="bidirectional")
+    found = shapes_of(
+        "DynamicQuantizeLSTM", inputs, outputs=("y", "y_h", "y_c"), hidden_size=8, direction="bidirectional"
+    )
     assert found == [(F32, (5, 2, 2, 8)), (F32, (2, 2, 8)), (F32, (2, 2, 8))]
 
 
@@ -329,16 +369,22 @@ def test_dynamic_quantize_lstm_shapes():
 
 
 def _model(nodes, inputs, outputs, initializers):
-    graph = helper.make_graph(nodes, "contrib", [helper.make_tensor_value_info(*i) for i in inputs],
-                              [helper.make_tensor_value_info(*o) for o in outputs],
-                              [numpy_helper.from_array(np.asarray(a), n) for n, a in initializers])
+    graph = helper.make_graph(
+        nodes,
+        "contrib",
+        [helper.make_tensor_value_info(*i) for i in inputs],
+        [helper.make_tensor_value_info(*o) for o in outputs],
+        [numpy_helper.from_array(np.asarray(a), n) for n, a in initializers],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
     model.ir_version = 8
     return model
 
 
 def _scales(*prefixes):
-    return [init for p in prefixes for init in ((f"{p}_s", np.array(0.1, np.float32)), (f"{p}_z", np.array(0, np.uint8)))]
+    return [
+        init for p in prefixes for init in ((f"{p}_s", np.array(0.1, np.float32)), (f"{p}_z", np.array(0, np.uint8)))
+    ]
 
 
 def test_everything_after_a_qlinear_add_without_value_info_is_counted():
@@ -348,13 +394,23 @@ def test_everything_after_a_qlinear_add_without_value_info_is_counted():
     w1 = np.zeros((4, 3, 3, 3), np.int8)  # 3x3 pad 1: [1, 4, 8, 8]
     w2 = np.zeros((8, 4, 1, 1), np.int8)  # 1x1 stride 2: [1, 8, 4, 4]
     w3 = np.zeros((8, 10), np.int8)
-    initializers = [*_scales("x", "a", "b", "c", "d", "e", "f"), ("w1", w1), ("w2", w2), ("w3", w3),
-                    ("w_s", np.array(0.1, np.float32)), ("w_z", np.array(0, np.int8))]
+    initializers = [
+        *_scales("x", "a", "b", "c", "d", "e", "f"),
+        ("w1", w1),
+        ("w2", w2),
+        ("w3", w3),
+        ("w_s", np.array(0.1, np.float32)),
+        ("w_z", np.array(0, np.int8)),
+    ]
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"]),
-        helper.make_node("QLinearConv", ["xq", "x_s", "x_z", "w1", "w_s", "w_z", "a_s", "a_z"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "QLinearConv", ["xq", "x_s", "x_z", "w1", "w_s", "w_z", "a_s", "a_z"], ["c1"], pads=[1, 1, 1, 1]
+        ),
         helper.make_node("QLinearAdd", ["c1", "a_s", "a_z", "c1", "a_s", "a_z", "b_s", "b_z"], ["sum"], domain=MS),
-        helper.make_node("QLinearConv", ["sum", "b_s", "b_z", "w2", "w_s", "w_z", "c_s", "c_z"], ["c2"], strides=[2, 2]),
+        helper.make_node(
+            "QLinearConv", ["sum", "b_s", "b_z", "w2", "w_s", "w_z", "c_s", "c_z"], ["c2"], strides=[2, 2]
+        ),
         helper.make_node("QLinearGlobalAveragePool", ["c2", "c_s", "c_z", "d_s", "d_z"], ["pool"], domain=MS),
         helper.make_node("Flatten", ["pool"], ["flat"]),
         helper.make_node("QLinearMatMul", ["flat", "d_s", "d_z", "w3", "w_s", "w_z", "e_s", "e_z"], ["mm"]),
@@ -385,8 +441,13 @@ def test_qgemm_with_an_unknown_output_counts_from_a_and_b():
 
 
 def test_qgemm_through_analyze_without_a_stored_output_shape():
-    initializers = [("a_s", np.array(0.1, np.float32)), ("a_z", np.array(0, np.uint8)), ("b", np.zeros((32, 16), np.int8)),
-                    ("b_s", np.array(0.1, np.float32)), ("b_z", np.array(0, np.int8))]
+    initializers = [
+        ("a_s", np.array(0.1, np.float32)),
+        ("a_z", np.array(0, np.uint8)),
+        ("b", np.zeros((32, 16), np.int8)),
+        ("b_s", np.array(0.1, np.float32)),
+        ("b_z", np.array(0, np.int8)),
+    ]
     node = helper.make_node("QGemm", ["a", "a_s", "a_z", "b", "b_s", "b_z"], ["y"], domain=MS, transB=1)
     model = _model([node], [("a", U8, [4, 16])], [("y", F32, None)], initializers)
     (record,) = onnxroof.analyze(model).nodes
@@ -398,13 +459,25 @@ def test_qgemm_through_analyze_without_a_stored_output_shape():
 
 def test_dynamic_quantize_lstm_cost():
     # T = 5, B = 2, I = 10, H = 8, one direction: S = 10 steps
-    initializers = [("w", np.zeros((1, 10, 32), np.int8)), ("r", np.zeros((1, 8, 32), np.int8)),
-                    ("b", np.zeros((1, 64), np.float32)), ("w_s", np.array([0.1], np.float32)),
-                    ("w_z", np.array([0], np.int8)), ("r_s", np.array([0.1], np.float32)), ("r_z", np.array([0], np.int8))]
-    node = helper.make_node("DynamicQuantizeLSTM", ["x", "w", "r", "b", "", "", "", "", "w_s", "w_z", "r_s", "r_z"],
-                            ["y", "y_h", "y_c"], domain=MS, hidden_size=8)
-    model = _model([node], [("x", F32, [5, 2, 10])], [("y", F32, None), ("y_h", F32, None), ("y_c", F32, None)],
-                   initializers)
+    initializers = [
+        ("w", np.zeros((1, 10, 32), np.int8)),
+        ("r", np.zeros((1, 8, 32), np.int8)),
+        ("b", np.zeros((1, 64), np.float32)),
+        ("w_s", np.array([0.1], np.float32)),
+        ("w_z", np.array([0], np.int8)),
+        ("r_s", np.array([0.1], np.float32)),
+        ("r_z", np.array([0], np.int8)),
+    ]
+    node = helper.make_node(
+        "DynamicQuantizeLSTM",
+        ["x", "w", "r", "b", "", "", "", "", "w_s", "w_z", "r_s", "r_z"],
+        ["y", "y_h", "y_c"],
+        domain=MS,
+        hidden_size=8,
+    )
+    model = _model(
+        [node], [("x", F32, [5, 2, 10])], [("y", F32, None), ("y_h", F32, None), ("y_c", F32, None)], initializers
+    )
     (record,) = onnxroof.analyze(model).nodes
     assert record.status == "ok", record.reason
     assert record.output_shapes == [[5, 1, 2, 8], [1, 2, 8], [1, 2, 8]]
@@ -418,8 +491,16 @@ def test_dynamic_quantize_lstm_cost():
 def test_gather_block_quantized_cost():
     # table uint8 [1000, 64] = 128 4-bit values per row, blocks of 32: scales [1000, 4] float16
     initializers = [("table", np.zeros((1000, 64), np.uint8)), ("scales", np.zeros((1000, 4), np.float16))]
-    node = helper.make_node("GatherBlockQuantized", ["table", "ids", "scales"], ["y"], domain=MS,
-                            gather_axis=0, quantize_axis=1, block_size=32, bits=4)
+    node = helper.make_node(
+        "GatherBlockQuantized",
+        ["table", "ids", "scales"],
+        ["y"],
+        domain=MS,
+        gather_axis=0,
+        quantize_axis=1,
+        block_size=32,
+        bits=4,
+    )
     model = _model([node], [("ids", I64, [2, 7])], [("y", F16, None)], initializers)
     (record,) = onnxroof.analyze(model).nodes
     assert record.status == "ok", record.reason
@@ -445,8 +526,9 @@ def test_contrib_products_count_without_an_output_shape():
     """Cost rules read an unknown output from the op's shape rule: an ms QLinearConv's spatial size,
     a QLinearAdd's requantized outputs, a MatMulIntegerToFloat's rescaled outputs."""
     s = TensorInfo("s", F32, ())
-    conv = helper.make_node("QLinearConv", ["x", "s", "s", "w", "s", "s", "s", "s"], ["y"], domain=MS,
-                            strides=[2, 2], pads=[1, 1, 1, 1])
+    conv = helper.make_node(
+        "QLinearConv", ["x", "s", "s", "w", "s", "s", "s", "s"], ["y"], domain=MS, strides=[2, 2], pads=[1, 1, 1, 1]
+    )
     x, w = TensorInfo("x", U8, (1, 8, 16, 16)), TensorInfo("w", I8, (16, 8, 3, 3))
     cost = rule_for(MS, "QLinearConv").handler(NodeView(conv, (x, s, s, w, s, s, s, s), (TensorInfo("y"),)))
     # (16 + 2 - 3) // 2 + 1 = 8: 1·16·8·8 outputs x 8·9 MACs each, + 4 requantize per output
@@ -471,12 +553,17 @@ def test_every_shape_rule_states_its_outputs(domain, op):
 def test_layer_normalization_at_opset_13_is_sized_by_its_rule():
     """onnxruntime's transformers optimizer emits default-domain LayerNormalization (its own opset-1
     schema) into opset 12-16 models; ONNX's inference knows it only from opset 17."""
-    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["h"], axis=-1),
-             helper.make_node("Relu", ["h"], ["y"])]
-    graph = helper.make_graph(nodes, "ln13", [helper.make_tensor_value_info("x", F32, [2, 4, 8])],
-                              [helper.make_tensor_value_info("y", F32, None)],
-                              [numpy_helper.from_array(np.ones(8, np.float32), "g"),
-                               numpy_helper.from_array(np.zeros(8, np.float32), "b")])
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "g", "b"], ["h"], axis=-1),
+        helper.make_node("Relu", ["h"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "ln13",
+        [helper.make_tensor_value_info("x", F32, [2, 4, 8])],
+        [helper.make_tensor_value_info("y", F32, None)],
+        [numpy_helper.from_array(np.ones(8, np.float32), "g"), numpy_helper.from_array(np.zeros(8, np.float32), "b")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(MS, 1)])
     model.ir_version = 8
     relu = onnxroof.analyze(model).nodes[1]
@@ -504,10 +591,23 @@ def test_onnxruntime_quantizer_qoperator_output_is_counted_through(tmp_path):
         helper.make_node("Flatten", ["p"], ["f"]),
         helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
     ]
-    weights = [weight("w1", 8, 3, 3, 3), weight("b1", 8), weight("w2", 8, 8, 3, 3), weight("b2", 8),
-               weight("w3", 16, 8, 1, 1), weight("b3", 16), weight("wf", 10, 16), weight("bf", 10)]
-    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", F32, [1, 3, 16, 16])],
-                              [helper.make_tensor_value_info("y", F32, [1, 10])], weights)
+    weights = [
+        weight("w1", 8, 3, 3, 3),
+        weight("b1", 8),
+        weight("w2", 8, 8, 3, 3),
+        weight("b2", 8),
+        weight("w3", 16, 8, 1, 1),
+        weight("b3", 16),
+        weight("wf", 10, 16),
+        weight("bf", 10),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "block",
+        [helper.make_tensor_value_info("x", F32, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", F32, [1, 10])],
+        weights,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, tmp_path / "float.onnx")
@@ -519,14 +619,22 @@ def test_onnxruntime_quantizer_qoperator_output_is_counted_through(tmp_path):
         def get_next(self):
             return next(self.batches, None)
 
-    quantization.quantize_static(str(tmp_path / "float.onnx"), str(tmp_path / "q.onnx"), Calibration(),
-                                 quant_format=quantization.QuantFormat.QOperator,
-                                 activation_type=quantization.QuantType.QUInt8,
-                                 weight_type=quantization.QuantType.QInt8)
+    quantization.quantize_static(
+        str(tmp_path / "float.onnx"),
+        str(tmp_path / "q.onnx"),
+        Calibration(),
+        quant_format=quantization.QuantFormat.QOperator,
+        activation_type=quantization.QuantType.QUInt8,
+        weight_type=quantization.QuantType.QInt8,
+    )
     quantized = onnx.load(tmp_path / "q.onnx")
     del quantized.graph.value_info[:]  # as onnxruntime leaves it for a contrib op's output
     records = onnxroof.analyze(quantized).nodes
-    assert {(r.domain, r.op_type) for r in records} >= {(MS, "QLinearAdd"), (MS, "QLinearGlobalAveragePool"), (MS, "QGemm")}
+    assert {(r.domain, r.op_type) for r in records} >= {
+        (MS, "QLinearAdd"),
+        (MS, "QLinearGlobalAveragePool"),
+        (MS, "QGemm"),
+    }
     assert all(r.status == "ok" for r in records), [(r.op_type, r.reason) for r in records if r.status != "ok"]
     # 3x3 convs on 16x16: 8·256·3·9 and 8·256·8·9; 1x1 stride 2: 16·64·8; Gemm 16·10
     assert sum(r.macs for r in records) == 8 * 256 * 3 * 9 + 8 * 256 * 8 * 9 + 16 * 64 * 8 + 16 * 10
@@ -536,13 +644,24 @@ def test_a_plugin_rule_with_shapes_carries_inference_through_its_op():
     from onnxroof.ops import OpCost, register, same_as_input
 
     key = ("my.domain", "MyOp")
-    register("MyOp", lambda node: OpCost(flops=node.input_elements(0)), family="custom", domain="my.domain",
-             shapes=same_as_input(0))
+    register(
+        "MyOp",
+        lambda node: OpCost(flops=node.input_elements(0)),
+        family="custom",
+        domain="my.domain",
+        shapes=same_as_input(0),
+    )
     try:
         nodes = [helper.make_node("MyOp", ["x"], ["h"], domain="my.domain"), helper.make_node("Relu", ["h"], ["y"])]
-        graph = helper.make_graph(nodes, "plugin", [helper.make_tensor_value_info("x", F32, [2, 4, 8])],
-                                  [helper.make_tensor_value_info("y", F32, None)])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.domain", 1)])
+        graph = helper.make_graph(
+            nodes,
+            "plugin",
+            [helper.make_tensor_value_info("x", F32, [2, 4, 8])],
+            [helper.make_tensor_value_info("y", F32, None)],
+        )
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.domain", 1)]
+        )
         model.ir_version = 8
         relu = onnxroof.analyze(model).nodes[1]
         assert relu.status == "ok" and relu.flops == 2 * 4 * 8
@@ -556,12 +675,23 @@ def _decoder_model(node, inputs, initializers, outputs):
 
 def test_decoder_masked_self_attention_with_a_shared_buffer():
     # one new token (S = 1), N = 4 heads of 16, a 16-long shared buffer holding 5 past tokens: T = 6
-    initializers = [("w", np.zeros((64, 192), np.float32)), ("b", np.zeros(192, np.float32)),
-                    ("past_len", np.array(5, np.int32)), ("beams", np.array(1, np.int32))]
-    node = helper.make_node("DecoderMaskedSelfAttention", ["x", "w", "b", "", "past", "", "past_len", "beams"],
-                            ["y", "present"], domain=MS, num_heads=4, past_present_share_buffer=1)
-    model = _decoder_model(node, [("x", F32, [2, 1, 64]), ("past", F32, [2, 2, 4, 16, 16])], initializers,
-                           ("y", "present"))
+    initializers = [
+        ("w", np.zeros((64, 192), np.float32)),
+        ("b", np.zeros(192, np.float32)),
+        ("past_len", np.array(5, np.int32)),
+        ("beams", np.array(1, np.int32)),
+    ]
+    node = helper.make_node(
+        "DecoderMaskedSelfAttention",
+        ["x", "w", "b", "", "past", "", "past_len", "beams"],
+        ["y", "present"],
+        domain=MS,
+        num_heads=4,
+        past_present_share_buffer=1,
+    )
+    model = _decoder_model(
+        node, [("x", F32, [2, 1, 64]), ("past", F32, [2, 2, 4, 16, 16])], initializers, ("y", "present")
+    )
     (record,) = onnxroof.analyze(model).nodes
     assert record.status == "ok", record.reason
     assert record.output_shapes == [[2, 1, 64], [2, 2, 4, 16, 16]]  # present is the shared buffer
@@ -574,11 +704,24 @@ def test_decoder_masked_multi_head_attention_reorders_its_inputs():
     # bias at input 10 (Q, K, V biases: 3·64), past_sequence_length 5 in a 16-long shared buffer: T = 6
     initializers = [("bias", np.zeros(192, np.float32)), ("past_len", np.array(5, np.int32))]
     names = ["q", "k", "v", "", "", "pk", "pv", "past_len", "", "", "bias"]
-    node = helper.make_node("DecoderMaskedMultiHeadAttention", names, ["y", "present_key", "present_value"],
-                            domain=MS, num_heads=4, past_present_share_buffer=1)
-    inputs = [("q", F32, [2, 1, 64]), ("k", F32, [2, 1, 64]), ("v", F32, [2, 1, 64]),
-              ("pk", F32, [2, 4, 16, 16]), ("pv", F32, [2, 4, 16, 16])]
-    (record,) = onnxroof.analyze(_decoder_model(node, inputs, initializers, ("y", "present_key", "present_value"))).nodes
+    node = helper.make_node(
+        "DecoderMaskedMultiHeadAttention",
+        names,
+        ["y", "present_key", "present_value"],
+        domain=MS,
+        num_heads=4,
+        past_present_share_buffer=1,
+    )
+    inputs = [
+        ("q", F32, [2, 1, 64]),
+        ("k", F32, [2, 1, 64]),
+        ("v", F32, [2, 1, 64]),
+        ("pk", F32, [2, 4, 16, 16]),
+        ("pv", F32, [2, 4, 16, 16]),
+    ]
+    (record,) = onnxroof.analyze(
+        _decoder_model(node, inputs, initializers, ("y", "present_key", "present_value"))
+    ).nodes
     assert record.status == "ok", record.reason
     assert record.output_shapes == [[2, 1, 64], [2, 4, 16, 16], [2, 4, 16, 16]]
     macs = 2 * 4 * 1 * 6 * (16 + 16)
@@ -591,6 +734,11 @@ def test_decoder_masked_multi_head_attention_reorders_its_inputs():
 def test_decoder_masked_multi_head_attention_growing_past():
     q = (F32, (2, 1, 64))
     past = (F32, (2, 4, 5, 16))  # no shared buffer: the new token is appended, 5 + 1
-    found = shapes_of("DecoderMaskedMultiHeadAttention", [q, q, q, None, None, past, past, (I32, ())],
-                      outputs=("y", "pk", "pv"), values={7: 5}, num_heads=4)
+    found = shapes_of(
+        "DecoderMaskedMultiHeadAttention",
+        [q, q, q, None, None, past, past, (I32, ())],
+        outputs=("y", "pk", "pv"),
+        values={7: 5},
+        num_heads=4,
+    )
     assert found == [(F32, (2, 1, 64)), (F32, (2, 4, 6, 16)), (F32, (2, 4, 6, 16))]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import make_model, zeros
+from models import branch, if_model, loop_model
 from onnx import TensorProto, helper
 
 import onnxroof
-
-from conftest import make_model, zeros
-from models import branch, if_model, loop_model
 
 F32, BOOL, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
 
@@ -53,8 +52,9 @@ def test_scan_multiplies_the_body_by_the_scan_length():
         [helper.make_tensor_value_info("s_next", F32, [1, 4]), helper.make_tensor_value_info("y_t", F32, [1, 4])],
     )
     node = helper.make_node("Scan", ["s0", "xs"], ["s_final", "ys"], body=body, num_scan_inputs=1)
-    model = make_model([node], [("s0", F32, [1, 4]), ("xs", F32, [6, 1, 4])],
-                       [("s_final", F32, [1, 4]), ("ys", F32, [6, 1, 4])])
+    model = make_model(
+        [node], [("s0", F32, [1, 4]), ("xs", F32, [6, 1, 4])], [("s_final", F32, [1, 4]), ("ys", F32, [6, 1, 4])]
+    )
     (record,) = onnxroof.analyze(model).nodes
     assert record.flops == 6 * 4  # six steps of a 4-element add
 
@@ -71,13 +71,18 @@ def test_unsupported_op_inside_a_subgraph_is_listed():
 
 def test_model_local_functions_are_inlined_for_costing():
     function = helper.make_function(
-        "local", "Dense", ["a", "w"], ["out"],
+        "local",
+        "Dense",
+        ["a", "w"],
+        ["out"],
         [helper.make_node("MatMul", ["a", "w"], ["m"]), helper.make_node("Relu", ["m"], ["out"])],
         opset_imports=[helper.make_opsetid("", 17)],
     )
     model = make_model(
         [helper.make_node("Dense", ["x", "w"], ["y"], domain="local")],
-        [("x", F32, [2, 8])], [("y", F32, [2, 4])], [("w", zeros(8, 4))],
+        [("x", F32, [2, 8])],
+        [("y", F32, [2, 4])],
+        [("w", zeros(8, 4))],
     )
     model.opset_import.append(helper.make_opsetid("local", 1))
     model.functions.append(function)
@@ -95,9 +100,16 @@ def test_qdq_conv_is_costed_in_int8_and_its_weight_in_int8_bytes():
         helper.make_node("Conv", ["xd", "wd"], ["y"], kernel_shape=[3, 3]),
     ]
     model = make_model(
-        nodes, [("x", F32, [1, 4, 8, 8])], [("y", F32, [1, 16, 6, 6])],
-        [("xs", np.array(0.1, np.float32)), ("xz", np.array(0, np.int8)),
-         ("wq", zeros(16, 4, 3, 3, dtype=np.int8)), ("ws", np.array(0.1, np.float32)), ("wz", np.array(0, np.int8))],
+        nodes,
+        [("x", F32, [1, 4, 8, 8])],
+        [("y", F32, [1, 16, 6, 6])],
+        [
+            ("xs", np.array(0.1, np.float32)),
+            ("xz", np.array(0, np.int8)),
+            ("wq", zeros(16, 4, 3, 3, dtype=np.int8)),
+            ("ws", np.array(0.1, np.float32)),
+            ("wz", np.array(0, np.int8)),
+        ],
     )
     analysis = onnxroof.analyze(model)
     conv = analysis.nodes[-1]
@@ -114,6 +126,11 @@ def test_loop_body_nodes_are_steps_of_the_memory_order():
     # the memory stage tracks the nodes a run executes (issue 42): the body's MatMul reads the
     # Loop's h0 (its first run's input), Relu makes h_next, the Loop's output is written from it.
     # At the MatMul: cond (1 B, read by the body's Identity later) + h0 (32 B) + m (32 B)
-    assert memory.model_order.order == ("Loop_0/body/MatMul_0", "Loop_0/body/Relu_1", "Loop_0/body/Identity_2", "Loop_0")
+    assert memory.model_order.order == (
+        "Loop_0/body/MatMul_0",
+        "Loop_0/body/Relu_1",
+        "Loop_0/body/Identity_2",
+        "Loop_0",
+    )
     assert memory.model_order.peak_bytes == 1 + 32 + 32
     assert memory.model_order.peak_node == "Loop_0/body/MatMul_0"

@@ -8,12 +8,11 @@ import json
 
 import numpy as np
 import pytest
+from conftest import make_model
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.cli.app import main
-
-from conftest import make_model, zeros
 
 F32, U8 = TensorProto.FLOAT, TensorProto.UINT8
 
@@ -37,11 +36,14 @@ def test_a_valid_conv_is_counted():
     assert record.status == "ok" and analysis.totals.macs == 3_888
 
 
-@pytest.mark.parametrize("group, reason", [
-    (2, "the input's 3 channels are not divisible by group=2"),
-    (0, "group=0: a convolution has at least 1 group"),
-    (-1, "group=-1: a convolution has at least 1 group"),
-])
+@pytest.mark.parametrize(
+    "group, reason",
+    [
+        (2, "the input's 3 channels are not divisible by group=2"),
+        (0, "group=0: a convolution has at least 1 group"),
+        (-1, "group=-1: a convolution has at least 1 group"),
+    ],
+)
 def test_a_group_that_does_not_divide_the_channels_is_invalid(group, reason):
     analysis, record = only_record(conv_model(group=group))
     assert (record.status, record.reason, record.counted, record.macs) == ("invalid", reason, False, 0)
@@ -77,10 +79,17 @@ def test_the_quantized_convolutions_share_the_check():
     _, record = only_record(conv_model("ConvInteger", dtype=U8, group=2))
     assert (record.status, record.reason) == ("invalid", "the input's 3 channels are not divisible by group=2")
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], group=0)
-    scalars = [("xs", np.float32(0.1)), ("xz", np.uint8(0)), ("ws", np.float32(0.1)), ("wz", np.uint8(0)),
-               ("ys", np.float32(0.1)), ("yz", np.uint8(0))]
-    model = make_model([node], [("x", U8, [1, 3, 8, 8])], [("y", U8, None)],
-                       [("w", np.zeros((4, 3, 3, 3), np.uint8)), *scalars])
+    scalars = [
+        ("xs", np.float32(0.1)),
+        ("xz", np.uint8(0)),
+        ("ws", np.float32(0.1)),
+        ("wz", np.uint8(0)),
+        ("ys", np.float32(0.1)),
+        ("yz", np.uint8(0)),
+    ]
+    model = make_model(
+        [node], [("x", U8, [1, 3, 8, 8])], [("y", U8, None)], [("w", np.zeros((4, 3, 3, 3), np.uint8)), *scalars]
+    )
     _, record = only_record(model)
     assert (record.status, record.reason) == ("invalid", "group=0: a convolution has at least 1 group")
 
@@ -90,7 +99,10 @@ def test_the_command_line_says_incomplete_or_refuses_a_model_of_nothing_else(tmp
     path.write_bytes(conv_model(group=2, y=[1, 4, 6, 6]).SerializeToString())
     assert main(["summary", str(path), "--format", "json"]) == 2  # nothing could be counted
     line = capsys.readouterr().err.strip().splitlines()[-1]  # after the warnings, the error
-    assert line.startswith("onnxroof: error: grouped: nothing could be counted") and "Conv conv: the input's 3 channels are not divisible by group=2; fix the export" in line
+    assert (
+        line.startswith("onnxroof: error: grouped: nothing could be counted")
+        and "Conv conv: the input's 3 channels are not divisible by group=2; fix the export" in line
+    )
     model = conv_model(group=2, y=[1, 4, 6, 6])
     model.graph.node.append(helper.make_node("Relu", ["x"], ["r"], name="relu"))
     model.graph.output.append(helper.make_tensor_value_info("r", F32, [1, 3, 8, 8]))
@@ -113,12 +125,15 @@ def test_a_kernel_shape_that_contradicts_the_weight_is_invalid():
     assert record.status == "ok" and record.macs == 3_888
 
 
-@pytest.mark.parametrize("x, attributes, reason", [
-    ((1, 3, 8, 8), {"group": 2}, "Conv conv: the input's 3 channels are not divisible by group=2"),
-    (("n", 3, 8, 8), {"group": 2}, "Conv conv: the input's 3 channels are not divisible by group=2"),
-    ((1, 3, 8, 8), {"kernel_shape": [5, 5]}, "Conv conv: kernel_shape=[5, 5] is not the weight's kernel 3x3"),
-    ((1, 3, 8, 8), {"strides": [0, 0]}, "Attribute strides must only contain positive values"),
-])
+@pytest.mark.parametrize(
+    "x, attributes, reason",
+    [
+        ((1, 3, 8, 8), {"group": 2}, "Conv conv: the input's 3 channels are not divisible by group=2"),
+        (("n", 3, 8, 8), {"group": 2}, "Conv conv: the input's 3 channels are not divisible by group=2"),
+        ((1, 3, 8, 8), {"kernel_shape": [5, 5]}, "Conv conv: kernel_shape=[5, 5] is not the weight's kernel 3x3"),
+        ((1, 3, 8, 8), {"strides": [0, 0]}, "Attribute strides must only contain positive values"),
+    ],
+)
 def test_symbolic_refuses_an_invalid_conv_as_summary_does(tmp_path, capsys, x, attributes, reason):
     # with a free dim (n) or none, the formulas' analyses count nothing: the same refusal, exit 2
     path = tmp_path / "bad.onnx"

@@ -11,25 +11,31 @@ import onnx.defs
 import pytest
 
 from onnxroof.cost.graph import cost_graph
-from onnxroof.ops import rule_for, tensor
 from onnxroof.frontend.shapes import infer_shapes
+from onnxroof.ops import rule_for, tensor
 
 SCHEMAS = [s for s in onnx.defs.get_all_schemas_with_history() if s.domain == ""]
 ALL_DEFAULT_OPS = sorted({s.name for s in SCHEMAS})
 
 # The ops that do no arithmetic, and how each is classified. Every other op must count something.
 NO_ARITHMETIC: dict[str, str] = {
-    **{op: "view" for op in "Reshape Flatten Squeeze Unsqueeze Identity Dropout BitCast Optional "
-                            "OptionalGetElement".split()},
+    **{
+        op: "view"
+        for op in "Reshape Flatten Squeeze Unsqueeze Identity Dropout BitCast Optional OptionalGetElement".split()
+    },
     **{op: "metadata" for op in "Shape Size".split()},
     **{op: "container" for op in "SequenceEmpty SequenceLength OptionalHasElement".split()},
-    **{op: "data movement" for op in
-       "Concat Transpose Gather GatherElements GatherND Slice Split Pad Expand Tile Cast CastLike DepthToSpace "
-       "SpaceToDepth ReverseSequence Compress Trilu OneHot CenterCropPad EyeLike TensorScatter SequenceConstruct "
-       "SequenceInsert SequenceAt SequenceErase ConcatFromSequence SplitToSequence Constant ConstantOfShape Range "
-       "MaxUnpool".split()},
-    **{op: "zero: random" for op in "RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli "
-                                    "Multinomial".split()},
+    **{
+        op: "data movement"
+        for op in "Concat Transpose Gather GatherElements GatherND Slice Split Pad Expand Tile Cast CastLike DepthToSpace "
+        "SpaceToDepth ReverseSequence Compress Trilu OneHot CenterCropPad EyeLike TensorScatter SequenceConstruct "
+        "SequenceInsert SequenceAt SequenceErase ConcatFromSequence SplitToSequence Constant ConstantOfShape Range "
+        "MaxUnpool".split()
+    },
+    **{
+        op: "zero: random"
+        for op in "RandomNormal RandomUniform RandomNormalLike RandomUniformLike Bernoulli Multinomial".split()
+    },
     **{op: "zero: string" for op in "RegexFullMatch StringConcat StringNormalizer StringSplit".split()},
     "ImageDecoder": "zero: image decoding",
 }
@@ -65,14 +71,18 @@ def test_no_arithmetic_classification_is_explicit():
 
 def is_variadic(op: str) -> bool:
     """Any version of the op ends in a variadic input: then any slot can exist."""
-    return any(s.inputs and s.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
-               for s in SCHEMAS if s.name == op)
+    return any(
+        s.inputs and s.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+        for s in SCHEMAS
+        if s.name == op
+    )
 
 
 # The ops where the slot check means something: a rule that declares argument slots, on a schema
 # with a fixed number of inputs. Ops without a rule are test_every_default_domain_op_has_a_rule's.
-ARG_SLOT_OPS = sorted(op for op in ALL_DEFAULT_OPS
-                      if rule_for("", op) is not None and rule_for("", op).arg_inputs and not is_variadic(op))
+ARG_SLOT_OPS = sorted(
+    op for op in ALL_DEFAULT_OPS if rule_for("", op) is not None and rule_for("", op).arg_inputs and not is_variadic(op)
+)
 
 
 def test_argument_slot_check_has_ops_to_check():

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import make_model, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
-
-from conftest import make_model, zeros
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 MS = "com.microsoft"
@@ -35,8 +34,9 @@ def run_node(op_type, inputs, *, outputs=1, opset=17, domain="", output_shapes=N
     output_names = [f"y{i}" for i in range(outputs)]
     shapes = output_shapes or [None] * outputs
     node = helper.make_node(op_type, names, output_names, domain=domain, **attributes)
-    model = make_model([node], graph_inputs, [(n, F32, s) for n, s in zip(output_names, shapes)], initializers,
-                       opset=opset)
+    model = make_model(
+        [node], graph_inputs, [(n, F32, s) for n, s in zip(output_names, shapes)], initializers, opset=opset
+    )
     model.ir_version = helper.find_min_ir_version_for(list(model.opset_import))
     if domain:
         model.opset_import.append(helper.make_opsetid(domain, 1))
@@ -112,15 +112,21 @@ def test_rnn_one_gate_and_known_sequence_lengths():
 
 def test_rnn_layout_1_reads_batch_first():
     t, b, i, h = 4, 3, 10, 20
-    record = run_node("RNN", [[b, t, i], zeros(1, h, i), zeros(1, h, h)], outputs=2, hidden_size=h, layout=1,
-                      opset=14)
+    record = run_node("RNN", [[b, t, i], zeros(1, h, i), zeros(1, h, h)], outputs=2, hidden_size=h, layout=1, opset=14)
     assert record.macs == t * b * h * (i + h)
 
 
 def test_linear_attention_recurrence():
     b, t, heads, d = 1, 6, 2, 4  # q, k, v: [1, 6, 2 x 4]
-    record = run_node("LinearAttention", [[b, t, heads * d]] * 3, outputs=2, opset=27,
-                      q_num_heads=heads, kv_num_heads=heads, update_rule="linear")
+    record = run_node(
+        "LinearAttention",
+        [[b, t, heads * d]] * 3,
+        outputs=2,
+        opset=27,
+        q_num_heads=heads,
+        kv_num_heads=heads,
+        update_rule="linear",
+    )
     # per token: state update 2 x 4 x 4 + readout 2 x 4 x 4 = 64 MACs; scale 2 x 4 = 8 FLOPs
     assert record.macs == 6 * 64
     assert record.flops == 2 * 6 * 64 + 6 * 8
@@ -295,8 +301,9 @@ def test_grid_sample_and_affine_grid():
 
 def test_roi_align_fixed_sampling():
     rois, batch_indices = [3, 4], ("int64", [3])
-    record = run_node("RoiAlign", [[1, 4, 16, 16], rois, batch_indices], output_height=2, output_width=2,
-                      sampling_ratio=2)
+    record = run_node(
+        "RoiAlign", [[1, 4, 16, 16], rois, batch_indices], output_height=2, output_width=2, sampling_ratio=2
+    )
     # 3 x 4 x 2 x 2 = 48 outputs, each 2 x 2 bilinear samples (7) averaged (4)
     assert record.flops == 48 * (4 * 7 + 4)
 

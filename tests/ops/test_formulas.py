@@ -5,13 +5,12 @@ FLOPs of a MAC-type op are 2 x MACs plus the rule's other element operations."""
 
 from __future__ import annotations
 
+from conftest import analyse_node, make_model, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.ops import COST_RULES, same_as_input
 from onnxroof.ops.elementwise import elementwise_flop_counter, variadic_flop_counter
-
-from conftest import analyse_node, make_model, zeros
 
 F32 = TensorProto.FLOAT
 MS = "com.microsoft"
@@ -54,7 +53,9 @@ def test_fused_conv_counts_one_add_per_output_for_the_residual():
 def deform_conv(with_mask: bool):
     names = ["x", "w", "offset"] + (["", "mask"] if with_mask else [])
     node = helper.make_node("DeformConv", names, ["y"])
-    inputs = [("x", F32, [1, 1, 4, 4]), ("offset", F32, [1, 8, 3, 3])] + ([("mask", F32, [1, 4, 3, 3])] if with_mask else [])
+    inputs = [("x", F32, [1, 1, 4, 4]), ("offset", F32, [1, 8, 3, 3])] + (
+        [("mask", F32, [1, 4, 3, 3])] if with_mask else []
+    )
     return analyse_node(node, inputs, [("y", F32, [1, 1, 3, 3])], [("w", zeros(1, 1, 2, 2))], opset=19)
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import analyse_node, zeros
 from onnx import TensorProto, helper
 
 from onnxroof.ops import rule_for
-
-from conftest import analyse_node, zeros
 
 F32 = TensorProto.FLOAT
 I32 = TensorProto.INT32
@@ -22,8 +21,14 @@ def analyse(node, inputs, outputs, initializers=(), opset=17, contrib=False):
 def norm(op_type, shape, initializers=(), opset=17, domain="", **attributes):
     names = ["x"] + [n if n else "" for n, _ in initializers]
     node = helper.make_node(op_type, names, ["y"], domain=domain, **attributes)
-    return analyse(node, [("x", F32, shape)], [("y", F32, shape)],
-                   [(n, a) for n, a in initializers if n], opset=opset, contrib=domain == MS)
+    return analyse(
+        node,
+        [("x", F32, shape)],
+        [("y", F32, shape)],
+        [(n, a) for n, a in initializers if n],
+        opset=opset,
+        contrib=domain == MS,
+    )
 
 
 def test_layer_normalization_counts_the_shift_only_when_given():
@@ -72,8 +77,9 @@ def test_skip_layer_normalization():
     shape = [2, 3, 8]  # 48 elements
     inputs = [("x", F32, shape), ("skip", F32, shape)]
     full = helper.make_node("SkipLayerNormalization", ["x", "skip", "gamma", "beta", "bias"], ["y"], domain=MS)
-    record = analyse(full, inputs, [("y", F32, shape)],
-                     [("gamma", zeros(8)), ("beta", zeros(8)), ("bias", zeros(8))], contrib=True)
+    record = analyse(
+        full, inputs, [("y", F32, shape)], [("gamma", zeros(8)), ("beta", zeros(8)), ("bias", zeros(8))], contrib=True
+    )
     # add skip 1 + add bias 1 + layernorm 6 + add beta 1 = 9 per element
     assert record.flops == 9 * 48
     assert record.params == 24 and record.weight_bytes == 24 * 4
@@ -84,10 +90,14 @@ def test_skip_layer_normalization():
 
 def test_skip_simplified_layer_normalization():
     shape = [2, 3, 8]  # 48 elements
-    node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma"], ["y", "", "", "sum"],
-                            domain=MS)
-    record = analyse(node, [("x", F32, shape), ("skip", F32, shape)], [("y", F32, shape), ("sum", F32, shape)],
-                     [("gamma", zeros(8))], contrib=True)
+    node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma"], ["y", "", "", "sum"], domain=MS)
+    record = analyse(
+        node,
+        [("x", F32, shape), ("skip", F32, shape)],
+        [("y", F32, shape), ("sum", F32, shape)],
+        [("gamma", zeros(8))],
+        contrib=True,
+    )
     assert record.flops == (1 + 4) * 48  # add skip, then RMS norm
     assert record.output_bytes == 2 * 48 * 4  # y and the residual sum are both written
 
@@ -96,12 +106,23 @@ def test_embed_layer_normalization_tables_are_parameters():
     node = helper.make_node(
         "EmbedLayerNormalization",
         ["ids", "segments", "word", "position", "segment", "gamma", "beta", "mask"],
-        ["y", "mask_index"], domain=MS,
+        ["y", "mask_index"],
+        domain=MS,
     )
-    tables = [("word", zeros(100, 8)), ("position", zeros(16, 8)), ("segment", zeros(2, 8)),
-              ("gamma", zeros(8)), ("beta", zeros(8))]
-    record = analyse(node, [("ids", I32, [2, 5]), ("segments", I32, [2, 5]), ("mask", I32, [2, 5])],
-                     [("y", F32, [2, 5, 8]), ("mask_index", I32, [2])], tables, contrib=True)
+    tables = [
+        ("word", zeros(100, 8)),
+        ("position", zeros(16, 8)),
+        ("segment", zeros(2, 8)),
+        ("gamma", zeros(8)),
+        ("beta", zeros(8)),
+    ]
+    record = analyse(
+        node,
+        [("ids", I32, [2, 5]), ("segments", I32, [2, 5]), ("mask", I32, [2, 5])],
+        [("y", F32, [2, 5, 8]), ("mask_index", I32, [2])],
+        tables,
+        contrib=True,
+    )
     # 80 output elements x (word + position + segment: 2 adds, layernorm with gamma and beta: 7)
     # + 10 mask elements summed for the mask index
     assert record.flops == 9 * 80 + 10
@@ -113,11 +134,21 @@ def test_embed_layer_normalization_tables_are_parameters():
 
 def test_constant_ids_are_arguments_not_parameters():
     # constant input_ids (slot 0) are indices, not weights; the mask keeps the node from being folded
-    node = helper.make_node("EmbedLayerNormalization", ["ids", "", "word", "position", "", "gamma", "beta", "mask"],
-                            ["y", "mask_index"], domain=MS)
-    tables = [("ids", np.zeros((1, 4), np.int32)), ("word", zeros(10, 8)), ("position", zeros(4, 8)),
-              ("gamma", zeros(8)), ("beta", zeros(8))]
-    record = analyse(node, [("mask", I32, [1, 4])], [("y", F32, [1, 4, 8]), ("mask_index", I32, [1])],
-                     tables, contrib=True)
+    node = helper.make_node(
+        "EmbedLayerNormalization",
+        ["ids", "", "word", "position", "", "gamma", "beta", "mask"],
+        ["y", "mask_index"],
+        domain=MS,
+    )
+    tables = [
+        ("ids", np.zeros((1, 4), np.int32)),
+        ("word", zeros(10, 8)),
+        ("position", zeros(4, 8)),
+        ("gamma", zeros(8)),
+        ("beta", zeros(8)),
+    ]
+    record = analyse(
+        node, [("mask", I32, [1, 4])], [("y", F32, [1, 4, 8]), ("mask_index", I32, [1])], tables, contrib=True
+    )
     assert record.params == 80 + 32 + 8 + 8  # the tables and gamma/beta, not the 4 ids
     assert record.flops == (1 + 7) * 32 + 4  # word + position, layernorm; 4 mask elements

@@ -8,12 +8,12 @@ import json
 
 import onnx
 import pytest
+from conftest import make_model, one_error_line, run
 from onnx import TensorProto, helper
 
-from conftest import make_model, one_error_line, run
 from onnxroof.ops import COST_RULES
 
-RULE = '''from onnxroof import register
+RULE = """from onnxroof import register
 from onnxroof.ops import OpCost
 
 
@@ -26,8 +26,8 @@ def thing_shapes(node):
 
 
 register("Thing", thing_cost, family="custom", domain="acme", shapes=thing_shapes)
-'''
-SHAPES = '''from onnxroof import register
+"""
+SHAPES = """from onnxroof import register
 from onnxroof.ops import OpCost
 
 
@@ -40,14 +40,17 @@ def thing_shapes(node):
 
 
 register("Thing", thing_cost, family="custom", domain="acme", shapes=thing_shapes)
-'''
+"""
 
 
 @pytest.fixture
 def thing(tmp_path):
     """A model of one acme.Thing node x[2, 5] -> y; the rule registered by a test is removed after it."""
-    model = make_model([helper.make_node("Thing", ["x"], ["y"], domain="acme", name="thing")],
-                       [("x", TensorProto.FLOAT, [2, 5])], [("y", TensorProto.FLOAT, [2, 5])])
+    model = make_model(
+        [helper.make_node("Thing", ["x"], ["y"], domain="acme", name="thing")],
+        [("x", TensorProto.FLOAT, [2, 5])],
+        [("y", TensorProto.FLOAT, [2, 5])],
+    )
     model.opset_import.append(helper.make_opsetid("acme", 1))
     path = tmp_path / "thing.onnx"
     onnx.save(model, path)
@@ -55,8 +58,17 @@ def thing(tmp_path):
     COST_RULES.pop(("acme", "Thing"), None)
 
 
-@pytest.mark.parametrize("error", ["RuntimeError('boom')", "AttributeError('no field')", "ZeroDivisionError('x / 0')",
-                                   "RecursionError", "MemoryError", "KeyError('k')"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        "RuntimeError('boom')",
+        "AttributeError('no field')",
+        "ZeroDivisionError('x / 0')",
+        "RecursionError",
+        "MemoryError",
+        "KeyError('k')",
+    ],
+)
 def test_a_rule_that_raises_is_a_one_line_plugin_error(capsys, tmp_path, thing, error):
     plugin = tmp_path / "acme_rules.py"
     plugin.write_text(RULE.format(error=error))
@@ -74,7 +86,7 @@ def test_a_shape_rule_that_raises_names_the_shape_rule(capsys, tmp_path, thing):
     code, _, err = run(capsys, "summary", thing, "--plugin", plugin)
     assert code == 2 and one_error_line(err), err
     # the shape rule's bad read is line 10 of SHAPES
-    assert (f"--plugin {plugin}: the shape rule of Thing (acme) (thing_shapes, line 10) raised AttributeError" in err)
+    assert f"--plugin {plugin}: the shape rule of Thing (acme) (thing_shapes, line 10) raised AttributeError" in err
 
 
 def test_check_names_the_plugin_on_the_model_s_line_and_goes_on(capsys, tmp_path, thing):
@@ -83,5 +95,8 @@ def test_check_names_the_plugin_on_the_model_s_line_and_goes_on(capsys, tmp_path
     code, out, _ = run(capsys, "check", thing, thing, "--plugin", plugin, "--format", "jsonl", "-q")
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 2 and len(lines) == 2  # both models tried: one error each, no internal error
-    assert all(line["status"] == "error" and "the rule of Thing (acme) (thing_cost, line 6) raised RuntimeError"
-               in line["error"] for line in lines), lines
+    assert all(
+        line["status"] == "error"
+        and "the rule of Thing (acme) (thing_cost, line 6) raised RuntimeError" in line["error"]
+        for line in lines
+    ), lines

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import onnx
 import pytest
+from conftest import make_model
 from onnx import TensorProto, helper
 
 from onnxroof.cli.app import main
 from onnxroof.ops import COST_RULES
 from onnxroof.report.text.ops_doc import render_ops_markdown
-
-from conftest import make_model
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = '''
@@ -32,7 +31,8 @@ register("FusedThing", fused_thing, family="custom", domain="acme")
 def custom_model_file(tmp_path):
     model = make_model(
         [helper.make_node("FusedThing", ["x"], ["y"], domain="acme", name="thing")],
-        [("x", TensorProto.FLOAT, [2, 5])], [("y", TensorProto.FLOAT, [2, 5])],
+        [("x", TensorProto.FLOAT, [2, 5])],
+        [("y", TensorProto.FLOAT, [2, 5])],
     )
     model.opset_import.append(helper.make_opsetid("acme", 1))
     path = tmp_path / "custom.onnx"
@@ -101,10 +101,15 @@ def test_a_plugin_rule_returning_nan_or_a_negative_count_is_not_counted(tmp_path
     """What a rule returns is checked where the costing stage takes it: NaN, a negative count, a
     fraction or no OpCost leaves the node not counted with the reason; NaN never reaches the JSON."""
     model = make_model(
-        [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-         *(helper.make_node(op, ["r"], [f"y{i}"], domain="acme", name=op) for i, op in enumerate(
-             ("NanOp", "NegativeOp", "HalfOp", "WholeFloatOp", "NotACost", "HugeOp")))],
-        [("x", TensorProto.FLOAT, [2, 5])], [(f"y{i}", TensorProto.FLOAT, [2, 5]) for i in range(6)],
+        [
+            helper.make_node("Relu", ["x"], ["r"], name="relu"),
+            *(
+                helper.make_node(op, ["r"], [f"y{i}"], domain="acme", name=op)
+                for i, op in enumerate(("NanOp", "NegativeOp", "HalfOp", "WholeFloatOp", "NotACost", "HugeOp"))
+            ),
+        ],
+        [("x", TensorProto.FLOAT, [2, 5])],
+        [(f"y{i}", TensorProto.FLOAT, [2, 5]) for i in range(6)],
     )
     model.opset_import.append(helper.make_opsetid("acme", 1))
     path = tmp_path / "rules.onnx"
@@ -117,7 +122,8 @@ def test_a_plugin_rule_returning_nan_or_a_negative_count_is_not_counted(tmp_path
         "register('HalfOp', lambda node: OpCost(flops=2.5), family='custom', domain='acme')\n"
         "register('WholeFloatOp', lambda node: OpCost(flops=4.0), family='custom', domain='acme')\n"
         "register('NotACost', lambda node: 7, family='custom', domain='acme')\n"
-        "register('HugeOp', lambda node: OpCost(macs=10**400), family='custom', domain='acme')\n")
+        "register('HugeOp', lambda node: OpCost(macs=10**400), family='custom', domain='acme')\n"
+    )
     try:
         assert main(["summary", str(path), "--format", "json", "-q", "--plugin", str(plugin), "--target", "l4"]) == 0
         out = capsys.readouterr().out
@@ -128,18 +134,26 @@ def test_a_plugin_rule_returning_nan_or_a_negative_count_is_not_counted(tmp_path
     nodes = {n["name"]: n for n in document["nodes"]}
     assert nodes["WholeFloatOp"]["counted"] and nodes["WholeFloatOp"]["flops"] == 4
     assert type(nodes["WholeFloatOp"]["flops"]) is int
-    for op, words in (("NanOp", "macs=nan"), ("NegativeOp", "flops=-5"), ("HalfOp", "flops=2.5"),
-                      ("NotACost", "returned int, not an OpCost"), ("HugeOp", "macs=1000")):
+    for op, words in (
+        ("NanOp", "macs=nan"),
+        ("NegativeOp", "flops=-5"),
+        ("HalfOp", "flops=2.5"),
+        ("NotACost", "returned int, not an OpCost"),
+        ("HugeOp", "macs=1000"),
+    ):
         assert not nodes[op]["counted"] and words in nodes[op]["reason"], nodes[op]
     assert document["totals"]["flops"] == 10 + 4 and not document["complete"]
 
 
-@pytest.mark.parametrize("body, words", [
-    ("import sys\nsys.exit(0)\n", "failed to import (SystemExit: 0)"),
-    ("import os\nos._exit(0)\n", "failed to import (it called os._exit(0))"),
-    ("raise SystemExit(3)\n", "failed to import (SystemExit: 3)"),
-    ("raise KeyboardInterrupt\n", "failed to import (KeyboardInterrupt)"),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ("import sys\nsys.exit(0)\n", "failed to import (SystemExit: 0)"),
+        ("import os\nos._exit(0)\n", "failed to import (it called os._exit(0))"),
+        ("raise SystemExit(3)\n", "failed to import (SystemExit: 3)"),
+        ("raise KeyboardInterrupt\n", "failed to import (KeyboardInterrupt)"),
+    ],
+)
 def test_a_plugin_that_exits_never_passes_as_a_run(tmp_path, capsys, body, words):
     # issue 32: sys.exit(0) or os._exit(0) while importing made check exit 0 with no output (a
     # silent pass of a budget gate), SystemExit(3) exit 3 with nothing said, KeyboardInterrupt 130
@@ -152,13 +166,16 @@ def test_a_plugin_that_exits_never_passes_as_a_run(tmp_path, capsys, body, words
     assert err == f"onnxroof: error: --plugin {plugin}: {words}; fix the plugin\n"
 
 
-@pytest.mark.parametrize("exit_call, words", [("import sys; sys.exit(0)", "(SystemExit: 0)"),
-                                              ("import os; os._exit(0)", "(it called os._exit(0))")])
+@pytest.mark.parametrize(
+    "exit_call, words",
+    [("import sys; sys.exit(0)", "(SystemExit: 0)"), ("import os; os._exit(0)", "(it called os._exit(0))")],
+)
 def test_a_rule_that_exits_stops_the_run_with_a_plugin_error(tmp_path, capsys, exit_call, words):
     # a node left not counted would let a budget on the totals pass: the run stops, exit 2
     rule = tmp_path / "rule_exits.py"
-    rule.write_text(PLUGIN.replace('return OpCost(flops=11 * node.output_elements(0), formula="11 per element")',
-                                   exit_call))
+    rule.write_text(
+        PLUGIN.replace('return OpCost(flops=11 * node.output_elements(0), formula="11 per element")', exit_call)
+    )
     try:
         path = custom_model_file(tmp_path)
         assert main(["check", str(path), "--plugin", str(rule), "--fail-if", "flops>1"]) == 2
@@ -170,8 +187,10 @@ def test_a_rule_that_exits_stops_the_run_with_a_plugin_error(tmp_path, capsys, e
 
 def test_what_a_plugin_prints_goes_to_stderr_escaped_and_the_json_stays_valid(tmp_path, capsys):
     rule = tmp_path / "chatty.py"
-    rule.write_text("print('\\x1b[2Jloading\\nFAKE LINE')\n" + PLUGIN.replace(
-        "    return OpCost(", "    print('costing', node.node.name)\n    return OpCost("))
+    rule.write_text(
+        "print('\\x1b[2Jloading\\nFAKE LINE')\n"
+        + PLUGIN.replace("    return OpCost(", "    print('costing', node.node.name)\n    return OpCost(")
+    )
     try:
         path = custom_model_file(tmp_path)
         assert main(["summary", str(path), "--plugin", str(rule), "--format", "json", "-q"]) == 0

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import make_model, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.ops import COST_RULES, OpCost, register, rule_for
-
-from conftest import make_model, zeros
 
 F32 = TensorProto.FLOAT
 
@@ -17,8 +16,12 @@ def one_node(op_type, input_shapes, initializers=(), outputs=1, **attributes):
     """Analyse a single node whose activation inputs are x0, x1, ... and weights the initializers."""
     names = [f"x{i}" for i in range(len(input_shapes))] + [n for n, _ in initializers]
     node = helper.make_node(op_type, names, [f"y{i}" for i in range(outputs)], **attributes)
-    model = make_model([node], [(f"x{i}", F32, s) for i, s in enumerate(input_shapes)],
-                       [(f"y{i}", F32, None) for i in range(outputs)], initializers)
+    model = make_model(
+        [node],
+        [(f"x{i}", F32, s) for i, s in enumerate(input_shapes)],
+        [(f"y{i}", F32, None) for i in range(outputs)],
+        initializers,
+    )
     (record,) = onnxroof.analyze(model).nodes
     assert record.status == "ok", record.reason
     return record
@@ -41,8 +44,9 @@ def test_conv_strides_pads_dilations(attributes, out_hw):
 def test_grouped_and_depthwise_conv():
     grouped = one_node("Conv", [[1, 8, 10, 10]], [("w", zeros(16, 2, 3, 3))], group=4, kernel_shape=[3, 3])
     assert grouped.macs == 16 * 8 * 8 * 2 * 9  # Co x Ho x Wo x Ci/g x K x K
-    depthwise = one_node("Conv", [[1, 8, 10, 10]], [("w", zeros(8, 1, 3, 3)), ("b", zeros(8))],
-                         group=8, kernel_shape=[3, 3])
+    depthwise = one_node(
+        "Conv", [[1, 8, 10, 10]], [("w", zeros(8, 1, 3, 3)), ("b", zeros(8))], group=8, kernel_shape=[3, 3]
+    )
     assert depthwise.macs == 8 * 8 * 8 * 9 and depthwise.params == 72 + 8
 
 

@@ -28,7 +28,10 @@ def test_the_families_declare_what_the_stages_used_to_list():
     for op_type in ("Relu", "Add", "BatchNormalization", "Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"):
         assert OpTrait.ELEMENTWISE in traits_of("", op_type), op_type
     assert OpTrait.ELEMENTWISE in traits_of("com.microsoft", "DequantizeLinear")
-    assert {op for op in ("Softmax", "LogSoftmax", "Relu") if OpTrait.SOFTMAX in traits_of("", op)} == {"Softmax", "LogSoftmax"}
+    assert {op for op in ("Softmax", "LogSoftmax", "Relu") if OpTrait.SOFTMAX in traits_of("", op)} == {
+        "Softmax",
+        "LogSoftmax",
+    }
     assert OpTrait.BROADCASTS in traits_of("", "Where") and OpTrait.BROADCASTS not in traits_of("", "Relu")
     for op_type in ("NonZero", "Unique", "Compress", "NonMaxSuppression"):
         assert OpTrait.DATA_DEPENDENT_SIZE in traits_of("", op_type), op_type

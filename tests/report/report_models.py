@@ -26,17 +26,28 @@ LATENCY_S = MATMUL_S + RELU_S
 def matmul_relu(name: str = "matmul_relu", columns: int = 8, batch: int | str = 1):
     """The model above; with another number of ``columns`` n: 4n MACs, 8n + n FLOPs, 4n parameters;
     a ``batch`` b multiplies the MACs, FLOPs and activations by b (a name leaves it open)."""
-    return make_model([helper.make_node("MatMul", ["x", "W"], ["y"], name="matmul"),
-                       helper.make_node("Relu", ["y"], ["z"], name="relu")],
-                      [("x", TensorProto.FLOAT, [batch, 4])], [("z", TensorProto.FLOAT, [batch, columns])],
-                      [("W", np.ones((4, columns), np.float32))], name=name)
+    return make_model(
+        [
+            helper.make_node("MatMul", ["x", "W"], ["y"], name="matmul"),
+            helper.make_node("Relu", ["y"], ["z"], name="relu"),
+        ],
+        [("x", TensorProto.FLOAT, [batch, 4])],
+        [("z", TensorProto.FLOAT, [batch, columns])],
+        [("W", np.ones((4, columns), np.float32))],
+        name=name,
+    )
 
 
 def hand_target(directory, name: str = "hand") -> str:
     """1 GFLOP/s fp32, 1 GB/s DRAM, nothing on chip, no launch cost, one kernel per node."""
     path = directory / f"{name}.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9},
-                                '[fusion]\nrules = []\nsource = "hand"\n', name=name))
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9},
+            '[fusion]\nrules = []\nsource = "hand"\n',
+            name=name,
+        )
+    )
     return str(path)
 
 
@@ -48,13 +59,32 @@ def hand_profile(directory):
     from onnxroof.measure.profiling import Coverage, KernelTime, NodeComparison, ProfileMapping, ProfileResult
 
     analysis = onnxroof.analyze(matmul_relu(), targets=[hand_target(directory)])
-    kernels = [KernelTime("matmul", "MatMul", 2 * MATMUL_S, ["matmul"]),
-               KernelTime("relu", "Relu", RELU_S, ["relu"]), KernelTime("copy_in", "MemcpyFromHost", 16e-9)]
-    mapping = ProfileMapping(seconds={"matmul": 2 * MATMUL_S, "relu": RELU_S}, kernels=kernels,
-                             kernel_of={"matmul": "matmul", "relu": "relu"}, removed=[], not_seen=[], runs=10,
-                             run_seconds=None)
-    nodes = [NodeComparison("matmul", "MatMul", "dram", MATMUL_S, 2 * MATMUL_S, "matmul", "MatMul", False,
-                            Coverage.OWN),
-             NodeComparison("relu", "Relu", "dram", RELU_S, RELU_S, "relu", "Relu", False, Coverage.OWN)]
-    return ProfileResult(analysis, analysis.targets[0], mapping, nodes, optimization="disable", threads=1, warmup=2,
-                         ort_version="1.0", notes=["a note"])
+    kernels = [
+        KernelTime("matmul", "MatMul", 2 * MATMUL_S, ["matmul"]),
+        KernelTime("relu", "Relu", RELU_S, ["relu"]),
+        KernelTime("copy_in", "MemcpyFromHost", 16e-9),
+    ]
+    mapping = ProfileMapping(
+        seconds={"matmul": 2 * MATMUL_S, "relu": RELU_S},
+        kernels=kernels,
+        kernel_of={"matmul": "matmul", "relu": "relu"},
+        removed=[],
+        not_seen=[],
+        runs=10,
+        run_seconds=None,
+    )
+    nodes = [
+        NodeComparison("matmul", "MatMul", "dram", MATMUL_S, 2 * MATMUL_S, "matmul", "MatMul", False, Coverage.OWN),
+        NodeComparison("relu", "Relu", "dram", RELU_S, RELU_S, "relu", "Relu", False, Coverage.OWN),
+    ]
+    return ProfileResult(
+        analysis,
+        analysis.targets[0],
+        mapping,
+        nodes,
+        optimization="disable",
+        threads=1,
+        warmup=2,
+        ort_version="1.0",
+        notes=["a note"],
+    )

@@ -24,15 +24,29 @@ from onnxroof.cli.app import main
 from onnxroof.core.examples import build_example
 from onnxroof.report.html.pages import render_compare_html, render_diff_html, render_html, render_sweep_html
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (pip install playwright)")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the browser tests need playwright (pip install playwright)"
+)
 
 from models import IMG_PAYLOAD, transformer_block, transformer_like  # noqa: E402  (same folder)
 
-CHROMIUM = os.environ.get("ONNXROOF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser") \
+CHROMIUM = (
+    os.environ.get("ONNXROOF_CHROMIUM")
+    or shutil.which("chromium")
+    or shutil.which("chromium-browser")
     or shutil.which("google-chrome")
+)
 # root in a container: no sandbox; and nothing that phones home
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 TARGETS = ["myriad-x", "h100-sxm"]
 
@@ -63,7 +77,9 @@ class Report:
         self.page.on("request", lambda request: self.requests.append(request.url))
         self.page.on("dialog", self._dialog)
         # anything but the page itself is refused (and still recorded above)
-        self.context.route("**/*", lambda route: route.continue_() if route.request.url == path.as_uri() else route.abort())
+        self.context.route(
+            "**/*", lambda route: route.continue_() if route.request.url == path.as_uri() else route.abort()
+        )
         self.page.goto(path.as_uri())
         self.page.wait_for_load_state("load")
 
@@ -78,9 +94,12 @@ class Report:
         assert self.dialogs == []
 
     def rows(self) -> list[dict]:
-        return self.page.eval_on_selector_all("#node-table tbody tr", """rows => rows.map(r => ({
+        return self.page.eval_on_selector_all(
+            "#node-table tbody tr",
+            """rows => rows.map(r => ({
             index: Number(r.getAttribute('data-index')), op: r.getAttribute('data-op'),
-            cells: Array.from(r.cells).map(c => [c.textContent.trim(), c.getAttribute('title') || ''])}))""")
+            cells: Array.from(r.cells).map(c => [c.textContent.trim(), c.getAttribute('title') || ''])}))""",
+        )
 
     def close(self) -> None:
         self.context.close()
@@ -89,8 +108,23 @@ class Report:
 @pytest.fixture(scope="module")
 def minigooglenet(tmp_path_factory):
     path = tmp_path_factory.mktemp("reports") / "minigooglenet.html"
-    assert main(["report", "--example", "minigooglenet", "--target", "myriad-x", "--target", "h100-sxm",
-                 "-o", str(path), "-q"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--example",
+                "minigooglenet",
+                "--target",
+                "myriad-x",
+                "--target",
+                "h100-sxm",
+                "-o",
+                str(path),
+                "-q",
+            ]
+        )
+        == 0
+    )
     return path, onnxroof.analyze(build_example("minigooglenet"), targets=TARGETS)
 
 
@@ -127,11 +161,26 @@ def test_minigooglenet_report_loads_clean_with_a_dot_per_costed_node(browser, mi
         report.assert_clean()
         for number, target in enumerate(analysis.targets):
             # one dot per kernel, alike kernels (same op, FLOPs, bytes and time) as one dot with their count
-            counts = [int(c) for c in report.page.eval_on_selector_all(
-                f"#roofline-{number} .dot", "dots => dots.map(d => d.getAttribute('data-count'))")]
+            counts = [
+                int(c)
+                for c in report.page.eval_on_selector_all(
+                    f"#roofline-{number} .dot", "dots => dots.map(d => d.getAttribute('data-count'))"
+                )
+            ]
             assert sum(counts) == len(_costed(target)) == DOTS_PER_TARGET[number]
-            assert len(counts) == len({(n.op_type, n.placement.roof, n.placement.flops, n.placement.dram_bytes,
-                                        n.placement.onchip_bytes, n.placement.time_s) for n in _costed(target)})
+            assert len(counts) == len(
+                {
+                    (
+                        n.op_type,
+                        n.placement.roof,
+                        n.placement.flops,
+                        n.placement.dram_bytes,
+                        n.placement.onchip_bytes,
+                        n.placement.time_s,
+                    )
+                    for n in _costed(target)
+                }
+            )
         assert report.page.locator("#roofline-0 .mark").count() == 1
         assert len(report.rows()) == 74
         assert report.page.locator("#node-count").text_content() == "74 nodes"
@@ -179,7 +228,9 @@ def test_clicking_a_dot_shows_its_row(browser, minigooglenet):
         row.wait_for(state="visible")
         assert "selected" in row.get_attribute("class")
         assert row.is_visible() and page.evaluate(
-            "r => { const b = r.getBoundingClientRect(); return b.top >= 0 && b.bottom <= innerHeight; }", row.element_handle())
+            "r => { const b = r.getBoundingClientRect(); return b.top >= 0 && b.bottom <= innerHeight; }",
+            row.element_handle(),
+        )
         assert page.locator("#op-filter").input_value() == ""
         report.assert_clean()
     finally:
@@ -245,8 +296,10 @@ def test_script_renders_the_rows_the_server_rendered(browser, minigooglenet, lar
         scripted = Report(browser, path)
         try:
             assert static.rows() == scripted.rows()
-            assert len(static.rows()) == min(200, len(scripted.page.evaluate(
-                "JSON.parse(document.getElementById('onnxroof-nodes').textContent).rows")))
+            assert len(static.rows()) == min(
+                200,
+                len(scripted.page.evaluate("JSON.parse(document.getElementById('onnxroof-nodes').textContent).rows")),
+            )
         finally:
             static.close()
             scripted.close()
@@ -259,9 +312,15 @@ def test_large_report_pages_its_table(browser, large):
         page = report.page
         report.assert_clean()
         for number, target in enumerate(analysis.targets):
-            counts = [int(c) for c in page.eval_on_selector_all(f"#roofline-{number} .dot",
-                                                                 "dots => dots.map(d => d.getAttribute('data-count'))")]
-            assert sum(counts) == len(_costed(target)) and len(counts) < len(_costed(target))  # repeated blocks: one dot each
+            counts = [
+                int(c)
+                for c in page.eval_on_selector_all(
+                    f"#roofline-{number} .dot", "dots => dots.map(d => d.getAttribute('data-count'))"
+                )
+            ]
+            assert sum(counts) == len(_costed(target)) and len(counts) < len(
+                _costed(target)
+            )  # repeated blocks: one dot each
         assert [r["index"] for r in report.rows()] == list(range(200))
         assert page.locator("#pager-text").text_content() == "rows 1–200 of 558 · page 1 of 3"
         page.click("#page-next")
@@ -276,10 +335,15 @@ def test_large_report_pages_its_table(browser, large):
         assert page.locator("#pager-text").text_content().startswith("rows 1–200 of 558")
         # filters too: 18 softmax nodes across the pages
         page.select_option("#op-filter", "Softmax")
-        assert len(report.rows()) == 18 and page.locator("#pager-text").text_content() == "rows 1–18 of 18 · page 1 of 1"
+        assert (
+            len(report.rows()) == 18 and page.locator("#pager-text").text_content() == "rows 1–18 of 18 · page 1 of 1"
+        )
         # a dot whose row is on another page
         page.select_option("#op-filter", "")
-        last = max(int(n) for n in page.eval_on_selector_all("#roofline-0 .dot", "dots => dots.map(d => d.getAttribute('data-node'))"))
+        last = max(
+            int(n)
+            for n in page.eval_on_selector_all("#roofline-0 .dot", "dots => dots.map(d => d.getAttribute('data-node'))")
+        )
         page.click("#page-last")  # the dot's row is on the first page, the table on its last
         assert page.locator(f'#node-table tr[data-index="{last}"]').count() == 0
         page.locator(f'#roofline-0 .dot[data-node="{last}"]').dispatch_event("click")
@@ -298,7 +362,9 @@ def test_hostile_names_run_no_script(browser, tmp_path):
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
     model = helper.make_model(
         helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name=name)], name + IMG_PAYLOAD, [x], [y]),
-        opset_imports=[helper.make_opsetid("", 17)], producer_name=IMG_PAYLOAD, doc_string=name,
+        opset_imports=[helper.make_opsetid("", 17)],
+        producer_name=IMG_PAYLOAD,
+        doc_string=name,
     )
     path = tmp_path / "hostile.html"
     path.write_text(render_html(onnxroof.analyze(model, targets=TARGETS)), encoding="utf-8")
@@ -357,19 +423,38 @@ def test_screenshots(browser, minigooglenet, tmp_path):
     update = os.environ.get("ONNXROOF_UPDATE_SCREENSHOTS") == "1"
     h100 = tmp_path / "transformer-h100.html"
     h100.write_text(render_html(onnxroof.analyze(transformer_like(), targets=["h100-sxm"])), encoding="utf-8")
-    shots = ((minigooglenet, "report-minigooglenet.png", None, "roofline-0-panel"),
-             ((h100, None), "report-large.png", "roofline-0-panel", "hotspots"))
+    shots = (
+        (minigooglenet, "report-minigooglenet.png", None, "roofline-0-panel"),
+        ((h100, None), "report-large.png", "roofline-0-panel", "hotspots"),
+    )
     for (path, _), name, first, last in shots:
         report = Report(browser, path, width=1400)
         try:
             page = report.page
-            top = page.evaluate(f"document.getElementById('{first}').getBoundingClientRect().top + scrollY - 16") if first else 0
+            top = (
+                page.evaluate(f"document.getElementById('{first}').getBoundingClientRect().top + scrollY - 16")
+                if first
+                else 0
+            )
             bottom = page.evaluate(f"document.getElementById('{last}').getBoundingClientRect().bottom + scrollY + 16")
             out = (DOCS if update else tmp_path) / name
-            page.screenshot(path=str(out), clip={"x": 0, "y": top, "width": 1400, "height": bottom - top}, full_page=True)
+            page.screenshot(
+                path=str(out), clip={"x": 0, "y": top, "width": 1400, "height": bottom - top}, full_page=True
+            )
             if update and shutil.which("pngquant"):
-                subprocess.run(["pngquant", "--force", "--skip-if-larger", "--quality=85-98", "--strip", "--output",
-                                str(out), str(out)], check=False)
+                subprocess.run(
+                    [
+                        "pngquant",
+                        "--force",
+                        "--skip-if-larger",
+                        "--quality=85-98",
+                        "--strip",
+                        "--output",
+                        str(out),
+                        str(out),
+                    ],
+                    check=False,
+                )
             assert out.stat().st_size > 10_000
             if update:
                 assert out.stat().st_size < 400_000
@@ -384,16 +469,20 @@ def test_an_on_chip_bound_kernel_sits_on_the_on_chip_slope(browser, tmp_path):
     # per on-chip byte; at 450 GB/s that attains 37.5 GFLOP/s, under the 44.8 GFLOP/s fp32 roof.
     # It takes its on-chip time and nothing else (myriad-x charges no launch overhead), so its
     # diamond on the on-chip level sits on the on-chip slope, while its DRAM dot sits at "∞".
+    from conftest import make_model
     from onnx import TensorProto, helper
 
-    from conftest import make_model
-
     shape = [1, 8, 16, 16]
-    model = make_model([helper.make_node("Relu", ["x"], ["r"], name="relu"),
-                        helper.make_node("Sigmoid", ["r"], ["s"], name="sigmoid"),
-                        helper.make_node("Add", ["r", "s"], ["t"], name="add"),
-                        helper.make_node("Relu", ["t"], ["y"], name="relu_out")],
-                       [("x", TensorProto.FLOAT, shape)], [("y", TensorProto.FLOAT, shape)])
+    model = make_model(
+        [
+            helper.make_node("Relu", ["x"], ["r"], name="relu"),
+            helper.make_node("Sigmoid", ["r"], ["s"], name="sigmoid"),
+            helper.make_node("Add", ["r", "s"], ["t"], name="add"),
+            helper.make_node("Relu", ["t"], ["y"], name="relu_out"),
+        ],
+        [("x", TensorProto.FLOAT, shape)],
+        [("y", TensorProto.FLOAT, shape)],
+    )
     onnx_path, page_path = tmp_path / "residual.onnx", tmp_path / "residual.html"
     onnx_path.write_bytes(model.SerializeToString())
     assert main(["report", str(onnx_path), "--target", "myriad-x", "--fusion", "none", "-o", str(page_path), "-q"]) == 0
@@ -407,7 +496,9 @@ def test_an_on_chip_bound_kernel_sits_on_the_on_chip_slope(browser, tmp_path):
             const slope = document.querySelector('#roofline-0 path.slope-onchip').getAttribute('d');
             return {cx: box.x + box.width / 2, cy: box.y + box.height / 2, slope: slope};
         }""")
-        x1, y1, x2, y2 = map(float, __import__("re").match(r"M([\d.]+),([\d.]+)L([\d.]+),([\d.]+)", geometry["slope"]).groups())
+        x1, y1, x2, y2 = map(
+            float, __import__("re").match(r"M([\d.]+),([\d.]+)L([\d.]+),([\d.]+)", geometry["slope"]).groups()
+        )
         on_slope = y1 + (y2 - y1) * (geometry["cx"] - x1) / (x2 - x1)
         assert x1 <= geometry["cx"] <= x2
         assert abs(geometry["cy"] - on_slope) < 1.0
@@ -427,15 +518,22 @@ def test_the_tables_fit_their_cards(browser, tmp_path, targets, widths):
         fits = report.page.evaluate("""() => Array.from(document.querySelectorAll('#node-table, .hotspot-table')).map(
             t => [t.scrollWidth, t.parentElement.clientWidth])""")
         assert all(scroll <= room for scroll, room in fits), (width, fits)
-        names = report.page.eval_on_selector_all(".hotspot-table .node-link", "links => links.map(a => [a.textContent, a.title])")
-        assert names and all(short == full or ("…" in short and full.endswith(short.split("…")[1])) for short, full in names)
+        names = report.page.eval_on_selector_all(
+            ".hotspot-table .node-link", "links => links.map(a => [a.textContent, a.title])"
+        )
+        assert names and all(
+            short == full or ("…" in short and full.endswith(short.split("…")[1])) for short, full in names
+        )
         report.close()
 
 
 def _boxes(report, selector: str) -> list[dict]:
-    return report.page.eval_on_selector_all(selector, """els => els.filter(e => e.textContent.trim() || e.tagName !== 'text')
+    return report.page.eval_on_selector_all(
+        selector,
+        """els => els.filter(e => e.textContent.trim() || e.tagName !== 'text')
         .map(e => { const b = e.getBoundingClientRect(); return {x: b.left, y: b.top, r: b.right, b: b.bottom,
-                                                                   text: e.textContent.trim()}; })""")
+                                                                   text: e.textContent.trim()}; })""",
+    )
 
 
 def _overlap(a: dict, b: dict, slack: float = 0.5) -> bool:
@@ -447,8 +545,20 @@ def test_roofline_labels_overlap_neither_each_other_nor_the_dots(browser, tmp_pa
     # the roofs', ridges' and slopes' labels stay apart, and the whole-model label is clear of
     # every other label and of every dot (each box as the browser lays it out)
     path = tmp_path / "report.html"
-    assert main(["report", "--example", "minigooglenet", *sum((["--target", t] for t in targets), []),
-                 "-o", str(path), "-q"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--example",
+                "minigooglenet",
+                *sum((["--target", t] for t in targets), []),
+                "-o",
+                str(path),
+                "-q",
+            ]
+        )
+        == 0
+    )
     report = Report(browser, path)
     for chart in report.page.query_selector_all("svg.roofline"):
         chart_id = chart.get_attribute("id")
@@ -456,7 +566,7 @@ def test_roofline_labels_overlap_neither_each_other_nor_the_dots(browser, tmp_pa
         marks = _boxes(report, f"#{chart_id} .mark text")
         dots = _boxes(report, f"#{chart_id} circle.dot, #{chart_id} path.level-dot")
         for i, a in enumerate(labels):
-            assert not any(_overlap(a, b) for b in labels[i + 1:]), (chart_id, a["text"])
+            assert not any(_overlap(a, b) for b in labels[i + 1 :]), (chart_id, a["text"])
         for mark in marks:
             assert not any(_overlap(mark, b) for b in labels + dots), (chart_id, mark["text"])
     report.close()
@@ -465,32 +575,45 @@ def test_roofline_labels_overlap_neither_each_other_nor_the_dots(browser, tmp_pa
 def test_the_memory_peak_label_is_clear_of_the_capacity_labels(browser, tmp_path):
     # a chain whose activations grow to the last step, on a target whose on-chip memory is just
     # above the peak: the peak's label and the capacity's label meet at the top right
+    import numpy as np
     from conftest import make_model, target_text
     from onnx import TensorProto, helper
-
-    import numpy as np
 
     nodes, previous = [], "x"
     for step in range(6):
         nodes.append(helper.make_node("Tile", [previous, "twice"], [f"c{step}"], name=f"grow_{step}"))
         previous = f"c{step}"
-    model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 1024])], [(previous, TensorProto.FLOAT, [1, 1024 * 64])],
-                       [("twice", np.array([1, 2], np.int64))])
+    model = make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, [1, 1024])],
+        [(previous, TensorProto.FLOAT, [1, 1024 * 64])],
+        [("twice", np.array([1, 2], np.int64))],
+    )
     peak = onnxroof.analyze(model).memory.model_order.peak_bytes
     target = tmp_path / "t.toml"
-    target.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e10,
-                                   "onchip.size_bytes": int(peak * 1.05)},
-                                  name="tight", description="on-chip memory just above the peak"))
+    target.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e10, "onchip.size_bytes": int(peak * 1.05)},
+            name="tight",
+            description="on-chip memory just above the peak",
+        )
+    )
     path = tmp_path / "report.html"
     path.write_text(render_html(onnxroof.analyze(model, targets=[str(target), "myriad-x"])), encoding="utf-8")
     report = Report(browser, path)
     peaks = _boxes(report, "svg.timeline .marker text")
     capacities = _boxes(report, "svg.timeline .reference text")
     assert peaks and capacities
-    leaders = report.page.eval_on_selector_all("svg.timeline .marker line.leader", """lines => lines.map(l => {
-        const b = l.getBoundingClientRect(); return {x: b.left - 1, y: b.top, r: b.right + 1, b: b.bottom, text: ''}; })""")
+    leaders = report.page.eval_on_selector_all(
+        "svg.timeline .marker line.leader",
+        """lines => lines.map(l => {
+        const b = l.getBoundingClientRect(); return {x: b.left - 1, y: b.top, r: b.right + 1, b: b.bottom, text: ''}; })""",
+    )
     assert not any(_overlap(p, c) for p in peaks for c in capacities), (peaks, capacities)
-    assert not any(_overlap(line, c) for line in leaders for c in capacities), (leaders, capacities)  # no line through a label
+    assert not any(_overlap(line, c) for line in leaders for c in capacities), (
+        leaders,
+        capacities,
+    )  # no line through a label
     report.close()
 
 

@@ -32,11 +32,21 @@ def test_the_op_with_most_flops_gets_the_first_colour():
 
 def test_equal_peaks_share_one_roof_and_int_roofs_count_ops(tmp_path):
     path = tmp_path / "two.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e9, "peak_ops_per_s.fp16": 2e9,
-                                 "peak_ops_per_s.bf16": 2e9, "dram.bandwidth_bytes_per_s": 1e9}))
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e9,
+                "peak_ops_per_s.fp16": 2e9,
+                "peak_ops_per_s.bf16": 2e9,
+                "dram.bandwidth_bytes_per_s": 1e9,
+            }
+        )
+    )
     target = load_target(str(path))
     assert sorted(roof_groups(target), key=lambda group: group[1]) == [
-        ("fp32", 1e9, ["fp32"]), ("fp16 · bf16", 2e9, ["fp16", "bf16"])]
+        ("fp32", 1e9, ["fp32"]),
+        ("fp16 · bf16", 2e9, ["fp16", "bf16"]),
+    ]
     assert bandwidth_roofs(target) == [("DRAM", 1e9)]  # no on-chip bandwidth given
     assert ops_unit(["int8"]) == "OP/s" and ops_unit(["int8", "fp16"]) == "FLOP/s"
 

@@ -103,8 +103,19 @@ def test_ticks_are_round_and_cover_the_niced_domain(lo, relative, count, kind):
 def _label_unit(ticks, kind) -> float:
     if kind == "number":
         return 1.0
-    units = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
-             "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+    units = {
+        "B": 1,
+        "KiB": 2**10,
+        "MiB": 2**20,
+        "GiB": 2**30,
+        "TiB": 2**40,
+        "PiB": 2**50,
+        "k": 1e3,
+        "M": 1e6,
+        "G": 1e9,
+        "T": 1e12,
+        "P": 1e15,
+    }
     for tick in ticks:
         parts = tick.label.split(" ")
         if len(parts) == 2:
@@ -203,7 +214,7 @@ def test_every_bucket_holds_its_steps_maximum(values, columns):
     assert len(buckets) == min(len(values), columns)
     assert max(b.value for b in buckets) == max(values)
     for bucket in buckets:
-        assert bucket.value == max(values[bucket.first:bucket.last + 1]) == values[bucket.peak_step]
+        assert bucket.value == max(values[bucket.first : bucket.last + 1]) == values[bucket.peak_step]
 
 
 def test_no_downsampling_when_the_steps_fit():
@@ -274,15 +285,24 @@ def test_two_series_share_one_x_axis():
     assert [t.value for t in chart.x_ticks] == [0, 1, 2, 3]
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Roofline
 
 
 def _fixed_roofline(points=(), marks=(), roofs=(("fp32", 1e11),), bandwidths=(("DRAM", 1e10),)):
     # plot box 100..1000 x 10..510 px; x 0.1..1,000 FLOP/B (4 decades), y 1e8..1e12 FLOP/s (4 decades)
-    return roofline_chart(list(roofs), list(bandwidths), list(points), list(marks), width=1100, height=520,
-                          margin=(10, 100, 10, 100), strip_width=50, x_domain=(0.1, 1000), y_domain=(1e8, 1e12))
+    return roofline_chart(
+        list(roofs),
+        list(bandwidths),
+        list(points),
+        list(marks),
+        width=1100,
+        height=520,
+        margin=(10, 100, 10, 100),
+        strip_width=50,
+        x_domain=(0.1, 1000),
+        y_domain=(1e8, 1e12),
+    )
 
 
 def test_roofline_known_point_lands_on_known_pixel():
@@ -316,8 +336,9 @@ def test_roofline_ridge_and_roofs():
 
 def test_roofline_labels_of_close_roofs_do_not_collide():
     # 990 TFLOP/s and 1.98 POP/s: a factor 2 apart, closer than a label's height on a 9-decade axis
-    chart = roofline_chart([("fp16", 990e12), ("int8", 1979e12), ("fp32", 67e12)], [("DRAM", 3.35e12)],
-                           [RooflinePoint(0.5, 1e7, 0.1)])
+    chart = roofline_chart(
+        [("fp16", 990e12), ("int8", 1979e12), ("fp32", 67e12)], [("DRAM", 3.35e12)], [RooflinePoint(0.5, 1e7, 0.1)]
+    )
     int8, fp16, fp32 = chart.roofs
     boxes = [(r.label_y - 10, r.label_y) for r in chart.roofs]
     for (top_a, bottom_a), (top_b, bottom_b) in zip(boxes, boxes[1:]):
@@ -331,8 +352,11 @@ def test_a_label_with_no_room_above_or_below_sits_on_its_own_line_and_crosses_no
     # H100's four roofs: 1.98 POP/s, 990 and 495 TFLOP/s (each 2x apart: about 16 px on this axis of
     # points down to 1 GFLOP/s, less than a label's 10 px with its margins above and below its
     # line) and 67 TFLOP/s
-    chart = roofline_chart([("fp8", 1979e12), ("fp16", 990e12), ("tf32", 495e12), ("fp32", 67e12)],
-                           [("DRAM", 3.35e12)], [RooflinePoint(0.5, 1e9, 0.1), RooflinePoint(500, 1e13, 0.1)])
+    chart = roofline_chart(
+        [("fp8", 1979e12), ("fp16", 990e12), ("tf32", 495e12), ("fp32", 67e12)],
+        [("DRAM", 3.35e12)],
+        [RooflinePoint(0.5, 1e9, 0.1), RooflinePoint(500, 1e13, 0.1)],
+    )
     boxes = [(r.label_y - 10, r.label_y + 3) for r in chart.roofs]  # cap height, descenders
     for (top_a, bottom_a), (top_b, bottom_b) in zip(boxes, boxes[1:]):
         assert bottom_a <= top_b or bottom_b <= top_a  # no two labels overlap
@@ -362,8 +386,12 @@ def test_roofline_clamps_points_outside_the_axes():
 
 
 def test_roofline_axes_cover_points_ridges_and_marks():
-    chart = roofline_chart([("int8", 4e12)], [("DRAM", 5e8), ("on-chip", 1e11)],
-                           [RooflinePoint(0.02, 3e6, 0.5), RooflinePoint(700, 2e12, 0.5)], [(1e5, 1e9)])
+    chart = roofline_chart(
+        [("int8", 4e12)],
+        [("DRAM", 5e8), ("on-chip", 1e11)],
+        [RooflinePoint(0.02, 3e6, 0.5), RooflinePoint(700, 2e12, 0.5)],
+        [(1e5, 1e9)],
+    )
     (x_lo, x_hi), (y_lo, y_hi) = chart.x.domain, sorted(chart.y.domain)
     assert x_lo < 0.02 and x_hi > 1e5 and x_hi > 4e12 / 5e8  # the points, the mark and the ridge (8,000)
     assert y_lo < 3e6 and y_hi > 4e12
@@ -392,7 +420,8 @@ def test_roofline_rejects_missing_roofs():
 
 @settings(max_examples=100, deadline=None)
 @given(
-    peak=st.floats(1e6, 1e16), bandwidth=st.floats(1e6, 1e13),
+    peak=st.floats(1e6, 1e16),
+    bandwidth=st.floats(1e6, 1e13),
     points=st.lists(st.tuples(st.one_of(st.none(), st.floats(1e-4, 1e5)), st.floats(1e-3, 1.0)), max_size=30),
 )
 def test_roofline_dots_on_or_below_the_roof(peak, bandwidth, points):
@@ -427,8 +456,7 @@ def test_xy_chart_axes():
 def test_xy_chart_breaks_its_line_at_a_bound():
     # four points, the second a bound (an incomplete analysis): it keeps its pixel (drawn hollow),
     # but no segment reaches it: a lone move to the first point, then a segment from the third to the fourth
-    chart = xy_chart([1, 2, 3, 4], [("a", [5, 6, 7, 8]), ("b", [5, 6, 7, 8])],
-                     bounds=[[False, True, False, False]])
+    chart = xy_chart([1, 2, 3, 4], [("a", [5, 6, 7, 8]), ("b", [5, 6, 7, 8])], bounds=[[False, True, False, False]])
     bounded, plain = chart.series
     assert bounded.points[1] is not None
     assert bounded.path.count("M") == 2 and bounded.path.count("L") == 1
@@ -446,12 +474,13 @@ def test_place_labels_avoid_each_other():
     points = [(200, 150, "batch=1"), (204, 152, "batch=4"), (208, 150, "batch=16"), (60, 290, ""), (390, 10, "edge")]
     labels = place_labels(points, box)
     assert labels[3] is None  # no text, no label
-    rects = [label_rect(spot.x, spot.y, spot.anchor, text) for spot, (_, _, text) in zip(labels, points)
-             if spot is not None]
+    rects = [
+        label_rect(spot.x, spot.y, spot.anchor, text) for spot, (_, _, text) in zip(labels, points) if spot is not None
+    ]
     assert len(rects) == 4
     for k, a in enumerate(rects):
         assert box.left <= a[0] and a[2] <= box.right and box.top <= a[1] and a[3] <= box.bottom
-        for b in rects[k + 1:]:
+        for b in rects[k + 1 :]:
             assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
 
 
@@ -473,13 +502,13 @@ def test_no_whole_model_label_crosses_a_roof_line():
                 context = roofline_context(analysis, report, number, {})
                 for mark in (m for m in context["marks"] if m.get("label")):
                     placed += 1
-                    left, top, right, bottom = label_rect(float(mark["label_x"]), float(mark["label_y"]),
-                                                          mark["anchor"], mark["label"], 7.3)
+                    left, top, right, bottom = label_rect(
+                        float(mark["label_x"]), float(mark["label_y"]), mark["anchor"], mark["label"], 7.3
+                    )
                     for roof in context["roofs"]:
                         x1, y, x2 = map(float, re.match(r"M([-\d.]+),([-\d.]+)H([-\d.]+)", roof["d"]).groups())
                         assert not (left < x2 and x1 < right and top < y < bottom), (example, dtype, report.target.name)
     assert placed >= 100  # every chart's whole-model point keeps its label
-
 
 
 def test_a_slope_label_moves_off_a_ridge_label():
@@ -491,11 +520,22 @@ def test_a_slope_label_moves_off_a_ridge_label():
 
     target = load_target("h100-sxm")
     # kernels from 4 to 300,000 FLOP/B (a BERT's Gathers to its masks) stretch the x axis
-    chart = roofline_chart([(label, peak) for label, peak, _ in roof_groups(target)], bandwidth_roofs(target), [],
-                           [(4.0, 1e10), (3e5, 1e10)], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1])
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in roof_groups(target)],
+        bandwidth_roofs(target),
+        [],
+        [(4.0, 1e10), (3e5, 1e10)],
+        width=ROOFLINE_SIZE[0],
+        height=ROOFLINE_SIZE[1],
+    )
     context = roofline_frame(target, chart, "r")
-    ridges = [label_rect(float(r["ridge"]["label_x"]), float(r["ridge"]["label_y"]), r["ridge"]["anchor"],
-                         r["ridge"]["label"]) for r in context["roofs"] if r["ridge"]]
+    ridges = [
+        label_rect(
+            float(r["ridge"]["label_x"]), float(r["ridge"]["label_y"]), r["ridge"]["anchor"], r["ridge"]["label"]
+        )
+        for r in context["roofs"]
+        if r["ridge"]
+    ]
     (dram, *_), (slope, *_) = context["slopes"], chart.slopes
     placed = slope.label_box(float(dram["label_x"]), float(dram["label_y"]), dram["label"])
     assert ridges and not any(_overlaps(placed, ridge) for ridge in ridges)

@@ -11,8 +11,10 @@ from onnxroof.report.html.compare_page import compare_page, render_compare_html
 
 def test_a_row_per_model_the_best_cell_marked(tmp_path):
     targets = [hand_target(tmp_path)]
-    analyses = [onnxroof.analyze(matmul_relu("narrow"), targets=targets),
-                onnxroof.analyze(matmul_relu("wide", columns=16), targets=targets)]
+    analyses = [
+        onnxroof.analyze(matmul_relu("narrow"), targets=targets),
+        onnxroof.analyze(matmul_relu("wide", columns=16), targets=targets),
+    ]
     page = compare_page(analyses)
     assert page.title == "2 models" and page.target_names == "hand"
     narrow, wide = page.models

@@ -14,22 +14,31 @@ from onnxroof.report.html.diff_page import diff_page, render_diff_html
 @pytest.fixture(scope="module")
 def diff(tmp_path_factory):
     targets = [hand_target(tmp_path_factory.mktemp("targets"))]
-    return diff_analyses(onnxroof.analyze(matmul_relu("base"), targets=targets),
-                         onnxroof.analyze(matmul_relu("head", columns=16), targets=targets))
+    return diff_analyses(
+        onnxroof.analyze(matmul_relu("base"), targets=targets),
+        onnxroof.analyze(matmul_relu("head", columns=16), targets=targets),
+    )
 
 
 def test_the_deltas_and_their_direction(diff):
     page = diff_page(diff, [])
     flops = next(d for d in page.deltas if d["label"] == "FLOPs")
     assert (flops["base"], flops["head"], flops["change"], flops["percent"], flops["direction"]) == (
-        "72", "144", "+72", "+100.0%", "worse")
+        "72",
+        "144",
+        "+72",
+        "+100.0%",
+        "worse",
+    )
     assert page.title == "base → head" and page.budgets_broken == 0
 
 
 def test_op_types_nodes_and_the_largest_time_changes(diff):
     page = diff_page(diff, [])
     assert [(row["op"], row["base_flops"], row["head_flops"]) for row in page.op_rows] == [
-        ("MatMul", "64", "128"), ("Relu", "8", "16")]
+        ("MatMul", "64", "128"),
+        ("Relu", "8", "16"),
+    ]
     assert page.node_counts == {"added": "0", "removed": "0", "changed": "2", "unchanged": "0"}
     (top,) = page.top_changes
     # the MatMul: 176 -> 336 ns (256 + 16 + 64 bytes at 1 GB/s)

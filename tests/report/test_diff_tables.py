@@ -26,8 +26,10 @@ from onnxroof.report.text.diff_tables import (
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     targets = [hand_target(tmp_path_factory.mktemp("targets"))]
-    return (onnxroof.analyze(matmul_relu("base"), targets=targets),
-            onnxroof.analyze(matmul_relu("head", columns=16), targets=targets))
+    return (
+        onnxroof.analyze(matmul_relu("base"), targets=targets),
+        onnxroof.analyze(matmul_relu("head", columns=16), targets=targets),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +39,9 @@ def diff(pair):
 
 def test_the_summary_line_gives_the_headline_changes(diff):
     # 240 -> 464 ns: +93.3%; parameters, FLOPs and the peak (64 -> 128 bytes) double
-    assert summary_line(diff) == ("parameters 🔴 +100.0% · FLOPs 🔴 +100.0% · peak activations 🔴 +100.0% · "
-                                  "latency [hand] 🔴 +93.3%")
+    assert summary_line(diff) == (
+        "parameters 🔴 +100.0% · FLOPs 🔴 +100.0% · peak activations 🔴 +100.0% · latency [hand] 🔴 +93.3%"
+    )
 
 
 def test_the_markdown_tables_what_changed_and_folds_the_rest(diff):

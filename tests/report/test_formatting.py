@@ -6,20 +6,32 @@ from types import SimpleNamespace
 import pytest
 
 from onnxroof.report.formatting import (
-    BETTER, NEUTRAL, SAME, WORSE, count_text, format_value, percent_text, shape_text, share_percent, signed_change,
+    BETTER,
+    NEUTRAL,
+    SAME,
+    WORSE,
+    count_text,
+    format_value,
+    percent_text,
+    shape_text,
+    share_percent,
+    signed_change,
 )
 
 
-@pytest.mark.parametrize("value, unit, text", [
-    (None, "seconds", "n/a"),
-    (math.nan, "count", "n/a"),
-    (1.5, "seconds", "1.5 s"),
-    (0.00125, "seconds", "1.25 ms"),  # 1.25e-3 s in milliseconds
-    (2.5e-7, "seconds", "250 ns"),  # below a microsecond: nanoseconds, 0.25 µs = 250 ns
-    (3e-6, "joules", "3 µJ"),
-    (1536, "bytes", "1.5 KiB"),  # 1536 / 1024
-    (1234.56, "per_second", "1,234.6/s"),
-])
+@pytest.mark.parametrize(
+    "value, unit, text",
+    [
+        (None, "seconds", "n/a"),
+        (math.nan, "count", "n/a"),
+        (1.5, "seconds", "1.5 s"),
+        (0.00125, "seconds", "1.25 ms"),  # 1.25e-3 s in milliseconds
+        (2.5e-7, "seconds", "250 ns"),  # below a microsecond: nanoseconds, 0.25 µs = 250 ns
+        (3e-6, "joules", "3 µJ"),
+        (1536, "bytes", "1.5 KiB"),  # 1536 / 1024
+        (1234.56, "per_second", "1,234.6/s"),
+    ],
+)
 def test_a_value_is_worded_in_its_unit(value, unit, text):
     assert format_value(value, unit) == text
 

@@ -9,12 +9,11 @@ import xml.etree.ElementTree as ET
 
 import onnx
 import pytest
+from conftest import make_model, run
 from onnx import TensorProto, helper
 
 from onnxroof.core.text import page_text, printable
 from onnxroof.report.graph.svg import _markup
-
-from conftest import make_model, run
 
 # every C0 control, DEL, the line and paragraph separators, a non-character, and markup
 HOSTILE = "".join(chr(c) for c in range(0x20)) + "\x7f\u2028\u2029\ufffe" + "&<>\"'"
@@ -24,10 +23,14 @@ UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029\ufffe]")
 
 def hostile_model(path):
     """x -> Relu -> Sigmoid -> y, the tensors' and nodes' names (and a module scope) HOSTILE."""
-    nodes = [helper.make_node("Relu", ["x" + HOSTILE], ["a" + HOSTILE], name=f"/enc{HOSTILE}/Relu{HOSTILE}"),
-             helper.make_node("Sigmoid", ["a" + HOSTILE], ["y" + HOSTILE], name=f"/enc{HOSTILE}/Sig{HOSTILE}")]
-    onnx.save(make_model(nodes, [("x" + HOSTILE, TensorProto.FLOAT, [1, 8])], [("y" + HOSTILE, TensorProto.FLOAT, [1, 8])]),
-              path)
+    nodes = [
+        helper.make_node("Relu", ["x" + HOSTILE], ["a" + HOSTILE], name=f"/enc{HOSTILE}/Relu{HOSTILE}"),
+        helper.make_node("Sigmoid", ["a" + HOSTILE], ["y" + HOSTILE], name=f"/enc{HOSTILE}/Sig{HOSTILE}"),
+    ]
+    onnx.save(
+        make_model(nodes, [("x" + HOSTILE, TensorProto.FLOAT, [1, 8])], [("y" + HOSTILE, TensorProto.FLOAT, [1, 8])]),
+        path,
+    )
     return path
 
 
@@ -57,8 +60,10 @@ def test_the_graph_svg_parses_and_shows_question_marks(capsys, tmp_path, target)
 
 def test_report_and_diff_pages_show_question_marks_outside_the_json_document(capsys, tmp_path):
     model = hostile_model(tmp_path / "m.onnx")
-    for argv in (["report", model, "--target", "l4", "-o", tmp_path / "r.html"],
-                 ["diff", model, model, "--target", "l4", "--format", "html", "-o", tmp_path / "d.html"]):
+    for argv in (
+        ["report", model, "--target", "l4", "-o", tmp_path / "r.html"],
+        ["diff", model, model, "--target", "l4", "--format", "html", "-o", tmp_path / "d.html"],
+    ):
         code, _, err = run(capsys, *argv)
         assert code == 0, err
         page = argv[-1].read_text(encoding="utf-8")

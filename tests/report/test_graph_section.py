@@ -19,7 +19,9 @@ def test_the_section_carries_each_target_and_the_views_as_json(tmp_path):
 
 def test_a_diff_draws_the_head_model_s_graph(tmp_path):
     targets = [hand_target(tmp_path)]
-    diff = diff_analyses(onnxroof.analyze(matmul_relu("base"), targets=targets),
-                         onnxroof.analyze(matmul_relu("head", columns=16), targets=targets))
+    diff = diff_analyses(
+        onnxroof.analyze(matmul_relu("base"), targets=targets),
+        onnxroof.analyze(matmul_relu("head", columns=16), targets=targets),
+    )
     context = diff_graph_context(diff)
     assert context is not None and context["base_json"]

@@ -9,6 +9,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from models import random_dag, transformer_like  # noqa: E402  (same folder)
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
@@ -17,8 +18,6 @@ from onnxroof.core.examples import build_example
 from onnxroof.report.graph.fold import folded_views, start_view
 from onnxroof.report.graph.layout import BOX_GAP, LAYER_GAP, MARGIN, layered_layout, pack_layer
 from onnxroof.report.graph.views import drawn_views, render_graph_svg
-
-from models import random_dag, transformer_like  # noqa: E402  (same folder)
 
 SQUARE = (40.0, 20.0)
 
@@ -32,8 +31,12 @@ def _segment_crosses(box, p, q) -> bool:
     against the box shrunk by half a pixel: touching its border is not passing through)."""
     low, high = 0.0, 1.0
     dx, dy = q[0] - p[0], q[1] - p[1]
-    for step, room in ((-dx, p[0] - (box.x + 0.5)), (dx, (box.x + box.width - 0.5) - p[0]),
-                       (-dy, p[1] - (box.y + 0.5)), (dy, (box.y + box.height - 0.5) - p[1])):
+    for step, room in (
+        (-dx, p[0] - (box.x + 0.5)),
+        (dx, (box.x + box.width - 0.5) - p[0]),
+        (-dy, p[1] - (box.y + 0.5)),
+        (dy, (box.y + box.height - 0.5) - p[1]),
+    ):
         if step == 0:
             if room < 0:
                 return False
@@ -51,7 +54,7 @@ def _segment_crosses(box, p, q) -> bool:
 def assert_clean_layout(layout) -> None:
     boxes = list(layout.boxes.values())
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert not _overlap(a, b), (a, b)
     for route in layout.routes:
         for box in boxes:
@@ -69,8 +72,12 @@ def test_a_diamond_takes_three_layers_with_its_branches_side_by_side():
     box = layout.boxes
     assert [box[k].layer for k in "abcd"] == [0, 1, 1, 2]
     # layers 20 px high, LAYER_GAP apart, from the margin
-    assert [box[k].y for k in "abcd"] == [MARGIN, MARGIN + 20 + LAYER_GAP, MARGIN + 20 + LAYER_GAP,
-                                          MARGIN + 2 * (20 + LAYER_GAP)]
+    assert [box[k].y for k in "abcd"] == [
+        MARGIN,
+        MARGIN + 20 + LAYER_GAP,
+        MARGIN + 20 + LAYER_GAP,
+        MARGIN + 2 * (20 + LAYER_GAP),
+    ]
     # b and c exactly BOX_GAP apart, a and d centred above and below them
     assert box["c"].x - (box["b"].x + 40) == pytest.approx(BOX_GAP)
     middle = (box["b"].centre_x + box["c"].centre_x) / 2
@@ -114,8 +121,7 @@ def test_packing_keeps_order_and_gaps_nearest_the_wanted_centres():
 
 def test_crossings_are_undone_by_the_sweeps():
     # a1 feeds b2, a2 feeds b1: given in crossed order, the sweeps swap one layer
-    layout = layered_layout({"a1": SQUARE, "a2": SQUARE, "b1": SQUARE, "b2": SQUARE},
-                            [("a1", "b2"), ("a2", "b1")])
+    layout = layered_layout({"a1": SQUARE, "a2": SQUARE, "b1": SQUARE, "b2": SQUARE}, [("a1", "b2"), ("a2", "b1")])
     box = layout.boxes
     assert (box["a1"].x < box["a2"].x) == (box["b2"].x < box["b1"].x)
 
@@ -136,13 +142,17 @@ def _node_boxes(views):
         for group in root.iter("{http://www.w3.org/2000/svg}g"):
             if group.get("data-gnode") is not None:
                 rect = group.find("{http://www.w3.org/2000/svg}rect")
-                found[int(group.get("data-gnode"))] = (view, group, {k: float(rect.get(k)) for k in ("x", "y", "width", "height")})
+                found[int(group.get("data-gnode"))] = (
+                    view,
+                    group,
+                    {k: float(rect.get(k)) for k in ("x", "y", "width", "height")},
+                )
     return found
 
 
 def test_inception_branches_are_side_by_side_between_their_input_and_their_concat(googlenet):
-    from onnxroof.report.graph.scene import lay_out
     from onnxroof.report.graph.costs import target_costs
+    from onnxroof.report.graph.scene import lay_out
 
     (view,) = folded_views(googlenet)  # 74 nodes, no scopes: one view, every node a box
     layout, _ = lay_out(view, target_costs(googlenet))
@@ -150,8 +160,11 @@ def test_inception_branches_are_side_by_side_between_their_input_and_their_conca
     box = {name: layout.boxes[key] for name, key in index.items()}
     # the first inception module: activation_0 feeds a 1x1 branch (conv2d_1 -> ... -> activation_1)
     # and a 3x3 branch (conv2d_2 -> ... -> activation_2), both read by concatenate_0
-    for one, three in (("conv2d_1", "conv2d_2"), ("batch_normalization_1", "batch_normalization_2"),
-                       ("activation_1", "activation_2")):
+    for one, three in (
+        ("conv2d_1", "conv2d_2"),
+        ("batch_normalization_1", "batch_normalization_2"),
+        ("activation_1", "activation_2"),
+    ):
         assert box[one].layer == box[three].layer
         assert box[one].x + box[one].width <= box[three].x or box[three].x + box[three].width <= box[one].x
         assert box["activation_0"].layer < box[one].layer < box["concatenate_0"].layer
@@ -182,8 +195,9 @@ def test_alike_blocks_are_one_box_with_their_count_and_open_on_the_first():
     assert all(analysis.nodes[i].name.startswith("/encoder/layer.0/") for i in inside)
     assert len(inside) == len(drawn) // 4
     # every node is drawn in one view only (a variant unfolding a module in place draws it again)
-    shown = [i for view in views if view.unfolds is None for item in view.items if item.kind == "node"
-             for i in item.nodes]
+    shown = [
+        i for view in views if view.unfolds is None for item in view.items if item.kind == "node" for i in item.nodes
+    ]
     assert len(shown) == len(set(shown))
 
 
@@ -203,6 +217,7 @@ def test_a_run_unfolds_in_place_on_its_first_block_and_the_page_opens_there():
     # no edge runs from a block to the next (it would point back up): the view stays a DAG of the block
     from onnxroof.report.graph.costs import target_costs
     from onnxroof.report.graph.scene import lay_out
+
     layout = lay_out(unfolded, target_costs(analysis))[0]
     assert all(layout.boxes[e.source].layer < layout.boxes[e.target].layer for e in unfolded.edges)
     assert_clean_layout(layout)
@@ -236,8 +251,9 @@ def test_a_large_graph_without_scopes_folds_into_views_of_at_most_the_budget():
 def _accounted(views) -> list[int]:
     """Every node drawn as a box (in one view only, the variants that unfold a module in place
     aside), or inside a run of alike blocks (only the first block is drawn, in the run's view)."""
-    shown = [i for view in views if view.unfolds is None for item in view.items if item.kind == "node"
-             for i in item.nodes]
+    shown = [
+        i for view in views if view.unfolds is None for item in view.items if item.kind == "node" for i in item.nodes
+    ]
     assert len(shown) == len(set(shown))
     in_runs = {i for view in views for item in view.items if item.repeats > 1 for i in item.nodes}
     return sorted(set(shown) | in_runs)
@@ -290,18 +306,20 @@ class _CountingMembers(tuple):
 def test_a_kernel_of_2000_nodes_is_outlined_in_each_view_without_walking_it_per_box():
     import random
 
+    from conftest import make_model
+
     from onnxroof.report.graph.costs import target_costs
     from onnxroof.report.graph.fold import BOX_BUDGET
     from onnxroof.report.graph.scene import fused_outlines, lay_out
-
-    from conftest import make_model
 
     # a chain of 2,000 unary elementwise ops in no repeating order (a repeated block would fold
     # into one run box): folding cuts it into 2,000 / 100 = 20 views of 100 node boxes
     count, rng = 2_000, random.Random(0)
     ops = ["Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Exp", "Sqrt", "Floor"]
-    nodes = [helper.make_node(rng.choice(ops), ["x" if i == 0 else f"t{i - 1}"], [f"t{i}"], name=f"n{i}")
-             for i in range(count)]
+    nodes = [
+        helper.make_node(rng.choice(ops), ["x" if i == 0 else f"t{i - 1}"], [f"t{i}"], name=f"n{i}")
+        for i in range(count)
+    ]
     model = make_model(nodes, [("x", TensorProto.FLOAT, [1, 16])], [(f"t{count - 1}", TensorProto.FLOAT, [1, 16])])
     analysis = analyze(model, targets=["l4"])  # l4 fuses elementwise chains: the 2,000 nodes are one kernel
     (costs,) = target_costs(analysis)
@@ -383,8 +401,12 @@ def test_past_eight_tensors_entering_a_view_the_rest_share_one_stub():
     from onnx import TensorProto, helper
 
     inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 4]) for i in range(12)]
-    graph = helper.make_graph([helper.make_node("Sum", [f"x{i}" for i in range(12)], ["y"], name="sum")], "g", inputs,
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    graph = helper.make_graph(
+        [helper.make_node("Sum", [f"x{i}" for i in range(12)], ["y"], name="sum")],
+        "g",
+        inputs,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
     (view,) = folded_views(analyze(helper.make_model(graph)))
     stubs = [(item.label, item.name) for item in view.items if item.kind == "input"]
     # 12 inputs: the first 8 a stub each, the other 4 one stub
@@ -401,8 +423,12 @@ def three_modules(length: int = 45):
         for i in range(length):
             nodes.append(helper.make_node("Relu", [x], [f"{module}{i}"], name=f"/{module}/relu_{i}"))
             x = f"{module}{i}"
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 64])])
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 64])],
+    )
     return helper.make_model(graph)
 
 
@@ -411,7 +437,12 @@ def test_a_module_unfolds_in_place_as_a_variant_of_its_view():
     top = views[0]
     # 135 nodes: opening the three modules would make 135 boxes, over the budget of 100: three boxes
     assert [(item.kind, item.label) for item in top.items] == [
-        ("input", "x"), ("module", "alpha"), ("module", "beta"), ("module", "gamma"), ("output", "gamma44")]
+        ("input", "x"),
+        ("module", "alpha"),
+        ("module", "beta"),
+        ("module", "gamma"),
+        ("output", "gamma44"),
+    ]
     alpha = top.items[1]
     variant = next(v for v in views if v.key == alpha.variant)
     assert variant.unfolds == (top.key, alpha.key)
@@ -420,5 +451,6 @@ def test_a_module_unfolds_in_place_as_a_variant_of_its_view():
     assert [i.label for i in variant.items if i.kind == "module"] == ["beta", "gamma"]
     # its boxes open the same views as the top view's; alpha's own view is still there (double-click)
     assert {i.label: i.view for i in variant.items if i.kind == "module"} == {
-        i.label: i.view for i in top.items if i.label in ("beta", "gamma")}
+        i.label: i.view for i in top.items if i.label in ("beta", "gamma")
+    }
     assert next(v for v in views if v.key == alpha.view).title == "alpha"

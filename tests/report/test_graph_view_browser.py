@@ -12,13 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from models import random_dag, transformer_like  # noqa: E402
+from test_browser import CHROMIUM, Report, browser  # noqa: E402,F401  (same folder; browser: its fixture)
+from test_graph_view import _scoped  # noqa: E402
 
 import onnxroof
 from onnxroof.report.html.pages import render_html
-
-from test_browser import CHROMIUM, Report, browser  # noqa: E402,F401  (same folder; browser: its fixture)
-from models import random_dag, transformer_like  # noqa: E402
-from test_graph_view import _scoped  # noqa: E402
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (apt-get install chromium)")
 
@@ -55,24 +54,34 @@ def assert_drawn_clean(report: Report) -> list[dict]:
     assert boxes
     labels = report.page.evaluate(LABELS)
     for i, label in enumerate(labels):
-        assert all(_apart(label, box["box"]) for box in boxes), (label, [b for b in boxes if not _apart(label, b["box"])])
-        assert all(_apart(label, other) for other in labels[i + 1:]), label
+        assert all(_apart(label, box["box"]) for box in boxes), (
+            label,
+            [b for b in boxes if not _apart(label, b["box"])],
+        )
+        assert all(_apart(label, other) for other in labels[i + 1 :]), label
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            apart = a["box"][2] <= b["box"][0] or b["box"][2] <= a["box"][0] or a["box"][3] <= b["box"][1] \
+        for b in boxes[i + 1 :]:
+            apart = (
+                a["box"][2] <= b["box"][0]
+                or b["box"][2] <= a["box"][0]
+                or a["box"][3] <= b["box"][1]
                 or b["box"][3] <= a["box"][1]
+            )
             assert apart, (a["key"], b["key"])
         left, top, right, bottom = a["box"]
         for text in a["texts"]:
             slack = 0.5
-            assert left - slack <= text[0] and text[2] <= right + slack and top - slack <= text[1] \
-                and text[3] <= bottom + slack, (a["key"], text, a["box"])
+            assert (
+                left - slack <= text[0]
+                and text[2] <= right + slack
+                and top - slack <= text[1]
+                and text[3] <= bottom + slack
+            ), (a["key"], text, a["box"])
     return boxes
 
 
 def test_minigooglenet_graph_is_clean_and_a_box_selects_its_row(browser, tmp_path):
-    analysis = onnxroof.analyze(onnxroof.core.examples.build_example("minigooglenet"),
-                                targets=["myriad-x", "h100-sxm"])
+    analysis = onnxroof.analyze(onnxroof.core.examples.build_example("minigooglenet"), targets=["myriad-x", "h100-sxm"])
     report = Report(browser, _page(tmp_path, analysis, "minigooglenet"))
     try:
         report.assert_clean()
@@ -96,15 +105,15 @@ def test_minigooglenet_graph_is_clean_and_a_box_selects_its_row(browser, tmp_pat
             report.page.click(f'#gv-content [data-gnode="{index}"]')
             report.page.locator("#graph").screenshot(path=str(picture))
             if shutil.which("pngquant"):
-                subprocess.run(["pngquant", "--force", "--skip-if-larger", "--output", str(picture), str(picture)],
-                               check=False)
+                subprocess.run(
+                    ["pngquant", "--force", "--skip-if-larger", "--output", str(picture), str(picture)], check=False
+                )
     finally:
         report.close()
 
 
 def test_the_colours_follow_the_selected_target(browser, tmp_path):
-    analysis = onnxroof.analyze(onnxroof.core.examples.build_example("minigooglenet"),
-                                targets=["myriad-x", "h100-sxm"])
+    analysis = onnxroof.analyze(onnxroof.core.examples.build_example("minigooglenet"), targets=["myriad-x", "h100-sxm"])
     report = Report(browser, _page(tmp_path, analysis, "colours"))
     try:
         conv = next(i for i, r in enumerate(analysis.nodes) if r.name == "conv2d_0")
@@ -132,8 +141,9 @@ def test_the_colours_follow_the_selected_target(browser, tmp_path):
 
 
 def test_opening_a_module_and_going_back_restores_the_picture(browser, tmp_path):
-    analysis = onnxroof.analyze(_scoped(transformer_like(layers=4, seq=16, dim=32, heads=2, ffn=64)),
-                                targets=["h100-sxm"])
+    analysis = onnxroof.analyze(
+        _scoped(transformer_like(layers=4, seq=16, dim=32, heads=2, ffn=64)), targets=["h100-sxm"]
+    )
     report = Report(browser, _page(tmp_path, analysis, "scoped"))
     try:
         report.assert_clean()
@@ -211,8 +221,23 @@ def test_the_diff_page_marks_what_changed_on_either_model(browser, tmp_path):
     from onnxroof.cli.app import main
 
     path = tmp_path / "diff.html"
-    assert main(["diff", "example:shallownet", "example:shallownet-separable", "--target", "myriad-x",
-                 "--format", "html", "-o", str(path), "-q"]) == 0
+    assert (
+        main(
+            [
+                "diff",
+                "example:shallownet",
+                "example:shallownet-separable",
+                "--target",
+                "myriad-x",
+                "--format",
+                "html",
+                "-o",
+                str(path),
+                "-q",
+            ]
+        )
+        == 0
+    )
     report = Report(browser, path)
     try:
         report.assert_clean()
@@ -221,7 +246,10 @@ def test_the_diff_page_marks_what_changed_on_either_model(browser, tmp_path):
             .filter(g => g.querySelector('text').textContent === 'Conv')
             .map(g => [g.querySelectorAll('text')[1].textContent, g.getAttribute('class')])"""
         # the head: conv2d_0 is now depthwise (changed), conv2d_1 the new pointwise conv (added)
-        assert report.page.evaluate(convs) == [["conv2d_0", "gb gb-node mark-changed"], ["conv2d_1", "gb gb-node mark-added"]]
+        assert report.page.evaluate(convs) == [
+            ["conv2d_0", "gb gb-node mark-changed"],
+            ["conv2d_1", "gb gb-node mark-added"],
+        ]
         report.page.select_option("#gv-side", "base")
         assert_drawn_clean(report)
         assert report.page.evaluate(convs) == [["conv2d_0", "gb gb-node mark-changed"]]  # the base's one conv
@@ -241,7 +269,9 @@ def test_the_memory_peak_marks_the_nodes_whose_outputs_are_live_there(browser, t
         report.page.click("#memory .marker-model circle")
         assert report.page.get_attribute("#gv-peak", "aria-pressed") == "true"
         marked = report.page.eval_on_selector_all(
-            "#graph-view.gv-show-live #gv-content .gb.live", "gs => gs.map(g => g.querySelectorAll('text')[1].textContent)")
+            "#graph-view.gv-show-live #gv-content .gb.live",
+            "gs => gs.map(g => g.querySelectorAll('text')[1].textContent)",
+        )
         assert sorted(marked) == ["batch_normalization_0", "conv2d_0"]
         report.page.click("#gv-peak")
         assert report.page.locator("#graph-view.gv-show-live").count() == 0

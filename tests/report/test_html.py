@@ -12,13 +12,12 @@ from pathlib import Path
 
 import onnx
 import pytest
+from models import IMG_PAYLOAD, interleaved_branches_model, zero_weights
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.core.examples import EXAMPLES, build_example
 from onnxroof.report.html.pages import render_html, script_json
-
-from models import IMG_PAYLOAD, interleaved_branches_model, zero_weights
 
 SCRIPT_PAYLOAD = "</script><script>alert(1)</script>"
 
@@ -183,7 +182,11 @@ def test_hostile_names_are_escaped():
     # exactly the page's own scripts: the graph view's, node table's and document's JSON blocks, and the inline code
     scripts = [attributes for tag, attributes in page.tags if tag == "script"]
     assert [(a.get("type"), a.get("id")) for a in scripts] == [
-        ("application/json", "onnxroof-graph"), ("application/json", "onnxroof-nodes"), ("application/json", "onnxroof-data"), (None, None)]
+        ("application/json", "onnxroof-graph"),
+        ("application/json", "onnxroof-nodes"),
+        ("application/json", "onnxroof-data"),
+        (None, None),
+    ]
     # the names survive, escaped, as text and in the embedded document
     assert page.node_names[0].strip() == IMG_PAYLOAD + SCRIPT_PAYLOAD
     document = json.loads(page.json_text)
@@ -226,7 +229,7 @@ def test_complete_model_has_no_warning_box(minigooglenet_html):
 
 def _memory_section(html: str) -> str:
     start = html.index('<section class="panel memory" id="memory"')
-    return html[start:html.index("</section>", start)]
+    return html[start : html.index("</section>", start)]
 
 
 def test_memory_section_on_minigooglenet(minigooglenet_html, minigooglenet_analysis):
@@ -247,8 +250,10 @@ def test_memory_section_on_minigooglenet(minigooglenet_html, minigooglenet_analy
     assert section.count('title="393,216 bytes"') == 2 and "conv2d_0" in section
     # how the best order was found, and the plain-language explanation
     assert "already optimal" in section
-    assert ("At step 1, batch_normalization_0 (BatchNormalization) runs while conv2d_0&#39;s output is still live"
-            in section)
+    assert (
+        "At step 1, batch_normalization_0 (BatchNormalization) runs while conv2d_0&#39;s output is still live"
+        in section
+    )
     assert "Concat" in section
     # one path per order in the timeline, nothing else drawn as a path (but the graph view's edges)
     paths = [p for p in page.svg_paths if p.get("class") != "ge"]
@@ -257,8 +262,10 @@ def test_memory_section_on_minigooglenet(minigooglenet_html, minigooglenet_analy
     # the y axis is in IEC units, x is the step
     assert ">800 KiB</text>" in section and ">70</text>" in section
     # a hover title per step, with its node and exact bytes
-    assert any(t.startswith("step 1\nmodel order: batch_normalization_0 (BatchNormalization): 768 KiB (786,432 bytes)")
-               for t in page.svg_titles)
+    assert any(
+        t.startswith("step 1\nmodel order: batch_normalization_0 (BatchNormalization): 768 KiB (786,432 bytes)")
+        for t in page.svg_titles
+    )
     assert sum(1 for t in page.svg_titles if t.startswith("step ")) == 74
 
 
@@ -296,15 +303,20 @@ def resnet_like(width: int = 16, image: int = 64) -> onnx.ModelProto:
         name = f"conv{len(nodes)}"
         w = zero_weights(f"{name}.w", (c_out, c_in, k, k), inits)
         b = zero_weights(f"{name}.b", (c_out,), inits)
-        nodes.append(helper.make_node("Conv", [x, w, b], [name], name=name, kernel_shape=[k, k],
-                                      strides=[stride, stride], pads=[k // 2] * 4))
+        nodes.append(
+            helper.make_node(
+                "Conv", [x, w, b], [name], name=name, kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4
+            )
+        )
         if relu:
             nodes.append(helper.make_node("Relu", [name], [name + ".relu"], name=name + ".relu"))
             return name + ".relu"
         return name
 
     x = conv("x", 3, width, 7, stride=2)
-    nodes.append(helper.make_node("MaxPool", [x], ["pool"], name="pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4))
+    nodes.append(
+        helper.make_node("MaxPool", [x], ["pool"], name="pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+    )
     x, c_in = "pool", width
     for stage, (blocks, mid) in enumerate(((3, width), (4, 2 * width), (6, 4 * width), (3, 8 * width))):
         for block in range(blocks):
@@ -319,16 +331,30 @@ def resnet_like(width: int = 16, image: int = 64) -> onnx.ModelProto:
             x, c_in = name + ".relu", 4 * mid
     nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"], name="gap"))
     nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"))
-    nodes.append(helper.make_node("Gemm", ["flat", zero_weights("fc.w", (1000, c_in), inits), zero_weights("fc.b", (1000,), inits)],
-                                  ["logits"], name="fc", transB=1))
-    graph = helper.make_graph(nodes, "resnet_like", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, image, image])],
-                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], inits)
+    nodes.append(
+        helper.make_node(
+            "Gemm",
+            ["flat", zero_weights("fc.w", (1000, c_in), inits), zero_weights("fc.b", (1000,), inits)],
+            ["logits"],
+            name="fc",
+            transB=1,
+        )
+    )
+    graph = helper.make_graph(
+        nodes,
+        "resnet_like",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, image, image])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])],
+        inits,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onnxroof tests")
 
 
 def chain(nodes: int, width: int = 16) -> onnx.ModelProto:
     """benchmarks/chain.py's MatMul/Add/Relu chain."""
-    spec = importlib.util.spec_from_file_location("chain", Path(__file__).resolve().parents[2] / "benchmarks" / "chain.py")
+    spec = importlib.util.spec_from_file_location(
+        "chain", Path(__file__).resolve().parents[2] / "benchmarks" / "chain.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.chain_model(nodes, width)
@@ -368,7 +394,18 @@ class _Charts(HTMLParser):
     def handle_endtag(self, tag):
         if tag == "title" and self._stack:
             self._stack[-1].pop("_title_open", None)
-        elif tag in ("circle", "g") and self._stack and tag == ("circle" if "cx" in self._stack[-1] and "d" not in self._stack[-1] and self._stack[-1].get("class", "").startswith("dot") else "g"):
+        elif (
+            tag in ("circle", "g")
+            and self._stack
+            and tag
+            == (
+                "circle"
+                if "cx" in self._stack[-1]
+                and "d" not in self._stack[-1]
+                and self._stack[-1].get("class", "").startswith("dot")
+                else "g"
+            )
+        ):
             self._stack.pop()
         elif tag == "script":
             self._script = None
@@ -401,20 +438,26 @@ def targeted():
 
 def test_header_names_type_batch_and_targets(targeted):
     analysis, html = targeted
-    header = html[html.index('<header class="masthead">'):html.index("</header>")]
+    header = html[html.index('<header class="masthead">') : html.index("</header>")]
     assert "float32 (as stored)" in header and "from the input shapes" in header
     assert "myriad-x, h100-sxm" in header
     assert "Conventions:" in header and "1 MAC = 2 FLOPs" in header
 
 
-BOUND_WORDS = {"compute": "compute", "dram": "DRAM", "onchip": "on-chip", "overhead": "overhead",
-               "parallelism": "parallelism", "none": "none"}
+BOUND_WORDS = {
+    "compute": "compute",
+    "dram": "DRAM",
+    "onchip": "on-chip",
+    "overhead": "overhead",
+    "parallelism": "parallelism",
+    "none": "none",
+}
 
 
 def test_target_cards(targeted):
     analysis, html = targeted
-    cards = html[html.index('aria-label="Per target"'):]
-    cards = cards[:cards.index("</section>")]
+    cards = html[html.index('aria-label="Per target"') :]
+    cards = cards[: cards.index("</section>")]
     for report in analysis.targets:
         assert f"{report.latency_s:.6g} s for one run" in cards
         assert f"{report.throughput_per_s:,.1f}/s" in cards
@@ -437,8 +480,19 @@ def test_one_roofline_per_target_with_one_dot_per_costed_node(targeted):
         costed = [n for n in report.nodes if n.placement.flops > 0]
         # alike kernels (same op, roof, FLOPs, bytes and time) share one dot that counts them
         assert sum(int(d["data-count"]) for d in chart["dots"]) == len(costed) == expected
-        assert len(chart["dots"]) == len({(n.op_type, n.placement.roof, n.placement.flops, n.placement.dram_bytes,
-                                           n.placement.onchip_bytes, n.placement.time_s) for n in costed})
+        assert len(chart["dots"]) == len(
+            {
+                (
+                    n.op_type,
+                    n.placement.roof,
+                    n.placement.flops,
+                    n.placement.dram_bytes,
+                    n.placement.onchip_bytes,
+                    n.placement.time_s,
+                )
+                for n in costed
+            }
+        )
         by_name = {n.name: n for n in costed}
         for dot in chart["dots"]:
             node = by_name[names[int(dot["data-node"])]]  # data-node: the row it scrolls to
@@ -478,11 +532,15 @@ def test_roofline_dots_sit_under_the_roof(targeted):
     top compute roof and the DRAM slope), read back from the SVG's own paths."""
     _, html = targeted
     for number, _ in enumerate(DOTS_PER_TARGET):
-        svg = html[html.index(f'id="roofline-{number}"'):]
-        svg = svg[:svg.index("</svg>")]
+        svg = html[html.index(f'id="roofline-{number}"') :]
+        svg = svg[: svg.index("</svg>")]
         top = min(float(y) for y in re.findall(r'<path class="roof" d="M[\d.]+,([\d.]+)H', svg))
-        x1, y1, x2, y2 = map(float, re.search(r'class="slope slope-dram" d="M([\d.]+),([\d.]+)L([\d.]+),([\d.]+)"', svg).groups())
-        dots = [(float(x), float(y)) for x, y in re.findall(r'<circle class="dot[^"]*" cx="([\d.]+)" cy="([\d.]+)"', svg)]
+        x1, y1, x2, y2 = map(
+            float, re.search(r'class="slope slope-dram" d="M([\d.]+),([\d.]+)L([\d.]+),([\d.]+)"', svg).groups()
+        )
+        dots = [
+            (float(x), float(y)) for x, y in re.findall(r'<circle class="dot[^"]*" cx="([\d.]+)" cy="([\d.]+)"', svg)
+        ]
         assert dots
         for x, y in dots:
             assert y >= top - 0.15
@@ -508,8 +566,8 @@ def test_roofline_bins_dots_past_the_limit(monkeypatch, targeted):
 
 def test_hotspots_are_the_slowest_nodes_on_the_first_target(targeted):
     analysis, html = targeted
-    section = html[html.index('id="hotspots"'):]
-    section = section[:section.index("</section>")]
+    section = html[html.index('id="hotspots"') :]
+    section = section[: section.index("</section>")]
     slowest = sorted(analysis.targets[0].nodes, key=lambda n: -n.placement.time_s)[:10]
     positions = [section.index(f'title="{n.name}">{n.name}</a>') for n in slowest]
     assert positions == sorted(positions) and len(positions) == 10
@@ -517,18 +575,18 @@ def test_hotspots_are_the_slowest_nodes_on_the_first_target(targeted):
 
 
 def test_hotspots_by_flops_without_targets(minigooglenet_html):
-    section = minigooglenet_html[minigooglenet_html.index('id="hotspots"'):]
-    section = section[:section.index("</section>")]
+    section = minigooglenet_html[minigooglenet_html.index('id="hotspots"') :]
+    section = section[: section.index("</section>")]
     assert "by FLOPs" in section and "conv2d_" in section
     assert _charts(minigooglenet_html).charts == []  # no target, no roofline
 
 
 def test_op_types_share_of_time_per_target(targeted):
     analysis, html = targeted
-    section = html[html.index('id="ops"'):]
-    section = section[:section.index("</section>")]
-    assert "Share of time <span class=\"muted\">myriad-x</span>" in section
-    assert "Share of time <span class=\"muted\">h100-sxm</span>" in section
+    section = html[html.index('id="ops"') :]
+    section = section[: section.index("</section>")]
+    assert 'Share of time <span class="muted">myriad-x</span>' in section
+    assert 'Share of time <span class="muted">h100-sxm</span>' in section
     conv = sum(n.placement.time_s for n in analysis.targets[0].nodes if n.op_type == "Conv")
     assert f"({conv:.6g} s) of" in section
     # on h100-sxm every Conv runs fused with its BatchNormalization and Relu: the kernel's time is
@@ -544,10 +602,17 @@ def test_hotspot_names_keep_what_tells_the_rows_apart():
     # a middle clip to 36 would cut the index from both
     names = [f"/model/encoder/layer.{i}/intermediate/dense/MatMul" for i in (10, 11)]
     initializers: list = []
-    nodes = [helper.make_node("MatMul", ["x", zero_weights("w0", [64, 64], initializers)], ["h"], name=names[0]),
-             helper.make_node("MatMul", ["h", zero_weights("w1", [64, 64], initializers)], ["y"], name=names[1])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 64])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 64])], initializers)
+    nodes = [
+        helper.make_node("MatMul", ["x", zero_weights("w0", [64, 64], initializers)], ["h"], name=names[0]),
+        helper.make_node("MatMul", ["h", zero_weights("w1", [64, 64], initializers)], ["y"], name=names[1]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 64])],
+        initializers,
+    )
     html = render_html(onnxroof.analyze(helper.make_model(graph), targets=["h100-sxm"]))
     assert "…layer.10/intermediate/dense/MatMul" in html and "…layer.11/intermediate/dense/MatMul" in html
 
@@ -555,9 +620,9 @@ def test_hotspot_names_keep_what_tells_the_rows_apart():
 def test_the_roofs_legend_names_only_the_roofs_drawn():
     # fpga-ddr100 gives no on-chip bandwidth, so its chart draws no on-chip roof; myriad-x gives one
     html = render_html(onnxroof.analyze(build_example("shallownet"), targets=["fpga-ddr100", "myriad-x"]))
-    fpga, myriad = (html[html.index(f'id="roofline-{i}-panel"'):] for i in (0, 1))
-    fpga = fpga[:fpga.index("</figcaption>")]
-    myriad = myriad[:myriad.index("</figcaption>")]
+    fpga, myriad = (html[html.index(f'id="roofline-{i}-panel"') :] for i in (0, 1))
+    fpga = fpga[: fpga.index("</figcaption>")]
+    myriad = myriad[: myriad.index("</figcaption>")]
     assert "DRAM roof" in fpga and "on-chip roof" not in fpga
     assert "on-chip roof" in myriad
 
@@ -696,8 +761,8 @@ def test_compare_html(pair):
 
 
 def test_sweep_html():
-    from onnxroof.report.html.pages import render_sweep_html
     from onnxroof.compare.sweep import run_sweep
+    from onnxroof.report.html.pages import render_sweep_html
 
     points = run_sweep(build_example("minigooglenet"), [("batch", [1, 4, 16])], targets=["myriad-x", "h100-sxm"])
     html = render_sweep_html(points)
@@ -718,8 +783,11 @@ def test_many_inputs_and_peak_tensors_fold_away():
     from conftest import make_model
 
     nodes = [helper.make_node("Relu", [f"x{i}"], [f"y{i}"]) for i in range(20)]
-    model = make_model(nodes, [(f"x{i}", TensorProto.FLOAT, [1, 16]) for i in range(20)],
-                       [(f"y{i}", TensorProto.FLOAT, [1, 16]) for i in range(20)])
+    model = make_model(
+        nodes,
+        [(f"x{i}", TensorProto.FLOAT, [1, 16]) for i in range(20)],
+        [(f"y{i}", TensorProto.FLOAT, [1, 16]) for i in range(20)],
+    )
     page = render_html(onnxroof.analyze(model))
     assert "12 more inputs</summary>" in page and "12 more outputs</summary>" in page
     # at the peak 21 tensors of 64 B are live (20 inputs and the first output, or the last input

@@ -20,12 +20,11 @@ import json
 import re
 
 import pytest
+from conftest import run
+from models import fixed_batch_model, hand_targets
 
 import onnxroof
 from onnxroof.roofline.targets import LatencyKind
-
-from conftest import run
-from models import fixed_batch_model, hand_targets
 
 
 @pytest.fixture
@@ -59,7 +58,10 @@ def test_the_report_is_a_bound_when_nodes_are_left_out(targets):
     assert on_calibrated.latency_s == pytest.approx(16.777216e-3)
     assert on_calibrated.bound_reason == "2 node(s) not counted"
     assert on_peak.bound_reason == "2 node(s) not counted; the target's figures are peaks"
-    assert on_calibrated.findings_caveat == "computed on an incomplete analysis: 2 node(s) not counted, so no gain is measured"
+    assert (
+        on_calibrated.findings_caveat
+        == "computed on an incomplete analysis: 2 node(s) not counted, so no gain is measured"
+    )
 
 
 def test_print_says_at_least(targets):
@@ -75,8 +77,9 @@ def test_the_summary_says_at_least_and_at_most(capsys, model_path, targets):
     _, calibrated = targets
     code, out, _ = run(capsys, "summary", model_path, "--batch", "8", "--target", calibrated, "-q")
     assert code == 0
-    assert out.splitlines()[0] == ("INCOMPLETE: 2 node(s) not counted; the totals and latencies are lower bounds "
-                                   "(see the warnings)")
+    assert out.splitlines()[0] == (
+        "INCOMPLETE: 2 node(s) not counted; the totals and latencies are lower bounds (see the warnings)"
+    )
     assert "latency ≥ 16.8 ms · ≤ 476.8 inferences/s" in out
     assert "latency: a lower bound (≥): 2 node(s) not counted, and they take time too" in out
     assert "±18%" not in out and "forecast" not in out
@@ -87,15 +90,32 @@ def test_the_summary_says_at_least_and_at_most(capsys, model_path, targets):
 
 def test_the_json_entry_of_each_target_says_complete_and_why(capsys, model_path, targets):
     peak, calibrated = targets
-    code, out, _ = run(capsys, "summary", model_path, "--batch", "8", "--target", peak, "--target", calibrated,
-                       "--format", "json", "-q")
+    code, out, _ = run(
+        capsys,
+        "summary",
+        model_path,
+        "--batch",
+        "8",
+        "--target",
+        peak,
+        "--target",
+        calibrated,
+        "--format",
+        "json",
+        "-q",
+    )
     document = json.loads(out)
     assert (document["complete"], document["missing"]) == (False, "2 node(s) not counted")
     on_peak, on_calibrated = document["targets"]
-    assert {key: on_calibrated[key] for key in ("latency_kind", "complete", "uncounted_nodes", "bound_reason",
-                                                "error_band")} == {
-        "latency_kind": "bound", "complete": False, "uncounted_nodes": 2, "bound_reason": "2 node(s) not counted",
-        "error_band": None}
+    assert {
+        key: on_calibrated[key] for key in ("latency_kind", "complete", "uncounted_nodes", "bound_reason", "error_band")
+    } == {
+        "latency_kind": "bound",
+        "complete": False,
+        "uncounted_nodes": 2,
+        "bound_reason": "2 node(s) not counted",
+        "error_band": None,
+    }
     assert on_peak["bound_reason"] == "2 node(s) not counted; the target's figures are peaks"
     code, out, _ = run(capsys, "summary", model_path, "--batch", "1", "--target", calibrated, "--format", "json", "-q")
     entry = json.loads(out)["targets"][0]
@@ -104,8 +124,9 @@ def test_the_json_entry_of_each_target_says_complete_and_why(capsys, model_path,
 
 def test_markdown_says_at_least(capsys, model_path, targets):
     _, calibrated = targets
-    code, out, _ = run(capsys, "summary", model_path, "--batch", "8", "--target", calibrated, "--format", "markdown",
-                       "-q")
+    code, out, _ = run(
+        capsys, "summary", model_path, "--batch", "8", "--target", calibrated, "--format", "markdown", "-q"
+    )
     assert "| calibrated | ≥ 16.8 ms | ≤ 476.8 |" in out
     assert "Latency: a lower bound \\(≥\\): 2 node\\(s\\) not counted, and they take time too." in out
 
@@ -134,8 +155,8 @@ def test_an_incomplete_sweep_point_is_hollow_and_breaks_its_line(targets):
     _, calibrated = targets
     points = run_sweep(fixed_batch_model(), [("batch", [1, 8])], targets=[calibrated])
     html = render_sweep_html(points)
-    latency = html[html.index('id="xy-latency"'):]
-    latency = latency[:latency.index("</svg>")]
+    latency = html[html.index('id="xy-latency"') :]
+    latency = latency[: latency.index("</svg>")]
     # one line, two points: batch 1 filled, batch 8 hollow; no segment joins them (a lone move)
     assert latency.count('class="xy-point"') == 1 and latency.count('class="xy-point hollow"') == 1
     path = re.search(r'<path d="([^"]*)"/>', latency).group(1)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
+from models import interleaved_branches_model, look_alike_model
+
 import onnxroof
 from onnxroof.report.json import document_json
 from onnxroof.result import Encoded
-
-from models import interleaved_branches_model, look_alike_model
 
 
 def compact_document(analysis) -> dict:

@@ -18,16 +18,17 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import run, target_text
 
 import onnxroof
 from onnxroof.roofline.targets import EFFICIENCY_CLASSES, LatencyKind, load_target
 
-from conftest import run, target_text
-
 ROOT = Path(__file__).resolve().parents[2]
 
 PEAKS = {"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e12}
-MEASURED = "".join(f'[efficiency.{name}]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n' for name in EFFICIENCY_CLASSES)
+MEASURED = "".join(
+    f'[efficiency.{name}]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n' for name in EFFICIENCY_CLASSES
+)
 BAND = '[error_band]\nvalue = 0.18\ntag = "measured"\nsource = "12 published rows"\n'
 
 
@@ -92,8 +93,9 @@ def test_a_band_measured_on_other_roofs_is_not_claimed(capsys, tmp_path, conv_re
 
 
 def test_the_json_document_names_the_kind_and_the_band(capsys, conv_relu, peak_target, calibrated_target):
-    code, out, _ = run(capsys, "summary", conv_relu, "--target", peak_target, "--target", calibrated_target,
-                       "--format", "json", "-q")
+    code, out, _ = run(
+        capsys, "summary", conv_relu, "--target", peak_target, "--target", calibrated_target, "--format", "json", "-q"
+    )
     peak, calibrated = json.loads(out)["targets"]
     assert (peak["latency_kind"], peak["error_band"]) == ("bound", None)
     assert calibrated["latency_kind"] == "forecast"

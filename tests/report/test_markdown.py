@@ -22,8 +22,18 @@ def visible_text(html: str) -> str:
 
 
 def test_the_diff_comment_renders_with_tables_and_no_stray_escapes(capsys):
-    code, out, _ = run(capsys, "diff", "example:minigooglenet", "example:minigooglenet-separable",
-                       "--target", "h100-sxm", "--target", "myriad-x", "--format", "markdown")
+    code, out, _ = run(
+        capsys,
+        "diff",
+        "example:minigooglenet",
+        "example:minigooglenet-separable",
+        "--target",
+        "h100-sxm",
+        "--target",
+        "myriad-x",
+        "--format",
+        "markdown",
+    )
     assert code == 0
     html = rendered(out)
     text = visible_text(html)
@@ -32,7 +42,9 @@ def test_the_diff_comment_renders_with_tables_and_no_stray_escapes(capsys):
     assert separators and html.count("<table>") == len(separators)  # every table renders as one
     assert "Largest time changes on h100-sxm" in text
     # separable convolutions cut parameters and FLOPs: good news, marked green, never red
-    metric_rows = [line for line in out.splitlines() if line.startswith("| parameters |") or line.startswith("| FLOPs |")]
+    metric_rows = [
+        line for line in out.splitlines() if line.startswith("| parameters |") or line.startswith("| FLOPs |")
+    ]
     assert metric_rows and all("🟢" in line and "🔴" not in line for line in metric_rows)
 
 
@@ -47,14 +59,23 @@ def test_the_diff_comment_lists_the_findings_that_changed(capsys):
     from onnxroof.compare.diff import diff_analyses
     from onnxroof.core.examples import build_example
 
-    code, out, _ = run(capsys, "diff", "example:minigooglenet", "example:minigooglenet-separable",
-                       "--target", "l4", "--format", "markdown")
+    code, out, _ = run(
+        capsys,
+        "diff",
+        "example:minigooglenet",
+        "example:minigooglenet-separable",
+        "--target",
+        "l4",
+        "--format",
+        "markdown",
+    )
     assert code == 0
     html = rendered(out)
     section = html.split("Findings that changed", 1)[1].split("</ul>", 1)[0]
     items = [visible_text(item) for item in re.findall(r"<li>(.*?)</li>", section, re.S)]
-    base, head = (onnxroof.analyze(build_example(name), targets=["l4"])
-                  for name in ("minigooglenet", "minigooglenet-separable"))
+    base, head = (
+        onnxroof.analyze(build_example(name), targets=["l4"]) for name in ("minigooglenet", "minigooglenet-separable")
+    )
     reviewed = onnxroof.review(base).findings, onnxroof.review(head).findings
     changes = diff_analyses(base, head, findings=reviewed).findings
     assert changes and len(items) == len(changes)

@@ -24,7 +24,8 @@ def test_the_cards_give_the_peak_its_step_and_node(memory):
 def test_the_paragraph_says_what_the_peak_node_reads_and_writes(memory):
     assert memory["explanation"].startswith(
         "At step 1, relu (Relu) runs while matmul's output is still live: it reads matmul's output (32 B) "
-        "and writes its own output (32 B). That is 64 bytes live in all.")
+        "and writes its own output (32 B). That is 64 bytes live in all."
+    )
     # the Relu alone reads and writes 32 + 32 = 64 bytes: the peak is the largest-layer lower bound
     assert "No execution order can go lower: this node alone needs 64 B" in memory["explanation"]
 

@@ -23,8 +23,10 @@ def test_the_header_names_the_model_its_type_batch_and_targets(analysis):
     assert (header.name, header.opset, header.file_size, header.nodes) == ("matmul_relu", "17", "in memory", "2")
     assert header.inputs == [{"name": "x", "shape": "1×4", "dtype": "float32"}]
     # both costed nodes are float32: the model's own type
-    assert (header.dtype, header.dtype_title) == ("float32 (as stored)",
-                                                  "the model's own element types; float32: 2 costed nodes")
+    assert (header.dtype, header.dtype_title) == (
+        "float32 (as stored)",
+        "the model's own element types; float32: 2 costed nodes",
+    )
     assert (header.batch, header.targets) == ("from the input shapes", "hand")
 
 

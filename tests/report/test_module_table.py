@@ -18,8 +18,10 @@ def two_layers():
     bytes of activations. Each step holds two [1, 4] tensors: the peak is 32 bytes."""
     nodes, weights, previous = [], [], "x"
     for i in range(2):
-        nodes += [helper.make_node("MatMul", [previous, f"W{i}"], [f"m{i}"], name=f"/layer.{i}/matmul"),
-                  helper.make_node("Relu", [f"m{i}"], [f"r{i}"], name=f"/layer.{i}/relu")]
+        nodes += [
+            helper.make_node("MatMul", [previous, f"W{i}"], [f"m{i}"], name=f"/layer.{i}/matmul"),
+            helper.make_node("Relu", [f"m{i}"], [f"r{i}"], name=f"/layer.{i}/relu"),
+        ]
         weights.append((f"W{i}", np.ones((4, 4), np.float32)))
         previous = f"r{i}"
     return make_model(nodes, [("x", TensorProto.FLOAT, [1, 4])], [("r1", TensorProto.FLOAT, [1, 4])], weights)

@@ -14,7 +14,7 @@ def test_the_page_sits_escaped_in_an_iframe_s_srcdoc():
     frame = notebook_html(onnxroof.analyze(matmul_relu()))
     assert frame.startswith('<iframe title="onnxroof: matmul_relu" srcdoc="') and frame.endswith("></iframe>")
     page = html.unescape(frame.split('srcdoc="', 1)[1].split('" style=', 1)[0])
-    assert "<h2 class=\"model-name\">matmul_relu" in page
+    assert '<h2 class="model-name">matmul_relu' in page
 
 
 def test_the_frame_is_as_tall_as_its_parts_up_to_a_limit():

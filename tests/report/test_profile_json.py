@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from measurements import expected_median, recorded_profile, recorded_result
 
 from onnxroof.report.profile_json import SCHEMA, profile_document
-
-from measurements import expected_median, recorded_profile, recorded_result
 
 
 def test_the_document_carries_every_node_and_kernel_and_the_measured_total():

@@ -4,13 +4,12 @@ roofline and the predicted-against-measured section, from a recorded profile (no
 from __future__ import annotations
 
 import pytest
+from measurements import recorded_result
 
 import onnxroof
 from onnxroof.core.examples import build_example
 from onnxroof.report.html.pages import render_html
 from onnxroof.report.html.profile_page import render_profile_html
-
-from measurements import recorded_result
 
 
 def test_the_html_report_draws_a_measured_dot_per_measured_node():
@@ -28,7 +27,9 @@ def test_the_html_report_draws_a_measured_dot_per_measured_node():
     assert html.count('<a class="node-link" href="#node-table"') == 15 + 10  # this table and the hotspots
     # nothing unescaped: the note's markup is text, the only scripts are the report's own
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert html.count("<script") == render_html(result.analysis).count("<script") == 4  # graph, nodes, document JSON; the code
+    assert (
+        html.count("<script") == render_html(result.analysis).count("<script") == 4
+    )  # graph, nodes, document JSON; the code
     assert "http://" not in html and "https://" not in html
 
 

@@ -43,6 +43,10 @@ def test_a_measured_dot_per_node_the_largest_share_first(profile):
 def test_the_section_ranks_the_nodes_by_measured_time(profile):
     context = profile_context(profile.analysis, profile, 0)
     first, second = context["rows"]
-    assert (first["name"], first["predicted"], first["measured"], first["ratio"]) == ("matmul", "176 ns", "352 ns",
-                                                                                    "2.00x")
+    assert (first["name"], first["predicted"], first["measured"], first["ratio"]) == (
+        "matmul",
+        "176 ns",
+        "352 ns",
+        "2.00x",
+    )
     assert (second["name"], second["ratio"]) == ("relu", "1.00x")

@@ -28,24 +28,31 @@ def test_the_inserted_kernel_and_the_totals(result):
     assert "  + copy_in (MemcpyFromHost): 16 ns, inserted by onnxruntime, no ONNX node" in text
     # 352 + 64 + 16 = 432 ns measured; 432 / 240 = 1.80; (240 - 432) / 432 = -44%
     # one line says what the error is against, and why (issue 47)
-    assert ("predicted 240 ns · measured 432 ns as the sum of kernel medians (the prediction is a sum of kernel "
-            "times) · prediction error -44% against that sum (measured/predicted 1.80x)") in text
+    assert (
+        "predicted 240 ns · measured 432 ns as the sum of kernel medians (the prediction is a sum of kernel "
+        "times) · prediction error -44% against that sum (measured/predicted 1.80x)"
+    ) in text
 
 
 def test_the_header_says_how_it_was_measured_and_the_notes_close_it(result):
     lines = render_profile_table(result).splitlines()
     assert lines[0].startswith("onnxroof profile · matmul_relu · inputs: x 1x4 float32")
-    assert lines[1] == ("measured: onnxruntime 1.0 CPU, optimization disable, 1 intra-op threads, "
-                        "median of 10 runs after 2 warm-up")
+    assert lines[1] == (
+        "measured: onnxruntime 1.0 CPU, optimization disable, 1 intra-op threads, median of 10 runs after 2 warm-up"
+    )
     assert "note: a note" in lines  # then the target's own notes (no energy figures here)
 
 
 def test_a_node_split_with_others_and_one_not_run_are_said_so(result):
     from dataclasses import replace
 
-    split = replace(result, nodes=[
-        NodeComparison("relu", "Relu", "dram", RELU_S, RELU_S, "matmul", "MatMul+Relu", True, Coverage.SPLIT),
-        NodeComparison("matmul", "MatMul", "dram", MATMUL_S, None, None, None, False, Coverage.REMOVED)])
+    split = replace(
+        result,
+        nodes=[
+            NodeComparison("relu", "Relu", "dram", RELU_S, RELU_S, "matmul", "MatMul+Relu", True, Coverage.SPLIT),
+            NodeComparison("matmul", "MatMul", "dram", MATMUL_S, None, None, None, False, Coverage.REMOVED),
+        ],
+    )
     text = render_profile_table(split)
     assert "in matmul (MatMul+Relu), split" in text and "not run by onnxruntime (view or folded)" in text
     assert "note: 1 node(s) ran inside fused kernels" in text

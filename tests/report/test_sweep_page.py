@@ -18,8 +18,14 @@ def points(tmp_path_factory):
 
 def test_a_row_per_point_with_its_totals_and_latency(points):
     page = sweep_page(points)
-    assert page.headers == ["FLOPs", "Params", "Peak activations", "Latency [hand]", "Throughput [hand]",
-                            "Bound [hand]"]
+    assert page.headers == [
+        "FLOPs",
+        "Params",
+        "Peak activations",
+        "Latency [hand]",
+        "Throughput [hand]",
+        "Bound [hand]",
+    ]
     first, last = ([cell["text"] for cell in row["cells"]] for row in page.rows)
     assert first[:4] == ["72", "32", "64 B", "≥ 240 ns"]  # peak figures: a latency bound
     assert last[:4] == ["288", "32", "256 B", "≥ 576 ns"]

@@ -46,7 +46,8 @@ def test_the_inputs_line_names_each_input_with_its_shape_and_type():
 
 def test_assumed_dims_say_how_to_set_them():
     assert assumed_text({"batch": 1}) == (
-        "batch=1 (a batch dim the inputs leave open; --dim batch=N or --batch N to change)")
+        "batch=1 (a batch dim the inputs leave open; --dim batch=N or --batch N to change)"
+    )
 
 
 def test_the_csv_has_a_row_per_node_with_its_counts():
@@ -54,26 +55,44 @@ def test_the_csv_has_a_row_per_node_with_its_counts():
     assert list(rows[0]) == list(CSV_COLUMNS)
     matmul, relu = rows
     assert (matmul["name"], matmul["macs"], matmul["mac_flops"], matmul["params"]) == (
-        "matmul", str(MACS), str(MAC_FLOPS), str(PARAMS))
+        "matmul",
+        str(MACS),
+        str(MAC_FLOPS),
+        str(PARAMS),
+    )
     # the Relu: 8 FLOPs over 32 + 32 bytes = 0.125 FLOP/B
     relu_cells = (relu["flops"], relu["input_bytes"], relu["output_bytes"], relu["intensity"])
     assert relu_cells == ("8", "32", "32", "0.125")
 
 
 def _decoder(**changes) -> SimpleNamespace:
-    figures = dict(phase="decode", new_tokens=1, context=128, layers=2, kv_heads=4, head_size=16,
-                   kv_read_bytes=2048, kv_write_bytes=1024, kv_write_mode="appended", kv_bytes_per_token=512,
-                   kv_cache_bytes={"float16": 65536}, cross_read_bytes=0, cross_length=0, cross_write_bytes=0,
-                   cross_cache_bytes={}, tokens_per_s={"hand": 1234.5}, time_to_first_token_s={},
-                   recognised=[f"cache {i}" for i in range(4)] + ["attention 0"])
+    figures = dict(
+        phase="decode",
+        new_tokens=1,
+        context=128,
+        layers=2,
+        kv_heads=4,
+        head_size=16,
+        kv_read_bytes=2048,
+        kv_write_bytes=1024,
+        kv_write_mode="appended",
+        kv_bytes_per_token=512,
+        kv_cache_bytes={"float16": 65536},
+        cross_read_bytes=0,
+        cross_length=0,
+        cross_write_bytes=0,
+        cross_cache_bytes={},
+        tokens_per_s={"hand": 1234.5},
+        time_to_first_token_s={},
+        recognised=[f"cache {i}" for i in range(4)] + ["attention 0"],
+    )
     return SimpleNamespace(**{**figures, **changes})
 
 
 def test_the_decoder_block_states_phase_cache_and_rates():
     lines = llm_lines(_decoder())
     # decode at context 128: 1 new token, 127 cached
-    assert lines[0] == ("KV-cached decoder (decode of 1 token at context 128, 127 cached): "
-                        "2 layers, 4 KV heads x 16")
+    assert lines[0] == ("KV-cached decoder (decode of 1 token at context 128, 127 cached): 2 layers, 4 KV heads x 16")
     assert lines[1].startswith("  cache read 2 KiB per step") and lines[1].endswith("; 512 B per token")
     assert lines[2] == "  KV cache at context 128: float16 64 KiB"
     assert lines[3] == "  hand: 1,234.5 tokens/s"
@@ -81,8 +100,12 @@ def test_the_decoder_block_states_phase_cache_and_rates():
 
 def test_the_decoder_block_names_two_caches_of_a_kind_then_how_many_more():
     recognised = [line for line in llm_lines(_decoder()) if "recognised" in line]
-    assert recognised == ["  recognised: cache 0", "  recognised: cache 1",
-                          "  recognised: ... and 2 more caches (--format json lists them)", "  recognised: attention 0"]
+    assert recognised == [
+        "  recognised: cache 0",
+        "  recognised: cache 1",
+        "  recognised: ... and 2 more caches (--format json lists them)",
+        "  recognised: attention 0",
+    ]
 
 
 def test_a_prefill_without_its_phase_says_how_to_set_it():

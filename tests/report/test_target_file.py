@@ -4,14 +4,13 @@ every figure is tagged measured and its source says how it was measured."""
 from __future__ import annotations
 
 import pytest
+from measurements import MiB, hand_calibration
 
 from onnxroof.measure import achieved
 from onnxroof.measure.roof_kernels import ONNXRUNTIME_INT8, MatmulPoint, Rate, StreamPoint, matmul_flops
 from onnxroof.measure.roofs import Calibration
 from onnxroof.report.target_file import calibrated_target, render_target
 from onnxroof.roofline.targets import parse_target
-
-from measurements import MiB, hand_calibration
 
 
 def test_rendered_target_validates_and_is_tagged_measured(tmp_path):
@@ -60,11 +59,17 @@ def test_the_target_file_says_which_method_gave_the_compute_roof(tmp_path):
     def point(method, flops):
         return MatmulPoint("float32", 512, Rate(flops, 1.0, 3), method)
 
-    result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
-                             numpy_version="2", blas="OpenBLAS",
-                             matmul=[point("numpy", 40e9), point("onnxruntime", 80e9)],
-                             stream=[StreamPoint("copy", size, Rate(1e10, 1.0, 3))
-                                     for size in (2**20, 2**24, 2**28, 2**30)])
+    result = Calibration(
+        date="2026-12-01",
+        cpu="test CPU",
+        cores="2 cores",
+        threads=1,
+        load_average=None,
+        numpy_version="2",
+        blas="OpenBLAS",
+        matmul=[point("numpy", 40e9), point("onnxruntime", 80e9)],
+        stream=[StreamPoint("copy", size, Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
+    )
     path = tmp_path / "t.toml"
     path.write_text(render_target(result, "t"), encoding="utf-8")
     target = parse_target(path)
@@ -78,12 +83,18 @@ def test_the_launch_overhead_becomes_the_measured_targets_cost_per_kernel(tmp_pa
     # a chain of 1 tiny kernel runs in 20 µs, one of 65 in 660 µs: 640 µs / 64 = 10 µs per kernel
     overhead = achieved.per_kernel_seconds(20e-6, 660e-6, kernels=65)
     assert overhead == pytest.approx(10e-6)
-    result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
-                             numpy_version="2", blas="OpenBLAS",
-                             matmul=[MatmulPoint("float32", 512, Rate(40e9, 1.0, 3))],
-                             stream=[StreamPoint("copy", size, Rate(1e10, 1.0, 3))
-                                     for size in (2**20, 2**24, 2**28, 2**30)],
-                             launch_overhead_s=overhead)
+    result = Calibration(
+        date="2026-12-01",
+        cpu="test CPU",
+        cores="2 cores",
+        threads=1,
+        load_average=None,
+        numpy_version="2",
+        blas="OpenBLAS",
+        matmul=[MatmulPoint("float32", 512, Rate(40e9, 1.0, 3))],
+        stream=[StreamPoint("copy", size, Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
+        launch_overhead_s=overhead,
+    )
     path = tmp_path / "t.toml"
     path.write_text(render_target(result, "t"), encoding="utf-8")
     target = parse_target(path)
@@ -95,8 +106,10 @@ def test_an_int8_roof_measured_with_onnxruntime_is_written_tagged_measured(tmp_p
     # n=1024, 2 x 1024^3 = 2,147,483,648 ops in 1.073741824 ms: 2e12 op/s, the best; the fp32 roof
     # of hand_calibration is 150 GFLOP/s, so the int8 roof is 2e12 / 150e9 = 13.3x it
     calibration = hand_calibration()
-    calibration.matmul += [MatmulPoint("int8", 512, Rate(matmul_flops(512), 0.268435456e-3, 3), ONNXRUNTIME_INT8),
-                           MatmulPoint("int8", 1024, Rate(matmul_flops(1024), 1.073741824e-3, 3), ONNXRUNTIME_INT8)]
+    calibration.matmul += [
+        MatmulPoint("int8", 512, Rate(matmul_flops(512), 0.268435456e-3, 3), ONNXRUNTIME_INT8),
+        MatmulPoint("int8", 1024, Rate(matmul_flops(1024), 1.073741824e-3, 3), ONNXRUNTIME_INT8),
+    ]
     path = tmp_path / "int8.toml"
     path.write_text(render_target(calibration, "int8"), encoding="utf-8")
     target = parse_target(path)
@@ -152,9 +165,13 @@ def test_the_gemv_efficiency_is_written_with_its_points_by_output_columns(tmp_pa
 
     calibration = hand_calibration()
     calibration.launch_overhead_s = 1e-6
-    calibration.efficiency = {"gemv": [case("MatMul 1x32768 by 32768x10", 0.2, 10, True),
-                                       case("MatMul 1x128 by 128x10", 0.45, 10, True),
-                                       case("MatMul 1x2048 by 2048x512", 0.9, 512, False)]}
+    calibration.efficiency = {
+        "gemv": [
+            case("MatMul 1x32768 by 32768x10", 0.2, 10, True),
+            case("MatMul 1x128 by 128x10", 0.45, 10, True),
+            case("MatMul 1x2048 by 2048x512", 0.9, 512, False),
+        ]
+    }
     path = tmp_path / "g.toml"
     path.write_text(render_target(calibration, "g"), encoding="utf-8")
     target = parse_target(path)
@@ -179,8 +196,9 @@ def test_a_measurement_outside_the_accepted_range_is_written_at_its_end_with_a_n
     target = calibrated_target(calibration)  # validates: no UsageError
     figure = target.subnormal_s_per_element
     assert figure.value == 1e-12 and figure.tag == "measured"
-    assert figure.source.endswith("; measured 7.563e-13, outside the range a figure may take (1e-12 to 1e+21): "
-                                  "written as 1e-12")
+    assert figure.source.endswith(
+        "; measured 7.563e-13, outside the range a figure may take (1e-12 to 1e+21): written as 1e-12"
+    )
     calibration.subnormal_s = 3e-9  # within the range: written as measured, no note
     assert calibrated_target(calibration).subnormal_s_per_element.value == 3e-9
     assert "outside the range" not in calibrated_target(calibration).subnormal_s_per_element.source

@@ -21,8 +21,11 @@ def _analysis(tmp_path, model=None):
 
 
 def _metrics(attachment: dict, kind: str, target: str) -> dict:
-    return {item["name"]: item["value"] for item in attachment["metrics"]
-            if item["kind"] == kind and item["target"] == target}
+    return {
+        item["name"]: item["value"]
+        for item in attachment["metrics"]
+        if item["kind"] == kind and item["target"] == target
+    }
 
 
 def test_placed_nodes_are_each_nodes_kernel_time_share_and_bound(tmp_path):
@@ -39,7 +42,11 @@ def test_netron_attachment_holds_each_nodes_figures_under_its_name(tmp_path):
     assert (matmul["MACs"], matmul["FLOPs"], matmul["parameters"], matmul["bytes"]) == (32, 64, 32, 176)
     assert matmul["intensity"] == "0.364 FLOP/byte"
     assert (matmul["hand: kernel"], matmul["hand: time"], matmul["hand: share"], matmul["hand: bound"]) == (
-        "matmul", "176 ns", "73.3%", "DRAM")
+        "matmul",
+        "176 ns",
+        "73.3%",
+        "DRAM",
+    )
     relu = _metrics(attachment, "node", "relu")
     assert (relu["MACs"], relu["FLOPs"], relu["bytes"], relu["intensity"]) == (0, 8, 64, "0.125 FLOP/byte")
     assert (relu["hand: time"], relu["hand: share"]) == ("64 ns", "26.7%")
@@ -89,7 +96,7 @@ def test_model_explorer_files_per_target_and_metric(tmp_path):
     share = files[("hand", "share")]["matmul_relu"]  # the graph's name is the adapter's graph id
     # percent: 100 x 176/240 and 100 x 64/240
     assert share["results"] == {"matmul": {"value": 73.3333}, "relu": {"value": 26.6667}}
-    assert [stop["stop"] for stop in share["gradient"]][0::len(share["gradient"]) - 1] == [0, 1]
+    assert [stop["stop"] for stop in share["gradient"]][0 :: len(share["gradient"]) - 1] == [0, 1]
     bound = files[("hand", "bound")]["matmul_relu"]
     assert {key: result["value"] for key, result in bound["results"].items()} == {"matmul": "DRAM", "relu": "DRAM"}
     assert all(result["bgColor"].startswith("#") for result in bound["results"].values())

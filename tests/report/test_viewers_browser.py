@@ -28,17 +28,31 @@ from report_models import hand_target, matmul_relu
 
 from onnxroof.cli.app import main
 
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="the browser tests need playwright (pip install playwright)")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the browser tests need playwright (pip install playwright)"
+)
 
 # as tests/report/test_browser.py finds it: $ONNXROOF_CHROMIUM, else the system's
-CHROMIUM = next(filter(None, (os.environ.get("ONNXROOF_CHROMIUM"),
-                              *map(shutil.which, ("chromium", "chromium-browser", "google-chrome")))), None)
+CHROMIUM = next(
+    filter(
+        None,
+        (os.environ.get("ONNXROOF_CHROMIUM"), *map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))),
+    ),
+    None,
+)
 # root in a container: no sandbox; nothing that phones home. The GPU stays on (SwiftShader, in
 # software): Model Explorer draws with WebGL and never finishes without it.
-FLAGS = ["--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--use-angle=swiftshader",
-         "--enable-unsafe-swiftshader"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+]
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 UPDATE = os.environ.get("ONNXROOF_UPDATE_SCREENSHOTS") == "1"
 
@@ -158,9 +172,19 @@ def _model_explorer(browser, model: Path, data: list[Path]):
         pytest.skip("no model-explorer command on PATH")
     port = _free_port()
     server = subprocess.Popen(
-        [command, str(model), "--extensions=model_explorer_onnx", f"--node_data_paths={','.join(map(str, data))}",
-         "--no_open_in_browser", "--host=127.0.0.1", f"--port={port}"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            command,
+            str(model),
+            "--extensions=model_explorer_onnx",
+            f"--node_data_paths={','.join(map(str, data))}",
+            "--no_open_in_browser",
+            "--host=127.0.0.1",
+            f"--port={port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     context = browser.new_context(viewport={"width": 1200, "height": 800})
     try:
         url = _server_url(server, 60)

@@ -9,7 +9,10 @@ def test_few_increasing_numbers_spanning_under_30x_are_a_linear_axis_ticked_at_e
     # plot 70 .. 600 (620 - 20), inset 14 px: 1 at 84, 3 at 586, 2 half way at 335
     chart = xy_chart([1, 2, 3], [("a", [1.0, 2.0, 3.0])])
     assert chart.x_mode == "linear" and [(t.position, t.label) for t in chart.x_ticks] == [
-        (84, "1"), (335, "2"), (586, "3")]
+        (84, "1"),
+        (335, "2"),
+        (586, "3"),
+    ]
 
 
 def test_values_spanning_30x_or_more_are_log():

@@ -11,14 +11,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import make_model, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.cli.app import main
 from onnxroof.core.errors import UsageError
 from onnxroof.roofline.targets import load_target, parse_target
-
-from conftest import make_model, zeros
 
 FIGURE = 'tag = "estimate"\nsource = "a test figure"'
 MEASURED = 'tag = "measured"\nsource = "a test fit"'
@@ -28,13 +27,15 @@ def _target(tmp_path, extra: str = "", launch_tag: str = "measured", name: str =
     """fp32 at 1e12 op/s and tf32 at 8e12, DRAM at 1e9 B/s, nothing on chip, a 1 µs launch (tagged
     ``launch_tag``), a measured gemm efficiency of 1 (so the latency is a forecast), a ±20 % band on every roof."""
     path = tmp_path / f"{name}.toml"
-    path.write_text(f'schema = "onnxroof-target/1"\nname = "{name}"\ndescription = "test target"\n'
-                    f'[peak_ops_per_s.fp32]\nvalue = 1e12\n{FIGURE}\n'
-                    f'[peak_ops_per_s.tf32]\nvalue = 8e12\n{FIGURE}\n'
-                    f'[dram.bandwidth_bytes_per_s]\nvalue = 1e9\n{FIGURE}\n'
-                    f'[node_overhead_s]\nvalue = 1e-6\ntag = "{launch_tag}"\nsource = "a test launch"\n'
-                    f'[efficiency.gemm]\nvalue = 1.0\n{MEASURED}\n'
-                    f'[error_band]\nvalue = 0.2\n{MEASURED}\n' + extra)
+    path.write_text(
+        f'schema = "onnxroof-target/1"\nname = "{name}"\ndescription = "test target"\n'
+        f"[peak_ops_per_s.fp32]\nvalue = 1e12\n{FIGURE}\n"
+        f"[peak_ops_per_s.tf32]\nvalue = 8e12\n{FIGURE}\n"
+        f"[dram.bandwidth_bytes_per_s]\nvalue = 1e9\n{FIGURE}\n"
+        f'[node_overhead_s]\nvalue = 1e-6\ntag = "{launch_tag}"\nsource = "a test launch"\n'
+        f"[efficiency.gemm]\nvalue = 1.0\n{MEASURED}\n"
+        f"[error_band]\nvalue = 0.2\n{MEASURED}\n" + extra
+    )
     return str(path)
 
 
@@ -42,23 +43,30 @@ TF32 = '[fp32_math]\nroof = "tf32"\nsource = "the runtime runs float32 products 
 
 
 def _matmul(rows: int, depth: int, cols: int):
-    return make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
-                      [("a", TensorProto.FLOAT, [rows, depth])], [("y", TensorProto.FLOAT, [rows, cols])],
-                      [("w", zeros(depth, cols))])
+    return make_model(
+        [helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+        [("a", TensorProto.FLOAT, [rows, depth])],
+        [("y", TensorProto.FLOAT, [rows, cols])],
+        [("w", zeros(depth, cols))],
+    )
 
 
 def _relu():
-    return make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
-                      [("x", TensorProto.FLOAT, [1, 256])], [("y", TensorProto.FLOAT, [1, 256])])
+    return make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [("x", TensorProto.FLOAT, [1, 256])],
+        [("y", TensorProto.FLOAT, [1, 256])],
+    )
 
 
 # --- [fp32_math]: TF32 under TensorRT --------------------------------------------------------
+
 
 def test_a_float32_matmul_runs_on_the_tf32_roof_where_the_runtime_says_so(tmp_path):
     # 512 x 512 by 512 x 512: 134,217,728 MACs = 268,435,456 FLOPs. DRAM: a, w and y are 1 MiB each,
     # 3,145,728 B / 1e9 B/s = 3.146 ms; compute on tf32 268,435,456 / 8e12 = 33.6 µs, on fp32 268.4 µs:
     # both under the DRAM time, so use a target with fast DRAM to see the roof
-    fast = '[peak_ops_per_s.fp32]\n'
+    fast = "[peak_ops_per_s.fp32]\n"
     tf32 = _target(tmp_path, TF32, name="tf32").replace("", "")
     for path in (tf32,):
         Path(path).write_text(Path(path).read_text().replace("value = 1e9\n", "value = 1e18\n"))
@@ -86,13 +94,23 @@ def test_fp32_math_is_validated(tmp_path):
     with pytest.raises(UsageError, match="'fp32_math.source'"):
         parse_target(Path(no_source))
     no_peak = Path(_target(tmp_path, TF32, name="c"))
-    no_peak.write_text(no_peak.read_text().replace("[peak_ops_per_s.tf32]\nvalue = 8e12\n", "[process_nm]\nvalue = 4\n"))
+    no_peak.write_text(
+        no_peak.read_text().replace("[peak_ops_per_s.tf32]\nvalue = 8e12\n", "[process_nm]\nvalue = 4\n")
+    )
     with pytest.raises(UsageError, match="no 'peak_ops_per_s.tf32'"):
         parse_target(no_peak)
 
 
-@pytest.mark.parametrize("name, tf32", [("h100-sxm", 494.7e12), ("h200-sxm", 494.7e12), ("a100-80gb-sxm", 156e12),
-                                        ("a100-40gb-sxm", 156e12), ("l4", 60e12)])
+@pytest.mark.parametrize(
+    "name, tf32",
+    [
+        ("h100-sxm", 494.7e12),
+        ("h200-sxm", 494.7e12),
+        ("a100-80gb-sxm", 156e12),
+        ("a100-40gb-sxm", 156e12),
+        ("l4", 60e12),
+    ],
+)
 def test_the_tensorrt_targets_run_float32_products_on_tf32(name, tf32):
     # the datasheets' TF32 Tensor Core figures are "with sparsity" on H100/H200 (989.4) and L4 (120): dense is half
     target = load_target(name)
@@ -104,6 +122,7 @@ def test_the_tensorrt_targets_run_float32_products_on_tf32(name, tf32):
 
 
 # --- borrowed figures -------------------------------------------------------------------------
+
 
 def test_a_borrowed_launch_cost_is_named_and_the_band_does_not_cover_a_latency_resting_on_it(tmp_path):
     # one Relu over 256 floats: it reads 1,024 B and writes 1,024 B from DRAM, 2,048 B / 1e9 B/s =
@@ -118,8 +137,9 @@ def test_a_borrowed_launch_cost_is_named_and_the_band_does_not_cover_a_latency_r
 def test_a_borrowed_launch_under_a_tenth_of_the_time_leaves_the_band(tmp_path):
     # a 1024 x 1024 by 1024 x 1024 MatMul: 2,147,483,648 FLOPs / 1e12 = 2.147 ms (fp32: no [fp32_math]);
     # DRAM 3 x 4 MiB = 12,582,912 B / 1e9 = 12.58 ms, the longest; one 1 µs launch is 0.008 % of it
-    report = onnxroof.analyze(_matmul(1024, 1024, 1024), targets=[_target(tmp_path, launch_tag="borrowed")],
-                              fusion="none").targets[0]
+    report = onnxroof.analyze(
+        _matmul(1024, 1024, 1024), targets=[_target(tmp_path, launch_tag="borrowed")], fusion="none"
+    ).targets[0]
     assert report.latency_s == pytest.approx(12_582_912 / 1e9 + 1e-6)
     assert report.band is not None and report.band.value == 0.2
     assert set(report.borrowed) == {"node_overhead_s"}
@@ -148,7 +168,9 @@ def test_every_output_says_the_launch_cost_is_borrowed(tmp_path, capsys):
     assert "launch 1 µs per kernel (borrowed from other targets" in " ".join(capsys.readouterr().out.split())
     assert main(["targets"]) == 0
     listing = capsys.readouterr().out
-    h100 = " ".join(listing[listing.index("\nh100-sxm"):listing.index("\nh200-sxm")].split())  # wrapped lines as words
+    h100 = " ".join(
+        listing[listing.index("\nh100-sxm") : listing.index("\nh200-sxm")].split()
+    )  # wrapped lines as words
     assert "launch 7.37 µs per kernel (borrowed from other targets)" in h100
 
 
@@ -165,7 +187,10 @@ def test_h100_and_h200_borrow_their_launch_cost_and_say_why(name):
     launch = load_target(name).node_overhead_s
     # the median of the TensorRT targets with batch-1 rows: A100 9.239, Orin 7.374, L4 2.992 µs -> 7.374
     assert launch.tag == "borrowed" and launch.value == 7.374e-06
-    assert "borrowed, the median of the runtime's targets that have one (a100-80gb-sxm, jetson-agx-orin, l4)" in launch.source
+    assert (
+        "borrowed, the median of the runtime's targets that have one (a100-80gb-sxm, jetson-agx-orin, l4)"
+        in launch.source
+    )
     assert "inference_results_v4.1" in launch.source
 
 
@@ -173,8 +198,10 @@ def test_the_fit_writes_a_borrowed_launch_cost_with_its_tag():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import fit_efficiency as fe
 
-    rows = [SimpleNamespace(target="h100-sxm", outcome=SimpleNamespace(index="0", spec=SimpleNamespace(dtype="int8"))),
-            SimpleNamespace(target="l4", outcome=SimpleNamespace(index="1", spec=SimpleNamespace(dtype="int8")))]
+    rows = [
+        SimpleNamespace(target="h100-sxm", outcome=SimpleNamespace(index="0", spec=SimpleNamespace(dtype="int8"))),
+        SimpleNamespace(target="l4", outcome=SimpleNamespace(index="1", spec=SimpleNamespace(dtype="int8"))),
+    ]
     fit = fe.Fit({"h100-sxm": 0.6, "l4": 0.45}, 0.52, {"h100-sxm": 3e-6, "l4": 3e-6}, rows, {"h100-sxm"})
     borrowed = fe.toml_block("h100-sxm", fit, 0.3, 1, "TensorRT")
     own = fe.toml_block("l4", fit, 0.2, 1, "TensorRT")
@@ -184,8 +211,10 @@ def test_the_fit_writes_a_borrowed_launch_cost_with_its_tag():
 
 # --- energy: dynamic, or with the target's static power -----------------------------------------
 
-ENERGY = ('[energy.mul_pj.fp32]\nvalue = 4\n' + FIGURE + '\n[energy.add_pj.fp32]\nvalue = 2\n' + FIGURE + '\n'
-          '[dram.energy_pj_per_byte]\nvalue = 10\n' + FIGURE + '\n')
+ENERGY = (
+    "[energy.mul_pj.fp32]\nvalue = 4\n" + FIGURE + "\n[energy.add_pj.fp32]\nvalue = 2\n" + FIGURE + "\n"
+    "[dram.energy_pj_per_byte]\nvalue = 10\n" + FIGURE + "\n"
+)
 
 
 def test_energy_is_dynamic_unless_the_target_states_static_power(tmp_path):
@@ -194,8 +223,11 @@ def test_energy_is_dynamic_unless_the_target_states_static_power(tmp_path):
     assert dynamic.energy_kind == "dynamic" and "static" not in dynamic.energy_split_j
     assert dynamic.energy_j == pytest.approx(21_248e-12)
     # 2 W static over the 3.048 µs latency: 6.096 µJ more
-    static = onnxroof.analyze(_relu(), targets=[_target(tmp_path, ENERGY + '[static_power_w]\nvalue = 2\n' + FIGURE + '\n',
-                                                        name="s")], fusion="none").targets[0]
+    static = onnxroof.analyze(
+        _relu(),
+        targets=[_target(tmp_path, ENERGY + "[static_power_w]\nvalue = 2\n" + FIGURE + "\n", name="s")],
+        fusion="none",
+    ).targets[0]
     assert static.energy_kind == "dynamic + static"
     assert static.energy_split_j["static"] == pytest.approx(2 * 3.048e-6)
     assert static.energy_j == pytest.approx(21_248e-12 + 6.096e-6)
@@ -204,12 +236,17 @@ def test_energy_is_dynamic_unless_the_target_states_static_power(tmp_path):
 def test_the_outputs_say_what_the_energy_counts(tmp_path, capsys):
     model = tmp_path / "relu.onnx"
     model.write_bytes(_relu().SerializeToString())
-    plain, static = _target(tmp_path, ENERGY, name="d"), _target(
-        tmp_path, ENERGY + '[static_power_w]\nvalue = 2\n' + FIGURE + '\n', name="s")
+    plain, static = (
+        _target(tmp_path, ENERGY, name="d"),
+        _target(tmp_path, ENERGY + "[static_power_w]\nvalue = 2\n" + FIGURE + "\n", name="s"),
+    )
     assert main(["summary", str(model), "--target", plain, "--target", static, "--fusion", "none"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "dynamic energy 21.2 nJ (compute 0.768 nJ" in text and "the target states no static power" in text
-    assert "dynamic + static energy 6.12 µJ (dynamic: compute 0.768 nJ" in text and "static 6.1 µJ = 2 W x the latency" in text
+    assert (
+        "dynamic + static energy 6.12 µJ (dynamic: compute 0.768 nJ" in text
+        and "static 6.1 µJ = 2 W x the latency" in text
+    )
     assert main(["summary", str(model), "--target", static, "--fusion", "none", "--format", "json"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)["targets"]
     assert entry["energy_kind"] == "dynamic + static" and entry["static_power_w"] == 2

@@ -5,12 +5,11 @@ no kernel. One that must copy an input (a graph input) stays a kernel."""
 from __future__ import annotations
 
 import pytest
+from conftest import make_model
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.core.examples import build_example
-
-from conftest import make_model
 
 FIGURE = 'tag = "estimate"\nsource = "a test figure"'
 
@@ -18,20 +17,24 @@ FIGURE = 'tag = "estimate"\nsource = "a test figure"'
 def _target(tmp_path) -> str:
     """fp32 at 1e12 op/s, DRAM at 1e9 B/s, 1 MiB on chip (every activation here fits), 1 µs a launch, no fusion."""
     path = tmp_path / "concat.toml"
-    path.write_text('schema = "onnxroof-target/1"\nname = "concat"\ndescription = "test target"\n'
-                    f'[peak_ops_per_s.fp32]\nvalue = 1e12\n{FIGURE}\n'
-                    f'[dram.bandwidth_bytes_per_s]\nvalue = 1e9\n{FIGURE}\n'
-                    f'[onchip.size_bytes]\nvalue = 1048576\n{FIGURE}\n'
-                    f'[node_overhead_s]\nvalue = 1e-6\n{FIGURE}\n')
+    path.write_text(
+        'schema = "onnxroof-target/1"\nname = "concat"\ndescription = "test target"\n'
+        f"[peak_ops_per_s.fp32]\nvalue = 1e12\n{FIGURE}\n"
+        f"[dram.bandwidth_bytes_per_s]\nvalue = 1e9\n{FIGURE}\n"
+        f"[onchip.size_bytes]\nvalue = 1048576\n{FIGURE}\n"
+        f"[node_overhead_s]\nvalue = 1e-6\n{FIGURE}\n"
+    )
     return str(path)
 
 
 def _model(first: str):
     """Relu(x) -> a, Sigmoid(x) -> b, Concat(``first``, b) on channels -> c, Relu(c) -> y; x is 1x4x8x8 fp32."""
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu_a"),
-             helper.make_node("Sigmoid", ["x"], ["b"], name="sigmoid_b"),
-             helper.make_node("Concat", [first, "b"], ["c"], name="concat", axis=1),
-             helper.make_node("Relu", ["c"], ["y"], name="relu_y")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu_a"),
+        helper.make_node("Sigmoid", ["x"], ["b"], name="sigmoid_b"),
+        helper.make_node("Concat", [first, "b"], ["c"], name="concat", axis=1),
+        helper.make_node("Relu", ["c"], ["y"], name="relu_y"),
+    ]
     return make_model(nodes, [("x", TensorProto.FLOAT, [1, 4, 8, 8])], [("y", TensorProto.FLOAT, [1, 8, 8, 8])])
 
 

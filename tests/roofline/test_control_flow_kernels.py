@@ -10,14 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from conftest import make_model, target_text, zeros
+from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.compare.modules import module_tree
 from onnxroof.report.text.table import render_explain
 from onnxroof.roofline.targets import bundled_targets
-
-from conftest import make_model, target_text, zeros
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cost"))
 from test_merged import merged_decoder  # noqa: E402  (the merged decoder built by code, issue 31)
@@ -30,8 +29,11 @@ ELEMENTWISE = '[fusion]\nrules = ["elementwise"]\nsource = "a runtime that fuses
 
 def target_file(tmp_path, fusion: str = "") -> str:
     path = tmp_path / f"t{abs(hash(fusion))}.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e10,
-                                 "node_overhead_s": LAUNCH_S}, fusion))
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e10, "node_overhead_s": LAUNCH_S}, fusion
+        )
+    )
     return str(path)
 
 
@@ -39,10 +41,16 @@ def if_model():
     """y = If(c) then Neg(Relu(x)) else MatMul(x, W [1024 x 1024]); x is [1, 1024]."""
     then_branch = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["t1"], name="relu"), helper.make_node("Neg", ["t1"], ["t2"], name="neg")],
-        "then", [], [helper.make_tensor_value_info("t2", F32, [1, N])])
+        "then",
+        [],
+        [helper.make_tensor_value_info("t2", F32, [1, N])],
+    )
     else_branch = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul")], "else", [],
-        [helper.make_tensor_value_info("m", F32, [1, N])])
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul")],
+        "else",
+        [],
+        [helper.make_tensor_value_info("m", F32, [1, N])],
+    )
     node = helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_branch, else_branch=else_branch)
     return make_model([node], [("c", BOOL, [1]), ("x", F32, [1, N])], [("y", F32, [1, N])], [("w", zeros(N, N))])
 
@@ -52,7 +60,10 @@ def test_the_branch_a_known_condition_takes_is_placed_as_its_own_kernels(tmp_pat
     report = analysis.targets[0]
     # no fusion: the then branch's two nodes are two kernels, each reading 4,096 B and writing
     # 4,096 B: 8,192 B / 10 GB/s = 0.8192 µs (its 1,024 FLOPs take 1 ns), + 1 µs of launch
-    assert [(k.name, k.op_type) for k in report.nodes] == [("if/then_branch/relu", "Relu"), ("if/then_branch/neg", "Neg")]
+    assert [(k.name, k.op_type) for k in report.nodes] == [
+        ("if/then_branch/relu", "Relu"),
+        ("if/then_branch/neg", "Neg"),
+    ]
     assert [k.placement.time_s for k in report.nodes] == pytest.approx([0.8192e-6 + LAUNCH_S] * 2)
     assert sum(k.placement.overhead_s for k in report.nodes) == pytest.approx(2 * LAUNCH_S)  # 2 launches x 1 µs
     assert report.latency_s == pytest.approx(2 * (0.8192e-6 + LAUNCH_S))
@@ -89,11 +100,18 @@ def test_the_body_fuses_under_the_targets_rules(tmp_path):
 def loop_model(trips: int | None):
     """v = Loop(M, true, x) with body v' = Relu(v), for M = ``trips`` (a constant), or an input."""
     body = helper.make_graph(
-        [helper.make_node("Relu", ["v"], ["v2"], name="relu"), helper.make_node("Identity", ["cond"], ["cond2"], name="keep")],
+        [
+            helper.make_node("Relu", ["v"], ["v2"], name="relu"),
+            helper.make_node("Identity", ["cond"], ["cond2"], name="keep"),
+        ],
         "body",
-        [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond", BOOL, []),
-         helper.make_tensor_value_info("v", F32, [1, N])],
-        [helper.make_tensor_value_info("cond2", BOOL, []), helper.make_tensor_value_info("v2", F32, [1, N])])
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("cond", BOOL, []),
+            helper.make_tensor_value_info("v", F32, [1, N]),
+        ],
+        [helper.make_tensor_value_info("cond2", BOOL, []), helper.make_tensor_value_info("v2", F32, [1, N])],
+    )
     node = helper.make_node("Loop", ["M", "true", "x"], ["y"], name="loop", body=body)
     weights = [("true", np.array(True))] + ([("M", np.array(trips, np.int64))] if trips is not None else [])
     inputs = [("x", F32, [1, N])] + ([("M", I64, [])] if trips is None else [])
@@ -123,8 +141,12 @@ def test_a_loop_of_unknown_trip_count_is_placed_once_as_a_bound(tmp_path):
 
 
 def test_a_scan_body_is_placed_times_its_length(tmp_path):
-    body = helper.make_graph([helper.make_node("Relu", ["row"], ["out"], name="relu")], "body",
-                             [helper.make_tensor_value_info("row", F32, [N])], [helper.make_tensor_value_info("out", F32, [N])])
+    body = helper.make_graph(
+        [helper.make_node("Relu", ["row"], ["out"], name="relu")],
+        "body",
+        [helper.make_tensor_value_info("row", F32, [N])],
+        [helper.make_tensor_value_info("out", F32, [N])],
+    )
     node = helper.make_node("Scan", ["x"], ["y"], name="scan", body=body, num_scan_inputs=1)
     model = make_model([node], [("x", F32, [6, N])], [("y", F32, [6, N])])
     report = onnxroof.analyze(model, targets=[target_file(tmp_path)]).targets[0]
@@ -145,12 +167,21 @@ def twin(cross: bool = True):
     rename = dict(zip([o.name for o in branch.output], node.output))
     nodes = []
     for original in branch.node:
-        copy = helper.make_node(original.op_type, [rename.get(n, n) for n in original.input],
-                                [rename.get(n, n) for n in original.output], name=original.name)
+        copy = helper.make_node(
+            original.op_type,
+            [rename.get(n, n) for n in original.input],
+            [rename.get(n, n) for n in original.output],
+            name=original.name,
+        )
         copy.attribute.extend(original.attribute)
         nodes.append(copy)
-    graph = helper.make_graph(nodes, "twin", [i for i in merged.graph.input if i.name != "flag"], list(merged.graph.output),
-                              list(merged.graph.initializer))
+    graph = helper.make_graph(
+        nodes,
+        "twin",
+        [i for i in merged.graph.input if i.name != "flag"],
+        list(merged.graph.output),
+        list(merged.graph.initializer),
+    )
     model = helper.make_model(graph, opset_imports=merged.opset_import)
     model.ir_version = merged.ir_version
     return model
@@ -165,7 +196,8 @@ def test_a_merged_decoder_takes_the_time_of_its_twin_on_every_bundled_target(cro
     for placed, alone in zip(merged.targets, plain.targets):
         # the same nodes, fused and placed alike: the kernels match one for one, named under the If
         assert [(k.name.removeprefix("If_0/then_branch/"), k.op_type, k.runs) for k in placed.nodes] == [
-            (k.name, k.op_type, k.runs) for k in alone.nodes], placed.target.name
+            (k.name, k.op_type, k.runs) for k in alone.nodes
+        ], placed.target.name
         assert placed.latency_s == pytest.approx(alone.latency_s, rel=1e-12), placed.target.name
     assert merged.memory.model_order.peak_bytes == plain.memory.model_order.peak_bytes
 
@@ -173,15 +205,24 @@ def test_a_merged_decoder_takes_the_time_of_its_twin_on_every_bundled_target(cro
 def test_a_merged_decoders_branch_by_hand(tmp_path):
     """The decoder-only merged decoder in decode at context 64 on the hand target, no fusion:
     the kernels that move bytes, each 1 µs of launch plus its bytes over 10 GB/s."""
-    report = onnxroof.analyze(merged_decoder(cross=False), phase="decode", context=64,
-                              targets=[target_file(tmp_path)]).targets[0]
+    report = onnxroof.analyze(
+        merged_decoder(cross=False), phase="decode", context=64, targets=[target_file(tmp_path)]
+    ).targets[0]
     # Gather: one embedding row 256 B read (of the 100 x 64 table), ids 8 B, 256 B written;
     # 3 MatMuls: 64 x 64 x 4 B = 16,384 B of weights + 256 in + 256 out; 3 Transposes 256 + 256;
     # 2 Concats: 63 past positions x 4 x 16 x 4 B = 16,128 + 256 new in, 16,384 out; the K^T
     # transpose 16,384 + 16,384; QK^T 256 + 16,384 in, 4 x 64 x 4 = 1,024 out; Softmax 1,024 + 1,024;
     # AV 1,024 + 16,384 in, 256 out. The Reshapes are views: they move nothing and launch nothing
-    moved = [256 + 8 + 256, *[16_384 + 512] * 3, *[512] * 3, *[16_128 + 256 + 16_384] * 2, 2 * 16_384,
-             256 + 16_384 + 1_024, 2 * 1_024, 1_024 + 16_384 + 256]
+    moved = [
+        256 + 8 + 256,
+        *[16_384 + 512] * 3,
+        *[512] * 3,
+        *[16_128 + 256 + 16_384] * 2,
+        2 * 16_384,
+        256 + 16_384 + 1_024,
+        2 * 1_024,
+        1_024 + 16_384 + 256,
+    ]
     working = [k for k in report.nodes if k.placement.overhead_s]
     assert len(working) == len(moved) == 13
     assert sorted(k.placement.dram_bytes for k in working) == sorted(moved)

@@ -6,20 +6,18 @@ survivors of a mutmut run over roofline.py (docs/testing.md, "Mutation testing")
 from __future__ import annotations
 
 import pytest
+from conftest import make_model, zeros
+from models import interleaved_branches_model
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.roofline.placement import roofline
 
-from conftest import make_model, zeros
-from models import interleaved_branches_model
-
 F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 PEAK, DRAM_BW = 1e12, 100e9  # the test targets: 1 TFLOP/s fp32, 100 GB/s DRAM; ridge 10 FLOP/B
 
 
-def write_target(path, *, onchip_bytes=None, onchip_bw=None, onchip_pj=None, dram_pj=None, op_pj=None,
-                 overhead_s=None):
+def write_target(path, *, onchip_bytes=None, onchip_bw=None, onchip_pj=None, dram_pj=None, op_pj=None, overhead_s=None):
     """A target TOML with an fp32 roof only; every other figure optional. ``op_pj``: (mul, add)."""
 
     def figure(key, value):
@@ -27,9 +25,13 @@ def write_target(path, *, onchip_bytes=None, onchip_bw=None, onchip_pj=None, dra
 
     text = f'schema = "onnxroof-target/1"\nname = "{path.stem}"\ndescription = "a test target"\n\n'
     text += figure("peak_ops_per_s.fp32", PEAK) + figure("dram.bandwidth_bytes_per_s", DRAM_BW)
-    for key, value in (("onchip.size_bytes", onchip_bytes), ("onchip.bandwidth_bytes_per_s", onchip_bw),
-                       ("onchip.energy_pj_per_byte", onchip_pj), ("dram.energy_pj_per_byte", dram_pj),
-                       ("node_overhead_s", overhead_s)):
+    for key, value in (
+        ("onchip.size_bytes", onchip_bytes),
+        ("onchip.bandwidth_bytes_per_s", onchip_bw),
+        ("onchip.energy_pj_per_byte", onchip_pj),
+        ("dram.energy_pj_per_byte", dram_pj),
+        ("node_overhead_s", overhead_s),
+    ):
         if value is not None:
             text += figure(key, value)
     if op_pj is not None:
@@ -121,8 +123,7 @@ def test_spilled_traffic_is_part_of_a_nodes_dram_bytes(tmp_path):
     target = write_target(tmp_path / "sram-6k.toml", onchip_bytes=6_000)
     report = place(interleaved_branches_model(), target)
     dram = {n.name: n.placement.dram_bytes for n in report.nodes}
-    assert dram == {"A1": 40_000 + 40, "B1": 40_000 + 40 + 4_000, "A2": 4_000 + 8_000, "B2": 4_000 + 4_000,
-                    "join": 4}
+    assert dram == {"A1": 40_000 + 40, "B1": 40_000 + 40 + 4_000, "A2": 4_000 + 8_000, "B2": 4_000 + 4_000, "join": 4}
     assert report.spill_bytes == 16_000 and sorted(report.spilled) == ["la", "lb"]
 
 
@@ -147,8 +148,7 @@ def test_a_slow_on_chip_memory_is_a_roof_of_the_target(tmp_path):
 def test_energy_adds_the_compute_on_chip_and_dram_parts(tmp_path):
     # 2 pJ per op (mul 1, add 3: half each), 2 pJ per on-chip byte, 10 pJ per DRAM byte. Per Relu:
     # 1,000 ops x 2 = 2 nJ; 8,000 B on chip x 2 = 16 nJ; 4,000 B of DRAM x 10 = 40 nJ; two Relus.
-    target = write_target(tmp_path / "energy.toml", onchip_bytes=10**6, onchip_pj=2.0, dram_pj=10.0,
-                          op_pj=(1.0, 3.0))
+    target = write_target(tmp_path / "energy.toml", onchip_bytes=10**6, onchip_pj=2.0, dram_pj=10.0, op_pj=(1.0, 3.0))
     report = place(relu_chain(), target)
     assert report.nodes[0].energy_j == pytest.approx({"compute": 2e-9, "onchip": 16e-9, "dram": 40e-9})
     assert report.energy_split_j == pytest.approx({"compute": 4e-9, "onchip": 32e-9, "dram": 80e-9})
@@ -165,8 +165,11 @@ def test_a_target_without_energy_figures_reports_no_energy(tmp_path):
 def test_nodes_in_a_type_the_target_has_no_roof_for_fall_back_and_are_counted(tmp_path):
     # int8 re-costing on an fp32-only target: both Relus compute (100 ops each) and fall back to
     # fp32; the Transpose computes nothing, so it is not counted as a fallback
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="A"), helper.make_node("Transpose", ["a"], ["b"], name="T"),
-             helper.make_node("Relu", ["b"], ["y"], name="B")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="A"),
+        helper.make_node("Transpose", ["a"], ["b"], name="T"),
+        helper.make_node("Relu", ["b"], ["y"], name="B"),
+    ]
     model = make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [100, 1])])
     report = place(model, write_target(tmp_path / "fp32-only.toml", onchip_bytes=10**6), dtype="int8")
     assert {n.placement.roof for n in report.nodes} == {"fp32"}
@@ -179,9 +182,15 @@ def test_the_model_point_blends_the_roofs_its_flops_run_on():
     # 3,000-element fp16 Relu (3,000 FLOPs): compute time 1,000 / 44.8e9 + 3,000 / 89.6e9
     # = 5,000 / 89.6e9; the model's peak is 4,000 FLOPs over that: 4,000 x 89.6e9 / 5,000 = 71.68e9.
     # Most FLOPs run on fp16, so that is the roof it is named after.
-    nodes = [helper.make_node("Relu", ["x32"], ["y32"], name="R32"), helper.make_node("Relu", ["x16"], ["y16"], name="R16")]
-    model = make_model(nodes, [("x32", F32, [1, 1_000]), ("x16", F16, [1, 3_000])],
-                       [("y32", F32, [1, 1_000]), ("y16", F16, [1, 3_000])])
+    nodes = [
+        helper.make_node("Relu", ["x32"], ["y32"], name="R32"),
+        helper.make_node("Relu", ["x16"], ["y16"], name="R16"),
+    ]
+    model = make_model(
+        nodes,
+        [("x32", F32, [1, 1_000]), ("x16", F16, [1, 3_000])],
+        [("y32", F32, [1, 1_000]), ("y16", F16, [1, 3_000])],
+    )
     point = place(model, "myriad-x").model_point
     assert point.roof == "fp16"
     assert point.compute_s == pytest.approx(5_000 / 89.6e9)
@@ -223,8 +232,9 @@ def test_time_share_splits_the_latency_between_bounds(tmp_path):
     relu_s = 8_000 / DRAM_BW + 1e-6
     matmul_s = (4_000_000 + 4_000 + 4_000) / DRAM_BW + 1e-6
     assert [n.placement.bound for n in report.nodes] == ["overhead", "dram"]
-    assert report.time_share == pytest.approx({"overhead": relu_s / (relu_s + matmul_s),
-                                               "dram": matmul_s / (relu_s + matmul_s)})
+    assert report.time_share == pytest.approx(
+        {"overhead": relu_s / (relu_s + matmul_s), "dram": matmul_s / (relu_s + matmul_s)}
+    )
 
 
 def test_the_report_keeps_the_type_and_batch_it_was_costed_at():
@@ -236,7 +246,10 @@ def test_the_report_keeps_the_type_and_batch_it_was_costed_at():
 
 def test_an_uncounted_node_does_not_stop_the_placement_of_the_next_ones():
     # an unsupported op first in node order, then a Relu: the Relu is still placed
-    nodes = [helper.make_node("Foo", ["x"], ["f"], name="foo", domain="x.y"), helper.make_node("Relu", ["x"], ["r"], name="R")]
+    nodes = [
+        helper.make_node("Foo", ["x"], ["f"], name="foo", domain="x.y"),
+        helper.make_node("Relu", ["x"], ["r"], name="R"),
+    ]
     model = make_model(nodes, [("x", F32, [1, 100])], [("f", F32, None), ("r", F32, [1, 100])])
     model.opset_import.append(helper.make_opsetid("x.y", 1))
     assert [n.name for n in place(model, "myriad-x").nodes] == ["R"]
@@ -260,8 +273,11 @@ def test_a_data_movement_node_on_chip_is_still_a_launch(tmp_path):
     # Relu -> Transpose -> Relu with 10^6 B on chip and a 1 us launch: the Transpose computes
     # nothing and reads and writes only on-chip activations (0 DRAM bytes), but it copies 400 B,
     # so it is a kernel like the others: three launches, 3 us of overhead
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="A"), helper.make_node("Transpose", ["a"], ["b"], name="T"),
-             helper.make_node("Relu", ["b"], ["y"], name="B")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="A"),
+        helper.make_node("Transpose", ["a"], ["b"], name="T"),
+        helper.make_node("Relu", ["b"], ["y"], name="B"),
+    ]
     model = make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [100, 1])])
     report = place(model, write_target(tmp_path / "launch-sram.toml", onchip_bytes=10**6, overhead_s=1e-6))
     transpose = next(n for n in report.nodes if n.name == "T")

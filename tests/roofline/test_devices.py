@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import make_model, target_text, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
-from conftest import make_model, target_text, zeros
 from onnxroof.cost.tensor_parallel import find_structure
 from onnxroof.roofline.devices import bubble_fraction
 
@@ -22,11 +22,17 @@ def gqa_decoder(layers: int = 2, ffn: int = FFN):
     of 8), the cache concatenated, KV heads repeated 4 times for 8 query heads, scores, softmax,
     context, output projection (64 x 64), residual; a SiLU-gated MLP (gate and up 64 x 128, down
     128 x 64), residual; an LM head 64 x 32. Float32."""
-    nodes, inits = [], [("heads_q", np.array([0, 0, Q_HEADS, HEAD], np.int64)),
-                        ("heads_kv", np.array([0, 0, KV_HEADS, HEAD], np.int64)),
-                        ("merge", np.array([0, 0, D], np.int64)), ("axis2", np.array([2], np.int64)),
-                        ("repeat", np.array([1, 1, Q_HEADS // KV_HEADS, 1, 1], np.int64)),
-                        ("rep_shape", np.array([0, Q_HEADS, -1, HEAD], np.int64))]
+    nodes, inits = (
+        [],
+        [
+            ("heads_q", np.array([0, 0, Q_HEADS, HEAD], np.int64)),
+            ("heads_kv", np.array([0, 0, KV_HEADS, HEAD], np.int64)),
+            ("merge", np.array([0, 0, D], np.int64)),
+            ("axis2", np.array([2], np.int64)),
+            ("repeat", np.array([1, 1, Q_HEADS // KV_HEADS, 1, 1], np.int64)),
+            ("rep_shape", np.array([0, Q_HEADS, -1, HEAD], np.int64)),
+        ],
+    )
     inputs, outputs = [("inputs_embeds", F32, ["batch", "sequence_length", D])], []
     x = "inputs_embeds"
 
@@ -36,25 +42,43 @@ def gqa_decoder(layers: int = 2, ffn: int = FFN):
 
     for i in range(layers):
         p = f"l{i}"
-        inits += [(f"{p}.norm1", zeros(D)), (f"{p}.norm2", zeros(D)), (f"{p}.wq", zeros(D, Q_HEADS * HEAD)),
-                  (f"{p}.wk", zeros(D, KV_HEADS * HEAD)), (f"{p}.wv", zeros(D, KV_HEADS * HEAD)),
-                  (f"{p}.wo", zeros(Q_HEADS * HEAD, D)), (f"{p}.wg", zeros(D, ffn)), (f"{p}.wu", zeros(D, ffn)),
-                  (f"{p}.wd", zeros(ffn, D))]
+        inits += [
+            (f"{p}.norm1", zeros(D)),
+            (f"{p}.norm2", zeros(D)),
+            (f"{p}.wq", zeros(D, Q_HEADS * HEAD)),
+            (f"{p}.wk", zeros(D, KV_HEADS * HEAD)),
+            (f"{p}.wv", zeros(D, KV_HEADS * HEAD)),
+            (f"{p}.wo", zeros(Q_HEADS * HEAD, D)),
+            (f"{p}.wg", zeros(D, ffn)),
+            (f"{p}.wu", zeros(D, ffn)),
+            (f"{p}.wd", zeros(ffn, D)),
+        ]
         cache = ["batch", KV_HEADS, "past_sequence_length", HEAD]
         present = ["batch", KV_HEADS, "total_sequence_length", HEAD]
         inputs += [(f"past_key_values.{i}.key", F32, cache), (f"past_key_values.{i}.value", F32, cache)]
         outputs += [(f"present.{i}.key", F32, present), (f"present.{i}.value", F32, present)]
         h = add("Mul", [x, f"{p}.norm1"], f"{p}.h")
-        q = add("Transpose", [add("Reshape", [add("MatMul", [h, f"{p}.wq"], f"{p}.q"), "heads_q"], f"{p}.q4")],
-                f"{p}.qt", perm=[0, 2, 1, 3])
+        q = add(
+            "Transpose",
+            [add("Reshape", [add("MatMul", [h, f"{p}.wq"], f"{p}.q"), "heads_q"], f"{p}.q4")],
+            f"{p}.qt",
+            perm=[0, 2, 1, 3],
+        )
         rep = {}
         for n in "kv":
-            new = add("Transpose", [add("Reshape", [add("MatMul", [h, f"{p}.w{n}"], f"{p}.{n}"), "heads_kv"],
-                                        f"{p}.{n}4")], f"{p}.{n}t", perm=[0, 2, 1, 3])
+            new = add(
+                "Transpose",
+                [add("Reshape", [add("MatMul", [h, f"{p}.w{n}"], f"{p}.{n}"), "heads_kv"], f"{p}.{n}4")],
+                f"{p}.{n}t",
+                perm=[0, 2, 1, 3],
+            )
             kind = "key" if n == "k" else "value"
             full = add("Concat", [f"past_key_values.{i}.{kind}", new], f"present.{i}.{kind}", axis=2)
-            rep[n] = add("Reshape", [add("Expand", [add("Unsqueeze", [full, "axis2"], f"{p}.{n}u"), "repeat"],
-                                         f"{p}.{n}e"), "rep_shape"], f"{p}.{n}r")
+            rep[n] = add(
+                "Reshape",
+                [add("Expand", [add("Unsqueeze", [full, "axis2"], f"{p}.{n}u"), "repeat"], f"{p}.{n}e"), "rep_shape"],
+                f"{p}.{n}r",
+            )
         scores = add("MatMul", [q, add("Transpose", [rep["k"]], f"{p}.kT", perm=[0, 1, 3, 2])], f"{p}.scores")
         context = add("MatMul", [add("Softmax", [scores], f"{p}.probs", axis=-1), rep["v"]], f"{p}.context")
         merged = add("Reshape", [add("Transpose", [context], f"{p}.ct", perm=[0, 2, 1, 3]), "merge"], f"{p}.cm")
@@ -77,21 +101,34 @@ WEIGHTS = 2 * LAYER_PROJECTIONS + REPLICATED  # 287,744 B
 
 
 def analysed(devices: int = 4, target: str = "h100-sxm", ffn: int = FFN, **options):
-    return onnxroof.analyze(gqa_decoder(ffn=ffn), phase="decode", context=100, targets=[target], devices=devices, **options)
+    return onnxroof.analyze(
+        gqa_decoder(ffn=ffn), phase="decode", context=100, targets=[target], devices=devices, **options
+    )
 
 
 def test_the_blocks_are_found_from_the_dataflow():
     analysis = analysed()
     structure = find_structure(analysis.cost_graph, analysis.llm.head_size)
     kinds = [(b.kind, b.first, b.second) for b in structure.blocks]
-    assert kinds == [("attention", ("l0.q", "l0.k", "l0.v"), "l0.o"), ("mlp", ("l0.gate", "l0.up"), "l0.down"),
-                     ("attention", ("l1.q", "l1.k", "l1.v"), "l1.o"), ("mlp", ("l1.gate", "l1.up"), "l1.down")]
+    assert kinds == [
+        ("attention", ("l0.q", "l0.k", "l0.v"), "l0.o"),
+        ("mlp", ("l0.gate", "l0.up"), "l0.down"),
+        ("attention", ("l1.q", "l1.k", "l1.v"), "l1.o"),
+        ("mlp", ("l1.gate", "l1.up"), "l1.down"),
+    ]
     attention = structure.blocks[0]
     assert attention.heads == {"l0.q": 8, "l0.k": 2, "l0.v": 2} and attention.hidden == D
     # column-parallel q over N; k and v over min(N, 2 KV heads); row-parallel o over N
     assert structure.split_ways(2) == structure.split_ways(2) | {"l0.q": 2, "l0.k": 2, "l0.v": 2, "l0.o": 2}
     ways4 = structure.split_ways(4)
-    assert (ways4["l0.q"], ways4["l0.k"], ways4["l0.v"], ways4["l0.o"], ways4["l0.gate"], ways4["l0.down"]) == (4, 2, 2, 4, 4, 4)
+    assert (ways4["l0.q"], ways4["l0.k"], ways4["l0.v"], ways4["l0.o"], ways4["l0.gate"], ways4["l0.down"]) == (
+        4,
+        2,
+        2,
+        4,
+        4,
+        4,
+    )
     assert ways4["l0.scores"] == ways4["l0.silu"] == 4  # the work between runs on each device's heads / columns
     # but each device reads one KV head's cache whole: the attention's bytes divide over the 2 KV heads
     bytes4 = structure.byte_ways(4)
@@ -160,11 +197,17 @@ def test_the_fewest_devices_for_weights_one_and_a_half_times_the_memory(tmp_path
     # activations, decide: per layer 16,384 + 2 x 4,096 + 16,384 + 3 x 262,144 = 827,392 B
     weights = 2 * 827_392 + REPLICATED  # 1,664,000 B
     capacity = weights * 2 // 3  # the weights are 1.5 x one device's memory
-    link = "".join(f'[interconnect.link.{key}]\nvalue = {value}\ntag = "estimate"\nsource = "hand"\n'
-                   for key, value in (("bandwidth_bytes_per_s", 100e9), ("latency_s", 1e-6), ("devices", 8)))
+    link = "".join(
+        f'[interconnect.link.{key}]\nvalue = {value}\ntag = "estimate"\nsource = "hand"\n'
+        for key, value in (("bandwidth_bytes_per_s", 100e9), ("latency_s", 1e-6), ("devices", 8))
+    )
     path = tmp_path / "small.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e11,
-                                 "dram.size_bytes": capacity}, extra=link), encoding="utf-8")
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e11, "dram.size_bytes": capacity}, extra=link
+        ),
+        encoding="utf-8",
+    )
     analysis = analysed(8, str(path), ffn=1024)
     assert analysis.totals.param_bytes == weights
     plan = analysis.parallel[0]
@@ -177,7 +220,9 @@ def test_the_fewest_devices_for_weights_one_and_a_half_times_the_memory(tmp_path
 def test_an_unrecognised_model_replicates_and_says_so():
     from conftest import make_model as build
 
-    model = build([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", F32, [1, 1024])], [("y", F32, [1, 1024])])
+    model = build(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", F32, [1, 1024])], [("y", F32, [1, 1024])]
+    )
     plan = onnxroof.analyze(model, targets=["h100-sxm"], devices=2).parallel[0]
     assert not plan.recognised and "not split by tensor parallelism" in plan.notes[0]
     assert plan.choice(2).latency_s == pytest.approx(plan.choice(1).latency_s)  # replicated: no faster
@@ -207,7 +252,14 @@ def test_the_outputs_with_devices(tmp_path, capsys):
     assert code == 0 and "Several devices on h100-sxm (up to 4, linked by nvlink" in text
     assert "2 attention and 2 MLP blocks split" in text and "fits on 1 device at the fewest" in text
     parallel = json.loads(run(capsys, "summary", *flags, "--devices", "4", "--format", "json")[1])["parallel"][0]
-    assert [(c["tensor"], c["pipeline"]) for c in parallel["choices"]] == [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1)]
+    assert [(c["tensor"], c["pipeline"]) for c in parallel["choices"]] == [
+        (1, 1),
+        (1, 2),
+        (1, 4),
+        (2, 1),
+        (2, 2),
+        (4, 1),
+    ]
     assert parallel["choices"][3]["all_reduces"] == 4 and parallel["choices"][3]["all_reduce_message_bytes"] == 4 * 256
     page = tmp_path / "report.html"
     assert run(capsys, "report", *flags, "--devices", "4", "-o", page)[0] == 0
@@ -235,25 +287,56 @@ def test_a_fused_attention_op_reading_a_rotary_table_is_an_attention_block():
     neither dim is what the op contracts or makes), then o (64 x 64)."""
     ms = "com.microsoft"
     nodes = [helper.make_node("MatMul", ["x", f"w{n}"], [n], name=n) for n in "qkv"] + [
-        helper.make_node("GroupQueryAttention", ["q", "k", "v", "past_key_values.0.key", "past_key_values.0.value",
-                                                 "seqlens_k", "total_sequence_length", "cos", "sin"],
-                         ["attn", "present.0.key", "present.0.value"], name="gqa", domain=ms, num_heads=4,
-                         kv_num_heads=2, do_rotary=1),
-        helper.make_node("MatMul", ["attn", "wo"], ["y"], name="o")]
+        helper.make_node(
+            "GroupQueryAttention",
+            [
+                "q",
+                "k",
+                "v",
+                "past_key_values.0.key",
+                "past_key_values.0.value",
+                "seqlens_k",
+                "total_sequence_length",
+                "cos",
+                "sin",
+            ],
+            ["attn", "present.0.key", "present.0.value"],
+            name="gqa",
+            domain=ms,
+            num_heads=4,
+            kv_num_heads=2,
+            do_rotary=1,
+        ),
+        helper.make_node("MatMul", ["attn", "wo"], ["y"], name="o"),
+    ]
     cache = ["batch", 2, "past_sequence_length", 16]
     model = make_model(
         nodes,
-        [("x", F32, ["batch", "sequence_length", 64]), ("past_key_values.0.key", F32, cache),
-         ("past_key_values.0.value", F32, cache), ("seqlens_k", TensorProto.INT32, ["batch"]),
-         ("total_sequence_length", TensorProto.INT32, [])],
-        [("y", F32, ["batch", "sequence_length", 64]),
-         ("present.0.key", F32, ["batch", 2, "total_sequence_length", 16]),
-         ("present.0.value", F32, ["batch", 2, "total_sequence_length", 16])],
-        [("wq", zeros(64, 64)), ("wk", zeros(64, 32)), ("wv", zeros(64, 32)), ("wo", zeros(64, 64)),
-         ("cos", zeros(256, 8)), ("sin", zeros(256, 8))])
+        [
+            ("x", F32, ["batch", "sequence_length", 64]),
+            ("past_key_values.0.key", F32, cache),
+            ("past_key_values.0.value", F32, cache),
+            ("seqlens_k", TensorProto.INT32, ["batch"]),
+            ("total_sequence_length", TensorProto.INT32, []),
+        ],
+        [
+            ("y", F32, ["batch", "sequence_length", 64]),
+            ("present.0.key", F32, ["batch", 2, "total_sequence_length", 16]),
+            ("present.0.value", F32, ["batch", 2, "total_sequence_length", 16]),
+        ],
+        [
+            ("wq", zeros(64, 64)),
+            ("wk", zeros(64, 32)),
+            ("wv", zeros(64, 32)),
+            ("wo", zeros(64, 64)),
+            ("cos", zeros(256, 8)),
+            ("sin", zeros(256, 8)),
+        ],
+    )
     model.opset_import.append(helper.make_opsetid(ms, 1))
-    analysis = onnxroof.analyze(model, phase="decode", context=100, dims={"sequence_length": 1}, targets=["h100-sxm"],
-                                devices=4)
+    analysis = onnxroof.analyze(
+        model, phase="decode", context=100, dims={"sequence_length": 1}, targets=["h100-sxm"], devices=4
+    )
     structure = find_structure(analysis.cost_graph, analysis.llm.head_size)
     [block] = structure.blocks
     assert (block.kind, block.first, block.second, block.inner) == ("attention", ("q", "k", "v"), "o", ("gqa",))

@@ -9,20 +9,19 @@ import json
 
 import numpy as np
 import pytest
+from conftest import make_model, target_text, zeros
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
+from onnxroof.cli.app import main
+from onnxroof.core.errors import UsageError
 from onnxroof.measure import achieved
 from onnxroof.measure import roof_kernels as cal
 from onnxroof.measure.roofs import Calibration
-from onnxroof.cli.app import main
-from onnxroof.core.errors import UsageError
 from onnxroof.report.target_file import render_target
 from onnxroof.roofline.kernels import efficiency_class
 from onnxroof.roofline.placement import roofline
 from onnxroof.roofline.targets import parse_target
-
-from conftest import make_model, target_text, zeros
 
 F32 = TensorProto.FLOAT
 
@@ -30,8 +29,17 @@ F32 = TensorProto.FLOAT
 def target_file(tmp_path, efficiency: str = "", name: str = "t", onchip_bytes: int = 1 << 30) -> str:
     """1 TFLOP/s fp32, 1 TB/s DRAM, 10 GB/s on chip (1 GiB of it unless given), no launch cost."""
     path = tmp_path / f"{name}.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
-                                 "onchip.size_bytes": onchip_bytes, "onchip.bandwidth_bytes_per_s": 1e10}, efficiency))
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "dram.bandwidth_bytes_per_s": 1e12,
+                "onchip.size_bytes": onchip_bytes,
+                "onchip.bandwidth_bytes_per_s": 1e10,
+            },
+            efficiency,
+        )
+    )
     return str(path)
 
 
@@ -41,16 +49,25 @@ def figure(kernel_class: str, value: float) -> str:
 
 def add_pair():
     """x -> Add(x, x) -> a -> Add(a, x) -> y, 1,024 floats each."""
-    nodes = [helper.make_node("Add", ["x", "x"], ["a"], name="add_0"),
-             helper.make_node("Add", ["a", "x"], ["y"], name="add_1")]
+    nodes = [
+        helper.make_node("Add", ["x", "x"], ["a"], name="add_0"),
+        helper.make_node("Add", ["a", "x"], ["y"], name="add_1"),
+    ]
     return make_model(nodes, [("x", F32, [1024])], [("y", F32, [1024])])
 
 
 def test_the_efficiency_stretches_every_roof_alike_and_keeps_the_bound():
     # 2 GFLOP at 1 TFLOP/s = 2 ms of compute, 1 MB at 1 GB/s = 1 ms of DRAM; at 50%: 4 ms and
     # 2 ms, still compute-bound, plus a 1 µs launch that the efficiency does not stretch
-    point = roofline(flops=2_000_000_000, dram_bytes=1_000_000, peak_flops_per_s=1e12, dram_bytes_per_s=1e9,
-                     overhead_s=1e-6, efficiency=0.5, kernel_class="gemm")
+    point = roofline(
+        flops=2_000_000_000,
+        dram_bytes=1_000_000,
+        peak_flops_per_s=1e12,
+        dram_bytes_per_s=1e9,
+        overhead_s=1e-6,
+        efficiency=0.5,
+        kernel_class="gemm",
+    )
     assert point.compute_s == pytest.approx(4e-3) and point.memory_s == pytest.approx(2e-3)
     assert point.time_s == pytest.approx(4e-3 + 1e-6)
     assert point.bound == "compute" and point.efficiency == 0.5
@@ -62,8 +79,9 @@ def test_a_kernel_class_s_efficiency_divides_its_time_and_no_overhead_drops_it(t
     # at 1 TB/s, take nanoseconds); at 25%, 4x as long
     peak = analyze(add_pair(), targets=[target_file(tmp_path)]).targets[0]
     derated = analyze(add_pair(), targets=[target_file(tmp_path, figure("elementwise", 0.25), "e")]).targets[0]
-    plain = analyze(add_pair(), targets=[target_file(tmp_path, figure("elementwise", 0.25), "e")],
-                    overhead=False).targets[0]
+    plain = analyze(
+        add_pair(), targets=[target_file(tmp_path, figure("elementwise", 0.25), "e")], overhead=False
+    ).targets[0]
     assert [n.placement.time_s for n in peak.nodes] == pytest.approx([0.8192e-6, 1.2288e-6])
     assert [n.placement.time_s for n in derated.nodes] == pytest.approx([3.2768e-6, 4.9152e-6])
     assert [n.placement.kernel_class for n in derated.nodes] == ["elementwise"] * 2
@@ -79,27 +97,40 @@ def conv(name: str, channels_in: int, group: int = 1):
     """Conv 3x3 (pad 1) over 1 x channels_in x 8 x 8 to 16 channels... or depthwise (group)."""
     out = channels_in if group > 1 else 16
     node = helper.make_node("Conv", ["x", "w"], ["y"], name=name, pads=[1, 1, 1, 1], group=group)
-    return make_model([node], [("x", F32, [1, channels_in, 8, 8])], [("y", F32, [1, out, 8, 8])],
-                      [("w", zeros(out, channels_in // group, 3, 3))])
+    return make_model(
+        [node],
+        [("x", F32, [1, channels_in, 8, 8])],
+        [("y", F32, [1, out, 8, 8])],
+        [("w", zeros(out, channels_in // group, 3, 3))],
+    )
 
 
-@pytest.mark.parametrize("model, expected", [
-    (conv("dense", 16), "gemm"),  # 16 x 9 = 144 multiply-adds per output element
-    (conv("depthwise", 16, group=16), "depthwise"),  # 9 per output element
-    (conv("rgb", 3), "depthwise"),  # 3 x 9 = 27 < 32: as little reuse as a depthwise conv
-])
+@pytest.mark.parametrize(
+    "model, expected",
+    [
+        (conv("dense", 16), "gemm"),  # 16 x 9 = 144 multiply-adds per output element
+        (conv("depthwise", 16, group=16), "depthwise"),  # 9 per output element
+        (conv("rgb", 3), "depthwise"),  # 3 x 9 = 27 < 32: as little reuse as a depthwise conv
+    ],
+)
 def test_a_convolution_s_class_follows_its_multiply_adds_per_output(model, expected):
     records = [r for r in analyze(model).nodes if r.counted]
     assert efficiency_class(records) == expected
 
 
-@pytest.mark.parametrize("op, attributes, expected", [
-    ("Relu", {}, "elementwise"), ("Softmax", {"axis": -1}, "reduction"), ("Transpose", {"perm": [1, 0]}, "transpose"),
-    ("Split", {"axis": 0}, "data_movement"),
-])
+@pytest.mark.parametrize(
+    "op, attributes, expected",
+    [
+        ("Relu", {}, "elementwise"),
+        ("Softmax", {"axis": -1}, "reduction"),
+        ("Transpose", {"perm": [1, 0]}, "transpose"),
+        ("Split", {"axis": 0}, "data_movement"),
+    ],
+)
 def test_other_kernels_are_classed_by_the_work_they_do(op, attributes, expected):
-    model = make_model([helper.make_node(op, ["x"], ["y"], name="n", **attributes)], [("x", F32, [64, 32])],
-                       [("y", F32, None)])
+    model = make_model(
+        [helper.make_node(op, ["x"], ["y"], name="n", **attributes)], [("x", F32, [64, 32])], [("y", F32, None)]
+    )
     assert efficiency_class(analyze(model).nodes) == expected
 
 
@@ -132,15 +163,24 @@ def test_the_roofline_slope_of_a_chain_is_one_op_s_roofline_time(tmp_path):
 
 def test_a_measured_class_is_the_geometric_mean_of_its_sizes_and_the_file_carries_it(tmp_path):
     # two sizes at 20% and 80%: sqrt(0.2 x 0.8) = 40%
-    cases = [achieved.Case("small", 10e-6, 2e-6, achieved.efficiency(2e-6, 10e-6)),
-             achieved.Case("large", 100e-6, 80e-6, achieved.efficiency(80e-6, 100e-6))]
+    cases = [
+        achieved.Case("small", 10e-6, 2e-6, achieved.efficiency(2e-6, 10e-6)),
+        achieved.Case("large", 100e-6, 80e-6, achieved.efficiency(80e-6, 100e-6)),
+    ]
     assert [c.fraction for c in cases] == pytest.approx([0.2, 0.8])
-    result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
-                             numpy_version="2", blas="OpenBLAS",
-                             matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
-                             stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3))
-                                     for size in (2**20, 2**24, 2**28, 2**30)],
-                             launch_overhead_s=1e-6, efficiency={"elementwise": cases})
+    result = Calibration(
+        date="2026-12-01",
+        cpu="test CPU",
+        cores="2 cores",
+        threads=1,
+        load_average=None,
+        numpy_version="2",
+        blas="OpenBLAS",
+        matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
+        stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
+        launch_overhead_s=1e-6,
+        efficiency={"elementwise": cases},
+    )
     path = tmp_path / "m.toml"
     path.write_text(render_target(result, "m"), encoding="utf-8")
     target = parse_target(path)
@@ -151,12 +191,18 @@ def test_a_measured_class_is_the_geometric_mean_of_its_sizes_and_the_file_carrie
 
 
 def test_the_copy_bandwidth_becomes_the_dram_roof_when_it_is_faster(tmp_path):
-    result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=1, load_average=None,
-                             numpy_version="2", blas="OpenBLAS",
-                             matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
-                             stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3))
-                                     for size in (2**20, 2**24, 2**28, 2**30)],
-                             copy_bytes_per_s=2e10)
+    result = Calibration(
+        date="2026-12-01",
+        cpu="test CPU",
+        cores="2 cores",
+        threads=1,
+        load_average=None,
+        numpy_version="2",
+        blas="OpenBLAS",
+        matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
+        stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
+        copy_bytes_per_s=2e10,
+    )
     path = tmp_path / "c.toml"
     path.write_text(render_target(result, "c"), encoding="utf-8")
     figure_ = parse_target(path).dram_bytes_per_s
@@ -238,9 +284,13 @@ def test_parameters_that_fit_only_in_part_are_cached_in_model_order_and_the_rest
     # activations are x + h (or h + y) = 256 + 256 = 512 B, so 16,384 + 512 = 16,896 B on chip keeps
     # W1 (the first kernel's) between runs and streams W2: kernel 1 reads x (256 B) from DRAM,
     # kernel 2 reads W2 and writes y: 16,384 + 256 = 16,640 B.
-    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="first"),
-             helper.make_node("MatMul", ["h", "w2"], ["y"], name="second")]
-    model = make_model(nodes, [("x", F32, [1, 64])], [("y", F32, [1, 64])], [("w1", zeros(64, 64)), ("w2", zeros(64, 64))])
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="first"),
+        helper.make_node("MatMul", ["h", "w2"], ["y"], name="second"),
+    ]
+    model = make_model(
+        nodes, [("x", F32, [1, 64])], [("y", F32, [1, 64])], [("w1", zeros(64, 64)), ("w2", zeros(64, 64))]
+    )
     report = analyze(model, targets=[target_file(tmp_path, WEIGHTS, "half", onchip_bytes=16_896)]).targets[0]
     assert [(k.name, k.placement.dram_bytes) for k in report.nodes] == [("first", 256), ("second", 16_640)]
     assert report.weights_on_chip_bytes == 16_384
@@ -267,16 +317,29 @@ def int8_matmul_model():
     64 x 64 x 64 = 262,144 MACs, 524,288 ops on the int8 roof; 64 per weight element and 64 per
     output element: a gemm."""
     node = helper.make_node("MatMulInteger", ["x", "w"], ["y"], name="mmi")
-    return make_model([node], [("x", TensorProto.UINT8, [64, 64])], [("y", TensorProto.INT32, [64, 64])],
-                      [("w", np.zeros((64, 64), np.int8))])
+    return make_model(
+        [node],
+        [("x", TensorProto.UINT8, [64, 64])],
+        [("y", TensorProto.INT32, [64, 64])],
+        [("w", np.zeros((64, 64), np.int8))],
+    )
 
 
 def int8_target(tmp_path, efficiency: str, name: str = "i") -> str:
     """fp32 1 TFLOP/s, int8 100 GOP/s, DRAM 1 TB/s, 1 TB/s on chip (1 GiB), no launch cost."""
     path = tmp_path / f"{name}.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "peak_ops_per_s.int8": 1e11,
-                                 "dram.bandwidth_bytes_per_s": 1e12, "onchip.size_bytes": 1 << 30,
-                                 "onchip.bandwidth_bytes_per_s": 1e12}, efficiency))
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "peak_ops_per_s.int8": 1e11,
+                "dram.bandwidth_bytes_per_s": 1e12,
+                "onchip.size_bytes": 1 << 30,
+                "onchip.bandwidth_bytes_per_s": 1e12,
+            },
+            efficiency,
+        )
+    )
     return str(path)
 
 
@@ -304,7 +367,9 @@ def test_a_figure_on_a_roof_is_validated(tmp_path):
 
     with pytest.raises(UsageError, match=r"'efficiency.gemm.int9' is neither a roof \(fp32, .*\) nor 'by_columns'"):
         parsed('[efficiency.gemm.int9]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n', "a")
-    with pytest.raises(UsageError, match=r"'efficiency.gemm.int8.value' is a fraction of the roofline, at most 1, not 2"):
+    with pytest.raises(
+        UsageError, match=r"'efficiency.gemm.int8.value' is a fraction of the roofline, at most 1, not 2"
+    ):
         parsed('[efficiency.gemm.int8]\nvalue = 2\ntag = "measured"\nsource = "hand"\n', "b")
     with pytest.raises(UsageError, match=r"'efficiency.gemm.int8.tag' must be one of"):
         parsed('[efficiency.gemm.int8]\nvalue = 0.5\ntag = "guess"\nsource = "hand"\n', "c")
@@ -317,8 +382,9 @@ def test_a_node_the_runtime_computed_in_float_runs_on_the_fp32_roof(tmp_path):
 
     analysis = analyze(int8_matmul_model(), targets=[int8_target(tmp_path, figure("gemm", 0.25))])
     target = analysis.targets[0].target
-    report = place_model(analysis.cost_graph, analysis.memory, target, groups=[["mmi"]],
-                         compute_dtypes={"mmi": "float32"})
+    report = place_model(
+        analysis.cost_graph, analysis.memory, target, groups=[["mmi"]], compute_dtypes={"mmi": "float32"}
+    )
     assert report.nodes[0].placement.roof == "fp32"
     assert report.nodes[0].placement.time_s == pytest.approx(2.097152e-6)
     as_read = place_model(analysis.cost_graph, analysis.memory, target, groups=[["mmi"]])
@@ -352,7 +418,7 @@ def test_a_quantized_chain_of_depthwise_convs_is_int8_depthwise():
     assert [list(t.dims) for t in model.graph.initializer if t.name == "w0"] == [[8, 1, 3, 3]]
 
 
-GEMV_TABLE = (figure("gemv", 0.6) + "by_columns = [[10, 0.2], [1000, 0.8]]\n")
+GEMV_TABLE = figure("gemv", 0.6) + "by_columns = [[10, 0.2], [1000, 0.8]]\n"
 
 
 def gemv_model(columns: int, rows: int = 1):
@@ -386,13 +452,22 @@ def test_without_points_a_gemv_runs_at_its_class_s_value(tmp_path):
     assert target.efficiency_by_columns == {} and target.efficiency_of("gemv", "fp32", 100) == pytest.approx(0.6)
 
 
-@pytest.mark.parametrize("points, message", [
-    ("[[10, 0.2], [10, 0.8]]", r"'efficiency.gemv.by_columns' columns must increase \(10 then 10\)"),
-    ("[[10, 0.2], [100, 1.5]]", r"'efficiency.gemv.by_columns' point \[100, 1.5\]: columns at least 1, fraction in \(0, 1\]"),
-    ("[[10.5, 0.2]]", r"'efficiency.gemv.by_columns' point \[10.5, 0.2\] must be \[whole output columns, fraction\]"),
-    ("[]", r"'efficiency.gemv.by_columns' must be a list of \[output columns, fraction\] points"),
-    ('"wide"', r"'efficiency.gemv.by_columns' must be a list of \[output columns, fraction\] points"),
-])
+@pytest.mark.parametrize(
+    "points, message",
+    [
+        ("[[10, 0.2], [10, 0.8]]", r"'efficiency.gemv.by_columns' columns must increase \(10 then 10\)"),
+        (
+            "[[10, 0.2], [100, 1.5]]",
+            r"'efficiency.gemv.by_columns' point \[100, 1.5\]: columns at least 1, fraction in \(0, 1\]",
+        ),
+        (
+            "[[10.5, 0.2]]",
+            r"'efficiency.gemv.by_columns' point \[10.5, 0.2\] must be \[whole output columns, fraction\]",
+        ),
+        ("[]", r"'efficiency.gemv.by_columns' must be a list of \[output columns, fraction\] points"),
+        ('"wide"', r"'efficiency.gemv.by_columns' must be a list of \[output columns, fraction\] points"),
+    ],
+)
 def test_the_points_are_validated(tmp_path, points, message):
     path = target_file(tmp_path, figure("gemv", 0.6) + f"by_columns = {points}\n", "bad")
     with pytest.raises(UsageError, match=message):
@@ -423,10 +498,14 @@ def test_the_hand_off_is_the_median_cost_of_split_kernels_beyond_launch_and_work
     # per case (1 thread, 2 threads), launch 0.36 µs: MatMul 64: 4.56 - 0.36 - (3.96 - 0.36) / 2
     # = 2.4 µs; MatMul 96: 8.56 - 0.36 - 12.0 / 2 = 2.2 µs; Conv: 9.36 - 0.36 - 12.4 / 2 = 2.8 µs;
     # the median is 2.4 µs
-    slopes = {("MatMul", (64, 64)): (3.96e-6, 4.56e-6), ("MatMul", (96, 96)): (12.36e-6, 8.56e-6),
-              ("Conv", (1, 16, 16, 16)): (12.76e-6, 9.36e-6)}
-    monkeypatch.setattr(achieved, "chain_slope_s",
-                        lambda op, shape, attributes, threads, budget: slopes[(op, shape)][threads - 1])
+    slopes = {
+        ("MatMul", (64, 64)): (3.96e-6, 4.56e-6),
+        ("MatMul", (96, 96)): (12.36e-6, 8.56e-6),
+        ("Conv", (1, 16, 16, 16)): (12.76e-6, 9.36e-6),
+    }
+    monkeypatch.setattr(
+        achieved, "chain_slope_s", lambda op, shape, attributes, threads, budget: slopes[(op, shape)][threads - 1]
+    )
     handoff, cases = achieved.measure_handoff(0.36e-6, threads=2, budget_s=0.1)
     assert handoff == pytest.approx(2.4e-6)
     assert [(label, one, many) for label, one, many in cases][0] == ("MatMul 64x64 by 64x64", 3.96e-6, 4.56e-6)
@@ -437,11 +516,20 @@ def test_the_hand_off_is_the_median_cost_of_split_kernels_beyond_launch_and_work
 def test_on_two_threads_the_hand_off_is_written_beside_the_launch(tmp_path):
     # launch 0.4 µs (the 16-float Add slope), hand-off 2.2 µs: two figures, node_overhead_s for
     # every kernel and split_overhead_s for a kernel the pool splits
-    result = Calibration(date="2026-12-01", cpu="test CPU", cores="2 cores", threads=2, load_average=None,
-                         numpy_version="2", blas="OpenBLAS", matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
-                         stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
-                         launch_overhead_s=0.4e-6, handoff_s=2.2e-6,
-                         handoff_cases=[("MatMul 96x96 by 96x96", 12.36e-6, 8.56e-6)])
+    result = Calibration(
+        date="2026-12-01",
+        cpu="test CPU",
+        cores="2 cores",
+        threads=2,
+        load_average=None,
+        numpy_version="2",
+        blas="OpenBLAS",
+        matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
+        stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
+        launch_overhead_s=0.4e-6,
+        handoff_s=2.2e-6,
+        handoff_cases=[("MatMul 96x96 by 96x96", 12.36e-6, 8.56e-6)],
+    )
     path = tmp_path / "two.toml"
     path.write_text(render_target(result, "two"), encoding="utf-8")
     target = parse_target(path)
@@ -452,7 +540,9 @@ def test_on_two_threads_the_hand_off_is_written_beside_the_launch(tmp_path):
     from onnxroof.measure.roofs import measured_roofs
 
     roofs = measured_roofs(result)
-    assert roofs.node_overhead_s.value == pytest.approx(0.4e-6) and roofs.split_overhead_s.value == pytest.approx(2.2e-6)
+    assert roofs.node_overhead_s.value == pytest.approx(0.4e-6) and roofs.split_overhead_s.value == pytest.approx(
+        2.2e-6
+    )
     # one thread: no hand-off measured, no figure
     result.threads, result.handoff_s, result.handoff_cases = 1, None, []
     path.write_text(render_target(result, "two"), encoding="utf-8")
@@ -462,9 +552,18 @@ def test_on_two_threads_the_hand_off_is_written_beside_the_launch(tmp_path):
 def split_target(tmp_path, name: str = "split") -> str:
     """1 TFLOP/s fp32, 1 TB/s DRAM, 10 GB/s on chip; 1 µs per kernel and 3 µs more when split."""
     path = tmp_path / f"{name}.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12,
-                                 "onchip.size_bytes": 1 << 30, "onchip.bandwidth_bytes_per_s": 1e10,
-                                 "node_overhead_s": 1e-6, "split_overhead_s": 3e-6}))
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "dram.bandwidth_bytes_per_s": 1e12,
+                "onchip.size_bytes": 1 << 30,
+                "onchip.bandwidth_bytes_per_s": 1e10,
+                "node_overhead_s": 1e-6,
+                "split_overhead_s": 3e-6,
+            }
+        )
+    )
     return str(path)
 
 
@@ -488,8 +587,9 @@ def test_a_profile_says_which_kernels_were_split(tmp_path):
     path = split_target(tmp_path)
     for columns, split, expected in ((100, ["proj"], 6.6256e-6), (1024, [], 27.6496e-6)):
         analysis = analyze(gemv_model(columns), targets=[path])
-        report = place_model(analysis.cost_graph, analysis.memory, analysis.targets[0].target, groups=[["proj"]],
-                             split=split)
+        report = place_model(
+            analysis.cost_graph, analysis.memory, analysis.targets[0].target, groups=[["proj"]], split=split
+        )
         assert report.nodes[0].placement.time_s == pytest.approx(expected)
 
 
@@ -516,12 +616,25 @@ def test_the_profile_s_thread_stats_say_which_kernels_were_split():
 
     def event(name, blocks):
         stats = {"main_thread": {"block_size": blocks, "Run": 33}, "sub_threads": {}}
-        return {"cat": "Node", "name": f"{name}_kernel_time", "ts": 0, "dur": 1, "args": {"thread_scheduling_stats": stats}}
+        return {
+            "cat": "Node",
+            "name": f"{name}_kernel_time",
+            "ts": 0,
+            "dur": 1,
+            "args": {"thread_scheduling_stats": stats},
+        }
 
     # big: split in 2 of 3 runs; small: never; odd: in 1 of 2 (not most); one: no stats (one thread)
-    events = [event("big", [1]), event("big", [1]), event("big", []), event("small", []), event("small", []),
-              event("odd", [1]), event("odd", []),
-              {"cat": "Node", "name": "one_kernel_time", "ts": 0, "dur": 1, "args": {"thread_scheduling_stats": ""}}]
+    events = [
+        event("big", [1]),
+        event("big", [1]),
+        event("big", []),
+        event("small", []),
+        event("small", []),
+        event("odd", [1]),
+        event("odd", []),
+        {"cat": "Node", "name": "one_kernel_time", "ts": 0, "dur": 1, "args": {"thread_scheduling_stats": ""}},
+    ]
     assert kernel_splits(events) == {"big"}
 
 
@@ -562,14 +675,18 @@ def test_an_op_the_table_does_not_name_runs_at_its_class_s_figure(tmp_path):
 def test_a_fused_kernel_runs_at_its_slowest_op_s_figure(tmp_path):
     # Tanh -> Erf -> Add(., x) fused under the elementwise rule: the kernel reads x (4,096 B) and
     # writes y (4,096 B), the rest stays inside: 0.8192 µs on chip, over min(0.5, 0.25) = 3.2768 µs
-    report = analyze(unary_chain("Tanh", "Erf", "Add"), targets=[target_file(tmp_path, BY_OP)],
-                     fusion="elementwise").targets[0]
+    report = analyze(
+        unary_chain("Tanh", "Erf", "Add"), targets=[target_file(tmp_path, BY_OP)], fusion="elementwise"
+    ).targets[0]
     (kernel,) = report.nodes
     assert kernel.op_type == "Tanh+Erf+Add" and kernel.placement.op_efficiency == 0.25
     assert kernel.placement.time_s == pytest.approx(3.2768e-6)
     # Tanh with Add alone: 0.5, 1.6384 µs
-    (kernel,) = analyze(unary_chain("Tanh", "Add"), targets=[target_file(tmp_path, BY_OP, "t")],
-                        fusion="elementwise").targets[0].nodes
+    (kernel,) = (
+        analyze(unary_chain("Tanh", "Add"), targets=[target_file(tmp_path, BY_OP, "t")], fusion="elementwise")
+        .targets[0]
+        .nodes
+    )
     assert kernel.placement.op_efficiency == 0.5 and kernel.placement.time_s == pytest.approx(1.6384e-6)
 
 
@@ -587,9 +704,17 @@ def test_the_op_s_figure_leaves_the_dram_roof_at_the_class_s(tmp_path):
     # (a figure on every roof would give 32.768 µs). At 0.05 the on-chip side is 16.384 µs and wins
     def target(by_op: str, name: str) -> str:
         path = tmp_path / f"{name}.toml"
-        path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e9,
-                                     "onchip.size_bytes": 1 << 30, "onchip.bandwidth_bytes_per_s": 1e10},
-                                    figure("elementwise", 1.0) + f"by_op = {{ Erf = {by_op} }}\n"))
+        path.write_text(
+            target_text(
+                {
+                    "peak_ops_per_s.fp32": 1e12,
+                    "dram.bandwidth_bytes_per_s": 1e9,
+                    "onchip.size_bytes": 1 << 30,
+                    "onchip.bandwidth_bytes_per_s": 1e10,
+                },
+                figure("elementwise", 1.0) + f"by_op = {{ Erf = {by_op} }}\n",
+            )
+        )
         return str(path)
 
     (kernel,) = analyze(unary_chain("Erf"), targets=[target("0.25", "a")]).targets[0].nodes
@@ -624,15 +749,27 @@ def test_the_kernels_a_runtime_ran_take_the_op_s_figure_too(tmp_path):
     assert unattributed_kernel_s(added, analysis.targets[0].target) == pytest.approx(1.6384e-6)
 
 
-@pytest.mark.parametrize("table, message", [
-    ('"fast"', r"'efficiency.elementwise.by_op' must be an inline table of op type = fraction \(\{ Erf = 0.16"),
-    ("{}", r"'efficiency.elementwise.by_op' must be an inline table of op type = fraction"),
-    ("{ Erf = 1.5 }", r"'efficiency.elementwise.by_op.Erf' must be a fraction of the roofline in \(0, 1\], not 1.5"),
-    ("{ Erf = 0 }", r"'efficiency.elementwise.by_op.Erf' must be a fraction of the roofline in \(0, 1\], not 0"),
-    ("{ Erf = true }", r"'efficiency.elementwise.by_op.Erf' must be a fraction of the roofline in \(0, 1\], not True"),
-    ('{ "Quantize Linear" = 0.3 }', r"'efficiency.elementwise.by_op.Quantize Linear' is not an op type: name it as "
-                                    r"the model does"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ('"fast"', r"'efficiency.elementwise.by_op' must be an inline table of op type = fraction \(\{ Erf = 0.16"),
+        ("{}", r"'efficiency.elementwise.by_op' must be an inline table of op type = fraction"),
+        (
+            "{ Erf = 1.5 }",
+            r"'efficiency.elementwise.by_op.Erf' must be a fraction of the roofline in \(0, 1\], not 1.5",
+        ),
+        ("{ Erf = 0 }", r"'efficiency.elementwise.by_op.Erf' must be a fraction of the roofline in \(0, 1\], not 0"),
+        (
+            "{ Erf = true }",
+            r"'efficiency.elementwise.by_op.Erf' must be a fraction of the roofline in \(0, 1\], not True",
+        ),
+        (
+            '{ "Quantize Linear" = 0.3 }',
+            r"'efficiency.elementwise.by_op.Quantize Linear' is not an op type: name it as "
+            r"the model does",
+        ),
+    ],
+)
 def test_the_by_op_table_is_validated(tmp_path, table, message):
     path = target_file(tmp_path, figure("elementwise", 0.8) + f"by_op = {table}\n", "bad")
     with pytest.raises(UsageError, match=message):
@@ -647,8 +784,10 @@ def test_explain_the_json_and_the_listing_show_the_op_s_figure(tmp_path, capsys)
     lines = explain_target_lines(analysis.targets[0], "erf")
     # the roofs at the efficiency 1: on chip 8,192 B at 10 GB/s = 819.2 ns
     assert any("on chip  8,192 B" in line and "819" in line for line in lines)
-    assert any("efficiency 0.25 on compute and on chip (Erf in elementwise kernels on this target), 0.80 on DRAM"
-               in line for line in lines)
+    assert any(
+        "efficiency 0.25 on compute and on chip (Erf in elementwise kernels on this target), 0.80 on DRAM" in line
+        for line in lines
+    )
     listing = render_targets_list([analysis.targets[0].target])
     assert "elementwise by op: Erf 25%, Tanh 50%" in listing
     model = tmp_path / "erf.onnx"
@@ -667,10 +806,16 @@ def test_a_constant_the_runtime_computes_every_run_is_classed_by_what_it_compute
     # from DRAM at 1 TB/s take 4.1 ns)
     from onnxroof.roofline.placement import place_model
 
-    nodes = [helper.make_node("DequantizeLinear", ["w", "scale"], ["w_f"], name="dq"),
-             helper.make_node("MatMul", ["x", "w_f"], ["y"], name="mm")]
-    model = make_model(nodes, [("x", F32, [1, 64])], [("y", F32, [1, 64])],
-                       [("w", np.ones((64, 64), np.int8)), ("scale", np.array(0.1, np.float32))])
+    nodes = [
+        helper.make_node("DequantizeLinear", ["w", "scale"], ["w_f"], name="dq"),
+        helper.make_node("MatMul", ["x", "w_f"], ["y"], name="mm"),
+    ]
+    model = make_model(
+        nodes,
+        [("x", F32, [1, 64])],
+        [("y", F32, [1, 64])],
+        [("w", np.ones((64, 64), np.int8)), ("scale", np.array(0.1, np.float32))],
+    )
     path = target_file(tmp_path, figure("elementwise", 0.8) + "by_op = { DequantizeLinear = 0.5 }\n")
     analysis = analyze(model, targets=[path])
     report = place_model(analysis.cost_graph, analysis.memory, analysis.targets[0].target, groups=[["dq"], ["mm"]])

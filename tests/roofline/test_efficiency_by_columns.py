@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import make_model, target_text
+from measurements import hand_calibration
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
@@ -20,20 +22,27 @@ from onnxroof.measure.roof_kernels import ONNXRUNTIME_INT8, MatmulPoint, Rate, m
 from onnxroof.report.target_file import render_target
 from onnxroof.roofline.targets import parse_target
 
-from conftest import make_model, target_text
-from measurements import hand_calibration
-
 CURVE = '[efficiency.depthwise]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n'
-INT8_CURVE = ('[efficiency.depthwise.int8]\nvalue = 0.2\ntag = "measured"\nsource = "hand"\n'
-              "by_columns = [[3, 0.01], [48, 0.1]]\n")
+INT8_CURVE = (
+    '[efficiency.depthwise.int8]\nvalue = 0.2\ntag = "measured"\nsource = "hand"\nby_columns = [[3, 0.01], [48, 0.1]]\n'
+)
 
 
 def int8_target(tmp_path, efficiency: str, name: str = "dw") -> str:
     """fp32 1 TFLOP/s, int8 100 GOP/s, DRAM 1 TB/s, 1 TB/s on chip (1 GiB), no launch cost."""
     path = tmp_path / f"{name}.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "peak_ops_per_s.int8": 1e11,
-                                 "dram.bandwidth_bytes_per_s": 1e12, "onchip.size_bytes": 1 << 30,
-                                 "onchip.bandwidth_bytes_per_s": 1e12}, efficiency))
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "peak_ops_per_s.int8": 1e11,
+                "dram.bandwidth_bytes_per_s": 1e12,
+                "onchip.size_bytes": 1 << 30,
+                "onchip.bandwidth_bytes_per_s": 1e12,
+            },
+            efficiency,
+        )
+    )
     return str(path)
 
 
@@ -41,19 +50,39 @@ def depthwise_int8(channels: int):
     """x [1, C, 8, 8] uint8 -> QLinearConv 3x3, group C, pad 1 (int8 weights) -> y uint8: C x 64 x 9
     MACs, + 4 per output element to requantize."""
     scale, zero = np.array(0.05, np.float32), np.array(0, np.uint8)
-    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="dw",
-                            group=channels, pads=[1, 1, 1, 1])
-    return make_model([node], [("x", TensorProto.UINT8, [1, channels, 8, 8])],
-                      [("y", TensorProto.UINT8, [1, channels, 8, 8])],
-                      [("xs", scale), ("xz", zero), ("w", np.ones((channels, 1, 3, 3), np.int8)),
-                       ("ws", scale), ("wz", np.array(0, np.int8)), ("ys", scale), ("yz", zero)])
+    node = helper.make_node(
+        "QLinearConv",
+        ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"],
+        ["y"],
+        name="dw",
+        group=channels,
+        pads=[1, 1, 1, 1],
+    )
+    return make_model(
+        [node],
+        [("x", TensorProto.UINT8, [1, channels, 8, 8])],
+        [("y", TensorProto.UINT8, [1, channels, 8, 8])],
+        [
+            ("xs", scale),
+            ("xz", zero),
+            ("w", np.ones((channels, 1, 3, 3), np.int8)),
+            ("ws", scale),
+            ("wz", np.array(0, np.int8)),
+            ("ys", scale),
+            ("yz", zero),
+        ],
+    )
 
 
 def depthwise_fp32(channels: int):
     """x [1, C, 8, 8] -> Conv 3x3, group C, pad 1, no bias -> y."""
     node = helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=channels, pads=[1, 1, 1, 1])
-    return make_model([node], [("x", TensorProto.FLOAT, [1, channels, 8, 8])],
-                      [("y", TensorProto.FLOAT, [1, channels, 8, 8])], [("w", np.ones((channels, 1, 3, 3), np.float32))])
+    return make_model(
+        [node],
+        [("x", TensorProto.FLOAT, [1, channels, 8, 8])],
+        [("y", TensorProto.FLOAT, [1, channels, 8, 8])],
+        [("w", np.ones((channels, 1, 3, 3), np.float32))],
+    )
 
 
 def test_an_int8_depthwise_kernel_runs_at_its_roof_s_curve_at_its_channels(tmp_path):
@@ -92,17 +121,25 @@ def test_a_roof_s_figure_gives_one_curve(tmp_path):
     with pytest.raises(UsageError, match=r"'efficiency.depthwise.int8' gives both 'by_rows' and 'by_columns'"):
         parse_target(Path(int8_target(tmp_path, CURVE + both)))
     with pytest.raises(UsageError, match=r"'efficiency.depthwise.int8.by_columns' columns must increase \(48 then 3\)"):
-        parse_target(Path(int8_target(tmp_path, CURVE + INT8_CURVE.replace("[[3, 0.01], [48, 0.1]]",
-                                                                          "[[48, 0.1], [3, 0.01]]"), "b")))
+        parse_target(
+            Path(
+                int8_target(
+                    tmp_path, CURVE + INT8_CURVE.replace("[[3, 0.01], [48, 0.1]]", "[[48, 0.1], [3, 0.01]]"), "b"
+                )
+            )
+        )
 
 
 def test_calibrate_measures_the_depthwise_sizes_at_their_channels():
     # the float and the int8 depthwise sizes: the class's own at 32, 128 and 512 channels, then 3
     # and 8 for the curve, as the placement reads them
-    assert [achieved.case_columns(op, shape, attributes) for _, op, shape, attributes
-            in achieved.sizes("depthwise", "fp32")] == [32, 128, 512, 3, 8]
-    assert [achieved.case_columns(op, shape, attributes, achieved.qdq_chain_model) for _, op, shape, attributes
-            in achieved.sizes("depthwise", "int8")] == [32, 128, 512, 3, 8]
+    assert [
+        achieved.case_columns(op, shape, attributes) for _, op, shape, attributes in achieved.sizes("depthwise", "fp32")
+    ] == [32, 128, 512, 3, 8]
+    assert [
+        achieved.case_columns(op, shape, attributes, achieved.qdq_chain_model)
+        for _, op, shape, attributes in achieved.sizes("depthwise", "int8")
+    ] == [32, 128, 512, 3, 8]
     assert achieved.sizes("gemm", "fp32") == achieved.CASES["gemm"]
 
 
@@ -110,8 +147,12 @@ def test_a_dense_conv_of_few_input_channels_runs_at_the_depthwise_figure_not_its
     # x [1, 3, 8, 8] -> Conv 3 -> 12, 3x3, pad 1: 27 MACs per output, a depthwise-class kernel, but
     # no grouped conv (the runtime runs its GEMM kernel): fp32 at the class's 0.5, not the curve
     node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])
-    model = make_model([node], [("x", TensorProto.FLOAT, [1, 3, 8, 8])], [("y", TensorProto.FLOAT, [1, 12, 8, 8])],
-                       [("w", np.ones((12, 3, 3, 3), np.float32))])
+    model = make_model(
+        [node],
+        [("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [("y", TensorProto.FLOAT, [1, 12, 8, 8])],
+        [("w", np.ones((12, 3, 3, 3), np.float32))],
+    )
     float_curve = CURVE + "by_columns = [[3, 0.2], [48, 0.6]]\n"
     point = analyze(model, targets=[int8_target(tmp_path, float_curve)]).targets[0].nodes[0].placement
     assert point.kernel_class == "depthwise" and point.efficiency == 0.5 and point.efficiency_columns is None
@@ -127,9 +168,15 @@ def test_the_int8_depthwise_curve_is_written_under_its_roof_s_figure(tmp_path):
     calibration = hand_calibration()
     calibration.launch_overhead_s = 1e-6
     calibration.efficiency = {"depthwise": [case("depthwise 3", 0.1, 3), case("depthwise 32", 0.5, 32)]}
-    calibration.efficiency_on_roof = {"depthwise": {"int8": [case("QDQ depthwise 3", 0.01, 3),
-                                                             case("QDQ depthwise 32", 0.1, 32),
-                                                             case("QDQ depthwise 512", 0.4, 512)]}}
+    calibration.efficiency_on_roof = {
+        "depthwise": {
+            "int8": [
+                case("QDQ depthwise 3", 0.01, 3),
+                case("QDQ depthwise 32", 0.1, 32),
+                case("QDQ depthwise 512", 0.4, 512),
+            ]
+        }
+    }
     calibration.matmul.append(MatmulPoint("int8", 1024, Rate(matmul_flops(1024), 1.073741824e-3, 3), ONNXRUNTIME_INT8))
     path = tmp_path / "c.toml"
     path.write_text(render_target(calibration, "c"), encoding="utf-8")
@@ -149,18 +196,31 @@ def gemv_int8(columns: int):
     per output to requantize; one row uses each weight once: a gemv."""
     scale, zero = np.array(0.05, np.float32), np.array(0, np.uint8)
     node = helper.make_node("QLinearMatMul", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="proj")
-    return make_model([node], [("x", TensorProto.UINT8, [1, 64])], [("y", TensorProto.UINT8, [1, columns])],
-                      [("xs", scale), ("xz", zero), ("w", np.ones((64, columns), np.int8)), ("ws", scale),
-                       ("wz", np.array(0, np.int8)), ("ys", scale), ("yz", zero)])
+    return make_model(
+        [node],
+        [("x", TensorProto.UINT8, [1, 64])],
+        [("y", TensorProto.UINT8, [1, columns])],
+        [
+            ("xs", scale),
+            ("xz", zero),
+            ("w", np.ones((64, columns), np.int8)),
+            ("ws", scale),
+            ("wz", np.array(0, np.int8)),
+            ("ys", scale),
+            ("yz", zero),
+        ],
+    )
 
 
 def test_an_int8_gemv_runs_at_its_roof_s_curve_and_a_float_one_at_its_class_s(tmp_path):
     # 1 x 64 by 64 x 100 in int8: 6,400 MACs = 12,800 ops + 4 x 100 = 13,200 ops at 100 GOP/s =
     # 132 ns (its 6.6 KB take 6.6 ns at 1 TB/s: compute-bound). 100 columns sit halfway between 10
     # and 1,000 in log: 0.2 + (0.8 - 0.2) / 2 = 0.5, so 132 / 0.5 = 264 ns
-    gemv = ('[efficiency.gemv]\nvalue = 0.9\ntag = "measured"\nsource = "hand"\n'
-            '[efficiency.gemv.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\n'
-            "by_columns = [[10, 0.2], [1000, 0.8]]\n")
+    gemv = (
+        '[efficiency.gemv]\nvalue = 0.9\ntag = "measured"\nsource = "hand"\n'
+        '[efficiency.gemv.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\n'
+        "by_columns = [[10, 0.2], [1000, 0.8]]\n"
+    )
     path = int8_target(tmp_path, gemv)
     point = analyze(gemv_int8(100), targets=[path]).targets[0].nodes[0].placement
     assert (point.kernel_class, point.roof, point.flops) == ("gemv", "int8", 13_200)
@@ -180,8 +240,10 @@ def test_the_int8_gemv_sizes_are_fans_of_quantized_matmuls_at_their_columns():
     products = [r for r in analyze(model).nodes if r.macs]
     assert [r.macs for r in products] == [320, 320, 320] and {r.dtype for r in products} == {"uint8"}
     assert {efficiency_class([r]) for r in products} == {"gemv"}
-    assert [achieved.case_columns(op, shape, attributes, qdq_fan_model) for _, op, shape, attributes
-            in achieved.ROOF_CASES["gemv"]["int8"]] == [10, 128, 1024]
+    assert [
+        achieved.case_columns(op, shape, attributes, qdq_fan_model)
+        for _, op, shape, attributes in achieved.ROOF_CASES["gemv"]["int8"]
+    ] == [10, 128, 1024]
 
 
 def test_explain_the_json_and_the_listing_show_the_columns_figure(tmp_path, capsys):
@@ -193,8 +255,11 @@ def test_explain_the_json_and_the_listing_show_the_columns_figure(tmp_path, caps
     path = int8_target(tmp_path, CURVE + INT8_CURVE)
     analysis = analyze(depthwise_int8(12), targets=[path])
     lines = explain_target_lines(analysis.targets[0], "dw")
-    assert any("efficiency 0.055 (depthwise kernels of 12 output columns on this target, "
-               "efficiency.depthwise.int8.by_columns)" in line for line in lines)
+    assert any(
+        "efficiency 0.055 (depthwise kernels of 12 output columns on this target, "
+        "efficiency.depthwise.int8.by_columns)" in line
+        for line in lines
+    )
     assert "depthwise int8 by output columns: 3 1%, 48 10%" in render_targets_list([analysis.targets[0].target])
     model = tmp_path / "dw.onnx"
     model.write_bytes(depthwise_int8(12).SerializeToString())
@@ -218,9 +283,18 @@ def test_a_quantized_link_s_roofline_is_its_cost_as_an_int8_kernel(tmp_path):
     # read with its float tensors (the dequantized activations, 4 B an element: 512 B in and out;
     # the weights' stored 72 B; the scales 4 B each) the same link would be 1,096 + 12 + 3 = 1,111 ns
     slow = tmp_path / "slow.toml"
-    slow.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "peak_ops_per_s.int8": 1e11,
-                                 "dram.bandwidth_bytes_per_s": 1e12, "onchip.size_bytes": 1 << 30,
-                                 "onchip.bandwidth_bytes_per_s": 1e9}, CURVE))
+    slow.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "peak_ops_per_s.int8": 1e11,
+                "dram.bandwidth_bytes_per_s": 1e12,
+                "onchip.size_bytes": 1 << 30,
+                "onchip.bandwidth_bytes_per_s": 1e9,
+            },
+            CURVE,
+        )
+    )
     target = parse_target(slow)
     assert achieved.roof_slope_s(*args, target, dtype="int8", **link) == pytest.approx(334e-9)
     assert achieved.roof_slope_s(*args, target, **link) == pytest.approx(1111e-9)

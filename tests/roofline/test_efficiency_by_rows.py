@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import make_model, target_text, zeros
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
@@ -15,8 +16,6 @@ from onnxroof.cli.app import main
 from onnxroof.core.errors import UsageError
 from onnxroof.report.text.table import explain_target_lines, render_targets_list
 from onnxroof.roofline.targets import parse_target
-
-from conftest import make_model, target_text, zeros
 
 F32 = TensorProto.FLOAT
 CURVE = "by_rows = [[16, 0.5], [256, 1.0]]\n"  # 64 rows sit halfway in log(rows): 0.75
@@ -29,9 +28,18 @@ def figure(kernel_class: str, value: float, extra: str = "") -> str:
 def target_file(tmp_path, efficiency: str, name: str = "t") -> str:
     """1 TFLOP/s fp32 and int8, 1 TB/s DRAM, 1 GiB on chip at 1 TB/s, no launch cost."""
     path = tmp_path / f"{name}.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "peak_ops_per_s.int8": 1e12,
-                                 "dram.bandwidth_bytes_per_s": 1e12, "onchip.size_bytes": 1 << 30,
-                                 "onchip.bandwidth_bytes_per_s": 1e12}, efficiency))
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "peak_ops_per_s.int8": 1e12,
+                "dram.bandwidth_bytes_per_s": 1e12,
+                "onchip.size_bytes": 1 << 30,
+                "onchip.bandwidth_bytes_per_s": 1e12,
+            },
+            efficiency,
+        )
+    )
     return str(path)
 
 
@@ -71,7 +79,9 @@ def test_a_roof_s_figure_takes_its_own_curve_or_none(tmp_path):
     # the class's curve for fp32; the int8 figure's own curve on int8 (49 rows to 784: 196 rows are
     # halfway in log(rows), 0.25 + (0.4 - 0.25) / 2 = 0.325); an fp16 figure without a curve holds
     # at every row count
-    int8 = '[efficiency.gemm.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\nby_rows = [[49, 0.25], [784, 0.4]]\n'
+    int8 = (
+        '[efficiency.gemm.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\nby_rows = [[49, 0.25], [784, 0.4]]\n'
+    )
     fp16 = '[efficiency.gemm.fp16]\nvalue = 0.7\ntag = "measured"\nsource = "hand"\n'
     target = parse_target(Path(target_file(tmp_path, figure("gemm", 0.9, CURVE) + int8 + fp16)))
     assert target.efficiency_by_rows == {"gemm": ((16, 0.5), (256, 1.0)), "gemm.int8": ((49, 0.25), (784, 0.4))}
@@ -83,22 +93,48 @@ def test_a_roof_s_figure_takes_its_own_curve_or_none(tmp_path):
     assert target.efficiency_of("gemm", "int8") == pytest.approx(0.4) and target.efficiency_of("gemm") == 0.9
 
 
-@pytest.mark.parametrize("extra, message", [
-    (figure("gemm", 0.9, "by_rows = [[16, 0.5], [16, 0.8]]\n"), r"'efficiency.gemm.by_rows' rows must increase \(16 then 16\)"),
-    (figure("gemm", 0.9, "by_rows = [[16, 1.5]]\n"), r"'efficiency.gemm.by_rows' point \[16, 1.5\]: rows at least 1, "
-                                                     r"fraction in \(0, 1\]"),
-    (figure("gemm", 0.9, "by_rows = [[1.5, 0.5]]\n"), r"'efficiency.gemm.by_rows' point \[1.5, 0.5\] must be \[whole "
-                                                      r"output rows, fraction\]"),
-    (figure("gemm", 0.9, "by_rows = []\n"), r"'efficiency.gemm.by_rows' must be a list of \[output rows, fraction\] points"),
-    (figure("gemm", 0.9, "by_rows = [[16, 0.5]]\nby_columns = [[10, 0.5]]\n"),
-     r"'efficiency.gemm' gives both 'by_rows' and 'by_columns': give one curve per class"),
-    (figure("gemm", 0.9) + '[efficiency.gemm.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\nby_cols = 1\n',
-     r"'efficiency.gemm.int8.by_cols' is not a field of a roof's figure \(value, tag, source, by_rows, by_columns\)"),
-    (figure("gemm", 0.9) + '[efficiency.gemm.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\nby_rows = [[0, 0.5]]\n',
-     r"'efficiency.gemm.int8.by_rows' point \[0, 0.5\]: rows at least 1"),
-    (figure("gemm", 0.9, "by_row = [[16, 0.5]]\n"), r"'efficiency.gemm.by_row' is neither a roof .* nor 'by_columns', "
-                                                    r"'by_rows' or 'by_op'"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            figure("gemm", 0.9, "by_rows = [[16, 0.5], [16, 0.8]]\n"),
+            r"'efficiency.gemm.by_rows' rows must increase \(16 then 16\)",
+        ),
+        (
+            figure("gemm", 0.9, "by_rows = [[16, 1.5]]\n"),
+            r"'efficiency.gemm.by_rows' point \[16, 1.5\]: rows at least 1, "
+            r"fraction in \(0, 1\]",
+        ),
+        (
+            figure("gemm", 0.9, "by_rows = [[1.5, 0.5]]\n"),
+            r"'efficiency.gemm.by_rows' point \[1.5, 0.5\] must be \[whole "
+            r"output rows, fraction\]",
+        ),
+        (
+            figure("gemm", 0.9, "by_rows = []\n"),
+            r"'efficiency.gemm.by_rows' must be a list of \[output rows, fraction\] points",
+        ),
+        (
+            figure("gemm", 0.9, "by_rows = [[16, 0.5]]\nby_columns = [[10, 0.5]]\n"),
+            r"'efficiency.gemm' gives both 'by_rows' and 'by_columns': give one curve per class",
+        ),
+        (
+            figure("gemm", 0.9)
+            + '[efficiency.gemm.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\nby_cols = 1\n',
+            r"'efficiency.gemm.int8.by_cols' is not a field of a roof's figure \(value, tag, source, by_rows, by_columns\)",
+        ),
+        (
+            figure("gemm", 0.9)
+            + '[efficiency.gemm.int8]\nvalue = 0.4\ntag = "measured"\nsource = "hand"\nby_rows = [[0, 0.5]]\n',
+            r"'efficiency.gemm.int8.by_rows' point \[0, 0.5\]: rows at least 1",
+        ),
+        (
+            figure("gemm", 0.9, "by_row = [[16, 0.5]]\n"),
+            r"'efficiency.gemm.by_row' is neither a roof .* nor 'by_columns', "
+            r"'by_rows' or 'by_op'",
+        ),
+    ],
+)
 def test_the_rows_points_are_validated(tmp_path, extra, message):
     with pytest.raises(UsageError, match=message):
         parse_target(Path(target_file(tmp_path, extra, "bad")))
@@ -108,8 +144,10 @@ def test_explain_the_json_and_the_listing_show_the_rows_figure(tmp_path, capsys)
     path = target_file(tmp_path, figure("gemm", 0.9, CURVE))
     analysis = analyze(matmul(64), targets=[path])
     lines = explain_target_lines(analysis.targets[0], "proj")
-    assert any("efficiency 0.75 (gemm kernels of 64 output rows on this target, efficiency.gemm.by_rows)" in line
-               for line in lines)
+    assert any(
+        "efficiency 0.75 (gemm kernels of 64 output rows on this target, efficiency.gemm.by_rows)" in line
+        for line in lines
+    )
     assert "gemm by output rows: 16 50%, 256 100%" in render_targets_list([analysis.targets[0].target])
     model = tmp_path / "proj.onnx"
     model.write_bytes(matmul(64).SerializeToString())

@@ -4,12 +4,11 @@ ring all-reduce by hand, and a malformed table is one line naming the field."""
 from __future__ import annotations
 
 import pytest
+from test_targets import VALID, usage_error, write  # noqa: E402  (same folder: the tiny target and its helpers)
 
 from onnxroof.roofline.targets import load_target
 
-from test_targets import VALID, usage_error, write  # noqa: E402  (same folder: the tiny target and its helpers)
-
-LINK = '''
+LINK = """
 [interconnect.nvlink.bandwidth_bytes_per_s]
 value = 450e9
 tag = "vendor"
@@ -24,12 +23,19 @@ source = "a guess"
 value = 8
 tag = "vendor"
 source = "an 8-GPU node"
-'''
+"""
 
 
-@pytest.mark.parametrize("name, per_direction, devices", [
-    ("h100-sxm", 450e9, 8), ("h200-sxm", 450e9, 8), ("a100-80gb-sxm", 300e9, 8), ("a100-40gb-sxm", 300e9, 8),
-    ("l4", 32e9, 8)])
+@pytest.mark.parametrize(
+    "name, per_direction, devices",
+    [
+        ("h100-sxm", 450e9, 8),
+        ("h200-sxm", 450e9, 8),
+        ("a100-80gb-sxm", 300e9, 8),
+        ("a100-40gb-sxm", 300e9, 8),
+        ("l4", 32e9, 8),
+    ],
+)
 def test_bundled_links(name, per_direction, devices):
     target = load_target(name)
     link = target.interconnect.link_for(2)
@@ -52,14 +58,19 @@ def test_ring_all_reduce_by_hand(tmp_path):
     assert link.all_reduce_s(1_000_000, 1) == 0
 
 
-@pytest.mark.parametrize("change, words", [
-    (("value = 450e9", "value = 450e30"), "'interconnect.nvlink.bandwidth_bytes_per_s.value'"),
-    (("value = 1e-6", "value = 5.0"), "'interconnect.nvlink.latency_s.value' is 5, out of range"),
-    (("value = 8", "value = 2.5"), "'interconnect.nvlink.devices.value' must be a whole number"),
-    (("value = 8", "value = 1"), "from 2 to"),
-    (('[interconnect.nvlink.latency_s]', '[interconnect.nvlink.jitter_s]'), "'interconnect.nvlink.jitter_s' is not a field"),
-    (('value = 1e-6\ntag = "estimate"', 'value = nan\ntag = "estimate"'), "'interconnect.nvlink.latency_s.value'"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (("value = 450e9", "value = 450e30"), "'interconnect.nvlink.bandwidth_bytes_per_s.value'"),
+        (("value = 1e-6", "value = 5.0"), "'interconnect.nvlink.latency_s.value' is 5, out of range"),
+        (("value = 8", "value = 2.5"), "'interconnect.nvlink.devices.value' must be a whole number"),
+        (("value = 8", "value = 1"), "from 2 to"),
+        (
+            ("[interconnect.nvlink.latency_s]", "[interconnect.nvlink.jitter_s]"),
+            "'interconnect.nvlink.jitter_s' is not a field",
+        ),
+        (('value = 1e-6\ntag = "estimate"', 'value = nan\ntag = "estimate"'), "'interconnect.nvlink.latency_s.value'"),
+    ],
+)
 def test_malformed_links_are_one_line(tmp_path, change, words):
     assert words in usage_error(write(tmp_path, VALID + LINK.replace(*change)))
-

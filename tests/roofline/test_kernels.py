@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import make_model, target_text, zeros
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
@@ -16,8 +17,6 @@ from onnxroof.core.examples import build_example
 from onnxroof.ops import COST_RULES, OpCost, OpTrait, register, same_as_input
 from onnxroof.roofline.kernels import WorkShape, fuse, work_shape
 
-from conftest import make_model, target_text, zeros
-
 F32 = TensorProto.FLOAT
 X = [1, 8, 16, 16]  # 2,048 floats = 8,192 B per activation
 
@@ -25,8 +24,12 @@ X = [1, 8, 16, 16]  # 2,048 floats = 8,192 B per activation
 def target_file(tmp_path, fusion: str = "", onchip: str = "") -> str:
     """1 TFLOP/s fp32, 10 GB/s DRAM, 1 µs per kernel launch; no on-chip memory unless given."""
     path = tmp_path / f"t{abs(hash((fusion, onchip)))}.toml"
-    path.write_text(target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e10,
-                                 "node_overhead_s": 1e-6}, f"{onchip}\n{fusion}"))
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e10, "node_overhead_s": 1e-6},
+            f"{onchip}\n{fusion}",
+        )
+    )
     return str(path)
 
 
@@ -66,7 +69,11 @@ def test_fusion_none_reproduces_the_per_node_roofline(tmp_path):
     plain = analyze(residual_block(), targets=[target_file(tmp_path)]).targets[0]  # no [fusion]: none
     for report in (unfused, plain):
         assert [(n.nodes, n.placement.dram_bytes) for n in report.nodes] == [
-            (["conv"], 18_688), (["bn"], 16_512), (["relu"], 16_384), (["add"], 24_576)]
+            (["conv"], 18_688),
+            (["bn"], 16_512),
+            (["relu"], 16_384),
+            (["add"], 24_576),
+        ]
         # (18,688 + 16,512 + 16,384 + 24,576) B / 10 GB/s = 7.616 µs, + 4 launches of 1 µs
         assert report.latency_s == pytest.approx(7.616e-6 + 4e-6)
         assert report.fusion == ()
@@ -115,8 +122,12 @@ def attention_model():
         helper.make_node("Softmax", ["scaled"], ["probs"], name="softmax", axis=-1),
         helper.make_node("MatMul", ["probs", "v"], ["out"], name="av"),
     ]
-    return make_model(nodes, [("q", F32, [1, 4, 64, 16]), ("kt", F32, [1, 4, 16, 64]), ("v", F32, [1, 4, 64, 16])],
-                      [("out", F32, [1, 4, 64, 16])], [("four", np.array(4.0, np.float32))])
+    return make_model(
+        nodes,
+        [("q", F32, [1, 4, 64, 16]), ("kt", F32, [1, 4, 16, 64]), ("v", F32, [1, 4, 64, 16])],
+        [("out", F32, [1, 4, 64, 16])],
+        [("four", np.array(4.0, np.float32))],
+    )
 
 
 def test_attention_runs_as_one_kernel_only_under_the_attention_rules(tmp_path):
@@ -175,10 +186,13 @@ def test_an_exported_attention_fuses_with_its_inline_constants_mask_and_nan_guar
     # the probabilities, and AV: a fused attention kernel runs all of it
     q, kt, v = [1, 4, 64, 16], [1, 4, 16, 64], [1, 4, 64, 16]
     scalar = lambda name, value: helper.make_node(  # noqa: E731
-        "Constant", [], [name], name=name, value=helper.make_tensor(name, F32, [], [value]))
+        "Constant", [], [name], name=name, value=helper.make_tensor(name, F32, [], [value])
+    )
     nodes = [
         helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk"),
-        scalar("four", 4.0), scalar("zero", 0.0), scalar("lowest", -1e9),
+        scalar("four", 4.0),
+        scalar("zero", 0.0),
+        scalar("lowest", -1e9),
         helper.make_node("Div", ["scores", "four"], ["scaled"], name="scale"),
         helper.make_node("Where", ["keep", "zero", "lowest"], ["bias"], name="mask"),
         helper.make_node("Add", ["scaled", "bias"], ["masked"], name="add_mask"),
@@ -187,8 +201,11 @@ def test_an_exported_attention_fuses_with_its_inline_constants_mask_and_nan_guar
         helper.make_node("Where", ["nan", "zero", "probs"], ["clean"], name="guard"),
         helper.make_node("MatMul", ["clean", "v"], ["out"], name="av"),
     ]
-    model = make_model(nodes, [("q", F32, q), ("kt", F32, kt), ("v", F32, v), ("keep", TensorProto.BOOL, [1, 1, 64, 64])],
-                       [("out", F32, v)])
+    model = make_model(
+        nodes,
+        [("q", F32, q), ("kt", F32, kt), ("v", F32, v), ("keep", TensorProto.BOOL, [1, 1, 64, 64])],
+        [("out", F32, v)],
+    )
     graph = analyze(model).cost_graph
     (attention,) = [k for k in fuse(graph, ("attention",)) if k.flops]
     assert {"qk", "scale", "mask", "add_mask", "softmax", "isnan", "guard", "av"} <= set(attention.nodes)
@@ -200,13 +217,18 @@ def test_an_exported_attention_fuses_with_its_inline_constants_mask_and_nan_guar
 def test_projections_of_one_activation_run_as_one_gemm_under_the_horizontal_rules(tmp_path):
     # x [1,64,32] times three stored weights: [32,16] and [32,48] (depth 32 each) and, through
     # a Relu, [32,8]; the two that read x itself join into one GEMM of 64 x (16 + 48) outputs
-    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q_proj"),
-             helper.make_node("MatMul", ["x", "wkv"], ["kv"], name="kv_proj"),
-             helper.make_node("Relu", ["x"], ["r"], name="relu"),
-             helper.make_node("MatMul", ["r", "wo"], ["o"], name="other")]
-    model = make_model(nodes, [("x", F32, [1, 64, 32])], [("q", F32, [1, 64, 16]), ("kv", F32, [1, 64, 48]),
-                                                            ("o", F32, [1, 64, 8])],
-                       [("wq", zeros(32, 16)), ("wkv", zeros(32, 48)), ("wo", zeros(32, 8))])
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"], name="q_proj"),
+        helper.make_node("MatMul", ["x", "wkv"], ["kv"], name="kv_proj"),
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "wo"], ["o"], name="other"),
+    ]
+    model = make_model(
+        nodes,
+        [("x", F32, [1, 64, 32])],
+        [("q", F32, [1, 64, 16]), ("kv", F32, [1, 64, 48]), ("o", F32, [1, 64, 8])],
+        [("wq", zeros(32, 16)), ("wkv", zeros(32, 48)), ("wo", zeros(32, 8))],
+    )
     graph = analyze(model).cost_graph
     kernels = fuse(graph, ("horizontal",))
     assert [k.nodes for k in kernels] == [["q_proj", "kv_proj"], ["relu"], ["other"]]
@@ -219,10 +241,13 @@ def test_projections_of_one_activation_run_as_one_gemm_under_the_horizontal_rule
 
 
 def test_a_kernels_time_is_at_least_each_levels_bytes_over_its_bandwidth(tmp_path):
-    onchip = ('[onchip.size_bytes]\nvalue = 1048576\ntag = "estimate"\nsource = "hand"\n'
-              '[onchip.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "hand"')
-    report = analyze(build_example("minigooglenet"), targets=[target_file(tmp_path, onchip=onchip)],
-                     fusion="all").targets[0]
+    onchip = (
+        '[onchip.size_bytes]\nvalue = 1048576\ntag = "estimate"\nsource = "hand"\n'
+        '[onchip.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "hand"'
+    )
+    report = analyze(
+        build_example("minigooglenet"), targets=[target_file(tmp_path, onchip=onchip)], fusion="all"
+    ).targets[0]
     assert any(len(n.nodes) > 1 for n in report.nodes)
     for kernel in report.nodes:
         point = kernel.placement
@@ -254,8 +279,12 @@ def test_the_json_document_names_each_kernels_nodes_and_the_policy(tmp_path, cap
     target = json.loads(capsys.readouterr().out)["targets"][0]
     assert target["fusion"] == ["epilogue"]
     assert [(n["name"], n["nodes"]) for n in target["nodes"]] == [("conv", ["conv", "bn", "relu", "add"])]
-    assert main(["summary", str(path), "--target", target_file(tmp_path, EPILOGUE), "--format", "json",
-                 "--fusion", "none"]) == 0
+    assert (
+        main(
+            ["summary", str(path), "--target", target_file(tmp_path, EPILOGUE), "--format", "json", "--fusion", "none"]
+        )
+        == 0
+    )
     target = json.loads(capsys.readouterr().out)["targets"][0]
     assert target["fusion"] == [] and [n["nodes"] for n in target["nodes"]] == [["conv"], ["bn"], ["relu"], ["add"]]
 
@@ -264,8 +293,10 @@ def test_tensors_kept_inside_a_kernel_take_no_on_chip_space_and_never_spill(tmp_
     # x -> Conv c -> Relu r -> Add(r, x) -> y with 20,000 B on chip. One kernel per node: at the
     # Relu, c, r and x (still needed by the Add) are 3 x 8,192 = 24,576 B > 20,000, so a buffer
     # spills. Fused (epilogue), c and r never leave the kernel: at most x and y are live (16,384 B)
-    onchip = ('[onchip.size_bytes]\nvalue = 20000\ntag = "estimate"\nsource = "hand"\n'
-              '[onchip.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "hand"')
+    onchip = (
+        '[onchip.size_bytes]\nvalue = 20000\ntag = "estimate"\nsource = "hand"\n'
+        '[onchip.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "hand"'
+    )
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
         helper.make_node("Relu", ["c"], ["r"], name="relu"),
@@ -286,7 +317,9 @@ def test_no_overhead_and_no_fusion_give_the_plain_roofline(tmp_path, capsys):
     path = tmp_path / "block.onnx"
     path.write_bytes(residual_block().SerializeToString())
     target = target_file(tmp_path, EPILOGUE)
-    assert main(["summary", str(path), "--target", target, "--format", "json", "--fusion", "none", "--no-overhead"]) == 0
+    assert (
+        main(["summary", str(path), "--target", target, "--format", "json", "--fusion", "none", "--no-overhead"]) == 0
+    )
     report = json.loads(capsys.readouterr().out)["targets"][0]
     assert report["latency_s"] == pytest.approx(7.616e-6)
     assert all(n["overhead_s"] == 0 for n in report["nodes"])
@@ -300,18 +333,24 @@ def test_the_targets_list_names_each_targets_fusion_policy(capsys):
     # kernel; hardware/myriad-x.toml names no fusion and no launch cost
     assert main(["targets"]) == 0
     blocks = capsys.readouterr().out.split("\n")
+
     def block(name):
         start = next(i for i, line in enumerate(blocks) if line.startswith(name + " "))
         end = next(i for i in range(start + 1, len(blocks)) if blocks[i] and not blocks[i].startswith(" "))
         return "\n".join(blocks[start:end])
-    assert "fusion: epilogue, elementwise, normalization, horizontal, attention, launch 5 µs per kernel" in block("jetson-orin-nano")
+
+    assert "fusion: epilogue, elementwise, normalization, horizontal, attention, launch 5 µs per kernel" in block(
+        "jetson-orin-nano"
+    )
     assert "fusion: none (one kernel per node)" in block("myriad-x")
 
 
 def _matmul_then_plugin_activation():
     """x [1, 64] -> MatMul (W [64, 32]) -> y [1, 32] -> acme::MyAct -> z [1, 32]."""
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
-             helper.make_node("MyAct", ["y"], ["z"], name="act", domain="acme")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+        helper.make_node("MyAct", ["y"], ["z"], name="act", domain="acme"),
+    ]
     model = make_model(nodes, [("x", F32, [1, 64])], [("z", F32, [1, 32])], [("w", zeros(64, 32))])
     model.opset_import.append(helper.make_opsetid("acme", 1))
     return model
@@ -363,8 +402,9 @@ class _CountingTensors(dict):
 
 def test_a_chain_of_2000_relu_is_one_kernel_built_in_linear_work():
     count = 2_000
-    nodes = [helper.make_node("Relu", ["x" if i == 0 else f"r{i - 1}"], [f"r{i}"], name=f"relu_{i}")
-             for i in range(count)]
+    nodes = [
+        helper.make_node("Relu", ["x" if i == 0 else f"r{i - 1}"], [f"r{i}"], name=f"relu_{i}") for i in range(count)
+    ]
     graph = analyze(make_model(nodes, [("x", F32, [1, 16])], [(f"r{count - 1}", F32, [1, 16])])).cost_graph
     graph.tensors = _CountingTensors(graph.tensors)
     _CountingTensors.lookups = 0
@@ -401,10 +441,12 @@ def test_a_fan_in_join_waits_for_its_last_branch_and_fuses_with_it():
 def test_a_join_of_two_branches_of_one_kernel_joins_once_both_are_inside():
     # x -> Relu -> r; Neg(r) and Abs(r); Add of the two: the Add waits for Neg and Abs, both of
     # which join the Relu's kernel, then it joins too: 4 nodes, r, n and a inside
-    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-             helper.make_node("Neg", ["r"], ["n"], name="neg"),
-             helper.make_node("Abs", ["r"], ["a"], name="abs"),
-             helper.make_node("Add", ["n", "a"], ["y"], name="add")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Neg", ["r"], ["n"], name="neg"),
+        helper.make_node("Abs", ["r"], ["a"], name="abs"),
+        helper.make_node("Add", ["n", "a"], ["y"], name="add"),
+    ]
     graph = analyze(make_model(nodes, [("x", F32, [1, 16])], [("y", F32, [1, 16])])).cost_graph
     (kernel,) = fuse(graph, ("elementwise",))
     assert kernel.nodes == ["relu", "neg", "abs", "add"]
@@ -430,8 +472,10 @@ def test_a_long_run_of_views_inside_a_kernel_is_followed_without_recursion():
     # views only, so it stays inside (issue 32: this was a RecursionError, exit 3)
     count = 3_000
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu_0")]
-    nodes += [helper.make_node("Identity", ["r" if i == 0 else f"i{i - 1}"], [f"i{i}"], name=f"identity_{i}")
-              for i in range(count)]
+    nodes += [
+        helper.make_node("Identity", ["r" if i == 0 else f"i{i - 1}"], [f"i{i}"], name=f"identity_{i}")
+        for i in range(count)
+    ]
     nodes.append(helper.make_node("Relu", [f"i{count - 1}"], ["y"], name="relu_1"))
     graph = analyze(make_model(nodes, [("x", F32, [1, 16])], [("y", F32, [1, 16])])).cost_graph
     (kernel,) = fuse(graph, ("elementwise",))

@@ -6,24 +6,32 @@ is worked out by hand in the test."""
 from __future__ import annotations
 
 import pytest
+from conftest import make_model, target_text, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.core.errors import UsageError
 from onnxroof.roofline.targets import parse_target
 
-from conftest import make_model, target_text, zeros
-
-FIGURES = {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e11, "onchip.bandwidth_bytes_per_s": 1e12,
-           "node_overhead_s": 1e-6}
+FIGURES = {
+    "peak_ops_per_s.fp32": 1e12,
+    "dram.bandwidth_bytes_per_s": 1e11,
+    "onchip.bandwidth_bytes_per_s": 1e12,
+    "node_overhead_s": 1e-6,
+}
 
 
 def matmul_relu(rows: int):
     """x [rows, 256] by a 256 x 256 float weight (262,144 B), then a Relu."""
-    return make_model([helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul"),
-                       helper.make_node("Relu", ["m"], ["y"], name="relu")],
-                      [("x", TensorProto.FLOAT, [rows, 256])], [("y", TensorProto.FLOAT, [rows, 256])],
-                      [("w", zeros(256, 256))])
+    return make_model(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul"),
+            helper.make_node("Relu", ["m"], ["y"], name="relu"),
+        ],
+        [("x", TensorProto.FLOAT, [rows, 256])],
+        [("y", TensorProto.FLOAT, [rows, 256])],
+        [("w", zeros(256, 256))],
+    )
 
 
 def report_on(tmp_path, model, **figures):
@@ -76,9 +84,13 @@ def test_a_compute_bound_product_stalls_on_its_share_of_its_dram_time(tmp_path, 
 
 
 def test_a_memory_bound_kernel_does_not_stall_on_top(tmp_path):
-    relu = next(k for k in report_on(tmp_path, matmul_relu(64), **{"onchip.size_bytes": 2**22, "dram_stall": 0.5,
-                                                                   "node_overhead_s": 1e-9}).nodes
-                if k.name == "relu").placement
+    relu = next(
+        k
+        for k in report_on(
+            tmp_path, matmul_relu(64), **{"onchip.size_bytes": 2**22, "dram_stall": 0.5, "node_overhead_s": 1e-9}
+        ).nodes
+        if k.name == "relu"
+    ).placement
     # the Relu writes the model's output to DRAM: 65,536 B / 1e11 B/s = 0.655 µs, longer than its
     # 16,384 FLOPs and its on-chip bytes take: DRAM-bound, nothing added
     assert str(relu.bound) == "dram" and relu.exposed_dram_s == 0.0
@@ -127,8 +139,9 @@ def test_one_device_s_step_is_the_latency_run_cost_and_stall_included(tmp_path):
 
 
 def test_the_plain_roofline_pays_no_launch_and_says_none(tmp_path):
-    report = report_on(tmp_path, matmul_relu(1), **{"onchip.size_bytes": 2**17, "cold_node_overhead_s": 3e-6,
-                                                   "run_overhead_s": 4e-6})
+    report = report_on(
+        tmp_path, matmul_relu(1), **{"onchip.size_bytes": 2**17, "cold_node_overhead_s": 3e-6, "run_overhead_s": 4e-6}
+    )
     plain = onnxroof.analyze(matmul_relu(1), targets=[str(tmp_path / "cpu.toml")], overhead=False).targets[0]
     assert report.launch_s == pytest.approx(3e-6) and plain.launch_s == 0.0 and plain.run_s == 0.0
     assert not any("launch costs" in note or "a run costs" in note for note in plain.notes)

@@ -7,14 +7,13 @@ import random
 
 import numpy as np
 import pytest
+from conftest import make_model, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.cli.app import main
 from onnxroof.core.examples import build_example
 from onnxroof.roofline.placement import roofline
-
-from conftest import make_model, zeros
 
 PEAK, BANDWIDTH = 44.8e9, 12.8e9  # myriad-x: 16 x 4 lanes x 0.7 GHz; 2 x 1.6 GHz x 4 B
 
@@ -113,8 +112,12 @@ def test_node_times_bound_the_model_point(seed):
         else:
             nodes.append(helper.make_node(kind, [x, x] if kind == "Add" else [x], [f"t{i}"]))
         x = f"t{i}"
-    model = make_model(nodes, [("x", TensorProto.FLOAT, [rng.choice([1, 4, 64]), input_width])],
-                       [(x, TensorProto.FLOAT, None)], initializers)
+    model = make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, [rng.choice([1, 4, 64]), input_width])],
+        [(x, TensorProto.FLOAT, None)],
+        initializers,
+    )
     dtype = rng.choice(["model", "fp16", "int8"])
     report = onnxroof.analyze(model, targets=["myriad-x"], dtype=dtype).targets[0]
     assert report.latency_s >= report.model_point.time_s * (1 - 1e-12)
@@ -126,8 +129,17 @@ def test_node_times_bound_the_model_point(seed):
 def test_summary_json_targets_contract(capsys):
     assert main(["summary", "--example", "shallownet", "--format", "json", "--target", "myriad-x"]) == 0
     (target,) = json.loads(capsys.readouterr().out)["targets"]
-    assert {"name", "dtype", "batch", "latency_s", "throughput_per_s", "energy_j", "energy_split", "model_point",
-            "nodes"} <= set(target)
+    assert {
+        "name",
+        "dtype",
+        "batch",
+        "latency_s",
+        "throughput_per_s",
+        "energy_j",
+        "energy_split",
+        "model_point",
+        "nodes",
+    } <= set(target)
     assert {"intensity", "attainable_flops_per_s", "latency_s", "bound"} <= set(target["model_point"])
     assert {"name", "dram_bytes", "intensity", "attainable_flops_per_s", "time_s", "bound"} <= set(target["nodes"][0])
     assert target["latency_s"] == pytest.approx(sum(n["time_s"] for n in target["nodes"]))
@@ -150,7 +162,7 @@ def test_cpu_targets_charge_a_dispatch_overhead_per_working_kernel(tmp_path):
     text = Path(load_target("raspberry-pi-5").path).read_text()
     assert "[node_overhead_s]\nvalue = 10e-6" in text
     bare = tmp_path / "pi-without-overhead.toml"
-    bare.write_text(text[:text.index("[node_overhead_s]")])
+    bare.write_text(text[: text.index("[node_overhead_s]")])
     for fusion, dispatches in (("none", 4), (None, 3)):
         analysis = onnxroof.analyze(build_example("shallownet"), targets=["raspberry-pi-5", str(bare)], fusion=fusion)
         with_overhead, without = analysis.targets
@@ -159,29 +171,37 @@ def test_cpu_targets_charge_a_dispatch_overhead_per_working_kernel(tmp_path):
 
 # --- parallelism: the share of a target's parallel units a kernel's work fills ----------------
 
+
 def _target(tmp_path, parallel: str = "", roof: str = "fp16", peak: float = 100e12) -> str:
     """A target file whose DRAM is so fast that every kernel here is compute- (or parallelism-)
     bound, with the [parallel] section given (none: no limit), no launch cost and no fusion."""
     path = tmp_path / "units.toml"
     figure = 'tag = "estimate"\nsource = "a test figure"'
-    path.write_text(f'schema = "onnxroof-target/1"\nname = "units"\ndescription = "test target"\n'
-                    f'[peak_ops_per_s.{roof}]\nvalue = {peak}\n{figure}\n'
-                    f'[dram.bandwidth_bytes_per_s]\nvalue = 1e18\n{figure}\n' + parallel)
+    path.write_text(
+        f'schema = "onnxroof-target/1"\nname = "units"\ndescription = "test target"\n'
+        f"[peak_ops_per_s.{roof}]\nvalue = {peak}\n{figure}\n"
+        f"[dram.bandwidth_bytes_per_s]\nvalue = 1e18\n{figure}\n" + parallel
+    )
     return str(path)
 
 
 def _parallel(kind: str, units: int, rows: int, cols: int, roof: str = "fp16") -> str:
     figure = 'tag = "estimate"\nsource = "a test figure"'
-    return (f'[parallel]\nkind = "{kind}"\n[parallel.units]\nvalue = {units}\n{figure}\n'
-            f'[parallel.tile_rows.{roof}]\nvalue = {rows}\n{figure}\n[parallel.tile_cols.{roof}]\nvalue = {cols}\n{figure}\n')
+    return (
+        f'[parallel]\nkind = "{kind}"\n[parallel.units]\nvalue = {units}\n{figure}\n'
+        f"[parallel.tile_rows.{roof}]\nvalue = {rows}\n{figure}\n[parallel.tile_cols.{roof}]\nvalue = {cols}\n{figure}\n"
+    )
 
 
 def _matmul(rows: int, depth: int, cols: int, batch: int | None = None):
     """A MatMul of rows x depth by depth x cols (``batch`` of them when given), fp32 activations."""
     lead = [batch] if batch else []
-    return make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
-                      [("a", TensorProto.FLOAT, lead + [rows, depth])], [("y", TensorProto.FLOAT, lead + [rows, cols])],
-                      [("w", zeros(*(lead + [depth, cols])))])
+    return make_model(
+        [helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+        [("a", TensorProto.FLOAT, lead + [rows, depth])],
+        [("y", TensorProto.FLOAT, lead + [rows, cols])],
+        [("w", zeros(*(lead + [depth, cols])))],
+    )
 
 
 def _only_kernel(model, target, dtype="fp16"):
@@ -195,9 +215,12 @@ def test_a_32_deep_convolution_fills_an_eighth_of_a_256x256_systolic_array(tmp_p
     # 256-high array, 256 output channels fill its 256 columns: 32/256 x 256/256 = 1/8.
     # MACs = 16 x 16 x 256 x 32 = 2,097,152; FLOPs = 4,194,304 at 92e12 x 1/8 = 11.5e12 FLOP/s
     # -> 4,194,304 / 11.5e12 = 364.7 ns.
-    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
-                       [("x", TensorProto.FLOAT, [1, 32, 16, 16])], [("y", TensorProto.FLOAT, [1, 256, 16, 16])],
-                       [("w", zeros(256, 32, 1, 1))])
+    model = make_model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
+        [("x", TensorProto.FLOAT, [1, 32, 16, 16])],
+        [("y", TensorProto.FLOAT, [1, 256, 16, 16])],
+        [("w", zeros(256, 32, 1, 1))],
+    )
     target = _target(tmp_path, _parallel("systolic", 1, 256, 256, "int8"), roof="int8", peak=92e12)
     point = _only_kernel(model, target, dtype="int8")
     assert point.parallel_fraction == 1 / 8
@@ -231,7 +254,9 @@ def test_a_one_row_gemm_fills_one_row_of_the_tile(tmp_path):
     assert _only_kernel(_matmul(1, 4096, 4096), target).parallel_fraction == 1 / 64
     # 1 x 4096 x 8 on 4 units of 64 x 8: one output tile, so the runtime splits the 4096-deep
     # reduction over the 4 units (split-K, 1024 each): one wave, still 1 row of 64: 1/64
-    assert _only_kernel(_matmul(1, 4096, 8), _target(tmp_path, _parallel("tiles", 4, 64, 8))).parallel_fraction == 1 / 64
+    assert (
+        _only_kernel(_matmul(1, 4096, 8), _target(tmp_path, _parallel("tiles", 4, 64, 8))).parallel_fraction == 1 / 64
+    )
     # on the bundled H100 (132 SMs, 64 x 8 tiles): 4096 / 8 = 512 tiles -> ceil(512/132) = 4 waves
     # of 132 x 64 x 8 slots; 4096 / (4 x 132 x 512) = 1/66. Still DRAM-bound: 2 x 4096^2 fp16 B
     # = 33.6 MB / 3.35 TB/s = 10.0 us against 33.6 MFLOP / (989.5e12 / 66) = 2.2 us.
@@ -249,9 +274,12 @@ def test_a_target_without_parallel_figures_is_the_plain_roofline(tmp_path):
 
 def test_grouped_convolutions_and_other_roofs_are_not_limited(tmp_path):
     # a depthwise conv (group = 32) is not modelled; nor is work on a roof the tiles do not name
-    depthwise = make_model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", group=32)],
-                           [("x", TensorProto.FLOAT, [1, 32, 16, 16])], [("y", TensorProto.FLOAT, [1, 32, 16, 16])],
-                           [("w", zeros(32, 1, 3, 3))])
+    depthwise = make_model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", group=32)],
+        [("x", TensorProto.FLOAT, [1, 32, 16, 16])],
+        [("y", TensorProto.FLOAT, [1, 32, 16, 16])],
+        [("w", zeros(32, 1, 3, 3))],
+    )
     depthwise.graph.node[0].attribute.append(helper.make_attribute("pads", [1, 1, 1, 1]))
     target = _target(tmp_path, _parallel("tiles", 132, 64, 8))
     assert _only_kernel(depthwise, target).parallel_fraction == 1.0
@@ -262,9 +290,12 @@ def test_grouped_convolutions_and_other_roofs_are_not_limited(tmp_path):
 def _linear(lead: int, depth: int, cols: int):
     """[lead, 1, depth] x W [depth, cols]: one matrix for every leading index (a decode step's
     Linear layer at batch ``lead``)."""
-    return make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
-                      [("x", TensorProto.FLOAT, [lead, 1, depth])], [("y", TensorProto.FLOAT, [lead, 1, cols])],
-                      [("w", zeros(depth, cols))])
+    return make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        [("x", TensorProto.FLOAT, [lead, 1, depth])],
+        [("y", TensorProto.FLOAT, [lead, 1, cols])],
+        [("w", zeros(depth, cols))],
+    )
 
 
 def test_a_shared_weight_over_leading_dims_is_one_gemm_and_a_nearly_full_last_wave_is_compute_bound(tmp_path):
@@ -285,10 +316,24 @@ def test_a_packed_stored_weight_is_shared_by_every_leading_row_too(tmp_path):
     # [N, K / 32, 32 x 4 / 8] = [512, 2, 16] bytes, whose leading 512 is no batch. x [1024, 1, 64]
     # is one 1,024 x 512 GEMM as above: 1,024 tiles of 64 x 8 over 128 units, 8 full waves, fill 1
     # (taking the packed shape for batch dims gave 1,024 one-row products: 1/64)
-    model = make_model([helper.make_node("MatMulNBits", ["x", "b", "scales"], ["y"], name="mm", domain="com.microsoft",
-                                         K=64, N=512, bits=4, block_size=32)],
-                       [("x", TensorProto.FLOAT, [1024, 1, 64])], [("y", TensorProto.FLOAT, [1024, 1, 512])],
-                       [("b", np.zeros((512, 2, 16), np.uint8)), ("scales", zeros(512 * 2))])
+    model = make_model(
+        [
+            helper.make_node(
+                "MatMulNBits",
+                ["x", "b", "scales"],
+                ["y"],
+                name="mm",
+                domain="com.microsoft",
+                K=64,
+                N=512,
+                bits=4,
+                block_size=32,
+            )
+        ],
+        [("x", TensorProto.FLOAT, [1024, 1, 64])],
+        [("y", TensorProto.FLOAT, [1024, 1, 512])],
+        [("b", np.zeros((512, 2, 16), np.uint8)), ("scales", zeros(512 * 2))],
+    )
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     target = _target(tmp_path, _parallel("tiles", 128, 64, 8))
     point = _only_kernel(model, target)
@@ -302,15 +347,31 @@ def test_a_kv_buffer_shared_by_past_and_present_moves_its_attended_and_new_posit
     # positions of each present (2 x 256 B); the 2,048 B buffers are neither read nor written whole.
     # On a target with on-chip memory, DRAM moves the model's inputs and outputs: 2,304 + 1,536 B
     node = helper.make_node(
-        "GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"],
-        ["y", "present_k", "present_v"], domain="com.microsoft", num_heads=8, kv_num_heads=2)
+        "GroupQueryAttention",
+        ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"],
+        ["y", "present_k", "present_v"],
+        domain="com.microsoft",
+        num_heads=8,
+        kv_num_heads=2,
+    )
     buffer = [1, 2, 32, 8]
-    model = make_model([node], [("q", TensorProto.FLOAT, [1, 4, 64]), ("k", TensorProto.FLOAT, [1, 4, 16]),
-                                ("v", TensorProto.FLOAT, [1, 4, 16]), ("past_k", TensorProto.FLOAT, buffer),
-                                ("past_v", TensorProto.FLOAT, buffer)],
-                       [("y", TensorProto.FLOAT, [1, 4, 64]), ("present_k", TensorProto.FLOAT, buffer),
-                        ("present_v", TensorProto.FLOAT, buffer)],
-                       [("seqlens_k", np.array([9], np.int32)), ("total", np.array(10, np.int32))], opset=17)
+    model = make_model(
+        [node],
+        [
+            ("q", TensorProto.FLOAT, [1, 4, 64]),
+            ("k", TensorProto.FLOAT, [1, 4, 16]),
+            ("v", TensorProto.FLOAT, [1, 4, 16]),
+            ("past_k", TensorProto.FLOAT, buffer),
+            ("past_v", TensorProto.FLOAT, buffer),
+        ],
+        [
+            ("y", TensorProto.FLOAT, [1, 4, 64]),
+            ("present_k", TensorProto.FLOAT, buffer),
+            ("present_v", TensorProto.FLOAT, buffer),
+        ],
+        [("seqlens_k", np.array([9], np.int32)), ("total", np.array(10, np.int32))],
+        opset=17,
+    )
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     (kernel,) = onnxroof.analyze(model, targets=["h100-sxm"]).targets[0].nodes
     assert kernel.placement.dram_bytes == 2_304 + 1_536

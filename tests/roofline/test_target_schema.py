@@ -18,8 +18,12 @@ def test_every_target_attribute_but_its_path_has_one_field_row():
 
 
 def test_the_required_fields_are_the_name_the_description_a_peak_and_the_dram_bandwidth():
-    assert [f.path for f in FIELDS if f.required] == ["name", "description", "peak_ops_per_s.<dtype>",
-                                                      "dram.bandwidth_bytes_per_s"]
+    assert [f.path for f in FIELDS if f.required] == [
+        "name",
+        "description",
+        "peak_ops_per_s.<dtype>",
+        "dram.bandwidth_bytes_per_s",
+    ]
 
 
 def test_a_one_figure_field_is_written_under_its_path():
@@ -32,4 +36,4 @@ def test_the_readme_table_is_the_schema_s():
     text = README.read_text(encoding="utf-8")
     start = text.index("<!-- target-fields")
     start = text.index("\n", start) + 1
-    assert text[start:text.index("<!-- /target-fields -->")] == field_table_markdown()
+    assert text[start : text.index("<!-- /target-fields -->")] == field_table_markdown()

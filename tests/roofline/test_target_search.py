@@ -13,15 +13,18 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import one_error_line, relu_file, run, target_text
+
 from onnxroof.roofline.target_paths import MAX_TARGET_FILE_BYTES, is_bundled
 from onnxroof.roofline.targets import load_target
 
 WORKTREE = Path(__file__).resolve().parents[2]
 # 1 TFLOP/s, 1 TB/s, 3 µs a kernel: a 1x3x4x4 Relu (48 FLOPs, 2 x 192 bytes) takes 3 µs + 384 ps
-LOCAL_L4 = target_text({"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12, "node_overhead_s": 3e-6},
-                       name="l4", description="a local l4")
+LOCAL_L4 = target_text(
+    {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e12, "node_overhead_s": 3e-6},
+    name="l4",
+    description="a local l4",
+)
 LOCAL_L4_LATENCY = 3e-6 + 384 / 1e12
 
 
@@ -39,8 +42,14 @@ def _cli(folder, *argv) -> subprocess.CompletedProcess:
     """In a child process with a limit: a target file that blocks must fail the test, not hang it."""
     env = {**os.environ, "PYTHONPATH": str(WORKTREE), "ONNXROOF_TARGETS": str(folder / "mine")}
     env.pop("ONNXROOF_CWD_TARGETS", None)
-    return subprocess.run([sys.executable, "-m", "onnxroof.cli", *map(str, argv)], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "onnxroof.cli", *map(str, argv)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _plant(path: Path, kind: str) -> None:
@@ -55,12 +64,15 @@ def _plant(path: Path, kind: str) -> None:
         path.write_text("peak_ops_per_s = [")
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("fifo", "not a regular file (a device or a pipe)"),
-    ("zero", "not a regular file (a device or a pipe)"),
-    ("huge", "over 1,048,576 bytes, more than any target file holds"),
-    ("broken", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("fifo", "not a regular file (a device or a pipe)"),
+        ("zero", "not a regular file (a device or a pipe)"),
+        ("huge", "over 1,048,576 bytes, more than any target file holds"),
+        ("broken", "not valid TOML"),
+    ],
+)
 def test_a_hostile_file_on_the_search_path_is_one_line_exit_2(folder, kind, message):
     _plant(folder / "hardware" / "l4.toml", kind)
     model = relu_file(folder / "m.onnx")
@@ -100,8 +112,12 @@ def test_a_local_file_hiding_a_bundled_target_says_so_in_every_output(capsys, fo
     code, out, err = run(capsys, "summary", model, "--target", "l4", "--format", "json", "-q")
     assert code == 0 and note in json.loads(out)["warnings"]
     assert json.loads(out)["targets"][0]["latency_s"] == pytest.approx(LOCAL_L4_LATENCY)  # the local figures
-    for argv in (["summary", model, "--target", "l4"], ["summary", model, "--target", "l4", "--format", "markdown"],
-                 ["diff", model, model, "--target", "l4"], ["diff", model, model, "--target", "l4", "--format", "markdown"]):
+    for argv in (
+        ["summary", model, "--target", "l4"],
+        ["summary", model, "--target", "l4", "--format", "markdown"],
+        ["diff", model, model, "--target", "l4"],
+        ["diff", model, model, "--target", "l4", "--format", "markdown"],
+    ):
         code, out, _ = run(capsys, *argv, "-q")
         assert code == 0 and note in out.replace("\\", ""), argv  # Markdown escapes the path's _
     for command in ("diff", "compare"):

@@ -36,11 +36,11 @@ def test_a_launch_that_comes_and_goes_with_the_dims_is_refused():
 
 def test_a_parallel_fill_that_changes_is_left_out_at_the_full_roof():
     waves: list[str] = []
-    assert _parallel_fill("mm", {(1,): placed(parallel_fraction=0.5), (2,): placed(parallel_fraction=0.5)},
-                          waves) == Fraction(1, 2)
+    assert _parallel_fill(
+        "mm", {(1,): placed(parallel_fraction=0.5), (2,): placed(parallel_fraction=0.5)}, waves
+    ) == Fraction(1, 2)
     assert waves == []
-    assert _parallel_fill("mm", {(1,): placed(parallel_fraction=0.5), (2,): placed(parallel_fraction=0.75)},
-                          waves) == 1
+    assert _parallel_fill("mm", {(1,): placed(parallel_fraction=0.5), (2,): placed(parallel_fraction=0.75)}, waves) == 1
     assert waves == ["mm"]  # the formula is then a lower bound
 
 

@@ -26,17 +26,36 @@ def yolo_like():
     Resize x2 of the H/8 map, Concat with the H/4 map (sizes agree only when H is a multiple of 8,
     with the convs' rounding up) -> 3x3 conv to 4 channels. MACs per batch item, in H·W:
     c1 8·3·9/4 = 54, c2 16·8·9/16 = 72, c3 16·16·9/64 = 36, c4 4·32·9/16 = 72: 234·batch·H·W."""
-    def conv(name, source, cin, cout, stride):
-        return helper.make_node("Conv", [source, f"{name}.w"], [name], name=name, kernel_shape=[3, 3],
-                                strides=[stride, stride], pads=[1, 1, 1, 1])
 
-    nodes = [conv("c1", "images", 3, 8, 2), conv("c2", "c1", 8, 16, 2), conv("c3", "c2", 16, 16, 2),
-             helper.make_node("Resize", ["c3", "", "scales"], ["up"], name="up", mode="nearest"),
-             helper.make_node("Concat", ["up", "c2"], ["cat"], name="cat", axis=1), conv("c4", "cat", 32, 4, 1)]
-    weights = [("c1.w", zeros(8, 3, 3, 3)), ("c2.w", zeros(16, 8, 3, 3)), ("c3.w", zeros(16, 16, 3, 3)),
-               ("c4.w", zeros(4, 32, 3, 3)), ("scales", np.array([1, 1, 2, 2], np.float32))]
-    return make_model(nodes, [("images", F32, ["batch", 3, "height", "width"])],
-                      [("c4", F32, ["batch", 4, "h4", "w4"])], weights)
+    def conv(name, source, cin, cout, stride):
+        return helper.make_node(
+            "Conv",
+            [source, f"{name}.w"],
+            [name],
+            name=name,
+            kernel_shape=[3, 3],
+            strides=[stride, stride],
+            pads=[1, 1, 1, 1],
+        )
+
+    nodes = [
+        conv("c1", "images", 3, 8, 2),
+        conv("c2", "c1", 8, 16, 2),
+        conv("c3", "c2", 16, 16, 2),
+        helper.make_node("Resize", ["c3", "", "scales"], ["up"], name="up", mode="nearest"),
+        helper.make_node("Concat", ["up", "c2"], ["cat"], name="cat", axis=1),
+        conv("c4", "cat", 32, 4, 1),
+    ]
+    weights = [
+        ("c1.w", zeros(8, 3, 3, 3)),
+        ("c2.w", zeros(16, 8, 3, 3)),
+        ("c3.w", zeros(16, 16, 3, 3)),
+        ("c4.w", zeros(4, 32, 3, 3)),
+        ("scales", np.array([1, 1, 2, 2], np.float32)),
+    ]
+    return make_model(
+        nodes, [("images", F32, ["batch", 3, "height", "width"])], [("c4", F32, ["batch", 4, "h4", "w4"])], weights
+    )
 
 
 def test_steps_are_the_smallest_power_of_two_per_dim():
@@ -90,10 +109,22 @@ def test_a_graph_fixed_to_one_size_names_the_dims_to_bind(capsys, tmp_path):
 
 
 def test_a_decode_step_names_the_batch_it_holds(capsys, tmp_path):
-    with gzip.open(EXPORTS / "whisper-optimum-decoder-with-past.onnx.gz") as packed, \
-            open(tmp_path / "w.onnx", "wb") as plain:
+    with (
+        gzip.open(EXPORTS / "whisper-optimum-decoder-with-past.onnx.gz") as packed,
+        open(tmp_path / "w.onnx", "wb") as plain,
+    ):
         shutil.copyfileobj(packed, plain)
-    code, out, err = run(capsys, "summary", tmp_path / "w.onnx", "--symbolic", "--phase", "decode",
-                         "--encoder-seq", "1500", "--batch", "4")
+    code, out, err = run(
+        capsys,
+        "summary",
+        tmp_path / "w.onnx",
+        "--symbolic",
+        "--phase",
+        "decode",
+        "--encoder-seq",
+        "1500",
+        "--batch",
+        "4",
+    )
     assert code == 0, err
     assert "batch_size = 4 (the phase's batch; --batch N for another)" in " ".join(out.split())

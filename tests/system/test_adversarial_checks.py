@@ -45,10 +45,33 @@ def test_every_family_of_issue_43_is_there_with_cases_named_once_and_budgeted():
 
 
 def test_the_failures_file_has_a_line_per_failing_run():
-    results = [{"name": "x", "kind": "round2", "family": "43.1", "how": "", "runs": [
-        {"command": "onnxroof summary DIR/m.onnx", "code": 3, "seconds": 12.5, "rss_mb": 900, "stderr": "last",
-         "stderr_first": "first", "problems": ["exit 3", "over 10 s"]},
-        {"command": "onnxroof check DIR/m.onnx", "code": 0, "seconds": 1, "rss_mb": 70, "stderr": "", "problems": []}]}]
+    results = [
+        {
+            "name": "x",
+            "kind": "round2",
+            "family": "43.1",
+            "how": "",
+            "runs": [
+                {
+                    "command": "onnxroof summary DIR/m.onnx",
+                    "code": 3,
+                    "seconds": 12.5,
+                    "rss_mb": 900,
+                    "stderr": "last",
+                    "stderr_first": "first",
+                    "problems": ["exit 3", "over 10 s"],
+                },
+                {
+                    "command": "onnxroof check DIR/m.onnx",
+                    "code": 0,
+                    "seconds": 1,
+                    "rss_mb": 70,
+                    "stderr": "",
+                    "problems": [],
+                },
+            ],
+        }
+    ]
     text = adversarial.failure_lines(results, 60, None)
     rows = [line for line in text.splitlines() if line.startswith("43.1 |")]
     assert rows == ["43.1 | x | `onnxroof summary DIR/m.onnx` | 3 | 12.5 s | 900 MB | first | exit 3, over 10 s"]

@@ -51,9 +51,18 @@ def test_a_stage_importing_the_orchestrator_breaks_the_contract(tmp_path):
     roofline = tmp_path / "onnxroof" / "roofline" / "placement.py"
     roofline.write_text(roofline.read_text() + "\nfrom ..pipeline import analyze  # a wrong, upward import\n")
     environment = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    run = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
-                          "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))"],
-                         cwd=tmp_path, env=environment, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports; "
+            "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))",
+        ],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "onnxroof.roofline.placement -> onnxroof.pipeline" in run.stdout
     assert "BROKEN" in run.stdout
@@ -132,7 +141,7 @@ def named_modules(text: str, package: str) -> set[str]:
         name = re.match(r"(\w+)(/)?\s*", item)
         assert name, f"{package}: {item!r} does not start with a module's name"
         if name.group(2):
-            rest = item[name.end():]
+            rest = item[name.end() :]
             assert rest.startswith("("), f"{package}{name.group(1)}/ lists no modules in parentheses"
             named |= named_modules(_parenthesised(rest), f"{package}{name.group(1)}/")
         else:
@@ -151,8 +160,11 @@ def package_modules() -> set[str]:
     """Every module of the package as a path below onnxroof/ without ``.py`` (``cost/graph``); a
     package's ``__init__`` only at the top, where it is the API."""
     root = REPO / "onnxroof"
-    return {str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.py")
-            if p.name != "__init__.py" or p.parent == root}
+    return {
+        str(p.relative_to(root).with_suffix(""))
+        for p in root.rglob("*.py")
+        if p.name != "__init__.py" or p.parent == root
+    }
 
 
 def test_the_layout_block_names_every_module_of_the_package():

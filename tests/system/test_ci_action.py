@@ -14,29 +14,34 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 import yaml
 from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None,
-                                reason="needs git and bash")
+pytestmark = pytest.mark.skipif(
+    shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash"
+)
 
 
 def matmul_model(rows: list, k: int, n: int) -> bytes:
     """x[*rows, k] @ w[k, n]: rows x k x n MACs once the rows' dims are bound."""
     weight = numpy_helper.from_array(np.zeros((k, n), np.float32), "w")
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [*rows, k])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [*rows, n])], [weight])
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [*rows, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [*rows, n])],
+        [weight],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
 def git(cwd: Path, *args: str) -> str:
     names = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**os.environ, **names}).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env={**os.environ, **names}
+    ).stdout.strip()
 
 
 def run_action(inputs: dict[str, str], cwd: Path, github: dict[str, str]) -> tuple[int, str, dict[str, str]]:
@@ -76,15 +81,21 @@ def run_action(inputs: dict[str, str], cwd: Path, github: dict[str, str]) -> tup
             continue
         output = cwd / f".github_output_{number}"
         output.write_text("")
-        environment = {**os.environ, **{key: substitute(str(v)) for key, v in step.get("env", {}).items()},
-                       "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(cwd / ".step_summary"),
-                       "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        environment = {
+            **os.environ,
+            **{key: substitute(str(v)) for key, v in step.get("env", {}).items()},
+            "GITHUB_OUTPUT": str(output),
+            "GITHUB_STEP_SUMMARY": str(cwd / ".step_summary"),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        }
         assert step["shell"] == "bash"
-        done = subprocess.run(["bash", "-e", "-c", substitute(step["run"])], cwd=cwd, env=environment,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["bash", "-e", "-c", substitute(step["run"])], cwd=cwd, env=environment, capture_output=True, text=True
+        )
         printed.append(done.stdout + done.stderr)
         outputs[step.get("id", str(number))] = dict(
-            line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+            line.split("=", 1) for line in output.read_text().splitlines() if "=" in line
+        )
         if done.returncode != 0:
             return done.returncode, "".join(printed), outputs.get("diff", {})
     return 0, "".join(printed), outputs.get("diff", {})
@@ -110,36 +121,58 @@ def test_the_action_comments_on_every_model_with_its_flags_and_fails_naming_the_
     git(tmp_path, "commit", "-qm", "head")
 
     code, printed, outputs = run_action(
-        {"options": "--dim width=4", "model-options": "# the encoder's sequence\nmodels/enc*.onnx: --dim 'seq=8'\n",
-         "budgets": "flops>+20%"},
-        tmp_path, {"event.pull_request.base.sha": base})
+        {
+            "options": "--dim width=4",
+            "model-options": "# the encoder's sequence\nmodels/enc*.onnx: --dim 'seq=8'\n",
+            "budgets": "flops>+20%",
+        },
+        tmp_path,
+        {"event.pull_request.base.sha": base},
+    )
 
     comment = (tmp_path / "onnxroof-out" / "comment.md").read_text()
     assert comment.startswith("<!-- onnxroof-diff -->\n## onnxroof: 3 model(s)")
     table = dict(re.findall(r"^\| <code>([^<]+)</code> \| (.+) \|$", comment, re.M))
-    assert table == {"models/broken.onnx": "⚠️ could not be analysed (new)", "models/decoder.onnx": "✅ budgets hold (new)",
-                     "models/encoder.onnx": "❌ a budget is broken"}
+    assert table == {
+        "models/broken.onnx": "⚠️ could not be analysed (new)",
+        "models/decoder.onnx": "✅ budgets hold (new)",
+        "models/encoder.onnx": "❌ a budget is broken",
+    }
     # each model's section: the encoder's change, the decoder's totals, the broken file's error
     assert "### onnxroof diff: encoder → encoder" in comment and "| MAC\\-FLOPs | 32.8 k | 49.2 k |" in comment
     assert "### onnxroof diff: decoder → decoder" in comment and "| MAC\\-FLOPs | 16.4 k | 16.4 k |" in comment
-    error = re.search(r"\*\*<code>models/broken.onnx</code>\*\*: ⚠️ could not be analysed \(new\)\n\n<pre>(.*?)</pre>",
-                      comment, re.S).group(1)
+    error = re.search(
+        r"\*\*<code>models/broken.onnx</code>\*\*: ⚠️ could not be analysed \(new\)\n\n<pre>(.*?)</pre>", comment, re.S
+    ).group(1)
     assert error.startswith("onnxroof: error: models/broken.onnx: not a readable ONNX protobuf") and "\n" == error[-1]
     # the job fails with 2 (a model not analysed outranks a broken budget) and its error line names both
     assert code == 2 and outputs["status"] == "2"
-    assert ("::error title=onnxroof::onnxroof: 3 model(s); not analysed: models/broken.onnx; "
-            "a budget broken: models/encoder.onnx") in printed
+    assert (
+        "::error title=onnxroof::onnxroof: 3 model(s); not analysed: models/broken.onnx; "
+        "a budget broken: models/encoder.onnx"
+    ) in printed
     assert (tmp_path / ".step_summary").read_text() == comment
     assert {p.name for p in (tmp_path / "onnxroof-out").glob("*.html")} == {
-        "models_encoder.onnx.diff.html", "models_decoder.onnx.diff.html"}
+        "models_encoder.onnx.diff.html",
+        "models_decoder.onnx.diff.html",
+    }
 
 
 def test_a_dynamic_dim_without_its_flag_is_in_the_comment_with_the_input_that_gives_it(tmp_path):
     (tmp_path / "encoder.onnx").write_bytes(matmul_model([1, "seq"], 64, 32))
-    environment = {**os.environ, "MODELS": "encoder.onnx", "OUT": str(tmp_path / "out"),
-                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", str(ROOT / "examples" / "onnxroof-diff.sh")], cwd=tmp_path, env=environment,
-                          capture_output=True, text=True)
+    environment = {
+        **os.environ,
+        "MODELS": "encoder.onnx",
+        "OUT": str(tmp_path / "out"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / "examples" / "onnxroof-diff.sh")],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert done.returncode == 2 and "| <code>encoder.onnx</code> | ⚠️ could not be analysed |" in comment
     assert "input dims without a value: seq (x axis 1); add: --dim seq=N" in comment
@@ -147,18 +180,34 @@ def test_a_dynamic_dim_without_its_flag_is_in_the_comment_with_the_input_that_gi
     assert done.stderr.splitlines()[-1] == "onnxroof: 1 model(s); not analysed: encoder.onnx"
 
 
-@pytest.mark.parametrize("name, text, error", [
-    ("options", "--dim 'seq=8", "the options input: No closing quotation: close the quote"),
-    ("model-options", "encoder.onnx --dim seq=8",
-     "the model-options input, line 1 ('encoder.onnx --dim seq=8'): write it as PATH: FLAGS"),
-    ("options", "--format json", "the options input: --format is set by the action itself: drop it"),
-])
+@pytest.mark.parametrize(
+    "name, text, error",
+    [
+        ("options", "--dim 'seq=8", "the options input: No closing quotation: close the quote"),
+        (
+            "model-options",
+            "encoder.onnx --dim seq=8",
+            "the model-options input, line 1 ('encoder.onnx --dim seq=8'): write it as PATH: FLAGS",
+        ),
+        ("options", "--format json", "the options input: --format is set by the action itself: drop it"),
+    ],
+)
 def test_malformed_options_are_a_one_line_error_in_the_comment(tmp_path, name, text, error):
     (tmp_path / "encoder.onnx").write_bytes(matmul_model([1, "seq"], 64, 32))
     variable = {"options": "OPTIONS", "model-options": "MODEL_OPTIONS"}[name]
-    environment = {**os.environ, "MODELS": "encoder.onnx", "OUT": str(tmp_path / "out"), variable: text,
-                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", str(ROOT / "examples" / "onnxroof-diff.sh")], cwd=tmp_path, env=environment,
-                          capture_output=True, text=True)
+    environment = {
+        **os.environ,
+        "MODELS": "encoder.onnx",
+        "OUT": str(tmp_path / "out"),
+        variable: text,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / "examples" / "onnxroof-diff.sh")],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert done.returncode == 2 and f"<pre>onnxroof: error: {error}" in comment.replace("&#x27;", "'")

@@ -17,8 +17,9 @@ import yaml
 from test_ci_action_trust import commit, git, relu_model, rows, script
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None,
-                                reason="needs git and bash")
+pytestmark = pytest.mark.skipif(
+    shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash"
+)
 needs_lfs = pytest.mark.skipif(shutil.which("git-lfs") is None, reason="needs git-lfs (apt-get install git-lfs)")
 
 
@@ -41,8 +42,10 @@ def test_a_renamed_model_is_diffed_against_its_base_version_at_the_old_path(tmp_
     commit(tmp_path, "head: renamed")
     done, comment = script(tmp_path, BASE_REF=base)
     assert done.returncode == 0, done.stderr
-    assert rows(comment) == {"models/new.onnx": "✅ analysed (renamed from <code>models/old.onnx</code>)",
-                             "models/moved.onnx": "✅ analysed (renamed from <code>models/same.onnx</code>)"}
+    assert rows(comment) == {
+        "models/new.onnx": "✅ analysed (renamed from <code>models/old.onnx</code>)",
+        "models/moved.onnx": "✅ analysed (renamed from <code>models/same.onnx</code>)",
+    }
     sections = comment.split("**<code>")
     edited = next(s for s in sections if s.startswith("models/new.onnx"))
     moved = next(s for s in sections if s.startswith("models/moved.onnx"))
@@ -76,9 +79,11 @@ def test_a_base_lfs_object_that_cannot_be_had_is_one_line_with_the_fix(tmp_path)
     base = _lfs_repository(tmp_path)
     shutil.rmtree(tmp_path / ".git" / "lfs" / "objects")  # not fetched, and no remote to fetch it from
     done, comment = script(tmp_path, BASE_REF=base)
-    line = (f"onnxroof: error: m.onnx at {base} is a Git LFS pointer whose object is not here and could not be "
-            f"fetched: git lfs fetch origin {base} (in a GitHub workflow, actions/checkout with lfs: true, then "
-            f"git lfs fetch origin {base})")
+    line = (
+        f"onnxroof: error: m.onnx at {base} is a Git LFS pointer whose object is not here and could not be "
+        f"fetched: git lfs fetch origin {base} (in a GitHub workflow, actions/checkout with lfs: true, then "
+        f"git lfs fetch origin {base})"
+    )
     assert done.returncode == 2 and rows(comment) == {"m.onnx": "⚠️ could not be analysed"}
     assert line in done.stderr.splitlines() and f"<pre>{line}\n</pre>" in comment
 
@@ -94,12 +99,19 @@ def test_without_git_lfs_a_base_pointer_says_install_it(tmp_path, monkeypatch):
         if program.name != "git-lfs":
             (programs / program.name).symlink_to(program)
     folder = lfs.resolve().parent
-    monkeypatch.setenv("PATH", os.pathsep.join(str(programs) if Path(entry).resolve() == folder else entry
-                                               for entry in os.environ["PATH"].split(os.pathsep)))
+    monkeypatch.setenv(
+        "PATH",
+        os.pathsep.join(
+            str(programs) if Path(entry).resolve() == folder else entry
+            for entry in os.environ["PATH"].split(os.pathsep)
+        ),
+    )
     done, comment = script(tmp_path, BASE_REF=base)
     assert done.returncode == 2 and rows(comment) == {"m.onnx": "⚠️ could not be analysed"}
-    assert (f"onnxroof: error: m.onnx at {base} is a Git LFS pointer and git-lfs is not installed: install it (in "
-            f"a GitHub workflow, actions/checkout with lfs: true, then git lfs fetch origin {base})") in done.stderr
+    assert (
+        f"onnxroof: error: m.onnx at {base} is a Git LFS pointer and git-lfs is not installed: install it (in "
+        f"a GitHub workflow, actions/checkout with lfs: true, then git lfs fetch origin {base})"
+    ) in done.stderr
 
 
 @needs_lfs
@@ -108,8 +120,10 @@ def test_a_head_model_checked_out_as_its_lfs_pointer_says_run_git_lfs_pull(tmp_p
     (tmp_path / "m.onnx").write_text(git(tmp_path, "show", "HEAD:m.onnx") + "\n")  # as a checkout without LFS
     done, comment = script(tmp_path, BASE_REF=base)
     assert done.returncode == 2 and rows(comment) == {"m.onnx": "⚠️ could not be analysed"}
-    assert ("onnxroof: error: m.onnx: not an ONNX model: the file is a Git LFS pointer, not the model (checked out "
-            "without Git LFS): run git lfs pull") in done.stderr
+    assert (
+        "onnxroof: error: m.onnx: not an ONNX model: the file is a Git LFS pointer, not the model (checked out "
+        "without Git LFS): run git lfs pull"
+    ) in done.stderr
 
 
 def _workflow(name: str) -> dict:
@@ -133,8 +147,11 @@ def test_the_fork_workflows_pass_the_comment_through_one_artifact_and_only_the_s
     number = next(s for s in steps if "pr-number" in s.get("run", ""))
     assert number["env"]["NUMBER"] == "${{ github.event.pull_request.number }}"
     assert f"> {output}/pr-number" in number["run"]
-    uploads = {s["with"]["name"]: s["with"]["path"].split() for s in steps if s.get("uses", "").startswith(
-        "actions/upload-artifact@")}
+    uploads = {
+        s["with"]["name"]: s["with"]["path"].split()
+        for s in steps
+        if s.get("uses", "").startswith("actions/upload-artifact@")
+    }
     assert uploads["onnxroof-comment"] == [f"{output}/comment.md", f"{output}/pr-number"]
     # the second: runs after the first by its name, may write, downloads that artifact of that run
     assert comment["on"] == {"workflow_run": {"workflows": [diff["name"]], "types": ["completed"]}}
@@ -149,8 +166,12 @@ def test_the_fork_workflows_pass_the_comment_through_one_artifact_and_only_the_s
     # it runs none of the pull request's code: no checkout, no shell step
     assert not any(s.get("uses", "").startswith("actions/checkout@") or "run" in s for s in steps)
     # the artifact is checked before it is posted: a number, the PR's head is the run's, the marker
-    for check in ("/^[0-9]{1,10}$/", "pull.head.sha !== context.payload.workflow_run.head_sha",
-                  'body.startsWith(MARKER)', 'const MARKER = "<!-- onnxroof-diff -->"'):
+    for check in (
+        "/^[0-9]{1,10}$/",
+        "pull.head.sha !== context.payload.workflow_run.head_sha",
+        "body.startsWith(MARKER)",
+        'const MARKER = "<!-- onnxroof-diff -->"',
+    ):
         assert check in script_text
     assert (ROOT / "examples" / "onnxroof-diff.sh").read_text().count('echo "<!-- onnxroof-diff -->"') == 2
 

@@ -14,27 +14,31 @@ from pathlib import Path
 
 import onnx
 import pytest
+from conftest import target_text
 from onnx import TensorProto, helper
 
-from conftest import target_text
-
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None,
-                                reason="needs git and bash")
+pytestmark = pytest.mark.skipif(
+    shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash"
+)
 NAMES = ["a b.onnx", "*.onnx", "c  d.onnx", "-e.onnx", "f*g.onnx", "h?.onnx", "[x].onnx", "tab\there.onnx"]
 
 
 def relu_model(width: int) -> onnx.ModelProto:
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, width])])
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, width])],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def git(cwd: Path, *args: str) -> str:
     names = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**os.environ, **names}).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env={**os.environ, **names}
+    ).stdout.strip()
 
 
 def commit(cwd: Path, message: str) -> str:
@@ -47,12 +51,25 @@ def commit(cwd: Path, message: str) -> str:
 
 def script(cwd: Path, **variables: str) -> tuple[subprocess.CompletedProcess, str]:
     """The script as action.yml runs it, on this worktree's onnxroof; (the run, the comment)."""
-    environment = {key: value for key, value in os.environ.items()
-                   if key not in ("ONNXROOF_TARGETS", "ONNXROOF_CWD_TARGETS", "MODELS", "TARGETS", "PR_TARGETS")}
-    environment.update(variables, OUT=str(cwd / "out"), PYTHONPATH=str(ROOT),
-                       PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    done = subprocess.run(["bash", str(ROOT / "examples" / "onnxroof-diff.sh")], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=600)
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("ONNXROOF_TARGETS", "ONNXROOF_CWD_TARGETS", "MODELS", "TARGETS", "PR_TARGETS")
+    }
+    environment.update(
+        variables,
+        OUT=str(cwd / "out"),
+        PYTHONPATH=str(ROOT),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    )
+    done = subprocess.run(
+        ["bash", str(ROOT / "examples" / "onnxroof-diff.sh")],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return done, (cwd / "out" / "comment.md").read_text()
 
 

@@ -20,8 +20,11 @@ def test_every_test_docs_testing_md_names_exists():
     missing = []
     for path, name in sorted(named):
         file = REPO / "tests" / path
-        functions = {node.name for node in ast.walk(ast.parse(file.read_text()))
-                     if isinstance(node, ast.FunctionDef)} if file.is_file() else set()
+        functions = (
+            {node.name for node in ast.walk(ast.parse(file.read_text())) if isinstance(node, ast.FunctionDef)}
+            if file.is_file()
+            else set()
+        )
         if name not in functions:
             missing.append(f"{path}::{name}")
     assert missing == []
@@ -37,7 +40,6 @@ def test_the_readme_s_summary_sample_is_what_the_command_prints(capsys):
     printed = capsys.readouterr().out.splitlines()
     missing = [line for line in sample.splitlines() if line not in printed]
     assert missing == []
-
 
 
 def test_the_readme_s_python_example_runs_as_written():

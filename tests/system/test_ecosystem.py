@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import minigooglenet_by_hand, run
 
 import onnxroof
 from onnxroof.core.examples import build_example
-
-from conftest import minigooglenet_by_hand, run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,9 +53,19 @@ def test_the_action_s_diff_script_on_a_pull_request_history(tmp_path):
     # change (the Dense layer holds them) and FLOPs fall by 62%, so "params>+5%" holds and
     # "flops>-70%" (anything but a fall of over 70%) is broken
     def git(*args):
-        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True,
-                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                            "GIT_COMMITTER_EMAIL": "t@t"})
+        subprocess.run(
+            ["git", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+            env={
+                **os.environ,
+                "GIT_AUTHOR_NAME": "t",
+                "GIT_AUTHOR_EMAIL": "t@t",
+                "GIT_COMMITTER_NAME": "t",
+                "GIT_COMMITTER_EMAIL": "t@t",
+            },
+        )
 
     git("init", "-q")
     model = tmp_path / "models" / "net.onnx"
@@ -68,11 +77,23 @@ def test_the_action_s_diff_script_on_a_pull_request_history(tmp_path):
     model.write_bytes(build_example("shallownet-separable").SerializeToString())
     git("commit", "-qam", "head")
     output, summary = tmp_path / "gh_output", tmp_path / "gh_summary"
-    environment = {**os.environ, "BASE_REF": base, "TARGETS": "myriad-x", "BUDGETS": "params>+5%\nflops>-70%",
-                   "OUT": str(tmp_path / "out"), "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary),
-                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", str(ROOT / "examples" / "onnxroof-diff.sh")], cwd=tmp_path, env=environment,
-                          capture_output=True, text=True)
+    environment = {
+        **os.environ,
+        "BASE_REF": base,
+        "TARGETS": "myriad-x",
+        "BUDGETS": "params>+5%\nflops>-70%",
+        "OUT": str(tmp_path / "out"),
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / "examples" / "onnxroof-diff.sh")],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1, done.stderr  # the script exits with the status, as it writes it
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert comment.startswith("<!-- onnxroof-diff -->") and "### onnxroof diff: net → net" in comment

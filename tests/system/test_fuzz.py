@@ -85,11 +85,19 @@ class Graph:
     def ints(self, values) -> str:
         return self.const(np.array(values, np.int64), "s")
 
-    def node(self, op: str, inputs: list[str], shapes: list[tuple[int, ...]], dtype: int | None = None,
-             domain: str = "", **attributes) -> list[Tensor]:
+    def node(
+        self,
+        op: str,
+        inputs: list[str],
+        shapes: list[tuple[int, ...]],
+        dtype: int | None = None,
+        domain: str = "",
+        **attributes,
+    ) -> list[Tensor]:
         outputs = [Tensor(self.name(op.lower()), tuple(int(d) for d in s), dtype or self.dtype) for s in shapes]
-        self.nodes.append(helper.make_node(op, inputs, [o.name for o in outputs], name=self.name(op),
-                                           domain=domain, **attributes))
+        self.nodes.append(
+            helper.make_node(op, inputs, [o.name for o in outputs], name=self.name(op), domain=domain, **attributes)
+        )
         for output in outputs:
             self.shapes[output.name] = output.shape
         self.pool.extend(o for o in outputs if o.dtype == self.dtype)
@@ -102,7 +110,9 @@ class Graph:
 
 def _unary(g: Graph) -> bool:
     x = g.pick()
-    op = g.rng.choice(["Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Identity", "Erf", "Sqrt", "LeakyRelu", "Softmax"])
+    op = g.rng.choice(
+        ["Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Identity", "Erf", "Sqrt", "LeakyRelu", "Softmax"]
+    )
     attributes = {}
     if op == "LeakyRelu":
         attributes["alpha"] = g.rng.random()
@@ -123,7 +133,7 @@ def _binary(g: Graph) -> bool:
         other = g.rng.choice(same).name
     elif choice < 0.7 and x.shape:
         keep = g.rng.randrange(len(x.shape) + 1)
-        suffix = [d if g.rng.random() < 0.6 else 1 for d in x.shape[len(x.shape) - keep:]]
+        suffix = [d if g.rng.random() < 0.6 else 1 for d in x.shape[len(x.shape) - keep :]]
         other = g.weight(*suffix)
     else:
         other = g.weight()
@@ -192,9 +202,16 @@ def _conv(g: Graph) -> bool:
     inputs = [x.name, g.weight(out_channels, channels // group, *kernels)]
     if g.rng.random() < 0.5:
         inputs.append(g.weight(out_channels))
-    g.node("Conv", inputs, [(batch, out_channels, *(w[5] for w in windows))], group=group, kernel_shape=kernels,
-           strides=[w[1] for w in windows], pads=[w[2] for w in windows] + [w[3] for w in windows],
-           dilations=[w[4] for w in windows])
+    g.node(
+        "Conv",
+        inputs,
+        [(batch, out_channels, *(w[5] for w in windows))],
+        group=group,
+        kernel_shape=kernels,
+        strides=[w[1] for w in windows],
+        pads=[w[2] for w in windows] + [w[3] for w in windows],
+        dilations=[w[4] for w in windows],
+    )
     return True
 
 
@@ -210,8 +227,14 @@ def _pool(g: Graph) -> bool:
     windows = [_window(g, s, False) for s in x.shape[2:]]
     if None in windows:
         return False
-    g.node(op, [x.name], [(*x.shape[:2], *(w[5] for w in windows))], kernel_shape=[w[0] for w in windows],
-           strides=[w[1] for w in windows], pads=[w[2] for w in windows] + [w[3] for w in windows])
+    g.node(
+        op,
+        [x.name],
+        [(*x.shape[:2], *(w[5] for w in windows))],
+        kernel_shape=[w[0] for w in windows],
+        strides=[w[1] for w in windows],
+        pads=[w[2] for w in windows] + [w[3] for w in windows],
+    )
     return True
 
 
@@ -288,8 +311,9 @@ def _shape_arithmetic(g: Graph) -> bool:
         (flat,) = g.node("Flatten", [x.name], [(1, math.prod(x.shape))], axis=0)
         g.node("Reshape", [flat.name, shape.name], [x.shape])
     elif g.rng.random() < 0.5:
-        (filled,) = g.node("ConstantOfShape", [shape.name], [x.shape], value=numpy_helper.from_array(
-            np.zeros(1, NP_TYPES[g.dtype])))
+        (filled,) = g.node(
+            "ConstantOfShape", [shape.name], [x.shape], value=numpy_helper.from_array(np.zeros(1, NP_TYPES[g.dtype]))
+        )
         g.node("Add", [filled.name, x.name], [x.shape])
     else:
         one = g.weight(*(1 for _ in x.shape))
@@ -303,8 +327,12 @@ def _concat_split(g: Graph) -> bool:
         return False
     axis = g.rng.randrange(len(x.shape))
     if g.rng.random() < 0.5:
-        others = [t for t in g.pool if len(t.shape) == len(x.shape)
-                  and all(a == b for i, (a, b) in enumerate(zip(t.shape, x.shape)) if i != axis)]
+        others = [
+            t
+            for t in g.pool
+            if len(t.shape) == len(x.shape)
+            and all(a == b for i, (a, b) in enumerate(zip(t.shape, x.shape)) if i != axis)
+        ]
         chosen = [x] + g.rng.sample(others, min(len(others), g.rng.randint(1, 2)))
         out = list(x.shape)
         out[axis] = sum(t.shape[axis] for t in chosen)
@@ -314,8 +342,10 @@ def _concat_split(g: Graph) -> bool:
     if size < 2:
         return False
     first = g.rng.randint(1, size - 1)
-    shapes = [tuple(first if i == axis else d for i, d in enumerate(x.shape)),
-              tuple(size - first if i == axis else d for i, d in enumerate(x.shape))]
+    shapes = [
+        tuple(first if i == axis else d for i, d in enumerate(x.shape)),
+        tuple(size - first if i == axis else d for i, d in enumerate(x.shape)),
+    ]
     g.node("Split", [x.name, g.ints([first, size - first])], shapes, axis=axis)
     return True
 
@@ -337,7 +367,7 @@ def _slice_gather(g: Graph) -> bool:
         indices = np.array([g.rng.randrange(-size, size) for _ in range(g.rng.randint(1, 3))], np.int64)
         if g.rng.random() < 0.3:
             indices = indices[:1].reshape(())
-        out = (*x.shape[:axis], *indices.shape, *x.shape[axis + 1:])
+        out = (*x.shape[:axis], *indices.shape, *x.shape[axis + 1 :])
         g.node("Gather", [x.name, g.const(indices, "i")], [out], axis=axis)
     return True
 
@@ -348,8 +378,11 @@ def _reduce(g: Graph) -> bool:
         return False
     axes = sorted(g.rng.sample(range(len(x.shape)), g.rng.randint(1, len(x.shape))))
     keep = g.rng.random() < 0.5
-    out = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keep else tuple(
-        d for i, d in enumerate(x.shape) if i not in axes)
+    out = (
+        tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        if keep
+        else tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    )
     if g.rng.random() < 0.5:
         g.node("ReduceSum", [x.name, g.ints(axes)], [out], keepdims=int(keep))
     elif g.opset >= 18:
@@ -366,8 +399,12 @@ def _pad_cast(g: Graph) -> bool:
     if g.rng.random() < 0.5:
         pads = [g.rng.randint(0, 2) for _ in range(2 * len(x.shape))]
         out = tuple(d + pads[i] + pads[i + len(x.shape)] for i, d in enumerate(x.shape))
-        g.node("Pad", [x.name, g.ints(pads)], [out], mode=g.rng.choice(["constant", "reflect", "edge"])
-               if min(x.shape) > 2 else "constant")
+        g.node(
+            "Pad",
+            [x.name, g.ints(pads)],
+            [out],
+            mode=g.rng.choice(["constant", "reflect", "edge"]) if min(x.shape) > 2 else "constant",
+        )
     else:
         (as_int,) = g.node("Cast", [x.name], [x.shape], dtype=I64, to=I64)
         g.node("Cast", [as_int.name], [x.shape], to=g.dtype)
@@ -383,10 +420,18 @@ def _if(g: Graph) -> bool:
         g.inputs.append(flag)
     then_out, else_out = g.name("then"), g.name("else")
     weight = g.weight(*x.shape)
-    then = helper.make_graph([helper.make_node("Relu", [x.name], [then_out])], g.name("then_branch"), [],
-                             [helper.make_tensor_value_info(then_out, g.dtype, list(x.shape))])
-    other = helper.make_graph([helper.make_node("Mul", [x.name, weight], [else_out])], g.name("else_branch"), [],
-                              [helper.make_tensor_value_info(else_out, g.dtype, list(x.shape))])
+    then = helper.make_graph(
+        [helper.make_node("Relu", [x.name], [then_out])],
+        g.name("then_branch"),
+        [],
+        [helper.make_tensor_value_info(then_out, g.dtype, list(x.shape))],
+    )
+    other = helper.make_graph(
+        [helper.make_node("Mul", [x.name, weight], [else_out])],
+        g.name("else_branch"),
+        [],
+        [helper.make_tensor_value_info(else_out, g.dtype, list(x.shape))],
+    )
     g.node("If", [flag.name], [x.shape], then_branch=then, else_branch=other)
     return True
 
@@ -399,9 +444,23 @@ def _custom(g: Graph) -> bool:
     return True
 
 
-OPS = [(_unary, 5), (_binary, 5), (_matmul, 3), (_gemm, 2), (_conv, 3), (_pool, 2), (_norm, 2), (_reshape, 4),
-       (_shape_arithmetic, 2), (_concat_split, 3), (_slice_gather, 3), (_reduce, 2), (_pad_cast, 2), (_if, 1),
-       (_custom, 1)]
+OPS = [
+    (_unary, 5),
+    (_binary, 5),
+    (_matmul, 3),
+    (_gemm, 2),
+    (_conv, 3),
+    (_pool, 2),
+    (_norm, 2),
+    (_reshape, 4),
+    (_shape_arithmetic, 2),
+    (_concat_split, 3),
+    (_slice_gather, 3),
+    (_reduce, 2),
+    (_pad_cast, 2),
+    (_if, 1),
+    (_custom, 1),
+]
 
 
 @dataclass
@@ -444,8 +503,12 @@ def random_model(rng: random.Random) -> Case:
             shape[0] = symbol
             case.symbolic = True
         graph_inputs.append(helper.make_tensor_value_info(tensor.name, tensor.dtype, shape))
-    declared = [helper.make_tensor_value_info(o, _dtype_of(g, o), list(g.shapes[o]) if rng.random() < 0.7
-                                              else [None] * len(g.shapes[o])) for o in outputs]
+    declared = [
+        helper.make_tensor_value_info(
+            o, _dtype_of(g, o), list(g.shapes[o]) if rng.random() < 0.7 else [None] * len(g.shapes[o])
+        )
+        for o in outputs
+    ]
     graph = helper.make_graph(g.nodes, g.name("fuzz"), graph_inputs, declared, g.initializers)
     opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in sorted(g.domains)]
     case.model = helper.make_model(graph, opset_imports=opsets, ir_version=8 if opset < 21 else 10)
@@ -585,8 +648,20 @@ def _external_data(rng, model):
             entry.key, entry.value = key, value
 
 
-PROTO_CORRUPTIONS = [_drop_input, _rename_input, _duplicate_output, _shuffle_nodes, _drop_initializer, _bad_attribute,
-                     _bad_dims, _bad_initializer_dims, _bad_type, _bad_opset, _unknown_op, _external_data]
+PROTO_CORRUPTIONS = [
+    _drop_input,
+    _rename_input,
+    _duplicate_output,
+    _shuffle_nodes,
+    _drop_initializer,
+    _bad_attribute,
+    _bad_dims,
+    _bad_initializer_dims,
+    _bad_type,
+    _bad_opset,
+    _unknown_op,
+    _external_data,
+]
 
 
 def _case(seed: int) -> tuple[Case, bytes, list[str]]:
@@ -610,8 +685,13 @@ def _case(seed: int) -> tuple[Case, bytes, list[str]]:
         first = case.model.graph.input[0].name if case.model.graph.input else "x"
         dims = ",".join(str(rng.randint(1, 5)) for _ in range(rng.randint(1, 4)))
         flags += ["--input-shape", f"{rng.choice([first, 'nosuch'])}:{dims}"]
-    for flag, chance in ((["--target", "myriad-x"], 0.15), (["--dtype", "int8"], 0.1), (["--in-place"], 0.1),
-                         (["--batch", "3"], 0.05), (["--strict"], 0.1)):
+    for flag, chance in (
+        (["--target", "myriad-x"], 0.15),
+        (["--dtype", "int8"], 0.1),
+        (["--in-place"], 0.1),
+        (["--batch", "3"], 0.05),
+        (["--strict"], 0.1),
+    ):
         if rng.random() < chance:
             flags += flag
             if flag[0] == "--batch":
@@ -684,7 +764,9 @@ def run_case(seed: int, directory: Path) -> None:
     # a model whose every node depends on the dims left open (--partial), or is an op with no rule, counts
     # nothing: exit 2
     nothing = (case.symbolic or case.custom) and "nothing could be counted" in err
-    assert code == 0 or nothing or (strict and (case.symbolic or case.custom)), f"{label}: a valid model was refused: {err}"
+    assert code == 0 or nothing or (strict and (case.symbolic or case.custom)), (
+        f"{label}: a valid model was refused: {err}"
+    )
     if document is None:
         return
     expected_complete = not (case.symbolic or case.custom)
@@ -723,9 +805,13 @@ def test_every_output_format_renders_random_models(tmp_path):
         case, data, flags = _case(seed)
         path = tmp_path / f"case{seed}.onnx"
         path.write_bytes(data)
-        for argv in (["summary", "--format", "table"], ["summary", "--format", "csv"],
-                     ["summary", "--format", "markdown"], ["report", "-o", str(tmp_path / "r.html")],
-                     ["explain", "--", "MatMul2"]):
+        for argv in (
+            ["summary", "--format", "table"],
+            ["summary", "--format", "csv"],
+            ["summary", "--format", "markdown"],
+            ["report", "-o", str(tmp_path / "r.html")],
+            ["explain", "--", "MatMul2"],
+        ):
             code, out, err = run_cli([*argv[:1], str(path), *argv[1:], "-q", *flags])
             assert code in (0, 2), f"case {seed} {argv}: exit {code}: {err}"
             assert "Traceback" not in err and "internal error" not in err, f"case {seed} {argv}: {err}"
@@ -742,8 +828,12 @@ def test_subprocess_never_shows_a_traceback(tmp_path):
     corrupted = tmp_path / "flipped.onnx"
     corrupted.write_bytes(_flip_bytes(random.Random(0), _case(5)[1]))
     for path in [*paths, corrupted]:
-        process = subprocess.run([sys.executable, "-m", "onnxroof.cli", "summary", str(path), "-q"],
-                                 capture_output=True, text=True, timeout=120)
+        process = subprocess.run(
+            [sys.executable, "-m", "onnxroof.cli", "summary", str(path), "-q"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert process.returncode in (0, 2), (path, process.stderr)
         assert "Traceback" not in process.stderr and "internal error" not in process.stderr, process.stderr
 
@@ -752,8 +842,13 @@ def test_subprocess_never_shows_a_traceback(tmp_path):
 _TEXT = st.text(alphabet=st.sampled_from("x:,0123456789-=.×a |<>%+[]"), max_size=16)
 
 
-@settings(max_examples=300, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(flag=st.sampled_from(["--input-shape", "--dim", "--batch", "--target", "--loop-trips", "--fail-if"]), text=_TEXT)
 def test_any_flag_text_is_accepted_or_refused_in_one_line(flag, text):
     code, out, err = run_cli(["summary", "--example", "shallownet", "--format", "json", "-q", f"{flag}={text}"])
@@ -763,20 +858,33 @@ def test_any_flag_text_is_accepted_or_refused_in_one_line(flag, text):
         assert len(err.splitlines()) == 1 and err.startswith("onnxroof: error: "), repr(err)
 
 
-
 _CONTROL = "a\nb\x1b[2J"
 
 
-@pytest.mark.parametrize("argv", [["--input-shape", _CONTROL], ["--dim", _CONTROL], ["--fail-if", _CONTROL],
-                                  ["--batch", _CONTROL], ["--format", _CONTROL]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--input-shape", _CONTROL],
+        ["--dim", _CONTROL],
+        ["--fail-if", _CONTROL],
+        ["--batch", _CONTROL],
+        ["--format", _CONTROL],
+    ],
+)
 def test_flag_text_with_control_characters_gives_one_error_line(argv):
     code, out, err = run_cli(["summary", "--example", "shallownet", "-q", *argv])
     assert code == 2 and len(err.splitlines()) == 1 and "\x1b" not in err, repr(err)
 
 
-@pytest.mark.parametrize("argv", [["--example", "shallownet", "--target", _CONTROL],
-                                  ["--example", "shallownet", "--plugin", _CONTROL],
-                                  ["--example", _CONTROL], [f"/nonexistent/{_CONTROL}.onnx"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--example", "shallownet", "--target", _CONTROL],
+        ["--example", "shallownet", "--plugin", _CONTROL],
+        ["--example", _CONTROL],
+        [f"/nonexistent/{_CONTROL}.onnx"],
+    ],
+)
 def test_user_text_with_control_characters_still_gives_one_error_line(argv):
     code, out, err = run_cli(["summary", "-q", *argv])
     assert code == 2 and len(err.splitlines()) == 1 and "\x1b" not in err, repr(err)

@@ -11,9 +11,7 @@ any time limit, `Stop` sends SIGTERM to the parent (a scheduler stopping the run
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import signal
 import subprocess
 import sys
 import textwrap
@@ -54,8 +52,13 @@ def matmul(k: int, then: str | None = None) -> onnx.ModelProto:
     if then is not None:
         nodes.append(helper.make_node(then, ["m"], ["y"], name=then.lower(), domain="test.stop"))
     weight = numpy_helper.from_array(np.zeros((k, 4), np.float32), "w")
-    graph = helper.make_graph(nodes, f"k{k}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight])
+    graph = helper.make_graph(
+        nodes,
+        f"k{k}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [weight],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("test.stop", 1)])
 
 
@@ -75,14 +78,20 @@ def check(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
     """The onnxroof program itself (its workers fork from it, as they do for a user)."""
     plugin = cwd / "stops.py"
     plugin.write_text(PLUGIN)
-    return subprocess.run([sys.executable, "-m", "onnxroof.cli", "check", *argv, "--plugin", str(plugin), "-q"],
-                          cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "onnxroof.cli", "check", *argv, "--plugin", str(plugin), "-q"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_check_jobs_2_writes_a_line_per_model_and_survives_a_killed_worker(tmp_path):
     models = store(tmp_path / "store", 30, {11: "Die"})
-    done = check(str(tmp_path / "store"), "--jobs", "2", "--format", "jsonl", "-o", str(tmp_path / "audit.jsonl"),
-                 cwd=tmp_path)
+    done = check(
+        str(tmp_path / "store"), "--jobs", "2", "--format", "jsonl", "-o", str(tmp_path / "audit.jsonl"), cwd=tmp_path
+    )
     assert done.returncode == 2, done.stderr  # a model not analysed
     lines = (tmp_path / "audit.jsonl").read_text().splitlines()
     records = {record["model"]: record for record in map(json.loads, lines)}
@@ -90,8 +99,10 @@ def test_check_jobs_2_writes_a_line_per_model_and_survives_a_killed_worker(tmp_p
     assert not (tmp_path / "audit.jsonl.partial").exists()
     killed = str(tmp_path / "store" / "nested" / "m011.onnx")
     assert records[killed]["status"] == "died" and "\n" not in records[killed]["error"]
-    assert records[killed]["error"] == (f"{killed}: the worker process analysing it was killed by SIGKILL (out of "
-                                        f"memory?) before it finished; analyse it alone to see why (onnxroof check {killed})")
+    assert records[killed]["error"] == (
+        f"{killed}: the worker process analysing it was killed by SIGKILL (out of "
+        f"memory?) before it finished; analyse it alone to see why (onnxroof check {killed})"
+    )
     for path, k in models.items():
         if path != killed:
             assert records[path]["status"] == "ok" and records[path]["schema"] == "onnxroof-check/1"
@@ -106,8 +117,9 @@ def test_a_model_over_the_time_limit_is_reported_and_the_run_goes_on(tmp_path):
     assert done.returncode == 2 and len(lines) == 3
     first, nap, last = models
     assert lines[0].startswith(f"{first}: params 4, MAC-FLOPs 8,") and lines[2].startswith(f"{last}: params 12,")
-    assert lines[1] == (f"{nap}: error: {nap}: over the time limit: not done in 2 s (--timeout): give it more time, "
-                        "or analyse it alone")
+    assert lines[1] == (
+        f"{nap}: error: {nap}: over the time limit: not done in 2 s (--timeout): give it more time, or analyse it alone"
+    )
 
 
 def test_a_stopped_run_keeps_its_whole_lines_in_the_partial_file_and_leaves_the_output_as_it_was(tmp_path):
@@ -130,8 +142,15 @@ def test_check_jsonl_in_this_process_is_the_text_line_s_numbers(tmp_path, capsys
     assert main(["check", str(tmp_path / "a.onnx"), "--format", "jsonl", "--fail-if", "params>16", "-q"]) == 1
     (record,) = map(json.loads, capsys.readouterr().out.splitlines())
     assert record["status"] == "budget_broken" and record["totals"]["params"] == 32 and record["totals"]["macs"] == 32
-    assert record["budgets"] == [{"budget": "params>16", "value": 32, "broken": True,
-                                  "text": "params>16: params is 32 -> BROKEN", "bound": False}]
+    assert record["budgets"] == [
+        {
+            "budget": "params>16",
+            "value": 32,
+            "broken": True,
+            "text": "params>16: params is 32 -> BROKEN",
+            "bound": False,
+        }
+    ]
     assert main(["check", str(tmp_path), "-q"]) == 0  # a folder: every .onnx file under it
     assert capsys.readouterr().out.startswith(f"{tmp_path / 'a.onnx'}: params 32, MAC-FLOPs 64,")
     (tmp_path / "empty").mkdir()
@@ -155,21 +174,28 @@ def test_a_model_store_audited_on_a_local_dask_cluster(tmp_path):
     (tmp_path / "store" / "broken.onnx").write_bytes(b"not a model")
     paths = sorted(str(path) for path in (tmp_path / "store").rglob("*.onnx"))
     # docs/ci.md's example: one small record per model, made where the model is
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         futures = client.map(audit_one, paths)
         model = {future.key: path for future, path in zip(futures, paths)}
         rows = {}
         for future in distributed.as_completed(futures):
-            row = (future.result() if future.status == "finished"
-                   else {"model": model[future.key], "error": repr(future.exception())})
+            row = (
+                future.result()
+                if future.status == "finished"
+                else {"model": model[future.key], "error": repr(future.exception())}
+            )
             rows[row["model"]] = row
         first = next(iter(models))
         whole = client.submit(onnxroof.analyze, first).result()  # an Analysis travels too
     broken = str(tmp_path / "store" / "broken.onnx")
-    assert rows.pop(broken)["error"] == (f"ModelError: {broken}: not a readable ONNX protobuf (Error parsing message "
-                                         "with type 'onnx.ModelProto': Wire format was corrupt): the file is truncated "
-                                         "or corrupt, or not an ONNX model; re-download or re-export it")
+    assert rows.pop(broken)["error"] == (
+        f"ModelError: {broken}: not a readable ONNX protobuf (Error parsing message "
+        "with type 'onnx.ModelProto': Wire format was corrupt): the file is truncated "
+        "or corrupt, or not an ONNX model; re-download or re-export it"
+    )
     assert {path: row["macs"] for path, row in rows.items()} == {path: 4 * k for path, k in models.items()}
     assert whole.totals.macs == 4 * models[first]
 
@@ -180,6 +206,10 @@ def audit_one(path: str) -> dict:
         analysis = onnxroof.analyze(path, targets=["l4"])
     except Exception as exc:  # an unreadable model: its row says why, and the audit goes on
         return {"model": path, "error": f"{type(exc).__name__}: {exc}"}
-    return {"model": path, "macs": analysis.totals.macs, "params": analysis.totals.params,
-            "peak_bytes": analysis.memory.model_order.peak_bytes,
-            "latency_s": analysis.targets[0].latency_s}
+    return {
+        "model": path,
+        "macs": analysis.totals.macs,
+        "params": analysis.totals.params,
+        "peak_bytes": analysis.memory.model_order.peak_bytes,
+        "latency_s": analysis.targets[0].latency_s,
+    }

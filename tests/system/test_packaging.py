@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_wheel_ships_templates_and_hardware(tmp_path):
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     if build.returncode != 0 and "Could not find a version" in build.stderr:
         pytest.skip("the build backend cannot be installed here (no package index)")

@@ -34,11 +34,15 @@ def test_the_published_validation_figures_are_the_doc_s():
     fitted_rows, fitted = _one(r"\*\*Fitted rows, (\d+)\*\*: median \|error\| (\d+) %", doc)
     held = _one(r"\*\*The same rows held out\*\* \([^)]*\): median \|error\| (\d+) %", doc)[0]
     (forecasting,) = _one(r"(\w+) bundled targets now \*\*forecast\*\*", doc)
-    unseen_rows, unseen = _one(r"\*\*Rows no fit saw, (\d+)\*\*: TensorRT's BERT demo .*? median \|error\| (\d+) %",
-                               doc)
+    unseen_rows, unseen = _one(
+        r"\*\*Rows no fit saw, (\d+)\*\*: TensorRT's BERT demo .*? median \|error\| (\d+) %", doc
+    )
     # the doc list beside it, and the section on bound or forecast
-    readme = _one(r"(\w+) bundled targets forecast: median error (\d+) % on the (\d+) rows their figures were fitted "
-                  r"on, (\d+) % with each row's model family left out of the fit", README)
+    readme = _one(
+        r"(\w+) bundled targets forecast: median error (\d+) % on the (\d+) rows their figures were fitted "
+        r"on, (\d+) % with each row's model family left out of the fit",
+        README,
+    )
     assert readme == (forecasting, fitted, fitted_rows, held)
     assert _one(r"(\w+) bundled targets forecast: h100-sxm", README)[0] == forecasting
     assert _one(r"fits on (\d+) published measurements", README)[0] == fitted_rows
@@ -50,8 +54,9 @@ def test_the_number_of_forecasting_targets_is_the_bundled_files():
     from onnxroof.roofline.target_paths import bundled_targets
     from onnxroof.roofline.targets import LatencyKind, parse_target
 
-    forecasting = [name for name, path in bundled_targets().items()
-                   if parse_target(path).latency_kind == LatencyKind.FORECAST]
+    forecasting = [
+        name for name, path in bundled_targets().items() if parse_target(path).latency_kind == LatencyKind.FORECAST
+    ]
     (word,) = _one(r"(\w+) bundled targets now \*\*forecast\*\*", _doc("validation-published.md"))
     assert len(forecasting) == WORDS[word.lower()], forecasting
 
@@ -68,15 +73,21 @@ def test_the_formulas_are_fitted_and_checked_where_the_code_and_docs_formulas_md
     from onnxroof.symbolic.formulas import CHECK, SAMPLES
     from onnxroof.symbolic.latency_ranges import FAR
 
-    samples, check, far = _one(r"runs the ordinary analysis at ([\d, and]+) per free dim .*? checks them at (\d+) "
-                               r"and at ([\d,]+) \(", README)
+    samples, check, far = _one(
+        r"runs the ordinary analysis at ([\d, and]+) per free dim .*? checks them at (\d+) "
+        r"and at ([\d,]+) \(",
+        README,
+    )
     assert [int(n) for n in re.findall(r"\d+", samples)] == list(SAMPLES)
     assert (int(check), int(far.replace(",", ""))) == (CHECK, FAR)
     doc = _doc("formulas.md")
     assert _one(r"Every formula is checked at (\d+) and at ([\d,]+) per dim", doc) == (check, far)
     # the header every symbolic output prints, as docs/formulas.md shows it
     assert _one(r"\(exact; fitted at ([\d, ]+) per dim, checked at (\d+) and ([\d,]+)\)", doc) == (
-        ", ".join(map(str, SAMPLES)), check, far)
+        ", ".join(map(str, SAMPLES)),
+        check,
+        far,
+    )
 
 
 def test_the_findings_cost_is_the_performance_doc_s():
@@ -84,14 +95,17 @@ def test_the_findings_cost_is_the_performance_doc_s():
 
     nodes, with_findings, without, largest = _one(
         r"Those analyse the model a few times more: on a ([\d,]+)-node chain, ([\d.]+) s against ([\d.]+) s; a graph "
-        r"of more than ([\d,]+) nodes is not analysed again for them \(`docs/performance.md`\)", README)
+        r"of more than ([\d,]+) nodes is not analysed again for them \(`docs/performance.md`\)",
+        README,
+    )
     assert int(largest.replace(",", "")) == REANALYSE_NODES
     # the doc's table of fused runs: its first run at that size, without (`--no-findings`) and with
     doc = _doc("performance.md")
     header = next(line for line in doc.splitlines() if line.startswith("| nodes | bare load + infer s | fused s"))
     columns = [cell.strip() for cell in header.strip("|").split("|")]
-    row = next(line for line in doc.splitlines()
-               if line.startswith(f"| {nodes} |") and line.count("|") == header.count("|"))
+    row = next(
+        line for line in doc.splitlines() if line.startswith(f"| {nodes} |") and line.count("|") == header.count("|")
+    )
     cells = dict(zip(columns, (cell.strip() for cell in row.strip("|").split("|"))))
     assert cells["fused s"].split(",")[0] == without and cells["with findings s"].split(",")[0] == with_findings
 

@@ -11,11 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import one_error_line, run
 
 import onnxroof
 from onnxroof.core.errors import OptionError
-
-from conftest import one_error_line, run
 
 EXPORTS = Path(__file__).resolve().parents[1] / "data" / "exports"
 TARGETS = ["h100-sxm", "l4", "coral-edge-tpu"]
@@ -53,21 +52,35 @@ def assert_every_gain_is_from_a_complete_variant(path: Path, **binding) -> list:
     return findings
 
 
-@pytest.mark.parametrize("name, binding", [
-    ("gpt2-static-small", {}), ("bert-static-small", {}), ("yolov8n-ultralytics", {}), ("bert-optimum", {"dims": {"sequence_length": 128}}),
-    ("timm-resnet18", {}), ("tf2onnx-keras-fixed", {}), ("tf2onnx-keras-dynamic", {}),
-    ("whisper-optimum-decoder-with-past", DECODE | {"encoder_seq": 1500}),
-    ("t5-optimum-decoder-with-past", DECODE | {"encoder_seq": 256})])
+@pytest.mark.parametrize(
+    "name, binding",
+    [
+        ("gpt2-static-small", {}),
+        ("bert-static-small", {}),
+        ("yolov8n-ultralytics", {}),
+        ("bert-optimum", {"dims": {"sequence_length": 128}}),
+        ("timm-resnet18", {}),
+        ("tf2onnx-keras-fixed", {}),
+        ("tf2onnx-keras-dynamic", {}),
+        ("whisper-optimum-decoder-with-past", DECODE | {"encoder_seq": 1500}),
+        ("t5-optimum-decoder-with-past", DECODE | {"encoder_seq": 256}),
+    ],
+)
 def test_no_finding_shows_a_gain_from_an_incomplete_variant(export, name, binding):
     findings = assert_every_gain_is_from_a_complete_variant(export(name), **binding)
     assert findings  # every one of these models has something to change on these targets
     assert not [f for f in findings if f.change.startswith("--fusion")]  # fusion is the runtime's, not a flag
 
 
-@pytest.mark.parametrize("name, fix", [("gpt2-static-small", "dynamic_shapes={'input_ids'"),
-                                       ("bert-static-small", "dynamic_shapes={'input_ids'"),
-                                       ("tf2onnx-keras-fixed", "tf2onnx: a None batch dim in the input signature"),
-                                       ("yolov8n-ultralytics", "ultralytics: model.export(format='onnx', dynamic=True)")])
+@pytest.mark.parametrize(
+    "name, fix",
+    [
+        ("gpt2-static-small", "dynamic_shapes={'input_ids'"),
+        ("bert-static-small", "dynamic_shapes={'input_ids'"),
+        ("tf2onnx-keras-fixed", "tf2onnx: a None batch dim in the input signature"),
+        ("yolov8n-ultralytics", "ultralytics: model.export(format='onnx', dynamic=True)"),
+    ],
+)
 def test_a_static_export_names_its_batch_and_refuses_another(export, capsys, name, fix):
     path = export(name)
     analysis = onnxroof.analyze(path, targets=["h100-sxm"])
@@ -101,7 +114,9 @@ def test_an_int8_only_target_asks_for_int8_first(export):
     analysis = onnxroof.analyze(export("yolov8n-ultralytics"), targets=["coral-edge-tpu"])
     first = analysis.review()[0]
     assert (first.kind, first.blocking, first.change) == ("precision", True, "--dtype int8")
-    assert re.match(r"coral-edge-tpu runs int8, not fp32: quantize the model; in int8 it takes [\d.]+ [mµ]s", first.title)
+    assert re.match(
+        r"coral-edge-tpu runs int8, not fp32: quantize the model; in int8 it takes [\d.]+ [mµ]s", first.title
+    )
     at_int8 = onnxroof.analyze(export("yolov8n-ultralytics"), targets=["coral-edge-tpu"], dtype="int8")
     assert first.gain_s == pytest.approx(analysis.targets[0].latency_s - at_int8.targets[0].latency_s)
 
@@ -122,8 +137,14 @@ def test_a_merged_decoder_takes_the_time_of_its_twin_with_past_on_every_bundled_
         assert ours.latency_s == pytest.approx(theirs.latency_s, rel=0.02), ours.target.name
 
 
-@pytest.mark.parametrize("name, binding", [("whisper-optimum-decoder-merged", DECODE | {"encoder_seq": 1500}),
-                                           ("gpt2-static-small", {}), ("yolov8n-ultralytics", {})])
+@pytest.mark.parametrize(
+    "name, binding",
+    [
+        ("whisper-optimum-decoder-merged", DECODE | {"encoder_seq": 1500}),
+        ("gpt2-static-small", {}),
+        ("yolov8n-ultralytics", {}),
+    ],
+)
 def test_the_largest_module_lists_only_its_own_nodes(export, name, binding):
     from onnxroof.compare.modules import OWN_NODES, module_of
 
@@ -132,6 +153,6 @@ def test_the_largest_module_lists_only_its_own_nodes(export, name, binding):
     (module,) = largest.modules
     prefix = tuple(module.removesuffix(f"/{OWN_NODES}").split("/"))
     paths = {r.name: module_of(r) for r in analysis.run_view.nodes}
-    assert largest.nodes and all(paths[n][:len(prefix)] == prefix for n in largest.nodes)
+    assert largest.nodes and all(paths[n][: len(prefix)] == prefix for n in largest.nodes)
     # down the tree to the first level where the largest module is under half the time
     assert largest.evidence["module_share"] < 0.5

@@ -7,18 +7,17 @@ from __future__ import annotations
 import json
 
 import onnx
-from onnx import TensorProto, helper
-
 import pytest
-
 from conftest import make_model, run
+from onnx import TensorProto, helper
 
 F32 = TensorProto.FLOAT
 
 
 def relu_file(tmp_path, file_name: str, graph_name: str):
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1, 4])], [("y", F32, [1, 4])],
-                       name=graph_name)
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [1, 4])], [("y", F32, [1, 4])], name=graph_name
+    )
     path = tmp_path / file_name
     onnx.save(model, path)
     return path
@@ -52,15 +51,15 @@ def test_a_graph_name_that_says_more_is_shown_beside_the_files(capsys, tmp_path)
 
 
 def test_a_sweep_of_a_file_is_named_by_the_file_not_in_memory(capsys, tmp_path):
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F32, ["n", 4])], [("y", F32, ["n", 4])],
-                       name="main_graph")
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])], [("x", F32, ["n", 4])], [("y", F32, ["n", 4])], name="main_graph"
+    )
     path = tmp_path / "sweepme.onnx"
     onnx.save(model, path)
     code, out, err = run(capsys, "summary", path, "--sweep", "n=1,2", "--format", "json")
     assert code == 0, err
     points = json.loads(out)["points"]
     assert [(p["model"]["name"], p["model"]["path"]) for p in points] == [("sweepme", str(path))] * 2
-
 
 
 def test_dash_as_the_output_file_is_standard_output(capsys, tmp_path, monkeypatch):
@@ -79,9 +78,15 @@ def test_a_diff_lists_the_nodes_that_cost_most_first_and_free_ones_last(capsys, 
     import numpy as np
 
     def model(batch: int):
-        return make_model([helper.make_node("Identity", ["x"], ["a"], name="copy"),
-                           helper.make_node("MatMul", ["a", "w"], ["y"], name="project")],
-                          [("x", F32, [batch, 4])], [("y", F32, [batch, 8])], [("w", np.zeros((4, 8), np.float32))])
+        return make_model(
+            [
+                helper.make_node("Identity", ["x"], ["a"], name="copy"),
+                helper.make_node("MatMul", ["a", "w"], ["y"], name="project"),
+            ],
+            [("x", F32, [batch, 4])],
+            [("y", F32, [batch, 8])],
+            [("w", np.zeros((4, 8), np.float32))],
+        )
 
     base, head = tmp_path / "base.onnx", tmp_path / "head.onnx"
     onnx.save(model(1), base)
@@ -125,8 +130,8 @@ def test_node_numbers_and_api_errors_speak_each_interface_s_language(capsys):
     # the first node is number 0 in the terminal table and in the HTML node table alike
     analysis = onnxroof.analyze(build_example("shallownet"))
     html = render_html(analysis)
-    table = html[html.index('id="node-table"'):]  # the node table (hotspots are ranked from 1)
-    assert table[table.index('<td class="num idx">'):].startswith('<td class="num idx">0</td>')
+    table = html[html.index('id="node-table"') :]  # the node table (hotspots are ranked from 1)
+    assert table[table.index('<td class="num idx">') :].startswith('<td class="num idx">0</td>')
     code, out, _ = run(capsys, "summary", "--example", "shallownet")
     rows = out.splitlines()
     header = next(i for i, line in enumerate(rows) if line.lstrip().startswith("#  name"))
@@ -142,13 +147,13 @@ def test_node_numbers_and_api_errors_speak_each_interface_s_language(capsys):
 def test_a_two_dim_sweep_draws_one_line_per_value_of_the_second(tmp_path):
     # batch 1, 4 x dtype fp32, int8 on one target: the latency chart has two lines of two points
     # (not one zig-zag of four), and the roofline two paths
+    from onnxroof.compare.sweep import run_sweep
     from onnxroof.core.examples import build_example
     from onnxroof.report.html.pages import render_sweep_html
-    from onnxroof.compare.sweep import run_sweep
 
     points = run_sweep(build_example("shallownet"), [("batch", [1, 4]), ("dtype", ["fp32", "int8"])], targets=["l4"])
     html = render_sweep_html(points)
     assert html.count('class="sweep-path"') == 2
-    chart = html[html.index('id="xy-latency"'):]
-    chart = chart[:chart.index("</svg>")]
+    chart = html[html.index('id="xy-latency"') :]
+    chart = chart[: chart.index("</svg>")]
     assert "l4 · dtype=fp32" in chart and "l4 · dtype=int8" in chart

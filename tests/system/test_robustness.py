@@ -22,23 +22,21 @@ from html.parser import HTMLParser
 import numpy as np
 import onnx
 import pytest
+from conftest import make_model, run
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxroof
-from onnxroof.frontend import load
 from onnxroof.core.examples import build_example
-
-from conftest import make_model, run
+from onnxroof.frontend import load
 
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 ONNX_VERSION, ONNX_OPSET = onnx.__version__, onnx.defs.onnx_opset_version()
 
 
-
-
 def relu_model(**kwargs) -> onnx.ModelProto:
-    return make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", F32, [2, 3])],
-                      [("y", F32, [2, 3])], **kwargs)
+    return make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", F32, [2, 3])], [("y", F32, [2, 3])], **kwargs
+    )
 
 
 def external(tensor: onnx.TensorProto, location: str, length: int | None = None) -> onnx.TensorProto:
@@ -59,8 +57,9 @@ def declared_tensor(name: str, dims: list[int], location: str = "weights.bin") -
 
 
 def matmul_with_external_weight(location: str, k: int = 300, n: int = 200) -> onnx.ModelProto:
-    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", F32, [2, k])],
-                       [("y", F32, [2, n])])
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", F32, [2, k])], [("y", F32, [2, n])]
+    )
     model.graph.initializer.append(declared_tensor("w", [k, n], location))
     return model
 
@@ -78,7 +77,10 @@ def assert_one_line_error(code, out, err, path, fragment):
 
 
 def _cycle():
-    nodes = [helper.make_node("Relu", ["b"], ["a"], name="first"), helper.make_node("Relu", ["a"], ["b"], name="second")]
+    nodes = [
+        helper.make_node("Relu", ["b"], ["a"], name="first"),
+        helper.make_node("Relu", ["a"], ["b"], name="second"),
+    ]
     return make_model(nodes, [("x", F32, [1])], [("b", F32, [1])])
 
 
@@ -92,7 +94,10 @@ def _dangling():
 
 
 def _unsorted():
-    nodes = [helper.make_node("Sigmoid", ["h"], ["y"], name="late"), helper.make_node("Relu", ["x"], ["h"], name="early")]
+    nodes = [
+        helper.make_node("Sigmoid", ["h"], ["y"], name="late"),
+        helper.make_node("Relu", ["x"], ["h"], name="early"),
+    ]
     return make_model(nodes, [("x", F32, [1])], [("y", F32, [1])])
 
 
@@ -101,12 +106,20 @@ def _unproduced_output():
 
 
 def _dangling_in_subgraph():
-    then = helper.make_graph([helper.make_node("Relu", ["ghost"], ["t"], name="inner")], "then", [],
-                             [helper.make_tensor_value_info("t", F32, [1])])
-    other = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
-                              [helper.make_tensor_value_info("e", F32, [1])])
-    return make_model([helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)],
-                      [("x", F32, [1]), ("c", BOOL, [])], [("y", F32, [1])])
+    then = helper.make_graph(
+        [helper.make_node("Relu", ["ghost"], ["t"], name="inner")],
+        "then",
+        [],
+        [helper.make_tensor_value_info("t", F32, [1])],
+    )
+    other = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["e"])], "else", [], [helper.make_tensor_value_info("e", F32, [1])]
+    )
+    return make_model(
+        [helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)],
+        [("x", F32, [1]), ("c", BOOL, [])],
+        [("y", F32, [1])],
+    )
 
 
 def _opset(domain: str, version: int):
@@ -139,8 +152,12 @@ def _negative_dim():
 
 
 def _wrong_size_initializer():
-    model = make_model([helper.make_node("Add", ["x", "w"], ["y"])], [("x", F32, [6])], [("y", F32, [6])],
-                       [("w", np.zeros(6, np.float32))])
+    model = make_model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [("x", F32, [6])],
+        [("y", F32, [6])],
+        [("w", np.zeros(6, np.float32))],
+    )
     model.graph.initializer[0].dims[0] = 5  # 24 bytes of data, 5 elements declared
     return model
 
@@ -157,25 +174,34 @@ def _file_kinds(tmp_path) -> dict[str, tuple[object, str]]:
     kinds = {
         "random": (np.random.default_rng(1).bytes(4000), "not a readable ONNX protobuf"),
         "truncated": (good[: len(good) // 3], "truncated or corrupt"),
-        "tensorproto": (numpy_helper.from_array(np.ones((3, 4), np.float32), "w").SerializeToString(),
-                        "holds one serialized TensorProto"),
-        "graphproto": (build_example("shallownet").graph.SerializeToString(),
-                       "holds a bare GraphProto, not a ModelProto"),
+        "tensorproto": (
+            numpy_helper.from_array(np.ones((3, 4), np.float32), "w").SerializeToString(),
+            "holds one serialized TensorProto",
+        ),
+        "graphproto": (
+            build_example("shallownet").graph.SerializeToString(),
+            "holds a bare GraphProto, not a ModelProto",
+        ),
         "cycle": (_cycle(), "the graph has a cycle ('first' -> 'second' -> 'first')"),
         "duplicate": (_duplicate(), "nodes 'one' and 'two' both write 'y'"),
         "dangling": (_dangling(), "node 'X' (Relu) reads 'nowhere', which no node, input or initializer produces"),
         "dangling_in_subgraph": (_dangling_in_subgraph(), "node 'branch/then_branch/inner' (Relu) reads 'ghost'"),
         "unsorted": (_unsorted(), "node 'late' reads 'h' before node 'early' produces it"),
         "unproduced_output": (_unproduced_output(), "graph output 'zzz' is produced by no node"),
-        "opset": (_opset("", 99), f"the model uses opset 99 of ai.onnx; this onnx ({ONNX_VERSION}) knows up to "
-                                  f"{ONNX_OPSET}: upgrade onnx (pip install -U onnx)"),
+        "opset": (
+            _opset("", 99),
+            f"the model uses opset 99 of ai.onnx; this onnx ({ONNX_VERSION}) knows up to "
+            f"{ONNX_OPSET}: upgrade onnx (pip install -U onnx)",
+        ),
         "ml_opset": (_opset("ai.onnx.ml", 99), "opset 99 of ai.onnx.ml"),
         "ir_version": (_ir_version(), "IR version 99"),
         "no_opset": (_no_opset(), "declares no opset_import"),
         "undeclared_domain": (_undeclared_domain(), "my.ops"),
         "negative_dim": (_negative_dim(), "input 'x' declares dim -5 at axis 0"),
-        "wrong_size_initializer": (_wrong_size_initializer(),
-                                   "tensor 'w' holds 24 bytes, but its dims (5, float) need 20"),
+        "wrong_size_initializer": (
+            _wrong_size_initializer(),
+            "tensor 'w' holds 24 bytes, but its dims (5, float) need 20",
+        ),
         "invalid_utf8": (_invalid_utf8(), "op_type is not valid UTF-8"),
         "external_absolute": (matmul_with_external_weight("/etc/passwd"), "an absolute path"),
         "external_windows_absolute": (matmul_with_external_weight("C:\\weights.bin"), "an absolute path"),
@@ -198,11 +224,35 @@ def _file_kinds(tmp_path) -> dict[str, tuple[object, str]]:
     return paths
 
 
-BAD_KINDS = ["missing", "directory", "empty", "fifo", "broken_link", "random", "truncated", "tensorproto", "graphproto",
-             "cycle", "duplicate", "dangling", "dangling_in_subgraph", "unsorted", "unproduced_output", "opset",
-             "ml_opset", "ir_version", "no_opset", "undeclared_domain", "negative_dim", "wrong_size_initializer",
-             "invalid_utf8", "external_absolute", "external_windows_absolute", "external_parent",
-             "external_nested_parent"]
+BAD_KINDS = [
+    "missing",
+    "directory",
+    "empty",
+    "fifo",
+    "broken_link",
+    "random",
+    "truncated",
+    "tensorproto",
+    "graphproto",
+    "cycle",
+    "duplicate",
+    "dangling",
+    "dangling_in_subgraph",
+    "unsorted",
+    "unproduced_output",
+    "opset",
+    "ml_opset",
+    "ir_version",
+    "no_opset",
+    "undeclared_domain",
+    "negative_dim",
+    "wrong_size_initializer",
+    "invalid_utf8",
+    "external_absolute",
+    "external_windows_absolute",
+    "external_parent",
+    "external_nested_parent",
+]
 
 
 @pytest.mark.parametrize("kind", BAD_KINDS)
@@ -250,8 +300,12 @@ def test_impossible_path_is_a_usage_error(capsys):
 def test_subprocess_bad_models_exit_2_without_traceback(tmp_path):
     paths = _file_kinds(tmp_path)
     for kind in ("cycle", "invalid_utf8"):
-        process = subprocess.run([sys.executable, "-m", "onnxroof.cli", "summary", str(paths[kind][0])],
-                                 capture_output=True, text=True, timeout=120)
+        process = subprocess.run(
+            [sys.executable, "-m", "onnxroof.cli", "summary", str(paths[kind][0])],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert process.returncode == 2 and "Traceback" not in process.stderr, process.stderr
         assert len(process.stderr.splitlines()) == 1 and paths[kind][1] in process.stderr
 
@@ -290,8 +344,10 @@ def test_size_limit_is_checked_on_a_real_model(capsys, tmp_path, monkeypatch):
 
 
 def test_unknown_domain_is_reported_as_unsupported_not_fatal(capsys, tmp_path):
-    nodes = [helper.make_node("Relu", ["x"], ["h"], name="relu"),
-             helper.make_node("Magic", ["h"], ["y"], domain="vendor.ops")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["h"], name="relu"),
+        helper.make_node("Magic", ["h"], ["y"], domain="vendor.ops"),
+    ]
     model = make_model(nodes, [("x", F32, [2, 3])], [("y", F32, [2, 3])])
     model.opset_import.append(helper.make_opsetid("vendor.ops", 7))
     path = tmp_path / "vendor.onnx"
@@ -341,15 +397,25 @@ def test_missing_external_data_in_constants_and_subgraphs_still_analyses(capsys,
     # branch's initializer; onnxroof shows it the tensors as empty instead
     constant = declared_tensor("cw", [4, 4], "constant.bin")
     inner = declared_tensor("bw", [4, 4], "branch.bin")
-    then = helper.make_graph([helper.make_node("MatMul", ["h", "bw"], ["t"])], "then", [],
-                             [helper.make_tensor_value_info("t", F32, [1, 4])], [inner])
-    other = helper.make_graph([helper.make_node("Relu", ["h"], ["e"])], "else", [],
-                              [helper.make_tensor_value_info("e", F32, [1, 4])])
+    then = helper.make_graph(
+        [helper.make_node("MatMul", ["h", "bw"], ["t"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("t", F32, [1, 4])],
+        [inner],
+    )
+    other = helper.make_graph(
+        [helper.make_node("Relu", ["h"], ["e"])], "else", [], [helper.make_tensor_value_info("e", F32, [1, 4])]
+    )
     model = make_model(
-        [helper.make_node("Constant", [], ["w"], value=constant),
-         helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
-         helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)],
-        [("x", F32, [1, 4]), ("c", BOOL, [])], [("y", F32, [1, 4])])
+        [
+            helper.make_node("Constant", [], ["w"], value=constant),
+            helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+            helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other),
+        ],
+        [("x", F32, [1, 4]), ("c", BOOL, [])],
+        [("y", F32, [1, 4])],
+    )
     path = tmp_path / "model.onnx"
     _save(model, path)
     code, out, err = run(capsys, "summary", path, "--format", "json")
@@ -401,12 +467,21 @@ def test_locations_are_checked_in_constants_subgraphs_and_sparse_tensors(capsys,
     _save(model, path)
     assert_one_line_error(*run(capsys, "summary", path), path, "tensor 'cw' keeps its external data at '../c.bin'")
     inner = declared_tensor("bw", [4, 4], "/abs/b.bin")
-    then = helper.make_graph([helper.make_node("MatMul", ["x", "bw"], ["t"])], "then", [],
-                             [helper.make_tensor_value_info("t", F32, [1, 4])], [inner])
-    other = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
-                              [helper.make_tensor_value_info("e", F32, [1, 4])])
-    model = make_model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
-                       [("x", F32, [1, 4]), ("c", BOOL, [])], [("y", F32, [1, 4])])
+    then = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "bw"], ["t"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("t", F32, [1, 4])],
+        [inner],
+    )
+    other = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["e"])], "else", [], [helper.make_tensor_value_info("e", F32, [1, 4])]
+    )
+    model = make_model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+        [("x", F32, [1, 4]), ("c", BOOL, [])],
+        [("y", F32, [1, 4])],
+    )
     path = tmp_path / "subgraph.onnx"
     _save(model, path)
     assert_one_line_error(*run(capsys, "summary", path), path, "tensor 'bw' keeps its external data at '/abs/b.bin'")
@@ -428,8 +503,11 @@ def _failing(op: str) -> tuple[onnx.ModelProto, str]:
     else:  # Add of [2, 3] and [4]: not broadcastable
         bad = helper.make_node("Add", ["x", "w"], ["h"], name="bad")
         initializers, complaint = [("w", np.zeros(4, np.float32))], "Incompatible dimensions"
-    nodes = [bad, helper.make_node("Relu", ["h"], ["y"], name="after"),
-             helper.make_node("Sigmoid", ["x"], ["z"], name="independent")]
+    nodes = [
+        bad,
+        helper.make_node("Relu", ["h"], ["y"], name="after"),
+        helper.make_node("Sigmoid", ["x"], ["z"], name="independent"),
+    ]
     model = make_model(nodes, [("x", F32, [2, 3])], [("y", F32, [None, None]), ("z", F32, [2, 3])], initializers)
     return model, complaint
 
@@ -468,10 +546,16 @@ def test_failing_node_and_dependents_carry_the_reason(capsys, tmp_path, op):
 
 
 def test_inconsistent_reshape_is_not_counted(capsys, tmp_path):
-    model = make_model([helper.make_node("Reshape", ["x", "shape"], ["h"], name="bad"),
-                        helper.make_node("Relu", ["h"], ["y"], name="after"),
-                        helper.make_node("Relu", ["x"], ["z"], name="beside")],  # counted: the run is no blank
-                       [("x", F32, [2, 3])], [("y", F32, [4, 4]), ("z", F32, [2, 3])], [("shape", np.array([4, 4], np.int64))])
+    model = make_model(
+        [
+            helper.make_node("Reshape", ["x", "shape"], ["h"], name="bad"),
+            helper.make_node("Relu", ["h"], ["y"], name="after"),
+            helper.make_node("Relu", ["x"], ["z"], name="beside"),
+        ],  # counted: the run is no blank
+        [("x", F32, [2, 3])],
+        [("y", F32, [4, 4]), ("z", F32, [2, 3])],
+        [("shape", np.array([4, 4], np.int64))],
+    )
     path = tmp_path / "model.onnx"
     onnx.save(model, path)
     code, out, err = run(capsys, "summary", path, "--format", "json")
@@ -490,8 +574,14 @@ def test_huge_vector_does_not_exhaust_memory(tmp_path):
         resource.setrlimit(resource.RLIMIT_AS, (3 * 2**29, 3 * 2**29))  # 1.5 GiB: onnxroof needs a fraction
 
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    process = subprocess.run([sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--format", "json"],
-                             capture_output=True, text=True, timeout=120, preexec_fn=limit_memory, env=env)
+    process = subprocess.run(
+        [sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit_memory,
+        env=env,
+    )
     assert process.returncode == 0, process.stderr
     assert json.loads(process.stdout)["totals"]["flops"] == 10**12
     # under this limit the allocation fails (std::bad_alloc) instead of taking all the machine's memory
@@ -536,42 +626,75 @@ def test_negative_dim_in_a_model_proto_is_refused_not_fatal():
 
 @pytest.fixture
 def two_inputs(tmp_path):
-    model = make_model([helper.make_node("Add", ["images", "mask"], ["y"])],
-                       [("images", F32, ["batch", 3]), ("mask", F32, ["batch", 3])], [("y", F32, ["batch", 3])])
+    model = make_model(
+        [helper.make_node("Add", ["images", "mask"], ["y"])],
+        [("images", F32, ["batch", 3]), ("mask", F32, ["batch", 3])],
+        [("y", F32, ["batch", 3])],
+    )
     path = tmp_path / "two.onnx"
     onnx.save(model, path)
     return path
 
 
-@pytest.mark.parametrize("text", ["", ":", "images:", "images:-1,3", "images:1,,3", "images:1.5,3",
-                                  "images:a,b", "images:1;3", "images:١,٣", "images:1 x 3 x", "images:+1,3"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        ":",
+        "images:",
+        "images:-1,3",
+        "images:1,,3",
+        "images:1.5,3",
+        "images:a,b",
+        "images:1;3",
+        "images:١,٣",
+        "images:1 x 3 x",
+        "images:+1,3",
+    ],
+)
 def test_malformed_input_shape(capsys, two_inputs, text):
     code, out, err = run(capsys, "summary", two_inputs, f"--input-shape={text}")
     assert code == 2 and err.count("\n") == 1 and out == "" and "expected NAME:D1,D2" in err, err
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("image:1,3", "did you mean 'images'"),
-    ("zzz:1,3", "its inputs are 'images', 'mask'"),
-    ("1,3", "needs a model with one input; this one has images, mask"),
-    ("images:1,3,5", "rank 2"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("image:1,3", "did you mean 'images'"),
+        ("zzz:1,3", "its inputs are 'images', 'mask'"),
+        ("1,3", "needs a model with one input; this one has images, mask"),
+        ("images:1,3,5", "rank 2"),
+    ],
+)
 def test_input_shape_that_does_not_fit_the_model(capsys, two_inputs, text, fragment):
     code, out, err = run(capsys, "summary", two_inputs, "--input-shape", text)
     assert code == 2 and err.count("\n") == 1 and fragment in err, err
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("batch", "expected SYMBOL=VALUE"), ("batch=-1", "non-negative integer"), ("=3", "expected SYMBOL=VALUE"),
-    ("batch=x", "non-negative integer"), ("bacth=2", "no dim named 'bacth' (named dims: batch)"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("batch", "expected SYMBOL=VALUE"),
+        ("batch=-1", "non-negative integer"),
+        ("=3", "expected SYMBOL=VALUE"),
+        ("batch=x", "non-negative integer"),
+        ("bacth=2", "no dim named 'bacth' (named dims: batch)"),
+    ],
+)
 def test_bad_dim(capsys, two_inputs, text, fragment):
     code, out, err = run(capsys, "summary", two_inputs, f"--dim={text}")
     assert code == 2 and err.count("\n") == 1 and fragment in err, err
 
 
-@pytest.mark.parametrize("name, fragment", [("myriad", "did you mean myriad-x"), ("h100", "h100-sxm"),
-                                            ("qqqqqqqq", "onnxroof targets"), ("nosuch.toml", "no such file")])
+@pytest.mark.parametrize(
+    "name, fragment",
+    [
+        ("myriad", "did you mean myriad-x"),
+        ("h100", "h100-sxm"),
+        ("qqqqqqqq", "onnxroof targets"),
+        ("nosuch.toml", "no such file"),
+    ],
+)
 def test_target_that_does_not_exist(capsys, name, fragment):
     code, out, err = run(capsys, "summary", "--example", "shallownet", "--target", name)
     assert code == 2 and err.count("\n") == 1 and fragment in err, err
@@ -591,19 +714,27 @@ source = "test"
 """
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("name = \n", "not valid TOML"),
-    ("[[[", "not valid TOML"),
-    (GOOD_TARGET.replace('name = "chip"\n', ""), "'name' must be a non-empty string"),
-    (GOOD_TARGET.replace("value = 1e10", 'value = "fast"'), "'dram.bandwidth_bytes_per_s.value' must be a number"),
-    (GOOD_TARGET.replace("value = 1e10", "value = -1"), "must be positive"),
-    (GOOD_TARGET.replace("value = 1e10", "value = nan"), "must be positive"),
-    (GOOD_TARGET.replace('tag = "estimate"\nsource = "test"\n[dram', 'tag = "guess"\nsource = "test"\n[dram'),
-     "'peak_ops_per_s.fp32.tag' must be one of"),
-    (GOOD_TARGET.replace("[dram.bandwidth_bytes_per_s]", "[dram.other]"), "'dram.bandwidth_bytes_per_s' is missing"),
-    (GOOD_TARGET.replace("fp32", "fp64"), "'peak_ops_per_s.fp64' is not a known dtype"),
-    (GOOD_TARGET.replace("onnxroof-target/1", "onnxroof-target/9"), "'schema' is"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("name = \n", "not valid TOML"),
+        ("[[[", "not valid TOML"),
+        (GOOD_TARGET.replace('name = "chip"\n', ""), "'name' must be a non-empty string"),
+        (GOOD_TARGET.replace("value = 1e10", 'value = "fast"'), "'dram.bandwidth_bytes_per_s.value' must be a number"),
+        (GOOD_TARGET.replace("value = 1e10", "value = -1"), "must be positive"),
+        (GOOD_TARGET.replace("value = 1e10", "value = nan"), "must be positive"),
+        (
+            GOOD_TARGET.replace('tag = "estimate"\nsource = "test"\n[dram', 'tag = "guess"\nsource = "test"\n[dram'),
+            "'peak_ops_per_s.fp32.tag' must be one of",
+        ),
+        (
+            GOOD_TARGET.replace("[dram.bandwidth_bytes_per_s]", "[dram.other]"),
+            "'dram.bandwidth_bytes_per_s' is missing",
+        ),
+        (GOOD_TARGET.replace("fp32", "fp64"), "'peak_ops_per_s.fp64' is not a known dtype"),
+        (GOOD_TARGET.replace("onnxroof-target/1", "onnxroof-target/9"), "'schema' is"),
+    ],
+)
 def test_malformed_target_file(capsys, tmp_path, text, fragment):
     path = tmp_path / "chip.toml"
     path.write_text(text)
@@ -644,13 +775,21 @@ def hostile_model(payloads: list[str] = PAYLOADS) -> onnx.ModelProto:
     """Every string the model carries holds the payloads: graph, node, tensor, doc and metadata."""
     PAYLOADS, ALL = payloads, " ".join(payloads)
     x, w, h, y = (f"{prefix}{p}" for prefix, p in zip(("in", "w", "h", "out"), PAYLOADS))
-    nodes = [helper.make_node("MatMul", [x, w], [h], name="mm" + PAYLOADS[5], doc_string=ALL),
-             helper.make_node("Relu", [h], [y], name="relu" + PAYLOADS[6], doc_string=ALL),
-             helper.make_node("Evil" + PAYLOADS[1], [y], ["z" + PAYLOADS[4]], name="custom" + PAYLOADS[3],
-                              domain="evil.domain")]
+    nodes = [
+        helper.make_node("MatMul", [x, w], [h], name="mm" + PAYLOADS[5], doc_string=ALL),
+        helper.make_node("Relu", [h], [y], name="relu" + PAYLOADS[6], doc_string=ALL),
+        helper.make_node(
+            "Evil" + PAYLOADS[1], [y], ["z" + PAYLOADS[4]], name="custom" + PAYLOADS[3], domain="evil.domain"
+        ),
+    ]
     batch = "batch" + PAYLOADS[6]
-    model = make_model(nodes, [(x, F32, [batch, 4])], [("z" + PAYLOADS[4], F32, [batch, 4])],
-                       [(w, np.ones((4, 4), np.float32))], name="graph" + ALL)
+    model = make_model(
+        nodes,
+        [(x, F32, [batch, 4])],
+        [("z" + PAYLOADS[4], F32, [batch, 4])],
+        [(w, np.ones((4, 4), np.float32))],
+        name="graph" + ALL,
+    )
     model.opset_import.append(helper.make_opsetid("evil.domain", 1))
     model.doc_string = model.graph.doc_string = ALL
     model.producer_name, model.producer_version = ALL, PAYLOADS[6]
@@ -676,8 +815,9 @@ def test_hostile_names_survive_json_exactly(capsys, hostile_file):
 
 def test_html_report_has_no_raw_payload(capsys, hostile_file, tmp_path):
     target = tmp_path / "report.html"
-    code, _, err = run(capsys, "report", hostile_file, "-o", target, "-q", "--dim", f"batch{PAYLOADS[6]}=2",
-                       "--target", "myriad-x")
+    code, _, err = run(
+        capsys, "report", hostile_file, "-o", target, "-q", "--dim", f"batch{PAYLOADS[6]}=2", "--target", "myriad-x"
+    )
     page = target.read_text()
     assert code == 0, err
     for raw in ("</script><script>", "<script>alert", "<img src=x", "<svg onload", "\"'>"):
@@ -704,7 +844,7 @@ class _Elements(HTMLParser):
         self.tags, self.scripts, self.handlers, self.javascript_urls = set(), 0, [], []
 
     @classmethod
-    def of(cls, page: str) -> "_Elements":
+    def of(cls, page: str) -> _Elements:
         parser = cls()
         parser.feed(page)
         parser.close()
@@ -738,8 +878,18 @@ def _markdown_tables(text: str) -> list[list[list[str]]]:
 
 
 def _markdown(capsys, hostile_file) -> str:
-    code, out, err = run(capsys, "summary", hostile_file, "--format", "markdown", "-q", "--dim",
-                         f"batch{PAYLOADS[6]}=2", "--target", "myriad-x")
+    code, out, err = run(
+        capsys,
+        "summary",
+        hostile_file,
+        "--format",
+        "markdown",
+        "-q",
+        "--dim",
+        f"batch{PAYLOADS[6]}=2",
+        "--target",
+        "myriad-x",
+    )
     assert code == 0, err
     return out
 
@@ -761,7 +911,9 @@ def test_markdown_has_no_control_characters(capsys, hostile_file):
 
 
 def test_terminal_table_has_no_control_characters(capsys, hostile_file):
-    code, out, err = run(capsys, "summary", hostile_file, "-q", "--dim", f"batch{PAYLOADS[6]}=2", "--target", "myriad-x")
+    code, out, err = run(
+        capsys, "summary", hostile_file, "-q", "--dim", f"batch{PAYLOADS[6]}=2", "--target", "myriad-x"
+    )
     assert code == 0
     assert not CONTROL.search(out), sorted(set(CONTROL.findall(out)))
     lines = out.splitlines()
@@ -782,8 +934,11 @@ def test_warnings_on_stderr_have_no_control_characters(capsys, hostile_file):
 
 
 def test_error_naming_a_hostile_node_is_one_clean_line(capsys, tmp_path):
-    model = make_model([helper.make_node("Relu", ["no\nwhere\x1b[2J"], ["y"], name="bad\nnode\x1b[31m")],
-                       [("x", F32, [1])], [("y", F32, [1])])
+    model = make_model(
+        [helper.make_node("Relu", ["no\nwhere\x1b[2J"], ["y"], name="bad\nnode\x1b[31m")],
+        [("x", F32, [1])],
+        [("y", F32, [1])],
+    )
     path = tmp_path / "model.onnx"
     onnx.save(model, path)
     code, out, err = run(capsys, "summary", path)
@@ -796,8 +951,9 @@ def test_error_naming_a_hostile_node_is_one_clean_line(capsys, tmp_path):
 
 
 def huge_model() -> onnx.ModelProto:
-    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", F32, [1, 10**6])],
-                       [("y", F32, [1, 10**6])])
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", F32, [1, 10**6])], [("y", F32, [1, 10**6])]
+    )
     model.graph.initializer.append(declared_tensor("w", [10**6, 10**6], "w.bin"))  # 4 TB, no file
     return model
 

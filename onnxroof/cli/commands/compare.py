@@ -18,10 +18,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
     parser.add_argument("models", nargs="+", help="paths (or example:NAME)")
     analysis_options(parser)
-    parser.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
-                        help="table (terminal), markdown, json, or html (a page, written to compare.html without -o)")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the output to FILE (whole or not at all; - is standard output)")
+    parser.add_argument(
+        "--format",
+        choices=("table", "markdown", "json", "html"),
+        default="table",
+        help="table (terminal), markdown, json, or html (a page, written to compare.html without -o)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)"
+    )
     parser.add_argument("--jobs", type=positive_int, metavar="N", help="parallel analyses (default: one per core)")
 
 

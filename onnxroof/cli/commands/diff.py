@@ -21,17 +21,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("base", help="the base model: a path or example:NAME")
     parser.add_argument("head", help="the head model: a path or example:NAME")
     analysis_options(parser)
-    parser.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
-                        help="table (terminal), markdown (a PR comment), json, or html (a page, written to "
-                             "BASE-vs-HEAD.diff.html without -o)")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the output to FILE (whole or not at all; - is standard output)")
-    parser.add_argument("--symbolic", action="store_true",
-                        help="the change in the formulas of the free input dims (summary --symbolic), term by term")
+    parser.add_argument(
+        "--format",
+        choices=("table", "markdown", "json", "html"),
+        default="table",
+        help="table (terminal), markdown (a PR comment), json, or html (a page, written to "
+        "BASE-vs-HEAD.diff.html without -o)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)"
+    )
+    parser.add_argument(
+        "--symbolic",
+        action="store_true",
+        help="the change in the formulas of the free input dims (summary --symbolic), term by term",
+    )
     budget_option(parser, relative=True)
-    parser.add_argument("--threshold", type=percent_argument, default=None, metavar="PCT",
-                        help="mark a metric's change better or worse only from PCT on (default 2%%): below it, "
-                             "neither")
+    parser.add_argument(
+        "--threshold",
+        type=percent_argument,
+        default=None,
+        metavar="PCT",
+        help="mark a metric's change better or worse only from PCT on (default 2%%): below it, neither",
+    )
 
 
 def percent_argument(text: str) -> float:
@@ -54,9 +66,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"diff --symbolic prints a table or JSON, not {args.format}: use --format table or json")
         asked = Analysing.from_flags(args, several_models=True)
         change = difference(symbolic_formulas(args.base, asked), symbolic_formulas(args.head, asked))
-        text = (json.dumps({"schema": "onnxroof-formulas-change/1", "base": args.base, "head": args.head,
-                            **change.to_dict()}, indent=2) if args.format == "json"
-                else "\n".join(formulas_lines(change, change=True)))
+        text = (
+            json.dumps(
+                {"schema": "onnxroof-formulas-change/1", "base": args.base, "head": args.head, **change.to_dict()},
+                indent=2,
+            )
+            if args.format == "json"
+            else "\n".join(formulas_lines(change, change=True))
+        )
         emit(args.output, text + "\n", args)
         return EXIT_OK
     from ...api import review
@@ -69,8 +86,9 @@ def run(args: argparse.Namespace) -> int:
     base = analyze_source(args.base, asked)
     head = base if same_source(args.base, args.head) else analyze_source(args.head, asked)
     findings = review(base).findings, review(head).findings  # (one review when base is head)
-    diff = diff_analyses(base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold,
-                         findings=findings)
+    diff = diff_analyses(
+        base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold, findings=findings
+    )
     results = check_budgets(budgets, head, base)
     if args.format == "json":
         text = json.dumps(diff_document(diff, results), indent=2) + "\n"

@@ -22,13 +22,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
     parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
     parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
-    parser.add_argument("--to", required=True, choices=VIEWERS,
-                        help="netron: one attachment (figures per node, per target, and the verdict); model-explorer: "
-                             "node data, one file per target and metric (share of the latency, bound)")
+    parser.add_argument(
+        "--to",
+        required=True,
+        choices=VIEWERS,
+        help="netron: one attachment (figures per node, per target, and the verdict); model-explorer: "
+        "node data, one file per target and metric (share of the latency, bound)",
+    )
     analysis_options(parser)
-    parser.add_argument("-o", "--output", metavar="PATH",
-                        help="netron: the file (default: MODEL.onnxroof.json beside the model); model-explorer: an "
-                             "existing folder for the files MODEL.TARGET.METRIC.json (default: beside the model)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="netron: the file (default: MODEL.onnxroof.json beside the model); model-explorer: an "
+        "existing folder for the files MODEL.TARGET.METRIC.json (default: beside the model)",
+    )
     parser.set_defaults(sweep=[], emit_order=None)
 
 
@@ -53,7 +61,13 @@ def _netron_outputs(analysis, output: str | None, findings: bool) -> list[tuple[
     from ...api import review
     from ...report.netron import render_netron
 
-    return [("-o", output or str(_beside_model(analysis, "onnxroof.json")), render_netron(analysis, review(analysis) if findings else None))]
+    return [
+        (
+            "-o",
+            output or str(_beside_model(analysis, "onnxroof.json")),
+            render_netron(analysis, review(analysis) if findings else None),
+        )
+    ]
 
 
 def _model_explorer_outputs(analysis, folder: str | None) -> list[tuple[str, str, str]]:
@@ -62,8 +76,10 @@ def _model_explorer_outputs(analysis, folder: str | None) -> list[tuple[str, str
     if not analysis.targets:
         raise UsageError("--to model-explorer colours the nodes by their time on a target: give one (--target NAME)")
     if folder is not None and not Path(folder).is_dir():
-        raise UsageError(f"-o {folder}: is not a folder; with --to model-explorer -o names the folder for the files "
-                         "(create it first)")
+        raise UsageError(
+            f"-o {folder}: is not a folder; with --to model-explorer -o names the folder for the files "
+            "(create it first)"
+        )
     outputs = []
     for (target, metric), data in node_data_files(analysis).items():
         name = f"{safe_stem(target)}.{metric}.json"

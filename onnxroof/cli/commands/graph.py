@@ -20,13 +20,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
     parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
     analysis_options(parser)
-    parser.add_argument("--depth", type=positive_int, metavar="N",
-                        help="open the module tree N levels down (default: as many as keep about 100 boxes)")
-    parser.add_argument("--module", metavar="PATH",
-                        help="draw this module's view (its path, e.g. encoder/layer.0; the first block of a run of "
-                             "alike blocks) instead of the whole model's")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the SVG to FILE (default: MODEL.graph.svg; - is standard output)")
+    parser.add_argument(
+        "--depth",
+        type=positive_int,
+        metavar="N",
+        help="open the module tree N levels down (default: as many as keep about 100 boxes)",
+    )
+    parser.add_argument(
+        "--module",
+        metavar="PATH",
+        help="draw this module's view (its path, e.g. encoder/layer.0; the first block of a run of "
+        "alike blocks) instead of the whole model's",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write the SVG to FILE (default: MODEL.graph.svg; - is standard output)"
+    )
     parser.set_defaults(sweep=[], emit_order=None)
 
 

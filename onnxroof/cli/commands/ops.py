@@ -12,7 +12,13 @@ HELP = "list every cost rule with its formula (Markdown: docs/ops.md)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
-    parser.add_argument("--plugin", action="append", default=[], metavar="FILE.py", help="include a plugin's rules (a Python file, run with your rights: pass only files you trust)")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="FILE.py",
+        help="include a plugin's rules (a Python file, run with your rights: pass only files you trust)",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 

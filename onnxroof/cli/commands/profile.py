@@ -37,37 +37,77 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
     parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
     parser.add_argument("--example", metavar="NAME", help="use a built-in example model")
-    parser.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, metavar="N",
-                        help=f"measured runs; each node's time is the median (default {DEFAULT_RUNS})")
-    parser.add_argument("--warmup", type=_count, default=DEFAULT_WARMUP, metavar="N",
-                        help=f"runs before the measured ones, dropped (default {DEFAULT_WARMUP})")
-    parser.add_argument("--target", metavar="NAME|FILE.toml",
-                        help=f"predict on this target (default: {CALIBRATED_TARGET} if it exists, else a quick calibration)")
-    parser.add_argument("--input-shape", action="append", default=[], metavar="NAME:D1,D2,...",
-                        help="set an input's shape (repeatable), as for summary")
-    parser.add_argument("--dim", action="append", default=[], metavar="SYMBOL=VALUE",
-                        help="bind a named dim everywhere (repeatable), as for summary")
+    parser.add_argument(
+        "--runs",
+        type=_positive,
+        default=DEFAULT_RUNS,
+        metavar="N",
+        help=f"measured runs; each node's time is the median (default {DEFAULT_RUNS})",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=_count,
+        default=DEFAULT_WARMUP,
+        metavar="N",
+        help=f"runs before the measured ones, dropped (default {DEFAULT_WARMUP})",
+    )
+    parser.add_argument(
+        "--target",
+        metavar="NAME|FILE.toml",
+        help=f"predict on this target (default: {CALIBRATED_TARGET} if it exists, else a quick calibration)",
+    )
+    parser.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME:D1,D2,...",
+        help="set an input's shape (repeatable), as for summary",
+    )
+    parser.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="SYMBOL=VALUE",
+        help="bind a named dim everywhere (repeatable), as for summary",
+    )
     parser.add_argument("--batch", type=_positive, metavar="N", help="set axis 0 of every input to N")
-    parser.add_argument("--optimization", choices=tuple(OPTIMIZATION_LEVELS), default="all",
-                        help="onnxruntime's graph optimization level (default all, what onnxruntime runs by default)")
-    parser.add_argument("--threads", type=_positive, metavar="N",
-                        help="onnxruntime intra-op threads (default: onnxruntime's, one per physical core)")
-    parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                        help=f"stop onnxruntime if its runs take longer than this, an error (default {DEFAULT_TIMEOUT_S:g})")
+    parser.add_argument(
+        "--optimization",
+        choices=tuple(OPTIMIZATION_LEVELS),
+        default="all",
+        help="onnxruntime's graph optimization level (default all, what onnxruntime runs by default)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=_positive,
+        metavar="N",
+        help="onnxruntime intra-op threads (default: onnxruntime's, one per physical core)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"stop onnxruntime if its runs take longer than this, an error (default {DEFAULT_TIMEOUT_S:g})",
+    )
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the output to FILE; a FILE ending in .html gets the HTML report with the measured "
-                             "nodes on the target's roofline")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the output to FILE; a FILE ending in .html gets the HTML report with the measured "
+        "nodes on the target's roofline",
+    )
     parser.add_argument("--keep-profile", metavar="FILE.json", help="also save onnxruntime's raw profile")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
+    from ...core.examples import build_example
     from ...measure import profile_run as profile
     from ...pipeline import analyze
-    from ...core.examples import build_example
-    from ...report.profile_json import profile_document
     from ...report.html.profile_page import render_profile_html
+    from ...report.profile_json import profile_document
     from ...report.text.profile_table import render_profile_table
 
     profile.import_onnxruntime()  # fail before analysing or calibrating
@@ -87,9 +127,17 @@ def run(args: argparse.Namespace) -> int:
         for warning in analysis.warnings:
             print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)
     target, note = resolve_target(args.target, args.quiet)
-    result = profile.profile_model(analysis, target, args.runs, model=source, warmup=args.warmup,
-                           optimization=args.optimization, threads=args.threads, keep_profile=args.keep_profile,
-                           timeout_s=args.timeout)
+    result = profile.profile_model(
+        analysis,
+        target,
+        args.runs,
+        model=source,
+        warmup=args.warmup,
+        optimization=args.optimization,
+        threads=args.threads,
+        keep_profile=args.keep_profile,
+        timeout_s=args.timeout,
+    )
     if note:
         result.notes.append(note)
     if args.output and args.output.lower().endswith(".html"):
@@ -105,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def resolve_target(name_or_path: str | None, quiet: bool = False) -> tuple["Target", str | None]:
+def resolve_target(name_or_path: str | None, quiet: bool = False) -> tuple[Target, str | None]:
     """The target to predict on, and a note when it had to be calibrated on the spot."""
     from ...measure import calibration
     from ...report.target_file import calibrated_target
@@ -116,11 +164,16 @@ def resolve_target(name_or_path: str | None, quiet: bool = False) -> tuple["Targ
     calibrated = target_files().get(CALIBRATED_TARGET.stem)  # ./hardware, your targets folder, a checkout's
     if calibrated is not None:
         return parse_target(calibrated), None
-    progress = None if quiet else (lambda text: print(f"onnxroof profile: calibrating: {text}", file=sys.stderr, flush=True))
+    progress = (
+        None if quiet else (lambda text: print(f"onnxroof profile: calibrating: {text}", file=sys.stderr, flush=True))
+    )
     quick = calibration.QUICK_SECONDS
     if progress:
-        progress(f"no --target and no calibrated {CALIBRATED_TARGET.stem} target: a {quick:g} s calibration "
-                 "(`onnxroof calibrate --save` measures better, once)")
+        progress(
+            f"no --target and no calibrated {CALIBRATED_TARGET.stem} target: a {quick:g} s calibration "
+            "(`onnxroof calibrate --save` measures better, once)"
+        )
     measured = calibration.calibrate(seconds=quick, progress=progress)
-    return calibrated_target(measured), (f"predicted on a {quick:g} s calibration of this machine; "
-                                         "run `onnxroof calibrate --save` for steadier roofs")
+    return calibrated_target(measured), (
+        f"predicted on a {quick:g} s calibration of this machine; run `onnxroof calibrate --save` for steadier roofs"
+    )

@@ -16,12 +16,19 @@ EPILOG = EXAMPLES["report"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
     single_model(parser)
-    parser.add_argument("--colour-by", choices=("op", "module"), default="op",
-                        help="colour the roofline's dots by op type (default) or by the top-level module the node "
-                             "names carry (encoder, decoder, lm_head)")
-    parser.add_argument("--formulas", action="store_true",
-                        help="add a section with the costs as formulas of the dims the model leaves free (the "
-                             "values --dim gives them are the page's numbers; summary --symbolic prints them)")
+    parser.add_argument(
+        "--colour-by",
+        choices=("op", "module"),
+        default="op",
+        help="colour the roofline's dots by op type (default) or by the top-level module the node "
+        "names carry (encoder, decoder, lm_head)",
+    )
+    parser.add_argument(
+        "--formulas",
+        action="store_true",
+        help="add a section with the costs as formulas of the dims the model leaves free (the "
+        "values --dim gives them are the page's numbers; summary --symbolic prints them)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,19 +27,33 @@ PRETTY_JSON_NODES = 2_000
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
     single_model(parser)
-    parser.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
-                        help="output format (default: table)")
-    parser.add_argument("--by", choices=("node", "module", "op"),
-                        help="rows per node (default), per module of the module tree the node names carry "
-                             "(/encoder/layer.0/...), or per op type; with --symbolic, the MACs formula of each")
-    parser.add_argument("--symbolic", action="store_true",
-                        help="MACs, FLOPs, parameters, bytes and peak memory as exact formulas of the input dims left "
-                             "unbound (batch, sequence, ...), instead of numbers")
-    parser.add_argument("--depth", type=positive_int, metavar="N",
-                        help="with --by module: fold deeper modules into their ancestor N levels down")
-    parser.add_argument("--formulas", action="store_true",
-                        help="add the formulas of the dims the model leaves free (--symbolic's) after the table, or "
-                             "as the JSON document's \"formulas\" block")
+    parser.add_argument(
+        "--format", choices=("table", "json", "csv", "markdown"), default="table", help="output format (default: table)"
+    )
+    parser.add_argument(
+        "--by",
+        choices=("node", "module", "op"),
+        help="rows per node (default), per module of the module tree the node names carry "
+        "(/encoder/layer.0/...), or per op type; with --symbolic, the MACs formula of each",
+    )
+    parser.add_argument(
+        "--symbolic",
+        action="store_true",
+        help="MACs, FLOPs, parameters, bytes and peak memory as exact formulas of the input dims left "
+        "unbound (batch, sequence, ...), instead of numbers",
+    )
+    parser.add_argument(
+        "--depth",
+        type=positive_int,
+        metavar="N",
+        help="with --by module: fold deeper modules into their ancestor N levels down",
+    )
+    parser.add_argument(
+        "--formulas",
+        action="store_true",
+        help="add the formulas of the dims the model leaves free (--symbolic's) after the table, or "
+        'as the JSON document\'s "formulas" block',
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,8 +74,12 @@ def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
     refuse_combination(args.format, by, args.depth, found)
     reviewed = review(analysis) if args.format != "csv" else None  # every output but the CSV shows findings
     # every output produced before any is written: the order file is not replaced by a run that fails
-    emit(args.output, summary_chunks(analysis, args.format, by, args.depth, found, reviewed), args,
-         also=order_output(args, analysis))
+    emit(
+        args.output,
+        summary_chunks(analysis, args.format, by, args.depth, found, reviewed),
+        args,
+        also=order_output(args, analysis),
+    )
     return gate(results, args.quiet)
 
 
@@ -72,8 +90,7 @@ def _symbolic(source: str, args: argparse.Namespace) -> int:
 
     if args.depth is not None and args.by != "module":
         raise UsageError("--depth goes with --by module")
-    found = symbolic_formulas(source, Analysing.from_flags(args, several_models=False), by=args.by,
-                              modules=args.depth)
+    found = symbolic_formulas(source, Analysing.from_flags(args, several_models=False), by=args.by, modules=args.depth)
     if args.format == "json":
         text = json.dumps({"schema": "onnxroof-formulas/1", "model": source, **found.to_dict()}, indent=2) + "\n"
     elif args.format == "table":
@@ -93,8 +110,12 @@ def declared_inputs(source: str, args: argparse.Namespace) -> Analysis:
     from ..analysing import model_from
 
     options = Analysing.from_flags(args, several_models=False).options
-    return analyze(model_from(source), options=replace(options, partial=True, search_order=False, targets=(),
-                                                       phase=None, seq=None, context=None, encoder_seq=None))
+    return analyze(
+        model_from(source),
+        options=replace(
+            options, partial=True, search_order=False, targets=(), phase=None, seq=None, context=None, encoder_seq=None
+        ),
+    )
 
 
 def refuse_combination(fmt: str, by: str, depth: int | None, formulas) -> None:
@@ -109,8 +130,14 @@ def refuse_combination(fmt: str, by: str, depth: int | None, formulas) -> None:
         raise UsageError(f"--by {by} prints a table or JSON: use --format table or json")
 
 
-def summary_chunks(analysis: Analysis, fmt: str, by: str = "node", depth: int | None = None,
-                   formulas=None, review: Review | None = None) -> Iterable[str]:
+def summary_chunks(
+    analysis: Analysis,
+    fmt: str,
+    by: str = "node",
+    depth: int | None = None,
+    formulas=None,
+    review: Review | None = None,
+) -> Iterable[str]:
     """What `summary` writes, in chunks to write one after the other (a big model's JSON is
     written as it is encoded); ``formulas`` (``--formulas``) after the table or in the JSON;
     ``review``: the findings stage's, which every output but the CSV shows (none without it)."""
@@ -127,8 +154,10 @@ def summary_chunks(analysis: Analysis, fmt: str, by: str = "node", depth: int | 
     if formulas is not None:
         from ...symbolic.formulas import formulas_lines
 
-        return [*summary_chunks(analysis, fmt, by, depth, review=review),
-                "\n" + "\n".join(formulas_lines(formulas)) + "\n"]
+        return [
+            *summary_chunks(analysis, fmt, by, depth, review=review),
+            "\n" + "\n".join(formulas_lines(formulas)) + "\n",
+        ]
     if by != "node":
         from ...report.text.module_table import by_module_lines, by_op_lines
         from ...report.text.table import table_chunks

@@ -52,6 +52,7 @@ def _within_columns(heading: str, items: list[str]) -> str:
 
     lines = textwrap.wrap(heading, TERMINAL_COLUMNS, subsequent_indent="  ", break_on_hyphens=False)
     for item in items:
-        lines += textwrap.wrap(item, TERMINAL_COLUMNS, initial_indent="  ", subsequent_indent="    ",
-                               break_on_hyphens=False)
+        lines += textwrap.wrap(
+            item, TERMINAL_COLUMNS, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False
+        )
     return "\n".join(lines) + "\n"

@@ -81,8 +81,9 @@ def box_cost(item: GraphItem, costs: TargetCosts) -> BoxCost:
     if item.kind == "node" and len(item.nodes) == 1:  # the common case, a node's own box: no sums
         index = item.nodes[0]
         total, bound = 0.0 + costs.time_s[index], costs.bound[index]
-        return BoxCost(total, total / costs.latency_s if costs.latency_s else 0.0, bound,
-                       {} if bound is None else {bound: total})
+        return BoxCost(
+            total, total / costs.latency_s if costs.latency_s else 0.0, bound, {} if bound is None else {bound: total}
+        )
     spent: dict[str, float] = defaultdict(float)
     total = 0.0
     for index in item.nodes:
@@ -111,8 +112,10 @@ def box_text(item: GraphItem, analysis: Analysis, targets: Sequence[TargetCosts]
     moved = sum(records[i].input_bytes + records[i].output_bytes for i in item.nodes)
     if item.kind == "node":
         record = records[item.nodes[0]]
-        lines = [printable(f"{record.op_type} {record.name}"),
-                 f"status: {record.status}" + (f" ({printable(record.reason)})" if record.reason else "")]
+        lines = [
+            printable(f"{record.op_type} {record.name}"),
+            f"status: {record.status}" + (f" ({printable(record.reason)})" if record.reason else ""),
+        ]
         if record.formula:
             lines.append(f"FLOPs = {printable(record.formula)}")
         if item.repeats > 1:
@@ -131,11 +134,18 @@ def box_text(item: GraphItem, analysis: Analysis, targets: Sequence[TargetCosts]
             if kernel is None:
                 lines.append(f"{costs.name}: not placed (not counted, or no kernel)")
                 continue
-            lines.append(f"{costs.name}: {seconds(box.time_s)} ({box.share:.1%} of the latency), "
-                         f"{bound_label(box.bound or 'none')}-bound, kernel {printable(kernel)}")
+            lines.append(
+                f"{costs.name}: {seconds(box.time_s)} ({box.share:.1%} of the latency), "
+                f"{bound_label(box.bound or 'none')}-bound, kernel {printable(kernel)}"
+            )
         else:
-            split = ", ".join(f"{bound_label(b)} {t / box.time_s:.0%}" for b, t in
-                              sorted(box.bound_time.items(), key=lambda kv: -kv[1]) if box.time_s and t)
-            lines.append(f"{costs.name}: {seconds(box.time_s)} ({box.share:.1%} of the latency)"
-                         + (f"; time {split}" if split else ""))
+            split = ", ".join(
+                f"{bound_label(b)} {t / box.time_s:.0%}"
+                for b, t in sorted(box.bound_time.items(), key=lambda kv: -kv[1])
+                if box.time_s and t
+            )
+            lines.append(
+                f"{costs.name}: {seconds(box.time_s)} ({box.share:.1%} of the latency)"
+                + (f"; time {split}" if split else "")
+            )
     return "\n".join(lines)

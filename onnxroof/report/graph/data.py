@@ -64,13 +64,20 @@ if TYPE_CHECKING:
 
 BOUNDS = [*BOUND_COLOURS, "unplaced"]
 PAGE_BOXES = 20_000  # the page holds its views' levels while they hold at most this many boxes in all
-NOT_DRAWN = (f"its view is not drawn: the page draws the views' levels while they hold at most {PAGE_BOXES:,} "
-             "boxes (onnxroof graph --module PATH draws a named module's view)")
+NOT_DRAWN = (
+    f"its view is not drawn: the page draws the views' levels while they hold at most {PAGE_BOXES:,} "
+    "boxes (onnxroof graph --module PATH draws a named module's view)"
+)
 KINDS = {"node": 0, "module": 1, "input": 2, "output": 3}
 
 
-def page_data(analysis: Analysis, budget: int = BOX_BUDGET, marks: dict[int, str] | None = None,
-              with_text: bool = False, live: set[int] | None = None) -> dict:
+def page_data(
+    analysis: Analysis,
+    budget: int = BOX_BUDGET,
+    marks: dict[int, str] | None = None,
+    with_text: bool = False,
+    live: set[int] | None = None,
+) -> dict:
     """Every view of the folded graph, laid out, as the page's script reads it. ``marks`` (node
     row -> "added", "removed" or "changed": a diff) mark the node's box, and a module's when a
     node inside it is marked, in each view's ``marks`` (``[box, mark]``). ``with_text`` (a page
@@ -91,9 +98,14 @@ def page_data(analysis: Analysis, budget: int = BOX_BUDGET, marks: dict[int, str
         if with_text:
             texts.update(writer.node_texts(view))
         result.append(entry)
-    data = {"views": result, "start": writer.number[start_view(views, budget).key], "strings": list(writer.strings),
-            "bounds": BOUNDS, "targets": [c.name for c in writer.costs],
-            "groups": "module" if scoped else "op type"}
+    data = {
+        "views": result,
+        "start": writer.number[start_view(views, budget).key],
+        "strings": list(writer.strings),
+        "bounds": BOUNDS,
+        "targets": [c.name for c in writer.costs],
+        "groups": "module" if scoped else "op type",
+    }
     if with_text:
         data["nodes"] = texts
     if len(views) < len(every):
@@ -117,10 +129,15 @@ class _PageWriter:
 
     def view(self, scene: Scene) -> dict:
         view = scene.view
-        entry = {"title": printable(view.title), "parent": self.number[view.parent] if view.parent is not None else -1,
-                 "w": math.ceil(scene.width), "h": math.ceil(scene.height),
-                 "boxes": [self.box(box) for box in scene.boxes], "edges": [self.edge(edge) for edge in scene.edges],
-                 "fused": [[t, round(x), round(y), round(w), round(h)] for t, x, y, w, h in scene.outlines]}
+        entry = {
+            "title": printable(view.title),
+            "parent": self.number[view.parent] if view.parent is not None else -1,
+            "w": math.ceil(scene.width),
+            "h": math.ceil(scene.height),
+            "boxes": [self.box(box) for box in scene.boxes],
+            "edges": [self.edge(edge) for edge in scene.edges],
+            "fused": [[t, round(x), round(y), round(w), round(h)] for t, x, y, w, h in scene.outlines],
+        }
         variants = [[k, self.number[item.variant]] for k, item in enumerate(view.items) if item.variant in self.number]
         if variants:
             entry["variants"] = variants  # [module box, the view with it unfolded in place]
@@ -130,8 +147,10 @@ class _PageWriter:
         if view.unfolds is not None:  # [the view, its box] this one unfolds, and the boxes inside that module
             parent_view = self.views[self.number[view.unfolds[0]]]
             position = {item.key: k for k, item in enumerate(view.items)}
-            entry["unfolds"] = [self.number[view.unfolds[0]],
-                                next(k for k, item in enumerate(parent_view.items) if item.key == view.unfolds[1])]
+            entry["unfolds"] = [
+                self.number[view.unfolds[0]],
+                next(k for k, item in enumerate(parent_view.items) if item.key == view.unfolds[1]),
+            ]
             entry["inside"] = [position[key] for key in view.inside]
         return entry
 
@@ -140,8 +159,10 @@ class _PageWriter:
         entry: list = [KINDS[item.kind], round(box.x), round(box.y), math.ceil(box.width), round(box.height)]
         if item.kind in ("node", "module"):
             opens = self.number.get(item.view, -1) if item.view else -1
-            entry += [item.nodes[0] if item.kind == "node" else opens,
-                      self.groups.setdefault(box.group, len(self.groups)) % len(MODULE_COLOURS)]
+            entry += [
+                item.nodes[0] if item.kind == "node" else opens,
+                self.groups.setdefault(box.group, len(self.groups)) % len(MODULE_COLOURS),
+            ]
             for bound, step in zip(box.bounds, box.shares):
                 entry += [BOUNDS.index(bound), step]
         entry.append(box.lines)
@@ -166,8 +187,11 @@ class _PageWriter:
         for item in view.items:
             if item.kind == "node":
                 record = self.analysis.nodes[item.nodes[0]]
-                texts[item.nodes[0]] = [printable(record.op_type), printable(record.name),
-                                        box_text(item, self.analysis, self.costs)]
+                texts[item.nodes[0]] = [
+                    printable(record.op_type),
+                    printable(record.name),
+                    box_text(item, self.analysis, self.costs),
+                ]
         return texts
 
 
@@ -183,8 +207,11 @@ def _js(value: float) -> str:
 def _marked(entry: dict, view: GraphView, marks: dict[int, str] | None, live: set[int] | None) -> None:
     """A diff's marks and the memory peak's makers on the view's boxes."""
     if marks:
-        entry["marks"] = [[k, _mark(item.nodes, marks)] for k, item in enumerate(view.items)
-                          if item.kind in ("node", "module") and _mark(item.nodes, marks)]
+        entry["marks"] = [
+            [k, _mark(item.nodes, marks)]
+            for k, item in enumerate(view.items)
+            if item.kind in ("node", "module") and _mark(item.nodes, marks)
+        ]
     if live:
         entry["live"] = [k for k, item in enumerate(view.items) if live.intersection(item.nodes)]
 

@@ -183,8 +183,10 @@ def _variants(builder: _Views, view: GraphView, root: _Module, work_left: list[i
         builder.count += len(plain) * (stubs + 1)
         return []
     builder.count = start
-    variants = [builder.view(root, view.parent, depth, opened, (view.key, item.key))
-                for item, (depth, opened) in zip(plain, wanted)]
+    variants = [
+        builder.view(root, view.parent, depth, opened, (view.key, item.key))
+        for item, (depth, opened) in zip(plain, wanted)
+    ]
     for item, variant in zip(plain, variants):
         item.variant = variant.key
     return variants
@@ -212,6 +214,7 @@ def start_view(views: list[GraphView], budget: int = BOX_BUDGET) -> GraphView:
     >>> start_view([top, unfolded]).key, start_view([top, unfolded], budget=20).key
     ('v1', 'v0')
     """
+
     def boxes(view: GraphView) -> int:
         return sum(item.kind in ("node", "module") for item in view.items)
 
@@ -259,14 +262,25 @@ class _Views:
         self.count += 1
         return f"{prefix}{self.count}"
 
-    def view(self, module: _Module, parent: str | None, depth: int | None, opened: set[_Module] = frozenset(),
-             unfolds: tuple[str, str] | None = None) -> GraphView:
+    def view(
+        self,
+        module: _Module,
+        parent: str | None,
+        depth: int | None,
+        opened: set[_Module] = frozenset(),
+        unfolds: tuple[str, str] | None = None,
+    ) -> GraphView:
         """``module``'s view (``depth`` levels open, else as many as the budget allows); with
         ``opened``, the modules unfolded in place besides (a variant of the view ``unfolds``)."""
         ordered, depth = self.boxes(module, depth, opened)
         item_of = {index: item.key for item in ordered for index in item.nodes}
-        block_of = {index: (id(m), number) for m in opened if m.run
-                    for number, block in enumerate(m.run) for index in block.below}
+        block_of = {
+            index: (id(m), number)
+            for m in opened
+            if m.run
+            for number, block in enumerate(m.run)
+            for index in block.below
+        }
         before = self.count
         edges, sources, sinks = self._edges(module, item_of, block_of)
         stub_keys = self.count - before
@@ -276,11 +290,20 @@ class _Views:
         inside = set().union(*(block.below for m in opened for block in (m.run or [m])))
         key = self._key("v") if parent is not None or unfolds else "v0"
         self.stub_keys[key], self.stub_items[key] = stub_keys, len(sources) + len(sinks)
-        return GraphView(key, title, parent, sources + ordered + sinks, edges, depth, unfolds,
-                         [item.key for item in ordered if inside.issuperset(item.nodes)] if opened else [])
+        return GraphView(
+            key,
+            title,
+            parent,
+            sources + ordered + sinks,
+            edges,
+            depth,
+            unfolds,
+            [item.key for item in ordered if inside.issuperset(item.nodes)] if opened else [],
+        )
 
-    def boxes(self, module: _Module, depth: int | None, opened: set[_Module] = frozenset()
-              ) -> tuple[list[GraphItem], int]:
+    def boxes(
+        self, module: _Module, depth: int | None, opened: set[_Module] = frozenset()
+    ) -> tuple[list[GraphItem], int]:
         """The node and module boxes of ``module``'s view, in the model's order, and the levels
         open (``depth``, else as many as keep within the budget)."""
         depth, owner = self._owner(module, depth, opened)
@@ -332,8 +355,9 @@ class _Views:
         # a run's box: every block's nodes
         return GraphItem(key, "module", label, path, [], len(blocks), key, folded=folded)
 
-    def _edges(self, module: _Module, item_of: dict[int, str], block_of: dict[int, tuple[int, int]]
-               ) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:
+    def _edges(
+        self, module: _Module, item_of: dict[int, str], block_of: dict[int, tuple[int, int]]
+    ) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:
         """The edges between the view's boxes, and its stubs: tensors from outside the module
         (the model's inputs, at the top view) and tensors read outside it (or the model's outputs).
         ``block_of`` (node -> (run, block) for the runs unfolded in place): an edge from one block
@@ -375,8 +399,9 @@ class _Views:
                 edge.tensors += 1
             return
         record = self.tensors.get(tensor)
-        edges[(source, target)] = GraphEdge(source, target, tensor, self._shape(record.shape) if record else "?",
-                                            record.bytes if record else None)
+        edges[(source, target)] = GraphEdge(
+            source, target, tensor, self._shape(record.shape) if record else "?", record.bytes if record else None
+        )
 
     def _shape(self, shape: Sequence | None) -> str:
         """``shape_text(shape)``, each shape written once (a long model has few)."""
@@ -429,8 +454,9 @@ class _Stubs:
         return list({id(s): s for s in table.values()}.values())
 
 
-def _assign(module: _Module, depth: int, runs: dict[str, list[_Module]],
-            opened: set[_Module] = frozenset()) -> dict[int, tuple]:
+def _assign(
+    module: _Module, depth: int, runs: dict[str, list[_Module]], opened: set[_Module] = frozenset()
+) -> dict[int, tuple]:
     """Each node under ``module`` -> what it is drawn as when ``depth`` levels are open (and the
     modules in ``opened`` one level more): ("node", index), or ("module", the folded module or
     the first block of its run)."""

@@ -234,8 +234,9 @@ def _isotonic(values: Sequence[float], weights: Sequence[float]) -> list[float]:
     return result
 
 
-def pack_layer(wanted: Sequence[float], widths: Sequence[float], weights: Sequence[float] | None = None,
-               gap: float = BOX_GAP) -> list[float]:
+def pack_layer(
+    wanted: Sequence[float], widths: Sequence[float], weights: Sequence[float] | None = None, gap: float = BOX_GAP
+) -> list[float]:
     """Centres for a layer's boxes, in their order, at least ``gap`` apart, as near the
     ``wanted`` centres as can be (weighted least squares).
 
@@ -251,8 +252,12 @@ def pack_layer(wanted: Sequence[float], widths: Sequence[float], weights: Sequen
     return [f + o for f, o in zip(fitted, offsets)]
 
 
-def layered_layout(sizes: Mapping[str, tuple[float, float]], edges: Iterable[tuple[str, str]],
-                   box_gap: float = BOX_GAP, layer_gap: float = LAYER_GAP) -> Layout:
+def layered_layout(
+    sizes: Mapping[str, tuple[float, float]],
+    edges: Iterable[tuple[str, str]],
+    box_gap: float = BOX_GAP,
+    layer_gap: float = LAYER_GAP,
+) -> Layout:
     """Boxes of ``sizes`` (key -> (width, height), in the order to start from: the model's) placed
     in layers, and one route per edge (duplicate edges drawn once)."""
     keys = list(sizes)
@@ -285,9 +290,14 @@ def layered_layout(sizes: Mapping[str, tuple[float, float]], edges: Iterable[tup
         tops.append(y)
         heights.append(height)
         y += height + layer_gap
-    boxes = {k: PlacedBox(k, centre[k] - sizes[k][0] / 2, tops[layer_of[k]], sizes[k][0], sizes[k][1],
-                          layer_of[k], layer.index(k))
-             for layer in layers for k in layer if k in sizes}
+    boxes = {
+        k: PlacedBox(
+            k, centre[k] - sizes[k][0] / 2, tops[layer_of[k]], sizes[k][0], sizes[k][1], layer_of[k], layer.index(k)
+        )
+        for layer in layers
+        for k in layer
+        if k in sizes
+    }
     routes = []
     for number, chain in enumerate(chains):
         source, target = chain[0], chain[-1]
@@ -303,8 +313,14 @@ def layered_layout(sizes: Mapping[str, tuple[float, float]], edges: Iterable[tup
         else:
             routes.append(Route(source, target, points))
     right = max((b.x + b.width for b in boxes.values()), default=0.0)
-    return Layout(boxes, routes, right + MARGIN, max(y - layer_gap + MARGIN, 2 * MARGIN), layers,
-                  [top + height for top, height in zip(tops, heights)])
+    return Layout(
+        boxes,
+        routes,
+        right + MARGIN,
+        max(y - layer_gap + MARGIN, 2 * MARGIN),
+        layers,
+        [top + height for top, height in zip(tops, heights)],
+    )
 
 
 def _depth_first(keys: Sequence[str], edges: Sequence[tuple[str, str]]) -> list[str]:
@@ -326,8 +342,9 @@ def _depth_first(keys: Sequence[str], edges: Sequence[tuple[str, str]]) -> list[
     return order
 
 
-def _coordinates(layers: list[list[str]], edges: Sequence[tuple[str, str]], width_of: Mapping[str, float],
-                 gap: float) -> dict[str, float]:
+def _coordinates(
+    layers: list[list[str]], edges: Sequence[tuple[str, str]], width_of: Mapping[str, float], gap: float
+) -> dict[str, float]:
     """Centres: packed left to right, then pulled towards their neighbours' mean, sweeping down
     (predecessors), up (successors) and both, with :func:`pack_layer` keeping order and gaps."""
     up, down = _neighbours(edges)

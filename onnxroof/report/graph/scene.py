@@ -109,7 +109,7 @@ def clip_middle(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def box_lines(item: GraphItem, costs: Sequence[TargetCosts]) -> list[str]:
@@ -117,8 +117,10 @@ def box_lines(item: GraphItem, costs: Sequence[TargetCosts]) -> list[str]:
     (model text printable)."""
     label, name = printable(item.label), printable(item.name)
     if item.kind == "node":  # inside a run unfolded in place: the node of every block, "MatMul ×12"
-        return [clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
-                clip_middle(name.rsplit("/", 1)[-1] or name, NAME_CHARS)]
+        return [
+            clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
+            clip_middle(name.rsplit("/", 1)[-1] or name, NAME_CHARS),
+        ]
     if item.kind == "module":
         first = clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else "")
         third = f"{len(item.nodes):,} nodes"
@@ -171,8 +173,9 @@ def arrow_head(points: Sequence[tuple[float, float]], length: float = ARROW) -> 
     return [(bx + px, by + py), (x1, y1), (bx - px, by - py)]
 
 
-def lay_out(view: GraphView, costs: Sequence[TargetCosts], cache: LayoutCache | None = None
-            ) -> tuple[Layout, dict[str, list[str]]]:
+def lay_out(
+    view: GraphView, costs: Sequence[TargetCosts], cache: LayoutCache | None = None
+) -> tuple[Layout, dict[str, list[str]]]:
     """The view's layout and each box's text lines (``cache``: the layouts of views alike in shape)."""
     lines = {item.key: box_lines(item, costs) for item in view.items}
     sizes = {key: box_size(text) for key, text in lines.items()}
@@ -180,8 +183,13 @@ def lay_out(view: GraphView, costs: Sequence[TargetCosts], cache: LayoutCache | 
     return (cache.layout(sizes, edges) if cache is not None else layered_layout(sizes, edges)), lines
 
 
-def build_scene(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts], scoped: bool = True,
-                cache: LayoutCache | None = None) -> Scene:
+def build_scene(
+    view: GraphView,
+    analysis: Analysis,
+    costs: Sequence[TargetCosts],
+    scoped: bool = True,
+    cache: LayoutCache | None = None,
+) -> Scene:
     """``view`` laid out and dressed. ``scoped`` (the names carry modules: ``compare/modules.
     has_scopes``) makes the colour groups top-level modules, else op types."""
     layout, lines = lay_out(view, costs, cache)
@@ -196,14 +204,23 @@ def build_scene(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts
         if edge.source not in labelled:  # one label under each box: its first tensor's shape (the others' on hover)
             labelled.add(edge.source)
             label = clip_middle(edge.shape, LABEL_CHARS)
-        edges.append(SceneEdge(edge, position[edge.source], position[edge.target], route.points, label,
-                               layout.label_at(route)))
-    return Scene(view, layout.width, layout.height, boxes, [position[key] for key in layout.boxes], edges,
-                 fused_outlines(view, layout, costs))
+        edges.append(
+            SceneEdge(edge, position[edge.source], position[edge.target], route.points, label, layout.label_at(route))
+        )
+    return Scene(
+        view,
+        layout.width,
+        layout.height,
+        boxes,
+        [position[key] for key in layout.boxes],
+        edges,
+        fused_outlines(view, layout, costs),
+    )
 
 
-def _scene_box(item: GraphItem, layout: Layout, lines: list[str], analysis: Analysis,
-               costs: Sequence[TargetCosts], scoped: bool) -> SceneBox:
+def _scene_box(
+    item: GraphItem, layout: Layout, lines: list[str], analysis: Analysis, costs: Sequence[TargetCosts], scoped: bool
+) -> SceneBox:
     placed = layout.boxes[item.key]
     bounds, shares, group = [], [], ""
     if item.kind in ("node", "module"):
@@ -220,8 +237,9 @@ def _scene_box(item: GraphItem, layout: Layout, lines: list[str], analysis: Anal
     return SceneBox(item, placed.x, placed.y, placed.width, placed.height, lines, bounds, shares, group)
 
 
-def fused_outlines(view: GraphView, layout: Layout, costs: Sequence[TargetCosts]
-                   ) -> list[tuple[int, float, float, float, float]]:
+def fused_outlines(
+    view: GraphView, layout: Layout, costs: Sequence[TargetCosts]
+) -> list[tuple[int, float, float, float, float]]:
     """(target number, x, y, width, height): a rectangle around the boxes of each kernel that fuses
     several nodes of the view, on each target, where that rectangle holds no other box. The view's
     node boxes are grouped by kernel in one pass, so a kernel of 100,000 nodes costs its boxes in
@@ -248,7 +266,9 @@ def _outline(layout: Layout, keys: list[str]) -> tuple[float, float, float, floa
     left, top = min(b.x for b in boxes) - 4, min(b.y for b in boxes) - 4
     right, bottom = max(b.x + b.width for b in boxes) + 4, max(b.y + b.height for b in boxes) + 4
     own = set(keys)
-    if any(k not in own and b.x < right and b.x + b.width > left and b.y < bottom and b.y + b.height > top
-           for k, b in layout.boxes.items()):
+    if any(
+        k not in own and b.x < right and b.x + b.width > left and b.y < bottom and b.y + b.height > top
+        for k, b in layout.boxes.items()
+    ):
         return None
     return left, top, right - left, bottom - top

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 SYNTHETIC = "\x00"  # starts the path parts folding by structure makes: no exporter writes it
 
 
-def fold_structure(paths: dict[int, tuple[str, ...]], records: Sequence[NodeRecord], producer_of: dict[str, int],
-                    budget: int) -> None:
+def fold_structure(
+    paths: dict[int, tuple[str, ...]], records: Sequence[NodeRecord], producer_of: dict[str, int], budget: int
+) -> None:
     """Give the nodes of a module with more than ``budget`` of its own a synthetic module each:
     their chain (nodes that each feed only the next), and a part of the model's order."""
     own: dict[tuple[str, ...], list[int]] = defaultdict(list)
@@ -37,14 +38,17 @@ def fold_structure(paths: dict[int, tuple[str, ...]], records: Sequence[NodeReco
             continue
         indices = sorted(indices)
         groups = [indices]
-        repeat = _repeats([(records[i].op_type, str(records[i].output_shapes)) for i in indices], budget) \
-            if len(indices) <= REPEATS_MAX_NODES else None
+        repeat = (
+            _repeats([(records[i].op_type, str(records[i].output_shapes)) for i in indices], budget)
+            if len(indices) <= REPEATS_MAX_NODES
+            else None
+        )
         if repeat is not None:  # alike blocks, one after another: numbered modules, so they fold into one run
             start, length, count = repeat
             for block in range(count):
-                for index in indices[start + block * length:start + (block + 1) * length]:
+                for index in indices[start + block * length : start + (block + 1) * length]:
                     paths[index] = path + (f"{SYNTHETIC}r{block}{SYNTHETIC}block {block}",)
-            groups = [indices[:start], indices[start + length * count:]]
+            groups = [indices[:start], indices[start + length * count :]]
             if sum(len(g) for g in groups) < budget:
                 continue
         for group in groups:
@@ -80,9 +84,15 @@ def _repeats(tokens: Sequence, longest: int) -> tuple[int, int, int] | None:
     return best
 
 
-def _fold_chains_and_parts(path: tuple[str, ...], indices: list[int], paths: dict[int, tuple[str, ...]],
-                           records: Sequence[NodeRecord], successors: dict[int, set[int]],
-                           predecessors: dict[int, set[int]], budget: int) -> None:
+def _fold_chains_and_parts(
+    path: tuple[str, ...],
+    indices: list[int],
+    paths: dict[int, tuple[str, ...]],
+    records: Sequence[NodeRecord],
+    successors: dict[int, set[int]],
+    predecessors: dict[int, set[int]],
+    budget: int,
+) -> None:
     """``indices`` (nodes of ``path`` itself, in order) in chains, and the chains in parts."""
     units = _chains(indices, successors, predecessors, budget)
     parts = _parts(len(units), budget)
@@ -93,16 +103,19 @@ def _fold_chains_and_parts(path: tuple[str, ...], indices: list[int], paths: dic
             span[1] = unit[-1]
     for unit, part in zip(units, parts):
         # keyed by the group's first node too: the parts before and after a run of blocks stay apart
-        named = tuple(f"{SYNTHETIC}p{indices[0]}.{'.'.join(map(str, part[:level]))}"
-                      f"{SYNTHETIC}nodes {spans[part[:level]][0]}–{spans[part[:level]][1]}"
-                      for level in range(1, len(part) + 1))
+        named = tuple(
+            f"{SYNTHETIC}p{indices[0]}.{'.'.join(map(str, part[:level]))}"
+            f"{SYNTHETIC}nodes {spans[part[:level]][0]}–{spans[part[:level]][1]}"
+            for level in range(1, len(part) + 1)
+        )
         chain = f"{SYNTHETIC}{unit[0]}{SYNTHETIC}{_chain_label(records, unit)}" if len(unit) > 1 else None
         for index in unit:
             paths[index] = path + named + ((chain,) if chain else ())
 
 
-def _chains(indices: list[int], successors: dict[int, set[int]], predecessors: dict[int, set[int]],
-            longest: int) -> list[list[int]]:
+def _chains(
+    indices: list[int], successors: dict[int, set[int]], predecessors: dict[int, set[int]], longest: int
+) -> list[list[int]]:
     """``indices`` (in model order) cut into chains: a node joins the chain of its one
     predecessor when it is that predecessor's one successor (and the chain is shorter than
     ``longest``).
@@ -117,8 +130,13 @@ def _chains(indices: list[int], successors: dict[int, set[int]], predecessors: d
         before = predecessors.get(index, set())
         if len(before) == 1:
             (previous,) = before
-            if (previous in members and previous in chain_of and successors.get(previous) == {index}
-                    and chain_of[previous][-1] == previous and len(chain_of[previous]) < longest):
+            if (
+                previous in members
+                and previous in chain_of
+                and successors.get(previous) == {index}
+                and chain_of[previous][-1] == previous
+                and len(chain_of[previous]) < longest
+            ):
                 chain_of[previous].append(index)
                 chain_of[index] = chain_of[previous]
                 continue

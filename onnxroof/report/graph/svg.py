@@ -64,8 +64,7 @@ def _markup(text: object, lines: bool = False) -> str:
     return str(escape(page_text(str(text)) if lines else printable(text)))
 
 
-def draw_view(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts],
-              modules: dict[str, int]) -> DrawnView:
+def draw_view(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts], modules: dict[str, int]) -> DrawnView:
     """``view`` as SVG markup: edges, their shape labels, then boxes (each a ``g`` with its
     tooltip); ``modules`` numbers the top-level modules for the colouring by module."""
     scene = build_scene(view, analysis, costs)
@@ -74,18 +73,23 @@ def draw_view(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts],
     for drawn in scene.edges:
         edge = drawn.edge
         path = "M" + " L".join(f"{x:.1f} {y:.1f}" for x, y in drawn.points)
-        path += " M{:.1f} {:.1f} L{:.1f} {:.1f} L{:.1f} {:.1f}".format(*(v for point in arrow_head(drawn.points)
-                                                                          for v in point))
+        path += " M{:.1f} {:.1f} L{:.1f} {:.1f} L{:.1f} {:.1f}".format(
+            *(v for point in arrow_head(drawn.points) for v in point)
+        )
         more = f" and {edge.tensors - 1} more tensors" if edge.tensors > 1 else ""
-        parts.append(f'<path class="ge" d="{path}"><title>{_markup(edge.tensor)}{more}: {_markup(edge.shape)}, '
-                     f'{size_text(edge.bytes)}</title></path>')
+        parts.append(
+            f'<path class="ge" d="{path}"><title>{_markup(edge.tensor)}{more}: {_markup(edge.shape)}, '
+            f"{size_text(edge.bytes)}</title></path>"
+        )
         if drawn.label is not None:
             x, y = drawn.label_at
             labels.append(f'<text class="gl" x="{x:.1f}" y="{y:.1f}">{_markup(drawn.label)}</text>')
     parts.append("</g>")
     parts.append('<g class="gv-labels">' + "".join(labels) + "</g>")
-    parts.extend(f'<rect class="gk" data-t="{number}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6"/>'
-                 for number, x, y, w, h in scene.outlines)
+    parts.extend(
+        f'<rect class="gk" data-t="{number}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6"/>'
+        for number, x, y, w, h in scene.outlines
+    )
     parts.append('<g class="gv-boxes">')
     for position in scene.order:
         parts.append(_box(scene.boxes[position], analysis, costs, modules))
@@ -111,15 +115,19 @@ def _box(box: SceneBox, analysis: Analysis, costs: Sequence[TargetCosts], module
     frame = f'x="{box.x:.1f}" y="{box.y:.1f}" width="{box.width:.1f}" height="{box.height:.1f}"'
     shape = f'<rect {frame} rx="{8 if item.kind == "module" else 3}" fill="{fill}" stroke="{stroke}"/>'
     if box.stacked:  # a stack: the blocks behind the first
-        shape = (f'<rect class="gb-behind" x="{box.x + 4:.1f}" y="{box.y + 4:.1f}" width="{box.width:.1f}" '
-                 f'height="{box.height:.1f}" rx="8" fill="{fill}" stroke="{stroke}"/>') + shape
+        shape = (
+            f'<rect class="gb-behind" x="{box.x + 4:.1f}" y="{box.y + 4:.1f}" width="{box.width:.1f}" '
+            f'height="{box.height:.1f}" rx="8" fill="{fill}" stroke="{stroke}"/>'
+        ) + shape
     words = []
     for number, line in enumerate(box.lines):
         cls = ' class="gt-head"' if number == 0 else ""
-        words.append(f'<text{cls} x="{box.x + PAD_X:.1f}" y="{box.y + PAD_Y + LINE_HEIGHT * (number + 1) - 3:.1f}">'
-                     f"{_markup(line)}</text>")
+        words.append(
+            f'<text{cls} x="{box.x + PAD_X:.1f}" y="{box.y + PAD_Y + LINE_HEIGHT * (number + 1) - 3:.1f}">'
+            f"{_markup(line)}</text>"
+        )
     title = _markup(box_text(item, analysis, costs), lines=True)
-    return f'<g {" ".join(attributes)}>{shape}{"".join(words)}<title>{title}</title></g>'
+    return f"<g {' '.join(attributes)}>{shape}{''.join(words)}<title>{title}</title></g>"
 
 
 def _top(box: SceneBox, analysis: Analysis) -> str:
@@ -159,9 +167,10 @@ def standalone_svg(drawn: DrawnView, target: str | None) -> str:
             legend.append(f'<text x="{x + 18:.1f}" y="19">{_markup(BOUND_LABELS[bound])}</text>')
             x += 18 + len(BOUND_LABELS[bound]) * CHAR_WIDTH + 14
     title = _markup(drawn.title)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{drawn.height + legend_height:.0f}" '
-            f'viewBox="0 0 {width:.1f} {drawn.height + legend_height:.1f}"><title>{title}</title>'
-            f"<style>{STANDALONE_STYLE}</style>"
-            f'<rect width="100%" height="100%" fill="#ffffff"/>{"".join(legend)}'
-            f'<g transform="translate(0 {legend_height})">{drawn.body}</g></svg>\n')
-
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{drawn.height + legend_height:.0f}" '
+        f'viewBox="0 0 {width:.1f} {drawn.height + legend_height:.1f}"><title>{title}</title>'
+        f"<style>{STANDALONE_STYLE}</style>"
+        f'<rect width="100%" height="100%" fill="#ffffff"/>{"".join(legend)}'
+        f'<g transform="translate(0 {legend_height})">{drawn.body}</g></svg>\n'
+    )

@@ -54,6 +54,7 @@ def _module_view(views: list[GraphView], module: str) -> GraphView:
     if found:
         return found[0]
     names = list(dict.fromkeys(v.title.split(" (")[0] for v in opened))
-    listed = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") if names \
-        else "none: the model has no folded module"
+    listed = (
+        ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") if names else "none: the model has no folded module"
+    )
     raise UsageError(f"--module {module}: no view of that module; modules with a view: {listed}")

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ...core.units import iec, intensity, si
-from .charts import (SLOPE_LABEL_AT, RooflineChart, RooflinePoint, TimelineChart, _overlaps, label_rect,
-                     timeline_chart)
-from .scales import svg_number
-from ..formatting import format_value, share_percent
 from ..bounds import BOUND_LABELS
+from ..formatting import format_value, share_percent
+from .charts import SLOPE_LABEL_AT, RooflineChart, RooflinePoint, TimelineChart, _overlaps, label_rect, timeline_chart
 from .page import SERIES_COLOURS
+from .scales import svg_number
 
 if TYPE_CHECKING:
     from ...core.nodes import NodeRecord
@@ -45,8 +45,9 @@ def main_op(op_type: str) -> str:
     return op_type.split("+", 1)[0]
 
 
-def op_palette(nodes: "list[NodeRecord]",
-               group: "Callable[[NodeRecord], str]" = lambda node: node.op_type) -> dict[str, str]:
+def op_palette(
+    nodes: list[NodeRecord], group: Callable[[NodeRecord], str] = lambda node: node.op_type
+) -> dict[str, str]:
     """A colour per op type (or per another ``group`` of the nodes, such as their module): the
     nine with the most FLOPs get their own, the rest share grey."""
     flops: Counter = Counter()
@@ -54,10 +55,10 @@ def op_palette(nodes: "list[NodeRecord]",
         if node.counted and node.flops:
             flops[group(node)] += node.flops
     ordered = sorted(flops.items(), key=lambda kv: (-kv[1], kv[0]))
-    return {op: PALETTE[i] for i, (op, _) in enumerate(ordered[:len(PALETTE)])}
+    return {op: PALETTE[i] for i, (op, _) in enumerate(ordered[: len(PALETTE)])}
 
 
-def roof_groups(target: "Target") -> list[tuple[str, float, list[str]]]:
+def roof_groups(target: Target) -> list[tuple[str, float, list[str]]]:
     """The target's compute roofs, equal peaks merged (fp16 and bf16): (label, FLOP/s, roofs)."""
     groups: dict[float, list[str]] = {}
     for roof, figure in target.peak_ops_per_s.items():
@@ -65,12 +66,12 @@ def roof_groups(target: "Target") -> list[tuple[str, float, list[str]]]:
     return [(" · ".join(names), peak, names) for peak, names in groups.items()]
 
 
-def onchip_bandwidth(target: "Target") -> float | None:
+def onchip_bandwidth(target: Target) -> float | None:
     """The target's on-chip bytes per second, if it gives them."""
     return target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
 
 
-def bandwidth_roofs(target: "Target") -> list[tuple[str, float]]:
+def bandwidth_roofs(target: Target) -> list[tuple[str, float]]:
     bandwidths = [("DRAM", target.dram_bytes_per_s.value)]
     if onchip_bandwidth(target):
         bandwidths.append(("on-chip", onchip_bandwidth(target)))
@@ -81,7 +82,7 @@ def ops_unit(roofs: Iterable[str]) -> str:
     return "OP/s" if all(r.startswith("int") for r in roofs) else "FLOP/s"
 
 
-def roofline_frame(target: "Target", chart: RooflineChart, chart_id: str) -> dict:
+def roofline_frame(target: Target, chart: RooflineChart, chart_id: str) -> dict:
     """The axes, roofs and slopes of a roofline chart, as strings for the template."""
     plot = chart.plot
     roofs = []
@@ -92,72 +93,104 @@ def roofline_frame(target: "Target", chart: RooflineChart, chart_id: str) -> dic
         unit = ops_unit(names)
         figure = target.peak_ops_per_s[names[0]]
         ridge_labels.append(roof)
-        roofs.append({
-            "d": f"M{svg_number(roof.x1)},{svg_number(roof.y)}H{svg_number(roof.x2)}",
-            "line": (roof.x1, roof.y, roof.x2),  # where the roof runs: a label must not cross it
-            "label": f"{label} · {si(roof.value, unit)}",
-            "label_x": svg_number(roof.label_x), "label_y": svg_number(roof.label_y), "anchor": roof.anchor,
-            "on_line": roof.on_line,
-            "title": (f"{label} compute roof: {roof.value:,.6g} {unit} ({figure.tag}: {figure.source}); "
-                      f"ridge at {roof.ridge:.4g} FLOP per DRAM byte"),
-            "ridge": None,
-        })
+        roofs.append(
+            {
+                "d": f"M{svg_number(roof.x1)},{svg_number(roof.y)}H{svg_number(roof.x2)}",
+                "line": (roof.x1, roof.y, roof.x2),  # where the roof runs: a label must not cross it
+                "label": f"{label} · {si(roof.value, unit)}",
+                "label_x": svg_number(roof.label_x),
+                "label_y": svg_number(roof.label_y),
+                "anchor": roof.anchor,
+                "on_line": roof.on_line,
+                "title": (
+                    f"{label} compute roof: {roof.value:,.6g} {unit} ({figure.tag}: {figure.source}); "
+                    f"ridge at {roof.ridge:.4g} FLOP per DRAM byte"
+                ),
+                "ridge": None,
+            }
+        )
     # ridge labels: left of the ridge point, in the empty region above the DRAM slope
     visible = [(k, r) for k, r in enumerate(chart.roofs) if r.ridge_visible]
     from .charts import spread
+
     ys = spread([r.ridge_y - 9 for _, r in visible], 14, plot.top + 10, plot.bottom - 4)
     for (k, roof), label_y in zip(visible, ys):
         text = f"ridge {intensity(roof.ridge)} FLOP/B"
         room = roof.ridge_x - 10 - len(text) * 6.4
         left = room > plot.left
         roofs[k]["ridge"] = {
-            "cx": svg_number(roof.ridge_x), "cy": svg_number(roof.ridge_y), "label": text,
+            "cx": svg_number(roof.ridge_x),
+            "cy": svg_number(roof.ridge_y),
+            "label": text,
             "label_x": svg_number(roof.ridge_x - 9 if left else roof.ridge_x + 9),
-            "label_y": svg_number(label_y), "anchor": "end" if left else "start",
+            "label_y": svg_number(label_y),
+            "anchor": "end" if left else "start",
             "title": f"ridge point of the {roofs[k]['label'].split(' · ')[0]} roof: {roof.ridge:.6g} FLOP/B; "
-                     "left of it a node is DRAM-bound, right of it compute-bound",
+            "left of it a node is DRAM-bound, right of it compute-bound",
         }
     slopes = []
-    taken = [label_rect(float(r["ridge"]["label_x"]), float(r["ridge"]["label_y"]), r["ridge"]["anchor"],
-                        r["ridge"]["label"]) for r in roofs if r["ridge"]]
+    taken = [
+        label_rect(
+            float(r["ridge"]["label_x"]), float(r["ridge"]["label_y"]), r["ridge"]["anchor"], r["ridge"]["label"]
+        )
+        for r in roofs
+        if r["ridge"]
+    ]
     for index, slope in enumerate(chart.slopes):
         if not slope.path:
             continue
         text = f"{slope.label} {si(slope.value, 'B/s')}"
         label_x, label_y = _slope_label_spot(slope, text, SLOPE_LABEL_AT + 0.2 * index, taken)
         taken.append(slope.label_box(label_x, label_y, text))
-        slopes.append({
-            "d": slope.path, "cls": "slope-dram" if index == 0 else "slope-onchip",
-            "label": text,
-            "label_x": svg_number(label_x), "label_y": svg_number(label_y),
-            "transform": f"rotate({slope.angle:.2f} {svg_number(label_x)} {svg_number(label_y)})",
-            "angle": slope.angle,
-            "title": (f"{slope.label} bandwidth roof: {slope.value:,.6g} bytes/s"
-                      + ("" if index == 0 else "; it bounds FLOP per on-chip byte (this axis is per DRAM byte)")),
-        })
+        slopes.append(
+            {
+                "d": slope.path,
+                "cls": "slope-dram" if index == 0 else "slope-onchip",
+                "label": text,
+                "label_x": svg_number(label_x),
+                "label_y": svg_number(label_y),
+                "transform": f"rotate({slope.angle:.2f} {svg_number(label_x)} {svg_number(label_y)})",
+                "angle": slope.angle,
+                "title": (
+                    f"{slope.label} bandwidth roof: {slope.value:,.6g} bytes/s"
+                    + ("" if index == 0 else "; it bounds FLOP per on-chip byte (this axis is per DRAM byte)")
+                ),
+            }
+        )
     strip = None
     if chart.strip is not None:
         s = chart.strip
-        strip = {"x": svg_number(s.left), "y": svg_number(s.top), "width": svg_number(s.width),
-                 "height": svg_number(s.height), "label_x": svg_number(s.left + s.width / 2),
-                 "label_y": svg_number(s.bottom + 17),
-                 "title": "∞: no DRAM bytes (everything on chip), so no finite intensity; the height still shows FLOP/s"}
+        strip = {
+            "x": svg_number(s.left),
+            "y": svg_number(s.top),
+            "width": svg_number(s.width),
+            "height": svg_number(s.height),
+            "label_x": svg_number(s.left + s.width / 2),
+            "label_y": svg_number(s.bottom + 17),
+            "title": "∞: no DRAM bytes (everything on chip), so no finite intensity; the height still shows FLOP/s",
+        }
     return {
         "id": chart_id,
         "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
-        "width": svg_number(chart.width), "height": svg_number(chart.height),
-        "left": svg_number(plot.left), "right": svg_number(plot.right),
-        "top": svg_number(plot.top), "bottom": svg_number(plot.bottom),
-        "plot_w": svg_number(plot.width), "plot_h": svg_number(plot.height),
+        "width": svg_number(chart.width),
+        "height": svg_number(chart.height),
+        "left": svg_number(plot.left),
+        "right": svg_number(plot.right),
+        "top": svg_number(plot.top),
+        "bottom": svg_number(plot.bottom),
+        "plot_w": svg_number(plot.width),
+        "plot_h": svg_number(plot.height),
         "tick_end": svg_number(plot.bottom + 5),
         "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
         "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
         "x_minor": [svg_number(v) for v in chart.x_minor],
         "y_minor": [svg_number(v) for v in chart.y_minor],
         "x_title": "intensity: FLOP per DRAM byte (log)",
-        "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
+        "x_title_x": svg_number((plot.left + plot.right) / 2),
+        "x_title_y": svg_number(chart.height - 6),
         "y_title": f"{ops_unit(target.peak_ops_per_s)} achieved (log)",
-        "y_title_x": "16", "y_title_y": svg_number((plot.top + plot.bottom) / 2),
+        "y_title_x": "16",
+        "y_title_y": svg_number((plot.top + plot.bottom) / 2),
         "y_title_transform": f"rotate(-90 16 {svg_number((plot.top + plot.bottom) / 2)})",
         "roofs": roofs,
         "slopes": slopes,
@@ -181,7 +214,7 @@ def achieved_rate(flops: float, time_s: float) -> float:
     return flops / time_s if time_s else 0.0
 
 
-def kernel_dot_title(kernel: "NodePlacement", latency: float) -> str:
+def kernel_dot_title(kernel: NodePlacement, latency: float) -> str:
     """A kernel's tooltip: its nodes, numbers and bound."""
     p = kernel.placement
     time_s = p.time_s
@@ -195,8 +228,8 @@ def kernel_dot_title(kernel: "NodePlacement", latency: float) -> str:
         f"FLOPs: {si(p.flops)} ({p.flops:,})",
         f"DRAM bytes: {iec(p.dram_bytes)} ({p.dram_bytes:,})"
         + (f" · on-chip {iec(p.onchip_bytes)}" if p.onchip_bytes else ""),
-        "intensity: " + (f"{intensity(p.intensity)} FLOP/B ({p.intensity:.6g})"
-                         if p.intensity is not None else "∞ (no DRAM bytes)"),
+        "intensity: "
+        + (f"{intensity(p.intensity)} FLOP/B ({p.intensity:.6g})" if p.intensity is not None else "∞ (no DRAM bytes)"),
         f"time: {format_value(time_s, 'seconds')} ({time_s:.6g} s), {share_percent(share)} of the latency",
         f"achieved: {si(achieved, unit)} ({p.percent_of_peak:.1f}% of peak) · attainable "
         f"{si(p.attainable_flops_per_s, unit)}",
@@ -221,9 +254,13 @@ def model_mark(placed, chart: RooflineChart, kind: str, label: str, title: str, 
     right = placed.x > chart.plot.left + chart.plot.width * 0.8 or placed.unbounded
     above = placed.y - chart.plot.top > 30
     return {
-        "kind": kind, "cx": svg_number(placed.x), "cy": svg_number(placed.y),
+        "kind": kind,
+        "cx": svg_number(placed.x),
+        "cy": svg_number(placed.y),
         "d": diamond_path(placed.x, placed.y, 7.5),
-        "label": label, "title": title, "colour": colour,
+        "label": label,
+        "title": title,
+        "colour": colour,
         "label_x": svg_number(placed.x - 6 if right else placed.x + 6),
         "label_y": svg_number(placed.y - 12 if above else placed.y + 22),
         "anchor": "end" if right else "start",
@@ -253,10 +290,13 @@ def place_mark_labels(context: dict, chart: RooflineChart) -> None:
         obstacles.append((x1, y - 2, x2, y + 2))  # the roof's line itself
         if roof["ridge"]:
             ridge = roof["ridge"]
-            obstacles.append(label_rect(float(ridge["label_x"]), float(ridge["label_y"]), ridge["anchor"], ridge["label"], 6.2))
+            obstacles.append(
+                label_rect(float(ridge["label_x"]), float(ridge["label_y"]), ridge["anchor"], ridge["label"], 6.2)
+            )
     marks = context["marks"]
-    spots = place_labels([(float(m["cx"]), float(m["cy"]), m["label"]) for m in marks], chart.plot, obstacles,
-                         gap=9.0, char_width=7.3)
+    spots = place_labels(
+        [(float(m["cx"]), float(m["cy"]), m["label"]) for m in marks], chart.plot, obstacles, gap=9.0, char_width=7.3
+    )
     for mark, spot in zip(marks, spots):
         if spot is None:
             mark["label"] = ""
@@ -265,11 +305,13 @@ def place_mark_labels(context: dict, chart: RooflineChart) -> None:
 
 
 def diamond_path(x: float, y: float, size: float) -> str:
-    return (f"M{svg_number(x)},{svg_number(y - size)}L{svg_number(x + size)},{svg_number(y)}"
-            f"L{svg_number(x)},{svg_number(y + size)}L{svg_number(x - size)},{svg_number(y)}Z")
+    return (
+        f"M{svg_number(x)},{svg_number(y - size)}L{svg_number(x + size)},{svg_number(y)}"
+        f"L{svg_number(x)},{svg_number(y + size)}L{svg_number(x - size)},{svg_number(y)}Z"
+    )
 
 
-def binned_dots(costed: "list[NodePlacement]", index: dict[str, int], latency: float) -> list[dict]:
+def binned_dots(costed: list[NodePlacement], index: dict[str, int], latency: float) -> list[dict]:
     """Past AGGREGATE_ABOVE nodes: one dot per op type, roof and cell of the log-log plane (eight
     cells a decade). Its position is the bin's total FLOPs over its total DRAM bytes and total
     time, which stays under the roof; its area is the bin's share of the time."""
@@ -280,8 +322,18 @@ def binned_dots(costed: "list[NodePlacement]", index: dict[str, int], latency: f
         cell_x = "inf" if p.intensity is None else round(math.log10(p.intensity) * 8) if p.intensity > 0 else "zero"
         cell_y = round(math.log10(achieved) * 8) if achieved > 0 else "zero"
         key = (kernel.op_type, p.roof, cell_x, cell_y)
-        group = bins.setdefault(key, {"flops": 0, "dram": 0, "time": 0.0, "count": 0, "heaviest": None,
-                                      "bounds": Counter(), "unbounded": cell_x == "inf"})
+        group = bins.setdefault(
+            key,
+            {
+                "flops": 0,
+                "dram": 0,
+                "time": 0.0,
+                "count": 0,
+                "heaviest": None,
+                "bounds": Counter(),
+                "unbounded": cell_x == "inf",
+            },
+        )
         group["flops"] += p.flops
         group["dram"] += p.dram_bytes
         group["time"] += p.time_s
@@ -295,19 +347,31 @@ def binned_dots(costed: "list[NodePlacement]", index: dict[str, int], latency: f
         share = group["time"] / latency if latency else 0.0
         point_intensity = None if group["unbounded"] or not group["dram"] else group["flops"] / group["dram"]
         unit = ops_unit([roof])
-        title = "\n".join([
-            f"{group['count']:,} × {op} ({roof} roof)" if group["count"] > 1 else heaviest.name,
-            f"FLOPs: {si(group['flops'])} ({group['flops']:,})",
-            f"DRAM bytes: {iec(group['dram'])} ({group['dram']:,})",
-            "intensity: " + (f"{intensity(point_intensity)} FLOP/B" if point_intensity is not None else "∞ (no DRAM bytes)"),
-            f"time: {format_value(group['time'], 'seconds')} ({group['time']:.6g} s), {share_percent(share)} of the latency",
-            f"achieved: {si(achieved_rate(group['flops'], group['time']), unit)}",
-            "bound: " + ", ".join(f"{BOUND_LABELS.get(b, b)} {n:,}" for b, n in group["bounds"].most_common()),
-            f"slowest: {heaviest.name} ({format_value(heaviest.placement.time_s, 'seconds')}); click to show it",
-        ])
-        dots.append({"intensity": point_intensity, "performance": achieved_rate(group["flops"], group["time"]),
-                     "weight": share, "op": main_op(op), "node": index.get(heaviest.name, -1), "count": group["count"],
-                     "title": title})
+        title = "\n".join(
+            [
+                f"{group['count']:,} × {op} ({roof} roof)" if group["count"] > 1 else heaviest.name,
+                f"FLOPs: {si(group['flops'])} ({group['flops']:,})",
+                f"DRAM bytes: {iec(group['dram'])} ({group['dram']:,})",
+                "intensity: "
+                + (f"{intensity(point_intensity)} FLOP/B" if point_intensity is not None else "∞ (no DRAM bytes)"),
+                f"time: {format_value(group['time'], 'seconds')} ({group['time']:.6g} s), "
+                f"{share_percent(share)} of the latency",
+                f"achieved: {si(achieved_rate(group['flops'], group['time']), unit)}",
+                "bound: " + ", ".join(f"{BOUND_LABELS.get(b, b)} {n:,}" for b, n in group["bounds"].most_common()),
+                f"slowest: {heaviest.name} ({format_value(heaviest.placement.time_s, 'seconds')}); click to show it",
+            ]
+        )
+        dots.append(
+            {
+                "intensity": point_intensity,
+                "performance": achieved_rate(group["flops"], group["time"]),
+                "weight": share,
+                "op": main_op(op),
+                "node": index.get(heaviest.name, -1),
+                "count": group["count"],
+                "title": title,
+            }
+        )
     return dots
 
 
@@ -315,11 +379,16 @@ def binned_dots(costed: "list[NodePlacement]", index: dict[str, int], latency: f
 # Live-activation timelines
 
 
-def overlay_timeline_context(series: "list[tuple[str, Schedule]]", capacities: Sequence[tuple[str, int]],
-                             summary: str, colours: bool = False) -> dict:
+def overlay_timeline_context(
+    series: list[tuple[str, Schedule]], capacities: Sequence[tuple[str, int]], summary: str, colours: bool = False
+) -> dict:
     """Several live-activation timelines on one step axis (diff: base and head; sweep points)."""
-    chart = timeline_chart([(key, list(schedule.live_bytes)) for key, schedule in series], list(capacities),
-                           width=MEMORY_CHART_SIZE[0], height=MEMORY_CHART_SIZE[1])
+    chart = timeline_chart(
+        [(key, list(schedule.live_bytes)) for key, schedule in series],
+        list(capacities),
+        width=MEMORY_CHART_SIZE[0],
+        height=MEMORY_CHART_SIZE[1],
+    )
     plot = chart.plot
     columns = []
     for column in chart.columns:
@@ -339,17 +408,31 @@ def overlay_timeline_context(series: "list[tuple[str, Schedule]]", capacities: S
         if geometry.peak is None or len(series) > 2:  # more than two peaks: the hover columns tell
             continue
         node = schedule.order[geometry.peak.step] if geometry.peak.step < len(schedule.order) else ""
-        markers.append(peak_marker(geometry.peak, plot, key,
-                                   f"Peak, {key}: {int(geometry.peak.value):,} bytes at step {geometry.peak.step}, {node}",
-                                   f"{key} peak {iec(geometry.peak.value)} · step {geometry.peak.step}",
-                                   near=len(markers) > 0 and geometry.peak.y - plot.top > 30))
+        markers.append(
+            peak_marker(
+                geometry.peak,
+                plot,
+                key,
+                f"Peak, {key}: {int(geometry.peak.value):,} bytes at step {geometry.peak.step}, {node}",
+                f"{key} peak {iec(geometry.peak.value)} · step {geometry.peak.step}",
+                near=len(markers) > 0 and geometry.peak.y - plot.top > 30,
+            )
+        )
     return {
         **timeline_frame(chart),
         "area": "",
-        "series": [{"key": key, "d": geometry.path, "title": f"{key}: live activation bytes per step",
-                    **({"colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} if colours else {})}
-                   for k, (geometry, (key, _)) in enumerate(zip(chart.series, series))],
-        "legend": [{"key": key, "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} for k, (key, _) in enumerate(series)],
+        "series": [
+            {
+                "key": key,
+                "d": geometry.path,
+                "title": f"{key}: live activation bytes per step",
+                **({"colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} if colours else {}),
+            }
+            for k, (geometry, (key, _)) in enumerate(zip(chart.series, series))
+        ],
+        "legend": [
+            {"key": key, "colour": SERIES_COLOURS[k % len(SERIES_COLOURS)]} for k, (key, _) in enumerate(series)
+        ],
         "markers": markers,
         "references": capacity_lines(chart),
         "off_scale": ", ".join(f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None),
@@ -384,7 +467,10 @@ def timeline_frame(chart: TimelineChart) -> dict:
         "width": svg_number(chart.width),
         "height": svg_number(chart.height),
         "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
-        "left": svg_number(plot.left), "right": svg_number(plot.right), "top": svg_number(plot.top), "bottom": svg_number(plot.bottom),
+        "left": svg_number(plot.left),
+        "right": svg_number(plot.right),
+        "top": svg_number(plot.top),
+        "bottom": svg_number(plot.bottom),
         "plot_height": svg_number(plot.height),
         "tick_end": svg_number(plot.bottom + 5),
         "middle_x": svg_number((plot.left + plot.right) / 2),
@@ -405,8 +491,13 @@ def capacity_lines(chart: TimelineChart, marker_xs: Sequence[float] = ()) -> lis
     label_ys = spread([line.y - 5 for line in shown], 13, chart.plot.top - 12, chart.plot.bottom - 2)
     left = any(x > chart.plot.left + chart.plot.width * 2 / 3 for x in marker_xs)
     return [
-        {"y": svg_number(line.y), "label_y": svg_number(label_y), "label": f"{line.label} · {iec(line.value)}",
-         "title": f"{line.label}: {int(line.value):,} bytes on chip",
-         "label_x": svg_number(chart.plot.left + 4 if left else chart.plot.right), "anchor": "start" if left else "end"}
+        {
+            "y": svg_number(line.y),
+            "label_y": svg_number(label_y),
+            "label": f"{line.label} · {iec(line.value)}",
+            "title": f"{line.label}: {int(line.value):,} bytes on chip",
+            "label_x": svg_number(chart.plot.left + 4 if left else chart.plot.right),
+            "anchor": "start" if left else "end",
+        }
         for line, label_y in zip(shown, label_ys)
     ]

@@ -30,9 +30,23 @@ from .scales import (
 )
 
 __all__ = [
-    "Box", "Marker", "SeriesGeometry", "ReferenceLine", "Column", "TimelineChart", "timeline_chart", "RooflinePoint",
-    "PlacedPoint", "ComputeRoof", "Slope", "RooflineChart", "roofline_chart", "spread", "Label",
-    "label_rect", "place_labels",
+    "Box",
+    "Marker",
+    "SeriesGeometry",
+    "ReferenceLine",
+    "Column",
+    "TimelineChart",
+    "timeline_chart",
+    "RooflinePoint",
+    "PlacedPoint",
+    "ComputeRoof",
+    "Slope",
+    "RooflineChart",
+    "roofline_chart",
+    "spread",
+    "Label",
+    "label_rect",
+    "place_labels",
 ]
 
 
@@ -135,9 +149,11 @@ def timeline_chart(
     top_value = max([data_max, *(value for _, value in shown)])
     y = LinearScale((0, top_value if top_value > 0 else 1), (plot.bottom, plot.top)).nice(y_ticks, y_kind)
     step_axis = LinearScale((0, max(steps - 1, 0)), (x(0), x(max(steps - 1, 0))))
-    ticks = tuple(
-        Tick(t.value, x(t.value), t.label) for t in step_axis.ticks(x_ticks) if float(t.value).is_integer()
-    ) if steps else ()
+    ticks = (
+        tuple(Tick(t.value, x(t.value), t.label) for t in step_axis.ticks(x_ticks) if float(t.value).is_integer())
+        if steps
+        else ()
+    )
     geometries = []
     for key, values in series:
         buckets = downsample(values, max(1, int(plot.width)))
@@ -149,16 +165,27 @@ def timeline_chart(
     lines = tuple(
         ReferenceLine(label, value, y(value) if (label, value) in shown else None) for label, value in references
     )
-    columns = tuple(
-        Column(first, last, x(first - 0.5), x(last + 0.5) - x(first - 0.5))
-        for first, last in partition(steps, max(1, int(plot.width / max(hover_width, 1.0))))
-    ) if steps else ()
-    return TimelineChart(
-        width=width, height=height, plot=plot, steps=steps, x=x, y=y,
-        x_ticks=ticks, y_ticks=tuple(y.ticks(y_ticks, y_kind)),
-        series=tuple(geometries), references=lines, columns=columns,
+    columns = (
+        tuple(
+            Column(first, last, x(first - 0.5), x(last + 0.5) - x(first - 0.5))
+            for first, last in partition(steps, max(1, int(plot.width / max(hover_width, 1.0))))
+        )
+        if steps
+        else ()
     )
-
+    return TimelineChart(
+        width=width,
+        height=height,
+        plot=plot,
+        steps=steps,
+        x=x,
+        y=y,
+        x_ticks=ticks,
+        y_ticks=tuple(y.ticks(y_ticks, y_kind)),
+        series=tuple(geometries),
+        references=lines,
+        columns=columns,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,7 +331,7 @@ def _widen(lo: float, hi: float, pixels: float, length: float) -> tuple[float, f
     if length <= 2 * pixels:
         return lo, hi
     extra = decades * pixels / (length - 2 * pixels)
-    return lo / 10 ** extra, hi * 10 ** extra
+    return lo / 10**extra, hi * 10**extra
 
 
 SLOPE_LABEL_AT = 0.18  # where along a bandwidth slope its label starts (the second one's further up)
@@ -363,19 +390,33 @@ def roofline_chart(
     x = LogScale((x_lo, x_hi), (plot.left, plot.right))
     y = LogScale((y_lo, y_hi), (plot.bottom, plot.top))
     chart = RooflineChart(
-        width=width, height=height, plot=plot, x=x, y=y,
-        x_ticks=tuple(x.ticks(12, "count")), y_ticks=tuple(y.ticks(12, "count")),
+        width=width,
+        height=height,
+        plot=plot,
+        x=x,
+        y=y,
+        x_ticks=tuple(x.ticks(12, "count")),
+        y_ticks=tuple(y.ticks(12, "count")),
         x_minor=tuple(x(v) for v in x.minor_ticks()) if x_hi / x_lo <= 1e7 else (),
         y_minor=tuple(y(v) for v in y.minor_ticks()) if y_hi / y_lo <= 1e7 else (),
-        roofs=_compute_roofs(roofs, ridges, x, y, plot), slopes=_slopes(bandwidths, max(v for _, v in roofs), x, y),
-        points=(), strip=strip, max_radius=max_radius, min_radius=min_radius,
+        roofs=_compute_roofs(roofs, ridges, x, y, plot),
+        slopes=_slopes(bandwidths, max(v for _, v in roofs), x, y),
+        points=(),
+        strip=strip,
+        max_radius=max_radius,
+        min_radius=min_radius,
     )
     return replace(chart, points=_placed_points(chart, points))
 
 
-def _roofline_domain(roofs: Sequence[tuple[str, float]], bandwidths: Sequence[tuple[str, float]], ridges: list[float],
-                     everything: list, pad: float,
-                     max_decades: tuple[float, float]) -> tuple[float, float, float, float]:
+def _roofline_domain(
+    roofs: Sequence[tuple[str, float]],
+    bandwidths: Sequence[tuple[str, float]],
+    ridges: list[float],
+    everything: list,
+    pad: float,
+    max_decades: tuple[float, float],
+) -> tuple[float, float, float, float]:
     """x_lo, x_hi (FLOP/B), y_lo, y_hi (FLOP/s): every ridge, roof and point with a margin."""
     peaks = [v for _, v in roofs]
     intensities = [i for i, _ in everything if i is not None and i > 0 and math.isfinite(i)]
@@ -393,8 +434,9 @@ def _roofline_domain(roofs: Sequence[tuple[str, float]], bandwidths: Sequence[tu
     return x_lo, x_hi, y_lo, y_hi
 
 
-def _compute_roofs(roofs: Sequence[tuple[str, float]], ridges: list[float], x: LogScale, y: LogScale,
-                   plot: Box) -> tuple[ComputeRoof, ...]:
+def _compute_roofs(
+    roofs: Sequence[tuple[str, float]], ridges: list[float], x: LogScale, y: LogScale, plot: Box
+) -> tuple[ComputeRoof, ...]:
     """The compute roofs, highest first; each from its ridge to the right edge."""
     x_lo, x_hi = x.domain
     ordered = sorted(zip(roofs, ridges), key=lambda item: -item[0][1])
@@ -402,9 +444,19 @@ def _compute_roofs(roofs: Sequence[tuple[str, float]], ridges: list[float], x: L
     rows = _roof_label_rows([ry for *_, ry, _ in raw], plot)
     return tuple(
         ComputeRoof(
-            label=label, value=peak, ridge=ridge, y=ry, x1=rx, x2=plot.right,
-            ridge_x=rx, ridge_y=ry, ridge_visible=x_lo <= ridge <= x_hi,
-            label_x=plot.right - 4, label_y=ly, anchor="end", on_line=inline,
+            label=label,
+            value=peak,
+            ridge=ridge,
+            y=ry,
+            x1=rx,
+            x2=plot.right,
+            ridge_x=rx,
+            ridge_y=ry,
+            ridge_visible=x_lo <= ridge <= x_hi,
+            label_x=plot.right - 4,
+            label_y=ly,
+            anchor="end",
+            on_line=inline,
         )
         for (label, peak, ridge, ry, rx), (ly, inline) in zip(raw, rows)
     )
@@ -448,8 +500,15 @@ def _slopes(bandwidths: Sequence[tuple[str, float]], top_peak: float, x: LogScal
         x1, y1, x2, y2 = x(start), y(start * bandwidth), x(end), y(end * bandwidth)
         angle = math.degrees(math.atan2(y2 - y1, x2 - x1))
         # the label sits along the line, a fifth of the way up (further for the second slope)
-        slope = Slope(label, bandwidth, f"M{svg_number(x1)},{svg_number(y1)}L{svg_number(x2)},{svg_number(y2)}",
-                      0.0, 0.0, angle, (x1, y1, x2, y2))
+        slope = Slope(
+            label,
+            bandwidth,
+            f"M{svg_number(x1)},{svg_number(y1)}L{svg_number(x2)},{svg_number(y2)}",
+            0.0,
+            0.0,
+            angle,
+            (x1, y1, x2, y2),
+        )
         slopes.append(replace(slope, **dict(zip(("label_x", "label_y"), slope.label_at(SLOPE_LABEL_AT + 0.2 * index)))))
     return tuple(slopes)
 
@@ -479,8 +538,9 @@ class Label:
 Rect = tuple[float, float, float, float]  # left, top, right, bottom
 
 
-def label_rect(x: float, y: float, anchor: str, text: str, char_width: float = _CHAR_WIDTH,
-               height: float = _LABEL_HEIGHT + 2) -> Rect:
+def label_rect(
+    x: float, y: float, anchor: str, text: str, char_width: float = _CHAR_WIDTH, height: float = _LABEL_HEIGHT + 2
+) -> Rect:
     """The box a label occupies (estimated from its length)."""
     width = len(text) * char_width
     left = x - width if anchor == "end" else x - width / 2 if anchor == "middle" else x
@@ -491,8 +551,13 @@ def _overlaps(a: Rect, b: Rect) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def place_labels(points: Sequence[tuple[float, float, str]], box: Box, obstacles: Sequence[Rect] = (),
-                 gap: float = 8.0, char_width: float = _CHAR_WIDTH) -> list[Label | None]:
+def place_labels(
+    points: Sequence[tuple[float, float, str]],
+    box: Box,
+    obstacles: Sequence[Rect] = (),
+    gap: float = 8.0,
+    char_width: float = _CHAR_WIDTH,
+) -> list[Label | None]:
     """A spot for each point's label where it overlaps no other label, point or obstacle.
 
     Tried in turn: above right, above left, below right, below left, then the same further out.
@@ -507,9 +572,12 @@ def place_labels(points: Sequence[tuple[float, float, str]], box: Box, obstacles
         own = (x - 6, y - 6, x + 6, y + 6)
         found = None
         for rise in (1, 2.6, 4.2):
-            for dx, dy, anchor in ((gap, -gap * rise, "start"), (-gap, -gap * rise, "end"),
-                                   (gap, gap * rise + _LABEL_HEIGHT, "start"),
-                                   (-gap, gap * rise + _LABEL_HEIGHT, "end")):
+            for dx, dy, anchor in (
+                (gap, -gap * rise, "start"),
+                (-gap, -gap * rise, "end"),
+                (gap, gap * rise + _LABEL_HEIGHT, "start"),
+                (-gap, gap * rise + _LABEL_HEIGHT, "end"),
+            ):
                 label = Label(x + dx, y + dy, anchor)
                 rect = label_rect(label.x, label.y, anchor, text, char_width)
                 if rect[0] < box.left or rect[2] > box.right or rect[1] < box.top or rect[3] > box.bottom:

@@ -29,14 +29,23 @@ def findings_context(analysis: Analysis, review: Review | None) -> dict | None:
     rows = []
     for rank, finding in enumerate(findings, 1):
         named = [n for n in finding.nodes if n in index][:LINKED_NODES]
-        rows.append({
-            "rank": rank, "kind": finding.kind, "kind_title": FINDING_KINDS.get(finding.kind, finding.kind),
-            "target": finding.target if several else "", "title": finding.title, "detail": finding.detail,
-            "gain": gain_text(finding), "gain_share": f"{finding.gain_share:.0%}" if finding.gain_s > 0 else "",
-            "nodes": [{"index": index[n], "name": n, "short": short}
-                      for n, short in zip(named, distinct_clips(named, NAME_WIDTH))],
-            "more_nodes": len(finding.nodes) - len(named),
-            "modules": list(finding.modules),
-        })
+        rows.append(
+            {
+                "rank": rank,
+                "kind": finding.kind,
+                "kind_title": FINDING_KINDS.get(finding.kind, finding.kind),
+                "target": finding.target if several else "",
+                "title": finding.title,
+                "detail": finding.detail,
+                "gain": gain_text(finding),
+                "gain_share": f"{finding.gain_share:.0%}" if finding.gain_s > 0 else "",
+                "nodes": [
+                    {"index": index[n], "name": n, "short": short}
+                    for n, short in zip(named, distinct_clips(named, NAME_WIDTH))
+                ],
+                "more_nodes": len(finding.nodes) - len(named),
+                "modules": list(finding.modules),
+            }
+        )
     caveat = next((r.findings_caveat for r in analysis.targets if r.findings_caveat), "")
     return {"shown": rows[:SHOWN], "rest": rows[SHOWN:], "count": len(rows), "caveat": caveat}

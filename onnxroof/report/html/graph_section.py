@@ -44,8 +44,11 @@ def _peak_makers(analysis: Analysis) -> tuple[set[int], str]:
     order = memory.model_order
     rows = {record.name: i for i, record in enumerate(analysis.nodes)}
     tensors = analysis.cost_graph.tensors
-    live = {rows[tensors[name].producer] for name, _ in order.peak_tensors
-            if name in tensors and tensors[name].producer in rows}
+    live = {
+        rows[tensors[name].producer]
+        for name, _ in order.peak_tensors
+        if name in tensors and tensors[name].producer in rows
+    }
     return live, f"live at the memory peak ({iec(order.peak_bytes)}, step {order.peak_step})"
 
 
@@ -54,10 +57,16 @@ def diff_graph_context(diff: ModelDiff) -> dict | None:
     removed and changed nodes marked (a selector picks the side)."""
     head_rows = {r.name: i for i, r in enumerate(diff.head.nodes)}
     base_rows = {r.name: i for i, r in enumerate(diff.base.nodes)}
-    head_marks = {head_rows[c.head.name]: c.kind for c in diff.nodes
-                  if c.head is not None and c.kind in ("added", "changed") and c.head.name in head_rows}
-    base_marks = {base_rows[c.base.name]: c.kind for c in diff.nodes
-                  if c.base is not None and c.kind in ("removed", "changed") and c.base.name in base_rows}
+    head_marks = {
+        head_rows[c.head.name]: c.kind
+        for c in diff.nodes
+        if c.head is not None and c.kind in ("added", "changed") and c.head.name in head_rows
+    }
+    base_marks = {
+        base_rows[c.base.name]: c.kind
+        for c in diff.nodes
+        if c.base is not None and c.kind in ("removed", "changed") and c.base.name in base_rows
+    }
     head = page_data(diff.head, marks=head_marks, with_text=True)
     if not any(box[0] in (0, 1) for box in head["views"][0]["boxes"]):
         return None
@@ -81,11 +90,20 @@ def _context(data: dict, base: dict | None) -> dict:
         # a model against itself: the one drawing's text twice, written once (tens of MB on a large model)
         "base_json": None if base is None else Markup(text if base is data else script_json(base)),
         "style": Markup(_colour_rules(len(targets))),
-        "bounds": [{"key": b, "label": BOUND_LABELS[b], "title": BOUND_TITLES[b], "fill": fill, "stroke": stroke}
-                   for b, (fill, stroke) in BOUND_COLOURS.items() if b != "none"]
-                  + [{"key": "unplaced", "label": "not placed",
-                      "title": "no kernel runs it on this target (not counted)",
-                      "fill": UNPLACED[0], "stroke": UNPLACED[1]}],
+        "bounds": [
+            {"key": b, "label": BOUND_LABELS[b], "title": BOUND_TITLES[b], "fill": fill, "stroke": stroke}
+            for b, (fill, stroke) in BOUND_COLOURS.items()
+            if b != "none"
+        ]
+        + [
+            {
+                "key": "unplaced",
+                "label": "not placed",
+                "title": "no kernel runs it on this target (not counted)",
+                "fill": UNPLACED[0],
+                "stroke": UNPLACED[1],
+            }
+        ],
         "shares": [{"label": _share_label(step), "fill": colour} for step, colour in enumerate(SHARE_COLOURS)],
     }
 
@@ -107,11 +125,13 @@ def _colour_rules(targets: int) -> str:
     for number in range(targets):
         scope = f'.gv-wrap[data-target="{number}"]'
         for bound, (fill, stroke) in [*BOUND_COLOURS.items(), ("unplaced", UNPLACED)]:
-            rules.append(f'{scope}[data-colour="bound"] .gb[data-b{number}="{bound}"]>rect'
-                         f'{{fill:{fill};stroke:{stroke}}}')
+            rules.append(
+                f'{scope}[data-colour="bound"] .gb[data-b{number}="{bound}"]>rect{{fill:{fill};stroke:{stroke}}}'
+            )
         for step, colour in enumerate(SHARE_COLOURS):
-            rules.append(f'{scope}[data-colour="share"] .gb[data-h{number}="{step}"]>rect'
-                         f'{{fill:{colour};stroke:#8a93a6}}')
+            rules.append(
+                f'{scope}[data-colour="share"] .gb[data-h{number}="{step}"]>rect{{fill:{colour};stroke:#8a93a6}}'
+            )
         rules.append(f'.gv-wrap:not([data-target="{number}"]) .gk[data-t="{number}"]{{display:none}}')
     for index, colour in enumerate(MODULE_COLOURS):
         rules.append(f'.gv-wrap[data-colour="module"] .gb[data-m="{index}"]>rect{{fill:{colour};stroke:#8a93a6}}')

@@ -50,11 +50,13 @@ def memory_context(analysis: Analysis, capacities: Sequence[tuple[str, int]] = (
     concats = sum(1 for r in analysis.nodes if r.op_type == "Concat")
     method = report.best.method
     # a KV-cached decoder holds a hundred caches at its peak: the biggest show, the rest are summed
-    rows = [_peak_row(name, size, model, buffers, tensors, position)
-            for name, size in model.peak_tensors[:PEAK_ROWS_SHOWN]]
+    rows = [
+        _peak_row(name, size, model, buffers, tensors, position) for name, size in model.peak_tensors[:PEAK_ROWS_SHOWN]
+    ]
     rest = model.peak_tensors[PEAK_ROWS_SHOWN:]
-    rest_row = ({"count": f"{len(rest):,}", **_share_cells(sum(size for _, size in rest), model.peak_bytes)}
-                if rest else None)
+    rest_row = (
+        {"count": f"{len(rest):,}", **_share_cells(sum(size for _, size in rest), model.peak_bytes)} if rest else None
+    )
     chart = timeline_chart(
         [("model", list(model.live_bytes)), ("best", list(best.live_bytes))],
         [(label, size) for label, size in capacities],
@@ -64,12 +66,22 @@ def memory_context(analysis: Analysis, capacities: Sequence[tuple[str, int]] = (
     return {
         "empty": False,
         "bound": bound,
-        "unknown": (f"{len(unknown):,} activation tensor(s) of unknown size are left out: "
-                    "every figure here is a lower bound" if unknown else ""),
+        "unknown": (
+            f"{len(unknown):,} activation tensor(s) of unknown size are left out: every figure here is a lower bound"
+            if unknown
+            else ""
+        ),
         "cards": _cards(report, records, bound, same_order, concats),
         "explanation": _memory_explanation(
-            report, problem_buffers=buffers, position=position, records=records, tensors=tensors, concats=concats,
-        ) if model.peak_bytes else (
+            report,
+            problem_buffers=buffers,
+            position=position,
+            records=records,
+            tensors=tensors,
+            concats=concats,
+        )
+        if model.peak_bytes
+        else (
             "No activation of known size is live at any step"
             + (": bind the input dims named in the warnings to size them." if unknown else ".")
         ),
@@ -134,8 +146,9 @@ def _cards(report: MemoryReport, records: dict, bound: str, same_order: bool, co
             "value": bound + iec(peak),
             "title": f"{peak:,} bytes live at step {peak_step} of the model order",
             "sub": f"model order · step {peak_step} · {peak_node}",
-            "sub_title": (f"{peak_node} ({records[peak_node].op_type}) runs at step {peak_step}"
-                          if peak_node in records else ""),
+            "sub_title": (
+                f"{peak_node} ({records[peak_node].op_type}) runs at step {peak_step}" if peak_node in records else ""
+            ),
             "delta": "",
             "cls": "",
         },
@@ -172,8 +185,12 @@ def _cards(report: MemoryReport, records: dict, bound: str, same_order: bool, co
 def _share_cells(size: int, peak: int) -> dict[str, str]:
     """A row's bytes and its share of the peak, as the live-at-the-peak table shows them."""
     share = size / peak if peak else 0.0
-    return {"bytes": iec(size), "bytes_title": f"{size:,} bytes", "share": share_percent(share),
-            "bar": bar_width(share)}
+    return {
+        "bytes": iec(size),
+        "bytes_title": f"{size:,} bytes",
+        "share": share_percent(share),
+        "bar": bar_width(share),
+    }
 
 
 def _buffer_role(buffer, node: str, step: int, position: dict[str, int]) -> tuple[str, str]:
@@ -223,8 +240,9 @@ def _join(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _memory_explanation(report: MemoryReport, *, problem_buffers: dict, position: dict[str, int], records: dict,
-                        tensors: dict, concats: int) -> str:
+def _memory_explanation(
+    report: MemoryReport, *, problem_buffers: dict, position: dict[str, int], records: dict, tensors: dict, concats: int
+) -> str:
     """One plain-language paragraph from the memory numbers (the template only places it)."""
     model = report.model_order
     peak, step, node = model.peak_bytes, model.peak_step, model.peak_node
@@ -243,8 +261,9 @@ def _memory_explanation(report: MemoryReport, *, problem_buffers: dict, position
     return text + _ties_sentence(model) + _order_sentence(report) + (_concat_sentence(report) if concats else "")
 
 
-def _peak_buffers(model: Schedule, problem_buffers: dict, position: dict[str, int], records: dict,
-                  tensors: dict) -> tuple[list, list, list]:
+def _peak_buffers(
+    model: Schedule, problem_buffers: dict, position: dict[str, int], records: dict, tensors: dict
+) -> tuple[list, list, list]:
     """The buffers live at the peak, as (phrase, bytes): those the peak node reads, those it
     writes, and those held for later nodes (phrase, bytes, ", needed by NODE at step N")."""
     step, node = model.peak_step, model.peak_node
@@ -303,18 +322,24 @@ def _order_sentence(report: MemoryReport) -> str:
     if best < peak:
         saved = peak - best
         how = {"exact": "exact search", "heuristic": "greedy heuristic"}.get(method, "")
-        text += (f" Reordering helps: the best order{' (' + how + ')' if how else ''} peaks at {iec(best)} "
-                 f"({best:,} bytes), {iec(saved)} ({share_percent(saved / peak)}) lower, at step "
-                 f"{report.best.schedule.peak_step} ({report.best.schedule.peak_node}).")
+        text += (
+            f" Reordering helps: the best order{' (' + how + ')' if how else ''} peaks at {iec(best)} "
+            f"({best:,} bytes), {iec(saved)} ({share_percent(saved / peak)}) lower, at step "
+            f"{report.best.schedule.peak_step} ({report.best.schedule.peak_node})."
+        )
         if best <= lower:
             text += f" That meets the largest-layer lower bound ({lower_node}), so no order can do better."
     elif peak <= lower:
         who = "this node" if lower_node == node else lower_node
-        text += (f" No execution order can go lower: {who} alone needs {iec(lower)} for its inputs and outputs "
-                 "(the largest-layer lower bound), so the model's own order is already optimal.")
+        text += (
+            f" No execution order can go lower: {who} alone needs {iec(lower)} for its inputs and outputs "
+            "(the largest-layer lower bound), so the model's own order is already optimal."
+        )
     elif method == "exact":
-        text += (f" An exact search over execution orders found none with a lower peak; the largest-layer "
-                 f"lower bound is {iec(lower)} ({lower_node}).")
+        text += (
+            f" An exact search over execution orders found none with a lower peak; the largest-layer "
+            f"lower bound is {iec(lower)} ({lower_node})."
+        )
     else:
         text += f" The search found no order with a lower peak ({report.best.note})."
     return text
@@ -324,10 +349,14 @@ def _concat_sentence(report: MemoryReport) -> str:
     """What the peak would be if Concat copied its inputs rather than taking them in place."""
     peak, copy = report.model_order.peak_bytes, report.concat_copy_peak_bytes
     if copy == peak:
-        return (" Concat inputs are written straight into the concat buffer; copying them instead would "
-                "leave this peak unchanged.")
-    return (" Concat inputs are written straight into the concat buffer; if Concat copied them, the peak "
-            f"would be {iec(copy)} ({copy:,} bytes, +{iec(copy - peak)}).")
+        return (
+            " Concat inputs are written straight into the concat buffer; copying them instead would "
+            "leave this peak unchanged."
+        )
+    return (
+        " Concat inputs are written straight into the concat buffer; if Concat copied them, the peak "
+        f"would be {iec(copy)} ({copy:,} bytes, +{iec(copy - peak)})."
+    )
 
 
 def _short(name: str) -> str:
@@ -364,24 +393,34 @@ def _chart_context(chart: TimelineChart, report: MemoryReport, records: dict, sa
         columns.append({"x": svg_number(column.x), "width": svg_number(column.width), "title": "\n".join(lines)})
 
     markers = []
-    peak_title = (f"Peak, model order: {model_order.peak_bytes:,} bytes ({iec(model_order.peak_bytes)}) at step "
-                  f"{model_order.peak_step}, {model_order.peak_node}")
+    peak_title = (
+        f"Peak, model order: {model_order.peak_bytes:,} bytes ({iec(model_order.peak_bytes)}) at step "
+        f"{model_order.peak_step}, {model_order.peak_node}"
+    )
     if model.peak is not None:
         label = f"peak {iec(model.peak.value)} · step {model.peak.step} · {_short(model_order.peak_node)}"
         markers.append(peak_marker(model.peak, plot, "model", peak_title, label))
     if best.peak is not None and (best.peak.step, best.peak.value) != (model.peak.step, model.peak.value):
-        title = (f"Peak, best order: {best_order.peak_bytes:,} bytes "
-                 f"({iec(best_order.peak_bytes)}) at step {best_order.peak_step}, "
-                 f"{best_order.peak_node}")
+        title = (
+            f"Peak, best order: {best_order.peak_bytes:,} bytes "
+            f"({iec(best_order.peak_bytes)}) at step {best_order.peak_step}, "
+            f"{best_order.peak_node}"
+        )
         label = f"best {iec(best.peak.value)} · step {best.peak.step} · {_short(best_order.peak_node)}"
         second = peak_marker(best.peak, plot, "best", title, label, near=best.peak.y - plot.top > 30)
         markers.append(second)
     series = [
-        {"key": "model", "d": model.path,
-         "title": f"Model order: live activation bytes per step (peak {model_order.peak_bytes:,} bytes)"},
-        {"key": "best", "d": best.path,
-         "title": f"Best order: live activation bytes per step (peak {best_order.peak_bytes:,} bytes)"
-                  + (", the same order as the model's" if same_order else "")},
+        {
+            "key": "model",
+            "d": model.path,
+            "title": f"Model order: live activation bytes per step (peak {model_order.peak_bytes:,} bytes)",
+        },
+        {
+            "key": "best",
+            "d": best.path,
+            "title": f"Best order: live activation bytes per step (peak {best_order.peak_bytes:,} bytes)"
+            + (", the same order as the model's" if same_order else ""),
+        },
     ]
     references = capacity_lines(chart, [float(marker["cx"]) for marker in markers])
     off_scale = [f"{line.label} ({iec(line.value)})" for line in chart.references if line.y is None]
@@ -395,7 +434,9 @@ def _chart_context(chart: TimelineChart, report: MemoryReport, records: dict, sa
         "off_scale": ", ".join(off_scale),
         "columns": columns,
         "steps": f"{chart.steps:,}",
-        "summary": (f"Live activation bytes at each of {chart.steps:,} steps, model order"
-                    + (" (the best order is the same)" if same_order else " and best order")
-                    + f"; peak {iec(model_order.peak_bytes)} at step {model_order.peak_step}."),
+        "summary": (
+            f"Live activation bytes at each of {chart.steps:,} steps, model order"
+            + (" (the best order is the same)" if same_order else " and best order")
+            + f"; peak {iec(model_order.peak_bytes)} at step {model_order.peak_step}."
+        ),
     }

@@ -16,19 +16,23 @@ the node table's rows live once, as compact JSON; the full JSON document is embe
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
 from ...core.dtypes import dtype_name
-from ...core.version import __version__
 from ...core.text import model_label
+from ...core.units import iec, intensity, si
+from ...core.version import __version__
 from ...result import SCHEMA
 from ...roofline.placement import node_times
-from ...core.units import iec, intensity, si
-from .chart_context import op_palette
+from ..bounds import BOUND_LABELS, BOUND_TITLES
 from ..formatting import count_text, format_value, shape_text, share_percent
+from ..json import document
+from ..text.table import assumed_text, distinct_clips
+from .chart_context import op_palette
 from .devices_section import devices_context
 from .findings_section import findings_context
 from .graph_section import graph_context
@@ -36,9 +40,6 @@ from .memory_section import memory_context
 from .model_roofline import roofline_context, top_modules
 from .module_section import modules_context
 from .node_table import node_data, node_table_context
-from ..bounds import BOUND_LABELS, BOUND_TITLES
-from ..json import document
-from ..text.table import assumed_text, distinct_clips
 from .page import TargetCard, bar_width, metric_cell, render_page, script_json, target_capacities, target_card
 from .profile_section import profile_context, profiled_target
 
@@ -46,12 +47,11 @@ if TYPE_CHECKING:
     from ...core.tensors import TensorInfo
     from ...cost.records import NodeRecord
     from ...findings import Review
+    from ...measure.profiling import ProfileResult
     from ...memory.liveness import MemoryReport
-    from ...result import Totals
+    from ...result import Analysis, Totals
     from ...roofline.placement import TargetReport
     from ...symbolic.formulas import Formulas
-    from ...result import Analysis
-    from ...measure.profiling import ProfileResult
 
 TEMPLATE = "report.html.j2"
 
@@ -93,9 +93,14 @@ class ModelPage:
     full_document_max: str
 
 
-def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
-                profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None,
-                review: "Review | None" = None) -> str:
+def render_html(
+    analysis: Analysis,
+    capacities: Sequence[tuple[str, int]] | None = None,
+    profile: ProfileResult | None = None,
+    colour_by: str = "op",
+    formulas: Formulas | None = None,
+    review: Review | None = None,
+) -> str:
     """Render ``analysis`` as one self-contained HTML page (no network, opens from file://).
 
     ``capacities`` are ``(label, bytes)`` on-chip memory sizes drawn as lines on the memory
@@ -109,9 +114,14 @@ def render_html(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | No
     return render_page(TEMPLATE, model_page(analysis, capacities, profile, colour_by, formulas, review))
 
 
-def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | None = None,
-               profile: "ProfileResult | None" = None, colour_by: str = "op", formulas: "Formulas | None" = None,
-               review: "Review | None" = None) -> ModelPage:
+def model_page(
+    analysis: Analysis,
+    capacities: Sequence[tuple[str, int]] | None = None,
+    profile: ProfileResult | None = None,
+    colour_by: str = "op",
+    formulas: Formulas | None = None,
+    review: Review | None = None,
+) -> ModelPage:
     if capacities is None:
         capacities = target_capacities(analysis)
     # what shows nodes one by one shows those a run executes: a control-flow node's placed branch
@@ -136,8 +146,10 @@ def model_page(analysis: "Analysis", capacities: Sequence[tuple[str, int]] | Non
         memory=memory_context(run, capacities),
         findings=findings_context(run, review),
         targets=[target_card(r, review.fit(r) if review is not None else None) for r in analysis.targets],
-        rooflines=[roofline_context(run, r, k, palette, profile if k == profiled else None, groups)
-                   for k, r in enumerate(analysis.targets)],
+        rooflines=[
+            roofline_context(run, r, k, palette, profile if k == profiled else None, groups)
+            for k, r in enumerate(analysis.targets)
+        ],
         devices=devices_context(analysis),
         profile=profile_context(analysis, profile, profiled) if profile is not None else None,
         hotspots=_hotspots_context(run),
@@ -189,11 +201,13 @@ def _model_context(analysis: Analysis) -> ModelHeader:
         producer=model.producer or "unknown",
         ir_version=str(model.ir_version),
         opset=str(model.opset) if model.opset else "none",
-        other_opsets=", ".join(f"{domain} {version}" for domain, version in model.opsets.items()
-                               if domain != "ai.onnx"),
+        other_opsets=", ".join(
+            f"{domain} {version}" for domain, version in model.opsets.items() if domain != "ai.onnx"
+        ),
         file_size=iec(file_bytes) if file_bytes is not None else "in memory",
-        file_size_title=(f"{file_bytes:,} bytes" if file_bytes is not None
-                         else "analysed from a ModelProto, not a file"),
+        file_size_title=(
+            f"{file_bytes:,} bytes" if file_bytes is not None else "analysed from a ModelProto, not a file"
+        ),
         nodes=count_text(model.node_count),
         doc_string=model.doc_string.strip(),
         inputs=[_tensor_context(t, analysis.input_values.get(t.name)) for t in analysis.inputs],
@@ -204,7 +218,7 @@ def _model_context(analysis: Analysis) -> ModelHeader:
         batch_title=batch_title,
         targets=", ".join(t.name for t in targets) if targets else "none",
         targets_title="; ".join(f"{t.name}: {t.description}" for t in targets)
-                      or "no --target given: no roofline, latency or energy",
+        or "no --target given: no roofline, latency or energy",
     )
 
 
@@ -216,7 +230,8 @@ def _dtype_cell(analysis: Analysis) -> tuple[str, str]:
     dtypes = Counter(n.dtype for n in analysis.nodes if n.counted and n.flops)
     main_dtype = dtypes.most_common(1)[0][0] if dtypes else "—"
     return f"{main_dtype} (as stored)", "the model's own element types; " + (
-        ", ".join(f"{d}: {c:,} costed nodes" for d, c in dtypes.most_common()) or "no costed node")
+        ", ".join(f"{d}: {c:,} costed nodes" for d, c in dtypes.most_common()) or "no costed node"
+    )
 
 
 def _batch_cell(analysis: Analysis) -> tuple[str, str]:
@@ -231,14 +246,14 @@ def _batch_cell(analysis: Analysis) -> tuple[str, str]:
     return "from the input shapes", "no --batch: axis 0 as the input shapes give it"
 
 
-def _tensor_context(tensor: "TensorInfo", value: list | None = None) -> dict:
+def _tensor_context(tensor: TensorInfo, value: list | None = None) -> dict:
     shape = shape_text(tensor.shape)
     if value is not None:  # a value given with --value
         shape += " = " + ",".join(map(str, value))
     return {"name": tensor.name, "shape": shape, "dtype": dtype_name(tensor.dtype)}
 
 
-def _totals_context(totals: "Totals", memory: "MemoryReport | None") -> dict:
+def _totals_context(totals: Totals, memory: MemoryReport | None) -> dict:
     uncounted = totals.nodes - totals.counted_nodes
     context = {
         "params": si(totals.params),
@@ -277,7 +292,7 @@ def _totals_context(totals: "Totals", memory: "MemoryReport | None") -> dict:
     return context
 
 
-def _problems_context(analysis: "Analysis") -> dict:
+def _problems_context(analysis: Analysis) -> dict:
     totals = analysis.totals
     unresolved = [
         {
@@ -307,7 +322,7 @@ def _problems_context(analysis: "Analysis") -> dict:
 _NOT_COUNTED = {"text": "—", "title": "no node of this op type was counted", "value": "", "cls": "na"}
 
 
-def _ops_context(nodes: "list[NodeRecord]", total_flops: int, reports: "list[TargetReport]") -> list[dict]:
+def _ops_context(nodes: list[NodeRecord], total_flops: int, reports: list[TargetReport]) -> list[dict]:
     groups: dict[str, dict] = {}
     for node in nodes:
         group = groups.setdefault(node.op_type, {"nodes": 0, "uncounted": 0, "macs": 0, "flops": 0, "params": 0})
@@ -339,21 +354,26 @@ def _ops_context(nodes: "list[NodeRecord]", total_flops: int, reports: "list[Tar
             latency = report.latency_s
             spent = per_op.get(op, 0.0)
             part = spent / latency if latency else 0.0
-            time_shares.append({
-                "share": "—" if none_counted else share_percent(part),
-                "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} on {report.target.name}",
-                "bar": bar_width(part),
-            })
-        rows.append({
-            "op": op,
-            "nodes": count_text(group["nodes"]),
-            "uncounted": count_text(group["uncounted"]) if group["uncounted"] else "",
-            **metrics,
-            "share": "—" if none_counted or not total_flops else share_percent(share),
-            "share_title": f"{group['flops']:,} of {total_flops:,} FLOPs",
-            "bar": bar_width(share),
-            "times": time_shares,
-        })
+            time_shares.append(
+                {
+                    "share": "—" if none_counted else share_percent(part),
+                    "title": f"{format_value(spent, 'seconds')} ({spent:.6g} s) of {format_value(latency, 'seconds')} "
+                    f"on {report.target.name}",
+                    "bar": bar_width(part),
+                }
+            )
+        rows.append(
+            {
+                "op": op,
+                "nodes": count_text(group["nodes"]),
+                "uncounted": count_text(group["uncounted"]) if group["uncounted"] else "",
+                **metrics,
+                "share": "—" if none_counted or not total_flops else share_percent(share),
+                "share_title": f"{group['flops']:,} of {total_flops:,} FLOPs",
+                "bar": bar_width(share),
+                "times": time_shares,
+            }
+        )
     return rows
 
 
@@ -364,7 +384,7 @@ def _ops_context(nodes: "list[NodeRecord]", total_flops: int, reports: "list[Tar
 HOTSPOT_NAME = 36  # characters of a kernel's name a hotspot row shows, middle-clipped: the op at its end stays
 
 
-def _hotspots_context(analysis: "Analysis") -> dict:
+def _hotspots_context(analysis: Analysis) -> dict:
     """The ten nodes that take longest on the first target (or have the most FLOPs)."""
     index = {n.name: i for i, n in enumerate(analysis.nodes)}
     if analysis.targets:
@@ -372,7 +392,7 @@ def _hotspots_context(analysis: "Analysis") -> dict:
     return _largest_nodes(analysis.nodes, analysis.totals.flops, index)
 
 
-def _slowest_kernels(report: "TargetReport", index: dict[str, int]) -> dict:
+def _slowest_kernels(report: TargetReport, index: dict[str, int]) -> dict:
     target, latency = report.target, report.latency_s
     top = sorted(report.nodes, key=lambda k: (-k.placement.time_s, index.get(k.name, 0)))[:HOTSPOTS]
     largest = top[0].placement.time_s / latency if top and latency else 0.0  # bars are scaled to the largest share
@@ -381,25 +401,42 @@ def _slowest_kernels(report: "TargetReport", index: dict[str, int]) -> dict:
     for rank, (kernel, short) in enumerate(zip(top, shorts), 1):
         p = kernel.placement
         share = p.time_s / latency if latency else 0.0
-        rows.append({
-            "rank": str(rank), "index": str(index[kernel.name]), "name": kernel.name,
-            "short": short, "op": kernel.op_type,
-            "time": format_value(p.time_s, "seconds"), "time_title": f"{p.time_s:.6g} s",
-            "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
-            "bound": BOUND_LABELS.get(p.bound, p.bound), "bound_key": p.bound,
-            "bound_title": BOUND_TITLES.get(p.bound, ""),
-            "flops": si(p.flops), "flops_title": f"{p.flops:,} FLOPs",
-            "dram": iec(p.dram_bytes), "dram_title": f"{p.dram_bytes:,} DRAM bytes on {target.name}",
-            "intensity": intensity(p.intensity) if p.intensity is not None else "∞",
-            "intensity_title": (f"{p.intensity:.6g} FLOP per DRAM byte" if p.intensity is not None
-                                else "no DRAM bytes: everything stays on chip"),
-        })
-    return {"by": "time", "target": target.name, "rows": rows,
-            "title": f"by time on {target.name}",
-            "sum": share_percent(sum(k.placement.time_s for k in top) / latency) if latency else "0%"}
+        rows.append(
+            {
+                "rank": str(rank),
+                "index": str(index[kernel.name]),
+                "name": kernel.name,
+                "short": short,
+                "op": kernel.op_type,
+                "time": format_value(p.time_s, "seconds"),
+                "time_title": f"{p.time_s:.6g} s",
+                "share": share_percent(share),
+                "bar": bar_width(share / largest if largest else 0.0),
+                "bound": BOUND_LABELS.get(p.bound, p.bound),
+                "bound_key": p.bound,
+                "bound_title": BOUND_TITLES.get(p.bound, ""),
+                "flops": si(p.flops),
+                "flops_title": f"{p.flops:,} FLOPs",
+                "dram": iec(p.dram_bytes),
+                "dram_title": f"{p.dram_bytes:,} DRAM bytes on {target.name}",
+                "intensity": intensity(p.intensity) if p.intensity is not None else "∞",
+                "intensity_title": (
+                    f"{p.intensity:.6g} FLOP per DRAM byte"
+                    if p.intensity is not None
+                    else "no DRAM bytes: everything stays on chip"
+                ),
+            }
+        )
+    return {
+        "by": "time",
+        "target": target.name,
+        "rows": rows,
+        "title": f"by time on {target.name}",
+        "sum": share_percent(sum(k.placement.time_s for k in top) / latency) if latency else "0%",
+    }
 
 
-def _largest_nodes(nodes: "list[NodeRecord]", total: int, index: dict[str, int]) -> dict:
+def _largest_nodes(nodes: list[NodeRecord], total: int, index: dict[str, int]) -> dict:
     """No target, so no times: the nodes with the most FLOPs."""
     top = sorted((n for n in nodes if n.counted), key=lambda n: (-n.flops, n.index))[:HOTSPOTS]
     largest = top[0].flops / total if top and total else 0.0
@@ -408,27 +445,48 @@ def _largest_nodes(nodes: "list[NodeRecord]", total: int, index: dict[str, int])
     for rank, (node, short) in enumerate(zip(top, shorts), 1):
         share = node.flops / total if total else 0.0
         moved = node.weight_bytes + node.input_bytes + node.output_bytes
-        rows.append({
-            "rank": str(rank), "index": str(index[node.name]), "name": node.name,
-            "short": short, "op": node.op_type,
-            "flops": si(node.flops), "flops_title": f"{node.flops:,} FLOPs",
-            "share": share_percent(share), "bar": bar_width(share / largest if largest else 0.0),
-            "bytes": iec(moved), "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",
-            "intensity": intensity(node.intensity), "intensity_title": f"{node.intensity or 0:.6g} FLOP/B",
-        })
-    return {"by": "flops", "target": "", "rows": rows, "title": "by FLOPs (no --target: no times)",
-            "sum": share_percent(sum(n.flops for n in top) / total) if total else "0%"}
+        rows.append(
+            {
+                "rank": str(rank),
+                "index": str(index[node.name]),
+                "name": node.name,
+                "short": short,
+                "op": node.op_type,
+                "flops": si(node.flops),
+                "flops_title": f"{node.flops:,} FLOPs",
+                "share": share_percent(share),
+                "bar": bar_width(share / largest if largest else 0.0),
+                "bytes": iec(moved),
+                "bytes_title": f"{moved:,} bytes (weights + inputs + outputs)",
+                "intensity": intensity(node.intensity),
+                "intensity_title": f"{node.intensity or 0:.6g} FLOP/B",
+            }
+        )
+    return {
+        "by": "flops",
+        "target": "",
+        "rows": rows,
+        "title": "by FLOPs (no --target: no times)",
+        "sum": share_percent(sum(n.flops for n in top) / total) if total else "0%",
+    }
 
 
-def _formulas_context(found: "Formulas") -> dict:
+def _formulas_context(found: Formulas) -> dict:
     """The formulas section: one row per metric (module formulas are summary --symbolic's), and
     each target's latency: its ranges and the bound of its dominant kernels."""
     from ...symbolic.fit_steps import points_text
     from ...symbolic.formulas import CHECK, FAR, LABELS, SAMPLES
 
-    rows = [{"metric": LABELS[metric], "formula": found.text(metric), "reading": found.reading(metric) or "",
-             "ok": polynomial is not None or metric in found.pieces or metric in found.candidates}
-            for metric, polynomial in found.polynomials.items() if metric in LABELS]
+    rows = [
+        {
+            "metric": LABELS[metric],
+            "formula": found.text(metric),
+            "reading": found.reading(metric) or "",
+            "ok": polynomial is not None or metric in found.pieces or metric in found.candidates,
+        }
+        for metric, polynomial in found.polynomials.items()
+        if metric in LABELS
+    ]
     latency = []
     for formula in found.latency:
         if formula.refuted:
@@ -439,13 +497,27 @@ def _formulas_context(found: "Formulas") -> dict:
         if formula.beyond is not None:  # past a spill's start, the settled spill plan's formula
             ranges += [{**row, "span": f"{row['span']}, spilling"} for row in _latency_rows(formula.beyond, found.dims)]
             holds = f"{holds}; past it, {formula.beyond.holds}"
-        latency.append({"target": formula.target, "refuted": None, "kernels": formula.kernels, "ranges": ranges,
-                        "bounds": [{"kernel": g.name, "op": g.op_type, "count": g.count, "bound": formula.bound_text(g)}
-                                   for g in formula.dominant()],
-                        "holds": holds})
+        latency.append(
+            {
+                "target": formula.target,
+                "refuted": None,
+                "kernels": formula.kernels,
+                "ranges": ranges,
+                "bounds": [
+                    {"kernel": g.name, "op": g.op_type, "count": g.count, "bound": formula.bound_text(g)}
+                    for g in formula.dominant()
+                ],
+                "holds": holds,
+            }
+        )
     held = "".join(f", {d} held at {v}" for d, v in found.held.items())
-    return {"dims": ", ".join(found.dims) + held, "rows": rows, "notes": found.notes, "latency": latency,
-            "method": f"exact: {points_text(found.dims, found.steps, SAMPLES, CHECK, FAR)}"}
+    return {
+        "dims": ", ".join(found.dims) + held,
+        "rows": rows,
+        "notes": found.notes,
+        "latency": latency,
+        "method": f"exact: {points_text(found.dims, found.steps, SAMPLES, CHECK, FAR)}",
+    }
 
 
 def _latency_rows(formula, dims: list[str]) -> list[dict]:
@@ -454,4 +526,9 @@ def _latency_rows(formula, dims: list[str]) -> list[dict]:
 
     if len(dims) == 1:
         return [{"span": span, "formula": text} for span, text in formula.shown_ranges()]
-    return [{"span": "at large dims (each kernel bound as there)", "formula": polynomial_text(formula.at_large_dims(), dims, "s")}]
+    return [
+        {
+            "span": "at large dims (each kernel bound as there)",
+            "formula": polynomial_text(formula.at_large_dims(), dims, "s"),
+        }
+    ]

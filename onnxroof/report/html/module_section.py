@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 OPEN_LEVELS = 2  # the root and its children start open; deeper modules start folded
 
 
-def modules_context(analysis: "Analysis") -> dict | None:
+def modules_context(analysis: Analysis) -> dict | None:
     if not has_scopes(analysis):
         return None
     targets = [report.target.name for report in analysis.targets]
@@ -29,18 +29,33 @@ def modules_context(analysis: "Analysis") -> dict | None:
 
     def entry(module: ModuleCost, count: int, label: str, level: int, closes: int) -> dict:
         return {
-            "label": label, "path": module.path or "the whole model", "count": count, "open": level < OPEN_LEVELS,
-            "level": level, "branch": bool(module.children), "closes": closes,
-            "nodes": f"{module.nodes:,}", "macs": si(module.macs), "flops": si(module.flops),
-            "params": si(module.params), "weights": iec(module.weight_bytes),
-            "activations": iec(module.activation_bytes), "peak": iec(module.peak_bytes),
-            "times": [{"text": seconds(module.time_s.get(t, 0.0)),
-                       "share": f"{module.time_s.get(t, 0.0) * count / total[t]:.1%}" if total.get(t) else "–"}
-                      for t in targets],
+            "label": label,
+            "path": module.path or "the whole model",
+            "count": count,
+            "open": level < OPEN_LEVELS,
+            "level": level,
+            "branch": bool(module.children),
+            "closes": closes,
+            "nodes": f"{module.nodes:,}",
+            "macs": si(module.macs),
+            "flops": si(module.flops),
+            "params": si(module.params),
+            "weights": iec(module.weight_bytes),
+            "activations": iec(module.activation_bytes),
+            "peak": iec(module.peak_bytes),
+            "times": [
+                {
+                    "text": seconds(module.time_s.get(t, 0.0)),
+                    "share": f"{module.time_s.get(t, 0.0) * count / total[t]:.1%}" if total.get(t) else "–",
+                }
+                for t in targets
+            ],
         }
 
     # a row closes itself and the rows it ends: its level, less the next row's, plus one
     levels = [level for *_, level in rows] + [0]
-    entries = [entry(module, count, "(model)" if level == 0 else label, level, level - levels[i + 1] + 1)
-               for i, (module, count, label, level) in enumerate(rows)]
+    entries = [
+        entry(module, count, "(model)" if level == 0 else label, level, level - levels[i + 1] + 1)
+        for i, (module, count, label, level) in enumerate(rows)
+    ]
     return {"targets": targets, "rows": entries, "folded": FOLDED_NOTE if is_folded(root) else None}

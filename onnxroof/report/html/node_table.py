@@ -12,10 +12,10 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ...cost.records import NodeStatus
 from ...core.text import printable
-from ..formatting import count_text, format_value, shape_text
+from ...cost.records import NodeStatus
 from ..bounds import BOUND_LABELS, BOUND_TITLES
+from ..formatting import count_text, format_value, shape_text
 from .page import metric_cell
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ NODE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def node_data(analysis: "Analysis") -> dict:
+def node_data(analysis: Analysis) -> dict:
     """The node table as compact JSON: one array per node, repeated strings as indices."""
     nodes = analysis.nodes
     ops, dtypes, shapes, statuses = _Interner(), _Interner(), _Interner(), _Interner()
@@ -54,16 +54,43 @@ def node_data(analysis: "Analysis") -> dict:
         # model text as the page shows it: control characters as '?' (the JSON keeps them exactly)
         shape = printable("; ".join(shape_text(s) for s in node.output_shapes) or "-")
         op = ops((printable(node.op_type), printable(f"{node.domain or 'ai.onnx'}::{node.op_type} ({node.family})")))
-        rows.append([
-            printable(node.name), op, dtypes(node.dtype), shapes(shape), statuses(node.status),
-            node.macs, node.flops, node.params, node.weight_bytes, node.input_bytes, node.output_bytes,
-            printable(node.formula or "") if with_formulas else "", printable(node.reason or ""),
-        ])
+        rows.append(
+            [
+                printable(node.name),
+                op,
+                dtypes(node.dtype),
+                shapes(shape),
+                statuses(node.status),
+                node.macs,
+                node.flops,
+                node.params,
+                node.weight_bytes,
+                node.input_bytes,
+                node.output_bytes,
+                printable(node.formula or "") if with_formulas else "",
+                printable(node.reason or ""),
+            ]
+        )
     index = {node.name: position for position, node in enumerate(nodes)}
     return {
-        "columns": ["name", "op", "dtype", "shape", "status", "macs", "flops", "params", "weight_bytes",
-                    "input_bytes", "output_bytes", "formula", "reason"],
-        "ops": [list(op) for op in ops.values], "dtypes": dtypes.values, "shapes": shapes.values,
+        "columns": [
+            "name",
+            "op",
+            "dtype",
+            "shape",
+            "status",
+            "macs",
+            "flops",
+            "params",
+            "weight_bytes",
+            "input_bytes",
+            "output_bytes",
+            "formula",
+            "reason",
+        ],
+        "ops": [list(op) for op in ops.values],
+        "dtypes": dtypes.values,
+        "shapes": shapes.values,
         "statuses": [[s, STATUS_LABELS.get(s, s)] for s in statuses.values],
         "bounds": [[b, BOUND_LABELS[b], BOUND_TITLES[b]] for b in BOUND_LABELS],
         "targets": [_target_columns(report, index) for report in analysis.targets],
@@ -73,7 +100,7 @@ def node_data(analysis: "Analysis") -> dict:
     }
 
 
-def _target_columns(report: "TargetReport", index: dict[str, int]) -> dict:
+def _target_columns(report: TargetReport, index: dict[str, int]) -> dict:
     """A target's columns of the node table: each kernel's time, DRAM bytes and bound on the row
     of its first node, and for a fused node the row of its kernel."""
     bounds = list(BOUND_LABELS)
@@ -93,8 +120,14 @@ def _target_columns(report: "TargetReport", index: dict[str, int]) -> dict:
         for member in placed.nodes[1:]:
             if member in index:
                 kernel[index[member]] = position
-    return {"name": report.target.name, "latency_s": report.latency_s, "time": time, "dram": dram,
-            "bound": bound, "kernel": kernel}
+    return {
+        "name": report.target.name,
+        "latency_s": report.latency_s,
+        "time": time,
+        "dram": dram,
+        "bound": bound,
+        "kernel": kernel,
+    }
 
 
 class _Interner:
@@ -116,7 +149,7 @@ def _round(value: float | None) -> float | None:
     return None if value is None else float(f"{value:.6g}")
 
 
-def node_table_context(analysis: "Analysis") -> dict:
+def node_table_context(analysis: Analysis) -> dict:
     nodes = analysis.nodes
     targets = [r.target.name for r in analysis.targets]
     placements = [{k.name: k.placement for k in r.nodes} for r in analysis.targets]
@@ -127,15 +160,22 @@ def node_table_context(analysis: "Analysis") -> dict:
         present = Counter(k.placement.bound for k in report.nodes)
         for bound in BOUND_LABELS:
             if present.get(bound):
-                bound_options.append({"value": f"{number}:{bound}",
-                                      "label": f"{report.target.name}: {BOUND_LABELS[bound]} ({present[bound]:,})"})
+                bound_options.append(
+                    {
+                        "value": f"{number}:{bound}",
+                        "label": f"{report.target.name}: {BOUND_LABELS[bound]} ({present[bound]:,})",
+                    }
+                )
     pages = max(1, math.ceil(len(nodes) / PAGE_SIZE))
     return {
         "columns": [{"key": key, "label": label} for key, label, _, _ in NODE_COLUMNS],
         "targets": targets,
-        "rows": [_row_context(position, node, [p.get(node.name) for p in placements], targets,
-                              [f.get(node.name) for f in fused])
-                 for position, node in enumerate(first)],
+        "rows": [
+            _row_context(
+                position, node, [p.get(node.name) for p in placements], targets, [f.get(node.name) for f in fused]
+            )
+            for position, node in enumerate(first)
+        ],
         "op_options": [
             {"value": op, "label": f"{op} ({count:,})"}
             for op, count in sorted(Counter(n.op_type for n in nodes).items(), key=lambda kv: kv[0].lower())
@@ -149,8 +189,9 @@ def node_table_context(analysis: "Analysis") -> dict:
     }
 
 
-def _row_context(position: int, node: "NodeRecord", placements: "list[Placement | None]", targets: list[str],
-                 kernels: list[str | None]) -> dict:
+def _row_context(
+    position: int, node: NodeRecord, placements: list[Placement | None], targets: list[str], kernels: list[str | None]
+) -> dict:
     """One row of the node table; ``position`` is the node's place in execution order. The
     script renders the same markup from the compact JSON (keep the two in step)."""
     counted = node.counted
@@ -163,8 +204,10 @@ def _row_context(position: int, node: "NodeRecord", placements: "list[Placement 
             continue
         if key == "bytes":
             metric = metric_cell(total_bytes, kind, unit)
-            metric["title"] = (f"{node.weight_bytes:,} weight + {node.input_bytes:,} input + "
-                               f"{node.output_bytes:,} output = {total_bytes:,} bytes")
+            metric["title"] = (
+                f"{node.weight_bytes:,} weight + {node.input_bytes:,} input + "
+                f"{node.output_bytes:,} output = {total_bytes:,} bytes"
+            )
         else:
             metric = metric_cell(getattr(node, key), kind, unit)
         if key == "flops" and node.formula:
@@ -172,8 +215,14 @@ def _row_context(position: int, node: "NodeRecord", placements: "list[Placement 
         metrics.append(metric)
     for placement, target, kernel in zip(placements, targets, kernels):
         if placement is None and kernel is not None:
-            metrics.append({"text": "fused", "title": f"runs inside the kernel of {kernel} on {target}: "
-                            "that row has the kernel's time", "value": "", "cls": "na fused"})
+            metrics.append(
+                {
+                    "text": "fused",
+                    "title": f"runs inside the kernel of {kernel} on {target}: that row has the kernel's time",
+                    "value": "",
+                    "cls": "na fused",
+                }
+            )
             metrics.append({"text": "—", "title": "", "value": "", "cls": "na", "badge": True})
             continue
         if placement is None:
@@ -181,12 +230,24 @@ def _row_context(position: int, node: "NodeRecord", placements: "list[Placement 
             metrics.append({"text": "—", "title": "", "value": "", "cls": "na", "badge": True})
             continue
         time_s = placement.time_s
-        metrics.append({"text": format_value(_round(time_s), "seconds"),
-                        "title": f"{_round(time_s):.6g} s on {target} · {placement.dram_bytes:,} DRAM bytes",
-                        "value": repr(_round(time_s)), "cls": "zero" if time_s == 0 else ""})
+        metrics.append(
+            {
+                "text": format_value(_round(time_s), "seconds"),
+                "title": f"{_round(time_s):.6g} s on {target} · {placement.dram_bytes:,} DRAM bytes",
+                "value": repr(_round(time_s)),
+                "cls": "zero" if time_s == 0 else "",
+            }
+        )
         bound = placement.bound
-        metrics.append({"text": BOUND_LABELS.get(bound, bound), "title": BOUND_TITLES.get(bound, bound),
-                        "value": bound, "cls": f"bound bound-{bound}", "badge": True})
+        metrics.append(
+            {
+                "text": BOUND_LABELS.get(bound, bound),
+                "title": BOUND_TITLES.get(bound, bound),
+                "value": bound,
+                "cls": f"bound bound-{bound}",
+                "badge": True,
+            }
+        )
     shape = "; ".join(shape_text(s) for s in node.output_shapes) or "-"
     return {
         "index": str(position),

@@ -24,7 +24,8 @@ def notebook_html(analysis: Analysis, review: Review | None = None) -> str:
 
     page = render_page(TEMPLATE, model_page(analysis, review=review))
     shown = min(len(review.findings), 6) if review is not None else 0
-    height = (HEADING_PX + FINDING_PX * shown + CARDS_PX
-              + (TARGET_PX + ROOFLINE_PX) * len(analysis.targets))
-    return (f'<iframe title="onnxroof: {escape(analysis.model.label)}" srcdoc="{escape(page, quote=True)}" '
-            f'style="width: 100%; height: {min(height, MAX_HEIGHT_PX)}px; border: 0"></iframe>')
+    height = HEADING_PX + FINDING_PX * shown + CARDS_PX + (TARGET_PX + ROOFLINE_PX) * len(analysis.targets)
+    return (
+        f'<iframe title="onnxroof: {escape(analysis.model.label)}" srcdoc="{escape(page, quote=True)}" '
+        f'style="width: 100%; height: {min(height, MAX_HEIGHT_PX)}px; border: 0"></iframe>'
+    )

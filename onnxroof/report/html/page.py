@@ -17,28 +17,35 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import math
+import re
 from dataclasses import dataclass, fields
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 from markupsafe import Markup
 
-from ...core.version import __version__
 from ...core.dtypes import dtype_name
 from ...core.resources import resource_dir
 from ...core.text import page_text
 from ...core.units import iec, intensity, si
-from ..formatting import (as_bound, count_text, format_value, latency_kind_short, latency_kind_words, shape_text,
-                          share_percent)
+from ...core.version import __version__
 from ..bounds import BOUND_LABELS, bound_line, time_by_bound
+from ..formatting import (
+    as_bound,
+    count_text,
+    format_value,
+    latency_kind_short,
+    latency_kind_words,
+    shape_text,
+    share_percent,
+)
 
 if TYPE_CHECKING:
+    from ...findings import DeviceFit
     from ...result import Analysis
     from ...roofline.placement import TargetReport
-    from ...findings import DeviceFit
 
 SCRIPT_TEMPLATE = "partials/_script.js.j2"
 # a few distinct colours for models in compare / sweep / diff pages
@@ -53,10 +60,16 @@ def script_json(value: Any) -> str:
     try:  # nearly always: no NaN or infinity anywhere, and no need to copy the whole value
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
     except ValueError:
-        text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False,
-                          check_circular=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = json.dumps(
+            _finite(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
+        )
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(raw, escaped)
     # DEL and the C1 controls, which JSON leaves raw and HTML calls a parse error: escaped, the value kept
     return _RAW_CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
@@ -74,13 +87,11 @@ def render_page(template: str, view: Any) -> str:
     return env.get_template(template).render(context)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-        autoescape=jinja2.select_autoescape(
-            enabled_extensions=("html", "j2"), default_for_string=True, default=True
-        ),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2"), default_for_string=True, default=True),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -125,7 +136,7 @@ class TargetCard:
     memory_title: str = ""
 
 
-def target_card(report: "TargetReport", fit: "DeviceFit | None" = None) -> TargetCard:
+def target_card(report: TargetReport, fit: DeviceFit | None = None) -> TargetCard:
     """One target's card: latency, throughput, bound, energy; whether the model fits in its memory
     (``fit``, the findings stage's; None: not shown)."""
     share = report.time_share
@@ -147,44 +158,62 @@ def target_card(report: "TargetReport", fit: "DeviceFit | None" = None) -> Targe
         bound_key=main,
         bound_share=share_percent(share.get(main, 0.0)),
         time_split=time_by_bound(share),
-        bound_title="share of the latency per bound: " + time_by_bound(share)
-        + f"; the whole-model point (total FLOPs ÷ total DRAM bytes) is {BOUND_LABELS.get(point.bound, point.bound)}-bound",
+        bound_title="share of the latency per bound: "
+        + time_by_bound(share)
+        + "; the whole-model point (total FLOPs ÷ total DRAM bytes) is "
+        + f"{BOUND_LABELS.get(point.bound, point.bound)}-bound",
         point_bound=BOUND_LABELS.get(point.bound, point.bound),
         point_bound_key=point.bound,
         bound_line=bound_line(point.bound, share),
         energy=format_value(energy, "joules") if energy is not None else "n/a",
-        energy_title=(f"{report.energy_kind} energy per run: " + ", ".join(
-            f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}" for part, value in split.items())
-            + (f" ({energy:.6g} J)" if energy is not None else "")) if energy is not None
-        else "the target gives no energy figure for part of the work: " + ", ".join(p for p, v in split.items() if v is None),
+        energy_title=(
+            f"{report.energy_kind} energy per run: "
+            + ", ".join(
+                f"{part} {format_value(value, 'joules') if value is not None else 'n/a'}"
+                for part, value in split.items()
+            )
+            + (f" ({energy:.6g} J)" if energy is not None else "")
+        )
+        if energy is not None
+        else "the target gives no energy figure for part of the work: "
+        + ", ".join(p for p, v in split.items() if v is None),
         utilization=share_percent(report.utilization) if report.utilization < 0.9995 else "100%",
         utilization_title=f"{report.utilization:.4%} of the model's main roof ({point.roof}) over the latency",
-        latency_kind=latency_kind_short(report) + (" · launch cost borrowed" if "node_overhead_s" in report.borrowed else ""),
+        latency_kind=latency_kind_short(report)
+        + (" · launch cost borrowed" if "node_overhead_s" in report.borrowed else ""),
         energy_kind=report.energy_kind,
         **_memory_fit(fit),
     )
 
 
-def _memory_fit(fit: "DeviceFit | None") -> dict:
+def _memory_fit(fit: DeviceFit | None) -> dict:
     """The card's memory entry: whether the model fits in the device memory, the largest batch."""
     if fit is None or fit.fits is None:
         return {}
     from ...findings.wording import fit_text  # (loaded once an analysis was reviewed)
 
-    room = [f"batch ≤ {fit.largest_batch:,}" if fit.largest_batch is not None else "",
-            f"context ≤ {fit.longest_context:,}" if fit.longest_context is not None else ""]
-    return {"memory": "fits" if fit.fits else "does not fit", "memory_sub": ", ".join(r for r in room if r),
-            "memory_title": fit_text(fit) + (f"; {fit.how}" if fit.how else "")}
+    room = [
+        f"batch ≤ {fit.largest_batch:,}" if fit.largest_batch is not None else "",
+        f"context ≤ {fit.longest_context:,}" if fit.longest_context is not None else "",
+    ]
+    return {
+        "memory": "fits" if fit.fits else "does not fit",
+        "memory_sub": ", ".join(r for r in room if r),
+        "memory_title": fit_text(fit) + (f"; {fit.how}" if fit.how else ""),
+    }
 
 
-def report_on(analysis: "Analysis", target: str) -> "TargetReport | None":
+def report_on(analysis: Analysis, target: str) -> TargetReport | None:
     """The analysis's report on the target of that name (None: not analysed on it)."""
     return next((r for r in analysis.targets if r.target.name == target), None)
 
 
-def target_capacities(analysis: "Analysis") -> list[tuple[str, int]]:
-    return [(f"{r.target.name} on-chip", int(r.target.onchip_bytes.value))
-            for r in analysis.targets if r.target.onchip_bytes]
+def target_capacities(analysis: Analysis) -> list[tuple[str, int]]:
+    return [
+        (f"{r.target.name} on-chip", int(r.target.onchip_bytes.value))
+        for r in analysis.targets
+        if r.target.onchip_bytes
+    ]
 
 
 @dataclass
@@ -199,12 +228,15 @@ class ModelSide:
     inputs: str
 
 
-def model_side(analysis: "Analysis", role: str) -> ModelSide:
+def model_side(analysis: Analysis, role: str) -> ModelSide:
     """A model in a page's header: its name, file, node count, producer and inputs."""
     model = analysis.model
     return ModelSide(
-        role=role, name=model.name, path=model.path or "in memory",
-        nodes=count_text(model.node_count), producer=model.producer or "unknown",
+        role=role,
+        name=model.name,
+        path=model.path or "in memory",
+        nodes=count_text(model.node_count),
+        producer=model.producer or "unknown",
         inputs=", ".join(f"{t.name} {shape_text(t.shape)} {dtype_name(t.dtype)}" for t in analysis.inputs),
     )
 

@@ -22,13 +22,20 @@ contexts) and ``report/formatting.py`` (numbers). The pages import those, never 
 
 from __future__ import annotations
 
+from ..formatting import shape_text
 from .compare_page import render_compare_html
 from .diff_page import render_diff_html
 from .model_page import render_html
-from ..formatting import shape_text
 from .page import script_json
 from .profile_page import render_profile_html
 from .sweep_page import render_sweep_html
 
-__all__ = ["render_html", "render_diff_html", "render_compare_html", "render_sweep_html", "render_profile_html",
-           "script_json", "shape_text"]
+__all__ = [
+    "render_html",
+    "render_diff_html",
+    "render_compare_html",
+    "render_sweep_html",
+    "render_profile_html",
+    "script_json",
+    "shape_text",
+]

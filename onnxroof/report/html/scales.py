@@ -23,13 +23,21 @@ Everything here is pure (numbers in; numbers, labels and SVG path data out). A s
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from ...core.units import iec, si
 
 __all__ = [
-    "KINDS", "Tick", "LinearScale", "LogScale", "Bucket", "downsample", "step_path", "line_path", "area_points",
+    "KINDS",
+    "Tick",
+    "LinearScale",
+    "LogScale",
+    "Bucket",
+    "downsample",
+    "step_path",
+    "line_path",
+    "area_points",
     "svg_number",
 ]
 
@@ -109,7 +117,7 @@ class LinearScale:
             ticks.append(Tick(value, self(value), _linear_label(in_unit, exponent, kind, decimals)))
         return ticks
 
-    def nice(self, count: int = 5, kind: str = "number") -> "LinearScale":
+    def nice(self, count: int = 5, kind: str = "number") -> LinearScale:
         """The same scale with its domain widened to round ticks, so the ticks cover the domain.
 
         Widening can move the labels to the next unit (1,200 KiB -> 1.5 MiB); it repeats until
@@ -197,10 +205,10 @@ class LogScale:
         if kind != "bytes" and len(values) < 3:
             # under two decades: 1-2-5 in between
             values = [
-                _clean(m * 10.0 ** e)
+                _clean(m * 10.0**e)
                 for e in range(first - 1, last + 1)
                 for m in (1, 2, 5)
-                if lo * (1 - _EPSILON) <= m * 10.0 ** e <= hi * (1 + _EPSILON)
+                if lo * (1 - _EPSILON) <= m * 10.0**e <= hi * (1 + _EPSILON)
             ]
         if len(values) < 2:
             # a narrow domain (less than a factor 2.5): round linear ticks, placed on this scale
@@ -217,13 +225,13 @@ class LogScale:
         majors = {t.value for t in self.ticks(kind=kind)}
         if kind == "bytes":
             first, last = _ceil(math.log2(lo)), _floor(math.log2(hi))
-            values = [2.0 ** e for e in range(first, last + 1)]
+            values = [2.0**e for e in range(first, last + 1)]
         else:
             first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-            values = [_clean(m * 10.0 ** e) for e in range(first, last + 1) for m in range(1, 10)]
+            values = [_clean(m * 10.0**e) for e in range(first, last + 1) for m in range(1, 10)]
         return [v for v in values if lo * (1 - _EPSILON) <= v <= hi * (1 + _EPSILON) and v not in majors]
 
-    def nice(self, kind: str = "count") -> "LogScale":
+    def nice(self, kind: str = "count") -> LogScale:
         """The same scale widened to whole tick steps (decades, or the byte step's powers of 2)."""
         check_kind(kind)
         lo, hi = sorted(self.domain)
@@ -319,7 +327,13 @@ def _linear_label(in_unit: float, exponent: int, kind: str, decimals: int) -> st
 
 def _log_label(value: float, kind: str) -> str:
     if kind == "bytes":
-        return iec(int(value)) if value >= 1 and float(value).is_integer() else iec(value) if value >= 1024 else f"{value:.3g} B"
+        return (
+            iec(int(value))
+            if value >= 1 and float(value).is_integer()
+            else iec(value)
+            if value >= 1024
+            else f"{value:.3g} B"
+        )
     if kind == "count":
         return si(value)
     return f"{value:,.15g}"
@@ -404,7 +418,7 @@ def area_points(buckets: Sequence[Bucket], x: LinearScale, y: LinearScale, basel
     return " ".join(points)
 
 
-def line_path(points: Iterable[tuple[float, float]], x: "LinearScale | LogScale", y: "LinearScale | LogScale") -> str:
+def line_path(points: Iterable[tuple[float, float]], x: LinearScale | LogScale, y: LinearScale | LogScale) -> str:
     """SVG path data through data points, straight segments (a roofline, a polyline series)."""
     parts = []
     for index, (px, py) in enumerate(points):

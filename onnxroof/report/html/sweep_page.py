@@ -82,9 +82,10 @@ def sweep_page(points: list[SweepPoint]) -> SweepPage:
     decoder = any(a.llm is not None for a in analyses)
     latency_chart, tokens_chart = _xy_charts(points, symbols, labels, target_names, decoder)
     timeline = overlay_timeline_context(
-        [(label, a.memory.model_order) for label, a in list(zip(labels, analyses))[:len(SERIES_COLOURS)]],
+        [(label, a.memory.model_order) for label, a in list(zip(labels, analyses))[: len(SERIES_COLOURS)]],
         target_capacities(analyses[0]),
-        f"Live activation bytes per step at {min(len(points), len(SERIES_COLOURS))} sweep points", colours=True,
+        f"Live activation bytes per step at {min(len(points), len(SERIES_COLOURS))} sweep points",
+        colours=True,
     )
     return SweepPage(
         title=f"{analyses[0].model.name} · sweep over {', '.join(symbols)}",
@@ -117,8 +118,11 @@ def _table_row(point: SweepPoint, symbols: list[str], target_names: list[str]) -
     tokens per second for a decoder)."""
     analysis = point.analysis
     totals = analysis.totals
-    cells = [value_cell(totals.flops, "count", "FLOPs"), value_cell(totals.params, "count", "parameters"),
-             value_cell(analysis.memory.model_order.peak_bytes, "bytes", "bytes")]
+    cells = [
+        value_cell(totals.flops, "count", "FLOPs"),
+        value_cell(totals.params, "count", "parameters"),
+        value_cell(analysis.memory.model_order.peak_bytes, "bytes", "bytes"),
+    ]
     for name in target_names:
         report = report_on(analysis, name)
         if report is None:
@@ -132,21 +136,39 @@ def _table_row(point: SweepPoint, symbols: list[str], target_names: list[str]) -
         ]
         if analysis.llm is not None:
             tokens = analysis.llm.tokens_per_s.get(name)
-            cells.append({"text": f"{tokens:,.1f}" if tokens else "—",
-                          "title": f"{tokens:.6g} new tokens per second" if tokens else "", "value": None, "cls": ""})
-    return {"point_values": [str(point.values[s]) for s in symbols], "cells": cells, "complete": analysis.complete,
-            "bounds_note": analysis.bounds_note}
+            cells.append(
+                {
+                    "text": f"{tokens:,.1f}" if tokens else "—",
+                    "title": f"{tokens:.6g} new tokens per second" if tokens else "",
+                    "value": None,
+                    "cls": "",
+                }
+            )
+    return {
+        "point_values": [str(point.values[s]) for s in symbols],
+        "cells": cells,
+        "complete": analysis.complete,
+        "bounds_note": analysis.bounds_note,
+    }
 
 
 def _sweep_roofline(number: int, name: str, points: list[SweepPoint], symbols: list[str], labels: list[str]) -> dict:
     """The model point's path across one target's roofline: a diamond per sweep point."""
     per_point = [report_on(p.analysis, name) for p in points]
     reference = next(r for r in per_point if r is not None).target
-    marks = [(r.model_point.intensity, achieved_rate(r.model_point.flops, r.latency_s))
-             if r is not None and r.model_point.flops and r.latency_s else None for r in per_point]
+    marks = [
+        (r.model_point.intensity, achieved_rate(r.model_point.flops, r.latency_s))
+        if r is not None and r.model_point.flops and r.latency_s
+        else None
+        for r in per_point
+    ]
     chart = roofline_chart(
-        [(label, peak) for label, peak, _ in roof_groups(reference)], bandwidth_roofs(reference), [],
-        [m for m in marks if m is not None], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1] - 40,
+        [(label, peak) for label, peak, _ in roof_groups(reference)],
+        bandwidth_roofs(reference),
+        [],
+        [m for m in marks if m is not None],
+        width=ROOFLINE_SIZE[0],
+        height=ROOFLINE_SIZE[1] - 40,
     )
     context = roofline_frame(reference, chart, f"sweep-roofline-{number}")
     placed = [chart.place(*m) if m is not None else None for m in marks]
@@ -155,8 +177,12 @@ def _sweep_roofline(number: int, name: str, points: list[SweepPoint], symbols: l
         if p is not None and report is not None:
             context["marks"].append(_point_mark(chart, p, label, name, report))
     place_mark_labels(context, chart)
-    return {**context, "name": name, "description": reference.description,
-            "summary": f"The whole-model point on {name} at each of {len(points)} sweep points"}
+    return {
+        **context,
+        "name": name,
+        "description": reference.description,
+        "summary": f"The whole-model point on {name} at each of {len(points)} sweep points",
+    }
 
 
 def _sweep_paths(placed: list, points: list[SweepPoint], symbols: list[str], bounds: list[bool]) -> list[dict]:
@@ -172,12 +198,15 @@ def _sweep_paths(placed: list, points: list[SweepPoint], symbols: list[str], bou
                 runs[-1].append(placed[i])
         for path in runs:
             if len(path) > 1:
-                paths.append({
-                    "d": "".join(f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}"
-                                 for i, p in enumerate(path)),
-                    "cls": "sweep-path",
-                    "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
-                })
+                paths.append(
+                    {
+                        "d": "".join(
+                            f"{'M' if i == 0 else 'L'}{svg_number(p.x)},{svg_number(p.y)}" for i, p in enumerate(path)
+                        ),
+                        "cls": "sweep-path",
+                        "title": f"the whole-model point as {symbols[0]} sweeps" + (f" at {values}" if values else ""),
+                    }
+                )
     return paths
 
 
@@ -185,20 +214,25 @@ def _point_mark(chart: RooflineChart, placed, label: str, name: str, report: Tar
     mp = report.model_point
     card = target_card(report)
     # nodes left out: the point is hollow (its FLOPs and rate are at most these, its latency at least)
-    mark = model_mark(placed, chart, "model model-sweep" + ("" if report.complete else " bound-only"),
-                      label + ("" if report.complete else " (bound)"),
-                      f"{label} on {name}\nintensity: "
-                      + (f"{intensity(mp.intensity)} FLOP/B" if mp.intensity is not None else "∞")
-                      + f"\nachieved: {si(achieved_rate(mp.flops, report.latency_s), 'FLOP/s')}"
-                      + f"\nlatency: {card.latency} ({card.latency_kind})"
-                      + f"\nbound: {card.bound}",
-                      SERIES_COLOURS[0])
+    mark = model_mark(
+        placed,
+        chart,
+        "model model-sweep" + ("" if report.complete else " bound-only"),
+        label + ("" if report.complete else " (bound)"),
+        f"{label} on {name}\nintensity: "
+        + (f"{intensity(mp.intensity)} FLOP/B" if mp.intensity is not None else "∞")
+        + f"\nachieved: {si(achieved_rate(mp.flops, report.latency_s), 'FLOP/s')}"
+        + f"\nlatency: {card.latency} ({card.latency_kind})"
+        + f"\nbound: {card.bound}",
+        SERIES_COLOURS[0],
+    )
     mark["d"] = diamond_path(placed.x, placed.y, 5.5)
     return mark
 
 
-def _xy_charts(points: list[SweepPoint], symbols: list[str], labels: list[str], target_names: list[str],
-               decoder: bool) -> tuple[dict | None, dict | None]:
+def _xy_charts(
+    points: list[SweepPoint], symbols: list[str], labels: list[str], target_names: list[str], decoder: bool
+) -> tuple[dict | None, dict | None]:
     """Latency (and, for a decoder, new tokens per second) against the swept value; a point whose
     analysis left nodes out is drawn hollow and its line broken at it (its figures are bounds)."""
     if not target_names:
@@ -210,19 +244,24 @@ def _xy_charts(points: list[SweepPoint], symbols: list[str], labels: list[str], 
     x_title = symbols[0] if single else " · ".join(symbols)
     reports = [[report_on(a, name) if a is not None else None for a in analyses] for _, name, analyses in lines]
     latencies = [(series, [r.latency_s if r else None for r in per_x]) for (series, _, _), per_x in zip(lines, reports)]
-    latency_chart = _xy_context("latency", xs, latencies, f"latency per run vs {against}", "seconds", labels, wide,
-                                x_title, reports)
+    latency_chart = _xy_context(
+        "latency", xs, latencies, f"latency per run vs {against}", "seconds", labels, wide, x_title, reports
+    )
     if not decoder:
         return latency_chart, None
-    tokens = [(series, [a.llm.tokens_per_s.get(name) if a is not None and a.llm is not None else None
-                        for a in analyses]) for series, name, analyses in lines]
-    tokens_chart = _xy_context("tokens", xs, tokens, f"new tokens per second vs {against}", "per_second", labels,
-                               wide, x_title, reports)
+    tokens = [
+        (series, [a.llm.tokens_per_s.get(name) if a is not None and a.llm is not None else None for a in analyses])
+        for series, name, analyses in lines
+    ]
+    tokens_chart = _xy_context(
+        "tokens", xs, tokens, f"new tokens per second vs {against}", "per_second", labels, wide, x_title, reports
+    )
     return latency_chart, tokens_chart
 
 
-def _xy_lines(points: list[SweepPoint], symbols: list[str], labels: list[str],
-              target_names: list[str]) -> tuple[list, list[str], list[tuple[str, str, list[Analysis | None]]]]:
+def _xy_lines(
+    points: list[SweepPoint], symbols: list[str], labels: list[str], target_names: list[str]
+) -> tuple[list, list[str], list[tuple[str, str, list[Analysis | None]]]]:
     """The x values, their labels, and the lines (name, target, the analysis at each x): with two
     symbols x is the first and there is a line per target and value of the second; with one, a
     line per target; with more, the x axis names the points by their values alone ("16 · int8")."""
@@ -236,8 +275,9 @@ def _xy_lines(points: list[SweepPoint], symbols: list[str], labels: list[str],
     return xs, labels, [(name, name, [p.analysis for p in points]) for name in target_names]
 
 
-def _lines_by_target_and_second(points: list[SweepPoint], symbols: list[str], xs: list,
-                                target_names: list[str]) -> list[tuple[str, str, list[Analysis | None]]]:
+def _lines_by_target_and_second(
+    points: list[SweepPoint], symbols: list[str], xs: list, target_names: list[str]
+) -> list[tuple[str, str, list[Analysis | None]]]:
     """One line per target and value of the second symbol: (its name, the target, the analysis at
     each of the first symbol's values, None where the sweep has no such point)."""
     position = {(p.values[symbols[0]], p.values[symbols[1]]): k for k, p in enumerate(points)}
@@ -245,8 +285,13 @@ def _lines_by_target_and_second(points: list[SweepPoint], symbols: list[str], xs
     for name in target_names:
         for values, members in _lines_by_second(points, symbols):
             second = points[members[0]].values[symbols[1]]
-            lines.append((f"{name} · {values}", name, [points[position[(x, second)]].analysis
-                                                       if (x, second) in position else None for x in xs]))
+            lines.append(
+                (
+                    f"{name} · {values}",
+                    name,
+                    [points[position[(x, second)]].analysis if (x, second) in position else None for x in xs],
+                )
+            )
     return lines
 
 
@@ -261,9 +306,17 @@ def _lines_by_second(points: list[SweepPoint], symbols: list[str]) -> list[tuple
     return [(f"{symbols[1]}={value}", members) for value, members in groups.items()]
 
 
-def _xy_context(key: str, xs: list, series: list[tuple[str, list[float | None]]], title: str, unit: str,
-                labels: list[str], wide: bool = False, x_title: str = "",
-                reports: list[list[TargetReport | None]] | None = None) -> dict:
+def _xy_context(
+    key: str,
+    xs: list,
+    series: list[tuple[str, list[float | None]]],
+    title: str,
+    unit: str,
+    labels: list[str],
+    wide: bool = False,
+    x_title: str = "",
+    reports: list[list[TargetReport | None]] | None = None,
+) -> dict:
     """The chart's view; ``reports`` (per series, per x) are the target reports behind the values:
     where one is incomplete its point is hollow, titled as the bound it is, and its line breaks."""
     reports = reports or [[None] * len(values) for _, values in series]
@@ -281,23 +334,36 @@ def _xy_context(key: str, xs: list, series: list[tuple[str, list[float | None]]]
             text = format_value(value, unit)
             if hollow:  # a latency is at least this, a throughput at most
                 text = f"{'≤' if unit == 'per_second' else '≥'} {text}, {latency_kind_short(report)}"
-            points.append({"cx": svg_number(pixel[0]), "cy": svg_number(pixel[1]), "hollow": hollow,
-                           "title": f"{name} · {label}: {text} ({value:.6g})"})
+            points.append(
+                {
+                    "cx": svg_number(pixel[0]),
+                    "cy": svg_number(pixel[1]),
+                    "hollow": hollow,
+                    "title": f"{name} · {label}: {text} ({value:.6g})",
+                }
+            )
         lines.append({"name": name, "colour": colour, "d": laid.path, "points": points})
     y_ticks = []
     for tick in chart.y_ticks:
         label = (si(tick.value) + "/s") if unit == "per_second" else format_value(tick.value, unit)
         y_ticks.append({"y": svg_number(tick.position), "label": label if tick.value else "0"})
     return {
-        "id": f"xy-{key}", "title": title,
+        "id": f"xy-{key}",
+        "title": title,
         "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
-        "width": svg_number(chart.width), "height": svg_number(chart.height),
-        "left": svg_number(plot.left), "right": svg_number(plot.right), "top": svg_number(plot.top),
-        "bottom": svg_number(plot.bottom), "tick_end": svg_number(plot.bottom + 5),
+        "width": svg_number(chart.width),
+        "height": svg_number(chart.height),
+        "left": svg_number(plot.left),
+        "right": svg_number(plot.right),
+        "top": svg_number(plot.top),
+        "bottom": svg_number(plot.bottom),
+        "tick_end": svg_number(plot.bottom + 5),
         "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
         "y_ticks": y_ticks,
-        "x_title": x_title + (" (log scale)" if chart.x_mode == "log" else ""), "y_log": chart.y_mode == "log",
-        "x_title_x": svg_number((plot.left + plot.right) / 2), "x_title_y": svg_number(chart.height - 6),
+        "x_title": x_title + (" (log scale)" if chart.x_mode == "log" else ""),
+        "y_log": chart.y_mode == "log",
+        "x_title_x": svg_number((plot.left + plot.right) / 2),
+        "x_title_y": svg_number(chart.height - 6),
         "lines": lines,
         "has_bounds": any(p["hollow"] for line in lines for p in line["points"]),
     }

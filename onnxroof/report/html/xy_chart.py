@@ -74,8 +74,18 @@ def xy_chart(
     for number, (key, ys) in enumerate(series):
         pixels = _pixels(xs, ys, x_axis, y_axis)
         laid.append(XYSeries(key, _broken_path(pixels, bounds[number] if number < len(bounds) else ()), pixels))
-    return XYChart(width, height, plot, x_axis.mode, y_axis.mode, x_axis.scale, y_axis.scale,
-                   tuple(x_axis.ticks), tuple(y_axis.ticks), tuple(laid))
+    return XYChart(
+        width,
+        height,
+        plot,
+        x_axis.mode,
+        y_axis.mode,
+        x_axis.scale,
+        y_axis.scale,
+        tuple(x_axis.ticks),
+        tuple(y_axis.ticks),
+        tuple(laid),
+    )
 
 
 def _x_axis(xs: Sequence[float | str], plot: Box, log_ratio: float) -> _Axis:
@@ -111,8 +121,9 @@ def _y_axis(series: Sequence[tuple[str, Sequence[float | None]]], plot: Box, y_k
     return _Axis("linear", scale, scale.ticks(5, y_kind))
 
 
-def _pixels(xs: Sequence, ys: Sequence[float | None], x_axis: _Axis,
-            y_axis: _Axis) -> tuple[tuple[float, float] | None, ...]:
+def _pixels(
+    xs: Sequence, ys: Sequence[float | None], x_axis: _Axis, y_axis: _Axis
+) -> tuple[tuple[float, float] | None, ...]:
     """Each value's pixel; None where it is missing, not finite, or not positive on a log axis."""
     pixels: list[tuple[float, float] | None] = []
     for index, value in enumerate(ys):

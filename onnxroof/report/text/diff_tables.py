@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from ...core.units import iec, si
 from ...core.version import __version__
-from ...result import target_entry
 from ...findings.wording import gain_text
+from ...result import target_entry
 from ..bounds import bound_label, time_by_bound
 from ..formatting import as_bound, format_value, percent_text, side_time, side_value, signed_change, verdict
 from .markdown import details, escape, html_text, table
@@ -33,16 +33,24 @@ def _deltas(diff: ModelDiff) -> list[tuple[str, Delta]]:
 def summary_line(diff: ModelDiff) -> str:
     keys = {"params", "flops", "peak_memory"}
     parts = [f"{d.label} {percent_text(d, threshold=diff.threshold)}" for d in diff.totals if d.key in keys]
-    parts += [f"latency [{t}] {percent_text(d, threshold=diff.threshold)}" for t, ds in diff.targets.items()
-              for d in ds if d.key == "latency_s"]
+    parts += [
+        f"latency [{t}] {percent_text(d, threshold=diff.threshold)}"
+        for t, ds in diff.targets.items()
+        for d in ds
+        if d.key == "latency_s"
+    ]
     return " · ".join(parts)
 
 
 def incomplete_sides(diff: ModelDiff) -> list[str]:
     """A line per side whose analysis left nodes out: its latencies, energy and traffic are lower
     bounds, its throughputs upper ones, so a change against it is a bound too."""
-    return [f"{side} ({analysis.model.name}) is INCOMPLETE: {analysis.bounds_note}; each change against it is a "
-            "bound (≥, ≤)" for side, analysis in (("base", diff.base), ("head", diff.head)) if not analysis.complete]
+    return [
+        f"{side} ({analysis.model.name}) is INCOMPLETE: {analysis.bounds_note}; each change against it is a "
+        "bound (≥, ≤)"
+        for side, analysis in (("base", diff.base), ("head", diff.head))
+        if not analysis.complete
+    ]
 
 
 def target_origins(analyses: Iterable[Analysis]) -> list[str]:
@@ -59,8 +67,12 @@ def render_diff_markdown(diff: ModelDiff, budgets: list[BudgetResult] = (), rows
     lines = [f"### onnxroof diff: {escape(base.name)} → {escape(head.name)}", "", f"**{summary_line(diff)}**", ""]
     lines += _warning_lines(diff, budgets)
     if diff.findings:
-        lines += ["**Findings that changed** (each gain measured by analysing the model again with the change):", "",
-                  *_finding_change_lines(diff), ""]
+        lines += [
+            "**Findings that changed** (each gain measured by analysing the model again with the change):",
+            "",
+            *_finding_change_lines(diff),
+            "",
+        ]
     lines += _metric_tables(diff)
     for section in (_op_type_table(diff), _module_table(diff, rows), _node_table(diff, rows), *_time_tables(diff)):
         if section:
@@ -79,8 +91,12 @@ def _warning_lines(diff: ModelDiff, budgets: list[BudgetResult]) -> list[str]:
         lines += ["⚠️ **Inputs changed:** " + "; ".join(escape(c) for c in diff.input_changes), ""]
     broken = [b for b in budgets if b.broken]
     if budgets:
-        lines += [("❌ **Budgets broken:** " + "; ".join(escape(b.describe()) for b in broken)) if broken
-                  else f"✅ All {len(budgets)} budget(s) hold.", ""]
+        lines += [
+            ("❌ **Budgets broken:** " + "; ".join(escape(b.describe()) for b in broken))
+            if broken
+            else f"✅ All {len(budgets)} budget(s) hold.",
+            "",
+        ]
     return lines
 
 
@@ -89,17 +105,45 @@ def _metric_tables(diff: ModelDiff) -> list[str]:
     changed = [(label, d) for label, d in _deltas(diff) if d.change != 0]
     same = [(label, d) for label, d in _deltas(diff) if d.change == 0]
     header = ("metric", "base", "head", "change", "%")
-    lines = [table(header, [
-        (escape(label), side_value(d, "base"), side_value(d, "head"), signed_change(d),
-         percent_text(d, threshold=diff.threshold))
-        for label, d in changed
-    ], "lrrrr") if changed else "No metric changed."]
+    lines = [
+        table(
+            header,
+            [
+                (
+                    escape(label),
+                    side_value(d, "base"),
+                    side_value(d, "head"),
+                    signed_change(d),
+                    percent_text(d, threshold=diff.threshold),
+                )
+                for label, d in changed
+            ],
+            "lrrrr",
+        )
+        if changed
+        else "No metric changed."
+    ]
     if same:
-        lines += ["", details(f"Unchanged metrics ({len(same)})", table(header, [
-            (escape(label), side_value(d, "base"), side_value(d, "head"), signed_change(d),
-             percent_text(d, symbols=False))
-            for label, d in same
-        ], "lrrrr"))]
+        lines += [
+            "",
+            details(
+                f"Unchanged metrics ({len(same)})",
+                table(
+                    header,
+                    [
+                        (
+                            escape(label),
+                            side_value(d, "base"),
+                            side_value(d, "head"),
+                            signed_change(d),
+                            percent_text(d, symbols=False),
+                        )
+                        for label, d in same
+                    ],
+                    "lrrrr",
+                ),
+            ),
+        ]
     return lines
 
 
@@ -108,11 +152,23 @@ def _op_type_table(diff: ModelDiff) -> str:
     ops = [r for r in diff.op_types if r["base_count"] != r["head_count"] or r["base_flops"] != r["head_flops"]]
     if not ops:
         return ""
-    return details(f"Op types that changed ({len(ops)})", table(
-        ("op", "count", "FLOPs base", "FLOPs head", "%"),
-        [(escape(r["op_type"]), f"{r['base_count']} → {r['head_count']}", si(r["base_flops"]), si(r["head_flops"]),
-          _percent(r["base_flops"], r["head_flops"])) for r in ops],
-        "lrrrr"))
+    return details(
+        f"Op types that changed ({len(ops)})",
+        table(
+            ("op", "count", "FLOPs base", "FLOPs head", "%"),
+            [
+                (
+                    escape(r["op_type"]),
+                    f"{r['base_count']} → {r['head_count']}",
+                    si(r["base_flops"]),
+                    si(r["head_flops"]),
+                    _percent(r["base_flops"], r["head_flops"]),
+                )
+                for r in ops
+            ],
+            "lrrrr",
+        ),
+    )
 
 
 def _module_table(diff: ModelDiff, rows: int) -> str:
@@ -121,8 +177,14 @@ def _module_table(diff: ModelDiff, rows: int) -> str:
         return ""
     target = diff.head.targets[0].target.name if diff.head.targets else None
     title = f"Modules that changed ({len(diff.modules)})" + (f", by time on {html_text(target)}" if target else "")
-    return details(title, table(("module", "change", "params", "FLOPs", *(("time",) if target else ())),
-                                [_module_cells(row, target is not None) for row in diff.modules[:rows]], "llrrr"))
+    return details(
+        title,
+        table(
+            ("module", "change", "params", "FLOPs", *(("time",) if target else ())),
+            [_module_cells(row, target is not None) for row in diff.modules[:rows]],
+            "llrrr",
+        ),
+    )
 
 
 def _node_table(diff: ModelDiff, rows: int) -> str:
@@ -132,12 +194,20 @@ def _node_table(diff: ModelDiff, rows: int) -> str:
         return ""
     counts = {kind: sum(1 for n in changed_nodes if n.kind == kind) for kind in ("added", "removed", "changed")}
     title = f"Nodes: {counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
-    body = table(("node", "op", "change", "FLOPs base", "FLOPs head"), [
-        (escape(n.name), escape((n.head or n.base).op_type),
-         n.kind + (f" ({', '.join(n.changes)})" if n.changes else ""),
-         si(n.base.flops) if n.base else "-", si(n.head.flops) if n.head else "-")
-        for n in changed_nodes[:rows]
-    ], "lllrr")
+    body = table(
+        ("node", "op", "change", "FLOPs base", "FLOPs head"),
+        [
+            (
+                escape(n.name),
+                escape((n.head or n.base).op_type),
+                n.kind + (f" ({', '.join(n.changes)})" if n.changes else ""),
+                si(n.base.flops) if n.base else "-",
+                si(n.head.flops) if n.head else "-",
+            )
+            for n in changed_nodes[:rows]
+        ],
+        "lllrr",
+    )
     if len(changed_nodes) > rows:
         body += f"\n\n… and {len(changed_nodes) - rows} more (`onnxroof diff --format json` lists all)."
     return details(title, body)
@@ -146,11 +216,26 @@ def _node_table(diff: ModelDiff, rows: int) -> str:
 def _time_tables(diff: ModelDiff) -> list[str]:
     """Per target, the nodes whose time changed most."""
     kinds = {n.name: n.kind for n in diff.nodes}
-    return [details(f"Largest time changes on {html_text(target)}", table(
-        ("node", "base", "head", "change"),
-        [(escape(name), side_time(b, kinds.get(name), "base"), side_time(h, kinds.get(name), "head"),
-          ("+" if h > b else "−") + format_value(abs(h - b), "seconds")) for name, b, h in top],
-        "lrrr")) for target, top in diff.top_time_changes.items() if top]
+    return [
+        details(
+            f"Largest time changes on {html_text(target)}",
+            table(
+                ("node", "base", "head", "change"),
+                [
+                    (
+                        escape(name),
+                        side_time(b, kinds.get(name), "base"),
+                        side_time(h, kinds.get(name), "head"),
+                        ("+" if h > b else "−") + format_value(abs(h - b), "seconds"),
+                    )
+                    for name, b, h in top
+                ],
+                "lrrr",
+            ),
+        )
+        for target, top in diff.top_time_changes.items()
+        if top
+    ]
 
 
 FINDING_WORDS = {"new": "🆕 new", "resolved": "✅ resolved", "changed": "↕️ changed"}
@@ -165,8 +250,12 @@ def _finding_change_lines(diff: ModelDiff) -> list[str]:
         finding = change.finding
         gain = gain_text(finding)
         before = f"; base: {gain_text(change.base) or 'no gain'}" if change.kind == "changed" and change.base else ""
-        lines.append(f"- {FINDING_WORDS[change.kind]}: " + (f"{escape(finding.target)}: " if several else "")
-                     + escape(finding.title) + (f" (**{escape(gain)}**{escape(before)})" if gain or before else ""))
+        lines.append(
+            f"- {FINDING_WORDS[change.kind]}: "
+            + (f"{escape(finding.target)}: " if several else "")
+            + escape(finding.title)
+            + (f" (**{escape(gain)}**{escape(before)})" if gain or before else "")
+        )
     return lines
 
 
@@ -192,24 +281,34 @@ def render_diff_table(diff: ModelDiff, budgets: list[BudgetResult] = ()) -> str:
     lines += [f"! {c}" for c in [*incomplete_sides(diff), *target_origins((diff.base, diff.head)), *diff.input_changes]]
     width = max(len(label) for label, _ in _deltas(diff))
     for label, d in _deltas(diff):
-        lines.append(f"  {label:{width}}  {side_value(d, 'base'):>12}  {side_value(d, 'head'):>12}  "
-                     f"{signed_change(d):>12}  {percent_text(d, symbols=False):>8}")
+        lines.append(
+            f"  {label:{width}}  {side_value(d, 'base'):>12}  {side_value(d, 'head'):>12}  "
+            f"{signed_change(d):>12}  {percent_text(d, symbols=False):>8}"
+        )
     changed = diff.changed_nodes
-    lines.append(f"nodes: {sum(n.kind == 'added' for n in changed)} added, {sum(n.kind == 'removed' for n in changed)} "
-                 f"removed, {sum(n.kind == 'changed' for n in changed)} changed, "
-                 f"{sum(n.kind == 'unchanged' for n in diff.nodes)} unchanged")
+    lines.append(
+        f"nodes: {sum(n.kind == 'added' for n in changed)} added, {sum(n.kind == 'removed' for n in changed)} "
+        f"removed, {sum(n.kind == 'changed' for n in changed)} changed, "
+        f"{sum(n.kind == 'unchanged' for n in diff.nodes)} unchanged"
+    )
     for n in changed[:20]:
-        lines.append(f"  {n.kind:9} {n.name} ({(n.head or n.base).op_type})"
-                     + (f": {', '.join(n.changes)}" if n.changes else ""))
+        lines.append(
+            f"  {n.kind:9} {n.name} ({(n.head or n.base).op_type})" + (f": {', '.join(n.changes)}" if n.changes else "")
+        )
     if diff.modules:
         lines.append(f"modules that changed ({len(diff.modules)}, the largest first):")
         for row in diff.modules[:10]:
-            lines.append(f"  {row['kind']:9} {row['module']}: "
-                         f"params {si(row['base_params'])} -> {si(row['head_params'])}, "
-                         f"FLOPs {si(row['base_flops'])} -> {si(row['head_flops'])}"
-                         + (f", time {format_value(row['base_time_s'], 'seconds')} -> "
-                            f"{format_value(row['head_time_s'], 'seconds')}"
-                            if row["head_time_s"] is not None or row["base_time_s"] is not None else ""))
+            lines.append(
+                f"  {row['kind']:9} {row['module']}: "
+                f"params {si(row['base_params'])} -> {si(row['head_params'])}, "
+                f"FLOPs {si(row['base_flops'])} -> {si(row['head_flops'])}"
+                + (
+                    f", time {format_value(row['base_time_s'], 'seconds')} -> "
+                    f"{format_value(row['head_time_s'], 'seconds')}"
+                    if row["head_time_s"] is not None or row["base_time_s"] is not None
+                    else ""
+                )
+            )
     lines += [b.describe() for b in budgets]
     return "\n".join(lines) + "\n"
 
@@ -217,20 +316,35 @@ def render_diff_table(diff: ModelDiff, budgets: list[BudgetResult] = ()) -> str:
 def diff_document(diff: ModelDiff, budgets: list[BudgetResult] = ()) -> dict:
     def delta(d: Delta) -> dict:
         percent = d.percent
-        return {"key": d.key, "unit": d.unit, "base": d.base, "head": d.head, "change": d.change,
-                "percent": None if percent is None or math.isinf(percent) else percent,
-                # a side that left nodes out is a bound: "≥"/"≤" the change is at least / at most this,
-                # "?" unknown
-                "base_complete": not d.base_missing, "head_complete": not d.head_missing,
-                "change_bound": d.change_bound}
+        return {
+            "key": d.key,
+            "unit": d.unit,
+            "base": d.base,
+            "head": d.head,
+            "change": d.change,
+            "percent": None if percent is None or math.isinf(percent) else percent,
+            # a side that left nodes out is a bound: "≥"/"≤" the change is at least / at most this,
+            # "?" unknown
+            "base_complete": not d.base_missing,
+            "head_complete": not d.head_missing,
+            "change_bound": d.change_bound,
+        }
 
     return {
         "schema": SCHEMA,
         "version": __version__,
-        "base": {"name": diff.base.model.name, "path": diff.base.model.path, "complete": diff.base.complete,
-                 "missing": diff.base.missing},
-        "head": {"name": diff.head.model.name, "path": diff.head.model.path, "complete": diff.head.complete,
-                 "missing": diff.head.missing},
+        "base": {
+            "name": diff.base.model.name,
+            "path": diff.base.model.path,
+            "complete": diff.base.complete,
+            "missing": diff.base.missing,
+        },
+        "head": {
+            "name": diff.head.model.name,
+            "path": diff.head.model.path,
+            "complete": diff.head.complete,
+            "missing": diff.head.missing,
+        },
         "input_changes": diff.input_changes,
         # targets not read from onnxroof's own files, in words
         "target_origins": target_origins((diff.base, diff.head)),
@@ -239,16 +353,24 @@ def diff_document(diff: ModelDiff, budgets: list[BudgetResult] = ()) -> dict:
         "targets": {name: [delta(d) for d in ds] for name, ds in diff.targets.items()},
         "op_types": diff.op_types,
         "nodes": [
-            {"name": n.name, "kind": n.kind, "matched_by": n.matched_by, "changes": n.changes,
-             "base": n.base.name if n.base else None, "head": n.head.name if n.head else None,
-             "op_type": (n.head or n.base).op_type,
-             "base_flops": n.base.flops if n.base else None, "head_flops": n.head.flops if n.head else None}
+            {
+                "name": n.name,
+                "kind": n.kind,
+                "matched_by": n.matched_by,
+                "changes": n.changes,
+                "base": n.base.name if n.base else None,
+                "head": n.head.name if n.head else None,
+                "op_type": (n.head or n.base).op_type,
+                "base_flops": n.base.flops if n.base else None,
+                "head_flops": n.head.flops if n.head else None,
+            }
             for n in diff.nodes
         ],
         "modules": diff.modules,  # per module (two levels deep) that changed, the largest change first
         "findings": [change.to_dict() for change in diff.findings],  # new, resolved, or whose gain moved
-        "top_time_changes": {t: [{"node": n, "base_s": b, "head_s": h} for n, b, h in rows]
-                             for t, rows in diff.top_time_changes.items()},
+        "top_time_changes": {
+            t: [{"node": n, "base_s": b, "head_s": h} for n, b, h in rows] for t, rows in diff.top_time_changes.items()
+        },
         "budgets": [{"budget": b.budget.text, "value": b.value, "broken": b.broken} for b in budgets],
     }
 
@@ -261,17 +383,32 @@ def _compare_rows(analyses: list[Analysis]) -> tuple[list[str], list[list[str]]]
     header = ["model", "params", "param bytes", "MAC-FLOPs", "FLOPs", "peak activations", "best-order peak"]
     for first in analyses[0].targets if analyses else []:  # energy: "dynamic" unless the target states static power
         target = first.target.name
-        header += [f"latency [{target}]", f"throughput [{target}]", f"model bound [{target}]",
-                   f"time by bound [{target}]", f"{first.energy_kind} energy [{target}]"]
+        header += [
+            f"latency [{target}]",
+            f"throughput [{target}]",
+            f"model bound [{target}]",
+            f"time by bound [{target}]",
+            f"{first.energy_kind} energy [{target}]",
+        ]
     rows = []
     for a in analyses:
-        row = [a.model.name, si(a.totals.params), iec(a.totals.param_bytes), si(a.totals.mac_flops), si(a.totals.flops),
-               iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
+        row = [
+            a.model.name,
+            si(a.totals.params),
+            iec(a.totals.param_bytes),
+            si(a.totals.mac_flops),
+            si(a.totals.flops),
+            iec(a.memory.model_order.peak_bytes),
+            iec(a.memory.best.schedule.peak_bytes),
+        ]
         for report in a.targets:  # each as what it is: ≥ a bound (peak figures, or nodes left out)
-            row += [as_bound(format_value(report.latency_s, "seconds"), report),
-                    as_bound(format_value(report.throughput_per_s, "per_second"), report, at_most=True),
-                    bound_label(report.model_point.bound), time_by_bound(report.time_share),
-                    format_value(report.energy_j, "joules")]
+            row += [
+                as_bound(format_value(report.latency_s, "seconds"), report),
+                as_bound(format_value(report.throughput_per_s, "per_second"), report, at_most=True),
+                bound_label(report.model_point.bound),
+                time_by_bound(report.time_share),
+                format_value(report.energy_j, "joules"),
+            ]
         rows.append(row)
     return header, rows
 
@@ -297,18 +434,24 @@ def render_compare_table(analyses: list[Analysis]) -> str:
     blocks = [_aligned([header[:totals], *(row[:totals] for row in rows)])]
     for index, report in enumerate(analyses[0].targets if analyses else []):
         start = totals + 5 * index
-        names = [h.rsplit(" [", 1)[0] for h in header[start:start + 5]]
-        blocks.append(f"target {report.target.name}\n"
-                      + _aligned([["model", *names], *([row[0], *row[start:start + 5]] for row in rows)]))
+        names = [h.rsplit(" [", 1)[0] for h in header[start : start + 5]]
+        blocks.append(
+            f"target {report.target.name}\n"
+            + _aligned([["model", *names], *([row[0], *row[start : start + 5]] for row in rows)])
+        )
     notes = [*_incomplete_models(analyses), *target_origins(analyses)]
     return "\n".join(blocks) + "".join(f"! {line}\n" for line in notes)
 
 
 def _aligned(table: list[list]) -> str:
     widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(str(cell).rjust(w) if i else str(cell).ljust(w)
-                               for i, (cell, w) in enumerate(zip(r, widths)))
-                     for r in table) + "\n"
+    return (
+        "\n".join(
+            "  ".join(str(cell).rjust(w) if i else str(cell).ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
+            for r in table
+        )
+        + "\n"
+    )
 
 
 def compare_document(analyses: list[Analysis]) -> dict:
@@ -317,11 +460,19 @@ def compare_document(analyses: list[Analysis]) -> dict:
         "version": __version__,
         "target_origins": target_origins(analyses),  # targets not read from onnxroof's own files, in words
         "models": [
-            {"name": a.model.name, "path": a.model.path,
-             "totals": {"params": a.totals.params, "param_bytes": a.totals.param_bytes, "mac_flops": a.totals.mac_flops,
-                        "flops": a.totals.flops, "peak_bytes": a.memory.model_order.peak_bytes,
-                        "best_order_peak_bytes": a.memory.best.schedule.peak_bytes},
-             "targets": [{k: v for k, v in target_entry(r).items() if k != "nodes"} for r in a.targets]}
+            {
+                "name": a.model.name,
+                "path": a.model.path,
+                "totals": {
+                    "params": a.totals.params,
+                    "param_bytes": a.totals.param_bytes,
+                    "mac_flops": a.totals.mac_flops,
+                    "flops": a.totals.flops,
+                    "peak_bytes": a.memory.model_order.peak_bytes,
+                    "best_order_peak_bytes": a.memory.best.schedule.peak_bytes,
+                },
+                "targets": [{k: v for k, v in target_entry(r).items() if k != "nodes"} for r in a.targets],
+            }
             for a in analyses
         ],
     }

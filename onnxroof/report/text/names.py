@@ -15,7 +15,7 @@ def clip(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     head = (width - 1) // 2  # middle-clipped: a scoped name keeps its start and its op at the end
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def distinct_clips(names: list[str], width: int) -> list[str]:
@@ -73,6 +73,6 @@ def _around(name: str, start: int, end: int, width: int) -> str:
     before_room = min(len(before), room - after_room)  # what the end does not need goes to the start
 
     def tail(text: str, keep: int) -> str:
-        return text if len(text) <= keep else ("…" + text[len(text) - keep + 1:] if keep > 1 else "")
+        return text if len(text) <= keep else ("…" + text[len(text) - keep + 1 :] if keep > 1 else "")
 
     return tail(before, before_room) + middle + tail(after, after_room)

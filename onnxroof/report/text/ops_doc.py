@@ -1,6 +1,6 @@
 """docs/ops.md: every cost rule in the registry with its formula (generated, never edited).
 
-    onnxroof ops > docs/ops.md
+onnxroof ops > docs/ops.md
 """
 
 from __future__ import annotations

@@ -56,8 +56,17 @@ def _node_lines(result: ProfileResult) -> list[str]:
     header = ("name", "op", "bound", "predicted", "measured", "meas/pred", "")
     rows = [header]
     for n in result.nodes:
-        rows.append((clip(n.name, 36), printable(n.op_type), n.bound or "-", seconds(n.predicted_s),
-                     seconds(n.measured_s), _ratio(n.ratio), _coverage_note(n)))
+        rows.append(
+            (
+                clip(n.name, 36),
+                printable(n.op_type),
+                n.bound or "-",
+                seconds(n.predicted_s),
+                seconds(n.measured_s),
+                _ratio(n.ratio),
+                _coverage_note(n),
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     right = {3, 4, 5}
     lines = []
@@ -65,8 +74,9 @@ def _node_lines(result: ProfileResult) -> list[str]:
         cells = [row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i]) for i in range(len(widths))]
         lines.append("  ".join(cells + [row[-1]]).rstrip())
     for kernel in result.mapping.unattributed:
-        lines.append(f"  + {kernel.name} ({kernel.op_type}): {seconds(kernel.seconds)}, inserted by onnxruntime, "
-                     "no ONNX node")
+        lines.append(
+            f"  + {kernel.name} ({kernel.op_type}): {seconds(kernel.seconds)}, inserted by onnxruntime, no ONNX node"
+        )
     return lines
 
 
@@ -75,20 +85,33 @@ def _summary_lines(result: ProfileResult) -> list[str]:
     mapping = result.mapping
     # one line: which measurement the error is against (the kernels' sum, as the prediction is a sum of
     # kernel times), and the whole runs beside it, whose extra is the runtime's time between kernels
-    runs = [f"{seconds(result.wall_s)} without the profiler" if result.wall_s else "",
-            f"{seconds(mapping.run_seconds)} profiled" if mapping.run_seconds else ""]
-    whole = f"; a whole run takes {', '.join(r for r in runs if r)} (the rest: time between kernels)" \
-        if any(runs) else ""
-    error = (f" · prediction error {result.error:+.0%} against that sum (measured/predicted {result.ratio:.2f}x)"
-             if result.ratio is not None and result.error is not None else "")
-    lines = [f"predicted {seconds(result.predicted_s)} · measured {seconds(result.measured_s)} as the sum of kernel "
-             f"medians (the prediction is a sum of kernel times){error}{whole}"]
+    runs = [
+        f"{seconds(result.wall_s)} without the profiler" if result.wall_s else "",
+        f"{seconds(mapping.run_seconds)} profiled" if mapping.run_seconds else "",
+    ]
+    whole = (
+        f"; a whole run takes {', '.join(r for r in runs if r)} (the rest: time between kernels)" if any(runs) else ""
+    )
+    error = (
+        f" · prediction error {result.error:+.0%} against that sum (measured/predicted {result.ratio:.2f}x)"
+        if result.ratio is not None and result.error is not None
+        else ""
+    )
+    lines = [
+        f"predicted {seconds(result.predicted_s)} · measured {seconds(result.measured_s)} as the sum of kernel "
+        f"medians (the prediction is a sum of kernel times){error}{whole}"
+    ]
     shared = sum(1 for n in result.nodes if n.shared)
     if shared:
-        lines.append(f"note: {shared} node(s) ran inside fused kernels; a fused kernel's time is split in proportion "
-                     "to its nodes' predicted times, so they share one ratio")
+        lines.append(
+            f"note: {shared} node(s) ran inside fused kernels; a fused kernel's time is split in proportion "
+            "to its nodes' predicted times, so they share one ratio"
+        )
     if mapping.not_seen:
-        lines.append(f"note: no kernel covers {len(mapping.not_seen)} node(s): " + ", ".join(mapping.not_seen[:5])
-                     + (" ..." if len(mapping.not_seen) > 5 else ""))
+        lines.append(
+            f"note: no kernel covers {len(mapping.not_seen)} node(s): "
+            + ", ".join(mapping.not_seen[:5])
+            + (" ..." if len(mapping.not_seen) > 5 else "")
+        )
     lines += [f"note: {note}" for note in result.notes + result.target.notes]
     return lines

@@ -29,8 +29,12 @@ def trim(events: list[dict]) -> list[dict]:
             kept.append({k: event[k] for k in ("cat", "name", "ph", "pid", "tid", "ts", "dur")})
         elif event.get("cat") == "Node" and str(event.get("name", "")).endswith("_kernel_time"):
             args = event.get("args", {})
-            kept.append({**{k: event[k] for k in ("cat", "name", "ph", "pid", "tid", "ts", "dur")},
-                         "args": {"op_name": args.get("op_name", ""), "provider": args.get("provider", "")}})
+            kept.append(
+                {
+                    **{k: event[k] for k in ("cat", "name", "ph", "pid", "tid", "ts", "dur")},
+                    "args": {"op_name": args.get("op_name", ""), "provider": args.get("provider", "")},
+                }
+            )
     return kept
 
 
@@ -58,9 +62,19 @@ def main() -> int:
             events = json.loads(Path(session.end_profiling()).read_text())
             optimized = OptimizedGraph.from_model(onnx.load(options.optimized_model_filepath, load_external_data=False))
         out = HERE / f"minigooglenet-ort-{label}.json"
-        out.write_text(json.dumps({"onnxruntime": ort.__version__, "optimization": label, "warmup": 1,
-                                   "optimized": optimized.to_dict(), "traceEvents": trim(events)},
-                                  separators=(",", ":")) + "\n")
+        out.write_text(
+            json.dumps(
+                {
+                    "onnxruntime": ort.__version__,
+                    "optimization": label,
+                    "warmup": 1,
+                    "optimized": optimized.to_dict(),
+                    "traceEvents": trim(events),
+                },
+                separators=(",", ":"),
+            )
+            + "\n"
+        )
         print(f"wrote {out} ({out.stat().st_size:,} B)")
     return 0
 

@@ -126,8 +126,7 @@ def op_family(rule: OpRule | None, param_inputs: list[str], activation_inputs: l
 
 
 def shapes_and_dtypes(
-    input_infos: tuple[TensorInfo | None, ...],
-    output_infos: tuple[TensorInfo, ...],
+    input_infos: tuple[TensorInfo | None, ...], output_infos: tuple[TensorInfo, ...]
 ) -> tuple[list[list | None], list[str], list[list | None], list[str]]:
     """The shapes and dtype names of a node's inputs (None: an absent input) and outputs, as its record holds them."""
     return (

@@ -104,10 +104,7 @@ def _named_model(path, name: str, op_type: str, domain: str):
 
 @pytest.mark.parametrize(
     "name, op_type, domain",
-    [
-        ('=HYPERLINK("http://evil.example","x")', "+cmd|' /C calc'!A0", "@SUM(1+1)"),
-        ("-2+3", "\tTab", "\rReturn"),
-    ],
+    [('=HYPERLINK("http://evil.example","x")', "+cmd|' /C calc'!A0", "@SUM(1+1)"), ("-2+3", "\tTab", "\rReturn")],
 )
 def test_csv_cells_never_start_a_formula(capsys, tmp_path, name, op_type, domain):
     code, out, _ = run(

@@ -30,9 +30,7 @@ def shallownet_file(tmp_path):
 @pytest.fixture
 def symbolic_file(tmp_path):
     model = make_model(
-        [helper.make_node("Relu", ["x"], ["y"])],
-        [("x", F32, ["batch", 3, 8, 8])],
-        [("y", F32, ["batch", 3, 8, 8])],
+        [helper.make_node("Relu", ["x"], ["y"])], [("x", F32, ["batch", 3, 8, 8])], [("y", F32, ["batch", 3, 8, 8])]
     )
     path = tmp_path / "symbolic.onnx"
     onnx.save(model, path)

@@ -139,10 +139,7 @@ def test_int8_weight_behind_dequantize_counts_stored_bytes():
 
 def test_unsupported_op_is_listed_never_silently_zero():
     model = make_model(
-        [
-            helper.make_node("Relu", ["x"], ["h"]),
-            helper.make_node("MyOp", ["h"], ["y"], domain="custom.ops"),
-        ],
+        [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("MyOp", ["h"], ["y"], domain="custom.ops")],
         [("x", F32, [1, 8])],
         [("y", F32, [1, 8])],
     )

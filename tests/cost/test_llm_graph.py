@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from onnx import TensorProto, helper
 
-from onnxroof.cost.llm_graph import (
-    branch_condition,
-    cache_kind,
-    reached_nodes,
-    returned_as,
-    searched_nodes,
-    value_dims,
-)
+from onnxroof.cost.llm_graph import branch_condition, cache_kind, reached_nodes, returned_as, searched_nodes, value_dims
 
 FLOAT = TensorProto.FLOAT
 

@@ -7,13 +7,7 @@ from __future__ import annotations
 import pytest
 from report_models import hand_profile
 
-from onnxroof.report.html.profile_section import (
-    error_text,
-    measured_dots,
-    profile_context,
-    profiled_target,
-    ratio_text,
-)
+from onnxroof.report.html.profile_section import error_text, measured_dots, profile_context, profiled_target, ratio_text
 
 
 @pytest.fixture(scope="module")

@@ -17,17 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .scales import (
-    Bucket,
-    LinearScale,
-    LogScale,
-    Tick,
-    area_points,
-    downsample,
-    partition,
-    step_path,
-    svg_number,
-)
+from .scales import Bucket, LinearScale, LogScale, Tick, area_points, downsample, partition, step_path, svg_number
 
 __all__ = [
     "Box",

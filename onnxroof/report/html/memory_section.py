@@ -24,11 +24,7 @@ if TYPE_CHECKING:
     from ...result import Analysis
 
 PEAK_ROWS_SHOWN = 12  # rows of the live-at-the-peak table; the rest are summed in one row
-METHOD_LABELS = {
-    "exact": "exact search",
-    "heuristic": "greedy heuristic",
-    "model order": "model order kept",
-}
+METHOD_LABELS = {"exact": "exact search", "heuristic": "greedy heuristic", "model order": "model order kept"}
 _LABEL_CHARS = 36  # node names longer than this are cut on the chart (the titles keep them whole)
 
 
@@ -73,12 +69,7 @@ def memory_context(analysis: Analysis, capacities: Sequence[tuple[str, int]] = (
         ),
         "cards": _cards(report, records, bound, same_order, concats),
         "explanation": _memory_explanation(
-            report,
-            problem_buffers=buffers,
-            position=position,
-            records=records,
-            tensors=tensors,
-            concats=concats,
+            report, problem_buffers=buffers, position=position, records=records, tensors=tensors, concats=concats
         )
         if model.peak_bytes
         else (

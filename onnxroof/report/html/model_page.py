@@ -295,12 +295,7 @@ def _totals_context(totals: Totals, memory: MemoryReport | None) -> dict:
 def _problems_context(analysis: Analysis) -> dict:
     totals = analysis.totals
     unresolved = [
-        {
-            "input": d.input_name,
-            "axis": str(d.axis),
-            "symbol": d.symbol or "",
-            "fix": d.fix,
-        }
+        {"input": d.input_name, "axis": str(d.axis), "symbol": d.symbol or "", "fix": d.fix}
         for d in analysis.unresolved_dims
     ]
     unsupported = [{"op": op, "count": count_text(n)} for op, n in totals.unsupported.items()]

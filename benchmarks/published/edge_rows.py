@@ -52,7 +52,8 @@ ROOT = HERE.parents[1]  # the checkout this script sits in: its onnxroof is the 
 
 # (exact target or prefix, bundled target or None): the first match decides
 TARGETS = [("Hailo-8L", None), ("Hailo-8", "hailo-8"), ("Coral Edge TPU", "coral-edge-tpu"),
-           ("Jetson Orin Nano (8GB Super", "jetson-orin-nano-super"), ("Jetson Orin Nano", "jetson-orin-nano"), ("Jetson Orin NX", None), ("Raspberry Pi 5", "raspberry-pi-5"),
+           ("Jetson Orin Nano (8GB Super", "jetson-orin-nano-super"),
+           ("Jetson Orin Nano", "jetson-orin-nano"), ("Jetson Orin NX", None), ("Raspberry Pi 5", "raspberry-pi-5"),
            ("Myriad X", "myriad-x"), ("Apple M2 (10-core", "apple-m2-gpu"), ("Apple M2 Max", None)]
 Build = Callable[[int, int], onnx.ModelProto]  # (batch, resolution) -> model
 
@@ -228,15 +229,16 @@ def predict(rows: list[Row], folder: Path) -> None:
         if key not in cache:
             path = folder / "model.onnx"
             onnx.save(row.build(row.batch, row.resolution), str(path))
-            done = subprocess.run([sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--target", row.target, "--dtype", row.dtype,
-                                   "--format", "json", "--no-findings"], capture_output=True, text=True,
-                                  cwd=ROOT)
+            batch = ["--batch", str(row.batch)] if row.batch > 1 else []  # a dataflow chip's frames per context
+            command = [sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--target", row.target,
+                       "--dtype", row.dtype, "--format", "json", "--no-findings", *batch]
+            done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
             cache[key] = json.loads(done.stdout)["targets"][0] if done.returncode == 0 else {}
             if done.returncode:
                 print(f"onnxroof failed on {key}: {done.stderr.strip()[:200]}", file=sys.stderr)
         report = cache[key]
-        if report.get("latency_s"):  # a rate is the built batch over the latency of one run
-            row.predicted = row.batch / report["latency_s"] if row.throughput else report["latency_s"] * 1e3
+        if report.get("latency_s"):  # a rate is the target's throughput (batch / latency, or a dataflow chip's fps)
+            row.predicted = report["throughput_per_s"] if row.throughput else report["latency_s"] * 1e3
 
 
 def counts_table(rows: list[Row]) -> str:

@@ -23,6 +23,7 @@ from ..core.dtypes import bits_of, packed_bytes
 from ..cost.records import NodeStatus
 from ..memory.spill import spill_plan
 from .band import band_for
+from .dataflow import DataflowTiming, pipeline_timing
 from .kernels import Kernel, efficiency_class, efficiency_columns, fuse, group, reuse_of, work_shape
 # one kernel's point on the roofline: read through this module too
 from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
@@ -88,6 +89,7 @@ class TargetReport(LatencyBound):
     borrowed: dict[str, Figure] = field(default_factory=dict)
     run_s: float = 0.0  # what the run costs beyond its kernels (in latency_s; overheads.run_overhead_s)
     fit: DeviceFit | None = None  # whether the model fits in the device's memory (onnxroof.findings)
+    dataflow: DataflowTiming | None = None  # a dataflow target's pipeline: fps and latency apart (dataflow.py)
 
     @property
     def energy_kind(self) -> str:
@@ -256,6 +258,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     report.borrowed = {key: figure for key, figure in target.borrowed.items()
                        if overhead or not key.startswith(("node_overhead", "cold_node", "split_overhead", "efficiency"))}
     report.peak_figures = report.latency_kind == LatencyKind.BOUND
+    if target.dataflow is not None and groups is None:  # a layer pipeline: fps and latency apart (dataflow.py)
+        pipeline_timing(report, kernels, tensors, inputs | outputs)
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = band_for(report)
     return report

@@ -103,6 +103,7 @@ from typing import Iterable
 from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.files import not_a_file, read_small_file
+from .dataflow import DataflowChip, read_dataflow
 from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log,  # noqa: F401
                       read_efficiency, read_figure, read_fraction, read_section, shown)
 from .interconnect import Interconnect, read_interconnect
@@ -249,6 +250,7 @@ class Target:
     error_band: Figure | None = None  # a forecast's measured |predicted / measured - 1|, and on what
     error_band_roofs: tuple[str, ...] = ()  # the roofs the band's measurements ran on (): all
     interconnect: Interconnect | None = None  # how several such devices are linked ([interconnect]); None: not given
+    dataflow: DataflowChip | None = None  # a layer-pipelined chip ([dataflow]: roofline/dataflow.py); None: not one
 
     @property
     def borrowed(self) -> dict[str, Figure]:
@@ -476,6 +478,7 @@ def parse_target(path: Path) -> Target:
         **_weights(data, where),
         **_fusion(data, where),
         interconnect=read_interconnect(data, where),
+        dataflow=read_dataflow(data, where),
     )
 
 

@@ -210,6 +210,8 @@ def decide(data: dict, origin: str) -> Row:
 def read_rows() -> list[Row]:
     rows = []
     for path, origin in ((SHARED, "shared"), (EDGE, "edge")):
+        if not path.exists():  # the shared CSV lives beside the checkout, not in it
+            continue
         with open(path, newline="") as f:
             for data in csv.DictReader(line for line in f if not line.startswith("#")):
                 if origin == "edge" or bundled(data["target"])[0]:

@@ -51,7 +51,7 @@ EDGE = HERE / "edge-measurements.csv"
 ROOT = HERE.parents[1]  # the checkout this script sits in: its onnxroof is the one analysed
 
 # (exact target or prefix, bundled target or None): the first match decides
-TARGETS = [("Hailo-8L", None), ("Hailo-8", "hailo-8"), ("Coral Edge TPU", "coral-edge-tpu"),
+TARGETS = [("Hailo-8L", "hailo-8l"), ("Hailo-8", "hailo-8"), ("Coral Edge TPU", "coral-edge-tpu"),
            ("Jetson Orin Nano (8GB Super", "jetson-orin-nano-super"),
            ("Jetson Orin Nano", "jetson-orin-nano"), ("Jetson Orin NX", None), ("Raspberry Pi 5", "raspberry-pi-5"),
            ("Myriad X", "myriad-x"), ("Apple M2 (10-core", "apple-m2-gpu"), ("Apple M2 Max", None)]

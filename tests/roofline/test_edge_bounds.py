@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from published import edge_rows  # noqa: E402
 
-BOUND_TARGETS = ("coral-edge-tpu", "hailo-8", "jetson-orin-nano", "jetson-orin-nano-super", "raspberry-pi-5",
-                 "myriad-x")
+BOUND_TARGETS = ("coral-edge-tpu", "hailo-8", "hailo-8l", "jetson-orin-nano", "jetson-orin-nano-super",
+                 "raspberry-pi-5", "myriad-x")
 
 
 def _rows_by_target() -> dict[str, list[edge_rows.Row]]:

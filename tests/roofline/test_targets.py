@@ -15,7 +15,7 @@ EXPECTED = {
     "myriad-x", "tpu-v1", "fpga-ddr100",  # the reference exercises
     "h100-sxm", "h200-sxm", "a100-80gb-sxm", "l4",
     "jetson-orin-nano", "jetson-orin-nano-super", "jetson-agx-orin", "coral-edge-tpu", "raspberry-pi-5",
-    "apple-m2-gpu", "xeon-8480-socket", "hailo-8",
+    "apple-m2-gpu", "xeon-8480-socket", "hailo-8", "hailo-8l",
 }
 
 

@@ -32,6 +32,7 @@ class DataflowChip:
     units: Figure | None = None  # compute units the compiler allocates layer by layer (None: the bound)
     switch_s: Figure | None = None  # a context load's fixed cost, beyond its parameters over the link
     efficiency: Figure | None = None  # share of a unit's peak a layer reaches (None: 1)
+    activation_bytes_per_s: Figure | None = None  # the units' streaming rate of activations, all together
 
     @property
     def forecast(self) -> bool:
@@ -47,6 +48,7 @@ class Layer:
     name: str
     flops: int
     weight_bytes: int
+    activation_bytes: int = 0  # what it reads and writes per frame, streamed between the stages on chip
 
 
 @dataclass
@@ -99,6 +101,8 @@ def read_dataflow(data: dict, where: str) -> DataflowChip | None:
         units=read_figure(table, "units", "dataflow.units", where, required=False),
         switch_s=read_figure(table, "switch_s", "dataflow.switch_s", where, required=False),
         efficiency=read_fraction(table, "efficiency", "dataflow.efficiency", where) if "efficiency" in table else None,
+        activation_bytes_per_s=read_figure(table, "activation_bytes_per_s", "dataflow.activation_bytes_per_s", where,
+                                           required=False),
     )
 
 
@@ -121,35 +125,29 @@ def split_contexts(layers: list[Layer], context_bytes: float, units: int | None 
     return contexts
 
 
-def allocate(context: Context, peak: float, units: int | None, efficiency: float = 1.0) -> None:
-    """Each layer's stage time. With ``units``: each layer takes a whole number of units, at least
-    one, each running ``peak / units x efficiency``; the allocation that makes the slowest stage
-    shortest (the smallest T with sum over layers of ceil(flops / (unit rate x T)) <= units).
-    Without: every layer gets its ideal share of the peak, so every stage takes flops / peak."""
-    working = [layer for layer in context.layers if layer.flops]
-    if units is None or not working:
+def allocate(context: Context, peak: float, units: int | None, efficiency: float = 1.0,
+             activation_bytes_per_s: float | None = None) -> None:
+    """Each layer's stage time. With ``units``: each layer takes a share of the units, at least one,
+    each unit computing ``peak / units x efficiency`` and streaming ``activation_bytes_per_s / units``;
+    on one unit a layer takes the longer of its work and its activations (its ``alone``); the shares
+    that make the slowest stage shortest: the smallest T with sum over layers of max(1, alone / T) <=
+    units. Without: every layer gets its ideal share of the peak, every stage takes flops / peak."""
+    if units is None or not any(layer.flops for layer in context.layers):
         total = context.flops / peak if peak else 0.0
         context.stage_s = [total if layer.flops else 0.0 for layer in context.layers]
         return
     rate = peak / units * efficiency
-    # the candidate slowest-stage times are flops_i / (k x rate); the best is the smallest that fits
-    low, high = max(layer.flops for layer in working) / (rate * units), max(layer.flops for layer in working) / rate
-    for _ in range(100):
+    stream = activation_bytes_per_s / units if activation_bytes_per_s else None
+    alone = [max(layer.flops / rate, layer.activation_bytes / stream if stream else 0.0) for layer in context.layers]
+    busy = [t for t in alone if t > 0]
+    low, high = max(busy) / units, max(busy)
+    for _ in range(60):
         middle = (low + high) / 2
-        if _units_needed(working, rate, middle) <= units:
+        if sum(max(1.0, t / middle) for t in busy) <= units:
             high = middle
         else:
             low = middle
-    context.stage_s = [layer.flops / (rate * _units_for(layer.flops, rate, high)) if layer.flops else 0.0
-                       for layer in context.layers]
-
-
-def _units_for(flops: int, rate: float, stage_s: float) -> int:
-    return max(1, math.ceil(flops / (rate * stage_s) - 1e-9))
-
-
-def _units_needed(layers: list[Layer], rate: float, stage_s: float) -> int:
-    return sum(_units_for(layer.flops, rate, stage_s) for layer in layers)
+    context.stage_s = [t / max(1.0, t / high) for t in alone]
 
 
 def time_dataflow(layers: list[Layer], io_bytes: int, chip: DataflowChip, peak: float, link_bytes_per_s: float,
@@ -165,8 +163,9 @@ def time_dataflow(layers: list[Layer], io_bytes: int, chip: DataflowChip, peak: 
     units = int(chip.units.value) if chip.units else None
     contexts = split_contexts(layers, chip.context_bytes.value, units)
     efficiency = chip.efficiency.value if chip.efficiency else 1.0
+    streaming = chip.activation_bytes_per_s.value if chip.activation_bytes_per_s else None
     for context in contexts:
-        allocate(context, peak, units, efficiency)
+        allocate(context, peak, units, efficiency, streaming)
     io_s = io_bytes / link_bytes_per_s
     if units is None:
         return _bound(contexts, io_s, link_bytes_per_s, group)
@@ -227,6 +226,24 @@ def frame_io_bytes(tensors: dict, names: set[str], dtype: str) -> int:
     return total
 
 
+def pipeline_layers(kernels: list[Kernel], batch: int) -> list[Layer]:
+    """The kernels as the compiler's layers, per frame: a kernel with multiply-adds (a convolution, a
+    matmul) is a layer; the elementwise and reshaping kernels after it run in its units (the compiler
+    folds batch norms, activations and additions into the layer before them), so their work and
+    parameters join it."""
+    layers: list[Layer] = []
+    for kernel in kernels:
+        flops, weights = kernel.flops // batch, kernel.weight_bytes
+        moved = (kernel.input_bytes + kernel.output_bytes) // batch
+        products = any(member.macs and not member.view for member in kernel.records)
+        if layers and not products:  # folded into the layer before: its work, not another pass over the data
+            last = layers[-1]
+            layers[-1] = Layer(last.name, last.flops + flops, last.weight_bytes + weights, last.activation_bytes)
+        elif flops or weights:
+            layers.append(Layer(kernel.name, flops, weights, moved))
+    return layers
+
+
 def pipeline_timing(report: TargetReport, kernels: list[Kernel], tensors: dict, io_names: set[str]) -> None:
     """Re-time a placed model on its dataflow target (the one hook in placement.place_model): the
     kernels as pipeline layers, ``report.batch`` frames per context load; the report's throughput
@@ -235,7 +252,7 @@ def pipeline_timing(report: TargetReport, kernels: list[Kernel], tensors: dict, 
     target, batch = report.target, max(report.batch, 1)
     chip = target.dataflow
     assert chip is not None
-    layers = [Layer(kernel.name, kernel.flops // batch, kernel.weight_bytes) for kernel in kernels]
+    layers = pipeline_layers(kernels, batch)
     io_bytes = frame_io_bytes(tensors, io_names, report.dtype)
     peak = report.model_point.peak_flops_per_s
     timing = time_dataflow(layers, io_bytes // batch, chip, peak, target.dram_bytes_per_s.value, batch)

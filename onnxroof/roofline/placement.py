@@ -24,12 +24,13 @@ from ..cost.records import NodeStatus
 from ..memory.spill import spill_plan
 from .band import band_for
 from .dataflow import DataflowTiming, pipeline_timing
+from .edge_tpu import EdgeTpuCut, run_cut
 from .kernels import Kernel, efficiency_class, efficiency_columns, fuse, group, reuse_of, work_shape
 # one kernel's point on the roofline: read through this module too
 from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
 from .latency_bound import LatencyBound
 from .overheads import kernel_launch_s, run_overhead_s
-from .targets import SPLIT_MACS, Figure, LatencyKind, Target
+from .targets import SPLIT_MACS, Figure, LatencyKind, Target, load_target
 from .verdicts import DeviceFit, Finding
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class TargetReport(LatencyBound):
     run_s: float = 0.0  # what the run costs beyond its kernels (in latency_s; overheads.run_overhead_s)
     fit: DeviceFit | None = None  # whether the model fits in the device's memory (onnxroof.findings)
     dataflow: DataflowTiming | None = None  # a dataflow target's pipeline: fps and latency apart (dataflow.py)
+    edge_tpu_cut: EdgeTpuCut | None = None  # where an Edge TPU's compiler cut the graph (edge_tpu.py)
 
     @property
     def energy_kind(self) -> str:
@@ -260,6 +262,8 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     report.peak_figures = report.latency_kind == LatencyKind.BOUND
     if target.dataflow is not None and groups is None:  # a layer pipeline: fps and latency apart (dataflow.py)
         pipeline_timing(report, kernels, tensors, inputs | outputs)
+    if target.edge_tpu is not None and groups is None and overhead:  # the ops past the compiler's cut on the host
+        run_cut(report, kernels, tensors, load_target(target.edge_tpu.host))
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = band_for(report)
     return report

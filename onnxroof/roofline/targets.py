@@ -104,6 +104,7 @@ from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.files import not_a_file, read_small_file
 from .dataflow import DataflowChip, read_dataflow
+from .edge_tpu import EdgeTpuHost, read_edge_tpu
 from .figures import (BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log,  # noqa: F401
                       read_efficiency, read_figure, read_fraction, read_section, shown)
 from .interconnect import Interconnect, read_interconnect
@@ -251,6 +252,7 @@ class Target:
     error_band_roofs: tuple[str, ...] = ()  # the roofs the band's measurements ran on (): all
     interconnect: Interconnect | None = None  # how several such devices are linked ([interconnect]); None: not given
     dataflow: DataflowChip | None = None  # a layer-pipelined chip ([dataflow]: roofline/dataflow.py); None: not one
+    edge_tpu: EdgeTpuHost | None = None  # an Edge TPU's host for the ops past its compiler's cut (edge_tpu.py)
 
     @property
     def borrowed(self) -> dict[str, Figure]:
@@ -479,6 +481,7 @@ def parse_target(path: Path) -> Target:
         **_fusion(data, where),
         interconnect=read_interconnect(data, where),
         dataflow=read_dataflow(data, where),
+        edge_tpu=read_edge_tpu(data, where),
     )
 
 

@@ -447,9 +447,10 @@ def target_lines(report) -> list[str]:
     lines = [
         *textwrap.wrap(f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
                        f"{printable(report.target.description)}", TERMINAL_COLUMNS, subsequent_indent="    "),
-        f"  latency {as_bound(seconds(report.latency_s), report)}{borrowed_mark(report)} · "
-        f"{as_bound(f'{report.throughput_per_s:,.1f}', report, at_most=True)} inferences/s · "
-        f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
+        *textwrap.wrap(f"  latency {as_bound(seconds(report.latency_s), report)}{borrowed_mark(report)} · "
+                       f"{as_bound(f'{report.throughput_per_s:,.1f}', report, at_most=True)} inferences/s · "
+                       f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
+                       TERMINAL_COLUMNS, subsequent_indent="    "),
         *textwrap.wrap(f"  latency: {latency_kind_words(report)}", TERMINAL_COLUMNS, subsequent_indent="    "),
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
         f"(ridge {report.target.ridge(point.roof):.3g}): {bound_label(point.bound)}-bound, {seconds(point.time_s)}",

@@ -84,6 +84,14 @@ def host_time(kernel: Kernel, host: Target) -> float:
                     overhead_s=launch).time_s
 
 
+def _cut_bytes(kernels: list[Kernel], start: int, tensors: dict) -> int:
+    """The bytes of the tensors the mapped part makes and the host's part reads."""
+    made = {name for kernel in kernels[:start] for member in kernel.records for name in member.outputs}
+    crossing = {name for kernel in kernels[start:] for member in kernel.records for name in member.inputs
+                if name in made}
+    return sum(tensors[name].bytes or 0 for name in crossing if name in tensors)
+
+
 def run_cut(report: TargetReport, kernels: list[Kernel], tensors: dict, host: Target) -> None:
     """Re-time the kernels from the cut on ``host`` (the one hook in placement.place_model for an
     Edge TPU): their placements' times become the host's; the tensors entering the cut from the
@@ -92,10 +100,7 @@ def run_cut(report: TargetReport, kernels: list[Kernel], tensors: dict, host: Ta
     if start is None:
         return
     tail = kernels[start:]
-    made = {name for kernel in kernels[:start] for member in kernel.records for name in member.outputs}
-    crossing = {name for kernel in tail for member in kernel.records for name in member.inputs if name in made}
-    link_bytes_per_s = report.target.dram_bytes_per_s.value
-    transfer_s = sum((tensors[name].bytes or 0) for name in crossing if name in tensors) / link_bytes_per_s
+    transfer_s = _cut_bytes(kernels, start, tensors) / report.target.dram_bytes_per_s.value
     host_total = 0.0
     by_name = {node.name: node for node in report.nodes}
     for kernel in tail:
@@ -104,12 +109,10 @@ def run_cut(report: TargetReport, kernels: list[Kernel], tensors: dict, host: Ta
         node = by_name.get(kernel.name)
         if node is not None:
             node.placement = replace(node.placement, time_s=seconds)
-    unmapped: list[str] = []
-    for kernel in tail:
-        for member in kernel.records:
-            if not member.shape_only and member.op_type not in MAPPED_OPS and member.op_type not in unmapped:
-                unmapped.append(member.op_type)
-    first = next(m.name for m in tail[0].records if not m.shape_only and m.op_type not in MAPPED_OPS)
+    fallen = [member for kernel in tail for member in kernel.records
+                if not member.shape_only and member.op_type not in MAPPED_OPS]
+    first = fallen[0].name
+    unmapped = list(dict.fromkeys(member.op_type for member in fallen))
     report.edge_tpu_cut = EdgeTpuCut(first, unmapped, len(tail), host_total, transfer_s)
     report.latency_s = sum(node.placement.time_s for node in report.nodes) + report.run_s + transfer_s
     report.throughput_per_s = report.batch / report.latency_s if report.latency_s else 0.0

@@ -5,12 +5,11 @@ target, and the cut's tensors cross the host link. Every figure below is worked 
 from __future__ import annotations
 
 import pytest
+from conftest import make_model, zeros
 from onnx import TensorProto, helper
 
 from onnxroof.pipeline import analyze
 from onnxroof.roofline.edge_tpu import MAPPED_OPS
-
-from conftest import make_model, zeros
 
 FIGURE = 'tag = "estimate"\nsource = "a test figure"'
 
@@ -20,11 +19,13 @@ def _targets(tmp_path) -> str:
     CPU at 1e9 op/s, 1e9 B/s and 1 µs per kernel."""
     host = tmp_path / "host.toml"
     host.write_text(f'schema = "onnxroof-target/1"\nname = "host"\ndescription = "a test host"\n'
-                    f'[peak_ops_per_s.fp32]\nvalue = 1e9\n{FIGURE}\n[dram.bandwidth_bytes_per_s]\nvalue = 1e9\n{FIGURE}\n'
+                    f'[peak_ops_per_s.fp32]\nvalue = 1e9\n{FIGURE}\n'
+                    f'[dram.bandwidth_bytes_per_s]\nvalue = 1e9\n{FIGURE}\n'
                     f'[node_overhead_s]\nvalue = 1e-6\n{FIGURE}\n')
     tpu = tmp_path / "tpu.toml"
     tpu.write_text(f'schema = "onnxroof-target/1"\nname = "tpu"\ndescription = "a test edge tpu"\n'
-                   f'[peak_ops_per_s.fp32]\nvalue = 1e12\n{FIGURE}\n[dram.bandwidth_bytes_per_s]\nvalue = 1e8\n{FIGURE}\n'
+                   f'[peak_ops_per_s.fp32]\nvalue = 1e12\n{FIGURE}\n'
+                   f'[dram.bandwidth_bytes_per_s]\nvalue = 1e8\n{FIGURE}\n'
                    f'[edge_tpu]\nhost = "{host}"\nsource = "a test"\n')
     return str(tpu)
 

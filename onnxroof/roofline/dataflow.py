@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, TypeAlias
 
 from .figures import Figure, read_figure, read_fraction, read_section
 
-if TYPE_CHECKING:  # (placement imports targets, which imports this module)
-    from .kernels import Kernel
-    from .placement import TargetReport
+# placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
+# and targets import this module)
+TargetReport: TypeAlias = Any
+Kernel: TypeAlias = Any
+Target: TypeAlias = Any
 
 
 @dataclass(frozen=True)

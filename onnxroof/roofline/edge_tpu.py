@@ -9,16 +9,17 @@ fallen-back part is timed on (its roofline on the host's peak figures and launch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Any, TypeAlias
 
 from ..core.errors import UsageError
-from .point import roofline
 
-if TYPE_CHECKING:  # (placement imports this module)
-    from .kernels import Kernel
-    from .placement import TargetReport
-    from .targets import Target
+# placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
+# and targets import this module); the roofline function (point.roofline) is handed in for the same reason
+TargetReport: TypeAlias = Any
+Kernel: TypeAlias = Any
+Target: TypeAlias = Any
 
 # ONNX ops whose TFLite form is in the Edge TPU compiler's supported-operations table (coral.ai
 # "TensorFlow models on the Edge TPU", Supported operations): Conv2d, DepthwiseConv2d, TransposeConv,
@@ -74,7 +75,7 @@ def cut_at(kernels: list[Kernel]) -> int | None:
     return None
 
 
-def host_time(kernel: Kernel, host: Target) -> float:
+def host_time(kernel: Kernel, host: Target, roofline: Callable[..., Any]) -> float:
     """One kernel on the host CPU: its roofline on the host's peak figures for its type, plus the
     host's launch cost per kernel."""
     anchor = next((m for m in kernel.records if m.macs), kernel.records[0])
@@ -92,7 +93,8 @@ def _cut_bytes(kernels: list[Kernel], start: int, tensors: dict) -> int:
     return sum(tensors[name].bytes or 0 for name in crossing if name in tensors)
 
 
-def run_cut(report: TargetReport, kernels: list[Kernel], tensors: dict, host: Target) -> None:
+def run_cut(report: TargetReport, kernels: list[Kernel], tensors: dict, host: Target,
+            roofline: Callable[..., Any]) -> None:
     """Re-time the kernels from the cut on ``host`` (the one hook in placement.place_model for an
     Edge TPU): their placements' times become the host's; the tensors entering the cut from the
     mapped part cross the link once. Says in the notes which ops fell back and where the graph is cut."""
@@ -104,7 +106,7 @@ def run_cut(report: TargetReport, kernels: list[Kernel], tensors: dict, host: Ta
     host_total = 0.0
     by_name = {node.name: node for node in report.nodes}
     for kernel in tail:
-        seconds = host_time(kernel, host)
+        seconds = host_time(kernel, host, roofline)
         host_total += seconds
         node = by_name.get(kernel.name)
         if node is not None:

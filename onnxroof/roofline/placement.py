@@ -263,7 +263,7 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     if target.dataflow is not None and groups is None:  # a layer pipeline: fps and latency apart (dataflow.py)
         pipeline_timing(report, kernels, tensors, inputs | outputs)
     if target.edge_tpu is not None and groups is None and overhead:  # the ops past the compiler's cut on the host
-        run_cut(report, kernels, tensors, load_target(target.edge_tpu.host))
+        run_cut(report, kernels, tensors, load_target(target.edge_tpu.host), roofline)
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = band_for(report)
     return report

@@ -48,9 +48,11 @@ SHARED = HERE.parents[2] / "shared" / "data" / "published-measurements.csv"
 if not SHARED.exists():  # a worktree beside the main checkout: /work/wt-x/benchmarks/published
     SHARED = Path("/work/shared/data/published-measurements.csv")
 EDGE = HERE / "edge-measurements.csv"
+ROOT = HERE.parents[1]  # the checkout this script sits in: its onnxroof is the one analysed
 
 # (exact target or prefix, bundled target or None): the first match decides
-TARGETS = [("Hailo-8L", None), ("Hailo-8", "hailo-8"), ("Coral Edge TPU", "coral-edge-tpu"),
+TARGETS = [("Hailo-8L", "hailo-8l"), ("Hailo-8", "hailo-8"), ("Coral Edge TPU", "coral-edge-tpu"),
+           ("Jetson Orin Nano (8GB Super", "jetson-orin-nano-super"),
            ("Jetson Orin Nano", "jetson-orin-nano"), ("Jetson Orin NX", None), ("Raspberry Pi 5", "raspberry-pi-5"),
            ("Myriad X", "myriad-x"), ("Apple M2 (10-core", "apple-m2-gpu"), ("Apple M2 Max", None)]
 Build = Callable[[int, int], onnx.ModelProto]  # (batch, resolution) -> model
@@ -173,6 +175,18 @@ def dtype_of(precision: str) -> str | None:
     return next((d for d in ("int8", "fp16", "fp32") if p.startswith(d)), None)
 
 
+def ran_dtype(data: dict) -> str | None:
+    """The precision a row's arithmetic ran at, which is not always the one its page names: ncnn on an
+    Armv8.2 CPU runs "fp32" graphs with fp16 storage and arithmetic by default (ncnn's Option
+    use_fp16_storage / use_fp16_arithmetic are on where the CPU has them, as the Pi 5's Cortex-A76 has),
+    so its fp32 rows are compared with the fp16 roof."""
+    stated = dtype_of(data["precision"])
+    software = data["software"].lower()
+    if stated == "fp32" and "ncnn" in software and "vulkan" not in software:
+        return "fp16"
+    return stated
+
+
 def resolution_of(text: str) -> int:
     """The input side a row states, or 0 where it states none (the builder's default then)."""
     head = text.split("x")[0].strip().strip("[")
@@ -183,11 +197,12 @@ def decide(data: dict, origin: str) -> Row:
     row = Row(data, origin)
     known, row.target = bundled(data["target"])
     row.label, row.build = model_of(data)
-    row.dtype = dtype_of(data["precision"])
+    row.dtype = ran_dtype(data)
     batch = data["batch"].split()[0]
-    # Hailo's "batch 8" groups frames per context switch; the chip still streams one frame at a time,
-    # so its rows are analysed at batch 1 (the model's own rate is the bound on the streaming rate)
-    row.batch = int(batch) if batch.isdigit() and data["scenario"] != "streaming throughput" else 1
+    # Hailo's "batch 8" runs 8 frames through each context before switching to the next, so a context's
+    # parameters cross the host link once per 8 frames: analysed at batch 8, the rate is 8 / its latency
+    # (at batch 1 the parameters that do not stay on chip would be counted once per frame: no bound)
+    row.batch = int(batch) if batch.isdigit() else 1
     row.resolution = resolution_of(data["seq_or_resolution"])
     return row
 
@@ -195,6 +210,8 @@ def decide(data: dict, origin: str) -> Row:
 def read_rows() -> list[Row]:
     rows = []
     for path, origin in ((SHARED, "shared"), (EDGE, "edge")):
+        if not path.exists():  # the shared CSV lives beside the checkout, not in it
+            continue
         with open(path, newline="") as f:
             for data in csv.DictReader(line for line in f if not line.startswith("#")):
                 if origin == "edge" or bundled(data["target"])[0]:
@@ -214,14 +231,16 @@ def predict(rows: list[Row], folder: Path) -> None:
         if key not in cache:
             path = folder / "model.onnx"
             onnx.save(row.build(row.batch, row.resolution), str(path))
-            done = subprocess.run(["onnxroof", "summary", str(path), "--target", row.target, "--dtype", row.dtype,
-                                   "--format", "json", "--no-findings"], capture_output=True, text=True)
+            batch = ["--batch", str(row.batch)] if row.batch > 1 else []  # a dataflow chip's frames per context
+            command = [sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--target", row.target,
+                       "--dtype", row.dtype, "--format", "json", "--no-findings", *batch]
+            done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
             cache[key] = json.loads(done.stdout)["targets"][0] if done.returncode == 0 else {}
             if done.returncode:
                 print(f"onnxroof failed on {key}: {done.stderr.strip()[:200]}", file=sys.stderr)
         report = cache[key]
-        if report.get("latency_s"):  # a rate is the built batch over the latency of one run
-            row.predicted = row.batch / report["latency_s"] if row.throughput else report["latency_s"] * 1e3
+        if report.get("latency_s"):  # a rate is the target's throughput (batch / latency, or a dataflow chip's fps)
+            row.predicted = report["throughput_per_s"] if row.throughput else report["latency_s"] * 1e3
 
 
 def counts_table(rows: list[Row]) -> str:

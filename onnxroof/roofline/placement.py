@@ -24,13 +24,15 @@ from ..core.dtypes import bits_of, packed_bytes
 from ..cost.records import NodeStatus
 from ..memory.spill import spill_plan
 from .band import band_for
+from .dataflow import DataflowTiming, pipeline_timing
+from .edge_tpu import EdgeTpuCut, run_cut
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
 from .latency_bound import LatencyBound
 from .overheads import kernel_launch_s, run_overhead_s
 
 # one kernel's point on the roofline: read through this module too
 from .point import MATERIAL_FILL, Bound, Placement, parallel_fraction, roofline  # noqa: F401
-from .targets import SPLIT_MACS, Figure, LatencyKind, Target
+from .targets import SPLIT_MACS, Figure, LatencyKind, Target, load_target
 from .terms import KernelWork, kernel_point
 
 if TYPE_CHECKING:
@@ -91,10 +93,12 @@ class TargetReport(LatencyBound):
     # the target's figures taken from other targets that this run used (Target.borrowed): said in every output
     borrowed: dict[str, Figure] = field(default_factory=dict)
     run_s: float = 0.0  # what the run costs beyond its kernels (in latency_s; overheads.run_overhead_s)
+    dataflow: DataflowTiming | None = None  # a dataflow target's pipeline: fps and latency apart (dataflow.py)
+    edge_tpu_cut: EdgeTpuCut | None = None  # where an Edge TPU's compiler cut the graph (edge_tpu.py)
 
     @property
     def energy_kind(self) -> str:
-        """"dynamic" (the work's energy alone: the target states no static power) or "dynamic +
+        """ "dynamic" (the work's energy alone: the target states no static power) or "dynamic +
         static" (its static power x the latency added)."""
         return "dynamic + static" if "static" in self.energy_split_j else "dynamic"
 
@@ -102,11 +106,19 @@ class TargetReport(LatencyBound):
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
 
 
-def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: str = "model",
-                batch: int = 1, fusion: Iterable[str] | None = None, overhead: bool = True,
-                groups: Iterable[Iterable[str]] | None = None,
-                compute_dtypes: Mapping[str, str] | None = None, split: Iterable[str] | None = None,
-                order: Iterable[str] | None = None) -> TargetReport:
+def place_model(
+    graph: CostGraph,
+    memory: MemoryReport,
+    target: Target,
+    dtype: str = "model",
+    batch: int = 1,
+    fusion: Iterable[str] | None = None,
+    overhead: bool = True,
+    groups: Iterable[Iterable[str]] | None = None,
+    compute_dtypes: Mapping[str, str] | None = None,
+    split: Iterable[str] | None = None,
+    order: Iterable[str] | None = None,
+) -> TargetReport:
     """Place every kernel of the cost ``graph`` and the whole model on ``target``. The kernels
     are the counted nodes grouped under the ``fusion`` rule sets (default: the target's policy;
     none: one kernel per node); without ``overhead`` no kernel pays the target's launch cost or
@@ -126,22 +138,44 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
     # the nodes that run: control-flow bodies expanded (cost/running.py), unless a runtime's kernels are given
     placed = graph if groups is not None else graph.running
     kernels = group(graph, groups) if groups is not None else fuse(placed, rules)
-    placer = _Placer(target, placed, overhead, groups is not None, compute_dtypes,
-                     set(split) if split is not None else None, notes=list(placed.notes))
+    placer = _Placer(
+        target,
+        placed,
+        overhead,
+        groups is not None,
+        compute_dtypes,
+        set(split) if split is not None else None,
+        notes=list(placed.notes),
+    )
     placer.plan_memory(kernels, memory, order)
     # every activation counts, not the peak: onnxruntime's arena does not keep a run's footprint at
     # the peak (MobileNetV3's 230 small kernels, 0.97 MB at the peak and 13 MB written, launch cold)
     if overhead:
         placer.launch_cost_s = kernel_launch_s(
-            target, sum(k.weight_bytes for k in kernels) + sum(memory.problem.buffer_bytes), placer.notes)
+            target, sum(k.weight_bytes for k in kernels) + sum(memory.problem.buffer_bytes), placer.notes
+        )
     placer.in_place = memory.problem.in_place_concats if groups is None else frozenset()
     placements = [placer.place(position, kernel) for position, kernel in enumerate(kernels)]
     for (wanted, used), count in sorted(placer.fallbacks.items()):
         placer.notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
-    report = _summarize(target, dtype, batch, placements, placer.spilled, sum(placer.spill_by_node.values()),
-                        placer.keeps_activations, placer.notes, rules, run_overhead_s(target) if overhead else 0.0)
+    report = _summarize(
+        target,
+        dtype,
+        batch,
+        placements,
+        placer.spilled,
+        sum(placer.spill_by_node.values()),
+        placer.keeps_activations,
+        placer.notes,
+        rules,
+        run_overhead_s(target) if overhead else 0.0,
+    )
     report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in placer.cached)
     report.launch_s = placer.launch_cost_s
+    if target.dataflow is not None and groups is None:  # a layer pipeline: fps and latency apart (dataflow.py)
+        pipeline_timing(report, kernels, placed.tensors, set(placed.inputs) | set(placed.outputs))
+    if target.edge_tpu is not None and groups is None and overhead:  # the ops past the compiler's cut on the host
+        run_cut(report, kernels, placed.tensors, load_target(target.edge_tpu.host), roofline)
     _settle_kind(report, target, overhead)
     return report
 
@@ -149,13 +183,16 @@ def place_model(graph: CostGraph, memory: MemoryReport, target: Target, dtype: s
 def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:
     """The run's own cost said in a note, and what the latency is: a bound or a forecast (with its band)."""
     if report.run_s:
-        report.notes.append(f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its "
-                            "inputs and outputs): in the latency once, as overhead")
+        report.notes.append(
+            f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its "
+            "inputs and outputs): in the latency once, as overhead"
+        )
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND
     runtime_figures = ("node_overhead", "cold_node", "split_overhead", "efficiency")  # unused without overhead
-    report.borrowed = {key: figure for key, figure in target.borrowed.items()
-                       if overhead or not key.startswith(runtime_figures)}
+    report.borrowed = {
+        key: figure for key, figure in target.borrowed.items() if overhead or not key.startswith(runtime_figures)
+    }
     report.peak_figures = report.latency_kind == LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = band_for(report)
@@ -202,8 +239,10 @@ class _Placer:
         plan = spill_plan(problem, tuple(order) if order is not None else problem.model_order, int(onchip_capacity))
         self.spill_by_node, self.spilled = plan.per_node, plan.spilled
         if plan.streamed:
-            notes.append(f"{len(plan.streamed)} node(s) need more than the {int(onchip_capacity):,} B on chip at once "
-                         "and stream their activations from DRAM")
+            notes.append(
+                f"{len(plan.streamed)} node(s) need more than the {int(onchip_capacity):,} B on chip at once "
+                "and stream their activations from DRAM"
+            )
 
     def place(self, position: int, kernel: Kernel) -> NodePlacement:
         """One kernel: its bytes on each level, its roofs, its terms' time, its energy."""
@@ -212,16 +251,39 @@ class _Placer:
         roofs, anchor_dtype, anchor = self._roofs(members)
         roof, peak = _blended_peak(target, roofs) if len(roofs) > 1 else target.roof(anchor_dtype)
         kernel_class = efficiency_class(members)
-        work = KernelWork(target, members, kernel.flops, dram, onchip, roofs, roof, peak, kernel_class,
-                          work_shape(members), self.overhead, self._launch_s(kernel, dram, onchip, written_in_place))
+        work = KernelWork(
+            target,
+            members,
+            kernel.flops,
+            dram,
+            onchip,
+            roofs,
+            roof,
+            peak,
+            kernel_class,
+            work_shape(members),
+            self.overhead,
+            self._launch_s(kernel, dram, onchip, written_in_place),
+        )
         point = kernel_point(work)
         energy = _energy(target, roofs, dram, onchip)
         if kernel.runs > 1:  # a Loop's or Scan's body: every figure of one run, that many times
             point = _repeated(point, kernel.runs)
             energy = {k: None if v is None else v * kernel.runs for k, v in energy.items()}
             roofs = Counter({roof: flops * kernel.runs for roof, flops in roofs.items()})
-        return NodePlacement(kernel.name, kernel.op_type, anchor.dtype, point, spill, energy, kernel.nodes,
-                             reuse_of(members), dict(roofs), kernel.runs, _node_times_s(point.time_s, members))
+        return NodePlacement(
+            kernel.name,
+            kernel.op_type,
+            anchor.dtype,
+            point,
+            spill,
+            energy,
+            kernel.nodes,
+            reuse_of(members),
+            dict(roofs),
+            kernel.runs,
+            _node_times_s(point.time_s, members),
+        )
 
     def _bytes(self, position: int, kernel: Kernel) -> tuple[int, int, int, bool]:
         """(DRAM bytes, on-chip bytes, spilled bytes, whether it is a Concat written in place)."""
@@ -277,14 +339,16 @@ class _Placer:
         """What the kernel's launch costs: views, folded constants and shape arithmetic launch
         nothing on the device; a kernel split over the threads pays the split on top."""
         members, target = kernel.records, self.target
-        works = self.ran or (bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members)
-                             and not written_in_place)
+        works = self.ran or (
+            bool(kernel.flops or dram or onchip) and not all(m.shape_only for m in members) and not written_in_place
+        )
         if not (works and self.overhead):
             return 0.0
         launch_s = self.launch_cost_s
         split = self.split_nodes
         if target.split_overhead_s and (
-                any(m.name in split for m in members) if split is not None else splits_by_rule(members)):
+            any(m.name in split for m in members) if split is not None else splits_by_rule(members)
+        ):
             launch_s += target.split_overhead_s.value
         return launch_s
 
@@ -296,15 +360,20 @@ def _weights_note(kernels: list[Kernel], cached: set[int], target: Target, notes
     if kept_bytes < parameter_bytes and not target.weights_partial:
         kept_bytes = 0  # the runtime reloads them all each run (HailoRT's contexts)
     if kept_bytes == parameter_bytes:
-        notes.append(f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak "
-                     "activations")
+        notes.append(
+            f"parameters ({parameter_bytes:,} B) stay on chip between runs: they fit beside the peak activations"
+        )
     elif kept_bytes:
-        notes.append(f"{kept_bytes:,} B of the {parameter_bytes:,} B of parameters stay on chip between runs (the "
-                     f"kernels' in model order, as long as they fit beside the peak activations); the rest are read "
-                     "from DRAM every run")
+        notes.append(
+            f"{kept_bytes:,} B of the {parameter_bytes:,} B of parameters stay on chip between runs (the "
+            f"kernels' in model order, as long as they fit beside the peak activations); the rest are read "
+            "from DRAM every run"
+        )
     else:
-        notes.append(f"parameters ({parameter_bytes:,} B) do not fit on chip beside the peak activations: read from "
-                     "DRAM every run")
+        notes.append(
+            f"parameters ({parameter_bytes:,} B) do not fit on chip beside the peak activations: read from "
+            "DRAM every run"
+        )
     return kept_bytes
 
 
@@ -317,10 +386,18 @@ def _repeated(point: Placement, runs: int) -> Placement:
     >>> twelve.flops, round(twelve.time_s * 1e6, 3), round(twelve.overhead_s * 1e6, 3), twelve.bound == one.bound
     (12000, 36.0, 24.0, True)
     """
-    return replace(point, flops=point.flops * runs, dram_bytes=point.dram_bytes * runs,
-                   onchip_bytes=point.onchip_bytes * runs, compute_s=point.compute_s * runs,
-                   memory_s=point.memory_s * runs, onchip_s=point.onchip_s * runs, time_s=point.time_s * runs,
-                   overhead_s=point.overhead_s * runs, subnormal_s=point.subnormal_s * runs)
+    return replace(
+        point,
+        flops=point.flops * runs,
+        dram_bytes=point.dram_bytes * runs,
+        onchip_bytes=point.onchip_bytes * runs,
+        compute_s=point.compute_s * runs,
+        memory_s=point.memory_s * runs,
+        onchip_s=point.onchip_s * runs,
+        time_s=point.time_s * runs,
+        overhead_s=point.overhead_s * runs,
+        subnormal_s=point.subnormal_s * runs,
+    )
 
 
 def splits_by_rule(members: Iterable) -> bool:
@@ -443,8 +520,10 @@ def split_kernel_times(report: TargetReport, weights: Mapping[str, float]) -> di
 
 def node_times(reports: Iterable[TargetReport]) -> dict[str, dict[str, float]]:
     """target -> node -> seconds: each kernel's time split over its nodes (``NodePlacement.node_time_s``)."""
-    return {report.target.name: {name: s for kernel in report.nodes for name, s in kernel.node_time_s.items()}
-            for report in reports}
+    return {
+        report.target.name: {name: s for kernel in report.nodes for name, s in kernel.node_time_s.items()}
+        for report in reports
+    }
 
 
 def _without_kernel_internals(problem: MemoryProblem, kernels: list[Kernel]) -> MemoryProblem:
@@ -485,8 +564,9 @@ def _joules(amount: int, picojoules_each: float | None) -> float | None:
     return None if picojoules_each is None else amount * picojoules_each * 1e-12
 
 
-def _run_energy(target: Target, nodes: list[NodePlacement], latency: float,
-                notes: list[str]) -> tuple[float | None, dict[str, float | None]]:
+def _run_energy(
+    target: Target, nodes: list[NodePlacement], latency: float, notes: list[str]
+) -> tuple[float | None, dict[str, float | None]]:
     """(joules of one run or None, joules by part): the kernels' parts summed (None where one has no
     figure, said in a note), and the static power x the latency where the target states it."""
     split: dict[str, float | None] = {}
@@ -503,9 +583,18 @@ def _run_energy(target: Target, nodes: list[NodePlacement], latency: float,
     return energy, split
 
 
-def _summarize(target: Target, dtype: str, batch: int, nodes: list[NodePlacement], spilled: list[str],
-               spill_bytes: int, on_chip: bool, notes: list[str], fusion: tuple[str, ...],
-               run_s: float = 0.0) -> TargetReport:
+def _summarize(
+    target: Target,
+    dtype: str,
+    batch: int,
+    nodes: list[NodePlacement],
+    spilled: list[str],
+    spill_bytes: int,
+    on_chip: bool,
+    notes: list[str],
+    fusion: tuple[str, ...],
+    run_s: float = 0.0,
+) -> TargetReport:
     latency = sum(n.placement.time_s for n in nodes) + run_s  # run_s: the run's own cost, before its kernels
     flops = sum(n.placement.flops for n in nodes)
     dram = sum(n.placement.dram_bytes for n in nodes)

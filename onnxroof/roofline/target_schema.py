@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
+from .dataflow import read_dataflow
+from .edge_tpu import read_edge_tpu
 from .figures import read_efficiency, read_figure, read_fraction, read_section, shown
 from .fusion_rules import FUSION_RULES  # the names a [fusion] policy may give
 from .interconnect import read_interconnect
@@ -242,6 +244,14 @@ def _fusion(data: dict, where: str) -> dict:
 
 def _interconnect(data: dict, where: str) -> dict:
     return {"interconnect": read_interconnect(data, where)}
+
+
+def _dataflow(data: dict, where: str) -> dict:
+    return {"dataflow": read_dataflow(data, where)}
+
+
+def _edge_tpu(data: dict, where: str) -> dict:
+    return {"edge_tpu": read_edge_tpu(data, where)}
 
 
 # --- what the JSON target entry shows (result.target_entry places these keys among the report's)
@@ -511,6 +521,22 @@ FIELDS: tuple[TargetField, ...] = (
     ),
     TargetField(
         "[interconnect.<link>]", "interconnect", "", False, "how several such devices are linked", _interconnect
+    ),
+    TargetField(
+        "[dataflow]",
+        "dataflow",
+        "",
+        False,
+        "context_bytes, units, switch_s, efficiency, activation_bytes_per_s: a layer-pipelined chip (Hailo)",
+        _dataflow,
+    ),
+    TargetField(
+        "[edge_tpu]",
+        "edge_tpu",
+        "",
+        False,
+        "host, source: the target the ops past the compiler's cut run on",
+        _edge_tpu,
     ),
 )
 

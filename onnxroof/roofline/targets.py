@@ -101,6 +101,8 @@ from pathlib import Path
 from ..core.enums import TextEnum
 from ..core.errors import OptionError, UsageError
 from ..core.files import not_a_file, read_small_file
+from .dataflow import DataflowChip
+from .edge_tpu import EdgeTpuHost
 from .figures import BORROWED, FIGURE_RANGE, MAX_POINT_COUNT, TAGS, Figure, interpolate_log  # noqa: F401
 from .interconnect import Interconnect
 from .target_paths import (  # noqa: F401
@@ -142,9 +144,21 @@ ROOF_PREFERENCE = {
 }
 # ONNX element type name -> roof
 _ROOF_OF_DTYPE = {
-    "float32": "fp32", "float64": "fp32", "float16": "fp16", "bfloat16": "bf16",
-    "int8": "int8", "uint8": "int8", "int16": "int8", "uint16": "int8", "int32": "int8", "uint32": "int8",
-    "int4": "int4", "uint4": "int4", "float8e4m3fn": "fp8", "float8e5m2": "fp8", "float8e4m3fnuz": "fp8",
+    "float32": "fp32",
+    "float64": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "int8": "int8",
+    "uint8": "int8",
+    "int16": "int8",
+    "uint16": "int8",
+    "int32": "int8",
+    "uint32": "int8",
+    "int4": "int4",
+    "uint4": "int4",
+    "float8e4m3fn": "fp8",
+    "float8e5m2": "fp8",
+    "float8e4m3fnuz": "fp8",
     "float8e5m2fnuz": "fp8",
 }
 
@@ -154,6 +168,7 @@ _ROOF_OF_DTYPE = {
 # and pays the target's split_overhead_s (a profile on this machine agrees: a 1x784 by 784x256
 # Gemm, 200,704 multiply-adds, split; 1x256 by 256x128, 32,768, did not)
 SPLIT_MACS = 65_536
+
 
 class LatencyKind(TextEnum):
     """What a predicted latency is: at peak figures a kernel can go no faster than its roofs, so
@@ -212,6 +227,8 @@ class Target:
     error_band: Figure | None = None  # a forecast's measured |predicted / measured - 1|, and on what
     error_band_roofs: tuple[str, ...] = ()  # the roofs the band's measurements ran on (): all
     interconnect: Interconnect | None = None  # how several such devices are linked ([interconnect]); None: not given
+    dataflow: DataflowChip | None = None  # a layer-pipelined chip ([dataflow]: roofline/dataflow.py); None: not one
+    edge_tpu: EdgeTpuHost | None = None  # an Edge TPU's host for the ops past its compiler's cut (edge_tpu.py)
 
     @property
     def borrowed(self) -> dict[str, Figure]:
@@ -223,8 +240,14 @@ class Target:
         {'node_overhead_s': Figure(value=7e-06, tag='borrowed', source="others' median")}
         """
         found = {}
-        for key in ("node_overhead_s", "cold_node_overhead_s", "split_overhead_s", "run_overhead_s", "error_band",
-                    "static_power_w"):
+        for key in (
+            "node_overhead_s",
+            "cold_node_overhead_s",
+            "split_overhead_s",
+            "run_overhead_s",
+            "error_band",
+            "static_power_w",
+        ):
             figure = getattr(self, key)
             if figure is not None and figure.tag == BORROWED:
                 found[key] = figure
@@ -255,8 +278,9 @@ class Target:
         measured = self.efficiency and all(figure.tag == "measured" for figure in figures)
         return LatencyKind.FORECAST if measured else LatencyKind.BOUND
 
-    def efficiency_of(self, kernel_class: str | None, roof: str | None = None, columns: int | None = None,
-                      rows: int | None = None) -> float:
+    def efficiency_of(
+        self, kernel_class: str | None, roof: str | None = None, columns: int | None = None, rows: int | None = None
+    ) -> float:
         """The fraction of the roofline a kernel of ``kernel_class`` achieves (1.0: not given): the
         ``by_rows`` points of :meth:`rows_curve` at the kernel's output ``rows`` if there are such
         points and the kernel has a work shape; else the ``by_columns`` points of
@@ -357,8 +381,6 @@ class Target:
         return None
 
 
-
-
 def load_target(name_or_path: str) -> Target:
     """A target by name (``./hardware``, the user's folder, the bundled ones: :func:`target_files`),
     or a target file by path."""
@@ -368,8 +390,13 @@ def load_target(name_or_path: str) -> Target:
     bundled = {} if name_or_path.endswith(".toml") else target_files()
     name_or_path = next((name for name in bundled if name.lower() == name_or_path.lower()), name_or_path)
     if name_or_path not in bundled and (name_or_path.endswith(".toml") or os.path.lexists(path)):
-        raise OptionError("targets", "{opt.targets} {target}: {what}; give the path of a target .toml file, or a "
-                          "target's name (`onnxroof targets` lists them)", target=name_or_path, what=not_a_file(path))
+        raise OptionError(
+            "targets",
+            "{opt.targets} {target}: {what}; give the path of a target .toml file, or a "
+            "target's name (`onnxroof targets` lists them)",
+            target=name_or_path,
+            what=not_a_file(path),
+        )
     if name_or_path not in bundled:
         close = difflib.get_close_matches(name_or_path, bundled, n=3, cutoff=0.4)
         hint = f"did you mean {', '.join(close)}?" if close else "run `onnxroof targets` to list them"
@@ -386,9 +413,12 @@ def parse_target(path: Path) -> Target:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML ({exc})") from exc
     except (RecursionError, MemoryError, ValueError) as exc:  # the reader's own limits: nesting, huge numbers
-        problem = "nested too deeply" if isinstance(exc, RecursionError) else "too large" if isinstance(
-            exc, MemoryError) else str(exc).splitlines()[0][:120]
+        problem = (
+            "nested too deeply"
+            if isinstance(exc, RecursionError)
+            else "too large"
+            if isinstance(exc, MemoryError)
+            else str(exc).splitlines()[0][:120]
+        )
         raise UsageError(f"{path}: cannot be read as a target file ({problem})") from None
     return Target(path=str(path), **read_fields(data, str(path)))
-
-

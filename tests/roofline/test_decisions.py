@@ -178,10 +178,10 @@ def test_nodes_in_a_type_the_target_has_no_roof_for_fall_back_and_are_counted(tm
 
 
 def test_the_model_point_blends_the_roofs_its_flops_run_on():
-    # myriad-x: fp32 44.8 GFLOP/s, fp16 89.6. A 1,000-element fp32 Relu (1,000 FLOPs) beside a
-    # 3,000-element fp16 Relu (3,000 FLOPs): compute time 1,000 / 44.8e9 + 3,000 / 89.6e9
-    # = 5,000 / 89.6e9; the model's peak is 4,000 FLOPs over that: 4,000 x 89.6e9 / 5,000 = 71.68e9.
-    # Most FLOPs run on fp16, so that is the roof it is named after.
+    # myriad-x: fp32 44.8 GFLOP/s (SHAVEs), fp16 1.09e12 (Neural Compute Engine + SHAVEs). A 1,000-element
+    # fp32 Relu (1,000 FLOPs) beside a 3,000-element fp16 Relu (3,000 FLOPs): compute time
+    # 1,000 / 44.8e9 + 3,000 / 1.09e12 = 22.32 ns + 2.752 ns = 25.074 ns; the model's peak is 4,000 FLOPs
+    # over that: 159.5e9. Most FLOPs run on fp16, so that is the roof it is named after.
     nodes = [
         helper.make_node("Relu", ["x32"], ["y32"], name="R32"),
         helper.make_node("Relu", ["x16"], ["y16"], name="R16"),
@@ -193,14 +193,15 @@ def test_the_model_point_blends_the_roofs_its_flops_run_on():
     )
     point = place(model, "myriad-x").model_point
     assert point.roof == "fp16"
-    assert point.compute_s == pytest.approx(5_000 / 89.6e9)
-    assert point.peak_flops_per_s == pytest.approx(71.68e9)
+    assert point.compute_s == pytest.approx(1_000 / 44.8e9 + 3_000 / 1.09e12)
+    assert point.peak_flops_per_s == pytest.approx(159.5e9, rel=1e-3)
 
 
 def test_an_int8_model_point_sits_on_the_int8_roof():
-    # every node re-costed in int8 on myriad-x (179.2 GOP/s int8): the model point's roof and peak
+    # every node re-costed in int8 on myriad-x (1.18e12 op/s int8: the Neural Compute Engine's ~1 TOPS
+    # + the SHAVEs' 179.2e9): the model point's roof and peak
     point = place(relu_chain(), "myriad-x", dtype="int8").model_point
-    assert point.roof == "int8" and point.peak_flops_per_s == pytest.approx(179.2e9)
+    assert point.roof == "int8" and point.peak_flops_per_s == pytest.approx(1.18e12)
 
 
 def test_a_model_with_nothing_to_run_takes_no_time():

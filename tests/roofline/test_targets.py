@@ -12,10 +12,22 @@ from onnxroof.core.errors import UsageError
 from onnxroof.roofline.targets import DTYPES, ROOF_PREFERENCE, TAGS, bundled_targets, load_target, parse_target
 
 EXPECTED = {
-    "myriad-x", "tpu-v1", "fpga-ddr100",  # the reference exercises
-    "h100-sxm", "h200-sxm", "a100-80gb-sxm", "l4",
-    "jetson-orin-nano", "jetson-agx-orin", "coral-edge-tpu", "raspberry-pi-5",
-    "apple-m2-gpu", "xeon-8480-socket", "hailo-8",
+    "myriad-x",
+    "tpu-v1",
+    "fpga-ddr100",  # the reference exercises
+    "h100-sxm",
+    "h200-sxm",
+    "a100-80gb-sxm",
+    "l4",
+    "jetson-orin-nano",
+    "jetson-orin-nano-super",
+    "jetson-agx-orin",
+    "coral-edge-tpu",
+    "raspberry-pi-5",
+    "apple-m2-gpu",
+    "xeon-8480-socket",
+    "hailo-8",
+    "hailo-8l",
 }
 
 
@@ -27,14 +39,22 @@ def all_figures(target):
     for kind, table in (("mul_pj", target.mul_pj), ("add_pj", target.add_pj)):
         for roof, figure in table.items():
             yield f"energy.{kind}.{roof}", figure
-    for label in ("dram_pj_per_byte", "onchip_bytes", "onchip_bytes_per_s", "onchip_pj_per_byte",
-                  "process_nm", "clock_hz", "power_w"):
+    for label in (
+        "dram_pj_per_byte",
+        "onchip_bytes",
+        "onchip_bytes_per_s",
+        "onchip_pj_per_byte",
+        "process_nm",
+        "clock_hz",
+        "power_w",
+    ):
         figure = getattr(target, label)
         if figure is not None:
             yield label, figure
 
 
 # --- every bundled target -------------------------------------------------------------------
+
 
 def test_the_bundled_set_is_complete():
     assert EXPECTED <= set(bundled_targets())
@@ -59,8 +79,10 @@ def test_bundled_target_loads_and_validates(name):
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_estimated_roofs_and_bandwidths_show_their_arithmetic(name):
     target = load_target(name)
-    for label, figure in [("dram.bandwidth_bytes_per_s", target.dram_bytes_per_s),
-                          *((f"peak_ops_per_s.{r}", f) for r, f in target.peak_ops_per_s.items())]:
+    for label, figure in [
+        ("dram.bandwidth_bytes_per_s", target.dram_bytes_per_s),
+        *((f"peak_ops_per_s.{r}", f) for r, f in target.peak_ops_per_s.items()),
+    ]:
         if figure.tag == "estimate":
             assert "=" in figure.source and any(c.isdigit() for c in figure.source), label
 
@@ -88,6 +110,7 @@ def test_dense_not_sparse_figures():
 
 # --- ridge points by hand -------------------------------------------------------------------
 
+
 def test_ridge_myriad_x_fp32():
     assert load_target("myriad-x").ridge("fp32") == pytest.approx(44.8e9 / 12.8e9) == pytest.approx(3.5)
 
@@ -109,6 +132,7 @@ def test_ridge_fpga_ddr100_int8():
 
 
 # --- the roof fallback ----------------------------------------------------------------------
+
 
 def test_roof_uses_the_matching_roof_when_present():
     h100 = load_target("h100-sxm")
@@ -143,14 +167,15 @@ def test_roof_fallback_on_a_custom_target(tmp_path):
 
 # --- malformed files ------------------------------------------------------------------------
 
-FP16_BLOCK = '''
+FP16_BLOCK = """
 [peak_ops_per_s.fp16]
 value = 2e12
 tag = "estimate"
 source = "2 x the fp32 rate = 2e12"
-'''
+"""
 
-VALID = '''schema = "onnxroof-target/1"
+VALID = (
+    """schema = "onnxroof-target/1"
 name = "tiny"
 description = "a test target"
 
@@ -158,7 +183,9 @@ description = "a test target"
 value = 1e12
 tag = "vendor"
 source = "datasheet"
-''' + FP16_BLOCK + '''
+"""
+    + FP16_BLOCK
+    + """
 [peak_ops_per_s.int8]
 value = 4e12
 tag = "vendor"
@@ -181,7 +208,8 @@ source = "Horowitz, ISSCC 2014"
 value = 0.9
 tag = "paper"
 source = "Horowitz, ISSCC 2014"
-'''
+"""
+)
 
 
 def write(tmp_path, text: str, name: str = "tiny.toml"):
@@ -215,24 +243,52 @@ BROKEN_FILES = {
     "missing dram section": (_DRAM_FIGURE, "", 0, ["'[dram]' is missing"]),
     "negative figure": ("value = 4e12", "value = -4e12", 0, ["'peak_ops_per_s.int8.value' must be positive", "-4"]),
     "zero figure": ("value = 100e9", "value = 0", 0, ["'dram.bandwidth_bytes_per_s.value' must be positive"]),
-    "missing source": ('value = 4e12\ntag = "vendor"\nsource = "datasheet"\n', 'value = 4e12\ntag = "vendor"\n', 0,
-                       ["'peak_ops_per_s.int8.source' must say where the figure comes from"]),
+    "missing source": (
+        'value = 4e12\ntag = "vendor"\nsource = "datasheet"\n',
+        'value = 4e12\ntag = "vendor"\n',
+        0,
+        ["'peak_ops_per_s.int8.source' must say where the figure comes from"],
+    ),
     "blank source": ('source = "Horowitz, ISSCC 2014"', 'source = "  "', 1, ["'energy.mul_pj.fp32.source'"]),
-    "bad tag": ('value = 100e9\ntag = "vendor"', 'value = 100e9\ntag = "guess"', 0,
-                ["'dram.bandwidth_bytes_per_s.tag' must be one of vendor, paper, estimate, measured", "'guess'"]),
-    "non-number value": ("value = 1e12", 'value = "1 TFLOPS"', 0,
-                         ["'peak_ops_per_s.fp32.value' must be a number", "1 TFLOPS"]),
+    "bad tag": (
+        'value = 100e9\ntag = "vendor"',
+        'value = 100e9\ntag = "guess"',
+        0,
+        ["'dram.bandwidth_bytes_per_s.tag' must be one of vendor, paper, estimate, measured", "'guess'"],
+    ),
+    "non-number value": (
+        "value = 1e12",
+        'value = "1 TFLOPS"',
+        0,
+        ["'peak_ops_per_s.fp32.value' must be a number", "1 TFLOPS"],
+    ),
     "boolean is not a number": ("value = 1e12", "value = true", 0, ["'peak_ops_per_s.fp32.value' must be a number"]),
-    "figure that is not a table": (_DRAM_FIGURE, "[dram]\nbandwidth_bytes_per_s = 100e9\n", 0,
-                                   ["'dram.bandwidth_bytes_per_s' must be a table {value, tag, source}"]),
-    "unknown dtype key": ("[peak_ops_per_s.int8]", "[peak_ops_per_s.fp64]", 0,
-                          ["'peak_ops_per_s.fp64' is not a known dtype", "fp32, tf32, fp16, bf16, fp8, int8, int4"]),
-    "unknown energy dtype key": ("[energy.add_pj.fp32]", "[energy.add_pj.float32]", 0,
-                                 ["'energy.add_pj.float32' is not a known dtype"]),
+    "figure that is not a table": (
+        _DRAM_FIGURE,
+        "[dram]\nbandwidth_bytes_per_s = 100e9\n",
+        0,
+        ["'dram.bandwidth_bytes_per_s' must be a table {value, tag, source}"],
+    ),
+    "unknown dtype key": (
+        "[peak_ops_per_s.int8]",
+        "[peak_ops_per_s.fp64]",
+        0,
+        ["'peak_ops_per_s.fp64' is not a known dtype", "fp32, tf32, fp16, bf16, fp8, int8, int4"],
+    ),
+    "unknown energy dtype key": (
+        "[energy.add_pj.fp32]",
+        "[energy.add_pj.float32]",
+        0,
+        ["'energy.add_pj.float32' is not a known dtype"],
+    ),
     "no peaks": ("[peak_ops_per_s.", "[unused.", 0, ["'peak_ops_per_s' is missing"]),
     "missing name": ('name = "tiny"\n', "", 0, ["'name' must be a non-empty string"]),
-    "wrong schema": ('schema = "onnxroof-target/1"', 'schema = "onnxroof-target/9"', 0,
-                     ["'schema' is 'onnxroof-target/9'"]),
+    "wrong schema": (
+        'schema = "onnxroof-target/1"',
+        'schema = "onnxroof-target/9"',
+        0,
+        ["'schema' is 'onnxroof-target/9'"],
+    ),
     "invalid toml": ('tag = "vendor"', 'tag = "vendor', 1, ["not valid TOML"]),
 }
 
@@ -265,8 +321,9 @@ def test_the_readers_own_limits_are_a_usage_error(tmp_path, nested):
 
 
 def test_a_huge_point_count_is_refused(tmp_path):
-    text = VALID + ('\n[efficiency.gemm]\nvalue = 0.5\ntag = "estimate"\nsource = "x"\n'
-                    f'by_rows = [[1, 0.2], [{"9" * 400}, 0.5]]\n')
+    text = VALID + (
+        f'\n[efficiency.gemm]\nvalue = 0.5\ntag = "estimate"\nsource = "x"\nby_rows = [[1, 0.2], [{"9" * 400}, 0.5]]\n'
+    )
     message = usage_error(write(tmp_path, text))
     assert "efficiency.gemm.by_rows" in message and len(message) < 300
 
@@ -277,6 +334,7 @@ def test_missing_file():
 
 
 # --- unknown names --------------------------------------------------------------------------
+
 
 def test_unknown_target_name_suggests_close_names():
     with pytest.raises(UsageError) as info:
@@ -299,6 +357,7 @@ def test_unknown_target_name_without_close_match_points_to_the_list():
 
 # --- the `onnxroof targets` listing ---------------------------------------------------------
 
+
 def test_targets_command_lists_every_bundled_target(capsys):
     from onnxroof.cli.app import main
 
@@ -312,32 +371,44 @@ def test_targets_command_lists_every_bundled_target(capsys):
 
 # --- [parallel]: the units and the tile each takes ------------------------------------------
 
-_GOOD_PARALLEL = ('[parallel]\nkind = "tiles"\n[parallel.units]\nvalue = 132\ntag = "vendor"\nsource = "s"\n'
-                  '[parallel.tile_rows.fp16]\nvalue = 64\ntag = "estimate"\nsource = "s"\n'
-                  '[parallel.tile_cols.fp16]\nvalue = 8\ntag = "estimate"\nsource = "s"\n')
+_GOOD_PARALLEL = (
+    '[parallel]\nkind = "tiles"\n[parallel.units]\nvalue = 132\ntag = "vendor"\nsource = "s"\n'
+    '[parallel.tile_rows.fp16]\nvalue = 64\ntag = "estimate"\nsource = "s"\n'
+    '[parallel.tile_cols.fp16]\nvalue = 8\ntag = "estimate"\nsource = "s"\n'
+)
 
 
 def _with_parallel(tmp_path, section: str):
     path = tmp_path / "t.toml"
-    path.write_text('name = "t"\ndescription = "d"\n'
-                    '[peak_ops_per_s.fp16]\nvalue = 1e12\ntag = "vendor"\nsource = "s"\n'
-                    '[dram.bandwidth_bytes_per_s]\nvalue = 1e9\ntag = "vendor"\nsource = "s"\n' + section)
+    path.write_text(
+        'name = "t"\ndescription = "d"\n'
+        '[peak_ops_per_s.fp16]\nvalue = 1e12\ntag = "vendor"\nsource = "s"\n'
+        '[dram.bandwidth_bytes_per_s]\nvalue = 1e9\ntag = "vendor"\nsource = "s"\n' + section
+    )
     return path
 
 
 def test_a_parallel_section_reads_units_and_tiles_per_roof(tmp_path):
     parallel = parse_target(_with_parallel(tmp_path, _GOOD_PARALLEL)).parallel
-    assert (parallel.kind, parallel.units.value, parallel.tile("fp16"), parallel.tile("int8")) == ("tiles", 132, (64, 8), None)
+    assert (parallel.kind, parallel.units.value, parallel.tile("fp16"), parallel.tile("int8")) == (
+        "tiles",
+        132,
+        (64, 8),
+        None,
+    )
     assert parse_target(_with_parallel(tmp_path, "")).parallel is None
 
 
-@pytest.mark.parametrize("broken, field", [
-    (_GOOD_PARALLEL.replace('"tiles"', '"waves"'), "parallel.kind"),
-    (_GOOD_PARALLEL.replace("value = 132", "value = 13.5"), "parallel.units.value"),
-    (_GOOD_PARALLEL.replace("tile_cols.fp16", "tile_cols.int8"), "'parallel.tile_rows' and 'parallel.tile_cols'"),
-    (_GOOD_PARALLEL.replace("tile_rows.fp16", "tile_rows.fp12"), "parallel.tile_rows.fp12"),
-    (_GOOD_PARALLEL.replace('[parallel.units]\nvalue = 132\ntag = "vendor"\nsource = "s"\n', ""), "parallel.units"),
-])
+@pytest.mark.parametrize(
+    "broken, field",
+    [
+        (_GOOD_PARALLEL.replace('"tiles"', '"waves"'), "parallel.kind"),
+        (_GOOD_PARALLEL.replace("value = 132", "value = 13.5"), "parallel.units.value"),
+        (_GOOD_PARALLEL.replace("tile_cols.fp16", "tile_cols.int8"), "'parallel.tile_rows' and 'parallel.tile_cols'"),
+        (_GOOD_PARALLEL.replace("tile_rows.fp16", "tile_rows.fp12"), "parallel.tile_rows.fp12"),
+        (_GOOD_PARALLEL.replace('[parallel.units]\nvalue = 132\ntag = "vendor"\nsource = "s"\n', ""), "parallel.units"),
+    ],
+)
 def test_a_broken_parallel_section_names_the_field(tmp_path, broken, field):
     with pytest.raises(UsageError, match=re.escape(field)):
         parse_target(_with_parallel(tmp_path, broken))

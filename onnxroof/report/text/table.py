@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import textwrap
 from dataclasses import dataclass
 from itertools import repeat
@@ -26,14 +25,28 @@ if TYPE_CHECKING:
     from ...result import Analysis
     from ...roofline.placement import TargetReport
 
-CONVENTIONS_LINE = ("MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds other element ops; counts SI (k M G), "
-                    "bytes IEC (KiB MiB)")
+CONVENTIONS_LINE = (
+    "MAC-FLOPs = 2 x MACs (bias folded in); FLOPs adds other element ops; counts SI (k M G), bytes IEC (KiB MiB)"
+)
 TERMINAL_COLUMNS = 120  # what the text outputs fit in: long descriptions wrap, long names are clipped
 SHOWN_FINDINGS = 3  # per target in the summary: the others are in the JSON, the Markdown and the HTML report
 
 CSV_COLUMNS = (
-    "index", "name", "op_type", "domain", "status", "dtype", "output_shape", "macs", "mac_flops", "flops",
-    "params", "weight_bytes", "input_bytes", "output_bytes", "intensity",
+    "index",
+    "name",
+    "op_type",
+    "domain",
+    "status",
+    "dtype",
+    "output_shape",
+    "macs",
+    "mac_flops",
+    "flops",
+    "params",
+    "weight_bytes",
+    "input_bytes",
+    "output_bytes",
+    "intensity",
 )
 
 
@@ -80,18 +93,25 @@ def _cache_lines(llm) -> list[str]:
     lines = [
         f"  cache read {iec(llm.kv_read_bytes)} per step (the attended positions, the new ones included); written "
         f"{iec(llm.kv_write_bytes)} ({llm.kv_write_mode})"
-        + (f"; {iec(llm.kv_bytes_per_token)} per token" if llm.kv_bytes_per_token else ""),
+        + (f"; {iec(llm.kv_bytes_per_token)} per token" if llm.kv_bytes_per_token else "")
     ]
     if llm.kv_cache_bytes and llm.context:
-        lines.append(f"  KV cache at context {llm.context:,}: "
-                     + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.kv_cache_bytes.items()))
+        lines.append(
+            f"  KV cache at context {llm.context:,}: "
+            + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.kv_cache_bytes.items())
+        )
     if llm.cross_read_bytes or llm.cross_length:  # a seq2seq decoder's cross-attention cache, apart
         length = f" of {llm.cross_length:,} encoder positions" if llm.cross_length else ""
-        lines.append(f"  cross-attention cache{length} (never appended): read {iec(llm.cross_read_bytes)} per step; "
-                     f"written {iec(llm.cross_write_bytes)}"
-                     + (" (computed from the encoder output)" if llm.cross_write_bytes else "")
-                     + ("; " + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.cross_cache_bytes.items())
-                        if llm.cross_cache_bytes else ""))
+        lines.append(
+            f"  cross-attention cache{length} (never appended): read {iec(llm.cross_read_bytes)} per step; "
+            f"written {iec(llm.cross_write_bytes)}"
+            + (" (computed from the encoder output)" if llm.cross_write_bytes else "")
+            + (
+                "; " + ", ".join(f"{dtype} {iec(size)}" for dtype, size in llm.cross_cache_bytes.items())
+                if llm.cross_cache_bytes
+                else ""
+            )
+        )
     return lines
 
 
@@ -106,8 +126,9 @@ def _rate_lines(llm, reports: list[TargetReport]) -> list[str]:
         if report is not None and not report.complete:  # nodes left out: the rates are bounds
             rate_shown = as_bound(rate_shown, report, at_most=True)
             first_text = first_text and as_bound(first_text, report)
-        lines.append(f"  {target}: {rate_shown} tokens/s"
-                     + (f", time to first token {first_text}" if first_text else ""))
+        lines.append(
+            f"  {target}: {rate_shown} tokens/s" + (f", time to first token {first_text}" if first_text else "")
+        )
     return lines
 
 
@@ -119,13 +140,16 @@ def _recognised_lines(llm) -> list[str]:
         lines += [f"  recognised: {printable(line)}" for line in caches[:2]]
         if len(caches) > 2:
             lines.append(f"  recognised: ... and {len(caches) - 2} more {kind.strip()}s (--format json lists them)")
-    lines += [f"  recognised: {printable(line)}" for line in llm.recognised
-              if not line.startswith(("cache ", "cross-attention cache "))]
+    lines += [
+        f"  recognised: {printable(line)}"
+        for line in llm.recognised
+        if not line.startswith(("cache ", "cross-attention cache "))
+    ]
     return lines
 
 
 def assumed_text(assumed: dict[str, int]) -> str:
-    """"batch=1 (a batch dim the inputs leave open; --dim batch=N to change)"."""
+    """ "batch=1 (a batch dim the inputs leave open; --dim batch=N to change)"."""
     pairs = ", ".join(f"{printable(symbol)}={value}" for symbol, value in assumed.items())  # the model's dim names
     flags = " ".join(f"--dim {printable(symbol)}=N" for symbol in assumed)
     return f"{pairs} (a batch dim the inputs leave open; {flags} or --batch N to change)"
@@ -143,18 +167,23 @@ def formulas_header(declared: Analysis, formulas) -> list[str]:
     ``declared`` (a partial analysis: the free dims by name) and the dims the fits assumed."""
     model = declared.model
     assumed = formulas.context.assumed_dims if formulas.context is not None else {}
-    return [f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
-            + (f" · {printable(model.producer)}" if model.producer else ""),
-            *textwrap.wrap(f"inputs: {_declared_inputs_text(declared)}", 120, subsequent_indent="  "),
-            *([f"assumed: {assumed_text(assumed)}"] if assumed else []), ""]
+    return [
+        f"onnxroof {__version__} · {printable(model.label)} · opset {model.opset} · {model.node_count} nodes"
+        + (f" · {printable(model.producer)}" if model.producer else ""),
+        *textwrap.wrap(f"inputs: {_declared_inputs_text(declared)}", 120, subsequent_indent="  "),
+        *([f"assumed: {assumed_text(assumed)}"] if assumed else []),
+        "",
+    ]
 
 
 def _declared_inputs_text(declared: Analysis) -> str:
     """``images batch x 3 x height x width float32``: spaced, as dim names run into an x."""
-    shown = [f"{printable(i.name)} "
-             f"{'unknown' if i.shape is None else printable(' x '.join(map(str, i.shape))) or 'scalar'} "
-             f"{dtype_name(i.dtype)}"
-             for i in declared.inputs[:INPUTS_SHOWN]]
+    shown = [
+        f"{printable(i.name)} "
+        f"{'unknown' if i.shape is None else printable(' x '.join(map(str, i.shape))) or 'scalar'} "
+        f"{dtype_name(i.dtype)}"
+        for i in declared.inputs[:INPUTS_SHOWN]
+    ]
     rest = len(declared.inputs) - INPUTS_SHOWN
     return ", ".join(shown) + (f" and {rest:,} more" if rest > 0 else "")
 
@@ -180,9 +209,14 @@ def table_chunks(analysis: Analysis, review: Review | None = None) -> list[str]:
         "Totals",
         f"  params     {si(totals.params):>10}  ({totals.params:,}; {iec(totals.param_bytes)} = "
         f"{totals.param_bytes:,} B stored)",
-        *([f"  weights read {iec(totals.weight_bytes_read):>8}  ({totals.weight_bytes_read:,} B per run: the nodes "
-           "read folded or partial constants, not the stored tensors)"]
-          if totals.weight_bytes_read != totals.param_bytes else []),
+        *(
+            [
+                f"  weights read {iec(totals.weight_bytes_read):>8}  ({totals.weight_bytes_read:,} B per run: "
+                "the nodes read folded or partial constants, not the stored tensors)"
+            ]
+            if totals.weight_bytes_read != totals.param_bytes
+            else []
+        ),
         f"  MACs       {si(totals.macs):>10}  ({totals.macs:,})",
         f"  MAC-FLOPs  {si(totals.mac_flops):>10}  ({totals.mac_flops:,})",
         f"  FLOPs      {si(totals.flops):>10}  ({totals.flops:,})",
@@ -227,12 +261,25 @@ def _node_table(records: list[NodeRecord]) -> str:
     rows = _look_alike_rows(records)
     tail_cells = [_NODE_HEADER[2:]]
     for r in rows.firsts:
-        tail_cells.append((
-            printable(r.op_type), r.dtype, shape_text(_output_shape(r)),
-            si(r.macs), si(r.flops), si(r.params), iec(r.weight_bytes), iec(r.input_bytes), iec(r.output_bytes),
-            intensity(r.intensity), f"NOT COUNTED: {printable(r.reason)}" if not r.counted else
-            f"runs x {r.runs:,} (a loop body's: one run's figures)" if r.runs > 1 else "",
-        ))
+        tail_cells.append(
+            (
+                printable(r.op_type),
+                r.dtype,
+                shape_text(_output_shape(r)),
+                si(r.macs),
+                si(r.flops),
+                si(r.params),
+                iec(r.weight_bytes),
+                iec(r.input_bytes),
+                iec(r.output_bytes),
+                intensity(r.intensity),
+                f"NOT COUNTED: {printable(r.reason)}"
+                if not r.counted
+                else f"runs x {r.runs:,} (a loop body's: one run's figures)"
+                if r.runs > 1
+                else "",
+            )
+        )
     indices = [_NODE_HEADER[0], *map(str, rows.indices)]
     names = [_NODE_HEADER[1], *rows.names]
     if max(map(len, names)) > 40 or not all(map(str.isprintable, names)):  # most models: no name to clip
@@ -250,15 +297,22 @@ def _node_table(records: list[NodeRecord]) -> str:
     if widths[2] < max(len(cells[0]) for cells in tail_cells):
         tail_cells = [(clip(cells[0], widths[2]), *cells[1:]) for cells in tail_cells]
     tail_texts = [
-        ("  ".join(cell.rjust(widths[i]) if i in _RIGHT_ALIGNED else cell.ljust(widths[i])
-                   for i, cell in enumerate(cells[:-1], start=2)) + "  " + cells[-1]).rstrip()
+        (
+            "  ".join(
+                cell.rjust(widths[i]) if i in _RIGHT_ALIGNED else cell.ljust(widths[i])
+                for i, cell in enumerate(cells[:-1], start=2)
+            )
+            + "  "
+            + cells[-1]
+        ).rstrip()
         for cells in tail_cells
     ]
     # every tail has a non-blank numeric cell, so stripping it alone strips the whole row
     header_tail, *group_tails = tail_texts
     tails = [header_tail, *map(group_tails.__getitem__, rows.groups)]
-    return "\n".join(map("  ".join, zip(map(str.rjust, indices, repeat(widths[0])),
-                                         map(str.ljust, names, repeat(widths[1])), tails)))
+    return "\n".join(
+        map("  ".join, zip(map(str.rjust, indices, repeat(widths[0])), map(str.ljust, names, repeat(widths[1])), tails))
+    )
 
 
 def _output_shape(record: NodeRecord) -> list | None:
@@ -284,8 +338,21 @@ def _look_alike_rows(records: list[NodeRecord]) -> LookAlikeRows:
     for r in records:
         shapes = r.output_shapes
         shape = tuple(shapes[0]) if shapes and shapes[0] is not None else None
-        key = (r.op_type, r.domain, r.dtype, shape, r.macs, r.flops, r.params, r.weight_bytes, r.input_bytes,
-               r.output_bytes, r.status, r.reason, r.runs)
+        key = (
+            r.op_type,
+            r.domain,
+            r.dtype,
+            shape,
+            r.macs,
+            r.flops,
+            r.params,
+            r.weight_bytes,
+            r.input_bytes,
+            r.output_bytes,
+            r.status,
+            r.reason,
+            r.runs,
+        )
         group = groups.get(key)
         if group is None:
             group = groups[key] = len(rows.firsts)
@@ -307,9 +374,21 @@ def render_csv(analysis: Analysis) -> str:
     writer.writerow(CSV_COLUMNS)
     rows = _look_alike_rows(analysis.run_view.nodes)  # the nodes a run executes, as the text table
     tails = [  # each group's cells right of the name
-        (csv_cell(r.op_type), csv_cell(r.domain), r.status, r.dtype, csv_cell(shape_text(_output_shape(r))),
-         r.macs, r.mac_flops, r.flops, r.params, r.weight_bytes, r.input_bytes, r.output_bytes,
-         "" if r.intensity is None else f"{r.intensity:.6g}")
+        (
+            csv_cell(r.op_type),
+            csv_cell(r.domain),
+            r.status,
+            r.dtype,
+            csv_cell(shape_text(_output_shape(r))),
+            r.macs,
+            r.mac_flops,
+            r.flops,
+            r.params,
+            r.weight_bytes,
+            r.input_bytes,
+            r.output_bytes,
+            "" if r.intensity is None else f"{r.intensity:.6g}",
+        )
         for r in rows.firsts
     ]
     for index, name, group in zip(rows.indices, rows.names, rows.groups):
@@ -354,10 +433,15 @@ def render_explain(analysis: Analysis, record: NodeRecord) -> str:
     elif record.view:
         lines.append("intensity -  (a view: moves no bytes)")
     for attribute, subgraph in record.subgraphs.items():
-        placed = (f"; placed as kernels{f' x {subgraph.runs:,}' if subgraph.runs > 1 else ''}: {subgraph.runs_reason}"
-                  if subgraph.runs else "; not run, not placed")
-        lines.append(f"subgraph {attribute}: {len(subgraph.records)} nodes, {subgraph.flops:,} FLOPs, "
-                     f"{subgraph.params:,} params{printable(placed)}")
+        placed = (
+            f"; placed as kernels{f' x {subgraph.runs:,}' if subgraph.runs > 1 else ''}: {subgraph.runs_reason}"
+            if subgraph.runs
+            else "; not run, not placed"
+        )
+        lines.append(
+            f"subgraph {attribute}: {len(subgraph.records)} nodes, {subgraph.flops:,} FLOPs, "
+            f"{subgraph.params:,} params{printable(placed)}"
+        )
     in_place = analysis.memory.problem.in_place_concats
     for report in analysis.targets:
         lines += explain_target_lines(report, record.name, in_place)
@@ -377,24 +461,32 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
     if node in in_place and not kernel.placement.time_s:
         return [f"target {name}: not run (its inputs are written into its buffer in place: no kernel, no launch)"]
     point = kernel.placement
-    fused = (f"kernel {printable(kernel.name)} ({printable(kernel.op_type)}: {len(kernel.nodes)} nodes fused under "
-             f"{', '.join(report.fusion)})" if len(kernel.nodes) > 1 else "its own kernel")
+    fused = (
+        f"kernel {printable(kernel.name)} ({printable(kernel.op_type)}: {len(kernel.nodes)} nodes fused under "
+        f"{', '.join(report.fusion)})"
+        if len(kernel.nodes) > 1
+        else "its own kernel"
+    )
     lines = [
         f"target {name}: {fused}",
-        *([f"  runs     x {kernel.runs:,} per run of the model (a loop's body): the figures below are all of them"]
-          if kernel.runs > 1 else []),
+        *(
+            [f"  runs     x {kernel.runs:,} per run of the model (a loop's body): the figures below are all of them"]
+            if kernel.runs > 1
+            else []
+        ),
         *explain_term_lines(report, kernel),  # compute, DRAM, on chip, efficiency, launch, stall, subnormal
     ]
     lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
     if len(kernel.nodes) > 1:
         # every name whole: a clip of the list merged two of them
-        lines += textwrap.wrap(f"  nodes    {', '.join(map(printable, kernel.nodes))}", TERMINAL_COLUMNS,
-                               subsequent_indent=" " * 11, break_on_hyphens=False, break_long_words=False)
+        lines += textwrap.wrap(
+            f"  nodes    {', '.join(map(printable, kernel.nodes))}",
+            TERMINAL_COLUMNS,
+            subsequent_indent=" " * 11,
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
     return lines
-
-
-
-
 
 
 def target_lines(report, reviewed: TargetReview | None = None, unit: str = "inferences/s") -> list[str]:
@@ -402,15 +494,22 @@ def target_lines(report, reviewed: TargetReview | None = None, unit: str = "infe
     the model point, top-5 nodes; with ``reviewed`` (its part of the review), whether the model fits
     in its memory and what to change."""
     point = report.model_point
-    split = report.energy_split_j
     import textwrap
 
     lines = [
-        *textwrap.wrap(f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
-                       f"{printable(report.target.description)}", TERMINAL_COLUMNS, subsequent_indent="    "),
-        f"  latency {as_bound(seconds(report.latency_s), report)}{borrowed_mark(report)} · "
-        f"{as_bound(rate_text(report.throughput_per_s, report), report, at_most=True)} {unit} · "
-        f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
+        *textwrap.wrap(
+            f"Target {printable(report.target.name)} ({report.dtype}, batch {report.batch}): "
+            f"{printable(report.target.description)}",
+            TERMINAL_COLUMNS,
+            subsequent_indent="    ",
+        ),
+        *textwrap.wrap(
+            f"  latency {as_bound(seconds(report.latency_s), report)}{borrowed_mark(report)} · "
+            f"{as_bound(rate_text(report.throughput_per_s, report), report, at_most=True)} {unit} · "
+            f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
+            TERMINAL_COLUMNS,
+            subsequent_indent="    ",
+        ),
         *textwrap.wrap(f"  latency: {latency_kind_words(report)}", TERMINAL_COLUMNS, subsequent_indent="    "),
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
         f"(ridge {intensity(report.target.ridge(point.roof))}): {bound_label(point.bound)}-bound, "
@@ -428,19 +527,30 @@ def target_lines(report, reviewed: TargetReview | None = None, unit: str = "infe
         from ...findings.wording import finding_lines
 
         caveat = f"; {report.findings_caveat}" if report.findings_caveat else ""
-        lines += textwrap.wrap(f"  what to change (each gain measured by analysing again with the change{caveat}):",
-                               TERMINAL_COLUMNS, subsequent_indent="    ")
-        lines += finding_lines([f for f in findings if f.kind != "largest"][:SHOWN_FINDINGS] or list(findings[:1]),
-                               TERMINAL_COLUMNS, indent="    ")
-    lines += [line for note in report.notes
-              for line in textwrap.wrap(f"  note: {printable(note)}", TERMINAL_COLUMNS, subsequent_indent="        ")]
+        lines += textwrap.wrap(
+            f"  what to change (each gain measured by analysing again with the change{caveat}):",
+            TERMINAL_COLUMNS,
+            subsequent_indent="    ",
+        )
+        lines += finding_lines(
+            [f for f in findings if f.kind != "largest"][:SHOWN_FINDINGS] or list(findings[:1]),
+            TERMINAL_COLUMNS,
+            indent="    ",
+        )
+    lines += [
+        line
+        for note in report.notes
+        for line in textwrap.wrap(f"  note: {printable(note)}", TERMINAL_COLUMNS, subsequent_indent="        ")
+    ]
     lines.append("  top kernels by time:")
     top = report.top_nodes(5)
     for node, name in zip(top, distinct_clips([n.name for n in top], 40)):
         p = node.placement
         share = p.time_s / report.latency_s if report.latency_s else 0
-        lines.append(f"    {name:40} {clip(node.op_type, 24):24} {seconds(p.time_s):>9} {share:6.1%}  "
-                     f"{bound_label(p.bound):11} {intensity(p.intensity):>8} FLOP/B")  # "parallelism": 11
+        lines.append(
+            f"    {name:40} {clip(node.op_type, 24):24} {seconds(p.time_s):>9} {share:6.1%}  "
+            f"{bound_label(p.bound):11} {intensity(p.intensity):>8} FLOP/B"
+        )  # "parallelism": 11
     return lines
 
 
@@ -448,15 +558,16 @@ def energy_line(report) -> str:
     """The energy of one run, and what it counts: the work's dynamic energy by part, and the
     static power x latency where the target states its static power (else it says "dynamic")."""
     split = report.energy_split_j
-    dynamic = (f"compute {joules(split['compute'])}, on-chip {joules(split['onchip'])}, DRAM {joules(split['dram'])}")
+    dynamic = f"compute {joules(split['compute'])}, on-chip {joules(split['onchip'])}, DRAM {joules(split['dram'])}"
     static = report.target.static_power_w
     if static is not None and "static" in split:
         at_least = "≥ " if report.latency_kind == LatencyKind.BOUND else ""  # the latency it multiplies is a bound
         parts = f"dynamic: {dynamic}; static {at_least}{joules(split['static'])} = {static.value:g} W x the latency"
     else:
         parts = f"{dynamic}; the target states no static power"
-    return (f"  {energy_words(report)} {joules(report.energy_j)} ({parts})"
-            + ("" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"))
+    return f"  {energy_words(report)} {joules(report.energy_j)} ({parts})" + (
+        "" if report.edp_js is None else f" · EDP {report.edp_js:.3g} J·s"
+    )
 
 
 def render_targets_list(targets) -> str:
@@ -467,25 +578,46 @@ def render_targets_list(targets) -> str:
     for target in targets:
         onchip = f", on chip {iec(target.onchip_bytes.value)}" if target.onchip_bytes else ""
         device = f", device memory {capacity_text(int(target.dram_size_bytes.value))}" if target.dram_size_bytes else ""
-        lines += textwrap.wrap(f"{target.name:18} DRAM {si(target.dram_bytes_per_s.value, 'B/s')}{onchip}{device}",
-                               TERMINAL_COLUMNS, subsequent_indent=" " * 21)  # a name may be 64 characters long
-        lines += textwrap.wrap(target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21)
+        lines += textwrap.wrap(
+            f"{target.name:18} DRAM {si(target.dram_bytes_per_s.value, 'B/s')}{onchip}{device}",
+            TERMINAL_COLUMNS,
+            subsequent_indent=" " * 21,
+        )  # a name may be 64 characters long
+        lines += textwrap.wrap(
+            target.description, TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 21
+        )
         for roof, figure in target.peak_ops_per_s.items():
-            lines.append(f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  ridge {intensity(target.ridge(roof))} FLOP/B  [{figure.tag}]")
-        overhead = (f", launch {seconds(target.node_overhead_s.value)} per kernel"
-                    + (" (borrowed from other targets)" if target.node_overhead_s.tag == "borrowed" else "")
-                    if target.node_overhead_s else "")
+            lines.append(
+                f"{'':18}   {roof:5} {si(figure.value, 'OP/s'):>12}  "
+                f"ridge {intensity(target.ridge(roof))} FLOP/B  [{figure.tag}]"
+            )
+        overhead = (
+            f", launch {seconds(target.node_overhead_s.value)} per kernel"
+            + (" (borrowed from other targets)" if target.node_overhead_s.tag == "borrowed" else "")
+            if target.node_overhead_s
+            else ""
+        )
         if target.cold_node_overhead_s:
             overhead += f" ({seconds(target.cold_node_overhead_s.value)} cold)"
         if target.run_overhead_s:
             overhead += f", {seconds(target.run_overhead_s.value)} per run"
-        lines += textwrap.wrap(f"fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}",
-                               TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 29)
+        lines += textwrap.wrap(
+            f"fusion: {', '.join(target.fusion) or 'none (one kernel per node)'}{overhead}",
+            TERMINAL_COLUMNS,
+            initial_indent=" " * 21,
+            subsequent_indent=" " * 29,
+        )
         lines += _efficiency_list_lines(target) + _latency_list_lines(target)
         if target.fp32_math_roof != "fp32":
             lines.append(f"{'':18}   float32 products run on the {target.fp32_math_roof} roof (the runtime's default)")
-        lines.append(f"{'':18}   energy: " + (f"dynamic + static ({target.static_power_w.value:g} W static)"
-                                               if target.static_power_w else "dynamic only (no static power stated)"))
+        lines.append(
+            f"{'':18}   energy: "
+            + (
+                f"dynamic + static ({target.static_power_w.value:g} W static)"
+                if target.static_power_w
+                else "dynamic only (no static power stated)"
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -497,20 +629,33 @@ def _efficiency_list_lines(target) -> list[str]:
     for name, figure in target.efficiency.items():
         by_value.setdefault(f"{figure.value:.0%}", []).append(name)
     achieved = "; ".join(f"{', '.join(names)} {value}" for value, names in by_value.items())
-    lines += textwrap.wrap(f"efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}",
-                           TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 33)
+    lines += textwrap.wrap(
+        f"efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}",
+        TERMINAL_COLUMNS,
+        initial_indent=" " * 21,
+        subsequent_indent=" " * 33,
+    )
     for name, table in target.efficiency_by_op.items():  # the ops whose kernels run at a figure of their own
         ops = ", ".join(f"{op} {fraction:.0%}" for op, fraction in sorted(table.items(), key=lambda item: item[1]))
-        lines += textwrap.wrap(f"{name} by op: {ops}", TERMINAL_COLUMNS, initial_indent=" " * 33,
-                               subsequent_indent=" " * 35)
+        lines += textwrap.wrap(
+            f"{name} by op: {ops}", TERMINAL_COLUMNS, initial_indent=" " * 33, subsequent_indent=" " * 35
+        )
     for name, points in target.efficiency_by_columns.items():  # few columns (channels) run below the class's figure
         curve = ", ".join(f"{columns:,} {fraction * 100:.2g}%" for columns, fraction in points)
-        lines += textwrap.wrap(f"{name.replace('.', ' ')} by output columns: {curve}", TERMINAL_COLUMNS,
-                               initial_indent=" " * 33, subsequent_indent=" " * 35)
+        lines += textwrap.wrap(
+            f"{name.replace('.', ' ')} by output columns: {curve}",
+            TERMINAL_COLUMNS,
+            initial_indent=" " * 33,
+            subsequent_indent=" " * 35,
+        )
     for name, points in target.efficiency_by_rows.items():  # products of few rows run below the class's figure
         curve = ", ".join(f"{rows:,} {fraction:.0%}" for rows, fraction in points)
-        lines += textwrap.wrap(f"{name.replace('.', ' ')} by output rows: {curve}", TERMINAL_COLUMNS,
-                               initial_indent=" " * 33, subsequent_indent=" " * 35)
+        lines += textwrap.wrap(
+            f"{name.replace('.', ' ')} by output rows: {curve}",
+            TERMINAL_COLUMNS,
+            initial_indent=" " * 33,
+            subsequent_indent=" " * 35,
+        )
     return lines
 
 
@@ -523,8 +668,13 @@ def _latency_list_lines(target) -> list[str]:
         band = f", within ±{target.error_band.value:.0%}{on}"
         if "node_overhead_s" in target.borrowed:  # the band's rows had launches under a tenth of their time
             band += ", not where launches take a tenth of the time (their cost is borrowed)"
-    lines += textwrap.wrap(f"latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}"
-                           f"{band}", TERMINAL_COLUMNS, initial_indent=" " * 21, subsequent_indent=" " * 30)
+    lines += textwrap.wrap(
+        f"latency: {'a lower bound (peak figures)' if target.latency_kind == LatencyKind.BOUND else 'a forecast'}"
+        f"{band}",
+        TERMINAL_COLUMNS,
+        initial_indent=" " * 21,
+        subsequent_indent=" " * 30,
+    )
     return lines
 
 
@@ -545,16 +695,31 @@ def render_sweep_table(points) -> str:
         a = point.analysis
         row = [str(point.values[s]) for s in symbols]
         counted = f"{a.totals.counted_nodes:,}/{a.totals.nodes:,}" + ("" if a.complete else " INCOMPLETE")
-        row += [si(a.totals.mac_flops), si(a.totals.flops), iec(a.totals.param_bytes),
-                iec(a.memory.model_order.peak_bytes), iec(a.memory.best.schedule.peak_bytes)]
+        row += [
+            si(a.totals.mac_flops),
+            si(a.totals.flops),
+            iec(a.totals.param_bytes),
+            iec(a.memory.model_order.peak_bytes),
+            iec(a.memory.best.schedule.peak_bytes),
+        ]
         for report in a.targets:
-            row += [as_bound(seconds(report.latency_s), report), bound_label(report.model_point.bound),
-                    time_by_bound(report.time_share), intensity(report.model_point.intensity)]
+            row += [
+                as_bound(seconds(report.latency_s), report),
+                bound_label(report.model_point.bound),
+                time_by_bound(report.time_share),
+                intensity(report.model_point.intensity),
+            ]
         if a.llm is not None:
-            row += [iec(a.llm.kv_read_bytes), *(as_bound(f"{a.llm.tokens_per_s.get(t, 0):,.1f}", report, at_most=True)
-                                                for t, report in zip(targets, a.targets))]
+            row += [
+                iec(a.llm.kv_read_bytes),
+                *(
+                    as_bound(f"{a.llm.tokens_per_s.get(t, 0):,.1f}", report, at_most=True)
+                    for t, report in zip(targets, a.targets)
+                ),
+            ]
         rows.append([*row, counted])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    notes = [f"{point.label}: INCOMPLETE, {point.analysis.bounds_note}" for point in points
-             if not point.analysis.complete]
+    notes = [
+        f"{point.label}: INCOMPLETE, {point.analysis.bounds_note}" for point in points if not point.analysis.complete
+    ]
     return "\n".join(["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows] + notes) + "\n"

@@ -1,0 +1,288 @@
+"""A dataflow chip (Hailo-8, Hailo-8L): the compiler maps each layer onto some of the chip's compute
+units and streams frames through the layers as a pipeline. Throughput is set by the slowest stage,
+latency by the sum of the stages; a network whose parameters do not fit on chip is split into
+contexts, loaded one after another over the host link, each running a group of frames (HailoRT's
+batch) before the next is loaded.
+
+The target's ``[dataflow]`` table (read here, :func:`read_dataflow`) gives the chip's constants:
+``units`` (the compute units the compiler allocates, each layer at least one; each runs
+peak / units), ``context_bytes`` (the parameters one context holds), ``switch_s`` (what loading a
+context costs beyond its parameters' transfer), ``efficiency`` (the share of a unit's peak a layer
+reaches). Without ``units`` every layer runs at the ideal share of the peak: the figures are bounds
+(compute at the peak, parameters and frames over the link, whichever is longer)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from .figures import Figure, read_figure, read_fraction, read_section
+
+# placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
+# and targets import this module)
+TargetReport: TypeAlias = Any
+Kernel: TypeAlias = Any
+Target: TypeAlias = Any
+
+
+@dataclass(frozen=True)
+class DataflowChip:
+    """The ``[dataflow]`` constants of a target."""
+
+    context_bytes: Figure  # parameters one context holds on chip
+    units: Figure | None = None  # compute units the compiler allocates layer by layer (None: the bound)
+    switch_s: Figure | None = None  # a context load's fixed cost, beyond its parameters over the link
+    efficiency: Figure | None = None  # share of a unit's peak a layer reaches (None: 1)
+    activation_bytes_per_s: Figure | None = None  # the units' streaming rate of activations, all together
+
+    @property
+    def forecast(self) -> bool:
+        """Its figures were fitted on measurements: a forecast, not a bound."""
+        return self.units is not None and all(
+            f.tag == "measured" for f in (self.units, self.switch_s, self.efficiency) if f is not None
+        )
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One kernel as the pipeline sees it: its work and the parameters it holds."""
+
+    name: str
+    flops: int
+    weight_bytes: int
+    activation_bytes: int = 0  # what it reads and writes per frame, streamed between the stages on chip
+
+
+@dataclass
+class Context:
+    """Consecutive layers whose parameters fit on chip together."""
+
+    layers: list[Layer]
+    stage_s: list[float] = field(default_factory=list)  # each layer's time per frame, as allocated
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(layer.weight_bytes for layer in self.layers)
+
+    @property
+    def flops(self) -> int:
+        return sum(layer.flops for layer in self.layers)
+
+    @property
+    def slowest_s(self) -> float:
+        return max(self.stage_s, default=0.0)
+
+    @property
+    def fill_s(self) -> float:
+        """One frame through every stage: the pipeline's latency."""
+        return sum(self.stage_s)
+
+
+@dataclass
+class DataflowTiming:
+    """A model on a dataflow chip: frames per second and one frame's latency, separately."""
+
+    contexts: list[Context]
+    frames_per_s: float
+    latency_s: float
+    group: int  # frames run per context load (HailoRT's batch)
+    limiting: str  # the slowest stage's layer, or "host link" / "context switches"
+    limiting_share: float  # the limiting stage's share of the time per frame
+    bound: bool  # peak figures: both are bounds
+
+
+def read_dataflow(data: dict, where: str) -> DataflowChip | None:
+    """The target's ``[dataflow]`` table, or None (not a dataflow chip)."""
+    if "dataflow" not in data:
+        return None
+    table = read_section(data, "dataflow", where)
+    context_bytes = read_figure(table, "context_bytes", "dataflow.context_bytes", where)
+    assert context_bytes is not None  # (required)
+    return DataflowChip(
+        context_bytes=context_bytes,
+        units=read_figure(table, "units", "dataflow.units", where, required=False),
+        switch_s=read_figure(table, "switch_s", "dataflow.switch_s", where, required=False),
+        efficiency=read_fraction(table, "efficiency", "dataflow.efficiency", where) if "efficiency" in table else None,
+        activation_bytes_per_s=read_figure(
+            table, "activation_bytes_per_s", "dataflow.activation_bytes_per_s", where, required=False
+        ),
+    )
+
+
+def split_contexts(layers: list[Layer], context_bytes: float, units: int | None = None) -> list[Context]:
+    """Consecutive layers, a new context where the next layer's parameters would not fit beside the
+    context's (or, with ``units``, where every unit already holds a layer). A layer larger than a
+    context alone takes one of its own."""
+    contexts: list[Context] = []
+    current: list[Layer] = []
+    held = 0
+    for layer in layers:
+        full = current and (held + layer.weight_bytes > context_bytes or (units is not None and len(current) >= units))
+        if full:
+            contexts.append(Context(current))
+            current, held = [], 0
+        current.append(layer)
+        held += layer.weight_bytes
+    if current:
+        contexts.append(Context(current))
+    return contexts
+
+
+def allocate(
+    context: Context,
+    peak: float,
+    units: int | None,
+    efficiency: float = 1.0,
+    activation_bytes_per_s: float | None = None,
+) -> None:
+    """Each layer's stage time. With ``units``: each layer takes a share of the units, at least one,
+    each unit computing ``peak / units x efficiency`` and streaming ``activation_bytes_per_s / units``;
+    on one unit a layer takes the longer of its work and its activations (its ``alone``); the shares
+    that make the slowest stage shortest: the smallest T with sum over layers of max(1, alone / T) <=
+    units. Without: every layer gets its ideal share of the peak, every stage takes flops / peak."""
+    if units is None or not any(layer.flops for layer in context.layers):
+        total = context.flops / peak if peak else 0.0
+        context.stage_s = [total if layer.flops else 0.0 for layer in context.layers]
+        return
+    rate = peak / units * efficiency
+    stream = activation_bytes_per_s / units if activation_bytes_per_s else None
+    alone = [max(layer.flops / rate, layer.activation_bytes / stream if stream else 0.0) for layer in context.layers]
+    busy = [t for t in alone if t > 0]
+    low, high = max(busy) / units, max(busy)
+    for _ in range(60):
+        middle = (low + high) / 2
+        if sum(max(1.0, t / middle) for t in busy) <= units:
+            high = middle
+        else:
+            low = middle
+    context.stage_s = [t / max(1.0, t / high) for t in alone]
+
+
+def time_dataflow(
+    layers: list[Layer], io_bytes: int, chip: DataflowChip, peak: float, link_bytes_per_s: float, group: int = 1
+) -> DataflowTiming:
+    """Frames per second and one frame's latency of ``layers`` (in order) on the chip, ``group``
+    frames per context load, the frames' inputs and outputs (``io_bytes`` each) over the host link.
+
+    One context: its parameters stay on chip; a frame per slowest stage (or per link transfer, if
+    longer); the latency is the sum of the stages plus the frame's transfer. Several: each context
+    is loaded (its parameters over the link, plus the switch cost) and runs the group:
+    fill + (group - 1) x its slowest stage; the frames per second are the group over the sum.
+    Without ``units`` (peak figures) a bound: compute at the peak and the link's bytes, whichever is longer."""
+    units = int(chip.units.value) if chip.units else None
+    contexts = split_contexts(layers, chip.context_bytes.value, units)
+    efficiency = chip.efficiency.value if chip.efficiency else 1.0
+    streaming = chip.activation_bytes_per_s.value if chip.activation_bytes_per_s else None
+    for context in contexts:
+        allocate(context, peak, units, efficiency, streaming)
+    io_s = io_bytes / link_bytes_per_s
+    if units is None:
+        return _bound(contexts, io_s, link_bytes_per_s, group)
+    switch_s = chip.switch_s.value if chip.switch_s else 0.0
+    if len(contexts) == 1:
+        (context,) = contexts
+        per_frame = max(context.slowest_s, io_s)
+        latency = context.fill_s + io_s
+    else:
+        group_s = sum(
+            c.weight_bytes / link_bytes_per_s + switch_s + c.fill_s + (group - 1) * c.slowest_s for c in contexts
+        )
+        per_frame = max(group_s / group, io_s)
+        latency = sum(c.weight_bytes / link_bytes_per_s + switch_s + c.fill_s for c in contexts) + io_s
+    limiting, share = _limiting(contexts, io_s, per_frame)
+    return DataflowTiming(contexts, 1 / per_frame if per_frame else 0.0, latency, group, limiting, share, False)
+
+
+def _bound(contexts: list[Context], io_s: float, link_bytes_per_s: float, group: int) -> DataflowTiming:
+    """Peak figures: a frame takes at least its work at the peak, and at least its share of what
+    crosses the link (its inputs and outputs; with several contexts, every context's parameters once
+    per group); compute and transfers may overlap, so the longer of the two."""
+    compute_s = sum(c.slowest_s for c in contexts)  # each context's flops / peak
+    reload_s = sum(c.weight_bytes for c in contexts) / link_bytes_per_s / group if len(contexts) > 1 else 0.0
+    per_frame = max(compute_s, io_s + reload_s)
+    limiting = "compute at the peak" if compute_s >= io_s + reload_s else "host link"
+    return DataflowTiming(
+        contexts, 1 / per_frame if per_frame else 0.0, max(compute_s, io_s), group, limiting, 1.0, True
+    )
+
+
+def _limiting(contexts: list[Context], io_s: float, per_frame: float) -> tuple[str, float]:
+    """What sets the frame rate: the host link, or the slowest stage (its share of a frame's time)."""
+    if io_s >= per_frame:
+        return "host link", 1.0
+    if len(contexts) > 1:
+        return "context switches", 1.0
+    context = contexts[0]
+    index = max(range(len(context.stage_s)), key=context.stage_s.__getitem__)
+    return context.layers[index].name, context.stage_s[index] / per_frame
+
+
+# the bytes an element crosses the host link in when the model is re-costed in that type (the chip
+# takes 8-bit frames: HailoRT's default input format is uint8)
+_LINK_WIDTH = {"int8": 1, "fp16": 2, "bf16": 2}
+
+
+def frame_io_bytes(tensors: dict, names: set[str], dtype: str) -> int:
+    """The model's inputs and outputs (``names``) as they cross the host link: in the re-costed type's
+    width where the model is re-costed (``dtype``), else as stored."""
+    width = _LINK_WIDTH.get(dtype)
+    total = 0
+    for name in names:
+        tensor = tensors.get(name)
+        if tensor is None:  # an input no node reads (a control-flow body's)
+            continue
+        shape = tensor.shape
+        static = bool(shape) and all(isinstance(d, int) for d in shape)
+        total += math.prod(shape) * width if width and static else tensor.bytes or 0
+    return total
+
+
+def pipeline_layers(kernels: list[Kernel], batch: int) -> list[Layer]:
+    """The kernels as the compiler's layers, per frame: a kernel with multiply-adds (a convolution, a
+    matmul) is a layer; the elementwise and reshaping kernels after it run in its units (the compiler
+    folds batch norms, activations and additions into the layer before them), so their work and
+    parameters join it."""
+    layers: list[Layer] = []
+    for kernel in kernels:
+        flops, weights = kernel.flops // batch, kernel.weight_bytes
+        moved = (kernel.input_bytes + kernel.output_bytes) // batch
+        products = any(member.macs and not member.view for member in kernel.records)
+        if layers and not products:  # folded into the layer before: its work, not another pass over the data
+            last = layers[-1]
+            layers[-1] = Layer(last.name, last.flops + flops, last.weight_bytes + weights, last.activation_bytes)
+        elif flops or weights:
+            layers.append(Layer(kernel.name, flops, weights, moved))
+    return layers
+
+
+def pipeline_timing(report: TargetReport, kernels: list[Kernel], tensors: dict, io_names: set[str]) -> None:
+    """Re-time a placed model on its dataflow target (the one hook in placement.place_model): the
+    kernels as pipeline layers, ``report.batch`` frames per context load; the report's throughput
+    becomes the pipeline's frames per second (no longer batch / latency), its latency the batch's
+    last frame out (the first frame's latency + the rest at the frame rate)."""
+    target, batch = report.target, max(report.batch, 1)
+    chip = target.dataflow
+    assert chip is not None
+    layers = pipeline_layers(kernels, batch)
+    io_bytes = frame_io_bytes(tensors, io_names, report.dtype)
+    peak = report.model_point.peak_flops_per_s
+    timing = time_dataflow(layers, io_bytes // batch, chip, peak, target.dram_bytes_per_s.value, batch)
+    report.dataflow = timing
+    if not timing.frames_per_s:
+        return
+    report.throughput_per_s = timing.frames_per_s
+    report.latency_s = timing.latency_s + (batch - 1) / timing.frames_per_s
+    total = sum(layer.flops for layer in layers) * batch
+    report.utilization = total / (report.latency_s * peak) if report.latency_s and peak else 0.0
+    kind = "bounds (peak figures)" if timing.bound else "forecasts"
+    where = (
+        f"its slowest stage is {timing.limiting} ({timing.limiting_share:.0%} of a frame's time)"
+        if timing.limiting not in ("host link", "context switches", "compute at the peak")
+        else f"the frame rate is set by {timing.limiting}"
+    )
+    report.notes.append(
+        f"dataflow pipeline: {len(timing.contexts)} context(s), {batch} frame(s) per context load; "
+        f"{timing.frames_per_s:,.4g} frames/s and {timing.latency_s * 1e3:.4g} ms per frame, "
+        f"{kind}; {where}"
+    )

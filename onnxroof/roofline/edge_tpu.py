@@ -1,0 +1,180 @@
+"""The Coral Edge TPU as it runs: its compiler maps the ops of its supported-operations table and
+cuts the graph at the first op it cannot map; that op and every op after it run on the host CPU
+(coral.ai, "TensorFlow models on the Edge TPU": the compiler partitions the graph once, "all
+operations after [the first unsupported one] run on the CPU, even if the Edge TPU supports them").
+
+The target's ``[edge_tpu]`` table (read here, :func:`read_edge_tpu`) names the ``host`` target the
+fallen-back part is timed on (its roofline on the host's peak figures and launch cost) and its
+``source``. The cut's tensors cross the host link (the target's DRAM figure) once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
+
+from ..core.errors import UsageError
+
+# placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
+# and targets import this module); the roofline function (point.roofline) is handed in for the same reason
+TargetReport: TypeAlias = Any
+Kernel: TypeAlias = Any
+Target: TypeAlias = Any
+
+# ONNX ops whose TFLite form is in the Edge TPU compiler's supported-operations table (coral.ai
+# "TensorFlow models on the Edge TPU", Supported operations): Conv2d, DepthwiseConv2d, TransposeConv,
+# FullyConnected, Add, Sub, Mul, Maximum, Minimum, Logistic, Relu, Relu6, ReluN1To1, Tanh, PReLU,
+# AveragePool2d, MaxPool2d, Mean, Sum, ReduceMax, ReduceMin, L2Normalization, Concatenation, Pad,
+# Reshape, Squeeze, ExpandDims, Pack, Slice, StridedSlice, Split, Transpose, SpaceToDepth,
+# ResizeBilinear, ResizeNearestNeighbor, Softmax, Rsqrt, SquaredDifference, Quantize, LSTM. The
+# table's conditions on shapes (tensors of at most 3 dimensions larger than 1, x/y-only Mean and
+# Pad, a resize the compiler may leave on the CPU for precision) are not checked.
+MAPPED_OPS = frozenset(
+    {
+        "Conv",
+        "ConvTranspose",
+        "Gemm",
+        "MatMul",
+        "Add",
+        "Sub",
+        "Mul",
+        "Max",
+        "Min",
+        "Sigmoid",
+        "Relu",
+        "Clip",
+        "Tanh",
+        "PRelu",
+        "AveragePool",
+        "MaxPool",
+        "GlobalAveragePool",
+        "GlobalMaxPool",
+        "ReduceMean",
+        "ReduceSum",
+        "ReduceMax",
+        "ReduceMin",
+        "LpNormalization",
+        "Concat",
+        "Pad",
+        "Reshape",
+        "Flatten",
+        "Squeeze",
+        "Unsqueeze",
+        "Slice",
+        "Split",
+        "Transpose",
+        "SpaceToDepth",
+        "Resize",
+        "Upsample",
+        "Softmax",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "LSTM",
+        "BatchNormalization",
+        "Identity",
+        "Dropout",
+        "Constant",
+        "Shape",
+    }
+)
+
+
+@dataclass(frozen=True)
+class EdgeTpuHost:
+    """``[edge_tpu]``: the target the ops after the cut run on."""
+
+    host: str
+    source: str
+
+
+@dataclass
+class EdgeTpuCut:
+    """Where the compiler cut the graph and what the host ran."""
+
+    first_unmapped: str  # the node the graph is cut at
+    unmapped_ops: list[str]  # op types past the cut the table does not map, in order of first appearance
+    host_kernels: int
+    host_s: float  # the host's time for them
+    transfer_s: float  # the cut's tensors over the host link
+
+
+def read_edge_tpu(data: dict, where: str) -> EdgeTpuHost | None:
+    section = data.get("edge_tpu")
+    if section is None:
+        return None
+    host, source = section.get("host") if isinstance(section, dict) else None, (section or {}).get("source")
+    if not isinstance(host, str) or not host.strip() or not isinstance(source, str) or not source.strip():
+        raise UsageError(f"{where}: '[edge_tpu]' needs 'host' (a target's name) and 'source'")
+    return EdgeTpuHost(host, source)
+
+
+def cut_at(kernels: list[Kernel]) -> int | None:
+    """The position of the first kernel running an op the compiler does not map (None: all mapped)."""
+    for position, kernel in enumerate(kernels):
+        if any(not member.shape_only and member.op_type not in MAPPED_OPS for member in kernel.records):
+            return position
+    return None
+
+
+def host_time(kernel: Kernel, host: Target, roofline: Callable[..., Any]) -> float:
+    """One kernel on the host CPU: its roofline on the host's peak figures for its type, plus the
+    host's launch cost per kernel."""
+    anchor = next((m for m in kernel.records if m.macs), kernel.records[0])
+    roof, peak = host.roof(anchor.dtype)
+    launch = host.node_overhead_s.value if host.node_overhead_s else 0.0
+    return roofline(
+        kernel.flops, kernel.memory_bytes, peak, host.dram_bytes_per_s.value, roof=roof, overhead_s=launch
+    ).time_s
+
+
+def _cut_bytes(kernels: list[Kernel], start: int, tensors: dict) -> int:
+    """The bytes of the tensors the mapped part makes and the host's part reads."""
+    made = {name for kernel in kernels[:start] for member in kernel.records for name in member.outputs}
+    crossing = {
+        name for kernel in kernels[start:] for member in kernel.records for name in member.inputs if name in made
+    }
+    return sum(tensors[name].bytes or 0 for name in crossing if name in tensors)
+
+
+def run_cut(
+    report: TargetReport, kernels: list[Kernel], tensors: dict, host: Target, roofline: Callable[..., Any]
+) -> None:
+    """Re-time the kernels from the cut on ``host`` (the one hook in placement.place_model for an
+    Edge TPU): their placements' times become the host's; the tensors entering the cut from the
+    mapped part cross the link once. Says in the notes which ops fell back and where the graph is cut."""
+    start = cut_at(kernels)
+    if start is None:
+        return
+    tail = kernels[start:]
+    transfer_s = _cut_bytes(kernels, start, tensors) / report.target.dram_bytes_per_s.value
+    host_total = 0.0
+    by_name = {node.name: node for node in report.nodes}
+    for kernel in tail:
+        seconds = host_time(kernel, host, roofline)
+        host_total += seconds
+        node = by_name.get(kernel.name)
+        if node is not None:
+            before = node.placement.time_s
+            node.placement = replace(node.placement, time_s=seconds)
+            # each node's share of the kernel's time (placement.node_times reads it) scaled to the host's
+            node.node_time_s = (
+                {name: share * seconds / before for name, share in node.node_time_s.items()}
+                if before
+                else {kernel.name: seconds}
+            )
+    fallen = [
+        member
+        for kernel in tail
+        for member in kernel.records
+        if not member.shape_only and member.op_type not in MAPPED_OPS
+    ]
+    first = fallen[0].name
+    unmapped = list(dict.fromkeys(member.op_type for member in fallen))
+    report.edge_tpu_cut = EdgeTpuCut(first, unmapped, len(tail), host_total, transfer_s)
+    report.latency_s = sum(node.placement.time_s for node in report.nodes) + report.run_s + transfer_s
+    report.throughput_per_s = report.batch / report.latency_s if report.latency_s else 0.0
+    report.notes.append(
+        f"{', '.join(unmapped)} fall(s) back to the CPU: the Edge TPU compiler cuts the graph at "
+        f"{first}, and it and the {len(tail)} kernel(s) after it run on {host.name} "
+        f"({host_total * 1e3:.3g} ms, plus {transfer_s * 1e3:.3g} ms moving the cut's tensors)"
+    )

@@ -1,0 +1,75 @@
+"""A dataflow chip's layer pipeline (roofline/dataflow.py): throughput from the slowest stage, latency
+from the sum of the stages, contexts by parameter capacity. Every figure below is worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from onnxroof.roofline.dataflow import DataflowChip, Layer, split_contexts, time_dataflow
+from onnxroof.roofline.figures import Figure
+
+
+def _figure(value: float) -> Figure:
+    return Figure(value, "measured", "a test figure")
+
+
+# a chip of 6 units at 6e12 op/s in all (1e12 each), a 1e9 B/s host link
+PEAK, LINK = 6e12, 1e9
+
+
+def test_a_three_stage_pipeline_runs_at_its_slowest_stage_and_sums_them_for_latency():
+    # layers of 1e9, 2e9 and 3e9 ops on 6 units of 1e12 op/s: the allocation 1, 2, 3 units makes every
+    # stage 1e9 / 1e12 = 1 ms (5 units would leave one stage at 2 ms: 6 is the fewest for 1 ms).
+    # Throughput: one frame per slowest stage, 1 ms -> 1,000 frames/s. Latency: the three stages,
+    # 3 ms, plus the frame's 1e5 B in and out over the 1e9 B/s link, 0.1 ms: 3.1 ms.
+    layers = [Layer("a", 10**9, 1000), Layer("b", 2 * 10**9, 1000), Layer("c", 3 * 10**9, 1000)]
+    chip = DataflowChip(context_bytes=_figure(1e6), units=_figure(6))
+    timing = time_dataflow(layers, 10**5, chip, PEAK, LINK)
+    assert len(timing.contexts) == 1
+    assert timing.contexts[0].stage_s == pytest.approx([1e-3, 1e-3, 1e-3])
+    assert timing.frames_per_s == pytest.approx(1000)
+    assert timing.latency_s == pytest.approx(3.1e-3)
+    assert not timing.bound
+
+
+def test_a_small_layer_takes_a_whole_unit_and_starves_the_large_one():
+    # 1e6 and 5e9 ops on 2 units: each layer needs one, so the large one runs on 1 unit: 5e9 / 1e12
+    # = 5 ms per frame (200 frames/s) where the peak would allow (5e9 + 1e6) / 2e12 = 2.5 ms
+    layers = [Layer("small", 10**6, 0), Layer("large", 5 * 10**9, 0)]
+    timing = time_dataflow(layers, 0, DataflowChip(context_bytes=_figure(1e6), units=_figure(2)), 2e12, LINK)
+    assert timing.frames_per_s == pytest.approx(200)
+    assert timing.limiting == "large" and timing.limiting_share == pytest.approx(1.0)
+
+
+def test_a_model_that_needs_two_contexts_pays_their_loads_once_per_group_of_frames():
+    # parameters 600 kB + 600 kB do not fit one 1 MB context: two contexts, one layer each. 2 units
+    # of 1e12 op/s: each context's one layer takes both units, 2e9 / 2e12 = 1 ms a frame.
+    # A group of 8 frames: per context load 6e5 B / 1e9 B/s = 0.6 ms + switch 0.4 ms, then the
+    # pipeline: fill 1 ms + 7 more frames x 1 ms = 8 ms; per context 9 ms, both 18 ms:
+    # 8 / 18 ms = 444.4 frames/s. At batch 1: 2 x (0.6 + 0.4 + 1) = 4 ms, 250 frames/s.
+    # One frame's latency: both loads and fills, 4 ms (no input or output bytes here).
+    layers = [Layer("first", 2 * 10**9, 600_000), Layer("second", 2 * 10**9, 600_000)]
+    chip = DataflowChip(context_bytes=_figure(1e6), units=_figure(2), switch_s=_figure(0.4e-3))
+    assert [len(c.layers) for c in split_contexts(layers, 1e6, 2)] == [1, 1]
+    eight = time_dataflow(layers, 0, chip, 2e12, LINK, group=8)
+    assert len(eight.contexts) == 2
+    assert eight.frames_per_s == pytest.approx(8 / 18e-3)
+    assert eight.latency_s == pytest.approx(4e-3)
+    assert eight.limiting == "context switches"
+    one = time_dataflow(layers, 0, chip, 2e12, LINK, group=1)
+    assert one.frames_per_s == pytest.approx(250)
+
+
+def test_with_peak_figures_the_pipeline_is_a_bound_on_compute_and_the_link():
+    # no units: every layer at its ideal share of the peak. The same two contexts at 2e12 op/s:
+    # compute 4e9 / 2e12 = 2 ms a frame; the link carries 1.2e6 B of parameters per group of 8
+    # frames, 0.15 ms a frame: compute bounds it, 500 frames/s. At batch 1: 1.2 ms of parameters,
+    # still under 2 ms.
+    layers = [Layer("first", 2 * 10**9, 600_000), Layer("second", 2 * 10**9, 600_000)]
+    chip = DataflowChip(context_bytes=_figure(1e6))
+    timing = time_dataflow(layers, 0, chip, 2e12, LINK, group=8)
+    assert timing.bound and timing.frames_per_s == pytest.approx(500)
+    # a slower link, 1e8 B/s: 1.2e6 B / 1e8 = 12 ms per group of 8 frames, 1.5 ms a frame, under
+    # compute; at batch 1 12 ms a frame: the link bounds it, 83.3 frames/s
+    assert time_dataflow(layers, 0, chip, 2e12, 1e8, group=1).frames_per_s == pytest.approx(1 / 12e-3)
+    assert time_dataflow(layers, 0, chip, 2e12, 1e8, group=1).limiting == "host link"

@@ -1,0 +1,84 @@
+"""Every bound a true bound (issue 45): no published measurement of an edge chip may run faster than
+the bundled target's bound says it can. The rows are benchmarks/published/edge-measurements.csv and
+the shared CSV's edge rows; each comparable row's network is built weight-free by the published
+builders and analysed in process (each network once per target, dtype and batch: about 120 analyses
+of a fraction of a second). A row compares at the precision it ran (ncnn's "fp32" runs fp16 on the
+Pi 5's Cortex-A76: edge_rows.ran_dtype), a Hailo batch-8 row at batch 8 (8 frames per context load)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from onnxroof.pipeline import analyze
+from onnxroof.roofline.targets import load_target
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from published import edge_rows  # noqa: E402
+
+BOUND_TARGETS = (
+    "coral-edge-tpu",
+    "hailo-8",
+    "hailo-8l",
+    "jetson-orin-nano",
+    "jetson-orin-nano-super",
+    "raspberry-pi-5",
+    "myriad-x",
+)
+
+
+def _rows_by_target() -> dict[str, list[edge_rows.Row]]:
+    chosen: dict[str, list[edge_rows.Row]] = {name: [] for name in BOUND_TARGETS}
+    for row in edge_rows.read_rows():
+        if edge_rows.comparable(row) and row.target in chosen:
+            chosen[row.target].append(row)
+    return chosen
+
+
+ROWS = _rows_by_target()
+
+
+def _predicted(row: edge_rows.Row, cache: dict) -> float:
+    """The bound for the row's figure: a rate (frames or samples per second) or a latency in ms."""
+    key = (row.label, row.resolution, row.batch, row.dtype)
+    if key not in cache:
+        model = row.build(row.batch, row.resolution)
+        cache[key] = analyze(
+            model, targets=[row.target], dtype=row.dtype, batch=row.batch if row.batch > 1 else None
+        ).targets[0]
+    report = cache[key]
+    return report.throughput_per_s if row.throughput else report.latency_s * 1e3
+
+
+def test_the_rows_cover_every_bound_edge_target():
+    # the fixture itself: each target has rows to hold it against (counts from edge_rows.py's table)
+    assert {name: len(rows) > 0 for name, rows in ROWS.items()} == dict.fromkeys(BOUND_TARGETS, True)
+    assert len(ROWS["hailo-8"]) >= 80 and len(ROWS["jetson-orin-nano-super"]) == 20
+
+
+@pytest.mark.parametrize("target", BOUND_TARGETS)
+def test_no_published_row_beats_the_bound(target):
+    assert load_target(target).latency_kind.value == "bound"
+    cache: dict = {}
+    beaten = []
+    for row in ROWS[target]:
+        row.predicted = _predicted(row, cache)
+        if row.factor < 1:  # measured faster than the bound allows
+            beaten.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
+    assert beaten == []
+
+
+def test_ncnn_fp32_rows_compare_at_fp16_on_the_pi():
+    # ncnn enables fp16 storage and arithmetic where the CPU has them (Armv8.2: the Cortex-A76), so a
+    # page's "ncnn FP32" ran fp16; the Vulkan rows keep their own precision
+    ran = {
+        edge_rows.ran_dtype({"precision": "fp32", "software": software})
+        for software in ("ncnn FP32 (CPU)", "ncnn (ARM NEON, fp32 requested)")
+    }
+    assert ran == {"fp16"}
+    assert edge_rows.ran_dtype({"precision": "fp32", "software": "ncnn Vulkan on the Orin GPU"}) == "fp32"
+    assert edge_rows.ran_dtype({"precision": "fp32", "software": "ONNX Runtime FP32 (CPU)"}) == "fp32"

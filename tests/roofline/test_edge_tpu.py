@@ -1,0 +1,72 @@
+"""The Coral Edge TPU as it runs (roofline/edge_tpu.py): the compiler cuts the graph at the first op
+its supported-operations table does not map; that op and every op after it run on the host CPU's
+target, and the cut's tensors cross the host link. Every figure below is worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import make_model, zeros
+from onnx import TensorProto, helper
+
+from onnxroof.pipeline import analyze
+from onnxroof.roofline.edge_tpu import MAPPED_OPS
+
+FIGURE = 'tag = "estimate"\nsource = "a test figure"'
+
+
+def _targets(tmp_path) -> str:
+    """An accelerator at 1e12 op/s with a 1e8 B/s link ('DRAM') and nothing on chip, whose host is a
+    CPU at 1e9 op/s, 1e9 B/s and 1 µs per kernel."""
+    host = tmp_path / "host.toml"
+    host.write_text(
+        f'schema = "onnxroof-target/1"\nname = "host"\ndescription = "a test host"\n'
+        f"[peak_ops_per_s.fp32]\nvalue = 1e9\n{FIGURE}\n"
+        f"[dram.bandwidth_bytes_per_s]\nvalue = 1e9\n{FIGURE}\n"
+        f"[node_overhead_s]\nvalue = 1e-6\n{FIGURE}\n"
+    )
+    tpu = tmp_path / "tpu.toml"
+    tpu.write_text(
+        f'schema = "onnxroof-target/1"\nname = "tpu"\ndescription = "a test edge tpu"\n'
+        f"[peak_ops_per_s.fp32]\nvalue = 1e12\n{FIGURE}\n"
+        f"[dram.bandwidth_bytes_per_s]\nvalue = 1e8\n{FIGURE}\n"
+        f'[edge_tpu]\nhost = "{host}"\nsource = "a test"\n'
+    )
+    return str(tpu)
+
+
+def _model():
+    # x[1,100] @ w1[100,100] -> Relu -> Div by c[1,100] (not in the table) -> @ w2[100,100]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("Div", ["r", "c"], ["d"], name="div"),
+        helper.make_node("MatMul", ["d", "w2"], ["y"], name="mm2"),
+    ]
+    return make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, [1, 100])],
+        [("y", TensorProto.FLOAT, [1, 100])],
+        [("w1", zeros(100, 100)), ("c", zeros(1, 100) + 1), ("w2", zeros(100, 100))],
+    )
+
+
+def test_the_table_maps_convolutions_and_not_division():
+    assert {"Conv", "MatMul", "Relu", "Concat", "Resize"} <= MAPPED_OPS
+    assert not {"Div", "Erf", "NonMaxSuppression", "Gather"} & MAPPED_OPS
+
+
+def test_a_graph_cut_by_an_unsupported_op_runs_its_tail_on_the_host(tmp_path):
+    # On the accelerator (everything over its 1e8 B/s link, nothing on chip): mm1 reads 40,000 B of
+    # w1 + 400 B of x and writes 400 B: 40,800 B / 1e8 = 408 µs (its 20,000 FLOPs take 20 ns);
+    # Relu reads 400 B and writes 400 B: 8 µs. The compiler cuts at div: div and mm2 on the host.
+    # Host: div reads r (400 B) and c (400 B), writes 400 B: 1,200 B / 1e9 = 1.2 µs (100 FLOPs,
+    # 0.1 µs) + 1 µs launch = 2.2 µs; mm2 reads 40,000 + 400 B, writes 400 B: 40.8 µs (20,000 FLOPs,
+    # 20 µs) + 1 µs = 41.8 µs; host total 44 µs. The cut's tensor r (400 B) crosses the link:
+    # 400 / 1e8 = 4 µs. Latency: 408 + 8 + 44 + 4 = 464 µs.
+    report = analyze(_model(), targets=[_targets(tmp_path)]).targets[0]
+    cut = report.edge_tpu_cut
+    assert cut.first_unmapped == "div" and cut.unmapped_ops == ["Div"] and cut.host_kernels == 2
+    assert cut.host_s == pytest.approx(44e-6)
+    assert cut.transfer_s == pytest.approx(4e-6)
+    assert report.latency_s == pytest.approx(464e-6)
+    assert any("Div fall(s) back to the CPU" in note and "cuts the graph at div" in note for note in report.notes)

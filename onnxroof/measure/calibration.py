@@ -322,7 +322,9 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
         f"{size_text(4 * achieved.COPY_ELEMENTS)})"
     )
     roofs = measured_roofs(result)
-    result.efficiency = kernel_figures.measure_efficiency(roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say)
+    result.efficiency = kernel_figures.measure_efficiency(
+        roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say
+    )
     result.efficiency_on_roof = kernel_figures.measure_roof_efficiency(
         roofs, result.launch_overhead_s, 0.2 * budget_s, threads, say
     )

@@ -11,9 +11,7 @@ never converted to arrays (only small initializers and Constant nodes are read).
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -22,8 +20,9 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields, has_subgraph, node_names, read_node_fields
-from ..core.tensors import Dim, TensorInfo, info_from_value_info
+from ..core.tensors import TensorInfo, info_from_value_info
 from .bodies import bind_body_inputs, taken_branch
+from .one_node import inference_complaint, merged_info, node_signature, run_reference
 from .value_sizes import constant_info, predicted_elements
 
 # Shape arithmetic the partial evaluator runs when all inputs have values: this stage's own
@@ -43,8 +42,6 @@ MAX_VALUE_ELEMENTS = 4096
 MAX_KEPT_ELEMENTS = 2**22
 # An op whose inputs, as listed, hold more than this many times MAX_VALUE_ELEMENTS is not run.
 _READ_FACTOR = 16
-# A value larger than this many bytes is known to a node's signature by its digest, not its bytes.
-_SIGNATURE_BYTES = 256
 
 
 # What the cost rules say an op without an ONNX schema writes (ops.output_types): the rules sit
@@ -60,43 +57,6 @@ def has_schema(domain: str, op_type: str, opsets: dict[str, int] | None = None) 
     if opsets and domain in opsets:
         return onnx.defs.has(op_type, opsets[domain], domain)
     return onnx.defs.has(op_type, domain)
-
-
-def _merged(old: TensorInfo, new: TensorInfo) -> TensorInfo | None:
-    """``new`` (keeping ``old``'s dtype if it has none) when it knows more than ``old``, else None:
-    a shape where there was none, every dim a number, or more numbers than ``old`` with its own
-    kept (a data-dependent row count stays a symbol while the hidden dim beside it becomes known)."""
-    if new.shape is None:
-        return None
-    if old.shape is not None:
-        if old.is_known:
-            return None
-        if not new.is_known and not _more_numbers(old.shape, new.shape):
-            return None
-    return TensorInfo(old.name, new.dtype or old.dtype, new.shape)
-
-
-def _more_numbers(old: tuple[Dim, ...], new: tuple[Dim, ...]) -> bool:
-    """Whether ``new`` has every number ``old`` has, and more."""
-    if len(old) != len(new):
-        return False
-    gained = False
-    for before, after in zip(old, new):
-        if isinstance(before, int):
-            if before != after:
-                return False
-        elif isinstance(after, int):
-            gained = True
-    return gained
-
-
-def _complaint(exc: BaseException) -> str:
-    """onnx's inference error for one node, without its wrapping: '[ShapeInferenceError] Inference
-    error(s): (op_type:MatMul, node name: mm): [ShapeInferenceError] Incompatible ...' -> 'Incompatible ...'."""
-    text = re.sub(r"^.*\(op_type:[^,]*, node name: .*?\): ", "", " ".join(str(exc).split()))
-    text = re.sub(r"\[\w+\]\s*", "", text).strip()
-    text = "".join(c if c.isprintable() else "?" for c in text) or type(exc).__name__
-    return text[:300] + ("..." if len(text) > 300 else "")
 
 
 class PartialEvaluator:
@@ -364,7 +324,7 @@ class PartialEvaluator:
         return self.tensors.setdefault(name, TensorInfo(name))
 
     def _update(self, new: TensorInfo) -> None:
-        merged = _merged(self._info(new.name), new)
+        merged = merged_info(self._info(new.name), new)
         if merged is not None:
             self.tensors[new.name] = merged
 
@@ -417,53 +377,16 @@ class PartialEvaluator:
 
     def _run(self, node: onnx.NodeProto, args: list[np.ndarray | None]) -> tuple | None:
         """The results of onnx's reference kernel for ``node`` on ``args``, or None if it fails."""
-        from onnx.reference.ops import load_op  # imported on first use: a tenth of a second
-
-        try:
-            op_class = load_op("", node.op_type, self.opsets.get(""))
-            results = op_class(node, _RUN_PARAMS | {"opsets": self.opsets}).run(*args)
-        except Exception:  # an odd node: shape inference handles it instead
-            return None
-        return tuple(results) if isinstance(results, (tuple, list)) else (results,)
+        return run_reference(node, args, self.opsets)
 
     def _once(self, done: dict, node_fields: NodeFields, work: Callable[[], Any]) -> Any:
         """``work()`` for the node, or what it gave for an earlier node of the same signature (kept in ``done``)."""
-        signature = self._signature(node_fields)
+        signature = node_signature(node_fields, self.values, self._info)
         if signature is None:
             return work()
         if signature not in done:
             done[signature] = work()
         return done[signature]
-
-    def _signature(self, node_fields: NodeFields) -> tuple | None:
-        """All that onnx's inference and reference kernels see of a node: its op, attributes and
-        outputs, and each input's value (when known) or type and shape. Nodes alike in these
-        evaluate and infer alike, whatever their names. None for inputs holding Python objects
-        (strings), whose bytes do not say what they hold."""
-        inputs: list[tuple | None] = []
-        seen: dict[str, tuple] = {}  # an input listed again (a Concat of one name 100,000 times) is read once
-        for name in node_fields.inputs:
-            if not name:
-                inputs.append(None)
-            elif name in seen:
-                inputs.append(seen[name])
-            elif (value := self.values.get(name)) is not None:
-                if value.dtype.hasobject:
-                    return None
-                data = value.tobytes()
-                if len(data) > _SIGNATURE_BYTES:
-                    data = hashlib.blake2b(data, digest_size=16).digest()
-                inputs.append(seen.setdefault(name, (value.dtype.str, value.shape, data)))
-            else:
-                info = self._info(name)
-                inputs.append(seen.setdefault(name, (info.dtype, info.shape)))
-        return (
-            node_fields.domain,
-            node_fields.op_type,
-            tuple(bool(o) for o in node_fields.outputs),
-            tuple(a.SerializeToString() for a in node_fields.attributes),
-            tuple(inputs),
-        )
 
     def _shape_value(self, node_fields: NodeFields) -> bool:
         info = self._info(node_fields.inputs[0])
@@ -521,7 +444,7 @@ class PartialEvaluator:
             single, small = self._alone(node, names, outputs)
             onnx.shape_inference.infer_shapes(single, strict_mode=True, data_prop=small)
         except onnx.shape_inference.InferenceError as exc:
-            return _complaint(exc)
+            return inference_complaint(exc)
         except Exception:
             return None
         return None
@@ -601,11 +524,3 @@ class PartialEvaluator:
 # Nodes visited even when onnx knows their outputs: a Constant's value, Shape and Size from the
 # shape onnx inferred, a Reshape's element count.
 _ALWAYS_VISITED = frozenset({"Constant", "Reshape", "Shape", "Size"})
-# What onnx.reference's kernels expect from their evaluator (no logging, no custom ops).
-_RUN_PARAMS = {
-    "log": lambda *args: None,
-    "verbose": 0,
-    "new_ops": None,
-    "existing_functions": {},
-    "evaluator_cls": None,
-}

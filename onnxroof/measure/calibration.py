@@ -60,7 +60,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import achieved, cold_launch, dram_stall, op_efficiency, rows_efficiency, subnormal
+from . import achieved, cold_launch, dram_stall, kernel_figures, op_efficiency, rows_efficiency, subnormal
 from .machine import (
     blas_name,
     cache_text,
@@ -293,8 +293,8 @@ def _measure_int8(
 
 def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: int, say: Progress) -> None:
     """onnxruntime's cost per kernel, its copy bandwidth and, against the roofs just measured,
-    the fraction of the roofline each kernel class reaches (:mod:`onnxroof.measure.achieved`)."""
-    line = achieved.measure_launch_line(max(0.12 * budget_s, 0.4), threads)
+    the fraction of the roofline each kernel class reaches (:mod:`onnxroof.measure.kernel_figures`)."""
+    line = kernel_figures.measure_launch_line(max(0.12 * budget_s, 0.4), threads)
     if line is None:
         result.notes.append("onnxruntime is not installed: no launch cost, copy bandwidth or efficiency measured")
         return
@@ -308,22 +308,24 @@ def _measure_onnxruntime_kernels(result: Calibration, budget_s: float, threads: 
     if result.cold_launch_s:
         say(f"onnxruntime launch {result.cold_launch_s * 1e6:.2f} µs per kernel when the run streams past the caches")
     if threads > 1:
-        handoff = achieved.measure_handoff(result.launch_overhead_s, threads, max(0.06 * budget_s, 0.3))
+        handoff = kernel_figures.measure_handoff(result.launch_overhead_s, threads, max(0.06 * budget_s, 0.3))
         if handoff is not None:
             result.handoff_s, result.handoff_cases = handoff
             say(f"onnxruntime hand-off {result.handoff_s * 1e6:.2f} µs per kernel split over {threads} threads")
     result.subnormal_s = subnormal.measure_subnormal_s(max(0.04 * budget_s, 0.4), threads)
     if result.subnormal_s:
         say(f"onnxruntime softmax {result.subnormal_s * 1e9:.2f} ns per exp underflowed to a subnormal (a causal mask)")
-    result.copy_bytes_per_s = achieved.measure_copy_bandwidth(max(0.1 * budget_s, 0.3), threads)
+    result.copy_bytes_per_s = kernel_figures.measure_copy_bandwidth(max(0.1 * budget_s, 0.3), threads)
     # (not None: onnxruntime is there, its launch line was measured)
     say(
         f"onnxruntime copy {result.copy_bytes_per_s / 1e9:.1f} GB/s (Mul by a scalar over "  # type: ignore[operator]
         f"{size_text(4 * achieved.COPY_ELEMENTS)})"
     )
     roofs = measured_roofs(result)
-    result.efficiency = achieved.measure_efficiency(roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say)
-    result.efficiency_on_roof = achieved.measure_roof_efficiency(
+    result.efficiency = kernel_figures.measure_efficiency(
+        roofs, result.launch_overhead_s, 0.65 * budget_s, threads, say
+    )
+    result.efficiency_on_roof = kernel_figures.measure_roof_efficiency(
         roofs, result.launch_overhead_s, 0.2 * budget_s, threads, say
     )
     # the gemm sizes of fewer rows, and the class's own sizes that join their curves

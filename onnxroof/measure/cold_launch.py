@@ -1,7 +1,7 @@
 """What a kernel's launch costs onnxruntime when a run moves more data than the caches hold
 (``cold_node_overhead_s``): the runtime's own state (each node's kernel object, its shapes, the
 allocator's lists) and the kernels' code are evicted by the streamed bytes, so every small kernel
-pays cache misses the launch measurement's chain of alike Adds (:func:`achieved.measure_launch_line`,
+pays cache misses the launch measurement's chain of alike Adds (:func:`kernel_figures.measure_launch_line`,
 everything hot) never sees.
 
 Measured as an interaction: :data:`BLOCKS` blocks, each a one-row MatMul streaming a 4 MiB weight

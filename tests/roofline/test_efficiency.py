@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 from onnxroof import analyze
 from onnxroof.cli.app import main
 from onnxroof.core.errors import UsageError
-from onnxroof.measure import achieved
+from onnxroof.measure import achieved, kernel_figures
 from onnxroof.measure import roof_kernels as cal
 from onnxroof.measure.roofs import Calibration
 from onnxroof.report.target_file import render_target
@@ -247,10 +247,10 @@ def test_the_launch_line_gives_the_launch_and_the_run_cost_from_one_measurement(
     monkeypatch.setattr(achieved, "onnxruntime_available", lambda: True)
     monkeypatch.setattr(achieved, "cpu_session", lambda model, threads, optimize: len(model.graph.node))
     monkeypatch.setattr(achieved, "fastest_runs_s", times)
-    launch_s, run_s = achieved.measure_launch_line(1.0)
+    launch_s, run_s = kernel_figures.measure_launch_line(1.0)
     assert launch_s == pytest.approx(0.3e-6) and run_s == pytest.approx(4.0e-6) and calls == [2]
     monkeypatch.setattr(achieved, "fastest_runs_s", lambda runs, budget_s: [0.2e-6, 19.4e-6])  # no intercept left
-    assert achieved.measure_launch_line(1.0)[1] is None
+    assert kernel_figures.measure_launch_line(1.0)[1] is None
 
 
 def matmul_model():
@@ -506,11 +506,11 @@ def test_the_hand_off_is_the_median_cost_of_split_kernels_beyond_launch_and_work
     monkeypatch.setattr(
         achieved, "chain_slope_s", lambda op, shape, attributes, threads, budget: slopes[(op, shape)][threads - 1]
     )
-    handoff, cases = achieved.measure_handoff(0.36e-6, threads=2, budget_s=0.1)
+    handoff, cases = kernel_figures.measure_handoff(0.36e-6, threads=2, budget_s=0.1)
     assert handoff == pytest.approx(2.4e-6)
     assert [(label, one, many) for label, one, many in cases][0] == ("MatMul 64x64 by 64x64", 3.96e-6, 4.56e-6)
     # a kernel that ran no slower on two threads than its share of the work costs nothing more
-    assert achieved.handoff_seconds(one_s=10.36e-6, many_s=5.0e-6, launch_s=0.36e-6, threads=2) == 0.0
+    assert kernel_figures.handoff_seconds(one_s=10.36e-6, many_s=5.0e-6, launch_s=0.36e-6, threads=2) == 0.0
 
 
 def test_on_two_threads_the_hand_off_is_written_beside_the_launch(tmp_path):
@@ -604,7 +604,7 @@ def test_a_case_that_splits_is_measured_beyond_the_launch_and_the_split(monkeypa
     monkeypatch.setattr(achieved, "roof_slope_s", lambda *args, **kwargs: 4.5e-6)
     monkeypatch.setattr(achieved, "gemv_slope_s", lambda *args, **kwargs: 10e-6)
     monkeypatch.setattr(achieved, "gemv_roof_s", lambda *args, **kwargs: 4.5e-6)
-    found = achieved.measure_efficiency(target, 0.5e-6, budget_s=0.01)
+    found = kernel_figures.measure_efficiency(target, 0.5e-6, budget_s=0.01)
     assert found["gemm"][0].fraction == pytest.approx(4.5 / 6.5)
     assert found["elementwise"][0].fraction == pytest.approx(4.5 / 9.5)
     # gemv: 1 x 32,768 by 32,768 x 10 = 327,680 MACs, split

@@ -30,11 +30,11 @@ import math
 import numbers
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .core.errors import OptionError
-from .core.tensors import MAX_DIM, MAX_DIM_TEXT
+from .core.option_fields import Check, Choice, Count, Flag, Option, check_count, option, shown
 
 if TYPE_CHECKING:  # targets are loaded by the pipeline, and only when given
     from .roofline.targets import Target
@@ -45,7 +45,6 @@ Dims = Mapping[str, int] | Sequence[str]
 # the most devices a plan considers (a rack-scale NVLink domain has 576)
 MAX_DEVICES = 4096
 Values = Mapping[str, Sequence[float] | float] | Sequence[str]
-Check = Callable[[str, Any], None]  # (the option's name, its value): raises an OptionError naming it
 
 # the groups --help lists the flags in (the command line adds its own flags to them)
 SHAPES = "shapes and values (a batch dim left open is 1; any other open dim exits 2)"
@@ -56,83 +55,15 @@ BINDING = "binding"  # values for dims: a formula leaves them free unless bound
 TIMING_ROLE = "timing"  # decides the latency formulas (not devices: a formula is one device's)
 
 
-@dataclass(frozen=True)
-class Flag:
-    """The command-line flag that sets an option: its name, its help, and where ``--help`` lists
-    it (its group, and its place among the group's flags)."""
-
-    name: str
-    group: str
-    place: int
-    help: str
-    metavar: str | None = None
-    choices: tuple[str, ...] | None = None  # (a Choice check's choices are the flag's, unless given)
-    repeatable: bool = False  # given once per item (--dim a=1 --dim b=2): the option is the list
-    switch: bool = False  # takes no value: the option is whether it is given
-    negated: bool = False  # a switch that turns the option off (--no-overhead)
-
-
-@dataclass(frozen=True)
-class Option:
-    """An analysis option's declaration (a field's metadata: :func:`option` makes it)."""
-
-    doc: str
-    check: Check
-    flag: Flag | None = None
-    role: str | None = None  # COUNTING, BINDING or TIMING_ROLE: kept in a formula's analyses
-    back: bool = False  # read only by the stages after shape inference (pipeline.BACK_OPTIONS)
-    convert: Callable[[str, Any], Any] | None = None  # the value as kept (a list as a tuple)
-
-
-def option(
-    default: Any,
-    doc: str,
-    check: Check,
-    flag: Flag | None = None,
-    role: str | None = None,
-    back: bool = False,
-    convert: Callable[[str, Any], Any] | None = None,
-) -> Any:
-    """A field of :class:`AnalysisOptions` with its declaration (:class:`Option`) as metadata."""
-    return field(default=default, metadata={"option": Option(doc, check, flag, role, back, convert)})
-
-
-@dataclass(frozen=True)
-class Count:
-    """A whole number in [minimum, MAX_DIM] (or [minimum, ``maximum``], a count with a range of
-    its own); None is no value unless ``required``."""
-
-    minimum: int
-    maximum: int | None = None
-    required: bool = False
-
-    def __call__(self, option: str, value: object) -> None:
-        if value is not None or self.required:
-            _count(option, value, None, self.minimum, self.maximum)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """None or one of ``choices``."""
-
-    choices: tuple[str, ...]
-
-    def __call__(self, option: str, value: object) -> None:
-        if value is not None and value not in self.choices:
-            raise OptionError(
-                option, f"{{opt.{option}}} {{value}}: choose {' or '.join(self.choices)}", value=_shown(value)
-            )
-
-
 def _switch(option: str, value: object) -> None:
     if not isinstance(value, bool):
-        raise OptionError(option, "{name}={value}: give True or False", name=option, value=_shown(value))
+        raise OptionError(option, "{name}={value}: give True or False", name=option, value=shown(value))
 
 
 def _dtype_name(option: str, value: object) -> None:
     if not isinstance(value, str):
         raise OptionError(
-            option, "dtype={value}: give a name such as 'fp16' (or 'model': as stored)", value=_shown(value)
+            option, "dtype={value}: give a name such as 'fp16' (or 'model': as stored)", value=shown(value)
         )
 
 
@@ -157,14 +88,14 @@ def _shape(option: str, name: str, shape: Any) -> None:
             "input_shapes[{name!r}] = {shape}: give the shape as a list of integers, e.g. "
             "input_shapes={{{name!r}: [1, 3, 224, 224]}}",
             name=name,
-            shape=_shown(shape),
+            shape=shown(shape),
         )
     for dim in shape:
-        _count(option, dim, name, minimum=0)
+        check_count(option, dim, name, minimum=0)
 
 
 def _dim(option: str, name: str, value: Any) -> None:
-    _count(option, value, name, minimum=0)
+    check_count(option, value, name, minimum=0)
 
 
 def _value(option: str, name: str, value: Any) -> None:
@@ -178,7 +109,7 @@ def _value(option: str, name: str, value: Any) -> None:
                 option,
                 "values[{name!r}] = {value}: give a finite number or a list of them",
                 name=name,
-                value=_shown(value),
+                value=shown(value),
             )
 
 
@@ -189,7 +120,7 @@ def _targets(option: str, targets: Sequence[object]) -> None:
                 option,
                 "targets: {target} is not a target: give bundled target names, target file "
                 "paths or Target objects, e.g. targets=['l4']",
-                target=_shown(target),
+                target=shown(target),
             )
 
 
@@ -479,7 +410,7 @@ class AnalysisOptions:
             return cls(**arguments)  # type: ignore[arg-type]
         if not isinstance(options, AnalysisOptions):
             raise OptionError(
-                "options", "options={value}: give an AnalysisOptions (or the options one by one)", value=_shown(options)
+                "options", "options={value}: give an AnalysisOptions (or the options one by one)", value=shown(options)
             )
         if arguments:
             raise OptionError(
@@ -566,7 +497,7 @@ def check_call(function: str, positional: tuple, keywords: Mapping[str, object],
             str(unknown),
             "{function}(): no option named {name}{hint}; the options: {names}",
             function=function,
-            name=_shown(unknown),
+            name=shown(unknown),
             names=", ".join(names),
             hint=f" (did you mean {close[0]}?)" if close else "",
         )
@@ -578,14 +509,8 @@ def check_progress(progress: Callable[[str], None] | None) -> None:
         raise OptionError(
             "progress",
             "progress={value}: give a function called with each stage's name (or None)",
-            value=_shown(progress),
+            value=shown(progress),
         )
-
-
-def _shown(value: object) -> str:
-    """A value as a message shows it: its repr, cut short (a long one is not echoed whole)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:40] + f"... ({type(value).__name__})"
 
 
 def _is_target(value: object) -> bool:
@@ -601,7 +526,7 @@ def _items(option: str, given: object) -> tuple:
     if isinstance(given, (bytes, bytearray)) or not hasattr(given, "__iter__"):
         mapping = " (or a mapping)" if option in ("input_shapes", "dims", "values") else ""
         raise OptionError(
-            option, "{name}={value}: give a list{mapping}", name=option, value=_shown(given), mapping=mapping
+            option, "{name}={value}: give a list{mapping}", name=option, value=shown(given), mapping=mapping
         )
     return tuple(given)
 
@@ -610,40 +535,15 @@ def _strings(option: str, items: tuple, example: str) -> None:
     wrong = next((item for item in items if not isinstance(item, str)), None)
     if wrong is not None:
         raise OptionError(
-            option, "{name}: {value} is not a string; give {example}", name=option, value=_shown(wrong), example=example
+            option, "{name}: {value} is not a string; give {example}", name=option, value=shown(wrong), example=example
         )
 
 
 def _name(option: str, name: object) -> None:
     if not isinstance(name, str) or not name:
         raise OptionError(
-            option, "{name}: the key {value} is not a name; give a non-empty string", name=option, value=_shown(name)
+            option, "{name}: the key {value} is not a name; give a non-empty string", name=option, value=shown(name)
         )
-
-
-def _count(option: str, value: object, where: str | None, minimum: int, maximum: int | None = None) -> None:
-    """A whole number in [minimum, MAX_DIM] (or [minimum, ``maximum``], a count with a range of its
-    own, said in the message): not a bool, a float or a string. ``where`` is the mapping key it is
-    the value of (None: the option's own value, which a flag may have given)."""
-    head = f"{{opt.{option}}} {{value}}" if where is None else f"{option}[{{where!r}}] = {{value}}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise OptionError(option, head + ": give a whole number (an int)", where=where, value=_shown(value))
-    value = int(value)  # (a numpy integer: compared as a Python int)
-    if maximum is not None and not minimum <= value <= maximum:
-        raise OptionError(
-            option,
-            head + ": give a whole number from {minimum} to {maximum:,}",
-            where=where,
-            value=int(value),
-            minimum=minimum,
-            maximum=maximum,
-        )
-    if value < minimum:
-        raise OptionError(
-            option, head + ": give a whole number of {minimum} or more", where=where, value=int(value), minimum=minimum
-        )
-    if value > MAX_DIM:
-        raise OptionError(option, head + ": over the limit, {limit}", where=where, value=int(value), limit=MAX_DIM_TEXT)
 
 
 _documented()

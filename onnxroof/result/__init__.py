@@ -123,7 +123,7 @@ class Analysis:
             import pandas
         except ImportError:
             raise UsageError("Analysis.to_pandas needs pandas, which is not installed: pip install pandas") from None
-        from .roofline.placement import node_times
+        from ..roofline.placement import node_times
 
         nodes = self.run_view.nodes  # the nodes a run executes, as the node tables list them
         times = node_times(self.targets)
@@ -157,7 +157,7 @@ class Analysis:
 
     def __repr__(self) -> str:
         """One line: the model and its size, not the records (which run to megabytes)."""
-        from .core.units import si
+        from ..core.units import si
 
         t, targets = self.totals, ", ".join(r.target.name for r in self.targets)
         return (
@@ -175,8 +175,8 @@ class Analysis:
         as the bound or the forecast it is, and, given them, whether the model fits in each
         target's memory (``fits``, per target in order; None: not checked) and the lines of what to
         change (``findings``, worded by the findings stage); ``onnxroof summary`` prints the full one."""
-        from .core.units import iec, seconds, si
-        from .roofline.targets import LatencyKind
+        from ..core.units import iec, seconds, si
+        from ..roofline.targets import LatencyKind
 
         t = self.totals
         lines = [

@@ -1,5 +1,5 @@
 """A list already written as compact JSON, passed on in chunks: what keeps a big model's JSON
-document from sitting in memory whole (result.py writes its long lists with it, report/json.py
+document from sitting in memory whole (result/ writes its long lists with it, report/json.py
 passes them on)."""
 
 from __future__ import annotations

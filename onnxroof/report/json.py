@@ -10,7 +10,8 @@ from json.encoder import encode_basestring_ascii as _string  # what json.dumps w
 from typing import TYPE_CHECKING
 
 from ..core.version import __version__
-from ..result import Encoded, compact_json, to_document
+from ..result import Encoded, to_document
+from ..result.entries import compact_json
 
 if TYPE_CHECKING:
     from ..findings import Review

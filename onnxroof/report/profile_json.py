@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..measure.profile_run import kernel_placements
 from ..measure.profiling import NodeComparison, ProfileResult
-from ..result import tensor_entry
+from ..result.entries import tensor_entry
 
 SCHEMA = "onnxroof-profile/1"
 

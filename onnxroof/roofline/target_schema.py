@@ -84,7 +84,7 @@ class TargetField:
     required: bool
     doc: str
     read: Reader
-    json: Callable[[Target], dict] | None = None  # what the JSON target entry shows of it (result.target_entry)
+    json: Callable[[Target], dict] | None = None  # what the JSON target entry shows of it (result.entries.target_entry)
     also: tuple[str, ...] = ()  # the other Target attributes its reader fills
 
 
@@ -254,7 +254,7 @@ def _edge_tpu(data: dict, where: str) -> dict:
     return {"edge_tpu": read_edge_tpu(data, where)}
 
 
-# --- what the JSON target entry shows (result.target_entry places these keys among the report's)
+# --- what the JSON target entry shows (result.entries.target_entry places these keys among the report's)
 
 
 def _value(attribute: str, key: str | None = None) -> Callable[[Target], dict]:

@@ -3,7 +3,7 @@ each target's latency as ranges of the one dim."""
 
 from __future__ import annotations
 
-from .formulas import Formulas
+from .formulas_record import Formulas
 from .latency_formulas import LatencyFormula
 from .polynomials import piecewise_difference
 

@@ -11,7 +11,8 @@ from conftest import make_model, run, zeros
 from models import transformer_block
 from onnx import TensorProto, helper
 
-from onnxroof.symbolic.formulas import formulas, polynomial_text
+from onnxroof.symbolic.formulas import formulas
+from onnxroof.symbolic.polynomials import polynomial_text
 
 F32 = TensorProto.FLOAT
 D = 16
@@ -164,7 +165,7 @@ def test_diff_symbolic_gives_the_change_term_by_term(tmp_path, capsys):
 
 
 def test_the_reading_names_the_leading_term_and_where_it_takes_over():
-    from onnxroof.symbolic.formulas import reading
+    from onnxroof.symbolic.polynomials import reading
 
     # 32·batch·seq² passes 512·batch·seq at seq = 16
     assert (

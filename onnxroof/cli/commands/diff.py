@@ -60,7 +60,7 @@ def percent_argument(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     if args.symbolic:
         from ...symbolic.difference import difference
-        from ...symbolic.formulas import formulas_lines
+        from ...symbolic.formulas_record import formulas_lines
 
         if args.format not in ("table", "json"):  # refused before any analysis: never another format than asked
             raise UsageError(f"diff --symbolic prints a table or JSON, not {args.format}: use --format table or json")

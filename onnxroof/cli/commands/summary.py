@@ -86,7 +86,7 @@ def _summary(source: str, budgets: list, args: argparse.Namespace) -> int:
 def _symbolic(source: str, args: argparse.Namespace) -> int:
     """`summary --symbolic`: the formulas in the dims the flags leave free (never exit 2 for them)."""
     from ...report.text.table import formulas_header
-    from ...symbolic.formulas import formulas_lines
+    from ...symbolic.formulas_record import formulas_lines
 
     if args.depth is not None and args.by != "module":
         raise UsageError("--depth goes with --by module")
@@ -152,7 +152,7 @@ def summary_chunks(
             return [json.dumps({**grouped_document(analysis, by, depth, review), **extra}, indent=2) + "\n"]
         return document_json(analysis, compact=len(analysis.nodes) > PRETTY_JSON_NODES, extra=extra, review=review)
     if formulas is not None:
-        from ...symbolic.formulas import formulas_lines
+        from ...symbolic.formulas_record import formulas_lines
 
         return [
             *summary_chunks(analysis, fmt, by, depth, review=review),

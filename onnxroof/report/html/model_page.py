@@ -470,7 +470,8 @@ def _formulas_context(found: Formulas) -> dict:
     """The formulas section: one row per metric (module formulas are summary --symbolic's), and
     each target's latency: its ranges and the bound of its dominant kernels."""
     from ...symbolic.fit_steps import points_text
-    from ...symbolic.formulas import CHECK, FAR, LABELS, SAMPLES
+    from ...symbolic.formulas_record import CHECK, LABELS, SAMPLES
+    from ...symbolic.latency_ranges import FAR
 
     rows = [
         {

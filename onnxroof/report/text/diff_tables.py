@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ...core.units import iec, si
 from ...core.version import __version__
 from ...findings.wording import gain_text
-from ...result import target_entry
+from ...result.entries import target_entry
 from ..bounds import bound_label, time_by_bound
 from ..formatting import as_bound, format_value, percent_text, side_time, side_value, signed_change, verdict
 from .markdown import details, escape, html_text, table

@@ -12,8 +12,6 @@ from .table import TERMINAL_COLUMNS
 
 def render_targets_list(targets) -> str:
     """`onnxroof targets`: every target with its roofs and ridge points."""
-    import textwrap
-
     lines = []
     for target in targets:
         onchip = f", on chip {iec(target.onchip_bytes.value)}" if target.onchip_bytes else ""
@@ -80,18 +78,19 @@ def _efficiency_list_lines(target) -> list[str]:
         lines += textwrap.wrap(
             f"{name} by op: {ops}", TERMINAL_COLUMNS, initial_indent=" " * 33, subsequent_indent=" " * 35
         )
-    for name, points in target.efficiency_by_columns.items():  # few columns (channels) run below the class's figure
-        curve = ", ".join(f"{columns:,} {fraction * 100:.2g}%" for columns, fraction in points)
+    curves = [  # few columns (channels), or products of few rows, run below the class's figure
+        *(
+            (name, "columns", ", ".join(f"{columns:,} {fraction * 100:.2g}%" for columns, fraction in points))
+            for name, points in target.efficiency_by_columns.items()
+        ),
+        *(
+            (name, "rows", ", ".join(f"{rows:,} {fraction:.0%}" for rows, fraction in points))
+            for name, points in target.efficiency_by_rows.items()
+        ),
+    ]
+    for name, axis, curve in curves:
         lines += textwrap.wrap(
-            f"{name.replace('.', ' ')} by output columns: {curve}",
-            TERMINAL_COLUMNS,
-            initial_indent=" " * 33,
-            subsequent_indent=" " * 35,
-        )
-    for name, points in target.efficiency_by_rows.items():  # products of few rows run below the class's figure
-        curve = ", ".join(f"{rows:,} {fraction:.0%}" for rows, fraction in points)
-        lines += textwrap.wrap(
-            f"{name.replace('.', ' ')} by output rows: {curve}",
+            f"{name.replace('.', ' ')} by output {axis}: {curve}",
             TERMINAL_COLUMNS,
             initial_indent=" " * 33,
             subsequent_indent=" " * 35,

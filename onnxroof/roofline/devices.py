@@ -219,16 +219,16 @@ def plan_sentences(plan: DevicePlan) -> list[str]:
     """
     lines = []
     fewest, fastest = plan.fewest, plan.fastest
-    if fewest is not None:
+    if fewest is not None and fewest.capacity_bytes is not None:  # (a split fits only against a capacity)
         lines.append(
             f"fits on {fewest.devices} device{'s' if fewest.devices > 1 else ''} at the fewest "
             f"({split_name(fewest)}): {iec(fewest.need_bytes)} of {capacity_text(fewest.capacity_bytes)} each"
         )
-    elif plan.choices and plan.choices[0].capacity_bytes is not None:
+    elif plan.choices and (capacity := plan.choices[0].capacity_bytes) is not None:  # every split's: the target's
         least = min(plan.choices, key=lambda c: c.need_bytes)
         lines.append(
             f"does not fit on up to {plan.devices} devices: the least need is "
-            f"{iec(least.need_bytes)} a device ({split_name(least)}) of {capacity_text(least.capacity_bytes)}"
+            f"{iec(least.need_bytes)} a device ({split_name(least)}) of {capacity_text(capacity)}"
         )
     if fastest is not None:
         shares = sorted(((b, s) for b, s in fastest.time_share.items() if s >= 0.005), key=lambda item: -item[1])
@@ -433,12 +433,14 @@ def _split_time(
 
     target = report.target
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
+    # a device's share of the kernel's counts is fractional (roofline's are whole counts): this
+    # point is read only for its time and bound, so the ignores below change nothing it keeps
     split = roofline(
-        point.flops / flops_divide,
-        point.dram_bytes / bytes_divide,
+        point.flops / flops_divide,  # type: ignore[arg-type]
+        point.dram_bytes / bytes_divide,  # type: ignore[arg-type]
         point.peak_flops_per_s,
         target.dram_bytes_per_s.value,
-        point.onchip_bytes / bytes_divide,
+        point.onchip_bytes / bytes_divide,  # type: ignore[arg-type]
         onchip_bw,
         point.roof,
         point.overhead_s,

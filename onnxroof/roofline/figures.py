@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from ..core.errors import UsageError
 
@@ -44,6 +45,11 @@ def read_section(data: dict, key: str, where: str, required: bool = True) -> dic
     return section
 
 
+# a required figure is never None: callers that leave ``required`` at True get a Figure
+@overload
+def read_figure(table: dict, key: str, label: str, where: str, required: Literal[True] = True) -> Figure: ...
+@overload
+def read_figure(table: dict, key: str, label: str, where: str, required: bool) -> Figure | None: ...
 def read_figure(table: dict, key: str, label: str, where: str, required: bool = True) -> Figure | None:
     entry = table.get(key)
     if entry is None:
@@ -83,7 +89,7 @@ def read_points(points, label: str, where: str, unit: str) -> tuple[tuple[int, f
     increasing; fractions in (0, 1]."""
     if not isinstance(points, list) or not points:
         raise UsageError(f"{where}: '{label}' must be a list of [output {unit}, fraction] points, not {shown(points)}")
-    parsed = []
+    parsed: list[tuple[int, float]] = []
     for point in points:
         if (
             not isinstance(point, list)
@@ -120,7 +126,11 @@ def read_efficiency(data: dict, where: str, classes: Iterable[str], roofs: Itera
     ``classes`` (``targets.EFFICIENCY_CLASSES``), refined per roof of ``roofs``."""
     classes, roofs = tuple(classes), tuple(roofs)
     section = read_section(data, "efficiency", where, required=False)
-    figures, on_roof, by_columns, by_op, by_rows = {}, {}, {}, {}, {}
+    figures: dict[str, Figure] = {}
+    on_roof: dict[str, dict[str, Figure]] = {}
+    by_columns: dict[str, tuple[tuple[int, float], ...]] = {}
+    by_op: dict[str, dict[str, float]] = {}
+    by_rows: dict[str, tuple[tuple[int, float], ...]] = {}
     for key in section:
         if key not in classes:
             raise UsageError(f"{where}: 'efficiency.{key}' is not a kernel class ({', '.join(classes)})")

@@ -14,18 +14,17 @@ DRAM and its outputs written there.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..core.dtypes import bits_of, packed_bytes
-from ..cost.records import NodeStatus
 from ..memory.spill import spill_plan
 from .band import band_for
 from .dataflow import DataflowTiming, pipeline_timing
 from .edge_tpu import EdgeTpuCut, run_cut
+from .energy import kernel_energy, run_energy
+from .kernel_bytes import cached_kernels, model_io_bytes, ran_constant_bytes
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
 from .latency_bound import LatencyBound
 from .overheads import kernel_launch_s, run_overhead_s
@@ -230,7 +229,7 @@ class _Placer:
         onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
         if target.weights_resident:
             # whole bytes: the kernels' parameter bytes are whole, so the same ones fit
-            self.cached = _cached_kernels(kernels, int(onchip_capacity - memory.model_order.peak_bytes))
+            self.cached = cached_kernels(kernels, int(onchip_capacity - memory.model_order.peak_bytes))
             kept_bytes = _weights_note(kernels, self.cached, target, notes)
             if not kept_bytes:
                 self.cached = set()
@@ -266,7 +265,7 @@ class _Placer:
             self._launch_s(kernel, dram, onchip, written_in_place),
         )
         point = kernel_point(work)
-        energy = _energy(target, roofs, dram, onchip)
+        energy = kernel_energy(target, roofs, dram, onchip)
         if kernel.runs > 1:  # a Loop's or Scan's body: every figure of one run, that many times
             point = _repeated(point, kernel.runs)
             energy = {k: None if v is None else v * kernel.runs for k, v in energy.items()}
@@ -297,7 +296,7 @@ class _Placer:
             dram, onchip = spill, 0
         elif keeps:
             # the model's inputs come from DRAM and its outputs go there; views read nothing
-            io_bytes = _io_bytes(members, tensors, self.inputs, self.outputs)
+            io_bytes = model_io_bytes(members, tensors, self.inputs, self.outputs)
             spill = sum(self.spill_by_node.get(m.name, 0) for m in members)
             dram = (0 if position in self.cached else kernel.weight_bytes) + io_bytes + spill
             onchip = kernel.memory_bytes
@@ -305,7 +304,7 @@ class _Placer:
             spill = 0
             dram, onchip = kernel.memory_bytes, 0
         if self.ran:  # constants the runtime computes on every run (a QDQ weight's dequantization)
-            read, written = _ran_constant_bytes(members, tensors)
+            read, written = ran_constant_bytes(members, tensors)
             dram += read if keeps else read + written
             onchip += read + written if keeps else 0
         return dram, onchip, spill, written_in_place
@@ -413,70 +412,6 @@ def splits_by_rule(members: Iterable) -> bool:
     return any(m.macs >= SPLIT_MACS for m in members if not m.view)
 
 
-def _ran_constant_bytes(members: list, tensors: dict) -> tuple[int, int]:
-    """(bytes read, bytes written) by the members onnxroof folds as constants, which a runtime
-    that launched them computes on every run: onnxruntime keeps a QDQ model's DequantizeLinear of
-    the weights it does not fuse, turning int8 weights into float ones each run. A folded tensor's
-    record gives the bytes stored for it (the int8 source of a dequantized weight); what the
-    runtime writes is its elements in its own type.
-
-    >>> from types import SimpleNamespace as S
-    >>> from onnxroof.cost.records import NodeStatus
-    >>> tensors = {"w": S(bytes=1024), "s": S(bytes=4), "w_f": S(bytes=1028, dtype="float32", shape=(32, 32))}
-    >>> dq = S(status=NodeStatus.CONSTANT, view=False, shape_only=False, inputs=["w", "s"], outputs=["w_f"])
-    >>> _ran_constant_bytes([dq, S(status=NodeStatus.OK)], tensors)
-    (1028, 4096)
-    """
-    ran = [m for m in members if m.status == NodeStatus.CONSTANT and not m.view and not m.shape_only]
-    read = sum(tensors[t].bytes or 0 for m in ran for t in m.inputs if t in tensors)
-    written = sum(_own_bytes(tensors[t]) for m in ran for t in m.outputs if t in tensors)
-    return read, written
-
-
-def _own_bytes(tensor) -> int:
-    """A tensor's elements in its own element type (its stored bytes if that is unknown)."""
-    shape = tensor.shape
-    if shape and all(isinstance(d, int) for d in shape):
-        bits = bits_of(tensor.dtype)
-        if bits:
-            return packed_bytes(math.prod(shape), bits)
-    return tensor.bytes or 0
-
-
-def _io_bytes(members: list, tensors: dict, inputs: set[str], outputs: set[str]) -> int:
-    """The bytes a kernel moves of the model's inputs (read; views read nothing) and outputs
-    (written): each tensor once, whole unless the members that move it move only part of it (their
-    ``partial_bytes``: a KV buffer shared by past and present, read at the attended positions and
-    written at the new ones), then the most any of them moves."""
-    moved: dict[str, int] = {}
-    for member in members:
-        partial = member.partial_bytes
-        for name in member.inputs if not member.view else ():
-            if name in inputs:
-                moved[name] = max(moved.get(name, 0), partial.get(name, tensors[name].bytes or 0))
-        for name in member.outputs:
-            if name in outputs:
-                moved[name] = max(moved.get(name, 0), partial.get(name, tensors[name].bytes or 0))
-    return sum(moved.values())
-
-
-def _cached_kernels(kernels: list[Kernel], budget_bytes: int) -> set[int]:
-    """The kernels whose parameters a target keeps on chip between runs: in model order, each
-    whose parameters still fit in ``budget_bytes`` (the on-chip memory beside the peak
-    activations), as the Edge TPU compiler caches what fits and streams the rest.
-
-    >>> from types import SimpleNamespace as K
-    >>> sorted(_cached_kernels([K(weight_bytes=4), K(weight_bytes=8), K(weight_bytes=3), K(weight_bytes=0)], 8))
-    [0, 2]
-    """
-    cached, left = set(), budget_bytes
-    for position, kernel in enumerate(kernels):
-        if kernel.weight_bytes and kernel.weight_bytes <= left:
-            cached.add(position)
-            left -= kernel.weight_bytes
-    return cached
-
-
 def _node_times_s(time_s: float, members: list) -> dict[str, float]:
     """Each member's share of its kernel's ``time_s``, in proportion to its FLOPs (its bytes when it
     does none; all of it to the first member when none weighs anything).
@@ -546,43 +481,6 @@ def _blended_peak(target: Target, flops_by_roof: Counter) -> tuple[str, float]:
     return roof, (flops / compute_s if compute_s else target.peak_ops_per_s[roof].value)
 
 
-def _energy(target: Target, flops_by_roof: Counter, dram_bytes: int, onchip_bytes: int) -> dict[str, float | None]:
-    """Joules per part; None where the target has no figure for work this kernel does."""
-    onchip_pj = target.onchip_pj_per_byte.value if target.onchip_pj_per_byte else None
-    dram_pj = target.dram_pj_per_byte.value if target.dram_pj_per_byte else None
-    compute = [_joules(flops, target.energy_per_op_pj(roof)) for roof, flops in flops_by_roof.items()]
-    return {
-        "compute": None if None in compute else sum(compute),  # type: ignore[arg-type]
-        "onchip": _joules(onchip_bytes, onchip_pj),
-        "dram": _joules(dram_bytes, dram_pj),
-    }
-
-
-def _joules(amount: int, picojoules_each: float | None) -> float | None:
-    if not amount:
-        return 0.0
-    return None if picojoules_each is None else amount * picojoules_each * 1e-12
-
-
-def _run_energy(
-    target: Target, nodes: list[NodePlacement], latency: float, notes: list[str]
-) -> tuple[float | None, dict[str, float | None]]:
-    """(joules of one run or None, joules by part): the kernels' parts summed (None where one has no
-    figure, said in a note), and the static power x the latency where the target states it."""
-    split: dict[str, float | None] = {}
-    for part in ("compute", "onchip", "dram"):
-        values = [n.energy_j[part] for n in nodes]
-        split[part] = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
-    missing = [part for part, value in split.items() if value is None]
-    if missing:
-        notes.append(f"no energy figures for {', '.join(missing)} on this target: energy left out")
-    energy = None if missing else sum(v for v in split.values() if v is not None)
-    if target.static_power_w is not None:  # drawn however busy the device is, for as long as the run takes
-        static_j = split["static"] = target.static_power_w.value * latency
-        energy = None if energy is None else energy + static_j
-    return energy, split
-
-
 def _summarize(
     target: Target,
     dtype: str,
@@ -607,7 +505,7 @@ def _summarize(
     roof, peak = _blended_peak(target, flops_by_roof) if flops_by_roof else target.roof("fp32")
     onchip_bw = target.onchip_bytes_per_s.value if target.onchip_bytes_per_s else None
     model_point = roofline(flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
-    energy, split = _run_energy(target, nodes, latency, notes)
+    energy, split = run_energy(target, [n.energy_j for n in nodes], latency, notes)
     share: dict[Bound, float] = {Bound.OVERHEAD: run_s} if run_s else {}
     for n in nodes:
         share[n.placement.bound] = share.get(n.placement.bound, 0) + n.placement.time_s

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.compare.modules import module_tree
-from onnxroof.report.text.table import render_explain
+from onnxroof.report.text.explain import render_explain
 from onnxroof.roofline.targets import bundled_targets
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cost"))

@@ -777,7 +777,8 @@ def test_the_by_op_table_is_validated(tmp_path, table, message):
 
 
 def test_explain_the_json_and_the_listing_show_the_op_s_figure(tmp_path, capsys):
-    from onnxroof.report.text.table import explain_target_lines, render_targets_list
+    from onnxroof.report.text.explain import explain_target_lines
+    from onnxroof.report.text.targets_list import render_targets_list
 
     path = target_file(tmp_path, BY_OP)
     analysis = analyze(unary_chain("Erf"), targets=[path])

@@ -250,7 +250,8 @@ def test_explain_the_json_and_the_listing_show_the_columns_figure(tmp_path, caps
     import json
 
     from onnxroof.cli.app import main
-    from onnxroof.report.text.table import explain_target_lines, render_targets_list
+    from onnxroof.report.text.explain import explain_target_lines
+    from onnxroof.report.text.targets_list import render_targets_list
 
     path = int8_target(tmp_path, CURVE + INT8_CURVE)
     analysis = analyze(depthwise_int8(12), targets=[path])

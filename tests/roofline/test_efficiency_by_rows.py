@@ -14,7 +14,8 @@ from onnx import TensorProto, helper
 from onnxroof import analyze
 from onnxroof.cli.app import main
 from onnxroof.core.errors import UsageError
-from onnxroof.report.text.table import explain_target_lines, render_targets_list
+from onnxroof.report.text.explain import explain_target_lines
+from onnxroof.report.text.targets_list import render_targets_list
 from onnxroof.roofline.targets import parse_target
 
 F32 = TensorProto.FLOAT

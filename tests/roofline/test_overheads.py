@@ -108,7 +108,8 @@ def test_explain_the_json_and_the_listing_show_the_cpu_figures(tmp_path, capsys)
     import json
 
     from onnxroof.cli.app import main
-    from onnxroof.report.text.table import explain_target_lines, render_targets_list
+    from onnxroof.report.text.explain import explain_target_lines
+    from onnxroof.report.text.targets_list import render_targets_list
 
     figures = {"onchip.size_bytes": 2**17, "cold_node_overhead_s": 3e-6, "run_overhead_s": 4e-6, "dram_stall": 0.5}
     report = report_on(tmp_path, matmul_relu(64), **figures)

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _explain(source: str, args: argparse.Namespace) -> int:
-    from ...report.text.table import render_explain
+    from ...report.text.explain import render_explain
 
     analysis = analyze_one(source, Analysing.from_flags(args, several_models=False))
     sys.stdout.write(render_explain(analysis, analysis.find_node(args.node)))

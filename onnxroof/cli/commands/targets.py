@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ...core.text import one_line
-    from ...report.text.table import render_targets_list
+    from ...report.text.targets_list import render_targets_list
     from ...roofline.target_paths import origin_note, search_folders
     from ...roofline.targets import parse_target, target_files
 

@@ -118,7 +118,7 @@ def test_a_model_over_the_time_limit_is_reported_and_the_run_goes_on(tmp_path):
     first, nap, last = models
     assert lines[0].startswith(f"{first}: params 4, MAC-FLOPs 8,") and lines[2].startswith(f"{last}: params 12,")
     assert lines[1] == (
-        f"{nap}: error: {nap}: over the time limit: not done in 2 s (--timeout): give it more time, or analyse it alone"
+        f"{nap}: error: over the time limit: not done in 2 s (--timeout): give it more time, or analyse it alone"
     )
 
 

@@ -137,14 +137,20 @@ def _cut_bytes(kernels: list[Kernel], start: int, tensors: dict) -> int:
 
 
 def run_cut(
-    report: TargetReport, kernels: list[Kernel], tensors: dict, host: Target, roofline: Callable[..., Any]
+    report: TargetReport,
+    kernels: list[Kernel],
+    tensors: dict,
+    load_host: Callable[[], Target],
+    roofline: Callable[..., Any],
 ) -> None:
-    """Re-time the kernels from the cut on ``host`` (the one hook in placement.place_model for an
-    Edge TPU): their placements' times become the host's; the tensors entering the cut from the
-    mapped part cross the link once. Says in the notes which ops fell back and where the graph is cut."""
+    """Re-time the kernels from the cut on the host (``load_host``: read only when the graph is cut;
+    the one hook in placement.place_model for an Edge TPU): their placements' times become the
+    host's; the tensors entering the cut from the mapped part cross the link once. Says in the notes
+    which ops fell back and where the graph is cut."""
     start = cut_at(kernels)
     if start is None:
         return
+    host = load_host()
     tail = kernels[start:]
     transfer_s = _cut_bytes(kernels, start, tensors) / report.target.dram_bytes_per_s.value
     host_total = 0.0

@@ -174,7 +174,8 @@ def place_model(
     if target.dataflow is not None and groups is None:  # a layer pipeline: fps and latency apart (dataflow.py)
         pipeline_timing(report, kernels, placed.tensors, set(placed.inputs) | set(placed.outputs))
     if target.edge_tpu is not None and groups is None and overhead:  # the ops past the compiler's cut on the host
-        run_cut(report, kernels, placed.tensors, load_target(target.edge_tpu.host), roofline)
+        host = target.edge_tpu.host
+        run_cut(report, kernels, placed.tensors, lambda: load_target(host), roofline)
     _settle_kind(report, target, overhead)
     return report
 

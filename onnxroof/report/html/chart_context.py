@@ -18,15 +18,25 @@ from typing import TYPE_CHECKING
 from ...core.units import iec, intensity, si
 from ..bounds import BOUND_LABELS
 from ..formatting import format_value, share_percent
-from .charts import SLOPE_LABEL_AT, RooflineChart, RooflinePoint, TimelineChart, _overlaps, label_rect, timeline_chart
+from .charts import (
+    SLOPE_LABEL_AT,
+    RooflineChart,
+    RooflinePoint,
+    TimelineChart,
+    _overlaps,
+    label_rect,
+    roofline_chart,
+    timeline_chart,
+)
 from .page import SERIES_COLOURS
 from .scales import svg_number
 
 if TYPE_CHECKING:
     from ...core.nodes import NodeRecord
     from ...memory.problem import Schedule
-    from ...roofline.placement import NodePlacement
+    from ...roofline.placement import NodePlacement, TargetReport
     from ...roofline.targets import Target
+    from .xy_chart import XYChart
 
 AGGREGATE_ABOVE = 2_000  # costed nodes past which a roofline bins its dots
 ROOFLINE_SIZE = (1240, 470)
@@ -80,6 +90,27 @@ def bandwidth_roofs(target: Target) -> list[tuple[str, float]]:
 
 def ops_unit(roofs: Iterable[str]) -> str:
     return "OP/s" if all(r.startswith("int") for r in roofs) else "FLOP/s"
+
+
+def target_roofline(
+    target: Target,
+    dots: list[dict],
+    marks: Sequence[tuple[float | None, float]],
+    chart_id: str,
+    height: float = ROOFLINE_SIZE[1],
+) -> tuple[RooflineChart, dict]:
+    """``target``'s roofline chart around ``dots`` (:func:`chart_points`) and the points ``marks``
+    (intensity, achieved rate) its axes must also hold, and its frame for the template. The
+    compare and sweep pages, which draw only whole-model points, make it 40 units lower."""
+    chart = roofline_chart(
+        [(label, peak) for label, peak, _ in roof_groups(target)],
+        bandwidth_roofs(target),
+        chart_points(dots),
+        marks,
+        width=ROOFLINE_SIZE[0],
+        height=height,
+    )
+    return chart, roofline_frame(target, chart, chart_id)
 
 
 def roofline_frame(target: Target, chart: RooflineChart, chart_id: str) -> dict:
@@ -171,17 +202,9 @@ def roofline_frame(target: Target, chart: RooflineChart, chart_id: str) -> dict:
         }
     return {
         "id": chart_id,
-        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
-        "width": svg_number(chart.width),
-        "height": svg_number(chart.height),
-        "left": svg_number(plot.left),
-        "right": svg_number(plot.right),
-        "top": svg_number(plot.top),
-        "bottom": svg_number(plot.bottom),
+        **chart_frame(chart),
         "plot_w": svg_number(plot.width),
         "plot_h": svg_number(plot.height),
-        "tick_end": svg_number(plot.bottom + 5),
-        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
         "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
         "x_minor": [svg_number(v) for v in chart.x_minor],
         "y_minor": [svg_number(v) for v in chart.y_minor],
@@ -208,6 +231,11 @@ def chart_points(dots: list[dict]) -> list[RooflinePoint]:
     """Dots for the chart: the area in proportion to the share of the latency, on one scale for
     every chart (a node taking all the time would get the largest radius)."""
     return [RooflinePoint(d["intensity"], d["performance"], d["weight"]) for d in dots]
+
+
+def costed_kernels(report: TargetReport) -> list[NodePlacement]:
+    """The kernels a roofline draws a dot for: those with FLOPs and a time."""
+    return [k for k in report.nodes if k.placement.flops > 0 and k.placement.time_s > 0]
 
 
 def achieved_rate(flops: float, time_s: float) -> float:
@@ -460,24 +488,33 @@ def peak_marker(point, plot, key: str, title: str, label: str, near: bool = Fals
     }
 
 
-def timeline_frame(chart: TimelineChart) -> dict:
-    """The box, axes and ticks of a timeline, as strings for the template."""
+def chart_frame(chart: RooflineChart | TimelineChart | XYChart) -> dict:
+    """What every chart's template places first, as strings: its box, the plot's edges, where an
+    x tick's line ends and the x ticks."""
     plot = chart.plot
     return {
+        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
         "width": svg_number(chart.width),
         "height": svg_number(chart.height),
-        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
         "left": svg_number(plot.left),
         "right": svg_number(plot.right),
         "top": svg_number(plot.top),
         "bottom": svg_number(plot.bottom),
-        "plot_height": svg_number(plot.height),
         "tick_end": svg_number(plot.bottom + 5),
+        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
+    }
+
+
+def timeline_frame(chart: TimelineChart) -> dict:
+    """The box, axes and ticks of a timeline, as strings for the template."""
+    plot = chart.plot
+    return {
+        **chart_frame(chart),
+        "plot_height": svg_number(plot.height),
         "middle_x": svg_number((plot.left + plot.right) / 2),
         "middle_y": svg_number((plot.top + plot.bottom) / 2),
         "x_label_y": svg_number(chart.height - 8),
         "y_ticks": [{"y": svg_number(t.position), "label": t.label} for t in chart.y_ticks],
-        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
     }
 
 

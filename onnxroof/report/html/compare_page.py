@@ -13,16 +13,7 @@ from typing import TYPE_CHECKING
 from ...core.units import intensity, si
 from ..formatting import latency_kind_short
 from ..text.diff_tables import target_origins
-from .chart_context import (
-    ROOFLINE_SIZE,
-    achieved_rate,
-    bandwidth_roofs,
-    model_mark,
-    place_mark_labels,
-    roof_groups,
-    roofline_frame,
-)
-from .charts import roofline_chart
+from .chart_context import ROOFLINE_SIZE, achieved_rate, model_mark, place_mark_labels, target_roofline
 from .page import SERIES_COLOURS, not_analysed_cell, render_page, report_on, target_card, value_cell
 
 if TYPE_CHECKING:
@@ -105,15 +96,13 @@ def _target_block(number: int, name: str, analyses: list[Analysis]) -> dict:
             points.append((k, analysis, report))
     _mark_best(rows, lower_is_better=True)
     reference = report_on(analyses[0], name).target
-    chart = roofline_chart(
-        [(label, peak) for label, peak, _ in roof_groups(reference)],
-        bandwidth_roofs(reference),
+    chart, context = target_roofline(
+        reference,
         [],
         [(r.model_point.intensity, achieved_rate(r.model_point.flops, r.latency_s)) for _, _, r in points],
-        width=ROOFLINE_SIZE[0],
+        f"compare-roofline-{number}",
         height=ROOFLINE_SIZE[1] - 40,
     )
-    context = roofline_frame(reference, chart, f"compare-roofline-{number}")
     for k, analysis, report in points:
         mp = report.model_point
         placed = chart.place(mp.intensity, achieved_rate(mp.flops, report.latency_s))

@@ -30,21 +30,18 @@ from ..text.diff_tables import incomplete_sides, target_origins
 from .chart_context import (
     AGGREGATE_ABOVE,
     OTHER_COLOUR,
-    ROOFLINE_SIZE,
     achieved_rate,
-    bandwidth_roofs,
     binned_dots,
-    chart_points,
+    costed_kernels,
     kernel_dot_title,
     main_op,
     model_mark,
     op_palette,
     overlay_timeline_context,
     place_mark_labels,
-    roof_groups,
-    roofline_frame,
+    target_roofline,
 )
-from .charts import RooflineChart, roofline_chart
+from .charts import RooflineChart
 from .graph_section import diff_graph_context
 from .page import ModelSide, model_side, render_page, report_on, target_capacities, target_card
 from .scales import svg_number
@@ -283,15 +280,7 @@ def _diff_roofline(
     all_dots = [d for _, _, dots in sides for d in dots]
     extra = [(m[1], m[2]) for m in marks]
     extra += [(bp.intensity, achieved_rate(bp.flops, bp.time_s)) for _, bp, _ in arrows_data]
-    chart = roofline_chart(
-        [(label, peak) for label, peak, _ in roof_groups(target)],
-        bandwidth_roofs(target),
-        chart_points(all_dots),
-        extra,
-        width=ROOFLINE_SIZE[0],
-        height=ROOFLINE_SIZE[1],
-    )
-    context = roofline_frame(target, chart, f"diff-roofline-{number}")
+    chart, context = target_roofline(target, all_dots, extra, f"diff-roofline-{number}")
     context["dots"] += _dot_contexts(chart, sides, palette)
     context["arrows"] += [_node_arrow(chart, change, bp, hp, target.name) for change, bp, hp in arrows_data]
     _add_model_marks(
@@ -320,7 +309,7 @@ def _side_dots(
     if placed is None:
         return role, None, []
     index = {n.name: i for i, n in enumerate(analysis.nodes)}
-    costed = [k for k in placed.nodes if k.placement.flops > 0 and k.placement.time_s > 0]
+    costed = costed_kernels(placed)
     latency = placed.latency_s
     if len(costed) > AGGREGATE_ABOVE:
         return role, placed, binned_dots(costed, index, latency)

@@ -17,11 +17,9 @@ from ..formatting import count_text, format_value, share_percent
 from .chart_context import (
     AGGREGATE_ABOVE,
     OTHER_COLOUR,
-    ROOFLINE_SIZE,
     achieved_rate,
-    bandwidth_roofs,
     binned_dots,
-    chart_points,
+    costed_kernels,
     diamond_path,
     kernel_dot_title,
     main_op,
@@ -29,10 +27,9 @@ from .chart_context import (
     onchip_bandwidth,
     ops_unit,
     place_mark_labels,
-    roof_groups,
-    roofline_frame,
+    target_roofline,
 )
-from .charts import RooflineChart, roofline_chart
+from .charts import RooflineChart
 from .profile_section import error_text, measured_dots, ratio_text
 from .scales import svg_number
 
@@ -60,7 +57,7 @@ def roofline_context(
     target = report.target
     index = {n.name: i for i, n in enumerate(analysis.nodes)}
     latency = report.latency_s
-    costed = [k for k in report.nodes if k.placement.flops > 0 and k.placement.time_s > 0]
+    costed = costed_kernels(report)
     point = report.model_point
     model_achieved = achieved_rate(point.flops, latency)
     aggregated = len(costed) > AGGREGATE_ABOVE
@@ -73,15 +70,7 @@ def roofline_context(
     marks += [(d["intensity"], d["performance"]) for d in measured]  # the axes cover the measured points too
     if measured_model:
         marks.append((point.intensity, measured_model))
-    chart = roofline_chart(
-        [(label, peak) for label, peak, _ in roof_groups(target)],
-        bandwidth_roofs(target),
-        chart_points(dots),
-        marks,
-        width=ROOFLINE_SIZE[0],
-        height=ROOFLINE_SIZE[1],
-    )
-    context = roofline_frame(target, chart, f"roofline-{number}")
+    chart, context = target_roofline(target, dots, marks, f"roofline-{number}")
     context["dots"] += [
         _dot_context(dot, placed, palette, latency, aggregated) for dot, placed in zip(dots, chart.points)
     ]

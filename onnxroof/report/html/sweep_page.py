@@ -16,15 +16,14 @@ from ..formatting import count_text, format_value, latency_kind_short
 from .chart_context import (
     ROOFLINE_SIZE,
     achieved_rate,
-    bandwidth_roofs,
+    chart_frame,
     diamond_path,
     model_mark,
     overlay_timeline_context,
     place_mark_labels,
-    roof_groups,
-    roofline_frame,
+    target_roofline,
 )
-from .charts import RooflineChart, roofline_chart
+from .charts import RooflineChart
 from .page import (
     SERIES_COLOURS,
     ModelSide,
@@ -162,15 +161,9 @@ def _sweep_roofline(number: int, name: str, points: list[SweepPoint], symbols: l
         else None
         for r in per_point
     ]
-    chart = roofline_chart(
-        [(label, peak) for label, peak, _ in roof_groups(reference)],
-        bandwidth_roofs(reference),
-        [],
-        [m for m in marks if m is not None],
-        width=ROOFLINE_SIZE[0],
-        height=ROOFLINE_SIZE[1] - 40,
+    chart, context = target_roofline(
+        reference, [], [m for m in marks if m is not None], f"sweep-roofline-{number}", height=ROOFLINE_SIZE[1] - 40
     )
-    context = roofline_frame(reference, chart, f"sweep-roofline-{number}")
     placed = [chart.place(*m) if m is not None else None for m in marks]
     context["paths"] += _sweep_paths(placed, points, symbols, [r is not None and not r.complete for r in per_point])
     for p, label, report in zip(placed, labels, per_point):
@@ -350,15 +343,7 @@ def _xy_context(
     return {
         "id": f"xy-{key}",
         "title": title,
-        "view_box": f"0 0 {svg_number(chart.width)} {svg_number(chart.height)}",
-        "width": svg_number(chart.width),
-        "height": svg_number(chart.height),
-        "left": svg_number(plot.left),
-        "right": svg_number(plot.right),
-        "top": svg_number(plot.top),
-        "bottom": svg_number(plot.bottom),
-        "tick_end": svg_number(plot.bottom + 5),
-        "x_ticks": [{"x": svg_number(t.position), "label": t.label} for t in chart.x_ticks],
+        **chart_frame(chart),
         "y_ticks": y_ticks,
         "x_title": x_title + (" (log scale)" if chart.x_mode == "log" else ""),
         "y_log": chart.y_mode == "log",

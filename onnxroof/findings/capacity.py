@@ -11,6 +11,7 @@ True
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.units import iec
@@ -71,18 +72,7 @@ def device_fit(analysis: Analysis, report: TargetReport, variants: Variants) -> 
                 f"context: the activations at context {fit.context} and {longer}, extrapolated linearly "
                 "(memory only: a limit of the model's own, such as its position table, is not read)"
             )
-    return DeviceFit(
-        target.name,
-        capacity,
-        parameters,
-        activations,
-        kv,
-        report.batch,
-        largest_batch,
-        fit.context,
-        longest,
-        "; ".join(how),
-    )
+    return replace(fit, largest_batch=largest_batch, longest_context=longest, how="; ".join(how))
 
 
 def capacity(analysis: Analysis, report: TargetReport, fit: DeviceFit) -> list[Finding]:

@@ -24,7 +24,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -468,22 +468,12 @@ def fastest_runs_s(
 
 
 def chain_slope_s(
-    op: str,
-    shape: tuple[int, ...],
-    attributes: dict,
-    threads: int | None,
-    budget_s: float,
-    length: int = CHAIN,
-    builder: Callable = chain_model,
-    near_one: bool = False,
+    op: str, shape: tuple[int, ...], attributes: dict, threads: int | None, budget_s: float, **chain: Any
 ) -> float:
-    """onnxruntime's seconds for one more ``op`` in a chain (no profiler); ``builder`` makes the
-    chain (:func:`chain_model`, or :func:`qdq_chain_model` for the quantized one). The input is
-    drawn from a standard normal distribution, or with ``near_one`` from 1 + 0.01 x one: positive
-    and near 1, so that a chain of square roots, divisions by it or squares stays finite and
-    never reaches the denormal floats that slow a CPU's arithmetic down."""
-    one_s, many_s = chain_times_s(op, shape, attributes, threads, budget_s, length, builder, near_one)
-    return per_kernel_seconds(one_s, many_s, length)
+    """onnxruntime's seconds for one more ``op`` in a chain (no profiler): the slope between
+    :func:`chain_times_s`'s two chains; ``chain`` are its ``length``, ``builder`` and ``near_one``."""
+    one_s, many_s = chain_times_s(op, shape, attributes, threads, budget_s, **chain)
+    return per_kernel_seconds(one_s, many_s, chain.get("length", CHAIN))
 
 
 def chain_times_s(
@@ -497,7 +487,11 @@ def chain_times_s(
     near_one: bool = False,
 ) -> list[float]:
     """onnxruntime's seconds for a run of the chain of 1 ``op`` and of the chain of ``length``,
-    timed in turns (:func:`fastest_runs_s`); the arguments are :func:`chain_slope_s`'s."""
+    timed in turns (:func:`fastest_runs_s`); ``builder`` makes the chain (:func:`chain_model`,
+    or :func:`qdq_chain_model` for the quantized one). The input is drawn from a standard normal
+    distribution, or with ``near_one`` from 1 + 0.01 x one: positive and near 1, so that a chain
+    of square roots, divisions by it or squares stays finite and never reaches the denormal
+    floats that slow a CPU's arithmetic down."""
     values = np.random.default_rng(1).standard_normal(shape)
     feeds = {"x": (1 + 0.01 * values if near_one else values).astype(np.float32)}
     optimize = op in ("MatMul", "Conv")

@@ -238,14 +238,35 @@ def _with_prologue(
 ) -> list[NodeRecord] | None:
     """A waiting candidate earlier than ``best`` (the earliest ready one) that joins an attention
     kernel with the elementwise prologue that makes what it lacks: the prologue, then it; None
-    when there is none (so the waiting are looked at only in attention kernels)."""
+    when there is none (so the waiting are looked at only in attention kernels). The prologue is
+    the nodes making the inputs the candidate lacks, when each is elementwise and reads only what
+    is ready when the kernel starts: the kernel computes them inline, as a fused attention kernel
+    builds its causal mask on the fly; an input made any other way, and the candidate waits."""
     for candidate in sorted(waiting.values(), key=_index):
         if best is not None and candidate.index > best.index:
             break
-        if joins(kinds, queued[candidate.name], rules):
-            prologue = _prologue(candidate, kinds, rules, by_name, position, tensors, inside, start, assigned)
-            if prologue:
-                return prologue + [candidate]
+        if not joins(kinds, queued[candidate.name], rules):
+            continue
+        prologue: list[NodeRecord] = []
+        for name in candidate.inputs:
+            tensor = tensors.get(name) if name else None
+            if tensor is None or tensor.kind in ("parameter", "constant") or tensor.producer is None:
+                continue
+            if tensor.producer in inside or position[tensor.producer] < start:
+                continue
+            producer = by_name.get(tensor.producer)
+            if (
+                producer is None
+                or producer.name in assigned
+                or _kind(producer) != "elementwise"
+                or not joins(kinds, "elementwise", rules)
+                or not inputs_ready(producer, inside, start, position, tensors)
+            ):
+                prologue = []
+                break
+            prologue.append(producer)
+        if prologue:
+            return prologue + [candidate]
     return None
 
 
@@ -282,37 +303,3 @@ def _late_producers(
 
 
 _FEW_INPUTS = 8  # up to this many inputs, a candidate's producers are looked at again for each kernel
-
-
-def _prologue(
-    candidate: NodeRecord,
-    kinds: dict[str, int],
-    rules: frozenset[str],
-    by_name: dict,
-    position: dict[str, int],
-    tensors: dict,
-    inside: set[str],
-    start: int,
-    assigned: set[str],
-) -> list[NodeRecord]:
-    """The elementwise nodes that make the inputs ``candidate`` lacks, when each reads only what
-    is ready when the attention kernel starts: the kernel computes them inline, as a fused
-    attention kernel builds its causal mask on the fly. [] when an input is made any other way."""
-    pulled = []
-    for name in candidate.inputs:
-        tensor = tensors.get(name) if name else None
-        if tensor is None or tensor.kind in ("parameter", "constant") or tensor.producer is None:
-            continue
-        if tensor.producer in inside or position[tensor.producer] < start:
-            continue
-        producer = by_name.get(tensor.producer)
-        if (
-            producer is None
-            or producer.name in assigned
-            or _kind(producer) != "elementwise"
-            or not joins(kinds, "elementwise", rules)
-            or not inputs_ready(producer, inside, start, position, tensors)
-        ):
-            return []
-        pulled.append(producer)
-    return pulled

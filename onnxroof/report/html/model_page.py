@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
@@ -93,25 +93,10 @@ class ModelPage:
     full_document_max: str
 
 
-def render_html(
-    analysis: Analysis,
-    capacities: Sequence[tuple[str, int]] | None = None,
-    profile: ProfileResult | None = None,
-    colour_by: str = "op",
-    formulas: Formulas | None = None,
-    review: Review | None = None,
-) -> str:
-    """Render ``analysis`` as one self-contained HTML page (no network, opens from file://).
-
-    ``capacities`` are ``(label, bytes)`` on-chip memory sizes drawn as lines on the memory
-    timeline; by default, each hardware target's on-chip memory. ``profile`` (``onnxroof
-    profile``'s result, whose target must be one of ``analysis.targets``) adds the measured
-    nodes to that target's roofline, hollow beside the predicted ones, and a "Predicted vs
-    measured" section. ``colour_by`` "module" colours the roofline's dots by the top-level
-    module of the node names (``encoder``, ``decoder``, ``lm_head``) instead of by op type.
-    ``review`` (the findings stage's) gives the "What to change" section and each card's memory
-    fit; without it, neither."""
-    return render_page(TEMPLATE, model_page(analysis, capacities, profile, colour_by, formulas, review))
+def render_html(analysis: Analysis, **options: Any) -> str:
+    """Render ``analysis`` as one self-contained HTML page (no network, opens from file://);
+    ``options`` are :func:`model_page`'s."""
+    return render_page(TEMPLATE, model_page(analysis, **options))
 
 
 def model_page(
@@ -122,6 +107,16 @@ def model_page(
     formulas: Formulas | None = None,
     review: Review | None = None,
 ) -> ModelPage:
+    """The model page's view of ``analysis``.
+
+    ``capacities`` are ``(label, bytes)`` on-chip memory sizes drawn as lines on the memory
+    timeline; by default, each hardware target's on-chip memory. ``profile`` (``onnxroof
+    profile``'s result, whose target must be one of ``analysis.targets``) adds the measured
+    nodes to that target's roofline, hollow beside the predicted ones, and a "Predicted vs
+    measured" section. ``colour_by`` "module" colours the roofline's dots by the top-level
+    module of the node names (``encoder``, ``decoder``, ``lm_head``) instead of by op type.
+    ``review`` (the findings stage's) gives the "What to change" section and each card's memory
+    fit; without it, neither."""
     if capacities is None:
         capacities = target_capacities(analysis)
     # what shows nodes one by one shows those a run executes: a control-flow node's placed branch

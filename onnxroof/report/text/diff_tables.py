@@ -104,47 +104,26 @@ def _metric_tables(diff: ModelDiff) -> list[str]:
     """The metrics that changed, then those that did not, folded away."""
     changed = [(label, d) for label, d in _deltas(diff) if d.change != 0]
     same = [(label, d) for label, d in _deltas(diff) if d.change == 0]
-    header = ("metric", "base", "head", "change", "%")
-    lines = [
-        table(
-            header,
-            [
-                (
-                    escape(label),
-                    side_value(d, "base"),
-                    side_value(d, "head"),
-                    signed_change(d),
-                    percent_text(d, threshold=diff.threshold),
-                )
-                for label, d in changed
-            ],
-            "lrrrr",
-        )
-        if changed
-        else "No metric changed."
-    ]
+    # a change's percent is marked against the threshold; an unchanged one's is plain
+    lines = [_metric_table(changed, threshold=diff.threshold) if changed else "No metric changed."]
     if same:
-        lines += [
-            "",
-            details(
-                f"Unchanged metrics ({len(same)})",
-                table(
-                    header,
-                    [
-                        (
-                            escape(label),
-                            side_value(d, "base"),
-                            side_value(d, "head"),
-                            signed_change(d),
-                            percent_text(d, symbols=False),
-                        )
-                        for label, d in same
-                    ],
-                    "lrrrr",
-                ),
-            ),
-        ]
+        lines += ["", details(f"Unchanged metrics ({len(same)})", _metric_table(same, symbols=False))]
     return lines
+
+
+def _metric_table(deltas: list[tuple[str, Delta]], symbols: bool = True, threshold: float = 0.0) -> str:
+    """A row per metric: its label, both sides, the change and the percent (as ``percent_text``)."""
+    rows = [
+        (
+            escape(label),
+            side_value(d, "base"),
+            side_value(d, "head"),
+            signed_change(d),
+            percent_text(d, symbols=symbols, threshold=threshold),
+        )
+        for label, d in deltas
+    ]
+    return table(("metric", "base", "head", "change", "%"), rows, "lrrrr")
 
 
 def _op_type_table(diff: ModelDiff) -> str:

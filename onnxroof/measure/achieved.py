@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 # the quantized models the int8 figures are measured on: read through this module too
+from .float_models import float_model, summed_fan_model
 from .quantized_chains import qdq_chain_model, qdq_fan_model  # noqa: F401
 
 if TYPE_CHECKING:
@@ -234,7 +235,7 @@ class Case:
 def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
     """``length`` ``op`` nodes in a chain on a float32 input of ``shape``, each of the same shape
     (a Gather takes the rows in reverse order)."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
     nodes, initializers, previous = [], [], "x"
@@ -273,14 +274,7 @@ def chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
         else:
             nodes.append(helper.make_node(op, [previous], [output], name=name, **attributes))
         previous = output
-    graph = helper.make_graph(
-        nodes,
-        f"{op.lower()}-chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-        initializers,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return float_model(nodes, f"{op.lower()}-chain", shape, shape, initializers)
 
 
 def sizes(kernel_class: str, roof: str) -> tuple:
@@ -300,7 +294,7 @@ def fan_model(rows: int, depth: int, columns: int, length: int, shared: bool = F
     """``length`` MatMuls of one ``rows`` x ``depth`` input by ``depth`` x ``columns`` weights
     (one weight for all of them if ``shared``, else each its own), their outputs summed into one
     (a Sum of ``length`` small inputs, so that the run returns one output whatever the length)."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
     initializers, nodes = [], []
@@ -311,15 +305,7 @@ def fan_model(rows: int, depth: int, columns: int, length: int, shared: bool = F
                 numpy_helper.from_array((rng.standard_normal((depth, columns)) * 0.01).astype(np.float32), weight)
             )
         nodes.append(helper.make_node("MatMul", ["x", weight], [f"p{index}"], name=f"matmul_{index}"))
-    nodes.append(helper.make_node("Sum", [f"p{index}" for index in range(length)], ["y"], name="sum"))
-    graph = helper.make_graph(
-        nodes,
-        "gemv-fan",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, depth))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (rows, columns))],
-        initializers,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return summed_fan_model(nodes, "gemv-fan", (rows, depth), (rows, columns), initializers, length)
 
 
 def gemv_fits(rows: int, depth: int, columns: int, target: Target) -> bool:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import achieved
+from .float_models import float_model
 
 if TYPE_CHECKING:
     import onnx
@@ -42,7 +43,7 @@ SMALL_CYCLE = ("Reshape", "Add", "Mul", "Unsqueeze", "Squeeze", "LayerNormalizat
 def interleaved_model(blocks: int, matmuls: bool, small: bool):
     """``blocks`` times: a MatMul of the running row by a weight of its own (with ``matmuls``),
     then the :data:`SMALL_CYCLE` kernels on its output (with ``small``); a model of neither is one Add."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
     initializers = [
@@ -93,14 +94,7 @@ def interleaved_model(blocks: int, matmuls: bool, small: bool):
                 )
     if not nodes:
         add("Add", ["x", "one"])
-    graph = helper.make_graph(
-        nodes,
-        "interleaved",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, WIDTH))],
-        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, (1, WIDTH))],
-        initializers,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return float_model(nodes, "interleaved", (1, WIDTH), (1, WIDTH), initializers, output=previous)
 
 
 def small_kernels() -> int:

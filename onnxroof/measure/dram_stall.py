@@ -22,6 +22,7 @@ import statistics
 import numpy as np
 
 from . import achieved
+from .float_models import float_model
 
 FAN = 12  # products per chain
 CASES = ((32, 512), (128, 512), (512, 512))  # (rows, width): x [rows, width] by weights [width, width], 1 MiB
@@ -30,7 +31,7 @@ CASES = ((32, 512), (128, 512), (512, 512))  # (rows, width): x [rows, width] by
 def fan_model(rows: int, width: int, own_weights: bool):
     """:data:`FAN` MatMuls in a chain, x [rows, width] by [width, width] weights: one weight for
     all, or (``own_weights``) one each."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
     count = FAN if own_weights else 1
@@ -42,14 +43,7 @@ def fan_model(rows: int, width: int, own_weights: bool):
         helper.make_node("MatMul", [f"y{i - 1}" if i else "x", f"w{i % count}"], [f"y{i}"], name=f"matmul{i}")
         for i in range(FAN)
     ]
-    graph = helper.make_graph(
-        nodes,
-        "fan",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, width))],
-        [helper.make_tensor_value_info(f"y{FAN - 1}", TensorProto.FLOAT, (rows, width))],
-        weights,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return float_model(nodes, "fan", (rows, width), (rows, width), weights, output=f"y{FAN - 1}")
 
 
 def stall_share(shared_s: float, own_s: float, weight_bytes: int, dram_bytes_per_s: float) -> float:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import achieved
+from .float_models import float_model
 
 if TYPE_CHECKING:
     from ..roofline.targets import Target
@@ -97,7 +98,7 @@ def op_chain_model(link: str, shape: tuple[int, ...], attributes: dict, length: 
     and a DequantizeLinear back (scale 0.05, zero point 0); ``BiasGelu`` and ``FastGelu`` with a
     bias of the last dim; ``SkipLayerNormalization`` with ``x`` as the skip, gamma 1 and beta 0.
     (``attributes``: unused, the signature of :func:`achieved.chain_model`.)"""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     width = shape[-1]
     initializers = {
@@ -138,16 +139,11 @@ def op_chain_model(link: str, shape: tuple[int, ...], attributes: dict, length: 
                 helper.make_node(link, [previous, *extra], [output], name=f"{link.lower()}_{index}", domain=domain)
             )
         previous = output
-    graph = helper.make_graph(
-        nodes,
-        f"{link.lower()}-chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-        initializers,
-    )
     # opset 20 for Gelu (an ai.onnx op from 20 on), 17 for the rest: what older onnxruntimes run
-    opsets = [helper.make_opsetid("", 20 if link == "Gelu" else 17), helper.make_opsetid("com.microsoft", 1)]
-    return helper.make_model(graph, opset_imports=opsets, ir_version=9 if link == "Gelu" else 8)
+    opsets = [("", 20 if link == "Gelu" else 17), ("com.microsoft", 1)]
+    return float_model(
+        nodes, f"{link.lower()}-chain", shape, shape, initializers, opsets=opsets, ir_version=9 if link == "Gelu" else 8
+    )
 
 
 def measure_op_efficiency(
@@ -211,7 +207,7 @@ def reorder_chain_model(link: str, shape: tuple[int, ...], attributes: dict, len
     """``length`` links of a ReorderInput into onnxruntime's NCHWc layout and a ReorderOutput back
     (com.microsoft.nchwc) on a float32 NCHW input ``x`` of ``shape``. (``link`` and ``attributes``:
     unused, the signature of :func:`achieved.chain_model`.)"""
-    from onnx import TensorProto, helper
+    from onnx import helper
 
     nodes, previous = [], "x"
     for index in range(length):
@@ -230,14 +226,7 @@ def reorder_chain_model(link: str, shape: tuple[int, ...], attributes: dict, len
             ),
         ]
         previous = output
-    graph = helper.make_graph(
-        nodes,
-        "reorder-chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-    )
-    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft.nchwc", 1)]
-    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+    return float_model(nodes, "reorder-chain", shape, shape, opsets=[("", 17), ("com.microsoft.nchwc", 1)])
 
 
 def reorder_roof_s(target: Target) -> float:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .float_models import float_model, summed_fan_model
+
 
 def qdq_fan_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
     """``length`` QDQ MatMuls of one ``shape`` = (rows, depth) float input by depth x
@@ -28,7 +30,7 @@ def qdq_fan_model(op: str, shape: tuple[int, ...], attributes: dict, length: int
     "MatMul"). The activations are uint8, as onnxruntime's ``quantize_static`` makes them by
     default (U8S8): with int8 ones its CPU optimizer leaves a MatMul in float between
     DequantizeLinear nodes, where uint8 ones become QLinearMatMul."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rows, depth = shape
     columns = attributes["columns"]
@@ -40,37 +42,14 @@ def qdq_fan_model(op: str, shape: tuple[int, ...], attributes: dict, length: int
     ]
     nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "activation_zero"], ["q_x"], name="quantize_x")]
     for index in range(length):
-        initializers += [
-            numpy_helper.from_array(rng.integers(-127, 128, (depth, columns), dtype=np.int8), f"w{index}"),
-            numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale"),
-        ]
-        nodes += [
-            helper.make_node(
-                "DequantizeLinear",
-                [f"w{index}", f"w{index}_scale", "zero"],
-                [f"dq_w{index}"],
-                name=f"dequantize_w{index}",
-            ),
-            helper.make_node(
-                "DequantizeLinear", ["q_x", "scale", "activation_zero"], [f"dq_a{index}"], name=f"dequantize_a{index}"
-            ),
-            helper.make_node(op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}"),
-            helper.make_node(
-                "QuantizeLinear", [f"f{index}", "scale", "activation_zero"], [f"q{index}"], name=f"quantize_{index}"
-            ),
+        weight = rng.integers(-127, 128, (depth, columns), dtype=np.int8)
+        nodes += _qdq_link(op, index, weight, "q_x", "activation_zero", {}, initializers)
+        nodes.append(
             helper.make_node(
                 "DequantizeLinear", [f"q{index}", "scale", "activation_zero"], [f"p{index}"], name=f"dequantize_{index}"
-            ),
-        ]
-    nodes.append(helper.make_node("Sum", [f"p{index}" for index in range(length)], ["y"], name="sum"))
-    graph = helper.make_graph(
-        nodes,
-        "qdq-gemv-fan",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (rows, depth))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (rows, columns))],
-        initializers,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+            )
+        )
+    return summed_fan_model(nodes, "qdq-gemv-fan", (rows, depth), (rows, columns), initializers, length)
 
 
 def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: int):
@@ -79,7 +58,7 @@ def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: i
     int8 activation, the op, QuantizeLinear of its output (int8, per-tensor scales, zero points 0);
     the last link's output dequantized. onnxruntime runs each link as one integer kernel. A Conv's
     ``group`` attribute splits its channels (``group`` = channels: a depthwise conv)."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
     initializers = [
@@ -97,32 +76,35 @@ def qdq_chain_model(op: str, shape: tuple[int, ...], attributes: dict, length: i
             )
         else:
             weight = rng.integers(-127, 128, (shape[-1], shape[-1]), dtype=np.int8)
-        initializers += [
-            numpy_helper.from_array(weight, f"w{index}"),
-            numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale"),
-        ]
-        nodes += [
-            helper.make_node(
-                "DequantizeLinear",
-                [f"w{index}", f"w{index}_scale", "zero"],
-                [f"dq_w{index}"],
-                name=f"dequantize_w{index}",
-            ),
-            helper.make_node(
-                "DequantizeLinear", [previous, "scale", "zero"], [f"dq_a{index}"], name=f"dequantize_a{index}"
-            ),
-            helper.make_node(
-                op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}", **options
-            ),
-            helper.make_node("QuantizeLinear", [f"f{index}", "scale", "zero"], [f"q{index}"], name=f"quantize_{index}"),
-        ]
+        nodes += _qdq_link(op, index, weight, previous, "zero", options, initializers)
         previous = f"q{index}"
     nodes.append(helper.make_node("DequantizeLinear", [previous, "scale", "zero"], ["y"], name="dequantize_y"))
-    graph = helper.make_graph(
-        nodes,
-        f"qdq-{op.lower()}-chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-        initializers,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return float_model(nodes, f"qdq-{op.lower()}-chain", shape, shape, initializers)
+
+
+def _qdq_link(
+    op: str, index: int, weight: np.ndarray, activation: str, activation_zero: str, options: dict, initializers: list
+) -> list:
+    """Link ``index`` of a QDQ model, as a static quantizer writes it: the int8 ``weight``
+    (added to ``initializers`` with its scale) and the quantized ``activation`` each
+    dequantized, ``op`` (with the attributes ``options``) on them, its output ``f{index}``
+    quantized into ``q{index}``; per-tensor scales, the weight's zero point "zero", the
+    activation's ``activation_zero``."""
+    from onnx import helper, numpy_helper
+
+    initializers += [
+        numpy_helper.from_array(weight, f"w{index}"),
+        numpy_helper.from_array(np.array(0.002, np.float32), f"w{index}_scale"),
+    ]
+    return [
+        helper.make_node(
+            "DequantizeLinear", [f"w{index}", f"w{index}_scale", "zero"], [f"dq_w{index}"], name=f"dequantize_w{index}"
+        ),
+        helper.make_node(
+            "DequantizeLinear", [activation, "scale", activation_zero], [f"dq_a{index}"], name=f"dequantize_a{index}"
+        ),
+        helper.make_node(op, [f"dq_a{index}", f"dq_w{index}"], [f"f{index}"], name=f"{op.lower()}_{index}", **options),
+        helper.make_node(
+            "QuantizeLinear", [f"f{index}", "scale", activation_zero], [f"q{index}"], name=f"quantize_{index}"
+        ),
+    ]

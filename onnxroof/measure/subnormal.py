@@ -11,26 +11,20 @@ from __future__ import annotations
 import numpy as np
 
 from . import achieved
+from .float_models import float_model
 
 SCORES = (1, 4, 128, 128)  # batch, heads, queries, keys
 
 
 def masked_softmax_model(mask: np.ndarray):
     """y = Softmax(x + mask) over the last axis, ``mask`` [1, 1, queries, keys] an initializer."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     nodes = [
         helper.make_node("Add", ["x", "mask"], ["masked"], name="add_mask"),
         helper.make_node("Softmax", ["masked"], ["y"], name="softmax", axis=-1),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "masked-softmax",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, SCORES)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, SCORES)],
-        [numpy_helper.from_array(mask, "mask")],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return float_model(nodes, "masked-softmax", SCORES, SCORES, [numpy_helper.from_array(mask, "mask")])
 
 
 def hidden_elements() -> int:

@@ -117,9 +117,17 @@ def _flag_value(args: argparse.Namespace, name: str, declared: Option) -> Any:
 _DEFAULTS = AnalysisOptions()
 
 
-def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
+EXAMPLE_HELP = "use a built-in example model ('--example list' names them)"
+
+
+def model_arguments(parser: argparse.ArgumentParser, example_help: str = EXAMPLE_HELP) -> None:
+    """The one model a command reads: a path (or example:NAME), or ``--example NAME``."""
     parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
-    parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
+    parser.add_argument("--example", metavar="NAME", help=example_help)
+
+
+def single_model(parser: argparse.ArgumentParser, budgets: bool = True) -> None:
+    model_arguments(parser)
     analysis_options(parser)
     parser.add_argument(
         "--sweep",

@@ -125,12 +125,7 @@ def input_values(model: onnx.ModelProto, given: dict[str, Sequence[float]]) -> d
     arrays = {}
     for name, numbers in given.items():
         if name not in inputs:
-            raise OptionError(
-                "values",
-                "{opt.values}: the model has no input {input!r}; {suggestion}",
-                input=name,
-                suggestion=_suggest(name, inputs),
-            )
+            raise _no_such_input("values", name, inputs)
         info = info_from_value_info(inputs[name])
         try:
             array = np.array(numbers, dtype=helper.tensor_dtype_to_np_dtype(info.dtype))
@@ -512,12 +507,7 @@ def _input_name(name: str | None, inputs: dict[str, onnx.ValueInfoProto]) -> str
             )
         return next(iter(inputs))
     if name not in inputs:
-        raise OptionError(
-            "input_shapes",
-            "{opt.input_shapes}: the model has no input {input!r}; {suggestion}",
-            input=name,
-            suggestion=_suggest(name, inputs),
-        )
+        raise _no_such_input("input_shapes", name, inputs)
     return name
 
 
@@ -544,6 +534,16 @@ def _symbol_values(
                 implied.setdefault(symbol, set()).add(value)
     unambiguous = {symbol: next(iter(found)) for symbol, found in implied.items() if len(found) == 1}
     return unambiguous | explicit
+
+
+def _no_such_input(option: str, name: str, inputs: Iterable[str]) -> OptionError:
+    """The error for a name ``option`` gives that is none of the model's ``inputs``."""
+    return OptionError(
+        option,
+        f"{{opt.{option}}}: the model has no input {{input!r}}; {{suggestion}}",
+        input=name,
+        suggestion=_suggest(name, inputs),
+    )
 
 
 def _suggest(name: str, choices: Iterable[str]) -> str:

@@ -196,24 +196,24 @@ def _efficiency_line(report, kernel) -> list[str]:
         ]
     if point.efficiency_rows is not None:
         curve = target.rows_curve(point.kernel_class, point.roof)
-        return [
-            f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels of {point.efficiency_rows:,} "
-            f"output rows on this target, efficiency.{curve}.by_rows): the longest of these over "
-            f"{point.efficiency:.2f}"
-        ]
+        return _curve_line(point, f"{point.efficiency:.2f}", point.efficiency_rows, "rows", curve)
     if point.efficiency_columns is not None:
         curve = target.columns_curve(point.kernel_class, point.roof)
-        return [
-            f"  efficiency {point.efficiency:.3g} ({point.kernel_class} kernels of {point.efficiency_columns:,} "
-            f"output columns on this target, efficiency.{curve}.by_columns): the longest of these over "
-            f"{point.efficiency:.3g}"
-        ]
+        return _curve_line(point, f"{point.efficiency:.3g}", point.efficiency_columns, "columns", curve)
     if point.efficiency != 1.0:
         return [
             f"  efficiency {point.efficiency:.2f} ({point.kernel_class} kernels on this target): the longest "
             f"of these over {point.efficiency:.2f}"
         ]
     return []
+
+
+def _curve_line(point, figure: str, count: int, axis: str, curve: str | None) -> list[str]:
+    """The efficiency a kernel's ``count`` output rows or columns (``axis``) read off a curve."""
+    return [
+        f"  efficiency {figure} ({point.kernel_class} kernels of {count:,} output {axis} on this target, "
+        f"efficiency.{curve}.by_{axis}): the longest of these over {figure}"
+    ]
 
 
 def _launch_line(report, kernel) -> list[str]:

@@ -8,7 +8,7 @@ import sys
 
 from ...core.errors import EXIT_OK
 from ..analysing import Analysing, analyze_one, on_one_model
-from ..options import EXAMPLES, analysis_options
+from ..options import EXAMPLES, analysis_options, model_arguments
 
 HELP = "show how one node's numbers were computed"
 EPILOG = EXAMPLES["explain"]
@@ -17,9 +17,8 @@ EPILOG = EXAMPLES["explain"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments (the model and the node may stand anywhere among the flags: the
     command line parses them itself)."""
-    parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
+    model_arguments(parser, "use a built-in example model (then give the node name only)")
     parser.add_argument("node", nargs="?", metavar="NODE_NAME", help="the node's name (as `summary` lists it)")
-    parser.add_argument("--example", metavar="NAME", help="use a built-in example model (then give the node name only)")
     analysis_options(parser)
     parser.set_defaults(sweep=[], emit_order=None, output=None)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from ...core.errors import EXIT_OK, UsageError
 from ...core.files import write_outputs
 from ..analysing import Analysing, analyze_one, on_one_model
-from ..options import EXAMPLES, analysis_options
+from ..options import EXAMPLES, analysis_options, model_arguments
 from ..output import model_inputs, safe_stem
 
 HELP = "write the figures as a Netron or Model Explorer overlay"
@@ -20,8 +20,7 @@ VIEWERS = ("netron", "model-explorer")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
-    parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
-    parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
+    model_arguments(parser)
     parser.add_argument(
         "--to",
         required=True,

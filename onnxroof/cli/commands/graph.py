@@ -8,7 +8,7 @@ import sys
 
 from ...core.errors import EXIT_OK
 from ..analysing import Analysing, analyze_one, on_one_model
-from ..options import EXAMPLES, analysis_options, positive_int
+from ..options import EXAMPLES, analysis_options, model_arguments, positive_int
 from ..output import emit, safe_stem
 
 HELP = "draw the model's graph, folded by module, as an SVG"
@@ -17,8 +17,7 @@ EPILOG = EXAMPLES["graph"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
-    parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
-    parser.add_argument("--example", metavar="NAME", help="use a built-in example model ('--example list' names them)")
+    model_arguments(parser)
     analysis_options(parser)
     parser.add_argument(
         "--depth",

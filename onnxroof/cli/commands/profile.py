@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.errors import EXIT_OK, UsageError
 from ...core.files import write_atomically
 from ...measure.profile_run import DEFAULT_RUNS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, OPTIMIZATION_LEVELS
-from ..options import positive_seconds
+from ..options import model_arguments, positive_seconds
 
 if TYPE_CHECKING:
     from ...roofline.targets import Target
@@ -35,8 +35,7 @@ def _count(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
-    parser.add_argument("model", nargs="?", help="path to the .onnx file (or example:NAME)")
-    parser.add_argument("--example", metavar="NAME", help="use a built-in example model")
+    model_arguments(parser, "use a built-in example model")
     parser.add_argument(
         "--runs",
         type=_positive,

@@ -66,6 +66,24 @@ def hand_calibration(peak=150e9, levels=((1 * MiB, 200e9), (32 * MiB, 60e9), (No
     return c
 
 
+def small_calibration(**fields) -> Calibration:
+    """A one-thread machine measured at its simplest: one float32 matmul at 40 GFLOP/s (512, 1 s)
+    and a copy at 10 GB/s at every size of the sweep (1e10 bytes in 1 s); ``fields`` replace or
+    add :class:`Calibration` fields (a launch cost, efficiency cases, another matmul)."""
+    made = dict(
+        date="2026-12-01",
+        cpu="test CPU",
+        cores="2 cores",
+        threads=1,
+        load_average=None,
+        numpy_version="2",
+        blas="OpenBLAS",
+        matmul=[MatmulPoint("float32", 512, Rate(40e9, 1.0, 3))],
+        stream=[StreamPoint("copy", size, Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
+    )
+    return Calibration(**{**made, **fields})
+
+
 def kernel_event(name, op, ts, dur, tid=1) -> dict:
     """An onnxruntime profile event: kernel ``name`` ran from ``ts`` for ``dur`` µs."""
     return {

@@ -8,11 +8,10 @@ from measurements import FakeClock, KiB, MiB
 from onnxroof.measure.calibration import calibrate
 from onnxroof.measure.op_efficiency import OP_CASES
 from onnxroof.measure.roof_kernels import STREAM_KERNELS, matmul_flops, stream_bytes, stream_elements
-from onnxroof.report.target_file import render_target
-from onnxroof.roofline.targets import parse_target
+from onnxroof.report.target_file import calibrated_target
 
 
-def test_calibrate_end_to_end_with_a_mocked_timer(tmp_path):
+def test_calibrate_end_to_end_with_a_mocked_timer():
     """The whole pipeline on tiny sizes; the clock says every timed call takes 1 ms, so every
     figure is the work of one call per millisecond, and the file it makes validates."""
     clock = FakeClock(step=1e-3)
@@ -48,9 +47,7 @@ def test_calibrate_end_to_end_with_a_mocked_timer(tmp_path):
     # every op of the by_op table measured (onnxruntime's own clock), or a note says why not
     measured = {m.case.label for m in result.efficiency_by_op}
     assert all(case.label in measured or any(n.startswith(case.label) for n in result.notes) for case in OP_CASES)
-    path = tmp_path / "mocked.toml"
-    path.write_text(render_target(result, "mocked"), encoding="utf-8")
-    target = parse_target(path)
+    target = calibrated_target(result, "mocked")
     assert target.peak_ops_per_s["fp32"].value == pytest.approx(
         max(p.rate.per_second for p in result.matmul if p.dtype == "float32")
     )

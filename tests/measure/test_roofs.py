@@ -4,10 +4,10 @@ calibration's roofs as a Target (what the kernels' efficiencies are measured aga
 from __future__ import annotations
 
 import pytest
-from measurements import GiB, MiB, hand_calibration, sweep
+from measurements import GiB, MiB, hand_calibration, small_calibration, sweep
 
-from onnxroof.measure.roof_kernels import MatmulPoint, Rate, StreamPoint, sweep_sizes
-from onnxroof.measure.roofs import Calibration, measured_roofs, memory_levels
+from onnxroof.measure.roof_kernels import MatmulPoint, Rate, sweep_sizes
+from onnxroof.measure.roofs import measured_roofs, memory_levels
 
 
 def test_memory_levels_reads_the_last_cache_plateau_and_dram():
@@ -83,19 +83,7 @@ def test_measured_roofs_are_the_best_matmul_and_the_levels():
 
 def test_the_copy_bandwidth_is_the_dram_roof_when_it_is_faster():
     def calibration(copy_bytes_per_s):
-        return Calibration(
-            date="2026-12-01",
-            cpu="test CPU",
-            cores="2 cores",
-            threads=1,
-            load_average=None,
-            numpy_version="2",
-            blas="OpenBLAS",
-            matmul=[MatmulPoint("float32", 512, Rate(40e9, 1.0, 3))],
-            stream=[StreamPoint("copy", size, Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
-            copy_bytes_per_s=copy_bytes_per_s,
-            launch_overhead_s=2e-6,
-        )
+        return small_calibration(copy_bytes_per_s=copy_bytes_per_s, launch_overhead_s=2e-6)
 
     # the sweep moves 1e10 bytes in 1 s at every size: 10 GB/s; onnxruntime's copy 20 GB/s wins, 5 GB/s does not
     assert calibration(2e10).dram_bytes_per_s() == 2e10

@@ -4,11 +4,10 @@ every figure is tagged measured and its source says how it was measured."""
 from __future__ import annotations
 
 import pytest
-from measurements import MiB, hand_calibration
+from measurements import MiB, hand_calibration, small_calibration
 
 from onnxroof.measure import achieved
-from onnxroof.measure.roof_kernels import ONNXRUNTIME_INT8, MatmulPoint, Rate, StreamPoint, matmul_flops
-from onnxroof.measure.roofs import Calibration
+from onnxroof.measure.roof_kernels import ONNXRUNTIME_INT8, MatmulPoint, Rate, matmul_flops
 from onnxroof.report.target_file import calibrated_target, render_target
 from onnxroof.roofline.targets import parse_target
 
@@ -40,10 +39,8 @@ def test_rendered_target_validates_and_is_tagged_measured(tmp_path):
     assert 1 < target.ridge("fp32") < 1000
 
 
-def test_rendered_target_without_a_cache_plateau_has_no_onchip_section(tmp_path):
-    path = tmp_path / "flat.toml"
-    path.write_text(render_target(hand_calibration(levels=((None, 10e9),)), name="flat"), encoding="utf-8")
-    target = parse_target(path)
+def test_rendered_target_without_a_cache_plateau_has_no_onchip_section():
+    target = calibrated_target(hand_calibration(levels=((None, 10e9),)), name="flat")
     assert target.onchip_bytes is None and target.onchip_bytes_per_s is None
     assert target.dram_bytes_per_s.value == pytest.approx(10e9)
 
@@ -53,51 +50,26 @@ def test_calibrated_target_goes_through_parse_target():
     assert target.name == "quick" and target.peak_ops_per_s["fp32"].tag == "measured"
 
 
-def test_the_target_file_says_which_method_gave_the_compute_roof(tmp_path):
+def test_the_target_file_says_which_method_gave_the_compute_roof():
     # numpy reaches 40 GFLOP/s, onnxruntime's MatMul 80 (made-up rates, 1 s each): the roof is
     # onnxruntime's, and the source says numpy reached 50% of it
     def point(method, flops):
         return MatmulPoint("float32", 512, Rate(flops, 1.0, 3), method)
 
-    result = Calibration(
-        date="2026-12-01",
-        cpu="test CPU",
-        cores="2 cores",
-        threads=1,
-        load_average=None,
-        numpy_version="2",
-        blas="OpenBLAS",
-        matmul=[point("numpy", 40e9), point("onnxruntime", 80e9)],
-        stream=[StreamPoint("copy", size, Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
-    )
-    path = tmp_path / "t.toml"
-    path.write_text(render_target(result, "t"), encoding="utf-8")
-    target = parse_target(path)
+    result = small_calibration(matmul=[point("numpy", 40e9), point("onnxruntime", 80e9)])
+    target = calibrated_target(result, "t")
     figure = target.peak_ops_per_s["fp32"]
     assert figure.value == 80e9
     assert "the roof is the best: onnxruntime at n=512" in figure.source
     assert "numpy reaches 50% of it" in figure.source
 
 
-def test_the_launch_overhead_becomes_the_measured_targets_cost_per_kernel(tmp_path):
+def test_the_launch_overhead_becomes_the_measured_targets_cost_per_kernel():
     # a chain of 1 tiny kernel runs in 20 µs, one of 65 in 660 µs: 640 µs / 64 = 10 µs per kernel
     overhead = achieved.per_kernel_seconds(20e-6, 660e-6, kernels=65)
     assert overhead == pytest.approx(10e-6)
-    result = Calibration(
-        date="2026-12-01",
-        cpu="test CPU",
-        cores="2 cores",
-        threads=1,
-        load_average=None,
-        numpy_version="2",
-        blas="OpenBLAS",
-        matmul=[MatmulPoint("float32", 512, Rate(40e9, 1.0, 3))],
-        stream=[StreamPoint("copy", size, Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
-        launch_overhead_s=overhead,
-    )
-    path = tmp_path / "t.toml"
-    path.write_text(render_target(result, "t"), encoding="utf-8")
-    target = parse_target(path)
+    result = small_calibration(launch_overhead_s=overhead)
+    target = calibrated_target(result, "t")
     assert target.node_overhead_s.value == pytest.approx(10e-6) and target.node_overhead_s.tag == "measured"
 
 
@@ -134,7 +106,7 @@ def test_without_an_int8_measurement_int8_nodes_fall_back_to_the_fp32_roof(tmp_p
     assert "and int8 nodes too (no int8 roof: onnxruntime is not installed)" in path.read_text()
 
 
-def test_the_int8_gemm_efficiency_is_written_under_its_class(tmp_path):
+def test_the_int8_gemm_efficiency_is_written_under_its_class():
     # fp32 gemm at 90% and 100%: sqrt(0.9 x 1.0) = 0.9487; the int8 links at 25% and 64%:
     # sqrt(0.25 x 0.64) = 0.4
     def case(label, fraction):
@@ -145,9 +117,7 @@ def test_the_int8_gemm_efficiency_is_written_under_its_class(tmp_path):
     calibration.launch_overhead_s = 1e-6
     calibration.efficiency = {"gemm": [case("a", 0.9), case("b", 1.0)]}
     calibration.efficiency_on_roof = {"gemm": {"int8": [case("QDQ Conv", 0.25), case("QDQ MatMul", 0.64)]}}
-    path = tmp_path / "e.toml"
-    path.write_text(render_target(calibration, "e"), encoding="utf-8")
-    target = parse_target(path)
+    target = calibrated_target(calibration, "e")
     assert target.efficiency["gemm"].value == pytest.approx(0.9487, abs=1e-4)
     figure = target.efficiency_on_roof["gemm"]["int8"]
     assert figure.value == pytest.approx(0.4) and figure.tag == "measured"
@@ -156,7 +126,7 @@ def test_the_int8_gemm_efficiency_is_written_under_its_class(tmp_path):
     assert target.latency_kind == "forecast"
 
 
-def test_the_gemv_efficiency_is_written_with_its_points_by_output_columns(tmp_path):
+def test_the_gemv_efficiency_is_written_with_its_points_by_output_columns():
     # two 10-column sizes at 20% and 45% (geometric mean sqrt(0.09) = 0.3), one 512-column at 90%:
     # points [[10, 0.3], [512, 0.9]]; the class's value is the mean of all three,
     # (0.2 x 0.45 x 0.9)^(1/3) = 0.081^(1/3) = 0.4327
@@ -172,9 +142,7 @@ def test_the_gemv_efficiency_is_written_with_its_points_by_output_columns(tmp_pa
             case("MatMul 1x2048 by 2048x512", 0.9, 512, False),
         ]
     }
-    path = tmp_path / "g.toml"
-    path.write_text(render_target(calibration, "g"), encoding="utf-8")
-    target = parse_target(path)
+    target = calibrated_target(calibration, "g")
     assert target.efficiency["gemv"].value == pytest.approx(0.4327, abs=1e-4)
     points = target.efficiency_by_columns["gemv"]
     assert [columns for columns, _ in points] == [10, 512]

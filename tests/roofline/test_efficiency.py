@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 from conftest import make_model, target_text, zeros
+from measurements import small_calibration
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
@@ -17,8 +18,7 @@ from onnxroof.cli.app import main
 from onnxroof.core.errors import UsageError
 from onnxroof.measure import achieved, kernel_figures
 from onnxroof.measure import roof_kernels as cal
-from onnxroof.measure.roofs import Calibration
-from onnxroof.report.target_file import render_target
+from onnxroof.report.target_file import calibrated_target, render_target
 from onnxroof.roofline.kernels import efficiency_class
 from onnxroof.roofline.placement import roofline
 from onnxroof.roofline.targets import parse_target
@@ -161,51 +161,24 @@ def test_the_roofline_slope_of_a_chain_is_one_op_s_roofline_time(tmp_path):
     assert achieved.roof_slope_s("Add", (1024,), {}, target) == pytest.approx(1.2288e-6, rel=1e-3)
 
 
-def test_a_measured_class_is_the_geometric_mean_of_its_sizes_and_the_file_carries_it(tmp_path):
+def test_a_measured_class_is_the_geometric_mean_of_its_sizes_and_the_file_carries_it():
     # two sizes at 20% and 80%: sqrt(0.2 x 0.8) = 40%
     cases = [
         achieved.Case("small", 10e-6, 2e-6, achieved.efficiency(2e-6, 10e-6)),
         achieved.Case("large", 100e-6, 80e-6, achieved.efficiency(80e-6, 100e-6)),
     ]
     assert [c.fraction for c in cases] == pytest.approx([0.2, 0.8])
-    result = Calibration(
-        date="2026-12-01",
-        cpu="test CPU",
-        cores="2 cores",
-        threads=1,
-        load_average=None,
-        numpy_version="2",
-        blas="OpenBLAS",
-        matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
-        stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
-        launch_overhead_s=1e-6,
-        efficiency={"elementwise": cases},
-    )
-    path = tmp_path / "m.toml"
-    path.write_text(render_target(result, "m"), encoding="utf-8")
-    target = parse_target(path)
+    result = small_calibration(launch_overhead_s=1e-6, efficiency={"elementwise": cases})
+    target = calibrated_target(result, "m")
     assert target.efficiency["elementwise"].value == pytest.approx(0.4)
     assert "small: 10 µs against 2 µs, 20%" in target.efficiency["elementwise"].source
     assert target.fusion == ("epilogue", "normalization")  # onnxruntime's CPU fusions
     assert "gemm" not in target.efficiency  # not measured: peak
 
 
-def test_the_copy_bandwidth_becomes_the_dram_roof_when_it_is_faster(tmp_path):
-    result = Calibration(
-        date="2026-12-01",
-        cpu="test CPU",
-        cores="2 cores",
-        threads=1,
-        load_average=None,
-        numpy_version="2",
-        blas="OpenBLAS",
-        matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
-        stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
-        copy_bytes_per_s=2e10,
-    )
-    path = tmp_path / "c.toml"
-    path.write_text(render_target(result, "c"), encoding="utf-8")
-    figure_ = parse_target(path).dram_bytes_per_s
+def test_the_copy_bandwidth_becomes_the_dram_roof_when_it_is_faster():
+    result = small_calibration(copy_bytes_per_s=2e10)
+    figure_ = calibrated_target(result, "c").dram_bytes_per_s
     assert figure_.value == 2e10 and "the STREAM sweep reached 10.0 GB/s" in figure_.source
 
 
@@ -516,16 +489,8 @@ def test_the_hand_off_is_the_median_cost_of_split_kernels_beyond_launch_and_work
 def test_on_two_threads_the_hand_off_is_written_beside_the_launch(tmp_path):
     # launch 0.4 µs (the 16-float Add slope), hand-off 2.2 µs: two figures, node_overhead_s for
     # every kernel and split_overhead_s for a kernel the pool splits
-    result = Calibration(
-        date="2026-12-01",
-        cpu="test CPU",
-        cores="2 cores",
+    result = small_calibration(
         threads=2,
-        load_average=None,
-        numpy_version="2",
-        blas="OpenBLAS",
-        matmul=[cal.MatmulPoint("float32", 512, cal.Rate(40e9, 1.0, 3))],
-        stream=[cal.StreamPoint("copy", size, cal.Rate(1e10, 1.0, 3)) for size in (2**20, 2**24, 2**28, 2**30)],
         launch_overhead_s=0.4e-6,
         handoff_s=2.2e-6,
         handoff_cases=[("MatMul 96x96 by 96x96", 12.36e-6, 8.56e-6)],

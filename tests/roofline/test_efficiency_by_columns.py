@@ -19,7 +19,7 @@ from onnxroof import analyze
 from onnxroof.core.errors import UsageError
 from onnxroof.measure import achieved
 from onnxroof.measure.roof_kernels import ONNXRUNTIME_INT8, MatmulPoint, Rate, matmul_flops
-from onnxroof.report.target_file import render_target
+from onnxroof.report.target_file import calibrated_target
 from onnxroof.roofline.targets import parse_target
 
 CURVE = '[efficiency.depthwise]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\n'
@@ -158,7 +158,7 @@ def test_a_dense_conv_of_few_input_channels_runs_at_the_depthwise_figure_not_its
     assert point.kernel_class == "depthwise" and point.efficiency == 0.5 and point.efficiency_columns is None
 
 
-def test_the_int8_depthwise_curve_is_written_under_its_roof_s_figure(tmp_path):
+def test_the_int8_depthwise_curve_is_written_under_its_roof_s_figure():
     # int8 sizes at 3 channels 1% (on the curve only), 32 channels 10%, 512 channels 40%: points
     # [[3, 0.01], [32, 0.1], [512, 0.4]]; the figure's value is the geometric mean of the class's own
     # sizes, (0.1 x 0.4)^(1/2) = 0.2; the float one's, 0.5 (its 3-channel size on the curve only)
@@ -178,9 +178,7 @@ def test_the_int8_depthwise_curve_is_written_under_its_roof_s_figure(tmp_path):
         }
     }
     calibration.matmul.append(MatmulPoint("int8", 1024, Rate(matmul_flops(1024), 1.073741824e-3, 3), ONNXRUNTIME_INT8))
-    path = tmp_path / "c.toml"
-    path.write_text(render_target(calibration, "c"), encoding="utf-8")
-    target = parse_target(path)
+    target = calibrated_target(calibration, "c")
     assert target.efficiency_by_columns["depthwise"] == ((3, 0.1), (32, 0.5))
     assert target.efficiency_by_columns["depthwise.int8"] == ((3, 0.01), (32, 0.1), (512, 0.4))
     assert target.efficiency_on_roof["depthwise"]["int8"].value == pytest.approx(0.2)

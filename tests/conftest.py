@@ -183,6 +183,38 @@ def launch_target(tmp_path, rules: str = "[]") -> str:
     return str(path)
 
 
+def int8_target(tmp_path, efficiency: str, name: str = "i") -> str:
+    """A target file: fp32 1 TFLOP/s, int8 100 GOP/s, DRAM 1 TB/s, 1 TB/s on chip (1 GiB), no
+    launch cost, and the ``efficiency`` tables."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.fp32": 1e12,
+                "peak_ops_per_s.int8": 1e11,
+                "dram.bandwidth_bytes_per_s": 1e12,
+                "onchip.size_bytes": 1 << 30,
+                "onchip.bandwidth_bytes_per_s": 1e12,
+            },
+            efficiency,
+        )
+    )
+    return str(path)
+
+
+def narrow_target(tmp_path) -> str:
+    """A target file: 1 TFLOP/s and 20 GB/s, nothing on chip, no fusion: ridge 50 FLOP/B."""
+    path = tmp_path / "narrow.toml"
+    path.write_text(
+        target_text(
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 20e9},
+            '[fusion]\nrules = []\nsource = "hand"\n',
+            name="narrow",
+        )
+    )
+    return str(path)
+
+
 def fixed_reshape_chain(adds: int = 20) -> onnx.ModelProto:
     """x [batch, 128, 64] -> Relu -> Reshape to a stored [1, 128, 64] -> ``adds`` Adds: complete at
     batch 1; at batch 8 the Reshape meets 8 x 8,192 elements, and it and every Add are not counted."""

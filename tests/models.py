@@ -341,3 +341,30 @@ def hand_targets(directory) -> tuple[str, str]:
     peak.write_text(target_text(HAND_PEAKS, name="peak"))
     calibrated.write_text(target_text(HAND_PEAKS, extra=HAND_MEASURED, name="calibrated"))
     return str(peak), str(calibrated)
+
+
+# Options and findings: small models whose figures the tests work out by hand
+
+
+def projection():
+    """x [N, 4] @ w [4, 8]: 4 x 8 = 32 MACs per row of x."""
+    return make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+        [("x", TensorProto.FLOAT, ["N", 4])],
+        [("y", TensorProto.FLOAT, ["N", 8])],
+        [("w", zeros(4, 8))],
+    )
+
+
+def convs():
+    """x [1, 64, 32, 32] -> 3x3 conv (pad 1) -> 1x1 conv -> y, 64 channels throughout, no bias."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w3"], ["a"], name="conv3x3", pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["a", "w1"], ["y"], name="conv1x1"),
+    ]
+    return make_model(
+        nodes,
+        [("x", F32, [1, 64, 32, 32])],
+        [("y", F32, [1, 64, 32, 32])],
+        [("w3", zeros(64, 64, 3, 3)), ("w1", zeros(64, 64, 1, 1))],
+    )

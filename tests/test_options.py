@@ -8,21 +8,10 @@ from dataclasses import FrozenInstanceError, replace
 
 import numpy as np
 import pytest
-from conftest import make_model, zeros
-from onnx import TensorProto, helper
+from models import projection
 
 from onnxroof import AnalysisOptions, analyze
 from onnxroof.core.errors import ModelError, OptionError, UsageError
-
-
-def projection():
-    """x [N, 4] @ w [4, 8]: 4 x 8 = 32 MACs per row of x."""
-    return make_model(
-        [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
-        [("x", TensorProto.FLOAT, ["N", 4])],
-        [("y", TensorProto.FLOAT, ["N", 8])],
-        [("w", zeros(4, 8))],
-    )
 
 
 def test_the_flags_strings_are_kept_as_a_tuple_and_a_mapping_as_given():

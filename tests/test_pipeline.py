@@ -6,22 +6,13 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from conftest import make_model, zeros
+from conftest import make_model
+from models import projection
 from onnx import TensorProto, helper
 
 from onnxroof import analyze
 from onnxroof.cli.output import error_text
 from onnxroof.core.errors import OptionError, UnboundDims
-
-
-def projection():
-    """x [N, 4] @ w [4, 8]."""
-    return make_model(
-        [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
-        [("x", TensorProto.FLOAT, ["N", 4])],
-        [("y", TensorProto.FLOAT, ["N", 8])],
-        [("w", zeros(4, 8))],
-    )
 
 
 def test_an_option_error_carries_its_option_and_facts_and_each_interface_words_it():

@@ -4,39 +4,18 @@ tensors with a ninth of the multiply-adds, so below the ridge its time is bytes.
 from __future__ import annotations
 
 import pytest
-from conftest import make_model, target_text, zeros
-from onnx import TensorProto, helper
+from conftest import narrow_target
+from models import convs
+from onnx import TensorProto
 
 import onnxroof
 
 F32 = TensorProto.FLOAT
 
 
-def convs():
-    """x [1, 64, 32, 32] -> 3x3 conv (pad 1) -> 1x1 conv -> y, 64 channels throughout, no bias."""
-    nodes = [
-        helper.make_node("Conv", ["x", "w3"], ["a"], name="conv3x3", pads=[1, 1, 1, 1]),
-        helper.make_node("Conv", ["a", "w1"], ["y"], name="conv1x1"),
-    ]
-    return make_model(
-        nodes,
-        [("x", F32, [1, 64, 32, 32])],
-        [("y", F32, [1, 64, 32, 32])],
-        [("w3", zeros(64, 64, 3, 3)), ("w1", zeros(64, 64, 1, 1))],
-    )
-
-
 def test_the_1x1_convolution_is_named_below_the_ridge_and_the_3x3_is_not(tmp_path):
     # 1 TFLOP/s and 20 GB/s, nothing on chip, no fusion: ridge 50 FLOP/B
-    path = tmp_path / "narrow.toml"
-    path.write_text(
-        target_text(
-            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 20e9},
-            '[fusion]\nrules = []\nsource = "hand"\n',
-            name="narrow",
-        )
-    )
-    analysis = onnxroof.analyze(convs(), targets=[str(path)])
+    analysis = onnxroof.analyze(convs(), targets=[narrow_target(tmp_path)])
     # 3x3: 64 x 64 x 9 x 1,024 = 37,748,736 MACs, 75,497,472 FLOPs = 75.497472 µs; it moves
     # 262,144 + 147,456 + 262,144 = 671,744 B (33.5872 µs): compute-bound, 112 FLOP/B
     # 1x1: 4,194,304 MACs, 8,388,608 FLOPs = 8.388608 µs; 262,144 + 16,384 + 262,144 = 540,672 B

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import target_text
-from test_intensity import convs
+from conftest import narrow_target, target_text
+from models import convs
 
 import onnxroof
 
@@ -11,15 +11,7 @@ import onnxroof
 def test_the_largest_kernel_and_its_share(tmp_path):
     # the 3x3 convolution (75.497472 µs) and the 1x1 (27.0336 µs) of test_intensity, on the same
     # target: the 3x3 takes 75.497472 / 102.531072 = 74 % of the time, compute-bound
-    path = tmp_path / "narrow.toml"
-    path.write_text(
-        target_text(
-            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 20e9},
-            '[fusion]\nrules = []\nsource = "hand"\n',
-            name="narrow",
-        )
-    )
-    analysis = onnxroof.analyze(convs(), targets=[str(path)])
+    analysis = onnxroof.analyze(convs(), targets=[narrow_target(tmp_path)])
     (finding,) = [f for f in analysis.review() if f.kind == "largest"]
     assert finding.title == "kernel conv3x3 (Conv) takes 74% (75.5 µs), compute-bound"
     assert finding.gain_s == 0 and finding.nodes == ("conv3x3",)

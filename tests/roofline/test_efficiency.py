@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import make_model, target_text, zeros
+from conftest import int8_target, make_model, target_text, zeros
 from measurements import small_calibration
 from onnx import TensorProto, helper
 
@@ -296,24 +296,6 @@ def int8_matmul_model():
         [("y", TensorProto.INT32, [64, 64])],
         [("w", np.zeros((64, 64), np.int8))],
     )
-
-
-def int8_target(tmp_path, efficiency: str, name: str = "i") -> str:
-    """fp32 1 TFLOP/s, int8 100 GOP/s, DRAM 1 TB/s, 1 TB/s on chip (1 GiB), no launch cost."""
-    path = tmp_path / f"{name}.toml"
-    path.write_text(
-        target_text(
-            {
-                "peak_ops_per_s.fp32": 1e12,
-                "peak_ops_per_s.int8": 1e11,
-                "dram.bandwidth_bytes_per_s": 1e12,
-                "onchip.size_bytes": 1 << 30,
-                "onchip.bandwidth_bytes_per_s": 1e12,
-            },
-            efficiency,
-        )
-    )
-    return str(path)
 
 
 def test_a_class_s_figure_on_a_roof_applies_to_its_kernels_on_that_roof(tmp_path):

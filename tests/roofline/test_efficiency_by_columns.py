@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_model, target_text
+from conftest import int8_target, make_model, target_text
 from measurements import hand_calibration
 from onnx import TensorProto, helper
 
@@ -26,24 +26,6 @@ CURVE = '[efficiency.depthwise]\nvalue = 0.5\ntag = "measured"\nsource = "hand"\
 INT8_CURVE = (
     '[efficiency.depthwise.int8]\nvalue = 0.2\ntag = "measured"\nsource = "hand"\nby_columns = [[3, 0.01], [48, 0.1]]\n'
 )
-
-
-def int8_target(tmp_path, efficiency: str, name: str = "dw") -> str:
-    """fp32 1 TFLOP/s, int8 100 GOP/s, DRAM 1 TB/s, 1 TB/s on chip (1 GiB), no launch cost."""
-    path = tmp_path / f"{name}.toml"
-    path.write_text(
-        target_text(
-            {
-                "peak_ops_per_s.fp32": 1e12,
-                "peak_ops_per_s.int8": 1e11,
-                "dram.bandwidth_bytes_per_s": 1e12,
-                "onchip.size_bytes": 1 << 30,
-                "onchip.bandwidth_bytes_per_s": 1e12,
-            },
-            efficiency,
-        )
-    )
-    return str(path)
 
 
 def depthwise_int8(channels: int):

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from ci_script import run_diff_script
 from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,19 +161,7 @@ def test_the_action_comments_on_every_model_with_its_flags_and_fails_naming_the_
 
 def test_a_dynamic_dim_without_its_flag_is_in_the_comment_with_the_input_that_gives_it(tmp_path):
     (tmp_path / "encoder.onnx").write_bytes(matmul_model([1, "seq"], 64, 32))
-    environment = {
-        **os.environ,
-        "MODELS": "encoder.onnx",
-        "OUT": str(tmp_path / "out"),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    done = subprocess.run(
-        ["bash", str(ROOT / "examples" / "onnxroof-diff.sh")],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-    )
+    done = run_diff_script(tmp_path, MODELS="encoder.onnx")
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert done.returncode == 2 and "| <code>encoder.onnx</code> | ⚠️ could not be analysed |" in comment
     assert "input dims without a value: seq (x axis 1); add: --dim seq=N" in comment
@@ -195,19 +184,6 @@ def test_a_dynamic_dim_without_its_flag_is_in_the_comment_with_the_input_that_gi
 def test_malformed_options_are_a_one_line_error_in_the_comment(tmp_path, name, text, error):
     (tmp_path / "encoder.onnx").write_bytes(matmul_model([1, "seq"], 64, 32))
     variable = {"options": "OPTIONS", "model-options": "MODEL_OPTIONS"}[name]
-    environment = {
-        **os.environ,
-        "MODELS": "encoder.onnx",
-        "OUT": str(tmp_path / "out"),
-        variable: text,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    done = subprocess.run(
-        ["bash", str(ROOT / "examples" / "onnxroof-diff.sh")],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-    )
+    done = run_diff_script(tmp_path, MODELS="encoder.onnx", **{variable: text})
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert done.returncode == 2 and f"<pre>onnxroof: error: {error}" in comment.replace("&#x27;", "'")

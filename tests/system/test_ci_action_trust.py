@@ -9,11 +9,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import pytest
+from ci_script import run_diff_script
 from conftest import target_text
 from onnx import TensorProto, helper
 
@@ -56,20 +56,7 @@ def script(cwd: Path, **variables: str) -> tuple[subprocess.CompletedProcess, st
         for key, value in os.environ.items()
         if key not in ("ONNXROOF_TARGETS", "ONNXROOF_CWD_TARGETS", "MODELS", "TARGETS", "PR_TARGETS")
     }
-    environment.update(
-        variables,
-        OUT=str(cwd / "out"),
-        PYTHONPATH=str(ROOT),
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    )
-    done = subprocess.run(
-        ["bash", str(ROOT / "examples" / "onnxroof-diff.sh")],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_diff_script(cwd, environment, timeout=600, **variables, PYTHONPATH=str(ROOT))
     return done, (cwd / "out" / "comment.md").read_text()
 
 

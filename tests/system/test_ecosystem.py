@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from ci_script import run_diff_script
 from conftest import minigooglenet_by_hand, run
 
 import onnxroof
@@ -77,22 +77,13 @@ def test_the_action_s_diff_script_on_a_pull_request_history(tmp_path):
     model.write_bytes(build_example("shallownet-separable").SerializeToString())
     git("commit", "-qam", "head")
     output, summary = tmp_path / "gh_output", tmp_path / "gh_summary"
-    environment = {
-        **os.environ,
-        "BASE_REF": base,
-        "TARGETS": "myriad-x",
-        "BUDGETS": "params>+5%\nflops>-70%",
-        "OUT": str(tmp_path / "out"),
-        "GITHUB_OUTPUT": str(output),
-        "GITHUB_STEP_SUMMARY": str(summary),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    done = subprocess.run(
-        ["bash", str(ROOT / "examples" / "onnxroof-diff.sh")],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
+    done = run_diff_script(
+        tmp_path,
+        BASE_REF=base,
+        TARGETS="myriad-x",
+        BUDGETS="params>+5%\nflops>-70%",
+        GITHUB_OUTPUT=str(output),
+        GITHUB_STEP_SUMMARY=str(summary),
     )
     assert done.returncode == 1, done.stderr  # the script exits with the status, as it writes it
     comment = (tmp_path / "out" / "comment.md").read_text()

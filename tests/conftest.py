@@ -202,14 +202,15 @@ def int8_target(tmp_path, efficiency: str, name: str = "i") -> str:
     return str(path)
 
 
-def narrow_target(tmp_path) -> str:
-    """A target file: 1 TFLOP/s and 20 GB/s, nothing on chip, no fusion: ridge 50 FLOP/B."""
-    path = tmp_path / "narrow.toml"
+def unfused_target(tmp_path, name: str, dram_bytes_per_s: float) -> str:
+    """A target file ``name``: 1 TFLOP/s fp32, a DRAM of ``dram_bytes_per_s``, nothing on chip, no
+    fusion (a kernel per node), no launch cost."""
+    path = tmp_path / f"{name}.toml"
     path.write_text(
         target_text(
-            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 20e9},
+            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": dram_bytes_per_s},
             '[fusion]\nrules = []\nsource = "hand"\n',
-            name="narrow",
+            name=name,
         )
     )
     return str(path)

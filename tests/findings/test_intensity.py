@@ -4,7 +4,7 @@ tensors with a ninth of the multiply-adds, so below the ridge its time is bytes.
 from __future__ import annotations
 
 import pytest
-from conftest import narrow_target
+from conftest import unfused_target
 from models import convs
 from onnx import TensorProto
 
@@ -15,7 +15,7 @@ F32 = TensorProto.FLOAT
 
 def test_the_1x1_convolution_is_named_below_the_ridge_and_the_3x3_is_not(tmp_path):
     # 1 TFLOP/s and 20 GB/s, nothing on chip, no fusion: ridge 50 FLOP/B
-    analysis = onnxroof.analyze(convs(), targets=[narrow_target(tmp_path)])
+    analysis = onnxroof.analyze(convs(), targets=[unfused_target(tmp_path, "narrow", 20e9)])
     # 3x3: 64 x 64 x 9 x 1,024 = 37,748,736 MACs, 75,497,472 FLOPs = 75.497472 µs; it moves
     # 262,144 + 147,456 + 262,144 = 671,744 B (33.5872 µs): compute-bound, 112 FLOP/B
     # 1x1: 4,194,304 MACs, 8,388,608 FLOPs = 8.388608 µs; 262,144 + 16,384 + 262,144 = 540,672 B

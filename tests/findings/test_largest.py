@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import narrow_target, target_text
+from conftest import unfused_target
 from models import convs
 
 import onnxroof
@@ -11,7 +11,7 @@ import onnxroof
 def test_the_largest_kernel_and_its_share(tmp_path):
     # the 3x3 convolution (75.497472 µs) and the 1x1 (27.0336 µs) of test_intensity, on the same
     # target: the 3x3 takes 75.497472 / 102.531072 = 74 % of the time, compute-bound
-    analysis = onnxroof.analyze(convs(), targets=[narrow_target(tmp_path)])
+    analysis = onnxroof.analyze(convs(), targets=[unfused_target(tmp_path, "narrow", 20e9)])
     (finding,) = [f for f in analysis.review() if f.kind == "largest"]
     assert finding.title == "kernel conv3x3 (Conv) takes 74% (75.5 µs), compute-bound"
     assert finding.gain_s == 0 and finding.nodes == ("conv3x3",)
@@ -37,15 +37,7 @@ def test_the_largest_module_is_found_down_the_tree_and_lists_only_its_nodes(tmp_
         [(f"y{i}", TensorProto.FLOAT, [1, n]) for i, n in enumerate(widths.values())],
         [(f"w{i}", np.zeros((1000, n), np.float32)) for i, n in enumerate(widths.values())],
     )
-    path = tmp_path / "fast.toml"
-    path.write_text(
-        target_text(
-            {"peak_ops_per_s.fp32": 1e12, "dram.bandwidth_bytes_per_s": 1e18},
-            '[fusion]\nrules = []\nsource = "hand"\n',
-            name="fast",
-        )
-    )
-    analysis = onnxroof.analyze(model, targets=[str(path)])
+    analysis = onnxroof.analyze(model, targets=[unfused_target(tmp_path, "fast", 1e18)])
     (finding,) = [f for f in analysis.review() if f.kind == "largest"]
     assert finding.title == "kernel /head/MatMul (MatMul) takes 26% (520 ns), compute-bound; module stages/s0 takes 25%"
     assert finding.modules == ("stages/s0",) and finding.nodes == ("/stages/s0/MatMul",)

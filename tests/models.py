@@ -102,7 +102,8 @@ def branch(name, nodes, output, initializers=()):
     )
 
 
-def if_model():
+def if_branches() -> dict:
+    """An If's branches on x [4, 8]: then x·W1 (8 x 16), else x·W2 + b2; each makes [4, 16]."""
     then_branch = branch("then", [helper.make_node("MatMul", ["x", "w1"], ["t"])], "t", [("w1", zeros(8, 16))])
     else_branch = branch(
         "else",
@@ -110,7 +111,11 @@ def if_model():
         "e",
         [("w2", zeros(8, 16)), ("b2", zeros(16))],
     )
-    node = helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)
+    return {"then_branch": then_branch, "else_branch": else_branch}
+
+
+def if_model():
+    node = helper.make_node("If", ["cond"], ["y"], **if_branches())
     return make_model([node], [("cond", BOOL, []), ("x", F32, [4, 8])], [("y", F32, [4, 16])])
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from conftest import make_model, run, zeros
-from models import branch
+from models import if_branches
 from onnx import TensorProto, helper
 
 import onnxroof
@@ -14,16 +14,9 @@ import onnxroof
 
 def rate_switch():
     """sr (an int64 scalar) == 16000 picks a branch: then x·W1 (4 x 8 by 8 x 16), else x·W2 + b2."""
-    then_branch = branch("then", [helper.make_node("MatMul", ["x", "w1"], ["t"])], "t", [("w1", zeros(8, 16))])
-    else_branch = branch(
-        "else",
-        [helper.make_node("MatMul", ["x", "w2"], ["e0"]), helper.make_node("Add", ["e0", "b2"], ["e"])],
-        "e",
-        [("w2", zeros(8, 16)), ("b2", zeros(16))],
-    )
     nodes = [
         helper.make_node("Equal", ["sr", "rate"], ["cond"], name="is_16k"),
-        helper.make_node("If", ["cond"], ["y"], name="switch", then_branch=then_branch, else_branch=else_branch),
+        helper.make_node("If", ["cond"], ["y"], name="switch", **if_branches()),
     ]
     return make_model(
         nodes,

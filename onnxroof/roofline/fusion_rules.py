@@ -18,8 +18,12 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .kernel_build import Kernel, build_kernel, inputs_ready
+
+if TYPE_CHECKING:
+    from ..cost.records import NodeRecord
 
 
 @dataclass(frozen=True)
@@ -83,9 +87,12 @@ def _sibling_key(kernel: Kernel, body_of: dict[str, str]) -> tuple | None:
     """What a kernel's convolution or matmul shares with those it may merge with: its op, the
     activation it reads, its output shape but for the channels, its depth, its subgraph; None when
     it has no such product by a stored weight."""
-    from .node_kinds import CONV_OPS, node_kind  # here: node_kinds reads the op registry (onnx), which
+    if not any(m.macs for m in kernel.records):  # most kernels: no product, and no import to pay for each
+        return None
+    # here: node_kinds reads the op registry (onnx), which `onnxroof targets`, reading
+    # FUSION_RULES through the target schema, must not import
+    from .node_kinds import CONV_OPS, node_kind
 
-    # `onnxroof targets`, reading FUSION_RULES through the target schema, must not import
     anchor = next((m for m in kernel.records if m.macs and node_kind(m) == "mac"), None)  # see reuse_of
     if anchor is None or not anchor.param_inputs or not anchor.inputs or anchor.inputs[0] in anchor.param_inputs:
         return None
@@ -150,7 +157,9 @@ def absorb_head_layouts(kernels: list[Kernel], context: FuseContext) -> list[Ker
     AV joins the attention kernel as it grows (:func:`_attention`). One pass from the last kernel back:
     a transpose read by another transpose (K's head split, then K^T) finds its reader already
     given to the attention kernel."""
-    heads = [index for index, kernel in enumerate(kernels) if _transposes_alone(kernel)]
+    from .node_kinds import node_kind  # here, as in _sibling_key
+
+    heads = [index for index, kernel in enumerate(kernels) if _transposes_alone(kernel, node_kind)]
     if not heads:  # most graphs' kernels: nothing to merge, and no need to index every node
         return kernels
     owner = {name: index for index, kernel in enumerate(kernels) for name in kernel.nodes}
@@ -172,11 +181,9 @@ def absorb_head_layouts(kernels: list[Kernel], context: FuseContext) -> list[Ker
     return _merged(kernels, members, into, context)
 
 
-def _transposes_alone(kernel: Kernel) -> bool:
+def _transposes_alone(kernel: Kernel, node_kind: Callable[[NodeRecord], str]) -> bool:
     """Whether ``kernel`` is transposes alone, views aside (looked at until its first other node:
     a chain of 100,000 Relus is one look)."""
-    from .node_kinds import node_kind  # here, as in _sibling_key
-
     found = False
     for member in kernel.records:
         if member.view:

@@ -82,7 +82,7 @@ def prepare(
         notes += _cache_like_inputs(proto)
     explicit_dims = set(dim_flags)
     phase_values, dim_flags = _phase_binding(layout, options, dim_flags)
-    fixed = fixed_batch(proto)
+    fixed = fixed_batch(proto, fields)
     if fixed is not None and fixed.shapes:
         notes.append(fixed.text())
     if options.batch is not None:

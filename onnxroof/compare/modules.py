@@ -142,6 +142,8 @@ def module_path(name: str) -> tuple[str, ...]:
     >>> module_path("model/dense/MatMul"), module_path("Conv_0")
     (('model', 'dense'), ())
     """
+    if "/" not in name:  # most names of an unscoped graph: asked of every node
+        return ()
     parts = [part for part in name.split("/") if part]
     return tuple(parts[:-1])
 

@@ -22,10 +22,12 @@ if TYPE_CHECKING:
     from ..roofline.targets import Target
 
 
-# Past this many nodes a finding does not analyse the model again: a review's variants are 4-8
-# whole analyses (batch x8 and x64, each narrower type, the fit's extrapolation), which on a
-# 100,000-node graph take 4x the analysis itself; re-placing (fusion, order, room on chip) stays
-REANALYSE_NODES = 50_000
+# The nodes a review may analyse again, in all: each variant it analyses (a batch x8 or x64, a
+# narrower type, the fit's extrapolation) counts the model's nodes. A variant is a whole analysis;
+# within this budget the findings cost at most about half of the command without them (process
+# start and import included: issue 43's bar), so a 1,000-node model gets up to ten variants, a
+# 5,000-node one two and a graph past it none. Re-placing (fusion, order, room on chip) is no analysis.
+REANALYSE_NODES = 10_000
 
 
 @dataclass
@@ -81,6 +83,7 @@ class Variants:
         self._reanalyse = reanalyse
         self._runs: dict[tuple, Variant | str] = {}
         self._unplaced: dict[tuple, Analysis] = {}  # analysed, not yet placed: kept until a report is asked for
+        self._analysed_nodes = 0  # the nodes analysed again so far, against REANALYSE_NODES
 
     def analysis(self, **changes: Any) -> Variant | str:
         """The analysis with ``changes`` (analyze()'s options), placed, or why it failed."""
@@ -102,6 +105,13 @@ class Variants:
         lazy = self._reanalyse if isinstance(self._reanalyse, Reanalyser) else None
         try:
             if key not in self._runs:
+                spent = self._analysed_nodes + len(self.base.nodes)
+                if spent > REANALYSE_NODES:  # past the budget: said
+                    return (
+                        f"not analysed again: the findings have analysed {self._analysed_nodes:,} nodes again, "
+                        f"and {len(self.base.nodes):,} more would pass the {REANALYSE_NODES:,} they may"
+                    )
+                self._analysed_nodes = spent
                 found = lazy.unplaced(**changes) if lazy is not None else self._reanalyse(**changes)
                 invalid = _invalid(self.base, found, changes.get("batch"))
                 self._runs[key] = invalid or Variant(

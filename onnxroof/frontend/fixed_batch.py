@@ -26,12 +26,13 @@ element is B. The exporter's name is read only to word the fix.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import onnx
 from onnx import numpy_helper
 
-from ..core.nodes import nested_graphs
+from ..core.nodes import NodeFields, nested_graphs, read_node_fields
 from .inputs import _dims_of, real_inputs
 
 # op type -> the input that is a whole output shape (its first element is the batch)
@@ -77,14 +78,17 @@ class FixedBatch:
         }
 
 
-def fixed_batch(model: onnx.ModelProto) -> FixedBatch | None:
-    """The batch the model's inputs and shape constants fix, or None (a dynamic or unnamed batch)."""
+def fixed_batch(model: onnx.ModelProto, fields: Sequence[NodeFields] | None = None) -> FixedBatch | None:
+    """The batch the model's inputs and shape constants fix, or None (a dynamic or unnamed batch).
+    ``fields``, the main graph's NodeFields when read already, spare reading each node again."""
     leading = _fixed_leading_dims(model)
     if not leading:
         return None
     batch = Counter(leading.values()).most_common(1)[0][0]
-    graphs = [model.graph, *nested_graphs(model.graph)]
-    shapes = _shapes_holding(batch, graphs, _shape_constants(graphs))
+    main = read_node_fields(model.graph.node) if fields is None else fields
+    graphs = [model.graph, *nested_graphs(model.graph, main)]
+    nodes = [main, *(read_node_fields(graph.node) for graph in graphs[1:])]
+    shapes = _shapes_holding(batch, nodes, _shape_constants(graphs, nodes))
     inputs = tuple(name for name, value in leading.items() if value == batch)
     return FixedBatch(batch, inputs, dict(shapes.most_common()), reexport_fix(model, inputs[0]))
 
@@ -99,26 +103,29 @@ def _fixed_leading_dims(model: onnx.ModelProto) -> dict[str, int]:
     return leading
 
 
-def _shape_constants(graphs: list[onnx.GraphProto]) -> dict[str, onnx.TensorProto]:
-    """tensor -> the stored shape-like vector it holds (an initializer or a Constant's value)."""
+def _shape_constants(graphs: list[onnx.GraphProto], nodes: list[Sequence[NodeFields]]) -> dict[str, onnx.TensorProto]:
+    """tensor -> the stored shape-like vector it holds (an initializer or a Constant's value);
+    ``nodes``: each graph's NodeFields."""
     constants = {t.name: t for g in graphs for t in g.initializer if _shape_like(t)}
-    for graph in graphs:
-        for node in graph.node:
-            if node.op_type == "Constant":
-                value = next((a.t for a in node.attribute if a.name == "value"), None)
+    for fields in nodes:
+        for node in fields:
+            if node.op_type == "Constant" and node.outputs:
+                value = next((a.t for a in node.attributes if a.name == "value"), None)
                 if value is not None and _shape_like(value):
-                    constants[node.output[0]] = value
+                    constants[node.outputs[0]] = value
     return constants
 
 
-def _shapes_holding(batch: int, graphs: list[onnx.GraphProto], constants: dict[str, onnx.TensorProto]) -> Counter[str]:
+def _shapes_holding(
+    batch: int, nodes: list[Sequence[NodeFields]], constants: dict[str, onnx.TensorProto]
+) -> Counter[str]:
     """op type -> its nodes whose shape operand is a constant starting with ``batch``."""
     shapes: Counter[str] = Counter()
-    for graph in graphs:
-        for node in graph.node:
+    for fields in nodes:
+        for node in fields:
             operand = SHAPE_OPERANDS.get(node.op_type)
-            if node.domain in ("", "ai.onnx") and operand is not None and operand < len(node.input):
-                tensor = constants.get(node.input[operand])
+            if node.domain in ("", "ai.onnx") and operand is not None and operand < len(node.inputs):
+                tensor = constants.get(node.inputs[operand])
                 if tensor is not None and _first_element(tensor) == batch:
                     shapes[node.op_type] += 1
     return shapes

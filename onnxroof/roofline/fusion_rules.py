@@ -18,8 +18,12 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .kernel_build import Kernel, build_kernel, inputs_ready
+
+if TYPE_CHECKING:
+    from ..cost.records import NodeRecord
 
 
 @dataclass(frozen=True)
@@ -83,9 +87,12 @@ def _sibling_key(kernel: Kernel, body_of: dict[str, str]) -> tuple | None:
     """What a kernel's convolution or matmul shares with those it may merge with: its op, the
     activation it reads, its output shape but for the channels, its depth, its subgraph; None when
     it has no such product by a stored weight."""
-    from .node_kinds import CONV_OPS, node_kind  # here: node_kinds reads the op registry (onnx), which
+    if not any(m.macs for m in kernel.records):  # most kernels: no product, and no import to pay for each
+        return None
+    # here: node_kinds reads the op registry (onnx), which `onnxroof targets`, reading
+    # FUSION_RULES through the target schema, must not import
+    from .node_kinds import CONV_OPS, node_kind
 
-    # `onnxroof targets`, reading FUSION_RULES through the target schema, must not import
     anchor = next((m for m in kernel.records if m.macs and node_kind(m) == "mac"), None)  # see reuse_of
     if anchor is None or not anchor.param_inputs or not anchor.inputs or anchor.inputs[0] in anchor.param_inputs:
         return None
@@ -150,6 +157,11 @@ def absorb_head_layouts(kernels: list[Kernel], context: FuseContext) -> list[Ker
     AV joins the attention kernel as it grows (:func:`_attention`). One pass from the last kernel back:
     a transpose read by another transpose (K's head split, then K^T) finds its reader already
     given to the attention kernel."""
+    from .node_kinds import node_kind  # here, as in _sibling_key
+
+    heads = [index for index, kernel in enumerate(kernels) if _transposes_alone(kernel, node_kind)]
+    if not heads:  # most graphs' kernels: nothing to merge, and no need to index every node
+        return kernels
     owner = {name: index for index, kernel in enumerate(kernels) for name in kernel.nodes}
     into: dict[int, int] = {}  # kernel -> the attention kernel it joins
 
@@ -158,7 +170,7 @@ def absorb_head_layouts(kernels: list[Kernel], context: FuseContext) -> list[Ker
             index = into[index]
         return index
 
-    for index in range(len(kernels) - 1, -1, -1):
+    for index in reversed(heads):
         reader = _layout_reader(kernels, index, owner, final, context)
         if reader is not None:
             into[index] = reader
@@ -169,17 +181,27 @@ def absorb_head_layouts(kernels: list[Kernel], context: FuseContext) -> list[Ker
     return _merged(kernels, members, into, context)
 
 
+def _transposes_alone(kernel: Kernel, node_kind: Callable[[NodeRecord], str]) -> bool:
+    """Whether ``kernel`` is transposes alone, views aside (looked at until its first other node:
+    a chain of 100,000 Relus is one look)."""
+    found = False
+    for member in kernel.records:
+        if member.view:
+            continue
+        if node_kind(member) != "layout":
+            return False
+        found = True
+    return found
+
+
 def _layout_reader(
     kernels: list[Kernel], index: int, owner: dict[str, int], final: Callable[[int], int], context: FuseContext
 ) -> int | None:
-    """The attention kernel (in the same subgraph) that alone reads what kernel ``index`` makes,
-    when that kernel is transposes alone (views aside); else None."""
+    """The attention kernel (in the same subgraph) that alone reads what kernel ``index`` makes
+    (a kernel of transposes alone, views aside: :func:`_transposes_alone`); else None."""
     from .node_kinds import node_kind  # here, as in _sibling_key
 
     kernel, tensors = kernels[index], context.tensors
-    layout = [m for m in kernel.records if not m.view]
-    if not layout or any(node_kind(m) != "layout" for m in layout):
-        return None
     made = [t for m in kernel.records for t in m.outputs if t in tensors]
     readers = {final(owner[c]) if c in owner else None for t in made for c in tensors[t].consumers} - {index}
     if len(readers) != 1 or None in readers or any(t in context.graph_outputs for t in made):

@@ -121,7 +121,8 @@ def _readers(tensor, by_name: dict) -> tuple[int, bool, bool]:
     """One look at a member's output's readers: (how many members read it counting input bytes,
     whether a node outside reads it, whether a view inside does: ``_Escapes.leaves`` follows it)."""
     read_inside, outside, through_view = 0, False, False
-    for consumer in dict.fromkeys(tensor.consumers):
+    consumers = tensor.consumers
+    for consumer in consumers if len(consumers) < 2 else dict.fromkeys(consumers):  # each reader once
         reader = by_name.get(consumer)
         if reader is None:
             outside = True
@@ -140,8 +141,9 @@ def _shared_input_bytes(members: list[NodeRecord], by_name: dict, tensors: dict)
     made = {t for m in members for t in m.outputs}
     readers: dict[str, int] = {}  # tensor from outside -> the members reading it that count input bytes
     for member in members:
+        inputs = member.inputs
         if member.input_bytes and not member.view:
-            for name in dict.fromkeys(member.inputs):
+            for name in inputs if len(inputs) < 2 else dict.fromkeys(inputs):  # each tensor once
                 if name and name not in made:
                     readers[name] = readers.get(name, 0) + 1
     shared = 0

@@ -315,16 +315,17 @@ class _Placer:
         members' FLOPs by the type they compute in, then each type's roof once (a kernel may have
         100,000 members and one or two types)."""
         target, compute_dtypes = self.target, self.compute_dtypes
-        flops_by_dtype: Counter = Counter()
-        computing: Counter = Counter()  # type -> members with FLOPs in it
+        # plain dicts: a Counter costs more to make than the rest, once per kernel of 10^5
+        flops_by_dtype: dict[str, int] = {}
+        computing: dict[str, int] = {}  # type -> members with FLOPs in it
         # a kernel with multiply-adds runs its float32 on the runtime's fp32 math roof (TF32 tensor
         # cores under TensorRT: the target's [fp32_math]), its epilogue with it
         products = any(m.macs and not m.view for m in members)
         for member in members:
             member_dtype = compute_dtypes.get(member.name, member.dtype) if compute_dtypes else member.dtype
             member_dtype = target.mac_roof_dtype(member_dtype) if products else member_dtype
-            flops_by_dtype[member_dtype] += member.flops
-            computing[member_dtype] += bool(member.flops)
+            flops_by_dtype[member_dtype] = flops_by_dtype.get(member_dtype, 0) + member.flops
+            computing[member_dtype] = computing.get(member_dtype, 0) + bool(member.flops)
         roofs: Counter = Counter()  # roof -> FLOPs run on it
         for member_dtype, flops in flops_by_dtype.items():
             roof, _ = target.roof(member_dtype)

@@ -3,6 +3,8 @@ of a larger batch measured by analysing again. Expected values are derived by ha
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from conftest import launch_target, make_model, target_text
 from onnx import TensorProto, helper
@@ -16,6 +18,35 @@ def add_chain(length: int = 100):
     """x [batch, 16] -> a1 = x + x -> a2 = a1 + a1 -> ... : every Add reads and writes batch x 64 B."""
     nodes = [helper.make_node("Add", [f"a{i}", f"a{i}"], [f"a{i + 1}"], name=f"add_{i}") for i in range(length)]
     return make_model(nodes, [("a0", F32, ["batch", 16])], [(f"a{length}", F32, ["batch", 16])])
+
+
+def test_a_graph_over_the_further_limit_measures_one_larger_batch(tmp_path, monkeypatch):
+    # issue 43: on a large graph a second re-analysis would cost more than the findings may; the
+    # batch-8 gain is measured as before (262.5 µs, as below), the batch-64 evidence is left out
+    monkeypatch.setattr(
+        importlib.import_module("onnxroof.findings.launch"), "FURTHER_NODES", 99
+    )  # the chain has 100 nodes
+    analysis = onnxroof.analyze(add_chain(), targets=[launch_target(tmp_path)])
+    (launch,) = [f for f in analysis.review() if f.kind == "launch"]
+    assert launch.gain_s == pytest.approx(262.5e-6)
+    assert "further_batch" not in launch.evidence
+
+
+def test_the_findings_analyse_again_within_their_node_budget(tmp_path, monkeypatch):
+    # issue 43: the variants count the model's nodes against REANALYSE_NODES; with 150 the chain's
+    # batch 8 (100 nodes) is analysed and its gain measured (262.5 µs, as below), batch 64 is not
+    from onnxroof.findings import variants
+
+    monkeypatch.setattr(variants, "REANALYSE_NODES", 150)
+    analysis = onnxroof.analyze(add_chain(), targets=[launch_target(tmp_path)])
+    (launch,) = [f for f in analysis.review() if f.kind == "launch"]
+    assert launch.gain_s == pytest.approx(262.5e-6)
+    assert "further_batch" not in launch.evidence
+    base = variants.Variants(analysis, lambda **changes: analysis)
+    assert base.peak_bytes(dtype="fp16") == analysis.memory.model_order.peak_bytes  # 100 of 150
+    assert base.peak_bytes(dtype="int8") == (
+        "not analysed again: the findings have analysed 100 nodes again, and 100 more would pass the 150 they may"
+    )
 
 
 def test_a_chain_of_adds_is_launch_bound_and_batching_is_measured(tmp_path):

@@ -59,7 +59,7 @@ def read_rknn(path: str | os.PathLike) -> Trace:
     where = {name: columns.index(name) for name in ("OpType", "DataType", "Target", "Time(us)") if name in columns}
     if "Time(us)" not in where:
         raise UsageError(f"{path}: the RKNN table has no Time(us) column")
-    layers = []
+    layers: list[TraceLayer] = []
     for line in lines[start + 1 :]:
         tokens = line.split()
         if line.startswith("Total Operator") or (layers and not tokens):

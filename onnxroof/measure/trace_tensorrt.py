@@ -58,12 +58,14 @@ def is_layer_info(document: object) -> bool:
 
 def read_tensorrt(paths: Sequence[str | os.PathLike]) -> Trace:
     """The trace of a trtexec profile, with its layer information when one of ``paths`` is it."""
-    profile, layers, profile_path = None, None, None
+    profile: list[dict] | None = None
+    layers: dict | None = None
+    profile_path = None
     for path in paths:
         document = load_json(path, "TensorRT profile")
-        if is_profile(document):
+        if isinstance(document, list) and is_profile(document):
             profile, profile_path = document, path
-        elif is_layer_info(document):
+        elif isinstance(document, dict) and is_layer_info(document):
             layers = document
         else:
             raise UsageError(

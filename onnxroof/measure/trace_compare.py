@@ -1,0 +1,235 @@
+"""`onnxroof profile --trace`: a measured per-layer profile (:mod:`onnxroof.measure.traces`) beside
+onnxroof's prediction on a target, kernel by kernel, and the largest gaps with their likely cause.
+
+Each runtime kernel is predicted twice: **as the runtime ran it** (its nodes placed as one kernel,
+paying one launch: the split profile_run uses) and **under the target's own fusion policy** (the
+nodes' times in the kernels ``onnxroof summary`` predicts). The gap of a kernel is its measured
+time less the second (what the user was told), and its likely cause, the first that holds:
+
+- ``added``: the runtime added the layer (a reformat, a copy): no ONNX node, predicted as a launch
+  and the bytes it records, where it records them;
+- ``fallback``: the layer ran on another unit than most of the time did (RKNN's CPU beside the
+  NPU), in another precision (an FP32 layer in an FP16 engine), or in a runtime's reference kernel
+  (OpenVINO's ``ref_*``): the target's one set of roofs does not describe it;
+- ``fusion``: the runtime grouped the nodes otherwise than the target's policy (it fused kernels
+  the target keeps apart, or split one the target fuses), and the as-run prediction is closer to
+  the measurement: the difference is the fusion;
+- ``launch``: the kernel's predicted time is mostly its launch cost, or it measured under twice
+  the launch cost: fixed costs, not the roofs, decide it;
+- ``efficiency``: else the roof was right in kind and the target's efficiency for the kernel's
+  class is off: the measurement implies ``efficiency x predicted / measured`` of the roof.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..core.enums import TextEnum
+from .profile_run import compare, unattributed_kernel_s
+from .profiling import KernelTime, NodeComparison
+from .trace_records import Trace, TraceLayer
+from .traces import MeasuredTrace, read_trace
+
+if TYPE_CHECKING:
+    from ..result import Analysis
+    from ..roofline.placement import NodePlacement, TargetReport
+    from ..roofline.targets import Target
+
+LAUNCH_SHARE = 0.5  # a kernel whose predicted time is at least this share launch cost is launch-bound
+
+
+class GapCause(TextEnum):
+    """The likely cause of a kernel's gap between measured and predicted (module docstring)."""
+
+    ADDED = "added"
+    FALLBACK = "fallback"
+    FUSION = "fusion"
+    LAUNCH = "launch"
+    EFFICIENCY = "efficiency"
+
+
+@dataclass
+class KernelGap:
+    """One runtime kernel: measured, predicted as it ran and under the target's fusion policy."""
+
+    kernel: str
+    op_type: str
+    nodes: list[str]
+    measured_s: float
+    predicted_s: float  # its nodes placed as one kernel, as the runtime ran them
+    by_rules_s: float  # its nodes' times in the target's own kernels
+    cause: GapCause
+    why: str  # the cause in words, with its figures
+    unit: str | None = None
+    precision: str | None = None
+
+    @property
+    def gap_s(self) -> float:
+        """Measured less predicted under the target's policy: positive, slower than predicted."""
+        return self.measured_s - self.by_rules_s
+
+    @property
+    def ratio(self) -> float | None:
+        return self.measured_s / self.by_rules_s if self.by_rules_s else None
+
+
+@dataclass
+class TraceComparison:
+    analysis: Analysis
+    measured: MeasuredTrace
+    report: TargetReport  # the prediction as the runtime grouped the nodes
+    by_rules: TargetReport  # under the target's fusion policy
+    nodes: list[NodeComparison]
+    kernels: list[KernelGap]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def measured_s(self) -> float:
+        return self.measured.measured_s
+
+    @property
+    def predicted_s(self) -> float:
+        """The runtime's kernels, as it ran them, predicted on the target."""
+        return sum(k.predicted_s for k in self.kernels)
+
+    @property
+    def mapped_share(self) -> float | None:
+        return self.measured.mapped_share
+
+    def largest_gaps(self, count: int = 5) -> list[KernelGap]:
+        """The kernels whose measured time is furthest from the prediction, in seconds."""
+        return sorted(self.kernels, key=lambda k: -abs(k.gap_s))[:count]
+
+
+def compare_trace(
+    analysis: Analysis,
+    target: Target,
+    paths: Sequence[str | os.PathLike],
+    loaded: tuple[str, Trace | list] | None = None,
+    trace_format: str | None = None,
+) -> TraceComparison:
+    """Read the trace in ``paths`` (or ``loaded``, :func:`traces.load_trace`'s answer) and compare it
+    with the prediction on ``target``, kernel by kernel."""
+    from ..roofline.placement import place_model, split_kernel_times
+
+    batch = analysis.batch or 1
+    unfused = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, fusion=())
+    weights = {n.name: n.placement.time_s for n in unfused.nodes}
+    measured = read_trace(paths, analysis, trace_format, weights=weights, loaded=loaded)
+    mapping = measured.mapping
+    by_rules = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch)
+    groups = [[n for n in k.nodes if mapping.kernel_of.get(n) == k.name] for k in mapping.kernels if k.nodes]
+    report = place_model(analysis.cost_graph, analysis.memory, target, analysis.dtype, batch, groups=groups)
+    as_ran, by_policy = split_kernel_times(report, weights), split_kernel_times(by_rules, weights)
+    kernel_of_rules = {node: i for i, kernel in enumerate(by_rules.nodes) for node in kernel.nodes}
+    placements = {node: kernel for kernel in report.nodes for node in kernel.nodes}
+    dominant = _dominant(measured.layers, mapping.kernels)
+    gaps = []
+    for kernel in mapping.kernels:
+        layer = measured.layers.get(kernel.name)
+        if not kernel.nodes:
+            predicted = unattributed_kernel_s(kernel, target, report.launch_s)
+            why = "added by the runtime (no ONNX node): predicted as one launch"
+            gaps.append(_gap(kernel, predicted, predicted, GapCause.ADDED, why, layer))
+            continue
+        predicted = sum(as_ran.get(n, 0.0) for n in kernel.nodes)
+        rules = sum(by_policy.get(n, 0.0) for n in kernel.nodes)
+        cause, why = _cause(kernel, layer, dominant, predicted, rules, placements, kernel_of_rules, by_rules, report)
+        gaps.append(_gap(kernel, predicted, rules, cause, why, layer))
+    notes = [
+        f"measured by {measured.source}; {measured.mapped_share or 0:.1%} of the measured time is in kernels "
+        "mapped to ONNX nodes",
+        f"predicted on {target.name} as the runtime grouped the nodes ({len(groups)} kernels, each paying the launch "
+        f"cost) and under the target's fusion policy ({len(by_rules.nodes)} kernels, "
+        f"{by_rules.latency_s * 1e3:.4g} ms)",
+    ]
+    if dominant[1] and dominant[1] != "FP32" and analysis.dtype == "model":
+        notes.append(
+            f"most of the measured time ran in {dominant[1]} and the prediction is in the model's stored types: "
+            f"give --dtype {dominant[1].lower()} to predict in the runtime's precision"
+        )
+    return TraceComparison(
+        analysis, measured, report, by_rules, compare(analysis, report, mapping, as_ran), gaps, notes
+    )
+
+
+def _gap(kernel: KernelTime, predicted: float, rules: float, cause: GapCause, why: str, layer) -> KernelGap:
+    return KernelGap(
+        kernel.name,
+        kernel.op_type,
+        list(kernel.nodes),
+        kernel.seconds,
+        predicted,
+        rules,
+        cause,
+        why,
+        unit=layer.unit if layer else None,
+        precision=layer.precision if layer else None,
+    )
+
+
+def _dominant(layers: Mapping[str, TraceLayer], kernels: list[KernelTime]) -> tuple[str | None, str | None]:
+    """The unit and the precision most of the measured time ran on (None where the trace says none)."""
+    units: dict[str, float] = {}
+    precisions: dict[str, float] = {}
+    for kernel in kernels:
+        layer = layers.get(kernel.name)
+        if layer is None or layer.added:
+            continue
+        if layer.unit:
+            units[layer.unit] = units.get(layer.unit, 0.0) + kernel.seconds
+        if layer.precision:
+            precisions[layer.precision] = precisions.get(layer.precision, 0.0) + kernel.seconds
+    return (max(units, key=units.__getitem__, default=None), max(precisions, key=precisions.__getitem__, default=None))
+
+
+def _cause(
+    kernel: KernelTime,
+    layer: TraceLayer | None,
+    dominant: tuple[str | None, str | None],
+    predicted: float,
+    rules: float,
+    placements: Mapping[str, NodePlacement],
+    kernel_of_rules: Mapping[str, int],
+    by_rules: TargetReport,
+    report: TargetReport,
+) -> tuple[GapCause, str]:
+    """The likely cause of one mapped kernel's gap, and the reason in words."""
+    unit, precision = dominant
+    if layer is not None:
+        if layer.reference:
+            return GapCause.FALLBACK, "ran in the runtime's reference kernel (no optimised kernel for it)"
+        if unit and layer.unit and layer.unit != unit:
+            return GapCause.FALLBACK, f"fell back to the {layer.unit} (most of the time ran on the {unit})"
+        computes = any(placements[n].placement.flops for n in kernel.nodes if n in placements)
+        if precision and layer.precision and layer.precision != precision and computes:
+            return GapCause.FALLBACK, f"ran in {layer.precision} (most of the time ran in {precision})"
+    rule_kernels = {kernel_of_rules[n] for n in kernel.nodes if n in kernel_of_rules}
+    outside = {n for i in rule_kernels for n in by_rules.nodes[i].nodes} - set(kernel.nodes)
+    regrouped = len(rule_kernels) > 1 or bool(outside)
+    if regrouped and abs(kernel.seconds - predicted) < abs(kernel.seconds - rules):
+        if len(rule_kernels) > 1:
+            return GapCause.FUSION, (
+                f"the runtime fused {len(rule_kernels)} of the target's kernels into one "
+                f"(predicted {predicted * 1e6:.3g} µs fused, {rules * 1e6:.3g} µs apart)"
+            )
+        return GapCause.FUSION, "the target fuses it with nodes the runtime ran apart"
+    placement = placements[kernel.nodes[0]].placement
+    launch = placement.overhead_s
+    if launch and (launch >= LAUNCH_SHARE * placement.time_s or kernel.seconds < 2 * launch):
+        work = max(placement.time_s - launch, 0.0)
+        return GapCause.LAUNCH, (
+            f"fixed costs: its predicted work is {work * 1e6:.3g} µs beside the target's launch of "
+            f"{launch * 1e6:.3g} µs a kernel (a costlier launch, or several inside the runtime's kernel)"
+        )
+    work_s = max(placement.time_s - launch, 0.0)
+    measured_work = max(kernel.seconds - launch, 0.0)
+    implied = placement.efficiency * work_s / measured_work if measured_work else None
+    name = placement.kernel_class or "its"
+    return GapCause.EFFICIENCY, (
+        f"class {name}: the target assumes {placement.efficiency:.2f} of the roof"
+        + (f", the measurement implies {implied:.2f}" if implied is not None else "")
+    )

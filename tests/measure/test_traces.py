@@ -56,7 +56,11 @@ def test_tensorrt_resnet18_maps_every_fused_layer_to_its_nodes(resnet18):
     assert trace.mapped_share == pytest.approx(0.708 / 0.720) and trace.mapped_share >= 0.95
     kernels = {k.name: k for k in trace.mapping.kernels}
     p = "/layer1/layer1.0"
-    assert kernels[f"{p}/conv2/Conv + {p}/Add + {p}/act2/Relu"].nodes == [f"{p}/conv2/Conv", f"{p}/Add", f"{p}/act2/Relu"]
+    assert kernels[f"{p}/conv2/Conv + {p}/Add + {p}/act2/Relu"].nodes == [
+        f"{p}/conv2/Conv",
+        f"{p}/Add",
+        f"{p}/act2/Relu",
+    ]
     assert kernels["/fc/Gemm"].nodes == ["/fc/Gemm"]
     assert kernels["reshape_before_/fc/Gemm"].nodes == []
     # every node is in a layer but the Flatten, a view TensorRT folded away

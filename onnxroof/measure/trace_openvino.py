@@ -23,8 +23,11 @@ adds a ``%`` column. The JSON form (``-json_stats``: ``{"report_type": "detailed
 "cpu_time"}]}]}``, or ``"avg_performance"``) is read too. A layer's time is its median ``realTime``
 over the blocks.
 
-Names: OpenVINO's ONNX frontend names each layer after its ONNX node (after its output tensor
-when the node has no name), so :func:`onnxroof.measure.profiling.map_kernels` finds them by name;
+Names: OpenVINO's ONNX frontend names each layer after its ONNX node, after its output tensor
+when the node has no name (``Graph::set_friendly_names`` in ``src/frontends/onnx/frontend/src/core/
+graph.cpp``; releases before 2023 always used the output tensor's name, and a node split over
+several layers gives ``node_output``), so :func:`onnxroof.measure.profiling.map_kernels` finds them
+by name, as a node, a tensor (its producer) or a prefix;
 the CPU plugin's fusions (a Conv's ReLU, a MatMul's bias Add) are ``OPTIMIZED_OUT`` and join their
 kernel by neighbourhood. ``Reorder`` layers are layout conversions the plugin adds: no ONNX node.
 """

@@ -59,3 +59,16 @@ def test_a_foreign_trace_is_a_one_line_error_and_writes_nothing(resnet18, tmp_pa
     _, err = capsys.readouterr()
     assert code == 2 and "not a profile onnxroof reads" in err and err.count("\n") == 1
     assert not output.exists()
+
+
+def test_a_recorded_onnxruntime_profile_reads_as_a_trace(capsys):
+    profile = str(Path(__file__).resolve().parents[1] / "measure" / "data" / "minigooglenet-ort-all.json")
+    code = main(
+        ["profile", "--example", "minigooglenet", "--trace", profile, "--target", "myriad-x", "--format", "json"]
+    )
+    out, _ = capsys.readouterr()
+    document = json.loads(out)
+    assert code == 0 and document["trace"]["format"] == "onnxruntime"
+    # the recorded run's one layout reorder (ReorderOutput) is the only kernel with no ONNX node
+    assert [k["name"] for k in document["kernels"] if not k["nodes"]] == ["ReorderOutput"]
+    assert document["totals"]["mapped_share"] >= 0.95

@@ -5,8 +5,9 @@ predicted time, and the share of the measured time mapped to ONNX nodes
 
 from __future__ import annotations
 
+from ..measure.profile_run import kernel_placements
 from ..measure.trace_compare import KernelGap, TraceComparison
-from ..result.entries import tensor_entry
+from .profile_json import model_entry, node_entry
 
 SCHEMA = "onnxroof-trace/1"
 GAPS_LISTED = 10
@@ -33,13 +34,11 @@ def trace_document(result: TraceComparison) -> dict:
     """The JSON document (``schema: onnxroof-trace/1``)."""
     analysis, measured, target = result.analysis, result.measured, result.report.target
     mapping = measured.mapping
+    placements = kernel_placements(result.report)
+    flops = {r.name: r.flops for r in analysis.nodes}
     return {
         "schema": SCHEMA,
-        "model": {
-            "name": analysis.model.name,
-            "path": analysis.model.path,
-            "inputs": [tensor_entry(i) for i in analysis.inputs],
-        },
+        "model": model_entry(analysis),
         "target": {"name": target.name, "path": target.path, "description": target.description},
         "trace": {"format": measured.format, "source": measured.source, "files": measured.files, "runs": mapping.runs},
         "totals": {
@@ -51,19 +50,7 @@ def trace_document(result: TraceComparison) -> dict:
         },
         "largest_gaps": [_kernel_entry(g) for g in result.largest_gaps(GAPS_LISTED)],
         "kernels": [_kernel_entry(g) for g in result.kernels],
-        "nodes": [
-            {
-                "name": n.name,
-                "op_type": n.op_type,
-                "bound": n.bound,
-                "predicted_s": n.predicted_s,
-                "measured_s": n.measured_s,
-                "ratio": n.ratio,
-                "kernel": n.kernel,
-                "status": n.status,
-            }
-            for n in result.nodes
-        ],
+        "nodes": [node_entry(n, placements.get(n.name), flops[n.name]) for n in result.nodes],
         "removed": mapping.removed,
         "not_seen": mapping.not_seen,
         "notes": result.notes,

@@ -216,3 +216,39 @@ def test_an_rknn_table_inside_a_log_and_in_the_older_columns(tmp_path):
         ("2:Conv:conv0", pytest.approx(250e-6)),
     ]
     assert trace.layers[1].nodes == ("conv0",) and trace.layers[0].added
+
+
+def test_openvino_json_and_sorted_csv_read_as_the_csv(tmp_path):
+    from onnxroof.measure.trace_openvino import read_openvino
+
+    nodes = [
+        {
+            "name": "conv",
+            "status": "EXECUTED",
+            "node_type": "Convolution",
+            "exec_type": "jit_avx2_FP32",
+            "real_time": 0.5,
+        },
+        {"name": "relu", "status": "OPTIMIZED_OUT", "node_type": "Eltwise", "exec_type": "undef", "real_time": 0.0},
+    ]
+    path = tmp_path / "benchmark_detailed_counters_report.json"
+    path.write_text(json.dumps({"report_type": "detailed", "detailed_performance": [{"nodes": nodes}]}))
+    (layer,) = read_openvino(path).layers
+    assert (layer.name, layer.seconds, layer.precision) == ("conv", pytest.approx(0.5e-3), "FP32")
+    sorted_csv = tmp_path / "sorted.csv"
+    sorted_csv.write_text(
+        "layerName;execStatus;layerType;execType;realTime (ms);cpuTime (ms); %\n"
+        "conv;EXECUTED;Convolution;ref_any_I8;0.250000;0.250000;100\n"
+        "Total;;;;0.25;0.25;100\n"
+    )
+    (layer,) = read_openvino(sorted_csv).layers
+    assert (layer.seconds, layer.precision, layer.reference) == (pytest.approx(0.25e-3), "INT8", True)
+
+
+def test_a_tensorrt_profile_with_total_times_only_divides_by_the_count(tmp_path):
+    from onnxroof.measure.trace_tensorrt import read_tensorrt
+
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps([{"count": 200}, {"name": "a + b", "timeMs": 50.0, "percentage": 100.0}]))
+    (layer,) = read_tensorrt([path]).layers
+    assert layer.seconds == pytest.approx(50.0 / 200 * 1e-3) and layer.nodes == ("a", "b")

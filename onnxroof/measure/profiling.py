@@ -472,6 +472,23 @@ class ProfileResult:
     # the fastest run without the profiler, or (profile_model's wall_seconds) the fastest ~5 ms batch's mean:
     # the roofs' statistic
     wall_fastest_s: float | None = None
+    runtime: str | None = None  # what measured it, when not this machine's onnxruntime (profile --trace)
+
+    @property
+    def runtime_name(self) -> str:
+        """The runtime's name in a sentence ("onnxruntime kernel X", "runtime kernel X")."""
+        return "runtime" if self.runtime else "onnxruntime"
+
+    @property
+    def measured_by(self) -> str:
+        """What measured the nodes, in words: the runtime of a trace, else onnxruntime and its settings."""
+        if self.runtime:
+            return self.runtime
+        threads = f"{self.threads} intra-op threads" if self.threads else "default threads"
+        return (
+            f"onnxruntime {self.ort_version} CPU, optimization {self.optimization}, {threads}, "
+            f"median of {self.mapping.runs} runs after {self.warmup} warm-up"
+        )
 
     @property
     def predicted_s(self) -> float:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from ..core.enums import TextEnum
 from .profile_run import compare, unattributed_kernel_s
-from .profiling import KernelTime, NodeComparison
+from .profiling import KernelTime, NodeComparison, ProfileResult
 from .trace_records import Trace, TraceLayer
 from .traces import MeasuredTrace, read_trace
 
@@ -98,6 +98,29 @@ class TraceComparison:
     @property
     def mapped_share(self) -> float | None:
         return self.measured.mapped_share
+
+    def as_profile_result(self, gaps: int = 5) -> ProfileResult:
+        """The comparison in the shape of onnxruntime's (the HTML report's "Predicted vs measured"),
+        the largest gaps and their causes among its notes."""
+        lines = [
+            f"gap {rank}: {gap.kernel} measured {gap.measured_s * 1e6:.4g} µs, predicted {gap.by_rules_s * 1e6:.4g} µs "
+            f"under the target's policy: {gap.cause}, {gap.why}"
+            for rank, gap in enumerate(self.largest_gaps(gaps), 1)
+        ]
+        return ProfileResult(
+            self.analysis,
+            self.report,
+            self.measured.mapping,
+            self.nodes,
+            optimization="",
+            threads=None,
+            warmup=0,
+            ort_version="",
+            notes=[*lines, *self.notes],
+            unattributed_s=sum(k.predicted_s for k in self.kernels if not k.nodes),
+            by_rules=self.by_rules,
+            runtime=self.measured.source,
+        )
 
     def largest_gaps(self, count: int = 5) -> list[KernelGap]:
         """The kernels whose measured time is furthest from the prediction, in seconds."""

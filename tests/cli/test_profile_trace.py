@@ -72,3 +72,12 @@ def test_a_recorded_onnxruntime_profile_reads_as_a_trace(capsys):
     # the recorded run's one layout reorder (ReorderOutput) is the only kernel with no ONNX node
     assert [k["name"] for k in document["kernels"] if not k["nodes"]] == ["ReorderOutput"]
     assert document["totals"]["mapped_share"] >= 0.95
+
+
+def test_an_html_output_is_the_report_page_with_the_trace_and_its_gaps(resnet18, tmp_path, capsys):
+    page = tmp_path / "trace.html"
+    code = main(["profile", resnet18, "--trace", TRT[0], "--trace", TRT[1], "--target", "l4", "-q", "-o", str(page)])
+    capsys.readouterr()
+    text = page.read_text(encoding="utf-8")
+    assert code == 0 and "Predicted vs measured" in text and "TensorRT (trtexec" in text
+    assert "gap 1: " in text and "onnxruntime" not in text  # measured by TensorRT, not by this machine

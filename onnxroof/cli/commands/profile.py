@@ -192,8 +192,6 @@ def run_trace(args: argparse.Namespace) -> int:
 
     if not args.trace:
         raise UsageError("--trace-format needs --trace FILE")
-    if args.output and args.output.lower().endswith(".html"):
-        raise UsageError("profile --trace writes a table or JSON (--format json), not HTML; give -o FILE.txt or .json")
     source = _model_source(args)
     loaded = load_trace(args.trace, args.trace_format)  # a bad file fails before the analysis
     if loaded[0] != "onnxruntime" and not args.target:
@@ -209,7 +207,11 @@ def run_trace(args: argparse.Namespace) -> int:
     result = compare_trace(analysis, target, args.trace, loaded=loaded)
     if note:
         result.notes.append(note)
-    if args.format == "json":
+    if args.output and args.output.lower().endswith(".html"):
+        from ...report.html.profile_page import render_profile_html
+
+        text = render_profile_html(result.as_profile_result())
+    elif args.format == "json":
         text = json.dumps(trace_document(result), indent=2) + "\n"
     else:
         text = render_trace_table(result)

@@ -209,6 +209,20 @@ def _dominant(layers: Mapping[str, TraceLayer], kernels: list[KernelTime]) -> tu
     return (max(units, key=units.__getitem__, default=None), max(precisions, key=precisions.__getitem__, default=None))
 
 
+def _fallback(layer: TraceLayer | None, dominant: tuple[str | None, str | None], computes: bool) -> str | None:
+    """Why the layer fell back (a reference kernel, another unit, another precision), or None."""
+    unit, precision = dominant
+    if layer is None:
+        return None
+    if layer.reference:
+        return "ran in the runtime's reference kernel (no optimised kernel for it)"
+    if unit and layer.unit and layer.unit != unit:
+        return f"fell back to the {layer.unit} (most of the time ran on the {unit})"
+    if precision and layer.precision and layer.precision != precision and computes:  # a copy's type is its data's
+        return f"ran in {layer.precision} (most of the time ran in {precision})"
+    return None
+
+
 def _cause(
     kernel: KernelTime,
     layer: TraceLayer | None,
@@ -221,15 +235,9 @@ def _cause(
     report: TargetReport,
 ) -> tuple[GapCause, str]:
     """The likely cause of one mapped kernel's gap, and the reason in words."""
-    unit, precision = dominant
-    if layer is not None:
-        if layer.reference:
-            return GapCause.FALLBACK, "ran in the runtime's reference kernel (no optimised kernel for it)"
-        if unit and layer.unit and layer.unit != unit:
-            return GapCause.FALLBACK, f"fell back to the {layer.unit} (most of the time ran on the {unit})"
-        computes = any(placements[n].placement.flops for n in kernel.nodes if n in placements)
-        if precision and layer.precision and layer.precision != precision and computes:
-            return GapCause.FALLBACK, f"ran in {layer.precision} (most of the time ran in {precision})"
+    fallback = _fallback(layer, dominant, any(placements[n].placement.flops for n in kernel.nodes if n in placements))
+    if fallback:
+        return GapCause.FALLBACK, fallback
     rule_kernels = {kernel_of_rules[n] for n in kernel.nodes if n in kernel_of_rules}
     outside = {n for i in rule_kernels for n in by_rules.nodes[i].nodes} - set(kernel.nodes)
     regrouped = len(rule_kernels) > 1 or bool(outside)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ..roofline.placement import NodePlacement, TargetReport
     from ..roofline.targets import Target
 
+WELL_MAPPED = 0.95  # below this share of the measured time mapped to nodes, a note says where the rest is
 LAUNCH_SHARE = 0.5  # a kernel whose predicted time is at least this share launch cost is launch-bound
 
 
@@ -169,6 +170,12 @@ def compare_trace(
         f"cost) and under the target's fusion policy ({len(by_rules.nodes)} kernels, "
         f"{by_rules.latency_s * 1e3:.4g} ms)",
     ]
+    if (measured.mapped_share or 0) < WELL_MAPPED:
+        notes.append(
+            f"only {measured.mapped_share or 0:.0%} of the measured time maps to ONNX nodes: the rest is in layers "
+            "whose names the runtime made up"
+            + (" (give TensorRT's --exportLayerInfo as a second --trace)" if measured.format == "tensorrt" else "")
+        )
     if dominant[1] and dominant[1] != "FP32" and analysis.dtype == "model":
         notes.append(
             f"most of the measured time ran in {dominant[1]} and the prediction is in the model's stored types: "

@@ -138,8 +138,15 @@ def read_trace(
         mapping = map_profile(parsed, analysis, weights=weights)
         if not mapping.kernels:
             raise UsageError(f"{files[0]}: the onnxruntime profile has no kernel events (was profiling enabled?)")
-        return MeasuredTrace(chosen, "onnxruntime profile", [str(f) for f in files], mapping)
-    return map_trace(parsed, analysis, weights)
+        measured = MeasuredTrace(chosen, "onnxruntime profile", [str(f) for f in files], mapping)
+    else:
+        measured = map_trace(parsed, analysis, weights)
+    if measured.measured_s > 0 and measured.mapped_s == 0:
+        raise UsageError(
+            f"{files[0]}: none of the trace's {len(measured.mapping.kernels)} layers matches a node of "
+            f"{analysis.model.name}: is it another model's trace? (layer names must be the ONNX node or tensor names)"
+        )
+    return measured
 
 
 def map_trace(trace: Trace, analysis: Analysis, weights: Mapping[str, float] | None = None) -> MeasuredTrace:

@@ -252,3 +252,9 @@ def test_a_tensorrt_profile_with_total_times_only_divides_by_the_count(tmp_path)
     path.write_text(json.dumps([{"count": 200}, {"name": "a + b", "timeMs": 50.0, "percentage": 100.0}]))
     (layer,) = read_tensorrt([path]).layers
     assert layer.seconds == pytest.approx(50.0 / 200 * 1e-3) and layer.nodes == ("a", "b")
+
+
+def test_another_models_trace_is_a_one_line_error(bert):
+    with pytest.raises(UsageError, match="is it another model's trace") as error:
+        read_trace(TRACES / "resnet18-openvino-detailed.csv", bert)
+    assert "\n" not in str(error.value)

@@ -16,10 +16,12 @@ in github.com/NVIDIA/TensorRT; trtexec's options in the TensorRT developer guide
   ran, ``[ONNX Layer: /conv1/Conv]`` each, joined by the separator ``\\x1e`` (or ``\\x1f``).
 
 A layer's **name** says what it fused where there is no metadata: nodes joined by ``" + "``
-(``/conv1/Conv + /act1/Relu``), pointwise fusions ``PWN(a, b)``, a Myelin subgraph
+(``/conv1/Conv + /act1/Relu``), layers merged side by side joined by ``" || "`` (older
+releases: ``a + relu_a || b + relu_b``), pointwise fusions ``PWN(a, b)``, a Myelin subgraph
 ``{ForeignNode[/first/Node.../last/Node]}`` (every node from the first to the last) and layout
 copies TensorRT adds (``Reformatting CopyNode for Input Tensor 0 to /conv1/Conv``, layer type
-``Reformat``), which belong to no ONNX node. Precision: the ``Format/Datatype`` of its first output
+``Reformat``; before TensorRT 8, ``conv1 + relu1 input reformatter 0``), which belong to no ONNX
+node. Precision: the ``Format/Datatype`` of its first output
 (``Row major linear FP32``, ``Channel major FP16 format ...``, ``... Int8 ...``).
 """
 
@@ -35,7 +37,7 @@ from .trace_records import Trace, TraceLayer, number, precision_of, read_text
 
 _METADATA = re.compile(r"\[ONNX Layer: ([^\]|\x1e\x1f]+?)(?: \|[^\]]*)?\]")
 _FOREIGN = re.compile(r"^\{ForeignNode\[(.*)\]\}$")
-_REFORMAT = re.compile(r"^Reformatting CopyNode for (?:Input|Output) Tensor")
+_REFORMAT = re.compile(r"^Reformatting CopyNode for (?:Input|Output) Tensor| (?:input|output) reformatter \d+$")
 _PROFILE_SUFFIX = re.compile(r" \[profile \d+\]$")
 _ADDED_TYPES = frozenset({"Reformat", "Shuffle(reformat)", "signal", "wait"})
 
@@ -130,7 +132,7 @@ def _layer(name: str, seconds: float, info: dict | None) -> TraceLayer:
     outputs = tuple(str(t.get("Name")) for t in info.get("Outputs", ()) if isinstance(t, dict) and t.get("Name"))
     first_output = next((t for t in info.get("Outputs", ()) if isinstance(t, dict)), {})
     precision = _precision(str(first_output.get("Format/Datatype", "")))
-    added = layer_type in _ADDED_TYPES or bool(_REFORMAT.match(bare))
+    added = layer_type in _ADDED_TYPES or bool(_REFORMAT.search(bare))
     declared = tuple(dict.fromkeys(m.strip() for m in _METADATA.findall(str(info.get("Metadata", "") or ""))))
     nodes, span = (declared, None) if declared else _named_nodes(bare)
     return TraceLayer(
@@ -156,9 +158,9 @@ def _named_nodes(name: str) -> tuple[tuple[str, ...], tuple[str, str] | None]:
             return (), (first.strip(), last.strip())
         return tuple(part.strip() for part in inner.split(" + ") if part.strip()), None
     if "PWN(" in name:  # pointwise fusions, nested: PWN(PWN(a, b), c)
-        parts = [p.strip().rstrip(")") for p in re.split(r" \+ |, ", name.replace("PWN(", ""))]
+        parts = [p.strip().rstrip(")") for p in re.split(r" \+ |, | \|\| ", name.replace("PWN(", ""))]
     else:
-        parts = [p.strip() for p in name.split(" + ")]
+        parts = [p.strip() for p in re.split(r" \+ | \|\| ", name)]
     return tuple(p for p in dict.fromkeys(parts) if p), None
 
 

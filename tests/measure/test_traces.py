@@ -258,3 +258,19 @@ def test_another_models_trace_is_a_one_line_error(bert):
     with pytest.raises(UsageError, match="is it another model's trace") as error:
         read_trace(TRACES / "resnet18-openvino-detailed.csv", bert)
     assert "\n" not in str(error.value)
+
+
+def test_older_tensorrt_names_merged_layers_and_reformatters(tmp_path):
+    from onnxroof.measure.trace_tensorrt import read_tensorrt
+
+    # names as TensorRT 7 wrote them: layers merged side by side with " || ", reformatters by suffix
+    profile = [
+        {"count": 10},
+        {"name": "conv1 + relu1 input reformatter 0", "timeMs": 1.0, "averageMs": 0.1, "percentage": 10.0},
+        {"name": "a/1x1 + a/relu_1x1 || a/3x3_reduce + a/relu_3x3_reduce", "timeMs": 9.0, "averageMs": 0.9},
+    ]
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(profile))
+    reformat, merged = read_tensorrt([path]).layers
+    assert reformat.added and reformat.nodes == ()
+    assert merged.nodes == ("a/1x1", "a/relu_1x1", "a/3x3_reduce", "a/relu_3x3_reduce")

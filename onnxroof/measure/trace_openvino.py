@@ -20,8 +20,11 @@ the kernel the plugin chose, its precision last (``jit_avx2_FP32``, ``brgconv_av
 ``-report_type average_counters`` writes the same table once, averaged; ``sort_detailed_counters``
 adds a ``%`` column. The JSON form (``-json_stats``: ``{"report_type": "detailed",
 "detailed_performance": [{"nodes": [{"name", "status", "node_type", "exec_type", "real_time",
-"cpu_time"}]}]}``, or ``"avg_performance"``) is read too. A layer's time is its median ``realTime``
-over the blocks.
+"cpu_time"}]}]}``, or ``"avg_performance"``) is read too, and so is the CSV of the 2019 releases
+(``samples/benchmark_app/statistics_report.cpp`` then: after a ``Configuration setup`` section, one
+table ``layer name;exec status;layer type;exec type;realTime_iter0;cpuTime_iter0;realTime_iter1;...``,
+every request in one row, or ``median real time;median cpu time``). A layer's time is its median
+real time over the requests.
 
 Names: OpenVINO's ONNX frontend names each layer after its ONNX node, after its output tensor
 when the node has no name (``Graph::set_friendly_names`` in ``src/frontends/onnx/frontend/src/core/
@@ -42,15 +45,17 @@ from collections import defaultdict
 from ..core.errors import UsageError
 from .trace_records import Trace, TraceLayer, number, precision_of, read_text
 
-HEADER = ("layerName", "execStatus", "layerType", "execType", "realTime (ms)")
+HEADER = ("layerName", "execStatus", "layerType", "execType", "realTime (ms)")  # today's; _header reads 2019's too
 _ADDED_TYPES = frozenset({"Reorder", "Parameter", "Result", "Input", "Output", "Constant"})
 
 
 def looks_like_openvino(text: str) -> bool:
     """The text is benchmark_app's counters, CSV or JSON."""
     head = text.lstrip()[:4096]
-    return head.startswith("layerName;execStatus") or (
-        head.startswith("{") and ('"detailed_performance"' in head or '"avg_performance"' in head)
+    return (
+        "layerName;execStatus" in head
+        or "layer name;exec status" in head
+        or (head.startswith("{") and ('"detailed_performance"' in head or '"avg_performance"' in head))
     )
 
 
@@ -95,30 +100,48 @@ Row = tuple[str, str, str, float]  # name, layer type, exec type, real time in m
 
 
 def _csv_blocks(text: str, path: str | os.PathLike) -> list[list[Row]]:
+    """One block of rows per infer request; the lines around the tables (a configuration, the
+    statistics) are skipped."""
     blocks: list[list[Row]] = []
     columns: dict[str, int] | None = None
+    times: list[int] = []  # the columns of real times: one (a block per table), or one per request (2019)
     for number_, line in enumerate(text.splitlines(), 1):
         cells = [c.strip() for c in line.split(";")]
-        if cells[0] == "layerName":
-            missing = [h for h in HEADER if h not in cells]
-            if missing:
-                raise UsageError(f"{path}:{number_}: the OpenVINO counters' header has no {', '.join(missing)} column")
-            columns = {h: cells.index(h) for h in HEADER}
-            blocks.append([])
+        if cells[0] in ("layerName", "layer name"):
+            columns, times = _header(cells, path, number_)
+            blocks += [[] for _ in times]
             continue
+        if not line.strip():
+            columns = None  # a table ends at a blank line
         if columns is None:
-            if line.strip():
-                raise UsageError(
-                    f"{path}: not an OpenVINO benchmark_app counters report (no layerName;execStatus;... header)"
-                )
             continue
-        if not line.strip() or cells[0] == "Total" or len(cells) <= max(columns.values()):
+        if cells[0] == "Total" or len(cells) <= max([*columns.values(), *times]):
             continue
-        if cells[columns["execStatus"]] != "EXECUTED":
+        if cells[columns["status"]] != "EXECUTED":
             continue
-        ms = number(cells[columns["realTime (ms)"]], path, f"line {number_}: realTime")
-        blocks[-1].append((cells[0], cells[columns["layerType"]], cells[columns["execType"]], ms))
+        for k, column in enumerate(times):
+            ms = number(cells[column], path, f"line {number_}: real time")
+            blocks[len(blocks) - len(times) + k].append((cells[0], cells[columns["type"]], cells[columns["exec"]], ms))
+    if not blocks:
+        raise UsageError(f"{path}: not an OpenVINO benchmark_app counters report (no layerName;execStatus;... header)")
     return blocks
+
+
+def _header(cells: list[str], path: str | os.PathLike, line: int) -> tuple[dict[str, int], list[int]]:
+    """The columns of a counters table: today's ``layerName;execStatus;...;realTime (ms)`` (one
+    request a table), or the 2019 releases' ``layer name;exec status;...;realTime_iter0;...`` (every
+    request in one row) and ``median real time``."""
+    if cells[0] == "layerName":
+        missing = [h for h in HEADER if h not in cells]
+        if missing:
+            raise UsageError(f"{path}:{line}: the OpenVINO counters' header has no {', '.join(missing)} column")
+        names = {"status": "execStatus", "type": "layerType", "exec": "execType"}
+        return {key: cells.index(name) for key, name in names.items()}, [cells.index("realTime (ms)")]
+    times = [i for i, cell in enumerate(cells) if cell.startswith("realTime_iter") or cell == "median real time"]
+    if not times or not {"exec status", "layer type", "exec type"} <= set(cells):
+        raise UsageError(f"{path}:{line}: the OpenVINO counters' header has no real time column")
+    names = {"status": "exec status", "type": "layer type", "exec": "exec type"}
+    return {key: cells.index(name) for key, name in names.items()}, times
 
 
 def _json_blocks(text: str, path: str | os.PathLike) -> list[list[Row]]:

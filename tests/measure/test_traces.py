@@ -274,3 +274,27 @@ def test_older_tensorrt_names_merged_layers_and_reformatters(tmp_path):
     reformat, merged = read_tensorrt([path]).layers
     assert reformat.added and reformat.nodes == ()
     assert merged.nodes == ("a/1x1", "a/relu_1x1", "a/3x3_reduce", "a/relu_3x3_reduce")
+
+
+def test_openvino_2019_csv_has_every_request_in_one_row(tmp_path):
+    from onnxroof.measure.trace_openvino import read_openvino
+
+    path = tmp_path / "benchmark_detailed_counters_report.csv"
+    path.write_text(
+        "Configuration setup;;;;;;;;\n"
+        "config option;CLI parameter;value;;;;;;\n"
+        "target device; -d;CPU;;;;;;\n\n"
+        "Performance counters;;;;;;;;\n"
+        "layer name;exec status;layer type;exec type;realTime_iter0;cpuTime_iter0;realTime_iter1;cpuTime_iter1;"
+        "realTime_iter2;cpuTime_iter2\n"
+        "conv1;EXECUTED;Convolution;jit_avx2_FP32;0.300000;0.300000;0.100000;0.100000;0.200000;0.200000\n"
+        "relu1;OPTIMIZED_OUT;ReLU;undef;0.000000;0.000000;0.000000;0.000000;0.000000;0.000000\n\n"
+        "Statistics;;;;;;;;\n"
+        "metric;iter0;iter1;iter2;;;;;\n"
+        "latencies;1.1;1.2;1.3;;;;;\n"
+    )
+    trace = read_openvino(path)
+    (layer,) = trace.layers
+    # three requests in one row: 0.3, 0.1 and 0.2 ms, their median 0.2 ms
+    assert trace.runs == 3 and layer.seconds == pytest.approx(0.2e-3) and layer.name == "conv1"
+    assert detect_format([path]) == "openvino"

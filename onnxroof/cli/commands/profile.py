@@ -22,7 +22,6 @@ HELP = (
     "run the model with onnxruntime (or read a measured per-layer trace: --trace) and compare each node's "
     "measured time with the predicted one"
 )
-TRACE_FORMATS = ("onnxruntime", "tensorrt", "openvino", "rknn")  # measure/traces.FORMATS, without importing it
 
 
 def _positive(text: str) -> int:
@@ -121,7 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(but for onnxruntime's)",
     )
     parser.add_argument(
-        "--trace-format", choices=TRACE_FORMATS, help="the --trace file's format (default: detected from its content)"
+        "--trace-format",
+        metavar="FORMAT",
+        help="the --trace file's format: onnxruntime, tensorrt, openvino or rknn (default: detected from its content)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
 

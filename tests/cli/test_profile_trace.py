@@ -81,3 +81,9 @@ def test_an_html_output_is_the_report_page_with_the_trace_and_its_gaps(resnet18,
     text = page.read_text(encoding="utf-8")
     assert code == 0 and "Predicted vs measured" in text and "TensorRT (trtexec" in text
     assert "gap 1: " in text and "onnxruntime" not in text  # measured by TensorRT, not by this machine
+
+
+def test_flags_of_onnxruntimes_own_runs_are_refused_with_a_trace(resnet18, capsys):
+    code = main(["profile", resnet18, "--trace", TRT[0], "--target", "l4", "--threads", "2"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--threads" in err and err.count("\n") == 1

@@ -193,6 +193,9 @@ def run_trace(args: argparse.Namespace) -> int:
 
     if not args.trace:
         raise UsageError("--trace-format needs --trace FILE")
+    ran = [flag for flag, given in (("--keep-profile", args.keep_profile), ("--threads", args.threads)) if given]
+    if ran:
+        raise UsageError(f"{' and '.join(ran)}: for the runs profile makes itself, not for a --trace read back")
     source = _model_source(args)
     loaded = load_trace(args.trace, args.trace_format)  # a bad file fails before the analysis
     if loaded[0] != "onnxruntime" and not args.target:

@@ -12,8 +12,8 @@ time less the second (what the user was told), and its likely cause, the first t
   NPU), in another precision (an FP32 layer in an FP16 engine), or in a runtime's reference kernel
   (OpenVINO's ``ref_*``): the target's one set of roofs does not describe it;
 - ``fusion``: the runtime grouped the nodes otherwise than the target's policy (it fused kernels
-  the target keeps apart, or split one the target fuses), and the as-run prediction is closer to
-  the measurement: the difference is the fusion;
+  the target keeps apart, or split one the target fuses), the as-run prediction is closer to the
+  measurement, and the two predictions differ by at least half the gap: the fusion explains it;
 - ``launch``: the kernel's predicted time is mostly its launch cost, or it measured under twice
   the launch cost: fixed costs, not the roofs, decide it;
 - ``efficiency``: else the roof was right in kind and the target's efficiency for the kernel's
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 WELL_MAPPED = 0.95  # below this share of the measured time mapped to nodes, a note says where the rest is
 LAUNCH_SHARE = 0.5  # a kernel whose predicted time is at least this share launch cost is launch-bound
+FUSION_SHARE = 0.5  # the runtime's grouping is the cause when it accounts for at least this share of the gap
 
 
 class GapCause(TextEnum):
@@ -248,7 +249,8 @@ def _cause(
     rule_kernels = {kernel_of_rules[n] for n in kernel.nodes if n in kernel_of_rules}
     outside = {n for i in rule_kernels for n in by_rules.nodes[i].nodes} - set(kernel.nodes)
     regrouped = len(rule_kernels) > 1 or bool(outside)
-    if regrouped and abs(kernel.seconds - predicted) < abs(kernel.seconds - rules):
+    gap = abs(kernel.seconds - rules)
+    if regrouped and abs(kernel.seconds - predicted) < gap and abs(rules - predicted) >= FUSION_SHARE * gap:
         if len(rule_kernels) > 1:
             return GapCause.FUSION, (
                 f"the runtime fused {len(rule_kernels)} of the target's kernels into one "

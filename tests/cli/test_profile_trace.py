@@ -87,3 +87,18 @@ def test_flags_of_onnxruntimes_own_runs_are_refused_with_a_trace(resnet18, capsy
     code = main(["profile", resnet18, "--trace", TRT[0], "--target", "l4", "--threads", "2"])
     _, err = capsys.readouterr()
     assert code == 2 and "--threads" in err and err.count("\n") == 1
+
+
+def test_trace_format_is_what_reads_the_file(resnet18, capsys):
+    code = main(["profile", resnet18, "--trace", TRT[0], "--trace-format", "openvino", "--target", "l4"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "not an OpenVINO" in err
+
+
+def test_dtype_predicts_in_the_runtimes_precision(resnet18, capsys):
+    def predicted(*flags: str) -> float:
+        main(["profile", resnet18, "--trace", TRT[0], "--target", "l4", "--format", "json", "-q", *flags])
+        return json.loads(capsys.readouterr()[0])["totals"]["predicted_by_rules_s"]
+
+    # fp16 halves every activation and weight byte and runs on the fp16 roof: a faster prediction
+    assert predicted("--dtype", "fp16") < predicted()

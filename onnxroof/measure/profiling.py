@@ -130,12 +130,34 @@ def map_profile(
     loaded = load_events(events)
     medians, runs, wall = kernel_medians(loaded, warmup)
     sizes, split = kernel_sizes(loaded), kernel_splits(loaded)
-    records = {r.name: r for r in analysis.nodes}
     kernels = [
         KernelTime(name, op, seconds, sizes=sizes.get(name), split=name in split)
         for name, (op, seconds) in medians.items()
     ]
+    return map_kernels(kernels, analysis, runs, wall, weights, optimized)
+
+
+def map_kernels(
+    kernels: list[KernelTime],
+    analysis: Analysis,
+    runs: int = 1,
+    run_seconds: float | None = None,
+    weights: Mapping[str, float] | None = None,
+    optimized: OptimizedGraph | None = None,
+    declared: Mapping[str, Iterable[str]] | None = None,
+) -> ProfileMapping:
+    """Map a runtime's measured kernels to ``analysis``'s nodes (the steps of the module
+    docstring), whichever runtime measured them: onnxruntime's profile (:func:`map_profile`) or a
+    vendor's per-layer report (:mod:`onnxroof.measure.traces`). ``declared`` (kernel name -> the
+    ONNX nodes the runtime says it ran, such as TensorRT's ``[ONNX Layer: X]`` metadata) is
+    claimed first, before the names."""
+    records = {r.name: r for r in analysis.nodes}
     claims = _Claims(records, analysis.tensors)
+    if declared:
+        for kernel in kernels:
+            claims.claim(kernel, [n for n in declared.get(kernel.name, ()) if n in records])
+            if kernel.nodes:
+                claims.named.setdefault(kernel.nodes[-1], kernel)
     claims.by_name(kernels)
     if optimized is not None:
         claims.by_structure(kernels, optimized)
@@ -155,7 +177,7 @@ def map_profile(
         removed=removed,
         not_seen=waiting,
         runs=runs,
-        run_seconds=wall,
+        run_seconds=run_seconds,
     )
 
 
@@ -192,7 +214,7 @@ class _Claims:
         """Step 1: each kernel covers the node it is named after (the first kernel so named)."""
         for kernel in kernels:
             node = _node_for_kernel(kernel.name, self.records, self.tensors)
-            if node is not None and node not in self.named:
+            if node is not None and node not in self.named and node not in self.owner:
                 self.named[node] = self.owner[node] = kernel
                 kernel.nodes.append(node)
 
@@ -253,7 +275,22 @@ class _Claims:
                     self.claim(owner[consumer], [name])
                     changed = True
             waiting = [name for name in waiting if name not in owner]
+            for name in waiting:  # else the kernel that computed all its inputs (Swish's Mul after a Conv)
+                kernel = self.sole_producer_kernel(name)
+                if kernel is not None:
+                    self.claim(kernel, [name])
+                    changed = True
+            waiting = [name for name in waiting if name not in owner]
         return removed, waiting
+
+    def sole_producer_kernel(self, name: str) -> KernelTime | None:
+        """The one kernel that covers every producer of ``name``'s activation inputs, if there is one."""
+        kernels = {
+            id(self.owner.get(tensor.producer)): self.owner.get(tensor.producer)
+            for tensor_name in self.records[name].inputs
+            if (tensor := self.tensors.get(tensor_name)) is not None and tensor.producer in self.records
+        }
+        return next(iter(kernels.values())) if len(kernels) == 1 else None
 
 
 def _does_work(record) -> bool:
@@ -435,6 +472,23 @@ class ProfileResult:
     # the fastest run without the profiler, or (profile_model's wall_seconds) the fastest ~5 ms batch's mean:
     # the roofs' statistic
     wall_fastest_s: float | None = None
+    runtime: str | None = None  # what measured it, when not this machine's onnxruntime (profile --trace)
+
+    @property
+    def runtime_name(self) -> str:
+        """The runtime's name in a sentence ("onnxruntime kernel X", "runtime kernel X")."""
+        return "runtime" if self.runtime else "onnxruntime"
+
+    @property
+    def measured_by(self) -> str:
+        """What measured the nodes, in words: the runtime of a trace, else onnxruntime and its settings."""
+        if self.runtime:
+            return self.runtime
+        threads = f"{self.threads} intra-op threads" if self.threads else "default threads"
+        return (
+            f"onnxruntime {self.ort_version} CPU, optimization {self.optimization}, {threads}, "
+            f"median of {self.mapping.runs} runs after {self.warmup} warm-up"
+        )
 
     @property
     def predicted_s(self) -> float:

@@ -4,11 +4,49 @@ predicted and measured time, the kernels onnxruntime ran and the totals
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..measure.profile_run import kernel_placements
 from ..measure.profiling import NodeComparison, ProfileResult
 from ..result.entries import tensor_entry
 
+if TYPE_CHECKING:
+    from ..result import Analysis
+    from ..roofline.point import Placement
+
 SCHEMA = "onnxroof-profile/1"
+
+
+def _achieved(work: int, seconds: float | None) -> float | None:
+    return work / seconds if seconds and work else None
+
+
+def node_entry(n: NodeComparison, point: Placement | None, flops: int) -> dict:
+    """One node's measured and predicted time in the JSON (``point``: its kernel's placement)."""
+    return {
+        "name": n.name,
+        "op_type": n.op_type,
+        "bound": n.bound,
+        "predicted_s": n.predicted_s,
+        "measured_s": n.measured_s,
+        "ratio": n.ratio,
+        "kernel": n.kernel,
+        "kernel_op": n.kernel_op,
+        "status": n.status,
+        "flops": flops,
+        "intensity": point.intensity if point else None,  # FLOP per DRAM byte of its kernel on the target
+        "predicted_flops_per_s": _achieved(flops, n.predicted_s),
+        "measured_flops_per_s": _achieved(flops, n.measured_s),
+    }
+
+
+def model_entry(analysis: Analysis) -> dict:
+    """The model measured: its name, path and inputs."""
+    return {
+        "name": analysis.model.name,
+        "path": analysis.model.path,
+        "inputs": [tensor_entry(i) for i in analysis.inputs],
+    }
 
 
 def profile_document(result: ProfileResult) -> dict:
@@ -18,35 +56,10 @@ def profile_document(result: ProfileResult) -> dict:
     placements = kernel_placements(report)
     flops = {r.name: r.flops for r in analysis.nodes}
 
-    def achieved(work: int, seconds: float | None) -> float | None:
-        return work / seconds if seconds and work else None
-
-    def node_entry(n: NodeComparison) -> dict:
-        point = placements.get(n.name)
-        return {
-            "name": n.name,
-            "op_type": n.op_type,
-            "bound": n.bound,
-            "predicted_s": n.predicted_s,
-            "measured_s": n.measured_s,
-            "ratio": n.ratio,
-            "kernel": n.kernel,
-            "kernel_op": n.kernel_op,
-            "status": n.status,
-            "flops": flops[n.name],
-            "intensity": point.intensity if point else None,  # FLOP per DRAM byte of its kernel on the target
-            "predicted_flops_per_s": achieved(flops[n.name], n.predicted_s),
-            "measured_flops_per_s": achieved(flops[n.name], n.measured_s),
-        }
-
     total_flops = sum(n.placement.flops for n in report.nodes)
     return {
         "schema": SCHEMA,
-        "model": {
-            "name": analysis.model.name,
-            "path": analysis.model.path,
-            "inputs": [tensor_entry(i) for i in analysis.inputs],
-        },
+        "model": model_entry(analysis),
         "target": {
             "name": target.name,
             "path": target.path,
@@ -82,10 +95,10 @@ def profile_document(result: ProfileResult) -> dict:
             "error": result.error,  # (predicted - measured) / measured
             "flops": total_flops,
             "intensity": report.model_point.intensity,
-            "predicted_flops_per_s": achieved(total_flops, result.predicted_s),
-            "measured_flops_per_s": achieved(total_flops, result.measured_s),
+            "predicted_flops_per_s": _achieved(total_flops, result.predicted_s),
+            "measured_flops_per_s": _achieved(total_flops, result.measured_s),
         },
-        "nodes": [node_entry(n) for n in result.nodes],
+        "nodes": [node_entry(n, placements.get(n.name), flops[n.name]) for n in result.nodes],
         "kernels": [
             {
                 "name": k.name,
@@ -94,7 +107,7 @@ def profile_document(result: ProfileResult) -> dict:
                 "nodes": k.nodes,
                 "shares_s": k.shares,
                 "flops": sum(flops[n] for n in k.nodes),
-                "measured_flops_per_s": achieved(sum(flops[n] for n in k.nodes), k.seconds),
+                "measured_flops_per_s": _achieved(sum(flops[n] for n in k.nodes), k.seconds),
             }
             for k in mapping.kernels
         ],

@@ -18,7 +18,10 @@ if TYPE_CHECKING:
     from ...roofline.targets import Target
 
 CALIBRATED_TARGET = Path("hardware") / "this-machine.toml"
-HELP = "run the model with onnxruntime and compare each node's measured time with the predicted one"
+HELP = (
+    "run the model with onnxruntime (or read a measured per-layer trace: --trace) and compare each node's "
+    "measured time with the predicted one"
+)
 
 
 def _positive(text: str) -> int:
@@ -71,6 +74,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--batch", type=_positive, metavar="N", help="set axis 0 of every input to N")
     parser.add_argument(
+        "--dtype",
+        choices=("fp32", "fp16", "bf16", "fp8", "int8", "int4"),
+        default="model",
+        help="predict as if the model were stored and run in this type, as for summary (default: as stored; "
+        "a TensorRT FP16 engine compares best with --dtype fp16)",
+    )
+    parser.add_argument(
         "--optimization",
         choices=tuple(OPTIMIZATION_LEVELS),
         default="all",
@@ -98,30 +108,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "nodes on the target's roofline",
     )
     parser.add_argument("--keep-profile", metavar="FILE.json", help="also save onnxruntime's raw profile")
+    parser.add_argument(
+        "--trace",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="read a measured per-layer profile instead of running onnxruntime: onnxruntime's profile JSON, "
+        "TensorRT trtexec --exportProfile JSON (give its --exportLayerInfo JSON as a second --trace), "
+        "OpenVINO benchmark_app detailed_counters CSV, or an RKNN eval_perf table; needs --target "
+        "(but for onnxruntime's)",
+    )
+    parser.add_argument(
+        "--trace-format",
+        metavar="FORMAT",
+        help="the --trace file's format: onnxruntime, tensorrt, openvino or rknn (default: detected from its content)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or warnings on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...core.examples import build_example
     from ...measure import profile_run as profile
     from ...pipeline import analyze
     from ...report.html.profile_page import render_profile_html
     from ...report.profile_json import profile_document
     from ...report.text.profile_table import render_profile_table
 
+    if args.trace or args.trace_format:
+        return run_trace(args)
     profile.import_onnxruntime()  # fail before analysing or calibrating
-    if args.example and args.model:
-        raise UsageError("give a model path or --example NAME, not both")
-    if not (args.example or args.model):
-        raise UsageError("no model given; pass a path to an .onnx file or --example NAME")
-    source: Any
-    if args.example:
-        source = build_example(args.example)
-    elif args.model.startswith("example:") and not Path(args.model).exists():
-        source = build_example(args.model.split(":", 1)[1])
-    else:
-        source = args.model
-    analysis = analyze(source, input_shapes=args.input_shape, dims=args.dim, batch=args.batch)
+    source = _model_source(args)
+    analysis = analyze(source, input_shapes=args.input_shape, dims=args.dim, batch=args.batch, dtype=args.dtype)
     if not args.quiet:
         for warning in analysis.warnings:
             print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)
@@ -147,6 +163,63 @@ def run(args: argparse.Namespace) -> int:
         text = render_profile_table(result)
     if args.output:
         write_atomically(args.output, text, inputs=[args.model] if args.model else [])
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _model_source(args: argparse.Namespace) -> Any:
+    from ...core.examples import build_example
+
+    if args.example and args.model:
+        raise UsageError("give a model path or --example NAME, not both")
+    if not (args.example or args.model):
+        raise UsageError("no model given; pass a path to an .onnx file or --example NAME")
+    if args.example:
+        return build_example(args.example)
+    if args.model.startswith("example:") and not Path(args.model).exists():
+        return build_example(args.model.split(":", 1)[1])
+    return args.model
+
+
+def run_trace(args: argparse.Namespace) -> int:
+    """``profile --trace FILE``: a measured per-layer profile beside the prediction, kernel by kernel."""
+    from ...measure.trace_compare import compare_trace
+    from ...measure.traces import load_trace
+    from ...pipeline import analyze
+    from ...report.text.trace_table import render_trace_table
+    from ...report.trace_json import trace_document
+
+    if not args.trace:
+        raise UsageError("--trace-format needs --trace FILE")
+    ran = [flag for flag, given in (("--keep-profile", args.keep_profile), ("--threads", args.threads)) if given]
+    if ran:
+        raise UsageError(f"{' and '.join(ran)}: for the runs profile makes itself, not for a --trace read back")
+    source = _model_source(args)
+    loaded = load_trace(args.trace, args.trace_format)  # a bad file fails before the analysis
+    if loaded[0] != "onnxruntime" and not args.target:
+        raise UsageError(
+            f"--trace {args.trace[0]}: a {loaded[0]} trace was measured on another machine; name the device "
+            "it ran on with --target NAME|FILE.toml (see `onnxroof targets`)"
+        )
+    analysis = analyze(source, input_shapes=args.input_shape, dims=args.dim, batch=args.batch, dtype=args.dtype)
+    if not args.quiet:
+        for warning in analysis.warnings:
+            print(f"onnxroof: warning: {analysis.model.name}: {warning}", file=sys.stderr)
+    target, note = resolve_target(args.target, args.quiet)
+    result = compare_trace(analysis, target, args.trace, loaded=loaded)
+    if note:
+        result.notes.append(note)
+    if args.output and args.output.lower().endswith(".html"):
+        from ...report.html.profile_page import render_profile_html
+
+        text = render_profile_html(result.as_profile_result())
+    elif args.format == "json":
+        text = json.dumps(trace_document(result), indent=2) + "\n"
+    else:
+        text = render_trace_table(result)
+    if args.output:
+        write_atomically(args.output, text, inputs=[*([args.model] if args.model else []), *args.trace])
     else:
         sys.stdout.write(text)
     return EXIT_OK

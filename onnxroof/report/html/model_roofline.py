@@ -98,6 +98,8 @@ def roofline_context(
         ),
         "notes": report.notes,
         "measured": count_text(len(measured)) if profile is not None else "",
+        # who measured the rings: this machine's onnxruntime, or the runtime of a trace (profile --trace)
+        "measured_by": "the runtime traced" if profile and profile.runtime else "onnxruntime on this machine",
     }
 
 
@@ -202,7 +204,8 @@ def _measured_mark(
         "measured",
         "\n".join(
             [
-                f"Whole model measured by onnxruntime {profile.ort_version} (CPU, optimization {profile.optimization})",
+                "Whole model measured by "
+                + (profile.runtime or f"onnxruntime {profile.ort_version} (CPU, optimization {profile.optimization})"),
                 f"measured: {format_value(profile.measured_s, 'seconds')} ({profile.measured_s:.6g} s, "
                 "the sum of the kernels' medians)",
                 f"predicted: {format_value(latency, 'seconds')} ({latency:.6g} s)",

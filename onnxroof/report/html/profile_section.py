@@ -56,11 +56,14 @@ def measured_dots(profile: ProfileResult, report: TargetReport, index: dict[str,
         performance = p.flops / n.measured_s
         unit = ops_unit([p.roof])
         if n.status == Coverage.SPLIT:
-            kernel = f"in onnxruntime kernel {n.kernel} ({n.kernel_op}), its time split with the nodes fused into it"
+            kernel = (
+                f"in {profile.runtime_name} kernel {n.kernel} ({n.kernel_op}), its time split with the nodes fused "
+                "into it"
+            )
         elif n.kernel and (n.kernel != n.name or n.kernel_op != n.op_type):
-            kernel = f"as onnxruntime kernel {n.kernel} ({n.kernel_op})"
+            kernel = f"as {profile.runtime_name} kernel {n.kernel} ({n.kernel_op})"
         else:
-            kernel = "its own onnxruntime kernel"
+            kernel = f"its own {profile.runtime_name} kernel"
         title = "\n".join(
             [
                 n.name,
@@ -96,7 +99,6 @@ def profile_context(analysis: Analysis, profile: ProfileResult, profiled: int) -
     target = analysis.targets[profiled].target
     measured = [n for n in profile.nodes if n.measured_s]
     top = sorted(measured, key=lambda n: (-n.measured_s, index.get(n.name, 0)))[:PROFILE_TOP]
-    threads = f"{profile.threads} intra-op threads" if profile.threads else "default threads"
 
     def seconds(value: float | None) -> tuple[str, str]:
         return (format_value(value, "seconds"), f"{value:.6g} s") if value is not None else ("—", "not predicted")
@@ -117,17 +119,15 @@ def profile_context(analysis: Analysis, profile: ProfileResult, profiled: int) -
                 "measured_title": measured_title,
                 "ratio": ratio_text(n.ratio),
                 "kernel": (n.kernel or "") + (" (split)" if n.status == Coverage.SPLIT else ""),
-                "kernel_title": f"onnxruntime kernel {n.kernel} ({n.kernel_op})" if n.kernel else "",
+                "kernel_title": f"{profile.runtime_name} kernel {n.kernel} ({n.kernel_op})" if n.kernel else "",
             }
         )
     predicted, predicted_title = seconds(profile.predicted_s)
     measured_total, measured_title = seconds(profile.measured_s)
     return {
         "target": target.name,
-        "runtime": (
-            f"onnxruntime {profile.ort_version} CPU, optimization {profile.optimization}, {threads}, "
-            f"median of {profile.mapping.runs} runs after {profile.warmup} warm-up"
-        ),
+        "runtime": profile.measured_by,
+        "runtime_name": profile.runtime_name,
         "predicted": predicted,
         "predicted_title": predicted_title,
         "measured": measured_total,

@@ -401,17 +401,40 @@ def test_past_eight_tensors_entering_a_view_the_rest_share_one_stub():
     from onnx import TensorProto, helper
 
     inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 4]) for i in range(12)]
+    relus = [helper.make_node("Relu", [f"x{i}"], [f"r{i}"], name=f"relu{i}") for i in range(12)]
     graph = helper.make_graph(
-        [helper.make_node("Sum", [f"x{i}" for i in range(12)], ["y"], name="sum")],
+        [*relus, helper.make_node("Sum", [f"r{i}" for i in range(12)], ["y"], name="sum")],
         "g",
         inputs,
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
     )
     (view,) = folded_views(analyze(helper.make_model(graph)))
     stubs = [(item.label, item.name) for item in view.items if item.kind == "input"]
-    # 12 inputs: the first 8 a stub each, the other 4 one stub
+    # 12 inputs, each read by its own Relu: the first 8 a stub each, the other 4 one stub
     assert stubs == [(f"x{i}", "1×4") for i in range(8)] + [("more tensors", "4 tensors")]
-    assert len([e for e in view.edges if e.target == "n0"]) == 9  # one edge from each stub
+    assert len([e for e in view.edges if e.source.startswith("i")]) == 12  # one edge to each Relu
+
+
+def test_tensors_entering_one_box_share_one_stub():
+    """A decoder's cache tensors all read by its run of layers would stand in one row as wide as
+    the screen: three or more tensors entering (or leaving) only one box share one stub."""
+    from onnx import TensorProto, helper
+
+    names = [f"past.{i}.key" for i in range(6)]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 4]) for name in names]
+    split = helper.make_node("Split", ["s"], [f"present.{i}" for i in range(3)], name="split", axis=1, num_outputs=3)
+    graph = helper.make_graph(
+        [helper.make_node("Sum", names, ["s"], name="sum"), split],
+        "g",
+        inputs,
+        [helper.make_tensor_value_info(f"present.{i}", TensorProto.FLOAT, None) for i in range(3)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    (view,) = folded_views(analyze(model))
+    stubs = [(item.kind, item.label, item.name) for item in view.items if item.kind in ("input", "output")]
+    # the 6 inputs' common prefix "past." without its dot; the outputs' "present."
+    assert stubs == [("input", "past…", "6 tensors"), ("output", "present…", "3 tensors")]
+    assert [(e.tensors) for e in view.edges if e.source.startswith("i") or e.target.startswith("o")] == [6, 3]
 
 
 def three_modules(length: int = 45):

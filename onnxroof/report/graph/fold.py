@@ -40,11 +40,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from os.path import commonprefix
 from typing import TYPE_CHECKING
 
 from ...compare.modules import MAX_MODULE_DEPTH, module_of, run_label, runs
 from ...cost.records import NodeStatus
 from ..formatting import shape_text
+from .adopt import adopted_paths
 from .structure import SYNTHETIC as _SYNTHETIC
 from .structure import fold_structure
 
@@ -119,7 +121,7 @@ def folded_views(analysis: Analysis, budget: int = BOX_BUDGET, depth: int | None
     levels down whatever its size (else: as many as keep it within ``budget`` boxes)."""
     records = analysis.nodes
     shown = [i for i, r in enumerate(records) if drawn(r)]
-    paths = {i: _real_path(module_of(records[i])) for i in shown}
+    paths = adopted_paths({i: _real_path(module_of(records[i])) for i in shown}, records, analysis.cost_graph.outputs)
     index_of = {records[i].name: i for i in shown}
     producer_of = {tensor: i for i in shown for tensor in records[i].outputs}
     fold_structure(paths, records, producer_of, budget)
@@ -386,7 +388,10 @@ class _Views:
                 info = tensors.get(tensor)
                 if info is not None and (tensor in self.outputs or _read_outside(info.consumers, index_of, item_of)):
                     self._connect(edges, target, stubs.sink(tensor), tensor)
-        return list(edges.values()), stubs.boxes(stubs.sources), stubs.boxes(stubs.sinks)
+        fewest = 2 if block_of else 3  # a run unfolded in place: the same tensor of each block
+        sources = _shared(edges, stubs.boxes(stubs.sources), 0, fewest)
+        sinks = _shared(edges, stubs.boxes(stubs.sinks), 1, fewest)
+        return list(edges.values()), sources, sinks
 
     def _connect(self, edges: dict[tuple[str, str], GraphEdge], source: str, target: str, tensor: str) -> None:
         """An edge from box ``source`` to box ``target`` carrying ``tensor`` (counted once more
@@ -452,6 +457,33 @@ class _Stubs:
     def boxes(table: dict[str, GraphItem]) -> list[GraphItem]:
         """Each stub once (a shared "more tensors" stub stands for several)."""
         return list({id(s): s for s in table.values()}.values())
+
+
+def _shared(edges: dict[tuple[str, str], GraphEdge], stubs: list[GraphItem], end: int, fewest: int) -> list[GraphItem]:
+    """``stubs`` with those that join one and the same box, ``fewest`` or more, drawn as one box
+    ("past_key_values… / 8 tensors"): a decoder's cache tensors would stand in one row as wide as
+    the screen. ``end``: 0 for the stubs the edges leave (sources), 1 for those they reach."""
+    joined: dict[str, list[tuple[str, str]]] = {}
+    for pair in edges:
+        joined.setdefault(pair[end], []).append(pair)
+    by_box: dict[str, list[GraphItem]] = {}
+    for stub in stubs:
+        pairs = joined.get(stub.key, [])
+        if len(pairs) == 1:
+            by_box.setdefault(pairs[0][1 - end], []).append(stub)
+    dropped: set[str] = set()
+    for group in by_box.values():
+        if len(group) < fewest:
+            continue
+        kept, pairs = group[0], [joined[stub.key][0] for stub in group]
+        edge = edges[pairs[0]]
+        edge.tensors = sum(edges.pop(pair).tensors for pair in pairs)
+        edges[pairs[0]] = edge
+        prefix = commonprefix([stub.label for stub in group if stub.label != "more tensors"]).rstrip("._/-")
+        kept.label = f"{prefix}…" if len(prefix) >= 3 else "tensors"
+        kept.name = f"{edge.tensors} tensors"
+        dropped.update(stub.key for stub in group[1:])
+    return [stub for stub in stubs if stub.key not in dropped]
 
 
 def _assign(

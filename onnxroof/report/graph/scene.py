@@ -153,12 +153,13 @@ def box_lines(item: GraphItem, costs: Sequence[TargetCosts], shape: str | None =
             clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
             clip_middle(node_subtitle(label, name, shape), NAME_CHARS),
         ]
-    if item.kind == "module":
+    if item.kind == "module":  # a run: one block's figures, as the module table shows them
         first = clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else "")
-        third = f"{len(item.nodes):,} nodes"
+        nodes = len(item.nodes) // item.repeats
+        third = f"{nodes:,} node{'s' if nodes != 1 else ''}"
         if costs:
-            third += f" · {seconds(box_cost(item, costs[0]).time_s)}"
-        return [first, clip_middle(name, NAME_CHARS), third]
+            third += f" · {seconds(box_cost(item, costs[0]).time_s / item.repeats)}"
+        return [first, clip_middle(name, NAME_CHARS), ("each block: " if item.repeats > 1 else "") + third]
     return [clip_middle(label, NAME_CHARS), clip_middle(name, NAME_CHARS)]
 
 

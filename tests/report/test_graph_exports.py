@@ -192,3 +192,22 @@ def test_a_run_shows_one_block_in_the_graph_as_in_the_module_table(export):
     ]
     assert lines["model.9/m"][0] == "m, m_1-2 ×3"
     assert lines["model.9/m"][2].startswith("each block: 1 node · ")
+
+
+@pytest.mark.parametrize("name", ["bert-optimum", "bert-static-small"])
+def test_the_readme_s_graph_module_example_works_on_real_berts(export, name, tmp_path):
+    from onnxroof.cli.app import main
+
+    # README: onnxroof graph bert.onnx --module encoder/layer.0 -o l0.svg; the dynamo export's
+    # paths start with its wrapper's "m/", which may be left out
+    flags = [arg for key, value in DIMS[name].items() for arg in ("--dim", f"{key}={value}")]
+    out = tmp_path / "l0.svg"
+    prefix = "m/" if name == "bert-static-small" else ""
+    for module, title in [
+        ("encoder/layer.0", "encoder/layer.0 (the first of 2 alike blocks)"),
+        ("encoder", "encoder"),
+        ("encoder/layer.1", "encoder/layer.1"),
+        ("encoder/layer.0/attention", "encoder/layer.0/attention"),
+    ]:
+        assert main(["graph", str(export(name)), *flags, "--module", module, "-o", str(out), "-q"]) == 0, module
+        assert f"<title>{prefix}{title}</title>" in out.read_text(), module

@@ -394,8 +394,19 @@ def test_the_svg_command_draws_one_module_or_says_which_have_a_view(tmp_path, ca
     text = out.read_text()
     assert "<title>encoder/layer.0 (the first of 3 alike blocks)</title>" in text
     assert text.count('class="gb gb-node"') == 31  # one block's nodes (tests/models.py: 31 a layer)
-    assert main(["graph", str(model), "--module", "decoder", "-o", str(tmp_path / "no.svg"), "-q"]) == 2
-    assert "modules with a view: encoder/layer.0" in capsys.readouterr().err
+    # any module of the tree: the encoder, a block folded into the run, the run by its label
+    for module, title in [
+        ("encoder", "encoder"),
+        ("encoder/layer.2", "encoder/layer.2"),
+        ("encoder/layer.0-2", "encoder/layer.0 (the first of 3 alike blocks)"),
+        ("layer.1", "encoder/layer.1"),  # the end of one module's path
+    ]:
+        assert main(["graph", str(model), "--module", module, "-o", str(out), "-q"]) == 0, module
+        assert f"<title>{title}</title>" in out.read_text()
+    capsys.readouterr()
+    assert main(["graph", str(model), "--module", "encoder/layer.3", "-o", str(tmp_path / "no.svg"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "--module encoder/layer.3: no such module; modules under encoder: encoder/layer.0, encoder/layer.1" in err
     assert not (tmp_path / "no.svg").exists()
 
 

@@ -9,6 +9,7 @@ such a file cannot be costed (a Reshape of 1024 x d to 1 x 128 x d).
 Random (perturbed) weights from a config, nothing from a hub:
   gpt2-static-small  GPT2LMHeadModel, 2 layers, n_embd 256, 4 heads, vocab 1000 (build_hf.GPT2)
   gpt2-static-base   GPT-2 small's real size: 12 layers, n_embd 768, 12 heads, vocab 50257
+  gpt2-static-48     GPT-2 XL's depth (48 layers) at n_embd 64, 4 heads, vocab 1000: the graph view's case
   bert-static-small  BertModel (no pooler) -> last_hidden_state, build_hf.BERT (2 x 256)
   bert-static-base   BERT-base's size (build_hf.BERT_BASE: 12 x 768, ffn 3072, vocab 30522)
 
@@ -42,6 +43,7 @@ SEED, BATCH, SEQ = 0, 1, 128
 MODELS = {
     "gpt2-static-small": GPT2,
     "gpt2-static-base": dict(vocab_size=50257, n_embd=768, n_layer=12, n_head=12, n_positions=1024),
+    "gpt2-static-48": dict(vocab_size=1000, n_embd=64, n_layer=48, n_head=4, n_positions=256),
     "bert-static-small": BERT,
     "bert-static-base": BERT_BASE,
 }

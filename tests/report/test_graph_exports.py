@@ -24,6 +24,7 @@ DIMS = {  # what each export needs bound (tests/data/exports/README.md says how 
     "bert-optimum": {"sequence_length": 128},
     "bert-static-small": {},
     "gpt2-static-small": {},
+    "gpt2-static-48": {},
     "t5-optimum-decoder-merged": CACHE | {"encoder_sequence_length": 256},
     "t5-optimum-decoder-with-past": CACHE | {"encoder_sequence_length": 256},
     "tf2onnx-keras-dynamic": {},

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import onnx
 
-
 SCOPES = "pkg.torch.onnx.name_scopes"
 
 
@@ -34,8 +33,13 @@ def weight_free(source: Path, target: Path, small: bool = False) -> int:
                 node.metadata_props.add(key=key, value=value)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / target.name.removesuffix(".gz")
-        onnx.save_model(model, str(path), save_as_external_data=True, size_threshold=128 if small else 1024,
-                        location=path.stem + ".data")
+        onnx.save_model(
+            model,
+            str(path),
+            save_as_external_data=True,
+            size_threshold=128 if small else 1024,
+            location=path.stem + ".data",
+        )
         target.write_bytes(gzip.compress(path.read_bytes(), compresslevel=9, mtime=0))
     return target.stat().st_size
 

@@ -120,9 +120,10 @@ def build(mid: str, out_root: Path) -> dict:
         wrap(mid, make_model(mid, "eager"))(ids, mask)
     macs, terms = analytic_macs(mid)
     sp = stored_params(str(path))
+    exported = "BertModel -> last_hidden_state" if mid.startswith("bert") else "GPT2LMHeadModel -> logits"
     manifest = {
         "id": mid, "file": str(path),
-        "exporter": (f"torch {md.version('torch')} torch.onnx.export({'BertModel -> last_hidden_state' if mid.startswith('bert') else 'GPT2LMHeadModel -> logits'}, (input_ids, "
+        "exporter": (f"torch {md.version('torch')} torch.onnx.export({exported}, (input_ids, "
                      f"attention_mask) at {BATCH}x{SEQ}, dynamo=True, optimize=True, no dynamic_shapes), attention "
                      f"{attn}; transformers {transformers.__version__}, onnxscript {md.version('onnxscript')}"
                      + (f"; earlier attempts failed: {' | '.join(tried)}" if tried else "")),

@@ -4,7 +4,6 @@ every fused-kernel outline is one of the kernels ``summary --format json`` lists
 
 from __future__ import annotations
 
-import gzip
 from collections import defaultdict
 from pathlib import Path
 
@@ -37,19 +36,6 @@ DIMS = {  # what each export needs bound (tests/data/exports/README.md says how 
 # the graph's frame on a 1,280 px wide window: the page's margins and the panel's border take
 # 58 px (measured in Chromium: test_graph_view_browser's screenshots check it on screen)
 FRAME_WIDTH = 1222
-
-
-@pytest.fixture(scope="module")
-def export(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("exports")
-
-    def unzipped(name: str) -> Path:
-        path = folder / f"{name}.onnx"
-        if not path.exists():
-            path.write_bytes(gzip.decompress((EXPORTS / f"{name}.onnx.gz").read_bytes()))
-        return path
-
-    return unzipped
 
 
 def widest_rank(scene) -> float:

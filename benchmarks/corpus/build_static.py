@@ -52,11 +52,13 @@ MODELS = {
 def make_model(mid: str, attn: str):
     import torch
     import transformers
+
     torch.manual_seed(SEED)
     config = MODELS[mid]
     if mid.startswith("bert"):
-        model = transformers.BertModel(transformers.BertConfig(**config, attn_implementation=attn),
-                                       add_pooling_layer=False).eval()
+        model = transformers.BertModel(
+            transformers.BertConfig(**config, attn_implementation=attn), add_pooling_layer=False
+        ).eval()
     else:
         model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**config, attn_implementation=attn)).eval()
     with torch.no_grad():  # default init leaves norms at 1 and biases at 0: perturb every parameter
@@ -78,6 +80,7 @@ def wrap(mid: str, model):
             if mid.startswith("bert"):
                 return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             return self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+
     return W(model).eval()
 
 
@@ -85,12 +88,18 @@ def analytic_macs(mid: str) -> tuple[int, dict]:
     c, S = MODELS[mid], SEQ
     if mid.startswith("bert"):
         d, L, f = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
-        terms = {"q,k,v,o 4*S*d^2": L * 4 * S * d * d, "ffn 2*S*d*f": L * 2 * S * d * f,
-                 "QK^T+AV 2*S*S*d": L * 2 * S * S * d}
+        terms = {
+            "q,k,v,o 4*S*d^2": L * 4 * S * d * d,
+            "ffn 2*S*d*f": L * 2 * S * d * f,
+            "QK^T+AV 2*S*S*d": L * 2 * S * S * d,
+        }
     else:
         d, L, V = c["n_embd"], c["n_layer"], c["vocab_size"]
-        terms = {"q,k,v,o + mlp 12*S*d^2": L * 12 * S * d * d, "QK^T+AV 2*S*S*d": L * 2 * S * S * d,
-                 "lm head S*d*V": S * d * V}
+        terms = {
+            "q,k,v,o + mlp 12*S*d^2": L * 12 * S * d * d,
+            "QK^T+AV 2*S*S*d": L * 2 * S * S * d,
+            "lm head S*d*V": S * d * V,
+        }
     return BATCH * sum(terms.values()), terms
 
 
@@ -98,6 +107,7 @@ def build(mid: str, out_root: Path) -> dict:
     import torch
     import transformers
     from torch.utils.flop_counter import FlopCounterMode
+
     config = MODELS[mid]
     start = time.time()
     ids = torch.randint(0, config["vocab_size"], (BATCH, SEQ))
@@ -108,8 +118,14 @@ def build(mid: str, out_root: Path) -> dict:
     tried, attn = [], ""
     for attn in ("sdpa", "eager"):
         try:
-            prog = torch.onnx.export(wrap(mid, make_model(mid, attn)), (ids, mask), dynamo=True, optimize=True,
-                                     input_names=["input_ids", "attention_mask"], output_names=["logits"])
+            prog = torch.onnx.export(
+                wrap(mid, make_model(mid, attn)),
+                (ids, mask),
+                dynamo=True,
+                optimize=True,
+                input_names=["input_ids", "attention_mask"],
+                output_names=["logits"],
+            )
             prog.save(str(path))
             break
         except Exception as e:  # noqa: BLE001
@@ -122,20 +138,32 @@ def build(mid: str, out_root: Path) -> dict:
     sp = stored_params(str(path))
     exported = "BertModel -> last_hidden_state" if mid.startswith("bert") else "GPT2LMHeadModel -> logits"
     manifest = {
-        "id": mid, "file": str(path),
-        "exporter": (f"torch {md.version('torch')} torch.onnx.export({exported}, (input_ids, "
-                     f"attention_mask) at {BATCH}x{SEQ}, dynamo=True, optimize=True, no dynamic_shapes), attention "
-                     f"{attn}; transformers {transformers.__version__}, onnxscript {md.version('onnxscript')}"
-                     + (f"; earlier attempts failed: {' | '.join(tried)}" if tried else "")),
-        "bind": {"dims": {}}, "static": {"batch": BATCH, "seq": SEQ},
-        "independent": {"macs": macs, "macs_terms": terms, "macs_flopcounter": counter.get_total_flops() // 2,
-                        "macs_source": f"analytic from the config, batch {BATCH}, {SEQ} tokens (this file's docstring)",
-                        "params_stored": sp["total"], "params_stored_detail": sp},
+        "id": mid,
+        "file": str(path),
+        "exporter": (
+            f"torch {md.version('torch')} torch.onnx.export({exported}, (input_ids, "
+            f"attention_mask) at {BATCH}x{SEQ}, dynamo=True, optimize=True, no dynamic_shapes), attention "
+            f"{attn}; transformers {transformers.__version__}, onnxscript {md.version('onnxscript')}"
+            + (f"; earlier attempts failed: {' | '.join(tried)}" if tried else "")
+        ),
+        "bind": {"dims": {}},
+        "static": {"batch": BATCH, "seq": SEQ},
+        "independent": {
+            "macs": macs,
+            "macs_terms": terms,
+            "macs_flopcounter": counter.get_total_flops() // 2,
+            "macs_source": f"analytic from the config, batch {BATCH}, {SEQ} tokens (this file's docstring)",
+            "params_stored": sp["total"],
+            "params_stored_detail": sp,
+        },
         "config": config,
     }
     (out_root / f"{mid}.json").write_text(json.dumps(manifest, indent=1))
-    print(f"{mid}: macs {macs:,} (FlopCounterMode {manifest['independent']['macs_flopcounter']:,}), "
-          f"params {sp['total']:,}, attention {attn}, {time.time() - start:.1f} s", flush=True)
+    print(
+        f"{mid}: macs {macs:,} (FlopCounterMode {manifest['independent']['macs_flopcounter']:,}), "
+        f"params {sp['total']:,}, attention {attn}, {time.time() - start:.1f} s",
+        flush=True,
+    )
     return manifest
 
 

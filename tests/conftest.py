@@ -3,9 +3,11 @@ run's environment, which holds no target of the user's."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -230,3 +232,20 @@ def fixed_reshape_chain(adds: int = 20) -> onnx.ModelProto:
         [(f"a{adds}", TensorProto.FLOAT, None)],
         [("fixed", np.array([1, 128, 64]))],
     )
+
+
+EXPORTS = Path(__file__).resolve().parent / "data" / "exports"
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    """A real export of tests/data/exports unzipped (once a test module): ``export(name)`` is its path."""
+    folder = tmp_path_factory.mktemp("exports")
+
+    def unzipped(name: str) -> Path:
+        path = folder / f"{name}.onnx"
+        if not path.exists():
+            path.write_bytes(gzip.decompress((EXPORTS / f"{name}.onnx.gz").read_bytes()))
+        return path
+
+    return unzipped

@@ -9,6 +9,7 @@ such a file cannot be costed (a Reshape of 1024 x d to 1 x 128 x d).
 Random (perturbed) weights from a config, nothing from a hub:
   gpt2-static-small  GPT2LMHeadModel, 2 layers, n_embd 256, 4 heads, vocab 1000 (build_hf.GPT2)
   gpt2-static-base   GPT-2 small's real size: 12 layers, n_embd 768, 12 heads, vocab 50257
+  gpt2-static-48     GPT-2 XL's depth (48 layers) at n_embd 64, 4 heads, vocab 1000: the graph view's case
   bert-static-small  BertModel (no pooler) -> last_hidden_state, build_hf.BERT (2 x 256)
   bert-static-base   BERT-base's size (build_hf.BERT_BASE: 12 x 768, ffn 3072, vocab 30522)
 
@@ -42,6 +43,7 @@ SEED, BATCH, SEQ = 0, 1, 128
 MODELS = {
     "gpt2-static-small": GPT2,
     "gpt2-static-base": dict(vocab_size=50257, n_embd=768, n_layer=12, n_head=12, n_positions=1024),
+    "gpt2-static-48": dict(vocab_size=1000, n_embd=64, n_layer=48, n_head=4, n_positions=256),
     "bert-static-small": BERT,
     "bert-static-base": BERT_BASE,
 }
@@ -50,11 +52,13 @@ MODELS = {
 def make_model(mid: str, attn: str):
     import torch
     import transformers
+
     torch.manual_seed(SEED)
     config = MODELS[mid]
     if mid.startswith("bert"):
-        model = transformers.BertModel(transformers.BertConfig(**config, attn_implementation=attn),
-                                       add_pooling_layer=False).eval()
+        model = transformers.BertModel(
+            transformers.BertConfig(**config, attn_implementation=attn), add_pooling_layer=False
+        ).eval()
     else:
         model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**config, attn_implementation=attn)).eval()
     with torch.no_grad():  # default init leaves norms at 1 and biases at 0: perturb every parameter
@@ -76,6 +80,7 @@ def wrap(mid: str, model):
             if mid.startswith("bert"):
                 return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             return self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+
     return W(model).eval()
 
 
@@ -83,12 +88,18 @@ def analytic_macs(mid: str) -> tuple[int, dict]:
     c, S = MODELS[mid], SEQ
     if mid.startswith("bert"):
         d, L, f = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
-        terms = {"q,k,v,o 4*S*d^2": L * 4 * S * d * d, "ffn 2*S*d*f": L * 2 * S * d * f,
-                 "QK^T+AV 2*S*S*d": L * 2 * S * S * d}
+        terms = {
+            "q,k,v,o 4*S*d^2": L * 4 * S * d * d,
+            "ffn 2*S*d*f": L * 2 * S * d * f,
+            "QK^T+AV 2*S*S*d": L * 2 * S * S * d,
+        }
     else:
         d, L, V = c["n_embd"], c["n_layer"], c["vocab_size"]
-        terms = {"q,k,v,o + mlp 12*S*d^2": L * 12 * S * d * d, "QK^T+AV 2*S*S*d": L * 2 * S * S * d,
-                 "lm head S*d*V": S * d * V}
+        terms = {
+            "q,k,v,o + mlp 12*S*d^2": L * 12 * S * d * d,
+            "QK^T+AV 2*S*S*d": L * 2 * S * S * d,
+            "lm head S*d*V": S * d * V,
+        }
     return BATCH * sum(terms.values()), terms
 
 
@@ -96,6 +107,7 @@ def build(mid: str, out_root: Path) -> dict:
     import torch
     import transformers
     from torch.utils.flop_counter import FlopCounterMode
+
     config = MODELS[mid]
     start = time.time()
     ids = torch.randint(0, config["vocab_size"], (BATCH, SEQ))
@@ -106,8 +118,14 @@ def build(mid: str, out_root: Path) -> dict:
     tried, attn = [], ""
     for attn in ("sdpa", "eager"):
         try:
-            prog = torch.onnx.export(wrap(mid, make_model(mid, attn)), (ids, mask), dynamo=True, optimize=True,
-                                     input_names=["input_ids", "attention_mask"], output_names=["logits"])
+            prog = torch.onnx.export(
+                wrap(mid, make_model(mid, attn)),
+                (ids, mask),
+                dynamo=True,
+                optimize=True,
+                input_names=["input_ids", "attention_mask"],
+                output_names=["logits"],
+            )
             prog.save(str(path))
             break
         except Exception as e:  # noqa: BLE001
@@ -118,21 +136,34 @@ def build(mid: str, out_root: Path) -> dict:
         wrap(mid, make_model(mid, "eager"))(ids, mask)
     macs, terms = analytic_macs(mid)
     sp = stored_params(str(path))
+    exported = "BertModel -> last_hidden_state" if mid.startswith("bert") else "GPT2LMHeadModel -> logits"
     manifest = {
-        "id": mid, "file": str(path),
-        "exporter": (f"torch {md.version('torch')} torch.onnx.export({'BertModel -> last_hidden_state' if mid.startswith('bert') else 'GPT2LMHeadModel -> logits'}, (input_ids, "
-                     f"attention_mask) at {BATCH}x{SEQ}, dynamo=True, optimize=True, no dynamic_shapes), attention "
-                     f"{attn}; transformers {transformers.__version__}, onnxscript {md.version('onnxscript')}"
-                     + (f"; earlier attempts failed: {' | '.join(tried)}" if tried else "")),
-        "bind": {"dims": {}}, "static": {"batch": BATCH, "seq": SEQ},
-        "independent": {"macs": macs, "macs_terms": terms, "macs_flopcounter": counter.get_total_flops() // 2,
-                        "macs_source": f"analytic from the config, batch {BATCH}, {SEQ} tokens (this file's docstring)",
-                        "params_stored": sp["total"], "params_stored_detail": sp},
+        "id": mid,
+        "file": str(path),
+        "exporter": (
+            f"torch {md.version('torch')} torch.onnx.export({exported}, (input_ids, "
+            f"attention_mask) at {BATCH}x{SEQ}, dynamo=True, optimize=True, no dynamic_shapes), attention "
+            f"{attn}; transformers {transformers.__version__}, onnxscript {md.version('onnxscript')}"
+            + (f"; earlier attempts failed: {' | '.join(tried)}" if tried else "")
+        ),
+        "bind": {"dims": {}},
+        "static": {"batch": BATCH, "seq": SEQ},
+        "independent": {
+            "macs": macs,
+            "macs_terms": terms,
+            "macs_flopcounter": counter.get_total_flops() // 2,
+            "macs_source": f"analytic from the config, batch {BATCH}, {SEQ} tokens (this file's docstring)",
+            "params_stored": sp["total"],
+            "params_stored_detail": sp,
+        },
         "config": config,
     }
     (out_root / f"{mid}.json").write_text(json.dumps(manifest, indent=1))
-    print(f"{mid}: macs {macs:,} (FlopCounterMode {manifest['independent']['macs_flopcounter']:,}), "
-          f"params {sp['total']:,}, attention {attn}, {time.time() - start:.1f} s", flush=True)
+    print(
+        f"{mid}: macs {macs:,} (FlopCounterMode {manifest['independent']['macs_flopcounter']:,}), "
+        f"params {sp['total']:,}, attention {attn}, {time.time() - start:.1f} s",
+        flush=True,
+    )
     return manifest
 
 

@@ -308,17 +308,23 @@ def runs(
 ) -> list[list[Block]]:
     """Siblings in order cut into runs of alike numbered blocks: ``layer.0``, ``layer.1``, ...
     (each named the first's prefix and the next index) whose ``signature`` is the first's; a
-    sibling in no such run is a run of one. The one definition of "alike blocks": the module
+    sibling in no such run is a run of one. A name with no number followed by the same name with
+    ``_1``, ``_2`` ... (TorchScript names a module called again so: ultralytics' SPPF ``m``,
+    ``m_1``, ``m_2``) is such a run from index 0. The one definition of "alike blocks": the module
     table compares the blocks' costs, the graph view their ops and shapes.
 
     >>> [len(run) for run in runs(["layer.0", "layer.1", "layer.3", "pool"], str, len)]
     [2, 1, 1]
+    >>> [len(run) for run in runs(["cv1", "m", "m_1", "m_2", "cv2"], str, lambda name: 0)]
+    [1, 3, 1]
     """
     found: list[list[Block]] = []
     i = 0
     while i < len(siblings):
         run = [siblings[i]]
         index = numbered(name(siblings[i]))
+        if index is None and i + 1 < len(siblings) and name(siblings[i + 1]) == f"{name(siblings[i])}_1":
+            index = (f"{name(siblings[i])}_", 0)  # m, m_1, m_2: m is block 0
         if index is not None and i + 1 < len(siblings):
             prefix, number = index
             alike = signature(siblings[i])
@@ -336,13 +342,18 @@ def runs(
 
 
 def run_label(first: str, count: int) -> str:
-    """A run's name: its first block's, with the last index (``layer.0-11``).
+    """A run's name: its first block's, with the last index (``layer.0-11``); a run whose first
+    block has no number (``m``, ``m_1``, ``m_2``: :func:`runs`), its first name and the others'.
 
-    >>> run_label("layer.0", 12), run_label("pool", 1)
-    ('layer.0-11', 'pool')
+    >>> run_label("layer.0", 12), run_label("pool", 1), run_label("m", 3), run_label("m", 2)
+    ('layer.0-11', 'pool', 'm, m_1-2', 'm, m_1')
     """
     index = numbered(first)
-    return first if count == 1 or index is None else f"{first}-{index[1] + count - 1}"
+    if count == 1:
+        return first
+    if index is None:
+        return f"{first}, {first}_1" + (f"-{count - 1}" if count > 2 else "")
+    return f"{first}-{index[1] + count - 1}"
 
 
 def repeated_runs(children: list[ModuleCost]) -> list[tuple[ModuleCost, int, str]]:

@@ -50,7 +50,7 @@ def test_graph_module_not_found_names_each_module_once(capsys, tmp_path):
     model = three_modules(tmp_path / "m.onnx")
     code, _, err = run(capsys, "graph", model, "--module", "nope", "-o", tmp_path / "g.svg")
     assert code == 2 and one_error_line(err)
-    assert err.endswith("modules with a view: a, b, c\n")
+    assert err.endswith("no such module; modules at the top: a, b, c, out\n")  # each once
     code, _, err = run(capsys, "graph", model, "--module", "/b", "-o", tmp_path / "g.svg")
     assert code == 0 and "<title>b</title>" in (tmp_path / "g.svg").read_text()
 

@@ -288,7 +288,7 @@ def test_fused_kernels_are_outlined_on_the_target_that_fuses_them(googlenet):
 
     (view,) = folded_views(googlenet)
     body = draw_view(view, googlenet, target_costs(googlenet), {}).body
-    outlines = re.findall(r'<rect class="gk" data-t="(\d)"', body)
+    outlines = re.findall(r'<path class="gk" data-t="(\d)"', body)
     assert outlines and set(outlines) == {"0"}  # h100-sxm fuses Conv+BatchNormalization+Relu; myriad-x fuses nothing
 
 
@@ -330,7 +330,9 @@ def test_a_kernel_of_2000_nodes_is_outlined_in_each_view_without_walking_it_per_
     for view in folded_views(analysis):
         layout, _ = lay_out(view, [costs])
         outlines += fused_outlines(view, layout, [costs])
-    assert len(outlines) == count // BOX_BUDGET  # one around the 100 boxes of each of the 20 views
+    # one around the 100 boxes of each of the 20 views, and one around the top view's 20 parts
+    # (each a module box holding nothing but the kernel's nodes)
+    assert len(outlines) == count // BOX_BUDGET + 1
     # walking the kernel's 2,000 members for each of its 2,000 boxes made 4,000,000 steps
     assert _CountingMembers.walked < 10 * count
 
@@ -392,8 +394,19 @@ def test_the_svg_command_draws_one_module_or_says_which_have_a_view(tmp_path, ca
     text = out.read_text()
     assert "<title>encoder/layer.0 (the first of 3 alike blocks)</title>" in text
     assert text.count('class="gb gb-node"') == 31  # one block's nodes (tests/models.py: 31 a layer)
-    assert main(["graph", str(model), "--module", "decoder", "-o", str(tmp_path / "no.svg"), "-q"]) == 2
-    assert "modules with a view: encoder/layer.0" in capsys.readouterr().err
+    # any module of the tree: the encoder, a block folded into the run, the run by its label
+    for module, title in [
+        ("encoder", "encoder"),
+        ("encoder/layer.2", "encoder/layer.2"),
+        ("encoder/layer.0-2", "encoder/layer.0 (the first of 3 alike blocks)"),
+        ("layer.1", "encoder/layer.1"),  # the end of one module's path
+    ]:
+        assert main(["graph", str(model), "--module", module, "-o", str(out), "-q"]) == 0, module
+        assert f"<title>{title}</title>" in out.read_text()
+    capsys.readouterr()
+    assert main(["graph", str(model), "--module", "encoder/layer.3", "-o", str(tmp_path / "no.svg"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "--module encoder/layer.3: no such module; modules under encoder: encoder/layer.0, encoder/layer.1" in err
     assert not (tmp_path / "no.svg").exists()
 
 
@@ -401,17 +414,40 @@ def test_past_eight_tensors_entering_a_view_the_rest_share_one_stub():
     from onnx import TensorProto, helper
 
     inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 4]) for i in range(12)]
+    relus = [helper.make_node("Relu", [f"x{i}"], [f"r{i}"], name=f"relu{i}") for i in range(12)]
     graph = helper.make_graph(
-        [helper.make_node("Sum", [f"x{i}" for i in range(12)], ["y"], name="sum")],
+        [*relus, helper.make_node("Sum", [f"r{i}" for i in range(12)], ["y"], name="sum")],
         "g",
         inputs,
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
     )
     (view,) = folded_views(analyze(helper.make_model(graph)))
     stubs = [(item.label, item.name) for item in view.items if item.kind == "input"]
-    # 12 inputs: the first 8 a stub each, the other 4 one stub
+    # 12 inputs, each read by its own Relu: the first 8 a stub each, the other 4 one stub
     assert stubs == [(f"x{i}", "1×4") for i in range(8)] + [("more tensors", "4 tensors")]
-    assert len([e for e in view.edges if e.target == "n0"]) == 9  # one edge from each stub
+    assert len([e for e in view.edges if e.source.startswith("i")]) == 12  # one edge to each Relu
+
+
+def test_tensors_entering_one_box_share_one_stub():
+    """A decoder's cache tensors all read by its run of layers would stand in one row as wide as
+    the screen: three or more tensors entering (or leaving) only one box share one stub."""
+    from onnx import TensorProto, helper
+
+    names = [f"past.{i}.key" for i in range(6)]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 4]) for name in names]
+    split = helper.make_node("Split", ["s"], [f"present.{i}" for i in range(3)], name="split", axis=1, num_outputs=3)
+    graph = helper.make_graph(
+        [helper.make_node("Sum", names, ["s"], name="sum"), split],
+        "g",
+        inputs,
+        [helper.make_tensor_value_info(f"present.{i}", TensorProto.FLOAT, None) for i in range(3)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    (view,) = folded_views(analyze(model))
+    stubs = [(item.kind, item.label, item.name) for item in view.items if item.kind in ("input", "output")]
+    # the 6 inputs' common prefix "past." without its dot; the outputs' "present."
+    assert stubs == [("input", "past…", "6 tensors"), ("output", "present…", "3 tensors")]
+    assert [(e.tensors) for e in view.edges if e.source.startswith("i") or e.target.startswith("o")] == [6, 3]
 
 
 def three_modules(length: int = 45):

@@ -70,6 +70,16 @@ def test_a_forecast_carries_its_band_and_no_sign(capsys, conv_relu, calibrated_t
     assert "a forecast from efficiencies measured on the target's runtime, within ±18% (12 published rows)" in out
 
 
+def test_the_html_card_rounds_the_throughput_to_its_band_as_the_text_does(
+    capsys, tmp_path, conv_relu, calibrated_target
+):
+    # the card printed 52,787.2/s ±18%: the same rounding as the summary's line (±9,500: thousands)
+    page = tmp_path / "r.html"
+    assert run(capsys, "report", conv_relu, "--target", calibrated_target, "-o", page, "-q")[0] == 0
+    html = page.read_text()
+    assert ">53,000/s ±18%<" in html and "52,787.2/s" not in html
+
+
 def test_without_overhead_a_calibrated_target_is_a_bound_again(conv_relu, calibrated_target):
     # --no-overhead runs every kernel at its roofs: 9.472 µs, the peak-figure bound
     report = onnxroof.analyze(str(conv_relu), targets=[str(calibrated_target)], overhead=False).targets[0]

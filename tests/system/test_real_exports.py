@@ -6,7 +6,6 @@ asks for int8 first."""
 
 from __future__ import annotations
 
-import gzip
 import re
 from pathlib import Path
 
@@ -19,19 +18,6 @@ from onnxroof.core.errors import OptionError
 EXPORTS = Path(__file__).resolve().parents[1] / "data" / "exports"
 TARGETS = ["h100-sxm", "l4", "coral-edge-tpu"]
 DECODE = {"phase": "decode", "context": 128}
-
-
-@pytest.fixture(scope="module")
-def export(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("exports")
-
-    def unzipped(name: str) -> Path:
-        path = folder / f"{name}.onnx"
-        if not path.exists():
-            path.write_bytes(gzip.decompress((EXPORTS / f"{name}.onnx.gz").read_bytes()))
-        return path
-
-    return unzipped
 
 
 def change_options(change: str) -> dict:

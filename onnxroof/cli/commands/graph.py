@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--module",
         metavar="PATH",
-        help="draw this module's view (its path, e.g. encoder/layer.0; the first block of a run of "
-        "alike blocks) instead of the whole model's",
+        help="draw this module's view instead of the whole model's: any module of the module tree, by "
+        "its path (encoder, encoder/layer.3; a run's label, encoder/layer.0-11, is its first block)",
     )
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="write the SVG to FILE (default: MODEL.graph.svg; - is standard output)"

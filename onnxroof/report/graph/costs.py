@@ -121,7 +121,11 @@ def box_text(item: GraphItem, analysis: Analysis, targets: Sequence[TargetCosts]
         if item.repeats > 1:
             lines.append(f"the same node in each of {item.repeats} alike blocks: the figures below are theirs summed")
     else:
-        blocks = f" ({item.repeats} alike blocks, all counted)" if item.repeats > 1 else ""
+        blocks = (
+            f" ({item.repeats} alike blocks: the figures below are their sum, the box's one block's)"
+            if item.repeats > 1
+            else ""
+        )
         lines = [printable(f"{item.label} {item.name}".strip()) + blocks, f"{len(item.nodes):,} nodes"]
         if item.folded:
             lines.append(FOLDED_NOTE)

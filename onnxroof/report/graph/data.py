@@ -17,7 +17,7 @@ Boxes and edges are arrays, not objects with named fields: a page holds up to
 - an edge: ``[source box, target box, label, tooltip, label x, label y, path]``, the label (the
   shape written under the source box) and the tooltip numbers into ``strings`` (label -1: none),
   the path an SVG path (its route and arrow head);
-- a fused kernel's outline: ``[target, x, y, width, height]``;
+- a fused kernel's outline: ``[target, SVG path]`` (a kernel in several pieces: one each);
 - ``repeats``: ``[box, blocks]`` for the boxes drawn as a stack: a run's, and the node boxes of
   a run unfolded in place (each the same node of every block);
 - ``variants``: ``[module box, view]``, the view that is this one with that module unfolded in
@@ -136,7 +136,7 @@ class _PageWriter:
             "h": math.ceil(scene.height),
             "boxes": [self.box(box) for box in scene.boxes],
             "edges": [self.edge(edge) for edge in scene.edges],
-            "fused": [[t, round(x), round(y), round(w), round(h)] for t, x, y, w, h in scene.outlines],
+            "fused": [[outline.target, outline.path] for outline in scene.outlines],
         }
         variants = [[k, self.number[item.variant]] for k, item in enumerate(view.items) if item.variant in self.number]
         if variants:

@@ -40,11 +40,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from os.path import commonprefix
 from typing import TYPE_CHECKING
 
 from ...compare.modules import MAX_MODULE_DEPTH, module_of, run_label, runs
 from ...cost.records import NodeStatus
 from ..formatting import shape_text
+from .adopt import adopted_paths
 from .structure import SYNTHETIC as _SYNTHETIC
 from .structure import fold_structure
 
@@ -95,17 +97,17 @@ class GraphView:
 
 
 @dataclass(eq=False)  # compared and hashed by identity: a module is one place in the tree
-class _Module:
+class Module:
     """A node of the module tree, with the nodes below it."""
 
     path: tuple[str, ...]
     label: str
-    children: dict[str, _Module] = field(default_factory=dict)
+    children: dict[str, Module] = field(default_factory=dict)
     own: list[int] = field(default_factory=list)  # node indices at this module itself
     below: list[int] = field(default_factory=list)  # every node index under it, in model order
-    run: list[_Module] | None = None  # the first block of a run: every block of it
+    run: list[Module] | None = None  # the first block of a run: every block of it
     kinds: list[tuple] = field(default_factory=list)  # (op type, output shapes) of the nodes under it
-    runs: dict[str, list[_Module]] | None = None  # its children's runs, once worked out
+    runs: dict[str, list[Module]] | None = None  # its children's runs, once worked out
 
 
 def drawn(record: NodeRecord) -> bool:
@@ -117,14 +119,7 @@ def folded_views(analysis: Analysis, budget: int = BOX_BUDGET, depth: int | None
     """The views of ``analysis``'s graph, the whole model's first, then each module's in the
     order they are reached (breadth first). ``depth`` opens the top view that many module
     levels down whatever its size (else: as many as keep it within ``budget`` boxes)."""
-    records = analysis.nodes
-    shown = [i for i, r in enumerate(records) if drawn(r)]
-    paths = {i: _real_path(module_of(records[i])) for i in shown}
-    index_of = {records[i].name: i for i in shown}
-    producer_of = {tensor: i for i in shown for tensor in records[i].outputs}
-    fold_structure(paths, records, producer_of, budget)
-    root = _tree(paths, records)
-    builder = _Views(analysis, index_of, budget)
+    root, builder = folded_tree(analysis, budget)
     views = [builder.view(root, None, depth)]
     queue = [views[0]]
     view_of: dict[int, str] = {}  # a module (by identity) -> its view: one view a module
@@ -143,7 +138,19 @@ def folded_views(analysis: Analysis, budget: int = BOX_BUDGET, depth: int | None
     return views
 
 
-def _open_modules(builder: _Views, view: GraphView, view_of: dict[int, str]) -> list[tuple[GraphView, _Module]]:
+def folded_tree(analysis: Analysis, budget: int) -> tuple[Module, _Views]:
+    """The module tree of the nodes drawn (each where :func:`adopt.adopted_paths` puts it, a
+    large unscoped module folded by structure) and the builder of its views."""
+    records = analysis.nodes
+    shown = [i for i, r in enumerate(records) if drawn(r)]
+    paths = adopted_paths({i: _real_path(module_of(records[i])) for i in shown}, records, analysis.cost_graph.outputs)
+    index_of = {records[i].name: i for i in shown}
+    producer_of = {tensor: i for i in shown for tensor in records[i].outputs}
+    fold_structure(paths, records, producer_of, budget)
+    return _tree(paths, records), _Views(analysis, index_of, budget)
+
+
+def _open_modules(builder: _Views, view: GraphView, view_of: dict[int, str]) -> list[tuple[GraphView, Module]]:
     """Point each of ``view``'s folded modules at its view, building the views not built yet
     (returned in order, each with its module): one view a module."""
     built = []
@@ -161,7 +168,7 @@ def _open_modules(builder: _Views, view: GraphView, view_of: dict[int, str]) -> 
     return built
 
 
-def _variants(builder: _Views, view: GraphView, root: _Module, work_left: list[int]) -> list[GraphView]:
+def _variants(builder: _Views, view: GraphView, root: Module, work_left: list[int]) -> list[GraphView]:
     """Each plain module box of ``view`` unfolded in place: a variant of the view. Every variant
     copies the view, so a view has them only while they hold at most half its nodes (or two
     budgets) in all: all its modules unfold in place, or none does (they open their own views).
@@ -226,8 +233,8 @@ def start_view(views: list[GraphView], budget: int = BOX_BUDGET) -> GraphView:
     return max((view for view in unfolded if boxes(view) <= budget), key=boxes, default=top)
 
 
-def _tree(paths: dict[int, tuple[str, ...]], records: Sequence[NodeRecord]) -> _Module:
-    root = _Module((), "(model)")
+def _tree(paths: dict[int, tuple[str, ...]], records: Sequence[NodeRecord]) -> Module:
+    root = Module((), "(model)")
     for index in sorted(paths):
         module = root
         kind = (records[index].op_type, str(records[index].output_shapes))
@@ -235,7 +242,7 @@ def _tree(paths: dict[int, tuple[str, ...]], records: Sequence[NodeRecord]) -> _
         for part in paths[index]:
             if part not in module.children:
                 label = part.split(_SYNTHETIC)[-1]
-                module.children[part] = _Module(module.path + (part,), label)
+                module.children[part] = Module(module.path + (part,), label)
             module = module.children[part]
             module.below.append(index)
             module.kinds.append(kind)
@@ -250,7 +257,7 @@ class _Views:
         self.records = analysis.nodes
         self.tensors = analysis.cost_graph.tensors
         self.budget = budget
-        self.modules: dict[str, _Module] = {}  # a folded box's pending view -> its module
+        self.modules: dict[str, Module] = {}  # a folded box's pending view -> its module
         self.count = 0
         self.stub_keys: dict[str, int] = {}  # a view -> the keys its stubs took (one a tensor)
         self.stub_items: dict[str, int] = {}  # a view -> its stub boxes
@@ -264,10 +271,10 @@ class _Views:
 
     def view(
         self,
-        module: _Module,
+        module: Module,
         parent: str | None,
         depth: int | None,
-        opened: set[_Module] = frozenset(),
+        opened: set[Module] = frozenset(),
         unfolds: tuple[str, str] | None = None,
     ) -> GraphView:
         """``module``'s view (``depth`` levels open, else as many as the budget allows); with
@@ -302,7 +309,7 @@ class _Views:
         )
 
     def boxes(
-        self, module: _Module, depth: int | None, opened: set[_Module] = frozenset()
+        self, module: Module, depth: int | None, opened: set[Module] = frozenset()
     ) -> tuple[list[GraphItem], int]:
         """The node and module boxes of ``module``'s view, in the model's order, and the levels
         open (``depth``, else as many as keep within the budget)."""
@@ -324,10 +331,10 @@ class _Views:
                 item.label, item.name = record.op_type, record.name
         return list(items.values()), depth
 
-    def _owner(self, module: _Module, depth: int | None, opened: set[_Module]) -> tuple[int, dict[int, tuple]]:
+    def _owner(self, module: Module, depth: int | None, opened: set[Module]) -> tuple[int, dict[int, tuple]]:
         """The levels open and what each node is drawn as (:func:`_assign`): ``depth``, else one
         more level while the boxes keep within the budget (each depth tried assigned once)."""
-        runs = _runs(module)
+        runs = alike_runs(module)
         if depth is not None:
             return depth, _assign(module, depth, runs, opened)
         depth, height, owner = 1, _height(module), None
@@ -342,7 +349,7 @@ class _Views:
         if where[0] == "node":
             record = self.records[index]
             return GraphItem(f"n{index}", "node", record.op_type, record.name, [])
-        module: _Module = where[1]
+        module: Module = where[1]
         blocks = module.run or [module]
         label = run_label(module.label, len(blocks))
         key = self._key("m")
@@ -356,7 +363,7 @@ class _Views:
         return GraphItem(key, "module", label, path, [], len(blocks), key, folded=folded)
 
     def _edges(
-        self, module: _Module, item_of: dict[int, str], block_of: dict[int, tuple[int, int]]
+        self, module: Module, item_of: dict[int, str], block_of: dict[int, tuple[int, int]]
     ) -> tuple[list[GraphEdge], list[GraphItem], list[GraphItem]]:
         """The edges between the view's boxes, and its stubs: tensors from outside the module
         (the model's inputs, at the top view) and tensors read outside it (or the model's outputs).
@@ -386,7 +393,10 @@ class _Views:
                 info = tensors.get(tensor)
                 if info is not None and (tensor in self.outputs or _read_outside(info.consumers, index_of, item_of)):
                     self._connect(edges, target, stubs.sink(tensor), tensor)
-        return list(edges.values()), stubs.boxes(stubs.sources), stubs.boxes(stubs.sinks)
+        fewest = 2 if block_of else 3  # a run unfolded in place: the same tensor of each block
+        sources = _shared(edges, stubs.boxes(stubs.sources), 0, fewest)
+        sinks = _shared(edges, stubs.boxes(stubs.sinks), 1, fewest)
+        return list(edges.values()), sources, sinks
 
     def _connect(self, edges: dict[tuple[str, str], GraphEdge], source: str, target: str, tensor: str) -> None:
         """An edge from box ``source`` to box ``target`` carrying ``tensor`` (counted once more
@@ -454,8 +464,35 @@ class _Stubs:
         return list({id(s): s for s in table.values()}.values())
 
 
+def _shared(edges: dict[tuple[str, str], GraphEdge], stubs: list[GraphItem], end: int, fewest: int) -> list[GraphItem]:
+    """``stubs`` with those that join one and the same box, ``fewest`` or more, drawn as one box
+    ("past_key_values… / 8 tensors"): a decoder's cache tensors would stand in one row as wide as
+    the screen. ``end``: 0 for the stubs the edges leave (sources), 1 for those they reach."""
+    joined: dict[str, list[tuple[str, str]]] = {}
+    for pair in edges:
+        joined.setdefault(pair[end], []).append(pair)
+    by_box: dict[str, list[GraphItem]] = {}
+    for stub in stubs:
+        pairs = joined.get(stub.key, [])
+        if len(pairs) == 1:
+            by_box.setdefault(pairs[0][1 - end], []).append(stub)
+    dropped: set[str] = set()
+    for group in by_box.values():
+        if len(group) < fewest:
+            continue
+        kept, pairs = group[0], [joined[stub.key][0] for stub in group]
+        edge = edges[pairs[0]]
+        edge.tensors = sum(edges.pop(pair).tensors for pair in pairs)
+        edges[pairs[0]] = edge
+        prefix = commonprefix([stub.label for stub in group if stub.label != "more tensors"]).rstrip("._/-")
+        kept.label = f"{prefix}…" if len(prefix) >= 3 else "tensors"
+        kept.name = f"{edge.tensors} tensors"
+        dropped.update(stub.key for stub in group[1:])
+    return [stub for stub in stubs if stub.key not in dropped]
+
+
 def _assign(
-    module: _Module, depth: int, runs: dict[str, list[_Module]], opened: set[_Module] = frozenset()
+    module: Module, depth: int, runs: dict[str, list[Module]], opened: set[Module] = frozenset()
 ) -> dict[int, tuple]:
     """Each node under ``module`` -> what it is drawn as when ``depth`` levels are open (and the
     modules in ``opened`` one level more): ("node", index), or ("module", the folded module or
@@ -474,7 +511,7 @@ def _assign(
         _, current, level = task
         for index in current.own:
             owner[index] = ("node", index)
-        local = runs if current is module else _runs(current)
+        local = runs if current is module else alike_runs(current)
         later: list[tuple] = []
         for part, child in current.children.items():
             first = local.get(part)
@@ -494,7 +531,7 @@ def _assign(
     return owner
 
 
-def _height(module: _Module) -> int:
+def _height(module: Module) -> int:
     """The levels of modules below ``module`` (0: it has none); walked with a stack."""
     height, stack = 0, [(module, 0)]
     while stack:
@@ -504,13 +541,13 @@ def _height(module: _Module) -> int:
     return height
 
 
-def _runs(module: _Module) -> dict[str, list[_Module]]:
+def alike_runs(module: Module) -> dict[str, list[Module]]:
     """The module's children in runs of alike numbered blocks (``layer.0``, ``layer.1``, ...: the
     same ops with the same shapes, ``compare/modules.runs``): each child's part -> its run (the
     first block holds it)."""
     if module.runs is not None:
         return module.runs
-    found: dict[str, list[_Module]] = {}
+    found: dict[str, list[Module]] = {}
     for run in runs(list(module.children.values()), lambda child: child.label, _signature):
         if len(run) > 1:
             run[0].run = run
@@ -520,6 +557,6 @@ def _runs(module: _Module) -> dict[str, list[_Module]]:
     return found
 
 
-def _signature(module: _Module) -> tuple:
+def _signature(module: Module) -> tuple:
     """What alike blocks share: their modules' names, their nodes' op types and output shapes."""
     return tuple(module.children), tuple(module.kinds)

@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING
 from ...compare.modules import module_of
 from ...core.text import printable
 from ...core.units import iec, seconds
+from ..formatting import shape_text
 from .costs import TargetCosts, box_cost
-from .layout import Layout, LayoutCache, layered_layout
+from .layout import Layout, LayoutCache, PlacedBox, layered_layout
 
 if TYPE_CHECKING:
+    from ...cost.records import NodeRecord
     from ...result import Analysis
     from .fold import GraphEdge, GraphItem, GraphView
 
@@ -90,6 +92,16 @@ class SceneEdge:
 
 
 @dataclass
+class Outline:
+    """A fused kernel's dashed outline (or one piece of it) on one target."""
+
+    target: int  # the target's number
+    kernel: int  # the kernel's first node (its row in the node table)
+    boxes: list[str]  # the keys of the boxes it goes round
+    path: str  # an SVG path, closed
+
+
+@dataclass
 class Scene:
     view: GraphView
     width: float
@@ -97,7 +109,7 @@ class Scene:
     boxes: list[SceneBox]  # in the view's order
     order: list[int]  # the boxes' positions in drawing order (layer by layer)
     edges: list[SceneEdge]
-    outlines: list[tuple[int, float, float, float, float]]  # (target, x, y, width, height) of a fused kernel
+    outlines: list[Outline]  # the fused kernels'
 
 
 def clip_middle(text: str, width: int) -> str:
@@ -112,21 +124,42 @@ def clip_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
-def box_lines(item: GraphItem, costs: Sequence[TargetCosts]) -> list[str]:
-    """The text lines of a box: op type and name; a module's name, repeat count, nodes and time
-    (model text printable)."""
+def node_subtitle(op_type: str, name: str, shape: str | None = None) -> str:
+    """A node box's second line: its name's last part, unless that only repeats the op type
+    (``/model.0/conv/Conv``, ``Reshape_3``): then the last two modules its name carries (the
+    view's title and the breadcrumbs say the rest, and a box stays narrow), else its output's
+    shape (``shape``), else the name.
+
+    >>> node_subtitle("Conv", "/model.0/conv/Conv"), node_subtitle("Conv", "Conv", "1×16×320×320")
+    ('model.0/conv', '1×16×320×320')
+    >>> node_subtitle("MatMul", "/encoder/layer.0/attention/self/query/MatMul_1")
+    'self/query'
+    >>> node_subtitle("MatMul", "node_linear")
+    'node_linear'
+    """
+    head, _, tail = name.rstrip("/").rpartition("/")
+    tail = tail or name
+    if tail != op_type and not (tail.startswith(op_type + "_") and tail[len(op_type) + 1 :].isdigit()):
+        return tail
+    return "/".join([part for part in head.split("/") if part][-2:]) or shape or name
+
+
+def box_lines(item: GraphItem, costs: Sequence[TargetCosts], shape: str | None = None) -> list[str]:
+    """The text lines of a box: op type and name (:func:`node_subtitle`; ``shape``: a node's
+    output shape); a module's name, repeat count, nodes and time (model text printable)."""
     label, name = printable(item.label), printable(item.name)
     if item.kind == "node":  # inside a run unfolded in place: the node of every block, "MatMul ×12"
         return [
             clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else ""),
-            clip_middle(name.rsplit("/", 1)[-1] or name, NAME_CHARS),
+            clip_middle(node_subtitle(label, name, shape), NAME_CHARS),
         ]
-    if item.kind == "module":
+    if item.kind == "module":  # a run: one block's figures, as the module table shows them
         first = clip_middle(label, NAME_CHARS - 5) + (f" ×{item.repeats}" if item.repeats > 1 else "")
-        third = f"{len(item.nodes):,} nodes"
+        nodes = len(item.nodes) // item.repeats
+        third = f"{nodes:,} node{'s' if nodes != 1 else ''}"
         if costs:
-            third += f" · {seconds(box_cost(item, costs[0]).time_s)}"
-        return [first, clip_middle(name, NAME_CHARS), third]
+            third += f" · {seconds(box_cost(item, costs[0]).time_s / item.repeats)}"
+        return [first, clip_middle(name, NAME_CHARS), ("each block: " if item.repeats > 1 else "") + third]
     return [clip_middle(label, NAME_CHARS), clip_middle(name, NAME_CHARS)]
 
 
@@ -174,13 +207,25 @@ def arrow_head(points: Sequence[tuple[float, float]], length: float = ARROW) -> 
 
 
 def lay_out(
-    view: GraphView, costs: Sequence[TargetCosts], cache: LayoutCache | None = None
+    view: GraphView,
+    costs: Sequence[TargetCosts],
+    cache: LayoutCache | None = None,
+    records: Sequence[NodeRecord] | None = None,
 ) -> tuple[Layout, dict[str, list[str]]]:
-    """The view's layout and each box's text lines (``cache``: the layouts of views alike in shape)."""
-    lines = {item.key: box_lines(item, costs) for item in view.items}
+    """The view's layout and each box's text lines (``cache``: the layouts of views alike in shape;
+    ``records``: the node table, whose output shapes name a node its name does not)."""
+    lines = {item.key: box_lines(item, costs, _shape(item, records)) for item in view.items}
     sizes = {key: box_size(text) for key, text in lines.items()}
     edges = [(edge.source, edge.target) for edge in view.edges]
     return (cache.layout(sizes, edges) if cache is not None else layered_layout(sizes, edges)), lines
+
+
+def _shape(item: GraphItem, records: Sequence[NodeRecord] | None) -> str | None:
+    """A node box's first output shape, written once per shape (``shape_text``)."""
+    if records is None or item.kind != "node":
+        return None
+    shapes = records[item.nodes[0]].output_shapes
+    return shape_text(shapes[0]) if shapes else None
 
 
 def build_scene(
@@ -192,7 +237,7 @@ def build_scene(
 ) -> Scene:
     """``view`` laid out and dressed. ``scoped`` (the names carry modules: ``compare/modules.
     has_scopes``) makes the colour groups top-level modules, else op types."""
-    layout, lines = lay_out(view, costs, cache)
+    layout, lines = lay_out(view, costs, cache, analysis.nodes)
     position = {item.key: k for k, item in enumerate(view.items)}
     boxes = [_scene_box(item, layout, lines[item.key], analysis, costs, scoped) for item in view.items]
     edges = []
@@ -237,38 +282,81 @@ def _scene_box(
     return SceneBox(item, placed.x, placed.y, placed.width, placed.height, lines, bounds, shares, group)
 
 
-def fused_outlines(
-    view: GraphView, layout: Layout, costs: Sequence[TargetCosts]
-) -> list[tuple[int, float, float, float, float]]:
-    """(target number, x, y, width, height): a rectangle around the boxes of each kernel that fuses
-    several nodes of the view, on each target, where that rectangle holds no other box. The view's
-    node boxes are grouped by kernel in one pass, so a kernel of 100,000 nodes costs its boxes in
-    this view, not its length once per box."""
-    nodes = [(item.nodes[0], item.key) for item in view.items if item.kind == "node"]
+def fused_outlines(view: GraphView, layout: Layout, costs: Sequence[TargetCosts]) -> list[Outline]:
+    """The dashed outlines of the kernels that fuse several boxes of the view, on each target:
+    a kernel of ``summary --format json`` (``TargetReport.nodes``) is outlined where two or more
+    boxes hold its nodes and nothing else (a folded module that holds several kernels outlines
+    none: its own view does). A box of a run unfolded in place stands for the same node of every
+    block: its first block's node says its kernel. The view's boxes are grouped by kernel in one
+    pass, so a kernel of 100,000 nodes costs its boxes in this view, not its length once per box."""
     outlines = []
     for number, target in enumerate(costs):
         by_kernel: dict[int, list[str]] = {}  # a fused kernel (its first node) -> its boxes here, in view order
-        for index, key in nodes:
-            members = target.kernel_members[index]
-            if len(members) > 1:
-                by_kernel.setdefault(members[0], []).append(key)
-        for keys in by_kernel.values():
+        for item in view.items:
+            if item.kind not in ("node", "module"):
+                continue
+            nodes = item.nodes[: max(1, len(item.nodes) // item.repeats)]  # one block's
+            kernels = {
+                target.kernel_members[index][0] if len(target.kernel_members[index]) > 1 else -1 for index in nodes
+            }
+            if len(kernels) == 1 and -1 not in kernels:
+                by_kernel.setdefault(kernels.pop(), []).append(item.key)
+        for kernel, keys in by_kernel.items():
             if len(keys) > 1:
-                outline = _outline(layout, keys)
-                if outline is not None:
-                    outlines.append((number, *outline))
+                outlines.extend(Outline(number, kernel, piece, path) for piece, path in _outline_pieces(layout, keys))
     return outlines
 
 
-def _outline(layout: Layout, keys: list[str]) -> tuple[float, float, float, float] | None:
-    """A rectangle 4 pixels around the boxes ``keys``, or None when it would hold another box."""
-    boxes = [layout.boxes[k] for k in keys]
-    left, top = min(b.x for b in boxes) - 4, min(b.y for b in boxes) - 4
-    right, bottom = max(b.x + b.width for b in boxes) + 4, max(b.y + b.height for b in boxes) + 4
+def _outline_pieces(layout: Layout, keys: list[str]) -> list[tuple[list[str], str]]:
+    """The boxes ``keys`` (one kernel's) in as few outlines as hold no other box: (their boxes,
+    an SVG path). An outline goes round the boxes layer by layer, 4 pixels out (a chain down
+    several layers is one shape that narrows and widens with it); a layer where another box
+    stands between two of the kernel's, or a gap of layers where one stands in the way, starts
+    a new outline; such a layer's boxes are outlined one by one."""
     own = set(keys)
-    if any(
-        k not in own and b.x < right and b.x + b.width > left and b.y < bottom and b.y + b.height > top
-        for k, b in layout.boxes.items()
-    ):
-        return None
-    return left, top, right - left, bottom - top
+    rows: dict[int, list[PlacedBox]] = {}
+    for key in keys:
+        box = layout.boxes[key]
+        rows.setdefault(box.layer, []).append(box)
+    others: dict[int, list[PlacedBox]] = {}
+    for key, box in layout.boxes.items():
+        if key not in own and box.layer in rows or key not in own and rows and min(rows) < box.layer < max(rows):
+            others.setdefault(box.layer, []).append(box)
+    pieces: list[tuple[list[str], str]] = []
+    spans: list[tuple[int, float, float, float, float, list[str]]] = []  # layer, left, right, top, bottom, boxes
+
+    def close() -> None:
+        if spans:
+            pieces.append(([key for span in spans for key in span[5]], _span_path(spans)))
+            spans.clear()
+
+    for layer in sorted(rows):
+        boxes = sorted(rows[layer], key=lambda b: b.x)
+        left, right = boxes[0].x - 4, max(b.x + b.width for b in boxes) + 4
+        top, bottom = min(b.y for b in boxes) - 4, max(b.y + b.height for b in boxes) + 4
+        if any(b.x < right and b.x + b.width > left for b in others.get(layer, ())):
+            close()  # another box stands between: each of this layer's boxes alone
+            for b in boxes:
+                spans.append((layer, b.x - 4, b.x + b.width + 4, b.y - 4, b.y + b.height + 4, [b.key]))
+                close()
+            continue
+        if spans:
+            low, high = min(spans[-1][1], left), max(spans[-1][2], right)
+            between = (b for gap in range(spans[-1][0] + 1, layer) for b in others.get(gap, ()))
+            if any(b.x < high and b.x + b.width > low for b in between):
+                close()
+        spans.append((layer, left, right, top, bottom, [b.key for b in boxes]))
+    close()
+    return pieces
+
+
+def _span_path(spans: Sequence[tuple[int, float, float, float, float, list[str]]]) -> str:
+    """The closed SVG path round the spans (left, right, top, bottom), top to bottom: down their
+    left sides, up their right sides.
+
+    >>> _span_path([(0, 0, 10, 0, 5, []), (1, 2, 8, 9, 14, [])])
+    'M0.0 0.0 L0.0 5.0 L2.0 9.0 L2.0 14.0 L8.0 14.0 L8.0 9.0 L10.0 5.0 L10.0 0.0 Z'
+    """
+    down = [(left, y) for _, left, _, top, bottom, _ in spans for y in (top, bottom)]
+    up = [(right, y) for _, _, right, top, bottom, _ in reversed(spans) for y in (bottom, top)]
+    return "M" + " L".join(f"{x:.1f} {y:.1f}" for x, y in down + up) + " Z"

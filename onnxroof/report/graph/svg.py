@@ -86,10 +86,7 @@ def draw_view(view: GraphView, analysis: Analysis, costs: Sequence[TargetCosts],
             labels.append(f'<text class="gl" x="{x:.1f}" y="{y:.1f}">{_markup(drawn.label)}</text>')
     parts.append("</g>")
     parts.append('<g class="gv-labels">' + "".join(labels) + "</g>")
-    parts.extend(
-        f'<rect class="gk" data-t="{number}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6"/>'
-        for number, x, y, w, h in scene.outlines
-    )
+    parts.extend(f'<path class="gk" data-t="{outline.target}" d="{outline.path}"/>' for outline in scene.outlines)
     parts.append('<g class="gv-boxes">')
     for position in scene.order:
         parts.append(_box(scene.boxes[position], analysis, costs, modules))

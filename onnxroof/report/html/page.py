@@ -38,6 +38,7 @@ from ..formatting import (
     format_value,
     latency_kind_short,
     latency_kind_words,
+    rate_text,
     shape_text,
     share_percent,
 )
@@ -151,7 +152,7 @@ def target_card(report: TargetReport, fit: DeviceFit | None = None) -> TargetCar
         latency=as_bound(format_value(report.latency_s, "seconds"), report),
         latency_title=f"{report.latency_s:.6g} s for one run at batch {batch}: every kernel, one after another; "
         + latency_kind_words(report),
-        throughput=as_bound(f"{report.throughput_per_s:,.1f}/s", report, at_most=True),
+        throughput=as_bound(f"{rate_text(report.throughput_per_s, report)}/s", report, at_most=True),
         throughput_title=f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)"
         + (f"; at most: {report.missing}" if not report.complete else ""),
         bound=BOUND_LABELS.get(main, main),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from ..core.errors import UsageError
+from ..core.units import iec, seconds
 
 # placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
 # and targets import this module); the roofline function (point.roofline) is handed in for the same reason
@@ -85,6 +86,12 @@ class EdgeTpuHost:
 
     host: str
     source: str
+    # ops mapped beyond the table: a what-if (the findings' "replace it by an op the compiler maps")
+    mapped_too: frozenset[str] = frozenset()
+
+    @property
+    def mapped(self) -> frozenset[str]:
+        return MAPPED_OPS | self.mapped_too
 
 
 @dataclass
@@ -96,6 +103,21 @@ class EdgeTpuCut:
     host_kernels: int
     host_s: float  # the host's time for them
     transfer_s: float  # the cut's tensors over the host link
+    host: str = ""  # the host target's name
+    kernels: int = 0  # every kernel of the run: the Edge TPU runs kernels - host_kernels
+    cut_bytes: int = 0  # the cut's tensors, crossing the host link once
+
+    def words(self) -> str:
+        """Which ops fall back to the CPU and where the graph is cut: every output's line."""
+        ops = ", ".join(self.unmapped_ops)
+        falls = "falls" if len(self.unmapped_ops) == 1 else "fall"
+        mapped = self.kernels - self.host_kernels
+        return (
+            f"{ops} {falls} back to the CPU: the Edge TPU compiler cuts the graph in two at {self.first_unmapped} "
+            f"(kernel {mapped + 1} of {self.kernels}); the Edge TPU runs the {mapped} kernel{'s' * (mapped != 1)} "
+            f"before it, {self.host} the {self.host_kernels} from it on ({seconds(self.host_s)}), and the cut's "
+            f"{iec(self.cut_bytes)} cross the host link ({seconds(self.transfer_s)})"
+        )
 
 
 def read_edge_tpu(data: dict, where: str) -> EdgeTpuHost | None:
@@ -108,10 +130,10 @@ def read_edge_tpu(data: dict, where: str) -> EdgeTpuHost | None:
     return EdgeTpuHost(host, source)
 
 
-def cut_at(kernels: list[Kernel]) -> int | None:
+def cut_at(kernels: list[Kernel], mapped: frozenset[str] = MAPPED_OPS) -> int | None:
     """The position of the first kernel running an op the compiler does not map (None: all mapped)."""
     for position, kernel in enumerate(kernels):
-        if any(not member.shape_only and member.op_type not in MAPPED_OPS for member in kernel.records):
+        if any(not member.shape_only and member.op_type not in mapped for member in kernel.records):
             return position
     return None
 
@@ -145,42 +167,38 @@ def run_cut(
 ) -> None:
     """Re-time the kernels from the cut on the host (``load_host``: read only when the graph is cut;
     the one hook in placement.place_model for an Edge TPU): their placements' times become the
-    host's; the tensors entering the cut from the mapped part cross the link once. Says in the notes
-    which ops fell back and where the graph is cut."""
-    start = cut_at(kernels)
+    host's; the tensors entering the cut from the mapped part cross the link once. Which ops fell
+    back and where the graph is cut: ``report.edge_tpu_cut`` (every output prints its words)."""
+    mapped = report.target.edge_tpu.mapped
+    start = cut_at(kernels, mapped)
     if start is None:
         return
     host = load_host()
     tail = kernels[start:]
-    transfer_s = _cut_bytes(kernels, start, tensors) / report.target.dram_bytes_per_s.value
+    cut_bytes = _cut_bytes(kernels, start, tensors)
+    transfer_s = cut_bytes / report.target.dram_bytes_per_s.value
     host_total = 0.0
     by_name = {node.name: node for node in report.nodes}
     for kernel in tail:
-        seconds = host_time(kernel, host, roofline)
-        host_total += seconds
+        kernel_s = host_time(kernel, host, roofline)
+        host_total += kernel_s
         node = by_name.get(kernel.name)
         if node is not None:
             before = node.placement.time_s
-            node.placement = replace(node.placement, time_s=seconds)
+            node.placement = replace(node.placement, time_s=kernel_s)
             # each node's share of the kernel's time (placement.node_times reads it) scaled to the host's
             node.node_time_s = (
-                {name: share * seconds / before for name, share in node.node_time_s.items()}
+                {name: share * kernel_s / before for name, share in node.node_time_s.items()}
                 if before
-                else {kernel.name: seconds}
+                else {kernel.name: kernel_s}
             )
     fallen = [
-        member
-        for kernel in tail
-        for member in kernel.records
-        if not member.shape_only and member.op_type not in MAPPED_OPS
+        member for kernel in tail for member in kernel.records if not member.shape_only and member.op_type not in mapped
     ]
     first = fallen[0].name
     unmapped = list(dict.fromkeys(member.op_type for member in fallen))
-    report.edge_tpu_cut = EdgeTpuCut(first, unmapped, len(tail), host_total, transfer_s)
+    report.edge_tpu_cut = EdgeTpuCut(
+        first, unmapped, len(tail), host_total, transfer_s, host.name, len(kernels), cut_bytes
+    )
     report.latency_s = sum(node.placement.time_s for node in report.nodes) + report.run_s + transfer_s
     report.throughput_per_s = report.batch / report.latency_s if report.latency_s else 0.0
-    report.notes.append(
-        f"{', '.join(unmapped)} fall(s) back to the CPU: the Edge TPU compiler cuts the graph at "
-        f"{first}, and it and the {len(tail)} kernel(s) after it run on {host.name} "
-        f"({host_total * 1e3:.3g} ms, plus {transfer_s * 1e3:.3g} ms moving the cut's tensors)"
-    )

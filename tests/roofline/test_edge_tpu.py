@@ -69,4 +69,10 @@ def test_a_graph_cut_by_an_unsupported_op_runs_its_tail_on_the_host(tmp_path):
     assert cut.host_s == pytest.approx(44e-6)
     assert cut.transfer_s == pytest.approx(4e-6)
     assert report.latency_s == pytest.approx(464e-6)
-    assert any("Div fall(s) back to the CPU" in note and "cuts the graph at div" in note for note in report.notes)
+    # the words every output prints: the op, the node cut at, the kernels on each side
+    assert cut.host == "host" and cut.kernels == 4 and cut.cut_bytes == 400
+    words = cut.words()
+    assert words.startswith(
+        "Div falls back to the CPU: the Edge TPU compiler cuts the graph in two at div (kernel 3 of 4)"
+    )
+    assert "the Edge TPU runs the 2 kernels before it, host the 2 from it on (44 µs)" in words

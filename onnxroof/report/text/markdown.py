@@ -16,7 +16,7 @@ from ...core.version import __version__
 from ...findings.wording import gain_text
 from ...roofline.devices import plan_sentences
 from ..bounds import bound_label, time_by_bound
-from ..formatting import as_bound, borrowed_mark, latency_kind_words
+from ..formatting import as_bound, borrowed_mark, edge_lines, latency_kind_words
 from .devices import structure_line
 from .table import assumed_text, incomplete_line
 
@@ -147,7 +147,7 @@ def render_markdown(analysis: Analysis, hotspots: int = 10, review: Review | Non
                     escape(report.target.name),
                     escape(as_bound(seconds(report.latency_s), report) + borrowed_mark(report)),
                     escape(as_bound(f"{report.throughput_per_s:,.1f}", report, at_most=True)),
-                    time_by_bound(report.time_share),
+                    "pipeline stages (below)" if report.dataflow else time_by_bound(report.time_share),
                     f"{report.utilization:.1%}",
                     energy,
                     memory_cell,
@@ -163,6 +163,9 @@ def render_markdown(analysis: Analysis, hotspots: int = 10, review: Review | Non
         ]
         kinds = {escape(latency_kind_words(report)) for report in analysis.targets}
         lines += ["", "Latency: " + "; ".join(sorted(kinds)) + "."]
+        edge = [(report, label, words) for report in analysis.targets for label, words in edge_lines(report)]
+        if edge:  # a chip's own execution model: a pipeline's fps and latency, an Edge TPU's graph cut
+            lines += ["", *(f"- **{escape(r.target.name)}** {label}: {escape(words)}" for r, label, words in edge)]
         if findings:
             caveat = next((f"; {escape(r.findings_caveat)}" for r in analysis.targets if r.findings_caveat), "")
             lines += [

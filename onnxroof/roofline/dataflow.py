@@ -137,6 +137,9 @@ class DataflowTiming:
         the forecast's measured error), the contexts and what sets the frame rate: every output's line."""
         if self.bound:
             fps, latency = f"≤ {self.frames_per_s:,.1f} frames/s", f"latency ≥ {seconds(self.latency_s)} a frame"
+        elif self.chip is not None and not self.chip.forecast:  # units given, not fitted on measurements
+            fps = f"≈ {self.frames_per_s:,.1f} frames/s"
+            latency = f"latency ≈ {seconds(self.latency_s)} a frame (estimates: the chip's constants are not measured)"
         else:
             error = f" ±{band:.0%}" if band else ""
             fps = f"{self.frames_per_s:,.{0 if self.frames_per_s >= 100 else 1}f} frames/s{error}"

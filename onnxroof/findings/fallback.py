@@ -60,7 +60,7 @@ def fallback(analysis: Analysis, report: TargetReport, variants: Variants) -> li
         Finding(
             "fallback",
             report.target.name,
-            title + (f": replacing it saves {seconds(gain)}" if gain else ""),
+            title,
             detail,
             nodes=(cut.first_unmapped,),
             gain_s=gain,

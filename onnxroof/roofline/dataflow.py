@@ -14,7 +14,7 @@ reaches). Without ``units`` every layer runs at the ideal share of the peak: the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from ..core.units import iec, seconds
@@ -125,7 +125,11 @@ class DataflowTiming:
     def limit_words(self) -> str:
         """What sets the frame rate, in words."""
         if self.limiting == "host link":
-            return f"the host link (each frame's {iec(self.io_bytes)} in and out)"
+            reloads = sum(c.weight_bytes for c in self.contexts) if len(self.contexts) > 1 else 0
+            per = "every frame" if self.group == 1 else f"every {self.group} frames"
+            return f"the host link (each frame's {iec(self.io_bytes)} in and out" + (
+                f", and the contexts' {iec(reloads)} of parameters {per})" if reloads else ")"
+            )
         if self.limiting == "context switches":
             return f"loading the {len(self.contexts)} contexts' parameters over the host link"
         if self.limiting == "compute at the peak":
@@ -309,8 +313,11 @@ def _bound(contexts: list[Context], io_s: float, link_bytes_per_s: float, group:
     reload_s = sum(c.weight_bytes for c in contexts) / link_bytes_per_s / group if len(contexts) > 1 else 0.0
     per_frame = max(compute_s, io_s + reload_s)
     limiting = "compute at the peak" if compute_s >= io_s + reload_s else "host link"
+    # a frame passes through every context, each loaded before it runs: all their parameters
+    # cross the link in its latency, whatever the group
+    loads_s = reload_s * group
     return DataflowTiming(
-        contexts, 1 / per_frame if per_frame else 0.0, max(compute_s, io_s), group, limiting, 1.0, True
+        contexts, 1 / per_frame if per_frame else 0.0, max(compute_s, io_s + loads_s), group, limiting, 1.0, True
     )
 
 
@@ -383,7 +390,49 @@ def pipeline_timing(report: TargetReport, kernels: list[Kernel], tensors: dict, 
     report.dataflow = timing
     if not timing.frames_per_s:
         return
+    _kernel_times(report, kernels, timing)
     report.throughput_per_s = timing.frames_per_s
     report.latency_s = timing.latency_s + (batch - 1) / timing.frames_per_s
     total = sum(layer.flops for layer in layers) * batch
     report.utilization = total / (report.latency_s * peak) if report.latency_s and peak else 0.0
+
+
+def layer_times(timing: DataflowTiming) -> dict[str, float]:
+    """Each layer's part of one frame's latency: its stage (with units), or its work at the peak
+    (peak figures: the stages' times are the context's whole work, each)."""
+    return {
+        layer.name: layer.flops / timing.peak_flops_per_s if timing.bound and timing.peak_flops_per_s else stage_s
+        for context in timing.contexts
+        for layer, stage_s in zip(context.layers, context.stage_s)
+    }
+
+
+def _kernel_times(report: TargetReport, kernels: list[Kernel], timing: DataflowTiming) -> None:
+    """The kernels' placements timed as the pipeline runs them: each layer's part of a frame's
+    latency (:func:`layer_times`, x the batch) split over the kernels folded into it by their FLOPs
+    (the layer's head takes it all when they do none), so that every output's per-kernel times and
+    shares are the pipeline's, not the roofline's of kernels the chip does not run one by one."""
+    times, batch = layer_times(timing), max(report.batch, 1)
+    layer_of: dict[str, str] = {}  # kernel -> the layer it runs in (pipeline_layers' folding)
+    head = ""
+    for kernel in kernels:
+        if any(member.macs and not member.view for member in kernel.records) or not head:
+            head = kernel.name if (kernel.flops or kernel.weight_bytes) else head
+        if head:
+            layer_of[kernel.name] = head
+    flops_of: dict[str, int] = {}
+    for kernel in kernels:
+        if kernel.name in layer_of:
+            flops_of[layer_of[kernel.name]] = flops_of.get(layer_of[kernel.name], 0) + kernel.flops
+    for node in report.nodes:
+        layer = layer_of.get(node.name)
+        total = flops_of.get(layer, 0) if layer else 0
+        share = node.placement.flops / total if total else float(node.name == layer)
+        seconds_now = times.get(layer, 0.0) * batch * share if layer else 0.0
+        before = node.placement.time_s
+        node.placement = replace(node.placement, time_s=seconds_now)
+        node.node_time_s = (
+            {name: part * seconds_now / before for name, part in node.node_time_s.items()}
+            if before
+            else {node.name: seconds_now}
+        )

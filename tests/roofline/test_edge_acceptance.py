@@ -119,3 +119,20 @@ def test_a_model_that_needs_two_contexts_reloads_them_every_frame_and_batching_a
     assert contexts.change == "--batch 8"
     assert contexts.evidence["larger_batch_frames_per_s"] == pytest.approx(32_000)
     assert contexts.gain_s == pytest.approx(78.75e-6)
+
+
+def test_a_bound_pipelines_latency_counts_every_context_load():
+    # peak figures (no units): two layers of 2e9 ops and 600 kB each, contexts of 1 MB: two. At
+    # 2e12 op/s the compute is 2 ms a frame; a frame passes through both contexts, each loaded
+    # first: 1.2e6 B over a 1e8 B/s link, 12 ms, in its latency whatever the group. At a group of
+    # 8 the loads are 1.5 ms a frame, under the compute: 500 frames/s, and the latency ≥ 12 ms.
+    from onnxroof.roofline.dataflow import DataflowChip, Layer, time_dataflow
+    from onnxroof.roofline.figures import Figure
+
+    layers = [Layer("first", 2 * 10**9, 600_000), Layer("second", 2 * 10**9, 600_000)]
+    chip = DataflowChip(context_bytes=Figure(1e6, "estimate", "a test figure"))
+    eight = time_dataflow(layers, 0, chip, 2e12, 1e8, group=8)
+    assert eight.bound and eight.frames_per_s == pytest.approx(500)
+    assert eight.latency_s == pytest.approx(12e-3)
+    assert eight.words().startswith("≤ 500.0 frames/s · latency ≥ 12 ms a frame · 2 contexts, 8 frames per load")
+    assert eight.limit_words().startswith("compute at the peak")

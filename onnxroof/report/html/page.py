@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -149,7 +149,7 @@ def target_card(report: TargetReport, fit: DeviceFit | None = None) -> TargetCar
     energy = report.energy_j
     split = report.energy_split_j
     batch = report.batch or 1
-    return TargetCard(
+    card = TargetCard(
         name=report.target.name,
         description=report.target.description,
         latency=as_bound(format_value(report.latency_s, "seconds"), report),
@@ -193,8 +193,8 @@ def target_card(report: TargetReport, fit: DeviceFit | None = None) -> TargetCar
         **_memory_fit(fit),
         edge=tuple(edge_lines(report)),
         rate_unit="frames" if report.dataflow else "inferences",
-        **_pipeline_limit(report),
     )
+    return replace(card, **_pipeline_limit(report))
 
 
 def _pipeline_limit(report: TargetReport) -> dict:

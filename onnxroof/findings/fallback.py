@@ -36,6 +36,8 @@ def fallback(analysis: Analysis, report: TargetReport, variants: Variants) -> li
     if cut is None or host is None or not cut.unmapped_ops:
         return []
     op = cut.unmapped_ops[0]  # the op at the cut
+    if cut.shape_reason:  # its op is mapped, its tensor's shape is not (a batch above 1)
+        return [_shape_finding(report, variants)]
     mapped = replace(report.target, edge_tpu=replace(host, mapped_too=host.mapped_too | {op}))
     again = variants.placed(report, target=mapped)
     base_s, new_s = per_inference_s(report), per_inference_s(again)
@@ -78,3 +80,39 @@ def fallback(analysis: Analysis, report: TargetReport, variants: Variants) -> li
             },
         )
     ]
+
+
+def _shape_finding(report: TargetReport, variants: Variants) -> Finding:
+    """The node at the cut has a tensor the Edge TPU cannot hold (a dimension above 1 outside the 3
+    innermost: a batch above 1, most often): measured at batch 1, per inference."""
+    cut = report.edge_tpu_cut
+    assert cut is not None
+    base_s = per_inference_s(report)
+    title = (
+        f"{cut.unmapped_ops[0]} at {cut.first_unmapped} falls back to the CPU: {cut.shape_reason}, which the "
+        "Edge TPU does not map"
+    )
+    evidence: dict = {
+        "first_unmapped": cut.first_unmapped,
+        "reason": cut.shape_reason,
+        "host_kernels": cut.host_kernels,
+    }
+    one = variants.report(report.target, batch=1) if report.batch > 1 else "the batch is 1 already"
+    if isinstance(one, str):
+        detail = f"not measured at batch 1 ({one}); keep every tensor's dimensions beyond the 3 innermost at 1"
+        return Finding("fallback", report.target.name, title, detail, nodes=(cut.first_unmapped,), latency_s=base_s)
+    new_s = per_inference_s(one)
+    evidence |= {"batch_1_latency_s": one.latency_s, "batch_1_cut": one.edge_tpu_cut is not None}
+    gain = max(base_s - new_s, 0.0)
+    return Finding(
+        "fallback",
+        report.target.name,
+        title,
+        f"at batch 1: {seconds(new_s)} per inference against {seconds(base_s)} at batch {report.batch}; the Edge TPU "
+        "runs one frame at a time (several frames: one call each)",
+        nodes=(cut.first_unmapped,),
+        gain_s=gain,
+        latency_s=base_s,
+        change="--batch 1" if gain else "",
+        evidence=evidence,
+    )

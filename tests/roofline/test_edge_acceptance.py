@@ -12,6 +12,8 @@ from conftest import make_model, zeros
 from onnx import TensorProto, helper
 
 import onnxroof
+from onnxroof.report.html.page import target_card
+from onnxroof.report.text.markdown import render_markdown
 from onnxroof.report.text.table import target_lines
 from onnxroof.result.entries import target_entry
 
@@ -79,6 +81,14 @@ def test_a_three_stage_pipeline_runs_at_its_slowest_stage_and_sums_its_stages_fo
     text = "\n".join(target_lines(report))
     assert "  pipeline: 1,000,000 frames/s · latency 3.5 µs a frame · 1 context" in text
     assert "heaviest stages" in text and "top kernels by time" not in text
+    markdown = render_markdown(analysis)
+    assert "- **chip** pipeline: 1,000,000 frames/s · latency 3.5 µs a frame · 1 context" in markdown
+    card = target_card(report)
+    assert card.edge[0][0] == "pipeline" and card.edge[0][1].startswith("1,000,000 frames/s")
+    assert card.rate_unit == "frames" and card.bound == "mm3" and card.time_split == "1 context"
+    assert "    pipeline: 1,000,000 frames/s" in str(analysis)
+    # each kernel timed as the pipeline runs it: its stage, 1 µs, the three the frame's 3 µs of stages
+    assert [n.placement.time_s for n in report.nodes] == pytest.approx([1e-6, 1e-6, 1e-6])
 
 
 def test_the_slowest_stage_finding_measures_the_frame_rate_at_half_its_work(tmp_path):

@@ -104,3 +104,17 @@ def test_replacing_the_op_at_the_cut_saves_the_slow_host_time(tmp_path):
     (fallback,) = [f for f in analysis.review() if f.kind == "fallback"]
     assert fallback.gain_s == pytest.approx(1596e-6)
     assert "placed again with Div mapped: 836 µs per inference against 2.43 ms" in fallback.detail
+
+
+def test_a_tensor_with_a_dimension_above_1_outside_the_3_innermost_is_not_mapped():
+    # the table's condition every op shares: a batch of 2 on an NCHW tensor has one; a 5-D tensor
+    # [1, 1, 4, 4, 4] none (its outer dims are 1)
+    from types import SimpleNamespace as S
+
+    from onnxroof.roofline.edge_tpu import cut_at
+
+    def kernel(shape):
+        return S(records=[S(op_type="Conv", shape_only=False, output_shapes=[shape])])
+
+    assert cut_at([kernel([1, 8, 4, 4]), kernel([1, 1, 4, 4, 4])]) is None
+    assert cut_at([kernel([1, 8, 4, 4]), kernel([2, 8, 4, 4])]) == 1

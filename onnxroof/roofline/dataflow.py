@@ -391,6 +391,11 @@ def pipeline_timing(report: TargetReport, kernels: list[Kernel], tensors: dict, 
     if not timing.frames_per_s:
         return
     _kernel_times(report, kernels, timing)
+    report.notes.append(
+        "a layer pipeline: each kernel is timed as its stage runs it, the stages at once; the host link's bytes "
+        "(frames in and out, context loads) are the pipeline's, and the on-chip bandwidth is shared by the stages, "
+        "so a kernel may sit above the DRAM and on-chip roofs"
+    )
     report.throughput_per_s = timing.frames_per_s
     report.latency_s = timing.latency_s + (batch - 1) / timing.frames_per_s
     total = sum(layer.flops for layer in layers) * batch

@@ -14,11 +14,12 @@ reaches). Without ``units`` every layer runs at the ideal share of the peak: the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ..core.units import iec, seconds
 from .figures import Figure, read_figure, read_fraction, read_section
+from .point import retime_node
 
 # placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
 # and targets import this module)
@@ -434,10 +435,4 @@ def _kernel_times(report: TargetReport, kernels: list[Kernel], timing: DataflowT
         total = flops_of.get(layer, 0) if layer else 0
         share = node.placement.flops / total if total else float(node.name == layer)
         seconds_now = times.get(layer, 0.0) * batch * share if layer else 0.0
-        before = node.placement.time_s
-        node.placement = replace(node.placement, time_s=seconds_now)
-        node.node_time_s = (
-            {name: part * seconds_now / before for name, part in node.node_time_s.items()}
-            if before
-            else {node.name: seconds_now}
-        )
+        retime_node(node, seconds_now)

@@ -10,11 +10,12 @@ fallen-back part is timed on (its roofline on the host's peak figures and launch
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from ..core.errors import UsageError
 from ..core.units import iec, seconds
+from .point import retime_node
 
 # placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
 # and targets import this module); the roofline function (point.roofline) is handed in for the same reason
@@ -215,14 +216,7 @@ def run_cut(
         host_total += kernel_s
         node = by_name.get(kernel.name)
         if node is not None:
-            before = node.placement.time_s
-            node.placement = replace(node.placement, time_s=kernel_s)
-            # each node's share of the kernel's time (placement.node_times reads it) scaled to the host's
-            node.node_time_s = (
-                {name: share * kernel_s / before for name, share in node.node_time_s.items()}
-                if before
-                else {kernel.name: kernel_s}
-            )
+            retime_node(node, kernel_s)
     fallen = [member for kernel in tail for member in kernel.records if unmapped(member, mapped)]
     first = fallen[0].name
     ops = list(dict.fromkeys(member.op_type for member in fallen))

@@ -52,6 +52,9 @@ def fallback(analysis: Analysis, report: TargetReport, variants: Variants) -> li
         f"{op} falls back to the CPU and splits the graph in two at {cut.first_unmapped}: {cut.host} runs "
         f"{cut.host_kernels} kernel{'s' * (cut.host_kernels != 1)}, {seconds(cut.host_s + cut.transfer_s)} with "
         "the cut's transfer"
+        if cut.host_kernels < cut.kernels
+        else f"{op} falls back to the CPU at the graph's first kernel, {cut.first_unmapped}: the whole graph runs "
+        f"on {cut.host}, {seconds(cut.host_s)}"
     )
     gain = max(base_s - new_s, 0.0)
     detail = (

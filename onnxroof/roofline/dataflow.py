@@ -14,12 +14,11 @@ reaches). Without ``units`` every layer runs at the ideal share of the peak: the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from ..core.units import iec, seconds
 from .figures import Figure, read_figure, read_fraction, read_section
-from .point import retime_node
 
 # placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
 # and targets import this module)
@@ -436,3 +435,14 @@ def _kernel_times(report: TargetReport, kernels: list[Kernel], timing: DataflowT
         share = node.placement.flops / total if total else float(node.name == layer)
         seconds_now = times.get(layer, 0.0) * batch * share if layer else 0.0
         retime_node(node, seconds_now)
+
+
+def retime_node(node: Any, time_s: float) -> None:
+    """A placed kernel (placement's NodePlacement) given another time by a chip's own execution model
+    (a pipeline's stage, the Edge TPU's host): its placement's time and each of its nodes' share
+    of it (placement.node_times reads them), scaled alike."""
+    before = node.placement.time_s
+    node.placement = replace(node.placement, time_s=time_s)
+    node.node_time_s = (
+        {name: share * time_s / before for name, share in node.node_time_s.items()} if before else {node.name: time_s}
+    )

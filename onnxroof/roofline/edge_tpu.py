@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 from ..core.errors import UsageError
 from ..core.units import iec, seconds
-from .point import retime_node
+from .dataflow import retime_node
 
 # placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
 # and targets import this module); the roofline function (point.roofline) is handed in for the same reason

@@ -10,8 +10,8 @@ model's kernels with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..core.enums import TextEnum
 
@@ -199,14 +199,3 @@ def parallel_fraction(shape: WorkShape | None, tile: tuple[int, int] | None, uni
     waves = -(-tiles * split // units)
     depth = 1 if systolic else shape.depth
     return shape.batch * rows * shape.cols * depth / (waves * units * tile[0] * tile[1] * -(-depth // split))
-
-
-def retime_node(node: Any, time_s: float) -> None:
-    """A placed kernel (placement's NodePlacement) given another time by a chip's own execution model
-    (a pipeline's stage, the Edge TPU's host): its placement's time and each of its nodes' share
-    of it (placement.node_times reads them), scaled alike."""
-    before = node.placement.time_s
-    node.placement = replace(node.placement, time_s=time_s)
-    node.node_time_s = (
-        {name: share * time_s / before for name, share in node.node_time_s.items()} if before else {node.name: time_s}
-    )

@@ -118,3 +118,25 @@ def test_a_tensor_with_a_dimension_above_1_outside_the_3_innermost_is_not_mapped
 
     assert cut_at([kernel([1, 8, 4, 4]), kernel([1, 1, 4, 4, 4])]) is None
     assert cut_at([kernel([1, 8, 4, 4]), kernel([2, 8, 4, 4])]) == 1
+
+
+def test_a_batch_above_1_puts_the_graph_on_the_host_and_batch_1_is_measured(tmp_path):
+    # a Relu on x [batch, 2, 2, 2]. At batch 2 its output 2x2x2x2 has a dimension above 1 outside
+    # the 3 innermost: the compiler maps nothing, the host runs it: 64 B in + 64 B out at 1e9 B/s
+    # = 0.128 µs (16 FLOPs, 16 ns) + 1 µs launch = 1.128 µs, 0.564 µs an inference. At batch 1 the
+    # accelerator runs it over its 1e8 B/s link: 32 + 32 B, 0.64 µs: batch 1 is slower, no gain
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [("x", TensorProto.FLOAT, ["batch", 2, 2, 2])],
+        [("y", TensorProto.FLOAT, ["batch", 2, 2, 2])],
+    )
+    analysis = onnxroof.analyze(model, targets=[_targets(tmp_path)], batch=2)
+    (report,) = analysis.targets
+    cut = report.edge_tpu_cut
+    assert cut.first_unmapped == "relu" and cut.host_kernels == cut.kernels == 1
+    assert cut.shape_reason == "its output 2x2x2x2 has a dimension above 1 outside the 3 innermost"
+    assert report.latency_s == pytest.approx(1.128e-6)
+    assert "falls back to the CPU at the graph's first kernel, relu: the whole graph runs on host" in cut.words()
+    (fallback,) = [f for f in analysis.review() if f.kind == "fallback"]
+    assert fallback.evidence["batch_1_latency_s"] == pytest.approx(0.64e-6)
+    assert fallback.gain_s == 0 and fallback.change == ""

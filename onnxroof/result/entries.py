@@ -235,13 +235,14 @@ def dataflow_entry(timing, band: float | None = None) -> dict | None:
     forecast (``band``: its error), the contexts and their stages, what sets the frame rate."""
     if timing is None:
         return None
-    kind = "bound" if timing.bound else "forecast"
+    # peak figures: bounds; the chip's constants fitted on measurements: forecasts; else estimates
+    kind = "forecast" if timing.chip is None or timing.chip.forecast else "estimate"
     return {
         "frames_per_s": timing.frames_per_s,
         "frames_per_s_kind": "upper bound" if timing.bound else kind,
         "latency_s": timing.latency_s,  # one frame through every stage (and over the link)
         "latency_kind": "lower bound" if timing.bound else kind,
-        "error_band": None if timing.bound else band,
+        "error_band": band if kind == "forecast" and not timing.bound else None,
         "context_count": len(timing.contexts),
         "frames_per_context_load": timing.group,
         "limiting": timing.limiting,  # a layer, or "host link" / "context switches" / "compute at the peak"

@@ -77,6 +77,8 @@ def test_a_three_stage_pipeline_runs_at_its_slowest_stage_and_sums_its_stages_fo
     entry = json.loads(json.dumps(target_entry(report)))["dataflow"]
     assert entry["frames_per_s"] == pytest.approx(1e6) and entry["latency_s"] == pytest.approx(3.5e-6)
     assert entry["context_count"] == 1 and entry["limiting"] == "mm3" and entry["limiting_is_stage"]
+    # the chip's constants are tagged measured: forecasts, not bounds (no band: the target states none)
+    assert entry["frames_per_s_kind"] == entry["latency_kind"] == "forecast" and entry["error_band"] is None
     assert [s["name"] for s in entry["contexts"][0]["stages"]] == ["mm1", "mm2", "mm3"]
     text = "\n".join(target_lines(report))
     assert "  pipeline: 1,000,000 frames/s · latency 3.5 µs a frame · 1 context" in text

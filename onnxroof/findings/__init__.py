@@ -14,8 +14,14 @@ fusion     kernels a runtime fusing every rule set would merge              plac
 spill      activations spilled off chip                                     best order, half batch
 weights    parameters streamed because they do not fit on chip              placing with room
 intensity  MACs below the ridge: time that is bytes                         the kernels' roofs
+stage      a layer pipeline's slowest (or heaviest) stage                   re-timing at half its work
+contexts   a layer pipeline's parameters reloaded in several contexts      ``--batch`` x 8
+fallback   an Edge TPU's op that falls back to the CPU and cuts the graph   placing with it mapped
 largest    the largest kernel and module                                    (a pointer: no gain)
 ========== ================================================================ ====================
+
+On a layer pipeline (a dataflow target) the per-kernel roofline kinds (:data:`PIPELINE_SKIPS`)
+do not run: its time is its stages'.
 
 ``capacity`` (the model does not fit in the device memory) comes first whenever it applies.
 
@@ -38,11 +44,13 @@ from typing import TYPE_CHECKING, Any
 from ..options import AnalysisOptions
 from ..pipeline import analyze_keeping_front, collector_paused
 from .capacity import capacity, device_fit
+from .fallback import fallback
 from .fusion import fusion
 from .intensity import intensity
 from .largest import largest
 from .launch import launch
 from .memory import spill, weights
+from .pipeline import PIPELINE_SKIPS, contexts, stage
 from .precision import precision
 from .records import NO_REVIEW, DeviceFit, Finding, Review, TargetReview, ranked
 from .subnormal import subnormal
@@ -75,6 +83,9 @@ FINDERS: dict[str, Finder] = {
     "weights": weights,
     "subnormal": subnormal,
     "intensity": intensity,
+    "stage": stage,
+    "contexts": contexts,
+    "fallback": fallback,
     "largest": largest,
 }
 
@@ -91,8 +102,10 @@ def review(analysis: Analysis, reanalyse: Callable[..., Analysis]) -> Review:
 def _target_review(analysis: Analysis, report: TargetReport, variants: Variants) -> TargetReview:
     fit = device_fit(analysis, report, variants)
     found = capacity(analysis, report, fit)
-    for finder in FINDERS.values() if report.latency_s > 0 else ():  # no time: nothing to save
-        found += finder(analysis, report, variants)
+    skipped = PIPELINE_SKIPS if report.dataflow is not None else frozenset()
+    for kind, finder in FINDERS.items() if report.latency_s > 0 else ():  # no time: nothing to save
+        if kind not in skipped:
+            found += finder(analysis, report, variants)
     incomplete = analysis.incomplete_text()
     if incomplete:
         found = [f.on_incomplete(incomplete) for f in found]

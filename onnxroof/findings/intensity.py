@@ -34,9 +34,15 @@ def intensity(analysis: Analysis, report: TargetReport, variants: Variants) -> l
         f"{k.name} ({k.op_type}, {k.placement.intensity or 0:.3g} FLOP/B, {seconds(k.placement.time_s)})"
         for k in low[:SHOWN]
     )
+    # an Edge TPU runs one frame at a time (a batch above 1 falls back to its host): its bytes are the host link's
+    remedy = (
+        "a smaller input, or fewer or narrower parameters that stay in its SRAM (its 'DRAM' is the host link)"
+        if report.target.edge_tpu is not None
+        else "keep their activations on chip (fuse them with their neighbours), reuse their weights over a larger "
+        "batch, or a narrower type"
+    )
     detail = (
-        "fewer MACs would not make them faster, fewer bytes would: keep their activations on chip (fuse them "
-        "with their neighbours), reuse their weights over a larger batch, or a narrower type; their bytes add "
+        f"fewer MACs would not make them faster, fewer bytes would: {remedy}; their bytes add "
         f"{seconds(excess_s)} beyond their multiply-adds; the largest: " + largest
     )
     return [

@@ -27,6 +27,9 @@ FINDING_KINDS = {
     "weights": "parameters that do not stay on chip are streamed every run",
     "subnormal": "a causal mask's hidden positions computed on the CPU's slow path for subnormal floats",
     "intensity": "kernels below the ridge: their time is bytes, not multiply-adds",
+    "stage": "a layer pipeline's slowest stage: the share of the chip's work that sets its frame rate",
+    "contexts": "a layer pipeline's parameters need several contexts, reloaded over the host link",
+    "fallback": "an op the Edge TPU compiler does not map: the graph is cut there and the rest runs on the CPU",
     "largest": "the kernel and the module that take the largest share of the time",
 }
 

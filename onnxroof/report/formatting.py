@@ -284,3 +284,17 @@ def side_time(value_s: float, kind: str | None, side: str) -> str:
     """
     missing = (side == "base" and kind == "added") or (side == "head" and kind == "removed")
     return "–" if missing else format_value(value_s, "seconds")
+
+
+def edge_lines(report: TargetReport) -> list[tuple[str, str]]:
+    """A chip's own execution model, as every output says it: a layer pipeline's frames per second
+    and latency apart, its contexts and what sets its frame rate ("pipeline"); an Edge TPU's ops
+    that fall back to the CPU and where the graph is cut ("graph cut"). (label, words) pairs."""
+    lines = []
+    timing = getattr(report, "dataflow", None)
+    if timing is not None and timing.frames_per_s:
+        lines.append(("pipeline", timing.words(report.band.value if report.band is not None else None)))
+    cut = getattr(report, "edge_tpu_cut", None)
+    if cut is not None:
+        lines.append(("graph cut", cut.words()))
+    return lines

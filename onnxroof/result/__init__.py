@@ -198,7 +198,12 @@ class Analysis:
             memory = (
                 "" if fits_memory is None else "; fits in its memory" if fits_memory else "; does not fit in its memory"
             )
+            split = "its pipeline's stages" if report.dataflow is not None else split  # not its kernels' roofs
             lines.append(f"  {report.target.name}: {latency}; time: {split}{memory}")
+            if report.dataflow is not None and report.dataflow.frames_per_s:  # a layer pipeline: fps and latency apart
+                lines.append(f"    pipeline: {report.dataflow.words(report.band.value if report.band else None)}")
+            if report.edge_tpu_cut is not None:
+                lines.append(f"    graph cut: {report.edge_tpu_cut.words()}")
         lines += findings
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)

@@ -218,11 +218,70 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "spill_bytes": report.spill_bytes,
         # parameters + peak activations against the device memory, the largest batch and context that fit
         "fit": fit,
+        # a layer pipeline's frames per second and latency apart (null: not a dataflow target); where
+        # an Edge TPU's compiler cut the graph (null: not one, or nothing fell back to the CPU)
+        "dataflow": dataflow_entry(report.dataflow, report.band.value if report.band is not None else None),
+        "edge_tpu_cut": cut_entry(report.edge_tpu_cut),
         "notes": report.notes,
         "model_point": placement_entry(report.model_point),
         "nodes": (
             Encoded(_encoded_target_nodes(report.nodes)) if encoded else [target_node_entry(n) for n in report.nodes]
         ),
+    }
+
+
+def dataflow_entry(timing, band: float | None = None) -> dict | None:
+    """A dataflow target's pipeline (roofline/dataflow.py): fps and latency, each a bound or a
+    forecast (``band``: its error), the contexts and their stages, what sets the frame rate."""
+    if timing is None:
+        return None
+    # peak figures: bounds; the chip's constants fitted on measurements: forecasts; else estimates
+    kind = "forecast" if timing.chip is None or timing.chip.forecast else "estimate"
+    return {
+        "frames_per_s": timing.frames_per_s,
+        "frames_per_s_kind": "upper bound" if timing.bound else kind,
+        "latency_s": timing.latency_s,  # one frame through every stage (and over the link)
+        "latency_kind": "lower bound" if timing.bound else kind,
+        "error_band": band if kind == "forecast" and not timing.bound else None,
+        "context_count": len(timing.contexts),
+        "frames_per_context_load": timing.group,
+        "limiting": timing.limiting,  # a layer, or "host link" / "context switches" / "compute at the peak"
+        "limiting_is_stage": timing.stage_limited,
+        "limiting_share": timing.limiting_share,
+        "heaviest_stage": timing.heaviest,
+        "heaviest_work_share": timing.heaviest_share,
+        "io_bytes": timing.io_bytes,
+        "text": timing.words(band),
+        "contexts": [
+            {
+                "weight_bytes": context.weight_bytes,
+                "flops": context.flops,
+                "slowest_stage_s": context.slowest_s,
+                "fill_s": context.fill_s,
+                "stages": [
+                    {"name": layer.name, "flops": layer.flops, "weight_bytes": layer.weight_bytes, "stage_s": stage_s}
+                    for layer, stage_s in zip(context.layers, context.stage_s)
+                ],
+            }
+            for context in timing.contexts
+        ],
+    }
+
+
+def cut_entry(cut) -> dict | None:
+    """Where an Edge TPU's compiler cut the graph and what the host ran (roofline/edge_tpu.py)."""
+    if cut is None:
+        return None
+    return {
+        "first_unmapped": cut.first_unmapped,  # the node the graph is cut at
+        "unmapped_ops": list(cut.unmapped_ops),  # the op types from it on that the compiler does not map
+        "host": cut.host,
+        "kernels": cut.kernels,
+        "host_kernels": cut.host_kernels,  # the last host_kernels of them run on the host
+        "host_s": cut.host_s,
+        "cut_bytes": cut.cut_bytes,
+        "transfer_s": cut.transfer_s,  # the cut's tensors over the host link, once
+        "text": cut.words(),
     }
 
 

@@ -14,9 +14,10 @@ reaches). Without ``units`` every layer runs at the ideal share of the peak: the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
+from ..core.units import iec, seconds
 from .figures import Figure, read_figure, read_fraction, read_section
 
 # placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
@@ -87,9 +88,75 @@ class DataflowTiming:
     frames_per_s: float
     latency_s: float
     group: int  # frames run per context load (HailoRT's batch)
-    limiting: str  # the slowest stage's layer, or "host link" / "context switches"
+    limiting: str  # the slowest stage's layer, or "host link" / "context switches" / "compute at the peak"
     limiting_share: float  # the limiting stage's share of the time per frame
     bound: bool  # peak figures: both are bounds
+    # the layer with the most work, and its share of the chip's work per frame (what shrinking it frees)
+    heaviest: str = ""
+    heaviest_share: float = 0.0
+    # what it was timed from, so that a what-if re-times it (:func:`retimed`)
+    chip: DataflowChip | None = None
+    io_bytes: int = 0  # a frame's inputs and outputs over the host link
+    peak_flops_per_s: float = 0.0
+    link_bytes_per_s: float = 0.0
+
+    @property
+    def layers(self) -> list[Layer]:
+        return [layer for context in self.contexts for layer in context.layers]
+
+    @property
+    def stage_limited(self) -> bool:
+        """The frame rate is set by one layer's stage (not the link, the contexts or the peak)."""
+        return self.limiting not in NOT_A_STAGE
+
+    def work_share(self, name: str) -> float:
+        """The named layer's share of a frame's work (its FLOPs over every layer's)."""
+        total = sum(layer.flops for layer in self.layers)
+        return sum(layer.flops for layer in self.layers if layer.name == name) / total if total else 0.0
+
+    def stage_of(self, name: str) -> float:
+        """The named layer's stage time per frame (0: no such layer)."""
+        for context in self.contexts:
+            for layer, stage_s in zip(context.layers, context.stage_s):
+                if layer.name == name:
+                    return stage_s
+        return 0.0
+
+    def limit_words(self) -> str:
+        """What sets the frame rate, in words."""
+        if self.limiting == "host link":
+            reloads = sum(c.weight_bytes for c in self.contexts) if len(self.contexts) > 1 else 0
+            per = "every frame" if self.group == 1 else f"every {self.group} frames"
+            return f"the host link (each frame's {iec(self.io_bytes)} in and out" + (
+                f", and the contexts' {iec(reloads)} of parameters {per})" if reloads else ")"
+            )
+        if self.limiting == "context switches":
+            return f"loading the {len(self.contexts)} contexts' parameters over the host link"
+        if self.limiting == "compute at the peak":
+            return f"compute at the peak; the heaviest stage {self.heaviest} ({self.heaviest_share:.0%} of the work)"
+        return f"the slowest stage, {self.limiting} ({self.work_share(self.limiting):.0%} of the work)"
+
+    def words(self, band: float | None = None) -> str:
+        """Frames per second and one frame's latency, each as the bound or the forecast it is (``band``:
+        the forecast's measured error), the contexts and what sets the frame rate: every output's line."""
+        if self.bound:
+            fps, latency = f"≤ {self.frames_per_s:,.1f} frames/s", f"latency ≥ {seconds(self.latency_s)} a frame"
+        elif self.chip is not None and not self.chip.forecast:  # units given, not fitted on measurements
+            fps = f"≈ {self.frames_per_s:,.1f} frames/s"
+            latency = f"latency ≈ {seconds(self.latency_s)} a frame (estimates: the chip's constants are not measured)"
+        else:
+            error = f" ±{band:.0%}" if band else ""
+            fps = f"{self.frames_per_s:,.{0 if self.frames_per_s >= 100 else 1}f} frames/s{error}"
+            latency = f"latency {seconds(self.latency_s)}{error} a frame"
+        count = len(self.contexts)
+        contexts = f"{count} context{'s' * (count > 1)}" + (
+            f", {self.group} frame{'s' * (self.group > 1)} per load" if count > 1 else ""
+        )
+        return f"{fps} · {latency} · {contexts} · throughput set by {self.limit_words()}"
+
+
+# what sets a frame rate when no single stage does
+NOT_A_STAGE = frozenset({"host link", "context switches", "compute at the peak"})
 
 
 def read_dataflow(data: dict, where: str) -> DataflowChip | None:
@@ -171,6 +238,50 @@ def time_dataflow(
     fill + (group - 1) x its slowest stage; the frames per second are the group over the sum.
     Without ``units`` (peak figures) a bound: compute at the peak and the link's bytes, whichever is longer."""
     units = int(chip.units.value) if chip.units else None
+    timing = _timed(layers, io_bytes, chip, peak, link_bytes_per_s, group, units)
+    timing.heaviest, timing.heaviest_share = _heaviest(timing)
+    timing.chip, timing.io_bytes, timing.peak_flops_per_s, timing.link_bytes_per_s = (
+        chip,
+        io_bytes,
+        peak,
+        link_bytes_per_s,
+    )
+    return timing
+
+
+def retimed(timing: DataflowTiming, name: str, factor: float) -> DataflowTiming:
+    """The same pipeline with the layer ``name``'s work (its FLOPs and the activations it streams)
+    times ``factor``: what shrinking it (fewer channels, a stride) or splitting it gives."""
+    assert timing.chip is not None
+    layers = [
+        Layer(layer.name, round(layer.flops * factor), layer.weight_bytes, round(layer.activation_bytes * factor))
+        if layer.name == name
+        else layer
+        for layer in timing.layers
+    ]
+    return time_dataflow(
+        layers, timing.io_bytes, timing.chip, timing.peak_flops_per_s, timing.link_bytes_per_s, timing.group
+    )
+
+
+def _heaviest(timing: DataflowTiming) -> tuple[str, float]:
+    """The layer with the most work and its share of the work of a frame, over every context."""
+    layers = timing.layers
+    if not layers or not any(layer.flops for layer in layers):
+        return "", 0.0
+    top = max(layers, key=lambda layer: layer.flops)
+    return top.name, timing.work_share(top.name)
+
+
+def _timed(
+    layers: list[Layer],
+    io_bytes: int,
+    chip: DataflowChip,
+    peak: float,
+    link_bytes_per_s: float,
+    group: int,
+    units: int | None,
+) -> DataflowTiming:
     contexts = split_contexts(layers, chip.context_bytes.value, units)
     efficiency = chip.efficiency.value if chip.efficiency else 1.0
     streaming = chip.activation_bytes_per_s.value if chip.activation_bytes_per_s else None
@@ -202,8 +313,11 @@ def _bound(contexts: list[Context], io_s: float, link_bytes_per_s: float, group:
     reload_s = sum(c.weight_bytes for c in contexts) / link_bytes_per_s / group if len(contexts) > 1 else 0.0
     per_frame = max(compute_s, io_s + reload_s)
     limiting = "compute at the peak" if compute_s >= io_s + reload_s else "host link"
+    # a frame passes through every context, each loaded before it runs: all their parameters
+    # cross the link in its latency, whatever the group
+    loads_s = reload_s * group
     return DataflowTiming(
-        contexts, 1 / per_frame if per_frame else 0.0, max(compute_s, io_s), group, limiting, 1.0, True
+        contexts, 1 / per_frame if per_frame else 0.0, max(compute_s, io_s + loads_s), group, limiting, 1.0, True
     )
 
 
@@ -214,7 +328,12 @@ def _limiting(contexts: list[Context], io_s: float, per_frame: float) -> tuple[s
     if len(contexts) > 1:
         return "context switches", 1.0
     context = contexts[0]
-    index = max(range(len(context.stage_s)), key=context.stage_s.__getitem__)
+    # several stages may tie at the slowest (every layer that holds more than one unit): the one
+    # with the most work, whose shrinking frees the most units
+    slowest = context.slowest_s
+    index = max(
+        range(len(context.stage_s)), key=lambda i: (context.stage_s[i] >= slowest * (1 - 1e-9), context.layers[i].flops)
+    )
     return context.layers[index].name, context.stage_s[index] / per_frame
 
 
@@ -271,18 +390,59 @@ def pipeline_timing(report: TargetReport, kernels: list[Kernel], tensors: dict, 
     report.dataflow = timing
     if not timing.frames_per_s:
         return
+    _kernel_times(report, kernels, timing)
+    report.notes.append(
+        "a layer pipeline: each kernel is timed as its stage runs it, the stages at once; the host link's bytes "
+        "(frames in and out, context loads) are the pipeline's, and the on-chip bandwidth is shared by the stages, "
+        "so a kernel may sit above the DRAM and on-chip roofs"
+    )
     report.throughput_per_s = timing.frames_per_s
     report.latency_s = timing.latency_s + (batch - 1) / timing.frames_per_s
     total = sum(layer.flops for layer in layers) * batch
     report.utilization = total / (report.latency_s * peak) if report.latency_s and peak else 0.0
-    kind = "bounds (peak figures)" if timing.bound else "forecasts"
-    where = (
-        f"its slowest stage is {timing.limiting} ({timing.limiting_share:.0%} of a frame's time)"
-        if timing.limiting not in ("host link", "context switches", "compute at the peak")
-        else f"the frame rate is set by {timing.limiting}"
-    )
-    report.notes.append(
-        f"dataflow pipeline: {len(timing.contexts)} context(s), {batch} frame(s) per context load; "
-        f"{timing.frames_per_s:,.4g} frames/s and {timing.latency_s * 1e3:.4g} ms per frame, "
-        f"{kind}; {where}"
+
+
+def layer_times(timing: DataflowTiming) -> dict[str, float]:
+    """Each layer's part of one frame's latency: its stage (with units), or its work at the peak
+    (peak figures: the stages' times are the context's whole work, each)."""
+    return {
+        layer.name: layer.flops / timing.peak_flops_per_s if timing.bound and timing.peak_flops_per_s else stage_s
+        for context in timing.contexts
+        for layer, stage_s in zip(context.layers, context.stage_s)
+    }
+
+
+def _kernel_times(report: TargetReport, kernels: list[Kernel], timing: DataflowTiming) -> None:
+    """The kernels' placements timed as the pipeline runs them: each layer's part of a frame's
+    latency (:func:`layer_times`, x the batch) split over the kernels folded into it by their FLOPs
+    (the layer's head takes it all when they do none), so that every output's per-kernel times and
+    shares are the pipeline's, not the roofline's of kernels the chip does not run one by one."""
+    times, batch = layer_times(timing), max(report.batch, 1)
+    layer_of: dict[str, str] = {}  # kernel -> the layer it runs in (pipeline_layers' folding)
+    head = ""
+    for kernel in kernels:
+        if any(member.macs and not member.view for member in kernel.records) or not head:
+            head = kernel.name if (kernel.flops or kernel.weight_bytes) else head
+        if head:
+            layer_of[kernel.name] = head
+    flops_of: dict[str, int] = {}
+    for kernel in kernels:
+        if kernel.name in layer_of:
+            flops_of[layer_of[kernel.name]] = flops_of.get(layer_of[kernel.name], 0) + kernel.flops
+    for node in report.nodes:
+        layer = layer_of.get(node.name)
+        total = flops_of.get(layer, 0) if layer else 0
+        share = node.placement.flops / total if total else float(node.name == layer)
+        seconds_now = times.get(layer, 0.0) * batch * share if layer else 0.0
+        retime_node(node, seconds_now)
+
+
+def retime_node(node: Any, time_s: float) -> None:
+    """A placed kernel (placement's NodePlacement) given another time by a chip's own execution model
+    (a pipeline's stage, the Edge TPU's host): its placement's time and each of its nodes' share
+    of it (placement.node_times reads them), scaled alike."""
+    before = node.placement.time_s
+    node.placement = replace(node.placement, time_s=time_s)
+    node.node_time_s = (
+        {name: share * time_s / before for name, share in node.node_time_s.items()} if before else {node.name: time_s}
     )

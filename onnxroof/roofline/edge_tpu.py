@@ -10,10 +10,12 @@ fallen-back part is timed on (its roofline on the host's peak figures and launch
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from ..core.errors import UsageError
+from ..core.units import iec, seconds
+from .dataflow import retime_node
 
 # placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
 # and targets import this module); the roofline function (point.roofline) is handed in for the same reason
@@ -26,9 +28,11 @@ Target: TypeAlias = Any
 # FullyConnected, Add, Sub, Mul, Maximum, Minimum, Logistic, Relu, Relu6, ReluN1To1, Tanh, PReLU,
 # AveragePool2d, MaxPool2d, Mean, Sum, ReduceMax, ReduceMin, L2Normalization, Concatenation, Pad,
 # Reshape, Squeeze, ExpandDims, Pack, Slice, StridedSlice, Split, Transpose, SpaceToDepth,
-# ResizeBilinear, ResizeNearestNeighbor, Softmax, Rsqrt, SquaredDifference, Quantize, LSTM. The
-# table's conditions on shapes (tensors of at most 3 dimensions larger than 1, x/y-only Mean and
-# Pad, a resize the compiler may leave on the CPU for precision) are not checked.
+# ResizeBilinear, ResizeNearestNeighbor, Softmax, Rsqrt, SquaredDifference, Quantize, LSTM. Of the
+# table's conditions on shapes, the one every op shares is checked (:func:`outside_three`: "if a
+# tensor has more than 3 dimensions, then only the 3 innermost dimensions may have a size greater
+# than 1", so a batch above 1 falls back); x/y-only Mean and Pad and a resize the compiler may leave
+# on the CPU for precision are not.
 MAPPED_OPS = frozenset(
     {
         "Conv",
@@ -85,6 +89,12 @@ class EdgeTpuHost:
 
     host: str
     source: str
+    # ops mapped beyond the table: a what-if (the findings' "replace it by an op the compiler maps")
+    mapped_too: frozenset[str] = frozenset()
+
+    @property
+    def mapped(self) -> frozenset[str]:
+        return MAPPED_OPS | self.mapped_too
 
 
 @dataclass
@@ -96,6 +106,30 @@ class EdgeTpuCut:
     host_kernels: int
     host_s: float  # the host's time for them
     transfer_s: float  # the cut's tensors over the host link
+    host: str = ""  # the host target's name
+    kernels: int = 0  # every kernel of the run: the Edge TPU runs kernels - host_kernels
+    cut_bytes: int = 0  # the cut's tensors, crossing the host link once
+    # why the node at the cut is not mapped when its op is in the table: its tensor's shape ("" : its op is not)
+    shape_reason: str = ""
+
+    def words(self) -> str:
+        """Which ops fall back to the CPU and where the graph is cut: every output's line."""
+        ops = ", ".join(self.unmapped_ops)
+        falls = "falls" if len(self.unmapped_ops) == 1 else "fall"
+        if self.shape_reason:
+            ops, falls = f"{self.unmapped_ops[0]} ({self.shape_reason})", "falls"
+        mapped = self.kernels - self.host_kernels
+        if not mapped:  # cut at the first kernel: nothing runs on the Edge TPU
+            return (
+                f"{ops} {falls} back to the CPU at the graph's first kernel, {self.first_unmapped}: the whole graph "
+                f"runs on {self.host} ({seconds(self.host_s)})"
+            )
+        return (
+            f"{ops} {falls} back to the CPU: the Edge TPU compiler cuts the graph in two at {self.first_unmapped} "
+            f"(kernel {mapped + 1} of {self.kernels}); the Edge TPU runs the {mapped} kernel{'s' * (mapped != 1)} "
+            f"before it, {self.host} the {self.host_kernels} from it on ({seconds(self.host_s)}), and the cut's "
+            f"{iec(self.cut_bytes)} cross the host link ({seconds(self.transfer_s)})"
+        )
 
 
 def read_edge_tpu(data: dict, where: str) -> EdgeTpuHost | None:
@@ -108,10 +142,30 @@ def read_edge_tpu(data: dict, where: str) -> EdgeTpuHost | None:
     return EdgeTpuHost(host, source)
 
 
-def cut_at(kernels: list[Kernel]) -> int | None:
+def outside_three(member: Any) -> list | None:
+    """The first output of ``member`` with a dimension above 1 outside its 3 innermost (the Edge
+    TPU's tensors may have no such dimension), or None.
+
+    >>> from types import SimpleNamespace as S
+    >>> outside_three(S(output_shapes=[[1, 16, 320, 320]])), outside_three(S(output_shapes=[[8, 16, 32, 32]]))
+    (None, [8, 16, 32, 32])
+    """
+    for shape in member.output_shapes:
+        if shape and any(isinstance(d, int) and d > 1 for d in shape[:-3]):
+            return shape
+    return None
+
+
+def unmapped(member: Any, mapped: frozenset[str] = MAPPED_OPS) -> bool:
+    """Whether the compiler leaves ``member`` on the CPU: its op is not in the table, or one of its
+    tensors has a dimension above 1 outside the 3 innermost."""
+    return not member.shape_only and (member.op_type not in mapped or outside_three(member) is not None)
+
+
+def cut_at(kernels: list[Kernel], mapped: frozenset[str] = MAPPED_OPS) -> int | None:
     """The position of the first kernel running an op the compiler does not map (None: all mapped)."""
     for position, kernel in enumerate(kernels):
-        if any(not member.shape_only and member.op_type not in MAPPED_OPS for member in kernel.records):
+        if any(unmapped(member, mapped) for member in kernel.records):
             return position
     return None
 
@@ -145,42 +199,35 @@ def run_cut(
 ) -> None:
     """Re-time the kernels from the cut on the host (``load_host``: read only when the graph is cut;
     the one hook in placement.place_model for an Edge TPU): their placements' times become the
-    host's; the tensors entering the cut from the mapped part cross the link once. Says in the notes
-    which ops fell back and where the graph is cut."""
-    start = cut_at(kernels)
+    host's; the tensors entering the cut from the mapped part cross the link once. Which ops fell
+    back and where the graph is cut: ``report.edge_tpu_cut`` (every output prints its words)."""
+    mapped = report.target.edge_tpu.mapped
+    start = cut_at(kernels, mapped)
     if start is None:
         return
     host = load_host()
     tail = kernels[start:]
-    transfer_s = _cut_bytes(kernels, start, tensors) / report.target.dram_bytes_per_s.value
+    cut_bytes = _cut_bytes(kernels, start, tensors)
+    transfer_s = cut_bytes / report.target.dram_bytes_per_s.value
     host_total = 0.0
     by_name = {node.name: node for node in report.nodes}
     for kernel in tail:
-        seconds = host_time(kernel, host, roofline)
-        host_total += seconds
+        kernel_s = host_time(kernel, host, roofline)
+        host_total += kernel_s
         node = by_name.get(kernel.name)
         if node is not None:
-            before = node.placement.time_s
-            node.placement = replace(node.placement, time_s=seconds)
-            # each node's share of the kernel's time (placement.node_times reads it) scaled to the host's
-            node.node_time_s = (
-                {name: share * seconds / before for name, share in node.node_time_s.items()}
-                if before
-                else {kernel.name: seconds}
-            )
-    fallen = [
-        member
-        for kernel in tail
-        for member in kernel.records
-        if not member.shape_only and member.op_type not in MAPPED_OPS
-    ]
+            retime_node(node, kernel_s)
+    fallen = [member for kernel in tail for member in kernel.records if unmapped(member, mapped)]
     first = fallen[0].name
-    unmapped = list(dict.fromkeys(member.op_type for member in fallen))
-    report.edge_tpu_cut = EdgeTpuCut(first, unmapped, len(tail), host_total, transfer_s)
+    ops = list(dict.fromkeys(member.op_type for member in fallen))
+    shape = outside_three(fallen[0]) if fallen[0].op_type in mapped else None
+    reason = (
+        f"its output {'x'.join(map(str, shape))} has a dimension above 1 outside the 3 innermost"
+        if shape is not None
+        else ""
+    )
+    report.edge_tpu_cut = EdgeTpuCut(
+        first, ops, len(tail), host_total, transfer_s, host.name, len(kernels), cut_bytes, reason
+    )
     report.latency_s = sum(node.placement.time_s for node in report.nodes) + report.run_s + transfer_s
     report.throughput_per_s = report.batch / report.latency_s if report.latency_s else 0.0
-    report.notes.append(
-        f"{', '.join(unmapped)} fall(s) back to the CPU: the Edge TPU compiler cuts the graph at "
-        f"{first}, and it and the {len(tail)} kernel(s) after it run on {host.name} "
-        f"({host_total * 1e3:.3g} ms, plus {transfer_s * 1e3:.3g} ms moving the cut's tensors)"
-    )

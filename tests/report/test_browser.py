@@ -661,3 +661,33 @@ def test_the_findings_show_above_the_fold_with_names_told_apart(browser, tmp_pat
         kind, body = (finding.query_selector(s).bounding_box() for s in (".finding-kind", ".finding-body"))
         assert kind["x"] + kind["width"] <= body["x"]
     report.close()
+
+
+def test_a_pipeline_and_a_graph_cut_fit_their_target_cards_at_1280_px(browser, tmp_path):
+    # issue 45: hailo-8 (a layer pipeline) and coral-edge-tpu (a graph cut: transformer_like's ops
+    # the Edge TPU does not map) side by side; each card's pipeline or graph-cut line stays inside
+    # its card, the card's figures overlap nothing, the tables fit, the page loads clean
+    analysis = onnxroof.analyze(transformer_like(), targets=["hailo-8", "coral-edge-tpu"], dtype="int8")
+    assert analysis.targets[0].dataflow is not None and analysis.targets[1].edge_tpu_cut is not None
+    path = tmp_path / "report.html"
+    path.write_text(render_html(analysis), encoding="utf-8")
+    report = Report(browser, path, width=1280)
+    report.assert_clean()
+    cards = report.page.eval_on_selector_all(
+        ".target-card",
+        """cards => cards.map(c => ({
+            width: c.clientWidth, scroll: c.scrollWidth,
+            edge: Array.from(c.querySelectorAll('.target-edge')).map(p => p.textContent.trim()),
+            figures: Array.from(c.querySelectorAll('.target-figures > div')).map(d => {
+                const b = d.getBoundingClientRect(); return {x: b.left, y: b.top, r: b.right, b: b.bottom,
+                                                               text: d.textContent.trim()}; })}))""",
+    )
+    assert cards[0]["edge"][0].startswith("pipeline ≤") and cards[1]["edge"][0].startswith("graph cut ")
+    for card in cards:
+        assert card["scroll"] <= card["width"], card
+        boxes = card["figures"]
+        assert not any(_overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :]), boxes
+    fits = report.page.evaluate("""() => Array.from(document.querySelectorAll('#node-table, .hotspot-table')).map(
+        t => [t.scrollWidth, t.parentElement.clientWidth])""")
+    assert all(scroll <= room for scroll, room in fits), fits
+    report.close()

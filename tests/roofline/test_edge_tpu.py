@@ -8,19 +8,20 @@ import pytest
 from conftest import make_model, zeros
 from onnx import TensorProto, helper
 
+import onnxroof
 from onnxroof.pipeline import analyze
 from onnxroof.roofline.edge_tpu import MAPPED_OPS
 
 FIGURE = 'tag = "estimate"\nsource = "a test figure"'
 
 
-def _targets(tmp_path) -> str:
+def _targets(tmp_path, host_peak: float = 1e9) -> str:
     """An accelerator at 1e12 op/s with a 1e8 B/s link ('DRAM') and nothing on chip, whose host is a
-    CPU at 1e9 op/s, 1e9 B/s and 1 µs per kernel."""
+    CPU at ``host_peak`` op/s, 1e9 B/s and 1 µs per kernel."""
     host = tmp_path / "host.toml"
     host.write_text(
         f'schema = "onnxroof-target/1"\nname = "host"\ndescription = "a test host"\n'
-        f"[peak_ops_per_s.fp32]\nvalue = 1e9\n{FIGURE}\n"
+        f"[peak_ops_per_s.fp32]\nvalue = {host_peak!r}\n{FIGURE}\n"
         f"[dram.bandwidth_bytes_per_s]\nvalue = 1e9\n{FIGURE}\n"
         f"[node_overhead_s]\nvalue = 1e-6\n{FIGURE}\n"
     )
@@ -69,4 +70,73 @@ def test_a_graph_cut_by_an_unsupported_op_runs_its_tail_on_the_host(tmp_path):
     assert cut.host_s == pytest.approx(44e-6)
     assert cut.transfer_s == pytest.approx(4e-6)
     assert report.latency_s == pytest.approx(464e-6)
-    assert any("Div fall(s) back to the CPU" in note and "cuts the graph at div" in note for note in report.notes)
+    # the words every output prints: the op, the node cut at, the kernels on each side
+    assert cut.host == "host" and cut.kernels == 4 and cut.cut_bytes == 400
+    words = cut.words()
+    assert words.startswith(
+        "Div falls back to the CPU: the Edge TPU compiler cuts the graph in two at div (kernel 3 of 4)"
+    )
+    assert "the Edge TPU runs the 2 kernels before it, host the 2 from it on (44 µs)" in words
+
+
+def test_the_fallback_finding_measures_the_op_mapped_and_says_when_it_does_not_pay(tmp_path):
+    # Div mapped (placed again): div and mm2 on the accelerator, over its 1e8 B/s link: div 1,200 B,
+    # 12 µs; mm2 40,800 B, 408 µs; with mm1 and relu 408 + 8 + 12 + 408 = 836 µs, against 464 µs
+    # with the cut: the host is faster for them than the link, so no gain
+    analysis = onnxroof.analyze(_model(), targets=[_targets(tmp_path)])
+    (fallback,) = [f for f in analysis.review() if f.kind == "fallback"]
+    assert fallback.title.startswith(
+        "Div falls back to the CPU and splits the graph in two at div: host runs 2 kernels"
+    )
+    assert fallback.gain_s == 0
+    assert fallback.evidence["latency_s_with_op_mapped"] == pytest.approx(836e-6)
+    assert "the whole graph then runs on the Edge TPU" in fallback.detail
+    assert "a Mul by the reciprocal" in fallback.detail
+
+
+def test_replacing_the_op_at_the_cut_saves_the_slow_host_time(tmp_path):
+    # a host at 1e7 op/s: div 100 FLOPs, 10 µs (its 1,200 B take 1.2 µs) + 1 µs launch = 11 µs;
+    # mm2 20,000 FLOPs, 2,000 µs + 1 µs = 2,001 µs; latency 408 + 8 + 2,012 + 4 = 2,432 µs. With
+    # Div mapped: 836 µs, as above: 1,596 µs less
+    analysis = onnxroof.analyze(_model(), targets=[_targets(tmp_path, host_peak=1e7)])
+    (report,) = analysis.targets
+    assert report.latency_s == pytest.approx(2432e-6)
+    (fallback,) = [f for f in analysis.review() if f.kind == "fallback"]
+    assert fallback.gain_s == pytest.approx(1596e-6)
+    assert "placed again with Div mapped: 836 µs per inference against 2.43 ms" in fallback.detail
+
+
+def test_a_tensor_with_a_dimension_above_1_outside_the_3_innermost_is_not_mapped():
+    # the table's condition every op shares: a batch of 2 on an NCHW tensor has one; a 5-D tensor
+    # [1, 1, 4, 4, 4] none (its outer dims are 1)
+    from types import SimpleNamespace as S
+
+    from onnxroof.roofline.edge_tpu import cut_at
+
+    def kernel(shape):
+        return S(records=[S(op_type="Conv", shape_only=False, output_shapes=[shape])])
+
+    assert cut_at([kernel([1, 8, 4, 4]), kernel([1, 1, 4, 4, 4])]) is None
+    assert cut_at([kernel([1, 8, 4, 4]), kernel([2, 8, 4, 4])]) == 1
+
+
+def test_a_batch_above_1_puts_the_graph_on_the_host_and_batch_1_is_measured(tmp_path):
+    # a Relu on x [batch, 2, 2, 2]. At batch 2 its output 2x2x2x2 has a dimension above 1 outside
+    # the 3 innermost: the compiler maps nothing, the host runs it: 64 B in + 64 B out at 1e9 B/s
+    # = 0.128 µs (16 FLOPs, 16 ns) + 1 µs launch = 1.128 µs, 0.564 µs an inference. At batch 1 the
+    # accelerator runs it over its 1e8 B/s link: 32 + 32 B, 0.64 µs: batch 1 is slower, no gain
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [("x", TensorProto.FLOAT, ["batch", 2, 2, 2])],
+        [("y", TensorProto.FLOAT, ["batch", 2, 2, 2])],
+    )
+    analysis = onnxroof.analyze(model, targets=[_targets(tmp_path)], batch=2)
+    (report,) = analysis.targets
+    cut = report.edge_tpu_cut
+    assert cut.first_unmapped == "relu" and cut.host_kernels == cut.kernels == 1
+    assert cut.shape_reason == "its output 2x2x2x2 has a dimension above 1 outside the 3 innermost"
+    assert report.latency_s == pytest.approx(1.128e-6)
+    assert "falls back to the CPU at the graph's first kernel, relu: the whole graph runs on host" in cut.words()
+    (fallback,) = [f for f in analysis.review() if f.kind == "fallback"]
+    assert fallback.evidence["batch_1_latency_s"] == pytest.approx(0.64e-6)
+    assert fallback.gain_s == 0 and fallback.change == ""

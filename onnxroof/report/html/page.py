@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from ..bounds import BOUND_LABELS, bound_line, time_by_bound
 from ..formatting import (
     as_bound,
     count_text,
+    edge_lines,
     format_value,
     latency_kind_short,
     latency_kind_words,
@@ -135,6 +136,9 @@ class TargetCard:
     memory: str = ""  # fits / does not fit in the device memory ("" when not checked)
     memory_sub: str = ""  # the largest batch (and context) that fits
     memory_title: str = ""
+    # a chip's own execution model (formatting.edge_lines): a pipeline's fps and latency, an Edge TPU's cut
+    edge: tuple[tuple[str, str], ...] = ()
+    rate_unit: str = "inferences"  # "frames" on a layer pipeline
 
 
 def target_card(report: TargetReport, fit: DeviceFit | None = None) -> TargetCard:
@@ -146,14 +150,18 @@ def target_card(report: TargetReport, fit: DeviceFit | None = None) -> TargetCar
     energy = report.energy_j
     split = report.energy_split_j
     batch = report.batch or 1
-    return TargetCard(
+    card = TargetCard(
         name=report.target.name,
         description=report.target.description,
         latency=as_bound(format_value(report.latency_s, "seconds"), report),
         latency_title=f"{report.latency_s:.6g} s for one run at batch {batch}: every kernel, one after another; "
         + latency_kind_words(report),
         throughput=as_bound(f"{rate_text(report.throughput_per_s, report)}/s", report, at_most=True),
-        throughput_title=f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)"
+        throughput_title=(
+            f"{report.throughput_per_s:.6g} frames per second: the pipeline's rate, not batch ÷ latency"
+            if report.dataflow
+            else f"{report.throughput_per_s:.6g} inferences per second (batch {batch} ÷ latency)"
+        )
         + (f"; at most: {report.missing}" if not report.complete else ""),
         bound=BOUND_LABELS.get(main, main),
         bound_key=main,
@@ -184,7 +192,27 @@ def target_card(report: TargetReport, fit: DeviceFit | None = None) -> TargetCar
         + (" · launch cost borrowed" if "node_overhead_s" in report.borrowed else ""),
         energy_kind=report.energy_kind,
         **_memory_fit(fit),
+        edge=tuple(edge_lines(report)),
+        rate_unit="frames" if report.dataflow else "inferences",
     )
+    return replace(card, **_pipeline_limit(report))
+
+
+def _pipeline_limit(report: TargetReport) -> dict:
+    """A layer pipeline's card says what limits its frame rate where another target's says which
+    bound its kernels' time goes to (its time is its stages', not its kernels' on the roofline)."""
+    timing = report.dataflow
+    if timing is None:
+        return {}
+    count = len(timing.contexts)
+    limit = timing.limiting if len(timing.limiting) <= 28 else "…" + timing.limiting[-27:]
+    return {
+        "bound": limit,
+        "bound_key": "compute" if timing.stage_limited or timing.limiting == "compute at the peak" else "dram",
+        "time_split": f"{count} context{'s' * (count > 1)}"
+        + (f", {timing.group} frame{'s' * (timing.group > 1)} per load" if count > 1 else ""),
+        "bound_title": f"what sets the frame rate: {timing.limit_words()}",
+    }
 
 
 def _memory_fit(fit: DeviceFit | None) -> dict:

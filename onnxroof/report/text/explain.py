@@ -96,7 +96,16 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
         ),
         *explain_term_lines(report, kernel),  # compute, DRAM, on chip, efficiency, launch, stall, subnormal
     ]
-    lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
+    if report.dataflow is not None:  # a layer pipeline: its time is its stage's, the roofs' terms above are not
+        lines.append(
+            f"  time     {seconds(point.time_s)}, its part of a frame's pipeline stages (the stages run at once; "
+            "the host link's bytes are the pipeline's)"
+        )
+    elif report.edge_tpu_cut is not None and kernel.name in _host_kernels(report):
+        host = report.edge_tpu_cut.host
+        lines.append(f"  time     {seconds(point.time_s)} on {host} (past the Edge TPU's graph cut)")
+    else:
+        lines.append(f"  time     {seconds(point.time_s)}, {bound_label(point.bound)}-bound")
     if len(kernel.nodes) > 1:
         # every name whole: a clip of the list merged two of them
         lines += textwrap.wrap(
@@ -107,3 +116,9 @@ def explain_target_lines(report, node: str, in_place: frozenset[str] = frozenset
             break_long_words=False,
         )
     return lines
+
+
+def _host_kernels(report) -> set[str]:
+    """The kernels an Edge TPU's host runs: the last ``host_kernels`` of the run."""
+    cut = report.edge_tpu_cut
+    return {k.name for k in report.nodes[len(report.nodes) - cut.host_kernels :]} if cut.host_kernels else set()

@@ -16,13 +16,14 @@ from ...core.version import __version__
 from ...findings.wording import gain_text
 from ...roofline.devices import plan_sentences
 from ..bounds import bound_label, time_by_bound
-from ..formatting import as_bound, borrowed_mark, latency_kind_words
+from ..formatting import as_bound, borrowed_mark, edge_lines, latency_kind_words
 from .devices import structure_line
 from .table import assumed_text, incomplete_line
 
 if TYPE_CHECKING:
     from ...findings import Review
     from ...result import Analysis
+    from ...roofline.placement import TargetReport
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
 
@@ -106,6 +107,19 @@ def device_plan_markdown(plan) -> list[str]:
     ]
 
 
+def _edge_bullets(analysis: Analysis) -> list[str]:
+    """A chip's own execution model (a pipeline's fps and latency, an Edge TPU's graph cut), one bullet each."""
+    edge = [(report, label, words) for report in analysis.targets for label, words in edge_lines(report)]
+    return (
+        ["", *(f"- **{escape(r.target.name)}** {label}: {escape(words)}" for r, label, words in edge)] if edge else []
+    )
+
+
+def _time_cell(report: TargetReport) -> str:
+    """Where the time goes: by bound, or a pipeline's stages (its time is theirs, not its kernels' roofs)."""
+    return "pipeline stages (below)" if report.dataflow else time_by_bound(report.time_share)
+
+
 def render_markdown(analysis: Analysis, hotspots: int = 10, review: Review | None = None) -> str:
     """The summary as a PR comment: totals, per-target table, hotspots; details collapsed.
     ``review``: the findings stage's, whose fits and findings it shows (none without it)."""
@@ -147,7 +161,7 @@ def render_markdown(analysis: Analysis, hotspots: int = 10, review: Review | Non
                     escape(report.target.name),
                     escape(as_bound(seconds(report.latency_s), report) + borrowed_mark(report)),
                     escape(as_bound(f"{report.throughput_per_s:,.1f}", report, at_most=True)),
-                    time_by_bound(report.time_share),
+                    _time_cell(report),
                     f"{report.utilization:.1%}",
                     energy,
                     memory_cell,
@@ -163,6 +177,7 @@ def render_markdown(analysis: Analysis, hotspots: int = 10, review: Review | Non
         ]
         kinds = {escape(latency_kind_words(report)) for report in analysis.targets}
         lines += ["", "Latency: " + "; ".join(sorted(kinds)) + "."]
+        lines += _edge_bullets(analysis)
         if findings:
             caveat = next((f"; {escape(r.findings_caveat)}" for r in analysis.targets if r.findings_caveat), "")
             lines += [

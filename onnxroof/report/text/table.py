@@ -14,7 +14,7 @@ from ...core.units import iec, intensity, joules, seconds, si
 from ...core.version import __version__
 from ...roofline.targets import LatencyKind
 from ..bounds import bound_label, time_by_bound
-from ..formatting import as_bound, borrowed_mark, energy_words, latency_kind_words, rate_text
+from ..formatting import as_bound, borrowed_mark, edge_lines, energy_words, latency_kind_words, rate_text
 from .devices import device_plan_lines
 from .names import apart_clips, clip, distinct_clips
 
@@ -412,11 +412,18 @@ def target_lines(report, reviewed: TargetReview | None = None, unit: str = "infe
         *textwrap.wrap(
             f"  latency {as_bound(seconds(report.latency_s), report)}{borrowed_mark(report)} · "
             f"{as_bound(rate_text(report.throughput_per_s, report), report, at_most=True)} {unit} · "
-            f"utilization {report.utilization:.1%} · time: {time_by_bound(report.time_share)}",
+            f"utilization {report.utilization:.1%}"
+            # a pipeline's time is its stages', not its kernels' on the roofline
+            + ("" if report.dataflow else f" · time: {time_by_bound(report.time_share)}"),
             TERMINAL_COLUMNS,
             subsequent_indent="    ",
         ),
         *textwrap.wrap(f"  latency: {latency_kind_words(report)}", TERMINAL_COLUMNS, subsequent_indent="    "),
+        *(
+            line
+            for label, words in edge_lines(report)
+            for line in textwrap.wrap(f"  {label}: {words}", TERMINAL_COLUMNS, subsequent_indent="    ")
+        ),
         f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
         f"(ridge {intensity(report.target.ridge(point.roof))}): {bound_label(point.bound)}-bound, "
         f"{seconds(point.time_s)}",
@@ -448,6 +455,8 @@ def target_lines(report, reviewed: TargetReview | None = None, unit: str = "infe
         for note in report.notes
         for line in textwrap.wrap(f"  note: {printable(note)}", TERMINAL_COLUMNS, subsequent_indent="        ")
     ]
+    if report.dataflow:
+        return lines + _stage_lines(report.dataflow)
     lines.append("  top kernels by time:")
     top = report.top_nodes(5)
     for node, name in zip(top, distinct_clips([n.name for n in top], 40)):
@@ -457,6 +466,20 @@ def target_lines(report, reviewed: TargetReview | None = None, unit: str = "infe
             f"    {name:40} {clip(node.op_type, 24):24} {seconds(p.time_s):>9} {share:6.1%}  "
             f"{bound_label(p.bound):11} {intensity(p.intensity):>8} FLOP/B"
         )  # "parallelism": 11
+    return lines
+
+
+def _stage_lines(timing) -> list[str]:
+    """A pipeline's heaviest stages: each layer's share of a frame's work and its stage time."""
+    layers = sorted(
+        ((layer, stage_s) for c in timing.contexts for layer, stage_s in zip(c.layers, c.stage_s)),
+        key=lambda pair: -pair[0].flops,
+    )[:5]
+    how = "stage per frame" if not timing.bound else "its work at the peak"
+    lines = [f"  heaviest stages (share of a frame's work; {how}):"]
+    for (layer, stage_s), name in zip(layers, distinct_clips([layer.name for layer, _ in layers], 40)):
+        time_s = layer.flops / timing.peak_flops_per_s if timing.bound and timing.peak_flops_per_s else stage_s
+        lines.append(f"    {name:40} {timing.work_share(layer.name):6.1%} {seconds(time_s):>9}")
     return lines
 
 

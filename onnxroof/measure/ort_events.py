@@ -12,7 +12,6 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
@@ -29,12 +28,10 @@ def load_events(events: Any) -> list[dict]:
     if isinstance(events, (bytes, bytearray)):
         events = json.loads(events)
     elif isinstance(events, os.PathLike) or (isinstance(events, str) and not events.lstrip().startswith(("[", "{"))):
-        try:
-            events = json.loads(Path(events).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise UsageError(f"{events}: cannot read the profile ({exc.strerror or exc})") from exc
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{events}: not an onnxruntime profile (invalid JSON: {exc})") from exc
+        from .trace_records import parse_json, read_text  # one owner for reading a profile file
+
+        what = "profile from onnxruntime"
+        events = parse_json(read_text(events, what), events, what)
     elif isinstance(events, str):
         events = json.loads(events)
     if isinstance(events, dict):

@@ -37,13 +37,12 @@ kernel by neighbourhood. ``Reorder`` layers are layout conversions the plugin ad
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from collections import defaultdict
 
 from ..core.errors import UsageError
-from .trace_records import Trace, TraceLayer, number, precision_of, read_text
+from .trace_records import Trace, TraceLayer, number, parse_json, precision_of, read_text
 
 HEADER = ("layerName", "execStatus", "layerType", "execType", "realTime (ms)")  # today's; _header reads 2019's too
 _ADDED_TYPES = frozenset({"Reorder", "Parameter", "Result", "Input", "Output", "Constant"})
@@ -145,10 +144,7 @@ def _header(cells: list[str], path: str | os.PathLike, line: int) -> tuple[dict[
 
 
 def _json_blocks(text: str, path: str | os.PathLike) -> list[list[Row]]:
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not an OpenVINO report (invalid JSON: {exc})") from None
+    document = parse_json(text, path, "OpenVINO report")
     requests = document.get("detailed_performance") if isinstance(document, dict) else None
     if requests is None and isinstance(document, dict) and isinstance(document.get("avg_performance"), dict):
         requests = [document["avg_performance"]]

@@ -6,11 +6,16 @@ format (:mod:`trace_tensorrt`, :mod:`trace_openvino`, :mod:`trace_rknn`), make t
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..core.errors import UsageError
+from ..core.files import read_small_file
+
+# A profile of a few hundred runs of a large model is tens of MB; past this a file is no profile a
+# run writes, and parsing it would take many times its size in memory.
+MAX_TRACE_BYTES = 128 * 2**20
 
 
 @dataclass
@@ -42,13 +47,24 @@ class Trace:
 
 
 def read_text(path: str | os.PathLike, what: str) -> str:
-    """The file's text; a UsageError naming it when it cannot be read or is not text."""
+    """The file's text; a UsageError naming it when it cannot be read, is not text, or is no
+    regular file of at most :data:`MAX_TRACE_BYTES` (a FIFO or ``/dev/zero`` is never read)."""
+    data = read_small_file(path, MAX_TRACE_BYTES, what)
     try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not a {what}: the file is not text") from None
+
+
+def parse_json(text: str, path: str | os.PathLike, what: str) -> object:
+    """``text`` parsed as JSON; a UsageError naming the file when it is not JSON, or nests deeper
+    than the parser goes (no profile nests more than a few levels)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not a {what} (invalid JSON: {exc})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not a {what}: its JSON nests deeper than any profile") from None
 
 
 def number(text: object, path: str | os.PathLike, what: str) -> float:

@@ -27,13 +27,12 @@ node. Precision: the ``Format/Datatype`` of its first output
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
 
 from ..core.errors import UsageError
-from .trace_records import Trace, TraceLayer, number, precision_of, read_text
+from .trace_records import Trace, TraceLayer, number, parse_json, precision_of, read_text
 
 _METADATA = re.compile(r"\[ONNX Layer: ([^\]|\x1e\x1f]+?)(?: \|[^\]]*)?\]")
 _FOREIGN = re.compile(r"^\{ForeignNode\[(.*)\]\}$")
@@ -106,11 +105,7 @@ def read_tensorrt(paths: Sequence[str | os.PathLike]) -> Trace:
 
 
 def load_json(path: str | os.PathLike, what: str) -> object:
-    text = read_text(path, what)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not a {what} (invalid JSON: {exc})") from None
+    return parse_json(read_text(path, what), path, what)
 
 
 def _layer_info(document: dict) -> dict[str, dict]:

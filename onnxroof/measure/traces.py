@@ -21,7 +21,6 @@ the share of the measured time in layers that cover at least one ONNX node.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from ..core.errors import UsageError
 from .ort_events import OptimizedGraph
 from .profiling import KernelTime, ProfileMapping, map_kernels, map_profile
 from .trace_openvino import looks_like_openvino, read_openvino
-from .trace_records import Trace, TraceLayer, read_text
+from .trace_records import Trace, TraceLayer, parse_json, read_text
 from .trace_rknn import looks_like_rknn, read_rknn
 from .trace_tensorrt import is_layer_info, is_profile, read_tensorrt
 
@@ -75,10 +74,7 @@ def detect_format(paths: Sequence[str | os.PathLike]) -> str:
     if looks_like_openvino(text):
         return "openvino"
     if stripped.startswith(("[", "{")):
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}: not a profile onnxroof reads (invalid JSON: {exc})") from None
+        document = parse_json(text, path, "profile onnxroof reads")
         if is_profile(document) or is_layer_info(document):
             return "tensorrt"
         events = document.get("traceEvents") if isinstance(document, dict) else document

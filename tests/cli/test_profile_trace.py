@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,24 @@ def test_a_foreign_trace_is_a_one_line_error_and_writes_nothing(resnet18, tmp_pa
     _, err = capsys.readouterr()
     assert code == 2 and "not a profile onnxroof reads" in err and err.count("\n") == 1
     assert not output.exists()
+
+
+@pytest.mark.parametrize("fmt", [None, "tensorrt", "openvino", "rknn", "onnxruntime"])
+@pytest.mark.parametrize("kind", ["fifo", "device", "nested"])
+def test_a_hostile_trace_file_is_a_one_line_error(resnet18, tmp_path, capsys, kind, fmt):
+    # issue 43's rule for files a user names: a FIFO never waits for a writer, /dev/zero is never
+    # read, and JSON nested past the parser's depth is no profile (was: a hang, 10 GB, exit 3)
+    trace = tmp_path / "trace.json"
+    if kind == "fifo":
+        os.mkfifo(trace)
+    elif kind == "device":
+        trace.symlink_to("/dev/zero")
+    else:
+        trace.write_text("[" * 100_000 + "]" * 100_000)
+    flags = ["--trace-format", fmt] if fmt else []
+    code = main(["profile", resnet18, "--trace", str(trace), *flags, "--target", "l4", "-q"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_a_recorded_onnxruntime_profile_reads_as_a_trace(capsys):

@@ -103,7 +103,8 @@ def fit(
     def loss(t: str, launch=None) -> np.ndarray:
         """[gemm, streaming, launch] (or [gemm, streaming] at the given launch costs [streaming])."""
         g, st, lc = grid if launch is None else (EFFICIENCY_GRID[:, None], streaming_grid[None, :], launch[None, :])
-        return sum(np.log(r.predict(g, st, lc) / r.measured) ** 2 for r in rows if r.target == t)
+        with np.errstate(divide="ignore"):  # a row of launches alone predicts 0 at no launch cost: log 0, never chosen
+            return sum(np.log(r.predict(g, st, lc) / r.measured) ** 2 for r in rows if r.target == t)
 
     total = np.zeros(len(streaming_grid))  # over the streaming efficiency
     choice: dict[str, tuple] = {}  # target -> (gemm index, launch index) per streaming

@@ -33,7 +33,7 @@ def load_events(events: Any) -> list[dict]:
             events = json.loads(Path(events).read_text(encoding="utf-8"))
         except OSError as exc:
             raise UsageError(f"{events}: cannot read the profile ({exc.strerror or exc})") from exc
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a binary file is not JSON text either
             raise UsageError(f"{events}: not an onnxruntime profile (invalid JSON: {exc})") from exc
     elif isinstance(events, str):
         events = json.loads(events)

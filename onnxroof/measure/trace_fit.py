@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +128,24 @@ class TraceFit:
         """The model's error under the fit on every trace (its own included)."""
         return total_error(model.rows(self.base.name), self.figures)
 
+    def to_pandas(self):
+        """One row per traced model (``pip install pandas``): its model and trace, kernels, measured
+        seconds (the kernels' sum), its error under the fit on every trace and held out."""
+        from ..core.frames import data_frame
+
+        rows = [
+            {
+                "model": m.label,
+                "trace": m.trace,
+                "kernels": len(m.kernels),
+                "measured_s": m.measured_s,
+                "fitted_error": self.fitted_error(m),
+                "held_out_error": self.held_out.get(m.label),
+            }
+            for m in self.models
+        ]
+        return data_frame(rows, "TraceFit.to_pandas")
+
     def roofs(self) -> list[str]:
         """The compute roofs the traces' kernels ran on (where the band holds)."""
         return sorted({k.roof for m in self.models for k in m.kernels if k.roof})
@@ -160,10 +177,10 @@ def plain_roofs(target: Target) -> Target:
     )
 
 
-def read_traced_model(model: str, trace: str, base: Target) -> TracedModel:
-    """Read ``trace`` (an onnxruntime profile of ``model``) and take it apart on ``base``'s roofs.
-    UsageError, in one line, when a file is missing, the trace has no kernels or is another
-    model's."""
+def read_traced_model(model: str, trace: str, base: Target, **analysis_options) -> TracedModel:
+    """Read ``trace`` (an onnxruntime profile of ``model``, analysed with ``analysis_options``:
+    its dims, input shapes) and take it apart on ``base``'s roofs. UsageError, in one line, when a
+    file is missing, the trace has no kernels or is another model's."""
     from ..pipeline import analyze
     from ..roofline.placement import place_model
 
@@ -178,7 +195,7 @@ def read_traced_model(model: str, trace: str, base: Target) -> TracedModel:
             f"{trace}: no kernel events (NAME_kernel_time): not an onnxruntime profile; record one with "
             "SessionOptions.enable_profiling = True and a few runs"
         )
-    analysis = analyze(model)
+    analysis = analyze(model, **analysis_options)
     roofs = plain_roofs(base)
     unfused = place_model(analysis.cost_graph, analysis.memory, roofs, analysis.dtype, analysis.batch or 1, fusion=())
     weights = {n.name: n.placement.time_s for n in unfused.nodes}
@@ -248,6 +265,11 @@ def fit_traces(
         traced = read_traced_model(model, trace, base)
         say(f"{traced.label}: {len(traced.kernels)} kernels, {traced.measured_s * 1e6:,.0f} µs measured in {trace}")
         models.append(traced)
+    return fit_models(models, base)
+
+
+def fit_models(models: Sequence[TracedModel], base: Target) -> TraceFit:
+    """The fit on traces already read (:func:`read_traced_model`), each model held out in turn."""
     rows = [row for m in models for row in m.rows(base.name)]
     if len(rows) < MIN_TIMED_ROWS:
         raise UsageError(
@@ -257,7 +279,7 @@ def fit_traces(
         )
     default_launch = base.node_overhead_s.value if base.node_overhead_s else efficiency_fit.DEFAULT_LAUNCH_S
     options = dict(streaming_grid=efficiency_fit.EFFICIENCY_GRID, default_launch_s=default_launch)
-    result = TraceFit(base, models, efficiency_fit.fit(rows, **options))  # type: ignore[arg-type]
+    result = TraceFit(base, list(models), efficiency_fit.fit(rows, **options))  # type: ignore[arg-type]
     why = efficiency_fit.fittable(rows)
     if why:
         result.why_no_band = f"no error band: {why} (give traces of three or more models)"
@@ -268,7 +290,3 @@ def fit_traces(
         result.held_out[left_out.label] = total_error(left_out.rows(base.name), held.figures(base.name))
     result.band = max(abs(e) for e in result.held_out.values())
     return result
-
-
-def median_abs(errors: Sequence[float]) -> float:
-    return statistics.median(abs(e) for e in errors)

@@ -217,3 +217,43 @@ def test_the_command_writes_the_fitted_target(files, capsys):
     assert "held-out error band" in capsys.readouterr().err
     assert main(["calibrate", "--from-trace", f"{pairs[0][0]}={pairs[0][1]}"]) == 2
     assert "--from-trace needs --target" in capsys.readouterr().err
+
+
+# --- the frames (issue 46 item 4) ----------------------------------------------------------------
+
+
+def test_the_profile_comparison_as_a_frame(files):
+    pytest.importorskip("pandas")
+    import onnxroof
+    from onnxroof.measure.profile_run import compare
+    from onnxroof.measure.profiling import ProfileResult, map_profile
+    from onnxroof.roofline.placement import place_model
+
+    folder, pairs = files
+    model, trace = pairs[1]
+    analysis = onnxroof.analyze(model)
+    target = load_target(str(folder / "plain.toml"))
+    report = place_model(analysis.cost_graph, analysis.memory, target, fusion=())
+    mapping = map_profile(trace, analysis, warmup=1)
+    result = ProfileResult(analysis, report, mapping, compare(analysis, report, mapping), "all", 1, 1, "test")
+    frame = result.to_pandas().set_index("name")
+    # the hand-made trace's medians over the two runs after the warm-up: 1053, 135 and 4 µs
+    assert frame.loc["mm", "measured_s"] == pytest.approx(1053e-6)
+    assert frame.loc["relu", "measured_s"] == pytest.approx(135e-6)
+    # predicted on the plain roofs, one kernel per node: 524.288 µs and 32.768 µs (as above)
+    assert frame.loc["mm", "predicted_s"] == pytest.approx(524.288e-6)
+    assert frame.loc["mm", "ratio"] == pytest.approx(1053 / 524.288)
+    assert frame.loc["mm", "error"] == pytest.approx(524.288 / 1053 - 1)
+    assert frame.loc["mm", "kernel"] == "mm" and frame.loc["mm", "status"] == "own"
+
+
+def test_the_trace_fit_as_a_frame(files):
+    pytest.importorskip("pandas")
+    folder, pairs = files
+    result = fit_traces(pairs, load_target(str(folder / "plain.toml")))
+    frame = result.to_pandas().set_index("model")
+    assert list(frame.index) == ["mm32.onnx", "mm64.onnx", "mm128.onnx"]
+    # mm64: 1053 + 135 + 4 µs measured, 3 kernels
+    assert frame.loc["mm64.onnx", "measured_s"] == pytest.approx(1192e-6)
+    assert frame.loc["mm64.onnx", "kernels"] == 3
+    assert frame["held_out_error"].abs().max() == pytest.approx(result.band)

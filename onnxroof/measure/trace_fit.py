@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import UsageError
+from ..core.errors import UnboundDims, UsageError
 from . import efficiency_fit
 from .efficiency_fit import STREAMING, Fit, FitRow
 from .ort_events import load_events
@@ -195,7 +195,16 @@ def read_traced_model(model: str, trace: str, base: Target, **analysis_options) 
             f"{trace}: no kernel events (NAME_kernel_time): not an onnxruntime profile; record one with "
             "SessionOptions.enable_profiling = True and a few runs"
         )
-    analysis = analyze(model, **analysis_options)
+    try:
+        analysis = analyze(model, **analysis_options)
+    except UnboundDims as unbound:  # the trace ran the model at some shapes: its events record them
+        shapes = trace_input_shapes(events, model)
+        if not shapes or analysis_options:
+            raise UsageError(
+                f"{unbound.head()}, and {trace} does not show them (no kernel of a node that reads the "
+                "input records its shape); export the model with fixed input shapes"
+            ) from None
+        analysis = analyze(model, input_shapes=shapes)
     roofs = plain_roofs(base)
     unfused = place_model(analysis.cost_graph, analysis.memory, roofs, analysis.dtype, analysis.batch or 1, fusion=())
     weights = {n.name: n.placement.time_s for n in unfused.nodes}
@@ -209,6 +218,33 @@ def read_traced_model(model: str, trace: str, base: Target, **analysis_options) 
             "a trace of another model? Pair each model with its own trace (MODEL.onnx=TRACE.json)"
         )
     return TracedModel(model, trace, analysis, mapping, _kernels(analysis, mapping, roofs))
+
+
+def trace_input_shapes(events: Sequence[dict], model: str) -> dict[str, list[int]]:
+    """The shapes the trace ran the model's inputs at: each input's shape in the
+    ``input_type_shape`` of the first kernel event named after a node that reads it (a kernel
+    onnxruntime renamed or fused away shows none)."""
+    import onnx
+
+    graph = onnx.load(model, load_external_data=False).graph
+    inputs = {i.name for i in graph.input} - {t.name for t in graph.initializer}
+    readers: dict[str, list[tuple[int, str]]] = {}  # node -> (position, model input)
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            if name in inputs:
+                readers.setdefault(node.name, []).append((position, name))
+    shapes: dict[str, list[int]] = {}
+    for event in events:
+        name = str(event.get("name", "")).removesuffix("_kernel_time")
+        recorded = (event.get("args") or {}).get("input_type_shape")
+        if event.get("cat") != "Node" or name not in readers or not isinstance(recorded, list):
+            continue
+        for position, tensor in readers[name]:
+            if position < len(recorded) and isinstance(recorded[position], dict) and tensor not in shapes:
+                dims = next(iter(recorded[position].values()), None)
+                if isinstance(dims, list) and all(isinstance(d, int) and d >= 0 for d in dims):
+                    shapes[tensor] = dims
+    return shapes
 
 
 def _kernels(analysis: Analysis, mapping: ProfileMapping, roofs: Target) -> list[TracedKernel]:

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 from onnxroof.cli.app import main
 from onnxroof.core.errors import UsageError
 from onnxroof.measure.efficiency_fit import EFFICIENCY_GRID, LAUNCH_GRID_S
-from onnxroof.measure.trace_fit import fit_traces
+from onnxroof.measure.trace_fit import fit_traces, read_traced_model
 from onnxroof.report.fitted_target import fitted_target, render_fitted_target
 from onnxroof.roofline.targets import load_target
 
@@ -257,3 +257,24 @@ def test_the_trace_fit_as_a_frame(files):
     assert frame.loc["mm64.onnx", "measured_s"] == pytest.approx(1192e-6)
     assert frame.loc["mm64.onnx", "kernels"] == 3
     assert frame["held_out_error"].abs().max() == pytest.approx(result.band)
+
+
+def test_an_input_dim_left_open_is_read_from_the_trace(files):
+    folder, _ = files
+    model = _model(64)
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "width"  # X [64, width]: not a batch dim
+    path, trace = folder / "open.onnx", folder / "open.json"
+    path.write_bytes(model.SerializeToString())
+    events = _trace(_kernel_us(64))
+    for event in events:
+        if event["name"] == "mm_kernel_time":  # onnxruntime records the shapes each kernel read
+            event["args"]["input_type_shape"] = [{"float": [64, 64]}, {"float": [64, 64]}]
+    trace.write_text(json.dumps(events))
+    traced = read_traced_model(str(path), str(trace), load_target(str(folder / "plain.toml")))
+    # X bound to [64, 64] from the trace: the MatMul's 2 x 64^3 FLOPs at 1 GFLOP/s, as for mm64
+    assert {k.name: k.roof_s * 1e6 for k in traced.kernels}["mm"] == pytest.approx(524.288)
+    for event in events:
+        event.get("args", {}).pop("input_type_shape", None)  # (a model_run event has no args)
+    trace.write_text(json.dumps(events))
+    with pytest.raises(UsageError, match="width.*does not show them"):
+        read_traced_model(str(path), str(trace), load_target(str(folder / "plain.toml")))

@@ -42,7 +42,7 @@ from ..core.errors import UnboundDims, UsageError
 from . import efficiency_fit
 from .efficiency_fit import STREAMING, Fit, FitRow
 from .ort_events import load_events
-from .profile_run import _ADDED_KERNEL_CLASSES, added_kernel_roof_s, float_computed
+from .profile_run import _ADDED_KERNEL_CLASSES, added_kernel_roof_s, placed_as_run
 from .profiling import ProfileMapping, map_profile
 
 if TYPE_CHECKING:
@@ -249,18 +249,7 @@ def trace_input_shapes(events: Sequence[dict], model: str) -> dict[str, list[int
 
 def _kernels(analysis: Analysis, mapping: ProfileMapping, roofs: Target) -> list[TracedKernel]:
     """Each kernel of the trace with its group and roofline seconds on the plain ``roofs``."""
-    from ..roofline.placement import place_model
-
-    groups = [[n for n in k.nodes if mapping.kernel_of.get(n) == k.name] for k in mapping.kernels if k.nodes]
-    report = place_model(
-        analysis.cost_graph,
-        analysis.memory,
-        roofs,
-        analysis.dtype,
-        analysis.batch or 1,
-        groups=groups,
-        compute_dtypes=float_computed(analysis, mapping),
-    )
+    report = placed_as_run(analysis, mapping, roofs)
     placed = {kernel.nodes[0]: kernel.placement for kernel in report.nodes}
     found = []
     for kernel in mapping.kernels:

@@ -54,8 +54,6 @@ MIN_MAPPED_SHARE = 0.5
 MIN_TIMED_ROWS = 3  # three figures are fitted: fewer timed rows leave one free
 # the groups a model's kernels are summed in, one row each
 GROUPS = ("gemm", "streaming", "other")
-# onnxruntime's CPU graph optimizations: the fusion the fitted target applies by its rules
-ONNXRUNTIME_FUSION = ("epilogue", "normalization")
 
 
 @dataclass

@@ -6,14 +6,15 @@ traces it was fitted on."""
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 import tempfile
 from pathlib import Path
 
 from ..measure.efficiency_fit import STREAMING
-from ..measure.trace_fit import ONNXRUNTIME_FUSION, TraceFit
+from ..measure.trace_fit import TraceFit
 from ..roofline.targets import Target, parse_target
-from .target_file import HOST_FUSION_SOURCE, _toml_string
+from .target_file import HOST_FUSION_RULES, HOST_FUSION_SOURCE, _toml_string
 
 BEGIN = "# BEGIN fitted by onnxroof calibrate --from-trace: run it again rather than edit these tables"
 END = "# END fitted"
@@ -85,8 +86,7 @@ def _block(result: TraceFit) -> str:
             + "]\n"
         )
     parts.append(
-        f"[fusion]\nrules = [{', '.join(f'{rule!r}'.replace(chr(39), chr(34)) for rule in ONNXRUNTIME_FUSION)}]\n"
-        f"source = {_toml_string(HOST_FUSION_SOURCE)}\n"
+        f"[fusion]\nrules = {json.dumps(list(HOST_FUSION_RULES))}\nsource = {_toml_string(HOST_FUSION_SOURCE)}\n"
     )
     if result.why_no_band:
         parts.append(f"# {result.why_no_band}\n")

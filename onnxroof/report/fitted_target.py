@@ -18,6 +18,7 @@ from .target_file import HOST_FUSION_RULES, HOST_FUSION_SOURCE, _toml_string
 
 BEGIN = "# BEGIN fitted by onnxroof calibrate --from-trace: run it again rather than edit these tables"
 END = "# END fitted"
+FITTED_ON = "; efficiencies and launch cost fitted on onnxruntime traces of "
 # the tables the fit replaces (what trace_fit.plain_roofs sets aside), with their lines up to the next table
 _REPLACED = re.compile(
     r"^\[(efficiency(?:\.[A-Za-z0-9_.]+)?|node_overhead_s|split_overhead_s|cold_node_overhead_s|run_overhead_s"
@@ -34,7 +35,8 @@ def render_fitted_target(result: TraceFit, name: str, base_text: str | None = No
     text = base_text if base_text is not None else Path(base.path).read_text(encoding="utf-8")
     text = _REPLACED.sub("", _MARKERS.sub("", text))
     text = re.sub(r"^name = [^\n]*$", lambda _: f"name = {_toml_string(name)}", text, count=1, flags=re.M)
-    description = f"{base.description}; efficiencies and launch cost fitted on onnxruntime traces of {_traces(result)}"
+    kept = base.description.split(FITTED_ON)[0]  # a fitted file refitted: its earlier traces no longer count
+    description = f"{kept}{FITTED_ON}{_traces(result)}"
     text = re.sub(
         r"^description = [^\n]*$", lambda _: f"description = {_toml_string(description)}", text, count=1, flags=re.M
     )

@@ -278,3 +278,12 @@ def test_an_input_dim_left_open_is_read_from_the_trace(files):
     trace.write_text(json.dumps(events))
     with pytest.raises(UsageError, match="width.*does not show them"):
         read_traced_model(str(path), str(trace), load_target(str(folder / "plain.toml")))
+
+
+def test_a_fitted_file_refitted_keeps_one_fitted_block(files):
+    folder, pairs = files
+    first = folder / "first.toml"
+    first.write_text(render_fitted_target(fit_traces(pairs, load_target(str(folder / "plain.toml"))), "first"))
+    text = render_fitted_target(fit_traces(pairs[:2] + pairs[2:], load_target(str(first))), "second")
+    assert text.count("# BEGIN fitted") == 1 and text.count("[efficiency.gemm]") == 1
+    assert fitted_target(text).description.count("fitted on onnxruntime traces") == 1

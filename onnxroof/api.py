@@ -54,6 +54,10 @@ class ReviewableAnalysis(Analysis):
     def findings(self) -> list[Finding]:
         return self._review.findings
 
+    def findings_to_pandas(self):
+        """The findings as a pandas DataFrame, one row each, ranked (``onnxroof.review(analysis).to_pandas()``)."""
+        return self._review.to_pandas()
+
     def __str__(self) -> str:
         from .findings.wording import summary_findings_lines, summary_fits
 

@@ -34,6 +34,26 @@ FINDING_KINDS = {
 }
 
 
+# the columns of Review.to_pandas, in Finding.to_dict's order
+FINDING_COLUMNS = (
+    "kind",
+    "target",
+    "title",
+    "detail",
+    "nodes",
+    "modules",
+    "gain_s",
+    "gain_share",
+    "gain_bytes",
+    "latency_s",
+    "change",
+    "evidence",
+    "blocking",
+    "complete",
+    "incomplete",
+)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One thing to change (or to know) about the model on one target."""
@@ -185,6 +205,19 @@ class Review:
     def findings(self) -> list[Finding]:
         """Every target's findings, ranked (a model that does not fit first, then by the time each saves)."""
         return ranked([f for part in self.targets for f in part.findings])
+
+    def to_pandas(self):
+        """The findings, ranked, one row each, as a pandas DataFrame (``pip install pandas``): the
+        target, the kind, the one-line title, the gain (seconds, share of the latency, bytes), the
+        change that makes it, the nodes and modules it concerns, and the evidence's figures."""
+        from ..core.frames import data_frame
+
+        rows = []
+        for finding in self.findings:
+            row = finding.to_dict()
+            row["nodes"], row["modules"] = tuple(finding.nodes), tuple(finding.modules)
+            rows.append(row)
+        return data_frame(rows, "Review.to_pandas", FINDING_COLUMNS)
 
 
 NO_REVIEW = Review()

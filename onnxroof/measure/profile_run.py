@@ -167,17 +167,7 @@ def profile_model(
     # predicted as onnxruntime ran it (read off its optimized graph and profile): one kernel per
     # kernel it launched, each paying the launch cost; a kernel's predicted time is split over its
     # nodes as its measured time is. The target's own fusion policy is given beside it.
-    groups = [[n for n in k.nodes if mapping.kernel_of.get(n) == k.name] for k in mapping.kernels if k.nodes]
-    report = place_model(
-        analysis.cost_graph,
-        analysis.memory,
-        target,
-        analysis.dtype,
-        batch,
-        groups=groups,
-        compute_dtypes=float_computed(analysis, mapping),
-        split=[n for k in mapping.kernels if k.split for n in k.nodes],
-    )
+    report = placed_as_run(analysis, mapping, target)
     predicted = split_kernel_times(report, weights)
     notes.append(
         f"predicted as onnxruntime ran the model: its {len(mapping.kernels)} kernels, each paying the launch cost "
@@ -200,6 +190,24 @@ def profile_model(
         unattributed_s=unattributed_s,
         by_rules=by_rules,
         wall_fastest_s=fastest,
+    )
+
+
+def placed_as_run(analysis: Analysis, mapping: ProfileMapping, target: Target) -> TargetReport:
+    """The model placed on ``target`` as onnxruntime ran it: one kernel per kernel of its profile
+    (``mapping``), each paying the launch cost, the split ones the split cost too, the integer
+    nodes it computed in float on the float roof."""
+    from ..roofline.placement import place_model
+
+    return place_model(
+        analysis.cost_graph,
+        analysis.memory,
+        target,
+        analysis.dtype,
+        analysis.batch or 1,
+        groups=[[n for n in k.nodes if mapping.kernel_of.get(n) == k.name] for k in mapping.kernels if k.nodes],
+        compute_dtypes=float_computed(analysis, mapping),
+        split=[n for k in mapping.kernels if k.split for n in k.nodes],
     )
 
 

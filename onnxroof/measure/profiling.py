@@ -508,3 +508,58 @@ class ProfileResult:
     def error(self) -> float | None:
         """(predicted - measured) / measured: -0.4 means the prediction is 40 % too fast."""
         return (self.predicted_s - self.measured_s) / self.measured_s if self.measured_s else None
+
+    def to_pandas(self):
+        """The comparison as a pandas DataFrame (``pip install pandas``), one row per node
+        (name, op, bound, predicted and measured seconds, measured / predicted, the error, the
+        onnxruntime kernel it ran in, whether that kernel's time was split, how it was found), then
+        one per kernel onnxruntime added that no node covers (status ``unattributed``: its measured
+        seconds; predicted from its bytes on the target, in ``unattributed_s`` as a whole)."""
+        from ..core.frames import data_frame
+
+        rows = [
+            {
+                "name": node.name,
+                "op_type": node.op_type,
+                "bound": node.bound,
+                "predicted_s": node.predicted_s,
+                "measured_s": node.measured_s,
+                "ratio": node.ratio,
+                "error": (node.predicted_s - node.measured_s) / node.measured_s
+                if node.predicted_s is not None and node.measured_s
+                else None,
+                "kernel": node.kernel,
+                "kernel_op": node.kernel_op,
+                "shared": node.shared,
+                "status": str(node.status),
+            }
+            for node in self.nodes
+        ]
+        rows += [
+            {
+                "name": k.name,
+                "op_type": k.op_type,
+                "measured_s": k.seconds,
+                "kernel": k.name,
+                "kernel_op": k.op_type,
+                "shared": False,
+                "status": "unattributed",
+            }
+            for k in self.mapping.unattributed
+        ]
+        return data_frame(rows, "ProfileResult.to_pandas", PROFILE_COLUMNS)
+
+
+PROFILE_COLUMNS = (
+    "name",
+    "op_type",
+    "bound",
+    "predicted_s",
+    "measured_s",
+    "ratio",
+    "error",
+    "kernel",
+    "kernel_op",
+    "shared",
+    "status",
+)

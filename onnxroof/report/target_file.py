@@ -71,7 +71,7 @@ def render_target(calibration: Calibration, name: str = "this-machine", with_eff
         lines += [
             "",
             "[fusion]",
-            'rules = ["epilogue", "normalization"]',
+            f"rules = {json.dumps(list(HOST_FUSION_RULES))}",
             "source = " + _toml_string(HOST_FUSION_SOURCE),
         ]
     return "\n".join(lines) + "\n"
@@ -415,6 +415,7 @@ def _weights_text(case: achieved.Case) -> str:
     return " (weights on chip, kept between runs)" if case.cached else " (weights from DRAM)"
 
 
+HOST_FUSION_RULES = ("epilogue", "normalization")  # what onnxruntime's CPU optimizations fuse, as FUSION_RULES
 HOST_FUSION_SOURCE = (
     "onnxruntime's CPU graph optimizations at its default level (onnxruntime.ai/docs/performance/model-optimizations/"
     "graph-optimizations.html): BatchNormalization and Add folded into the Conv before it, Conv/Gemm + activation, "

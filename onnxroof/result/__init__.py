@@ -119,10 +119,7 @@ class Analysis:
         """One row per node as a pandas DataFrame (``pip install pandas``): name, op, status,
         dtype, output shape, MACs, FLOPs, parameters, bytes, intensity, and per target the
         node's share of its kernel's time (``time_s[TARGET]``) and the kernel's bound."""
-        try:
-            import pandas
-        except ImportError:
-            raise UsageError("Analysis.to_pandas needs pandas, which is not installed: pip install pandas") from None
+        from ..core.frames import data_frame
         from ..roofline.placement import node_times
 
         nodes = self.run_view.nodes  # the nodes a run executes, as the node tables list them
@@ -153,7 +150,7 @@ class Analysis:
                 row[f"time_s[{target}]"] = times[target].get(r.name, 0.0)
                 row[f"bound[{target}]"] = bounds[target].get(r.name)
             rows.append(row)
-        return pandas.DataFrame(rows)
+        return data_frame(rows, "Analysis.to_pandas")
 
     def __repr__(self) -> str:
         """One line: the model and its size, not the records (which run to megabytes)."""

@@ -15,7 +15,10 @@ from ...measure.calibration import DEFAULT_SECONDS, MIN_SECONDS
 from ...measure.machine import size_text
 from ...report.target_file import calibrated_target, render_target
 
-HELP = "measure this machine's compute and memory roofs (ERT/STREAM style) and write a target file"
+HELP = (
+    "measure this machine's compute and memory roofs (ERT/STREAM style) and write a target file; or, with "
+    "--from-trace, fit a device's efficiencies and launch cost on its onnxruntime traces"
+)
 
 
 def _seconds(text: str) -> float:
@@ -34,8 +37,33 @@ def _threads(text: str) -> int:
     return int(text)
 
 
+def _model_and_trace(text: str) -> tuple[str, str]:
+    """MODEL.onnx=TRACE.json (split after ".onnx=" when the text has it: a path may hold "=")."""
+    at = text.find(".onnx=")
+    model, trace = (text[: at + 5], text[at + 6 :]) if at >= 0 else text.partition("=")[::2]
+    if not model or not trace:
+        raise argparse.ArgumentTypeError(f"expected MODEL.onnx=TRACE.json, got {text!r}")
+    return model, trace
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
+    parser.add_argument(
+        "--from-trace",
+        action="append",
+        default=[],
+        type=_model_and_trace,
+        metavar="MODEL.onnx=TRACE.json",
+        help="fit the efficiencies and launch cost of --target's roofs on this model's onnxruntime profile "
+        "(SessionOptions.enable_profiling) instead of measuring this machine (repeatable: three or more "
+        "models give a held-out error band)",
+    )
+    parser.add_argument(
+        "--target",
+        metavar="NAME|FILE.toml",
+        help="with --from-trace: the device's roofs (a bundled target, or a target file of its datasheet peaks "
+        "and bandwidths); its efficiencies, launch cost and error band are replaced by the fitted ones",
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -83,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
             f"-o {args.output}: the file's stem, the target's name by default, "
             f"{target_name_problem(name)}; give --name NAME"
         )
+    if args.from_trace and args.name is None and not (args.output and args.output != "-"):
+        name = "fitted-device"
+    elif args.target and not args.from_trace:
+        raise UsageError("--target gives the roofs a --from-trace fit is made on: give --from-trace MODEL=TRACE too")
     if args.save:
         args.output = str(user_target_dir() / f"{name}.toml")
     if args.output:
@@ -94,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
                 f"-o {args.output}: cannot make the folder {folder} ({error.strerror}); choose another path"
             ) from None
     progress = None if args.quiet else (lambda text: print(f"onnxroof calibrate: {text}", file=sys.stderr, flush=True))
+    if args.from_trace:
+        return _from_traces(args, name, progress)
     calibration = calibrating.calibrate(seconds=args.seconds, threads=args.threads, progress=progress)
     text = render_target(calibration, name)
     calibrated_target(calibration, name)  # the file must pass the same validation as any target
@@ -113,5 +147,35 @@ def run(args: argparse.Namespace) -> int:
         progress(
             f"fp32 {fp32.rate.per_second / 1e9:.1f} GFLOP/s; DRAM {levels.dram_bytes_per_s / 1e9:.1f} GB/s{onchip} "
             f"(took {calibration.seconds:.0f} s)" + (f"; wrote {args.output}" if args.output else "")
+        )
+    return EXIT_OK
+
+
+def _from_traces(args: argparse.Namespace, name: str, progress) -> int:
+    """``--from-trace``: the fit on the traces (:mod:`onnxroof.measure.trace_fit`), written as a target file."""
+    from ...measure.trace_fit import fit_traces
+    from ...report.fitted_target import fitted_target, render_fitted_target
+    from ...roofline.targets import load_target
+
+    if not args.target:
+        raise UsageError(
+            "--from-trace needs --target NAME|FILE.toml: the device's roofs (a bundled target, or a target file of "
+            "its datasheet peaks and bandwidths) whose efficiencies the traces fit"
+        )
+    if args.threads is not None:
+        raise UsageError("--threads sets this machine's measuring threads; a --from-trace fit measures nothing")
+    result = fit_traces(args.from_trace, load_target(args.target), progress)
+    text = render_fitted_target(result, name)
+    fitted_target(text)  # the file must pass the same validation as any target
+    if args.output and args.output != "-":
+        write_atomically(args.output, text)
+    else:
+        sys.stdout.write(text)
+    if progress:
+        gemm, streaming, launch = result.figures
+        band = f"held-out error band {result.band:.0%}" if result.band is not None else result.why_no_band
+        progress(
+            f"gemm {gemm:.2f}, streaming {streaming:.2f} of the roofline, {launch * 1e6:.2f} µs per kernel; {band}"
+            + (f"; wrote {args.output}" if args.output and args.output != "-" else "")
         )
     return EXIT_OK

@@ -1,0 +1,315 @@
+"""``onnxroof calibrate --from-trace``: a target's efficiencies and launch cost fitted on a user's
+own onnxruntime profiles, with the fitter the bundled targets are fitted with
+(:mod:`onnxroof.measure.efficiency_fit`).
+
+For a device onnxroof does not bundle, the roofs come from a base target (a bundled one, or a
+TOML of the device's datasheet figures: peak ops, memory bandwidths); its efficiencies, launch
+and run costs and error band are set aside, and what the runtime reaches of those roofs is
+fitted on the traces:
+
+1. Each trace is read as ``onnxroof profile`` reads its own (:func:`profiling.map_profile`: each
+   onnxruntime kernel's median over the runs after the first, mapped to the ONNX nodes it
+   covers).
+2. The model is placed on the base target's plain roofs *as onnxruntime ran it* (its kernels
+   are the groups, :func:`placement.place_model`), and each kernel's roofline seconds are read
+   at efficiency 1, no launch cost: its class says whether it is GEMM-class, streaming or of no
+   class. A kernel onnxruntime added (a layout reorder) is costed from the bytes its event
+   records (:func:`profile_run.added_kernel_roof_s`).
+3. Each model gives the fitter up to three rows (:class:`efficiency_fit.FitRow`): its GEMM-class
+   kernels, its streaming kernels and its kernels of no class, each with its roof seconds, its
+   launches (one a kernel) and its measured seconds. A row is a sum of kernels, so the fit weighs
+   kernels by their time, as a model's latency does.
+4. The fit (:func:`efficiency_fit.fit`, the streaming efficiency searched over the whole grid: a
+   trace times the streaming kernels apart) gives the GEMM efficiency, the streaming one and the
+   launch cost. Held out: each model's total is predicted by a fit on the other models' rows; the
+   error band is the largest of those errors (with at least three models: leaving one out must
+   leave :data:`efficiency_fit.MIN_ROWS` rows).
+
+The measured time is the sum of the kernels' times in the profile (onnxruntime's profiler adds a
+little to each kernel, which the fitted launch cost takes in).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core.errors import UnboundDims, UsageError
+from . import efficiency_fit
+from .efficiency_fit import STREAMING, Fit, FitRow
+from .ort_events import load_events
+from .profile_run import _ADDED_KERNEL_CLASSES, added_kernel_roof_s, placed_as_run
+from .profiling import ProfileMapping, map_profile
+
+if TYPE_CHECKING:
+    from ..result import Analysis
+    from ..roofline.targets import Target
+
+# a trace whose mapped kernels hold less of its time than this is not a profile of the model
+MIN_MAPPED_SHARE = 0.5
+MIN_TIMED_ROWS = 3  # three figures are fitted: fewer timed rows leave one free
+# the groups a model's kernels are summed in, one row each
+GROUPS = ("gemm", "streaming", "other")
+
+
+@dataclass
+class TracedKernel:
+    """One kernel of a trace: what it ran, its roofline seconds on the base target's plain roofs
+    and its measured median seconds."""
+
+    name: str
+    op_type: str
+    group: str  # GROUPS
+    roof_s: float
+    measured_s: float
+    roof: str | None = None  # the compute roof it ran on (None: a kernel onnxruntime added)
+
+
+@dataclass
+class TracedModel:
+    """A model and its trace, read and taken apart."""
+
+    model: str  # the model's file as given
+    trace: str  # the trace's file as given
+    analysis: Analysis
+    mapping: ProfileMapping
+    kernels: list[TracedKernel]
+
+    @property
+    def label(self) -> str:
+        return Path(self.model).name
+
+    @property
+    def measured_s(self) -> float:
+        return sum(k.measured_s for k in self.kernels)
+
+    def rows(self, target: str) -> list[FitRow]:
+        """The fitter's rows: one per group of kernels with measured time."""
+        rows = []
+        for group in GROUPS:
+            mine = [k for k in self.kernels if k.group == group]
+            measured = sum(k.measured_s for k in mine)
+            if not mine or measured <= 0:
+                continue
+            row = FitRow(target, self.label, measured, launches=float(len(mine)))
+            roof = sum(k.roof_s for k in mine)
+            if group == "gemm":
+                row.gemm_s = roof
+            elif group == "streaming":
+                row.streaming_s = roof
+            else:
+                row.other_s = roof
+            rows.append(row)
+        return rows
+
+
+@dataclass
+class TraceFit:
+    """The fit on the traces: the figures, each model's held-out error and the band."""
+
+    base: Target
+    models: list[TracedModel]
+    fit: Fit
+    held_out: dict[str, float] = field(default_factory=dict)  # model label -> predicted / measured - 1, held out
+    band: float | None = None  # the largest |held-out error|; None with fewer than three models
+    why_no_band: str = ""
+
+    @property
+    def figures(self) -> tuple[float, float, float]:
+        return self.fit.figures(self.base.name)
+
+    def fitted_error(self, model: TracedModel) -> float:
+        """The model's error under the fit on every trace (its own included)."""
+        return total_error(model.rows(self.base.name), self.figures)
+
+    def to_pandas(self):
+        """One row per traced model (``pip install pandas``): its model and trace, kernels, measured
+        seconds (the kernels' sum), its error under the fit on every trace and held out."""
+        from ..core.frames import data_frame
+
+        rows = [
+            {
+                "model": m.label,
+                "trace": m.trace,
+                "kernels": len(m.kernels),
+                "measured_s": m.measured_s,
+                "fitted_error": self.fitted_error(m),
+                "held_out_error": self.held_out.get(m.label),
+            }
+            for m in self.models
+        ]
+        return data_frame(rows, "TraceFit.to_pandas")
+
+    def roofs(self) -> list[str]:
+        """The compute roofs the traces' kernels ran on (where the band holds)."""
+        return sorted({k.roof for m in self.models for k in m.kernels if k.roof})
+
+
+def total_error(rows: Sequence[FitRow], figures: tuple[float, float, float]) -> float:
+    """The summed rows' predicted over measured seconds, minus 1."""
+    return sum(r.predict(*figures) for r in rows) / sum(r.measured for r in rows) - 1
+
+
+def plain_roofs(target: Target) -> Target:
+    """``target`` with only its roofs: no efficiency, launch, run or split cost, stall or band
+    (what the fit measures against, and replaces)."""
+    return dataclasses.replace(
+        target,
+        efficiency={},
+        efficiency_on_roof={},
+        efficiency_by_columns={},
+        efficiency_by_op={},
+        efficiency_by_rows={},
+        node_overhead_s=None,
+        split_overhead_s=None,
+        cold_node_overhead_s=None,
+        run_overhead_s=None,
+        dram_stall=None,
+        subnormal_s_per_element=None,
+        error_band=None,
+        error_band_roofs=(),
+    )
+
+
+def read_traced_model(model: str, trace: str, base: Target, **analysis_options) -> TracedModel:
+    """Read ``trace`` (an onnxruntime profile of ``model``, analysed with ``analysis_options``:
+    its dims, input shapes) and take it apart on ``base``'s roofs. UsageError, in one line, when a
+    file is missing, the trace has no kernels or is another model's."""
+    from ..pipeline import analyze
+    from ..roofline.placement import place_model
+
+    if not os.path.isfile(model):
+        raise UsageError(f"--from-trace {model}={trace}: no model file {model}")
+    if not os.path.isfile(trace):
+        raise UsageError(f"--from-trace {model}={trace}: no trace file {trace}")
+    events = load_events(trace)
+    runs = sum(1 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+    if not any(e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time") for e in events):
+        raise UsageError(
+            f"{trace}: no kernel events (NAME_kernel_time): not an onnxruntime profile; record one with "
+            "SessionOptions.enable_profiling = True and a few runs"
+        )
+    try:
+        analysis = analyze(model, **analysis_options)
+    except UnboundDims as unbound:  # the trace ran the model at some shapes: its events record them
+        shapes = trace_input_shapes(events, model)
+        if not shapes or analysis_options:
+            raise UsageError(
+                f"{unbound.head()}, and {trace} does not show them (no kernel of a node that reads the "
+                "input records its shape); export the model with fixed input shapes"
+            ) from None
+        analysis = analyze(model, input_shapes=shapes)
+    roofs = plain_roofs(base)
+    unfused = place_model(analysis.cost_graph, analysis.memory, roofs, analysis.dtype, analysis.batch or 1, fusion=())
+    weights = {n.name: n.placement.time_s for n in unfused.nodes}
+    # the first run is onnxruntime's warm-up (allocations, first touches): dropped when there are others
+    mapping = map_profile(events, analysis, warmup=1 if runs >= 2 else 0, weights=weights)
+    total = mapping.measured_s
+    mapped = sum(k.seconds for k in mapping.kernels if k.nodes)
+    if total <= 0 or mapped < MIN_MAPPED_SHARE * total:
+        raise UsageError(
+            f"{trace}: only {mapped / total if total else 0:.0%} of its kernel time maps to nodes of {model}: "
+            "a trace of another model? Pair each model with its own trace (MODEL.onnx=TRACE.json)"
+        )
+    return TracedModel(model, trace, analysis, mapping, _kernels(analysis, mapping, roofs))
+
+
+def trace_input_shapes(events: Sequence[dict], model: str) -> dict[str, list[int]]:
+    """The shapes the trace ran the model's inputs at: each input's shape in the
+    ``input_type_shape`` of the first kernel event named after a node that reads it (a kernel
+    onnxruntime renamed or fused away shows none)."""
+    import onnx
+
+    graph = onnx.load(model, load_external_data=False).graph
+    inputs = {i.name for i in graph.input} - {t.name for t in graph.initializer}
+    readers: dict[str, list[tuple[int, str]]] = {}  # node -> (position, model input)
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            if name in inputs:
+                readers.setdefault(node.name, []).append((position, name))
+    shapes: dict[str, list[int]] = {}
+    for event in events:
+        name = str(event.get("name", "")).removesuffix("_kernel_time")
+        recorded = (event.get("args") or {}).get("input_type_shape")
+        if event.get("cat") != "Node" or name not in readers or not isinstance(recorded, list):
+            continue
+        for position, tensor in readers[name]:
+            if position < len(recorded) and isinstance(recorded[position], dict) and tensor not in shapes:
+                dims = next(iter(recorded[position].values()), None)
+                if isinstance(dims, list) and all(isinstance(d, int) and d >= 0 for d in dims):
+                    shapes[tensor] = dims
+    return shapes
+
+
+def _kernels(analysis: Analysis, mapping: ProfileMapping, roofs: Target) -> list[TracedKernel]:
+    """Each kernel of the trace with its group and roofline seconds on the plain ``roofs``."""
+    report = placed_as_run(analysis, mapping, roofs)
+    placed = {kernel.nodes[0]: kernel.placement for kernel in report.nodes}
+    found = []
+    for kernel in mapping.kernels:
+        point = next((placed[n] for n in kernel.nodes if n in placed), None)
+        if point is not None:
+            group = _group_of(point.kernel_class)
+            found.append(TracedKernel(kernel.name, kernel.op_type, group, point.time_s, kernel.seconds, point.roof))
+        elif kernel.nodes:  # a view or shape op onnxruntime launched: a launch, no roof time
+            found.append(TracedKernel(kernel.name, kernel.op_type, "other", 0.0, kernel.seconds))
+        else:  # a kernel onnxruntime added (a layout reorder): its bytes, at its class's pace
+            roof_s = added_kernel_roof_s(kernel.op_type, kernel.sizes, roofs) if kernel.sizes else 0.0
+            group = _group_of(_ADDED_KERNEL_CLASSES.get(kernel.op_type, "data_movement")) if kernel.sizes else "other"
+            found.append(TracedKernel(kernel.name, kernel.op_type, group, roof_s, kernel.seconds))
+    return found
+
+
+def _group_of(kernel_class: str | None) -> str:
+    return "gemm" if kernel_class == "gemm" else "streaming" if kernel_class in STREAMING else "other"
+
+
+def fit_traces(
+    pairs: Sequence[tuple[str, str]], base: Target, progress: Callable[[str], None] | None = None
+) -> TraceFit:
+    """Fit ``base``'s efficiencies and launch cost on the (model, trace) ``pairs`` (see the module
+    docstring); each model's held-out error and the band when there are enough models."""
+    say = progress or (lambda text: None)
+    labels = [Path(model).name for model, _ in pairs]
+    if len(set(labels)) < len(labels):
+        twice = next(label for label in labels if labels.count(label) > 1)
+        raise UsageError(f"--from-trace: {twice} is given twice; give each model once, with one trace")
+    if base.dataflow is not None:
+        raise UsageError(
+            f"--target {base.name}: a layer-pipelined dataflow chip, whose time no efficiency per kernel "
+            "class stands for; choose a target of kernels run one after another"
+        )
+    models = []
+    for model, trace in pairs:
+        traced = read_traced_model(model, trace, base)
+        say(f"{traced.label}: {len(traced.kernels)} kernels, {traced.measured_s * 1e6:,.0f} µs measured in {trace}")
+        models.append(traced)
+    return fit_models(models, base)
+
+
+def fit_models(models: Sequence[TracedModel], base: Target) -> TraceFit:
+    """The fit on traces already read (:func:`read_traced_model`), each model held out in turn."""
+    rows = [row for m in models for row in m.rows(base.name)]
+    if len(rows) < MIN_TIMED_ROWS:
+        raise UsageError(
+            f"--from-trace: the traces hold {sum(len(m.kernels) for m in models)} kernel(s) in {len(rows)} timed "
+            f"group(s), fewer than the {MIN_TIMED_ROWS} figures fitted (GEMM and streaming efficiency, launch "
+            "cost); give traces of more or larger models"
+        )
+    default_launch = base.node_overhead_s.value if base.node_overhead_s else efficiency_fit.DEFAULT_LAUNCH_S
+    options = dict(streaming_grid=efficiency_fit.EFFICIENCY_GRID, default_launch_s=default_launch)
+    result = TraceFit(base, list(models), efficiency_fit.fit(rows, **options))  # type: ignore[arg-type]
+    why = efficiency_fit.fittable(rows)
+    if why:
+        result.why_no_band = f"no error band: {why} (give traces of three or more models)"
+        return result
+    for left_out in models:
+        others = [row for m in models if m is not left_out for row in m.rows(base.name)]
+        held = efficiency_fit.fit(others, **options)  # type: ignore[arg-type]
+        result.held_out[left_out.label] = total_error(left_out.rows(base.name), held.figures(base.name))
+    result.band = max(abs(e) for e in result.held_out.values())
+    return result

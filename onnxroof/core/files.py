@@ -119,7 +119,7 @@ def read_small_file(path: str | os.PathLike, limit: int, what: str = "file") -> 
     names the kind of file in the message about its size ("target file")."""
     reason = not_a_file(path)
     if reason != "a regular file":
-        raise UsageError(f"{path}: {reason}; give a {what}")
+        raise UsageError(f"{path}: {reason}; give {with_article(what)}")
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -127,7 +127,7 @@ def read_small_file(path: str | os.PathLike, limit: int, what: str = "file") -> 
     try:
         facts = os.fstat(descriptor)
         if not stat.S_ISREG(facts.st_mode):  # swapped for a pipe or a device since the check above
-            raise UsageError(f"{path}: not a regular file (a device or a pipe); give a {what}")
+            raise UsageError(f"{path}: not a regular file (a device or a pipe); give {with_article(what)}")
         data = b"" if facts.st_size > limit else os.read(descriptor, limit + 1)
         while facts.st_size <= limit and len(data) <= limit:  # a short read before the end
             more = os.read(descriptor, limit + 1 - len(data))
@@ -139,8 +139,13 @@ def read_small_file(path: str | os.PathLike, limit: int, what: str = "file") -> 
     finally:
         os.close(descriptor)
     if facts.st_size > limit or len(data) > limit:
-        raise UsageError(f"{path}: over {limit:,} bytes, more than any {what} holds; give a {what}")
+        raise UsageError(f"{path}: over {limit:,} bytes, more than any {what} holds; give {with_article(what)}")
     return data
+
+
+def with_article(what: str) -> str:
+    """``what`` with its article, for messages: "a target file", "an onnxruntime profile"."""
+    return f"{'an' if what[:1].lower() in 'aeio' else 'a'} {what}"
 
 
 def not_a_file(path: str | os.PathLike) -> str:

@@ -30,7 +30,7 @@ def load_events(events: Any) -> list[dict]:
     elif isinstance(events, os.PathLike) or (isinstance(events, str) and not events.lstrip().startswith(("[", "{"))):
         from .trace_records import parse_json, read_text  # one owner for reading a profile file
 
-        what = "profile from onnxruntime"
+        what = "onnxruntime profile"
         events = parse_json(read_text(events, what), events, what)
     elif isinstance(events, str):
         events = json.loads(events)

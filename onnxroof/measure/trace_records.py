@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..core.errors import UsageError
-from ..core.files import read_small_file
+from ..core.files import read_small_file, with_article
 
 # A profile of a few hundred runs of a large model is tens of MB; past this a file is no profile a
 # run writes, and parsing it would take many times its size in memory.
@@ -53,7 +53,7 @@ def read_text(path: str | os.PathLike, what: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a {what}: the file is not text") from None
+        raise UsageError(f"{path}: not {with_article(what)}: the file is not text") from None
 
 
 def parse_json(text: str, path: str | os.PathLike, what: str) -> object:
@@ -62,9 +62,9 @@ def parse_json(text: str, path: str | os.PathLike, what: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not a {what} (invalid JSON: {exc})") from None
+        raise UsageError(f"{path}: not {with_article(what)} (invalid JSON: {exc})") from None
     except RecursionError:
-        raise UsageError(f"{path}: not a {what}: its JSON nests deeper than any profile") from None
+        raise UsageError(f"{path}: not {with_article(what)}: its JSON nests deeper than any profile") from None
 
 
 def number(text: object, path: str | os.PathLike, what: str) -> float:

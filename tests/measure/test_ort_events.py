@@ -23,7 +23,7 @@ def test_load_events_accepts_paths_text_and_lists():
     assert load_events(json.dumps(document)) == as_list
     assert load_events(str(PROFILES / "minigooglenet-ort-all.json")) == as_list
     assert load_events(json.dumps(document).encode()) == as_list
-    with pytest.raises(UsageError, match="no such file; give a profile from onnxruntime"):
+    with pytest.raises(UsageError, match="no such file; give an onnxruntime profile"):
         load_events(PROFILES / "missing.json")
 
 

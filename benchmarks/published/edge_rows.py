@@ -237,6 +237,8 @@ def decide(data: dict, origin: str) -> Row:
     row = Row(data, origin)
     known, row.target = bundled(data["target"])
     row.label, row.build = model_of(data)
+    if row.target == "raspberry-pi-5" and runtime(row) == "onnxruntime":  # the target of that runtime's figures
+        row.target = "raspberry-pi-5-onnxruntime"
     row.dtype = ran_dtype(data)
     batch = data["batch"].split()[0]
     # Hailo's "batch 8" runs 8 frames through each context before switching to the next, so a context's

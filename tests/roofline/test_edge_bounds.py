@@ -23,7 +23,8 @@ from published import edge_rows  # noqa: E402
 BOUND_TARGETS = ("hailo-8", "hailo-8l", "jetson-orin-nano", "jetson-orin-nano-super", "raspberry-pi-5", "myriad-x")
 
 
-FORECAST_TARGETS = ("coral-edge-tpu",)  # fitted on its rows (benchmarks/published/fit_coral.py)
+# fitted on their rows (benchmarks/published/fit_coral.py, fit_cpu_runtime.py)
+FORECAST_TARGETS = ("coral-edge-tpu", "raspberry-pi-5-onnxruntime")
 
 
 def _rows_by_target() -> dict[str, list[edge_rows.Row]]:
@@ -77,6 +78,19 @@ def test_coral_forecast_is_within_2x_of_every_row_of_its_runtime():
     assert len(table) == 20
     far = []
     for row in table:
+        row.predicted = _predicted(row, cache)
+        if not 0.5 <= row.factor <= 2:
+            far.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
+    assert far == []
+
+
+def test_pi_onnxruntime_forecast_is_within_2x_of_every_row():
+    # the onnxruntime rows of the Pi 5 go to the target whose figures describe that runtime
+    assert load_target("raspberry-pi-5-onnxruntime").latency_kind.value == "forecast"
+    assert len(ROWS["raspberry-pi-5-onnxruntime"]) == 10
+    cache: dict = {}
+    far = []
+    for row in ROWS["raspberry-pi-5-onnxruntime"]:
         row.predicted = _predicted(row, cache)
         if not 0.5 <= row.factor <= 2:
             far.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")

@@ -14,9 +14,9 @@ reaches). Without ``units`` every layer runs at the ideal share of the peak: the
 The compiler's other resource is control: each layer takes a layer controller, of which a context has
 ``layers_per_context``; it builds a LayerNormalization and a Softmax of several layers
 (``norm_layers``, ``softmax_layers``), so a transformer whose parameters fit one context may still
-need several. ``stage_s`` is a layer's fixed time per frame beside its work, ``fill_stages`` one
-frame's latency through a context in slowest stages (a line-buffered pipeline: not the sum of the
-stages)."""
+need several. ``stage_s`` is a layer's fixed time per frame on one unit (shared, as its work, by
+the units it gets), ``fill_stages`` one frame's latency through a context in slowest stages (a
+line-buffered pipeline: not the sum of the stages)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class DataflowChip:
     layers_per_context: Figure | None = None  # layer controllers of a context (None: no such limit)
     norm_layers: Figure | None = None  # layers the compiler makes of a LayerNormalization (None: folded)
     softmax_layers: Figure | None = None  # layers it makes of a Softmax (None: folded)
-    stage_s: Figure | None = None  # a layer's fixed time per frame beside its work
+    stage_s: Figure | None = None  # a layer's fixed time per frame on one unit, added to its work before sharing
     fill_stages: Figure | None = None  # one frame's latency through a context, in slowest stages (None: their sum)
 
     @property

@@ -155,7 +155,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="hailo-8")
     parser.add_argument("--rounds", type=int, default=3, help="coordinate-descent rounds per fit")
+    parser.add_argument(
+        "--fix",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="hold a constant at a value instead of fitting it (e.g. context_bytes=28e6)",
+    )
     args = parser.parse_args()
+    for item in args.fix:
+        name, value = item.split("=")
+        GRID[name] = (float(value),)
+        START[name] = float(value)
     rows = [
         r
         for r in edge_rows.read_rows()

@@ -17,8 +17,17 @@ from published.models import FLOAT, Check, Graph, _gelu_erf, _heads, _layer_norm
 # ---------------------------------------------------------------- layers
 
 
-def _conv(g: Graph, x: str, cin: int, cout: int, k: int, stride: int = 1, group: int = 1, prefix: str = "",
-          pad: int | None = None) -> str:
+def _conv(
+    g: Graph,
+    x: str,
+    cin: int,
+    cout: int,
+    k: int,
+    stride: int = 1,
+    group: int = 1,
+    prefix: str = "",
+    pad: int | None = None,
+) -> str:
     """A Conv with its bias (BatchNormalization folded); ``pad`` for the unpadded Caffe-style stems."""
     if pad is None:
         return g.conv(x, cin, cout, k, stride, group, prefix)
@@ -55,8 +64,9 @@ def _divisible(value: float, divisor: int = 8) -> int:
     return rounded + divisor if rounded < 0.9 * value else rounded
 
 
-def _squeeze_excite(g: Graph, x: str, c: int, squeeze: int, prefix: str, gate: str = "Sigmoid",
-                    act: str = "Relu") -> str:
+def _squeeze_excite(
+    g: Graph, x: str, c: int, squeeze: int, prefix: str, gate: str = "Sigmoid", act: str = "Relu"
+) -> str:
     s = g.conv(g.op("GlobalAveragePool", [x]), c, squeeze, 1, prefix=f"{prefix}.fc1")
     s = _relu(g, s) if act == "Relu" else _silu(g, s)
     return g.op("Mul", [x, g.op(gate, [g.conv(s, squeeze, c, 1, prefix=f"{prefix}.fc2")])])
@@ -108,8 +118,9 @@ def squeezenet_v11(batch: int = 1, resolution: int = 224) -> onnx.ModelProto:
     x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
     x = _maxpool(g, _relu(g, _conv(g, x, 3, 64, 3, 2, prefix="stem", pad=0)), 3, 2, ceil=True)
     cin = 64
-    for i, (squeeze, expand) in enumerate(((16, 64), (16, 64), (32, 128), (32, 128), (48, 192), (48, 192),
-                                           (64, 256), (64, 256))):
+    for i, (squeeze, expand) in enumerate(
+        ((16, 64), (16, 64), (32, 128), (32, 128), (48, 192), (48, 192), (64, 256), (64, 256))
+    ):
         s = _relu(g, g.conv(x, cin, squeeze, 1, prefix=f"fire{i}.squeeze"))
         e1 = _relu(g, g.conv(s, squeeze, expand, 1, prefix=f"fire{i}.expand1x1"))
         e3 = _relu(g, g.conv(s, squeeze, expand, 3, prefix=f"fire{i}.expand3x3"))
@@ -122,10 +133,17 @@ def squeezenet_v11(batch: int = 1, resolution: int = 224) -> onnx.ModelProto:
 
 
 INCEPTION_V1 = [  # (1x1, 3x3 reduce, 3x3, "5x5" reduce, "5x5", pool proj), torchvision googlenet
-    (64, 96, 128, 16, 32, 32), (128, 128, 192, 32, 96, 64), "pool",
-    (192, 96, 208, 16, 48, 64), (160, 112, 224, 24, 64, 64), (128, 128, 256, 24, 64, 64),
-    (112, 144, 288, 32, 64, 64), (256, 160, 320, 32, 128, 128), "pool",
-    (256, 160, 320, 32, 128, 128), (384, 192, 384, 48, 128, 128),
+    (64, 96, 128, 16, 32, 32),
+    (128, 128, 192, 32, 96, 64),
+    "pool",
+    (192, 96, 208, 16, 48, 64),
+    (160, 112, 224, 24, 64, 64),
+    (128, 128, 256, 24, 64, 64),
+    (112, 144, 288, 32, 64, 64),
+    (256, 160, 320, 32, 128, 128),
+    "pool",
+    (256, 160, 320, 32, 128, 128),
+    (384, 192, 384, 48, 128, 128),
 ]
 
 
@@ -155,11 +173,21 @@ def inception_v1(batch: int = 1, resolution: int = 224) -> onnx.ModelProto:
 
 
 MOBILENET_V3_LARGE = [  # (kernel, expansion, out, squeeze-excite, hard-swish, stride): Howard et al. 2019, Table 1
-    (3, 16, 16, False, False, 1), (3, 64, 24, False, False, 2), (3, 72, 24, False, False, 1),
-    (5, 72, 40, True, False, 2), (5, 120, 40, True, False, 1), (5, 120, 40, True, False, 1),
-    (3, 240, 80, False, True, 2), (3, 200, 80, False, True, 1), (3, 184, 80, False, True, 1),
-    (3, 184, 80, False, True, 1), (3, 480, 112, True, True, 1), (3, 672, 112, True, True, 1),
-    (5, 672, 160, True, True, 2), (5, 960, 160, True, True, 1), (5, 960, 160, True, True, 1),
+    (3, 16, 16, False, False, 1),
+    (3, 64, 24, False, False, 2),
+    (3, 72, 24, False, False, 1),
+    (5, 72, 40, True, False, 2),
+    (5, 120, 40, True, False, 1),
+    (5, 120, 40, True, False, 1),
+    (3, 240, 80, False, True, 2),
+    (3, 200, 80, False, True, 1),
+    (3, 184, 80, False, True, 1),
+    (3, 184, 80, False, True, 1),
+    (3, 480, 112, True, True, 1),
+    (3, 672, 112, True, True, 1),
+    (5, 672, 160, True, True, 2),
+    (5, 960, 160, True, True, 1),
+    (5, 960, 160, True, True, 1),
 ]
 
 
@@ -185,8 +213,13 @@ def mobilenet_v3_large(batch: int = 1, resolution: int = 224) -> onnx.ModelProto
 
 
 EFFICIENTNET_B0_BLOCKS = [  # (kernel, expansion, out, repeats, stride): Tan and Le 2019, Table 1
-    (3, 1, 16, 1, 1), (3, 6, 24, 2, 2), (5, 6, 40, 2, 2), (3, 6, 80, 3, 2),
-    (5, 6, 112, 3, 1), (5, 6, 192, 4, 2), (3, 6, 320, 1, 1),
+    (3, 1, 16, 1, 1),
+    (3, 6, 24, 2, 2),
+    (5, 6, 40, 2, 2),
+    (3, 6, 80, 3, 2),
+    (5, 6, 112, 3, 1),
+    (5, 6, 192, 4, 2),
+    (3, 6, 320, 1, 1),
 ]
 EFFICIENTNET_LITE = {0: (1.0, 1.0, 224), 1: (1.0, 1.1, 240), 2: (1.1, 1.2, 260), 3: (1.2, 1.4, 280), 4: (1.4, 1.8, 300)}
 
@@ -220,8 +253,12 @@ def efficientnet(lite: int | None = 0, batch: int = 1, resolution: int | None = 
 
 
 EDGETPU_BLOCKS = [  # (kernel, expansion, in, out, repeats, stride, fused, skip): efficientnet_edgetpu_builder.py
-    (3, 4, 24, 24, 1, 1, True, False), (3, 8, 24, 32, 2, 2, True, True), (3, 8, 32, 48, 4, 2, True, True),
-    (5, 8, 48, 96, 5, 2, False, True), (5, 8, 96, 144, 4, 1, False, True), (5, 8, 144, 192, 2, 2, False, True),
+    (3, 4, 24, 24, 1, 1, True, False),
+    (3, 8, 24, 32, 2, 2, True, True),
+    (3, 8, 32, 48, 4, 2, True, True),
+    (5, 8, 48, 96, 5, 2, False, True),
+    (5, 8, 96, 144, 4, 1, False, True),
+    (5, 8, 144, 192, 2, 2, False, True),
 ]
 EDGETPU_SIZES = {"S": (1.0, 1.0, 224), "M": (1.0, 1.1, 240), "L": (1.2, 1.4, 300)}
 
@@ -256,28 +293,41 @@ def efficientnet_edgetpu(size: str = "S", batch: int = 1, resolution: int | None
 VITS = {"tiny": (192, 3), "small": (384, 6), "base": (768, 12)}  # (width, heads), 12 layers, MLP 4x
 
 
-def vit(size: str = "tiny", batch: int = 1, resolution: int = 224) -> onnx.ModelProto:
+def _batch_norm(g: Graph, x: str, d: int, prefix: str) -> str:
+    """A BatchNorm over the channels at inference: a per-channel scale and shift (it folds into the layer
+    before it), where the Hailo zoo's ``vit_*_bn`` networks put their LayerNorms' place."""
+    return g.op("Add", [g.op("Mul", [x, g.weight(f"{prefix}.scale", [d])]), g.weight(f"{prefix}.shift", [d])])
+
+
+def vit(size: str = "tiny", batch: int = 1, resolution: int = 224, norm: str = "layer") -> onnx.ModelProto:
     """ViT-Ti/S/B 16 (Dosovitskiy et al. 2021; Ti and S as DeiT, Touvron et al. 2021, which the zoo's
-    deit_tiny/small are): the layout of models.vit_base at another width."""
+    deit_tiny/small are): the layout of models.vit_base at another width. ``norm="batch"``: the
+    zoo's ``_bn`` variants, BatchNorm in the LayerNorms' place (folded at inference)."""
+    normed = _batch_norm if norm == "batch" else _layer_norm
     d, heads = VITS[size]
     layers, ff, patch, hd, tokens = 12, 4 * d, 16, d // heads, (resolution // 16) ** 2 + 1
     g = Graph(f"vit_{size}_16")
     x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
-    x = g.op("Conv", [x, g.weight("patch.weight", [d, 3, patch, patch]), g.weight("patch.bias", [d])],
-             kernel_shape=[patch, patch], strides=[patch, patch])
+    x = g.op(
+        "Conv",
+        [x, g.weight("patch.weight", [d, 3, patch, patch]), g.weight("patch.bias", [d])],
+        kernel_shape=[patch, patch],
+        strides=[patch, patch],
+    )
     x = g.op("Transpose", [g.op("Reshape", [x, g.ints([batch, d, tokens - 1])])], perm=[0, 2, 1])
     cls = g.op("Expand", [g.weight("cls_token", [1, 1, d]), g.ints([batch, 1, d])])
     x = g.op("Add", [g.op("Concat", [cls, x], axis=1), g.weight("pos_embed", [1, tokens, d])])
     scale = g.scalar(math.sqrt(hd))
     for i in range(layers):
-        p, n = f"blocks.{i}", _layer_norm(g, x, d, f"blocks.{i}.norm1")
+        p, n = f"blocks.{i}", normed(g, x, d, f"blocks.{i}.norm1")
         q, k, v = (_heads(g, g.linear(n, d, d, f"{p}.{w}"), batch, tokens, heads, hd) for w in ("q", "k", "v"))
-        a = g.op("Softmax", [g.op("Div", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]), scale])],
-                 axis=-1)
+        a = g.op(
+            "Softmax", [g.op("Div", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]), scale])], axis=-1
+        )
         x = g.op("Add", [x, g.linear(_merge(g, g.op("MatMul", [a, v]), batch, tokens, d), d, d, f"{p}.proj")])
-        n = _layer_norm(g, x, d, f"{p}.norm2")
+        n = normed(g, x, d, f"{p}.norm2")
         x = g.op("Add", [x, g.linear(_gelu_erf(g, g.linear(n, d, ff, f"{p}.fc1")), ff, d, f"{p}.fc2")])
-    x = _layer_norm(g, g.op("Gather", [x, g.ints([0])], axis=1), d, "norm")
+    x = normed(g, g.op("Gather", [x, g.ints([0])], axis=1), d, "norm")
     g.output(g.linear(x, d, 1000, "head"), "logits")
     return g.model()
 
@@ -299,30 +349,81 @@ def _hailo(ops_g: float, params_m: float, name: str) -> str:
 
 
 EDGE_CHECKS = [
-    Check("ResNet-18, 224", lambda: resnet(18), 11_689_512, 1.814e9,
-          "torchvision resnet18: 11,689,512 params, 1.81 GFLOPS (MACs); " + _hailo(3.64, 11.68, "resnet_v1_18")),
-    Check("ResNet-34, 224", lambda: resnet(34), 21_797_672, 3.664e9,
-          "torchvision resnet34: 21,797,672 params, 3.66 GFLOPS (MACs); " + _hailo(7.34, 21.79, "resnet_v1_34")),
+    Check(
+        "ResNet-18, 224",
+        lambda: resnet(18),
+        11_689_512,
+        1.814e9,
+        "torchvision resnet18: 11,689,512 params, 1.81 GFLOPS (MACs); " + _hailo(3.64, 11.68, "resnet_v1_18"),
+    ),
+    Check(
+        "ResNet-34, 224",
+        lambda: resnet(34),
+        21_797_672,
+        3.664e9,
+        "torchvision resnet34: 21,797,672 params, 3.66 GFLOPS (MACs); " + _hailo(7.34, 21.79, "resnet_v1_34"),
+    ),
     Check("VGG-16, 224", vgg16, 138_357_544, 15.47e9, "torchvision vgg16: 138,357,544 params, 15.47 GFLOPS (MACs)"),
-    Check("SqueezeNet 1.1, 224", squeezenet_v11, 1_235_496, 0.35e9,
-          "torchvision squeezenet1_1: 1,235,496 params, 0.35 GFLOPS (MACs); " + _hailo(0.78, 1.24, "squeezenet_v1.1")),
-    Check("Inception v1, 224", inception_v1, 6_624_904, 1.5e9,
-          "torchvision googlenet: 6,624,904 params, 1.50 GFLOPS (MACs); " + _hailo(3.0, 6.62, "inception_v1")),
-    Check("MobileNet v3-Large, 224", mobilenet_v3_large, 5_483_032, 0.217e9,
-          "torchvision mobilenet_v3_large: 5,483,032 params (BatchNorm weight and bias, folded here), 0.22 GFLOPS "
-          "(MACs); Hailo's mobilenet_v3 (4.07 M, 2.0 G OPS) is another network (MobileNet-EdgeTPU's size)"),
-    Check("EfficientNet-Lite0, 224", lambda: efficientnet(0), 4.63e6, 0.78e9 / 2,
-          _hailo(0.78, 4.63, "efficientnet_lite0")),
-    Check("EfficientNet-Lite4, 300", lambda: efficientnet(4), 12.95e6, 5.10e9 / 2,
-          _hailo(5.10, 12.95, "efficientnet_lite4")),
-    Check("EfficientNet-EdgeTPU-S, 224", lambda: efficientnet_edgetpu("S"), 5.41e6, 4.72e9 / 2,
-          _hailo(4.72, 5.41, "efficientnet_s") + "; params match, MACs 24 % under: the zoo's graph differs, "
-          "cause not found (by hand, this layout is 1.79 G MACs)"),
-    Check("EfficientNet-EdgeTPU-M, 240", lambda: efficientnet_edgetpu("M"), 6.87e6, 7.32e9 / 2,
-          _hailo(7.32, 6.87, "efficientnet_m")),
-    Check("EfficientNet-B0, 224", lambda: efficientnet(None), 5_288_548, 0.386e9,
-          "torchvision efficientnet_b0: 5,288,548 params, 0.39 GFLOPS (MACs)"),
+    Check(
+        "SqueezeNet 1.1, 224",
+        squeezenet_v11,
+        1_235_496,
+        0.35e9,
+        "torchvision squeezenet1_1: 1,235,496 params, 0.35 GFLOPS (MACs); " + _hailo(0.78, 1.24, "squeezenet_v1.1"),
+    ),
+    Check(
+        "Inception v1, 224",
+        inception_v1,
+        6_624_904,
+        1.5e9,
+        "torchvision googlenet: 6,624,904 params, 1.50 GFLOPS (MACs); " + _hailo(3.0, 6.62, "inception_v1"),
+    ),
+    Check(
+        "MobileNet v3-Large, 224",
+        mobilenet_v3_large,
+        5_483_032,
+        0.217e9,
+        "torchvision mobilenet_v3_large: 5,483,032 params (BatchNorm weight and bias, folded here), 0.22 GFLOPS "
+        "(MACs); Hailo's mobilenet_v3 (4.07 M, 2.0 G OPS) is another network (MobileNet-EdgeTPU's size)",
+    ),
+    Check(
+        "EfficientNet-Lite0, 224", lambda: efficientnet(0), 4.63e6, 0.78e9 / 2, _hailo(0.78, 4.63, "efficientnet_lite0")
+    ),
+    Check(
+        "EfficientNet-Lite4, 300",
+        lambda: efficientnet(4),
+        12.95e6,
+        5.10e9 / 2,
+        _hailo(5.10, 12.95, "efficientnet_lite4"),
+    ),
+    Check(
+        "EfficientNet-EdgeTPU-S, 224",
+        lambda: efficientnet_edgetpu("S"),
+        5.41e6,
+        4.72e9 / 2,
+        _hailo(4.72, 5.41, "efficientnet_s") + "; params match, MACs 24 % under: the zoo's graph differs, "
+        "cause not found (by hand, this layout is 1.79 G MACs)",
+    ),
+    Check(
+        "EfficientNet-EdgeTPU-M, 240",
+        lambda: efficientnet_edgetpu("M"),
+        6.87e6,
+        7.32e9 / 2,
+        _hailo(7.32, 6.87, "efficientnet_m"),
+    ),
+    Check(
+        "EfficientNet-B0, 224",
+        lambda: efficientnet(None),
+        5_288_548,
+        0.386e9,
+        "torchvision efficientnet_b0: 5,288,548 params, 0.39 GFLOPS (MACs)",
+    ),
     Check("ViT-Ti/16 (DeiT-Ti), 224", lambda: vit("tiny"), 5.7e6, 2.57e9 / 2, _hailo(2.57, 5.3, "deit_tiny")),
-    Check("ViT-S/16 (DeiT-S), 224", lambda: vit("small"), 22.05e6, 9.4e9 / 2,
-          "DeiT-S: 22 M params (Touvron et al. 2021); " + _hailo(9.4, 20.52, "deit_small")),
+    Check(
+        "ViT-S/16 (DeiT-S), 224",
+        lambda: vit("small"),
+        22.05e6,
+        9.4e9 / 2,
+        "DeiT-S: 22 M params (Touvron et al. 2021); " + _hailo(9.4, 20.52, "deit_small"),
+    ),
 ]

@@ -51,10 +51,18 @@ EDGE = HERE / "edge-measurements.csv"
 ROOT = HERE.parents[1]  # the checkout this script sits in: its onnxroof is the one analysed
 
 # (exact target or prefix, bundled target or None): the first match decides
-TARGETS = [("Hailo-8L", "hailo-8l"), ("Hailo-8", "hailo-8"), ("Coral Edge TPU", "coral-edge-tpu"),
-           ("Jetson Orin Nano (8GB Super", "jetson-orin-nano-super"),
-           ("Jetson Orin Nano", "jetson-orin-nano"), ("Jetson Orin NX", None), ("Raspberry Pi 5", "raspberry-pi-5"),
-           ("Myriad X", "myriad-x"), ("Apple M2 (10-core", "apple-m2-gpu"), ("Apple M2 Max", None)]
+TARGETS = [
+    ("Hailo-8L", "hailo-8l"),
+    ("Hailo-8", "hailo-8"),
+    ("Coral Edge TPU", "coral-edge-tpu"),
+    ("Jetson Orin Nano (8GB Super", "jetson-orin-nano-super"),
+    ("Jetson Orin Nano", "jetson-orin-nano"),
+    ("Jetson Orin NX", None),
+    ("Raspberry Pi 5", "raspberry-pi-5"),
+    ("Myriad X", "myriad-x"),
+    ("Apple M2 (10-core", "apple-m2-gpu"),
+    ("Apple M2 Max", None),
+]
 Build = Callable[[int, int], onnx.ModelProto]  # (batch, resolution) -> model
 
 HAILO: dict[str, tuple[str, Build]] = {
@@ -68,19 +76,36 @@ HAILO: dict[str, tuple[str, Build]] = {
     "ssd_mobilenet_v1": ("SSD MobileNet v1", lambda b, r: base.ssd_mobilenet_v1(b, r)),
     "ssd_mobilenet_v2": ("SSD MobileNet v2", lambda b, r: base.ssd_mobilenet_v2(b, r)),
     **{f"efficientnet_lite{i}": (f"EfficientNet-Lite{i}", lambda b, r, i=i: efficientnet(i, b, r)) for i in range(5)},
-    **{f"{name}_{size}{bn}": (f"ViT-{size[0].upper()}/16", lambda b, r, s=size: vit(s, b, r))
-       for name in ("vit", "deit") for size in ("tiny", "small", "base") for bn in ("", "_bn")},
+    **{
+        f"{name}_{size}": (f"ViT-{size[0].upper()}/16", lambda b, r, s=size: vit(s, b, r))
+        for name in ("vit", "deit")
+        for size in ("tiny", "small", "base")
+    },
+    # the zoo's _bn variants put BatchNorms (folded at inference) where the LayerNorms were
+    **{
+        f"vit_{size}_bn": (f"ViT-{size[0].upper()}/16 BN", lambda b, r, s=size: vit(s, b, r, norm="batch"))
+        for size in ("tiny", "small", "base")
+    },
     **{f"yolov8{s}": (f"YOLOv8{s}", lambda b, r, s=s: yolov8(s, b, r)) for s in "nsmlx"},
     **{f"yolov11{s}": (f"YOLO11{s}", lambda b, r, s=s: yolo11(s, b, r)) for s in "nsmlx"},
     "yolox_tiny": ("YOLOX-Tiny", lambda b, r: yolox("tiny", b, r)),
-    **{f"efficientnet_{z}": (f"EfficientNet-EdgeTPU-{z.upper()}",
-                             lambda b, r, z=z: efficientnet_edgetpu(z.upper(), b, r)) for z in "sml"},
-    **{f"yolox_{s}_leaky": (f"YOLOX-{s.upper()} LeakyReLU", lambda b, r, s=s: yolox(s, b, r, leaky=True))
-       for s in "sl"},
+    **{
+        f"efficientnet_{z}": (
+            f"EfficientNet-EdgeTPU-{z.upper()}",
+            lambda b, r, z=z: efficientnet_edgetpu(z.upper(), b, r),
+        )
+        for z in "sml"
+    },
+    **{
+        f"yolox_{s}_leaky": (f"YOLOX-{s.upper()} LeakyReLU", lambda b, r, s=s: yolox(s, b, r, leaky=True)) for s in "sl"
+    },
 }
 NCNN: dict[str, tuple[str, Build]] = {  # benchncnn's param graphs as the standard networks they are
-    "resnet18": HAILO["resnet_v1_18"], "squeezenet": HAILO["squeezenet_v1.1"], "googlenet": HAILO["inception_v1"],
-    "mobilenet": HAILO["mobilenet_v1"], "mobilenet_v2": HAILO["mobilenet_v2_1.0"],
+    "resnet18": HAILO["resnet_v1_18"],
+    "squeezenet": HAILO["squeezenet_v1.1"],
+    "googlenet": HAILO["inception_v1"],
+    "mobilenet": HAILO["mobilenet_v1"],
+    "mobilenet_v2": HAILO["mobilenet_v2_1.0"],
     "mobilenet_v3": ("MobileNet v3-Large", lambda b, r: mobilenet_v3_large(b, r)),
     "resnet50": ("ResNet-50 v1", lambda b, r: base.resnet50(b, r, v15=False)),
     "vgg16": ("VGG-16", lambda b, r: vgg16(b, r)),
@@ -94,16 +119,25 @@ GENERIC: list[tuple[str, tuple[str, Build]]] = [  # (model name prefix, lower ca
     ("ssd mobilenet v1", ("SSD MobileNet v1", lambda b, r: base.ssd_mobilenet_v1(b, 300))),
     ("ssd mobilenet v2 face", ("", None)),  # 320x320 face model: not built
     ("ssd mobilenet v2", ("SSD MobileNet v2", lambda b, r: base.ssd_mobilenet_v2(b, 300))),
-    ("mobilenet v1", HAILO["mobilenet_v1"]), ("mobilenet v2", HAILO["mobilenet_v2_1.0"]),
-    ("inception v1", HAILO["inception_v1"]), ("vgg16", NCNN["vgg16"]),
-    *((f"efficientnet-edgetpu-{z}", (f"EfficientNet-EdgeTPU-{z.upper()}",
-                                     lambda b, r, z=z: efficientnet_edgetpu(z.upper(), b)))
-      for z in "sml"),
+    ("mobilenet v1", HAILO["mobilenet_v1"]),
+    ("mobilenet v2", HAILO["mobilenet_v2_1.0"]),
+    ("inception v1", HAILO["inception_v1"]),
+    ("vgg16", NCNN["vgg16"]),
+    *(
+        (
+            f"efficientnet-edgetpu-{z}",
+            (f"EfficientNet-EdgeTPU-{z.upper()}", lambda b, r, z=z: efficientnet_edgetpu(z.upper(), b)),
+        )
+        for z in "sml"
+    ),
     ("squeezenet", ("SqueezeNet 1.1 (version assumed)", lambda b, r: squeezenet_v11(b, r))),
+    ("vit-base (vit_base_bn)", HAILO["vit_base_bn"]),
     ("vit-base", ("ViT-B/16", lambda b, r: base.vit_base(b, r))),
     ("mlp 784-512-200-10", ("MLP 784-512-200-10", lambda b, r: mlp(b))),
-    *((f"yolox-{s}", (f"YOLOX-{s}", lambda b, r, s=s: yolox(s, b, r or (416 if s in ("nano", "tiny") else 640))))
-      for s in ("nano", "tiny", "s", "m", "l", "x")),
+    *(
+        (f"yolox-{s}", (f"YOLOX-{s}", lambda b, r, s=s: yolox(s, b, r or (416 if s in ("nano", "tiny") else 640))))
+        for s in ("nano", "tiny", "s", "m", "l", "x")
+    ),
 ]
 
 
@@ -138,9 +172,15 @@ class Row:
 def family(row: dict) -> str:
     """The source a row comes from, in a few words."""
     s = row["source"]
-    for key, name in (("hailo_model_zoo", "Hailo model zoo"), ("coral.ai", "Coral benchmark table"),
-                      ("google-coral/edgetpu", "Coral edgetpu reference"), ("ultralytics", "ultralytics docs"),
-                      ("Tencent/ncnn", "ncnn benchncnn"), ("mlcommons", "MLPerf"), ("openvino", "OpenVINO issues")):
+    for key, name in (
+        ("hailo_model_zoo", "Hailo model zoo"),
+        ("coral.ai", "Coral benchmark table"),
+        ("google-coral/edgetpu", "Coral edgetpu reference"),
+        ("ultralytics", "ultralytics docs"),
+        ("Tencent/ncnn", "ncnn benchncnn"),
+        ("mlcommons", "MLPerf"),
+        ("openvino", "OpenVINO issues"),
+    ):
         if key in s:
             return name
     return "third-party page"
@@ -197,6 +237,8 @@ def decide(data: dict, origin: str) -> Row:
     row = Row(data, origin)
     known, row.target = bundled(data["target"])
     row.label, row.build = model_of(data)
+    if row.target == "raspberry-pi-5" and runtime(row) == "onnxruntime":  # the target of that runtime's figures
+        row.target = "raspberry-pi-5-onnxruntime"
     row.dtype = ran_dtype(data)
     batch = data["batch"].split()[0]
     # Hailo's "batch 8" runs 8 frames through each context before switching to the next, so a context's
@@ -232,8 +274,21 @@ def predict(rows: list[Row], folder: Path) -> None:
             path = folder / "model.onnx"
             onnx.save(row.build(row.batch, row.resolution), str(path))
             batch = ["--batch", str(row.batch)] if row.batch > 1 else []  # a dataflow chip's frames per context
-            command = [sys.executable, "-m", "onnxroof.cli", "summary", str(path), "--target", row.target,
-                       "--dtype", row.dtype, "--format", "json", "--no-findings", *batch]
+            command = [
+                sys.executable,
+                "-m",
+                "onnxroof.cli",
+                "summary",
+                str(path),
+                "--target",
+                row.target,
+                "--dtype",
+                row.dtype,
+                "--format",
+                "json",
+                "--no-findings",
+                *batch,
+            ]
             done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
             cache[key] = json.loads(done.stdout)["targets"][0] if done.returncode == 0 else {}
             if done.returncode:
@@ -244,16 +299,21 @@ def predict(rows: list[Row], folder: Path) -> None:
 
 
 def counts_table(rows: list[Row]) -> str:
-    lines = ["| chip (CSV target) | rows | sources | bundled target | rows with a buildable model | comparable |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| chip (CSV target) | rows | sources | bundled target | rows with a buildable model | comparable |",
+        "|---|---|---|---|---|---|",
+    ]
     by_chip: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         by_chip[chip_name(row.data["target"])].append(row)
     for chip, group in sorted(by_chip.items(), key=lambda kv: -len(kv[1])):
         sources = Counter(f"{family(r.data)}{' (shared)' if r.origin == 'shared' else ''}" for r in group)
-        lines.append(f"| {chip} | {len(group)} | " + "; ".join(f"{k} {v}" for k, v in sources.most_common())
-                     + f" | {group[0].target or '–'} | {sum(1 for r in group if r.build)} | "
-                     f"{sum(1 for r in group if comparable(r))} |")
+        lines.append(
+            f"| {chip} | {len(group)} | "
+            + "; ".join(f"{k} {v}" for k, v in sources.most_common())
+            + f" | {group[0].target or '–'} | {sum(1 for r in group if r.build)} | "
+            f"{sum(1 for r in group if comparable(r))} |"
+        )
     return "\n".join(lines)
 
 
@@ -264,19 +324,31 @@ def chip_name(target: str) -> str:
 def runtime(row: Row) -> str:
     """The runtime a row measured, in a word or two (found in its software column)."""
     software = row.data["software"].lower()
-    for needle, name in (("edge tpu runtime", "Edge TPU C++"), ("ncnn vulkan", "ncnn Vulkan"), ("ncnn", "ncnn"),
-                         ("onnx runtime", "onnxruntime"),
-                         ("onnxruntime", "onnxruntime"), ("tensorrt", "TensorRT"), ("openvino", "OpenVINO"),
-                         ("tflite", "TFLite"), ("mnn", "MNN"), ("hailo", "HailoRT"),
-                         ("edgetpu python", "edgetpu Python"), ("pycoral", "edgetpu Python")):
+    for needle, name in (
+        ("edge tpu runtime", "Edge TPU C++"),
+        ("ncnn vulkan", "ncnn Vulkan"),
+        ("ncnn", "ncnn"),
+        ("onnx runtime", "onnxruntime"),
+        ("onnxruntime", "onnxruntime"),
+        ("tensorrt", "TensorRT"),
+        ("openvino", "OpenVINO"),
+        ("tflite", "TFLite"),
+        ("mnn", "MNN"),
+        ("hailo", "HailoRT"),
+        ("edgetpu python", "edgetpu Python"),
+        ("pycoral", "edgetpu Python"),
+    ):
         if needle in software:
             return name
     return row.data["software"].split(",")[0][:30]
 
 
 def summary_table(rows: list[Row], by: Callable[[Row], str]) -> str:
-    lines = ["| target | group | rows compared | median factor | lowest factor (row) | highest factor (row) | "
-             "rows beating the bound |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| target | group | rows compared | median factor | lowest factor (row) | highest factor (row) | "
+        "rows beating the bound |",
+        "|---|---|---|---|---|---|---|",
+    ]
     groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
         if row.factor is not None:
@@ -285,9 +357,11 @@ def summary_table(rows: list[Row], by: Callable[[Row], str]) -> str:
     for (target, group_name), group in sorted(groups.items()):
         group.sort(key=lambda r: r.factor)
         low, high = group[0], group[-1]
-        lines.append(f"| {target} | {group_name} | {len(group)} | {statistics.median(r.factor for r in group):.2f} | "
-                     f"{low.factor:.2f} ({describe(low)}) | {high.factor:.2f} ({describe(high)}) | "
-                     f"{sum(1 for r in group if r.factor < 1)} |")
+        lines.append(
+            f"| {target} | {group_name} | {len(group)} | {statistics.median(r.factor for r in group):.2f} | "
+            f"{low.factor:.2f} ({describe(low)}) | {high.factor:.2f} ({describe(high)}) | "
+            f"{sum(1 for r in group if r.factor < 1)} |"
+        )
     return "\n".join(lines)
 
 
@@ -298,14 +372,17 @@ def describe(row: Row) -> str:
 
 
 def rows_table(rows: list[Row]) -> str:
-    lines = ["| target | model (built as) | dtype | batch analysed | metric | measured | predicted | factor "
-             "| runtime |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| target | model (built as) | dtype | batch analysed | metric | measured | predicted | factor | runtime |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in sorted((r for r in rows if r.factor is not None), key=lambda r: (r.target, r.label, r.batch)):
         d, side = row.data, row.resolution or "default"
-        lines.append(f"| {d['target']} | {d['model']} ({row.label} {side}) | {row.dtype} | {row.batch} | "
-                     f"{d['metric']} | {d['value']} {d['unit']} | {row.predicted:.4g} | {row.factor:.2f} "
-                     f"| {runtime(row)} |")
+        lines.append(
+            f"| {d['target']} | {d['model']} ({row.label} {side}) | {row.dtype} | {row.batch} | "
+            f"{d['metric']} | {d['value']} {d['unit']} | {row.predicted:.4g} | {row.factor:.2f} "
+            f"| {runtime(row)} |"
+        )
     return "\n".join(lines)
 
 

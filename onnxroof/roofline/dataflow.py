@@ -9,7 +9,14 @@ The target's ``[dataflow]`` table (read here, :func:`read_dataflow`) gives the c
 peak / units), ``context_bytes`` (the parameters one context holds), ``switch_s`` (what loading a
 context costs beyond its parameters' transfer), ``efficiency`` (the share of a unit's peak a layer
 reaches). Without ``units`` every layer runs at the ideal share of the peak: the figures are bounds
-(compute at the peak, parameters and frames over the link, whichever is longer)."""
+(compute at the peak, parameters and frames over the link, whichever is longer).
+
+The compiler's other resource is control: each layer takes a layer controller, of which a context has
+``layers_per_context``; it builds a LayerNormalization and a Softmax of several layers
+(``norm_layers``, ``softmax_layers``), so a transformer whose parameters fit one context may still
+need several. ``stage_s`` is a layer's fixed time per frame on one unit (shared, as its work, by
+the units it gets), ``fill_stages`` one frame's latency through a context in slowest stages (a
+line-buffered pipeline: not the sum of the stages)."""
 
 from __future__ import annotations
 
@@ -36,6 +43,11 @@ class DataflowChip:
     switch_s: Figure | None = None  # a context load's fixed cost, beyond its parameters over the link
     efficiency: Figure | None = None  # share of a unit's peak a layer reaches (None: 1)
     activation_bytes_per_s: Figure | None = None  # the units' streaming rate of activations, all together
+    layers_per_context: Figure | None = None  # layer controllers of a context (None: no such limit)
+    norm_layers: Figure | None = None  # layers the compiler makes of a LayerNormalization (None: folded)
+    softmax_layers: Figure | None = None  # layers it makes of a Softmax (None: folded)
+    stage_s: Figure | None = None  # a layer's fixed time per frame on one unit, added to its work before sharing
+    fill_stages: Figure | None = None  # one frame's latency through a context, in slowest stages (None: their sum)
 
     @property
     def forecast(self) -> bool:
@@ -53,6 +65,8 @@ class Layer:
     flops: int
     weight_bytes: int
     activation_bytes: int = 0  # what it reads and writes per frame, streamed between the stages on chip
+    norms: int = 0  # LayerNormalizations folded into it (each several layers to the compiler)
+    softmaxes: int = 0  # Softmaxes folded into it
 
 
 @dataclass
@@ -61,6 +75,7 @@ class Context:
 
     layers: list[Layer]
     stage_s: list[float] = field(default_factory=list)  # each layer's time per frame, as allocated
+    fill_s_override: float | None = None  # the chip's fill_stages x the slowest stage, where it gives one
 
     @property
     def weight_bytes(self) -> int:
@@ -76,8 +91,9 @@ class Context:
 
     @property
     def fill_s(self) -> float:
-        """One frame through every stage: the pipeline's latency."""
-        return sum(self.stage_s)
+        """One frame through every stage: the pipeline's latency (their sum, unless the chip says how
+        many slowest stages it is)."""
+        return sum(self.stage_s) if self.fill_s_override is None else self.fill_s_override
 
 
 @dataclass
@@ -174,23 +190,45 @@ def read_dataflow(data: dict, where: str) -> DataflowChip | None:
         activation_bytes_per_s=read_figure(
             table, "activation_bytes_per_s", "dataflow.activation_bytes_per_s", where, required=False
         ),
+        **{
+            name: read_figure(table, name, f"dataflow.{name}", where, required=False)
+            for name in ("layers_per_context", "norm_layers", "softmax_layers", "stage_s", "fill_stages")
+        },
     )
 
 
-def split_contexts(layers: list[Layer], context_bytes: float, units: int | None = None) -> list[Context]:
+def controllers(layer: Layer, chip: DataflowChip) -> float:
+    """The layer controllers ``layer`` takes: one, plus the layers its folded normalizations and
+    softmaxes become."""
+    norm = chip.norm_layers.value if chip.norm_layers else 0.0
+    softmax = chip.softmax_layers.value if chip.softmax_layers else 0.0
+    return 1 + layer.norms * norm + layer.softmaxes * softmax
+
+
+def split_contexts(
+    layers: list[Layer], context_bytes: float, units: int | None = None, chip: DataflowChip | None = None
+) -> list[Context]:
     """Consecutive layers, a new context where the next layer's parameters would not fit beside the
-    context's (or, with ``units``, where every unit already holds a layer). A layer larger than a
-    context alone takes one of its own."""
+    context's (or, with ``units``, where every unit already holds a layer; with the chip's
+    ``layers_per_context``, where its layer controllers would not). A layer larger than a context
+    alone takes one of its own."""
+    limit = chip.layers_per_context.value if chip is not None and chip.layers_per_context else math.inf
     contexts: list[Context] = []
     current: list[Layer] = []
-    held = 0
+    held, used = 0, 0.0
     for layer in layers:
-        full = current and (held + layer.weight_bytes > context_bytes or (units is not None and len(current) >= units))
+        needs = controllers(layer, chip) if chip is not None else 1.0
+        full = current and (
+            held + layer.weight_bytes > context_bytes
+            or (units is not None and len(current) >= units)
+            or used + needs > limit
+        )
         if full:
             contexts.append(Context(current))
-            current, held = [], 0
+            current, held, used = [], 0, 0.0
         current.append(layer)
         held += layer.weight_bytes
+        used += needs
     if current:
         contexts.append(Context(current))
     return contexts
@@ -202,10 +240,11 @@ def allocate(
     units: int | None,
     efficiency: float = 1.0,
     activation_bytes_per_s: float | None = None,
+    stage_s: float = 0.0,
 ) -> None:
     """Each layer's stage time. With ``units``: each layer takes a share of the units, at least one,
     each unit computing ``peak / units x efficiency`` and streaming ``activation_bytes_per_s / units``;
-    on one unit a layer takes the longer of its work and its activations (its ``alone``); the shares
+    on one unit a layer takes the longer of its work and its activations, plus ``stage_s`` (its ``alone``); the shares
     that make the slowest stage shortest: the smallest T with sum over layers of max(1, alone / T) <=
     units. Without: every layer gets its ideal share of the peak, every stage takes flops / peak."""
     if units is None or not any(layer.flops for layer in context.layers):
@@ -214,7 +253,10 @@ def allocate(
         return
     rate = peak / units * efficiency
     stream = activation_bytes_per_s / units if activation_bytes_per_s else None
-    alone = [max(layer.flops / rate, layer.activation_bytes / stream if stream else 0.0) for layer in context.layers]
+    alone = [
+        max(layer.flops / rate, layer.activation_bytes / stream if stream else 0.0) + stage_s
+        for layer in context.layers
+    ]
     busy = [t for t in alone if t > 0]
     low, high = max(busy) / units, max(busy)
     for _ in range(60):
@@ -254,7 +296,7 @@ def retimed(timing: DataflowTiming, name: str, factor: float) -> DataflowTiming:
     times ``factor``: what shrinking it (fewer channels, a stride) or splitting it gives."""
     assert timing.chip is not None
     layers = [
-        Layer(layer.name, round(layer.flops * factor), layer.weight_bytes, round(layer.activation_bytes * factor))
+        replace(layer, flops=round(layer.flops * factor), activation_bytes=round(layer.activation_bytes * factor))
         if layer.name == name
         else layer
         for layer in timing.layers
@@ -282,11 +324,14 @@ def _timed(
     group: int,
     units: int | None,
 ) -> DataflowTiming:
-    contexts = split_contexts(layers, chip.context_bytes.value, units)
+    contexts = split_contexts(layers, chip.context_bytes.value, units, chip)
     efficiency = chip.efficiency.value if chip.efficiency else 1.0
     streaming = chip.activation_bytes_per_s.value if chip.activation_bytes_per_s else None
+    fixed = chip.stage_s.value if chip.stage_s else 0.0
     for context in contexts:
-        allocate(context, peak, units, efficiency, streaming)
+        allocate(context, peak, units, efficiency, streaming, fixed)
+        if chip.fill_stages:  # a line-buffered pipeline: a frame is through a few slowest stages after it enters
+            context.fill_s_override = chip.fill_stages.value * context.slowest_s
     io_s = io_bytes / link_bytes_per_s
     if units is None:
         return _bound(contexts, io_s, link_bytes_per_s, group)
@@ -367,11 +412,20 @@ def pipeline_layers(kernels: list[Kernel], batch: int) -> list[Layer]:
         flops, weights = kernel.flops // batch, kernel.weight_bytes
         moved = (kernel.input_bytes + kernel.output_bytes) // batch
         products = any(member.macs and not member.view for member in kernel.records)
+        norms = sum(member.op_type == "LayerNormalization" for member in kernel.records)
+        softmaxes = sum(member.op_type == "Softmax" for member in kernel.records)
         if layers and not products:  # folded into the layer before: its work, not another pass over the data
             last = layers[-1]
-            layers[-1] = Layer(last.name, last.flops + flops, last.weight_bytes + weights, last.activation_bytes)
+            layers[-1] = Layer(
+                last.name,
+                last.flops + flops,
+                last.weight_bytes + weights,
+                last.activation_bytes,
+                last.norms + norms,
+                last.softmaxes + softmaxes,
+            )
         elif flops or weights:
-            layers.append(Layer(kernel.name, flops, weights, moved))
+            layers.append(Layer(kernel.name, flops, weights, moved, norms, softmaxes))
     return layers
 
 

@@ -527,7 +527,8 @@ FIELDS: tuple[TargetField, ...] = (
         "dataflow",
         "",
         False,
-        "context_bytes, units, switch_s, efficiency, activation_bytes_per_s: a layer-pipelined chip (Hailo)",
+        "context_bytes, units, switch_s, efficiency, activation_bytes_per_s, layers_per_context, norm_layers, "
+        "softmax_layers, stage_s, fill_stages: a layer-pipelined chip (Hailo)",
         _dataflow,
     ),
     TargetField(

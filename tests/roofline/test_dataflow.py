@@ -73,3 +73,41 @@ def test_with_peak_figures_the_pipeline_is_a_bound_on_compute_and_the_link():
     # compute; at batch 1 12 ms a frame: the link bounds it, 83.3 frames/s
     assert time_dataflow(layers, 0, chip, 2e12, 1e8, group=1).frames_per_s == pytest.approx(1 / 12e-3)
     assert time_dataflow(layers, 0, chip, 2e12, 1e8, group=1).limiting == "host link"
+
+
+def test_layer_controllers_split_a_model_whose_parameters_fit_one_context():
+    # four layers of 1e9 ops and 1 kB each: 4 kB fit the 1 MB context, but each has a LayerNorm folded
+    # in, and the chip makes 2 layers of a LayerNorm: 1 + 2 = 3 controllers a layer, 6 a context, so two
+    # layers a context: two contexts. A layer alone on one unit of 1e12 op/s takes 1 ms of work + the
+    # fixed 0.1 ms = 1.1 ms; two such layers share 4 units, 2 each: 0.55 ms a stage. fill_stages 2: a
+    # context's latency is 2 x 0.55 = 1.1 ms. At batch 1 a frame pays, per context, the 2 kB over the
+    # 1e9 B/s link (2 us) + the 1 ms switch + the 1.1 ms fill: 2.102 ms; both contexts 4.204 ms.
+    layers = [Layer(f"l{i}", 10**9, 1000, norms=1) for i in range(4)]
+    chip = DataflowChip(
+        context_bytes=_figure(1e6),
+        units=_figure(4),
+        switch_s=_figure(1e-3),
+        layers_per_context=_figure(6),
+        norm_layers=_figure(2),
+        stage_s=_figure(0.1e-3),
+        fill_stages=_figure(2),
+    )
+    timing = time_dataflow(layers, 0, chip, 4e12, LINK)
+    assert [len(c.layers) for c in timing.contexts] == [2, 2]
+    assert timing.contexts[0].stage_s == pytest.approx([0.55e-3, 0.55e-3])
+    assert timing.frames_per_s == pytest.approx(1 / 4.204e-3)
+    # three such layers in one context of 9 controllers, 4 units: the smallest T with
+    # 3 x 1.1 ms / T <= 4 is T = 0.825 ms; fill_stages 2 -> latency 1.65 ms, where the sum of the
+    # stages would be 2.475 ms
+    wide = DataflowChip(
+        context_bytes=_figure(1e6),
+        units=_figure(4),
+        layers_per_context=_figure(9),
+        norm_layers=_figure(2),
+        stage_s=_figure(0.1e-3),
+        fill_stages=_figure(2),
+    )
+    three = time_dataflow(layers[:3], 0, wide, 4e12, LINK)
+    assert len(three.contexts) == 1
+    assert three.frames_per_s == pytest.approx(1 / 0.825e-3)
+    assert three.latency_s == pytest.approx(1.65e-3)

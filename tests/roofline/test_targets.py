@@ -24,6 +24,7 @@ EXPECTED = {
     "jetson-agx-orin",
     "coral-edge-tpu",
     "raspberry-pi-5",
+    "raspberry-pi-5-onnxruntime",
     "apple-m2-gpu",
     "xeon-8480-socket",
     "hailo-8",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from ..core.enums import TextEnum
@@ -89,6 +90,11 @@ class NodeRecord:
     def intensity(self) -> float | None:
         """FLOPs per byte moved with everything streamed from DRAM (None if no bytes move)."""
         return self.flops / self.memory_bytes if self.memory_bytes else None
+
+
+# A record's counted numbers, in one tuple: what the outputs that encode alike records once
+# (the node table's rows, the JSON document's nodes) key them by, beside the fields of their own.
+NUMBERS = attrgetter("macs", "flops", "params", "weight_bytes", "input_bytes", "output_bytes")
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..core.dtypes import dtype_name
 from ..core.json_chunks import Encoded
+from ..cost.records import NUMBERS
 from ..roofline.target_schema import target_json
 
 if TYPE_CHECKING:
@@ -90,22 +91,7 @@ def encoded_nodes(records: list[NodeRecord]) -> Iterator[str]:
             continue
         # everything node_entry reads but the node's own fields and the shapes (counted, mac_flops and
         # intensity follow from these)
-        key = (
-            r.op_type,
-            r.domain,
-            r.family,
-            r.status,
-            r.reason,
-            r.dtype,
-            r.view,
-            r.macs,
-            r.flops,
-            r.params,
-            r.weight_bytes,
-            r.input_bytes,
-            r.output_bytes,
-            r.formula,
-        )
+        key = (r.op_type, r.domain, r.family, r.status, r.reason, r.dtype, r.view, *NUMBERS(r), r.formula)
         known = first.get(key)
         if known is None:
             known = first[key] = (r.input_shapes, r.output_shapes, _shared_fields(r))

@@ -12,6 +12,7 @@ from ...core.dtypes import dtype_name
 from ...core.text import csv_cell, printable
 from ...core.units import iec, intensity, joules, seconds, si
 from ...core.version import __version__
+from ...cost.records import NUMBERS
 from ...roofline.targets import LatencyKind
 from ..bounds import bound_label, time_by_bound
 from ..formatting import as_bound, borrowed_mark, edge_lines, energy_words, latency_kind_words, rate_text
@@ -337,21 +338,7 @@ def _look_alike_rows(records: list[NodeRecord]) -> LookAlikeRows:
     for r in records:
         shapes = r.output_shapes
         shape = tuple(shapes[0]) if shapes and shapes[0] is not None else None
-        key = (
-            r.op_type,
-            r.domain,
-            r.dtype,
-            shape,
-            r.macs,
-            r.flops,
-            r.params,
-            r.weight_bytes,
-            r.input_bytes,
-            r.output_bytes,
-            r.status,
-            r.reason,
-            r.runs,
-        )
+        key = (r.op_type, r.domain, r.dtype, shape, *NUMBERS(r), r.status, r.reason, r.runs)
         group = groups.get(key)
         if group is None:
             group = groups[key] = len(rows.firsts)

@@ -29,6 +29,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -574,6 +575,10 @@ def main(argv=None) -> int:
     parser.add_argument("--from-json", type=Path, nargs="+", metavar="FILE",
                         help="tally the records of earlier --json runs (parts of one tally) instead of running")
     args = parser.parse_args(argv)
+    # The cases send Ctrl-C as a terminal does. Started in the background by a shell without job
+    # control, this script ignores SIGINT and every run would inherit that (an exec keeps SIG_IGN);
+    # a handler of its own is reset to the default in each run.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.from_json:
         results, elapsed = saved_records(args.from_json)
         return report(results, elapsed, args)

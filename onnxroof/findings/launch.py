@@ -61,6 +61,13 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
     other = variants.report(report.target, batch=larger)
     if isinstance(other, str):
         return no_batch_gain(f"batch {larger} gives no measured gain: {other}")
+    if _host_kernels(other) > _host_kernels(report):  # an Edge TPU's compiler cuts the larger batch earlier
+        cut = other.edge_tpu_cut
+        assert cut is not None
+        return no_batch_gain(
+            f"a larger batch is not advised: at batch {larger} {cut.words()}, so its gain would be the host's, not "
+            "this target's"
+        )
     new_s = per_inference_s(other)
     speedup = base_s / new_s if new_s else 0.0
     evidence |= {
@@ -100,3 +107,8 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
             evidence=evidence,
         )
     ]
+
+
+def _host_kernels(report: TargetReport) -> int:
+    """The kernels the host runs past an Edge TPU's cut (0: the target runs them all)."""
+    return report.edge_tpu_cut.host_kernels if report.edge_tpu_cut is not None else 0

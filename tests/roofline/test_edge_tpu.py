@@ -15,9 +15,9 @@ from onnxroof.roofline.edge_tpu import MAPPED_OPS
 FIGURE = 'tag = "estimate"\nsource = "a test figure"'
 
 
-def _targets(tmp_path, host_peak: float = 1e9) -> str:
-    """An accelerator at 1e12 op/s with a 1e8 B/s link ('DRAM') and nothing on chip, whose host is a
-    CPU at ``host_peak`` op/s, 1e9 B/s and 1 µs per kernel."""
+def _targets(tmp_path, host_peak: float = 1e9, launch_s: float | None = None) -> str:
+    """An accelerator at 1e12 op/s with a 1e8 B/s link ('DRAM') and nothing on chip (``launch_s`` a
+    kernel, else none), whose host is a CPU at ``host_peak`` op/s, 1e9 B/s and 1 µs per kernel."""
     host = tmp_path / "host.toml"
     host.write_text(
         f'schema = "onnxroof-target/1"\nname = "host"\ndescription = "a test host"\n'
@@ -31,6 +31,7 @@ def _targets(tmp_path, host_peak: float = 1e9) -> str:
         f"[peak_ops_per_s.fp32]\nvalue = 1e12\n{FIGURE}\n"
         f"[dram.bandwidth_bytes_per_s]\nvalue = 1e8\n{FIGURE}\n"
         f'[edge_tpu]\nhost = "{host}"\nsource = "a test"\n'
+        + (f"[node_overhead_s]\nvalue = {launch_s!r}\n{FIGURE}\n" if launch_s is not None else "")
     )
     return str(tpu)
 
@@ -140,3 +141,22 @@ def test_a_batch_above_1_puts_the_graph_on_the_host_and_batch_1_is_measured(tmp_
     (fallback,) = [f for f in analysis.review() if f.kind == "fallback"]
     assert fallback.evidence["batch_1_latency_s"] == pytest.approx(0.64e-6)
     assert fallback.gain_s == 0 and fallback.change == ""
+
+
+def test_batching_up_is_not_advised_when_the_larger_batch_falls_back_to_the_host(tmp_path):
+    # a Relu on x [batch, 2, 2, 2] on an accelerator paying 20 µs a kernel: at batch 1 the launch is
+    # 20 of 20.64 µs (97%); at batch 8 its output 8x2x2x2 has a dimension above 1 outside the 3
+    # innermost and the whole graph runs on the host (1 µs + 512 B at 1e9 B/s = 1.512 µs a run):
+    # faster per inference, but the host's gain, not the accelerator's
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [("x", TensorProto.FLOAT, ["batch", 2, 2, 2])],
+        [("y", TensorProto.FLOAT, ["batch", 2, 2, 2])],
+    )
+    analysis = onnxroof.analyze(model, targets=[_targets(tmp_path, launch_s=20e-6)])
+    (report,) = analysis.targets
+    assert report.edge_tpu_cut is None and report.latency_s == pytest.approx(20.64e-6)
+    (launch,) = [f for f in analysis.review() if f.kind == "launch"]
+    assert not launch.change and launch.gain_s == 0.0
+    assert "a larger batch is not advised: at batch 8" in launch.detail
+    assert "the whole graph runs on host" in launch.detail

@@ -80,7 +80,8 @@ def test_look_alike_names_keep_the_part_that_differs():
 def test_a_rate_has_no_digits_past_its_error_band():
     # ±17% of 90,152.1 is 15,326: the ten-thousands digit is the last one known
     assert rate_text(90152.1, Fake(latency_kind="forecast", band=Fake(value=0.17))) == "90,000"
-    assert rate_text(90152.1, Fake(latency_kind="bound", band=None)) == "90,152.1"
+    # a bound (no band): three significant digits, as the latency beside it ("≥ 11.1 µs")
+    assert rate_text(90152.1, Fake(latency_kind="bound", band=None)) == "90,200"
 
 
 def test_ridges_are_written_as_every_intensity():

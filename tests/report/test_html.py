@@ -17,6 +17,7 @@ from onnx import TensorProto, helper
 
 import onnxroof
 from onnxroof.core.examples import EXAMPLES, build_example
+from onnxroof.report.formatting import rate_text
 from onnxroof.report.html.pages import render_html, script_json
 
 SCRIPT_PAYLOAD = "</script><script>alert(1)</script>"
@@ -460,7 +461,9 @@ def test_target_cards(targeted):
     cards = cards[: cards.index("</section>")]
     for report in analysis.targets:
         assert f"{report.latency_s:.6g} s for one run" in cards
-        assert f"{report.throughput_per_s:,.1f}/s" in cards
+        # the exact rate in the title; the card's figure rounded as every output rounds a rate
+        assert f"{report.throughput_per_s:.6g} inferences per second" in cards
+        assert f"{rate_text(report.throughput_per_s, report)}/s" in cards
     assert "compute" in cards and "overhead" in cards  # the dominant bound on each
     assert "2.39 mJ" in cards  # myriad-x's energy per run (the Concats move no bytes: written in place)
     # where the time goes, every bound's share, and no whole-model bound beside it to contradict

@@ -10,7 +10,7 @@ at the measured efficiency 0.5 ("calibrated"), and the Reshape is a view that co
 - batch 1, calibrated: 2 x 2.097152 = 4.194304 ms ("4.19 ms ±18%", a forecast), 1 / 4.194304 ms
   = 238.4 inferences/s; peak: 2.097152 ms ("≥ 2.1 ms", a bound: peak figures).
 - batch 8: the Reshape and mm2 are not counted (2 nodes); mm1 alone is 8,388,608 FLOPs, 16.777216
-  ms at half the peak ("≥ 16.8 ms") and 8 / 16.777216 ms = 476.8 inferences/s ("≤ 476.8"); on the
+  ms at half the peak ("≥ 16.8 ms") and 8 / 16.777216 ms = 476.8 inferences/s ("≤ 477"); on the
   peak target 8.388608 ms ("≥ 8.39 ms"), 8 / 8.388608 ms = 953.7/s.
 """
 
@@ -80,7 +80,7 @@ def test_the_summary_says_at_least_and_at_most(capsys, model_path, targets):
     assert out.splitlines()[0] == (
         "INCOMPLETE: 2 node(s) not counted; the totals and latencies are lower bounds (see the warnings)"
     )
-    assert "latency ≥ 16.8 ms · ≤ 476.8 inferences/s" in out
+    assert "latency ≥ 16.8 ms · ≤ 477 inferences/s" in out
     assert "latency: a lower bound (≥): 2 node(s) not counted, and they take time too" in out
     assert "±18%" not in out and "forecast" not in out
     code, out, _ = run(capsys, "summary", model_path, "--batch", "1", "--target", calibrated, "-q")
@@ -127,7 +127,7 @@ def test_markdown_says_at_least(capsys, model_path, targets):
     code, out, _ = run(
         capsys, "summary", model_path, "--batch", "8", "--target", calibrated, "--format", "markdown", "-q"
     )
-    assert "| calibrated | ≥ 16.8 ms | ≤ 476.8 |" in out
+    assert "| calibrated | ≥ 16.8 ms | ≤ 477 |" in out
     assert "Latency: a lower bound \\(≥\\): 2 node\\(s\\) not counted, and they take time too." in out
 
 
@@ -140,7 +140,7 @@ def test_the_html_card_says_lower_bound_never_forecast(capsys, tmp_path, model_p
     page = tmp_path / "r.html"
     assert run(capsys, "report", model_path, "--batch", "8", "--target", calibrated, "-o", page, "-q")[0] == 0
     html = page.read_text()
-    assert ">≥ 16.8 ms<" in html and ">≤ 476.8/s<" in html
+    assert ">≥ 16.8 ms<" in html and ">≤ 477/s<" in html
     assert _card_kinds(html) == ["lower bound · 2 node(s) not counted"]
     assert "±18%" not in html
     assert run(capsys, "report", model_path, "--batch", "1", "--target", calibrated, "-o", page, "-q")[0] == 0
@@ -167,7 +167,7 @@ def test_an_incomplete_sweep_point_is_hollow_and_breaks_its_line(targets):
     assert "model model-sweep bound-only" in html and ">batch=8 (bound)<" in html
     assert 'class="sweep-path"' not in html
     # the table: batch 8's row tagged, its latency at least, its throughput at most
-    assert ">incomplete</span>" in html and ">≥ 16.8 ms<" in html and ">≤ 476.8/s<" in html
+    assert ">incomplete</span>" in html and ">≥ 16.8 ms<" in html and ">≤ 477/s<" in html
 
 
 def test_compare_and_diff_pages_do_not_rank_or_join_a_bound(targets):

@@ -16,7 +16,7 @@ from ...core.version import __version__
 from ...findings.wording import gain_text
 from ...roofline.devices import plan_sentences
 from ..bounds import bound_label, time_by_bound
-from ..formatting import as_bound, borrowed_mark, edge_lines, latency_kind_words
+from ..formatting import as_bound, borrowed_mark, edge_lines, latency_kind_words, rate_text
 from .devices import structure_line
 from .table import assumed_text, incomplete_line
 
@@ -160,7 +160,7 @@ def render_markdown(analysis: Analysis, hotspots: int = 10, review: Review | Non
                 (
                     escape(report.target.name),
                     escape(as_bound(seconds(report.latency_s), report) + borrowed_mark(report)),
-                    escape(as_bound(f"{report.throughput_per_s:,.1f}", report, at_most=True)),
+                    escape(as_bound(rate_text(report.throughput_per_s, report), report, at_most=True)),
                     _time_cell(report),
                     f"{report.utilization:.1%}",
                     energy,

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import onnx
 import pytest
+from conftest import target_text
 from onnx import TensorProto, helper
 
 from onnxroof.cli.app import main
@@ -19,20 +20,9 @@ from onnxroof.report.fitted_target import fitted_target, render_fitted_target
 from onnxroof.roofline.targets import load_target
 
 # The roofs: 1 GFLOP/s and 1 GB/s, no on-chip level, nothing else (no efficiency, no launch cost).
-ROOFS = """schema = "onnxroof-target/1"
-name = "plain"
-description = "1 GFLOP/s, 1 GB/s"
-
-[peak_ops_per_s.fp32]
-value = 1e9
-tag = "estimate"
-source = "test"
-
-[dram.bandwidth_bytes_per_s]
-value = 1e9
-tag = "estimate"
-source = "test"
-"""
+ROOFS = target_text(
+    {"peak_ops_per_s.fp32": 1e9, "dram.bandwidth_bytes_per_s": 1e9}, name="plain", description="1 GFLOP/s, 1 GB/s"
+)
 # The device the traces are "measured" on: GEMM-class kernels at half the roofline, streaming
 # ones at a quarter, 4 µs a kernel launched.
 GEMM, STREAMING, LAUNCH_US = 0.5, 0.25, 4.0

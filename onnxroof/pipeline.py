@@ -226,7 +226,7 @@ def _front(
             raise UnboundDims(
                 Path(path).name if path else proto.graph.name or "model", unbound, prepared.assumed, decoder=True
             )
-    check_table_rows(proto, shapes.values, options.phase)  # a length past a positional table's rows
+    check_table_rows(proto, prepared.fields, shapes.values, options.phase)  # a length past a positional table's rows
     return Front(options, proto, path, file_bytes, prepared, given_values, shapes)
 
 

@@ -110,6 +110,8 @@ def module_of(record: NodeRecord) -> tuple[str, ...]:
     symbolic read it here): the exporter's metadata when it wrote one (PyTorch's dynamo
     exporter), else the scopes in its name; the exporter's own scopes left out; folded to
     :data:`MAX_MODULE_DEPTH` levels (:func:`fold_path`). Every module tree reads paths here."""
+    if not record.scope and "/" not in record.name:  # an unscoped node: asked of every node of big graphs
+        return ()
     path = record.scope or module_path(record.name)
     if EXPORTER_SCOPES.intersection(path):
         path = tuple(part for part in path if part not in EXPORTER_SCOPES)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import onnx
 
 from ..core.nodes import DEFAULT_DOMAINS, NodeFields
-from ..ops import OpTrait, rule_for, traits_of
+from ..ops import OpTrait, has_trait, rule_for
 
 _GRAPH_ATTRIBUTE = onnx.AttributeProto.GRAPH
 
@@ -35,39 +35,57 @@ def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs:
     ['shape']
     """
     outer: set[str] = set(outputs)  # read by a subgraph (outer scope): data
-    derived = _shape_derived(fields, constants, outer)
+    derived, makers = _shape_derived(fields, constants, outer)
+    if not makers:  # nothing is computed from shapes and constants alone (most graphs' nodes)
+        return set()
     # who reads each derived tensor (reader's position, input slot): the only readers asked about
     # below, so the other tensors (nearly all of a large graph's) are not logged
     uses: dict[str, list[tuple[int, int]]] = {}
     for position, node in enumerate(fields):
+        if derived.isdisjoint(node.inputs):
+            continue
         for slot, name in enumerate(node.inputs):
             if name in derived:
                 uses.setdefault(name, []).append((position, slot))
-    return _read_as_settings(fields, derived, outer, uses)
+    return _read_as_settings(fields, makers, derived, outer, uses)
 
 
-def _shape_derived(fields: Sequence[NodeFields], constants: set[str], outer: set[str]) -> set[str]:
-    """The tensors computed from shapes and constants only; adds to ``outer`` what subgraphs read
-    from their outer scope."""
+def _shape_derived(fields: Sequence[NodeFields], constants: set[str], outer: set[str]) -> tuple[set[str], list[int]]:
+    """The tensors computed from shapes and constants only, and the positions of the nodes making
+    them; adds to ``outer`` what subgraphs read from their outer scope."""
     derived = set(constants)
-    for node in fields:
+    makers: list[int] = []
+    for position, node in enumerate(fields):
         has_subgraph = False
         for attribute in node.attributes or ():
             if attribute.type == _GRAPH_ATTRIBUTE:
                 outer |= _names_read(attribute.g)
                 has_subgraph = True
+        if has_subgraph:
+            continue
+        inputs = node.inputs
         # an op reading only its input's shape (Shape, Size) makes a tensor that follows from shapes alone
-        shape_source = node.domain in DEFAULT_DOMAINS and OpTrait.READS_SHAPE_ONLY in traits_of("", node.op_type)
-        if not has_subgraph and (shape_source or all(n in derived for n in node.inputs if n)):
-            derived.update(o for o in node.outputs if o)
-    return derived
+        if (
+            derived.issuperset(inputs)
+            or ("" in inputs and all(n in derived for n in inputs if n))
+            or (node.domain in DEFAULT_DOMAINS and has_trait("", node.op_type, OpTrait.READS_SHAPE_ONLY))
+        ):
+            made = [o for o in node.outputs if o]
+            if made:
+                derived.update(made)
+                makers.append(position)
+    return derived, makers
 
 
 def _read_as_settings(
-    fields: Sequence[NodeFields], derived: set[str], outer: set[str], uses: dict[str, list[tuple[int, int]]]
+    fields: Sequence[NodeFields],
+    makers: list[int],
+    derived: set[str],
+    outer: set[str],
+    uses: dict[str, list[tuple[int, int]]],
 ) -> set[str]:
     """Of the ``derived`` tensors (none of them ``outer``), those every reader reads in a setting
-    slot or is shape arithmetic itself: walked from the last node back, readers first."""
+    slot or is shape arithmetic itself: their ``makers`` walked from the last back, readers first."""
     arithmetic: set[int] = set()  # positions of shape-arithmetic nodes
     settings: set[str] = set()
 
@@ -78,9 +96,9 @@ def _read_as_settings(
         rule = rule_for(fields[reader].domain, fields[reader].op_type)
         return rule is not None and slot in rule.arg_inputs
 
-    for position in range(len(fields) - 1, -1, -1):  # readers before the nodes they read
+    for position in reversed(makers):  # readers before the nodes they read
         made = [o for o in fields[position].outputs if o]
-        if not made or any(o not in derived or o in outer for o in made):
+        if any(o not in derived or o in outer for o in made):
             continue
         if all(a_setting(use) for o in made for use in uses.get(o, ())):
             arithmetic.add(position)

@@ -5,10 +5,13 @@ step's position, shape arithmetic on the bound dims), refused with the bound nam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import onnx
 
 from ..core.errors import OptionError
+from ..core.nodes import NodeFields
 from ..core.text import printable
 
 
@@ -16,16 +19,19 @@ class PastTheTable(OptionError):
     """A length past the rows of a table the graph reads it from (the formulas stop there)."""
 
 
-def check_table_rows(model: onnx.ModelProto, values: dict[str, np.ndarray], phase: str | None) -> None:
+def check_table_rows(
+    model: onnx.ModelProto, fields: Sequence[NodeFields], values: dict[str, np.ndarray], phase: str | None
+) -> None:
     """Raise when a Gather of a stored table reads known rows past its end (or before its start,
-    past the negative indices): the option that sets the length (``phase``'s), or the dims."""
+    past the negative indices): the option that sets the length (``phase``'s), or the dims.
+    ``fields`` are the main graph's nodes' (read once: a protobuf field read per node is slow)."""
     tables = {t.name: list(t.dims) for t in model.graph.initializer}
-    for node in model.graph.node:
-        if node.op_type != "Gather" or len(node.input) < 2 or node.input[0] not in tables:
+    for node in fields:
+        if node.op_type != "Gather" or len(node.inputs) < 2 or node.inputs[0] not in tables:
             continue
-        indices = values.get(node.input[1])
-        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-        shape = tables[node.input[0]]
+        indices = values.get(node.inputs[1])
+        axis = next((a.i for a in node.attributes if a.name == "axis"), 0)
+        shape = tables[node.inputs[0]]
         if indices is None or not np.size(indices) or not -len(shape) <= axis < len(shape):
             continue
         rows = shape[axis]
@@ -33,8 +39,8 @@ def check_table_rows(model: onnx.ModelProto, values: dict[str, np.ndarray], phas
         if -rows <= beyond < rows:
             continue
         where = (
-            f"node {printable(node.name or node.output[0])} reads row {beyond:,} of the {rows:,}-row table "
-            f"{printable(node.input[0])}: the graph bounds this length at {rows:,}"
+            f"node {printable(node.name or node.outputs[0])} reads row {beyond:,} of the {rows:,}-row table "
+            f"{printable(node.inputs[0])}: the graph bounds this length at {rows:,}"
         )
         if phase == "decode":
             raise PastTheTable(

@@ -25,7 +25,7 @@ from itertools import accumulate
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from ..ops import OpTrait, traits_of
+from ..ops import OpTrait, has_trait
 
 if TYPE_CHECKING:
     from ..cost.records import CostGraph
@@ -253,7 +253,7 @@ def _find_aliases(
         if op == "Concat":
             concats.append(record)
         # a view's output 0 shares its input 0's buffer (cost-model.md section 4)
-        aliasing = OpTrait.VIEW in traits_of(record.domain, op)
+        aliasing = has_trait(record.domain, op, OpTrait.VIEW)
         if not (aliasing or elementwise_in_place):
             continue  # the common case: the outputs own their memory
         data = [n for n in record.inputs if n in sizes]

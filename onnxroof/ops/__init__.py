@@ -49,6 +49,7 @@ from .base import (  # noqa: F401  (the package's interface)
     UnknownShape,
     UnknownValue,
     checked_cost,
+    has_trait,
     output_types,
     per_element_flop_counter,
     register,

@@ -323,6 +323,13 @@ def rule_for(domain: str, op_type: str) -> OpRule | None:
     return COST_RULES.get(("" if domain in DEFAULT_DOMAINS else domain, op_type))
 
 
+def has_trait(domain: str, op_type: str, trait: OpTrait) -> bool:
+    """``trait in traits_of(domain, op_type)`` as plain integer bits: the stages ask it of every
+    node of graphs of 10^5 nodes, and a Flag's own test is Python code."""
+    bits = trait._value_
+    return traits_of(domain, op_type)._value_ & bits == bits
+
+
 def traits_of(domain: str, op_type: str) -> OpTrait:
     """What the registry says ``op_type`` of ``domain`` is; ``OpTrait.NONE`` for an op without a rule."""
     rule = COST_RULES.get(("" if domain in DEFAULT_DOMAINS else domain, op_type))

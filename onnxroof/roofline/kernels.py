@@ -184,8 +184,13 @@ def _grow(
                         continue
                     candidate = found
                     queued[consumer] = _kind(candidate)
-                    # no earlier member reads into it (it would be queued), so all its late producers are missing
-                    left = _late_producers(candidate, start, producers, position, tensors) - made
+                    # no earlier member reads into it (it would be queued), so all its late producers are
+                    # missing; a node reading one tensor reads this one, so none is (a chain's every node)
+                    left = (
+                        0
+                        if len(candidate.inputs) == 1
+                        else _late_producers(candidate, start, producers, position, tensors) - made
+                    )
                     if counted is not None and made:
                         counted.add(consumer)
                     if left:

@@ -32,9 +32,9 @@ def node_kind(record: NodeRecord, ran: bool = False) -> str:
     if record.macs and record.family in MAC_FAMILIES:
         return "attention" if record.family == "attention" else "mac"
     traits = traits_of(record.domain, record.op_type)
-    kind = _TRAIT_KINDS.get(traits)
+    kind = _TRAIT_KINDS.get(traits._value_)
     if kind is None:
-        kind = _TRAIT_KINDS[traits] = _kind_of_traits(traits)
+        kind = _TRAIT_KINDS[traits._value_] = _kind_of_traits(traits)
     if kind:
         return kind
     if record.family in ("reduction", "normalization"):
@@ -43,7 +43,8 @@ def node_kind(record: NodeRecord, ran: bool = False) -> str:
 
 
 KINDS = ("view", "alone", "mac", "attention", "layout", "elementwise", "softmax", "reduction")  # what node_kind says
-_TRAIT_KINDS: dict[OpTrait, str] = {}  # an op's traits -> _kind_of_traits (a Flag test is slow; graphs are large)
+# an op's traits (their bits: a Flag's hash is Python code) -> _kind_of_traits (a Flag test is slow; graphs are large)
+_TRAIT_KINDS: dict[int, str] = {}
 
 
 def _kind_of_traits(traits: OpTrait) -> str:

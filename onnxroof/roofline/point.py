@@ -30,7 +30,7 @@ class Bound(TextEnum):
     NONE = "none"  # no work
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slotted: one per kernel, 10^5 on a big graph
 class Placement:
     """One point on a roofline."""
 

@@ -86,8 +86,9 @@ HAILO: dict[str, tuple[str, Build]] = {
         f"vit_{size}_bn": (f"ViT-{size[0].upper()}/16 BN", lambda b, r, s=size: vit(s, b, r, norm="batch"))
         for size in ("tiny", "small", "base")
     },
-    **{f"yolov8{s}": (f"YOLOv8{s}", lambda b, r, s=s: yolov8(s, b, r)) for s in "nsmlx"},
-    **{f"yolov11{s}": (f"YOLO11{s}", lambda b, r, s=s: yolo11(s, b, r)) for s in "nsmlx"},
+    # as the zoo's HEFs run them: ending at the Detect head's last convs (DFL, decoding and NMS on the host)
+    **{f"yolov8{s}": (f"YOLOv8{s} (HEF)", lambda b, r, s=s: yolov8(s, b, r, hailo=True)) for s in "nsmlx"},
+    **{f"yolov11{s}": (f"YOLO11{s} (HEF)", lambda b, r, s=s: yolo11(s, b, r, hailo=True)) for s in "nsmlx"},
     "yolox_tiny": ("YOLOX-Tiny", lambda b, r: yolox("tiny", b, r)),
     **{
         f"efficientnet_{z}": (

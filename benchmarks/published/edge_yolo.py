@@ -15,10 +15,20 @@ import onnx
 
 from published.models import FLOAT, Graph
 
-V8_SCALES = {"n": (0.33, 0.25, 1024), "s": (0.33, 0.50, 1024), "m": (0.67, 0.75, 768), "l": (1.00, 1.00, 512),
-             "x": (1.00, 1.25, 512)}
-V11_SCALES = {"n": (0.50, 0.25, 1024), "s": (0.50, 0.50, 1024), "m": (0.50, 1.00, 512), "l": (1.00, 1.00, 512),
-              "x": (1.00, 1.50, 512)}
+V8_SCALES = {
+    "n": (0.33, 0.25, 1024),
+    "s": (0.33, 0.50, 1024),
+    "m": (0.67, 0.75, 768),
+    "l": (1.00, 1.00, 512),
+    "x": (1.00, 1.25, 512),
+}
+V11_SCALES = {
+    "n": (0.50, 0.25, 1024),
+    "s": (0.50, 0.50, 1024),
+    "m": (0.50, 1.00, 512),
+    "l": (1.00, 1.00, 512),
+    "x": (1.00, 1.50, 512),
+}
 REG_MAX, CLASSES = 16, 80
 
 
@@ -35,8 +45,9 @@ class _Yolo:
     def n(self, repeats: int) -> int:
         return max(round(repeats * self.depth), 1) if repeats > 1 else repeats
 
-    def conv(self, x: str, cin: int, cout: int, k: int = 1, s: int = 1, group: int = 1, act: bool = True,
-             p: str = "") -> str:
+    def conv(
+        self, x: str, cin: int, cout: int, k: int = 1, s: int = 1, group: int = 1, act: bool = True, p: str = ""
+    ) -> str:
         y = self.g.conv(x, cin, cout, k, s, group, prefix=p)
         return self.g.op("Mul", [y, self.g.op("Sigmoid", [y])]) if act else y
 
@@ -50,18 +61,21 @@ class _Yolo:
         a = self.conv(x, cin, hidden, p=f"{p}.cv1")
         for i in range(n):
             a = self.bottleneck(a, hidden, shortcut, 1.0, f"{p}.m{i}")
-        return self.conv(self.g.op("Concat", [a, self.conv(x, cin, hidden, p=f"{p}.cv2")], axis=1), 2 * hidden, cout,
-                         p=f"{p}.cv3")
+        return self.conv(
+            self.g.op("Concat", [a, self.conv(x, cin, hidden, p=f"{p}.cv2")], axis=1), 2 * hidden, cout, p=f"{p}.cv3"
+        )
 
-    def c2f(self, x: str, cin: int, cout: int, n: int, shortcut: bool, p: str, c3k: bool | None = None,
-            e: float = 0.5) -> str:
+    def c2f(
+        self, x: str, cin: int, cout: int, n: int, shortcut: bool, p: str, c3k: bool | None = None, e: float = 0.5
+    ) -> str:
         """C2f (YOLOv8: bottlenecks at e=1.0) or, with ``c3k`` set, C3k2 (YOLO11: C3k blocks, or
         bottlenecks at e=0.5)."""
         c = int(cout * e)
         y = self.conv(x, cin, 2 * c, p=f"{p}.cv1")
         halves = [f"{p}.split0", f"{p}.split1"]
-        self.g.nodes.append(onnx.helper.make_node("Split", [y, self.g.ints([c, c])], halves, axis=1,
-                                                  name=self.g.fresh("Split")))
+        self.g.nodes.append(
+            onnx.helper.make_node("Split", [y, self.g.ints([c, c])], halves, axis=1, name=self.g.fresh("Split"))
+        )
         parts, last = halves[:], halves[1]
         for i in range(n):
             if c3k is None:
@@ -89,8 +103,9 @@ class _Yolo:
         c = int(c1 * 0.5)
         y = self.conv(x, c1, 2 * c, p=f"{p}.cv1")
         a, b = f"{p}.a", f"{p}.b"
-        self.g.nodes.append(onnx.helper.make_node("Split", [y, self.g.ints([c, c])], [a, b], axis=1,
-                                                  name=self.g.fresh("Split")))
+        self.g.nodes.append(
+            onnx.helper.make_node("Split", [y, self.g.ints([c, c])], [a, b], axis=1, name=self.g.fresh("Split"))
+        )
         heads = max(c // 64, 1)
         head_dim, key_dim = c // heads, int(c // heads * 0.5)
         tokens = side * side
@@ -99,10 +114,17 @@ class _Yolo:
             qkv = self.conv(b, c, c + 2 * key_dim * heads, act=False, p=f"{q}.qkv")
             qkv = self.g.op("Reshape", [qkv, self.g.ints([batch, heads, 2 * key_dim + head_dim, tokens])])
             qq, kk, vv = f"{q}.q", f"{q}.k", f"{q}.v"
-            self.g.nodes.append(onnx.helper.make_node("Split", [qkv, self.g.ints([key_dim, key_dim, head_dim])],
-                                                      [qq, kk, vv], axis=2, name=self.g.fresh("Split")))
+            self.g.nodes.append(
+                onnx.helper.make_node(
+                    "Split",
+                    [qkv, self.g.ints([key_dim, key_dim, head_dim])],
+                    [qq, kk, vv],
+                    axis=2,
+                    name=self.g.fresh("Split"),
+                )
+            )
             s = self.g.op("MatMul", [self.g.op("Transpose", [qq], perm=[0, 1, 3, 2]), kk])
-            attn = self.g.op("Softmax", [self.g.op("Mul", [s, self.g.scalar(key_dim ** -0.5)])], axis=-1)
+            attn = self.g.op("Softmax", [self.g.op("Mul", [s, self.g.scalar(key_dim**-0.5)])], axis=-1)
             o = self.g.op("MatMul", [vv, self.g.op("Transpose", [attn], perm=[0, 1, 3, 2])])
             o = self.g.op("Reshape", [o, self.g.ints([batch, c, side, side])])
             v_map = self.g.op("Reshape", [vv, self.g.ints([batch, c, side, side])])
@@ -112,9 +134,17 @@ class _Yolo:
             b = self.g.op("Add", [b, f])
         return self.conv(self.g.op("Concat", [a, b], axis=1), 2 * c, c1, p=f"{p}.cv2")
 
-    def detect(self, maps: list[tuple[str, int, int]], batch: int, v11: bool) -> None:
+    def detect(self, maps: list[tuple[str, int, int]], batch: int, v11: bool, hailo: bool = False) -> None:
         """Detect: per level a box branch (two 3x3 convs, 4 x 16 DFL bins) and a class branch (two 3x3
-        convs in v8; depthwise 3x3 + 1x1 pairs in v11), then DFL and the decoding into boxes."""
+        convs in v8; depthwise 3x3 + 1x1 pairs in v11), then DFL and the decoding into boxes.
+
+        ``hailo``: cut where the Hailo model zoo's HEFs end, at the six last convs (cv2.i.2, the box
+        bins, and cv3.i.2, the classes, with a sigmoid on the classes), each an output: the zoo's
+        yolov11{n,s,m,l,x}.yaml parse to ``/model.23/cv2.0/cv2.0.2/Conv`` ... ``cv3.2.2/Conv``, its
+        yolov8*.alls give the class convs a sigmoid output activation and run ``nms_postprocess(...,
+        meta_arch=yolov8, engine=cpu)``, whose bbox decoders read those convs (postprocess_config/
+        yolov8m_nms_config.json: reg_layer conv57, cls_layer conv58, ...): the DFL softmax, the box
+        decoding and the NMS run on the host (hailo-ai/hailo_model_zoo, hailo_model_zoo/cfg at c83fc030e8)."""
         g, c0 = self.g, maps[0][1]
         c2, c3 = max(16, c0 // 4, REG_MAX * 4), max(c0, min(CLASSES, 100))
         outs, anchors = [], 0
@@ -127,15 +157,27 @@ class _Yolo:
             else:
                 cls = self.conv(self.conv(x, c, c3, 3, p=f"det.cls{i}.0"), c3, c3, 3, p=f"det.cls{i}.1")
             cls = g.conv(cls, c3, CLASSES, 1, prefix=f"det.cls{i}.2")
+            if hailo:
+                g.output(box, f"box{i}")
+                g.output(g.op("Sigmoid", [cls]), f"cls{i}")
+                continue
             y = g.op("Concat", [box, cls], axis=1)
             outs.append(g.op("Reshape", [y, g.ints([batch, 4 * REG_MAX + CLASSES, side * side])]))
             anchors += side * side
+        if hailo:
+            return
         y = g.op("Concat", outs, axis=2)
         box, cls = "det.box", "det.cls"
-        g.nodes.append(onnx.helper.make_node("Split", [y, g.ints([4 * REG_MAX, CLASSES])], [box, cls], axis=1,
-                                             name=g.fresh("Split")))
-        dfl = g.op("Softmax", [g.op("Transpose", [g.op("Reshape", [box, g.ints([batch, 4, REG_MAX, anchors])])],
-                                    perm=[0, 2, 1, 3])], axis=1)
+        g.nodes.append(
+            onnx.helper.make_node(
+                "Split", [y, g.ints([4 * REG_MAX, CLASSES])], [box, cls], axis=1, name=g.fresh("Split")
+            )
+        )
+        dfl = g.op(
+            "Softmax",
+            [g.op("Transpose", [g.op("Reshape", [box, g.ints([batch, 4, REG_MAX, anchors])])], perm=[0, 2, 1, 3])],
+            axis=1,
+        )
         dist = g.op("Conv", [dfl, g.weight("dfl.weight", [1, REG_MAX, 1, 1])], kernel_shape=[1, 1])
         dist = g.op("Reshape", [dist, g.ints([batch, 4, anchors])])
         lt, rb = "det.lt", "det.rb"
@@ -147,9 +189,10 @@ class _Yolo:
         g.output(g.op("Concat", [boxes, g.op("Sigmoid", [cls])], axis=1), "output0")
 
 
-def yolov8(scale: str = "n", batch: int = 1, resolution: int = 640) -> onnx.ModelProto:
+def yolov8(scale: str = "n", batch: int = 1, resolution: int = 640, hailo: bool = False) -> onnx.ModelProto:
     """YOLOv8 n/s/m/l/x (ultralytics, yolov8.yaml): C2f backbone and PAN neck, SPPF, an anchor-free
-    decoupled Detect head with DFL, 80 classes."""
+    decoupled Detect head with DFL, 80 classes. ``hailo``: ending where the Hailo zoo's HEF does
+    (``_Yolo.detect``)."""
     y = _Yolo(f"yolov8{scale}_{resolution}", V8_SCALES[scale])
     ch = y.ch
     x = y.g.input("images", FLOAT, [batch, 3, resolution, resolution])
@@ -161,18 +204,31 @@ def yolov8(scale: str = "n", batch: int = 1, resolution: int = 640) -> onnx.Mode
     p5 = y.sppf(x, ch(1024), ch(1024), "m9")
     h4 = y.c2f(y.g.op("Concat", [y.upsample(p5), p4], axis=1), ch(1024) + ch(512), ch(512), y.n(3), False, "m12")
     n3 = y.c2f(y.g.op("Concat", [y.upsample(h4), p3], axis=1), ch(512) + ch(256), ch(256), y.n(3), False, "m15")
-    n4 = y.c2f(y.g.op("Concat", [y.conv(n3, ch(256), ch(256), 3, 2, p="m16"), h4], axis=1), ch(256) + ch(512),
-               ch(512), y.n(3), False, "m18")
-    n5 = y.c2f(y.g.op("Concat", [y.conv(n4, ch(512), ch(512), 3, 2, p="m19"), p5], axis=1), ch(512) + ch(1024),
-               ch(1024), y.n(3), False, "m21")
+    n4 = y.c2f(
+        y.g.op("Concat", [y.conv(n3, ch(256), ch(256), 3, 2, p="m16"), h4], axis=1),
+        ch(256) + ch(512),
+        ch(512),
+        y.n(3),
+        False,
+        "m18",
+    )
+    n5 = y.c2f(
+        y.g.op("Concat", [y.conv(n4, ch(512), ch(512), 3, 2, p="m19"), p5], axis=1),
+        ch(512) + ch(1024),
+        ch(1024),
+        y.n(3),
+        False,
+        "m21",
+    )
     s = resolution // 8
-    y.detect([(n3, ch(256), s), (n4, ch(512), s // 2), (n5, ch(1024), s // 4)], batch, v11=False)
+    y.detect([(n3, ch(256), s), (n4, ch(512), s // 2), (n5, ch(1024), s // 4)], batch, v11=False, hailo=hailo)
     return y.g.model()
 
 
-def yolo11(scale: str = "n", batch: int = 1, resolution: int = 640) -> onnx.ModelProto:
+def yolo11(scale: str = "n", batch: int = 1, resolution: int = 640, hailo: bool = False) -> onnx.ModelProto:
     """YOLO11 n/s/m/l/x (ultralytics, yolo11.yaml): C3k2 blocks (C3k inside at m/l/x and in the
-    backbone's last two stages), SPPF, C2PSA attention at stride 32, Detect with depthwise class convs."""
+    backbone's last two stages), SPPF, C2PSA attention at stride 32, Detect with depthwise class convs.
+    ``hailo``: ending where the Hailo zoo's HEF does (``_Yolo.detect``)."""
     y = _Yolo(f"yolo11{scale}_{resolution}", V11_SCALES[scale])
     ch, c3k_all = y.ch, scale in "mlx"
     x = y.g.input("images", FLOAT, [batch, 3, resolution, resolution])
@@ -183,31 +239,60 @@ def yolo11(scale: str = "n", batch: int = 1, resolution: int = 640) -> onnx.Mode
     x = y.c2f(y.conv(p4, ch(512), ch(1024), 3, 2, p="m7"), ch(1024), ch(1024), y.n(2), True, "m8", c3k=True)
     side = resolution // 32
     p5 = y.c2psa(y.sppf(x, ch(1024), ch(1024), "m9"), ch(1024), y.n(2), "m10", batch, side)
-    h4 = y.c2f(y.g.op("Concat", [y.upsample(p5), p4], axis=1), ch(1024) + ch(512), ch(512), y.n(2), True, "m13",
-               c3k=c3k_all)
-    n3 = y.c2f(y.g.op("Concat", [y.upsample(h4), p3], axis=1), ch(512) + ch(512), ch(256), y.n(2), True, "m16",
-               c3k=c3k_all)
-    n4 = y.c2f(y.g.op("Concat", [y.conv(n3, ch(256), ch(256), 3, 2, p="m17"), h4], axis=1), ch(256) + ch(512),
-               ch(512), y.n(2), True, "m19", c3k=c3k_all)
-    n5 = y.c2f(y.g.op("Concat", [y.conv(n4, ch(512), ch(512), 3, 2, p="m20"), p5], axis=1), ch(512) + ch(1024),
-               ch(1024), y.n(2), True, "m22", c3k=True)
-    y.detect([(n3, ch(256), side * 4), (n4, ch(512), side * 2), (n5, ch(1024), side)], batch, v11=True)
+    h4 = y.c2f(
+        y.g.op("Concat", [y.upsample(p5), p4], axis=1), ch(1024) + ch(512), ch(512), y.n(2), True, "m13", c3k=c3k_all
+    )
+    n3 = y.c2f(
+        y.g.op("Concat", [y.upsample(h4), p3], axis=1), ch(512) + ch(512), ch(256), y.n(2), True, "m16", c3k=c3k_all
+    )
+    n4 = y.c2f(
+        y.g.op("Concat", [y.conv(n3, ch(256), ch(256), 3, 2, p="m17"), h4], axis=1),
+        ch(256) + ch(512),
+        ch(512),
+        y.n(2),
+        True,
+        "m19",
+        c3k=c3k_all,
+    )
+    n5 = y.c2f(
+        y.g.op("Concat", [y.conv(n4, ch(512), ch(512), 3, 2, p="m20"), p5], axis=1),
+        ch(512) + ch(1024),
+        ch(1024),
+        y.n(2),
+        True,
+        "m22",
+        c3k=True,
+    )
+    y.detect([(n3, ch(256), side * 4), (n4, ch(512), side * 2), (n5, ch(1024), side)], batch, v11=True, hailo=hailo)
     return y.g.model()
 
 
 def _ultralytics(params_m: float, gflops: float, name: str, hailo_ops: float) -> str:
-    return (f"ultralytics {name} at 640: {params_m} M params, {gflops} GFLOPs (2 x MACs, the backbone and head "
-            f"without the decoding); Hailo model zoo: {hailo_ops} G OPS")
+    return (
+        f"ultralytics {name} at 640: {params_m} M params, {gflops} GFLOPs (2 x MACs, the backbone and head "
+        f"without the decoding); Hailo model zoo: {hailo_ops} G OPS"
+    )
 
 
 def yolo_checks() -> list:
     from published.models import Check
+
     yx = "Megvii-BaseDetection/YOLOX README: "
     return [
-        Check("YOLOX-Nano, 416", lambda: yolox("nano", 1, 416), 0.91e6, 1.08e9 / 2,
-              yx + "0.91 M params, 1.08 GFLOPs (2 x MACs); the built graph counts 15 % fewer MACs, cause not found"),
-        Check("YOLOX-Tiny, 416", lambda: yolox("tiny", 1, 416), 5.06e6, 6.45e9 / 2,
-              yx + "5.06 M, 6.45 GFLOPs; Hailo model zoo yolox_tiny: 5.05 M, 6.44 G OPS"),
+        Check(
+            "YOLOX-Nano, 416",
+            lambda: yolox("nano", 1, 416),
+            0.91e6,
+            1.08e9 / 2,
+            yx + "0.91 M params, 1.08 GFLOPs (2 x MACs); the built graph counts 15 % fewer MACs, cause not found",
+        ),
+        Check(
+            "YOLOX-Tiny, 416",
+            lambda: yolox("tiny", 1, 416),
+            5.06e6,
+            6.45e9 / 2,
+            yx + "5.06 M, 6.45 GFLOPs; Hailo model zoo yolox_tiny: 5.05 M, 6.44 G OPS",
+        ),
         Check("YOLOX-S, 640", lambda: yolox("s"), 9.0e6, 26.8e9 / 2, yx + "9.0 M, 26.8 GFLOPs"),
         Check("YOLOX-L, 640", lambda: yolox("l"), 54.2e6, 155.6e9 / 2, yx + "54.2 M, 155.6 GFLOPs"),
         Check("YOLOv8n, 640", lambda: yolov8("n"), 3.2e6, 8.7e9 / 2, _ultralytics(3.2, 8.7, "YOLOv8n", 8.74)),
@@ -220,8 +305,14 @@ def yolo_checks() -> list:
     ]
 
 
-YOLOX_SCALES = {"nano": (0.33, 0.25, True), "tiny": (0.33, 0.375, False), "s": (0.33, 0.50, False),
-                "m": (0.67, 0.75, False), "l": (1.0, 1.0, False), "x": (1.33, 1.25, False)}
+YOLOX_SCALES = {
+    "nano": (0.33, 0.25, True),
+    "tiny": (0.33, 0.375, False),
+    "s": (0.33, 0.50, False),
+    "m": (0.67, 0.75, False),
+    "l": (1.0, 1.0, False),
+    "x": (1.33, 1.25, False),
+}
 
 
 class _YoloX(_Yolo):
@@ -232,8 +323,9 @@ class _YoloX(_Yolo):
         super().__init__(name, (1.0, 1.0, 1 << 30))
         self.depthwise, self.leaky = depthwise, leaky
 
-    def conv(self, x: str, cin: int, cout: int, k: int = 1, s: int = 1, group: int = 1, act: bool = True,
-             p: str = "") -> str:
+    def conv(
+        self, x: str, cin: int, cout: int, k: int = 1, s: int = 1, group: int = 1, act: bool = True, p: str = ""
+    ) -> str:
         if self.depthwise and k > 1 and group == 1:  # DWConv: a depthwise k x k, then a 1x1
             x = self.conv(x, cin, cin, k, s, group=cin, p=f"{p}.dw")
             k, s = 1, 1
@@ -263,8 +355,10 @@ def yolox(scale: str = "s", batch: int = 1, resolution: int = 640, leaky: bool =
     y = _YoloX(f"yolox_{scale}_{resolution}", depthwise, leaky)
     g, base, n = y.g, int(width * 64), max(round(depth * 3), 1)
     x = g.input("images", FLOAT, [batch, 3, resolution, resolution])
-    quarters = [g.op("Slice", [x, g.ints([r, c]), g.ints([resolution, resolution]), g.ints([2, 3]), g.ints([2, 2])])
-                for r, c in ((0, 0), (1, 0), (0, 1), (1, 1))]  # Focus: four strided slices, then a conv
+    quarters = [
+        g.op("Slice", [x, g.ints([r, c]), g.ints([resolution, resolution]), g.ints([2, 3]), g.ints([2, 2])])
+        for r, c in ((0, 0), (1, 0), (0, 1), (1, 1))
+    ]  # Focus: four strided slices, then a conv
     x = y.conv(g.op("Concat", quarters, axis=1), 12, base, 3, p="stem")
     x = y.csp(y.conv(x, base, 2 * base, 3, 2, p="dark2.0"), 2 * base, 2 * base, n, True, "dark2.1")
     c3 = y.csp(y.conv(x, 2 * base, 4 * base, 3, 2, p="dark3.0"), 4 * base, 4 * base, 3 * n, True, "dark3.1")
@@ -278,10 +372,22 @@ def yolox(scale: str = "s", batch: int = 1, resolution: int = 640, leaky: bool =
     p4 = y.csp(g.op("Concat", [y.upsample(f5), c4], axis=1), 16 * base, 8 * base, n, False, "C3_p4")
     f4 = y.conv(p4, 8 * base, 4 * base, p="reduce_conv1")
     out3 = y.csp(g.op("Concat", [y.upsample(f4), c3], axis=1), 8 * base, 4 * base, n, False, "C3_p3")
-    out4 = y.csp(g.op("Concat", [y.conv(out3, 4 * base, 4 * base, 3, 2, p="bu_conv2"), f4], axis=1), 8 * base,
-                 8 * base, n, False, "C3_n3")
-    out5 = y.csp(g.op("Concat", [y.conv(out4, 8 * base, 8 * base, 3, 2, p="bu_conv1"), f5], axis=1), 16 * base,
-                 16 * base, n, False, "C3_n4")
+    out4 = y.csp(
+        g.op("Concat", [y.conv(out3, 4 * base, 4 * base, 3, 2, p="bu_conv2"), f4], axis=1),
+        8 * base,
+        8 * base,
+        n,
+        False,
+        "C3_n3",
+    )
+    out5 = y.csp(
+        g.op("Concat", [y.conv(out4, 8 * base, 8 * base, 3, 2, p="bu_conv1"), f5], axis=1),
+        16 * base,
+        16 * base,
+        n,
+        False,
+        "C3_n4",
+    )
     head, outs = int(256 * width), []
     for i, (t, c) in enumerate(((out3, 4 * base), (out4, 8 * base), (out5, 16 * base))):
         s = y.conv(t, c, head, p=f"head.stem{i}")

@@ -107,3 +107,19 @@ def test_ncnn_fp32_rows_compare_at_fp16_on_the_pi():
     assert ran == {"fp16"}
     assert edge_rows.ran_dtype({"precision": "fp32", "software": "ncnn Vulkan on the Orin GPU"}) == "fp32"
     assert edge_rows.ran_dtype({"precision": "fp32", "software": "ONNX Runtime FP32 (CPU)"}) == "fp32"
+
+
+def test_hailo_rows_build_the_yolos_as_the_zoos_hefs_end():
+    # the zoo's yolov11*.yaml end nodes are the six /model.23/cv2.i.2 and cv3.i.2 convs, and its
+    # yolov8*.alls put a sigmoid on the class convs and run the DFL, decoding and NMS on the host
+    # (nms_postprocess engine=cpu): per level i (stride 8, 16, 32 at 640: 80, 40, 20 cells a side) a
+    # box output of 4 x 16 DFL bins and a class output of 80, no Softmax left in YOLOv8, only
+    # YOLO11n's one C2PSA attention softmax (depth 0.5 x 2 = 1 PSA block) in YOLO11
+    for name, softmaxes in (("yolov8n", 0), ("yolov11n", 1)):
+        model = edge_rows.HAILO[name][1](1, 640)
+        shapes = {out.name: [d.dim_value for d in out.type.tensor_type.shape.dim] for out in model.graph.output}
+        assert shapes == {
+            **{f"box{i}": [1, 64, side, side] for i, side in enumerate((80, 40, 20))},
+            **{f"cls{i}": [1, 80, side, side] for i, side in enumerate((80, 40, 20))},
+        }
+        assert sum(node.op_type == "Softmax" for node in model.graph.node) == softmaxes

@@ -25,8 +25,25 @@ fitted on the traces:
    error band is the largest of those errors (with at least three models: leaving one out must
    leave :data:`efficiency_fit.MIN_ROWS` rows).
 
-The measured time is the sum of the kernels' times in the profile (onnxruntime's profiler adds a
-little to each kernel, which the fitted launch cost takes in).
+**The profiler's own cost.** A kernel's time is its event's duration less what onnxruntime's
+profiler adds inside each kernel event (:func:`profiler_costs`). Measured on one core of the
+machine this was written on (onnxruntime 1.32, x86; docs/validation-measured.md): a kernel that
+does almost nothing (Shape, Unsqueeze, a small Add) lasts 2 µs in the profile, while the whole
+unprofiled run of the Whisper decoder step, 169 such kernels, takes 182 µs: its events sum to 498
+µs, 1.9 µs a kernel more than the run they stand for; the gaps between events (2.8 µs a kernel
+there) are the profiler's too and are not read. For a model of a few large kernels it does not
+matter (ResNet-50 at 96x96: 18.15 ms of events, 18.02 ms unprofiled); for a decoder step it is
+two-thirds of the events' time. The cost taken out of each kernel:
+
+- with models given with their unprofiled latency (``MODEL=TRACE@LATENCY``: ``session.run``
+  timed without the profiler, same threads): the cost that fits their events' excess over their
+  latency, per kernel (least squares on the relative excess: the launch-bound models, whose
+  excess is mostly the profiler's, weigh; a large model's, mostly its timing noise, barely),
+  one figure for every model;
+- no latency at all: the duration of the cheapest kernel event of all the traces, taken as all
+  profiler (here 2 µs against the 1.8-1.9 µs measured on the two decoder steps): an estimate that
+  reads the device's own speed, but takes the cheapest kernel's own work (a fraction of a µs here)
+  out of the fitted launch cost.
 """
 
 from __future__ import annotations
@@ -78,24 +95,34 @@ class TracedModel:
     analysis: Analysis
     mapping: ProfileMapping
     kernels: list[TracedKernel]
+    latency_s: float | None = None  # the model's unprofiled latency, if the user timed it
+    profiler_s: float = 0.0  # the profiler's cost in each kernel event, taken out (profiler_costs)
+    profiler_basis: str = ""  # where profiler_s comes from, in words
 
     @property
     def label(self) -> str:
         return Path(self.model).name
 
     @property
-    def measured_s(self) -> float:
+    def events_s(self) -> float:
+        """The sum of the kernel events' medians, as the profile has them."""
         return sum(k.measured_s for k in self.kernels)
+
+    @property
+    def measured_s(self) -> float:
+        """The kernels' time without the profiler: the events less the profiler's cost in each."""
+        return self.events_s - len(self.kernels) * self.profiler_s
 
     def rows(self, target: str) -> list[FitRow]:
         """The fitter's rows: one per group of kernels with measured time."""
         rows = []
+        total = self.measured_s
         for group in GROUPS:
             mine = [k for k in self.kernels if k.group == group]
-            measured = sum(k.measured_s for k in mine)
+            measured = sum(k.measured_s for k in mine) - len(mine) * self.profiler_s
             if not mine or measured <= 0:
                 continue
-            row = FitRow(target, self.label, measured, launches=float(len(mine)))
+            row = FitRow(target, self.label, measured, launches=float(len(mine)), weight=measured / total)
             roof = sum(k.roof_s for k in mine)
             if group == "gemm":
                 row.gemm_s = roof
@@ -117,6 +144,7 @@ class TraceFit:
     held_out: dict[str, float] = field(default_factory=dict)  # model label -> predicted / measured - 1, held out
     band: float | None = None  # the largest |held-out error|; None with fewer than three models
     why_no_band: str = ""
+    profiler_basis: str = ""  # how the profiler's cost per kernel event was set, in words
 
     @property
     def figures(self) -> tuple[float, float, float]:
@@ -127,8 +155,9 @@ class TraceFit:
         return total_error(model.rows(self.base.name), self.figures)
 
     def to_pandas(self):
-        """One row per traced model (``pip install pandas``): its model and trace, kernels, measured
-        seconds (the kernels' sum), its error under the fit on every trace and held out."""
+        """One row per traced model (``pip install pandas``): its model and trace, kernels, the kernel
+        events' sum, the profiler's cost per kernel taken out of it, measured seconds (the kernels
+        without the profiler), the latency given, its error under the fit on every trace and held out."""
         from ..core.frames import data_frame
 
         rows = [
@@ -136,7 +165,10 @@ class TraceFit:
                 "model": m.label,
                 "trace": m.trace,
                 "kernels": len(m.kernels),
+                "events_s": m.events_s,
+                "profiler_s_per_kernel": m.profiler_s,
                 "measured_s": m.measured_s,
+                "latency_s": m.latency_s,
                 "fitted_error": self.fitted_error(m),
                 "held_out_error": self.held_out.get(m.label),
             }
@@ -175,10 +207,13 @@ def plain_roofs(target: Target) -> Target:
     )
 
 
-def read_traced_model(model: str, trace: str, base: Target, **analysis_options) -> TracedModel:
+def read_traced_model(
+    model: str, trace: str, base: Target, latency_s: float | None = None, **analysis_options
+) -> TracedModel:
     """Read ``trace`` (an onnxruntime profile of ``model``, analysed with ``analysis_options``:
-    its dims, input shapes) and take it apart on ``base``'s roofs. UsageError, in one line, when a
-    file is missing, the trace has no kernels or is another model's."""
+    its dims, input shapes) and take it apart on ``base``'s roofs; ``latency_s`` is the model's
+    unprofiled latency, if timed. UsageError, in one line, when a file is missing, the trace has no
+    kernels or is another model's."""
     from ..pipeline import analyze
     from ..roofline.placement import place_model
 
@@ -215,7 +250,9 @@ def read_traced_model(model: str, trace: str, base: Target, **analysis_options) 
             f"{trace}: only {mapped / total if total else 0:.0%} of its kernel time maps to nodes of {model}: "
             "a trace of another model? Pair each model with its own trace (MODEL.onnx=TRACE.json)"
         )
-    return TracedModel(model, trace, analysis, mapping, _kernels(analysis, mapping, roofs))
+    if latency_s is not None and not latency_s > 0:
+        raise UsageError(f"--from-trace {model}={trace}@...: the latency must be a positive time, like @12.3ms")
+    return TracedModel(model, trace, analysis, mapping, _kernels(analysis, mapping, roofs), latency_s)
 
 
 def trace_input_shapes(events: Sequence[dict], model: str) -> dict[str, list[int]]:
@@ -268,13 +305,43 @@ def _group_of(kernel_class: str | None) -> str:
     return "gemm" if kernel_class == "gemm" else "streaming" if kernel_class in STREAMING else "other"
 
 
+def profiler_costs(models: Sequence[TracedModel]) -> str:
+    """Set each model's ``profiler_s``, the profiler's cost in each kernel event (the rules are the
+    module docstring's), and its ``profiler_basis``; return the rule used, in words."""
+    timed = [m for m in models if m.latency_s]
+    if timed:
+        # (events - latency) / latency = cost x kernels / latency, least squares: each model's
+        # relative error weighs alike, so the launch-bound models (many kernels a µs) tell the
+        # cost, and a large model timed under other load (its excess all noise) barely moves it
+        ratio = [len(m.kernels) / m.latency_s for m in timed if m.latency_s]
+        excess = [(m.events_s - m.latency_s) / m.latency_s for m in timed if m.latency_s]
+        cost = max(0.0, sum(r * e for r, e in zip(ratio, excess)) / sum(r * r for r in ratio))
+        basis = (
+            f"the kernel events' excess over the unprofiled latency of the {len(timed)} model(s) given with one, "
+            "per kernel (least squares)"
+        )
+    else:
+        cheapest = min((k for m in models for k in m.kernels), key=lambda k: k.measured_s)
+        cost = cheapest.measured_s
+        basis = (
+            f"the cheapest kernel event of the traces ({cheapest.name}, {cheapest.op_type}), taken as all profiler; "
+            "give MODEL=TRACE@LATENCY for the device's own figure"
+        )
+    for m in models:
+        m.profiler_s, m.profiler_basis = cost, basis
+    return basis
+
+
 def fit_traces(
-    pairs: Sequence[tuple[str, str]], base: Target, progress: Callable[[str], None] | None = None
+    pairs: Sequence[tuple[str, str] | tuple[str, str, float | None]],
+    base: Target,
+    progress: Callable[[str], None] | None = None,
 ) -> TraceFit:
-    """Fit ``base``'s efficiencies and launch cost on the (model, trace) ``pairs`` (see the module
-    docstring); each model's held-out error and the band when there are enough models."""
+    """Fit ``base``'s efficiencies and launch cost on the (model, trace[, unprofiled latency in
+    seconds]) ``pairs`` (see the module docstring); each model's held-out error and the band when
+    there are enough models."""
     say = progress or (lambda text: None)
-    labels = [Path(model).name for model, _ in pairs]
+    labels = [Path(pair[0]).name for pair in pairs]
     if len(set(labels)) < len(labels):
         twice = next(label for label in labels if labels.count(label) > 1)
         raise UsageError(f"--from-trace: {twice} is given twice; give each model once, with one trace")
@@ -284,15 +351,31 @@ def fit_traces(
             "class stands for; choose a target of kernels run one after another"
         )
     models = []
-    for model, trace in pairs:
-        traced = read_traced_model(model, trace, base)
-        say(f"{traced.label}: {len(traced.kernels)} kernels, {traced.measured_s * 1e6:,.0f} µs measured in {trace}")
+    for model, trace, *latency in pairs:
+        traced = read_traced_model(model, trace, base, latency[0] if latency else None)
         models.append(traced)
-    return fit_models(models, base)
+    result = fit_models(models, base)
+    for m in result.models:
+        run = m.mapping.run_seconds
+        late = m.latency_s is not None and run is not None and m.latency_s > run
+        say(
+            f"{m.label}: {len(m.kernels)} kernels, {m.events_s * 1e6:,.0f} µs of kernel events in {m.trace}, "
+            f"{m.measured_s * 1e6:,.0f} µs without the profiler's {m.profiler_s * 1e6:.2f} µs a kernel"
+            + (
+                f" (its latency is longer than its profiled runs, {(run or 0) * 1e6:,.0f} µs: timed under load?)"
+                if late
+                else ""
+            )
+        )
+    return result
 
 
 def fit_models(models: Sequence[TracedModel], base: Target) -> TraceFit:
-    """The fit on traces already read (:func:`read_traced_model`), each model held out in turn."""
+    """The fit on traces already read (:func:`read_traced_model`), each model held out in turn (each
+    model's profiler cost set first, :func:`profiler_costs`, on copies: a fit on a subset of the
+    models sets its own)."""
+    models = [dataclasses.replace(m) for m in models]
+    basis = profiler_costs(models)
     rows = [row for m in models for row in m.rows(base.name)]
     if len(rows) < MIN_TIMED_ROWS:
         raise UsageError(
@@ -302,7 +385,7 @@ def fit_models(models: Sequence[TracedModel], base: Target) -> TraceFit:
         )
     default_launch = base.node_overhead_s.value if base.node_overhead_s else efficiency_fit.DEFAULT_LAUNCH_S
     options = dict(streaming_grid=efficiency_fit.EFFICIENCY_GRID, default_launch_s=default_launch)
-    result = TraceFit(base, list(models), efficiency_fit.fit(rows, **options))  # type: ignore[arg-type]
+    result = TraceFit(base, list(models), efficiency_fit.fit(rows, **options), profiler_basis=basis)  # type: ignore[arg-type]
     why = efficiency_fit.fittable(rows)
     if why:
         result.why_no_band = f"no error band: {why} (give traces of three or more models)"

@@ -28,22 +28,22 @@ fitted on the traces:
 **The profiler's own cost.** A kernel's time is its event's duration less what onnxruntime's
 profiler adds inside each kernel event (:func:`profiler_costs`). Measured on one core of the
 machine this was written on (onnxruntime 1.32, x86; docs/validation-measured.md): a kernel that
-does almost nothing (Shape, Unsqueeze, a small Add) lasts 2 µs in the profile, while the whole
-unprofiled run of the Whisper decoder step, 169 such kernels, takes 182 µs: its events sum to 498
-µs, 1.9 µs a kernel more than the run they stand for; the gaps between events (2.8 µs a kernel
-there) are the profiler's too and are not read. For a model of a few large kernels it does not
-matter (ResNet-50 at 96x96: 18.15 ms of events, 18.02 ms unprofiled); for a decoder step it is
-two-thirds of the events' time. The cost taken out of each kernel:
+does almost nothing (Shape, Unsqueeze, Flatten) lasts 2 µs in the profile, and the Whisper decoder
+step, 169 such kernels, shows 472 µs of events for a 148 µs unprofiled run, 1.9 µs a kernel more;
+the gaps between events (3.9 µs a kernel there) are mostly the profiler's too and are not read. For
+a model of a few large kernels it does not matter (ResNet-50 at 96x96: 17,458 µs of events, 17,339
+µs unprofiled); for a decoder step it is two-thirds of the events' time. The cost taken out of each
+kernel:
 
 - with models given with their unprofiled latency (``MODEL=TRACE@LATENCY``: ``session.run``
   timed without the profiler, same threads): the cost that fits their events' excess over their
   latency, per kernel (least squares on the relative excess: the launch-bound models, whose
   excess is mostly the profiler's, weigh; a large model's, mostly its timing noise, barely),
-  one figure for every model;
+  one figure for every model (1.83 µs here);
 - no latency at all: the duration of the cheapest kernel event of all the traces, taken as all
-  profiler (here 2 µs against the 1.8-1.9 µs measured on the two decoder steps): an estimate that
-  reads the device's own speed, but takes the cheapest kernel's own work (a fraction of a µs here)
-  out of the fitted launch cost.
+  profiler (2 µs here): an estimate that reads the device's own speed, but takes the cheapest
+  kernel's own work out of the fitted launch cost (0.31 µs a kernel fitted here from traces alone,
+  0.49 µs with latencies, 0.26 µs measured by ``calibrate``).
 """
 
 from __future__ import annotations

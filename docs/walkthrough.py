@@ -123,7 +123,7 @@ device_file.write_text(render_fitted_target(fitted, "my-device"))
 gemm, streaming, launch_s = fitted.figures
 print(
     f"gemm {gemm:.2f}, streaming {streaming:.2f} of the roofline, {launch_s * 1e6:.2f} µs a kernel; "
-    f"band {fitted.band:.0%}"
+    + (f"band {fitted.band:.0%}" if fitted.band is not None else fitted.why_no_band)
 )
 
 # %% [markdown]

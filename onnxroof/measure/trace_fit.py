@@ -41,9 +41,12 @@ kernel:
   excess is mostly the profiler's, weigh; a large model's, mostly its timing noise, barely),
   one figure for every model (1.83 µs here);
 - no latency at all: the duration of the cheapest kernel event of all the traces, taken as all
-  profiler (2 µs here): an estimate that reads the device's own speed, but takes the cheapest
-  kernel's own work out of the fitted launch cost (0.31 µs a kernel fitted here from traces alone,
-  0.49 µs with latencies, 0.26 µs measured by ``calibrate``).
+  profiler (2 µs here): an estimate that reads the device's own speed, but takes most of the
+  cheapest kernels' own work out of the fitted launch cost.
+
+No kernel is left below :data:`KERNEL_FLOOR` of the profiler's cost (0.25 µs here): a kernel whose
+event the profiler's cost takes whole (the cheapest, with traces alone; any short one, with a
+latency timed under load) keeps the time of a launch, and its group its row.
 """
 
 from __future__ import annotations
@@ -71,6 +74,10 @@ MIN_MAPPED_SHARE = 0.5
 MIN_TIMED_ROWS = 3  # three figures are fitted: fewer timed rows leave one free
 # the groups a model's kernels are summed in, one row each
 GROUPS = ("gemm", "streaming", "other")
+# A kernel's time without the profiler is kept at least this share of the profiler's cost per event:
+# a kernel is never free (here calibrate measures 0.26 µs per extra kernel, 1/7 of the profiler's
+# 1.83 µs), and a group of the cheapest kernels keeps its row when the cost is their whole event
+KERNEL_FLOOR = 1 / 8
 
 
 @dataclass
@@ -108,10 +115,15 @@ class TracedModel:
         """The sum of the kernel events' medians, as the profile has them."""
         return sum(k.measured_s for k in self.kernels)
 
+    def kernel_s(self, kernel: TracedKernel) -> float:
+        """The kernel's time without the profiler: its event less the profiler's cost, and at least
+        KERNEL_FLOOR of that cost (a kernel is never free)."""
+        return max(kernel.measured_s - self.profiler_s, KERNEL_FLOOR * self.profiler_s)
+
     @property
     def measured_s(self) -> float:
-        """The kernels' time without the profiler: the events less the profiler's cost in each."""
-        return self.events_s - len(self.kernels) * self.profiler_s
+        """The kernels' time without the profiler."""
+        return sum(self.kernel_s(k) for k in self.kernels)
 
     def rows(self, target: str) -> list[FitRow]:
         """The fitter's rows: one per group of kernels with measured time."""
@@ -119,7 +131,7 @@ class TracedModel:
         total = self.measured_s
         for group in GROUPS:
             mine = [k for k in self.kernels if k.group == group]
-            measured = sum(k.measured_s for k in mine) - len(mine) * self.profiler_s
+            measured = sum(self.kernel_s(k) for k in mine)
             if not mine or measured <= 0:
                 continue
             row = FitRow(target, self.label, measured, launches=float(len(mine)), weight=measured / total)

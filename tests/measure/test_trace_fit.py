@@ -316,10 +316,10 @@ def test_a_trace_alone_takes_its_cheapest_event_as_the_profiler(files):
     # (mm32's, 2 x 32^3 = 65,536 FLOPs, is 131 + 4 + 2 = 137 µs), is taken as all profiler
     assert [m.profiler_s for m in result.models] == pytest.approx([6e-6] * 3)
     assert "cheapest kernel event" in result.profiler_basis and "reshape" in result.profiler_basis
-    # mm64's kernels: 1055 - 6, 137 - 6 and 6 - 6 µs: the reshape's row is empty (dropped), and the
-    # launch the trace alone cannot tell from the profiler's cost is taken out with it
+    # mm64's kernels: 1055 - 6, 137 - 6 and 6 - 6 µs, the last kept at an eighth of the cost, 0.75 µs;
+    # the launch the trace alone cannot tell from the profiler's cost is taken out with it
     rows = result.models[1].rows("plain")
-    assert [row.measured * 1e6 for row in rows] == pytest.approx([1049, 131])
+    assert [row.measured * 1e6 for row in rows] == pytest.approx([1049, 131, 6 / 8])
     assert result.figures[2] < LAUNCH_US * 1e-6
 
 
@@ -350,3 +350,9 @@ def test_the_profiler_cost_weighs_each_model_by_its_relative_error():
     late = [_timed(3, 100, 200)]
     profiler_costs(late)
     assert late[0].profiler_s == 0.0
+    # one much shorter (the events timed under load): 3 events of 10 µs, 1 µs unprofiled -> the cost
+    # (30 - 1) / 3 = 9.67 µs an event, which leaves each kernel 0.33 µs: kept at an eighth of the cost
+    short = [_timed(3, 30, 1)]
+    profiler_costs(short)
+    assert short[0].profiler_s * 1e6 == pytest.approx(29 / 3)
+    assert short[0].measured_s * 1e6 == pytest.approx(3 * 29 / 3 / 8)

@@ -39,7 +39,10 @@ kernel:
   timed without the profiler, same threads): the cost that fits their events' excess over their
   latency, per kernel (least squares on the relative excess: the launch-bound models, whose
   excess is mostly the profiler's, weigh; a large model's, mostly its timing noise, barely),
-  one figure for every model (1.83 µs here);
+  one figure for every model (1.83 µs here). With three timed models or more, the run's own cost
+  beyond its kernels (binding inputs and outputs, the call from Python: no trace holds it) is
+  fitted beside it (the excess is kernels x cost - run), and written as the target's
+  ``[run_overhead_s]``;
 - no latency at all: the duration of the cheapest kernel event of all the traces, taken as all
   profiler (2 µs here): an estimate that reads the device's own speed, but takes most of the
   cheapest kernels' own work out of the fitted launch cost.
@@ -78,6 +81,7 @@ GROUPS = ("gemm", "streaming", "other")
 # a kernel is never free (here calibrate measures 0.26 µs per extra kernel, 1/7 of the profiler's
 # 1.83 µs), and a group of the cheapest kernels keeps its row when the cost is their whole event
 KERNEL_FLOOR = 1 / 8
+MIN_RUN_FIT = 3  # timed models from which the run's own cost is fitted beside the profiler's
 
 
 @dataclass
@@ -105,6 +109,7 @@ class TracedModel:
     latency_s: float | None = None  # the model's unprofiled latency, if the user timed it
     profiler_s: float = 0.0  # the profiler's cost in each kernel event, taken out (profiler_costs)
     profiler_basis: str = ""  # where profiler_s comes from, in words
+    run_s: float = 0.0  # the run's cost beyond its kernels, fitted with profiler_s (0: not measured)
 
     @property
     def label(self) -> str:
@@ -162,9 +167,14 @@ class TraceFit:
     def figures(self) -> tuple[float, float, float]:
         return self.fit.figures(self.base.name)
 
+    @property
+    def run_s(self) -> float:
+        """The run's cost beyond its kernels, fitted on the latencies (0 when not measured)."""
+        return self.models[0].run_s if self.models else 0.0
+
     def fitted_error(self, model: TracedModel) -> float:
         """The model's error under the fit on every trace (its own included)."""
-        return total_error(model.rows(self.base.name), self.figures)
+        return total_error(model.rows(self.base.name), self.figures, model.run_s)
 
     def to_pandas(self):
         """One row per traced model (``pip install pandas``): its model and trace, kernels, the kernel
@@ -193,9 +203,9 @@ class TraceFit:
         return sorted({k.roof for m in self.models for k in m.kernels if k.roof})
 
 
-def total_error(rows: Sequence[FitRow], figures: tuple[float, float, float]) -> float:
-    """The summed rows' predicted over measured seconds, minus 1."""
-    return sum(r.predict(*figures) for r in rows) / sum(r.measured for r in rows) - 1
+def total_error(rows: Sequence[FitRow], figures: tuple[float, float, float], run_s: float = 0.0) -> float:
+    """The summed rows' predicted over measured seconds, each with the run's cost ``run_s``, minus 1."""
+    return (sum(r.predict(*figures) for r in rows) + run_s) / (sum(r.measured for r in rows) + run_s) - 1
 
 
 def plain_roofs(target: Target) -> Target:
@@ -318,16 +328,13 @@ def _group_of(kernel_class: str | None) -> str:
 
 
 def profiler_costs(models: Sequence[TracedModel]) -> str:
-    """Set each model's ``profiler_s``, the profiler's cost in each kernel event (the rules are the
-    module docstring's), and its ``profiler_basis``; return the rule used, in words."""
+    """Set each model's ``profiler_s``, the profiler's cost in each kernel event, and ``run_s``, the
+    run's cost beyond its kernels (the rules are the module docstring's), and its
+    ``profiler_basis``; return the rule used, in words."""
     timed = [m for m in models if m.latency_s]
+    run = 0.0
     if timed:
-        # (events - latency) / latency = cost x kernels / latency, least squares: each model's
-        # relative error weighs alike, so the launch-bound models (many kernels a µs) tell the
-        # cost, and a large model timed under other load (its excess all noise) barely moves it
-        ratio = [len(m.kernels) / m.latency_s for m in timed if m.latency_s]
-        excess = [(m.events_s - m.latency_s) / m.latency_s for m in timed if m.latency_s]
-        cost = max(0.0, sum(r * e for r, e in zip(ratio, excess)) / sum(r * r for r in ratio))
+        cost, run = _cost_and_run(timed)
         basis = (
             f"the kernel events' excess over the unprofiled latency of the {len(timed)} model(s) given with one, "
             "per kernel (least squares)"
@@ -340,8 +347,27 @@ def profiler_costs(models: Sequence[TracedModel]) -> str:
             "give MODEL=TRACE@LATENCY for the device's own figure"
         )
     for m in models:
-        m.profiler_s, m.profiler_basis = cost, basis
+        m.profiler_s, m.run_s, m.profiler_basis = cost, run, basis
     return basis
+
+
+def _cost_and_run(timed: Sequence[TracedModel]) -> tuple[float, float]:
+    """The profiler's cost per kernel event and the run's cost beyond its kernels that fit
+    events - latency = cost x kernels - run over the timed models, in least squares on the relative
+    excess (divided by the latency): each model's relative error weighs alike, so the launch-bound
+    models (many kernels a µs) tell the cost, the smallest the run's, and a large model timed under
+    other load (its excess all noise) barely moves either. The run's cost is fitted from
+    MIN_RUN_FIT models on, and set to 0 where it comes out negative."""
+    import numpy as np
+
+    latency = np.array([m.latency_s or 0.0 for m in timed])
+    kernels = np.array([len(m.kernels) for m in timed], dtype=float) / latency
+    excess = np.array([m.events_s for m in timed]) / latency - 1
+    if len(timed) >= MIN_RUN_FIT:
+        (cost, run), *_ = np.linalg.lstsq(np.stack([kernels, -1 / latency], axis=1), excess, rcond=None)
+        if cost >= 0 and run >= 0:
+            return float(cost), float(run)
+    return max(0.0, float(kernels @ excess / (kernels @ kernels))), 0.0
 
 
 def fit_traces(
@@ -405,6 +431,6 @@ def fit_models(models: Sequence[TracedModel], base: Target) -> TraceFit:
     for left_out in models:
         others = [row for m in models if m is not left_out for row in m.rows(base.name)]
         held = efficiency_fit.fit(others, **options)  # type: ignore[arg-type]
-        result.held_out[left_out.label] = total_error(left_out.rows(base.name), held.figures(base.name))
+        result.held_out[left_out.label] = total_error(left_out.rows(base.name), held.figures(base.name), left_out.run_s)
     result.band = max(abs(e) for e in result.held_out.values())
     return result

@@ -79,6 +79,15 @@ def _block(result: TraceFit) -> str:
         for c in STREAMING
     ]
     parts.append(table("node_overhead_s", launch, f"{basis}: seconds per kernel launched"))
+    if result.run_s > 0:
+        parts.append(
+            table(
+                "run_overhead_s",
+                result.run_s,
+                f"{basis}: seconds per run beyond its kernels, fitted with the profiler's cost on the unprofiled "
+                "latencies (no trace holds it)",
+            )
+        )
     if result.band is not None:
         parts.append(
             table(

@@ -356,3 +356,14 @@ def test_the_profiler_cost_weighs_each_model_by_its_relative_error():
     profiler_costs(short)
     assert short[0].profiler_s * 1e6 == pytest.approx(29 / 3)
     assert short[0].measured_s * 1e6 == pytest.approx(3 * 29 / 3 / 8)
+
+
+def test_three_timed_models_also_give_the_runs_own_cost():
+    # events - latency = kernels x cost - run, with a cost of 2 µs and a run of 5 µs:
+    # 3 kernels, 100 µs -> 101 µs of events; 30 kernels, 500 µs -> 555; 10 kernels, 50 µs -> 65.
+    # Three equations, two unknowns, all met: least squares gives them back
+    models = [_timed(3, 101, 100), _timed(30, 555, 500), _timed(10, 65, 50)]
+    profiler_costs(models)
+    assert models[0].profiler_s * 1e6 == pytest.approx(2) and models[0].run_s * 1e6 == pytest.approx(5)
+    # two timed models fit the cost alone (the run's cost is 0): see the test above
+    assert profiler_costs(models[:2]) and models[0].run_s == 0.0

@@ -357,14 +357,16 @@ def _cost_and_run(timed: Sequence[TracedModel]) -> tuple[float, float]:
     excess (divided by the latency): each model's relative error weighs alike, so the launch-bound
     models (many kernels a µs) tell the cost, the smallest the run's, and a large model timed under
     other load (its excess all noise) barely moves either. The run's cost is fitted from
-    MIN_RUN_FIT models on, and set to 0 where it comes out negative."""
+    MIN_RUN_FIT models of different kernel counts on, and set to 0 where it comes out negative."""
     import numpy as np
 
     latency = np.array([m.latency_s or 0.0 for m in timed])
     kernels = np.array([len(m.kernels) for m in timed], dtype=float) / latency
     excess = np.array([m.events_s for m in timed]) / latency - 1
-    if len(timed) >= MIN_RUN_FIT:
-        (cost, run), *_ = np.linalg.lstsq(np.stack([kernels, -1 / latency], axis=1), excess, rcond=None)
+    design = np.stack([kernels, -1 / latency], axis=1)
+    # (models of one kernel count cannot tell a run's cost from their kernels': fitted then as the kernels')
+    if len(timed) >= MIN_RUN_FIT and np.linalg.matrix_rank(design / np.abs(design).max(axis=0)) == 2:
+        (cost, run), *_ = np.linalg.lstsq(design, excess, rcond=None)
         if cost >= 0 and run >= 0:
             return float(cost), float(run)
     return max(0.0, float(kernels @ excess / (kernels @ kernels))), 0.0

@@ -367,3 +367,18 @@ def test_three_timed_models_also_give_the_runs_own_cost():
     assert models[0].profiler_s * 1e6 == pytest.approx(2) and models[0].run_s * 1e6 == pytest.approx(5)
     # two timed models fit the cost alone (the run's cost is 0): see the test above
     assert profiler_costs(models[:2]) and models[0].run_s == 0.0
+
+
+def test_the_runs_cost_goes_in_the_file(files):
+    folder, pairs = files
+    # each latency 5 µs longer (a run's own cost): events - latency = 3 x 2 - 5 = 1 µs for all three.
+    # The three have 3 kernels each, so a run's cost cannot be told from the kernels': none is fitted,
+    # and the 1 µs excess is the profiler's, 1/3 µs a kernel event
+    given = [(model, trace, latency + 5e-6) for model, trace, latency in pairs]
+    result = fit_traces(given, load_target(str(folder / "plain.toml")))
+    assert result.run_s == 0.0 and result.models[0].profiler_s * 1e6 == pytest.approx(1 / 3)
+    assert "[run_overhead_s]" not in render_fitted_target(result, "my-device")
+    for model in result.models:  # a run's cost fitted (as from models of several kernel counts)
+        model.run_s = 5e-6
+    target = fitted_target(render_fitted_target(result, "my-device"))
+    assert target.run_overhead_s is not None and target.run_overhead_s.value == pytest.approx(5e-6, rel=1e-3)

@@ -77,7 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "models give a held-out error band). onnxruntime's profiler adds about 2 µs to each kernel event it "
         "records, most of a small kernel's time: @LATENCY (e.g. @12.3ms, @450us) is the model's latency timed "
         "without the profiler (session.run, same threads), from which the fit measures that cost on your "
-        "device; without any, the cheapest kernel event of the traces is taken as that cost",
+        "device (and, given three or more models of different kernel counts, each run's own cost, which no "
+        "trace holds); without any, the cheapest kernel event of the traces is taken as that cost",
     )
     parser.add_argument(
         "--target",

@@ -17,8 +17,8 @@ fitted on the traces:
    records (:func:`profile_run.added_kernel_roof_s`).
 3. Each model gives the fitter up to three rows (:class:`efficiency_fit.FitRow`): its GEMM-class
    kernels, its streaming kernels and its kernels of no class, each with its roof seconds, its
-   launches (one a kernel) and its measured seconds. A row is a sum of kernels, so the fit weighs
-   kernels by their time, as a model's latency does.
+   launches (one a kernel) and its measured seconds. A row is a sum of kernels, and weighs its
+   share of its model's time, so the fit weighs kernels by their time, as a model's latency does.
 4. The fit (:func:`efficiency_fit.fit`, the streaming efficiency searched over the whole grid: a
    trace times the streaming kernels apart) gives the GEMM efficiency, the streaming one and the
    launch cost. Held out: each model's total is predicted by a fit on the other models' rows; the
@@ -29,9 +29,9 @@ fitted on the traces:
 profiler adds inside each kernel event (:func:`profiler_costs`). Measured on one core of the
 machine this was written on (onnxruntime 1.32, x86; docs/validation-measured.md): a kernel that
 does almost nothing (Shape, Unsqueeze, Flatten) lasts 2 µs in the profile, and the Whisper decoder
-step, 169 such kernels, shows 472 µs of events for a 148 µs unprofiled run, 1.9 µs a kernel more;
+step, 169 such kernels, shows 471 µs of events for a 146 µs unprofiled run, 1.9 µs a kernel more;
 the gaps between events (3.9 µs a kernel there) are mostly the profiler's too and are not read. For
-a model of a few large kernels it does not matter (ResNet-50 at 96x96: 17,458 µs of events, 17,339
+a model of a few large kernels it does not matter (ResNet-50 at 96x96: 17,607 µs of events, 17,328
 µs unprofiled); for a decoder step it is two-thirds of the events' time. The cost taken out of each
 kernel:
 
@@ -39,10 +39,10 @@ kernel:
   timed without the profiler, same threads): the cost that fits their events' excess over their
   latency, per kernel (least squares on the relative excess: the launch-bound models, whose
   excess is mostly the profiler's, weigh; a large model's, mostly its timing noise, barely),
-  one figure for every model (1.83 µs here). With three timed models or more, the run's own cost
-  beyond its kernels (binding inputs and outputs, the call from Python: no trace holds it) is
-  fitted beside it (the excess is kernels x cost - run), and written as the target's
-  ``[run_overhead_s]``;
+  one figure for every model. With three timed models or more, of different kernel counts, the
+  run's own cost beyond its kernels (binding inputs and outputs, the call from Python: no trace
+  holds it) is fitted beside it (the excess is kernels x cost - run) and written as the target's
+  ``[run_overhead_s]``: 1.98 µs an event and 5.30 µs a run here (``calibrate``: 4.5 µs a run);
 - no latency at all: the duration of the cheapest kernel event of all the traces, taken as all
   profiler (2 µs here): an estimate that reads the device's own speed, but takes most of the
   cheapest kernels' own work out of the fitted launch cost.

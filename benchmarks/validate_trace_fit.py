@@ -9,20 +9,27 @@
 3. Fit on the traces, on the calibrated target's roofs (its efficiencies and launch cost set
    aside), each model left out in turn: the model is predicted by a target fitted on the others'
    traces only, as onnxruntime ran it (its kernels) and by the target's rules (``onnxroof
-   report`` on the fitted file).
+   report`` on the fitted file). Twice: on the traces alone (``MODEL=TRACE``: the profiler's cost
+   per kernel event taken as the cheapest event's) and with each model's fastest unprofiled run
+   as its latency (``MODEL=TRACE@LATENCY``: that cost measured). Every error is against the
+   fastest unprofiled run, calibrate's own acceptance basis.
 
 The models: the four built-in examples; ResNet-50 v1.5 at 96x96 and MobileNet v2 at 160x160 from
 the published builders (random weights); and the weight-free real exports of /work/corpus44 (the
 test exports of tests/data/exports; weights filled in at random, He-initialised).
 
     python benchmarks/validate_trace_fit.py [--seconds 30] [--threads 1] [--runs 20] [--write]
+        [--keep DIR] [--report-only]
 
---write replaces the generated block in docs/validation-measured.md.
+--write replaces the generated block in docs/validation-measured.md; --keep DIR keeps the models,
+traces and measurements, from which --report-only (with the same other flags) reports again
+without measuring.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -178,34 +185,30 @@ def main() -> int:
         "disturbed trace (smallest kernel sum) and its fastest run (default 3)",
     )
     parser.add_argument("--write", action="store_true", help="replace the generated block of the doc")
+    parser.add_argument("--keep", metavar="DIR", help="keep the models, traces and measurements in DIR")
+    parser.add_argument(
+        "--report-only", action="store_true", help="no measuring: report on what an earlier run --keep DIR left"
+    )
     args = parser.parse_args()
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="trace-fit-") as tmp:
-        folder = Path(tmp)
-        say(f"calibrating for {args.seconds:g} s on {args.threads} thread(s)")
+        folder = Path(args.keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         base_path = folder / "this-machine.toml"
-        base_path.write_text(render_target(cal.calibrate(seconds=args.seconds, threads=args.threads), "this-machine"))
-        base = parse_target(base_path)
-        found = models(folder)
-        best: dict[str, Measured] = {}
-        for round_ in range(1, args.rounds + 1):
-            say(f"round {round_} of {args.rounds} (load average {os.getloadavg()[0]:.2f})")
-            for label, path, bindings in found:
-                measured = profile_one(label, path, bindings, base, folder / f"{label}.{round_}.json", args, say)
-                if measured is None:
-                    continue
-                kept = best.get(label)
-                if kept is None or measured.kernels_s < kept.kernels_s:
-                    if kept is not None and kept.fastest_s and measured.fastest_s:  # the fastest run of any round
-                        measured.fastest_s = min(measured.fastest_s, kept.fastest_s)
-                    best[label] = measured
-                elif kept.fastest_s and measured.fastest_s:
-                    kept.fastest_s = min(kept.fastest_s, measured.fastest_s)
-        rows = [best[label] for label, _, _ in found if label in best]
+        if args.report_only:  # the files a run with --keep left
+            kept = json.loads((folder / "measured.json").read_text())
+            rows = [Measured(**{**r, "path": Path(r["path"]), "trace": Path(r["trace"])}) for r in kept["rows"]]
+            base, loads = parse_target(base_path), kept["loads"]
+        else:
+            base, rows = measure(folder, base_path, args, say)
+            loads.append(os.getloadavg()[0])
+            kept_rows = [
+                {**dataclasses.asdict(r), "path": str(r.path), "trace": str(r.trace), "traced": None} for r in rows
+            ]
+            (folder / "measured.json").write_text(json.dumps({"loads": loads, "rows": kept_rows}, indent=1))
         for r in rows:
             r.traced = read_traced_model(str(r.path), str(r.trace), base, **r.bindings)
-        loads.append(os.getloadavg()[0])
         text = report(rows, base, args, loads)
     print(text)
     if args.write:
@@ -220,63 +223,121 @@ def main() -> int:
     return 0
 
 
-def report(rows: list[Measured], base, args, loads: list[float]) -> str:
-    traced = [r.traced for r in rows if r.traced is not None]
+def measure(folder: Path, base_path: Path, args, say) -> tuple:
+    """Calibrate, then profile every model ``args.rounds`` times: the target and the kept measurements."""
+    say(f"calibrating for {args.seconds:g} s on {args.threads} thread(s)")
+    base_path.write_text(render_target(cal.calibrate(seconds=args.seconds, threads=args.threads), "this-machine"))
+    base = parse_target(base_path)
+    found = models(folder)
+    best: dict[str, Measured] = {}
+    for round_ in range(1, args.rounds + 1):
+        say(f"round {round_} of {args.rounds} (load average {os.getloadavg()[0]:.2f})")
+        for label, path, bindings in found:
+            measured = profile_one(label, path, bindings, base, folder / f"{label}.{round_}.json", args, say)
+            if measured is None:
+                continue
+            kept = best.get(label)
+            if kept is None or measured.kernels_s < kept.kernels_s:
+                if kept is not None and kept.fastest_s and measured.fastest_s:  # the fastest run of any round
+                    measured.fastest_s = min(measured.fastest_s, kept.fastest_s)
+                best[label] = measured
+            elif kept.fastest_s and measured.fastest_s:
+                kept.fastest_s = min(kept.fastest_s, measured.fastest_s)
+    return base, [best[label] for label, _, _ in found if label in best]
+
+
+def held_out_errors(rows: list[Measured], base, timed: bool) -> tuple[dict[str, tuple], object]:
+    """Each model's (as run, by rules) error against its fastest unprofiled run, predicted by a
+    target fitted on the other models' traces only; with ``timed``, every trace given with its
+    model's fastest unprofiled run as its latency (``MODEL=TRACE@LATENCY``). And the fit on all."""
+    traced = [
+        dataclasses.replace(r.traced, latency_s=r.fastest_s if timed else None) for r in rows if r.traced is not None
+    ]
     whole = fit_models(traced, base)
-    gemm, streaming, launch = whole.figures
+    errors = {}
+    for r, model in zip(rows, whole.models):
+        others = fit_models([t for t in traced if t.label != model.label], base)
+        # as run: the held-out model's kernels without the profiler, over the fit on the others
+        run_s = (model.measured_s + model.run_s) * (1 + whole.held_out[model.label])
+        target = fitted_target(render_fitted_target(others, f"without-{r.label}"))
+        (placed,) = onnxroof.analyze(str(r.path), targets=[target], **r.bindings).targets
+        errors[r.label] = (error(run_s, r.fastest_s), error(placed.latency_s, r.fastest_s))
+    return errors, whole
+
+
+def report(rows: list[Measured], base, args, loads: list[float]) -> str:
+    rows = [r for r in rows if r.traced is not None and r.fastest_s]
+    alone, whole_alone = held_out_errors(rows, base, timed=False)
+    timed, whole_timed = held_out_errors(rows, base, timed=True)
+
+    def figures(whole) -> str:
+        gemm, streaming, launch = whole.figures
+        return f"gemm {gemm:.2f}, streaming {streaming:.2f} of the calibrated roofs, {launch * 1e6:.2f} µs per kernel"
+
+    floor, measured = whole_alone.models[0].profiler_s, whole_timed.models[0].profiler_s
     lines = [
         f"Generated by `python benchmarks/validate_trace_fit.py --seconds {args.seconds:g} --threads {args.threads} "
         f"--runs {args.runs} --wall-seconds {args.wall_seconds:g} --rounds {args.rounds}` on {platform.node()} "
-        f"({machine.cpu_model()}, "
-        f"{machine.core_text()}), onnxroof {onnxroof.__version__}, load average {min(loads):.2f}-{max(loads):.2f}. "
-        f"Fitted on all {len(traced)} traces: gemm {gemm:.2f}, streaming {streaming:.2f} of the calibrated roofs, "
-        f"{launch * 1e6:.2f} µs per kernel (calibrate measured {base.node_overhead_s.value * 1e6:.2f} µs without "
-        f"the profiler); band {whole.band:.0%}. Error = predicted / measured - 1. *kernels*: the sum of the "
-        "trace's kernel medians (what the fit is fitted on: the profiler's time); *fastest*: the fastest "
-        "unprofiled run (calibrate's acceptance basis). *as run*: the model's kernels as onnxruntime ran "
-        "them; *by rules*: `onnxroof report` on the target (its fusion rules).",
+        f"({machine.cpu_model()}, {machine.core_text()}), onnxroof {onnxroof.__version__}, onnxruntime "
+        f"{ort_version()}, load average {min(loads):.2f}-{max(loads):.2f}.",
         "",
-        "| model | kernels | fastest | calibrate as run: vs kernels | vs fastest | calibrate by rules: vs fastest "
-        "| from-trace (held out) as run: vs kernels | vs fastest | from-trace by rules: vs kernels | vs fastest |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"Fitted on all {len(rows)} traces alone: {figures(whole_alone)}, the profiler's cost taken as "
+        f"{floor * 1e6:.2f} µs a kernel event ({whole_alone.profiler_basis.split(';')[0]}); "
+        f"band {whole_alone.band:.0%}. With each model's fastest unprofiled run as its latency: "
+        f"{figures(whole_timed)}, the profiler's cost measured as {measured * 1e6:.2f} µs a kernel event and the "
+        f"run's own as {whole_timed.run_s * 1e6:.2f} µs; band "
+        f"{whole_timed.band:.0%}. `calibrate` measured {base.node_overhead_s.value * 1e6:.2f} µs per kernel "
+        "without the profiler.",
+        "",
+        "*events*: the sum of the trace's kernel event medians; *model_run*: the median profiled run; *fastest*: the "
+        "fastest unprofiled run (calibrate's acceptance basis; every error below is against it); *excess*: (events - "
+        "fastest) / kernels. Error = predicted / fastest - 1. *as run*: the model's kernels as onnxruntime ran them; "
+        "*by rules*: `onnxroof report` on the target (its fusion rules). From-trace columns: held out (a target "
+        "fitted on the other models' traces); *trace alone*: `MODEL=TRACE`; *@latency*: `MODEL=TRACE@LATENCY`.",
+        "",
+        "| model | kernels | events | model_run | fastest | excess | calibrate as run | calibrate by rules "
+        "| trace alone as run | trace alone by rules | @latency as run | @latency by rules |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    columns: dict[str, list[float | None]] = {k: [] for k in ("ck", "cf", "crf", "tk", "tf", "trk", "trf")}
+    keys = ("cf", "crf", "af", "arf", "tf", "trf")
+    columns: dict[str, list[float | None]] = {k: [] for k in keys}
     for r in rows:
-        if r.traced is None:
-            continue
-        held = whole.held_out[r.traced.label]
-        run_s = r.traced.measured_s * (1 + held)
-        others = fit_models([t for t in traced if t is not r.traced], base)
-        target = fitted_target(render_fitted_target(others, f"without-{r.label}"))
-        (placed,) = onnxroof.analyze(str(r.path), targets=[target], **r.bindings).targets
-        values = {
-            "ck": error(r.calibrated_s, r.kernels_s),
-            "cf": error(r.calibrated_s, r.fastest_s),
-            "crf": error(r.calibrated_rules_s, r.fastest_s),
-            "tk": held,
-            "tf": error(run_s, r.fastest_s),
-            "trk": error(placed.latency_s, r.kernels_s),
-            "trf": error(placed.latency_s, r.fastest_s),
-        }
+        assert r.traced is not None and r.fastest_s
+        kernels = len(r.traced.kernels)
+        run_s = r.traced.mapping.run_seconds
+        values = dict(
+            zip(
+                keys,
+                (error(r.calibrated_s, r.fastest_s), error(r.calibrated_rules_s, r.fastest_s))
+                + alone[r.label]
+                + timed[r.label],
+            )
+        )
         for key, value in values.items():
             columns[key].append(value)
         lines.append(
-            f"| {r.label} | {r.kernels_s * 1e6:,.0f} µs | {(r.fastest_s or 0) * 1e6:,.0f} µs | "
-            + " | ".join(pct(values[k]) for k in ("ck", "cf", "crf", "tk", "tf", "trk", "trf"))
+            f"| {r.label} | {kernels} | {r.kernels_s * 1e6:,.0f} µs | {(run_s or 0) * 1e6:,.0f} µs | "
+            f"{r.fastest_s * 1e6:,.0f} µs | {(r.kernels_s - r.fastest_s) / kernels * 1e6:+.1f} µs | "
+            + " | ".join(pct(values[k]) for k in keys)
             + " |"
         )
     names = {
-        "ck": "calibrate's target as run, against the kernels",
-        "cf": "calibrate's target as run, against the fastest run",
-        "crf": "calibrate's target by its rules, against the fastest run",
-        "tk": "the from-trace target (held out) as run, against the kernels",
-        "tf": "the from-trace target (held out) as run, against the fastest run",
-        "trk": "the from-trace target (held out) by its rules, against the kernels",
-        "trf": "the from-trace target (held out) by its rules, against the fastest run",
+        "cf": "calibrate's target as run",
+        "crf": "calibrate's target by its rules",
+        "af": "the from-trace target, traces alone (held out), as run",
+        "arf": "the from-trace target, traces alone (held out), by its rules",
+        "tf": "the from-trace target, traces @latency (held out), as run",
+        "trf": "the from-trace target, traces @latency (held out), by its rules",
     }
-    lines += ["", "Median absolute error:", ""]
+    lines += ["", "Median absolute error against the fastest unprofiled run:", ""]
     lines += [f"- {names[k]}: {median_abs(columns[k])}" for k in names]
     return "\n".join(lines) + "\n"
+
+
+def ort_version() -> str:
+    import onnxruntime
+
+    return onnxruntime.__version__
 
 
 if __name__ == "__main__":

@@ -54,6 +54,10 @@ class FitRow:
     other_s: float = 0.0  # kernels of no class: at the roof, whatever the fit
     launches: float = 0.0
     rate: float | None = None
+    # the row's weight in the fit's squared log error: 1 for a published figure; a trace's group of
+    # kernels weighs its share of the model's time, so each model weighs 1 and a group of one 3 µs
+    # kernel does not pull the launch cost as a whole model does
+    weight: float = 1.0
 
     def predict(self, gemm, streaming, launch_s):
         """The row's figure with these efficiencies and launch cost (numbers or numpy arrays)."""
@@ -104,7 +108,7 @@ def fit(
         """[gemm, streaming, launch] (or [gemm, streaming] at the given launch costs [streaming])."""
         g, st, lc = grid if launch is None else (EFFICIENCY_GRID[:, None], streaming_grid[None, :], launch[None, :])
         with np.errstate(divide="ignore"):  # a row of launches alone predicts 0 at no launch cost: log 0, never chosen
-            return sum(np.log(r.predict(g, st, lc) / r.measured) ** 2 for r in rows if r.target == t)
+            return sum(r.weight * np.log(r.predict(g, st, lc) / r.measured) ** 2 for r in rows if r.target == t)
 
     total = np.zeros(len(streaming_grid))  # over the streaming efficiency
     choice: dict[str, tuple] = {}  # target -> (gemm index, launch index) per streaming

@@ -51,14 +51,18 @@ def _block(result: TraceFit) -> str:
     gemm, streaming, launch = result.figures
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     measured = "; ".join(
-        f"{m.label} from {m.trace}: {len(m.kernels)} kernels, {m.measured_s * 1e6:,.1f} µs measured, "
-        f"fitted {result.fitted_error(m):+.0%}"
+        f"{m.label} from {m.trace}"
+        + (f" (unprofiled latency {m.latency_s * 1e6:,.1f} µs)" if m.latency_s else "")
+        + f": {len(m.kernels)} kernels, {m.events_s * 1e6:,.1f} µs of kernel events, {m.measured_s * 1e6:,.1f} µs "
+        f"without the profiler, fitted {result.fitted_error(m):+.0%}"
         + (f", held out {result.held_out[m.label]:+.0%}" if result.held_out else "")
         for m in result.models
     )
+    profiler = result.models[0].profiler_s if result.models else 0.0
     basis = (
         f"fitted by onnxroof calibrate --from-trace {date} on {len(result.models)} onnxruntime trace(s) "
-        f"({measured}), on the roofs of {result.base.name}"
+        f"({measured}), on the roofs of {result.base.name}; onnxruntime's profiler's own cost, "
+        f"{profiler * 1e6:.2f} µs a kernel event, taken out of each kernel ({result.profiler_basis})"
     )
 
     def table(key: str, value: float, source: str) -> str:
@@ -75,6 +79,15 @@ def _block(result: TraceFit) -> str:
         for c in STREAMING
     ]
     parts.append(table("node_overhead_s", launch, f"{basis}: seconds per kernel launched"))
+    if result.run_s > 0:
+        parts.append(
+            table(
+                "run_overhead_s",
+                result.run_s,
+                f"{basis}: seconds per run beyond its kernels, fitted with the profiler's cost on the unprofiled "
+                "latencies (no trace holds it)",
+            )
+        )
     if result.band is not None:
         parts.append(
             table(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -37,13 +38,30 @@ def _threads(text: str) -> int:
     return int(text)
 
 
-def _model_and_trace(text: str) -> tuple[str, str]:
-    """MODEL.onnx=TRACE.json (split after ".onnx=" when the text has it: a path may hold "=")."""
+_LATENCY = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*(s|ms|us|µs)", re.I)
+_LATENCY_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
+
+
+def _model_and_trace(text: str) -> tuple[str, str, float | None]:
+    """MODEL.onnx=TRACE.json[@LATENCY] (split after ".onnx=" when the text has it: a path may hold
+    "="; the latency after the last "@" when what follows it is a time with its unit)."""
     at = text.find(".onnx=")
     model, trace = (text[: at + 5], text[at + 6 :]) if at >= 0 else text.partition("=")[::2]
+    latency = None
+    head, sign, tail = trace.rpartition("@")
+    if sign and (found := _LATENCY.fullmatch(tail.strip())):
+        number, exponent, unit = found.groups()
+        latency = float(number) * 10 ** int(exponent or 0) * _LATENCY_UNITS[unit.lower()]
+        trace = head
+    elif sign and tail[:1].isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the latency after '@' needs its unit: s, ms or us (like {head}@12.3ms)"
+        )
     if not model or not trace:
-        raise argparse.ArgumentTypeError(f"expected MODEL.onnx=TRACE.json, got {text!r}")
-    return model, trace
+        raise argparse.ArgumentTypeError(f"expected MODEL.onnx=TRACE.json[@LATENCY], got {text!r}")
+    if latency is not None and not latency > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the latency must be more than 0")
+    return model, trace, latency
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,10 +71,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         type=_model_and_trace,
-        metavar="MODEL.onnx=TRACE.json",
+        metavar="MODEL.onnx=TRACE.json[@LATENCY]",
         help="fit the efficiencies and launch cost of --target's roofs on this model's onnxruntime profile "
         "(SessionOptions.enable_profiling) instead of measuring this machine (repeatable: three or more "
-        "models give a held-out error band)",
+        "models give a held-out error band). onnxruntime's profiler adds about 2 µs to each kernel event it "
+        "records, most of a small kernel's time: @LATENCY (e.g. @12.3ms, @450us) is the model's latency timed "
+        "without the profiler (session.run, same threads), from which the fit measures that cost on your "
+        "device (and, given three or more models of different kernel counts, each run's own cost, which no "
+        "trace holds); without any, the cheapest kernel event of the traces is taken as that cost",
     )
     parser.add_argument(
         "--target",
@@ -174,8 +196,10 @@ def _from_traces(args: argparse.Namespace, name: str, progress) -> int:
     if progress:
         gemm, streaming, launch = result.figures
         band = f"held-out error band {result.band:.0%}" if result.band is not None else result.why_no_band
+        profiler = result.models[0].profiler_s if result.models else 0.0
         progress(
-            f"gemm {gemm:.2f}, streaming {streaming:.2f} of the roofline, {launch * 1e6:.2f} µs per kernel; {band}"
+            f"gemm {gemm:.2f}, streaming {streaming:.2f} of the roofline, {launch * 1e6:.2f} µs per kernel (the "
+            f"profiler's {profiler * 1e6:.2f} µs a kernel event taken out: {result.profiler_basis}); {band}"
             + (f"; wrote {args.output}" if args.output and args.output != "-" else "")
         )
     return EXIT_OK

@@ -265,7 +265,7 @@ def decide(row: dict) -> Spec | str:
     if scen == "MultiStream":
         return Spec(where, dtype, "latency", label, build, 8, how="latency of one batch of 8", family=family)
     if scen == "streaming throughput":
-        return Spec(where, dtype, "throughput", label, build, 1, how="1 / batch-1 latency (no pipelining modelled)", family=family)
+        return Spec(where, dtype, "throughput", label, build, 1, how="1 / batch-1 latency (the pipeline's own frame rate: edge section)", family=family)
     if scen == "Offline":
         b = row_batch(row) or OFFLINE_BATCH.get(family, {}).get(where, 0)
         if not b and where not in CPU_TARGETS:
@@ -383,11 +383,11 @@ def cause(o: Outcome) -> str:
     faster = (e < 0) if s.kind in ("latency", "ttft") else (e > 0)  # predicted faster than measured
     if o.latency_kind == "bound":
         why = {
-            "hailo-8": "86 M parameters do not fit: every context is reloaded over PCIe each frame (modelled), "
-                       "and each context switch pays a fixed cost (not modelled)"
+            "hailo-8": "86 M parameters do not fit: every context is reloaded over PCIe each frame (modelled); "
+                       "each context switch's fixed cost is a fitted figure, not in the bound"
                        if s.family == "vit" else
-                       "the layers run as a pipeline across the chip, its fps set by the slowest stage and far "
-                       "below the 26 TOPS peak for these CNNs; not modelled",
+                       "at peak figures every layer runs at 26 TOPS; the chip's fps is set by the slowest stage of "
+                       "its layer pipeline, far below that peak (the edge section compares the pipeline's frame rate)",
             "coral-edge-tpu": "too few published rows to fit its efficiencies; depthwise layers run far below the "
                               "4 TOPS peak",
         }.get(s.target, "its figures are peaks")

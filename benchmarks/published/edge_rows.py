@@ -63,6 +63,11 @@ TARGETS = [
     ("Apple M2 (10-core", "apple-m2-gpu"),
     ("Apple M2 Max", None),
 ]
+# (bundled target, runtime) -> the variant whose figures describe that runtime on that chip
+RUNTIME_TARGETS = {
+    ("raspberry-pi-5", "onnxruntime"): "raspberry-pi-5-onnxruntime",
+    ("jetson-orin-nano-super", "TensorRT"): "jetson-orin-nano-super-tensorrt",
+}
 Build = Callable[[int, int], onnx.ModelProto]  # (batch, resolution) -> model
 
 HAILO: dict[str, tuple[str, Build]] = {
@@ -238,8 +243,8 @@ def decide(data: dict, origin: str) -> Row:
     row = Row(data, origin)
     known, row.target = bundled(data["target"])
     row.label, row.build = model_of(data)
-    if row.target == "raspberry-pi-5" and runtime(row) == "onnxruntime":  # the target of that runtime's figures
-        row.target = "raspberry-pi-5-onnxruntime"
+    # the target of that runtime's figures, where one is fitted (the chip's own target stays its bound)
+    row.target = RUNTIME_TARGETS.get((row.target, runtime(row)), row.target)
     row.dtype = ran_dtype(data)
     batch = data["batch"].split()[0]
     # Hailo's "batch 8" runs 8 frames through each context before switching to the next, so a context's

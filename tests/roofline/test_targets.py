@@ -25,6 +25,7 @@ EXPECTED = {
     "coral-edge-tpu",
     "raspberry-pi-5",
     "raspberry-pi-5-onnxruntime",
+    "jetson-orin-nano-super-tensorrt",
     "apple-m2-gpu",
     "xeon-8480-socket",
     "hailo-8",

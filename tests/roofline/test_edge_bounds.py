@@ -50,6 +50,17 @@ def _predicted(row: edge_rows.Row, cache: dict) -> float:
     return report.throughput_per_s if row.throughput else report.latency_s * 1e3
 
 
+def _beyond_2x(rows: list[edge_rows.Row]) -> list[str]:
+    """The rows a forecast misses by more than 2x either way (the acceptance: every row within 2x)."""
+    cache: dict = {}
+    far = []
+    for row in rows:
+        row.predicted = _predicted(row, cache)
+        if not 0.5 <= row.factor <= 2:
+            far.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
+    return far
+
+
 def test_the_rows_cover_every_bound_edge_target():
     # the fixture itself: each target has rows to hold it against (counts from edge_rows.py's table)
     assert {name: len(rows) > 0 for name, rows in ROWS.items()} == dict.fromkeys(BOUND_TARGETS + FORECAST_TARGETS, True)
@@ -91,28 +102,16 @@ def test_coral_forecast_is_within_2x_of_every_row_of_its_runtime():
     # C++ benchmark, model execution only); the edgetpu Python rows add the Python call and their
     # hosts' USB (a Pi 3's USB 2.0), which the target does not describe
     assert load_target("coral-edge-tpu").latency_kind.value == "forecast"
-    cache: dict = {}
     table = [row for row in ROWS["coral-edge-tpu"] if edge_rows.runtime(row) == "Edge TPU C++"]
     assert len(table) == 20
-    far = []
-    for row in table:
-        row.predicted = _predicted(row, cache)
-        if not 0.5 <= row.factor <= 2:
-            far.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
-    assert far == []
+    assert _beyond_2x(table) == []
 
 
 def test_pi_onnxruntime_forecast_is_within_2x_of_every_row():
     # the onnxruntime rows of the Pi 5 go to the target whose figures describe that runtime
     assert load_target("raspberry-pi-5-onnxruntime").latency_kind.value == "forecast"
     assert len(ROWS["raspberry-pi-5-onnxruntime"]) == 10
-    cache: dict = {}
-    far = []
-    for row in ROWS["raspberry-pi-5-onnxruntime"]:
-        row.predicted = _predicted(row, cache)
-        if not 0.5 <= row.factor <= 2:
-            far.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
-    assert far == []
+    assert _beyond_2x(ROWS["raspberry-pi-5-onnxruntime"]) == []
 
 
 def test_orin_nano_tensorrt_forecast_is_within_2x_of_every_row():
@@ -121,13 +120,7 @@ def test_orin_nano_tensorrt_forecast_is_within_2x_of_every_row():
     assert load_target("jetson-orin-nano-super-tensorrt").latency_kind.value == "forecast"
     rows = ROWS["jetson-orin-nano-super-tensorrt"]
     assert len(rows) == 18 and {edge_rows.runtime(row) for row in rows} == {"TensorRT"}
-    cache: dict = {}
-    far = []
-    for row in rows:
-        row.predicted = _predicted(row, cache)
-        if not 0.5 <= row.factor <= 2:
-            far.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
-    assert far == []
+    assert _beyond_2x(rows) == []
 
 
 def test_ncnn_fp32_rows_compare_at_fp16_on_the_pi():

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import math
+
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 _IEC = ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
 
@@ -49,6 +51,23 @@ def intensity(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if abs(value) >= 999.5 else f"{value:.3g}"
+
+
+def rate(value: float, band: float | None = None) -> str:
+    """A rate (inferences, frames or tokens per second) with no more digits than its error band
+    allows: rounded to the power of ten of the error (90,152.1 at ±17% is 90,000: the error is
+    15,000); with no band (a bound, a forecast no measurement covers), three significant digits, as
+    a latency has.
+
+    >>> rate(90152.1, 0.17), rate(1234.56, 0.06), rate(74466.7), rate(476.8), rate(3.256), rate(0.0)
+    ('90,000', '1,230', '74,500', '477', '3.26', '0')
+    """
+    if not band or band <= 0 or value <= 0:
+        if value >= 100:  # no exponent, thousands separated
+            return f"{round(value, 2 - math.floor(math.log10(value))):,.0f}"
+        return f"{value:.3g}"
+    step = 10 ** math.floor(math.log10(value * band))
+    return f"{round(value / step) * step:,.0f}" if step >= 1 else f"{value:,.{min(3, -math.floor(math.log10(step)))}f}"
 
 
 def seconds(value: float | None) -> str:

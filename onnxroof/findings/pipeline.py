@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.units import iec, seconds
+from ..core.units import iec, rate, seconds
 from ..roofline.dataflow import retimed
 from .records import Finding
 from .variants import Variants
@@ -46,7 +46,7 @@ def stage(analysis: Analysis, report: TargetReport, variants: Variants) -> list[
         f"{name}{f' ({op})' if op else ''} is the pipeline's {which} stage: {share:.0%} of the chip's work per frame"
     )
     gain = base_s - new_s if new_s and base_s - new_s >= MIN_GAIN * base_s else 0.0
-    rates = f"{after.frames_per_s:,.1f} frames/s instead of {timing.frames_per_s:,.1f}"
+    rates = f"{rate(after.frames_per_s)} frames/s instead of {rate(timing.frames_per_s)}"
     if gain:
         title += f"; at half its work, {rates}"
         detail = (
@@ -104,8 +104,8 @@ def contexts(analysis: Analysis, report: TargetReport, variants: Variants) -> li
     new_s = 1 / other.dataflow.frames_per_s
     evidence |= {"larger_batch": larger, "larger_batch_frames_per_s": other.dataflow.frames_per_s}
     detail = (
-        f"at batch {larger} each context is loaded once per {larger} frames: {other.dataflow.frames_per_s:,.1f} "
-        f"frames/s against {timing.frames_per_s:,.1f} (a frame's latency grows: the batch's last frame waits for it); "
+        f"at batch {larger} each context is loaded once per {larger} frames: {rate(other.dataflow.frames_per_s)} "
+        f"frames/s against {rate(timing.frames_per_s)} (a frame's latency grows: the batch's last frame waits for it); "
         "fewer or narrower parameters (--dtype int8) need fewer contexts"
     )
     gain = base_s - new_s if base_s - new_s >= MIN_GAIN * base_s else 0.0

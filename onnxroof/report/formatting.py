@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..core import units
 from ..core.units import iec, si
 from ..roofline.band import BORROWED_LAUNCH_SHARE, launch_share, rests_on_borrowed_launch
 from ..roofline.targets import LatencyKind
@@ -170,25 +171,17 @@ def as_bound(text: str, report: TargetReport, at_most: bool = False) -> str:
 
 def rate_text(value: float, report: TargetReport) -> str:
     """A rate (inferences or tokens per second) with no more digits than the report's error band
-    allows: rounded to the power of ten of the error it states (90,152.1 ±17% is 90,000 ±17%:
-    the error is 15,000); where no band is stated (a bound, a forecast no measurement covers), three
-    significant digits, as the latency beside it has.
+    allows (:func:`units.rate`): a bound's, or a forecast's with no band, to three significant digits.
 
     >>> from types import SimpleNamespace as Fake
     >>> rate_text(90152.1, Fake(latency_kind="forecast", band=Fake(value=0.17)))
     '90,000'
     >>> rate_text(1234.56, Fake(latency_kind="forecast", band=Fake(value=0.06))), rate_text(74466.7, Fake(band=None))
     ('1,230', '74,500')
-    >>> rate_text(476.8, Fake(band=None)), rate_text(3.256, Fake(band=None)), rate_text(0.0, Fake(band=None))
-    ('477', '3.26', '0')
     """
     band = getattr(report, "band", None)
-    if band is None or report.latency_kind == LatencyKind.BOUND or value <= 0 or band.value <= 0:
-        if value >= 100:  # no exponent, thousands separated
-            return f"{round(value, 2 - math.floor(math.log10(value))):,.0f}"
-        return f"{value:.3g}"
-    step = 10 ** math.floor(math.log10(value * band.value))
-    return f"{round(value / step) * step:,.0f}" if step >= 1 else f"{value:,.{min(3, -math.floor(math.log10(step)))}f}"
+    bounded = band is None or report.latency_kind == LatencyKind.BOUND
+    return units.rate(value, None if bounded else band.value)
 
 
 def latency_kind_words(report: TargetReport) -> str:

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
-from ..core.units import iec, seconds
+from ..core.units import iec, rate, seconds
 from .figures import Figure, read_figure, read_fraction, read_section
 
 # placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
@@ -156,13 +156,13 @@ class DataflowTiming:
         """Frames per second and one frame's latency, each as the bound or the forecast it is (``band``:
         the forecast's measured error), the contexts and what sets the frame rate: every output's line."""
         if self.bound:
-            fps, latency = f"≤ {self.frames_per_s:,.1f} frames/s", f"latency ≥ {seconds(self.latency_s)} a frame"
+            fps, latency = f"≤ {rate(self.frames_per_s)} frames/s", f"latency ≥ {seconds(self.latency_s)} a frame"
         elif self.chip is not None and not self.chip.forecast:  # units given, not fitted on measurements
-            fps = f"≈ {self.frames_per_s:,.1f} frames/s"
+            fps = f"≈ {rate(self.frames_per_s)} frames/s"
             latency = f"latency ≈ {seconds(self.latency_s)} a frame (estimates: the chip's constants are not measured)"
         else:
             error = f" ±{band:.0%}" if band else ""
-            fps = f"{self.frames_per_s:,.{0 if self.frames_per_s >= 100 else 1}f} frames/s{error}"
+            fps = f"{rate(self.frames_per_s, band)} frames/s{error}"
             latency = f"latency {seconds(self.latency_s)}{error} a frame"
         count = len(self.contexts)
         contexts = f"{count} context{'s' * (count > 1)}" + (

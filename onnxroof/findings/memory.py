@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..core.units import iec, seconds
 from .records import Finding
 from .variants import Variants, changed_target, per_inference_s
+from .wording import fewer_parameter_bytes
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -105,7 +106,7 @@ def weights(analysis: Analysis, report: TargetReport, variants: Variants) -> lis
         f"{iec(int(target.onchip_bytes.value))} on chip hold the peak activations and "
         f"{iec(report.weights_on_chip_bytes)} "
         "of parameters; with room for them all the model would take "
-        f"{seconds(new_s)}: narrower parameters (--dtype int8) or a smaller model keep more"
+        f"{seconds(new_s)}: {fewer_parameter_bytes(analysis)} keeps more"
     )
     return [
         Finding(

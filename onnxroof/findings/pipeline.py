@@ -14,6 +14,7 @@ from ..core.units import iec, rate, seconds
 from ..roofline.dataflow import retimed
 from .records import Finding
 from .variants import Variants
+from .wording import fewer_parameter_bytes
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -99,14 +100,14 @@ def contexts(analysis: Analysis, report: TargetReport, variants: Variants) -> li
     other = fixed or variants.report(report.target, batch=larger)
     if isinstance(other, str) or other.dataflow is None or not other.dataflow.frames_per_s:
         why = other if isinstance(other, str) else f"batch {larger} gives no frame rate"
-        detail = f"a larger batch is not measured: {why}; fewer or narrower parameters (--dtype int8) need fewer"
+        detail = f"a larger batch is not measured: {why}; {fewer_parameter_bytes(analysis)} needs fewer"
         return [Finding("contexts", report.target.name, title, detail, latency_s=base_s, evidence=evidence)]
     new_s = 1 / other.dataflow.frames_per_s
     evidence |= {"larger_batch": larger, "larger_batch_frames_per_s": other.dataflow.frames_per_s}
     detail = (
         f"at batch {larger} each context is loaded once per {larger} frames: {rate(other.dataflow.frames_per_s)} "
         f"frames/s against {rate(timing.frames_per_s)} (a frame's latency grows: the batch's last frame waits for it); "
-        "fewer or narrower parameters (--dtype int8) need fewer contexts"
+        f"{fewer_parameter_bytes(analysis)} needs fewer contexts"
     )
     gain = base_s - new_s if base_s - new_s >= MIN_GAIN * base_s else 0.0
     return [

@@ -20,9 +20,25 @@ from ..roofline.verdicts import capacity_text
 from .records import DeviceFit, Finding, Review
 
 if TYPE_CHECKING:
+    from ..result import Analysis
     from ..roofline.placement import TargetReport
 
 NO_BREAK = "\u00a0"  # textwrap breaks at spaces only: a flag's space, held while wrapping
+
+
+def fewer_parameter_bytes(analysis: Analysis) -> str:
+    """What stores the parameters in fewer bytes: a narrower type while they take more than a byte
+    each (a model at --dtype int8 is told no such thing), else fewer of them.
+
+    >>> from types import SimpleNamespace as Fake
+    >>> fewer_parameter_bytes(Fake(totals=Fake(params=10, param_bytes=40)))
+    'narrower parameters (--dtype int8) or a smaller model'
+    >>> fewer_parameter_bytes(Fake(totals=Fake(params=10, param_bytes=10)))
+    'a smaller model (its parameters take a byte each already)'
+    """
+    if analysis.totals.param_bytes > analysis.totals.params:
+        return "narrower parameters (--dtype int8) or a smaller model"
+    return "a smaller model (its parameters take a byte each already)"
 
 
 def gain_text(finding: Finding) -> str:

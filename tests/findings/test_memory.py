@@ -78,3 +78,28 @@ def test_parameters_that_do_not_fit_on_chip_are_streamed_and_what_that_costs(tmp
     # at 1 TB/s, 44.04 ns. B2 and C2 read 4,000 B from DRAM (4 µs), then move 8,004 B on chip
     # (8.004 ns). Saved: 3 x (40,040 - 44.04) + 2 x (4,000 - 8.004) ns = 127,971.872 ns
     assert finding.gain_s == pytest.approx(127.971872e-6)
+    # float32 parameters (4 bytes each): a narrower type is advice worth giving
+    assert "narrower parameters (--dtype int8) or a smaller model keeps more" in finding.detail
+
+
+def test_parameters_already_a_byte_each_are_not_told_to_narrow(tmp_path):
+    # the same target and model at --dtype int8: every parameter takes one byte, so the advice is
+    # a smaller model, not the type the analysis already has
+    path = tmp_path / "resident.toml"
+    path.write_text(
+        target_text(
+            {
+                "peak_ops_per_s.int8": 1e12,
+                "dram.bandwidth_bytes_per_s": 1e9,
+                "onchip.size_bytes": 16384,
+                "onchip.bandwidth_bytes_per_s": 1e12,
+            },
+            '[fusion]\nrules = []\nsource = "hand"\n[weights]\nresident = true\nsource = "hand"\n',
+            name="resident",
+        )
+    )
+    analysis = onnxroof.analyze(three_branches(), targets=[str(path)], dtype="int8")
+    assert analysis.totals.param_bytes == analysis.totals.params
+    (finding,) = [f for f in analysis.review() if f.kind == "weights"]
+    assert "--dtype int8" not in finding.detail
+    assert "a smaller model (its parameters take a byte each already) keeps more" in finding.detail

@@ -9,7 +9,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .problem import Buffer, MemoryProblem
+from .problem import Buffer, MemoryProblem, schedule_peak
 
 
 @dataclass
@@ -29,10 +29,11 @@ def spill_plan(problem: MemoryProblem, order: Sequence[str], capacity_bytes: int
     them back). The model's inputs start in DRAM and its outputs end there: the roofline charges
     reading the one and writing the other, so neither counts again here, and evicting an output
     costs only its reload, if a later node reads it."""
-    if sum(problem.buffer_bytes) <= capacity_bytes:
-        # every buffer fits at once, so no step streams or evicts: the plan is empty, found
-        # without building the Buffer objects (a fused kernel's internals take no space, so a
-        # long fused chain lands here)
+    if sum(problem.buffer_bytes) <= capacity_bytes or schedule_peak(problem, order).peak_bytes <= capacity_bytes:
+        # every buffer fits at once, or the live ones do at every step (a buffer is resident from
+        # its first use to its last, within its lifetime): no step streams or evicts, and the plan
+        # is empty, found without the Buffer objects where the order is the model's (a fused
+        # kernel's internals take no space, so a long fused chain lands here; so does an unfused one)
         return SpillPlan(capacity_bytes, 0)
     chip = _OnChip(problem.buffers, order, capacity_bytes)
     plan = chip.plan

@@ -66,7 +66,7 @@ def test_spill_evicts_the_farthest_next_use_among_several_candidates(tmp_path):
     assert spill == {"C": S, "F": S}
 
 
-def test_a_capacity_that_holds_every_buffer_at_once_spills_nothing_and_builds_no_buffers():
+def test_a_capacity_that_holds_the_live_buffers_at_every_step_spills_nothing_and_builds_no_buffers():
     from onnxroof.memory.problem import build_problem
     from onnxroof.memory.spill import spill_plan
 
@@ -76,6 +76,11 @@ def test_a_capacity_that_holds_every_buffer_at_once_spills_nothing_and_builds_no
     plan = spill_plan(problem, problem.model_order, total)
     assert (plan.extra_dram_bytes, plan.per_node, plan.spilled, plan.streamed) == (0, {}, [], [])
     assert "buffers" not in vars(problem)  # the shortcut: the Buffer objects were never built
-    # a byte less and the plan is made step by step (the peak is 4 x S: it still spills nothing)
-    assert spill_plan(problem, problem.model_order, total - 1).extra_dram_bytes == 0
+    # the model order's peak is 4 x S (x, a, b, c at C): a capacity of the peak still takes the shortcut
+    plan = spill_plan(problem, problem.model_order, 4 * S)
+    assert (plan.extra_dram_bytes, plan.per_node, plan.spilled, plan.streamed) == (0, {}, [], [])
+    assert "buffers" not in vars(problem)
+    # a byte less and the plan is made step by step: at C one buffer must go, b (used farthest
+    # ahead, at F), written once and read back at F, as at 1,400 B in the test above
+    assert spill_plan(problem, problem.model_order, 4 * S - 1).extra_dram_bytes == 2 * S
     assert "buffers" in vars(problem)

@@ -115,7 +115,18 @@ def origin_note(name: str, path: str) -> str:
         searched = False
     if not searched:
         return ""
-    hidden = Path(path).stem in bundled_targets()
+    bundled = bundled_targets().get(Path(path).stem)
+    if bundled is not None and _same_bytes(Path(path), bundled):
+        return ""  # a copy of the bundled file (onnxroof's own checkout, run from its root): it hides nothing
     return f"target {name} is read from {path}, not from onnxroof's bundled targets" + (
-        f": it hides the bundled {Path(path).stem}" if hidden else ""
+        f": it hides the bundled {Path(path).stem}" if bundled is not None else ""
     )
+
+
+def _same_bytes(path: Path, bundled: Path) -> bool:
+    """Whether ``path`` holds the bundled file's bytes (both under :data:`MAX_TARGET_FILE_BYTES`:
+    a larger one was refused when it was read)."""
+    try:
+        return path.stat().st_size == bundled.stat().st_size and path.read_bytes() == bundled.read_bytes()
+    except OSError:
+        return False

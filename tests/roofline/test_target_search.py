@@ -135,6 +135,21 @@ def test_a_local_file_hiding_a_bundled_target_says_so_in_every_output(capsys, fo
         assert note.replace("'", "&#39;") in page.read_text(), command
 
 
+def test_a_byte_for_byte_copy_of_a_bundled_target_hides_nothing_and_says_nothing(capsys, folder):
+    # onnxroof's own checkout, run from its root (the README's first command): ./hardware holds
+    # the bundled files themselves, so the target read is the bundled one in all but its path
+    from onnxroof.roofline.target_paths import bundled_targets
+
+    (folder / "hardware" / "l4.toml").write_bytes(bundled_targets()["l4"].read_bytes())
+    model = relu_file(folder / "m.onnx")
+    code, out, err = run(capsys, "summary", model, "--target", "l4", "--format", "json", "-q")
+    assert code == 0 and not any("is read from" in warning for warning in json.loads(out)["warnings"])
+    # one byte changed (a comment), and it is a file of its own again
+    (folder / "hardware" / "l4.toml").write_bytes(bundled_targets()["l4"].read_bytes() + b"# local\n")
+    code, out, err = run(capsys, "summary", model, "--target", "l4", "--format", "json", "-q")
+    assert code == 0 and any("it hides the bundled l4" in warning for warning in json.loads(out)["warnings"])
+
+
 def test_a_bundled_target_says_nothing_and_cwd_targets_0_skips_hardware(capsys, folder, monkeypatch):
     (folder / "hardware" / "l4.toml").write_text(LOCAL_L4)
     model = relu_file(folder / "m.onnx")

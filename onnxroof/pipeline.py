@@ -72,7 +72,7 @@ def analyze(
     """
     check_call("analyze", (), changes, also=("progress", "options"))
     check_progress(progress)
-    return analyze_keeping_front(model, options_of(options, changes), progress)[0]
+    return analyze_keeping_front(model, options_of(options, changes), progress, front_up_to=0)[0]
 
 
 if analyze.__doc__ is not None:  # (none under python -OO)
@@ -88,10 +88,15 @@ def options_of(options: AnalysisOptions | None, changes: Mapping[str, object]) -
 
 
 def analyze_keeping_front(
-    model: str | os.PathLike | onnx.ModelProto, options: AnalysisOptions, progress: Callable[[str], None] | None = None
-) -> tuple[Analysis, Front]:
+    model: str | os.PathLike | onnx.ModelProto,
+    options: AnalysisOptions,
+    progress: Callable[[str], None] | None = None,
+    front_up_to: int | None = None,
+) -> tuple[Analysis, Front | None]:
     """:func:`analyze`, and the :class:`Front` it started from (it holds the prepared model and
-    its shapes: drop it unless a variant will be analysed from it, :func:`analyze_again`)."""
+    its shapes: drop it unless a variant will be analysed from it, :func:`analyze_again`). A
+    graph of more than ``front_up_to`` nodes gets no front (None): its node lists are let go as
+    soon as the nodes are costed, before the placements are made (None: always a front)."""
     progress = progress or (lambda stage: None)
     with collector_paused():
         fusion, chosen = _checked_options(options)
@@ -104,7 +109,8 @@ def analyze_keeping_front(
                 kind=kind,
             )
         front = _front(model, options, progress)
-        return _back(front, options, progress, fusion, chosen), front
+        analysis = _back(front, options, progress, fusion, chosen, front_up_to)
+        return analysis, front if front_up_to is None or len(analysis.nodes) <= front_up_to else None
 
 
 def _checked_options(options: AnalysisOptions) -> tuple[tuple[str, ...] | None, list[Target]]:
@@ -255,8 +261,11 @@ def _back(
     progress: Callable[[str], None],
     fusion: tuple[str, ...] | None,
     chosen: list[Target],
+    front_up_to: int | None = None,
 ) -> Analysis:
-    """From the shapes on: cost, memory, each target, the decoder's KV cache, several devices."""
+    """From the shapes on: cost, memory, each target, the decoder's KV cache, several devices.
+    Past ``front_up_to`` nodes the front's node lists are emptied once costed (no variant starts
+    from it: :func:`analyze_keeping_front`)."""
     dtype, phase, prepared, proto = options.dtype, options.phase, front.prepared, front.model
     layout = prepared.layout
     progress("costing nodes")
@@ -268,6 +277,10 @@ def _back(
         lambda sizes: _infer(proto, prepared, front.given_values, dtype, sizes),
     )
     records = graph.records
+    if front_up_to is not None and len(records) > front_up_to:
+        # a wrapper and a field record per node (33 MB at 10^5 nodes) that nothing reads again
+        prepared.nodes.clear()
+        prepared.fields.clear()
     totals = _totals(records, graph.parameters)
     analysis = Analysis(
         model=_facts(proto, front.path, front.file_bytes),

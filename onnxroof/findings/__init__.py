@@ -146,8 +146,8 @@ def analyze_for_review(
 ) -> tuple[Analysis, Source | None]:
     """The pipeline's analysis of ``model`` and the :class:`Source` a review analyses it again from
     (None without targets: nothing to review)."""
-    analysis, front = analyze_keeping_front(model, options, progress)
+    # past REANALYSE_NODES no variant is analysed: the front (the prepared model, its shapes) is not kept
+    analysis, front = analyze_keeping_front(model, options, progress, front_up_to=REANALYSE_NODES)
     if not analysis.targets:
         return analysis, None
-    # past REANALYSE_NODES no variant is analysed: the front (the prepared model, its shapes) is not kept
-    return analysis, Source(model, options, front if len(analysis.nodes) <= REANALYSE_NODES else None)
+    return analysis, Source(model, options, front)

@@ -66,8 +66,15 @@ def intensity(analysis: Analysis, report: TargetReport, variants: Variants) -> l
 
 
 def _low_kernels(analysis: Analysis, report: TargetReport) -> list[NodePlacement]:
-    """The kernels with multiply-adds bound by DRAM or on-chip bytes, in the target's order."""
-    low = [k for k in report.nodes if k.placement.bound in (Bound.DRAM, Bound.ONCHIP)]
+    """The kernels with multiply-adds bound by DRAM or on-chip bytes, in the target's order; not
+    those whose DRAM bytes are mostly parameters that did not fit on chip, on a target that keeps
+    them there when they fit (the weights finding measures what room for them saves)."""
+    low = [
+        k
+        for k in report.nodes
+        if k.placement.bound in (Bound.DRAM, Bound.ONCHIP)
+        and not (k.streamed_weight_bytes and 2 * k.streamed_weight_bytes >= k.placement.dram_bytes)
+    ]
     if not low:  # (the nodes' MACs are read only when a kernel is below the ridge)
         return []
     macs = {r.name: r.macs for r in analysis.run_view.nodes}

@@ -57,6 +57,9 @@ class NodePlacement:
     # each of its nodes' share of its time (placement.time_s split by FLOPs, by bytes for a node that
     # does none: the split a profile makes of a fused kernel's time); node_times reads it
     node_time_s: dict[str, float] = field(default_factory=dict)
+    # on a target that keeps parameters on chip when they fit: those of its parameters that did not,
+    # read from DRAM every run (in its DRAM bytes; the weights finding's, not the intensity one's)
+    streamed_weight_bytes: int = 0
 
 
 @dataclass
@@ -283,6 +286,7 @@ class _Placer:
             dict(roofs),
             kernel.runs,
             _node_times_s(point.time_s, members),
+            kernel.weight_bytes * kernel.runs if target.weights_resident and position not in self.cached else 0,
         )
 
     def _bytes(self, position: int, kernel: Kernel) -> tuple[int, int, int, bool]:

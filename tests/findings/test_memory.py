@@ -52,16 +52,14 @@ def test_a_spill_the_lowest_peak_order_avoids(tmp_path):
     assert finding.gain_s == pytest.approx(8e-6)
 
 
-def test_parameters_that_do_not_fit_on_chip_are_streamed_and_what_that_costs(tmp_path):
-    # the same model on a target that keeps parameters on chip when they fit: 16 KiB on chip, the
-    # peak activations (12,040 B) leave 4,344 B; the kernels' parameters in model order: A1's
-    # 40,000 B do not fit, nor B1's or C1's, A2's 4,000 B do, B2's and C2's no longer: 4,000 B kept,
-    # 128,000 B streamed
+def _resident_target(tmp_path, roof: str) -> str:
+    """16 KiB on chip at 1 TB/s that keep parameters between runs when they fit, DRAM 1 GB/s,
+    compute 1 TFLOP/s on ``roof``, no fusion."""
     path = tmp_path / "resident.toml"
     path.write_text(
         target_text(
             {
-                "peak_ops_per_s.fp32": 1e12,
+                f"peak_ops_per_s.{roof}": 1e12,
                 "dram.bandwidth_bytes_per_s": 1e9,
                 "onchip.size_bytes": 16384,
                 "onchip.bandwidth_bytes_per_s": 1e12,
@@ -70,7 +68,15 @@ def test_parameters_that_do_not_fit_on_chip_are_streamed_and_what_that_costs(tmp
             name="resident",
         )
     )
-    analysis = onnxroof.analyze(three_branches(), targets=[str(path)])
+    return str(path)
+
+
+def test_parameters_that_do_not_fit_on_chip_are_streamed_and_what_that_costs(tmp_path):
+    # the same model on a target that keeps parameters on chip when they fit: 16 KiB on chip, the
+    # peak activations (12,040 B) leave 4,344 B; the kernels' parameters in model order: A1's
+    # 40,000 B do not fit, nor B1's or C1's, A2's 4,000 B do, B2's and C2's no longer: 4,000 B kept,
+    # 128,000 B streamed
+    analysis = onnxroof.analyze(three_branches(), targets=[_resident_target(tmp_path, "fp32")])
     (finding,) = [f for f in analysis.review() if f.kind == "weights"]
     assert finding.evidence["kept_bytes"] == 4_000 and finding.gain_bytes == 128_000
     # each of A1, B1, C1 reads its 40,000 B of weights and x (40 B, the model's input) from DRAM:
@@ -85,21 +91,21 @@ def test_parameters_that_do_not_fit_on_chip_are_streamed_and_what_that_costs(tmp
 def test_parameters_already_a_byte_each_are_not_told_to_narrow(tmp_path):
     # the same target and model at --dtype int8: every parameter takes one byte, so the advice is
     # a smaller model, not the type the analysis already has
-    path = tmp_path / "resident.toml"
-    path.write_text(
-        target_text(
-            {
-                "peak_ops_per_s.int8": 1e12,
-                "dram.bandwidth_bytes_per_s": 1e9,
-                "onchip.size_bytes": 16384,
-                "onchip.bandwidth_bytes_per_s": 1e12,
-            },
-            '[fusion]\nrules = []\nsource = "hand"\n[weights]\nresident = true\nsource = "hand"\n',
-            name="resident",
-        )
-    )
-    analysis = onnxroof.analyze(three_branches(), targets=[str(path)], dtype="int8")
+    analysis = onnxroof.analyze(three_branches(), targets=[_resident_target(tmp_path, "int8")], dtype="int8")
     assert analysis.totals.param_bytes == analysis.totals.params
     (finding,) = [f for f in analysis.review() if f.kind == "weights"]
     assert "--dtype int8" not in finding.detail
     assert "a smaller model (its parameters take a byte each already) keeps more" in finding.detail
+
+
+def test_kernels_slow_from_streamed_parameters_are_the_weights_finding_s_not_the_intensity_one_s(tmp_path):
+    # as above: A1, B1 and C1 stream their 40,000 B of weights, B2 and C2 their 4,000 B, A2 keeps
+    # its 4,000 B on chip. Each streaming kernel's DRAM bytes are its weights (and A1-C1 x's 40 B):
+    # below the ridge because of parameters that do not fit, which the weights finding measures;
+    # A2, with its weights on chip, reads no DRAM byte (4 ns on chip, under 10% of the time)
+    analysis = onnxroof.analyze(three_branches(), targets=[_resident_target(tmp_path, "fp32")])
+    (report,) = analysis.targets
+    streamed = {k.name: k.streamed_weight_bytes for k in report.nodes}
+    assert streamed == {"A1": 40_000, "B1": 40_000, "C1": 40_000, "A2": 0, "B2": 4_000, "C2": 4_000, "join": 0}
+    kinds = [f.kind for f in analysis.review()]
+    assert "weights" in kinds and "intensity" not in kinds

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.errors import UsageError
-from ..core.units import iec, joules, seconds, si
+from ..core.units import NUMBER_PATTERN, SUFFIX_SCALES, iec, joules, seconds, si
 
 if TYPE_CHECKING:
     from ..result import Analysis
@@ -55,34 +55,9 @@ _UNITS = {
 }
 MAX_LIMIT = 1e300  # a budget's limit: any count, byte size or time a model can reach, far from float's end
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
-_SUFFIXES = {
-    "": 1,
-    "k": 1e3,
-    "K": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "B": 1,
-    "kB": 1e3,
-    "KB": 1e3,
-    "MB": 1e6,
-    "GB": 1e9,
-    "KiB": 2**10,
-    "MiB": 2**20,
-    "GiB": 2**30,
-    "TiB": 2**40,
-    "s": 1,
-    "ms": 1e-3,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ns": 1e-9,
-    "J": 1,
-    "mJ": 1e-3,
-    "uJ": 1e-6,
-}
 _PATTERN = re.compile(
     r"^\s*(?P<metric>[a-z_]+)\s*(?:\[(?P<target>[^\]]+)\])?\s*(?P<op>>=|<=|>|<)\s*"
-    r"(?P<sign>[+-])?(?P<number>\d+(?:\.\d*)?|\.\d+)(?:[eE](?P<exp>[+-]?\d+))?\s*(?P<suffix>%|[A-Za-zµ]*)\s*$"
+    r"(?P<sign>[+-])?" + NUMBER_PATTERN + r"\s*(?P<suffix>%|[A-Za-zµ]*)\s*$"
 )
 
 
@@ -161,11 +136,11 @@ def parse_budget(text: str) -> Budget:
         number = -number
     relative = suffix == "%"
     if not relative:
-        if suffix not in _SUFFIXES:
+        if suffix not in SUFFIX_SCALES:
             raise UsageError(f"--fail-if {text!r}: unknown unit {suffix!r} (use k M G, KiB MiB GiB, ms us, or %)")
         if match["sign"] == "+":
             raise UsageError(f"--fail-if {text!r}: a signed limit is relative and needs %, e.g. +5%")
-        number *= _SUFFIXES[suffix]
+        number *= SUFFIX_SCALES[suffix]
     if not math.isfinite(number) or abs(number) > MAX_LIMIT:
         raise UsageError(f"--fail-if {text!r}: the limit {number:g} is out of range: at most 1e300")
     return Budget(metric, target, match["op"], number, relative, text.strip())

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 _IEC = ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
@@ -51,6 +52,51 @@ def intensity(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if abs(value) >= 999.5 else f"{value:.3g}"
+
+
+# what a number's suffix scales it by, in what users type (--fail-if 'latency[l4]<1.5ms', 'params>5M',
+# calibrate --from-trace M=T@12.3ms): counts in SI, bytes in SI and IEC, times, energies
+SUFFIX_SCALES: dict[str, float] = {
+    "": 1,
+    "k": 1e3,
+    "K": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "B": 1,
+    "kB": 1e3,
+    "KB": 1e3,
+    "MB": 1e6,
+    "GB": 1e9,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+    "s": 1,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ns": 1e-9,
+    "J": 1,
+    "mJ": 1e-3,
+    "uJ": 1e-6,
+}
+TIME_SUFFIXES = ("s", "ms", "us", "µs", "ns")
+# a number as typed: 12, 12.3, .5, 1e-3 (groups "number" and "exp")
+NUMBER_PATTERN = r"(?P<number>\d+(?:\.\d*)?|\.\d+)(?:[eE](?P<exp>[+-]?\d+))?"
+_TIME = re.compile(NUMBER_PATTERN + r"\s*(?P<suffix>[A-Za-zµ]+)")
+
+
+def time_value(text: str) -> float | None:
+    """Seconds in a time as typed with its unit; None when ``text`` is not one.
+
+    >>> time_value("12.3ms"), time_value("450 us"), time_value("2e-3s"), time_value("12"), time_value("5MB")
+    (0.0123, 0.00045, 0.002, None, None)
+    """
+    found = _TIME.fullmatch(text.strip())
+    if not found or found["suffix"] not in TIME_SUFFIXES:
+        return None
+    return float(f"{found['number']}e{found['exp'] or 0}") * SUFFIX_SCALES[found["suffix"]]
 
 
 def rate(value: float, band: float | None = None) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 
 from ...core.errors import EXIT_OK, UsageError
 from ...core.files import write_atomically
+from ...core.units import time_value
 from ...measure import calibration as calibrating
 from ...measure.calibration import DEFAULT_SECONDS, MIN_SECONDS
 from ...measure.machine import size_text
@@ -38,10 +38,6 @@ def _threads(text: str) -> int:
     return int(text)
 
 
-_LATENCY = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*(s|ms|us|µs)", re.I)
-_LATENCY_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
-
-
 def _model_and_trace(text: str) -> tuple[str, str, float | None]:
     """MODEL.onnx=TRACE.json[@LATENCY] (split after ".onnx=" when the text has it: a path may hold
     "="; the latency after the last "@" when what follows it is a time with its unit)."""
@@ -49,9 +45,7 @@ def _model_and_trace(text: str) -> tuple[str, str, float | None]:
     model, trace = (text[: at + 5], text[at + 6 :]) if at >= 0 else text.partition("=")[::2]
     latency = None
     head, sign, tail = trace.rpartition("@")
-    if sign and (found := _LATENCY.fullmatch(tail.strip())):
-        number, exponent, unit = found.groups()
-        latency = float(number) * 10 ** int(exponent or 0) * _LATENCY_UNITS[unit.lower()]
+    if sign and (latency := time_value(tail)) is not None:
         trace = head
     elif sign and tail[:1].isdigit():
         raise argparse.ArgumentTypeError(

@@ -47,7 +47,7 @@ def settings_tensors(fields: Sequence[NodeFields], constants: set[str], outputs:
         for slot, name in enumerate(node.inputs):
             if name in derived:
                 uses.setdefault(name, []).append((position, slot))
-    return _read_as_settings(fields, makers, derived, outer, uses)
+    return _read_as_settings(fields, makers, outer, uses)
 
 
 def _shape_derived(fields: Sequence[NodeFields], constants: set[str], outer: set[str]) -> tuple[set[str], list[int]]:
@@ -78,14 +78,11 @@ def _shape_derived(fields: Sequence[NodeFields], constants: set[str], outer: set
 
 
 def _read_as_settings(
-    fields: Sequence[NodeFields],
-    makers: list[int],
-    derived: set[str],
-    outer: set[str],
-    uses: dict[str, list[tuple[int, int]]],
+    fields: Sequence[NodeFields], makers: list[int], outer: set[str], uses: dict[str, list[tuple[int, int]]]
 ) -> set[str]:
-    """Of the ``derived`` tensors (none of them ``outer``), those every reader reads in a setting
-    slot or is shape arithmetic itself: their ``makers`` walked from the last back, readers first."""
+    """Of the tensors the ``makers`` make (from shapes and constants only), those no subgraph reads
+    (``outer``) whose every reader reads them in a setting slot or is shape arithmetic itself: the
+    makers walked from the last back, readers first."""
     arithmetic: set[int] = set()  # positions of shape-arithmetic nodes
     settings: set[str] = set()
 
@@ -98,7 +95,7 @@ def _read_as_settings(
 
     for position in reversed(makers):  # readers before the nodes they read
         made = [o for o in fields[position].outputs if o]
-        if any(o not in derived or o in outer for o in made):
+        if any(o in outer for o in made):
             continue
         if all(a_setting(use) for o in made for use in uses.get(o, ())):
             arithmetic.add(position)

@@ -20,12 +20,13 @@ import itertools
 import math
 import statistics
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parents[1]))
+from onnxroof.measure.trace_fit import plain_roofs  # noqa: E402
 from onnxroof.pipeline import analyze  # noqa: E402
 from onnxroof.roofline.targets import load_target  # noqa: E402
 from published import edge_rows  # noqa: E402
@@ -49,9 +50,7 @@ def family(row: edge_rows.Row) -> str:
 
 def kernels(rows: list[edge_rows.Row]) -> dict[tuple, list[Kernel]]:
     """Each network's kernels on the target at its peak figures."""
-    peak = replace(
-        load_target("coral-edge-tpu"), efficiency={}, efficiency_by_op={}, node_overhead_s=None, error_band=None
-    )
+    peak = plain_roofs(load_target("coral-edge-tpu"))
     seen: dict[tuple, list[Kernel]] = {}
     for row in rows:
         key = (row.label, row.resolution)

@@ -190,13 +190,18 @@ def latency_kind_words(report: TargetReport) -> str:
     targets (:func:`borrowed_words`)."""
     borrowed = borrowed_words(report)
     if report.latency_kind == LatencyKind.BOUND:
+        host = f"; {report.host_words}" if report.host_words else ""
         if not report.complete:
             peaks = "; the target's figures are peaks" if report.peak_figures else ""
-            return f"a lower bound (≥): {report.missing}, and they take time too{peaks}" + (
+            return f"a lower bound (≥): {report.missing}, and they take time too{peaks}{host}" + (
                 f"; {borrowed}" if borrowed else ""
             )
-        return "a lower bound (≥): the target's figures are peaks, every kernel at its roofs" + (
-            f"; {borrowed}" if borrowed else ""
+        if not report.peak_figures:  # its own figures measured: only the host's part is at peaks
+            return f"a lower bound (≥): {report.host_words}" + (f"; {borrowed}" if borrowed else "")
+        return (
+            "a lower bound (≥): the target's figures are peaks, every kernel at its roofs"
+            + host
+            + (f"; {borrowed}" if borrowed else "")
         )
     band, stated = report.band, report.target.error_band
     within = (

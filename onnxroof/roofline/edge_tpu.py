@@ -111,6 +111,7 @@ class EdgeTpuCut:
     cut_bytes: int = 0  # the cut's tensors, crossing the host link once
     # why the node at the cut is not mapped when its op is in the table: its tensor's shape ("" : its op is not)
     shape_reason: str = ""
+    host_at_peaks: bool = True  # the host target gives a bound (its peak figures), so the run's time is one too
 
     def words(self) -> str:
         """Which ops fall back to the CPU and where the graph is cut: every output's line."""
@@ -227,7 +228,16 @@ def run_cut(
         else ""
     )
     report.edge_tpu_cut = EdgeTpuCut(
-        first, ops, len(tail), host_total, transfer_s, host.name, len(kernels), cut_bytes, reason
+        first,
+        ops,
+        len(tail),
+        host_total,
+        transfer_s,
+        host.name,
+        len(kernels),
+        cut_bytes,
+        reason,
+        host.latency_kind == "bound",  # targets.LatencyKind.BOUND (a text enum: targets imports this module)
     )
     report.latency_s = sum(node.placement.time_s for node in report.nodes) + report.run_s + transfer_s
     report.throughput_per_s = report.batch / report.latency_s if report.latency_s else 0.0

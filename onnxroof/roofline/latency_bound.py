@@ -28,12 +28,13 @@ def missing_text(nodes: int, dims: int) -> str:
 
 class LatencyBound:
     """The bound-or-forecast decision of a :class:`~onnxroof.roofline.placement.TargetReport`,
-    read from its fields ``latency_kind``, ``band``, ``peak_figures``, ``uncounted_nodes``,
+    read from its fields ``latency_kind``, ``band``, ``peak_figures``, ``peak_host``, ``uncounted_nodes``,
     ``unbound_dims`` and ``notes``."""
 
     latency_kind: LatencyKind
     band: Figure | None
     peak_figures: bool
+    peak_host: str
     uncounted_nodes: int
     unbound_dims: int
     notes: list[str]
@@ -69,6 +70,12 @@ class LatencyBound:
         figures are peaks"); "" for a forecast."""
         if self.latency_kind != LatencyKind.BOUND:
             return ""
-        return "; ".join(
-            part for part in (self.missing, "the target's figures are peaks" if self.peak_figures else "") if part
-        )
+        parts = (self.missing, "the target's figures are peaks" if self.peak_figures else "", self.host_words)
+        return "; ".join(part for part in parts if part)
+
+    @property
+    def host_words(self) -> str:
+        """The part of the run a host target times at its peak figures, in words ("" when none)."""
+        if not self.peak_host:
+            return ""
+        return f"the ops past the Edge TPU compiler's cut run on {self.peak_host} at its peak figures"

@@ -97,6 +97,9 @@ class TargetReport(LatencyBound):
     run_s: float = 0.0  # what the run costs beyond its kernels (in latency_s; overheads.run_overhead_s)
     dataflow: DataflowTiming | None = None  # a dataflow target's pipeline: fps and latency apart (dataflow.py)
     edge_tpu_cut: EdgeTpuCut | None = None  # where an Edge TPU's compiler cut the graph (edge_tpu.py)
+    # a host target whose peak figures time part of the run (an Edge TPU's ops past its compiler's
+    # cut): the latency is a bound, whatever the target's own figures ("": none)
+    peak_host: str = ""
 
     @property
     def energy_kind(self) -> str:
@@ -197,6 +200,9 @@ def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:
         key: figure for key, figure in target.borrowed.items() if overhead or not key.startswith(runtime_figures)
     }
     report.peak_figures = report.latency_kind == LatencyKind.BOUND
+    cut = report.edge_tpu_cut
+    if cut is not None and cut.host_at_peaks:  # part of the run timed at the host's peak figures
+        report.peak_host, report.latency_kind = cut.host, LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = band_for(report)
 

@@ -15,9 +15,10 @@ from onnxroof.roofline.edge_tpu import MAPPED_OPS
 FIGURE = 'tag = "estimate"\nsource = "a test figure"'
 
 
-def _targets(tmp_path, host_peak: float = 1e9, launch_s: float | None = None) -> str:
+def _targets(tmp_path, host_peak: float = 1e9, launch_s: float | None = None, measured: bool = False) -> str:
     """An accelerator at 1e12 op/s with a 1e8 B/s link ('DRAM') and nothing on chip (``launch_s`` a
-    kernel, else none), whose host is a CPU at ``host_peak`` op/s, 1e9 B/s and 1 µs per kernel."""
+    kernel, else none; with ``measured``, a measured GEMM efficiency of 1.0: a forecast target), whose
+    host is a CPU at ``host_peak`` op/s, 1e9 B/s and 1 µs per kernel (peak figures: a bound)."""
     host = tmp_path / "host.toml"
     host.write_text(
         f'schema = "onnxroof-target/1"\nname = "host"\ndescription = "a test host"\n'
@@ -32,6 +33,7 @@ def _targets(tmp_path, host_peak: float = 1e9, launch_s: float | None = None) ->
         f"[dram.bandwidth_bytes_per_s]\nvalue = 1e8\n{FIGURE}\n"
         f'[edge_tpu]\nhost = "{host}"\nsource = "a test"\n'
         + (f"[node_overhead_s]\nvalue = {launch_s!r}\n{FIGURE}\n" if launch_s is not None else "")
+        + ('[efficiency.gemm]\nvalue = 1.0\ntag = "measured"\nsource = "a test figure"\n' if measured else "")
     )
     return str(tpu)
 
@@ -160,3 +162,22 @@ def test_batching_up_is_not_advised_when_the_larger_batch_falls_back_to_the_host
     assert not launch.change and launch.gain_s == 0.0
     assert "a larger batch is not advised: at batch 8" in launch.detail
     assert "the whole graph runs on host" in launch.detail
+
+
+def test_a_forecast_target_whose_cut_runs_on_a_bound_host_gives_a_bound(tmp_path):
+    # the accelerator's figures measured (a forecast), the host's peaks: the 44 µs of the tail (the
+    # test above) are the host's at its peak figures, so the 464 µs are a lower bound, said so
+    cut = analyze(_model(), targets=[_targets(tmp_path, measured=True)]).targets[0]
+    assert cut.target.latency_kind == "forecast"
+    assert cut.latency_s == pytest.approx(464e-6)  # an efficiency of 1.0 changes no figure
+    assert cut.latency_kind == "bound" and cut.peak_host == "host"
+    assert cut.bound_reason == "the ops past the Edge TPU compiler's cut run on host at its peak figures"
+    # with nothing cut, the target's own kind: a forecast
+    whole = make_model(
+        [helper.make_node("MatMul", ["x", "w1"], ["y"], name="mm1")],
+        [("x", TensorProto.FLOAT, [1, 100])],
+        [("y", TensorProto.FLOAT, [1, 100])],
+        [("w1", zeros(100, 100))],
+    )
+    report = analyze(whole, targets=[_targets(tmp_path, measured=True)]).targets[0]
+    assert report.edge_tpu_cut is None and report.latency_kind == "forecast" and report.bound_reason == ""

@@ -16,7 +16,15 @@ The compiler's other resource is control: each layer takes a layer controller, o
 (``norm_layers``, ``softmax_layers``), so a transformer whose parameters fit one context may still
 need several. ``stage_s`` is a layer's fixed time per frame on one unit (shared, as its work, by
 the units it gets), ``fill_stages`` one frame's latency through a context in slowest stages (a
-line-buffered pipeline: not the sum of the stages)."""
+line-buffered pipeline: not the sum of the stages); a frame's latency adds each layer's last output row:
+a layer of R output rows whose stage takes t a frame takes t / R a row, and the frame's last row leaves
+a layer only after the last row of the layer before it, so the tail adds sum(t / R) over the layers (a
+7-row layer late in a CNN adds a seventh of its stage, a classifier of one row its whole stage). The
+frame rate of a network in several contexts leaves that tail out: fitted with it in each context's
+fill, the zoo's rows are predicted worse (docs/validation-published.md, the Hailo-8 fit). ``row_s`` is the
+least time a row of the frame takes to stream in: a frame crosses the host link row by row, so its
+transfer takes the longer of its bytes at the link's rate and its input rows x ``row_s``; the transfer
+overlaps the stages, so a frame takes at least that, however light its layers."""
 
 from __future__ import annotations
 
@@ -48,6 +56,7 @@ class DataflowChip:
     softmax_layers: Figure | None = None  # layers it makes of a Softmax (None: folded)
     stage_s: Figure | None = None  # a layer's fixed time per frame on one unit, added to its work before sharing
     fill_stages: Figure | None = None  # one frame's latency through a context, in slowest stages (None: their sum)
+    row_s: Figure | None = None  # the least time a row of the frame takes to enter the first context (None: no floor)
 
     @property
     def forecast(self) -> bool:
@@ -67,6 +76,7 @@ class Layer:
     activation_bytes: int = 0  # what it reads and writes per frame, streamed between the stages on chip
     norms: int = 0  # LayerNormalizations folded into it (each several layers to the compiler)
     softmaxes: int = 0  # Softmaxes folded into it
+    rows: int = 0  # the rows of its output (an image's height, a sequence's tokens, 1 for a vector; 0: unknown)
 
 
 @dataclass
@@ -115,6 +125,7 @@ class DataflowTiming:
     io_bytes: int = 0  # a frame's inputs and outputs over the host link
     peak_flops_per_s: float = 0.0
     link_bytes_per_s: float = 0.0
+    rows: int = 0  # the frame's input rows (0: not an image)
 
     @property
     def layers(self) -> list[Layer]:
@@ -148,6 +159,9 @@ class DataflowTiming:
             )
         if self.limiting == "context switches":
             return f"loading the {len(self.contexts)} contexts' parameters over the host link"
+        if self.limiting == "input rows":
+            row_s = self.chip.row_s.value if self.chip is not None and self.chip.row_s else 0.0
+            return f"the frame's {self.rows} input rows entering the pipeline ({seconds(row_s)} a row at least)"
         if self.limiting == "compute at the peak":
             return f"compute at the peak; the heaviest stage {self.heaviest} ({self.heaviest_share:.0%} of the work)"
         return f"the slowest stage, {self.limiting} ({self.work_share(self.limiting):.0%} of the work)"
@@ -172,7 +186,7 @@ class DataflowTiming:
 
 
 # what sets a frame rate when no single stage does
-NOT_A_STAGE = frozenset({"host link", "context switches", "compute at the peak"})
+NOT_A_STAGE = frozenset({"host link", "context switches", "compute at the peak", "input rows"})
 
 
 def read_dataflow(data: dict, where: str) -> DataflowChip | None:
@@ -192,7 +206,7 @@ def read_dataflow(data: dict, where: str) -> DataflowChip | None:
         ),
         **{
             name: read_figure(table, name, f"dataflow.{name}", where, required=False)
-            for name in ("layers_per_context", "norm_layers", "softmax_layers", "stage_s", "fill_stages")
+            for name in ("layers_per_context", "norm_layers", "softmax_layers", "stage_s", "fill_stages", "row_s")
         },
     )
 
@@ -269,10 +283,17 @@ def allocate(
 
 
 def time_dataflow(
-    layers: list[Layer], io_bytes: int, chip: DataflowChip, peak: float, link_bytes_per_s: float, group: int = 1
+    layers: list[Layer],
+    io_bytes: int,
+    chip: DataflowChip,
+    peak: float,
+    link_bytes_per_s: float,
+    group: int = 1,
+    rows: int = 0,
 ) -> DataflowTiming:
     """Frames per second and one frame's latency of ``layers`` (in order) on the chip, ``group``
-    frames per context load, the frames' inputs and outputs (``io_bytes`` each) over the host link.
+    frames per context load, the frames' inputs and outputs (``io_bytes`` each) over the host link,
+    each frame ``rows`` rows high (the chip's ``row_s`` floors the first context: 0, no floor).
 
     One context: its parameters stay on chip; a frame per slowest stage (or per link transfer, if
     longer); the latency is the sum of the stages plus the frame's transfer. Several: each context
@@ -280,13 +301,14 @@ def time_dataflow(
     fill + (group - 1) x its slowest stage; the frames per second are the group over the sum.
     Without ``units`` (peak figures) a bound: compute at the peak and the link's bytes, whichever is longer."""
     units = int(chip.units.value) if chip.units else None
-    timing = _timed(layers, io_bytes, chip, peak, link_bytes_per_s, group, units)
+    timing = _timed(layers, io_bytes, chip, peak, link_bytes_per_s, group, units, rows)
     timing.heaviest, timing.heaviest_share = _heaviest(timing)
-    timing.chip, timing.io_bytes, timing.peak_flops_per_s, timing.link_bytes_per_s = (
+    timing.chip, timing.io_bytes, timing.peak_flops_per_s, timing.link_bytes_per_s, timing.rows = (
         chip,
         io_bytes,
         peak,
         link_bytes_per_s,
+        rows,
     )
     return timing
 
@@ -302,7 +324,13 @@ def retimed(timing: DataflowTiming, name: str, factor: float) -> DataflowTiming:
         for layer in timing.layers
     ]
     return time_dataflow(
-        layers, timing.io_bytes, timing.chip, timing.peak_flops_per_s, timing.link_bytes_per_s, timing.group
+        layers,
+        timing.io_bytes,
+        timing.chip,
+        timing.peak_flops_per_s,
+        timing.link_bytes_per_s,
+        timing.group,
+        timing.rows,
     )
 
 
@@ -323,6 +351,7 @@ def _timed(
     link_bytes_per_s: float,
     group: int,
     units: int | None,
+    rows: int = 0,
 ) -> DataflowTiming:
     contexts = split_contexts(layers, chip.context_bytes.value, units, chip)
     efficiency = chip.efficiency.value if chip.efficiency else 1.0
@@ -335,19 +364,32 @@ def _timed(
     io_s = io_bytes / link_bytes_per_s
     if units is None:
         return _bound(contexts, io_s, link_bytes_per_s, group)
+    rows_s = rows * chip.row_s.value if chip.row_s else 0.0  # the frame streams in row by row
+    stream_s = max(io_s, rows_s)
     switch_s = chip.switch_s.value if chip.switch_s else 0.0
+    # a line-buffered pipeline's frame leaves each layer a row at a time: the last rows' tail
+    tail_s = sum(_last_rows_s(c) for c in contexts) if chip.fill_stages else 0.0
     if len(contexts) == 1:
         (context,) = contexts
-        per_frame = max(context.slowest_s, io_s)
-        latency = context.fill_s + io_s
+        per_frame = max(context.slowest_s, stream_s)
+        latency = context.fill_s + tail_s + stream_s
     else:
         group_s = sum(
             c.weight_bytes / link_bytes_per_s + switch_s + c.fill_s + (group - 1) * c.slowest_s for c in contexts
         )
-        per_frame = max(group_s / group, io_s)
-        latency = sum(c.weight_bytes / link_bytes_per_s + switch_s + c.fill_s for c in contexts) + io_s
-    limiting, share = _limiting(contexts, io_s, per_frame)
+        per_frame = max(group_s / group, stream_s)
+        loads_s = sum(c.weight_bytes / link_bytes_per_s + switch_s + c.fill_s for c in contexts)
+        latency = loads_s + tail_s + stream_s
+    limiting, share = _limiting(contexts, stream_s, per_frame)
+    if limiting == "host link" and rows_s > io_s:
+        limiting = "input rows"
     return DataflowTiming(contexts, 1 / per_frame if per_frame else 0.0, latency, group, limiting, share, False)
+
+
+def _last_rows_s(context: Context) -> float:
+    """The tail of a frame's latency through a line-buffered context: each layer's time for its last
+    output row (its stage over its rows) after the layer before it gives its own last row."""
+    return sum(stage_s / layer.rows for layer, stage_s in zip(context.layers, context.stage_s) if layer.rows)
 
 
 def _bound(contexts: list[Context], io_s: float, link_bytes_per_s: float, group: int) -> DataflowTiming:
@@ -402,6 +444,31 @@ def frame_io_bytes(tensors: dict, names: set[str], dtype: str) -> int:
     return total
 
 
+def frame_rows(tensors: dict, names: set[str]) -> int:
+    """The rows of a frame as it enters the chip: the height of the model's image inputs (rank 4,
+    NCHW as ONNX lays images out), the tallest; 0 where no input is an image (tokens, vectors)."""
+    heights = [
+        tensor.shape[2]
+        for tensor in (tensors.get(name) for name in names)
+        if tensor is not None
+        and tensor.kind == "input"
+        and tensor.shape is not None
+        and len(tensor.shape) == 4
+        and isinstance(tensor.shape[2], int)
+    ]
+    return max(heights, default=0)
+
+
+def _output_rows(kernel: Kernel) -> int:
+    """The rows a kernel's first output streams in: an image's height (NCHW), a sequence's tokens
+    (batch, tokens, features), 1 for a vector (batch, features); 0 where its shape is not known."""
+    shapes = [shape for record in kernel.records for shape in record.output_shapes if shape]
+    if not shapes or not all(isinstance(d, int) for d in shapes[-1]):
+        return 0
+    shape = shapes[-1]
+    return shape[2] if len(shape) == 4 else shape[1] if len(shape) == 3 else 1 if len(shape) == 2 else 0
+
+
 def pipeline_layers(kernels: list[Kernel], batch: int) -> list[Layer]:
     """The kernels as the compiler's layers, per frame: a kernel with multiply-adds (a convolution, a
     matmul) is a layer; the elementwise and reshaping kernels after it run in its units (the compiler
@@ -423,9 +490,10 @@ def pipeline_layers(kernels: list[Kernel], batch: int) -> list[Layer]:
                 last.activation_bytes,
                 last.norms + norms,
                 last.softmaxes + softmaxes,
+                last.rows,
             )
         elif flops or weights:
-            layers.append(Layer(kernel.name, flops, weights, moved, norms, softmaxes))
+            layers.append(Layer(kernel.name, flops, weights, moved, norms, softmaxes, _output_rows(kernel)))
     return layers
 
 
@@ -440,7 +508,8 @@ def pipeline_timing(report: TargetReport, kernels: list[Kernel], tensors: dict, 
     layers = pipeline_layers(kernels, batch)
     io_bytes = frame_io_bytes(tensors, io_names, report.dtype)
     peak = report.model_point.peak_flops_per_s
-    timing = time_dataflow(layers, io_bytes // batch, chip, peak, target.dram_bytes_per_s.value, batch)
+    rows = frame_rows(tensors, io_names)
+    timing = time_dataflow(layers, io_bytes // batch, chip, peak, target.dram_bytes_per_s.value, batch, rows)
     report.dataflow = timing
     if not timing.frames_per_s:
         return

@@ -272,7 +272,10 @@ class Target:
     @property
     def latency_kind(self) -> LatencyKind:
         """A forecast when every efficiency the target gives was measured on its runtime
-        (``onnxroof calibrate`` writes them), else a bound: the roofs are peaks."""
+        (``onnxroof calibrate`` writes them), or its layer pipeline's constants were fitted on
+        measurements (``[dataflow]``: roofline/dataflow.py); else a bound: the roofs are peaks."""
+        if self.dataflow is not None and self.dataflow.forecast:
+            return LatencyKind.FORECAST
         on_roofs = (f for roofs in self.efficiency_on_roof.values() for f in roofs.values())
         figures = [*self.efficiency.values(), *on_roofs]
         measured = self.efficiency and all(figure.tag == "measured" for figure in figures)

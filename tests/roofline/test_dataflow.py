@@ -111,3 +111,36 @@ def test_layer_controllers_split_a_model_whose_parameters_fit_one_context():
     assert len(three.contexts) == 1
     assert three.frames_per_s == pytest.approx(1 / 0.825e-3)
     assert three.latency_s == pytest.approx(1.65e-3)
+
+
+def test_a_light_network_runs_no_faster_than_its_frame_rows_stream_in():
+    # two layers of 1e8 ops on 2 units of 1e12 op/s: one unit each, 0.1 ms a stage, 10,000 frames/s on
+    # its layers alone. The frame is 224 rows high and a row takes at least 1.5 us to stream in: 224 x
+    # 1.5 us = 0.336 ms a frame (its 1e4 B at 1e9 B/s would take 0.01 ms), 2,976 frames/s, set by the
+    # input rows (the whole of the frame's time). Latency: the frame streamed in, 0.336 ms, then
+    # fill_stages 1 x the slowest stage, 0.1 ms: 0.436 ms (the layers' rows unknown: no tail).
+    layers = [Layer("a", 10**8, 1000), Layer("b", 10**8, 1000)]
+    chip = DataflowChip(context_bytes=_figure(1e6), units=_figure(2), row_s=_figure(1.5e-6), fill_stages=_figure(1))
+    timing = time_dataflow(layers, 10**4, chip, 2e12, LINK, rows=224)
+    assert timing.frames_per_s == pytest.approx(1 / 0.336e-3)
+    assert timing.latency_s == pytest.approx(0.436e-3)
+    assert timing.limiting == "input rows" and timing.limiting_share == pytest.approx(1.0)
+    assert "224 input rows" in timing.words()
+    # a heavier pair, 1e9 ops each: 1 ms a stage, longer than the rows' 0.336 ms: the stage sets it
+    heavy = [Layer("a", 10**9, 1000), Layer("b", 10**9, 1000)]
+    assert time_dataflow(heavy, 10**4, chip, 2e12, LINK, rows=224).frames_per_s == pytest.approx(1000)
+    # a model with no image input (rows 0) has no such floor: its 1e4 B take 0.01 ms, the stage 0.1 ms
+    assert time_dataflow(layers, 10**4, chip, 2e12, LINK).frames_per_s == pytest.approx(10_000)
+
+
+def test_a_frames_latency_adds_each_layers_last_row_after_the_slowest_stage():
+    # a line-buffered pipeline: three layers of 1e9 ops on 3 units of 1e12 op/s, one each: 1 ms a
+    # stage, 1,000 frames/s. Their outputs are 56, 7 and 1 rows high (a feature map, a late map, a
+    # classifier's vector): each layer's last row takes its stage over its rows after the layer
+    # before gives its own, 1/56 + 1/7 + 1/1 ms = 1.1607 ms of tail. fill_stages 1: the latency is
+    # 1 ms + 1.1607 ms = 2.1607 ms (no input or output bytes); the frame rate does not change.
+    layers = [Layer("a", 10**9, 1000, rows=56), Layer("b", 10**9, 1000, rows=7), Layer("c", 10**9, 1000, rows=1)]
+    chip = DataflowChip(context_bytes=_figure(1e6), units=_figure(3), fill_stages=_figure(1))
+    timing = time_dataflow(layers, 0, chip, 3e12, LINK)
+    assert timing.frames_per_s == pytest.approx(1000)
+    assert timing.latency_s == pytest.approx(1e-3 * (1 + 1 / 56 + 1 / 7 + 1))

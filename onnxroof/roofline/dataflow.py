@@ -56,7 +56,7 @@ class DataflowChip:
     softmax_layers: Figure | None = None  # layers it makes of a Softmax (None: folded)
     stage_s: Figure | None = None  # a layer's fixed time per frame on one unit, added to its work before sharing
     fill_stages: Figure | None = None  # one frame's latency through a context, in slowest stages (None: their sum)
-    row_s: Figure | None = None  # the least time a row of the frame takes to enter the first context (None: no floor)
+    row_s: Figure | None = None  # the least time a row of the frame takes to stream in (None: no floor)
 
     @property
     def forecast(self) -> bool:
@@ -161,7 +161,7 @@ class DataflowTiming:
             return f"loading the {len(self.contexts)} contexts' parameters over the host link"
         if self.limiting == "input rows":
             row_s = self.chip.row_s.value if self.chip is not None and self.chip.row_s else 0.0
-            return f"the frame's {self.rows} input rows entering the pipeline ({seconds(row_s)} a row at least)"
+            return f"the frame's {self.rows} input rows streaming in (at least {seconds(row_s)} a row)"
         if self.limiting == "compute at the peak":
             return f"compute at the peak; the heaviest stage {self.heaviest} ({self.heaviest_share:.0%} of the work)"
         return f"the slowest stage, {self.limiting} ({self.work_share(self.limiting):.0%} of the work)"
@@ -362,9 +362,9 @@ def _timed(
         if chip.fill_stages:  # a line-buffered pipeline: a frame is through a few slowest stages after it enters
             context.fill_s_override = chip.fill_stages.value * context.slowest_s
     io_s = io_bytes / link_bytes_per_s
-    if units is None:
-        return _bound(contexts, io_s, link_bytes_per_s, group)
     rows_s = rows * chip.row_s.value if chip.row_s else 0.0  # the frame streams in row by row
+    if units is None:
+        return _bound(contexts, io_s, link_bytes_per_s, group, rows_s)
     stream_s = max(io_s, rows_s)
     switch_s = chip.switch_s.value if chip.switch_s else 0.0
     # a line-buffered pipeline's frame leaves each layer a row at a time: the last rows' tail
@@ -392,20 +392,28 @@ def _last_rows_s(context: Context) -> float:
     return sum(stage_s / layer.rows for layer, stage_s in zip(context.layers, context.stage_s) if layer.rows)
 
 
-def _bound(contexts: list[Context], io_s: float, link_bytes_per_s: float, group: int) -> DataflowTiming:
-    """Peak figures: a frame takes at least its work at the peak, and at least its share of what
-    crosses the link (its inputs and outputs; with several contexts, every context's parameters once
-    per group); compute and transfers may overlap, so the longer of the two."""
+def _bound(
+    contexts: list[Context], io_s: float, link_bytes_per_s: float, group: int, rows_s: float = 0.0
+) -> DataflowTiming:
+    """Peak figures: a frame takes at least its work at the peak, at least its share of what crosses
+    the link (its inputs and outputs; with several contexts, every context's parameters once per
+    group), and at least its rows' time to stream in (``rows_s``: the chip's ``row_s``, where the
+    target gives one, x the frame's rows); these may overlap, so the longest of them."""
     compute_s = sum(c.slowest_s for c in contexts)  # each context's flops / peak
     reload_s = sum(c.weight_bytes for c in contexts) / link_bytes_per_s / group if len(contexts) > 1 else 0.0
-    per_frame = max(compute_s, io_s + reload_s)
-    limiting = "compute at the peak" if compute_s >= io_s + reload_s else "host link"
+    per_frame = max(compute_s, io_s + reload_s, rows_s)
+    limiting = (
+        "input rows"
+        if rows_s > max(compute_s, io_s + reload_s)
+        else "compute at the peak"
+        if compute_s >= io_s + reload_s
+        else "host link"
+    )
     # a frame passes through every context, each loaded before it runs: all their parameters
     # cross the link in its latency, whatever the group
     loads_s = reload_s * group
-    return DataflowTiming(
-        contexts, 1 / per_frame if per_frame else 0.0, max(compute_s, io_s + loads_s), group, limiting, 1.0, True
-    )
+    latency = max(compute_s, io_s + loads_s, rows_s)
+    return DataflowTiming(contexts, 1 / per_frame if per_frame else 0.0, latency, group, limiting, 1.0, True)
 
 
 def _limiting(contexts: list[Context], io_s: float, per_frame: float) -> tuple[str, float]:

@@ -125,7 +125,7 @@ def test_a_light_network_runs_no_faster_than_its_frame_rows_stream_in():
     assert timing.frames_per_s == pytest.approx(1 / 0.336e-3)
     assert timing.latency_s == pytest.approx(0.436e-3)
     assert timing.limiting == "input rows" and timing.limiting_share == pytest.approx(1.0)
-    assert "224 input rows" in timing.words()
+    assert "224 input rows streaming in (at least 1.5 µs a row)" in timing.words()
     # a heavier pair, 1e9 ops each: 1 ms a stage, longer than the rows' 0.336 ms: the stage sets it
     heavy = [Layer("a", 10**9, 1000), Layer("b", 10**9, 1000)]
     assert time_dataflow(heavy, 10**4, chip, 2e12, LINK, rows=224).frames_per_s == pytest.approx(1000)
@@ -144,3 +144,18 @@ def test_a_frames_latency_adds_each_layers_last_row_after_the_slowest_stage():
     timing = time_dataflow(layers, 0, chip, 3e12, LINK)
     assert timing.frames_per_s == pytest.approx(1000)
     assert timing.latency_s == pytest.approx(1e-3 * (1 + 1 / 56 + 1 / 7 + 1))
+
+
+def test_with_peak_figures_a_light_network_is_bounded_by_its_rows_streaming_in():
+    # no units (peak figures) but a row_s of 1.08 us (the targets' lower envelope): two layers of 1e8
+    # ops at 2e12 op/s take 0.1 ms of compute; the frame's 1e4 B over 1e9 B/s 0.01 ms; its 224 rows
+    # 224 x 1.08 us = 0.24192 ms, the longest: at most 4,133.6 frames/s, latency at least 0.24192 ms,
+    # set by the input rows, still a bound
+    layers = [Layer("a", 10**8, 1000), Layer("b", 10**8, 1000)]
+    chip = DataflowChip(context_bytes=_figure(1e6), row_s=_figure(1.08e-6))
+    timing = time_dataflow(layers, 10**4, chip, 2e12, LINK, rows=224)
+    assert timing.bound and timing.frames_per_s == pytest.approx(1 / 0.24192e-3)
+    assert timing.latency_s == pytest.approx(0.24192e-3) and timing.limiting == "input rows"
+    # 1e9 ops a layer: 1 ms of compute at the peak, longer than the rows: compute bounds it
+    heavy = [Layer("a", 10**9, 1000), Layer("b", 10**9, 1000)]
+    assert time_dataflow(heavy, 10**4, chip, 2e12, LINK, rows=224).limiting == "compute at the peak"

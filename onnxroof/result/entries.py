@@ -231,7 +231,7 @@ def dataflow_entry(timing, band: float | None = None) -> dict | None:
         "error_band": band if kind == "forecast" and not timing.bound else None,
         "context_count": len(timing.contexts),
         "frames_per_context_load": timing.group,
-        "limiting": timing.limiting,  # a layer, or "host link" / "context switches" / "compute at the peak"
+        "limiting": timing.limiting,  # a layer, or dataflow.NOT_A_STAGE's ("host link", "input rows", ...)
         "limiting_is_stage": timing.stage_limited,
         "limiting_share": timing.limiting_share,
         "heaviest_stage": timing.heaviest,

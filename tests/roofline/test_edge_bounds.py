@@ -149,3 +149,23 @@ def test_hailo_rows_build_the_yolos_as_the_zoos_hefs_end():
             **{f"cls{i}": [1, 80, side, side] for i, side in enumerate((80, 40, 20))},
         }
         assert sum(node.op_type == "Softmax" for node in model.graph.node) == softmaxes
+
+
+@pytest.mark.parametrize("target", ["hailo-8", "hailo-8l"])
+def test_the_hailo_row_floor_holds_each_family_when_set_from_the_others(target):
+    # the targets' row_s is 0.8 x the fastest time per input row of the zoo's rows (a frame's time over
+    # its input rows: 1 / fps / rows). Set from every family but one, the same rule must leave that
+    # family's rows at or above it: held out by family, no row beats the floor
+    from published.fit_dataflow import family
+
+    per_row: dict[str, float] = {}
+    for row in ROWS[target]:
+        if row.throughput:
+            seconds = 1 / row.measured / (row.resolution or 224)
+            per_row[family(row)] = min(per_row.get(family(row), seconds), seconds)
+    assert len(per_row) == 12
+    for left_out, fastest in per_row.items():
+        others = min(seconds for name, seconds in per_row.items() if name != left_out)
+        assert 0.8 * others <= fastest, left_out
+    # and the figure in the target is that rule on every family
+    assert load_target(target).dataflow.row_s.value == pytest.approx(0.8 * min(per_row.values()), rel=0.01)

@@ -148,7 +148,7 @@ def _missing_roof(report: TargetReport) -> tuple[str, str, float] | None:
     for kernel in report.nodes:
         wanted = target.wanted_roof(kernel.dtype)
         if kernel.placement.flops and wanted not in target.peak_ops_per_s:
-            key = (wanted, kernel.placement.roof)
+            key = (wanted, target.roof(kernel.dtype)[0])  # the target's own roof (not a host's, past an Edge TPU's cut)
             fallen[key] = fallen.get(key, 0) + kernel.placement.flops
     if not flops or not fallen:
         return None

@@ -110,7 +110,8 @@ def _conversion(report: TargetReport, variants: Variants, wanted: str, roof: str
     detail = (
         f"{share:.0%} of the FLOPs are {wanted}, which the target cannot run; as stored they are costed on its "
         f"{roof} roof ({seconds(base_s)} per inference), an optimistic figure for a model the target's compiler "
-        f"would refuse or leave to the host"
+        f"would refuse or leave to the host; the other findings are left out, as their gains would be measured "
+        f"in {wanted}: analyse with --dtype {roof} to see them"
     )
     other = variants.report(report.target, dtype=roof)
     if isinstance(other, str):

@@ -208,6 +208,8 @@ def model_of(row: dict) -> tuple[str, Build | None]:
         return NCNN.get(low.split()[0].removesuffix("_int8"), ("", None))
     if low.endswith("(ultralytics)"):
         tag = low.split()[0]
+        if tag.startswith("yolov8") and tag.endswith("-pose") and tag[-6] in "nsmlx":
+            return f"YOLOv8{tag[-6]}-pose", lambda b, r, s=tag[-6]: yolov8(s, b, r, pose=True)
         if tag.startswith("yolo11") and tag[-1] in "nsmlx":
             return f"YOLO11{tag[-1]}", lambda b, r, s=tag[-1]: yolo11(s, b, r)
         if tag.startswith("yolov8") and tag[-1] in "nsmlx":

@@ -117,7 +117,9 @@ NCNN: dict[str, tuple[str, Build]] = {  # benchncnn's param graphs as the standa
     "vgg16": ("VGG-16", lambda b, r: vgg16(b, r)),
     "efficientnet_b0": ("EfficientNet-B0", lambda b, r: efficientnet(None, b, r)),
     "mobilenet_ssd": ("SSD MobileNet v1 (21 classes)", lambda b, r: base.ssd_mobilenet_v1(b, r, classes=21)),
-    "vision_transformer": ("ViT-B/16", lambda b, r: base.vit_base(b, r)),
+    # benchmark/vision_transformer.param: a 32x32/32 patch Conv and 145 position embeddings at 384 (12 x 12
+    # patches and the class token), 12 layers 768 wide with 12 heads: ViT-B/32, not B/16
+    "vision_transformer": ("ViT-B/32", lambda b, r: vit("base", b, r, patch=32)),
 }
 GENERIC: list[tuple[str, tuple[str, Build]]] = [  # (model name prefix, lower case): the Coral, shared and issue rows
     ("resnet-50 v1 (resnet_v1_50)", HAILO["resnet_v1_50"]),

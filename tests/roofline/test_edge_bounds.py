@@ -26,6 +26,19 @@ BOUND_TARGETS = ("hailo-8", "hailo-8l", "jetson-orin-nano", "jetson-orin-nano-su
 # fitted on their rows (benchmarks/published/fit_coral.py, fit_cpu_runtime.py)
 FORECAST_TARGETS = ("coral-edge-tpu", "raspberry-pi-5-onnxruntime", "jetson-orin-nano-super-tensorrt")
 
+# The acceptance for a target that stays a bound: within 3x of every published row (factor at most 3).
+# Recorded per target, as measured; the farthest rows and their causes are in
+# docs/validation-published.md's edge section and each target's description. A change either way
+# must update them.
+WITHIN_3X = {
+    "hailo-8": False,  # DeiT-Tiny 146x: context switches of the zoo's LayerNorm transformers
+    "hailo-8l": False,  # EfficientNet-Lite0 77x: the 8L splits small networks into contexts
+    "jetson-orin-nano": False,  # ncnn Vulkan 2.7-209x: compute shaders, no Tensor Cores, no TensorRT row at 15 W
+    "jetson-orin-nano-super": True,  # onnxruntime CUDA, 1.7-2.4x
+    "raspberry-pi-5": False,  # OpenVINO 2024 YOLOv8n 10.8x, 1-thread rows of a 4-core target up to 14x
+    "myriad-x": False,  # the NCS2 MLP 192x (USB and request overhead); YOLOv8s-pose 3.3x
+}
+
 
 def _rows_by_target() -> dict[str, list[edge_rows.Row]]:
     chosen: dict[str, list[edge_rows.Row]] = {name: [] for name in BOUND_TARGETS + FORECAST_TARGETS}
@@ -38,9 +51,12 @@ def _rows_by_target() -> dict[str, list[edge_rows.Row]]:
 ROWS = _rows_by_target()
 
 
-def _predicted(row: edge_rows.Row, cache: dict) -> float:
+_ANALYSES: dict = {}  # one analysis per (network, resolution, batch, dtype, target) for every test
+
+
+def _predicted(row: edge_rows.Row, cache: dict = _ANALYSES) -> float:
     """The bound for the row's figure: a rate (frames or samples per second) or a latency in ms."""
-    key = (row.label, row.resolution, row.batch, row.dtype)
+    key = (row.label, row.resolution, row.batch, row.dtype, row.target)
     if key not in cache:
         model = row.build(row.batch, row.resolution)
         cache[key] = analyze(
@@ -52,10 +68,9 @@ def _predicted(row: edge_rows.Row, cache: dict) -> float:
 
 def _beyond_2x(rows: list[edge_rows.Row]) -> list[str]:
     """The rows a forecast misses by more than 2x either way (the acceptance: every row within 2x)."""
-    cache: dict = {}
     far = []
     for row in rows:
-        row.predicted = _predicted(row, cache)
+        row.predicted = _predicted(row)
         if not 0.5 <= row.factor <= 2:
             far.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
     return far
@@ -66,15 +81,17 @@ def test_the_rows_cover_every_bound_edge_target():
     assert {name: len(rows) > 0 for name, rows in ROWS.items()} == dict.fromkeys(BOUND_TARGETS + FORECAST_TARGETS, True)
     # the Super's 18 TensorRT rows go to the target of TensorRT's figures, its 5 onnxruntime CUDA rows stay
     assert len(ROWS["hailo-8"]) >= 80 and len(ROWS["jetson-orin-nano-super"]) == 5
+    # the NCS2's two rows: the MLP and YOLOv8s-pose (built with ultralytics' Pose head)
+    assert sorted(row.label for row in ROWS["myriad-x"]) == ["MLP 784-512-200-10", "YOLOv8s-pose"]
+    assert set(WITHIN_3X) == set(BOUND_TARGETS)
 
 
 @pytest.mark.parametrize("target", BOUND_TARGETS)
 def test_no_published_row_beats_the_bound(target):
     assert load_target(target).latency_kind.value == "bound"
-    cache: dict = {}
     beaten = []
     for row in ROWS[target]:
-        row.predicted = _predicted(row, cache)
+        row.predicted = _predicted(row)
         if row.factor < 1:  # measured faster than the bound allows
             beaten.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
     assert beaten == []
@@ -84,17 +101,28 @@ def test_no_published_row_beats_the_bound(target):
 def test_the_chips_bound_holds_for_the_rows_its_runtime_variant_takes(chip, runtime):
     # a row sent to a runtime's forecast (the Pi's onnxruntime rows, the Orin Nano Super's TensorRT rows)
     # still ran on the chip, so the chip's bound must hold for it too
-    cache: dict = {}
     beaten = []
     for row in ROWS[edge_rows.RUNTIME_TARGETS[(chip, runtime)]]:
         row.target = chip  # analysed on the chip's bound, not on the variant's forecast
         try:
-            row.predicted = _predicted(row, cache)
+            row.predicted = _predicted(row)
         finally:
             row.target = edge_rows.RUNTIME_TARGETS[(chip, runtime)]
         if row.factor < 1:
             beaten.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
     assert beaten == []
+
+
+@pytest.mark.parametrize("target", BOUND_TARGETS)
+def test_each_bounds_within_3x_status_is_the_recorded_one(target):
+    # factor = measured time / the bound's time (or the bound's rate / the measured rate): 1 or more
+    # for every row (the test above); at most 3 for every row is the acceptance for a bound
+    far = []
+    for row in ROWS[target]:
+        row.predicted = _predicted(row)
+        if row.factor > 3:
+            far.append(f"{edge_rows.describe(row)}: factor {row.factor:.2f}")
+    assert (far == []) is WITHIN_3X[target], far[:5]
 
 
 def test_coral_forecast_is_within_2x_of_every_row_of_its_runtime():

@@ -122,6 +122,17 @@ NCNN: dict[str, tuple[str, Build]] = {  # benchncnn's param graphs as the standa
     "vision_transformer": ("ViT-B/32", lambda b, r: vit("base", b, r, patch=32)),
 }
 GENERIC: list[tuple[str, tuple[str, Build]]] = [  # (model name prefix, lower case): the Coral, shared and issue rows
+    # llama.cpp's llama-bench (discussion 4167): tg128 is 128 decode steps from an empty context (one step
+    # analysed at the middle, 64 cached positions), pp512 one prefill of 512 tokens; Llama 2 7B has
+    # LLaMA 7B's shapes
+    (
+        "llama 2 7b (llama.cpp tg128)",
+        ("Llama 2 7B decode", lambda b, r: base.decoder(base.DECODERS["llama-7b"], 1, 1, 64)),
+    ),
+    (
+        "llama 2 7b (llama.cpp pp512)",
+        ("Llama 2 7B prefill", lambda b, r: base.decoder(base.DECODERS["llama-7b"], 1, 512, 0)),
+    ),
     ("resnet-50 v1 (resnet_v1_50)", HAILO["resnet_v1_50"]),
     ("resnet-50 v1", ("ResNet-50 v1", lambda b, r: base.resnet50(b, r, v15=False))),
     ("ssd mobilenet v1", ("SSD MobileNet v1", lambda b, r: base.ssd_mobilenet_v1(b, 300))),
@@ -188,6 +199,7 @@ def family(row: dict) -> str:
         ("Tencent/ncnn", "ncnn benchncnn"),
         ("mlcommons", "MLPerf"),
         ("openvino", "OpenVINO issues"),
+        ("llama.cpp", "llama.cpp benchmark thread"),
     ):
         if key in s:
             return name
@@ -222,7 +234,7 @@ def model_of(row: dict) -> tuple[str, Build | None]:
 
 def dtype_of(precision: str) -> str | None:
     p = precision.lower()
-    return next((d for d in ("int8", "fp16", "fp32") if p.startswith(d)), None)
+    return next((d for d in ("int8", "int4", "fp16", "fp32") if p.startswith(d)), None)
 
 
 def ran_dtype(data: dict) -> str | None:

@@ -20,7 +20,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from published import edge_rows  # noqa: E402
 
-BOUND_TARGETS = ("hailo-8", "hailo-8l", "jetson-orin-nano", "jetson-orin-nano-super", "raspberry-pi-5", "myriad-x")
+BOUND_TARGETS = (
+    "hailo-8",
+    "hailo-8l",
+    "jetson-orin-nano",
+    "jetson-orin-nano-super",
+    "raspberry-pi-5",
+    "myriad-x",
+    "apple-m2-gpu",
+)
 
 
 # fitted on their rows (benchmarks/published/fit_coral.py, fit_cpu_runtime.py)
@@ -37,6 +45,7 @@ WITHIN_3X = {
     "jetson-orin-nano-super": True,  # onnxruntime CUDA, 1.7-2.4x
     "raspberry-pi-5": False,  # OpenVINO 2024 YOLOv8n 10.8x, 1-thread rows of a 4-core target up to 14x
     "myriad-x": False,  # the NCS2 MLP 192x (USB and request overhead); YOLOv8s-pose 3.3x
+    "apple-m2-gpu": True,  # llama.cpp Metal, Llama 2 7B Q4_0: decode 1.38x, prefill 1.50x
 }
 
 

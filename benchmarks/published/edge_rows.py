@@ -67,6 +67,7 @@ TARGETS = [
 RUNTIME_TARGETS = {
     ("raspberry-pi-5", "onnxruntime"): "raspberry-pi-5-onnxruntime",
     ("jetson-orin-nano-super", "TensorRT"): "jetson-orin-nano-super-tensorrt",
+    ("jetson-orin-nano", "TensorRT"): "jetson-orin-nano-tensorrt",
 }
 Build = Callable[[int, int], onnx.ModelProto]  # (batch, resolution) -> model
 

@@ -42,7 +42,7 @@ from published.edge_models import (  # noqa: E402
     vgg16,  # noqa: E402
     vit,
 )
-from published.edge_yolo import yolo11, yolov8, yolox  # noqa: E402
+from published.edge_yolo import yolo11, yolov8, yolov9, yolox  # noqa: E402
 
 SHARED = HERE.parents[2] / "shared" / "data" / "published-measurements.csv"
 if not SHARED.exists():  # a worktree beside the main checkout: /work/wt-x/benchmarks/published
@@ -225,6 +225,8 @@ def model_of(row: dict) -> tuple[str, Build | None]:
         tag = low.split()[0]
         if tag.startswith("yolov8") and tag.endswith("-pose") and tag[-6] in "nsmlx":
             return f"YOLOv8{tag[-6]}-pose", lambda b, r, s=tag[-6]: yolov8(s, b, r, pose=True)
+        if tag.startswith("yolov9") and tag[-1] in "tsm":
+            return f"YOLOv9{tag[-1]}", lambda b, r, s=tag[-1]: yolov9(s, b, r)
         if tag.startswith("yolo11") and tag[-1] in "nsmlx":
             return f"YOLO11{tag[-1]}", lambda b, r, s=tag[-1]: yolo11(s, b, r)
         if tag.startswith("yolov8") and tag[-1] in "nsmlx":

@@ -57,6 +57,7 @@ RUN_S = tuple(i * 0.25e-3 for i in range(41))  # --run: 0 to 10 ms a call
 FAMILIES = (
     "yolo11",
     "yolov8",
+    "yolov9",
     "yolox",
     "ssd",
     "mobilenet",

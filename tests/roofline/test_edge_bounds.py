@@ -203,3 +203,36 @@ def test_hailo_rows_build_the_yolos_as_the_zoos_hefs_end():
             **{f"cls{i}": [1, 80, side, side] for i, side in enumerate((80, 40, 20))},
         }
         assert sum(node.op_type == "Softmax" for node in model.graph.node) == softmaxes
+
+
+def _params(model) -> int:
+    return analyze(model, targets=["jetson-orin-nano"], dtype="fp16").totals.params
+
+
+def test_yolov8_pose_adds_ultralytics_keypoint_branches():
+    # Pose head (ultralytics head.py): per level (P3/P4/P5 with 128/256/512 channels in YOLOv8s) a branch
+    # of two 3x3 convs to c4 = max(128 // 4, 17 x 3) = 51 channels and a 1x1 conv to 51 keypoint values,
+    # each with a folded bias: 9 x 51 x (128 + 256 + 512) + 3 x (9 x 51 x 51 + 51 x 51) + 9 x 51 biases
+    # = 411,264 + 78,030 + 459 = 489,753; one class instead of 80 drops 79 x (128 + 1) = 10,191 from
+    # each level's class conv (c3 = max(128, 80) = 128 wide): 489,753 - 3 x 10,191 = 459,180
+    from published.edge_yolo import yolov8
+
+    assert _params(yolov8("s", pose=True)) - _params(yolov8("s")) == 459_180
+
+
+def test_ncnn_vision_transformer_is_built_as_vit_b32_at_384():
+    # benchncnn's vision_transformer.param: a 32x32 stride-32 patch Conv (0=768 1=32 3=32) and a pos_embed
+    # of 145 = (384 / 32)^2 + 1 tokens
+    label, build = edge_rows.NCNN["vision_transformer"]
+    model = build(1, 384)
+    shapes = {init.name: list(init.dims) for init in model.graph.initializer}
+    assert label == "ViT-B/32" and shapes["pos_embed"] == [1, 145, 768] and shapes["patch.weight"] == [768, 3, 32, 32]
+
+
+@pytest.mark.parametrize("scale, yaml_params", [("t", 2_128_720), ("s", 7_318_368), ("m", 20_216_160)])
+def test_yolov9_is_ultralytics_gelan_with_its_repconvs_fused(scale, yaml_params):
+    # ultralytics cfg/models/v9/yolov9{t,s,m}.yaml state the unfused counts (RepConv's 1x1 branch and the
+    # BatchNorms' two figures a channel counted); the exported graph fuses them, a few percent fewer
+    from published.edge_yolo import yolov9
+
+    assert 0.97 * yaml_params < _params(yolov9(scale)) < yaml_params

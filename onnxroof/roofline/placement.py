@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from ..core.units import seconds
 from ..memory.spill import spill_plan
 from .band import band_for
 from .dataflow import DataflowTiming, pipeline_timing
@@ -198,7 +199,7 @@ def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:
     """The run's own cost said in a note, and what the latency is: a bound or a forecast (with its band)."""
     if report.run_s:
         report.notes.append(
-            f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its "
+            f"a run costs {seconds(report.run_s)} beyond its kernels (the runtime binding its "
             "inputs and outputs): in the latency once, as overhead"
         )
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound

@@ -299,14 +299,17 @@ def _batch_norm(g: Graph, x: str, d: int, prefix: str) -> str:
     return g.op("Add", [g.op("Mul", [x, g.weight(f"{prefix}.scale", [d])]), g.weight(f"{prefix}.shift", [d])])
 
 
-def vit(size: str = "tiny", batch: int = 1, resolution: int = 224, norm: str = "layer") -> onnx.ModelProto:
+def vit(
+    size: str = "tiny", batch: int = 1, resolution: int = 224, norm: str = "layer", patch: int = 16
+) -> onnx.ModelProto:
     """ViT-Ti/S/B 16 (Dosovitskiy et al. 2021; Ti and S as DeiT, Touvron et al. 2021, which the zoo's
     deit_tiny/small are): the layout of models.vit_base at another width. ``norm="batch"``: the
-    zoo's ``_bn`` variants, BatchNorm in the LayerNorms' place (folded at inference)."""
+    zoo's ``_bn`` variants, BatchNorm in the LayerNorms' place (folded at inference). ``patch``: the
+    patch side (32 for ViT-B/32, the graph ncnn's benchmark runs)."""
     normed = _batch_norm if norm == "batch" else _layer_norm
     d, heads = VITS[size]
-    layers, ff, patch, hd, tokens = 12, 4 * d, 16, d // heads, (resolution // 16) ** 2 + 1
-    g = Graph(f"vit_{size}_16")
+    layers, ff, hd, tokens = 12, 4 * d, d // heads, (resolution // patch) ** 2 + 1
+    g = Graph(f"vit_{size}_{patch}")
     x = g.input("input", FLOAT, [batch, 3, resolution, resolution])
     x = g.op(
         "Conv",

@@ -42,7 +42,7 @@ from published.edge_models import (  # noqa: E402
     vgg16,  # noqa: E402
     vit,
 )
-from published.edge_yolo import yolo11, yolov8, yolox  # noqa: E402
+from published.edge_yolo import yolo11, yolov8, yolov9, yolox  # noqa: E402
 
 SHARED = HERE.parents[2] / "shared" / "data" / "published-measurements.csv"
 if not SHARED.exists():  # a worktree beside the main checkout: /work/wt-x/benchmarks/published
@@ -67,6 +67,7 @@ TARGETS = [
 RUNTIME_TARGETS = {
     ("raspberry-pi-5", "onnxruntime"): "raspberry-pi-5-onnxruntime",
     ("jetson-orin-nano-super", "TensorRT"): "jetson-orin-nano-super-tensorrt",
+    ("jetson-orin-nano", "TensorRT"): "jetson-orin-nano-tensorrt",
 }
 Build = Callable[[int, int], onnx.ModelProto]  # (batch, resolution) -> model
 
@@ -117,9 +118,22 @@ NCNN: dict[str, tuple[str, Build]] = {  # benchncnn's param graphs as the standa
     "vgg16": ("VGG-16", lambda b, r: vgg16(b, r)),
     "efficientnet_b0": ("EfficientNet-B0", lambda b, r: efficientnet(None, b, r)),
     "mobilenet_ssd": ("SSD MobileNet v1 (21 classes)", lambda b, r: base.ssd_mobilenet_v1(b, r, classes=21)),
-    "vision_transformer": ("ViT-B/16", lambda b, r: base.vit_base(b, r)),
+    # benchmark/vision_transformer.param: a 32x32/32 patch Conv and 145 position embeddings at 384 (12 x 12
+    # patches and the class token), 12 layers 768 wide with 12 heads: ViT-B/32, not B/16
+    "vision_transformer": ("ViT-B/32", lambda b, r: vit("base", b, r, patch=32)),
 }
 GENERIC: list[tuple[str, tuple[str, Build]]] = [  # (model name prefix, lower case): the Coral, shared and issue rows
+    # llama.cpp's llama-bench (discussion 4167): tg128 is 128 decode steps from an empty context (one step
+    # analysed at the middle, 64 cached positions), pp512 one prefill of 512 tokens; Llama 2 7B has
+    # LLaMA 7B's shapes
+    (
+        "llama 2 7b (llama.cpp tg128)",
+        ("Llama 2 7B decode", lambda b, r: base.decoder(base.DECODERS["llama-7b"], 1, 1, 64)),
+    ),
+    (
+        "llama 2 7b (llama.cpp pp512)",
+        ("Llama 2 7B prefill", lambda b, r: base.decoder(base.DECODERS["llama-7b"], 1, 512, 0)),
+    ),
     ("resnet-50 v1 (resnet_v1_50)", HAILO["resnet_v1_50"]),
     ("resnet-50 v1", ("ResNet-50 v1", lambda b, r: base.resnet50(b, r, v15=False))),
     ("ssd mobilenet v1", ("SSD MobileNet v1", lambda b, r: base.ssd_mobilenet_v1(b, 300))),
@@ -186,6 +200,7 @@ def family(row: dict) -> str:
         ("Tencent/ncnn", "ncnn benchncnn"),
         ("mlcommons", "MLPerf"),
         ("openvino", "OpenVINO issues"),
+        ("llama.cpp", "llama.cpp benchmark thread"),
     ):
         if key in s:
             return name
@@ -208,6 +223,10 @@ def model_of(row: dict) -> tuple[str, Build | None]:
         return NCNN.get(low.split()[0].removesuffix("_int8"), ("", None))
     if low.endswith("(ultralytics)"):
         tag = low.split()[0]
+        if tag.startswith("yolov8") and tag.endswith("-pose") and tag[-6] in "nsmlx":
+            return f"YOLOv8{tag[-6]}-pose", lambda b, r, s=tag[-6]: yolov8(s, b, r, pose=True)
+        if tag.startswith("yolov9") and tag[-1] in "tsm":
+            return f"YOLOv9{tag[-1]}", lambda b, r, s=tag[-1]: yolov9(s, b, r)
         if tag.startswith("yolo11") and tag[-1] in "nsmlx":
             return f"YOLO11{tag[-1]}", lambda b, r, s=tag[-1]: yolo11(s, b, r)
         if tag.startswith("yolov8") and tag[-1] in "nsmlx":
@@ -218,7 +237,7 @@ def model_of(row: dict) -> tuple[str, Build | None]:
 
 def dtype_of(precision: str) -> str | None:
     p = precision.lower()
-    return next((d for d in ("int8", "fp16", "fp32") if p.startswith(d)), None)
+    return next((d for d in ("int8", "int4", "fp16", "fp32") if p.startswith(d)), None)
 
 
 def ran_dtype(data: dict) -> str | None:

@@ -134,9 +134,22 @@ class _Yolo:
             b = self.g.op("Add", [b, f])
         return self.conv(self.g.op("Concat", [a, b], axis=1), 2 * c, c1, p=f"{p}.cv2")
 
-    def detect(self, maps: list[tuple[str, int, int]], batch: int, v11: bool, hailo: bool = False) -> None:
+    def detect(
+        self,
+        maps: list[tuple[str, int, int]],
+        batch: int,
+        v11: bool,
+        hailo: bool = False,
+        keypoints: int = 0,
+        classes: int = CLASSES,
+    ) -> None:
         """Detect: per level a box branch (two 3x3 convs, 4 x 16 DFL bins) and a class branch (two 3x3
         convs in v8; depthwise 3x3 + 1x1 pairs in v11), then DFL and the decoding into boxes.
+
+        ``keypoints``: ultralytics' Pose head (ultralytics/nn/modules/head.py, Pose): per level a third
+        branch cv4 of two 3x3 convs to max(c0 / 4, keypoints) channels and a 1x1 conv to ``keypoints``
+        values (17 x 3 for COCO), concatenated over the levels as a second output; the keypoints'
+        decoding (a few elementwise ops over 51 x 8,400 values at 640) is left out.
 
         ``hailo``: cut where the Hailo model zoo's HEFs end, at the six last convs (cv2.i.2, the box
         bins, and cv3.i.2, the classes, with a sigmoid on the classes), each an output: the zoo's
@@ -146,7 +159,7 @@ class _Yolo:
         yolov8m_nms_config.json: reg_layer conv57, cls_layer conv58, ...): the DFL softmax, the box
         decoding and the NMS run on the host (hailo-ai/hailo_model_zoo, hailo_model_zoo/cfg at c83fc030e8)."""
         g, c0 = self.g, maps[0][1]
-        c2, c3 = max(16, c0 // 4, REG_MAX * 4), max(c0, min(CLASSES, 100))
+        c2, c3 = max(16, c0 // 4, REG_MAX * 4), max(c0, min(classes, 100))
         outs, anchors = [], 0
         for i, (x, c, side) in enumerate(maps):
             box = self.conv(self.conv(x, c, c2, 3, p=f"det.box{i}.0"), c2, c2, 3, p=f"det.box{i}.1")
@@ -156,21 +169,28 @@ class _Yolo:
                 cls = self.conv(self.conv(cls, c3, c3, 3, group=c3, p=f"det.cls{i}.1dw"), c3, c3, p=f"det.cls{i}.1pw")
             else:
                 cls = self.conv(self.conv(x, c, c3, 3, p=f"det.cls{i}.0"), c3, c3, 3, p=f"det.cls{i}.1")
-            cls = g.conv(cls, c3, CLASSES, 1, prefix=f"det.cls{i}.2")
+            cls = g.conv(cls, c3, classes, 1, prefix=f"det.cls{i}.2")
             if hailo:
                 g.output(box, f"box{i}")
                 g.output(g.op("Sigmoid", [cls]), f"cls{i}")
                 continue
             y = g.op("Concat", [box, cls], axis=1)
-            outs.append(g.op("Reshape", [y, g.ints([batch, 4 * REG_MAX + CLASSES, side * side])]))
+            outs.append(g.op("Reshape", [y, g.ints([batch, 4 * REG_MAX + classes, side * side])]))
             anchors += side * side
         if hailo:
             return
+        if keypoints:
+            c4, kpts = max(c0 // 4, keypoints), []
+            for i, (x, c, side) in enumerate(maps):
+                k = self.conv(self.conv(x, c, c4, 3, p=f"pose.kpt{i}.0"), c4, c4, 3, p=f"pose.kpt{i}.1")
+                k = g.conv(k, c4, keypoints, 1, prefix=f"pose.kpt{i}.2")
+                kpts.append(g.op("Reshape", [k, g.ints([batch, keypoints, side * side])]))
+            g.output(g.op("Concat", kpts, axis=2), "keypoints")
         y = g.op("Concat", outs, axis=2)
         box, cls = "det.box", "det.cls"
         g.nodes.append(
             onnx.helper.make_node(
-                "Split", [y, g.ints([4 * REG_MAX, CLASSES])], [box, cls], axis=1, name=g.fresh("Split")
+                "Split", [y, g.ints([4 * REG_MAX, classes])], [box, cls], axis=1, name=g.fresh("Split")
             )
         )
         dfl = g.op(
@@ -189,11 +209,13 @@ class _Yolo:
         g.output(g.op("Concat", [boxes, g.op("Sigmoid", [cls])], axis=1), "output0")
 
 
-def yolov8(scale: str = "n", batch: int = 1, resolution: int = 640, hailo: bool = False) -> onnx.ModelProto:
+def yolov8(
+    scale: str = "n", batch: int = 1, resolution: int = 640, hailo: bool = False, pose: bool = False
+) -> onnx.ModelProto:
     """YOLOv8 n/s/m/l/x (ultralytics, yolov8.yaml): C2f backbone and PAN neck, SPPF, an anchor-free
     decoupled Detect head with DFL, 80 classes. ``hailo``: ending where the Hailo zoo's HEF does
-    (``_Yolo.detect``)."""
-    y = _Yolo(f"yolov8{scale}_{resolution}", V8_SCALES[scale])
+    (``_Yolo.detect``); ``pose``: yolov8-pose.yaml's Pose head (one class, 17 keypoints x 3)."""
+    y = _Yolo(f"yolov8{scale}{'-pose' if pose else ''}_{resolution}", V8_SCALES[scale])
     ch = y.ch
     x = y.g.input("images", FLOAT, [batch, 3, resolution, resolution])
     x = y.conv(y.conv(x, 3, ch(64), 3, 2, p="m0"), ch(64), ch(128), 3, 2, p="m1")
@@ -221,7 +243,8 @@ def yolov8(scale: str = "n", batch: int = 1, resolution: int = 640, hailo: bool 
         "m21",
     )
     s = resolution // 8
-    y.detect([(n3, ch(256), s), (n4, ch(512), s // 2), (n5, ch(1024), s // 4)], batch, v11=False, hailo=hailo)
+    maps = [(n3, ch(256), s), (n4, ch(512), s // 2), (n5, ch(1024), s // 4)]
+    y.detect(maps, batch, v11=False, hailo=hailo, keypoints=17 * 3 if pose else 0, classes=1 if pose else CLASSES)
     return y.g.model()
 
 
@@ -267,6 +290,80 @@ def yolo11(scale: str = "n", batch: int = 1, resolution: int = 640, hailo: bool 
     return y.g.model()
 
 
+# ultralytics cfg/models/v9/yolov9{t,s,m}.yaml: (stem convs, the P2 block's channels, the P3/P4/P5 widths,
+# the RepCSP depth, whether the P2 block is ELAN1 (plain convs) rather than RepNCSPELAN4); every
+# RepNCSPELAN4 there is (c, c, c / 2)
+V9_SCALES = {
+    "t": ((16, 32), 32, (64, 96, 128), 3, True),
+    "s": ((32, 64), 64, (128, 192, 256), 3, True),
+    "m": ((32, 64), 128, (240, 360, 480), 1, False),
+}
+
+
+class _Yolo9(_Yolo):
+    """YOLOv9's GELAN blocks (ultralytics/nn/modules/block.py), RepConv fused to its one 3x3 conv as exported."""
+
+    def __init__(self, name: str):
+        super().__init__(name, (1.0, 1.0, 10_000))  # the v9 yamls give absolute widths, no scales
+
+    def elan(self, x: str, c1: int, c2: int, c3: int, c4: int, n: int | None, p: str) -> str:
+        """RepNCSPELAN4 (c1, c2, c3, c4, n): a 1x1 conv split in halves, the second half through two
+        RepCSP(n) + 3x3 conv stages, all four concatenated into a 1x1 conv; ``n`` None: ELAN1, the
+        stages plain 3x3 convs."""
+        y = self.conv(x, c1, c3, p=f"{p}.cv1")
+        halves = [f"{p}.split0", f"{p}.split1"]
+        self.g.nodes.append(
+            onnx.helper.make_node(
+                "Split", [y, self.g.ints([c3 // 2, c3 // 2])], halves, axis=1, name=self.g.fresh("Split")
+            )
+        )
+        d, cin = halves[1], c3 // 2
+        parts = halves[:]
+        for stage in ("cv2", "cv3"):
+            if n is not None:  # RepCSP is C3 with RepBottlenecks at e=1.0: the C3k block's layout
+                d = self.c3k(d, cin, c4, True, f"{p}.{stage}.0", n=n)
+                cin = c4
+            d = self.conv(d, cin, c4, 3, p=f"{p}.{stage}.1")
+            cin = c4
+            parts.append(d)
+        return self.conv(self.g.op("Concat", parts, axis=1), c3 + 2 * c4, c2, p=f"{p}.cv4")
+
+    def aconv(self, x: str, c1: int, c2: int, p: str) -> str:
+        """AConv: a 2x2 average pool at stride 1, then a 3x3 conv at stride 2."""
+        pooled = self.g.op("AveragePool", [x], kernel_shape=[2, 2], strides=[1, 1])
+        return self.conv(pooled, c1, c2, 3, 2, p=p)
+
+    def sppelan(self, x: str, c1: int, c2: int, c3: int, p: str) -> str:
+        pools = [self.conv(x, c1, c3, p=f"{p}.cv1")]
+        for _ in range(3):
+            pools.append(self.g.op("MaxPool", [pools[-1]], kernel_shape=[5, 5], strides=[1, 1], pads=[2] * 4))
+        return self.conv(self.g.op("Concat", pools, axis=1), 4 * c3, c2, p=f"{p}.cv5")
+
+
+def yolov9(scale: str = "t", batch: int = 1, resolution: int = 640) -> onnx.ModelProto:
+    """YOLOv9 t/s/m as ultralytics builds them (cfg/models/v9/yolov9{t,s,m}.yaml): a GELAN backbone
+    (ELAN1 or RepNCSPELAN4, AConv downsampling, SPPELAN), a PAN neck of RepNCSPELAN4 and AConv, and
+    YOLOv8's Detect head with DFL, 80 classes."""
+    (s0, s1), c2, (c3, c4, c5), n, elan1 = V9_SCALES[scale]
+    y = _Yolo9(f"yolov9{scale}_{resolution}")
+    x = y.g.input("images", FLOAT, [batch, 3, resolution, resolution])
+    x = y.conv(y.conv(x, 3, s0, 3, 2, p="m0"), s0, s1, 3, 2, p="m1")
+    x = y.elan(x, s1, c2, c2 if elan1 else c2, c2 // 2, None if elan1 else n, "m2")
+    p3 = y.elan(y.aconv(x, c2, c3, "m3"), c3, c3, c3, c3 // 2, n, "m4")
+    p4 = y.elan(y.aconv(p3, c3, c4, "m5"), c4, c4, c4, c4 // 2, n, "m6")
+    p5 = y.elan(y.aconv(p4, c4, c5, "m7"), c5, c5, c5, c5 // 2, n, "m8")
+    p5 = y.sppelan(p5, c5, c5, c5 // 2, "m9")
+    h4 = y.elan(y.g.op("Concat", [y.upsample(p5), p4], axis=1), c5 + c4, c4, c4, c4 // 2, n, "m12")
+    n3 = y.elan(y.g.op("Concat", [y.upsample(h4), p3], axis=1), c4 + c3, c3, c3, c3 // 2, n, "m15")
+    d4 = y.g.op("Concat", [y.aconv(n3, c3, c4 // 2, "m16"), h4], axis=1)
+    n4 = y.elan(d4, c4 // 2 + c4, c4, c4, c4 // 2, n, "m18")
+    d5 = y.g.op("Concat", [y.aconv(n4, c4, c5 // 2, "m19"), p5], axis=1)
+    n5 = y.elan(d5, c5 // 2 + c5, c5, c5, c5 // 2, n, "m21")
+    side = resolution // 8
+    y.detect([(n3, c3, side), (n4, c4, side // 2), (n5, c5, side // 4)], batch, v11=False)
+    return y.g.model()
+
+
 def _ultralytics(params_m: float, gflops: float, name: str, hailo_ops: float) -> str:
     return (
         f"ultralytics {name} at 640: {params_m} M params, {gflops} GFLOPs (2 x MACs, the backbone and head "
@@ -297,6 +394,25 @@ def yolo_checks() -> list:
         Check("YOLOX-L, 640", lambda: yolox("l"), 54.2e6, 155.6e9 / 2, yx + "54.2 M, 155.6 GFLOPs"),
         Check("YOLOv8n, 640", lambda: yolov8("n"), 3.2e6, 8.7e9 / 2, _ultralytics(3.2, 8.7, "YOLOv8n", 8.74)),
         Check("YOLOv8s, 640", lambda: yolov8("s"), 11.2e6, 28.6e9 / 2, _ultralytics(11.2, 28.6, "YOLOv8s", 28.6)),
+        Check(
+            "YOLOv8s-pose, 640",
+            lambda: yolov8("s", pose=True),
+            11.6e6,
+            30.2e9 / 2,
+            "ultralytics docs/en/tasks/pose.md: YOLOv8s-pose at 640: 11.6 M params, 30.2 GFLOPs",
+        ),
+        Check(
+            "YOLOv9t, 640",
+            lambda: yolov9("t"),
+            2128720,
+            8.5e9 / 2,
+            "ultralytics cfg/models/v9/yolov9t.yaml: 2,128,720 params, 8.5 GFLOPs, counted unfused (RepConv's 1x1 "
+            "branch and the BatchNorms: the fused export has 1-3 % fewer, as yolov9s.yaml's 7.32 M / 27.6 against "
+            "the docs' 7.2 M / 26.7; the docs' YOLOv9t row, 2.0 M / 7.7, is not this graph's)",
+        ),
+        Check(
+            "YOLOv9s, 640", lambda: yolov9("s"), 7.2e6, 26.7e9 / 2, "ultralytics yolov9.md: YOLOv9s 7.2 M, 26.7 GFLOPs"
+        ),
         Check("YOLOv8m, 640", lambda: yolov8("m"), 25.9e6, 78.9e9 / 2, _ultralytics(25.9, 78.9, "YOLOv8m", 78.93)),
         Check("YOLO11n, 640", lambda: yolo11("n"), 2.6e6, 6.5e9 / 2, _ultralytics(2.6, 6.5, "YOLO11n", 6.55)),
         Check("YOLO11s, 640", lambda: yolo11("s"), 9.4e6, 21.5e9 / 2, _ultralytics(9.4, 21.5, "YOLO11s", 21.6)),

@@ -18,12 +18,19 @@ left out still leaves a fit with fewer unknowns than rows; ``--borrow TARGET`` h
 at that bundled target's fitted efficiency.gemm and efficiency.gemv (a runtime's figures fitted on
 other chips' rows: the Jetson Orin Nano takes the Jetson AGX Orin's TensorRT figures, the same
 Ampere SMs and kernels, and fits only its launch cost). ``--fine`` searches the finer grids of the
-GPU fitter (onnxroof.measure.efficiency_fit) where the coarse one steps 20 % at once.
+GPU fitter (onnxroof.measure.efficiency_fit) where the coarse one steps 20 % at once. ``--run`` fits
+a cost per run as well (a target's run_overhead_s: what a call costs beyond its kernels, such as a
+Python harness's pre- and post-processing around the engine), on a grid of 0-10 ms; ``--by network``
+leaves one network out at a time (all resolutions of it) where the rows are one family.
 
     python3 benchmarks/published/fit_cpu_runtime.py raspberry-pi-5-onnxruntime onnxruntime fp32
     python3 benchmarks/published/fit_cpu_runtime.py raspberry-pi-5 ncnn fp16
-    python3 benchmarks/published/fit_cpu_runtime.py jetson-orin-nano-super TensorRT fp32,fp16,int8 --fine \
+    python3 benchmarks/published/fit_cpu_runtime.py jetson-orin-nano-super-tensorrt TensorRT fp32,fp16,int8 --fine \
         --borrow jetson-agx-orin
+    python3 benchmarks/published/fit_cpu_runtime.py jetson-orin-nano-tensorrt TensorRT fp16 --borrow jetson-agx-orin \
+        --fix launch=2.85e-5 --run --by network
+
+(a target's rows are those edge_rows sends to it: a runtime's rows go to its variant, RUNTIME_TARGETS)
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import itertools
 import math
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -45,9 +53,11 @@ from published import edge_rows  # noqa: E402
 
 SHARES = (0.05, 0.07, 0.1, 0.13, 0.16, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0)
 LAUNCH_S = (0.0, 5e-6, 10e-6, 20e-6, 50e-6, 100e-6, 200e-6)
+RUN_S = tuple(i * 0.25e-3 for i in range(41))  # --run: 0 to 10 ms a call
 FAMILIES = (
     "yolo11",
     "yolov8",
+    "yolov9",
     "yolox",
     "ssd",
     "mobilenet",
@@ -59,12 +69,17 @@ FAMILIES = (
     "vit",
 )
 Parts = tuple[float, float, float]  # gemm roof seconds, other roof seconds, kernels
-Figures = tuple[dict[str, tuple[float, float]], float]  # dtype -> (gemm, other); launch seconds
+Figures = tuple[dict[str, tuple[float, float]], float, float]  # dtype -> (gemm, other); launch s; run s
 
 
 def family(row: edge_rows.Row) -> str:
     low = row.label.lower()
     return next((f for f in FAMILIES if low.startswith(f)), low)
+
+
+def network(row: edge_rows.Row) -> str:
+    """The network a row measures, whatever its resolution: the hold-out group of ``--by network``."""
+    return row.label
 
 
 def one_thread(row: edge_rows.Row) -> bool:
@@ -89,74 +104,90 @@ def parts(rows: list[edge_rows.Row], target: str) -> dict[tuple, Parts]:
     return seen
 
 
-def predict(p: Parts, row: edge_rows.Row, gemm: float, other: float, launch_s: float) -> float:
+def predict(p: Parts, row: edge_rows.Row, gemm: float, other: float, launch_s: float, run_s: float = 0.0) -> float:
     """The row's figure: ms, or frames per second for a rate row."""
-    seconds = p[0] / gemm + p[1] / other + p[2] * launch_s
+    seconds = p[0] / gemm + p[1] / other + p[2] * launch_s + run_s
     return 1 / seconds if row.throughput else seconds * 1e3
 
 
 def fit(
-    rows: list[edge_rows.Row], table: dict[tuple, Parts], fixed: dict[str, float] | None = None, fine: bool = False
+    rows: list[edge_rows.Row],
+    table: dict[tuple, Parts],
+    fixed: dict[str, float] | None = None,
+    fine: bool = False,
+    per_run: bool = False,
 ) -> Figures:
-    """Per dtype its (gemm, other) efficiencies, and one launch cost for all: for each launch cost on
-    the grid the best pair per dtype, then the launch cost whose total squared log error is least."""
+    """Per dtype its (gemm, other) efficiencies, and one launch cost (and with ``per_run`` one cost per
+    run) for all: for each launch and run cost on the grids the best pair per dtype, then the costs
+    whose total squared log error is least."""
     fixed = fixed or {}
     shares = [float(x) for x in EFFICIENCY_GRID] if fine else list(SHARES)
     launches = sorted({*LAUNCH_S, *(float(x) for x in LAUNCH_GRID_S)}) if fine else list(LAUNCH_S)
     gemms = [fixed["gemm"]] if "gemm" in fixed else shares
     others = [fixed["other"]] if "other" in fixed else shares
     launches = [fixed["launch"]] if "launch" in fixed else launches
+    runs = [fixed["run"]] if "run" in fixed else list(RUN_S) if per_run else [0.0]
     by_dtype: dict[str, list[edge_rows.Row]] = {}
     for r in rows:
         by_dtype.setdefault(r.dtype or "", []).append(r)
 
-    def loss(mine: list[edge_rows.Row], gemm: float, other: float, launch_s: float) -> float:
+    def loss(mine: list[edge_rows.Row], gemm: float, other: float, launch_s: float, run_s: float) -> float:
         return sum(
-            math.log(predict(table[(r.label, r.resolution, r.dtype)], r, gemm, other, launch_s) / r.measured) ** 2
+            math.log(predict(table[(r.label, r.resolution, r.dtype)], r, gemm, other, launch_s, run_s) / r.measured)
+            ** 2
             for r in mine
         )
 
     best: tuple[float, Figures] | None = None
-    for launch_s in launches:
+    for launch_s, run_s in itertools.product(launches, runs):
         pairs, total = {}, 0.0
         for dtype, mine in by_dtype.items():
-            pairs[dtype] = min(itertools.product(gemms, others), key=lambda pair: loss(mine, *pair, launch_s))
-            total += loss(mine, *pairs[dtype], launch_s)
+            pairs[dtype] = min(itertools.product(gemms, others), key=lambda pair: loss(mine, *pair, launch_s, run_s))
+            total += loss(mine, *pairs[dtype], launch_s, run_s)
         if best is None or total < best[0]:
-            best = (total, (pairs, launch_s))
+            best = (total, (pairs, launch_s, run_s))
     assert best is not None
     return best[1]
 
 
 def shown(figures: Figures) -> str:
-    pairs, launch_s = figures
+    pairs, launch_s, run_s = figures
     return ", ".join(f"{d} gemm {g:.3g} other {o:.3g}" for d, (g, o) in sorted(pairs.items())) + (
-        f", launch {launch_s * 1e6:.3g} us"
+        f", launch {launch_s * 1e6:.3g} us" + (f", run {run_s * 1e3:.3g} ms" if run_s else "")
     )
 
 
 def held_out(
-    rows: list[edge_rows.Row], table: dict[tuple, Parts], fixed: dict[str, float], fine: bool
+    rows: list[edge_rows.Row],
+    table: dict[tuple, Parts],
+    fixed: dict[str, float],
+    fine: bool,
+    per_run: bool = False,
+    group: Callable[[edge_rows.Row], str] = family,
 ) -> list[tuple[float, edge_rows.Row]]:
-    """Each row predicted by a fit that never saw its family: (predicted / measured - 1, row)."""
+    """Each row predicted by a fit that never saw its group (its family, or its network with
+    ``group=network``): (predicted / measured - 1, row)."""
     held: list[tuple[float, edge_rows.Row]] = []
-    for left_out in sorted({family(r) for r in rows}):
-        kept = [r for r in rows if family(r) != left_out]
-        figures = fit(kept, table, fixed, fine)
+    for left_out in sorted({group(r) for r in rows}):
+        kept = [r for r in rows if group(r) != left_out]
+        if not kept:
+            print(f"  without {left_out}: no row left to fit on (one group: try --by network)")
+            continue
+        figures = fit(kept, table, fixed, fine, per_run)
         found = []
         for r in rows:
-            if family(r) != left_out:
+            if group(r) != left_out:
                 continue
             if r.dtype not in figures[0]:  # no row of its dtype left to fit on
                 print(f"  without {left_out}: no {r.dtype} row left: {r.data['model'][:24]} not predicted")
                 continue
             gemm, other = figures[0][r.dtype]
-            error = predict(table[(r.label, r.resolution, r.dtype)], r, gemm, other, figures[1]) / r.measured - 1
+            error = predict(table[(r.label, r.resolution, r.dtype)], r, gemm, other, *figures[1:]) / r.measured - 1
             found.append((error, r))
         held += found
         print(
             f"  without {left_out} ({len(kept)} rows): {shown(figures)}; "
-            + ", ".join(f"{r.data['model'][:12]} {r.dtype} {e:+.0%}" for e, r in found)
+            + ", ".join(f"{r.data['model'][:12]} {r.resolution or ''} {r.dtype} {e:+.0%}" for e, r in found)
         )
     return held
 
@@ -169,6 +200,10 @@ def main() -> None:
     parser.add_argument("--fix", action="append", default=[], metavar="NAME=VALUE", help="hold gemm, other or launch")
     parser.add_argument("--borrow", metavar="TARGET", help="hold gemm and other at this target's fitted figures")
     parser.add_argument("--fine", action="store_true", help="the GPU fitter's finer efficiency and launch grids")
+    parser.add_argument("--run", action="store_true", help="fit a cost per run (run_overhead_s) as well")
+    parser.add_argument(
+        "--by", choices=("family", "network"), default="family", help="the group left out at a time (default family)"
+    )
     args = parser.parse_args()
     fixed: dict[str, float] = {}
     if args.borrow:
@@ -178,8 +213,8 @@ def main() -> None:
         fixed = {"gemm": lender.efficiency["gemm"].value, "other": lender.efficiency["gemv"].value}
     for item in args.fix:
         name, _, value = item.partition("=")
-        if name not in ("gemm", "other", "launch"):
-            parser.error(f"--fix {item}: hold 'gemm', 'other' or 'launch', e.g. --fix launch=7.4e-6")
+        if name not in ("gemm", "other", "launch", "run"):
+            parser.error(f"--fix {item}: hold 'gemm', 'other', 'launch' or 'run', e.g. --fix launch=7.4e-6")
         try:
             fixed[name] = float(value)
         except ValueError:
@@ -197,8 +232,10 @@ def main() -> None:
     if not rows:
         parser.error(f"no comparable {args.runtime} {args.dtype} rows of {args.target}: check the names")
     table = parts(rows, args.target)
-    print(f"{len(rows)} rows; fit on every row: {shown(fit(rows, table, fixed, args.fine))}")
-    held = held_out(rows, table, fixed, args.fine)
+    print(f"{len(rows)} rows; fit on every row: {shown(fit(rows, table, fixed, args.fine, args.run))}")
+    held = held_out(rows, table, fixed, args.fine, args.run, network if args.by == "network" else family)
+    if not held:
+        parser.error("no row was held out: every row is of one group (try --by network)")
     worst = max(held, key=lambda pair: abs(pair[0]))
     within = sum(1 for e, _ in held if 0.5 <= 1 + e <= 2)
     print(

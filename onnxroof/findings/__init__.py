@@ -106,6 +106,9 @@ def _target_review(analysis: Analysis, report: TargetReport, variants: Variants)
     for kind, finder in FINDERS.items() if report.latency_s > 0 else ():  # no time: nothing to save
         if kind not in skipped:
             found += finder(analysis, report, variants)
+    blocking = [f for f in found if f.blocking]
+    if blocking:  # the target cannot run the model's type: any other gain would be measured in a type it does not run
+        found = blocking
     incomplete = analysis.incomplete_text()
     if incomplete:
         found = [f.on_incomplete(incomplete) for f in found]

@@ -53,6 +53,13 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
     def no_batch_gain(why: str, title: str = "fuse kernels") -> list[Finding]:
         return [Finding("launch", report.target.name, f"{head}: {title}", why, latency_s=base_s, evidence=evidence)]
 
+    cut = report.edge_tpu_cut
+    if cut is not None and cut.host_launch_s >= launch_s / 2:  # an Edge TPU's graph cut: the launches are the host's
+        return no_batch_gain(
+            f"most of the launches are {cut.host}'s: {cut.words()}; a larger batch would save the host's launches, "
+            "not this target's",
+            f"map the ops at the graph cut (the fallback finding), or fuse kernels on {cut.host}",
+        )
     fixed = analysis.fixed_batch.refusal(larger) if analysis.fixed_batch else None
     if fixed:
         return no_batch_gain(
@@ -62,11 +69,11 @@ def launch(analysis: Analysis, report: TargetReport, variants: Variants) -> list
     if isinstance(other, str):
         return no_batch_gain(f"batch {larger} gives no measured gain: {other}")
     if _host_kernels(other) > _host_kernels(report):  # an Edge TPU's compiler cuts the larger batch earlier
-        cut = other.edge_tpu_cut
-        assert cut is not None
+        larger_cut = other.edge_tpu_cut
+        assert larger_cut is not None
         return no_batch_gain(
-            f"a larger batch is not advised: at batch {larger} {cut.words()}, so its gain would be the host's, not "
-            "this target's"
+            f"a larger batch is not advised: at batch {larger} {larger_cut.words()}, so its gain would be the host's, "
+            "not this target's"
         )
     new_s = per_inference_s(other)
     speedup = base_s / new_s if new_s else 0.0

@@ -110,7 +110,8 @@ def _conversion(report: TargetReport, variants: Variants, wanted: str, roof: str
     detail = (
         f"{share:.0%} of the FLOPs are {wanted}, which the target cannot run; as stored they are costed on its "
         f"{roof} roof ({seconds(base_s)} per inference), an optimistic figure for a model the target's compiler "
-        f"would refuse or leave to the host"
+        f"would refuse or leave to the host; the other findings are left out, as their gains would be measured "
+        f"in {wanted}: analyse with --dtype {roof} to see them"
     )
     other = variants.report(report.target, dtype=roof)
     if isinstance(other, str):
@@ -148,7 +149,7 @@ def _missing_roof(report: TargetReport) -> tuple[str, str, float] | None:
     for kernel in report.nodes:
         wanted = target.wanted_roof(kernel.dtype)
         if kernel.placement.flops and wanted not in target.peak_ops_per_s:
-            key = (wanted, kernel.placement.roof)
+            key = (wanted, target.roof(kernel.dtype)[0])  # the target's own roof (not a host's, past an Edge TPU's cut)
             fallen[key] = fallen.get(key, 0) + kernel.placement.flops
     if not flops or not fallen:
         return None

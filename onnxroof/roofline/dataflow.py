@@ -568,12 +568,12 @@ def _kernel_times(report: TargetReport, kernels: list[Kernel], timing: DataflowT
         retime_node(node, seconds_now)
 
 
-def retime_node(node: Any, time_s: float) -> None:
+def retime_node(node: Any, time_s: float, placement: Any = None) -> None:
     """A placed kernel (placement's NodePlacement) given another time by a chip's own execution model
-    (a pipeline's stage, the Edge TPU's host): its placement's time and each of its nodes' share
-    of it (placement.node_times reads them), scaled alike."""
+    (a pipeline's stage; the Edge TPU's host, which gives its whole ``placement``): its placement's
+    time and each of its nodes' share of it (placement.node_times reads them), scaled alike."""
     before = node.placement.time_s
-    node.placement = replace(node.placement, time_s=time_s)
+    node.placement = placement if placement is not None else replace(node.placement, time_s=time_s)
     node.node_time_s = (
         {name: share * time_s / before for name, share in node.node_time_s.items()} if before else {node.name: time_s}
     )

@@ -17,9 +17,8 @@ from ..core.errors import UsageError
 from ..core.units import iec, seconds
 from .dataflow import retime_node
 
-# placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
-# and targets import this module); the roofline function (point.roofline) is handed in for the same reason
-TargetReport: TypeAlias = Any
+# kernels' Kernel and targets' Target: named only, not imported (placement and targets import this
+# module); the roofline function (point.roofline) is handed in for the same reason
 Kernel: TypeAlias = Any
 Target: TypeAlias = Any
 
@@ -112,6 +111,8 @@ class EdgeTpuCut:
     # why the node at the cut is not mapped when its op is in the table: its tensor's shape ("" : its op is not)
     shape_reason: str = ""
     host_at_peaks: bool = True  # the host target gives a bound (its peak figures), so the run's time is one too
+    host_launch_s: float = 0.0  # the host's launch cost, summed over its kernels (in host_s)
+    host_names: frozenset[str] = frozenset()  # the kernels the host runs (left out of the target's model point)
 
     def words(self) -> str:
         """Which ops fall back to the CPU and where the graph is cut: every output's line."""
@@ -171,15 +172,13 @@ def cut_at(kernels: list[Kernel], mapped: frozenset[str] = MAPPED_OPS) -> int | 
     return None
 
 
-def host_time(kernel: Kernel, host: Target, roofline: Callable[..., Any]) -> float:
+def host_point(kernel: Kernel, host: Target, roofline: Callable[..., Any]) -> Any:
     """One kernel on the host CPU: its roofline on the host's peak figures for its type, plus the
-    host's launch cost per kernel."""
+    host's launch cost per kernel (a point.Placement: its time, roofs, launch and bound are the host's)."""
     anchor = next((m for m in kernel.records if m.macs), kernel.records[0])
     roof, peak = host.roof(anchor.dtype)
     launch = host.node_overhead_s.value if host.node_overhead_s else 0.0
-    return roofline(
-        kernel.flops, kernel.memory_bytes, peak, host.dram_bytes_per_s.value, roof=roof, overhead_s=launch
-    ).time_s
+    return roofline(kernel.flops, kernel.memory_bytes, peak, host.dram_bytes_per_s.value, roof=roof, overhead_s=launch)
 
 
 def _cut_bytes(kernels: list[Kernel], start: int, tensors: dict) -> int:
@@ -192,32 +191,35 @@ def _cut_bytes(kernels: list[Kernel], start: int, tensors: dict) -> int:
 
 
 def run_cut(
-    report: TargetReport,
+    target: Target,
+    nodes: list[Any],
     kernels: list[Kernel],
+    start: int,
     tensors: dict,
     load_host: Callable[[], Target],
     roofline: Callable[..., Any],
-) -> None:
-    """Re-time the kernels from the cut on the host (``load_host``: read only when the graph is cut;
-    the one hook in placement.place_model for an Edge TPU): their placements' times become the
-    host's; the tensors entering the cut from the mapped part cross the link once. Which ops fell
-    back and where the graph is cut: ``report.edge_tpu_cut`` (every output prints its words)."""
-    mapped = report.target.edge_tpu.mapped
-    start = cut_at(kernels, mapped)
-    if start is None:
-        return
+) -> EdgeTpuCut:
+    """Place the kernels from the cut (``start``: :func:`cut_at`) on the host (``load_host``; the
+    one hook in placement.place_model for an Edge TPU), before the run is summed up: each of
+    their ``nodes`` (placement's NodePlacement, one per kernel) gets the host's placement, so its
+    time, launch cost and bound are the host's in every figure built from them. The tensors
+    entering the cut from the mapped part cross the link once (``EdgeTpuCut.transfer_s``, for the
+    latency). Which ops fell back and where the graph is cut: the returned cut, whose words every
+    output prints."""
+    mapped = target.edge_tpu.mapped
     host = load_host()
     tail = kernels[start:]
     cut_bytes = _cut_bytes(kernels, start, tensors)
-    transfer_s = cut_bytes / report.target.dram_bytes_per_s.value
-    host_total = 0.0
-    by_name = {node.name: node for node in report.nodes}
+    transfer_s = cut_bytes / target.dram_bytes_per_s.value
+    host_total = host_launch = 0.0
+    by_name = {node.name: node for node in nodes}
     for kernel in tail:
-        kernel_s = host_time(kernel, host, roofline)
-        host_total += kernel_s
+        point = host_point(kernel, host, roofline)
+        host_total += point.time_s
+        host_launch += point.overhead_s
         node = by_name.get(kernel.name)
         if node is not None:
-            retime_node(node, kernel_s)
+            retime_node(node, point.time_s, point)
     fallen = [member for kernel in tail for member in kernel.records if unmapped(member, mapped)]
     first = fallen[0].name
     ops = list(dict.fromkeys(member.op_type for member in fallen))
@@ -227,7 +229,7 @@ def run_cut(
         if shape is not None
         else ""
     )
-    report.edge_tpu_cut = EdgeTpuCut(
+    return EdgeTpuCut(
         first,
         ops,
         len(tail),
@@ -238,6 +240,6 @@ def run_cut(
         cut_bytes,
         reason,
         host.latency_kind == "bound",  # targets.LatencyKind.BOUND (a text enum: targets imports this module)
+        host_launch,
+        frozenset(kernel.name for kernel in tail),
     )
-    report.latency_s = sum(node.placement.time_s for node in report.nodes) + report.run_s + transfer_s
-    report.throughput_per_s = report.batch / report.latency_s if report.latency_s else 0.0

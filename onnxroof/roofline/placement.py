@@ -19,10 +19,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from ..core.units import seconds
 from ..memory.spill import spill_plan
 from .band import band_for
 from .dataflow import DataflowTiming, pipeline_timing
-from .edge_tpu import EdgeTpuCut, run_cut
+from .edge_tpu import EdgeTpuCut, cut_at, run_cut
 from .energy import kernel_energy, run_energy
 from .kernel_bytes import cached_kernels, model_io_bytes, ran_constant_bytes
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
@@ -152,7 +153,11 @@ def place_model(
         set(split) if split is not None else None,
         notes=list(placed.notes),
     )
-    placer.plan_memory(kernels, memory, order)
+    # an Edge TPU's compiler maps the kernels before its cut (edge_tpu.py): only their parameters are cached on chip
+    cut_start = (
+        cut_at(kernels, target.edge_tpu.mapped) if target.edge_tpu is not None and groups is None and overhead else None
+    )
+    placer.plan_memory(kernels, memory, order, cut_start)
     # every activation counts, not the peak: onnxruntime's arena does not keep a run's footprint at
     # the peak (MobileNetV3's 230 small kernels, 0.97 MB at the peak and 13 MB written, launch cold)
     if overhead:
@@ -161,6 +166,10 @@ def place_model(
         )
     placer.in_place = memory.problem.in_place_concats if groups is None else frozenset()
     placements = [placer.place(position, kernel) for position, kernel in enumerate(kernels)]
+    cut = None
+    if cut_start is not None and target.edge_tpu is not None:  # the ops past the compiler's cut on the host
+        host = target.edge_tpu.host
+        cut = run_cut(target, placements, kernels, cut_start, placed.tensors, lambda: load_target(host), roofline)
     for (wanted, used), count in sorted(placer.fallbacks.items()):
         placer.notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     report = _summarize(
@@ -174,14 +183,14 @@ def place_model(
         placer.notes,
         rules,
         run_overhead_s(target) if overhead else 0.0,
+        cut.transfer_s if cut is not None else 0.0,
+        cut.host_names if cut is not None else frozenset(),
     )
+    report.edge_tpu_cut = cut
     report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in placer.cached)
     report.launch_s = placer.launch_cost_s
     if target.dataflow is not None and groups is None:  # a layer pipeline: fps and latency apart (dataflow.py)
         pipeline_timing(report, kernels, placed.tensors, set(placed.inputs) | set(placed.outputs))
-    if target.edge_tpu is not None and groups is None and overhead:  # the ops past the compiler's cut on the host
-        host = target.edge_tpu.host
-        run_cut(report, kernels, placed.tensors, lambda: load_target(host), roofline)
     _settle_kind(report, target, overhead)
     return report
 
@@ -190,7 +199,7 @@ def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:
     """The run's own cost said in a note, and what the latency is: a bound or a forecast (with its band)."""
     if report.run_s:
         report.notes.append(
-            f"a run costs {report.run_s * 1e6:.3g} µs beyond its kernels (the runtime binding its "
+            f"a run costs {seconds(report.run_s)} beyond its kernels (the runtime binding its "
             "inputs and outputs): in the latency once, as overhead"
         )
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
@@ -230,17 +239,22 @@ class _Placer:
         # the target has on-chip memory to keep activations in (else every one goes through DRAM)
         self.keeps_activations = bool(self.target.onchip_bytes and self.target.onchip_bytes.value > 0)
 
-    def plan_memory(self, kernels: list[Kernel], memory: MemoryReport, order: Iterable[str] | None) -> None:
-        """Which parameters stay on chip between runs, then which activations spill to DRAM."""
+    def plan_memory(
+        self, kernels: list[Kernel], memory: MemoryReport, order: Iterable[str] | None, cut_start: int | None = None
+    ) -> None:
+        """Which parameters stay on chip between runs, then which activations spill to DRAM. Past
+        ``cut_start`` (an Edge TPU's graph cut) the host runs the kernels: their parameters are not
+        the target's to keep."""
         target, notes = self.target, self.notes
         if not self.keeps_activations:
             notes.append("no on-chip memory figure: every activation is read from and written to DRAM")
             return
         onchip_capacity = target.onchip_bytes.value if target.onchip_bytes else 0
-        if target.weights_resident:
+        resident = kernels[:cut_start] if cut_start is not None else kernels
+        if target.weights_resident and resident:
             # whole bytes: the kernels' parameter bytes are whole, so the same ones fit
-            self.cached = cached_kernels(kernels, int(onchip_capacity - memory.model_order.peak_bytes))
-            kept_bytes = _weights_note(kernels, self.cached, target, notes)
+            self.cached = cached_kernels(resident, int(onchip_capacity - memory.model_order.peak_bytes))
+            kept_bytes = _weights_note(resident, self.cached, target, notes)
             if not kept_bytes:
                 self.cached = set()
             onchip_capacity -= kept_bytes
@@ -504,13 +518,19 @@ def _summarize(
     notes: list[str],
     fusion: tuple[str, ...],
     run_s: float = 0.0,
+    link_s: float = 0.0,
+    on_host: frozenset[str] = frozenset(),
 ) -> TargetReport:
-    latency = sum(n.placement.time_s for n in nodes) + run_s  # run_s: the run's own cost, before its kernels
-    flops = sum(n.placement.flops for n in nodes)
-    dram = sum(n.placement.dram_bytes for n in nodes)
-    onchip = sum(n.placement.onchip_bytes for n in nodes)
+    # run_s: the run's own cost, before its kernels; link_s: tensors crossing the host link between
+    # the kernels (an Edge TPU's cut), link-bound time ("DRAM" is that link); on_host: the kernels
+    # past that cut, in the latency but not in the target's own model point and utilization
+    latency = sum(n.placement.time_s for n in nodes) + run_s + link_s
+    own = [n for n in nodes if n.name not in on_host] if on_host else nodes
+    flops = sum(n.placement.flops for n in own)
+    dram = sum(n.placement.dram_bytes for n in own)
+    onchip = sum(n.placement.onchip_bytes for n in own)
     flops_by_roof: Counter = Counter()
-    for n in nodes:
+    for n in own:
         flops_by_roof[n.placement.roof] += n.placement.flops
     # mixed types run on several roofs: the model's peak is the harmonic blend, so that its
     # compute time is the sum of each roof's share (never above the nodes' own sum)
@@ -519,6 +539,8 @@ def _summarize(
     model_point = roofline(flops, dram, peak, target.dram_bytes_per_s.value, onchip, onchip_bw, roof)
     energy, split = run_energy(target, [n.energy_j for n in nodes], latency, notes)
     share: dict[Bound, float] = {Bound.OVERHEAD: run_s} if run_s else {}
+    if link_s:
+        share[Bound.DRAM] = link_s
     for n in nodes:
         share[n.placement.bound] = share.get(n.placement.bound, 0) + n.placement.time_s
     return TargetReport(

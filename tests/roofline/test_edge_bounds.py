@@ -20,11 +20,38 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from published import edge_rows  # noqa: E402
 
-BOUND_TARGETS = ("hailo-8", "hailo-8l", "jetson-orin-nano", "jetson-orin-nano-super", "raspberry-pi-5", "myriad-x")
+BOUND_TARGETS = (
+    "hailo-8",
+    "hailo-8l",
+    "jetson-orin-nano",
+    "jetson-orin-nano-super",
+    "raspberry-pi-5",
+    "myriad-x",
+    "apple-m2-gpu",
+)
 
 
 # fitted on their rows (benchmarks/published/fit_coral.py, fit_cpu_runtime.py)
-FORECAST_TARGETS = ("coral-edge-tpu", "raspberry-pi-5-onnxruntime", "jetson-orin-nano-super-tensorrt")
+FORECAST_TARGETS = (
+    "coral-edge-tpu",
+    "raspberry-pi-5-onnxruntime",
+    "jetson-orin-nano-super-tensorrt",
+    "jetson-orin-nano-tensorrt",
+)
+
+# The acceptance for a target that stays a bound: within 3x of every published row (factor at most 3).
+# Recorded per target, as measured; the farthest rows and their causes are in
+# docs/validation-published.md's edge section and each target's description. A change either way
+# must update them.
+WITHIN_3X = {
+    "hailo-8": False,  # DeiT-Tiny 59x (with the row floor): context switches of the zoo's LayerNorm transformers
+    "hailo-8l": False,  # DeiT-Tiny 34x: the 8L splits even small networks into contexts
+    "jetson-orin-nano": False,  # ncnn Vulkan 2.7-209x: compute shaders, no Tensor Cores (TensorRT: 1.9-10x)
+    "jetson-orin-nano-super": True,  # onnxruntime CUDA, 1.7-2.4x
+    "raspberry-pi-5": False,  # OpenVINO 2024 YOLOv8n 10.8x, 1-thread rows of a 4-core target up to 14x
+    "myriad-x": False,  # the NCS2 MLP 192x (USB and request overhead); YOLOv8s-pose 3.3x
+    "apple-m2-gpu": True,  # llama.cpp Metal, Llama 2 7B Q4_0: decode 1.38x, prefill 1.50x
+}
 
 
 def _rows_by_target() -> dict[str, list[edge_rows.Row]]:
@@ -38,9 +65,12 @@ def _rows_by_target() -> dict[str, list[edge_rows.Row]]:
 ROWS = _rows_by_target()
 
 
-def _predicted(row: edge_rows.Row, cache: dict) -> float:
+_ANALYSES: dict = {}  # one analysis per (network, resolution, batch, dtype, target) for every test
+
+
+def _predicted(row: edge_rows.Row, cache: dict = _ANALYSES) -> float:
     """The bound for the row's figure: a rate (frames or samples per second) or a latency in ms."""
-    key = (row.label, row.resolution, row.batch, row.dtype)
+    key = (row.label, row.resolution, row.batch, row.dtype, row.target)
     if key not in cache:
         model = row.build(row.batch, row.resolution)
         cache[key] = analyze(
@@ -52,10 +82,9 @@ def _predicted(row: edge_rows.Row, cache: dict) -> float:
 
 def _beyond_2x(rows: list[edge_rows.Row]) -> list[str]:
     """The rows a forecast misses by more than 2x either way (the acceptance: every row within 2x)."""
-    cache: dict = {}
     far = []
     for row in rows:
-        row.predicted = _predicted(row, cache)
+        row.predicted = _predicted(row)
         if not 0.5 <= row.factor <= 2:
             far.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
     return far
@@ -66,15 +95,17 @@ def test_the_rows_cover_every_bound_edge_target():
     assert {name: len(rows) > 0 for name, rows in ROWS.items()} == dict.fromkeys(BOUND_TARGETS + FORECAST_TARGETS, True)
     # the Super's 18 TensorRT rows go to the target of TensorRT's figures, its 5 onnxruntime CUDA rows stay
     assert len(ROWS["hailo-8"]) >= 80 and len(ROWS["jetson-orin-nano-super"]) == 5
+    # the NCS2's two rows: the MLP and YOLOv8s-pose (built with ultralytics' Pose head)
+    assert sorted(row.label for row in ROWS["myriad-x"]) == ["MLP 784-512-200-10", "YOLOv8s-pose"]
+    assert set(WITHIN_3X) == set(BOUND_TARGETS)
 
 
 @pytest.mark.parametrize("target", BOUND_TARGETS)
 def test_no_published_row_beats_the_bound(target):
     assert load_target(target).latency_kind.value == "bound"
-    cache: dict = {}
     beaten = []
     for row in ROWS[target]:
-        row.predicted = _predicted(row, cache)
+        row.predicted = _predicted(row)
         if row.factor < 1:  # measured faster than the bound allows
             beaten.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
     assert beaten == []
@@ -84,17 +115,28 @@ def test_no_published_row_beats_the_bound(target):
 def test_the_chips_bound_holds_for_the_rows_its_runtime_variant_takes(chip, runtime):
     # a row sent to a runtime's forecast (the Pi's onnxruntime rows, the Orin Nano Super's TensorRT rows)
     # still ran on the chip, so the chip's bound must hold for it too
-    cache: dict = {}
     beaten = []
     for row in ROWS[edge_rows.RUNTIME_TARGETS[(chip, runtime)]]:
         row.target = chip  # analysed on the chip's bound, not on the variant's forecast
         try:
-            row.predicted = _predicted(row, cache)
+            row.predicted = _predicted(row)
         finally:
             row.target = edge_rows.RUNTIME_TARGETS[(chip, runtime)]
         if row.factor < 1:
             beaten.append(f"{edge_rows.describe(row)}: predicted {row.predicted:.4g}, factor {row.factor:.2f}")
     assert beaten == []
+
+
+@pytest.mark.parametrize("target", BOUND_TARGETS)
+def test_each_bounds_within_3x_status_is_the_recorded_one(target):
+    # factor = measured time / the bound's time (or the bound's rate / the measured rate): 1 or more
+    # for every row (the test above); at most 3 for every row is the acceptance for a bound
+    far = []
+    for row in ROWS[target]:
+        row.predicted = _predicted(row)
+        if row.factor > 3:
+            far.append(f"{edge_rows.describe(row)}: factor {row.factor:.2f}")
+    assert (far == []) is WITHIN_3X[target], far[:5]
 
 
 def test_coral_forecast_is_within_2x_of_every_row_of_its_runtime():
@@ -120,6 +162,18 @@ def test_orin_nano_tensorrt_forecast_is_within_2x_of_every_row():
     assert load_target("jetson-orin-nano-super-tensorrt").latency_kind.value == "forecast"
     rows = ROWS["jetson-orin-nano-super-tensorrt"]
     assert len(rows) == 18 and {edge_rows.runtime(row) for row in rows} == {"TensorRT"}
+    assert _beyond_2x(rows) == []
+
+
+def test_orin_nano_15w_tensorrt_forecast_is_within_2x_of_every_row():
+    # the 15 W mode's TensorRT rows (trtutils on JetPack 5, before the Super modes: YOLOv8n/s/m and YOLOv9t/s/m
+    # FP16 engines at 160-1280, end to end from Python) go to the 15 W TensorRT target, whose engine figures
+    # were fitted on none of them (the Super-mode rows' launch cost, the AGX Orin's efficiencies) and whose
+    # per-run cost was; the ncnn Vulkan rows stay with the 15 W bound
+    assert load_target("jetson-orin-nano-tensorrt").latency_kind.value == "forecast"
+    rows = ROWS["jetson-orin-nano-tensorrt"]
+    assert len(rows) == 48 and {edge_rows.runtime(row) for row in rows} == {"TensorRT"}
+    assert {edge_rows.runtime(row) for row in ROWS["jetson-orin-nano"]} == {"ncnn Vulkan"}
     assert _beyond_2x(rows) == []
 
 
@@ -169,3 +223,36 @@ def test_the_hailo_row_floor_holds_each_family_when_set_from_the_others(target):
         assert 0.8 * others <= fastest, left_out
     # and the figure in the target is that rule on every family
     assert load_target(target).dataflow.row_s.value == pytest.approx(0.8 * min(per_row.values()), rel=0.01)
+
+
+def _params(model) -> int:
+    return analyze(model, targets=["jetson-orin-nano"], dtype="fp16").totals.params
+
+
+def test_yolov8_pose_adds_ultralytics_keypoint_branches():
+    # Pose head (ultralytics head.py): per level (P3/P4/P5 with 128/256/512 channels in YOLOv8s) a branch
+    # of two 3x3 convs to c4 = max(128 // 4, 17 x 3) = 51 channels and a 1x1 conv to 51 keypoint values,
+    # each with a folded bias: 9 x 51 x (128 + 256 + 512) + 3 x (9 x 51 x 51 + 51 x 51) + 9 x 51 biases
+    # = 411,264 + 78,030 + 459 = 489,753; one class instead of 80 drops 79 x (128 + 1) = 10,191 from
+    # each level's class conv (c3 = max(128, 80) = 128 wide): 489,753 - 3 x 10,191 = 459,180
+    from published.edge_yolo import yolov8
+
+    assert _params(yolov8("s", pose=True)) - _params(yolov8("s")) == 459_180
+
+
+def test_ncnn_vision_transformer_is_built_as_vit_b32_at_384():
+    # benchncnn's vision_transformer.param: a 32x32 stride-32 patch Conv (0=768 1=32 3=32) and a pos_embed
+    # of 145 = (384 / 32)^2 + 1 tokens
+    label, build = edge_rows.NCNN["vision_transformer"]
+    model = build(1, 384)
+    shapes = {init.name: list(init.dims) for init in model.graph.initializer}
+    assert label == "ViT-B/32" and shapes["pos_embed"] == [1, 145, 768] and shapes["patch.weight"] == [768, 3, 32, 32]
+
+
+@pytest.mark.parametrize("scale, yaml_params", [("t", 2_128_720), ("s", 7_318_368), ("m", 20_216_160)])
+def test_yolov9_is_ultralytics_gelan_with_its_repconvs_fused(scale, yaml_params):
+    # ultralytics cfg/models/v9/yolov9{t,s,m}.yaml state the unfused counts (RepConv's 1x1 branch and the
+    # BatchNorms' two figures a channel counted); the exported graph fuses them, a few percent fewer
+    from published.edge_yolo import yolov9
+
+    assert 0.97 * yaml_params < _params(yolov9(scale)) < yaml_params

@@ -181,3 +181,44 @@ def test_a_forecast_target_whose_cut_runs_on_a_bound_host_gives_a_bound(tmp_path
     )
     report = analyze(whole, targets=[_targets(tmp_path, measured=True)]).targets[0]
     assert report.edge_tpu_cut is None and report.latency_kind == "forecast" and report.bound_reason == ""
+
+
+def test_the_kernels_past_the_cut_are_placed_as_the_host_runs_them(tmp_path):
+    # the cut of the first test: div and mm2 on the host carry the host's placement, its 1 µs launch
+    # and its bound: div 1.2 µs of DRAM + 1 µs (DRAM-bound), mm2 40.8 µs of DRAM (20 µs of compute)
+    # + 1 µs (DRAM-bound). The accelerator's kernels keep theirs: mm1 408 µs and relu 8 µs, DRAM (the
+    # link). Time by bound over the 464 µs: DRAM 408 + 8 + 2.2 + 41.8 + the cut's 4 µs over the link
+    # = 464 µs: all of it (the launches are inside DRAM-bound kernels' times, shorter than their roofs)
+    report = analyze(_model(), targets=[_targets(tmp_path)]).targets[0]
+    by_name = {node.name: node.placement for node in report.nodes}
+    assert by_name["div"].overhead_s == pytest.approx(1e-6) and by_name["mm2"].overhead_s == pytest.approx(1e-6)
+    assert by_name["div"].time_s == pytest.approx(2.2e-6) and by_name["mm2"].time_s == pytest.approx(41.8e-6)
+    assert by_name["mm1"].overhead_s == 0 and by_name["mm1"].time_s == pytest.approx(408e-6)
+    assert by_name["mm2"].peak_flops_per_s == pytest.approx(1e9)  # the host's roof
+    assert report.edge_tpu_cut.host_launch_s == pytest.approx(2e-6)
+    assert sum(report.time_share.values()) == pytest.approx(1.0)
+    assert report.time_share["dram"] == pytest.approx(1.0)
+
+
+def test_batching_up_is_not_advised_when_the_launches_are_the_hosts(tmp_path):
+    # x [batch, 100] -> Div by c (not in the table: the whole graph on the host) -> 20 Relus. Host
+    # at 1e9 op/s, 1e9 B/s, 1 µs a kernel: 21 kernels of 800 B (Relu: 400 B in, 400 out) or 1,200 B
+    # (div: x, c, out), 0.8 or 1.2 µs of DRAM + 1 µs launch: 21 µs of launch in 21 + 0.8 x 20 + 1.2 =
+    # 38.2 µs (55 %, past the 25 % share). Every launch is the host's: no "batch up" on this target
+    nodes = [helper.make_node("Div", ["x", "c"], ["r0"], name="div")] + [
+        helper.make_node("Relu", [f"r{i}"], [f"r{i + 1}"], name=f"relu{i}") for i in range(20)
+    ]
+    model = make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, ["batch", 100])],
+        [("r20", TensorProto.FLOAT, ["batch", 100])],
+        [("c", zeros(1, 100) + 1)],
+    )
+    analysis = onnxroof.analyze(model, targets=[_targets(tmp_path, launch_s=20e-6)], fusion="none")
+    (report,) = analysis.targets
+    assert report.edge_tpu_cut.host_kernels == 21 and report.latency_s == pytest.approx(38.2e-6)
+    assert report.edge_tpu_cut.host_launch_s == pytest.approx(21e-6)
+    (launch,) = [f for f in analysis.review() if f.kind == "launch"]
+    assert launch.title.startswith("21 kernels x 1 µs of launch are 55% of the time: map the ops at the graph cut")
+    assert not launch.change and launch.gain_s == 0.0
+    assert launch.detail.startswith("most of the launches are host's: Div falls back to the CPU at the graph's first")

@@ -26,6 +26,7 @@ EXPECTED = {
     "raspberry-pi-5",
     "raspberry-pi-5-onnxruntime",
     "jetson-orin-nano-super-tensorrt",
+    "jetson-orin-nano-tensorrt",
     "apple-m2-gpu",
     "xeon-8480-socket",
     "hailo-8",

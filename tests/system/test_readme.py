@@ -10,7 +10,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
-WORDS = {"six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+WORDS = {"six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 
 
 def _flat(text: str) -> str:

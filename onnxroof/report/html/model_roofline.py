@@ -96,7 +96,7 @@ def roofline_context(
             + (f" in {len(dots):,} bins" if aggregated else "")
             + f"; latency {format_value(latency, 'seconds')}"
         ),
-        "notes": report.notes,
+        "notes": report.notes + _cut_note(report),
         "measured": count_text(len(measured)) if profile is not None else "",
         # who measured the rings: this machine's onnxruntime, or the runtime of a trace (profile --trace)
         "measured_by": "the runtime traced" if profile and profile.runtime else "onnxruntime on this machine",
@@ -297,3 +297,14 @@ def top_modules(analysis: Analysis) -> dict[str, str] | None:
     if not has_scopes(analysis):
         return None
     return {r.name: (module_of(r) or (NO_MODULE,))[0] for r in analysis.nodes}
+
+
+def _cut_note(report) -> list[str]:
+    """The kernels an Edge TPU's graph cut leaves off its roofline (they run on the host)."""
+    cut = report.edge_tpu_cut
+    if cut is None or not cut.host_kernels:
+        return []
+    return [
+        f"the {count_text(cut.host_kernels)} kernel{'s' * (cut.host_kernels != 1)} past the Edge TPU compiler's cut "
+        f"run on {cut.host}: not on this roofline (its roofs are the Edge TPU's)"
+    ]

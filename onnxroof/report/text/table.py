@@ -386,7 +386,6 @@ def target_lines(report, reviewed: TargetReview | None = None, unit: str = "infe
     """One target: latency, frame rate (``unit``: a decode step's is tokens/s), bound shares, energy,
     the model point, top-5 nodes; with ``reviewed`` (its part of the review), whether the model fits
     in its memory and what to change."""
-    point = report.model_point
     import textwrap
 
     lines = [
@@ -411,9 +410,7 @@ def target_lines(report, reviewed: TargetReview | None = None, unit: str = "infe
             for label, words in edge_lines(report)
             for line in textwrap.wrap(f"  {label}: {words}", TERMINAL_COLUMNS, subsequent_indent="    ")
         ),
-        f"  model point: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
-        f"(ridge {intensity(report.target.ridge(point.roof))}): {bound_label(point.bound)}-bound, "
-        f"{seconds(point.time_s)}",
+        _model_point_line(report),
         *textwrap.wrap(energy_line(report), TERMINAL_COLUMNS, subsequent_indent="    "),
     ]
     fit, findings = (reviewed.fit, reviewed.findings) if reviewed is not None else (None, ())
@@ -531,3 +528,17 @@ def render_sweep_table(points) -> str:
         f"{point.label}: INCOMPLETE, {point.analysis.bounds_note}" for point in points if not point.analysis.complete
     ]
     return "\n".join(["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows] + notes) + "\n"
+
+
+def _model_point_line(report: TargetReport) -> str:
+    """The whole-model point on the target's roofline: its kernels only, when an Edge TPU's graph
+    cut runs the others on the host (which has a roofline of its own)."""
+    point, cut = report.model_point, report.edge_tpu_cut
+    if cut is not None and cut.host_kernels >= cut.kernels:
+        return f"  model point: none on {report.target.name} (the whole graph runs on {cut.host})"
+    which = f" ({cut.kernels - cut.host_kernels} kernels before the cut)" if cut is not None else ""
+    return (
+        f"  model point{which}: {intensity(point.intensity)} FLOP/B on the {point.roof} roof "
+        f"(ridge {intensity(report.target.ridge(point.roof))}): {bound_label(point.bound)}-bound, "
+        f"{seconds(point.time_s)}"
+    )

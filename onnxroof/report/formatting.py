@@ -198,8 +198,16 @@ def latency_kind_words(report: TargetReport) -> str:
             )
         if not report.peak_figures:  # its own figures measured: only the host's part is at peaks
             return f"a lower bound (≥): {report.host_words}" + (f"; {borrowed}" if borrowed else "")
+        chip = report.target.dataflow
+        rows = (
+            f"; a frame's rows stream in at {units.seconds(chip.row_s.value)} each at least (a floor under every "
+            "published row)"
+            if chip is not None and chip.row_s
+            else ""
+        )
         return (
             "a lower bound (≥): the target's figures are peaks, every kernel at its roofs"
+            + rows
             + host
             + (f"; {borrowed}" if borrowed else "")
         )

@@ -222,8 +222,9 @@ while IFS= read -r -d '' model <&3; do
     sed -e 's/^/onnxroof: error: /' "$OUT/.stderr" > "$OUT/.error"
   else
     while IFS= read -r -d '' flag; do flags+=("$flag"); done < "$OUT/.flags"
+    # the comment's table and the page from one analysis of each side: written both, or neither
     onnxroof diff "$(as_argument "$base")" "$(as_argument "$model")" "${flags[@]}" "${targets[@]}" "${budgets[@]}" \
-      --format markdown -q > "$OUT/.diff.md" 2> "$OUT/.error" || rc=$?
+      --format markdown --html "$OUT/$name.diff.html" -q > "$OUT/.diff.md" 2> "$OUT/.error" || rc=$?
   fi
   case "$rc" in
     0) outcome=$([ ${#budgets[@]} -gt 0 ] && echo "✅ budgets hold$new" || echo "✅ analysed$new") ;;
@@ -235,8 +236,6 @@ while IFS= read -r -d '' model <&3; do
   printf '**<code>%s</code>**: %s\n\n' "$shown" "$outcome" >> "$body"
   if [ "$rc" -le 1 ]; then
     cat "$OUT/.diff.md" >> "$body"
-    onnxroof diff "$(as_argument "$base")" "$(as_argument "$model")" "${flags[@]}" "${targets[@]}" --format html \
-      -o "$OUT/$name.diff.html" -q || true
   else
     error=$(grep -v '^onnxroof: warning' "$OUT/.error")
     # the error names the base copy by its own path: name it as the model's base version

@@ -215,6 +215,20 @@ def test_diff_html_is_a_complete_page_with_a_roofline_per_target(capsys, tmp_pat
     assert 'id="diff-roofline-0"' in text and 'id="diff-roofline-1"' in text and 'id="diff-roofline-2"' not in text
 
 
+def test_diff_writes_its_comment_and_its_page_from_one_run(capsys, tmp_path):
+    # the PR Action's step: the Markdown comment to -o and the page to --html, from one analysis of
+    # each side (the page is the one --format html writes alone); a page on the -o file is refused
+    comment, page, alone = tmp_path / "comment.md", tmp_path / "both.html", tmp_path / "alone.html"
+    code, _, _ = run(
+        capsys, "diff", *PAIR, "--target", "myriad-x", "--format", "markdown", "-o", comment, "--html", page
+    )
+    assert code == 0 and markdown_tables(comment.read_text())[0] == ["metric", "base", "head", "change", "%"]
+    run(capsys, "diff", *PAIR, "--target", "myriad-x", "--format", "html", "-o", alone)
+    assert complete_html_page(page.read_text()) and page.read_text() == alone.read_text()
+    code, _, err = run(capsys, "diff", *PAIR, "--format", "markdown", "-o", comment, "--html", comment)
+    assert code == 2 and "--html and -o name the same file" in err
+
+
 # --- compare -----------------------------------------------------------------------------------
 
 

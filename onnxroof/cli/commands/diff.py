@@ -32,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", metavar="FILE", help="write the output to FILE (whole or not at all; - is standard output)"
     )
     parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the HTML page to FILE, from the same analyses (a PR's comment and page in one run)",
+    )
+    parser.add_argument(
         "--symbolic",
         action="store_true",
         help="the change in the formulas of the free input dims (summary --symbolic), term by term",
@@ -64,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
 
         if args.format not in ("table", "json"):  # refused before any analysis: never another format than asked
             raise UsageError(f"diff --symbolic prints a table or JSON, not {args.format}: use --format table or json")
+        if args.html:
+            raise UsageError("diff --symbolic writes no HTML page: leave out --html")
         asked = Analysing.from_flags(args, several_models=True)
         change = difference(symbolic_formulas(args.base, asked), symbolic_formulas(args.head, asked))
         text = (
@@ -90,17 +97,20 @@ def run(args: argparse.Namespace) -> int:
         base, head, threshold=SIGNIFICANT if args.threshold is None else args.threshold, findings=findings
     )
     results = check_budgets(budgets, head, base)
+    if args.format == "html" or args.html:
+        from ...report.html.pages import render_diff_html
+
+        page = render_diff_html(diff, results)
     if args.format == "json":
         text = json.dumps(diff_document(diff, results), indent=2) + "\n"
     elif args.format == "markdown":
         text = render_diff_markdown(diff, results)
     elif args.format == "html":
-        from ...report.html.pages import render_diff_html
-
-        text = render_diff_html(diff, results)
+        text = page
     else:
         text = render_diff_table(diff, results)
-    emit_page(args, text, f"{safe_stem(base.model.name)}-vs-{safe_stem(head.model.name)}.diff.html")
+    also = [("--html", args.html, page)] if args.html else []
+    emit_page(args, text, f"{safe_stem(base.model.name)}-vs-{safe_stem(head.model.name)}.diff.html", also)
     return gate(results, args.quiet)
 
 

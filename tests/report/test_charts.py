@@ -541,3 +541,37 @@ def test_a_slope_label_moves_off_a_ridge_label():
     assert ridges and not any(_overlaps(placed, ridge) for ridge in ridges)
     usual = slope.label_box(slope.label_x, slope.label_y, dram["label"])
     assert any(_overlaps(usual, ridge) for ridge in ridges)  # the case this guards: it did overlap
+
+
+def test_a_slope_label_moves_off_a_dot_on_the_slope():
+    # a kernel sitting on the DRAM slope where its label usually goes (Coral's Gemm): the label
+    # moves along the line until its box clears the dot's
+    from onnxroof.report.html.chart_context import ROOFLINE_SIZE, bandwidth_roofs, roof_groups, roofline_frame
+    from onnxroof.report.html.charts import RooflinePoint, _overlaps
+    from onnxroof.roofline.targets import load_target
+
+    target = load_target("coral-edge-tpu")
+    roofs, bandwidths = [(label, peak) for label, peak, _ in roof_groups(target)], bandwidth_roofs(target)
+    bare = roofline_chart(
+        roofs, bandwidths, [], [(0.3, 1e8), (3e4, 1e9)], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1]
+    )
+    slope = bare.slopes[0]
+    # the dot: on the slope (performance = intensity x 500 MB/s) at the label's usual start
+    at = bare.x.invert(slope.label_x)
+    dot = RooflinePoint(at, at * bandwidths[0][1], 0.05)
+    chart = roofline_chart(
+        roofs, bandwidths, [dot], [(0.3, 1e8), (3e4, 1e9)], width=ROOFLINE_SIZE[0], height=ROOFLINE_SIZE[1]
+    )
+    (placed_dot,) = chart.points
+    dot_box = (
+        placed_dot.x - placed_dot.r,
+        placed_dot.y - placed_dot.r,
+        placed_dot.x + placed_dot.r,
+        placed_dot.y + placed_dot.r,
+    )
+    dram = roofline_frame(target, chart, "r")["slopes"][0]
+    usual = chart.slopes[0].label_box(chart.slopes[0].label_x, chart.slopes[0].label_y, dram["label"])
+    assert _overlaps(usual, dot_box)  # the case this guards
+    assert not _overlaps(
+        chart.slopes[0].label_box(float(dram["label_x"]), float(dram["label_y"]), dram["label"]), dot_box
+    )

@@ -167,11 +167,13 @@ def roofline_frame(target: Target, chart: RooflineChart, chart_id: str) -> dict:
         for r in roofs
         if r["ridge"]
     ]
+    # a slope's label keeps clear of the dots too (a kernel sitting on the DRAM slope, Coral's Gemm)
+    dots = [(p.x - p.r, p.y - p.r, p.x + p.r, p.y + p.r) for p in chart.points if not p.unbounded]
     for index, slope in enumerate(chart.slopes):
         if not slope.path:
             continue
         text = f"{slope.label} {si(slope.value, 'B/s')}"
-        label_x, label_y = _slope_label_spot(slope, text, SLOPE_LABEL_AT + 0.2 * index, taken)
+        label_x, label_y = _slope_label_spot(slope, text, SLOPE_LABEL_AT + 0.2 * index, taken + dots)
         taken.append(slope.label_box(label_x, label_y, text))
         slopes.append(
             {

@@ -24,7 +24,10 @@ frame rate of a network in several contexts leaves that tail out: fitted with it
 fill, the zoo's rows are predicted worse (docs/validation-published.md, the Hailo-8 fit). ``row_s`` is the
 least time a row of the frame takes to stream in: a frame crosses the host link row by row, so its
 transfer takes the longer of its bytes at the link's rate and its input rows x ``row_s``; the transfer
-overlaps the stages, so a frame takes at least that, however light its layers."""
+overlaps the stages, so a frame takes at least that, however light its layers. ``partition_batch``: the
+compiler's partitioner splits a network that needs several contexts for the most frames per second at
+groups of that many frames, not filling each context in order (roofline/dataflow_mapping.py, where the
+layers, contexts and the units' allocation live)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,9 @@ by their family's fold).
 
     python3 benchmarks/published/fit_dataflow.py [--target hailo-8] [--rounds 2] [--fix context_bytes=28e6]
 
-(about 4-6 minutes on one core; the docs' Hailo-8 figures: --fix context_bytes=28e6
---fix layers_per_context=96 --rounds 3)
+(about 4-6 minutes on one core before the partitioner, several times that with it; the docs' Hailo-8
+figures: --fix context_bytes=28e6 --fix layers_per_context=96, --rounds 2 with the partitioner,
+--rounds 3 and --fix partition_batch=0 without it)
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ GRID: dict[str, tuple[float, ...]] = {
     "stage_s": (0.0, 5e-6, 10e-6, 20e-6, 30e-6, 40e-6, 60e-6),
     "fill_stages": (1, 2, 4),
     "row_s": (0.0, 0.8e-6, 1.0e-6, 1.2e-6, 1.3e-6, 1.4e-6, 1.5e-6, 1.6e-6, 1.8e-6, 2.0e-6, 2.4e-6, 3.0e-6),
+    # the frames per context load the partitioner sizes a multi-context split for (0: contexts filled in order)
+    "partition_batch": (0, 1, 2, 4, 8, 16),
 }
 START = {
     "units": 128,
@@ -62,6 +65,7 @@ START = {
     "stage_s": 20e-6,
     "fill_stages": 1,
     "row_s": 1.3e-6,
+    "partition_batch": 16,
 }
 FAMILIES = (
     "resnet",
@@ -121,7 +125,9 @@ def chip_of(constants: dict[str, float]) -> dataflow.DataflowChip:
     def fig(name: str) -> Figure:
         return Figure(constants[name], "measured", "fit_dataflow.py")
 
-    return dataflow.DataflowChip(**{name: fig(name) for name in constants})
+    # partition_batch 0: no partitioner (each context filled in order)
+    given = [name for name in constants if constants[name] or name != "partition_batch"]
+    return dataflow.DataflowChip(**{name: fig(name) for name in given})
 
 
 def timing(net: Network, row: edge_rows.Row, constants: dict[str, float]) -> dataflow.DataflowTiming:

@@ -24,86 +24,37 @@ frame rate of a network in several contexts leaves that tail out: fitted with it
 fill, the zoo's rows are predicted worse (docs/validation-published.md, the Hailo-8 fit). ``row_s`` is the
 least time a row of the frame takes to stream in: a frame crosses the host link row by row, so its
 transfer takes the longer of its bytes at the link's rate and its input rows x ``row_s``; the transfer
-overlaps the stages, so a frame takes at least that, however light its layers."""
+overlaps the stages, so a frame takes at least that, however light its layers. ``partition_batch``: the
+compiler's partitioner splits a network that needs several contexts for the most frames per second at
+groups of that many frames, not filling each context in order (roofline/dataflow_mapping.py, where the
+layers, contexts and the units' allocation live)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from ..core.units import iec, rate, seconds
-from .figures import Figure, read_figure, read_fraction, read_section
+from .dataflow_mapping import (
+    Context,
+    DataflowChip,
+    Layer,
+    allocated,
+    controllers,
+    group_of_frames_s,
+    partitioned,
+    split_contexts,
+)
+from .figures import read_figure, read_fraction, read_section
+
+__all__ = ["Context", "DataflowChip", "Layer", "controllers", "split_contexts"]  # the mapping's, read from here too
 
 # placement's TargetReport, kernels' Kernel and targets' Target: named only, not imported (placement
 # and targets import this module)
 TargetReport: TypeAlias = Any
 Kernel: TypeAlias = Any
 Target: TypeAlias = Any
-
-
-@dataclass(frozen=True)
-class DataflowChip:
-    """The ``[dataflow]`` constants of a target."""
-
-    context_bytes: Figure  # parameters one context holds on chip
-    units: Figure | None = None  # compute units the compiler allocates layer by layer (None: the bound)
-    switch_s: Figure | None = None  # a context load's fixed cost, beyond its parameters over the link
-    efficiency: Figure | None = None  # share of a unit's peak a layer reaches (None: 1)
-    activation_bytes_per_s: Figure | None = None  # the units' streaming rate of activations, all together
-    layers_per_context: Figure | None = None  # layer controllers of a context (None: no such limit)
-    norm_layers: Figure | None = None  # layers the compiler makes of a LayerNormalization (None: folded)
-    softmax_layers: Figure | None = None  # layers it makes of a Softmax (None: folded)
-    stage_s: Figure | None = None  # a layer's fixed time per frame on one unit, added to its work before sharing
-    fill_stages: Figure | None = None  # one frame's latency through a context, in slowest stages (None: their sum)
-    row_s: Figure | None = None  # the least time a row of the frame takes to stream in (None: no floor)
-
-    @property
-    def forecast(self) -> bool:
-        """Its figures were fitted on measurements: a forecast, not a bound."""
-        return self.units is not None and all(
-            f.tag == "measured" for f in (self.units, self.switch_s, self.efficiency) if f is not None
-        )
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One kernel as the pipeline sees it: its work and the parameters it holds."""
-
-    name: str
-    flops: int
-    weight_bytes: int
-    activation_bytes: int = 0  # what it reads and writes per frame, streamed between the stages on chip
-    norms: int = 0  # LayerNormalizations folded into it (each several layers to the compiler)
-    softmaxes: int = 0  # Softmaxes folded into it
-    rows: int = 0  # the rows of its output (an image's height, a sequence's tokens, 1 for a vector; 0: unknown)
-
-
-@dataclass
-class Context:
-    """Consecutive layers whose parameters fit on chip together."""
-
-    layers: list[Layer]
-    stage_s: list[float] = field(default_factory=list)  # each layer's time per frame, as allocated
-    fill_s_override: float | None = None  # the chip's fill_stages x the slowest stage, where it gives one
-
-    @property
-    def weight_bytes(self) -> int:
-        return sum(layer.weight_bytes for layer in self.layers)
-
-    @property
-    def flops(self) -> int:
-        return sum(layer.flops for layer in self.layers)
-
-    @property
-    def slowest_s(self) -> float:
-        return max(self.stage_s, default=0.0)
-
-    @property
-    def fill_s(self) -> float:
-        """One frame through every stage: the pipeline's latency (their sum, unless the chip says how
-        many slowest stages it is)."""
-        return sum(self.stage_s) if self.fill_s_override is None else self.fill_s_override
 
 
 @dataclass
@@ -206,80 +157,17 @@ def read_dataflow(data: dict, where: str) -> DataflowChip | None:
         ),
         **{
             name: read_figure(table, name, f"dataflow.{name}", where, required=False)
-            for name in ("layers_per_context", "norm_layers", "softmax_layers", "stage_s", "fill_stages", "row_s")
+            for name in (
+                "layers_per_context",
+                "norm_layers",
+                "softmax_layers",
+                "stage_s",
+                "fill_stages",
+                "row_s",
+                "partition_batch",
+            )
         },
     )
-
-
-def controllers(layer: Layer, chip: DataflowChip) -> float:
-    """The layer controllers ``layer`` takes: one, plus the layers its folded normalizations and
-    softmaxes become."""
-    norm = chip.norm_layers.value if chip.norm_layers else 0.0
-    softmax = chip.softmax_layers.value if chip.softmax_layers else 0.0
-    return 1 + layer.norms * norm + layer.softmaxes * softmax
-
-
-def split_contexts(
-    layers: list[Layer], context_bytes: float, units: int | None = None, chip: DataflowChip | None = None
-) -> list[Context]:
-    """Consecutive layers, a new context where the next layer's parameters would not fit beside the
-    context's (or, with ``units``, where every unit already holds a layer; with the chip's
-    ``layers_per_context``, where its layer controllers would not). A layer larger than a context
-    alone takes one of its own."""
-    limit = chip.layers_per_context.value if chip is not None and chip.layers_per_context else math.inf
-    contexts: list[Context] = []
-    current: list[Layer] = []
-    held, used = 0, 0.0
-    for layer in layers:
-        needs = controllers(layer, chip) if chip is not None else 1.0
-        full = current and (
-            held + layer.weight_bytes > context_bytes
-            or (units is not None and len(current) >= units)
-            or used + needs > limit
-        )
-        if full:
-            contexts.append(Context(current))
-            current, held, used = [], 0, 0.0
-        current.append(layer)
-        held += layer.weight_bytes
-        used += needs
-    if current:
-        contexts.append(Context(current))
-    return contexts
-
-
-def allocate(
-    context: Context,
-    peak: float,
-    units: int | None,
-    efficiency: float = 1.0,
-    activation_bytes_per_s: float | None = None,
-    stage_s: float = 0.0,
-) -> None:
-    """Each layer's stage time. With ``units``: each layer takes a share of the units, at least one,
-    each unit computing ``peak / units x efficiency`` and streaming ``activation_bytes_per_s / units``;
-    on one unit a layer takes the longer of its work and its activations, plus ``stage_s`` (its ``alone``); the shares
-    that make the slowest stage shortest: the smallest T with sum over layers of max(1, alone / T) <=
-    units. Without: every layer gets its ideal share of the peak, every stage takes flops / peak."""
-    if units is None or not any(layer.flops for layer in context.layers):
-        total = context.flops / peak if peak else 0.0
-        context.stage_s = [total if layer.flops else 0.0 for layer in context.layers]
-        return
-    rate = peak / units * efficiency
-    stream = activation_bytes_per_s / units if activation_bytes_per_s else None
-    alone = [
-        max(layer.flops / rate, layer.activation_bytes / stream if stream else 0.0) + stage_s
-        for layer in context.layers
-    ]
-    busy = [t for t in alone if t > 0]
-    low, high = max(busy) / units, max(busy)
-    for _ in range(60):
-        middle = (low + high) / 2
-        if sum(max(1.0, t / middle) for t in busy) <= units:
-            high = middle
-        else:
-            low = middle
-    context.stage_s = [t / max(1.0, t / high) for t in alone]
 
 
 def time_dataflow(
@@ -354,13 +242,9 @@ def _timed(
     rows: int = 0,
 ) -> DataflowTiming:
     contexts = split_contexts(layers, chip.context_bytes.value, units, chip)
-    efficiency = chip.efficiency.value if chip.efficiency else 1.0
-    streaming = chip.activation_bytes_per_s.value if chip.activation_bytes_per_s else None
-    fixed = chip.stage_s.value if chip.stage_s else 0.0
-    for context in contexts:
-        allocate(context, peak, units, efficiency, streaming, fixed)
-        if chip.fill_stages:  # a line-buffered pipeline: a frame is through a few slowest stages after it enters
-            context.fill_s_override = chip.fill_stages.value * context.slowest_s
+    allocated(contexts, chip, peak, units)
+    if units is not None and chip.partition_batch and len(contexts) > 1:
+        contexts = partitioned(layers, contexts, chip, peak, link_bytes_per_s, units)
     io_s = io_bytes / link_bytes_per_s
     rows_s = rows * chip.row_s.value if chip.row_s else 0.0  # the frame streams in row by row
     if units is None:
@@ -374,9 +258,7 @@ def _timed(
         per_frame = max(context.slowest_s, stream_s)
         latency = context.fill_s + tail_s + stream_s
     else:
-        group_s = sum(
-            c.weight_bytes / link_bytes_per_s + switch_s + c.fill_s + (group - 1) * c.slowest_s for c in contexts
-        )
+        group_s = group_of_frames_s(contexts, link_bytes_per_s, switch_s, group)
         per_frame = max(group_s / group, stream_s)
         loads_s = sum(c.weight_bytes / link_bytes_per_s + switch_s + c.fill_s for c in contexts)
         latency = loads_s + tail_s + stream_s

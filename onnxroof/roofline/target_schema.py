@@ -528,7 +528,7 @@ FIELDS: tuple[TargetField, ...] = (
         "",
         False,
         "context_bytes, units, switch_s, efficiency, activation_bytes_per_s, layers_per_context, norm_layers, "
-        "softmax_layers, stage_s, fill_stages, row_s: a layer-pipelined chip (Hailo)",
+        "softmax_layers, stage_s, fill_stages, row_s, partition_batch: a layer-pipelined chip (Hailo)",
         _dataflow,
     ),
     TargetField(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from onnxroof.roofline.dataflow import DataflowChip, Layer, split_contexts, time_dataflow
+from onnxroof.roofline.dataflow_mapping import balanced_contexts
 from onnxroof.roofline.figures import Figure
 
 
@@ -159,3 +160,38 @@ def test_with_peak_figures_a_light_network_is_bounded_by_its_rows_streaming_in()
     # 1e9 ops a layer: 1 ms of compute at the peak, longer than the rows: compute bounds it
     heavy = [Layer("a", 10**9, 1000), Layer("b", 10**9, 1000)]
     assert time_dataflow(heavy, 10**4, chip, 2e12, LINK, rows=224).limiting == "compute at the peak"
+
+
+def test_the_partitioner_sizes_a_multi_context_split_for_the_most_frames_per_second():
+    # four layers of 3e9, 1e9, 1e9 and 1e9 ops (no parameters), 4 units of 1e12 op/s, 3 layer
+    # controllers a context, 0.5 ms a switch, fill 1 slowest stage, groups of 8 frames.
+    # Filled in order: [3e9, 1e9, 1e9] + [1e9]. The first context's 4 units: the smallest T with
+    # 3 ms / T + 1 + 1 <= 4 is 1.5 ms (the large layer on 2 units); the second's one layer on 4 units
+    # 0.25 ms. A group of 8: per context the switch + 8 slowest stages: 0.5 + 12 and 0.5 + 2 = 15 ms,
+    # 8 / 15 ms = 533.3 frames/s.
+    # The partitioner (partition_batch 8) tries 2, 3 and 4 contexts of equal controllers. Two: [3e9,
+    # 1e9] + [1e9, 1e9] (a layer goes where its middle falls: 0.5 and 1.5 of 4 controllers in the
+    # first half), 3 ms / T + 1 <= 4 -> T = 1 ms, and 0.5 ms: 2 x 0.5 + 8 x 1.5 = 13 ms. Three:
+    # [3e9] + [1e9, 1e9] + [1e9] (middles 0.5, 1.5, 2.5, 3.5 over thirds of 4/3): 0.75, 0.5 and 0.25
+    # ms, 3 x 0.5 + 8 x 1.5 = 13.5 ms. Four: 0.75 + 3 x 0.25 ms, 4 x 0.5 + 12 = 14 ms. Two contexts
+    # are fastest: 8 / 13 ms = 615.4 frames/s. At batch 1, the same compiled split: 2 x 0.5 + 1 + 0.5
+    # = 2.5 ms a frame (the split filled in order would take 2 x 0.5 + 1.5 + 0.25 = 2.75 ms).
+    layers = [Layer("big", 3 * 10**9, 0), Layer("b", 10**9, 0), Layer("c", 10**9, 0), Layer("d", 10**9, 0)]
+    constants = dict(
+        context_bytes=_figure(1e6),
+        units=_figure(4),
+        switch_s=_figure(0.5e-3),
+        layers_per_context=_figure(3),
+        fill_stages=_figure(1),
+    )
+    in_order = time_dataflow(layers, 0, DataflowChip(**constants), 4e12, LINK, group=8)
+    assert [len(c.layers) for c in in_order.contexts] == [3, 1]
+    assert in_order.frames_per_s == pytest.approx(8 / 15e-3)
+    chip = DataflowChip(**constants, partition_batch=_figure(8))
+    eight = time_dataflow(layers, 0, chip, 4e12, LINK, group=8)
+    assert [[layer.name for layer in c.layers] for c in eight.contexts] == [["big", "b"], ["c", "d"]]
+    assert eight.frames_per_s == pytest.approx(8 / 13e-3)
+    assert time_dataflow(layers, 0, chip, 4e12, LINK, group=1).frames_per_s == pytest.approx(1 / 2.5e-3)
+    assert [len(c.layers) for c in balanced_contexts(layers, 3, chip)] == [1, 2, 1]
+    # a network that fits one context is compiled as one (the compiler tries that first): unchanged
+    assert len(time_dataflow(layers[:3], 0, chip, 4e12, LINK, group=8).contexts) == 1

@@ -199,8 +199,9 @@ def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:
     """The run's own cost said in a note, and what the latency is: a bound or a forecast (with its band)."""
     if report.run_s:
         report.notes.append(
-            f"a run costs {seconds(report.run_s)} beyond its kernels (the runtime binding its "
-            "inputs and outputs): in the latency once, as overhead"
+            f"a run costs {seconds(report.run_s)} beyond its kernels (the target's run_overhead_s: the runtime "
+            "binding its inputs and outputs, or the harness its figures were measured through): in the latency "
+            "once, as overhead"
         )
     # without overhead no kernel runs below its roofs: at peak figures, the latency is a bound
     report.latency_kind = target.latency_kind if overhead else LatencyKind.BOUND

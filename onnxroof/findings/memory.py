@@ -92,10 +92,8 @@ def weights(analysis: Analysis, report: TargetReport, variants: Variants) -> lis
     if not target.weights_resident or not target.onchip_bytes:
         return []
     records = {r.name: r for r in analysis.run_view.nodes}  # the nodes the kernels run
-    on_host = report.edge_tpu_cut.host_names if report.edge_tpu_cut is not None else frozenset()  # not the target's
-    parameter_bytes = sum(
-        records[n].weight_bytes for k in report.nodes if k.name not in on_host for n in k.nodes if n in records
-    )
+    # the kernels the target runs itself (not its host's, past an Edge TPU's cut)
+    parameter_bytes = sum(records[n].weight_bytes for k in report.own_nodes for n in k.nodes if n in records)
     streamed = parameter_bytes - report.weights_on_chip_bytes
     if streamed <= 0:
         return []

@@ -260,8 +260,8 @@ def _timed(
     else:
         group_s = group_of_frames_s(contexts, link_bytes_per_s, switch_s, group)
         per_frame = max(group_s / group, stream_s)
-        loads_s = sum(c.weight_bytes / link_bytes_per_s + switch_s + c.fill_s for c in contexts)
-        latency = loads_s + tail_s + stream_s
+        # one frame: every context loaded, filled and run once (a group of one)
+        latency = group_of_frames_s(contexts, link_bytes_per_s, switch_s, 1) + tail_s + stream_s
     limiting, share = _limiting(contexts, stream_s, per_frame)
     if limiting == "host link" and rows_s > io_s:
         limiting = "input rows"

@@ -112,7 +112,6 @@ class EdgeTpuCut:
     shape_reason: str = ""
     host_at_peaks: bool = True  # the host target gives a bound (its peak figures), so the run's time is one too
     host_launch_s: float = 0.0  # the host's launch cost, summed over its kernels (in host_s)
-    host_names: frozenset[str] = frozenset()  # the kernels the host runs (left out of the target's model point)
 
     def words(self) -> str:
         """Which ops fall back to the CPU and where the graph is cut: every output's line."""
@@ -241,5 +240,4 @@ def run_cut(
         reason,
         host.latency_kind == "bound",  # targets.LatencyKind.BOUND (a text enum: targets imports this module)
         host_launch,
-        frozenset(kernel.name for kernel in tail),
     )

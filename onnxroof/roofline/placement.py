@@ -108,6 +108,13 @@ class TargetReport(LatencyBound):
         static" (its static power x the latency added)."""
         return "dynamic + static" if "static" in self.energy_split_j else "dynamic"
 
+    @property
+    def own_nodes(self) -> list[NodePlacement]:
+        """The kernels the target runs itself: all but the last ``host_kernels``, which an Edge TPU's
+        graph cut leaves to its host (their roofs are the host's)."""
+        cut = self.edge_tpu_cut
+        return self.nodes[: len(self.nodes) - cut.host_kernels] if cut is not None else self.nodes
+
     def top_nodes(self, count: int = 5) -> list[NodePlacement]:
         return sorted(self.nodes, key=lambda n: -n.placement.time_s)[:count]
 
@@ -184,7 +191,7 @@ def place_model(
         rules,
         run_overhead_s(target) if overhead else 0.0,
         cut.transfer_s if cut is not None else 0.0,
-        cut.host_names if cut is not None else frozenset(),
+        cut.host_kernels if cut is not None else 0,
     )
     report.edge_tpu_cut = cut
     report.weights_on_chip_bytes = sum(kernels[i].weight_bytes for i in placer.cached)
@@ -520,13 +527,14 @@ def _summarize(
     fusion: tuple[str, ...],
     run_s: float = 0.0,
     link_s: float = 0.0,
-    on_host: frozenset[str] = frozenset(),
+    on_host: int = 0,
 ) -> TargetReport:
     # run_s: the run's own cost, before its kernels; link_s: tensors crossing the host link between
-    # the kernels (an Edge TPU's cut), link-bound time ("DRAM" is that link); on_host: the kernels
+    # the kernels (an Edge TPU's cut), link-bound time ("DRAM" is that link); on_host: the last kernels,
     # past that cut, in the latency but not in the target's own model point and utilization
+    # (TargetReport.own_nodes, once the report is made)
     latency = sum(n.placement.time_s for n in nodes) + run_s + link_s
-    own = [n for n in nodes if n.name not in on_host] if on_host else nodes
+    own = nodes[: len(nodes) - on_host]
     flops = sum(n.placement.flops for n in own)
     dram = sum(n.placement.dram_bytes for n in own)
     onchip = sum(n.placement.onchip_bytes for n in own)

@@ -238,8 +238,7 @@ def chart_points(dots: list[dict]) -> list[RooflinePoint]:
 def costed_kernels(report: TargetReport) -> list[NodePlacement]:
     """The kernels a roofline draws a dot for: those with FLOPs and a time, on the target (not the
     host's past an Edge TPU's graph cut: their roofs are the host's)."""
-    on_host = report.edge_tpu_cut.host_names if report.edge_tpu_cut is not None else frozenset()
-    return [k for k in report.nodes if k.placement.flops > 0 and k.placement.time_s > 0 and k.name not in on_host]
+    return [k for k in report.own_nodes if k.placement.flops > 0 and k.placement.time_s > 0]
 
 
 def achieved_rate(flops: float, time_s: float) -> float:

@@ -26,7 +26,7 @@ MIN_GAIN = 0.05
 def precision(analysis: Analysis, report: TargetReport, variants: Variants) -> list[Finding]:
     """The type the target needs, when it has no roof for the model's; else the narrower type that
     saves the most time on this target, measured by re-analysis."""
-    missing = _missing_roof(report)
+    missing = report.fallen_roof
     if missing is not None:
         return [_conversion(report, variants, *missing)]
     base_s = per_inference_s(report)
@@ -139,22 +139,6 @@ def _conversion(report: TargetReport, variants: Variants, wanted: str, roof: str
         evidence=evidence,
         blocking=True,
     )
-
-
-def _missing_roof(report: TargetReport) -> tuple[str, str, float] | None:
-    """(the model's type, the roof it fell back to, their share of the FLOPs) when most of the
-    FLOPs are in a type the target has no roof for."""
-    target, flops = report.target, sum(k.placement.flops for k in report.nodes)
-    fallen: dict[tuple[str, str], int] = {}
-    for kernel in report.nodes:
-        wanted = target.wanted_roof(kernel.dtype)
-        if kernel.placement.flops and wanted not in target.peak_ops_per_s:
-            key = (wanted, target.roof(kernel.dtype)[0])  # the target's own roof (not a host's, past an Edge TPU's cut)
-            fallen[key] = fallen.get(key, 0) + kernel.placement.flops
-    if not flops or not fallen:
-        return None
-    (wanted, roof), count = max(fallen.items(), key=lambda item: item[1])
-    return (wanted, roof, count / flops) if count > flops / 2 else None
 
 
 def _dram_bytes(report: TargetReport) -> int:

@@ -190,14 +190,14 @@ def latency_kind_words(report: TargetReport) -> str:
     targets (:func:`borrowed_words`)."""
     borrowed = borrowed_words(report)
     if report.latency_kind == LatencyKind.BOUND:
-        host = f"; {report.host_words}" if report.host_words else ""
+        host = "".join(f"; {words}" for words in (report.host_words, report.fallback_words) if words)
         if not report.complete:
             peaks = "; the target's figures are peaks" if report.peak_figures else ""
             return f"a lower bound (≥): {report.missing}, and they take time too{peaks}{host}" + (
                 f"; {borrowed}" if borrowed else ""
             )
-        if not report.peak_figures:  # its own figures measured: only the host's part is at peaks
-            return f"a lower bound (≥): {report.host_words}" + (f"; {borrowed}" if borrowed else "")
+        if not report.peak_figures:  # its own figures measured: only the host's part, or another type's roof
+            return f"a lower bound (≥): {host[2:]}" + (f"; {borrowed}" if borrowed else "")
         chip = report.target.dataflow
         rows = (
             f"; a frame's rows stream in at {units.seconds(chip.row_s.value)} each at least (a floor under every "

@@ -4,12 +4,18 @@ A target of peak figures gives a lower bound (every kernel at its roofs); one wh
 were measured on its runtime gives a forecast (``targets.LatencyKind``). An analysis that left
 nodes out (unsupported ops, unknown shapes, unbound dims) gives a lower bound whatever the
 figures: the nodes not counted take time too, so a run takes at least the latency shown and
-reaches at most the throughput shown, and no forecast band covers what is missing.
+reaches at most the throughput shown, and no forecast band covers what is missing. So does a
+model whose FLOPs are mostly in a type the target has no roof for (fp32 on an int8-only chip):
+timed on a roof of another type, it is a run the target's compiler would refuse or leave to a
+host, and no measurement covers it.
 """
 
 from __future__ import annotations
 
-from .targets import Figure, LatencyKind
+from collections.abc import Iterable
+from typing import Protocol
+
+from .targets import Figure, LatencyKind, Target
 
 BAND_NOTE = "the error band ("  # how placement's note on a band its measurements do not cover starts
 
@@ -26,10 +32,53 @@ def missing_text(nodes: int, dims: int) -> str:
     return ", ".join(parts)
 
 
+class _Counted(Protocol):
+    @property
+    def flops(self) -> int: ...
+
+
+class _Kernel(Protocol):
+    """A placed kernel (placement.NodePlacement), as far as missing_roof reads it."""
+
+    @property
+    def dtype(self) -> str: ...
+
+    @property
+    def placement(self) -> _Counted: ...
+
+
+def missing_roof(target: Target, kernels: Iterable[_Kernel]) -> tuple[str, str, float] | None:
+    """(the model's type, the roof it fell back to, their share of the FLOPs) when most of the
+    FLOPs of ``kernels`` (the target's own: not a host's past an Edge TPU's cut) are in a type
+    ``target`` has no roof for; None otherwise.
+
+    >>> from types import SimpleNamespace as S
+    >>> from onnxroof.roofline.targets import load_target
+    >>> kernels = [S(dtype="float32", placement=S(flops=90)), S(dtype="int8", placement=S(flops=10))]
+    >>> missing_roof(load_target("coral-edge-tpu"), kernels)
+    ('fp32', 'int8', 0.9)
+    >>> missing_roof(load_target("l4"), kernels) is None
+    True
+    """
+    flops = 0
+    fallen: dict[tuple[str, str], int] = {}  # (wanted roof, roof used) -> FLOPs
+    for kernel in kernels:
+        kernel_flops = kernel.placement.flops
+        flops += kernel_flops
+        wanted = target.wanted_roof(kernel.dtype)
+        if kernel_flops and wanted not in target.peak_ops_per_s:
+            key = (wanted, target.roof(kernel.dtype)[0])
+            fallen[key] = fallen.get(key, 0) + kernel_flops
+    if not flops or not fallen:
+        return None
+    (wanted, roof), count = max(fallen.items(), key=lambda item: item[1])
+    return (wanted, roof, count / flops) if count > flops / 2 else None
+
+
 class LatencyBound:
     """The bound-or-forecast decision of a :class:`~onnxroof.roofline.placement.TargetReport`,
     read from its fields ``latency_kind``, ``band``, ``peak_figures``, ``peak_host``, ``uncounted_nodes``,
-    ``unbound_dims`` and ``notes``."""
+    ``unbound_dims``, ``fallen_roof`` and ``notes``."""
 
     latency_kind: LatencyKind
     band: Figure | None
@@ -37,6 +86,7 @@ class LatencyBound:
     peak_host: str
     uncounted_nodes: int
     unbound_dims: int
+    fallen_roof: tuple[str, str, float] | None  # missing_roof's answer for the target's own kernels
     notes: list[str]
 
     def leave_out(self, nodes: int, dims: int = 0) -> None:
@@ -70,8 +120,21 @@ class LatencyBound:
         figures are peaks"); "" for a forecast."""
         if self.latency_kind != LatencyKind.BOUND:
             return ""
-        parts = (self.missing, "the target's figures are peaks" if self.peak_figures else "", self.host_words)
+        parts = (
+            self.missing,
+            "the target's figures are peaks" if self.peak_figures else "",
+            self.host_words,
+            self.fallback_words,
+        )
         return "; ".join(part for part in parts if part)
+
+    @property
+    def fallback_words(self) -> str:
+        """The model's type the target cannot run, in words ("" when it runs it)."""
+        if self.fallen_roof is None:
+            return ""
+        wanted, roof, share = self.fallen_roof
+        return f"{share:.0%} of the FLOPs are {wanted}, which the target cannot run, timed on its {roof} roof"
 
     @property
     def host_words(self) -> str:

@@ -27,7 +27,7 @@ from .edge_tpu import EdgeTpuCut, cut_at, run_cut
 from .energy import kernel_energy, run_energy
 from .kernel_bytes import cached_kernels, model_io_bytes, ran_constant_bytes
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
-from .latency_bound import LatencyBound
+from .latency_bound import LatencyBound, missing_roof
 from .overheads import kernel_launch_s, run_overhead_s
 
 # one kernel's point on the roofline: read through this module too
@@ -101,6 +101,8 @@ class TargetReport(LatencyBound):
     # a host target whose peak figures time part of the run (an Edge TPU's ops past its compiler's
     # cut): the latency is a bound, whatever the target's own figures ("": none)
     peak_host: str = ""
+    # most FLOPs in a type the target has no roof for (latency_bound.missing_roof): a bound, whatever the figures
+    fallen_roof: tuple[str, str, float] | None = None
 
     @property
     def energy_kind(self) -> str:
@@ -220,6 +222,9 @@ def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:
     cut = report.edge_tpu_cut
     if cut is not None and cut.host_at_peaks:  # part of the run timed at the host's peak figures
         report.peak_host, report.latency_kind = cut.host, LatencyKind.BOUND
+    report.fallen_roof = missing_roof(target, report.own_nodes)
+    if report.fallen_roof is not None:  # measured figures of another type: no forecast covers it
+        report.latency_kind = LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:
         report.band = band_for(report)
 

@@ -177,6 +177,28 @@ def test_nodes_in_a_type_the_target_has_no_roof_for_fall_back_and_are_counted(tm
     assert note.startswith("2 node(s) in int8 run on the fp32 roof")
 
 
+
+def test_a_forecast_target_timing_most_flops_on_a_roof_of_another_type_gives_a_bound(tmp_path):
+    # a forecast target (a measured GEMM efficiency) with an int8 roof only. x[1,100] @ w[100,100]:
+    # 20,000 FLOPs in fp32 and a Relu's 100: all 20,100 FLOPs are fp32, which it has no roof for, so
+    # they run on the int8 roof (100 %): a run its compiler would refuse, not one its measurements
+    # cover, so a bound, said so. Re-costed in int8 (--dtype int8), the same model is its forecast.
+    path = tmp_path / "int8-only.toml"
+    path.write_text(
+        'schema = "onnxroof-target/1"\nname = "int8-only"\ndescription = "a test target"\n'
+        '[peak_ops_per_s.int8]\nvalue = 1e12\ntag = "estimate"\nsource = "test"\n'
+        '[dram.bandwidth_bytes_per_s]\nvalue = 1e11\ntag = "estimate"\nsource = "test"\n'
+        '[efficiency.gemm]\nvalue = 0.5\ntag = "measured"\nsource = "test"\n'
+    )
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), helper.make_node("Relu", ["h"], ["y"])]
+    model = make_model(nodes, [("x", F32, [1, 100])], [("y", F32, [1, 100])], [("w", zeros(100, 100))])
+    fp32 = onnxroof.analyze(model, targets=[str(path)]).targets[0]
+    assert fp32.target.latency_kind == "forecast"
+    assert fp32.fallen_roof == ("fp32", "int8", 1.0) and fp32.latency_kind == "bound" and fp32.band is None
+    assert fp32.bound_reason == "100% of the FLOPs are fp32, which the target cannot run, timed on its int8 roof"
+    int8 = onnxroof.analyze(model, targets=[str(path)], dtype="int8").targets[0]
+    assert int8.fallen_roof is None and int8.latency_kind == "forecast" and int8.bound_reason == ""
+
 def test_the_model_point_blends_the_roofs_its_flops_run_on():
     # myriad-x: fp32 44.8 GFLOP/s (SHAVEs), fp16 1.09e12 (Neural Compute Engine + SHAVEs). A 1,000-element
     # fp32 Relu (1,000 FLOPs) beside a 3,000-element fp16 Relu (3,000 FLOPs): compute time

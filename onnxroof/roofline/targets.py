@@ -400,6 +400,13 @@ def load_target(name_or_path: str) -> Target:
             target=name_or_path,
             what=not_a_file(path),
         )
+    if name_or_path not in bundled and "," in name_or_path:  # --target a,b: a list where one name goes
+        raise OptionError(
+            "targets",
+            "{opt.targets} {target}: no such target; give one name or file each time, repeating {opt.targets} "
+            "for the next (a list, in Python)",
+            target=name_or_path,
+        )
     if name_or_path not in bundled:
         close = difflib.get_close_matches(name_or_path, bundled, n=3, cutoff=0.4)
         hint = f"did you mean {', '.join(close)}?" if close else "run `onnxroof targets` to list them"

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from onnxroof.core.errors import UsageError
+from onnxroof.core.errors import OptionError, UsageError
 from onnxroof.roofline.targets import DTYPES, ROOF_PREFERENCE, TAGS, bundled_targets, load_target, parse_target
 
 EXPECTED = {
@@ -344,6 +344,16 @@ def test_unknown_target_name_suggests_close_names():
         load_target("h100")
     message = str(info.value)
     assert "no such target" in message and "did you mean" in message and "h100-sxm" in message
+
+
+def test_a_comma_separated_list_says_to_repeat_the_option():
+    # a new user's first try at two targets: one name per --target, as the flag's help says
+    with pytest.raises(OptionError) as info:
+        load_target("hailo-8,coral-edge-tpu")
+    assert info.value.worded({"targets": "--target"}) == (
+        "--target hailo-8,coral-edge-tpu: no such target; give one name or file each time, repeating --target "
+        "for the next (a list, in Python)"
+    )
 
 
 def test_unknown_target_name_suggests_several():

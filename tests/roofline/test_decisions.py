@@ -177,7 +177,6 @@ def test_nodes_in_a_type_the_target_has_no_roof_for_fall_back_and_are_counted(tm
     assert note.startswith("2 node(s) in int8 run on the fp32 roof")
 
 
-
 def test_a_forecast_target_timing_most_flops_on_a_roof_of_another_type_gives_a_bound(tmp_path):
     # a forecast target (a measured GEMM efficiency) with an int8 roof only. x[1,100] @ w[100,100]:
     # 20,000 FLOPs in fp32 and a Relu's 100: all 20,100 FLOPs are fp32, which it has no roof for, so
@@ -198,6 +197,7 @@ def test_a_forecast_target_timing_most_flops_on_a_roof_of_another_type_gives_a_b
     assert fp32.bound_reason == "100% of the FLOPs are fp32, which the target cannot run, timed on its int8 roof"
     int8 = onnxroof.analyze(model, targets=[str(path)], dtype="int8").targets[0]
     assert int8.fallen_roof is None and int8.latency_kind == "forecast" and int8.bound_reason == ""
+
 
 def test_the_model_point_blends_the_roofs_its_flops_run_on():
     # myriad-x: fp32 44.8 GFLOP/s (SHAVEs), fp16 1.09e12 (Neural Compute Engine + SHAVEs). A 1,000-element

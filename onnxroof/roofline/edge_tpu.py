@@ -195,18 +195,17 @@ def run_cut(
     kernels: list[Kernel],
     start: int,
     tensors: dict,
-    load_host: Callable[[], Target],
+    host: Target,
     roofline: Callable[..., Any],
 ) -> EdgeTpuCut:
-    """Place the kernels from the cut (``start``: :func:`cut_at`) on the host (``load_host``; the
-    one hook in placement.place_model for an Edge TPU), before the run is summed up: each of
+    """Place the kernels from the cut (``start``: :func:`cut_at`; fused as ``host`` fuses) on the
+    host (the one hook in placement.place_model for an Edge TPU), before the run is summed up: each of
     their ``nodes`` (placement's NodePlacement, one per kernel) gets the host's placement, so its
     time, launch cost and bound are the host's in every figure built from them. The tensors
     entering the cut from the mapped part cross the link once (``EdgeTpuCut.transfer_s``, for the
     latency). Which ops fell back and where the graph is cut: the returned cut, whose words every
     output prints."""
     mapped = target.edge_tpu.mapped
-    host = load_host()
     tail = kernels[start:]
     cut_bytes = _cut_bytes(kernels, start, tensors)
     transfer_s = cut_bytes / target.dram_bytes_per_s.value

@@ -64,13 +64,15 @@ def parse_policy(text: str) -> tuple[str, ...]:
     return rules
 
 
-def fuse(graph: CostGraph, rules: Iterable[str]) -> list[Kernel]:
+def fuse(graph: CostGraph, rules: Iterable[str], only: Iterable[NodeRecord] | None = None) -> list[Kernel]:
     """The counted nodes of ``graph`` grouped into kernels under the fusion ``rules``, in the
     order of each kernel's first node. With no rules every counted node is its own kernel. The
     nodes of a control-flow body (``graph.body_of``: the running graph, ``CostGraph.running``)
-    fuse with each other only, as a runtime runs a subgraph on its own."""
+    fuse with each other only, as a runtime runs a subgraph on its own. ``only``: these of its
+    nodes (in model order), fused with each other only (the ops past an Edge TPU's cut, which its
+    host runs)."""
     rules = frozenset(rules)
-    records = [r for r in graph.records if r.counted]
+    records = [r for r in (graph.records if only is None else only) if r.counted]
     by_name = {r.name: r for r in records}
     body_of = graph.body_of
     by_body: dict[str, dict[str, NodeRecord]] = {}  # subgraph -> its nodes: the candidates a kernel grows by

@@ -166,6 +166,9 @@ def place_model(
     cut_start = (
         cut_at(kernels, target.edge_tpu.mapped) if target.edge_tpu is not None and groups is None and overhead else None
     )
+    host = load_target(target.edge_tpu.host) if cut_start is not None and target.edge_tpu is not None else None
+    if host is not None and cut_start is not None:  # the host's runtime runs the ops past the cut, fused as it fuses
+        kernels = kernels[:cut_start] + fuse(placed, host.fusion, [m for k in kernels[cut_start:] for m in k.records])
     placer.plan_memory(kernels, memory, order, cut_start)
     # every activation counts, not the peak: onnxruntime's arena does not keep a run's footprint at
     # the peak (MobileNetV3's 230 small kernels, 0.97 MB at the peak and 13 MB written, launch cold)
@@ -176,9 +179,8 @@ def place_model(
     placer.in_place = memory.problem.in_place_concats if groups is None else frozenset()
     placements = [placer.place(position, kernel) for position, kernel in enumerate(kernels)]
     cut = None
-    if cut_start is not None and target.edge_tpu is not None:  # the ops past the compiler's cut on the host
-        host = target.edge_tpu.host
-        cut = run_cut(target, placements, kernels, cut_start, placed.tensors, lambda: load_target(host), roofline)
+    if host is not None and cut_start is not None:  # the ops past the compiler's cut on the host
+        cut = run_cut(target, placements, kernels, cut_start, placed.tensors, host, roofline)
     for (wanted, used), count in sorted(placer.fallbacks.items()):
         placer.notes.append(f"{count} node(s) in {wanted} run on the {used} roof: the target has no {wanted} roof")
     report = _summarize(

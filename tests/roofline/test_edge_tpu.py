@@ -15,16 +15,20 @@ from onnxroof.roofline.edge_tpu import MAPPED_OPS
 FIGURE = 'tag = "estimate"\nsource = "a test figure"'
 
 
-def _targets(tmp_path, host_peak: float = 1e9, launch_s: float | None = None, measured: bool = False) -> str:
+def _targets(
+    tmp_path, host_peak: float = 1e9, launch_s: float | None = None, measured: bool = False, host_fuses: bool = False
+) -> str:
     """An accelerator at 1e12 op/s with a 1e8 B/s link ('DRAM') and nothing on chip (``launch_s`` a
     kernel, else none; with ``measured``, a measured GEMM efficiency of 1.0: a forecast target), whose
-    host is a CPU at ``host_peak`` op/s, 1e9 B/s and 1 µs per kernel (peak figures: a bound)."""
+    host is a CPU at ``host_peak`` op/s, 1e9 B/s and 1 µs per kernel (peak figures: a bound), fusing
+    epilogues with ``host_fuses`` (else nothing)."""
     host = tmp_path / "host.toml"
     host.write_text(
         f'schema = "onnxroof-target/1"\nname = "host"\ndescription = "a test host"\n'
         f"[peak_ops_per_s.fp32]\nvalue = {host_peak!r}\n{FIGURE}\n"
         f"[dram.bandwidth_bytes_per_s]\nvalue = 1e9\n{FIGURE}\n"
         f"[node_overhead_s]\nvalue = 1e-6\n{FIGURE}\n"
+        + ('[fusion]\nrules = ["epilogue"]\nsource = "a test"\n' if host_fuses else "")
     )
     tpu = tmp_path / "tpu.toml"
     tpu.write_text(
@@ -222,3 +226,30 @@ def test_batching_up_is_not_advised_when_the_launches_are_the_hosts(tmp_path):
     assert launch.title.startswith("21 kernels x 1 µs of launch are 55% of the time: map the ops at the graph cut")
     assert not launch.change and launch.gain_s == 0.0
     assert launch.detail.startswith("most of the launches are host's: Div falls back to the CPU at the graph's first")
+
+
+def test_the_host_runs_the_ops_past_the_cut_fused_as_its_runtime_fuses(tmp_path):
+    # x[1,100] @ w1 -> Div by c (not in the table: the cut) -> @ w2 -> Relu. A host fusing epilogues
+    # runs mm2 and the Relu after it as one kernel: 400 B of d + 40,000 B of w2 read, 400 B of y
+    # written (y0 stays inside): 40.8 µs of DRAM (20,100 FLOPs: 20.1 µs) + 1 µs launch = 41.8 µs.
+    # Without it the Relu is a kernel of its own: 800 B, 0.8 µs + 1 µs launch = 1.8 µs more. div is
+    # 2.2 µs either way (the first test): the host's part is 44 µs fused, 45.8 µs not
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+        helper.make_node("Div", ["h", "c"], ["d"], name="div"),
+        helper.make_node("MatMul", ["d", "w2"], ["y0"], name="mm2"),
+        helper.make_node("Relu", ["y0"], ["y"], name="relu"),
+    ]
+    model = make_model(
+        nodes,
+        [("x", TensorProto.FLOAT, [1, 100])],
+        [("y", TensorProto.FLOAT, [1, 100])],
+        [("w1", zeros(100, 100)), ("c", zeros(1, 100) + 1), ("w2", zeros(100, 100))],
+    )
+    fused = analyze(model, targets=[_targets(tmp_path, host_fuses=True)]).targets[0]
+    assert fused.edge_tpu_cut.host_kernels == 2 and [n.nodes for n in fused.nodes[-2:]] == [["div"], ["mm2", "relu"]]
+    assert fused.edge_tpu_cut.host_s == pytest.approx(44e-6)
+    assert fused.nodes[-1].placement.time_s == pytest.approx(41.8e-6)
+    plain = analyze(model, targets=[_targets(tmp_path)]).targets[0]
+    assert plain.edge_tpu_cut.host_kernels == 3 and plain.edge_tpu_cut.host_s == pytest.approx(45.8e-6)
+    assert plain.latency_s - fused.latency_s == pytest.approx(1.8e-6)

@@ -48,9 +48,9 @@ class _Kernel(Protocol):
 
 
 def missing_roof(target: Target, kernels: Iterable[_Kernel]) -> tuple[str, str, float] | None:
-    """(the model's type, the roof it fell back to, their share of the FLOPs) when most of the
-    FLOPs of ``kernels`` (the target's own: not a host's past an Edge TPU's cut) are in a type
-    ``target`` has no roof for; None otherwise.
+    """(the model's type, the roof of ``target`` it falls back to, their share of the FLOPs) when
+    most of the FLOPs of ``kernels`` are in a type ``target`` has no roof for (an Edge TPU's host
+    kernels past its cut count too: they are in that type because the model is); None otherwise.
 
     >>> from types import SimpleNamespace as S
     >>> from onnxroof.roofline.targets import load_target
@@ -134,7 +134,10 @@ class LatencyBound:
         if self.fallen_roof is None:
             return ""
         wanted, roof, share = self.fallen_roof
-        return f"{share:.0%} of the FLOPs are {wanted}, which the target cannot run, timed on its {roof} roof"
+        return (
+            f"{share:.0%} of the FLOPs are {wanted}, which the target cannot run (its {roof} roof stands in): "
+            "a figure for a model its compiler would refuse or leave to a host"
+        )
 
     @property
     def host_words(self) -> str:

@@ -224,7 +224,8 @@ def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:
     cut = report.edge_tpu_cut
     if cut is not None and cut.host_at_peaks:  # part of the run timed at the host's peak figures
         report.peak_host, report.latency_kind = cut.host, LatencyKind.BOUND
-    report.fallen_roof = missing_roof(target, report.own_nodes)
+    # every kernel's type, the host's past an Edge TPU's cut too: they are in fp32 because the model is
+    report.fallen_roof = missing_roof(target, report.nodes)
     if report.fallen_roof is not None:  # measured figures of another type: no forecast covers it
         report.latency_kind = LatencyKind.BOUND
     if report.latency_kind == LatencyKind.FORECAST:

@@ -194,7 +194,10 @@ def test_a_forecast_target_timing_most_flops_on_a_roof_of_another_type_gives_a_b
     fp32 = onnxroof.analyze(model, targets=[str(path)]).targets[0]
     assert fp32.target.latency_kind == "forecast"
     assert fp32.fallen_roof == ("fp32", "int8", 1.0) and fp32.latency_kind == "bound" and fp32.band is None
-    assert fp32.bound_reason == "100% of the FLOPs are fp32, which the target cannot run, timed on its int8 roof"
+    assert fp32.bound_reason == (
+        "100% of the FLOPs are fp32, which the target cannot run (its int8 roof stands in): a figure for a model "
+        "its compiler would refuse or leave to a host"
+    )
     int8 = onnxroof.analyze(model, targets=[str(path)], dtype="int8").targets[0]
     assert int8.fallen_roof is None and int8.latency_kind == "forecast" and int8.bound_reason == ""
 

@@ -304,7 +304,8 @@ def edge_lines(report: TargetReport) -> list[tuple[str, str]]:
     lines = []
     timing = getattr(report, "dataflow", None)
     if timing is not None and timing.frames_per_s:
-        lines.append(("pipeline", timing.words(report.band.value if report.band is not None else None)))
+        band = report.band.value if report.band is not None else None
+        lines.append(("pipeline", timing.words(band, report.latency_kind == LatencyKind.BOUND)))
     cut = getattr(report, "edge_tpu_cut", None)
     if cut is not None:
         lines.append(("graph cut", cut.words()))

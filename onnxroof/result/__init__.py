@@ -183,7 +183,8 @@ class Analysis:
         ]
         for index, report in enumerate(self.targets):
             if report.latency_kind == LatencyKind.BOUND:
-                latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: {report.missing or 'peak figures'})"
+                reason = report.bound_reason or "peak figures"
+                latency = f"latency ≥ {seconds(report.latency_s)} (a lower bound: {reason})"
             else:  # with its band where it holds, and a launch cost taken from other targets said
                 band = (f" ±{report.band.value:.0%}" if report.band is not None else "") + " (a forecast"
                 latency = f"latency {seconds(report.latency_s)}{band}{'; borrowed figures' * bool(report.borrowed)})"
@@ -198,7 +199,8 @@ class Analysis:
             split = "its pipeline's stages" if report.dataflow is not None else split  # not its kernels' roofs
             lines.append(f"  {report.target.name}: {latency}; time: {split}{memory}")
             if report.dataflow is not None and report.dataflow.frames_per_s:  # a layer pipeline: fps and latency apart
-                lines.append(f"    pipeline: {report.dataflow.words(report.band.value if report.band else None)}")
+                error = report.band.value if report.band else None
+                lines.append(f"    pipeline: {report.dataflow.words(error, report.latency_kind == LatencyKind.BOUND)}")
             if report.edge_tpu_cut is not None:
                 lines.append(f"    graph cut: {report.edge_tpu_cut.words()}")
         lines += findings

@@ -206,7 +206,9 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "fit": fit,
         # a layer pipeline's frames per second and latency apart (null: not a dataflow target); where
         # an Edge TPU's compiler cut the graph (null: not one, or nothing fell back to the CPU)
-        "dataflow": dataflow_entry(report.dataflow, report.band.value if report.band is not None else None),
+        "dataflow": dataflow_entry(
+            report.dataflow, report.band.value if report.band is not None else None, report.latency_kind == "bound"
+        ),
         "edge_tpu_cut": cut_entry(report.edge_tpu_cut),
         "notes": report.notes,
         "model_point": placement_entry(report.model_point),
@@ -216,19 +218,21 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
     }
 
 
-def dataflow_entry(timing, band: float | None = None) -> dict | None:
+def dataflow_entry(timing, band: float | None = None, bound: bool = False) -> dict | None:
     """A dataflow target's pipeline (roofline/dataflow.py): fps and latency, each a bound or a
-    forecast (``band``: its error), the contexts and their stages, what sets the frame rate."""
+    forecast (``band``: its error; ``bound``: the run's latency a bound whatever the chip's figures),
+    the contexts and their stages, what sets the frame rate."""
     if timing is None:
         return None
-    # peak figures: bounds; the chip's constants fitted on measurements: forecasts; else estimates
+    # peak figures (or nodes left out): bounds; the chip's constants fitted on measurements: forecasts; else estimates
     kind = "forecast" if timing.chip is None or timing.chip.forecast else "estimate"
+    bound = bound or timing.bound
     return {
         "frames_per_s": timing.frames_per_s,
-        "frames_per_s_kind": "upper bound" if timing.bound else kind,
+        "frames_per_s_kind": "upper bound" if bound else kind,
         "latency_s": timing.latency_s,  # one frame through every stage (and over the link)
-        "latency_kind": "lower bound" if timing.bound else kind,
-        "error_band": band if kind == "forecast" and not timing.bound else None,
+        "latency_kind": "lower bound" if bound else kind,
+        "error_band": band if kind == "forecast" and not bound else None,
         "context_count": len(timing.contexts),
         "frames_per_context_load": timing.group,
         "limiting": timing.limiting,  # a layer, or dataflow.NOT_A_STAGE's ("host link", "input rows", ...)
@@ -237,7 +241,7 @@ def dataflow_entry(timing, band: float | None = None) -> dict | None:
         "heaviest_stage": timing.heaviest,
         "heaviest_work_share": timing.heaviest_share,
         "io_bytes": timing.io_bytes,
-        "text": timing.words(band),
+        "text": timing.words(band, bound),
         "contexts": [
             {
                 "weight_bytes": context.weight_bytes,

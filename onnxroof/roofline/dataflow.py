@@ -117,10 +117,12 @@ class DataflowTiming:
             return f"compute at the peak; the heaviest stage {self.heaviest} ({self.heaviest_share:.0%} of the work)"
         return f"the slowest stage, {self.limiting} ({self.work_share(self.limiting):.0%} of the work)"
 
-    def words(self, band: float | None = None) -> str:
+    def words(self, band: float | None = None, bound: bool = False) -> str:
         """Frames per second and one frame's latency, each as the bound or the forecast it is (``band``:
-        the forecast's measured error), the contexts and what sets the frame rate: every output's line."""
-        if self.bound:
+        the forecast's measured error; ``bound``: the run's latency is a bound whatever the chip's
+        figures, as nodes were left out: ``TargetReport.latency_kind``), the contexts and what sets the
+        frame rate: every output's line."""
+        if self.bound or bound:
             fps, latency = f"≤ {rate(self.frames_per_s)} frames/s", f"latency ≥ {seconds(self.latency_s)} a frame"
         elif self.chip is not None and not self.chip.forecast:  # units given, not fitted on measurements
             fps = f"≈ {rate(self.frames_per_s)} frames/s"

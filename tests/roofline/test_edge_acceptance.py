@@ -93,6 +93,24 @@ def test_a_three_stage_pipeline_runs_at_its_slowest_stage_and_sums_its_stages_fo
     assert [n.placement.time_s for n in report.nodes] == pytest.approx([1e-6, 1e-6, 1e-6])
 
 
+def test_a_forecast_pipeline_with_nodes_left_out_says_bounds_in_every_output(tmp_path):
+    # the pipeline above with an op no rule costs after it (a custom domain's Frob): its time is not
+    # in the 1,000,000 frames/s, so they are at most that, and the 3.5 µs at least, on every line
+    target = _target(tmp_path, peak=6e9, link=6.8e8, units=6, context_bytes=1e6)
+    model = _matmuls([10, 50, 20, 75])
+    model.graph.node.append(helper.make_node("Frob", ["h3"], ["z"], name="frob", domain="test.custom"))
+    model.graph.output[0].name = "z"
+    model.opset_import.append(helper.make_opsetid("test.custom", 1))
+    analysis = onnxroof.analyze(model, targets=[target])
+    (report,) = analysis.targets
+    assert report.uncounted_nodes == 1 and report.latency_kind == "bound"
+    entry = json.loads(json.dumps(target_entry(report)))["dataflow"]
+    assert entry["frames_per_s_kind"] == "upper bound" and entry["latency_kind"] == "lower bound"
+    assert entry["text"].startswith("≤ 1,000,000 frames/s · latency ≥ 3.5 µs a frame")
+    assert "    pipeline: ≤ 1,000,000 frames/s" in str(analysis)
+    assert target_card(report).edge[0][1].startswith("≤ 1,000,000 frames/s")
+
+
 def test_the_slowest_stage_finding_measures_the_frame_rate_at_half_its_work(tmp_path):
     # the pipeline above with mm3 at half its work (1,500 FLOPs): alone 1, 2 and 1.5 µs on one
     # unit; 6 units make every stage T with 1/T + 2/T + 1.5/T = 6: T = 0.75 µs, 1,333,333 frames/s.

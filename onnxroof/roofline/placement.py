@@ -23,7 +23,7 @@ from ..core.units import seconds
 from ..memory.spill import spill_plan
 from .band import band_for
 from .dataflow import DataflowTiming, pipeline_timing
-from .edge_tpu import EdgeTpuCut, cut_at, run_cut
+from .edge_tpu import EdgeTpuCut, EdgeTpuHost, cut_at, run_cut
 from .energy import kernel_energy, run_energy
 from .kernel_bytes import cached_kernels, model_io_bytes, ran_constant_bytes
 from .kernels import Kernel, efficiency_class, fuse, group, reuse_of, work_shape
@@ -163,12 +163,9 @@ def place_model(
         notes=list(placed.notes),
     )
     # an Edge TPU's compiler maps the kernels before its cut (edge_tpu.py): only their parameters are cached on chip
-    cut_start = (
-        cut_at(kernels, target.edge_tpu.mapped) if target.edge_tpu is not None and groups is None and overhead else None
-    )
-    host = load_target(target.edge_tpu.host) if cut_start is not None and target.edge_tpu is not None else None
-    if host is not None and cut_start is not None:  # the host's runtime runs the ops past the cut, fused as it fuses
-        kernels = kernels[:cut_start] + fuse(placed, host.fusion, [m for k in kernels[cut_start:] for m in k.records])
+    cut_start, host = None, None
+    if target.edge_tpu is not None and groups is None and overhead:
+        kernels, cut_start, host = _edge_tpu_tail(target.edge_tpu, placed, kernels)
     placer.plan_memory(kernels, memory, order, cut_start)
     # every activation counts, not the peak: onnxruntime's arena does not keep a run's footprint at
     # the peak (MobileNetV3's 230 small kernels, 0.97 MB at the peak and 13 MB written, launch cold)
@@ -204,6 +201,19 @@ def place_model(
         pipeline_timing(report, kernels, placed.tensors, set(placed.inputs) | set(placed.outputs))
     _settle_kind(report, target, overhead)
     return report
+
+
+def _edge_tpu_tail(
+    edge_tpu: EdgeTpuHost, placed: CostGraph, kernels: list[Kernel]
+) -> tuple[list[Kernel], int | None, Target | None]:
+    """The kernels with those past the Edge TPU compiler's cut fused as its host's runtime fuses
+    (it runs them), where the cut starts, and the host; the kernels as they were when nothing is cut."""
+    cut_start = cut_at(kernels, edge_tpu.mapped)
+    if cut_start is None:
+        return kernels, None, None
+    host = load_target(edge_tpu.host)
+    tail = fuse(placed, host.fusion, [member for kernel in kernels[cut_start:] for member in kernel.records])
+    return kernels[:cut_start] + tail, cut_start, host
 
 
 def _settle_kind(report: TargetReport, target: Target, overhead: bool) -> None:

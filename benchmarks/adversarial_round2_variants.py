@@ -1,0 +1,59 @@
+"""Variants of issue 43's families beyond its own reproducers (benchmarks/adversarial_round2.py),
+found by a hostile run over the same surfaces: each a case the tally keeps, held to the same
+budget. Built by code from the case's name alone, as every case is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from adversarial_round2 import bomb_model, case, constant, n, relu_chain
+from adversarial_running import Run
+
+
+def quiet_stderr(record: dict, directory: Path) -> list[str]:
+    """A run that succeeds says nothing on stderr (no numpy warning from the evaluator's kernels)."""
+    stderr = (directory / ".stderr").read_text("utf-8", "replace").strip()
+    return [f"stderr noise on exit 0 ({stderr.splitlines()[0][:60]!r})"] if record["code"] == 0 and stderr else []
+
+
+def family_1() -> list:
+    """Shape arithmetic whose reference kernel warns: an integer Mod or Div by zero, a Cast of inf."""
+    c = np.arange(16, dtype=np.int64)
+    zero = constant("z", np.array(0, np.int64))
+    models = {
+        "mod-by-zero": ("int64 Mod of a Constant by 0", bomb_model([constant("c", c), zero, n("Mod", ["c", "z"], ["t"])], "t")),
+        "div-by-zero": ("int64 Div of a Constant by 0", bomb_model([constant("c", c), zero, n("Div", ["c", "z"], ["t"])], "t")),
+        "cast-inf": ("Cast of a float Constant of 1e30 to int64, the result a Reshape's shape", bomb_model(
+            [constant("f", np.full(2, 1e30, np.float32)), n("Cast", ["f"], ["t"], to=7)], "t")),
+    }
+    runs = [["summary", "{dir}/m.onnx", "-q"], ["report", "{dir}/m.onnx", "-o", "{dir}/out.html", "-q"]]
+    return [case("43.1", f"evalwarn-{name}", how, {"m.onnx": data}, [Run(r, check=quiet_stderr) for r in runs])
+            for name, (how, data) in models.items()]
+
+
+def family_6() -> list:
+    """Output names at and past the 255 bytes a Linux file name holds: the longest is written (its
+    temporary's name shortened), a longer one refused in one line, as is any path past the limit."""
+    longest, over = "y" * 251 + ".txt", "x" * 300 + ".txt"
+    model = {"m.onnx": relu_chain(2)}
+    return [
+        case("43.6", "output-name-255", "-o and check -o to a file named with 255 bytes", model,
+             [Run(["summary", "{dir}/m.onnx", "-q", "-o", "{dir}/" + longest], codes=(0,)),
+              Run(["check", "{dir}/m.onnx", "--fail-if", "params>1G", "-o", "{dir}/c" + longest[1:]], codes=(0,))]),
+        case("43.6", "output-name-300", "-o, check -o, --emit-order to a 300-byte file name", model,
+             [Run(["summary", "{dir}/m.onnx", "-q", "-o", "{dir}/" + over]),
+              Run(["check", "{dir}/m.onnx", "--fail-if", "params>1G", "-o", "{dir}/" + over]),
+              Run(["summary", "{dir}/m.onnx", "-q", "--emit-order", "{dir}/" + over])]),
+        case("43.6", "input-path-300", "a model, --target, --plugin and check's folder named with 300 bytes", model,
+             [Run(["summary", "{dir}/" + over + ".onnx", "-q"]),
+              Run(["summary", "{dir}/m.onnx", "--target", "t" * 300, "-q"]),
+              Run(["summary", "{dir}/m.onnx", "--plugin", "{dir}/" + over + ".py", "-q"]),
+              Run(["check", "{dir}/" + over, "--fail-if", "params>1G"])]),
+    ]
+
+
+def cases() -> list:
+    return family_1() + family_6()

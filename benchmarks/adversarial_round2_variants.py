@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adversarial_round2 import bomb_model, case, constant, n, relu_chain
+from adversarial_round2 import PLUGIN, blames_plugin, bomb_model, case, constant, n, relu_chain
 from adversarial_running import Run
 
 
@@ -55,5 +55,30 @@ def family_6() -> list:
     ]
 
 
+RULES = {
+    "base-exception": "def relu_rule(node):\n    raise BaseException('base')\n",
+    "generator-exit": "def relu_rule(node):\n    raise GeneratorExit\n",
+    "unprintable": "class Odd(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n\n"
+                   "def relu_rule(node):\n    raise Odd()\n",
+}
+
+
+def family_10() -> list:
+    """Rules raising what is not an Exception (it ended the run in a traceback, exit 1), an exception
+    that cannot say itself (exit 3), and a KeyboardInterrupt in check's workers, which ignore Ctrl-C."""
+    cases = []
+    plugin = ["--plugin", "{dir}/p.py"]
+    for label, body in {**RULES, "keyboard-interrupt": "def relu_rule(node):\n    raise KeyboardInterrupt\n"}.items():
+        source = PLUGIN + body + "\nregister('Relu', relu_rule, family='elementwise')\n"
+        runs = [Run(["check", "{dir}/m.onnx", *plugin, "--fail-if", "params>1G", "--jobs", "2"], check=blames_plugin)]
+        if label in RULES:
+            runs += [Run(["summary", "{dir}/m.onnx", *plugin, "-q"], check=blames_plugin),
+                     Run(["report", "{dir}/m.onnx", *plugin, "--target", "l4", "-o", "{dir}/out.html", "-q"],
+                         check=blames_plugin)]
+        cases.append(case("43.10", f"plugin-rule-{label}", f"a plugin whose Relu rule: {body.strip()[:80]!r}",
+                          {"m.onnx": relu_chain(3), "p.py": source.encode()}, runs))
+    return cases
+
+
 def cases() -> list:
-    return family_1() + family_6()
+    return family_1() + family_6() + family_10()

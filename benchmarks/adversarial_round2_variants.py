@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adversarial_round2 import PLUGIN, blames_plugin, bomb_model, case, constant, n, relu_chain
+from adversarial_round2 import PLUGIN, alike_blocks, blames_plugin, bomb_model, case, constant, devices_message, n, relu_chain
 from adversarial_running import Run
 
 
@@ -80,5 +80,25 @@ def family_10() -> list:
     return cases
 
 
+def refused_as_count(record: dict, directory: Path) -> list[str]:
+    """A count of 5,000 digits or in another script's digits is refused in the flag's own words,
+    in a line of sane length (not Python's "invalid ... value" with the whole value)."""
+    stderr = (directory / ".stderr").read_text("utf-8", "replace")
+    problems = [] if record["code"] == 2 else [f"count accepted (exit {record['code']})"]
+    if "invalid" in stderr and "value:" in stderr:
+        problems.append("argparse's own words, not the flag's")
+    if len(stderr) > 400:
+        problems.append(f"a {len(stderr):,}-character error line")
+    return problems + devices_message(record, directory)
+
+
+def family_12() -> list:
+    values = {"5000-digits": "9" * 5000, "arabic-indic-3": "\u0663", "fullwidth-12": "\uff11\uff12"}
+    return [case("43.12", f"count-{label}", f"--devices and --batch {value[:12]!r}", {"m.onnx": alike_blocks(2)},
+                 [Run(["summary", "{dir}/m.onnx", "--target", "l4", f"--devices={value}", "-q"], check=refused_as_count),
+                  Run(["summary", "{dir}/m.onnx", f"--batch={value}", "-q"], check=refused_as_count)])
+            for label, value in values.items()]
+
+
 def cases() -> list:
-    return family_1() + family_6() + family_10()
+    return family_1() + family_6() + family_10() + family_12()

@@ -5,6 +5,7 @@ budget. Built by code from the case's name alone, as every case is.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -100,5 +101,21 @@ def family_12() -> list:
             for label, value in values.items()]
 
 
+def no_temporary_beside(record: dict, directory: Path) -> list[str]:
+    """A run stopped by a signal leaves no temporary beside its -o file (``.out.json.XXXX.tmp``)."""
+    left = sorted(p.name for p in directory.glob(".out.*"))
+    return [f"left a temporary beside the output ({left[0]})"] if left else []
+
+
+def sigterm_while_writing() -> list:
+    """SIGTERM at several moments of a run whose output (a JSON of 100,000 nodes, 16 MB) takes a
+    second to make and write: before the write the process ends as killed, during it the
+    temporary file must go (it stayed: SIGTERM's default action ends the process at once)."""
+    runs = [Run(["summary", "{dir}/m.onnx", "--format", "json", "-o", "{dir}/out.json", "-q"],
+                signal=(signal.SIGTERM, delay), check=no_temporary_beside) for delay in (1.5, 2.0, 2.5, 3.0, 3.5, 4.5)]
+    return [case("43.12", "sigterm-json-write", "summary --format json -o of 100,000 Relus, SIGTERM at 1.5 to 4.5 s",
+                 {"m.onnx": relu_chain(100_000)}, runs)]
+
+
 def cases() -> list:
-    return family_1() + family_6() + family_10() + family_12()
+    return family_1() + family_6() + family_10() + family_12() + sigterm_while_writing()

@@ -117,5 +117,25 @@ def sigterm_while_writing() -> list:
                  {"m.onnx": relu_chain(100_000)}, runs)]
 
 
+def wide_paths(siblings: int, levels: int) -> bytes:
+    """Relu i named /root/m{i}/d/d/... (``levels`` d's)/relu: every node its own path, a module
+    tree of siblings x (levels + 1) modules (20,000 x 33 past the depth fold: 660,000)."""
+    return relu_chain(siblings, tuple(f"/root/m{i}/" + "d/" * levels + "relu" for i in range(siblings)))
+
+
+def family_2() -> list:
+    """Module trees wide rather than deep: 100,000 siblings (one level), and 20,000 distinct
+    50-level paths (1.7 GB and killed in summary --by module --format json; 1 GB in report)."""
+    runs = [["summary", "{dir}/m.onnx", "--by", "module", "-q"],
+            ["summary", "{dir}/m.onnx", "--by", "module", "--format", "json", "-q"],
+            ["summary", "{dir}/m.onnx", "--target", "l4", "-q"],
+            ["report", "{dir}/m.onnx", "-o", "{dir}/out.html", "-q"], ["graph", "{dir}/m.onnx", "-o", "{dir}/out.svg", "-q"],
+            ["diff", "{dir}/m.onnx", "{dir}/m.onnx", "--format", "html", "-o", "{dir}/out.html", "-q"]]
+    return [case("43.2", "wide-paths-100000x1", "100,000 Relus named /root/m{i}/relu: 100,000 sibling modules",
+                 {"m.onnx": wide_paths(100_000, 0)}, [Run(r) for r in runs]),
+            case("43.2", "wide-paths-20000x50", "20,000 Relus named /root/m{i}/d/d/.../relu, 50 d's: 660,000 modules",
+                 {"m.onnx": wide_paths(20_000, 50)}, [Run(r) for r in runs])]
+
+
 def cases() -> list:
-    return family_1() + family_6() + family_10() + family_12() + sigterm_while_writing()
+    return family_1() + family_2() + family_6() + family_10() + family_12() + sigterm_while_writing()

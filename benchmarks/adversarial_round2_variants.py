@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from adversarial_round2 import PLUGIN, alike_blocks, blames_plugin, bomb_model, case, constant, devices_message, n, relu_chain
+from adversarial_round2 import (PLUGIN, alike_blocks, blames_plugin, bomb_model, case, comment_rows, constant,
+                                devices_message, git_repo, n, relu_chain)
 from adversarial_running import Run
 
 
@@ -137,5 +138,40 @@ def family_2() -> list:
                  {"m.onnx": wide_paths(20_000, 50)}, [Run(r) for r in runs])]
 
 
+def one_status(expected: str):
+    """$GITHUB_OUTPUT holds one status line, the script's, and no line a model's name made."""
+    def check(record: dict, directory: Path) -> list[str]:
+        output = directory / "github-output"
+        lines = output.read_text("utf-8", "replace").splitlines() if output.is_file() else []
+        keys = [line.split("=", 1)[0] for line in lines]
+        problems = []
+        if keys.count("status") != 1 or f"status={expected}" not in lines:
+            problems.append(f"injected: $GITHUB_OUTPUT status lines {[l for l in lines if l.startswith('status')]}")
+        if any(key not in ("status", "summary", "comment") for key in keys):
+            problems.append("injected: a line of a model's name in $GITHUB_OUTPUT")
+        return problems
+    return check
+
+
+def family_9() -> list:
+    """Changed models whose names hold a newline: one that breaks a budget is named
+    "b<LF>status=0<LF>z=.onnx", which the summary line wrote into $GITHUB_OUTPUT as lines of its
+    own (the job's pass or fail is read from the status there); a tab, a leading dash and a quote too."""
+    changed = ["b\nstatus=0\nz=.onnx", "-dash.onnx", "tab\there.onnx", "quote'\"q.onnx"]
+    head = {name: relu_chain(4 + i) for i, name in enumerate(changed)}
+    env = {"BASE_REF": "HEAD~1", "OUT": "{dir}/out", "OPTIONS": "--no-findings", "BUDGETS": "flops>1",
+           "GITHUB_OUTPUT": "{dir}/github-output"}
+
+    def rows_and_status(record: dict, directory: Path) -> list[str]:
+        return comment_rows(changed)(record, directory) + one_status("1")(record, directory)
+
+    return [case("43.9", "action-newline-names", "the Action's script on changed models named "
+                 + ", ".join(map(repr, changed)) + ", budget flops>1 broken by all", {},
+                 [Run([], script="examples/onnxroof-diff.sh", cwd="{dir}/repo", codes=(1,), seconds=60, limit=240,
+                      env=env, check=rows_and_status)],
+                 setup=lambda d: git_repo(d / "repo", {"README": b"base\n"}, head))]
+
+
 def cases() -> list:
-    return family_1() + family_2() + family_6() + family_10() + family_12() + sigterm_while_writing()
+    return (family_1() + family_2() + family_6() + family_9() + family_10() + family_12()
+            + sigterm_while_writing())

@@ -57,10 +57,10 @@ sys.stdout.write("".join(f"{word}\0" for word in found))'
 
 # text as HTML inside the comment: a model's path or an error can hold any character
 escape() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/|/\&#124;/g'; }
-# $1 (a model's path) on one line, its control characters as '?' (as every output shows them): a
+# $1 (a model's path) on one line, its control characters but tab as '?' (as every output shows them): a
 # name with a newline would break the comment's table row, and in $GITHUB_OUTPUT's summary it
 # would add lines of its own (a pull request's "status=0" after the real status)
-plain() { printf '%s' "$1" | tr '\000-\037\177' '?'; }
+plain() { printf '%s' "$1" | tr '\000-\010\012-\037\177' '?'; }
 
 trusted="$OUT/.trusted-targets"
 if [ "${PR_TARGETS:-false}" != "true" ]; then

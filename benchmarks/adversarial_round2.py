@@ -599,5 +599,7 @@ def family_13() -> list[Case]:
 
 
 def cases() -> list[Case]:
+    import adversarial_round2_variants  # the variants past the issue's own reproducers (imports this module)
+
     return (family_1() + family_2() + family_3() + family_4() + family_5() + family_6() + family_7() + family_8()
-            + family_9() + family_10() + family_11() + family_12() + family_13())
+            + family_9() + family_10() + family_11() + family_12() + family_13() + adversarial_round2_variants.cases())

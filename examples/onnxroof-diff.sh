@@ -37,7 +37,7 @@ setup_failed() {
   printf 'onnxroof: error: %s\n' "$1" >&2
   { echo "<!-- onnxroof-diff -->"; printf '<pre>'; printf 'onnxroof: error: %s\n' "$1" | escape; printf '</pre>\n'; } > "$comment"
   if [ -n "${GITHUB_OUTPUT:-}" ]; then
-    { echo "status=2"; echo "summary=onnxroof: $1"; echo "comment=$comment"; } >> "$GITHUB_OUTPUT"
+    { echo "status=2"; printf 'summary=onnxroof: %s\n' "$(plain "$1")"; echo "comment=$comment"; } >> "$GITHUB_OUTPUT"
   fi
   if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then cat "$comment" >> "$GITHUB_STEP_SUMMARY"; fi
   rm -f "$body"
@@ -57,6 +57,10 @@ sys.stdout.write("".join(f"{word}\0" for word in found))'
 
 # text as HTML inside the comment: a model's path or an error can hold any character
 escape() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' -e 's/|/\&#124;/g'; }
+# $1 (a model's path) on one line, its control characters but tab as '?' (as every output shows them): a
+# name with a newline would break the comment's table row, and in $GITHUB_OUTPUT's summary it
+# would add lines of its own (a pull request's "status=0" after the real status)
+plain() { printf '%s' "$1" | tr '\000-\010\012-\037\177' '?'; }
 
 trusted="$OUT/.trusted-targets"
 if [ "${PR_TARGETS:-false}" != "true" ]; then
@@ -200,7 +204,7 @@ broke=""
 while IFS= read -r -d '' model <&3; do
   total=$((total + 1))
   name=$(printf '%s' "$model" | tr '/' '_')
-  shown=$(printf '%s' "$model" | escape)
+  shown=$(plain "$model" | escape)
   base="$model"  # a new model is diffed against itself: the comment shows its totals
   new=$([ -n "${BASE_REF:-}" ] && echo " (new)")
   old_path=${renamed_from["$model"]:-$model}
@@ -211,7 +215,7 @@ while IFS= read -r -d '' model <&3; do
     mkdir -p "$(dirname "$base")"
     new=""
     if [ "$old_path" != "$model" ]; then
-      new=" (renamed from <code>$(printf '%s' "$old_path" | escape)</code>)"
+      new=" (renamed from <code>$(plain "$old_path" | escape)</code>)"
     fi
     base_version "$old_path" "$base" 2> "$OUT/.error" || rc=2
   fi
@@ -228,9 +232,9 @@ while IFS= read -r -d '' model <&3; do
   fi
   case "$rc" in
     0) outcome=$([ ${#budgets[@]} -gt 0 ] && echo "✅ budgets hold$new" || echo "✅ analysed$new") ;;
-    1) outcome="❌ a budget is broken$new"; broke="$broke $model" ;;
-    2) outcome="⚠️ could not be analysed$new"; failed="$failed $model" ;;
-    *) outcome="⚠️ onnxroof failed (exit $rc)"; failed="$failed $model" ;;
+    1) outcome="❌ a budget is broken$new"; broke="$broke $(plain "$model")" ;;
+    2) outcome="⚠️ could not be analysed$new"; failed="$failed $(plain "$model")" ;;
+    *) outcome="⚠️ onnxroof failed (exit $rc)"; failed="$failed $(plain "$model")" ;;
   esac
   rows="$rows| <code>$shown</code> | $outcome |"$'\n'
   printf '**<code>%s</code>**: %s\n\n' "$shown" "$outcome" >> "$body"

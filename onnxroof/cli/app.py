@@ -194,6 +194,9 @@ def _main(argv: list[str], kept: list | None = None) -> int:
         _discard_stdout()
         return EXIT_OK
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # a path given (a model, a target, a plugin) the system refuses
+            print(f"onnxroof: error: {one_line(exc.filename)}: {exc.strerror}; give a shorter path", file=sys.stderr)
+            return EXIT_USAGE
         if exc.errno not in _NO_ROOM:
             return _internal_error(exc, debug)
         # a full disk or device (standard output written by print, not an output file): the user's system

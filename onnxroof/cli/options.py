@@ -162,24 +162,44 @@ def budget_option(parser: argparse.ArgumentParser, relative: bool) -> None:
     )
 
 
-def non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+def _whole_number(text: str) -> int | None:
+    """``text`` as a whole number in ASCII digits (no sign, no spaces, no other script's digits,
+    which ``int`` reads but ``--dim`` refuses), or None; past :data:`_MOST_DIGITS` digits None too
+    (``int`` refuses a string past 4,300 digits, in words about Python's limits)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > _MOST_DIGITS:
+        return None
     return int(text)
+
+
+_MOST_DIGITS = 30  # more than any count here can be (2^63 has 19 digits)
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message, its first 40 characters when longer."""
+    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text):,} characters)"
+
+
+def non_negative_int(text: str) -> int:
+    number = _whole_number(text)
+    if number is None:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {_shown(text)}")
+    return number
 
 
 def positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
+    number = _whole_number(text)
+    if number is None or number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {_shown(text)}")
+    return number
 
 
 def device_count(text: str) -> int:
     """``--devices``: a whole number of 1 or more; its upper end (:data:`MAX_DEVICES`) is the
     analysis options' check, in the same words."""
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"give a whole number from 1 to {MAX_DEVICES:,}, got {text!r}")
-    return int(text)
+    number = _whole_number(text)
+    if number is None or number <= 0:
+        raise argparse.ArgumentTypeError(f"give a whole number from 1 to {MAX_DEVICES:,}, got {_shown(text)}")
+    return number
 
 
 def positive_seconds(text: str) -> float:

@@ -51,6 +51,10 @@ FOLDED_NOTE = (
     f"module paths deeper than {MAX_MODULE_DEPTH} levels are folded: "
     f"the rest of such a path is its level {MAX_MODULE_DEPTH}'s name"
 )
+# a module tree holds at most this many modules: 20,000 nodes with distinct 50-level paths
+# would make 640,000 (1.7 GB as JSON); past it the tree stops at the deepest level that fits
+# (:func:`fitting_depth`), the deeper scopes in their ancestor there, and the outputs say so
+MAX_MODULES = 50_000
 OWN_NODES = "(its own nodes)"  # the nodes of a module that are in none of its children
 NUMBER_DIGITS = 18  # a block's index has at most this many digits (a longer run of digits is a name)
 
@@ -71,6 +75,7 @@ class ModuleCost:
     time_s: dict[str, float] = field(default_factory=dict)  # target -> seconds
     children: list[ModuleCost] = field(default_factory=list)
     parts: tuple[str, ...] = ()  # the path's levels (a folded level's name holds '/': split no path)
+    cut_at: int | None = None  # (the root's) the level the tree stops at to hold MAX_MODULES modules
 
     def signature(self) -> tuple:
         """What two repeated blocks share when they are alike (names aside)."""
@@ -134,6 +139,35 @@ def fold_path(path: tuple[str, ...]) -> tuple[str, ...]:
 def is_folded(module: ModuleCost) -> bool:
     """Whether a tree has a module whose path was folded (:func:`fold_path`): the outputs say so."""
     return any(level == MAX_MODULE_DEPTH and "/" in entry.name for entry, level in walk(module))
+
+
+def folded_note(root: ModuleCost) -> str | None:
+    """What the outputs say of a tree cut short (:data:`MAX_MODULES`) or with folded paths."""
+    if root.cut_at is not None:
+        return (
+            f"the node names make more than {MAX_MODULES:,} modules: the tree stops {root.cut_at} "
+            "level(s) deep, each deeper scope counted in its ancestor there"
+        )
+    return FOLDED_NOTE if is_folded(root) else None
+
+
+def fitting_depth(paths: Sequence[tuple[str, ...]], most: int) -> int | None:
+    """The deepest level at which the tree of ``paths`` holds at most ``most`` modules, or None
+    when the whole tree does. Level by level, each path's prefix known by a number (its parent's
+    number and its own name), so that no prefix is copied: linear in the paths' total length."""
+    ids = [0] * len(paths)  # the number of each path's prefix at the level reached
+    modules, level = 0, 0
+    while True:
+        level += 1
+        numbers: dict[tuple[int, str], int] = {}
+        for i, path in enumerate(paths):
+            if len(path) >= level:
+                ids[i] = numbers.setdefault((ids[i], path[level - 1]), len(numbers))
+        if not numbers:
+            return None
+        modules += len(numbers)
+        if modules > most:
+            return level - 1
 
 
 def module_path(name: str) -> tuple[str, ...]:
@@ -225,8 +259,11 @@ def module_tree(analysis: Analysis, depth: int | None = None) -> ModuleCost:
     root = ModuleCost(ROOT, "")
     index: dict[tuple[str, ...], ModuleCost] = {(): root}
     own: dict[tuple[str, ...], ModuleCost] = {}  # the nodes that sit at a module itself, not in a child
-    for record in records:
-        path = module_of(record)[:depth] if depth is not None else module_of(record)
+    paths = [module_of(record)[:depth] if depth is not None else module_of(record) for record in records]
+    root.cut_at = fitting_depth(paths, MAX_MODULES)
+    if root.cut_at is not None:
+        paths = [path[: root.cut_at] for path in paths]
+    for record, path in zip(records, paths):
         node_time = {target: per_node.get(record.name, 0.0) for target, per_node in times.items()}
         cost = (record, params[record.name], live.get(record.name, 0), node_time)
         _add(root, *cost)

@@ -11,10 +11,12 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .errors import OutputError, UsageError
+from .errors import OutputError, UsageError, sigterm_stops
 
 # system reasons that are about room, not about the path
 _NO_ROOM = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+# the bytes of the real file's name a temporary beside it keeps (a dot, 8 random, ".partial" added)
+_TEMPORARY_STEM = 200
 
 
 def write_atomically(
@@ -43,23 +45,26 @@ def write_outputs(
             if other is not plan:
                 raise UsageError(f"{other.flag} and {plan.flag} name the same file ({plan.path}); give each its own")
     temporaries: list[tuple[_Plan, str]] = []
-    try:
-        for plan, (_, _, text) in zip(plans, outputs):
-            if plan.atomic:
-                temporaries.append((plan, plan.write_temporary(text)))
-        for plan, (_, _, text) in zip(plans, outputs):
-            if not plan.atomic:
-                plan.write_directly(text)
-        while temporaries:
-            plan, temporary = temporaries[0]
-            try:
-                os.replace(temporary, plan.file)
-            except OSError as exc:
-                raise plan.failure(exc) from None
-            temporaries.pop(0)
-    finally:
-        for _, temporary in temporaries:
-            Path(temporary).unlink(missing_ok=True)
+    # SIGTERM while the texts are made and written (a JSON of 100,000 nodes takes a second)
+    # raises, so that the temporaries are removed as they are on Ctrl-C (exit 143)
+    with sigterm_stops():
+        try:
+            for plan, (_, _, text) in zip(plans, outputs):
+                if plan.atomic:
+                    temporaries.append((plan, plan.write_temporary(text)))
+            for plan, (_, _, text) in zip(plans, outputs):
+                if not plan.atomic:
+                    plan.write_directly(text)
+            while temporaries:
+                plan, temporary = temporaries[0]
+                try:
+                    os.replace(temporary, plan.file)
+                except OSError as exc:
+                    raise plan.failure(exc) from None
+                temporaries.pop(0)
+        finally:
+            for _, temporary in temporaries:
+                Path(temporary).unlink(missing_ok=True)
 
 
 def _chunks(text: str | Iterable[str]) -> Iterable[str]:
@@ -71,15 +76,20 @@ def resolve_output(path: str | os.PathLike, flag: str = "-o") -> tuple[Path, boo
     is written directly (a device, a pipe, standard output by its ``/dev`` or ``/proc`` name)
     rather than through a temporary file. A directory or a missing folder is a UsageError."""
     current = Path(path)
-    for _ in range(40):
-        absolute = os.path.abspath(current)
-        if absolute.startswith(("/proc/", "/dev/fd/")) or absolute in ("/dev/stdout", "/dev/stderr", "/dev/tty"):
-            return current, True
-        if not current.is_symlink():
-            break
-        current = current.parent / os.readlink(current)
-    else:
-        raise UsageError(f"{flag} {path}: too many levels of symbolic links; give the file's real path")
+    try:  # (a name over the file system's length limit: ENAMETOOLONG)
+        for _ in range(40):
+            absolute = os.path.abspath(current)
+            if absolute.startswith(("/proc/", "/dev/fd/")) or absolute in ("/dev/stdout", "/dev/stderr", "/dev/tty"):
+                return current, True
+            if not current.is_symlink():
+                break
+            current = current.parent / os.readlink(current)
+        else:
+            raise UsageError(f"{flag} {path}: too many levels of symbolic links; give the file's real path")
+    except OSError as exc:
+        raise UsageError(
+            f"{flag} {path}: cannot be written ({exc.strerror or exc}); give a path you can write"
+        ) from None
     try:
         mode = os.stat(current).st_mode
     except FileNotFoundError:
@@ -192,9 +202,14 @@ class _Plan:
         """A new, empty file beside the real file, created exclusively under a fresh name (never a
         planted link, never another run's file), with the permissions a new file gets: its
         descriptor (open for writing) and its name."""
+        # the name shortened, so that the temporary's stays within the 255 bytes a file name may
+        # hold when the real file's name is near that limit itself
+        short = os.fsdecode(os.fsencode(self.file.name)[:_TEMPORARY_STEM])
         try:
             handle, temporary = tempfile.mkstemp(
-                prefix=f".{self.file.name}." if prefix is None else prefix, suffix=suffix, dir=self.file.parent
+                prefix=f".{short}." if prefix is None else prefix.replace(self.file.name, short, 1),
+                suffix=suffix,
+                dir=self.file.parent,
             )
         except OSError as exc:
             raise self.failure(exc) from None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -30,9 +31,11 @@ def run_reference(node: onnx.NodeProto, args: list[np.ndarray | None], opsets: d
     """The results of onnx's reference kernel for ``node`` on ``args``, or None if it fails."""
     from onnx.reference.ops import load_op  # imported on first use: a tenth of a second
 
-    try:
-        op_class = load_op("", node.op_type, opsets.get(""))
-        results = op_class(node, _RUN_PARAMS | {"opsets": opsets}).run(*args)
+    try:  # (a Mod or Div by an integer zero, a Cast of inf: numpy's warnings are not the user's)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            op_class = load_op("", node.op_type, opsets.get(""))
+            results = op_class(node, _RUN_PARAMS | {"opsets": opsets}).run(*args)
     except Exception:  # an odd node: shape inference handles it instead
         return None
     return tuple(results) if isinstance(results, (tuple, list)) else (results,)

@@ -39,6 +39,7 @@ import importlib.metadata
 import importlib.util
 import io
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -47,7 +48,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..core.errors import UsageError
+from ..core.errors import Terminated, UsageError
 from ..core.text import one_line
 from . import COST_RULES, register
 from .base import InvalidNode, UnknownShape, UnknownValue
@@ -150,14 +151,28 @@ def _guarded(function: Callable, source: str, op_type: str, kind: str = "rule", 
             ) from exc
         except RULE_SIGNALS:
             raise  # the rule saying the node's shape or value is unknown, or the node invalid
-        except Exception as exc:  # the plugin's bug, not onnxroof's (exit 2, not "report it")
-            where = _line_in(exc, file)
-            raise UsageError(
-                f"{source}: the {kind} of {op_type} ({getattr(function, '__name__', 'rule')}{where}) "
-                f"raised {_what(exc)}; fix the plugin"
-            ) from None
+        except KeyboardInterrupt as exc:
+            # Ctrl-C or SIGTERM (Terminated) while the rule ran stops the run as any run stops; where
+            # SIGINT is ignored (check's worker processes) no Ctrl-C raises it: the rule did
+            if isinstance(exc, Terminated) or signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+                raise
+            raise _rule_error(function, source, op_type, kind, file, exc) from None
+        except BaseException as exc:  # the plugin's bug, not onnxroof's (exit 2, not "report it");
+            # a GeneratorExit or a bare BaseException too, which would end the process in a traceback
+            raise _rule_error(function, source, op_type, kind, file, exc) from None
 
     return guarded
+
+
+def _rule_error(
+    function: Callable, source: str, op_type: str, kind: str, file: Path | None, exc: BaseException
+) -> UsageError:
+    """The one-line error of a rule that raised: the plugin, the op, the rule and the line."""
+    where = _line_in(exc, file)
+    return UsageError(
+        f"{source}: the {kind} of {op_type} ({getattr(function, '__name__', 'rule')}{where}) "
+        f"raised {_what(exc)}; fix the plugin"
+    )
 
 
 def _line_in(exc: BaseException, file: Path | None) -> str:
@@ -172,9 +187,13 @@ def _line_in(exc: BaseException, file: Path | None) -> str:
 
 
 def _what(exc: BaseException) -> str:
+    try:  # the plugin's exception class may fail to say itself (its __str__ raising)
+        said = str(exc)
+    except Exception:
+        said = "(its message cannot be shown: its __str__ failed)"
     if isinstance(exc, _PluginExit):
-        return f"it called {exc}"
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return f"it called {said}"
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
 
 def load_entry_points() -> list[str]:

@@ -129,3 +129,18 @@ def test_analyze_documents_every_option_from_its_declaration():
 
     for name, declared in OPTIONS.items():
         assert f"``{name}``: {declared.doc}" in " ".join(analyze.__doc__.split())
+
+
+@pytest.mark.parametrize(
+    "flag, value, words",
+    [
+        ("--devices", "9" * 5000, "give a whole number from 1 to 4,096"),  # int() refuses past 4,300 digits
+        ("--batch", "9" * 5000, "expected a positive integer"),
+        ("--devices", "\u0663", "give a whole number"),  # ARABIC-INDIC DIGIT THREE: int() reads it as 3
+        ("--batch", "\uff11\uff12", "expected a positive integer"),  # fullwidth 12
+    ],
+)
+def test_a_count_is_ascii_digits_of_sane_length_refused_in_its_own_words(capsys, flag, value, words):
+    code, out, err = run(capsys, "summary", "--example", "shallownet", f"{flag}={value}", "-q")
+    assert code == 2 and out == "" and err.count("\n") == 1 and words in err, err
+    assert len(err) < 300  # the value shown cut to its first 40 characters

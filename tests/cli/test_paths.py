@@ -292,3 +292,13 @@ def test_an_error_of_the_command_line_itself_points_to_no_subcommand(capsys):
 
 def test_one_line_keeps_printable_characters_as_they_are():
     assert one_line('it\'s "ok" ✓') == 'it\'s "ok" ✓'
+
+
+@pytest.mark.parametrize("flag", ["--plugin", "--target", "model"])
+def test_a_path_longer_than_the_system_allows_is_one_line_exit_2(capsys, tmp_path, flag):
+    # a 300-byte name is over the 255 bytes of a Linux file name: stat raises ENAMETOOLONG
+    long = str(tmp_path / ("q" * 300))
+    argv = [long + ".onnx"] if flag == "model" else ["--example", "shallownet", flag, long]
+    code, out, err = run(capsys, "summary", *argv, "-q")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("onnxroof: error: ") and "too long" in err

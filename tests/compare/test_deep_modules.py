@@ -162,3 +162,46 @@ def test_the_flat_rows_nest_as_the_tree_does():
     rows.feed(section)
     assert rows.rows == [(1, "(model)"), (2, "encoder"), (3, "layer.0-1"), (4, "fc"), (4, "act"), (2, "head")]
     assert rows.depth == 0
+
+
+def test_the_deepest_level_holding_the_module_budget_is_found_level_by_level():
+    from onnxroof.compare.modules import fitting_depth
+
+    # level 1: {a} (1 module); level 2: a/b0, a/b1, a/b2 (3, 4 in all); level 3: one under each (3, 7 in all)
+    paths = [("a", f"b{i}", "c") for i in range(3)] + [("a",)]
+    assert fitting_depth(paths, most=7) is None  # the whole tree fits
+    assert fitting_depth(paths, most=6) == 2
+    assert fitting_depth(paths, most=3) == 1
+    assert fitting_depth(paths, most=0) == 0
+    assert fitting_depth([(), ()], most=0) is None  # no module at all
+
+
+def wide_model(siblings: int, levels: int):
+    """``siblings`` Relus in a chain, Relu i named /root/m{i}/d/d/... (``levels`` d's)/Relu: each
+    its own path, 2 + ``levels`` modules deep under the root."""
+    chain = [
+        helper.make_node(
+            "Relu",
+            ["x" if i == 0 else f"t{i - 1}"],
+            ["y" if i == siblings - 1 else f"t{i}"],
+            name=f"/root/m{i}/" + "d/" * levels + "Relu",
+        )
+        for i in range(siblings)
+    ]
+    return make_model(chain, [("x", F32, [1, 8])], [("y", F32, [1, 8])])
+
+
+def test_a_tree_of_more_modules_than_the_budget_stops_at_the_deepest_level_that_fits(monkeypatch, capsys, tmp_path):
+    import onnxroof.compare.modules as modules
+
+    monkeypatch.setattr(modules, "MAX_MODULES", 25)
+    analysis = onnxroof.analyze(wide_model(10, 5))
+    # level 1: root (1); level 2: m0..m9 (11 in all); level 3: a d under each (21); level 4: 31 > 25
+    root = module_tree(analysis)
+    assert root.cut_at == 3
+    assert max(level for _, level in walk(root)) == 3 and root.flops == 10 * 8
+    assert "stops 3 level(s) deep" in modules.folded_note(root)
+    path = tmp_path / "wide.onnx"
+    onnx.save(wide_model(10, 5), path)
+    code, out, _ = run(capsys, "summary", path, "--by", "module", "-q")
+    assert code == 0 and "more than 25 modules: the tree stops 3 level(s) deep" in out

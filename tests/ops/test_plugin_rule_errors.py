@@ -67,6 +67,8 @@ def thing(tmp_path):
         "RecursionError",
         "MemoryError",
         "KeyError('k')",
+        "BaseException('base')",  # not an Exception: it would end the process in a traceback
+        "GeneratorExit",
     ],
 )
 def test_a_rule_that_raises_is_a_one_line_plugin_error(capsys, tmp_path, thing, error):
@@ -100,3 +102,37 @@ def test_check_names_the_plugin_on_the_model_s_line_and_goes_on(capsys, tmp_path
         and "the rule of Thing (acme) (thing_cost, line 6) raised RuntimeError" in line["error"]
         for line in lines
     ), lines
+
+
+UNPRINTABLE = """from onnxroof import register
+
+
+class Odd(Exception):
+    def __str__(self):
+        raise RuntimeError("cannot say itself")
+
+
+def thing_cost(node):
+    raise Odd()
+
+
+register("Thing", thing_cost, family="custom", domain="acme")
+"""
+
+
+def test_a_rule_s_exception_that_cannot_say_itself_still_blames_the_plugin(capsys, tmp_path, thing):
+    plugin = tmp_path / "acme_odd.py"
+    plugin.write_text(UNPRINTABLE)
+    code, out, err = run(capsys, "summary", thing, "--plugin", plugin)
+    assert code == 2 and one_error_line(err) and out == "", err
+    assert "(thing_cost, line 10) raised Odd" in err and "report it" not in err
+
+
+def test_a_rule_raising_keyboardinterrupt_in_check_s_workers_is_the_plugin_s_error(capsys, tmp_path, thing):
+    # check's workers ignore SIGINT (the parent handles Ctrl-C): a KeyboardInterrupt there is the rule's
+    plugin = tmp_path / "acme_interrupt.py"
+    plugin.write_text(RULE.format(error="KeyboardInterrupt"))
+    code, out, _ = run(capsys, "check", thing, thing, "--plugin", plugin, "--jobs", "2", "--format", "jsonl", "-q")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 2 and len(lines) == 2, out
+    assert all("(thing_cost, line 6) raised KeyboardInterrupt" in line["error"] for line in lines), lines

@@ -139,3 +139,20 @@ def test_a_target_file_of_the_base_is_read_as_the_base_has_it(tmp_path):
     # without a base, only the bundled targets: "mine" is no target
     done, comment = script(tmp_path, MODELS="m.onnx", TARGETS="mine", BUDGETS="latency[mine]>1us")
     assert done.returncode == 2 and "mine: no such target" in comment
+
+
+def test_a_model_named_with_newlines_writes_no_line_of_its_own_into_github_output(tmp_path):
+    # the name's newlines would make the summary line three: "status=0" after the real status
+    # (the job fails on the status read there), and "z=.onnx"
+    (tmp_path / "README").write_text("base\n")
+    base = commit(tmp_path, "base")
+    name = "b\nstatus=0\nz=.onnx"
+    onnx.save(relu_model(4), tmp_path / name)
+    commit(tmp_path, "head")
+    output = tmp_path / "github-output"
+    done, comment = script(tmp_path, BASE_REF=base, BUDGETS="flops>1", GITHUB_OUTPUT=str(output))
+    assert done.returncode == 1, done.stderr  # the budget (4 FLOPs > 1) is broken
+    lines = output.read_text().splitlines()
+    assert [line.split("=", 1)[0] for line in lines] == ["status", "summary", "comment"]
+    assert lines[0] == "status=1" and "b?status=0?z=.onnx" in lines[1]
+    assert list(rows(comment)) == ["b?status=0?z=.onnx"]  # one row, the name on one line

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from os.path import commonprefix
 from typing import TYPE_CHECKING
 
-from ...compare.modules import MAX_MODULE_DEPTH, module_of, run_label, runs
+from ...compare.modules import MAX_MODULE_DEPTH, MAX_MODULES, fitting_depth, module_of, run_label, runs
 from ...cost.records import NodeStatus
 from ..formatting import shape_text
 from .adopt import adopted_paths
@@ -143,7 +143,11 @@ def folded_tree(analysis: Analysis, budget: int) -> tuple[Module, _Views]:
     large unscoped module folded by structure) and the builder of its views."""
     records = analysis.nodes
     shown = [i for i, r in enumerate(records) if drawn(r)]
-    paths = adopted_paths({i: _real_path(module_of(records[i])) for i in shown}, records, analysis.cost_graph.outputs)
+    real = {i: _real_path(module_of(records[i])) for i in shown}
+    cut = fitting_depth(list(real.values()), MAX_MODULES)  # as many modules as the module table
+    if cut is not None:
+        real = {i: path[:cut] for i, path in real.items()}
+    paths = adopted_paths(real, records, analysis.cost_graph.outputs)
     index_of = {records[i].name: i for i in shown}
     producer_of = {tensor: i for i in shown for tensor in records[i].outputs}
     fold_structure(paths, records, producer_of, budget)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...compare.modules import FOLDED_NOTE, ModuleCost, has_scopes, is_folded, module_tree, shown_rows
+from ...compare.modules import ModuleCost, folded_note, has_scopes, module_tree, shown_rows
 from ...core.units import iec, seconds, si
 
 if TYPE_CHECKING:
@@ -58,4 +58,4 @@ def modules_context(analysis: Analysis) -> dict | None:
         entry(module, count, "(model)" if level == 0 else label, level, level - levels[i + 1] + 1)
         for i, (module, count, label, level) in enumerate(rows)
     ]
-    return {"targets": targets, "rows": entries, "folded": FOLDED_NOTE if is_folded(root) else None}
+    return {"targets": targets, "rows": entries, "folded": folded_note(root)}

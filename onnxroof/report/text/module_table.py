@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...compare.modules import FOLDED_NOTE, ModuleCost, has_scopes, is_folded, module_tree, op_breakdown, shown_rows
+from ...compare.modules import ModuleCost, folded_note, has_scopes, module_tree, op_breakdown, shown_rows
 from ...core.units import iec, seconds, si
 from .table import TERMINAL_COLUMNS, clip, printable
 
@@ -26,7 +26,7 @@ def by_module_lines(analysis: Analysis, depth: int | None = None) -> list[str]:
         "By module (from the node names"
         + (f"; {depth} level(s) deep" if depth is not None else "")
         + "; a block repeated alike is shown once: its count, then one block's figures"
-        + (f"; {FOLDED_NOTE}" if is_folded(root) else "")
+        + (f"; {note}" if (note := folded_note(root)) else "")
         + ")"
     )
     return [title, *_rows(analysis, shown_rows(root))]

@@ -104,6 +104,20 @@ def test_targets_lists_each_broken_file_as_one_entry_and_the_rest(folder):
     assert "h100-sxm" in process.stdout and "myriad-x" in process.stdout  # the bundled ones still listed
 
 
+def test_targets_reads_a_bounded_number_of_own_files_and_names_the_rest(capsys, folder, monkeypatch):
+    # a ./hardware of thousands of files took 25 s to list; past MAX_LISTED_OWN (3 here) the rest
+    # are named, not read: 5 files, 3 listed, 2 named
+    from onnxroof.cli.commands import targets as command
+
+    monkeypatch.setattr(command, "MAX_LISTED_OWN", 3)
+    text = (Path(load_target("l4").path)).read_text()
+    for index in range(5):
+        (folder / "hardware" / f"mine{index}.toml").write_text(text.replace('name = "l4"', f'name = "mine{index}"'))
+    code, out, _ = run(capsys, "targets")
+    assert code == 0 and "mine2" in out and "h100-sxm" in out
+    assert "2 more target files" in out and "mine3, mine4; --target NAME reads any of them" in out.replace("\n  ", " ")
+
+
 def test_a_local_file_hiding_a_bundled_target_says_so_in_every_output(capsys, folder):
     local = folder / "hardware" / "l4.toml"
     local.write_text(LOCAL_L4)

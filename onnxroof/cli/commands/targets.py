@@ -8,6 +8,10 @@ import sys
 
 from ...core.errors import EXIT_OK, UsageError
 
+# own target files read for the listing: each takes a few ms to read and check, and a folder of
+# thousands (a hostile ./hardware) would take minutes; past these, the rest are named, not read
+MAX_LISTED_OWN = 300
+
 HELP = "list the hardware targets (./hardware, your targets folder, the bundled ones) with their roofs and ridge points"
 
 
@@ -20,11 +24,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ...core.text import one_line
     from ...report.text.targets_list import render_targets_list
-    from ...roofline.target_paths import origin_note, search_folders
+    from ...roofline.target_paths import is_bundled, origin_note, search_folders
     from ...roofline.targets import parse_target, target_files
 
-    targets, broken, own = [], [], []
+    targets, broken, own, unread = [], [], [], []
+    read_own = 0
     for name, path in target_files().items():
+        if not is_bundled(path):
+            if read_own >= MAX_LISTED_OWN:
+                unread.append(name)
+                continue
+            read_own += 1
         try:  # read as --target NAME reads it: one broken file is listed as broken, the rest still listed
             target = parse_target(path)
         except UsageError as error:
@@ -40,6 +50,16 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n" + _within_columns(f"your own targets ({folders}):", own))
     if broken:
         sys.stdout.write("\n" + _within_columns(f"broken target files ({folders}), not usable:", broken))
+    if unread:
+        shown = ", ".join(one_line(name) for name in unread[:5]) + (", ..." if len(unread) > 5 else "")
+        sys.stdout.write(
+            "\n"
+            + _within_columns(
+                f"{len(unread):,} more target files ({folders}) not read for this list (it reads "
+                f"{MAX_LISTED_OWN} of your own): {shown}; --target NAME reads any of them",
+                [],
+            )
+        )
     return EXIT_OK
 
 

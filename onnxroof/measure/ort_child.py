@@ -29,6 +29,8 @@ from ..core.text import printable
 
 # How often an orphaned child looks whether its parent is still there.
 _PARENT_CHECK_S = 0.5
+# how the child's report of an allocation that failed starts (the parent words it)
+OUT_OF_MEMORY = "out of memory"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class OrtJob:
     runs: int
     wall_seconds: float
     directory: str
+    memory_bytes: int = 0  # the most data memory the child may take (RLIMIT_DATA); 0: no limit
 
 
 @dataclass
@@ -164,15 +167,29 @@ def main() -> None:
     folder, parent = Path(sys.argv[1]), int(sys.argv[2])
     threading.Thread(target=_watch_parent, args=(parent, str(folder)), daemon=True).start()
     job = pickle.loads((folder / "job.pickle").read_bytes())
+    if job.memory_bytes:  # before onnxruntime is imported: a model growing a tensor fails, not the machine
+        _limit_memory(job.memory_bytes)
     try:
         result: tuple[str, Any] = ("done", _run(job))
     except MemoryError as exc:
-        result = ("failed", f"out of memory ({exc})")
+        result = ("failed", f"{OUT_OF_MEMORY} ({exc})")
     except Exception as exc:  # onnxruntime raises its own exception types
         result = ("failed", str(exc) or type(exc).__name__)
     partial = folder / "result.pickle.partial"
     partial.write_bytes(pickle.dumps(result))
     partial.replace(folder / "result.pickle")  # whole or absent
+
+
+def _limit_memory(most: int) -> None:
+    """At most ``most`` bytes of data (heap and private mappings: what onnxruntime allocates
+    tensors in), where the system can say so (RLIMIT_DATA); an allocation past it fails in the
+    child, which reports it, instead of the kernel killing processes to make room."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_DATA, (most, most))
+    except (ImportError, ValueError, OSError):  # not on this system, or above a hard limit set outside
+        pass
 
 
 def _watch_parent(parent: int, directory: str) -> None:

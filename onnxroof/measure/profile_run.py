@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..core.errors import UsageError, sigterm_stops
 from ..core.units import iec
 from .machine import available_memory
-from .ort_child import InputSpec, OrtFailed, OrtJob, OrtStopped, random_feeds, run_onnxruntime
+from .ort_child import OUT_OF_MEMORY, InputSpec, OrtFailed, OrtJob, OrtStopped, random_feeds, run_onnxruntime
 from .ort_events import OptimizedGraph
 from .profiling import Coverage, NodeComparison, ProfileMapping, ProfileResult, map_profile
 
@@ -67,6 +67,27 @@ DEFAULT_RUNS = 20
 DEFAULT_WARMUP = 3
 # Seconds onnxruntime is given for all its runs before it is stopped (`profile --timeout`).
 DEFAULT_TIMEOUT_S = 300.0
+# The data memory onnxruntime's process is given by default (`profile --max-memory`): what it
+# takes itself (importing it and numpy reserves about 100 MB; a 4 MB model runs in 70 MB of RSS
+# under a 150 MB limit), twice the parameters (the stored ones and onnxruntime's copy) and four
+# times the peak of live activations (its arena grows in doubling chunks). A Loop growing a tensor
+# every trip then fails within it instead of taking the machine's memory (24 GB, and the
+# kernel's OOM killer, before this).
+BASE_MEMORY_BYTES = 384 * 2**20
+
+
+def default_memory_bytes(analysis: Analysis) -> int:
+    """The data memory onnxruntime's process is given for ``analysis``'s model (``BASE_MEMORY_BYTES``
+    beside its parameters and activations).
+
+    >>> from types import SimpleNamespace as S
+    >>> run = S(totals=S(param_bytes=100 * 2**20), memory=S(model_order=S(peak_bytes=25 * 2**20)))
+    >>> default_memory_bytes(run) // 2**20  # 384 + 2 x 100 + 4 x 25
+    684
+    """
+    return BASE_MEMORY_BYTES + 2 * analysis.totals.param_bytes + 4 * analysis.memory.model_order.peak_bytes
+
+
 # The random inputs may take at most this share of the memory free when the run starts (the run
 # needs as much again for its outputs and activations); 4 GiB where the system does not say.
 INPUT_MEMORY_SHARE = 0.5
@@ -94,6 +115,7 @@ def profile_model(
     seed: int = 0,
     wall_seconds: float = 0.0,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_memory_bytes: int | None = None,
 ) -> ProfileResult:
     """Run the model ``warmup + runs`` times with onnxruntime (CPU) and compare each node's
     measured time with its predicted time on ``target``.
@@ -107,7 +129,9 @@ def profile_model(
     were, not on its one luckiest run.
 
     onnxruntime runs in a child process, stopped after ``timeout_s`` seconds (a UsageError), or at
-    Ctrl-C or SIGTERM; its temporary folder is removed on every way out."""
+    Ctrl-C or SIGTERM; its temporary folder is removed on every way out. It may take
+    ``max_memory_bytes`` of data memory (default :func:`default_memory_bytes`; 0: no limit): past
+    it, an allocation fails (a UsageError naming the limit)."""
     from ..roofline.placement import place_model, split_kernel_times
 
     import_onnxruntime()
@@ -143,10 +167,18 @@ def profile_model(
             runs,
             wall_seconds,
             directory,
+            default_memory_bytes(analysis) if max_memory_bytes is None else max_memory_bytes,
         )
         try:
             measured = run_onnxruntime(job, timeout_s)
         except OrtFailed as exc:
+            if job.memory_bytes and _OUT_OF_MEMORY.search(str(exc)):
+                raise UsageError(
+                    f"{analysis.model.name}: onnxruntime needed more than the {iec(job.memory_bytes)} of memory "
+                    "profile gives it (its parameters twice, its activations four times, and 384 MiB): the model "
+                    "allocates more as it runs (a Loop growing a tensor?); give more with --max-memory MIB, or 0 "
+                    "for no limit"
+                ) from None
             raise onnxruntime_error(exc, analysis) from None
         except OrtStopped as exc:
             if not exc.timed_out:
@@ -502,6 +534,10 @@ def _model_for_onnxruntime(source) -> tuple[Any, list[str]]:
 
 _NO_KERNEL = re.compile(r"Could not find an implementation for (\S+?)\((\d+)\) node with name '([^']*)'")
 _NO_OP = re.compile(r"([\w.\-]*):(\w+)\(-?\d+\) is not a registered function/op")
+
+
+# an allocation that failed in onnxruntime's process: its arena's words, C++'s, or the child's own
+_OUT_OF_MEMORY = re.compile(r"Failed to allocate memory|bad_alloc|" + OUT_OF_MEMORY)
 
 
 def onnxruntime_error(exc: BaseException, analysis: Analysis) -> UsageError:

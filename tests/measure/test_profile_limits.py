@@ -130,6 +130,48 @@ def test_a_run_over_the_time_limit_is_stopped_and_its_folder_removed(private_tmp
     assert list(private_tmp.iterdir()) == []
 
 
+def doubling_loop_model(trips=40):
+    # a Loop whose body concatenates its tensor with itself: 2^trips x 1,024 floats after ``trips``
+    # trips (2^40 x 4 KiB = 4 PiB at 40), which onnxruntime allocates as it runs
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+            helper.make_node("Concat", ["v_in", "v_in"], ["v_out"], axis=0, name="double"),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_in", F32, ["d"]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", F32, ["e"]),
+        ],
+    )
+    return make_model(
+        [helper.make_node("Loop", ["trips", "cond", "x"], ["y"], body=body, name="loop")],
+        [("x", F32, [1024])],
+        [("y", F32, ["f"])],
+        [("trips", np.array(trips, np.int64)), ("cond", np.array(True))],
+    )
+
+
+def test_a_loop_growing_a_tensor_fails_within_the_memory_it_is_given(private_tmp, children):
+    # unbounded, it took all 24 GB of this machine before the kernel killed it; given 384 MiB plus
+    # its (tiny) parameters and activations, onnxruntime's arena fails an allocation well before
+    pytest.importorskip("onnxruntime")
+    model = doubling_loop_model()
+    analysis = onnxroof.analyze(model)
+    with pytest.raises(UsageError) as raised:
+        profile_model(analysis, load_target("myriad-x"), runs=1, warmup=0, model=model, timeout_s=60)
+    message = str(raised.value)
+    assert "onnxruntime needed more than the 384 MiB of memory profile gives it" in message
+    assert "--max-memory MIB" in message and "\n" not in message
+    assert len(children) == 1 and children[0].poll() is not None
+    assert list(private_tmp.iterdir()) == []
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_stops_the_run_and_removes_its_folder(private_tmp, children, signum):
     pytest.importorskip("onnxruntime")

@@ -15,6 +15,7 @@ from ...measure import calibration as calibrating
 from ...measure.calibration import DEFAULT_SECONDS, MIN_SECONDS
 from ...measure.machine import size_text
 from ...report.target_file import calibrated_target, render_target
+from ..options import positive_int
 
 HELP = (
     "measure this machine's compute and memory roofs (ERT/STREAM style) and write a target file; or, with "
@@ -30,12 +31,6 @@ def _seconds(text: str) -> float:
     if not value >= MIN_SECONDS or math.isinf(value):
         raise argparse.ArgumentTypeError(f"give at least {MIN_SECONDS:g} seconds, not {text!r}")
     return value
-
-
-def _threads(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
 
 
 def _model_and_trace(text: str) -> tuple[str, str, float | None]:
@@ -102,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threads",
-        type=_threads,
+        type=positive_int,
         metavar="N",
         help="threads for the matmuls (OpenBLAS) and the bandwidth sweep (default: every usable CPU); "
         "compare with `onnxroof profile --threads N`",

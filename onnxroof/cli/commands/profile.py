@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.errors import EXIT_OK, UsageError
 from ...core.files import write_atomically
 from ...measure.profile_run import DEFAULT_RUNS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, OPTIMIZATION_LEVELS
-from ..options import model_arguments, positive_seconds
+from ..options import model_arguments, non_negative_int, positive_int, positive_seconds
 
 if TYPE_CHECKING:
     from ...roofline.targets import Target
@@ -24,31 +24,19 @@ HELP = (
 )
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return int(text)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
     model_arguments(parser, "use a built-in example model")
     parser.add_argument(
         "--runs",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_RUNS,
         metavar="N",
         help=f"measured runs; each node's time is the median (default {DEFAULT_RUNS})",
     )
     parser.add_argument(
         "--warmup",
-        type=_count,
+        type=non_negative_int,
         default=DEFAULT_WARMUP,
         metavar="N",
         help=f"runs before the measured ones, dropped (default {DEFAULT_WARMUP})",
@@ -72,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SYMBOL=VALUE",
         help="bind a named dim everywhere (repeatable), as for summary",
     )
-    parser.add_argument("--batch", type=_positive, metavar="N", help="set axis 0 of every input to N")
+    parser.add_argument("--batch", type=positive_int, metavar="N", help="set axis 0 of every input to N")
     parser.add_argument(
         "--dtype",
         choices=("fp32", "fp16", "bf16", "fp8", "int8", "int4"),
@@ -88,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threads",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="onnxruntime intra-op threads (default: onnxruntime's, one per physical core)",
     )
@@ -98,6 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"stop onnxruntime if its runs take longer than this, an error (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=non_negative_int,
+        metavar="MIB",
+        help="the most memory onnxruntime's process may allocate, in MiB, 0 for no limit (default: 384 MiB "
+        "beside twice the parameters and four times the peak activations)",
     )
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     parser.add_argument(
@@ -152,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         keep_profile=args.keep_profile,
         timeout_s=args.timeout,
+        max_memory_bytes=None if args.max_memory is None else args.max_memory * 2**20,
     )
     if note:
         result.notes.append(note)

@@ -288,5 +288,50 @@ def family_9() -> list:
     ]
 
 
+def doubling_loop(trips: int) -> bytes:
+    """A Loop whose body concatenates its tensor with itself: 2^trips x 8 floats, allocated as it runs."""
+    from adversarial import F32, I64, model_bytes
+    from onnx import TensorProto, helper
+
+    body = helper.make_graph(
+        [n("Identity", ["cond"], ["co"]), n("Concat", ["v", "v"], ["vo"], axis=0)],
+        "body",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v", F32, ["d"]),
+        ],
+        [helper.make_tensor_value_info("co", TensorProto.BOOL, []), helper.make_tensor_value_info("vo", F32, ["e"])],
+    )
+    return model_bytes(
+        [n("Loop", ["M", "", "x"], ["y"], name="loop", body=body)],
+        [("x", F32, [8])],
+        [("y", F32, ["f"])],
+        [("M", np.array(trips, np.int64))],
+    )
+
+
+def family_8() -> list:
+    profile = ["profile", "{dir}/m.onnx", "--target", "l4", "--runs", "1", "--warmup", "0", "-q"]
+    return [
+        case(
+            "43.8",
+            "profile-doubling-loop",
+            "a Loop of 60 trips doubling its tensor (took the machine's 24 GB in onnxruntime's child)",
+            {"m.onnx": doubling_loop(60)},
+            [Run(profile)],
+        )
+    ]
+
+
 def cases() -> list:
-    return family_1() + family_2() + family_6() + family_9() + family_10() + family_12() + sigterm_while_writing()
+    return (
+        family_1()
+        + family_2()
+        + family_6()
+        + family_8()
+        + family_9()
+        + family_10()
+        + family_12()
+        + sigterm_while_writing()
+    )

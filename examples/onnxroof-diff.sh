@@ -196,6 +196,7 @@ base_version() {
 # a path as an argument: one starting with - is not read as a flag
 as_argument() { if [[ "$1" == -* ]]; then printf './%s' "$1"; else printf '%s' "$1"; fi; }
 
+declare -A page_taken=()  # the pages' names so far
 status=0
 total=0
 rows=""
@@ -204,6 +205,8 @@ broke=""
 while IFS= read -r -d '' model <&3; do
   total=$((total + 1))
   name=$(printf '%s' "$model" | tr '/' '_')
+  while [ -n "${page_taken["$name"]:-}" ]; do name="${name}_"; done  # a/b.onnx and a_b.onnx: a page each
+  page_taken["$name"]=1
   shown=$(plain "$model" | escape)
   base="$model"  # a new model is diffed against itself: the comment shows its totals
   new=$([ -n "${BASE_REF:-}" ] && echo " (new)")

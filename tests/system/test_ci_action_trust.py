@@ -78,6 +78,17 @@ def test_eight_changed_files_with_hostile_names_are_eight_rows(tmp_path):
     assert len(list((tmp_path / "out").glob("*.diff.html"))) == 8
 
 
+def test_models_whose_names_map_to_one_page_name_get_a_page_each(tmp_path):
+    # a/b.onnx and a_b.onnx both become a_b.onnx once '/' is '_': the second page overwrote the first
+    (tmp_path / "a").mkdir()
+    onnx.save(relu_model(8), tmp_path / "a" / "b.onnx")
+    onnx.save(relu_model(9), tmp_path / "a_b.onnx")
+    done, comment = script(tmp_path, MODELS="a/b.onnx a_b.onnx")
+    assert done.returncode == 0, done.stderr
+    assert set(rows(comment)) == {"a/b.onnx", "a_b.onnx"}
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.diff.html")) == ["a_b.onnx.diff.html", "a_b.onnx_.diff.html"]
+
+
 def test_the_models_input_reads_quoted_names_and_expands_nothing(tmp_path):
     for width, name in ((8, "a b.onnx"), (9, "*.onnx"), (10, "other.onnx"), (11, "-x.onnx")):
         onnx.save(relu_model(width), tmp_path / name)

@@ -86,7 +86,10 @@ def test_models_whose_names_map_to_one_page_name_get_a_page_each(tmp_path):
     done, comment = script(tmp_path, MODELS="a/b.onnx a_b.onnx")
     assert done.returncode == 0, done.stderr
     assert set(rows(comment)) == {"a/b.onnx", "a_b.onnx"}
-    assert sorted(p.name for p in (tmp_path / "out").glob("*.diff.html")) == ["a_b.onnx.diff.html", "a_b.onnx_.diff.html"]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.diff.html")) == [
+        "a_b.onnx.diff.html",
+        "a_b.onnx_.diff.html",
+    ]
 
 
 def test_the_models_input_reads_quoted_names_and_expands_nothing(tmp_path):

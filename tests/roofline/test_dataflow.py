@@ -42,6 +42,24 @@ def test_a_small_layer_takes_a_whole_unit_and_starves_the_large_one():
     assert timing.limiting == "large" and timing.limiting_share == pytest.approx(1.0)
 
 
+def test_compute_and_streaming_units_are_shared_out_apart():
+    # 4 units of compute (1e12 op/s each at 4e12) and 4 of streaming (1e9 B/s each at 4e9 B/s), each
+    # layer at least one of each. "work": 3e9 ops and 1e6 B, alone 3 ms of compute and 1 ms of
+    # streaming; "moving": 1e6 ops and 3e6 B, alone 1 us and 3 ms. Compute: 3 units to work and 1 to
+    # moving give work 1 ms (4 units is the fewest for 1 ms: 3 ms / 1 ms + 1); streaming likewise, 3
+    # to moving and 1 to work: 1 ms. Both stages 1 ms: 1,000 frames/s. One pool for both, the
+    # stage taking the longer of the two alone (3 ms each), 2 units each would give 1.5 ms (667
+    # frames/s): a layer heavy in work and one heavy in activations do not compete for one pool.
+    layers = [
+        Layer("work", 3 * 10**9, 0, activation_bytes=10**6),
+        Layer("moving", 10**6, 0, activation_bytes=3 * 10**6),
+    ]
+    chip = DataflowChip(context_bytes=_figure(1e6), units=_figure(4), activation_bytes_per_s=_figure(4e9))
+    timing = time_dataflow(layers, 0, chip, 4e12, LINK)
+    assert timing.contexts[0].stage_s == pytest.approx([1e-3, 1e-3])
+    assert timing.frames_per_s == pytest.approx(1000)
+
+
 def test_a_model_that_needs_two_contexts_pays_their_loads_once_per_group_of_frames():
     # parameters 600 kB + 600 kB do not fit one 1 MB context: two contexts, one layer each. 2 units
     # of 1e12 op/s: each context's one layer takes both units, 2e9 / 2e12 = 1 ms a frame.

@@ -6,9 +6,10 @@ batch) before the next is loaded.
 
 The target's ``[dataflow]`` table (read here, :func:`read_dataflow`) gives the chip's constants:
 ``units`` (the compute units the compiler allocates, each layer at least one; each runs
-peak / units), ``context_bytes`` (the parameters one context holds), ``switch_s`` (what loading a
-context costs beyond its parameters' transfer), ``efficiency`` (the share of a unit's peak a layer
-reaches). Without ``units`` every layer runs at the ideal share of the peak: the figures are bounds
+peak / units; as many streaming units, each ``activation_bytes_per_s`` / units, given out apart:
+dataflow_mapping.allocate), ``context_bytes`` (the parameters one context holds), ``switch_s`` (what
+loading a context costs beyond its parameters' transfer), ``efficiency`` (the share of a unit's peak a
+layer reaches). Without ``units`` every layer runs at the ideal share of the peak: the figures are bounds
 (compute at the peak, parameters and frames over the link, whichever is longer).
 
 The compiler's other resource is control: each layer takes a layer controller, of which a context has

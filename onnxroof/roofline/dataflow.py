@@ -418,12 +418,17 @@ def pipeline_timing(report: TargetReport, kernels: list[Kernel], tensors: dict, 
 
 def layer_times(timing: DataflowTiming) -> dict[str, float]:
     """Each layer's part of one frame's latency: its stage (with units), or its work at the peak
-    (peak figures: the stages' times are the context's whole work, each)."""
-    return {
-        layer.name: layer.flops / timing.peak_flops_per_s if timing.bound and timing.peak_flops_per_s else stage_s
-        for context in timing.contexts
-        for layer, stage_s in zip(context.layers, context.stage_s)
+    (peak figures: the stages' times are the context's whole work, each). A line-buffered pipeline
+    (the chip's ``fill_stages``) has a frame through its stages in less than their sum: each stage's
+    part is then its share of the latency, so that the parts add up to it, not to several frames'."""
+    if timing.bound and timing.peak_flops_per_s:
+        return {layer.name: layer.flops / timing.peak_flops_per_s for layer in timing.layers}
+    stages = {
+        layer.name: stage_s for context in timing.contexts for layer, stage_s in zip(context.layers, context.stage_s)
     }
+    total = sum(stages.values())
+    scale = min(1.0, timing.latency_s / total) if total else 1.0
+    return {name: stage_s * scale for name, stage_s in stages.items()}
 
 
 def _kernel_times(report: TargetReport, kernels: list[Kernel], timing: DataflowTiming) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.roofline.dataflow import DataflowChip, Layer, split_contexts, time_dataflow
+from onnxroof.roofline.dataflow import DataflowChip, Layer, layer_times, split_contexts, time_dataflow
 from onnxroof.roofline.dataflow_mapping import balanced_contexts
 from onnxroof.roofline.figures import Figure
 
@@ -31,6 +31,18 @@ def test_a_three_stage_pipeline_runs_at_its_slowest_stage_and_sums_them_for_late
     assert timing.frames_per_s == pytest.approx(1000)
     assert timing.latency_s == pytest.approx(3.1e-3)
     assert not timing.bound
+
+
+def test_a_line_buffered_pipelines_stages_share_out_its_latency():
+    # the three stages above, 1 ms each, on a chip whose frame is through a context after one slowest
+    # stage (fill_stages 1): latency 1 ms + the frame's 0.1 ms over the link = 1.1 ms (the layers give
+    # no rows: no tail). The three stages add up to 3 ms, more than the frame's latency: each layer's
+    # part of it is its stage x 1.1 / 3 = 0.367 ms, the three 1.1 ms (not 273 % of the latency)
+    layers = [Layer("a", 10**9, 1000), Layer("b", 2 * 10**9, 1000), Layer("c", 3 * 10**9, 1000)]
+    chip = DataflowChip(context_bytes=_figure(1e6), units=_figure(6), fill_stages=_figure(1))
+    timing = time_dataflow(layers, 10**5, chip, PEAK, LINK)
+    assert timing.latency_s == pytest.approx(1.1e-3)
+    assert layer_times(timing) == pytest.approx({"a": 1.1e-3 / 3, "b": 1.1e-3 / 3, "c": 1.1e-3 / 3})
 
 
 def test_a_small_layer_takes_a_whole_unit_and_starves_the_large_one():

@@ -344,16 +344,7 @@ def decide(row: dict) -> Spec | str:
     if scen == "MultiStream":
         return Spec(where, dtype, "latency", label, build, 8, how="latency of one batch of 8", family=family)
     if scen == "streaming throughput":
-        return Spec(
-            where,
-            dtype,
-            "throughput",
-            label,
-            build,
-            1,
-            how="the layer pipeline's frame rate (not 1 / latency: frames overlap)",
-            family=family,
-        )
+        return Spec(where, dtype, "throughput", label, build, 1, how="the pipeline's frame rate", family=family)
     if scen == "Offline":
         b = row_batch(row) or OFFLINE_BATCH.get(family, {}).get(where, 0)
         if not b and where not in CPU_TARGETS:

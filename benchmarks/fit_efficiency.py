@@ -74,8 +74,9 @@ RUNTIMES = {
     "Edge TPU runtime (USB Accelerator)": (("coral-edge-tpu",), ""),
     "HailoRT": (
         ("hailo-8",),
-        "a pipelined dataflow chip: its streaming fps is set by the slowest layer stage, "
-        "which onnxroof does not model, so no efficiency per kernel class stands for it; it stays a bound",
+        "a pipelined dataflow chip: its streaming fps is set by the slowest stage of its layer pipeline "
+        "(roofline/dataflow.py), whose constants benchmarks/published/fit_dataflow.py fits on the model zoo's rows; "
+        "no efficiency per kernel class stands for it",
     ),
 }
 # targets that take another's fitted figures: the same chip, clocks and runtime, another memory.

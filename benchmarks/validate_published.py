@@ -26,9 +26,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import onnx
 
@@ -36,12 +36,21 @@ import onnxroof
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import published.harness_ops  # noqa: E402,F401  (registers the harness plugin kernels the NVIDIA rows run)
 from generated_docs import environment, write_between  # noqa: E402
 from published.models import (  # noqa: E402
-    CHECKS, DECODERS, bert_large, decoder, mobilenet_v1, mobilenet_v2, resnet50, retinanet_resnext50_fpn, ssd_mobilenet_v1,
-    ssd_mobilenet_v2, vit_base,
+    CHECKS,
+    DECODERS,
+    bert_large,
+    decoder,
+    mobilenet_v1,
+    mobilenet_v2,
+    resnet50,
+    retinanet_resnext50_fpn,
+    ssd_mobilenet_v1,
+    ssd_mobilenet_v2,
+    vit_base,
 )
-import published.harness_ops  # noqa: E402,F401  (registers the harness plugin kernels the NVIDIA rows run)
 
 REPO = HERE.parent
 CSV = REPO.parent / "shared" / "data" / "published-measurements.csv"  # the steering repo's shared/, beside the checkout
@@ -95,12 +104,20 @@ def mean_weights(points: tuple[int, int, int], mean: float, mean_square: float) 
         weights.append((mean_square - (sj + sk) * mean + sj * sk) / ((si - sj) * (si - sk)))
     return weights
 
+
 TARGETS = [  # (prefix of the CSV's target, bundled target)
-    ("H100 SXM", "h100-sxm"), ("H200 SXM", "h200-sxm"), ("A100 80GB SXM", "a100-80gb-sxm"),
-    ("A100 40GB", "a100-40gb-sxm"), ("L4", "l4"),
-    ("Jetson AGX Orin", "jetson-agx-orin"), ("Xeon Platinum 8480", "xeon-8480-socket"),
-    ("Coral Edge TPU", "coral-edge-tpu"), ("Hailo-8", "hailo-8"), ("Jetson Orin Nano", "jetson-orin-nano"),
-    ("Raspberry Pi 5", "raspberry-pi-5"), ("Apple M2 (10-core", "apple-m2-gpu"),
+    ("H100 SXM", "h100-sxm"),
+    ("H200 SXM", "h200-sxm"),
+    ("A100 80GB SXM", "a100-80gb-sxm"),
+    ("A100 40GB", "a100-40gb-sxm"),
+    ("L4", "l4"),
+    ("Jetson AGX Orin", "jetson-agx-orin"),
+    ("Xeon Platinum 8480", "xeon-8480-socket"),
+    ("Coral Edge TPU", "coral-edge-tpu"),
+    ("Hailo-8", "hailo-8"),
+    ("Jetson Orin Nano", "jetson-orin-nano"),
+    ("Raspberry Pi 5", "raspberry-pi-5"),
+    ("Apple M2 (10-core", "apple-m2-gpu"),
 ]
 
 
@@ -182,23 +199,37 @@ def decide(row: dict) -> Spec | str:
         note = " (apple-m2-gpu is the base M2, 100 GB/s; the M2 Max has 400 GB/s)" if "M2" in target else ""
         return f"no bundled target for {target!r}{note}"
     if "3d-unet" in m:
-        return ("3D-UNet: one sample is a whole KiTS19 volume of variable size tiled into 128^3 patches; "
-                "work per sample varies too much for one graph")
+        return (
+            "3D-UNet: one sample is a whole KiTS19 volume of variable size tiled into 128^3 patches; "
+            "work per sample varies too much for one graph"
+        )
     if "in-flight" in row["batch"] or "harness batching" in row["batch"]:
-        return ("MLPerf LLM Offline: beam search over variable-length inputs (GPT-J, width 4) or in-flight batching "
-                "mixing prefill and decode (Llama-2-70B and Mixtral, sharded across GPUs): no fixed-batch step stands for it")
+        return (
+            "MLPerf LLM Offline: beam search over variable-length inputs (GPT-J, width 4) or in-flight batching "
+            "mixing prefill and decode (Llama-2-70B and Mixtral, sharded across GPUs): no fixed-batch step stands "
+            "for it"
+        )
     if where == "jetson-agx-orin" and scen == "Offline" and "bert" not in m:
-        return "Orin Offline runs on the GPU and both DLAs (NVIDIA's config: dla_batch_size); the target models the GPU only"
+        return (
+            "Orin Offline runs on the GPU and both DLAs (NVIDIA's config: dla_batch_size); "
+            "the target models the GPU only"
+        )
     if where == "coral-edge-tpu" and "Dev Board" in row["accelerators"]:
         return "Coral Dev Board (PCIe, Cortex-A53 host): the coral-edge-tpu target models the USB Accelerator's link"
     if where == "coral-edge-tpu" and "x2q.net" in row["source"]:
-        return ("third-party Python wall clock (pycoral, USB and Python overhead included); "
-                "the official C++ figure of the same model is compared")
+        return (
+            "third-party Python wall clock (pycoral, USB and Python overhead included); "
+            "the official C++ figure of the same model is compared"
+        )
     if where in ("jetson-orin-nano", "apple-m2-gpu"):
-        return ("llama.cpp GGUF k-quant (mixed 4-6 bit blocks, level not always stated): no onnxroof dtype "
-                "stands for it; third-party single figure")
+        return (
+            "llama.cpp GGUF k-quant (mixed 4-6 bit blocks, level not always stated): no onnxroof dtype "
+            "stands for it; third-party single figure"
+        )
     if where == "raspberry-pi-5":
-        return "no builder for YOLOX / PicoDet; pre/post-processing, thread count and input size not stated in the source"
+        return (
+            "no builder for YOLOX / PicoDet; pre/post-processing, thread count and input size not stated in the source"
+        )
     dtype = dtype_of(row["precision"])
     res = 299 if "299" in row["seq_or_resolution"] else 224
     if "resnet-50" in m and "retinanet" not in m:
@@ -232,30 +263,78 @@ def decide(row: dict) -> Spec | str:
             return f"precision {row['precision']!r} has no onnxroof dtype"
         if "fixed" in row["seq_or_resolution"]:  # TensorRT's BERT demo: an engine built for one padded length
             seq, b = int(row["seq_or_resolution"].split("seq ")[1].split()[0]), int(row["batch"])
-            return Spec(where, dtype, "latency", f"BERT-large seq {seq}", build, b, lengths=f"fixed {seq}",
-                        family=family, how=f"latency of one batch of {b} at {seq} tokens")
+            return Spec(
+                where,
+                dtype,
+                "latency",
+                f"BERT-large seq {seq}",
+                build,
+                b,
+                lengths=f"fixed {seq}",
+                family=family,
+                how=f"latency of one batch of {b} at {seq} tokens",
+            )
         if scen == "Offline":
             b = row_batch(row) or OFFLINE_BATCH["bert-99.9" if high_accuracy else family].get(where, 0)
-            return Spec(where, dtype, "throughput", label, build, b, lengths="mean", family=family,
-                        how=f"throughput at batch {b or 'cpu_offline_batch'}"
-                            + (" (the row's config)" if row_batch(row) else "") + ", the mean over SQuAD dev's lengths")
+            return Spec(
+                where,
+                dtype,
+                "throughput",
+                label,
+                build,
+                b,
+                lengths="mean",
+                family=family,
+                how=f"throughput at batch {b or 'cpu_offline_batch'}"
+                + (" (the row's config)" if row_batch(row) else "")
+                + ", the mean over SQuAD dev's lengths",
+            )
         if scen == "SingleStream":
             p90 = "p90" in row["metric"]
-            return Spec(where, dtype, "latency", label, build, 1, lengths="p90" if p90 else "mean", family=family,
-                        how="batch-1 latency at the 90th-percentile length, 272 tokens" if p90 else
-                        "batch-1 latency, the mean over SQuAD dev's lengths")
+            return Spec(
+                where,
+                dtype,
+                "latency",
+                label,
+                build,
+                1,
+                lengths="p90" if p90 else "mean",
+                family=family,
+                how="batch-1 latency at the 90th-percentile length, 272 tokens"
+                if p90
+                else "batch-1 latency, the mean over SQuAD dev's lengths",
+            )
         return f"scenario {scen!r} not handled for BERT"
     elif m in ("llama-7b", "gpt-j 6b", "llama-2-13b", "llama-2-70b"):
-        cfg = {"llama-7b": "llama-7b", "gpt-j 6b": "gpt-j-6b", "llama-2-13b": "llama-2-13b", "llama-2-70b": "llama-2-70b"}[m]
+        cfg = {
+            "llama-7b": "llama-7b",
+            "gpt-j 6b": "gpt-j-6b",
+            "llama-2-13b": "llama-2-13b",
+            "llama-2-70b": "llama-2-70b",
+        }[m]
         seq = row["seq_or_resolution"]
         isl = int(seq.split("ISL ")[1].split()[0])
         if scen == "first-token latency":
-            return Spec(where, dtype or "fp16", "ttft", f"{cfg} prefill", llm=dict(config=cfg, batch=1, isl=isl, osl=0),
-                        how=f"prefill of {isl} tokens, batch 1", family="llm")
+            return Spec(
+                where,
+                dtype or "fp16",
+                "ttft",
+                f"{cfg} prefill",
+                llm=dict(config=cfg, batch=1, isl=isl, osl=0),
+                how=f"prefill of {isl} tokens, batch 1",
+                family="llm",
+            )
         osl = int(seq.split("OSL ")[1].split()[0])
         b = int(row["batch"])
-        return Spec(where, dtype or "fp16", "llm_static", cfg, llm=dict(config=cfg, batch=b, isl=isl, osl=osl),
-                    how=f"batch {b}: prefill {isl} + {osl - 1} decode steps, output tokens / total time", family="llm")
+        return Spec(
+            where,
+            dtype or "fp16",
+            "llm_static",
+            cfg,
+            llm=dict(config=cfg, batch=b, isl=isl, osl=osl),
+            how=f"batch {b}: prefill {isl} + {osl - 1} decode steps, output tokens / total time",
+            family="llm",
+        )
     else:
         return f"no builder for {model} yet (benchmarks/published/models.py)"
     if dtype is None:
@@ -265,14 +344,23 @@ def decide(row: dict) -> Spec | str:
     if scen == "MultiStream":
         return Spec(where, dtype, "latency", label, build, 8, how="latency of one batch of 8", family=family)
     if scen == "streaming throughput":
-        return Spec(where, dtype, "throughput", label, build, 1, how="1 / batch-1 latency (the pipeline's own frame rate: edge section)", family=family)
+        return Spec(where, dtype, "throughput", label, build, 1, how="the pipeline's frame rate", family=family)
     if scen == "Offline":
         b = row_batch(row) or OFFLINE_BATCH.get(family, {}).get(where, 0)
         if not b and where not in CPU_TARGETS:
             return f"no harness batch known for {family} Offline on {where}"
-        return Spec(where, dtype, "throughput", label, build, b, family=family,
-                    how=(f"throughput at the harness's batch, {b}" + (" (the row's config)" if row_batch(row) else ""))
-                    if b else "throughput at cpu_offline_batch")
+        return Spec(
+            where,
+            dtype,
+            "throughput",
+            label,
+            build,
+            b,
+            family=family,
+            how=(f"throughput at the harness's batch, {b}" + (" (the row's config)" if row_batch(row) else ""))
+            if b
+            else "throughput at cpu_offline_batch",
+        )
     return f"scenario {scen!r} not handled"
 
 
@@ -285,7 +373,9 @@ class Runner:
     def __init__(self, folder: Path, findings: bool = False):
         self.folder = folder
         self.cache: dict[tuple, object] = {}
-        self.findings = findings  # make each analysis's findings (validate_findings.py reads them) while its file exists
+        self.findings = (
+            findings  # make each analysis's findings (validate_findings.py reads them) while its file exists
+        )
         self.reviewed: dict[int, object] = {}  # id(report) -> its part of its analysis's review
 
     def report(self, key: tuple, build: Callable[[], onnx.ModelProto], target: str, dtype: str):
@@ -300,14 +390,18 @@ class Runner:
             path.unlink()
         return self.cache[full]
 
-    def step_s(self, cfg: str, batch: int, new: int, past: int, target: str, dtype: str,
-               max_len: int) -> tuple[float, object]:
+    def step_s(
+        self, cfg: str, batch: int, new: int, past: int, target: str, dtype: str, max_len: int
+    ) -> tuple[float, object]:
         """One decoder step with its KV cache updated in place, as TensorRT-LLM's paged cache is:
         onnxruntime-genai's layout (GroupQueryAttention on one ``max_len``-long buffer), which
         reads the attended past positions and writes the new ones."""
-        rep = self.report(("dec", cfg, batch, new, past, max_len),
-                          lambda: decoder(DECODERS[cfg], batch, new, past, cache="in_place", max_len=max_len),
-                          target, dtype)
+        rep = self.report(
+            ("dec", cfg, batch, new, past, max_len),
+            lambda: decoder(DECODERS[cfg], batch, new, past, cache="in_place", max_len=max_len),
+            target,
+            dtype,
+        )
         return rep.latency_s, rep
 
 
@@ -354,6 +448,10 @@ def predict(o: Outcome, runner: Runner) -> None:
         rep = runner.report(("cnn", s.model, s.batch), lambda: s.build(s.batch), s.target, s.dtype)
         # the model is built at the batch (its inputs' axis 0), so throughput is batch / latency
         o.terms, o.rate = ([(1e3, rep)], None) if s.kind == "latency" else ([(1.0, rep)], float(s.batch))
+        if s.kind == "throughput" and rep.dataflow is not None and rep.throughput_per_s and rep.latency_s:
+            # a layer pipeline's frames overlap: its rate is the pipeline's, not batch / latency; its
+            # frame interval as a share of the latency keeps the row linear in it (fit_efficiency.py)
+            o.terms = [(s.batch / rep.throughput_per_s / rep.latency_s, rep)]
         o.bound = shares(rep)
     elif s.kind == "ttft":
         _, rep = runner.step_s(s.llm["config"], 1, s.llm["isl"], 0, s.target, s.dtype, s.llm["isl"])
@@ -384,12 +482,12 @@ def cause(o: Outcome) -> str:
     if o.latency_kind == "bound":
         why = {
             "hailo-8": "86 M parameters do not fit: every context is reloaded over PCIe each frame (modelled); "
-                       "each context switch's fixed cost is a fitted figure, not in the bound"
-                       if s.family == "vit" else
-                       "at peak figures every layer runs at 26 TOPS; the chip's fps is set by the slowest stage of "
-                       "its layer pipeline, far below that peak (the edge section compares the pipeline's frame rate)",
+            "each context switch's fixed cost is a fitted figure, not in the bound"
+            if s.family == "vit"
+            else "at peak figures every layer runs at 26 TOPS; the chip's fps is set by the slowest stage of "
+            "its layer pipeline, far below that peak (the edge section compares the pipeline's frame rate)",
             "coral-edge-tpu": "too few published rows to fit its efficiencies; depthwise layers run far below the "
-                              "4 TOPS peak",
+            "4 TOPS peak",
         }.get(s.target, "its figures are peaks")
         return ("a bound, as it should be: " if faster else "a bound exceeded: ") + why
     parts = []
@@ -398,14 +496,18 @@ def cause(o: Outcome) -> str:
     if "retinanet" in m and faster:
         parts.append("MLPerf times the box decoding and NMS (a TensorRT plugin), which the graph does not have")
     if s.family == "bert" and s.kind == "latency" and not faster:
-        parts.append("a batch-1 BERT step is mostly launches (7 kernels per layer here, about 6 in TensorRT's BERT), at "
-                     "a fitted cost that also carries MLPerf's per-query costs"
-                     + (", which TensorRT's BERT demo does not time" if "fixed" in s.lengths else ""))
+        parts.append(
+            "a batch-1 BERT step is mostly launches (7 kernels per layer here, about 6 in TensorRT's BERT), at "
+            "a fitted cost that also carries MLPerf's per-query costs"
+            + (", which TensorRT's BERT demo does not time" if "fixed" in s.lengths else "")
+        )
     if s.kind == "ttft" and faster:
         parts.append("TensorRT-LLM v0.5's prefill reaches less of the roof than the later versions the fit leans on")
     if s.family == "resnet50" and s.kind == "throughput" and not faster:
-        parts.append(f"at the harness's batch {s.batch} the activations spill to DRAM, and the GEMM efficiency "
-                     "stretches that DRAM time too; the runtime's tiled kernels move less")
+        parts.append(
+            f"at the harness's batch {s.batch} the activations spill to DRAM, and the GEMM efficiency "
+            "stretches that DRAM time too; the runtime's tiled kernels move less"
+        )
     if not parts:
         parts.append(("faster" if faster else "slower") + f" than measured beyond the fitted efficiencies ({o.bound})")
     return "; ".join(parts)
@@ -425,18 +527,44 @@ def cell(text: str) -> str:
 
 
 def short_target(row: dict) -> str:
-    return row["target"].split(" (")[0] + ("" if row["accelerators"].startswith("1") else f" (per 1 of {row['accelerators']})")
+    return row["target"].split(" (")[0] + (
+        "" if row["accelerators"].startswith("1") else f" (per 1 of {row['accelerators']})"
+    )
 
 
 def compared_table(outcomes: list[Outcome]) -> str:
-    head = ["#", "chip", "model", "dtype", "scenario", "compared as", "measured", "predicted", "unit", "error",
-            "predicted time is", "cause of a miss over 25 %"]
+    head = [
+        "#",
+        "chip",
+        "model",
+        "dtype",
+        "scenario",
+        "compared as",
+        "measured",
+        "predicted",
+        "unit",
+        "error",
+        "predicted time is",
+        "cause of a miss over 25 %",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for o in outcomes:
         e = o.error
         err = "–" if e is None else (f"**{e:+.0%}**" if abs(e) > MISS else f"{e:+.0%}")
-        cells = [o.index, short_target(o.row), o.spec.model, o.spec.dtype, o.row["scenario"], o.spec.how, fmt(o.measured),
-                 fmt(o.predicted), o.unit, err, o.bound, o.cause]
+        cells = [
+            o.index,
+            short_target(o.row),
+            o.spec.model,
+            o.spec.dtype,
+            o.row["scenario"],
+            o.spec.how,
+            fmt(o.measured),
+            fmt(o.predicted),
+            o.unit,
+            err,
+            o.bound,
+            o.cause,
+        ]
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -444,8 +572,14 @@ def compared_table(outcomes: list[Outcome]) -> str:
 def apart_table(outcomes: list[Outcome]) -> str:
     lines = ["| # | chip | model | scenario | measured | why not compared |", "|---|---|---|---|---|---|"]
     for o in outcomes:
-        cells = [o.index, o.row["target"].split(" (")[0], o.row["model"], o.row["scenario"],
-                 f"{o.row['value']} {o.row['unit']}", o.apart]
+        cells = [
+            o.index,
+            o.row["target"].split(" (")[0],
+            o.row["model"],
+            o.row["scenario"],
+            f"{o.row['value']} {o.row['unit']}",
+            o.apart,
+        ]
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -457,27 +591,36 @@ def summary(outcomes: list[Outcome]) -> str:
         return "No row compared."
     forecasts = [o for o in done if o.latency_kind == "forecast"]
     bounds = [o for o in done if o.latency_kind == "bound"]
-    lines = [f"- rows compared: {len(done)} of {len(outcomes)} (the others are listed apart below): {len(forecasts)} "
-             f"on targets that forecast, {len(bounds)} on targets that give a bound"]
+    lines = [
+        f"- rows compared: {len(done)} of {len(outcomes)} (the others are listed apart below): {len(forecasts)} "
+        f"on targets that forecast, {len(bounds)} on targets that give a bound"
+    ]
     if forecasts:
         errs = [abs(o.error) for o in forecasts]
         worst = max(forecasts, key=lambda o: abs(o.error))
-        lines += [f"- forecasts: median |error| {statistics.median(errs):.0%}; within ±25 %: "
-                  f"{sum(e <= MISS for e in errs)} of {len(forecasts)} ({sum(e <= MISS for e in errs) / len(forecasts):.0%}); "
-                  f"within a factor of 2: {sum(0.5 <= 1 + o.error <= 2 for o in forecasts)} of {len(forecasts)}; worst "
-                  f"row #{worst.index} {short_target(worst.row)}, {worst.spec.model}, {worst.row['scenario']}: "
-                  f"{worst.error:+.0%}"]
+        lines += [
+            f"- forecasts: median |error| {statistics.median(errs):.0%}; within ±25 %: "
+            f"{sum(e <= MISS for e in errs)} of {len(forecasts)} "
+            f"({sum(e <= MISS for e in errs) / len(forecasts):.0%}); "
+            f"within a factor of 2: {sum(0.5 <= 1 + o.error <= 2 for o in forecasts)} of {len(forecasts)}; worst "
+            f"row #{worst.index} {short_target(worst.row)}, {worst.spec.model}, {worst.row['scenario']}: "
+            f"{worst.error:+.0%}"
+        ]
     if bounds:
         holds = [o for o in bounds if (o.error <= 0 if o.spec.kind in ("latency", "ttft") else o.error >= 0)]
-        lines.append(f"- bounds: {len(holds)} of {len(bounds)} hold (predicted at least as fast as measured); the "
-                     f"measured figures are {_ratio_range(bounds)} the bound")
+        lines.append(
+            f"- bounds: {len(holds)} of {len(bounds)} hold (predicted at least as fast as measured); the "
+            f"measured figures are {_ratio_range(bounds)} the bound"
+        )
     by_target: dict[str, list[Outcome]] = {}
     for o in done:
         by_target.setdefault(o.spec.target, []).append(o)
     lines.append("- per target:")
-    lines += [f"  - {t} ({v[0].latency_kind}): {len(v)} rows, median |error| "
-              f"{statistics.median(abs(o.error) for o in v):.0%} ({', '.join(f'{o.error:+.0%}' for o in v)})"
-              for t, v in sorted(by_target.items())]
+    lines += [
+        f"  - {t} ({v[0].latency_kind}): {len(v)} rows, median |error| "
+        f"{statistics.median(abs(o.error) for o in v):.0%} ({', '.join(f'{o.error:+.0%}' for o in v)})"
+        for t, v in sorted(by_target.items())
+    ]
     return "\n".join(lines)
 
 
@@ -488,9 +631,11 @@ def _ratio_range(outcomes: list[Outcome]) -> str:
 
 
 def checks_table(folder: Path) -> str:
-    lines = ["| model as built | onnxroof params | published params | diff | onnxroof MACs | published / analytic MACs "
-             "| diff | source |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model as built | onnxroof params | published params | diff | onnxroof MACs | published / analytic MACs "
+        "| diff | source |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for c in CHECKS:
         path = folder / "check.onnx"
         onnx.save(c.build(), str(path))
@@ -498,8 +643,16 @@ def checks_table(folder: Path) -> str:
         path.unlink()
         dm = "–" if c.macs is None else f"{100 * (t.macs / c.macs - 1):+.2f} %"
         dp = "–" if c.params is None else f"{100 * (t.params / c.params - 1):+.2f} %"
-        cells = [c.label, f"{t.params:,}", "–" if c.params is None else f"{c.params / 1e6:,.2f} M", dp,
-                 f"{t.macs / 1e9:,.3f} G", "–" if c.macs is None else f"{c.macs / 1e9:,.3f} G", dm, c.source]
+        cells = [
+            c.label,
+            f"{t.params:,}",
+            "–" if c.params is None else f"{c.params / 1e6:,.2f} M",
+            dp,
+            f"{t.macs / 1e9:,.3f} G",
+            "–" if c.macs is None else f"{c.macs / 1e9:,.3f} G",
+            dm,
+            c.source,
+        ]
         lines.append("| " + " | ".join(cell(x) for x in cells) + " |")
     return "\n".join(lines)
 
@@ -526,19 +679,26 @@ def unseen_rows() -> list[tuple[str, dict]]:
 def unseen_section(outcomes: list[Outcome]) -> str:
     """The unseen rows' summary and tables, for their own section of the document."""
     done = [o for o in outcomes if o.error is not None]
-    lines = [environment(REPO) + f" {len(outcomes)} rows from {UNSEEN.relative_to(REPO)} (u1, u2, ...), "
-             "collected after the efficiencies were fitted; benchmarks/fit_efficiency.py never reads them.", ""]
+    lines = [
+        environment(REPO) + f" {len(outcomes)} rows from {UNSEEN.relative_to(REPO)} (u1, u2, ...), "
+        "collected after the efficiencies were fitted; benchmarks/fit_efficiency.py never reads them.",
+        "",
+    ]
     if done:
         errs = [abs(o.error) for o in done]
         worst = sorted(done, key=lambda o: -abs(o.error))[:3]
-        lines += [f"- compared: {len(done)} of {len(outcomes)}; median |error| {statistics.median(errs):.0%}; "
-                  f"within ±25 %: {sum(e <= MISS for e in errs)} of {len(done)}; within a factor of 2: "
-                  f"{sum(0.5 <= 1 + o.error <= 2 for o in done)} of {len(done)}; worst row #{worst[0].index} "
-                  f"{short_target(worst[0].row)}, {worst[0].spec.model}, {worst[0].row['scenario']}: {worst[0].error:+.0%}"
-                  + (" (then " + ", ".join(f"#{o.index} {o.error:+.0%}" for o in worst[1:]) + ")" if len(worst) > 1 else ""),
-                  ""]
+        lines += [
+            f"- compared: {len(done)} of {len(outcomes)}; median |error| {statistics.median(errs):.0%}; "
+            f"within ±25 %: {sum(e <= MISS for e in errs)} of {len(done)}; within a factor of 2: "
+            f"{sum(0.5 <= 1 + o.error <= 2 for o in done)} of {len(done)}; worst row #{worst[0].index} "
+            f"{short_target(worst[0].row)}, {worst[0].spec.model}, {worst[0].row['scenario']}: {worst[0].error:+.0%}"
+            + (" (then " + ", ".join(f"#{o.index} {o.error:+.0%}" for o in worst[1:]) + ")" if len(worst) > 1 else ""),
+            "",
+        ]
         # the per-target lines of the summary (its first lines say the same as the line above)
-        lines += [line for line in summary(outcomes).splitlines() if not line.startswith(("- rows compared", "- forecasts"))]
+        lines += [
+            line for line in summary(outcomes).splitlines() if not line.startswith(("- rows compared", "- forecasts"))
+        ]
     else:
         lines.append("No row compared.")
     compared = [o for o in outcomes if o.spec is not None]
@@ -570,8 +730,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", type=Path, default=CSV)
     ap.add_argument("--extra", action="store_true", help=f"add the rows of {EXTRA.relative_to(REPO)}")
-    ap.add_argument("--unseen", action="store_true",
-                    help=f"compare the rows of {UNSEEN.relative_to(REPO)} (collected after the fit) in their own section")
+    ap.add_argument(
+        "--unseen",
+        action="store_true",
+        help=f"compare the rows of {UNSEEN.relative_to(REPO)} (collected after the fit) in their own section",
+    )
     ap.add_argument("--write", action="store_true", help=f"write the tables into {DOC.relative_to(REPO)}")
     args = ap.parse_args(argv)
     rows = numbered_rows(args.csv, args.extra)
@@ -583,17 +746,26 @@ def main(argv: list[str] | None = None) -> int:
         checks = checks_table(Path(tmp))
     compared = [o for o in outcomes if o.spec is not None]
     apart = [o for o in outcomes if o.spec is None]
-    body = "\n\n".join([
-        environment(REPO) + f" {len(rows)} rows from {args.csv.name}"
-        + (f" and {EXTRA.relative_to(REPO)} (rows e1, e2, ...)" if args.extra else "")
-        + f"; {time.perf_counter() - start:.0f} s.",
-        "### Summary\n\n" + (summary(outcomes) if not args.extra else
-                                "All rows:\n\n" + summary(outcomes) + "\n\nThe shared CSV's rows only:\n\n"
-                                + summary([o for o in outcomes if not o.index.startswith("e")])),
-        "### Rows compared\n\n" + compared_table(compared),
-        "### Rows not compared, and why\n\n" + apart_table(apart),
-        "### The models as built, against their published size\n\n" + checks,
-    ])
+    body = "\n\n".join(
+        [
+            environment(REPO)
+            + f" {len(rows)} rows from {args.csv.name}"
+            + (f" and {EXTRA.relative_to(REPO)} (rows e1, e2, ...)" if args.extra else "")
+            + f"; {time.perf_counter() - start:.0f} s.",
+            "### Summary\n\n"
+            + (
+                summary(outcomes)
+                if not args.extra
+                else "All rows:\n\n"
+                + summary(outcomes)
+                + "\n\nThe shared CSV's rows only:\n\n"
+                + summary([o for o in outcomes if not o.index.startswith("e")])
+            ),
+            "### Rows compared\n\n" + compared_table(compared),
+            "### Rows not compared, and why\n\n" + apart_table(apart),
+            "### The models as built, against their published size\n\n" + checks,
+        ]
+    )
     print(body)
     if args.unseen:
         section = unseen_section(unseen)

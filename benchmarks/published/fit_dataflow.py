@@ -14,9 +14,8 @@ by their family's fold).
 
     python3 benchmarks/published/fit_dataflow.py [--target hailo-8] [--rounds 2] [--fix context_bytes=28e6]
 
-(about 4-6 minutes on one core before the partitioner, several times that with it; the docs' Hailo-8
-figures: --fix context_bytes=28e6 --fix layers_per_context=96, --rounds 2 with the partitioner,
---rounds 3 and --fix partition_batch=0 without it)
+(about 13 minutes on one core with the partitioner; the figures in hardware/hailo-8.toml and the docs:
+--fix context_bytes=28e6 --fix layers_per_context=96 --rounds 2, 3 rounds the same)
 """
 
 from __future__ import annotations

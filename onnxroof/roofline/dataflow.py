@@ -6,9 +6,10 @@ batch) before the next is loaded.
 
 The target's ``[dataflow]`` table (read here, :func:`read_dataflow`) gives the chip's constants:
 ``units`` (the compute units the compiler allocates, each layer at least one; each runs
-peak / units), ``context_bytes`` (the parameters one context holds), ``switch_s`` (what loading a
-context costs beyond its parameters' transfer), ``efficiency`` (the share of a unit's peak a layer
-reaches). Without ``units`` every layer runs at the ideal share of the peak: the figures are bounds
+peak / units; as many streaming units, each ``activation_bytes_per_s`` / units, given out apart:
+dataflow_mapping.allocate), ``context_bytes`` (the parameters one context holds), ``switch_s`` (what
+loading a context costs beyond its parameters' transfer), ``efficiency`` (the share of a unit's peak a
+layer reaches). Without ``units`` every layer runs at the ideal share of the peak: the figures are bounds
 (compute at the peak, parameters and frames over the link, whichever is longer).
 
 The compiler's other resource is control: each layer takes a layer controller, of which a context has
@@ -419,12 +420,17 @@ def pipeline_timing(report: TargetReport, kernels: list[Kernel], tensors: dict, 
 
 def layer_times(timing: DataflowTiming) -> dict[str, float]:
     """Each layer's part of one frame's latency: its stage (with units), or its work at the peak
-    (peak figures: the stages' times are the context's whole work, each)."""
-    return {
-        layer.name: layer.flops / timing.peak_flops_per_s if timing.bound and timing.peak_flops_per_s else stage_s
-        for context in timing.contexts
-        for layer, stage_s in zip(context.layers, context.stage_s)
+    (peak figures: the stages' times are the context's whole work, each). A line-buffered pipeline
+    (the chip's ``fill_stages``) has a frame through its stages in less than their sum: each stage's
+    part is then its share of the latency, so that the parts add up to it, not to several frames'."""
+    if timing.bound and timing.peak_flops_per_s:
+        return {layer.name: layer.flops / timing.peak_flops_per_s for layer in timing.layers}
+    stages = {
+        layer.name: stage_s for context in timing.contexts for layer, stage_s in zip(context.layers, context.stage_s)
     }
+    total = sum(stages.values())
+    scale = min(1.0, timing.latency_s / total) if total else 1.0
+    return {name: stage_s * scale for name, stage_s in stages.items()}
 
 
 def _kernel_times(report: TargetReport, kernels: list[Kernel], timing: DataflowTiming) -> None:

@@ -123,22 +123,34 @@ def allocate(
     activation_bytes_per_s: float | None = None,
     stage_s: float = 0.0,
 ) -> None:
-    """Each layer's stage time. With ``units``: each layer takes a share of the units, at least one,
-    each unit computing ``peak / units x efficiency`` and streaming ``activation_bytes_per_s / units``;
-    on one unit a layer takes the longer of its work and its activations, plus ``stage_s`` (its ``alone``); the shares
-    that make the slowest stage shortest: the smallest T with sum over layers of max(1, alone / T) <=
-    units. Without: every layer gets its ideal share of the peak, every stage takes flops / peak."""
+    """Each layer's stage time. With ``units``: the compiler gives each layer a share of the compute
+    units and, apart, a share of the streaming (memory) units, at least one of each (its compile logs
+    count a cluster's compute and memory separately); there are ``units`` of each. On one compute unit
+    a layer's work takes ``flops / (peak / units x efficiency) + stage_s``, on one streaming unit its
+    activations ``activation_bytes / (activation_bytes_per_s / units)``. Each pool's shares make its
+    slowest stage shortest (:func:`_slowest_stage`); the layers' stages are the longer of the two
+    pools' (a layer heavy in work and light in activations takes compute units, not both). Without
+    units: every layer gets its ideal share of the peak, every stage takes flops / peak."""
     if units is None or not any(layer.flops for layer in context.layers):
         total = context.flops / peak if peak else 0.0
         context.stage_s = [total if layer.flops else 0.0 for layer in context.layers]
         return
     rate = peak / units * efficiency
     stream = activation_bytes_per_s / units if activation_bytes_per_s else None
-    alone = [
-        max(layer.flops / rate, layer.activation_bytes / stream if stream else 0.0) + stage_s
-        for layer in context.layers
-    ]
+    work = [layer.flops / rate + stage_s for layer in context.layers]
+    moved = [layer.activation_bytes / stream if stream else 0.0 for layer in context.layers]
+    slowest = max(_slowest_stage(work, units), _slowest_stage(moved, units))
+    # a layer alone on one unit of each takes the longer of the two; with more units, at most the slowest stage
+    context.stage_s = [max(min(w, slowest), min(m, slowest)) for w, m in zip(work, moved)]
+
+
+def _slowest_stage(alone: list[float], units: int) -> float:
+    """The shortest slowest stage ``units`` units give layers taking ``alone`` on one unit each, each
+    layer at least one unit: the smallest T with sum over layers of max(1, alone / T) <= units (the
+    longest alone when there are more layers than units)."""
     busy = [t for t in alone if t > 0]
+    if not busy:
+        return 0.0
     low, high = max(busy) / units, max(busy)
     for _ in range(60):
         middle = (low + high) / 2
@@ -146,7 +158,7 @@ def allocate(
             high = middle
         else:
             low = middle
-    context.stage_s = [t / max(1.0, t / high) for t in alone]
+    return high
 
 
 def allocated(contexts: list[Context], chip: DataflowChip, peak: float, units: int | None) -> list[Context]:

@@ -682,7 +682,9 @@ def test_a_pipeline_and_a_graph_cut_fit_their_target_cards_at_1280_px(browser, t
                 const b = d.getBoundingClientRect(); return {x: b.left, y: b.top, r: b.right, b: b.bottom,
                                                                text: d.textContent.trim()}; })}))""",
     )
-    assert cards[0]["edge"][0].startswith("pipeline ≤") and cards[1]["edge"][0].startswith("graph cut ")
+    # hailo-8's pipeline is a forecast (fitted on the model zoo): its frames per second carry the band
+    assert cards[0]["edge"][0].startswith("pipeline ") and " frames/s ±80%" in cards[0]["edge"][0]
+    assert cards[1]["edge"][0].startswith("graph cut ")
     for card in cards:
         assert card["scroll"] <= card["width"], card
         boxes = card["figures"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from onnxroof.roofline.dataflow import DataflowChip, Layer, split_contexts, time_dataflow
+from onnxroof.roofline.dataflow import DataflowChip, Layer, layer_times, split_contexts, time_dataflow
 from onnxroof.roofline.dataflow_mapping import balanced_contexts
 from onnxroof.roofline.figures import Figure
 
@@ -33,6 +33,18 @@ def test_a_three_stage_pipeline_runs_at_its_slowest_stage_and_sums_them_for_late
     assert not timing.bound
 
 
+def test_a_line_buffered_pipelines_stages_share_out_its_latency():
+    # the three stages above, 1 ms each, on a chip whose frame is through a context after one slowest
+    # stage (fill_stages 1): latency 1 ms + the frame's 0.1 ms over the link = 1.1 ms (the layers give
+    # no rows: no tail). The three stages add up to 3 ms, more than the frame's latency: each layer's
+    # part of it is its stage x 1.1 / 3 = 0.367 ms, the three 1.1 ms (not 273 % of the latency)
+    layers = [Layer("a", 10**9, 1000), Layer("b", 2 * 10**9, 1000), Layer("c", 3 * 10**9, 1000)]
+    chip = DataflowChip(context_bytes=_figure(1e6), units=_figure(6), fill_stages=_figure(1))
+    timing = time_dataflow(layers, 10**5, chip, PEAK, LINK)
+    assert timing.latency_s == pytest.approx(1.1e-3)
+    assert layer_times(timing) == pytest.approx({"a": 1.1e-3 / 3, "b": 1.1e-3 / 3, "c": 1.1e-3 / 3})
+
+
 def test_a_small_layer_takes_a_whole_unit_and_starves_the_large_one():
     # 1e6 and 5e9 ops on 2 units: each layer needs one, so the large one runs on 1 unit: 5e9 / 1e12
     # = 5 ms per frame (200 frames/s) where the peak would allow (5e9 + 1e6) / 2e12 = 2.5 ms
@@ -40,6 +52,24 @@ def test_a_small_layer_takes_a_whole_unit_and_starves_the_large_one():
     timing = time_dataflow(layers, 0, DataflowChip(context_bytes=_figure(1e6), units=_figure(2)), 2e12, LINK)
     assert timing.frames_per_s == pytest.approx(200)
     assert timing.limiting == "large" and timing.limiting_share == pytest.approx(1.0)
+
+
+def test_compute_and_streaming_units_are_shared_out_apart():
+    # 4 units of compute (1e12 op/s each at 4e12) and 4 of streaming (1e9 B/s each at 4e9 B/s), each
+    # layer at least one of each. "work": 3e9 ops and 1e6 B, alone 3 ms of compute and 1 ms of
+    # streaming; "moving": 1e6 ops and 3e6 B, alone 1 us and 3 ms. Compute: 3 units to work and 1 to
+    # moving give work 1 ms (4 units is the fewest for 1 ms: 3 ms / 1 ms + 1); streaming likewise, 3
+    # to moving and 1 to work: 1 ms. Both stages 1 ms: 1,000 frames/s. One pool for both, the
+    # stage taking the longer of the two alone (3 ms each), 2 units each would give 1.5 ms (667
+    # frames/s): a layer heavy in work and one heavy in activations do not compete for one pool.
+    layers = [
+        Layer("work", 3 * 10**9, 0, activation_bytes=10**6),
+        Layer("moving", 10**6, 0, activation_bytes=3 * 10**6),
+    ]
+    chip = DataflowChip(context_bytes=_figure(1e6), units=_figure(4), activation_bytes_per_s=_figure(4e9))
+    timing = time_dataflow(layers, 0, chip, 4e12, LINK)
+    assert timing.contexts[0].stage_s == pytest.approx([1e-3, 1e-3])
+    assert timing.frames_per_s == pytest.approx(1000)
 
 
 def test_a_model_that_needs_two_contexts_pays_their_loads_once_per_group_of_frames():

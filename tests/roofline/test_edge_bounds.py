@@ -20,19 +20,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from published import edge_rows  # noqa: E402
 
-BOUND_TARGETS = (
-    "hailo-8",
-    "hailo-8l",
-    "jetson-orin-nano",
-    "jetson-orin-nano-super",
-    "raspberry-pi-5",
-    "myriad-x",
-    "apple-m2-gpu",
-)
+BOUND_TARGETS = ("hailo-8l", "jetson-orin-nano", "jetson-orin-nano-super", "raspberry-pi-5", "myriad-x", "apple-m2-gpu")
 
 
-# fitted on their rows (benchmarks/published/fit_coral.py, fit_cpu_runtime.py)
+# fitted on their rows (benchmarks/published/fit_coral.py, fit_cpu_runtime.py, fit_dataflow.py)
 FORECAST_TARGETS = (
+    "hailo-8",
     "coral-edge-tpu",
     "raspberry-pi-5-onnxruntime",
     "jetson-orin-nano-super-tensorrt",
@@ -44,7 +37,6 @@ FORECAST_TARGETS = (
 # docs/validation-published.md's edge section and each target's description. A change either way
 # must update them.
 WITHIN_3X = {
-    "hailo-8": False,  # DeiT-Tiny 59x (with the row floor): context switches of the zoo's LayerNorm transformers
     "hailo-8l": False,  # DeiT-Tiny 34x: the 8L splits even small networks into contexts
     "jetson-orin-nano": False,  # ncnn Vulkan 2.7-209x: compute shaders, no Tensor Cores (TensorRT: 1.9-10x)
     "jetson-orin-nano-super": True,  # onnxruntime CUDA, 1.7-2.4x
@@ -177,6 +169,15 @@ def test_orin_nano_15w_tensorrt_forecast_is_within_2x_of_every_row():
     assert _beyond_2x(rows) == []
 
 
+def test_hailo8_forecast_is_within_2x_of_every_zoo_row():
+    # the layer pipeline fitted on the zoo's rows (Dataflow Compiler v3.33): its 83 fps rows at batch 1
+    # and 8 and the ResNet-50 hardware latency, each within 2x (held out by family, fit_dataflow.py)
+    assert load_target("hailo-8").latency_kind.value == "forecast"
+    rows = ROWS["hailo-8"]
+    assert len(rows) == 84
+    assert _beyond_2x(rows) == []
+
+
 def test_ncnn_fp32_rows_compare_at_fp16_on_the_pi():
     # ncnn enables fp16 storage and arithmetic where the CPU has them (Armv8.2: the Cortex-A76), so a
     # page's "ncnn FP32" ran fp16; the Vulkan rows keep their own precision
@@ -207,9 +208,10 @@ def test_hailo_rows_build_the_yolos_as_the_zoos_hefs_end():
 
 @pytest.mark.parametrize("target", ["hailo-8", "hailo-8l"])
 def test_the_hailo_row_floor_holds_each_family_when_set_from_the_others(target):
-    # the targets' row_s is 0.8 x the fastest time per input row of the zoo's rows (a frame's time over
+    # a bound's row_s is 0.8 x the fastest time per input row of the zoo's rows (a frame's time over
     # its input rows: 1 / fps / rows). Set from every family but one, the same rule must leave that
-    # family's rows at or above it: held out by family, no row beats the floor
+    # family's rows at or above it: held out by family, no row beats the floor (hailo-8's forecast
+    # fits its row_s with the pipeline's other figures: the rule is checked on its rows all the same)
     from published.fit_dataflow import family
 
     per_row: dict[str, float] = {}
@@ -221,8 +223,9 @@ def test_the_hailo_row_floor_holds_each_family_when_set_from_the_others(target):
     for left_out, fastest in per_row.items():
         others = min(seconds for name, seconds in per_row.items() if name != left_out)
         assert 0.8 * others <= fastest, left_out
-    # and the figure in the target is that rule on every family
-    assert load_target(target).dataflow.row_s.value == pytest.approx(0.8 * min(per_row.values()), rel=0.01)
+    # and the bound's figure is that rule on every family
+    if load_target(target).latency_kind.value == "bound":
+        assert load_target(target).dataflow.row_s.value == pytest.approx(0.8 * min(per_row.values()), rel=0.01)
 
 
 def _params(model) -> int:

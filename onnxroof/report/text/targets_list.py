@@ -67,6 +67,10 @@ def _efficiency_list_lines(target) -> list[str]:
     for name, figure in target.efficiency.items():
         by_value.setdefault(f"{figure.value:.0%}", []).append(name)
     achieved = "; ".join(f"{', '.join(names)} {value}" for value, names in by_value.items())
+    chip = target.dataflow
+    if not achieved and chip is not None and chip.units is not None:  # a fitted layer pipeline's own figures
+        share = f" at {chip.efficiency.value:.0%} of their peak" if chip.efficiency else ""
+        achieved = f"a layer pipeline's: {chip.units.value:g} compute and as many streaming units{share}"
     lines += textwrap.wrap(
         f"efficiency: {achieved or 'none given (every kernel at the roofline: peak figures)'}",
         TERMINAL_COLUMNS,

@@ -8,7 +8,7 @@ signatures (a Weisfeiler-Lehman hash), so a renamed but identical model matches 
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -412,14 +412,16 @@ def match_nodes(base: list[NodeRecord], head: list[NodeRecord]) -> list[NodeChan
     if unmatched_base and unmatched_head:
         base_signatures = structural_signatures(base)
         head_signatures = structural_signatures(head)
-        waiting: dict[str, list[NodeRecord]] = defaultdict(list)
+        # the head's nodes of each signature, taken first to last (a chain of 100,000 alike nodes
+        # shares one signature: taking from the front of a list would be quadratic)
+        waiting: dict[str, deque[NodeRecord]] = defaultdict(deque)
         for record in unmatched_head:
             waiting[head_signatures[record.name]].append(record)
         still_base = []
         for record in unmatched_base:
             candidates = waiting.get(base_signatures[record.name])
             if candidates:
-                partner = candidates.pop(0)
+                partner = candidates.popleft()
                 pairs.append(NodeChange(record, partner, "structure", _changes(record, partner)))
             else:
                 still_base.append(record)

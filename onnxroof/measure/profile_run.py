@@ -173,11 +173,15 @@ def profile_model(
             measured = run_onnxruntime(job, timeout_s)
         except OrtFailed as exc:
             if job.memory_bytes and _OUT_OF_MEMORY.search(str(exc)):
+                given = (
+                    f" (its parameters twice, its activations four times, and {iec(BASE_MEMORY_BYTES)})"
+                    if max_memory_bytes is None
+                    else ""
+                )
                 raise UsageError(
                     f"{analysis.model.name}: onnxruntime needed more than the {iec(job.memory_bytes)} of memory "
-                    "profile gives it (its parameters twice, its activations four times, and 384 MiB): the model "
-                    "allocates more as it runs (a Loop growing a tensor?); give more with --max-memory MIB, or 0 "
-                    "for no limit"
+                    f"profile gives it{given}: the model allocates more as it runs (a Loop growing a tensor?); "
+                    "give more with --max-memory MIB, or 0 for no limit"
                 ) from None
             raise onnxruntime_error(exc, analysis) from None
         except OrtStopped as exc:

@@ -190,14 +190,15 @@ def latency_kind_words(report: TargetReport) -> str:
     targets (:func:`borrowed_words`)."""
     borrowed = borrowed_words(report)
     if report.latency_kind == LatencyKind.BOUND:
-        host = "".join(f"; {words}" for words in (report.host_words, report.fallback_words) if words)
+        others = [words for words in (report.host_words, report.fallback_words) if words]
+        host = "".join(f"; {words}" for words in others)
         if not report.complete:
             peaks = "; the target's figures are peaks" if report.peak_figures else ""
             return f"a lower bound (≥): {report.missing}, and they take time too{peaks}{host}" + (
                 f"; {borrowed}" if borrowed else ""
             )
         if not report.peak_figures:  # its own figures measured: only the host's part, or another type's roof
-            return f"a lower bound (≥): {host[2:]}" + (f"; {borrowed}" if borrowed else "")
+            return f"a lower bound (≥): {'; '.join(others)}" + (f"; {borrowed}" if borrowed else "")
         chip = report.target.dataflow
         rows = (
             f"; a frame's rows stream in at {units.seconds(chip.row_s.value)} each at least (a floor under every "
@@ -304,8 +305,7 @@ def edge_lines(report: TargetReport) -> list[tuple[str, str]]:
     lines = []
     timing = getattr(report, "dataflow", None)
     if timing is not None and timing.frames_per_s:
-        band = report.band.value if report.band is not None else None
-        lines.append(("pipeline", timing.words(band, report.latency_kind == LatencyKind.BOUND)))
+        lines.append(("pipeline", report.pipeline_words))
     cut = getattr(report, "edge_tpu_cut", None)
     if cut is not None:
         lines.append(("graph cut", cut.words()))

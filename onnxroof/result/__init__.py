@@ -199,8 +199,7 @@ class Analysis:
             split = "its pipeline's stages" if report.dataflow is not None else split  # not its kernels' roofs
             lines.append(f"  {report.target.name}: {latency}; time: {split}{memory}")
             if report.dataflow is not None and report.dataflow.frames_per_s:  # a layer pipeline: fps and latency apart
-                error = report.band.value if report.band else None
-                lines.append(f"    pipeline: {report.dataflow.words(error, report.latency_kind == LatencyKind.BOUND)}")
+                lines.append(f"    pipeline: {report.pipeline_words}")
             if report.edge_tpu_cut is not None:
                 lines.append(f"    graph cut: {report.edge_tpu_cut.words()}")
         lines += findings

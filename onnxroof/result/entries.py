@@ -206,9 +206,7 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
         "fit": fit,
         # a layer pipeline's frames per second and latency apart (null: not a dataflow target); where
         # an Edge TPU's compiler cut the graph (null: not one, or nothing fell back to the CPU)
-        "dataflow": dataflow_entry(
-            report.dataflow, report.band.value if report.band is not None else None, report.latency_kind == "bound"
-        ),
+        "dataflow": dataflow_entry(report),
         "edge_tpu_cut": cut_entry(report.edge_tpu_cut),
         "notes": report.notes,
         "model_point": placement_entry(report.model_point),
@@ -218,15 +216,17 @@ def target_entry(report, encoded: bool = False, fit: dict | None = None) -> dict
     }
 
 
-def dataflow_entry(timing, band: float | None = None, bound: bool = False) -> dict | None:
-    """A dataflow target's pipeline (roofline/dataflow.py): fps and latency, each a bound or a
-    forecast (``band``: its error; ``bound``: the run's latency a bound whatever the chip's figures),
-    the contexts and their stages, what sets the frame rate."""
+def dataflow_entry(report) -> dict | None:
+    """A dataflow target's pipeline (roofline/dataflow.py): fps and latency, each a bound (wherever
+    the run's latency is one) or a forecast with its band, the contexts and their stages, what sets
+    the frame rate."""
+    timing = report.dataflow
     if timing is None:
         return None
     # peak figures (or nodes left out): bounds; the chip's constants fitted on measurements: forecasts; else estimates
     kind = "forecast" if timing.chip is None or timing.chip.forecast else "estimate"
-    bound = bound or timing.bound
+    bound = timing.bound or report.latency_kind == "bound"
+    band = report.band.value if report.band is not None else None
     return {
         "frames_per_s": timing.frames_per_s,
         "frames_per_s_kind": "upper bound" if bound else kind,
@@ -241,7 +241,7 @@ def dataflow_entry(timing, band: float | None = None, bound: bool = False) -> di
         "heaviest_stage": timing.heaviest,
         "heaviest_work_share": timing.heaviest_share,
         "io_bytes": timing.io_bytes,
-        "text": timing.words(band, bound),
+        "text": report.pipeline_words,
         "contexts": [
             {
                 "weight_bytes": context.weight_bytes,

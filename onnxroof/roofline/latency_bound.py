@@ -13,9 +13,12 @@ host, and no measurement covers it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .targets import Figure, LatencyKind, Target
+
+if TYPE_CHECKING:
+    from .dataflow import DataflowTiming
 
 BAND_NOTE = "the error band ("  # how placement's note on a band its measurements do not cover starts
 
@@ -78,7 +81,7 @@ def missing_roof(target: Target, kernels: Iterable[_Kernel]) -> tuple[str, str, 
 class LatencyBound:
     """The bound-or-forecast decision of a :class:`~onnxroof.roofline.placement.TargetReport`,
     read from its fields ``latency_kind``, ``band``, ``peak_figures``, ``peak_host``, ``uncounted_nodes``,
-    ``unbound_dims``, ``fallen_roof`` and ``notes``."""
+    ``unbound_dims``, ``fallen_roof``, ``dataflow`` and ``notes``."""
 
     latency_kind: LatencyKind
     band: Figure | None
@@ -86,7 +89,8 @@ class LatencyBound:
     peak_host: str
     uncounted_nodes: int
     unbound_dims: int
-    fallen_roof: tuple[str, str, float] | None  # missing_roof's answer for the target's own kernels
+    fallen_roof: tuple[str, str, float] | None  # missing_roof's answer for the run's kernels
+    dataflow: DataflowTiming | None
     notes: list[str]
 
     def leave_out(self, nodes: int, dims: int = 0) -> None:
@@ -97,6 +101,15 @@ class LatencyBound:
         if nodes or dims:
             self.latency_kind, self.band = LatencyKind.BOUND, None
             self.notes = [note for note in self.notes if not note.startswith(BAND_NOTE)]  # no forecast to qualify
+
+    @property
+    def pipeline_words(self) -> str:
+        """A layer pipeline's line (fps, latency, contexts, what sets the frame rate), a bound
+        wherever the latency is one; "" when the target is no layer pipeline."""
+        if self.dataflow is None:
+            return ""
+        band = self.band.value if self.band is not None else None
+        return self.dataflow.words(band, self.latency_kind == LatencyKind.BOUND)
 
     @property
     def complete(self) -> bool:

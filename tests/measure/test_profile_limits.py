@@ -170,6 +170,9 @@ def test_a_loop_growing_a_tensor_fails_within_the_memory_it_is_given(private_tmp
     assert "--max-memory MIB" in message and "\n" not in message
     assert len(children) == 1 and children[0].poll() is not None
     assert list(private_tmp.iterdir()) == []
+    # a limit the user gave is named as given, not as the default's parts
+    with pytest.raises(UsageError, match=r"more than the 300 MiB of memory profile gives it: the model allocates"):
+        profile_model(analysis, load_target("myriad-x"), runs=1, warmup=0, model=model, max_memory_bytes=300 * 2**20)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
